@@ -1,0 +1,5 @@
+module github.com/heraldpush/herald
+
+go 1.26.0
+
+require golang.org/x/sync v0.25.0 // indirect

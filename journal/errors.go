@@ -1,0 +1,67 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every store wraps one of these, with context, so that
+// callers can use errors.Is whatever the backing database.
+var (
+	// ErrInvalid: the input was rejected before anything was written.
+	ErrInvalid = errors.New("invalid input")
+	// ErrConflict: a record id already exists with different content.
+	ErrConflict = errors.New("conflict")
+	// ErrSealed: the stream holds a final record; nothing may follow it.
+	ErrSealed = errors.New("stream is sealed")
+	// ErrNotFound: the record, stream or registration does not exist.
+	ErrNotFound = errors.New("not found")
+)
+
+// InvalidError reports which field of an input was rejected and why. It wraps
+// ErrInvalid.
+type InvalidError struct {
+	Field  string // e.g. "stream", "entries[2].id", "url"
+	Reason string // e.g. "is longer than 200 bytes (10000)"
+}
+
+func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
+
+// Unwrap returns ErrInvalid.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// Invalid returns an *InvalidError for field, with the reason formatted from
+// format and args.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ConflictError reports an append whose record id exists with other content.
+// It wraps ErrConflict.
+type ConflictError struct {
+	ID     string // the record id
+	Stream string // the stream the stored record belongs to
+	Seq    uint64 // the stored record's seq
+	Field  string // the first field that differs: "stream", "kind", "content type", "payload" or "final"
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("record id %q already exists as %s#%d with a different %s", e.ID, e.Stream, e.Seq, e.Field)
+}
+
+// Unwrap returns ErrConflict.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// SealedError reports an append to a stream that holds a final record. It
+// wraps ErrSealed.
+type SealedError struct {
+	Stream   string
+	FinalSeq uint64 // seq of the final record
+}
+
+func (e *SealedError) Error() string {
+	return fmt.Sprintf("stream %q is sealed by its final record #%d", e.Stream, e.FinalSeq)
+}
+
+// Unwrap returns ErrSealed.
+func (e *SealedError) Unwrap() error { return ErrSealed }

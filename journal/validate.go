@@ -1,0 +1,135 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits on input, in bytes. They bound what one record costs every store and
+// every receiver; a bigger payload belongs in object storage, referenced by URL.
+const (
+	MaxStreamBytes = 200
+	MaxIDBytes     = 1024
+	MaxKindBytes   = 200
+	// MaxContentTypeBytes bounds a media type with its parameters.
+	MaxContentTypeBytes = 200
+	// DefaultMaxPayload (1 MiB) is the payload limit of a store that is not
+	// configured otherwise. ActivityPub servers commonly refuse bodies above
+	// 1 MB, and webhook receivers are stricter still.
+	DefaultMaxPayload = 1 << 20
+	// MaxBatch bounds the entries of one Append call.
+	MaxBatch = 10000
+)
+
+// ValidateStream checks a stream name: non-empty, at most MaxStreamBytes bytes
+// of UTF-8, no whitespace and no control characters. Errors wrap ErrInvalid.
+func ValidateStream(stream string) error {
+	return validateName("stream", stream, MaxStreamBytes, false)
+}
+
+// ValidateID checks a record or registration id: non-empty, at most
+// MaxIDBytes bytes of UTF-8, no control characters (spaces are allowed, as in
+// some URIs written by hand). Errors wrap ErrInvalid.
+func ValidateID(field, id string) error {
+	return validateName(field, id, MaxIDBytes, true)
+}
+
+func validateName(field, s string, max int, spaces bool) error {
+	if s == "" {
+		return Invalid(field, "is empty")
+	}
+	if len(s) > max {
+		return Invalid(field, "is longer than %d bytes (%d)", max, len(s))
+	}
+	if !utf8.ValidString(s) {
+		return Invalid(field, "is not valid UTF-8")
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return Invalid(field, "has a control character %U at byte %d", r, i)
+		}
+		if !spaces && unicode.IsSpace(r) {
+			return Invalid(field, "has whitespace %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// ValidateEntries checks a batch to append to stream and returns it with
+// content types defaulted. maxPayload is the store's payload limit in bytes
+// (0 means DefaultMaxPayload). It reports the first problem as an
+// *InvalidError naming the entry and field (a final entry must be the last of
+// its batch).
+func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, error) {
+	if err := ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, Invalid("entries", "is empty: nothing to append")
+	}
+	if len(entries) > MaxBatch {
+		return nil, Invalid("entries", "has %d entries, more than %d", len(entries), MaxBatch)
+	}
+	if maxPayload <= 0 {
+		maxPayload = DefaultMaxPayload
+	}
+	out := make([]Entry, len(entries))
+	seen := make(map[string]int, len(entries))
+	for i, e := range entries {
+		f := func(name string) string { return fmt.Sprintf("entries[%d].%s", i, name) }
+		if err := ValidateID(f("id"), e.ID); err != nil {
+			return nil, err
+		}
+		if j, dup := seen[e.ID]; dup {
+			return nil, Invalid(f("id"), "%q repeats entries[%d].id in the same batch", e.ID, j)
+		}
+		seen[e.ID] = i
+		if err := validateName(f("kind"), e.Kind, MaxKindBytes, false); err != nil {
+			return nil, err
+		}
+		e.ContentType = contentType(e.ContentType)
+		if len(e.ContentType) > MaxContentTypeBytes {
+			return nil, Invalid(f("content_type"), "is longer than %d bytes (%d)", MaxContentTypeBytes, len(e.ContentType))
+		}
+		mt, _, err := mime.ParseMediaType(e.ContentType)
+		if err != nil {
+			return nil, Invalid(f("content_type"), "%q is not a media type: %v", e.ContentType, err)
+		}
+		if len(e.Payload) > maxPayload {
+			return nil, Invalid(f("payload"), "is %d bytes, more than the limit of %d", len(e.Payload), maxPayload)
+		}
+		if IsJSON(mt) && !json.Valid(e.Payload) {
+			return nil, Invalid(f("payload"), "is not valid JSON, as content type %s requires", mt)
+		}
+		if e.Final && i < len(entries)-1 {
+			return nil, Invalid(f("final"), "is set but %d entries follow: only the last entry of a batch may be final", len(entries)-1-i)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// ValidateRead checks the arguments of Journal.Read. Errors wrap ErrInvalid.
+func ValidateRead(stream string, fromSeq uint64, limit int) error {
+	if err := ValidateStream(stream); err != nil {
+		return err
+	}
+	if fromSeq == 0 {
+		return Invalid("from seq", "is 0: seqs start at 1")
+	}
+	if limit < 1 {
+		return Invalid("limit", "is %d: it must be at least 1", limit)
+	}
+	return nil
+}
+
+// IsJSON reports whether the media type mt (without parameters) is JSON:
+// application/json or a structured syntax suffix +json (RFC 6838 §4.2.8).
+func IsJSON(mt string) bool {
+	mt = strings.ToLower(mt)
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}

@@ -1,0 +1,43 @@
+// Package push delivers journal records to the receivers that registered for
+// them: at least once, in order per registration, with deterministic backoff,
+// honoured Retry-After, and parking instead of giving up.
+//
+// # Vocabulary
+//
+// A [Registration] says who wants a stream's records and where, and keeps a
+// cursor (NextSeq: the first seq not yet acknowledged). A [Projection] turns
+// a record into the wire [Message] values of one registration (ActivityPub,
+// CloudEvents, A2A, Standard Webhooks: see herald's projection packages). A
+// [Transport] sends a message and classifies the answer as an [Outcome]. A
+// [Store] keeps registrations, their cursors, leases and [Evidence]. A
+// [Worker] serves one namespace; each call of [Worker.RunOnce] is a sweep.
+//
+// # The sweep
+//
+// RunOnce(ctx, at, limit) claims up to limit due registrations of the
+// worker's namespace (Store.Due, which stamps a lease), then serves them at
+// most MaxInFlight at once. Each turn reads up to DrainPage records past the
+// cursor and, strictly in order, sends every message of a record before
+// moving to the next. The cursor moves past a record only when every message
+// of it was accepted (2xx) or it had none, and is written once per page. On
+// a failure the turn stops: a permanent refusal (410 Gone, a URL the network
+// guard refuses) parks the registration; a transient one retries at the
+// receiver's Retry-After (clamped to [1 s, MaxRetryAfter]) or at the next
+// [Backoff] instant, and parks when attempts reach MaxAttempts. A record the
+// projection calls terminal completes the registration, which is deleted.
+//
+// The caller's clock decides everything: at is the instant of due-ness,
+// backoff, lease expiry and signature dates. RunOnce reads no wall clock, so
+// tests state instants and never sleep. [Worker.Run] is the convenience loop
+// that passes time.Now().
+//
+// # Guarantees
+//
+// Delivery is at least once: a crash between a receiver's 2xx and the cursor
+// write repeats at most one page of records to that registration, with the
+// same message ids. Order holds per registration; registrations are
+// independent. A store or journal error is never blamed on a receiver. A
+// parked registration keeps its cursor: Store.Unpark resumes at the first
+// unacknowledged record. Nothing is ever deleted but a registration whose
+// final record was acknowledged.
+package push

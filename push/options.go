@@ -1,0 +1,193 @@
+package push
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// Defaults, each with the reason it is what it is.
+const (
+	// DefaultMaxAttempts (32) is the retry ceiling: a registration is parked
+	// on the failure that makes its attempts at one record reach it. With the
+	// default backoff that is about 80 minutes of an unreachable receiver:
+	// long enough to ride out a deploy or a restart, short enough that a dead
+	// inbox stops costing a connection every few minutes. Parking loses
+	// nothing; unpark resumes from the cursor.
+	DefaultMaxAttempts = 32
+	// DefaultMaxRetryAfter (1 h) caps a receiver's Retry-After, so that a
+	// receiver answering "Retry-After: 31536000" cannot silence a
+	// registration for a year without an operator seeing it parked.
+	DefaultMaxRetryAfter = time.Hour
+	// DefaultMaxInFlight (16) bounds the registrations a sweep serves at
+	// once: each holds at most one request in flight, so 16 keeps a small
+	// machine's sockets and the receivers' patience in check while hiding
+	// most of the network latency.
+	DefaultMaxInFlight = 16
+	// DefaultDrainPage (256) bounds the records one registration is sent in
+	// one turn: large enough that a backlog drains in few sweeps and the
+	// cursor is written once per page, small enough that a crash repeats at
+	// most 256 records and that one busy receiver cannot hold a turn for long.
+	DefaultDrainPage = 256
+	// DefaultLease (60 s) is how long a claimed registration stays invisible
+	// to other workers: four request timeouts. A turn stops starting new
+	// records once half of it has passed, so the lease outlives the turn.
+	DefaultLease = 60 * time.Second
+	// DefaultSweepLimit (256) is the limit Run passes to each RunOnce.
+	DefaultSweepLimit = 256
+	// MaxDrainPage bounds WithDrainPage.
+	MaxDrainPage = 10000
+)
+
+type options struct {
+	maxAttempts   int
+	maxRetryAfter time.Duration
+	maxInFlight   int
+	drainPage     int
+	lease         time.Duration
+	sweepLimit    int
+	owner         string
+	logger        *slog.Logger
+	schedule      Schedule
+	onRejected    RejectPolicy
+	hooks         Hooks
+}
+
+// Option configures a Worker. Options are checked by NewWorker; a zero or
+// negative count is an error there, never a silent "off".
+type Option func(*options)
+
+// WithMaxAttempts sets the retry ceiling (default DefaultMaxAttempts): the
+// failure that makes a registration's attempts at one record equal n parks
+// it. 1 means a single try. n must be at least 1.
+func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+
+// WithMaxRetryAfter caps a receiver's Retry-After (default
+// DefaultMaxRetryAfter). At least 1 s.
+func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
+
+// WithMaxInFlight bounds the registrations served at once in a sweep
+// (default DefaultMaxInFlight). At least 1.
+func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithDrainPage bounds the records read and sent per registration per turn
+// (default DefaultDrainPage), 1 to MaxDrainPage. It is also the bound on
+// duplicates after a crash (invariant 2).
+func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
+
+// WithLease sets how long a claimed registration is invisible to other
+// workers (default DefaultLease). At least 2 s.
+func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+
+// WithSweepLimit sets the limit Run passes to RunOnce (default
+// DefaultSweepLimit). At least 1.
+func WithSweepLimit(n int) Option { return func(o *options) { o.sweepLimit = n } }
+
+// WithOwner names this worker in the leases it takes (default: host name,
+// process id and a random suffix). Two workers must never share an owner.
+func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithSchedule replaces the exponential Backoff with a fixed list of delays,
+// each at least 1 s.
+func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
+
+// WithRejectPolicy sets what a 4xx (other than 408, 410, 425 and 429) means
+// for registrations that do not say (default RejectRetry).
+func WithRejectPolicy(p RejectPolicy) Option { return func(o *options) { o.onRejected = p } }
+
+// WithHooks sets functions called on every attempt and every sweep, for
+// metrics. They are called concurrently and must not block.
+func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
+
+// Hooks observe a worker. Nil fields are skipped.
+type Hooks struct {
+	// Attempt is called after every delivery attempt.
+	Attempt func(Attempt)
+	// Sweep is called after every RunOnce with its report, its wall-clock
+	// duration and its error.
+	Sweep func(at time.Time, r SweepReport, took time.Duration, err error)
+}
+
+// Attempt describes one delivery attempt, for Hooks.Attempt.
+type Attempt struct {
+	Registration Registration
+	Seq          uint64
+	MessageID    string
+	At           time.Time // the sweep's instant
+	Outcome      Outcome
+}
+
+func defaultOptions() options {
+	return options{
+		maxAttempts:   DefaultMaxAttempts,
+		maxRetryAfter: DefaultMaxRetryAfter,
+		maxInFlight:   DefaultMaxInFlight,
+		drainPage:     DefaultDrainPage,
+		lease:         DefaultLease,
+		sweepLimit:    DefaultSweepLimit,
+		onRejected:    RejectRetry,
+	}
+}
+
+func (o *options) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, journal.Invalid(field, format, args...)) }
+	if o.maxAttempts < 1 {
+		bad("MaxAttempts", "is %d: it must be at least 1 (1 means a single try)", o.maxAttempts)
+	}
+	if o.maxInFlight < 1 {
+		bad("MaxInFlight", "is %d: it must be at least 1", o.maxInFlight)
+	}
+	if o.drainPage < 1 || o.drainPage > MaxDrainPage {
+		bad("DrainPage", "is %d: it must be from 1 to %d", o.drainPage, MaxDrainPage)
+	}
+	if o.lease < 2*time.Second {
+		bad("Lease", "is %v: it must be at least 2s", o.lease)
+	}
+	if o.maxRetryAfter < time.Second {
+		bad("MaxRetryAfter", "is %v: it must be at least 1s", o.maxRetryAfter)
+	}
+	if o.sweepLimit < 1 {
+		bad("SweepLimit", "is %d: it must be at least 1", o.sweepLimit)
+	}
+	if o.schedule != nil && len(o.schedule) == 0 {
+		bad("Schedule", "is empty")
+	}
+	for i, d := range o.schedule {
+		if d < time.Second {
+			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
+		}
+	}
+	if o.onRejected != RejectRetry && o.onRejected != RejectSkip {
+		bad("RejectPolicy", "%q must be %q or %q", o.onRejected, RejectRetry, RejectSkip)
+	}
+	if o.owner == "" {
+		o.owner = defaultOwner()
+	} else if err := journal.ValidateID("Owner", o.owner); err != nil {
+		errs = append(errs, err)
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	return errors.Join(errs...)
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "herald"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,219 @@
+package push
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// Registration says who wants a stream's records and where: (stream, id) →
+// destination URL, namespace, projection config, cursor and retry state.
+//
+// Its String method and %v never print Config, which holds secrets.
+type Registration struct {
+	Stream    string `json:"stream"`    // the journal stream it follows
+	ID        string `json:"id"`        // unique within Stream: an inbox URI, a push config id, an endpoint name
+	Namespace string `json:"namespace"` // which worker serves it: "activitypub", "cloudevents", "a2a", "webhook", …
+	URL       string `json:"url"`       // absolute http(s) URL the messages are POSTed to; no userinfo
+	// Config is the projection's configuration (JSON object): keys, tokens,
+	// secrets. Never logged; excluded from JSON encoding of the registration.
+	Config Config `json:"-"`
+	// OnRejected says what a 4xx answer other than 408, 410, 425 and 429
+	// means for this registration; empty means the worker's default
+	// (RejectRetry unless configured).
+	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
+
+	// NextSeq is the cursor: the first seq not yet acknowledged. Register
+	// treats 0 as 1 (deliver the stream from its beginning).
+	NextSeq uint64 `json:"next_seq"`
+	// Attempts counts consecutive failed attempts at NextSeq; reset by any
+	// advance, by unpark, skip and rewind.
+	Attempts int `json:"attempts"`
+	// NextAttemptAt is the instant before which no sweep retries it.
+	NextAttemptAt time.Time `json:"next_attempt_at"`
+	// Parked registrations are never due until unparked. ParkedAt is when.
+	Parked   bool      `json:"parked"`
+	ParkedAt time.Time `json:"parked_at,omitzero"`
+	// LastError is the reason of the last failure, park or operator action;
+	// cleared by an advance.
+	LastError string `json:"last_error,omitempty"`
+	// LeaseOwner and LeaseUntil are stamped by Store.Due: while the lease is
+	// live no other worker gets this registration.
+	LeaseOwner string    `json:"lease_owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+}
+
+// Key is the identity of a registration.
+type Key struct {
+	Stream string `json:"stream"`
+	ID     string `json:"id"`
+}
+
+// Key returns the registration's identity.
+func (r Registration) Key() Key { return Key{Stream: r.Stream, ID: r.ID} }
+
+// Host returns the host of the registration's URL, the only part of it that
+// logs show (paths and queries may carry capability tokens).
+func (r Registration) Host() string {
+	u, err := url.Parse(r.URL)
+	if err != nil || u.Host == "" {
+		return "(invalid url)"
+	}
+	return u.Host
+}
+
+// String identifies the registration without its URL's path or its config.
+func (r Registration) String() string {
+	return fmt.Sprintf("%s/%s (%s → %s, cursor %d)", r.Stream, r.ID, r.Namespace, r.Host(), r.NextSeq)
+}
+
+// Config is a projection's configuration, a JSON object. It may hold secrets,
+// so its String and GoString methods redact it; projections parse it with
+// json.Unmarshal.
+type Config []byte
+
+// String redacts the config.
+func (c Config) String() string {
+	if len(c) == 0 {
+		return "{}"
+	}
+	return fmt.Sprintf("[config redacted, %d bytes]", len(c))
+}
+
+// GoString redacts the config.
+func (c Config) GoString() string { return c.String() }
+
+// RejectPolicy is what a 4xx answer (other than 408, 410, 425 and 429) does.
+type RejectPolicy string
+
+const (
+	// RejectRetry treats the answer as transient: back off and try again,
+	// parking at the retry ceiling. Nothing is lost. The default.
+	RejectRetry RejectPolicy = "retry"
+	// RejectSkip records evidence and moves past the message, as fediverse
+	// servers do for an activity the receiver refuses.
+	RejectSkip RejectPolicy = "skip"
+)
+
+var namespacePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
+
+// MaxURLBytes bounds a registration's URL.
+const MaxURLBytes = 2048
+
+// ValidateNamespace checks a namespace: a lowercase letter, then up to 63
+// lowercase letters, digits, '.', '_' or '-'. Errors wrap ErrInvalid.
+func ValidateNamespace(ns string) error {
+	if !namespacePattern.MatchString(ns) {
+		return journal.Invalid("namespace", "%q must be a lowercase letter then up to 63 of [a-z0-9._-]", ns)
+	}
+	return nil
+}
+
+// Validate checks what a caller supplies to Register: stream, id, namespace,
+// URL, config and policy. It returns an *journal.InvalidError naming the
+// field (the error never repeats the URL's userinfo or the config).
+func (r Registration) Validate() error {
+	if err := journal.ValidateStream(r.Stream); err != nil {
+		return err
+	}
+	if err := journal.ValidateID("registration id", r.ID); err != nil {
+		return err
+	}
+	if err := ValidateNamespace(r.Namespace); err != nil {
+		return err
+	}
+	if err := ValidateURL(r.URL); err != nil {
+		return err
+	}
+	if len(r.Config) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.Config, &obj); err != nil || obj == nil {
+			return journal.Invalid("config", "is not a JSON object")
+		}
+	}
+	switch r.OnRejected {
+	case "", RejectRetry, RejectSkip:
+	default:
+		return journal.Invalid("on_rejected", "%q must be %q or %q", r.OnRejected, RejectRetry, RejectSkip)
+	}
+	return nil
+}
+
+// ValidateURL checks a destination URL: absolute, http or https, a host, no
+// userinfo (credentials belong in the config, where they are redacted), no
+// fragment, at most MaxURLBytes bytes. Whether the host may be reached is the
+// transport's decision at connect time. Errors wrap ErrInvalid and never
+// repeat userinfo.
+func ValidateURL(raw string) error {
+	if raw == "" {
+		return journal.Invalid("url", "is empty")
+	}
+	if len(raw) > MaxURLBytes {
+		return journal.Invalid("url", "is longer than %d bytes (%d)", MaxURLBytes, len(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return journal.Invalid("url", "cannot be parsed")
+	}
+	if u.User != nil {
+		return journal.Invalid("url", "has userinfo (user:password@): put credentials in the projection config instead")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return journal.Invalid("url", "scheme %q is not http or https", u.Scheme)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return journal.Invalid("url", "has no host")
+	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		return journal.Invalid("url", "has a fragment, which is never sent")
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < 0x21 || raw[i] == 0x7f {
+			return journal.Invalid("url", "has a space or control character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+// Status is a registration together with the head of its stream.
+type Status struct {
+	Registration
+	Head   uint64 `json:"head"`   // seq of the stream's newest record, 0 if none
+	Sealed bool   `json:"sealed"` // the stream holds a final record
+}
+
+// Lag is how many records the registration has not had acknowledged.
+func (s Status) Lag() uint64 {
+	if s.Head < s.NextSeq {
+		return 0
+	}
+	return s.Head - s.NextSeq + 1
+}
+
+// State names where a registration stands: "parked", "idle" (cursor past the
+// head), "retrying" (failures at the cursor, waiting for NextAttemptAt) or
+// "ready" (has work and may be swept).
+func (s Status) State() string {
+	switch {
+	case s.Parked:
+		return StateParked
+	case s.NextSeq > s.Head:
+		return StateIdle
+	case s.Attempts > 0:
+		return StateRetrying
+	default:
+		return StateReady
+	}
+}
+
+// Registration states, as Status.State reports them.
+const (
+	StateReady    = "ready"
+	StateRetrying = "retrying"
+	StateIdle     = "idle"
+	StateParked   = "parked"
+)

@@ -1,0 +1,28 @@
+package push
+
+// SweepReport says what one RunOnce did. Counts are of this sweep only.
+type SweepReport struct {
+	Registrations int  `json:"registrations"` // registrations claimed and served
+	Records       int  `json:"records"`       // records acknowledged (the cursor moved past them)
+	Deliveries    int  `json:"deliveries"`    // messages accepted (2xx)
+	Retries       int  `json:"retries"`       // registrations that failed and will retry later
+	Completed     int  `json:"completed"`     // registrations whose final record was acknowledged (now deleted)
+	Parked        int  `json:"parked"`        // registrations parked (ceiling reached or permanent refusal)
+	Skipped       int  `json:"skipped"`       // messages rejected and moved past by the skip policy
+	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
+	Errors        int  `json:"errors"`        // turns ended by a store or journal error
+	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
+}
+
+// NeedsAttention reports whether an operator should look: the sweep could not
+// keep up (Saturated), or parked a registration.
+func (r SweepReport) NeedsAttention() bool { return r.Saturated || r.Parked > 0 }
+
+func (r *SweepReport) add(t SweepReport) {
+	r.Records += t.Records
+	r.Deliveries += t.Deliveries
+	r.Retries += t.Retries
+	r.Completed += t.Completed
+	r.Parked += t.Parked
+	r.Skipped += t.Skipped
+}

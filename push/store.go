@@ -1,0 +1,197 @@
+package push
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps registrations, their cursors, leases and evidence.
+//
+// Implementations are safe for concurrent use, including by several worker
+// processes where the backing database allows it (store/postgres). Every
+// method returns errors wrapping journal's sentinels: ErrInvalid for bad
+// input (nothing is changed), ErrNotFound for an unknown registration, and
+// the database's own failures otherwise (never mistaken for a receiver's).
+//
+// The conformance suite store/storetest states the contract method by method;
+// every implementation runs it.
+type Store interface {
+	// Register creates the registration, or updates the destination (URL,
+	// namespace, config, policy) of an existing one, keeping its cursor and
+	// retry state. A new registration starts at r.NextSeq (0 means 1); the
+	// state fields of r are otherwise ignored. It returns the stored
+	// registration. Errors: ErrInvalid (see Registration.Validate),
+	// ErrSealed (the stream is sealed and the cursor is past its final
+	// record: nothing would ever be delivered).
+	Register(ctx context.Context, r Registration) (Registration, error)
+
+	// Unregister deletes a registration and its evidence. Errors: ErrNotFound.
+	Unregister(ctx context.Context, stream, id string) error
+
+	// Get returns one registration with its stream's head. Errors: ErrNotFound.
+	Get(ctx context.Context, stream, id string) (Status, error)
+
+	// List returns registrations matching q, ordered by (stream, id), at most
+	// q.Limit (default 100, at most 10,000) after q.After.
+	List(ctx context.Context, q ListQuery) ([]Status, error)
+
+	// Due claims up to q.Limit registrations of q.Namespace that have work
+	// at q.At: not parked, no live lease (LeaseUntil <= At), NextAttemptAt <=
+	// At, NextSeq <= head of the stream. It stamps each with the lease
+	// (q.Owner, q.LeaseUntil) in the same atomic step, so that no other
+	// caller gets them while the lease is live. Rows come oldest
+	// NextAttemptAt first. It looks for q.Limit+1 and sets More when the
+	// extra one exists (it is not claimed). Unserved counts due
+	// registrations of other namespaces (not claimed either). A registration
+	// whose cursor is past its stream's head is not returned, and costs the
+	// sweep no journal read. Errors: ErrInvalid (Limit < 1, empty Owner or
+	// Namespace, LeaseUntil not after At).
+	Due(ctx context.Context, q DueQuery) (DueBatch, error)
+
+	// Advance moves the cursor forward to nextSeq, never backwards: the
+	// stored cursor becomes max(stored, nextSeq), and if that moved it,
+	// Attempts and LastError are reset. In any case the lease is released.
+	// NextAttemptAt is left alone (it was due when claimed). Errors:
+	// ErrNotFound.
+	Advance(ctx context.Context, stream, id string, nextSeq uint64) error
+
+	// Retry records a failed attempt, in one atomic step with the progress
+	// made before it: the cursor becomes max(stored, nextSeq); Attempts
+	// becomes 1 if that moved the cursor, else Attempts+1; NextAttemptAt =
+	// notBefore; LastError = ev.Error; the lease is released; ev is stored
+	// as evidence (its Stream and Registration are set from stream and id).
+	// Errors: ErrNotFound.
+	Retry(ctx context.Context, stream, id string, nextSeq uint64, notBefore time.Time, ev Evidence) error
+
+	// Park stops the registration, keeping its cursor, in one atomic step
+	// with the progress made before it: the cursor becomes max(stored,
+	// nextSeq) and Attempts counts the failure as Retry does; Parked,
+	// ParkedAt = ev.At, LastError = ev.Error, the lease released, ev stored
+	// as evidence. Errors: ErrNotFound.
+	Park(ctx context.Context, stream, id string, nextSeq uint64, ev Evidence) error
+
+	// Unpark resumes a parked registration at its cursor: Parked false,
+	// Attempts 0, NextAttemptAt = at (due at once), and an "unparked"
+	// evidence row. Unparking one that is not parked changes nothing.
+	// Errors: ErrNotFound.
+	Unpark(ctx context.Context, stream, id string, at time.Time) error
+
+	// Complete deletes a registration whose final record was acknowledged,
+	// with its evidence: a sealed stream leaves no registration behind.
+	// Errors: ErrNotFound.
+	Complete(ctx context.Context, stream, id string) error
+
+	// Skip is the operator's move past a poison record: the cursor goes
+	// forward to toSeq (NextSeq < toSeq <= head+1), Attempts 0, due at
+	// once, with an evidence row saying reason. A parked registration stays
+	// parked. Errors: ErrNotFound, ErrInvalid (toSeq out of range).
+	Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error
+
+	// Rewind is the operator's replay: the cursor goes to toSeq (1 <= toSeq
+	// <= head+1, backwards allowed), Attempts 0, due at once, with an
+	// evidence row. The only way a cursor moves backwards. Errors:
+	// ErrNotFound, ErrInvalid (toSeq out of range).
+	Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error
+
+	// AddEvidence stores one evidence row (a skipped message, say), keeping
+	// at most MaxEvidence rows per registration (the newest). Errors:
+	// ErrNotFound.
+	AddEvidence(ctx context.Context, ev Evidence) error
+
+	// Evidence returns a registration's evidence, newest first, at most
+	// limit rows (0 means MaxEvidence). Errors: ErrNotFound.
+	Evidence(ctx context.Context, stream, id string, limit int) ([]Evidence, error)
+
+	// Stats counts registrations by namespace and state, at instant at (which
+	// decides what is leased).
+	Stats(ctx context.Context, at time.Time) (Stats, error)
+}
+
+// MaxEvidence is how many evidence rows a store keeps per registration: the
+// newest 100, enough to see a pattern in the failures without letting a
+// receiver that is down for a month grow the table without bound.
+const MaxEvidence = 100
+
+// DueQuery asks Store.Due for work.
+type DueQuery struct {
+	At         time.Time // the sweep's instant: due-ness and lease expiry are judged against it
+	Limit      int       // the sweep's limit; Due returns up to Limit+1 rows to reveal saturation
+	Namespace  string    // only this namespace is claimed
+	Owner      string    // lease owner stamped on claimed rows
+	LeaseUntil time.Time // lease expiry stamped on claimed rows (after At)
+}
+
+// DueBatch is what Due claimed.
+type DueBatch struct {
+	Registrations []Status // claimed, each with its stream's head
+	More          bool     // more than Limit were due: the sweep is saturated
+	Unserved      int      // due registrations of other namespaces, not claimed
+}
+
+// ListQuery filters Store.List.
+type ListQuery struct {
+	Stream    string // only this stream, if set
+	Namespace string // only this namespace, if set
+	Parked    bool   // only parked registrations
+	Lagging   bool   // only registrations with records past the cursor (Lag > 0)
+	After     Key    // keyset paging: registrations ordered after this key
+	Limit     int    // 0 means 100
+}
+
+// DefaultListLimit and MaxListLimit bound ListQuery.Limit.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 10000
+)
+
+// Stats summarises registrations for `herald status` and metrics.
+type Stats struct {
+	Namespaces map[string]NamespaceStats `json:"namespaces"`
+	// Lagging: up to 10 registrations with the largest lag, largest first.
+	Lagging []Status `json:"lagging"`
+	// OldestParked: the registration parked longest ago, if any.
+	OldestParked *Status `json:"oldest_parked,omitempty"`
+}
+
+// NamespaceStats counts one namespace's registrations by state (see
+// Status.State) and the records behind their cursors.
+type NamespaceStats struct {
+	Ready    int    `json:"ready"`
+	Retrying int    `json:"retrying"`
+	Idle     int    `json:"idle"`
+	Parked   int    `json:"parked"`
+	Leased   int    `json:"leased"` // of the above, those with a live lease at the instant asked
+	Behind   uint64 `json:"records_behind"`
+}
+
+// Evidence is the stored record of a failed, skipped or parked attempt, or of
+// an operator's action. Successes are not recorded: the cursor says them.
+type Evidence struct {
+	Stream       string        `json:"stream"`
+	Registration string        `json:"registration"` // the registration id
+	At           time.Time     `json:"at"`           // the sweep's instant, or the operator's
+	Event        string        `json:"event"`        // one of the Event* constants
+	Seq          uint64        `json:"seq,omitempty"`
+	RecordID     string        `json:"record_id,omitempty"`
+	MessageID    string        `json:"message_id,omitempty"`
+	Attempt      int           `json:"attempt,omitempty"` // 1-based attempt at this seq
+	Status       int           `json:"status,omitempty"`  // HTTP status, 0 if none came back
+	Body         string        `json:"body,omitempty"`    // first 512 bytes of the answer
+	Location     string        `json:"location,omitempty"`
+	Duration     time.Duration `json:"duration_ns,omitempty"`
+	Error        string        `json:"error,omitempty"` // why, in words; never a secret
+	NotBefore    time.Time     `json:"not_before,omitzero"`
+}
+
+// Evidence events.
+const (
+	EventFailed   = "failed"   // a transient failure; retried at NotBefore
+	EventSkipped  = "skipped"  // a message the receiver rejected, moved past by policy
+	EventParked   = "parked"   // the failure that parked the registration
+	EventUnparked = "unparked" // operator
+	EventSkip     = "skip"     // operator moved the cursor forward
+	EventRewind   = "rewind"   // operator moved the cursor back
+)
+
+// MaxEvidenceBody is how many bytes of a response body evidence keeps.
+const MaxEvidenceBody = 512

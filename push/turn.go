@@ -1,0 +1,182 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// turn serves one claimed registration once: up to one drain page of
+// records, strictly in order, then one store write that saves the progress
+// (Advance, Retry, Park or Complete). Invariant 2 bounds duplicates by the
+// page, so the cursor is written once per page rather than once per record.
+type turn struct {
+	w    *Worker
+	at   time.Time
+	stop <-chan struct{}
+	reg  Registration
+	rep  SweepReport
+
+	next     uint64 // first seq not yet acknowledged in this turn
+	attempts int    // failures before the next one (0 once the cursor moved)
+}
+
+func (t *turn) run(ctx context.Context) error {
+	w := t.w
+	t.next, t.attempts = t.reg.NextSeq, t.reg.Attempts
+	if t.stopping() {
+		return nil // the lease expires; nothing was tried
+	}
+	recs, err := w.journal.Read(ctx, t.reg.Stream, t.next, w.opts.drainPage)
+	if err != nil {
+		return fmt.Errorf("read journal from #%d: %w", t.next, err)
+	}
+	budget := time.Now().Add(w.opts.lease / 2) // real time: keep the turn inside its lease
+	for i, rec := range recs {
+		if rec.Seq != t.next {
+			return t.save(ctx, fmt.Errorf("journal returned #%d where #%d was expected", rec.Seq, t.next))
+		}
+		if i > 0 && (t.stopping() || time.Now().After(budget)) {
+			break
+		}
+		done, err := t.deliver(ctx, rec)
+		if err != nil || done {
+			return err
+		}
+		t.next, t.attempts = rec.Seq+1, 0
+		t.rep.Records++
+		if w.projection.Terminal(rec) {
+			if err := w.store.Complete(context.WithoutCancel(ctx), t.reg.Stream, t.reg.ID); err != nil {
+				return fmt.Errorf("complete after final record #%d: %w", rec.Seq, err)
+			}
+			t.rep.Completed++
+			w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", rec.Seq)
+			return nil
+		}
+	}
+	return t.save(ctx, nil)
+}
+
+// deliver sends every message of rec. done is true when the turn ended on a
+// failure (already recorded); err is a store error or the worker stopping.
+func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err error) {
+	w := t.w
+	msgs, err := w.projection.Messages(ctx, rec, t.reg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, t.save(ctx, ctx.Err())
+		}
+		// This plane's fault, not the receiver's: transient, under the ceiling.
+		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: "projection: " + err.Error()}
+		return true, t.fail(ctx, Outcome{Verdict: Transient, Reason: ev.Error}, ev)
+	}
+	for _, msg := range msgs {
+		out, err := w.transport.Deliver(ctx, t.reg, msg, t.at)
+		if err != nil {
+			// Says nothing about the receiver (the worker is stopping):
+			// keep what was acknowledged, count no attempt.
+			return true, t.save(ctx, err)
+		}
+		if h := w.opts.hooks.Attempt; h != nil {
+			h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msg.ID, At: t.at, Outcome: out})
+		}
+		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msg.ID, Status: out.Status,
+			Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
+		switch {
+		case out.Verdict == Accepted:
+			t.rep.Deliveries++
+		case out.Verdict == Rejected && t.policy() == RejectSkip:
+			ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
+			if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
+				return true, t.save(ctx, fmt.Errorf("record skipped message %s: %w", msg.ID, err))
+			}
+			t.rep.Skipped++
+		default:
+			return true, t.fail(ctx, out, ev)
+		}
+	}
+	return false, nil
+}
+
+// fail records a failed attempt at t.next together with the progress made
+// before it: park (permanent, or the ceiling reached) or retry later.
+func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
+	w := t.w
+	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
+	ev.At = t.at
+	ev.Attempt = t.attempts + 1
+	if out.Verdict == Permanent || t.attempts+1 >= w.opts.maxAttempts {
+		ev.Event = EventParked
+		if out.Verdict != Permanent {
+			ev.Error = fmt.Sprintf("%s (attempt %d of %d: retry ceiling reached)", ev.Error, ev.Attempt, w.opts.maxAttempts)
+		}
+		if err := w.store.Park(ctx, t.reg.Stream, t.reg.ID, t.next, ev); err != nil {
+			return fmt.Errorf("park at #%d: %w", t.next, err)
+		}
+		t.rep.Parked++
+		w.opts.logger.Warn("herald: registration parked; `herald unpark` resumes it at its cursor",
+			"stream", t.reg.Stream, "registration", t.reg.ID, "namespace", t.reg.Namespace,
+			"host", t.reg.Host(), "cursor", t.next, "attempt", ev.Attempt, "status", out.Status, "reason", ev.Error)
+		return nil
+	}
+	delay := t.delay(out)
+	ev.Event, ev.NotBefore = EventFailed, t.at.Add(delay)
+	if err := w.store.Retry(ctx, t.reg.Stream, t.reg.ID, t.next, ev.NotBefore, ev); err != nil {
+		return fmt.Errorf("schedule retry at #%d: %w", t.next, err)
+	}
+	t.rep.Retries++
+	w.opts.logger.Debug("herald: delivery failed; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
+		"host", t.reg.Host(), "seq", t.next, "attempt", ev.Attempt, "retry_in", delay, "reason", ev.Error)
+	return nil
+}
+
+// delay is the wait before the next attempt: the receiver's Retry-After
+// clamped to [1 s, MaxRetryAfter], else the schedule or the backoff.
+func (t *turn) delay(out Outcome) time.Duration {
+	w := t.w
+	switch {
+	case out.HasRetryAfter:
+		return min(max(out.RetryAfter, time.Second), w.opts.maxRetryAfter)
+	case w.opts.schedule != nil:
+		return w.opts.schedule.Delay(t.attempts)
+	default:
+		return Backoff(t.reg.Stream, t.reg.ID, t.attempts)
+	}
+}
+
+// save writes the progress of the turn (if any) with one Advance, which also
+// releases the lease, and returns cause (wrapped) or the store's error.
+func (t *turn) save(ctx context.Context, cause error) error {
+	if t.next > t.reg.NextSeq {
+		if err := t.w.store.Advance(context.WithoutCancel(ctx), t.reg.Stream, t.reg.ID, t.next); err != nil {
+			return errors.Join(cause, fmt.Errorf("advance to #%d: %w", t.next, err))
+		}
+	}
+	return cause
+}
+
+func (t *turn) stopping() bool {
+	select {
+	case <-t.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *turn) policy() RejectPolicy {
+	if t.reg.OnRejected != "" {
+		return t.reg.OnRejected
+	}
+	return t.w.opts.onRejected
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
