@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var dueTests = []test{
+	{"OnlyRegistrationsWithWork", testDueFiltering},
+	{"LimitAndSaturation", testDueLimit},
+	{"LeaseIsExclusiveUntilExpiry", testLease},
+	{"OldestAttemptFirst", testDueOrder},
+	{"BadQueryChangesNothing", testDueBadInput},
+}
+
+func testDueFiltering(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	register(t, b, reg("s", "due", "webhook"))
+	atHead := reg("s", "at-head", "webhook")
+	atHead.NextSeq = 4
+	register(t, b, atHead)
+	register(t, b, reg("s", "parked", "webhook"))
+	require.NoError(t, b.Park(ctx(t), "s", "parked", 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	register(t, b, reg("s", "later", "webhook"))
+	require.NoError(t, b.Retry(ctx(t), "s", "later", 1, at(30), push.Evidence{At: at(0), Error: "503"}))
+	register(t, b, reg("s", "other-ns-1", "cloudevents"))
+	register(t, b, reg("s", "other-ns-2", "a2a"))
+	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
+
+	batch := due(t, b, "webhook", "w1", at(10), 100)
+	require.Equal(t, []string{"s/due"}, keys(batch.Registrations),
+		"not at head, not parked, not before NextAttemptAt, not another namespace")
+	require.Equal(t, 2, batch.Unserved, "due registrations of other namespaces are counted, not claimed")
+	require.False(t, batch.More)
+	got := batch.Registrations[0]
+	require.Equal(t, uint64(3), got.Head, "Due returns the stream's head")
+	require.Equal(t, "w1", got.LeaseOwner)
+	requireTime(t, at(10).Add(time.Minute), got.LeaseUntil, "lease stamped")
+	require.Equal(t, "w1", get(t, b, "s", "due").LeaseOwner, "the lease is stored")
+
+	batch = due(t, b, "webhook", "w1", at(30), 100)
+	require.Equal(t, []string{"s/later"}, keys(batch.Registrations), "due at exactly NextAttemptAt; s/due is still leased")
+
+	_, err := b.Append(ctx(t), "s", entry("new"))
+	require.NoError(t, err)
+	batch = due(t, b, "webhook", "w2", at(200), 100)
+	require.ElementsMatch(t, []string{"s/due", "s/later", "s/at-head"}, keys(batch.Registrations),
+		"an append makes a registration at the head due; expired leases are claimable")
+
+	_, err = b.Append(ctx(t), "empty-stream", entry("first"))
+	require.NoError(t, err)
+	batch = due(t, b, "webhook", "w3", at(200), 100)
+	require.Equal(t, []string{"empty-stream/nothing-yet"}, keys(batch.Registrations))
+}
+
+func testDueLimit(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	for i := range 5 {
+		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
+	}
+	first := due(t, b, "webhook", "w1", at(0), 2)
+	require.Len(t, first.Registrations, 2)
+	require.True(t, first.More, "more than the limit were due")
+	second := due(t, b, "webhook", "w2", at(0), 2)
+	require.Len(t, second.Registrations, 2)
+	require.True(t, second.More)
+	third := due(t, b, "webhook", "w3", at(0), 2)
+	require.Len(t, third.Registrations, 1)
+	require.False(t, third.More, "the extra row looked for is not claimed")
+	all := append(append(keys(first.Registrations), keys(second.Registrations)...), keys(third.Registrations)...)
+	require.ElementsMatch(t, []string{"s/r0", "s/r1", "s/r2", "s/r3", "s/r4"}, all, "each registration claimed once")
+
+	require.Empty(t, due(t, b, "webhook", "w4", at(1), 10).Registrations, "all leased")
+}
+
+func testLease(t *testing.T, b Backend) {
+	appendN(t, b, "s", 2)
+	register(t, b, reg("s", "r", "webhook"))
+	require.Len(t, due(t, b, "webhook", "A", at(0), 10).Registrations, 1)
+	require.Empty(t, due(t, b, "webhook", "B", at(0), 10).Registrations, "a live lease hides it from B")
+	require.Empty(t, due(t, b, "webhook", "A", at(59), 10).Registrations, "and from A itself, until it expires")
+	got := due(t, b, "webhook", "B", at(60), 10)
+	require.Equal(t, []string{"s/r"}, keys(got.Registrations), "expired at LeaseUntil: B may claim it")
+	require.Equal(t, "B", got.Registrations[0].LeaseOwner)
+
+	// Advance releases the lease: due again at once while there is work.
+	require.NoError(t, b.Advance(ctx(t), "s", "r", 2))
+	st := get(t, b, "s", "r")
+	require.Empty(t, st.LeaseOwner)
+	require.True(t, st.LeaseUntil.IsZero())
+	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "A", at(61), 10).Registrations))
+	require.NoError(t, b.Advance(ctx(t), "s", "r", 3))
+	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
+}
+
+func testDueOrder(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	for i, wait := range []int{30, 10, 20} {
+		id := fmt.Sprintf("r%d", i)
+		register(t, b, reg("s", id, "webhook"))
+		require.NoError(t, b.Retry(ctx(t), "s", id, 1, at(wait), push.Evidence{At: at(0), Error: "503"}))
+	}
+	batch := due(t, b, "webhook", "w", at(100), 3)
+	require.Equal(t, []string{"s/r1", "s/r2", "s/r0"}, keys(batch.Registrations), "the longest-waiting first")
+}
+
+func testDueBadInput(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, reg("s", "r", "webhook"))
+	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
+	with := func(f func(q *push.DueQuery)) push.DueQuery { q := good; f(&q); return q }
+	cases := map[string]push.DueQuery{
+		"limit 0":              with(func(q *push.DueQuery) { q.Limit = 0 }),
+		"negative limit":       with(func(q *push.DueQuery) { q.Limit = -1 }),
+		"zero at":              with(func(q *push.DueQuery) { q.At = time.Time{} }),
+		"empty owner":          with(func(q *push.DueQuery) { q.Owner = "" }),
+		"lease ending at once": with(func(q *push.DueQuery) { q.LeaseUntil = q.At }),
+		"bad namespace":        with(func(q *push.DueQuery) { q.Namespace = "Web Hook" }),
+	}
+	for name, q := range cases {
+		_, err := b.Due(ctx(t), q)
+		require.ErrorIs(t, err, journal.ErrInvalid, name)
+	}
+	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
+}

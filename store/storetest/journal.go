@@ -1,0 +1,316 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+var journalTests = []test{
+	{"SeqsStartAtOnePerStream", testSeqs},
+	{"ReadRangesAndLimits", testRead},
+	{"RecordRoundTrip", testRecordRoundTrip},
+	{"IdempotentAppend", testIdempotentAppend},
+	{"ConflictChangesNothing", testConflict},
+	{"BatchIsAllOrNothing", testBatchAllOrNothing},
+	{"FinalRecordSealsStream", testSealing},
+	{"BadInputChangesNothing", testJournalBadInput},
+	{"ConcurrentAppendsAreGapless", testConcurrentAppend},
+}
+
+func testSeqs(t *testing.T, b Backend) {
+	head, err := b.Head(ctx(t), "actor/alice")
+	require.NoError(t, err)
+	require.Zero(t, head, "head of a stream with no records")
+
+	recs := appendN(t, b, "actor/alice", 3)
+	for i, r := range recs {
+		require.Equal(t, uint64(i+1), r.Seq)
+		require.Equal(t, "actor/alice", r.Stream)
+	}
+	other := appendN(t, b, "actor/bob", 2)
+	require.Equal(t, uint64(1), other[0].Seq, "each stream has its own seqs")
+	more, err := b.Append(ctx(t), "actor/alice", entry("late-1"), entry("late-2"))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{4, 5}, []uint64{more[0].Seq, more[1].Seq})
+
+	head, err = b.Head(ctx(t), "actor/alice")
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), head)
+	head, err = b.Head(ctx(t), "actor/bob")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), head)
+}
+
+func testRead(t *testing.T, b Backend) {
+	appendN(t, b, "s", 10)
+	cases := []struct {
+		from  uint64
+		limit int
+		want  []uint64
+	}{
+		{1, 3, []uint64{1, 2, 3}},
+		{4, 2, []uint64{4, 5}},
+		{9, 100, []uint64{9, 10}},
+		{10, 1, []uint64{10}},
+		{11, 5, nil},
+		{1000, 5, nil},
+	}
+	for _, c := range cases {
+		recs, err := b.Read(ctx(t), "s", c.from, c.limit)
+		require.NoError(t, err)
+		require.NotNil(t, recs, "Read returns an empty slice, not nil")
+		var seqs []uint64
+		for _, r := range recs {
+			seqs = append(seqs, r.Seq)
+		}
+		require.Equal(t, c.want, seqs, "Read(from %d, limit %d)", c.from, c.limit)
+	}
+	recs, err := b.Read(ctx(t), "never-written", 1, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+}
+
+func testRecordRoundTrip(t *testing.T, b Backend) {
+	payload := []byte{0x00, 0xff, 0x10, 'h', 'e', 'r', 'a', 'l', 'd'}
+	in := []journal.Entry{
+		{ID: "https://example.com/activities/1", Kind: "Create", ContentType: "application/activity+json",
+			Payload: []byte(`{"type":"Create","content":"héllo ✓"}`)},
+		{ID: "bin-1", Kind: "blob", ContentType: "application/octet-stream", Payload: payload},
+		{ID: "default-ct", Kind: "ping", Payload: []byte(`{}`)},
+		{ID: "empty", Kind: "ping", ContentType: "text/plain", Payload: nil},
+	}
+	recs, err := b.Append(ctx(t), "task/8f3c", in...)
+	require.NoError(t, err)
+	require.Len(t, recs, len(in))
+	require.Equal(t, journal.DefaultContentType, recs[2].ContentType, "empty content type defaults")
+
+	stored, err := b.Read(ctx(t), "task/8f3c", 1, 10)
+	require.NoError(t, err)
+	require.Len(t, stored, len(in))
+	for i, r := range stored {
+		require.Equal(t, recs[i].ID, r.ID)
+		require.Equal(t, recs[i].Kind, r.Kind)
+		require.Equal(t, recs[i].ContentType, r.ContentType)
+		require.Equal(t, string(recs[i].Payload), string(r.Payload))
+		require.Equal(t, recs[i].Final, r.Final)
+		require.False(t, r.AppendedAt.IsZero(), "AppendedAt is stamped")
+		requireTime(t, recs[i].AppendedAt, r.AppendedAt, "AppendedAt as returned by Append and Read")
+	}
+	require.Equal(t, payload, stored[1].Payload, "binary payloads survive byte for byte")
+	require.Empty(t, stored[3].Payload)
+
+	got, err := b.Lookup(ctx(t), "bin-1")
+	require.NoError(t, err)
+	require.Equal(t, "task/8f3c", got.Stream)
+	require.Equal(t, uint64(2), got.Seq)
+	require.Equal(t, payload, got.Payload)
+	_, err = b.Lookup(ctx(t), "no-such-record")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+}
+
+func testIdempotentAppend(t *testing.T, b Backend) {
+	first, err := b.Append(ctx(t), "s", entry("a"), entry("b"))
+	require.NoError(t, err)
+	again, err := b.Append(ctx(t), "s", entry("a"))
+	require.NoError(t, err, "the same id with the same content is not an error")
+	require.Equal(t, first[0].Seq, again[0].Seq, "the stored record comes back")
+	requireTime(t, first[0].AppendedAt, again[0].AppendedAt, "stored AppendedAt")
+
+	mixed, err := b.Append(ctx(t), "s", entry("b"), entry("c"))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2, 3}, []uint64{mixed[0].Seq, mixed[1].Seq}, "an existing id keeps its seq; a new one is appended")
+
+	head, err := b.Head(ctx(t), "s")
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), head, "nothing is written twice")
+}
+
+func testConflict(t *testing.T, b Backend) {
+	_, err := b.Append(ctx(t), "s", entry("a"))
+	require.NoError(t, err)
+	cases := []struct {
+		field  string
+		stream string
+		e      journal.Entry
+	}{
+		{"payload", "s", journal.Entry{ID: "a", Kind: "test.event", Payload: []byte(`{"id":"other"}`)}},
+		{"kind", "s", journal.Entry{ID: "a", Kind: "other.kind", Payload: entry("a").Payload}},
+		{"content type", "s", journal.Entry{ID: "a", Kind: "test.event", ContentType: "application/ld+json", Payload: entry("a").Payload}},
+		{"final flag", "s", journal.Entry{ID: "a", Kind: "test.event", Payload: entry("a").Payload, Final: true}},
+		{"stream", "elsewhere", entry("a")},
+	}
+	for _, c := range cases {
+		_, err := b.Append(ctx(t), c.stream, c.e)
+		require.ErrorIs(t, err, journal.ErrConflict, c.field)
+		var ce *journal.ConflictError
+		require.True(t, errors.As(err, &ce), "a *journal.ConflictError for %s", c.field)
+		require.Equal(t, "a", ce.ID)
+		require.Equal(t, c.field, ce.Field)
+		require.Equal(t, uint64(1), ce.Seq)
+	}
+	for _, s := range []string{"s", "elsewhere"} {
+		head, err := b.Head(ctx(t), s)
+		require.NoError(t, err)
+		require.LessOrEqual(t, head, uint64(1))
+	}
+	got, err := b.Lookup(ctx(t), "a")
+	require.NoError(t, err)
+	require.Equal(t, string(entry("a").Payload), string(got.Payload), "the stored record is unchanged")
+}
+
+func testBatchAllOrNothing(t *testing.T, b Backend) {
+	_, err := b.Append(ctx(t), "s", entry("a"))
+	require.NoError(t, err)
+	bad := journal.Entry{ID: "a", Kind: "test.event", Payload: []byte(`{"changed":true}`)}
+	_, err = b.Append(ctx(t), "s", entry("new-1"), entry("new-2"), bad)
+	require.ErrorIs(t, err, journal.ErrConflict)
+	for _, id := range []string{"new-1", "new-2"} {
+		_, err := b.Lookup(ctx(t), id)
+		require.ErrorIs(t, err, journal.ErrNotFound, "%s from a failed batch must not be stored", id)
+	}
+	head, err := b.Head(ctx(t), "s")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), head)
+
+	// A seq is not burnt by a failed batch: the next append continues gaplessly.
+	recs, err := b.Append(ctx(t), "s", entry("b"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), recs[0].Seq)
+}
+
+func testSealing(t *testing.T, b Backend) {
+	final := entry("done")
+	final.Final = true
+	recs, err := b.Append(ctx(t), "task/1", entry("working"), final)
+	require.NoError(t, err)
+	require.True(t, recs[1].Final)
+
+	_, err = b.Append(ctx(t), "task/1", entry("after"))
+	require.ErrorIs(t, err, journal.ErrSealed)
+	var se *journal.SealedError
+	require.True(t, errors.As(err, &se))
+	require.Equal(t, uint64(2), se.FinalSeq)
+	_, err = b.Lookup(ctx(t), "after")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+
+	again, err := b.Append(ctx(t), "task/1", final)
+	require.NoError(t, err, "re-appending the final record itself is idempotent")
+	require.Equal(t, uint64(2), again[0].Seq)
+
+	midFinal := entry("x")
+	midFinal.Final = true
+	_, err = b.Append(ctx(t), "task/2", midFinal, entry("y"))
+	require.ErrorIs(t, err, journal.ErrInvalid, "only the last entry of a batch may be final")
+	head, err := b.Head(ctx(t), "task/2")
+	require.NoError(t, err)
+	require.Zero(t, head)
+}
+
+func testJournalBadInput(t *testing.T, b Backend) {
+	ok := entry("ok")
+	with := func(f func(e *journal.Entry)) []journal.Entry { e := ok; f(&e); return []journal.Entry{e} }
+	cases := []struct {
+		name    string
+		stream  string
+		entries []journal.Entry
+	}{
+		{"empty stream", "", []journal.Entry{ok}},
+		{"stream with a space", "actor alice", []journal.Entry{ok}},
+		{"stream with a tab", "actor\talice", []journal.Entry{ok}},
+		{"stream with a newline", "actor/alice\n", []journal.Entry{ok}},
+		{"stream with NUL", "actor/\x00", []journal.Entry{ok}},
+		{"stream of 201 bytes", strings.Repeat("s", journal.MaxStreamBytes+1), []journal.Entry{ok}},
+		{"stream of 10000 bytes", strings.Repeat("s", 10000), []journal.Entry{ok}},
+		{"stream not UTF-8", "actor/\xff\xfe", []journal.Entry{ok}},
+		{"no entries", "s", nil},
+		{"empty id", "s", with(func(e *journal.Entry) { e.ID = "" })},
+		{"id with a newline", "s", with(func(e *journal.Entry) { e.ID = "a\nb" })},
+		{"id with ESC", "s", with(func(e *journal.Entry) { e.ID = "a\x1b[31mred" })},
+		{"id of 1025 bytes", "s", with(func(e *journal.Entry) { e.ID = strings.Repeat("i", journal.MaxIDBytes+1) })},
+		{"id of 10000 bytes", "s", with(func(e *journal.Entry) { e.ID = strings.Repeat("i", 10000) })},
+		{"empty kind", "s", with(func(e *journal.Entry) { e.Kind = "" })},
+		{"kind with a space", "s", with(func(e *journal.Entry) { e.Kind = "a b" })},
+		{"kind of 201 bytes", "s", with(func(e *journal.Entry) { e.Kind = strings.Repeat("k", journal.MaxKindBytes+1) })},
+		{"bad content type", "s", with(func(e *journal.Entry) { e.ContentType = "not a/media type;;" })},
+		{"invalid JSON payload", "s", with(func(e *journal.Entry) { e.Payload = []byte(`{"unterminated":`) })},
+		{"invalid activity+json payload", "s", with(func(e *journal.Entry) {
+			e.ContentType, e.Payload = "application/activity+json", []byte("<xml/>")
+		})},
+		{"payload over the limit", "s", with(func(e *journal.Entry) {
+			e.ContentType, e.Payload = "application/octet-stream", make([]byte, journal.DefaultMaxPayload+1)
+		})},
+		{"duplicate ids in a batch", "s", []journal.Entry{entry("d"), entry("d")}},
+	}
+	for _, c := range cases {
+		_, err := b.Append(ctx(t), c.stream, c.entries...)
+		require.ErrorIs(t, err, journal.ErrInvalid, c.name)
+		var ie *journal.InvalidError
+		require.True(t, errors.As(err, &ie), "%s: an *journal.InvalidError naming the field", c.name)
+		require.NotEmpty(t, ie.Field, c.name)
+	}
+	for _, id := range []string{"ok", "d"} {
+		_, err := b.Lookup(ctx(t), id)
+		require.ErrorIs(t, err, journal.ErrNotFound, "nothing was written")
+	}
+	head, err := b.Head(ctx(t), "s")
+	require.NoError(t, err)
+	require.Zero(t, head, "nothing was written")
+
+	_, err = b.Read(ctx(t), "s", 0, 10)
+	require.ErrorIs(t, err, journal.ErrInvalid, "seq 0 does not exist")
+	_, err = b.Read(ctx(t), "s", 1, 0)
+	require.ErrorIs(t, err, journal.ErrInvalid, "limit 0")
+	_, err = b.Read(ctx(t), "bad stream", 1, 1)
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	_, err = b.Head(ctx(t), "")
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	_, err = b.Lookup(ctx(t), "")
+	require.ErrorIs(t, err, journal.ErrInvalid)
+}
+
+func testConcurrentAppend(t *testing.T, b Backend) {
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each*2)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := b.Append(ctx(t), "hot", entry(fmt.Sprintf("hot-%d-%d", w, i))); err != nil {
+					errs <- err
+				}
+				if _, err := b.Append(ctx(t), fmt.Sprintf("cold/%d", i%5), entry(fmt.Sprintf("cold-%d-%d", w, i))); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, "a concurrent append failed")
+	}
+	checkGapless(t, b, "hot", writers*each)
+	for i := range 5 {
+		checkGapless(t, b, fmt.Sprintf("cold/%d", i), writers*each/5)
+	}
+}
+
+func checkGapless(t *testing.T, b Backend, stream string, n int) {
+	t.Helper()
+	recs, err := b.Read(ctx(t), stream, 1, n+10)
+	require.NoError(t, err)
+	require.Len(t, recs, n, "every append of %s is stored once", stream)
+	seen := map[string]bool{}
+	for i, r := range recs {
+		require.Equal(t, uint64(i+1), r.Seq, "seqs of %s are gapless", stream)
+		require.False(t, seen[r.ID], "record %s stored twice", r.ID)
+		seen[r.ID] = true
+	}
+}

@@ -1,0 +1,65 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var operatorTests = []test{
+	{"SkipMovesPastPoison", testSkip},
+	{"RewindReplays", testRewind},
+}
+
+func testSkip(t *testing.T, b Backend) {
+	appendN(t, b, "s", 5)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Park(ctx(t), "s", "r", 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
+
+	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
+		require.ErrorIs(t, b.Skip(ctx(t), "s", "r", bad, at(1), "poison"), journal.ErrInvalid, "skip to %d", bad)
+	}
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(2), st.NextSeq, "a refused skip changes nothing")
+
+	require.NoError(t, b.Skip(ctx(t), "s", "r", 3, at(2), "record 2 is malformed"))
+	st = get(t, b, "s", "r")
+	require.Equal(t, uint64(3), st.NextSeq)
+	require.Zero(t, st.Attempts)
+	require.True(t, st.Parked, "a skip does not unpark")
+	require.NoError(t, b.Skip(ctx(t), "s", "r", 6, at(3), "to the head"), "one past the head is allowed")
+
+	evs, err := b.Evidence(ctx(t), "s", "r", 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{push.EventSkip, push.EventSkip, ""}, events(evs))
+	require.Equal(t, uint64(2), evs[1].Seq, "the evidence names the cursor skipped from")
+	require.Equal(t, "record 2 is malformed", evs[1].Error)
+	requireTime(t, at(2), evs[1].At, "skip evidence At")
+}
+
+func testRewind(t *testing.T, b Backend) {
+	appendN(t, b, "s", 5)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Advance(ctx(t), "s", "r", 6))
+	require.Empty(t, due(t, b, "webhook", "w", at(0), 10).Registrations)
+
+	for _, bad := range []uint64{0, 7, 1 << 62} {
+		require.ErrorIs(t, b.Rewind(ctx(t), "s", "r", bad, at(1)), journal.ErrInvalid, "rewind to %d", bad)
+	}
+	require.Equal(t, uint64(6), get(t, b, "s", "r").NextSeq)
+
+	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(10)))
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(2), st.NextSeq, "rewind is the one way a cursor moves back")
+	require.Equal(t, uint64(4), st.Lag())
+	batch := due(t, b, "webhook", "w", at(10), 10)
+	require.Equal(t, []string{"s/r"}, keys(batch.Registrations), "due at once")
+
+	evs, err := b.Evidence(ctx(t), "s", "r", 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{push.EventRewind}, events(evs))
+	require.Equal(t, uint64(6), evs[0].Seq, "the evidence names the cursor rewound from")
+}

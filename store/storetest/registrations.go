@@ -1,0 +1,208 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var registrationTests = []test{
+	{"RegisterAndGet", testRegisterAndGet},
+	{"ReregisterKeepsCursor", testReregister},
+	{"RegisterPastSealedStream", testRegisterSealed},
+	{"BadRegistrationChangesNothing", testRegisterBadInput},
+	{"Unregister", testUnregister},
+	{"ListFiltersAndPages", testList},
+	{"Stats", testStats},
+}
+
+func testRegisterAndGet(t *testing.T, b Backend) {
+	appendN(t, b, "actor/alice", 2)
+	r := reg("actor/alice", "https://remote.example/inbox", "activitypub")
+	r.OnRejected = push.RejectSkip
+	got := register(t, b, r)
+	require.Equal(t, uint64(1), got.NextSeq, "NextSeq 0 means the stream's beginning")
+	require.Equal(t, r.URL, got.URL)
+	require.Equal(t, push.RejectSkip, got.OnRejected)
+
+	st := get(t, b, "actor/alice", "https://remote.example/inbox")
+	require.Equal(t, "activitypub", st.Namespace)
+	require.Equal(t, string(r.Config), string(st.Config), "config bytes round-trip")
+	require.Equal(t, uint64(2), st.Head)
+	require.Equal(t, uint64(2), st.Lag())
+	require.False(t, st.Parked)
+	require.Zero(t, st.Attempts)
+	require.Equal(t, push.StateReady, st.State())
+
+	later := reg("actor/alice", "from-head", "activitypub")
+	later.NextSeq = 3
+	require.Equal(t, uint64(3), register(t, b, later).NextSeq, "a registration may start past the head")
+	require.Equal(t, push.StateIdle, get(t, b, "actor/alice", "from-head").State())
+
+	_, err := b.Get(ctx(t), "actor/alice", "nobody")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+}
+
+func testReregister(t *testing.T, b Backend) {
+	appendN(t, b, "s", 5)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Advance(ctx(t), "s", "r", 4))
+	changed := reg("s", "r", "cloudevents")
+	changed.URL = "https://moved.example/hook"
+	changed.Config = push.Config(`{"source":"/x"}`)
+	changed.NextSeq = 1 // ignored: the cursor is kept
+	got := register(t, b, changed)
+	require.Equal(t, uint64(4), got.NextSeq, "re-registering keeps the cursor")
+	st := get(t, b, "s", "r")
+	require.Equal(t, "https://moved.example/hook", st.URL)
+	require.Equal(t, "cloudevents", st.Namespace)
+	require.Equal(t, `{"source":"/x"}`, string(st.Config))
+	require.Equal(t, uint64(4), st.NextSeq)
+}
+
+func testRegisterSealed(t *testing.T, b Backend) {
+	final := entry("end")
+	final.Final = true
+	_, err := b.Append(ctx(t), "task/1", entry("start"), final)
+	require.NoError(t, err)
+	register(t, b, reg("task/1", "from-start", "a2a")) // still has records to receive
+
+	past := reg("task/1", "too-late", "a2a")
+	past.NextSeq = 3
+	_, err = b.Register(ctx(t), past)
+	require.ErrorIs(t, err, journal.ErrSealed, "a cursor past a final record would never deliver anything")
+	_, err = b.Get(ctx(t), "task/1", "too-late")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.True(t, get(t, b, "task/1", "from-start").Sealed)
+}
+
+func testRegisterBadInput(t *testing.T, b Backend) {
+	ok := reg("s", "r", "webhook")
+	with := func(f func(r *push.Registration)) push.Registration { r := ok; f(&r); return r }
+	cases := map[string]push.Registration{
+		"empty stream":            with(func(r *push.Registration) { r.Stream = "" }),
+		"stream with a space":     with(func(r *push.Registration) { r.Stream = "a b" }),
+		"stream of 10000 bytes":   with(func(r *push.Registration) { r.Stream = strings.Repeat("s", 10000) }),
+		"empty id":                with(func(r *push.Registration) { r.ID = "" }),
+		"id with a control char":  with(func(r *push.Registration) { r.ID = "r\x07" }),
+		"empty namespace":         with(func(r *push.Registration) { r.Namespace = "" }),
+		"namespace in uppercase":  with(func(r *push.Registration) { r.Namespace = "WebHook" }),
+		"empty url":               with(func(r *push.Registration) { r.URL = "" }),
+		"relative url":            with(func(r *push.Registration) { r.URL = "/inbox" }),
+		"ftp url":                 with(func(r *push.Registration) { r.URL = "ftp://files.example/inbox" }),
+		"javascript url":          with(func(r *push.Registration) { r.URL = "javascript:alert(1)" }),
+		"url with userinfo":       with(func(r *push.Registration) { r.URL = "https://user:hunter2@receiver.example/" }),
+		"url with a fragment":     with(func(r *push.Registration) { r.URL = "https://receiver.example/#x" }),
+		"url with a space":        with(func(r *push.Registration) { r.URL = "https://receiver.example/a b" }),
+		"url without a host":      with(func(r *push.Registration) { r.URL = "https:///inbox" }),
+		"url of 3000 bytes":       with(func(r *push.Registration) { r.URL = "https://receiver.example/" + strings.Repeat("a", 3000) }),
+		"config not an object":    with(func(r *push.Registration) { r.Config = push.Config(`["a"]`) }),
+		"config not JSON":         with(func(r *push.Registration) { r.Config = push.Config(`{secret`) }),
+		"unknown reject policy":   with(func(r *push.Registration) { r.OnRejected = "drop" }),
+	}
+	for name, r := range cases {
+		_, err := b.Register(ctx(t), r)
+		require.ErrorIs(t, err, journal.ErrInvalid, name)
+		require.NotContains(t, err.Error(), "hunter2", "%s: the error repeats no secret", name)
+		require.NotContains(t, err.Error(), "s3cr3t", "%s: the error repeats no config", name)
+		var ie *journal.InvalidError
+		require.True(t, errors.As(err, &ie), name)
+	}
+	all, err := b.List(ctx(t), push.ListQuery{})
+	require.NoError(t, err)
+	require.Empty(t, all, "no bad registration was stored")
+}
+
+func testUnregister(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Retry(ctx(t), "s", "r", 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
+	require.NoError(t, b.Unregister(ctx(t), "s", "r"))
+	_, err := b.Get(ctx(t), "s", "r")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	_, err = b.Evidence(ctx(t), "s", "r", 0)
+	require.ErrorIs(t, err, journal.ErrNotFound, "evidence goes with its registration")
+	require.ErrorIs(t, b.Unregister(ctx(t), "s", "r"), journal.ErrNotFound)
+}
+
+func testList(t *testing.T, b Backend) {
+	appendN(t, b, "a", 3)
+	appendN(t, b, "b", 1)
+	for i := range 5 {
+		register(t, b, reg("a", fmt.Sprintf("r%d", i), "webhook"))
+	}
+	register(t, b, reg("b", "r0", "cloudevents"))
+	idle := reg("b", "idle", "cloudevents")
+	idle.NextSeq = 2
+	register(t, b, idle)
+	for _, id := range []string{"r1", "r3", "r4"} {
+		require.NoError(t, b.Park(ctx(t), "a", id, 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
+	}
+
+	all, err := b.List(ctx(t), push.ListQuery{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a/r0", "a/r1", "a/r2", "a/r3", "a/r4", "b/idle", "b/r0"}, keys(all), "ordered by stream, then id")
+	require.Equal(t, uint64(3), all[0].Head)
+
+	var pages [][]string
+	q := push.ListQuery{Parked: true, Limit: 2}
+	for {
+		page, err := b.List(ctx(t), q)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		pages = append(pages, keys(page))
+		q.After = page[len(page)-1].Key()
+	}
+	require.Equal(t, [][]string{{"a/r1", "a/r3"}, {"a/r4"}}, pages, "parked registrations, paged by key")
+
+	byNS, err := b.List(ctx(t), push.ListQuery{Namespace: "cloudevents"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b/idle", "b/r0"}, keys(byNS))
+	byStream, err := b.List(ctx(t), push.ListQuery{Stream: "b", Lagging: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b/r0"}, keys(byStream), "the idle registration has no lag")
+
+	_, err = b.List(ctx(t), push.ListQuery{Limit: -1})
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	_, err = b.List(ctx(t), push.ListQuery{Limit: push.MaxListLimit + 1})
+	require.ErrorIs(t, err, journal.ErrInvalid)
+}
+
+func testStats(t *testing.T, b Backend) {
+	appendN(t, b, "a", 4)
+	appendN(t, b, "b", 2)
+	register(t, b, reg("a", "ready", "webhook"))         // lag 4
+	register(t, b, reg("a", "retrying", "webhook"))      // lag 4, attempts 1
+	register(t, b, reg("a", "parked-early", "webhook"))  // parked at 5
+	register(t, b, reg("b", "parked-late", "webhook"))   // parked at 9
+	idle := reg("b", "idle", "cloudevents")
+	idle.NextSeq = 3
+	register(t, b, idle)
+	register(t, b, reg("b", "leased", "cloudevents")) // lag 2, leased
+	require.NoError(t, b.Retry(ctx(t), "a", "retrying", 2, at(100), push.Evidence{At: at(1), Error: "503"}))
+	require.NoError(t, b.Park(ctx(t), "a", "parked-early", 1, push.Evidence{At: at(5), Error: "410"}))
+	require.NoError(t, b.Park(ctx(t), "b", "parked-late", 1, push.Evidence{At: at(9), Error: "410"}))
+	batch := due(t, b, "cloudevents", "w1", at(10), 10)
+	require.Equal(t, []string{"b/leased"}, keys(batch.Registrations))
+
+	st, err := b.Stats(ctx(t), at(20))
+	require.NoError(t, err)
+	require.Equal(t, push.NamespaceStats{Ready: 1, Retrying: 1, Parked: 2, Behind: 4 + 3 + 4 + 2}, st.Namespaces["webhook"])
+	require.Equal(t, push.NamespaceStats{Ready: 1, Idle: 1, Leased: 1, Behind: 2}, st.Namespaces["cloudevents"])
+	require.NotNil(t, st.OldestParked)
+	require.Equal(t, "a/parked-early", st.OldestParked.Stream+"/"+st.OldestParked.ID)
+	require.Equal(t, []string{"a/parked-early", "a/ready", "a/retrying", "b/leased", "b/parked-late"}, keys(st.Lagging),
+		"largest lag first, then by key")
+
+	later, err := b.Stats(ctx(t), at(10+60))
+	require.NoError(t, err)
+	require.Zero(t, later.Namespaces["cloudevents"].Leased, "an expired lease is not counted")
+}

@@ -1,0 +1,134 @@
+// Package storetest is the conformance suite every herald store runs: one
+// exported function, Run, that exercises a journal.Journal and push.Store
+// through every invariant a store can observe (seq assignment, idempotent
+// append, sealing, due filtering, leases, monotonic advance, park and unpark,
+// completion, evidence, rewind and skip, bad input).
+//
+// A store is done when it passes:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Backend {
+//			return openEmptyStore(t) // closed by t.Cleanup
+//		})
+//	}
+//
+// The suite never sleeps: every instant is stated. Instants are whole
+// microseconds, the precision PostgreSQL keeps.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// Backend is what a herald store implements: the journal and the push store,
+// over one database.
+type Backend interface {
+	journal.Journal
+	push.Store
+}
+
+// Factory returns a new, empty backend for one subtest, with the default
+// payload limit (journal.DefaultMaxPayload). It arranges its own cleanup with
+// t.Cleanup and fails t if it cannot open.
+type Factory func(t *testing.T) Backend
+
+// Run runs the whole suite, one subtest per contract.
+func Run(t *testing.T, open Factory) {
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"Journal", journalTests},
+		{"Registrations", registrationTests},
+		{"Due", dueTests},
+		{"Cursor", cursorTests},
+		{"Operator", operatorTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.fn(t, open(t))
+				})
+			}
+		})
+	}
+}
+
+type test struct {
+	name string
+	fn   func(t *testing.T, b Backend)
+}
+
+// t0 is the suite's epoch; every instant is t0 plus a stated offset.
+var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+
+func at(seconds int) time.Time { return t0.Add(time.Duration(seconds) * time.Second) }
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func entry(id string) journal.Entry {
+	return journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"id":%q}`, id))}
+}
+
+func entries(prefix string, n int) []journal.Entry {
+	out := make([]journal.Entry, n)
+	for i := range out {
+		out[i] = entry(fmt.Sprintf("%s-%d", prefix, i+1))
+	}
+	return out
+}
+
+func appendN(t *testing.T, b Backend, stream string, n int) []journal.Record {
+	t.Helper()
+	recs, err := b.Append(ctx(t), stream, entries(stream, n)...)
+	require.NoError(t, err)
+	return recs
+}
+
+func reg(stream, id, ns string) push.Registration {
+	return push.Registration{Stream: stream, ID: id, Namespace: ns, URL: "https://receiver.example/" + id,
+		Config: push.Config(`{"secret":"s3cr3t"}`)}
+}
+
+func register(t *testing.T, b Backend, r push.Registration) push.Registration {
+	t.Helper()
+	got, err := b.Register(ctx(t), r)
+	require.NoError(t, err)
+	return got
+}
+
+func get(t *testing.T, b Backend, stream, id string) push.Status {
+	t.Helper()
+	st, err := b.Get(ctx(t), stream, id)
+	require.NoError(t, err)
+	return st
+}
+
+func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) push.DueBatch {
+	t.Helper()
+	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute)})
+	require.NoError(t, err)
+	return batch
+}
+
+func keys(sts []push.Status) []string {
+	out := make([]string, len(sts))
+	for i, s := range sts {
+		out[i] = s.Stream + "/" + s.ID
+	}
+	return out
+}
+
+func requireTime(t *testing.T, want, got time.Time, what string) {
+	t.Helper()
+	require.Truef(t, want.Equal(got), "%s: want %v, got %v", what, want, got)
+}
