@@ -86,25 +86,25 @@ func testRegisterBadInput(t *testing.T, b Backend) {
 	ok := reg("s", "r", "webhook")
 	with := func(f func(r *push.Registration)) push.Registration { r := ok; f(&r); return r }
 	cases := map[string]push.Registration{
-		"empty stream":            with(func(r *push.Registration) { r.Stream = "" }),
-		"stream with a space":     with(func(r *push.Registration) { r.Stream = "a b" }),
-		"stream of 10000 bytes":   with(func(r *push.Registration) { r.Stream = strings.Repeat("s", 10000) }),
-		"empty id":                with(func(r *push.Registration) { r.ID = "" }),
-		"id with a control char":  with(func(r *push.Registration) { r.ID = "r\x07" }),
-		"empty namespace":         with(func(r *push.Registration) { r.Namespace = "" }),
-		"namespace in uppercase":  with(func(r *push.Registration) { r.Namespace = "WebHook" }),
-		"empty url":               with(func(r *push.Registration) { r.URL = "" }),
-		"relative url":            with(func(r *push.Registration) { r.URL = "/inbox" }),
-		"ftp url":                 with(func(r *push.Registration) { r.URL = "ftp://files.example/inbox" }),
-		"javascript url":          with(func(r *push.Registration) { r.URL = "javascript:alert(1)" }),
-		"url with userinfo":       with(func(r *push.Registration) { r.URL = "https://user:hunter2@receiver.example/" }),
-		"url with a fragment":     with(func(r *push.Registration) { r.URL = "https://receiver.example/#x" }),
-		"url with a space":        with(func(r *push.Registration) { r.URL = "https://receiver.example/a b" }),
-		"url without a host":      with(func(r *push.Registration) { r.URL = "https:///inbox" }),
-		"url of 3000 bytes":       with(func(r *push.Registration) { r.URL = "https://receiver.example/" + strings.Repeat("a", 3000) }),
-		"config not an object":    with(func(r *push.Registration) { r.Config = push.Config(`["a"]`) }),
-		"config not JSON":         with(func(r *push.Registration) { r.Config = push.Config(`{secret`) }),
-		"unknown reject policy":   with(func(r *push.Registration) { r.OnRejected = "drop" }),
+		"empty stream":           with(func(r *push.Registration) { r.Stream = "" }),
+		"stream with a space":    with(func(r *push.Registration) { r.Stream = "a b" }),
+		"stream of 10000 bytes":  with(func(r *push.Registration) { r.Stream = strings.Repeat("s", 10000) }),
+		"empty id":               with(func(r *push.Registration) { r.ID = "" }),
+		"id with a control char": with(func(r *push.Registration) { r.ID = "r\x07" }),
+		"empty namespace":        with(func(r *push.Registration) { r.Namespace = "" }),
+		"namespace in uppercase": with(func(r *push.Registration) { r.Namespace = "WebHook" }),
+		"empty url":              with(func(r *push.Registration) { r.URL = "" }),
+		"relative url":           with(func(r *push.Registration) { r.URL = "/inbox" }),
+		"ftp url":                with(func(r *push.Registration) { r.URL = "ftp://files.example/inbox" }),
+		"javascript url":         with(func(r *push.Registration) { r.URL = "javascript:alert(1)" }),
+		"url with userinfo":      with(func(r *push.Registration) { r.URL = "https://user:hunter2@receiver.example/" }),
+		"url with a fragment":    with(func(r *push.Registration) { r.URL = "https://receiver.example/#x" }),
+		"url with a space":       with(func(r *push.Registration) { r.URL = "https://receiver.example/a b" }),
+		"url without a host":     with(func(r *push.Registration) { r.URL = "https:///inbox" }),
+		"url of 3000 bytes":      with(func(r *push.Registration) { r.URL = "https://receiver.example/" + strings.Repeat("a", 3000) }),
+		"config not an object":   with(func(r *push.Registration) { r.Config = push.Config(`["a"]`) }),
+		"config not JSON":        with(func(r *push.Registration) { r.Config = push.Config(`{secret`) }),
+		"unknown reject policy":  with(func(r *push.Registration) { r.OnRejected = "drop" }),
 	}
 	for name, r := range cases {
 		_, err := b.Register(ctx(t), r)
@@ -179,10 +179,10 @@ func testList(t *testing.T, b Backend) {
 func testStats(t *testing.T, b Backend) {
 	appendN(t, b, "a", 4)
 	appendN(t, b, "b", 2)
-	register(t, b, reg("a", "ready", "webhook"))         // lag 4
-	register(t, b, reg("a", "retrying", "webhook"))      // lag 4, attempts 1
-	register(t, b, reg("a", "parked-early", "webhook"))  // parked at 5
-	register(t, b, reg("b", "parked-late", "webhook"))   // parked at 9
+	register(t, b, reg("a", "ready", "webhook"))        // lag 4
+	register(t, b, reg("a", "retrying", "webhook"))     // lag 4, attempts 1
+	register(t, b, reg("a", "parked-early", "webhook")) // parked at 5
+	register(t, b, reg("b", "parked-late", "webhook"))  // parked at 9
 	idle := reg("b", "idle", "cloudevents")
 	idle.NextSeq = 3
 	register(t, b, idle)
