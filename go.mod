@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-fed/httpsig v1.1.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	golang.org/x/sync v0.25.0
 )
 
