@@ -3,6 +3,8 @@ module github.com/heraldpush/herald
 go 1.26.0
 
 require (
+	github.com/a2aproject/a2a-go v0.3.15
+	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	golang.org/x/sync v0.25.0
 )
