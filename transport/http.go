@@ -101,7 +101,8 @@ func New(opts Options) (*HTTP, error) {
 // msg.Header and User-Agent (Options.UserAgent); msg.Signer, if set, signs
 // the final request with at just before it is sent, on every attempt. A
 // signing failure is herald's fault: Transient, with a reason starting
-// "sign: ". The URL is checked by the network guard before anything is
+// "sign: " and the signer's error, redacted like any reason (signers must
+// not put key material in their errors: no transport can tell it). The URL is checked by the network guard before anything is
 // built, and every address at connect time.
 //
 // A receiver's failure is an Outcome, never an error. Deliver returns a
@@ -179,7 +180,9 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	if len(out.Body) > push.MaxEvidenceBody {
 		out.Body = out.Body[:push.MaxEvidenceBody]
 	}
-	out.Location = red.String(out.Location)
+	if out.Location != "" { // redact before cutting, so no secret is left half
+		out.Location = cut(red.String(resp.Header.Get("Location")), MaxLocationBytes)
+	}
 	if readErr != nil && out.Verdict != push.Accepted {
 		words := readErr.Error()
 		if errors.Is(context.Cause(reqCtx), errDeadline) {

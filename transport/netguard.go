@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrRefused is wrapped by every refusal of the network guard: a scheme, a
@@ -277,8 +278,8 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		}
 	}
 	var refused, failed error
-	for _, a := range addrs {
-		c, err := g.dialer.DialContext(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+	for i, a := range addrs {
+		c, err := g.dialOne(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)), len(addrs)-i)
 		if err == nil {
 			return c, nil
 		}
@@ -299,6 +300,25 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		return nil, failed
 	}
 	return nil, refused
+}
+
+// minDialShare is the least time one of several addresses gets before the
+// next is tried (as net.Dialer does), unless the deadline leaves less.
+const minDialShare = 2 * time.Second
+
+// dialOne connects to one address through the guarded dialer. With left
+// addresses still to try, it gets an equal share of the time remaining
+// before ctx's deadline, so an address that swallows packets cannot eat the
+// whole attempt.
+func (g *guard) dialOne(ctx context.Context, network string, ap netip.AddrPort, left int) (net.Conn, error) {
+	if deadline, ok := ctx.Deadline(); ok && left > 1 {
+		remaining := time.Until(deadline)
+		share := max(remaining/time.Duration(left), min(minDialShare, remaining))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, share)
+		defer cancel()
+	}
+	return g.dialer.DialContext(ctx, network, ap.String())
 }
 
 // resolveError is a failed name lookup: a Transient outcome ("dns: ...").

@@ -110,10 +110,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 }
 
-// The redaction covers a secret that straddles the 512-byte evidence cut.
+// The redaction covers a secret that straddles the cut of the evidence body
+// (512 bytes) or of the Location (2048 bytes).
 func TestSecretAcrossTheEvidenceCut(t *testing.T) {
 	const token = "tok-Qm3Wn8Er5Ty1Ui6Op4"
 	srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			w.Header().Set("Location", "https://x.example/"+strings.Repeat("a", transport.MaxLocationBytes-23)+r.Header.Get("X-Token"))
+			w.WriteHeader(http.StatusFound)
+			return
+		}
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, strings.Repeat(".", push.MaxEvidenceBody-5)+r.Header.Get("X-Token")+" trailing")
 	})
@@ -122,5 +128,9 @@ func TestSecretAcrossTheEvidenceCut(t *testing.T) {
 	out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", msg)
 	if len(out.Body) != push.MaxEvidenceBody || bytes.Contains(out.Body, []byte(token[:5])) {
 		t.Fatalf("body %d bytes ends %q: the token's head survived the cut", len(out.Body), out.Body[len(out.Body)-16:])
+	}
+	out = deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/redirect", msg)
+	if out.Status != http.StatusFound || len(out.Location) != transport.MaxLocationBytes || strings.Contains(out.Location, token[:5]) {
+		t.Fatalf("Location %d bytes ends %q: the token's head survived the cut", len(out.Location), out.Location[len(out.Location)-16:])
 	}
 }
