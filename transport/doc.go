@@ -27,20 +27,20 @@
 // Status codes are those of RFC 9110 §15; Retry-After is RFC 9110 §10.2.3
 // (see [ParseRetryAfter]).
 //
-//	answer                                          verdict
-//	2xx                                             Accepted
-//	410 Gone                                        Permanent: park (the receiver is gone)
-//	429, 503, or any answer with a valid Retry-After  Transient, at the receiver's time
-//	408, 425, 5xx                                   Transient
-//	timeout, refused or reset connection, DNS
-//	failure, TLS failure                            Transient
-//	3xx                                             Transient, never followed; Location in the Outcome
-//	other 4xx                                       Rejected: the registration's RejectPolicy
-//	                                                (retry, the default, or skip) decides, not the transport
+//	answer                                        verdict
+//	2xx                                           Accepted
+//	410 Gone                                      Permanent: park (the receiver is gone)
+//	429, 503, any answer with a valid Retry-After Transient, at the receiver's time
+//	408, 425, 5xx                                 Transient
+//	timeout, refused or reset connection,
+//	DNS failure, TLS failure                      Transient
+//	3xx                                           Transient, never followed; Location in the Outcome
+//	other 4xx                                     Rejected: the registration's RejectPolicy (retry,
+//	                                              the default, or skip) decides, not the transport
 //	URL the guard refuses (scheme, allowlist,
-//	private or special address)                     Permanent, with a reason naming the rule
-//	signing failure                                 Transient ("sign: …"): herald's fault
-//	the caller's ctx ended before an answer         an error, not an Outcome: nothing is counted
+//	private or special address)                   Permanent, with a reason naming the rule
+//	signing failure                               Transient ("sign: …"): herald's fault
+//	the caller's ctx ended before an answer       an error, not an Outcome: nothing is counted
 //
 // A Retry-After on a 2xx or a 410 does not change its verdict. An
 // HTTP-date is turned into a delay against the caller's instant at, never
