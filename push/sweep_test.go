@@ -322,3 +322,15 @@ func TestRunSweepsOnWakeAndStops(t *testing.T) {
 	require.NoError(t, <-stopped, "Run returns nil when its context ends")
 	require.ErrorIs(t, w.Run(t.Context(), 0), journal.ErrInvalid)
 }
+
+func TestMessageNeverPrintsHeaders(t *testing.T) {
+	m := push.Message{ID: "m1", ContentType: "application/json", Body: []byte(`{"secret":"b0dy"}`),
+		Header: map[string][]string{"Authorization": {"Bearer t0ken"}}}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x", "%q"} {
+		out := fmt.Sprintf(verb, m)
+		require.NotContains(t, out, "t0ken", verb)
+		require.NotContains(t, out, "b0dy", verb)
+		require.Contains(t, out, "m1", verb)
+	}
+	require.NotContains(t, fmt.Sprintf("%+v", []push.Message{m}), "t0ken")
+}
