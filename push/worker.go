@@ -104,6 +104,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	failures := 0 // consecutive failed sweeps: logged when they start and end, not every interval
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,8 +116,17 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 		// finishes or times out, and progress is saved; ctx.Done() only
 		// stops new records from starting.
 		r, err := w.sweep(context.WithoutCancel(ctx), ctx.Done(), time.Now(), w.opts.sweepLimit)
-		if err != nil && ctx.Err() == nil {
-			w.opts.logger.Error("herald: sweep failed; retrying at the next interval", "namespace", w.namespace, "err", err)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			failures++
+			if failures == 1 {
+				w.opts.logger.Error("herald: sweep failed; retrying every interval until it recovers", "namespace", w.namespace, "err", err)
+			} else {
+				w.opts.logger.Debug("herald: sweep failed again", "namespace", w.namespace, "failures", failures, "err", err)
+			}
+		case err == nil && failures > 0:
+			w.opts.logger.Info("herald: sweeps recovered", "namespace", w.namespace, "failed_sweeps", failures)
+			failures = 0
 		}
 		next := every
 		if r.Saturated && err == nil {
