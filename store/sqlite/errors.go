@@ -25,29 +25,34 @@ func translate(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	return fmt.Errorf("sqlite: %s: %w", op, driverError(err))
+}
+
+// driverError is translate without the operation.
+func driverError(err error) error {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
+		return err
 	}
 	msg := se.Error()
 	switch se.Code() & 0xff { // the primary result code
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return fmt.Errorf("sqlite: %s: %w", op, ErrBusy)
+		return ErrBusy
 	case sqlite3.SQLITE_INTERRUPT:
-		return fmt.Errorf("sqlite: %s: %w", op, context.Canceled)
+		return context.Canceled
 	case sqlite3.SQLITE_NOTADB:
-		return fmt.Errorf("sqlite: %s: %w: the file is not an SQLite database", op, store.ErrNotHerald)
+		return fmt.Errorf("%w: the file is not an SQLite database", store.ErrNotHerald)
 	case sqlite3.SQLITE_CONSTRAINT:
 		if se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
-			return fmt.Errorf("sqlite: %s: %w: %s", op, journal.ErrConflict, msg)
+			return fmt.Errorf("%w: %s", journal.ErrConflict, msg)
 		}
-		return fmt.Errorf("sqlite: %s: constraint failed: %s", op, msg)
+		return fmt.Errorf("constraint failed: %s", msg)
 	case sqlite3.SQLITE_FULL:
-		return fmt.Errorf("sqlite: %s: the disk is full: %s", op, msg)
+		return fmt.Errorf("the disk is full: %s", msg)
 	case sqlite3.SQLITE_CORRUPT:
-		return fmt.Errorf("sqlite: %s: the database file is corrupt: %s", op, msg)
+		return fmt.Errorf("the database file is corrupt: %s", msg)
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH:
-		return fmt.Errorf("sqlite: %s: cannot open or write the database file: %s", op, msg)
+		return fmt.Errorf("cannot open or write the database file: %s", msg)
 	}
-	return fmt.Errorf("sqlite: %s: %s", op, msg)
+	return fmt.Errorf("%s", msg)
 }

@@ -83,14 +83,18 @@ func inspectFile(path string) (fileKind, error) {
 // store.ErrNotHerald for another application's database and
 // store.ErrSchemaAhead (with the version) for a newer herald's.
 func inspectSchema(ctx context.Context, path string) (int, error) {
-	db, err := openDB(path, readOnlyDSN(path))
+	// A database at rest (no -wal file) is read with immutable=1: no lock,
+	// and no -wal or -shm file is created beside a file that may not be ours.
+	// One in use (a -wal file exists) is read through the WAL, as any reader.
+	_, walErr := os.Stat(path + "-wal")
+	db, err := openDB(path, readOnlyDSN(path, errors.Is(walErr, fs.ErrNotExist)))
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
 	version, app, err := header(ctx, db)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, fmt.Errorf("sqlite: open %s: %w", path, errors.Unwrap(err))
 	}
 	switch {
 	case app == applicationID && version > len(migrations):
@@ -105,7 +109,7 @@ func inspectSchema(ctx context.Context, path string) (int, error) {
 	var names []string
 	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4")
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, translate("list tables", err))
+		return 0, fmt.Errorf("sqlite: open %s: list tables: %w", path, driverError(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -118,9 +122,13 @@ func inspectSchema(ctx context.Context, path string) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, translate("list tables", err)
 	}
-	if len(names) > 0 || version != 0 {
-		return 0, fmt.Errorf("sqlite: open %s: %w: it holds another application's schema (%s…, version %d)",
-			path, store.ErrNotHerald, strings.Join(names, ", "), version)
+	if len(names) > 0 {
+		return 0, fmt.Errorf("sqlite: open %s: %w: it holds another application's tables (%s…)",
+			path, store.ErrNotHerald, strings.Join(names, ", "))
+	}
+	if version != 0 {
+		return 0, fmt.Errorf("sqlite: open %s: %w: it has schema version %d but not herald's application id",
+			path, store.ErrNotHerald, version)
 	}
 	return 0, nil
 }
@@ -162,14 +170,18 @@ func readerDSN(path string) string {
 }
 
 // readOnlyDSN: for looking at a file that may not be herald's.
-func readOnlyDSN(path string) string {
-	return dsn(path, "ro", fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis), "_query_only=1")
+func readOnlyDSN(path string, immutable bool) string {
+	params := []string{fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis), "_query_only=1"}
+	if immutable {
+		params = append(params, "immutable=1")
+	}
+	return dsn(path, "ro", params...)
 }
 
 func openDB(path, dsn string) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, translate("open", err))
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
 	}
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
@@ -177,7 +189,7 @@ func openDB(path, dsn string) (*sql.DB, error) {
 	db.SetConnMaxIdleTime(0)
 	if err := db.Ping(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, translate("open", err))
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
 	}
 	return db, nil
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -24,3 +25,5 @@ func openTemp(t testing.TB, opts ...sqlite.Option) *sqlite.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend { return openTemp(t) })
 }
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }
