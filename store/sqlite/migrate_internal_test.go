@@ -28,7 +28,7 @@ func TestBrokenMigrationSetsAreRefused(t *testing.T) {
 			"migrations/001_a.up.sql": file("x"), "migrations/001_a.down.sql": file("x"),
 			"migrations/003_c.up.sql": file("x"), "migrations/003_c.down.sql": file("x"),
 		}, "migration 002 is missing"},
-		"no down": {fstest.MapFS{"migrations/001_a.up.sql": file("x")}, "needs both"},
+		"no down":  {fstest.MapFS{"migrations/001_a.up.sql": file("x")}, "needs both"},
 		"bad name": {fstest.MapFS{"migrations/1_a.sql": file("x")}, "is not named NNN_name"},
 		"two names": {fstest.MapFS{
 			"migrations/001_a.up.sql": file("x"), "migrations/001_b.down.sql": file("x"),
