@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/sqlite"
 )
 
 // TestConcurrentAppendsAndSweeps: goroutines append to one hot stream and to
@@ -126,4 +128,44 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 
 func entryN(id string) journal.Entry {
 	return journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"id":%q}`, id))}
+}
+
+// TestTwoStoresShareOneFile: two Stores on one file stand for two processes
+// (a daemon and a CLI command). Their writers contend for SQLite's own lock,
+// which BEGIN IMMEDIATE and the busy timeout turn into waiting, not errors.
+func TestTwoStoresShareOneFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	var stores []*sqlite.Store
+	for range 2 {
+		s, err := sqlite.Open(ctx, path)
+		require.NoError(t, err)
+		defer s.Close()
+		stores = append(stores, s)
+	}
+	const each = 30
+	errs := make(chan error, 2*2*each)
+	var wg sync.WaitGroup
+	for n, s := range stores {
+		for g := range 2 {
+			wg.Go(func() {
+				for i := range each {
+					if _, err := s.Append(ctx, "shared", entryN(fmt.Sprintf("s%d-g%d-%d", n, g, i))); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	recs, err := stores[1].Read(ctx, "shared", 1, 1000)
+	require.NoError(t, err)
+	require.Len(t, recs, 2*2*each)
+	for i, r := range recs {
+		require.Equal(t, uint64(i+1), r.Seq, "gapless across both writers")
+	}
 }

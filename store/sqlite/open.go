@@ -148,6 +148,10 @@ func dsn(path, mode string, params ...string) string {
 	return u.String() + "?" + strings.Join(q, "&")
 }
 
+// walSizeLimit bounds the -wal file left after a checkpoint (64 MiB): one
+// large batch must not leave a WAL that size on disk for good.
+const walSizeLimit = 64 << 20
+
 // writerDSN: the single write connection. BEGIN IMMEDIATE takes the write
 // lock when a transaction starts, never midway (where a busy wait could not
 // help); the connection enables foreign keys for the evidence cascade.
@@ -157,6 +161,7 @@ func writerDSN(path, sync string) string {
 		"_txlock=immediate",
 		"_foreign_keys=1",
 		"_synchronous="+sync,
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit),
 	)
 }
 

@@ -106,6 +106,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		return fail(translate("open read pool", err))
+	}
 	return &Store{path: path, w: w, r: r, now: cfg.now, maxPayload: cfg.maxPayload}, nil
 }
 
