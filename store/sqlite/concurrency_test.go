@@ -26,7 +26,7 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	rc := newReceiver(t, func(string, int) int { return http.StatusOK })
-	const appenders, each, colds = 8, 40, 10
+	const appenders, each, colds = 8, 25, 10
 
 	streams := map[string]uint64{"hot": appenders * each} // stream → records expected
 	register := func(stream, id string) {

@@ -177,10 +177,14 @@ func migrate(ctx context.Context, path string, plan func(current int) []step) (S
 	if err != nil {
 		return SchemaStatus{}, err
 	}
+	current := 0
 	if kind == fileSQLite {
-		if _, err := inspectSchema(ctx, path); err != nil {
+		if current, err = inspectSchema(ctx, path); err != nil {
 			return SchemaStatus{}, err
 		}
+	}
+	if len(plan(current)) == 0 && kind != fileMissing {
+		return status(path, current), nil // nothing to do: the file is not even opened for writing
 	}
 	db, err := openDB(path, writerDSN(path, syncFull))
 	if err != nil {
@@ -190,8 +194,7 @@ func migrate(ctx context.Context, path string, plan func(current int) []step) (S
 	if err := setWAL(ctx, db); err != nil {
 		return SchemaStatus{}, err
 	}
-	current, err := runMigrations(ctx, db, plan)
-	if err != nil {
+	if current, err = runMigrations(ctx, db, plan); err != nil {
 		return SchemaStatus{}, err
 	}
 	return status(path, current), nil

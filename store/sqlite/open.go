@@ -123,7 +123,10 @@ func inspectSchema(ctx context.Context, path string) (int, error) {
 		return 0, translate("list tables", err)
 	}
 	if len(names) > 0 {
-		return 0, fmt.Errorf("sqlite: open %s: %w: it holds another application's tables (%s…)",
+		if len(names) > 3 {
+			names = append(names[:3], "…")
+		}
+		return 0, fmt.Errorf("sqlite: open %s: %w: it holds another application's tables (%s)",
 			path, store.ErrNotHerald, strings.Join(names, ", "))
 	}
 	if version != 0 {

@@ -87,10 +87,10 @@ func TestOpenRefusesWhatIsNotHerald(t *testing.T) {
 		}, store.ErrNotHerald, "not an SQLite database"},
 		{"another application's database", func(t *testing.T, path string) {
 			rawExec(t, path, "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)", "INSERT INTO users (email) VALUES ('ada@example.com')")
-		}, store.ErrNotHerald, "another application's tables (users"},
+		}, store.ErrNotHerald, "another application's tables (users)"},
 		{"another application's WAL database", func(t *testing.T, path string) {
 			rawExec(t, path, "PRAGMA journal_mode = WAL", "CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('hi')")
-		}, store.ErrNotHerald, "another application's tables (notes"},
+		}, store.ErrNotHerald, "another application's tables (notes)"},
 		{"another application's id", func(t *testing.T, path string) {
 			rawExec(t, path, "PRAGMA application_id = 1234", "PRAGMA user_version = 1")
 		}, store.ErrNotHerald, "application id 0x4d2"},
@@ -253,9 +253,19 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, v, st.Current)
 	}
+	before := snap(t, path)
 	st, err = sqlite.MigrateDown(ctx, path)
 	require.NoError(t, err, "at version 0 a step down does nothing")
 	require.Equal(t, 0, st.Current)
+	requireUnchanged(t, before, path, "MigrateDown at version 0")
+	st, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, latest, st.Current)
+	before = snap(t, path)
+	st, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, latest, st.Current)
+	requireUnchanged(t, before, path, "MigrateUp at the latest version")
 
 	// Fully reverted, the file is an empty SQLite database again: Open takes it.
 	s, err = sqlite.Open(ctx, path)
@@ -274,4 +284,25 @@ func TestErrorsCarryNoDriverType(t *testing.T) {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		require.False(t, strings.HasPrefix(typeName(e), "*sqlite."), "driver type %s leaked", typeName(e))
 	}
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "a dir#1?x=%20")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	path := filepath.Join(dir, "her ald?.db")
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, "her ald?.db", entries[0].Name(), "the file is where the path says")
+	s, err = sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	head, err := s.Head(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), head)
 }
