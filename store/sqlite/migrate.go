@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
@@ -38,6 +40,10 @@ import (
 //     else runs. Then user_version is set to retiredUserVersion, which those
 //     older binaries read as a newer schema and refuse.
 //   - Newer and dirty versions are refused before golang-migrate is called.
+//   - Another process. golang-migrate's SQLite lock holds within one process,
+//     and it records a migration in three transactions (dirty, the SQL,
+//     clean). herald migrates on one connection in exclusive locking mode, so
+//     that no other process reads or writes the file until it is done.
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -387,23 +393,21 @@ func migrateFile(ctx context.Context, path string, dir direction) (SchemaStatus,
 	return status(path, st), nil
 }
 
-// runMigrations opens the file on one write connection, reads its state
-// again, marks a new database as herald's, adopts a legacy one, and runs
-// golang-migrate in dir. seen is the state read before: a step down is
-// refused if another process changed the version meanwhile (the operator
-// meant one step from what they saw).
+// runMigrations opens the file on one connection in exclusive locking mode (no
+// other process reads or writes it until the connection closes), reads its
+// state again under that lock, marks a new database as herald's, adopts a
+// legacy one, and runs golang-migrate in dir. seen is the state read before
+// the lock: a step down is refused if another process changed the version
+// meanwhile (the operator meant one step from what they saw).
 func runMigrations(ctx context.Context, path string, dir direction, seen schemaState) (schemaState, error) {
 	fail := func(err error) (schemaState, error) {
 		return schemaState{}, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	db, err := openDB(path, writerDSN(path, syncFull))
+	db, err := openExclusive(ctx, path)
 	if err != nil {
 		return schemaState{}, err
 	}
 	defer db.Close()
-	if err := setWAL(ctx, db); err != nil {
-		return fail(err)
-	}
 	st, err := readState(ctx, db)
 	if err != nil {
 		return schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -491,6 +495,60 @@ func setHeader(ctx context.Context, db *sql.DB) error {
 		return translate("mark the database", err)
 	}
 	return translate("mark the database", tx.Commit())
+}
+
+// exclusiveAttempt is how long one attempt to take the file for a
+// migration waits. In WAL mode every open connection keeps a shared lock on
+// the file, and so does a connection waiting to make its lock exclusive: two
+// processes migrating at once would wait for each other until the busy
+// timeout. So an attempt waits briefly, then closes its connection (releasing
+// its shared lock) and tries again after a random pause, up to the busy
+// timeout in all: one of them gets through, then the other.
+const exclusiveAttempt = 50 * time.Millisecond
+
+// openExclusive opens path for migrating: one connection in exclusive
+// locking mode, in WAL mode, that has taken the write lock and so keeps the
+// file to itself (no other connection reads or writes it) until it closes.
+// It fails with ErrBusy when other connections kept the file open for the
+// busy timeout: a running herald keeps its connections open.
+func openExclusive(ctx context.Context, path string) (*sql.DB, error) {
+	deadline := time.Now().Add(busyTimeoutMillis * time.Millisecond)
+	for {
+		db, err := takeFile(ctx, path)
+		switch {
+		case err == nil:
+			return db, nil
+		case !errors.Is(err, ErrBusy):
+			return nil, err
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("sqlite: migrate %s: %w (a migration needs the file to itself: stop the herald that has it open and try again)", path, ErrBusy)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sqlite: migrate %s: %w", path, ctx.Err())
+		case <-time.After(rand.N(exclusiveAttempt)):
+		}
+	}
+}
+
+// takeFile makes one attempt of openExclusive.
+func takeFile(ctx context.Context, path string) (*sql.DB, error) {
+	db, err := openDB(path, migratorDSN(path))
+	if err != nil {
+		return nil, err
+	}
+	if err = setWAL(ctx, db); err == nil {
+		var tx *sql.Tx
+		if tx, err = db.BeginTx(ctx, nil); err == nil {
+			err = tx.Commit()
+		}
+		err = translate("lock the database", err)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // migrateError translates an error from golang-migrate: its database.Error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -154,4 +155,37 @@ func TestAFailedMigrationIsDirtyAndSettledAsTheErrorSays(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, latest, st.Current)
 	require.False(t, st.Dirty)
+}
+
+// TestConcurrentMigrationsTakeTurns: stores opening and `herald migrate up`
+// at once on a new file stand for processes starting together. golang-migrate
+// records each migration in three transactions; the exclusive lock makes the
+// others wait for the whole run, so every call succeeds and the version ends
+// clean at the latest.
+func TestConcurrentMigrationsTakeTurns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	errs := make(chan error, 6)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			_, err := sqlite.MigrateUp(ctx, path)
+			errs <- err
+		})
+		wg.Go(func() {
+			s, err := sqlite.Open(ctx, path)
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	v, dirty, _ := rawState(t, path)
+	require.Equal(t, sqlite.SchemaVersion(), v)
+	require.False(t, dirty)
 }

@@ -57,7 +57,9 @@ func WithMaxPayload(n int) Option { return func(c *config) { c.maxPayload = n } 
 //
 // A database of herald before golang-migrate (version in PRAGMA
 // user_version, no schema_migrations table) is adopted: its version is
-// recorded for golang-migrate, then it is migrated as any other.
+// recorded for golang-migrate, then it is migrated as any other. Migrating
+// takes the file for itself: it waits up to the busy timeout (10 s) for
+// other processes to close it, then fails with ErrBusy.
 //
 // Open changes nothing, and returns an error, when path is not a herald
 // database: store.ErrNotHerald for a file that is not SQLite or holds another
