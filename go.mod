@@ -7,6 +7,7 @@ require (
 	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/go-fed/httpsig v1.1.0
+	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sync v0.25.0

@@ -74,20 +74,43 @@
 // # Migrations
 //
 // The schema is versioned by numbered, reversible migrations embedded in the
-// binary (migrations/NNN_name.up.sql and .down.sql); the version is PRAGMA
-// user_version, written in the migration's own transaction, and PRAGMA
-// application_id marks the file as herald's. Open creates and migrates a
-// new or empty file, and migrates an older herald database up at once (the
-// embedded default must just work); MigrateUp, MigrateDown (one step) and
-// MigrationStatus are the CLI's `herald migrate`.
+// binary (migrations/NNN_name.up.sql and .down.sql, the layout store/postgres
+// shares), run by github.com/golang-migrate/migrate/v4: its iofs source reads
+// them and its SQLite driver (database/sqlite, on modernc.org/sqlite, no cgo)
+// runs each in one transaction and keeps the version in a schema_migrations
+// table (version, dirty). PRAGMA application_id marks the file as herald's.
+// Open creates and migrates a new or empty file, and migrates an older
+// herald database up at once (the embedded default must just work);
+// MigrateUp, MigrateDown (one step) and MigrationStatus are the CLI's
+// `herald migrate`. A call with nothing to do writes nothing.
+//
+// A migration takes the file for itself: one connection in exclusive locking
+// mode, so that no other process reads or writes it between golang-migrate's
+// steps (it records a migration as dirty, runs it, then records it clean, in
+// three transactions). Two processes migrating at once take turns; a
+// migration waits up to 10 s for other processes that have the file open (a
+// running herald), then fails with ErrBusy.
+//
+// Files of herald before golang-migrate kept the version in PRAGMA
+// user_version and have no schema_migrations table. They are adopted: the
+// first Open, MigrateUp or MigrateDown records their version in
+// schema_migrations, then migrates as usual; MigrationStatus reports them
+// without changing them. herald then sets user_version to 1000000, which
+// those older binaries read as a newer schema and refuse ("upgrade herald")
+// rather than running their first migration on tables that exist.
 //
 // # Refusals
 //
 // Open, MigrateUp and MigrateDown change nothing, and return an error, for a
-// file that is not SQLite or holds another application's tables
-// (store.ErrNotHerald), a database migrated by a newer herald
-// (store.ErrSchemaAhead), a directory, or a file that cannot be read. The
-// checks read the file header and then use a read-only connection.
+// file that is not SQLite, holds another application's tables or has another
+// application id (store.ErrNotHerald), a database migrated by a newer herald
+// (store.ErrSchemaAhead: a version in schema_migrations, or in user_version
+// for a file of the old runner, beyond the migrations this binary embeds), a
+// dirty one (ErrSchemaDirty: a migration began and was not recorded as
+// finished; the error names the version and the statement that settles it),
+// a directory, or a file that cannot be read. The checks read the file
+// header and then use a read-only connection; a migration checks again once
+// it holds the file.
 //
 // # Errors
 //
@@ -96,5 +119,6 @@
 // by another process past the busy timeout, store.ErrNotHerald for a file
 // SQLite cannot read as a database; otherwise an error that names the
 // operation and keeps the driver's message as text. No modernc.org/sqlite
-// type is returned.
+// type is returned; a failed migration's error keeps the driver's message
+// but not golang-migrate's copy of the migration's SQL.
 package sqlite

@@ -1,6 +1,9 @@
 package sqlite
 
 import (
+	"fmt"
+	"io/fs"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -13,8 +16,11 @@ func TestEmbeddedMigrationsAreNumberedAndReversible(t *testing.T) {
 	require.Equal(t, len(ms), SchemaVersion())
 	for i, m := range ms {
 		require.Equal(t, i+1, m.Version)
-		require.NotEmpty(t, m.up)
-		require.NotEmpty(t, m.down)
+		for _, dir := range []string{"up", "down"} {
+			body, err := fs.ReadFile(migrationFiles, fmt.Sprintf("%s/%03d_%s.%s.sql", migrationsDir, m.Version, m.Name, dir))
+			require.NoError(t, err)
+			require.NotEmpty(t, strings.TrimSpace(string(body)))
+		}
 	}
 }
 
@@ -29,6 +35,9 @@ func TestBrokenMigrationSetsAreRefused(t *testing.T) {
 			"migrations/003_c.up.sql": file("x"), "migrations/003_c.down.sql": file("x"),
 		}, "migration 002 is missing"},
 		"no down":  {fstest.MapFS{"migrations/001_a.up.sql": file("x")}, "needs both"},
+		"no up":    {fstest.MapFS{"migrations/001_a.down.sql": file("x")}, "needs both"},
+		"none":     {fstest.MapFS{"migrations": &fstest.MapFile{Mode: fs.ModeDir}}, "no migration"},
+		"not .sql": {fstest.MapFS{"migrations/001_a.up.txt": file("x")}, "is not named NNN_name"},
 		"bad name": {fstest.MapFS{"migrations/1_a.sql": file("x")}, "is not named NNN_name"},
 		"two names": {fstest.MapFS{
 			"migrations/001_a.up.sql": file("x"), "migrations/001_b.down.sql": file("x"),

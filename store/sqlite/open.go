@@ -78,62 +78,25 @@ func inspectFile(path string) (fileKind, error) {
 	return fileSQLite, nil
 }
 
-// inspectSchema reads the schema version of the SQLite database at path
+// inspectSchema reads the schema state of the SQLite database at path
 // through a read-only connection, which writes nothing. It returns
-// store.ErrNotHerald for another application's database and
-// store.ErrSchemaAhead (with the version) for a newer herald's.
-func inspectSchema(ctx context.Context, path string) (int, error) {
+// store.ErrNotHerald for another application's database; a newer or dirty
+// version is for the caller to judge (schemaState.refusal).
+func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 	// A database at rest (no -wal file) is read with immutable=1: no lock,
 	// and no -wal or -shm file is created beside a file that may not be ours.
 	// One in use (a -wal file exists) is read through the WAL, as any reader.
 	_, walErr := os.Stat(path + "-wal")
 	db, err := openDB(path, readOnlyDSN(path, errors.Is(walErr, fs.ErrNotExist)))
 	if err != nil {
-		return 0, err
+		return schemaState{}, err
 	}
 	defer db.Close()
-	version, app, err := header(ctx, db)
+	st, err := readState(ctx, db)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, errors.Unwrap(err))
+		return schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	switch {
-	case app == applicationID && version > len(migrations):
-		return version, fmt.Errorf("sqlite: open %s: %w (database at version %d, this binary knows up to %d)",
-			path, store.ErrSchemaAhead, version, len(migrations))
-	case app == applicationID:
-		return version, nil
-	case app != 0:
-		return 0, fmt.Errorf("sqlite: open %s: %w: the file belongs to another application (application id %#x)", path, store.ErrNotHerald, app)
-	}
-	// application id 0: an empty database, or another application's.
-	var names []string
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4")
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: open %s: list tables: %w", path, driverError(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return 0, translate("list tables", err)
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, translate("list tables", err)
-	}
-	if len(names) > 0 {
-		if len(names) > 3 {
-			names = append(names[:3], "…")
-		}
-		return 0, fmt.Errorf("sqlite: open %s: %w: it holds another application's tables (%s)",
-			path, store.ErrNotHerald, strings.Join(names, ", "))
-	}
-	if version != 0 {
-		return 0, fmt.Errorf("sqlite: open %s: %w: it has schema version %d but not herald's application id",
-			path, store.ErrNotHerald, version)
-	}
-	return 0, nil
+	return st, nil
 }
 
 // dsn builds a "file:" URI for the driver: the path escaped, SQLite's own
@@ -165,6 +128,20 @@ func writerDSN(path, sync string) string {
 		"_foreign_keys=1",
 		"_synchronous="+sync,
 		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit),
+	)
+}
+
+// migratorDSN: the connection that migrates, as the writer's but in
+// exclusive locking mode (it keeps the file to itself until it closes) and
+// with a short busy timeout for each attempt to take it (openExclusive).
+func migratorDSN(path string) string {
+	return dsn(path, "rwc",
+		fmt.Sprintf("_busy_timeout=%d", exclusiveAttempt.Milliseconds()),
+		"_txlock=immediate",
+		"_foreign_keys=1",
+		"_synchronous="+syncFull,
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit),
+		"_pragma=locking_mode(EXCLUSIVE)",
 	)
 }
 

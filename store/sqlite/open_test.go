@@ -103,8 +103,20 @@ func TestOpenRefusesWhatIsNotHerald(t *testing.T) {
 			_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
-			rawExec(t, path, "PRAGMA user_version = 99")
+			rawExec(t, path, "UPDATE schema_migrations SET version = 99")
 		}, store.ErrSchemaAhead, "version 99"},
+		{"a newer herald's database of the old runner", func(t *testing.T, path string) {
+			rawExec(t, path, "PRAGMA application_id = 0x48524c44", "PRAGMA user_version = 99", "CREATE TABLE herald_future (x)")
+		}, store.ErrSchemaAhead, "version 99"},
+		{"a dirty database", func(t *testing.T, path string) {
+			s, err := sqlite.Open(ctx, path)
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			rawExec(t, path, "UPDATE schema_migrations SET dirty = 1")
+		}, sqlite.ErrSchemaDirty, `UPDATE schema_migrations SET version = N, dirty = 0`},
+		{"another application's golang-migrate database", func(t *testing.T, path string) {
+			rawExec(t, path, "CREATE TABLE schema_migrations (version uint64, dirty bool)", "INSERT INTO schema_migrations VALUES (1, 0)")
+		}, store.ErrNotHerald, "another application's tables (schema_migrations)"},
 		{"a directory", func(t *testing.T, path string) {
 			require.NoError(t, os.Mkdir(path, 0o755))
 		}, nil, "is a directory"},
@@ -159,7 +171,7 @@ func TestMigrationStatusOfANewerSchemaReportsIt(t *testing.T) {
 	s, err := sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	rawExec(t, path, "PRAGMA user_version = 99")
+	rawExec(t, path, "UPDATE schema_migrations SET version = 99")
 	before := snap(t, path)
 	st, err := sqlite.MigrationStatus(ctx, path)
 	require.NoError(t, err)
@@ -267,7 +279,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.Equal(t, latest, st.Current)
 	requireUnchanged(t, before, path, "MigrateUp at the latest version")
 
-	// Fully reverted, the file is an empty SQLite database again: Open takes it.
+	// Fully reverted, the file is a herald database at version 0: Open takes it.
 	s, err = sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	_, err = s.Lookup(ctx, "kept")

@@ -55,11 +55,18 @@ func WithMaxPayload(n int) Option { return func(c *config) { c.maxPayload = n } 
 // database whose schema is behind this binary's is migrated up at once (the
 // embedded default must just work; `herald migrate status` shows what ran).
 //
+// A database of herald before golang-migrate (version in PRAGMA
+// user_version, no schema_migrations table) is adopted: its version is
+// recorded for golang-migrate, then it is migrated as any other. Migrating
+// takes the file for itself: it waits up to the busy timeout (10 s) for
+// other processes to close it, then fails with ErrBusy.
+//
 // Open changes nothing, and returns an error, when path is not a herald
 // database: store.ErrNotHerald for a file that is not SQLite or holds another
 // application's schema, store.ErrSchemaAhead for a database migrated by a
-// newer herald, and an error naming the path for a directory or a file that
-// cannot be read or written.
+// newer herald, ErrSchemaDirty for one in which a migration did not finish
+// (the error says how to settle it), and an error naming the path for a
+// directory or a file that cannot be read or written.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{now: time.Now, maxPayload: journal.DefaultMaxPayload, sync: syncFull}
 	for _, o := range opts {
@@ -73,14 +80,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	case cfg.maxPayload == 0:
 		cfg.maxPayload = journal.DefaultMaxPayload
 	}
-	kind, err := inspectFile(path)
-	if err != nil {
+	if _, err := migrateFile(ctx, path, up); err != nil {
 		return nil, err
-	}
-	if kind == fileSQLite {
-		if _, err := inspectSchema(ctx, path); err != nil {
-			return nil, err
-		}
 	}
 	w, err := openDB(path, writerDSN(path, cfg.sync))
 	if err != nil {
@@ -93,12 +94,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := setWAL(ctx, w); err != nil {
 		return fail(err)
 	}
-	version, err := runMigrations(ctx, w, planUp)
+	// Another process may have stepped the schema down since it was
+	// migrated: the write connection checks what it opened.
+	st, err := readState(ctx, w)
 	if err != nil {
 		return fail(err)
 	}
-	if version != len(migrations) {
-		return fail(fmt.Errorf("%w: at version %d after migrating, want %d", store.ErrSchemaBehind, version, len(migrations)))
+	if err := st.refusal(path); err != nil {
+		return fail(err)
+	}
+	if st.version != len(migrations) || st.legacy {
+		return fail(fmt.Errorf("%w: at version %d after migrating, want %d", store.ErrSchemaBehind, st.version, len(migrations)))
 	}
 	r, err := sql.Open("sqlite", readerDSN(path))
 	if err != nil {
@@ -111,15 +117,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return fail(translate("open read pool", err))
 	}
 	return &Store{path: path, w: w, r: r, now: cfg.now, maxPayload: cfg.maxPayload}, nil
-}
-
-// planUp is every migration past current.
-func planUp(current int) []step {
-	var steps []step
-	for _, m := range migrations[min(current, len(migrations)):] {
-		steps = append(steps, step{m.up, m.Version})
-	}
-	return steps
 }
 
 // Close closes the database. The last connection to close checkpoints the
