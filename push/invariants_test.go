@@ -60,11 +60,11 @@ type failingStore struct {
 
 var errInjected = errors.New("injected: database went away")
 
-func (s *failingStore) Advance(ctx context.Context, stream, id string, nextSeq uint64) error {
+func (s *failingStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	if s.failAdvance != nil && s.failAdvance(nextSeq) {
 		return errInjected
 	}
-	return s.Store.Advance(ctx, stream, id, nextSeq)
+	return s.Store.Advance(ctx, c, nextSeq)
 }
 
 // Invariant 2: a lost cursor write repeats at most one page, with the same
@@ -185,14 +185,15 @@ type monitorStore struct {
 	max  map[string]uint64
 }
 
-func (m *monitorStore) Advance(ctx context.Context, stream, id string, nextSeq uint64) error {
-	if err := m.Store.Advance(ctx, stream, id, nextSeq); err != nil {
+func (m *monitorStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	if err := m.Store.Advance(ctx, c, nextSeq); err != nil {
 		return err
 	}
-	st, err := m.Store.Get(ctx, stream, id)
+	st, err := m.Store.Get(ctx, c.Stream, c.ID)
 	if err != nil {
 		return err
 	}
+	id := c.ID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.max == nil {
@@ -313,8 +314,8 @@ func TestInvariant8IdleCostsNothing(t *testing.T) {
 	for i := range 50 {
 		stream := fmt.Sprintf("idle/%d", i)
 		f.append(stream, 2)
-		f.register(stream, "r")
-		require.NoError(t, f.store.Advance(t.Context(), stream, "r", 3))
+		_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 3})
+		require.NoError(t, err)
 	}
 	f.register("busy", "r")
 	w, err := push.NewWorker(cj, f.store, f.recv, f.proj, push.WithOwner("w1"))

@@ -53,81 +53,125 @@ func rewake(ctx context.Context, tx *sql.Tx, stream string, st regState) error {
 	return translate("wake stream", err)
 }
 
+// fence checks, inside the write transaction, that claim c still holds the
+// registration's lease and that nextSeq is a cursor its stream can have. The
+// update that follows repeats the owner in its WHERE clause; the single
+// writer makes the two one atomic step.
+func fence(ctx context.Context, tx *sql.Tx, c push.Claim, nextSeq uint64) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	var (
+		owner string
+		head  int64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
+		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`, c.Stream, c.ID).Scan(&owner, &head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(c.Stream, c.ID)
+	}
+	if err != nil {
+		return translate("check lease", err)
+	}
+	if owner != c.Owner {
+		return fmt.Errorf("registration %s/%s, claim %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+	}
+	return push.ValidateCursor(nextSeq, uint64(head))
+}
+
 // Advance implements push.Store: next_seq = MAX(next_seq, nextSeq) in one
-// statement, so racing workers never move a cursor back.
-func (s *Store) Advance(ctx context.Context, stream, id string, nextSeq uint64) error {
+// statement, fenced by the claim, so racing workers never move a cursor back.
+func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	n, err := seqArg("next seq", nextSeq)
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "advance "+stream+"/"+id, func(tx *sql.Tx) error {
+	return s.write(ctx, "advance "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, nextSeq); err != nil {
+			return err
+		}
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
 				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
 				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
 				next_seq = MAX(next_seq, ?1),
 				lease_owner = '', lease_until = NULL
-			WHERE stream = ?2 AND id = ?3`+stateColumns, n, stream, id), stream, id, "advance")
+			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4`+stateColumns, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "advance")
 		if err != nil {
 			return err
 		}
-		return rewake(ctx, tx, stream, st)
+		return rewake(ctx, tx, c.Stream, st)
 	})
 }
 
 // Retry implements push.Store: the cursor, the attempt count, the schedule,
-// the lease and the evidence in one transaction.
-func (s *Store) Retry(ctx context.Context, stream, id string, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
+// the lease and the evidence in one transaction, fenced by the claim.
+func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
 	n, err := seqArg("next seq", nextSeq)
 	if err != nil {
+		return err
+	}
+	if err := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At)); err != nil {
 		return err
 	}
 	nb, err := nanos("not before", notBefore)
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "retry "+stream+"/"+id, func(tx *sql.Tx) error {
+	return s.write(ctx, "retry "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, nextSeq); err != nil {
+			return err
+		}
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
 				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END,
 				next_seq = MAX(next_seq, ?1),
 				next_attempt_at = ?2, last_error = ?3,
 				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5`+stateColumns, n, nb, ev.Error, stream, id), stream, id, "retry")
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "retry")
 		if err != nil {
 			return err
 		}
-		if err := addEvidence(ctx, tx, stream, id, ev); err != nil {
+		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil {
 			return err
 		}
-		return rewake(ctx, tx, stream, st)
+		return rewake(ctx, tx, c.Stream, st)
 	})
 }
 
-// Park implements push.Store.
-func (s *Store) Park(ctx context.Context, stream, id string, nextSeq uint64, ev push.Evidence) error {
+// Park implements push.Store, fenced by the claim.
+func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
 	n, err := seqArg("next seq", nextSeq)
 	if err != nil {
+		return err
+	}
+	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
 		return err
 	}
 	at, err := nanos("evidence at", ev.At)
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "park "+stream+"/"+id, func(tx *sql.Tx) error {
+	return s.write(ctx, "park "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, nextSeq); err != nil {
+			return err
+		}
 		_, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
 				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END,
 				next_seq = MAX(next_seq, ?1),
 				parked = 1, parked_at = ?2, last_error = ?3,
 				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5`+stateColumns, n, at, ev.Error, stream, id), stream, id, "park")
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, at, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "park")
 		if err != nil {
 			return err
 		}
-		return addEvidence(ctx, tx, stream, id, ev) // parked: the stream's wake marker need not move
+		return addEvidence(ctx, tx, c.Stream, c.ID, ev) // parked: the stream's wake marker need not move
 	})
 }
 
 // Unpark implements push.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	atN, err := nanos("at", at)
 	if err != nil {
 		return err
@@ -175,6 +219,9 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 // store the evidence, set the cursor, due at once.
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
 	check func(push.Status) (push.Evidence, error)) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	atN, err := nanos("at", at)
 	if err != nil {
 		return err
@@ -195,8 +242,11 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		if err := addEvidence(ctx, tx, stream, id, ev); err != nil {
 			return err
 		}
+		// Clearing the lease fences out a turn in flight: it can no longer
+		// undo the operator's move.
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				next_seq = ?1, attempts = 0, next_attempt_at = ?2, last_error = ''
+				next_seq = ?1, attempts = 0, next_attempt_at = ?2, last_error = '',
+				lease_owner = '', lease_until = NULL
 			WHERE stream = ?3 AND id = ?4`+stateColumns, to, atN, stream, id), stream, id, op)
 		if err != nil {
 			return err
@@ -223,6 +273,7 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 // addEvidence inserts one row and drops the registration's rows beyond the
 // newest push.MaxEvidence.
 func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evidence) error {
+	ev = ev.Clean()
 	at, err := nanos("evidence at", ev.At)
 	if err != nil {
 		return err

@@ -64,17 +64,19 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			return translate("due: count other namespaces", err)
 		}
 		if len(found) > 0 {
-			claim, err := tx.PrepareContext(ctx, "UPDATE herald_registration SET lease_owner = ?, lease_until = ? WHERE stream = ? AND id = ?")
+			// next_attempt_at = at: the least recently claimed go first
+			// next time, so a saturated namespace starves no one.
+			claim, err := tx.PrepareContext(ctx, "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?")
 			if err != nil {
 				return translate("due: prepare claim", err)
 			}
 			defer claim.Close()
 			for i := range found {
 				st := &found[i]
-				if _, err := claim.ExecContext(ctx, q.Owner, until, st.Stream, st.ID); err != nil {
+				if _, err := claim.ExecContext(ctx, q.Owner, until, at, st.Stream, st.ID); err != nil {
 					return translate("due: claim", err)
 				}
-				st.LeaseOwner, st.LeaseUntil = q.Owner, instant(until)
+				st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 			}
 		}
 		batch.Registrations = found

@@ -67,7 +67,7 @@ func TestIdleCostsNothing(t *testing.T) {
 	batch := claim(t, s, idleT0, streams*fanout)
 	require.Len(t, batch.Registrations, streams*fanout)
 	for _, st := range batch.Registrations {
-		require.NoError(t, s.Advance(ctx, st.Stream, st.ID, st.Head+1))
+		require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
 	}
 	// Due set each marker to the end of the leases it stamped; the advances
 	// (which only ever lower markers) left them there. Before that instant
@@ -93,25 +93,26 @@ func TestIdleCostsNothing(t *testing.T) {
 	// it to the retry instant.
 	require.Equal(t, map[string]int64{"actor/7": now.Add(time.Minute).UnixNano()}, woken(t, s))
 	for _, st := range batch.Registrations[1:] {
-		require.NoError(t, s.Advance(ctx, st.Stream, st.ID, st.Head+1))
+		require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
 	}
 	retryAt := now.Add(30 * time.Second)
 	first := batch.Registrations[0]
-	require.NoError(t, s.Retry(ctx, first.Stream, first.ID, first.NextSeq, retryAt, push.Evidence{At: now, Error: "503"}))
+	require.NoError(t, s.Retry(ctx, first.Claim(), first.NextSeq, retryAt, push.Evidence{At: now, Error: "503"}))
 	require.Equal(t, map[string]int64{"actor/7": retryAt.UnixNano()}, woken(t, s))
 	require.Empty(t, claim(t, s, now.Add(time.Second), 10).Registrations)
 	require.Equal(t, map[string]int64{"actor/7": retryAt.UnixNano()}, woken(t, s),
 		"a stream with one registration retrying later is woken at the retry, not before")
-	require.Equal(t, []string{first.ID}, ids(claim(t, s, retryAt, 10).Registrations))
+	again := claim(t, s, retryAt, 10)
+	require.Equal(t, []string{first.ID}, ids(again.Registrations))
 
 	// A parked registration keeps no stream awake.
-	require.NoError(t, s.Park(ctx, first.Stream, first.ID, first.NextSeq, push.Evidence{At: retryAt, Error: "410"}))
+	require.NoError(t, s.Park(ctx, again.Registrations[0].Claim(), first.NextSeq, push.Evidence{At: retryAt, Error: "410"}))
 	_, err = s.Append(ctx, "actor/7", journal.Entry{ID: "actor/7/3", Kind: "Create", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	batch = claim(t, s, retryAt.Add(time.Second), 100)
 	require.Len(t, batch.Registrations, fanout-1, "every registration but the parked one")
 	for _, st := range batch.Registrations {
-		require.NoError(t, s.Advance(ctx, st.Stream, st.ID, st.Head+1))
+		require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
 	}
 	require.Empty(t, claim(t, s, retryAt.Add(time.Hour), 10).Registrations)
 	require.Empty(t, woken(t, s), "the parked registration lags, but keeps no stream awake")

@@ -100,6 +100,9 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			return fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
 				&journal.SealedError{Stream: r.Stream, FinalSeq: uint64(head)})
 		}
+		if err := push.ValidateCursor(uint64(next), uint64(head)); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, config, on_rejected, next_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, config, string(r.OnRejected), next)
 		if err != nil {
@@ -136,9 +139,15 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 }
 
 // Complete implements push.Store: the registration and its evidence are
-// deleted; the journal keeps its records.
-func (s *Store) Complete(ctx context.Context, stream, id string) error {
-	return s.Unregister(ctx, stream, id)
+// deleted, fenced by the claim; the journal keeps its records.
+func (s *Store) Complete(ctx context.Context, c push.Claim) error {
+	return s.write(ctx, "complete "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, 1); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?", c.Stream, c.ID, c.Owner)
+		return translate("complete", err)
+	})
 }
 
 // Get implements push.Store.

@@ -65,7 +65,7 @@ func TestInstantsOutsideTheStoredRangeAreRefused(t *testing.T) {
 	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
 	require.NoError(t, err)
 	far := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.ErrorIs(t, s.Retry(ctx, "s", "r", 1, far, push.Evidence{At: t0}), journal.ErrInvalid)
+	require.ErrorIs(t, s.Retry(ctx, push.Claim{Stream: "s", ID: "r", Owner: "w"}, 1, far, push.Evidence{At: t0}), journal.ErrInvalid)
 	require.ErrorIs(t, s.Unpark(ctx, "s", "r", far), journal.ErrInvalid)
 	_, err = s.Due(ctx, push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: far})
 	require.ErrorIs(t, err, journal.ErrInvalid)
