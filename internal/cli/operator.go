@@ -2,18 +2,33 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/push"
 )
 
-// key is the --stream/--id pair that names one registration.
-type key struct{ stream, id string }
+// key is the --stream/--id pair that names one registration, and the
+// instant of the operator's action.
+type key struct{ stream, id, at string }
 
 func (k *key) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&k.stream, "stream", "", "the registration's stream (required)")
 	cmd.Flags().StringVar(&k.id, "id", "", "the registration's id (required)")
+}
+
+// atFlag adds --at to a command that changes a registration: the instant it
+// becomes due (keep it on the clock your sweeps use with sweep --at).
+func (k *key) atFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&k.at, "at", "", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
+}
+
+func (k *key) instant(e *env) (time.Time, error) {
+	if k.at == "" {
+		return e.now(), nil
+	}
+	return parseInstant(k.at)
 }
 
 func newUnpark(e *env) *cobra.Command {
@@ -30,6 +45,10 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 			if err := required(cmd, "stream", "id"); err != nil {
 				return err
 			}
+			at, err := k.instant(e)
+			if err != nil {
+				return err
+			}
 			b, err := e.open(cmd.Context())
 			if err != nil {
 				return err
@@ -39,7 +58,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 			if err != nil {
 				return err
 			}
-			if err := b.Unpark(cmd.Context(), k.stream, k.id, e.now()); err != nil {
+			if err := b.Unpark(cmd.Context(), k.stream, k.id, at); err != nil {
 				return err
 			}
 			after, err := b.Get(cmd.Context(), k.stream, k.id)
@@ -58,6 +77,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 		},
 	}
 	k.flags(cmd)
+	k.atFlag(cmd)
 	return cmd
 }
 
@@ -80,12 +100,13 @@ A parked registration stays parked: unpark it afterwards.`,
 			if err := required(cmd, "stream", "id", "to-seq"); err != nil {
 				return err
 			}
-			return e.move(cmd, k, toSeq, func(b backend) error {
-				return b.Skip(cmd.Context(), k.stream, k.id, toSeq, e.now(), reason)
+			return e.move(cmd, k, toSeq, func(b backend, at time.Time) error {
+				return b.Skip(cmd.Context(), k.stream, k.id, toSeq, at, reason)
 			})
 		},
 	}
 	k.flags(cmd)
+	k.atFlag(cmd)
 	cmd.Flags().Uint64Var(&toSeq, "to-seq", 0, "the new cursor: the first seq to deliver (required)")
 	cmd.Flags().StringVar(&reason, "reason", "skipped by an operator", "why, for the evidence")
 	return cmd
@@ -108,18 +129,23 @@ The one way a cursor moves backwards. It writes evidence.`,
 			if err := required(cmd, "stream", "id", "to-seq"); err != nil {
 				return err
 			}
-			return e.move(cmd, k, toSeq, func(b backend) error {
-				return b.Rewind(cmd.Context(), k.stream, k.id, toSeq, e.now())
+			return e.move(cmd, k, toSeq, func(b backend, at time.Time) error {
+				return b.Rewind(cmd.Context(), k.stream, k.id, toSeq, at)
 			})
 		},
 	}
 	k.flags(cmd)
+	k.atFlag(cmd)
 	cmd.Flags().Uint64Var(&toSeq, "to-seq", 0, "the new cursor: the first seq to deliver again (required)")
 	return cmd
 }
 
 // move runs an operator's cursor move and prints before and after.
-func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend) error) error {
+func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, time.Time) error) error {
+	at, err := k.instant(e)
+	if err != nil {
+		return err
+	}
 	b, err := e.open(cmd.Context())
 	if err != nil {
 		return err
@@ -129,7 +155,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend) err
 	if err != nil {
 		return err
 	}
-	if err := do(b); err != nil {
+	if err := do(b, at); err != nil {
 		return err
 	}
 	after, err := b.Get(cmd.Context(), k.stream, k.id)
