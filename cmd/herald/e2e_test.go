@@ -153,7 +153,7 @@ type view struct {
 
 type report struct {
 	Registrations, Records, Deliveries, Retries, Parked int
-	NeedsAttention                                     bool `json:"needs_attention"`
+	NeedsAttention                                      bool `json:"needs_attention"`
 }
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
