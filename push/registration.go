@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"regexp"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -171,9 +173,12 @@ func ValidateURL(raw string) error {
 	if u.Fragment != "" || u.RawFragment != "" {
 		return journal.Invalid("url", "has a fragment, which is never sent")
 	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] < 0x21 || raw[i] == 0x7f {
-			return journal.Invalid("url", "has a space or control character at byte %d", i)
+	if !utf8.ValidString(raw) {
+		return journal.Invalid("url", "is not valid UTF-8")
+	}
+	for i, r := range raw {
+		if r < 0x21 || r == 0x7f || unicode.IsSpace(r) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return journal.Invalid("url", "has a space or control character %U at byte %d", r, i)
 		}
 	}
 	return nil

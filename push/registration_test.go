@@ -1,0 +1,70 @@
+package push_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// FuzzValidateURL: registration URLs from outside never panic validation,
+// and an accepted URL is absolute http(s) with a host and no userinfo,
+// fragment, space or control character.
+func FuzzValidateURL(f *testing.F) {
+	for _, seed := range []string{
+		"https://remote.example/inbox", "http://127.0.0.1:8080/hook", "https://user:pw@a.example/",
+		"javascript:alert(1)", "https:///x", "https://a.example/#f", "https://[::1]:443/x", "https://a.example/a b",
+		"https://0x7f.1/", "https://2130706433/", "https://a.example/\x00", "//a.example/x", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		err := push.ValidateURL(raw)
+		if err != nil {
+			require.ErrorIs(t, err, journal.ErrInvalid)
+			if strings.Contains(raw, "@") {
+				if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+					if p, ok := u.User.Password(); ok && len(p) > 3 {
+						require.NotContains(t, err.Error(), p, "the error never repeats a password")
+					}
+				}
+			}
+			return
+		}
+		u, perr := url.Parse(raw)
+		require.NoError(t, perr)
+		require.Contains(t, []string{"http", "https"}, u.Scheme)
+		require.NotEmpty(t, u.Hostname())
+		require.Nil(t, u.User)
+		require.Empty(t, u.Fragment)
+		for _, c := range []byte(raw) {
+			require.Greater(t, c, byte(0x20))
+			require.NotEqual(t, byte(0x7f), c)
+		}
+	})
+}
+
+func TestValidateURLRefusals(t *testing.T) {
+	for raw, want := range map[string]string{
+		"":                             "is empty",
+		"/inbox":                       "scheme",
+		"ftp://a.example/":             `scheme "ftp"`,
+		"https://u:hunter2@a.example/": "userinfo",
+		"https:///inbox":               "no host",
+		"https://a.example/#frag":      "fragment",
+		"https://a.example/a b":        "U+0020",
+		"https://a.example/\x7f":       "cannot be parsed",
+		"https://a.example/é\u00a0":    "",
+		"https://a.example/" + strings.Repeat("a", push.MaxURLBytes): "longer than",
+	} {
+		err := push.ValidateURL(raw)
+		require.ErrorIs(t, err, journal.ErrInvalid, raw)
+		require.ErrorContains(t, err, want, raw)
+		require.NotContains(t, err.Error(), "hunter2")
+	}
+	require.NoError(t, push.ValidateURL("https://remote.example/users/alice/inbox?x=1"))
+}
