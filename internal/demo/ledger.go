@@ -11,7 +11,7 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// maxReasons bounds the failure reasons a ledger keeps per path.
+// maxReasons bounds the distinct failure reasons a ledger keeps per path.
 const maxReasons = 3
 
 // expected is one message the journal says a registration's receiver
@@ -48,7 +48,7 @@ type Counts struct {
 	Duplicates int      `json:"duplicates"` // verified messages received again
 	Refused    int      `json:"refused"`    // requests answered with a failure on purpose (503, 410, 500)
 	Failures   int      `json:"failures"`   // requests that failed verification
-	Reasons    []string `json:"reasons,omitempty"`
+	Reasons    []string `json:"reasons,omitempty"` // the first distinct reasons of the failures, at most 3
 }
 
 func newLedger() *ledger { return &ledger{paths: map[string]*account{}} }
@@ -85,7 +85,7 @@ func (l *ledger) total() Counts {
 		c.Refused += a.refused
 		c.Failures += a.failures
 		for _, r := range a.reasons {
-			if len(c.Reasons) < maxReasons {
+			if len(c.Reasons) < maxReasons && !slices.Contains(c.Reasons, r) {
 				c.Reasons = append(c.Reasons, r)
 			}
 		}
@@ -104,12 +104,16 @@ func (l *ledger) refuse(path string) {
 func (l *ledger) fail(path string, err error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a := l.account(path)
+	l.account(path).failed(err)
+	return err
+}
+
+// failed counts a failure and keeps its reason, if new and there is room.
+func (a *account) failed(err error) {
 	a.failures++
-	if len(a.reasons) < maxReasons {
+	if len(a.reasons) < maxReasons && !slices.Contains(a.reasons, err.Error()) {
 		a.reasons = append(a.reasons, err.Error())
 	}
-	return err
 }
 
 // account returns path's account, creating an empty one for a path that
@@ -134,10 +138,7 @@ func (l *ledger) check(path, id string, body []byte, more func(expected) error) 
 	defer l.mu.Unlock()
 	a := l.account(path)
 	fail := func(err error) (bool, error) {
-		a.failures++
-		if len(a.reasons) < maxReasons {
-			a.reasons = append(a.reasons, err.Error())
-		}
+		a.failed(err)
 		return false, err
 	}
 	same := func(e expected) bool {
