@@ -43,11 +43,11 @@ type account struct {
 
 // Counts is what a receiver verified on one path.
 type Counts struct {
-	Expected   int      `json:"expected"`   // messages the journal says this path should receive
-	Verified   int      `json:"verified"`   // distinct messages verified, in journal order
-	Duplicates int      `json:"duplicates"` // verified messages received again
-	Refused    int      `json:"refused"`    // requests answered with a failure on purpose (503, 410, 500)
-	Failures   int      `json:"failures"`   // requests that failed verification
+	Expected   int      `json:"expected"`          // messages the journal says this path should receive
+	Verified   int      `json:"verified"`          // distinct messages verified, in journal order
+	Duplicates int      `json:"duplicates"`        // verified messages received again
+	Refused    int      `json:"refused"`           // requests answered with a failure on purpose (503, 410, 500)
+	Failures   int      `json:"failures"`          // requests that failed verification
 	Reasons    []string `json:"reasons,omitempty"` // the first distinct reasons of the failures, at most 3
 }
 
