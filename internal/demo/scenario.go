@@ -51,7 +51,7 @@ type Config struct {
 	// ShowRegistrations prints registrations as `herald registrations`
 	// does; the demo shows the parked ones with it.
 	ShowRegistrations func(w io.Writer, sts []push.Status) error
-	// Logger receives the workers' and receivers' logs (nil: none).
+	// Logger receives the workers' logs (nil: none).
 	Logger *slog.Logger
 }
 
