@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode"
 
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -19,45 +18,17 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// table writes aligned columns; cells are sanitised so that a receiver's
-// answer or an id cannot break the layout or send terminal escapes.
-type table struct {
-	tw *tabwriter.Writer
-}
+// table is the CLI's text table (internal/table, shared with the demo).
+type table struct{ *tbl.Table }
 
-func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)}
-	t.row(header...)
-	return t
-}
+func newTable(w io.Writer, header ...string) *table { return &table{tbl.New(w, header...)} }
 
-func (t *table) row(cells ...string) {
-	for i, c := range cells {
-		cells[i] = cell(c)
-	}
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
-}
+func (t *table) row(cells ...string) { t.Row(cells...) }
 
-func (t *table) flush() error { return t.tw.Flush() }
+func (t *table) flush() error { return t.Flush() }
 
-// cell makes s safe for one table cell: control characters and tabs become
-// spaces, and long values are cut with an ellipsis.
-func cell(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, s)
-	const max = 60
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+// cell makes s safe for one table cell (see table.Cell).
+func cell(s string) string { return tbl.Cell(s) }
 
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
