@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// adminHandler serves the admin JSON API:
+//
+//	GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
+//	GET  /v1/evidence?stream=S&id=ID&limit=N
+//	POST /v1/unpark?stream=S&id=ID
+//	POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
+//	POST /v1/rewind?stream=S&id=ID&to_seq=N
+//
+// Every request needs "Authorization: Bearer <token>" when a token is set.
+// Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 or 500.
+func adminHandler(store push.Store, token string, now func() time.Time) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"), Parked: q.Get("parked") == "true",
+			Lagging: q.Get("lagging") == "true", After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+		if s := q.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				writeAdminError(w, journal.Invalid("limit", "%q is not a number", s))
+				return
+			}
+			lq.Limit = n
+		}
+		sts, err := store.List(r.Context(), lq)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		_ = printJSON(w, views(sts))
+	})
+	mux.HandleFunc("GET /v1/evidence", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit, _ := strconv.Atoi(q.Get("limit"))
+		evs, err := store.Evidence(r.Context(), q.Get("stream"), q.Get("id"), limit)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if evs == nil {
+			evs = []push.Evidence{}
+		}
+		_ = printJSON(w, evs)
+	})
+	action := func(do func(r *http.Request, stream, id string, toSeq uint64) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			stream, id := q.Get("stream"), q.Get("id")
+			var toSeq uint64
+			if s := q.Get("to_seq"); s != "" {
+				n, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					writeAdminError(w, journal.Invalid("to_seq", "%q is not a seq", s))
+					return
+				}
+				toSeq = n
+			}
+			if err := do(r, stream, id, toSeq); err != nil {
+				writeAdminError(w, err)
+				return
+			}
+			st, err := store.Get(r.Context(), stream, id)
+			if err != nil {
+				writeAdminError(w, err)
+				return
+			}
+			_ = printJSON(w, viewOf(st))
+		}
+	}
+	mux.HandleFunc("POST /v1/unpark", action(func(r *http.Request, stream, id string, _ uint64) error {
+		return store.Unpark(r.Context(), stream, id, now())
+	}))
+	mux.HandleFunc("POST /v1/skip", action(func(r *http.Request, stream, id string, toSeq uint64) error {
+		reason := r.URL.Query().Get("reason")
+		if reason == "" {
+			reason = "skipped by an operator (admin API)"
+		}
+		return store.Skip(r.Context(), stream, id, toSeq, now(), reason)
+	}))
+	mux.HandleFunc("POST /v1/rewind", action(func(r *http.Request, stream, id string, toSeq uint64) error {
+		return store.Rewind(r.Context(), stream, id, toSeq, now())
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="herald admin"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				_ = printJSON(w, map[string]string{"error": "a valid bearer token (HERALD_ADMIN_TOKEN) is required"})
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func writeAdminError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, journal.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, journal.ErrNotFound):
+		code = http.StatusNotFound
+	}
+	w.WriteHeader(code)
+	_ = printJSON(w, map[string]string{"error": err.Error()})
+}
+
+// checkAdminAddr refuses to serve the admin API on a non-loopback address
+// without a token.
+func checkAdminAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--admin-addr %q: %v", addr, err)
+	}
+	if token != "" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return usagef("--admin-addr %s is not a loopback address: set HERALD_ADMIN_TOKEN to serve the admin API there (refusing to start it unauthenticated)", addr)
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// appendBatch is how many lines of a --file one transaction appends.
+const appendBatch = 500
+
+func newAppend(e *env) *cobra.Command {
+	var (
+		stream, file string
+		one          journal.Entry
+	)
+	cmd := &cobra.Command{
+		Use:   "append",
+		Short: "Append records to a stream: one from stdin, or many from a JSON Lines file",
+		Long: `Append one record, whose payload is read from stdin, or with --file, one record a
+line of a JSON Lines file:
+
+  {"id": "evt-1", "kind": "order.created", "payload": {"total": 42}}
+  {"id": "evt-2", "kind": "blob", "content_type": "image/png", "payload_base64": "iVBORw0…"}
+  {"id": "evt-3", "kind": "order.closed", "payload": {}, "final": true, "stream": "order/1002"}
+
+"payload" is any JSON value, stored as its JSON text (a JSON string is stored as
+its text when the content type is not JSON); "payload_base64" carries bytes.
+"stream" overrides --stream for that line; "content_type" defaults to
+application/json. The whole file is checked before anything is appended, then
+appended in transactions of 500 lines. Appending an id that already exists with
+the same content is a no-op, so a failed run can simply be repeated.`,
+		Example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
+  herald append --stream task/8f3c --file lifecycle.jsonl`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var batches []batch
+			var err error
+			if file != "" {
+				for _, f := range []string{"id", "kind", "content-type", "final"} {
+					if cmd.Flags().Changed(f) {
+						return usagef("--%s applies to a single record: with --file, put it on each line", f)
+					}
+				}
+				batches, err = readJSONL(file, stream)
+			} else {
+				if err := required(cmd, "stream", "id", "kind"); err != nil {
+					return err
+				}
+				one.Payload, err = readPayload(e.In)
+				batches = []batch{{stream: stream, entries: []journal.Entry{one}}}
+			}
+			if err != nil {
+				return err
+			}
+			for _, bt := range batches {
+				if _, err := journal.ValidateEntries(bt.stream, bt.entries, 0); err != nil {
+					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, err)
+				}
+			}
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			bar := e.progress(len(batches), file)
+			var out []appended
+			for _, bt := range batches {
+				recs, err := b.Append(cmd.Context(), bt.stream, bt.entries...)
+				if err != nil {
+					return fmt.Errorf("%s: %w (%d records stored before it; appending again is safe)", bt.where, err, len(out))
+				}
+				for _, r := range recs {
+					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID})
+				}
+				if bar != nil {
+					_ = bar.Add(1)
+				}
+			}
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			if e.json {
+				return printJSON(e.Out, out)
+			}
+			if len(out) == 1 {
+				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", out[0].Stream, out[0].Seq, cell(out[0].ID))
+				return nil
+			}
+			streams := map[string]bool{}
+			for _, a := range out {
+				streams[a.Stream] = true
+			}
+			fmt.Fprintf(e.Out, "Stored %d records in %d streams.\n", len(out), len(streams))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&stream, "stream", "", "the stream to append to (e.g. actor/alice, task/8f3c)")
+	f.StringVar(&one.ID, "id", "", "the record id: unique, stable, the idempotency key")
+	f.StringVar(&one.Kind, "kind", "", "what happened (e.g. Create, order.created, statusUpdate)")
+	f.StringVar(&one.ContentType, "content-type", journal.DefaultContentType, "the payload's media type")
+	f.BoolVar(&one.Final, "final", false, "seal the stream: nothing may be appended after this record")
+	f.StringVar(&file, "file", "", "a JSON Lines file of records, one a line")
+	return cmd
+}
+
+type appended struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	ID     string `json:"id"`
+}
+
+type batch struct {
+	where   string // "line 3" or "lines 1-500 of f.jsonl"
+	stream  string
+	entries []journal.Entry
+}
+
+func readPayload(r io.Reader) ([]byte, error) {
+	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return nil, usagef("append reads the payload from stdin: pipe it in (or use --file)")
+	}
+	data, err := io.ReadAll(io.LimitReader(r, journal.DefaultMaxPayload+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the payload from stdin: %w", err)
+	}
+	return data, nil
+}
+
+// line is one line of an append --file.
+type line struct {
+	Stream        string          `json:"stream"`
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind"`
+	ContentType   string          `json:"content_type"`
+	Payload       json.RawMessage `json:"payload"`
+	PayloadBase64 *string         `json:"payload_base64"`
+	Final         bool            `json:"final"`
+}
+
+// readJSONL parses a JSON Lines file into batches of consecutive lines of
+// one stream, at most appendBatch each. It reports the first bad line by
+// number.
+func readJSONL(path, defaultStream string) ([]batch, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open --file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 2*journal.DefaultMaxPayload+64*1024)
+	var (
+		out   []batch
+		first int
+		n     int
+	)
+	for sc.Scan() {
+		n++
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		e, stream, err := parseLine(raw, defaultStream)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, n, err)
+		}
+		last := len(out) - 1
+		if last < 0 || out[last].stream != stream || len(out[last].entries) >= appendBatch {
+			first = n
+			out = append(out, batch{stream: stream})
+			last++
+		}
+		out[last].entries = append(out[last].entries, e)
+		out[last].where = fmt.Sprintf("%s lines %d-%d", path, first, n)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s line %d: longer than the payload limit allows (nothing was appended)", path, n+1)
+		}
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, usagef("%s has no records", path)
+	}
+	return out, nil
+}
+
+func parseLine(raw []byte, defaultStream string) (journal.Entry, string, error) {
+	var l line
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return journal.Entry{}, "", fmt.Errorf("not a record object: %v", err)
+	}
+	stream := l.Stream
+	if stream == "" {
+		stream = defaultStream
+	}
+	if stream == "" {
+		return journal.Entry{}, "", errors.New(`no stream: give --stream or a "stream" field`)
+	}
+	e := journal.Entry{ID: l.ID, Kind: l.Kind, ContentType: l.ContentType, Final: l.Final}
+	switch {
+	case l.PayloadBase64 != nil && l.Payload != nil:
+		return e, "", errors.New(`give "payload" or "payload_base64", not both`)
+	case l.PayloadBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*l.PayloadBase64)
+		if err != nil {
+			return e, "", fmt.Errorf("payload_base64: %v", err)
+		}
+		e.Payload = b
+	case l.Payload != nil:
+		e.Payload = l.Payload
+		var s string
+		if ct := e.ContentType; ct != "" && !isJSONType(ct) && json.Unmarshal(l.Payload, &s) == nil {
+			e.Payload = []byte(s)
+		}
+	}
+	return e, stream, nil
+}
+
+func isJSONType(ct string) bool {
+	mt, _, _ := bytes.Cut([]byte(ct), []byte(";"))
+	return journal.IsJSON(string(bytes.TrimSpace(mt)))
+}
+
+// progress returns a progress bar on stderr when it is a terminal, else nil.
+func (e *env) progress(total int, what string) *progressbar.ProgressBar {
+	f, ok := e.Err.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || total < 2 || e.json {
+		return nil
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("appending "+what),
+		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+}

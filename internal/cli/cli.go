@@ -1,0 +1,180 @@
+// Package cli implements the herald command: one file a command, each
+// validating its options before it touches a database. cmd/herald is a thin
+// main around Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald"
+	"github.com/heraldpush/herald/journal"
+)
+
+// Exit codes, as `herald --help` documents them.
+const (
+	ExitOK        = 0
+	ExitError     = 1 // the command failed; the message says what to do
+	ExitUsage     = 2 // bad flags or arguments; nothing was changed
+	ExitAttention = 3 // sweep: the report needs attention (saturated, or something parked)
+)
+
+// Stdio is the command's standard streams.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// env is what every command shares: streams, global flags, the clock.
+type env struct {
+	Stdio
+	getenv   func(string) string
+	database string
+	json     bool
+	verbose  bool
+	now      func() time.Time
+	logger   *slog.Logger
+}
+
+// Main runs the herald command with args (without the program name) and
+// returns the exit code.
+func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) string) int {
+	e := &env{Stdio: stdio, getenv: getenv, now: time.Now}
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ex *exitError
+	if errors.As(err, &ex) && ex.err == nil {
+		return ex.code
+	}
+	fmt.Fprintf(stdio.Err, "herald: %v\n", err)
+	switch {
+	case errors.As(err, &ex):
+		return ex.code
+	case isUsage(err):
+		fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
+		return ExitUsage
+	case errors.Is(err, journal.ErrInvalid):
+		return ExitUsage // a bad value (a seq out of range, an invalid id): nothing was changed
+	}
+	return ExitError
+}
+
+const rootLong = `herald delivers what an application appended to its journal to the receivers
+that registered for it: at least once, in order per registration, as ActivityPub
+activities, CloudEvents, A2A push notifications or Standard Webhooks. A
+receiver that keeps failing, or answers 410 Gone, is parked with its cursor
+kept; an operator lists it and unparks it, and nothing is lost.
+
+Database: --database takes sqlite:PATH (the embedded default, ./herald.db) or
+a postgres:// URL; the environment variable HERALD_DATABASE_URL sets it too.
+
+Exit codes:
+  0  success
+  1  the command failed (the message says what to do)
+  2  usage: bad flags, arguments or values; nothing was changed
+  3  sweep: the report needs attention (saturated, or a registration parked)`
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "herald",
+		Short:         "A durable push engine: journal, cursors, and at-least-once delivery",
+		Long:          rootLong,
+		Version:       herald.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("database") {
+				if v := e.getenv("HERALD_DATABASE_URL"); v != "" {
+					e.database = v
+				}
+			}
+			level := slog.LevelInfo
+			if e.verbose {
+				level = slog.LevelDebug
+			}
+			e.logger = slog.New(slog.NewTextHandler(e.Err, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
+	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts")
+	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
+	root.AddCommand(
+		newMigrate(e),
+		newAppend(e),
+		newRegister(e),
+		newSweep(e),
+		newRun(e),
+		newRegistrations(e),
+		newUnpark(e),
+		newSkip(e),
+		newRewind(e),
+		newEvidence(e),
+		newStatus(e),
+		newRecordStatus(e),
+		newDemo(e),
+	)
+	return root
+}
+
+// exitError carries an exit code; with a nil err nothing more is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks bad flags or arguments (exit 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// required checks that flags were given, as a usage error.
+func required(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			return usagef("%s needs --%s", cmd.CommandPath(), n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/internal/demo"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/transport"
+)
+
+func newDemo(e *env) *cobra.Command {
+	var (
+		duration time.Duration
+		corpus   string
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Show herald's whole job on this machine: local receivers, every wire, a 503, a 410, a recovery",
+		Long: `Show herald's whole job in one command, with no server to install: it starts
+receivers on loopback that verify what they get with the receiving side of
+real libraries (an ActivityPub inbox checking HTTP signatures, sdk-go's
+CloudEvents receiver, an A2A webhook, a Standard Webhooks consumer), one that
+answers 503 with Retry-After a few times, one that answers 410 Gone and one
+that is down; appends ActivityStreams activities, webhook payloads and A2A task
+lifecycles; registers the receivers; and runs a worker per namespace until
+everything is delivered or parked. Then it shows the registrations, the
+parked ones, unparks the receiver that came back and shows it catching up.
+
+The input is a small example set embedded in herald, or with --corpus a
+directory laid out as ../shared/corpus (activitystreams/*.json,
+github/<event>/*.json, a2a/*.jsonl), read where it lies.
+
+The database is a fresh SQLite file in a temporary directory, removed at the
+end, unless --database names one (it must be empty: the demo's workers would
+deliver its other registrations too). HERALD_DATABASE_URL is not used.
+
+Exit 0 when every receiver verified everything it was sent and the 410
+receiver's registration is parked with its cursor intact; 1 otherwise, with
+what failed.`,
+		Example: `  herald demo
+  herald demo --corpus ../shared/corpus
+  herald demo --json --database sqlite:demo.db`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if duration <= 0 {
+				return usagef("--duration %v must be positive", duration)
+			}
+			in, err := demoInput(corpus)
+			if err != nil {
+				return err
+			}
+			database := ""
+			if cmd.Flags().Changed("database") {
+				database = e.database
+			}
+			return e.runDemo(cmd.Context(), database, in, duration)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&duration, "duration", demo.DefaultDuration, "give up (and exit 1) when the demo has not finished in this time")
+	f.StringVar(&corpus, "corpus", "", "deliver this directory (laid out as ../shared/corpus) instead of the embedded examples")
+	return cmd
+}
+
+func demoInput(corpus string) (*demo.Input, error) {
+	if corpus == "" {
+		return demo.Examples()
+	}
+	in, err := demo.Corpus(corpus)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return in, nil
+}
+
+// runDemo opens the database (a fresh SQLite file when database is empty),
+// runs the demo and prints its summary.
+func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, duration time.Duration) error {
+	shown := database
+	if database == "" {
+		dir, err := os.MkdirTemp("", "herald-demo-")
+		if err != nil {
+			return fmt.Errorf("create a temporary directory for the demo's database: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		database = "sqlite:" + filepath.Join(dir, "herald.db")
+		shown = "a fresh SQLite database (removed at the end)"
+	}
+	e.database = database
+	b, err := e.openDemo(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if shown == database {
+		shown = "the database " + redactDSN(database)
+	}
+
+	logger := slog.New(slog.DiscardHandler)
+	if e.verbose {
+		logger = e.logger
+	}
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
+		Out: e.Out, Progress: e.Err, Logger: logger,
+		ShowRegistrations: func(w io.Writer, sts []push.Status) error { return printRegistrations(w, false, sts) }}
+	if e.json {
+		cfg.Out, cfg.Progress = io.Discard, nil
+	}
+	sum, err := demo.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		if err := printJSON(e.Out, sum); err != nil {
+			return err
+		}
+	}
+	if !sum.OK {
+		return &exitError{code: ExitError, err: fmt.Errorf("demo failed: %s", strings.Join(sum.Failures, "; "))}
+	}
+	return nil
+}
+
+// openDemo opens the demo's database. A PostgreSQL database without any
+// herald schema is migrated first, so that a fresh one just works; one with
+// an older schema is left to `herald migrate up`.
+func (e *env) openDemo(ctx context.Context) (backend, error) {
+	b, err := e.open(ctx)
+	if err == nil || !errors.Is(err, store.ErrSchemaBehind) {
+		return b, err
+	}
+	d, perr := parseDatabase(e.database)
+	if perr != nil || d.kind != "postgres" {
+		return nil, err
+	}
+	st, serr := migrate(ctx, d, "status")
+	if serr != nil || st.Current != 0 {
+		return nil, err
+	}
+	if _, merr := migrate(ctx, d, "up"); merr != nil {
+		return nil, fmt.Errorf("migrate up %s for the demo: %w", d, merr)
+	}
+	return e.open(ctx)
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// metrics are the daemon's Prometheus metrics. Deliveries and sweeps are
+// counted as they happen (push.Hooks); registration gauges are read from the
+// store's Stats when scraped, so they are never stale.
+type metrics struct {
+	reg        *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	sweeps     *prometheus.CounterVec
+}
+
+func newMetrics(stats func(ctx context.Context) (push.Stats, error)) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_deliveries_total",
+			Help: "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).",
+		}, []string{"namespace", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_sweep_duration_seconds",
+			Help:    "Wall-clock duration of one sweep (RunOnce), in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+		}, []string{"namespace"}),
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sweeps_total",
+			Help: "Sweeps by namespace and result (ok, attention, error).",
+		}, []string{"namespace", "result"}),
+	}
+	m.reg.MustRegister(m.deliveries, m.duration, m.sweeps, &statsCollector{stats: stats},
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// hooks returns the worker hooks that feed the metrics for namespace ns.
+func (m *metrics) hooks(ns string) push.Hooks {
+	return push.Hooks{
+		Attempt: func(a push.Attempt) { m.deliveries.WithLabelValues(ns, a.Outcome.Verdict.String()).Inc() },
+		Sweep: func(_ time.Time, r push.SweepReport, took time.Duration, err error) {
+			m.duration.WithLabelValues(ns).Observe(took.Seconds())
+			result := "ok"
+			switch {
+			case err != nil:
+				result = "error"
+			case r.NeedsAttention():
+				result = "attention"
+			}
+			m.sweeps.WithLabelValues(ns, result).Inc()
+		},
+	}
+}
+
+var (
+	registrationsDesc = prometheus.NewDesc("herald_registrations",
+		"Registrations by namespace and state (ready, retrying, idle, parked).", []string{"namespace", "state"}, nil)
+	parkedDesc = prometheus.NewDesc("herald_parked_registrations",
+		"Parked registrations by namespace: each needs an operator (herald unpark).", []string{"namespace"}, nil)
+	behindDesc = prometheus.NewDesc("herald_records_behind",
+		"Records appended but not yet acknowledged, summed over the namespace's registrations.", []string{"namespace"}, nil)
+	statsUpDesc = prometheus.NewDesc("herald_store_up",
+		"1 if the last scrape could read the store's stats, else 0.", nil, nil)
+)
+
+// statsCollector reads registration gauges from the store at scrape time.
+type statsCollector struct {
+	stats func(ctx context.Context) (push.Stats, error)
+}
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- registrationsDesc
+	ch <- parkedDesc
+	ch <- behindDesc
+	ch <- statsUpDesc
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
+	for ns, n := range st.Namespaces {
+		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked} {
+			ch <- prometheus.MustNewConstMetric(registrationsDesc, prometheus.GaugeValue, float64(v), ns, state)
+		}
+		ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(n.Parked), ns)
+		ch <- prometheus.MustNewConstMetric(behindDesc, prometheus.GaugeValue, float64(n.Behind), ns)
+	}
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// schemaStatus is `herald migrate status` for either store.
+type schemaStatus struct {
+	Database   string          `json:"database"`
+	Current    int             `json:"current"`
+	Latest     int             `json:"latest"`
+	Migrations []migrationView `json:"migrations"`
+}
+
+type migrationView struct {
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+	Applied bool   `json:"applied"`
+}
+
+func newMigrate(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate up|down|status",
+		Short: "Apply, revert or show the database schema's migrations",
+		Long: `Manage the database schema. "up" applies every pending migration; "down"
+reverts the newest one (it drops what that migration created: data in those
+tables is lost); "status" lists the migrations and which are applied.
+
+A new SQLite file is migrated automatically on first use; PostgreSQL is
+migrated only by "herald migrate up", so that a deploy controls when it happens.`,
+		Example: `  herald migrate up --database postgres://herald@localhost/herald
+  herald migrate status --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
+				return usagef("migrate takes one of up, down, status")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := parseDatabase(e.database)
+			if err != nil {
+				return err
+			}
+			st, err := migrate(cmd.Context(), d, args[0])
+			if err != nil {
+				return fmt.Errorf("migrate %s %s: %w", args[0], d, err)
+			}
+			if e.json {
+				return printJSON(e.Out, st)
+			}
+			fmt.Fprintf(e.Out, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
+			t := newTable(e.Out, "VERSION", "NAME", "APPLIED")
+			for _, m := range st.Migrations {
+				applied := "no"
+				if m.Applied {
+					applied = "yes"
+				}
+				t.row(fmt.Sprint(m.Version), m.Name, applied)
+			}
+			return t.flush()
+		},
+	}
+	return cmd
+}
+
+func migrate(ctx context.Context, d database, verb string) (schemaStatus, error) {
+	if d.kind == "postgres" {
+		return migratePostgres(ctx, d, verb)
+	}
+	var (
+		st  sqlite.SchemaStatus
+		err error
+	)
+	switch verb {
+	case "up":
+		st, err = sqlite.MigrateUp(ctx, d.path)
+	case "down":
+		st, err = sqlite.MigrateDown(ctx, d.path)
+	default:
+		st, err = sqlite.MigrationStatus(ctx, d.path)
+	}
+	if err != nil {
+		return schemaStatus{}, err
+	}
+	out := schemaStatus{Database: d.String(), Current: st.Current, Latest: st.Latest}
+	for _, m := range st.Migrations {
+		out.Migrations = append(out.Migrations, migrationView{Version: m.Version, Name: m.Name, Applied: m.Applied})
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/activitypub"
+	"github.com/heraldpush/herald/projection/cloudevents"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
+)
+
+// namespaces are the wires herald speaks, by namespace name.
+var namespaces = map[string]struct {
+	projection func() push.Projection
+	flags      []string // the register flags that apply to it
+	config     func(o *configFlags) (any, error)
+}{
+	activitypub.Namespace: {
+		projection: func() push.Projection { return activitypub.New() },
+		flags:      []string{"key-id", "private-key-file", "actor", "followers"},
+		config: func(o *configFlags) (any, error) {
+			key, err := o.readKey()
+			if err != nil {
+				return nil, err
+			}
+			return activitypub.Config{KeyID: o.keyID, PrivateKey: key, Actors: o.actors, Followers: o.followers}, nil
+		},
+	},
+	cloudevents.Namespace: {
+		projection: func() push.Projection { return cloudevents.New() },
+		flags:      []string{"source", "structured", "token"},
+		config: func(o *configFlags) (any, error) {
+			tok, err := secretValue("--token", o.token)
+			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok}, err
+		},
+	},
+	a2a.Namespace: {
+		projection: func() push.Projection { return a2a.New() },
+		flags:      []string{"token", "auth-scheme", "credentials", "a2a-version"},
+		config: func(o *configFlags) (any, error) {
+			tok, err := secretValue("--token", o.token)
+			if err != nil {
+				return nil, err
+			}
+			cred, err := secretValue("--credentials", o.credentials)
+			return a2a.Config{Token: tok, AuthScheme: o.authScheme, Credentials: cred, Version: o.a2aVersion}, err
+		},
+	},
+	webhook.Namespace: {
+		projection: func() push.Projection { return webhook.New() },
+		flags:      []string{"secret"},
+		config: func(o *configFlags) (any, error) {
+			secrets := make([]string, len(o.secrets))
+			for i, s := range o.secrets {
+				v, err := secretValue("--secret", s)
+				if err != nil {
+					return nil, err
+				}
+				secrets[i] = v
+			}
+			return webhook.Config{Secrets: secrets}, nil
+		},
+	},
+}
+
+func namespaceNames() []string {
+	names := make([]string, 0, len(namespaces))
+	for n := range namespaces {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func checkNamespace(ns string) error {
+	if _, ok := namespaces[ns]; !ok {
+		return usagef("unknown namespace %q: herald speaks %s", ns, strings.Join(namespaceNames(), ", "))
+	}
+	return nil
+}
+
+// configFlags are register's namespace options.
+type configFlags struct {
+	secrets                        []string
+	token, authScheme, credentials string
+	keyID, privateKeyFile          string
+	actors, followers              []string
+	source, a2aVersion             string
+	structured                     bool
+}
+
+func (o *configFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringArrayVar(&o.secrets, "secret", nil, "webhook: a whsec_… signing secret (repeat to sign with several during rotation)")
+	f.StringVar(&o.token, "token", "", "cloudevents: bearer token; a2a: the push config token")
+	f.StringVar(&o.authScheme, "auth-scheme", "", "a2a: Authorization scheme (e.g. Bearer)")
+	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
+	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
+	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key")
+	f.StringArrayVar(&o.actors, "actor", nil, "activitypub: an actor this inbox serves (repeatable): deliver only what is addressed to them, to Public or to --followers")
+	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
+	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")
+	f.BoolVar(&o.structured, "structured", false, "cloudevents: structured content mode instead of binary")
+}
+
+// build checks that only the namespace's own flags were given and returns
+// its config as stored JSON.
+func (o *configFlags) build(cmd *cobra.Command, ns string) (push.Config, error) {
+	def := namespaces[ns]
+	for _, name := range []string{"secret", "token", "auth-scheme", "credentials", "a2a-version", "key-id", "private-key-file", "actor", "followers", "source", "structured"} {
+		if cmd.Flags().Changed(name) && !slices.Contains(def.flags, name) {
+			return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(def.flags, ", --"))
+		}
+	}
+	cfg, err := def.config(o)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode the %s config: %w", ns, err)
+	}
+	return push.Config(raw), nil
+}
+
+func (o *configFlags) readKey() (string, error) {
+	if o.privateKeyFile == "" {
+		return "", nil // the projection's validation names the missing key
+	}
+	pem, err := os.ReadFile(o.privateKeyFile)
+	if err != nil {
+		return "", fmt.Errorf("--private-key-file: %w (give a PEM file of the actor's RSA private key)", err)
+	}
+	return string(pem), nil
+}
+
+// secretValue resolves a secret flag: "env:NAME" reads the environment
+// variable NAME, "file:PATH" reads a file (trailing newline removed), anything
+// else is the secret itself. Errors never repeat the value.
+func secretValue(flag, v string) (string, error) {
+	switch {
+	case strings.HasPrefix(v, "env:"):
+		name := strings.TrimPrefix(v, "env:")
+		s, ok := os.LookupEnv(name)
+		if !ok || s == "" {
+			return "", usagef("%s env:%s: the environment variable is not set", flag, name)
+		}
+		return s, nil
+	case strings.HasPrefix(v, "file:"):
+		b, err := os.ReadFile(strings.TrimPrefix(v, "file:"))
+		if err != nil {
+			return "", usagef("%s: %v", flag, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return v, nil
+}

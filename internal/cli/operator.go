@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// key is the --stream/--id pair that names one registration, and the
+// instant of the operator's action.
+type key struct{ stream, id, at string }
+
+func (k *key) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&k.stream, "stream", "", "the registration's stream (required)")
+	cmd.Flags().StringVar(&k.id, "id", "", "the registration's id (required)")
+}
+
+// atFlag adds --at to a command that changes a registration: the instant it
+// becomes due (keep it on the clock your sweeps use with sweep --at).
+func (k *key) atFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&k.at, "at", "", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
+}
+
+func (k *key) instant(e *env) (time.Time, error) {
+	if k.at == "" {
+		return e.now(), nil
+	}
+	return parseInstant(k.at)
+}
+
+func newUnpark(e *env) *cobra.Command {
+	var k key
+	cmd := &cobra.Command{
+		Use:   "unpark",
+		Short: "Resume a parked registration at its cursor",
+		Long: `Resume a parked registration: it becomes due at once, with its attempts reset,
+and the next sweep sends the first record it has not had acknowledged. Nothing
+was lost while it was parked. Unparking an active registration changes nothing.`,
+		Example: `  herald unpark --stream actor/alice --id https://remote.example/inbox`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "stream", "id"); err != nil {
+				return err
+			}
+			at, err := k.instant(e)
+			if err != nil {
+				return err
+			}
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			before, err := b.Get(cmd.Context(), k.stream, k.id)
+			if err != nil {
+				return err
+			}
+			if err := b.Unpark(cmd.Context(), k.stream, k.id, at); err != nil {
+				return err
+			}
+			after, err := b.Get(cmd.Context(), k.stream, k.id)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.Out, map[string]any{"was_parked": before.Parked, "registration": viewOf(after)})
+			}
+			if !before.Parked {
+				fmt.Fprintf(e.Out, "%s/%s was not parked; nothing changed.\n", k.stream, k.id)
+				return nil
+			}
+			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%d records to deliver).\n", k.stream, k.id, after.NextSeq, after.Lag())
+			return nil
+		},
+	}
+	k.flags(cmd)
+	k.atFlag(cmd)
+	return cmd
+}
+
+func newSkip(e *env) *cobra.Command {
+	var (
+		k      key
+		toSeq  uint64
+		reason string
+	)
+	cmd := &cobra.Command{
+		Use:   "skip",
+		Short: "Move a registration's cursor forward, past a poison record",
+		Long: `Move a registration's cursor forward to --to-seq, so the records before it are
+never sent to this receiver (the journal keeps them; rewind replays them). Use it
+for a record the receiver will never accept. It writes evidence with --reason.
+A parked registration stays parked: unpark it afterwards.`,
+		Example: `  herald skip --stream actor/alice --id https://remote.example/inbox --to-seq 8 --reason "record 7 is malformed"`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "stream", "id", "to-seq"); err != nil {
+				return err
+			}
+			return e.move(cmd, k, toSeq, func(b backend, at time.Time) error {
+				return b.Skip(cmd.Context(), k.stream, k.id, toSeq, at, reason)
+			})
+		},
+	}
+	k.flags(cmd)
+	k.atFlag(cmd)
+	cmd.Flags().Uint64Var(&toSeq, "to-seq", 0, "the new cursor: the first seq to deliver (required)")
+	cmd.Flags().StringVar(&reason, "reason", "skipped by an operator", "why, for the evidence")
+	return cmd
+}
+
+func newRewind(e *env) *cobra.Command {
+	var (
+		k     key
+		toSeq uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "rewind",
+		Short: "Move a registration's cursor back, to replay history to its receiver",
+		Long: `Move a registration's cursor to --to-seq (1 is the stream's beginning), so the
+next sweeps send those records again, in order, with their original message ids.
+The one way a cursor moves backwards. It writes evidence.`,
+		Example: `  herald rewind --stream task/8f3c --id push-1 --to-seq 1`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "stream", "id", "to-seq"); err != nil {
+				return err
+			}
+			return e.move(cmd, k, toSeq, func(b backend, at time.Time) error {
+				return b.Rewind(cmd.Context(), k.stream, k.id, toSeq, at)
+			})
+		},
+	}
+	k.flags(cmd)
+	k.atFlag(cmd)
+	cmd.Flags().Uint64Var(&toSeq, "to-seq", 0, "the new cursor: the first seq to deliver again (required)")
+	return cmd
+}
+
+// move runs an operator's cursor move and prints before and after.
+func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, time.Time) error) error {
+	at, err := k.instant(e)
+	if err != nil {
+		return err
+	}
+	b, err := e.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	before, err := b.Get(cmd.Context(), k.stream, k.id)
+	if err != nil {
+		return err
+	}
+	if err := do(b, at); err != nil {
+		return err
+	}
+	after, err := b.Get(cmd.Context(), k.stream, k.id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.Out, map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": viewOf(after)})
+	}
+	fmt.Fprintf(e.Out, "%s/%s: cursor %d → %d (head %d, lag %d).\n", k.stream, k.id, before.NextSeq, after.NextSeq, after.Head, after.Lag())
+	if after.Parked {
+		fmt.Fprintln(e.Out, "It is still parked: run herald unpark to resume deliveries.")
+	}
+	return nil
+}
+
+func newEvidence(e *env) *cobra.Command {
+	var (
+		k     key
+		limit int
+	)
+	cmd := &cobra.Command{
+		Use:   "evidence",
+		Short: "Show why a registration failed, was skipped or parked, newest first",
+		Long: fmt.Sprintf(`Show a registration's evidence, newest first: failed attempts (status, the first
+%d bytes of the answer, duration, error, next attempt), skipped messages, the
+failure that parked it, and operators' unpark, skip and rewind. The newest %d
+rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
+		Example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
+  herald evidence --stream task/8f3c --id push-1 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "stream", "id"); err != nil {
+				return err
+			}
+			if limit < 1 || limit > push.MaxEvidence {
+				return usagef("--limit %d must be from 1 to %d", limit, push.MaxEvidence)
+			}
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			evs, err := b.Evidence(cmd.Context(), k.stream, k.id, limit)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if evs == nil {
+					evs = []push.Evidence{}
+				}
+				return printJSON(e.Out, evs)
+			}
+			t := newTable(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "ERROR", "BODY")
+			for _, ev := range evs {
+				status := "-"
+				if ev.Status != 0 {
+					status = fmt.Sprint(ev.Status)
+				}
+				dur := "-"
+				if ev.Duration > 0 {
+					dur = ev.Duration.Round(1e6).String()
+				}
+				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
+					fmtTime(ev.NotBefore), ev.Error+locationNote(ev.Location), ev.Body)
+			}
+			return t.flush()
+		},
+	}
+	k.flags(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 20, fmt.Sprintf("at most this many rows (up to %d)", push.MaxEvidence))
+	return cmd
+}
+
+func locationNote(loc string) string {
+	if loc == "" {
+		return ""
+	}
+	return " (redirect to " + redactURL(loc) + ", not followed)"
+}

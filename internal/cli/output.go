@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	tbl "github.com/heraldpush/herald/internal/table"
+	"github.com/heraldpush/herald/push"
+)
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table is the CLI's text table (internal/table, shared with the demo).
+type table struct{ *tbl.Table }
+
+func newTable(w io.Writer, header ...string) *table { return &table{tbl.New(w, header...)} }
+
+func (t *table) row(cells ...string) { t.Row(cells...) }
+
+func (t *table) flush() error { return t.Flush() }
+
+// cell makes s safe for one table cell (see table.Cell).
+func cell(s string) string { return tbl.Cell(s) }
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// registrationView is a registration as the CLI and the admin API show it:
+// everything but the config, which holds secrets.
+type registrationView struct {
+	Stream        string    `json:"stream"`
+	ID            string    `json:"id"`
+	Namespace     string    `json:"namespace"`
+	Host          string    `json:"host"`
+	URL           string    `json:"url"`
+	OnRejected    string    `json:"on_4xx,omitempty"`
+	NextSeq       uint64    `json:"next_seq"`
+	Head          uint64    `json:"head"`
+	Lag           uint64    `json:"lag"`
+	Attempts      int       `json:"attempts"`
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	State         string    `json:"state"`
+	Parked        bool      `json:"parked"`
+	ParkedAt      time.Time `json:"parked_at,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
+	LeaseOwner    string    `json:"lease_owner,omitempty"`
+	LeaseUntil    time.Time `json:"lease_until,omitzero"`
+	Sealed        bool      `json:"sealed"`
+}
+
+func viewOf(s push.Status) registrationView {
+	return registrationView{
+		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: redactURL(s.URL),
+		OnRejected: string(s.OnRejected), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
+		NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
+		LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+	}
+}
+
+// redactURL keeps scheme, host and path of a URL and replaces a query,
+// which often carries a capability token, with "?…".
+func redactURL(raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		return raw[:i] + "?…"
+	}
+	return raw
+}
+
+func printRegistrations(w io.Writer, asJSON bool, sts []push.Status) error {
+	views := make([]registrationView, len(sts))
+	for i, s := range sts {
+		views[i] = viewOf(s)
+	}
+	if asJSON {
+		return printJSON(w, views)
+	}
+	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+	for _, v := range views {
+		t.row(v.Stream, v.ID, v.Namespace, v.Host, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), v.State, v.LastError)
+	}
+	return t.flush()
+}

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/push"
+)
+
+func newRegister(e *env) *cobra.Command {
+	var (
+		r       push.Registration
+		on4xx   string
+		cfg     configFlags
+		fromSeq uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "register",
+		Short: "Register a receiver for a stream: where to POST, which wire, which secrets",
+		Long: `Register a receiver for a stream's records, or update where an existing
+registration sends them (its cursor and retry state are kept).
+
+Namespaces and their options:
+  activitypub  --key-id URI --private-key-file PEM [--actor URI]… [--followers URI]…
+  cloudevents  --source URI-REF [--structured] [--token TOKEN]
+  a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
+  webhook      --secret whsec_… [--secret whsec_…]
+
+A secret option takes the secret itself, env:NAME (read the environment
+variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
+process list. Secrets are stored with the registration and never printed.
+
+--on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
+retry (the default: nothing is lost; parks at the retry ceiling) or skip
+(record evidence and move past the message, as fediverse servers do).`,
+		Example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
+  herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
+      --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
+  herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "stream", "id", "namespace", "url"); err != nil {
+				return err
+			}
+			if err := checkNamespace(r.Namespace); err != nil {
+				return err
+			}
+			switch on4xx {
+			case string(push.RejectRetry), string(push.RejectSkip):
+				r.OnRejected = push.RejectPolicy(on4xx)
+			default:
+				return usagef("--on-4xx %q must be retry or skip", on4xx)
+			}
+			r.NextSeq = fromSeq
+			var err error
+			if r.Config, err = cfg.build(cmd, r.Namespace); err != nil {
+				return err
+			}
+			if err := r.Validate(); err != nil {
+				return usageError{err}
+			}
+			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
+				if err := v.ValidateConfig(r); err != nil {
+					return usageError{err}
+				}
+			}
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			stored, err := b.Register(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			st, err := b.Get(cmd.Context(), stored.Stream, stored.ID)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.Out, viewOf(st))
+			}
+			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d, %d records to deliver.\n",
+				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, st.Lag())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
+	f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
+	f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
+	f.StringVar(&r.URL, "url", "", "where to POST: an absolute https URL (required)")
+	f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
+	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
+	cfg.add(cmd)
+	return cmd
+}

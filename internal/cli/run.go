@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// appendWaiter is implemented by stores that can signal appends made by
+// other processes (store/postgres: LISTEN/NOTIFY).
+type appendWaiter interface {
+	WaitForAppend(ctx context.Context) error
+}
+
+func newRun(e *env) *cobra.Command {
+	var (
+		every                  time.Duration
+		nsList                 []string
+		metricsAddr, adminAddr string
+		sweepLimit             int
+		tf                     transportFlags
+		wf                     workerFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon: a worker per namespace, /metrics, /healthz and the admin API",
+		Long: `Run the daemon: one worker per namespace sweeping every --every, at once after
+an append (PostgreSQL LISTEN/NOTIFY) and again at once while a sweep is
+saturated. Several daemons may share one PostgreSQL database: leases keep them
+from delivering the same registration at the same time.
+
+On SIGINT or SIGTERM it stops starting new records, lets deliveries in flight
+finish or time out, saves every cursor, and exits 0: nothing acknowledged is
+lost and nothing unacknowledged is advanced.
+
+--metrics-addr serves Prometheus metrics on /metrics and a health check on
+/healthz. --admin-addr serves the admin JSON API (GET /v1/registrations,
+GET /v1/evidence, POST /v1/unpark, /v1/skip, /v1/rewind) which requires
+"Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is set; herald
+refuses to serve it on a non-loopback address without a token. An empty
+address turns either server off.`,
+		Example: `  herald run
+  herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
+  HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if every <= 0 {
+				return usagef("--every %v must be positive", every)
+			}
+			if sweepLimit < 1 {
+				return usagef("--sweep-limit %d must be at least 1", sweepLimit)
+			}
+			for _, ns := range nsList {
+				if err := checkNamespace(ns); err != nil {
+					return err
+				}
+			}
+			token := e.getenv("HERALD_ADMIN_TOKEN")
+			if adminAddr != "" {
+				if err := checkAdminAddr(adminAddr, token); err != nil {
+					return err
+				}
+			}
+			tr, err := tf.build(e)
+			if err != nil {
+				return err
+			}
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			d := &daemon{e: e, b: b, every: every}
+			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) })
+			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
+				opts := append(wf.options(e), push.WithSweepLimit(sweepLimit), push.WithHooks(d.metrics.hooks(ns)))
+				w, err := newWorker(b, tr, ns, opts)
+				if err != nil {
+					return err
+				}
+				d.workers = append(d.workers, w)
+			}
+			return d.serve(cmd.Context(), metricsAddr, adminAddr, token)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&every, "every", time.Second, "sweep interval")
+	f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
+	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
+	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the admin JSON API (empty: off)")
+	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed per sweep")
+	tf.add(cmd)
+	wf.add(cmd)
+	return cmd
+}
+
+type daemon struct {
+	e       *env
+	b       backend
+	every   time.Duration
+	workers []*push.Worker
+	metrics *metrics
+	// ready, if set, is called with the listeners' addresses once serving.
+	ready func(metrics, admin string)
+}
+
+func (d *daemon) serve(ctx context.Context, metricsAddr, adminAddr, token string) error {
+	log := d.e.logger
+	var servers []*http.Server
+	var addrs [2]string
+	listen := func(i int, addr string, h http.Handler) error {
+		if addr == "" {
+			return nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w (is another herald running? pick another address or pass an empty one)", addr, err)
+		}
+		addrs[i] = ln.Addr().String()
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("herald: http server failed", "addr", addr, "err", err)
+			}
+		}()
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		hctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := d.b.List(hctx, push.ListQuery{Limit: 1}); err != nil {
+			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}()
+	if err := listen(0, metricsAddr, mux); err != nil {
+		return err
+	}
+	if err := listen(1, adminAddr, adminHandler(d.b, token, d.e.now)); err != nil {
+		return err
+	}
+	names := make([]string, len(d.workers))
+	for i, w := range d.workers {
+		names[i] = w.Namespace()
+	}
+	log.Info("herald: running", "namespaces", strings.Join(names, ","), "every", d.every,
+		"metrics", addrs[0], "admin", addrs[1], "owner", d.workers[0].Owner())
+	if d.ready != nil {
+		d.ready(addrs[0], addrs[1])
+	}
+
+	var g errgroup.Group
+	for _, w := range d.workers {
+		g.Go(func() error { return w.Run(ctx, d.every) })
+	}
+	if waiter, ok := d.b.(appendWaiter); ok {
+		g.Go(func() error { d.wakeOnAppend(ctx, waiter); return nil })
+	}
+	err := g.Wait()
+	log.Info("herald: stopped; every cursor is saved")
+	return err
+}
+
+// wakeOnAppend wakes every worker when another process appends.
+func (d *daemon) wakeOnAppend(ctx context.Context, waiter appendWaiter) {
+	failing := false
+	for ctx.Err() == nil {
+		err := waiter.WaitForAppend(ctx)
+		switch {
+		case err == nil:
+			failing = false
+			for _, w := range d.workers {
+				w.Wake()
+			}
+		case ctx.Err() != nil:
+			return
+		default:
+			if !failing {
+				d.e.logger.Warn("herald: cannot listen for appends; sweeping on the interval only until it recovers", "err", err)
+				failing = true
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(d.every):
+			}
+		}
+	}
+}

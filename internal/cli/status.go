@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+func newStatus(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Counts by namespace and state, the largest lags, the oldest parked registration",
+		Example: `  herald status
+  herald status --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			st, err := b.Stats(cmd.Context(), e.now())
+			if err != nil {
+				return err
+			}
+			if e.json {
+				out := map[string]any{"namespaces": st.Namespaces, "lagging": views(st.Lagging), "oldest_parked": nil}
+				if st.OldestParked != nil {
+					out["oldest_parked"] = viewOf(*st.OldestParked)
+				}
+				return printJSON(e.Out, out)
+			}
+			names := make([]string, 0, len(st.Namespaces))
+			for n := range st.Namespaces {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			t := newTable(e.Out, "NAMESPACE", "READY", "RETRYING", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+			for _, n := range names {
+				c := st.Namespaces[n]
+				t.row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				fmt.Fprintln(e.Out, "No registrations.")
+				return nil
+			}
+			if len(st.Lagging) > 0 {
+				fmt.Fprintln(e.Out, "\nLargest lags:")
+				if err := printRegistrations(e.Out, false, st.Lagging); err != nil {
+					return err
+				}
+			}
+			if p := st.OldestParked; p != nil {
+				fmt.Fprintf(e.Out, "\nOldest parked: %s/%s (%s), parked %s at cursor %d: %s\n",
+					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, cell(p.LastError))
+			}
+			return nil
+		},
+	}
+}
+
+func views(sts []push.Status) []registrationView {
+	out := make([]registrationView, len(sts))
+	for i, s := range sts {
+		out[i] = viewOf(s)
+	}
+	return out
+}
+
+func newRecordStatus(e *env) *cobra.Command {
+	var (
+		stream, id string
+		seq        uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "record-status",
+		Short: "Which registrations have acknowledged a record, and which have not",
+		Long: `Show which registrations of a record's stream have acknowledged it (their cursor
+is past it) and which have not, with their state. Name the record by --id, or by
+--stream and --seq. Registrations that completed (acknowledged their stream's
+final record) are gone and not listed.`,
+		Example: `  herald record-status --stream actor/alice --seq 42
+  herald record-status --id https://example.com/activities/1 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bySeq, byID := cmd.Flags().Changed("seq"), cmd.Flags().Changed("id")
+			if bySeq == byID {
+				return usagef("record-status needs exactly one of --seq (with --stream) or --id")
+			}
+			if bySeq && stream == "" {
+				return usagef("record-status --seq needs --stream")
+			}
+			b, err := e.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			var rec journal.Record
+			if byID {
+				if rec, err = b.Lookup(cmd.Context(), id); err != nil {
+					return err
+				}
+				if stream != "" && stream != rec.Stream {
+					return fmt.Errorf("record %q is in stream %q, not %q", id, rec.Stream, stream)
+				}
+			} else {
+				recs, err := b.Read(cmd.Context(), stream, max(seq, 1), 1)
+				if err != nil {
+					return err
+				}
+				if seq == 0 || len(recs) == 0 {
+					return fmt.Errorf("stream %q has no record #%d: %w", stream, seq, journal.ErrNotFound)
+				}
+				rec = recs[0]
+			}
+			var acked, pending []push.Status
+			q := push.ListQuery{Stream: rec.Stream, Limit: push.MaxListLimit}
+			for {
+				page, err := b.List(cmd.Context(), q)
+				if err != nil {
+					return err
+				}
+				for _, s := range page {
+					if s.NextSeq > rec.Seq {
+						acked = append(acked, s)
+					} else {
+						pending = append(pending, s)
+					}
+				}
+				if len(page) < q.Limit {
+					break
+				}
+				q.After = page[len(page)-1].Key()
+			}
+			if e.json {
+				return printJSON(e.Out, map[string]any{
+					"record":       map[string]any{"stream": rec.Stream, "seq": rec.Seq, "id": rec.ID, "kind": rec.Kind, "appended_at": rec.AppendedAt, "final": rec.Final},
+					"acknowledged": views(acked), "not_acknowledged": views(pending),
+				})
+			}
+			fmt.Fprintf(e.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", rec.Stream, rec.Seq, cell(rec.ID), cell(rec.Kind), fmtTime(rec.AppendedAt))
+			fmt.Fprintf(e.Out, "Acknowledged by %d, not yet by %d.\n", len(acked), len(pending))
+			t := newTable(e.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
+			for _, s := range acked {
+				t.row(s.ID, s.Namespace, s.Host(), "yes", fmt.Sprint(s.NextSeq), s.State(), s.LastError)
+			}
+			for _, s := range pending {
+				t.row(s.ID, s.Namespace, s.Host(), "no", fmt.Sprint(s.NextSeq), s.State(), s.LastError)
+			}
+			return t.flush()
+		},
+	}
+	cmd.Flags().StringVar(&stream, "stream", "", "the record's stream")
+	cmd.Flags().Uint64Var(&seq, "seq", 0, "the record's seq in --stream")
+	cmd.Flags().StringVar(&id, "id", "", "the record's id")
+	return cmd
+}

@@ -1,0 +1,112 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/transport"
+)
+
+func loopback(t *testing.T) *transport.HTTP {
+	t.Helper()
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	return tr
+}
+
+func testConfig(t *testing.T, tr push.Transport) (Config, *bytes.Buffer) {
+	t.Helper()
+	in, err := Examples()
+	require.NoError(t, err)
+	st := memory.New()
+	var out bytes.Buffer
+	return Config{Journal: st, Store: st, Transport: tr, Input: in, Database: "memory", Out: &out,
+		ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+			for _, s := range sts {
+				if _, err := io.WriteString(w, s.Stream+"/"+s.ID+" "+s.State()+"\n"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}, &out
+}
+
+// A receiver that cannot verify what it gets fails the demo, which says
+// which receiver and why; the other registrations are unaffected. (The
+// transport here changes one byte of every body bound for the webhook
+// receiver after it was signed, as a broken proxy would.)
+func TestRunFailsWhenAReceiverRefuses(t *testing.T) {
+	t.Parallel()
+	real := loopback(t)
+	tampering := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if reg.ID == WebhookName {
+			signed, signer := msg.Body, msg.Signer
+			msg.Signer = push.SignerFunc(func(req *http.Request, _ []byte, at time.Time) error { return signer.Sign(req, signed, at) })
+			msg.Body = append(bytes.Clone(msg.Body), ' ')
+		}
+		return real.Deliver(ctx, reg, msg, at)
+	})
+	cfg, out := testConfig(t, tampering)
+	sum, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.False(t, sum.OK, out.String())
+	require.Contains(t, strings.Join(sum.Failures, "\n"), "the webhook receiver refused 3 deliveries it could not verify (standard webhooks:")
+	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/webhook is parked")
+	for _, r := range sum.Registrations {
+		switch {
+		case r.ID == WebhookName:
+			require.True(t, r.Parked)
+			require.Equal(t, 3, r.VerifyFailures)
+			require.Zero(t, r.Verified)
+		case r.Verifies:
+			require.Equal(t, r.Expected, r.Verified, "%s/%s", r.Stream, r.ID)
+			require.Positive(t, r.Verified)
+		}
+	}
+	require.Contains(t, out.String(), "FAILED after")
+	require.Contains(t, out.String(), "webhooks/shop/webhook parked", "the parked table lists it")
+}
+
+// --duration bounds the run: the flaky receiver's Retry-After alone takes
+// longer than this, and the failure names who was still at work.
+func TestRunStopsAtItsDuration(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, loopback(t))
+	cfg.Duration = 1500 * time.Millisecond
+	start := time.Now()
+	sum, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.False(t, sum.OK)
+	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 1.5s: still at work: webhooks/shop/flaky (retrying at cursor")
+	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/down did not recover after its unpark")
+}
+
+// The demo refuses a database that is not empty: its workers would deliver
+// the other registrations too, and nothing is changed.
+func TestRunRefusesAUsedDatabase(t *testing.T) {
+	t.Parallel()
+	cfg, out := testConfig(t, loopback(t))
+	st := cfg.Store.(*memory.Store)
+	_, err := st.Register(context.Background(), push.Registration{Stream: "orders", ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks"})
+	require.NoError(t, err)
+	_, err = Run(context.Background(), cfg)
+	require.ErrorContains(t, err, "memory already has registrations (orders/billing, …): the demo needs an empty database")
+	require.Empty(t, out.String())
+
+	cfg, _ = testConfig(t, loopback(t))
+	_, err = cfg.Journal.Append(context.Background(), "actor/alice", journal.Entry{ID: "x", Kind: "Note", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = Run(context.Background(), cfg)
+	require.ErrorContains(t, err, "already holds the stream actor/alice")
+}

@@ -1,0 +1,60 @@
+// Package table writes the aligned, sanitised text tables of the herald
+// command and its demo: one header row, then one row a line, columns
+// separated by at least two spaces.
+package table
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+)
+
+// MaxCell is how many runes a cell shows; longer values are cut with "…".
+const MaxCell = 60
+
+// Table writes aligned columns to a writer. Cells are sanitised (see Cell)
+// so that a receiver's answer or an id cannot break the layout or send
+// terminal escapes. Nothing is written until Flush.
+type Table struct {
+	tw *tabwriter.Writer
+}
+
+// New returns a table writing to w, with header as its first row.
+func New(w io.Writer, header ...string) *Table {
+	t := &Table{tw: tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)}
+	t.Row(header...)
+	return t
+}
+
+// Row adds one row; cells are passed through Cell.
+func (t *Table) Row(cells ...string) {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = Cell(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(out, "\t"))
+}
+
+// Flush writes the table and returns the writer's error.
+func (t *Table) Flush() error { return t.tw.Flush() }
+
+// Cell makes s safe for one table cell: control characters (tabs and line
+// breaks included) become spaces, values longer than MaxCell runes are cut
+// with an ellipsis, and an empty value is shown as "-".
+func Cell(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > MaxCell {
+		return string(r[:MaxCell-1]) + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}

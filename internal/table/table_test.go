@@ -1,0 +1,35 @@
+package table_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/heraldpush/herald/internal/table"
+)
+
+func ExampleTable() {
+	t := table.New(os.Stdout, "STREAM", "DELIVERED", "LAST ERROR")
+	t.Row("actor/alice", "7", "")
+	t.Row("webhooks/shop", "12", "503 Service Unavailable")
+	_ = t.Flush()
+	// Output:
+	// STREAM         DELIVERED  LAST ERROR
+	// actor/alice    7          -
+	// webhooks/shop  12         503 Service Unavailable
+}
+
+// A cell cannot break the layout or reach the terminal as an escape.
+func TestCellSanitises(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", "-"},
+		{"a\tb\nc\x1b[31m", "a b c [31m"},
+		{"line\u2028sep", "line sep"},
+		{strings.Repeat("x", table.MaxCell), strings.Repeat("x", table.MaxCell)},
+		{strings.Repeat("é", table.MaxCell+1), strings.Repeat("é", table.MaxCell-1) + "…"},
+	} {
+		if got := table.Cell(c.in); got != c.want {
+			t.Errorf("Cell(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
