@@ -1,0 +1,196 @@
+package postgres
+
+// Every SQL statement of the store, in one place. Parameters are numbered
+// as the calling function passes them.
+
+// Schema probes (migrate.go). They read the catalog only.
+const (
+	sqlSchemaProbe = `SELECT to_regclass($1::text) IS NOT NULL,
+       to_regclass('herald_stream') IS NOT NULL OR to_regclass('herald_record') IS NOT NULL
+    OR to_regclass('herald_registration') IS NOT NULL OR to_regclass('herald_evidence') IS NOT NULL`
+	sqlVersionTableExists = `SELECT to_regclass($1::text) IS NOT NULL`
+	sqlVersionTableShape  = `SELECT count(*) = 2 FROM pg_attribute
+WHERE attrelid = to_regclass($1::text) AND attname IN ('version_id', 'tstamp') AND NOT attisdropped`
+	sqlCurrentVersion  = `SELECT coalesce(max(version_id), 0) FROM herald_schema_version`
+	sqlAppliedVersions = `SELECT version_id, tstamp FROM herald_schema_version WHERE version_id > 0 ORDER BY id`
+)
+
+// The journal (journal.go).
+const (
+	sqlEnsureStream = `INSERT INTO herald_stream (stream) VALUES ($1) ON CONFLICT DO NOTHING`
+	// The per-stream lock that orders appends: held until the appending
+	// transaction ends. NO KEY UPDATE, as an UPDATE takes: it does not block
+	// the KEY SHARE locks of foreign-key checks.
+	sqlLockStream = `SELECT head, final_seq FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
+	sqlLookupIDs  = `SELECT id, stream, seq, kind, content_type, final, appended_at, digest
+FROM herald_record WHERE id = ANY($1::text[])`
+	// Insert the new records at head+1… and move the head, set the pending
+	// marker and seal, all in one statement. ON CONFLICT skips an id that
+	// another stream's append committed since the lookup; then the count
+	// differs, the head does not move and no row comes back (see appendTx).
+	sqlInsertRecordsBase = `WITH ins AS (
+    INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
+    SELECT $1, $2::bigint + u.ord, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $9
+    FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::boolean[], $8::bytea[])
+         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, ord)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING 1
+)
+UPDATE herald_stream
+SET head = $2::bigint + $10::bigint,
+    final_seq = CASE WHEN $11::boolean THEN $2::bigint + $10::bigint END,
+    pending = true
+WHERE stream = $1 AND (SELECT count(*) FROM ins) = $10::bigint
+RETURNING head`
+	sqlInsertRecords = sqlInsertRecordsBase
+	// The notification is queued by the statement and sent by PostgreSQL
+	// when, and only if, the transaction commits.
+	sqlInsertRecordsNotify = sqlInsertRecordsBase + `, pg_notify('` + NotifyChannel + `', stream)`
+	sqlUndoInsert          = `DELETE FROM herald_record WHERE stream = $1 AND seq > $2`
+	sqlRead                = `SELECT seq, id, kind, content_type, payload, final, appended_at
+FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
+	sqlHead   = `SELECT head FROM herald_stream WHERE stream = $1`
+	sqlLookup = `SELECT stream, seq, id, kind, content_type, payload, final, appended_at
+FROM herald_record WHERE id = $1`
+)
+
+// Registrations (registrations.go). regColumns and statusColumns are what
+// scanStatus reads, in order.
+const (
+	regColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
+       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until`
+	statusColumns = regColumns + `, s.head, s.final_seq IS NOT NULL`
+
+	// Lock the stream row first (the append's lock order) and set the
+	// pending marker: a new registration may lag.
+	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq`
+	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
+	sqlUpsertRegistration = `INSERT INTO herald_registration AS r
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (stream, id) DO UPDATE
+SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected
+RETURNING ` + regColumns
+	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
+	sqlGet                = `SELECT ` + statusColumns + `
+FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+WHERE r.stream = $1 AND r.id = $2`
+	sqlList = `SELECT ` + statusColumns + `
+FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+WHERE ($1::text = '' OR r.stream = $1) AND ($2::text = '' OR r.namespace = $2)
+  AND (NOT $3::boolean OR r.parked) AND (NOT $4::boolean OR r.next_seq <= s.head)
+  AND (r.stream, r.id) > ($5::text, $6::text)
+ORDER BY r.stream, r.id
+LIMIT $7`
+	sqlStatsNamespaces = `SELECT r.namespace,
+    count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts = 0),
+    count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts > 0),
+    count(*) FILTER (WHERE NOT r.parked AND r.next_seq > s.head),
+    count(*) FILTER (WHERE r.parked),
+    count(*) FILTER (WHERE r.lease_until > $1),
+    coalesce(sum(GREATEST(s.head - r.next_seq + 1, 0)), 0)::bigint
+FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+GROUP BY r.namespace`
+	sqlStatsLagging = `SELECT ` + statusColumns + `
+FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+WHERE r.next_seq <= s.head
+ORDER BY s.head - r.next_seq DESC, r.stream, r.id
+LIMIT $1`
+	sqlStatsOldestParked = `SELECT ` + statusColumns + `
+FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+WHERE r.parked
+ORDER BY r.parked_at, r.stream, r.id
+LIMIT 1`
+)
+
+// Due (due.go): the pending-marker design is in the package documentation.
+const (
+	// The streams whose marker may be cleared, locked in the append's order
+	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
+	// marker this sweep. The NOT EXISTS here reads a snapshot taken before
+	// the locks; sqlClearPending decides, with one taken after.
+	sqlClearCandidates = `SELECT s.stream FROM herald_stream s
+WHERE s.pending AND NOT EXISTS (
+    SELECT 1 FROM herald_registration r
+    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head)
+LIMIT 1000
+FOR NO KEY UPDATE OF s SKIP LOCKED`
+	sqlClearPending = `UPDATE herald_stream s SET pending = false
+WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
+    SELECT 1 FROM herald_registration r
+    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head)`
+	// Claim: the due registrations of pending streams, oldest attempt
+	// first, Limit+1 of them locked (SKIP LOCKED: another worker's claim in
+	// flight is not waited for), the first Limit stamped with the lease.
+	sqlClaim = `WITH due AS (
+    SELECT r.stream, r.id, r.next_attempt_at
+    FROM herald_stream s
+    JOIN herald_registration r ON r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+    WHERE s.pending AND r.namespace = $1 AND r.next_attempt_at <= $2
+      AND (r.lease_until IS NULL OR r.lease_until <= $2)
+    ORDER BY r.next_attempt_at, r.stream, r.id
+    LIMIT $3::int + 1
+    FOR NO KEY UPDATE OF r SKIP LOCKED
+), claimed AS (
+    UPDATE herald_registration r SET lease_owner = $4, lease_until = $5
+    FROM (SELECT stream, id FROM due ORDER BY next_attempt_at, stream, id LIMIT $3::int) c
+    WHERE r.stream = c.stream AND r.id = c.id
+    RETURNING r.*
+)
+SELECT ` + statusColumns + `, (SELECT count(*) FROM due)
+FROM claimed r JOIN herald_stream s ON s.stream = r.stream
+ORDER BY r.next_attempt_at, r.stream, r.id`
+	sqlUnserved = `SELECT count(*)
+FROM herald_stream s
+JOIN herald_registration r ON r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+WHERE s.pending AND r.namespace <> $1 AND r.next_attempt_at <= $2
+  AND (r.lease_until IS NULL OR r.lease_until <= $2)`
+)
+
+// Cursors, failures, operator moves and evidence (cursor.go).
+const (
+	sqlAdvance = `UPDATE herald_registration
+SET attempts = CASE WHEN $3::bigint > next_seq THEN 0 ELSE attempts END,
+    last_error = CASE WHEN $3::bigint > next_seq THEN '' ELSE last_error END,
+    next_seq = GREATEST(next_seq, $3::bigint),
+    lease_owner = '', lease_until = NULL
+WHERE stream = $1 AND id = $2`
+	sqlRetry = `UPDATE herald_registration
+SET attempts = CASE WHEN $3::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+    next_seq = GREATEST(next_seq, $3::bigint),
+    next_attempt_at = $4, last_error = $5,
+    lease_owner = '', lease_until = NULL
+WHERE stream = $1 AND id = $2`
+	sqlPark = `UPDATE herald_registration
+SET attempts = CASE WHEN $3::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+    next_seq = GREATEST(next_seq, $3::bigint),
+    parked = true, parked_at = $4, last_error = $5,
+    lease_owner = '', lease_until = NULL
+WHERE stream = $1 AND id = $2`
+	sqlLockRegistration = `SELECT next_seq, parked FROM herald_registration
+WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
+	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
+	sqlSetPending     = `UPDATE herald_stream SET pending = true WHERE stream = $1`
+	sqlUnpark         = `UPDATE herald_registration
+SET parked = false, parked_at = NULL, attempts = 0, next_attempt_at = $3,
+    lease_owner = '', lease_until = NULL
+WHERE stream = $1 AND id = $2`
+	sqlMove = `UPDATE herald_registration
+SET next_seq = $3, attempts = 0, next_attempt_at = $4, last_error = ''
+WHERE stream = $1 AND id = $2`
+	// Evidence goes in only if its registration exists; the trim then keeps
+	// the newest $3. Both run after the registration's row was locked in the
+	// same transaction, so concurrent writers cannot leave more.
+	sqlInsertEvidence = `INSERT INTO herald_evidence
+    (stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
+SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::text, $8::int, $9::int, $10::bytea,
+       $11::text, $12::bigint, $13::text, $14::timestamptz
+WHERE EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
+	sqlTrimEvidence = `DELETE FROM herald_evidence
+WHERE stream = $1 AND registration = $2 AND n <= (
+    SELECT n FROM herald_evidence WHERE stream = $1 AND registration = $2
+    ORDER BY n DESC OFFSET $3 LIMIT 1)`
+	sqlEvidence = `SELECT at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before
+FROM herald_evidence WHERE stream = $1 AND registration = $2
+ORDER BY n DESC LIMIT $3`
+)
