@@ -104,6 +104,11 @@ LIMIT 1`
 )
 
 // Due (due.go): the pending-marker design is in the package documentation.
+//
+// Every probe of herald_registration here is a subquery per pending stream
+// (or per candidate) behind OFFSET 0, which keeps the planner from turning
+// it into a hash join over the whole table: the cost of a sweep follows the
+// pending streams, whatever the statistics say about them.
 const (
 	// The streams whose marker may be cleared, locked in the append's order
 	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
@@ -112,39 +117,58 @@ const (
 	sqlClearCandidates = `SELECT s.stream FROM herald_stream s
 WHERE s.pending AND NOT EXISTS (
     SELECT 1 FROM herald_registration r
-    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head)
+    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+    OFFSET 0)
 LIMIT 1000
 FOR NO KEY UPDATE OF s SKIP LOCKED`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
 WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
     SELECT 1 FROM herald_registration r
-    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head)`
-	// Claim: the due registrations of pending streams, oldest attempt
-	// first, Limit+1 of them locked (SKIP LOCKED: another worker's claim in
-	// flight is not waited for), the first Limit stamped with the lease.
-	sqlClaim = `WITH due AS (
-    SELECT r.stream, r.id, r.next_attempt_at
+    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+    OFFSET 0)`
+	// Claim: the due registrations of pending streams, oldest attempt first
+	// (due); each locked in that order unless another transaction holds it
+	// (SKIP LOCKED, never waiting), until Limit+1 are locked (locked); the
+	// first Limit stamped with the lease (claimed). The lock re-checks the
+	// lease and parking on the row's newest version.
+	sqlClaim = `WITH due AS MATERIALIZED (
+    SELECT c.stream, c.id, c.next_attempt_at
     FROM herald_stream s
-    JOIN herald_registration r ON r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-    WHERE s.pending AND r.namespace = $1 AND r.next_attempt_at <= $2
-      AND (r.lease_until IS NULL OR r.lease_until <= $2)
-    ORDER BY r.next_attempt_at, r.stream, r.id
+    CROSS JOIN LATERAL (
+        SELECT r.stream, r.id, r.next_attempt_at FROM herald_registration r
+        WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+          AND r.namespace = $1 AND r.next_attempt_at <= $2
+          AND (r.lease_until IS NULL OR r.lease_until <= $2)
+        OFFSET 0) c
+    WHERE s.pending
+    ORDER BY c.next_attempt_at, c.stream, c.id
+), locked AS MATERIALIZED (
+    SELECT l.tid, d.next_attempt_at, d.stream, d.id
+    FROM due d
+    CROSS JOIN LATERAL (
+        SELECT r.ctid AS tid FROM herald_registration r
+        WHERE r.stream = d.stream AND r.id = d.id AND NOT r.parked
+          AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+        FOR NO KEY UPDATE SKIP LOCKED) l
     LIMIT $3::int + 1
-    FOR NO KEY UPDATE OF r SKIP LOCKED
 ), claimed AS (
     UPDATE herald_registration r SET lease_owner = $4, lease_until = $5
-    FROM (SELECT stream, id FROM due ORDER BY next_attempt_at, stream, id LIMIT $3::int) c
-    WHERE r.stream = c.stream AND r.id = c.id
+    WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked ORDER BY next_attempt_at, stream, id LIMIT $3::int))
     RETURNING r.*
 )
-SELECT ` + statusColumns + `, (SELECT count(*) FROM due)
-FROM claimed r JOIN herald_stream s ON s.stream = r.stream
+SELECT ` + statusColumns + `, (SELECT count(*) FROM locked)
+FROM claimed r
+CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = r.stream OFFSET 0) s
 ORDER BY r.next_attempt_at, r.stream, r.id`
 	sqlUnserved = `SELECT count(*)
 FROM herald_stream s
-JOIN herald_registration r ON r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-WHERE s.pending AND r.namespace <> $1 AND r.next_attempt_at <= $2
-  AND (r.lease_until IS NULL OR r.lease_until <= $2)`
+CROSS JOIN LATERAL (
+    SELECT 1 FROM herald_registration r
+    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+      AND r.namespace <> $1 AND r.next_attempt_at <= $2
+      AND (r.lease_until IS NULL OR r.lease_until <= $2)
+    OFFSET 0) c
+WHERE s.pending`
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go).

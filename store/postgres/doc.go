@@ -1,0 +1,109 @@
+// Package postgres is herald's production store: a journal.Journal and a
+// push.Store over one PostgreSQL database (pgx/v5, pgxpool), shared by any
+// number of worker processes on any number of hosts.
+//
+//	pool, _ := postgres.NewPool(ctx, "postgres://herald@db.example/herald")
+//	_, err := postgres.MigrateUp(ctx, pool) // herald migrate up
+//	s, err := postgres.New(ctx, pool)        // checks the schema version
+//
+// Open(ctx, url) does both of the last steps' opening with a pool of its
+// own. Opening refuses a database whose schema is not this binary's, and
+// changes nothing: errors wrap store.ErrSchemaBehind ("run herald migrate
+// up"), store.ErrSchemaAhead or store.ErrNotHerald.
+//
+// # Schema
+//
+// Four tables (migrations/001_init.up.sql): herald_stream (one row per
+// stream: head, final seq, pending marker), herald_record, herald_registration
+// and herald_evidence. Migrations are embedded, numbered NNN_name.up.sql and
+// .down.sql, applied by goose, which records them in herald_schema_version
+// and holds an advisory lock while migrating: MigrateUp, MigrateDown (one
+// step), MigrationStatus.
+//
+// # Appending: gapless, commit-ordered seqs
+//
+// A global sequence would let a reader see seq 6 of a transaction that
+// committed before the one holding seq 5, advance past 5 and never see it.
+// Here an append locks its stream's row in herald_stream (FOR NO KEY UPDATE,
+// in the appending transaction), reads the head, inserts the records at
+// head+1… and moves the head, all before commit. A second append to the
+// same stream waits for the first to commit or roll back, so seqs are
+// gapless and commit in order, and a reader that sees #n has seen every
+// record before it (invariant 4). Writers to one stream are serialised;
+// BENCHMARKS.md measures the cost. AppendTx does this inside the caller's
+// transaction: the records commit or roll back with the caller's writes.
+//
+// An append is two round trips (lock, head and id lookup pipelined; then
+// one INSERT … UPDATE statement). A record id that exists with the same
+// content digest (journal.Digest, stored with the record) returns the stored
+// record; another digest is a *journal.ConflictError naming the field.
+//
+// # Idle costs nothing, without lost wake-ups
+//
+// A registration is due when its cursor is at or behind its stream's head,
+// but the head lives in herald_stream: no index on registrations alone can
+// say which are due, and flipping a flag on every registration of a stream
+// at every append would cost one row write per event × receiver, the write
+// amplification herald exists to avoid. Instead herald_stream carries a
+// pending marker, with a partial index on the pending streams:
+//
+//   - Writes that can make a registration lag set the marker on the stream
+//     row they lock anyway: an append (in the UPDATE that moves the head, at
+//     no extra cost), Register, Unpark, Rewind and Skip. Each takes the
+//     stream row's lock before touching a registration.
+//   - Due reads only pending streams (the partial index) and, through the
+//     index (stream, next_seq) WHERE NOT parked, only their registrations
+//     whose cursor is at or behind the head. An idle database costs two
+//     index probes that find nothing, however many registrations it holds.
+//   - Due also clears the marker of streams where no unparked registration
+//     lags, in two statements of one transaction: first it locks those
+//     stream rows (FOR NO KEY UPDATE SKIP LOCKED: a stream being appended to
+//     is left pending for the next sweep), then it clears the marker only
+//     where, in a snapshot taken after the locks were granted, still no
+//     unparked registration lags.
+//
+// Why no wake-up is lost: a write that makes a registration lag holds the
+// stream row's lock until it commits. If it committed before the sweep
+// locked the row, the second statement's snapshot sees it and the marker
+// stays. If it comes after, it waits for the sweep's transaction and then
+// sets the marker again. A single statement would not do: under READ
+// COMMITTED a row re-checked after a lock wait is judged with subqueries of
+// the statement's older snapshot, which may miss a registration that the
+// waited-for transaction created. The package's tests race appends against
+// sweeps on one stream and check that one more sweep brings every cursor to
+// the head.
+//
+// Parked registrations do not count as lagging; unparking marks the stream.
+// A registration in backoff does count: its stream stays pending, and each
+// sweep reads it (cost grows with registrations that have work, due now or
+// later, never with idle ones).
+//
+// # Claiming
+//
+// Due claims with FOR NO KEY UPDATE SKIP LOCKED and stamps the lease (owner,
+// until) in the same statement, so a second worker never gets a
+// registration whose lease is live and never waits for another's claim; an
+// expired lease is claimable again. It looks for Limit+1 rows and stamps
+// only Limit. Advance is one UPDATE with GREATEST, so racing workers never
+// move a cursor back; Retry and Park apply the cursor reached, the failure
+// and the evidence in one transaction, the evidence trimmed to the newest
+// push.MaxEvidence rows.
+//
+// # Notifications
+//
+// An append notifies NotifyChannel ("herald_append", payload the stream) in
+// its transaction, so the notification is sent on commit only. Listen
+// returns a Listener on a dedicated connection; WaitForAppend lets a daemon
+// sleep until an append or its next scheduled sweep. WithNotify(false) turns
+// the notification off: PostgreSQL serialises the commits of notifying
+// transactions.
+//
+// # Errors
+//
+// pgx errors are translated here: no pgx or pgconn type is reachable from
+// a returned error. A missing row is journal.ErrNotFound with what was
+// looked for; a unique violation journal.ErrConflict; a broken or refused
+// connection ErrUnavailable (and the pool's connections are reset, so the
+// next call reconnects); a serialization failure or deadlock ErrRetry.
+// Other failures are an *Error with the server's message and SQLSTATE.
+package postgres
