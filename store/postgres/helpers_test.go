@@ -69,7 +69,7 @@ func (p payloadProjection) Messages(ctx context.Context, rec journal.Record, reg
 }
 
 func (p payloadProjection) Terminal(rec journal.Record) bool { return rec.Final }
-func (p payloadProjection) Namespace() string               { return p.namespace }
+func (p payloadProjection) Namespace() string                { return p.namespace }
 
 // acceptAll is an in-process transport for tests about the store, not the
 // network: every message is accepted.

@@ -47,8 +47,8 @@ func openStore(t *testing.T, url string, opts ...postgres.Option) *postgres.Stor
 type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
-	inFlight map[string]string           // registration → worker delivering now
-	got      map[string][]uint64         // registration → seqs, in arrival order
+	inFlight map[string]string            // registration → worker delivering now
+	got      map[string][]uint64          // registration → seqs, in arrival order
 	byRound  map[string]map[string]string // registration → sweep instant → worker
 	overlaps []string
 	onPost   func(reg string, seq uint64) // called before answering, if set
