@@ -6,10 +6,10 @@
 //	_, err := postgres.MigrateUp(ctx, pool) // herald migrate up
 //	s, err := postgres.New(ctx, pool)        // checks the schema version
 //
-// Open(ctx, url) does both of the last steps' opening with a pool of its
-// own. Opening refuses a database whose schema is not this binary's, and
-// changes nothing: errors wrap store.ErrSchemaBehind ("run herald migrate
-// up"), store.ErrSchemaAhead or store.ErrNotHerald.
+// Open(ctx, url) opens a store with a pool of its own; Close closes it.
+// Opening refuses a database whose schema is not this binary's, and changes
+// nothing: errors wrap store.ErrSchemaBehind ("run herald migrate up"),
+// store.ErrSchemaAhead or store.ErrNotHerald.
 //
 // # Schema
 //

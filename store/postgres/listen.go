@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -88,19 +89,27 @@ func (l *Listener) Close() {
 // ErrListenerClosed is Wait's error after Close.
 var ErrListenerClosed = errors.New("store/postgres: listener closed")
 
+// listenSetupTimeout bounds opening WaitForAppend's connection.
+const listenSetupTimeout = 10 * time.Second
+
 // WaitForAppend blocks until an append commits anywhere in the database, or
 // ctx ends (then it returns ctx's error). A daemon calls it between sweeps,
 // with a deadline at its next scheduled sweep. The store keeps one listening
-// connection for it, opened on the first call: appends committed before
-// that call are not reported, so sweep once before the first wait. Calls
-// are served one at a time. Errors: ctx's, ErrUnavailable (the connection is
+// connection for it, opened on the first call (within 10 s, whatever ctx's
+// deadline): appends committed before that call are not reported, so sweep
+// once after the first call returns. Calls are served one at a time. Errors: ctx's, ErrUnavailable (the connection is
 // reopened on the next call).
 func (s *Store) WaitForAppend(ctx context.Context) error {
 	s.listenMu.Lock()
 	l := s.listener
 	if l == nil {
+		// The listener outlives this call: open it even if ctx's deadline
+		// is close, so that the next call hears what commits meanwhile.
+		setup, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenSetupTimeout)
 		var err error
-		if l, err = s.Listen(ctx); err != nil {
+		l, err = s.Listen(setup)
+		cancel()
+		if err != nil {
 			s.listenMu.Unlock()
 			return err
 		}
