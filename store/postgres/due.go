@@ -29,16 +29,19 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	var batch push.DueBatch
 	err := s.inTx(ctx, "due", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sqlClearCandidates)
-		if err != nil {
-			return s.dbErr(ctx, "due: find idle streams", err)
-		}
-		idle, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+		var idle []string
+		b := &pgx.Batch{}
+		b.Queue(sqlDuePlanner1)
+		b.Queue(sqlDuePlanner2)
+		b.Queue(sqlClearCandidates).Query(func(rows pgx.Rows) (err error) {
+			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: find idle streams", err)
 		}
 		var due int
-		b := &pgx.Batch{}
+		b = &pgx.Batch{}
 		if len(idle) > 0 {
 			b.Queue(sqlClearPending, idle)
 		}

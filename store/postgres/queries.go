@@ -110,16 +110,25 @@ LIMIT 1`
 // it into a hash join over the whole table: the cost of a sweep follows the
 // pending streams, whatever the statistics say about them.
 const (
+	// Every table Due reads has the index it needs, and the planner's
+	// statistics lag the pending markers (they flip on every append and
+	// sweep): if they still count many pending streams, it would scan
+	// herald_stream whole, and JIT-compile for its inflated estimates
+	// (tens of milliseconds). Both settings last until the transaction ends.
+	sqlDuePlanner1 = `SET LOCAL enable_seqscan = off`
+	sqlDuePlanner2 = `SET LOCAL jit = off`
 	// The streams whose marker may be cleared, locked in the append's order
 	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
-	// marker this sweep. The NOT EXISTS here reads a snapshot taken before
+	// marker this sweep. At most 10,000 a sweep, to bound the transaction:
+	// more than that many streams appended to since the last sweep and
+	// followed by nobody leave the rest for the next. The NOT EXISTS here reads a snapshot taken before
 	// the locks; sqlClearPending decides, with one taken after.
 	sqlClearCandidates = `SELECT s.stream FROM herald_stream s
 WHERE s.pending AND NOT EXISTS (
     SELECT 1 FROM herald_registration r
     WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
     OFFSET 0)
-LIMIT 1000
+LIMIT 10000
 FOR NO KEY UPDATE OF s SKIP LOCKED`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
 WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
