@@ -105,10 +105,11 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	if err != nil {
 		return nil, err
 	}
-	for field, v := range map[string]string{"stream": q.Stream, "namespace": q.Namespace, "after.stream": q.After.Stream, "after.id": q.After.ID} {
-		if !validText(v) {
-			return nil, journal.Invalid(field, "is not valid UTF-8 or holds a NUL byte")
-		}
+	if !validText(q.Stream) || !validText(q.Namespace) {
+		return nil, nil // names nothing PostgreSQL could store
+	}
+	if !validKey(q.After.Stream, q.After.ID) {
+		return nil, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
 	}
 	rows, err := s.pool.Query(ctx, sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
 	if err != nil {
