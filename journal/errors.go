@@ -42,7 +42,7 @@ type ConflictError struct {
 	ID     string // the record id
 	Stream string // the stream the stored record belongs to
 	Seq    uint64 // the stored record's seq
-	Field  string // the first field that differs: "stream", "kind", "content type", "payload" or "final"
+	Field  string // the first field that differs: "stream", "kind", "content type", "payload" or "final flag"
 }
 
 func (e *ConflictError) Error() string {

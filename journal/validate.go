@@ -96,6 +96,9 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 			return nil, Invalid(f("content_type"), "is longer than %d bytes (%d)", MaxContentTypeBytes, len(e.ContentType))
 		}
 		mt, _, err := mime.ParseMediaType(e.ContentType)
+		if typ, sub, ok := strings.Cut(mt, "/"); err == nil && (!ok || typ == "" || sub == "" || strings.Contains(sub, "/")) {
+			err = fmt.Errorf("want type/subtype")
+		}
 		if err != nil {
 			return nil, Invalid(f("content_type"), "%q is not a media type: %v", e.ContentType, err)
 		}

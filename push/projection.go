@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -50,10 +51,17 @@ type Message struct {
 	Signer Signer
 }
 
-// String describes the message without its headers (which may carry tokens).
+// String describes the message without its headers (which may carry tokens)
+// or body.
 func (m Message) String() string {
 	return fmt.Sprintf("message %s (%s, %d bytes)", m.ID, m.ContentType, len(m.Body))
 }
+
+// GoString is String: %#v must not print the headers either.
+func (m Message) GoString() string { return m.String() }
+
+// Format prints String for every verb, so no fmt verb reveals a header.
+func (m Message) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, m.String()) }
 
 // Signer signs a request just before it is sent, on every attempt, with the
 // sweep's instant (HTTP Signatures' Date, Standard Webhooks' timestamp). The

@@ -11,6 +11,7 @@ type SweepReport struct {
 	Skipped       int  `json:"skipped"`       // messages rejected and moved past by the skip policy
 	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
 	Errors        int  `json:"errors"`        // turns ended by a store or journal error
+	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
 	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
 }
 
@@ -25,4 +26,5 @@ func (r *SweepReport) add(t SweepReport) {
 	r.Completed += t.Completed
 	r.Parked += t.Parked
 	r.Skipped += t.Skipped
+	r.LeasesLost += t.LeasesLost
 }

@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -18,11 +19,11 @@ import (
 type Store interface {
 	// Register creates the registration, or updates the destination (URL,
 	// namespace, config, policy) of an existing one, keeping its cursor and
-	// retry state. A new registration starts at r.NextSeq (0 means 1); the
-	// state fields of r are otherwise ignored. It returns the stored
-	// registration. Errors: ErrInvalid (see Registration.Validate),
-	// ErrSealed (the stream is sealed and the cursor is past its final
-	// record: nothing would ever be delivered).
+	// retry state. A new registration starts at r.NextSeq (0 means 1), due
+	// at once; the state fields of r are otherwise ignored. It returns the
+	// stored registration. Errors: ErrInvalid (see Registration.Validate; a
+	// new cursor past head+1), ErrSealed (the stream is sealed and the
+	// cursor is past its final record: nothing would ever be delivered).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
 	// Unregister deletes a registration and its evidence. Errors: ErrNotFound.
@@ -38,9 +39,11 @@ type Store interface {
 	// Due claims up to q.Limit registrations of q.Namespace that have work
 	// at q.At: not parked, no live lease (LeaseUntil <= At), NextAttemptAt <=
 	// At, NextSeq <= head of the stream. It stamps each with the lease
-	// (q.Owner, q.LeaseUntil) in the same atomic step, so that no other
-	// caller gets them while the lease is live. Rows come oldest
-	// NextAttemptAt first. It looks for q.Limit+1 and sets More when the
+	// (LeaseOwner = q.Owner, LeaseUntil = q.LeaseUntil) and NextAttemptAt =
+	// q.At in the same atomic step, so that no other caller gets them while
+	// the lease is live. Rows come oldest NextAttemptAt first, so that the
+	// least recently claimed go first and a saturated namespace starves no
+	// registration. It looks for q.Limit+1 and sets More when the
 	// extra one exists (it is not claimed). Unserved counts due
 	// registrations of other namespaces (not claimed either). A registration
 	// whose cursor is past its stream's head is not returned, and costs the
@@ -48,49 +51,54 @@ type Store interface {
 	// Namespace, LeaseUntil not after At).
 	Due(ctx context.Context, q DueQuery) (DueBatch, error)
 
-	// Advance moves the cursor forward to nextSeq, never backwards: the
-	// stored cursor becomes max(stored, nextSeq), and if that moved it,
-	// Attempts and LastError are reset. In any case the lease is released.
-	// NextAttemptAt is left alone (it was due when claimed). Errors:
-	// ErrNotFound.
-	Advance(ctx context.Context, stream, id string, nextSeq uint64) error
+	// Advance saves a turn's progress and releases its lease, fenced by the
+	// claim: it applies only while c.Owner still holds the registration's
+	// lease (another worker's claim, an operator's unpark, skip or rewind
+	// take it away). The cursor becomes max(stored, nextSeq), never less, and
+	// if that moved it, Attempts and LastError are reset. NextAttemptAt is
+	// left alone (it was due when claimed). Errors: ErrLeaseLost,
+	// ErrNotFound, ErrInvalid (nextSeq 0 or past head+1, empty owner).
+	Advance(ctx context.Context, c Claim, nextSeq uint64) error
 
-	// Retry records a failed attempt, in one atomic step with the progress
-	// made before it: the cursor becomes max(stored, nextSeq); Attempts
-	// becomes 1 if that moved the cursor, else Attempts+1; NextAttemptAt =
-	// notBefore; LastError = ev.Error; the lease is released; ev is stored
-	// as evidence (its Stream and Registration are set from stream and id).
-	// Errors: ErrNotFound.
-	Retry(ctx context.Context, stream, id string, nextSeq uint64, notBefore time.Time, ev Evidence) error
+	// Retry records a failed attempt, fenced by the claim and in one atomic
+	// step with the progress made before it: the cursor becomes max(stored,
+	// nextSeq); Attempts becomes 1 if that moved the cursor, else
+	// Attempts+1; NextAttemptAt = notBefore; LastError = ev.Error; the lease
+	// is released; ev is stored as evidence (cleaned by Evidence.Clean, its
+	// Stream and Registration set from c). Errors: ErrLeaseLost,
+	// ErrNotFound, ErrInvalid (as Advance; a zero notBefore or ev.At).
+	Retry(ctx context.Context, c Claim, nextSeq uint64, notBefore time.Time, ev Evidence) error
 
-	// Park stops the registration, keeping its cursor, in one atomic step
-	// with the progress made before it: the cursor becomes max(stored,
-	// nextSeq) and Attempts counts the failure as Retry does; Parked,
-	// ParkedAt = ev.At, LastError = ev.Error, the lease released, ev stored
-	// as evidence. Errors: ErrNotFound.
-	Park(ctx context.Context, stream, id string, nextSeq uint64, ev Evidence) error
+	// Park stops the registration, keeping its cursor, fenced by the claim
+	// and in one atomic step with the progress made before it: the cursor
+	// becomes max(stored, nextSeq) and Attempts counts the failure as Retry
+	// does; Parked, ParkedAt = ev.At, LastError = ev.Error, the lease
+	// released, ev stored as evidence. Errors: as Retry.
+	Park(ctx context.Context, c Claim, nextSeq uint64, ev Evidence) error
 
 	// Unpark resumes a parked registration at its cursor: Parked false,
 	// Attempts 0, NextAttemptAt = at (due at once), and an "unparked"
 	// evidence row. Unparking one that is not parked changes nothing.
-	// Errors: ErrNotFound.
+	// Errors: ErrNotFound, ErrInvalid (a zero at).
 	Unpark(ctx context.Context, stream, id string, at time.Time) error
 
 	// Complete deletes a registration whose final record was acknowledged,
-	// with its evidence: a sealed stream leaves no registration behind.
-	// Errors: ErrNotFound.
-	Complete(ctx context.Context, stream, id string) error
+	// with its evidence, fenced by the claim: a sealed stream leaves no
+	// registration behind. Errors: ErrLeaseLost, ErrNotFound.
+	Complete(ctx context.Context, c Claim) error
 
 	// Skip is the operator's move past a poison record: the cursor goes
 	// forward to toSeq (NextSeq < toSeq <= head+1), Attempts 0, due at
-	// once, with an evidence row saying reason. A parked registration stays
-	// parked. Errors: ErrNotFound, ErrInvalid (toSeq out of range).
+	// once (NextAttemptAt = at), the lease cleared (a turn in flight can
+	// no longer write), with an evidence row saying reason. A parked
+	// registration stays parked. Errors: ErrNotFound, ErrInvalid (toSeq out
+	// of range, a zero at).
 	Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error
 
 	// Rewind is the operator's replay: the cursor goes to toSeq (1 <= toSeq
-	// <= head+1, backwards allowed), Attempts 0, due at once, with an
-	// evidence row. The only way a cursor moves backwards. Errors:
-	// ErrNotFound, ErrInvalid (toSeq out of range).
+	// <= head+1, backwards allowed), Attempts 0, due at once, the lease
+	// cleared, with an evidence row. The only way a cursor moves backwards.
+	// Errors: ErrNotFound, ErrInvalid (toSeq out of range, a zero at).
 	Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error
 
 	// AddEvidence stores one evidence row (a skipped message, say), keeping
@@ -106,6 +114,27 @@ type Store interface {
 	// decides what is leased).
 	Stats(ctx context.Context, at time.Time) (Stats, error)
 }
+
+// Claim is what a worker holds while it serves a registration that Due
+// claimed for it: the registration's key and the lease owner Due stamped.
+// Writes made under a claim (Advance, Retry, Park, Complete) are fenced: they
+// apply only while that owner still holds the lease, so a worker whose turn
+// outlived its lease can neither undo another worker's progress nor an
+// operator's rewind.
+type Claim struct {
+	Stream string
+	ID     string
+	Owner  string
+}
+
+// Claim returns the claim a registration returned by Due carries.
+func (r Registration) Claim() Claim { return Claim{Stream: r.Stream, ID: r.ID, Owner: r.LeaseOwner} }
+
+// ErrLeaseLost is returned by a fenced write whose claim no longer holds the
+// registration's lease: another worker claimed it after the lease expired, or
+// an operator unparked, skipped or rewound it. The work done under the claim
+// is repeated by whoever holds it now; the worker drops its turn quietly.
+var ErrLeaseLost = errors.New("lease lost: another worker or an operator took the registration over")
 
 // MaxEvidence is how many evidence rows a store keeps per registration: the
 // newest 100, enough to see a pattern in the failures without letting a
@@ -176,7 +205,7 @@ type Evidence struct {
 	MessageID    string        `json:"message_id,omitempty"`
 	Attempt      int           `json:"attempt,omitempty"` // 1-based attempt at this seq
 	Status       int           `json:"status,omitempty"`  // HTTP status, 0 if none came back
-	Body         string        `json:"body,omitempty"`    // first 512 bytes of the answer
+	Body         string        `json:"body,omitempty"`    // first 512 bytes of the answer, as valid UTF-8 (see Clean)
 	Location     string        `json:"location,omitempty"`
 	Duration     time.Duration `json:"duration_ns,omitempty"`
 	Error        string        `json:"error,omitempty"` // why, in words; never a secret

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -110,3 +111,67 @@ func Summarize(all []Status, at time.Time) Stats {
 
 // MaxLagging is how many registrations Stats.Lagging lists.
 const MaxLagging = 10
+
+// Validate checks a claim: stream, id and owner all set. Errors wrap
+// journal.ErrInvalid.
+func (c Claim) Validate() error {
+	if c.Stream == "" || c.ID == "" {
+		return journal.Invalid("claim", "names no registration")
+	}
+	if c.Owner == "" {
+		return journal.Invalid("claim", "has no lease owner: writes under a claim need the owner Due stamped")
+	}
+	return nil
+}
+
+// ValidateCursor checks a cursor a worker saves in a stream whose head is
+// head: 1 <= nextSeq <= head+1 (one past the head: everything acknowledged).
+// Errors wrap journal.ErrInvalid.
+func ValidateCursor(nextSeq, head uint64) error {
+	if nextSeq < 1 || nextSeq > head+1 {
+		return journal.Invalid("next seq", "is %d: a cursor is from 1 to %d (one past the head)", nextSeq, head+1)
+	}
+	return nil
+}
+
+// ValidateInstant checks that an instant a store is asked to record is set.
+// Errors wrap journal.ErrInvalid.
+func ValidateInstant(field string, t time.Time) error {
+	if t.IsZero() {
+		return journal.Invalid(field, "is the zero time")
+	}
+	return nil
+}
+
+// Limits of evidence text, in bytes.
+const (
+	MaxEvidenceError    = 2048
+	MaxEvidenceLocation = 2048
+)
+
+// Clean returns ev with its text fields made storable anywhere: valid UTF-8
+// (invalid bytes and NUL become U+FFFD, since a receiver chooses these bytes
+// and PostgreSQL text refuses them) and cut at a rune boundary to
+// MaxEvidenceBody, MaxEvidenceError and MaxEvidenceLocation bytes. Stores
+// call it on every evidence row they write.
+func (ev Evidence) Clean() Evidence {
+	ev.Body = cleanText(ev.Body, MaxEvidenceBody)
+	ev.Error = cleanText(ev.Error, MaxEvidenceError)
+	ev.Location = cleanText(ev.Location, MaxEvidenceLocation)
+	ev.RecordID = cleanText(ev.RecordID, journal.MaxIDBytes)
+	ev.MessageID = cleanText(ev.MessageID, journal.MaxIDBytes)
+	return ev
+}
+
+func cleanText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

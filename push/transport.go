@@ -65,3 +65,11 @@ type Outcome struct {
 
 // OK reports whether the message was accepted.
 func (o Outcome) OK() bool { return o.Verdict == Accepted }
+
+// TransportFunc adapts a function to Transport (tests, dry runs, examples).
+type TransportFunc func(ctx context.Context, reg Registration, msg Message, at time.Time) (Outcome, error)
+
+// Deliver calls f.
+func (f TransportFunc) Deliver(ctx context.Context, reg Registration, msg Message, at time.Time) (Outcome, error) {
+	return f(ctx, reg, msg, at)
+}

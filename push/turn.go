@@ -14,11 +14,12 @@ import (
 // (Advance, Retry, Park or Complete). Invariant 2 bounds duplicates by the
 // page, so the cursor is written once per page rather than once per record.
 type turn struct {
-	w    *Worker
-	at   time.Time
-	stop <-chan struct{}
-	reg  Registration
-	rep  SweepReport
+	w     *Worker
+	at    time.Time
+	stop  <-chan struct{}
+	reg   Registration
+	claim Claim // fences the turn's writes
+	rep   SweepReport
 
 	next     uint64 // first seq not yet acknowledged in this turn
 	attempts int    // failures before the next one (0 once the cursor moved)
@@ -49,8 +50,8 @@ func (t *turn) run(ctx context.Context) error {
 		t.next, t.attempts = rec.Seq+1, 0
 		t.rep.Records++
 		if w.projection.Terminal(rec) {
-			if err := w.store.Complete(context.WithoutCancel(ctx), t.reg.Stream, t.reg.ID); err != nil {
-				return fmt.Errorf("complete after final record #%d: %w", rec.Seq, err)
+			if err := w.store.Complete(context.WithoutCancel(ctx), t.claim); err != nil {
+				return t.lost(err, fmt.Errorf("complete after final record #%d: %w", rec.Seq, err))
 			}
 			t.rep.Completed++
 			w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", rec.Seq)
@@ -113,8 +114,8 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 		if out.Verdict != Permanent {
 			ev.Error = fmt.Sprintf("%s (attempt %d of %d: retry ceiling reached)", ev.Error, ev.Attempt, w.opts.maxAttempts)
 		}
-		if err := w.store.Park(ctx, t.reg.Stream, t.reg.ID, t.next, ev); err != nil {
-			return fmt.Errorf("park at #%d: %w", t.next, err)
+		if err := w.store.Park(ctx, t.claim, t.next, ev); err != nil {
+			return t.lost(err, fmt.Errorf("park at #%d: %w", t.next, err))
 		}
 		t.rep.Parked++
 		w.opts.logger.Warn("herald: registration parked; `herald unpark` resumes it at its cursor",
@@ -124,8 +125,8 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	}
 	delay := t.delay(out)
 	ev.Event, ev.NotBefore = EventFailed, t.at.Add(delay)
-	if err := w.store.Retry(ctx, t.reg.Stream, t.reg.ID, t.next, ev.NotBefore, ev); err != nil {
-		return fmt.Errorf("schedule retry at #%d: %w", t.next, err)
+	if err := w.store.Retry(ctx, t.claim, t.next, ev.NotBefore, ev); err != nil {
+		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
 	}
 	t.rep.Retries++
 	w.opts.logger.Debug("herald: delivery failed; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
@@ -147,15 +148,27 @@ func (t *turn) delay(out Outcome) time.Duration {
 	}
 }
 
-// save writes the progress of the turn (if any) with one Advance, which also
+// save writes the progress of the turn with one Advance, which also
 // releases the lease, and returns cause (wrapped) or the store's error.
 func (t *turn) save(ctx context.Context, cause error) error {
-	if t.next > t.reg.NextSeq {
-		if err := t.w.store.Advance(context.WithoutCancel(ctx), t.reg.Stream, t.reg.ID, t.next); err != nil {
-			return errors.Join(cause, fmt.Errorf("advance to #%d: %w", t.next, err))
-		}
+	if err := t.w.store.Advance(context.WithoutCancel(ctx), t.claim, t.next); err != nil {
+		return errors.Join(cause, t.lost(err, fmt.Errorf("advance to #%d: %w", t.next, err)))
 	}
 	return cause
+}
+
+// lost reports a fenced write refused because the lease was taken over (or
+// the registration removed meanwhile): the turn ends quietly, its work left
+// to whoever holds the registration now. Any other error is returned as
+// wrapped.
+func (t *turn) lost(err, wrapped error) error {
+	if !errors.Is(err, ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
+		return wrapped
+	}
+	t.rep.LeasesLost++
+	t.w.opts.logger.Debug("herald: lease lost; the turn's writes were fenced out", "stream", t.reg.Stream,
+		"registration", t.reg.ID, "owner", t.claim.Owner, "err", err)
+	return nil
 }
 
 func (t *turn) stopping() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -23,6 +24,7 @@ type Worker struct {
 	namespace  string
 	opts       options
 	wake       chan struct{}
+	claims     atomic.Uint64 // numbers this worker's sweeps, for their lease owners
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
@@ -49,7 +51,9 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 // Namespace returns the namespace the worker serves.
 func (w *Worker) Namespace() string { return w.namespace }
 
-// Owner returns the lease owner the worker stamps on what it claims.
+// Owner returns the worker's name. Each sweep stamps the leases it takes
+// with Owner()+"#"+n, n counting the worker's sweeps, so that a turn of an
+// earlier sweep that outlived its lease is fenced out too.
 func (w *Worker) Owner() string { return w.opts.owner }
 
 // Register validates r (and its config, when the projection is a
@@ -78,8 +82,13 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 // registrations of the worker's namespace and serves them, at most
 // MaxInFlight at once, each strictly in order (DESIGN.md, "The sweep").
 //
-// It reads no clock: at decides due-ness, backoff, lease expiry and signature
-// dates, so the same inputs give the same schedule. Turns are independent: a
+// It reads no clock for the schedule: at decides due-ness, backoff, lease
+// expiry and signature dates, so the same inputs give the same schedule. Real
+// durations bound only the network: the transport's timeouts, and a turn's
+// budget of half the lease, after which it starts no new record (so that it
+// ends while its lease holds). Writes are fenced by the lease (see Claim): a
+// turn that lost its lease anyway changes nothing and is counted in
+// LeasesLost. Turns are independent: a
 // store or journal error ends only its own turn (no attempt is counted
 // against the receiver) and RunOnce returns the first such error together
 // with the report of everything done; progress already made stays. If ctx
@@ -104,6 +113,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	failures := 0 // consecutive failed sweeps: logged when they start and end, not every interval
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,8 +125,17 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 		// finishes or times out, and progress is saved; ctx.Done() only
 		// stops new records from starting.
 		r, err := w.sweep(context.WithoutCancel(ctx), ctx.Done(), time.Now(), w.opts.sweepLimit)
-		if err != nil && ctx.Err() == nil {
-			w.opts.logger.Error("herald: sweep failed; retrying at the next interval", "namespace", w.namespace, "err", err)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			failures++
+			if failures == 1 {
+				w.opts.logger.Error("herald: sweep failed; retrying every interval until it recovers", "namespace", w.namespace, "err", err)
+			} else {
+				w.opts.logger.Debug("herald: sweep failed again", "namespace", w.namespace, "failures", failures, "err", err)
+			}
+		case err == nil && failures > 0:
+			w.opts.logger.Info("herald: sweeps recovered", "namespace", w.namespace, "failed_sweeps", failures)
+			failures = 0
 		}
 		next := every
 		if r.Saturated && err == nil {
@@ -151,7 +170,8 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		started := time.Now()
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
-	batch, err := w.store.Due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: w.opts.owner, LeaseUntil: at.Add(w.opts.lease)})
+	owner := fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1))
+	batch, err := w.store.Due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner, LeaseUntil: at.Add(w.opts.lease)})
 	if err != nil {
 		return rep, fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
 	}
@@ -167,7 +187,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	g.SetLimit(w.opts.maxInFlight)
 	for _, st := range batch.Registrations {
 		g.Go(func() error {
-			t := turn{w: w, at: at, stop: stop, reg: st.Registration}
+			t := turn{w: w, at: at, stop: stop, reg: st.Registration, claim: st.Claim()}
 			terr := t.run(ctx)
 			mu.Lock()
 			rep.add(t.rep)

@@ -191,10 +191,13 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 		return copyReg(old), nil
 	}
-	next := max(r.NextSeq, 1)
-	if head := s.head(r.Stream); s.sealed(r.Stream) && next > head {
+	next, head := max(r.NextSeq, 1), s.head(r.Stream)
+	if s.sealed(r.Stream) && next > head {
 		return push.Registration{}, fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
 			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
+	}
+	if err := push.ValidateCursor(next, head); err != nil {
+		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
 		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next}
@@ -274,19 +277,19 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		due = due[:q.Limit]
 	}
 	for _, r := range due {
-		r.LeaseOwner, r.LeaseUntil = q.Owner, q.LeaseUntil
+		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		batch.Registrations = append(batch.Registrations, s.status(r))
 	}
 	return batch, nil
 }
 
 // Advance implements push.Store.
-func (s *Store) Advance(ctx context.Context, streamName, id string, nextSeq uint64) error {
+func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.regs[push.Key{Stream: streamName, ID: id}]
-	if r == nil {
-		return notFound(streamName, id)
+	r, err := s.claimed(c, nextSeq)
+	if err != nil {
+		return err
 	}
 	if nextSeq > r.NextSeq {
 		r.NextSeq, r.Attempts, r.LastError = nextSeq, 0, ""
@@ -296,10 +299,13 @@ func (s *Store) Advance(ctx context.Context, streamName, id string, nextSeq uint
 }
 
 // Retry implements push.Store.
-func (s *Store) Retry(ctx context.Context, streamName, id string, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
+func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
+	if err := push.ValidateInstant("not before", notBefore); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.fail(streamName, id, nextSeq, ev)
+	r, err := s.fail(c, nextSeq, ev)
 	if err != nil {
 		return err
 	}
@@ -308,10 +314,10 @@ func (s *Store) Retry(ctx context.Context, streamName, id string, nextSeq uint64
 }
 
 // Park implements push.Store.
-func (s *Store) Park(ctx context.Context, streamName, id string, nextSeq uint64, ev push.Evidence) error {
+func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.fail(streamName, id, nextSeq, ev)
+	r, err := s.fail(c, nextSeq, ev)
 	if err != nil {
 		return err
 	}
@@ -319,12 +325,33 @@ func (s *Store) Park(ctx context.Context, streamName, id string, nextSeq uint64,
 	return nil
 }
 
-// fail applies what Retry and Park share. The caller holds s.mu.
-func (s *Store) fail(streamName, id string, nextSeq uint64, ev push.Evidence) (*push.Registration, error) {
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
+// claimed returns the registration c holds, checking the cursor it saves.
+// The caller holds s.mu.
+func (s *Store) claimed(c push.Claim, nextSeq uint64) (*push.Registration, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	r := s.regs[push.Key{Stream: c.Stream, ID: c.ID}]
 	if r == nil {
-		return nil, notFound(streamName, id)
+		return nil, notFound(c.Stream, c.ID)
+	}
+	if r.LeaseOwner != c.Owner {
+		return nil, fmt.Errorf("registration %s/%s, claim %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+	}
+	if err := push.ValidateCursor(nextSeq, s.head(c.Stream)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// fail applies what Retry and Park share. The caller holds s.mu.
+func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence) (*push.Registration, error) {
+	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
+		return nil, err
+	}
+	r, err := s.claimed(c, nextSeq)
+	if err != nil {
+		return nil, err
 	}
 	if nextSeq > r.NextSeq {
 		r.NextSeq, r.Attempts = nextSeq, 0
@@ -332,12 +359,15 @@ func (s *Store) fail(streamName, id string, nextSeq uint64, ev push.Evidence) (*
 	r.Attempts++
 	r.LastError = ev.Error
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	s.addEvidence(k, ev)
+	s.addEvidence(r.Key(), ev)
 	return r, nil
 }
 
 // Unpark implements push.Store.
 func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := push.Key{Stream: streamName, ID: id}
@@ -355,12 +385,23 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 }
 
 // Complete implements push.Store.
-func (s *Store) Complete(ctx context.Context, streamName, id string) error {
-	return s.Unregister(ctx, streamName, id)
+func (s *Store) Complete(ctx context.Context, c push.Claim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.claimed(c, 1)
+	if err != nil {
+		return err
+	}
+	delete(s.regs, r.Key())
+	delete(s.evidence, r.Key())
+	return nil
 }
 
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, at time.Time, reason string) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := push.Key{Stream: streamName, ID: id}
@@ -377,6 +418,9 @@ func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, a
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64, at time.Time) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := push.Key{Stream: streamName, ID: id}
@@ -394,6 +438,7 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 func (s *Store) move(k push.Key, r *push.Registration, toSeq uint64, at time.Time, event, reason string) {
 	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: reason})
 	r.NextSeq, r.Attempts, r.NextAttemptAt, r.LastError = toSeq, 0, at, ""
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{} // fence out a turn in flight
 }
 
 // AddEvidence implements push.Store.
@@ -409,6 +454,7 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 }
 
 func (s *Store) addEvidence(k push.Key, ev push.Evidence) {
+	ev = ev.Clean()
 	ev.Stream, ev.Registration = k.Stream, k.ID
 	list := append(s.evidence[k], ev)
 	if len(list) > push.MaxEvidence {

@@ -1,12 +1,14 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,55 +18,85 @@ import (
 
 var cursorTests = []test{
 	{"AdvanceIsMonotonic", testAdvanceMonotonic},
-	{"RacingAdvancesNeverMoveBack", testAdvanceRace},
+	{"RacingWorkersNeverMoveCursorBack", testAdvanceRace},
+	{"StaleClaimsAreFencedOut", testFencing},
+	{"CursorOutOfRangeChangesNothing", testCursorRange},
 	{"RetryCountsAndSchedules", testRetry},
 	{"ParkKeepsCursorUnparkResumes", testParkUnpark},
 	{"CompleteLeavesNothingBehind", testComplete},
 	{"EvidenceIsBoundedNewestFirst", testEvidence},
+	{"EvidenceKeepsAnyAnswer", testEvidenceBytes},
 	{"UnknownRegistration", testUnknownRegistration},
 }
 
 func testAdvanceMonotonic(t *testing.T, b Backend) {
 	appendN(t, b, "s", 10)
 	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), "s", "r", 1, at(5), push.Evidence{At: at(0), Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), push.Evidence{At: at(0), Error: "503"}))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
 
-	require.NoError(t, b.Advance(ctx(t), "s", "r", 6))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(5)), 6))
 	st := get(t, b, "s", "r")
 	require.Equal(t, uint64(6), st.NextSeq)
 	require.Zero(t, st.Attempts, "an advance resets attempts")
 	require.Empty(t, st.LastError)
+	require.Empty(t, st.LeaseOwner, "and releases the lease")
 
-	require.NoError(t, b.Retry(ctx(t), "s", "r", 6, at(10), push.Evidence{At: at(5), Error: "503"}))
-	require.NoError(t, b.Advance(ctx(t), "s", "r", 3), "a stale advance is not an error")
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(6)), 6, at(10), push.Evidence{At: at(6), Error: "503"}))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(10)), 3), "an advance behind the cursor is not an error")
 	st = get(t, b, "s", "r")
 	require.Equal(t, uint64(6), st.NextSeq, "a cursor never moves back")
-	require.Equal(t, 1, st.Attempts, "a stale advance resets nothing")
+	require.Equal(t, 1, st.Attempts, "an advance that does not move the cursor resets nothing")
 	require.Equal(t, "503", st.LastError)
+	require.Empty(t, st.LeaseOwner, "but it releases the lease")
+
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(10)), 3, at(20), push.Evidence{At: at(10), Error: "503"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(20)), 2, push.Evidence{At: at(20), Error: "410"}))
+	st = get(t, b, "s", "r")
+	require.Equal(t, uint64(6), st.NextSeq, "neither Retry nor Park moves a cursor back")
+	require.Equal(t, 3, st.Attempts)
 }
 
+// testAdvanceRace races workers that claim and advance the same
+// registration with short leases: every write is either applied (never
+// moving the cursor back) or fenced out with ErrLeaseLost.
 func testAdvanceRace(t *testing.T, b Backend) {
 	appendN(t, b, "s", 200)
 	register(t, b, reg("s", "r", "webhook"))
 	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex
-		max uint64
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		maxSeen uint64
+		applied int
 	)
 	errs := make(chan error, 400)
 	for w := range 8 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 42))
-			for range 25 {
-				n := 1 + rng.Uint64N(200)
-				mu.Lock()
-				max = maxU(max, n)
-				mu.Unlock()
-				if err := b.Advance(ctx(t), "s", "r", n); err != nil {
+			for i := range 25 {
+				when := at(i*10 + w)
+				batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: 1, Namespace: "webhook",
+					Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
+				if err != nil {
 					errs <- err
 					return
 				}
+				if len(batch.Registrations) == 0 {
+					continue
+				}
+				n := 1 + rng.Uint64N(201)
+				err = b.Advance(ctx(t), batch.Registrations[0].Claim(), n)
+				if errors.Is(err, push.ErrLeaseLost) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				maxSeen = max(maxSeen, n)
+				applied++
+				mu.Unlock()
 				st, err := b.Get(ctx(t), "s", "r")
 				if err != nil {
 					errs <- err
@@ -81,23 +113,80 @@ func testAdvanceRace(t *testing.T, b Backend) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, max, get(t, b, "s", "r").NextSeq, "the cursor is the largest advance")
+	require.Positive(t, applied)
+	require.Equal(t, max(maxSeen, 1), get(t, b, "s", "r").NextSeq, "the cursor is the largest applied advance")
 }
 
-func maxU(a, b uint64) uint64 {
-	if a > b {
-		return a
+func testFencing(t *testing.T, b Backend) {
+	appendN(t, b, "s", 10)
+	register(t, b, reg("s", "r", "webhook"))
+	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
+	require.Equal(t, "A", a.Owner)
+	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired: B takes over
+
+	stale := push.Evidence{At: at(61), Error: "stale"}
+	require.ErrorIs(t, b.Advance(ctx(t), a, 5), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Retry(ctx(t), a, 1, at(100), stale), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Park(ctx(t), a, 1, stale), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Complete(ctx(t), a), push.ErrLeaseLost)
+	st := get(t, b, "s", "r")
+	require.Equal(t, "B", st.LeaseOwner, "a stale claim never releases the live lease")
+	require.Equal(t, uint64(1), st.NextSeq)
+	require.Zero(t, st.Attempts)
+	require.False(t, st.Parked)
+	evs, err := b.Evidence(ctx(t), "s", "r", 0)
+	require.NoError(t, err)
+	require.Empty(t, evs, "a fenced write stores no evidence")
+
+	// An operator's move takes the lease away from the turn in flight.
+	require.NoError(t, b.Advance(ctx(t), bb, 8))
+	c := claim(t, b, "s", "r", at(70))
+	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(71)))
+	require.ErrorIs(t, b.Advance(ctx(t), c, 11), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
+	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
+	c = claim(t, b, "s", "r", at(72))
+	require.NoError(t, b.Skip(ctx(t), "s", "r", 4, at(73), "poison"))
+	require.ErrorIs(t, b.Retry(ctx(t), c, 2, at(100), stale), push.ErrLeaseLost, "nor count a failure after a skip")
+	st = get(t, b, "s", "r")
+	require.Equal(t, uint64(4), st.NextSeq)
+	require.Zero(t, st.Attempts)
+}
+
+func testCursorRange(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	register(t, b, reg("s", "r", "webhook"))
+	c := claim(t, b, "s", "r", at(0))
+	for _, n := range []uint64{0, 5, 1 << 62} {
+		require.ErrorIs(t, b.Advance(ctx(t), c, n), journal.ErrInvalid, "advance to %d with head 3", n)
+		require.ErrorIs(t, b.Retry(ctx(t), c, n, at(9), push.Evidence{At: at(0)}), journal.ErrInvalid, "retry at %d", n)
+		require.ErrorIs(t, b.Park(ctx(t), c, n, push.Evidence{At: at(0)}), journal.ErrInvalid, "park at %d", n)
 	}
-	return b
+	require.ErrorIs(t, b.Retry(ctx(t), c, 1, time.Time{}, push.Evidence{At: at(0)}), journal.ErrInvalid, "zero notBefore")
+	require.ErrorIs(t, b.Retry(ctx(t), c, 1, at(9), push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
+	require.ErrorIs(t, b.Park(ctx(t), c, 1, push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
+	require.ErrorIs(t, b.Advance(ctx(t), push.Claim{Stream: "s", ID: "r"}, 2), journal.ErrInvalid, "no owner")
+	require.ErrorIs(t, b.Unpark(ctx(t), "s", "r", time.Time{}), journal.ErrInvalid)
+	require.ErrorIs(t, b.Skip(ctx(t), "s", "r", 2, time.Time{}, "x"), journal.ErrInvalid)
+	require.ErrorIs(t, b.Rewind(ctx(t), "s", "r", 1, time.Time{}), journal.ErrInvalid)
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(1), st.NextSeq, "nothing changed")
+	require.Zero(t, st.Attempts)
+	require.Equal(t, c.Owner, st.LeaseOwner, "the lease is still held")
+	require.NoError(t, b.Advance(ctx(t), c, 4), "one past the head is the end of the stream")
+
+	past := reg("s", "past", "webhook")
+	past.NextSeq = 5
+	_, err := b.Register(ctx(t), past)
+	require.ErrorIs(t, err, journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
 }
 
 func testRetry(t *testing.T, b Backend) {
 	appendN(t, b, "s", 5)
 	register(t, b, reg("s", "r", "webhook"))
-	due(t, b, "webhook", "w", at(0), 1)
 	ev := push.Evidence{At: at(0), Event: push.EventFailed, Seq: 1, RecordID: "s-1", MessageID: "s-1", Attempt: 1,
-		Status: 503, Body: "busy", Duration: 1500 * time.Millisecond, Error: "503 Service Unavailable", NotBefore: at(7)}
-	require.NoError(t, b.Retry(ctx(t), "s", "r", 1, at(7), ev))
+		Status: 503, Body: "busy", Duration: 1500 * time.Millisecond, Error: "503 Service Unavailable", NotBefore: at(7),
+		Location: "https://elsewhere.example/"}
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(7), ev))
 	st := get(t, b, "s", "r")
 	require.Equal(t, 1, st.Attempts)
 	requireTime(t, at(7), st.NextAttemptAt, "NextAttemptAt")
@@ -106,10 +195,10 @@ func testRetry(t *testing.T, b Backend) {
 	require.Equal(t, push.StateRetrying, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(6), 1).Registrations, "not due before NextAttemptAt")
 
-	require.NoError(t, b.Retry(ctx(t), "s", "r", 1, at(20), push.Evidence{At: at(7), Error: "timeout"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(7)), 1, at(20), push.Evidence{At: at(7), Error: "timeout"}))
 	require.Equal(t, 2, get(t, b, "s", "r").Attempts, "consecutive failures at one record add up")
 
-	require.NoError(t, b.Retry(ctx(t), "s", "r", 4, at(30), push.Evidence{At: at(20), Error: "reset"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(20)), 4, at(30), push.Evidence{At: at(20), Error: "reset"}))
 	st = get(t, b, "s", "r")
 	require.Equal(t, uint64(4), st.NextSeq, "progress made before the failure is kept")
 	require.Equal(t, 1, st.Attempts, "a failure after progress is the first at the new record")
@@ -127,6 +216,7 @@ func testRetry(t *testing.T, b Backend) {
 	require.Equal(t, 1, got.Attempt)
 	require.Equal(t, 503, got.Status)
 	require.Equal(t, "busy", got.Body)
+	require.Equal(t, "https://elsewhere.example/", got.Location)
 	require.Equal(t, 1500*time.Millisecond, got.Duration)
 	require.Equal(t, "503 Service Unavailable", got.Error)
 	requireTime(t, at(0), got.At, "evidence At")
@@ -136,8 +226,7 @@ func testRetry(t *testing.T, b Backend) {
 func testParkUnpark(t *testing.T, b Backend) {
 	appendN(t, b, "s", 5)
 	register(t, b, reg("s", "r", "webhook"))
-	due(t, b, "webhook", "w", at(0), 1)
-	require.NoError(t, b.Park(ctx(t), "s", "r", 3, push.Evidence{At: at(4), Event: push.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 3, push.Evidence{At: at(4), Event: push.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
 	st := get(t, b, "s", "r")
 	require.True(t, st.Parked)
 	requireTime(t, at(4), st.ParkedAt, "ParkedAt")
@@ -169,8 +258,11 @@ func testComplete(t *testing.T, b Backend) {
 	_, err := b.Append(ctx(t), "task/1", entry("start"), final)
 	require.NoError(t, err)
 	register(t, b, reg("task/1", "r", "a2a"))
-	require.NoError(t, b.Retry(ctx(t), "task/1", "r", 1, at(1), push.Evidence{At: at(0), Error: "503"}))
-	require.NoError(t, b.Complete(ctx(t), "task/1", "r"))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "task/1", "r", at(0)), 1, at(1), push.Evidence{At: at(0), Error: "503"}))
+	stale := claim(t, b, "task/1", "r", at(1))
+	c := claim(t, b, "task/1", "r", at(1+60))
+	require.ErrorIs(t, b.Complete(ctx(t), stale), push.ErrLeaseLost)
+	require.NoError(t, b.Complete(ctx(t), c))
 	_, err = b.Get(ctx(t), "task/1", "r")
 	require.ErrorIs(t, err, journal.ErrNotFound, "a completed registration is gone")
 	_, err = b.Evidence(ctx(t), "task/1", "r", 0)
@@ -217,12 +309,13 @@ func testEvidence(t *testing.T, b Backend) {
 
 func testUnknownRegistration(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
+	nobody := push.Claim{Stream: "s", ID: "nobody", Owner: "w"}
 	for name, call := range map[string]func() error{
-		"Advance":    func() error { return b.Advance(ctx(t), "s", "nobody", 2) },
-		"Retry":      func() error { return b.Retry(ctx(t), "s", "nobody", 1, at(1), push.Evidence{At: at(0)}) },
-		"Park":       func() error { return b.Park(ctx(t), "s", "nobody", 1, push.Evidence{At: at(0)}) },
+		"Advance":    func() error { return b.Advance(ctx(t), nobody, 2) },
+		"Retry":      func() error { return b.Retry(ctx(t), nobody, 1, at(1), push.Evidence{At: at(0)}) },
+		"Park":       func() error { return b.Park(ctx(t), nobody, 1, push.Evidence{At: at(0)}) },
 		"Unpark":     func() error { return b.Unpark(ctx(t), "s", "nobody", at(0)) },
-		"Complete":   func() error { return b.Complete(ctx(t), "s", "nobody") },
+		"Complete":   func() error { return b.Complete(ctx(t), nobody) },
 		"Skip":       func() error { return b.Skip(ctx(t), "s", "nobody", 2, at(0), "poison") },
 		"Rewind":     func() error { return b.Rewind(ctx(t), "s", "nobody", 1, at(0)) },
 		"Unregister": func() error { return b.Unregister(ctx(t), "s", "nobody") },
@@ -241,4 +334,21 @@ func events(evs []push.Evidence) []string {
 		out[i] = e.Event
 	}
 	return out
+}
+
+// testEvidenceBytes: a receiver chooses these bytes. A store that could not
+// keep them would fail Retry; the worker would count no attempt, and the
+// registration would be retried every lease and never parked.
+func testEvidenceBytes(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, reg("s", "r", "webhook"))
+	ev := push.Evidence{At: at(0), Status: 500, Body: "a\x00b\xff\xfe" + strings.Repeat("é", 400), Location: "/\x00", Error: "500 \xff"}
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), ev))
+	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
+	evs, err := b.Evidence(ctx(t), "s", "r", 0)
+	require.NoError(t, err)
+	require.Equal(t, ev.Clean().Body, evs[0].Body, "stored as Evidence.Clean makes it")
+	require.Equal(t, ev.Clean().Error, evs[0].Error)
+	require.LessOrEqual(t, len(evs[0].Body), push.MaxEvidenceBody)
+	require.True(t, utf8.ValidString(evs[0].Body))
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ var dueTests = []test{
 	{"LeaseIsExclusiveUntilExpiry", testLease},
 	{"OldestAttemptFirst", testDueOrder},
 	{"BadQueryChangesNothing", testDueBadInput},
+	{"SaturationStarvesNoOne", testDueRotates},
+	{"ConcurrentClaimsAreExclusive", testConcurrentDue},
 }
 
 func testDueFiltering(t *testing.T, b Backend) {
@@ -26,9 +29,9 @@ func testDueFiltering(t *testing.T, b Backend) {
 	atHead.NextSeq = 4
 	register(t, b, atHead)
 	register(t, b, reg("s", "parked", "webhook"))
-	require.NoError(t, b.Park(ctx(t), "s", "parked", 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), "s", "later", 1, at(30), push.Evidence{At: at(0), Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "later", at(0)), 1, at(30), push.Evidence{At: at(0), Error: "503"}))
 	register(t, b, reg("s", "other-ns-1", "cloudevents"))
 	register(t, b, reg("s", "other-ns-2", "a2a"))
 	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
@@ -90,12 +93,13 @@ func testLease(t *testing.T, b Backend) {
 	require.Equal(t, "B", got.Registrations[0].LeaseOwner)
 
 	// Advance releases the lease: due again at once while there is work.
-	require.NoError(t, b.Advance(ctx(t), "s", "r", 2))
+	require.NoError(t, b.Advance(ctx(t), got.Registrations[0].Claim(), 2))
 	st := get(t, b, "s", "r")
 	require.Empty(t, st.LeaseOwner)
 	require.True(t, st.LeaseUntil.IsZero())
-	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "A", at(61), 10).Registrations))
-	require.NoError(t, b.Advance(ctx(t), "s", "r", 3))
+	again := due(t, b, "webhook", "A", at(61), 10)
+	require.Equal(t, []string{"s/r"}, keys(again.Registrations))
+	require.NoError(t, b.Advance(ctx(t), again.Registrations[0].Claim(), 3))
 	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
 }
 
@@ -104,7 +108,7 @@ func testDueOrder(t *testing.T, b Backend) {
 	for i, wait := range []int{30, 10, 20} {
 		id := fmt.Sprintf("r%d", i)
 		register(t, b, reg("s", id, "webhook"))
-		require.NoError(t, b.Retry(ctx(t), "s", id, 1, at(wait), push.Evidence{At: at(0), Error: "503"}))
+		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", id, at(0)), 1, at(wait), push.Evidence{At: at(0), Error: "503"}))
 	}
 	batch := due(t, b, "webhook", "w", at(100), 3)
 	require.Equal(t, []string{"s/r1", "s/r2", "s/r0"}, keys(batch.Registrations), "the longest-waiting first")
@@ -128,4 +132,62 @@ func testDueBadInput(t *testing.T, b Backend) {
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 	}
 	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
+}
+
+func testDueRotates(t *testing.T, b Backend) {
+	appendN(t, b, "s", 50)
+	for i := range 3 {
+		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
+	}
+	served := map[string]int{}
+	for i := range 6 {
+		batch := due(t, b, "webhook", fmt.Sprintf("w%d", i), at(i), 2)
+		require.Len(t, batch.Registrations, 2)
+		for _, st := range batch.Registrations {
+			served[st.ID]++
+			requireTime(t, at(i), st.NextAttemptAt, "Due stamps the claim's instant")
+			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq+1)) // one record; work remains
+		}
+	}
+	// Least recently claimed first: with 3 due and room for 2, nobody waits
+	// more than one sweep (ties between equal instants may go either way).
+	for _, id := range []string{"r0", "r1", "r2"} {
+		require.GreaterOrEqual(t, served[id], 3, "%s was served %d times in 6 saturated sweeps: %v", id, served[id], served)
+	}
+}
+
+func testConcurrentDue(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	for i := range 20 {
+		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
+	}
+	var (
+		mu     sync.Mutex
+		claims = map[string]int{}
+		wg     sync.WaitGroup
+	)
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			batch, err := b.Due(ctx(t), push.DueQuery{At: at(0), Limit: 5, Namespace: "webhook", Owner: fmt.Sprintf("w%d", w), LeaseUntil: at(60)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range keys(batch.Registrations) {
+				claims[k]++
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, claims, 20, "all 20 were claimed")
+	for k, n := range claims {
+		require.Equal(t, 1, n, "%s claimed by %d workers under one live lease", k, n)
+	}
 }

@@ -12,12 +12,13 @@ import (
 var operatorTests = []test{
 	{"SkipMovesPastPoison", testSkip},
 	{"RewindReplays", testRewind},
+	{"OperatorMovesAreDueAtOnce", testDueAtOnce},
 }
 
 func testSkip(t *testing.T, b Backend) {
 	appendN(t, b, "s", 5)
 	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Park(ctx(t), "s", "r", 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
 
 	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
 		require.ErrorIs(t, b.Skip(ctx(t), "s", "r", bad, at(1), "poison"), journal.ErrInvalid, "skip to %d", bad)
@@ -43,7 +44,7 @@ func testSkip(t *testing.T, b Backend) {
 func testRewind(t *testing.T, b Backend) {
 	appendN(t, b, "s", 5)
 	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Advance(ctx(t), "s", "r", 6))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 6))
 	require.Empty(t, due(t, b, "webhook", "w", at(0), 10).Registrations)
 
 	for _, bad := range []uint64{0, 7, 1 << 62} {
@@ -62,4 +63,21 @@ func testRewind(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, []string{push.EventRewind}, events(evs))
 	require.Equal(t, uint64(6), evs[0].Seq, "the evidence names the cursor rewound from")
+}
+
+func testDueAtOnce(t *testing.T, b Backend) {
+	appendN(t, b, "s", 5)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(100000), push.Evidence{At: at(0), Error: "503"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(100000)), 1, push.Evidence{At: at(100000), Error: "ceiling"}))
+	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(200000)))
+	requireTime(t, at(200000), get(t, b, "s", "r").NextAttemptAt, "unpark: NextAttemptAt = at")
+
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(200000)), 1, at(900000), push.Evidence{At: at(200000), Error: "503"}))
+	require.NoError(t, b.Rewind(ctx(t), "s", "r", 1, at(200010)))
+	require.Len(t, due(t, b, "webhook", "w1", at(200010), 1).Registrations, 1, "rewind: due at once, whatever NextAttemptAt was")
+
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(200100)), 1, at(900000), push.Evidence{At: at(200100), Error: "503"}))
+	require.NoError(t, b.Skip(ctx(t), "s", "r", 2, at(200110), "poison"))
+	require.Len(t, due(t, b, "webhook", "w2", at(200110), 1).Registrations, 1, "skip: due at once")
 }

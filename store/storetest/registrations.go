@@ -20,6 +20,7 @@ var registrationTests = []test{
 	{"Unregister", testUnregister},
 	{"ListFiltersAndPages", testList},
 	{"Stats", testStats},
+	{"RegisterIgnoresStateFields", testRegisterIgnoresState},
 }
 
 func testRegisterAndGet(t *testing.T, b Backend) {
@@ -52,7 +53,7 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 func testReregister(t *testing.T, b Backend) {
 	appendN(t, b, "s", 5)
 	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Advance(ctx(t), "s", "r", 4))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 4))
 	changed := reg("s", "r", "cloudevents")
 	changed.URL = "https://moved.example/hook"
 	changed.Config = push.Config(`{"source":"/x"}`)
@@ -122,7 +123,7 @@ func testRegisterBadInput(t *testing.T, b Backend) {
 func testUnregister(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), "s", "r", 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
 	require.NoError(t, b.Unregister(ctx(t), "s", "r"))
 	_, err := b.Get(ctx(t), "s", "r")
 	require.ErrorIs(t, err, journal.ErrNotFound)
@@ -142,7 +143,7 @@ func testList(t *testing.T, b Backend) {
 	idle.NextSeq = 2
 	register(t, b, idle)
 	for _, id := range []string{"r1", "r3", "r4"} {
-		require.NoError(t, b.Park(ctx(t), "a", id, 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
+		require.NoError(t, b.Park(ctx(t), claim(t, b, "a", id, at(0)), 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
 	}
 
 	all, err := b.List(ctx(t), push.ListQuery{})
@@ -187,9 +188,9 @@ func testStats(t *testing.T, b Backend) {
 	idle.NextSeq = 3
 	register(t, b, idle)
 	register(t, b, reg("b", "leased", "cloudevents")) // lag 2, leased
-	require.NoError(t, b.Retry(ctx(t), "a", "retrying", 2, at(100), push.Evidence{At: at(1), Error: "503"}))
-	require.NoError(t, b.Park(ctx(t), "a", "parked-early", 1, push.Evidence{At: at(5), Error: "410"}))
-	require.NoError(t, b.Park(ctx(t), "b", "parked-late", 1, push.Evidence{At: at(9), Error: "410"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "a", "retrying", at(0)), 2, at(100), push.Evidence{At: at(1), Error: "503"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "a", "parked-early", at(0)), 1, push.Evidence{At: at(5), Error: "410"}))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "b", "parked-late", at(0)), 1, push.Evidence{At: at(9), Error: "410"}))
 	batch := due(t, b, "cloudevents", "w1", at(10), 10)
 	require.Equal(t, []string{"b/leased"}, keys(batch.Registrations))
 
@@ -205,4 +206,16 @@ func testStats(t *testing.T, b Backend) {
 	later, err := b.Stats(ctx(t), at(10+60))
 	require.NoError(t, err)
 	require.Zero(t, later.Namespaces["cloudevents"].Leased, "an expired lease is not counted")
+}
+
+func testRegisterIgnoresState(t *testing.T, b Backend) {
+	appendN(t, b, "s", 2)
+	r := reg("s", "r", "webhook")
+	r.Attempts, r.Parked, r.ParkedAt, r.NextAttemptAt, r.LeaseOwner, r.LeaseUntil, r.LastError = 31, true, at(5), at(1e6), "ghost", at(1e6), "boom"
+	got := register(t, b, r)
+	require.Zero(t, got.Attempts)
+	require.False(t, got.Parked)
+	require.Empty(t, got.LeaseOwner)
+	require.Empty(t, got.LastError)
+	require.Len(t, due(t, b, "webhook", "w", at(0), 1).Registrations, 1, "a new registration is due at once")
 }

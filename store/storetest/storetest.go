@@ -120,6 +120,30 @@ func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) p
 	return batch
 }
 
+var claims int
+
+// claim claims exactly the registration (stream, id) through Due at when,
+// without touching any other: it moves the registration alone into a
+// namespace of its own, claims it there, and moves it back (re-registering
+// keeps cursor, retry state and lease). It fails the test unless Due returns
+// it, so when must be at or after its NextAttemptAt and lease expiry.
+func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Claim {
+	t.Helper()
+	st := get(t, b, stream, id)
+	claims++
+	tmp := st.Registration
+	tmp.Namespace = fmt.Sprintf("claim-%d", claims)
+	_, err := b.Register(ctx(t), tmp)
+	require.NoError(t, err)
+	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", claims), when, 1)
+	_, err = b.Register(ctx(t), st.Registration)
+	require.NoError(t, err)
+	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
+	c := batch.Registrations[0].Claim()
+	require.Equal(t, fmt.Sprintf("owner-%d", claims), c.Owner)
+	return c
+}
+
 func keys(sts []push.Status) []string {
 	out := make([]string, len(sts))
 	for i, s := range sts {

@@ -1,0 +1,175 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// Protocol versions a registration may ask for (config "version").
+const (
+	Version10 = "1.0" // the default: the StreamResponse as appended
+	Version03 = "0.3" // compatibility: the Task object, v0.3 spellings
+)
+
+// MaxSecretBytes bounds the token and the credentials: receivers commonly
+// refuse header lines above 8 KiB.
+const MaxSecretBytes = 4096
+
+// Config is what an a2a registration says about its push notifications,
+// parsed from push.Registration.Config, a JSON object such as
+// {"token": "…", "auth_scheme": "Bearer", "credentials": "…", "version": "1.0"}.
+// It mirrors the A2A push notification config (A2A 1.0 §4.3.1
+// PushNotificationConfig, §4.3.2 AuthenticationInfo). Its keys, all
+// optional:
+//
+//   - "token" (string): the config's token, sent in both the
+//     A2A-Notification-Token header (read by a2a-go v2) and the
+//     X-A2A-Notification-Token header (A2A 0.3 §9.5, A2A 1.0 §6.6, read by
+//     v0.3 SDKs). Visible ASCII and inner spaces, at most MaxSecretBytes.
+//   - "auth_scheme" (string) and "credentials" (string), both or neither:
+//     sent as "Authorization: <auth_scheme> <credentials>" (A2A 1.0 §4.3.3,
+//     RFC 9110 §11.6.2). The scheme is an RFC 9110 token such as "Bearer" or
+//     "Basic"; the credentials are visible ASCII and inner spaces, at most
+//     MaxSecretBytes.
+//   - "version" (string): "1.0" (the default) posts the StreamResponse;
+//     "0.3" posts a v0.3 Task (see the package doc).
+//
+// Token and credentials are secrets: Config's String, GoString, Format and
+// LogValue never show them. Unknown keys are an error, so that a misspelt
+// key is not silently ignored.
+type Config struct {
+	Token       string `json:"token,omitempty"`
+	AuthScheme  string `json:"auth_scheme,omitempty"`
+	Credentials string `json:"credentials,omitempty"`
+	Version     string `json:"version,omitempty"`
+}
+
+// ParseConfig parses and validates a registration's config. Errors wrap
+// journal.ErrInvalid and name the key ("config.token", "config.version", …);
+// they never repeat a secret.
+func ParseConfig(raw push.Config) (Config, error) {
+	var c Config
+	if err := decodeConfig(raw, &c); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks c. Errors wrap journal.ErrInvalid and name the key; they
+// never repeat the token or the credentials.
+func (c Config) Validate() error {
+	switch c.Version {
+	case "", Version10, Version03:
+	default:
+		return journal.Invalid("config.version", "%q must be %q (the default) or %q", c.Version, Version10, Version03)
+	}
+	if err := headerSafe("config.token", c.Token); err != nil {
+		return err
+	}
+	switch {
+	case c.AuthScheme == "" && c.Credentials != "":
+		return journal.Invalid("config.auth_scheme", "is missing: credentials need a scheme such as Bearer or Basic")
+	case c.AuthScheme != "" && c.Credentials == "":
+		return journal.Invalid("config.credentials", "is missing: auth_scheme %q alone sends no Authorization header; set both or neither", c.AuthScheme)
+	}
+	if len(c.AuthScheme) > 64 {
+		return journal.Invalid("config.auth_scheme", "is longer than 64 bytes (%d)", len(c.AuthScheme))
+	}
+	for i := 0; i < len(c.AuthScheme); i++ {
+		if !isTchar(c.AuthScheme[i]) {
+			return journal.Invalid("config.auth_scheme", "%q has a character at byte %d that an HTTP auth-scheme (RFC 9110 §11.1) may not hold", c.AuthScheme, i)
+		}
+	}
+	return headerSafe("config.credentials", c.Credentials)
+}
+
+// v03 reports whether the registration asked for the v0.3 compatibility mode.
+func (c Config) v03() bool { return c.Version == Version03 }
+
+// headerSafe checks a secret that goes into a header value: visible ASCII
+// and inner spaces, at most MaxSecretBytes. Its errors never quote it.
+func headerSafe(field, s string) error {
+	if len(s) > MaxSecretBytes {
+		return journal.Invalid(field, "is longer than %d bytes (%d)", MaxSecretBytes, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b < ' ' || b >= 0x7f {
+			return journal.Invalid(field, "has a character that is not visible ASCII at byte %d", i)
+		}
+	}
+	if strings.TrimSpace(s) != s {
+		return journal.Invalid(field, "starts or ends with a space, which receivers strip")
+	}
+	return nil
+}
+
+// isTchar reports whether b may appear in an RFC 9110 §5.6.2 token.
+func isTchar(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+// String describes c without its token or credentials.
+func (c Config) String() string {
+	return fmt.Sprintf("a2a.Config{Version:%q, AuthScheme:%q, Credentials:%s, Token:%s}",
+		c.Version, c.AuthScheme, redacted(c.Credentials), redacted(c.Token))
+}
+
+// GoString describes c without its token or credentials.
+func (c Config) GoString() string { return c.String() }
+
+// Format writes c without its secrets, for every verb (%v, %+v, %#v, %s, %q).
+func (c Config) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(c.String())) }
+
+// LogValue keeps the secrets out of structured logs, JSON handlers included.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("version", c.Version), slog.String("auth_scheme", c.AuthScheme),
+		slog.String("credentials", redacted(c.Credentials)), slog.String("token", redacted(c.Token)))
+}
+
+func redacted(secret string) string {
+	if secret == "" {
+		return `""`
+	}
+	return "[redacted]"
+}
+
+// decodeConfig decodes a JSON object into v, refusing unknown keys. Its
+// errors name the key and never quote a value.
+func decodeConfig(raw push.Config, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = push.Config("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data")
+	}
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", typeErr.Type.Kind(), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return journal.Invalid("config", "has an unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	default:
+		return journal.Invalid("config", "is not a JSON object")
+	}
+}

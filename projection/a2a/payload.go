@@ -1,0 +1,168 @@
+package a2a
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// members are the fields of a StreamResponse, exactly one of which is set
+// (A2A 1.0 §3.2.3; a2a.proto, message StreamResponse, oneof payload).
+var members = []string{"task", "message", "statusUpdate", "artifactUpdate"}
+
+// knownStates are the A2A 1.0 task states (§4.1.3) a payload may carry;
+// TASK_STATE_UNSPECIFIED is not one.
+var knownStates = []v1.TaskState{
+	v1.TaskStateSubmitted, v1.TaskStateWorking, v1.TaskStateInputRequired, v1.TaskStateAuthRequired,
+	v1.TaskStateCompleted, v1.TaskStateFailed, v1.TaskStateCanceled, v1.TaskStateRejected,
+}
+
+// parse decodes a record's payload as an A2A 1.0 StreamResponse with the
+// a2a-go SDK and checks what the SDK leaves open: exactly one member and
+// nothing else at the top, the ids the spec requires, known task states and
+// roles. It returns the event (*v1.Task, *v1.Message,
+// *v1.TaskStatusUpdateEvent or *v1.TaskArtifactUpdateEvent). Errors wrap
+// journal.ErrInvalid and name the field, e.g. "payload.statusUpdate.status.state".
+func parse(payload []byte) (v1.Event, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &top); err != nil || top == nil {
+		return nil, journal.Invalid("payload", "is not a JSON object, so not an A2A StreamResponse")
+	}
+	var set []string
+	for _, k := range slices.Sorted(maps.Keys(top)) { // sorted: the same payload, the same error
+		v := top[k]
+		if !slices.Contains(members, k) {
+			return nil, journal.Invalid("payload", "has the member %q: a StreamResponse has exactly one of %s and nothing else", k, strings.Join(members, ", "))
+		}
+		if string(v) != "null" {
+			set = append(set, k)
+		}
+	}
+	if len(set) != 1 {
+		return nil, journal.Invalid("payload", "has %d of %s (%s): a StreamResponse has exactly one", len(set), strings.Join(members, ", "), strings.Join(set, ", "))
+	}
+	field := "payload." + set[0]
+	var sr v1.StreamResponse
+	if err := json.Unmarshal(payload, &sr); err != nil {
+		return nil, journal.Invalid(field, "is not an A2A 1.0 %s: %v", set[0], err)
+	}
+	if err := check(field, sr.Event); err != nil {
+		return nil, err
+	}
+	return sr.Event, nil
+}
+
+func check(field string, ev v1.Event) error {
+	switch e := ev.(type) {
+	case *v1.Task:
+		if e.ID == "" {
+			return journal.Invalid(field+".id", "is empty")
+		}
+		if e.ContextID == "" {
+			return journal.Invalid(field+".contextId", "is empty")
+		}
+		if err := checkStatus(field+".status", e.Status); err != nil {
+			return err
+		}
+		for i, m := range e.History {
+			if err := checkMessage(fmt.Sprintf("%s.history[%d]", field, i), m); err != nil {
+				return err
+			}
+		}
+		for i, a := range e.Artifacts {
+			if err := checkArtifact(fmt.Sprintf("%s.artifacts[%d]", field, i), a); err != nil {
+				return err
+			}
+		}
+	case *v1.TaskStatusUpdateEvent:
+		if err := checkTaskRef(field, e.TaskID, e.ContextID); err != nil {
+			return err
+		}
+		return checkStatus(field+".status", e.Status)
+	case *v1.TaskArtifactUpdateEvent:
+		if err := checkTaskRef(field, e.TaskID, e.ContextID); err != nil {
+			return err
+		}
+		return checkArtifact(field+".artifact", e.Artifact)
+	case *v1.Message:
+		return checkMessage(field, e)
+	}
+	return nil
+}
+
+func checkTaskRef(field string, task v1.TaskID, contextID string) error {
+	if task == "" {
+		return journal.Invalid(field+".taskId", "is empty")
+	}
+	if contextID == "" {
+		return journal.Invalid(field+".contextId", "is empty")
+	}
+	return nil
+}
+
+func checkStatus(field string, s v1.TaskStatus) error {
+	if s.State == v1.TaskStateUnspecified {
+		return journal.Invalid(field+".state", "is missing or TASK_STATE_UNSPECIFIED")
+	}
+	if !slices.Contains(knownStates, s.State) {
+		hint := ""
+		if !strings.HasPrefix(string(s.State), "TASK_STATE_") {
+			hint = " (A2A 0.3 spellings such as \"completed\" are not 1.0 payloads)"
+		}
+		return journal.Invalid(field+".state", "%q is not an A2A 1.0 task state%s", string(s.State), hint)
+	}
+	if s.Message != nil {
+		return checkMessage(field+".message", s.Message)
+	}
+	return nil
+}
+
+func checkMessage(field string, m *v1.Message) error {
+	if m == nil {
+		return journal.Invalid(field, "is null")
+	}
+	if m.ID == "" {
+		return journal.Invalid(field+".messageId", "is empty")
+	}
+	if m.Role != v1.MessageRoleAgent && m.Role != v1.MessageRoleUser {
+		return journal.Invalid(field+".role", "%q is not ROLE_USER or ROLE_AGENT", string(m.Role))
+	}
+	return checkParts(field+".parts", m.Parts)
+}
+
+func checkArtifact(field string, a *v1.Artifact) error {
+	if a == nil {
+		return journal.Invalid(field, "is missing")
+	}
+	if a.ID == "" {
+		return journal.Invalid(field+".artifactId", "is empty")
+	}
+	return checkParts(field+".parts", a.Parts)
+}
+
+func checkParts(field string, parts v1.ContentParts) error {
+	for i, p := range parts {
+		if p == nil {
+			return journal.Invalid(fmt.Sprintf("%s[%d]", field, i), "is null")
+		}
+	}
+	return nil
+}
+
+// taskState returns the task state an event carries: a Task's or a status
+// update's; none for a message or an artifact update.
+func taskState(ev v1.Event) (v1.TaskState, bool) {
+	switch e := ev.(type) {
+	case *v1.Task:
+		return e.Status.State, true
+	case *v1.TaskStatusUpdateEvent:
+		return e.Status.State, true
+	}
+	return v1.TaskStateUnspecified, false
+}

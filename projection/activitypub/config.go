@@ -1,0 +1,252 @@
+package activitypub
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// MinKeyBits is the smallest RSA key Config accepts. Mastodon and the other
+// large fediverse servers generate 2048-bit actor keys; anything smaller is
+// both weak and a sign of a wrong key file.
+const MinKeyBits = 2048
+
+// Config is the JSON object a registration of the "activitypub" namespace
+// carries in push.Registration.Config:
+//
+//	{
+//	  "key_id":      "https://example.com/users/alice#main-key",
+//	  "private_key": "-----BEGIN PRIVATE KEY-----\n…\n-----END PRIVATE KEY-----\n",
+//	  "actors":      ["https://remote.example/users/bob"],
+//	  "followers":   ["https://example.com/users/alice/followers"]
+//	}
+//
+// The keys:
+//
+//   - key_id (required): the URI of the sending actor's public key, as the
+//     receiver will dereference it (the keyId of the HTTP signature). An
+//     absolute http or https URI; the fragment (#main-key) is kept.
+//   - private_key (required): the actor's RSA private key, PEM, either PKCS#1
+//     ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least MinKeyBits
+//     bits, not encrypted.
+//   - actors (optional): the ids of the actors the destination inbox serves.
+//     When set, an activity is delivered only if it is addressed to one of
+//     them, to the Public collection, or to one of followers; and a Block
+//     whose object is one of them is never delivered. When absent, every
+//     activity is delivered (a shared inbox the caller already chose).
+//   - followers (optional, only with actors): followers collections (of the
+//     sending actor) that these actors are members of, so that an activity
+//     addressed to such a collection reaches this inbox.
+//
+// Unknown keys are an error. Config's String, GoString and Format never
+// print the private key; JSON encoding does (it is the stored form).
+type Config struct {
+	KeyID      string   `json:"key_id"`
+	PrivateKey string   `json:"private_key"`
+	Actors     []string `json:"actors,omitempty"`
+	Followers  []string `json:"followers,omitempty"`
+}
+
+// String describes the config with the private key redacted.
+func (c Config) String() string {
+	key := "<none>"
+	if c.PrivateKey != "" {
+		key = fmt.Sprintf("[redacted, %d bytes]", len(c.PrivateKey))
+	}
+	return fmt.Sprintf("activitypub.Config{KeyID: %q, PrivateKey: %s, Actors: %q, Followers: %q}", c.KeyID, key, c.Actors, c.Followers)
+}
+
+// GoString is String: %#v must not print the key either.
+func (c Config) GoString() string { return c.String() }
+
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
+func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
+
+// ParseConfig decodes and validates a registration's config. Errors wrap
+// journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
+// "config.private_key"; several problems are joined) and never contain the
+// private key.
+func ParseConfig(raw push.Config) (Config, error) {
+	c, err := decodeConfig(raw)
+	if err != nil {
+		return Config{}, err
+	}
+	if _, err := c.settings(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks c as ParseConfig does.
+func (c Config) Validate() error {
+	_, err := c.settings()
+	return err
+}
+
+// Encode validates c and returns it as a registration config.
+func (c Config) Encode() (push.Config, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("activitypub: encode config: %w", err)
+	}
+	return push.Config(b), nil
+}
+
+func decodeConfig(raw []byte) (Config, error) {
+	var c Config
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return c, journal.Invalid("config", "is empty: key_id and private_key are required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		// Never quote json's syntax errors: they echo input, which may be key material.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return c, journal.Invalid("config."+te.Field, "must be a JSON %s", jsonKind(te.Type.String()))
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return c, journal.Invalid("config", "has an unknown key %s (known: key_id, private_key, actors, followers)", name)
+		}
+		return c, journal.Invalid("config", "is not a JSON object")
+	}
+	if dec.More() {
+		return c, journal.Invalid("config", "has data after the JSON object")
+	}
+	return c, nil
+}
+
+func jsonKind(goType string) string {
+	if goType == "[]string" {
+		return "array of strings"
+	}
+	return goType
+}
+
+// settings is a parsed, validated config: what a message's signer and the
+// addressing rules need. It is shared by every message of every
+// registration with the same config, and only read.
+type settings struct {
+	keyID     string
+	key       *rsa.PrivateKey
+	actors    map[string]bool // nil: deliver everything
+	followers map[string]bool
+}
+
+func (c Config) settings() (*settings, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, journal.Invalid("config."+field, format, args...))
+	}
+	if err := checkURI(c.KeyID); err != nil {
+		bad("key_id", "%s", err)
+	}
+	key, err := parsePrivateKey(c.PrivateKey)
+	if err != nil {
+		bad("private_key", "%s", err)
+	}
+	s := &settings{keyID: c.KeyID, key: key}
+	set := func(field string, ids []string) map[string]bool {
+		if ids == nil {
+			return nil
+		}
+		if len(ids) == 0 {
+			bad(field, "is an empty list: leave it out to deliver everything")
+		}
+		m := make(map[string]bool, len(ids))
+		for i, id := range ids {
+			if err := checkURI(id); err != nil {
+				bad(fmt.Sprintf("%s[%d]", field, i), "%s", err)
+			}
+			m[id] = true
+		}
+		return m
+	}
+	s.actors = set("actors", c.Actors)
+	s.followers = set("followers", c.Followers)
+	if c.Followers != nil && c.Actors == nil {
+		bad("followers", "needs actors: without actors every activity is delivered and followers would be ignored")
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// checkURI accepts an absolute http(s) URI with a host, the form of actor,
+// key and collection ids on the fediverse.
+func checkURI(s string) error {
+	if s == "" {
+		return errors.New("is required (an absolute http or https URI)")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http or https URI", s)
+	}
+	return nil
+}
+
+// parsePrivateKey reads an RSA private key from PEM (PKCS#1 or PKCS#8). Its
+// errors describe the PEM's shape, never its content.
+func parsePrivateKey(pemText string) (*rsa.PrivateKey, error) {
+	if pemText == "" {
+		return nil, errors.New("is required (PEM, PKCS#1 or PKCS#8 RSA)")
+	}
+	block, _ := pem.Decode([]byte(pemText))
+	if block == nil {
+		return nil, errors.New("is not PEM: expected -----BEGIN PRIVATE KEY----- (PKCS#8) or -----BEGIN RSA PRIVATE KEY----- (PKCS#1)")
+	}
+	if _, encrypted := block.Headers["Proc-Type"]; encrypted || block.Type == "ENCRYPTED PRIVATE KEY" {
+		return nil, errors.New("is encrypted: store the decrypted key")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	case "PRIVATE KEY":
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	case "PUBLIC KEY", "RSA PUBLIC KEY", "CERTIFICATE":
+		return nil, fmt.Errorf("is a PEM %q block: the private key is required", block.Type)
+	default:
+		return nil, fmt.Errorf("is a PEM %q block: expected PRIVATE KEY (PKCS#8) or RSA PRIVATE KEY (PKCS#1)", block.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("is a PEM %q block that does not parse as an RSA private key", block.Type)
+	}
+	rsaKey, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("is a %s key: rsa-sha256 HTTP signatures need an RSA key", keyKind(key))
+	}
+	if bits := rsaKey.N.BitLen(); bits < MinKeyBits {
+		return nil, fmt.Errorf("is a %d-bit RSA key: at least %d bits are required", bits, MinKeyBits)
+	}
+	return rsaKey, nil
+}
+
+func keyKind(key any) string {
+	switch key.(type) {
+	case *ecdsa.PrivateKey:
+		return "ECDSA"
+	case ed25519.PrivateKey:
+		return "Ed25519"
+	case *ecdh.PrivateKey:
+		return "ECDH"
+	}
+	return "non-RSA"
+}

@@ -1,0 +1,61 @@
+package push_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+// webhookProjection sends each record's payload as it is.
+type webhookProjection struct{}
+
+func (webhookProjection) Namespace() string                { return "webhook" }
+func (webhookProjection) Terminal(rec journal.Record) bool { return rec.Final }
+func (webhookProjection) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
+}
+
+// Append two records to a stream, register a receiver for it, and run one
+// sweep at a stated instant. The receiver here is a function; in production
+// it is transport.HTTP.
+func Example() {
+	ctx := context.Background()
+	store := memory.New()
+
+	_, err := store.Append(ctx, "order/1001",
+		journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{"total":42}`)},
+		journal.Entry{ID: "evt-2", Kind: "order.paid", Payload: []byte(`{"total":42}`)},
+	)
+	if err != nil {
+		panic(err)
+	}
+	_, err = store.Register(ctx, push.Registration{
+		Stream: "order/1001", ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks",
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	receiver := push.TransportFunc(func(_ context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		fmt.Printf("POST %s %s %s at %s\n", reg.Host(), msg.ID, msg.Body, at.Format(time.RFC3339))
+		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
+	})
+	w, err := push.NewWorker(store, store, receiver, webhookProjection{})
+	if err != nil {
+		panic(err)
+	}
+	report, err := w.RunOnce(ctx, time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC), 100)
+	if err != nil {
+		panic(err)
+	}
+	st, _ := store.Get(ctx, "order/1001", "billing")
+	fmt.Printf("records %d, deliveries %d, cursor %d, lag %d\n", report.Records, report.Deliveries, st.NextSeq, st.Lag())
+	// Output:
+	// POST billing.example evt-1 {"total":42} at 2026-03-15T11:00:00Z
+	// POST billing.example evt-2 {"total":42} at 2026-03-15T11:00:00Z
+	// records 2, deliveries 2, cursor 3, lag 0
+}

@@ -1,0 +1,139 @@
+package push_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// gate holds one delivery until the test releases it.
+type gate struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) wait() {
+	g.once.Do(func() { close(g.entered) })
+	<-g.release
+}
+
+// A worker whose turn outlived its lease cannot park a registration that
+// another worker delivered in full meanwhile: its write is fenced out.
+func TestStaleTurnCannotPark(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 3)
+	f.register("s", "r")
+	g := newGate()
+	slow := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		g.wait()
+		return unavailable(), nil
+	})
+	w1, err := push.NewWorker(f.store, f.store, slow, f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second), push.WithMaxAttempts(1))
+	require.NoError(t, err)
+	w2, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))
+	require.NoError(t, err)
+
+	done := make(chan push.SweepReport)
+	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()
+	<-g.entered
+	rep, err := w2.RunOnce(t.Context(), at(3), 10) // w1's lease ended at at(2)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Records)
+	close(g.release)
+	stale := <-done
+	require.Equal(t, 1, stale.LeasesLost, "w1's write was fenced out")
+	require.Zero(t, stale.Parked)
+
+	st := f.get("s", "r")
+	require.False(t, st.Parked, "a stale failure parked a healthy registration (%q)", st.LastError)
+	require.Zero(t, st.Attempts)
+	require.Equal(t, uint64(4), st.NextSeq)
+}
+
+// A stale turn's failure does not release the lease of the worker that took
+// over, so no third worker serves the registration at the same time
+// (invariant 3: N+1 is never sent before N was acknowledged).
+func TestStaleTurnCannotReleaseAnotherLease(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 3)
+	f.register("s", "r")
+	g1, g2 := newGate(), newGate()
+	hold := func(g *gate, only string, out push.Outcome) push.Transport {
+		return push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+			if only == "" || msg.ID == only {
+				g.wait()
+			}
+			return out, nil
+		})
+	}
+	lease := push.WithLease(2 * time.Second)
+	w1, _ := push.NewWorker(f.store, f.store, hold(g1, "", unavailable()), f.proj, push.WithOwner("w1"), lease)
+	w2, _ := push.NewWorker(f.store, f.store, hold(g2, "s#2", accepted()), f.proj, push.WithOwner("w2"), lease)
+	w3, _ := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w3"), lease)
+
+	d1, d2 := make(chan error), make(chan error)
+	go func() { _, err := w1.RunOnce(t.Context(), at(0), 10); d1 <- err }()
+	<-g1.entered
+	go func() { _, err := w2.RunOnce(t.Context(), at(3), 10); d2 <- err }()
+	<-g2.entered // w2 has #1 acknowledged and #2 in flight, under a lease until at(5)
+	close(g1.release)
+	require.NoError(t, <-d1)
+	rep, err := w3.RunOnce(t.Context(), at(4), 10)
+	require.NoError(t, err)
+	require.Zero(t, rep.Registrations, "w2's lease is live: w3 must not get the registration")
+	close(g2.release)
+	require.NoError(t, <-d2)
+	require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
+	require.Empty(t, f.recv.sent(), "w3 sent nothing")
+}
+
+// An operator's rewind made while a turn is in flight is not undone when
+// the turn ends.
+func TestRewindSurvivesTurnInFlight(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 10)
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 6})
+	require.NoError(t, err)
+	g := newGate()
+	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if msg.ID == "s#7" {
+			g.wait()
+		}
+		return accepted(), nil
+	})
+	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
+	require.NoError(t, err)
+	done := make(chan push.SweepReport)
+	go func() { rep, _ := w.RunOnce(t.Context(), at(0), 10); done <- rep }()
+	<-g.entered
+	require.NoError(t, f.store.Rewind(t.Context(), "s", "r", 1, at(1))) // the operator replays everything
+	close(g.release)
+	require.Equal(t, 1, (<-done).LeasesLost)
+	require.Equal(t, uint64(1), f.get("s", "r").NextSeq, "the rewind stands")
+}
+
+// Under saturation, every registration gets its turn: the least recently
+// claimed go first.
+func TestSaturatedSweepsStarveNoOne(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 1)
+	for _, id := range []string{"a", "b", "c"} {
+		f.register("s", id)
+	}
+	w := f.worker(push.WithDrainPage(1))
+	for i := range 50 {
+		f.append("s", 1)
+		_, err := w.RunOnce(t.Context(), at(i), 2)
+		require.NoError(t, err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		require.Greater(t, f.get("s", id).NextSeq, uint64(25), "%s was served in about two of three sweeps", id)
+	}
+}

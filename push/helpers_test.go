@@ -1,0 +1,172 @@
+package push_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+// t0 is the tests' epoch; instants are t0 plus stated offsets.
+var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+
+func at(seconds int) time.Time { return t0.Add(time.Duration(seconds) * time.Second) }
+
+const ns = "webhook"
+
+// projection is a function-field fake: by default one message per record,
+// id = record id, body = payload, terminal = rec.Final.
+type projection struct {
+	messages func(rec journal.Record, reg push.Registration) ([]push.Message, error)
+	terminal func(rec journal.Record) bool
+}
+
+func (p projection) Namespace() string { return ns }
+
+func (p projection) Messages(_ context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
+	if p.messages != nil {
+		return p.messages(rec, reg)
+	}
+	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
+}
+
+func (p projection) Terminal(rec journal.Record) bool {
+	if p.terminal != nil {
+		return p.terminal(rec)
+	}
+	return rec.Final
+}
+
+// sent is one delivery attempt as a fake receiver saw it.
+type sent struct {
+	Reg   string
+	MsgID string
+	At    time.Time
+}
+
+// receiver records attempts and answers with the outcome its answer
+// function chooses (Accepted by default). Safe for concurrent use.
+type receiver struct {
+	mu     sync.Mutex
+	got    []sent
+	answer func(reg push.Registration, msg push.Message, n int) push.Outcome // n: 1-based attempt count of this message id
+	tries  map[string]int
+}
+
+func (r *receiver) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return push.Outcome{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tries == nil {
+		r.tries = map[string]int{}
+	}
+	key := reg.Stream + "/" + reg.ID + "/" + msg.ID
+	r.tries[key]++
+	r.got = append(r.got, sent{Reg: reg.Stream + "/" + reg.ID, MsgID: msg.ID, At: at})
+	if r.answer != nil {
+		return r.answer(reg, msg, r.tries[key]), nil
+	}
+	return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
+}
+
+func (r *receiver) sent() []sent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sent(nil), r.got...)
+}
+
+func (r *receiver) ids(reg string) []string {
+	var out []string
+	for _, s := range r.sent() {
+		if s.Reg == reg {
+			out = append(out, s.MsgID)
+		}
+	}
+	return out
+}
+
+func accepted() push.Outcome { return push.Outcome{Verdict: push.Accepted, Status: 200} }
+func unavailable() push.Outcome {
+	return push.Outcome{Verdict: push.Transient, Status: 503, Reason: "503 Service Unavailable"}
+}
+
+type fixture struct {
+	t     *testing.T
+	store *memory.Store
+	recv  *receiver
+	proj  projection
+	logs  *bytes.Buffer
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t, store: memory.New(memory.WithClock(func() time.Time { return t0 })), recv: &receiver{}, logs: &bytes.Buffer{}}
+}
+
+func (f *fixture) worker(opts ...push.Option) *push.Worker {
+	f.t.Helper()
+	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w, err := push.NewWorker(f.store, f.store, f.recv, f.proj, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
+	require.NoError(f.t, err)
+	return w
+}
+
+func (f *fixture) append(stream string, n int) []journal.Record {
+	f.t.Helper()
+	head, err := f.store.Head(f.t.Context(), stream)
+	require.NoError(f.t, err)
+	es := make([]journal.Entry, n)
+	for i := range es {
+		id := fmt.Sprintf("%s#%d", stream, int(head)+i+1)
+		es[i] = journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"n":%d}`, int(head)+i+1))}
+	}
+	recs, err := f.store.Append(f.t.Context(), stream, es...)
+	require.NoError(f.t, err)
+	return recs
+}
+
+func (f *fixture) register(stream, id string) {
+	f.t.Helper()
+	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns,
+		URL: "https://receiver.example/hooks/" + id + "?token=capability-in-url", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
+	require.NoError(f.t, err)
+}
+
+func (f *fixture) get(stream, id string) push.Status {
+	f.t.Helper()
+	st, err := f.store.Get(f.t.Context(), stream, id)
+	require.NoError(f.t, err)
+	return st
+}
+
+func (f *fixture) sweep(w *push.Worker, when time.Time) push.SweepReport {
+	f.t.Helper()
+	rep, err := w.RunOnce(f.t.Context(), when, 100)
+	require.NoError(f.t, err)
+	return rep
+}
+
+func (f *fixture) evidence(stream, id string) []push.Evidence {
+	f.t.Helper()
+	evs, err := f.store.Evidence(f.t.Context(), stream, id, 0)
+	require.NoError(f.t, err)
+	return evs
+}
+
+func seqIDs(stream string, from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("%s#%d", stream, i))
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package push_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
+)
+
+// The worker against a real HTTP receiver on loopback, through the real
+// transport: a 503 with Retry-After is honoured at the receiver's instant, a
+// 410 parks, and the records arrive in order, byte for byte.
+func TestWorkerOverRealHTTP(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		bodies = map[string][]string{}
+		busy   = true
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.URL.Path == "/gone":
+			http.Error(w, "this inbox was deleted", http.StatusGone)
+			return
+		case strings.Contains(string(body), `"n":2`) && busy:
+			busy = false
+			w.Header().Set("Retry-After", "7")
+			http.Error(w, "deploying", http.StatusServiceUnavailable)
+			return
+		}
+		bodies[r.URL.Path] = append(bodies[r.URL.Path], string(body))
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
+	require.NoError(t, err)
+	f := newFixture(t)
+	f.append("s", 4)
+	for _, path := range []string{"/ok", "/gone"} {
+		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: path, Namespace: ns, URL: srv.URL + path})
+		require.NoError(t, err)
+	}
+	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
+	require.NoError(t, err)
+
+	rep, err := w.RunOnce(t.Context(), at(0), 10)
+	require.NoError(t, err)
+	require.Equal(t, push.SweepReport{Registrations: 2, Records: 1, Deliveries: 1, Retries: 1, Parked: 1}, rep)
+
+	ok := f.get("s", "/ok")
+	require.Equal(t, uint64(2), ok.NextSeq)
+	require.Equal(t, at(7), ok.NextAttemptAt, "Retry-After: 7 is honoured from the sweep's instant")
+	ev := f.evidence("s", "/ok")[0]
+	require.Equal(t, 503, ev.Status)
+	require.Contains(t, ev.Body, "deploying")
+
+	gone := f.get("s", "/gone")
+	require.True(t, gone.Parked)
+	require.Equal(t, uint64(1), gone.NextSeq, "parked with its cursor intact")
+	require.Equal(t, 410, f.evidence("s", "/gone")[0].Status)
+
+	rep, err = w.RunOnce(t.Context(), at(6), 10)
+	require.NoError(t, err)
+	require.Zero(t, rep.Registrations, "not before the receiver's instant")
+	rep, err = w.RunOnce(t.Context(), at(7), 10)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Deliveries)
+	require.Equal(t, uint64(5), f.get("s", "/ok").NextSeq)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{`{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`}, bodies["/ok"], "in order, byte for byte")
+	require.Empty(t, bodies["/gone"])
+}

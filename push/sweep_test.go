@@ -1,0 +1,336 @@
+package push_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+func TestSaturatedAndUnserved(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 1)
+	for i := range 3 {
+		f.register("s", fmt.Sprintf("r%d", i))
+	}
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "ce", Namespace: "cloudevents", URL: "https://ce.example/"})
+	require.NoError(t, err)
+	w := f.worker()
+	rep, err := w.RunOnce(t.Context(), at(0), 2)
+	require.NoError(t, err)
+	require.Equal(t, push.SweepReport{Registrations: 2, Records: 2, Deliveries: 2, Unserved: 1, Saturated: true}, rep)
+	require.True(t, rep.NeedsAttention())
+	rep, err = w.RunOnce(t.Context(), at(1), 2)
+	require.NoError(t, err)
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 1, Deliveries: 1, Unserved: 1}, rep)
+	require.False(t, rep.NeedsAttention())
+}
+
+func TestRetryCeiling(t *testing.T) {
+	for _, maxAttempts := range []int{1, 3} {
+		t.Run(fmt.Sprintf("MaxAttempts%d", maxAttempts), func(t *testing.T) {
+			f := newFixture(t)
+			f.recv.answer = func(push.Registration, push.Message, int) push.Outcome { return unavailable() }
+			f.append("s", 2)
+			f.register("s", "r")
+			w := f.worker(push.WithMaxAttempts(maxAttempts))
+			when := at(0)
+			for attempt := 1; attempt < maxAttempts; attempt++ {
+				rep := f.sweep(w, when)
+				require.Equal(t, 1, rep.Retries, "attempt %d retries", attempt)
+				st := f.get("s", "r")
+				require.Equal(t, attempt, st.Attempts)
+				when = st.NextAttemptAt
+			}
+			rep := f.sweep(w, when)
+			require.Equal(t, 1, rep.Parked, "the failure that makes attempts equal MaxAttempts parks")
+			st := f.get("s", "r")
+			require.True(t, st.Parked)
+			require.Equal(t, maxAttempts, st.Attempts)
+			require.Equal(t, uint64(1), st.NextSeq)
+			require.Len(t, f.recv.sent(), maxAttempts, "MaxAttempts %d means %d tries", maxAttempts, maxAttempts)
+			ev := f.evidence("s", "r")[0]
+			require.Equal(t, push.EventParked, ev.Event)
+			require.Equal(t, maxAttempts, ev.Attempt)
+			require.Contains(t, ev.Error, "retry ceiling reached")
+		})
+	}
+}
+
+func TestRetryAfterIsHonouredAndClamped(t *testing.T) {
+	cases := []struct {
+		name  string
+		given time.Duration
+		want  time.Duration
+	}{
+		{"as given", 90 * time.Second, 90 * time.Second},
+		{"zero waits a second", 0, time.Second},
+		{"a date in the past waits a second", -time.Hour, time.Second},
+		{"sub-second rounds up to the floor", 10 * time.Millisecond, time.Second},
+		{"a year is capped at MaxRetryAfter", 365 * 24 * time.Hour, 10 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.recv.answer = func(push.Registration, push.Message, int) push.Outcome {
+				return push.Outcome{Verdict: push.Transient, Status: 429, RetryAfter: c.given, HasRetryAfter: true}
+			}
+			f.append("s", 1)
+			f.register("s", "r")
+			f.sweep(f.worker(push.WithMaxRetryAfter(10*time.Minute)), at(0))
+			st := f.get("s", "r")
+			require.Equal(t, at(0).Add(c.want), st.NextAttemptAt)
+			require.Equal(t, at(0).Add(c.want), f.evidence("s", "r")[0].NotBefore)
+		})
+	}
+}
+
+func TestScheduleReplacesBackoff(t *testing.T) {
+	f := newFixture(t)
+	f.recv.answer = func(push.Registration, push.Message, int) push.Outcome { return unavailable() }
+	f.append("s", 1)
+	f.register("s", "r")
+	w := f.worker(push.WithSchedule(push.Schedule{5 * time.Second, 5 * time.Minute, 30 * time.Minute}))
+	when := at(0)
+	var waits []time.Duration
+	for range 4 {
+		f.sweep(w, when)
+		next := f.get("s", "r").NextAttemptAt
+		waits = append(waits, next.Sub(when))
+		when = next
+	}
+	require.Equal(t, []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 30 * time.Minute}, waits)
+}
+
+func TestProjectionErrorIsTransient(t *testing.T) {
+	f := newFixture(t)
+	f.proj.messages = func(rec journal.Record, _ push.Registration) ([]push.Message, error) {
+		if rec.Seq == 2 {
+			return nil, errors.New("payload is not an activity")
+		}
+		return []push.Message{{ID: rec.ID}}, nil
+	}
+	f.append("s", 3)
+	f.register("s", "r")
+	w := f.worker(push.WithMaxAttempts(2))
+	rep := f.sweep(w, at(0))
+	require.Equal(t, 1, rep.Retries)
+	st := f.get("s", "r")
+	require.Equal(t, uint64(2), st.NextSeq)
+	require.Equal(t, "projection: payload is not an activity", st.LastError)
+	rep = f.sweep(w, st.NextAttemptAt)
+	require.Equal(t, 1, rep.Parked, "the ceiling applies to this plane's faults too")
+	require.Equal(t, []string{"s#1"}, f.recv.ids("s/r"))
+}
+
+func TestRejectedByPolicy(t *testing.T) {
+	rejectSecond := func(_ push.Registration, msg push.Message, _ int) push.Outcome {
+		if msg.ID == "s#2" {
+			return push.Outcome{Verdict: push.Rejected, Status: 422, Reason: "422 Unprocessable Entity", Body: []byte(`{"error":"bad signature"}`)}
+		}
+		return accepted()
+	}
+	t.Run("retry by default", func(t *testing.T) {
+		f := newFixture(t)
+		f.recv.answer = rejectSecond
+		f.append("s", 3)
+		f.register("s", "r")
+		rep := f.sweep(f.worker(), at(0))
+		require.Equal(t, 1, rep.Retries)
+		require.Equal(t, uint64(2), f.get("s", "r").NextSeq, "nothing is lost")
+	})
+	t.Run("skip by worker default", func(t *testing.T) {
+		f := newFixture(t)
+		f.recv.answer = rejectSecond
+		f.append("s", 3)
+		f.register("s", "r")
+		rep := f.sweep(f.worker(push.WithRejectPolicy(push.RejectSkip)), at(0))
+		require.Equal(t, push.SweepReport{Registrations: 1, Records: 3, Deliveries: 2, Skipped: 1}, rep)
+		require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
+		ev := f.evidence("s", "r")
+		require.Len(t, ev, 1)
+		require.Equal(t, push.EventSkipped, ev[0].Event)
+		require.Equal(t, 422, ev[0].Status)
+		require.Equal(t, "s#2", ev[0].RecordID)
+		require.Equal(t, `{"error":"bad signature"}`, ev[0].Body)
+	})
+	t.Run("skip by registration", func(t *testing.T) {
+		f := newFixture(t)
+		f.recv.answer = rejectSecond
+		f.append("s", 3)
+		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", OnRejected: push.RejectSkip})
+		require.NoError(t, err)
+		rep := f.sweep(f.worker(), at(0))
+		require.Equal(t, 1, rep.Skipped)
+		require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
+	})
+}
+
+// A store error ends only its own turn, is not blamed on the receiver, and
+// is returned with the report of what the other turns did.
+func TestStoreErrorEndsOnlyItsTurn(t *testing.T) {
+	f := newFixture(t)
+	f.append("good", 2)
+	f.append("bad", 2)
+	f.register("good", "r")
+	f.register("bad", "r")
+	fs := &failingStore{Store: f.store}
+	w, err := push.NewWorker(&streamFailingJournal{Journal: f.store, fail: "bad"}, fs, f.recv, f.proj, push.WithOwner("w1"))
+	require.NoError(t, err)
+	rep, err := w.RunOnce(t.Context(), at(0), 10)
+	require.ErrorIs(t, err, errInjected)
+	require.ErrorContains(t, err, "bad/r")
+	require.Equal(t, push.SweepReport{Registrations: 2, Records: 2, Deliveries: 2, Errors: 1}, rep)
+	require.Equal(t, uint64(3), f.get("good", "r").NextSeq, "the other turn finished")
+	bad := f.get("bad", "r")
+	require.Zero(t, bad.Attempts, "no attempt is counted against the receiver")
+	require.Equal(t, uint64(1), bad.NextSeq)
+}
+
+type streamFailingJournal struct {
+	journal.Journal
+	fail string
+}
+
+func (j *streamFailingJournal) Read(ctx context.Context, stream string, from uint64, limit int) ([]journal.Record, error) {
+	if stream == j.fail {
+		return nil, errInjected
+	}
+	return j.Journal.Read(ctx, stream, from, limit)
+}
+
+func TestTerminalRecordCompletes(t *testing.T) {
+	f := newFixture(t)
+	f.proj.terminal = func(rec journal.Record) bool { return rec.Seq == 2 } // e.g. TASK_STATE_COMPLETED
+	f.append("task/1", 3)
+	f.register("task/1", "push")
+	rep := f.sweep(f.worker(), at(0))
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Completed: 1}, rep)
+	require.Equal(t, seqIDs("task/1", 1, 2), f.recv.ids("task/1/push"), "nothing after the terminal record")
+	_, err := f.store.Get(t.Context(), "task/1", "push")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+}
+
+func TestParkingLogsHostOnly(t *testing.T) {
+	f := newFixture(t)
+	f.recv.answer = func(push.Registration, push.Message, int) push.Outcome {
+		return push.Outcome{Verdict: push.Permanent, Status: 410, Reason: "410 Gone"}
+	}
+	f.append("s", 1)
+	f.register("s", "r")
+	f.sweep(f.worker(), at(0))
+	logs := f.logs.String()
+	require.Contains(t, logs, "level=WARN")
+	require.Contains(t, logs, "host=receiver.example")
+	require.Contains(t, logs, "410 Gone")
+	require.NotContains(t, logs, "capability-in-url", "never the full URL")
+	require.NotContains(t, logs, "/hooks/", "never the path")
+	require.NotContains(t, logs, "whsec_s3cr3t", "never a secret")
+	require.NotContains(t, fmt.Sprintf("%v %+v %#v", f.get("s", "r"), f.get("s", "r"), f.get("s", "r").Registration), "whsec_s3cr3t")
+}
+
+// When ctx ends mid-page, what was acknowledged is saved and the abandoned
+// attempt is not counted.
+func TestCancelSavesProgress(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f.recv.answer = func(_ push.Registration, msg push.Message, _ int) push.Outcome {
+		if msg.ID == "s#3" {
+			cancel()
+		}
+		return accepted()
+	}
+	f.append("s", 6)
+	f.register("s", "r")
+	_, err := f.worker().RunOnce(ctx, at(0), 10)
+	require.ErrorIs(t, err, context.Canceled)
+	st := f.get("s", "r")
+	require.Equal(t, uint64(4), st.NextSeq, "records 1 to 3 were acknowledged before the cancel")
+	require.Zero(t, st.Attempts)
+	require.Equal(t, seqIDs("s", 1, 3), f.recv.ids("s/r"), "no new record is started")
+}
+
+func TestMaxInFlightBoundsTheFanOut(t *testing.T) {
+	f := newFixture(t)
+	var inFlight, peak atomic.Int32
+	reached := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		if n == 3 {
+			once.Do(func() { close(reached) })
+		}
+		<-release
+		return accepted(), nil
+	})
+	f.append("s", 1)
+	for i := range 10 {
+		f.register("s", fmt.Sprintf("r%d", i))
+	}
+	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithMaxInFlight(3), push.WithOwner("w"))
+	require.NoError(t, err)
+	done := make(chan push.SweepReport)
+	errs := make(chan error, 1)
+	go func() {
+		rep, err := w.RunOnce(context.Background(), at(0), 10)
+		errs <- err
+		done <- rep
+	}()
+	<-reached
+	close(release)
+	require.NoError(t, <-errs)
+	rep := <-done
+	require.Equal(t, 10, rep.Deliveries)
+	require.Equal(t, int32(3), peak.Load(), "three registrations at once, never more")
+}
+
+func TestRunSweepsOnWakeAndStops(t *testing.T) {
+	f := newFixture(t)
+	delivered := make(chan string, 10)
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		delivered <- msg.ID
+		return accepted(), nil
+	})
+	f.register("s", "r")
+	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx, time.Hour) }()
+
+	f.append("s", 1)
+	w.Wake()
+	require.Equal(t, "s#1", <-delivered, "Wake sweeps at once, long before the hour")
+	cancel()
+	require.NoError(t, <-stopped, "Run returns nil when its context ends")
+	require.ErrorIs(t, w.Run(t.Context(), 0), journal.ErrInvalid)
+}
+
+func TestMessageNeverPrintsHeaders(t *testing.T) {
+	m := push.Message{ID: "m1", ContentType: "application/json", Body: []byte(`{"secret":"b0dy"}`),
+		Header: map[string][]string{"Authorization": {"Bearer t0ken"}}}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x", "%q"} {
+		out := fmt.Sprintf(verb, m)
+		require.NotContains(t, out, "t0ken", verb)
+		require.NotContains(t, out, "b0dy", verb)
+		require.Contains(t, out, "m1", verb)
+	}
+	require.NotContains(t, fmt.Sprintf("%+v", []push.Message{m}), "t0ken")
+}

@@ -1,0 +1,182 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// The benchmarks behind BENCHMARKS.md, "SQLite store". Run:
+//
+//	go test -run '^$' -bench . -benchtime 3s ./store/sqlite
+
+// withSync sets PRAGMA synchronous, to measure what FULL costs against
+// NORMAL. Open always uses FULL (doc.go, "Durability").
+func withSync(level string) Option { return func(c *config) { c.sync = level } }
+
+func benchStore(b *testing.B, opts ...Option) *Store {
+	b.Helper()
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "herald.db"), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchPayload is a 200-byte JSON object, about an ActivityPub Create's
+// envelope without its content.
+var benchPayload = []byte(fmt.Sprintf(`{"type":"Create","actor":"https://example.com/users/alice","object":{"content":%q}}`,
+	bytes.Repeat([]byte("x"), 110)))
+
+func benchEntries(prefix string, n int) []journal.Entry {
+	out := make([]journal.Entry, n)
+	for i := range out {
+		out[i] = journal.Entry{ID: fmt.Sprintf("%s-%d", prefix, i), Kind: "Create", ContentType: "application/activity+json", Payload: benchPayload}
+	}
+	return out
+}
+
+// BenchmarkAppend: one Append call per iteration, of 1, 100 or 1,000
+// records, under synchronous=FULL (the default) and NORMAL.
+func BenchmarkAppend(b *testing.B) {
+	for _, sync := range []string{syncFull, syncNormal} {
+		for _, batch := range []int{1, 100, 1000} {
+			b.Run(fmt.Sprintf("sync=%s/batch=%d", sync, batch), func(b *testing.B) {
+				s := benchStore(b, withSync(sync))
+				ctx := context.Background()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := s.Append(ctx, "actor/alice", benchEntries(fmt.Sprintf("r%d", i), batch)...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+			})
+		}
+	}
+}
+
+// BenchmarkAppendParallel: single-record appends from many goroutines, to
+// one hot stream or to a stream each. The single writer serialises them:
+// goroutines add no throughput, only queueing.
+func BenchmarkAppendParallel(b *testing.B) {
+	for _, hot := range []bool{true, false} {
+		name := map[bool]string{true: "one-stream", false: "stream-each"}[hot]
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b)
+			ctx := context.Background()
+			var g atomic.Int64
+			b.SetParallelism(4) // 8 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				me := g.Add(1)
+				stream := "hot"
+				if !hot {
+					stream = fmt.Sprintf("stream/%d", me)
+				}
+				for i := 0; pb.Next(); i++ {
+					if _, err := s.Append(ctx, stream, benchEntries(fmt.Sprintf("g%d-%d", me, i), 1)...); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// benchTransport POSTs to a loopback receiver and accepts any 2xx.
+type benchTransport struct{ client *http.Client }
+
+func (t benchTransport) Deliver(ctx context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
+	if err != nil {
+		return push.Outcome{}, err
+	}
+	req.Header.Set("Content-Type", msg.ContentType)
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return push.Outcome{Verdict: push.Accepted, Status: resp.StatusCode}, nil
+	}
+	return push.Outcome{Verdict: push.Transient, Status: resp.StatusCode, Reason: resp.Status}, nil
+}
+
+type benchProjection struct{}
+
+func (benchProjection) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
+}
+func (benchProjection) Terminal(rec journal.Record) bool { return rec.Final }
+func (benchProjection) Namespace() string                { return "webhook" }
+
+// BenchmarkDeliver: deliveries per second through a real worker (default
+// options: 16 registrations in flight, a page of 256 records, one cursor
+// write per page) to a loopback receiver that answers 204. fanout is the
+// number of registrations following the one stream; each iteration is one
+// delivery.
+func BenchmarkDeliver(b *testing.B) {
+	for _, fanout := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("fanout=%d", fanout), func(b *testing.B) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			defer srv.Close()
+			client := srv.Client()
+			client.Transport.(*http.Transport).MaxIdleConnsPerHost = 32
+			s := benchStore(b)
+			ctx := context.Background()
+			for i := range fanout {
+				if _, err := s.Register(ctx, push.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%d", i),
+					Namespace: "webhook", URL: fmt.Sprintf("%s/inbox/%d", srv.URL, i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			records := (b.N + fanout - 1) / fanout
+			for done := 0; done < records; done += 1000 {
+				if _, err := s.Append(ctx, "actor/alice", benchEntries(fmt.Sprintf("r%d", done), min(1000, records-done))...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w, err := push.NewWorker(s, s, benchTransport{client: client}, benchProjection{},
+				push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			delivered := 0
+			at := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+			for i := 0; delivered < records*fanout; i++ {
+				rep, err := w.RunOnce(ctx, at.Add(time.Duration(i)*time.Second), 256)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Registrations == 0 {
+					b.Fatalf("nothing due with %d of %d delivered", delivered, records*fanout)
+				}
+				delivered += rep.Deliveries
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(delivered)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+	}
+}

@@ -1,0 +1,347 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// regState is what a registration update returns (RETURNING stateColumns):
+// enough to keep its stream's wake marker right.
+type regState struct {
+	nextSeq       int64
+	parked        bool
+	nextAttemptAt sql.NullInt64
+	leaseUntil    sql.NullInt64
+}
+
+const stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
+
+func scanState(row *sql.Row, stream, id, op string) (regState, error) {
+	var st regState
+	err := row.Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, notFound(stream, id)
+	}
+	if err != nil {
+		return st, translate(op, err)
+	}
+	return st, nil
+}
+
+// rewake keeps the stream's wake marker no later than the instant this
+// registration becomes due, if it is unparked and lags the head (doc.go,
+// "Idle costs nothing"). It only ever lowers wake_at; Due raises it.
+func rewake(ctx context.Context, tx *sql.Tx, stream string, st regState) error {
+	if st.parked {
+		return nil
+	}
+	due := int64(dueNow)
+	if st.nextAttemptAt.Valid {
+		due = max(due, st.nextAttemptAt.Int64)
+	}
+	if st.leaseUntil.Valid {
+		due = max(due, st.leaseUntil.Int64)
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3",
+		due, stream, st.nextSeq)
+	return translate("wake stream", err)
+}
+
+// fence checks, inside the write transaction, that claim c still holds the
+// registration's lease and that nextSeq is a cursor its stream can have. The
+// update that follows repeats the owner in its WHERE clause; the single
+// writer makes the two one atomic step.
+func fence(ctx context.Context, tx *sql.Tx, c push.Claim, nextSeq uint64) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	var (
+		owner string
+		head  int64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
+		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`, c.Stream, c.ID).Scan(&owner, &head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(c.Stream, c.ID)
+	}
+	if err != nil {
+		return translate("check lease", err)
+	}
+	if owner != c.Owner {
+		return fmt.Errorf("registration %s/%s, claim %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+	}
+	return push.ValidateCursor(nextSeq, uint64(head))
+}
+
+// Advance implements push.Store: next_seq = MAX(next_seq, nextSeq) in one
+// statement, fenced by the claim, so racing workers never move a cursor back.
+func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	n, err := seqArg("next seq", nextSeq)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "advance "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, nextSeq); err != nil {
+			return err
+		}
+		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
+				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
+				next_seq = MAX(next_seq, ?1),
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4`+stateColumns, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "advance")
+		if err != nil {
+			return err
+		}
+		return rewake(ctx, tx, c.Stream, st)
+	})
+}
+
+// Retry implements push.Store: the cursor, the attempt count, the schedule,
+// the lease and the evidence in one transaction, fenced by the claim.
+func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
+	n, err := seqArg("next seq", nextSeq)
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At)); err != nil {
+		return err
+	}
+	nb, err := nanos("not before", notBefore)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "retry "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, nextSeq); err != nil {
+			return err
+		}
+		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END,
+				next_seq = MAX(next_seq, ?1),
+				next_attempt_at = ?2, last_error = ?3,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "retry")
+		if err != nil {
+			return err
+		}
+		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil {
+			return err
+		}
+		return rewake(ctx, tx, c.Stream, st)
+	})
+}
+
+// Park implements push.Store, fenced by the claim.
+func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
+	n, err := seqArg("next seq", nextSeq)
+	if err != nil {
+		return err
+	}
+	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
+		return err
+	}
+	at, err := nanos("evidence at", ev.At)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "park "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, c, nextSeq); err != nil {
+			return err
+		}
+		_, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END,
+				next_seq = MAX(next_seq, ?1),
+				parked = 1, parked_at = ?2, last_error = ?3,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, at, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "park")
+		if err != nil {
+			return err
+		}
+		return addEvidence(ctx, tx, c.Stream, c.ID, ev) // parked: the stream's wake marker need not move
+	})
+}
+
+// Unpark implements push.Store.
+func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
+	atN, err := nanos("at", at)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "unpark "+stream+"/"+id, func(tx *sql.Tx) error {
+		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
+				parked = 0, parked_at = NULL, attempts = 0, next_attempt_at = ?1,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?2 AND id = ?3 AND parked = 1`+stateColumns, atN, stream, id), stream, id, "unpark")
+		if errors.Is(err, journal.ErrNotFound) {
+			_, err := getStatus(ctx, tx, stream, id)
+			return err // nil when it exists and was not parked: nothing to do
+		}
+		if err != nil {
+			return err
+		}
+		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: push.EventUnparked, Seq: uint64(st.nextSeq)}); err != nil {
+			return err
+		}
+		return rewake(ctx, tx, stream, st)
+	})
+}
+
+// Skip implements push.Store.
+func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
+	return s.move(ctx, "skip", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
+		if err := push.ValidateSkip(st.NextSeq, st.Head, toSeq); err != nil {
+			return push.Evidence{}, err
+		}
+		return push.Evidence{At: at, Event: push.EventSkip, Seq: st.NextSeq, Error: reason}, nil
+	})
+}
+
+// Rewind implements push.Store.
+func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
+	return s.move(ctx, "rewind", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
+		if err := push.ValidateRewind(st.Head, toSeq); err != nil {
+			return push.Evidence{}, err
+		}
+		return push.Evidence{At: at, Event: push.EventRewind, Seq: st.NextSeq, Error: fmt.Sprintf("rewound from #%d", st.NextSeq)}, nil
+	})
+}
+
+// move is the operator's cursor move: check it against the current state,
+// store the evidence, set the cursor, due at once.
+func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
+	check func(push.Status) (push.Evidence, error)) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
+	atN, err := nanos("at", at)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, op+" "+stream+"/"+id, func(tx *sql.Tx) error {
+		cur, err := getStatus(ctx, tx, stream, id)
+		if err != nil {
+			return err
+		}
+		ev, err := check(cur)
+		if err != nil {
+			return err
+		}
+		to, err := seqArg("to seq", toSeq)
+		if err != nil {
+			return err
+		}
+		if err := addEvidence(ctx, tx, stream, id, ev); err != nil {
+			return err
+		}
+		// Clearing the lease fences out a turn in flight: it can no longer
+		// undo the operator's move.
+		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
+				next_seq = ?1, attempts = 0, next_attempt_at = ?2, last_error = '',
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?3 AND id = ?4`+stateColumns, to, atN, stream, id), stream, id, op)
+		if err != nil {
+			return err
+		}
+		return rewake(ctx, tx, stream, st)
+	})
+}
+
+// AddEvidence implements push.Store.
+func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
+	return s.write(ctx, "add evidence", func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?", ev.Stream, ev.Registration).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(ev.Stream, ev.Registration)
+		}
+		if err != nil {
+			return translate("add evidence", err)
+		}
+		return addEvidence(ctx, tx, ev.Stream, ev.Registration, ev)
+	})
+}
+
+// addEvidence inserts one row and drops the registration's rows beyond the
+// newest push.MaxEvidence.
+func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evidence) error {
+	ev = ev.Clean()
+	at, err := nanos("evidence at", ev.At)
+	if err != nil {
+		return err
+	}
+	notBefore, err := nanos("evidence not before", ev.NotBefore)
+	if err != nil {
+		return err
+	}
+	seq, err := seqArg("evidence seq", ev.Seq)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO herald_evidence
+		(stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		stream, id, at, ev.Event, seq, ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, ev.Body, ev.Location,
+		int64(ev.Duration), ev.Error, notBefore)
+	if err != nil {
+		return translate("add evidence", err)
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM herald_evidence WHERE stream = ?1 AND registration = ?2 AND id <= (
+			SELECT id FROM herald_evidence WHERE stream = ?1 AND registration = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3)`,
+		stream, id, push.MaxEvidence)
+	return translate("trim evidence", err)
+}
+
+// Evidence implements push.Store.
+func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]push.Evidence, error) {
+	if limit < 0 {
+		return nil, journal.Invalid("limit", "is %d: it must not be negative", limit)
+	}
+	if limit == 0 || limit > push.MaxEvidence {
+		limit = push.MaxEvidence
+	}
+	var out []push.Evidence
+	err := s.read(ctx, "evidence", func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?", stream, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(stream, id)
+		}
+		if err != nil {
+			return translate("evidence", err)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT at, event, seq, record_id, message_id, attempt, status, body, location,
+				duration_ns, error, not_before
+			FROM herald_evidence WHERE stream = ? AND registration = ? ORDER BY id DESC LIMIT ?`, stream, id, limit)
+		if err != nil {
+			return translate("evidence", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ev := push.Evidence{Stream: stream, Registration: id}
+			var (
+				at, notBefore sql.NullInt64
+				seq, duration int64
+			)
+			if err := rows.Scan(&at, &ev.Event, &seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status, &ev.Body,
+				&ev.Location, &duration, &ev.Error, &notBefore); err != nil {
+				return translate("evidence", err)
+			}
+			ev.At, ev.NotBefore, ev.Seq, ev.Duration = instant(at), instant(notBefore), uint64(seq), time.Duration(duration)
+			out = append(out, ev)
+		}
+		return translate("evidence", rows.Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

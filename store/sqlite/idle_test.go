@@ -1,0 +1,177 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var idleT0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+
+// woken returns the streams whose wake marker is set, with its value.
+func woken(t *testing.T, s *Store) map[string]int64 {
+	t.Helper()
+	rows, err := s.r.Query("SELECT stream, wake_at FROM herald_stream WHERE wake_at IS NOT NULL")
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var (
+			stream string
+			at     int64
+		)
+		require.NoError(t, rows.Scan(&stream, &at))
+		out[stream] = at
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func claim(t *testing.T, s *Store, at time.Time, limit int) push.DueBatch {
+	t.Helper()
+	b, err := s.Due(context.Background(), push.DueQuery{At: at, Limit: limit, Namespace: "webhook", Owner: "w", LeaseUntil: at.Add(time.Minute)})
+	require.NoError(t, err)
+	return b
+}
+
+// TestIdleCostsNothing (invariant 8): once every registration is at its
+// stream's head, no stream is woken, so Due reads no registration at all;
+// an append wakes exactly its own stream.
+func TestIdleCostsNothing(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	const streams, fanout = 20, 10
+	for i := range streams {
+		stream := fmt.Sprintf("actor/%d", i)
+		for j := range fanout {
+			_, err := s.Register(ctx, push.Registration{Stream: stream, ID: fmt.Sprintf("inbox-%d", j), Namespace: "webhook",
+				URL: "https://receiver.example/inbox"})
+			require.NoError(t, err)
+		}
+		_, err := s.Append(ctx, stream, journal.Entry{ID: stream + "/1", Kind: "Create", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	require.Len(t, woken(t, s), streams, "every append woke its stream")
+
+	batch := claim(t, s, idleT0, streams*fanout)
+	require.Len(t, batch.Registrations, streams*fanout)
+	for _, st := range batch.Registrations {
+		require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
+	}
+	// Due set each marker to the end of the leases it stamped; the advances
+	// (which only ever lower markers) left them there. Before that instant
+	// Due does not look at these streams; at it, Due looks once, finds every
+	// cursor at its head, and clears them.
+	leaseEnd := idleT0.Add(time.Minute)
+	for stream, at := range woken(t, s) {
+		require.Equal(t, leaseEnd.UnixNano(), at, stream)
+	}
+	require.Empty(t, claim(t, s, leaseEnd.Add(-time.Nanosecond), 10).Registrations)
+	require.Len(t, woken(t, s), streams)
+	require.Empty(t, claim(t, s, leaseEnd, 10).Registrations)
+	require.Empty(t, woken(t, s), "idle streams carry no marker")
+
+	now := leaseEnd.Add(time.Second)
+	_, err = s.Append(ctx, "actor/7", journal.Entry{ID: "actor/7/2", Kind: "Create", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"actor/7": dueNow}, woken(t, s), "an append wakes its own stream only")
+	batch = claim(t, s, now, 100)
+	require.Len(t, batch.Registrations, fanout)
+
+	// While claimed, the stream's marker is the lease's end; a retry lowers
+	// it to the retry instant.
+	require.Equal(t, map[string]int64{"actor/7": now.Add(time.Minute).UnixNano()}, woken(t, s))
+	for _, st := range batch.Registrations[1:] {
+		require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
+	}
+	retryAt := now.Add(30 * time.Second)
+	first := batch.Registrations[0]
+	require.NoError(t, s.Retry(ctx, first.Claim(), first.NextSeq, retryAt, push.Evidence{At: now, Error: "503"}))
+	require.Equal(t, map[string]int64{"actor/7": retryAt.UnixNano()}, woken(t, s))
+	require.Empty(t, claim(t, s, now.Add(time.Second), 10).Registrations)
+	require.Equal(t, map[string]int64{"actor/7": retryAt.UnixNano()}, woken(t, s),
+		"a stream with one registration retrying later is woken at the retry, not before")
+	again := claim(t, s, retryAt, 10)
+	require.Equal(t, []string{first.ID}, ids(again.Registrations))
+
+	// A parked registration keeps no stream awake.
+	require.NoError(t, s.Park(ctx, again.Registrations[0].Claim(), first.NextSeq, push.Evidence{At: retryAt, Error: "410"}))
+	_, err = s.Append(ctx, "actor/7", journal.Entry{ID: "actor/7/3", Kind: "Create", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	batch = claim(t, s, retryAt.Add(time.Second), 100)
+	require.Len(t, batch.Registrations, fanout-1, "every registration but the parked one")
+	for _, st := range batch.Registrations {
+		require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
+	}
+	require.Empty(t, claim(t, s, retryAt.Add(time.Hour), 10).Registrations)
+	require.Empty(t, woken(t, s), "the parked registration lags, but keeps no stream awake")
+}
+
+func ids(sts []push.Status) []string {
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = st.ID
+	}
+	return out
+}
+
+// TestDueReadsOnlyWokenStreams: the plan of Due's query starts from the
+// partial index of woken streams, never from a scan of the registrations.
+func TestDueReadsOnlyWokenStreams(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	// Statistics of a store where most streams are idle must not turn the
+	// plan around.
+	ctx := context.Background()
+	for i := range 40 {
+		stream := fmt.Sprintf("actor/%d", i)
+		_, err := s.Append(ctx, stream, journal.Entry{ID: stream + "/1", Kind: "Create", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		for j := range 3 {
+			_, err := s.Register(ctx, push.Registration{Stream: stream, ID: fmt.Sprintf("inbox-%d", j), Namespace: "webhook",
+				URL: "https://receiver.example/inbox", NextSeq: 2})
+			require.NoError(t, err)
+		}
+	}
+	_, err = s.Append(ctx, "actor/1", journal.Entry{ID: "actor/1/2", Kind: "Create", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = s.w.Exec("ANALYZE")
+	require.NoError(t, err)
+	for q, args := range map[string][]any{
+		"SELECT " + statusColumns + dueFrom + dueWhere + "AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3": {0, "webhook", 10},
+		"SELECT COUNT(*)" + dueFrom + dueWhere + "AND r.namespace <> ?2":                                                            {0, "webhook"},
+		"SELECT EXISTS (SELECT 1 FROM herald_stream WHERE wake_at <= ?1)":                                                           {0},
+	} {
+		plan := queryPlan(t, s.r, q, args...)
+		require.Contains(t, plan, "INDEX herald_stream_wake (wake_at<?)", "plan:\n%s", plan)
+		require.NotContains(t, plan, "SCAN r", "plan:\n%s", plan)
+	}
+}
+
+func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		lines = append(lines, detail)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,2 @@
+DROP TABLE herald_record;
+DROP TABLE herald_stream;

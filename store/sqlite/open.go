@@ -1,0 +1,216 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/heraldpush/herald/store"
+)
+
+// busyTimeoutMillis is how long a connection waits for a lock that another
+// process holds (a `herald unpark` beside a running daemon, say) before the
+// call fails: 10 s, far longer than any one herald transaction takes. Inside
+// one process writers never wait on SQLite's lock at all: they queue for the
+// single write connection.
+const busyTimeoutMillis = 10000
+
+// synchronous levels (PRAGMA synchronous).
+const (
+	syncFull   = "FULL"
+	syncNormal = "NORMAL"
+)
+
+// fileKind is what inspectFile found at a path.
+type fileKind int
+
+const (
+	fileMissing fileKind = iota // nothing there: a new database
+	fileEmpty                   // a zero-length file: SQLite treats it as a new database
+	fileSQLite                  // an SQLite database, herald's or not (inspectSchema decides)
+)
+
+// sqliteMagic opens every SQLite database file (the header string).
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// inspectFile looks at path without changing it: missing, empty, an SQLite
+// file, or an error (a directory, unreadable, not SQLite at all).
+func inspectFile(path string) (fileKind, error) {
+	if path == "" {
+		return 0, fmt.Errorf("sqlite: open: the database path is empty")
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fileMissing, nil
+	case err != nil:
+		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+	case fi.IsDir():
+		return 0, fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
+	case !fi.Mode().IsRegular():
+		return 0, fmt.Errorf("sqlite: open %s: it is not a regular file (%v)", path, fi.Mode().Type())
+	case fi.Size() == 0:
+		return fileEmpty, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteMagic))
+	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if !bytes.Equal(head, sqliteMagic) {
+		return 0, fmt.Errorf("sqlite: open %s: %w: the file is not an SQLite database", path, store.ErrNotHerald)
+	}
+	return fileSQLite, nil
+}
+
+// inspectSchema reads the schema version of the SQLite database at path
+// through a read-only connection, which writes nothing. It returns
+// store.ErrNotHerald for another application's database and
+// store.ErrSchemaAhead (with the version) for a newer herald's.
+func inspectSchema(ctx context.Context, path string) (int, error) {
+	// A database at rest (no -wal file) is read with immutable=1: no lock,
+	// and no -wal or -shm file is created beside a file that may not be ours.
+	// One in use (a -wal file exists) is read through the WAL, as any reader.
+	_, walErr := os.Stat(path + "-wal")
+	db, err := openDB(path, readOnlyDSN(path, errors.Is(walErr, fs.ErrNotExist)))
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	version, app, err := header(ctx, db)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open %s: %w", path, errors.Unwrap(err))
+	}
+	switch {
+	case app == applicationID && version > len(migrations):
+		return version, fmt.Errorf("sqlite: open %s: %w (database at version %d, this binary knows up to %d)",
+			path, store.ErrSchemaAhead, version, len(migrations))
+	case app == applicationID:
+		return version, nil
+	case app != 0:
+		return 0, fmt.Errorf("sqlite: open %s: %w: the file belongs to another application (application id %#x)", path, store.ErrNotHerald, app)
+	}
+	// application id 0: an empty database, or another application's.
+	var names []string
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4")
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open %s: list tables: %w", path, driverError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return 0, translate("list tables", err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, translate("list tables", err)
+	}
+	if len(names) > 0 {
+		if len(names) > 3 {
+			names = append(names[:3], "…")
+		}
+		return 0, fmt.Errorf("sqlite: open %s: %w: it holds another application's tables (%s)",
+			path, store.ErrNotHerald, strings.Join(names, ", "))
+	}
+	if version != 0 {
+		return 0, fmt.Errorf("sqlite: open %s: %w: it has schema version %d but not herald's application id",
+			path, store.ErrNotHerald, version)
+	}
+	return 0, nil
+}
+
+// dsn builds a "file:" URI for the driver: the path escaped, SQLite's own
+// mode parameter, and the driver's underscore parameters.
+func dsn(path, mode string, params ...string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	if runtime.GOOS == "windows" {
+		u.Path = "/" + u.Path
+	}
+	q := append([]string{"mode=" + mode}, params...)
+	return u.String() + "?" + strings.Join(q, "&")
+}
+
+// walSizeLimit bounds the -wal file left after a checkpoint (64 MiB): one
+// large batch must not leave a WAL that size on disk for good.
+const walSizeLimit = 64 << 20
+
+// writerDSN: the single write connection. BEGIN IMMEDIATE takes the write
+// lock when a transaction starts, never midway (where a busy wait could not
+// help); the connection enables foreign keys for the evidence cascade.
+func writerDSN(path, sync string) string {
+	return dsn(path, "rwc",
+		fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis),
+		"_txlock=immediate",
+		"_foreign_keys=1",
+		"_synchronous="+sync,
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit),
+	)
+}
+
+// readerDSN: a read pool connection; query_only guards against a write
+// slipping onto it.
+func readerDSN(path string) string {
+	return dsn(path, "rw",
+		fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis),
+		"_query_only=1",
+	)
+}
+
+// readOnlyDSN: for looking at a file that may not be herald's.
+func readOnlyDSN(path string, immutable bool) string {
+	params := []string{fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis), "_query_only=1"}
+	if immutable {
+		params = append(params, "immutable=1")
+	}
+	return dsn(path, "ro", params...)
+}
+
+func openDB(path, dsn string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
+	}
+	return db, nil
+}
+
+// setWAL switches the database to write-ahead logging (persistent in the
+// file), on the write connection.
+func setWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return translate("enable WAL", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: enable WAL: the database stayed in %q mode", mode)
+	}
+	return nil
+}

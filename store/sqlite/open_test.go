@@ -1,0 +1,308 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// rawExec runs statements on the file at path with a plain driver connection,
+// as another application (or a newer herald) would.
+func rawExec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, q := range stmts {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+}
+
+// snapshot is what a refusal must leave alone: the bytes and mtime of the
+// file and the names in its directory (no -wal, -shm or -journal appears).
+type snapshot struct {
+	data  []byte
+	mtime time.Time
+	names []string
+}
+
+func snap(t *testing.T, path string) snapshot {
+	t.Helper()
+	var s snapshot
+	if fi, err := os.Stat(path); err == nil {
+		s.mtime = fi.ModTime()
+		if !fi.IsDir() {
+			s.data, err = os.ReadFile(path)
+			require.NoError(t, err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	for _, e := range entries {
+		s.names = append(s.names, e.Name())
+	}
+	return s
+}
+
+func requireUnchanged(t *testing.T, before snapshot, path, what string) {
+	t.Helper()
+	after := snap(t, path)
+	require.True(t, bytes.Equal(before.data, after.data), "%s: the file's bytes changed", what)
+	require.True(t, before.mtime.Equal(after.mtime), "%s: the file's mtime changed", what)
+	require.Equal(t, before.names, after.names, "%s: files appeared or vanished beside it", what)
+}
+
+func TestOpenRefusesWhatIsNotHerald(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		want  error // nil: only a clear error naming the path
+		says  string
+	}{
+		{"text file", func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, []byte("name,email\nada,ada@example.com\n"), 0o644))
+		}, store.ErrNotHerald, "not an SQLite database"},
+		{"short garbage", func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, []byte{0xff, 0x00, 0x13}, 0o644))
+		}, store.ErrNotHerald, "not an SQLite database"},
+		{"SQLite header over garbage", func(t *testing.T, path string) {
+			garbage := bytes.Repeat([]byte{0xa5}, 8192)
+			copy(garbage, "SQLite format 3\x00")
+			require.NoError(t, os.WriteFile(path, garbage, 0o644))
+		}, store.ErrNotHerald, "not an SQLite database"},
+		{"another application's database", func(t *testing.T, path string) {
+			rawExec(t, path, "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)", "INSERT INTO users (email) VALUES ('ada@example.com')")
+		}, store.ErrNotHerald, "another application's tables (users)"},
+		{"another application's WAL database", func(t *testing.T, path string) {
+			rawExec(t, path, "PRAGMA journal_mode = WAL", "CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('hi')")
+		}, store.ErrNotHerald, "another application's tables (notes)"},
+		{"another application's id", func(t *testing.T, path string) {
+			rawExec(t, path, "PRAGMA application_id = 1234", "PRAGMA user_version = 1")
+		}, store.ErrNotHerald, "application id 0x4d2"},
+		{"another application's version on an empty schema", func(t *testing.T, path string) {
+			rawExec(t, path, "PRAGMA user_version = 7")
+		}, store.ErrNotHerald, "schema version 7 but not herald's application id"},
+		{"a newer herald's database", func(t *testing.T, path string) {
+			s, err := sqlite.Open(ctx, path)
+			require.NoError(t, err)
+			_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			rawExec(t, path, "PRAGMA user_version = 99")
+		}, store.ErrSchemaAhead, "version 99"},
+		{"a directory", func(t *testing.T, path string) {
+			require.NoError(t, os.Mkdir(path, 0o755))
+		}, nil, "is a directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "herald.db")
+			c.setup(t, path)
+			before := snap(t, path)
+			ops := map[string]func() error{
+				"Open": func() error {
+					s, err := sqlite.Open(ctx, path)
+					if err == nil {
+						s.Close()
+					}
+					return err
+				},
+				"MigrateUp":   func() error { _, err := sqlite.MigrateUp(ctx, path); return err },
+				"MigrateDown": func() error { _, err := sqlite.MigrateDown(ctx, path); return err },
+			}
+			for op, call := range ops {
+				err := call()
+				require.Error(t, err, op)
+				if c.want != nil {
+					require.ErrorIs(t, err, c.want, op)
+				}
+				require.Contains(t, err.Error(), c.says, op)
+				require.Contains(t, err.Error(), path, "%s: the error names the file", op)
+				requireUnchanged(t, before, path, op)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesWhatCannotBeOpened(t *testing.T) {
+	ctx := context.Background()
+	missingDir := filepath.Join(t.TempDir(), "no-such-dir", "herald.db")
+	_, err := sqlite.Open(ctx, missingDir)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), missingDir)
+	require.NotErrorIs(t, err, store.ErrNotHerald)
+	_, statErr := os.Stat(filepath.Dir(missingDir))
+	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing was created")
+
+	_, err = sqlite.Open(ctx, "")
+	require.ErrorContains(t, err, "path is empty")
+}
+
+func TestMigrationStatusOfANewerSchemaReportsIt(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	rawExec(t, path, "PRAGMA user_version = 99")
+	before := snap(t, path)
+	st, err := sqlite.MigrationStatus(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, 99, st.Current)
+	require.Equal(t, sqlite.SchemaVersion(), st.Latest)
+	requireUnchanged(t, before, path, "MigrationStatus")
+}
+
+func TestOpenCreatesAndMigratesANewFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, setup := range map[string]func(path string){
+		"missing": func(string) {},
+		"empty":   func(path string) { require.NoError(t, os.WriteFile(path, nil, 0o644)) },
+	} {
+		path := filepath.Join(dir, name+".db")
+		setup(path)
+		s, err := sqlite.Open(ctx, path)
+		require.NoError(t, err, name)
+		_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
+		require.NoError(t, err, name)
+		require.NoError(t, s.Check(ctx))
+		require.NoError(t, s.Close())
+		st, err := sqlite.MigrationStatus(ctx, path)
+		require.NoError(t, err)
+		require.Equal(t, sqlite.SchemaVersion(), st.Current, name)
+		require.False(t, st.Pending())
+
+		db, err := sql.Open("sqlite", path)
+		require.NoError(t, err)
+		var mode string
+		require.NoError(t, db.QueryRow("PRAGMA journal_mode").Scan(&mode))
+		require.NoError(t, db.Close())
+		require.Equal(t, "wal", mode, "%s: the file is in WAL mode", name)
+	}
+}
+
+func TestMigrateUpDownAndStatus(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	latest := sqlite.SchemaVersion()
+	require.GreaterOrEqual(t, latest, 2)
+
+	st, err := sqlite.MigrationStatus(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, 0, st.Current)
+	require.Len(t, st.Migrations, latest)
+	require.Equal(t, "journal", st.Migrations[0].Name)
+	_, err = os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "status does not create the file")
+	_, err = sqlite.MigrateDown(ctx, path)
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing to migrate down")
+
+	st, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, latest, st.Current)
+	for _, m := range st.Migrations {
+		require.True(t, m.Applied, m.Name)
+	}
+
+	// A journal written at the latest version survives a step down and the
+	// automatic step up of Open.
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s", journal.Entry{ID: "kept", Kind: "k", Payload: []byte(`{"x":1}`)})
+	require.NoError(t, err)
+	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	st, err = sqlite.MigrateDown(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, latest-1, st.Current)
+	require.False(t, st.Migrations[latest-1].Applied)
+	require.True(t, st.Migrations[0].Applied)
+	st, err = sqlite.MigrationStatus(ctx, path)
+	require.NoError(t, err)
+	require.True(t, st.Pending())
+
+	s, err = sqlite.Open(ctx, path) // behind: migrated up on open
+	require.NoError(t, err)
+	rec, err := s.Lookup(ctx, "kept")
+	require.NoError(t, err)
+	require.Equal(t, `{"x":1}`, string(rec.Payload))
+	_, err = s.Get(ctx, "s", "r")
+	require.ErrorIs(t, err, journal.ErrNotFound, "stepping down dropped the registrations")
+	require.NoError(t, s.Close())
+
+	for v := latest - 1; v >= 0; v-- {
+		st, err = sqlite.MigrateDown(ctx, path)
+		require.NoError(t, err)
+		require.Equal(t, v, st.Current)
+	}
+	before := snap(t, path)
+	st, err = sqlite.MigrateDown(ctx, path)
+	require.NoError(t, err, "at version 0 a step down does nothing")
+	require.Equal(t, 0, st.Current)
+	requireUnchanged(t, before, path, "MigrateDown at version 0")
+	st, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, latest, st.Current)
+	before = snap(t, path)
+	st, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	require.Equal(t, latest, st.Current)
+	requireUnchanged(t, before, path, "MigrateUp at the latest version")
+
+	// Fully reverted, the file is an empty SQLite database again: Open takes it.
+	s, err = sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	_, err = s.Lookup(ctx, "kept")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.NoError(t, s.Close())
+}
+
+func TestErrorsCarryNoDriverType(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	require.NoError(t, s.Close())
+	_, err := s.Head(ctx, "s")
+	require.Error(t, err, "a closed store fails")
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		require.False(t, strings.HasPrefix(typeName(e), "*sqlite."), "driver type %s leaked", typeName(e))
+	}
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "a dir#1?x=%20")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	path := filepath.Join(dir, "her ald?.db")
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, "her ald?.db", entries[0].Name(), "the file is where the path says")
+	s, err = sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	head, err := s.Head(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), head)
+}

@@ -1,0 +1,223 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
+)
+
+// Every row of DESIGN.md's classification table, answered by a real HTTP
+// server and read by the real transport.
+func TestClassificationTable(t *testing.T) {
+	const (
+		imf     = "Mon, 02 Jan 2006 15:04:05 GMT"
+		rfc850  = "Monday, 02-Jan-06 15:04:05 GMT"
+		asctime = "Mon Jan _2 15:04:05 2006"
+	)
+	ceiling := transport.RetryAfterCeiling
+	cases := []struct {
+		name       string
+		status     int
+		header     http.Header
+		verdict    push.Verdict
+		retryAfter time.Duration
+		hasRA      bool
+		location   string
+		reason     string
+	}{
+		{name: "200", status: 200, verdict: push.Accepted},
+		{name: "201", status: 201, verdict: push.Accepted},
+		{name: "202", status: 202, verdict: push.Accepted},
+		{name: "204", status: 204, verdict: push.Accepted},
+		{name: "200 ignores Retry-After", status: 200, header: h("Retry-After", "120"), verdict: push.Accepted},
+
+		{name: "410 parks", status: 410, verdict: push.Permanent, reason: "410 Gone: the receiver says it is gone"},
+		{name: "410 ignores Retry-After", status: 410, header: h("Retry-After", "120"), verdict: push.Permanent, reason: "410 Gone"},
+
+		{name: "301", status: 301, header: h("Location", "https://elsewhere.example/in"), verdict: push.Transient, location: "https://elsewhere.example/in", reason: "301 Moved Permanently: redirect not followed (to elsewhere.example)"},
+		{name: "302", status: 302, header: h("Location", "https://elsewhere.example/in"), verdict: push.Transient, location: "https://elsewhere.example/in", reason: "302 Found: redirect not followed"},
+		{name: "303", status: 303, header: h("Location", "/relative"), verdict: push.Transient, location: "/relative", reason: "303 See Other: redirect not followed"},
+		{name: "307", status: 307, header: h("Location", "https://elsewhere.example/in"), verdict: push.Transient, location: "https://elsewhere.example/in"},
+		{name: "308", status: 308, header: h("Location", "https://elsewhere.example/in"), verdict: push.Transient, location: "https://elsewhere.example/in"},
+		{name: "302 with Retry-After", status: 302, header: h("Location", "https://elsewhere.example/", "Retry-After", "30"), verdict: push.Transient, location: "https://elsewhere.example/", retryAfter: 30 * time.Second, hasRA: true},
+
+		{name: "429 without Retry-After", status: 429, verdict: push.Transient, reason: "429 Too Many Requests"},
+		{name: "429 Retry-After seconds", status: 429, header: h("Retry-After", "120"), verdict: push.Transient, retryAfter: 120 * time.Second, hasRA: true, reason: "429 Too Many Requests; Retry-After 2m0s"},
+		{name: "503 Retry-After IMF-fixdate", status: 503, header: h("Retry-After", at.Add(90*time.Second).Format(imf)), verdict: push.Transient, retryAfter: 90 * time.Second, hasRA: true},
+		{name: "503 Retry-After RFC 850", status: 503, header: h("Retry-After", at.Add(2*time.Hour).Format(rfc850)), verdict: push.Transient, retryAfter: 2 * time.Hour, hasRA: true},
+		{name: "503 Retry-After asctime", status: 503, header: h("Retry-After", at.Add(45*time.Second).Format(asctime)), verdict: push.Transient, retryAfter: 45 * time.Second, hasRA: true},
+		{name: "503 Retry-After in the past", status: 503, header: h("Retry-After", at.Add(-time.Hour).Format(imf)), verdict: push.Transient, retryAfter: 0, hasRA: true},
+		{name: "503 Retry-After absurd", status: 503, header: h("Retry-After", "99999999999999999999999999"), verdict: push.Transient, retryAfter: ceiling, hasRA: true},
+		{name: "429 Retry-After negative", status: 429, header: h("Retry-After", "-5"), verdict: push.Transient},
+		{name: "429 Retry-After garbage", status: 429, header: h("Retry-After", "soon, please"), verdict: push.Transient},
+		{name: "503 without Retry-After", status: 503, verdict: push.Transient, reason: "503 Service Unavailable"},
+
+		{name: "408", status: 408, verdict: push.Transient, reason: "408 Request Timeout"},
+		{name: "425", status: 425, verdict: push.Transient, reason: "425 Too Early"},
+		{name: "500", status: 500, verdict: push.Transient, reason: "500 Internal Server Error"},
+		{name: "502", status: 502, verdict: push.Transient},
+		{name: "504", status: 504, verdict: push.Transient},
+		{name: "599", status: 599, verdict: push.Transient, reason: "status 599"},
+
+		{name: "400", status: 400, verdict: push.Rejected, reason: "400 Bad Request"},
+		{name: "401", status: 401, verdict: push.Rejected},
+		{name: "403", status: 403, verdict: push.Rejected},
+		{name: "404", status: 404, verdict: push.Rejected},
+		{name: "409", status: 409, verdict: push.Rejected},
+		{name: "413", status: 413, verdict: push.Rejected},
+		{name: "422", status: 422, verdict: push.Rejected},
+		{name: "403 with Retry-After is transient", status: 403, header: h("Retry-After", "60"), verdict: push.Transient, retryAfter: time.Minute, hasRA: true},
+		{name: "403 with garbage Retry-After is rejected", status: 403, header: h("Retry-After", "later"), verdict: push.Rejected},
+
+		{name: "600 is not a status herald knows", status: 600, verdict: push.Transient, reason: "not a final HTTP status"},
+	}
+	srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(r.URL.Query().Get("case"))
+		c := cases[i]
+		for k, vs := range c.header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(c.status)
+		fmt.Fprintf(w, "answer to case %d", i)
+	})
+	tr := newTransport(t, loopbackOptions())
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := deliver(t, tr, fmt.Sprintf("%s/hook?case=%d", srv.URL, i), message(`{"n":1}`))
+			if out.Verdict != c.verdict || out.Status != c.status || out.RetryAfter != c.retryAfter ||
+				out.HasRetryAfter != c.hasRA || out.Location != c.location {
+				t.Fatalf("got %s\nwant %v status=%d retry_after=%v/%t location=%q", describe(out), c.verdict, c.status, c.retryAfter, c.hasRA, c.location)
+			}
+			if c.reason != "" {
+				mustContain(t, "Reason", out.Reason, c.reason)
+			}
+			if (out.Reason == "") != (c.verdict == push.Accepted) {
+				t.Errorf("Reason = %q: want it empty exactly when accepted", out.Reason)
+			}
+			if want := fmt.Sprintf("answer to case %d", i); c.status != 204 && string(out.Body) != want {
+				t.Errorf("Body = %q, want %q", out.Body, want)
+			}
+			if out.Duration <= 0 {
+				t.Errorf("Duration = %v, want the wall time of the attempt", out.Duration)
+			}
+		})
+	}
+}
+
+// The failures that bring no answer at all: each is Transient (or, for the
+// guard, Permanent) with a reason in words.
+func TestClassificationOfFailures(t *testing.T) {
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		out := deliver(t, newTransport(t, loopbackOptions()), "http://"+addr+"/hook", message("{}"))
+		if out.Verdict != push.Transient || out.Status != 0 {
+			t.Fatalf("got %s, want transient without status", describe(out))
+		}
+		mustContain(t, "Reason", out.Reason, "connection refused")
+	})
+	t.Run("connection reset", func(t *testing.T) {
+		srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // close with RST
+			conn.Close()
+		})
+		out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", message("{}"))
+		if out.Verdict != push.Transient || out.Status != 0 {
+			t.Fatalf("got %s, want transient without status", describe(out))
+		}
+		if !strings.Contains(out.Reason, "reset") && !strings.Contains(out.Reason, "closed") {
+			t.Errorf("Reason = %q, want it to say the connection was reset or closed", out.Reason)
+		}
+	})
+	t.Run("closed without an answer", func(t *testing.T) {
+		srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.Close()
+		})
+		out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", message("{}"))
+		if out.Verdict != push.Transient || out.Status != 0 {
+			t.Fatalf("got %s, want transient without status", describe(out))
+		}
+		mustContain(t, "Reason", out.Reason, "closed by the receiver")
+	})
+	t.Run("DNS failure", func(t *testing.T) {
+		opts := loopbackOptions()
+		opts.Resolver = &fakeDNS{}
+		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
+		if out.Verdict != push.Transient || out.Status != 0 {
+			t.Fatalf("got %s, want transient without status", describe(out))
+		}
+		if out.Reason != "dns: lookup nowhere.test: no such host" {
+			t.Errorf("Reason = %q", out.Reason)
+		}
+	})
+	t.Run("resolver error that is not a DNSError", func(t *testing.T) {
+		opts := loopbackOptions()
+		opts.Resolver = transport.ResolverFunc(func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+			return nil, errors.New("resolver unavailable")
+		})
+		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
+		if out.Verdict != push.Transient || out.Reason != "dns: lookup nowhere.test: resolver unavailable" {
+			t.Fatalf("got %s", describe(out))
+		}
+	})
+	t.Run("guard refusal", func(t *testing.T) {
+		out := deliver(t, newTransport(t, transport.Options{}), "https://10.1.2.3/hook", message("{}"))
+		if out.Verdict != push.Permanent || out.Reason != "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private); Options.AllowPrivateNetwork opts in" {
+			t.Fatalf("got %s", describe(out))
+		}
+	})
+}
+
+// Classify without a network: the shape of the verdicts for every status
+// from 100 to 999.
+func TestClassifyEveryStatus(t *testing.T) {
+	for status := 100; status <= 999; status++ {
+		out := transport.Classify(status, http.Header{}, at)
+		var want push.Verdict
+		switch {
+		case status >= 200 && status < 300:
+			want = push.Accepted
+		case status == 410:
+			want = push.Permanent
+		case status >= 400 && status < 500 && status != 408 && status != 425 && status != 429:
+			want = push.Rejected
+		default:
+			want = push.Transient
+		}
+		if out.Verdict != want || out.Status != status || out.HasRetryAfter {
+			t.Errorf("Classify(%d) = %s, want %v", status, describe(out), want)
+		}
+	}
+}
+
+func h(kv ...string) http.Header {
+	hdr := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		hdr.Set(kv[i], kv[i+1])
+	}
+	return hdr
+}

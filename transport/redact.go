@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// redacted replaces a secret in reasons, evidence bodies and locations.
+const redacted = "[redacted]"
+
+// minSecret is the shortest string treated as a possible secret. Shorter
+// fragments ("true", "json") would turn ordinary evidence into noise, and a
+// credential shorter than 8 bytes protects nothing anyway.
+const minSecret = 8
+
+// safeHeaders carry no secrets and are common words in answers.
+var safeHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "User-Agent": true,
+	"Accept": true, "Accept-Encoding": true, "Accept-Language": true,
+}
+
+// redactor removes what an attempt sent that may be secret from what the
+// receiver answered and from error words: every request header value but
+// the safe ones (Authorization, tokens, signatures), the parts of those
+// values (the token of "Bearer <token>"), the URL's query and its values,
+// and long path segments (capability URLs such as /hooks/<token>). A
+// receiver that echoes the request, or a library error that quotes it,
+// thus never puts a secret into evidence or logs.
+type redactor struct {
+	secrets []string // longest first
+}
+
+func newRedactor(u *url.URL, h http.Header) redactor {
+	var s []string
+	add := func(v string) {
+		if len(v) >= minSecret {
+			s = append(s, v)
+		}
+	}
+	for name, values := range h {
+		if safeHeaders[http.CanonicalHeaderKey(name)] {
+			continue
+		}
+		for _, v := range values {
+			add(v)
+			for _, f := range strings.FieldsFunc(v, func(r rune) bool {
+				return r == ' ' || r == ',' || r == ';' || r == '=' || r == '"' || r == '\t'
+			}) {
+				add(f)
+			}
+		}
+	}
+	if u != nil {
+		add(u.RawQuery)
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
+				add(url.QueryEscape(v))
+			}
+		}
+		for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+			if len(seg) >= 16 {
+				add(seg)
+				if un, err := url.PathUnescape(seg); err == nil {
+					add(un)
+				}
+			}
+		}
+		if u.User != nil {
+			add(u.User.String())
+		}
+	}
+	slices.SortFunc(s, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	return redactor{secrets: slices.Compact(s)}
+}
+
+// longest is the length of the longest secret: a body kept to n bytes must
+// be redacted over its first n+longest bytes, so that a secret straddling
+// the cut is removed whole.
+func (r redactor) longest() int {
+	if len(r.secrets) == 0 {
+		return 0
+	}
+	return len(r.secrets[0])
+}
+
+func (r redactor) String(s string) string {
+	for _, secret := range r.secrets {
+		s = strings.ReplaceAll(s, secret, redacted)
+	}
+	return s
+}
+
+func (r redactor) Bytes(b []byte) []byte {
+	for _, secret := range r.secrets {
+		b = bytes.ReplaceAll(b, []byte(secret), []byte(redacted))
+	}
+	return b
+}
