@@ -14,69 +14,127 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Advance implements push.Store with one UPDATE: next_seq =
-// GREATEST(next_seq, nextSeq), so racing workers never move a cursor back.
-func (s *Store) Advance(ctx context.Context, stream, id string, nextSeq uint64) error {
-	if err := checkSeq("next seq", nextSeq); err != nil {
+// Advance implements push.Store with one UPDATE, fenced by the claim:
+// next_seq = GREATEST(next_seq, nextSeq), so racing workers never move a
+// cursor back, and only while c.Owner holds the lease.
+func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
-	if !validKey(stream, id) {
-		return notFound(stream, id)
-	}
-	tag, err := s.pool.Exec(ctx, sqlAdvance, stream, id, int64(nextSeq))
-	if err != nil {
-		return s.dbErr(ctx, "advance", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound(stream, id)
-	}
-	return nil
+	return s.fenced(ctx, "advance", c, nextSeq, false, sqlAdvance, c.Stream, c.ID, c.Owner, int64(nextSeq))
 }
 
 // Retry implements push.Store: the cursor reached, the failure count, the
-// next attempt and the evidence, in one transaction (one round trip).
-func (s *Store) Retry(ctx context.Context, stream, id string, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
-	if err := checkSeq("next seq", nextSeq); err != nil {
+// next attempt and the evidence, in one statement fenced by the claim.
+func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
+	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
-	return s.fail(ctx, "retry", stream, id, ev, sqlRetry, stream, id, int64(nextSeq), notBefore, clean(ev.Error))
+	if err := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At)); err != nil {
+		return err
+	}
+	ev.Stream, ev.Registration = c.Stream, c.ID
+	args := append(evidenceArgs(ev), c.Owner, int64(nextSeq), notBefore)
+	return s.fenced(ctx, "retry", c, nextSeq, true, sqlRetry, args...)
 }
 
 // Park implements push.Store, as Retry does.
-func (s *Store) Park(ctx context.Context, stream, id string, nextSeq uint64, ev push.Evidence) error {
-	if err := checkSeq("next seq", nextSeq); err != nil {
+func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
+	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
-	return s.fail(ctx, "park", stream, id, ev, sqlPark, stream, id, int64(nextSeq), nullTime(ev.At), clean(ev.Error))
+	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
+		return err
+	}
+	ev.Stream, ev.Registration = c.Stream, c.ID
+	args := append(evidenceArgs(ev), c.Owner, int64(nextSeq))
+	return s.fenced(ctx, "park", c, nextSeq, true, sqlPark, args...)
 }
 
-// fail runs the registration's UPDATE (which locks its row), then stores and
-// trims its evidence, in one implicit transaction.
-func (s *Store) fail(ctx context.Context, op, stream, id string, ev push.Evidence, update string, args ...any) error {
-	if !validKey(stream, id) {
-		return notFound(stream, id)
+// Complete implements push.Store: the registration and its evidence (ON
+// DELETE CASCADE) are deleted, fenced by the claim; the journal keeps its
+// records.
+func (s *Store) Complete(ctx context.Context, c push.Claim) error {
+	return s.fenced(ctx, "complete", c, 0, false, sqlComplete, c.Stream, c.ID, c.Owner)
+}
+
+// fenced runs write, a statement made under claim c, after sqlFence, in one
+// round trip and one implicit transaction. sqlFence locks the registration's
+// row and reads its lease owner and its stream's head; write repeats the
+// fence in its WHERE clause (lease_owner = c.Owner, and for a cursor, at
+// most head+1) and affects no row unless both hold. The row lock keeps the
+// lease from changing between the two statements, so a write that did not
+// apply is told apart exactly: no row (ErrNotFound), another owner
+// (ErrLeaseLost), else the cursor is past head+1 (ErrInvalid). The head
+// only grows, so write, whose snapshot is the later, never refuses a
+// cursor that sqlFence's head allows. nextSeq 0 means the write moves no
+// cursor (Complete). With evidence, write also inserts an evidence row (if
+// it applies), and a third statement trims the registration's evidence.
+func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool, write string, args ...any) error {
+	if err := c.Validate(); err != nil {
+		return err
 	}
-	ev.Stream, ev.Registration = stream, id
-	var found bool
+	if !validKey(c.Stream, c.ID) {
+		return notFound(c.Stream, c.ID)
+	}
+	var (
+		found, applied bool
+		owner          string
+		head           int64
+	)
 	b := &pgx.Batch{}
-	b.Queue(update, args...).Exec(func(tag pgconn.CommandTag) error {
-		found = tag.RowsAffected() > 0
+	b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		if rows.Next() {
+			found = true
+			return rows.Scan(&owner, &head)
+		}
+		return rows.Err()
+	})
+	b.Queue(write, args...).Exec(func(tag pgconn.CommandTag) error {
+		applied = tag.RowsAffected() > 0
 		return nil
 	})
-	queueEvidence(b, ev)
+	if evidence {
+		queueTrim(b, c.Stream, c.ID)
+	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(ctx, op, err)
 	}
-	if !found {
-		return notFound(stream, id)
+	switch {
+	case applied:
+		return nil
+	case !found:
+		return notFound(c.Stream, c.ID)
+	case owner != c.Owner:
+		return fmt.Errorf("%s %s/%s under the lease of %s: %w", op, c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
 	}
-	return nil
+	if nextSeq > 0 {
+		if err := push.ValidateCursor(nextSeq, uint64(head)); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("store/postgres: %s %s/%s: the write did not apply under a held lease and a valid cursor", op, c.Stream, c.ID)
+}
+
+// checkCursor refuses, before any round trip, a cursor no stream can have:
+// 0, or beyond what PostgreSQL's bigint holds. The upper bound that depends
+// on the stream's head is checked by the fenced statement.
+func checkCursor(nextSeq uint64) error {
+	if nextSeq < 1 {
+		return journal.Invalid("next seq", "is 0: a cursor is 1-based")
+	}
+	return checkSeq("next seq", nextSeq)
 }
 
 // Unpark implements push.Store. It locks the stream row first and sets its
 // pending marker, as an append does, so that no sweep clears the marker of
-// a stream whose registration has just become due.
+// a stream whose registration has just become due. It clears the lease: a
+// turn still in flight can no longer write.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	if !validKey(stream, id) {
 		return notFound(stream, id)
 	}
@@ -108,10 +166,14 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 }
 
 // move is an operator's cursor move: lock the stream row, then the
-// registration's; check toSeq against both; move, mark the stream pending
-// and store the evidence. A refused move changes nothing.
+// registration's; check toSeq against both; move, clear the lease (a turn in
+// flight can no longer undo the move), mark the stream pending and store the
+// evidence. A refused move changes nothing.
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
 	check func(next, head uint64) (event, reason string, err error)) error {
+	if err := push.ValidateInstant("at", at); err != nil {
+		return err
+	}
 	if !validKey(stream, id) {
 		return notFound(stream, id)
 	}
@@ -176,10 +238,23 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 // rows; the caller has queued, before them, a statement that locks the
 // registration's row.
 func queueEvidence(b *pgx.Batch, ev push.Evidence) {
-	b.Queue(sqlInsertEvidence, ev.Stream, ev.Registration, ev.At, clean(ev.Event), int64(min(ev.Seq, maxSeq)),
-		clean(ev.RecordID), clean(ev.MessageID), ev.Attempt, ev.Status, []byte(ev.Body), clean(ev.Location),
-		int64(ev.Duration), clean(ev.Error), nullTime(ev.NotBefore))
-	b.Queue(sqlTrimEvidence, ev.Stream, ev.Registration, push.MaxEvidence)
+	b.Queue(sqlInsertEvidence, evidenceArgs(ev)...)
+	queueTrim(b, ev.Stream, ev.Registration)
+}
+
+// queueTrim queues the trim of a registration's evidence to the newest
+// push.MaxEvidence rows.
+func queueTrim(b *pgx.Batch, stream, id string) {
+	b.Queue(sqlTrimEvidence, stream, id, push.MaxEvidence)
+}
+
+// evidenceArgs returns the parameters $1…$14 of insertEvidence: ev cleaned
+// (push.Evidence.Clean: valid UTF-8, no NUL, bounded), as stores must.
+func evidenceArgs(ev push.Evidence) []any {
+	ev = ev.Clean()
+	return []any{ev.Stream, ev.Registration, ev.At, clean(ev.Event), int64(min(ev.Seq, maxSeq)),
+		ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, []byte(ev.Body), ev.Location,
+		int64(ev.Duration), ev.Error, nullTime(ev.NotBefore)}
 }
 
 // Evidence implements push.Store.
@@ -227,9 +302,8 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 }
 
 // clean makes s storable as PostgreSQL text: invalid UTF-8 and NUL bytes
-// become U+FFFD. Evidence words (errors, message ids, locations) come from
-// receivers and libraries and may hold either; the response body is kept
-// byte for byte in a bytea column instead.
+// become U+FFFD. push.Evidence.Clean does this for every field but Event,
+// which a caller of AddEvidence chooses.
 func clean(s string) string {
 	if validText(s) {
 		return s

@@ -78,16 +78,33 @@
 // sweep reads it (cost grows with registrations that have work, due now or
 // later, never with idle ones).
 //
-// # Claiming
+// # Claiming and fencing
 //
 // Due claims with FOR NO KEY UPDATE SKIP LOCKED and stamps the lease (owner,
-// until) in the same statement, so a second worker never gets a
-// registration whose lease is live and never waits for another's claim; an
-// expired lease is claimable again. It looks for Limit+1 rows and stamps
-// only Limit. Advance is one UPDATE with GREATEST, so racing workers never
-// move a cursor back; Retry and Park apply the cursor reached, the failure
-// and the evidence in one transaction, the evidence trimmed to the newest
-// push.MaxEvidence rows.
+// until) and next_attempt_at = at in the same statement, so a second worker
+// never gets a registration whose lease is live and never waits for
+// another's claim; an expired lease is claimable again, and the least
+// recently claimed go first, so a saturated namespace starves no one. It
+// looks for Limit+1 rows and stamps only Limit.
+//
+// The writes a worker makes under its claim (Advance, Retry, Park, Complete)
+// are fenced by the lease. Each is two statements pipelined in one round
+// trip and one implicit transaction: the first locks the registration's row
+// and reads its lease_owner and its stream's head; the second is the write,
+// whose WHERE clause repeats the fence (stream = $1 AND id = $2 AND
+// lease_owner = <the claim's owner>, and the cursor at most head+1). A
+// write that affects no row is told apart by what the first read under the
+// lock: no row is ErrNotFound, another owner push.ErrLeaseLost, else the
+// cursor was past head+1 (ErrInvalid). The lock keeps the lease from
+// changing in between, and the head only grows, so the verdict and the
+// write always agree. Advance is GREATEST(next_seq, n), so racing workers
+// never move a cursor back; Retry and Park apply the cursor reached, the
+// failure and the evidence (cleaned by push.Evidence.Clean) in one
+// statement, so a fenced-out failure stores no evidence; evidence is
+// trimmed to the newest push.MaxEvidence rows. Unpark, Skip and Rewind clear
+// the lease, so a turn in flight cannot undo them. None of the fenced
+// writes touches the stream row or its pending marker: they never make a
+// registration lag that was not lagging already.
 //
 // # Notifications
 //

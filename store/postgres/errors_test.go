@@ -75,7 +75,7 @@ func TestErrorsAreTranslated(t *testing.T) {
 		requireNoPgxTypes(t, err)
 		_, err = s.Get(ctx, "s\xff", "r\x00") // text PostgreSQL cannot hold names nothing
 		require.ErrorIs(t, err, journal.ErrNotFound)
-		require.ErrorIs(t, s.Advance(ctx, "s\x00", "r", 2), journal.ErrNotFound)
+		require.ErrorIs(t, s.Advance(ctx, push.Claim{Stream: "s\x00", ID: "r", Owner: "w"}, 2), journal.ErrNotFound)
 		none, err := s.List(ctx, push.ListQuery{Stream: "s\xff"})
 		require.NoError(t, err)
 		require.Empty(t, none)

@@ -138,8 +138,11 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
 	// Claim: the due registrations of pending streams, oldest attempt first
 	// (due); each locked in that order unless another transaction holds it
 	// (SKIP LOCKED, never waiting), until Limit+1 are locked (locked); the
-	// first Limit stamped with the lease (claimed). The lock re-checks the
-	// lease and parking on the row's newest version.
+	// first Limit stamped with the lease and next_attempt_at = at (claimed),
+	// so that the least recently claimed go first next time and a saturated
+	// namespace starves no registration. They come back in the order they
+	// were due (locked's next_attempt_at, before the stamp). The lock
+	// re-checks the lease and parking on the row's newest version.
 	sqlClaim = `WITH due AS MATERIALIZED (
     SELECT c.stream, c.id, c.next_attempt_at
     FROM herald_stream s
@@ -161,14 +164,15 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
         FOR NO KEY UPDATE SKIP LOCKED) l
     LIMIT $3::int + 1
 ), claimed AS (
-    UPDATE herald_registration r SET lease_owner = $4, lease_until = $5
+    UPDATE herald_registration r SET lease_owner = $4, lease_until = $5, next_attempt_at = $2
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked ORDER BY next_attempt_at, stream, id LIMIT $3::int))
     RETURNING r.*
 )
 SELECT ` + statusColumns + `, (SELECT count(*) FROM locked)
 FROM claimed r
+JOIN locked l ON l.stream = r.stream AND l.id = r.id
 CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = r.stream OFFSET 0) s
-ORDER BY r.next_attempt_at, r.stream, r.id`
+ORDER BY l.next_attempt_at, r.stream, r.id`
 	sqlUnserved = `SELECT count(*)
 FROM herald_stream s
 CROSS JOIN LATERAL (
@@ -181,25 +185,57 @@ WHERE s.pending`
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go).
+//
+// The writes made under a claim (sqlAdvance, sqlRetry, sqlPark,
+// sqlComplete) are fenced: each follows sqlFence in the same implicit
+// transaction, and applies only where lease_owner is still the claim's
+// owner ($3, or $15 after the evidence parameters) and, for a cursor, where
+// it is at most the stream's head + 1.
 const (
+	sqlFence = `SELECT r.lease_owner, s.head
+FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+WHERE r.stream = $1 AND r.id = $2
+FOR NO KEY UPDATE OF r`
 	sqlAdvance = `UPDATE herald_registration
-SET attempts = CASE WHEN $3::bigint > next_seq THEN 0 ELSE attempts END,
-    last_error = CASE WHEN $3::bigint > next_seq THEN '' ELSE last_error END,
-    next_seq = GREATEST(next_seq, $3::bigint),
+SET attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
+    last_error = CASE WHEN $4::bigint > next_seq THEN '' ELSE last_error END,
+    next_seq = GREATEST(next_seq, $4::bigint),
     lease_owner = '', lease_until = NULL
-WHERE stream = $1 AND id = $2`
-	sqlRetry = `UPDATE herald_registration
-SET attempts = CASE WHEN $3::bigint > next_seq THEN 1 ELSE attempts + 1 END,
-    next_seq = GREATEST(next_seq, $3::bigint),
-    next_attempt_at = $4, last_error = $5,
-    lease_owner = '', lease_until = NULL
-WHERE stream = $1 AND id = $2`
-	sqlPark = `UPDATE herald_registration
-SET attempts = CASE WHEN $3::bigint > next_seq THEN 1 ELSE attempts + 1 END,
-    next_seq = GREATEST(next_seq, $3::bigint),
-    parked = true, parked_at = $4, last_error = $5,
-    lease_owner = '', lease_until = NULL
-WHERE stream = $1 AND id = $2`
+WHERE stream = $1 AND id = $2 AND lease_owner = $3
+  AND $4::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)`
+	// insertEvidence's parameters $1…$14 are evidenceArgs'. sqlRetry and
+	// sqlPark insert it only if their UPDATE applied (FROM upd), and store
+	// its error ($13) as last_error; the parameters of the UPDATE follow.
+	insertEvidence = `INSERT INTO herald_evidence
+    (stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
+SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::text, $8::int, $9::int, $10::bytea,
+       $11::text, $12::bigint, $13::text, $14::timestamptz`
+	// $15 the claim's owner, $16 the cursor reached, $17 not before.
+	sqlRetry = `WITH upd AS (
+    UPDATE herald_registration
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+        next_seq = GREATEST(next_seq, $16::bigint),
+        next_attempt_at = $17, last_error = $13,
+        lease_owner = '', lease_until = NULL
+    WHERE stream = $1 AND id = $2 AND lease_owner = $15
+      AND $16::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)
+    RETURNING 1
+)
+` + insertEvidence + ` FROM upd`
+	// $15 the claim's owner, $16 the cursor reached; parked at the
+	// evidence's instant ($3).
+	sqlPark = `WITH upd AS (
+    UPDATE herald_registration
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+        next_seq = GREATEST(next_seq, $16::bigint),
+        parked = true, parked_at = $3, last_error = $13,
+        lease_owner = '', lease_until = NULL
+    WHERE stream = $1 AND id = $2 AND lease_owner = $15
+      AND $16::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)
+    RETURNING 1
+)
+` + insertEvidence + ` FROM upd`
+	sqlComplete         = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
 	sqlLockRegistration = `SELECT next_seq, parked FROM herald_registration
 WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
@@ -208,16 +244,16 @@ WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 SET parked = false, parked_at = NULL, attempts = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
+	// An operator's move clears the lease: a turn in flight can no longer
+	// write (its fenced statements find another owner).
 	sqlMove = `UPDATE herald_registration
-SET next_seq = $3, attempts = 0, next_attempt_at = $4, last_error = ''
+SET next_seq = $3, attempts = 0, next_attempt_at = $4, last_error = '',
+    lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	// Evidence goes in only if its registration exists; the trim then keeps
 	// the newest $3. Both run after the registration's row was locked in the
 	// same transaction, so concurrent writers cannot leave more.
-	sqlInsertEvidence = `INSERT INTO herald_evidence
-    (stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
-SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::text, $8::int, $9::int, $10::bytea,
-       $11::text, $12::bigint, $13::text, $14::timestamptz
+	sqlInsertEvidence = insertEvidence + `
 WHERE EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlTrimEvidence = `DELETE FROM herald_evidence
 WHERE stream = $1 AND registration = $2 AND n <= (

@@ -43,6 +43,11 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			return fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
 				&journal.SealedError{Stream: r.Stream, FinalSeq: uint64(*finalSeq)})
 		}
+		if !exists {
+			if err := push.ValidateCursor(next, uint64(head)); err != nil {
+				return err // a cursor past head+1 would skip records appended later, unseen
+			}
+		}
 		var config []byte
 		if len(r.Config) > 0 {
 			config = r.Config
@@ -76,12 +81,6 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 		return notFound(stream, id)
 	}
 	return nil
-}
-
-// Complete implements push.Store: the registration and its evidence are
-// deleted.
-func (s *Store) Complete(ctx context.Context, stream, id string) error {
-	return s.Unregister(ctx, stream, id)
 }
 
 // Get implements push.Store.
