@@ -2,23 +2,32 @@
 // push.Store over one PostgreSQL database (pgx/v5, pgxpool), shared by any
 // number of worker processes on any number of hosts.
 //
-//	pool, _ := postgres.NewPool(ctx, "postgres://herald@db.example/herald")
-//	_, err := postgres.MigrateUp(ctx, pool) // herald migrate up
-//	s, err := postgres.New(ctx, pool)        // checks the schema version
+//	const url = "postgres://herald@db.example/herald"
+//	_, err := postgres.MigrateUp(ctx, url) // herald migrate up
+//	s, err := postgres.Open(ctx, url)      // checks the schema version
 //
 // Open(ctx, url) opens a store with a pool of its own; Close closes it.
-// Opening refuses a database whose schema is not this binary's, and changes
-// nothing: errors wrap store.ErrSchemaBehind ("run herald migrate up"),
-// store.ErrSchemaAhead or store.ErrNotHerald.
+// New(ctx, pool) uses the caller's pool (NewPool makes one), for AppendTx
+// in the caller's transactions. Opening refuses a database whose schema is
+// not this binary's, and changes nothing: errors wrap store.ErrSchemaBehind
+// ("run herald migrate up"), store.ErrSchemaAhead, store.ErrNotHerald, or
+// ErrSchemaDirty.
 //
 // # Schema
 //
 // Four tables (migrations/001_init.up.sql): herald_stream (one row per
 // stream: head, final seq, pending marker), herald_record, herald_registration
 // and herald_evidence. Migrations are embedded, numbered NNN_name.up.sql and
-// .down.sql, applied by goose, which records them in herald_schema_version
-// and holds an advisory lock while migrating: MigrateUp, MigrateDown (one
-// step), MigrationStatus.
+// .down.sql (store/sqlite's layout), and applied by golang-migrate
+// (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
+// MigrateDown (one step) and MigrationStatus take the database URL, as the
+// CLI does, and return a SchemaStatus. golang-migrate records the version in
+// herald_schema_migrations (version, dirty), and holds a PostgreSQL advisory
+// lock while migrating, so that two `herald migrate up` at once apply each
+// migration once. Each migration file runs in one transaction; golang-migrate
+// marks the version dirty before it and clean after, so a migration that
+// failed or whose process died leaves a dirty version, which every open and
+// migration refuses (ErrSchemaDirty, with how to repair it).
 //
 // # Appending: gapless, commit-ordered seqs
 //

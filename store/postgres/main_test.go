@@ -18,11 +18,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func newPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := postgres.NewPool(ctx, pgtest.NewDatabase(t))
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	pool, err := postgres.NewPool(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = postgres.MigrateUp(ctx, pool)
-	require.NoError(t, err)
 	return pool
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -68,15 +69,21 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// NewPool returns a pgxpool for url, for the migration functions and New.
-// It connects lazily but checks that the server answers. Errors:
-// journal.ErrInvalid (url cannot be parsed; the error does not repeat it,
-// which may hold a password), ErrUnavailable.
+// NewPool returns a pgxpool for url, for New. It connects lazily but checks
+// that the server answers. Errors: journal.ErrInvalid (url cannot be
+// parsed; the error does not repeat it, which may hold a password),
+// ErrUnavailable.
 func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return newPool(ctx, url, nil)
+}
+
+// newPool is NewPool with runtime parameters set on every connection.
+func newPool(ctx context.Context, url string, params map[string]string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, journal.Invalid("database url", "is not a PostgreSQL connection string (postgres://user@host:port/database)")
 	}
+	maps.Copy(cfg.ConnConfig.RuntimeParams, params)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, dbError(ctx, "connect", err)
@@ -91,7 +98,8 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // New returns a Store over pool, which the caller keeps and closes (after
 // Close). It checks the database's schema version and changes nothing if it
 // is not this binary's. Errors wrap store.ErrSchemaBehind (run `herald
-// migrate up`), store.ErrSchemaAhead, store.ErrNotHerald, or ErrUnavailable.
+// migrate up`), store.ErrSchemaAhead, ErrSchemaDirty, store.ErrNotHerald, or
+// ErrUnavailable.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
@@ -106,7 +114,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if s.maxPayload < 1 {
 		return nil, journal.Invalid("max payload", "is %d bytes: it must be at least 1", s.maxPayload)
 	}
-	if _, err := readVersion(ctx, pool); err != nil {
+	if err := checkSchema(ctx, pool); err != nil {
 		return nil, err
 	}
 	return s, nil

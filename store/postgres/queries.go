@@ -3,16 +3,19 @@ package postgres
 // Every SQL statement of the store, in one place. Parameters are numbered
 // as the calling function passes them.
 
-// Schema probes (migrate.go). They read the catalog only.
+// Schema probes (migrate.go). They change nothing. sqlSchemaProbe returns
+// the database's name, whether the version table ($1) exists, whether it
+// has golang-migrate's shape, and whether any of herald's tables exist.
 const (
-	sqlSchemaProbe = `SELECT to_regclass($1::text) IS NOT NULL,
+	sqlSchemaProbe = `SELECT current_database(), to_regclass($1::text) IS NOT NULL,
+       (SELECT count(*) = 2 FROM pg_attribute
+        WHERE attrelid = to_regclass($1::text) AND attnum > 0 AND NOT attisdropped
+          AND ((attname = 'version' AND atttypid = 'bigint'::regtype)
+            OR (attname = 'dirty' AND atttypid = 'boolean'::regtype))),
        to_regclass('herald_stream') IS NOT NULL OR to_regclass('herald_record') IS NOT NULL
     OR to_regclass('herald_registration') IS NOT NULL OR to_regclass('herald_evidence') IS NOT NULL`
-	sqlVersionTableExists = `SELECT to_regclass($1::text) IS NOT NULL`
-	sqlVersionTableShape  = `SELECT count(*) = 2 FROM pg_attribute
-WHERE attrelid = to_regclass($1::text) AND attname IN ('version_id', 'tstamp') AND NOT attisdropped`
-	sqlCurrentVersion  = `SELECT coalesce(max(version_id), 0) FROM herald_schema_version`
-	sqlAppliedVersions = `SELECT version_id, tstamp FROM herald_schema_version WHERE version_id > 0 ORDER BY id`
+	// golang-migrate keeps one row; none before the first migration.
+	sqlCurrentVersion = `SELECT version, dirty FROM ` + versionTable + ` LIMIT 1`
 )
 
 // The journal (journal.go).

@@ -24,10 +24,7 @@ import (
 func migratedURL(t *testing.T) string {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	pool, err := postgres.NewPool(t.Context(), url)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, err = postgres.MigrateUp(t.Context(), pool)
+	_, err := postgres.MigrateUp(t.Context(), url)
 	require.NoError(t, err)
 	return url
 }
