@@ -1,0 +1,157 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// Benchmarks of the PostgreSQL store; BENCHMARKS.md at the repository root
+// reports them. They run against the pgtest server (fsync off unless
+// HERALD_TEST_PG_FSYNC=on), so they measure locking and round trips, and
+// with fsync on, the commit's flush too.
+
+// benchStore opens a store on a fresh, migrated database with a pool of
+// conns connections.
+func benchStore(b *testing.B, conns int, opts ...postgres.Option) *postgres.Store {
+	b.Helper()
+	u, err := url.Parse(pgtest.NewDatabase(b))
+	require.NoError(b, err)
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(conns))
+	u.RawQuery = q.Encode()
+	_, err = postgres.MigrateUp(b.Context(), u.String())
+	require.NoError(b, err)
+	pool, err := postgres.NewPool(b.Context(), u.String())
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+	s, err := postgres.New(b.Context(), pool, opts...)
+	require.NoError(b, err)
+	b.Cleanup(s.Close)
+	return s
+}
+
+// BenchmarkAppend appends one record per transaction (Append: BEGIN, two
+// round trips, COMMIT) from several writers, to one hot stream or spread
+// over 1,000 streams. It reports appends per second.
+func BenchmarkAppend(b *testing.B) {
+	cases := []struct {
+		writers, streams int
+		notify           bool
+	}{
+		{1, 1, true}, {8, 1, true}, {32, 1, true}, {32, 1000, true},
+		{32, 1, false}, {32, 1000, false},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("streams=%d/writers=%d/notify=%v", c.streams, c.writers, c.notify)
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b, c.writers+2, postgres.WithNotify(c.notify))
+			payload := []byte(`{"type":"Create","object":{"content":"a short note of about a hundred bytes, as fediverse posts go"}}`)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, c.writers)
+			b.ResetTimer()
+			start := time.Now()
+			for w := range c.writers {
+				wg.Go(func() {
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						stream := fmt.Sprintf("stream/%d", (int(i)+w)%c.streams)
+						e := journal.Entry{ID: fmt.Sprintf("%s-%d", name, i), Kind: "Create", Payload: payload}
+						if _, err := s.Append(context.Background(), stream, e); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+		})
+	}
+}
+
+// BenchmarkAppendBatch appends batches of 1,000 records, one transaction
+// each, to one stream. It reports records per second.
+func BenchmarkAppendBatch(b *testing.B) {
+	const size = 1000
+	s := benchStore(b, 4)
+	payload := []byte(`{"type":"Create","object":{"content":"a short note of about a hundred bytes, as fediverse posts go"}}`)
+	batch := make([]journal.Entry, size)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		for j := range batch {
+			batch[j] = journal.Entry{ID: fmt.Sprintf("b%d-%d", i, j), Kind: "Create", Payload: payload}
+		}
+		if _, err := s.Append(context.Background(), "bulk", batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/time.Since(start).Seconds(), "records/s")
+}
+
+// BenchmarkDue measures one Due (claim) with many registrations of which
+// none or 100 have work. Each iteration is at an instant past the previous
+// leases, so the same 100 are claimed again.
+func BenchmarkDue(b *testing.B) {
+	cases := []struct{ registrations, due int }{
+		{100_000, 0}, {100_000, 100}, {1_000_000, 0},
+	}
+	for _, c := range cases {
+		b.Run(fmt.Sprintf("registrations=%d/due=%d", c.registrations, c.due), func(b *testing.B) {
+			const perStream = 10
+			ctx := b.Context()
+			s := benchStore(b, 4)
+			seedIdle(b, s, c.registrations/perStream, perStream)
+			q := push.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}
+			q.At, q.LeaseUntil = at(0), at(60)
+			for pending := 1; pending > 0; { // sweeps clear the markers the seed set
+				_, err := s.Due(ctx, q)
+				require.NoError(b, err)
+				require.NoError(b, s.Pool().QueryRow(ctx, `SELECT count(*) FROM herald_stream WHERE pending`).Scan(&pending))
+			}
+			// The steady state: autovacuum has removed the index entries the
+			// cleared markers left behind.
+			_, err := s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration`)
+			require.NoError(b, err)
+			for i := range c.due / perStream {
+				_, err = s.Append(ctx, fmt.Sprintf("stream/%d", i*97%(c.registrations/perStream)), entry(fmt.Sprintf("new-%d", i)))
+				require.NoError(b, err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				q.At = at(61 * (i + 1)) // every lease taken before has expired
+				q.LeaseUntil = q.At.Add(time.Minute)
+				batch, err := s.Due(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(batch.Registrations) != c.due {
+					b.Fatalf("claimed %d, want %d", len(batch.Registrations), c.due)
+				}
+			}
+		})
+	}
+}

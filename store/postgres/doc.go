@@ -1,0 +1,135 @@
+// Package postgres is herald's production store: a journal.Journal and a
+// push.Store over one PostgreSQL database (pgx/v5, pgxpool), shared by any
+// number of worker processes on any number of hosts.
+//
+//	const url = "postgres://herald@db.example/herald"
+//	_, err := postgres.MigrateUp(ctx, url) // herald migrate up
+//	s, err := postgres.Open(ctx, url)      // checks the schema version
+//
+// Open(ctx, url) opens a store with a pool of its own; Close closes it.
+// New(ctx, pool) uses the caller's pool (NewPool makes one), for AppendTx
+// in the caller's transactions. Opening refuses a database whose schema is
+// not this binary's, and changes nothing: errors wrap store.ErrSchemaBehind
+// ("run herald migrate up"), store.ErrSchemaAhead, store.ErrNotHerald, or
+// ErrSchemaDirty.
+//
+// # Schema
+//
+// Four tables (migrations/001_init.up.sql): herald_stream (one row per
+// stream: head, final seq, pending marker), herald_record, herald_registration
+// and herald_evidence. Migrations are embedded, numbered NNN_name.up.sql and
+// .down.sql (store/sqlite's layout), and applied by golang-migrate
+// (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
+// MigrateDown (one step) and MigrationStatus take the database URL, as the
+// CLI does, and return a SchemaStatus. golang-migrate records the version in
+// herald_schema_migrations (version, dirty), and holds a PostgreSQL advisory
+// lock while migrating, so that two `herald migrate up` at once apply each
+// migration once. Each migration file runs in one transaction; golang-migrate
+// marks the version dirty before it and clean after, so a migration that
+// failed or whose process died leaves a dirty version, which every open and
+// migration refuses (ErrSchemaDirty, with how to repair it).
+//
+// # Appending: gapless, commit-ordered seqs
+//
+// A global sequence would let a reader see seq 6 of a transaction that
+// committed before the one holding seq 5, advance past 5 and never see it.
+// Here an append locks its stream's row in herald_stream (FOR NO KEY UPDATE,
+// in the appending transaction), reads the head, inserts the records at
+// head+1… and moves the head, all before commit. A second append to the
+// same stream waits for the first to commit or roll back, so seqs are
+// gapless and commit in order, and a reader that sees #n has seen every
+// record before it (invariant 4). Writers to one stream are serialised;
+// BENCHMARKS.md measures the cost. AppendTx does this inside the caller's
+// transaction: the records commit or roll back with the caller's writes.
+//
+// An append is two round trips (lock, head and id lookup pipelined; then
+// one INSERT … UPDATE statement). A record id that exists with the same
+// content digest (journal.Digest, stored with the record) returns the stored
+// record; another digest is a *journal.ConflictError naming the field.
+//
+// # Idle costs nothing, without lost wake-ups
+//
+// A registration is due when its cursor is at or behind its stream's head,
+// but the head lives in herald_stream: no index on registrations alone can
+// say which are due, and flipping a flag on every registration of a stream
+// at every append would cost one row write per event × receiver, the write
+// amplification herald exists to avoid. Instead herald_stream carries a
+// pending marker, with a partial index on the pending streams:
+//
+//   - Writes that can make a registration lag set the marker on the stream
+//     row they lock anyway: an append (in the UPDATE that moves the head, at
+//     no extra cost), Register, Unpark, Rewind and Skip. Each takes the
+//     stream row's lock before touching a registration.
+//   - Due reads only pending streams (the partial index) and, through the
+//     index (stream, next_seq) WHERE NOT parked, only their registrations
+//     whose cursor is at or behind the head. An idle database costs two
+//     index probes that find nothing, however many registrations it holds.
+//   - Due also clears the marker of streams where no unparked registration
+//     lags, in two statements of one transaction: first it locks those
+//     stream rows (FOR NO KEY UPDATE SKIP LOCKED: a stream being appended to
+//     is left pending for the next sweep), then it clears the marker only
+//     where, in a snapshot taken after the locks were granted, still no
+//     unparked registration lags.
+//
+// Why no wake-up is lost: a write that makes a registration lag holds the
+// stream row's lock until it commits. If it committed before the sweep
+// locked the row, the second statement's snapshot sees it and the marker
+// stays. If it comes after, it waits for the sweep's transaction and then
+// sets the marker again. A single statement would not do: under READ
+// COMMITTED a row re-checked after a lock wait is judged with subqueries of
+// the statement's older snapshot, which may miss a registration that the
+// waited-for transaction created. The package's tests race appends against
+// sweeps on one stream and check that one more sweep brings every cursor to
+// the head.
+//
+// Parked registrations do not count as lagging; unparking marks the stream.
+// A registration in backoff does count: its stream stays pending, and each
+// sweep reads it (cost grows with registrations that have work, due now or
+// later, never with idle ones).
+//
+// # Claiming and fencing
+//
+// Due claims with FOR NO KEY UPDATE SKIP LOCKED and stamps the lease (owner,
+// until) and next_attempt_at = at in the same statement, so a second worker
+// never gets a registration whose lease is live and never waits for
+// another's claim; an expired lease is claimable again, and the least
+// recently claimed go first, so a saturated namespace starves no one. It
+// looks for Limit+1 rows and stamps only Limit.
+//
+// The writes a worker makes under its claim (Advance, Retry, Park, Complete)
+// are fenced by the lease. Each is two statements pipelined in one round
+// trip and one implicit transaction: the first locks the registration's row
+// and reads its lease_owner and its stream's head; the second is the write,
+// whose WHERE clause repeats the fence (stream = $1 AND id = $2 AND
+// lease_owner = <the claim's owner>, and the cursor at most head+1). A
+// write that affects no row is told apart by what the first read under the
+// lock: no row is ErrNotFound, another owner push.ErrLeaseLost, else the
+// cursor was past head+1 (ErrInvalid). The lock keeps the lease from
+// changing in between, and the head only grows, so the verdict and the
+// write always agree. Advance is GREATEST(next_seq, n), so racing workers
+// never move a cursor back; Retry and Park apply the cursor reached, the
+// failure and the evidence (cleaned by push.Evidence.Clean) in one
+// statement, so a fenced-out failure stores no evidence; evidence is
+// trimmed to the newest push.MaxEvidence rows. Unpark, Skip and Rewind clear
+// the lease, so a turn in flight cannot undo them. None of the fenced
+// writes touches the stream row or its pending marker: they never make a
+// registration lag that was not lagging already.
+//
+// # Notifications
+//
+// An append notifies NotifyChannel ("herald_append", payload the stream) in
+// its transaction, so the notification is sent on commit only. Listen
+// returns a Listener on a dedicated connection; WaitForAppend lets a daemon
+// sleep until an append or its next scheduled sweep. WithNotify(false) turns
+// the notification off: PostgreSQL serialises the commits of notifying
+// transactions.
+//
+// # Errors
+//
+// pgx errors are translated here: no pgx or pgconn type is reachable from
+// a returned error. A missing row is journal.ErrNotFound with what was
+// looked for; a unique violation journal.ErrConflict; a broken or refused
+// connection ErrUnavailable (and the pool's connections are reset, so the
+// next call reconnects); a serialization failure or deadlock ErrRetry.
+// Other failures are an *Error with the server's message and SQLSTATE.
+package postgres

@@ -1,0 +1,69 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// Due implements push.Store, in one transaction of four round trips:
+//
+//  1. lock the pending streams that look idle (SKIP LOCKED);
+//  2. clear the marker of those still idle in a snapshot taken after the
+//     locks, claim up to q.Limit due registrations with the lease (SKIP
+//     LOCKED, Limit+1 looked for), and count the other namespaces' due
+//     registrations.
+//
+// Only registrations of pending streams are read, through indexes: an idle
+// database costs two index probes that find nothing. See the package
+// documentation for why the marker cannot lose a wake-up.
+func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+	if err := q.Validate(); err != nil {
+		return push.DueBatch{}, err
+	}
+	if err := journal.ValidateID("lease owner", q.Owner); err != nil {
+		return push.DueBatch{}, err
+	}
+	var batch push.DueBatch
+	err := s.inTx(ctx, "due", func(tx pgx.Tx) error {
+		var idle []string
+		b := &pgx.Batch{}
+		b.Queue(sqlDuePlanner1)
+		b.Queue(sqlDuePlanner2)
+		b.Queue(sqlClearCandidates).Query(func(rows pgx.Rows) (err error) {
+			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "due: find idle streams", err)
+		}
+		var due int
+		b = &pgx.Batch{}
+		if len(idle) > 0 {
+			b.Queue(sqlClearPending, idle)
+		}
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				st, err := scanStatus(rows, true, &due)
+				if err != nil {
+					return err
+				}
+				batch.Registrations = append(batch.Registrations, st)
+			}
+			return rows.Err()
+		})
+		b.Queue(sqlUnserved, q.Namespace, q.At).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "due", err)
+		}
+		batch.More = due > q.Limit
+		return nil
+	})
+	if err != nil {
+		return push.DueBatch{}, err
+	}
+	return batch, nil
+}

@@ -1,0 +1,287 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// seedIdle inserts, in bulk, streams stream/0… each with one record and
+// perStream registrations whose cursor is past the head (idle), with every
+// stream's pending marker set, as appends would have left them.
+func seedIdle(t testing.TB, s *postgres.Store, streams, perStream int) {
+	t.Helper()
+	ctx := t.Context()
+	_, err := s.Pool().Exec(ctx, `
+		INSERT INTO herald_stream (stream, head, pending)
+		SELECT 'stream/' || i, 1, true FROM generate_series(0, $1::int - 1) AS i`, streams)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
+		SELECT 'stream/' || i, 1, 'rec/' || i, 'test.event', 'application/json', '{}', false, '\x00', now()
+		FROM generate_series(0, $1::int - 1) AS i`, streams)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO herald_registration (stream, id, namespace, url, next_seq, next_attempt_at)
+		SELECT 'stream/' || (n / $2::int), 'r' || (n % $2::int), 'webhook', 'https://receiver.example/' || n, 2, '0001-01-01 00:00:00+00'
+		FROM generate_series(0, $1::int * $2::int - 1) AS n`, streams, perStream)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `ANALYZE herald_stream; ANALYZE herald_registration`)
+	require.NoError(t, err)
+}
+
+// TestIdleRegistrationsAreNotRead is invariant 8: with 10,000 registrations
+// at the head of their streams, a sweep reads no registration row (the
+// query plans never execute a scan of herald_registration) and makes no
+// journal read. The statistics are taken while every stream is pending, the
+// worst case for the planner: the plans must not depend on them.
+func TestIdleRegistrationsAreNotRead(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	seedIdle(t, s, 100, 100)
+
+	reads := &atomic.Int64{}
+	w, err := push.NewWorker(countingJournal{Journal: s, reads: reads}, s, acceptAll{}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	require.NoError(t, err)
+	rep, err := w.RunOnce(ctx, at(0), 100) // clears the markers appends left
+	require.NoError(t, err)
+	require.Zero(t, rep.Registrations)
+	rep, err = w.RunOnce(ctx, at(1), 100)
+	require.NoError(t, err)
+	require.Zero(t, rep.Registrations)
+	require.Zero(t, reads.Load(), "no journal read for idle registrations")
+
+	var pending int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM herald_stream WHERE pending`).Scan(&pending))
+	require.Zero(t, pending, "a sweep clears the marker of streams with no lagging registration")
+
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"clear candidates": {postgres.SQLClearCandidates, nil},
+		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62)}},
+		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2)}},
+	} {
+		plan := explain(t, s, q.sql, q.args...)
+		var visit func(node map[string]any)
+		visit = func(node map[string]any) {
+			typ, _ := node["Node Type"].(string)
+			require.NotEqual(t, "Seq Scan", typ, "%s: a sequential scan of %v", name, node["Relation Name"])
+			if node["Relation Name"] == "herald_registration" && strings.HasSuffix(typ, "Scan") {
+				if typ == "Tid Scan" { // by the ctids of the rows claimed: none
+					require.Zero(t, node["Actual Rows"], "%s: %v", name, node)
+				} else {
+					require.Zero(t, node["Actual Loops"], "%s: registrations were scanned: %v", name, node)
+				}
+			}
+			children, _ := node["Plans"].([]any)
+			for _, c := range children {
+				visit(c.(map[string]any))
+			}
+		}
+		visit(plan)
+	}
+
+	// The marker works: one append makes exactly that stream's
+	// registrations due.
+	_, err = s.Append(ctx, "stream/7", entry("new"))
+	require.NoError(t, err)
+	batch, err := s.Due(ctx, push.DueQuery{At: at(3), Limit: 1000, Namespace: "webhook", Owner: "w", LeaseUntil: at(63)})
+	require.NoError(t, err)
+	require.Len(t, batch.Registrations, 100)
+	for _, st := range batch.Registrations {
+		require.Equal(t, "stream/7", st.Stream)
+	}
+}
+
+// explain runs EXPLAIN (ANALYZE) of sql in a transaction it rolls back,
+// with the settings Due uses, and returns the plan's root node.
+func explain(t *testing.T, s *postgres.Store, sql string, args ...any) map[string]any {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	for _, setting := range postgres.SQLDueSettings {
+		_, err := tx.Exec(ctx, setting)
+		require.NoError(t, err)
+	}
+	var raw []byte
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&raw))
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &plans))
+	require.Len(t, plans, 1)
+	return plans[0].Plan
+}
+
+// TestPendingMarkerRace: appends and new registrations race sweeps (Due,
+// Read, Advance) on one stream, from separate pools. A marker cleared while
+// a write that makes a registration lag commits would strand it: afterwards
+// one more sweep must bring every cursor to the head.
+func TestPendingMarkerRace(t *testing.T) {
+	const appends = 600
+	ctx := t.Context()
+	url := migratedURL(t)
+	writer, sweeper := openStore(t, url), openStore(t, url)
+	register := func(id string, next uint64) {
+		_, err := writer.Register(ctx, push.Registration{Stream: "race", ID: id, Namespace: "webhook",
+			URL: "https://receiver.example/" + id, NextSeq: next})
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		register(fmt.Sprintf("r%d", i), 1)
+	}
+	w, err := push.NewWorker(sweeper, sweeper, acceptAll{}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	require.NoError(t, err)
+
+	done := make(chan struct{})
+	var writeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(done)
+		for i := range appends {
+			recs, err := writer.Append(ctx, "race", entry(fmt.Sprintf("race-%d", i)))
+			if err != nil {
+				writeErr = err
+				return
+			}
+			if i%20 == 0 {
+				// A new registration that lags at once, with no append
+				// after it to set the marker again.
+				if _, err := writer.Register(ctx, push.Registration{Stream: "race", ID: fmt.Sprintf("late-%d", i),
+					Namespace: "webhook", URL: "https://receiver.example/late", NextSeq: recs[0].Seq}); err != nil {
+					writeErr = err
+					return
+				}
+			}
+		}
+	})
+	sweeps := 0
+	for running := true; running; sweeps++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		require.Less(t, sweeps, 100000, "bounded")
+		_, err := w.RunOnce(ctx, at(sweeps), 100)
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	require.NoError(t, writeErr)
+
+	rep, err := w.RunOnce(ctx, at(sweeps+1000), 100) // after every lease
+	require.NoError(t, err)
+	t.Logf("%d racing sweeps; the last one served %d registrations", sweeps, rep.Registrations)
+	all, err := sweeper.List(ctx, push.ListQuery{Stream: "race"})
+	require.NoError(t, err)
+	require.Len(t, all, 3+appends/20)
+	for _, st := range all {
+		require.Equal(t, uint64(appends+1), st.NextSeq, "%s/%s reaches the head within one more sweep", st.Stream, st.ID)
+	}
+}
+
+// TestUncommittedAppendIsNotLost: a sweep that runs while an append is
+// uncommitted neither sees its record nor loses its marker; once it
+// commits, the next sweep claims the registration.
+func TestUncommittedAppendIsNotLost(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
+	require.NoError(t, err)
+	due := func(when time.Time) []push.Status {
+		b, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Minute)})
+		require.NoError(t, err)
+		return b.Registrations
+	}
+	require.Empty(t, due(at(0)), "nothing appended yet")
+
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = s.AppendTx(ctx, tx, "s", entry("e1"))
+	require.NoError(t, err)
+	require.Empty(t, due(at(1)), "the record is not committed: not due, and the sweep does not wait")
+	require.NoError(t, tx.Commit(ctx))
+	got := due(at(2))
+	require.Len(t, got, 1, "the committed append made it due")
+	require.Equal(t, uint64(1), got[0].Head)
+}
+
+// TestClearingNeverRacesALaggingWrite pins the lock protocol of the pending
+// marker. A writer that makes a registration lag (here: creates one behind
+// the head, as Register does) holds the stream row's lock, uncommitted,
+// while a sweep runs. The sweep must not clear the marker on a view that
+// misses that registration, whether it skips the locked stream or waits for
+// it: after the writer commits, the next sweep claims the registration.
+func TestClearingNeverRacesALaggingWrite(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	_, err := s.Append(ctx, "s", entry("e1"))
+	require.NoError(t, err)
+	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "idle", Namespace: "webhook", URL: "https://receiver.example/idle", NextSeq: 2})
+	require.NoError(t, err)
+	due := func(when time.Time) ([]push.Status, error) {
+		b, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Minute)})
+		return b.Registrations, err
+	}
+
+	writer, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer writer.Rollback(ctx)
+	_, err = writer.Exec(ctx, `UPDATE herald_stream SET pending = true WHERE stream = 's'`) // the stream row first
+	require.NoError(t, err)
+	_, err = writer.Exec(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, next_seq, next_attempt_at)
+		VALUES ('s', 'new', 'webhook', 'https://receiver.example/new', 1, '0001-01-01 00:00:00+00')`)
+	require.NoError(t, err)
+
+	type result struct {
+		regs []push.Status
+		err  error
+	}
+	first := make(chan result, 1)
+	go func() { regs, err := due(at(0)); first <- result{regs, err} }()
+	var got *result
+	for deadline := time.Now().Add(10 * time.Second); got == nil; {
+		require.True(t, time.Now().Before(deadline), "the sweep neither returned nor waited for the writer's lock")
+		select {
+		case r := <-first:
+			got = &r // it skipped the locked stream
+		default:
+			var waiting int
+			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
+			if waiting > 0 { // it waits for the writer: let the writer commit under it
+				require.NoError(t, writer.Commit(ctx))
+				r := <-first
+				got = &r
+			}
+		}
+	}
+	require.NoError(t, got.err)
+	_ = writer.Commit(ctx) // if the sweep skipped the stream, the writer commits now
+
+	claimed := map[string]bool{}
+	for _, st := range got.regs {
+		claimed[st.ID] = true
+	}
+	regs, err := due(at(1))
+	require.NoError(t, err)
+	for _, st := range regs {
+		claimed[st.ID] = true
+	}
+	require.True(t, claimed["new"], "the registration the writer created is claimed: its wake-up was not lost")
+	require.False(t, claimed["idle"])
+}

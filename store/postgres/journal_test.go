@@ -1,0 +1,292 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+func entry(id string) journal.Entry {
+	return journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"id":%q}`, id))}
+}
+
+// TestLateCommitsAreNeverSkipped is invariant 4: 16 writers append to one
+// stream in separate transactions, a fifth of which roll back after
+// appending, while a reader follows the stream from its cursor. The reader
+// sees seqs 1..N exactly once each, in order, none from a rolled-back
+// transaction, none skipped.
+func TestLateCommitsAreNeverSkipped(t *testing.T) {
+	const writers, each = 16, 500
+	ctx := t.Context()
+	s := newStore(t)
+
+	var (
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		committed  = map[string]bool{}
+		rolledBack = map[string]bool{}
+		errs       = make(chan error, writers)
+	)
+	done := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 4))
+			for i := range each {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				rollback := rng.IntN(5) == 0
+				if err := appendInTx(ctx, s, "hot", entry(id), rollback); err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+					return
+				}
+				mu.Lock()
+				if rollback {
+					rolledBack[id] = true
+				} else {
+					committed[id] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	// The reader: from its cursor, as a worker reads.
+	var (
+		seen        = map[string]bool{}
+		next        = uint64(1)
+		readsDuring int // reads that returned records while writers ran
+	)
+	for finished := false; ; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		recs, err := s.Read(ctx, "hot", next, 100)
+		require.NoError(t, err)
+		for _, r := range recs {
+			require.Equal(t, next, r.Seq, "the reader sees seqs in order, none skipped")
+			require.False(t, seen[r.ID], "record %s read twice", r.ID)
+			seen[r.ID] = true
+			next++
+		}
+		if !finished && len(recs) > 0 {
+			readsDuring++
+		}
+		if finished && len(recs) == 0 {
+			break
+		}
+	}
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, seen, len(committed), "every committed record was read once")
+	for id := range seen {
+		require.True(t, committed[id], "record %s was read but its transaction rolled back", id)
+		require.False(t, rolledBack[id])
+	}
+	head, err := s.Head(ctx, "hot")
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(committed)), head, "the head counts committed records only: gapless")
+	require.Greater(t, len(rolledBack), writers*each/10, "about a fifth rolled back")
+	require.Greater(t, readsDuring, 10, "the reader raced the writers")
+}
+
+func appendInTx(ctx context.Context, s *postgres.Store, stream string, e journal.Entry, rollback bool) error {
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := s.AppendTx(ctx, tx, stream, e); err != nil {
+		return err
+	}
+	if rollback {
+		return tx.Rollback(ctx)
+	}
+	return tx.Commit(ctx)
+}
+
+// TestAppendTxCommitsWithTheDomainWrite: the transactional outbox. A
+// rolled-back transaction leaves neither the caller's row nor the record; a
+// committed one leaves both.
+func TestAppendTxCommitsWithTheDomainWrite(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	_, err := s.Pool().Exec(ctx, `CREATE TABLE task (id text PRIMARY KEY, state text NOT NULL)`)
+	require.NoError(t, err)
+
+	write := func(id string, commit bool) {
+		tx, err := s.Pool().Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `INSERT INTO task (id, state) VALUES ($1, 'working')`, id)
+		require.NoError(t, err)
+		recs, err := s.AppendTx(ctx, tx, "task/"+id, entry(id+"-created"))
+		require.NoError(t, err)
+		require.Equal(t, uint64(1), recs[0].Seq)
+		if commit {
+			require.NoError(t, tx.Commit(ctx))
+		} else {
+			require.NoError(t, tx.Rollback(ctx))
+		}
+	}
+	write("rolled-back", false)
+	write("committed", true)
+
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM task WHERE id = 'rolled-back'`).Scan(&n))
+	require.Zero(t, n, "the domain row rolled back")
+	_, err = s.Lookup(ctx, "rolled-back-created")
+	require.ErrorIs(t, err, journal.ErrNotFound, "so did the record")
+	head, err := s.Head(ctx, "task/rolled-back")
+	require.NoError(t, err)
+	require.Zero(t, head)
+
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM task WHERE id = 'committed'`).Scan(&n))
+	require.Equal(t, 1, n)
+	rec, err := s.Lookup(ctx, "committed-created")
+	require.NoError(t, err)
+	require.Equal(t, "task/committed", rec.Stream)
+}
+
+// TestAppendTxRefusalLeavesTxUsable: bad input, a conflict or a sealed
+// stream is reported without aborting the caller's transaction, which can
+// still commit its own writes.
+func TestAppendTxRefusalLeavesTxUsable(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	final := entry("end")
+	final.Final = true
+	_, err := s.Append(ctx, "sealed", final)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s", entry("taken"))
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `CREATE TABLE note (n int)`)
+	require.NoError(t, err)
+
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `INSERT INTO note VALUES (1)`)
+	require.NoError(t, err)
+
+	_, err = s.AppendTx(ctx, tx, "sealed", entry("after"))
+	require.ErrorIs(t, err, journal.ErrSealed)
+	conflicting := entry("taken")
+	conflicting.Payload = []byte(`{"other":true}`)
+	_, err = s.AppendTx(ctx, tx, "s", conflicting)
+	require.ErrorIs(t, err, journal.ErrConflict)
+	_, err = s.AppendTx(ctx, tx, "bad stream", entry("x"))
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	_, err = s.AppendTx(ctx, nil, "s", entry("x"))
+	require.ErrorIs(t, err, journal.ErrInvalid)
+
+	recs, err := s.AppendTx(ctx, tx, "s", entry("fine"))
+	require.NoError(t, err, "the transaction is still usable")
+	require.Equal(t, uint64(2), recs[0].Seq)
+	require.NoError(t, tx.Commit(ctx))
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM note`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+// TestSameIDOnTwoStreamsAtOnce: two transactions append the same new id to
+// two streams; the second waits on the first's uncommitted row. When the
+// first commits, the second reports the conflict, moves no head and can
+// still commit; when the first rolls back, the second appends.
+func TestSameIDOnTwoStreamsAtOnce(t *testing.T) {
+	for _, firstCommits := range []bool{true, false} {
+		t.Run(fmt.Sprintf("first commits %v", firstCommits), func(t *testing.T) {
+			ctx := t.Context()
+			s := newStore(t)
+			first, err := s.Pool().Begin(ctx)
+			require.NoError(t, err)
+			defer first.Rollback(ctx)
+			_, err = s.AppendTx(ctx, first, "a", entry("shared"))
+			require.NoError(t, err)
+
+			second := make(chan error, 1)
+			go func() {
+				tx, err := s.Pool().Begin(ctx)
+				if err != nil {
+					second <- err
+					return
+				}
+				defer tx.Rollback(context.WithoutCancel(ctx))
+				_, appendErr := s.AppendTx(ctx, tx, "b", entry("shared"))
+				if err := tx.Commit(ctx); err != nil {
+					second <- errors.Join(appendErr, fmt.Errorf("commit after the append: %w", err))
+					return
+				}
+				second <- appendErr
+			}()
+			waitForLockWait(t, s)
+			if firstCommits {
+				require.NoError(t, first.Commit(ctx))
+			} else {
+				require.NoError(t, first.Rollback(ctx))
+			}
+			err = <-second
+			headB, headErr := s.Head(ctx, "b")
+			require.NoError(t, headErr)
+			if firstCommits {
+				require.ErrorIs(t, err, journal.ErrConflict)
+				var ce *journal.ConflictError
+				require.ErrorAs(t, err, &ce)
+				require.Equal(t, "stream", ce.Field)
+				require.Zero(t, headB, "the conflicting append moved no head")
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, uint64(1), headB)
+			}
+		})
+	}
+}
+
+// waitForLockWait returns once some backend of the store's database waits
+// for a lock (polling pg_stat_activity: a signal from the server, not a
+// sleep).
+func waitForLockWait(t *testing.T, s *postgres.Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var waiting int
+		require.NoError(t, s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
+		if waiting > 0 {
+			return
+		}
+	}
+	t.Fatal("no backend started waiting for a lock within 10s")
+}
+
+// TestClockAndPayloadLimit: WithClock stamps AppendedAt (UTC, to the
+// microsecond, as stored); WithMaxPayload bounds payloads.
+func TestClockAndPayloadLimit(t *testing.T) {
+	ctx := t.Context()
+	when := time.Date(2026, 3, 15, 11, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	s := newStore(t, postgres.WithClock(func() time.Time { return when }), postgres.WithMaxPayload(16))
+	recs, err := s.Append(ctx, "s", entry("a"))
+	require.NoError(t, err)
+	want := when.UTC().Truncate(time.Microsecond)
+	require.Equal(t, want, recs[0].AppendedAt)
+	got, err := s.Read(ctx, "s", 1, 1)
+	require.NoError(t, err)
+	require.Equal(t, want, got[0].AppendedAt)
+
+	_, err = s.Append(ctx, "s", journal.Entry{ID: "big", Kind: "k", ContentType: "text/plain", Payload: make([]byte, 17)})
+	var ie *journal.InvalidError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "entries[0].payload", ie.Field)
+}

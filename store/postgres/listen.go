@@ -1,0 +1,129 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NotifyChannel is the LISTEN/NOTIFY channel an append notifies, with the
+// stream's name as the payload. The notification is sent when the appending
+// transaction commits, never for one that rolls back.
+const NotifyChannel = "herald_append"
+
+// Listener holds a dedicated connection (outside the pool) that LISTENs on
+// NotifyChannel. Notifications that arrive between two Waits are queued on
+// the connection, so a daemon that sweeps between Waits misses none.
+type Listener struct {
+	mu     sync.Mutex // held by Wait: a pgx.Conn is not for concurrent use
+	conn   *pgx.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+// Listen opens a Listener on a new connection configured as the store's
+// pool. Errors: ErrUnavailable.
+func (s *Store) Listen(ctx context.Context) (*Listener, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, dbError(ctx, "listen", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, dbError(ctx, "listen", err)
+	}
+	return &Listener{conn: conn, closed: make(chan struct{})}, nil
+}
+
+// Wait blocks until an append commits (or one committed since the previous
+// Wait returned) and returns its stream. Errors: ctx's error when it ends
+// first; ErrUnavailable when the connection broke (open a new Listener, and
+// sweep: appends made meanwhile were not heard); ErrListenerClosed.
+func (l *Listener) Wait(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // Close ends a Wait in progress
+		select {
+		case <-l.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.isClosed() {
+		return "", ErrListenerClosed
+	}
+	n, err := l.conn.WaitForNotification(ctx)
+	if err != nil {
+		if l.isClosed() {
+			return "", ErrListenerClosed
+		}
+		return "", dbError(ctx, "wait for append", err)
+	}
+	return n.Payload, nil
+}
+
+func (l *Listener) isClosed() bool {
+	select {
+	case <-l.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends a Wait in progress and closes the connection.
+func (l *Listener) Close() {
+	l.once.Do(func() {
+		close(l.closed)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.conn.Close(context.Background())
+	})
+}
+
+// ErrListenerClosed is Wait's error after Close.
+var ErrListenerClosed = errors.New("store/postgres: listener closed")
+
+// listenSetupTimeout bounds opening WaitForAppend's connection.
+const listenSetupTimeout = 10 * time.Second
+
+// WaitForAppend blocks until an append commits anywhere in the database, or
+// ctx ends (then it returns ctx's error). A daemon calls it between sweeps,
+// with a deadline at its next scheduled sweep. The store keeps one listening
+// connection for it, opened on the first call (within 10 s, whatever ctx's
+// deadline): appends committed before that call are not reported, so sweep
+// once after the first call returns. Calls are served one at a time. Errors: ctx's, ErrUnavailable (the connection is
+// reopened on the next call).
+func (s *Store) WaitForAppend(ctx context.Context) error {
+	s.listenMu.Lock()
+	l := s.listener
+	if l == nil {
+		// The listener outlives this call: open it even if ctx's deadline
+		// is close, so that the next call hears what commits meanwhile.
+		setup, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenSetupTimeout)
+		var err error
+		l, err = s.Listen(setup)
+		cancel()
+		if err != nil {
+			s.listenMu.Unlock()
+			return err
+		}
+		s.listener = l
+	}
+	s.listenMu.Unlock()
+	_, err := l.Wait(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.listenMu.Lock()
+		if s.listener == l {
+			s.listener = nil
+		}
+		s.listenMu.Unlock()
+		l.Close()
+	}
+	return err
+}

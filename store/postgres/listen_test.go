@@ -1,0 +1,80 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// TestAppendNotifiesOnCommitOnly: a Listener hears the stream of a
+// committed append, and nothing of one that rolled back. Notifications are
+// delivered in commit order, so hearing the committed one first proves the
+// rolled-back one was never sent.
+func TestAppendNotifiesOnCommitOnly(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	l, err := s.Listen(ctx)
+	require.NoError(t, err)
+	defer l.Close()
+
+	require.NoError(t, appendInTx(ctx, s, "rolled-back", entry("x"), true))
+	_, err = s.Append(ctx, "task/1", entry("y"))
+	require.NoError(t, err)
+	stream, err := l.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "task/1", stream)
+
+	_, err = s.Append(ctx, "task/2", entry("z"))
+	require.NoError(t, err)
+	stream, err = l.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "task/2", stream, "an append made between two Waits is not missed")
+}
+
+// TestWaitForAppend: the daemon's sleep ends on an append from another
+// store (another process), or at its deadline; a closed listener says so.
+func TestWaitForAppend(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	daemon, app := openStore(t, url), openStore(t, url)
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, daemon.WaitForAppend(short), context.DeadlineExceeded, "no append: the deadline ends the wait")
+
+	woke := make(chan error, 1)
+	go func() { woke <- daemon.WaitForAppend(ctx) }()
+	// The listener exists since the first call, so this append is heard
+	// whenever the goroutine gets to wait.
+	_, err := app.Append(ctx, "actor/alice", entry("a"))
+	require.NoError(t, err)
+	require.NoError(t, <-woke)
+
+	l, err := app.Listen(ctx)
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { _, err := l.Wait(ctx); waited <- err }()
+	l.Close()
+	require.ErrorIs(t, <-waited, postgres.ErrListenerClosed)
+}
+
+// TestWithoutNotify: WithNotify(false) appends send nothing.
+func TestWithoutNotify(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	quiet, loud := openStore(t, url, postgres.WithNotify(false)), openStore(t, url)
+	l, err := loud.Listen(ctx)
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = quiet.Append(ctx, "quiet", entry("q"))
+	require.NoError(t, err)
+	_, err = loud.Append(ctx, "loud", entry("l"))
+	require.NoError(t, err)
+	stream, err := l.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "loud", stream, "the quiet store's append sent no notification")
+}

@@ -1,0 +1,4 @@
+DROP TABLE herald_evidence;
+DROP TABLE herald_registration;
+DROP TABLE herald_record;
+DROP TABLE herald_stream;

@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var (
+	_ journal.Journal = (*Store)(nil)
+	_ push.Store      = (*Store)(nil)
+)
+
+// Store is herald's journal and push store over one PostgreSQL database. It
+// is safe for concurrent use, and any number of Stores, in any number of
+// processes, may share a database.
+type Store struct {
+	pool       *pgxpool.Pool
+	ownPool    bool
+	now        func() time.Time
+	maxPayload int
+	notify     bool
+
+	listenMu sync.Mutex
+	listener *Listener // WaitForAppend's, made on first use
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock that stamps Record.AppendedAt (default
+// time.Now). Instants are kept to the microsecond, PostgreSQL's precision.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithMaxPayload sets the payload limit in bytes (default
+// journal.DefaultMaxPayload).
+func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
+
+// WithNotify sets whether an append sends a NOTIFY on channel
+// NotifyChannel (default true). PostgreSQL serialises the commits of
+// transactions that notify; a deployment whose workers poll can turn it off
+// for append throughput (see BENCHMARKS.md).
+func WithNotify(on bool) Option { return func(s *Store) { s.notify = on } }
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// connection string, with pgxpool's pool_* parameters) with its own pool,
+// and checks the schema as New does. Errors: journal.ErrInvalid (url cannot
+// be parsed; the error does not repeat it), ErrUnavailable (cannot connect),
+// and New's.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	pool, err := NewPool(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ctx, pool, opts...)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// NewPool returns a pgxpool for url, for New. It connects lazily but checks
+// that the server answers. Errors: journal.ErrInvalid (url cannot be
+// parsed; the error does not repeat it, which may hold a password),
+// ErrUnavailable.
+func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return newPool(ctx, url, nil)
+}
+
+// newPool is NewPool with runtime parameters set on every connection.
+func newPool(ctx context.Context, url string, params map[string]string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, journal.Invalid("database url", "is not a PostgreSQL connection string (postgres://user@host:port/database)")
+	}
+	maps.Copy(cfg.ConnConfig.RuntimeParams, params)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, dbError(ctx, "connect", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, dbError(ctx, "connect", err)
+	}
+	return pool, nil
+}
+
+// New returns a Store over pool, which the caller keeps and closes (after
+// Close). It checks the database's schema version and changes nothing if it
+// is not this binary's. Errors wrap store.ErrSchemaBehind (run `herald
+// migrate up`), store.ErrSchemaAhead, ErrSchemaDirty, store.ErrNotHerald, or
+// ErrUnavailable.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, journal.Invalid("pool", "is nil")
+	}
+	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload, notify: true}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.now == nil {
+		return nil, journal.Invalid("clock", "is nil")
+	}
+	if s.maxPayload < 1 {
+		return nil, journal.Invalid("max payload", "is %d bytes: it must be at least 1", s.maxPayload)
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pool returns the pool the store uses, for a caller's own transactions
+// (AppendTx).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close stops WaitForAppend's listener and, if Open made the pool, closes
+// it. The store must not be used afterwards.
+func (s *Store) Close() {
+	s.listenMu.Lock()
+	if s.listener != nil {
+		s.listener.Close()
+		s.listener = nil
+	}
+	s.listenMu.Unlock()
+	if s.ownPool {
+		s.pool.Close()
+	}
+}
+
+// inTx runs fn in a transaction of its own and commits it. fn returns errors
+// already translated (dbErr) or herald's own.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.dbErr(ctx, op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.dbErr(ctx, op+": commit", err)
+	}
+	return nil
+}
+
+// stamp returns the store's clock in UTC, to the microsecond.
+func (s *Store) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// maxSeq bounds seqs and cursors: PostgreSQL's bigint.
+const maxSeq = 1<<63 - 1
+
+func checkSeq(field string, seq uint64) error {
+	if seq > maxSeq {
+		return journal.Invalid(field, "is %d, beyond the largest seq PostgreSQL stores (%d)", seq, uint64(maxSeq))
+	}
+	return nil
+}
+
+func notFound(stream, id string) error {
+	return fmt.Errorf("registration %s/%s: %w", stream, id, journal.ErrNotFound)
+}
