@@ -21,4 +21,9 @@ var (
 	// herald database (tables of another application, a file that is not
 	// SQLite at all).
 	ErrNotHerald = errors.New("not a herald database")
+	// ErrSchemaDirty: a migration of this database began and did not finish
+	// (it failed, or its process died). herald cannot tell which schema is in
+	// place, so it changes nothing until an operator has checked it and
+	// recorded the version; the wrapping error says how.
+	ErrSchemaDirty = errors.New("database schema is dirty: a migration did not finish")
 )

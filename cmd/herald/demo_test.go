@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/pgtest"
 )
 
 // demoSummary is the part of `herald demo --json` the tests read.
@@ -148,6 +150,14 @@ func TestDemoCorpus(t *testing.T) {
 	}
 	sum := checkDemo(t, "--corpus", corpus)
 	require.Greater(t, sum.Records, 200)
+}
+
+// The demo on PostgreSQL: a fresh database is migrated and used as the
+// embedded default is.
+func TestDemoPostgres(t *testing.T) {
+	t.Parallel()
+	sum := checkDemo(t, "--database", pgtest.NewDatabase(t))
+	require.Equal(t, 20, sum.Records)
 }
 
 // What a newcomer reads: the narration, the table per registration, the

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/pgtest"
 )
 
 // The binary under test, built once by TestMain.
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build herald:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // a throwaway PostgreSQL for the tests that use one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -265,6 +267,15 @@ func TestOperatorJourneySQLite(t *testing.T) {
 	testOperatorJourney(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
 }
 
+func TestOperatorJourneyPostgres(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	h := newHerald(t, db)
+	r := h.run("", "registrations")
+	require.Equal(t, 1, r.code, "an unmigrated database is refused")
+	require.Contains(t, r.stderr, "herald migrate up")
+	testOperatorJourney(t, db)
+}
+
 // The daemon delivers an append made by another process, and on SIGTERM
 // mid-delivery lets the request finish, saves the cursor and exits 0.
 func testDaemon(t *testing.T, db string, every string) {
@@ -322,4 +333,10 @@ func testDaemon(t *testing.T, db string, every string) {
 
 func TestDaemonSQLite(t *testing.T) {
 	testDaemon(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), "200ms")
+}
+
+// On PostgreSQL the daemon sweeps every hour here: the appends reach the
+// receiver because NOTIFY wakes it, not because an interval passed.
+func TestDaemonPostgres(t *testing.T) {
+	testDaemon(t, pgtest.NewDatabase(t), "1h")
 }

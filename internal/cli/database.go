@@ -100,6 +100,8 @@ func openError(d database, err error) error {
 		hint = "this herald is older than the database: upgrade herald"
 	case errors.Is(err, store.ErrNotHerald):
 		hint = "point --database at a herald database, or at a new file"
+	case errors.Is(err, store.ErrSchemaDirty):
+		hint = "a migration did not finish: check the schema, record its version as the error says, then run herald migrate up"
 	}
 	if hint != "" {
 		return fmt.Errorf("cannot use database %s: %w\n%s", d, err, hint)

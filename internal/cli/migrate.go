@@ -14,6 +14,7 @@ type schemaStatus struct {
 	Database   string          `json:"database"`
 	Current    int             `json:"current"`
 	Latest     int             `json:"latest"`
+	Dirty      bool            `json:"dirty,omitempty"`
 	Migrations []migrationView `json:"migrations"`
 }
 
@@ -87,7 +88,7 @@ func migrate(ctx context.Context, d database, verb string) (schemaStatus, error)
 	if err != nil {
 		return schemaStatus{}, err
 	}
-	out := schemaStatus{Database: d.String(), Current: st.Current, Latest: st.Latest}
+	out := schemaStatus{Database: d.String(), Current: st.Current, Latest: st.Latest, Dirty: st.Dirty}
 	for _, m := range st.Migrations {
 		out.Migrations = append(out.Migrations, migrationView{Version: m.Version, Name: m.Name, Applied: m.Applied})
 	}

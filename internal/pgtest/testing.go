@@ -21,11 +21,15 @@ var shared *Server
 //
 // If no server can be had, it prints why (and how to install PostgreSQL)
 // and exits with status 2: the tests fail, they are never skipped.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that has more to do after the tests: it
+// returns the exit code instead of exiting.
+func Run(m *testing.M) int {
 	srv, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
 	shared = srv
 	code := m.Run()
@@ -35,7 +39,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Shared returns the server Main started. It fails tb if the package's

@@ -50,11 +50,11 @@ const versionTable = "herald_schema_migrations"
 // left waiting for a lock after the call returns.
 const lockWait = 2 * time.Minute
 
-// ErrSchemaDirty: a migration of this database started and did not finish
-// (golang-migrate's dirty flag: it failed, or its process died). Opening and
-// migrating refuse the database until an operator has checked the schema
-// and recorded the version that is in place.
-var ErrSchemaDirty = errors.New("database schema is marked dirty: a migration failed or was interrupted")
+// ErrSchemaDirty is store.ErrSchemaDirty: a migration of this database
+// started and did not finish (golang-migrate's dirty flag: it failed, or its
+// process died). Opening and migrating refuse the database until an operator
+// has checked the schema and recorded the version that is in place.
+var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
 type Migration struct {

@@ -64,11 +64,12 @@ const migrationsTable = "schema_migrations"
 // first migration on tables that are already there.
 const retiredUserVersion = 1_000_000
 
-// ErrSchemaDirty is returned for a database in which a migration began and
-// did not finish (the process stopped between golang-migrate's steps, or the
-// migration failed). herald cannot tell on its own which schema the file
-// holds, so it changes nothing; the error says how to settle it.
-var ErrSchemaDirty = errors.New("database schema is dirty: a migration did not finish")
+// ErrSchemaDirty is store.ErrSchemaDirty, returned for a database in which a
+// migration began and did not finish (the process stopped between
+// golang-migrate's steps, or the migration failed). herald cannot tell on its
+// own which schema the file holds, so it changes nothing; the error says how
+// to settle it.
+var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
 type Migration struct {

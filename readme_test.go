@@ -1,0 +1,159 @@
+package herald_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// block is one fenced code block of README.md and the marker before it.
+type block struct {
+	line   int    // 1-based line of the opening fence
+	lang   string // "sh", "go", …
+	marker string // "runnable", "runnable: repo", "compiles" or ""
+	code   string
+}
+
+// readmeBlocks parses README.md's fenced code blocks. A block is marked by
+// an HTML comment on the line before its fence: <!-- runnable --> (run in a
+// scratch directory with the herald binary on PATH), <!-- runnable: repo -->
+// (run at the repository root), or <!-- compiles --> (Go that must build).
+func readmeBlocks(t *testing.T) []block {
+	t.Helper()
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	var (
+		out    []block
+		cur    *block
+		marker string
+		n      int
+	)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &block{line: n, lang: strings.TrimPrefix(line, "```"), marker: marker}
+		case cur != nil && line == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.code += line + "\n"
+		}
+		if cur == nil && strings.HasPrefix(line, "<!-- ") && strings.HasSuffix(line, " -->") {
+			marker = strings.TrimSuffix(strings.TrimPrefix(line, "<!-- "), " -->")
+		} else if cur == nil && strings.TrimSpace(line) != "" {
+			marker = ""
+		}
+	}
+	require.Nil(t, cur, "README.md has an unclosed code block")
+	return out
+}
+
+// TestREADMEFirstScreen: the README's first two commands are the demo and
+// the test command, and .ci/run runs that exact test command.
+func TestREADMEFirstScreen(t *testing.T) {
+	var sh []block
+	for _, b := range readmeBlocks(t) {
+		if b.lang == "sh" {
+			sh = append(sh, b)
+		}
+	}
+	require.GreaterOrEqual(t, len(sh), 2)
+	require.Equal(t, "go run ./cmd/herald demo\n", sh[0].code)
+	require.Equal(t, "runnable: repo", sh[0].marker, "the demo command is run by TestREADMECommands")
+	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
+	require.NoError(t, err)
+	testCommand := strings.TrimSpace(sh[1].code)
+	require.True(t, strings.HasPrefix(testCommand, "go test"), "the second command runs the tests: %q", testCommand)
+	require.Contains(t, string(ci), "\n"+testCommand+"\n", ".ci/run runs the README's test command as written")
+}
+
+// TestREADMECommands runs every block marked runnable, in order, as a user
+// would: the scratch blocks share one directory (and so one ./herald.db).
+func TestREADMECommands(t *testing.T) {
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "herald"), "./cmd/herald")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build herald: %s", out)
+	scratch := t.TempDir()
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + scratch}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "HOME" && k != "HERALD_DATABASE_URL" {
+			env = append(env, kv)
+		}
+	}
+	ran := 0
+	for _, b := range readmeBlocks(t) {
+		if !strings.HasPrefix(b.marker, "runnable") {
+			continue
+		}
+		require.Equal(t, "sh", b.lang, "README.md:%d: a runnable block is sh", b.line)
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.code)
+		cmd.Dir = scratch
+		if b.marker == "runnable: repo" {
+			cmd.Dir = root
+		}
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "README.md:%d:\n%s\n---\n%s", b.line, b.code, out)
+		require.NotContains(t, string(out), "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "README.md:%d printed a secret", b.line)
+		ran++
+	}
+	require.GreaterOrEqual(t, ran, 4)
+
+	// The guide's last block leaves the registration unparked at the skipped
+	// cursor's replay: check the JSON it printed says so.
+	cmd := exec.Command(filepath.Join(bin, "herald"), "registrations", "--stream", "orders/1001", "--json")
+	cmd.Dir, cmd.Env = scratch, env
+	out, err = cmd.Output()
+	require.NoError(t, err)
+	var regs []struct {
+		ID      string `json:"id"`
+		NextSeq uint64 `json:"next_seq"`
+		Head    uint64 `json:"head"`
+		Parked  bool   `json:"parked"`
+	}
+	require.NoError(t, json.Unmarshal(out, &regs))
+	require.Len(t, regs, 1)
+	require.Equal(t, "billing", regs[0].ID)
+	require.False(t, regs[0].Parked)
+	require.Equal(t, uint64(1), regs[0].NextSeq)
+	require.Equal(t, uint64(2), regs[0].Head)
+}
+
+// TestREADMEGoCompiles builds every Go block marked compiles, as a main
+// package inside this module (through an overlay: nothing is written into
+// the repository).
+func TestREADMEGoCompiles(t *testing.T) {
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	n := 0
+	for _, b := range readmeBlocks(t) {
+		if b.marker != "compiles" {
+			continue
+		}
+		require.Equal(t, "go", b.lang, "README.md:%d", b.line)
+		dir := t.TempDir()
+		src := filepath.Join(dir, "main.go")
+		require.NoError(t, os.WriteFile(src, []byte(b.code), 0o600))
+		overlay, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, "internal", "readmeexample", "main.go"): src}})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o600))
+		cmd := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", os.DevNull, "./internal/readmeexample")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "README.md:%d does not build:\n%s", b.line, out)
+		n++
+	}
+	require.Positive(t, n)
+}
