@@ -1,14 +1,12 @@
 package a2a
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/configjson"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -56,7 +54,7 @@ type Config struct {
 // they never repeat a secret.
 func ParseConfig(raw push.Config) (Config, error) {
 	var c Config
-	if err := decodeConfig(raw, &c); err != nil {
+	if err := configjson.Decode(raw, &c); err != nil {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
@@ -146,30 +144,4 @@ func redacted(secret string) string {
 		return `""`
 	}
 	return "[redacted]"
-}
-
-// decodeConfig decodes a JSON object into v, refusing unknown keys. Its
-// errors name the key and never quote a value.
-func decodeConfig(raw push.Config, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = push.Config("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data")
-	}
-	if err == nil {
-		return nil
-	}
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", typeErr.Type.Kind(), typeErr.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return journal.Invalid("config", "has an unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-	default:
-		return journal.Invalid("config", "is not a JSON object")
-	}
 }

@@ -1,7 +1,6 @@
 package activitypub
 
 import (
-	"bytes"
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -12,9 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/configjson"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -109,33 +108,8 @@ func (c Config) Encode() (push.Config, error) {
 
 func decodeConfig(raw []byte) (Config, error) {
 	var c Config
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return c, journal.Invalid("config", "is empty: key_id and private_key are required")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		// Never quote json's syntax errors: they echo input, which may be key material.
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return c, journal.Invalid("config."+te.Field, "must be a JSON %s", jsonKind(te.Type.String()))
-		}
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return c, journal.Invalid("config", "has an unknown key %s (known: key_id, private_key, actors, followers)", name)
-		}
-		return c, journal.Invalid("config", "is not a JSON object")
-	}
-	if dec.More() {
-		return c, journal.Invalid("config", "has data after the JSON object")
-	}
-	return c, nil
-}
-
-func jsonKind(goType string) string {
-	if goType == "[]string" {
-		return "array of strings"
-	}
-	return goType
+	err := configjson.Decode(raw, &c)
+	return c, err
 }
 
 // settings is a parsed, validated config: what a message's signer and the

@@ -86,7 +86,7 @@ func TestConfigErrorsNameTheFieldAndHideTheKey(t *testing.T) {
 	good := Config{KeyID: aliceKeyID, PrivateKey: pkcs8}
 	with := func(f func(*Config)) string { c := good; f(&c); return cfg(c) }
 	cases := []struct{ name, raw, field, reason string }{
-		{"empty", ``, "config", "is empty"},
+		{"empty", ``, "config.key_id", "is required"},
 		{"not an object", `["` + pkcs8 + `"]`, "config", "is not a JSON object"},
 		{"not JSON", `{"private_key": "` + lines[0], "config", "not a JSON object"},
 		{"trailing data", cfg(good) + `{}`, "config", "after the JSON object"},

@@ -50,7 +50,7 @@ func TestParseConfig(t *testing.T) {
 		{`{"source":"/orders","structured":"yes"}`, "config.structured", "must be a JSON boolean, not string"},
 		{`{"source":42}`, "config.source", "must be a JSON string, not number"},
 		{`["` + secret + `"]`, "config", "is not a JSON object"},
-		{`{"source":"/orders"} {"token":"` + secret + `"}`, "config", "is not a JSON object"},
+		{`{"source":"/orders"} {"token":"` + secret + `"}`, "config", "has data after the JSON object"},
 		{`{"source":"/orders","token":"` + strings.Repeat("a", cloudevents.MaxTokenBytes+1) + `"}`, "config.token", "is longer than 4096 bytes"},
 	}
 	for _, b := range bad {

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/configjson"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -89,26 +89,8 @@ func (c Config) Encode() (push.Config, error) {
 
 func decodeConfig(raw []byte) (Config, error) {
 	var c Config
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return c, journal.Invalid("config", `is empty: {"secrets": ["whsec_…"]} is required`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		// Never quote json's syntax errors: they echo input, which may be a secret.
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return c, journal.Invalid("config."+te.Field, "must be a JSON array of strings")
-		}
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return c, journal.Invalid("config", "has an unknown key %s (known: secrets)", name)
-		}
-		return c, journal.Invalid("config", "is not a JSON object")
-	}
-	if dec.More() {
-		return c, journal.Invalid("config", "has data after the JSON object")
-	}
-	return c, nil
+	err := configjson.Decode(raw, &c)
+	return c, err
 }
 
 // signers holds one Standard Webhooks signer per secret, in config order. It

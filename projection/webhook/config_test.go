@@ -19,7 +19,7 @@ func TestConfigErrorsNameTheFieldAndHideTheSecret(t *testing.T) {
 		many[i] = "whsec_" + base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("secret-number-%02d-abcdefghij", i)))
 	}
 	cases := []struct{ name, raw, field, reason string }{
-		{"empty", ``, "config", "is empty"},
+		{"empty", ``, "config.secrets", "is empty"},
 		{"not JSON", `{"secrets": ["` + secretA[:20], "config", "not a JSON object"},
 		{"not an object", `["` + secretA + `"]`, "config", "not a JSON object"},
 		{"trailing data", `{"secrets":["` + secretA + `"]} {}`, "config", "after the JSON object"},

@@ -1,0 +1,83 @@
+// Package configjson decodes the projections' registration configs: JSON
+// objects that hold secrets, so their errors must name keys and never quote
+// values.
+package configjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// Decode decodes raw, a registration's config, into v (a pointer to a
+// struct with json tags). Empty raw decodes as {}. Unknown keys, data after
+// the object and anything but a JSON object are refused. Errors wrap
+// journal.ErrInvalid and name the key ("config.secrets"); they never quote
+// the input, since encoding/json's own errors echo it and a config holds
+// keys and tokens.
+func Decode(raw []byte, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		return journal.Invalid("config", "has data after the JSON object")
+	}
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		// Value is the JSON kind that was found ("number"), never the value.
+		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", kind(typeErr.Type), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return journal.Invalid("config", "has an unknown key %s (known: %s)", name, strings.Join(keys(v), ", "))
+	default:
+		return journal.Invalid("config", "is not a JSON object")
+	}
+}
+
+// kind names a Go type as JSON calls it.
+func kind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array of " + kind(t.Elem()) + "s"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return kind(t.Elem())
+	default:
+		return "number"
+	}
+}
+
+// keys lists the JSON keys of the struct v points to.
+func keys(v any) []string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" && f.IsExported() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
