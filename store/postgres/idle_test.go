@@ -143,7 +143,10 @@ func TestPendingMarkerRace(t *testing.T) {
 	for i := range 3 {
 		register(fmt.Sprintf("r%d", i), 1)
 	}
-	w, err := push.NewWorker(sweeper, sweeper, acceptAll{}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	// A drain page longer than the stream: "one more sweep" must bring a
+	// registration that was never served (late-0 lags 600 records) to the
+	// head, however few racing sweeps a loaded machine managed.
+	w, err := push.NewWorker(sweeper, sweeper, acceptAll{}, payloadProjection{"webhook"}, push.WithOwner("w"), push.WithDrainPage(appends+1))
 	require.NoError(t, err)
 
 	done := make(chan struct{})
