@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/heraldpush/herald/push"
 )
@@ -39,6 +41,11 @@ func newMetrics(stats func(ctx context.Context) (push.Stats, error)) *metrics {
 	m.reg.MustRegister(m.deliveries, m.duration, m.sweeps, &statsCollector{stats: stats},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// promHandler serves the metrics in Prometheus' text format.
+func promHandler(m *metrics) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // hooks returns the worker hooks that feed the metrics for namespace ns.

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+
+// parkedStore returns a memory store with one registration parked at #2
+// after a 410, behind a head of 3.
+func parkedStore(t *testing.T) *memory.Store {
+	s := memory.New()
+	ctx := t.Context()
+	for i := 1; i <= 3; i++ {
+		_, err := s.Append(ctx, "orders", journal.Entry{ID: "o-" + string(rune('0'+i)), Kind: "k", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	_, err := s.Register(ctx, push.Registration{Stream: "orders", ID: "billing", Namespace: "webhook",
+		URL: "https://billing.example/hooks?token=capability", Config: push.Config(`{"secrets":["whsec_s3cr3t"]}`)})
+	require.NoError(t, err)
+	batch, err := s.Due(ctx, push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.NoError(t, s.Park(ctx, batch.Registrations[0].Claim(), 2, push.Evidence{At: t0, Event: push.EventParked, Status: 410, Error: "410 Gone"}))
+	return s
+}
+
+func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path+"?"+q.Encode(), nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+func TestAdminAPI(t *testing.T) {
+	s := parkedStore(t)
+	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
+	defer srv.Close()
+	key := url.Values{"stream": {"orders"}, "id": {"billing"}}
+
+	code, body := adminCall(t, srv, "GET", "/v1/registrations", "", url.Values{"parked": {"true"}})
+	require.Equal(t, http.StatusUnauthorized, code, "a token is required when set")
+	require.Contains(t, body, "HERALD_ADMIN_TOKEN")
+	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "wrong", nil)
+	require.Equal(t, http.StatusUnauthorized, code)
+
+	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
+	require.Equal(t, http.StatusOK, code, body)
+	var regs []registrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &regs))
+	require.Len(t, regs, 1)
+	require.True(t, regs[0].Parked)
+	require.Equal(t, uint64(2), regs[0].NextSeq)
+	require.NotContains(t, body, "whsec_s3cr3t", "no config in the API")
+	require.NotContains(t, body, "capability", "no capability in a URL's query")
+
+	code, body = adminCall(t, srv, "GET", "/v1/evidence", "t0ken", key)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"status": 410`)
+
+	code, body = adminCall(t, srv, "POST", "/v1/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"99"}})
+	require.Equal(t, http.StatusBadRequest, code, "a seq out of range is bad input")
+	require.Contains(t, body, "to seq")
+	code, _ = adminCall(t, srv, "POST", "/v1/unpark", "t0ken", url.Values{"stream": {"orders"}, "id": {"nobody"}})
+	require.Equal(t, http.StatusNotFound, code)
+	code, _ = adminCall(t, srv, "GET", "/v1/unpark", "t0ken", key)
+	require.Equal(t, http.StatusMethodNotAllowed, code, "changes are POSTs")
+
+	code, body = adminCall(t, srv, "POST", "/v1/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"poison"}})
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = adminCall(t, srv, "POST", "/v1/unpark", "t0ken", key)
+	require.Equal(t, http.StatusOK, code, body)
+	st, err := s.Get(t.Context(), "orders", "billing")
+	require.NoError(t, err)
+	require.False(t, st.Parked)
+	require.Equal(t, uint64(3), st.NextSeq)
+	require.True(t, st.NextAttemptAt.Equal(t0.Add(time.Hour)), "due from the server's clock")
+
+	code, body = adminCall(t, srv, "POST", "/v1/rewind", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"1"}})
+	require.Equal(t, http.StatusOK, code, body)
+	st, err = s.Get(t.Context(), "orders", "billing")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.NextSeq)
+}
+
+func TestAdminAddressNeedsATokenOffLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:9465": true, "[::1]:9465": true, "localhost:9465": true, "0.0.0.0:9465": false, "10.0.0.5:9465": false, ":9465": false} {
+		err := checkAdminAddr(addr, "")
+		if ok {
+			require.NoError(t, err, addr)
+		} else {
+			require.Error(t, err, addr)
+			require.True(t, isUsage(err), addr)
+			require.Contains(t, err.Error(), "HERALD_ADMIN_TOKEN", addr)
+		}
+		require.NoError(t, checkAdminAddr(addr, "t0ken"), "%s with a token", addr)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	s := parkedStore(t)
+	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) })
+	h := m.hooks("webhook")
+	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Accepted}})
+	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Permanent}})
+	h.Sweep(t0, push.SweepReport{Parked: 1}, 12*time.Millisecond, nil)
+
+	srv := httptest.NewServer(promHandler(m))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	text := string(body)
+	for _, want := range []string{
+		`herald_deliveries_total{namespace="webhook",outcome="accepted"} 1`,
+		`herald_deliveries_total{namespace="webhook",outcome="permanent"} 1`,
+		`herald_sweeps_total{namespace="webhook",result="attention"} 1`,
+		`herald_sweep_duration_seconds_count{namespace="webhook"} 1`,
+		`herald_registrations{namespace="webhook",state="parked"} 1`,
+		`herald_parked_registrations{namespace="webhook"} 1`,
+		`herald_records_behind{namespace="webhook"} 2`,
+		`herald_store_up 1`,
+	} {
+		require.True(t, strings.Contains(text, want), "/metrics lacks %s", want)
+	}
+}
