@@ -99,7 +99,7 @@ func TestChaosCrash(t *testing.T) {
 	for _, pr := range v.Problems {
 		t.Error(pr)
 	}
-	perKill, unexplained := Attribute(v.Restarts, kills)
+	perKill, regsPerKill, unexplained := Attribute(v.Restarts, kills)
 	for _, r := range unexplained {
 		t.Errorf("%s went back from #%d to #%d (epoch %d) though no kill left it claimed: a re-delivery without a crash", r.Reg, r.Top, r.From, r.Epoch)
 	}
@@ -110,11 +110,21 @@ func TestChaosCrash(t *testing.T) {
 		if bound := len(kills[i].Orphans) * p.DrainPage; d > bound {
 			t.Errorf("kill %d left %d registrations claimed and caused %d re-deliveries, more than a drain page each (%d)", i+1, len(kills[i].Orphans), d, bound)
 		}
+		if regsPerKill[i] > push.DefaultMaxInFlight {
+			t.Errorf("kill %d made %d registrations go back, more than the %d turns a worker has in flight", i+1, regsPerKill[i], push.DefaultMaxInFlight)
+		}
 	}
 	for _, r := range v.Restarts {
 		maxPass = max(maxPass, r.Redelivered)
 	}
 	f.checkFinal()
+	fenced := 0
+	for _, l := range f.logs {
+		fenced += countLines(l, "lease lost")
+	}
+	if fenced > 0 {
+		t.Errorf("%d turns of live workers were fenced out: their lease expired while they ran", fenced)
+	}
 	for i, l := range f.logs {
 		if n := countLines(l, "level=ERROR"); n > 0 {
 			t.Errorf("worker %d logged %d errors; a peer's death is no error of its own:\n%s", i, n, logTail(l, 3000))
@@ -132,7 +142,7 @@ func TestChaosCrash(t *testing.T) {
 		"deliveries": v.Total, "distinct": v.Distinct, "duplicates": v.Duplicates, "passes": len(v.Restarts),
 		"duplicates_per_kill_max": maxPerKill, "duplicates_per_kill_mean": mean, "duplicates_per_pass_max": maxPass,
 		"registrations_orphaned_per_kill_mean": float64(orphaned) / float64(max(1, len(kills))),
-		"max_in_flight": push.DefaultMaxInFlight, "settling_sweeps": sweeps,
+		"max_in_flight":                        push.DefaultMaxInFlight, "settling_sweeps": sweeps,
 		"delivered_s": deliveredAt.Round(time.Millisecond).Seconds(),
 	})
 }

@@ -146,7 +146,7 @@ func (f *fleet) heads() map[string]uint64 {
 
 // workerArgs are the flags of every worker of the fleet.
 func (f *fleet) workerArgs() []string {
-	return []string{"run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
+	return []string{"-v", "run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
 		"--allow-http", "--allow-private-network", "--timeout", "5s",
 		"--lease", f.plan.Lease.String(), "--drain-page", strconv.Itoa(f.plan.DrainPage)}
 }

@@ -97,6 +97,13 @@ func (l *Ledger) Problem(format string, args ...any) {
 	l.signal()
 }
 
+// Problems returns what the receivers found wrong with requests.
+func (l *Ledger) Problems() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.problems)
+}
+
 // NextEpoch marks a fault injected (a kill, a database restart): the
 // acknowledgements that follow carry the new epoch. It returns it.
 func (l *Ledger) NextEpoch() int {
@@ -195,6 +202,7 @@ type Restart struct {
 	Reg         string
 	Index       int    // position of the acknowledgement that went back
 	Epoch       int    // faults injected before it arrived
+	PrevEpoch   int    // faults injected before the acknowledgement before it arrived
 	From        uint64 // the seq the pass restarted at
 	Top         uint64 // the highest seq acknowledged before it
 	Redelivered int    // acknowledgements of already-seen seqs in this pass
@@ -271,7 +279,7 @@ func checkAcks(name string, acks []ack, head uint64, drainPage int) ([]Restart, 
 		case s == 0 || s > top+1:
 			bad("acknowledgement %d is #%d before #%d was ever seen (N+1 before N)", i, s, top+1)
 		case i > 0 && s <= prev:
-			restarts = append(restarts, Restart{Reg: name, Index: i, Epoch: a.epoch, From: s, Top: top})
+			restarts = append(restarts, Restart{Reg: name, Index: i, Epoch: a.epoch, PrevEpoch: acks[i-1].epoch, From: s, Top: top})
 			cur = len(restarts) - 1
 			if top-s+1 > uint64(drainPage) {
 				bad("acknowledgement %d restarted at #%d after #%d: %d re-deliveries, more than one drain page (%d)", i, s, top, top-s+1, drainPage)
@@ -325,16 +333,28 @@ type Kill struct {
 	Orphans map[string]bool // registrations whose lease the dead process held
 }
 
-// Attribute assigns each restart to the latest fault at or before its
-// epoch that orphaned its registration, and returns the re-deliveries per
-// fault (indexed by N-1) and the restarts no fault explains.
-func Attribute(restarts []Restart, kills []Kill) (perKill []int, unexplained []Restart) {
+// Attribute assigns each restart to the fault that explains it: the
+// earliest fault that orphaned its registration and came between the
+// acknowledgement before the restart and the restart itself (both
+// inclusive: a dead worker's last request may be acknowledged just after
+// the harness counted its death). The earliest, because the records sent
+// again are those the worker behind that last acknowledgement had not
+// saved; a later fault may orphan the registration again (claimed by the
+// next worker, killed before it sent anything) without adding to them. A
+// pass that goes back with no such fault, say a second worker serving a
+// registration whose lease expired under a live one, is unexplained. It
+// returns the re-deliveries and the registrations restarted per fault
+// (indexed by N-1), and the restarts no fault explains.
+func Attribute(restarts []Restart, kills []Kill) (perKill, regsPerKill []int, unexplained []Restart) {
 	perKill = make([]int, len(kills))
+	regsPerKill = make([]int, len(kills))
 	for _, r := range restarts {
 		found := false
-		for k := len(kills) - 1; k >= 0; k-- {
-			if kills[k].N <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
+		for k := range kills {
+			n := kills[k].N
+			if r.PrevEpoch <= n && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
 				perKill[k] += r.Redelivered
+				regsPerKill[k]++
 				found = true
 				break
 			}
@@ -343,5 +363,5 @@ func Attribute(restarts []Restart, kills []Kill) (perKill []int, unexplained []R
 			unexplained = append(unexplained, r)
 		}
 	}
-	return perKill, unexplained
+	return perKill, regsPerKill, unexplained
 }

@@ -90,16 +90,28 @@ func TestLedgerCheckCursors(t *testing.T) {
 
 func TestAttribute(t *testing.T) {
 	rs := []Restart{
-		{Reg: "a", Epoch: 1, Redelivered: 3},
-		{Reg: "b", Epoch: 2, Redelivered: 2},
-		{Reg: "a", Epoch: 2, Redelivered: 1},
-		{Reg: "c", Epoch: 2, Redelivered: 5}, // no kill orphaned c
-		{Reg: "b", Epoch: 0, Redelivered: 1}, // before any kill
+		{Reg: "a", PrevEpoch: 0, Epoch: 1, Redelivered: 3},
+		{Reg: "b", PrevEpoch: 1, Epoch: 2, Redelivered: 2},
+		{Reg: "a", PrevEpoch: 1, Epoch: 3, Redelivered: 1}, // killed at 1, the epoch of its previous ack: inclusive
+		{Reg: "c", PrevEpoch: 0, Epoch: 2, Redelivered: 5}, // no kill orphaned c
+		{Reg: "b", PrevEpoch: 0, Epoch: 0, Redelivered: 1}, // before any kill
+		{Reg: "a", PrevEpoch: 2, Epoch: 3, Redelivered: 1}, // a went back again, with no kill of its worker since its last ack
+		{Reg: "d", PrevEpoch: 1, Epoch: 4, Redelivered: 2}, // orphaned at 2 and again at 4: the first made the tail
 	}
-	kills := []Kill{{N: 1, Orphans: map[string]bool{"a": true}}, {N: 2, Orphans: map[string]bool{"b": true}}}
-	per, unexplained := Attribute(rs, kills)
-	require.Equal(t, []int{4, 2}, per)
-	require.Equal(t, []Restart{rs[3], rs[4]}, unexplained)
+	kills := []Kill{{N: 1, Orphans: map[string]bool{"a": true}}, {N: 2, Orphans: map[string]bool{"b": true, "d": true}},
+		{N: 3, Orphans: map[string]bool{}}, {N: 4, Orphans: map[string]bool{"d": true}}}
+	per, regs, unexplained := Attribute(rs, kills)
+	require.Equal(t, []int{4, 4, 0, 0}, per)
+	require.Equal(t, []int{2, 2, 0, 0}, regs)
+	require.Equal(t, []Restart{rs[3], rs[4], rs[5]}, unexplained)
+}
+
+func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
+	l := NewLedger()
+	ackAll(l, "a", []uint64{1, 2, 3, 2, 3}, 3)
+	v := l.Check(map[string]uint64{"a": 3}, 4)
+	require.Empty(t, v.Problems)
+	require.Equal(t, []Restart{{Reg: "a", Index: 3, Epoch: 1, PrevEpoch: 0, From: 2, Top: 3, Redelivered: 2}}, v.Restarts)
 }
 
 func TestLedgerWaitWakesOnChangeAndDetectsStalls(t *testing.T) {

@@ -313,7 +313,9 @@ func (tr *transcript) addFile(path string) {
 }
 
 // leaks searches everything for each secret and returns where each was
-// found, and how many bytes were searched.
+// found, and how many bytes were searched. It looks up every window of
+// leakProbe bytes in a set of the secrets' prefixes, so that thousands of
+// secrets cost one pass over the logs, not one pass each.
 func (tr *transcript) leaks(secrets []string) (found []string, searched int, err error) {
 	tr.mu.Lock()
 	chunks := append([]chunk(nil), tr.chunks...)
@@ -326,13 +328,25 @@ func (tr *transcript) leaks(secrets []string) (found []string, searched int, err
 		}
 		chunks = append(chunks, chunk{what: "log " + filepath.Base(f), data: data})
 	}
+	byPrefix := map[string][]string{}
+	for _, s := range secrets {
+		if len(s) < leakProbe {
+			return nil, 0, fmt.Errorf("a secret of %d bytes is too short to search for (at least %d)", len(s), leakProbe)
+		}
+		byPrefix[s[:leakProbe]] = append(byPrefix[s[:leakProbe]], s)
+	}
 	for _, c := range chunks {
 		searched += len(c.data)
-		for _, s := range secrets {
-			if s != "" && bytes.Contains(c.data, []byte(s)) {
-				found = append(found, fmt.Sprintf("%s: a secret (%d bytes, starting %q) is in it", c.what, len(s), s[:min(len(s), 8)]))
+		for i := 0; i+leakProbe <= len(c.data); i++ {
+			for _, s := range byPrefix[string(c.data[i:i+leakProbe])] {
+				if bytes.HasPrefix(c.data[i:], []byte(s)) {
+					found = append(found, fmt.Sprintf("%s: a secret (%d bytes, starting %q) is at byte %d", c.what, len(s), s[:8], i))
+				}
 			}
 		}
 	}
 	return found, searched, nil
 }
+
+// leakProbe is the length of the secrets' prefixes leaks looks up.
+const leakProbe = 12
