@@ -61,7 +61,7 @@ var modes = map[string]Mode{
 		Crash: CrashPlan{Workers: 3, Streams: 60, RegsPerStream: 2, RecordsPerStream: 40, Rounds: 4,
 			Kills: 10, DrainPage: 8, Lease: 3 * time.Second, Stall: 60 * time.Second},
 		Restart: CrashPlan{Workers: 2, Streams: 40, RegsPerStream: 2, RecordsPerStream: 30, Rounds: 6,
-			Restarts: 1, DrainPage: 8, Lease: 3 * time.Second, Stall: 90 * time.Second},
+			Restarts: 2, DrainPage: 8, Lease: 3 * time.Second, Stall: 90 * time.Second},
 		Faults: FaultPlan{PerProfile: 1, Records: 4},
 	},
 	"long": {

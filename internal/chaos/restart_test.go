@@ -3,6 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +35,8 @@ func TestChaosPostgresRestart(t *testing.T) {
 	for i := 0; i < p.Workers; i++ {
 		f.startWorker(i)
 	}
+	probe := s.newProbe(ctx)
+	probe.deliver(1, "before any restart")
 	pids := make([]int, p.Workers)
 	for i, w := range f.workers {
 		pids[i] = w.pid()
@@ -64,6 +71,10 @@ func TestChaosPostgresRestart(t *testing.T) {
 	if err := <-appended; err != nil {
 		t.Fatal(err)
 	}
+	probe.deliver(2, "after the restarts")
+	if probe.daemon.out.count("cannot listen for appends") == 0 || probe.daemon.out.count("listening for appends again") == 0 {
+		t.Errorf("the probe daemon did not log losing LISTEN and getting it back; log:\n%s", logTail(probe.log, 3000))
+	}
 	if err := f.ledger.WaitDistinct(ctx, p.Stall, p.Deliveries()); err != nil {
 		t.Fatalf("after the restarts: %v\n%s", err, s.cli.run("", "registrations", "--lagging", "--limit", "20").stdout)
 	}
@@ -77,7 +88,15 @@ func TestChaosPostgresRestart(t *testing.T) {
 			t.Errorf("worker %d logged failed sweeps but not their recovery; log:\n%s", i, logTail(f.logs[i], 3000))
 		}
 	}
+	for i, w := range f.workers {
+		for _, line := range strings.Split(w.out.text(), "\n") {
+			if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") || strings.Contains(line, "recovered") {
+				t.Logf("worker %d: %s", i, cutString(line, 400))
+			}
+		}
+	}
 	f.stopAll()
+	probe.stop()
 	sweeps := f.settle()
 
 	v := f.ledger.Check(f.heads(), p.DrainPage)
@@ -109,4 +128,63 @@ func firstResult(rs []result) string {
 		return "(none)"
 	}
 	return fmt.Sprintf("exit %d: %s", rs[0].code, cutString(rs[0].stderr, 300))
+}
+
+// probe is a daemon that sweeps every hour and so delivers only when
+// LISTEN/NOTIFY wakes it: it proves the daemon listens for appends again
+// after the database came back, without a restart of its own.
+type probe struct {
+	s      *scenario
+	daemon *proc
+	log    string
+	acked  chan string // the CloudEvents ids its receiver acknowledged
+}
+
+const probeStream = "restart/probe"
+
+func (s *scenario) newProbe(ctx context.Context) *probe {
+	t := s.t
+	pr := &probe{s: s, log: filepath.Join(s.dir, "probe.log"), acked: make(chan string, 16)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+		pr.acked <- r.Header.Get("ce-id")
+	}))
+	t.Cleanup(srv.Close)
+	tokenFile := filepath.Join(s.dir, "probe-token")
+	if err := os.WriteFile(tokenFile, []byte(s.token("probe-token-")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.cli.ok("register", "--stream", probeStream, "--id", "probe", "--namespace", "cloudevents", "--url", srv.URL+"/probe",
+		"--source", "https://chaos.example/probe", "--token", "file:"+tokenFile)
+	pr.daemon = s.cli.start("probe", pr.log, "run", "--namespaces", "cloudevents", "--every", "1h",
+		"--metrics-addr", "127.0.0.1:0", "--admin-addr", "", "--allow-http", "--allow-private-network")
+	if _, err := pr.daemon.out.waitLine(ctx, time.Minute, "herald: running"); err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+// deliver appends the probe's record seq and waits for its receiver to
+// acknowledge it: only a NOTIFY can have woken the daemon in time.
+func (pr *probe) deliver(seq uint64, when string) {
+	t := pr.s.t
+	id := recordID(probeStream, seq)
+	if r := pr.s.cli.run(`{"probe":true}`, "append", "--stream", probeStream, "--id", id, "--kind", "chaos.probe"); r.code != 0 {
+		t.Fatalf("append the probe:\n%s", r)
+	}
+	select {
+	case got := <-pr.acked:
+		if got != id {
+			t.Fatalf("the probe's receiver got %q, want %q", got, id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s, a daemon that sweeps every hour did not deliver an append within 30 s: it no longer hears NOTIFY; log:\n%s",
+			when, logTail(pr.log, 3000))
+	}
+}
+
+func (pr *probe) stop() {
+	if code, err := pr.daemon.stop(time.Minute); err != nil || code != 0 {
+		pr.s.t.Errorf("the probe daemon on SIGTERM: exit %d, %v; log:\n%s", code, err, logTail(pr.log, 3000))
+	}
 }
