@@ -356,7 +356,7 @@ func TestAppendFileChecksTheWholeFileFirst(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, lines, says string
-		code             int
+		code              int
 	}{
 		{"an existing id with other content", many.String() + `{"stream":"orders","id":"o-1","kind":"k","payload":{"n":2}}`, `line 601: record id "o-1" already exists`, 1},
 		{"a sealed stream", many.String() + `{"stream":"closed","id":"c-2","kind":"k","payload":{}}`, `line 601: stream "closed" is sealed`, 1},
