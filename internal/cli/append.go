@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
 	"github.com/heraldpush/herald/journal"
@@ -149,12 +150,18 @@ type batch struct {
 // other content (a *journal.ConflictError) or a record for a stream the
 // journal holds sealed (a *journal.SealedError). Lines whose record the
 // journal already holds, same content, are fine: appending them is a no-op.
-// It looks each id up, one query a line.
+// It looks every id up, lookupParallelism at a time, and reports the first
+// problem by line.
 func checkFile(ctx context.Context, b backend, path string, batches []batch) error {
+	type item struct {
+		line   int
+		stream string
+		entry  journal.Entry
+		stored *journal.Record // set by the lookups when the journal holds the id
+	}
+	var items []item
 	idLine := map[string]int{}
 	finalLine := map[string]int{}
-	var fresh []string            // streams with records the journal does not hold, in file order
-	freshLine := map[string]int{} // their first such line
 	for _, bt := range batches {
 		for i, en := range bt.entries {
 			line := bt.lines[i]
@@ -169,40 +176,64 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) err
 			if en.Final {
 				finalLine[bt.stream] = line
 			}
-			rec, err := b.Lookup(ctx, en.ID)
-			switch {
-			case errors.Is(err, journal.ErrNotFound):
-				if _, seen := freshLine[bt.stream]; !seen {
-					freshLine[bt.stream] = line
-					fresh = append(fresh, bt.stream)
-				}
-			case err != nil:
-				return fmt.Errorf("%s line %d: look up id %q: %w (nothing was appended)", path, line, en.ID, err)
-			default:
-				if err := journal.Same(rec, bt.stream, en); err != nil {
-					return fmt.Errorf("%s line %d: %w (nothing was appended)", path, line, err)
-				}
-			}
+			items = append(items, item{line: line, stream: bt.stream, entry: en})
 		}
 	}
-	for _, stream := range fresh {
-		head, err := b.Head(ctx, stream)
-		if err != nil || head == 0 {
-			if err != nil && !errors.Is(err, journal.ErrNotFound) {
-				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, freshLine[stream], err)
+	var g errgroup.Group
+	g.SetLimit(lookupParallelism)
+	for i := range items {
+		it := &items[i]
+		g.Go(func() error {
+			rec, err := b.Lookup(ctx, it.entry.ID)
+			switch {
+			case errors.Is(err, journal.ErrNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("%s line %d: look up id %q: %w (nothing was appended)", path, it.line, it.entry.ID, err)
+			}
+			it.stored = &rec
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var fresh []item // the first record of each stream the journal does not hold yet
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.stored != nil {
+			if err := journal.Same(*it.stored, it.stream, it.entry); err != nil {
+				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 			}
 			continue
 		}
-		recs, err := b.Read(ctx, stream, head, 1)
+		if !seen[it.stream] {
+			seen[it.stream] = true
+			fresh = append(fresh, it)
+		}
+	}
+	for _, it := range fresh {
+		head, err := b.Head(ctx, it.stream)
+		if err != nil && !errors.Is(err, journal.ErrNotFound) {
+			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+		}
+		if head == 0 {
+			continue
+		}
+		recs, err := b.Read(ctx, it.stream, head, 1)
 		if err != nil {
-			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, freshLine[stream], err)
+			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 		}
 		if len(recs) == 1 && recs[0].Final {
-			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, freshLine[stream], &journal.SealedError{Stream: stream, FinalSeq: head})
+			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, &journal.SealedError{Stream: it.stream, FinalSeq: head})
 		}
 	}
 	return nil
 }
+
+// lookupParallelism bounds the id lookups checkFile has in flight: enough to
+// hide PostgreSQL's round trips, few enough for its pool.
+const lookupParallelism = 8
 
 func readPayload(r io.Reader) ([]byte, error) {
 	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
