@@ -103,9 +103,10 @@ func TestChaosCrash(t *testing.T) {
 	for _, r := range unexplained {
 		t.Errorf("%s went back from #%d to #%d (epoch %d) though no kill left it claimed: a re-delivery without a crash", r.Reg, r.Top, r.From, r.Epoch)
 	}
-	maxPerKill, maxPass, orphaned := 0, 0, 0
+	maxPerKill, maxRegsPerKill, maxPass, orphaned := 0, 0, 0, 0
 	for i, d := range perKill {
 		maxPerKill = max(maxPerKill, d)
+		maxRegsPerKill = max(maxRegsPerKill, regsPerKill[i])
 		orphaned += len(kills[i].Orphans)
 		if bound := len(kills[i].Orphans) * p.DrainPage; d > bound {
 			t.Errorf("kill %d left %d registrations claimed and caused %d re-deliveries, more than a drain page each (%d)", i+1, len(kills[i].Orphans), d, bound)
@@ -137,13 +138,26 @@ func TestChaosCrash(t *testing.T) {
 		mean = float64(v.Duplicates) / float64(len(kills))
 	}
 	s.report(map[string]any{
-		"workers": p.Workers, "records": p.Records(), "registrations": p.Registrations(), "streams": p.Streams,
-		"kills": len(kills), "worker_starts": f.started, "drain_page": p.DrainPage, "lease_s": p.Lease.Seconds(),
-		"deliveries": v.Total, "distinct": v.Distinct, "duplicates": v.Duplicates, "passes": len(v.Restarts),
-		"duplicates_per_kill_max": maxPerKill, "duplicates_per_kill_mean": mean, "duplicates_per_pass_max": maxPass,
-		"registrations_orphaned_per_kill_mean": float64(orphaned) / float64(max(1, len(kills))),
-		"max_in_flight":                        push.DefaultMaxInFlight, "settling_sweeps": sweeps,
-		"delivered_s": deliveredAt.Round(time.Millisecond).Seconds(),
+		"workers":                               p.Workers,
+		"records":                               p.Records(),
+		"registrations":                         p.Registrations(),
+		"streams":                               p.Streams,
+		"kills":                                 len(kills),
+		"worker_starts":                         f.started,
+		"drain_page":                            p.DrainPage,
+		"lease_s":                               p.Lease.Seconds(),
+		"max_in_flight":                         push.DefaultMaxInFlight,
+		"deliveries":                            v.Total,
+		"distinct":                              v.Distinct,
+		"duplicates":                            v.Duplicates,
+		"passes":                                len(v.Restarts),
+		"duplicates_per_kill_max":               maxPerKill,
+		"duplicates_per_kill_mean":              mean,
+		"duplicates_per_pass_max":               maxPass,
+		"registrations_sent_again_per_kill_max": maxRegsPerKill,
+		"registrations_orphaned_per_kill_mean":  float64(orphaned) / float64(max(1, len(kills))),
+		"settling_sweeps":                       sweeps,
+		"delivered_s":                           deliveredAt.Round(time.Millisecond).Seconds(),
 	})
 }
 
