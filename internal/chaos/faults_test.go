@@ -29,7 +29,7 @@ import (
 // The worker flags of the faulty receivers scenario: short enough that the
 // retry ceiling is reached in seconds.
 const (
-	faultTimeout       = 500 * time.Millisecond
+	faultTimeout       = time.Second
 	faultMaxAttempts   = 4
 	faultMaxRetryAfter = 2 * time.Second
 )
@@ -111,8 +111,8 @@ func reset(w http.ResponseWriter, _ *http.Request) bool {
 	return false
 }
 
-// slowBody sends the status line at once, then a byte every 100 ms for
-// twice the sender's timeout.
+// slowBody sends the status line at once, then a byte every 100 ms until
+// 300 ms past the sender's timeout.
 func slowBody(code int) answer {
 	return func(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Content-Length", "100")
@@ -121,7 +121,7 @@ func slowBody(code int) answer {
 		_ = rc.Flush()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for i := 0; i < int(2*faultTimeout/(100*time.Millisecond)); i++ {
+		for i := 0; i < int((faultTimeout+300*time.Millisecond)/(100*time.Millisecond)); i++ {
 			select {
 			case <-tick.C:
 				_, _ = w.Write([]byte("."))
@@ -390,7 +390,8 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	daemon := s.cli.start("daemon", logPath, "-v", "run", "--namespaces", "webhook,cloudevents", "--every", "200ms",
 		"--metrics-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--allow-http", "--allow-private-network",
 		"--timeout", faultTimeout.String(), "--max-attempts", strconv.Itoa(faultMaxAttempts),
-		"--max-retry-after", faultMaxRetryAfter.String(), "--lease", "20s")
+		"--max-retry-after", faultMaxRetryAfter.String(), "--lease", "30s",
+		"--sweep-limit", strconv.Itoa(push.DefaultMaxInFlight)) // see fleet.workerArgs
 	running, err := daemon.out.waitLine(ctx, time.Minute, "herald: running")
 	if err != nil {
 		t.Fatalf("%v; log:\n%s", err, logTail(logPath, 3000))
@@ -482,8 +483,17 @@ func TestChaosFaultyReceivers(t *testing.T) {
 					want = append(want, s)
 				}
 			}
-			if !slices.Equal(acks, want) {
-				t.Errorf("%s: the receiver acknowledged %v, want each of %v exactly once, in order", p.name, acks, want)
+			// Each record once, in order; again only right after an
+			// attempt herald saw fail (a 2xx that came after its timeout
+			// on a loaded machine): at least once, never out of order.
+			failed := 0
+			for _, ev := range evs {
+				if ev.Event == push.EventFailed {
+					failed++
+				}
+			}
+			if got := slices.Compact(slices.Clone(acks)); !slices.Equal(got, want) || len(acks)-len(got) > failed {
+				t.Errorf("%s: the receiver acknowledged %v, want each of %v once, in order (again at most after each of the %d failed attempts)", p.name, acks, want, failed)
 			}
 			if p.skip > 0 && !slices.ContainsFunc(evs, func(ev push.Evidence) bool {
 				return ev.Event == push.EventSkipped && ev.Seq == p.skip && ev.Status == 422
