@@ -340,3 +340,41 @@ func TestDaemonSQLite(t *testing.T) {
 func TestDaemonPostgres(t *testing.T) {
 	testDaemon(t, pgtest.NewDatabase(t), "1h")
 }
+
+// append --file checks the whole file against itself and the journal
+// before the first batch: a conflict or a sealed stream found on a late
+// line leaves nothing appended, where the batches before it used to stay.
+func TestAppendFileChecksTheWholeFileFirst(t *testing.T) {
+	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+	r := h.run(`{"n":1}`, "append", "--stream", "orders", "--id", "o-1", "--kind", "k")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = h.run(`{}`, "append", "--stream", "closed", "--id", "c-1", "--kind", "k", "--final")
+	require.Equal(t, 0, r.code, r.stderr)
+	var many strings.Builder
+	for i := 1; i <= 600; i++ {
+		fmt.Fprintf(&many, `{"stream":"bulk","id":"b-%d","kind":"k","payload":{}}`+"\n", i)
+	}
+	for _, tc := range []struct {
+		name, lines, says string
+		code              int
+	}{
+		{"an existing id with other content", many.String() + `{"stream":"orders","id":"o-1","kind":"k","payload":{"n":2}}`, `line 601: record id "o-1" already exists`, 1},
+		{"a sealed stream", many.String() + `{"stream":"closed","id":"c-2","kind":"k","payload":{}}`, `line 601: stream "closed" is sealed`, 1},
+		{"an id repeated in the file", many.String() + `{"stream":"bulk","id":"b-1","kind":"k","payload":{}}`, `line 601: invalid id: "b-1" repeats the id of line 1`, 2},
+		{"a record after the file's own final record", `{"stream":"s","id":"s-1","kind":"k","payload":{},"final":true}` + "\n" + many.String() + `{"stream":"s","id":"s-2","kind":"k","payload":{}}`, `line 602: invalid stream: "s" is sealed by the final record of line 1`, 2},
+	} {
+		path := filepath.Join(h.dir, "f.jsonl")
+		require.NoError(t, os.WriteFile(path, []byte(tc.lines+"\n"), 0o600))
+		r := h.run("", "append", "--file", path)
+		require.Equal(t, tc.code, r.code, "%s: %s", tc.name, r.stderr)
+		require.Contains(t, r.stderr, tc.says, tc.name)
+		require.Contains(t, r.stderr, "nothing was appended", tc.name)
+		require.Contains(t, h.run("", "record-status", "--id", "b-1").stderr, "not found", "%s: the batches before it were not appended", tc.name)
+	}
+	// Lines the journal already holds with the same content are a no-op:
+	// repeating a file that was appended succeeds.
+	path := filepath.Join(h.dir, "again.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"stream":"orders","id":"o-1","kind":"k","payload":{"n":1}}`+"\n"+`{"stream":"orders","id":"o-2","kind":"k","payload":{"n":2}}`+"\n"), 0o600))
+	h.ok("append", "--file", path)
+	h.ok("append", "--file", path)
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
 	"github.com/heraldpush/herald/journal"
@@ -38,9 +40,12 @@ line of a JSON Lines file:
 "payload" is any JSON value, stored as its JSON text (a JSON string is stored as
 its text when the content type is not JSON); "payload_base64" carries bytes.
 "stream" overrides --stream for that line; "content_type" defaults to
-application/json. The whole file is checked before anything is appended, then
-appended in transactions of 500 lines. Appending an id that already exists with
-the same content is a no-op, so a failed run can simply be repeated.`,
+application/json. The whole file is checked before anything is appended: every
+line, an id repeated in the file, a record after its stream's final record, an
+id the journal holds with other content, a sealed stream; then it is appended in
+transactions of 500 lines (only another process appending meanwhile can still
+stop it half way). Appending an id that already exists with the same content is
+a no-op, so a failed run can simply be repeated.`,
 		Example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
   herald append --stream task/8f3c --file lifecycle.jsonl`,
 		Args: noArgs,
@@ -59,25 +64,35 @@ the same content is a no-op, so a failed run can simply be repeated.`,
 					return err
 				}
 				one.Payload, err = readPayload(e.In)
-				batches = []batch{{stream: stream, entries: []journal.Entry{one}}}
+				batches = []batch{{where: "append", stream: stream, entries: []journal.Entry{one}, lines: []int{0}}}
 			}
 			if err != nil {
 				return err
 			}
-			for _, bt := range batches {
-				if _, err := journal.ValidateEntries(bt.stream, bt.entries, 0); err != nil {
+			for i, bt := range batches {
+				valid, err := journal.ValidateEntries(bt.stream, bt.entries, 0)
+				if err != nil {
 					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, err)
 				}
+				batches[i].entries = valid
 			}
 			b, err := e.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer b.Close()
+			if file != "" {
+				if err := checkFile(cmd.Context(), b, file, batches); err != nil {
+					return err
+				}
+			}
 			bar := e.progress(len(batches), file)
 			var out []appended
 			for _, bt := range batches {
 				recs, err := b.Append(cmd.Context(), bt.stream, bt.entries...)
+				if err != nil && file == "" {
+					return fmt.Errorf("append: %w (nothing was appended)", err)
+				}
 				if err != nil {
 					return fmt.Errorf("%s: %w (%d records stored before it; appending again is safe)", bt.where, err, len(out))
 				}
@@ -126,7 +141,99 @@ type batch struct {
 	where   string // "line 3" or "lines 1-500 of f.jsonl"
 	stream  string
 	entries []journal.Entry
+	lines   []int // the line of each entry
 }
+
+// checkFile refuses, before anything is appended, a file that could not be
+// appended whole: an id repeated in the file or a record after its stream's
+// final record (journal.ErrInvalid, exit 2), an id the journal holds with
+// other content (a *journal.ConflictError) or a record for a stream the
+// journal holds sealed (a *journal.SealedError). Lines whose record the
+// journal already holds, same content, are fine: appending them is a no-op.
+// It looks every id up, lookupParallelism at a time, and reports the first
+// problem by line.
+func checkFile(ctx context.Context, b backend, path string, batches []batch) error {
+	type item struct {
+		line   int
+		stream string
+		entry  journal.Entry
+		stored *journal.Record // set by the lookups when the journal holds the id
+	}
+	var items []item
+	idLine := map[string]int{}
+	finalLine := map[string]int{}
+	for _, bt := range batches {
+		for i, en := range bt.entries {
+			line := bt.lines[i]
+			if l, dup := idLine[en.ID]; dup {
+				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, line, journal.Invalid("id", "%q repeats the id of line %d", en.ID, l))
+			}
+			idLine[en.ID] = line
+			if l, sealed := finalLine[bt.stream]; sealed {
+				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, line,
+					journal.Invalid("stream", "%q is sealed by the final record of line %d: nothing may follow it", bt.stream, l))
+			}
+			if en.Final {
+				finalLine[bt.stream] = line
+			}
+			items = append(items, item{line: line, stream: bt.stream, entry: en})
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(lookupParallelism)
+	for i := range items {
+		it := &items[i]
+		g.Go(func() error {
+			rec, err := b.Lookup(ctx, it.entry.ID)
+			switch {
+			case errors.Is(err, journal.ErrNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("%s line %d: look up id %q: %w (nothing was appended)", path, it.line, it.entry.ID, err)
+			}
+			it.stored = &rec
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var fresh []item // the first record of each stream the journal does not hold yet
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.stored != nil {
+			if err := journal.Same(*it.stored, it.stream, it.entry); err != nil {
+				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			}
+			continue
+		}
+		if !seen[it.stream] {
+			seen[it.stream] = true
+			fresh = append(fresh, it)
+		}
+	}
+	for _, it := range fresh {
+		head, err := b.Head(ctx, it.stream)
+		if err != nil && !errors.Is(err, journal.ErrNotFound) {
+			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+		}
+		if head == 0 {
+			continue
+		}
+		recs, err := b.Read(ctx, it.stream, head, 1)
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+		}
+		if len(recs) == 1 && recs[0].Final {
+			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, &journal.SealedError{Stream: it.stream, FinalSeq: head})
+		}
+	}
+	return nil
+}
+
+// lookupParallelism bounds the id lookups checkFile has in flight: enough to
+// hide PostgreSQL's round trips, few enough for its pool.
+const lookupParallelism = 8
 
 func readPayload(r io.Reader) ([]byte, error) {
 	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -183,6 +290,7 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 			last++
 		}
 		out[last].entries = append(out[last].entries, e)
+		out[last].lines = append(out[last].lines, n)
 		out[last].where = fmt.Sprintf("%s lines %d-%d", path, first, n)
 	}
 	if err := sc.Err(); err != nil {

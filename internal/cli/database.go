@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
@@ -54,21 +55,31 @@ func (d database) String() string {
 	return redactDSN(d.url)
 }
 
-// redactDSN hides the password of a connection URL.
+// redactDSN hides the password of a connection string: in a URL's
+// userinfo (up to the authority's last '@', since a password may hold an
+// unescaped '@'), and wherever a password=… parameter appears, as in a URL's
+// query or a libpq keyword/value string ("host=db password=…"), which
+// someone may well pass to --database.
 func redactDSN(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		authority, tail := rest[:end], rest[end:]
+		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+			if user, _, hasPass := strings.Cut(authority[:i], ":"); hasPass {
+				authority = user + ":xxxxx" + authority[i:]
+			}
+		}
+		s = scheme + "://" + authority + tail
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return s
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return s
+	return passwordParam.ReplaceAllString(s, "${1}xxxxx")
 }
+
+// passwordParam matches a password parameter and its value, quoted or up
+// to the next separator.
+var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'?|[^\s&;#]*)`)
 
 // open opens the --database for a command. SQLite files are created and
 // migrated on first use (the embedded default must just work); PostgreSQL

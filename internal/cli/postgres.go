@@ -7,8 +7,8 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// pgBackend adapts *postgres.Store to backend; it keeps WaitForAppend, so
-// the daemon wakes on other processes' appends (LISTEN/NOTIFY).
+// pgBackend adapts *postgres.Store to backend; it keeps Listen, so the
+// daemon wakes on other processes' appends (LISTEN/NOTIFY).
 type pgBackend struct{ *postgres.Store }
 
 func (b pgBackend) Close() error {

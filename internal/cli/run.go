@@ -14,13 +14,19 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
 )
 
-// appendWaiter is implemented by stores that can signal appends made by
+// appendListener is implemented by stores that can signal appends made by
 // other processes (store/postgres: LISTEN/NOTIFY).
-type appendWaiter interface {
-	WaitForAppend(ctx context.Context) error
+type appendListener interface {
+	Listen(ctx context.Context) (*postgres.Listener, error)
 }
+
+// listenRetry is how long the daemon waits before listening again after the
+// database went away: short, because until it listens again it hears no
+// append and sweeps only every --every, which may be an hour.
+const listenRetry = time.Second
 
 func newRun(e *env) *cobra.Command {
 	var (
@@ -174,36 +180,50 @@ func (d *daemon) serve(ctx context.Context, metricsAddr, adminAddr, token string
 	for _, w := range d.workers {
 		g.Go(func() error { return w.Run(ctx, d.every) })
 	}
-	if waiter, ok := d.b.(appendWaiter); ok {
-		g.Go(func() error { d.wakeOnAppend(ctx, waiter); return nil })
+	if l, ok := d.b.(appendListener); ok {
+		g.Go(func() error { d.wakeOnAppend(ctx, l); return nil })
 	}
 	err := g.Wait()
 	log.Info("herald: stopped; every cursor is saved")
 	return err
 }
 
-// wakeOnAppend wakes every worker when another process appends.
-func (d *daemon) wakeOnAppend(ctx context.Context, waiter appendWaiter) {
+// wakeOnAppend wakes every worker when another process appends. When the
+// listening connection breaks (a database restart) it logs it once, listens
+// again every listenRetry until the database answers, says so, and wakes
+// every worker: appends committed while nobody listened were not heard.
+func (d *daemon) wakeOnAppend(ctx context.Context, store appendListener) {
+	wakeAll := func() {
+		for _, w := range d.workers {
+			w.Wake()
+		}
+	}
 	failing := false
 	for ctx.Err() == nil {
-		err := waiter.WaitForAppend(ctx)
-		switch {
-		case err == nil:
-			failing = false
-			for _, w := range d.workers {
-				w.Wake()
+		l, err := store.Listen(ctx)
+		if err == nil {
+			if failing {
+				d.e.logger.Info("herald: listening for appends again")
+				failing = false
+				wakeAll()
 			}
-		case ctx.Err() != nil:
+			for err == nil {
+				if _, err = l.Wait(ctx); err == nil {
+					wakeAll()
+				}
+			}
+			l.Close()
+		}
+		if ctx.Err() != nil {
 			return
-		default:
-			if !failing {
-				d.e.logger.Warn("herald: cannot listen for appends; sweeping on the interval only until it recovers", "err", err)
-				failing = true
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(d.every):
-			}
+		}
+		if !failing {
+			d.e.logger.Warn("herald: cannot listen for appends; sweeping on the interval only until it recovers", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(listenRetry, d.every)):
 		}
 	}
 }

@@ -1,0 +1,173 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/push"
+)
+
+// TestChaosCrash: worker processes share one PostgreSQL database while the
+// harness SIGKILLs a random one at random instants (after the receivers saw
+// a random number of new deliveries) and restarts it, and appends go on.
+// Afterwards, against the receivers' ledger: every record reached its
+// receiver at least once; per registration, seqs in order apart from
+// re-deliveries of the unacknowledged tail, each pass at most one drain
+// page back (Ledger.Check); every re-delivery explained by a kill that left
+// that registration claimed by the dead worker, at most one drain page per
+// registration per kill; no cursor ever ahead of what its receiver
+// acknowledged (checked after every kill, and at the end); nothing parked;
+// no secret in any output.
+func TestChaosCrash(t *testing.T) {
+	ctx := context.Background()
+	s := newScenario(t, pgtest.NewDatabase(t))
+	p := s.mode.Crash
+	f := s.newFleet(ctx, p, "crash")
+	t.Logf("%d workers, %d records in %d streams, %d registrations (%d deliveries), %d kills, drain page %d, lease %v",
+		p.Workers, p.Records(), p.Streams, p.Registrations(), p.Deliveries(), p.Kills, p.DrainPage, p.Lease)
+
+	// The kill points: after how many distinct deliveries each kill comes,
+	// spread over the first 90% of the run.
+	points := make([]int, p.Kills)
+	for i := range points {
+		points[i] = 1 + s.intN(p.Deliveries()*9/10)
+	}
+	slices.Sort(points)
+
+	for i := 0; i < p.Workers; i++ {
+		f.startWorker(i)
+	}
+	appendCtx, stopAppends := context.WithCancel(ctx)
+	defer stopAppends()
+	appended := make(chan error, 1)
+	go func() {
+		_, err := s.appendRounds(appendCtx, f.streams, p.RecordsPerStream, p.Rounds)
+		appended <- err
+	}()
+
+	stalled := func(err error) {
+		t.Helper()
+		var tails strings.Builder
+		for i, l := range f.logs {
+			fmt.Fprintf(&tails, "--- worker %d log (end)\n%s\n", i, logTail(l, 2000))
+		}
+		lag := s.cli.run("", "registrations", "--lagging", "--limit", "20")
+		t.Fatalf("%v\nlagging:\n%s\n%s", err, lag.stdout, tails.String())
+	}
+
+	var kills []Kill
+	var cursorProblems []string
+	for k, point := range points {
+		if err := f.ledger.WaitDistinct(ctx, p.Stall, point); err != nil {
+			stalled(fmt.Errorf("before kill %d: %w", k+1, err))
+		}
+		slot := s.intN(p.Workers)
+		victim := f.workers[slot]
+		victim.kill()
+		n := f.ledger.NextEpoch()
+		orphans, err := f.leasedBy(ctx, victim.pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursors, err := f.cursors(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursorProblems = append(cursorProblems, f.ledger.CheckCursors(cursors)...)
+		kills = append(kills, Kill{N: n, PID: victim.pid(), Orphans: orphans})
+		f.startWorker(slot)
+	}
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ledger.WaitDistinct(ctx, p.Stall, p.Deliveries()); err != nil {
+		stalled(fmt.Errorf("after the last kill: %w", err))
+	}
+	deliveredAt := time.Since(s.started)
+	f.stopAll()
+	sweeps := f.settle()
+
+	for _, pr := range cursorProblems {
+		t.Error("after a kill: " + pr)
+	}
+	v := f.ledger.Check(f.heads(), p.DrainPage)
+	for _, pr := range v.Problems {
+		t.Error(pr)
+	}
+	perKill, regsPerKill, unexplained := Attribute(v.Restarts, kills)
+	for _, r := range unexplained {
+		t.Errorf("%s went back from #%d to #%d (epoch %d) though no kill left it claimed: a re-delivery without a crash", r.Reg, r.Top, r.From, r.Epoch)
+	}
+	maxPerKill, maxRegsPerKill, maxPass, orphaned := 0, 0, 0, 0
+	for i, d := range perKill {
+		maxPerKill = max(maxPerKill, d)
+		maxRegsPerKill = max(maxRegsPerKill, regsPerKill[i])
+		orphaned += len(kills[i].Orphans)
+		if bound := len(kills[i].Orphans) * p.DrainPage; d > bound {
+			t.Errorf("kill %d left %d registrations claimed and caused %d re-deliveries, more than a drain page each (%d)", i+1, len(kills[i].Orphans), d, bound)
+		}
+		if regsPerKill[i] > push.DefaultMaxInFlight {
+			t.Errorf("kill %d made %d registrations go back, more than the %d turns a worker has in flight", i+1, regsPerKill[i], push.DefaultMaxInFlight)
+		}
+	}
+	for _, r := range v.Restarts {
+		maxPass = max(maxPass, r.Redelivered)
+	}
+	f.checkFinal()
+	fenced := 0
+	for _, l := range f.logs {
+		fenced += countLines(l, "lease lost")
+	}
+	if fenced > 0 {
+		t.Errorf("%d turns of live workers were fenced out: their lease expired while they ran", fenced)
+	}
+	for i, l := range f.logs {
+		if n := countLines(l, "level=ERROR"); n > 0 {
+			t.Errorf("worker %d logged %d errors; a peer's death is no error of its own:\n%s", i, n, logTail(l, 3000))
+		}
+	}
+	s.checkSecrets()
+
+	mean := 0.0
+	if len(kills) > 0 {
+		mean = float64(v.Duplicates) / float64(len(kills))
+	}
+	s.report(map[string]any{
+		"workers":                               p.Workers,
+		"records":                               p.Records(),
+		"registrations":                         p.Registrations(),
+		"streams":                               p.Streams,
+		"kills":                                 len(kills),
+		"worker_starts":                         f.started,
+		"drain_page":                            p.DrainPage,
+		"lease_s":                               p.Lease.Seconds(),
+		"max_in_flight":                         push.DefaultMaxInFlight,
+		"deliveries":                            v.Total,
+		"distinct":                              v.Distinct,
+		"duplicates":                            v.Duplicates,
+		"passes":                                len(v.Restarts),
+		"duplicates_per_kill_max":               maxPerKill,
+		"duplicates_per_kill_mean":              mean,
+		"duplicates_per_pass_max":               maxPass,
+		"registrations_sent_again_per_kill_max": maxRegsPerKill,
+		"registrations_orphaned_per_kill_mean":  float64(orphaned) / float64(max(1, len(kills))),
+		"settling_sweeps":                       sweeps,
+		"delivered_s":                           deliveredAt.Round(time.Millisecond).Seconds(),
+	})
+}
+
+// countLines counts the lines of a file that contain word.
+func countLines(path, word string) int {
+	n := 0
+	for _, line := range strings.Split(logTail(path, 1<<30), "\n") {
+		if strings.Contains(line, word) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,267 @@
+package chaos
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldpush/herald/internal/pgtest"
+)
+
+// bin is the herald binary under test, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "herald-chaos-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := pgtest.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// scenario is one chaos run: its mode, its seeded randomness, the herald
+// command on its database, and the secrets it must never see printed.
+type scenario struct {
+	t       *testing.T
+	mode    Mode
+	seed    int64
+	rng     *rand.Rand
+	rngMu   sync.Mutex
+	cli     *cli
+	dir     string
+	secrets []string
+	started time.Time
+	dbUp    *gate // set by scenarios that restart the database
+}
+
+func newScenario(t *testing.T, db string) *scenario {
+	t.Helper()
+	mode, seed, err := modeFromEnv(os.Getenv, func() int64 { return time.Now().UnixNano() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s mode, seed %d (replay the plan with %s=%s %s=%d)", mode.Name, seed, EnvMode, mode.Name, EnvSeed, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("FAILED with seed %d: rerun with %s=%s %s=%d go test -run '^%s$' ./internal/chaos", seed, EnvMode, mode.Name, EnvSeed, seed, t.Name())
+		}
+	})
+	dir := t.TempDir()
+	s := &scenario{t: t, mode: mode, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
+		dir: dir, started: time.Now()}
+	s.cli = &cli{t: t, bin: bin, db: db, dir: dir, tr: &transcript{}}
+	return s
+}
+
+// intN draws from the scenario's seeded randomness (safe for concurrent use).
+func (s *scenario) intN(n int) int {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.IntN(n)
+}
+
+func (s *scenario) bytes(n int) []byte {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(s.rng.UintN(256))
+	}
+	return b
+}
+
+// webhookSecret returns a fresh Standard Webhooks secret, remembered for
+// the search for leaks (whole, and its base64 key alone).
+func (s *scenario) webhookSecret() string {
+	key := base64.StdEncoding.EncodeToString(s.bytes(32))
+	s.secrets = append(s.secrets, "whsec_"+key, key)
+	return "whsec_" + key
+}
+
+// token returns a fresh bearer token, remembered for the search for leaks.
+func (s *scenario) token(prefix string) string {
+	tok := prefix + hex.EncodeToString(s.bytes(20))
+	s.secrets = append(s.secrets, tok)
+	return tok
+}
+
+// checkSecrets fails the test if any secret appears in any log line or
+// output the scenario's herald processes printed.
+func (s *scenario) checkSecrets() {
+	s.t.Helper()
+	found, searched, err := s.cli.tr.leaks(s.secrets)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if len(found) > 0 {
+		s.t.Errorf("secrets leaked into herald's output:\n%s", strings.Join(found, "\n"))
+	}
+	if searched == 0 || len(s.secrets) == 0 {
+		s.t.Errorf("the search for secrets searched %d bytes for %d secrets: it proves nothing", searched, len(s.secrets))
+	}
+	s.t.Logf("searched %d bytes of logs and output for %d secrets: none found", searched, len(s.secrets))
+}
+
+// report logs the scenario's figures and appends them to EnvReport's file.
+func (s *scenario) report(figures map[string]any) {
+	figures["scenario"] = s.t.Name()
+	figures["mode"] = s.mode.Name
+	figures["seed"] = s.seed
+	figures["seconds"] = time.Since(s.started).Round(time.Millisecond).Seconds()
+	b, _ := json.Marshal(figures)
+	s.t.Logf("figures: %s", b)
+	if path := os.Getenv(EnvReport); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			s.t.Errorf("%s: %v", EnvReport, err)
+			return
+		}
+		defer f.Close()
+		_, _ = f.Write(append(b, '\n'))
+	}
+}
+
+// logTail returns the end of a file, for failure messages.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// record is one line of an `append --file`.
+type record struct {
+	Stream  string          `json:"stream"`
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"`
+	Payload json.RawMessage `json:"payload"`
+	Final   bool            `json:"final,omitempty"`
+}
+
+// recordID is the id of the record the harness appends at seq of stream:
+// the receivers read the seq back from the webhook-id.
+func recordID(stream string, seq uint64) string { return fmt.Sprintf("%s#%d", stream, seq) }
+
+// parseRecordID splits a recordID.
+func parseRecordID(id string) (stream string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return "", 0, false
+	}
+	if _, err := fmt.Sscanf(id[i+1:], "%d", &seq); err != nil || seq == 0 || fmt.Sprint(seq) != id[i+1:] {
+		return "", 0, false
+	}
+	return id[:i], seq, true
+}
+
+// writeRecords writes an append --file for seqs from..to of every stream,
+// interleaved stream by stream.
+func writeRecords(path string, streams []string, from, to uint64) error {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	for _, st := range streams {
+		for seq := from; seq <= to; seq++ {
+			payload := fmt.Sprintf(`{"stream":%q,"seq":%d}`, st, seq)
+			if err := enc.Encode(record{Stream: st, ID: recordID(st, seq), Kind: "chaos.tick", Payload: json.RawMessage(payload)}); err != nil {
+				return err
+			}
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// appendRounds appends records 1..perStream of every stream with `herald
+// append --file`, in rounds, repeating a round that failed (an append is
+// idempotent: repeating it is the documented recovery). It returns the
+// failed attempts' results.
+func (s *scenario) appendRounds(ctx context.Context, streams []string, perStream, rounds int) ([]result, error) {
+	var failures []result
+	per := (perStream + rounds - 1) / rounds
+	for r := 0; r < rounds; r++ {
+		from, to := uint64(r*per+1), uint64(min((r+1)*per, perStream))
+		if from > to {
+			break
+		}
+		path := filepath.Join(s.dir, fmt.Sprintf("round-%03d.jsonl", r))
+		if err := writeRecords(path, streams, from, to); err != nil {
+			return failures, err
+		}
+		for try := 0; ; try++ {
+			if ctx.Err() != nil {
+				return failures, ctx.Err()
+			}
+			res := s.cli.run("", "append", "--file", path)
+			if res.code == 0 {
+				break
+			}
+			failures = append(failures, res)
+			if s.dbUp == nil || try == 100 {
+				return failures, fmt.Errorf("append round %d failed (%d tries); last:\n%s", r, try+1, res)
+			}
+			// The database is away (a restart): try again once it is back.
+			if err := s.dbUp.wait(ctx); err != nil {
+				return failures, err
+			}
+		}
+	}
+	return failures, nil
+}
+
+// gate is open while the database is up: the harness closes it before a
+// restart and opens it when pg_ctl says the server is back.
+type gate struct {
+	mu sync.Mutex
+	ch chan struct{} // closed while open
+}
+
+func newGate() *gate {
+	g := &gate{ch: make(chan struct{})}
+	close(g.ch)
+	return g
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ch = make(chan struct{})
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.ch)
+}
+
+func (g *gate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,367 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Ledger is what the receivers saw: for each registration, every request
+// (attempts) and the seqs they acknowledged with a 2xx, in the order the
+// acknowledgements were given. It is the harness's ground truth: herald's
+// own view (cursors, evidence) is checked against it. Safe for concurrent
+// use.
+type Ledger struct {
+	mu       sync.Mutex
+	regs     map[string]*regLog
+	total    int // acknowledgements
+	distinct int // distinct (registration, seq) acknowledged
+	requests int // every request, acknowledged or not
+	epoch    int // faults injected so far (kills, restarts)
+	problems []string
+	changed  chan struct{} // closed and replaced on every change
+}
+
+type regLog struct {
+	acks       []ack
+	seen       []bool // seen[s] for seq s
+	contiguous uint64 // every seq 1..contiguous was acknowledged
+	attempts   map[uint64]int
+}
+
+type ack struct {
+	seq   uint64
+	epoch int
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{regs: map[string]*regLog{}, changed: make(chan struct{})}
+}
+
+func (l *Ledger) reg(name string) *regLog {
+	r := l.regs[name]
+	if r == nil {
+		r = &regLog{attempts: map[uint64]int{}}
+		l.regs[name] = r
+	}
+	return r
+}
+
+func (l *Ledger) signal() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// Attempt records a request for seq of registration reg, whatever the
+// answer will be.
+func (l *Ledger) Attempt(reg string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reg(reg).attempts[seq]++
+	l.requests++
+	l.signal()
+}
+
+// Ack records that the receiver of reg acknowledged seq (answered 2xx).
+func (l *Ledger) Ack(reg string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.reg(reg)
+	r.acks = append(r.acks, ack{seq: seq, epoch: l.epoch})
+	l.total++
+	if seq < 1<<32 { // a bogus seq is reported by Check, not allocated for
+		if uint64(len(r.seen)) <= seq {
+			r.seen = append(r.seen, make([]bool, int(seq)+1-len(r.seen))...)
+		}
+		if !r.seen[seq] {
+			r.seen[seq] = true
+			l.distinct++
+			for r.contiguous+1 < uint64(len(r.seen)) && r.seen[r.contiguous+1] {
+				r.contiguous++
+			}
+		}
+	}
+	l.signal()
+}
+
+// Problem records something a receiver found wrong with a request (a bad
+// signature, an id that does not match the payload); Check reports it.
+func (l *Ledger) Problem(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.problems = append(l.problems, fmt.Sprintf(format, args...))
+	l.signal()
+}
+
+// Problems returns what the receivers found wrong with requests.
+func (l *Ledger) Problems() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.problems)
+}
+
+// NextEpoch marks a fault injected (a kill, a database restart): the
+// acknowledgements that follow carry the new epoch. It returns it.
+func (l *Ledger) NextEpoch() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
+	return l.epoch
+}
+
+// Counts returns the acknowledgements, the distinct ones and the requests.
+func (l *Ledger) Counts() (total, distinct, requests int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total, l.distinct, l.requests
+}
+
+// Contiguous returns, for each registration, the largest k such that every
+// seq 1..k was acknowledged.
+func (l *Ledger) Contiguous() map[string]uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]uint64, len(l.regs))
+	for name, r := range l.regs {
+		out[name] = r.contiguous
+	}
+	return out
+}
+
+// Acks returns the seqs reg's receiver acknowledged, in order.
+func (l *Ledger) Acks(reg string) []uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.regs[reg]
+	if r == nil {
+		return nil
+	}
+	out := make([]uint64, len(r.acks))
+	for i, a := range r.acks {
+		out[i] = a.seq
+	}
+	return out
+}
+
+// Attempts returns how many requests reg's receiver got for seq.
+func (l *Ledger) Attempts(reg string, seq uint64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.regs[reg]; r != nil {
+		return r.attempts[seq]
+	}
+	return 0
+}
+
+// Wait blocks until cond, called under the ledger's lock with the ledger,
+// holds. It fails when ctx ends, or when the ledger has not changed for
+// stall (the system stopped making progress), naming what it waited for.
+// It waits on the ledger's changes, never on a clock, except to detect the
+// stall.
+func (l *Ledger) Wait(ctx context.Context, stall time.Duration, what string, cond func(*Ledger) bool) error {
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		ok := cond(l)
+		ch := l.changed
+		total, distinct, requests := l.total, l.distinct, l.requests
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+			if !timer.Stop() {
+				<-timer.C
+			}
+			timer.Reset(stall)
+		case <-timer.C:
+			return fmt.Errorf("stalled: no request reached a receiver for %v while waiting for %s (%d acknowledgements, %d distinct, %d requests)", stall, what, total, distinct, requests)
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting for %s: %w (%d acknowledgements, %d distinct, %d requests)", what, ctx.Err(), total, distinct, requests)
+		}
+	}
+}
+
+// WaitDistinct waits until n distinct (registration, seq) pairs were
+// acknowledged.
+func (l *Ledger) WaitDistinct(ctx context.Context, stall time.Duration, n int) error {
+	return l.Wait(ctx, stall, fmt.Sprintf("%d distinct deliveries", n), func(l *Ledger) bool { return l.distinct >= n })
+}
+
+// Restart is a re-delivery pass seen by one receiver: the acknowledgement
+// at Index went back to From, at or below the seq acknowledged just before
+// it, as after a worker died between its receiver's 2xx and its cursor
+// write.
+type Restart struct {
+	Reg         string
+	Index       int    // position of the acknowledgement that went back
+	Epoch       int    // faults injected before it arrived
+	PrevEpoch   int    // faults injected before the acknowledgement before it arrived
+	From        uint64 // the seq the pass restarted at
+	Top         uint64 // the highest seq acknowledged before it
+	Redelivered int    // acknowledgements of already-seen seqs in this pass
+}
+
+// Verdict is Check's finding.
+type Verdict struct {
+	Problems   []string
+	Restarts   []Restart
+	Total      int // acknowledgements
+	Distinct   int
+	Duplicates int // Total - Distinct
+}
+
+// Check judges the acknowledgements against the heads: for each
+// registration in heads (registration → the seq of its stream's last
+// record), with drainPage the workers' --drain-page:
+//
+//  1. Never N+1 before N: every acknowledged seq s is at most one more than
+//     the highest seen before it (the first is 1).
+//  2. In order apart from re-deliveries of the unacknowledged tail: each
+//     acknowledgement is either the previous seq + 1 (the pass goes on) or
+//     at most the previous seq (a new pass: a worker resumed from the
+//     cursor it found saved). A jump forward past the previous seq + 1 to
+//     a seq seen before is reported: no saved cursor explains it.
+//  3. A new pass re-delivers at most one drain page: it restarts at From >=
+//     Top - drainPage + 1, since a turn sends at most one page past the
+//     cursor it was claimed with, and saves it before the next.
+//  4. Every seq 1..head was acknowledged at least once, and none beyond.
+//
+// It also reports the problems the receivers recorded and registrations
+// the receivers saw that heads does not name.
+func (l *Ledger) Check(heads map[string]uint64, drainPage int) Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := Verdict{Total: l.total, Distinct: l.distinct, Duplicates: l.total - l.distinct}
+	v.Problems = append(v.Problems, l.problems...)
+	for _, name := range slices.Sorted(maps.Keys(l.regs)) {
+		if _, ok := heads[name]; !ok {
+			v.Problems = append(v.Problems, fmt.Sprintf("%s: the receiver got deliveries for a registration that does not exist", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(heads)) {
+		head := heads[name]
+		var acks []ack
+		if r := l.regs[name]; r != nil {
+			acks = r.acks
+		}
+		rs, problems := checkAcks(name, acks, head, drainPage)
+		v.Restarts = append(v.Restarts, rs...)
+		v.Problems = append(v.Problems, problems...)
+	}
+	return v
+}
+
+// checkAcks applies Check's rules to one registration.
+func checkAcks(name string, acks []ack, head uint64, drainPage int) ([]Restart, []string) {
+	var (
+		restarts []Restart
+		problems []string
+		top      uint64 // highest seq acknowledged so far
+		prev     uint64
+		cur      = -1 // index in restarts of the pass under way, -1 before any
+		seen     = map[uint64]bool{}
+	)
+	bad := func(format string, args ...any) {
+		if len(problems) < 5 { // the first few say enough
+			problems = append(problems, name+": "+fmt.Sprintf(format, args...))
+		}
+	}
+	for i, a := range acks {
+		s := a.seq
+		switch {
+		case s == 0 || s > top+1:
+			bad("acknowledgement %d is #%d before #%d was ever seen (N+1 before N)", i, s, top+1)
+		case i > 0 && s <= prev:
+			restarts = append(restarts, Restart{Reg: name, Index: i, Epoch: a.epoch, PrevEpoch: acks[i-1].epoch, From: s, Top: top})
+			cur = len(restarts) - 1
+			if top-s+1 > uint64(drainPage) {
+				bad("acknowledgement %d restarted at #%d after #%d: %d re-deliveries, more than one drain page (%d)", i, s, top, top-s+1, drainPage)
+			}
+		case i > 0 && s != prev+1:
+			bad("acknowledgement %d jumped from #%d to #%d, skipping seqs of the pass under way: no saved cursor explains it (two workers at once?)", i, prev, s)
+		}
+		if s > head {
+			bad("acknowledgement %d is #%d, past the head #%d", i, s, head)
+		}
+		if seen[s] {
+			if cur >= 0 {
+				restarts[cur].Redelivered++
+			}
+		}
+		seen[s] = true
+		top = max(top, s)
+		prev = s
+	}
+	for s := uint64(1); s <= head; s++ {
+		if !seen[s] {
+			bad("#%d was never acknowledged (%d acknowledgements, highest #%d, head #%d)", s, len(acks), top, head)
+			break
+		}
+	}
+	return restarts, problems
+}
+
+// CheckCursors compares cursors (registration → next_seq, read from the
+// database) with what the receivers acknowledged: a cursor may never pass
+// a seq its receiver has not acknowledged. Read the cursors first and call
+// CheckCursors after: acknowledgements only grow, so the comparison is
+// sound while workers run.
+func (l *Ledger) CheckCursors(cursors map[string]uint64) []string {
+	acked := l.Contiguous()
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(cursors)) {
+		next := cursors[name]
+		if next > acked[name]+1 {
+			problems = append(problems, fmt.Sprintf("%s: cursor %d is ahead of what its receiver acknowledged (every seq up to #%d)", name, next, acked[name]))
+		}
+	}
+	return problems
+}
+
+// Kill is one injected fault and the registrations it left claimed by a
+// dead worker (their leases still name it).
+type Kill struct {
+	N       int             // its epoch (1-based)
+	PID     int             // the process killed (0 for a database restart)
+	Orphans map[string]bool // registrations whose lease the dead process held
+}
+
+// Attribute assigns each restart to the fault that explains it: the
+// earliest fault that orphaned its registration and came between the
+// acknowledgement before the restart and the restart itself (both
+// inclusive: a dead worker's last request may be acknowledged just after
+// the harness counted its death). The earliest, because the records sent
+// again are those the worker behind that last acknowledgement had not
+// saved; a later fault may orphan the registration again (claimed by the
+// next worker, killed before it sent anything) without adding to them. A
+// pass that goes back with no such fault, say a second worker serving a
+// registration whose lease expired under a live one, is unexplained. It
+// returns the re-deliveries and the registrations restarted per fault
+// (indexed by N-1), and the restarts no fault explains.
+func Attribute(restarts []Restart, kills []Kill) (perKill, regsPerKill []int, unexplained []Restart) {
+	perKill = make([]int, len(kills))
+	regsPerKill = make([]int, len(kills))
+	for _, r := range restarts {
+		found := false
+		for k := range kills {
+			n := kills[k].N
+			if r.PrevEpoch <= n && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
+				perKill[k] += r.Redelivered
+				regsPerKill[k]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			unexplained = append(unexplained, r)
+		}
+	}
+	return perKill, regsPerKill, unexplained
+}
