@@ -14,12 +14,13 @@ import (
 // (Advance, Retry, Park or Complete). Invariant 2 bounds duplicates by the
 // page, so the cursor is written once per page rather than once per record.
 type turn struct {
-	w     *Worker
-	at    time.Time
-	stop  <-chan struct{}
-	reg   Registration
-	claim Claim // fences the turn's writes
-	rep   SweepReport
+	w        *Worker
+	at       time.Time
+	stop     <-chan struct{}
+	deadline time.Time // real time after which no record is started (half the lease after the claim)
+	reg      Registration
+	claim    Claim // fences the turn's writes
+	rep      SweepReport
 
 	next     uint64 // first seq not yet acknowledged in this turn
 	attempts int    // failures before the next one (0 once the cursor moved)
@@ -31,16 +32,18 @@ func (t *turn) run(ctx context.Context) error {
 	if t.stopping() {
 		return nil // the lease expires; nothing was tried
 	}
+	if t.late() {
+		return t.save(ctx, nil) // release the claim at once: another sweep serves it
+	}
 	recs, err := w.journal.Read(ctx, t.reg.Stream, t.next, w.opts.drainPage)
 	if err != nil {
 		return fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}
-	budget := time.Now().Add(w.opts.lease / 2) // real time: keep the turn inside its lease
-	for i, rec := range recs {
+	for _, rec := range recs {
 		if rec.Seq != t.next {
 			return t.save(ctx, fmt.Errorf("journal returned #%d where #%d was expected", rec.Seq, t.next))
 		}
-		if i > 0 && (t.stopping() || time.Now().After(budget)) {
+		if t.stopping() || t.late() {
 			break
 		}
 		done, err := t.deliver(ctx, rec)
@@ -170,6 +173,10 @@ func (t *turn) lost(err, wrapped error) error {
 		"registration", t.reg.ID, "owner", t.claim.Owner, "err", err)
 	return nil
 }
+
+// late reports whether the sweep's budget is spent: starting a record now
+// could outlive the lease.
+func (t *turn) late() bool { return time.Now().After(t.deadline) }
 
 func (t *turn) stopping() bool {
 	select {

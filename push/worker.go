@@ -84,9 +84,10 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 //
 // It reads no clock for the schedule: at decides due-ness, backoff, lease
 // expiry and signature dates, so the same inputs give the same schedule. Real
-// durations bound only the network: the transport's timeouts, and a turn's
-// budget of half the lease, after which it starts no new record (so that it
-// ends while its lease holds). Writes are fenced by the lease (see Claim): a
+// durations bound only the network: the transport's timeouts, and the
+// sweep's budget of half the lease (from the claim), after which no turn
+// starts a new record and an unstarted turn releases its claim, so that no
+// turn runs on after another worker may have claimed it. Writes are fenced by the lease (see Claim): a
 // turn that lost its lease anyway changes nothing and is counted in
 // LeasesLost. Turns are independent: a
 // store or journal error ends only its own turn (no attempt is counted
@@ -178,6 +179,11 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	rep.Saturated = batch.More
 	rep.Unserved = batch.Unserved
 	rep.Registrations = len(batch.Registrations)
+	// Every claim of this sweep holds one lease, from now: a turn starts no
+	// record past half of it (measured on the real clock, as network
+	// timeouts are), even if it waited for its place among MaxInFlight, so
+	// that no turn runs on after another worker may have claimed it.
+	deadline := time.Now().Add(w.opts.lease / 2)
 
 	var (
 		mu       sync.Mutex
@@ -187,7 +193,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	g.SetLimit(w.opts.maxInFlight)
 	for _, st := range batch.Registrations {
 		g.Go(func() error {
-			t := turn{w: w, at: at, stop: stop, reg: st.Registration, claim: st.Claim()}
+			t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, claim: st.Claim()}
 			terr := t.run(ctx)
 			mu.Lock()
 			rep.add(t.rep)

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bytes"
+	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
 	"slices"
@@ -28,7 +30,8 @@ var safeHeaders = map[string]bool{
 // values (the token of "Bearer <token>"), the URL's query and its values,
 // and long path segments (capability URLs such as /hooks/<token>). A
 // receiver that echoes the request, or a library error that quotes it,
-// thus never puts a secret into evidence or logs.
+// thus never puts a secret into evidence or logs; nor does an echo that
+// encodes it as a JSON string (also with "\/"), percent-encoding or HTML.
 type redactor struct {
 	secrets []string // longest first
 }
@@ -36,8 +39,15 @@ type redactor struct {
 func newRedactor(u *url.URL, h http.Header) redactor {
 	var s []string
 	add := func(v string) {
-		if len(v) >= minSecret {
-			s = append(s, v)
+		if len(v) < minSecret {
+			return
+		}
+		// A receiver may echo what it got encoded: as a JSON string (with
+		// "/" escaped as "\/", as PHP does), percent-encoded, or as HTML.
+		s = append(s, v, url.QueryEscape(v), url.PathEscape(v), html.EscapeString(v))
+		if j, err := json.Marshal(v); err == nil {
+			js := string(j[1 : len(j)-1])
+			s = append(s, js, strings.ReplaceAll(js, "/", `\/`))
 		}
 	}
 	for name, values := range h {
@@ -58,7 +68,6 @@ func newRedactor(u *url.URL, h http.Header) redactor {
 		for _, vs := range u.Query() {
 			for _, v := range vs {
 				add(v)
-				add(url.QueryEscape(v))
 			}
 		}
 		for seg := range strings.SplitSeq(u.EscapedPath(), "/") {

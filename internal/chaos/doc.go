@@ -45,8 +45,8 @@
 // differs, the plan does not). HERALD_CHAOS_REPORT=<file> writes the
 // figures of each scenario as JSON lines, for RELIABILITY.md.
 //
-// Tests named TestBug… (build tag knownbugs) fail on bugs the harness found
-// that are not fixed yet: go test -tags knownbugs -run TestBug ./internal/chaos.
+// A bug the harness finds gets a regression test of its own here (such as
+// TestTurnsStayInsideTheirLease) once it is fixed.
 //
 // The harness waits on counters and signals (deliveries seen by the
 // receivers, lines logged by the daemons, processes exiting), never on

@@ -390,8 +390,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	daemon := s.cli.start("daemon", logPath, "-v", "run", "--namespaces", "webhook,cloudevents", "--every", "200ms",
 		"--metrics-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--allow-http", "--allow-private-network",
 		"--timeout", faultTimeout.String(), "--max-attempts", strconv.Itoa(faultMaxAttempts),
-		"--max-retry-after", faultMaxRetryAfter.String(), "--lease", "30s",
-		"--sweep-limit", strconv.Itoa(push.DefaultMaxInFlight)) // see fleet.workerArgs
+		"--max-retry-after", faultMaxRetryAfter.String(), "--lease", "30s")
 	running, err := daemon.out.waitLine(ctx, time.Minute, "herald: running")
 	if err != nil {
 		t.Fatalf("%v; log:\n%s", err, logTail(logPath, 3000))

@@ -144,17 +144,13 @@ func (f *fleet) heads() map[string]uint64 {
 	return out
 }
 
-// workerArgs are the flags of every worker of the fleet. A sweep claims no
-// more registrations than it serves at once (--sweep-limit equal to
-// --max-in-flight): with more, a turn may start after the lease it was
-// claimed with expired, on a loaded machine, and another worker serve the
-// same registration meanwhile (RELIABILITY.md, "Bugs found";
-// TestBugTurnStartsAfterItsLeaseExpired). Once that is fixed, the default
-// limit goes back here.
+// workerArgs are the flags of every worker of the fleet: the default sweep
+// limit (256) and MaxInFlight (16), so that most claims wait for their turn,
+// which the sweep's lease budget must keep inside the lease.
 func (f *fleet) workerArgs() []string {
 	return []string{"-v", "run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
 		"--allow-http", "--allow-private-network", "--timeout", "5s",
-		"--sweep-limit", strconv.Itoa(push.DefaultMaxInFlight), "--max-in-flight", strconv.Itoa(push.DefaultMaxInFlight),
+		"--max-in-flight", strconv.Itoa(push.DefaultMaxInFlight),
 		"--lease", f.plan.Lease.String(), "--drain-page", strconv.Itoa(f.plan.DrainPage)}
 }
 

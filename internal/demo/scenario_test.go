@@ -88,7 +88,10 @@ func TestRunStopsAtItsDuration(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.False(t, sum.OK)
-	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 1.5s: still at work: webhooks/shop/flaky (retrying at cursor")
+	// The flaky receiver's Retry-After waits alone outlast 1.5 s; on a
+	// loaded machine other registrations may still be at work beside it.
+	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 1.5s: still at work: ")
+	require.Contains(t, sum.Failures[0], "webhooks/shop/flaky (retrying at cursor")
 	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/down did not recover after its unpark")
 }
 

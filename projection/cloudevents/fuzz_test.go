@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"strings"
 	"testing"
 
@@ -79,12 +78,6 @@ func FuzzMessages(f *testing.F) {
 		rec := journal.Record{Stream: "orders/1", Seq: 1, ID: e.ID, Kind: e.Kind, ContentType: e.ContentType, Payload: e.Payload}
 		msgs, err := p.Messages(context.Background(), rec, reg)
 		if err != nil {
-			// Known bug (RELIABILITY.md, TestBugTextJSONPayloadThatIsNotJSON):
-			// a text/json payload that is not JSON fails in sdk-go's encoder
-			// without ErrInvalid. Remove this exception with the fix.
-			if mt, _, _ := mime.ParseMediaType(rec.ContentType); mt == "text/json" && structured && !json.Valid(payload) {
-				return
-			}
 			if !errors.Is(err, journal.ErrInvalid) {
 				t.Fatalf("Messages(%q, %q): %v does not wrap journal.ErrInvalid", ct, payload, err)
 			}

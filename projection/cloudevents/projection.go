@@ -2,6 +2,7 @@ package cloudevents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -134,7 +135,9 @@ func needsBase64(contentType string, payload []byte) bool {
 	case !utf8.Valid(payload):
 		return true
 	case mt == event.ApplicationJSON || mt == event.TextJSON:
-		return false
+		// sdk-go embeds these as a JSON value: only valid JSON may go
+		// there (the journal checks text/json payloads for nothing).
+		return !json.Valid(payload)
 	case strings.HasPrefix(mt, "text/"):
 		return false
 	default:

@@ -14,8 +14,8 @@ import (
 //  1. lock the pending streams that look idle (SKIP LOCKED);
 //  2. clear the marker of those still idle in a snapshot taken after the
 //     locks, claim up to q.Limit due registrations with the lease (SKIP
-//     LOCKED, Limit+1 looked for), and count the other namespaces' due
-//     registrations.
+//     LOCKED: only the rows claimed are locked; Limit+1 are looked for, to
+//     tell More), and count the other namespaces' due registrations.
 //
 // Only registrations of pending streams are read, through indexes: an idle
 // database costs two index probes that find nothing. See the package
@@ -40,7 +40,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: find idle streams", err)
 		}
-		var due int
+		var due int // due rows left unclaimed
 		b = &pgx.Batch{}
 		if len(idle) > 0 {
 			b.Queue(sqlClearPending, idle)
@@ -59,7 +59,10 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due", err)
 		}
-		batch.More = due > q.Limit
+		// due is how many due rows were left unclaimed, of the first
+		// Limit+1: only Limit rows are locked, so that concurrent claimers
+		// never skip a row this claim locked only to look past the limit.
+		batch.More = due > 0
 		return nil
 	})
 	if err != nil {

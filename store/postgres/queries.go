@@ -165,13 +165,14 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
         WHERE r.stream = d.stream AND r.id = d.id AND NOT r.parked
           AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
         FOR NO KEY UPDATE SKIP LOCKED) l
-    LIMIT $3::int + 1
+    LIMIT $3::int
 ), claimed AS (
     UPDATE herald_registration r SET lease_owner = $4, lease_until = $5, next_attempt_at = $2
-    WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked ORDER BY next_attempt_at, stream, id LIMIT $3::int))
+    WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked))
     RETURNING r.*
 )
-SELECT ` + statusColumns + `, (SELECT count(*) FROM locked)
+SELECT ` + statusColumns + `,
+    (SELECT count(*) FROM (SELECT 1 FROM due LIMIT $3::int + 1) d) - (SELECT count(*) FROM locked)
 FROM claimed r
 JOIN locked l ON l.stream = r.stream AND l.id = r.id
 CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = r.stream OFFSET 0) s

@@ -1,5 +1,3 @@
-//go:build knownbugs
-
 package chaos
 
 import (
@@ -18,25 +16,21 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// TestBugTurnStartsAfterItsLeaseExpired is a failing test for a bug in
-// push (it runs with -tags knownbugs until push is fixed; see
-// RELIABILITY.md, "Bugs found").
-//
-// A sweep claims up to --sweep-limit registrations, all with one lease
-// (at + --lease), but serves only --max-in-flight at once; each turn's
-// budget of half the lease starts when the turn starts, not when the claim
-// was made, and a turn always sends its first record. With receivers slow
-// enough that the later turns start after the lease expired, a second
-// daemon claims those registrations (their lease has expired) and delivers
-// them, and the first daemon delivers them too when their turn comes: the
-// same record goes out twice, concurrently, with no crash at all, and the
-// late turn's cursor write is fenced out ("lease lost").
+// TestTurnsStayInsideTheirLease (found by this harness): a sweep claims up
+// to --sweep-limit registrations, all with one lease (at + --lease), but
+// serves only --max-in-flight at once. Each turn's budget of half the lease
+// used to start when the turn started, and a turn always sent its first
+// record: with receivers slow enough that the later turns started after the
+// lease expired, a second daemon claimed those registrations and delivered
+// them while the first daemon delivered them too, with no crash at all, and
+// the late turn's cursor write was fenced out ("lease lost"). The budget now
+// runs from the claim, and a turn that would start late releases its claim.
 //
 // Two daemons, twenty registrations of one record each, receivers that
 // take 600 ms to answer, --max-in-flight 2 and --lease 2s: a daemon that
 // claims them all needs six seconds for them. Correct behaviour: each
 // record acknowledged exactly once, no turn fenced out.
-func TestBugTurnStartsAfterItsLeaseExpired(t *testing.T) {
+func TestTurnsStayInsideTheirLease(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewDatabase(t)
 	s := newScenario(t, db)

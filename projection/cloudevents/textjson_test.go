@@ -1,5 +1,3 @@
-//go:build knownbugs
-
 package cloudevents_test
 
 import (
@@ -13,18 +11,12 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// TestBugTextJSONPayloadThatIsNotJSON is a failing test for a bug found by
-// FuzzMessages (it runs with -tags knownbugs until it is fixed; see
-// RELIABILITY.md). The journal checks JSON payloads only for
-// application/json and +json types, so a record of type text/json may hold
-// any text; needsBase64 tells sdk-go to embed a text/json payload as a JSON
-// value in structured mode, and sdk-go's encoder fails on it. Messages then
-// returns an error that does not wrap journal.ErrInvalid (its documented
-// contract for a record that makes no CloudEvent), and the registration
-// retries the record to the ceiling and parks. Either carry such a payload
-// as data_base64 (needsBase64: JSON types only when json.Valid) or refuse
-// it with ErrInvalid.
-func TestBugTextJSONPayloadThatIsNotJSON(t *testing.T) {
+// TestTextJSONPayloadThatIsNotJSON (found by FuzzMessages): the journal
+// checks JSON payloads only for application/json and +json types, so a
+// text/json record may hold any text. sdk-go embeds text/json as a JSON
+// value in structured mode and its encoder failed on such a payload, so the
+// record retried to the ceiling and parked. It now travels as data_base64.
+func TestTextJSONPayloadThatIsNotJSON(t *testing.T) {
 	cfg, err := json.Marshal(cloudevents.Config{Source: "https://shop.example/orders", Structured: true})
 	if err != nil {
 		t.Fatal(err)
