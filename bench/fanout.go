@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -119,7 +120,7 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 		errOnce  sync.Once
 		firstErr error
 	)
-	recv0 := e.recv.cpu()
+	recv0, self0 := e.recv.cpu(), selfCPU()
 	start := time.Now()
 	for range cfg.conc {
 		wg.Go(func() {
@@ -145,7 +146,7 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 	if firstErr != nil {
 		return fanoutRun{}, firstErr
 	}
-	d := fanoutRun{deliveries: total, took: took, recvCPU: e.recv.cpu() - recv0}
+	d := fanoutRun{deliveries: total, took: took, recvCPU: e.recv.cpu() - recv0, workerCPU: selfCPU() - self0}
 	var err error
 	d.dups, d.short, err = e.routes(ctx, g, c.R, int64(c.E))
 	return d, err
@@ -202,7 +203,7 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 		return d, err
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace, "--allow-http", "--allow-private-network",
-		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}
+		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc), "--every", cfg.heraldEvery.String()}
 	return deliverWith(ctx, e, d, "herald", e.herald, args, g, c, dbURL, db, s0, s1)
 }
 
@@ -363,7 +364,7 @@ func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 	rep.printf("- **River**: E transactions each inserting R jobs (`InsertManyTx`, one job per event × receiver, the payload in the job's args, %d goroutines); then a separate River worker process (`bench/cmd/riverworker`, `MaxWorkers: %d`) whose worker POSTs the job.\n", cfg.producers, cfg.conc)
 	rep.printf("- **limit**: the same requests from %d goroutines of a bare Go HTTP client loop with keep-alive, no database.\n", cfg.conc)
 	rep.printf("- **deliveries/s** = E×R / (worker process start → the receiver's last receipt); the backlog was fully committed before the worker started. The bare client: first request → last answer.\n")
-	rep.printf("- **WAL B** and **rows** are per delivery (one event received by one receiver), for the produce and deliver phases together: `pg_current_wal_lsn()` difference (cluster-wide: it includes autovacuum and checkpoints of the period) and `pg_stat_user_tables` n_tup_ins + n_tup_upd + n_tup_del of the database. **RSS** is the worker process's peak (VmHWM). **CPU** is seconds of CPU in the deliver phase: worker process / PostgreSQL (all its processes) / receiver.\n\n")
+	rep.printf("- **WAL B** and **rows** are per delivery (one event received by one receiver), for the produce and deliver phases together: `pg_current_wal_lsn()` difference (cluster-wide: it includes autovacuum and checkpoints of the period) and `pg_stat_user_tables` n_tup_ins + n_tup_upd + n_tup_del of the database. **RSS** is the worker process's peak (VmHWM). **CPU** is seconds of CPU in the deliver phase: worker process (for the bare client: the benchmark process, which does nothing else then) / PostgreSQL (all its processes) / receiver.\n\n")
 
 	rep.printf("#### Headline\n\n")
 	rep.printf("| R | E | limit deliveries/s | herald deliveries/s | River deliveries/s | herald/River | herald/limit | herald WAL B/delivery | River WAL B/delivery | herald/River WAL |\n")
@@ -382,8 +383,8 @@ func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 			x := res[sys][c.R]
 			name := map[string]string{"limit": "bare client", "herald": "herald", "river": "River"}[sys]
 			if sys == "limit" {
-				rep.printf("| %s | %s | %s | %s | – | – | – | – | – / – / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
-					x.secs.cell(2), x.perSec.cell(0), fmtNum(x.recvCPU.median(), 1), x.dups, x.short)
+				rep.printf("| %s | %s | %s | %s | – | – | – | – | %s / – / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
+					x.secs.cell(2), x.perSec.cell(0), fmtNum(x.workerCPU.median(), 1), fmtNum(x.recvCPU.median(), 1), x.dups, x.short)
 				continue
 			}
 			rep.printf("| %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s | %s / %s / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
@@ -393,4 +394,13 @@ func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 		}
 	}
 	rep.printf("\n")
+}
+
+// selfCPU is the benchmark process's user + system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

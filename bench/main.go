@@ -32,6 +32,7 @@ type config struct {
 	only        map[string]bool
 	keep        bool
 	riverCool   time.Duration
+	heraldEvery time.Duration
 	fanout      []fanoutCase
 	appendFor   time.Duration
 	idleRegs    int
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&only, "only", "fanout,appends,idle,latency", "workloads to run, comma-separated")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
+	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
 	flag.Parse()
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
