@@ -28,9 +28,9 @@ type fanoutCase struct{ R, E int }
 
 // result is one system's measurement of one fan-out case over the runs.
 type result struct {
-	perSec, secs, walPer, rowsPer, rss, workerCPU, pgCPU, recvCPU sample
-	prodSecs, prodWalPer, prodRowsPer                             sample
-	dups, short                                                   int64
+	perSec, secs, walPer, rowsPer, rss, workerCPU, pgCPU, recvCPU, firstMS sample
+	prodSecs, prodWalPer, prodRowsPer                                      sample
+	dups, short                                                            int64
 }
 
 func (r *result) add(d fanoutRun) {
@@ -47,6 +47,7 @@ func (r *result) add(d fanoutRun) {
 	r.workerCPU = append(r.workerCPU, d.workerCPU.Seconds())
 	r.pgCPU = append(r.pgCPU, d.deliver.pgCPU.Seconds())
 	r.recvCPU = append(r.recvCPU, d.recvCPU.Seconds())
+	r.firstMS = append(r.firstMS, ms(d.first))
 	r.dups += d.dups
 	r.short += d.short
 }
@@ -55,6 +56,7 @@ func (r *result) add(d fanoutRun) {
 type fanoutRun struct {
 	deliveries       int64
 	took             time.Duration // worker start → last receipt (bare client: first request → last answer)
+	first            time.Duration // worker start → first receipt
 	produceTook      time.Duration
 	produce, deliver delta
 	rss              int64
@@ -225,6 +227,7 @@ func deliverWith(ctx context.Context, e *env, d fanoutRun, name, bin string, arg
 	}
 	d.deliveries = total
 	d.took = time.Duration(st.ReachedNS - start.UnixNano())
+	d.first = time.Duration(st.FirstNS - start.UnixNano())
 	d.rss = p.peakRSS()
 	d.workerCPU = p.cpu()
 	d.recvCPU = e.recv.cpu() - recv0
@@ -376,20 +379,20 @@ func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 			h.walPer.cell(0), r.walPer.cell(0), ratio(h.walPer, r.walPer))
 	}
 	rep.printf("\n#### Detail\n\n")
-	rep.printf("| R | system | deliver s | deliveries/s | produce s | WAL B/delivery (produce part) | rows/delivery (produce part) | peak RSS MiB | CPU s worker / PostgreSQL / receiver | duplicates, routes short |\n")
-	rep.printf("|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n")
+	rep.printf("| R | system | deliver s | deliveries/s | produce s | WAL B/delivery (produce part) | rows/delivery (produce part) | peak RSS MiB | start → first delivery ms | CPU s worker / PostgreSQL / receiver | duplicates, routes short |\n")
+	rep.printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, c := range cfg.fanout {
 		for _, sys := range []string{"limit", "herald", "river"} {
 			x := res[sys][c.R]
 			name := map[string]string{"limit": "bare client", "herald": "herald", "river": "River"}[sys]
 			if sys == "limit" {
-				rep.printf("| %s | %s | %s | %s | – | – | – | – | %s / – / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
+				rep.printf("| %s | %s | %s | %s | – | – | – | – | – | %s / – / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
 					x.secs.cell(2), x.perSec.cell(0), fmtNum(x.workerCPU.median(), 1), fmtNum(x.recvCPU.median(), 1), x.dups, x.short)
 				continue
 			}
-			rep.printf("| %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s | %s / %s / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
+			rep.printf("| %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s | %s | %s / %s / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
 				x.secs.cell(2), x.perSec.cell(0), x.prodSecs.cell(1), x.walPer.cell(0), fmtNum(x.prodWalPer.median(), 0),
-				x.rowsPer.cell(2), fmtNum(x.prodRowsPer.median(), 2), x.rss.cell(0),
+				x.rowsPer.cell(2), fmtNum(x.prodRowsPer.median(), 2), x.rss.cell(0), x.firstMS.cell(0),
 				fmtNum(x.workerCPU.median(), 1), fmtNum(x.pgCPU.median(), 1), fmtNum(x.recvCPU.median(), 1), x.dups, x.short)
 		}
 	}
