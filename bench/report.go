@@ -33,6 +33,7 @@ func (r *report) header(e *env, cfg config) {
 	r.printf("## herald vs River vs the machine's limit\n\n")
 	r.printf("Run on %s (%s mode, %d run(s) of each measurement; figures are the median and, in brackets, min–max).\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), mode, cfg.runs)
+	r.printf("- **Command**: `cd bench && go run . %s` (from the repository root).\n", strings.Join(os.Args[1:], " "))
 	r.printf("- **Machine**: %s. The benchmark runner, the receiver, PostgreSQL and the worker share these cores.\n", e.machine)
 	r.printf("- **Versions**: %s, PostgreSQL %s, River %s (riverpgxv5), pgx %s, herald %s.\n",
 		e.goVersion, e.pgVersion, e.riverVersion, e.pgxVersion, e.commit)
