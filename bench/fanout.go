@@ -378,6 +378,7 @@ func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 			l.perSec.cell(0), h.perSec.cell(0), r.perSec.cell(0), ratio(h.perSec, r.perSec), ratio(h.perSec, l.perSec),
 			h.walPer.cell(0), r.walPer.cell(0), ratio(h.walPer, r.walPer))
 	}
+	rep.printf("\nRatios are of the medians; in brackets, the range of the ratios within each run (limit, herald and River run one after the other for each R in every run).\n")
 	rep.printf("\n#### Detail\n\n")
 	rep.printf("| R | system | deliver s | deliveries/s | produce s | WAL B/delivery (produce part) | rows/delivery (produce part) | peak RSS MiB | start → first delivery ms | CPU s worker / PostgreSQL / receiver | duplicates, routes short |\n")
 	rep.printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")

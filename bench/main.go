@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,8 +47,9 @@ type config struct {
 
 func main() {
 	var (
-		cfg  config
-		only string
+		cfg     config
+		only    string
+		fanoutR string
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
@@ -56,6 +58,7 @@ func main() {
 	flag.StringVar(&only, "only", "fanout,appends,idle,latency", "workloads to run, comma-separated")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
+	flag.StringVar(&fanoutR, "fanout-r", "", "fan-out cases to run, by R, comma-separated (default: all of 1, 100, 1000)")
 	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
 	flag.Parse()
 	cfg.only = map[string]bool{}
@@ -83,6 +86,18 @@ func main() {
 		cfg.appendFor = 5 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
+	}
+	if fanoutR != "" {
+		var keep []fanoutCase
+		for r := range strings.SplitSeq(fanoutR, ",") {
+			i := slices.IndexFunc(cfg.fanout, func(c fanoutCase) bool { return strconv.Itoa(c.R) == strings.TrimSpace(r) })
+			if i < 0 {
+				fmt.Fprintf(os.Stderr, "bench: -fanout-r: no fan-out case with R=%s (1, 100, 1000)\n", r)
+				os.Exit(2)
+			}
+			keep = append(keep, cfg.fanout[i])
+		}
+		cfg.fanout = keep
 	}
 	cfg.appendCases = []appendCase{
 		{streams: 1, writers: 1, batch: 1}, {streams: 1, writers: 8, batch: 1}, {streams: 1, writers: 32, batch: 1},

@@ -105,12 +105,22 @@ func (s sample) cell(decimals int) string {
 	return fmt.Sprintf("%s (%s–%s)", fmtNum(s.median(), decimals), fmtNum(s.min(), decimals), fmtNum(s.max(), decimals))
 }
 
-// ratio is a/b of the medians.
+// ratio is a/b of the medians and, with several runs, in brackets the
+// range of the per-run ratios a[i]/b[i] (the runs are interleaved, so each
+// pair shared the machine's load of its moment).
 func ratio(a, b sample) string {
 	if len(a) == 0 || len(b) == 0 || b.median() == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2f×", a.median()/b.median())
+	s := fmt.Sprintf("%.2f×", a.median()/b.median())
+	if len(a) == len(b) && len(a) > 1 {
+		var per sample
+		for i := range a {
+			per = append(per, a[i]/b[i])
+		}
+		s += fmt.Sprintf(" (%.2f–%.2f)", per.min(), per.max())
+	}
+	return s
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
