@@ -127,22 +127,25 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("fan-out: %w", err)
 		}
 	}
+	logf("load average %s", loadavg())
 	if cfg.only["appends"] {
 		if err := appends(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("appends: %w", err)
 		}
 	}
+	logf("load average %s", loadavg())
 	if cfg.only["idle"] {
 		if err := idle(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("idle: %w", err)
 		}
 	}
+	logf("load average %s", loadavg())
 	if cfg.only["latency"] {
 		if err := latency(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
 	}
-	rep.printf("\nThe whole run took %s.\n", time.Since(started).Round(time.Second))
+	rep.printf("\nThe whole run took %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadavg())
 	return rep.write(cfg.out)
 }
 

@@ -33,6 +33,7 @@ func (r *report) header(e *env, cfg config) {
 	r.printf("## herald vs River vs the machine's limit\n\n")
 	r.printf("Run on %s (%s mode, %d run(s) of each measurement; figures are the median and, in brackets, min–max).\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), mode, cfg.runs)
+	r.printf("- **Load**: load average %s at the start (other users of the machine add to it; see the end of the run).\n", loadavg())
 	r.printf("- **Command**: `cd bench && go run . %s` (from the repository root).\n", strings.Join(os.Args[1:], " "))
 	r.printf("- **Machine**: %s. The benchmark runner, the receiver, PostgreSQL and the worker share these cores.\n", e.machine)
 	r.printf("- **Versions**: %s, PostgreSQL %s, River %s (riverpgxv5), pgx %s, herald %s.\n",
@@ -124,3 +125,16 @@ func ratio(a, b sample) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// loadavg is /proc/loadavg's 1, 5 and 15 minute load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " / ")
+}
