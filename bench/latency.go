@@ -15,10 +15,6 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// appenders is how many goroutines (and pool connections) issue the paced
-// appends: enough that a slow commit never holds back the schedule.
-const appenders = 64
-
 type latResult struct{ p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample }
 
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
@@ -32,7 +28,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
 	rep.printf("`herald run --namespaces webhook --max-in-flight %d --every 1s` (a separate process; it sweeps at once when LISTEN/NOTIFY reports an append) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.Append`, its own transaction) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from `Append` returning (the commit acknowledged) to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
-		cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), appenders, 2*cfg.latStreams)
+		cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
 		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1))
@@ -50,7 +46,7 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 		return err
 	}
-	st, err := postgres.Open(ctx, withPool(dbURL, appenders))
+	st, err := postgres.Open(ctx, withPool(dbURL, cfg.latAppenders))
 	if err != nil {
 		return err
 	}
@@ -94,7 +90,7 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 	)
 	interval := time.Second / time.Duration(cfg.latRate)
 	start := time.Now()
-	for range appenders {
+	for range cfg.latAppenders {
 		wg.Go(func() {
 			for k := range jobs {
 				target := start.Add(time.Duration(k) * interval)

@@ -26,23 +26,24 @@ import (
 )
 
 type config struct {
-	quick       bool
-	runs        int
-	conc        int
-	out         string
-	only        map[string]bool
-	keep        bool
-	riverCool   time.Duration
-	heraldEvery time.Duration
-	fanout      []fanoutCase
-	appendFor   time.Duration
-	idleRegs    int
-	idleSweeps  int
-	latRate     int
-	latFor      time.Duration
-	latStreams  int
-	producers   int
-	appendCases []appendCase
+	quick        bool
+	runs         int
+	conc         int
+	out          string
+	only         map[string]bool
+	keep         bool
+	riverCool    time.Duration
+	heraldEvery  time.Duration
+	fanout       []fanoutCase
+	appendFor    time.Duration
+	idleRegs     int
+	idleSweeps   int
+	latRate      int
+	latFor       time.Duration
+	latStreams   int
+	latAppenders int
+	producers    int
+	appendCases  []appendCase
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.StringVar(&only, "only", "fanout,appends,idle,latency", "workloads to run, comma-separated")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
+	flag.IntVar(&cfg.latAppenders, "lat-appenders", 16, "goroutines (and connections) issuing the paced appends of the latency workload")
 	flag.StringVar(&fanoutR, "fanout-r", "", "fan-out cases to run, by R, comma-separated (default: all of 1, 100, 1000)")
 	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
 	flag.Parse()
