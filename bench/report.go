@@ -113,15 +113,27 @@ func ratio(a, b sample) string {
 	if len(a) == 0 || len(b) == 0 || b.median() == 0 {
 		return "–"
 	}
-	s := fmt.Sprintf("%.2f×", a.median()/b.median())
+	s := fmtRatio(a.median()/b.median()) + "×"
 	if len(a) == len(b) && len(a) > 1 {
 		var per sample
 		for i := range a {
 			per = append(per, a[i]/b[i])
 		}
-		s += fmt.Sprintf(" (%.2f–%.2f)", per.min(), per.max())
+		s += fmt.Sprintf(" (%s–%s)", fmtRatio(per.min()), fmtRatio(per.max()))
 	}
 	return s
+}
+
+// fmtRatio gives two significant decimals, more for small ratios (0.0023).
+func fmtRatio(v float64) string {
+	switch {
+	case v >= 0.1:
+		return fmt.Sprintf("%.2f", v)
+	case v >= 0.01:
+		return fmt.Sprintf("%.3f", v)
+	default:
+		return fmt.Sprintf("%.4f", v)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
