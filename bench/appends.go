@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/heraldpush/herald/bench/internal/wire"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// appendCase is writers goroutines appending batch records per transaction
+// to streams streams.
+type appendCase struct{ streams, writers, batch int }
+
+func (c appendCase) String() string {
+	s := fmt.Sprintf("%d stream(s), %d writer(s)", c.streams, c.writers)
+	if c.batch > 1 {
+		s += fmt.Sprintf(", batches of %d", c.batch)
+	}
+	return s
+}
+
+type appendResult struct{ recPerSec, p50, p99, walPer sample }
+
+func appends(ctx context.Context, e *env, cfg config, rep *report) error {
+	res := make([]appendResult, len(cfg.appendCases))
+	for run := 1; run <= cfg.runs; run++ {
+		db := fmt.Sprintf("appends_%d", run)
+		dbURL, err := e.createDB(ctx, db)
+		if err != nil {
+			return err
+		}
+		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
+			return err
+		}
+		for i, c := range cfg.appendCases {
+			logf("appends %v run %d/%d", c, run, cfg.runs)
+			s0, err := e.snap(ctx, dbURL, db)
+			if err != nil {
+				return err
+			}
+			st, err := postgres.Open(ctx, withPool(dbURL, c.writers))
+			if err != nil {
+				return err
+			}
+			n, lat, took, err := appendFor(ctx, st, c, fmt.Sprintf("c%d-", i), cfg.appendFor)
+			st.Close()
+			if err != nil {
+				return fmt.Errorf("%v: %w", c, err)
+			}
+			s1, err := e.snap(ctx, dbURL, db)
+			if err != nil {
+				return err
+			}
+			d, err := e.diff(ctx, s0, s1)
+			if err != nil {
+				return err
+			}
+			slices.Sort(lat)
+			r := &res[i]
+			r.recPerSec = append(r.recPerSec, float64(n)/took.Seconds())
+			r.p50 = append(r.p50, ms(lat[len(lat)/2]))
+			r.p99 = append(r.p99, ms(lat[len(lat)*99/100]))
+			r.walPer = append(r.walPer, float64(d.wal)/float64(n))
+			logf("  %.0f records/s", float64(n)/took.Seconds())
+		}
+		e.dropDB(ctx, db)
+	}
+	rep.printf("### 3. Appends\n\n")
+	rep.printf("`Store.Append` (its own transaction: BEGIN, lock the stream row and look the ids up, insert and move the head, COMMIT with NOTIFY) for %v per case, by W goroutines in a loop; each record has the %d-byte payload. With 1,000 streams each append goes to the next stream of a shared counter (streams are created by their first append). Batched: one `Append` of N records to one stream. Latency is one `Append` call (one transaction), p50 and p99 over the run's calls (median over runs). WAL B is per record.\n\n", cfg.appendFor, wire.PayloadBytes)
+	rep.printf("| case | records/s | vs 1 stream, 1 writer | p50 ms | p99 ms | WAL B/record |\n|---|---:|---:|---:|---:|---:|\n")
+	for i, c := range cfg.appendCases {
+		r := res[i]
+		rep.printf("| %v | %s | %s | %s | %s | %s |\n", c, r.recPerSec.cell(0), ratio(r.recPerSec, res[0].recPerSec),
+			fmtNum(r.p50.median(), 2), fmtNum(r.p99.median(), 2), r.walPer.cell(0))
+	}
+	rep.printf("\n")
+	return nil
+}
+
+// appendFor appends for d and returns the records appended, each call's
+// latency and the time taken.
+func appendFor(ctx context.Context, st *postgres.Store, c appendCase, prefix string, d time.Duration) (int64, []time.Duration, time.Duration, error) {
+	var (
+		mu       sync.Mutex
+		lats     []time.Duration
+		total    int64
+		next     int64
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range c.writers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
+				mu.Lock()
+				seq := next
+				next++
+				mu.Unlock()
+				stream := fmt.Sprintf("append/%d", seq%int64(c.streams))
+				entries := make([]journal.Entry, c.batch)
+				for j := range entries {
+					entries[j] = journal.Entry{ID: fmt.Sprintf("%sw%d-%d-%d", prefix, w, k, j), Kind: "order.updated",
+						ContentType: "application/json", Payload: wire.Payload(k)}
+				}
+				t0 := time.Now()
+				if _, err := st.Append(ctx, stream, entries...); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			total += int64(len(mine) * c.batch)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if firstErr == nil && len(lats) == 0 {
+		firstErr = fmt.Errorf("no append finished in %v", d)
+	}
+	return total, lats, took, firstErr
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/heraldpush/herald/bench/internal/wire"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+type latResult struct{ p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample }
+
+func latency(ctx context.Context, e *env, cfg config, rep *report) error {
+	var r latResult
+	for run := 1; run <= cfg.runs; run++ {
+		logf("latency run %d/%d: %d appends/s for %v", run, cfg.runs, cfg.latRate, cfg.latFor)
+		if err := latencyRun(ctx, e, cfg, run, &r); err != nil {
+			return err
+		}
+	}
+	total := cfg.latRate * int(cfg.latFor/time.Second)
+	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
+	rep.printf("`herald run --namespaces webhook --max-in-flight %d --every 1s` (a separate process; it sweeps at once when LISTEN/NOTIFY reports an append) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.Append`, its own transaction) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from `Append` returning (the commit acknowledged) to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
+		cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
+	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
+		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1))
+	return nil
+}
+
+func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) error {
+	g := fmt.Sprintf("lat-run%d", run)
+	db := fmt.Sprintf("latency_%d", run)
+	dbURL, err := e.createDB(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer e.dropDB(ctx, db)
+	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
+		return err
+	}
+	st, err := postgres.Open(ctx, withPool(dbURL, cfg.latAppenders))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i := range cfg.latStreams {
+		if err := registerAll(ctx, st, streamOf(i), 1, func(int) string { return fmt.Sprintf("%s/d/%s/%d", e.recvURL, g, i) }); err != nil {
+			return err
+		}
+	}
+	p, err := startProc(e, "herald-daemon", e.herald, []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace,
+		"--allow-http", "--allow-private-network", "--metrics-addr", "", "--admin-addr", "",
+		"--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}, nil)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	appendOne := func(k int, id string) error {
+		_, err := st.Append(ctx, streamOf(k%cfg.latStreams), journal.Entry{ID: id, Kind: "order.updated",
+			ContentType: "application/json", Payload: wire.Payload(k)})
+		return err
+	}
+	warm := 2 * cfg.latStreams
+	for k := range warm {
+		if err := appendOne(k, fmt.Sprintf("warm-%d", k)); err != nil {
+			return err
+		}
+	}
+	if _, err := e.wait(ctx, g, int64(warm), p); err != nil {
+		return err
+	}
+
+	total := cfg.latRate * int(cfg.latFor/time.Second)
+	commit := make([]int64, total)
+	appLat := make([]time.Duration, total)
+	jobs := make(chan int, total)
+	cpu0, pg0 := p.cpu(), e.pgCPU()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	interval := time.Second / time.Duration(cfg.latRate)
+	start := time.Now()
+	for range cfg.latAppenders {
+		wg.Go(func() {
+			for k := range jobs {
+				target := start.Add(time.Duration(k) * interval)
+				if err := appendOne(k, fmt.Sprintf("lat-%d", k)); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					continue
+				}
+				now := time.Now()
+				commit[k] = now.UnixNano()
+				appLat[k] = now.Sub(target)
+			}
+		})
+	}
+	for k := range total {
+		if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		jobs <- k
+	}
+	close(jobs)
+	wg.Wait()
+	achieved := float64(total) / time.Since(start).Seconds()
+	if firstErr != nil {
+		return firstErr
+	}
+	if _, err := e.wait(ctx, g, int64(warm+total), p); err != nil {
+		return err
+	}
+	r.rss = append(r.rss, float64(p.peakRSS())/(1<<20))
+	r.workerCPU = append(r.workerCPU, (p.cpu() - cpu0).Seconds())
+	r.pgCPU = append(r.pgCPU, (e.pgCPU() - pg0).Seconds())
+	var receipts [][2]any
+	if err := e.recvGet(ctx, "/receipts", url.Values{"group": {g}}, &receipts); err != nil {
+		return err
+	}
+	var lat []time.Duration
+	for _, rc := range receipts {
+		id, _ := rc[0].(string)
+		ns, _ := rc[1].(float64)
+		var k int
+		if _, err := fmt.Sscanf(id, "lat-%d", &k); err != nil || k < 0 || k >= total {
+			continue // warm-up
+		}
+		lat = append(lat, time.Duration(int64(ns)-commit[k]))
+	}
+	if len(lat) < total {
+		return fmt.Errorf("%d of %d appends were received", len(lat), total)
+	}
+	slices.Sort(lat)
+	slices.Sort(appLat)
+	q := func(s []time.Duration, f float64) float64 { return ms(s[min(len(s)-1, int(float64(len(s))*f))]) }
+	r.p50 = append(r.p50, q(lat, 0.5))
+	r.p90 = append(r.p90, q(lat, 0.9))
+	r.p99 = append(r.p99, q(lat, 0.99))
+	r.max = append(r.max, ms(lat[len(lat)-1]))
+	r.appP50 = append(r.appP50, q(appLat, 0.5))
+	r.appP99 = append(r.appP99, q(appLat, 0.99))
+	r.rate = append(r.rate, achieved)
+	logf("  p50 %.1f ms, p99 %.1f ms, %.0f appends/s", q(lat, 0.5), q(lat, 0.99), achieved)
+	return nil
+}
+
+func streamOf(i int) string { return fmt.Sprintf("lat/%03d", i) }
+
+// withPool sets pgxpool's pool size in a database URL.
+func withPool(dbURL string, conns int) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(conns))
+	u.RawQuery = q.Encode()
+	return u.String()
+}

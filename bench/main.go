@@ -1,0 +1,156 @@
+// Command bench measures herald against River (the Go job queue a user would
+// pick instead) and against the machine's own limit (a bare HTTP client), on
+// the same PostgreSQL, the same receiver and the same machine, in one run,
+// and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
+//
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,appends,idle,latency]
+//
+// It starts a throwaway PostgreSQL through herald's test harness
+// (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
+// builds and starts the receiver (cmd/receiver), the herald daemon
+// (cmd/herald: herald run) and the River worker (cmd/riverworker) as
+// separate processes on loopback, and stops them all before it exits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	quick        bool
+	runs         int
+	conc         int
+	out          string
+	only         map[string]bool
+	keep         bool
+	riverCool    time.Duration
+	heraldEvery  time.Duration
+	fanout       []fanoutCase
+	appendFor    time.Duration
+	idleRegs     int
+	idleSweeps   int
+	latRate      int
+	latFor       time.Duration
+	latStreams   int
+	latAppenders int
+	producers    int
+	appendCases  []appendCase
+}
+
+func main() {
+	var (
+		cfg     config
+		only    string
+		fanoutR string
+	)
+	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
+	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
+	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
+	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
+	flag.StringVar(&only, "only", "fanout,appends,idle,latency", "workloads to run, comma-separated")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
+	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
+	flag.IntVar(&cfg.latAppenders, "lat-appenders", 16, "goroutines (and connections) issuing the paced appends of the latency workload")
+	flag.StringVar(&fanoutR, "fanout-r", "", "fan-out cases to run, by R, comma-separated (default: all of 1, 100, 1000)")
+	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
+	flag.Parse()
+	cfg.only = map[string]bool{}
+	for w := range strings.SplitSeq(only, ",") {
+		w = strings.TrimSpace(w)
+		if !slices.Contains([]string{"fanout", "appends", "idle", "latency"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, appends, idle, latency)\n", w)
+			os.Exit(2)
+		}
+		cfg.only[w] = true
+	}
+	if cfg.runs < 1 || cfg.conc < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -runs and -concurrency must be at least 1")
+		os.Exit(2)
+	}
+	cfg.producers = 16
+	if cfg.quick {
+		cfg.runs = 1
+		cfg.fanout = []fanoutCase{{R: 1, E: 5000}, {R: 100, E: 100}, {R: 1000, E: 20}}
+		cfg.appendFor = 2 * time.Second
+		cfg.idleRegs, cfg.idleSweeps = 100_000, 20
+		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 10*time.Second, 100
+	} else {
+		cfg.fanout = []fanoutCase{{R: 1, E: 100_000}, {R: 100, E: 1000}, {R: 1000, E: 100}}
+		cfg.appendFor = 5 * time.Second
+		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
+		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
+	}
+	if fanoutR != "" {
+		var keep []fanoutCase
+		for r := range strings.SplitSeq(fanoutR, ",") {
+			i := slices.IndexFunc(cfg.fanout, func(c fanoutCase) bool { return strconv.Itoa(c.R) == strings.TrimSpace(r) })
+			if i < 0 {
+				fmt.Fprintf(os.Stderr, "bench: -fanout-r: no fan-out case with R=%s (1, 100, 1000)\n", r)
+				os.Exit(2)
+			}
+			keep = append(keep, cfg.fanout[i])
+		}
+		cfg.fanout = keep
+	}
+	cfg.appendCases = []appendCase{
+		{streams: 1, writers: 1, batch: 1}, {streams: 1, writers: 8, batch: 1}, {streams: 1, writers: 32, batch: 1},
+		{streams: 1000, writers: 1, batch: 1}, {streams: 1000, writers: 8, batch: 1}, {streams: 1000, writers: 32, batch: 1},
+		{streams: 1, writers: 1, batch: 100}, {streams: 1, writers: 1, batch: 1000},
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	started := time.Now()
+	e, err := setup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	rep := &report{}
+	rep.header(e, cfg)
+	if cfg.only["fanout"] {
+		if err := fanout(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("fan-out: %w", err)
+		}
+	}
+	logf("load average %s", loadavg())
+	if cfg.only["appends"] {
+		if err := appends(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("appends: %w", err)
+		}
+	}
+	logf("load average %s", loadavg())
+	if cfg.only["idle"] {
+		if err := idle(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("idle: %w", err)
+		}
+	}
+	logf("load average %s", loadavg())
+	if cfg.only["latency"] {
+		if err := latency(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+	}
+	rep.printf("\nThe whole run took %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadavg())
+	return rep.write(cfg.out)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
