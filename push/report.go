@@ -12,6 +12,7 @@ type SweepReport struct {
 	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
 	Errors        int  `json:"errors"`        // turns ended by a store or journal error
 	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
+	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a full drain page, or the lease budget): sweep again soon
 	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
 }
 
@@ -27,4 +28,5 @@ func (r *SweepReport) add(t SweepReport) {
 	r.Parked += t.Parked
 	r.Skipped += t.Skipped
 	r.LeasesLost += t.LeasesLost
+	r.Backlog += t.Backlog
 }

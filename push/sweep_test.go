@@ -334,3 +334,36 @@ func TestMessageNeverPrintsHeaders(t *testing.T) {
 	}
 	require.NotContains(t, fmt.Sprintf("%+v", []push.Message{m}), "t0ken")
 }
+
+// A turn that stops at a full drain page reports Backlog, and Run sweeps
+// again at once instead of waiting an interval per page.
+func TestBacklogIsSweptAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 5)
+	f.register("s", "r")
+	w := f.worker(push.WithDrainPage(2))
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, f.sweep(w, at(0)))
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, f.sweep(w, at(1)))
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 1, Deliveries: 1}, f.sweep(w, at(2)), "at the head: no backlog")
+
+	g := newFixture(t)
+	delivered := make(chan string, 10)
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		delivered <- msg.ID
+		return accepted(), nil
+	})
+	g.append("s", 5)
+	g.register("s", "r")
+	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- runner.Run(ctx, time.Hour) }()
+	var got []string
+	for range 5 {
+		got = append(got, <-delivered) // three pages, one interval of an hour: no waiting between pages
+	}
+	cancel()
+	require.NoError(t, <-stopped)
+	require.Equal(t, seqIDs("s", 1, 5), got)
+}

@@ -58,7 +58,7 @@ type Outcome struct {
 	RetryAfter    time.Duration
 	HasRetryAfter bool
 	Location      string        // the Location of a 3xx, which is never followed
-	Body          []byte        // the first MaxEvidenceBody bytes of the answer
+	Body          []byte        // the first MaxEvidenceBody bytes of a failed answer (none for Accepted: a success leaves no evidence)
 	Duration      time.Duration // wall time of the attempt, for evidence and metrics
 	Reason        string        // why it failed, in words ("503 Service Unavailable", "dial: connection refused", "netguard: 10.0.0.7 is private (RFC 1918)"); never a secret
 }

@@ -19,7 +19,8 @@ type turn struct {
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the claim)
 	reg      Registration
-	claim    Claim // fences the turn's writes
+	head     uint64 // the stream's head when claimed
+	claim    Claim  // fences the turn's writes
 	rep      SweepReport
 
 	next     uint64 // first seq not yet acknowledged in this turn
@@ -61,7 +62,13 @@ func (t *turn) run(ctx context.Context) error {
 			return nil
 		}
 	}
-	return t.save(ctx, nil)
+	if err := t.save(ctx, nil); err != nil {
+		return err
+	}
+	if t.next <= t.head && !t.stopping() {
+		t.rep.Backlog++ // more to send: Run sweeps again at once
+	}
+	return nil
 }
 
 // deliver sends every message of rec. done is true when the turn ended on a

@@ -103,7 +103,8 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (SweepRep
 }
 
 // Run sweeps every interval with the wall clock (the one place herald reads
-// it), and at once after Wake or after a saturated sweep, until ctx ends. On
+// it), and at once after Wake or after a sweep that left work due (Saturated,
+// or a turn stopped at a full drain page: Backlog), until ctx ends. On
 // ctx's end it starts no new record, lets deliveries in flight finish or time
 // out, saves progress and returns nil. Sweep errors are logged and retried at
 // the next interval, so a database outage does not stop the loop. Errors:
@@ -139,8 +140,8 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 			failures = 0
 		}
 		next := every
-		if r.Saturated && err == nil {
-			next = 0
+		if (r.Saturated || r.Backlog > 0) && err == nil {
+			next = 0 // more is due now: do not wait an interval per page
 		}
 		if !timer.Stop() {
 			select {
@@ -193,7 +194,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	g.SetLimit(w.opts.maxInFlight)
 	for _, st := range batch.Registrations {
 		g.Go(func() error {
-			t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, claim: st.Claim()}
+			t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, head: st.Head, claim: st.Claim()}
 			terr := t.run(ctx)
 			mu.Lock()
 			rep.add(t.rep)

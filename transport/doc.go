@@ -20,7 +20,9 @@
 // every attempt. Redirects are never followed. One attempt (dial, TLS,
 // request, response headers, body) is bounded by Options.Timeout (15 s).
 // The body is read up to [MaxResponseBody] (64 KiB), drained up to
-// [MaxDrain] (16 MiB) so the connection is reused, then closed.
+// [MaxDrain] (16 MiB) so the connection is reused, then closed; the first
+// 512 bytes of a failed answer are kept, redacted, as evidence (a success
+// keeps nothing: the cursor records it).
 //
 // # Classification
 //

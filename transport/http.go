@@ -162,8 +162,6 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 			return push.Outcome{Verdict: push.Transient, Reason: red.String("sign: " + err.Error())}, nil
 		}
 	}
-	red := newRedactor(u, req.Header)
-
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -171,11 +169,19 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		}
 		timedOut := errors.Is(context.Cause(reqCtx), errDeadline)
 		out := classifyError(err, timedOut, t.opts.Timeout, stage.Load())
-		out.Reason = red.String(out.Reason)
+		out.Reason = newRedactor(u, req.Header).String(out.Reason)
 		return out, nil
 	}
-	head, readErr := readBody(resp.Body, push.MaxEvidenceBody+red.longest())
 	out := Classify(resp.StatusCode, resp.Header, at)
+	if out.Verdict == push.Accepted {
+		// A success leaves no evidence (the cursor records it): drain the
+		// answer for the connection's sake and keep none of it, which also
+		// spares building the redactor on the hot path.
+		_, _ = readBody(resp.Body, 0)
+		return out, nil
+	}
+	red := newRedactor(u, req.Header)
+	head, readErr := readBody(resp.Body, push.MaxEvidenceBody+red.longest())
 	out.Body = red.Bytes(head)
 	if len(out.Body) > push.MaxEvidenceBody {
 		out.Body = out.Body[:push.MaxEvidenceBody]

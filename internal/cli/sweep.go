@@ -151,6 +151,9 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 	if r.Saturated {
 		fmt.Fprintln(e.Out, "Saturated: more registrations were due than --limit; sweep again soon.")
 	}
+	if r.Backlog > 0 {
+		fmt.Fprintf(e.Out, "%d registrations have more records than one drain page: sweep again soon.\n", r.Backlog)
+	}
 	if r.Parked > 0 {
 		fmt.Fprintln(e.Out, "Registrations were parked: see herald registrations --parked, then herald unpark.")
 	}
