@@ -333,35 +333,77 @@ type Kill struct {
 	Orphans map[string]bool // registrations whose lease the dead process held
 }
 
-// Attribute assigns each restart to the fault that explains it: the
-// earliest fault that orphaned its registration and came between the
-// acknowledgement before the restart and the restart itself (both
-// inclusive: a dead worker's last request may be acknowledged just after
-// the harness counted its death). The earliest, because the records sent
-// again are those the worker behind that last acknowledgement had not
-// saved; a later fault may orphan the registration again (claimed by the
-// next worker, killed before it sent anything) without adding to them. A
-// pass that goes back with no such fault, say a second worker serving a
-// registration whose lease expired under a live one, is unexplained. It
-// returns the re-deliveries and the registrations restarted per fault
-// (indexed by N-1), and the restarts no fault explains.
-func Attribute(restarts []Restart, kills []Kill) (perKill, regsPerKill []int, unexplained []Restart) {
+// Attribute assigns each restart to a fault that can explain it: one that
+// came between the acknowledgement before the restart and the restart
+// itself (both inclusive: a dead worker's last request may be acknowledged
+// just after the harness counted its death) and that orphaned the
+// restart's registration (Orphans nil: any registration, as a database
+// restart does). A fault explains at most capacity restarts: a killed
+// worker has at most MaxInFlight turns in flight, and only those can have
+// sent records it did not save.
+//
+// Which of several candidate faults made a restart cannot be read off the
+// ledger: with a sweep limit above MaxInFlight a worker holds many claims
+// it has not started, so a registration is often orphaned by several kills
+// in a row without being in flight at all of them. Attribute therefore
+// looks for an assignment that respects the capacity (a bipartite matching,
+// by augmenting paths); only if none exists is the bound broken. It returns
+// the re-deliveries and the registrations restarted per fault of that
+// assignment (indexed by N-1), the restarts no fault can explain, and those
+// that some fault could explain but only beyond its capacity.
+func Attribute(restarts []Restart, kills []Kill, capacity int) (perKill, regsPerKill []int, unexplained, overflow []Restart) {
 	perKill = make([]int, len(kills))
 	regsPerKill = make([]int, len(kills))
-	for _, r := range restarts {
-		found := false
+	candidates := make([][]int, len(restarts))
+	for i, r := range restarts {
 		for k := range kills {
 			n := kills[k].N
 			if r.PrevEpoch <= n && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
-				perKill[k] += r.Redelivered
-				regsPerKill[k]++
-				found = true
-				break
+				candidates[i] = append(candidates[i], k)
 			}
 		}
-		if !found {
-			unexplained = append(unexplained, r)
+	}
+	assigned := make([][]int, len(kills)) // restarts assigned to each fault
+	owner := make([]int, len(restarts))   // the fault a restart is assigned to, or -1
+	for i := range owner {
+		owner[i] = -1
+	}
+	var augment func(i int, seen []bool) bool
+	augment = func(i int, seen []bool) bool {
+		for _, k := range candidates[i] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if len(assigned[k]) < capacity {
+				assigned[k] = append(assigned[k], i)
+				owner[i] = k
+				return true
+			}
+			for j, other := range assigned[k] {
+				if augment(other, seen) { // other moved to another fault: i takes its place
+					assigned[k][j] = i
+					owner[i] = k
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range restarts {
+		if len(candidates[i]) == 0 {
+			unexplained = append(unexplained, restarts[i])
+			continue
+		}
+		if !augment(i, make([]bool, len(kills))) {
+			overflow = append(overflow, restarts[i])
 		}
 	}
-	return perKill, regsPerKill, unexplained
+	for i, k := range owner {
+		if k >= 0 {
+			perKill[k] += restarts[i].Redelivered
+			regsPerKill[k]++
+		}
+	}
+	return perKill, regsPerKill, unexplained, overflow
 }

@@ -96,14 +96,23 @@ func TestAttribute(t *testing.T) {
 		{Reg: "c", PrevEpoch: 0, Epoch: 2, Redelivered: 5}, // no kill orphaned c
 		{Reg: "b", PrevEpoch: 0, Epoch: 0, Redelivered: 1}, // before any kill
 		{Reg: "a", PrevEpoch: 2, Epoch: 3, Redelivered: 1}, // a went back again, with no kill of its worker since its last ack
-		{Reg: "d", PrevEpoch: 1, Epoch: 4, Redelivered: 2}, // orphaned at 2 and again at 4: the first made the tail
+		{Reg: "d", PrevEpoch: 1, Epoch: 4, Redelivered: 2}, // orphaned at 2 and again at 4
 	}
 	kills := []Kill{{N: 1, Orphans: map[string]bool{"a": true}}, {N: 2, Orphans: map[string]bool{"b": true, "d": true}},
 		{N: 3, Orphans: map[string]bool{}}, {N: 4, Orphans: map[string]bool{"d": true}}}
-	per, regs, unexplained := Attribute(rs, kills)
-	require.Equal(t, []int{4, 4, 0, 0}, per)
-	require.Equal(t, []int{2, 2, 0, 0}, regs)
+	per, regs, unexplained, overflow := Attribute(rs, kills, 16)
+	require.Equal(t, 3+2+1+2, per[0]+per[1]+per[2]+per[3], "every explained restart is assigned once")
+	require.Equal(t, 4, regs[0]+regs[1]+regs[2]+regs[3])
+	require.Equal(t, 2, regs[0], "both restarts of a have kill 1 as their only candidate")
 	require.Equal(t, []Restart{rs[3], rs[4], rs[5]}, unexplained)
+	require.Empty(t, overflow)
+
+	// With room for one restart a kill, a valid assignment moves d to kill 4,
+	// and b takes kill 2; the second restart of a has nowhere to go.
+	per, regs, _, overflow = Attribute(rs, kills, 1)
+	require.Equal(t, []int{1, 1, 0, 1}, regs)
+	require.Equal(t, []int{3, 2, 0, 2}, per)
+	require.Equal(t, []Restart{rs[2]}, overflow, "kill 1 cannot explain two registrations going back with one turn in flight")
 }
 
 func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
