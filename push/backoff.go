@@ -10,7 +10,7 @@ import (
 // id) after a failure, where failures is the number of failed attempts before
 // this one (Registration.Attempts at the time of the failure).
 //
-// The formula (DESIGN.md, "Backoff"):
+// The formula (README, "Delivery semantics"):
 //
 //	window = 1 << min(failures, 8)  seconds
 //	half   = window / 2

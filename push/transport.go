@@ -18,7 +18,8 @@ type Transport interface {
 	Deliver(ctx context.Context, reg Registration, msg Message, at time.Time) (Outcome, error)
 }
 
-// Verdict classifies an answer (DESIGN.md, "Outcome classification").
+// Verdict classifies an answer (the table in the transport package doc and
+// in README, "Delivery semantics").
 type Verdict int
 
 const (

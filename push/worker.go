@@ -80,7 +80,7 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 
 // RunOnce is one sweep at instant at: it claims up to limit due
 // registrations of the worker's namespace and serves them, at most
-// MaxInFlight at once, each strictly in order (DESIGN.md, "The sweep").
+// MaxInFlight at once, each strictly in order (package doc, "The sweep").
 //
 // It reads no clock for the schedule: at decides due-ness, backoff, lease
 // expiry and signature dates, so the same inputs give the same schedule. Real

@@ -18,8 +18,8 @@ import (
 // header must not bloat evidence. A longer one is cut.
 const MaxLocationBytes = 2048
 
-// Classify turns an HTTP answer into an Outcome (DESIGN.md, "Outcome
-// classification"; status codes per RFC 9110 §15):
+// Classify turns an HTTP answer into an Outcome (the table in the package
+// doc; status codes per RFC 9110 §15):
 //
 //	2xx                                     Accepted
 //	410 Gone                                Permanent (park: the receiver is gone)

@@ -38,7 +38,7 @@ func ExampleNew() {
 	fmt.Println(out.Verdict, out.Reason)
 	// Output:
 	// transient 503 30s 503 Service Unavailable; Retry-After 30s
-	// permanent netguard: scheme http is not allowed: https only (Options.AllowHTTP opts in)
+	// permanent netguard: scheme http is not allowed: https only (herald --allow-http, Options.AllowHTTP, opts in)
 }
 
 func ExampleCheckAddress() {

@@ -173,7 +173,7 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 	case "https":
 	case "http":
 		if !g.allowHTTP {
-			return nil, &RefusedError{Target: "scheme http", Rule: "is not allowed: https only (Options.AllowHTTP opts in)"}
+			return nil, &RefusedError{Target: "scheme http", Rule: "is not allowed: https only (herald --allow-http, Options.AllowHTTP, opts in)"}
 		}
 	default:
 		return nil, &RefusedError{Target: fmt.Sprintf("scheme %q", u.Scheme), Rule: "is not allowed: https only"}

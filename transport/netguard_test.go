@@ -182,7 +182,7 @@ func TestPlainHTTPRefusedByDefault(t *testing.T) {
 	srv := newCounter(t, nil)
 	for _, opts := range []transport.Options{{}, {AllowPrivateNetwork: true}} {
 		out := deliver(t, newTransport(t, opts), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Permanent || out.Reason != "netguard: scheme http is not allowed: https only (Options.AllowHTTP opts in)" {
+		if out.Verdict != push.Permanent || out.Reason != "netguard: scheme http is not allowed: https only (herald --allow-http, Options.AllowHTTP, opts in)" {
 			t.Errorf("%v: got %s", opts, describe(out))
 		}
 	}

@@ -46,6 +46,10 @@ func adminHandler(store push.Store, token string, now func() time.Time) http.Han
 	})
 	mux.HandleFunc("GET /v1/evidence", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if q.Get("stream") == "" || q.Get("id") == "" {
+			writeAdminError(w, journal.Invalid("query", "stream and id are required query parameters (/v1/evidence?stream=…&id=…)"))
+			return
+		}
 		limit, _ := strconv.Atoi(q.Get("limit"))
 		evs, err := store.Evidence(r.Context(), q.Get("stream"), q.Get("id"), limit)
 		if err != nil {
@@ -57,10 +61,18 @@ func adminHandler(store push.Store, token string, now func() time.Time) http.Han
 		}
 		_ = printJSON(w, evs)
 	})
-	action := func(do func(r *http.Request, stream, id string, toSeq uint64) error) http.HandlerFunc {
+	action := func(needsSeq bool, do func(r *http.Request, stream, id string, toSeq uint64) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
 			stream, id := q.Get("stream"), q.Get("id")
+			if stream == "" || id == "" || (needsSeq && q.Get("to_seq") == "") {
+				params := "stream and id"
+				if needsSeq {
+					params = "stream, id and to_seq"
+				}
+				writeAdminError(w, journal.Invalid("query", "%s are required query parameters (%s?stream=…&id=…)", params, r.URL.Path))
+				return
+			}
 			var toSeq uint64
 			if s := q.Get("to_seq"); s != "" {
 				n, err := strconv.ParseUint(s, 10, 64)
@@ -82,17 +94,17 @@ func adminHandler(store push.Store, token string, now func() time.Time) http.Han
 			_ = printJSON(w, viewOf(st))
 		}
 	}
-	mux.HandleFunc("POST /v1/unpark", action(func(r *http.Request, stream, id string, _ uint64) error {
+	mux.HandleFunc("POST /v1/unpark", action(false, func(r *http.Request, stream, id string, _ uint64) error {
 		return store.Unpark(r.Context(), stream, id, now())
 	}))
-	mux.HandleFunc("POST /v1/skip", action(func(r *http.Request, stream, id string, toSeq uint64) error {
+	mux.HandleFunc("POST /v1/skip", action(true, func(r *http.Request, stream, id string, toSeq uint64) error {
 		reason := r.URL.Query().Get("reason")
 		if reason == "" {
 			reason = "skipped by an operator (admin API)"
 		}
 		return store.Skip(r.Context(), stream, id, toSeq, now(), reason)
 	}))
-	mux.HandleFunc("POST /v1/rewind", action(func(r *http.Request, stream, id string, toSeq uint64) error {
+	mux.HandleFunc("POST /v1/rewind", action(true, func(r *http.Request, stream, id string, toSeq uint64) error {
 		return store.Rewind(r.Context(), stream, id, toSeq, now())
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -147,3 +147,20 @@ func TestMetrics(t *testing.T) {
 		require.True(t, strings.Contains(text, want), "/metrics lacks %s", want)
 	}
 }
+
+func TestAdminAPIMissingParameters(t *testing.T) {
+	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }))
+	defer srv.Close()
+	for path, want := range map[string]string{
+		"/v1/unpark": "stream and id are required",
+		"/v1/skip":   "stream, id and to_seq are required",
+		"/v1/rewind": "stream, id and to_seq are required",
+	} {
+		code, body := adminCall(t, srv, "POST", path, "", url.Values{"stream": {"orders"}})
+		require.Equal(t, http.StatusBadRequest, code, path)
+		require.Contains(t, body, want, path)
+	}
+	code, body := adminCall(t, srv, "GET", "/v1/evidence", "", nil)
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body, "stream and id are required")
+}

@@ -243,6 +243,9 @@ func readPayload(r io.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the payload from stdin: %w", err)
 	}
+	if len(data) == 0 {
+		return nil, usagef("append read no payload from stdin: pipe the record's payload in (or use --file)")
+	}
 	return data, nil
 }
 
@@ -280,8 +283,8 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 			continue
 		}
 		e, stream, err := parseLine(raw, defaultStream)
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, n, err)
+		if err != nil { // bad input, like a line that fails validation: exit 2
+			return nil, usagef("%s line %d: %v (nothing was appended)", path, n, err)
 		}
 		last := len(out) - 1
 		if last < 0 || out[last].stream != stream || len(out[last].entries) >= appendBatch {
@@ -295,7 +298,7 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s line %d: longer than the payload limit allows (nothing was appended)", path, n+1)
+			return nil, usagef("%s line %d: longer than the payload limit allows (nothing was appended)", path, n+1)
 		}
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

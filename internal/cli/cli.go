@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,9 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		err = usageError{err} // cobra's own error for a mistyped command
 	}
 	var ex *exitError
 	if errors.As(err, &ex) && ex.err == nil {
@@ -173,7 +177,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func required(cmd *cobra.Command, names ...string) error {
 	for _, n := range names {
 		if !cmd.Flags().Changed(n) {
-			return usagef("%s needs --%s", cmd.CommandPath(), n)
+			return usagef("%s needs --%s", strings.TrimPrefix(cmd.CommandPath(), "herald "), n)
 		}
 	}
 	return nil

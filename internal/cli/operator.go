@@ -209,7 +209,7 @@ rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
 				}
 				return printJSON(e.Out, evs)
 			}
-			t := newTable(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "ERROR", "BODY")
+			t := newTable(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "ERROR OR REASON", "BODY")
 			for _, ev := range evs {
 				status := "-"
 				if ev.Status != 0 {

@@ -69,13 +69,32 @@ func viewOf(s push.Status) registrationView {
 	}
 }
 
-// redactURL keeps scheme, host and path of a URL and replaces a query,
-// which often carries a capability token, with "?…".
+// redactURL shows a destination URL without what may be a credential: the
+// query (often a capability token) becomes "?…", and every path segment of
+// 16 bytes or more (the token of a capability URL such as
+// /api/webhooks/<id>/<token>) becomes "…", as the transport redacts them in
+// evidence. Scheme, host and short path segments stay, so an operator can
+// still tell receivers apart.
 func redactURL(raw string) string {
-	if i := strings.IndexByte(raw, '?'); i >= 0 {
-		return raw[:i] + "?…"
+	rest, query, hasQuery := strings.Cut(raw, "?")
+	scheme, path, ok := strings.Cut(rest, "://")
+	if !ok {
+		path, scheme = rest, ""
 	}
-	return raw
+	segs := strings.Split(path, "/")
+	for i := 1; i < len(segs); i++ { // segs[0] is the host
+		if len(segs[i]) >= 16 {
+			segs[i] = "…"
+		}
+	}
+	out := strings.Join(segs, "/")
+	if ok {
+		out = scheme + "://" + out
+	}
+	if hasQuery && query != "" {
+		out += "?…"
+	}
+	return out
 }
 
 func printRegistrations(w io.Writer, asJSON bool, sts []push.Status) error {

@@ -82,8 +82,11 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if e.json {
 				return printJSON(e.Out, viewOf(st))
 			}
-			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d, %d records to deliver.\n",
-				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, st.Lag())
+			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d, %s to deliver.\n",
+				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, plural(int(st.Lag()), "record"))
+			if strings.HasPrefix(st.URL, "http://") {
+				fmt.Fprintln(e.Err, "note: the URL is plain http: sweeps refuse it (and park the registration) unless herald runs with --allow-http.")
+			}
 			return nil
 		},
 	}

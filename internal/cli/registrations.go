@@ -23,6 +23,11 @@ error. Ordered by stream, then id.`,
   herald registrations --namespace webhook --lagging --limit 1000`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if q.Namespace != "" {
+				if err := checkNamespace(q.Namespace); err != nil {
+					return err
+				}
+			}
 			if limit < 1 || limit > push.MaxListLimit*100 {
 				return usagef("--limit %d must be from 1 to %d", limit, push.MaxListLimit*100)
 			}

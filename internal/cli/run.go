@@ -50,11 +50,19 @@ finish or time out, saves every cursor, and exits 0: nothing acknowledged is
 lost and nothing unacknowledged is advanced.
 
 --metrics-addr serves Prometheus metrics on /metrics and a health check on
-/healthz. --admin-addr serves the admin JSON API (GET /v1/registrations,
-GET /v1/evidence, POST /v1/unpark, /v1/skip, /v1/rewind) which requires
-"Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is set; herald
-refuses to serve it on a non-loopback address without a token. An empty
-address turns either server off.`,
+/healthz. --admin-addr serves the admin JSON API, whose parameters are query
+parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
+404 or 500):
+
+  GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
+  GET  /v1/evidence?stream=S&id=ID&limit=N
+  POST /v1/unpark?stream=S&id=ID
+  POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
+  POST /v1/rewind?stream=S&id=ID&to_seq=N
+
+It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
+set; herald refuses to serve it on a non-loopback address without a token. An
+empty address turns either server off.`,
 		Example: `  herald run
   herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
   HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465`,

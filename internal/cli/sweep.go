@@ -140,22 +140,38 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 	if e.json {
 		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, NeedsAttention: r.NeedsAttention()})
 	}
-	fmt.Fprintf(e.Out, "Sweep of %s at %s: %d registrations, %d records acknowledged, %d deliveries, %d retries, %d parked, %d skipped, %d completed.\n",
-		ns, at.UTC().Format(time.RFC3339), r.Registrations, r.Records, r.Deliveries, r.Retries, r.Parked, r.Skipped, r.Completed)
+	fmt.Fprintf(e.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
+		ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
+		plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
 	if r.Unserved > 0 {
-		fmt.Fprintf(e.Out, "%d registrations of other namespaces are due (not served by this sweep).\n", r.Unserved)
+		fmt.Fprintf(e.Out, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
 	}
 	if r.Errors > 0 {
-		fmt.Fprintf(e.Out, "%d turns ended on a store error (not counted against their receivers).\n", r.Errors)
+		fmt.Fprintf(e.Out, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
 	}
 	if r.Saturated {
 		fmt.Fprintln(e.Out, "Saturated: more registrations were due than --limit; sweep again soon.")
 	}
 	if r.Backlog > 0 {
-		fmt.Fprintf(e.Out, "%d registrations have more records than one drain page: sweep again soon.\n", r.Backlog)
+		fmt.Fprintf(e.Out, "%s more records than one drain page: sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
 	}
 	if r.Parked > 0 {
 		fmt.Fprintln(e.Out, "Registrations were parked: see herald registrations --parked, then herald unpark.")
 	}
 	return nil
+}
+
+// plural writes n with the noun in the singular for 1, else in the plural
+// given, or made with -s (-ies for a consonant and y).
+func plural(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	if strings.HasSuffix(one, "y") && !strings.HasSuffix(one, "ey") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(one, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }

@@ -83,7 +83,7 @@ func (r *ceReceiver) refuse(path string, err error) protocol.Result {
 }
 
 // matches compares the decoded event with the record it was made from
-// (DESIGN.md, "Projections": id = record id, source from the config, type =
+// (the projection's doc: id = record id, source from the config, type =
 // kind, subject = stream, time = appended-at).
 func (r *ceReceiver) matches(e event.Event, x expected) error {
 	rec := x.Record

@@ -38,8 +38,8 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 //
 // Seqs are assigned under the stream's row lock, taken in tx: a concurrent
 // append to the same stream waits until tx commits or rolls back, so seqs
-// are gapless and commit in order (DESIGN.md, "the sequence-visibility
-// trap"). Keep tx short after appending: it holds that lock.
+// are gapless and commit in order (the package doc, "Appending: gapless,
+// commit-ordered seqs"). Keep tx short after appending: it holds that lock.
 //
 // An error from AppendTx (bad input, conflict, sealed stream) leaves tx
 // usable: nothing was written in it by the failed call. A database failure

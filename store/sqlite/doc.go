@@ -43,7 +43,7 @@
 //
 // Seqs are assigned inside the appending transaction from herald_stream.head,
 // under that single write lock, so they are gapless and commit-ordered
-// (DESIGN.md, "The sequence-visibility trap"). Due claims and stamps leases in
+// (a global sequence would let a reader pass a late commit). Due claims and stamps leases in
 // one write transaction, so a lease is exclusive across goroutines and across
 // processes; Advance, Retry and Park apply the cursor with MAX(next_seq, n) in
 // the same statement that releases the lease.
