@@ -126,6 +126,9 @@ func parseInstant(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, usagef("--at %q is neither RFC 3339 (2026-03-15T11:00:00Z) nor unix seconds", s)
 	}
+	if t.Before(time.Unix(0, 0)) {
+		return time.Time{}, usagef("--at %s is before 1970: out of range", s)
+	}
 	return t.UTC(), nil
 }
 
