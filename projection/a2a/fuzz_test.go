@@ -33,8 +33,14 @@ func FuzzParseConfig(f *testing.F) {
 			if !errors.Is(err, journal.ErrInvalid) {
 				t.Fatalf("ParseConfig: %v does not wrap journal.ErrInvalid", err)
 			}
+			// Errors may quote version and auth_scheme (not secrets), whose
+			// bytes may happen to hold a secret's: look outside them.
+			said := err.Error()
+			for _, quoted := range secretValues(raw, "version", "auth_scheme") {
+				said = strings.ReplaceAll(said, quoted, "")
+			}
 			for _, s := range secrets {
-				if strings.Contains(err.Error(), s) {
+				if strings.Contains(said, s) {
 					t.Fatalf("ParseConfig's error %q repeats the secret %q", err, s)
 				}
 			}

@@ -27,14 +27,17 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := cloudevents.ParseConfig(push.Config(raw))
 		var obj struct {
-			Token string `json:"token"`
+			Source string `json:"source"`
+			Token  string `json:"token"`
 		}
 		_ = json.Unmarshal(raw, &obj)
 		if err != nil {
 			if !errors.Is(err, journal.ErrInvalid) {
 				t.Fatalf("ParseConfig: %v does not wrap journal.ErrInvalid", err)
 			}
-			if len(obj.Token) >= 8 && strings.Contains(err.Error(), obj.Token) {
+			// The source (not a secret) may be quoted, and may happen to hold
+			// the token's bytes: only a token found outside it is a leak.
+			if len(obj.Token) >= 8 && strings.Contains(strings.ReplaceAll(err.Error(), obj.Source, ""), obj.Token) {
 				t.Fatalf("ParseConfig's error %q repeats the token", err)
 			}
 			return
