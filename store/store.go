@@ -1,6 +1,6 @@
 // Package store holds what herald's stores share beyond the journal and push
 // contracts: the errors a store returns when the database it is given is not
-// one it can use. The stores themselves live in subpackages named after what
+// one it can use, and the shape of a schema's migration status. The stores themselves live in subpackages named after what
 // they wrap: memory, sqlite, postgres. store/storetest is the conformance
 // suite they all pass.
 package store
@@ -27,3 +27,31 @@ var (
 	// recorded the version; the wrapping error says how.
 	ErrSchemaDirty = errors.New("database schema is dirty: a migration did not finish")
 )
+
+// Migration is one embedded schema migration of a SQL store.
+type Migration struct {
+	Version int    `json:"version"` // 1-based, contiguous: the NNN of its file names
+	Name    string `json:"name"`    // e.g. "init", from the file name
+	Applied bool   `json:"applied"` // Version <= the database's current version
+}
+
+// SchemaStatus is where a database's schema stands, as store/sqlite and
+// store/postgres report it from their MigrateUp, MigrateDown and
+// MigrationStatus.
+type SchemaStatus struct {
+	// Database names the database: the SQLite file's path, or the
+	// PostgreSQL database's name (never its URL, which may hold a password).
+	Database string `json:"database"`
+	// Current is the version applied; 0 for a new database. When Dirty, it
+	// is the version a migration was going to.
+	Current int `json:"current"`
+	// Latest is the newest migration this binary embeds.
+	Latest int `json:"latest"`
+	// Dirty: a migration to Current began and did not finish (see
+	// ErrSchemaDirty).
+	Dirty      bool        `json:"dirty,omitempty"`
+	Migrations []Migration `json:"migrations"` // every embedded migration, oldest first
+}
+
+// Pending reports whether migrations remain to be applied.
+func (s SchemaStatus) Pending() bool { return s.Current < s.Latest }

@@ -6,23 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 )
-
-// schemaStatus is `herald migrate status` for either store.
-type schemaStatus struct {
-	Database   string          `json:"database"`
-	Current    int             `json:"current"`
-	Latest     int             `json:"latest"`
-	Dirty      bool            `json:"dirty,omitempty"`
-	Migrations []migrationView `json:"migrations"`
-}
-
-type migrationView struct {
-	Version int    `json:"version"`
-	Name    string `json:"name"`
-	Applied bool   `json:"applied"`
-}
 
 func newMigrate(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -69,28 +56,24 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 	return cmd
 }
 
-func migrate(ctx context.Context, d database, verb string) (schemaStatus, error) {
+// migrate runs verb (up, down or status) on d's store. The status names the
+// database as d.String() does, the form every other command prints.
+func migrate(ctx context.Context, d database, verb string) (store.SchemaStatus, error) {
+	up, down, status, target := sqlite.MigrateUp, sqlite.MigrateDown, sqlite.MigrationStatus, d.path
 	if d.kind == "postgres" {
-		return migratePostgres(ctx, d, verb)
+		up, down, status, target = postgres.MigrateUp, postgres.MigrateDown, postgres.MigrationStatus, d.url
 	}
-	var (
-		st  sqlite.SchemaStatus
-		err error
-	)
+	run := status
 	switch verb {
 	case "up":
-		st, err = sqlite.MigrateUp(ctx, d.path)
+		run = up
 	case "down":
-		st, err = sqlite.MigrateDown(ctx, d.path)
-	default:
-		st, err = sqlite.MigrationStatus(ctx, d.path)
+		run = down
 	}
+	st, err := run(ctx, target)
 	if err != nil {
-		return schemaStatus{}, err
+		return store.SchemaStatus{}, err
 	}
-	out := schemaStatus{Database: d.String(), Current: st.Current, Latest: st.Latest, Dirty: st.Dirty}
-	for _, m := range st.Migrations {
-		out.Migrations = append(out.Migrations, migrationView{Version: m.Version, Name: m.Name, Applied: m.Applied})
-	}
-	return out, nil
+	st.Database = d.String()
+	return st, nil
 }

@@ -27,26 +27,3 @@ func openPostgres(ctx context.Context, url string) (backend, error) {
 	}
 	return pgBackend{s}, nil
 }
-
-func migratePostgres(ctx context.Context, d database, verb string) (schemaStatus, error) {
-	var (
-		st  postgres.SchemaStatus
-		err error
-	)
-	switch verb {
-	case "up":
-		st, err = postgres.MigrateUp(ctx, d.url)
-	case "down":
-		st, err = postgres.MigrateDown(ctx, d.url)
-	default:
-		st, err = postgres.MigrationStatus(ctx, d.url)
-	}
-	if err != nil {
-		return schemaStatus{}, err
-	}
-	out := schemaStatus{Database: d.String(), Current: st.Current, Latest: st.Latest, Dirty: st.Dirty}
-	for _, m := range st.Migrations {
-		out.Migrations = append(out.Migrations, migrationView{Version: m.Version, Name: m.Name, Applied: m.Applied})
-	}
-	return out, nil
-}

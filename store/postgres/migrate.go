@@ -57,23 +57,12 @@ const lockWait = 2 * time.Minute
 var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
-type Migration struct {
-	Version int    `json:"version"` // 1-based, contiguous: the NNN of its file names
-	Name    string `json:"name"`    // e.g. "init"
-	Applied bool   `json:"applied"` // Version <= the database's current version
-}
+type Migration = store.Migration
 
-// SchemaStatus is where a database's schema stands.
-type SchemaStatus struct {
-	Database   string      `json:"database"` // the database's name (never the URL, which may hold a password)
-	Current    int         `json:"current"`  // the version recorded in herald_schema_migrations; 0 for none
-	Latest     int         `json:"latest"`   // the newest migration this binary embeds
-	Dirty      bool        `json:"dirty,omitempty"`
-	Migrations []Migration `json:"migrations"`
-}
-
-// Pending reports whether migrations remain to be applied.
-func (s SchemaStatus) Pending() bool { return s.Current < s.Latest }
+// SchemaStatus is where a database's schema stands. Its Database is the
+// database's name (never the URL, which may hold a password); its Current is
+// the version recorded in herald_schema_migrations.
+type SchemaStatus = store.SchemaStatus
 
 var migrationName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
 

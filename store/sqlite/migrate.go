@@ -72,28 +72,12 @@ const retiredUserVersion = 1_000_000
 var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
-type Migration struct {
-	Version int    `json:"version"` // 1-based, contiguous
-	Name    string `json:"name"`    // e.g. "journal"
-	Applied bool   `json:"applied"`
-}
+type Migration = store.Migration
 
-// SchemaStatus is where a database's schema stands.
-type SchemaStatus struct {
-	Path string `json:"path"`
-	// Current is the version applied (schema_migrations; PRAGMA user_version
-	// for a file of herald before golang-migrate); 0 for a new database.
-	// When Dirty, it is the version a migration was going to.
-	Current int `json:"current"`
-	Latest  int `json:"latest"` // the newest migration this binary embeds
-	// Dirty: a migration to Current began and did not finish (see
-	// ErrSchemaDirty).
-	Dirty      bool        `json:"dirty,omitempty"`
-	Migrations []Migration `json:"migrations"`
-}
-
-// Pending reports whether migrations remain to be applied.
-func (s SchemaStatus) Pending() bool { return s.Current < s.Latest }
+// SchemaStatus is where a database's schema stands. Its Database is the
+// file's path; its Current is the version in schema_migrations (PRAGMA
+// user_version for a file of herald before golang-migrate).
+type SchemaStatus = store.SchemaStatus
 
 // migrationsDir is where the embedded migrations live, in the layout
 // golang-migrate reads (source/iofs) and store/postgres shares.
@@ -218,7 +202,7 @@ func MigrationStatus(ctx context.Context, path string) (SchemaStatus, error) {
 }
 
 func status(path string, st schemaState) SchemaStatus {
-	s := SchemaStatus{Path: path, Current: st.version, Latest: len(migrations), Dirty: st.dirty, Migrations: slices.Clone(migrations)}
+	s := SchemaStatus{Database: path, Current: st.version, Latest: len(migrations), Dirty: st.dirty, Migrations: slices.Clone(migrations)}
 	for i := range s.Migrations {
 		s.Migrations[i].Applied = s.Migrations[i].Version <= st.version
 	}
