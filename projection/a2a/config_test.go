@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
@@ -108,7 +108,7 @@ func TestConfigRedactsSecrets(t *testing.T) {
 // is bad, naming the key, and stores a good one.
 func TestRegisterValidatesConfig(t *testing.T) {
 	store := memory.New()
-	w, err := push.NewWorker(store, store, httpTransport{http.DefaultClient}, a2a.New())
+	w, err := push.NewWorker(store, store, projtest.Transport(t), a2a.New())
 	if err != nil {
 		t.Fatal(err)
 	}

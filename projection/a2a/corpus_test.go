@@ -23,6 +23,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
@@ -35,13 +36,13 @@ type lifecycle struct {
 
 func loadLifecycles(t *testing.T) []lifecycle {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "corpus", "a2a")
+	dir := projtest.Corpus(t, "a2a")
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatalf("the shared corpus is missing: no *.jsonl under %s (tests read ../shared/corpus beside the repository)", dir)
+		t.Fatalf("the shared corpus has no *.jsonl under %s", dir)
 	}
 	var out []lifecycle
 	for _, f := range files {
@@ -189,15 +190,11 @@ func TestCorpusReceivedBySDK(t *testing.T) {
 				if len(msgs) != 1 || msgs[0].ID != rec.ID {
 					t.Fatalf("%s v%s: %d messages, want one with the record id", rec.ID, version, len(msgs))
 				}
-				resp, err := post(ctx, http.DefaultClient, r.URL, msgs[0], time.Time{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
+				out := projtest.Deliver(t, r.URL, msgs[0], time.Time{})
 				ds := rcv.deliveries()
 				d := ds[len(ds)-1]
-				if resp.StatusCode != http.StatusNoContent || d.err != nil {
-					t.Fatalf("%s v%s: receiver answered %d: %v", rec.ID, version, resp.StatusCode, d.err)
+				if out.Status != http.StatusNoContent || d.err != nil {
+					t.Fatalf("%s v%s: receiver answered %s: %v", rec.ID, version, projtest.Failure(out), d.err)
 				}
 				if d.auth != "Bearer "+credentials || d.token != token || d.legacyToken != token {
 					t.Errorf("%s v%s: Authorization %q, tokens %q and %q; want the configured ones", rec.ID, version, d.auth, d.token, d.legacyToken)
@@ -331,7 +328,7 @@ func TestWorkerCompletesAtTerminalLine(t *testing.T) {
 			if _, err := store.Append(ctx, stream, entries...); err != nil {
 				t.Fatal(err)
 			}
-			w, err := push.NewWorker(store, store, httpTransport{http.DefaultClient}, a2a.New(), push.WithDrainPage(1), push.WithOwner("test"), push.WithLogger(slog.New(slog.DiscardHandler)))
+			w, err := push.NewWorker(store, store, projtest.Transport(t), a2a.New(), push.WithDrainPage(1), push.WithOwner("test"), push.WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				t.Fatal(err)
 			}

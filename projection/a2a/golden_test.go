@@ -3,18 +3,12 @@ package a2a_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
+	"time"
 
 	"github.com/heraldpush/herald/projection/a2a"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/a2a")
 
 // Inputs written for these tests: a status update with a message, a full
 // task with every kind of part, and an artifact chunk.
@@ -43,26 +37,6 @@ var goldenCases = []struct{ name, payload, config string }{
 	{"v0.3-artifact-update", goldenArtifact, `{` + goldenConfig + `,"version":"0.3"}`},
 }
 
-// render writes a message as its id, its headers (Content-Type first, then
-// sorted by name) and its body.
-func render(msg push.Message) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "message-id: %s\nContent-Type: %s\n", msg.ID, msg.ContentType)
-	names := make([]string, 0, len(msg.Header))
-	for k := range msg.Header {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		for _, v := range msg.Header[k] {
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
-		}
-	}
-	b.WriteString("\n")
-	b.Write(msg.Body)
-	return b.Bytes()
-}
-
 // TestGolden pins the exact headers and body of a 1.0 notification and of
 // the v0.3 Tasks built from a status update, a task and an artifact update.
 // Run with -update to rewrite the files after an intended change.
@@ -76,20 +50,7 @@ func TestGolden(t *testing.T) {
 			if len(msgs) != 1 {
 				t.Fatalf("got %d messages, want 1", len(msgs))
 			}
-			got := render(msgs[0])
-			path := filepath.Join("..", "..", "testdata", "golden", "a2a", c.name+".http")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden file (run go test -update to create it): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("message differs from %s (run go test -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			projtest.Golden(t, "a2a/"+c.name+".http", projtest.Render(t, reg(c.config).URL, msgs[0], time.Time{}))
 		})
 	}
 }
@@ -109,8 +70,9 @@ func TestMessagesArePure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(render(again[0]), render(first[0])) {
-				t.Fatalf("%s: call %d differs:\n%s\n---\n%s", c.name, i, render(again[0]), render(first[0]))
+			got, want := projtest.Render(t, reg(c.config).URL, again[0], time.Time{}), projtest.Render(t, reg(c.config).URL, first[0], time.Time{})
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: call %d differs:\n%s\n---\n%s", c.name, i, got, want)
 			}
 		}
 		if first[0].ID != record(c.payload).ID {

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 )
 
 // BenchmarkMessages measures the hot path, Messages, with the config cache
 // warm (what a sweep sees), against parsing the config every time, and the
 // signing done per attempt for scale.
 func BenchmarkMessages(b *testing.B) {
-	payload, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "activitypub", "create-note.json"))
+	payload, err := os.ReadFile(filepath.Join(projtest.Root(b), "testdata", "activitypub", "create-note.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

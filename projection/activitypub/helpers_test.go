@@ -1,8 +1,6 @@
 package activitypub
 
 import (
-	"bytes"
-	"context"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/go-fed/httpsig"
 
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -33,18 +32,6 @@ const (
 	bob            = "https://remote.example/users/bob"
 	carol          = "https://other.example/users/carol"
 )
-
-// repoRoot is the repository root, seen from this package's directory.
-var repoRoot = filepath.Join("..", "..")
-
-func corpusDir(t testing.TB, sub string) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot, "..", "shared", "corpus", sub)
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("the corpus is missing: %v (tests read ../shared/corpus beside the repository)", err)
-	}
-	return dir
-}
 
 var (
 	keyOnce sync.Once
@@ -57,7 +44,7 @@ func testKey(t testing.TB) (string, *rsa.PublicKey) {
 	t.Helper()
 	keyOnce.Do(func() {
 		var b []byte
-		b, keyErr = os.ReadFile(filepath.Join(repoRoot, "testdata", "activitypub", "alice-test-key.pem"))
+		b, keyErr = os.ReadFile(filepath.Join(projtest.Root(t), "testdata", "activitypub", "alice-test-key.pem"))
 		keyPEM = string(b)
 	})
 	if keyErr != nil {
@@ -79,57 +66,6 @@ func config(t testing.TB, actors, followers []string) push.Config {
 		t.Fatalf("encode config: %v", err)
 	}
 	return raw
-}
-
-// newRequest builds the POST of msg to url and signs it at at, as the
-// transport does on every attempt.
-func newRequest(ctx context.Context, url string, msg push.Message, at time.Time) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg.Body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", msg.ContentType)
-	for k, vs := range msg.Header {
-		req.Header[k] = append([]string(nil), vs...)
-	}
-	if msg.Signer != nil {
-		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
-			return nil, err
-		}
-	}
-	return req, nil
-}
-
-// post sends msg to url signed at at and returns the status and body.
-func post(ctx context.Context, url string, msg push.Message, at time.Time) (int, string, error) {
-	req, err := newRequest(ctx, url, msg, at)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, string(b), nil
-}
-
-// testTransport is the smallest push.Transport: 2xx is Accepted, anything
-// else Transient.
-type testTransport struct{}
-
-func (testTransport) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-	status, body, err := post(ctx, reg.URL, msg, at)
-	switch {
-	case ctx.Err() != nil:
-		return push.Outcome{}, ctx.Err()
-	case err != nil:
-		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil
-	case status/100 == 2:
-		return push.Outcome{Verdict: push.Accepted, Status: status}, nil
-	}
-	return push.Outcome{Verdict: push.Transient, Status: status, Body: []byte(body), Reason: http.StatusText(status)}, nil
 }
 
 // inbox is a receiving server that checks every delivery as a careful

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
@@ -49,7 +50,7 @@ func without(m map[string]any, keys ...string) map[string]any {
 // Streams corpus to a verifying inbox: signature, Digest, Date window, no
 // bto/bcc, and content otherwise unchanged.
 func TestCorpusActivitiesDelivered(t *testing.T) {
-	dir := corpusDir(t, "activitystreams")
+	dir := projtest.Corpus(t, "activitystreams")
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no activities in %s (%v)", dir, err)
@@ -97,9 +98,8 @@ func TestCorpusActivitiesDelivered(t *testing.T) {
 		if msgs[0].ID != rec.ID {
 			t.Errorf("%s: message id %q, want the record id %q", name, msgs[0].ID, rec.ID)
 		}
-		status, body, err := post(ctx, reg.URL, msgs[0], at)
-		if err != nil || status != http.StatusAccepted {
-			t.Fatalf("%s: delivery: %d %s %v", name, status, body, err)
+		if out := projtest.Deliver(t, reg.URL, msgs[0], at); !out.OK() || out.Status != http.StatusAccepted {
+			t.Fatalf("%s: delivery: %s", name, projtest.Failure(out))
 		}
 		got := in.received()
 		want := without(act, "bto", "bcc")
@@ -130,7 +130,7 @@ func roundTrip(t testing.TB, m *map[string]any) {
 // TestBlockNeverDeliveredToBlockedActor: a Block is not sent to an inbox that
 // serves its object, however the object is written; it is sent elsewhere.
 func TestBlockNeverDeliveredToBlockedActor(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(corpusDir(t, "activitystreams"), "ex173-jsonld.json"))
+	raw, err := os.ReadFile(filepath.Join(projtest.Corpus(t, "activitystreams"), "ex173-jsonld.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +176,8 @@ func TestBlockNeverDeliveredToBlockedActor(t *testing.T) {
 				t.Fatalf("%d messages, want %d", len(msgs), c.want)
 			}
 			for _, m := range msgs {
-				if status, body, err := post(context.Background(), reg.URL, m, at); err != nil || status != http.StatusAccepted {
-					t.Fatalf("delivery: %d %s %v", status, body, err)
+				if out := projtest.Deliver(t, reg.URL, m, at); !out.OK() || out.Status != http.StatusAccepted {
+					t.Fatalf("delivery: %s", projtest.Failure(out))
 				}
 			}
 		})
@@ -236,8 +236,8 @@ func TestAddressingDecidesDelivery(t *testing.T) {
 				t.Fatalf("%d messages, want %d", len(msgs), c.want)
 			}
 			for _, m := range msgs {
-				if status, body, err := post(context.Background(), reg.URL, m, at); err != nil || status != http.StatusAccepted {
-					t.Fatalf("delivery: %d %s %v", status, body, err)
+				if out := projtest.Deliver(t, reg.URL, m, at); !out.OK() || out.Status != http.StatusAccepted {
+					t.Fatalf("delivery: %s", projtest.Failure(out))
 				}
 			}
 		})
@@ -301,13 +301,11 @@ func TestRetryIsResignedWithAFreshDate(t *testing.T) {
 	}
 	msg := msgs[0]
 
-	status, body, err := post(context.Background(), reg.URL, msg, first)
-	if err != nil || status != http.StatusUnauthorized || !strings.Contains(body, "outside") {
-		t.Fatalf("first attempt's date at the retry's clock: %d %q %v, want 401 for the Date window", status, body, err)
+	if out := projtest.Deliver(t, reg.URL, msg, first); out.Status != http.StatusUnauthorized || !strings.Contains(string(out.Body), "outside") {
+		t.Fatalf("first attempt's date at the retry's clock: %s; want 401 for the Date window", projtest.Failure(out))
 	}
-	status, body, err = post(context.Background(), reg.URL, msg, retry)
-	if err != nil || status != http.StatusAccepted {
-		t.Fatalf("retry: %d %s %v", status, body, err)
+	if out := projtest.Deliver(t, reg.URL, msg, retry); !out.OK() || out.Status != http.StatusAccepted {
+		t.Fatalf("retry: %s", projtest.Failure(out))
 	}
 	got := in.received()
 	if len(got) != 1 || got[0].header.Get("Date") != retry.Format(http.TimeFormat) {
@@ -315,7 +313,7 @@ func TestRetryIsResignedWithAFreshDate(t *testing.T) {
 	}
 
 	// Signing the same request again replaces Date, Digest and Signature.
-	req, err := newRequest(context.Background(), reg.URL, msg, first)
+	req, err := projtest.NewRequest(context.Background(), reg.URL, msg, first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +350,7 @@ func TestWorkerDeliversInOrderAndAdvances(t *testing.T) {
 	if _, err := store.Append(ctx, "actor/alice", entries...); err != nil {
 		t.Fatal(err)
 	}
-	w, err := push.NewWorker(store, store, testTransport{}, New())
+	w, err := push.NewWorker(store, store, projtest.Transport(t), New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,14 @@ package cloudevents_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/cloudevents"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/cloudevents")
 
 // goldenRecord is written for these tests: a small push event with
 // non-ASCII text and a time with nanoseconds.
@@ -35,27 +29,6 @@ func registration(cfg string) push.Registration {
 		URL: "https://events.example/in", Config: push.Config(cfg)}
 }
 
-// render writes a message as its id, its headers (Content-Type first, then
-// sorted by name) and its body: the exact bytes a receiver gets, less what
-// the transport adds (Host, Content-Length, User-Agent).
-func render(msg push.Message) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "message-id: %s\nContent-Type: %s\n", msg.ID, msg.ContentType)
-	names := make([]string, 0, len(msg.Header))
-	for k := range msg.Header {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		for _, v := range msg.Header[k] {
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
-		}
-	}
-	b.WriteString("\n")
-	b.Write(msg.Body)
-	return b.Bytes()
-}
-
 // TestGolden pins the exact headers and body of one record in both content
 // modes. Run with -update to rewrite the files after an intended change.
 func TestGolden(t *testing.T) {
@@ -72,20 +45,7 @@ func TestGolden(t *testing.T) {
 			if len(msgs) != 1 {
 				t.Fatalf("got %d messages, want 1", len(msgs))
 			}
-			got := render(msgs[0])
-			path := filepath.Join("..", "..", "testdata", "golden", "cloudevents", c.name+".http")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden file (run go test -update to create it): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("message differs from %s (run go test -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			projtest.Golden(t, "cloudevents/"+c.name+".http", projtest.Render(t, registration(c.config).URL, msgs[0], time.Time{}))
 		})
 	}
 }
@@ -114,8 +74,9 @@ func TestMessagesArePure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(render(again[0]), render(first[0])) {
-				t.Fatalf("call %d differs:\n%s\n---\n%s", i, render(again[0]), render(first[0]))
+			got, want := projtest.Render(t, registration(cfg).URL, again[0], time.Time{}), projtest.Render(t, registration(cfg).URL, first[0], time.Time{})
+			if !bytes.Equal(got, want) {
+				t.Fatalf("call %d differs:\n%s\n---\n%s", i, got, want)
 			}
 		}
 		if first[0].ID != goldenRecord.ID {

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/cloudevents"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
@@ -77,14 +76,8 @@ func sdkReceiver(t *testing.T) (string, <-chan received) {
 // the timeout only guards against a hang.
 func deliverTo(t *testing.T, url string, ch <-chan received, msg push.Message) received {
 	t.Helper()
-	resp, err := post(context.Background(), http.DefaultClient, url, msg, time.Time{})
-	if err != nil {
-		t.Fatalf("post %s: %v", msg.ID, err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("post %s: receiver answered %s: %s", msg.ID, resp.Status, body)
+	if out := projtest.Deliver(t, url, msg, time.Time{}); !out.OK() {
+		t.Fatalf("post %s: %s", msg.ID, projtest.Failure(out))
 	}
 	select {
 	case r := <-ch:
@@ -95,22 +88,13 @@ func deliverTo(t *testing.T, url string, ch <-chan received, msg push.Message) r
 	}
 }
 
-func corpusDir(t *testing.T, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "corpus", sub)
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("the shared corpus is missing: %v (tests read ../shared/corpus beside the repository)", err)
-	}
-	return dir
-}
-
 // TestGitHubCorpusReceivedBySDK appends every GitHub payload of the corpus
 // as a record and delivers it, in binary and in structured content mode, to
 // sdk-go's HTTP receiver, which must decode an event whose id, source, type,
 // subject, time, datacontenttype and data are the record's, with the bearer
 // token.
 func TestGitHubCorpusReceivedBySDK(t *testing.T) {
-	dir := corpusDir(t, "github")
+	dir := projtest.Corpus(t, "github")
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 )
 
 // BenchmarkMessages measures Messages with the config cache warm (what a
 // sweep sees) against parsing the config every time, and the per-attempt
 // signing of a typical GitHub payload with two secrets, for scale.
 func BenchmarkMessages(b *testing.B) {
-	payload, err := os.ReadFile(filepath.Join(corpusDir(b, "github"), "push", "payload.json"))
+	payload, err := os.ReadFile(filepath.Join(projtest.Corpus(b, "github"), "push", "payload.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

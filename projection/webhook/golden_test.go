@@ -2,23 +2,19 @@ package webhook
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // TestGolden pins the exact request of one delivery at a fixed instant,
 // signed with two secrets.
 func TestGolden(t *testing.T) {
-	payload, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "webhook", "order-paid.json"))
+	payload, err := os.ReadFile(filepath.Join(projtest.Root(t), "testdata", "webhook", "order-paid.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,38 +26,5 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages: %v, %d messages", err, len(msgs))
 	}
-	req, err := newRequest(context.Background(), reg.URL, msgs[0], at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	b.WriteString("message id: " + msgs[0].ID + "\n")
-	b.WriteString(req.Method + " " + req.URL.String() + "\n")
-	keys := make([]string, 0, len(req.Header))
-	for k := range req.Header {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		for _, v := range req.Header[k] {
-			b.WriteString(k + ": " + v + "\n")
-		}
-	}
-	b.WriteString("\n")
-	b.Write(msgs[0].Body)
-	got := b.String()
-
-	path := filepath.Join(repoRoot, "testdata", "golden", "webhook", "order-paid.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("request differs from %s (run with -update if the change is intended)\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	projtest.Golden(t, "webhook/order-paid.golden", projtest.Render(t, reg.URL, msgs[0], at))
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,13 +18,14 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
 
 func githubPayloads(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(corpusDir(t, "github"), "*", "*.json"))
+	files, err := filepath.Glob(filepath.Join(projtest.Corpus(t, "github"), "*", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no GitHub payloads in the corpus (%v)", err)
 	}
@@ -59,9 +61,8 @@ func TestGitHubCorpusVerifiesWithEachSecret(t *testing.T) {
 		if msgs[0].ID != rec.ID {
 			t.Fatalf("%s: message id %q, want the record id", rec.ID, msgs[0].ID)
 		}
-		status, body, err := post(ctx, reg.URL, msgs[0], now)
-		if err := expect(status, body, err, http.StatusNoContent); err != nil {
-			t.Fatalf("%s: %v", rec.ID, err)
+		if out := projtest.Deliver(t, reg.URL, msgs[0], now); !out.OK() || out.Status != http.StatusNoContent {
+			t.Fatalf("%s: %s", rec.ID, projtest.Failure(out))
 		}
 		got := rc.received()
 		last := got[len(got)-1]
@@ -90,7 +91,7 @@ func TestSignatureIsTheSpecHMAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := newRequest(context.Background(), "https://hooks.example/x", msgs[0], at)
+	req, err := projtest.NewRequest(context.Background(), "https://hooks.example/x", msgs[0], at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,20 +123,24 @@ func TestTamperedBodyFailsVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := newRequest(context.Background(), reg.URL, msgs[0], now)
+	req, err := projtest.NewRequest(context.Background(), reg.URL, msgs[0], now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tampered := []byte(`{"amount":"99.00"}`)
 	req.Body, req.ContentLength = nopCloser{bytes.NewReader(tampered)}, int64(len(tampered))
-	status, body, err := do(req)
-	if err := expect(status, body, err, http.StatusUnauthorized); err != nil || !strings.Contains(body, "no matching signature") {
-		t.Fatalf("tampered body: %v (%s)", err, body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "no matching signature") {
+		t.Fatalf("tampered body: %s (%s), want 401 for the signature", resp.Status, body)
 	}
 	// The same message untouched is accepted: the refusal was the tampering.
-	status, body, err = post(context.Background(), reg.URL, msgs[0], now)
-	if err := expect(status, body, err, http.StatusNoContent); err != nil {
-		t.Fatal(err)
+	if out := projtest.Deliver(t, reg.URL, msgs[0], now); !out.OK() || out.Status != http.StatusNoContent {
+		t.Fatal(projtest.Failure(out))
 	}
 }
 
@@ -153,13 +158,11 @@ func TestStaleTimestampFailsVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, body, err := post(context.Background(), reg.URL, msgs[0], now.Add(-10*time.Minute))
-	if err := expect(status, body, err, http.StatusUnauthorized); err != nil || !strings.Contains(body, "too old") {
-		t.Fatalf("stale timestamp: %v (%s)", err, body)
+	if out := projtest.Deliver(t, reg.URL, msgs[0], now.Add(-10*time.Minute)); out.Status != http.StatusUnauthorized || !strings.Contains(string(out.Body), "too old") {
+		t.Fatalf("stale timestamp: %s; want 401 for the timestamp", projtest.Failure(out))
 	}
-	status, body, err = post(context.Background(), reg.URL, msgs[0], now)
-	if err := expect(status, body, err, http.StatusNoContent); err != nil {
-		t.Fatalf("re-signed at now: %v", err)
+	if out := projtest.Deliver(t, reg.URL, msgs[0], now); !out.OK() || out.Status != http.StatusNoContent {
+		t.Fatalf("re-signed at now: %s", projtest.Failure(out))
 	}
 	if got := rc.received()[0].header.Get("webhook-timestamp"); got != strconv.FormatInt(now.Unix(), 10) {
 		t.Fatalf("webhook-timestamp %s, want the attempt's %d", got, now.Unix())
@@ -203,7 +206,7 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	rc := newReceiver(t, secretA)
 	var entries []journal.Entry
 	for _, event := range []string{"push", "issues", "release"} {
-		files, err := filepath.Glob(filepath.Join(corpusDir(t, "github"), event, "*.json"))
+		files, err := filepath.Glob(filepath.Join(projtest.Corpus(t, "github"), event, "*.json"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no %s payloads in the corpus", event)
 		}
@@ -216,7 +219,7 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	if _, err := store.Append(ctx, "tenant/42", entries...); err != nil {
 		t.Fatal(err)
 	}
-	w, err := push.NewWorker(store, store, testTransport{}, New())
+	w, err := push.NewWorker(store, store, projtest.Transport(t), New())
 	if err != nil {
 		t.Fatal(err)
 	}

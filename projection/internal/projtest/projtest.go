@@ -1,0 +1,157 @@
+// Package projtest holds what the projections' tests share: the shared
+// corpus that lies beside the repository, golden files under
+// testdata/golden, and delivery through herald's own HTTP transport to a
+// receiver on loopback. Only tests import it.
+package projtest
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// Root returns the repository's root: the nearest directory at or above the
+// test's working directory (its package's directory) that holds go.mod.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("working directory: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Corpus returns the directory sub of the shared corpus, ../shared/corpus
+// beside the repository, and fails the test with what to do when it is
+// missing. The corpus is other people's data: tests read it where it lies.
+func Corpus(t testing.TB, sub string) string {
+	t.Helper()
+	dir := filepath.Join(Root(t), "..", "shared", "corpus", sub)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the shared corpus is missing: %v (tests read ../shared/corpus beside the repository)", err)
+	}
+	return dir
+}
+
+// Golden compares got with the file name under testdata/golden (e.g.
+// "a2a/v0.3-task.http"). With -update it first writes got there, for a
+// change that is intended.
+func Golden(t testing.TB, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(Root(t), "testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run go test -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// loopback is herald's HTTP transport with what a test receiver needs and
+// production refuses by default: plain http:// and loopback addresses.
+var loopback = sync.OnceValues(func() (*transport.HTTP, error) {
+	return transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
+})
+
+// Transport returns herald's HTTP transport, allowing plain http:// and
+// loopback (every test in the process shares it, and its connections).
+func Transport(t testing.TB) *transport.HTTP {
+	t.Helper()
+	tr, err := loopback()
+	if err != nil {
+		t.Fatalf("transport: %v", err)
+	}
+	return tr
+}
+
+// Deliver sends msg to url as a sweep would at the instant at, through
+// Transport, and returns the outcome: Accepted on a 2xx; otherwise the
+// verdict, the status, the start of the receiver's answer in Body, and the
+// reason. It fails the test if ctx ends first.
+func Deliver(t testing.TB, url string, msg push.Message, at time.Time) push.Outcome {
+	t.Helper()
+	out, err := Transport(t).Deliver(t.Context(), push.Registration{Stream: "test", ID: "receiver", URL: url}, msg, at)
+	if err != nil {
+		t.Fatalf("deliver %s to %s: %v", msg.ID, url, err)
+	}
+	return out
+}
+
+// Failure describes an outcome that is not the one a test wanted.
+func Failure(out push.Outcome) string {
+	return fmt.Sprintf("%s, status %d: %s; body %q", out.Verdict, out.Status, out.Reason, out.Body)
+}
+
+// NewRequest builds, without sending it, the request the transport would
+// send for msg at at: its body, Content-Type, headers, and what msg.Signer
+// adds. Tests use it to pin or to tamper with a request.
+func NewRequest(ctx context.Context, url string, msg push.Message, at time.Time) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg.Body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = msg.Header.Clone()
+	if req.Header == nil {
+		req.Header = make(http.Header)
+	}
+	if msg.ContentType != "" {
+		req.Header.Set("Content-Type", msg.ContentType)
+	}
+	if msg.Signer != nil {
+		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// Render builds the request for msg at at (NewRequest) and writes it as a
+// golden file holds it: the message id, the request line, every header
+// sorted by name, a blank line, and the body. What the transport adds on
+// its own (Host, Content-Length, User-Agent) is not part of it.
+func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
+	t.Helper()
+	req, err := NewRequest(t.Context(), url, msg, at)
+	if err != nil {
+		t.Fatalf("request for %s: %v", msg.ID, err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "message id: %s\n%s %s\n", msg.ID, req.Method, req.URL)
+	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+		for _, v := range req.Header[k] {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	b.WriteString("\n")
+	b.Write(msg.Body)
+	return b.Bytes()
+}
