@@ -102,8 +102,9 @@ func New(opts Options) (*HTTP, error) {
 // the final request with at just before it is sent, on every attempt. A
 // signing failure is herald's fault: Transient, with a reason starting
 // "sign: " and the signer's error, redacted like any reason (signers must
-// not put key material in their errors: no transport can tell it). The URL is checked by the network guard before anything is
-// built, and every address at connect time.
+// not put key material in their errors: no transport can tell it). The URL
+// is checked by the network guard before anything is built, and every
+// address at connect time.
 //
 // A receiver's failure is an Outcome, never an error. Deliver returns a
 // non-nil error (wrapping ctx's error) only when ctx ended before an answer
