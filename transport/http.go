@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -133,6 +134,52 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 	return out, nil
 }
 
+// NewRequest returns, without sending it, the request Deliver would send for
+// msg to reg.URL at the instant at: the POST with msg.Body, the headers of
+// msg.Header, Content-Type msg.ContentType, User-Agent, and what msg.Signer
+// adds when signing at at. Tests and tools use it to see or pin the exact
+// bytes herald sends. Errors: the network guard refusing the URL (its
+// scheme, its host or an IP literal; addresses behind a name are checked
+// only at connect time), or "sign: " and the signer's error, redacted as
+// an Outcome's reason is.
+func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
+	u, err := t.guard.checkURL(reg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	req, err := t.newRequest(ctx, u, msg, at)
+	if err != nil {
+		if req != nil {
+			return nil, fmt.Errorf("transport: %s", newRedactor(u, req.Header).String(err.Error()))
+		}
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	return req, nil
+}
+
+// newRequest builds and signs the request for msg to u. On a signing error
+// it returns the request as far as it was built, for the redactor.
+func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at time.Time) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(msg.Body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = msg.Header.Clone()
+	if req.Header == nil {
+		req.Header = make(http.Header)
+	}
+	if msg.ContentType != "" {
+		req.Header.Set("Content-Type", msg.ContentType)
+	}
+	req.Header.Set("User-Agent", t.opts.UserAgent)
+	if msg.Signer != nil {
+		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
+			return req, fmt.Errorf("sign: %w", err)
+		}
+	}
+	return req, nil
+}
+
 func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	u, err := t.guard.checkURL(reg.URL)
 	if err != nil {
@@ -145,23 +192,12 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		GotConn:      func(httptrace.GotConnInfo) { stage.Store(stageSending) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { stage.Store(stageWaiting) },
 	})
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, u.String(), bytes.NewReader(msg.Body))
+	req, err := t.newRequest(reqCtx, u, msg, at)
 	if err != nil {
-		return push.Outcome{Verdict: push.Transient, Reason: "request: cannot be built"}, nil
-	}
-	req.Header = msg.Header.Clone()
-	if req.Header == nil {
-		req.Header = make(http.Header)
-	}
-	if msg.ContentType != "" {
-		req.Header.Set("Content-Type", msg.ContentType)
-	}
-	req.Header.Set("User-Agent", t.opts.UserAgent)
-	if msg.Signer != nil {
-		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
-			red := newRedactor(u, req.Header)
-			return push.Outcome{Verdict: push.Transient, Reason: red.String("sign: " + err.Error())}, nil
+		if req == nil {
+			return push.Outcome{Verdict: push.Transient, Reason: "request: cannot be built"}, nil
 		}
+		return push.Outcome{Verdict: push.Transient, Reason: newRedactor(u, req.Header).String(err.Error())}, nil
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {

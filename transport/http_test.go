@@ -16,6 +16,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +161,57 @@ func TestSignerFailureIsTransient(t *testing.T) {
 	}
 	if n := srv.hits.Load(); n != 0 {
 		t.Fatalf("server got %d requests, want 0", n)
+	}
+}
+
+// NewRequest builds the request Deliver sends: the receiver gets the same
+// method, URL path, body and every header NewRequest set, signature
+// included. A URL the guard refuses, or a failing signer, is an error.
+func TestNewRequestIsWhatDeliverSends(t *testing.T) {
+	got := make(chan *http.Request, 1)
+	bodies := make(chan []byte, 1)
+	srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- b
+		w.WriteHeader(http.StatusNoContent)
+	})
+	tr := newTransport(t, loopbackOptions())
+	msg := message(`{"task":"8f3c"}`)
+	msg.Header = http.Header{"X-Trace": {"a", "b"}}
+	msg.Signer = &hmacSigner{key: []byte("k-0123456789abcdef")}
+	reg := registration(srv.URL + "/hook?x=1")
+
+	req, err := tr.NewRequest(context.Background(), reg, msg, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := deliver(t, tr, reg.URL, msg); !out.OK() {
+		t.Fatalf("Deliver: %s", describe(out))
+	}
+	sent, body := <-got, <-bodies
+	if req.Method != sent.Method || req.URL.RequestURI() != sent.URL.RequestURI() {
+		t.Errorf("NewRequest %s %s, sent %s %s", req.Method, req.URL.RequestURI(), sent.Method, sent.URL.RequestURI())
+	}
+	built, _ := io.ReadAll(req.Body)
+	if !bytes.Equal(built, body) || !bytes.Equal(body, msg.Body) {
+		t.Errorf("body built %q, sent %q, want %q", built, body, msg.Body)
+	}
+	if len(req.Header) < 5 { // Content-Type, User-Agent, X-Trace, X-Signed-At, Signature
+		t.Fatalf("NewRequest set only %v", req.Header)
+	}
+	for k, vs := range req.Header {
+		if !slices.Equal(sent.Header[k], vs) {
+			t.Errorf("header %s: NewRequest %q, sent %q", k, vs, sent.Header[k])
+		}
+	}
+
+	if _, err := newTransport(t, transport.Options{}).NewRequest(context.Background(), reg, msg, at); !errors.As(err, new(*transport.RefusedError)) {
+		t.Errorf("http:// on loopback under the default options: %v, want a *RefusedError", err)
+	}
+	msg.Signer = &hmacSigner{key: []byte("k-0123456789abcdef"), err: errors.New("key not loaded")}
+	if _, err := tr.NewRequest(context.Background(), reg, msg, at); err == nil || err.Error() != "transport: sign: key not loaded" {
+		t.Errorf("failing signer: %v, want \"transport: sign: key not loaded\"", err)
 	}
 }
 

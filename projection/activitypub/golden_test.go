@@ -28,7 +28,7 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages: %v, %d messages", err, len(msgs))
 	}
-	req, err := projtest.NewRequest(context.Background(), reg.URL, msgs[0], at)
+	req, err := projtest.NewRequest(t, reg.URL, msgs[0], at)
 	if err != nil {
 		t.Fatal(err)
 	}

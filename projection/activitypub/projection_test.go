@@ -313,7 +313,7 @@ func TestRetryIsResignedWithAFreshDate(t *testing.T) {
 	}
 
 	// Signing the same request again replaces Date, Digest and Signature.
-	req, err := projtest.NewRequest(context.Background(), reg.URL, msg, first)
+	req, err := projtest.NewRequest(t, reg.URL, msg, first)
 	if err != nil {
 		t.Fatal(err)
 	}

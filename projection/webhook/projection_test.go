@@ -91,7 +91,7 @@ func TestSignatureIsTheSpecHMAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := projtest.NewRequest(context.Background(), "https://hooks.example/x", msgs[0], at)
+	req, err := projtest.NewRequest(t, "https://hooks.example/x", msgs[0], at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestTamperedBodyFailsVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := projtest.NewRequest(context.Background(), reg.URL, msgs[0], now)
+	req, err := projtest.NewRequest(t, reg.URL, msgs[0], now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ package projtest
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"maps"
@@ -22,6 +21,8 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
+// update is -update, defined in every test binary that imports projtest:
+// go test ./projection/webhook -run Golden -update.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // Root returns the repository's root: the nearest directory at or above the
@@ -77,13 +78,15 @@ func Golden(t testing.TB, name string, got []byte) {
 }
 
 // loopback is herald's HTTP transport with what a test receiver needs and
-// production refuses by default: plain http:// and loopback addresses.
+// production refuses by default: plain http:// and private addresses
+// (loopback among them).
 var loopback = sync.OnceValues(func() (*transport.HTTP, error) {
 	return transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
 })
 
 // Transport returns herald's HTTP transport, allowing plain http:// and
-// loopback (every test in the process shares it, and its connections).
+// private addresses, loopback among them (every test in the process shares
+// it, and its connections).
 func Transport(t testing.TB) *transport.HTTP {
 	t.Helper()
 	tr, err := loopback()
@@ -111,42 +114,22 @@ func Failure(out push.Outcome) string {
 	return fmt.Sprintf("%s, status %d: %s; body %q", out.Verdict, out.Status, out.Reason, out.Body)
 }
 
-// NewRequest builds, without sending it, the request the transport would
-// send for msg at at: its body, Content-Type, headers, and what msg.Signer
-// adds. Tests use it to pin or to tamper with a request.
-func NewRequest(ctx context.Context, url string, msg push.Message, at time.Time) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg.Body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header = msg.Header.Clone()
-	if req.Header == nil {
-		req.Header = make(http.Header)
-	}
-	if msg.ContentType != "" {
-		req.Header.Set("Content-Type", msg.ContentType)
-	}
-	if msg.Signer != nil {
-		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
-			return nil, err
-		}
-	}
-	return req, nil
-}
-
-// Render builds the request for msg at at (NewRequest) and writes it as a
-// golden file holds it: the message id, the request line, every header
-// sorted by name, a blank line, and the body. What the transport adds on
-// its own (Host, Content-Length, User-Agent) is not part of it.
+// Render writes the request the transport would send for msg to url at at
+// (transport.HTTP.NewRequest) as a golden file holds it: the message id, the
+// request line, every header but User-Agent (the transport's, not the
+// projection's) sorted by name, a blank line, and the body.
 func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
 	t.Helper()
-	req, err := NewRequest(t.Context(), url, msg, at)
+	req, err := NewRequest(t, url, msg, at)
 	if err != nil {
 		t.Fatalf("request for %s: %v", msg.ID, err)
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "message id: %s\n%s %s\n", msg.ID, req.Method, req.URL)
 	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+		if k == "User-Agent" {
+			continue
+		}
 		for _, v := range req.Header[k] {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
@@ -154,4 +137,12 @@ func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
 	b.WriteString("\n")
 	b.Write(msg.Body)
 	return b.Bytes()
+}
+
+// NewRequest is the request Transport would send for msg to url at at,
+// built and signed but not sent (transport.HTTP.NewRequest). Tests use it to
+// pin a request or to tamper with one.
+func NewRequest(t testing.TB, url string, msg push.Message, at time.Time) (*http.Request, error) {
+	t.Helper()
+	return Transport(t).NewRequest(t.Context(), push.Registration{Stream: "test", ID: "receiver", URL: url}, msg, at)
 }
