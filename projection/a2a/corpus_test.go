@@ -190,8 +190,12 @@ func TestCorpusReceivedBySDK(t *testing.T) {
 				if len(msgs) != 1 || msgs[0].ID != rec.ID {
 					t.Fatalf("%s v%s: %d messages, want one with the record id", rec.ID, version, len(msgs))
 				}
+				before := len(rcv.deliveries())
 				out := projtest.Deliver(t, r.URL, msgs[0], time.Time{})
 				ds := rcv.deliveries()
+				if len(ds) != before+1 {
+					t.Fatalf("%s v%s: the receiver got %d requests, want 1: %s", rec.ID, version, len(ds)-before, projtest.Failure(out))
+				}
 				d := ds[len(ds)-1]
 				if out.Status != http.StatusNoContent || d.err != nil {
 					t.Fatalf("%s v%s: receiver answered %s: %v", rec.ID, version, projtest.Failure(out), d.err)
