@@ -1,8 +1,8 @@
 // Package store holds what herald's stores share beyond the journal and push
 // contracts: the errors a store returns when the database it is given is not
-// one it can use, and the shape of a schema's migration status. The stores themselves live in subpackages named after what
-// they wrap: memory, sqlite, postgres. store/storetest is the conformance
-// suite they all pass.
+// one it can use, and the shape of a schema's migration status. The stores
+// themselves live in subpackages named after what they wrap: memory, sqlite,
+// postgres. store/storetest is the conformance suite they all pass.
 package store
 
 import "errors"

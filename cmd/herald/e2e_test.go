@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -193,6 +195,19 @@ func testOperatorJourney(t *testing.T, db string) {
 	recv := newReceiver(t)
 	h.ok("migrate", "up")
 	require.Contains(t, h.ok("migrate", "status"), "APPLIED")
+	// The JSON of migrate status is an interface for scripts: its keys are
+	// pinned here, whatever the store types behind it become.
+	var schema map[string]any
+	h.json(&schema, "migrate", "status")
+	require.ElementsMatch(t, []string{"database", "current", "latest", "migrations"}, slices.Collect(maps.Keys(schema)))
+	require.NotEmpty(t, schema["database"])
+	require.Equal(t, schema["latest"], schema["current"])
+	migrations, ok := schema["migrations"].([]any)
+	require.True(t, ok && len(migrations) > 0, "migrations: %v", schema["migrations"])
+	first, ok := migrations[0].(map[string]any)
+	require.True(t, ok, "migration: %v", migrations[0])
+	require.ElementsMatch(t, []string{"version", "name", "applied"}, slices.Collect(maps.Keys(first)))
+	require.Equal(t, true, first["applied"])
 
 	for _, id := range []string{"ok", "flaky", "gone"} {
 		out := h.ok("register", "--stream", "orders", "--id", id, "--namespace", "webhook", "--url", recv.URL+"/"+id, "--secret", secret)

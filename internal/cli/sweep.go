@@ -57,7 +57,8 @@ deliver their records, and print the report. --at is the sweep's instant
 dates. Run it from cron, a Kubernetes CronJob or a test.
 
 Exit 0, or 3 when the report needs attention (saturated: more were due than
---limit, so sweep again soon; or a registration was parked), or 1 on error.`,
+--limit, so sweep again soon; or a registration was parked), 1 on error, or
+2 on a usage error (a bad flag, --at or --limit).`,
 		Example: `  herald sweep --namespace webhook
   herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
   herald sweep --namespace a2a --at 1773572400`,

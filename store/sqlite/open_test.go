@@ -218,6 +218,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	st, err := sqlite.MigrationStatus(ctx, path)
 	require.NoError(t, err)
 	require.Equal(t, 0, st.Current)
+	require.Equal(t, path, st.Database, "a SQLite status names its file")
 	require.Len(t, st.Migrations, latest)
 	require.Equal(t, "journal", st.Migrations[0].Name)
 	_, err = os.Stat(path)
