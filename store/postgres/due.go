@@ -9,7 +9,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Due implements push.Store, in one transaction of four round trips:
+// Due implements push.Store. It first runs a sequencer step (Sequence),
+// then claims in one transaction of four round trips:
 //
 //  1. lock the pending streams that look idle (SKIP LOCKED);
 //  2. clear the marker of those still idle in a snapshot taken after the
@@ -25,6 +26,11 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return push.DueBatch{}, err
 	}
 	if err := journal.ValidateID("lease owner", q.Owner); err != nil {
+		return push.DueBatch{}, err
+	}
+	// Number what committed since the last step, unless another process
+	// is at it, so that scheduler mode (RunOnce alone) needs no sequencer.
+	if _, err := s.sequence(ctx, false); err != nil {
 		return push.DueBatch{}, err
 	}
 	var batch push.DueBatch
