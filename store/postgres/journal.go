@@ -340,3 +340,41 @@ func (s *Store) lookup(ctx context.Context, q querier, query, id string) (journa
 	r.Seq, r.AppendedAt = uint64(seq), at.UTC()
 	return r, nil
 }
+
+// RefusedRecord is a record the sequencer refused: its transaction
+// committed after its stream's final record had been sequenced (or it is a
+// second final record). It has no seq, is never read nor delivered, and is
+// kept for an operator to see.
+type RefusedRecord struct {
+	Stream, ID, Kind string
+	AppendedAt       time.Time // UTC
+	Reason           string    // why, e.g. "committed after the stream's final record #7 was sequenced"
+}
+
+// Refused lists up to limit refused records of stream (of every stream if
+// stream is ""), by stream and insertion order. Errors: journal.ErrInvalid
+// (bad stream, limit < 1).
+func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]RefusedRecord, error) {
+	if stream != "" {
+		if err := journal.ValidateStream(stream); err != nil {
+			return nil, err
+		}
+	}
+	if limit < 1 {
+		return nil, journal.Invalid("limit", "is %d: it must be at least 1", limit)
+	}
+	rows, err := s.pool.Query(ctx, sqlRefused, stream, limit)
+	out := []RefusedRecord{}
+	if err == nil {
+		var r RefusedRecord
+		_, err = pgx.ForEachRow(rows, []any{&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason}, func() error {
+			r.AppendedAt = r.AppendedAt.UTC()
+			out = append(out, r)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, s.dbErr(ctx, "list refused records", err)
+	}
+	return out, nil
+}

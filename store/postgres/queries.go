@@ -55,6 +55,7 @@ FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
 	sqlRefused   = `SELECT stream, id, kind, appended_at, refused FROM herald_record
 WHERE refused IS NOT NULL AND ($1::text = '' OR stream = $1)
 ORDER BY stream, pos LIMIT $2`
+	sqlCountRefused = `SELECT count(*) FROM herald_record WHERE refused IS NOT NULL`
 )
 
 // The sequencer (sequencer.go). One step is one transaction holding the
