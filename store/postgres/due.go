@@ -19,7 +19,7 @@ import (
 //     tell More), and count the other namespaces' due registrations.
 //
 // Only registrations of pending streams are read, through indexes: an idle
-// database costs two index probes that find nothing. See the package
+// database costs three index probes that find nothing. See the package
 // documentation for why the marker cannot lose a wake-up.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
