@@ -30,7 +30,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	// Number what committed since the last step, unless another process
 	// is at it, so that scheduler mode (RunOnce alone) needs no sequencer.
-	if _, err := s.sequence(ctx, false); err != nil {
+	if _, err := s.sequence(ctx, seqProbe); err != nil {
 		return push.DueBatch{}, err
 	}
 	var batch push.DueBatch

@@ -31,3 +31,17 @@ func MigrateTo(ctx context.Context, url string, v uint) error {
 	})
 	return err
 }
+
+// SequenceWaiting is Sequence that waits for the sequencer's lock, as
+// Append does.
+func SequenceWaiting(ctx context.Context, s *Store) (int, error) { return s.sequence(ctx, seqWait) }
+
+// The sequencer's statements, for the tests that EXPLAIN them.
+const (
+	SQLUnsequenced = sqlUnsequenced
+	SQLAssign      = sqlAssign
+	SQLMoveHeads   = sqlMoveHeads
+	SQLLockStreams = sqlLockStreams
+	SQLInsert      = sqlInsertRecords
+	SQLRead        = sqlRead
+)

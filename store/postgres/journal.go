@@ -35,7 +35,7 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if !slices.ContainsFunc(out, func(r journal.Record) bool { return r.Seq == 0 }) {
 		return out, nil
 	}
-	if _, err := s.sequence(ctx, true); err != nil {
+	if _, err := s.sequence(ctx, seqWait); err != nil {
 		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", stream, err)
 	}
 	return s.withSeqs(ctx, stream, out)
@@ -126,18 +126,33 @@ type stored struct {
 	refused bool
 }
 
-// appendTx appends validated entries in tx, in two round trips: (1) read
-// whether the stream is sealed and look the ids up; (2) insert the new
-// records. The records come back with Seq 0 for the new ones.
+// appendTx appends validated entries in tx. Usually one round trip: the
+// insert, which checks the seal and that no id is stored. Else the lookup
+// decides (idempotent repeat, conflict, sealed stream) and the new entries
+// are inserted. The records come back with Seq 0 for the new ones.
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
-	ids := make([]string, len(entries))
 	digests := make([][]byte, len(entries))
 	for i, e := range entries {
-		ids[i] = e.ID
 		d := journal.Digest(stream, e)
 		digests[i] = d[:]
 	}
+	all := make([]int, len(entries))
+	for i := range all {
+		all[i] = i
+	}
+	out := make([]journal.Record, len(entries))
+	blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out)
+	if err != nil || !blocked {
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
 	var (
 		finalSeq     *int64
 		pendingFinal bool
@@ -162,7 +177,6 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	}
 
 	// Check everything before writing anything: a batch is all-or-nothing.
-	out := make([]journal.Record, len(entries))
 	var fresh []int
 	for i, e := range entries {
 		old, ok := existing[e.ID]
@@ -186,7 +200,21 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if finalSeq != nil || pendingFinal {
 		return nil, s.sealed(ctx, tx, stream, finalSeq)
 	}
+	if blocked, err = s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil {
+		return nil, err
+	}
+	if blocked {
+		// Sealed, or one of the fresh ids stored, since the lookup.
+		return nil, fmt.Errorf("append to %s: a concurrent append sealed the stream or took one of the ids: %w", stream, journal.ErrConflict)
+	}
+	return out, nil
+}
 
+// insert inserts entries[fresh] (sqlInsertRecords) and fills their records
+// in out. blocked: nothing was inserted, because the stream is sealed or an
+// id is stored. An id committed by another transaction meanwhile undoes
+// the insert, keeping tx usable, and is reported as a conflict.
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
 	var (
@@ -198,32 +226,35 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		e := entries[i]
 		fIDs[k], fKinds[k], fTypes[k] = e.ID, e.Kind, e.ContentType
 		fPayloads[k], fDigests[k], fFinal[k] = clonePayload(e.Payload), digests[i], e.Final
-		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at}
 	}
-	rows, err := tx.Query(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at)
 	var pos []int64
-	if err == nil {
-		pos, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	}
+	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at).Scan(&pos, &blocked)
 	if err != nil {
-		return nil, s.dbErr(ctx, "append to "+stream, err)
+		return false, s.dbErr(ctx, "append to "+stream, err)
+	}
+	if blocked {
+		return true, nil
 	}
 	if len(pos) < n {
-		// An id of the batch was committed, by another transaction, between
-		// the lookup and the insert (ON CONFLICT skipped it). Undo the rows
-		// that went in, keeping tx usable, and report the conflict.
+		// An id of the batch was committed, by another transaction, after
+		// this statement's snapshot (ON CONFLICT skipped it). Undo the rows
+		// that went in and report the conflict.
 		if _, err := tx.Exec(ctx, sqlUndoInsert, pos); err != nil {
-			return nil, s.dbErr(ctx, "append: undo", err)
+			return false, s.dbErr(ctx, "append: undo", err)
 		}
 		for _, i := range fresh {
 			if err := s.conflict(ctx, tx, stream, entries[i]); err != nil {
-				return nil, err
+				return false, err
 			}
 		}
-		return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
+		return false, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 	}
-	return out, nil
+	for k, i := range fresh {
+		e := entries[i]
+		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
+			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at}
+	}
+	return false, nil
 }
 
 // sealed returns the *journal.SealedError of stream: FinalSeq is 0 while

@@ -193,7 +193,7 @@ const sequencedVersion = 2
 // nothing else, while refused records exist (version 1 cannot keep them).
 func prepareUnsequence(ctx context.Context, pool *pgxpool.Pool) error {
 	s := &Store{pool: pool, now: time.Now, notify: true, appended: make(chan struct{}, 1)}
-	if _, err := s.sequence(ctx, true); err != nil {
+	if _, err := s.sequence(ctx, seqWait); err != nil {
 		return err
 	}
 	var refused int64

@@ -30,17 +30,29 @@ const (
 	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, digest, refused IS NOT NULL
 FROM herald_record WHERE id = ANY($1::text[])`
 	// The new records, in entry order (pos is assigned in the order rows
-	// are inserted). ON CONFLICT skips an id that another transaction
-	// committed since the lookup; then fewer rows come back (see appendTx).
-	// A concurrent append of the same new id waits here, on the unique
-	// index, for that id only.
-	sqlInsertRecords = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
-SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[])
-     WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, ord)
-ORDER BY u.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING pos`
+	// are inserted), in one statement with the checks: nothing is inserted
+	// if the stream is sealed (by a sequenced final record, or a committed
+	// one not yet numbered) or an id is already stored; then the second
+	// column is true and appendTx decides with the lookup. ON CONFLICT
+	// skips an id that another transaction committed since this
+	// statement's snapshot; then fewer positions come back. A concurrent
+	// append of the same new id waits here, on the unique index, for that
+	// id only.
+	sqlInsertRecords = `WITH seal AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
+        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)
+        OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
+), ins AS (
+    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[])
+         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, ord)
+    WHERE NOT (SELECT blocked FROM seal)
+    ORDER BY u.ord
+    ON CONFLICT (id) DO NOTHING
+    RETURNING pos
+)
+SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
 	sqlUndoInsert = `DELETE FROM herald_record WHERE pos = ANY($1::bigint[]) AND seq IS NULL`
 	sqlSeqsOf     = `SELECT id, coalesce(seq, 0), refused IS NOT NULL FROM herald_record WHERE id = ANY($1::text[])`
 	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at
@@ -62,8 +74,13 @@ ORDER BY stream, pos LIMIT $2`
 // advisory lock sequencerLock; see the package documentation, "Appending".
 const (
 	sqlAnyUnsequenced = `SELECT EXISTS (SELECT 1 FROM herald_record WHERE seq IS NULL AND refused IS NULL)`
-	sqlTryLock        = `SELECT pg_try_advisory_xact_lock($1)`
-	sqlLock           = `SELECT pg_advisory_xact_lock($1)`
+	// A step runs on one connection in three round trips: BEGIN, the lock
+	// and the read; the streams; the writes and COMMIT.
+	sqlBegin   = `BEGIN ISOLATION LEVEL READ COMMITTED`
+	sqlTryLock = `SELECT pg_try_advisory_xact_lock($1)`
+	sqlLock    = `SELECT true FROM pg_advisory_xact_lock($1)`
+	sqlCommit  = `COMMIT`
+	sqlAbort   = `ROLLBACK`
 	// The committed records without a seq, oldest insertion first. Each
 	// statement of a READ COMMITTED transaction sees what committed before
 	// it began, and never an uncommitted row.
@@ -88,7 +105,7 @@ WHERE r.pos = u.pos AND r.seq IS NULL AND r.refused IS NULL`
 	// registrations lag as the append used to, under the stream row's lock.
 	sqlMoveHeads = `UPDATE herald_stream s SET head = u.head, final_seq = u.final_seq, pending = true
 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u (stream, head, final_seq)
-WHERE s.stream = u.stream`
+WHERE s.stream = u.stream AND s.stream = ANY($1::text[])`
 	sqlNotify = `SELECT pg_notify('` + NotifyChannel + `', $1::text)`
 )
 

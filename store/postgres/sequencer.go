@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // sequencerLock is the key of the PostgreSQL advisory lock (a transaction
@@ -35,14 +36,21 @@ const (
 // loop, and Due calls it before claiming, so a scheduler that only calls
 // RunOnce needs no daemon. Errors: ErrUnavailable, ErrRetry, *Error.
 func (s *Store) Sequence(ctx context.Context) (int, error) {
-	return s.sequence(ctx, false)
+	return s.sequence(ctx, seqProbe)
 }
 
-// sequence runs steps until a page is not full. wait: wait for the lock
-// (Append, whose records must be numbered before it returns) instead of
-// leaving the work to whoever holds it.
-func (s *Store) sequence(ctx context.Context, wait bool) (int, error) {
-	if !wait {
+// How a sequencer call takes the lock.
+type seqMode int
+
+const (
+	seqProbe seqMode = iota // probe for work outside any transaction first, then try the lock
+	seqTry                  // try the lock (work is likely: the last step found some)
+	seqWait                 // wait for the lock (Append, whose records must be numbered before it returns)
+)
+
+// sequence runs steps until a page is not full.
+func (s *Store) sequence(ctx context.Context, mode seqMode) (int, error) {
+	if mode == seqProbe {
 		var any bool
 		if err := s.pool.QueryRow(ctx, sqlAnyUnsequenced).Scan(&any); err != nil {
 			return 0, s.dbErr(ctx, "sequence", err)
@@ -53,7 +61,7 @@ func (s *Store) sequence(ctx context.Context, wait bool) (int, error) {
 	}
 	total := 0
 	for {
-		n, err := s.step(ctx, wait)
+		n, err := s.step(ctx, mode == seqWait)
 		total += n
 		if err != nil || n < sequencerPage {
 			return total, err
@@ -72,89 +80,106 @@ type candidate struct {
 // committed records without a seq, number them per stream after the head
 // (a final record last; records of a sealed stream refused), move the heads
 // and set the pending markers, notify once, commit. A step that dies before
-// its commit leaves nothing behind: its transaction rolls back.
-func (s *Store) step(ctx context.Context, wait bool) (int, error) {
-	n := 0
-	err := s.inTx(ctx, "sequence", func(tx pgx.Tx) error {
-		if wait {
-			if _, err := tx.Exec(ctx, sqlLock, sequencerLock); err != nil {
-				return s.dbErr(ctx, "sequence: lock", err)
-			}
-		} else {
-			var got bool
-			if err := tx.QueryRow(ctx, sqlTryLock, sequencerLock).Scan(&got); err != nil {
-				return s.dbErr(ctx, "sequence: lock", err)
-			}
-			if !got {
-				return nil // another sequencer is at work
+// its commit leaves nothing behind: its transaction rolls back. It runs on
+// one connection, in three round trips when it has work.
+func (s *Store) step(ctx context.Context, wait bool) (n int, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, s.dbErr(ctx, "sequence", err)
+	}
+	defer conn.Release()
+	open := false
+	defer func() {
+		if open { // roll back, or drop a connection that cannot
+			if _, rbErr := conn.Exec(context.WithoutCancel(ctx), sqlAbort); rbErr != nil {
+				_ = conn.Conn().Close(context.WithoutCancel(ctx))
 			}
 		}
-		// A new statement, so a new snapshot: it sees everything the
-		// previous holder of the lock committed.
-		cands, err := collectCandidates(ctx, tx, sqlUnsequenced, sequencerPage)
-		if err != nil {
-			return s.dbErr(ctx, "sequence: read", err)
-		}
-		if len(cands) == 0 {
-			return nil
-		}
-		if len(cands) == sequencerPage {
-			// The page may stop between a final record and records
-			// committed with it: read the rest of those streams.
-			var sealing []string
-			for _, c := range cands {
-				if c.final {
-					sealing = append(sealing, c.stream)
-				}
-			}
-			if len(sealing) > 0 {
-				more, err := collectCandidates(ctx, tx, sqlUnsequencedOf, cands[len(cands)-1].pos, sealing)
-				if err != nil {
-					return s.dbErr(ctx, "sequence: read", err)
-				}
-				cands = append(cands, more...)
-			}
-		}
-		plan, err := s.plan(ctx, tx, cands)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		if len(plan.assignPos) > 0 {
-			b.Queue(sqlAssign, plan.assignPos, plan.assignSeq)
-		}
-		if len(plan.refusePos) > 0 {
-			b.Queue(sqlRefuse, plan.refusePos, plan.refuseWhy)
-		}
-		if len(plan.streams) > 0 {
-			b.Queue(sqlMoveHeads, plan.streams, plan.heads, plan.finals)
-			if s.notify {
-				b.Queue(sqlNotify, strconv.Itoa(len(plan.assignPos)))
-			}
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, "sequence: write", err)
-		}
-		if s.stepHook != nil {
-			s.stepHook(tx.Conn().PgConn().PID())
-		}
-		n = len(cands)
-		return nil
+	}()
+
+	var (
+		got   bool
+		cands []candidate
+	)
+	b := &pgx.Batch{}
+	b.Queue(sqlBegin)
+	lock := sqlTryLock
+	if wait {
+		lock = sqlLock
+	}
+	b.Queue(lock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&got) })
+	// A statement of its own, so a snapshot of its own: taken after the
+	// lock was granted, it sees everything the previous holder committed.
+	// (When the lock was not granted, its rows are not used.)
+	b.Queue(sqlUnsequenced, sequencerPage).Query(func(rows pgx.Rows) (err error) {
+		cands, err = collectCandidates(rows)
+		return err
 	})
+	open = true
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return 0, s.dbErr(ctx, "sequence: read", err)
+	}
+	if !got || len(cands) == 0 {
+		return 0, nil // the deferred ROLLBACK ends it: another sequencer is at work, or none is needed
+	}
+	if len(cands) == sequencerPage {
+		// The page may stop between a final record and records committed
+		// with it: read the rest of those streams.
+		var sealing []string
+		for _, c := range cands {
+			if c.final {
+				sealing = append(sealing, c.stream)
+			}
+		}
+		if len(sealing) > 0 {
+			rows, err := conn.Query(ctx, sqlUnsequencedOf, cands[len(cands)-1].pos, sealing)
+			if err != nil {
+				return 0, s.dbErr(ctx, "sequence: read", err)
+			}
+			more, err := collectCandidates(rows)
+			if err != nil {
+				return 0, s.dbErr(ctx, "sequence: read", err)
+			}
+			cands = append(cands, more...)
+		}
+	}
+	plan, err := s.plan(ctx, conn, cands)
 	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	b = &pgx.Batch{}
+	if len(plan.assignPos) > 0 {
+		b.Queue(sqlAssign, plan.assignPos, plan.assignSeq)
+	}
+	if len(plan.refusePos) > 0 {
+		b.Queue(sqlRefuse, plan.refusePos, plan.refuseWhy)
+	}
+	if len(plan.streams) > 0 {
+		b.Queue(sqlMoveHeads, plan.streams, plan.heads, plan.finals)
+		if s.notify {
+			b.Queue(sqlNotify, strconv.Itoa(len(plan.assignPos)))
+		}
+	}
+	if s.stepHook == nil {
+		b.Queue(sqlCommit)
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return 0, s.dbErr(ctx, "sequence: write", err)
+	}
+	if s.stepHook != nil {
+		s.stepHook(conn.Conn().PgConn().PID())
+		if _, err := conn.Exec(ctx, sqlCommit); err != nil {
+			return 0, s.dbErr(ctx, "sequence: commit", err)
+		}
+	}
+	open = false
+	return len(cands), nil
 }
 
-func collectCandidates(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]candidate, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
+func collectCandidates(rows pgx.Rows) ([]candidate, error) {
 	var c candidate
 	var out []candidate
-	_, err = pgx.ForEachRow(rows, []any{&c.pos, &c.stream, &c.final}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&c.pos, &c.stream, &c.final}, func() error {
 		out = append(out, c)
 		return nil
 	})
@@ -176,7 +201,7 @@ type stepPlan struct {
 // records first and then the first final record, numbered head+1…; a
 // second final record, and every record of a stream already sealed, is
 // refused.
-func (s *Store) plan(ctx context.Context, tx pgx.Tx, cands []candidate) (stepPlan, error) {
+func (s *Store) plan(ctx context.Context, conn *pgxpool.Conn, cands []candidate) (stepPlan, error) {
 	byStream := map[string][]candidate{}
 	for _, c := range cands {
 		byStream[c.stream] = append(byStream[c.stream], c)
@@ -204,7 +229,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, cands []candidate) (stepPla
 		})
 		return err
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return stepPlan{}, s.dbErr(ctx, "sequence: lock streams", err)
 	}
 	var p stepPlan
@@ -282,7 +307,11 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 			continue
 		case <-timer.C:
 		}
-		n, err := s.sequence(ctx, false)
+		mode := seqProbe
+		if interval == sequencerPollMin {
+			mode = seqTry // records came lately: skip the probe
+		}
+		n, err := s.sequence(ctx, mode)
 		switch {
 		case ctx.Err() != nil:
 			return
