@@ -36,12 +36,5 @@ func MigrateTo(ctx context.Context, url string, v uint) error {
 // Append does.
 func SequenceWaiting(ctx context.Context, s *Store) (int, error) { return s.sequence(ctx, seqWait) }
 
-// The sequencer's statements, for the tests that EXPLAIN them.
-const (
-	SQLUnsequenced = sqlUnsequenced
-	SQLAssign      = sqlAssign
-	SQLMoveHeads   = sqlMoveHeads
-	SQLLockStreams = sqlLockStreams
-	SQLInsert      = sqlInsertRecords
-	SQLRead        = sqlRead
-)
+// SQLAnyUnsequenced is the sequencer's probe, which Due runs first.
+const SQLAnyUnsequenced = sqlAnyUnsequenced

@@ -71,6 +71,7 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		"clear candidates": {postgres.SQLClearCandidates, nil},
 		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62)}},
 		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2)}},
+		"sequencer probe":  {postgres.SQLAnyUnsequenced, nil},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
 		var visit func(node map[string]any)
