@@ -40,8 +40,9 @@
 // transaction (PostgreSQL serialises notifying commits). So an append
 // (Append, AppendTx) only inserts its records, with seq NULL, in entry
 // order (the pos column), and takes no lock but the unique index entry of
-// each new id. In the same round trip before the insert it looks the ids
-// up and checks the seal, so idempotency, conflicts and sealing are decided
+// each new id. The same statement checks the seal and that no id is
+// stored (one round trip; the ids are looked up only when one is), so
+// idempotency, conflicts and sealing are decided
 // at append time, in the appending transaction: an id that exists with the
 // same content digest (journal.Digest, stored with the record) returns the
 // stored record; another digest is a *journal.ConflictError naming the

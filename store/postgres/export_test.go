@@ -21,9 +21,6 @@ const (
 // process id, after its writes and before its commit.
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
 
-// SequencerLock is the advisory lock key that elects the sequencer.
-const SequencerLock = sequencerLock
-
 // MigrateTo migrates the database at url up or down to version v.
 func MigrateTo(ctx context.Context, url string, v uint) error {
 	_, err := withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {
