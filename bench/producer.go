@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +30,11 @@ func (c producerCase) String() string {
 var producerCases = []producerCase{{1, 1}, {1, 32}, {1000, 1}, {1000, 32}}
 
 type producerResult struct {
-	bare, herald         sample // transactions/s
-	bareP99, heraldP99   sample // ms per transaction
-	bareWAL, heraldWAL   sample // WAL bytes per transaction
-	unnumbered, seqSteps sample // records without a seq when the writers stopped; sequencer steps
+	bareWaits, heraldWaits string // what the writers' backends were doing, from the last run
+	bare, herald           sample // transactions/s
+	bareP99, heraldP99     sample // ms per transaction
+	bareWAL, heraldWAL     sample // WAL bytes per transaction
+	unnumbered, seqSteps   sample // records without a seq when the writers stopped; sequencer steps
 }
 
 // producer measures what AppendTx costs the application: the same
@@ -75,12 +77,14 @@ func producer(ctx context.Context, e *env, cfg config, rep *report) error {
 				}
 				rate, wal := float64(out.n)/out.took.Seconds(), float64(d.wal)/float64(out.n)
 				if withHerald {
+					r.heraldWaits = out.waits
 					r.herald, r.heraldP99, r.heraldWAL = append(r.herald, rate), append(r.heraldP99, out.p99), append(r.heraldWAL, wal)
 					r.unnumbered, r.seqSteps = append(r.unnumbered, float64(out.unnumbered)), append(r.seqSteps, float64(out.steps))
 				} else {
+					r.bareWaits = out.waits
 					r.bare, r.bareP99, r.bareWAL = append(r.bare, rate), append(r.bareP99, out.p99), append(r.bareWAL, wal)
 				}
-				logf("  %.0f transactions/s, p99 %.1f ms, %.0f WAL B/transaction", rate, out.p99, wal)
+				logf("  %.0f transactions/s, p99 %.1f ms, %.0f WAL B/transaction; backends: %s", rate, out.p99, wal, out.waits)
 			}
 		}
 		e.dropDB(ctx, db)
@@ -95,8 +99,71 @@ func producer(ctx context.Context, e *env, cfg config, rep *report) error {
 			fmtNum(r.bareP99.median(), 1), fmtNum(r.heraldP99.median(), 1), r.bareWAL.cell(0), r.heraldWAL.cell(0),
 			r.unnumbered.cell(0), r.seqSteps.cell(0))
 	}
+	rep.printf("\nWhat the database's client backends were doing (pg_stat_activity sampled every 10 ms during the last run's case, share of samples; \"CPU\" is active with no wait event: running or waiting for a core):\n\n")
+	rep.printf("| case | bare | with AppendTx |\n|---|---|---|\n")
+	for i, c := range producerCases {
+		rep.printf("| %v | %s | %s |\n", c, res[i].bareWaits, res[i].heraldWaits)
+	}
 	rep.printf("\n")
 	return nil
+}
+
+// sampleWaits tallies, every 10 ms until ctx ends, what the client
+// backends of the database at dbURL are doing (other than idle and this
+// sampler), and returns the top shares, e.g. "CPU 61%, IO:WALSync 20%".
+func sampleWaits(ctx context.Context, dbURL string) (func() string, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	total := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close(context.WithoutCancel(ctx))
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
+FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+  AND backend_type = 'client backend' AND state NOT IN ('idle')
+  AND NOT (wait_event_type = 'Client' AND wait_event = 'ClientRead')`)
+			if err != nil {
+				return
+			}
+			var w string
+			_, _ = pgx.ForEachRow(rows, []any{&w}, func() error { counts[w]++; total++; return nil })
+		}
+	}()
+	return func() string {
+		<-done
+		type kv struct {
+			k string
+			n int
+		}
+		var all []kv
+		for k, n := range counts {
+			all = append(all, kv{k, n})
+		}
+		slices.SortFunc(all, func(a, b kv) int { return b.n - a.n })
+		var parts []string
+		for i, e := range all {
+			if i == 4 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d%%", e.k, e.n*100/max(total, 1)))
+		}
+		if len(parts) == 0 {
+			return "–"
+		}
+		return strings.Join(parts, ", ")
+	}, nil
 }
 
 func execOnce(ctx context.Context, dbURL, sql string) error {
@@ -110,6 +177,7 @@ func execOnce(ctx context.Context, dbURL, sql string) error {
 }
 
 type produced struct {
+	waits      string // sampleWaits' summary
 	n          int64
 	took       time.Duration
 	p99        float64 // ms
@@ -176,6 +244,12 @@ func produceFor(ctx context.Context, dbURL string, c producerCase, withHerald bo
 		firstErr error
 		wg       sync.WaitGroup
 	)
+	wctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	waits, err := sampleWaits(wctx, dbURL)
+	if err != nil {
+		return out, err
+	}
 	start := time.Now()
 	deadline := start.Add(d)
 	for w := range c.writers {
@@ -213,6 +287,8 @@ func produceFor(ctx context.Context, dbURL string, c producerCase, withHerald bo
 	}
 	wg.Wait()
 	out.took = time.Since(start)
+	stopSampling()
+	out.waits = waits()
 	if st != nil {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE seq IS NULL`).Scan(&out.unnumbered); err != nil {
 			return out, err
