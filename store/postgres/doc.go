@@ -65,7 +65,7 @@
 // own records, by as long as it stays open.
 //
 // Who runs it: RunSequencer, the daemon's loop (herald run), polls a
-// partial index of the records without a seq every 2 ms while records
+// partial index of the records without a seq every 5 ms while records
 // come, backing off to 100 ms when none do (an idle database pays one
 // probe of an empty index per interval); Due runs a step first (skipping
 // it if another process holds the lock), so scheduler mode (RunOnce,
