@@ -102,7 +102,8 @@ func (s *Store) withSeqs(ctx context.Context, stream string, out []journal.Recor
 // An error from AppendTx (bad input, conflict, sealed stream) leaves tx
 // usable: nothing was written in it by the failed call. A database failure
 // may have aborted tx; then roll it back. tx may run at any isolation
-// level.
+// level; under REPEATABLE READ or SERIALIZABLE, an id that another
+// transaction committed after tx's snapshot fails with ErrRetry.
 func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	if tx == nil {
 		return nil, journal.Invalid("tx", "is nil")
