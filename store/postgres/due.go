@@ -9,8 +9,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Due implements push.Store. It first runs a sequencer step (Sequence),
-// then claims in one transaction of four round trips:
+// Due implements push.Store. It first runs a sequencer step (Sequence;
+// not while this Store runs RunSequencer), then claims in one transaction of four round trips:
 //
 //  1. lock the pending streams that look idle (SKIP LOCKED);
 //  2. clear the marker of those still idle in a snapshot taken after the
@@ -30,8 +30,12 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	// Number what committed since the last step, unless another process
 	// is at it, so that scheduler mode (RunOnce alone) needs no sequencer.
-	if _, err := s.sequence(ctx, seqProbe); err != nil {
-		return push.DueBatch{}, err
+	// Not when this Store runs RunSequencer (the daemon): a step commits,
+	// and waiting for that flush before every claim slows delivery.
+	if s.sequencing.Load() == 0 {
+		if _, err := s.sequence(ctx, seqProbe); err != nil {
+			return push.DueBatch{}, err
+		}
 	}
 	var batch push.DueBatch
 	err := s.inTx(ctx, "due", func(tx pgx.Tx) error {

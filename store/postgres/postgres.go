@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,8 +30,9 @@ type Store struct {
 	maxPayload int
 	notify     bool
 
-	appended chan struct{}    // AppendTx pokes RunSequencer
-	stepHook func(pid uint32) // tests: called in a sequencer step before its commit
+	appended   chan struct{}    // AppendTx pokes RunSequencer
+	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
+	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
 
 	listenMu sync.Mutex
 	listener *Listener // WaitForAppend's, made on first use

@@ -36,8 +36,8 @@ const (
 // gives every record committed without a seq its seq, and returns how many
 // records it numbered or refused (0 when another process holds the
 // sequencer's lock, or nothing was waiting). RunSequencer calls it in a
-// loop, and Due calls it before claiming, so a scheduler that only calls
-// RunOnce needs no daemon. Errors: ErrUnavailable, ErrRetry, *Error.
+// loop, and Due calls it before claiming (unless this Store runs
+// RunSequencer), so a scheduler that only calls RunOnce needs no daemon. Errors: ErrUnavailable, ErrRetry, *Error.
 func (s *Store) Sequence(ctx context.Context) (int, error) {
 	return s.sequence(ctx, seqProbe)
 }
@@ -297,6 +297,8 @@ func (s *Store) poke() {
 // others find the lock taken and skip). A failed step is passed to onError
 // (if not nil) and retried at the next poll. It returns when ctx ends.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
+	s.sequencing.Add(1)
+	defer s.sequencing.Add(-1)
 	interval := sequencerPollMin
 	timer := time.NewTimer(0)
 	defer timer.Stop()
