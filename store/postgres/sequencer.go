@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // sequencerLock is the key of the PostgreSQL advisory lock (a transaction
@@ -51,11 +50,23 @@ const (
 	seqWait                 // wait for the lock (Append, whose records must be numbered before it returns)
 )
 
-// sequence runs steps until a page is not full.
+// sequence runs steps until a page is not full, each on a connection of
+// the pool.
 func (s *Store) sequence(ctx context.Context, mode seqMode) (int, error) {
+	return s.sequenceOn(ctx, nil, mode)
+}
+
+// sequenceOn is sequence on conn, or on pooled connections if conn is nil.
+func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode) (int, error) {
 	if mode == seqProbe {
 		var any bool
-		if err := s.pool.QueryRow(ctx, sqlAnyUnsequenced).Scan(&any); err != nil {
+		var row pgx.Row
+		if conn != nil {
+			row = conn.QueryRow(ctx, sqlAnyUnsequenced)
+		} else {
+			row = s.pool.QueryRow(ctx, sqlAnyUnsequenced)
+		}
+		if err := row.Scan(&any); err != nil {
 			return 0, s.dbErr(ctx, "sequence", err)
 		}
 		if !any {
@@ -64,7 +75,7 @@ func (s *Store) sequence(ctx context.Context, mode seqMode) (int, error) {
 	}
 	total := 0
 	for {
-		n, err := s.step(ctx, mode == seqWait)
+		n, err := s.step(ctx, conn, mode == seqWait)
 		total += n
 		if err != nil || n < sequencerPage {
 			return total, err
@@ -85,17 +96,20 @@ type candidate struct {
 // and set the pending markers, notify once, commit. A step that dies before
 // its commit leaves nothing behind: its transaction rolls back. It runs on
 // one connection, in three round trips when it has work.
-func (s *Store) step(ctx context.Context, wait bool) (n int, err error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return 0, s.dbErr(ctx, "sequence", err)
+func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (n int, err error) {
+	if conn == nil {
+		pooled, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return 0, s.dbErr(ctx, "sequence", err)
+		}
+		defer pooled.Release()
+		conn = pooled.Conn()
 	}
-	defer conn.Release()
 	open := false
 	defer func() {
 		if open { // roll back, or drop a connection that cannot
 			if _, rbErr := conn.Exec(context.WithoutCancel(ctx), sqlAbort); rbErr != nil {
-				_ = conn.Conn().Close(context.WithoutCancel(ctx))
+				_ = conn.Close(context.WithoutCancel(ctx))
 			}
 		}
 	}()
@@ -170,7 +184,7 @@ func (s *Store) step(ctx context.Context, wait bool) (n int, err error) {
 		return 0, s.dbErr(ctx, "sequence: write", err)
 	}
 	if s.stepHook != nil {
-		s.stepHook(conn.Conn().PgConn().PID())
+		s.stepHook(conn.PgConn().PID())
 		if _, err := conn.Exec(ctx, sqlCommit); err != nil {
 			return 0, s.dbErr(ctx, "sequence: commit", err)
 		}
@@ -204,7 +218,7 @@ type stepPlan struct {
 // records first and then the first final record, numbered head+1…; a
 // second final record, and every record of a stream already sealed, is
 // refused.
-func (s *Store) plan(ctx context.Context, conn *pgxpool.Conn, cands []candidate) (stepPlan, error) {
+func (s *Store) plan(ctx context.Context, conn *pgx.Conn, cands []candidate) (stepPlan, error) {
 	byStream := map[string][]candidate{}
 	for _, c := range cands {
 		byStream[c.stream] = append(byStream[c.stream], c)
@@ -294,11 +308,19 @@ func (s *Store) poke() {
 // records without a seq every 5 ms while records keep coming, backing off
 // to every 100 ms when none come, and sooner when this Store's AppendTx
 // appended. Any number of processes may run it: one at a time numbers (the
-// others find the lock taken and skip). A failed step is passed to onError
-// (if not nil) and retried at the next poll. It returns when ctx ends.
+// others find the lock taken and skip). It runs on a connection of its own
+// (outside the pool, so that it never waits behind deliveries for one),
+// reopened after a failure. A failed step is passed to onError (if not nil)
+// and retried at the next poll. It returns when ctx ends.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	interval := sequencerPollMin
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -316,7 +338,19 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 		if interval == sequencerPollMin {
 			mode = seqTry // records came lately: skip the probe
 		}
-		n, err := s.sequence(ctx, mode)
+		var (
+			n   int
+			err error
+		)
+		if conn == nil || conn.IsClosed() {
+			conn, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+			if err != nil {
+				conn, err = nil, dbError(ctx, "sequencer: connect", err)
+			}
+		}
+		if err == nil {
+			n, err = s.sequenceOn(ctx, conn, mode)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
