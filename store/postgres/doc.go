@@ -64,8 +64,8 @@
 // transaction rolls back), and a long transaction elsewhere delays only its
 // own records, by as long as it stays open.
 //
-// Who runs it: RunSequencer, the daemon's loop (herald run), polls a
-// partial index of the records without a seq every 5 ms while records
+// Who runs it: RunSequencer, the daemon's loop (herald run), on a
+// connection of its own, polls a partial index of the records without a seq every 5 ms while records
 // come, backing off to 100 ms when none do (an idle database pays one
 // probe of an empty index per interval); Due runs a step first (skipping
 // it if another process holds the lock, and in a Store that runs
