@@ -3,7 +3,7 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,appends,idle,latency]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,appends,idle,latency]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -36,6 +36,7 @@ type config struct {
 	heraldEvery  time.Duration
 	fanout       []fanoutCase
 	appendFor    time.Duration
+	producerFor  time.Duration
 	idleRegs     int
 	idleSweeps   int
 	latRate      int
@@ -56,7 +57,8 @@ func main() {
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
-	flag.StringVar(&only, "only", "fanout,appends,idle,latency", "workloads to run, comma-separated")
+	flag.StringVar(&only, "only", "fanout,producer,appends,idle,latency", "workloads to run, comma-separated")
+	flag.DurationVar(&cfg.producerFor, "producer-for", 3*time.Second, "duration of each case of the producer workload (bare transaction and with AppendTx)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
 	flag.IntVar(&cfg.latAppenders, "lat-appenders", 16, "goroutines (and connections) issuing the paced appends of the latency workload")
@@ -66,14 +68,18 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "appends", "idle", "latency"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, appends, idle, latency)\n", w)
+		if !slices.Contains([]string{"fanout", "producer", "appends", "idle", "latency"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, appends, idle, latency)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
 	}
 	if cfg.runs < 1 || cfg.conc < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -runs and -concurrency must be at least 1")
+		os.Exit(2)
+	}
+	if cfg.producerFor <= 0 {
+		fmt.Fprintf(os.Stderr, "bench: -producer-for %v must be positive\n", cfg.producerFor)
 		os.Exit(2)
 	}
 	cfg.producers = 16
@@ -127,6 +133,12 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.only["fanout"] {
 		if err := fanout(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("fan-out: %w", err)
+		}
+	}
+	logf("load average %s", loadavg())
+	if cfg.only["producer"] {
+		if err := producer(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("producer: %w", err)
 		}
 	}
 	logf("load average %s", loadavg())

@@ -3,9 +3,9 @@
 // (seq).
 //
 // An application appends [Entry] values to a stream, ideally in the same
-// database transaction as its own write (see store/postgres AppendTx). The
-// journal assigns each one a seq and returns the stored [Record]. Records are
-// never updated or deleted.
+// database transaction as its own write (see store/postgres AppendTx, which
+// assigns seqs after the commit). The journal assigns each one a seq and
+// returns the stored [Record]. Records are never updated or deleted.
 //
 // # Identity and idempotency
 //

@@ -56,10 +56,13 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // wraps ErrSealed.
 type SealedError struct {
 	Stream   string
-	FinalSeq uint64 // seq of the final record
+	FinalSeq uint64 // seq of the final record; 0 while it is committed but not yet numbered (store/postgres)
 }
 
 func (e *SealedError) Error() string {
+	if e.FinalSeq == 0 {
+		return fmt.Sprintf("stream %q is sealed by a final record not yet numbered", e.Stream)
+	}
 	return fmt.Sprintf("stream %q is sealed by its final record #%d", e.Stream, e.FinalSeq)
 }
 

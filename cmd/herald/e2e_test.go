@@ -21,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 // The binary under test, built once by TestMain.
@@ -392,4 +394,38 @@ func TestAppendFileChecksTheWholeFileFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"stream":"orders","id":"o-1","kind":"k","payload":{"n":1}}`+"\n"+`{"stream":"orders","id":"o-2","kind":"k","payload":{"n":2}}`+"\n"), 0o600))
 	h.ok("append", "--file", path)
 	h.ok("append", "--file", path)
+}
+
+// TestStatusListsRefusedRecords: a record whose transaction commits after
+// its stream's final record was numbered is refused by the sequencer; herald
+// status lists it with the reason, in text and JSON.
+func TestStatusListsRefusedRecords(t *testing.T) {
+	ctx := t.Context()
+	db := pgtest.NewDatabase(t)
+	h := newHerald(t, db)
+	h.ok("migrate", "up")
+	st, err := postgres.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	late, err := st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer late.Rollback(ctx)
+	_, err = st.AppendTx(ctx, late, "task/1", journal.Entry{ID: "late", Kind: "statusUpdate", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = st.Append(ctx, "task/1", journal.Entry{ID: "done", Kind: "statusUpdate", Payload: []byte(`{}`), Final: true})
+	require.NoError(t, err)
+	require.NoError(t, late.Commit(ctx))
+	_, err = st.Sequence(ctx)
+	require.NoError(t, err)
+
+	out := h.ok("status")
+	require.Contains(t, out, "Refused records")
+	require.Regexp(t, `task/1\s+late\s+statusUpdate\s+\S+ \S+\s+committed after the stream's final record #1 was sequenced`, out)
+	var js struct {
+		Refused []struct{ Stream, ID, Reason string } `json:"refused"`
+	}
+	h.json(&js, "status")
+	require.Len(t, js.Refused, 1)
+	require.Equal(t, "late", js.Refused[0].ID)
+	require.Contains(t, js.Refused[0].Reason, "final record #1")
 }

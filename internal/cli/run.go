@@ -23,6 +23,16 @@ type appendListener interface {
 	Listen(ctx context.Context) (*postgres.Listener, error)
 }
 
+// sequencerRunner is implemented by stores that number appended records
+// after their commit (store/postgres: the sequencer).
+type sequencerRunner interface {
+	RunSequencer(ctx context.Context, onError func(error))
+}
+
+// sequencerLogEvery bounds how often a failing sequencer is logged: it
+// retries every 100 ms while the database is away.
+const sequencerLogEvery = 10 * time.Second
+
 // listenRetry is how long the daemon waits before listening again after the
 // database went away: short, because until it listens again it hears no
 // append and sweeps only every --every, which may be an hour.
@@ -41,7 +51,8 @@ func newRun(e *env) *cobra.Command {
 		Use:   "run",
 		Short: "Run the daemon: a worker per namespace, /metrics, /healthz and the admin API",
 		Long: `Run the daemon: one worker per namespace sweeping every --every, at once after
-an append (PostgreSQL LISTEN/NOTIFY) and again at once while a sweep is
+an append (PostgreSQL: the sequencer, which this daemon runs, numbers appended
+records within milliseconds and notifies) and again at once while a sweep is
 saturated. Several daemons may share one PostgreSQL database: leases keep them
 from delivering the same registration at the same time.
 
@@ -187,6 +198,18 @@ func (d *daemon) serve(ctx context.Context, metricsAddr, adminAddr, token string
 	var g errgroup.Group
 	for _, w := range d.workers {
 		g.Go(func() error { return w.Run(ctx, d.every) })
+	}
+	if sq, ok := d.b.(sequencerRunner); ok {
+		var last time.Time
+		g.Go(func() error {
+			sq.RunSequencer(ctx, func(err error) {
+				if now := time.Now(); now.Sub(last) >= sequencerLogEvery {
+					last = now
+					log.Warn("herald: the sequencer cannot number appended records; retrying", "err", err)
+				}
+			})
+			return nil
+		})
 	}
 	if l, ok := d.b.(appendListener); ok {
 		g.Go(func() error { d.wakeOnAppend(ctx, l); return nil })

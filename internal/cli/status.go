@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -8,12 +9,30 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
 )
+
+// refusedLister is implemented by stores whose sequencer may refuse a
+// record that raced its stream's final record (store/postgres).
+type refusedLister interface {
+	Refused(ctx context.Context, stream string, limit int) ([]postgres.RefusedRecord, error)
+}
+
+// refusedShown is how many refused records herald status lists.
+const refusedShown = 20
+
+type refusedView struct {
+	Stream     string `json:"stream"`
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	AppendedAt string `json:"appended_at"`
+	Reason     string `json:"reason"`
+}
 
 func newStatus(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Counts by namespace and state, the largest lags, the oldest parked registration",
+		Short: "Counts by namespace and state, the largest lags, the oldest parked registration, refused records",
 		Example: `  herald status
   herald status --json`,
 		Args: noArgs,
@@ -27,8 +46,18 @@ func newStatus(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			refused := []refusedView{}
+			if rl, ok := b.(refusedLister); ok {
+				recs, err := rl.Refused(cmd.Context(), "", refusedShown)
+				if err != nil {
+					return err
+				}
+				for _, r := range recs {
+					refused = append(refused, refusedView{r.Stream, r.ID, r.Kind, fmtTime(r.AppendedAt), r.Reason})
+				}
+			}
 			if e.json {
-				out := map[string]any{"namespaces": st.Namespaces, "lagging": views(st.Lagging), "oldest_parked": nil}
+				out := map[string]any{"namespaces": st.Namespaces, "lagging": views(st.Lagging), "oldest_parked": nil, "refused": refused}
 				if st.OldestParked != nil {
 					out["oldest_parked"] = viewOf(*st.OldestParked)
 				}
@@ -46,6 +75,16 @@ func newStatus(e *env) *cobra.Command {
 			}
 			if err := t.flush(); err != nil {
 				return err
+			}
+			if len(refused) > 0 {
+				fmt.Fprintf(e.Out, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
+				rt := newTable(e.Out, "STREAM", "ID", "KIND", "APPENDED", "REASON")
+				for _, r := range refused {
+					rt.row(cell(r.Stream), cell(r.ID), cell(r.Kind), r.AppendedAt, cell(r.Reason))
+				}
+				if err := rt.flush(); err != nil {
+					return err
+				}
 			}
 			if len(names) == 0 {
 				fmt.Fprintln(e.Out, "No registrations.")

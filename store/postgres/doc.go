@@ -15,37 +15,76 @@
 //
 // # Schema
 //
-// Four tables (migrations/001_init.up.sql): herald_stream (one row per
-// stream: head, final seq, pending marker), herald_record, herald_registration
-// and herald_evidence. Migrations are embedded, numbered NNN_name.up.sql and
-// .down.sql (store/sqlite's layout), and applied by golang-migrate
-// (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
-// MigrateDown (one step) and MigrationStatus take the database URL, as the
-// CLI does, and return a SchemaStatus. golang-migrate records the version in
-// herald_schema_migrations (version, dirty), and holds a PostgreSQL advisory
-// lock while migrating, so that two `herald migrate up` at once apply each
-// migration once. Each migration file runs in one transaction; golang-migrate
-// marks the version dirty before it and clean after, so a migration that
-// failed or whose process died leaves a dirty version, which every open and
-// migration refuses (ErrSchemaDirty, with how to repair it).
+// Four tables (migrations/001_init.up.sql, 002_sequencer.up.sql):
+// herald_stream (one row per stream: head, final seq, pending marker),
+// herald_record, herald_registration and herald_evidence. Migrations are
+// embedded, numbered NNN_name.up.sql and .down.sql (store/sqlite's layout),
+// and applied by golang-migrate (github.com/golang-migrate/migrate/v4, its
+// pgx/v5 driver): MigrateUp, MigrateDown (one step) and MigrationStatus take
+// the database URL, as the CLI does, and return a SchemaStatus.
+// golang-migrate records the version in herald_schema_migrations (version,
+// dirty), and holds a PostgreSQL advisory lock while migrating, so that two
+// `herald migrate up` at once apply each migration once. Each migration file
+// runs in one transaction; golang-migrate marks the version dirty before it
+// and clean after, so a migration that failed or whose process died leaves
+// a dirty version, which every open and migration refuses (ErrSchemaDirty,
+// with how to repair it). Reverting version 2 first numbers the records
+// waiting for a seq, and refuses while refused records exist.
 //
-// # Appending: gapless, commit-ordered seqs
+// # Appending: a plain INSERT, numbered after commit
 //
 // A global sequence would let a reader see seq 6 of a transaction that
-// committed before the one holding seq 5, advance past 5 and never see it.
-// Here an append locks its stream's row in herald_stream (FOR NO KEY UPDATE,
-// in the appending transaction), reads the head, inserts the records at
-// head+1… and moves the head, all before commit. A second append to the
-// same stream waits for the first to commit or roll back, so seqs are
-// gapless and commit in order, and a reader that sees #n has seen every
-// record before it (invariant 4). Writers to one stream are serialised;
-// BENCHMARKS.md measures the cost. AppendTx does this inside the caller's
-// transaction: the records commit or roll back with the caller's writes.
+// committed before the one holding seq 5, advance past 5 and never see it;
+// a per-stream lock held to the appender's commit (herald v1) avoids that
+// but throttles the application's own writes, and so does a NOTIFY in its
+// transaction (PostgreSQL serialises notifying commits). So an append
+// (Append, AppendTx) only inserts its records, with seq NULL, in entry
+// order (the pos column), and takes no lock but the unique index entry of
+// each new id. The same statement checks the seal and that no id is
+// stored (one round trip; the ids are looked up only when one is), so
+// idempotency, conflicts and sealing are decided
+// at append time, in the appending transaction: an id that exists with the
+// same content digest (journal.Digest, stored with the record) returns the
+// stored record; another digest is a *journal.ConflictError naming the
+// field; a concurrent append of the same new id waits, on the unique index,
+// for that id only.
 //
-// An append is two round trips (lock, head and id lookup pipelined; then
-// one INSERT … UPDATE statement). A record id that exists with the same
-// content digest (journal.Digest, stored with the record) returns the stored
-// record; another digest is a *journal.ConflictError naming the field.
+// One sequencer at a time, elected by a PostgreSQL advisory transaction
+// lock (pg_try_advisory_xact_lock), numbers the records. Each step is one
+// READ COMMITTED transaction: take the lock; read the committed records
+// without a seq (each statement sees only what committed before it began);
+// lock their stream rows in stream order; give each stream's records
+// head+1… in insertion order; move the heads, set the pending markers and
+// send one NOTIFY; commit. Readers (Read, Head, Lookup, Due) see numbered
+// records only. This keeps invariant 4 without PgQ's snapshot bookkeeping:
+// a record is numbered only once committed, and one that commits after a
+// step is numbered by a later step, after everything that step numbered;
+// so a reader that sees #n has seen every record before it, and seqs are
+// gapless. A step that dies before its commit leaves nothing behind (its
+// transaction rolls back), and a long transaction elsewhere delays only its
+// own records, by as long as it stays open.
+//
+// Who runs it: RunSequencer, the daemon's loop (herald run), on a
+// connection of its own, polls a partial index of the records without a seq every 5 ms while records
+// come, backing off to 100 ms when none do (an idle database pays one
+// probe of an empty index per interval); Due runs a step first (skipping
+// it if another process holds the lock, and in a Store that runs
+// RunSequencer), so scheduler mode (RunOnce,
+// herald sweep) needs no daemon; Append runs one after its commit,
+// waiting for the lock, and so returns the seqs; Sequence runs one on
+// demand. AppendTx cannot know the seq: it returns new records with Seq 0.
+//
+// # Sealing
+//
+// An append to a stream that is sealed, or that holds a committed final
+// record not yet numbered, is refused at append time (*journal.SealedError,
+// FinalSeq 0 in the second case). Two transactions that append to one
+// stream, one of them a final record, can both pass that check and both
+// commit. If one step numbers both, the final record goes last, so both are
+// delivered. If the other commits after the final record was numbered, the
+// step refuses it: it keeps no seq, is never read nor delivered, and stays
+// stored with the reason (Refused lists them); appending its id again is
+// ErrSealed. A second final record is refused the same way.
 //
 // # Idle costs nothing, without lost wake-ups
 //
@@ -57,16 +96,17 @@
 // pending marker, with a partial index on the pending streams:
 //
 //   - Writes that can make a registration lag set the marker on the stream
-//     row they lock anyway: an append (in the UPDATE that moves the head, at
-//     no extra cost), Register, Unpark, Rewind and Skip. Each takes the
+//     row they lock anyway: the sequencer (in the UPDATE that moves the
+//     head, at no extra cost), Register, Unpark, Rewind and Skip. Each takes the
 //     stream row's lock before touching a registration.
 //   - Due reads only pending streams (the partial index) and, through the
 //     index (stream, next_seq) WHERE NOT parked, only their registrations
-//     whose cursor is at or behind the head. An idle database costs two
-//     index probes that find nothing, however many registrations it holds.
+//     whose cursor is at or behind the head. An idle database costs three
+//     index probes that find nothing (the sequencer's and these two),
+//     however many registrations it holds.
 //   - Due also clears the marker of streams where no unparked registration
 //     lags, in two statements of one transaction: first it locks those
-//     stream rows (FOR NO KEY UPDATE SKIP LOCKED: a stream being appended to
+//     stream rows (FOR NO KEY UPDATE SKIP LOCKED: a stream being sequenced
 //     is left pending for the next sweep), then it clears the marker only
 //     where, in a snapshot taken after the locks were granted, still no
 //     unparked registration lags.
@@ -117,12 +157,11 @@
 //
 // # Notifications
 //
-// An append notifies NotifyChannel ("herald_append", payload the stream) in
-// its transaction, so the notification is sent on commit only. Listen
-// returns a Listener on a dedicated connection; WaitForAppend lets a daemon
-// sleep until an append or its next scheduled sweep. WithNotify(false) turns
-// the notification off: PostgreSQL serialises the commits of notifying
-// transactions.
+// A sequencer step that numbered records notifies NotifyChannel
+// ("herald_append", payload how many) in its own transaction; no appending
+// transaction notifies. Listen returns a Listener on a dedicated
+// connection; WaitForAppend lets a daemon sleep until records are numbered
+// or its next scheduled sweep. WithNotify(false) turns the notification off.
 //
 // # Errors
 //

@@ -9,7 +9,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Due implements push.Store, in one transaction of four round trips:
+// Due implements push.Store. It first runs a sequencer step (Sequence;
+// not while this Store runs RunSequencer), then claims in one transaction of four round trips:
 //
 //  1. lock the pending streams that look idle (SKIP LOCKED);
 //  2. clear the marker of those still idle in a snapshot taken after the
@@ -18,7 +19,7 @@ import (
 //     tell More), and count the other namespaces' due registrations.
 //
 // Only registrations of pending streams are read, through indexes: an idle
-// database costs two index probes that find nothing. See the package
+// database costs three index probes that find nothing. See the package
 // documentation for why the marker cannot lose a wake-up.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
@@ -26,6 +27,15 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	if err := journal.ValidateID("lease owner", q.Owner); err != nil {
 		return push.DueBatch{}, err
+	}
+	// Number what committed since the last step, unless another process
+	// is at it, so that scheduler mode (RunOnce alone) needs no sequencer.
+	// Not when this Store runs RunSequencer (the daemon): a step commits,
+	// and waiting for that flush before every claim slows delivery.
+	if s.sequencing.Load() == 0 {
+		if _, err := s.sequence(ctx, seqProbe); err != nil {
+			return push.DueBatch{}, err
+		}
 	}
 	var batch push.DueBatch
 	err := s.inTx(ctx, "due", func(tx pgx.Tx) error {

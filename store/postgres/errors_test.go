@@ -96,8 +96,8 @@ func TestErrorsAreTranslated(t *testing.T) {
 	})
 
 	t.Run("serialization failure", func(t *testing.T) {
-		// Two REPEATABLE READ transactions append to one stream: the
-		// second cannot lock a row the first changed after its snapshot.
+		// Two REPEATABLE READ transactions append one new id: the second
+		// cannot insert it once the first committed it after its snapshot.
 		a, err := s.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 		require.NoError(t, err)
 		defer a.Rollback(ctx)
@@ -106,10 +106,10 @@ func TestErrorsAreTranslated(t *testing.T) {
 		defer b.Rollback(ctx)
 		_, err = b.Exec(ctx, `SELECT 1 FROM herald_stream`) // b's snapshot starts now
 		require.NoError(t, err)
-		_, err = s.AppendTx(ctx, a, "s", entry("rr-a"))
+		_, err = s.AppendTx(ctx, a, "s", entry("rr"))
 		require.NoError(t, err)
 		require.NoError(t, a.Commit(ctx))
-		_, err = s.AppendTx(ctx, b, "s", entry("rr-b"))
+		_, err = s.AppendTx(ctx, b, "s", entry("rr"))
 		require.ErrorIs(t, err, postgres.ErrRetry)
 		requireNoPgxTypes(t, err)
 	})

@@ -1,5 +1,12 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
 // SQLDueSettings are the planner settings Due's transaction starts with.
 var SQLDueSettings = []string{sqlDuePlanner1, sqlDuePlanner2}
 
@@ -9,3 +16,22 @@ const (
 	SQLClaim           = sqlClaim
 	SQLUnserved        = sqlUnserved
 )
+
+// SetStepHook makes every sequencer step of s call f, with its backend's
+// process id, after its writes and before its commit.
+func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
+
+// MigrateTo migrates the database at url up or down to version v.
+func MigrateTo(ctx context.Context, url string, v uint) error {
+	_, err := withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {
+		return SchemaStatus{}, runMigrate(ctx, pool, "migrate to", func(m *migrate.Migrate) error { return m.Migrate(v) })
+	})
+	return err
+}
+
+// SequenceWaiting is Sequence that waits for the sequencer's lock, as
+// Append does.
+func SequenceWaiting(ctx context.Context, s *Store) (int, error) { return s.sequence(ctx, seqWait) }
+
+// SQLAnyUnsequenced is the sequencer's probe, which Due runs first.
+const SQLAnyUnsequenced = sqlAnyUnsequenced

@@ -72,6 +72,7 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{}}},
 		"claim, capped":    {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), 4, []string{"r.example:443"}, []int32{2}}},
 		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2)}},
+		"sequencer probe":  {postgres.SQLAnyUnsequenced, nil},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
 		var visit func(node map[string]any)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,8 +13,12 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Append implements journal.Journal in a transaction of its own. See
-// AppendTx for how seqs are assigned.
+// Append implements journal.Journal in a transaction of its own: it
+// commits the records, runs a sequencer step (waiting for one running
+// elsewhere to end first) and returns them with their seqs. A record that
+// the step refuses (its stream's final record was numbered first: the
+// package doc, "Sealing") is a *journal.SealedError; it stays stored,
+// refused (Refused lists it), and is never delivered.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	entries, err := journal.ValidateEntries(stream, entries, s.maxPayload)
 	if err != nil {
@@ -27,25 +32,78 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if err != nil {
 		return nil, err
 	}
+	if !slices.ContainsFunc(out, func(r journal.Record) bool { return r.Seq == 0 }) {
+		return out, nil
+	}
+	if _, err := s.sequence(ctx, seqWait); err != nil {
+		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", stream, err)
+	}
+	return s.withSeqs(ctx, stream, out)
+}
+
+// withSeqs fills in the seqs the sequencer gave out's records.
+func (s *Store) withSeqs(ctx context.Context, stream string, out []journal.Record) ([]journal.Record, error) {
+	ids := make([]string, len(out))
+	for i, r := range out {
+		ids[i] = r.ID
+	}
+	seqs := map[string]int64{}
+	refused := false
+	rows, err := s.pool.Query(ctx, sqlSeqsOf, ids)
+	if err == nil {
+		var (
+			id  string
+			seq int64
+			ref bool
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &seq, &ref}, func() error {
+			seqs[id], refused = seq, refused || ref
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, s.dbErr(ctx, "append to "+stream+": read the seqs", err)
+	}
+	if refused {
+		var final int64
+		if err := s.pool.QueryRow(ctx, sqlFinalSeq, stream).Scan(&final); err != nil {
+			return nil, s.dbErr(ctx, "append to "+stream+": read the final seq", err)
+		}
+		return nil, &journal.SealedError{Stream: stream, FinalSeq: uint64(final)}
+	}
+	for i := range out {
+		out[i].Seq = uint64(seqs[out[i].ID])
+		if out[i].Seq == 0 {
+			return nil, fmt.Errorf("append to %s: record %q is committed but has no seq after a sequencer step: %w", stream, out[i].ID, journal.ErrNotFound)
+		}
+	}
 	return out, nil
 }
 
 // AppendTx appends entries to stream inside the caller's transaction tx, so
 // that the records commit or roll back with the caller's own writes (the
-// transactional outbox). Semantics, results and errors are Append's; the
-// records are visible to readers, and their seqs final, only once tx
-// commits.
+// transactional outbox). Validation, idempotency and errors are Append's,
+// decided here, before tx commits: an id stored with the same content
+// returns the stored record; with other content, a *journal.ConflictError;
+// a stream that is sealed (or has a committed final record not yet
+// numbered), a *journal.SealedError.
 //
-// Seqs are assigned under the stream's row lock, taken in tx: a concurrent
-// append to the same stream waits until tx commits or rolls back, so seqs
-// are gapless and commit in order (the package doc, "Appending: gapless,
-// commit-ordered seqs"). Keep tx short after appending: it holds that lock.
+// AppendTx writes one row per new record and takes no lock but the unique
+// index entry of each new id, so it does not slow the caller's commit or
+// serialise writers of a stream. The seq is assigned after tx commits, by
+// the sequencer (package doc, "Appending"): the records it returns for new
+// entries have Seq 0, meaning not yet assigned; a stored record returned
+// for a repeated id carries its seq if it has one. The seq is known once a
+// sequencer step after the commit ran: within milliseconds under a daemon
+// (RunSequencer), at the next Due or Append of any process, or at once by
+// calling Sequence; Lookup then returns it. Readers never see a record
+// before it has its seq.
 //
 // An error from AppendTx (bad input, conflict, sealed stream) leaves tx
 // usable: nothing was written in it by the failed call. A database failure
-// may have aborted tx; then roll it back. tx should run at READ COMMITTED,
-// PostgreSQL's default; under REPEATABLE READ or SERIALIZABLE a concurrent
-// append to the same stream makes it fail with ErrRetry.
+// may have aborted tx; then roll it back. tx may run at any isolation
+// level; under REPEATABLE READ or SERIALIZABLE, an id that another
+// transaction committed after tx's snapshot fails with ErrRetry.
 func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	if tx == nil {
 		return nil, journal.Invalid("tx", "is nil")
@@ -54,41 +112,60 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if err != nil {
 		return nil, err
 	}
-	return s.appendTx(ctx, tx, stream, entries)
+	out, err := s.appendTx(ctx, tx, stream, entries)
+	if err == nil {
+		s.poke() // tx will likely commit soon: look sooner
+	}
+	return out, err
 }
 
 // stored is what the id lookup returns of an existing record: everything
 // but the payload, which equals the entry's when the digests match.
 type stored struct {
 	journal.Record
-	digest []byte
+	digest  []byte
+	refused bool
 }
 
-// appendTx appends validated entries in tx, in two round trips: (1) create
-// and lock the stream row, read its head, look the ids up; (2) insert the
-// new records and move the head, in one statement.
+// appendTx appends validated entries in tx. Usually one round trip: the
+// insert, which checks the seal and that no id is stored. Else the lookup
+// decides (idempotent repeat, conflict, sealed stream) and the new entries
+// are inserted. The records come back with Seq 0 for the new ones.
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
-	ids := make([]string, len(entries))
 	digests := make([][]byte, len(entries))
 	for i, e := range entries {
-		ids[i] = e.ID
 		d := journal.Digest(stream, e)
 		digests[i] = d[:]
 	}
+	all := make([]int, len(entries))
+	for i := range all {
+		all[i] = i
+	}
+	out := make([]journal.Record, len(entries))
+	blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out)
+	if err != nil || !blocked {
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
 	var (
-		head     int64
-		finalSeq *int64
-		existing = map[string]stored{}
+		finalSeq     *int64
+		pendingFinal bool
+		existing     = map[string]stored{}
 	)
 	b := &pgx.Batch{}
-	b.Queue(sqlEnsureStream, stream)
-	b.Queue(sqlLockStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &finalSeq) })
+	b.Queue(sqlSealState, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&finalSeq, &pendingFinal) })
 	b.Queue(sqlLookupIDs, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r stored
 			var seq int64
-			if err := rows.Scan(&r.ID, &r.Stream, &seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt, &r.digest); err != nil {
+			if err := rows.Scan(&r.ID, &r.Stream, &seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt, &r.digest, &r.refused); err != nil {
 				return err
 			}
 			r.Seq, r.AppendedAt = uint64(seq), r.AppendedAt.UTC()
@@ -97,11 +174,10 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		return rows.Err()
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.dbErr(ctx, "append: lock stream "+stream, err)
+		return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
 	}
 
 	// Check everything before writing anything: a batch is all-or-nothing.
-	out := make([]journal.Record, len(entries))
 	var fresh []int
 	for i, e := range entries {
 		old, ok := existing[e.ID]
@@ -112,6 +188,9 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		if old.Stream != stream || !bytes.Equal(old.digest, digests[i]) {
 			return nil, s.conflict(ctx, tx, stream, e)
 		}
+		if old.refused {
+			return nil, s.sealed(ctx, tx, stream, finalSeq)
+		}
 		rec := old.Record
 		rec.Payload = clonePayload(e.Payload)
 		out[i] = rec
@@ -119,10 +198,24 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if len(fresh) == 0 {
 		return out, nil
 	}
-	if finalSeq != nil {
-		return nil, &journal.SealedError{Stream: stream, FinalSeq: uint64(*finalSeq)}
+	if finalSeq != nil || pendingFinal {
+		return nil, s.sealed(ctx, tx, stream, finalSeq)
 	}
+	if blocked, err = s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil {
+		return nil, err
+	}
+	if blocked {
+		// Sealed, or one of the fresh ids stored, since the lookup.
+		return nil, fmt.Errorf("append to %s: a concurrent append sealed the stream or took one of the ids: %w", stream, journal.ErrConflict)
+	}
+	return out, nil
+}
 
+// insert inserts entries[fresh] (sqlInsertRecords) and fills their records
+// in out. blocked: nothing was inserted, because the stream is sealed or an
+// id is stored. An id committed by another transaction meanwhile undoes
+// the insert, keeping tx usable, and is reported as a conflict.
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
 	var (
@@ -134,41 +227,55 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		e := entries[i]
 		fIDs[k], fKinds[k], fTypes[k] = e.ID, e.Kind, e.ContentType
 		fPayloads[k], fDigests[k], fFinal[k] = clonePayload(e.Payload), digests[i], e.Final
-		out[i] = journal.Record{Stream: stream, Seq: uint64(head) + uint64(k) + 1, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at}
 	}
-	sealing := fFinal[n-1]
-	var newHead int64
-	q, dest := sqlInsertRecords, []any{&newHead}
-	if s.notify {
-		q, dest = sqlInsertRecordsNotify, []any{&newHead, nil} // pg_notify's void is skipped
+	var pos []int64
+	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at).Scan(&pos, &blocked)
+	if err != nil {
+		return false, s.dbErr(ctx, "append to "+stream, err)
 	}
-	err := tx.QueryRow(ctx, q, stream, head, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, n, sealing).Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// An id of the batch was committed, on another stream, between the
-		// lookup and the insert (ON CONFLICT skipped it). Undo the rows
-		// that went in, keeping tx usable, and report the conflict.
-		if _, err := tx.Exec(ctx, sqlUndoInsert, stream, head); err != nil {
-			return nil, s.dbErr(ctx, "append: undo", err)
+	if blocked {
+		return true, nil
+	}
+	if len(pos) < n {
+		// An id of the batch was committed, by another transaction, after
+		// this statement's snapshot (ON CONFLICT skipped it). Undo the rows
+		// that went in and report the conflict.
+		if _, err := tx.Exec(ctx, sqlUndoInsert, pos); err != nil {
+			return false, s.dbErr(ctx, "append: undo", err)
 		}
 		for _, i := range fresh {
 			if err := s.conflict(ctx, tx, stream, entries[i]); err != nil {
-				return nil, err
+				return false, err
 			}
 		}
-		return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
+		return false, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 	}
-	if err != nil {
-		return nil, s.dbErr(ctx, "append to "+stream, err)
+	for k, i := range fresh {
+		e := entries[i]
+		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
+			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at}
 	}
-	return out, nil
+	return false, nil
+}
+
+// sealed returns the *journal.SealedError of stream: FinalSeq is 0 while
+// the final record is committed but not yet numbered.
+func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *int64) error {
+	if finalSeq == nil {
+		var f int64
+		if err := q.QueryRow(ctx, sqlFinalSeq, stream).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return s.dbErr(ctx, "append to "+stream+": read the final seq", err)
+		}
+		finalSeq = &f
+	}
+	return &journal.SealedError{Stream: stream, FinalSeq: uint64(*finalSeq)}
 }
 
 // conflict loads the record stored under e.ID and returns the
 // *journal.ConflictError naming the first field that differs, or nil if
 // there is no such record or it has the same content.
 func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journal.Entry) error {
-	rec, err := s.lookup(ctx, tx, e.ID)
+	rec, err := s.lookup(ctx, tx, sqlLookupAny, e.ID)
 	if err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
 			return nil
@@ -190,9 +297,9 @@ func clonePayload(p []byte) []byte {
 	return bytes.Clone(p)
 }
 
-// Read implements journal.Journal. Only committed records are read, and
-// since seqs commit in order, a reader that sees #n has seen every record
-// before it.
+// Read implements journal.Journal. Only sequenced records are read, and
+// since the sequencer numbers committed records only, in order, a reader
+// that sees #n has seen every record before it.
 func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
 	if err := journal.ValidateRead(stream, fromSeq, limit); err != nil {
 		return nil, err
@@ -237,12 +344,13 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	return uint64(head), nil
 }
 
-// Lookup implements journal.Journal.
+// Lookup implements journal.Journal. A record committed by AppendTx is
+// found once it has its seq (ErrNotFound before).
 func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	if err := journal.ValidateID("id", id); err != nil {
 		return journal.Record{}, err
 	}
-	return s.lookup(ctx, s.pool, id)
+	return s.lookup(ctx, s.pool, sqlLookup, id)
 }
 
 // querier is what pgxpool.Pool, pgx.Conn and pgx.Tx share.
@@ -250,11 +358,11 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func (s *Store) lookup(ctx context.Context, q querier, id string) (journal.Record, error) {
+func (s *Store) lookup(ctx context.Context, q querier, query, id string) (journal.Record, error) {
 	var r journal.Record
 	var seq int64
 	var at time.Time
-	err := q.QueryRow(ctx, sqlLookup, id).Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at)
+	err := q.QueryRow(ctx, query, id).Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
@@ -263,4 +371,42 @@ func (s *Store) lookup(ctx context.Context, q querier, id string) (journal.Recor
 	}
 	r.Seq, r.AppendedAt = uint64(seq), at.UTC()
 	return r, nil
+}
+
+// RefusedRecord is a record the sequencer refused: its transaction
+// committed after its stream's final record had been sequenced (or it is a
+// second final record). It has no seq, is never read nor delivered, and is
+// kept for an operator to see.
+type RefusedRecord struct {
+	Stream, ID, Kind string
+	AppendedAt       time.Time // UTC
+	Reason           string    // why, e.g. "committed after the stream's final record #7 was sequenced"
+}
+
+// Refused lists up to limit refused records of stream (of every stream if
+// stream is ""), by stream and insertion order. Errors: journal.ErrInvalid
+// (bad stream, limit < 1).
+func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]RefusedRecord, error) {
+	if stream != "" {
+		if err := journal.ValidateStream(stream); err != nil {
+			return nil, err
+		}
+	}
+	if limit < 1 {
+		return nil, journal.Invalid("limit", "is %d: it must be at least 1", limit)
+	}
+	rows, err := s.pool.Query(ctx, sqlRefused, stream, limit)
+	out := []RefusedRecord{}
+	if err == nil {
+		var r RefusedRecord
+		_, err = pgx.ForEachRow(rows, []any{&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason}, func() error {
+			r.AppendedAt = r.AppendedAt.UTC()
+			out = append(out, r)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, s.dbErr(ctx, "list refused records", err)
+	}
+	return out, nil
 }

@@ -20,14 +20,24 @@ func entry(id string) journal.Entry {
 }
 
 // TestLateCommitsAreNeverSkipped is invariant 4: 16 writers append to one
-// stream in separate transactions, a fifth of which roll back after
-// appending, while a reader follows the stream from its cursor. The reader
-// sees seqs 1..N exactly once each, in order, none from a rolled-back
+// stream with AppendTx in separate transactions, a fifth of which roll back
+// after appending, while a reader follows the stream from its cursor and
+// two sequencers (another process's RunSequencer, and the reader's own
+// Sequence calls) race to number the committed records. The reader sees
+// seqs 1..N exactly once each, in order, none from a rolled-back
 // transaction, none skipped.
 func TestLateCommitsAreNeverSkipped(t *testing.T) {
 	const writers, each = 16, 500
 	ctx := t.Context()
-	s := newStore(t)
+	url := migratedURL(t)
+	s, daemon := openStore(t, url), openStore(t, url)
+	runCtx, stopRunner := context.WithCancel(ctx)
+	defer stopRunner()
+	runnerDone := make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		daemon.RunSequencer(runCtx, func(err error) { t.Errorf("sequencer: %v", err) })
+	}()
 
 	var (
 		wg         sync.WaitGroup
@@ -64,13 +74,29 @@ func TestLateCommitsAreNeverSkipped(t *testing.T) {
 		seen        = map[string]bool{}
 		next        = uint64(1)
 		readsDuring int // reads that returned records while writers ran
+		numbered    int // records the reader's own Sequence calls numbered
 	)
 	for finished := false; ; {
-		select {
-		case <-done:
-			finished = true
-		default:
+		if !finished {
+			select {
+			case <-done:
+				// Every transaction has ended: stop the other sequencer,
+				// and number what is left here.
+				finished = true
+				stopRunner()
+				<-runnerDone
+			default:
+			}
 		}
+		sequence := s.Sequence
+		if finished {
+			// The other sequencer's last transaction may still hold the
+			// lock (its backend ends when it notices the cancellation).
+			sequence = func(ctx context.Context) (int, error) { return postgres.SequenceWaiting(ctx, s) }
+		}
+		n, err := sequence(ctx)
+		require.NoError(t, err)
+		numbered += n
 		recs, err := s.Read(ctx, "hot", next, 100)
 		require.NoError(t, err)
 		for _, r := range recs {
@@ -82,7 +108,7 @@ func TestLateCommitsAreNeverSkipped(t *testing.T) {
 		if !finished && len(recs) > 0 {
 			readsDuring++
 		}
-		if finished && len(recs) == 0 {
+		if finished && len(recs) == 0 && n == 0 {
 			break
 		}
 	}
@@ -100,6 +126,7 @@ func TestLateCommitsAreNeverSkipped(t *testing.T) {
 	require.Equal(t, uint64(len(committed)), head, "the head counts committed records only: gapless")
 	require.Greater(t, len(rolledBack), writers*each/10, "about a fifth rolled back")
 	require.Greater(t, readsDuring, 10, "the reader raced the writers")
+	require.Less(t, numbered, len(committed), "the other process's sequencer numbered some records too")
 }
 
 func appendInTx(ctx context.Context, s *postgres.Store, stream string, e journal.Entry, rollback bool) error {
@@ -134,12 +161,14 @@ func TestAppendTxCommitsWithTheDomainWrite(t *testing.T) {
 		require.NoError(t, err)
 		recs, err := s.AppendTx(ctx, tx, "task/"+id, entry(id+"-created"))
 		require.NoError(t, err)
-		require.Equal(t, uint64(1), recs[0].Seq)
+		require.Zero(t, recs[0].Seq, "the seq is assigned after the commit")
 		if commit {
 			require.NoError(t, tx.Commit(ctx))
 		} else {
 			require.NoError(t, tx.Rollback(ctx))
 		}
+		_, err = s.Sequence(ctx)
+		require.NoError(t, err)
 	}
 	write("rolled-back", false)
 	write("committed", true)
@@ -158,6 +187,7 @@ func TestAppendTxCommitsWithTheDomainWrite(t *testing.T) {
 	rec, err := s.Lookup(ctx, "committed-created")
 	require.NoError(t, err)
 	require.Equal(t, "task/committed", rec.Stream)
+	require.Equal(t, uint64(1), rec.Seq, "numbered by the sequencer step after the commit")
 }
 
 // TestAppendTxRefusalLeavesTxUsable: bad input, a conflict or a sealed
@@ -194,11 +224,16 @@ func TestAppendTxRefusalLeavesTxUsable(t *testing.T) {
 
 	recs, err := s.AppendTx(ctx, tx, "s", entry("fine"))
 	require.NoError(t, err, "the transaction is still usable")
-	require.Equal(t, uint64(2), recs[0].Seq)
+	require.Zero(t, recs[0].Seq)
 	require.NoError(t, tx.Commit(ctx))
 	var n int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM note`).Scan(&n))
 	require.Equal(t, 1, n)
+	_, err = s.Sequence(ctx)
+	require.NoError(t, err)
+	rec, err := s.Lookup(ctx, "fine")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), rec.Seq)
 }
 
 // TestSameIDOnTwoStreamsAtOnce: two transactions append the same new id to
@@ -238,6 +273,8 @@ func TestSameIDOnTwoStreamsAtOnce(t *testing.T) {
 				require.NoError(t, first.Rollback(ctx))
 			}
 			err = <-second
+			_, seqErr := s.Sequence(ctx)
+			require.NoError(t, seqErr)
 			headB, headErr := s.Head(ctx, "b")
 			require.NoError(t, headErr)
 			if firstCommits {

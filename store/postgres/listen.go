@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel an append notifies, with the
-// stream's name as the payload. The notification is sent when the appending
-// transaction commits, never for one that rolls back.
+// NotifyChannel is the LISTEN/NOTIFY channel the sequencer notifies, once
+// per step that numbered records, with how many it numbered (decimal) as
+// the payload. No appending transaction notifies (package doc,
+// "Notifications").
 const NotifyChannel = "herald_append"
 
 // Listener holds a dedicated connection (outside the pool) that LISTENs on
@@ -38,8 +39,9 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	return &Listener{conn: conn, closed: make(chan struct{})}, nil
 }
 
-// Wait blocks until an append commits (or one committed since the previous
-// Wait returned) and returns its stream. Errors: ctx's error when it ends
+// Wait blocks until a sequencer step numbers records (or one did since the
+// previous Wait returned) and returns the notification's payload: how many
+// records that step numbered. Errors: ctx's error when it ends
 // first; ErrUnavailable when the connection broke (open a new Listener, and
 // sweep: appends made meanwhile were not heard); ErrListenerClosed.
 func (l *Listener) Wait(ctx context.Context) (string, error) {
@@ -92,8 +94,8 @@ var ErrListenerClosed = errors.New("store/postgres: listener closed")
 // listenSetupTimeout bounds opening WaitForAppend's connection.
 const listenSetupTimeout = 10 * time.Second
 
-// WaitForAppend blocks until an append commits anywhere in the database, or
-// ctx ends (then it returns ctx's error). A daemon calls it between sweeps,
+// WaitForAppend blocks until appended records get their seqs anywhere in
+// the database (a sequencer step's notification), or ctx ends (then it returns ctx's error). A daemon calls it between sweeps,
 // with a deadline at its next scheduled sweep. The store keeps one listening
 // connection for it, opened on the first call (within 10 s, whatever ctx's
 // deadline): appends committed before that call are not reported, so sweep

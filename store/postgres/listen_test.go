@@ -10,10 +10,10 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// TestAppendNotifiesOnCommitOnly: a Listener hears the stream of a
-// committed append, and nothing of one that rolled back. Notifications are
-// delivered in commit order, so hearing the committed one first proves the
-// rolled-back one was never sent.
+// TestAppendNotifiesOnCommitOnly: a Listener hears each sequencer step
+// that numbered committed records (payload: how many), and nothing of an
+// append that rolled back. Notifications are delivered in commit order, so
+// hearing the committed one first proves none was sent for the other.
 func TestAppendNotifiesOnCommitOnly(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
@@ -22,17 +22,19 @@ func TestAppendNotifiesOnCommitOnly(t *testing.T) {
 	defer l.Close()
 
 	require.NoError(t, appendInTx(ctx, s, "rolled-back", entry("x"), true))
-	_, err = s.Append(ctx, "task/1", entry("y"))
+	_, err = s.Sequence(ctx)
 	require.NoError(t, err)
-	stream, err := l.Wait(ctx)
+	_, err = s.Append(ctx, "task/1", entry("y1"), entry("y2"))
 	require.NoError(t, err)
-	require.Equal(t, "task/1", stream)
+	n, err := l.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "2", n)
 
 	_, err = s.Append(ctx, "task/2", entry("z"))
 	require.NoError(t, err)
-	stream, err = l.Wait(ctx)
+	n, err = l.Wait(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "task/2", stream, "an append made between two Waits is not missed")
+	require.Equal(t, "1", n, "an append made between two Waits is not missed")
 }
 
 // TestWaitForAppend: the daemon's sleep ends on an append from another
@@ -62,7 +64,7 @@ func TestWaitForAppend(t *testing.T) {
 	require.ErrorIs(t, <-waited, postgres.ErrListenerClosed)
 }
 
-// TestWithoutNotify: WithNotify(false) appends send nothing.
+// TestWithoutNotify: WithNotify(false) sequencer steps send nothing.
 func TestWithoutNotify(t *testing.T) {
 	ctx := t.Context()
 	url := migratedURL(t)
@@ -70,11 +72,11 @@ func TestWithoutNotify(t *testing.T) {
 	l, err := loud.Listen(ctx)
 	require.NoError(t, err)
 	defer l.Close()
-	_, err = quiet.Append(ctx, "quiet", entry("q"))
+	_, err = quiet.Append(ctx, "quiet", entry("q1"), entry("q2"))
 	require.NoError(t, err)
 	_, err = loud.Append(ctx, "loud", entry("l"))
 	require.NoError(t, err)
-	stream, err := l.Wait(ctx)
+	n, err := l.Wait(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "loud", stream, "the quiet store's append sent no notification")
+	require.Equal(t, "1", n, "the quiet store's sequencer step sent no notification")
 }

@@ -171,12 +171,40 @@ func MigrateDown(ctx context.Context, url string) (SchemaStatus, error) {
 		case st.Current == 0:
 			return st, nil
 		}
+		if st.Current == sequencedVersion {
+			if err := prepareUnsequence(ctx, pool); err != nil {
+				return SchemaStatus{}, err
+			}
+		}
 		down := func(m *migrate.Migrate) error { return m.Steps(-1) }
 		if err := runMigrate(ctx, pool, "migrate down", down); err != nil {
 			return SchemaStatus{}, err
 		}
 		return readSchema(ctx, pool)
 	})
+}
+
+// sequencedVersion is the schema version that introduced the sequencer
+// (002_sequencer): below it every record has a seq.
+const sequencedVersion = 2
+
+// prepareUnsequence readies a database for reverting sequencedVersion:
+// it numbers every committed record without a seq, and refuses, changing
+// nothing else, while refused records exist (version 1 cannot keep them).
+func prepareUnsequence(ctx context.Context, pool *pgxpool.Pool) error {
+	s := &Store{pool: pool, now: time.Now, notify: true, appended: make(chan struct{}, 1)}
+	if _, err := s.sequence(ctx, seqWait); err != nil {
+		return err
+	}
+	var refused int64
+	if err := pool.QueryRow(ctx, sqlCountRefused).Scan(&refused); err != nil {
+		return dbError(ctx, "migrate down", err)
+	}
+	if refused > 0 {
+		return &Error{Op: "migrate down", Message: fmt.Sprintf("%d records were refused by the sequencer (herald_record.refused, listed by Store.Refused) "+
+			"and schema version 1 cannot keep them: delete them (DELETE FROM herald_record WHERE refused IS NOT NULL) to migrate down; nothing was changed", refused)}
+	}
+	return nil
 }
 
 // MigrationStatus reports where the schema of the database at url stands,

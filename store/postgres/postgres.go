@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,6 +30,10 @@ type Store struct {
 	maxPayload int
 	notify     bool
 
+	appended   chan struct{}    // AppendTx pokes RunSequencer
+	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
+	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
+
 	listenMu sync.Mutex
 	listener *Listener // WaitForAppend's, made on first use
 }
@@ -44,10 +49,9 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // journal.DefaultMaxPayload).
 func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
 
-// WithNotify sets whether an append sends a NOTIFY on channel
-// NotifyChannel (default true). PostgreSQL serialises the commits of
-// transactions that notify; a deployment whose workers poll can turn it off
-// for append throughput (see BENCHMARKS.md).
+// WithNotify sets whether this Store's sequencer steps send a NOTIFY on
+// channel NotifyChannel when they number records (default true). The
+// NOTIFY is in the sequencer's transaction, never in an appending one.
 func WithNotify(on bool) Option { return func(s *Store) { s.notify = on } }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -104,7 +108,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload, notify: true}
+	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload, notify: true,
+		appended: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -18,43 +18,95 @@ const (
 	sqlCurrentVersion = `SELECT version, dirty FROM ` + versionTable + ` LIMIT 1`
 )
 
-// The journal (journal.go).
+// The journal (journal.go). An append touches herald_record only: its
+// records go in with seq NULL, and the sequencer (sequencer.go) numbers them
+// once committed. Readers see sequenced records only (seq NOT NULL).
 const (
 	sqlEnsureStream = `INSERT INTO herald_stream (stream) VALUES ($1) ON CONFLICT DO NOTHING`
-	// The per-stream lock that orders appends: held until the appending
-	// transaction ends. NO KEY UPDATE, as an UPDATE takes: it does not block
-	// the KEY SHARE locks of foreign-key checks.
-	sqlLockStream = `SELECT head, final_seq FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
-	sqlLookupIDs  = `SELECT id, stream, seq, kind, content_type, final, appended_at, digest
+	// Is the stream sealed: by a sequenced final record (final_seq), or by
+	// a committed final record the sequencer has not numbered yet.
+	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
+       EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)`
+	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, digest, refused IS NOT NULL
 FROM herald_record WHERE id = ANY($1::text[])`
-	// Insert the new records at head+1… and move the head, set the pending
-	// marker and seal, all in one statement. ON CONFLICT skips an id that
-	// another stream's append committed since the lookup; then the count
-	// differs, the head does not move and no row comes back (see appendTx).
-	sqlInsertRecordsBase = `WITH ins AS (
-    INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
-    SELECT $1, $2::bigint + u.ord, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $9
-    FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::boolean[], $8::bytea[])
+	// The new records, in entry order (pos is assigned in the order rows
+	// are inserted), in one statement with the checks: nothing is inserted
+	// if the stream is sealed (by a sequenced final record, or a committed
+	// one not yet numbered) or an id is already stored; then the second
+	// column is true and appendTx decides with the lookup. ON CONFLICT
+	// skips an id that another transaction committed since this
+	// statement's snapshot; then fewer positions come back. A concurrent
+	// append of the same new id waits here, on the unique index, for that
+	// id only.
+	sqlInsertRecords = `WITH seal AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
+        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)
+        OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
+), ins AS (
+    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[])
          WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, ord)
+    WHERE NOT (SELECT blocked FROM seal)
+    ORDER BY u.ord
     ON CONFLICT (id) DO NOTHING
-    RETURNING 1
+    RETURNING pos
 )
-UPDATE herald_stream
-SET head = $2::bigint + $10::bigint,
-    final_seq = CASE WHEN $11::boolean THEN $2::bigint + $10::bigint END,
-    pending = true
-WHERE stream = $1 AND (SELECT count(*) FROM ins) = $10::bigint
-RETURNING head`
-	sqlInsertRecords = sqlInsertRecordsBase
-	// The notification is queued by the statement and sent by PostgreSQL
-	// when, and only if, the transaction commits.
-	sqlInsertRecordsNotify = sqlInsertRecordsBase + `, pg_notify('` + NotifyChannel + `', stream)`
-	sqlUndoInsert          = `DELETE FROM herald_record WHERE stream = $1 AND seq > $2`
-	sqlRead                = `SELECT seq, id, kind, content_type, payload, final, appended_at
+SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
+	sqlUndoInsert = `DELETE FROM herald_record WHERE pos = ANY($1::bigint[]) AND seq IS NULL`
+	sqlSeqsOf     = `SELECT id, coalesce(seq, 0), refused IS NOT NULL FROM herald_record WHERE id = ANY($1::text[])`
+	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at
 FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
-	sqlHead   = `SELECT head FROM herald_stream WHERE stream = $1`
-	sqlLookup = `SELECT stream, seq, id, kind, content_type, payload, final, appended_at
-FROM herald_record WHERE id = $1`
+	sqlHead      = `SELECT head FROM herald_stream WHERE stream = $1`
+	sqlFinalSeq  = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
+	sqlLookupCol = `stream, coalesce(seq, 0), id, kind, content_type, payload, final, appended_at FROM herald_record WHERE id = $1`
+	// Lookup reads sequenced records only; an append's conflict report
+	// reads any.
+	sqlLookup    = `SELECT ` + sqlLookupCol + ` AND seq IS NOT NULL`
+	sqlLookupAny = `SELECT ` + sqlLookupCol
+	sqlRefused   = `SELECT stream, id, kind, appended_at, refused FROM herald_record
+WHERE refused IS NOT NULL AND ($1::text = '' OR stream = $1)
+ORDER BY stream, pos LIMIT $2`
+	sqlCountRefused = `SELECT count(*) FROM herald_record WHERE refused IS NOT NULL`
+)
+
+// The sequencer (sequencer.go). One step is one transaction holding the
+// advisory lock sequencerLock; see the package documentation, "Appending".
+const (
+	sqlAnyUnsequenced = `SELECT EXISTS (SELECT 1 FROM herald_record WHERE seq IS NULL AND refused IS NULL)`
+	// A step runs on one connection in three round trips: BEGIN, the lock
+	// and the read; the streams; the writes and COMMIT.
+	sqlBegin   = `BEGIN ISOLATION LEVEL READ COMMITTED`
+	sqlTryLock = `SELECT pg_try_advisory_xact_lock($1)`
+	sqlLock    = `SELECT true FROM pg_advisory_xact_lock($1)`
+	sqlCommit  = `COMMIT`
+	sqlAbort   = `ROLLBACK`
+	// The committed records without a seq, oldest insertion first. Each
+	// statement of a READ COMMITTED transaction sees what committed before
+	// it began, and never an uncommitted row.
+	sqlUnsequenced = `SELECT pos, stream, final FROM herald_record
+WHERE seq IS NULL AND refused IS NULL ORDER BY pos LIMIT $1`
+	// The rest of the given streams' records, past a full page (so that a
+	// final record is numbered after every record committed with it).
+	sqlUnsequencedOf = `SELECT pos, stream, final FROM herald_record
+WHERE seq IS NULL AND refused IS NULL AND pos > $1 AND stream = ANY($2::text[]) ORDER BY pos`
+	sqlEnsureStreams = `INSERT INTO herald_stream (stream) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`
+	// The streams' rows, locked in stream order (the lock order of
+	// Register, Due's clear and the operator moves: stream row first).
+	sqlLockStreams = `SELECT stream, head, final_seq FROM herald_stream
+WHERE stream = ANY($1::text[]) ORDER BY stream FOR NO KEY UPDATE`
+	sqlAssign = `UPDATE herald_record r SET seq = u.seq
+FROM unnest($1::bigint[], $2::bigint[]) AS u (pos, seq)
+WHERE r.pos = u.pos AND r.seq IS NULL AND r.refused IS NULL`
+	sqlRefuse = `UPDATE herald_record r SET refused = u.reason
+FROM unnest($1::bigint[], $2::text[]) AS u (pos, reason)
+WHERE r.pos = u.pos AND r.seq IS NULL AND r.refused IS NULL`
+	// Move the heads, seal, and set the pending marker: the sequencer makes
+	// registrations lag as the append used to, under the stream row's lock.
+	sqlMoveHeads = `UPDATE herald_stream s SET head = u.head, final_seq = u.final_seq, pending = true
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u (stream, head, final_seq)
+WHERE s.stream = u.stream AND s.stream = ANY($1::text[])`
+	sqlNotify = `SELECT pg_notify('` + NotifyChannel + `', $1::text)`
 )
 
 // Registrations (registrations.go). regColumns and statusColumns are what

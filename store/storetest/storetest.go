@@ -12,6 +12,13 @@
 //		})
 //	}
 //
+// Append, as the suite checks it, returns the records with their seqs in
+// every store, and Read, Head and Lookup see a record once Append returned.
+// How a store assigns seqs may differ: memory and SQLite under one writer
+// lock, store/postgres after commit by its sequencer (so its AppendTx,
+// which the suite does not call, returns Seq 0 for new records; see its
+// package documentation).
+//
 // The suite never sleeps: every instant is stated. Instants are whole
 // microseconds, the precision PostgreSQL keeps.
 package storetest

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldpush/herald/bench/internal/wire"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// producerCase is writers goroutines running the application's
+// transaction, each with one record for one of streams streams.
+type producerCase struct{ streams, writers int }
+
+func (c producerCase) String() string {
+	return fmt.Sprintf("%d stream(s), %d writer(s)", c.streams, c.writers)
+}
+
+// producerCases are issue 15's: 1 and 32 writers, one hot stream and
+// 1,000 streams.
+var producerCases = []producerCase{{1, 1}, {1, 32}, {1000, 1}, {1000, 32}}
+
+type producerResult struct {
+	bareWaits, heraldWaits string // what the writers' backends were doing, from the last run
+	bare, herald           sample // transactions/s
+	bareP99, heraldP99     sample // ms per transaction
+	bareWAL, heraldWAL     sample // WAL bytes per transaction
+	unnumbered, seqSteps   sample // records without a seq when the writers stopped; sequencer steps
+}
+
+// producer measures what AppendTx costs the application: the same
+// transaction (BEGIN; INSERT one row of its own; COMMIT) without and with
+// one AppendTx, alternating within each run, with the sequencer running
+// beside the writers as the daemon would run it.
+func producer(ctx context.Context, e *env, cfg config, rep *report) error {
+	res := make([]producerResult, len(producerCases))
+	for run := 1; run <= cfg.runs; run++ {
+		db := fmt.Sprintf("producer_%d", run)
+		dbURL, err := e.createDB(ctx, db)
+		if err != nil {
+			return err
+		}
+		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
+			return err
+		}
+		if err := execOnce(ctx, dbURL, `CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL)`); err != nil {
+			return err
+		}
+		for i, c := range producerCases {
+			r := &res[i]
+			for _, withHerald := range []bool{false, true} {
+				logf("producer %v, AppendTx %v, run %d/%d", c, withHerald, run, cfg.runs)
+				s0, err := e.snap(ctx, dbURL, db)
+				if err != nil {
+					return err
+				}
+				out, err := produceFor(ctx, dbURL, c, withHerald, fmt.Sprintf("r%d-c%d-%v-", run, i, withHerald), cfg.producerFor)
+				if err != nil {
+					return fmt.Errorf("%v: %w", c, err)
+				}
+				s1, err := e.snap(ctx, dbURL, db)
+				if err != nil {
+					return err
+				}
+				d, err := e.diff(ctx, s0, s1)
+				if err != nil {
+					return err
+				}
+				rate, wal := float64(out.n)/out.took.Seconds(), float64(d.wal)/float64(out.n)
+				if withHerald {
+					r.heraldWaits = out.waits
+					r.herald, r.heraldP99, r.heraldWAL = append(r.herald, rate), append(r.heraldP99, out.p99), append(r.heraldWAL, wal)
+					r.unnumbered, r.seqSteps = append(r.unnumbered, float64(out.unnumbered)), append(r.seqSteps, float64(out.steps))
+				} else {
+					r.bareWaits = out.waits
+					r.bare, r.bareP99, r.bareWAL = append(r.bare, rate), append(r.bareP99, out.p99), append(r.bareWAL, wal)
+				}
+				logf("  %.0f transactions/s, p99 %.1f ms, %.0f WAL B/transaction; backends: %s", rate, out.p99, wal, out.waits)
+			}
+		}
+		e.dropDB(ctx, db)
+	}
+	rep.printf("### 3a. The producer's cost: the application's transaction with and without AppendTx\n\n")
+	rep.printf("W goroutines (one connection each) run the application's transaction in a loop for %v per case: `BEGIN; INSERT INTO app_order (id, body) VALUES (…, %d bytes); COMMIT`, and the same with one `AppendTx` of a %d-byte record between the INSERT and the COMMIT (with 1,000 streams each transaction takes the next stream of a shared counter). The bare and the herald case alternate within each run, on the same database. Beside the herald case, one `RunSequencer` (its own pool of 2 connections, as `herald run` runs it) numbers the records; its writes are in the WAL figure, which is per transaction, after the sequencer caught up. Goal (issue 15): ≥ 0.8× at 32 writers, ≥ 0.7× at 1.\n\n",
+		cfg.producerFor, wire.PayloadBytes, wire.PayloadBytes)
+	rep.printf("| case | bare tx/s | with AppendTx tx/s | ratio | bare p99 ms | AppendTx p99 ms | WAL B/tx bare | WAL B/tx AppendTx | records left unnumbered at the stop | sequencer steps |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, c := range producerCases {
+		r := res[i]
+		rep.printf("| %v | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, r.bare.cell(0), r.herald.cell(0), ratio(r.herald, r.bare),
+			fmtNum(r.bareP99.median(), 1), fmtNum(r.heraldP99.median(), 1), r.bareWAL.cell(0), r.heraldWAL.cell(0),
+			r.unnumbered.cell(0), r.seqSteps.cell(0))
+	}
+	rep.printf("\nWhat the database's client backends were doing (pg_stat_activity sampled every 10 ms during the last run's case, share of samples; \"CPU\" is active with no wait event: running or waiting for a core):\n\n")
+	rep.printf("| case | bare | with AppendTx |\n|---|---|---|\n")
+	for i, c := range producerCases {
+		rep.printf("| %v | %s | %s |\n", c, res[i].bareWaits, res[i].heraldWaits)
+	}
+	rep.printf("\n")
+	return nil
+}
+
+// sampleWaits tallies, every 10 ms until ctx ends, what the client
+// backends of the database at dbURL are doing (other than idle and this
+// sampler), and returns the top shares, e.g. "CPU 61%, IO:WALSync 20%".
+func sampleWaits(ctx context.Context, dbURL string) (func() string, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	total := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close(context.WithoutCancel(ctx))
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
+FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+  AND backend_type = 'client backend' AND state NOT IN ('idle')
+  AND NOT (wait_event_type = 'Client' AND wait_event = 'ClientRead')`)
+			if err != nil {
+				return
+			}
+			var w string
+			_, _ = pgx.ForEachRow(rows, []any{&w}, func() error { counts[w]++; total++; return nil })
+		}
+	}()
+	return func() string {
+		<-done
+		type kv struct {
+			k string
+			n int
+		}
+		var all []kv
+		for k, n := range counts {
+			all = append(all, kv{k, n})
+		}
+		slices.SortFunc(all, func(a, b kv) int { return b.n - a.n })
+		var parts []string
+		for i, e := range all {
+			if i == 4 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d%%", e.k, e.n*100/max(total, 1)))
+		}
+		if len(parts) == 0 {
+			return "–"
+		}
+		return strings.Join(parts, ", ")
+	}, nil
+}
+
+func execOnce(ctx context.Context, dbURL, sql string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+type produced struct {
+	waits      string // sampleWaits' summary
+	n          int64
+	took       time.Duration
+	p99        float64 // ms
+	unnumbered int64
+	steps      int64
+}
+
+// produceFor runs c's writers for d and, with herald, the sequencer beside
+// them; when the writers stop it lets the sequencer finish (outside the
+// timed part) and closes every connection.
+func produceFor(ctx context.Context, dbURL string, c producerCase, withHerald bool, prefix string, d time.Duration) (produced, error) {
+	var out produced
+	pool, err := pgxpool.New(ctx, withPool(dbURL, c.writers))
+	if err != nil {
+		return out, err
+	}
+	defer pool.Close()
+	var (
+		st, seqr *postgres.Store
+		steps    atomic.Int64
+		stop     = func() {}
+		seqDone  = make(chan struct{})
+		seqErr   atomic.Value
+	)
+	close(seqDone)
+	if withHerald {
+		if st, err = postgres.New(ctx, pool); err != nil {
+			return out, err
+		}
+		defer st.Close()
+		if seqr, err = postgres.Open(ctx, withPool(dbURL, 2)); err != nil {
+			return out, err
+		}
+		defer seqr.Close()
+		var sctx context.Context
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop = cancel
+		seqDone = make(chan struct{})
+		l, err := seqr.Listen(ctx) // counts the steps that numbered records
+		if err != nil {
+			stop()
+			return out, err
+		}
+		go func() {
+			for {
+				if _, err := l.Wait(sctx); err != nil {
+					return
+				}
+				steps.Add(1)
+			}
+		}()
+		go func() {
+			defer close(seqDone)
+			defer l.Close()
+			seqr.RunSequencer(sctx, func(err error) { seqErr.Store(err) })
+		}()
+	}
+	var (
+		mu       sync.Mutex
+		lats     []time.Duration
+		next     atomic.Int64
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	wctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	waits, err := sampleWaits(wctx, dbURL)
+	if err != nil {
+		return out, err
+	}
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range c.writers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
+				n := next.Add(1)
+				id := fmt.Sprintf("%sw%d-%d", prefix, w, k)
+				t0 := time.Now()
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO app_order (id, body) VALUES ($1, $2)`, id, wire.Payload(k)); err != nil {
+						return err
+					}
+					if st == nil {
+						return nil
+					}
+					_, err := st.AppendTx(ctx, tx, fmt.Sprintf("order/%d", n%int64(c.streams)), journal.Entry{
+						ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
+					return err
+				})
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	out.took = time.Since(start)
+	stopSampling()
+	out.waits = waits()
+	if st != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE seq IS NULL`).Scan(&out.unnumbered); err != nil {
+			return out, err
+		}
+	}
+	stop()
+	<-seqDone
+	if st != nil {
+		if _, err := st.Sequence(ctx); err != nil { // what the runner left when it stopped
+			return out, err
+		}
+	}
+	if err, ok := seqErr.Load().(error); ok && firstErr == nil {
+		firstErr = fmt.Errorf("sequencer: %w", err)
+	}
+	if firstErr == nil && len(lats) == 0 {
+		firstErr = fmt.Errorf("no transaction finished in %v", d)
+	}
+	if firstErr != nil {
+		return out, firstErr
+	}
+	slices.Sort(lats)
+	out.n = int64(len(lats))
+	out.p99 = ms(lats[len(lats)*99/100])
+	out.steps = steps.Load()
+	return out, nil
+}

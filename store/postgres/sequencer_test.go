@@ -1,0 +1,356 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// commitAppend appends entries with AppendTx in a transaction of its own
+// and commits it, leaving the records without seqs until a sequencer step.
+func commitAppend(t *testing.T, s *postgres.Store, stream string, entries ...journal.Entry) []journal.Record {
+	t.Helper()
+	tx := openTx(t, s)
+	recs, err := s.AppendTx(t.Context(), tx, stream, entries...)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(t.Context()))
+	return recs
+}
+
+func openTx(t *testing.T, s *postgres.Store) pgx.Tx {
+	t.Helper()
+	tx, err := s.Pool().Begin(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
+func sequence(t *testing.T, s *postgres.Store) int {
+	t.Helper()
+	n, err := s.Sequence(t.Context())
+	require.NoError(t, err)
+	return n
+}
+
+func readIDs(t *testing.T, s *postgres.Store, stream string) []string {
+	t.Helper()
+	recs, err := s.Read(t.Context(), stream, 1, 100)
+	require.NoError(t, err)
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		require.Equal(t, uint64(i+1), r.Seq, "seqs of %s are gapless", stream)
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func head(t *testing.T, s *postgres.Store, stream string) uint64 {
+	t.Helper()
+	h, err := s.Head(t.Context(), stream)
+	require.NoError(t, err)
+	return h
+}
+
+// TestTwoSequencersOnlyOneAssigns: while one process's sequencer step is
+// between its writes and its commit, another process's step finds the lock
+// taken and numbers nothing, and no reader sees the uncommitted seqs. After
+// the first commits, the second has nothing left to do.
+func TestTwoSequencersOnlyOneAssigns(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	first, second := openStore(t, url), openStore(t, url)
+	commitAppend(t, first, "s", entry("a"), entry("b"))
+	commitAppend(t, second, "s", entry("c"))
+
+	inStep, release := make(chan struct{}), make(chan struct{})
+	postgres.SetStepHook(first, func(uint32) { close(inStep); <-release })
+	done := make(chan int, 1)
+	go func() {
+		n, err := first.Sequence(ctx)
+		if err != nil {
+			t.Errorf("first sequencer: %v", err)
+		}
+		done <- n
+	}()
+	<-inStep
+	require.Zero(t, sequence(t, second), "the lock is taken: the second sequencer numbers nothing")
+	require.Empty(t, readIDs(t, second, "s"), "uncommitted seqs are not read")
+	require.Zero(t, head(t, second, "s"))
+	close(release)
+	require.Equal(t, 3, <-done)
+	require.Zero(t, sequence(t, second), "nothing is left for the second")
+	require.Equal(t, []string{"a", "b", "c"}, readIDs(t, second, "s"), "entry order within a transaction, gapless")
+	require.Equal(t, uint64(3), head(t, second, "s"))
+}
+
+// TestKilledSequencerLosesNothing: a sequencer whose connection is
+// terminated between its writes and its commit (pg_terminate_backend, as
+// a crash of its process) leaves every record without a seq; the next step,
+// by another process, numbers them all, gaplessly.
+func TestKilledSequencerLosesNothing(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	victim, other := openStore(t, url), openStore(t, url)
+	commitAppend(t, victim, "s", entry("a"))
+	commitAppend(t, victim, "t", entry("b"))
+	commitAppend(t, victim, "s", entry("c"))
+
+	killed := false
+	postgres.SetStepHook(victim, func(pid uint32) {
+		var ok bool
+		// The timeout makes it wait until the backend is gone.
+		require.NoError(t, other.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, int(pid)).Scan(&ok))
+		killed = ok
+	})
+	_, err := victim.Sequence(ctx)
+	require.True(t, killed, "the sequencer's backend was terminated mid-step")
+	require.ErrorIs(t, err, postgres.ErrUnavailable, "its commit never happened")
+	require.Zero(t, head(t, other, "s"))
+	require.Empty(t, readIDs(t, other, "s"))
+
+	require.Equal(t, 3, sequence(t, other))
+	require.Equal(t, []string{"a", "c"}, readIDs(t, other, "s"))
+	require.Equal(t, []string{"b"}, readIDs(t, other, "t"))
+}
+
+// TestOpenTransactionDelaysOnlyItsOwnRecord: a transaction that appended
+// and stays open (until the test says so) holds back its own record only:
+// records appended to the same stream after it are numbered and delivered;
+// once it commits, its record follows them.
+func TestOpenTransactionDelaysOnlyItsOwnRecord(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	rc := newReceiver(t)
+	_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: regURL(rc.URL, "s", "r")})
+	require.NoError(t, err)
+	w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	require.NoError(t, err)
+
+	long := openTx(t, s)
+	_, err = s.AppendTx(ctx, long, "s", entry("slow"))
+	require.NoError(t, err)
+	commitNow := make(chan struct{})
+	committed := make(chan error, 1)
+	go func() { <-commitNow; committed <- long.Commit(ctx) }()
+
+	for i, id := range []string{"quick-1", "quick-2"} {
+		recs, err := s.Append(ctx, "s", entry(id))
+		require.NoError(t, err, "an append is not held up by the open transaction")
+		require.Equal(t, uint64(i+1), recs[0].Seq)
+	}
+	_, err = w.RunOnce(ctx, at(0), 10)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2}, rc.got[key("s", "r")], "both delivered while the transaction is open")
+
+	close(commitNow)
+	require.NoError(t, <-committed)
+	_, err = w.RunOnce(ctx, at(1), 10) // Due numbers it first
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, rc.got[key("s", "r")])
+	require.Equal(t, []string{"quick-1", "quick-2", "slow"}, readIDs(t, s, "s"))
+}
+
+// TestIdempotencyIsDecidedAtAppend: a record committed but not yet
+// numbered is found by the next append of its id: the same content returns
+// it (Seq 0 from AppendTx, its seq from Append), other content is a
+// conflict, and nothing is written twice.
+func TestIdempotencyIsDecidedAtAppend(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	commitAppend(t, s, "s", entry("a"))
+
+	tx := openTx(t, s)
+	again, err := s.AppendTx(ctx, tx, "s", entry("a"))
+	require.NoError(t, err)
+	require.Zero(t, again[0].Seq, "stored, not yet numbered")
+	other := entry("a")
+	other.Payload = []byte(`{"other":true}`)
+	_, err = s.AppendTx(ctx, tx, "s", other)
+	var ce *journal.ConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "payload", ce.Field)
+	_, err = s.AppendTx(ctx, tx, "elsewhere", entry("a"))
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "stream", ce.Field)
+	require.NoError(t, tx.Commit(ctx))
+
+	recs, err := s.Append(ctx, "s", entry("a"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), recs[0].Seq, "Append returns the seq")
+	require.Equal(t, []string{"a"}, readIDs(t, s, "s"), "written once")
+	require.Zero(t, sequence(t, s))
+}
+
+// TestSealingRace pins what happens to records that race their stream's
+// final record (the package doc, "Sealing"): committed before the final is
+// numbered, they are numbered before it; committed after, they are refused,
+// kept with the reason and never read; a second final record is refused;
+// and a committed final record not yet numbered already seals the stream
+// for appends.
+func TestSealingRace(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	final := func(id string) journal.Entry { e := entry(id); e.Final = true; return e }
+
+	// Both open, both pass the seal check, both commit; one step numbers
+	// them: the final record last.
+	fin, late := openTx(t, s), openTx(t, s)
+	_, err := s.AppendTx(ctx, fin, "task/1", final("end"))
+	require.NoError(t, err)
+	_, err = s.AppendTx(ctx, late, "task/1", entry("late"))
+	require.NoError(t, err)
+	require.NoError(t, fin.Commit(ctx))
+	require.NoError(t, late.Commit(ctx))
+	require.Equal(t, 2, sequence(t, s))
+	require.Equal(t, []string{"late", "end"}, readIDs(t, s, "task/1"))
+	_, err = s.Append(ctx, "task/1", entry("after"))
+	var se *journal.SealedError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, uint64(2), se.FinalSeq)
+
+	// Committed after the final record was numbered: refused.
+	later := openTx(t, s)
+	_, err = s.AppendTx(ctx, later, "task/2", entry("later"))
+	require.NoError(t, err)
+	recs, err := s.Append(ctx, "task/2", final("end-2"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), recs[0].Seq)
+	require.NoError(t, later.Commit(ctx))
+	require.Equal(t, 1, sequence(t, s))
+	require.Equal(t, []string{"end-2"}, readIDs(t, s, "task/2"), "the refused record is never read")
+	require.Equal(t, uint64(1), head(t, s, "task/2"))
+	refused, err := s.Refused(ctx, "task/2", 10)
+	require.NoError(t, err)
+	require.Len(t, refused, 1)
+	require.Equal(t, "later", refused[0].ID)
+	require.Contains(t, refused[0].Reason, "after the stream's final record #1")
+	_, err = s.Append(ctx, "task/2", entry("later"))
+	require.ErrorAs(t, err, &se, "appending the refused id again says why")
+	_, err = s.Lookup(ctx, "later")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+
+	// Two final records: the first inserted wins, the other is refused.
+	a, b := openTx(t, s), openTx(t, s)
+	_, err = s.AppendTx(ctx, a, "task/3", final("fa"))
+	require.NoError(t, err)
+	_, err = s.AppendTx(ctx, b, "task/3", final("fb"))
+	require.NoError(t, err)
+	require.NoError(t, b.Commit(ctx))
+	require.NoError(t, a.Commit(ctx))
+	require.Equal(t, 2, sequence(t, s))
+	require.Equal(t, []string{"fa"}, readIDs(t, s, "task/3"))
+	refused, err = s.Refused(ctx, "", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"later", "fb"}, []string{refused[0].ID, refused[1].ID})
+	require.Contains(t, refused[1].Reason, "another final record of the stream, #1")
+
+	// A committed final record without a seq seals the stream already.
+	commitAppend(t, s, "task/4", final("end-4"))
+	tx := openTx(t, s)
+	_, err = s.AppendTx(ctx, tx, "task/4", entry("too-late"))
+	require.ErrorAs(t, err, &se)
+	require.Zero(t, se.FinalSeq, "the final record has no seq yet")
+	require.NoError(t, tx.Commit(ctx), "the refusal left the transaction usable")
+}
+
+// TestMigrateUpKeepsJournalsAndCursors: a version 1 database with records
+// and registrations (one cursor part way) migrates up, and delivery resumes
+// where it stopped; new appends continue the seqs. Migrating down again
+// numbers what is waiting first, and refuses while refused records exist.
+func TestMigrateUpKeepsJournalsAndCursors(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	require.NoError(t, postgres.MigrateTo(ctx, url, 1))
+	pool := newPoolAt(t, url)
+	for _, q := range []string{
+		`INSERT INTO herald_stream (stream, head, pending) VALUES ('s', 3, true)`,
+		`INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
+		 SELECT 's', i, 's-' || i, 'test.event', 'application/json', '{}', false, '\x00', now()
+		 FROM generate_series(1, 3) AS i`,
+		`INSERT INTO herald_registration (stream, id, namespace, url, next_seq, next_attempt_at)
+		 VALUES ('s', 'r', 'webhook', 'http://127.0.0.1:1/unused', 2, '0001-01-01 00:00:00+00')`,
+	} {
+		_, err := pool.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+
+	st, err := postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	require.Equal(t, postgres.SchemaVersion(), st.Current)
+	s := openStore(t, url)
+	rc := newReceiver(t)
+	reg, err := s.Get(ctx, "s", "r")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), reg.NextSeq, "the cursor is kept")
+	reg.Registration.URL = regURL(rc.URL, "s", "r")
+	_, err = s.Register(ctx, reg.Registration)
+	require.NoError(t, err)
+	w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	require.NoError(t, err)
+	_, err = w.RunOnce(ctx, at(0), 10)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2, 3}, rc.got[key("s", "r")], "delivery resumes where it stopped")
+	recs, err := s.Append(ctx, "s", entry("s-4"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), recs[0].Seq, "seqs continue")
+	_, err = w.RunOnce(ctx, at(1), 10)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2, 3, 4}, rc.got[key("s", "r")])
+
+	// Down: a committed record without a seq is numbered first.
+	commitAppend(t, s, "s", entry("s-5"))
+	require.NoError(t, migrateDownTo(t, url, 1))
+	var seq int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT seq FROM herald_record WHERE id = 's-5'`).Scan(&seq))
+	require.Equal(t, int64(5), seq)
+
+	// Up again; a refused record makes down refuse, changing nothing.
+	_, err = postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	s = openStore(t, url)
+	late := openTx(t, s)
+	_, err = s.AppendTx(ctx, late, "t", entry("t-late"))
+	require.NoError(t, err)
+	final := entry("t-end")
+	final.Final = true
+	_, err = s.Append(ctx, "t", final)
+	require.NoError(t, err)
+	require.NoError(t, late.Commit(ctx))
+	err = migrateDownTo(t, url, 1)
+	require.ErrorContains(t, err, "1 records were refused by the sequencer")
+	st, err = postgres.MigrationStatus(ctx, url)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Current, "version 2 (the sequencer's) is kept")
+	require.False(t, st.Dirty, "refused before golang-migrate started")
+}
+
+func newPoolAt(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := postgres.NewPool(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// migrateDownTo migrates down one step at a time, as an operator would,
+// until version v, and returns the first error.
+func migrateDownTo(t *testing.T, url string, v int) error {
+	t.Helper()
+	for {
+		st, err := postgres.MigrationStatus(t.Context(), url)
+		require.NoError(t, err)
+		if st.Current <= v {
+			return nil
+		}
+		if _, err := postgres.MigrateDown(t.Context(), url); err != nil {
+			return err
+		}
+	}
+}
