@@ -15,7 +15,7 @@
 //
 // # Schema
 //
-// Four tables (migrations/001_init.up.sql, 002_sequencer.up.sql):
+// Four tables (migrations/001_init.up.sql, then each NNN_*.up.sql in order):
 // herald_stream (one row per stream: head, final seq, pending marker),
 // herald_record, herald_registration and herald_evidence. Migrations are
 // embedded, numbered NNN_name.up.sql and .down.sql (store/sqlite's layout),
@@ -28,7 +28,7 @@
 // runs in one transaction; golang-migrate marks the version dirty before it
 // and clean after, so a migration that failed or whose process died leaves
 // a dirty version, which every open and migration refuses (ErrSchemaDirty,
-// with how to repair it). Reverting version 2 first numbers the records
+// with how to repair it). Reverting version 3 (003_sequencer) first numbers the records
 // waiting for a seq, and refuses while refused records exist.
 //
 // # Appending: a plain INSERT, numbered after commit

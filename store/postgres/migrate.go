@@ -185,12 +185,12 @@ func MigrateDown(ctx context.Context, url string) (SchemaStatus, error) {
 }
 
 // sequencedVersion is the schema version that introduced the sequencer
-// (002_sequencer): below it every record has a seq.
-const sequencedVersion = 2
+// (003_sequencer): below it every record has a seq.
+const sequencedVersion = 3
 
 // prepareUnsequence readies a database for reverting sequencedVersion:
 // it numbers every committed record without a seq, and refuses, changing
-// nothing else, while refused records exist (version 1 cannot keep them).
+// nothing else, while refused records exist (version 2 cannot keep them).
 func prepareUnsequence(ctx context.Context, pool *pgxpool.Pool) error {
 	s := &Store{pool: pool, now: time.Now, notify: true, appended: make(chan struct{}, 1)}
 	if _, err := s.sequence(ctx, seqWait); err != nil {
@@ -202,7 +202,7 @@ func prepareUnsequence(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	if refused > 0 {
 		return &Error{Op: "migrate down", Message: fmt.Sprintf("%d records were refused by the sequencer (herald_record.refused, listed by Store.Refused) "+
-			"and schema version 1 cannot keep them: delete them (DELETE FROM herald_record WHERE refused IS NOT NULL) to migrate down; nothing was changed", refused)}
+			"and schema version 2 cannot keep them: delete them (DELETE FROM herald_record WHERE refused IS NOT NULL) to migrate down; nothing was changed", refused)}
 	}
 	return nil
 }

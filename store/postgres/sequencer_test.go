@@ -327,7 +327,7 @@ func TestMigrateUpKeepsJournalsAndCursors(t *testing.T) {
 	require.ErrorContains(t, err, "1 records were refused by the sequencer")
 	st, err = postgres.MigrationStatus(ctx, url)
 	require.NoError(t, err)
-	require.Equal(t, 2, st.Current, "version 2 (the sequencer's) is kept")
+	require.Equal(t, 3, st.Current, "version 3 (the sequencer's) is kept")
 	require.False(t, st.Dirty, "refused before golang-migrate started")
 }
 

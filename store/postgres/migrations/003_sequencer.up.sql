@@ -1,7 +1,7 @@
--- herald's schema, version 2: appends without a lock (issue 15; the package
+-- herald's schema, version 3: appends without a lock (issue 15; the package
 -- documentation, "Appending"). An append is a plain INSERT with seq NULL;
 -- one sequencer at a time gives committed records their seqs afterwards.
--- Records and cursors of version 1 are kept: every existing record already
+-- Records and cursors of earlier versions are kept: every existing record already
 -- has its seq.
 
 -- pos: insertion order, the order the sequencer takes a stream's records in

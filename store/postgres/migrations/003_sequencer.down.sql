@@ -1,10 +1,10 @@
--- Back to version 1, where every record has a seq. MigrateDown sequences
+-- Back to version 2, where every record has a seq. MigrateDown sequences
 -- committed records first and refuses, naming them, while refused records
 -- exist; this check is the backstop for a record committed in between.
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM herald_record WHERE seq IS NULL) THEN
-        RAISE EXCEPTION 'herald_record holds records without a seq (not yet sequenced, or refused): schema version 1 cannot store them';
+        RAISE EXCEPTION 'herald_record holds records without a seq (not yet sequenced, or refused): schema version 2 cannot store them';
     END IF;
 END
 $$;
