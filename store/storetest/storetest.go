@@ -26,6 +26,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Backend is what a herald store implements: the journal and the push store,
@@ -33,6 +34,7 @@ import (
 type Backend interface {
 	journal.Journal
 	push.Store
+	store.Retention
 }
 
 // Factory returns a new, empty backend for one subtest, with the default
@@ -51,6 +53,7 @@ func Run(t *testing.T, open Factory) {
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
 		{"Operator", operatorTests},
+		{"Retention", retentionTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
