@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -136,9 +135,6 @@ func (e *PrunedError) Error() string {
 
 // Is makes errors.Is(err, journal.ErrInvalid) true.
 func (e *PrunedError) Is(target error) bool { return target == journal.ErrInvalid }
-
-// ErrPruned is matched by errors.Is on a read of a record that was pruned.
-var ErrPruned = errors.New("record pruned")
 
 // CheckRetained returns a *PrunedError if seq is below oldest.
 func CheckRetained(stream string, seq, oldest uint64) error {
