@@ -1,10 +1,17 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,6 +30,7 @@ var retentionTests = []test{
 	{"BatchesAreBounded", testPruneBatches},
 	{"EvidenceTailKeepsTheParkReason", testPruneEvidence},
 	{"BadQueryChangesNothing", testPruneBadInput},
+	{"PruneRacesAppendsAndSweeps", testPruneRace},
 }
 
 // The stores stamp AppendedAt with their own clock (the real one, in the
@@ -265,4 +273,126 @@ func testPruneBadInput(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	_, err = b.Streams(ctx(t), store.StreamQuery{Stream: " bad stream"})
 	require.ErrorIs(t, err, journal.ErrInvalid)
+}
+
+// echo is a projection of one message per record, for the race below.
+type echo struct{}
+
+func (echo) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+	return []push.Message{{ID: rec.ID, ContentType: "application/json", Body: rec.Payload}}, nil
+}
+func (echo) Terminal(rec journal.Record) bool { return rec.Final }
+func (echo) Namespace() string                { return "webhook" }
+
+// testPruneRace: appends, sweeps and prunes (retention 0: as soon as
+// acknowledged) race; every registration still receives every record once,
+// in order, and no cursor is ever left below its stream's low-water mark.
+func testPruneRace(t *testing.T, b Backend) {
+	const streams, perStream, batch = 3, 120, 4
+	var (
+		mu  sync.Mutex
+		got = map[push.Key][]uint64{}
+	)
+	tr := push.TransportFunc(func(_ context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
+		var n uint64
+		_, err := fmt.Sscanf(msg.ID, "race-%d", &n)
+		if err != nil {
+			return push.Outcome{}, err
+		}
+		mu.Lock()
+		got[reg.Key()] = append(got[reg.Key()], n)
+		mu.Unlock()
+		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
+	})
+	w, err := push.NewWorker(b, b, tr, echo{}, push.WithDrainPage(7), push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, err)
+	for s := range streams {
+		for _, id := range []string{"a", "b"} {
+			register(t, b, reg(fmt.Sprintf("race/%d", s), id, "webhook"))
+		}
+	}
+	var (
+		g        errgroup.Group
+		appended atomic.Bool
+		stop     = make(chan struct{})
+	)
+	g.Go(func() error {
+		defer appended.Store(true)
+		for i := 0; i < perStream/batch; i++ {
+			for s := range streams {
+				es := make([]journal.Entry, batch)
+				for j := range es {
+					seq := i*batch + j + 1
+					es[j] = journal.Entry{ID: fmt.Sprintf("race-%d-%d", seq, s), Kind: "k", Payload: []byte(`{}`)}
+				}
+				if _, err := b.Append(ctx(t), fmt.Sprintf("race/%d", s), es...); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+			if _, err := b.Prune(ctx(t), store.PruneQuery{At: later(1), Limit: 5}); err != nil {
+				return err
+			}
+		}
+	})
+	g.Go(func() error {
+		defer close(stop)
+		for i := 0; ; i++ {
+			done := appended.Load()
+			if _, err := w.RunOnce(ctx(t), at(i), 100); err != nil {
+				return err
+			}
+			if done {
+				caughtUp, err := allAtHead(t, b, streams)
+				if err != nil || caughtUp {
+					return err
+				}
+			}
+			if i > 100000 {
+				return fmt.Errorf("the sweeps did not catch up")
+			}
+		}
+	})
+	require.NoError(t, g.Wait())
+	for s := range streams {
+		for _, id := range []string{"a", "b"} {
+			k := push.Key{Stream: fmt.Sprintf("race/%d", s), ID: id}
+			require.Len(t, got[k], perStream, "%v received every record once", k)
+			for i, n := range got[k] {
+				require.Equal(t, uint64(i+1), n, "%v: in order", k)
+			}
+		}
+	}
+}
+
+func allAtHead(t *testing.T, b Backend, streams int) (bool, error) {
+	for s := range streams {
+		name := fmt.Sprintf("race/%d", s)
+		sts, err := b.List(ctx(t), push.ListQuery{Stream: name})
+		if err != nil {
+			return false, err
+		}
+		infos, err := b.Streams(ctx(t), store.StreamQuery{Stream: name})
+		if err != nil || len(infos) != 1 {
+			return false, fmt.Errorf("stream %s: %v %v", name, infos, err)
+		}
+		for _, st := range sts {
+			if st.NextSeq < infos[0].OldestSeq {
+				return false, fmt.Errorf("%s/%s: cursor #%d below the low-water mark #%d", name, st.ID, st.NextSeq, infos[0].OldestSeq)
+			}
+			if st.NextSeq <= st.Head {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
