@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/store"
@@ -250,4 +251,38 @@ func (p *pruner) pass(ctx context.Context) (store.PruneReport, error) {
 		case <-time.After(pruneBatchPause):
 		}
 	}
+}
+
+// pruneMetrics count what the daemon's pruner removed.
+type pruneMetrics struct {
+	records, bytes, streams, evidence prometheus.Counter
+	passes                            *prometheus.CounterVec
+}
+
+func newPruneMetrics(reg prometheus.Registerer) *pruneMetrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &pruneMetrics{
+		records:  c("herald_pruned_records_total", "Records pruned: every registration had acknowledged them and they passed --retain."),
+		bytes:    c("herald_pruned_bytes_total", "Payload bytes of the records pruned."),
+		streams:  c("herald_pruned_streams_total", "Sealed streams whose registrations all completed, removed whole."),
+		evidence: c("herald_pruned_evidence_total", "Evidence rows pruned (older than --retain, not a parked registration's reason)."),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_prune_passes_total",
+			Help: "Prune passes by result (ok, error)."}, []string{"result"}),
+	}
+	reg.MustRegister(m.records, m.bytes, m.streams, m.evidence, m.passes)
+	return m
+}
+
+func (m *pruneMetrics) observe(r store.PruneReport, err error) {
+	if err != nil {
+		m.passes.WithLabelValues("error").Inc()
+	} else {
+		m.passes.WithLabelValues("ok").Inc()
+	}
+	m.records.Add(float64(r.Records))
+	m.bytes.Add(float64(r.Bytes))
+	m.streams.Add(float64(r.Removed))
+	m.evidence.Add(float64(r.Evidence))
 }

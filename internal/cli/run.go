@@ -107,10 +107,10 @@ empty address turns either server off.`,
 			}
 			defer b.Close()
 			d := &daemon{e: e, b: b, every: every}
-			if pruneEvery > 0 {
-				d.pruner = &pruner{e: e, b: b, retain: keep, every: pruneEvery}
-			}
 			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) })
+			if pruneEvery > 0 {
+				d.pruner = &pruner{e: e, b: b, retain: keep, every: pruneEvery, passed: newPruneMetrics(d.metrics.reg).observe}
+			}
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts := append(wf.options(e), push.WithSweepLimit(sweepLimit), push.WithHooks(d.metrics.hooks(ns)))
 				w, err := newWorker(b, tr, ns, opts)
