@@ -3,7 +3,7 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,appends,idle,latency]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,appends,idle,latency,prune]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -45,6 +45,7 @@ type config struct {
 	latAppenders int
 	producers    int
 	appendCases  []appendCase
+	pruneRecords int
 }
 
 func main() {
@@ -57,7 +58,7 @@ func main() {
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
-	flag.StringVar(&only, "only", "fanout,producer,appends,idle,latency", "workloads to run, comma-separated")
+	flag.StringVar(&only, "only", "fanout,producer,appends,idle,latency,prune", "workloads to run, comma-separated")
 	flag.DurationVar(&cfg.producerFor, "producer-for", 3*time.Second, "duration of each case of the producer workload (bare transaction and with AppendTx)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
@@ -68,8 +69,8 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "producer", "appends", "idle", "latency"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, appends, idle, latency)\n", w)
+		if !slices.Contains([]string{"fanout", "producer", "appends", "idle", "latency", "prune"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, appends, idle, latency, prune)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -89,11 +90,13 @@ func main() {
 		cfg.appendFor = 2 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 100_000, 20
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 10*time.Second, 100
+		cfg.pruneRecords = 20_000
 	} else {
 		cfg.fanout = []fanoutCase{{R: 1, E: 100_000}, {R: 100, E: 1000}, {R: 1000, E: 100}}
 		cfg.appendFor = 5 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
+		cfg.pruneRecords = 200_000
 	}
 	if fanoutR != "" {
 		var keep []fanoutCase
@@ -157,6 +160,11 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.only["latency"] {
 		if err := latency(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("latency: %w", err)
+		}
+	}
+	if cfg.only["prune"] {
+		if err := prune(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("prune: %w", err)
 		}
 	}
 	rep.printf("\nThe whole run took %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadavg())

@@ -31,7 +31,8 @@ type Registration struct {
 	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
-	// treats 0 as 1 (deliver the stream from its beginning).
+	// treats 0 as the oldest record the stream retains (deliver the stream
+	// from its beginning, or from what retention kept of it).
 	NextSeq uint64 `json:"next_seq"`
 	// Attempts counts consecutive failed attempts at NextSeq; reset by any
 	// advance, by unpark, skip and rewind.

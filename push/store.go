@@ -19,11 +19,13 @@ import (
 type Store interface {
 	// Register creates the registration, or updates the destination (URL,
 	// namespace, config, policy) of an existing one, keeping its cursor and
-	// retry state. A new registration starts at r.NextSeq (0 means 1), due
-	// at once; the state fields of r are otherwise ignored. It returns the
-	// stored registration. Errors: ErrInvalid (see Registration.Validate; a
-	// new cursor past head+1), ErrSealed (the stream is sealed and the
-	// cursor is past its final record: nothing would ever be delivered).
+	// retry state. A new registration starts at r.NextSeq (0 means the
+	// oldest record the stream retains: 1 until it was pruned), due at once;
+	// the state fields of r are otherwise ignored. It returns the stored
+	// registration. Errors: ErrInvalid (see Registration.Validate; a new
+	// cursor past head+1, or below the stream's low-water mark: a
+	// *store.PrunedError), ErrSealed (the stream is sealed and the cursor is
+	// past its final record: nothing would ever be delivered).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
 	// Unregister deletes a registration and its evidence. Errors: ErrNotFound.
@@ -100,7 +102,8 @@ type Store interface {
 	// Rewind is the operator's replay: the cursor goes to toSeq (1 <= toSeq
 	// <= head+1, backwards allowed), Attempts 0, due at once, the lease
 	// cleared, with an evidence row. The only way a cursor moves backwards.
-	// Errors: ErrNotFound, ErrInvalid (toSeq out of range, a zero at).
+	// Errors: ErrNotFound, ErrInvalid (toSeq out of range, a zero at; below
+	// the stream's low-water mark, a *store.PrunedError).
 	Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error
 
 	// AddEvidence stores one evidence row (a skipped message, say), keeping

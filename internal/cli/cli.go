@@ -132,6 +132,8 @@ func newRoot(e *env) *cobra.Command {
 		newEvidence(e),
 		newStatus(e),
 		newRecordStatus(e),
+		newStreams(e),
+		newPrune(e),
 		newDemo(e),
 	)
 	return root

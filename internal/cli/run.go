@@ -46,6 +46,8 @@ func newRun(e *env) *cobra.Command {
 		sweepLimit             int
 		tf                     transportFlags
 		wf                     workerFlags
+		retain                 string
+		pruneEvery             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -55,6 +57,9 @@ an append (PostgreSQL: the sequencer, which this daemon runs, numbers appended
 records within milliseconds and notifies) and again at once while a sweep is
 saturated. Several daemons may share one PostgreSQL database: leases keep them
 from delivering the same registration at the same time.
+
+Every --prune-every it prunes what every registration acknowledged once older
+than --retain, in small batches (herald prune explains the rules).
 
 On SIGINT or SIGTERM it stops starting new records, lets deliveries in flight
 finish or time out, saves every cursor, and exits 0: nothing acknowledged is
@@ -90,6 +95,13 @@ empty address turns either server off.`,
 					return err
 				}
 			}
+			keep, err := parseRetain(retain)
+			if err != nil {
+				return err
+			}
+			if pruneEvery < 0 {
+				return usagef("--prune-every %v must be 0 (off) or positive", pruneEvery)
+			}
 			token := e.getenv("HERALD_ADMIN_TOKEN")
 			if adminAddr != "" {
 				if err := checkAdminAddr(adminAddr, token); err != nil {
@@ -107,6 +119,9 @@ empty address turns either server off.`,
 			defer b.Close()
 			d := &daemon{e: e, b: b, every: every}
 			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) })
+			if pruneEvery > 0 {
+				d.pruner = &pruner{e: e, b: b, retain: keep, every: pruneEvery, passed: newPruneMetrics(d.metrics.reg).observe}
+			}
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts := append(wf.options(e), push.WithSweepLimit(sweepLimit), push.WithHooks(d.metrics.hooks(ns)))
 				w, err := newWorker(b, tr, ns, opts)
@@ -124,6 +139,8 @@ empty address turns either server off.`,
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
 	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the admin JSON API (empty: off)")
 	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed per sweep")
+	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
+	f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 	tf.add(cmd)
 	wf.add(cmd)
 	return cmd
@@ -135,6 +152,7 @@ type daemon struct {
 	every   time.Duration
 	workers []*push.Worker
 	metrics *metrics
+	pruner  *pruner // nil: no pruning
 	// ready, if set, is called with the listeners' addresses once serving.
 	ready func(metrics, admin string)
 }
@@ -213,6 +231,9 @@ func (d *daemon) serve(ctx context.Context, metricsAddr, adminAddr, token string
 	}
 	if l, ok := d.b.(appendListener); ok {
 		g.Go(func() error { d.wakeOnAppend(ctx, l); return nil })
+	}
+	if d.pruner != nil {
+		g.Go(func() error { d.pruner.run(ctx); return nil })
 	}
 	err := g.Wait()
 	log.Info("herald: stopped; every cursor is saved")

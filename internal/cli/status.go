@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -144,6 +146,9 @@ final record) are gone and not listed.`,
 			var rec journal.Record
 			if byID {
 				if rec, err = b.Lookup(cmd.Context(), id); err != nil {
+					if errors.Is(err, journal.ErrNotFound) {
+						return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: herald streams shows what each stream retains)", err)
+					}
 					return err
 				}
 				if stream != "" && stream != rec.Stream {
@@ -154,7 +159,17 @@ final record) are gone and not listed.`,
 				if err != nil {
 					return err
 				}
-				if seq == 0 || len(recs) == 0 {
+				if seq > 0 && (len(recs) == 0 || recs[0].Seq != seq) {
+					infos, err := b.Streams(cmd.Context(), store.StreamQuery{Stream: stream})
+					if err != nil {
+						return err
+					}
+					if len(infos) == 1 && seq < infos[0].OldestSeq {
+						return fmt.Errorf("record %s#%d was pruned: every registration had acknowledged it and it passed the retention age (the stream retains #%d on): %w",
+							stream, seq, infos[0].OldestSeq, journal.ErrNotFound)
+					}
+				}
+				if seq == 0 || len(recs) == 0 || recs[0].Seq != seq {
 					return fmt.Errorf("stream %q has no record #%d: %w", stream, seq, journal.ErrNotFound)
 				}
 				rec = recs[0]

@@ -8,12 +8,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 var (
@@ -34,8 +36,18 @@ type Store struct {
 }
 
 type stream struct {
-	records []journal.Record // records[i].Seq == i+1
+	records []journal.Record // the retained run: records[i].Seq == oldest+i
+	oldest  uint64           // the low-water mark: seq of records[0], head+1 when none is retained
+	head    uint64
 	sealed  bool
+}
+
+// at returns the retained record seq, if it is retained.
+func (st *stream) at(seq uint64) (journal.Record, bool) {
+	if st == nil || seq < st.oldest || seq > st.head {
+		return journal.Record{}, false
+	}
+	return st.records[seq-st.oldest], true
 }
 
 type ref struct {
@@ -82,14 +94,14 @@ func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entr
 	defer s.mu.Unlock()
 	st := s.streams[name]
 	if st == nil {
-		st = &stream{}
+		st = &stream{oldest: 1}
 	}
 	// Check everything before writing anything: a batch is all-or-nothing.
 	out := make([]journal.Record, len(entries))
 	fresh := make([]int, 0, len(entries))
 	for i, e := range entries {
 		if r, ok := s.ids[e.ID]; ok {
-			stored := s.streams[r.stream].records[r.seq-1]
+			stored, _ := s.streams[r.stream].at(r.seq)
 			if err := journal.Same(stored, name, e); err != nil {
 				return nil, err
 			}
@@ -99,12 +111,13 @@ func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entr
 		fresh = append(fresh, i)
 	}
 	if len(fresh) > 0 && st.sealed {
-		return nil, &journal.SealedError{Stream: name, FinalSeq: uint64(len(st.records))}
+		return nil, &journal.SealedError{Stream: name, FinalSeq: st.head}
 	}
 	at := s.now().UTC()
 	for _, i := range fresh {
 		e := entries[i]
-		rec := journal.Record{Stream: name, Seq: uint64(len(st.records)) + 1, ID: e.ID, Kind: e.Kind,
+		st.head++
+		rec := journal.Record{Stream: name, Seq: st.head, ID: e.ID, Kind: e.Kind,
 			ContentType: e.ContentType, Payload: slices.Clone(e.Payload), Final: e.Final, AppendedAt: at}
 		if rec.Payload == nil {
 			rec.Payload = []byte{}
@@ -126,10 +139,10 @@ func (s *Store) Read(ctx context.Context, name string, fromSeq uint64, limit int
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.streams[name]
-	if st == nil || fromSeq > uint64(len(st.records)) {
+	if st == nil || fromSeq > st.head {
 		return []journal.Record{}, nil
 	}
-	page := st.records[fromSeq-1:]
+	page := st.records[max(fromSeq, st.oldest)-st.oldest:]
 	page = page[:min(len(page), limit)]
 	out := make([]journal.Record, len(page))
 	for i, r := range page {
@@ -159,14 +172,23 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	if !ok {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
-	return clone(s.streams[r.stream].records[r.seq-1]), nil
+	rec, _ := s.streams[r.stream].at(r.seq)
+	return clone(rec), nil
 }
 
 func (s *Store) head(name string) uint64 {
 	if st := s.streams[name]; st != nil {
-		return uint64(len(st.records))
+		return st.head
 	}
 	return 0
+}
+
+// oldest is the stream's low-water mark: its oldest retained seq.
+func (s *Store) oldest(name string) uint64 {
+	if st := s.streams[name]; st != nil {
+		return st.oldest
+	}
+	return 1
 }
 
 func (s *Store) sealed(name string) bool {
@@ -191,7 +213,15 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 		return copyReg(old), nil
 	}
-	next, head := max(r.NextSeq, 1), s.head(r.Stream)
+	// 0 means from the oldest retained record; a cursor below it would
+	// ask for records that are gone.
+	next, head := r.NextSeq, s.head(r.Stream)
+	if next == 0 {
+		next = s.oldest(r.Stream)
+	}
+	if err := store.CheckRetained(r.Stream, next, s.oldest(r.Stream)); err != nil {
+		return push.Registration{}, err
+	}
 	if s.sealed(r.Stream) && next > head {
 		return push.Registration{}, fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
 			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
@@ -422,6 +452,9 @@ func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, a
 	if err := push.ValidateSkip(r.NextSeq, s.head(streamName), toSeq); err != nil {
 		return err
 	}
+	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
+		return err
+	}
 	s.move(k, r, toSeq, at, push.EventSkip, reason)
 	return nil
 }
@@ -439,6 +472,9 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 		return notFound(streamName, id)
 	}
 	if err := push.ValidateRewind(s.head(streamName), toSeq); err != nil {
+		return err
+	}
+	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
 		return err
 	}
 	s.move(k, r, toSeq, at, push.EventRewind, fmt.Sprintf("rewound from #%d", r.NextSeq))
@@ -518,4 +554,123 @@ func copyReg(r *push.Registration) push.Registration {
 
 func notFound(streamName, id string) error {
 	return fmt.Errorf("registration %s/%s: %w", streamName, id, journal.ErrNotFound)
+}
+
+var _ store.Retention = (*Store)(nil)
+
+// Prune implements store.Retention, visiting streams in name order.
+func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
+	q, err := q.Validate()
+	if err != nil {
+		return store.PruneReport{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cutoff := q.Cutoff()
+	low := map[string]uint64{} // per stream, the lowest cursor of its registrations
+	for k, r := range s.regs {
+		if l, ok := low[k.Stream]; !ok || r.NextSeq < l {
+			low[k.Stream] = r.NextSeq
+		}
+	}
+	var rep store.PruneReport
+	names := slices.Sorted(maps.Keys(s.streams))
+	for _, name := range names {
+		st := s.streams[name]
+		l, registered := low[name]
+		if !registered {
+			l = st.head + 1
+		}
+		to := st.oldest // the new low-water mark
+		for to < l && to <= st.head && rep.Records < q.Limit {
+			rec, _ := st.at(to)
+			if rec.AppendedAt.After(cutoff) {
+				break
+			}
+			rep.Records++
+			rep.Bytes += int64(len(rec.Payload))
+			to++
+		}
+		if to > st.oldest {
+			rep.Streams++
+			if !q.DryRun {
+				for _, rec := range st.records[:to-st.oldest] {
+					delete(s.ids, rec.ID)
+				}
+				st.records = slices.Clone(st.records[to-st.oldest:])
+				st.oldest = to
+			}
+		}
+		if st.sealed && !registered && to > st.head {
+			rep.Removed++
+			if !q.DryRun {
+				delete(s.streams, name)
+			}
+		}
+		if rep.Records == q.Limit {
+			rep.More = true
+			break
+		}
+	}
+	for k, evs := range s.evidence {
+		r := s.regs[k]
+		keep := evs[:0:0]
+		reason := -1 // the newest parked row of a parked registration is kept
+		if r != nil && r.Parked {
+			for i, ev := range evs {
+				if ev.Event == push.EventParked {
+					reason = i // evs is oldest first
+				}
+			}
+		}
+		for i, ev := range evs {
+			if ev.At.After(cutoff) || i == reason {
+				keep = append(keep, ev)
+			}
+		}
+		rep.Evidence += len(evs) - len(keep)
+		if !q.DryRun {
+			s.evidence[k] = keep
+		}
+	}
+	return rep, nil
+}
+
+// Streams implements store.Retention.
+func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
+	limit, err := push.ListLimit(q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if q.Stream != "" {
+		if err := journal.ValidateStream(q.Stream); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	regs := map[string]int{}
+	for k := range s.regs {
+		regs[k.Stream]++
+	}
+	out := []store.StreamInfo{}
+	for _, name := range slices.Sorted(maps.Keys(s.streams)) {
+		if (q.Stream != "" && name != q.Stream) || (q.After != "" && name <= q.After) {
+			continue
+		}
+		st := s.streams[name]
+		info := store.StreamInfo{Stream: name, Head: st.head, OldestSeq: st.oldest, Registrations: regs[name],
+			Records: uint64(len(st.records))}
+		if st.sealed {
+			info.FinalSeq = st.head
+		}
+		for _, r := range st.records {
+			info.Bytes += int64(len(r.Payload))
+		}
+		out = append(out, info)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Advance implements push.Store with one UPDATE, fenced by the claim:
@@ -184,6 +185,13 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		}
 		event, reason, err := check(next, head)
 		if err != nil {
+			return err
+		}
+		var oldest int64
+		if err := tx.QueryRow(ctx, sqlOldest, stream).Scan(&oldest); err != nil {
+			return s.dbErr(ctx, op+": read the low-water mark", err)
+		}
+		if err := store.CheckRetained(stream, toSeq, uint64(oldest)); err != nil {
 			return err
 		}
 		b := &pgx.Batch{}

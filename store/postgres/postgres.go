@@ -36,6 +36,9 @@ type Store struct {
 
 	listenMu sync.Mutex
 	listener *Listener // WaitForAppend's, made on first use
+
+	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
+	pruneFrom string     // the stream the next Prune starts at ("" = the first)
 }
 
 // Option configures a Store.

@@ -118,7 +118,7 @@ const (
 
 	// Lock the stream row first (the append's lock order) and set the
 	// pending marker: a new registration may lag.
-	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq`
+	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq, oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `INSERT INTO herald_registration AS r
     (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host)
@@ -330,4 +330,44 @@ WHERE stream = $1 AND registration = $2 AND n <= (
 	sqlEvidence = `SELECT at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before
 FROM herald_evidence WHERE stream = $1 AND registration = $2
 ORDER BY n DESC LIMIT $3`
+)
+
+// Retention (retention.go). Each stream is pruned in a transaction of its
+// own that locks its row first (the lock order of appends, registrations and
+// operator moves, so no cursor can move below the new low-water mark while
+// it is computed); SKIP LOCKED leaves a stream being appended to for the
+// next pass.
+const (
+	sqlOldest          = `SELECT oldest_seq FROM herald_stream WHERE stream = $1`
+	sqlPruneCandidates = `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`
+	sqlPruneLock       = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1
+FOR NO KEY UPDATE SKIP LOCKED`
+	sqlPruneLow = `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`
+	// Records the sequencer refused (they raced their stream's final
+	// record) stay for an operator to see for the retention age.
+	sqlPruneRefused = `DELETE FROM herald_record WHERE stream = $1 AND refused IS NOT NULL AND appended_at <= $2`
+	sqlPruneRun     = `SELECT seq, appended_at, length(payload) FROM herald_record
+WHERE stream = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT $4`
+	sqlPruneRecords = `DELETE FROM herald_record WHERE stream = $1 AND seq < $2`
+	sqlPruneMark    = `UPDATE herald_stream SET oldest_seq = $2 WHERE stream = $1`
+	// A sealed, completed stream goes only once nothing of it is left: no
+	// record, refused ones included, and none waiting for the sequencer
+	// (removing it would let those start a new stream of the same name).
+	// Each EXISTS matches one of herald_record's indexes.
+	sqlPruneStream = `DELETE FROM herald_stream WHERE stream = $1
+  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND seq IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND refused IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND seq IS NULL AND refused IS NULL)`
+	sqlPruneEvidence = `DELETE FROM herald_evidence WHERE stream = $1 AND at <= $2 AND n NOT IN (
+    SELECT max(e.n) FROM herald_evidence e
+    JOIN herald_registration r ON r.stream = e.stream AND r.id = e.registration
+    WHERE e.stream = $1 AND r.parked AND e.event = $3
+    GROUP BY e.registration)`
+	sqlStreams = `SELECT s.stream, s.head, s.final_seq IS NOT NULL, s.oldest_seq,
+    (SELECT count(*) FROM herald_registration r WHERE r.stream = s.stream),
+    (SELECT coalesce(sum(length(x.payload)), 0) FROM herald_record x WHERE x.stream = s.stream AND x.seq >= s.oldest_seq)
+FROM herald_stream s
+WHERE ($1::text = '' OR s.stream = $1) AND s.stream > $2
+ORDER BY s.stream
+LIMIT $3`
 )

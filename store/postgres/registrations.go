@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Register implements push.Store. It locks the stream row (creating it for
@@ -28,16 +29,24 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	var out push.Registration
 	err := s.inTx(ctx, "register", func(tx pgx.Tx) error {
 		var (
-			head     int64
-			finalSeq *int64
-			exists   bool
+			head, oldest int64
+			finalSeq     *int64
+			exists       bool
 		)
 		b := &pgx.Batch{}
 		b.Queue(sqlEnsureStream, r.Stream)
-		b.Queue(sqlMarkStream, r.Stream).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &finalSeq) })
+		b.Queue(sqlMarkStream, r.Stream).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &finalSeq, &oldest) })
 		b.Queue(sqlRegistrationExists, r.Stream, r.ID).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "register", err)
+		}
+		if !exists && r.NextSeq == 0 {
+			next = uint64(oldest) // from the oldest retained record
+		}
+		if !exists {
+			if err := store.CheckRetained(r.Stream, next, uint64(oldest)); err != nil {
+				return err
+			}
 		}
 		if !exists && finalSeq != nil && next > uint64(head) {
 			return fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // regState is what a registration update returns (RETURNING stateColumns):
@@ -233,6 +234,13 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		}
 		ev, err := check(cur)
 		if err != nil {
+			return err
+		}
+		var oldest int64
+		if err := tx.QueryRowContext(ctx, "SELECT oldest_seq FROM herald_stream WHERE stream = ?", stream).Scan(&oldest); err != nil {
+			return translate(op+": read the low-water mark", err)
+		}
+		if err := store.CheckRetained(stream, toSeq, uint64(oldest)); err != nil {
 			return err
 		}
 		to, err := seqArg("to seq", toSeq)

@@ -522,6 +522,14 @@ func takeFile(ctx context.Context, path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Pages freed by pruning go back to the file system a batch at a time
+	// (PRAGMA incremental_vacuum, in Prune). This takes effect only in a
+	// file without tables yet, so it is set before the first migration; a
+	// file herald created before retention keeps its pages until VACUUM.
+	if _, err = db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		db.Close()
+		return nil, translate("set auto_vacuum", err)
+	}
 	if err = setWAL(ctx, db); err == nil {
 		var tx *sql.Tx
 		if tx, err = db.BeginTx(ctx, nil); err == nil {

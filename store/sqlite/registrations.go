@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // statusColumns select a registration joined with its stream (aliases r, s).
@@ -90,11 +91,17 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			return err
 		}
 		var (
-			head   int64
-			sealed bool
+			head, oldest int64
+			sealed       bool
 		)
-		if err := tx.QueryRowContext(ctx, "SELECT head, sealed FROM herald_stream WHERE stream = ?", r.Stream).Scan(&head, &sealed); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?", r.Stream).Scan(&head, &sealed, &oldest); err != nil {
 			return translate("register: read head", err)
+		}
+		if r.NextSeq == 0 {
+			next = oldest // from the oldest retained record
+		}
+		if err := store.CheckRetained(r.Stream, uint64(next), uint64(oldest)); err != nil {
+			return err
 		}
 		if sealed && next > head {
 			return fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -30,6 +31,9 @@ type Store struct {
 	r          *sql.DB // the read pool (query_only connections)
 	now        func() time.Time
 	maxPayload int
+
+	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
+	pruneFrom string     // the stream the next Prune starts at ("" = the first)
 }
 
 type config struct {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Backend is what a herald store implements: the journal and the push store,
@@ -40,6 +41,7 @@ import (
 type Backend interface {
 	journal.Journal
 	push.Store
+	store.Retention
 }
 
 // Factory returns a new, empty backend for one subtest, with the default
@@ -58,6 +60,7 @@ func Run(t *testing.T, open Factory) {
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
 		{"Operator", operatorTests},
+		{"Retention", retentionTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,86 @@
+package main_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/pgtest"
+)
+
+// A journey through retention as an operator makes it: a parked
+// registration holds records, prune --dry-run says what would go, prune
+// removes what every cursor passed, streams shows the low-water mark, and a
+// rewind below it is refused (exit 2) naming the oldest retained seq.
+func testRetentionJourney(t *testing.T, db string) {
+	h := newHerald(t, db)
+	h.ok("migrate", "up")
+	recv := newReceiver(t)
+	for _, id := range []string{"ok", "down"} {
+		h.ok("register", "--stream", "orders", "--id", id, "--namespace", "webhook", "--url", recv.URL+"/"+id, "--secret", secret)
+	}
+	for i := 1; i <= 4; i++ {
+		r := h.run(fmt.Sprintf(`{"n":%d}`, i), "append", "--stream", "orders", "--id", fmt.Sprintf("o-%d", i), "--kind", "order")
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	recv.answer("/down", 410)
+	sweep(h, "2026-03-15T11:00:00Z", 3) // ok takes all four; down parks at #1
+	require.True(t, get(h, "down").Parked)
+
+	// Records are appended now (the store's clock); prune an hour later.
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.Contains(t, h.ok("prune", "--retain", "0s", "--at", later, "--dry-run"), "Would prune 0 records",
+		"the parked registration holds every record")
+	h.ok("skip", "--stream", "orders", "--id", "down", "--to-seq", "3", "--reason", "lost cause", "--at", "2026-03-15T11:01:00Z")
+
+	var dry struct {
+		DryRun bool `json:"dry_run"`
+		Report struct {
+			Records int `json:"records"`
+		} `json:"report"`
+	}
+	h.json(&dry, "prune", "--retain", "0s", "--at", later, "--dry-run")
+	require.True(t, dry.DryRun)
+	require.Equal(t, 2, dry.Report.Records, "#1 and #2: every cursor is past them now")
+	require.Contains(t, h.ok("prune", "--retain", "1h", "--at", later), "Pruned 2 records", "records appended over an hour before --at go")
+
+	var streams []struct {
+		Stream    string `json:"stream"`
+		Head      uint64 `json:"head"`
+		OldestSeq uint64 `json:"oldest_seq"`
+		Records   uint64 `json:"records"`
+	}
+	h.json(&streams, "streams", "--stream", "orders")
+	require.Len(t, streams, 1)
+	require.Equal(t, uint64(4), streams[0].Head)
+	require.Equal(t, uint64(3), streams[0].OldestSeq)
+	require.Equal(t, uint64(2), streams[0].Records)
+	require.Contains(t, h.ok("streams"), "orders")
+
+	r := h.run("", "rewind", "--stream", "orders", "--id", "ok", "--to-seq", "1", "--at", "2026-03-15T11:02:00Z")
+	require.Equal(t, 2, r.code, "a rewind below the low-water mark is bad input: %s", r.stderr)
+	require.Contains(t, r.stderr, "#3", "it names the oldest retained seq")
+	require.Equal(t, uint64(5), get(h, "ok").NextSeq, "and changes nothing")
+
+	r = h.run("", "record-status", "--stream", "orders", "--seq", "1")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "was pruned")
+
+	r = h.run("", "prune", "--retain", "a week")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--retain")
+	r = h.run("", "prune", "--retain", "-1h")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--retain")
+}
+
+func TestRetentionJourneySQLite(t *testing.T) {
+	testRetentionJourney(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+}
+
+func TestRetentionJourneyPostgres(t *testing.T) {
+	testRetentionJourney(t, pgtest.NewDatabase(t))
+}

@@ -1,0 +1,1 @@
+ALTER TABLE herald_stream DROP COLUMN oldest_seq;

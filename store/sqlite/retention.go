@@ -1,0 +1,216 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+)
+
+var _ store.Retention = (*Store)(nil)
+
+// pruneStreams bounds the streams one Prune call visits, so that a batch
+// holds the write lock for a few milliseconds however many streams there are.
+const pruneStreams = 500
+
+// errDryRun rolls a dry run's transaction back.
+var errDryRun = errors.New("dry run")
+
+// Prune implements store.Retention: one write transaction visits streams in
+// name order from where the last call stopped (a cursor kept in the Store,
+// back to the first after a whole pass), at most pruneStreams of them and
+// q.Limit records. A dry run does the same work and rolls it back. A batch
+// that removed records returns their pages to the file system (incremental
+// vacuum) when the file was created with it (every file herald creates).
+func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
+	q, err := q.Validate()
+	if err != nil {
+		return store.PruneReport{}, err
+	}
+	cutoff, err := nanos("at", q.Cutoff())
+	if err != nil {
+		return store.PruneReport{}, err
+	}
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	var (
+		rep  store.PruneReport
+		next string
+	)
+	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
+		rep, next = store.PruneReport{}, ""
+		rows, err := tx.QueryContext(ctx, `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
+				(SELECT MIN(r.next_seq) FROM herald_registration AS r WHERE r.stream = s.stream),
+				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream)
+			FROM herald_stream AS s WHERE s.stream >= ? ORDER BY s.stream LIMIT ?`, s.pruneFrom, pruneStreams+1)
+		if err != nil {
+			return translate("prune: list streams", err)
+		}
+		type candidate struct {
+			stream              string
+			head, oldest, low   int64
+			sealed, registered  bool
+			registrations, seen int
+		}
+		var cands []candidate
+		for rows.Next() {
+			var c candidate
+			var low sql.NullInt64
+			if err := rows.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &low, &c.registrations); err != nil {
+				rows.Close()
+				return translate("prune: list streams", err)
+			}
+			c.registered, c.low = c.registrations > 0, c.head+1
+			if low.Valid {
+				c.low = low.Int64
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return translate("prune: list streams", err)
+		}
+		if len(cands) > pruneStreams {
+			next, cands = cands[pruneStreams].stream, cands[:pruneStreams]
+		}
+		for _, c := range cands {
+			to, n, bytes, err := pruneUpTo(ctx, tx, c.stream, c.oldest, c.low, cutoff.Int64, q.Limit-rep.Records)
+			if err != nil {
+				return err
+			}
+			if to > c.oldest {
+				rep.Streams++
+				rep.Records += n
+				rep.Bytes += bytes
+				if _, err := tx.ExecContext(ctx, "DELETE FROM herald_record WHERE stream = ? AND seq < ?", c.stream, to); err != nil {
+					return translate("prune: delete records", err)
+				}
+				if _, err := tx.ExecContext(ctx, "UPDATE herald_stream SET oldest_seq = ? WHERE stream = ?", to, c.stream); err != nil {
+					return translate("prune: move the low-water mark", err)
+				}
+			}
+			if c.sealed && !c.registered && to > c.head {
+				rep.Removed++
+				if _, err := tx.ExecContext(ctx, "DELETE FROM herald_stream WHERE stream = ?", c.stream); err != nil {
+					return translate("prune: remove stream", err)
+				}
+			}
+			if c.registered {
+				res, err := tx.ExecContext(ctx, `DELETE FROM herald_evidence WHERE stream = ?1 AND at <= ?2 AND id NOT IN (
+						SELECT MAX(e.id) FROM herald_evidence AS e JOIN herald_registration AS r
+							ON r.stream = e.stream AND r.id = e.registration
+						WHERE e.stream = ?1 AND r.parked = 1 AND e.event = ?3 GROUP BY e.registration)`,
+					c.stream, cutoff.Int64, push.EventParked)
+				if err != nil {
+					return translate("prune: evidence", err)
+				}
+				n, _ := res.RowsAffected()
+				rep.Evidence += int(n)
+			}
+			if rep.Records == q.Limit {
+				// The batch is full: the next call starts at this stream,
+				// which may hold more.
+				next = c.stream
+				break
+			}
+		}
+		if next != "" {
+			rep.More = true
+		}
+		if q.DryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errDryRun) {
+		return store.PruneReport{}, err
+	}
+	if !q.DryRun {
+		s.pruneFrom = next
+		if rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 {
+			// Give the freed pages back (a no-op without auto_vacuum).
+			if _, err := s.w.ExecContext(ctx, "PRAGMA incremental_vacuum(0)"); err != nil {
+				return rep, translate("prune: incremental vacuum", err)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// pruneUpTo finds the new low-water mark of one stream: the first seq from
+// oldest that is either a registration's cursor (low), appended after the
+// cutoff, or past the batch's room. It returns it with the count and the
+// payload bytes of the records below it.
+func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, low, cutoff int64, room int) (int64, int, int64, error) {
+	if low <= oldest || room <= 0 {
+		return oldest, 0, 0, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, appended_at, length(payload) FROM herald_record
+		WHERE stream = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?`, stream, oldest, low, room)
+	if err != nil {
+		return 0, 0, 0, translate("prune: read records", err)
+	}
+	defer rows.Close()
+	to, n, bytes := oldest, 0, int64(0)
+	for rows.Next() {
+		var seq, at, size int64
+		if err := rows.Scan(&seq, &at, &size); err != nil {
+			return 0, 0, 0, translate("prune: read records", err)
+		}
+		if seq != to || at > cutoff {
+			break // a gap cannot be (the run is contiguous), a young record ends the run
+		}
+		to, n, bytes = seq+1, n+1, bytes+size
+	}
+	return to, n, bytes, translate("prune: read records", rows.Err())
+}
+
+// Streams implements store.Retention.
+func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
+	limit, err := push.ListLimit(q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if q.Stream != "" {
+		if err := journal.ValidateStream(q.Stream); err != nil {
+			return nil, err
+		}
+	}
+	out := []store.StreamInfo{}
+	err = s.read(ctx, "list streams", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
+				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream),
+				(SELECT IFNULL(SUM(length(payload)), 0) FROM herald_record AS x WHERE x.stream = s.stream)
+			FROM herald_stream AS s
+			WHERE (?1 = '' OR s.stream = ?1) AND s.stream > ?2
+			ORDER BY s.stream LIMIT ?3`, q.Stream, q.After, limit)
+		if err != nil {
+			return translate("list streams", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				info         store.StreamInfo
+				head, oldest int64
+				sealed       bool
+			)
+			if err := rows.Scan(&info.Stream, &head, &sealed, &oldest, &info.Registrations, &info.Bytes); err != nil {
+				return translate("list streams", err)
+			}
+			info.Head, info.OldestSeq = uint64(head), uint64(oldest)
+			info.Records = info.Head + 1 - info.OldestSeq
+			if sealed {
+				info.FinalSeq = info.Head
+			}
+			out = append(out, info)
+		}
+		return translate("list streams", rows.Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,398 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+)
+
+var retentionTests = []test{
+	{"LowWaterMarkWaitsForEveryCursor", testPruneEveryCursor},
+	{"RetentionAgeOnTheCallersClock", testPruneAge},
+	{"StreamWithoutRegistrations", testPruneUnregistered},
+	{"SealedCompletedStreamIsRemoved", testPruneSealed},
+	{"NoCursorBelowTheLowWaterMark", testPruneRefusesBelow},
+	{"DryRunChangesNothing", testPruneDryRun},
+	{"BatchesAreBounded", testPruneBatches},
+	{"EvidenceTailKeepsTheParkReason", testPruneEvidence},
+	{"BadQueryChangesNothing", testPruneBadInput},
+	{"PruneRacesAppendsAndSweeps", testPruneRace},
+}
+
+// The stores stamp AppendedAt with their own clock (the real one, in the
+// suite), and Prune compares it with the caller's instant: the suite prunes
+// at instants hours away from the appends, never waiting.
+func later(h int) time.Time { return time.Now().Add(time.Duration(h) * time.Hour) }
+
+func prune(t *testing.T, b Backend, q store.PruneQuery) store.PruneReport {
+	t.Helper()
+	rep, err := b.Prune(ctx(t), q)
+	require.NoError(t, err)
+	return rep
+}
+
+// pruneAll prunes in batches until nothing more is due.
+func pruneAll(t *testing.T, b Backend, q store.PruneQuery) store.PruneReport {
+	t.Helper()
+	var total store.PruneReport
+	for range 1000 {
+		rep := prune(t, b, q)
+		total = total.Add(rep)
+		if !rep.More {
+			total.More = false
+			return total
+		}
+	}
+	t.Fatal("prune did not finish in 1000 batches")
+	return total
+}
+
+func streamInfo(t *testing.T, b Backend, name string) (store.StreamInfo, bool) {
+	t.Helper()
+	infos, err := b.Streams(ctx(t), store.StreamQuery{Stream: name})
+	require.NoError(t, err)
+	if len(infos) == 0 {
+		return store.StreamInfo{}, false
+	}
+	require.Len(t, infos, 1)
+	return infos[0], true
+}
+
+func seqs(recs []journal.Record) []uint64 {
+	out := make([]uint64, len(recs))
+	for i, r := range recs {
+		out[i] = r.Seq
+	}
+	return out
+}
+
+func readAll(t *testing.T, b Backend, stream string) []journal.Record {
+	t.Helper()
+	recs, err := b.Read(ctx(t), stream, 1, 1000)
+	require.NoError(t, err)
+	return recs
+}
+
+func testPruneEveryCursor(t *testing.T, b Backend) {
+	recs := appendN(t, b, "s", 5)
+	fast := reg("s", "fast", "webhook")
+	fast.NextSeq = 4
+	register(t, b, fast)
+	register(t, b, reg("s", "parked", "webhook"))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "parked", at(0)), 2))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(1)), 2, push.Evidence{At: at(1), Error: "410 Gone"}))
+
+	rep := pruneAll(t, b, store.PruneQuery{At: later(1)})
+	require.Equal(t, 1, rep.Records, "the parked registration holds #2 on")
+	require.Equal(t, 1, rep.Streams)
+	require.Equal(t, int64(len(recs[0].Payload)), rep.Bytes)
+	require.Equal(t, []uint64{2, 3, 4, 5}, seqs(readAll(t, b, "s")), "a read from before the low-water mark starts at it")
+	info, ok := streamInfo(t, b, "s")
+	require.True(t, ok)
+	require.Equal(t, store.StreamInfo{Stream: "s", Head: 5, OldestSeq: 2, Registrations: 2, Records: 4,
+		Bytes: int64(len(recs[1].Payload) + len(recs[2].Payload) + len(recs[3].Payload) + len(recs[4].Payload))}, info)
+	_, err := b.Lookup(ctx(t), recs[0].ID)
+	require.ErrorIs(t, err, journal.ErrNotFound, "a pruned record is gone")
+
+	// Skipping the parked one past the records lets them go, up to the
+	// other cursor.
+	require.NoError(t, b.Skip(ctx(t), "s", "parked", 6, at(2), "operator"))
+	pruneAll(t, b, store.PruneQuery{At: later(1)})
+	require.Equal(t, []uint64{4, 5}, seqs(readAll(t, b, "s")))
+	require.Equal(t, uint64(6), get(t, b, "s", "parked").NextSeq, "pruning moves no cursor")
+	require.Equal(t, uint64(4), get(t, b, "s", "fast").NextSeq)
+}
+
+func testPruneAge(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	r := reg("s", "r", "webhook")
+	r.NextSeq = 4 // acknowledged everything
+	register(t, b, r)
+	rep := pruneAll(t, b, store.PruneQuery{At: later(0), Retain: time.Hour})
+	require.Zero(t, rep.Records, "records younger than the retention age stay")
+	require.Len(t, readAll(t, b, "s"), 3)
+	rep = pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour})
+	require.Equal(t, 3, rep.Records, "older than the age at the caller's instant: gone")
+	info, _ := streamInfo(t, b, "s")
+	require.Equal(t, uint64(4), info.OldestSeq, "none retained: head+1")
+	require.Zero(t, info.Records)
+	require.Zero(t, info.Bytes)
+}
+
+func testPruneUnregistered(t *testing.T, b Backend) {
+	appendN(t, b, "lonely", 2)
+	require.Zero(t, pruneAll(t, b, store.PruneQuery{At: later(0), Retain: time.Hour}).Records,
+		"a stream nobody follows keeps its records for the retention age")
+	require.Equal(t, 2, pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour}).Records)
+	info, ok := streamInfo(t, b, "lonely")
+	require.True(t, ok, "an unsealed stream stays, with its head")
+	require.Equal(t, uint64(2), info.Head)
+	require.Equal(t, uint64(3), info.OldestSeq)
+	recs, err := b.Append(ctx(t), "lonely", entry("after-prune"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), recs[0].Seq, "appends continue the stream's seqs")
+}
+
+func testPruneSealed(t *testing.T, b Backend) {
+	_, err := b.Append(ctx(t), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})
+	require.NoError(t, err)
+	register(t, b, reg("task/1", "push", "webhook"))
+	require.NoError(t, b.Complete(ctx(t), claim(t, b, "task/1", "push", at(0))))
+
+	require.Zero(t, pruneAll(t, b, store.PruneQuery{At: later(0), Retain: time.Hour}).Removed, "within the retention age it stays")
+	rep := pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour})
+	require.Equal(t, 1, rep.Removed)
+	require.Equal(t, 2, rep.Records)
+	_, ok := streamInfo(t, b, "task/1")
+	require.False(t, ok, "a sealed stream whose registrations completed leaves nothing behind")
+	head, err := b.Head(ctx(t), "task/1")
+	require.NoError(t, err)
+	require.Zero(t, head)
+
+	// A sealed stream still followed is kept whatever its age.
+	_, err = b.Append(ctx(t), "task/2", journal.Entry{ID: "u1", Kind: "done", Payload: []byte(`{}`), Final: true})
+	require.NoError(t, err)
+	register(t, b, reg("task/2", "slow", "webhook"))
+	require.Zero(t, pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour}).Removed)
+	_, ok = streamInfo(t, b, "task/2")
+	require.True(t, ok)
+}
+
+func testPruneRefusesBelow(t *testing.T, b Backend) {
+	appendN(t, b, "s", 4)
+	r := reg("s", "r", "webhook")
+	r.NextSeq = 3
+	register(t, b, r)
+	pruneAll(t, b, store.PruneQuery{At: later(1)})
+	require.Equal(t, []uint64{3, 4}, seqs(readAll(t, b, "s")))
+
+	err := b.Rewind(ctx(t), "s", "r", 2, at(5))
+	var pe *store.PrunedError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	require.Equal(t, store.PrunedError{Stream: "s", Seq: 2, OldestSeq: 3}, *pe)
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.Contains(t, err.Error(), "#3", "the refusal names the oldest retained seq")
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(3), st.NextSeq, "a refused rewind changes nothing")
+	require.True(t, st.NextAttemptAt.Before(at(5)))
+	require.NoError(t, b.Rewind(ctx(t), "s", "r", 3, at(5)), "to the low-water mark itself is allowed")
+
+	low := reg("s", "new-low", "webhook")
+	low.NextSeq = 1
+	_, err = b.Register(ctx(t), low)
+	require.True(t, errors.As(err, &pe), "a new registration below the low-water mark: %v", err)
+	_, err = b.Get(ctx(t), "s", "new-low")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing was registered")
+	fresh := register(t, b, reg("s", "new-default", "webhook"))
+	require.Equal(t, uint64(3), fresh.NextSeq, "NextSeq 0 starts at the oldest retained record")
+}
+
+func testPruneDryRun(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	dry := pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour, DryRun: true})
+	require.Equal(t, 3, dry.Records)
+	require.Len(t, readAll(t, b, "s"), 3, "a dry run removes nothing")
+	info, _ := streamInfo(t, b, "s")
+	require.Equal(t, uint64(1), info.OldestSeq)
+	wet := pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour})
+	require.Equal(t, dry, wet, "the dry run reported what the real one removed")
+}
+
+func testPruneBatches(t *testing.T, b Backend) {
+	appendN(t, b, "a", 4)
+	appendN(t, b, "b", 3)
+	q := store.PruneQuery{At: later(1), Limit: 3}
+	var batches []int
+	for range 10 {
+		rep := prune(t, b, q)
+		require.LessOrEqual(t, rep.Records, 3)
+		batches = append(batches, rep.Records)
+		if !rep.More {
+			break
+		}
+	}
+	total := 0
+	for _, n := range batches {
+		total += n
+	}
+	require.Equal(t, 7, total, "batches %v", batches)
+	require.Greater(t, len(batches), 2, "a batch removes at most Limit records")
+	require.Empty(t, readAll(t, b, "a"))
+	require.Empty(t, readAll(t, b, "b"))
+}
+
+func testPruneEvidence(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, reg("s", "r", "webhook"))
+	for i := range 3 {
+		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
+	}
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(40)), 1, push.Evidence{At: at(40), Event: push.EventParked, Error: "410 Gone"}))
+	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(3600), Event: push.EventSkipped, Error: "recent"}))
+
+	rep := pruneAll(t, b, store.PruneQuery{At: at(3600), Retain: time.Hour / 2})
+	require.Equal(t, 3, rep.Evidence, "the three old failures go")
+	evs, err := b.Evidence(ctx(t), "s", "r", 0)
+	require.NoError(t, err)
+	var kept []string
+	for _, ev := range evs {
+		kept = append(kept, ev.Error)
+	}
+	require.Equal(t, []string{"recent", "410 Gone"}, kept, "the newest rows and, however old, the reason it is parked")
+	require.Zero(t, prune(t, b, store.PruneQuery{At: later(1)}).Records, "the parked cursor at #1 holds #1")
+}
+
+func testPruneBadInput(t *testing.T, b Backend) {
+	appendN(t, b, "s", 2)
+	for name, q := range map[string]store.PruneQuery{
+		"zero at":          {},
+		"negative retain":  {At: later(1), Retain: -time.Second},
+		"negative limit":   {At: later(1), Limit: -1},
+		"limit over max":   {At: later(1), Limit: store.MaxPruneBatch + 1},
+		"dry, zero at too": {DryRun: true},
+	} {
+		_, err := b.Prune(ctx(t), q)
+		require.ErrorIs(t, err, journal.ErrInvalid, name)
+	}
+	require.Len(t, readAll(t, b, "s"), 2, "nothing was pruned")
+	_, err := b.Streams(ctx(t), store.StreamQuery{Limit: -1})
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	_, err = b.Streams(ctx(t), store.StreamQuery{Stream: " bad stream"})
+	require.ErrorIs(t, err, journal.ErrInvalid)
+}
+
+// echo is a projection of one message per record, for the race below.
+type echo struct{}
+
+func (echo) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+	return []push.Message{{ID: rec.ID, ContentType: "application/json", Body: rec.Payload}}, nil
+}
+func (echo) Terminal(rec journal.Record) bool { return rec.Final }
+func (echo) Namespace() string                { return "webhook" }
+
+// testPruneRace: appends, sweeps and prunes (retention 0: as soon as
+// acknowledged) race; every registration still receives every record once,
+// in order, and no cursor is ever left below its stream's low-water mark.
+func testPruneRace(t *testing.T, b Backend) {
+	const streams, perStream, batch = 3, 120, 4
+	var (
+		mu  sync.Mutex
+		got = map[push.Key][]uint64{}
+	)
+	tr := push.TransportFunc(func(_ context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
+		var n uint64
+		_, err := fmt.Sscanf(msg.ID, "race-%d", &n)
+		if err != nil {
+			return push.Outcome{}, err
+		}
+		mu.Lock()
+		got[reg.Key()] = append(got[reg.Key()], n)
+		mu.Unlock()
+		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
+	})
+	w, err := push.NewWorker(b, b, tr, echo{}, push.WithDrainPage(7), push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, err)
+	for s := range streams {
+		for _, id := range []string{"a", "b"} {
+			register(t, b, reg(fmt.Sprintf("race/%d", s), id, "webhook"))
+		}
+	}
+	var (
+		g        errgroup.Group
+		appended atomic.Bool
+		stop     = make(chan struct{})
+	)
+	g.Go(func() error {
+		defer appended.Store(true)
+		for i := 0; i < perStream/batch; i++ {
+			for s := range streams {
+				es := make([]journal.Entry, batch)
+				for j := range es {
+					seq := i*batch + j + 1
+					es[j] = journal.Entry{ID: fmt.Sprintf("race-%d-%d", seq, s), Kind: "k", Payload: []byte(`{}`)}
+				}
+				if _, err := b.Append(ctx(t), fmt.Sprintf("race/%d", s), es...); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+			if _, err := b.Prune(ctx(t), store.PruneQuery{At: later(1), Limit: 5}); err != nil {
+				return err
+			}
+		}
+	})
+	g.Go(func() error {
+		defer close(stop)
+		for i := 0; ; i++ {
+			done := appended.Load()
+			if _, err := w.RunOnce(ctx(t), at(i), 100); err != nil {
+				return err
+			}
+			if done {
+				caughtUp, err := allAtHead(t, b, streams)
+				if err != nil || caughtUp {
+					return err
+				}
+			}
+			if i > 100000 {
+				return fmt.Errorf("the sweeps did not catch up")
+			}
+		}
+	})
+	require.NoError(t, g.Wait())
+	for s := range streams {
+		for _, id := range []string{"a", "b"} {
+			k := push.Key{Stream: fmt.Sprintf("race/%d", s), ID: id}
+			require.Len(t, got[k], perStream, "%v received every record once", k)
+			for i, n := range got[k] {
+				require.Equal(t, uint64(i+1), n, "%v: in order", k)
+			}
+		}
+	}
+}
+
+func allAtHead(t *testing.T, b Backend, streams int) (bool, error) {
+	for s := range streams {
+		name := fmt.Sprintf("race/%d", s)
+		sts, err := b.List(ctx(t), push.ListQuery{Stream: name})
+		if err != nil {
+			return false, err
+		}
+		infos, err := b.Streams(ctx(t), store.StreamQuery{Stream: name})
+		if err != nil || len(infos) != 1 {
+			return false, fmt.Errorf("stream %s: %v %v", name, infos, err)
+		}
+		for _, st := range sts {
+			if st.NextSeq < infos[0].OldestSeq {
+				return false, fmt.Errorf("%s/%s: cursor #%d below the low-water mark #%d", name, st.ID, st.NextSeq, infos[0].OldestSeq)
+			}
+			if st.NextSeq <= st.Head {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
