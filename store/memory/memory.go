@@ -19,6 +19,7 @@ import (
 var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
+	_ push.HostStore  = (*Store)(nil)
 )
 
 // Store keeps the journal and the registrations in maps behind one mutex.
@@ -31,6 +32,7 @@ type Store struct {
 	ids        map[string]ref
 	regs       map[push.Key]*push.Registration
 	evidence   map[push.Key][]push.Evidence
+	hosts      map[string]*push.Host
 }
 
 type stream struct {
@@ -62,6 +64,7 @@ func New(opts ...Option) *Store {
 		ids:        map[string]ref{},
 		regs:       map[push.Key]*push.Registration{},
 		evidence:   map[push.Key][]push.Evidence{},
+		hosts:      map[string]*push.Host{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -250,7 +253,9 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	return out[:min(len(out), limit)], nil
 }
 
-// Due implements push.Store.
+// Due implements push.Store. Registrations of a down or unavailable host
+// are held: not claimed, but for one probe whose instant is due (see
+// push.HostStore); the probe moves the host's next probe instant.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
@@ -264,7 +269,9 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			continue
 		}
 		if r.Namespace != q.Namespace {
-			batch.Unserved++
+			if held, probe := s.hostOf(r).Holds(q.At); !held || probe {
+				batch.Unserved++
+			}
 			continue
 		}
 		due = append(due, r)
@@ -272,15 +279,40 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), push.CompareKeys(a.Key(), b.Key()))
 	})
-	if len(due) > q.Limit {
-		batch.More = true
-		due = due[:q.Limit]
-	}
+	troubled := map[string]bool{}
 	for _, r := range due {
+		h := s.hosts[push.HostOf(r.URL)]
+		if h != nil {
+			if held, probe := h.Holds(q.At); held && !probe {
+				continue
+			}
+		}
+		if len(batch.Registrations) == q.Limit {
+			batch.More = true
+			break
+		}
+		if h != nil {
+			if held, _ := h.Holds(q.At); held {
+				*h = h.Probed(q.At) // this claim is the probe
+			}
+			if h.Troubled() && !troubled[h.Host] {
+				troubled[h.Host] = true
+				batch.Hosts = append(batch.Hosts, *h)
+			}
+		}
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		batch.Registrations = append(batch.Registrations, s.status(r))
 	}
 	return batch, nil
+}
+
+// hostOf returns the stored health of r's host (up if none is stored). The
+// caller holds s.mu.
+func (s *Store) hostOf(r *push.Registration) push.Host {
+	if h := s.hosts[push.HostOf(r.URL)]; h != nil {
+		return *h
+	}
+	return push.Host{State: push.HostUp}
 }
 
 // Advance implements push.Store.
@@ -494,6 +526,94 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	}
 	s.mu.Unlock()
 	return push.Summarize(all, at), nil
+}
+
+// HostFailed implements push.HostStore.
+func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
+	if err := f.Validate(); err != nil {
+		return push.Host{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.claimed(f.Claim, f.NextSeq)
+	if err != nil {
+		return push.Host{}, err
+	}
+	h := s.hosts[f.Host]
+	if h == nil {
+		h = &push.Host{Host: f.Host}
+		s.hosts[f.Host] = h
+	}
+	*h = h.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
+	// issue 20 appends herald.host.down / .unavailable here when
+	// h.Transition(old) says so, in this same step.
+	if f.NextSeq > r.NextSeq {
+		r.NextSeq, r.Attempts = f.NextSeq, 0
+	}
+	ev := f.Evidence
+	ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, *h, ev.At)
+	r.NextAttemptAt, r.LastError = ev.NotBefore, ev.Error
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	s.addEvidence(r.Key(), ev)
+	return *h, nil
+}
+
+// HostAnswered implements push.HostStore.
+func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (push.Host, error) {
+	return s.answered(host, at, false)
+}
+
+// ResetHost implements push.HostStore.
+func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.Host, error) {
+	return s.answered(host, at, true)
+}
+
+func (s *Store) answered(host string, at time.Time, mustExist bool) (push.Host, error) {
+	if err := push.ValidateHost(host); err != nil {
+		return push.Host{}, err
+	}
+	if err := push.ValidateInstant("at", at); err != nil {
+		return push.Host{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.hosts[host]
+	if h == nil {
+		if mustExist {
+			return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+		}
+		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
+	}
+	// issue 20 appends herald.host.up here when the state changes.
+	*h = h.Answered(at)
+	return *h, nil
+}
+
+// Hosts implements push.HostStore.
+func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
+	limit, err := q.Validate()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := map[string]int{}
+	for _, r := range s.regs {
+		if h := s.hosts[push.HostOf(r.URL)]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.head(r.Stream) {
+			held[h.Host]++
+		}
+	}
+	var out []push.Host
+	for name, h := range s.hosts {
+		if (q.Host != "" && name != q.Host) || (q.State != "" && h.State != q.State) || (q.After != "" && name <= q.After) {
+			continue
+		}
+		c := *h
+		c.Held = held[name]
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b push.Host) int { return cmp.Compare(a.Host, b.Host) })
+	return out[:min(len(out), limit)], nil
 }
 
 func (s *Store) status(r *push.Registration) push.Status {

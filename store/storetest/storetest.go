@@ -51,6 +51,7 @@ func Run(t *testing.T, open Factory) {
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
 		{"Operator", operatorTests},
+		{"Hosts", hostTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
