@@ -11,7 +11,7 @@ import (
 // is down (HostStore.HostFailed).
 func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	w := t.w
-	host := HostOf(t.reg.URL)
+	host := t.reg.Host()
 	old, _ := w.book.get(host)
 	h, err := w.hosts.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Policy: w.opts.hostPolicy})
 	if err != nil {
@@ -41,7 +41,7 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	if w.hosts == nil || !out.HostAnswered() {
 		return
 	}
-	host := HostOf(t.reg.URL)
+	host := t.reg.Host()
 	old, troubled := w.book.get(host)
 	if !troubled {
 		return

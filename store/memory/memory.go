@@ -279,18 +279,24 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), push.CompareKeys(a.Key(), b.Key()))
 	})
+	taken := map[string]int{} // per host, for the cap
 	troubled := map[string]bool{}
 	for _, r := range due {
-		h := s.hosts[push.HostOf(r.URL)]
+		host := r.Host()
+		if room := q.HostRoom(host); room >= 0 && taken[host] >= room {
+			continue // the cap leaves it for later: not claimed, not More
+		}
+		h := s.hosts[host]
 		if h != nil {
 			if held, probe := h.Holds(q.At); held && !probe {
-				continue
+				continue // held for its host
 			}
 		}
 		if len(batch.Registrations) == q.Limit {
 			batch.More = true
 			break
 		}
+		taken[host]++
 		if h != nil {
 			if held, _ := h.Holds(q.At); held {
 				*h = h.Probed(q.At) // this claim is the probe
@@ -309,7 +315,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 // hostOf returns the stored health of r's host (up if none is stored). The
 // caller holds s.mu.
 func (s *Store) hostOf(r *push.Registration) push.Host {
-	if h := s.hosts[push.HostOf(r.URL)]; h != nil {
+	if h := s.hosts[r.Host()]; h != nil {
 		return *h
 	}
 	return push.Host{State: push.HostUp}
@@ -599,7 +605,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	defer s.mu.Unlock()
 	held := map[string]int{}
 	for _, r := range s.regs {
-		if h := s.hosts[push.HostOf(r.URL)]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.head(r.Stream) {
+		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.head(r.Stream) {
 			held[h.Host]++
 		}
 	}

@@ -40,10 +40,9 @@ func hostStore(t *testing.T, b Backend) push.HostStore {
 	return hs
 }
 
-func regAt(stream, id, host string) push.Registration {
-	r := reg(stream, id, "webhook")
-	r.URL = "https://" + host[:len(host)-len(":443")] + "/inbox/" + id
-	return r
+// onHost is a webhook registration whose URL is on host (":443" form).
+func onHost(stream, id, host string) push.Registration {
+	return regAt(stream, id, "webhook", "https://"+host[:len(host)-len(":443")]+"/inbox/"+id)
 }
 
 // hostFail records a host-level failure of the claimed registration st at when.
@@ -71,9 +70,9 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 	hs := hostStore(t, b)
 	appendN(t, b, "s", 1)
 	for i := range n {
-		register(t, b, regAt("s", fmt.Sprintf("a%d", i), hostA))
+		register(t, b, onHost("s", fmt.Sprintf("a%d", i), hostA))
 	}
-	register(t, b, regAt("s", "b", hostB))
+	register(t, b, onHost("s", "b", hostB))
 	var h push.Host
 	for i := range policy.DownAfter {
 		when := when.Add(time.Duration(i) * 10 * time.Second)
@@ -94,7 +93,7 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 func testHostFailureNoAttempt(t *testing.T, b Backend) {
 	hs := hostStore(t, b)
 	appendN(t, b, "s", 3)
-	register(t, b, regAt("s", "r", hostA))
+	register(t, b, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	h, err := hs.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
 		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Policy: policy})
@@ -151,7 +150,7 @@ func testHostDownHolds(t *testing.T, b Backend) {
 	require.False(t, st.Parked, "held: not parked")
 
 	// A new registration of the down host is held too.
-	register(t, b, regAt("s", "a-new", hostA))
+	register(t, b, onHost("s", "a-new", hostA))
 	require.Equal(t, 4, oneHost(t, hs, hostA).Held)
 }
 
@@ -319,7 +318,7 @@ func testHostReset(t *testing.T, b Backend) {
 func testHostFenced(t *testing.T, b Backend) {
 	hs := hostStore(t, b)
 	appendN(t, b, "s", 1)
-	register(t, b, regAt("s", "r", hostA))
+	register(t, b, onHost("s", "r", hostA))
 	stale := due(t, b, "webhook", "A", at(0), 1).Registrations[0]
 	due(t, b, "webhook", "B", at(60), 1) // A's lease expired: B holds it
 	_, err := hs.HostFailed(ctx(t), push.HostFailure{Claim: stale.Claim(), NextSeq: 1, Host: hostA,
@@ -334,7 +333,7 @@ func testHostFenced(t *testing.T, b Backend) {
 func testHostBadInput(t *testing.T, b Backend) {
 	hs := hostStore(t, b)
 	appendN(t, b, "s", 1)
-	register(t, b, regAt("s", "r", hostA))
+	register(t, b, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Policy: policy}
 	bad := []func(f *push.HostFailure){
