@@ -37,6 +37,20 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
 		})
+		probes := map[string]int{} // hosts whose probe this claim owns: their probe count
+		b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var (
+					host string
+					n    int
+				)
+				if err := rows.Scan(&host, &n); err != nil {
+					return err
+				}
+				probes[host] = n
+			}
+			return rows.Err()
+		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: find idle streams", err)
 		}
@@ -46,7 +60,11 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			b.Queue(sqlClearPending, idle)
 		}
 		capArg, hosts, busy := hostCap(q)
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy).Query(func(rows pgx.Rows) error {
+		probeHosts := make([]string, 0, len(probes))
+		for h := range probes {
+			probeHosts = append(probeHosts, h)
+		}
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				st, err := scanStatus(rows, true, &due)
 				if err != nil {
@@ -64,7 +82,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		// Limit+1: only Limit rows are locked, so that concurrent claimers
 		// never skip a row this claim locked only to look past the limit.
 		batch.More = due > 0
-		return nil
+		return s.claimedHosts(ctx, tx, q, probes, &batch)
 	})
 	if err != nil {
 		return push.DueBatch{}, err

@@ -160,6 +160,8 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
         WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
           AND r.namespace = $1 AND r.next_attempt_at <= $2
           AND (r.lease_until IS NULL OR r.lease_until <= $2)
+          AND NOT EXISTS (SELECT 1 FROM herald_host h
+                          WHERE h.host = r.host AND h.state <> 'up' AND h.host <> ALL($9::text[]))
         OFFSET 0) c
     WHERE s.pending
 ), due AS MATERIALIZED (
@@ -167,7 +169,8 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
     FROM (SELECT cand.*, row_number() OVER (PARTITION BY cand.host ORDER BY cand.next_attempt_at, cand.stream, cand.id) AS host_rank
           FROM cand) c
     LEFT JOIN unnest($7::text[], $8::int[]) AS b (host, busy) ON b.host = c.host
-    WHERE $6::int IS NULL OR c.host_rank <= $6::int - coalesce(b.busy, 0)
+    WHERE ($6::int IS NULL OR c.host_rank <= $6::int - coalesce(b.busy, 0))
+      AND (c.host <> ALL($9::text[]) OR c.host_rank = 1)
     ORDER BY c.next_attempt_at, c.stream, c.id
 ), locked AS MATERIALIZED (
     SELECT l.tid, d.next_attempt_at, d.stream, d.id
@@ -196,8 +199,59 @@ CROSS JOIN LATERAL (
     WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
       AND r.namespace <> $1 AND r.next_attempt_at <= $2
       AND (r.lease_until IS NULL OR r.lease_until <= $2)
+      AND NOT EXISTS (SELECT 1 FROM herald_host h
+                      WHERE h.host = r.host AND h.state <> 'up' AND h.next_probe_at > $2)
     OFFSET 0) c
 WHERE s.pending`
+)
+
+// Host health (hosts.go, and Due's probes in due.go). The rules are push's;
+// these statements keep their results. Lock order: a registration's row
+// before its host's (HostFailed); Due locks host rows with SKIP LOCKED only,
+// so it never waits on them.
+const (
+	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
+	// The hosts whose probe is due at $1, locked: this claim owns their
+	// probe. SKIP LOCKED: a host another claim is probing is not ours; once
+	// that claim commits its next probe instant has moved.
+	sqlLockProbes = `SELECT host, probes FROM herald_host
+WHERE state <> 'up' AND next_probe_at <= $1
+ORDER BY host
+FOR NO KEY UPDATE SKIP LOCKED`
+	// The probe claimed: the next one, in the claim's transaction.
+	sqlMoveProbe = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
+	// The troubled hosts among $1 (those Due claimed for), for the worker.
+	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host
+WHERE (state <> 'up' OR failures > 0) AND host = ANY($1::text[])`
+	sqlEnsureHost = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
+	sqlLockHost   = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
+	sqlPutHost    = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
+    last_error = $7, last_failure_at = $8
+WHERE host = $1`
+	// A host-level failure: the registration's turn ends with no attempt
+	// charged. $1…$14 are evidenceArgs', $15 the claim's owner, $16 the
+	// cursor reached, $17 not before.
+	sqlHostFailed = `WITH upd AS (
+    UPDATE herald_registration
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END,
+        next_seq = GREATEST(next_seq, $16::bigint),
+        next_attempt_at = $17, last_error = $13,
+        lease_owner = '', lease_until = NULL
+    WHERE stream = $1 AND id = $2 AND lease_owner = $15
+      AND $16::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)
+    RETURNING 1
+)
+` + insertEvidence + ` FROM upd`
+	// Hosts with their held registrations counted (hosts not up only: a
+	// scan of the host's registrations, for operators).
+	sqlHosts = `SELECT ` + hostColumns + `,
+    CASE WHEN h.state = 'up' THEN 0 ELSE (
+        SELECT count(*) FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
+        WHERE r.host = h.host AND NOT r.parked AND r.next_seq <= s.head) END
+FROM herald_host h
+WHERE ($1::text = '' OR h.host = $1) AND ($2::text = '' OR h.state = $2) AND h.host > $3
+ORDER BY h.host
+LIMIT $4`
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go).

@@ -1,0 +1,1 @@
+DROP TABLE herald_host;
