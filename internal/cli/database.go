@@ -21,6 +21,7 @@ const defaultDatabase = "sqlite:./herald.db"
 type backend interface {
 	journal.Journal
 	push.Store
+	push.HostStore
 	Close() error
 }
 

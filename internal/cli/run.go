@@ -59,6 +59,8 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
   POST /v1/unpark?stream=S&id=ID
   POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
   POST /v1/rewind?stream=S&id=ID&to_seq=N
+  GET  /v1/hosts?state=&host=&after=&limit=
+  POST /v1/hosts/reset?host=HOST
 
 It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
 set; herald refuses to serve it on a non-loopback address without a token. An
@@ -73,6 +75,9 @@ empty address turns either server off.`,
 			}
 			if sweepLimit < 1 {
 				return usagef("--sweep-limit %d must be at least 1", sweepLimit)
+			}
+			if err := wf.check(); err != nil {
+				return err
 			}
 			for _, ns := range nsList {
 				if err := checkNamespace(ns); err != nil {
@@ -95,7 +100,8 @@ empty address turns either server off.`,
 			}
 			defer b.Close()
 			d := &daemon{e: e, b: b, every: every}
-			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) })
+			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) },
+				func(ctx context.Context) ([]push.Host, error) { return allHosts(ctx, b, push.HostQuery{}) })
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts := append(wf.options(e), push.WithSweepLimit(sweepLimit), push.WithHooks(d.metrics.hooks(ns)))
 				w, err := newWorker(b, tr, ns, opts)
