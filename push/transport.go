@@ -26,7 +26,8 @@ const (
 	// Accepted: a 2xx. The message is delivered.
 	Accepted Verdict = iota + 1
 	// Transient: 408, 425, 429, 5xx, timeouts, refused or reset connections,
-	// DNS failures, 3xx: back off and retry, parking at the ceiling.
+	// DNS failures, 3xx: back off and retry, parking at the ceiling (but
+	// see Outcome.HostLevel: those are charged to the host, never parked).
 	Transient
 	// Permanent: 410 Gone, or a URL the network guard refuses: park now.
 	Permanent

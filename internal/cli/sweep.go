@@ -166,6 +166,9 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 	if r.Errors > 0 {
 		fmt.Fprintf(e.Out, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
 	}
+	if r.HostFailures > 0 {
+		fmt.Fprintf(e.Out, "%s ended on a host-level failure (charged to the host, not the registration: see herald hosts).\n", plural(r.HostFailures, "turn"))
+	}
 	if r.Saturated {
 		fmt.Fprintln(e.Out, "Saturated: more registrations were due than --limit; sweep again soon.")
 	}
