@@ -179,11 +179,10 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
 	owner := fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1))
-	batch, err := w.store.Due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner, LeaseUntil: at.Add(w.opts.lease)})
+	batch, err := w.due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner, LeaseUntil: at.Add(w.opts.lease)})
 	if err != nil {
 		return rep, fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
 	}
-	w.book.learnAll(batch.Hosts)
 	rep.Saturated = batch.More
 	rep.Unserved = batch.Unserved
 	rep.Registrations = len(batch.Registrations)

@@ -242,13 +242,19 @@ WHERE host = $1`
     RETURNING 1
 )
 ` + insertEvidence + ` FROM upd`
-	// Hosts with their held registrations counted (hosts not up only: a
-	// scan of the host's registrations, for operators).
-	sqlHosts = `SELECT ` + hostColumns + `,
-    CASE WHEN h.state = 'up' THEN 0 ELSE (
-        SELECT count(*) FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
-        WHERE r.host = h.host AND NOT r.parked AND r.next_seq <= s.head) END
-FROM herald_host h
+	// Hosts with their held registrations counted: one pass over the
+	// lagging registrations of the hosts not up (none when all are up).
+	sqlHosts = `WITH held AS (
+    SELECT r.host, count(*) AS n
+    FROM herald_registration r
+    JOIN herald_host d ON d.host = r.host AND d.state <> 'up'
+    JOIN herald_stream s ON s.stream = r.stream
+    WHERE NOT r.parked AND r.next_seq <= s.head
+    GROUP BY r.host
+)
+SELECT h.host, h.state, h.since, h.failures, h.probes, h.next_probe_at, h.last_error, h.last_failure_at,
+    coalesce(held.n, 0)
+FROM herald_host h LEFT JOIN held ON held.host = h.host
 WHERE ($1::text = '' OR h.host = $1) AND ($2::text = '' OR h.state = $2) AND h.host > $3
 ORDER BY h.host
 LIMIT $4`

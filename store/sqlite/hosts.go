@@ -195,15 +195,32 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 		if err := rows.Err(); err != nil {
 			return translate("list hosts", err)
 		}
-		for i := range out {
-			if out[i].State == push.HostUp {
-				continue
-			}
-			err := tx.QueryRowContext(ctx, "SELECT COUNT(*)"+statusFrom+"WHERE r.host = ? AND r.parked = 0 AND r.next_seq <= s.head",
-				out[i].Host).Scan(&out[i].Held)
-			if err != nil {
+		if len(out) == 0 {
+			return nil
+		}
+		held := map[string]int{}
+		rows, err = tx.QueryContext(ctx, `SELECT r.host, COUNT(*)`+statusFrom+`
+			JOIN herald_host AS d ON d.host = r.host AND d.state <> 'up'
+			WHERE r.parked = 0 AND r.next_seq <= s.head GROUP BY r.host`)
+		if err != nil {
+			return translate("count held registrations", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				host string
+				n    int
+			)
+			if err := rows.Scan(&host, &n); err != nil {
 				return translate("count held registrations", err)
 			}
+			held[host] = n
+		}
+		if err := rows.Err(); err != nil {
+			return translate("count held registrations", err)
+		}
+		for i := range out {
+			out[i].Held = held[out[i].Host]
 		}
 		return nil
 	})
