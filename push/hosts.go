@@ -107,8 +107,9 @@ type HostQuery struct {
 type HostStore interface {
 	// HostFailed records a host-level failure in one atomic step: the
 	// registration's turn ends without an attempt charged (cursor max(stored,
-	// f.NextSeq), Attempts kept, or 0 if the cursor moved; NextAttemptAt the
-	// instant HostRetryAt gives; LastError the reason; lease released;
+	// f.NextSeq), Attempts kept, or 0 if the cursor moved; HostFailures one
+	// more, or 1 if it moved; NextAttemptAt the instant HostRetryAt gives
+	// for that count; LastError the reason; lease released;
 	// f.Evidence stored as EventHostFailed with that NotBefore), and the
 	// host's health moves by Host.Failed. It returns the host as stored.
 	// Errors: as Retry (ErrLeaseLost, ErrNotFound, ErrInvalid: also an empty
@@ -217,11 +218,13 @@ func ProbeDelay(host string, n int) time.Duration {
 }
 
 // HostRetryAt is when a registration whose delivery failed at at for its
-// host (h as Failed left it) is next due: Backoff(stream, id, failures-1)
-// later. While the host is down it is held anyway; this spaces the retries
-// of an up host's registrations before it is found down.
-func HostRetryAt(stream, id string, h Host, at time.Time) time.Time {
-	return at.Add(Backoff(stream, id, h.Failures-1))
+// host is next due, failures being its HostFailures counting this one:
+// Backoff(stream, id, failures-1) later. While the host is down it is held
+// anyway; this spaces the retries of a registration on a host that is up
+// (one path that times out while the others answer) as a charged failure
+// would be, without the ceiling.
+func HostRetryAt(stream, id string, failures int, at time.Time) time.Time {
+	return at.Add(Backoff(stream, id, failures-1))
 }
 
 // Validate checks a HostFailure. Errors wrap journal.ErrInvalid.

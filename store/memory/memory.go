@@ -330,7 +330,7 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 		return err
 	}
 	if nextSeq > r.NextSeq {
-		r.NextSeq, r.Attempts, r.LastError = nextSeq, 0, ""
+		r.NextSeq, r.Attempts, r.HostFailures, r.LastError = nextSeq, 0, 0, ""
 	}
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	return nil
@@ -395,6 +395,7 @@ func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence) (*push.Regi
 		r.NextSeq, r.Attempts = nextSeq, 0
 	}
 	r.Attempts++
+	r.HostFailures = 0 // the host answered about the record
 	r.LastError = ev.Error
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	s.addEvidence(r.Key(), ev)
@@ -416,7 +417,7 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 	if !r.Parked {
 		return nil
 	}
-	r.Parked, r.ParkedAt, r.Attempts, r.NextAttemptAt = false, time.Time{}, 0, at
+	r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	s.addEvidence(k, push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
 	return nil
@@ -475,7 +476,7 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 
 func (s *Store) move(k push.Key, r *push.Registration, toSeq uint64, at time.Time, event, reason string) {
 	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: reason})
-	r.NextSeq, r.Attempts, r.NextAttemptAt, r.LastError = toSeq, 0, at, ""
+	r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{} // fence out a turn in flight
 }
 
@@ -554,10 +555,11 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 	// issue 20 appends herald.host.down / .unavailable here when
 	// h.Transition(old) says so, in this same step.
 	if f.NextSeq > r.NextSeq {
-		r.NextSeq, r.Attempts = f.NextSeq, 0
+		r.NextSeq, r.Attempts, r.HostFailures = f.NextSeq, 0, 0
 	}
+	r.HostFailures++
 	ev := f.Evidence
-	ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, *h, ev.At)
+	ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, r.HostFailures, ev.At)
 	r.NextAttemptAt, r.LastError = ev.NotBefore, ev.Error
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	s.addEvidence(r.Key(), ev)

@@ -106,17 +106,19 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 	var h push.Host
 	err := s.inTx(ctx, "record host failure", func(tx pgx.Tx) error {
 		var (
-			found bool
-			owner string
-			head  int64
-			old   push.Host
+			found    bool
+			owner    string
+			head     int64
+			cursor   int64
+			failures int
+			old      push.Host
 		)
 		b := &pgx.Batch{}
 		b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			if rows.Next() {
 				found = true
-				return rows.Scan(&owner, &head)
+				return rows.Scan(&owner, &head, &cursor, &failures)
 			}
 			return rows.Err()
 		})
@@ -142,10 +144,14 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		// this transaction, when h.Transition(old) names one.
 		ev := f.Evidence
 		ev.Stream, ev.Registration = c.Stream, c.ID
-		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, h, ev.At)
+		if int64(f.NextSeq) > cursor {
+			failures = 0
+		}
+		failures++
+		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
 		b = &pgx.Batch{}
 		b.Queue(sqlPutHost, putHostArgs(h)...)
-		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore)...)
+		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
 		queueTrim(b, c.Stream, c.ID)
 		return s.dbErr(ctx, "record host failure", tx.SendBatch(ctx, b).Close())
 	})

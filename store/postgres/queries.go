@@ -61,7 +61,7 @@ FROM herald_record WHERE id = $1`
 // scanStatus reads, in order.
 const (
 	regColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until`
+       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures`
 	statusColumns = regColumns + `, s.head, s.final_seq IS NOT NULL`
 
 	// Lock the stream row first (the append's lock order) and set the
@@ -230,10 +230,10 @@ WHERE (state <> 'up' OR failures > 0) AND host = ANY($1::text[])`
 WHERE host = $1`
 	// A host-level failure: the registration's turn ends with no attempt
 	// charged. $1…$14 are evidenceArgs', $15 the claim's owner, $16 the
-	// cursor reached, $17 not before.
+	// cursor reached, $17 not before, $18 its host failures.
 	sqlHostFailed = `WITH upd AS (
     UPDATE herald_registration
-    SET attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END,
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END, host_failures = $18,
         next_seq = GREATEST(next_seq, $16::bigint),
         next_attempt_at = $17, last_error = $13,
         lease_owner = '', lease_until = NULL
@@ -268,12 +268,13 @@ LIMIT $4`
 // owner ($3, or $15 after the evidence parameters) and, for a cursor, where
 // it is at most the stream's head + 1.
 const (
-	sqlFence = `SELECT r.lease_owner, s.head
+	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
 	sqlAdvance = `UPDATE herald_registration
 SET attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
+    host_failures = CASE WHEN $4::bigint > next_seq THEN 0 ELSE host_failures END,
     last_error = CASE WHEN $4::bigint > next_seq THEN '' ELSE last_error END,
     next_seq = GREATEST(next_seq, $4::bigint),
     lease_owner = '', lease_until = NULL
@@ -289,7 +290,7 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
 	// $15 the claim's owner, $16 the cursor reached, $17 not before.
 	sqlRetry = `WITH upd AS (
     UPDATE herald_registration
-    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
         next_seq = GREATEST(next_seq, $16::bigint),
         next_attempt_at = $17, last_error = $13,
         lease_owner = '', lease_until = NULL
@@ -302,7 +303,7 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
 	// evidence's instant ($3).
 	sqlPark = `WITH upd AS (
     UPDATE herald_registration
-    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
         next_seq = GREATEST(next_seq, $16::bigint),
         parked = true, parked_at = $3, last_error = $13,
         lease_owner = '', lease_until = NULL
@@ -317,13 +318,13 @@ WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
 	sqlSetPending     = `UPDATE herald_stream SET pending = true WHERE stream = $1`
 	sqlUnpark         = `UPDATE herald_registration
-SET parked = false, parked_at = NULL, attempts = 0, next_attempt_at = $3,
+SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	// An operator's move clears the lease: a turn in flight can no longer
 	// write (its fenced statements find another owner).
 	sqlMove = `UPDATE herald_registration
-SET next_seq = $3, attempts = 0, next_attempt_at = $4, last_error = '',
+SET next_seq = $3, attempts = 0, host_failures = 0, next_attempt_at = $4, last_error = '',
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	// Evidence goes in only if its registration exists; the trim then keeps

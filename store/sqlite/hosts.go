@@ -90,18 +90,28 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := putHost(ctx, tx, h); err != nil {
 			return err
 		}
+		var cursor int64
+		var failures int
+		if err := tx.QueryRowContext(ctx, "SELECT next_seq, host_failures FROM herald_registration WHERE stream = ? AND id = ?",
+			f.Claim.Stream, f.Claim.ID).Scan(&cursor, &failures); err != nil {
+			return translate("record host failure", err)
+		}
+		if n > cursor {
+			failures = 0
+		}
+		failures++
 		ev := f.Evidence
-		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(f.Claim.Stream, f.Claim.ID, h, ev.At)
+		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(f.Claim.Stream, f.Claim.ID, failures, ev.At)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
 			return err
 		}
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
 				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
-				next_seq = MAX(next_seq, ?1),
+				next_seq = MAX(next_seq, ?1), host_failures = ?7,
 				next_attempt_at = ?2, last_error = ?3,
 				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, nb, ev.Clean().Error, f.Claim.Stream, f.Claim.ID, f.Claim.Owner),
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, nb, ev.Clean().Error, f.Claim.Stream, f.Claim.ID, f.Claim.Owner, failures),
 			f.Claim.Stream, f.Claim.ID, "record host failure")
 		if err != nil {
 			return err

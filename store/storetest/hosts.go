@@ -21,6 +21,7 @@ var hostTests = []test{
 	{"UnavailablePastTheHorizon", testHostUnavailable},
 	{"ResetByAnOperator", testHostReset},
 	{"StaleClaimChangesNothing", testHostFenced},
+	{"APathThatNeverAnswersBacksOffWhileItsHostAnswers", testHostPathBackoff},
 	{"BadInputChangesNothing", testHostBadInput},
 }
 
@@ -107,7 +108,8 @@ func testHostFailureNoAttempt(t *testing.T, b Backend) {
 	require.Zero(t, got.Attempts, "a host-level failure charges the registration no attempt")
 	require.Equal(t, uint64(2), got.NextSeq, "the progress before the failure is kept")
 	require.Empty(t, got.LeaseOwner, "the lease is released")
-	requireTime(t, push.HostRetryAt("s", "r", h, at(0)), got.NextAttemptAt, "next attempt")
+	require.Equal(t, 1, got.HostFailures, "the registration counts its host-level failures, for its backoff")
+	requireTime(t, push.HostRetryAt("s", "r", 1, at(0)), got.NextAttemptAt, "next attempt")
 	evs, err := b.Evidence(ctx(t), "s", "r", 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
@@ -364,4 +366,37 @@ func testHostBadInput(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Empty(t, list, "bad input stored no host")
 	require.Equal(t, "w", get(t, b, "s", "r").LeaseOwner, "and released no lease")
+}
+
+func testHostPathBackoff(t *testing.T, b Backend) {
+	hs := hostStore(t, b)
+	appendN(t, b, "s", 2)
+	register(t, b, onHost("s", "r", hostA))
+	when := at(0)
+	for k := 1; k <= 6; k++ {
+		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]
+		h := hostFail(t, hs, st, when)
+		require.Equal(t, push.HostUp, h.State, "failure %d: another path's answer came between each", k)
+		_, err := hs.HostAnswered(ctx(t), hostA, when)
+		require.NoError(t, err)
+		got := get(t, b, "s", "r")
+		require.Equal(t, k, got.HostFailures)
+		require.Zero(t, got.Attempts)
+		requireTime(t, push.HostRetryAt("s", "r", k, when), got.NextAttemptAt, fmt.Sprintf("failure %d backs off on the registration's own count", k))
+		when = got.NextAttemptAt
+	}
+
+	// An answer about the record resets the count (a charged failure); an
+	// advance does too.
+	st := due(t, b, "webhook", "answer", when, 1).Registrations[0]
+	require.NoError(t, b.Retry(ctx(t), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
+	got := get(t, b, "s", "r")
+	require.Zero(t, got.HostFailures)
+	require.Equal(t, 1, got.Attempts)
+	st = due(t, b, "webhook", "again", when.Add(time.Second), 1).Registrations[0]
+	hostFail(t, hs, st, when.Add(time.Second))
+	require.Equal(t, 1, get(t, b, "s", "r").HostFailures)
+	st = due(t, b, "webhook", "advance", when.Add(time.Hour), 1).Registrations[0]
+	require.NoError(t, b.Advance(ctx(t), st.Claim(), 2))
+	require.Zero(t, get(t, b, "s", "r").HostFailures, "an advance resets it")
 }

@@ -14,3 +14,7 @@ CREATE TABLE herald_host (
 );
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;
+
+-- Consecutive host-level failures of a registration at its cursor: they key
+-- its retry backoff (push.HostRetryAt), never its parking.
+ALTER TABLE herald_registration ADD COLUMN host_failures integer NOT NULL DEFAULT 0 CHECK (host_failures >= 0);

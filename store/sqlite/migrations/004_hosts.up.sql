@@ -14,3 +14,7 @@ CREATE TABLE herald_host (
 ) STRICT;
 -- Due reads the hosts that hold their registrations: few, through this.
 CREATE INDEX herald_host_held ON herald_host (host, next_probe_at) WHERE state <> 'up';
+
+-- Consecutive host-level failures of a registration at its cursor: they key
+-- its retry backoff (push.HostRetryAt), never its parking.
+ALTER TABLE herald_registration ADD COLUMN host_failures INTEGER NOT NULL DEFAULT 0;
