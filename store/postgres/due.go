@@ -37,6 +37,11 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
 		})
+		var notUp []string
+		b.Queue(sqlHeldHosts).Query(func(rows pgx.Rows) (err error) {
+			notUp, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
 		probes := map[string]int{} // hosts whose probe this claim owns: their probe count
 		b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -64,7 +69,13 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		for h := range probes {
 			probeHosts = append(probeHosts, h)
 		}
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts).Query(func(rows pgx.Rows) error {
+		held := make([]string, 0, len(notUp)) // not up, and not this claim's probe
+		for _, h := range notUp {
+			if _, ok := probes[h]; !ok {
+				held = append(held, h)
+			}
+		}
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				st, err := scanStatus(rows, true, &due)
 				if err != nil {
@@ -74,7 +85,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			}
 			return rows.Err()
 		})
-		b.Queue(sqlUnserved, q.Namespace, q.At).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+		b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due", err)
 		}

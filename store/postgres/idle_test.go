@@ -69,8 +69,8 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		args []any
 	}{
 		"clear candidates": {postgres.SQLClearCandidates, nil},
-		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{}, []string{}}},
-		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2)}},
+		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{}, []string{}, []string{}}},
+		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2), []string{}}},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
 		var visit func(node map[string]any)
