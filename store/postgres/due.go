@@ -37,22 +37,25 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
 		})
-		var notUp []string
-		b.Queue(sqlHeldHosts).Query(func(rows pgx.Rows) (err error) {
-			notUp, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		probes := map[string]int{} // hosts whose probe this claim owns: their probe count
-		b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
+		var troubled []push.Host
+		b.Queue(sqlTroubledHosts).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var (
-					host string
-					n    int
-				)
-				if err := rows.Scan(&host, &n); err != nil {
+				h, err := scanHost(rows)
+				if err != nil {
 					return err
 				}
-				probes[host] = n
+				troubled = append(troubled, h)
+			}
+			return rows.Err()
+		})
+		probes := map[string]push.Host{} // hosts whose probe this claim owns, as locked
+		b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				h, err := scanHost(rows)
+				if err != nil {
+					return err
+				}
+				probes[h.Host] = h
 			}
 			return rows.Err()
 		})
@@ -69,10 +72,10 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		for h := range probes {
 			probeHosts = append(probeHosts, h)
 		}
-		held := make([]string, 0, len(notUp)) // not up, and not this claim's probe
-		for _, h := range notUp {
-			if _, ok := probes[h]; !ok {
-				held = append(held, h)
+		held := []string{} // not up, and not this claim's probe
+		for _, h := range troubled {
+			if _, ok := probes[h.Host]; !ok && h.State != push.HostUp {
+				held = append(held, h.Host)
 			}
 		}
 		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(func(rows pgx.Rows) error {
@@ -93,7 +96,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		// Limit+1: only Limit rows are locked, so that concurrent claimers
 		// never skip a row this claim locked only to look past the limit.
 		batch.More = due > 0
-		return s.claimedHosts(ctx, tx, q, probes, &batch)
+		return s.claimedHosts(ctx, tx, q, troubled, probes, &batch)
 	})
 	if err != nil {
 		return push.DueBatch{}, err

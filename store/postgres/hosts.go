@@ -47,33 +47,30 @@ func putHostArgs(h push.Host) []any {
 // claimedHosts finishes Due's transaction for host health: the probe each
 // owned host got moves its next probe instant, and batch.Hosts reports the
 // troubled hosts of the claimed registrations.
-func (s *Store) claimedHosts(ctx context.Context, tx pgx.Tx, q push.DueQuery, probes map[string]int, batch *push.DueBatch) error {
-	if len(batch.Registrations) == 0 {
+func (s *Store) claimedHosts(ctx context.Context, tx pgx.Tx, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
+	if len(batch.Registrations) == 0 || len(troubled)+len(probes) == 0 {
 		return nil
 	}
-	seen := map[string]bool{}
-	var hosts []string
+	claimed := map[string]bool{}
 	for _, st := range batch.Registrations {
-		if h := st.Host(); !seen[h] {
-			seen[h] = true
-			hosts = append(hosts, h)
+		claimed[st.Host()] = true
+	}
+	seen := map[string]bool{}
+	for _, h := range troubled {
+		seen[h.Host] = true
+		if locked, ok := probes[h.Host]; ok {
+			h = locked // the row as this transaction locked it
+		}
+		if claimed[h.Host] {
+			batch.Hosts = append(batch.Hosts, h)
+		}
+	}
+	for host, h := range probes { // down since the troubled hosts were read
+		if !seen[host] && claimed[host] {
+			batch.Hosts = append(batch.Hosts, h)
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlTroubledHosts, hosts).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			h, err := scanHost(rows)
-			if err != nil {
-				return err
-			}
-			batch.Hosts = append(batch.Hosts, h)
-		}
-		return rows.Err()
-	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return s.dbErr(ctx, "due: read hosts", err)
-	}
-	b = &pgx.Batch{}
 	for i, h := range batch.Hosts {
 		if _, ok := probes[h.Host]; ok {
 			// This claim is the host's probe (its row is locked by this

@@ -212,19 +212,18 @@ const (
 	// The hosts whose probe is due at $1, locked: this claim owns their
 	// probe. SKIP LOCKED: a host another claim is probing is not ours; once
 	// that claim commits its next probe instant has moved.
-	sqlLockProbes = `SELECT host, probes FROM herald_host
+	sqlLockProbes = `SELECT ` + hostColumns + ` FROM herald_host
 WHERE state <> 'up' AND next_probe_at <= $1
 ORDER BY host
 FOR NO KEY UPDATE SKIP LOCKED`
-	// The hosts not up: their registrations are held, but for the probes
-	// this claim owns. (An array parameter of the claim: comparing with a
-	// few hosts costs a held row less than a lookup of its host.)
-	sqlHeldHosts = `SELECT host FROM herald_host WHERE state <> 'up'`
+	// The troubled hosts (push.Host.Troubled), read before the claim: the
+	// registrations of those not up are held, but for the probes this claim
+	// owns (an array parameter of the claim: comparing with a few hosts
+	// costs a held row less than a lookup of its host), and those of the
+	// claimed registrations go back to the worker.
+	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
 	// The probe claimed: the next one, in the claim's transaction.
-	sqlMoveProbe = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
-	// The troubled hosts among $1 (those Due claimed for), for the worker.
-	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host
-WHERE (state <> 'up' OR failures > 0) AND host = ANY($1::text[])`
+	sqlMoveProbe  = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
 	sqlEnsureHost = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
 	sqlLockHost   = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
 	sqlPutHost    = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
