@@ -15,9 +15,10 @@
 //
 // # Schema
 //
-// Four tables (migrations/001_init.up.sql): herald_stream (one row per
-// stream: head, final seq, pending marker), herald_record, herald_registration
-// and herald_evidence. Migrations are embedded, numbered NNN_name.up.sql and
+// Five tables (migrations/001_init.up.sql, 003_hosts.up.sql): herald_stream
+// (one row per stream: head, final seq, pending marker), herald_record,
+// herald_registration, herald_evidence, and herald_host (host health: see
+// hosts.go and push.HostStore). Migrations are embedded, numbered NNN_name.up.sql and
 // .down.sql (store/sqlite's layout), and applied by golang-migrate
 // (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
 // MigrateDown (one step) and MigrationStatus take the database URL, as the
