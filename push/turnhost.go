@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // hostFailed records a host-level failure at t.next (Outcome.HostLevel):
@@ -74,11 +75,15 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 // when the store says it is well, so a stale entry costs one HostAnswered
 // that finds the host up, never a missed release.
 type hostBook struct {
-	mu sync.Mutex
-	m  map[string]Host
+	size atomic.Int64 // len(m), read without the lock: no troubled host, no lock on the hot path
+	mu   sync.Mutex
+	m    map[string]Host
 }
 
 func (b *hostBook) get(host string) (Host, bool) {
+	if b.size.Load() == 0 {
+		return Host{}, false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.m[host]
@@ -88,6 +93,7 @@ func (b *hostBook) get(host string) (Host, bool) {
 func (b *hostBook) learn(h Host) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer func() { b.size.Store(int64(len(b.m))) }()
 	if !h.Troubled() {
 		delete(b.m, h.Host)
 		return
