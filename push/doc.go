@@ -26,6 +26,14 @@
 // [Backoff] instant, and parks when attempts reach MaxAttempts. A record the
 // projection calls terminal completes the registration, which is deleted.
 //
+// A failure that says nothing about the record (Outcome.HostLevel: no
+// connection, a timeout, a TLS failure, a reset, a gateway's 502/503/504
+// without Retry-After) is charged to the registration's host, not to the
+// registration, when the store is a [HostStore]: after DefaultHostDownAfter
+// in a row the host is down and Due holds its registrations, but for one
+// probe per [ProbeDelay] window; any answer brings it up and releases them.
+// Nothing is parked for a host (README, "Hosts").
+//
 // The caller's clock decides everything: at is the instant of due-ness,
 // backoff, lease expiry and signature dates. RunOnce reads no wall clock, so
 // tests state instants and never sleep. [Worker.Run] is the convenience loop

@@ -58,6 +58,8 @@ type options struct {
 	schedule      Schedule
 	onRejected    RejectPolicy
 	hooks         Hooks
+	hostPolicy    HostPolicy
+	noHostHealth  bool
 }
 
 // Option configures a Worker. Options are checked by NewWorker; a zero or
@@ -105,6 +107,18 @@ func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s 
 // for registrations that do not say (default RejectRetry).
 func WithRejectPolicy(p RejectPolicy) Option { return func(o *options) { o.onRejected = p } }
 
+// WithHostHorizon sets how long a host may be down before it is
+// unavailable (default DefaultHostHorizon), MinHostHorizon to MaxHostHorizon.
+func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostPolicy.Horizon = d } }
+
+// WithHostDownAfter sets how many host-level failures in a row make a host
+// down (default DefaultHostDownAfter), 1 to 100.
+func WithHostDownAfter(n int) Option { return func(o *options) { o.hostPolicy.DownAfter = n } }
+
+// WithoutHostHealth turns host health off: every failure counts against its
+// registration, as in herald v1, even if the store is a HostStore.
+func WithoutHostHealth() Option { return func(o *options) { o.noHostHealth = true } }
+
 // WithHooks sets functions called on every attempt and every sweep, for
 // metrics. They are called concurrently and must not block.
 func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
@@ -116,6 +130,9 @@ type Hooks struct {
 	// Sweep is called after every RunOnce with its report, its wall-clock
 	// duration and its error.
 	Sweep func(at time.Time, r SweepReport, took time.Duration, err error)
+	// HostFailure is called after every host-level failure recorded, with
+	// the host as stored.
+	HostFailure func(Host)
 }
 
 // Attempt describes one delivery attempt, for Hooks.Attempt.
@@ -136,6 +153,7 @@ func defaultOptions() options {
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
 		onRejected:    RejectRetry,
+		hostPolicy:    DefaultHostPolicy(),
 	}
 }
 
@@ -167,6 +185,12 @@ func (o *options) validate() error {
 		if d < time.Second {
 			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
 		}
+	}
+	if h := o.hostPolicy.Horizon; h < MinHostHorizon || h > MaxHostHorizon {
+		bad("HostHorizon", "is %v: it must be from %v to %v", h, MinHostHorizon, MaxHostHorizon)
+	}
+	if n := o.hostPolicy.DownAfter; n < 1 || n > 100 {
+		bad("HostDownAfter", "is %d: it must be from 1 to 100", n)
 	}
 	if o.onRejected != RejectRetry && o.onRejected != RejectSkip {
 		bad("RejectPolicy", "%q must be %q or %q", o.onRejected, RejectRetry, RejectSkip)

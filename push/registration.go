@@ -37,6 +37,12 @@ type Registration struct {
 	// Attempts counts consecutive failed attempts at NextSeq; reset by any
 	// advance, by unpark, skip and rewind.
 	Attempts int `json:"attempts"`
+	// HostFailures counts consecutive host-level failures at NextSeq
+	// (Outcome.HostLevel): they key this registration's retry backoff, so
+	// that a path that never answers on a host that answers others is
+	// retried ever more slowly, but never park it. Reset by an advance, by
+	// any answer about the record, by unpark, skip and rewind.
+	HostFailures int `json:"host_failures,omitempty"`
 	// NextAttemptAt is the instant before which no sweep retries it.
 	NextAttemptAt time.Time `json:"next_attempt_at"`
 	// Parked registrations are never due until unparked. ParkedAt is when.

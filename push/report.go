@@ -11,6 +11,7 @@ type SweepReport struct {
 	Skipped       int  `json:"skipped"`       // messages rejected and moved past by the skip policy
 	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
 	Errors        int  `json:"errors"`        // turns ended by a store or journal error
+	HostFailures  int  `json:"host_failures"` // turns ended by a host-level failure (no attempt charged; see HostStore)
 	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
 	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a full drain page, or the lease budget): sweep again soon
 	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
@@ -29,4 +30,5 @@ func (r *SweepReport) add(t SweepReport) {
 	r.Skipped += t.Skipped
 	r.LeasesLost += t.LeasesLost
 	r.Backlog += t.Backlog
+	r.HostFailures += t.HostFailures
 }

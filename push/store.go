@@ -168,6 +168,10 @@ type DueBatch struct {
 	Registrations []Status // claimed, each with its stream's head
 	More          bool     // more than Limit were due: the sweep is saturated
 	Unserved      int      // due registrations of other namespaces, not claimed
+	// Hosts is the stored health of the claimed registrations' hosts that
+	// are troubled (Host.Troubled), from stores that are HostStores: a
+	// worker tells the store of an answer from these hosts only.
+	Hosts []Host
 }
 
 // ListQuery filters Store.List.

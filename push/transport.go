@@ -26,7 +26,8 @@ const (
 	// Accepted: a 2xx. The message is delivered.
 	Accepted Verdict = iota + 1
 	// Transient: 408, 425, 429, 5xx, timeouts, refused or reset connections,
-	// DNS failures, 3xx: back off and retry, parking at the ceiling.
+	// DNS failures, 3xx: back off and retry, parking at the ceiling (but
+	// see Outcome.HostLevel: those are charged to the host, never parked).
 	Transient
 	// Permanent: 410 Gone, or a URL the network guard refuses: park now.
 	Permanent
@@ -62,7 +63,17 @@ type Outcome struct {
 	Body          []byte        // the first MaxEvidenceBody bytes of a failed answer (none for Accepted: a success leaves no evidence)
 	Duration      time.Duration // wall time of the attempt, for evidence and metrics
 	Reason        string        // why it failed, in words ("503 Service Unavailable", "dial: connection refused", "netguard: 10.0.0.7 is private (RFC 1918)"); never a secret
+	// HostLevel marks a failure that says nothing about the record: no
+	// connection (refused, DNS failure, unreachable), a timeout, a TLS
+	// failure, a reset, or a gateway's 502, 503 or 504 without Retry-After.
+	// It counts against the host, not the registration (HostStore).
+	HostLevel bool
 }
+
+// HostAnswered reports whether the host itself answered: an HTTP status
+// that is not a host-level failure (a 2xx, a 4xx, a 500, a 503 with
+// Retry-After…). Any such answer brings a down host up.
+func (o Outcome) HostAnswered() bool { return o.Status != 0 && !o.HostLevel }
 
 // OK reports whether the message was accepted.
 func (o Outcome) OK() bool { return o.Verdict == Accepted }

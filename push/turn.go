@@ -94,6 +94,7 @@ func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err 
 		if h := w.opts.hooks.Attempt; h != nil {
 			h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msg.ID, At: t.at, Outcome: out})
 		}
+		t.hostAnswered(ctx, out)
 		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msg.ID, Status: out.Status,
 			Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 		switch {
@@ -118,6 +119,9 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
+	if out.HostLevel && w.hosts != nil {
+		return t.hostFailed(ctx, ev)
+	}
 	ev.Attempt = t.attempts + 1
 	if out.Verdict == Permanent || t.attempts+1 >= w.opts.maxAttempts {
 		ev.Event = EventParked

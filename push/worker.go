@@ -25,6 +25,8 @@ type Worker struct {
 	opts       options
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's sweeps, for their lease owners
+	hosts      HostStore     // nil: host health is off (the store keeps none)
+	book       hostBook      // the troubled hosts this worker knows of
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
@@ -45,7 +47,11 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	return &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o, wake: make(chan struct{}, 1)}, nil
+	w := &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o, wake: make(chan struct{}, 1)}
+	if hs, ok := s.(HostStore); ok && !o.noHostHealth {
+		w.hosts = hs
+	}
+	return w, nil
 }
 
 // Namespace returns the namespace the worker serves.
@@ -173,7 +179,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
 	owner := fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1))
-	batch, err := w.store.Due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner, LeaseUntil: at.Add(w.opts.lease)})
+	batch, err := w.due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner, LeaseUntil: at.Add(w.opts.lease)})
 	if err != nil {
 		return rep, fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
 	}

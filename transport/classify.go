@@ -30,6 +30,10 @@ const MaxLocationBytes = 2048
 //	other 4xx                               Rejected (the registration's RejectPolicy decides)
 //	anything else (1xx, 6xx…)               Transient
 //
+// A 502, 503 or 504 without a valid Retry-After is also HostLevel: a gateway
+// (or the host's own front) saying the host is not there, nothing about the
+// record; with a Retry-After it is an answer about this request, as v1.
+//
 // A Retry-After on a 2xx or a 410 is ignored: the verdict does not depend
 // on time. A Retry-After that does not parse is ignored (see
 // ParseRetryAfter); an HTTP-date is converted against at. Only the first
@@ -72,6 +76,10 @@ func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	if out.HasRetryAfter {
 		out.Reason += "; Retry-After " + out.RetryAfter.String()
 	}
+	switch status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		out.HostLevel = !out.HasRetryAfter
+	}
 	return out
 }
 
@@ -113,7 +121,7 @@ var stageWords = [...]string{
 
 // classifyError classifies a request that got no answer. A refusal of the
 // network guard is Permanent; everything else (timeouts, DNS failures,
-// refused or reset connections, TLS failures) is Transient. The reason
+// refused or reset connections, TLS failures) is Transient and HostLevel. The reason
 // comes from the innermost useful error, never from *url.Error, whose
 // message repeats the whole URL.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32) push.Outcome {
@@ -142,5 +150,5 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32)
 	default:
 		reason = err.Error()
 	}
-	return push.Outcome{Verdict: push.Transient, Reason: reason}
+	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: true}
 }

@@ -101,6 +101,9 @@ func TestClassificationTable(t *testing.T) {
 			if c.reason != "" {
 				mustContain(t, "Reason", out.Reason, c.reason)
 			}
+			if want := (c.status == 502 || c.status == 503 || c.status == 504) && !c.hasRA; out.HostLevel != want {
+				t.Errorf("HostLevel = %t, want %t: only a gateway's 502/503/504 without Retry-After says nothing about the record", out.HostLevel, want)
+			}
 			if (out.Reason == "") != (c.verdict == push.Accepted) {
 				t.Errorf("Reason = %q: want it empty exactly when accepted", out.Reason)
 			}
@@ -127,8 +130,8 @@ func TestClassificationOfFailures(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		out := deliver(t, newTransport(t, loopbackOptions()), "http://"+addr+"/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 {
-			t.Fatalf("got %s, want transient without status", describe(out))
+		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
 		}
 		mustContain(t, "Reason", out.Reason, "connection refused")
 	})
@@ -143,8 +146,8 @@ func TestClassificationOfFailures(t *testing.T) {
 			conn.Close()
 		})
 		out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 {
-			t.Fatalf("got %s, want transient without status", describe(out))
+		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
 		}
 		if !strings.Contains(out.Reason, "reset") && !strings.Contains(out.Reason, "closed") {
 			t.Errorf("Reason = %q, want it to say the connection was reset or closed", out.Reason)
@@ -160,8 +163,8 @@ func TestClassificationOfFailures(t *testing.T) {
 			conn.Close()
 		})
 		out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 {
-			t.Fatalf("got %s, want transient without status", describe(out))
+		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
 		}
 		mustContain(t, "Reason", out.Reason, "closed by the receiver")
 	})
@@ -169,8 +172,8 @@ func TestClassificationOfFailures(t *testing.T) {
 		opts := loopbackOptions()
 		opts.Resolver = &fakeDNS{}
 		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 {
-			t.Fatalf("got %s, want transient without status", describe(out))
+		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
 		}
 		if out.Reason != "dns: lookup nowhere.test: no such host" {
 			t.Errorf("Reason = %q", out.Reason)
@@ -182,13 +185,13 @@ func TestClassificationOfFailures(t *testing.T) {
 			return nil, errors.New("resolver unavailable")
 		})
 		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Reason != "dns: lookup nowhere.test: resolver unavailable" {
+		if out.Verdict != push.Transient || !out.HostLevel || out.Reason != "dns: lookup nowhere.test: resolver unavailable" {
 			t.Fatalf("got %s", describe(out))
 		}
 	})
 	t.Run("guard refusal", func(t *testing.T) {
 		out := deliver(t, newTransport(t, transport.Options{}), "https://10.1.2.3/hook", message("{}"))
-		if out.Verdict != push.Permanent || out.Reason != "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private); Options.AllowPrivateNetwork opts in" {
+		if out.Verdict != push.Permanent || out.HostLevel || out.HostAnswered() || out.Reason != "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private); Options.AllowPrivateNetwork opts in" {
 			t.Fatalf("got %s", describe(out))
 		}
 	})
@@ -212,6 +215,15 @@ func TestClassifyEveryStatus(t *testing.T) {
 		}
 		if out.Verdict != want || out.Status != status || out.HasRetryAfter {
 			t.Errorf("Classify(%d) = %s, want %v", status, describe(out), want)
+		}
+		gateway := status == 502 || status == 503 || status == 504
+		if out.HostLevel != gateway || out.HostAnswered() == gateway {
+			t.Errorf("Classify(%d): HostLevel %t, HostAnswered %t; want host-level exactly for 502, 503, 504", status, out.HostLevel, out.HostAnswered())
+		}
+		if gateway {
+			if withRA := transport.Classify(status, h("Retry-After", "30"), at); withRA.HostLevel || !withRA.HostAnswered() {
+				t.Errorf("Classify(%d, Retry-After 30) is host-level: a Retry-After is an answer about the request", status)
+			}
 		}
 	}
 }

@@ -35,7 +35,8 @@
 //	429, 503, any answer with a valid Retry-After Transient, at the receiver's time
 //	408, 425, 5xx                                 Transient
 //	timeout, refused or reset connection,
-//	DNS failure, TLS failure                      Transient
+//	DNS failure, TLS failure                      Transient, HostLevel
+//	502, 503, 504 without a valid Retry-After     Transient, HostLevel
 //	3xx                                           Transient, never followed; Location in the Outcome
 //	other 4xx                                     Rejected: the registration's RejectPolicy (retry,
 //	                                              the default, or skip) decides, not the transport
@@ -43,6 +44,10 @@
 //	private or special address)                   Permanent, with a reason naming the rule
 //	signing failure                               Transient ("sign: …"): herald's fault
 //	the caller's ctx ended before an answer       an error, not an Outcome: nothing is counted
+//
+// HostLevel marks the failures that say nothing about the record: they
+// count against the host, not the registration (push.HostStore; README,
+// "Hosts").
 //
 // A Retry-After on a 2xx or a 410 does not change its verdict. An
 // HTTP-date is turned into a delay against the caller's instant at, never

@@ -156,8 +156,8 @@ func TestSignerFailureIsTransient(t *testing.T) {
 	msg := message("{}")
 	msg.Signer = &hmacSigner{key: []byte("k-0123456789abcdef"), err: errors.New("key not loaded")}
 	out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", msg)
-	if out.Verdict != push.Transient || out.Reason != "sign: key not loaded" || out.Status != 0 {
-		t.Fatalf("got %s, want transient \"sign: key not loaded\"", describe(out))
+	if out.Verdict != push.Transient || out.Reason != "sign: key not loaded" || out.Status != 0 || out.HostLevel {
+		t.Fatalf("got %s (host-level %t), want transient \"sign: key not loaded\", herald's fault, not the host's", describe(out), out.HostLevel)
 	}
 	if n := srv.hits.Load(); n != 0 {
 		t.Fatalf("server got %d requests, want 0", n)
@@ -223,8 +223,8 @@ func TestReceiverThatNeverAnswersTimesOut(t *testing.T) {
 	opts := loopbackOptions()
 	opts.Timeout = 200 * time.Millisecond
 	out := deliver(t, newTransport(t, opts), srv.URL+"/hook", message("{}"))
-	if out.Verdict != push.Transient || out.Status != 0 {
-		t.Fatalf("got %s, want transient without status", describe(out))
+	if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+		t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
 	}
 	if out.Reason != "timeout: no answer within 200ms (waiting for the response headers)" {
 		t.Errorf("Reason = %q", out.Reason)

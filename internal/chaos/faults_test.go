@@ -46,10 +46,14 @@ type profile struct {
 	onReject  push.RejectPolicy
 	answer    func(f *faults, seq uint64, attempt int) answer
 	// What must become of it: parked at parkAt after parkAttempts
-	// requests for it, with evidence naming why; or (parkAt 0) every
-	// record acknowledged but skip, each exactly once.
+	// requests for it, with evidence naming why; or, held, stuck at parkAt
+	// after at least parkAttempts requests, never parked and never charged
+	// an attempt (a host-level failure: README, "Hosts"), with host-failed
+	// evidence naming why; or (parkAt 0) every record acknowledged but
+	// skip, each exactly once.
 	parkAt       uint64
 	parkAttempts int
+	held         bool
 	status       int      // the parking evidence's status (0: none came back)
 	words        []string // in the parking evidence's error (regular expressions)
 	location     string   // in the parking evidence's location
@@ -229,12 +233,12 @@ func (f *faults) profiles() []*profile {
 			words: []string{`500 Internal Server Error`, ceiling}},
 		{name: "400-retried-until-parked", answer: alwaysAt(status(400), 1), parkAt: 1, parkAttempts: faultMaxAttempts, status: 400,
 			words: []string{`400 Bad Request`, ceiling}},
-		{name: "timeout-always", answer: alwaysAt(hang, 2), parkAt: 2, parkAttempts: faultMaxAttempts,
-			words: []string{`timeout`, ceiling}},
-		{name: "reset-always", answer: alwaysAt(reset, 1), parkAt: 1, parkAttempts: faultMaxAttempts,
-			words: []string{`reset|closed by the receiver`, ceiling}},
-		{name: "10MB-body-503-always", answer: alwaysAt(bigBody(503), 1), parkAt: 1, parkAttempts: faultMaxAttempts, status: 503,
-			words: []string{`503 Service Unavailable`, ceiling}},
+		{name: "timeout-always", answer: alwaysAt(hang, 2), parkAt: 2, parkAttempts: faultMaxAttempts, held: true,
+			words: []string{`timeout`}},
+		{name: "reset-always", answer: alwaysAt(reset, 1), parkAt: 1, parkAttempts: faultMaxAttempts, held: true,
+			words: []string{`reset|closed by the receiver`}},
+		{name: "10MB-body-503-always", answer: alwaysAt(bigBody(503), 1), parkAt: 1, parkAttempts: faultMaxAttempts, status: 503, held: true,
+			words: []string{`503 Service Unavailable`}},
 		{name: "redirect-to-metadata", answer: alwaysAt(redirect(302, metadata), 1), parkAt: 1, parkAttempts: faultMaxAttempts, status: 302,
 			words: []string{`redirect not followed \(to 169\.254\.169\.254\)`, ceiling}, location: "169.254.169.254"},
 		{name: "redirect-to-rfc1918", answer: alwaysAt(redirect(307, "http://10.0.0.7:8080/internal/admin"), 2), parkAt: 2,
@@ -322,9 +326,10 @@ func (f *faults) done(l *Ledger, records uint64) bool {
 // TestChaosFaultyReceivers: one `herald run` daemon serves receivers that
 // answer every way a receiver can fail. Afterwards every record was
 // delivered (exactly once: no crash here) or its registration is parked
-// with evidence that says why, or a refused message was skipped with
-// evidence, as its policy says; nothing else: no registration retrying
-// forever or stuck without explanation. No redirect is ever followed (a
+// with evidence that says why, or held for its host (a host-level failure:
+// retried on its backoff, never parked, with evidence that says why), or a
+// refused message was skipped with evidence, as its policy says; nothing
+// else: no registration stuck without explanation. No redirect is ever followed (a
 // loopback trap the guard would allow stays untouched), no secret is in
 // the evidence, the logs or the admin API's answers.
 func TestChaosFaultyReceivers(t *testing.T) {
@@ -343,8 +348,25 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	}
 	f.trap.Start()
 	t.Cleanup(f.trap.Close)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
+	// Each profile answers on a host of its own (a port of 127.0.0.1: a
+	// host is host:port), as receivers of different owners would: host
+	// health is per host, so one profile's timeouts never hold another's
+	// registrations.
+	hostOf := map[string]string{}
+	serveHost := func(name string) string {
+		if u, ok := hostOf[name]; ok {
+			return u
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		t.Cleanup(func() { _ = hs.Close() })
+		hostOf[name] = "http://" + ln.Addr().String()
+		return hostOf[name]
+	}
 
 	s.cli.ok("migrate", "up")
 	st, err := postgres.Open(ctx, db)
@@ -361,7 +383,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 		for i := 0; i < plan.PerProfile; i++ {
 			reg := &faultReg{profile: p, stream: fmt.Sprintf("faults/%s/%d", p.name, i), id: "receiver", path: fmt.Sprintf("/f/%s/%d", p.name, i)}
 			reg.key = reg.stream + " " + reg.id
-			r := push.Registration{Stream: reg.stream, ID: reg.id, URL: srv.URL + reg.path, Namespace: webhook.Namespace, OnRejected: p.onReject}
+			r := push.Registration{Stream: reg.stream, ID: reg.id, URL: serveHost(p.name) + reg.path, Namespace: webhook.Namespace, OnRejected: p.onReject}
 			if p.namespace == cloudevents.Namespace {
 				reg.token = s.token("ce-token-")
 				r.Namespace = cloudevents.Namespace
@@ -412,6 +434,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	var views []struct {
 		Stream, ID, State string
 		NextSeq           uint64 `json:"next_seq"`
+		Attempts          int
 		Parked            bool
 	}
 	s.cli.json(&views, "registrations", "--limit", "10000")
@@ -444,6 +467,26 @@ func TestChaosFaultyReceivers(t *testing.T) {
 			t.Logf("%-26s %-6s cursor %d, no evidence", p.name, v.State, v.NextSeq)
 		}
 		switch {
+		case p.held:
+			if v.Parked || v.NextSeq != p.parkAt || v.Attempts != 0 {
+				t.Errorf("%s: state %s at cursor %d, %d attempts; want held at %d, never parked, no attempt charged", p.name, v.State, v.NextSeq, v.Attempts, p.parkAt)
+				continue
+			}
+			if len(evs) == 0 || evs[0].Event != push.EventHostFailed || evs[0].Seq != p.parkAt || evs[0].Attempt != 0 || evs[0].Status != p.status {
+				t.Errorf("%s: want host-failed evidence at #%d (attempt 0, status %d), got %+v", p.name, p.parkAt, p.status, evs)
+				continue
+			}
+			for _, w := range p.words {
+				if !regexp.MustCompile(w).MatchString(evs[0].Error) {
+					t.Errorf("%s: the evidence %q does not say %q", p.name, evs[0].Error, w)
+				}
+			}
+			if want := seqRange(1, p.parkAt-1); !slices.Equal(acks, want) {
+				t.Errorf("%s: the receiver acknowledged %v, want %v", p.name, acks, want)
+			}
+			if n := daemon.out.count("registration parked", "stream="+v.Stream); n != 0 {
+				t.Errorf("%s: the daemon logged its parking %d times: a host-level failure never parks", p.name, n)
+			}
 		case p.parkAt > 0:
 			parked++
 			if !v.Parked || v.NextSeq != p.parkAt {
@@ -487,7 +530,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 			// on a loaded machine): at least once, never out of order.
 			failed := 0
 			for _, ev := range evs {
-				if ev.Event == push.EventFailed {
+				if ev.Event == push.EventFailed || ev.Event == push.EventHostFailed {
 					failed++
 				}
 			}
@@ -499,7 +542,9 @@ func TestChaosFaultyReceivers(t *testing.T) {
 			}) {
 				t.Errorf("%s: no evidence that #%d was skipped after a 422: %+v", p.name, p.skip, evs)
 			}
-			if p.failsBefore && p.name != "mixed" && !slices.ContainsFunc(evs, func(ev push.Evidence) bool { return ev.Event == push.EventFailed }) {
+			if p.failsBefore && p.name != "mixed" && !slices.ContainsFunc(evs, func(ev push.Evidence) bool {
+				return ev.Event == push.EventFailed || ev.Event == push.EventHostFailed
+			}) {
 				t.Errorf("%s: failed first and was retried, yet there is no evidence of a failed attempt", p.name)
 			}
 		}

@@ -20,11 +20,47 @@ import (
 //	POST /v1/unpark?stream=S&id=ID
 //	POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
 //	POST /v1/rewind?stream=S&id=ID&to_seq=N
+//	GET  /v1/hosts?state=&host=&after=&limit=
+//	POST /v1/hosts/reset?host=HOST
 //
 // Every request needs "Authorization: Bearer <token>" when a token is set.
 // Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 or 500.
-func adminHandler(store push.Store, token string, now func() time.Time) http.Handler {
+func adminHandler(store adminStore, token string, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		hq := push.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
+		if s := q.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				writeAdminError(w, journal.Invalid("limit", "%q is not a number", s))
+				return
+			}
+			hq.Limit = n
+		}
+		hs, err := store.Hosts(r.Context(), hq)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if hs == nil {
+			hs = []push.Host{}
+		}
+		_ = printJSON(w, hs)
+	})
+	mux.HandleFunc("POST /v1/hosts/reset", func(w http.ResponseWriter, r *http.Request) {
+		host := r.URL.Query().Get("host")
+		if host == "" {
+			writeAdminError(w, journal.Invalid("query", "host is a required query parameter (/v1/hosts/reset?host=…)"))
+			return
+		}
+		h, err := store.ResetHost(r.Context(), hostArg(host), now())
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		_ = printJSON(w, h)
+	})
 	mux.HandleFunc("GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"), Parked: q.Get("parked") == "true",
@@ -120,6 +156,12 @@ func adminHandler(store push.Store, token string, now func() time.Time) http.Han
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// adminStore is what the admin API works on.
+type adminStore interface {
+	push.Store
+	push.HostStore
 }
 
 func writeAdminError(w http.ResponseWriter, err error) {

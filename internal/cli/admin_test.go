@@ -120,7 +120,8 @@ func TestAdminAddressNeedsATokenOffLoopback(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	s := parkedStore(t)
-	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) })
+	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]push.Host, error) { return s.Hosts(ctx, push.HostQuery{}) })
 	h := m.hooks("webhook")
 	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Accepted}})
 	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Permanent}})

@@ -131,6 +131,7 @@ func newRoot(e *env) *cobra.Command {
 		newRewind(e),
 		newEvidence(e),
 		newStatus(e),
+		newHosts(e),
 		newRecordStatus(e),
 		newStreams(e),
 		newPrune(e),

@@ -22,6 +22,7 @@ type backend interface {
 	journal.Journal
 	push.Store
 	store.Retention
+	push.HostStore
 	Close() error
 }
 

@@ -19,9 +19,12 @@ type metrics struct {
 	deliveries *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	sweeps     *prometheus.CounterVec
+	hostFails  *prometheus.CounterVec
 }
 
-func newMetrics(stats func(ctx context.Context) (push.Stats, error)) *metrics {
+// newMetrics returns the metrics whose gauges read stats and hosts at
+// scrape time.
+func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(ctx context.Context) ([]push.Host, error)) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -37,8 +40,12 @@ func newMetrics(stats func(ctx context.Context) (push.Stats, error)) *metrics {
 			Name: "herald_sweeps_total",
 			Help: "Sweeps by namespace and result (ok, attention, error).",
 		}, []string{"namespace", "result"}),
+		hostFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_host_failures_total",
+			Help: "Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.",
+		}, []string{"host"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.duration, m.sweeps, &statsCollector{stats: stats},
+	m.reg.MustRegister(m.deliveries, m.duration, m.sweeps, m.hostFails, &statsCollector{stats: stats, hosts: hosts},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -63,6 +70,7 @@ func (m *metrics) hooks(ns string) push.Hooks {
 			}
 			m.sweeps.WithLabelValues(ns, result).Inc()
 		},
+		HostFailure: func(h push.Host) { m.hostFails.WithLabelValues(h.Host).Inc() },
 	}
 }
 
@@ -73,6 +81,10 @@ var (
 		"Parked registrations by namespace: each needs an operator (herald unpark).", []string{"namespace"}, nil)
 	behindDesc = prometheus.NewDesc("herald_records_behind",
 		"Records appended but not yet acknowledged, summed over the namespace's registrations.", []string{"namespace"}, nil)
+	hostsDesc = prometheus.NewDesc("herald_hosts",
+		"Hosts herald keeps health for (those that ever failed for their host) by state (up, down, unavailable).", []string{"state"}, nil)
+	heldDesc = prometheus.NewDesc("herald_held_registrations",
+		"Registrations held because their host is down or unavailable.", nil, nil)
 	statsUpDesc = prometheus.NewDesc("herald_store_up",
 		"1 if the last scrape could read the store's stats, else 0.", nil, nil)
 )
@@ -80,12 +92,15 @@ var (
 // statsCollector reads registration gauges from the store at scrape time.
 type statsCollector struct {
 	stats func(ctx context.Context) (push.Stats, error)
+	hosts func(ctx context.Context) ([]push.Host, error)
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- registrationsDesc
 	ch <- parkedDesc
 	ch <- behindDesc
+	ch <- hostsDesc
+	ch <- heldDesc
 	ch <- statsUpDesc
 }
 
@@ -93,10 +108,19 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := c.stats(ctx)
+	var hs []push.Host
+	if err == nil {
+		hs, err = c.hosts(ctx)
+	}
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
 		return
 	}
+	sum := summarizeHosts(hs)
+	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
+		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(n), state)
+	}
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(sum.Held))
 	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
 	for ns, n := range st.Namespaces {
 		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked} {

@@ -50,6 +50,7 @@ type registrationView struct {
 	Head          uint64    `json:"head"`
 	Lag           uint64    `json:"lag"`
 	Attempts      int       `json:"attempts"`
+	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor: never charged (README, "Hosts")
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 	State         string    `json:"state"`
 	Parked        bool      `json:"parked"`
@@ -64,7 +65,7 @@ func viewOf(s push.Status) registrationView {
 	return registrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: redactURL(s.URL),
 		OnRejected: string(s.OnRejected), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
-		NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
+		HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
 		LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}
 }

@@ -75,6 +75,8 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
   POST /v1/unpark?stream=S&id=ID
   POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
   POST /v1/rewind?stream=S&id=ID&to_seq=N
+  GET  /v1/hosts?state=&host=&after=&limit=
+  POST /v1/hosts/reset?host=HOST
 
 It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
 set; herald refuses to serve it on a non-loopback address without a token. An
@@ -89,6 +91,9 @@ empty address turns either server off.`,
 			}
 			if sweepLimit < 1 {
 				return usagef("--sweep-limit %d must be at least 1", sweepLimit)
+			}
+			if err := wf.check(); err != nil {
+				return err
 			}
 			for _, ns := range nsList {
 				if err := checkNamespace(ns); err != nil {
@@ -118,7 +123,8 @@ empty address turns either server off.`,
 			}
 			defer b.Close()
 			d := &daemon{e: e, b: b, every: every}
-			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) })
+			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) },
+				func(ctx context.Context) ([]push.Host, error) { return allHosts(ctx, b, push.HostQuery{}) })
 			if pruneEvery > 0 {
 				d.pruner = &pruner{e: e, b: b, retain: keep, every: pruneEvery, passed: newPruneMetrics(d.metrics.reg).observe}
 			}

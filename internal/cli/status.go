@@ -58,8 +58,13 @@ func newStatus(e *env) *cobra.Command {
 					refused = append(refused, refusedView{r.Stream, r.ID, r.Kind, fmtTime(r.AppendedAt), r.Reason})
 				}
 			}
+			hs, err := allHosts(cmd.Context(), b, push.HostQuery{})
+			if err != nil {
+				return err
+			}
+			hosts := summarizeHosts(hs)
 			if e.json {
-				out := map[string]any{"namespaces": st.Namespaces, "lagging": views(st.Lagging), "oldest_parked": nil, "refused": refused}
+				out := map[string]any{"namespaces": st.Namespaces, "lagging": views(st.Lagging), "oldest_parked": nil, "refused": refused, "hosts": hosts}
 				if st.OldestParked != nil {
 					out["oldest_parked"] = viewOf(*st.OldestParked)
 				}
@@ -102,9 +107,51 @@ func newStatus(e *env) *cobra.Command {
 				fmt.Fprintf(e.Out, "\nOldest parked: %s/%s (%s), parked %s at cursor %d: %s\n",
 					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, cell(p.LastError))
 			}
+			if len(hosts.NotUp) > 0 {
+				fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n",
+					hosts.Down, hosts.Unavailable, hosts.Held)
+				t := newTable(e.Out, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
+				for _, h := range hosts.NotUp {
+					t.row(h.Host, h.State, fmtTime(h.Since), fmtTime(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
+				}
+				return t.flush()
+			}
 			return nil
 		},
 	}
+}
+
+// hostSummary is the hosts part of herald status: counts by state (of the
+// hosts herald keeps health for: those that ever failed for their host) and
+// the hosts not up, the first maxStatusHosts of them.
+type hostSummary struct {
+	Up          int         `json:"up"`
+	Down        int         `json:"down"`
+	Unavailable int         `json:"unavailable"`
+	Held        int         `json:"held"`
+	NotUp       []push.Host `json:"not_up"`
+}
+
+const maxStatusHosts = 10
+
+func summarizeHosts(hs []push.Host) hostSummary {
+	sum := hostSummary{NotUp: []push.Host{}}
+	for _, h := range hs {
+		switch h.State {
+		case push.HostDown:
+			sum.Down++
+		case push.HostUnavailable:
+			sum.Unavailable++
+		default:
+			sum.Up++
+			continue
+		}
+		sum.Held += h.Held
+		if len(sum.NotUp) < maxStatusHosts {
+			sum.NotUp = append(sum.NotUp, h)
+		}
+	}
+	return sum
 }
 
 func views(sts []push.Status) []registrationView {

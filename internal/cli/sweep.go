@@ -15,6 +15,7 @@ import (
 type workerFlags struct {
 	maxAttempts, maxInFlight, drainPage int
 	maxRetryAfter, lease                time.Duration
+	hostHorizon                         time.Duration
 }
 
 func (w *workerFlags) add(cmd *cobra.Command) {
@@ -24,12 +25,21 @@ func (w *workerFlags) add(cmd *cobra.Command) {
 	f.IntVar(&w.drainPage, "drain-page", push.DefaultDrainPage, "records sent per registration per turn (the bound on duplicates after a crash)")
 	f.DurationVar(&w.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&w.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
+	f.DurationVar(&w.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
+}
+
+// check refuses, as usage errors naming the flag, what NewWorker would.
+func (w *workerFlags) check() error {
+	if w.hostHorizon < push.MinHostHorizon || w.hostHorizon > push.MaxHostHorizon {
+		return usagef("--host-horizon %v must be from %v to %v", w.hostHorizon, push.MinHostHorizon, push.MaxHostHorizon)
+	}
+	return nil
 }
 
 func (w *workerFlags) options(e *env) []push.Option {
 	return []push.Option{push.WithMaxAttempts(w.maxAttempts), push.WithMaxInFlight(w.maxInFlight),
 		push.WithDrainPage(w.drainPage), push.WithMaxRetryAfter(w.maxRetryAfter), push.WithLease(w.lease),
-		push.WithLogger(e.logger)}
+		push.WithHostHorizon(w.hostHorizon), push.WithLogger(e.logger)}
 }
 
 // newWorker builds the worker for namespace ns; bad options are a usage error.
@@ -68,6 +78,9 @@ Exit 0, or 3 when the report needs attention (saturated: more were due than
 				return err
 			}
 			if err := checkNamespace(ns); err != nil {
+				return err
+			}
+			if err := wf.check(); err != nil {
 				return err
 			}
 			at := e.now()
@@ -152,6 +165,9 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 	}
 	if r.Errors > 0 {
 		fmt.Fprintf(e.Out, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
+	}
+	if r.HostFailures > 0 {
+		fmt.Fprintf(e.Out, "%s ended on a host-level failure (charged to the host, not the registration: see herald hosts).\n", plural(r.HostFailures, "turn"))
 	}
 	if r.Saturated {
 		fmt.Fprintln(e.Out, "Saturated: more registrations were due than --limit; sweep again soon.")

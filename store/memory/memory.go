@@ -21,6 +21,7 @@ import (
 var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
+	_ push.HostStore  = (*Store)(nil)
 )
 
 // Store keeps the journal and the registrations in maps behind one mutex.
@@ -33,6 +34,7 @@ type Store struct {
 	ids        map[string]ref
 	regs       map[push.Key]*push.Registration
 	evidence   map[push.Key][]push.Evidence
+	hosts      map[string]*push.Host
 }
 
 type stream struct {
@@ -74,6 +76,7 @@ func New(opts ...Option) *Store {
 		ids:        map[string]ref{},
 		regs:       map[push.Key]*push.Registration{},
 		evidence:   map[push.Key][]push.Evidence{},
+		hosts:      map[string]*push.Host{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -280,7 +283,9 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	return out[:min(len(out), limit)], nil
 }
 
-// Due implements push.Store.
+// Due implements push.Store. Registrations of a down or unavailable host
+// are held: not claimed, but for one probe whose instant is due (see
+// push.HostStore); the probe moves the host's next probe instant.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
@@ -294,7 +299,9 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			continue
 		}
 		if r.Namespace != q.Namespace {
-			batch.Unserved++
+			if held, probe := s.hostOf(r).Holds(q.At); !held || probe {
+				batch.Unserved++
+			}
 			continue
 		}
 		due = append(due, r)
@@ -303,24 +310,45 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), push.CompareKeys(a.Key(), b.Key()))
 	})
 	taken := map[string]int{} // per host, for the cap
-	claim := due[:0]
+	troubled := map[string]bool{}
 	for _, r := range due {
-		h := r.Host()
-		if room := q.HostRoom(h); room >= 0 && taken[h] >= room {
+		host := r.Host()
+		if room := q.HostRoom(host); room >= 0 && taken[host] >= room {
 			continue // the cap leaves it for later: not claimed, not More
 		}
-		if len(claim) == q.Limit {
+		h := s.hosts[host]
+		if h != nil {
+			if held, probe := h.Holds(q.At); held && !probe {
+				continue // held for its host
+			}
+		}
+		if len(batch.Registrations) == q.Limit {
 			batch.More = true
 			break
 		}
-		taken[h]++
-		claim = append(claim, r)
-	}
-	for _, r := range claim {
+		taken[host]++
+		if h != nil {
+			if held, _ := h.Holds(q.At); held {
+				*h = h.Probed(q.At) // this claim is the probe
+			}
+			if h.Troubled() && !troubled[h.Host] {
+				troubled[h.Host] = true
+				batch.Hosts = append(batch.Hosts, *h)
+			}
+		}
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		batch.Registrations = append(batch.Registrations, s.status(r))
 	}
 	return batch, nil
+}
+
+// hostOf returns the stored health of r's host (up if none is stored). The
+// caller holds s.mu.
+func (s *Store) hostOf(r *push.Registration) push.Host {
+	if h := s.hosts[r.Host()]; h != nil {
+		return *h
+	}
+	return push.Host{State: push.HostUp}
 }
 
 // Advance implements push.Store.
@@ -332,7 +360,7 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 		return err
 	}
 	if nextSeq > r.NextSeq {
-		r.NextSeq, r.Attempts, r.LastError = nextSeq, 0, ""
+		r.NextSeq, r.Attempts, r.HostFailures, r.LastError = nextSeq, 0, 0, ""
 	}
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	return nil
@@ -397,6 +425,7 @@ func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence) (*push.Regi
 		r.NextSeq, r.Attempts = nextSeq, 0
 	}
 	r.Attempts++
+	r.HostFailures = 0 // the host answered about the record
 	r.LastError = ev.Error
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	s.addEvidence(r.Key(), ev)
@@ -418,7 +447,7 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 	if !r.Parked {
 		return nil
 	}
-	r.Parked, r.ParkedAt, r.Attempts, r.NextAttemptAt = false, time.Time{}, 0, at
+	r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	s.addEvidence(k, push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
 	return nil
@@ -483,7 +512,7 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 
 func (s *Store) move(k push.Key, r *push.Registration, toSeq uint64, at time.Time, event, reason string) {
 	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: reason})
-	r.NextSeq, r.Attempts, r.NextAttemptAt, r.LastError = toSeq, 0, at, ""
+	r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{} // fence out a turn in flight
 }
 
@@ -540,6 +569,95 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	}
 	s.mu.Unlock()
 	return push.Summarize(all, at), nil
+}
+
+// HostFailed implements push.HostStore.
+func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
+	if err := f.Validate(); err != nil {
+		return push.Host{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.claimed(f.Claim, f.NextSeq)
+	if err != nil {
+		return push.Host{}, err
+	}
+	h := s.hosts[f.Host]
+	if h == nil {
+		h = &push.Host{Host: f.Host}
+		s.hosts[f.Host] = h
+	}
+	*h = h.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
+	// issue 20 appends herald.host.down / .unavailable here when
+	// h.Transition(old) says so, in this same step.
+	if f.NextSeq > r.NextSeq {
+		r.NextSeq, r.Attempts, r.HostFailures = f.NextSeq, 0, 0
+	}
+	r.HostFailures++
+	ev := f.Evidence
+	ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, r.HostFailures, ev.At)
+	r.NextAttemptAt, r.LastError = ev.NotBefore, ev.Error
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	s.addEvidence(r.Key(), ev)
+	return *h, nil
+}
+
+// HostAnswered implements push.HostStore.
+func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (push.Host, error) {
+	return s.answered(host, at, false)
+}
+
+// ResetHost implements push.HostStore.
+func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.Host, error) {
+	return s.answered(host, at, true)
+}
+
+func (s *Store) answered(host string, at time.Time, mustExist bool) (push.Host, error) {
+	if err := push.ValidateHost(host); err != nil {
+		return push.Host{}, err
+	}
+	if err := push.ValidateInstant("at", at); err != nil {
+		return push.Host{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.hosts[host]
+	if h == nil {
+		if mustExist {
+			return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+		}
+		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
+	}
+	// issue 20 appends herald.host.up here when the state changes.
+	*h = h.Answered(at)
+	return *h, nil
+}
+
+// Hosts implements push.HostStore.
+func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
+	limit, err := q.Validate()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := map[string]int{}
+	for _, r := range s.regs {
+		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.head(r.Stream) {
+			held[h.Host]++
+		}
+	}
+	var out []push.Host
+	for name, h := range s.hosts {
+		if (q.Host != "" && name != q.Host) || (q.State != "" && h.State != q.State) || (q.After != "" && name <= q.After) {
+			continue
+		}
+		c := *h
+		c.Held = held[name]
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b push.Host) int { return cmp.Compare(a.Host, b.Host) })
+	return out[:min(len(out), limit)], nil
 }
 
 func (s *Store) status(r *push.Registration) push.Status {

@@ -155,3 +155,50 @@ func BenchmarkDue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDueHeldHost measures what a down host costs a claim: 100 due
+// registrations of a healthy host beside 0, 1,000 or 10,000 lagging
+// registrations held for a down host (its probe not due). The held ones
+// keep their streams pending, so Due reads them (and leaves them: the host
+// is down); it writes nothing for them. It reports ns per Due.
+func BenchmarkDueHeldHost(b *testing.B) {
+	for _, held := range []int{0, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			ctx := b.Context()
+			s := benchStore(b, 4)
+			seed := func(prefix, host string, n int) {
+				_, err := s.Pool().Exec(ctx, `
+					INSERT INTO herald_stream (stream, head, pending)
+					SELECT $1 || i, 1, true FROM generate_series(0, $2::int - 1) AS i`, prefix, (n+9)/10)
+				require.NoError(b, err)
+				_, err = s.Pool().Exec(ctx, `
+					INSERT INTO herald_registration (stream, id, namespace, url, host, next_seq, next_attempt_at)
+					SELECT $1 || (n / 10), 'r' || (n % 10), 'webhook', 'https://' || $2 || '/' || n, $2 || ':443', 1, '2000-01-01 00:00:00+00'
+					FROM generate_series(0, $3::int - 1) AS n`, prefix, host, n)
+				require.NoError(b, err)
+			}
+			seed("ok/", "ok.example", 100)
+			if held > 0 {
+				seed("held/", "down.example", held)
+			}
+			_, err := s.Pool().Exec(ctx, `INSERT INTO herald_host (host, state, since, failures, next_probe_at)
+				VALUES ('down.example:443', 'down', '2000-01-01', 3, '2999-01-01')`)
+			require.NoError(b, err)
+			_, err = s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration, herald_host`)
+			require.NoError(b, err)
+			q := push.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}
+			b.ResetTimer()
+			for i := range b.N {
+				q.At = at(61 * (i + 1)) // every lease taken before has expired
+				q.LeaseUntil = q.At.Add(time.Minute)
+				batch, err := s.Due(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(batch.Registrations) != 100 {
+					b.Fatalf("claimed %d, want the healthy host's 100", len(batch.Registrations))
+				}
+			}
+		})
+	}
+}

@@ -88,7 +88,9 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 		defer rows.Close()
 		if rows.Next() {
 			found = true
-			return rows.Scan(&owner, &head)
+			var next int64
+			var hostFailures int
+			return rows.Scan(&owner, &head, &next, &hostFailures)
 		}
 		return rows.Err()
 	})

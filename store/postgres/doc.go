@@ -15,21 +15,23 @@
 //
 // # Schema
 //
-// Four tables (migrations/001_init.up.sql, then each NNN_*.up.sql in order):
-// herald_stream (one row per stream: head, final seq, pending marker),
-// herald_record, herald_registration and herald_evidence. Migrations are
-// embedded, numbered NNN_name.up.sql and .down.sql (store/sqlite's layout),
-// and applied by golang-migrate (github.com/golang-migrate/migrate/v4, its
-// pgx/v5 driver): MigrateUp, MigrateDown (one step) and MigrationStatus take
-// the database URL, as the CLI does, and return a SchemaStatus.
-// golang-migrate records the version in herald_schema_migrations (version,
-// dirty), and holds a PostgreSQL advisory lock while migrating, so that two
-// `herald migrate up` at once apply each migration once. Each migration file
-// runs in one transaction; golang-migrate marks the version dirty before it
-// and clean after, so a migration that failed or whose process died leaves
-// a dirty version, which every open and migration refuses (ErrSchemaDirty,
-// with how to repair it). Reverting version 3 (003_sequencer) first numbers the records
-// waiting for a seq, and refuses while refused records exist.
+// Five tables (migrations/001_init.up.sql, then each NNN_*.up.sql in
+// order): herald_stream (one row per stream: head, final seq, pending
+// marker, low-water mark), herald_record, herald_registration,
+// herald_evidence, and herald_host (host health: see hosts.go and
+// push.HostStore). Migrations are embedded, numbered NNN_name.up.sql and
+// .down.sql (store/sqlite's layout), and applied by golang-migrate
+// (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
+// MigrateDown (one step) and MigrationStatus take the database URL, as the
+// CLI does, and return a SchemaStatus. golang-migrate records the version in
+// herald_schema_migrations (version, dirty), and holds a PostgreSQL advisory
+// lock while migrating, so that two `herald migrate up` at once apply each
+// migration once. Each migration file runs in one transaction; golang-migrate
+// marks the version dirty before it and clean after, so a migration that
+// failed or whose process died leaves a dirty version, which every open and
+// migration refuses (ErrSchemaDirty, with how to repair it). Reverting
+// version 3 (003_sequencer) first numbers the records waiting for a seq, and
+// refuses while refused records exist.
 //
 // # Appending: a plain INSERT, numbered after commit
 //

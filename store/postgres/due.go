@@ -47,6 +47,28 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
 		})
+		var troubled []push.Host
+		b.Queue(sqlTroubledHosts).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				h, err := scanHost(rows)
+				if err != nil {
+					return err
+				}
+				troubled = append(troubled, h)
+			}
+			return rows.Err()
+		})
+		probes := map[string]push.Host{} // hosts whose probe this claim owns, as locked
+		b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				h, err := scanHost(rows)
+				if err != nil {
+					return err
+				}
+				probes[h.Host] = h
+			}
+			return rows.Err()
+		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: find idle streams", err)
 		}
@@ -56,7 +78,17 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			b.Queue(sqlClearPending, idle)
 		}
 		capArg, hosts, busy := hostCap(q)
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy).Query(func(rows pgx.Rows) error {
+		probeHosts := make([]string, 0, len(probes))
+		for h := range probes {
+			probeHosts = append(probeHosts, h)
+		}
+		held := []string{} // not up, and not this claim's probe
+		for _, h := range troubled {
+			if _, ok := probes[h.Host]; !ok && h.State != push.HostUp {
+				held = append(held, h.Host)
+			}
+		}
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				st, err := scanStatus(rows, true, &due)
 				if err != nil {
@@ -66,7 +98,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			}
 			return rows.Err()
 		})
-		b.Queue(sqlUnserved, q.Namespace, q.At).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+		b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due", err)
 		}
@@ -74,7 +106,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		// Limit+1: only Limit rows are locked, so that concurrent claimers
 		// never skip a row this claim locked only to look past the limit.
 		batch.More = due > 0
-		return nil
+		return s.claimedHosts(ctx, tx, q, troubled, probes, &batch)
 	})
 	if err != nil {
 		return push.DueBatch{}, err

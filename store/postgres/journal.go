@@ -15,7 +15,9 @@ import (
 
 // Append implements journal.Journal in a transaction of its own: it
 // commits the records, runs a sequencer step (waiting for one running
-// elsewhere to end first) and returns them with their seqs. A record that
+// elsewhere to end first) and returns them with their seqs (Seq 0 for a
+// record pruned before Append could read its seq: delivered to every
+// registration already, under a retention of 0). A record that
 // the step refuses (its stream's final record was numbered first: the
 // package doc, "Sealing") is a *journal.SealedError; it stays stored,
 // refused (Refused lists it), and is never delivered.
@@ -72,7 +74,14 @@ func (s *Store) withSeqs(ctx context.Context, stream string, out []journal.Recor
 		return nil, &journal.SealedError{Stream: stream, FinalSeq: uint64(final)}
 	}
 	for i := range out {
-		out[i].Seq = uint64(seqs[out[i].ID])
+		seq, found := seqs[out[i].ID]
+		if !found {
+			// Numbered, delivered to every registration and pruned
+			// already (a retention of 0 can be that quick): the append
+			// stands, and its seq is gone with it.
+			continue
+		}
+		out[i].Seq = uint64(seq)
 		if out[i].Seq == 0 {
 			return nil, fmt.Errorf("append to %s: record %q is committed but has no seq after a sequencer step: %w", stream, out[i].ID, journal.ErrNotFound)
 		}

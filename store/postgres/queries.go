@@ -113,7 +113,7 @@ WHERE s.stream = u.stream AND s.stream = ANY($1::text[])`
 // scanStatus reads, in order.
 const (
 	regColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until`
+       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures`
 	statusColumns = regColumns + `, s.head, s.final_seq IS NOT NULL`
 
 	// Lock the stream row first (the append's lock order) and set the
@@ -212,6 +212,7 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
         WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
           AND r.namespace = $1 AND r.next_attempt_at <= $2
           AND (r.lease_until IS NULL OR r.lease_until <= $2)
+          AND r.host <> ALL($10::text[])
         OFFSET 0) c
     WHERE s.pending
 ), due AS MATERIALIZED (
@@ -219,7 +220,8 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
     FROM (SELECT cand.*, row_number() OVER (PARTITION BY cand.host ORDER BY cand.next_attempt_at, cand.stream, cand.id) AS host_rank
           FROM cand) c
     LEFT JOIN unnest($7::text[], $8::int[]) AS b (host, busy) ON b.host = c.host
-    WHERE $6::int IS NULL OR c.host_rank <= $6::int - coalesce(b.busy, 0)
+    WHERE ($6::int IS NULL OR c.host_rank <= $6::int - coalesce(b.busy, 0))
+      AND (c.host <> ALL($9::text[]) OR c.host_rank = 1)
     ORDER BY c.next_attempt_at, c.stream, c.id
 ), locked AS MATERIALIZED (
     SELECT l.tid, d.next_attempt_at, d.stream, d.id
@@ -248,8 +250,67 @@ CROSS JOIN LATERAL (
     WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
       AND r.namespace <> $1 AND r.next_attempt_at <= $2
       AND (r.lease_until IS NULL OR r.lease_until <= $2)
+      AND r.host <> ALL($3::text[])
     OFFSET 0) c
 WHERE s.pending`
+)
+
+// Host health (hosts.go, and Due's probes in due.go). The rules are push's;
+// these statements keep their results. Lock order: a registration's row
+// before its host's (HostFailed); Due locks host rows with SKIP LOCKED only,
+// so it never waits on them.
+const (
+	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
+	// The hosts whose probe is due at $1, locked: this claim owns their
+	// probe. SKIP LOCKED: a host another claim is probing is not ours; once
+	// that claim commits its next probe instant has moved.
+	sqlLockProbes = `SELECT ` + hostColumns + ` FROM herald_host
+WHERE state <> 'up' AND next_probe_at <= $1
+ORDER BY host
+FOR NO KEY UPDATE SKIP LOCKED`
+	// The troubled hosts (push.Host.Troubled), read before the claim: the
+	// registrations of those not up are held, but for the probes this claim
+	// owns (an array parameter of the claim: comparing with a few hosts
+	// costs a held row less than a lookup of its host), and those of the
+	// claimed registrations go back to the worker.
+	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
+	// The probe claimed: the next one, in the claim's transaction.
+	sqlMoveProbe  = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
+	sqlEnsureHost = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
+	sqlLockHost   = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
+	sqlPutHost    = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
+    last_error = $7, last_failure_at = $8
+WHERE host = $1`
+	// A host-level failure: the registration's turn ends with no attempt
+	// charged. $1…$14 are evidenceArgs', $15 the claim's owner, $16 the
+	// cursor reached, $17 not before, $18 its host failures.
+	sqlHostFailed = `WITH upd AS (
+    UPDATE herald_registration
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END, host_failures = $18,
+        next_seq = GREATEST(next_seq, $16::bigint),
+        next_attempt_at = $17, last_error = $13,
+        lease_owner = '', lease_until = NULL
+    WHERE stream = $1 AND id = $2 AND lease_owner = $15
+      AND $16::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)
+    RETURNING 1
+)
+` + insertEvidence + ` FROM upd`
+	// Hosts with their held registrations counted: one pass over the
+	// lagging registrations of the hosts not up (none when all are up).
+	sqlHosts = `WITH held AS (
+    SELECT r.host, count(*) AS n
+    FROM herald_registration r
+    JOIN herald_host d ON d.host = r.host AND d.state <> 'up'
+    JOIN herald_stream s ON s.stream = r.stream
+    WHERE NOT r.parked AND r.next_seq <= s.head
+    GROUP BY r.host
+)
+SELECT h.host, h.state, h.since, h.failures, h.probes, h.next_probe_at, h.last_error, h.last_failure_at,
+    coalesce(held.n, 0)
+FROM herald_host h LEFT JOIN held ON held.host = h.host
+WHERE ($1::text = '' OR h.host = $1) AND ($2::text = '' OR h.state = $2) AND h.host > $3
+ORDER BY h.host
+LIMIT $4`
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go).
@@ -260,12 +321,13 @@ WHERE s.pending`
 // owner ($3, or $15 after the evidence parameters) and, for a cursor, where
 // it is at most the stream's head + 1.
 const (
-	sqlFence = `SELECT r.lease_owner, s.head
+	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
 	sqlAdvance = `UPDATE herald_registration
 SET attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
+    host_failures = CASE WHEN $4::bigint > next_seq THEN 0 ELSE host_failures END,
     last_error = CASE WHEN $4::bigint > next_seq THEN '' ELSE last_error END,
     next_seq = GREATEST(next_seq, $4::bigint),
     lease_owner = '', lease_until = NULL
@@ -281,7 +343,7 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
 	// $15 the claim's owner, $16 the cursor reached, $17 not before.
 	sqlRetry = `WITH upd AS (
     UPDATE herald_registration
-    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
         next_seq = GREATEST(next_seq, $16::bigint),
         next_attempt_at = $17, last_error = $13,
         lease_owner = '', lease_until = NULL
@@ -294,7 +356,7 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
 	// evidence's instant ($3).
 	sqlPark = `WITH upd AS (
     UPDATE herald_registration
-    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END,
+    SET attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
         next_seq = GREATEST(next_seq, $16::bigint),
         parked = true, parked_at = $3, last_error = $13,
         lease_owner = '', lease_until = NULL
@@ -309,13 +371,13 @@ WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
 	sqlSetPending     = `UPDATE herald_stream SET pending = true WHERE stream = $1`
 	sqlUnpark         = `UPDATE herald_registration
-SET parked = false, parked_at = NULL, attempts = 0, next_attempt_at = $3,
+SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	// An operator's move clears the lease: a turn in flight can no longer
 	// write (its fenced statements find another owner).
 	sqlMove = `UPDATE herald_registration
-SET next_seq = $3, attempts = 0, next_attempt_at = $4, last_error = '',
+SET next_seq = $3, attempts = 0, host_failures = 0, next_attempt_at = $4, last_error = '',
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	// Evidence goes in only if its registration exists; the trim then keeps

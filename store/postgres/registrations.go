@@ -190,7 +190,7 @@ func scanStatus(row pgx.Row, withHead bool, extra ...any) (push.Status, error) {
 		parkedAt, leaseUntil pgtype.Timestamptz
 	)
 	dest := []any{&r.Stream, &r.ID, &r.Namespace, &r.URL, &config, &onRejected, &next, &r.Attempts,
-		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil}
+		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures}
 	if withHead {
 		dest = append(dest, &head, &st.Sealed)
 	}

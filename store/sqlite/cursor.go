@@ -93,6 +93,7 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 		}
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
 				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
+				host_failures = CASE WHEN ?1 > next_seq THEN 0 ELSE host_failures END,
 				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
 				next_seq = MAX(next_seq, ?1),
 				lease_owner = '', lease_until = NULL
@@ -123,7 +124,7 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 			return err
 		}
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END,
+				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
 				next_seq = MAX(next_seq, ?1),
 				next_attempt_at = ?2, last_error = ?3,
 				lease_owner = '', lease_until = NULL
@@ -156,7 +157,7 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 			return err
 		}
 		_, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END,
+				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
 				next_seq = MAX(next_seq, ?1),
 				parked = 1, parked_at = ?2, last_error = ?3,
 				lease_owner = '', lease_until = NULL
@@ -179,7 +180,7 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 	}
 	return s.write(ctx, "unpark "+stream+"/"+id, func(tx *sql.Tx) error {
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				parked = 0, parked_at = NULL, attempts = 0, next_attempt_at = ?1,
+				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?2 AND id = ?3 AND parked = 1`+stateColumns, atN, stream, id), stream, id, "unpark")
 		if errors.Is(err, journal.ErrNotFound) {
@@ -253,7 +254,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		// Clearing the lease fences out a turn in flight: it can no longer
 		// undo the operator's move.
 		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				next_seq = ?1, attempts = 0, next_attempt_at = ?2, last_error = '',
+				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?3 AND id = ?4`+stateColumns, to, atN, stream, id), stream, id, op)
 		if err != nil {

@@ -15,8 +15,9 @@
 // The schema is parallel to store/postgres: herald_stream (one row per
 // stream: head, sealed, wake_at), herald_record (one row per record, with the
 // journal.Digest of its content for idempotent appends), herald_registration
-// (destination, cursor, retry state, lease) and herald_evidence (at most
-// push.MaxEvidence rows per registration, the newest). Instants are unix
+// (destination, cursor, retry state, lease), herald_evidence (at most
+// push.MaxEvidence rows per registration, the newest) and herald_host (host
+// health: hosts.go). Instants are unix
 // nanoseconds in INTEGER columns (full Go precision, returned in UTC); the
 // zero time is NULL.
 //

@@ -14,12 +14,14 @@ import (
 const dueFrom = ` FROM herald_stream AS s CROSS JOIN herald_registration AS r ON r.stream = s.stream `
 
 // dueWhere selects due registrations (alias r) on woken streams (alias s) at
-// instant ?1.
+// instant ?1, leaving out those held for their host (not up, its next probe
+// later than ?1: see hosts.go).
 const dueWhere = ` WHERE s.wake_at <= ?1
 	AND r.parked = 0
 	AND r.next_seq <= s.head
 	AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?1)
-	AND (r.lease_until IS NULL OR r.lease_until <= ?1) `
+	AND (r.lease_until IS NULL OR r.lease_until <= ?1)
+	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?1) `
 
 // Due implements push.Store. In one write transaction it finds up to
 // q.Limit+1 due registrations of q.Namespace (oldest NextAttemptAt first),
@@ -51,11 +53,32 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return batch, nil
 	}
 	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
-		found, more, err := dueRows(ctx, tx, q, at.Int64)
+		probes, troubled, err := heldHosts(ctx, tx, at.Int64)
+		if err != nil {
+			return err
+		}
+		found, more, err := dueRows(ctx, tx, q, at.Int64, probes)
 		if err != nil {
 			return err
 		}
 		batch.More = more
+		reported := map[string]bool{}
+		for _, st := range found {
+			host := st.Host()
+			if h, ok := probes[host]; ok && !reported[host] {
+				// This claim is the host's probe: move its next one, in
+				// this transaction, so that no other claim probes it too.
+				h = h.Probed(q.At)
+				if err := putHost(ctx, tx, h); err != nil {
+					return err
+				}
+				troubled[host] = h
+			}
+			if h, ok := troubled[host]; ok && !reported[host] {
+				reported[host] = true
+				batch.Hosts = append(batch.Hosts, h)
+			}
+		}
 		err = tx.QueryRowContext(ctx, "SELECT COUNT(*)"+dueFrom+dueWhere+"AND r.namespace <> ?2", at.Int64, q.Namespace).Scan(&batch.Unserved)
 		if err != nil {
 			return translate("due: count other namespaces", err)
@@ -79,13 +102,14 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		batch.Registrations = found
 		// Every stream woken by now was read above; set its marker to the
 		// earliest instant one of its lagging, unparked registrations is due
-		// (a claimed one at its lease's end), or NULL when none lags. This
-		// runs under the write lock that every append and cursor move takes,
-		// so no append can commit between reading the heads and writing the
-		// markers: no wake-up is lost.
+		// (a claimed one at its lease's end, a held one at its host's next
+		// probe), or NULL when none lags. This runs under the write lock
+		// that every append and cursor move takes, so no append can commit
+		// between reading the heads and writing the markers: no wake-up is
+		// lost. (An answer that releases a host wakes its streams: hosts.go.)
 		_, err = tx.ExecContext(ctx, `UPDATE herald_stream SET wake_at = (
-				SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?2), IFNULL(r.lease_until, ?2)))
-				FROM herald_registration AS r
+				SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?2), IFNULL(r.lease_until, ?2), IFNULL(h.next_probe_at, ?2)))
+				FROM herald_registration AS r LEFT JOIN herald_host AS h ON h.host = r.host AND h.state <> 'up'
 				WHERE r.stream = herald_stream.stream AND r.parked = 0 AND r.next_seq <= herald_stream.head)
 			WHERE wake_at <= ?1`, at.Int64, int64(dueNow))
 		return translate("due: recompute wake markers", err)
@@ -100,9 +124,12 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 // NextAttemptAt first, within the per-host cap, and whether one more exists.
 // Without a cap, SQL stops at Limit+1; with one, rows are read in order until
 // Limit+1 have room (a host over its cap is skipped, and costs one row each).
-func dueRows(ctx context.Context, tx *sql.Tx, q push.DueQuery, at int64) ([]push.Status, bool, error) {
+//
+// A host in probes (not up, its probe due) gets one claim, its probe; its
+// other rows are skipped as the cap skips them.
+func dueRows(ctx context.Context, tx *sql.Tx, q push.DueQuery, at int64, probes map[string]push.Host) ([]push.Status, bool, error) {
 	limit := q.Limit + 1
-	if q.MaxPerHost > 0 {
+	if q.MaxPerHost > 0 || len(probes) > 0 {
 		limit = -1 // SQLite: no limit
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT "+statusColumns+dueFrom+dueWhere+
@@ -121,6 +148,9 @@ func dueRows(ctx context.Context, tx *sql.Tx, q push.DueQuery, at int64) ([]push
 		h := st.Host()
 		if room := q.HostRoom(h); room >= 0 && taken[h] >= room {
 			continue
+		}
+		if _, probe := probes[h]; probe && taken[h] > 0 {
+			continue // held: one probe only
 		}
 		if len(found) == q.Limit {
 			return found, true, nil

@@ -16,7 +16,7 @@ import (
 
 // statusColumns select a registration joined with its stream (aliases r, s).
 const statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, s.head, s.sealed`
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, s.head, s.sealed, r.host_failures`
 
 const statusFrom = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 
@@ -29,7 +29,7 @@ func scanStatus(sc interface{ Scan(...any) error }) (push.Status, error) {
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
-		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &head, &st.Sealed)
+		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &head, &st.Sealed, &st.HostFailures)
 	if err != nil {
 		return push.Status{}, err
 	}

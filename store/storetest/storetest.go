@@ -61,6 +61,7 @@ func Run(t *testing.T, open Factory) {
 		{"Cursor", cursorTests},
 		{"Operator", operatorTests},
 		{"Retention", retentionTests},
+		{"Hosts", hostTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

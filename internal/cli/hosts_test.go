@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// hostile is a receiver's text as a host-level failure may carry it: an
+// escape sequence and a line break, which a terminal must not see raw.
+const hostile = "timeout: \x1b[2J\x1b[31mowned\nsecond line"
+
+// downHostDB returns a SQLite database in which down.example:443 is down
+// (three host-level failures at t0) with two registrations held, and
+// up.example:443 has a registration of its own.
+func downHostDB(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "herald.db")
+	ctx := t.Context()
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	for _, r := range []struct{ id, url string }{{"a", "https://down.example/a"}, {"b", "https://down.example/b"}, {"c", "https://up.example/c"}} {
+		_, err := s.Register(ctx, push.Registration{Stream: "orders", ID: r.id, Namespace: "webhook", URL: r.url})
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		when := t0.Add(time.Duration(i) * time.Minute)
+		batch, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Second)})
+		require.NoError(t, err)
+		for _, st := range batch.Registrations {
+			if st.Host() != "down.example:443" {
+				continue
+			}
+			_, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
+				Evidence: push.Evidence{At: when, Error: hostile}, Policy: push.DefaultHostPolicy()})
+			require.NoError(t, err)
+			break
+		}
+	}
+	return path
+}
+
+func runCLI(t *testing.T, db string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), append([]string{"--database", "sqlite:" + db}, args...),
+		Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) string { return "" })
+	return code, out.String(), errb.String()
+}
+
+func TestHostsCommand(t *testing.T) {
+	db := downHostDB(t)
+
+	code, out, errOut := runCLI(t, db, "hosts")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "down.example:443")
+	require.Contains(t, out, "down")
+	require.NotContains(t, out, "\x1b", "a receiver's escape sequence never reaches the terminal")
+	require.Contains(t, out, "owned second line", "the last error is shown, on one line")
+	require.Equal(t, 2, strings.Count(out, "\n"), "a header and one row: the line break was flattened")
+
+	code, out, _ = runCLI(t, db, "hosts", "--json")
+	require.Equal(t, ExitOK, code)
+	var hosts []push.Host
+	require.NoError(t, json.Unmarshal([]byte(out), &hosts))
+	require.Len(t, hosts, 1)
+	h := hosts[0]
+	require.Equal(t, "down.example:443", h.Host)
+	require.Equal(t, push.HostDown, h.State)
+	require.Equal(t, 3, h.Failures)
+	require.Equal(t, 2, h.Held, "a and b are held")
+	require.True(t, h.Since.Equal(t0.Add(2*time.Minute)))
+	require.True(t, h.NextProbeAt.Equal(h.Since.Add(push.ProbeDelay(h.Host, 0))))
+	require.Equal(t, hostile, h.LastError, "JSON keeps the text, escaped by the encoding")
+
+	code, out, _ = runCLI(t, db, "status")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "Hosts: 1 down, 0 unavailable, 2 registrations held for them")
+	require.NotContains(t, out, "\x1b")
+	code, out, _ = runCLI(t, db, "status", "--json")
+	require.Equal(t, ExitOK, code)
+	var st struct {
+		Hosts hostSummary `json:"hosts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, 1, st.Hosts.Down)
+	require.Equal(t, 2, st.Hosts.Held)
+	require.Len(t, st.Hosts.NotUp, 1)
+
+	code, _, errOut = runCLI(t, db, "hosts", "--state", "sideways")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "--state")
+	code, _, errOut = runCLI(t, db, "hosts", "reset")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "HOST")
+	code, _, errOut = runCLI(t, db, "hosts", "reset", "unknown.example:443")
+	require.Equal(t, ExitError, code)
+	require.Contains(t, errOut, "herald hosts lists")
+
+	code, out, errOut = runCLI(t, db, "hosts", "reset", "https://DOWN.example/inbox", "--at", "2026-03-15T12:00:00Z", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var reset struct {
+		Released int       `json:"released"`
+		Host     push.Host `json:"host"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &reset))
+	require.Equal(t, 2, reset.Released)
+	require.Equal(t, push.HostUp, reset.Host.State)
+	require.True(t, reset.Host.Since.Equal(time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)))
+	code, out, _ = runCLI(t, db, "status")
+	require.Equal(t, ExitOK, code)
+	require.NotContains(t, out, "Hosts:", "no host is down any more")
+}
+
+func TestHostHorizonFlag(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for _, args := range [][]string{
+		{"sweep", "--namespace", "webhook", "--host-horizon", "59m"},
+		{"sweep", "--namespace", "webhook", "--host-horizon", "8761h"},
+		{"run", "--host-horizon", "1s"},
+	} {
+		code, _, errOut := runCLI(t, db, args...)
+		require.Equal(t, ExitUsage, code, "%v", args)
+		require.Contains(t, errOut, "--host-horizon", "%v", args)
+	}
+	code, _, errOut := runCLI(t, db, "sweep", "--namespace", "webhook", "--host-horizon", "72h", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+}
+
+func TestAdminAPIHosts(t *testing.T) {
+	db := downHostDB(t)
+	s, err := sqlite.Open(t.Context(), db)
+	require.NoError(t, err)
+	defer s.Close()
+	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
+	defer srv.Close()
+
+	code, body := adminCall(t, srv, "GET", "/v1/hosts", "", nil)
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body = adminCall(t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"down"}})
+	require.Equal(t, http.StatusOK, code, body)
+	var hosts []push.Host
+	require.NoError(t, json.Unmarshal([]byte(body), &hosts))
+	require.Len(t, hosts, 1)
+	require.Equal(t, 2, hosts[0].Held)
+	code, body = adminCall(t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"sideways"}})
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", nil)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"nowhere.example:443"}})
+	require.Equal(t, http.StatusNotFound, code, body)
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"down.example:443"}})
+	require.Equal(t, http.StatusOK, code, body)
+	var h push.Host
+	require.NoError(t, json.Unmarshal([]byte(body), &h))
+	require.Equal(t, push.HostUp, h.State)
+	require.True(t, h.Since.Equal(t0.Add(time.Hour)), "reset at the admin's clock")
+}
+
+func TestHostMetrics(t *testing.T) {
+	db := downHostDB(t)
+	s, err := sqlite.Open(t.Context(), db)
+	require.NoError(t, err)
+	defer s.Close()
+	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]push.Host, error) { return allHosts(ctx, s, push.HostQuery{}) })
+	m.hooks("webhook").HostFailure(push.Host{Host: "down.example:443", State: push.HostDown})
+	srv := httptest.NewServer(promHandler(m))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, want := range []string{
+		`herald_hosts{state="down"} 1`,
+		`herald_hosts{state="unavailable"} 0`,
+		`herald_held_registrations 2`,
+		`herald_host_failures_total{host="down.example:443"} 1`,
+	} {
+		require.Contains(t, string(body), want)
+	}
+}

@@ -1,0 +1,298 @@
+package push_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
+)
+
+// hostServer is a receiver on one loopback address whose behaviour a test
+// switches: it counts every request that reaches it and keeps, per path, the
+// bodies it accepted, in order.
+type hostServer struct {
+	t        *testing.T
+	addr     string
+	mode     atomic.Value // "ok", "silent", "503"
+	requests atomic.Int64
+	mu       sync.Mutex
+	accepted map[string][]string
+}
+
+func newHostServer(t *testing.T, ip, mode string) *hostServer {
+	ln, err := net.Listen("tcp", ip+":0")
+	require.NoError(t, err)
+	s := &hostServer{t: t, addr: ln.Addr().String(), accepted: map[string][]string{}}
+	s.mode.Store(mode)
+	s.serve(ln)
+	return s
+}
+
+// reserve returns a free port on ip and closes it: connections to it are
+// refused until something listens there again.
+func reserve(t *testing.T, ip string) string {
+	ln, err := net.Listen("tcp", ip+":0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// startAt serves an accepting hostServer on addr (a reserved port).
+func startAt(t *testing.T, addr string) *hostServer {
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	s := &hostServer{t: t, addr: addr, accepted: map[string][]string{}}
+	s.mode.Store("ok")
+	s.serve(ln)
+	return s
+}
+
+func (s *hostServer) serve(ln net.Listener) {
+	srv := &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.t.Cleanup(func() { _ = srv.Close() })
+}
+
+func (s *hostServer) handle(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	switch s.mode.Load() {
+	case "silent":
+		<-r.Context().Done() // accepts, reads, never answers: the client's timeout ends it
+		return
+	case "503":
+		http.Error(w, "<h1>503 Service Unavailable</h1>\x1b[31mno server is available\x00", http.StatusServiceUnavailable)
+		return
+	}
+	s.mu.Lock()
+	s.accepted[r.URL.Path] = append(s.accepted[r.URL.Path], string(body))
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *hostServer) bodies(path string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.accepted[path])
+}
+
+func bodies(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	return out
+}
+
+// A bad host, on its own loopback address, seen by herald through the real
+// transport: each case says how it fails, how the test counts what reaches
+// it, and how it recovers.
+type badHost struct {
+	url      string       // base URL herald posts to
+	requests func() int64 // what reached the host (or, refused, what herald tried)
+	recover  func()       // make it answer 2xx from now on
+	accepted func(path string) []string
+}
+
+// Host health against real loopback servers, driven with explicit instants:
+// a healthy receiver on 127.0.0.1 keeps delivering while the bad host on
+// 127.0.0.2 is marked down after the threshold, receives exactly one request
+// per probe window (two workers racing at each probe instant), and, when it
+// recovers, every held registration delivers everything in order, with
+// nothing parked and no attempt charged.
+func TestHostHealthOverRealHTTP(t *testing.T) {
+	cases := map[string]func(t *testing.T, attempts *atomic.Int64) badHost{
+		"accepts and never answers": func(t *testing.T, _ *atomic.Int64) badHost {
+			s := newHostServer(t, "127.0.0.2", "silent")
+			return badHost{url: "http://" + s.addr, requests: s.requests.Load, recover: func() { s.mode.Store("ok") }, accepted: s.bodies}
+		},
+		"refuses connections": func(t *testing.T, attempts *atomic.Int64) badHost {
+			addr := reserve(t, "127.0.0.2")
+			var s *hostServer
+			return badHost{url: "http://" + addr, requests: attempts.Load, // nothing listens to count: herald's attempts are counted
+				recover: func() { s = startAt(t, addr) }, accepted: func(p string) []string { return s.bodies(p) }}
+		},
+		"answers 503 without Retry-After": func(t *testing.T, _ *atomic.Int64) badHost {
+			s := newHostServer(t, "127.0.0.2", "503")
+			return badHost{url: "http://" + s.addr, requests: s.requests.Load, recover: func() { s.mode.Store("ok") }, accepted: s.bodies}
+		},
+		"reverse proxy answers 502 to everything": func(t *testing.T, _ *atomic.Int64) badHost {
+			backend := reserve(t, "127.0.0.3") // the proxy's upstream: down
+			var requests atomic.Int64
+			proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend})
+			proxy.ErrorLog = nil
+			ln, err := net.Listen("tcp", "127.0.0.2:0")
+			require.NoError(t, err)
+			srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				proxy.ServeHTTP(w, r)
+			})}
+			srv.ErrorLog = nil
+			go func() { _ = srv.Serve(ln) }()
+			t.Cleanup(func() { _ = srv.Close() })
+			var up *hostServer
+			return badHost{url: "http://" + ln.Addr().String(), requests: requests.Load,
+				recover: func() { up = startAt(t, backend) }, accepted: func(p string) []string { return up.bodies(p) }}
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			var attempts atomic.Int64 // herald's attempts at the bad host
+			bad := setup(t, &attempts)
+			badHostName := push.HostOf(bad.url)
+			healthy := newHostServer(t, "127.0.0.1", "ok")
+			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
+			require.NoError(t, err)
+			f := newFixture(t)
+			hooks := push.Hooks{Attempt: func(a push.Attempt) {
+				if push.HostOf(a.Registration.URL) == badHostName {
+					attempts.Add(1)
+				}
+			}}
+			worker := func(owner string) *push.Worker {
+				w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner(owner), push.WithHooks(hooks), push.WithMaxAttempts(2))
+				require.NoError(t, err)
+				return w
+			}
+			w1, w2 := worker("w1"), worker("w2")
+			register := func(stream, id, url string) {
+				_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
+				require.NoError(t, err)
+			}
+			f.append("healthy", 2)
+			register("healthy", "r", "http://"+healthy.addr+"/healthy")
+			held := []string{"x0", "x1", "x2"}
+			for _, s := range held {
+				f.append(s, 2)
+				register(s, "r", bad.url+"/"+s)
+			}
+			sweep := func(w *push.Worker, when time.Time) push.SweepReport {
+				rep, err := w.RunOnce(t.Context(), when, 100)
+				require.NoError(t, err)
+				return rep
+			}
+			host := func() push.Host {
+				list, err := f.store.Hosts(t.Context(), push.HostQuery{Host: badHostName})
+				require.NoError(t, err)
+				require.Len(t, list, 1)
+				return list[0]
+			}
+
+			rep := sweep(w1, at(0))
+			require.Equal(t, 3, rep.HostFailures, "each of the three failed for its host")
+			require.Zero(t, rep.Retries+rep.Parked, "none is charged to its registration")
+			require.Equal(t, bodies(1, 2), healthy.bodies("/healthy"), "the healthy receiver got its records")
+			h := host()
+			require.Equal(t, push.HostDown, h.State, "down after %d host-level failures in a row", push.DefaultHostDownAfter)
+			require.Equal(t, at(0), h.Since)
+			require.Equal(t, at(0).Add(push.ProbeDelay(badHostName, 0)), h.NextProbeAt, "the first probe instant, pinned")
+			require.Equal(t, 3, h.Held)
+			require.Equal(t, int64(3), bad.requests())
+
+			n := 2 // records per stream
+			for k := range 4 {
+				n++
+				f.append("healthy", 1)
+				for _, s := range held {
+					f.append(s, 1)
+				}
+				probeAt := h.NextProbeAt
+				before := bad.requests()
+				sweep(w1, probeAt.Add(-time.Second))
+				require.Equal(t, before, bad.requests(), "window %d: nothing reaches a down host before its probe instant", k)
+				require.Equal(t, bodies(1, n), healthy.bodies("/healthy"), "window %d: the healthy receiver keeps delivering", k)
+
+				var wg sync.WaitGroup
+				for _, w := range []*push.Worker{w1, w2} {
+					wg.Go(func() { sweep(w, probeAt) })
+				}
+				wg.Wait()
+				require.Equal(t, before+1, bad.requests(), "window %d: two workers at the probe instant send one probe", k)
+				sweep(w1, probeAt)
+				require.Equal(t, before+1, bad.requests(), "window %d: one probe per window", k)
+				h = host()
+				require.Equal(t, push.HostDown, h.State)
+				require.Equal(t, probeAt.Add(push.ProbeDelay(badHostName, k+1)), h.NextProbeAt, "window %d: the next probe instant, pinned", k)
+			}
+			for _, s := range held {
+				st := f.get(s, "r")
+				require.False(t, st.Parked, "%s: never parked for its host (MaxAttempts is 2)", s)
+				require.Zero(t, st.Attempts, "%s: no attempt charged", s)
+			}
+
+			bad.recover()
+			probeAt := h.NextProbeAt
+			rep = sweep(w1, probeAt)
+			require.Equal(t, push.HostUp, host().State, "any answer brings the host up")
+			require.Equal(t, 1, rep.Registrations, "the probe alone went through")
+			rep = sweep(w1, probeAt.Add(10*time.Minute))
+			require.Zero(t, rep.HostFailures)
+			for _, s := range held {
+				require.Equal(t, bodies(1, n), bad.accepted("/"+s), "%s: everything, in order, once", s)
+				st := f.get(s, "r")
+				require.Equal(t, uint64(n+1), st.NextSeq)
+				require.False(t, st.Parked)
+				require.Zero(t, st.Attempts)
+			}
+			require.Zero(t, host().Held)
+		})
+	}
+}
+
+// TestProbeSchedulePinned pins the probe instants of a host that goes down
+// and stays down: any change of key, offset or formula moves one of them.
+func TestProbeSchedulePinned(t *testing.T) {
+	want := map[string][]time.Duration{
+		"a.example:443": {8, 10, 22, 55, 89, 193},
+		"b.example:443": {4, 13, 19, 34, 70, 153},
+	}
+	for host, delays := range want {
+		for n, d := range delays {
+			require.Equal(t, d*time.Second, push.ProbeDelay(host, n), "ProbeDelay(%q, %d)", host, n)
+		}
+	}
+
+	p := push.HostPolicy{DownAfter: 3, Horizon: 2 * time.Hour}
+	h := push.Host{Host: "a.example:443"}
+	for i := range 3 {
+		require.NotEqual(t, push.HostDown, h.State, "not down before the third failure")
+		h = h.Failed(at(i), "dial: connection refused", p)
+	}
+	require.Equal(t, push.HostDown, h.State)
+	require.Equal(t, at(2), h.Since)
+	require.Equal(t, at(10), h.NextProbeAt, "8 s after the third failure")
+	require.Equal(t, "down", h.Transition(push.Host{Host: h.Host, State: push.HostUp}))
+	var probes []time.Time
+	for when := h.NextProbeAt; when.Before(at(400)); when = h.NextProbeAt {
+		h = h.Probed(when)
+		h = h.Failed(when, "timeout", p)
+		probes = append(probes, when)
+	}
+	require.Equal(t, []time.Time{at(10), at(20), at(42), at(97), at(186), at(379)}, probes)
+
+	h = h.Failed(at(2).Add(2*time.Hour), "timeout", p)
+	require.Equal(t, push.HostUnavailable, h.State, "down for the horizon: unavailable")
+	require.Equal(t, at(2).Add(3*time.Hour), h.NextProbeAt, "probed hourly")
+	h = h.Probed(h.NextProbeAt)
+	require.Equal(t, at(2).Add(4*time.Hour), h.NextProbeAt)
+
+	up := h.Answered(at(2).Add(3 * time.Hour))
+	require.Equal(t, push.HostUp, up.State)
+	require.Zero(t, up.Failures)
+	require.True(t, up.NextProbeAt.IsZero())
+	require.Equal(t, "up", up.Transition(h))
+	require.Equal(t, "timeout", up.LastError, "kept as history")
+}

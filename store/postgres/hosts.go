@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var _ push.HostStore = (*Store)(nil)
+
+// Host health lives in herald_host (migration 003). The rules are push's
+// (Host.Failed, Answered, Probed); this file keeps their results. Due holds
+// the registrations of a host that is not up and lets one probe through
+// (due.go, queries.go); a held registration keeps its stream pending, which
+// costs the sweep a read, never a write.
+
+func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
+	var (
+		h                  push.Host
+		probeAt, failureAt pgtype.Timestamptz
+	)
+	dest := append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return push.Host{}, err
+	}
+	h.Since = h.Since.UTC()
+	if probeAt.Valid {
+		h.NextProbeAt = probeAt.Time.UTC()
+	}
+	if failureAt.Valid {
+		h.LastFailureAt = failureAt.Time.UTC()
+	}
+	return h, nil
+}
+
+func putHostArgs(h push.Host) []any {
+	return []any{h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt), clean(h.LastError), nullTime(h.LastFailureAt)}
+}
+
+// claimedHosts finishes Due's transaction for host health: the probe each
+// owned host got moves its next probe instant, and batch.Hosts reports the
+// troubled hosts of the claimed registrations.
+func (s *Store) claimedHosts(ctx context.Context, tx pgx.Tx, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
+	if len(batch.Registrations) == 0 || len(troubled)+len(probes) == 0 {
+		return nil
+	}
+	claimed := map[string]bool{}
+	for _, st := range batch.Registrations {
+		claimed[st.Host()] = true
+	}
+	seen := map[string]bool{}
+	for _, h := range troubled {
+		seen[h.Host] = true
+		if locked, ok := probes[h.Host]; ok {
+			h = locked // the row as this transaction locked it
+		}
+		if claimed[h.Host] {
+			batch.Hosts = append(batch.Hosts, h)
+		}
+	}
+	for host, h := range probes { // down since the troubled hosts were read
+		if !seen[host] && claimed[host] {
+			batch.Hosts = append(batch.Hosts, h)
+		}
+	}
+	b := &pgx.Batch{}
+	for i, h := range batch.Hosts {
+		if _, ok := probes[h.Host]; ok {
+			// This claim is the host's probe (its row is locked by this
+			// transaction since sqlLockProbes).
+			batch.Hosts[i] = h.Probed(q.At)
+			b.Queue(sqlMoveProbe, h.Host, batch.Hosts[i].Probes, batch.Hosts[i].NextProbeAt)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return s.dbErr(ctx, "due: move probes", tx.SendBatch(ctx, b).Close())
+}
+
+// HostFailed implements push.HostStore: the registration's write, its
+// evidence and the host's health in one transaction, fenced by the claim.
+// It locks the registration's row, then the host's.
+func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
+	if err := f.Validate(); err != nil {
+		return push.Host{}, err
+	}
+	if err := checkCursor(f.NextSeq); err != nil {
+		return push.Host{}, err
+	}
+	c := f.Claim
+	if !validKey(c.Stream, c.ID) {
+		return push.Host{}, notFound(c.Stream, c.ID)
+	}
+	f.Host = clean(f.Host)
+	var h push.Host
+	err := s.inTx(ctx, "record host failure", func(tx pgx.Tx) error {
+		var (
+			found    bool
+			owner    string
+			head     int64
+			cursor   int64
+			failures int
+			old      push.Host
+		)
+		b := &pgx.Batch{}
+		b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			if rows.Next() {
+				found = true
+				return rows.Scan(&owner, &head, &cursor, &failures)
+			}
+			return rows.Err()
+		})
+		b.Queue(sqlEnsureHost, f.Host, f.Evidence.At)
+		b.Queue(sqlLockHost, f.Host).QueryRow(func(row pgx.Row) (err error) {
+			old, err = scanHost(row)
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "record host failure", err)
+		}
+		switch {
+		case !found:
+			return notFound(c.Stream, c.ID)
+		case owner != c.Owner:
+			return fmt.Errorf("record host failure of %s/%s under the lease of %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+		}
+		if err := push.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
+			return err
+		}
+		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
+		// issue 20: herald.host.down / .unavailable are appended here, in
+		// this transaction, when h.Transition(old) names one.
+		ev := f.Evidence
+		ev.Stream, ev.Registration = c.Stream, c.ID
+		if int64(f.NextSeq) > cursor {
+			failures = 0
+		}
+		failures++
+		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
+		b = &pgx.Batch{}
+		b.Queue(sqlPutHost, putHostArgs(h)...)
+		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
+		queueTrim(b, c.Stream, c.ID)
+		return s.dbErr(ctx, "record host failure", tx.SendBatch(ctx, b).Close())
+	})
+	if err != nil {
+		return push.Host{}, err
+	}
+	return h, nil
+}
+
+// HostAnswered implements push.HostStore.
+func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (push.Host, error) {
+	return s.answered(ctx, host, at, false)
+}
+
+// ResetHost implements push.HostStore.
+func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.Host, error) {
+	return s.answered(ctx, host, at, true)
+}
+
+func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExist bool) (push.Host, error) {
+	if err := errors.Join(push.ValidateHost(host), push.ValidateInstant("at", at)); err != nil {
+		return push.Host{}, err
+	}
+	notStored := func() (push.Host, error) {
+		if mustExist {
+			return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+		}
+		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
+	}
+	if !validText(host) {
+		return notStored() // PostgreSQL's text cannot hold it: no such host is stored
+	}
+	var h push.Host
+	err := s.inTx(ctx, "record an answer", func(tx pgx.Tx) error {
+		old, err := scanHost(tx.QueryRow(ctx, sqlLockHost, host))
+		if errors.Is(err, pgx.ErrNoRows) {
+			h, err = notStored()
+			return err
+		}
+		if err != nil {
+			return s.dbErr(ctx, "read host", err)
+		}
+		h = old.Answered(at)
+		if h.State == old.State && h.Failures == old.Failures && h.Probes == old.Probes && h.NextProbeAt.Equal(old.NextProbeAt) {
+			return nil
+		}
+		// issue 20: herald.host.up is appended here when the state changes.
+		_, err = tx.Exec(ctx, sqlPutHost, putHostArgs(h)...)
+		return s.dbErr(ctx, "write host", err)
+	})
+	if err != nil {
+		return push.Host{}, err
+	}
+	return h, nil
+}
+
+// Hosts implements push.HostStore.
+func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
+	limit, err := q.Validate()
+	if err != nil {
+		return nil, err
+	}
+	if !validText(q.Host) || !validText(q.After) {
+		return nil, journal.Invalid("host", "is not valid UTF-8 text")
+	}
+	rows, err := s.pool.Query(ctx, sqlHosts, q.Host, q.State, q.After, limit)
+	if err != nil {
+		return nil, s.dbErr(ctx, "list hosts", err)
+	}
+	defer rows.Close()
+	var out []push.Host
+	for rows.Next() {
+		var held int64
+		h, err := scanHost(rows, &held)
+		if err != nil {
+			return nil, s.dbErr(ctx, "list hosts", err)
+		}
+		h.Held = int(held)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(ctx, "list hosts", err)
+	}
+	return out, nil
+}
