@@ -85,11 +85,14 @@ kept; an operator lists it and unparks it, and nothing is lost.
 
 Database: --database takes sqlite:PATH (the embedded default, ./herald.db) or
 a postgres:// URL; the environment variable HERALD_DATABASE_URL sets it too.
+Commands that write create and migrate a new SQLite file; commands that read,
+or change an existing registration, never create or migrate one.
 
 Exit codes:
   0  success
   1  the command failed (the message says what to do)
-  2  usage: bad flags, arguments or values; nothing was changed
+  2  usage: bad flags, arguments or values (a --database with no database
+     there, for a command that reads); nothing was changed
   3  sweep: the report needs attention (saturated, or a registration parked)`
 
 func newRoot(e *env) *cobra.Command {

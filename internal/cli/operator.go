@@ -49,7 +49,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 			if err != nil {
 				return err
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -146,7 +146,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	if err != nil {
 		return err
 	}
-	b, err := e.open(cmd.Context())
+	b, err := e.openExisting(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
 			if limit < 1 || limit > push.MaxEvidence {
 				return usagef("--limit %d must be from 1 to %d", limit, push.MaxEvidence)
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -18,7 +18,7 @@ func newStatus(e *env) *cobra.Command {
   herald status --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ final record) are gone and not listed.`,
 			if bySeq && stream == "" {
 				return usagef("record-status --seq needs --stream")
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -80,7 +80,8 @@
 // runs each in one transaction and keeps the version in a schema_migrations
 // table (version, dirty). PRAGMA application_id marks the file as herald's.
 // Open creates and migrates a new or empty file, and migrates an older
-// herald database up at once (the embedded default must just work);
+// herald database up at once (the embedded default must just work), unless
+// given WithoutMigrating, which refuses both and changes nothing;
 // MigrateUp, MigrateDown (one step) and MigrationStatus are the CLI's
 // `herald migrate`. A call with nothing to do writes nothing.
 //

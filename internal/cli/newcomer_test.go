@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cliRun is one run of the herald command in-process, as a user types it.
+type cliRun struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs the command on the SQLite file db (a path) with stdin.
+func runCLI(t *testing.T, db, stdin string, args ...string) cliRun {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if db != "" {
+		args = append([]string{"--database", "sqlite:" + db}, args...)
+	}
+	code := Main(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}, func(string) string { return "" })
+	return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// heraldOK runs a command that must exit 0.
+func heraldOK(t *testing.T, db, stdin string, args ...string) string {
+	t.Helper()
+	r := runCLI(t, db, stdin, args...)
+	require.Equal(t, ExitOK, r.code, "herald %s\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.stdout, r.stderr)
+	return r.stdout
+}
+
+// Read-only commands refuse a database that is not there, naming the path
+// and --database, and create nothing (issue 22, item 3).
+func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	for _, args := range [][]string{
+		{"status"},
+		{"registrations"},
+		{"evidence", "--stream", "s", "--id", "r"},
+		{"record-status", "--stream", "s", "--seq", "1"},
+		{"unpark", "--stream", "s", "--id", "r"},
+		{"rewind", "--stream", "s", "--id", "r", "--to-seq", "1"},
+	} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "no herald database at sqlite:"+db, args)
+		require.Contains(t, r.stderr, "--database", args)
+		require.Empty(t, r.stdout, args)
+		_, err := os.Stat(db)
+		require.ErrorIs(t, err, os.ErrNotExist, "%v created the database", args)
+	}
+	// A command that writes creates it, as before.
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook",
+		"--url", "https://hooks.example/x", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "hooks.example")
+}
+
+// A writer pointed into a folder that does not exist says so, instead of
+// SQLite's "unable to open database file (14)" (item 5).
+func TestMissingFolderIsNamed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "nope", "herald.db")
+	r := runCLI(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	require.Equal(t, ExitError, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the folder "+filepath.Dir(db)+" does not exist")
+}
+
+// migrate down drops data: without a terminal it needs --yes, and refuses
+// with nothing changed; read-only commands after it do not migrate the file
+// back up (item 6).
+func TestMigrateDownNeedsYesAndStatusDoesNotUndoIt(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	before := heraldOK(t, db, "", "migrate", "status", "--json")
+
+	r := runCLI(t, db, "yes\n", "migrate", "down")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "add --yes")
+	require.Equal(t, before, heraldOK(t, db, "", "migrate", "status", "--json"), "a refused down changed nothing")
+
+	heraldOK(t, db, "", "migrate", "down", "--yes")
+	after := heraldOK(t, db, "", "migrate", "status", "--json")
+	require.NotEqual(t, before, after)
+
+	for _, args := range [][]string{{"status"}, {"registrations"}, {"record-status", "--stream", "s", "--seq", "1"}} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitError, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "herald migrate up", args)
+		require.Equal(t, after, heraldOK(t, db, "", "migrate", "status", "--json"), "%v migrated the database", args)
+	}
+}
