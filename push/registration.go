@@ -2,6 +2,7 @@ package push
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -159,7 +160,13 @@ func ValidateURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return journal.Invalid("url", "cannot be parsed")
+		// url.Error repeats the whole URL, which may hold a token; its
+		// cause names only the offending part (a port, an escape).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return journal.Invalid("url", "cannot be parsed: %v", err)
 	}
 	if u.User != nil {
 		return journal.Invalid("url", "has userinfo (user:password@): put credentials in the projection config instead")

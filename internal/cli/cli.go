@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,12 +65,19 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	if errors.As(err, &ex) && ex.err == nil {
 		return ex.code
 	}
-	fmt.Fprintf(stdio.Err, "herald: %v\n", err)
+	asJSON := e.json || slices.Contains(args, "--json") // a flag error may come before --json is parsed
+	if asJSON {
+		_ = printJSON(stdio.Err, map[string]string{"error": err.Error()})
+	} else {
+		fmt.Fprintf(stdio.Err, "herald: %v\n", err)
+	}
 	switch {
 	case errors.As(err, &ex):
 		return ex.code
 	case isUsage(err):
-		fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
+		if !asJSON {
+			fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
+		}
 		return ExitUsage
 	case errors.Is(err, journal.ErrInvalid):
 		return ExitUsage // a bad value (a seq out of range, an invalid id): nothing was changed

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,4 +97,73 @@ func TestMigrateDownNeedsYesAndStatusDoesNotUndoIt(t *testing.T) {
 		require.Contains(t, r.stderr, "herald migrate up", args)
 		require.Equal(t, after, heraldOK(t, db, "", "migrate", "status", "--json"), "%v migrated the database", args)
 	}
+}
+
+// register names, at once, every rule of the network guard the URL breaks
+// and the flag that lifts it (item 4).
+func TestRegisterWarnsOfEveryRefusal(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	reg := func(id, url string) cliRun {
+		return runCLI(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook",
+			"--url", url, "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	}
+	r := reg("local", "http://127.0.0.2:8080/hooks")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "scheme http is not allowed: https only; herald --allow-http")
+	require.Contains(t, r.stderr, "127.0.0.2 is in 127.0.0.0/8 (loopback); herald --allow-private-network")
+	require.Equal(t, 2, strings.Count(r.stderr, "note: "), r.stderr)
+
+	r = reg("name", "https://localhost:8443/hooks")
+	require.Contains(t, r.stderr, "host localhost (127.0.0.1) is in 127.0.0.0/8 (loopback); herald --allow-private-network")
+
+	r = reg("docs", "https://192.0.2.10/hooks")
+	require.Contains(t, r.stderr, "192.0.2.10 is in 192.0.2.0/24 (documentation")
+	require.NotContains(t, r.stderr, "--allow-", "no flag opens a documentation range")
+
+	r = reg("public", "https://hooks.example/x")
+	require.NotContains(t, r.stderr, "note:")
+}
+
+// With --json an error is a JSON object on stderr (item 5).
+func TestJSONErrors(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for _, args := range [][]string{
+		{"status", "--json"},                        // no database: usage
+		{"--json", "registrations", "--limit", "0"}, // bad value
+		{"registrations", "--json", "--bogus"},      // a flag error, before --json is parsed
+	} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		var e map[string]string
+		require.NoError(t, json.Unmarshal([]byte(r.stderr), &e), "%v: stderr %q", args, r.stderr)
+		require.NotEmpty(t, e["error"], args)
+	}
+}
+
+// A payload over the limit is reported with its size, not where reading
+// stopped (item 5).
+func TestAppendNamesThePayloadSize(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	big := `"` + strings.Repeat("x", 5<<20) + `"`
+	r := runCLI(t, db, big, "append", "--stream", "s", "--id", "big", "--kind", "k")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("is %d bytes, more than the limit of 1048576 (1 MiB)", len(big)))
+}
+
+// Appending an identical record again says it was already there; a file
+// says how many were (item 7); counts are English.
+func TestAppendSaysWhatExisted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	require.Equal(t, "Appended s#1 (id e1).\n", heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k"))
+	require.Equal(t, "Already in the journal: s#1 (id e1), same content; nothing was appended.\n",
+		heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k"))
+	var out []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k", "--json")), &out))
+	require.Equal(t, true, out[0]["existed"])
+
+	file := filepath.Join(dir, "records.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"id":"e1","kind":"k","payload":{"a":1}}`+"\n"+`{"id":"e2","kind":"k","payload":{}}`+"\n"), 0o600))
+	require.Equal(t, "Stored 2 records in 1 stream: 1 was already in the journal with the same content, 1 appended.\n",
+		heraldOK(t, db, "", "append", "--stream", "s", "--file", file))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 func newRegister(e *env) *cobra.Command {
@@ -80,13 +81,12 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return err
 			}
 			if e.json {
+				warnRefusals(e, st.URL)
 				return printJSON(e.Out, viewOf(st))
 			}
 			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d, %s to deliver.\n",
 				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, plural(int(st.Lag()), "record"))
-			if strings.HasPrefix(st.URL, "http://") {
-				fmt.Fprintln(e.Err, "note: the URL is plain http: sweeps refuse it (and park the registration) unless herald runs with --allow-http.")
-			}
+			warnRefusals(e, st.URL)
 			return nil
 		},
 	}
@@ -99,4 +99,13 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
 	cfg.add(cmd)
 	return cmd
+}
+
+// warnRefusals tells, on stderr, every rule of the network guard the URL
+// breaks, with the flag of sweep and run that lifts it, so that a missing
+// flag does not cost a sweep that parks the registration.
+func warnRefusals(e *env, url string) {
+	for _, err := range transport.URLRefusals(url) {
+		fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park the registration: %v\n", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
@@ -59,7 +60,7 @@ func newStatus(e *env) *cobra.Command {
 			}
 			if p := st.OldestParked; p != nil {
 				fmt.Fprintf(e.Out, "\nOldest parked: %s/%s (%s), parked %s at cursor %d: %s\n",
-					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, cell(p.LastError))
+					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 			}
 			return nil
 		},
