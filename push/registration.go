@@ -29,6 +29,10 @@ type Registration struct {
 	// means for this registration; empty means the worker's default
 	// (RejectRetry unless configured).
 	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
+	// Kinds are the record kinds it wants, as patterns ("order.*",
+	// "invoice.paid"; see Wants); empty means every kind. Records of other
+	// kinds are passed without a message.
+	Kinds []string `json:"kinds,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as 1 (deliver the stream from its beginning).
@@ -143,7 +147,7 @@ func (r Registration) Validate() error {
 	default:
 		return journal.Invalid("on_rejected", "%q must be %q or %q", r.OnRejected, RejectRetry, RejectSkip)
 	}
-	return nil
+	return ValidateKinds(r.Kinds)
 }
 
 // ValidateURL checks a destination URL: absolute, http or https, a host, no

@@ -167,3 +167,25 @@ func TestAppendSaysWhatExisted(t *testing.T) {
 	require.Equal(t, "Stored 2 records in 1 stream: 1 was already in the journal with the same content, 1 appended.\n",
 		heraldOK(t, db, "", "append", "--stream", "s", "--file", file))
 }
+
+// register --kinds is validated, naming the flag, stored and shown (item 8).
+func TestRegisterKinds(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	args := func(kinds string) []string {
+		return []string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--kinds", kinds}
+	}
+	r := runCLI(t, db, "", args("order.*.paid")...)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `--kinds: invalid kinds: pattern "order.*.paid" may have one "*", at its end`)
+	_, err := os.Stat(db)
+	require.ErrorIs(t, err, os.ErrNotExist, "a refused register opened nothing")
+
+	heraldOK(t, db, "", args("order.*, invoice.paid")...)
+	out := heraldOK(t, db, "", "registrations")
+	require.Contains(t, out, "KINDS")
+	require.Contains(t, out, "order.*,invoice.paid")
+	var regs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, []any{"order.*", "invoice.paid"}, regs[0]["kinds"])
+}

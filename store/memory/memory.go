@@ -189,6 +189,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	k := r.Key()
 	if old := s.regs[k]; old != nil {
 		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
+		old.Kinds = slices.Clone(r.Kinds)
 		return copyReg(old), nil
 	}
 	next, head := max(r.NextSeq, 1), s.head(r.Stream)
@@ -200,7 +201,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next}
+		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds)}
 	s.regs[k] = n
 	return copyReg(n), nil
 }
@@ -503,6 +504,7 @@ func (s *Store) status(r *push.Registration) push.Status {
 func copyReg(r *push.Registration) push.Registration {
 	c := *r
 	c.Config = slices.Clone(r.Config)
+	c.Kinds = slices.Clone(r.Kinds)
 	return c
 }
 

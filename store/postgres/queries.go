@@ -61,7 +61,7 @@ FROM herald_record WHERE id = $1`
 // scanStatus reads, in order.
 const (
 	regColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until`
+       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds`
 	statusColumns = regColumns + `, s.head, s.final_seq IS NOT NULL`
 
 	// Lock the stream row first (the append's lock order) and set the
@@ -69,10 +69,11 @@ const (
 	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, kinds)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (stream, id) DO UPDATE
-SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected
+SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
+    kinds = excluded.kinds
 RETURNING ` + regColumns
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlGet                = `SELECT ` + statusColumns + `
