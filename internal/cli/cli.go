@@ -134,6 +134,7 @@ func newRoot(e *env) *cobra.Command {
 		newMigrate(e),
 		newAppend(e),
 		newRegister(e),
+		newUnregister(e),
 		newSweep(e),
 		newRun(e),
 		newRegistrations(e),
@@ -143,6 +144,7 @@ func newRoot(e *env) *cobra.Command {
 		newEvidence(e),
 		newStatus(e),
 		newRecordStatus(e),
+		newRecords(e),
 		newDemo(e),
 	)
 	return root

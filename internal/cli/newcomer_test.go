@@ -189,3 +189,63 @@ func TestRegisterKinds(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
 	require.Equal(t, []any{"order.*", "invoice.paid"}, regs[0]["kinds"])
 }
+
+// records reads the journal, payloads shown safely (item 7).
+func TestRecords(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	heraldOK(t, db, "{\"note\": \"line\\nbreak \\u001b[31m\"}", "append", "--stream", "s", "--id", "e1", "--kind", "order.created")
+	heraldOK(t, db, "\x89PNG\r\n\x1a\n\x00\x00", "append", "--stream", "s", "--id", "e2", "--kind", "blob", "--content-type", "image/png")
+	heraldOK(t, db, "raw\x1b[2Jtext", "append", "--stream", "s", "--id", "e3", "--kind", "note", "--content-type", "text/plain")
+
+	out := heraldOK(t, db, "", "records", "--stream", "s")
+	require.Contains(t, out, "SEQ")
+	require.Contains(t, out, `{"note":"line\nbreak \u001b[31m"}`, "JSON is compacted; its escapes stay escapes")
+	require.Contains(t, out, "(10 bytes, not UTF-8 text: see --json)")
+	require.Contains(t, out, "raw [2Jtext", "a control character never reaches the terminal")
+	require.NotContains(t, out, "\x1b")
+
+	out = heraldOK(t, db, "", "records", "--stream", "s", "--from-seq", "2", "--limit", "1")
+	require.Contains(t, out, "e2")
+	require.NotContains(t, out, "e1")
+	require.NotContains(t, out, "e3")
+
+	var recs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &recs))
+	require.Len(t, recs, 3)
+	require.Equal(t, map[string]any{"note": "line\nbreak \x1b[31m"}, recs[0]["payload"])
+	require.Equal(t, "iVBORw0KGgoAAA==", recs[1]["payload_base64"])
+	require.Equal(t, float64(3), recs[2]["seq"])
+
+	for _, c := range []struct{ args, want string }{
+		{"--from-seq 0", "--from-seq 0 must be 1 or more"},
+		{"--limit 1001", "--limit 1001 must be from 1 to 1000"},
+	} {
+		r := runCLI(t, db, "", append([]string{"records", "--stream", "s"}, strings.Fields(c.args)...)...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, c.want)
+	}
+	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "other"), "Stream other has no records from #1 (head 0).")
+}
+
+// unregister removes a registration, says where its cursor was, and leaves
+// the journal alone (item 7).
+func TestUnregister(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	out := heraldOK(t, db, "", "unregister", "--stream", "s", "--id", "r")
+	require.Contains(t, out, "Unregistered s/r (webhook to hooks.example) at cursor 1, with 1 record not delivered")
+	require.Contains(t, out, "--from-seq 1")
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "STREAM")
+	require.NotContains(t, heraldOK(t, db, "", "registrations"), "hooks.example")
+	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "s"), "e1", "the journal keeps the record")
+
+	r := runCLI(t, db, "", "unregister", "--stream", "s", "--id", "r")
+	require.Equal(t, ExitError, r.code)
+	require.Contains(t, r.stderr, "not found")
+	r = runCLI(t, db, "", "unregister", "--stream", "s")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "needs --id")
+}
