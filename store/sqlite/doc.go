@@ -1,9 +1,11 @@
 // Package sqlite is herald's store in one SQLite file: a journal.Journal and
 // a push.Store over the same database, built on modernc.org/sqlite (pure Go,
 // no cgo). It is the CLI's default (`--database sqlite:./herald.db`), for
-// running herald with no server at all, by one process at a time (other
-// processes, such as a `herald unpark` beside a daemon, may open the file
-// briefly; they wait for the write lock). It passes store/storetest.
+// running herald with no server at all. Several processes may share the file
+// (a `herald unpark` beside a daemon, or two daemons): they take turns at its
+// one write lock, and Due stamps leases inside it, so no two deliver to one
+// registration while a lease is live. A second process adds availability,
+// not throughput. It passes store/storetest.
 //
 //	s, err := sqlite.Open(ctx, "herald.db")
 //	if err != nil { … }
