@@ -59,6 +59,11 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 		_, err := os.Stat(db)
 		require.ErrorIs(t, err, os.ErrNotExist, "%v created the database", args)
 	}
+	inMissingFolder := filepath.Join(dir, "nope", "herald.db")
+	r := runCLI(t, inMissingFolder, "", "status")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "no herald database at sqlite:"+inMissingFolder)
+
 	// A command that writes creates it, as before.
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook",
 		"--url", "https://hooks.example/x", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")

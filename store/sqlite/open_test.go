@@ -157,6 +157,8 @@ func TestOpenRefusesWhatCannotBeOpened(t *testing.T) {
 	_, err := sqlite.Open(ctx, missingDir)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), missingDir)
+	require.Contains(t, err.Error(), "the folder "+filepath.Dir(missingDir)+" does not exist", "not SQLite's \"unable to open database file (14)\"")
+	require.ErrorIs(t, err, os.ErrNotExist)
 	require.NotErrorIs(t, err, store.ErrNotHerald)
 	_, statErr := os.Stat(filepath.Dir(missingDir))
 	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing was created")
@@ -322,4 +324,32 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	head, err := s.Head(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), head)
+}
+
+// WithoutMigrating creates nothing and migrates nothing: a missing file is
+// fs.ErrNotExist, a schema behind is store.ErrSchemaBehind, the file is left
+// as it was; a current one opens.
+func TestOpenWithoutMigrating(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	_, err := sqlite.Open(ctx, path, sqlite.WithoutMigrating())
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, statErr := os.Stat(path)
+	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing was created")
+
+	_, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	s, err := sqlite.Open(ctx, path, sqlite.WithoutMigrating())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	_, err = sqlite.MigrateDown(ctx, path)
+	require.NoError(t, err)
+	before := snap(t, path)
+	_, err = sqlite.Open(ctx, path, sqlite.WithoutMigrating())
+	require.ErrorIs(t, err, store.ErrSchemaBehind)
+	requireUnchanged(t, before, path, "Open WithoutMigrating on a schema behind")
+	st, err := sqlite.MigrationStatus(ctx, path)
+	require.NoError(t, err)
+	require.True(t, st.Pending(), "still behind")
 }
