@@ -29,13 +29,14 @@ func TestTwoDaemonsShareOneSQLiteFile(t *testing.T) {
 
 	var logs [2]bytes.Buffer
 	var daemons [2]*exec.Cmd
-	exited := make(chan error, 2)
+	var exited [2]chan error
 	for i := range daemons {
+		exited[i] = make(chan error, 1)
 		d := exec.Command(bin, append([]string{"--database", db, "run", "--every", "50ms", "--metrics-addr", "", "--admin-addr", ""}, allow...)...)
 		d.Dir, d.Stdout, d.Stderr = h.dir, &logs[i], &logs[i]
 		require.NoError(t, d.Start())
 		daemons[i] = d
-		go func() { exited <- d.Wait() }()
+		go func() { exited[i] <- d.Wait() }()
 	}
 	defer func() {
 		for _, d := range daemons {
@@ -59,19 +60,29 @@ func TestTwoDaemonsShareOneSQLiteFile(t *testing.T) {
 		select {
 		case <-recv.arrived:
 		case <-time.After(60 * time.Second):
+			for _, d := range daemons {
+				_ = d.Process.Kill()
+			}
+			for i := range exited {
+				<-exited[i]
+			}
 			t.Fatalf("%d of %d delivered; logs:\n%s\n---\n%s", got, streams*perStream, logs[0].String(), logs[1].String())
 		}
 	}
 	for _, d := range daemons {
 		require.NoError(t, d.Process.Signal(syscall.SIGTERM))
 	}
-	for range daemons {
+	var errs [2]error
+	for i := range daemons {
 		select {
-		case err := <-exited:
-			require.NoError(t, err, "exit 0 on SIGTERM; logs:\n%s\n---\n%s", logs[0].String(), logs[1].String())
+		case errs[i] = <-exited[i]:
 		case <-time.After(30 * time.Second):
-			t.Fatal("a daemon did not stop on SIGTERM")
+			t.Fatalf("daemon %d did not stop on SIGTERM", i)
 		}
+	}
+	// Both have exited: their logs are written.
+	for i, err := range errs {
+		require.NoError(t, err, "daemon %d: exit 0 on SIGTERM; logs:\n%s", i, logs[i].String())
 	}
 	for i := range streams {
 		var want []string
