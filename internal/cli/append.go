@@ -97,7 +97,7 @@ a no-op, so a failed run can simply be repeated.`,
 					return fmt.Errorf("append: %w (nothing was appended)", err)
 				}
 				if err != nil {
-					return fmt.Errorf("%s: %w (%d records stored before it; appending again is safe)", bt.where, err, len(out))
+					return fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
 				}
 				for _, r := range recs {
 					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Existed: existed[r.ID]})

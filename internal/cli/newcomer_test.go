@@ -254,3 +254,15 @@ func TestUnregister(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "needs --id")
 }
+
+// Counts are English: "1 record", not "1 records" (item 5).
+func TestUnparkSaysOneRecord(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://192.0.2.10/x",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
+	require.Equal(t, ExitAttention, r.code, r.stderr)
+	require.Equal(t, "Unparked s/r: due now at cursor 1 (1 record to deliver).\n",
+		heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r", "--at", "2026-03-15T11:01:00Z"))
+}

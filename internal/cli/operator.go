@@ -72,7 +72,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 				fmt.Fprintf(e.Out, "%s/%s was not parked; nothing changed.\n", k.stream, k.id)
 				return nil
 			}
-			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%d records to deliver).\n", k.stream, k.id, after.NextSeq, after.Lag())
+			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%s to deliver).\n", k.stream, k.id, after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}
