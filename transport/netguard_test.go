@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -282,5 +283,37 @@ func TestAllowHosts(t *testing.T) {
 	out := deliver(t, newTransport(t, opts), "http://hook.allowed.test:"+srv.port()+"/", message("{}"))
 	if out.Verdict != push.Permanent || !strings.Contains(out.Reason, "127.0.0.0/8") {
 		t.Errorf("allowlisted host on loopback: got %s, want refused by the address rules", describe(out))
+	}
+}
+
+// URLRefusals lists every rule a URL breaks before any connection, each
+// with the herald flag that lifts it, and stops at one no flag lifts.
+func TestURLRefusals(t *testing.T) {
+	for raw, want := range map[string][]string{
+		"https://hooks.example/x":       nil,
+		"http://hooks.example/x":        {"--allow-http"},
+		"http://127.0.0.2:8080/x":       {"--allow-http", "--allow-private-network"},
+		"https://10.1.2.3/x":            {"--allow-private-network"},
+		"https://LocalHost./x":          {"--allow-private-network"},
+		"https://api.localhost/x":       {"--allow-private-network"},
+		"http://169.254.169.254/meta":   {"--allow-http", ""},
+		"https://192.0.2.10/hooks":      {""},
+		"https://0x7f.1/":               {""},
+		"https://user:pw@hooks.example": {""},
+	} {
+		var got []string
+		for _, err := range transport.URLRefusals(raw) {
+			var re *transport.RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("%s: %v is not a *RefusedError", raw, err)
+			}
+			if re.OptIn != "" && !strings.Contains(err.Error(), "herald "+re.OptIn) {
+				t.Errorf("%s: %q does not name %s", raw, err, re.OptIn)
+			}
+			got = append(got, re.OptIn)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: opt-ins %q, want %q", raw, got, want)
+		}
 	}
 }
