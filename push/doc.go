@@ -19,7 +19,9 @@
 // most MaxInFlight at once. Each turn reads up to DrainPage records past the
 // cursor and, strictly in order, sends every message of a record before
 // moving to the next. The cursor moves past a record only when every message
-// of it was accepted (2xx) or it had none, and is written once per page. On
+// of it was accepted (2xx) or it had none (a record whose kind the
+// registration does not want has none: [Registration.Wants]), and is
+// written once per page. On
 // a failure the turn stops: a permanent refusal (410 Gone, a URL the network
 // guard refuses) parks the registration; a transient one retries at the
 // receiver's Retry-After (clamped to [1 s, MaxRetryAfter]) or at the next

@@ -2,6 +2,7 @@ package push
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -29,6 +30,10 @@ type Registration struct {
 	// means for this registration; empty means the worker's default
 	// (RejectRetry unless configured).
 	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
+	// Kinds are the record kinds it wants, as patterns ("order.*",
+	// "invoice.paid"; see Wants); empty means every kind. Records of other
+	// kinds are passed without a message.
+	Kinds []string `json:"kinds,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains (deliver the stream
@@ -187,7 +192,7 @@ func (r Registration) Validate() error {
 	default:
 		return journal.Invalid("on_rejected", "%q must be %q or %q", r.OnRejected, RejectRetry, RejectSkip)
 	}
-	return nil
+	return ValidateKinds(r.Kinds)
 }
 
 // ValidateURL checks a destination URL: absolute, http or https, a host, no
@@ -204,7 +209,13 @@ func ValidateURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return journal.Invalid("url", "cannot be parsed")
+		// url.Error repeats the whole URL, which may hold a token; its
+		// cause names only the offending part (a port, an escape).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return journal.Invalid("url", "cannot be parsed: %v", err)
 	}
 	if u.User != nil {
 		return journal.Invalid("url", "has userinfo (user:password@): put credentials in the projection config instead")

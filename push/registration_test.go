@@ -57,7 +57,8 @@ func TestValidateURLRefusals(t *testing.T) {
 		"https:///inbox":               "no host",
 		"https://a.example/#frag":      "fragment",
 		"https://a.example/a b":        "U+0020",
-		"https://a.example/\x7f":       "cannot be parsed",
+		"https://a.example/\x7f":       "cannot be parsed: net/url: invalid control character in URL",
+		"https://a.example:80x/tok":    `cannot be parsed: invalid port ":80x" after host`,
 		"https://a.example/é\u00a0":    "",
 		"https://a.example/" + strings.Repeat("a", push.MaxURLBytes): "longer than",
 	} {

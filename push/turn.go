@@ -74,6 +74,9 @@ func (t *turn) run(ctx context.Context) error {
 // deliver sends every message of rec. done is true when the turn ended on a
 // failure (already recorded); err is a store error or the worker stopping.
 func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err error) {
+	if !t.reg.Wants(rec.Kind) {
+		return false, nil // another kind: passed as a projection that yields no message
+	}
 	w := t.w
 	msgs, err := w.projection.Messages(ctx, rec, t.reg)
 	if err != nil {

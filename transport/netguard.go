@@ -24,6 +24,7 @@ var ErrRefused = errors.New("netguard: refused")
 type RefusedError struct {
 	Target string // what was refused: an address, "host <name>" or "scheme <s>"
 	Rule   string // why, in words: "is in 10.0.0.0/8 (RFC 1918 private)"
+	OptIn  string // the herald flag that lifts this refusal ("--allow-http"), "" when none does
 }
 
 func (e *RefusedError) Error() string { return "netguard: " + e.Target + " " + e.Rule }
@@ -122,10 +123,12 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 			return nil
 		}
 		rule := fmt.Sprintf("is in %s (%s)", r.prefix, r.name)
+		optIn := ""
 		if r.private {
-			rule += "; Options.AllowPrivateNetwork opts in"
+			rule += "; herald --allow-private-network (Options.AllowPrivateNetwork) opts in"
+			optIn = "--allow-private-network"
 		}
-		return &RefusedError{Target: target, Rule: rule}
+		return &RefusedError{Target: target, Rule: rule, OptIn: optIn}
 	}
 	if !check.IsGlobalUnicast() {
 		return &RefusedError{Target: target, Rule: "is not a global unicast address"}
@@ -173,7 +176,7 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 	case "https":
 	case "http":
 		if !g.allowHTTP {
-			return nil, &RefusedError{Target: "scheme http", Rule: "is not allowed: https only (herald --allow-http, Options.AllowHTTP, opts in)"}
+			return nil, &RefusedError{Target: "scheme http", Rule: "is not allowed: https only; herald --allow-http (Options.AllowHTTP) opts in", OptIn: "--allow-http"}
 		}
 	default:
 		return nil, &RefusedError{Target: fmt.Sprintf("scheme %q", u.Scheme), Rule: "is not allowed: https only"}
@@ -193,9 +196,50 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 		return nil, &RefusedError{Target: "host " + host, Rule: "looks like an IPv4 address in a non-canonical (decimal, octal, hex or short) form; write it as a.b.c.d"}
 	}
 	if g.allowlist != nil && !g.allowlist.Match(host) {
-		return nil, &RefusedError{Target: "host " + host, Rule: "is not in the allowlist (Options.AllowHosts)"}
+		return nil, &RefusedError{Target: "host " + host, Rule: "is not in the allowlist (herald --allow-host, Options.AllowHosts)", OptIn: "--allow-host"}
 	}
 	return u, nil
+}
+
+// URLRefusals lists every rule of the network guard that raw breaks before
+// any connection is made, with the default Options (https only, public
+// addresses only, no allowlist): the scheme, userinfo, the host, an IP
+// literal's range, and a localhost name (RFC 6761: it is loopback). Each is
+// a *RefusedError; one that an opt-in lifts (OptIn) is followed by what
+// would still be refused with it. What a DNS name resolves to is judged
+// only at connect time. herald register uses it to warn before a sweep
+// parks the registration.
+func URLRefusals(raw string) []error {
+	g := &guard{}
+	var out []error
+	for range 3 {
+		u, err := g.checkURL(raw)
+		if err == nil && u != nil {
+			if h := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+				var re *RefusedError
+				if err = CheckAddress(netip.AddrFrom4([4]byte{127, 0, 0, 1}), g.allowPrivate); errors.As(err, &re) {
+					re.Target = "host " + h + " (127.0.0.1)"
+				}
+			}
+		}
+		if err == nil {
+			break
+		}
+		out = append(out, err)
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			break
+		}
+		switch re.OptIn {
+		case "--allow-http":
+			g.allowHTTP = true
+		case "--allow-private-network":
+			g.allowPrivate = true
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 // endsInNumber reports whether host's last label is a number (decimal, or

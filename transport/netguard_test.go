@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,7 +119,7 @@ func TestNetguardChecksResolvedAddressAtDialTime(t *testing.T) {
 	opts := transport.Options{AllowHTTP: true, Resolver: dns}
 	tr := newTransport(t, opts)
 	for host, want := range map[string]string{
-		"loopback.test": "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback); Options.AllowPrivateNetwork opts in",
+		"loopback.test": "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback); herald --allow-private-network (Options.AllowPrivateNetwork) opts in",
 		"mapped.test":   "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback)",
 		"metadata.test": "netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927))",
 		"private.test":  "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private)",
@@ -182,7 +183,7 @@ func TestPlainHTTPRefusedByDefault(t *testing.T) {
 	srv := newCounter(t, nil)
 	for _, opts := range []transport.Options{{}, {AllowPrivateNetwork: true}} {
 		out := deliver(t, newTransport(t, opts), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Permanent || out.Reason != "netguard: scheme http is not allowed: https only (herald --allow-http, Options.AllowHTTP, opts in)" {
+		if out.Verdict != push.Permanent || out.Reason != "netguard: scheme http is not allowed: https only; herald --allow-http (Options.AllowHTTP) opts in" {
 			t.Errorf("%v: got %s", opts, describe(out))
 		}
 	}
@@ -269,7 +270,7 @@ func TestAllowHosts(t *testing.T) {
 		switch {
 		case allowed && out.Verdict != push.Accepted:
 			t.Errorf("%s: got %s, want accepted", host, describe(out))
-		case !allowed && (out.Verdict != push.Permanent || !strings.Contains(out.Reason, "is not in the allowlist (Options.AllowHosts)")):
+		case !allowed && (out.Verdict != push.Permanent || !strings.Contains(out.Reason, "is not in the allowlist (herald --allow-host, Options.AllowHosts)")):
 			t.Errorf("%s: got %s, want refused by the allowlist", host, describe(out))
 		}
 	}
@@ -282,5 +283,37 @@ func TestAllowHosts(t *testing.T) {
 	out := deliver(t, newTransport(t, opts), "http://hook.allowed.test:"+srv.port()+"/", message("{}"))
 	if out.Verdict != push.Permanent || !strings.Contains(out.Reason, "127.0.0.0/8") {
 		t.Errorf("allowlisted host on loopback: got %s, want refused by the address rules", describe(out))
+	}
+}
+
+// URLRefusals lists every rule a URL breaks before any connection, each
+// with the herald flag that lifts it, and stops at one no flag lifts.
+func TestURLRefusals(t *testing.T) {
+	for raw, want := range map[string][]string{
+		"https://hooks.example/x":       nil,
+		"http://hooks.example/x":        {"--allow-http"},
+		"http://127.0.0.2:8080/x":       {"--allow-http", "--allow-private-network"},
+		"https://10.1.2.3/x":            {"--allow-private-network"},
+		"https://LocalHost./x":          {"--allow-private-network"},
+		"https://api.localhost/x":       {"--allow-private-network"},
+		"http://169.254.169.254/meta":   {"--allow-http", ""},
+		"https://192.0.2.10/hooks":      {""},
+		"https://0x7f.1/":               {""},
+		"https://user:pw@hooks.example": {""},
+	} {
+		var got []string
+		for _, err := range transport.URLRefusals(raw) {
+			var re *transport.RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("%s: %v is not a *RefusedError", raw, err)
+			}
+			if re.OptIn != "" && !strings.Contains(err.Error(), "herald "+re.OptIn) {
+				t.Errorf("%s: %q does not name %s", raw, err, re.OptIn)
+			}
+			got = append(got, re.OptIn)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: opt-ins %q, want %q", raw, got, want)
+		}
 	}
 }

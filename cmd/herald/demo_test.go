@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/internal/pgtest"
 )
 
@@ -142,14 +143,22 @@ func TestDemoEmbeddedExamples(t *testing.T) {
 
 func TestDemoCorpus(t *testing.T) {
 	t.Parallel()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	corpus := filepath.Join(wd, "..", "..", "..", "shared", "corpus") // ../shared/corpus from the repository root
-	if _, err := os.Stat(corpus); err != nil {
-		t.Fatalf("the corpus is missing: %v (tests read ../shared/corpus beside the repository)", err)
-	}
+	corpus := corpustest.Dir(t, "") // testdata/corpus, or $HERALD_CORPUS
 	sum := checkDemo(t, "--corpus", corpus)
-	require.Greater(t, sum.Records, 200)
+	if corpustest.Shared() {
+		require.Greater(t, sum.Records, 200)
+	} else {
+		activities, _ := filepath.Glob(filepath.Join(corpus, "activitystreams", "*.json"))
+		payloads, _ := filepath.Glob(filepath.Join(corpus, "github", "*", "*.json"))
+		tasks, _ := filepath.Glob(filepath.Join(corpus, "a2a", "*.jsonl"))
+		lines := 0
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			lines += bytes.Count(b, []byte("\n"))
+		}
+		require.Equal(t, len(activities)+len(payloads)+lines, sum.Records, "every activity, payload and A2A line of testdata/corpus")
+	}
 }
 
 // The demo on PostgreSQL: a fresh database is migrated and used as the
@@ -192,7 +201,7 @@ func TestDemoRefusals(t *testing.T) {
 	t.Parallel()
 	_, stderr, code, _ := runDemo(t, "--corpus", filepath.Join(t.TempDir(), "none"))
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "laid out as ../shared/corpus")
+	require.Contains(t, stderr, "laid out as testdata/corpus")
 
 	_, stderr, code, _ = runDemo(t, "--duration", "0s")
 	require.Equal(t, 2, code)

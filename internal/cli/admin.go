@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -24,7 +25,8 @@ import (
 //	POST /v1/hosts/reset?host=HOST
 //
 // Every request needs "Authorization: Bearer <token>" when a token is set.
-// Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 or 500.
+// Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 (no such
+// registration or endpoint), 405 (another method; Allow names it) or 500.
 func adminHandler(store adminStore, token string, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
@@ -63,8 +65,18 @@ func adminHandler(store adminStore, token string, now func() time.Time) http.Han
 	})
 	mux.HandleFunc("GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"), Parked: q.Get("parked") == "true",
-			Lagging: q.Get("lagging") == "true", After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
+			After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+		for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
+			if v := q.Get(name); v != "" {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					writeAdminError(w, journal.Invalid(name, "%q must be true or false", v))
+					return
+				}
+				*dst = b
+			}
+		}
 		if s := q.Get("limit"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil {
@@ -86,7 +98,15 @@ func adminHandler(store adminStore, token string, now func() time.Time) http.Han
 			writeAdminError(w, journal.Invalid("query", "stream and id are required query parameters (/v1/evidence?stream=…&id=…)"))
 			return
 		}
-		limit, _ := strconv.Atoi(q.Get("limit"))
+		limit := 0 // the store's default
+		if s := q.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				writeAdminError(w, journal.Invalid("limit", "%q is not a number", s))
+				return
+			}
+			limit = n
+		}
 		evs, err := store.Evidence(r.Context(), q.Get("stream"), q.Get("id"), limit)
 		if err != nil {
 			writeAdminError(w, err)
@@ -154,6 +174,10 @@ func adminHandler(store adminStore, token string, now func() time.Time) http.Han
 				return
 			}
 		}
+		if _, pattern := mux.Handler(r); pattern == "" {
+			notRouted(w, r, mux)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 }
@@ -162,6 +186,27 @@ func adminHandler(store adminStore, token string, now func() time.Time) http.Han
 type adminStore interface {
 	push.Store
 	push.HostStore
+}
+
+// notRouted answers, as JSON like every other error, a request no route
+// serves: 405 with Allow when the path is served for other methods, else 404.
+func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		_ = printJSON(w, map[string]string{"error": fmt.Sprintf("%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
+		return
+	}
+	w.WriteHeader(http.StatusNotFound)
+	_ = printJSON(w, map[string]string{"error": fmt.Sprintf("no such endpoint: %s (the admin API is under /v1/)", r.URL.Path)})
 }
 
 func writeAdminError(w http.ResponseWriter, err error) {

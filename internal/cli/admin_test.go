@@ -165,3 +165,37 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, body, "stream and id are required")
 }
+
+// Every error of the admin API is JSON, unknown paths and methods included,
+// and a flag that is not true or false is refused, not read as false
+// (issue 22, item 5).
+func TestAdminAPIErrorsAreJSON(t *testing.T) {
+	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }))
+	defer srv.Close()
+	for _, c := range []struct {
+		method, path string
+		q            url.Values
+		code         int
+		want         string
+	}{
+		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint: /v1/nope"},
+		{http.MethodGet, "/", nil, http.StatusNotFound, "no such endpoint"},
+		{http.MethodPost, "/v1/registrations", nil, http.StatusMethodNotAllowed, "use GET"},
+		{http.MethodGet, "/v1/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
+		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"yes"}}, http.StatusBadRequest, `parked: "yes" must be true or false`},
+		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
+		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"ten"}}, http.StatusBadRequest, "limit"},
+	} {
+		code, body := adminCall(t, srv, c.method, c.path, "", c.q)
+		require.Equal(t, c.code, code, "%s %s: %s", c.method, c.path, body)
+		var e map[string]string
+		require.NoError(t, json.Unmarshal([]byte(body), &e), "%s %s answered %q", c.method, c.path, body)
+		require.Contains(t, e["error"], c.want)
+	}
+	// parked=false is read, not ignored.
+	code, body := adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"parked": {"false"}})
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"parked": {"1"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"billing"`)
+}

@@ -81,10 +81,13 @@ a no-op, so a failed run can simply be repeated.`,
 				return err
 			}
 			defer b.Close()
+			existed := map[string]bool{}
 			if file != "" {
-				if err := checkFile(cmd.Context(), b, file, batches); err != nil {
+				if existed, err = checkFile(cmd.Context(), b, file, batches); err != nil {
 					return err
 				}
+			} else if rec, err := b.Lookup(cmd.Context(), one.ID); err == nil && journal.Same(rec, stream, batches[0].entries[0]) == nil {
+				existed[one.ID] = true // appending it again is a no-op; say so
 			}
 			bar := e.progress(len(batches), file)
 			var out []appended
@@ -94,10 +97,10 @@ a no-op, so a failed run can simply be repeated.`,
 					return fmt.Errorf("append: %w (nothing was appended)", err)
 				}
 				if err != nil {
-					return fmt.Errorf("%s: %w (%d records stored before it; appending again is safe)", bt.where, err, len(out))
+					return fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
 				}
 				for _, r := range recs {
-					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID})
+					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Existed: existed[r.ID]})
 				}
 				if bar != nil {
 					_ = bar.Add(1)
@@ -109,15 +112,26 @@ a no-op, so a failed run can simply be repeated.`,
 			if e.json {
 				return printJSON(e.Out, out)
 			}
+			if len(out) == 1 && out[0].Existed {
+				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", out[0].Stream, out[0].Seq, cell(out[0].ID))
+				return nil
+			}
 			if len(out) == 1 {
 				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", out[0].Stream, out[0].Seq, cell(out[0].ID))
 				return nil
 			}
-			streams := map[string]bool{}
+			streams, already := map[string]bool{}, 0
 			for _, a := range out {
 				streams[a.Stream] = true
+				if a.Existed {
+					already++
+				}
 			}
-			fmt.Fprintf(e.Out, "Stored %d records in %d streams.\n", len(out), len(streams))
+			fmt.Fprintf(e.Out, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
+			if already > 0 {
+				fmt.Fprintf(e.Out, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
+			}
+			fmt.Fprintln(e.Out, ".")
 			return nil
 		},
 	}
@@ -132,9 +146,10 @@ a no-op, so a failed run can simply be repeated.`,
 }
 
 type appended struct {
-	Stream string `json:"stream"`
-	Seq    uint64 `json:"seq"`
-	ID     string `json:"id"`
+	Stream  string `json:"stream"`
+	Seq     uint64 `json:"seq"`
+	ID      string `json:"id"`
+	Existed bool   `json:"existed,omitempty"` // the journal held it already, same content: nothing was written
 }
 
 type batch struct {
@@ -151,8 +166,9 @@ type batch struct {
 // journal holds sealed (a *journal.SealedError). Lines whose record the
 // journal already holds, same content, are fine: appending them is a no-op.
 // It looks every id up, lookupParallelism at a time, and reports the first
-// problem by line.
-func checkFile(ctx context.Context, b backend, path string, batches []batch) error {
+// problem by line. It returns the ids the journal already holds with the
+// same content.
+func checkFile(ctx context.Context, b backend, path string, batches []batch) (stored map[string]bool, err error) {
 	type item struct {
 		line   int
 		stream string
@@ -166,11 +182,11 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) err
 		for i, en := range bt.entries {
 			line := bt.lines[i]
 			if l, dup := idLine[en.ID]; dup {
-				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, line, journal.Invalid("id", "%q repeats the id of line %d", en.ID, l))
+				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, line, journal.Invalid("id", "%q repeats the id of line %d", en.ID, l))
 			}
 			idLine[en.ID] = line
 			if l, sealed := finalLine[bt.stream]; sealed {
-				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, line,
+				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, line,
 					journal.Invalid("stream", "%q is sealed by the final record of line %d: nothing may follow it", bt.stream, l))
 			}
 			if en.Final {
@@ -196,15 +212,17 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return nil, err
 	}
+	stored = map[string]bool{}
 	var fresh []item // the first record of each stream the journal does not hold yet
 	seen := map[string]bool{}
 	for _, it := range items {
 		if it.stored != nil {
 			if err := journal.Same(*it.stored, it.stream, it.entry); err != nil {
-				return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 			}
+			stored[it.entry.ID] = true
 			continue
 		}
 		if !seen[it.stream] {
@@ -215,20 +233,20 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) err
 	for _, it := range fresh {
 		head, err := b.Head(ctx, it.stream)
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
-			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 		}
 		if head == 0 {
 			continue
 		}
 		recs, err := b.Read(ctx, it.stream, head, 1)
 		if err != nil {
-			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 		}
 		if len(recs) == 1 && recs[0].Final {
-			return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, &journal.SealedError{Stream: it.stream, FinalSeq: head})
+			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, &journal.SealedError{Stream: it.stream, FinalSeq: head})
 		}
 	}
-	return nil
+	return stored, nil
 }
 
 // lookupParallelism bounds the id lookups checkFile has in flight: enough to
@@ -242,6 +260,15 @@ func readPayload(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, journal.DefaultMaxPayload+1))
 	if err != nil {
 		return nil, fmt.Errorf("read the payload from stdin: %w", err)
+	}
+	if len(data) > journal.DefaultMaxPayload {
+		// Say how large it is, not where reading stopped: count the rest.
+		rest, err := io.Copy(io.Discard, r)
+		if err != nil {
+			return nil, fmt.Errorf("read the payload from stdin: %w", err)
+		}
+		return nil, usageError{journal.Invalid("payload", "is %d bytes, more than the limit of %d (1 MiB); nothing was appended",
+			int64(len(data))+rest, journal.DefaultMaxPayload)}
 	}
 	if len(data) == 0 {
 		return nil, usagef("append read no payload from stdin: pipe the record's payload in (or use --file)")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,12 +65,19 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	if errors.As(err, &ex) && ex.err == nil {
 		return ex.code
 	}
-	fmt.Fprintf(stdio.Err, "herald: %v\n", err)
+	asJSON := e.json || slices.Contains(args, "--json") // a flag error may come before --json is parsed
+	if asJSON {
+		_ = printJSON(stdio.Err, map[string]string{"error": err.Error()})
+	} else {
+		fmt.Fprintf(stdio.Err, "herald: %v\n", err)
+	}
 	switch {
 	case errors.As(err, &ex):
 		return ex.code
 	case isUsage(err):
-		fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
+		if !asJSON {
+			fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
+		}
 		return ExitUsage
 	case errors.Is(err, journal.ErrInvalid):
 		return ExitUsage // a bad value (a seq out of range, an invalid id): nothing was changed
@@ -85,11 +93,14 @@ kept; an operator lists it and unparks it, and nothing is lost.
 
 Database: --database takes sqlite:PATH (the embedded default, ./herald.db) or
 a postgres:// URL; the environment variable HERALD_DATABASE_URL sets it too.
+Commands that write create and migrate a new SQLite file; commands that read,
+or change an existing registration, never create or migrate one.
 
 Exit codes:
   0  success
   1  the command failed (the message says what to do)
-  2  usage: bad flags, arguments or values; nothing was changed
+  2  usage: bad flags, arguments or values (a --database with no database
+     there, for a command that reads); nothing was changed
   3  sweep: the report needs attention (saturated, or a registration parked)`
 
 func newRoot(e *env) *cobra.Command {
@@ -123,6 +134,7 @@ func newRoot(e *env) *cobra.Command {
 		newMigrate(e),
 		newAppend(e),
 		newRegister(e),
+		newUnregister(e),
 		newSweep(e),
 		newRun(e),
 		newRegistrations(e),
@@ -133,6 +145,7 @@ func newRoot(e *env) *cobra.Command {
 		newStatus(e),
 		newHosts(e),
 		newRecordStatus(e),
+		newRecords(e),
 		newStreams(e),
 		newPrune(e),
 		newDemo(e),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strings"
 
@@ -83,18 +84,33 @@ func redactDSN(s string) string {
 // to the next separator.
 var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'?|[^\s&;#]*)`)
 
-// open opens the --database for a command. SQLite files are created and
-// migrated on first use (the embedded default must just work); PostgreSQL
-// must be migrated with `herald migrate up` first.
-func (e *env) open(ctx context.Context) (backend, error) {
+// open opens the --database for a command that writes. SQLite files are
+// created and migrated on first use (the embedded default must just work);
+// PostgreSQL must be migrated with `herald migrate up` first.
+func (e *env) open(ctx context.Context) (backend, error) { return e.openDB(ctx, true) }
+
+// openExisting opens the --database for a command that only reads, or that
+// changes a registration that must already exist (unpark, skip, rewind): it
+// creates nothing and migrates nothing, so that `herald status` in the wrong
+// folder says there is no database there instead of reporting an empty one,
+// and never undoes a `herald migrate down`. A missing SQLite file is a
+// usage error (exit 2) naming the path and --database.
+func (e *env) openExisting(ctx context.Context) (backend, error) { return e.openDB(ctx, false) }
+
+func (e *env) openDB(ctx context.Context, create bool) (backend, error) {
 	d, err := parseDatabase(e.database)
 	if err != nil {
 		return nil, err
 	}
 	var b backend
-	switch d.kind {
-	case "sqlite":
+	switch {
+	case d.kind == "sqlite" && create:
 		b, err = sqlite.Open(ctx, d.path)
+	case d.kind == "sqlite":
+		b, err = sqlite.Open(ctx, d.path, sqlite.WithoutMigrating())
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register and append create a new one", d)
+		}
 	default:
 		b, err = openPostgres(ctx, d.url)
 	}

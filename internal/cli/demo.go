@@ -38,8 +38,8 @@ everything is delivered or parked. Then it shows the registrations, the
 parked ones, unparks the receiver that came back and shows it catching up.
 
 The input is a small example set embedded in herald, or with --corpus a
-directory laid out as ../shared/corpus (activitystreams/*.json,
-github/<event>/*.json, a2a/*.jsonl), read where it lies.
+directory laid out as the repository's testdata/corpus (activitystreams/*.json,
+<source>/<event>/*.json, a2a/*.jsonl), read where it lies.
 
 The database is a fresh SQLite file in a temporary directory, removed at the
 end, unless --database names one (it must be empty: the demo's workers would
@@ -49,7 +49,7 @@ Exit 0 when every receiver verified everything it was sent and the 410
 receiver's registration is parked with its cursor intact; 1 otherwise, with
 what failed.`,
 		Example: `  herald demo
-  herald demo --corpus ../shared/corpus
+  herald demo --corpus testdata/corpus
   herald demo --json --database sqlite:demo.db`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,7 +69,7 @@ what failed.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&duration, "duration", demo.DefaultDuration, "give up (and exit 1) when the demo has not finished in this time")
-	f.StringVar(&corpus, "corpus", "", "deliver this directory (laid out as ../shared/corpus) instead of the embedded examples")
+	f.StringVar(&corpus, "corpus", "", "deliver this directory (laid out as testdata/corpus) instead of the embedded examples")
 	return cmd
 }
 

@@ -56,7 +56,7 @@ func downHostDB(t *testing.T) string {
 	return path
 }
 
-func runCLI(t *testing.T, db string, args ...string) (code int, stdout, stderr string) {
+func runHostsCLI(t *testing.T, db string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(context.Background(), append([]string{"--database", "sqlite:" + db}, args...),
@@ -67,7 +67,7 @@ func runCLI(t *testing.T, db string, args ...string) (code int, stdout, stderr s
 func TestHostsCommand(t *testing.T) {
 	db := downHostDB(t)
 
-	code, out, errOut := runCLI(t, db, "hosts")
+	code, out, errOut := runHostsCLI(t, db, "hosts")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "down.example:443")
 	require.Contains(t, out, "down")
@@ -75,7 +75,7 @@ func TestHostsCommand(t *testing.T) {
 	require.Contains(t, out, "owned second line", "the last error is shown, on one line")
 	require.Equal(t, 2, strings.Count(out, "\n"), "a header and one row: the line break was flattened")
 
-	code, out, _ = runCLI(t, db, "hosts", "--json")
+	code, out, _ = runHostsCLI(t, db, "hosts", "--json")
 	require.Equal(t, ExitOK, code)
 	var hosts []push.Host
 	require.NoError(t, json.Unmarshal([]byte(out), &hosts))
@@ -89,11 +89,11 @@ func TestHostsCommand(t *testing.T) {
 	require.True(t, h.NextProbeAt.Equal(h.Since.Add(push.ProbeDelay(h.Host, 0))))
 	require.Equal(t, hostile, h.LastError, "JSON keeps the text, escaped by the encoding")
 
-	code, out, _ = runCLI(t, db, "status")
+	code, out, _ = runHostsCLI(t, db, "status")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "Hosts: 1 down, 0 unavailable, 2 registrations held for them")
 	require.NotContains(t, out, "\x1b")
-	code, out, _ = runCLI(t, db, "status", "--json")
+	code, out, _ = runHostsCLI(t, db, "status", "--json")
 	require.Equal(t, ExitOK, code)
 	var st struct {
 		Hosts hostSummary `json:"hosts"`
@@ -103,17 +103,17 @@ func TestHostsCommand(t *testing.T) {
 	require.Equal(t, 2, st.Hosts.Held)
 	require.Len(t, st.Hosts.NotUp, 1)
 
-	code, _, errOut = runCLI(t, db, "hosts", "--state", "sideways")
+	code, _, errOut = runHostsCLI(t, db, "hosts", "--state", "sideways")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "--state")
-	code, _, errOut = runCLI(t, db, "hosts", "reset")
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "HOST")
-	code, _, errOut = runCLI(t, db, "hosts", "reset", "unknown.example:443")
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "unknown.example:443")
 	require.Equal(t, ExitError, code)
 	require.Contains(t, errOut, "herald hosts lists")
 
-	code, out, errOut = runCLI(t, db, "hosts", "reset", "https://DOWN.example/inbox", "--at", "2026-03-15T12:00:00Z", "--json")
+	code, out, errOut = runHostsCLI(t, db, "hosts", "reset", "https://DOWN.example/inbox", "--at", "2026-03-15T12:00:00Z", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 	var reset struct {
 		Released int       `json:"released"`
@@ -123,7 +123,7 @@ func TestHostsCommand(t *testing.T) {
 	require.Equal(t, 2, reset.Released)
 	require.Equal(t, push.HostUp, reset.Host.State)
 	require.True(t, reset.Host.Since.Equal(time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)))
-	code, out, _ = runCLI(t, db, "status")
+	code, out, _ = runHostsCLI(t, db, "status")
 	require.Equal(t, ExitOK, code)
 	require.NotContains(t, out, "Hosts:", "no host is down any more")
 }
@@ -135,11 +135,11 @@ func TestHostHorizonFlag(t *testing.T) {
 		{"sweep", "--namespace", "webhook", "--host-horizon", "8761h"},
 		{"run", "--host-horizon", "1s"},
 	} {
-		code, _, errOut := runCLI(t, db, args...)
+		code, _, errOut := runHostsCLI(t, db, args...)
 		require.Equal(t, ExitUsage, code, "%v", args)
 		require.Contains(t, errOut, "--host-horizon", "%v", args)
 	}
-	code, _, errOut := runCLI(t, db, "sweep", "--namespace", "webhook", "--host-horizon", "72h", "--json")
+	code, _, errOut := runHostsCLI(t, db, "sweep", "--namespace", "webhook", "--host-horizon", "72h", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 }
 

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
@@ -12,17 +16,20 @@ import (
 )
 
 func newMigrate(e *env) *cobra.Command {
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "migrate up|down|status",
 		Short: "Apply, revert or show the database schema's migrations",
 		Long: `Manage the database schema. "up" applies every pending migration; "down"
 reverts the newest one (it drops what that migration created: data in those
-tables is lost); "status" lists the migrations and which are applied.
+tables is lost), so it asks first on a terminal and otherwise needs --yes;
+"status" lists the migrations and which are applied.
 
 A new SQLite file is migrated automatically on first use; PostgreSQL is
 migrated only by "herald migrate up", so that a deploy controls when it happens.`,
 		Example: `  herald migrate up --database postgres://herald@localhost/herald
-  herald migrate status --json`,
+  herald migrate status --json
+  herald migrate down --yes --database sqlite:./herald.db`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
 				return usagef("migrate takes one of up, down, status")
@@ -33,6 +40,11 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 			d, err := parseDatabase(e.database)
 			if err != nil {
 				return err
+			}
+			if args[0] == "down" && !yes {
+				if err := e.confirmDown(cmd.Context(), d); err != nil {
+					return err
+				}
 			}
 			st, err := migrate(cmd.Context(), d, args[0])
 			if err != nil {
@@ -53,7 +65,36 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 			return t.flush()
 		},
 	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "down: revert without asking (it drops the newest migration's tables and their data)")
 	return cmd
+}
+
+// confirmDown asks on a terminal before migrate down drops data, and
+// without a terminal refuses unless --yes was given (exit 2, nothing done).
+func (e *env) confirmDown(ctx context.Context, d database) error {
+	st, err := migrate(ctx, d, "status")
+	if err != nil {
+		return fmt.Errorf("migrate down %s: %w", d, err)
+	}
+	if st.Current == 0 {
+		return nil // nothing to revert: down changes nothing
+	}
+	name := fmt.Sprint(st.Current)
+	for _, m := range st.Migrations {
+		if m.Version == st.Current {
+			name = fmt.Sprintf("%d (%s)", m.Version, m.Name)
+		}
+	}
+	in, ok := e.In.(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return usagef("migrate down reverts migration %s of %s and drops what it created, data included: add --yes to do it", name, d)
+	}
+	fmt.Fprintf(e.Err, "migrate down reverts migration %s of %s and drops what it created, data included. Type yes to go on: ", name, d)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	if strings.TrimSpace(answer) != "yes" {
+		return usagef("migrate down: not confirmed; nothing was changed")
+	}
+	return nil
 }
 
 // migrate runs verb (up, down or status) on d's store. The status names the

@@ -49,7 +49,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 			if err != nil {
 				return err
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 				fmt.Fprintf(e.Out, "%s/%s was not parked; nothing changed.\n", k.stream, k.id)
 				return nil
 			}
-			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%d records to deliver).\n", k.stream, k.id, after.NextSeq, after.Lag())
+			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%s to deliver).\n", k.stream, k.id, after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}
@@ -146,7 +146,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	if err != nil {
 		return err
 	}
-	b, err := e.open(cmd.Context())
+	b, err := e.openExisting(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,8 @@ func newEvidence(e *env) *cobra.Command {
 		Long: fmt.Sprintf(`Show a registration's evidence, newest first: failed attempts (status, the first
 %d bytes of the answer, duration, error, next attempt), skipped messages, the
 failure that parked it, and operators' unpark, skip and rewind. The newest %d
-rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
+rows are kept per registration. The table shows the error whole and cuts the
+body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 		Example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
   herald evidence --stream task/8f3c --id push-1 --json`,
 		Args: noArgs,
@@ -194,7 +195,7 @@ rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
 			if limit < 1 || limit > push.MaxEvidence {
 				return usagef("--limit %d must be from 1 to %d", limit, push.MaxEvidence)
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -209,7 +210,7 @@ rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
 				}
 				return printJSON(e.Out, evs)
 			}
-			t := newTable(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "ERROR OR REASON", "BODY")
+			t := newTable(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "BODY", "ERROR OR REASON")
 			for _, ev := range evs {
 				status := "-"
 				if ev.Status != 0 {
@@ -220,7 +221,7 @@ rows are kept per registration.`, push.MaxEvidenceBody, push.MaxEvidence),
 					dur = ev.Duration.Round(1e6).String()
 				}
 				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
-					fmtTime(ev.NotBefore), ev.Error+locationNote(ev.Location), ev.Body)
+					fmtTime(ev.NotBefore), ev.Body, ev.Error+locationNote(ev.Location))
 			}
 			return t.flush()
 		},

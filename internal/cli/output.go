@@ -46,6 +46,7 @@ type registrationView struct {
 	Host          string    `json:"host"`
 	URL           string    `json:"url"`
 	OnRejected    string    `json:"on_4xx,omitempty"`
+	Kinds         []string  `json:"kinds,omitempty"` // the record kinds it wants; absent: every kind
 	NextSeq       uint64    `json:"next_seq"`
 	Head          uint64    `json:"head"`
 	Lag           uint64    `json:"lag"`
@@ -64,7 +65,7 @@ type registrationView struct {
 func viewOf(s push.Status) registrationView {
 	return registrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: redactURL(s.URL),
-		OnRejected: string(s.OnRejected), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
 		HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
 		LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}
@@ -106,9 +107,13 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status) error {
 	if asJSON {
 		return printJSON(w, views)
 	}
-	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	for _, v := range views {
-		t.row(v.Stream, v.ID, v.Namespace, v.Host, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+		kinds := "all"
+		if len(v.Kinds) > 0 {
+			kinds = strings.Join(v.Kinds, ",")
+		}
+		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), v.State, v.LastError)
 	}
 	return t.flush()

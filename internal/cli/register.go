@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 func newRegister(e *env) *cobra.Command {
@@ -32,13 +33,19 @@ A secret option takes the secret itself, env:NAME (read the environment
 variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
 process list. Secrets are stored with the registration and never printed.
 
+--kinds lists the record kinds the receiver wants, comma-separated: exact
+kinds or prefixes ending in "*" (order.*,invoice.paid); records of other kinds
+are passed without a message and the cursor moves past them. Without it,
+every kind; re-registering replaces the list.
+
 --on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
 retry (the default: nothing is lost; parks at the retry ceiling) or skip
 (record evidence and move past the message, as fediverse servers do).`,
 		Example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
-  herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN`,
+  herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
+  herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required(cmd, "stream", "id", "namespace", "url"); err != nil {
@@ -54,6 +61,12 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return usagef("--on-4xx %q must be retry or skip", on4xx)
 			}
 			r.NextSeq = fromSeq
+			for i, k := range r.Kinds {
+				r.Kinds[i] = strings.TrimSpace(k)
+			}
+			if err := push.ValidateKinds(r.Kinds); err != nil {
+				return usagef("--kinds: %v", err)
+			}
 			var err error
 			if r.Config, err = cfg.build(cmd, r.Namespace); err != nil {
 				return err
@@ -80,13 +93,12 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return err
 			}
 			if e.json {
+				warnRefusals(e, st.URL)
 				return printJSON(e.Out, viewOf(st))
 			}
 			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d, %s to deliver.\n",
 				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, plural(int(st.Lag()), "record"))
-			if strings.HasPrefix(st.URL, "http://") {
-				fmt.Fprintln(e.Err, "note: the URL is plain http: sweeps refuse it (and park the registration) unless herald runs with --allow-http.")
-			}
+			warnRefusals(e, st.URL)
 			return nil
 		},
 	}
@@ -97,6 +109,16 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 	f.StringVar(&r.URL, "url", "", "where to POST: an absolute https URL (required)")
 	f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
 	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
+	f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
 	cfg.add(cmd)
 	return cmd
+}
+
+// warnRefusals tells, on stderr, every rule of the network guard the URL
+// breaks, with the flag of sweep and run that lifts it, so that a missing
+// flag does not cost a sweep that parks the registration.
+func warnRefusals(e *env, url string) {
+	for _, err := range transport.URLRefusals(url) {
+		fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park the registration: %v\n", err)
+	}
 }

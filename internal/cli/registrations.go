@@ -31,7 +31,7 @@ error. Ordered by stream, then id.`,
 			if limit < 1 || limit > push.MaxListLimit*100 {
 				return usagef("--limit %d must be from 1 to %d", limit, push.MaxListLimit*100)
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

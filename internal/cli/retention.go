@@ -86,7 +86,7 @@ reports what would go and changes nothing.`,
 			if batch < 1 || batch > store.MaxPruneBatch {
 				return usagef("--batch %d must be from 1 to %d", batch, store.MaxPruneBatch)
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ payload bytes they retain. Page with --after and --limit.`,
 			if limit < 1 || limit > 10000 {
 				return usagef("--limit %d must be from 1 to 10000", limit)
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -39,7 +40,7 @@ func newStatus(e *env) *cobra.Command {
   herald status --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -105,7 +106,7 @@ func newStatus(e *env) *cobra.Command {
 			}
 			if p := st.OldestParked; p != nil {
 				fmt.Fprintf(e.Out, "\nOldest parked: %s/%s (%s), parked %s at cursor %d: %s\n",
-					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, cell(p.LastError))
+					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 			}
 			if len(hosts.NotUp) > 0 {
 				fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n",
@@ -185,7 +186,7 @@ final record) are gone and not listed.`,
 			if bySeq && stream == "" {
 				return usagef("record-status --seq needs --stream")
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,7 @@ import (
 )
 
 // examples is the small input written for herald's demo (not copied from
-// any corpus), laid out as ../shared/corpus is: activitystreams/*.json (two
+// any corpus), laid out as testdata/corpus is: activitystreams/*.json (two
 // actors' outboxes: a Create with bto and bcc, a direct message to someone
 // else, a Block of the inbox's actor, …), shop/<event>/*.json (webhook
 // payloads of an imaginary shop) and a2a/*.jsonl (two task lifecycles, one

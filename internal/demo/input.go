@@ -64,7 +64,7 @@ func (in *Input) all() []Stream {
 	return slices.Concat(in.Actors, in.Webhooks, in.Tasks)
 }
 
-// Layout of an input directory, as in ../shared/corpus.
+// Layout of an input directory, as in testdata/corpus and the shared corpus.
 const (
 	activitiesDir = "activitystreams" // activitystreams/*.json: one activity a file
 	tasksDir      = "a2a"             // a2a/*.jsonl: one task's StreamResponses a file, one a line
@@ -72,14 +72,14 @@ const (
 	// one payload a file (the corpus has github/).
 )
 
-// Corpus reads an input directory in the layout of ../shared/corpus where
-// it lies: activitystreams/*.json, <source>/<event>/*.json (github/ in the
-// corpus) and a2a/*.jsonl. Nothing is copied. All three kinds must be
+// Corpus reads an input directory laid out as testdata/corpus, where it
+// lies: activitystreams/*.json, <source>/<event>/*.json (github/ there) and
+// a2a/*.jsonl. Nothing is copied. All three kinds must be
 // present: the demo shows each wire. Errors name the file.
 func Corpus(dir string) (*Input, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--corpus %s: %w (give a directory laid out as ../shared/corpus: activitystreams/, github/<event>/, a2a/)", dir, err)
+		return nil, fmt.Errorf("--corpus %s: %w (give a directory laid out as testdata/corpus: activitystreams/, <source>/<event>/, a2a/)", dir, err)
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("--corpus %s is not a directory", dir)

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,18 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/journal"
 )
 
-// corpusDir is ../shared/corpus beside the repository, seen from this
-// package's directory; a test fails, never skips, when it is missing.
+// corpusDir is the corpus input (internal/corpustest): testdata/corpus,
+// or the shared corpus when HERALD_CORPUS names it.
 func corpusDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "corpus")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("the corpus is missing: %v (tests read ../shared/corpus beside the repository)", err)
-	}
-	return dir
+	return corpustest.Dir(t, "")
 }
 
 // validInput checks what every input must be for the journal: valid
@@ -96,6 +92,7 @@ func TestCorpus(t *testing.T) {
 	require.Equal(t, len(activities), n)
 	require.Len(t, in.Webhooks, 1)
 	require.Equal(t, "webhooks/github", in.Webhooks[0].Name)
+	require.Positive(t, len(activities)*len(payloads)*len(tasks), "every kind of input")
 	require.Len(t, in.Webhooks[0].Entries, len(payloads))
 	require.Len(t, in.Tasks, len(tasks))
 
@@ -108,6 +105,22 @@ func TestCorpus(t *testing.T) {
 			byID[e.ID] = act
 		}
 	}
+	for _, s := range in.Webhooks[0].Entries {
+		require.NotContains(t, s.ID, ".", "webhook ids keep no dot")
+	}
+	if !corpustest.Shared() {
+		block := byID[Origin+"/activities/block"] // a string actor is kept, and addressed to the inbox's actor
+		require.Equal(t, "https://ines.example/users/ines", block["actor"])
+		require.Equal(t, []any{InboxActor}, block["to"])
+		like := byID[Origin+"/activities/like"] // an actor object becomes the default actor
+		require.Equal(t, DefaultActor, like["actor"])
+		announce := byID[Origin+"/activities/announce"]
+		require.Nil(t, announce, "an activity with its own id keeps it")
+		hidden := byID[Origin+"/activities/create-hidden"]
+		require.Equal(t, "https://ines.example/users/ines/followers", hidden["bcc"], "bcc is appended; the projection removes it")
+		return
+	}
+	// What the shared corpus holds (the W3C examples, octokit's payloads).
 	block := byID[Origin+"/activities/ex173-jsonld"] // "Sally blocked Joe": a string actor is kept
 	require.Equal(t, "http://sally.example.org", block["actor"])
 	require.Equal(t, []any{InboxActor}, block["to"])
@@ -130,7 +143,7 @@ func TestCorpus(t *testing.T) {
 
 func TestCorpusRefusals(t *testing.T) {
 	_, err := Corpus(filepath.Join(t.TempDir(), "nope"))
-	require.ErrorContains(t, err, "laid out as ../shared/corpus")
+	require.ErrorContains(t, err, "laid out as testdata/corpus")
 
 	for name, c := range map[string]struct {
 		files fstest.MapFS

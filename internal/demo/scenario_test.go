@@ -82,15 +82,18 @@ func TestRunFailsWhenAReceiverRefuses(t *testing.T) {
 func TestRunStopsAtItsDuration(t *testing.T) {
 	t.Parallel()
 	cfg, _ := testConfig(t, loopback(t))
-	cfg.Duration = 1500 * time.Millisecond
+	// Long enough to finish the setup on a loaded machine (1.5 s was not,
+	// under a load of 20), short of the flaky receiver's Retry-After waits
+	// (1 + 2 + 1 s).
+	cfg.Duration = 2500 * time.Millisecond
 	start := time.Now()
 	sum, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.False(t, sum.OK)
-	// The flaky receiver's Retry-After waits alone outlast 1.5 s; on a
+	// The flaky receiver's Retry-After waits alone outlast 2.5 s; on a
 	// loaded machine other registrations may still be at work beside it.
-	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 1.5s: still at work: ")
+	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 2.5s: still at work: ")
 	require.Contains(t, sum.Failures[0], "webhooks/shop/flaky (retrying at cursor")
 	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/down did not recover after its unpark")
 }

@@ -11,7 +11,8 @@ import (
 	"unicode"
 )
 
-// MaxCell is how many runes a cell shows; longer values are cut with "…".
+// MaxCell is how many runes a cell shows; longer values are cut with "…"
+// (except in a row's last cell, see Row).
 const MaxCell = 60
 
 // Table writes aligned columns to a writer. Cells are sanitised (see Cell)
@@ -28,10 +29,17 @@ func New(w io.Writer, header ...string) *Table {
 	return t
 }
 
-// Row adds one row; cells are passed through Cell.
+// Row adds one row; cells are passed through Cell, but the last one is not
+// cut: nothing follows it to misalign, and it is where tables put their
+// longest value (the error a receiver answered), which an operator needs
+// whole.
 func (t *Table) Row(cells ...string) {
 	out := make([]string, len(cells))
 	for i, c := range cells {
+		if i == len(cells)-1 {
+			out[i] = Clean(c)
+			continue
+		}
 		out[i] = Cell(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(out, "\t"))
@@ -44,15 +52,21 @@ func (t *Table) Flush() error { return t.tw.Flush() }
 // breaks included) become spaces, values longer than MaxCell runes are cut
 // with an ellipsis, and an empty value is shown as "-".
 func Cell(s string) string {
+	s = Clean(s)
+	if r := []rune(s); len(r) > MaxCell {
+		return string(r[:MaxCell-1]) + "…"
+	}
+	return s
+}
+
+// Clean is Cell without the cut, for a value shown whole.
+func Clean(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '
 		}
 		return r
 	}, s)
-	if r := []rune(s); len(r) > MaxCell {
-		return string(r[:MaxCell-1]) + "…"
-	}
 	if s == "" {
 		return "-"
 	}

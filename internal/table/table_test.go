@@ -33,3 +33,22 @@ func TestCellSanitises(t *testing.T) {
 		}
 	}
 }
+
+// The last cell of a row is shown whole (sanitised): an error an operator
+// must read is not cut at MaxCell.
+func TestLastCellWhole(t *testing.T) {
+	var b strings.Builder
+	long := "503 Service Unavailable: " + strings.Repeat("the upstream pool is exhausted, ", 4) + "end"
+	tb := table.New(&b, "A", "LAST ERROR")
+	tb.Row(strings.Repeat("y", table.MaxCell+5), long+"\x1b[2J")
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, long+" [2J") {
+		t.Errorf("last cell cut or unsanitised:\n%s", out)
+	}
+	if strings.Contains(out, strings.Repeat("y", table.MaxCell)) {
+		t.Errorf("other cells are still cut at MaxCell:\n%s", out)
+	}
+}

@@ -127,21 +127,36 @@ func roundTrip(t testing.TB, m *map[string]any) {
 	}
 }
 
-// TestBlockNeverDeliveredToBlockedActor: a Block is not sent to an inbox that
-// serves its object, however the object is written; it is sent elsewhere.
-func TestBlockNeverDeliveredToBlockedActor(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(projtest.Corpus(t, "activitystreams"), "ex173-jsonld.json"))
+// corpusBlockOf returns the corpus's first Block whose object is a string
+// id, failing the test when it has none.
+func corpusBlockOf(t *testing.T) map[string]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(projtest.Corpus(t, "activitystreams"), "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var corpusBlock map[string]any // "Sally blocked Joe"
-	if err := json.Unmarshal(raw, &corpusBlock); err != nil {
-		t.Fatal(err)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var act map[string]any
+		if err := json.Unmarshal(raw, &act); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, ok := act["object"].(string); ok && act["type"] == "Block" {
+			return act
+		}
 	}
-	joe, _ := corpusBlock["object"].(string)
-	if corpusBlock["type"] != "Block" || joe == "" {
-		t.Fatalf("ex173 is not the Block of a string id: %v", corpusBlock)
-	}
+	t.Fatalf("the corpus has no Block of a string id among %d activities", len(files))
+	return nil
+}
+
+// TestBlockNeverDeliveredToBlockedActor: a Block is not sent to an inbox that
+// serves its object, however the object is written; it is sent elsewhere.
+func TestBlockNeverDeliveredToBlockedActor(t *testing.T) {
+	corpusBlock := corpusBlockOf(t) // in the shared corpus, ex173: "Sally blocked Joe"
+	joe := corpusBlock["object"].(string)
 	corpusBlock["id"], corpusBlock["to"] = "https://example.com/blocks/0", joe
 
 	block := func(object any, typ any) map[string]any {

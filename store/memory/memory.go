@@ -214,6 +214,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	k := r.Key()
 	if old := s.regs[k]; old != nil {
 		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
+		old.Kinds = slices.Clone(r.Kinds)
 		return copyReg(old), nil
 	}
 	// 0 means from the oldest retained record; a cursor below it would
@@ -233,7 +234,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next}
+		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds)}
 	s.regs[k] = n
 	return copyReg(n), nil
 }
@@ -667,6 +668,7 @@ func (s *Store) status(r *push.Registration) push.Status {
 func copyReg(r *push.Registration) push.Registration {
 	c := *r
 	c.Config = slices.Clone(r.Config)
+	c.Kinds = slices.Clone(r.Kinds)
 	return c
 }
 

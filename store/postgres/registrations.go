@@ -62,7 +62,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			config = r.Config
 		}
 		row := tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host())
+			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kindsArg(r.Kinds))
 		st, err := scanStatus(row, false)
 		if err != nil {
 			return s.dbErr(ctx, "register", err)
@@ -190,7 +190,7 @@ func scanStatus(row pgx.Row, withHead bool, extra ...any) (push.Status, error) {
 		parkedAt, leaseUntil pgtype.Timestamptz
 	)
 	dest := []any{&r.Stream, &r.ID, &r.Namespace, &r.URL, &config, &onRejected, &next, &r.Attempts,
-		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures}
+		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds}
 	if withHead {
 		dest = append(dest, &head, &st.Sealed)
 	}
@@ -202,10 +202,21 @@ func scanStatus(row pgx.Row, withHead bool, extra ...any) (push.Status, error) {
 		r.Config = push.Config(config)
 	}
 	r.OnRejected = push.RejectPolicy(onRejected)
+	if len(r.Kinds) == 0 {
+		r.Kinds = nil // every kind, as the other stores return it
+	}
 	r.NextSeq, st.Head = uint64(next), uint64(head)
 	r.NextAttemptAt = r.NextAttemptAt.UTC()
 	r.ParkedAt, r.LeaseUntil = timeOf(parkedAt), timeOf(leaseUntil)
 	return st, nil
+}
+
+// kindsArg stores nil kind patterns (every kind) as the empty array.
+func kindsArg(kinds []string) []string {
+	if kinds == nil {
+		return []string{}
+	}
+	return kinds
 }
 
 func timeOf(t pgtype.Timestamptz) time.Time {

@@ -1,9 +1,11 @@
 // Package sqlite is herald's store in one SQLite file: a journal.Journal and
 // a push.Store over the same database, built on modernc.org/sqlite (pure Go,
 // no cgo). It is the CLI's default (`--database sqlite:./herald.db`), for
-// running herald with no server at all, by one process at a time (other
-// processes, such as a `herald unpark` beside a daemon, may open the file
-// briefly; they wait for the write lock). It passes store/storetest.
+// running herald with no server at all. Several processes may share the file
+// (a `herald unpark` beside a daemon, or two daemons): they take turns at its
+// one write lock, and Due stamps leases inside it, so no two deliver to one
+// registration while a lease is live. A second process adds availability,
+// not throughput. It passes store/storetest.
 //
 //	s, err := sqlite.Open(ctx, "herald.db")
 //	if err != nil { … }
@@ -81,7 +83,8 @@
 // runs each in one transaction and keeps the version in a schema_migrations
 // table (version, dirty). PRAGMA application_id marks the file as herald's.
 // Open creates and migrates a new or empty file, and migrates an older
-// herald database up at once (the embedded default must just work);
+// herald database up at once (the embedded default must just work), unless
+// given WithoutMigrating, which refuses both and changes nothing;
 // MigrateUp, MigrateDown (one step) and MigrationStatus are the CLI's
 // `herald migrate`. A call with nothing to do writes nothing.
 //

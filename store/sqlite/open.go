@@ -53,6 +53,11 @@ func inspectFile(path string) (fileKind, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if dir := filepath.Dir(path); dir != "." {
+			if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+				return 0, fmt.Errorf("sqlite: open %s: the folder %s does not exist (%w): create it, or name a file in a folder that does", path, dir, fs.ErrNotExist)
+			}
+		}
 		return fileMissing, nil
 	case err != nil:
 		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)

@@ -159,6 +159,8 @@ func TestOpenRefusesWhatCannotBeOpened(t *testing.T) {
 	_, err := sqlite.Open(ctx, missingDir)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), missingDir)
+	require.Contains(t, err.Error(), "the folder "+filepath.Dir(missingDir)+" does not exist", "not SQLite's \"unable to open database file (14)\"")
+	require.ErrorIs(t, err, os.ErrNotExist)
 	require.NotErrorIs(t, err, store.ErrNotHerald)
 	_, statErr := os.Stat(filepath.Dir(missingDir))
 	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing was created")
@@ -250,6 +252,10 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.Equal(t, latest-1, st.Current)
 	require.False(t, st.Migrations[latest-1].Applied)
 	require.True(t, st.Migrations[0].Applied)
+	for st.Current > 1 { // below 002_push, which made the registrations
+		st, err = sqlite.MigrateDown(ctx, path)
+		require.NoError(t, err)
+	}
 	st, err = sqlite.MigrationStatus(ctx, path)
 	require.NoError(t, err)
 	require.True(t, st.Pending())
@@ -260,7 +266,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"x":1}`, string(rec.Payload))
 	_, err = s.Get(ctx, "s", "r")
-	require.NoError(t, err, "stepping down the host column keeps the registrations")
+	require.ErrorIs(t, err, journal.ErrNotFound, "stepping down past 002_push dropped the registrations")
 	require.NoError(t, s.Close())
 
 	for v := latest - 1; v >= 0; v-- {
@@ -364,4 +370,32 @@ func hostMigration(t *testing.T, ms []store.Migration) int {
 	}
 	t.Fatal("no migration named host")
 	return 0
+}
+
+// WithoutMigrating creates nothing and migrates nothing: a missing file is
+// fs.ErrNotExist, a schema behind is store.ErrSchemaBehind, the file is left
+// as it was; a current one opens.
+func TestOpenWithoutMigrating(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	_, err := sqlite.Open(ctx, path, sqlite.WithoutMigrating())
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, statErr := os.Stat(path)
+	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing was created")
+
+	_, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+	s, err := sqlite.Open(ctx, path, sqlite.WithoutMigrating())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	_, err = sqlite.MigrateDown(ctx, path)
+	require.NoError(t, err)
+	before := snap(t, path)
+	_, err = sqlite.Open(ctx, path, sqlite.WithoutMigrating())
+	require.ErrorIs(t, err, store.ErrSchemaBehind)
+	requireUnchanged(t, before, path, "Open WithoutMigrating on a schema behind")
+	st, err := sqlite.MigrationStatus(ctx, path)
+	require.NoError(t, err)
+	require.True(t, st.Pending(), "still behind")
 }

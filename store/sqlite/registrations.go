@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,7 +17,7 @@ import (
 
 // statusColumns select a registration joined with its stream (aliases r, s).
 const statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, s.head, s.sealed, r.host_failures`
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures`
 
 const statusFrom = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 
@@ -27,10 +28,14 @@ func scanStatus(sc interface{ Scan(...any) error }) (push.Status, error) {
 		onRejected                        string
 		next, head                        int64
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
+		kinds                             string
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
-		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &head, &st.Sealed, &st.HostFailures)
+		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures)
 	if err != nil {
+		return push.Status{}, err
+	}
+	if st.Kinds, err = decodeKinds(kinds); err != nil {
 		return push.Status{}, err
 	}
 	if config != nil {
@@ -70,6 +75,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	if r.Config != nil {
 		config = slices.Clone([]byte(r.Config))
 	}
+	kinds := encodeKinds(r.Kinds)
 	var out push.Registration
 	err = s.write(ctx, "register "+r.Stream+"/"+r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING", r.Stream); err != nil {
@@ -79,13 +85,14 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		switch {
 		case err == nil:
 			// An update of the destination keeps the cursor and retry state.
-			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?
-				WHERE stream = ? AND id = ?`, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), r.Stream, r.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?
+				WHERE stream = ? AND id = ?`, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, r.Stream, r.ID)
 			if err != nil {
 				return translate("register: update", err)
 			}
 			out = old.Registration
 			out.Namespace, out.URL, out.Config, out.OnRejected = r.Namespace, r.URL, push.Config(slices.Clone(config)), r.OnRejected
+			out.Kinds = slices.Clone(r.Kinds)
 			return nil
 		case !errors.Is(err, journal.ErrNotFound):
 			return err
@@ -110,8 +117,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		if err := push.ValidateCursor(uint64(next), uint64(head)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next)
+		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next, kinds)
 		if err != nil {
 			return translate("register: insert", err)
 		}
@@ -119,7 +126,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			return err
 		}
 		out = push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-			Config: push.Config(slices.Clone(config)), OnRejected: r.OnRejected, NextSeq: uint64(next)}
+			Config: push.Config(slices.Clone(config)), OnRejected: r.OnRejected, NextSeq: uint64(next), Kinds: slices.Clone(r.Kinds)}
 		return nil
 	})
 	if err != nil {
@@ -277,4 +284,25 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 		return push.Stats{}, err
 	}
 	return st, nil
+}
+
+// encodeKinds stores kind patterns as a JSON array ("[]" for every kind).
+func encodeKinds(kinds []string) string {
+	if len(kinds) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(kinds) // strings always encode
+	return string(b)
+}
+
+// decodeKinds reads what encodeKinds stored; nil for every kind.
+func decodeKinds(s string) ([]string, error) {
+	var kinds []string
+	if err := json.Unmarshal([]byte(s), &kinds); err != nil {
+		return nil, fmt.Errorf("sqlite: a registration's kinds %q are not a JSON array: %w", s, err)
+	}
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	return kinds, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type config struct {
 	now        func() time.Time
 	maxPayload int
 	sync       string
+	noMigrate  bool
 }
 
 // Option configures Open.
@@ -49,6 +51,13 @@ type Option func(*config)
 // Nothing else in the store reads a clock: every other instant is the
 // caller's.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithoutMigrating makes Open use only a database that is there and up to
+// date, for a caller that must not change the file's schema (herald's
+// read-only commands): a path with no file, or an empty one, is refused
+// with an error wrapping fs.ErrNotExist (nothing is created), and a schema
+// behind this binary's with store.ErrSchemaBehind (nothing is migrated).
+func WithoutMigrating() Option { return func(c *config) { c.noMigrate = true } }
 
 // WithMaxPayload sets the payload limit of Append in bytes (default
 // journal.DefaultMaxPayload; 0 means the default).
@@ -84,7 +93,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	case cfg.maxPayload == 0:
 		cfg.maxPayload = journal.DefaultMaxPayload
 	}
-	if _, err := migrateFile(ctx, path, up); err != nil {
+	if cfg.noMigrate {
+		if err := checkCurrent(ctx, path); err != nil {
+			return nil, err
+		}
+	} else if _, err := migrateFile(ctx, path, up); err != nil {
 		return nil, err
 	}
 	w, err := openDB(path, writerDSN(path, cfg.sync))
@@ -121,6 +134,29 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return fail(translate("open read pool", err))
 	}
 	return &Store{path: path, w: w, r: r, now: cfg.now, maxPayload: cfg.maxPayload}, nil
+}
+
+// checkCurrent refuses, without changing anything, a path that holds no
+// database (fs.ErrNotExist) or one that is not herald's current schema.
+func checkCurrent(ctx context.Context, path string) error {
+	kind, err := inspectFile(path)
+	if err != nil {
+		return err
+	}
+	if kind != fileSQLite {
+		return fmt.Errorf("sqlite: open %s: %w: there is no herald database at this path", path, fs.ErrNotExist)
+	}
+	st, err := inspectSchema(ctx, path)
+	if err != nil {
+		return err
+	}
+	if err := st.refusal(path); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if st.version < len(migrations) || st.legacy {
+		return fmt.Errorf("sqlite: open %s: %w (at version %d of %d)", path, store.ErrSchemaBehind, st.version, len(migrations))
+	}
+	return nil
 }
 
 // Close closes the database. The last connection to close checkpoints the

@@ -21,6 +21,32 @@ var registrationTests = []test{
 	{"ListFiltersAndPages", testList},
 	{"Stats", testStats},
 	{"RegisterIgnoresStateFields", testRegisterIgnoresState},
+	{"KindsStored", testKinds},
+}
+
+// testKinds: a registration's kind patterns are stored, returned by Get,
+// List and Due, replaced by a re-register, and cleared by one without them.
+func testKinds(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	r := reg("s", "r", "webhook")
+	r.Kinds = []string{"order.*", "invoice.paid"}
+	got := register(t, b, r)
+	require.Equal(t, r.Kinds, got.Kinds)
+	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
+	all, err := b.List(ctx(t), push.ListQuery{Stream: "s"})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, r.Kinds, all[0].Kinds)
+	batch := due(t, b, "webhook", "w", at(0), 10)
+	require.Len(t, batch.Registrations, 1)
+	require.Equal(t, r.Kinds, batch.Registrations[0].Kinds, "Due returns the kinds the turn filters by")
+
+	r.Kinds = []string{"refund.*"}
+	require.Equal(t, r.Kinds, register(t, b, r).Kinds)
+	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
+	r.Kinds = nil
+	require.Nil(t, register(t, b, r).Kinds)
+	require.Nil(t, get(t, b, "s", "r").Kinds, "no kinds: every kind, returned as nil by every store")
 }
 
 func testRegisterAndGet(t *testing.T, b Backend) {
@@ -106,6 +132,9 @@ func testRegisterBadInput(t *testing.T, b Backend) {
 		"config not an object":   with(func(r *push.Registration) { r.Config = push.Config(`["a"]`) }),
 		"config not JSON":        with(func(r *push.Registration) { r.Config = push.Config(`{secret`) }),
 		"unknown reject policy":  with(func(r *push.Registration) { r.OnRejected = "drop" }),
+		"kind pattern empty":     with(func(r *push.Registration) { r.Kinds = []string{"order.*", ""} }),
+		"kind pattern mid star":  with(func(r *push.Registration) { r.Kinds = []string{"order.*.paid"} }),
+		"kind pattern twice":     with(func(r *push.Registration) { r.Kinds = []string{"a", "a"} }),
 	}
 	for name, r := range cases {
 		_, err := b.Register(ctx(t), r)

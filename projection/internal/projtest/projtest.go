@@ -1,5 +1,5 @@
-// Package projtest holds what the projections' tests share: the shared
-// corpus that lies beside the repository, golden files under
+// Package projtest holds what the projections' tests share: the corpus
+// input (internal/corpustest), golden files under
 // testdata/golden, and delivery through herald's own HTTP transport to a
 // receiver on loopback. Only tests import it.
 package projtest
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -25,36 +26,18 @@ import (
 // go test ./projection/webhook -run Golden -update.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// Root returns the repository's root: the nearest directory at or above the
-// test's working directory (its package's directory) that holds go.mod.
+// Root returns the repository's root (the directory of go.mod).
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("working directory: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod at or above the working directory")
-		}
-		dir = parent
-	}
+	return corpustest.Repo(t)
 }
 
-// Corpus returns the directory sub of the shared corpus, ../shared/corpus
-// beside the repository, and fails the test with what to do when it is
-// missing. The corpus is other people's data: tests read it where it lies.
+// Corpus returns the directory sub of the input the corpus tests read:
+// testdata/corpus, or the shared corpus when HERALD_CORPUS names it (see
+// internal/corpustest). It fails the test when that cannot be read.
 func Corpus(t testing.TB, sub string) string {
 	t.Helper()
-	dir := filepath.Join(Root(t), "..", "shared", "corpus", sub)
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("the shared corpus is missing: %v (tests read ../shared/corpus beside the repository)", err)
-	}
-	return dir
+	return corpustest.Dir(t, sub)
 }
 
 // Golden compares got with the file name under testdata/golden (e.g.
