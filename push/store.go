@@ -143,11 +143,13 @@ const MaxEvidence = 100
 
 // DueQuery asks Store.Due for work.
 type DueQuery struct {
-	At         time.Time // the sweep's instant: due-ness and lease expiry are judged against it
-	Limit      int       // the sweep's limit; Due returns up to Limit+1 rows to reveal saturation
-	Namespace  string    // only this namespace is claimed
-	Owner      string    // lease owner stamped on claimed rows
-	LeaseUntil time.Time // lease expiry stamped on claimed rows (after At)
+	At         time.Time      // the sweep's instant: due-ness and lease expiry are judged against it
+	Limit      int            // the sweep's limit; Due returns up to Limit+1 rows to reveal saturation
+	Namespace  string         // only this namespace is claimed
+	Owner      string         // lease owner stamped on claimed rows
+	LeaseUntil time.Time      // lease expiry stamped on claimed rows (after At)
+	MaxPerHost int            // > 0: claim at most MaxPerHost - Busy[h] registrations of any host h
+	Busy       map[string]int // what this worker already has in flight per host (HostOf form)
 }
 
 // DueBatch is what Due claimed.
