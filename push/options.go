@@ -31,6 +31,17 @@ const (
 	// machine's sockets and the receivers' patience in check while hiding
 	// most of the network latency.
 	DefaultMaxInFlight = 16
+	// DefaultMaxPerHost (4) bounds the messages a worker has in flight to one
+	// host. Most fediverse and webhook receivers are small servers, for
+	// which a few concurrent requests from one sender are polite; and a
+	// silent host then holds at most 4 of the MaxInFlight (16) slots, so it
+	// delays only its own registrations. A big receiver that takes many
+	// registrations (one webhook service, one large instance) may be given
+	// more with WithMaxPerHost.
+	DefaultMaxPerHost = 4
+	// MaxPerHostLimit (1024) bounds WithMaxPerHost: the transport's bound
+	// on a host's idle connections, beyond which a cap is a load test.
+	MaxPerHostLimit = 1024
 	// DefaultDrainPage (256) bounds the records one registration is sent in
 	// one turn: large enough that a backlog drains in few sweeps and the
 	// cursor is written once per page, small enough that a crash repeats at
@@ -50,6 +61,7 @@ type options struct {
 	maxAttempts   int
 	maxRetryAfter time.Duration
 	maxInFlight   int
+	maxPerHost    int
 	drainPage     int
 	lease         time.Duration
 	sweepLimit    int
@@ -73,9 +85,16 @@ func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n
 // DefaultMaxRetryAfter). At least 1 s.
 func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
 
-// WithMaxInFlight bounds the registrations served at once in a sweep
-// (default DefaultMaxInFlight). At least 1.
+// WithMaxInFlight bounds the turns (registrations served) a worker runs at
+// once, in a sweep and in Run's dispatcher (default DefaultMaxInFlight). At
+// least 1.
 func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithMaxPerHost bounds the messages the worker has in flight to any one
+// host (Registration.Host), 1 to MaxPerHostLimit (default
+// DefaultMaxPerHost). Claims take no more of a host than that (DueQuery
+// MaxPerHost and Busy), and each send holds one of the host's tokens.
+func WithMaxPerHost(n int) Option { return func(o *options) { o.maxPerHost = n } }
 
 // WithDrainPage bounds the records read and sent per registration per turn
 // (default DefaultDrainPage), 1 to MaxDrainPage. It is also the bound on
@@ -105,14 +124,21 @@ func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s 
 // for registrations that do not say (default RejectRetry).
 func WithRejectPolicy(p RejectPolicy) Option { return func(o *options) { o.onRejected = p } }
 
-// WithHooks sets functions called on every attempt and every sweep, for
-// metrics. They are called concurrently and must not block.
+// WithHooks sets functions called on every attempt, turn, claim and sweep,
+// for metrics. They are called concurrently and must not block.
 func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
 
 // Hooks observe a worker. Nil fields are skipped.
 type Hooks struct {
 	// Attempt is called after every delivery attempt.
 	Attempt func(Attempt)
+	// Turn is called after every turn (one registration served once, in
+	// RunOnce or Run) with its report (Registrations 1), its wall-clock
+	// duration and its store or journal error.
+	Turn func(at time.Time, r SweepReport, took time.Duration, err error)
+	// Claim is called after every Store.Due (each RunOnce, and each refill
+	// of Run's dispatcher) with the registrations claimed and the error.
+	Claim func(at time.Time, claimed int, err error)
 	// Sweep is called after every RunOnce with its report, its wall-clock
 	// duration and its error.
 	Sweep func(at time.Time, r SweepReport, took time.Duration, err error)
@@ -132,6 +158,7 @@ func defaultOptions() options {
 		maxAttempts:   DefaultMaxAttempts,
 		maxRetryAfter: DefaultMaxRetryAfter,
 		maxInFlight:   DefaultMaxInFlight,
+		maxPerHost:    DefaultMaxPerHost,
 		drainPage:     DefaultDrainPage,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
@@ -147,6 +174,9 @@ func (o *options) validate() error {
 	}
 	if o.maxInFlight < 1 {
 		bad("MaxInFlight", "is %d: it must be at least 1", o.maxInFlight)
+	}
+	if o.maxPerHost < 1 || o.maxPerHost > MaxPerHostLimit {
+		bad("MaxPerHost", "is %d: it must be from 1 to %d", o.maxPerHost, MaxPerHostLimit)
 	}
 	if o.drainPage < 1 || o.drainPage > MaxDrainPage {
 		bad("DrainPage", "is %d: it must be from 1 to %d", o.drainPage, MaxDrainPage)
