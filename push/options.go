@@ -51,7 +51,8 @@ const (
 	// to other workers: four request timeouts. A turn stops starting new
 	// records once half of it has passed, so the lease outlives the turn.
 	DefaultLease = 60 * time.Second
-	// DefaultSweepLimit (256) is the limit Run passes to each RunOnce.
+	// DefaultSweepLimit (256) bounds each claim of Run's dispatcher (which
+	// claims no more than its free slots anyway): one Due query's rows.
 	DefaultSweepLimit = 256
 	// MaxDrainPage bounds WithDrainPage.
 	MaxDrainPage = 10000
@@ -105,7 +106,7 @@ func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
 // workers (default DefaultLease). At least 2 s.
 func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
 
-// WithSweepLimit sets the limit Run passes to RunOnce (default
+// WithSweepLimit bounds each claim of Run's dispatcher (default
 // DefaultSweepLimit). At least 1.
 func WithSweepLimit(n int) Option { return func(o *options) { o.sweepLimit = n } }
 

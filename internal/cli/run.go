@@ -40,10 +40,14 @@ func newRun(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon: a worker per namespace, /metrics, /healthz and the admin API",
-		Long: `Run the daemon: one worker per namespace sweeping every --every, at once after
-an append (PostgreSQL LISTEN/NOTIFY) and again at once while a sweep is
-saturated. Several daemons may share one PostgreSQL database: leases keep them
-from delivering the same registration at the same time.
+		Long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
+--max-in-flight registrations being served and refills a slot as soon as its
+turn ends, so a slow or silent receiver holds one slot (at most --timeout),
+never the namespace. It claims at once after an append (PostgreSQL
+LISTEN/NOTIFY), when turns end, and every --every. --max-per-host caps the
+messages in flight to one host (host:port). Several daemons may share one
+PostgreSQL database: leases keep them from delivering the same registration
+at the same time.
 
 On SIGINT or SIGTERM it stops starting new records, lets deliveries in flight
 finish or time out, saves every cursor, and exits 0: nothing acknowledged is
@@ -74,6 +78,9 @@ empty address turns either server off.`,
 			if sweepLimit < 1 {
 				return usagef("--sweep-limit %d must be at least 1", sweepLimit)
 			}
+			if err := wf.check(); err != nil {
+				return err
+			}
 			for _, ns := range nsList {
 				if err := checkNamespace(ns); err != nil {
 					return err
@@ -103,16 +110,17 @@ empty address turns either server off.`,
 					return err
 				}
 				d.workers = append(d.workers, w)
+				d.metrics.watch(w)
 			}
 			return d.serve(cmd.Context(), metricsAddr, adminAddr, token)
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&every, "every", time.Second, "sweep interval")
+	f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
 	f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
 	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the admin JSON API (empty: off)")
-	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed per sweep")
+	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once")
 	tf.add(cmd)
 	wf.add(cmd)
 	return cmd
