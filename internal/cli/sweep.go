@@ -14,7 +14,7 @@ import (
 // workerFlags are the worker options of sweep, run and demo.
 type workerFlags struct {
 	maxAttempts, maxInFlight, maxPerHost, drainPage int
-	maxRetryAfter, lease                time.Duration
+	maxRetryAfter, lease                            time.Duration
 }
 
 func (w *workerFlags) add(cmd *cobra.Command) {
