@@ -55,7 +55,7 @@ func Example() {
 	st, _ := store.Get(ctx, "order/1001", "billing")
 	fmt.Printf("records %d, deliveries %d, cursor %d, lag %d\n", report.Records, report.Deliveries, st.NextSeq, st.Lag())
 	// Output:
-	// POST billing.example evt-1 {"total":42} at 2026-03-15T11:00:00Z
-	// POST billing.example evt-2 {"total":42} at 2026-03-15T11:00:00Z
+	// POST billing.example:443 evt-1 {"total":42} at 2026-03-15T11:00:00Z
+	// POST billing.example:443 evt-2 {"total":42} at 2026-03-15T11:00:00Z
 	// records 2, deliveries 2, cursor 3, lag 0
 }

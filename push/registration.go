@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -58,14 +59,51 @@ type Key struct {
 // Key returns the registration's identity.
 func (r Registration) Key() Key { return Key{Stream: r.Stream, ID: r.ID} }
 
-// Host returns the host of the registration's URL, the only part of it that
-// logs show (paths and queries may carry capability tokens).
-func (r Registration) Host() string {
-	u, err := url.Parse(r.URL)
-	if err != nil || u.Host == "" {
+// Host returns HostOf(r.URL): the unit of politeness and of health, and the
+// only part of the URL that logs show (paths and queries may carry
+// capability tokens).
+func (r Registration) Host() string { return HostOf(r.URL) }
+
+// HostOf returns the host of an absolute http(s) URL as herald counts hosts:
+// the scheme-less "host:port" of its authority, ASCII letters lower-cased,
+// the port always explicit (80 for http, 443 for https), an IPv6 address in
+// its brackets: "https://Example.org/inbox" and "https://example.org:443/x"
+// are both "example.org:443". It reads the URL's text as written (no
+// percent-decoding), so that a store can compute the same value in SQL. A URL
+// that ValidateURL refuses gives "(invalid url)".
+func HostOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return "(invalid url)"
 	}
-	return u.Host
+	authority := rawURL[strings.Index(rawURL, "://")+3:]
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	authority = strings.TrimSuffix(asciiLower(authority), ":")
+	if !hasPort(authority) {
+		if u.Scheme == "http" {
+			authority += ":80"
+		} else {
+			authority += ":443"
+		}
+	}
+	return authority
+}
+
+// hasPort reports whether a valid authority ends in ":port": it holds a
+// colon and does not end with an IPv6 address's bracket.
+func hasPort(authority string) bool {
+	return strings.Contains(authority, ":") && !strings.HasSuffix(authority, "]")
+}
+
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
 }
 
 // String identifies the registration without its URL's path or its config.

@@ -47,8 +47,10 @@ type Store interface {
 	// extra one exists (it is not claimed). Unserved counts due
 	// registrations of other namespaces (not claimed either). A registration
 	// whose cursor is past its stream's head is not returned, and costs the
-	// sweep no journal read. Errors: ErrInvalid (Limit < 1, empty Owner or
-	// Namespace, LeaseUntil not after At).
+	// sweep no journal read. With q.MaxPerHost > 0 the claim respects the
+	// per-host cap (DueQuery.MaxPerHost). Errors: ErrInvalid (Limit < 1,
+	// empty Owner or Namespace, LeaseUntil not after At, MaxPerHost or a
+	// Busy count below 0).
 	Due(ctx context.Context, q DueQuery) (DueBatch, error)
 
 	// Advance saves a turn's progress and releases its lease, fenced by the
@@ -143,13 +145,19 @@ const MaxEvidence = 100
 
 // DueQuery asks Store.Due for work.
 type DueQuery struct {
-	At         time.Time      // the sweep's instant: due-ness and lease expiry are judged against it
-	Limit      int            // the sweep's limit; Due returns up to Limit+1 rows to reveal saturation
-	Namespace  string         // only this namespace is claimed
-	Owner      string         // lease owner stamped on claimed rows
-	LeaseUntil time.Time      // lease expiry stamped on claimed rows (after At)
-	MaxPerHost int            // > 0: claim at most MaxPerHost - Busy[h] registrations of any host h
-	Busy       map[string]int // what this worker already has in flight per host (HostOf form)
+	At         time.Time // the sweep's instant: due-ness and lease expiry are judged against it
+	Limit      int       // the sweep's limit; Due returns up to Limit+1 rows to reveal saturation
+	Namespace  string    // only this namespace is claimed
+	Owner      string    // lease owner stamped on claimed rows
+	LeaseUntil time.Time // lease expiry stamped on claimed rows (after At)
+	// MaxPerHost, when above 0, caps the claim per host (HostOf): at most
+	// MaxPerHost - Busy[h] registrations of host h are claimed, none of a
+	// host with Busy[h] >= MaxPerHost. Registrations left out by the cap
+	// are not claimed and do not count towards More. 0 means no cap.
+	MaxPerHost int
+	// Busy is what the caller already has in flight per host (HostOf form);
+	// read only when MaxPerHost > 0. Counts must not be negative.
+	Busy map[string]int
 }
 
 // DueBatch is what Due claimed.

@@ -24,8 +24,24 @@ func (q DueQuery) Validate() error {
 		return journal.Invalid("lease owner", "is empty")
 	case !q.LeaseUntil.After(q.At):
 		return journal.Invalid("lease until", "%v is not after at %v", q.LeaseUntil, q.At)
+	case q.MaxPerHost < 0:
+		return journal.Invalid("max per host", "is %d: it must be 0 (no cap) or more", q.MaxPerHost)
+	}
+	for h, n := range q.Busy {
+		if n < 0 {
+			return journal.Invalid("busy", "host %q has %d in flight: counts cannot be negative", h, n)
+		}
 	}
 	return ValidateNamespace(q.Namespace)
+}
+
+// HostRoom returns how many more registrations of host a claim for q may
+// take: unbounded (-1) without a cap.
+func (q DueQuery) HostRoom(host string) int {
+	if q.MaxPerHost <= 0 {
+		return -1
+	}
+	return max(q.MaxPerHost-q.Busy[host], 0)
 }
 
 // ListLimit returns the effective limit of a ListQuery: DefaultListLimit for

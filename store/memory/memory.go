@@ -272,11 +272,21 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), push.CompareKeys(a.Key(), b.Key()))
 	})
-	if len(due) > q.Limit {
-		batch.More = true
-		due = due[:q.Limit]
-	}
+	taken := map[string]int{} // per host, for the cap
+	claim := due[:0]
 	for _, r := range due {
+		h := r.Host()
+		if room := q.HostRoom(h); room >= 0 && taken[h] >= room {
+			continue // the cap leaves it for later: not claimed, not More
+		}
+		if len(claim) == q.Limit {
+			batch.More = true
+			break
+		}
+		taken[h]++
+		claim = append(claim, r)
+	}
+	for _, r := range claim {
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		batch.Registrations = append(batch.Registrations, s.status(r))
 	}

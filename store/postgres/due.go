@@ -45,7 +45,8 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		if len(idle) > 0 {
 			b.Queue(sqlClearPending, idle)
 		}
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil).Query(func(rows pgx.Rows) error {
+		capArg, hosts, busy := hostCap(q)
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				st, err := scanStatus(rows, true, &due)
 				if err != nil {
@@ -69,4 +70,18 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return push.DueBatch{}, err
 	}
 	return batch, nil
+}
+
+// hostCap returns sqlClaim's per-host cap parameters: MaxPerHost (nil for no
+// cap) and Busy as two arrays.
+func hostCap(q push.DueQuery) (capArg *int32, hosts []string, busy []int32) {
+	hosts, busy = []string{}, []int32{}
+	if q.MaxPerHost <= 0 {
+		return nil, hosts, busy
+	}
+	c := int32(min(q.MaxPerHost, 1<<30))
+	for h, n := range q.Busy {
+		hosts, busy = append(hosts, h), append(busy, int32(min(n, 1<<30)))
+	}
+	return &c, hosts, busy
 }

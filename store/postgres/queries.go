@@ -69,10 +69,11 @@ const (
 	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (stream, id) DO UPDATE
-SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected
+SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
+    host = excluded.host
 RETURNING ` + regColumns
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlGet                = `SELECT ` + statusColumns + `
@@ -146,16 +147,27 @@ WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
 	// namespace starves no registration. They come back in the order they
 	// were due (locked's next_attempt_at, before the stamp). The lock
 	// re-checks the lease and parking on the row's newest version.
-	sqlClaim = `WITH due AS MATERIALIZED (
-    SELECT c.stream, c.id, c.next_attempt_at
+	//
+	// The per-host cap ($6 MaxPerHost, NULL for none; $7/$8 the hosts and
+	// counts of Busy) drops, before locking, every due row past its host's
+	// room: rank within its host, oldest first, over MaxPerHost - busy. A
+	// row dropped so is neither claimed nor counted towards More.
+	sqlClaim = `WITH cand AS MATERIALIZED (
+    SELECT c.stream, c.id, c.next_attempt_at, c.host
     FROM herald_stream s
     CROSS JOIN LATERAL (
-        SELECT r.stream, r.id, r.next_attempt_at FROM herald_registration r
+        SELECT r.stream, r.id, r.next_attempt_at, r.host FROM herald_registration r
         WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
           AND r.namespace = $1 AND r.next_attempt_at <= $2
           AND (r.lease_until IS NULL OR r.lease_until <= $2)
         OFFSET 0) c
     WHERE s.pending
+), due AS MATERIALIZED (
+    SELECT c.stream, c.id, c.next_attempt_at
+    FROM (SELECT cand.*, row_number() OVER (PARTITION BY cand.host ORDER BY cand.next_attempt_at, cand.stream, cand.id) AS host_rank
+          FROM cand) c
+    LEFT JOIN unnest($7::text[], $8::int[]) AS b (host, busy) ON b.host = c.host
+    WHERE $6::int IS NULL OR c.host_rank <= $6::int - coalesce(b.busy, 0)
     ORDER BY c.next_attempt_at, c.stream, c.id
 ), locked AS MATERIALIZED (
     SELECT l.tid, d.next_attempt_at, d.stream, d.id

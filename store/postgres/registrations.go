@@ -53,7 +53,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			config = r.Config
 		}
 		row := tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{})
+			string(r.OnRejected), int64(next), time.Time{}, r.Host())
 		st, err := scanStatus(row, false)
 		if err != nil {
 			return s.dbErr(ctx, "register", err)

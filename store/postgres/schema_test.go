@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"sync"
 	"testing"
@@ -13,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // emptyDatabase returns the URL of a fresh database without herald's schema
@@ -304,4 +307,41 @@ func TestOtherApplicationsTablesAreFine(t *testing.T) {
 	var theirs int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM schema_migrations`).Scan(&theirs))
 	require.Equal(t, 42, theirs, "the application's version is its own")
+}
+
+// TestHostBackfill: the migration that adds the host column computes, in
+// SQL, what push.HostOf computes for every registration already there.
+func TestHostBackfill(t *testing.T) {
+	ctx := t.Context()
+	url, pool := emptyDatabase(t)
+	_, err := postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	s, err := postgres.New(ctx, pool)
+	require.NoError(t, err)
+	for i, u := range storetest.HostURLs {
+		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprint(i), Namespace: "webhook", URL: u})
+		require.NoError(t, err, u)
+	}
+	s.Close()
+	// Step down until the host column is gone, then up again.
+	for {
+		st, err := postgres.MigrateDown(ctx, url)
+		require.NoError(t, err)
+		applied := true
+		for _, m := range st.Migrations {
+			if m.Name == "host" {
+				applied = m.Applied
+			}
+		}
+		if !applied {
+			break
+		}
+	}
+	_, err = postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	for i, u := range storetest.HostURLs {
+		var host string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT host FROM herald_registration WHERE stream = 's' AND id = $1`, fmt.Sprint(i)).Scan(&host))
+		require.Equal(t, push.HostOf(u), host, u)
+	}
 }

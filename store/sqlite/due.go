@@ -51,14 +51,11 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return batch, nil
 	}
 	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
-		found, err := queryStatuses(ctx, tx, "due", "SELECT "+statusColumns+dueFrom+dueWhere+
-			"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3", at.Int64, q.Namespace, q.Limit+1)
+		found, more, err := dueRows(ctx, tx, q, at.Int64)
 		if err != nil {
 			return err
 		}
-		if len(found) > q.Limit {
-			batch.More, found = true, found[:q.Limit]
-		}
+		batch.More = more
 		err = tx.QueryRowContext(ctx, "SELECT COUNT(*)"+dueFrom+dueWhere+"AND r.namespace <> ?2", at.Int64, q.Namespace).Scan(&batch.Unserved)
 		if err != nil {
 			return translate("due: count other namespaces", err)
@@ -97,4 +94,42 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return push.DueBatch{}, err
 	}
 	return batch, nil
+}
+
+// dueRows returns the first q.Limit due registrations of q.Namespace, oldest
+// NextAttemptAt first, within the per-host cap, and whether one more exists.
+// Without a cap, SQL stops at Limit+1; with one, rows are read in order until
+// Limit+1 have room (a host over its cap is skipped, and costs one row each).
+func dueRows(ctx context.Context, tx *sql.Tx, q push.DueQuery, at int64) ([]push.Status, bool, error) {
+	limit := q.Limit + 1
+	if q.MaxPerHost > 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT "+statusColumns+dueFrom+dueWhere+
+		"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3", at, q.Namespace, limit)
+	if err != nil {
+		return nil, false, translate("due", err)
+	}
+	defer rows.Close()
+	var found []push.Status
+	taken := map[string]int{}
+	for rows.Next() {
+		st, err := scanStatus(rows)
+		if err != nil {
+			return nil, false, translate("due", err)
+		}
+		h := st.Host()
+		if room := q.HostRoom(h); room >= 0 && taken[h] >= room {
+			continue
+		}
+		if len(found) == q.Limit {
+			return found, true, nil
+		}
+		taken[h]++
+		found = append(found, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, translate("due", err)
+	}
+	return found, false, nil
 }

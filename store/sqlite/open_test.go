@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // rawExec runs statements on the file at path with a plain driver connection,
@@ -258,7 +260,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"x":1}`, string(rec.Payload))
 	_, err = s.Get(ctx, "s", "r")
-	require.ErrorIs(t, err, journal.ErrNotFound, "stepping down dropped the registrations")
+	require.NoError(t, err, "stepping down the host column keeps the registrations")
 	require.NoError(t, s.Close())
 
 	for v := latest - 1; v >= 0; v-- {
@@ -318,4 +320,48 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	head, err := s.Head(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), head)
+}
+
+// TestHostBackfill: the migration that adds the host column computes, in
+// SQL, what push.HostOf computes for every registration already there.
+func TestHostBackfill(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	for i, u := range storetest.HostURLs {
+		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprint(i), Namespace: "webhook", URL: u})
+		require.NoError(t, err, u)
+	}
+	require.NoError(t, s.Close())
+	// Step down until the host column is gone, then up again.
+	for {
+		st, err := sqlite.MigrateDown(ctx, path)
+		require.NoError(t, err)
+		if !st.Migrations[hostMigration(t, st.Migrations)].Applied {
+			break
+		}
+	}
+	_, err = sqlite.MigrateUp(ctx, path)
+	require.NoError(t, err)
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	for i, u := range storetest.HostURLs {
+		var host string
+		require.NoError(t, db.QueryRow("SELECT host FROM herald_registration WHERE stream = 's' AND id = ?", fmt.Sprint(i)).Scan(&host))
+		require.Equal(t, push.HostOf(u), host, u)
+	}
+}
+
+func hostMigration(t *testing.T, ms []store.Migration) int {
+	t.Helper()
+	for i, m := range ms {
+		if m.Name == "host" {
+			return i
+		}
+	}
+	t.Fatal("no migration named host")
+	return 0
 }

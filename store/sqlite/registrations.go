@@ -78,8 +78,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		switch {
 		case err == nil:
 			// An update of the destination keeps the cursor and retry state.
-			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, config = ?, on_rejected = ?
-				WHERE stream = ? AND id = ?`, r.Namespace, r.URL, config, string(r.OnRejected), r.Stream, r.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?
+				WHERE stream = ? AND id = ?`, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), r.Stream, r.ID)
 			if err != nil {
 				return translate("register: update", err)
 			}
@@ -103,8 +103,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		if err := push.ValidateCursor(uint64(next), uint64(head)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, config, on_rejected, next_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, config, string(r.OnRejected), next)
+		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next)
 		if err != nil {
 			return translate("register: insert", err)
 		}

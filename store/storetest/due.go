@@ -20,6 +20,8 @@ var dueTests = []test{
 	{"BadQueryChangesNothing", testDueBadInput},
 	{"SaturationStarvesNoOne", testDueRotates},
 	{"ConcurrentClaimsAreExclusive", testConcurrentDue},
+	{"PerHostCap", testDuePerHost},
+	{"HostFollowsTheURL", testDueHostFollowsURL},
 }
 
 func testDueFiltering(t *testing.T, b Backend) {
@@ -120,12 +122,16 @@ func testDueBadInput(t *testing.T, b Backend) {
 	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
 	with := func(f func(q *push.DueQuery)) push.DueQuery { q := good; f(&q); return q }
 	cases := map[string]push.DueQuery{
-		"limit 0":              with(func(q *push.DueQuery) { q.Limit = 0 }),
-		"negative limit":       with(func(q *push.DueQuery) { q.Limit = -1 }),
-		"zero at":              with(func(q *push.DueQuery) { q.At = time.Time{} }),
-		"empty owner":          with(func(q *push.DueQuery) { q.Owner = "" }),
-		"lease ending at once": with(func(q *push.DueQuery) { q.LeaseUntil = q.At }),
-		"bad namespace":        with(func(q *push.DueQuery) { q.Namespace = "Web Hook" }),
+		"limit 0":               with(func(q *push.DueQuery) { q.Limit = 0 }),
+		"negative limit":        with(func(q *push.DueQuery) { q.Limit = -1 }),
+		"zero at":               with(func(q *push.DueQuery) { q.At = time.Time{} }),
+		"empty owner":           with(func(q *push.DueQuery) { q.Owner = "" }),
+		"lease ending at once":  with(func(q *push.DueQuery) { q.LeaseUntil = q.At }),
+		"bad namespace":         with(func(q *push.DueQuery) { q.Namespace = "Web Hook" }),
+		"negative per-host cap": with(func(q *push.DueQuery) { q.MaxPerHost = -1 }),
+		"negative busy count": with(func(q *push.DueQuery) {
+			q.MaxPerHost, q.Busy = 2, map[string]int{"receiver.example:443": -1}
+		}),
 	}
 	for name, q := range cases {
 		_, err := b.Due(ctx(t), q)
@@ -190,4 +196,66 @@ func testConcurrentDue(t *testing.T, b Backend) {
 	for k, n := range claims {
 		require.Equal(t, 1, n, "%s claimed by %d workers under one live lease", k, n)
 	}
+}
+
+// regAt is reg with the URL on a host of its own.
+func regAt(stream, id, ns, url string) push.Registration {
+	r := reg(stream, id, ns)
+	r.URL = url
+	return r
+}
+
+func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, perHost int, busy map[string]int) push.DueBatch {
+	t.Helper()
+	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
+		LeaseUntil: when.Add(time.Minute), MaxPerHost: perHost, Busy: busy})
+	require.NoError(t, err)
+	return batch
+}
+
+func hostCounts(sts []push.Status) map[string]int {
+	out := map[string]int{}
+	for _, s := range sts {
+		out[s.Host()]++
+	}
+	return out
+}
+
+func testDuePerHost(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	// Five registrations on one host, written three ways; two on another.
+	for i, u := range []string{"https://big.example/a", "https://BIG.example:443/b", "https://big.example/c?x=1",
+		"https://big.example/d", "https://big.example/e"} {
+		register(t, b, regAt("s", fmt.Sprintf("big%d", i), "webhook", u))
+	}
+	register(t, b, regAt("s", "small0", "webhook", "http://127.0.0.2:8080/in"))
+	register(t, b, regAt("s", "small1", "webhook", "http://127.0.0.2:8080/in2"))
+	const big, small = "big.example:443", "127.0.0.2:8080"
+
+	batch := dueCapped(t, b, "w1", at(0), 10, 2, map[string]int{big: 1})
+	require.Equal(t, map[string]int{big: 1, small: 2}, hostCounts(batch.Registrations),
+		"a host gets MaxPerHost minus what is busy; the same host however its URL is written")
+	require.False(t, batch.More, "registrations left out by the cap do not count as More")
+
+	batch = dueCapped(t, b, "w2", at(0), 10, 2, map[string]int{big: 2})
+	require.Empty(t, batch.Registrations, "a host at its cap gets nothing (the other host's are leased)")
+	require.False(t, batch.More)
+
+	batch = dueCapped(t, b, "w3", at(0), 1, 3, nil)
+	require.Equal(t, map[string]int{big: 1}, hostCounts(batch.Registrations))
+	require.True(t, batch.More, "room left under the cap beyond the limit is More")
+
+	batch = dueCapped(t, b, "w4", at(0), 10, 0, map[string]int{big: 100})
+	require.Equal(t, map[string]int{big: 3}, hostCounts(batch.Registrations),
+		"MaxPerHost 0 is no cap: Busy is ignored, and every due registration left is claimed")
+}
+
+func testDueHostFollowsURL(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, regAt("s", "r", "webhook", "https://old.example/in"))
+	register(t, b, regAt("s", "r", "webhook", "https://new.example/in")) // an update of the destination
+	batch := dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 0, "new.example:443": 1})
+	require.Empty(t, batch.Registrations, "the cap is counted against the host of the current URL")
+	batch = dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 1})
+	require.Equal(t, []string{"s/r"}, keys(batch.Registrations))
 }
