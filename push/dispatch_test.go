@@ -229,9 +229,7 @@ func TestSilentHostGetsAtMostMaxPerHost(t *testing.T) {
 	}
 	require.False(t, silent.released.Load())
 	require.Equal(t, int32(push.DefaultMaxPerHost), silent.open.Load())
-	load := w.Load()
-	require.Equal(t, push.DefaultMaxPerHost, load.Turns, "the silent host holds MaxPerHost slots, no more")
-	require.Equal(t, 1, load.HostsAtCap)
+	require.Equal(t, 1, w.Load().HostsAtCap, "the silent host holds MaxPerHost slots, no more")
 
 	silent.unblock() // the host answers: turn ends refill the slots, no wake needed
 	select {
