@@ -7,23 +7,19 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Run is the daemon's dispatcher, on the wall clock (the one place herald
-// reads it): it keeps up to MaxInFlight turns running, and as turns end it
-// refills their slots with fresh claims at once, so that no turn waits for
-// another and a silent receiver holds one slot for at most the transport's
-// timeout. Claims are coalesced: it claims when an eighth of MaxInFlight is
-// free (at least one slot) or nothing runs, so a high fan-out does not cost
-// one Store.Due per turn. Each claim keeps its own lease and its own budget
-// of half the lease. It claims at once on Wake, on a turn's end and while
-// the last claim left work due (it was full, or More); with nothing due it
-// waits for one of those or for every to pass.
+// Run is the daemon's dispatcher (package doc, "The dispatcher"), on the
+// wall clock: it keeps up to MaxInFlight turns running and refills a freed
+// slot with a fresh claim at once, each claim with its own lease and budget
+// of half the lease. It claims on Wake, on a turn's end and while the last
+// claim left work due; with nothing due it waits for one of those or for
+// every to pass.
 //
 // On ctx's end it claims nothing more, lets the turns in flight finish or
 // time out (they start no new record), saves their progress and returns nil.
-// Store and journal errors are logged (once, until a claim succeeds with no
-// turn failing since the previous one) and retried every interval, so a
-// database outage does not stop the loop. Errors: journal.ErrInvalid for
-// every <= 0.
+// Store and journal errors are logged once (until a claim succeeds with no
+// turn failing since the previous one) and claims retried every interval,
+// so a database outage does not stop the loop. Errors: journal.ErrInvalid
+// for every <= 0.
 func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return journal.Invalid("every", "is %v: it must be positive", every)
