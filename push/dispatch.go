@@ -90,7 +90,7 @@ func (d *dispatcher) claim() {
 	w := d.w
 	limit := min(w.opts.maxInFlight-d.running, w.opts.sweepLimit)
 	at := time.Now()
-	batch, err := w.claim(d.ctx, at, limit)
+	batch, err := w.claim(d.ctx, at, limit, true)
 	if err != nil {
 		d.due, d.resting = false, true
 		d.fail(err)

@@ -320,3 +320,39 @@ func TestMaxPerHostOutOfRange(t *testing.T) {
 	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxPerHost(push.MaxPerHostLimit))
 	require.NoError(t, err)
 }
+
+// A sweep serves every registration it claimed, but no more of one host at
+// once than MaxPerHost: a host at its cap is passed over, so that its
+// registrations never hold the slots another host's could use.
+func TestSweepServesAHostAtMostMaxPerHostAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 1)
+	for i := range 10 {
+		registerURL(t, f.store, "s", fmt.Sprintf("a%02d", i), fmt.Sprintf("https://a.example/inbox/%d", i))
+	}
+	registerURL(t, f.store, "s", "z-other", "https://b.example/inbox")
+	otherDone := make(chan struct{})
+	var open, peak atomic.Int32
+	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if reg.Host() == "b.example:443" {
+			close(otherDone)
+			return accepted(), nil
+		}
+		n := open.Add(1)
+		defer open.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		select {
+		case <-otherDone: // a.example answers only once b.example was served
+		case <-time.After(waitFor):
+			return push.Outcome{}, fmt.Errorf("b.example was never served while a.example's turns ran")
+		}
+		return accepted(), nil
+	})
+	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithMaxInFlight(8), push.WithMaxPerHost(2))
+	require.NoError(t, err)
+	rep, err := w.RunOnce(t.Context(), at(0), 100)
+	require.NoError(t, err)
+	require.Equal(t, push.SweepReport{Registrations: 11, Records: 11, Deliveries: 11}, rep)
+	require.Equal(t, int32(2), peak.Load(), "a.example had two requests open at once, never more")
+}

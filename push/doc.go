@@ -15,8 +15,8 @@
 // # The sweep
 //
 // RunOnce(ctx, at, limit) claims up to limit due registrations of the
-// worker's namespace (Store.Due, which stamps a lease), no more of one host
-// than MaxPerHost, then serves them at most MaxInFlight at once. Each turn reads up to DrainPage records past the
+// worker's namespace (Store.Due, which stamps a lease), then serves them at
+// most MaxInFlight at once and at most MaxPerHost of one host at once. Each turn reads up to DrainPage records past the
 // cursor and, strictly in order, sends every message of a record before
 // moving to the next. The cursor moves past a record only when every message
 // of it was accepted (2xx) or it had none, and is written once per page. On
@@ -34,9 +34,10 @@
 // nothing runs), so a slow or silent receiver holds one slot for at most the
 // transport's timeout and delays only its own registrations. A host is a
 // URL's host:port ([HostOf]); the worker has at most MaxPerHost messages in
-// flight to any host: its claims pass what it holds per host to Store.Due
-// (DueQuery.Busy), and each send holds one of the host's tokens, so the
-// other slots stay free for other hosts. Overlapping RunOnce calls, and
+// flight to any host: each send holds one of the host's tokens, and the
+// dispatcher's claims pass what it holds per host to Store.Due
+// (DueQuery.Busy), so that a claim never takes more of a host than it may
+// serve and the other slots stay free for other hosts. Overlapping RunOnce calls, and
 // RunOnce beside Run, are safe: each claim takes its own lease, which fences
 // every write.
 //

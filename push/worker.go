@@ -3,11 +3,8 @@ package push
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -83,10 +80,9 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 }
 
 // RunOnce is one sweep at instant at: it claims up to limit due
-// registrations of the worker's namespace, no more of a host than
-// MaxPerHost less what the worker already has in flight there, and serves
-// them, at most MaxInFlight at once, each strictly in order (package doc,
-// "The sweep"); then it returns. It is scheduler mode's unit; Run is the
+// registrations of the worker's namespace and serves them, at most
+// MaxInFlight at once and at most MaxPerHost of one host at once, each
+// strictly in order (package doc, "The sweep"); then it returns. It is scheduler mode's unit; Run is the
 // daemon's loop. Overlapping RunOnce calls, on one worker or many, and
 // RunOnce beside Run, are safe: each claim takes its own lease, and the
 // lease fences every write, so a registration is served by one of them at
@@ -130,7 +126,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		started := time.Now()
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
-	batch, err := w.claim(ctx, at, limit)
+	batch, err := w.claim(ctx, at, limit, false)
 	if err != nil {
 		return rep, err
 	}
@@ -139,31 +135,52 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	rep.Registrations = len(batch.Registrations)
 	// Every claim of this sweep holds one lease, from now: a turn starts no
 	// record past half of it (measured on the real clock, as network
-	// timeouts are), even if it waited for its place among MaxInFlight, so
-	// that no turn runs on after another worker may have claimed it.
+	// timeouts are), even if it waited for its place among MaxInFlight or
+	// its host's MaxPerHost, so that no turn runs on after another worker
+	// may have claimed it.
 	deadline := time.Now().Add(w.opts.lease / 2)
 
-	var (
-		mu       sync.Mutex
-		firstErr error
-		g        errgroup.Group // no shared cancellation: one turn's failure never stops another
-	)
-	g.SetLimit(w.opts.maxInFlight)
-	for _, st := range batch.Registrations {
-		host := w.hosts.enter(st.Host())
-		g.Go(func() error {
-			trep, terr := w.serve(ctx, stop, at, deadline, st, host)
-			w.hosts.leave(st.Host())
-			mu.Lock()
-			rep.add(trep)
-			if terr != nil && firstErr == nil {
-				firstErr = terr
-			}
-			mu.Unlock()
-			return nil
-		})
+	// Turns start in claim order, skipping a host at its cap, so that one
+	// host's registrations never hold the slots another host could use.
+	// No shared cancellation: one turn's failure never stops another.
+	type ended struct {
+		host string
+		rep  SweepReport
+		err  error
 	}
-	_ = g.Wait()
+	var (
+		queue    = batch.Registrations
+		perHost  = map[string]int{}
+		running  int
+		done     = make(chan ended, len(queue))
+		firstErr error
+	)
+	for len(queue) > 0 || running > 0 {
+		for i := 0; i < len(queue) && running < w.opts.maxInFlight; {
+			st := queue[i]
+			host := st.Host()
+			if perHost[host] >= w.opts.maxPerHost {
+				i++
+				continue
+			}
+			queue = append(queue[:i:i], queue[i+1:]...)
+			perHost[host]++
+			running++
+			entry := w.hosts.enter(host)
+			go func() {
+				trep, terr := w.serve(ctx, stop, at, deadline, st, entry)
+				w.hosts.leave(host)
+				done <- ended{host: host, rep: trep, err: terr}
+			}()
+		}
+		e := <-done
+		running--
+		perHost[e.host]--
+		rep.add(e.rep)
+		if e.err != nil && firstErr == nil {
+			firstErr = e.err
+		}
+	}
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
@@ -171,12 +188,15 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 }
 
 // claim asks the store for up to limit registrations due at at, under a
-// lease owner of its own, and no more of a host than the worker may still
-// serve there.
-func (w *Worker) claim(ctx context.Context, at time.Time, limit int) (DueBatch, error) {
-	owner := fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1))
-	batch, err := w.store.Due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner,
-		LeaseUntil: at.Add(w.opts.lease), MaxPerHost: w.opts.maxPerHost, Busy: w.hosts.busy()})
+// lease owner of its own; capped, no more of a host than the worker may
+// still serve there at once.
+func (w *Worker) claim(ctx context.Context, at time.Time, limit int, capped bool) (DueBatch, error) {
+	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
+		LeaseUntil: at.Add(w.opts.lease)}
+	if capped {
+		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.hosts.busy()
+	}
+	batch, err := w.store.Due(ctx, q)
 	if err != nil {
 		err = fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
 	}
