@@ -65,7 +65,7 @@ type fanoutRun struct {
 	dups, short      int64
 }
 
-func fanout(ctx context.Context, e *env, cfg config, rep *report) error {
+func fanout(ctx context.Context, e *env, cfg config, rep *report) (map[string]map[int]*result, error) {
 	res := make(map[string]map[int]*result) // system → R → result
 	for _, sys := range []string{"limit", "herald", "river"} {
 		res[sys] = map[int]*result{}
@@ -90,7 +90,7 @@ func fanout(ctx context.Context, e *env, cfg config, rep *report) error {
 					d, err = riverRun(ctx, e, cfg, c, run)
 				}
 				if err != nil {
-					return fmt.Errorf("%s R=%d run %d: %w", sys, c.R, run, err)
+					return nil, fmt.Errorf("%s R=%d run %d: %w", sys, c.R, run, err)
 				}
 				logf("  %d deliveries in %v: %.0f/s", d.deliveries, d.took.Round(time.Millisecond), float64(d.deliveries)/d.took.Seconds())
 				res[sys][c.R].add(d)
@@ -98,7 +98,39 @@ func fanout(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 	}
 	reportFanout(rep, cfg, res)
-	return nil
+	return res, nil
+}
+
+// bestOf is a system's best concurrency for one R: the median deliveries/s
+// there, and the runs' values.
+type bestOf struct {
+	conc   int
+	perSec sample
+}
+
+func keepBest(best map[string]map[int]bestOf, conc int, res map[string]map[int]*result) {
+	for sys, byR := range res {
+		if best[sys] == nil {
+			best[sys] = map[int]bestOf{}
+		}
+		for r, x := range byR {
+			if b, ok := best[sys][r]; !ok || x.perSec.median() > b.perSec.median() {
+				best[sys][r] = bestOf{conc: conc, perSec: x.perSec}
+			}
+		}
+	}
+}
+
+func reportBest(rep *report, cfg config, best map[string]map[int]bestOf) {
+	rep.printf("#### Best against best (concurrencies %v)\n\n", cfg.fanoutConcs)
+	rep.printf("Each system at the concurrency where its median was highest; the bare client at herald's best too.\n\n")
+	rep.printf("| R | E | bare client best /s (at) | herald best /s (at) | River best /s (at) | herald/River | bare client at herald's best /s | herald / bare client there |\n|---:|---:|---|---|---|---:|---:|---:|\n")
+	for _, c := range cfg.fanout {
+		l, h, r := best["limit"][c.R], best["herald"][c.R], best["river"][c.R]
+		rep.printf("| %s | %s | %s (%d) | %s (%d) | %s (%d) | %s | – | – |\n", fmtNum(float64(c.R), 0), fmtNum(float64(c.E), 0),
+			l.perSec.cell(0), l.conc, h.perSec.cell(0), h.conc, r.perSec.cell(0), r.conc, ratio(h.perSec, r.perSec))
+	}
+	rep.printf("\n")
 }
 
 func group(sys string, c fanoutCase, run int) string {
@@ -205,7 +237,10 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 		return d, err
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace, "--allow-http", "--allow-private-network",
-		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc), "--every", cfg.heraldEvery.String()}
+		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc),
+		// The R receivers are routes of one receiver process, one host: the
+		// per-host cap is lifted to the slots, as the bare client's is.
+		"--max-per-host", strconv.Itoa(cfg.conc), "--every", cfg.heraldEvery.String()}
 	return deliverWith(ctx, e, d, "herald", e.herald, args, g, c, dbURL, db, s0, s1)
 }
 

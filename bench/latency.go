@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,29 +16,45 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-type latResult struct{ p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample }
+type latResult struct {
+	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
+	silentConns, silentReqs                                         sample // the silent host's, in the measured window
+}
+
+// latCase is one latency measurement: silent registrations on the silent
+// host beside the healthy ones, and the daemon's --max-per-host (0: its
+// default).
+type latCase struct {
+	name       string
+	silent     int
+	host       *silentHost
+	maxPerHost int
+	dur        time.Duration
+}
 
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	var r latResult
 	for run := 1; run <= cfg.runs; run++ {
 		logf("latency run %d/%d: %d appends/s for %v", run, cfg.runs, cfg.latRate, cfg.latFor)
-		if err := latencyRun(ctx, e, cfg, run, &r); err != nil {
+		// The receiver process stands in for the 100 streams' receivers, so
+		// it is not held to one host's cap.
+		if err := latencyRun(ctx, e, cfg, run, &r, latCase{name: "lat", maxPerHost: cfg.conc, dur: cfg.latFor}); err != nil {
 			return err
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
-	rep.printf("`herald run --namespaces webhook --max-in-flight %d --every 1s` (a separate process; it sweeps at once when LISTEN/NOTIFY reports an append) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.Append`, its own transaction) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from `Append` returning (the commit acknowledged) to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
-		cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
+	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it claims at once when LISTEN/NOTIFY reports an append; the receiver process stands in for the streams' receivers, so one host's cap is lifted to the slots) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.Append`, its own transaction) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from `Append` returning (the commit acknowledged) to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
+		cfg.conc, cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
 		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1))
 	return nil
 }
 
-func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) error {
-	g := fmt.Sprintf("lat-run%d", run)
-	db := fmt.Sprintf("latency_%d", run)
+func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, lc latCase) error {
+	g := fmt.Sprintf("%s-run%d", lc.name, run)
+	db := fmt.Sprintf("%s_%d", strings.ReplaceAll(lc.name, "-", "_"), run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
 		return err
@@ -56,9 +73,23 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 			return err
 		}
 	}
-	p, err := startProc(e, "herald-daemon", e.herald, []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace,
+	for i := range lc.silent {
+		stream := fmt.Sprintf("silent/%03d", i)
+		if _, err := st.Append(ctx, stream, journal.Entry{ID: "silent-" + strconv.Itoa(i), Kind: "order.updated",
+			ContentType: "application/json", Payload: wire.Payload(i)}); err != nil {
+			return err
+		}
+		if err := registerAll(ctx, st, stream, 1, func(int) string { return fmt.Sprintf("%s/inbox/%d", lc.host.url, i) }); err != nil {
+			return err
+		}
+	}
+	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace,
 		"--allow-http", "--allow-private-network", "--metrics-addr", "", "--admin-addr", "",
-		"--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}, nil)
+		"--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}
+	if lc.maxPerHost > 0 {
+		args = append(args, "--max-per-host", strconv.Itoa(lc.maxPerHost))
+	}
+	p, err := startProc(e, "herald-daemon", e.herald, args, nil)
 	if err != nil {
 		return err
 	}
@@ -78,11 +109,15 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 		return err
 	}
 
-	total := cfg.latRate * int(cfg.latFor/time.Second)
+	total := cfg.latRate * int(lc.dur/time.Second)
 	commit := make([]int64, total)
 	appLat := make([]time.Duration, total)
 	jobs := make(chan int, total)
 	cpu0, pg0 := p.cpu(), e.pgCPU()
+	var conns0, reqs0 int64
+	if lc.host != nil {
+		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
+	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -120,6 +155,10 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 	}
 	if _, err := e.wait(ctx, g, int64(warm+total), p); err != nil {
 		return err
+	}
+	if lc.host != nil {
+		r.silentConns = append(r.silentConns, float64(lc.host.conns.Load()-conns0))
+		r.silentReqs = append(r.silentReqs, float64(lc.host.reqs.Load()-reqs0))
 	}
 	r.rss = append(r.rss, float64(p.peakRSS())/(1<<20))
 	r.workerCPU = append(r.workerCPU, (p.cpu() - cpu0).Seconds())

@@ -3,7 +3,8 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,appends,idle,latency]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,appends,idle,latency,silent,scaleout]
+//	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -44,6 +45,10 @@ type config struct {
 	latAppenders int
 	producers    int
 	appendCases  []appendCase
+	fanoutConcs  []int
+	silentFor    time.Duration
+	scaleRegs    int
+	scaleRecords int
 }
 
 func main() {
@@ -51,12 +56,14 @@ func main() {
 		cfg     config
 		only    string
 		fanoutR string
+		concs   string
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
-	flag.StringVar(&only, "only", "fanout,appends,idle,latency", "workloads to run, comma-separated")
+	flag.StringVar(&only, "only", "fanout,appends,idle,latency,silent,scaleout", "workloads to run, comma-separated")
+	flag.StringVar(&concs, "fanout-concurrency", "", "fan-out: run every case at each of these concurrencies, comma-separated (default: -concurrency), and compare the systems best against best")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
 	flag.IntVar(&cfg.latAppenders, "lat-appenders", 16, "goroutines (and connections) issuing the paced appends of the latency workload")
@@ -66,8 +73,8 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "appends", "idle", "latency"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, appends, idle, latency)\n", w)
+		if !slices.Contains([]string{"fanout", "appends", "idle", "latency", "silent", "scaleout"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, appends, idle, latency, silent, scaleout)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -83,11 +90,25 @@ func main() {
 		cfg.appendFor = 2 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 100_000, 20
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 10*time.Second, 100
+		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 10*time.Second, 128, 5
 	} else {
 		cfg.fanout = []fanoutCase{{R: 1, E: 100_000}, {R: 100, E: 1000}, {R: 1000, E: 100}}
 		cfg.appendFor = 5 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
+		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 30*time.Second, 256, 10
+	}
+	cfg.fanoutConcs = []int{cfg.conc}
+	if concs != "" {
+		cfg.fanoutConcs = nil
+		for c := range strings.SplitSeq(concs, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || n < 1 || n > 1024 {
+				fmt.Fprintf(os.Stderr, "bench: -fanout-concurrency: %q is not a concurrency from 1 to 1024\n", c)
+				os.Exit(2)
+			}
+			cfg.fanoutConcs = append(cfg.fanoutConcs, n)
+		}
 	}
 	if fanoutR != "" {
 		var keep []fanoutCase
@@ -125,8 +146,18 @@ func run(ctx context.Context, cfg config) error {
 	rep := &report{}
 	rep.header(e, cfg)
 	if cfg.only["fanout"] {
-		if err := fanout(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("fan-out: %w", err)
+		best := map[string]map[int]bestOf{}
+		for _, conc := range cfg.fanoutConcs {
+			c := cfg
+			c.conc = conc
+			res, err := fanout(ctx, e, c, rep)
+			if err != nil {
+				return fmt.Errorf("fan-out at concurrency %d: %w", conc, err)
+			}
+			keepBest(best, conc, res)
+		}
+		if len(cfg.fanoutConcs) > 1 {
+			reportBest(rep, cfg, best)
 		}
 	}
 	logf("load average %s", loadavg())
@@ -145,6 +176,17 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.only["latency"] {
 		if err := latency(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("latency: %w", err)
+		}
+	}
+	if cfg.only["silent"] {
+		if err := silentLatency(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("silent host: %w", err)
+		}
+		logf("load average %s", loadavg())
+	}
+	if cfg.only["scaleout"] {
+		if err := scaleOut(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("scale-out: %w", err)
 		}
 	}
 	rep.printf("\nThe whole run took %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadavg())

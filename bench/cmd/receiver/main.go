@@ -10,7 +10,8 @@
 //
 //	POST /d/GROUP/ROUTE      200, counted; for groups whose name starts with
 //	                         "lat", the receipt instant (unix ns) is kept by
-//	                         the webhook-id header
+//	                         the webhook-id header; ?delay=50ms answers (and
+//	                         counts) after that long, a far receiver
 //	GET  /wait?group=G&n=N   blocks until G has N requests (or 15 min pass);
 //	                         answers the group's stats as JSON
 //	GET  /stats?group=G      the group's stats as JSON
@@ -74,6 +75,9 @@ func (s *server) group(name string) *group {
 
 func (s *server) deliver(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
+	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d < time.Minute {
+		time.Sleep(d) // the receiver's own slowness, what the workload measures against
+	}
 	now := time.Now().UnixNano()
 	rest := strings.TrimPrefix(r.URL.Path, "/d/")
 	name, route, ok := strings.Cut(rest, "/")
