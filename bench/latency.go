@@ -29,6 +29,7 @@ type latCase struct {
 	silent     int
 	host       *silentHost
 	maxPerHost int
+	manyHosts  bool // each stream's receiver on its own host (127.0.1.x), else all on 127.0.0.1
 	dur        time.Duration
 }
 
@@ -69,7 +70,11 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	}
 	defer st.Close()
 	for i := range cfg.latStreams {
-		if err := registerAll(ctx, st, streamOf(i), 1, func(int) string { return fmt.Sprintf("%s/d/%s/%d", e.recvURL, g, i) }); err != nil {
+		base := e.recvURL
+		if lc.manyHosts {
+			base = e.recvURLs[i%len(e.recvURLs)]
+		}
+		if err := registerAll(ctx, st, streamOf(i), 1, func(int) string { return fmt.Sprintf("%s/d/%s/%d", base, g, i) }); err != nil {
 			return err
 		}
 	}

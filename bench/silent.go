@@ -63,14 +63,14 @@ func silentLatency(ctx context.Context, e *env, cfg config, rep *report) error {
 	for run := 1; run <= cfg.runs; run++ {
 		for i, n := range counts {
 			logf("silent-host latency run %d/%d: %d silent registrations, %d appends/s for %v", run, cfg.runs, n, cfg.latRate, cfg.silentFor)
-			lc := latCase{name: fmt.Sprintf("lat-silent%d", n), silent: n, host: host, dur: cfg.silentFor}
+			lc := latCase{name: fmt.Sprintf("lat-silent%d", n), silent: n, host: host, manyHosts: true, dur: cfg.silentFor}
 			if err := latencyRun(ctx, e, cfg, run, &res[i], lc); err != nil {
 				return err
 			}
 		}
 	}
 	rep.printf("### 6. A silent host beside healthy receivers (issue 14)\n\n")
-	rep.printf("As in section 5 (%d streams, one webhook registration each on the receiver at 127.0.0.1; %d appends/s for %v after a warm-up; latency from `Append` returning to the receipt), with `herald run --max-in-flight %d` on its default `--max-per-host` (%d), and beside them 0, 1 or 50 registrations (one record each, due from the start) whose host, 127.0.0.2, accepts connections and never answers: each request is held until herald's `--timeout` (15 s) ends it. The three cases run one after the other in each run, each on a fresh database. The silent host's connections and requests are counted over the measured window.\n\n",
+	rep.printf("As in section 5 (%d streams, one webhook registration each, but each on its own host: the receiver process serves on 127.0.1.1 to 127.0.1.100 too; %d appends/s for %v after a warm-up; latency from `Append` returning to the receipt), with `herald run --max-in-flight %d` on its default `--max-per-host` (%d), and beside them 0, 1 or 50 registrations (one record each, due from the start) whose host, 127.0.0.2, accepts connections and never answers: each request is held until herald's `--timeout` (15 s) ends it. The three cases run one after the other in each run, each on a fresh database. The silent host's connections and requests are counted over the measured window.\n\n",
 		cfg.latStreams, cfg.latRate, cfg.silentFor, cfg.conc, 4)
 	rep.printf("| silent registrations | p50 ms | p90 ms | p99 ms | max ms | p99 / p99 with none | silent host: connections, requests in %v |\n|---:|---:|---:|---:|---:|---:|---|\n", cfg.silentFor)
 	for i, n := range counts {
