@@ -36,7 +36,7 @@ type env struct {
 	herald   string // path of the herald binary
 	riverBin string // path of the riverworker binary
 	recv     *proc
-	recvURL  string // http://127.0.0.1:PORT
+	recvURL  string   // http://127.0.0.1:PORT
 	recvURLs []string // the same receiver on other hosts (127.0.1.x)
 	http     *http.Client
 

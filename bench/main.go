@@ -96,7 +96,7 @@ func main() {
 		cfg.appendFor = 5 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
-		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 30*time.Second, 256, 10
+		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 30*time.Second, 512, 10
 	}
 	cfg.fanoutConcs = []int{cfg.conc}
 	if concs != "" {
