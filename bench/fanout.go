@@ -133,14 +133,16 @@ func reportBest(rep *report, cfg config, best map[string]map[int]bestOf) {
 	rep.printf("\n")
 }
 
-func group(sys string, c fanoutCase, run int) string {
-	return fmt.Sprintf("%s-r%d-e%d-run%d", sys, c.R, c.E, run)
+// group names a run's deliveries at the receiver: unique per system,
+// concurrency, case and run, so that no run counts another's.
+func group(sys string, conc int, c fanoutCase, run int) string {
+	return fmt.Sprintf("%s-c%d-r%d-e%d-run%d", sys, conc, c.R, c.E, run)
 }
 
 // bareRun is the machine's limit: cfg.conc goroutines POST E×R requests,
 // route k%R, event k/R, with one keep-alive client; no database.
 func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("bare", c, run)
+	g := group("bare", cfg.conc, c, run)
 	total := int64(c.E) * int64(c.R)
 	client := wire.NewClient(cfg.conc)
 	signers := &wire.Signers{}
@@ -191,7 +193,7 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 // `herald run` delivers them (the deliver phase, timed from its start to
 // the last receipt).
 func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("herald", c, run)
+	g := group("herald", cfg.conc, c, run)
 	db := fmt.Sprintf("herald_%d_%d", c.R, run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
@@ -331,7 +333,7 @@ func parallel(ctx context.Context, workers, n int, fn func(i int) error) error {
 // produce phase), then the riverworker process works them (the deliver
 // phase, timed from its start to the last receipt).
 func riverRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("river", c, run)
+	g := group("river", cfg.conc, c, run)
 	db := fmt.Sprintf("river_%d_%d", c.R, run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
