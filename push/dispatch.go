@@ -25,7 +25,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 		return journal.Invalid("every", "is %v: it must be positive", every)
 	}
 	d := &dispatcher{w: w, ctx: context.WithoutCancel(ctx), stop: ctx.Done(),
-		ended: make(chan turnEnd, w.opts.maxInFlight), refill: max(1, w.opts.maxInFlight/8)}
+		ended: make(chan turnEnd, w.opts.maxInFlight), refill: max(1, w.opts.maxInFlight/4)}
 	return d.run(every)
 }
 

@@ -30,7 +30,7 @@
 //
 // [Worker.Run] is the daemon's loop. It keeps up to MaxInFlight turns
 // running, and a slot freed by a turn's end is refilled by a fresh claim at
-// once (claims are coalesced: an eighth of the slots at a time, or any when
+// once (claims are coalesced: a quarter of the slots at a time, or any when
 // nothing runs), so a slow or silent receiver holds one slot for at most the
 // transport's timeout and delays only its own registrations. A host is a
 // URL's host:port ([HostOf]); the worker has at most MaxPerHost messages in
