@@ -29,10 +29,12 @@
 // # The dispatcher
 //
 // [Worker.Run] is the daemon's loop. It keeps up to MaxInFlight turns
-// running, and a slot freed by a turn's end is refilled by a fresh claim at
-// once (claims are coalesced: a quarter of the slots at a time, or any when
-// nothing runs), so a slow or silent receiver holds one slot for at most the
-// transport's timeout and delays only its own registrations. A host is a
+// running, and a slot freed by a turn's end is refilled at once, from claims
+// it holds ready (at most as many as its slots, each with its own lease and
+// budget) topped up by a fresh claim when half of them are used; so a slow
+// or silent receiver holds one slot for at most the transport's timeout and
+// delays only its own registrations, and a high fan-out costs one Store.Due
+// per half MaxInFlight turns, not one per turn. A host is a
 // URL's host:port ([HostOf]); the worker has at most MaxPerHost messages in
 // flight to any host: each send holds one of the host's tokens, and the
 // dispatcher's claims pass what it holds per host to Store.Due

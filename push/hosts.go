@@ -2,9 +2,9 @@ package push
 
 import "sync"
 
-// hostTable is what one worker has in flight per host: the turns it runs on
-// each (passed to Store.Due as DueQuery.Busy, so that a claim never takes
-// more of a host than the worker may serve) and the host's tokens, one held
+// hostTable is what one worker has in flight per host: the claims it holds
+// on each, running or ready to run (passed to Store.Due as DueQuery.Busy, so
+// that a claim never takes more of a host than the worker may serve) and the host's tokens, one held
 // around each Transport.Deliver, so that a host never has more than
 // MaxPerHost of the worker's messages open whatever the claims did.
 //
@@ -18,16 +18,16 @@ type hostTable struct {
 
 type hostEntry struct {
 	tokens chan struct{} // capacity max; a send takes a token, a receive returns it
-	turns  int           // this worker's turns on the host; the entry goes when it falls to 0
+	turns  int           // this worker's claims on the host, running or ready; the entry goes at 0
 }
 
 func newHostTable(max int) *hostTable {
 	return &hostTable{max: max, hosts: map[string]*hostEntry{}}
 }
 
-// busy returns the turns in flight per host (the hosts with any), for
-// DueQuery.Busy. Each turn counts one message: its window (1 today) is the
-// most tokens it may hold.
+// busy returns the claims held per host (the hosts with any), for
+// DueQuery.Busy. Each counts one message: its window (1 today) is the most
+// tokens its turn may hold.
 func (h *hostTable) busy() map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -41,8 +41,8 @@ func (h *hostTable) busy() map[string]int {
 	return m
 }
 
-// enter counts a turn on host and returns the host's entry, whose tokens the
-// turn takes around each send; leave undoes it.
+// enter counts a claim on host and returns the host's entry, whose tokens
+// its turn takes around each send; leave undoes it.
 func (h *hostTable) enter(host string) *hostEntry {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -230,8 +230,8 @@ func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, deadline t
 type Load struct {
 	Turns      int // turns running (registrations being served)
 	Messages   int // messages being sent (host tokens held)
-	Hosts      int // hosts with a turn of this worker
-	HostsAtCap int // hosts with MaxPerHost turns: claims take no more of them
+	Hosts      int // hosts with a claim of this worker (running or ready)
+	HostsAtCap int // hosts with MaxPerHost claims: claims take no more of them
 }
 
 // Load reads what the worker has in flight. It is cheap (one short lock) and
