@@ -240,9 +240,9 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace, "--allow-http", "--allow-private-network",
 		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc),
-		// The R receivers are routes of one receiver process, one host: the
-		// per-host cap is lifted to the slots, as the bare client's is.
-		"--max-per-host", strconv.Itoa(cfg.conc), "--every", cfg.heraldEvery.String()}
+		// The R receivers are routes of one receiver process, one host,
+		// standing in for R hosts: the per-host cap does not bind.
+		"--max-per-host", strconv.Itoa(push.MaxPerHostLimit), "--every", cfg.heraldEvery.String()}
 	return deliverWith(ctx, e, d, "herald", e.herald, args, g, c, dbURL, db, s0, s1)
 }
 
@@ -400,7 +400,7 @@ func riverRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (f
 func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 	rep.printf("### 1–2. Fan-out: deliveries per second, write cost, memory\n\n")
 	rep.printf("E events, each to R receivers (routes of the one receiver process), E×R deliveries:\n\n")
-	rep.printf("- **herald**: one stream with R webhook registrations (registered before, not measured); E appends (`Store.Append`, one record and one transaction each, %d goroutines); then `herald run --namespaces webhook --max-in-flight %d` (a separate process, LISTEN/NOTIFY on) delivers the backlog.\n", cfg.producers, cfg.conc)
+	rep.printf("- **herald**: one stream with R webhook registrations (registered before, not measured); E appends (`Store.Append`, one record and one transaction each, %d goroutines); then `herald run --namespaces webhook --max-in-flight %d --max-per-host %d` (a separate process, LISTEN/NOTIFY on; the R routes stand in for R hosts, so the per-host cap does not bind) delivers the backlog.\n", cfg.producers, cfg.conc, push.MaxPerHostLimit)
 	rep.printf("- **River**: E transactions each inserting R jobs (`InsertManyTx`, one job per event × receiver, the payload in the job's args, %d goroutines); then a separate River worker process (`bench/cmd/riverworker`, `MaxWorkers: %d`) whose worker POSTs the job.\n", cfg.producers, cfg.conc)
 	rep.printf("- **limit**: the same requests from %d goroutines of a bare Go HTTP client loop with keep-alive, no database.\n", cfg.conc)
 	rep.printf("- **deliveries/s** = E×R / (worker process start → the receiver's last receipt); the backlog was fully committed before the worker started. The bare client: first request → last answer.\n")

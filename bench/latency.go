@@ -13,6 +13,7 @@ import (
 	"github.com/heraldpush/herald/bench/internal/wire"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -39,14 +40,14 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 		logf("latency run %d/%d: %d appends/s for %v", run, cfg.runs, cfg.latRate, cfg.latFor)
 		// The receiver process stands in for the 100 streams' receivers, so
 		// it is not held to one host's cap.
-		if err := latencyRun(ctx, e, cfg, run, &r, latCase{name: "lat", maxPerHost: cfg.conc, dur: cfg.latFor}); err != nil {
+		if err := latencyRun(ctx, e, cfg, run, &r, latCase{name: "lat", maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor}); err != nil {
 			return err
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
-	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it claims at once when LISTEN/NOTIFY reports an append; the receiver process stands in for the streams' receivers, so one host's cap is lifted to the slots) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.Append`, its own transaction) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from `Append` returning (the commit acknowledged) to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
-		cfg.conc, cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
+	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it claims at once when LISTEN/NOTIFY reports an append; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.Append`, its own transaction) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from `Append` returning (the commit acknowledged) to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
+		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
 		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldpush/herald/bench/internal/wire"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -106,8 +107,8 @@ func scaleOut(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 	}
 	rep.printf("### 7. Scale-out: several `herald run` processes on one PostgreSQL (issue 14)\n\n")
-	rep.printf("One stream with %d webhook registrations, each a route of the receiver that answers after %v (`?delay=`), and %d records appended before the workers start (%s deliveries). Then N `herald run --max-in-flight %d --max-per-host %d` processes start together on the same database (leases and `FOR UPDATE SKIP LOCKED` share the work) and deliver the backlog; deliveries/s = deliveries / (first process start → the receiver's last answer). Each N on a fresh database.\n\n",
-		cfg.scaleRegs, delay, cfg.scaleRecords, fmtNum(float64(cfg.scaleRegs*cfg.scaleRecords), 0), cfg.conc, cfg.conc)
+	rep.printf("One stream with %d webhook registrations, each a route of the receiver that answers after %v (`?delay=`), and %d records appended before the workers start (%s deliveries). Then N `herald run --max-in-flight %d --max-per-host %d` processes (the receiver stands in for as many hosts as registrations, so the per-host cap does not bind) start together on the same database (leases and `FOR UPDATE SKIP LOCKED` share the work) and deliver the backlog; deliveries/s = deliveries / (first process start → the receiver's last answer). Each N on a fresh database.\n\n",
+		cfg.scaleRegs, delay, cfg.scaleRecords, fmtNum(float64(cfg.scaleRegs*cfg.scaleRecords), 0), cfg.conc, push.MaxPerHostLimit)
 	rep.printf("| processes | deliver s | deliveries/s | ratio to 1 process | ideal | duplicates, routes short |\n|---:|---:|---:|---:|---:|---|\n")
 	for i, n := range procs {
 		rep.printf("| %d | %s | %s | %s | %d× | %d, %d |\n", n, res[i].secs.cell(2), res[i].perSec.cell(0), ratio(res[i].perSec, res[0].perSec), n, res[i].dups, res[i].short)
@@ -129,7 +130,7 @@ func scaleRun(ctx context.Context, e *env, cfg config, run, n int, delay time.Du
 		return fanoutRun{}, err
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", "webhook", "--allow-http", "--allow-private-network",
-		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", fmt.Sprint(cfg.conc), "--max-per-host", fmt.Sprint(cfg.conc),
+		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", fmt.Sprint(cfg.conc), "--max-per-host", fmt.Sprint(push.MaxPerHostLimit),
 		"--every", cfg.heraldEvery.String()}
 	total := int64(c.E) * int64(c.R)
 	start := time.Now()
