@@ -57,12 +57,14 @@ func main() {
 		only    string
 		fanoutR string
 		concs   string
+		fanoutE int
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
 	flag.StringVar(&only, "only", "fanout,appends,idle,latency,silent,scaleout", "workloads to run, comma-separated")
+	flag.IntVar(&fanoutE, "fanout-e", 0, "fan-out: events per case instead of the mode's (0: the mode's)")
 	flag.StringVar(&concs, "fanout-concurrency", "", "fan-out: run every case at each of these concurrencies, comma-separated (default: -concurrency), and compare the systems best against best")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
@@ -97,6 +99,15 @@ func main() {
 		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
 		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 30*time.Second, 512, 10
+	}
+	if fanoutE < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -fanout-e must not be negative")
+		os.Exit(2)
+	}
+	for i := range cfg.fanout {
+		if fanoutE > 0 {
+			cfg.fanout[i].E = fanoutE
+		}
 	}
 	cfg.fanoutConcs = []int{cfg.conc}
 	if concs != "" {
@@ -146,7 +157,7 @@ func run(ctx context.Context, cfg config) error {
 	rep := &report{}
 	rep.header(e, cfg)
 	if cfg.only["fanout"] {
-		best := map[string]map[int]bestOf{}
+		all := fanoutAt{}
 		for _, conc := range cfg.fanoutConcs {
 			c := cfg
 			c.conc = conc
@@ -154,10 +165,10 @@ func run(ctx context.Context, cfg config) error {
 			if err != nil {
 				return fmt.Errorf("fan-out at concurrency %d: %w", conc, err)
 			}
-			keepBest(best, conc, res)
+			all[conc] = res
 		}
 		if len(cfg.fanoutConcs) > 1 {
-			reportBest(rep, cfg, best)
+			reportBest(rep, cfg, all)
 		}
 	}
 	logf("load average %s", loadavg())
