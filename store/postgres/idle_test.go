@@ -69,7 +69,8 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		args []any
 	}{
 		"clear candidates": {postgres.SQLClearCandidates, nil},
-		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62)}},
+		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{}}},
+		"claim, capped":    {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), 4, []string{"r.example:443"}, []int32{2}}},
 		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2)}},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
