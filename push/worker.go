@@ -82,11 +82,11 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 // RunOnce is one sweep at instant at: it claims up to limit due
 // registrations of the worker's namespace and serves them, at most
 // MaxInFlight at once and at most MaxPerHost of one host at once, each
-// strictly in order (package doc, "The sweep"); then it returns. It is scheduler mode's unit; Run is the
-// daemon's loop. Overlapping RunOnce calls, on one worker or many, and
-// RunOnce beside Run, are safe: each claim takes its own lease, and the
-// lease fences every write, so a registration is served by one of them at
-// a time.
+// strictly in order (package doc, "The sweep"); then it returns. It is
+// scheduler mode's unit; Run is the daemon's loop. Overlapping RunOnce
+// calls, on one worker or many, and RunOnce beside Run, are safe: each
+// claim takes its own lease, which fences every write (see Claim), so a
+// registration is served by one of them at a time.
 //
 // It reads no clock for the schedule: at decides due-ness, backoff, lease
 // expiry and signature dates, so the same inputs give the same schedule. Real
