@@ -25,7 +25,7 @@ type appendListener interface {
 
 // listenRetry is how long the daemon waits before listening again after the
 // database went away: short, because until it listens again it hears no
-// append and sweeps only every --every, which may be an hour.
+// append and claims only every --every, which may be an hour.
 const listenRetry = time.Second
 
 func newRun(e *env) *cobra.Command {
@@ -234,7 +234,7 @@ func (d *daemon) wakeOnAppend(ctx context.Context, store appendListener) {
 			return
 		}
 		if !failing {
-			d.e.logger.Warn("herald: cannot listen for appends; sweeping on the interval only until it recovers", "err", err)
+			d.e.logger.Warn("herald: cannot listen for appends; claiming on the interval only until it recovers", "err", err)
 			failing = true
 		}
 		select {
