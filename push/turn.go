@@ -67,7 +67,7 @@ func (t *turn) run(ctx context.Context) error {
 		return err
 	}
 	if t.next <= t.head && !t.stopping() {
-		t.rep.Backlog++ // more to send: Run sweeps again at once
+		t.rep.Backlog++ // more to send: Run claims again at once
 	}
 	return nil
 }
