@@ -1,12 +1,15 @@
 package push_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -397,4 +400,84 @@ func TestRunReleasesUnstartedClaimsWhenItStops(t *testing.T) {
 		}
 	}
 	require.Len(t, entered, 0, "nothing started after the stop")
+}
+
+// failingDue is a store whose Due fails while failing is set, and signals
+// every call.
+type failingDue struct {
+	*memory.Store
+	failing atomic.Bool
+	calls   chan error
+}
+
+func (s *failingDue) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+	if s.failing.Load() {
+		err := fmt.Errorf("connection refused (the database is down)")
+		s.calls <- err
+		return push.DueBatch{}, err
+	}
+	b, err := s.Store.Due(ctx, q)
+	s.calls <- err
+	return b, err
+}
+
+// A store outage does not stop the loop: the dispatcher logs the first
+// error, not every retry, claims again on a wake (or the interval), and
+// says when claims recover; then it delivers as before.
+func TestRunRidesOutAStoreOutage(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 1)
+	f.register("s", "r")
+	st := &failingDue{Store: f.store, calls: make(chan error, 100)}
+	st.failing.Store(true)
+	delivered := make(chan string, 10)
+	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		delivered <- msg.ID
+		return accepted(), nil
+	})
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w, err := push.NewWorker(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logger))
+	require.NoError(t, err)
+	d := runDaemon(t, w)
+	for range 3 {
+		require.Error(t, <-st.calls, "the claim fails while the store is down")
+		w.Wake()
+	}
+	st.failing.Store(false)
+	for err := range st.calls {
+		if err == nil {
+			break
+		}
+		w.Wake()
+	}
+	select {
+	case id := <-delivered:
+		require.Equal(t, "s#1", id)
+	case <-time.After(waitFor):
+		t.Fatal("nothing was delivered after the store came back")
+	}
+	d.stop(t)
+	out := logs.String()
+	require.Equal(t, 1, strings.Count(out, "level=ERROR"), "one error logged for the outage, not one per retry:\n%s", out)
+	require.Contains(t, out, "claims recovered")
+	require.Equal(t, uint64(2), f.get("s", "r").NextSeq)
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
