@@ -23,6 +23,10 @@ import (
 	"github.com/heraldpush/herald/internal/pgtest"
 )
 
+// receiverHosts is how many other hosts the receiver also serves on: as
+// many as the latency workload's streams, one receiver host each.
+const receiverHosts = 100
+
 // env is what every workload shares: the PostgreSQL server, the built
 // binaries, the receiver process and the facts the report starts with.
 type env struct {
@@ -32,7 +36,8 @@ type env struct {
 	herald   string // path of the herald binary
 	riverBin string // path of the riverworker binary
 	recv     *proc
-	recvURL  string // http://127.0.0.1:PORT
+	recvURL  string   // http://127.0.0.1:PORT
+	recvURLs []string // the same receiver on other hosts (127.0.1.x)
 	http     *http.Client
 
 	machine, goVersion, pgVersion, riverVersion, pgxVersion, commit string
@@ -69,7 +74,7 @@ func setup(ctx context.Context, cfg config) (*env, error) {
 		e.close()
 		return nil, err
 	}
-	if e.recv, err = startProc(e, "receiver", filepath.Join(e.tmp, "receiver"), nil, nil); err != nil {
+	if e.recv, err = startProc(e, "receiver", filepath.Join(e.tmp, "receiver"), []string{"-hosts", strconv.Itoa(receiverHosts)}, nil); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -79,6 +84,11 @@ func setup(ctx context.Context, cfg config) (*env, error) {
 		return nil, fmt.Errorf("receiver did not start (%q, %v); see %s", line, err, e.recv.log)
 	}
 	e.recvURL = strings.TrimPrefix(line, "listening ")
+	if line, err = e.recv.readLine(10 * time.Second); err != nil || !strings.HasPrefix(line, "hosts ") {
+		e.close()
+		return nil, fmt.Errorf("receiver did not list its hosts (%q, %v); see %s", line, err, e.recv.log)
+	}
+	e.recvURLs = strings.Fields(strings.TrimPrefix(line, "hosts "))
 	if err := e.facts(ctx); err != nil {
 		e.close()
 		return nil, err

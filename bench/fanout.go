@@ -65,7 +65,7 @@ type fanoutRun struct {
 	dups, short      int64
 }
 
-func fanout(ctx context.Context, e *env, cfg config, rep *report) error {
+func fanout(ctx context.Context, e *env, cfg config, rep *report) (map[string]map[int]*result, error) {
 	res := make(map[string]map[int]*result) // system → R → result
 	for _, sys := range []string{"limit", "herald", "river"} {
 		res[sys] = map[int]*result{}
@@ -90,7 +90,7 @@ func fanout(ctx context.Context, e *env, cfg config, rep *report) error {
 					d, err = riverRun(ctx, e, cfg, c, run)
 				}
 				if err != nil {
-					return fmt.Errorf("%s R=%d run %d: %w", sys, c.R, run, err)
+					return nil, fmt.Errorf("%s R=%d run %d: %w", sys, c.R, run, err)
 				}
 				logf("  %d deliveries in %v: %.0f/s", d.deliveries, d.took.Round(time.Millisecond), float64(d.deliveries)/d.took.Seconds())
 				res[sys][c.R].add(d)
@@ -98,17 +98,47 @@ func fanout(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 	}
 	reportFanout(rep, cfg, res)
-	return nil
+	return res, nil
 }
 
-func group(sys string, c fanoutCase, run int) string {
-	return fmt.Sprintf("%s-r%d-e%d-run%d", sys, c.R, c.E, run)
+// fanoutAt is the fan-out results at each concurrency: concurrency →
+// system → R → result.
+type fanoutAt map[int]map[string]map[int]*result
+
+// best returns the concurrency at which sys had its highest median for R.
+func (f fanoutAt) best(sys string, r int, concs []int) int {
+	best := concs[0]
+	for _, c := range concs {
+		if f[c][sys][r].perSec.median() > f[best][sys][r].perSec.median() {
+			best = c
+		}
+	}
+	return best
+}
+
+func reportBest(rep *report, cfg config, f fanoutAt) {
+	rep.printf("#### Best against best (concurrencies %v)\n\n", cfg.fanoutConcs)
+	rep.printf("Each system at the concurrency where its median deliveries/s was highest, and the bare client at herald's best concurrency (issue 14's goal: herald ≥ 0.9× of it there).\n\n")
+	rep.printf("| R | E | bare client best /s (at) | herald best /s (at) | River best /s (at) | herald/River, best against best | bare client at herald's best /s | herald / bare client there |\n|---:|---:|---|---|---|---:|---:|---:|\n")
+	for _, c := range cfg.fanout {
+		lc, hc, rc := f.best("limit", c.R, cfg.fanoutConcs), f.best("herald", c.R, cfg.fanoutConcs), f.best("river", c.R, cfg.fanoutConcs)
+		l, h, r, lh := f[lc]["limit"][c.R], f[hc]["herald"][c.R], f[rc]["river"][c.R], f[hc]["limit"][c.R]
+		rep.printf("| %s | %s | %s (%d) | %s (%d) | %s (%d) | %s | %s | %s |\n", fmtNum(float64(c.R), 0), fmtNum(float64(c.E), 0),
+			l.perSec.cell(0), lc, h.perSec.cell(0), hc, r.perSec.cell(0), rc, ratio(h.perSec, r.perSec), lh.perSec.cell(0), ratio(h.perSec, lh.perSec))
+	}
+	rep.printf("\n")
+}
+
+// group names a run's deliveries at the receiver: unique per system,
+// concurrency, case and run, so that no run counts another's.
+func group(sys string, conc int, c fanoutCase, run int) string {
+	return fmt.Sprintf("%s-c%d-r%d-e%d-run%d", sys, conc, c.R, c.E, run)
 }
 
 // bareRun is the machine's limit: cfg.conc goroutines POST E×R requests,
 // route k%R, event k/R, with one keep-alive client; no database.
 func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("bare", c, run)
+	g := group("bare", cfg.conc, c, run)
 	total := int64(c.E) * int64(c.R)
 	client := wire.NewClient(cfg.conc)
 	signers := &wire.Signers{}
@@ -159,7 +189,7 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 // `herald run` delivers them (the deliver phase, timed from its start to
 // the last receipt).
 func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("herald", c, run)
+	g := group("herald", cfg.conc, c, run)
 	db := fmt.Sprintf("herald_%d_%d", c.R, run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
@@ -205,7 +235,10 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 		return d, err
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace, "--allow-http", "--allow-private-network",
-		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc), "--every", cfg.heraldEvery.String()}
+		"--metrics-addr", "", "--admin-addr", "", "--max-in-flight", strconv.Itoa(cfg.conc),
+		// The R receivers are routes of one receiver process, one host,
+		// standing in for R hosts: the per-host cap does not bind.
+		"--max-per-host", strconv.Itoa(push.MaxPerHostLimit), "--every", cfg.heraldEvery.String()}
 	return deliverWith(ctx, e, d, "herald", e.herald, args, g, c, dbURL, db, s0, s1)
 }
 
@@ -296,7 +329,7 @@ func parallel(ctx context.Context, workers, n int, fn func(i int) error) error {
 // produce phase), then the riverworker process works them (the deliver
 // phase, timed from its start to the last receipt).
 func riverRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("river", c, run)
+	g := group("river", cfg.conc, c, run)
 	db := fmt.Sprintf("river_%d_%d", c.R, run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
@@ -363,7 +396,7 @@ func riverRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (f
 func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 	rep.printf("### 1–2. Fan-out: deliveries per second, write cost, memory\n\n")
 	rep.printf("E events, each to R receivers (routes of the one receiver process), E×R deliveries:\n\n")
-	rep.printf("- **herald**: one stream with R webhook registrations (registered before, not measured); E appends (`Store.Append`, one record and one transaction each, %d goroutines); then `herald run --namespaces webhook --max-in-flight %d` (a separate process, LISTEN/NOTIFY on) delivers the backlog.\n", cfg.producers, cfg.conc)
+	rep.printf("- **herald**: one stream with R webhook registrations (registered before, not measured); E appends (`Store.Append`, one record and one transaction each, %d goroutines); then `herald run --namespaces webhook --max-in-flight %d --max-per-host %d` (a separate process, LISTEN/NOTIFY on; the R routes stand in for R hosts, so the per-host cap does not bind) delivers the backlog.\n", cfg.producers, cfg.conc, push.MaxPerHostLimit)
 	rep.printf("- **River**: E transactions each inserting R jobs (`InsertManyTx`, one job per event × receiver, the payload in the job's args, %d goroutines); then a separate River worker process (`bench/cmd/riverworker`, `MaxWorkers: %d`) whose worker POSTs the job.\n", cfg.producers, cfg.conc)
 	rep.printf("- **limit**: the same requests from %d goroutines of a bare Go HTTP client loop with keep-alive, no database.\n", cfg.conc)
 	rep.printf("- **deliveries/s** = E×R / (worker process start → the receiver's last receipt); the backlog was fully committed before the worker started. The bare client: first request → last answer.\n")

@@ -120,7 +120,9 @@ func sweeps(ctx context.Context, dbURL string, cfg config, dueStreams []string) 
 		return nil, nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w, err := push.NewWorker(st, st, tr, webhook.New(), push.WithMaxInFlight(cfg.conc), push.WithLogger(quiet))
+	w, err := push.NewWorker(st, st, tr, webhook.New(), push.WithMaxInFlight(cfg.conc),
+		push.WithMaxPerHost(dueCount), // the receiver process stands in for the 100 receivers' hosts
+		push.WithLogger(quiet))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,32 +15,50 @@ import (
 	"github.com/heraldpush/herald/bench/internal/wire"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-type latResult struct{ p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample }
+type latResult struct {
+	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
+	silentConns, silentReqs                                         sample // the silent host's, in the measured window
+}
+
+// latCase is one latency measurement: silent registrations on the silent
+// host beside the healthy ones, and the daemon's --max-per-host (0: its
+// default).
+type latCase struct {
+	name       string
+	silent     int
+	host       *silentHost
+	maxPerHost int
+	manyHosts  bool // each stream's receiver on its own host (127.0.1.x), else all on 127.0.0.1
+	dur        time.Duration
+}
 
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	var r latResult
 	for run := 1; run <= cfg.runs; run++ {
 		logf("latency run %d/%d: %d appends/s for %v", run, cfg.runs, cfg.latRate, cfg.latFor)
-		if err := latencyRun(ctx, e, cfg, run, &r); err != nil {
+		// The receiver process stands in for the 100 streams' receivers, so
+		// it is not held to one host's cap.
+		if err := latencyRun(ctx, e, cfg, run, &r, latCase{name: "lat", maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor}); err != nil {
 			return err
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
-	rep.printf("`herald run --namespaces webhook --max-in-flight %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and sweeps at once when LISTEN/NOTIFY reports numbered records) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
-		cfg.conc, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
+	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
+		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
 		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1))
 	return nil
 }
 
-func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) error {
-	g := fmt.Sprintf("lat-run%d", run)
-	db := fmt.Sprintf("latency_%d", run)
+func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, lc latCase) error {
+	g := fmt.Sprintf("%s-run%d", lc.name, run)
+	db := fmt.Sprintf("%s_%d", strings.ReplaceAll(lc.name, "-", "_"), run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
 		return err
@@ -54,13 +73,31 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 	}
 	defer st.Close()
 	for i := range cfg.latStreams {
-		if err := registerAll(ctx, st, streamOf(i), 1, func(int) string { return fmt.Sprintf("%s/d/%s/%d", e.recvURL, g, i) }); err != nil {
+		base := e.recvURL
+		if lc.manyHosts {
+			base = e.recvURLs[i%len(e.recvURLs)]
+		}
+		if err := registerAll(ctx, st, streamOf(i), 1, func(int) string { return fmt.Sprintf("%s/d/%s/%d", base, g, i) }); err != nil {
 			return err
 		}
 	}
-	p, err := startProc(e, "herald-daemon", e.herald, []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace,
+	for i := range lc.silent {
+		stream := fmt.Sprintf("silent/%03d", i)
+		if _, err := st.Append(ctx, stream, journal.Entry{ID: "silent-" + strconv.Itoa(i), Kind: "order.updated",
+			ContentType: "application/json", Payload: wire.Payload(i)}); err != nil {
+			return err
+		}
+		if err := registerAll(ctx, st, stream, 1, func(int) string { return fmt.Sprintf("%s/inbox/%d", lc.host.url, i) }); err != nil {
+			return err
+		}
+	}
+	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace,
 		"--allow-http", "--allow-private-network", "--metrics-addr", "", "--admin-addr", "",
-		"--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}, nil)
+		"--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}
+	if lc.maxPerHost > 0 {
+		args = append(args, "--max-per-host", strconv.Itoa(lc.maxPerHost))
+	}
+	p, err := startProc(e, "herald-daemon", e.herald, args, nil)
 	if err != nil {
 		return err
 	}
@@ -84,11 +121,15 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 		return err
 	}
 
-	total := cfg.latRate * int(cfg.latFor/time.Second)
+	total := cfg.latRate * int(lc.dur/time.Second)
 	commit := make([]int64, total)
 	appLat := make([]time.Duration, total)
 	jobs := make(chan int, total)
 	cpu0, pg0 := p.cpu(), e.pgCPU()
+	var conns0, reqs0 int64
+	if lc.host != nil {
+		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
+	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -126,6 +167,10 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult) 
 	}
 	if _, err := e.wait(ctx, g, int64(warm+total), p); err != nil {
 		return err
+	}
+	if lc.host != nil {
+		r.silentConns = append(r.silentConns, float64(lc.host.conns.Load()-conns0))
+		r.silentReqs = append(r.silentReqs, float64(lc.host.reqs.Load()-reqs0))
 	}
 	r.rss = append(r.rss, float64(p.peakRSS())/(1<<20))
 	r.workerCPU = append(r.workerCPU, (p.cpu() - cpu0).Seconds())

@@ -3,7 +3,8 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,appends,idle,latency,prune]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,appends,idle,latency,silent,scaleout,prune]
+//	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -45,6 +46,10 @@ type config struct {
 	latAppenders int
 	producers    int
 	appendCases  []appendCase
+	fanoutConcs  []int
+	silentFor    time.Duration
+	scaleRegs    int
+	scaleRecords int
 	pruneRecords int
 }
 
@@ -53,13 +58,17 @@ func main() {
 		cfg     config
 		only    string
 		fanoutR string
+		concs   string
+		fanoutE int
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
-	flag.StringVar(&only, "only", "fanout,producer,appends,idle,latency,prune", "workloads to run, comma-separated")
+	flag.StringVar(&only, "only", "fanout,producer,appends,idle,latency,silent,scaleout,prune", "workloads to run, comma-separated")
 	flag.DurationVar(&cfg.producerFor, "producer-for", 3*time.Second, "duration of each case of the producer workload (bare transaction and with AppendTx)")
+	flag.IntVar(&fanoutE, "fanout-e", 0, "fan-out: events per case instead of the mode's (0: the mode's)")
+	flag.StringVar(&concs, "fanout-concurrency", "", "fan-out: run every case at each of these concurrencies, comma-separated (default: -concurrency), and compare the systems best against best")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
 	flag.DurationVar(&cfg.riverCool, "river-fetch-cooldown", time.Millisecond, "River FetchCooldown (River's default, 100ms, caps a queue at MaxWorkers jobs per 100 ms)")
 	flag.IntVar(&cfg.latAppenders, "lat-appenders", 16, "goroutines (and connections) issuing the paced appends of the latency workload")
@@ -69,8 +78,8 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "producer", "appends", "idle", "latency", "prune"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, appends, idle, latency, prune)\n", w)
+		if !slices.Contains([]string{"fanout", "producer", "appends", "idle", "latency", "silent", "scaleout", "prune"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, appends, idle, latency, silent, scaleout, prune)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -91,12 +100,35 @@ func main() {
 		cfg.idleRegs, cfg.idleSweeps = 100_000, 20
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 10*time.Second, 100
 		cfg.pruneRecords = 20_000
+		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 10*time.Second, 128, 5
 	} else {
 		cfg.fanout = []fanoutCase{{R: 1, E: 100_000}, {R: 100, E: 1000}, {R: 1000, E: 100}}
 		cfg.appendFor = 5 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
 		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
 		cfg.pruneRecords = 200_000
+		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 30*time.Second, 512, 10
+	}
+	if fanoutE < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -fanout-e must not be negative")
+		os.Exit(2)
+	}
+	for i := range cfg.fanout {
+		if fanoutE > 0 {
+			cfg.fanout[i].E = fanoutE
+		}
+	}
+	cfg.fanoutConcs = []int{cfg.conc}
+	if concs != "" {
+		cfg.fanoutConcs = nil
+		for c := range strings.SplitSeq(concs, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || n < 1 || n > 1024 {
+				fmt.Fprintf(os.Stderr, "bench: -fanout-concurrency: %q is not a concurrency from 1 to 1024\n", c)
+				os.Exit(2)
+			}
+			cfg.fanoutConcs = append(cfg.fanoutConcs, n)
+		}
 	}
 	if fanoutR != "" {
 		var keep []fanoutCase
@@ -134,8 +166,18 @@ func run(ctx context.Context, cfg config) error {
 	rep := &report{}
 	rep.header(e, cfg)
 	if cfg.only["fanout"] {
-		if err := fanout(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("fan-out: %w", err)
+		all := fanoutAt{}
+		for _, conc := range cfg.fanoutConcs {
+			c := cfg
+			c.conc = conc
+			res, err := fanout(ctx, e, c, rep)
+			if err != nil {
+				return fmt.Errorf("fan-out at concurrency %d: %w", conc, err)
+			}
+			all[conc] = res
+		}
+		if len(cfg.fanoutConcs) > 1 {
+			reportBest(rep, cfg, all)
 		}
 	}
 	logf("load average %s", loadavg())
@@ -161,6 +203,18 @@ func run(ctx context.Context, cfg config) error {
 		if err := latency(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
+	}
+	if cfg.only["silent"] {
+		if err := silentLatency(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("silent host: %w", err)
+		}
+		logf("load average %s", loadavg())
+	}
+	if cfg.only["scaleout"] {
+		if err := scaleOut(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("scale-out: %w", err)
+		}
+		logf("load average %s", loadavg())
 	}
 	if cfg.only["prune"] {
 		if err := prune(ctx, e, cfg, rep); err != nil {

@@ -16,7 +16,7 @@
 //
 // RunOnce(ctx, at, limit) claims up to limit due registrations of the
 // worker's namespace (Store.Due, which stamps a lease), then serves them at
-// most MaxInFlight at once. Each turn reads up to DrainPage records past the
+// most MaxInFlight at once and at most MaxPerHost of one host at once. Each turn reads up to DrainPage records past the
 // cursor and, strictly in order, sends every message of a record before
 // moving to the next. The cursor moves past a record only when every message
 // of it was accepted (2xx) or it had none (a record whose kind the
@@ -36,10 +36,27 @@
 // probe per [ProbeDelay] window; any answer brings it up and releases them.
 // Nothing is parked for a host (README, "Hosts").
 //
+// # The dispatcher
+//
+// [Worker.Run] is the daemon's loop. It keeps up to MaxInFlight turns
+// running, and a slot freed by a turn's end is refilled at once, from claims
+// it holds ready (at most as many as its slots, each with its own lease and
+// budget) topped up by a fresh claim when half of them are used; so a slow
+// or silent receiver holds one slot for at most the transport's timeout and
+// delays only its own registrations, and a high fan-out costs one Store.Due
+// per half MaxInFlight turns, not one per turn. A host is a
+// URL's host:port ([HostOf]); the worker has at most MaxPerHost messages in
+// flight to any host: each send holds one of the host's tokens, and the
+// dispatcher's claims pass what it holds per host to Store.Due
+// (DueQuery.Busy), so that a claim never takes more of a host than it may
+// serve and the other slots stay free for other hosts. Overlapping RunOnce calls, and
+// RunOnce beside Run, are safe: each claim takes its own lease, which fences
+// every write.
+//
 // The caller's clock decides everything: at is the instant of due-ness,
 // backoff, lease expiry and signature dates. RunOnce reads no wall clock, so
-// tests state instants and never sleep. [Worker.Run] is the convenience loop
-// that passes time.Now().
+// tests state instants and never sleep. [Worker.Run] is the one place that
+// passes time.Now().
 //
 // # Guarantees
 //

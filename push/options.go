@@ -31,6 +31,17 @@ const (
 	// machine's sockets and the receivers' patience in check while hiding
 	// most of the network latency.
 	DefaultMaxInFlight = 16
+	// DefaultMaxPerHost (4) bounds the messages a worker has in flight to one
+	// host. Most fediverse and webhook receivers are small servers, for
+	// which a few concurrent requests from one sender are polite; and a
+	// silent host then holds at most 4 of the MaxInFlight (16) slots, so it
+	// delays only its own registrations. A big receiver that takes many
+	// registrations (one webhook service, one large instance) may be given
+	// more with WithMaxPerHost.
+	DefaultMaxPerHost = 4
+	// MaxPerHostLimit (1024) bounds WithMaxPerHost: the transport's bound
+	// on a host's idle connections, beyond which a cap is a load test.
+	MaxPerHostLimit = 1024
 	// DefaultDrainPage (256) bounds the records one registration is sent in
 	// one turn: large enough that a backlog drains in few sweeps and the
 	// cursor is written once per page, small enough that a crash repeats at
@@ -40,7 +51,8 @@ const (
 	// to other workers: four request timeouts. A turn stops starting new
 	// records once half of it has passed, so the lease outlives the turn.
 	DefaultLease = 60 * time.Second
-	// DefaultSweepLimit (256) is the limit Run passes to each RunOnce.
+	// DefaultSweepLimit (256) bounds each claim of Run's dispatcher (which
+	// claims no more than its free slots anyway): one Due query's rows.
 	DefaultSweepLimit = 256
 	// MaxDrainPage bounds WithDrainPage.
 	MaxDrainPage = 10000
@@ -50,6 +62,7 @@ type options struct {
 	maxAttempts   int
 	maxRetryAfter time.Duration
 	maxInFlight   int
+	maxPerHost    int
 	drainPage     int
 	lease         time.Duration
 	sweepLimit    int
@@ -75,9 +88,16 @@ func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n
 // DefaultMaxRetryAfter). At least 1 s.
 func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
 
-// WithMaxInFlight bounds the registrations served at once in a sweep
-// (default DefaultMaxInFlight). At least 1.
+// WithMaxInFlight bounds the turns (registrations served) a worker runs at
+// once, in a sweep and in Run's dispatcher (default DefaultMaxInFlight). At
+// least 1.
 func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithMaxPerHost bounds the messages the worker has in flight to any one
+// host (Registration.Host), 1 to MaxPerHostLimit (default
+// DefaultMaxPerHost). Claims take no more of a host than that (DueQuery
+// MaxPerHost and Busy), and each send holds one of the host's tokens.
+func WithMaxPerHost(n int) Option { return func(o *options) { o.maxPerHost = n } }
 
 // WithDrainPage bounds the records read and sent per registration per turn
 // (default DefaultDrainPage), 1 to MaxDrainPage. It is also the bound on
@@ -88,7 +108,7 @@ func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
 // workers (default DefaultLease). At least 2 s.
 func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
 
-// WithSweepLimit sets the limit Run passes to RunOnce (default
+// WithSweepLimit bounds each claim of Run's dispatcher (default
 // DefaultSweepLimit). At least 1.
 func WithSweepLimit(n int) Option { return func(o *options) { o.sweepLimit = n } }
 
@@ -119,14 +139,21 @@ func WithHostDownAfter(n int) Option { return func(o *options) { o.hostPolicy.Do
 // registration, as in herald v1, even if the store is a HostStore.
 func WithoutHostHealth() Option { return func(o *options) { o.noHostHealth = true } }
 
-// WithHooks sets functions called on every attempt and every sweep, for
-// metrics. They are called concurrently and must not block.
+// WithHooks sets functions called on every attempt, turn, claim and sweep,
+// for metrics. They are called concurrently and must not block.
 func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
 
 // Hooks observe a worker. Nil fields are skipped.
 type Hooks struct {
 	// Attempt is called after every delivery attempt.
 	Attempt func(Attempt)
+	// Turn is called after every turn (one registration served once, in
+	// RunOnce or Run) with its report (Registrations 1), its wall-clock
+	// duration and its store or journal error.
+	Turn func(at time.Time, r SweepReport, took time.Duration, err error)
+	// Claim is called after every Store.Due (each RunOnce, and each refill
+	// of Run's dispatcher) with the registrations claimed and the error.
+	Claim func(at time.Time, claimed int, err error)
 	// Sweep is called after every RunOnce with its report, its wall-clock
 	// duration and its error.
 	Sweep func(at time.Time, r SweepReport, took time.Duration, err error)
@@ -149,6 +176,7 @@ func defaultOptions() options {
 		maxAttempts:   DefaultMaxAttempts,
 		maxRetryAfter: DefaultMaxRetryAfter,
 		maxInFlight:   DefaultMaxInFlight,
+		maxPerHost:    DefaultMaxPerHost,
 		drainPage:     DefaultDrainPage,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
@@ -165,6 +193,9 @@ func (o *options) validate() error {
 	}
 	if o.maxInFlight < 1 {
 		bad("MaxInFlight", "is %d: it must be at least 1", o.maxInFlight)
+	}
+	if o.maxPerHost < 1 || o.maxPerHost > MaxPerHostLimit {
+		bad("MaxPerHost", "is %d: it must be from 1 to %d", o.maxPerHost, MaxPerHostLimit)
 	}
 	if o.drainPage < 1 || o.drainPage > MaxDrainPage {
 		bad("DrainPage", "is %d: it must be from 1 to %d", o.drainPage, MaxDrainPage)

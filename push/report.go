@@ -1,6 +1,7 @@
 package push
 
-// SweepReport says what one RunOnce did. Counts are of this sweep only.
+// SweepReport says what one RunOnce did (or one turn: Hooks.Turn). Counts
+// are of that sweep or turn only.
 type SweepReport struct {
 	Registrations int  `json:"registrations"` // registrations claimed and served
 	Records       int  `json:"records"`       // records acknowledged (the cursor moved past them)
@@ -31,4 +32,5 @@ func (r *SweepReport) add(t SweepReport) {
 	r.LeasesLost += t.LeasesLost
 	r.Backlog += t.Backlog
 	r.HostFailures += t.HostFailures
+	r.Errors += t.Errors
 }

@@ -335,7 +335,7 @@ func TestMessageNeverPrintsHeaders(t *testing.T) {
 	require.NotContains(t, fmt.Sprintf("%+v", []push.Message{m}), "t0ken")
 }
 
-// A turn that stops at a full drain page reports Backlog, and Run sweeps
+// A turn that stops at a full drain page reports Backlog, and Run claims
 // again at once instead of waiting an interval per page.
 func TestBacklogIsSweptAtOnce(t *testing.T) {
 	f := newFixture(t)

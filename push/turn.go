@@ -19,8 +19,9 @@ type turn struct {
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the claim)
 	reg      Registration
-	head     uint64 // the stream's head when claimed
-	claim    Claim  // fences the turn's writes
+	head     uint64     // the stream's head when claimed
+	claim    Claim      // fences the turn's writes
+	host     *hostEntry // the host's tokens, one held around each send
 	rep      SweepReport
 
 	next     uint64 // first seq not yet acknowledged in this turn
@@ -66,7 +67,7 @@ func (t *turn) run(ctx context.Context) error {
 		return err
 	}
 	if t.next <= t.head && !t.stopping() {
-		t.rep.Backlog++ // more to send: Run sweeps again at once
+		t.rep.Backlog++ // more to send: Run claims again at once
 	}
 	return nil
 }
@@ -88,7 +89,7 @@ func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err 
 		return true, t.fail(ctx, Outcome{Verdict: Transient, Reason: ev.Error}, ev)
 	}
 	for _, msg := range msgs {
-		out, err := w.transport.Deliver(ctx, t.reg, msg, t.at)
+		out, err := t.send(ctx, msg)
 		if err != nil {
 			// Says nothing about the receiver (the worker is stopping):
 			// keep what was acknowledged, count no attempt.
@@ -114,6 +115,18 @@ func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err 
 		}
 	}
 	return false, nil
+}
+
+// send delivers one message holding one of its host's tokens, so that the
+// host never has more than MaxPerHost of the worker's messages open.
+func (t *turn) send(ctx context.Context, msg Message) (Outcome, error) {
+	select {
+	case t.host.tokens <- struct{}{}:
+	case <-ctx.Done():
+		return Outcome{}, ctx.Err()
+	}
+	defer func() { <-t.host.tokens }()
+	return t.w.transport.Deliver(ctx, t.reg, msg, t.at)
 }
 
 // fail records a failed attempt at t.next together with the progress made

@@ -3,11 +3,8 @@ package push
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -24,9 +21,11 @@ type Worker struct {
 	namespace  string
 	opts       options
 	wake       chan struct{}
-	claims     atomic.Uint64 // numbers this worker's sweeps, for their lease owners
+	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
 	hosts      HostStore     // nil: host health is off (the store keeps none)
 	book       hostBook      // the troubled hosts this worker knows of
+	perHost    *hostTable    // what the worker has in flight per host
+	turns      atomic.Int64  // turns in flight, for Load
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
@@ -47,7 +46,8 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	w := &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o, wake: make(chan struct{}, 1)}
+	w := &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o,
+		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}
 	if hs, ok := s.(HostStore); ok && !o.noHostHealth {
 		w.hosts = hs
 	}
@@ -57,9 +57,10 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 // Namespace returns the namespace the worker serves.
 func (w *Worker) Namespace() string { return w.namespace }
 
-// Owner returns the worker's name. Each sweep stamps the leases it takes
-// with Owner()+"#"+n, n counting the worker's sweeps, so that a turn of an
-// earlier sweep that outlived its lease is fenced out too.
+// Owner returns the worker's name. Each claim (a sweep's, or a refill of
+// Run's dispatcher) stamps the leases it takes with Owner()+"#"+n, n counting
+// the worker's claims, so that a turn of an earlier claim that outlived its
+// lease is fenced out too.
 func (w *Worker) Owner() string { return w.opts.owner }
 
 // Register validates r (and its config, when the projection is a
@@ -86,21 +87,25 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 
 // RunOnce is one sweep at instant at: it claims up to limit due
 // registrations of the worker's namespace and serves them, at most
-// MaxInFlight at once, each strictly in order (package doc, "The sweep").
+// MaxInFlight at once and at most MaxPerHost of one host at once, each
+// strictly in order (package doc, "The sweep"); then it returns. It is
+// scheduler mode's unit; Run is the daemon's loop. Overlapping RunOnce
+// calls, on one worker or many, and RunOnce beside Run, are safe: each
+// claim takes its own lease, which fences every write (see Claim), so a
+// registration is served by one of them at a time.
 //
 // It reads no clock for the schedule: at decides due-ness, backoff, lease
 // expiry and signature dates, so the same inputs give the same schedule. Real
 // durations bound only the network: the transport's timeouts, and the
 // sweep's budget of half the lease (from the claim), after which no turn
 // starts a new record and an unstarted turn releases its claim, so that no
-// turn runs on after another worker may have claimed it. Writes are fenced by the lease (see Claim): a
-// turn that lost its lease anyway changes nothing and is counted in
-// LeasesLost. Turns are independent: a
-// store or journal error ends only its own turn (no attempt is counted
-// against the receiver) and RunOnce returns the first such error together
-// with the report of everything done; progress already made stays. If ctx
-// ends, requests in flight are abandoned uncounted, progress made so far is
-// saved, and RunOnce returns ctx's error.
+// turn runs on after another worker may have claimed it. A turn that lost
+// its lease anyway changes nothing and is counted in LeasesLost. Turns are
+// independent: a store or journal error ends only its own turn (no attempt
+// is counted against the receiver) and RunOnce returns the first such error
+// together with the report of everything done; progress already made stays.
+// If ctx ends, requests in flight are abandoned uncounted, progress made so
+// far is saved, and RunOnce returns ctx's error.
 //
 // Errors: journal.ErrInvalid for limit < 1 or a zero at; otherwise the first
 // store or journal error, wrapped with the registration it concerns.
@@ -108,58 +113,7 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (SweepRep
 	return w.sweep(ctx, ctx.Done(), at, limit)
 }
 
-// Run sweeps every interval with the wall clock (the one place herald reads
-// it), and at once after Wake or after a sweep that left work due (Saturated,
-// or a turn stopped at a full drain page: Backlog), until ctx ends. On
-// ctx's end it starts no new record, lets deliveries in flight finish or time
-// out, saves progress and returns nil. Sweep errors are logged and retried at
-// the next interval, so a database outage does not stop the loop. Errors:
-// journal.ErrInvalid for every <= 0.
-func (w *Worker) Run(ctx context.Context, every time.Duration) error {
-	if every <= 0 {
-		return journal.Invalid("every", "is %v: it must be positive", every)
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	failures := 0 // consecutive failed sweeps: logged when they start and end, not every interval
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-timer.C:
-		case <-w.wake:
-		}
-		// The sweep keeps its context when ctx ends: what is in flight
-		// finishes or times out, and progress is saved; ctx.Done() only
-		// stops new records from starting.
-		r, err := w.sweep(context.WithoutCancel(ctx), ctx.Done(), time.Now(), w.opts.sweepLimit)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			failures++
-			if failures == 1 {
-				w.opts.logger.Error("herald: sweep failed; retrying every interval until it recovers", "namespace", w.namespace, "err", err)
-			} else {
-				w.opts.logger.Debug("herald: sweep failed again", "namespace", w.namespace, "failures", failures, "err", err)
-			}
-		case err == nil && failures > 0:
-			w.opts.logger.Info("herald: sweeps recovered", "namespace", w.namespace, "failed_sweeps", failures)
-			failures = 0
-		}
-		next := every
-		if (r.Saturated || r.Backlog > 0) && err == nil {
-			next = 0 // more is due now: do not wait an interval per page
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(next)
-	}
-}
-
-// Wake makes Run sweep at once (after an append, say). It never blocks.
+// Wake makes Run claim at once (after an append, say). It never blocks.
 func (w *Worker) Wake() {
 	select {
 	case w.wake <- struct{}{}:
@@ -178,45 +132,118 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		started := time.Now()
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
-	owner := fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1))
-	batch, err := w.due(ctx, DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: owner, LeaseUntil: at.Add(w.opts.lease)})
+	batch, err := w.claim(ctx, at, limit, false)
 	if err != nil {
-		return rep, fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
+		return rep, err
 	}
 	rep.Saturated = batch.More
 	rep.Unserved = batch.Unserved
 	rep.Registrations = len(batch.Registrations)
 	// Every claim of this sweep holds one lease, from now: a turn starts no
 	// record past half of it (measured on the real clock, as network
-	// timeouts are), even if it waited for its place among MaxInFlight, so
-	// that no turn runs on after another worker may have claimed it.
+	// timeouts are), even if it waited for its place among MaxInFlight or
+	// its host's MaxPerHost, so that no turn runs on after another worker
+	// may have claimed it.
 	deadline := time.Now().Add(w.opts.lease / 2)
 
-	var (
-		mu       sync.Mutex
-		firstErr error
-		g        errgroup.Group // no shared cancellation: one turn's failure never stops another
-	)
-	g.SetLimit(w.opts.maxInFlight)
-	for _, st := range batch.Registrations {
-		g.Go(func() error {
-			t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, head: st.Head, claim: st.Claim()}
-			terr := t.run(ctx)
-			mu.Lock()
-			rep.add(t.rep)
-			if terr != nil {
-				rep.Errors++
-				if firstErr == nil {
-					firstErr = fmt.Errorf("push: %s/%s: %w", st.Stream, st.ID, terr)
-				}
-			}
-			mu.Unlock()
-			return nil
-		})
+	// Turns start in claim order, skipping a host at its cap, so that one
+	// host's registrations never hold the slots another host could use.
+	// No shared cancellation: one turn's failure never stops another.
+	type ended struct {
+		host string
+		rep  SweepReport
+		err  error
 	}
-	_ = g.Wait()
+	var (
+		queue    = batch.Registrations
+		perHost  = map[string]int{}
+		running  int
+		done     = make(chan ended, len(queue))
+		firstErr error
+	)
+	for len(queue) > 0 || running > 0 {
+		for i := 0; i < len(queue) && running < w.opts.maxInFlight; {
+			st := queue[i]
+			host := st.Host()
+			if perHost[host] >= w.opts.maxPerHost {
+				i++
+				continue
+			}
+			queue = append(queue[:i:i], queue[i+1:]...)
+			perHost[host]++
+			running++
+			entry := w.perHost.enter(host)
+			go func() {
+				trep, terr := w.serve(ctx, stop, at, deadline, st, entry)
+				w.perHost.leave(host)
+				done <- ended{host: host, rep: trep, err: terr}
+			}()
+		}
+		e := <-done
+		running--
+		perHost[e.host]--
+		rep.add(e.rep)
+		if e.err != nil && firstErr == nil {
+			firstErr = e.err
+		}
+	}
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
 	return rep, firstErr
+}
+
+// claim asks the store for up to limit registrations due at at, under a
+// lease owner of its own; capped, no more of a host than the worker may
+// still serve there at once.
+func (w *Worker) claim(ctx context.Context, at time.Time, limit int, capped bool) (DueBatch, error) {
+	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
+		LeaseUntil: at.Add(w.opts.lease)}
+	if capped {
+		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.busy()
+	}
+	batch, err := w.due(ctx, q) // learns the troubled hosts too
+	if err != nil {
+		err = fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
+	}
+	if h := w.opts.hooks.Claim; h != nil {
+		h(at, len(batch.Registrations), err)
+	}
+	return batch, err
+}
+
+// serve runs one turn of a claimed registration, whose host entry the
+// caller entered, and returns its report and its error, wrapped with the
+// registration.
+func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, deadline time.Time, st Status, host *hostEntry) (SweepReport, error) {
+	w.turns.Add(1)
+	defer w.turns.Add(-1)
+	started := time.Now()
+	t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, head: st.Head, claim: st.Claim(), host: host}
+	err := t.run(ctx)
+	t.rep.Registrations = 1
+	if err != nil {
+		t.rep.Errors = 1
+		err = fmt.Errorf("push: %s/%s: %w", st.Stream, st.ID, err)
+	}
+	if h := w.opts.hooks.Turn; h != nil {
+		h(at, t.rep, time.Since(started), err)
+	}
+	return t.rep, err
+}
+
+// Load is what a worker has in flight at one instant, for metrics.
+type Load struct {
+	Turns      int // turns running (registrations being served)
+	Messages   int // messages being sent (host tokens held)
+	Hosts      int // hosts with a claim of this worker (running or ready)
+	HostsAtCap int // hosts with MaxPerHost claims: claims take no more of them
+}
+
+// Load reads what the worker has in flight. It is cheap (one short lock) and
+// safe to call at any time.
+func (w *Worker) Load() Load {
+	l := Load{Turns: int(w.turns.Load())}
+	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.load()
+	return l
 }

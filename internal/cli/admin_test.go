@@ -125,7 +125,13 @@ func TestMetrics(t *testing.T) {
 	h := m.hooks("webhook")
 	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Accepted}})
 	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Permanent}})
-	h.Sweep(t0, push.SweepReport{Parked: 1}, 12*time.Millisecond, nil)
+	h.Turn(t0, push.SweepReport{Registrations: 1, Parked: 1}, 12*time.Millisecond, nil)
+	h.Claim(t0, 1, nil)
+	w, err := push.NewWorker(s, s, push.TransportFunc(func(context.Context, push.Registration, push.Message, time.Time) (push.Outcome, error) {
+		return push.Outcome{}, nil
+	}), namespaces["webhook"].projection())
+	require.NoError(t, err)
+	m.watch(w)
 
 	srv := httptest.NewServer(promHandler(m))
 	defer srv.Close()
@@ -138,8 +144,12 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`herald_deliveries_total{namespace="webhook",outcome="accepted"} 1`,
 		`herald_deliveries_total{namespace="webhook",outcome="permanent"} 1`,
-		`herald_sweeps_total{namespace="webhook",result="attention"} 1`,
-		`herald_sweep_duration_seconds_count{namespace="webhook"} 1`,
+		`herald_turns_total{namespace="webhook",result="attention"} 1`,
+		`herald_turn_duration_seconds_count{namespace="webhook"} 1`,
+		`herald_claims_total{namespace="webhook",result="ok"} 1`,
+		`herald_turns_in_flight{namespace="webhook"} 0`,
+		`herald_messages_in_flight{namespace="webhook"} 0`,
+		`herald_hosts_at_cap{namespace="webhook"} 0`,
 		`herald_registrations{namespace="webhook",state="parked"} 1`,
 		`herald_parked_registrations{namespace="webhook"} 1`,
 		`herald_records_behind{namespace="webhook"} 2`,

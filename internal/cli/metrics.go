@@ -11,14 +11,17 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// metrics are the daemon's Prometheus metrics. Deliveries and sweeps are
-// counted as they happen (push.Hooks); registration gauges are read from the
-// store's Stats when scraped, so they are never stale.
+// metrics are the daemon's Prometheus metrics. Deliveries, turns and claims
+// are counted as they happen (push.Hooks); what is in flight is read from
+// the workers (push.Worker.Load) and registration gauges from the store's
+// Stats when scraped, so they are never stale.
 type metrics struct {
 	reg        *prometheus.Registry
 	deliveries *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
-	sweeps     *prometheus.CounterVec
+	turns      *prometheus.CounterVec
+	claims     *prometheus.CounterVec
+	loads      *loadCollector
 	hostFails  *prometheus.CounterVec
 }
 
@@ -32,20 +35,25 @@ func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(
 			Help: "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).",
 		}, []string{"namespace", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "herald_sweep_duration_seconds",
-			Help:    "Wall-clock duration of one sweep (RunOnce), in seconds.",
+			Name:    "herald_turn_duration_seconds",
+			Help:    "Wall-clock duration of one turn (one registration served once), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
 		}, []string{"namespace"}),
-		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_sweeps_total",
-			Help: "Sweeps by namespace and result (ok, attention, error).",
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_turns_total",
+			Help: "Turns by namespace and result (ok, attention: a registration parked, error: a store or journal error).",
 		}, []string{"namespace", "result"}),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_claims_total",
+			Help: "Claims of due registrations (Store.Due) by namespace and result (ok, error).",
+		}, []string{"namespace", "result"}),
+		loads: &loadCollector{},
 		hostFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_host_failures_total",
 			Help: "Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.",
 		}, []string{"host"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.duration, m.sweeps, m.hostFails, &statsCollector{stats: stats, hosts: hosts},
+	m.reg.MustRegister(m.deliveries, m.duration, m.turns, m.claims, m.loads, m.hostFails, &statsCollector{stats: stats, hosts: hosts},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -59,7 +67,7 @@ func promHandler(m *metrics) http.Handler {
 func (m *metrics) hooks(ns string) push.Hooks {
 	return push.Hooks{
 		Attempt: func(a push.Attempt) { m.deliveries.WithLabelValues(ns, a.Outcome.Verdict.String()).Inc() },
-		Sweep: func(_ time.Time, r push.SweepReport, took time.Duration, err error) {
+		Turn: func(_ time.Time, r push.SweepReport, took time.Duration, err error) {
 			m.duration.WithLabelValues(ns).Observe(took.Seconds())
 			result := "ok"
 			switch {
@@ -68,9 +76,49 @@ func (m *metrics) hooks(ns string) push.Hooks {
 			case r.NeedsAttention():
 				result = "attention"
 			}
-			m.sweeps.WithLabelValues(ns, result).Inc()
+			m.turns.WithLabelValues(ns, result).Inc()
 		},
 		HostFailure: func(h push.Host) { m.hostFails.WithLabelValues(h.Host).Inc() },
+		Claim: func(_ time.Time, _ int, err error) {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			m.claims.WithLabelValues(ns, result).Inc()
+		},
+	}
+}
+
+// watch adds a worker's load (turns, messages and hosts at the cap in
+// flight) to the metrics.
+func (m *metrics) watch(w *push.Worker) { m.loads.workers = append(m.loads.workers, w) }
+
+var (
+	turnsInFlightDesc = prometheus.NewDesc("herald_turns_in_flight",
+		"Turns running now (registrations being served), by namespace; at most --max-in-flight.", []string{"namespace"}, nil)
+	messagesInFlightDesc = prometheus.NewDesc("herald_messages_in_flight",
+		"Messages being sent now, by namespace.", []string{"namespace"}, nil)
+	hostsAtCapDesc = prometheus.NewDesc("herald_hosts_at_cap",
+		"Hosts with --max-per-host turns in flight, by namespace: claims take no more of them until one ends.", []string{"namespace"}, nil)
+)
+
+// loadCollector reads the workers' loads at scrape time. Per-host counts
+// are summed, not labelled: a fan-out reaches more hosts than a metric
+// should have series.
+type loadCollector struct{ workers []*push.Worker }
+
+func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- turnsInFlightDesc
+	ch <- messagesInFlightDesc
+	ch <- hostsAtCapDesc
+}
+
+func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, w := range c.workers {
+		l := w.Load()
+		ch <- prometheus.MustNewConstMetric(turnsInFlightDesc, prometheus.GaugeValue, float64(l.Turns), w.Namespace())
+		ch <- prometheus.MustNewConstMetric(messagesInFlightDesc, prometheus.GaugeValue, float64(l.Messages), w.Namespace())
+		ch <- prometheus.MustNewConstMetric(hostsAtCapDesc, prometheus.GaugeValue, float64(l.HostsAtCap), w.Namespace())
 	}
 }
 

@@ -35,7 +35,7 @@ const sequencerLogEvery = 10 * time.Second
 
 // listenRetry is how long the daemon waits before listening again after the
 // database went away: short, because until it listens again it hears no
-// append and sweeps only every --every, which may be an hour.
+// append and claims only every --every, which may be an hour.
 const listenRetry = time.Second
 
 func newRun(e *env) *cobra.Command {
@@ -52,11 +52,15 @@ func newRun(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon: a worker per namespace, /metrics, /healthz and the admin API",
-		Long: `Run the daemon: one worker per namespace sweeping every --every, at once after
-an append (PostgreSQL: the sequencer, which this daemon runs, numbers appended
-records within milliseconds and notifies) and again at once while a sweep is
-saturated. Several daemons may share one PostgreSQL database: leases keep them
-from delivering the same registration at the same time.
+		Long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
+--max-in-flight registrations being served and refills a slot as soon as its
+turn ends, so a slow or silent receiver holds one slot (at most --timeout),
+never the namespace. It claims at once after an append (PostgreSQL: the
+sequencer, which this daemon runs, numbers appended records within
+milliseconds and notifies), when turns end, and every --every.
+--max-per-host caps the messages in flight to one host (host:port).
+Several daemons may share one PostgreSQL database: leases keep them from
+delivering the same registration at the same time.
 
 Every --prune-every it prunes what every registration acknowledged once older
 than --retain, in small batches (herald prune explains the rules).
@@ -135,16 +139,17 @@ empty address turns either server off.`,
 					return err
 				}
 				d.workers = append(d.workers, w)
+				d.metrics.watch(w)
 			}
 			return d.serve(cmd.Context(), metricsAddr, adminAddr, token)
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&every, "every", time.Second, "sweep interval")
+	f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
 	f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
 	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the admin JSON API (empty: off)")
-	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed per sweep")
+	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once")
 	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 	f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 	tf.add(cmd)
@@ -276,7 +281,7 @@ func (d *daemon) wakeOnAppend(ctx context.Context, store appendListener) {
 			return
 		}
 		if !failing {
-			d.e.logger.Warn("herald: cannot listen for appends; sweeping on the interval only until it recovers", "err", err)
+			d.e.logger.Warn("herald: cannot listen for appends; claiming on the interval only until it recovers", "err", err)
 			failing = true
 		}
 		select {

@@ -13,23 +13,28 @@ import (
 
 // workerFlags are the worker options of sweep, run and demo.
 type workerFlags struct {
-	maxAttempts, maxInFlight, drainPage int
-	maxRetryAfter, lease                time.Duration
-	hostHorizon                         time.Duration
+	maxAttempts, maxInFlight, maxPerHost, drainPage int
+	maxRetryAfter, lease, hostHorizon               time.Duration
 }
 
 func (w *workerFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.IntVar(&w.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this")
-	f.IntVar(&w.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once per sweep")
+	f.IntVar(&w.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once")
+	f.IntVar(&w.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
+		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit))
 	f.IntVar(&w.drainPage, "drain-page", push.DefaultDrainPage, "records sent per registration per turn (the bound on duplicates after a crash)")
 	f.DurationVar(&w.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&w.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
 	f.DurationVar(&w.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
-// check refuses, as usage errors naming the flag, what NewWorker would.
+// check refuses, as usage errors naming the flag, what NewWorker would
+// refuse without naming it.
 func (w *workerFlags) check() error {
+	if w.maxPerHost < 1 || w.maxPerHost > push.MaxPerHostLimit {
+		return usagef("--max-per-host %d must be from 1 to %d", w.maxPerHost, push.MaxPerHostLimit)
+	}
 	if w.hostHorizon < push.MinHostHorizon || w.hostHorizon > push.MaxHostHorizon {
 		return usagef("--host-horizon %v must be from %v to %v", w.hostHorizon, push.MinHostHorizon, push.MaxHostHorizon)
 	}
@@ -37,7 +42,7 @@ func (w *workerFlags) check() error {
 }
 
 func (w *workerFlags) options(e *env) []push.Option {
-	return []push.Option{push.WithMaxAttempts(w.maxAttempts), push.WithMaxInFlight(w.maxInFlight),
+	return []push.Option{push.WithMaxAttempts(w.maxAttempts), push.WithMaxInFlight(w.maxInFlight), push.WithMaxPerHost(w.maxPerHost),
 		push.WithDrainPage(w.drainPage), push.WithMaxRetryAfter(w.maxRetryAfter), push.WithLease(w.lease),
 		push.WithHostHorizon(w.hostHorizon), push.WithLogger(e.logger)}
 }

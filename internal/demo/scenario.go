@@ -201,7 +201,7 @@ func (s *scenario) setup(ctx context.Context) error {
 	fmt.Fprintf(s.out, "\nAppended %d records to %d streams (%s, %s, %s) and made %d registrations.\n",
 		s.sum.Records, s.sum.Streams, plural(len(in.Actors), "actor stream"), plural(len(in.Webhooks), "webhook stream"),
 		plural(len(in.Tasks), "A2A task stream"), len(s.plans))
-	fmt.Fprintf(s.out, "Workers: one per namespace, sweeping every %v; at most %d attempts per record, %v apart unless the receiver's Retry-After says otherwise.\n",
+	fmt.Fprintf(s.out, "Workers: one per namespace, each a dispatcher claiming every %v; at most %d attempts per record, %v apart unless the receiver's Retry-After says otherwise.\n",
 		SweepEvery, MaxAttempts, RetryDelay)
 	return nil
 }

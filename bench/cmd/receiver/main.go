@@ -4,13 +4,17 @@
 // (so that its CPU and memory are its own) and asks it for counts.
 //
 // It prints "listening http://127.0.0.1:PORT" on stdout once it serves, and
-// exits when its standard input closes (the runner died or is done).
+// with -hosts N a second line, "hosts URL…", of N more addresses it serves
+// the same on, 127.0.1.1 to 127.0.1.N: other hosts, as far as a sender's
+// per-host cap is concerned. It exits when its standard input closes (the
+// runner died or is done).
 //
 // Routes:
 //
 //	POST /d/GROUP/ROUTE      200, counted; for groups whose name starts with
 //	                         "lat", the receipt instant (unix ns) is kept by
-//	                         the webhook-id header
+//	                         the webhook-id header; ?delay=50ms answers (and
+//	                         counts) after that long, a far receiver
 //	GET  /wait?group=G&n=N   blocks until G has N requests (or 15 min pass);
 //	                         answers the group's stats as JSON
 //	GET  /stats?group=G      the group's stats as JSON
@@ -20,6 +24,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -74,6 +79,9 @@ func (s *server) group(name string) *group {
 
 func (s *server) deliver(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
+	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d < time.Minute {
+		time.Sleep(d) // the receiver's own slowness, what the workload measures against
+	}
 	now := time.Now().UnixNano()
 	rest := strings.TrimPrefix(r.URL.Path, "/d/")
 	name, route, ok := strings.Cut(rest, "/")
@@ -175,12 +183,28 @@ func main() {
 		g.mu.Unlock()
 		writeJSON(w, out)
 	})
+	hosts := flag.Int("hosts", 0, "also serve on 127.0.1.1 to 127.0.1.N (at most 250)")
+	flag.Parse()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "receiver:", err)
 		os.Exit(1)
 	}
+	var extra []string
+	for i := 1; i <= min(*hosts, 250); i++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.1.%d:0", i))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "receiver:", err)
+			os.Exit(1)
+		}
+		extra = append(extra, "http://"+l.Addr().String())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+	}
 	fmt.Printf("listening http://%s\n", ln.Addr())
+	if len(extra) > 0 {
+		fmt.Printf("hosts %s\n", strings.Join(extra, " "))
+	}
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin) // the runner holds our stdin: EOF means it is gone
 		os.Exit(0)
