@@ -62,7 +62,9 @@
 // so a reader that sees #n has seen every record before it, and seqs are
 // gapless. A step that dies before its commit leaves nothing behind (its
 // transaction rolls back), and a long transaction elsewhere delays only its
-// own records, by as long as it stays open.
+// own records, by as long as it stays open. The cost is a second write per
+// record; herald_record's pages are filled to half so that the updated
+// version stays on its page and its WAL record is small (BENCHMARKS.md).
 //
 // Who runs it: RunSequencer, the daemon's loop (herald run), on a
 // connection of its own, polls a partial index of the records without a
