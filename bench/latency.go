@@ -19,7 +19,7 @@ import (
 
 type latResult struct {
 	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
-	unnumbered, undelivered                                          sample // when the appends stopped
+	unnumbered, undelivered                                         sample // when the appends stopped
 }
 
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
