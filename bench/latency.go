@@ -22,6 +22,7 @@ import (
 type latResult struct {
 	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
 	silentConns, silentReqs                                         sample // the silent host's, in the measured window
+	unnumbered, undelivered                                         sample // when the appends stopped
 }
 
 // latCase is one latency measurement: silent registrations on the silent
@@ -50,9 +51,10 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
 	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
 		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
-	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
-		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1))
+	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
+		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
+		r.unnumbered.cell(0), r.undelivered.cell(0))
 	return nil
 }
 
@@ -165,6 +167,16 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	if firstErr != nil {
 		return firstErr
 	}
+	// How far behind the sequencer and the deliveries were when the
+	// appends stopped.
+	var unnumbered, undelivered int64
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE seq IS NULL),
+    coalesce((SELECT sum(s.head - r.next_seq + 1) FROM herald_registration r JOIN herald_stream s USING (stream) WHERE r.next_seq <= s.head), 0)
+FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
+		return err
+	}
+	r.unnumbered, r.undelivered = append(r.unnumbered, float64(unnumbered)), append(r.undelivered, float64(undelivered))
+	logf("  at the end of the appends: %d records without a seq, %d numbered but not acknowledged", unnumbered, undelivered)
 	if _, err := e.wait(ctx, g, int64(warm+total), p); err != nil {
 		return err
 	}

@@ -64,17 +64,19 @@
 // so a reader that sees #n has seen every record before it, and seqs are
 // gapless. A step that dies before its commit leaves nothing behind (its
 // transaction rolls back), and a long transaction elsewhere delays only its
-// own records, by as long as it stays open.
+// own records, by as long as it stays open. The cost is a second write per
+// record; herald_record's pages are filled to half so that the updated
+// version stays on its page and its WAL record is small (BENCHMARKS.md).
 //
 // Who runs it: RunSequencer, the daemon's loop (herald run), on a
-// connection of its own, polls a partial index of the records without a seq every 5 ms while records
-// come, backing off to 100 ms when none do (an idle database pays one
-// probe of an empty index per interval); Due runs a step first (skipping
-// it if another process holds the lock, and in a Store that runs
-// RunSequencer), so scheduler mode (RunOnce,
-// herald sweep) needs no daemon; Append runs one after its commit,
-// waiting for the lock, and so returns the seqs; Sequence runs one on
-// demand. AppendTx cannot know the seq: it returns new records with Seq 0.
+// connection of its own, polls a partial index of the records without a
+// seq every 5 ms while records come, backing off to 100 ms when none do
+// (an idle database pays one probe of an empty index per interval); Due
+// runs a step first (skipping it if another process holds the lock, and
+// in a Store that runs RunSequencer), so scheduler mode (RunOnce, herald
+// sweep) needs no daemon; Append runs one after its commit, waiting for
+// the lock, and so returns the seqs; Sequence runs one on demand. AppendTx
+// cannot know the seq: it returns new records with Seq 0.
 //
 // # Sealing
 //

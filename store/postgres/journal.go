@@ -215,7 +215,13 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	}
 	if blocked {
 		// Sealed, or one of the fresh ids stored, since the lookup.
-		return nil, fmt.Errorf("append to %s: a concurrent append sealed the stream or took one of the ids: %w", stream, journal.ErrConflict)
+		if err := tx.QueryRow(ctx, sqlSealState, stream).Scan(&finalSeq, &pendingFinal); err != nil {
+			return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
+		}
+		if finalSeq != nil || pendingFinal {
+			return nil, s.sealed(ctx, tx, stream, finalSeq)
+		}
+		return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 	}
 	return out, nil
 }

@@ -17,3 +17,4 @@ ALTER TABLE herald_record ALTER COLUMN seq SET NOT NULL;
 ALTER TABLE herald_record ADD PRIMARY KEY (stream, seq);
 ALTER TABLE herald_record DROP COLUMN refused;
 ALTER TABLE herald_record DROP COLUMN pos;
+ALTER TABLE herald_record RESET (fillfactor);

@@ -12,6 +12,10 @@ ALTER TABLE herald_record ADD COLUMN pos bigint GENERATED ALWAYS AS IDENTITY;
 -- stream's final record was sequenced). A refused record keeps seq NULL: it
 -- is never read nor delivered, and stays for an operator to see.
 ALTER TABLE herald_record ADD COLUMN refused text;
+-- The sequencer updates every record once: room on the page lets the new
+-- version stay there, so the WAL record holds only the changed bytes, not
+-- the payload again (new pages only; version 1's are full and stay so).
+ALTER TABLE herald_record SET (fillfactor = 50);
 ALTER TABLE herald_record DROP CONSTRAINT herald_record_pkey;
 ALTER TABLE herald_record ALTER COLUMN seq DROP NOT NULL;
 ALTER TABLE herald_record ADD CONSTRAINT herald_record_refused_unsequenced CHECK (refused IS NULL OR seq IS NULL);
