@@ -90,7 +90,16 @@ func adminHandler(store adminStore, token string, now func() time.Time) http.Han
 			writeAdminError(w, err)
 			return
 		}
-		_ = printJSON(w, views(sts))
+		held, err := notUpHosts(r.Context(), store)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		out := make([]registrationView, len(sts))
+		for i, s := range sts {
+			out[i] = viewHeld(s, held)
+		}
+		_ = printJSON(w, out)
 	})
 	mux.HandleFunc("GET /v1/evidence", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()

@@ -118,7 +118,7 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	defer tr.CloseIdleConnections()
 	cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
 		Out: e.Out, Progress: e.Err, Logger: logger,
-		ShowRegistrations: func(w io.Writer, sts []push.Status) error { return printRegistrations(w, false, sts) }}
+		ShowRegistrations: func(w io.Writer, sts []push.Status) error { return printRegistrations(w, false, sts, nil) }}
 	if e.json {
 		cfg.Out, cfg.Progress = io.Discard, nil
 	}

@@ -89,6 +89,23 @@ func TestHostsCommand(t *testing.T) {
 	require.True(t, h.NextProbeAt.Equal(h.Since.Add(push.ProbeDelay(h.Host, 0))))
 	require.Equal(t, hostile, h.LastError, "JSON keeps the text, escaped by the encoding")
 
+	code, out, _ = runHostsCLI(t, db, "registrations", "--json")
+	require.Equal(t, ExitOK, code)
+	var regs []registrationView
+	require.NoError(t, json.Unmarshal([]byte(out), &regs))
+	require.Len(t, regs, 3)
+	for _, v := range regs {
+		if v.Host == "down.example:443" {
+			require.Equal(t, "held", v.State, v.ID)
+			require.Equal(t, push.HostDown, v.HeldFor, v.ID)
+		} else {
+			require.NotEqual(t, "held", v.State, "%s is on a host that is up", v.ID)
+		}
+	}
+	code, out, _ = runHostsCLI(t, db, "registrations")
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, 2, strings.Count(out, "held: host down"), "the table says why they are held")
+
 	code, out, _ = runHostsCLI(t, db, "status")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "Hosts: 1 down, 0 unavailable, 2 registrations held for them")
@@ -126,6 +143,9 @@ func TestHostsCommand(t *testing.T) {
 	code, out, _ = runHostsCLI(t, db, "status")
 	require.Equal(t, ExitOK, code)
 	require.NotContains(t, out, "Hosts:", "no host is down any more")
+	code, out, _ = runHostsCLI(t, db, "registrations")
+	require.Equal(t, ExitOK, code)
+	require.NotContains(t, out, "held", "released")
 }
 
 func TestHostHorizonFlag(t *testing.T) {
@@ -159,6 +179,9 @@ func TestAdminAPIHosts(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &hosts))
 	require.Len(t, hosts, 1)
 	require.Equal(t, 2, hosts[0].Held)
+	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"stream": {"orders"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, 2, strings.Count(body, `"held_for": "down"`), body)
 	code, body = adminCall(t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"sideways"}})
 	require.Equal(t, http.StatusBadRequest, code, body)
 	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", nil)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,7 +54,8 @@ type registrationView struct {
 	Attempts      int       `json:"attempts"`
 	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor: never charged (README, "Hosts")
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
-	State         string    `json:"state"`
+	State         string    `json:"state"`              // ready, retrying, idle, parked, or held (for its host: HeldFor says why)
+	HeldFor       string    `json:"held_for,omitempty"` // the host's state (down, unavailable) when State is held
 	Parked        bool      `json:"parked"`
 	ParkedAt      time.Time `json:"parked_at,omitzero"`
 	LastError     string    `json:"last_error,omitempty"`
@@ -99,10 +101,39 @@ func redactURL(raw string) string {
 	return out
 }
 
-func printRegistrations(w io.Writer, asJSON bool, sts []push.Status) error {
+// heldBy maps each host that is not up to its state (down, unavailable):
+// the registrations with work on those hosts are held (README, "Hosts").
+type heldBy map[string]string
+
+// notUpHosts reads heldBy from the store.
+func notUpHosts(ctx context.Context, hs push.HostStore) (heldBy, error) {
+	held := heldBy{}
+	for _, state := range []string{push.HostDown, push.HostUnavailable} {
+		list, err := allHosts(ctx, hs, push.HostQuery{State: state})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range list {
+			held[h.Host] = h.State
+		}
+	}
+	return held, nil
+}
+
+// viewHeld is viewOf, with State "held" for a registration that has work
+// on a host that is not up.
+func viewHeld(s push.Status, held heldBy) registrationView {
+	v := viewOf(s)
+	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
+		v.State, v.HeldFor = "held", state
+	}
+	return v
+}
+
+func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy) error {
 	views := make([]registrationView, len(sts))
 	for i, s := range sts {
-		views[i] = viewOf(s)
+		views[i] = viewHeld(s, held)
 	}
 	if asJSON {
 		return printJSON(w, views)
@@ -113,8 +144,12 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status) error {
 		if len(v.Kinds) > 0 {
 			kinds = strings.Join(v.Kinds, ",")
 		}
+		state := v.State
+		if v.HeldFor != "" {
+			state = "held: host " + v.HeldFor
+		}
 		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
-			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), v.State, v.LastError)
+			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), state, v.LastError)
 	}
 	return t.flush()
 }

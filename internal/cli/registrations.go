@@ -16,8 +16,9 @@ func newRegistrations(e *env) *cobra.Command {
 		Short: "List registrations: cursor, head, lag, attempts, state, last error",
 		Long: `List registrations with where they stand: cursor (the first seq not yet
 acknowledged), the stream's head, lag (records not yet acknowledged), attempts
-at the cursor, next attempt, state (ready, retrying, idle, parked) and the last
-error. Ordered by stream, then id.`,
+at the cursor, next attempt, state (ready, retrying, idle, parked, or held:
+host down or unavailable, see herald hosts) and the last error. Ordered by
+stream, then id.`,
 		Example: `  herald registrations --parked
   herald registrations --stream actor/alice --json
   herald registrations --namespace webhook --lagging --limit 1000`,
@@ -49,7 +50,11 @@ error. Ordered by stream, then id.`,
 				}
 				q.After = page[len(page)-1].Key()
 			}
-			return printRegistrations(e.Out, e.json, all)
+			held, err := notUpHosts(cmd.Context(), b)
+			if err != nil {
+				return err
+			}
+			return printRegistrations(e.Out, e.json, all, held)
 		},
 	}
 	f := cmd.Flags()

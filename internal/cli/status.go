@@ -64,8 +64,18 @@ func newStatus(e *env) *cobra.Command {
 				return err
 			}
 			hosts := summarizeHosts(hs)
+			held := heldBy{}
+			for _, h := range hs {
+				if h.State != push.HostUp {
+					held[h.Host] = h.State
+				}
+			}
 			if e.json {
-				out := map[string]any{"namespaces": st.Namespaces, "lagging": views(st.Lagging), "oldest_parked": nil, "refused": refused, "hosts": hosts}
+				lagging := make([]registrationView, len(st.Lagging))
+				for i, s := range st.Lagging {
+					lagging[i] = viewHeld(s, held)
+				}
+				out := map[string]any{"namespaces": st.Namespaces, "lagging": lagging, "oldest_parked": nil, "refused": refused, "hosts": hosts}
 				if st.OldestParked != nil {
 					out["oldest_parked"] = viewOf(*st.OldestParked)
 				}
@@ -100,7 +110,7 @@ func newStatus(e *env) *cobra.Command {
 			}
 			if len(st.Lagging) > 0 {
 				fmt.Fprintln(e.Out, "\nLargest lags:")
-				if err := printRegistrations(e.Out, false, st.Lagging); err != nil {
+				if err := printRegistrations(e.Out, false, st.Lagging, held); err != nil {
 					return err
 				}
 			}

@@ -71,8 +71,10 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		"clear candidates": {postgres.SQLClearCandidates, nil},
 		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{}, []string{}, []string{}}},
 		"claim, capped":    {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), 4, []string{"r.example:443"}, []int32{2}, []string{}, []string{}}},
-		"unserved":         {postgres.SQLUnserved, []any{"webhook", at(2), []string{}}},
-		"sequencer probe":  {postgres.SQLAnyUnsequenced, nil},
+		"claim, a host held and one probed": {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{},
+			[]string{"p.example:443"}, []string{"d.example:443"}}},
+		"unserved":        {postgres.SQLUnserved, []any{"webhook", at(2), []string{"d.example:443"}}},
+		"sequencer probe": {postgres.SQLAnyUnsequenced, nil},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
 		var visit func(node map[string]any)
