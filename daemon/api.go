@@ -22,15 +22,31 @@ import (
 // "Authorization: Bearer <Options.APIToken>" when that is set.
 func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
-	mux.HandleFunc("POST /v1/records", d.postRecords)
-	mux.HandleFunc("GET /v1/records/status", d.recordStatus)
-	mux.HandleFunc("POST /v1/registrations", d.postRegistration)
-	mux.HandleFunc("GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) })
-	mux.HandleFunc("GET /v1/registration", d.getRegistration)
-	mux.HandleFunc("DELETE /v1/registration", d.deleteRegistration)
-	mux.HandleFunc("POST /v1/registration/unpark", d.unparkRegistration)
+	for _, rt := range d.apiRoutes() {
+		mux.HandleFunc(rt.pattern, rt.handle)
+	}
 	return guard(mux, d.opts.APIToken, "herald api", "HERALD_API_TOKEN")
+}
+
+// route is one "METHOD /path" of the HTTP API and what serves it.
+type route struct {
+	pattern string
+	handle  http.HandlerFunc
+}
+
+// apiRoutes are the HTTP API's routes; the OpenAPI test checks the
+// document against this table.
+func (d *Daemon) apiRoutes() []route {
+	return []route{
+		{"GET /v1/openapi.json", serveOpenAPI},
+		{"POST /v1/records", d.postRecords},
+		{"GET /v1/records/status", d.recordStatus},
+		{"POST /v1/registrations", d.postRegistration},
+		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
+		{"GET /v1/registration", d.getRegistration},
+		{"DELETE /v1/registration", d.deleteRegistration},
+		{"POST /v1/registration/unpark", d.unparkRegistration},
+	}
 }
 
 // appendRequest is the body of POST /v1/records.
