@@ -27,7 +27,7 @@ const (
 	// registration for a year without an operator seeing it parked.
 	DefaultMaxRetryAfter = time.Hour
 	// DefaultMaxInFlight (16) bounds the registrations a sweep serves at
-	// once: each holds at most one request in flight, so 16 keeps a small
+	// once: each holds up to its window (default 1) of requests in flight, so 16 keeps a small
 	// machine's sockets and the receivers' patience in check while hiding
 	// most of the network latency.
 	DefaultMaxInFlight = 16

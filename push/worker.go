@@ -88,7 +88,7 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 // RunOnce is one sweep at instant at: it claims up to limit due
 // registrations of the worker's namespace and serves them, at most
 // MaxInFlight at once and at most MaxPerHost of one host at once, each
-// strictly in order (package doc, "The sweep"); then it returns. It is
+// in order through its window (package doc, "The sweep", "Windows"); then it returns. It is
 // scheduler mode's unit; Run is the daemon's loop. Overlapping RunOnce
 // calls, on one worker or many, and RunOnce beside Run, are safe: each
 // claim takes its own lease, which fences every write (see Claim), so a

@@ -48,6 +48,7 @@ type registrationView struct {
 	URL           string    `json:"url"`
 	OnRejected    string    `json:"on_4xx,omitempty"`
 	Kinds         []string  `json:"kinds,omitempty"` // the record kinds it wants; absent: every kind
+	Window        int       `json:"window"`          // messages that may be unacknowledged at once (1: strict order)
 	NextSeq       uint64    `json:"next_seq"`
 	Head          uint64    `json:"head"`
 	Lag           uint64    `json:"lag"`
@@ -67,7 +68,7 @@ type registrationView struct {
 func viewOf(s push.Status) registrationView {
 	return registrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: redactURL(s.URL),
-		OnRejected: string(s.OnRejected), Kinds: s.Kinds, NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
 		HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
 		LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}
@@ -138,7 +139,7 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 	if asJSON {
 		return printJSON(w, views)
 	}
-	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	for _, v := range views {
 		kinds := "all"
 		if len(v.Kinds) > 0 {
@@ -148,7 +149,7 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 		if v.HeldFor != "" {
 			state = "held: host " + v.HeldFor
 		}
-		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.Window), fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), state, v.LastError)
 	}
 	return t.flush()

@@ -214,7 +214,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	k := r.Key()
 	if old := s.regs[k]; old != nil {
 		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
-		old.Kinds = slices.Clone(r.Kinds)
+		old.Kinds, old.Window = slices.Clone(r.Kinds), max(r.Window, 1)
 		return copyReg(old), nil
 	}
 	// 0 means from the oldest retained record; a cursor below it would
@@ -234,7 +234,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds)}
+		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds),
+		Window: max(r.Window, 1)}
 	s.regs[k] = n
 	return copyReg(n), nil
 }

@@ -113,7 +113,7 @@ WHERE s.stream = u.stream AND s.stream = ANY($1::text[])`
 // scanStatus reads, in order.
 const (
 	regColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds`
+       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window"`
 	statusColumns = regColumns + `, s.head, s.final_seq IS NOT NULL`
 
 	// Lock the stream row first (the append's lock order) and set the
@@ -121,11 +121,11 @@ const (
 	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq, oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window")
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds
+    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
 RETURNING ` + regColumns
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlGet                = `SELECT ` + statusColumns + `
