@@ -25,6 +25,12 @@ const (
 	MaxBatch = 10000
 )
 
+// ReservedPrefix starts the names of herald's own streams
+// (push.EventsStream, "herald/events"). They are read and registered on like
+// any stream, but only herald appends to them: ValidateEntries refuses an
+// append to one.
+const ReservedPrefix = "herald/"
+
 // ValidateStream checks a stream name: non-empty, at most MaxStreamBytes bytes
 // of UTF-8, no whitespace and no control characters. Errors wrap ErrInvalid.
 func ValidateStream(stream string) error {
@@ -67,6 +73,9 @@ func validateName(field, s string, max int, spaces bool) error {
 func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(stream, ReservedPrefix) {
+		return nil, Invalid("stream", "%q is reserved: streams named %s… are herald's own (its operational events), and only herald appends to them", stream, ReservedPrefix)
 	}
 	if len(entries) == 0 {
 		return nil, Invalid("entries", "is empty: nothing to append")

@@ -365,8 +365,9 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
     RETURNING 1
 )
 ` + insertEvidence + ` FROM upd`
-	sqlComplete         = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
-	sqlLockRegistration = `SELECT next_seq, parked FROM herald_registration
+	sqlRegistrationForEvent = `SELECT namespace, url, next_attempt_at FROM herald_registration WHERE stream = $1 AND id = $2`
+	sqlComplete             = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
+	sqlLockRegistration     = `SELECT next_seq, parked FROM herald_registration
 WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
 	sqlSetPending     = `UPDATE herald_stream SET pending = true WHERE stream = $1`

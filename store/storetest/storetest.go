@@ -62,6 +62,7 @@ func Run(t *testing.T, open Factory) {
 		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
+		{"Events", eventTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
