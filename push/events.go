@@ -32,7 +32,9 @@ const (
 	// resumes).
 	KindUnparked = "herald.registration.unparked"
 	// KindCompleted: a registration's final record was acknowledged and the
-	// registration removed (Cursor: one past the final record).
+	// registration removed (Cursor: one past the final record; At: the
+	// instant of the sweep whose claim completed it, which stores keep as
+	// the claim's NextAttemptAt).
 	KindCompleted = "herald.registration.completed"
 	// KindSkipped: a cursor moved past records without delivering them. By
 	// says who: ByOperator (`herald skip`, Cursor: the new cursor, Reason:
