@@ -117,6 +117,12 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		if IsJSON(mt) && !json.Valid(e.Payload) {
 			return nil, Invalid(f("payload"), "is not valid JSON, as content type %s requires", mt)
 		}
+		if err := ValidateTraceparent(f("traceparent"), e.Traceparent); err != nil {
+			return nil, err
+		}
+		if err := ValidateTracestate(f("tracestate"), e.Tracestate, e.Traceparent); err != nil {
+			return nil, err
+		}
 		if e.Final && i < len(entries)-1 {
 			return nil, Invalid(f("final"), "is set but %d entries follow: only the last entry of a batch may be final", len(entries)-1-i)
 		}

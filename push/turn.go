@@ -89,6 +89,7 @@ func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err 
 		return true, t.fail(ctx, Outcome{Verdict: Transient, Reason: ev.Error}, ev)
 	}
 	for _, msg := range msgs {
+		msg = withTrace(msg, rec)
 		out, err := t.send(ctx, msg)
 		if err != nil {
 			// Says nothing about the receiver (the worker is stopping):
@@ -126,7 +127,10 @@ func (t *turn) send(ctx context.Context, msg Message) (Outcome, error) {
 		return Outcome{}, ctx.Err()
 	}
 	defer func() { <-t.host.tokens }()
-	return t.w.transport.Deliver(ctx, t.reg, msg, t.at)
+	ctx, span := t.startDelivery(ctx)
+	out, err := t.w.transport.Deliver(ctx, t.reg, msg, t.at)
+	t.endDelivery(span, out, err)
+	return out, err
 }
 
 // fail records a failed attempt at t.next together with the progress made

@@ -86,7 +86,7 @@ func New(opts ...Option) *Store {
 
 // Append implements journal.Journal.
 func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(name, entries, s.maxPayload)
+	entries, err := journal.ValidateEntries(name, journal.WithContextTrace(ctx, entries), s.maxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,8 @@ func (s *Store) appendLocked(name string, entries []journal.Entry) ([]journal.Re
 		e := entries[i]
 		st.head++
 		rec := journal.Record{Stream: name, Seq: st.head, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: slices.Clone(e.Payload), Final: e.Final, AppendedAt: at}
+			ContentType: e.ContentType, Payload: slices.Clone(e.Payload), Final: e.Final, AppendedAt: at,
+			Traceparent: e.Traceparent, Tracestate: e.Tracestate}
 		if rec.Payload == nil {
 			rec.Payload = []byte{}
 		}

@@ -63,6 +63,7 @@ func Run(t *testing.T, open Factory) {
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
 		{"Events", eventTests},
+		{"Trace", traceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
