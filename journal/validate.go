@@ -31,6 +31,12 @@ const (
 // append to one.
 const ReservedPrefix = "herald/"
 
+// ReservedIDPrefix starts the record ids of herald's operational events:
+// ValidateEntries refuses it in any stream, so that no producer can take an
+// event's id (derived from the change, so predictable) and make the change
+// fail with a conflict.
+const ReservedIDPrefix = "herald-event:"
+
 // ValidateStream checks a stream name: non-empty, at most MaxStreamBytes bytes
 // of UTF-8, no whitespace and no control characters. Errors wrap ErrInvalid.
 func ValidateStream(stream string) error {
@@ -92,6 +98,9 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		f := func(name string) string { return fmt.Sprintf("entries[%d].%s", i, name) }
 		if err := ValidateID(f("id"), e.ID); err != nil {
 			return nil, err
+		}
+		if strings.HasPrefix(e.ID, ReservedIDPrefix) {
+			return nil, Invalid(f("id"), "starts with %q, reserved for herald's own events", ReservedIDPrefix)
 		}
 		if j, dup := seen[e.ID]; dup {
 			return nil, Invalid(f("id"), "%q repeats entries[%d].id in the same batch", e.ID, j)

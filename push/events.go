@@ -70,8 +70,9 @@ type OperationalEvent struct {
 	At           time.Time `json:"at"` // the change's instant (the sweep's or the operator's), RFC 3339, UTC
 }
 
-// eventIDPrefix starts the record id of every operational event.
-const eventIDPrefix = "herald-event:"
+// eventIDPrefix starts the record id of every operational event; users'
+// appends may not use it.
+const eventIDPrefix = journal.ReservedIDPrefix
 
 // entry returns the record of an event of kind: its id is derived from the
 // kind and the payload, so that the same change gives the same id (and a

@@ -241,6 +241,8 @@ func testEventReserved(t *testing.T, b Backend) {
 	require.Empty(t, heraldEvents(t, b), "nothing was written")
 	_, err := b.Lookup(ctx(t), "forged-"+push.EventsStream)
 	require.ErrorIs(t, err, journal.ErrNotFound)
+	_, err = b.Append(ctx(t), "s", journal.Entry{ID: journal.ReservedIDPrefix + "0123", Kind: "k", Payload: []byte(`{}`)})
+	require.ErrorIs(t, err, journal.ErrInvalid, "an event's id cannot be taken in another stream either")
 	_, err = b.Append(ctx(t), "heraldry/x", entry("fine"))
 	require.NoError(t, err, "only the prefix herald/ is reserved")
 }
