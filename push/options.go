@@ -10,6 +10,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -59,20 +61,21 @@ const (
 )
 
 type options struct {
-	maxAttempts   int
-	maxRetryAfter time.Duration
-	maxInFlight   int
-	maxPerHost    int
-	drainPage     int
-	lease         time.Duration
-	sweepLimit    int
-	owner         string
-	logger        *slog.Logger
-	schedule      Schedule
-	onRejected    RejectPolicy
-	hooks         Hooks
-	hostPolicy    HostPolicy
-	noHostHealth  bool
+	maxAttempts    int
+	maxRetryAfter  time.Duration
+	maxInFlight    int
+	maxPerHost     int
+	drainPage      int
+	lease          time.Duration
+	sweepLimit     int
+	owner          string
+	logger         *slog.Logger
+	schedule       Schedule
+	onRejected     RejectPolicy
+	hooks          Hooks
+	hostPolicy     HostPolicy
+	noHostHealth   bool
+	tracerProvider trace.TracerProvider // nil: otel's global
 }
 
 // Option configures a Worker. Options are checked by NewWorker; a zero or

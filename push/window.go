@@ -84,7 +84,9 @@ func (p *pipe) fill(ctx context.Context) {
 		p.inFlight++
 		go func() {
 			defer func() { <-t.host.tokens }()
-			out, err := t.w.transport.Deliver(ctx, t.reg, msg, t.at)
+			dctx, span := t.startDelivery(ctx)
+			out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
+			t.endDelivery(span, out, err)
 			p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
 		}()
 	}
@@ -128,6 +130,9 @@ func (p *pipe) start(ctx context.Context) bool {
 		p.fails[i] = failure{msg: -1, out: Outcome{Verdict: Transient, Reason: ev.Error}, ev: ev}
 		p.stopped = true
 		return false
+	}
+	for j := range msgs {
+		msgs[j] = withTrace(msgs[j], rec) // the record's trace, continued by a child span id
 	}
 	p.msgs, p.left[i] = msgs, len(msgs)
 	return true

@@ -142,7 +142,9 @@
 //
 // The writes a worker makes under its claim (Advance, Retry, Park, Complete)
 // are fenced by the lease. Each is two statements pipelined in one round
-// trip and one implicit transaction: the first locks the registration's row
+// trip and one implicit transaction (Park and Complete, which also append
+// herald's operational event, push.EventsStream, with AppendTx's plain
+// INSERT, run the same pipeline in an explicit transaction): the first locks the registration's row
 // and reads its lease_owner and its stream's head; the second is the write,
 // whose WHERE clause repeats the fence (stream = $1 AND id = $2 AND
 // lease_owner = <the claim's owner>, and the cursor at most head+1). A

@@ -43,10 +43,10 @@ FROM herald_record WHERE id = ANY($1::text[])`
         OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)
         OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
 ), ins AS (
-    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
-    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[])
-         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, ord)
+    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8, u.traceparent, u.tracestate
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[], $9::text[], $10::text[])
+         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, traceparent, tracestate, ord)
     WHERE NOT (SELECT blocked FROM seal)
     ORDER BY u.ord
     ON CONFLICT (id) DO NOTHING
@@ -55,11 +55,11 @@ FROM herald_record WHERE id = ANY($1::text[])`
 SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
 	sqlUndoInsert = `DELETE FROM herald_record WHERE pos = ANY($1::bigint[]) AND seq IS NULL`
 	sqlSeqsOf     = `SELECT id, coalesce(seq, 0), refused IS NOT NULL FROM herald_record WHERE id = ANY($1::text[])`
-	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at
+	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate
 FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
 	sqlHead      = `SELECT head FROM herald_stream WHERE stream = $1`
 	sqlFinalSeq  = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
-	sqlLookupCol = `stream, coalesce(seq, 0), id, kind, content_type, payload, final, appended_at FROM herald_record WHERE id = $1`
+	sqlLookupCol = `stream, coalesce(seq, 0), id, kind, content_type, payload, final, appended_at, traceparent, tracestate FROM herald_record WHERE id = $1`
 	// Lookup reads sequenced records only; an append's conflict report
 	// reads any.
 	sqlLookup    = `SELECT ` + sqlLookupCol + ` AND seq IS NOT NULL`
@@ -365,8 +365,9 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
     RETURNING 1
 )
 ` + insertEvidence + ` FROM upd`
-	sqlComplete         = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
-	sqlLockRegistration = `SELECT next_seq, parked FROM herald_registration
+	sqlRegistrationForEvent = `SELECT namespace, url, next_attempt_at FROM herald_registration WHERE stream = $1 AND id = $2`
+	sqlComplete             = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
+	sqlLockRegistration     = `SELECT next_seq, parked FROM herald_registration
 WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
 	sqlSetPending     = `UPDATE herald_stream SET pending = true WHERE stream = $1`

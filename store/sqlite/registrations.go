@@ -160,8 +160,19 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 		if err := fence(ctx, tx, c, 1); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?", c.Stream, c.ID, c.Owner)
-		return translate("complete", err)
+		st, err := getStatus(ctx, tx, c.Stream, c.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?", c.Stream, c.ID, c.Owner); err != nil {
+			return translate("complete", err)
+		}
+		// The instant is the claim's: Due stamped it as NextAttemptAt.
+		e, ok := push.RegistrationEvent(push.KindCompleted, st.Registration, st.Head+1, "", "", st.NextAttemptAt)
+		if !ok {
+			return nil
+		}
+		return s.appendEvent(ctx, tx, e)
 	})
 }
 
