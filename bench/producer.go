@@ -63,7 +63,11 @@ func producer(ctx context.Context, e *env, cfg config, rep *report) error {
 				if err != nil {
 					return err
 				}
-				out, err := produceFor(ctx, dbURL, c, withHerald, fmt.Sprintf("r%d-c%d-%v-", run, i, withHerald), cfg.producerFor)
+				mode := viaNone
+				if withHerald {
+					mode = viaAppendTx
+				}
+				out, err := produceFor(ctx, dbURL, c, mode, fmt.Sprintf("r%d-c%d-%v-", run, i, withHerald), cfg.producerFor)
 				if err != nil {
 					return fmt.Errorf("%v: %w", c, err)
 				}
@@ -185,11 +189,21 @@ type produced struct {
 	steps      int64
 }
 
+// How the application's transaction appends its record, if it does.
+type appendVia int
+
+const (
+	viaNone     appendVia = iota // the bare transaction
+	viaAppendTx                  // store/postgres AppendTx
+	viaSQL                       // SELECT herald_append(…): no herald Go code
+)
+
 // produceFor runs c's writers for d and, with herald, the sequencer beside
 // them; when the writers stop it lets the sequencer finish (outside the
 // timed part) and closes every connection.
-func produceFor(ctx context.Context, dbURL string, c producerCase, withHerald bool, prefix string, d time.Duration) (produced, error) {
+func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia, prefix string, d time.Duration) (produced, error) {
 	var out produced
+	withHerald := via != viaNone
 	pool, err := pgxpool.New(ctx, withPool(dbURL, c.writers))
 	if err != nil {
 		return out, err
@@ -263,10 +277,15 @@ func produceFor(ctx context.Context, dbURL string, c producerCase, withHerald bo
 					if _, err := tx.Exec(ctx, `INSERT INTO app_order (id, body) VALUES ($1, $2)`, id, wire.Payload(k)); err != nil {
 						return err
 					}
-					if st == nil {
+					stream := fmt.Sprintf("order/%d", n%int64(c.streams))
+					switch via {
+					case viaNone:
 						return nil
+					case viaSQL:
+						_, err := tx.Exec(ctx, `SELECT herald_append($1, $2, 'order.updated', $3::bytea, 'application/json')`, stream, id, wire.Payload(k))
+						return err
 					}
-					_, err := st.AppendTx(ctx, tx, fmt.Sprintf("order/%d", n%int64(c.streams)), journal.Entry{
+					_, err := st.AppendTx(ctx, tx, stream, journal.Entry{
 						ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
 					return err
 				})

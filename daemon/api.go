@@ -271,6 +271,7 @@ type registrationRequest struct {
 	URL        string          `json:"url"`
 	OnRejected string          `json:"on_4xx"`
 	Kinds      []string        `json:"kinds"`
+	Window     *int            `json:"window"`
 	FromSeq    *uint64         `json:"from_seq"`
 	Config     json.RawMessage `json:"config"`
 }
@@ -298,6 +299,13 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, journal.Invalid("on_4xx", "%q must be retry or skip", req.OnRejected))
 		return
+	}
+	if req.Window != nil {
+		if *req.Window < 1 || *req.Window > push.MaxWindow {
+			writeError(w, journal.Invalid("window", "is %d: it must be 1 to %d", *req.Window, push.MaxWindow))
+			return
+		}
+		reg.Window = *req.Window
 	}
 	if req.FromSeq != nil {
 		reg.NextSeq = *req.FromSeq

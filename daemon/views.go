@@ -19,6 +19,7 @@ type RegistrationView struct {
 	URL           string    `json:"url"` // redacted: see RedactURL
 	OnRejected    string    `json:"on_4xx,omitempty"`
 	Kinds         []string  `json:"kinds,omitempty"` // the record kinds it wants; absent: every kind
+	Window        int       `json:"window"`          // messages that may be unacknowledged at once (1: strict order)
 	NextSeq       uint64    `json:"next_seq"`
 	Head          uint64    `json:"head"`
 	Lag           uint64    `json:"lag"`
@@ -39,7 +40,7 @@ type RegistrationView struct {
 func ViewOf(s push.Status) RegistrationView {
 	return RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
-		OnRejected: string(s.OnRejected), Kinds: s.Kinds, NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
 		HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
 		LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}

@@ -29,6 +29,12 @@ type Entry struct {
 	Payload []byte
 	// Final seals the stream: no record may be appended after this one.
 	Final bool
+	// Traceparent and Tracestate are the W3C trace context of the append
+	// (trace.go): empty, or a valid traceparent (ValidateTraceparent) and
+	// a tracestate given only with one. Stored with the record, not part
+	// of its content.
+	Traceparent string
+	Tracestate  string
 }
 
 // Record is one stored entry of a stream.
@@ -41,11 +47,14 @@ type Record struct {
 	Payload     []byte
 	Final       bool
 	AppendedAt  time.Time // the store's clock when the record was appended (UTC)
+	Traceparent string    // the append's W3C trace context, "" if none (Entry.Traceparent)
+	Tracestate  string
 }
 
 // Entry returns the part of r that a caller appended.
 func (r Record) Entry() Entry {
-	return Entry{ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Payload: r.Payload, Final: r.Final}
+	return Entry{ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Payload: r.Payload, Final: r.Final,
+		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
 }
 
 // Journal is the append-only store of records.

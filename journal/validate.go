@@ -25,6 +25,18 @@ const (
 	MaxBatch = 10000
 )
 
+// ReservedPrefix starts the names of herald's own streams
+// (push.EventsStream, "herald/events"). They are read and registered on like
+// any stream, but only herald appends to them: ValidateEntries refuses an
+// append to one.
+const ReservedPrefix = "herald/"
+
+// ReservedIDPrefix starts the record ids of herald's operational events:
+// ValidateEntries refuses it in any stream, so that no producer can take an
+// event's id (derived from the change, so predictable) and make the change
+// fail with a conflict.
+const ReservedIDPrefix = "herald-event:"
+
 // ValidateStream checks a stream name: non-empty, at most MaxStreamBytes bytes
 // of UTF-8, no whitespace and no control characters. Errors wrap ErrInvalid.
 func ValidateStream(stream string) error {
@@ -68,6 +80,9 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(stream, ReservedPrefix) {
+		return nil, Invalid("stream", "%q is reserved: streams named %s… are herald's own (its operational events), and only herald appends to them", stream, ReservedPrefix)
+	}
 	if len(entries) == 0 {
 		return nil, Invalid("entries", "is empty: nothing to append")
 	}
@@ -83,6 +98,9 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		f := func(name string) string { return fmt.Sprintf("entries[%d].%s", i, name) }
 		if err := ValidateID(f("id"), e.ID); err != nil {
 			return nil, err
+		}
+		if strings.HasPrefix(e.ID, ReservedIDPrefix) {
+			return nil, Invalid(f("id"), "starts with %q, reserved for herald's own events", ReservedIDPrefix)
 		}
 		if j, dup := seen[e.ID]; dup {
 			return nil, Invalid(f("id"), "%q repeats entries[%d].id in the same batch", e.ID, j)
@@ -107,6 +125,12 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		}
 		if IsJSON(mt) && !json.Valid(e.Payload) {
 			return nil, Invalid(f("payload"), "is not valid JSON, as content type %s requires", mt)
+		}
+		if err := ValidateTraceparent(f("traceparent"), e.Traceparent); err != nil {
+			return nil, err
+		}
+		if err := ValidateTracestate(f("tracestate"), e.Tracestate, e.Traceparent); err != nil {
+			return nil, err
 		}
 		if e.Final && i < len(entries)-1 {
 			return nil, Invalid(f("final"), "is set but %d entries follow: only the last entry of a batch may be final", len(entries)-1-i)

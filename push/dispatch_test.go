@@ -122,7 +122,7 @@ func serveOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
-		t.Skipf("cannot listen on %s (another loopback host): %v", ip, err)
+		t.Fatalf("cannot listen on %s, another loopback host (on Linux all of 127.0.0.0/8 is loopback): %v", ip, err)
 	}
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()

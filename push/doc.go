@@ -17,8 +17,8 @@
 // RunOnce(ctx, at, limit) claims up to limit due registrations of the
 // worker's namespace (Store.Due, which stamps a lease), then serves them at
 // most MaxInFlight at once and at most MaxPerHost of one host at once. Each turn reads up to DrainPage records past the
-// cursor and, strictly in order, sends every message of a record before
-// moving to the next. The cursor moves past a record only when every message
+// cursor and sends them in seq order through the registration's window
+// (below). The cursor moves past a record only when every message
 // of it was accepted (2xx) or it had none (a record whose kind the
 // registration does not want has none: [Registration.Wants]), and is
 // written once per page. On
@@ -35,6 +35,23 @@
 // in a row the host is down and Due holds its registrations, but for one
 // probe per [ProbeDelay] window; any answer brings it up and releases them.
 // Nothing is parked for a host (README, "Hosts").
+//
+// # Windows
+//
+// [Registration.Window] (W, 1 to [MaxWindow], default 1) is how many of a
+// registration's messages may be unacknowledged at once. A turn sends its
+// page in seq order with at most W messages in flight, and starts record
+// N+W only after N was acknowledged (invariant 3; with W = 1 this is v1's
+// strict order, each message sent after the previous one's answer). A
+// receiver with W > 1 may see records out of order within the window. The
+// cursor is the first unacknowledged record. A failure stops new sends and
+// lets those in flight end; then the outcome at the first unacknowledged
+// record decides, as with W = 1 (retry at its Retry-After or backoff, park
+// on 410, skip on a 4xx under RejectSkip, charge the host for a host-level
+// failure), and it is one attempt, however many messages failed. Nothing
+// after a terminal record is sent before it was acknowledged. Each message
+// in flight holds one of its host's MaxPerHost tokens: MaxPerHost bounds
+// messages to a host, MaxInFlight bounds turns.
 //
 // # The dispatcher
 //
@@ -62,7 +79,8 @@
 //
 // Delivery is at least once: a crash between a receiver's 2xx and the cursor
 // write repeats at most one page of records to that registration, with the
-// same message ids. Order holds per registration; registrations are
+// same message ids, and at most its window more. Order holds per
+// registration, within its window; registrations are
 // independent. A store or journal error is never blamed on a receiver. A
 // parked registration keeps its cursor: Store.Unpark resumes at the first
 // unacknowledged record. Nothing is ever deleted but a registration whose

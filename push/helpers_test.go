@@ -102,14 +102,14 @@ func unavailable() push.Outcome {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	store *memory.Store
 	recv  *receiver
 	proj  projection
 	logs  *bytes.Buffer
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	return &fixture{t: t, store: memory.New(memory.WithClock(func() time.Time { return t0 })), recv: &receiver{}, logs: &bytes.Buffer{}}
 }
 

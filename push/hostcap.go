@@ -26,8 +26,8 @@ func newHostTable(max int) *hostTable {
 }
 
 // busy returns the claims held per host (the hosts with any), for
-// DueQuery.Busy. Each counts one message: its window (1 today) is the most
-// tokens its turn may hold.
+// DueQuery.Busy: claims, that is turns; a turn
+// holds up to its window of the host's tokens, one per message in flight.
 func (h *hostTable) busy() map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -27,7 +29,7 @@ const (
 	// registration for a year without an operator seeing it parked.
 	DefaultMaxRetryAfter = time.Hour
 	// DefaultMaxInFlight (16) bounds the registrations a sweep serves at
-	// once: each holds at most one request in flight, so 16 keeps a small
+	// once: each holds up to its window (default 1) of requests in flight, so 16 keeps a small
 	// machine's sockets and the receivers' patience in check while hiding
 	// most of the network latency.
 	DefaultMaxInFlight = 16
@@ -59,20 +61,21 @@ const (
 )
 
 type options struct {
-	maxAttempts   int
-	maxRetryAfter time.Duration
-	maxInFlight   int
-	maxPerHost    int
-	drainPage     int
-	lease         time.Duration
-	sweepLimit    int
-	owner         string
-	logger        *slog.Logger
-	schedule      Schedule
-	onRejected    RejectPolicy
-	hooks         Hooks
-	hostPolicy    HostPolicy
-	noHostHealth  bool
+	maxAttempts    int
+	maxRetryAfter  time.Duration
+	maxInFlight    int
+	maxPerHost     int
+	drainPage      int
+	lease          time.Duration
+	sweepLimit     int
+	owner          string
+	logger         *slog.Logger
+	schedule       Schedule
+	onRejected     RejectPolicy
+	hooks          Hooks
+	hostPolicy     HostPolicy
+	noHostHealth   bool
+	tracerProvider trace.TracerProvider // nil: otel's global
 }
 
 // Option configures a Worker. Options are checked by NewWorker; a zero or

@@ -34,6 +34,11 @@ type Registration struct {
 	// "invoice.paid"; see Wants); empty means every kind. Records of other
 	// kinds are passed without a message.
 	Kinds []string `json:"kinds,omitempty"`
+	// Window is how many messages may be unacknowledged at once: 1..MaxWindow,
+	// 0 meaning 1 (v1's strict order, one message at a time). Records are
+	// sent in seq order whatever the window; with more than 1 a receiver may
+	// see them out of order within it (package doc, "Windows").
+	Window int `json:"window,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains (deliver the stream
@@ -192,8 +197,22 @@ func (r Registration) Validate() error {
 	default:
 		return journal.Invalid("on_rejected", "%q must be %q or %q", r.OnRejected, RejectRetry, RejectSkip)
 	}
+	if r.Window < 0 || r.Window > MaxWindow {
+		return journal.Invalid("window", "is %d: it must be 1 to %d", r.Window, MaxWindow)
+	}
 	return ValidateKinds(r.Kinds)
 }
+
+// MaxWindow bounds Registration.Window. 64 messages in flight carry a
+// receiver 500 ms away (the far end of the fediverse) to over 100 records a
+// second, past what one receiver usually takes; a larger window only widens
+// what a receiver may see out of order and what a crash may repeat (page +
+// window), and takes more of the host's MaxPerHost tokens than any host is
+// given.
+const MaxWindow = 64
+
+// window is the window the registration is served with: Window, 1 when 0.
+func (r Registration) window() int { return max(r.Window, 1) }
 
 // ValidateURL checks a destination URL: absolute, http or https, a host, no
 // userinfo (credentials belong in the config, where they are redacted), no

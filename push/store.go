@@ -16,6 +16,11 @@ import (
 //
 // The conformance suite store/storetest states the contract method by method;
 // every implementation runs it.
+//
+// Park, Unpark, Complete, Skip, AddEvidence of an EventSkipped row, and
+// HostStore's state changes also append herald's operational event to
+// EventsStream in the same atomic step (events.go): a change that does not
+// apply appends none.
 type Store interface {
 	// Register creates the registration, or updates the destination (URL,
 	// namespace, config, policy) of an existing one, keeping its cursor and

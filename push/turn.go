@@ -41,27 +41,27 @@ func (t *turn) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}
-	for _, rec := range recs {
-		if rec.Seq != t.next {
-			return t.save(ctx, fmt.Errorf("journal returned #%d where #%d was expected", rec.Seq, t.next))
+	p := newPipe(t, recs)
+	p.run(ctx)
+	if p.lo > 0 {
+		t.next, t.attempts = recs[0].Seq+uint64(p.lo), 0
+	}
+	if f, ok := p.fails[p.lo]; ok && p.lo < len(recs) {
+		// The first unacknowledged record's failure decides (package doc,
+		// "Windows"); failures of later records of the window are retried
+		// with it.
+		return t.fail(ctx, f.out, f.ev)
+	}
+	if p.err != nil {
+		return t.save(ctx, p.err)
+	}
+	if p.terminal {
+		if err := w.store.Complete(context.WithoutCancel(ctx), t.claim); err != nil {
+			return t.lost(err, fmt.Errorf("complete after final record #%d: %w", t.next-1, err))
 		}
-		if t.stopping() || t.late() {
-			break
-		}
-		done, err := t.deliver(ctx, rec)
-		if err != nil || done {
-			return err
-		}
-		t.next, t.attempts = rec.Seq+1, 0
-		t.rep.Records++
-		if w.projection.Terminal(rec) {
-			if err := w.store.Complete(context.WithoutCancel(ctx), t.claim); err != nil {
-				return t.lost(err, fmt.Errorf("complete after final record #%d: %w", rec.Seq, err))
-			}
-			t.rep.Completed++
-			w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", rec.Seq)
-			return nil
-		}
+		t.rep.Completed++
+		w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", t.next-1)
+		return nil
 	}
 	if err := t.save(ctx, nil); err != nil {
 		return err
@@ -70,63 +70,6 @@ func (t *turn) run(ctx context.Context) error {
 		t.rep.Backlog++ // more to send: Run claims again at once
 	}
 	return nil
-}
-
-// deliver sends every message of rec. done is true when the turn ended on a
-// failure (already recorded); err is a store error or the worker stopping.
-func (t *turn) deliver(ctx context.Context, rec journal.Record) (done bool, err error) {
-	if !t.reg.Wants(rec.Kind) {
-		return false, nil // another kind: passed as a projection that yields no message
-	}
-	w := t.w
-	msgs, err := w.projection.Messages(ctx, rec, t.reg)
-	if err != nil {
-		if ctx.Err() != nil {
-			return true, t.save(ctx, ctx.Err())
-		}
-		// This plane's fault, not the receiver's: transient, under the ceiling.
-		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: "projection: " + err.Error()}
-		return true, t.fail(ctx, Outcome{Verdict: Transient, Reason: ev.Error}, ev)
-	}
-	for _, msg := range msgs {
-		out, err := t.send(ctx, msg)
-		if err != nil {
-			// Says nothing about the receiver (the worker is stopping):
-			// keep what was acknowledged, count no attempt.
-			return true, t.save(ctx, err)
-		}
-		if h := w.opts.hooks.Attempt; h != nil {
-			h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msg.ID, At: t.at, Outcome: out})
-		}
-		t.hostAnswered(ctx, out)
-		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msg.ID, Status: out.Status,
-			Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
-		switch {
-		case out.Verdict == Accepted:
-			t.rep.Deliveries++
-		case out.Verdict == Rejected && t.policy() == RejectSkip:
-			ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
-			if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
-				return true, t.save(ctx, fmt.Errorf("record skipped message %s: %w", msg.ID, err))
-			}
-			t.rep.Skipped++
-		default:
-			return true, t.fail(ctx, out, ev)
-		}
-	}
-	return false, nil
-}
-
-// send delivers one message holding one of its host's tokens, so that the
-// host never has more than MaxPerHost of the worker's messages open.
-func (t *turn) send(ctx context.Context, msg Message) (Outcome, error) {
-	select {
-	case t.host.tokens <- struct{}{}:
-	case <-ctx.Done():
-		return Outcome{}, ctx.Err()
-	}
-	defer func() { <-t.host.tokens }()
-	return t.w.transport.Deliver(ctx, t.reg, msg, t.at)
 }
 
 // fail records a failed attempt at t.next together with the progress made

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -26,6 +28,7 @@ type Worker struct {
 	book       hostBook      // the troubled hosts this worker knows of
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
+	tracer     trace.Tracer  // spans.go
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
@@ -46,7 +49,7 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	w := &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o,
+	w := &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
 		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}
 	if hs, ok := s.(HostStore); ok && !o.noHostHealth {
 		w.hosts = hs
@@ -88,7 +91,7 @@ func (w *Worker) Register(ctx context.Context, r Registration) (Registration, er
 // RunOnce is one sweep at instant at: it claims up to limit due
 // registrations of the worker's namespace and serves them, at most
 // MaxInFlight at once and at most MaxPerHost of one host at once, each
-// strictly in order (package doc, "The sweep"); then it returns. It is
+// in order through its window (package doc, "The sweep", "Windows"); then it returns. It is
 // scheduler mode's unit; Run is the daemon's loop. Overlapping RunOnce
 // calls, on one worker or many, and RunOnce beside Run, are safe: each
 // claim takes its own lease, which fences every write (see Claim), so a
@@ -220,7 +223,9 @@ func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, deadline t
 	defer w.turns.Add(-1)
 	started := time.Now()
 	t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, head: st.Head, claim: st.Claim(), host: host}
+	ctx, span := t.startTurn(ctx)
 	err := t.run(ctx)
+	endTurn(span, t.rep, err)
 	t.rep.Registrations = 1
 	if err != nil {
 		t.rep.Errors = 1

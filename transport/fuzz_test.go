@@ -40,7 +40,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 				t.Fatalf("ParseRetryAfter(%q) accepted a date http.ParseTime refuses: %v", value, err)
 			}
 		}
-		if _, err := time.Parse(http.TimeFormat, v); err == nil && !ok {
+		// An IMF-fixdate (RFC 9110 §5.6.7) is exact: one space between its
+		// fields, the names' case as given. time.Parse is more lenient
+		// (repeated spaces, "DeC"), so only a value it reads that formats
+		// back the same is one that must be accepted.
+		if pt, err := time.Parse(http.TimeFormat, v); err == nil && pt.Format(http.TimeFormat) == v && !ok {
 			t.Fatalf("ParseRetryAfter(%q) refused an IMF-fixdate", value)
 		}
 	})

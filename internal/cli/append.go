@@ -53,7 +53,7 @@ a no-op, so a failed run can simply be repeated.`,
 			var batches []batch
 			var err error
 			if file != "" {
-				for _, f := range []string{"id", "kind", "content-type", "final"} {
+				for _, f := range []string{"id", "kind", "content-type", "final", "traceparent", "tracestate"} {
 					if cmd.Flags().Changed(f) {
 						return usagef("--%s applies to a single record: with --file, put it on each line", f)
 					}
@@ -141,6 +141,8 @@ a no-op, so a failed run can simply be repeated.`,
 	f.StringVar(&one.Kind, "kind", "", "what happened (e.g. Create, order.created, statusUpdate)")
 	f.StringVar(&one.ContentType, "content-type", journal.DefaultContentType, "the payload's media type")
 	f.BoolVar(&one.Final, "final", false, "seal the stream: nothing may be appended after this record")
+	f.StringVar(&one.Traceparent, "traceparent", "", "W3C trace context of the append (00-<trace id>-<span id>-<flags>): each delivery is sent a child of it")
+	f.StringVar(&one.Tracestate, "tracestate", "", "W3C tracestate sent with each delivery, as given (needs --traceparent)")
 	f.StringVar(&file, "file", "", "a JSON Lines file of records, one a line")
 	return cmd
 }

@@ -34,6 +34,9 @@ type database struct {
 	url  string // postgres: the connection URL
 }
 
+// databaseHint ends every refusal of a --database value.
+const databaseHint = "give sqlite:PATH (e.g. sqlite:./herald.db) or a postgres:// URL"
+
 func parseDatabase(s string) (database, error) {
 	switch {
 	case strings.HasPrefix(s, "sqlite:"):
@@ -45,9 +48,9 @@ func parseDatabase(s string) (database, error) {
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		return database{kind: "postgres", url: s}, nil
 	case s == "":
-		return database{}, usagef("--database is empty: give sqlite:PATH or a postgres:// URL")
+		return database{}, usagef("--database is empty: %s", databaseHint)
 	}
-	return database{}, usagef("--database %q: give sqlite:PATH (e.g. sqlite:./herald.db) or a postgres:// URL", redactDSN(s))
+	return database{}, usagef("--database %q: %s", redactDSN(s), databaseHint)
 }
 
 // String names the database without a password.

@@ -63,7 +63,7 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 	if asJSON {
 		return printJSON(w, views)
 	}
-	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	for _, v := range views {
 		kinds := "all"
 		if len(v.Kinds) > 0 {
@@ -73,7 +73,7 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 		if v.HeldFor != "" {
 			state = "held: host " + v.HeldFor
 		}
-		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.Window), fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), state, v.LastError)
 	}
 	return t.flush()

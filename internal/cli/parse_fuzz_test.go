@@ -42,7 +42,8 @@ func FuzzParseInstant(f *testing.F) {
 func FuzzParseDatabase(f *testing.F) {
 	for _, seed := range []string{"sqlite:./herald.db", "postgres://app:hunter22@db.example/herald", "postgresql://app@db/herald?sslmode=disable",
 		"postgres://app@db/herald?password=hunter22", "postgres://app:pa@ss22@db/herald", "mysql://root:hunter22@db/x", "sqlite:", "", "postgres://",
-		"host=db user=app password=hunter22 dbname=herald", "host=db password = 'hunter 22'", "?pAssword=000000"} {
+		"host=db user=app password=hunter22 dbname=herald", "host=db password = 'hunter 22'", "?pAssword=000000",
+		"pAssword=herald"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -51,8 +52,9 @@ func FuzzParseDatabase(f *testing.F) {
 			if !isUsage(err) {
 				t.Fatalf("parseDatabase(%q): %v is not a usage error", s, err)
 			}
+			echoed := strings.ReplaceAll(err.Error(), databaseHint, "") // herald's own words may hold any short "password"
 			for _, pw := range passwords(s) {
-				if strings.Count(err.Error(), pw) >= strings.Count(s, pw) {
+				if strings.Count(echoed, pw) >= strings.Count(s, pw) {
 					t.Fatalf("parseDatabase(%q): the error %q holds the password %q", s, err, pw)
 				}
 			}

@@ -20,7 +20,7 @@ func newRegister(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "register",
 		Short: "Register a receiver for a stream: where to POST, which wire, which secrets",
-		Long: `Register a receiver for a stream's records, or update where an existing
+		Long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
@@ -38,9 +38,15 @@ kinds or prefixes ending in "*" (order.*,invoice.paid); records of other kinds
 are passed without a message and the cursor moves past them. Without it,
 every kind; re-registering replaces the list.
 
+--window N lets N messages be unacknowledged at once (1 to %d; default 1, strict
+order), for receivers far away: records are still sent in seq order and the
+cursor is the first unacknowledged one, but the receiver may see them out of
+order within the window (README, "Delivery semantics"). Each message in
+flight takes one of its host's --max-per-host tokens of run and sweep.
+
 --on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
 retry (the default: nothing is lost; parks at the retry ceiling) or skip
-(record evidence and move past the message, as fediverse servers do).`,
+(record evidence and move past the message, as fediverse servers do).`, push.MaxWindow),
 		Example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
@@ -59,6 +65,9 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				r.OnRejected = push.RejectPolicy(on4xx)
 			default:
 				return usagef("--on-4xx %q must be retry or skip", on4xx)
+			}
+			if r.Window < 1 || r.Window > push.MaxWindow {
+				return usagef("--window %d must be 1 to %d", r.Window, push.MaxWindow)
 			}
 			r.NextSeq = fromSeq
 			for i, k := range r.Kinds {
@@ -96,8 +105,12 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				warnRefusals(e, st.URL)
 				return printJSON(e.Out, viewOf(st))
 			}
-			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d, %s to deliver.\n",
-				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, plural(int(st.Lag()), "record"))
+			window := ""
+			if st.Window > 1 {
+				window = fmt.Sprintf(", window %d", st.Window)
+			}
+			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d%s, %s to deliver.\n",
+				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
 			warnRefusals(e, st.URL)
 			return nil
 		},
@@ -110,6 +123,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 	f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
 	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
 	f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
+	f.IntVar(&r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow))
 	cfg.add(cmd)
 	return cmd
 }

@@ -86,7 +86,7 @@ func New(opts ...Option) *Store {
 
 // Append implements journal.Journal.
 func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(name, entries, s.maxPayload)
+	entries, err := journal.ValidateEntries(name, journal.WithContextTrace(ctx, entries), s.maxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +95,23 @@ func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.appendLocked(name, entries)
+}
+
+// event appends one of herald's operational events (push.RegistrationEvent,
+// push.HostEvent) under the lock of the change it reports. The caller holds
+// s.mu.
+func (s *Store) event(e journal.Entry, ok bool) {
+	if !ok {
+		return
+	}
+	if _, err := s.appendLocked(push.EventsStream, []journal.Entry{e}); err != nil {
+		panic("store/memory: an operational event was refused: " + err.Error()) // never sealed, ids derived: cannot happen
+	}
+}
+
+// appendLocked appends validated entries. The caller holds s.mu.
+func (s *Store) appendLocked(name string, entries []journal.Entry) ([]journal.Record, error) {
 	st := s.streams[name]
 	if st == nil {
 		st = &stream{oldest: 1}
@@ -121,7 +138,8 @@ func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entr
 		e := entries[i]
 		st.head++
 		rec := journal.Record{Stream: name, Seq: st.head, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: slices.Clone(e.Payload), Final: e.Final, AppendedAt: at}
+			ContentType: e.ContentType, Payload: slices.Clone(e.Payload), Final: e.Final, AppendedAt: at,
+			Traceparent: e.Traceparent, Tracestate: e.Tracestate}
 		if rec.Payload == nil {
 			rec.Payload = []byte{}
 		}
@@ -214,7 +232,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	k := r.Key()
 	if old := s.regs[k]; old != nil {
 		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
-		old.Kinds = slices.Clone(r.Kinds)
+		old.Kinds, old.Window = slices.Clone(r.Kinds), max(r.Window, 1)
 		return copyReg(old), nil
 	}
 	// 0 means from the oldest retained record; a cursor below it would
@@ -234,7 +252,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds)}
+		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds),
+		Window: max(r.Window, 1)}
 	s.regs[k] = n
 	return copyReg(n), nil
 }
@@ -391,6 +410,7 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 		return err
 	}
 	r.Parked, r.ParkedAt = true, ev.At
+	s.event(push.RegistrationEvent(push.KindParked, *r, r.NextSeq, "", ev.Error, ev.At))
 	return nil
 }
 
@@ -451,6 +471,7 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 	r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	s.addEvidence(k, push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
+	s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
 	return nil
 }
 
@@ -464,6 +485,7 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 	}
 	delete(s.regs, r.Key())
 	delete(s.evidence, r.Key())
+	s.event(push.RegistrationEvent(push.KindCompleted, *r, s.head(r.Stream)+1, "", "", r.NextAttemptAt))
 	return nil
 }
 
@@ -486,6 +508,7 @@ func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, a
 		return err
 	}
 	s.move(k, r, toSeq, at, push.EventSkip, reason)
+	s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
 	return nil
 }
 
@@ -526,6 +549,9 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		return notFound(ev.Stream, ev.Registration)
 	}
 	s.addEvidence(k, ev)
+	if ev.Event == push.EventSkipped {
+		s.event(push.RegistrationEvent(push.KindSkipped, *s.regs[k], ev.Seq, push.ByPolicy, ev.Error, ev.At))
+	}
 	return nil
 }
 
@@ -588,9 +614,9 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		h = &push.Host{Host: f.Host}
 		s.hosts[f.Host] = h
 	}
+	old := *h
 	*h = h.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-	// issue 20 appends herald.host.down / .unavailable here when
-	// h.Transition(old) says so, in this same step.
+	s.event(push.HostEvent(old, *h))
 	if f.NextSeq > r.NextSeq {
 		r.NextSeq, r.Attempts, r.HostFailures = f.NextSeq, 0, 0
 	}
@@ -629,8 +655,9 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (push.Host, 
 		}
 		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
 	}
-	// issue 20 appends herald.host.up here when the state changes.
+	old := *h
 	*h = h.Answered(at)
+	s.event(push.HostEvent(old, *h))
 	return *h, nil
 }
 

@@ -22,7 +22,7 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
-	return s.fenced(ctx, "advance", c, nextSeq, false, sqlAdvance, c.Stream, c.ID, c.Owner, int64(nextSeq))
+	return s.fenced(ctx, "advance", c, nextSeq, false, nil, sqlAdvance, c.Stream, c.ID, c.Owner, int64(nextSeq))
 }
 
 // Retry implements push.Store: the cursor reached, the failure count, the
@@ -36,7 +36,7 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
 	args := append(evidenceArgs(ev), c.Owner, int64(nextSeq), notBefore)
-	return s.fenced(ctx, "retry", c, nextSeq, true, sqlRetry, args...)
+	return s.fenced(ctx, "retry", c, nextSeq, true, nil, sqlRetry, args...)
 }
 
 // Park implements push.Store, as Retry does.
@@ -49,14 +49,28 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
 	args := append(evidenceArgs(ev), c.Owner, int64(nextSeq))
-	return s.fenced(ctx, "park", c, nextSeq, true, sqlPark, args...)
+	tell := func(r fencedReg) (journal.Entry, bool) {
+		return push.RegistrationEvent(push.KindParked, r.Registration, max(r.NextSeq, nextSeq), "", ev.Clean().Error, ev.At)
+	}
+	return s.fenced(ctx, "park", c, nextSeq, true, tell, sqlPark, args...)
 }
 
 // Complete implements push.Store: the registration and its evidence (ON
 // DELETE CASCADE) are deleted, fenced by the claim; the journal keeps its
 // records.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	return s.fenced(ctx, "complete", c, 0, false, sqlComplete, c.Stream, c.ID, c.Owner)
+	tell := func(r fencedReg) (journal.Entry, bool) {
+		// The instant is the claim's: Due stamped it as NextAttemptAt.
+		return push.RegistrationEvent(push.KindCompleted, r.Registration, r.head+1, "", "", r.NextAttemptAt)
+	}
+	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, c.Stream, c.ID, c.Owner)
+}
+
+// fencedReg is what a fenced write with an operational event reads of the
+// registration before the write: enough for push.RegistrationEvent.
+type fencedReg struct {
+	push.Registration
+	head uint64
 }
 
 // fenced runs write, a statement made under claim c, after sqlFence, in one
@@ -71,7 +85,12 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 // cursor that sqlFence's head allows. nextSeq 0 means the write moves no
 // cursor (Complete). With evidence, write also inserts an evidence row (if
 // it applies), and a third statement trims the registration's evidence.
-func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool, write string, args ...any) error {
+// With tell (Park, Complete), the batch runs in an explicit transaction
+// that also reads the registration and, if write applied, appends the
+// operational event tell returns (a plain INSERT, the lock-free append
+// path), so the event commits exactly when the change does.
+func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
+	tell func(fencedReg) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -82,6 +101,7 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 		found, applied bool
 		owner          string
 		head           int64
+		reg            = fencedReg{Registration: push.Registration{Stream: c.Stream, ID: c.ID}}
 	)
 	b := &pgx.Batch{}
 	b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
@@ -90,10 +110,25 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 			found = true
 			var next int64
 			var hostFailures int
-			return rows.Scan(&owner, &head, &next, &hostFailures)
+			if err := rows.Scan(&owner, &head, &next, &hostFailures); err != nil {
+				return err
+			}
+			reg.NextSeq, reg.head = uint64(next), uint64(head)
 		}
 		return rows.Err()
 	})
+	if tell != nil {
+		b.Queue(sqlRegistrationForEvent, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			if rows.Next() {
+				if err := rows.Scan(&reg.Namespace, &reg.URL, &reg.NextAttemptAt); err != nil {
+					return err
+				}
+				reg.NextAttemptAt = reg.NextAttemptAt.UTC()
+			}
+			return rows.Err()
+		})
+	}
 	b.Queue(write, args...).Exec(func(tag pgconn.CommandTag) error {
 		applied = tag.RowsAffected() > 0
 		return nil
@@ -101,8 +136,32 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 	if evidence {
 		queueTrim(b, c.Stream, c.ID)
 	}
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return s.dbErr(ctx, op, err)
+	if tell == nil {
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, op, err)
+		}
+	} else {
+		told := false
+		err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return s.dbErr(ctx, op, err)
+			}
+			if !applied {
+				return nil // nothing changed: no event; the checks below say why
+			}
+			e, ok := tell(reg)
+			if !ok {
+				return nil
+			}
+			told = true
+			return s.appendEvent(ctx, tx, e)
+		})
+		if err != nil {
+			return err
+		}
+		if told {
+			s.poke()
+		}
 	}
 	switch {
 	case applied:
@@ -150,22 +209,54 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		b.Queue(sqlSetPending, stream)
 		b.Queue(sqlUnpark, stream, id, at)
 		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: push.EventUnparked, Seq: next})
-		return s.dbErr(ctx, "unpark", tx.SendBatch(ctx, b).Close())
+		if err := s.dbErr(ctx, "unpark", tx.SendBatch(ctx, b).Close()); err != nil {
+			return err
+		}
+		return s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, next, "", "", at)
 	})
+}
+
+// registrationEvent appends, in tx (the transaction of the change), herald's
+// operational event of kind about registration stream/id
+// (push.RegistrationEvent).
+func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
+	r := push.Registration{Stream: stream, ID: id}
+	var ignored time.Time
+	if err := tx.QueryRow(ctx, sqlRegistrationForEvent, stream, id).Scan(&r.Namespace, &r.URL, &ignored); err != nil {
+		return s.dbErr(ctx, "read the registration for its event", err)
+	}
+	e, ok := push.RegistrationEvent(kind, r, cursor, by, reason, at)
+	if !ok {
+		return nil
+	}
+	if err := s.appendEvent(ctx, tx, e); err != nil {
+		return err
+	}
+	s.poke() // the event commits with tx: number it soon
+	return nil
+}
+
+// appendEvent appends one operational event to push.EventsStream in tx: the
+// plain INSERT of AppendTx, which takes no lock the change must wait for.
+func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, e journal.Entry) error {
+	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
+		return fmt.Errorf("store/postgres: append operational event %s: %w", e.Kind, err)
+	}
+	return nil
 }
 
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(ctx, "skip", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
 		return push.EventSkip, reason, push.ValidateSkip(next, head, toSeq)
-	})
+	}, push.KindSkipped)
 }
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
 		return push.EventRewind, fmt.Sprintf("rewound from #%d", next), push.ValidateRewind(head, toSeq)
-	})
+	}, "")
 }
 
 // move is an operator's cursor move: lock the stream row, then the
@@ -173,7 +264,7 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 // flight can no longer undo the move), mark the stream pending and store the
 // evidence. A refused move changes nothing.
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
-	check func(next, head uint64) (event, reason string, err error)) error {
+	check func(next, head uint64) (event, reason string, err error), eventKind string) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
@@ -200,7 +291,10 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		b.Queue(sqlSetPending, stream)
 		b.Queue(sqlMove, stream, id, int64(toSeq), at)
 		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: event, Seq: next, Error: reason})
-		return s.dbErr(ctx, op, tx.SendBatch(ctx, b).Close())
+		if err := s.dbErr(ctx, op, tx.SendBatch(ctx, b).Close()); err != nil || eventKind == "" {
+			return err
+		}
+		return s.registrationEvent(ctx, tx, eventKind, stream, id, toSeq, push.ByOperator, reason, at)
 	})
 }
 
@@ -235,13 +329,25 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		return rows.Err()
 	})
 	queueEvidence(b, ev)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return s.dbErr(ctx, "add evidence", err)
+	if ev.Event != push.EventSkipped {
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "add evidence", err)
+		}
+		if !found {
+			return notFound(ev.Stream, ev.Registration)
+		}
+		return nil
 	}
-	if !found {
-		return notFound(ev.Stream, ev.Registration)
-	}
-	return nil
+	// A message skipped by policy: its event commits with the evidence.
+	return s.inTx(ctx, "add evidence", func(tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "add evidence", err)
+		}
+		if !found {
+			return notFound(ev.Stream, ev.Registration)
+		}
+		return s.registrationEvent(ctx, tx, push.KindSkipped, ev.Stream, ev.Registration, ev.Seq, push.ByPolicy, ev.Clean().Error, ev.At)
+	})
 }
 
 // queueEvidence queues the insert of ev and the trim to push.MaxEvidence

@@ -19,7 +19,7 @@
 // order): herald_stream (one row per stream: head, final seq, pending
 // marker, low-water mark), herald_record, herald_registration,
 // herald_evidence, and herald_host (host health: see hosts.go and
-// push.HostStore). Migrations are embedded, numbered NNN_name.up.sql and
+// push.HostStore), and the function herald_append (below). Migrations are embedded, numbered NNN_name.up.sql and
 // .down.sql (store/sqlite's layout), and applied by golang-migrate
 // (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
 // MigrateDown (one step) and MigrationStatus take the database URL, as the
@@ -90,6 +90,52 @@
 // stored with the reason (Refused lists them); appending its id again is
 // ErrSealed. A second final record is refused the same way.
 //
+// # Appending from SQL: herald_append
+//
+// Migration 007 adds herald_append, AppendTx for an application in any
+// language: called in its transaction, the record commits or rolls back
+// with the application's own writes, by the same path (one INSERT numbered
+// after commit, no NOTIFY, no stream lock), with the same checks, digest,
+// idempotency and sealing, so an entry appended from Go and from SQL is one
+// record (README, "From other languages", has Python and Ruby).
+//
+//	SELECT herald_append('orders/1', 'evt-1', 'order.created', '{"total":42}'::jsonb);
+//
+//	herald_append(stream text, id text, kind text, payload P,
+//	              content_type text DEFAULT D, final boolean DEFAULT false) RETURNS text
+//
+// P and its default content type D: jsonb or json, application/json; text,
+// text/plain; charset=utf-8; bytea, application/octet-stream. An untyped
+// literal payload is text: cast it. The payload's bytes are bytea's, text's
+// in UTF-8, json's text as given, and jsonb's text form (keys sorted, a
+// space after ':' and ',': {"total": 42}), which is what receivers get and
+// what the digest covers. A NULL content type or final is the default; an
+// empty content type is application/json, as for a journal.Entry. It returns the record id,
+// for a new record and for a repeat of a stored one (same id and content:
+// nothing is written). Lengths are in UTF-8 bytes, as in journal; the
+// character checks assume a UTF8 database. The payload limit is the setting
+// herald.max_payload in bytes (ALTER DATABASE … SET herald.max_payload to
+// match WithMaxPayload), else journal.DefaultMaxPayload.
+//
+// Errors name the field in the message, which is Go's (e.g.
+// "herald_append: invalid kind: has whitespace U+0020 at byte 5"), and in
+// the error's column field (PG_DIAG_COLUMN_NAME):
+//
+//	SQLSTATE  meaning                                    column
+//	HA400     invalid input, nothing written             stream, id, kind, content_type or payload
+//	HA413     payload over the limit                     payload
+//	HA409     the id exists with other content           the first that differs: stream, kind, content_type, payload, final
+//	HA423     the stream is sealed (journal.ErrSealed)   stream
+//	40001     the id was committed after the snapshot (REPEATABLE READ, SERIALIZABLE), or a race: retry the transaction
+//	22023     the setting herald.max_payload is not a number of bytes
+//
+// As any SQL error, these abort the caller's transaction (AppendTx's leave
+// it usable); a SAVEPOINT before the call lets it go on. The function runs
+// with the caller's privileges (INSERT and SELECT on herald_record, SELECT
+// on herald_stream) and its own search_path (pg_catalog and the schema it
+// was created in). Its records are numbered as AppendTx's are: by the
+// daemon's sequencer within milliseconds, or at the next Due.
+//
 // # Idle costs nothing, without lost wake-ups
 //
 // A registration is due when its cursor is at or behind its stream's head,
@@ -142,7 +188,9 @@
 //
 // The writes a worker makes under its claim (Advance, Retry, Park, Complete)
 // are fenced by the lease. Each is two statements pipelined in one round
-// trip and one implicit transaction: the first locks the registration's row
+// trip and one implicit transaction (Park and Complete, which also append
+// herald's operational event, push.EventsStream, with AppendTx's plain
+// INSERT, run the same pipeline in an explicit transaction): the first locks the registration's row
 // and reads its lease_owner and its stream's head; the second is the write,
 // whose WHERE clause repeats the fence (stream = $1 AND id = $2 AND
 // lease_owner = <the claim's owner>, and the cursor at most head+1). A

@@ -137,8 +137,12 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-		// issue 20: herald.host.down / .unavailable are appended here, in
-		// this transaction, when h.Transition(old) names one.
+		if e, ok := push.HostEvent(old, h); ok {
+			if err := s.appendEvent(ctx, tx, e); err != nil {
+				return err
+			}
+			s.poke()
+		}
 		ev := f.Evidence
 		ev.Stream, ev.Registration = c.Stream, c.ID
 		if int64(f.NextSeq) > cursor {
@@ -195,9 +199,16 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		if h.State == old.State && h.Failures == old.Failures && h.Probes == old.Probes && h.NextProbeAt.Equal(old.NextProbeAt) {
 			return nil
 		}
-		// issue 20: herald.host.up is appended here when the state changes.
-		_, err = tx.Exec(ctx, sqlPutHost, putHostArgs(h)...)
-		return s.dbErr(ctx, "write host", err)
+		if _, err = tx.Exec(ctx, sqlPutHost, putHostArgs(h)...); err != nil {
+			return s.dbErr(ctx, "write host", err)
+		}
+		if e, ok := push.HostEvent(old, h); ok {
+			if err := s.appendEvent(ctx, tx, e); err != nil {
+				return err
+			}
+			s.poke()
+		}
+		return nil
 	})
 	if err != nil {
 		return push.Host{}, err

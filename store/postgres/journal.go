@@ -22,7 +22,7 @@ import (
 // package doc, "Sealing") is a *journal.SealedError; it stays stored,
 // refused (Refused lists it), and is never delivered.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(stream, entries, s.maxPayload)
+	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), s.maxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if tx == nil {
 		return nil, journal.Invalid("tx", "is nil")
 	}
-	entries, err := journal.ValidateEntries(stream, entries, s.maxPayload)
+	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), s.maxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +237,16 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		fIDs, fKinds, fTypes = make([]string, n), make([]string, n), make([]string, n)
 		fPayloads, fDigests  = make([][]byte, n), make([][]byte, n)
 		fFinal               = make([]bool, n)
+		fParents, fStates    = make([]string, n), make([]string, n)
 	)
 	for k, i := range fresh {
 		e := entries[i]
 		fIDs[k], fKinds[k], fTypes[k] = e.ID, e.Kind, e.ContentType
 		fPayloads[k], fDigests[k], fFinal[k] = clonePayload(e.Payload), digests[i], e.Final
+		fParents[k], fStates[k] = e.Traceparent, e.Tracestate
 	}
 	var pos []int64
-	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at).Scan(&pos, &blocked)
+	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, fParents, fStates).Scan(&pos, &blocked)
 	if err != nil {
 		return false, s.dbErr(ctx, "append to "+stream, err)
 	}
@@ -268,7 +270,8 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 	for k, i := range fresh {
 		e := entries[i]
 		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at}
+			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at,
+			Traceparent: e.Traceparent, Tracestate: e.Tracestate}
 	}
 	return false, nil
 }
@@ -331,7 +334,7 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	for rows.Next() {
 		r := journal.Record{Stream: stream}
 		var seq int64
-		if err := rows.Scan(&seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &r.AppendedAt); err != nil {
+		if err := rows.Scan(&seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &r.AppendedAt, &r.Traceparent, &r.Tracestate); err != nil {
 			return nil, s.dbErr(ctx, "read "+stream, err)
 		}
 		r.Seq, r.AppendedAt = uint64(seq), r.AppendedAt.UTC()
@@ -377,7 +380,7 @@ func (s *Store) lookup(ctx context.Context, q querier, query, id string) (journa
 	var r journal.Record
 	var seq int64
 	var at time.Time
-	err := q.QueryRow(ctx, query, id).Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at)
+	err := q.QueryRow(ctx, query, id).Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at, &r.Traceparent, &r.Tracestate)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}

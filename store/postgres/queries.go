@@ -43,10 +43,10 @@ FROM herald_record WHERE id = ANY($1::text[])`
         OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)
         OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
 ), ins AS (
-    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
-    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[])
-         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, ord)
+    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8, u.traceparent, u.tracestate
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[], $9::text[], $10::text[])
+         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, traceparent, tracestate, ord)
     WHERE NOT (SELECT blocked FROM seal)
     ORDER BY u.ord
     ON CONFLICT (id) DO NOTHING
@@ -55,11 +55,11 @@ FROM herald_record WHERE id = ANY($1::text[])`
 SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
 	sqlUndoInsert = `DELETE FROM herald_record WHERE pos = ANY($1::bigint[]) AND seq IS NULL`
 	sqlSeqsOf     = `SELECT id, coalesce(seq, 0), refused IS NOT NULL FROM herald_record WHERE id = ANY($1::text[])`
-	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at
+	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate
 FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
 	sqlHead      = `SELECT head FROM herald_stream WHERE stream = $1`
 	sqlFinalSeq  = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
-	sqlLookupCol = `stream, coalesce(seq, 0), id, kind, content_type, payload, final, appended_at FROM herald_record WHERE id = $1`
+	sqlLookupCol = `stream, coalesce(seq, 0), id, kind, content_type, payload, final, appended_at, traceparent, tracestate FROM herald_record WHERE id = $1`
 	// Lookup reads sequenced records only; an append's conflict report
 	// reads any.
 	sqlLookup    = `SELECT ` + sqlLookupCol + ` AND seq IS NOT NULL`
@@ -113,7 +113,7 @@ WHERE s.stream = u.stream AND s.stream = ANY($1::text[])`
 // scanStatus reads, in order.
 const (
 	regColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds`
+       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window"`
 	statusColumns = regColumns + `, s.head, s.final_seq IS NOT NULL`
 
 	// Lock the stream row first (the append's lock order) and set the
@@ -121,11 +121,11 @@ const (
 	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq, oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window")
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds
+    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
 RETURNING ` + regColumns
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlGet                = `SELECT ` + statusColumns + `
@@ -365,8 +365,9 @@ SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::
     RETURNING 1
 )
 ` + insertEvidence + ` FROM upd`
-	sqlComplete         = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
-	sqlLockRegistration = `SELECT next_seq, parked FROM herald_registration
+	sqlRegistrationForEvent = `SELECT namespace, url, next_attempt_at FROM herald_registration WHERE stream = $1 AND id = $2`
+	sqlComplete             = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
+	sqlLockRegistration     = `SELECT next_seq, parked FROM herald_registration
 WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
 	sqlLockStreamHead = `SELECT head FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
 	sqlSetPending     = `UPDATE herald_stream SET pending = true WHERE stream = $1`

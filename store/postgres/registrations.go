@@ -62,7 +62,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			config = r.Config
 		}
 		row := tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kindsArg(r.Kinds))
+			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kindsArg(r.Kinds), int32(max(r.Window, 1)))
 		st, err := scanStatus(row, false)
 		if err != nil {
 			return s.dbErr(ctx, "register", err)
@@ -190,7 +190,7 @@ func scanStatus(row pgx.Row, withHead bool, extra ...any) (push.Status, error) {
 		parkedAt, leaseUntil pgtype.Timestamptz
 	)
 	dest := []any{&r.Stream, &r.ID, &r.Namespace, &r.URL, &config, &onRejected, &next, &r.Attempts,
-		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds}
+		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window}
 	if withHead {
 		dest = append(dest, &head, &st.Sealed)
 	}

@@ -165,7 +165,10 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 		if err != nil {
 			return err
 		}
-		return addEvidence(ctx, tx, c.Stream, c.ID, ev) // parked: the stream's wake marker need not move
+		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil { // parked: the stream's wake marker need not move
+			return err
+		}
+		return s.registrationEvent(ctx, tx, push.KindParked, c.Stream, c.ID, func(st push.Status) uint64 { return st.NextSeq }, "", ev.Error, ev.At)
 	})
 }
 
@@ -193,6 +196,9 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: push.EventUnparked, Seq: uint64(st.nextSeq)}); err != nil {
 			return err
 		}
+		if err := s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, func(st push.Status) uint64 { return st.NextSeq }, "", "", at); err != nil {
+			return err
+		}
 		return rewake(ctx, tx, stream, st)
 	})
 }
@@ -204,7 +210,7 @@ func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at ti
 			return push.Evidence{}, err
 		}
 		return push.Evidence{At: at, Event: push.EventSkip, Seq: st.NextSeq, Error: reason}, nil
-	})
+	}, push.KindSkipped)
 }
 
 // Rewind implements push.Store.
@@ -214,13 +220,13 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 			return push.Evidence{}, err
 		}
 		return push.Evidence{At: at, Event: push.EventRewind, Seq: st.NextSeq, Error: fmt.Sprintf("rewound from #%d", st.NextSeq)}, nil
-	})
+	}, "")
 }
 
 // move is the operator's cursor move: check it against the current state,
 // store the evidence, set the cursor, due at once.
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
-	check func(push.Status) (push.Evidence, error)) error {
+	check func(push.Status) (push.Evidence, error), eventKind string) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
@@ -260,6 +266,13 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		if err != nil {
 			return err
 		}
+		if eventKind != "" {
+			if e, ok := push.RegistrationEvent(eventKind, cur.Registration, toSeq, push.ByOperator, ev.Error, at); ok {
+				if err := s.appendEvent(ctx, tx, e); err != nil {
+					return err
+				}
+			}
+		}
 		return rewake(ctx, tx, stream, st)
 	})
 }
@@ -275,7 +288,13 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		if err != nil {
 			return translate("add evidence", err)
 		}
-		return addEvidence(ctx, tx, ev.Stream, ev.Registration, ev)
+		if err := addEvidence(ctx, tx, ev.Stream, ev.Registration, ev); err != nil {
+			return err
+		}
+		if ev.Event != push.EventSkipped {
+			return nil
+		}
+		return s.registrationEvent(ctx, tx, push.KindSkipped, ev.Stream, ev.Registration, func(push.Status) uint64 { return ev.Seq }, push.ByPolicy, ev.Error, ev.At)
 	})
 }
 
@@ -353,4 +372,29 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 		return nil, err
 	}
 	return out, nil
+}
+
+// registrationEvent appends, in tx (the write transaction of the change),
+// herald's operational event of kind about registration stream/id as it
+// stands after the change (push.RegistrationEvent; cursor picks the cursor
+// it reports).
+func (s *Store) registrationEvent(ctx context.Context, tx *sql.Tx, kind, stream, id string,
+	cursor func(push.Status) uint64, by, reason string, at time.Time) error {
+	st, err := getStatus(ctx, tx, stream, id)
+	if err != nil {
+		return err
+	}
+	e, ok := push.RegistrationEvent(kind, st.Registration, cursor(st), by, reason, at)
+	if !ok {
+		return nil
+	}
+	return s.appendEvent(ctx, tx, e)
+}
+
+// appendEvent appends one operational event to push.EventsStream in tx.
+func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e journal.Entry) error {
+	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
+		return fmt.Errorf("sqlite: append operational event %s: %w", e.Kind, err)
+	}
+	return nil
 }

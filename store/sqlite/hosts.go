@@ -85,10 +85,13 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-		// issue 20: herald.host.down / .unavailable are appended here, in
-		// this transaction, when h.Transition(old) names one.
 		if err := putHost(ctx, tx, h); err != nil {
 			return err
+		}
+		if e, ok := push.HostEvent(old, h); ok {
+			if err := s.appendEvent(ctx, tx, e); err != nil {
+				return err
+			}
 		}
 		var cursor int64
 		var failures int
@@ -161,9 +164,13 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		if h == old {
 			return nil
 		}
-		// issue 20: herald.host.up is appended here when the state changes.
 		if err := putHost(ctx, tx, h); err != nil {
 			return err
+		}
+		if e, ok := push.HostEvent(old, h); ok {
+			if err := s.appendEvent(ctx, tx, e); err != nil {
+				return err
+			}
 		}
 		if old.State == push.HostUp {
 			return nil

@@ -17,7 +17,7 @@ import (
 // stream's head is read, the records inserted at head+1…, and the head
 // updated, under the write lock, so seqs are gapless and commit-ordered.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(stream, entries, s.maxPayload)
+	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), s.maxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +109,8 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 		return nil, translate("append: update head", err)
 	}
 	insert, err := tx.PrepareContext(ctx, `
-		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest, traceparent, tracestate)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, translate("append: prepare insert", err)
 	}
@@ -123,7 +123,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 		if payload == nil {
 			payload = []byte{}
 		}
-		if _, err := insert.ExecContext(ctx, stream, seq, e.ID, e.Kind, e.ContentType, payload, e.Final, at.Int64, digests[i][:]); err != nil {
+		if _, err := insert.ExecContext(ctx, stream, seq, e.ID, e.Kind, e.ContentType, payload, e.Final, at.Int64, digests[i][:], e.Traceparent, e.Tracestate); err != nil {
 			return nil, translate(fmt.Sprintf("append: insert record %q", e.ID), err)
 		}
 		out[i] = record(stream, uint64(seq), e, appendedAt)
@@ -138,10 +138,10 @@ func record(stream string, seq uint64, e journal.Entry, at time.Time) journal.Re
 		payload = []byte{}
 	}
 	return journal.Record{Stream: stream, Seq: seq, ID: e.ID, Kind: e.Kind, ContentType: e.ContentType,
-		Payload: payload, Final: e.Final, AppendedAt: at}
+		Payload: payload, Final: e.Final, AppendedAt: at, Traceparent: e.Traceparent, Tracestate: e.Tracestate}
 }
 
-const recordColumns = "stream, seq, id, kind, content_type, payload, final, appended_at"
+const recordColumns = "stream, seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate"
 
 func scanRecord(sc interface{ Scan(...any) error }) (journal.Record, error) {
 	var (
@@ -149,7 +149,7 @@ func scanRecord(sc interface{ Scan(...any) error }) (journal.Record, error) {
 		seq int64
 		at  sql.NullInt64
 	)
-	if err := sc.Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at); err != nil {
+	if err := sc.Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at, &r.Traceparent, &r.Tracestate); err != nil {
 		return journal.Record{}, err
 	}
 	if r.Payload == nil {

@@ -17,7 +17,7 @@ import (
 
 // statusColumns select a registration joined with its stream (aliases r, s).
 const statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures`
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window"`
 
 const statusFrom = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 
@@ -31,7 +31,7 @@ func scanStatus(sc interface{ Scan(...any) error }) (push.Status, error) {
 		kinds                             string
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
-		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures)
+		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window)
 	if err != nil {
 		return push.Status{}, err
 	}
@@ -75,7 +75,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	if r.Config != nil {
 		config = slices.Clone([]byte(r.Config))
 	}
-	kinds := encodeKinds(r.Kinds)
+	kinds, window := encodeKinds(r.Kinds), max(r.Window, 1)
 	var out push.Registration
 	err = s.write(ctx, "register "+r.Stream+"/"+r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING", r.Stream); err != nil {
@@ -85,14 +85,14 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		switch {
 		case err == nil:
 			// An update of the destination keeps the cursor and retry state.
-			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?
-				WHERE stream = ? AND id = ?`, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, r.Stream, r.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
+				"window" = ? WHERE stream = ? AND id = ?`, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, window, r.Stream, r.ID)
 			if err != nil {
 				return translate("register: update", err)
 			}
 			out = old.Registration
 			out.Namespace, out.URL, out.Config, out.OnRejected = r.Namespace, r.URL, push.Config(slices.Clone(config)), r.OnRejected
-			out.Kinds = slices.Clone(r.Kinds)
+			out.Kinds, out.Window = slices.Clone(r.Kinds), window
 			return nil
 		case !errors.Is(err, journal.ErrNotFound):
 			return err
@@ -117,8 +117,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		if err := push.ValidateCursor(uint64(next), uint64(head)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next, kinds)
+		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds, "window")
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next, kinds, window)
 		if err != nil {
 			return translate("register: insert", err)
 		}
@@ -126,7 +126,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			return err
 		}
 		out = push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-			Config: push.Config(slices.Clone(config)), OnRejected: r.OnRejected, NextSeq: uint64(next), Kinds: slices.Clone(r.Kinds)}
+			Config: push.Config(slices.Clone(config)), OnRejected: r.OnRejected, NextSeq: uint64(next), Kinds: slices.Clone(r.Kinds),
+			Window: window}
 		return nil
 	})
 	if err != nil {
@@ -159,8 +160,19 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 		if err := fence(ctx, tx, c, 1); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?", c.Stream, c.ID, c.Owner)
-		return translate("complete", err)
+		st, err := getStatus(ctx, tx, c.Stream, c.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?", c.Stream, c.ID, c.Owner); err != nil {
+			return translate("complete", err)
+		}
+		// The instant is the claim's: Due stamped it as NextAttemptAt.
+		e, ok := push.RegistrationEvent(push.KindCompleted, st.Registration, st.Head+1, "", "", st.NextAttemptAt)
+		if !ok {
+			return nil
+		}
+		return s.appendEvent(ctx, tx, e)
 	})
 }
 

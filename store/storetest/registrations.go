@@ -22,6 +22,7 @@ var registrationTests = []test{
 	{"Stats", testStats},
 	{"RegisterIgnoresStateFields", testRegisterIgnoresState},
 	{"KindsStored", testKinds},
+	{"WindowStored", testWindow},
 }
 
 // testKinds: a registration's kind patterns are stored, returned by Get,
@@ -47,6 +48,36 @@ func testKinds(t *testing.T, b Backend) {
 	r.Kinds = nil
 	require.Nil(t, register(t, b, r).Kinds)
 	require.Nil(t, get(t, b, "s", "r").Kinds, "no kinds: every kind, returned as nil by every store")
+}
+
+// testWindow: a registration's window is stored, returned by Get, List and
+// Due, replaced by a re-register that keeps the cursor; 0 is stored as 1.
+func testWindow(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	r := reg("s", "r", "webhook")
+	require.Equal(t, 1, register(t, b, r).Window, "no window: 1, v1's strict order")
+	require.Equal(t, 1, get(t, b, "s", "r").Window)
+	r.Window = 16
+	require.Equal(t, 16, register(t, b, r).Window)
+	require.Equal(t, 16, get(t, b, "s", "r").Window)
+	all, err := b.List(ctx(t), push.ListQuery{Stream: "s"})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, 16, all[0].Window)
+	batch := due(t, b, "webhook", "w", at(0), 10)
+	require.Len(t, batch.Registrations, 1)
+	require.Equal(t, 16, batch.Registrations[0].Window, "Due returns the window the turn sends with")
+	require.NoError(t, b.Advance(ctx(t), batch.Registrations[0].Claim(), 3))
+
+	r.Window = push.MaxWindow
+	got := register(t, b, r)
+	require.Equal(t, push.MaxWindow, got.Window)
+	require.Equal(t, uint64(3), got.NextSeq, "a re-register keeps the cursor")
+	r.Window = push.MaxWindow + 1
+	_, err = b.Register(ctx(t), r)
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.ErrorContains(t, err, "window")
+	require.Equal(t, push.MaxWindow, get(t, b, "s", "r").Window, "a refused register changes nothing")
 }
 
 func testRegisterAndGet(t *testing.T, b Backend) {

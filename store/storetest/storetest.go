@@ -62,6 +62,8 @@ func Run(t *testing.T, open Factory) {
 		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
+		{"Events", eventTests},
+		{"Trace", traceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,98 @@
+package push
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// OpenTelemetry spans (README, "One trace from the append to the
+// receiver"). A worker records a span per turn, SpanTurn, and one per
+// delivery attempt inside it, SpanDelivery, through the TracerProvider of
+// WithTracerProvider (default: OpenTelemetry's global one, a no-op until a
+// program installs an SDK). Their attributes name the namespace, the host
+// (host:port, never a URL path, which may be a capability), the HTTP status,
+// the attempt and the outcome; never a secret, header or body.
+
+// Span names and attribute keys.
+const (
+	SpanTurn     = "herald.turn"
+	SpanDelivery = "herald.delivery"
+
+	AttrNamespace = "herald.namespace"
+	AttrHost      = "server.address" // HostOf form, "example.com:443"
+	AttrStatus    = "http.response.status_code"
+	AttrAttempt   = "herald.attempt" // 1-based attempt at the record
+	AttrOutcome   = "herald.outcome" // delivery: accepted, transient, permanent, rejected; turn: ok, error
+	AttrRecords   = "herald.records" // records a turn acknowledged
+	AttrStream    = "herald.stream"  // the registration's stream
+	AttrReg       = "herald.registration"
+)
+
+// tracerName is the instrumentation scope of herald's spans.
+const tracerName = "github.com/heraldpush/herald/push"
+
+// WithTracerProvider sets where the worker's spans go (default
+// otel.GetTracerProvider()).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
+}
+
+func (o options) tracer() trace.Tracer {
+	tp := o.tracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return tp.Tracer(tracerName)
+}
+
+// startTurn starts a turn's span; endTurn ends it with what the turn did.
+// Attributes are computed only for a recording span, so a no-op tracer
+// costs the turn two interface calls.
+func (t *turn) startTurn(ctx context.Context) (context.Context, trace.Span) {
+	ctx, span := t.w.tracer.Start(ctx, SpanTurn, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.reg.Host()),
+			attribute.String(AttrStream, t.reg.Stream), attribute.String(AttrReg, t.reg.ID))
+	}
+	return ctx, span
+}
+
+func endTurn(span trace.Span, rep SweepReport, err error) {
+	if span.IsRecording() {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+			span.SetStatus(codes.Error, "store or journal error") // the error may quote a receiver: not copied
+		}
+		span.SetAttributes(attribute.Int(AttrRecords, rep.Records), attribute.String(AttrOutcome, outcome))
+	}
+	span.End()
+}
+
+// delivery records one attempt's span, from start to its outcome.
+func (t *turn) startDelivery(ctx context.Context) (context.Context, trace.Span) {
+	return t.w.tracer.Start(ctx, SpanDelivery, trace.WithSpanKind(trace.SpanKindClient))
+}
+
+func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.reg.Host()),
+			attribute.Int(AttrAttempt, t.attempts+1))
+		if err != nil {
+			span.SetAttributes(attribute.String(AttrOutcome, "stopped"))
+		} else {
+			span.SetAttributes(attribute.String(AttrOutcome, out.Verdict.String()))
+			if out.Status != 0 {
+				span.SetAttributes(attribute.Int(AttrStatus, out.Status))
+			}
+			if out.Verdict != Accepted {
+				span.SetStatus(codes.Error, out.Verdict.String())
+			}
+		}
+	}
+	span.End()
+}

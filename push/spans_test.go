@@ -1,0 +1,114 @@
+package push_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// Spans recorded by the SDK's in-memory exporter: one turn span, a
+// delivery span per attempt inside it, with the documented names and
+// attributes, and nothing of the registration's secret or URL path.
+func TestSpansForTurnsAndDeliveries(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	f := newFixture(t)
+	f.append("s", 2)
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns,
+		URL: "https://hooks.example/capability/t0k3n-in-path", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
+	require.NoError(t, err)
+	rcv := &receiver{answer: func(_ push.Registration, msg push.Message, n int) push.Outcome {
+		if msg.ID == "s#2" && n == 1 {
+			return push.Outcome{Verdict: push.Transient, Status: 503, Reason: "503 at /capability/t0k3n-in-path"}
+		}
+		return push.Outcome{Verdict: push.Accepted, Status: 200}
+	}}
+	w, err := push.NewWorker(f.store, f.store, rcv, f.proj, push.WithOwner("w1"), push.WithTracerProvider(tp))
+	require.NoError(t, err)
+	_, err = w.RunOnce(t.Context(), at(0), 10)
+	require.NoError(t, err)
+
+	spans := exp.GetSpans()
+	require.Len(t, spans, 3)
+	var turn tracetest.SpanStub
+	var deliveries []tracetest.SpanStub
+	for _, s := range spans {
+		switch s.Name {
+		case push.SpanTurn:
+			turn = s
+		case push.SpanDelivery:
+			deliveries = append(deliveries, s)
+		default:
+			t.Fatalf("unexpected span %q", s.Name)
+		}
+	}
+	require.Len(t, deliveries, 2)
+	attrs := func(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+		m := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes {
+			m[kv.Key] = kv.Value
+			require.NotContains(t, kv.Value.Emit(), "s3cr3t", "no secret in %s", kv.Key)
+			require.NotContains(t, kv.Value.Emit(), "capability", "no URL path in %s", kv.Key)
+		}
+		require.NotContains(t, s.Status.Description, "capability")
+		return m
+	}
+	ta := attrs(turn)
+	require.Equal(t, ns, ta[push.AttrNamespace].AsString())
+	require.Equal(t, "hooks.example:443", ta[push.AttrHost].AsString())
+	require.Equal(t, int64(1), ta[push.AttrRecords].AsInt64())
+	require.Equal(t, "ok", ta[push.AttrOutcome].AsString())
+	for i, want := range []struct {
+		outcome string
+		status  int64
+	}{{"accepted", 200}, {"transient", 503}} {
+		d := deliveries[i]
+		require.Equal(t, turn.SpanContext.TraceID(), d.SpanContext.TraceID())
+		require.Equal(t, turn.SpanContext.SpanID(), d.Parent.SpanID(), "inside the turn")
+		da := attrs(d)
+		require.Equal(t, want.outcome, da[push.AttrOutcome].AsString())
+		require.Equal(t, want.status, da[push.AttrStatus].AsInt64())
+		require.Equal(t, int64(1), da[push.AttrAttempt].AsInt64())
+		require.Equal(t, "hooks.example:443", da[push.AttrHost].AsString())
+	}
+	for _, s := range spans {
+		require.False(t, strings.Contains(s.Name, "/"), "span names carry no path")
+	}
+}
+
+// BenchmarkTurn: one sweep of one registration with one record, with the
+// no-op tracer (what a worker uses when no SDK is installed) and with
+// tracing through a recording SDK, for the cost of spans when off.
+func BenchmarkTurn(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opt  push.Option
+	}{
+		{"noop", push.WithTracerProvider(noop.NewTracerProvider())},
+		{"sdk", push.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter())))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := newFixture(b)
+			_, err := f.store.Register(b.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/in"})
+			require.NoError(b, err)
+			w, err := push.NewWorker(f.store, f.store, &receiver{}, f.proj, push.WithOwner("w1"), c.opt)
+			require.NoError(b, err)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				f.append("s", 1)
+				b.StartTimer()
+				if _, err := w.RunOnce(b.Context(), at(i), 10); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

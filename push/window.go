@@ -1,0 +1,196 @@
+package push
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// pipe sends one turn's page through the registration's window (package
+// doc, "Windows"): records in seq order, at most Window messages in flight,
+// and no record started before every record Window below it was
+// acknowledged (invariant 3). Window 1 is v1's strict order. Only the turn's
+// goroutine touches a pipe; each send runs on a goroutine of its own,
+// holding one of the host's tokens, and reports on results.
+type pipe struct {
+	t       *turn
+	base    uint64           // seq of recs[0]: the cursor when the turn began
+	recs    []journal.Record // the page
+	left    []int            // per record started: messages not yet acknowledged
+	fails   map[int]failure  // per record: its first failed message
+	results chan sent        // capacity Window: a send never waits to report
+
+	lo       int       // first unacknowledged record (index in recs): the cursor
+	hi       int       // next record to start
+	msgs     []Message // messages of the record being sent, recs[hi-1]
+	sentMsgs int       // how many of msgs were sent
+	inFlight int       // sends not yet reported
+	stopped  bool      // no new sends: a failure, the budget, a stop or an error
+	barrier  bool      // a terminal record was started: nothing after it is sent
+	terminal bool      // the cursor passed a terminal record
+	err      error     // a store error or the worker stopping (no attempt counted)
+}
+
+type failure struct {
+	msg int // the failed message's index in its record (-1: the projection failed)
+	out Outcome
+	ev  Evidence
+}
+
+type sent struct {
+	rec, msg int // indexes in the page and in the record
+	id       string
+	out      Outcome
+	err      error
+}
+
+func newPipe(t *turn, recs []journal.Record) *pipe {
+	return &pipe{t: t, base: t.next, recs: recs, left: make([]int, len(recs)),
+		fails: map[int]failure{}, results: make(chan sent, t.reg.window())}
+}
+
+// run sends until the page is acknowledged or the pipe stopped and every
+// send in flight reported.
+func (p *pipe) run(ctx context.Context) {
+	for {
+		p.fill(ctx)
+		if p.inFlight == 0 {
+			return // stopped, or nothing left that the window lets start
+		}
+		p.take(ctx, <-p.results)
+	}
+}
+
+// fill starts sends while the window allows: fewer than Window messages in
+// flight, and the next record within Window records of the cursor.
+func (p *pipe) fill(ctx context.Context) {
+	t := p.t
+	for p.advance(); !p.stopped && p.inFlight < t.reg.window(); p.advance() {
+		if p.sentMsgs == len(p.msgs) {
+			if !p.canStart() || !p.start(ctx) {
+				return
+			}
+			continue
+		}
+		select {
+		case t.host.tokens <- struct{}{}:
+		case <-ctx.Done():
+			p.stop(ctx.Err())
+			return
+		}
+		rec, idx, msg := p.hi-1, p.sentMsgs, p.msgs[p.sentMsgs]
+		p.sentMsgs++
+		p.inFlight++
+		go func() {
+			defer func() { <-t.host.tokens }()
+			dctx, span := t.startDelivery(ctx)
+			out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
+			t.endDelivery(span, out, err)
+			p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
+		}()
+	}
+}
+
+// canStart reports whether the window lets the next record start.
+func (p *pipe) canStart() bool {
+	return !p.stopped && !p.barrier && p.hi < len(p.recs) && p.hi < p.lo+p.t.reg.window()
+}
+
+// start projects the next record. It reports false when the pipe stopped
+// instead.
+func (p *pipe) start(ctx context.Context) bool {
+	t, rec := p.t, p.recs[p.hi]
+	if want := p.base + uint64(p.hi); rec.Seq != want {
+		p.stop(fmt.Errorf("journal returned #%d where #%d was expected", rec.Seq, want))
+		return false
+	}
+	if t.stopping() || t.late() {
+		p.stopped = true
+		return false
+	}
+	i := p.hi
+	p.hi++
+	p.msgs, p.sentMsgs = nil, 0
+	if t.w.projection.Terminal(rec) {
+		p.barrier = true // a registration ends at its terminal record
+	}
+	if !t.reg.Wants(rec.Kind) {
+		return true // another kind: passed as a projection that yields no message
+	}
+	msgs, err := t.w.projection.Messages(ctx, rec, t.reg)
+	if err != nil {
+		p.left[i] = 1 // never acknowledged
+		if ctx.Err() != nil {
+			p.stop(ctx.Err())
+			return false
+		}
+		// This plane's fault, not the receiver's: transient, under the ceiling.
+		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: "projection: " + err.Error()}
+		p.fails[i] = failure{msg: -1, out: Outcome{Verdict: Transient, Reason: ev.Error}, ev: ev}
+		p.stopped = true
+		return false
+	}
+	for j := range msgs {
+		msgs[j] = withTrace(msgs[j], rec) // the record's trace, continued by a child span id
+	}
+	p.msgs, p.left[i] = msgs, len(msgs)
+	return true
+}
+
+// advance moves the cursor past the acknowledged records at its head.
+func (p *pipe) advance() {
+	for p.lo < p.hi && p.left[p.lo] == 0 {
+		p.t.rep.Records++
+		p.lo++
+		if p.t.w.projection.Terminal(p.recs[p.lo-1]) {
+			p.terminal, p.stopped = true, true
+			return
+		}
+	}
+}
+
+// take records what one send came back with.
+func (p *pipe) take(ctx context.Context, s sent) {
+	p.inFlight--
+	t, w := p.t, p.t.w
+	if s.err != nil {
+		// Says nothing about the receiver (the worker is stopping): keep
+		// what was acknowledged, count no attempt.
+		p.stop(s.err)
+		return
+	}
+	rec, out := p.recs[s.rec], s.out
+	msgID := s.id
+	if h := w.opts.hooks.Attempt; h != nil {
+		h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msgID, At: t.at, Outcome: out})
+	}
+	t.hostAnswered(ctx, out)
+	ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
+		Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
+	switch {
+	case out.Verdict == Accepted:
+		t.rep.Deliveries++
+		p.left[s.rec]--
+	case out.Verdict == Rejected && t.policy() == RejectSkip:
+		ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
+		if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
+			p.stop(fmt.Errorf("record skipped message %s: %w", msgID, err))
+			return
+		}
+		t.rep.Skipped++
+		p.left[s.rec]--
+	default:
+		if f, ok := p.fails[s.rec]; !ok || s.msg < f.msg {
+			p.fails[s.rec] = failure{msg: s.msg, out: out, ev: ev}
+		}
+		p.stopped = true // those in flight end; the first unacknowledged record decides
+	}
+}
+
+func (p *pipe) stop(err error) {
+	p.stopped = true
+	if p.err == nil {
+		p.err = err
+	}
+}

@@ -1,0 +1,63 @@
+package postgres_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// readmePsql returns the README's psql example: the block after the
+// marker <!-- psql: TestHeraldAppendFromPsql -->.
+func readmePsql(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, after, found := strings.Cut(string(readme), "<!-- psql: TestHeraldAppendFromPsql -->\n```sql\n")
+	require.True(t, found, "README.md has the psql example after its marker")
+	block, _, found := strings.Cut(after, "```\n")
+	require.True(t, found)
+	return block
+}
+
+// TestHeraldAppendFromPsql runs herald_append from outside Go: psql, the
+// PostgreSQL client, against the test cluster, with the README's example
+// (a committed transaction), then a rolled-back transaction, a repeat, and
+// two refused appends with their SQLSTATEs. Without psql it fails (CI
+// installs it with the server: .ci/run), it does not skip.
+func TestHeraldAppendFromPsql(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	require.NoError(t, err, "psql, PostgreSQL's client, is needed for this test: apt-get install postgresql-client")
+	d := newSQLDB(t)
+	cmd := exec.CommandContext(t.Context(), psql, "-X", "-A", "-t", "-d", d.url, "-f", "-")
+	script := "\\set ON_ERROR_STOP 1\nCREATE TABLE orders (id int PRIMARY KEY, total int NOT NULL);\n" + readmePsql(t) + `BEGIN;
+INSERT INTO orders VALUES (1002, 7);
+SELECT herald_append('order/1002', 'order-1002-created', 'order.created', '{"id":1002,"total":7}'::jsonb);
+ROLLBACK;
+SELECT herald_append('order/1001', 'order-1001-created', 'order.created', '{"id":1001,"total":42}'::jsonb) AS again;
+\set ON_ERROR_STOP 0
+\set VERBOSITY verbose
+SELECT herald_append('order/1001', 'evt-3', 'order created', '{}'::jsonb);
+SELECT herald_append('order/1001', 'order-1001-created', 'order.created', '{"id":1001,"total":43}'::jsonb);
+`
+	cmd.Stdin = strings.NewReader(script)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "psql: %s", stderr.String())
+
+	require.Equal(t, "BEGIN\nINSERT 0 1\norder-1001-created\nCOMMIT\nBEGIN\nINSERT 0 1\norder-1002-created\nROLLBACK\norder-1001-created\n",
+		strings.ReplaceAll(stdout.String(), "CREATE TABLE\n", ""))
+	require.Contains(t, stderr.String(), "ERROR:  HA400: herald_append: invalid kind: has whitespace U+0020 at byte 5")
+	require.Contains(t, stderr.String(), `ERROR:  HA409: herald_append: record id "order-1001-created" already exists as order/1001#0 with a different payload`)
+
+	require.Equal(t, 1, sequence(t, d.s), "one record committed")
+	require.Equal(t, []string{"order-1001-created"}, readIDs(t, d.s, "order/1001"))
+	require.Zero(t, head(t, d.s, "order/1002"), "the rolled-back one left nothing")
+	var orders int
+	require.NoError(t, d.s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM orders`).Scan(&orders))
+	require.Equal(t, 1, orders)
+}

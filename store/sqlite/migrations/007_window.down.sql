@@ -1,0 +1,1 @@
+ALTER TABLE herald_registration DROP COLUMN "window";

@@ -1,0 +1,248 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+var eventTests = []test{
+	{"ParkedInTheChangesStep", testEventParked},
+	{"AFencedParkWritesNoEvent", testEventFencedPark},
+	{"UnparkedOnceOnly", testEventUnparked},
+	{"CompletedWithTheClaimsInstant", testEventCompleted},
+	{"SkippedByOperatorAndByPolicy", testEventSkipped},
+	{"HostDownUnavailableUp", testEventHosts},
+	{"HostResetIsUp", testEventHostReset},
+	{"NoEventsAboutRegistrationsOfHeraldEvents", testEventNoSelfFeed},
+	{"UsersCannotAppendToHeraldStreams", testEventReserved},
+}
+
+// sequencer is what a store that numbers records after commit offers
+// (store/postgres): a step, so that the events appended in the transaction
+// of a change are read at once.
+type sequencer interface {
+	Sequence(ctx context.Context) (int, error)
+}
+
+// heraldEvents returns every retained record of push.EventsStream.
+func heraldEvents(t *testing.T, b Backend) []journal.Record {
+	t.Helper()
+	if s, ok := b.(sequencer); ok {
+		_, err := s.Sequence(ctx(t))
+		require.NoError(t, err)
+	}
+	recs, err := b.Read(ctx(t), push.EventsStream, 1, 10000)
+	require.NoError(t, err)
+	return recs
+}
+
+// heraldEventTotals counts the retained events and their payload bytes, for
+// the retention tests, which prune them with the rest.
+func heraldEventTotals(t *testing.T, b Backend) (records int, bytes int64) {
+	t.Helper()
+	for _, r := range heraldEvents(t, b) {
+		records++
+		bytes += int64(len(r.Payload))
+	}
+	return records, bytes
+}
+
+// payload decodes an event's payload, checking the record around it.
+func payload(t *testing.T, r journal.Record) push.OperationalEvent {
+	t.Helper()
+	require.Equal(t, push.EventsStream, r.Stream)
+	require.Equal(t, journal.DefaultContentType, r.ContentType)
+	require.True(t, json.Valid(r.Payload), "payload %q", r.Payload)
+	var ev push.OperationalEvent
+	require.NoError(t, json.Unmarshal(r.Payload, &ev))
+	return ev
+}
+
+func eventKinds(recs []journal.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Kind
+	}
+	return out
+}
+
+func testEventParked(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	register(t, b, regAt("s", "r", "webhook", "https://a.example/inbox/r"))
+	require.Empty(t, heraldEvents(t, b), "registering tells nothing")
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 2))
+	hostile := "410 Gone: <script>alert(1)</script>\"},{\"kind\":\"forged\x00\xff"
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(10)), 3, push.Evidence{At: at(10), Event: push.EventParked, Error: hostile}))
+
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindParked}, eventKinds(recs))
+	ev := payload(t, recs[0])
+	require.Equal(t, "s", ev.Stream)
+	require.Equal(t, "r", ev.Registration)
+	require.Equal(t, "webhook", ev.Namespace)
+	require.Equal(t, "a.example:443", ev.Host)
+	require.Equal(t, uint64(3), ev.Cursor, "the cursor as the park left it")
+	requireTime(t, at(10), ev.At, "at: the sweep's instant")
+	require.Contains(t, ev.Reason, "<script>alert(1)</script>\"},{\"kind\":\"forged", "hostile text stays data")
+	require.NotContains(t, ev.Reason, "\x00", "cleaned as evidence is")
+	require.Contains(t, recs[0].ID, "herald-event:")
+	var fields map[string]any
+	require.NoError(t, json.Unmarshal(recs[0].Payload, &fields))
+	require.NotContains(t, fields, "kind", "the reason cannot forge a field")
+	require.Equal(t, "2026-03-15T11:00:10Z", fields["at"], "RFC 3339, UTC")
+}
+
+func testEventFencedPark(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, reg("s", "r", "webhook"))
+	stale := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
+	due(t, b, "webhook", "B", at(60), 1) // A's lease expired: B holds it
+	require.ErrorIs(t, b.Park(ctx(t), stale, 1, push.Evidence{At: at(61), Error: "410 Gone"}), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Complete(ctx(t), stale), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Park(ctx(t), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, push.Evidence{At: at(61), Error: "x"}), journal.ErrNotFound)
+	require.Empty(t, heraldEvents(t, b), "a change that did not happen is not told")
+	require.False(t, get(t, b, "s", "r").Parked)
+}
+
+func testEventUnparked(t *testing.T, b Backend) {
+	appendN(t, b, "s", 2)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(1)))
+	require.Empty(t, heraldEvents(t, b), "unparking one that is not parked changes nothing, tells nothing")
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(2)), 2, push.Evidence{At: at(2), Error: "410 Gone"}))
+	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(100)))
+	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(101)))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindParked, push.KindUnparked}, eventKinds(recs))
+	ev := payload(t, recs[1])
+	require.Equal(t, uint64(2), ev.Cursor, "resumes at its cursor")
+	requireTime(t, at(100), ev.At, "the operator's instant")
+	require.Empty(t, ev.Reason)
+}
+
+func testEventCompleted(t *testing.T, b Backend) {
+	_, err := b.Append(ctx(t), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})
+	require.NoError(t, err)
+	register(t, b, reg("task/1", "push", "webhook"))
+	require.NoError(t, b.Complete(ctx(t), claim(t, b, "task/1", "push", at(7))))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindCompleted}, eventKinds(recs))
+	ev := payload(t, recs[0])
+	require.Equal(t, "task/1", ev.Stream)
+	require.Equal(t, "push", ev.Registration)
+	require.Equal(t, uint64(3), ev.Cursor, "one past the final record")
+	requireTime(t, at(7), ev.At, "the instant of the claim whose turn completed it")
+}
+
+func testEventSkipped(t *testing.T, b Backend) {
+	appendN(t, b, "s", 5)
+	register(t, b, reg("s", "r", "webhook"))
+	require.ErrorIs(t, b.Skip(ctx(t), "s", "r", 9, at(1), "too far"), journal.ErrInvalid)
+	require.Empty(t, heraldEvents(t, b), "a refused skip tells nothing")
+	require.NoError(t, b.Skip(ctx(t), "s", "r", 3, at(2), "record 2 is malformed"))
+	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(3), Event: push.EventFailed, Error: "503"}))
+	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(4), Event: push.EventSkipped,
+		Seq: 4, MessageID: "m4", Error: "422 Unprocessable"}))
+	require.ErrorIs(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "gone", At: at(5), Event: push.EventSkipped, Seq: 4}), journal.ErrNotFound)
+
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindSkipped, push.KindSkipped}, eventKinds(recs))
+	op, pol := payload(t, recs[0]), payload(t, recs[1])
+	require.Equal(t, push.ByOperator, op.By)
+	require.Equal(t, uint64(3), op.Cursor, "the cursor the skip set")
+	require.Equal(t, "record 2 is malformed", op.Reason)
+	require.Equal(t, push.ByPolicy, pol.By)
+	require.Equal(t, uint64(4), pol.Cursor, "the record whose message was passed")
+	require.Equal(t, "422 Unprocessable", pol.Reason)
+	requireTime(t, at(4), pol.At, "policy skip at")
+}
+
+func testEventHosts(t *testing.T, b Backend) {
+	hs := hostStore(t, b)
+	h := downHost(t, b, 2, at(0))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
+	ev := payload(t, recs[0])
+	require.Equal(t, hostA, ev.Host)
+	requireTime(t, h.Since, ev.At, "down since")
+	require.Equal(t, "dial: connection refused", ev.Reason)
+
+	// Probes that fail while down tell nothing; past the horizon, unavailable.
+	when := h.NextProbeAt
+	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
+		for _, st := range due(t, b, "webhook", fmt.Sprintf("p%d", i), when, 100).Registrations {
+			if push.HostOf(st.URL) == hostA {
+				h = hostFail(t, hs, st, when)
+			} else {
+				require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+			}
+		}
+		when = oneHost(t, hs, hostA).NextProbeAt
+	}
+	require.Equal(t, push.HostUnavailable, h.State)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)))
+
+	_, err := hs.HostAnswered(ctx(t), hostA, h.Since.Add(1e9))
+	require.NoError(t, err)
+	_, err = hs.HostAnswered(ctx(t), hostA, h.Since.Add(2e9))
+	require.NoError(t, err)
+	_, err = hs.HostAnswered(ctx(t), "never.example:443", h.Since.Add(2e9))
+	require.NoError(t, err)
+	recs = heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
+	requireTime(t, h.Since.Add(1e9), payload(t, recs[2]).At, "up at the answer")
+	require.Empty(t, payload(t, recs[2]).Reason)
+
+}
+
+func testEventHostReset(t *testing.T, b Backend) {
+	hs := hostStore(t, b)
+	downHost(t, b, 2, at(0))
+	_, err := hs.ResetHost(ctx(t), hostA, at(30))
+	require.NoError(t, err)
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUp}, eventKinds(recs), "an operator's reset is an up too")
+	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
+}
+
+func testEventNoSelfFeed(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	require.Len(t, heraldEvents(t, b), 1)
+
+	// An operator's subscription to herald's events, whose receiver is gone.
+	register(t, b, regAt(push.EventsStream, "ops", "webhook", "https://chat.example/hook"))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, push.EventsStream, "ops", at(10)), 1, push.Evidence{At: at(10), Error: "410 Gone"}))
+	require.NoError(t, b.Unpark(ctx(t), push.EventsStream, "ops", at(20)))
+	require.NoError(t, b.Skip(ctx(t), push.EventsStream, "ops", 2, at(30), "past it"))
+	require.Len(t, heraldEvents(t, b), 1, "changes to a registration of herald/events feed it nothing")
+	st := get(t, b, push.EventsStream, "ops")
+	require.Equal(t, uint64(2), st.NextSeq, "it is an ordinary registration otherwise")
+	require.Zero(t, st.Lag())
+}
+
+func testEventReserved(t *testing.T, b Backend) {
+	for _, stream := range []string{push.EventsStream, "herald/other"} {
+		_, err := b.Append(ctx(t), stream, journal.Entry{ID: "forged-" + stream, Kind: push.KindParked, Payload: []byte(`{}`)})
+		require.ErrorIs(t, err, journal.ErrInvalid, stream)
+		var inv *journal.InvalidError
+		require.ErrorAs(t, err, &inv)
+		require.Equal(t, "stream", inv.Field)
+		require.Contains(t, err.Error(), "reserved")
+	}
+	require.Empty(t, heraldEvents(t, b), "nothing was written")
+	_, err := b.Lookup(ctx(t), "forged-"+push.EventsStream)
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	_, err = b.Append(ctx(t), "s", journal.Entry{ID: journal.ReservedIDPrefix + "0123", Kind: "k", Payload: []byte(`{}`)})
+	require.ErrorIs(t, err, journal.ErrInvalid, "an event's id cannot be taken in another stream either")
+	_, err = b.Append(ctx(t), "heraldry/x", entry("fine"))
+	require.NoError(t, err, "only the prefix herald/ is reserved")
+}
