@@ -65,6 +65,8 @@ type recordRequest struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadBase64 *string         `json:"payload_base64"`
 	Final         bool            `json:"final"`
+	Traceparent   string          `json:"traceparent"`
+	Tracestate    string          `json:"tracestate"`
 }
 
 // RecordView is a record as the HTTP API answers it: without its payload.
@@ -76,10 +78,13 @@ type RecordView struct {
 	ContentType string    `json:"content_type"`
 	Final       bool      `json:"final"`
 	AppendedAt  time.Time `json:"appended_at,omitzero"`
+	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
+	Tracestate  string    `json:"tracestate,omitempty"`
 }
 
 func recordView(r journal.Record) RecordView {
-	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
+	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt,
+		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
 }
 
 // appendResponse answers POST /v1/records.
@@ -97,12 +102,20 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, journal.Invalid("records", "is missing: give an array of records"))
 		return
 	}
+	tp, ts, err := headerTrace(r.Header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	entries := make([]journal.Entry, len(req.Records))
 	for i, raw := range req.Records {
 		e, err := entryOf(raw, fmt.Sprintf("records[%d]", i))
 		if err != nil {
 			writeError(w, err)
 			return
+		}
+		if e.Traceparent == "" && e.Tracestate == "" {
+			e.Traceparent, e.Tracestate = tp, ts
 		}
 		entries[i] = e
 	}
@@ -149,7 +162,8 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 	if err := strictDecode(bytes.NewReader(raw), &rr); err != nil {
 		return journal.Entry{}, jsonError(field, err)
 	}
-	e := journal.Entry{ID: rr.ID, Kind: rr.Kind, ContentType: rr.ContentType, Final: rr.Final}
+	e := journal.Entry{ID: rr.ID, Kind: rr.Kind, ContentType: rr.ContentType, Final: rr.Final,
+		Traceparent: rr.Traceparent, Tracestate: rr.Tracestate}
 	ct := e.ContentType
 	if ct == "" {
 		ct = journal.DefaultContentType
@@ -171,6 +185,31 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 		e.Payload = p
 	}
 	return e, nil
+}
+
+// headerTrace reads the W3C trace context of a POST /v1/records request
+// (Trace Context §3): one traceparent header, checked as the journal checks
+// a record's (journal.ValidateTraceparent), and the tracestate headers
+// joined with commas (§3.3.1.1: several are one list). Errors name the
+// header and wrap journal.ErrInvalid (400).
+func headerTrace(h http.Header) (tp, ts string, err error) {
+	tps := h.Values("Traceparent")
+	if len(tps) > 1 {
+		return "", "", journal.Invalid("traceparent header", "is given %d times: give it once", len(tps))
+	}
+	if len(tps) == 1 {
+		if tp = strings.TrimSpace(tps[0]); tp == "" {
+			return "", "", journal.Invalid("traceparent header", "is empty: give 00-<trace id>-<parent id>-<flags> or leave it out")
+		}
+	}
+	ts = strings.Join(h.Values("Tracestate"), ",")
+	if err := journal.ValidateTraceparent("traceparent header", tp); err != nil {
+		return "", "", err
+	}
+	if err := journal.ValidateTracestate("tracestate header", ts, tp); err != nil {
+		return "", "", err
+	}
+	return tp, ts, nil
 }
 
 // recordsField renames the journal's "entries[i]" fields to the API's

@@ -378,3 +378,34 @@ func concurrentAppends(t *testing.T, s Store) {
 		seen[r.ID] = true
 	}
 }
+
+// A registration's window is taken, checked naming the field, and shown.
+func TestAPIRegistrationWindow(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	reg := func(window string) string {
+		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + window +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, bad := range []string{`"window": 0,`, `"window": -1,`, `"window": 65,`} {
+		code, body := post(t, srv, "/v1/registrations", reg(bad))
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+		require.Contains(t, errorOf(t, body), "invalid window", bad)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "far")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+
+	code, body := post(t, srv, "/v1/registrations", reg(`"window": 16,`))
+	require.Equal(t, http.StatusCreated, code, body)
+	var v RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, 16, v.Window)
+	st, err := s.Get(t.Context(), "orders/1", "far")
+	require.NoError(t, err)
+	require.Equal(t, 16, st.Window)
+
+	code, body = post(t, srv, "/v1/registrations", reg(""))
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
+}

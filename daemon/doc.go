@@ -40,7 +40,8 @@
 //	POST   /v1/registration/unpark?stream=S&id=ID
 //
 // POST /v1/records takes {"stream": S, "records": [{"id", "kind",
-// "content_type", "payload" | "payload_base64", "final"}, …]}, as
+// "content_type", "payload" | "payload_base64", "final", "traceparent",
+// "tracestate"}, …]}, as
 // application/json, at most Options.MaxBody bytes (DefaultMaxBody, 8 MiB:
 // 413 over it). The append is all or nothing and idempotent
 // (journal.Journal.Append): 201 when something was appended, 200 when every
@@ -57,8 +58,19 @@
 // commit and answers once they are numbered; seq is 0 only for a record
 // pruned before the answer, under a retention of 0).
 //
+// Trace context: a W3C traceparent request header (with tracestate, several
+// of which are one comma-joined list) is the append's trace context, stored
+// with each record that names none in its own fields; each delivery of the
+// record is sent a child of it (journal/trace.go; README, "One trace from the append to the receiver"). It is
+// checked as the journal checks a record's (journal.ValidateTraceparent):
+// an invalid or repeated traceparent is a 400 naming "traceparent header".
+// It is not content: re-appending an id with other trace context is the same
+// record (200) and the stored context is kept.
+//
 // POST /v1/registrations takes {"stream", "id", "namespace", "url",
-// "on_4xx", "kinds", "from_seq", "config"}, where config is the namespace's
+// "on_4xx", "kinds", "window", "from_seq", "config"} (window: 1 to
+// push.MaxWindow, default 1; absent on an update sets 1, as herald register
+// does), where config is the namespace's
 // config object (as herald register builds it, e.g. webhook
 // {"secrets": ["whsec_…"]}), validated by the namespace's projection; only
 // namespaces this daemon serves are accepted. The config is stored and never

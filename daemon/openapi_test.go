@@ -88,6 +88,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "GET", "/v1/openapi.json", "", "", "", 401},
 		{srv, "POST", "/v1/records", json, "tok", oneRecord, 201},
 		{srv, "POST", "/v1/records", json, "tok", oneRecord, 200},
+		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "k", "payload": {}, "traceparent": "` + testTraceparent + `", "tracestate": "a=b"}]}`, 201},
 		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "other", "payload": {}}]}`, 409},
 		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-2", "kind": "k", "payload": {"x": "` + strings.Repeat("y", 300) + `"}}]}`, 413},
 		{srv, "POST", "/v1/records", "text/plain", "tok", oneRecord, 415},
