@@ -10,8 +10,10 @@ import (
 )
 
 // OpenTelemetry spans (README, "One trace from the append to the
-// receiver"). A worker records a span per turn, SpanTurn, and one per
-// delivery attempt inside it, SpanDelivery, through the TracerProvider of
+// receiver"). A worker records a span per RunOnce, SpanSweep, one per
+// turn, SpanTurn (inside the sweep's; under Run, which has no sweeps, a
+// turn's span is a root), and one per delivery attempt inside it,
+// SpanDelivery, through the TracerProvider of
 // WithTracerProvider (default: OpenTelemetry's global one, a no-op until a
 // program installs an SDK). Their attributes name the namespace, the host
 // (host:port, never a URL path, which may be a capability), the HTTP status,
@@ -19,6 +21,7 @@ import (
 
 // Span names and attribute keys.
 const (
+	SpanSweep    = "herald.sweep"
 	SpanTurn     = "herald.turn"
 	SpanDelivery = "herald.delivery"
 
@@ -30,6 +33,8 @@ const (
 	AttrRecords   = "herald.records" // records a turn acknowledged
 	AttrStream    = "herald.stream"  // the registration's stream
 	AttrReg       = "herald.registration"
+	AttrClaimed   = "herald.registrations" // sweep: registrations claimed
+	AttrSaturated = "herald.saturated"     // sweep: more were due than its limit
 )
 
 // tracerName is the instrumentation scope of herald's spans.
@@ -69,6 +74,28 @@ func endTurn(span trace.Span, rep SweepReport, err error) {
 			span.SetStatus(codes.Error, "store or journal error") // the error may quote a receiver: not copied
 		}
 		span.SetAttributes(attribute.Int(AttrRecords, rep.Records), attribute.String(AttrOutcome, outcome))
+	}
+	span.End()
+}
+
+// startSweep starts a RunOnce's span; endSweep ends it with its report.
+func (w *Worker) startSweep(ctx context.Context) (context.Context, trace.Span) {
+	ctx, span := w.tracer.Start(ctx, SpanSweep, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String(AttrNamespace, w.namespace))
+	}
+	return ctx, span
+}
+
+func endSweep(span trace.Span, rep SweepReport, err error) {
+	if span.IsRecording() {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+			span.SetStatus(codes.Error, "store or journal error")
+		}
+		span.SetAttributes(attribute.Int(AttrClaimed, rep.Registrations), attribute.Int(AttrRecords, rep.Records),
+			attribute.Bool(AttrSaturated, rep.Saturated), attribute.String(AttrOutcome, outcome))
 	}
 	span.End()
 }

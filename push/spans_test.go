@@ -36,11 +36,13 @@ func TestSpansForTurnsAndDeliveries(t *testing.T) {
 	require.NoError(t, err)
 
 	spans := exp.GetSpans()
-	require.Len(t, spans, 3)
-	var turn tracetest.SpanStub
+	require.Len(t, spans, 4)
+	var sweep, turn tracetest.SpanStub
 	var deliveries []tracetest.SpanStub
 	for _, s := range spans {
 		switch s.Name {
+		case push.SpanSweep:
+			sweep = s
 		case push.SpanTurn:
 			turn = s
 		case push.SpanDelivery:
@@ -60,6 +62,14 @@ func TestSpansForTurnsAndDeliveries(t *testing.T) {
 		require.NotContains(t, s.Status.Description, "capability")
 		return m
 	}
+	sa := attrs(sweep)
+	require.Equal(t, ns, sa[push.AttrNamespace].AsString())
+	require.Equal(t, int64(1), sa[push.AttrClaimed].AsInt64())
+	require.Equal(t, int64(1), sa[push.AttrRecords].AsInt64())
+	require.False(t, sa[push.AttrSaturated].AsBool())
+	require.Equal(t, "ok", sa[push.AttrOutcome].AsString())
+	require.Equal(t, sweep.SpanContext.TraceID(), turn.SpanContext.TraceID())
+	require.Equal(t, sweep.SpanContext.SpanID(), turn.Parent.SpanID(), "the turn is inside the sweep")
 	ta := attrs(turn)
 	require.Equal(t, ns, ta[push.AttrNamespace].AsString())
 	require.Equal(t, "hooks.example:443", ta[push.AttrHost].AsString())
@@ -110,5 +120,25 @@ func BenchmarkTurn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSpansOff: what a one-delivery sweep's spans cost when tracing
+// is off: the sweep's, the turn's and the delivery's Start and End on the
+// no-op tracer, nested as the worker nests them.
+func BenchmarkSpansOff(b *testing.B) {
+	tr := noop.NewTracerProvider().Tracer("bench")
+	ctx := b.Context()
+	b.ReportAllocs()
+	for range b.N {
+		c1, sweep := tr.Start(ctx, push.SpanSweep)
+		c2, turn := tr.Start(c1, push.SpanTurn)
+		_, d := tr.Start(c2, push.SpanDelivery)
+		if d.IsRecording() || turn.IsRecording() || sweep.IsRecording() {
+			b.Fatal("the no-op tracer recorded")
+		}
+		d.End()
+		turn.End()
+		sweep.End()
 	}
 }

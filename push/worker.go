@@ -131,6 +131,8 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	if at.IsZero() {
 		return rep, journal.Invalid("at", "is the zero time")
 	}
+	ctx, span := w.startSweep(ctx)
+	defer func() { endSweep(span, rep, err) }()
 	if h := w.opts.hooks.Sweep; h != nil {
 		started := time.Now()
 		defer func() { h(at, rep, time.Since(started), err) }()
