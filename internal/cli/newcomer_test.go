@@ -266,3 +266,18 @@ func TestUnparkSaysOneRecord(t *testing.T) {
 	require.Equal(t, "Unparked s/r: due now at cursor 1 (1 record to deliver).\n",
 		heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r", "--at", "2026-03-15T11:01:00Z"))
 }
+
+// herald run refuses an OTEL_* environment it cannot honour, naming the
+// variable, before it opens anything (issue 20).
+func TestRunRefusesAnOTELEnvironmentItCannotHonour(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, "", "migrate", "up")
+	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"} {
+		env := map[string]string{k: v, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"--database", "sqlite:" + db, "run", "--metrics-addr", "", "--admin-addr", ""},
+			Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(name string) string { return env[name] })
+		require.Equal(t, ExitUsage, code, "%s=%s: %s", k, v, errb.String())
+		require.Contains(t, errb.String(), k, "the error names the variable")
+	}
+}

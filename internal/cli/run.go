@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/otelenv"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -63,7 +65,11 @@ in any language: POST /v1/records appends, /v1/registrations registers, lists
 and deletes, GET /v1/records/status says who acknowledged a record; its
 OpenAPI 3.1 document is GET /v1/openapi.json. It requires "Authorization:
 Bearer $HERALD_API_TOKEN" when that variable is set, under the same loopback
-rule. An empty address turns any of these servers off.`,
+rule. An empty address turns any of these servers off.
+
+Traces: spans are exported by OTLP over HTTP when the standard environment
+asks (OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT set), and not
+otherwise; README, "One trace from the append to the receiver".`,
 		Example: `  herald run
   herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
   HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465
@@ -105,6 +111,22 @@ rule. An empty address turns any of these servers off.`,
 			tr, err := tf.build(e)
 			if err != nil {
 				return err
+			}
+			// Spans go to OpenTelemetry's global provider; OTLP export
+			// when the standard OTEL_* environment asks (internal/otelenv).
+			otlp, stopTracing, err := otelenv.Setup(cmd.Context(), e.getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+				defer cancel()
+				if err := stopTracing(ctx); err != nil {
+					e.logger.Warn("flushing traces at exit", "err", err)
+				}
+			}()
+			if otlp.Enabled {
+				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
 			}
 			opts := daemon.Options{
 				Transport:     tr,

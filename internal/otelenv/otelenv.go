@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -98,12 +97,13 @@ func truncate(s string) string {
 }
 
 // Setup installs the global TracerProvider that the environment asks for
-// (see the package documentation) and returns what to call at exit to
+// (see the package documentation; getenv is os.Getenv but in tests, and
+// the exporter reads its own variables from the process's environment) and returns what to call at exit to
 // flush and stop it: a no-op when export is off. The returned Config says
 // whether it is on.
-func Setup(ctx context.Context) (Config, func(context.Context) error, error) {
+func Setup(ctx context.Context, getenv func(string) string) (Config, func(context.Context) error, error) {
 	noop := func(context.Context) error { return nil }
-	cfg, err := FromEnv(os.Getenv)
+	cfg, err := FromEnv(getenv)
 	if err != nil || !cfg.Enabled {
 		return cfg, noop, err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -105,7 +106,7 @@ func TestSetupExportsSpans(t *testing.T) {
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
 	ctx := context.Background()
-	cfg, shutdown, err := otelenv.Setup(ctx)
+	cfg, shutdown, err := otelenv.Setup(ctx, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
