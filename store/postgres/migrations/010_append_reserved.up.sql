@@ -3,25 +3,29 @@
 -- events, push.EventsStream) and a record id starting "herald-event:" (an
 -- event's id is derived from the change, so a producer holding one could
 -- make the change fail with a conflict). Both are HA400 naming the field,
--- with Go's message. The checks run in Go's order: the stream's name, then
--- its prefix, then the id's name, then its prefix; herald_append_entry
--- (migration 009) is not changed and checks the names again, cheaply.
+-- with Go's message, in Go's order (a name's own checks before its
+-- prefix, the stream before the id); herald_append_entry (migration 009)
+-- is not changed.
 -- Only the four herald_append overloads are redefined, so that the append
 -- itself stays in one place.
 
--- herald_check_reserved raises HA400 if stream or id is reserved, after
--- checking that each is a valid name (HA400 too).
+-- herald_check_reserved raises HA400 if stream or id is reserved. A name
+-- that is reserved is first checked as a name (HA400 too), and a reserved
+-- id only once the stream passed, so that a doubly bad call gets Go's
+-- error; a name that is not reserved costs two prefix tests here, its
+-- checks being herald_append_entry's.
 CREATE FUNCTION herald_check_reserved(p_stream text, p_id text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 BEGIN
-    PERFORM herald_check_name('stream', p_stream, 200, false);
     IF starts_with(p_stream, 'herald/') THEN -- journal.ReservedPrefix
+        PERFORM herald_check_name('stream', p_stream, 200, false);
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'stream',
             MESSAGE = format('herald_append: invalid stream: %s is reserved: streams named herald/… are herald''s own (its operational events), and only herald appends to them',
                              to_json(p_stream)::text);
     END IF;
-    PERFORM herald_check_name('id', p_id, 1024, true);
     IF starts_with(p_id, 'herald-event:') THEN -- journal.ReservedIDPrefix
+        PERFORM herald_check_name('stream', p_stream, 200, false);
+        PERFORM herald_check_name('id', p_id, 1024, true);
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'id',
             MESSAGE = 'herald_append: invalid id: starts with "herald-event:", reserved for herald''s own events';
     END IF;
