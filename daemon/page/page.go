@@ -114,12 +114,11 @@ func New(opts Options) (*Page, error) {
 
 func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":   fmtTime,
-		"ago":    func(t time.Time) string { return ago(p.now(), t) },
-		"path":   func(s string) string { return p.prefix + s },
-		"pct":    pct,
-		"chart":  chartSVG,
-		"redact": RedactURL,
+		"time":  fmtTime,
+		"ago":   func(t time.Time) string { return ago(p.now(), t) },
+		"path":  func(s string) string { return p.prefix + s },
+		"pct":   pct,
+		"chart": chartSVG,
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
