@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
 )
@@ -51,7 +52,7 @@ func newRun(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the daemon: a worker per namespace, /metrics, /healthz and the admin API",
+		Short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
 		Long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
 --max-in-flight registrations being served and refills a slot as soon as its
 turn ends, so a slow or silent receiver holds one slot (at most --timeout),
@@ -70,7 +71,9 @@ finish or time out, saves every cursor, and exits 0: nothing acknowledged is
 lost and nothing unacknowledged is advanced.
 
 --metrics-addr serves Prometheus metrics on /metrics and a health check on
-/healthz. --admin-addr serves the admin JSON API, whose parameters are query
+/healthz. --admin-addr serves the operator's page on /ui/ (a login form takes
+HERALD_ADMIN_TOKEN when set; README, "The operator's page") and the admin JSON
+API, whose parameters are query
 parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
 404 or 500):
 
@@ -126,14 +129,18 @@ empty address turns either server off.`,
 				return err
 			}
 			defer b.Close()
-			d := &daemon{e: e, b: b, every: every}
+			pg, err := page.New(page.Options{Store: b, Token: token, Now: e.now, Logger: e.logger})
+			if err != nil {
+				return err
+			}
+			d := &daemon{e: e, b: b, every: every, page: pg}
 			d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return b.Stats(ctx, e.now()) },
 				func(ctx context.Context) ([]push.Host, error) { return allHosts(ctx, b, push.HostQuery{}) })
 			if pruneEvery > 0 {
 				d.pruner = &pruner{e: e, b: b, retain: keep, every: pruneEvery, passed: newPruneMetrics(d.metrics.reg).observe}
 			}
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
-				opts := append(wf.options(e), push.WithSweepLimit(sweepLimit), push.WithHooks(d.metrics.hooks(ns)))
+				opts := append(wf.options(e), push.WithSweepLimit(sweepLimit), push.WithHooks(pg.Hooks(ns, d.metrics.hooks(ns))))
 				w, err := newWorker(b, tr, ns, opts)
 				if err != nil {
 					return err
@@ -148,7 +155,7 @@ empty address turns either server off.`,
 	f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
 	f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
-	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the admin JSON API (empty: off)")
+	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once")
 	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 	f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
@@ -164,6 +171,7 @@ type daemon struct {
 	workers []*push.Worker
 	metrics *metrics
 	pruner  *pruner // nil: no pruning
+	page    *page.Page
 	// ready, if set, is called with the listeners' addresses once serving.
 	ready func(metrics, admin string)
 }
@@ -211,7 +219,7 @@ func (d *daemon) serve(ctx context.Context, metricsAddr, adminAddr, token string
 	if err := listen(0, metricsAddr, mux); err != nil {
 		return err
 	}
-	if err := listen(1, adminAddr, adminHandler(d.b, token, d.e.now)); err != nil {
+	if err := listen(1, adminAddr, withPage(adminHandler(d.b, token, d.e.now), d.page)); err != nil {
 		return err
 	}
 	names := make([]string, len(d.workers))
@@ -245,6 +253,9 @@ func (d *daemon) serve(ctx context.Context, metricsAddr, adminAddr, token string
 	}
 	if d.pruner != nil {
 		g.Go(func() error { d.pruner.run(ctx); return nil })
+	}
+	if adminAddr != "" {
+		g.Go(func() error { d.page.RunSampler(ctx, page.SampleEvery); return nil })
 	}
 	err := g.Wait()
 	log.Info("herald: stopped; every cursor is saved")
