@@ -3,38 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/daemon"
 	"github.com/heraldpush/herald/push"
 )
 
-// allHosts pages through every stored host matching q.
 func allHosts(ctx context.Context, hs push.HostStore, q push.HostQuery) ([]push.Host, error) {
-	q.Limit = push.MaxListLimit
-	var out []push.Host
-	for {
-		page, err := hs.Hosts(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		q.After = page[len(page)-1].Host
-	}
+	return daemon.AllHosts(ctx, hs, q)
 }
 
-// hostArg reads a host as an operator names it: the host:port herald hosts
-// lists, or any URL on it.
-func hostArg(s string) string {
-	if strings.Contains(s, "://") {
-		return push.HostOf(s)
-	}
-	return strings.ToLower(s)
-}
+func hostArg(s string) string { return daemon.HostArg(s) }
 
 func newHosts(e *env) *cobra.Command {
 	var state string

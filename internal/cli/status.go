@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/daemon"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -132,38 +133,10 @@ func newStatus(e *env) *cobra.Command {
 	}
 }
 
-// hostSummary is the hosts part of herald status: counts by state (of the
-// hosts herald keeps health for: those that ever failed for their host) and
-// the hosts not up, the first maxStatusHosts of them.
-type hostSummary struct {
-	Up          int         `json:"up"`
-	Down        int         `json:"down"`
-	Unavailable int         `json:"unavailable"`
-	Held        int         `json:"held"`
-	NotUp       []push.Host `json:"not_up"`
-}
+// hostSummary is the hosts part of herald status (daemon.HostSummary).
+type hostSummary = daemon.HostSummary
 
-const maxStatusHosts = 10
-
-func summarizeHosts(hs []push.Host) hostSummary {
-	sum := hostSummary{NotUp: []push.Host{}}
-	for _, h := range hs {
-		switch h.State {
-		case push.HostDown:
-			sum.Down++
-		case push.HostUnavailable:
-			sum.Unavailable++
-		default:
-			sum.Up++
-			continue
-		}
-		sum.Held += h.Held
-		if len(sum.NotUp) < maxStatusHosts {
-			sum.NotUp = append(sum.NotUp, h)
-		}
-	}
-	return sum
-}
+func summarizeHosts(hs []push.Host) hostSummary { return daemon.SummarizeHosts(hs) }
 
 func views(sts []push.Status) []registrationView {
 	out := make([]registrationView, len(sts))

@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import (
 	"context"
@@ -29,9 +29,8 @@ func TestPrunerPass(t *testing.T) {
 	require.NoError(t, err)
 
 	now := t0.Add(6 * 24 * time.Hour)
-	e := &env{now: func() time.Time { return now }, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	passes := make(chan store.PruneReport)
-	p := &pruner{e: e, b: s, retain: store.DefaultRetain, every: time.Hour, passed: func(r store.PruneReport, err error) {
+	p := &pruner{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }, b: s, retain: store.DefaultRetain, every: time.Hour, passed: func(r store.PruneReport, err error) {
 		require.NoError(t, err)
 		passes <- r
 	}}

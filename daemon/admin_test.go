@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
@@ -56,7 +57,7 @@ func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q
 
 func TestAdminAPI(t *testing.T) {
 	s := parkedStore(t)
-	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
+	srv := httptest.NewServer(AdminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
 	defer srv.Close()
 	key := url.Values{"stream": {"orders"}, "id": {"billing"}}
 
@@ -68,7 +69,7 @@ func TestAdminAPI(t *testing.T) {
 
 	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
 	require.Equal(t, http.StatusOK, code, body)
-	var regs []registrationView
+	var regs []RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &regs))
 	require.Len(t, regs, 1)
 	require.True(t, regs[0].Parked)
@@ -105,17 +106,17 @@ func TestAdminAPI(t *testing.T) {
 	require.Equal(t, uint64(1), st.NextSeq)
 }
 
-func TestAdminAddressNeedsATokenOffLoopback(t *testing.T) {
+func TestAddressNeedsATokenOffLoopback(t *testing.T) {
 	for addr, ok := range map[string]bool{"127.0.0.1:9465": true, "[::1]:9465": true, "localhost:9465": true, "0.0.0.0:9465": false, "10.0.0.5:9465": false, ":9465": false} {
-		err := checkAdminAddr(addr, "")
+		err := CheckAddr("--admin-addr", addr, "", "HERALD_ADMIN_TOKEN")
 		if ok {
 			require.NoError(t, err, addr)
 		} else {
 			require.Error(t, err, addr)
-			require.True(t, isUsage(err), addr)
+			require.Contains(t, err.Error(), "--admin-addr", addr)
 			require.Contains(t, err.Error(), "HERALD_ADMIN_TOKEN", addr)
 		}
-		require.NoError(t, checkAdminAddr(addr, "t0ken"), "%s with a token", addr)
+		require.NoError(t, CheckAddr("--admin-addr", addr, "t0ken", "HERALD_ADMIN_TOKEN"), "%s with a token", addr)
 	}
 }
 
@@ -130,11 +131,11 @@ func TestMetrics(t *testing.T) {
 	h.Claim(t0, 1, nil)
 	w, err := push.NewWorker(s, s, push.TransportFunc(func(context.Context, push.Registration, push.Message, time.Time) (push.Outcome, error) {
 		return push.Outcome{}, nil
-	}), namespaces["webhook"].projection())
+	}), webhook.New())
 	require.NoError(t, err)
 	m.watch(w)
 
-	srv := httptest.NewServer(promHandler(m))
+	srv := httptest.NewServer(m.handler())
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
 	require.NoError(t, err)
@@ -161,7 +162,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestAdminAPIMissingParameters(t *testing.T) {
-	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }))
+	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
 	defer srv.Close()
 	for path, want := range map[string]string{
 		"/v1/unpark": "stream and id are required",
@@ -181,7 +182,7 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 // and a flag that is not true or false is refused, not read as false
 // (issue 22, item 5).
 func TestAdminAPIErrorsAreJSON(t *testing.T) {
-	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }))
+	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
 	defer srv.Close()
 	for _, c := range []struct {
 		method, path string
@@ -219,7 +220,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	now := func() time.Time { return t0.Add(time.Hour) }
 	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now), pg))
+	srv := httptest.NewServer(withPage(AdminHandler(s, "t0ken", now), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {

@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import (
 	"context"
@@ -58,8 +58,8 @@ func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(
 	return m
 }
 
-// promHandler serves the metrics in Prometheus' text format.
-func promHandler(m *metrics) http.Handler {
+// handler serves the metrics in Prometheus' text format.
+func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
@@ -164,7 +164,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
 		return
 	}
-	sum := summarizeHosts(hs)
+	sum := SummarizeHosts(hs)
 	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
 		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(n), state)
 	}

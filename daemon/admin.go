@@ -1,0 +1,210 @@
+package daemon
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// withPage serves the operator's page (daemon/page) under /ui/ beside the
+// admin API, and sends GET / there. The page does its own authentication
+// (a login form for the same token), so it is mounted before the API's.
+func withPage(api http.Handler, pg *page.Page) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(page.DefaultPrefix, pg)
+	mux.Handle("GET /{$}", http.RedirectHandler(page.DefaultPrefix, http.StatusFound))
+	mux.Handle("/", api)
+	return mux
+}
+
+// AdminStore is what the admin API works on.
+type AdminStore interface {
+	push.Store
+	push.HostStore
+}
+
+// AdminHandler serves the admin JSON API, whose parameters are query
+// parameters and whose answers are JSON:
+//
+//	GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
+//	GET  /v1/evidence?stream=S&id=ID&limit=N
+//	POST /v1/unpark?stream=S&id=ID
+//	POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
+//	POST /v1/rewind?stream=S&id=ID&to_seq=N
+//	GET  /v1/hosts?state=&host=&after=&limit=
+//	POST /v1/hosts/reset?host=HOST
+//
+// Every request needs "Authorization: Bearer <token>" when token is not
+// empty. Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 (no
+// such registration or endpoint), 405 (another method; Allow names it) or
+// 500. now is the clock of operator actions (unpark, skip, rewind, reset).
+func AdminHandler(store AdminStore, token string, now func() time.Time) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		hq := push.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
+		n, err := intParam(q.Get("limit"), "limit")
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		hq.Limit = n
+		hs, err := store.Hosts(r.Context(), hq)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if hs == nil {
+			hs = []push.Host{}
+		}
+		writeJSON(w, http.StatusOK, hs)
+	})
+	mux.HandleFunc("POST /v1/hosts/reset", func(w http.ResponseWriter, r *http.Request) {
+		host := r.URL.Query().Get("host")
+		if host == "" {
+			writeError(w, journal.Invalid("query", "host is a required query parameter (/v1/hosts/reset?host=…)"))
+			return
+		}
+		h, err := store.ResetHost(r.Context(), HostArg(host), now())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h)
+	})
+	mux.HandleFunc("GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) {
+		listRegistrations(w, r, store)
+	})
+	mux.HandleFunc("GET /v1/evidence", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("stream") == "" || q.Get("id") == "" {
+			writeError(w, journal.Invalid("query", "stream and id are required query parameters (/v1/evidence?stream=…&id=…)"))
+			return
+		}
+		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		evs, err := store.Evidence(r.Context(), q.Get("stream"), q.Get("id"), limit)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if evs == nil {
+			evs = []push.Evidence{}
+		}
+		writeJSON(w, http.StatusOK, evs)
+	})
+	action := func(needsSeq bool, do func(r *http.Request, stream, id string, toSeq uint64) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			stream, id := q.Get("stream"), q.Get("id")
+			if stream == "" || id == "" || (needsSeq && q.Get("to_seq") == "") {
+				params := "stream and id"
+				if needsSeq {
+					params = "stream, id and to_seq"
+				}
+				writeError(w, journal.Invalid("query", "%s are required query parameters (%s?stream=…&id=…)", params, r.URL.Path))
+				return
+			}
+			var toSeq uint64
+			if s := q.Get("to_seq"); s != "" {
+				n, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					writeError(w, journal.Invalid("to_seq", "%q is not a seq", s))
+					return
+				}
+				toSeq = n
+			}
+			if err := do(r, stream, id, toSeq); err != nil {
+				writeError(w, err)
+				return
+			}
+			st, err := store.Get(r.Context(), stream, id)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, ViewOf(st))
+		}
+	}
+	mux.HandleFunc("POST /v1/unpark", action(false, func(r *http.Request, stream, id string, _ uint64) error {
+		return store.Unpark(r.Context(), stream, id, now())
+	}))
+	mux.HandleFunc("POST /v1/skip", action(true, func(r *http.Request, stream, id string, toSeq uint64) error {
+		reason := r.URL.Query().Get("reason")
+		if reason == "" {
+			reason = "skipped by an operator (admin API)"
+		}
+		return store.Skip(r.Context(), stream, id, toSeq, now(), reason)
+	}))
+	mux.HandleFunc("POST /v1/rewind", action(true, func(r *http.Request, stream, id string, toSeq uint64) error {
+		return store.Rewind(r.Context(), stream, id, toSeq, now())
+	}))
+	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
+}
+
+// listRegistrations answers GET /v1/registrations on both APIs.
+func listRegistrations(w http.ResponseWriter, r *http.Request, store AdminStore) {
+	q := r.URL.Query()
+	lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
+		After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+	for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
+		if v := q.Get(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				writeError(w, journal.Invalid(name, "%q must be true or false", v))
+				return
+			}
+			*dst = b
+		}
+	}
+	n, err := intParam(q.Get("limit"), "limit")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	lq.Limit = n
+	sts, err := store.List(r.Context(), lq)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	held, err := HeldHosts(r.Context(), store)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]RegistrationView, len(sts))
+	for i, s := range sts {
+		out[i] = held.View(s)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// intParam reads an optional integer query parameter; empty is 0.
+func intParam(s, name string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, journal.Invalid(name, "%q is not a number", s)
+	}
+	return n, nil
+}
+
+// HostArg reads a host as an operator names it: the host:port herald hosts
+// lists, or any URL on it.
+func HostArg(s string) string {
+	if strings.Contains(s, "://") {
+		return push.HostOf(s)
+	}
+	return strings.ToLower(s)
+}

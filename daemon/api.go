@@ -1,0 +1,438 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// APIHandler serves the HTTP API that producers and operators in any
+// language use (the package doc, "The HTTP API", lists its routes; the
+// OpenAPI document at /v1/openapi.json is its contract). Every request needs
+// "Authorization: Bearer <Options.APIToken>" when that is set.
+func (d *Daemon) APIHandler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range d.apiRoutes() {
+		mux.HandleFunc(rt.pattern, rt.handle)
+	}
+	return guard(mux, d.opts.APIToken, "herald api", "HERALD_API_TOKEN")
+}
+
+// route is one "METHOD /path" of the HTTP API and what serves it.
+type route struct {
+	pattern string
+	handle  http.HandlerFunc
+}
+
+// apiRoutes are the HTTP API's routes; the OpenAPI test checks the
+// document against this table.
+func (d *Daemon) apiRoutes() []route {
+	return []route{
+		{"GET /v1/openapi.json", serveOpenAPI},
+		{"POST /v1/records", d.postRecords},
+		{"GET /v1/records/status", d.recordStatus},
+		{"POST /v1/registrations", d.postRegistration},
+		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
+		{"GET /v1/registration", d.getRegistration},
+		{"DELETE /v1/registration", d.deleteRegistration},
+		{"POST /v1/registration/unpark", d.unparkRegistration},
+	}
+}
+
+// appendRequest is the body of POST /v1/records.
+type appendRequest struct {
+	Stream  string            `json:"stream"`
+	Records []json.RawMessage `json:"records"`
+}
+
+// recordRequest is one record of an appendRequest. Payload is any JSON
+// value, stored as the bytes sent; PayloadBase64 is bytes (RFC 4648 §4,
+// padded) for a content type that is not JSON. At most one of them.
+type recordRequest struct {
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind"`
+	ContentType   string          `json:"content_type"`
+	Payload       json.RawMessage `json:"payload"`
+	PayloadBase64 *string         `json:"payload_base64"`
+	Final         bool            `json:"final"`
+	Traceparent   string          `json:"traceparent"`
+	Tracestate    string          `json:"tracestate"`
+}
+
+// RecordView is a record as the HTTP API answers it: without its payload.
+type RecordView struct {
+	Stream      string    `json:"stream"`
+	Seq         uint64    `json:"seq"`
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	ContentType string    `json:"content_type"`
+	Final       bool      `json:"final"`
+	AppendedAt  time.Time `json:"appended_at,omitzero"`
+	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
+	Tracestate  string    `json:"tracestate,omitempty"`
+}
+
+func recordView(r journal.Record) RecordView {
+	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt,
+		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
+}
+
+// appendResponse answers POST /v1/records.
+type appendResponse struct {
+	Stream  string       `json:"stream"`
+	Records []RecordView `json:"records"`
+}
+
+func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
+	var req appendRequest
+	if !d.decodeBody(w, r, &req) {
+		return
+	}
+	if req.Records == nil {
+		writeError(w, journal.Invalid("records", "is missing: give an array of records"))
+		return
+	}
+	tp, ts, err := headerTrace(r.Header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	entries := make([]journal.Entry, len(req.Records))
+	for i, raw := range req.Records {
+		e, err := entryOf(raw, fmt.Sprintf("records[%d]", i))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if e.Traceparent == "" && e.Tracestate == "" {
+			e.Traceparent, e.Tracestate = tp, ts
+		}
+		entries[i] = e
+	}
+	if _, err := journal.ValidateEntries(req.Stream, entries, 0); err != nil {
+		writeError(w, recordsField(err))
+		return
+	}
+	// Whether anything is new decides 201 or 200. A lookup before the
+	// append answers it: a racing identical request may make both 201, and
+	// either way nothing is written twice (the append is idempotent).
+	created := false
+	for _, e := range entries {
+		_, err := d.store.Lookup(r.Context(), e.ID)
+		if errors.Is(err, journal.ErrNotFound) {
+			created = true
+			break
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
+	if err != nil {
+		writeError(w, recordsField(err))
+		return
+	}
+	out := appendResponse{Stream: req.Stream, Records: make([]RecordView, len(recs))}
+	for i, rec := range recs {
+		out.Records[i] = recordView(rec)
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		d.wakeAll()
+	}
+	writeJSON(w, code, out)
+}
+
+// entryOf decodes one record of a POST /v1/records body; field names the
+// record ("records[2]") in errors.
+func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
+	var rr recordRequest
+	if err := strictDecode(bytes.NewReader(raw), &rr); err != nil {
+		return journal.Entry{}, jsonError(field, err)
+	}
+	e := journal.Entry{ID: rr.ID, Kind: rr.Kind, ContentType: rr.ContentType, Final: rr.Final,
+		Traceparent: rr.Traceparent, Tracestate: rr.Tracestate}
+	ct := e.ContentType
+	if ct == "" {
+		ct = journal.DefaultContentType
+	}
+	mt, _, _ := mime.ParseMediaType(ct) // a bad type is the journal's to name
+	switch {
+	case rr.Payload != nil && rr.PayloadBase64 != nil:
+		return e, journal.Invalid(field+".payload", "and payload_base64 are both set: give one")
+	case rr.Payload != nil:
+		if !journal.IsJSON(mt) {
+			return e, journal.Invalid(field+".payload", "is JSON but content_type is %q: send other bytes in payload_base64", ct)
+		}
+		e.Payload = []byte(rr.Payload)
+	case rr.PayloadBase64 != nil:
+		p, err := base64.StdEncoding.DecodeString(*rr.PayloadBase64)
+		if err != nil {
+			return e, journal.Invalid(field+".payload_base64", "is not base64 (RFC 4648, padded): %v", err)
+		}
+		e.Payload = p
+	}
+	return e, nil
+}
+
+// headerTrace reads the W3C trace context of a POST /v1/records request
+// (Trace Context §3): one traceparent header, checked as the journal checks
+// a record's (journal.ValidateTraceparent), and the tracestate headers
+// joined with commas (§3.3.1.1: several are one list). Errors name the
+// header and wrap journal.ErrInvalid (400).
+func headerTrace(h http.Header) (tp, ts string, err error) {
+	tps := h.Values("Traceparent")
+	if len(tps) > 1 {
+		return "", "", journal.Invalid("traceparent header", "is given %d times: give it once", len(tps))
+	}
+	if len(tps) == 1 {
+		if tp = strings.TrimSpace(tps[0]); tp == "" {
+			return "", "", journal.Invalid("traceparent header", "is empty: give 00-<trace id>-<parent id>-<flags> or leave it out")
+		}
+	}
+	ts = strings.Join(h.Values("Tracestate"), ",")
+	if err := journal.ValidateTraceparent("traceparent header", tp); err != nil {
+		return "", "", err
+	}
+	if err := journal.ValidateTracestate("tracestate header", ts, tp); err != nil {
+		return "", "", err
+	}
+	return tp, ts, nil
+}
+
+// recordsField renames the journal's "entries[i]" fields to the API's
+// "records[i]".
+func recordsField(err error) error {
+	var ie *journal.InvalidError
+	if errors.As(err, &ie) && strings.HasPrefix(ie.Field, "entries") {
+		return journal.Invalid("records"+strings.TrimPrefix(ie.Field, "entries"), "%s", ie.Reason)
+	}
+	return err
+}
+
+// decodeBody reads a JSON request body into v, strictly (no unknown
+// fields, nothing after the value), within MaxBody bytes. On failure it
+// answers 415, 413 or 400 and returns false.
+func (d *Daemon) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, errorBody{fmt.Sprintf("Content-Type %q is not served: send application/json", ct)})
+		return false
+	}
+	body := http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
+	if err := strictDecode(body, v); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)})
+			return false
+		}
+		writeError(w, jsonError("body", err))
+		return false
+	}
+	return true
+}
+
+// strictDecode decodes one JSON value from r into v: unknown fields and
+// anything after the value are errors.
+func strictDecode(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			return errors.New("more than one JSON value")
+		}
+		return err
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a journal.ErrInvalid naming the
+// field: the JSON field for a wrong type or an unknown field, else where.
+func jsonError(where string, err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := where
+		if te.Field != "" {
+			field += "." + te.Field
+		}
+		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
+	case errors.As(err, &se):
+		return journal.Invalid(where, "is not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.Is(err, io.EOF):
+		return journal.Invalid(where, "is empty: want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return journal.Invalid(where, "is not valid JSON: it ends too soon")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return journal.Invalid(where, "has unknown field %s", name)
+	}
+	return journal.Invalid(where, "%v", err)
+}
+
+// jsonType names a Go type as the JSON a client sends.
+func jsonType(goType string) string {
+	switch {
+	case goType == "string", goType == "*string":
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	}
+	return "an object"
+}
+
+// registrationRequest is the body of POST /v1/registrations. Config is the
+// namespace's config object (the README lists each namespace's fields); it
+// is stored with the registration and never shown again.
+type registrationRequest struct {
+	Stream     string          `json:"stream"`
+	ID         string          `json:"id"`
+	Namespace  string          `json:"namespace"`
+	URL        string          `json:"url"`
+	OnRejected string          `json:"on_4xx"`
+	Kinds      []string        `json:"kinds"`
+	Window     *int            `json:"window"`
+	FromSeq    *uint64         `json:"from_seq"`
+	Config     json.RawMessage `json:"config"`
+}
+
+func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
+	var req registrationRequest
+	if !d.decodeBody(w, r, &req) {
+		return
+	}
+	wk := d.byNS[req.Namespace]
+	if wk == nil {
+		names := make([]string, len(d.workers))
+		for i, x := range d.workers {
+			names[i] = x.Namespace()
+		}
+		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(names, ", ")))
+		return
+	}
+	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1}
+	switch req.OnRejected {
+	case "", string(push.RejectRetry):
+		reg.OnRejected = push.RejectRetry
+	case string(push.RejectSkip):
+		reg.OnRejected = push.RejectSkip
+	default:
+		writeError(w, journal.Invalid("on_4xx", "%q must be retry or skip", req.OnRejected))
+		return
+	}
+	if req.Window != nil {
+		if *req.Window < 1 || *req.Window > push.MaxWindow {
+			writeError(w, journal.Invalid("window", "is %d: it must be 1 to %d", *req.Window, push.MaxWindow))
+			return
+		}
+		reg.Window = *req.Window
+	}
+	if req.FromSeq != nil {
+		reg.NextSeq = *req.FromSeq
+	}
+	if req.Config != nil {
+		reg.Config = push.Config(req.Config)
+	}
+	if err := push.ValidateKinds(reg.Kinds); err != nil {
+		writeError(w, err)
+		return
+	}
+	code := http.StatusCreated
+	if reg.Stream != "" && reg.ID != "" {
+		if _, err := d.store.Get(r.Context(), reg.Stream, reg.ID); err == nil {
+			code = http.StatusOK
+		}
+	}
+	stored, err := wk.Register(r.Context(), reg)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, code, ViewOf(st))
+}
+
+// registrationKey reads the required stream and id query parameters.
+func registrationKey(r *http.Request) (string, string, error) {
+	q := r.URL.Query()
+	if q.Get("stream") == "" || q.Get("id") == "" {
+		return "", "", journal.Invalid("query", "stream and id are required query parameters (%s?stream=…&id=…)", r.URL.Path)
+	}
+	return q.Get("stream"), q.Get("id"), nil
+}
+
+func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
+	stream, id, err := registrationKey(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	st, err := d.store.Get(r.Context(), stream, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	held, err := HeldHosts(r.Context(), d.store)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, held.View(st))
+}
+
+func (d *Daemon) deleteRegistration(w http.ResponseWriter, r *http.Request) {
+	stream, id, err := registrationKey(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := d.store.Unregister(r.Context(), stream, id); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (d *Daemon) unparkRegistration(w http.ResponseWriter, r *http.Request) {
+	stream, id, err := registrationKey(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := d.store.Unpark(r.Context(), stream, id, d.now()); err != nil {
+		writeError(w, err)
+		return
+	}
+	st, err := d.store.Get(r.Context(), stream, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if wk := d.byNS[st.Namespace]; wk != nil {
+		wk.Wake()
+	}
+	writeJSON(w, http.StatusOK, ViewOf(st))
+}

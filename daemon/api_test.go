@@ -1,0 +1,411 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// noTransport refuses every delivery: these tests drive the API, not the
+// wire.
+var noTransport = push.TransportFunc(func(context.Context, push.Registration, push.Message, time.Time) (push.Outcome, error) {
+	return push.Outcome{}, fmt.Errorf("no delivery in this test")
+})
+
+// apiServer serves the HTTP API of a daemon on s (webhook namespace) on a
+// loopback httptest server.
+func apiServer(t *testing.T, s Store, token string, maxBody int64) *httptest.Server {
+	t.Helper()
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		APIToken: token, MaxBody: maxBody, Now: func() time.Time { return t0 },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// call sends body (JSON) with content type ct and token; it returns the
+// status and the body answered.
+func call(t *testing.T, srv *httptest.Server, method, path, ct, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func post(t *testing.T, srv *httptest.Server, path, body string) (int, string) {
+	return call(t, srv, http.MethodPost, path, "application/json", "", body)
+}
+
+// errorOf decodes an error answer, failing if it is not {"error": "..."}.
+func errorOf(t *testing.T, body string) string {
+	t.Helper()
+	var e struct {
+		Error string `json:"error"`
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&e), "not a JSON error: %q", body)
+	require.NotEmpty(t, e.Error, body)
+	return e.Error
+}
+
+const oneRecord = `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "order.created", "payload": {"total": 42}}]}`
+
+func TestAPIAuth(t *testing.T) {
+	srv := apiServer(t, memory.New(), "s3cret", 0)
+	for _, tok := range []string{"", "wrong", "s3cre", "s3cretX"} {
+		code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", tok, oneRecord)
+		require.Equal(t, http.StatusUnauthorized, code, "token %q", tok)
+		require.Contains(t, errorOf(t, body), "HERALD_API_TOKEN")
+	}
+	code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", "s3cret", oneRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+
+	open := apiServer(t, memory.New(), "", 0) // no token configured, on loopback
+	code, body = post(t, open, "/v1/records", oneRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+}
+
+// An API without a token is refused at start on an address that is not
+// loopback; with one, or on loopback, it starts.
+func TestAPIRefusedOffLoopbackWithoutAToken(t *testing.T) {
+	base := Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()}}
+	o := base
+	o.APIAddr = "0.0.0.0:0"
+	_, err := New(o)
+	require.ErrorContains(t, err, "Options.APIAddr")
+	require.ErrorContains(t, err, "HERALD_API_TOKEN")
+	o.APIToken = "t"
+	_, err = New(o)
+	require.NoError(t, err)
+	o = base
+	o.APIAddr = "127.0.0.1:0"
+	_, err = New(o)
+	require.NoError(t, err)
+}
+
+func TestAPIAppendIsIdempotent(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	code, body := post(t, srv, "/v1/records", oneRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+	var out appendResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Equal(t, "orders/1", out.Stream)
+	require.Len(t, out.Records, 1)
+	require.Equal(t, uint64(1), out.Records[0].Seq)
+	require.Equal(t, "application/json", out.Records[0].ContentType)
+
+	code, body = post(t, srv, "/v1/records", oneRecord)
+	require.Equal(t, http.StatusOK, code, "the same request again: nothing new: %s", body)
+	head, err := s.Head(t.Context(), "orders/1")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), head, "nothing written twice")
+	recs, err := s.Read(t.Context(), "orders/1", 1, 10)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"total": 42}`, string(recs[0].Payload))
+
+	// One known and one new record: 201, and only the new one is written.
+	code, body = post(t, srv, "/v1/records", `{"stream": "orders/1", "records": [
+		{"id": "evt-1", "kind": "order.created", "payload": {"total": 42}},
+		{"id": "evt-2", "kind": "order.paid", "payload": null, "final": true}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	head, err = s.Head(t.Context(), "orders/1")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), head)
+}
+
+func TestAPIConflicts(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	code, body := post(t, srv, "/v1/records", oneRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+
+	code, body = post(t, srv, "/v1/records", `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "order.created", "payload": {"total": 43}}]}`)
+	require.Equal(t, http.StatusConflict, code, body)
+	require.Contains(t, errorOf(t, body), "payload")
+
+	code, body = post(t, srv, "/v1/records", `{"stream": "orders/1", "records": [{"id": "evt-9", "kind": "order.closed", "payload": {}, "final": true}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = post(t, srv, "/v1/records", `{"stream": "orders/1", "records": [{"id": "evt-10", "kind": "late", "payload": {}}]}`)
+	require.Equal(t, http.StatusConflict, code, "sealed: %s", body)
+	require.Contains(t, errorOf(t, body), "sealed")
+	head, err := s.Head(t.Context(), "orders/1")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), head, "nothing written by the refused requests")
+}
+
+func TestAPIBadInput(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 1024)
+	for _, c := range []struct {
+		name, ct, body string
+		code           int
+		want           string
+	}{
+		{"wrong content type", "text/plain", oneRecord, http.StatusUnsupportedMediaType, "application/json"},
+		{"no content type", "", oneRecord, http.StatusUnsupportedMediaType, "application/json"},
+		{"over the limit", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": "` + strings.Repeat("x", 2000) + `"}]}`,
+			http.StatusRequestEntityTooLarge, "limit of 1024 bytes"},
+		{"bad JSON", "application/json", `{"stream": "s", "records": [`, http.StatusBadRequest, "body"},
+		{"not JSON", "application/json", `stream=s`, http.StatusBadRequest, "not valid JSON"},
+		{"empty", "application/json", ``, http.StatusBadRequest, "body"},
+		{"two values", "application/json", oneRecord + oneRecord, http.StatusBadRequest, "more than one JSON value"},
+		{"unknown field", "application/json", `{"stream": "s", "records": [], "extra": 1}`, http.StatusBadRequest, `"extra"`},
+		{"unknown record field", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {}, "sequence": 3}]}`,
+			http.StatusBadRequest, `records[0]: has unknown field "sequence"`},
+		{"wrong type", "application/json", `{"stream": 7, "records": []}`, http.StatusBadRequest, "stream: is a JSON number; want a string"},
+		{"wrong record type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {}, "final": "yes"}]}`,
+			http.StatusBadRequest, "records[0].final: is a JSON string; want true or false"},
+		{"no records", "application/json", `{"stream": "s"}`, http.StatusBadRequest, "records"},
+		{"empty records", "application/json", `{"stream": "s", "records": []}`, http.StatusBadRequest, "records"},
+		{"bad stream", "application/json", `{"stream": "", "records": [{"id": "a", "kind": "k", "payload": {}}]}`, http.StatusBadRequest, "stream"},
+		{"bad id", "application/json", `{"stream": "s", "records": [{"id": "", "kind": "k", "payload": {}}]}`, http.StatusBadRequest, "records[0].id"},
+		{"both payloads", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {}, "payload_base64": "AA=="}]}`,
+			http.StatusBadRequest, "records[0].payload"},
+		{"JSON payload of another type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload": "hi"}]}`,
+			http.StatusBadRequest, "payload_base64"},
+		{"bad base64", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload_base64": "%%%"}]}`,
+			http.StatusBadRequest, "records[0].payload_base64"},
+		{"base64 that is not JSON for a JSON type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload_base64": "aGk="}]}`,
+			http.StatusBadRequest, "records[0].payload"},
+		{"hostile value is escaped", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "<script>\u001b", "payload_base64": ""}]}`,
+			http.StatusBadRequest, "records[0].content_type"},
+	} {
+		code, body := call(t, srv, http.MethodPost, "/v1/records", c.ct, "", c.body)
+		require.Equal(t, c.code, code, "%s: %s", c.name, body)
+		require.Contains(t, errorOf(t, body), c.want, c.name)
+		require.NotContains(t, body, "<script>", "%s: HTML is escaped in JSON", c.name)
+		require.NotContains(t, body, "\x1b", "%s: control characters are escaped", c.name)
+	}
+	streams, err := s.Streams(t.Context(), store.StreamQuery{})
+	require.NoError(t, err)
+	require.Empty(t, streams, "bad input changed nothing")
+}
+
+// payload_base64 carries bytes of a type that is not JSON, stored as they are.
+func TestAPIPayloadBase64(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	code, body := post(t, srv, "/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "application/octet-stream", "payload_base64": "AP8K"}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	recs, err := s.Read(t.Context(), "s", 1, 1)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x00, 0xff, 0x0a}, recs[0].Payload)
+	require.Equal(t, "application/octet-stream", recs[0].ContentType)
+}
+
+func TestAPINotRoutedIsJSON(t *testing.T) {
+	srv := apiServer(t, memory.New(), "", 0)
+	code, body := call(t, srv, http.MethodGet, "/v1/nope", "", "", "")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Contains(t, errorOf(t, body), "no such endpoint")
+	code, body = call(t, srv, http.MethodGet, "/v1/records", "", "", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+	require.Contains(t, errorOf(t, body), "use POST")
+	code, body = call(t, srv, http.MethodPut, "/v1/registration?stream=s&id=x", "", "", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+	require.Contains(t, errorOf(t, body), "GET or DELETE")
+}
+
+func TestAPIRegistrations(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	code, body := post(t, srv, "/v1/registrations", reg)
+	require.Equal(t, http.StatusCreated, code, body)
+	require.NotContains(t, body, "whsec_", "the config is never shown")
+	var v RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, "billing.example:443", v.Host)
+	code, body = post(t, srv, "/v1/registrations", reg)
+	require.Equal(t, http.StatusOK, code, "an update: %s", body)
+
+	for _, c := range []struct{ body, want string }{
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"secrets": ["nope"]}}`, "secret"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, "secret"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "smoke", "url": "https://x.example/"}`, "namespace"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "ftp://x.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, "url"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "on_4xx": "maybe"}`, "on_4xx"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": [""]}`, "kinds"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": []}`, "config"},
+	} {
+		code, body := post(t, srv, "/v1/registrations", c.body)
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", c.body, body)
+		require.Contains(t, errorOf(t, body), c.want, c.body)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "x")
+	require.ErrorIs(t, err, journal.ErrNotFound, "refused registrations are not stored")
+
+	code, body = call(t, srv, http.MethodGet, "/v1/registrations?stream=orders/1", "", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	var list []RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list, 1)
+	code, body = call(t, srv, http.MethodGet, "/v1/registration?stream=orders/1&id=billing", "", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = call(t, srv, http.MethodGet, "/v1/registration?stream=orders/1", "", "", "")
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = call(t, srv, http.MethodPost, "/v1/registration/unpark?stream=orders/1&id=billing", "", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = call(t, srv, http.MethodDelete, "/v1/registration?stream=orders/1&id=billing", "", "", "")
+	require.Equal(t, http.StatusNoContent, code, body)
+	code, body = call(t, srv, http.MethodGet, "/v1/registration?stream=orders/1&id=billing", "", "", "")
+	require.Equal(t, http.StatusNotFound, code, body)
+	errorOf(t, body)
+	code, body = call(t, srv, http.MethodDelete, "/v1/registration?stream=orders/1&id=billing", "", "", "")
+	require.Equal(t, http.StatusNotFound, code, body)
+}
+
+func TestAPIRecordStatus(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	for _, id := range []string{"a", "b"} {
+		_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: id, Namespace: "webhook", URL: "https://" + id + ".example/"})
+		require.NoError(t, err)
+	}
+	code, body := post(t, srv, "/v1/records", oneRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+	require.NoError(t, s.Skip(t.Context(), "orders/1", "a", 2, t0, "test"))
+
+	for _, q := range []string{"id=evt-1", "stream=orders/1&seq=1"} {
+		code, body = call(t, srv, http.MethodGet, "/v1/records/status?"+q, "", "", "")
+		require.Equal(t, http.StatusOK, code, body)
+		var st RecordStatus
+		require.NoError(t, json.Unmarshal([]byte(body), &st))
+		require.Equal(t, "evt-1", st.Record.ID)
+		require.Len(t, st.Acknowledged, 1)
+		require.Equal(t, "a", st.Acknowledged[0].ID)
+		require.Len(t, st.NotAcknowledged, 1)
+		require.Equal(t, "b", st.NotAcknowledged[0].ID)
+	}
+	for q, want := range map[string]int{"id=nope": 404, "stream=orders/1&seq=9": 404, "stream=orders/1&seq=x": 400, "": 400, "id=evt-1&stream=other": 400} {
+		code, body = call(t, srv, http.MethodGet, "/v1/records/status?"+q, "", "", "")
+		require.Equal(t, want, code, "%s: %s", q, body)
+		errorOf(t, body)
+	}
+}
+
+// Many clients appending to one stream at once: every record is appended
+// once, and the stream's seqs are gapless.
+func TestAPIConcurrentAppendsSQLite(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	concurrentAppends(t, s)
+}
+
+func TestAPIConcurrentAppendsPostgres(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.MigrateUp(t.Context(), url)
+	require.NoError(t, err)
+	s, err := postgres.Open(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	concurrentAppends(t, s)
+}
+
+func concurrentAppends(t *testing.T, s Store) {
+	srv := apiServer(t, s, "", 0)
+	const clients, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*each*2)
+	for c := range clients {
+		wg.Go(func() {
+			for i := range each {
+				body := fmt.Sprintf(`{"stream": "hot", "records": [{"id": "c%d-%d", "kind": "k", "payload": {"i": %d}}]}`, c, i, i)
+				for range 2 { // every request twice: the second is a no-op
+					resp, err := srv.Client().Post(srv.URL+"/v1/records", "application/json", bytes.NewReader([]byte(body)))
+					if err != nil {
+						errs <- err
+						return
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+						errs <- fmt.Errorf("%d: %s", resp.StatusCode, b)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	recs, err := s.Read(t.Context(), "hot", 1, 1000)
+	require.NoError(t, err)
+	require.Len(t, recs, clients*each, "every record once")
+	seen := map[string]bool{}
+	for i, r := range recs {
+		require.Equal(t, uint64(i+1), r.Seq, "gapless")
+		require.False(t, seen[r.ID], "%s twice", r.ID)
+		seen[r.ID] = true
+	}
+}
+
+// A registration's window is taken, checked naming the field, and shown.
+func TestAPIRegistrationWindow(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	reg := func(window string) string {
+		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + window +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, bad := range []string{`"window": 0,`, `"window": -1,`, `"window": 65,`} {
+		code, body := post(t, srv, "/v1/registrations", reg(bad))
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+		require.Contains(t, errorOf(t, body), "invalid window", bad)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "far")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+
+	code, body := post(t, srv, "/v1/registrations", reg(`"window": 16,`))
+	require.Equal(t, http.StatusCreated, code, body)
+	var v RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, 16, v.Window)
+	st, err := s.Get(t.Context(), "orders/1", "far")
+	require.NoError(t, err)
+	require.Equal(t, 16, st.Window)
+
+	code, body = post(t, srv, "/v1/registrations", reg(""))
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
+}

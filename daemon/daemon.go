@@ -1,0 +1,314 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+)
+
+// Store is what the daemon runs on: the journal and the push store over one
+// database, with host health and retention. store/memory, store/sqlite and
+// store/postgres implement it.
+type Store interface {
+	journal.Journal
+	push.Store
+	push.HostStore
+	store.Retention
+}
+
+// DefaultEvery is the claim interval when nothing else wakes a worker.
+const DefaultEvery = time.Second
+
+// DefaultMaxBody is the HTTP API's request body limit: 8 MiB, room for a
+// batch of a few records at journal.DefaultMaxPayload (1 MiB) each, base64
+// included. Larger requests get 413.
+const DefaultMaxBody = 8 << 20
+
+// shutdownTimeout bounds how long Run waits for HTTP requests in flight
+// when it stops.
+const shutdownTimeout = 5 * time.Second
+
+// Options configure a Daemon. Store, Transport and Projections are
+// required; every other field has a default.
+type Options struct {
+	// Store is the database the daemon works on.
+	Store Store
+	// Transport sends the workers' messages (transport.New, or a test's).
+	Transport push.Transport
+	// Projections are the namespaces to serve: one worker each, in the
+	// order given; two projections of one namespace are an error.
+	Projections []push.Projection
+	// WorkerOptions are passed to every push.NewWorker. The daemon adds
+	// push.WithHooks for its metrics, replacing any Hooks given here.
+	WorkerOptions []push.Option
+
+	// Every is how often each worker claims when nothing wakes it
+	// (default DefaultEvery). A worker claims at once after an append made
+	// through the HTTP API, or heard from the store (store/postgres), and
+	// when turns end.
+	Every time.Duration
+	// Logger receives the daemon's log (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock of operator actions, pruning and the stats that
+	// /metrics reports (default time.Now).
+	Now func() time.Time
+
+	// MetricsAddr serves /metrics (Prometheus) and /healthz; empty: off.
+	MetricsAddr string
+	// AdminAddr serves the admin API (AdminHandler) and the operator's
+	// page under /ui/ (Daemon.Page); empty: off. Without
+	// AdminToken it must be a loopback address.
+	AdminAddr  string
+	AdminToken string
+	// APIAddr serves the HTTP API (Daemon.APIHandler); empty: off. Without
+	// APIToken it must be a loopback address.
+	APIAddr  string
+	APIToken string
+	// MaxBody bounds an HTTP API request body, in bytes (default
+	// DefaultMaxBody).
+	MaxBody int64
+
+	// Prune, if set, prunes what every registration acknowledged while the
+	// daemon runs (store.Retention; herald prune explains the rules).
+	Prune *Prune
+
+	// Ready, if set, is called once every listener is open, with their
+	// addresses (a port 0 resolved).
+	Ready func(Addrs)
+}
+
+// Prune configures the daemon's pruning.
+type Prune struct {
+	// Every is the interval between passes; it must be positive.
+	Every time.Duration
+	// Retain is how long acknowledged records are kept (0: pruned as soon
+	// as every registration acknowledged them; store.DefaultRetain is 7 days).
+	Retain time.Duration
+}
+
+// Addrs are the addresses a running daemon listens on; empty when off.
+type Addrs struct {
+	Metrics, Admin, API string
+}
+
+// Daemon runs a worker per namespace over one store and serves its HTTP
+// endpoints. Build it with New; Run it once.
+type Daemon struct {
+	opts    Options
+	store   Store
+	log     *slog.Logger
+	now     func() time.Time
+	every   time.Duration
+	workers []*push.Worker
+	byNS    map[string]*push.Worker
+	metrics *metrics
+	pruner  *pruner // nil: no pruning
+	page    *page.Page
+}
+
+// New validates opts and builds the daemon and its workers. Errors name the
+// field (Options.Every, Options.APIAddr, …) or come from push.NewWorker;
+// nothing is opened or started.
+func New(opts Options) (*Daemon, error) {
+	bad := func(format string, args ...any) (*Daemon, error) {
+		return nil, fmt.Errorf("daemon: "+format, args...)
+	}
+	switch {
+	case opts.Store == nil:
+		return bad("Options.Store is required")
+	case opts.Transport == nil:
+		return bad("Options.Transport is required")
+	case len(opts.Projections) == 0:
+		return bad("Options.Projections is empty: give at least one namespace to serve")
+	case opts.Every < 0:
+		return bad("Options.Every %v must be positive (0: %v)", opts.Every, DefaultEvery)
+	case opts.MaxBody < 0:
+		return bad("Options.MaxBody %d must be positive (0: %d bytes)", opts.MaxBody, DefaultMaxBody)
+	}
+	if p := opts.Prune; p != nil && (p.Every <= 0 || p.Retain < 0) {
+		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
+	}
+	if opts.AdminAddr != "" {
+		if err := CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if opts.APIAddr != "" {
+		if err := CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"); err != nil {
+			return bad("%v", err)
+		}
+	}
+	d := &Daemon{opts: opts, store: opts.Store, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.every == 0 {
+		d.every = DefaultEvery
+	}
+	if d.opts.MaxBody == 0 {
+		d.opts.MaxBody = DefaultMaxBody
+	}
+	s := opts.Store
+	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
+		func(ctx context.Context) ([]push.Host, error) { return AllHosts(ctx, s, push.HostQuery{}) })
+	pg, err := page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: the operator's page: %w", err)
+	}
+	d.page = pg
+	if p := opts.Prune; p != nil {
+		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: newPruneMetrics(d.metrics.reg).observe}
+	}
+	for i, p := range opts.Projections {
+		if p == nil {
+			return bad("Options.Projections[%d] is nil", i)
+		}
+		ns := p.Namespace()
+		if d.byNS[ns] != nil {
+			return bad("Options.Projections[%d]: namespace %q is served twice", i, ns)
+		}
+		wopts := append(append([]push.Option(nil), opts.WorkerOptions...), push.WithHooks(pg.Hooks(ns, d.metrics.hooks(ns))))
+		w, err := push.NewWorker(s, s, opts.Transport, p, wopts...)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: the %s worker: %w", ns, err)
+		}
+		d.workers = append(d.workers, w)
+		d.byNS[ns] = w
+		d.metrics.watch(w)
+	}
+	return d, nil
+}
+
+// Workers returns the daemon's workers, one per namespace, in the order of
+// Options.Projections.
+func (d *Daemon) Workers() []*push.Worker { return d.workers }
+
+// MetricsHandler serves the daemon's metrics in Prometheus' text format.
+func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
+
+// AdminHandler is the package's AdminHandler on the daemon's store, token
+// and clock.
+func (d *Daemon) AdminHandler() http.Handler { return AdminHandler(d.store, d.opts.AdminToken, d.now) }
+
+// Page is the operator's page (daemon/page) on the daemon's store, admin
+// token and clock. Run serves it on AdminAddr under /ui/, and samples its
+// charts every page.SampleEvery.
+func (d *Daemon) Page() *page.Page { return d.page }
+
+// Run listens on the configured addresses, runs every worker's dispatcher
+// (push.Worker.Run), the store's sequencer and append listener when it has
+// them (store/postgres), and the pruner, until ctx ends. Then it stops
+// starting new records, lets deliveries in flight finish or time out, saves
+// every cursor, closes the listeners and returns nil (or the first worker
+// error). Errors before anything ran: an address that cannot be listened on.
+func (d *Daemon) Run(ctx context.Context) error {
+	var servers []*http.Server
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}()
+	listen := func(addr string, h http.Handler) (string, error) {
+		if addr == "" {
+			return "", nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", fmt.Errorf("listen on %s: %w (is another herald running? pick another address or pass an empty one)", addr, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("herald: http server failed", "addr", addr, "err", err)
+			}
+		}()
+		return ln.Addr().String(), nil
+	}
+	var addrs Addrs
+	var err error
+	if addrs.Metrics, err = listen(d.opts.MetricsAddr, d.metricsMux()); err != nil {
+		return err
+	}
+	if addrs.Admin, err = listen(d.opts.AdminAddr, withPage(d.AdminHandler(), d.page)); err != nil {
+		return err
+	}
+	if addrs.API, err = listen(d.opts.APIAddr, d.APIHandler()); err != nil {
+		return err
+	}
+	names := make([]string, len(d.workers))
+	for i, w := range d.workers {
+		names[i] = w.Namespace()
+	}
+	attrs := []any{"namespaces", strings.Join(names, ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
+	if addrs.API != "" {
+		attrs = append(attrs, "api", addrs.API)
+	}
+	d.log.Info("herald: running", append(attrs, "owner", d.workers[0].Owner())...)
+	if d.opts.Ready != nil {
+		d.opts.Ready(addrs)
+	}
+
+	var g errgroup.Group
+	for _, w := range d.workers {
+		g.Go(func() error { return w.Run(ctx, d.every) })
+	}
+	if sq, ok := d.store.(sequencerRunner); ok {
+		g.Go(func() error { d.runSequencer(ctx, sq); return nil })
+	}
+	if l, ok := d.store.(appendListener); ok {
+		g.Go(func() error { d.wakeOnAppend(ctx, l); return nil })
+	}
+	if d.pruner != nil {
+		g.Go(func() error { d.pruner.run(ctx); return nil })
+	}
+	if addrs.Admin != "" {
+		g.Go(func() error { d.page.RunSampler(ctx, page.SampleEvery); return nil })
+	}
+	err = g.Wait()
+	d.log.Info("herald: stopped; every cursor is saved")
+	return err
+}
+
+// metricsMux serves /metrics and /healthz.
+func (d *Daemon) metricsMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", d.MetricsHandler())
+	mux.Handle("/healthz", d.HealthHandler())
+	return mux
+}
+
+// healthTimeout bounds /healthz's read of the store.
+const healthTimeout = 2 * time.Second
+
+// HealthHandler serves /healthz: 200 "ok" when the store answers a one-row
+// read within 2 s, else 503 with the store's error, as text.
+func (d *Daemon) HealthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+		defer cancel()
+		if _, err := d.store.List(hctx, push.ListQuery{Limit: 1}); err != nil {
+			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+}

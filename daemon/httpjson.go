@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// writeJSON writes v as indented JSON and a newline, with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = printJSON(w, v)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// errorBody is every error answer: {"error": "..."}. Values echoed in the
+// message are JSON-escaped by the encoder, never written raw.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// statusOf maps herald's error sentinels to HTTP statuses, in one place:
+// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream,
+// 500 anything else (the store's).
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, journal.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, journal.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	writeJSON(w, statusOf(err), errorBody{err.Error()})
+}
+
+// guard wraps mux: bearer authentication when token is set (compared in
+// constant time; realm names the API), and JSON 404 and 405 answers for
+// requests no route serves.
+func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
+				writeJSON(w, http.StatusUnauthorized, errorBody{fmt.Sprintf("a valid bearer token (%s) is required", envVar)})
+				return
+			}
+		}
+		if _, pattern := mux.Handler(r); pattern == "" {
+			notRouted(w, r, mux)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// notRouted answers, as JSON like every other error, a request no route
+// serves: 405 with Allow when the path is served for other methods, else 404.
+func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{fmt.Sprintf("%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})
+}
+
+// CheckAddr refuses to serve an API on a non-loopback address without a
+// token: it returns an error naming the option (field) and the variable
+// (envVar) that would allow it. addr must be host:port.
+func CheckAddr(field, addr, token, envVar string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q: %v", field, addr, err)
+	}
+	if token != "" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, addr, envVar)
+}

@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	valerrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// documented returns the document's "METHOD /path" routes, each with its
+// documented statuses.
+func documented(t *testing.T) map[string][]string {
+	var doc struct {
+		Paths map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	require.NoError(t, yaml.Unmarshal(openAPIYAML, &doc))
+	out := map[string][]string{}
+	for path, item := range doc.Paths {
+		for method, node := range item {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Responses map[string]any `yaml:"responses"`
+			}
+			require.NoError(t, node.Decode(&op))
+			for code := range op.Responses {
+				out[strings.ToUpper(method)+" "+path] = append(out[strings.ToUpper(method)+" "+path], code)
+			}
+		}
+	}
+	return out
+}
+
+// The OpenAPI document and the handlers agree: every route of one is a
+// route of the other, and for every route each documented status is
+// produced by a real request whose request and response validate against
+// the document (libopenapi-validator, OpenAPI 3.1, JSON Schema 2020-12).
+func TestOpenAPIMatchesTheHandlers(t *testing.T) {
+	doc, err := libopenapi.NewDocument(OpenAPI())
+	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.GetVersion())
+	v, errs := validator.NewValidator(doc)
+	require.Empty(t, errs)
+	ok, verrs := v.ValidateDocument()
+	require.True(t, ok, "%v", verrs)
+
+	s := memory.New()
+	_, err = s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "parked", Namespace: "webhook", URL: "https://p.example/"})
+	require.NoError(t, err)
+	srv := apiServer(t, s, "tok", 300)
+
+	// A store that fails every call, for the 500s.
+	broken, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	require.NoError(t, broken.Close())
+	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: "tok",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	failing := httptest.NewServer(d.APIHandler())
+	defer failing.Close()
+
+	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	json := "application/json"
+	cases := []struct {
+		srv                  *httptest.Server
+		method, path, ct, tk string
+		body                 string
+		code                 int
+	}{
+		{srv, "GET", "/v1/openapi.json", "", "tok", "", 200},
+		{srv, "GET", "/v1/openapi.json", "", "", "", 401},
+		{srv, "POST", "/v1/records", json, "tok", oneRecord, 201},
+		{srv, "POST", "/v1/records", json, "tok", oneRecord, 200},
+		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "k", "payload": {}, "traceparent": "` + testTraceparent + `", "tracestate": "a=b"}]}`, 201},
+		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "other", "payload": {}}]}`, 409},
+		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-2", "kind": "k", "payload": {"x": "` + strings.Repeat("y", 300) + `"}}]}`, 413},
+		{srv, "POST", "/v1/records", "text/plain", "tok", oneRecord, 415},
+		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "", "kind": "k"}]}`, 400},
+		{srv, "POST", "/v1/records", json, "", oneRecord, 401},
+		{failing, "POST", "/v1/records", json, "tok", oneRecord, 500},
+		{srv, "GET", "/v1/records/status?id=evt-1", "", "tok", "", 200},
+		{srv, "GET", "/v1/records/status?stream=orders/1&seq=1", "", "tok", "", 200},
+		{srv, "GET", "/v1/records/status?id=nope", "", "tok", "", 404},
+		{srv, "GET", "/v1/records/status?seq=1", "", "tok", "", 400},
+		{srv, "GET", "/v1/records/status?id=evt-1", "", "", "", 401},
+		{failing, "GET", "/v1/records/status?id=evt-1", "", "tok", "", 500},
+		{srv, "POST", "/v1/registrations", json, "tok", reg, 201},
+		{srv, "POST", "/v1/registrations", json, "tok", reg, 200},
+		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
+		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", 300) + `"]}`, 413},
+		{srv, "POST", "/v1/registrations", "text/plain", "tok", reg, 415},
+		{srv, "POST", "/v1/registrations", json, "", reg, 401},
+		{failing, "POST", "/v1/registrations", json, "tok", reg, 500},
+		{srv, "GET", "/v1/registrations?stream=orders/1", "", "tok", "", 200},
+		{srv, "GET", "/v1/registrations?parked=maybe", "", "tok", "", 400},
+		{srv, "GET", "/v1/registrations", "", "", "", 401},
+		{failing, "GET", "/v1/registrations", "", "tok", "", 500},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 200},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=nobody", "", "tok", "", 404},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=", "", "tok", "", 400},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", "", "", 401},
+		{failing, "GET", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 500},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "tok", "", 200},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=nobody", "", "tok", "", 404},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", "tok", "", 400},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "", "", 401},
+		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "tok", "", 500},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 204},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 404},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=", "", "tok", "", 400},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "", "", 401},
+		{failing, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 500},
+	}
+	covered := map[string][]string{}
+	var handlerRoutes []string
+	for _, rt := range d.apiRoutes() {
+		handlerRoutes = append(handlerRoutes, rt.pattern)
+	}
+	docRoutes := documented(t)
+	for _, c := range cases {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, c.srv.URL+c.path, strings.NewReader(c.body))
+		require.NoError(t, err)
+		if c.ct != "" {
+			req.Header.Set("Content-Type", c.ct)
+		}
+		if c.tk != "" {
+			req.Header.Set("Authorization", "Bearer "+c.tk)
+		}
+		resp, err := c.srv.Client().Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		name := fmt.Sprintf("%s %s", c.method, c.path)
+		require.Equal(t, c.code, resp.StatusCode, "%s: %s", name, body)
+
+		// Validate the answer against the document. The validator reads the
+		// request again, so give it the body anew.
+		vreq, err := http.NewRequest(c.method, "http://herald.test"+c.path, strings.NewReader(c.body))
+		require.NoError(t, err)
+		vreq.Header = req.Header.Clone()
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+		ok, verrs := v.ValidateHttpResponse(vreq, resp)
+		require.True(t, ok, "%s answered %d %s, which the document does not describe: %v", name, c.code, body, describe(verrs))
+
+		route := c.method + " " + strings.SplitN(c.path, "?", 2)[0]
+		require.Contains(t, handlerRoutes, route)
+		covered[route] = append(covered[route], fmt.Sprint(c.code))
+	}
+	for route, codes := range docRoutes {
+		require.Contains(t, handlerRoutes, route, "the document has %s, the handler does not", route)
+		for _, code := range codes {
+			require.True(t, slices.Contains(covered[route], code), "%s %s is documented but no request here produced it", route, code)
+		}
+	}
+	for _, route := range handlerRoutes {
+		require.Contains(t, docRoutes, route, "the handler serves %s, the document does not", route)
+		for _, code := range covered[route] {
+			require.Contains(t, docRoutes[route], code, "%s answered %s, which the document does not list", route, code)
+		}
+	}
+}
+
+func describe(errs []*valerrors.ValidationError) string {
+	var b strings.Builder
+	for _, e := range errs {
+		fmt.Fprintf(&b, "%s (%s); ", e.Message, e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			fmt.Fprintf(&b, "[%s] ", se.Reason)
+		}
+	}
+	return b.String()
+}

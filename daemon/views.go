@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// RegistrationView is a registration as the APIs (and the CLI) show it:
+// everything but the config, which holds secrets. Times are RFC 3339, UTC;
+// absent when zero.
+type RegistrationView struct {
+	Stream        string    `json:"stream"`
+	ID            string    `json:"id"`
+	Namespace     string    `json:"namespace"`
+	Host          string    `json:"host"`
+	URL           string    `json:"url"` // redacted: see RedactURL
+	OnRejected    string    `json:"on_4xx,omitempty"`
+	Kinds         []string  `json:"kinds,omitempty"` // the record kinds it wants; absent: every kind
+	Window        int       `json:"window"`          // messages that may be unacknowledged at once (1: strict order)
+	NextSeq       uint64    `json:"next_seq"`
+	Head          uint64    `json:"head"`
+	Lag           uint64    `json:"lag"`
+	Attempts      int       `json:"attempts"`
+	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor: never charged (README, "Hosts")
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	State         string    `json:"state"`              // ready, retrying, idle, parked, or held (for its host: HeldFor says why)
+	HeldFor       string    `json:"held_for,omitempty"` // the host's state (down, unavailable) when State is held
+	Parked        bool      `json:"parked"`
+	ParkedAt      time.Time `json:"parked_at,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
+	LeaseOwner    string    `json:"lease_owner,omitempty"`
+	LeaseUntil    time.Time `json:"lease_until,omitzero"`
+	Sealed        bool      `json:"sealed"`
+}
+
+// ViewOf returns s as shown, without its config and with its URL redacted.
+func ViewOf(s push.Status) RegistrationView {
+	return RegistrationView{
+		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(), Attempts: s.Attempts,
+		HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(), Parked: s.Parked, ParkedAt: s.ParkedAt,
+		LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+	}
+}
+
+// Held maps each host that is not up to its state (down, unavailable):
+// the registrations with work on those hosts are held (README, "Hosts").
+type Held map[string]string
+
+// HeldHosts reads Held from the store.
+func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
+	held := Held{}
+	for _, state := range []string{push.HostDown, push.HostUnavailable} {
+		list, err := AllHosts(ctx, hs, push.HostQuery{State: state})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range list {
+			held[h.Host] = h.State
+		}
+	}
+	return held, nil
+}
+
+// View is ViewOf, with State "held" for a registration that has work on a
+// host that is not up.
+func (held Held) View(s push.Status) RegistrationView {
+	v := ViewOf(s)
+	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
+		v.State, v.HeldFor = "held", state
+	}
+	return v
+}
+
+// AllHosts pages through every stored host matching q.
+func AllHosts(ctx context.Context, hs push.HostStore, q push.HostQuery) ([]push.Host, error) {
+	q.Limit = push.MaxListLimit
+	var out []push.Host
+	for {
+		page, err := hs.Hosts(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < q.Limit {
+			return out, nil
+		}
+		q.After = page[len(page)-1].Host
+	}
+}
+
+// HostSummary counts hosts by state (of the hosts herald keeps health for:
+// those that ever failed for their host) and lists the first MaxNotUp
+// that are not up.
+type HostSummary struct {
+	Up          int         `json:"up"`
+	Down        int         `json:"down"`
+	Unavailable int         `json:"unavailable"`
+	Held        int         `json:"held"` // registrations held by the hosts not up
+	NotUp       []push.Host `json:"not_up"`
+}
+
+// MaxNotUp bounds HostSummary.NotUp: a summary, not a listing (herald
+// hosts lists them all).
+const MaxNotUp = 10
+
+// SummarizeHosts returns the summary of hs.
+func SummarizeHosts(hs []push.Host) HostSummary {
+	sum := HostSummary{NotUp: []push.Host{}}
+	for _, h := range hs {
+		switch h.State {
+		case push.HostDown:
+			sum.Down++
+		case push.HostUnavailable:
+			sum.Unavailable++
+		default:
+			sum.Up++
+			continue
+		}
+		sum.Held += h.Held
+		if len(sum.NotUp) < MaxNotUp {
+			sum.NotUp = append(sum.NotUp, h)
+		}
+	}
+	return sum
+}
+
+// RedactURL shows a destination URL without what may be a credential: the
+// query (often a capability token) becomes "?…", and every path segment of
+// 16 bytes or more (the token of a capability URL such as
+// /api/webhooks/<id>/<token>) becomes "…", as the transport redacts them in
+// evidence. Scheme, host and short path segments stay, so an operator can
+// still tell receivers apart.
+func RedactURL(raw string) string {
+	rest, query, hasQuery := strings.Cut(raw, "?")
+	scheme, path, ok := strings.Cut(rest, "://")
+	if !ok {
+		path, scheme = rest, ""
+	}
+	segs := strings.Split(path, "/")
+	for i := 1; i < len(segs); i++ { // segs[0] is the host
+		if len(segs[i]) >= 16 {
+			segs[i] = "…"
+		}
+	}
+	out := strings.Join(segs, "/")
+	if ok {
+		out = scheme + "://" + out
+	}
+	if hasQuery && query != "" {
+		out += "?…"
+	}
+	return out
+}
