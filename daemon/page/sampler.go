@@ -167,7 +167,7 @@ func chartSVG(c chart) template.HTML {
 			continue
 		}
 		x := pad + (w-2*pad)*pt.at.Sub(start).Seconds()/chartSpan.Seconds()
-		y := h - pad - (h-2*pad)*pt.v/top
+		y := h - pad - (h-pad-16)*pt.v/top // 16 px at the top for the max label
 		pts = append(pts, strconv.FormatFloat(x, 'f', 1, 64)+","+strconv.FormatFloat(y, 'f', 1, 64))
 	}
 	fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#0969da" stroke-width="1.5"/>`, strings.Join(pts, " "))
