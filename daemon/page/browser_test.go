@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
@@ -78,8 +79,14 @@ func browserLogin(t *testing.T, ctx context.Context, srv *httptest.Server, token
 // TestBrowserOverviewRendersTheSeededStates: the overview of a seeded
 // database shows each namespace's counts by state and records behind.
 func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { overviewRendersTheSeededStates(t, seededOn(t, open)) })
+	}
+}
+
+func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
 	ctx := browser(t)
-	_, srv := serve(t, seeded(t), testToken, seed.View)
+	_, srv := serve(t, s, testToken, seed.View)
 	browserLogin(t, ctx, srv, testToken)
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("ns-webhook"))))
 	for ns, want := range seed.Expected {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/daemon/page/internal/seed"
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -30,10 +32,39 @@ func openStore(t *testing.T) *sqlite.Store {
 	return s
 }
 
-// seeded returns a store filled by seed.Seed.
+// TestMain starts a throwaway PostgreSQL for the tests that run on it too.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// openPostgres opens a store on a fresh, migrated PostgreSQL database.
+func openPostgres(t *testing.T) *postgres.Store {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.MigrateUp(t.Context(), url)
+	require.NoError(t, err)
+	s, err := postgres.Open(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// stores are the stores the tests that depend on a store's writes run on.
+var stores = map[string]func(t *testing.T) page.Store{
+	"sqlite":   func(t *testing.T) page.Store { return openStore(t) },
+	"postgres": func(t *testing.T) page.Store { return openPostgres(t) },
+}
+
+// seeded returns a SQLite store filled by seed.Seed.
 func seeded(t *testing.T) *sqlite.Store {
 	t.Helper()
 	s := openStore(t)
+	require.NoError(t, seed.Seed(t.Context(), s))
+	return s
+}
+
+// seededOn returns a store made by open, filled by seed.Seed.
+func seededOn(t *testing.T, open func(t *testing.T) page.Store) page.Store {
+	t.Helper()
+	s := open(t)
 	require.NoError(t, seed.Seed(t.Context(), s))
 	return s
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/push"
 )
@@ -119,7 +120,12 @@ func with(v url.Values, k, val string) url.Values {
 }
 
 func TestActionsWriteEvidenceAsTheCLI(t *testing.T) {
-	s := seeded(t)
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { actionsWriteEvidenceAsTheCLI(t, seededOn(t, open)) })
+	}
+}
+
+func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
 	_, srv := serve(t, s, testToken, seed.View)
 	c := client(t)
 	csrf := login(t, c, srv)

@@ -55,8 +55,11 @@ func regLink(stream, id string) string {
 }
 
 // RedactURL shows a destination URL without what may be a credential: the
-// query becomes "?…" and every path segment of 16 bytes or more (the token
-// of a capability URL) becomes "…", as herald registrations shows it.
+// query (often a capability token) becomes "?…", and every path segment of
+// 16 bytes or more (the token of a capability URL such as
+// /api/webhooks/<id>/<token>) becomes "…", as the transport redacts them in
+// evidence. Scheme, host and short path segments stay, so an operator can
+// still tell receivers apart. daemon.RedactURL (the APIs, the CLI) is this.
 func RedactURL(raw string) string {
 	rest, query, hasQuery := strings.Cut(raw, "?")
 	scheme, path, ok := strings.Cut(rest, "://")

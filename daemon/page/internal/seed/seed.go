@@ -70,6 +70,15 @@ func Seed(ctx context.Context, s page.Store) error {
 			}
 		}
 	}
+	// store/postgres numbers appended records after their commit: number
+	// them now, so that heads are what the registrations below expect.
+	if sq, ok := s.(interface {
+		Sequence(ctx context.Context) (int, error)
+	}); ok {
+		if _, err := sq.Sequence(ctx); err != nil {
+			return err
+		}
+	}
 	reg := func(stream, id, ns, url string, next uint64) error {
 		_, err := s.Register(ctx, push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url, NextSeq: next,
 			Config: push.Config(`{"secrets":["` + SecretConfig + `"]}`)})
