@@ -2,9 +2,12 @@ package page_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -253,4 +256,37 @@ func TestOpenPageAnswersOnlyLoopbackHosts(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "open, but still CSRF-protected")
 	resp, _ = post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"unpark"}, "stream": {"orders/1"}, "id": {"crm"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+}
+
+// TestSessionsEndAfterTwelveHoursAndAtLogout.
+func TestSessionsEndAfterTwelveHoursAndAtLogout(t *testing.T) {
+	s := seeded(t)
+	var mu sync.Mutex
+	now := seed.View
+	p, err := page.New(page.Options{Store: s, Token: testToken, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", p)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := client(t)
+	login(t, c, srv)
+	mu.Lock()
+	now = now.Add(11 * time.Hour)
+	mu.Unlock()
+	resp, _ := get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "11 h after the login")
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	resp, _ = get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "13 h after the login: log in again")
+
+	csrf := login(t, c, srv)
+	resp, _ = post(t, c, srv.URL+"/ui/logout", url.Values{})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "log out needs the CSRF token too")
+	resp, _ = post(t, c, srv.URL+"/ui/logout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "logged out")
 }
