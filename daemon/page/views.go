@@ -454,6 +454,15 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 			p.failErr(w, r, err)
 			return
 		}
+		// Refuse at once what the store would refuse (it stays the judge).
+		switch {
+		case a.Action == "skip" && (a.ToSeq <= s.NextSeq || a.ToSeq > s.Head+1):
+			p.failErr(w, r, journal.Invalid("to_seq", "%d must be from %d (past the cursor) to %d (head+1)", a.ToSeq, s.NextSeq+1, s.Head+1))
+			return
+		case a.Action == "rewind" && a.ToSeq > s.Head+1:
+			p.failErr(w, r, journal.Invalid("to_seq", "%d must be from 1 to %d (head+1)", a.ToSeq, s.Head+1))
+			return
+		}
 		held, _, err := p.held(r.Context())
 		if err != nil {
 			p.failErr(w, r, err)
