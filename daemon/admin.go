@@ -6,9 +6,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
+
+// withPage serves the operator's page (daemon/page) under /ui/ beside the
+// admin API, and sends GET / there. The page does its own authentication
+// (a login form for the same token), so it is mounted before the API's.
+func withPage(api http.Handler, pg *page.Page) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(page.DefaultPrefix, pg)
+	mux.Handle("GET /{$}", http.RedirectHandler(page.DefaultPrefix, http.StatusFound))
+	mux.Handle("/", api)
+	return mux
+}
 
 // AdminStore is what the admin API works on.
 type AdminStore interface {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -209,4 +210,33 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 	code, body = adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"parked": {"1"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"billing"`)
+}
+
+// TestAdminAddressServesThePage: the admin address serves the operator's
+// page under /ui/ (its own login for the same token) and GET / sends there,
+// while the JSON API keeps its bearer rule.
+func TestAdminAddressServesThePage(t *testing.T) {
+	s := parkedStore(t)
+	now := func() time.Time { return t0.Add(time.Hour) }
+	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
+	require.NoError(t, err)
+	srv := httptest.NewServer(withPage(AdminHandler(s, "t0ken", now), pg))
+	defer srv.Close()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {
+		resp, err := c.Get(srv.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.Header.Get("Location"), path)
+	}
+	resp, err := c.Get(srv.URL + "/ui/login")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), `name="token"`)
+	code, _ := adminCall(t, srv, "GET", "/v1/registrations", "", nil)
+	require.Equal(t, http.StatusUnauthorized, code, "the API still needs the bearer token")
+	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", nil)
+	require.Equal(t, http.StatusOK, code)
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -67,7 +68,8 @@ type Options struct {
 
 	// MetricsAddr serves /metrics (Prometheus) and /healthz; empty: off.
 	MetricsAddr string
-	// AdminAddr serves the admin API (AdminHandler); empty: off. Without
+	// AdminAddr serves the admin API (AdminHandler) and the operator's
+	// page under /ui/ (Daemon.Page); empty: off. Without
 	// AdminToken it must be a loopback address.
 	AdminAddr  string
 	AdminToken string
@@ -114,6 +116,7 @@ type Daemon struct {
 	byNS    map[string]*push.Worker
 	metrics *metrics
 	pruner  *pruner // nil: no pruning
+	page    *page.Page
 }
 
 // New validates opts and builds the daemon and its workers. Errors name the
@@ -164,6 +167,11 @@ func New(opts Options) (*Daemon, error) {
 	s := opts.Store
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
 		func(ctx context.Context) ([]push.Host, error) { return AllHosts(ctx, s, push.HostQuery{}) })
+	pg, err := page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: the operator's page: %w", err)
+	}
+	d.page = pg
 	if p := opts.Prune; p != nil {
 		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: newPruneMetrics(d.metrics.reg).observe}
 	}
@@ -175,7 +183,7 @@ func New(opts Options) (*Daemon, error) {
 		if d.byNS[ns] != nil {
 			return bad("Options.Projections[%d]: namespace %q is served twice", i, ns)
 		}
-		wopts := append(append([]push.Option(nil), opts.WorkerOptions...), push.WithHooks(d.metrics.hooks(ns)))
+		wopts := append(append([]push.Option(nil), opts.WorkerOptions...), push.WithHooks(pg.Hooks(ns, d.metrics.hooks(ns))))
 		w, err := push.NewWorker(s, s, opts.Transport, p, wopts...)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: the %s worker: %w", ns, err)
@@ -197,6 +205,11 @@ func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 // AdminHandler is the package's AdminHandler on the daemon's store, token
 // and clock.
 func (d *Daemon) AdminHandler() http.Handler { return AdminHandler(d.store, d.opts.AdminToken, d.now) }
+
+// Page is the operator's page (daemon/page) on the daemon's store, admin
+// token and clock. Run serves it on AdminAddr under /ui/, and samples its
+// charts every page.SampleEvery.
+func (d *Daemon) Page() *page.Page { return d.page }
 
 // Run listens on the configured addresses, runs every worker's dispatcher
 // (push.Worker.Run), the store's sequencer and append listener when it has
@@ -235,7 +248,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if addrs.Metrics, err = listen(d.opts.MetricsAddr, d.metricsMux()); err != nil {
 		return err
 	}
-	if addrs.Admin, err = listen(d.opts.AdminAddr, d.AdminHandler()); err != nil {
+	if addrs.Admin, err = listen(d.opts.AdminAddr, withPage(d.AdminHandler(), d.page)); err != nil {
 		return err
 	}
 	if addrs.API, err = listen(d.opts.APIAddr, d.APIHandler()); err != nil {
@@ -266,6 +279,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if d.pruner != nil {
 		g.Go(func() error { d.pruner.run(ctx); return nil })
+	}
+	if addrs.Admin != "" {
+		g.Go(func() error { d.page.RunSampler(ctx, page.SampleEvery); return nil })
 	}
 	err = g.Wait()
 	d.log.Info("herald: stopped; every cursor is saved")

@@ -16,7 +16,9 @@
 //   - Options.MetricsAddr: /metrics (Prometheus; Daemon.MetricsHandler) and
 //     /healthz (Daemon.HealthHandler).
 //   - Options.AdminAddr: the admin API (AdminHandler), token
-//     Options.AdminToken.
+//     Options.AdminToken, and the operator's page under /ui/ (Daemon.Page;
+//     package daemon/page, with its own login for the same token); GET /
+//     sends there.
 //   - Options.APIAddr: the HTTP API (Daemon.APIHandler), token
 //     Options.APIToken.
 //

@@ -2,9 +2,9 @@ package daemon
 
 import (
 	"context"
-	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -134,24 +134,6 @@ func SummarizeHosts(hs []push.Host) HostSummary {
 // /api/webhooks/<id>/<token>) becomes "…", as the transport redacts them in
 // evidence. Scheme, host and short path segments stay, so an operator can
 // still tell receivers apart.
-func RedactURL(raw string) string {
-	rest, query, hasQuery := strings.Cut(raw, "?")
-	scheme, path, ok := strings.Cut(rest, "://")
-	if !ok {
-		path, scheme = rest, ""
-	}
-	segs := strings.Split(path, "/")
-	for i := 1; i < len(segs); i++ { // segs[0] is the host
-		if len(segs[i]) >= 16 {
-			segs[i] = "…"
-		}
-	}
-	out := strings.Join(segs, "/")
-	if ok {
-		out = scheme + "://" + out
-	}
-	if hasQuery && query != "" {
-		out += "?…"
-	}
-	return out
-}
+//
+// It is page.RedactURL: the operator's page and the APIs redact alike.
+func RedactURL(raw string) string { return page.RedactURL(raw) }

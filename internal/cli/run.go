@@ -26,7 +26,7 @@ func newRun(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the daemon: a worker per namespace, /metrics, /healthz and the admin API",
+		Short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
 		Long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
 --max-in-flight registrations being served and refills a slot as soon as its
 turn ends, so a slow or silent receiver holds one slot (at most --timeout),
@@ -45,7 +45,9 @@ finish or time out, saves every cursor, and exits 0: nothing acknowledged is
 lost and nothing unacknowledged is advanced.
 
 --metrics-addr serves Prometheus metrics on /metrics and a health check on
-/healthz. --admin-addr serves the admin JSON API, whose parameters are query
+/healthz. --admin-addr serves the operator's page on /ui/ (a login form takes
+HERALD_ADMIN_TOKEN when set; README, "The operator's page") and the admin JSON
+API, whose parameters are query
 parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
 404 or 500):
 
@@ -157,7 +159,7 @@ otherwise; README, "One trace from the append to the receiver".`,
 	f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
 	f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
-	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the admin JSON API (empty: off)")
+	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 	f.StringVar(&apiAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
 	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once")
 	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")

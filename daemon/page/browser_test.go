@@ -1,0 +1,248 @@
+package page_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/daemon/page/internal/seed"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
+)
+
+// installChromium is what a machine without a browser needs.
+const installChromium = "apt-get install -y chromium"
+
+// browser returns a headless Chromium context. Without a Chromium binary
+// the test skips, naming the install command; in CI (CI set) it fails, so
+// that CI always runs the browser tests (.ci/run installs chromium).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		msg := "no Chromium found on PATH (chromium, chromium-browser, google-chrome, headless-shell): install it with `" + installChromium + "` to run the page's browser tests"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + " (CI is set: the browser tests must run)")
+		}
+		t.Skip(msg)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	require.NoError(t, chromedp.Do(ctx), "start Chromium at %s", path) // binds the browser to ctx
+	// A network timeout, not synchronisation: the browser steps of one
+	// test must end within it.
+	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// browserLogin logs the browser in through the form.
+func browserLogin(t *testing.T, ctx context.Context, srv *httptest.Server, token string) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/ui/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Click(chromedp.ID("login")),
+	))
+	if token == testToken {
+		// Logged in when the page after the form has the log-out button.
+		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("logout"))))
+	}
+}
+
+// TestBrowserOverviewRendersTheSeededStates: the overview of a seeded
+// database shows each namespace's counts by state and records behind.
+func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { overviewRendersTheSeededStates(t, seededOn(t, open)) })
+	}
+}
+
+func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
+	ctx := browser(t)
+	_, srv := serve(t, s, testToken, seed.View)
+	browserLogin(t, ctx, srv, testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("ns-webhook"))))
+	for ns, want := range seed.Expected {
+		got := map[string]int{}
+		for _, state := range []string{"ready", "retrying", "held", "parked", "idle", "behind"} {
+			text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(fmt.Sprintf(`#ns-%s [data-state=%q]`, ns, state))))
+			require.NoError(t, err)
+			n, err := strconv.Atoi(strings.TrimSpace(text))
+			require.NoError(t, err, "%s %s: %q", ns, state, text)
+			got[state] = n
+		}
+		require.Equal(t, map[string]int{"ready": want.Ready, "retrying": want.Retrying, "held": want.Held, "parked": want.Parked,
+			"idle": want.Idle, "behind": want.Behind}, got, ns)
+	}
+	hosts, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("hosts-not-up")))
+	require.NoError(t, err)
+	require.Contains(t, hosts, seed.DownHost)
+	require.Contains(t, hosts, "down")
+}
+
+// TestBrowserHostileErrorBodyIsShownAsText: a receiver's body and error
+// with script and an onerror image, and a stream name that is markup, are
+// shown as text; no element is made of them and no script runs.
+func TestBrowserHostileErrorBodyIsShownAsText(t *testing.T) {
+	ctx := browser(t)
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	browserLogin(t, ctx, srv, testToken)
+	for _, path := range []string{
+		"/ui/registration?stream=orders%2F1&id=crm",
+		"/ui/",
+		"/ui/registrations",
+		"/ui/registration?stream=" + strings.ReplaceAll(seed.HostileStream, "/", "%2F") + "&id=x",
+	} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+path), chromedp.WaitReady(chromedp.CSS("main"))), path)
+		title, err := chromedp.Run(ctx, chromedp.Title())
+		require.NoError(t, err)
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		require.NoError(t, err)
+		made, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("main script, main img, svg[onload], [onerror]").length`))
+		require.NoError(t, err)
+		pwned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__pwned !== undefined`))
+		require.NoError(t, err)
+		require.NotContains(t, title, "Not Found", path)
+		require.False(t, pwned, "%s: no script ran", path)
+		require.Zero(t, made, "%s: no element was made of a stored value", path)
+		switch path {
+		case "/ui/registration?stream=orders%2F1&id=crm":
+			require.Contains(t, text, seed.Hostile, "the body is shown whole, as text")
+		case "/ui/registrations":
+			require.Contains(t, text, seed.HostileStream)
+		}
+	}
+}
+
+// receiver is a loopback webhook receiver whose answer the test sets.
+type receiver struct {
+	mu     sync.Mutex
+	status int
+	got    []string // webhook-id of each accepted message
+	srv    *httptest.Server
+}
+
+func newReceiver(t *testing.T, status int) *receiver {
+	r := &receiver{status: status}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.status/100 == 2 {
+			r.got = append(r.got, req.Header.Get("webhook-id"))
+		}
+		w.WriteHeader(r.status)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) answer(status int) { r.mu.Lock(); r.status = status; r.mu.Unlock() }
+
+func (r *receiver) accepted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// TestBrowserUnparkResumesAParkedRegistration: a receiver answers 410, the
+// registration parks; the operator unparks it from the page (button, then
+// the confirmation); the next sweep delivers every record to the receiver.
+func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
+	ctx := browser(t)
+	s := openStore(t)
+	rcv := newReceiver(t, http.StatusGone)
+	for i := 1; i <= 3; i++ {
+		_, err := s.Append(t.Context(), "orders/7", journal.Entry{ID: fmt.Sprintf("o7-%d", i), Kind: "order.updated",
+			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
+		require.NoError(t, err)
+	}
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/7", ID: "shop", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
+		Config: push.Config(`{"secrets":["` + seed.SecretConfig + `"]}`)})
+	require.NoError(t, err)
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	w, err := push.NewWorker(s, s, tr, webhook.New())
+	require.NoError(t, err)
+	rep, err := w.RunOnce(t.Context(), seed.T0, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Parked, "410 parks")
+
+	unparkAt := seed.T0.Add(time.Hour)
+	_, srv := serve(t, s, testToken, unparkAt)
+	browserLogin(t, ctx, srv, testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui/registration?stream=orders%2F7&id=shop")))
+	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("state")))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("unpark")),
+		chromedp.WaitVisible(chromedp.ID("confirm")),
+		chromedp.Click(chromedp.ID("confirm")),
+		chromedp.WaitVisible(chromedp.ID("done")),
+	))
+	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
+	require.NoError(t, err)
+	require.Equal(t, "parked", state)
+	require.Contains(t, done, "Unparked")
+	st, err := s.Get(t.Context(), "orders/7", "shop")
+	require.NoError(t, err)
+	require.False(t, st.Parked)
+	evs, err := s.Evidence(t.Context(), "orders/7", "shop", 1)
+	require.NoError(t, err)
+	require.Equal(t, push.EventUnparked, evs[0].Event)
+	require.Equal(t, unparkAt, evs[0].At.UTC(), "the action's instant is the page's clock")
+
+	rcv.answer(http.StatusNoContent)
+	rep, err = w.RunOnce(t.Context(), unparkAt, 10)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Deliveries, "%+v", rep)
+	require.Len(t, rcv.accepted(), 3, "the receiver got every record after the unpark")
+	st, err = s.Get(t.Context(), "orders/7", "shop")
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), st.NextSeq)
+}
+
+// TestBrowserLoginWithAWrongTokenIsRefused.
+func TestBrowserLoginWithAWrongTokenIsRefused(t *testing.T) {
+	ctx := browser(t)
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	browserLogin(t, ctx, srv, "not-"+testToken)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("login-error"))))
+	msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("login-error")))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui/registrations"), chromedp.WaitVisible(chromedp.ID("token"))))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	views, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.regs").length`))
+	require.NoError(t, err)
+	require.Contains(t, msg, "not the admin token")
+	require.True(t, strings.HasSuffix(loc, "/ui/login"), loc)
+	require.Zero(t, views)
+}

@@ -1,0 +1,140 @@
+package page_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/daemon/page/internal/seed"
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+const testToken = "t0ken-for-the-page"
+
+// openStore opens a fresh SQLite store in the test's directory.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestMain starts a throwaway PostgreSQL for the tests that run on it too.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// openPostgres opens a store on a fresh, migrated PostgreSQL database.
+func openPostgres(t *testing.T) *postgres.Store {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.MigrateUp(t.Context(), url)
+	require.NoError(t, err)
+	s, err := postgres.Open(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// stores are the stores the tests that depend on a store's writes run on.
+var stores = map[string]func(t *testing.T) page.Store{
+	"sqlite":   func(t *testing.T) page.Store { return openStore(t) },
+	"postgres": func(t *testing.T) page.Store { return openPostgres(t) },
+}
+
+// seeded returns a SQLite store filled by seed.Seed.
+func seeded(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s := openStore(t)
+	require.NoError(t, seed.Seed(t.Context(), s))
+	return s
+}
+
+// seededOn returns a store made by open, filled by seed.Seed.
+func seededOn(t *testing.T, open func(t *testing.T) page.Store) page.Store {
+	t.Helper()
+	s := open(t)
+	require.NoError(t, seed.Seed(t.Context(), s))
+	return s
+}
+
+// serve serves a Page over s on a loopback httptest server, its clock
+// fixed at at.
+func serve(t *testing.T, s page.Store, token string, at time.Time) (*page.Page, *httptest.Server) {
+	t.Helper()
+	p, err := page.New(page.Options{Store: s, Token: token, Now: func() time.Time { return at }})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", p)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return p, srv
+}
+
+// client is a browser-like HTTP client with cookies, not following
+// redirects (so that tests see them).
+func client(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func post(t *testing.T, c *http.Client, u string, form url.Values, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", u, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrfOf returns the CSRF token in a rendered form.
+func csrfOf(t *testing.T, html string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(html)
+	require.NotNil(t, m, "the page has a form with a CSRF token")
+	return m[1]
+}
+
+// login logs c in with the admin token and returns a CSRF token of the
+// new session.
+func login(t *testing.T, c *http.Client, srv *httptest.Server) string {
+	t.Helper()
+	_, body := get(t, c, srv.URL+"/ui/login")
+	resp, _ := post(t, c, srv.URL+"/ui/login", url.Values{"csrf": {csrfOf(t, body)}, "token": {testToken}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, body = get(t, c, srv.URL+"/ui/")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	return csrfOf(t, body)
+}

@@ -1,0 +1,295 @@
+package page_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/daemon/page/internal/seed"
+	"github.com/heraldpush/herald/push"
+)
+
+func TestLoginSetsAStrictHttpOnlyCookieScopedToThePage(t *testing.T) {
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	c := client(t)
+
+	resp, _ := get(t, c, srv.URL+"/ui/registrations")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "a view without a session is sent to the login form")
+	require.Equal(t, "/ui/login", resp.Header.Get("Location"))
+
+	_, form := get(t, c, srv.URL+"/ui/login")
+	csrf := csrfOf(t, form)
+	resp, body := post(t, c, srv.URL+"/ui/login", url.Values{"token": {testToken}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a login without the form's CSRF token is refused")
+	resp, body = post(t, c, srv.URL+"/ui/login", url.Values{"csrf": {csrf}, "token": {"wrong"}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, body, "not the admin token")
+	resp, _ = get(t, c, srv.URL+"/ui/")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "a wrong token makes no session")
+
+	resp, _ = post(t, c, srv.URL+"/ui/login", url.Values{"csrf": {csrf}, "token": {testToken}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	cookie := resp.Header.Get("Set-Cookie")
+	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/ui/"} {
+		require.Contains(t, cookie, attr)
+	}
+	require.NotContains(t, cookie, "Secure", "not over plain http")
+	require.NotContains(t, cookie, testToken)
+	resp, body = get(t, c, srv.URL+"/ui/")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.NotContains(t, body, testToken, "the token is never rendered")
+
+	// A session made under another page's key (another daemon, a restart)
+	// is not accepted.
+	_, other := serve(t, openStore(t), testToken, seed.View)
+	u, _ := url.Parse(srv.URL + "/ui/")
+	ou, _ := url.Parse(other.URL + "/ui/")
+	c.Jar.SetCookies(ou, c.Jar.Cookies(u))
+	resp, _ = get(t, c, other.URL+"/ui/")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+}
+
+func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	c := client(t)
+	for _, path := range []string{"/ui/login", "/ui/", "/ui/static/page.css", "/ui/nope"} {
+		resp, _ := get(t, c, srv.URL+path)
+		h := resp.Header
+		require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'none'", path)
+		require.Contains(t, h.Get("Content-Security-Policy"), "frame-ancestors 'none'", path)
+		require.NotContains(t, h.Get("Content-Security-Policy"), "script-src", path+": no script source is allowed")
+		require.Equal(t, "DENY", h.Get("X-Frame-Options"), path)
+		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), path)
+		require.Equal(t, "no-referrer", h.Get("Referrer-Policy"), path)
+	}
+}
+
+// TestActionWithoutCSRFTokenIsRefused: a POST without the session's CSRF
+// token, with another session's, or from another origin is refused with
+// 403 and changes nothing.
+func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
+	s := seeded(t)
+	_, srv := serve(t, s, testToken, seed.View)
+	c := client(t)
+	csrf := login(t, c, srv)
+	unpark := url.Values{"action": {"unpark"}, "stream": {"orders/1"}, "id": {"crm"}}
+
+	other := client(t)
+	otherCSRF := login(t, other, srv)
+	for name, try := range map[string]func() (*http.Response, string){
+		"no token": func() (*http.Response, string) { return post(t, c, srv.URL+"/ui/action", unpark) },
+		"another session's token": func() (*http.Response, string) {
+			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", otherCSRF))
+		},
+		"a token without a cookie": func() (*http.Response, string) {
+			return post(t, client(t), srv.URL+"/ui/action", with(unpark, "csrf", csrf))
+		},
+		"another origin": func() (*http.Response, string) {
+			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", "https://evil.example")
+		},
+	} {
+		resp, body := try()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, name)
+		require.NotContains(t, body, "Unparked", name)
+		st, err := s.Get(t.Context(), "orders/1", "crm")
+		require.NoError(t, err)
+		require.True(t, st.Parked, "%s: nothing changed", name)
+	}
+
+	resp, _ := post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf))
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "with the token it is done")
+	st, err := s.Get(t.Context(), "orders/1", "crm")
+	require.NoError(t, err)
+	require.False(t, st.Parked)
+	evs, err := s.Evidence(t.Context(), "orders/1", "crm", 1)
+	require.NoError(t, err)
+	require.Equal(t, push.EventUnparked, evs[0].Event, "the store wrote the evidence, as herald unpark")
+}
+
+func with(v url.Values, k, val string) url.Values {
+	out := url.Values{}
+	for kk, vv := range v {
+		out[kk] = vv
+	}
+	out.Set(k, val)
+	return out
+}
+
+func TestActionsWriteEvidenceAsTheCLI(t *testing.T) {
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { actionsWriteEvidenceAsTheCLI(t, seededOn(t, open)) })
+	}
+}
+
+func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
+	_, srv := serve(t, s, testToken, seed.View)
+	c := client(t)
+	csrf := login(t, c, srv)
+	key := url.Values{"stream": {"orders/1"}, "id": {"audit"}, "csrf": {csrf}}
+
+	resp, body := get(t, c, srv.URL+"/ui/confirm?"+url.Values{"action": {"skip"}, "stream": {"orders/1"}, "id": {"audit"}, "to_seq": {"3"}, "reason": {"record 1 and 2 are malformed"}}.Encode())
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, "forward to 3")
+	resp, _ = post(t, c, srv.URL+"/ui/action", with(with(with(key, "action", "skip"), "to_seq", "3"), "reason", "record 1 and 2 are malformed"))
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err := s.Get(t.Context(), "orders/1", "audit")
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), st.NextSeq)
+	evs, err := s.Evidence(t.Context(), "orders/1", "audit", 1)
+	require.NoError(t, err)
+	require.Equal(t, push.EventSkip, evs[0].Event)
+	require.Contains(t, evs[0].Error, "record 1 and 2 are malformed")
+	require.Equal(t, seed.View, evs[0].At.UTC(), "the action's instant is the page's clock")
+
+	resp, _ = post(t, c, srv.URL+"/ui/action", with(with(key, "action", "rewind"), "to_seq", "1"))
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err = s.Get(t.Context(), "orders/1", "audit")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.NextSeq)
+	evs, err = s.Evidence(t.Context(), "orders/1", "audit", 1)
+	require.NoError(t, err)
+	require.Equal(t, push.EventRewind, evs[0].Event)
+
+	// Bad input: a clear error naming the field, nothing changed.
+	resp, body = get(t, c, srv.URL+"/ui/confirm?action=skip&stream=orders%2F1&id=audit&to_seq=9")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, "invalid to_seq: 9 must be from 2 (past the cursor) to 4 (head&#43;1)")
+	resp, body = post(t, c, srv.URL+"/ui/action", with(with(key, "action", "rewind"), "to_seq", "x"))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, "to_seq")
+	resp, body = post(t, c, srv.URL+"/ui/action", with(with(key, "action", "skip"), "to_seq", "99"))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, "nothing was changed")
+	resp, _ = post(t, c, srv.URL+"/ui/action", with(with(with(key, "action", "rewind"), "to_seq", "1"), "id", "nobody"))
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	st, err = s.Get(t.Context(), "orders/1", "audit")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.NextSeq)
+
+	// Host reset.
+	resp, _ = post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"reset-host"}, "host": {seed.DownHost}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	hs, err := s.Hosts(t.Context(), push.HostQuery{Host: seed.DownHost})
+	require.NoError(t, err)
+	require.Equal(t, push.HostUp, hs[0].State)
+}
+
+// TestNoSecretIsRendered reads every view and finds no token, config
+// secret, URL query or capability path segment.
+func TestNoSecretIsRendered(t *testing.T) {
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	c := client(t)
+	login(t, c, srv)
+	billing := url.Values{"stream": {"orders/1"}, "id": {"billing"}}
+	for _, path := range []string{"/ui/", "/ui/registrations", "/ui/registration?" + billing.Encode(), "/ui/hosts",
+		"/ui/record?" + url.Values{"id": {"orders/1#1"}}.Encode(),
+		"/ui/confirm?" + with(billing, "action", "rewind").Encode() + "&to_seq=1"} {
+		resp, body := get(t, c, srv.URL+path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path+": "+body)
+		for _, secret := range []string{testToken, seed.SecretConfig, seed.SecretQuery, seed.SecretSegment, "whsec_"} {
+			require.NotContains(t, body, secret, path)
+		}
+	}
+	_, body := get(t, c, srv.URL+"/ui/registration?"+billing.Encode())
+	require.Contains(t, body, "https://billing.example/hooks/…?…", "the URL is shown redacted")
+}
+
+func TestRecordStatusSaysWhoAcknowledged(t *testing.T) {
+	s := seeded(t)
+	_, srv := serve(t, s, testToken, seed.View)
+	c := client(t)
+	login(t, c, srv)
+	resp, body := get(t, c, srv.URL+"/ui/record?"+url.Values{"stream": {"orders/1"}, "seq": {"3"}}.Encode())
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, "Acknowledged by 1, not yet by 4.", "archive is past #3; billing, audit, crm and mirror are not")
+	resp, body = get(t, c, srv.URL+"/ui/record?seq=x&stream=orders/1")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, "seq")
+	resp, _ = get(t, c, srv.URL+"/ui/record?id=nope")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestRegistrationsFilterByState(t *testing.T) {
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	c := client(t)
+	login(t, c, srv)
+	for state, want := range map[string][]string{
+		"parked": {"crm", "legacy"}, "held": {"mirror"}, "retrying": {"audit"}, "idle": {"archive"},
+		"ready": {"billing", "events", "registration?id=x&amp;"},
+	} {
+		resp, body := get(t, c, srv.URL+"/ui/registrations?state="+state)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Equal(t, len(want), strings.Count(body, `<tr><td><a href="registration?`), state)
+		for _, id := range want {
+			require.Contains(t, body, id, state)
+		}
+	}
+	resp, body := get(t, c, srv.URL+"/ui/registrations?state=stuck")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, "state")
+}
+
+// TestOpenPageAnswersOnlyLoopbackHosts: without a token the page is open,
+// but a request naming another host (DNS rebinding) is refused.
+func TestOpenPageAnswersOnlyLoopbackHosts(t *testing.T) {
+	s := seeded(t)
+	_, srv := serve(t, s, "", seed.View)
+	c := client(t)
+	resp, body := get(t, c, srv.URL+"/ui/")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	_, body = get(t, c, srv.URL+"/ui/confirm?action=unpark&stream=orders/1&id=crm")
+	csrf := csrfOf(t, body)
+
+	req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/ui/", nil)
+	require.NoError(t, err)
+	req.Host = "rebound.example:80"
+	resp, err = c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	resp, _ = post(t, c, srv.URL+"/ui/action", url.Values{"action": {"unpark"}, "stream": {"orders/1"}, "id": {"crm"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "open, but still CSRF-protected")
+	resp, _ = post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"unpark"}, "stream": {"orders/1"}, "id": {"crm"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+}
+
+// TestSessionsEndAfterTwelveHoursAndAtLogout.
+func TestSessionsEndAfterTwelveHoursAndAtLogout(t *testing.T) {
+	s := seeded(t)
+	var mu sync.Mutex
+	now := seed.View
+	p, err := page.New(page.Options{Store: s, Token: testToken, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", p)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := client(t)
+	login(t, c, srv)
+	mu.Lock()
+	now = now.Add(11 * time.Hour)
+	mu.Unlock()
+	resp, _ := get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "11 h after the login")
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	resp, _ = get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "13 h after the login: log in again")
+
+	csrf := login(t, c, srv)
+	resp, _ = post(t, c, srv.URL+"/ui/logout", url.Values{})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "log out needs the CSRF token too")
+	resp, _ = post(t, c, srv.URL+"/ui/logout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "logged out")
+}
