@@ -427,6 +427,9 @@ type recvStats struct {
 	FirstNS   int64 `json:"first_ns"`
 	LastNS    int64 `json:"last_ns"`
 	ReachedNS int64 `json:"reached_ns"`
+	// MostInFlight is the most requests of the group the receiver held at
+	// once (on /wait: up to the nth).
+	MostInFlight int64 `json:"most_in_flight"`
 }
 
 func (e *env) recvGet(ctx context.Context, path string, q url.Values, v any) error {

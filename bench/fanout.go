@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ type fanoutCase struct{ R, E int }
 type result struct {
 	perSec, secs, walPer, rowsPer, rss, workerCPU, pgCPU, recvCPU, firstMS sample
 	prodSecs, prodWalPer, prodRowsPer                                      sample
+	mostInFlight                                                           sample // the receiver's most requests of the run at once
 	dups, short                                                            int64
 }
 
@@ -48,6 +50,7 @@ func (r *result) add(d fanoutRun) {
 	r.pgCPU = append(r.pgCPU, d.deliver.pgCPU.Seconds())
 	r.recvCPU = append(r.recvCPU, d.recvCPU.Seconds())
 	r.firstMS = append(r.firstMS, ms(d.first))
+	r.mostInFlight = append(r.mostInFlight, float64(d.mostInFlight))
 	r.dups += d.dups
 	r.short += d.short
 }
@@ -62,6 +65,7 @@ type fanoutRun struct {
 	rss              int64
 	workerCPU        time.Duration
 	recvCPU          time.Duration
+	mostInFlight     int64 // the most requests the receiver held at once
 	dups, short      int64
 }
 
@@ -179,6 +183,11 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 		return fanoutRun{}, firstErr
 	}
 	d := fanoutRun{deliveries: total, took: took, recvCPU: e.recv.cpu() - recv0, workerCPU: selfCPU() - self0}
+	var st recvStats
+	if err := e.recvGet(ctx, "/stats", url.Values{"group": {g}}, &st); err != nil {
+		return d, err
+	}
+	d.mostInFlight = st.MostInFlight
 	var err error
 	d.dups, d.short, err = e.routes(ctx, g, c.R, int64(c.E))
 	return d, err
@@ -204,7 +213,7 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 	if err != nil {
 		return fanoutRun{}, err
 	}
-	if err := registerAll(ctx, st, stream, c.R, func(i int) string { return fmt.Sprintf("%s/d/%s/%d", e.recvURL, g, i) }); err != nil {
+	if err := registerAll(ctx, st, stream, c.R, 0, func(i int) string { return fmt.Sprintf("%s/d/%s/%d", e.recvURL, g, i) }); err != nil {
 		st.Close()
 		return fanoutRun{}, err
 	}
@@ -261,6 +270,7 @@ func deliverWith(ctx context.Context, e *env, d fanoutRun, name, bin string, arg
 	d.deliveries = total
 	d.took = time.Duration(st.ReachedNS - start.UnixNano())
 	d.first = time.Duration(st.FirstNS - start.UnixNano())
+	d.mostInFlight = st.MostInFlight
 	d.rss = p.peakRSS()
 	d.workerCPU = p.cpu()
 	d.recvCPU = e.recv.cpu() - recv0
@@ -281,15 +291,16 @@ func deliverWith(ctx context.Context, e *env, d fanoutRun, name, bin string, arg
 	return d, err
 }
 
-// registerAll registers n webhook receivers of stream, 16 at a time.
-func registerAll(ctx context.Context, st *postgres.Store, stream string, n int, url func(int) string) error {
+// registerAll registers n webhook receivers of stream with window window
+// (0: the default, 1), 16 at a time.
+func registerAll(ctx context.Context, st *postgres.Store, stream string, n, window int, url func(int) string) error {
 	return parallel(ctx, 16, n, func(i int) error {
 		cfg, err := webhook.Config{Secrets: []string{wire.Secret(i)}}.Encode()
 		if err != nil {
 			return err
 		}
 		_, err = st.Register(ctx, push.Registration{Stream: stream, ID: fmt.Sprintf("rcv-%04d", i),
-			Namespace: webhook.Namespace, URL: url(i), Config: cfg})
+			Namespace: webhook.Namespace, URL: url(i), Config: cfg, Window: window})
 		return err
 	})
 }

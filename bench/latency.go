@@ -79,7 +79,7 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 		if lc.manyHosts {
 			base = e.recvURLs[i%len(e.recvURLs)]
 		}
-		if err := registerAll(ctx, st, streamOf(i), 1, func(int) string { return fmt.Sprintf("%s/d/%s/%d", base, g, i) }); err != nil {
+		if err := registerAll(ctx, st, streamOf(i), 1, 0, func(int) string { return fmt.Sprintf("%s/d/%s/%d", base, g, i) }); err != nil {
 			return err
 		}
 	}
@@ -89,7 +89,7 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 			ContentType: "application/json", Payload: wire.Payload(i)}); err != nil {
 			return err
 		}
-		if err := registerAll(ctx, st, stream, 1, func(int) string { return fmt.Sprintf("%s/inbox/%d", lc.host.url, i) }); err != nil {
+		if err := registerAll(ctx, st, stream, 1, 0, func(int) string { return fmt.Sprintf("%s/inbox/%d", lc.host.url, i) }); err != nil {
 			return err
 		}
 	}

@@ -126,7 +126,7 @@ func scaleRun(ctx context.Context, e *env, cfg config, run, n int, delay time.Du
 		return fanoutRun{}, err
 	}
 	defer e.dropDB(ctx, db)
-	if err := loadFanout(ctx, cfg, dbURL, c, func(i int) string { return fmt.Sprintf("%s/d/%s/%d?delay=%v", e.recvURL, g, i, delay) }); err != nil {
+	if err := loadFanout(ctx, cfg, dbURL, c, 0, func(i int) string { return fmt.Sprintf("%s/d/%s/%d?delay=%v", e.recvURL, g, i, delay) }); err != nil {
 		return fanoutRun{}, err
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", "webhook", "--allow-http", "--allow-private-network",
@@ -163,8 +163,9 @@ func scaleRun(ctx context.Context, e *env, cfg config, run, n int, delay time.Du
 }
 
 // loadFanout migrates a fresh database, registers c.R webhook receivers of
-// one stream at url(i) and appends c.E records to it.
-func loadFanout(ctx context.Context, cfg config, dbURL string, c fanoutCase, url func(int) string) error {
+// one stream at url(i) with window window (0: 1) and appends c.E records
+// to it.
+func loadFanout(ctx context.Context, cfg config, dbURL string, c fanoutCase, window int, url func(int) string) error {
 	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func loadFanout(ctx context.Context, cfg config, dbURL string, c fanoutCase, url
 	}
 	defer st.Close()
 	const stream = "fanout/orders"
-	if err := registerAll(ctx, st, stream, c.R, url); err != nil {
+	if err := registerAll(ctx, st, stream, c.R, window, url); err != nil {
 		return err
 	}
 	return parallel(ctx, cfg.producers, c.E, func(i int) error {

@@ -15,9 +15,10 @@ import (
 // TestChaosCrash: worker processes share one PostgreSQL database while the
 // harness SIGKILLs a random one at random instants (after the receivers saw
 // a random number of new deliveries) and restarts it, and appends go on.
-// Afterwards, against the receivers' ledger: every record reached its
-// receiver at least once; per registration, seqs in order apart from
-// re-deliveries of the unacknowledged tail, each pass at most one drain
+// The registrations have windows 1, 4 and 16 in turn. Afterwards, against
+// the receivers' ledger: every record reached its receiver at least once;
+// per registration, record N+W never before N was acknowledged, each turn's
+// seqs in order within its window, each re-delivery pass at most one drain
 // page back (Ledger.Check); every re-delivery explained by a kill that left
 // that registration claimed by the dead worker, at most one drain page per
 // registration per kill; no cursor ever ahead of what its receiver
@@ -28,8 +29,8 @@ func TestChaosCrash(t *testing.T) {
 	s := newScenario(t, pgtest.NewDatabase(t))
 	p := s.mode.Crash
 	f := s.newFleet(ctx, p, "crash")
-	t.Logf("%d workers, %d records in %d streams, %d registrations (%d deliveries), %d kills, drain page %d, lease %v",
-		p.Workers, p.Records(), p.Streams, p.Registrations(), p.Deliveries(), p.Kills, p.DrainPage, p.Lease)
+	t.Logf("%d workers, %d records in %d streams, %d registrations (%d deliveries; windows %v in turn), %d kills, drain page %d, lease %v",
+		p.Workers, p.Records(), p.Streams, p.Registrations(), p.Deliveries(), p.Windows, p.Kills, p.DrainPage, p.Lease)
 
 	// The kill points: after how many distinct deliveries each kill comes,
 	// spread over the first 90% of the run.
@@ -95,7 +96,7 @@ func TestChaosCrash(t *testing.T) {
 	for _, pr := range cursorProblems {
 		t.Error("after a kill: " + pr)
 	}
-	v := f.ledger.Check(f.heads(), p.DrainPage)
+	v := f.ledger.Check(f.expect(), p.DrainPage)
 	for _, pr := range v.Problems {
 		t.Error(pr)
 	}
@@ -158,6 +159,8 @@ func TestChaosCrash(t *testing.T) {
 		"registrations_sent_again_per_kill_max": maxRegsPerKill,
 		"registrations_orphaned_per_kill_mean":  float64(orphaned) / float64(max(1, len(kills))),
 		"settling_sweeps":                       sweeps,
+		"max_per_host":                          p.MaxPerHost,
+		"windows":                               f.windowFigures(v),
 		"delivered_s":                           deliveredAt.Round(time.Millisecond).Seconds(),
 	})
 }

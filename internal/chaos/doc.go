@@ -9,10 +9,12 @@
 //
 //   - TestChaosCrash: several `herald run` worker processes share one
 //     database while the harness sends SIGKILL to a random worker at random
-//     instants and restarts it. Afterwards every record reached its
-//     receiver, in order apart from re-deliveries of the unacknowledged
-//     tail, with at most one drain page of duplicates per registration per
-//     kill, and no cursor ahead of what its receiver acknowledged.
+//     instants and restarts it; the registrations have windows 1, 4 and 16.
+//     Afterwards every record reached its receiver; record N+W was never
+//     sent before N was acknowledged, each turn's records arrived in order
+//     within its window (strict order for window 1), at most one drain page
+//     of duplicates per registration per kill, and no cursor ahead of what
+//     its receiver acknowledged.
 //   - TestChaosFaultyReceivers: receivers answer 2xx, 500, 503 and 429 with
 //     Retry-After (seconds and HTTP-date), 410, time out, reset the
 //     connection, dribble their bodies, send 10 MB bodies, echo the request
@@ -35,7 +37,7 @@
 // HERALD_CHAOS selects the size: unset or "short" is the mode `go test
 // ./...` runs (CI: a few thousand records, about ten kills, well under two
 // minutes in all); "long" is the full run for people (4 workers, 100,000
-// records across 1,000 registrations, at least 100 kills):
+// records across 1,000 registrations, 300 kills):
 //
 //	HERALD_CHAOS=long go test -run Chaos -timeout 2h -v ./internal/chaos
 //

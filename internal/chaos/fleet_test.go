@@ -1,16 +1,20 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -27,6 +31,7 @@ type regSpec struct {
 	id     string
 	path   string // its receiver's path
 	secret string
+	window int // its Registration.Window
 }
 
 // fleet is the crash and restart scenarios' world: streams, their
@@ -46,6 +51,10 @@ type fleet struct {
 	workers  []*proc
 	logs     []string
 	started  int // worker processes started, incarnations included
+
+	mu       sync.Mutex
+	inFlight map[string]int // requests of each registration being served now
+	most     map[string]int // the most of them at once
 }
 
 // viaCLI is how many registrations of a fleet are made with `herald
@@ -54,7 +63,8 @@ const viaCLI = 4
 
 func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) *fleet {
 	t := s.t
-	f := &fleet{s: s, plan: plan, byPath: map[string]*regSpec{}, verifier: map[string]*standardwebhooks.Webhook{}, ledger: NewLedger()}
+	f := &fleet{s: s, plan: plan, byPath: map[string]*regSpec{}, verifier: map[string]*standardwebhooks.Webhook{}, ledger: NewLedger(),
+		inFlight: map[string]int{}, most: map[string]int{}}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	s.cli.ok("migrate", "up")
@@ -68,7 +78,10 @@ func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) 
 		stream := fmt.Sprintf("%s/s%04d", prefix, i)
 		f.streams = append(f.streams, stream)
 		for j := 0; j < plan.RegsPerStream; j++ {
-			r := regSpec{stream: stream, id: fmt.Sprintf("r%d", j), path: fmt.Sprintf("/r/%d/%d", i, j), secret: s.webhookSecret()}
+			r := regSpec{stream: stream, id: fmt.Sprintf("r%d", j), path: fmt.Sprintf("/r/%d/%d", i, j), secret: s.webhookSecret(), window: 1}
+			if len(plan.Windows) > 0 {
+				r.window = plan.Windows[len(f.regs)%len(plan.Windows)]
+			}
 			r.key = r.stream + " " + r.id
 			f.regs = append(f.regs, r)
 		}
@@ -87,14 +100,15 @@ func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) 
 			if err := os.WriteFile(secretFile, []byte(r.secret+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s.cli.ok("register", "--stream", r.stream, "--id", r.id, "--namespace", "webhook", "--url", url, "--secret", "file:"+secretFile, "--json")
+			s.cli.ok("register", "--stream", r.stream, "--id", r.id, "--namespace", "webhook", "--url", url, "--secret", "file:"+secretFile,
+				"--window", strconv.Itoa(r.window), "--json")
 			continue
 		}
 		cfg, err := webhook.Config{Secrets: []string{r.secret}}.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Register(ctx, push.Registration{Stream: r.stream, ID: r.id, Namespace: webhook.Namespace, URL: url, Config: cfg}); err != nil {
+		if _, err := st.Register(ctx, push.Registration{Stream: r.stream, ID: r.id, Namespace: webhook.Namespace, URL: url, Config: cfg, Window: r.window}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +117,9 @@ func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) 
 
 // ServeHTTP is the receiver: it verifies the Standard Webhooks signature,
 // reads the seq from the webhook-id and checks it against the payload,
-// then acknowledges (204) and records it.
+// then acknowledges (204) and records it with the turn that sent it (the
+// webhook-timestamp: the instant of the turn's claim). It counts each
+// registration's requests in flight at once.
 func (f *fleet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := f.byPath[req.URL.Path]
 	if r == nil {
@@ -111,6 +127,15 @@ func (f *fleet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "unknown", http.StatusNotFound)
 		return
 	}
+	f.mu.Lock()
+	f.inFlight[r.key]++
+	f.most[r.key] = max(f.most[r.key], f.inFlight[r.key])
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inFlight[r.key]--
+		f.mu.Unlock()
+	}()
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	if err != nil {
 		return // the sender went away mid-request (killed): nothing acknowledged
@@ -131,7 +156,7 @@ func (f *fleet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	f.ledger.Attempt(r.key, seq)
-	f.ledger.Ack(r.key, seq)
+	f.ledger.AckTurn(r.key, seq, req.Header.Get(standardwebhooks.HeaderWebhookTimestamp))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -144,13 +169,54 @@ func (f *fleet) heads() map[string]uint64 {
 	return out
 }
 
+// expect is what Ledger.Check holds each registration to.
+func (f *fleet) expect() map[string]Expect {
+	out := make(map[string]Expect, len(f.regs))
+	for _, r := range f.regs {
+		out[r.key] = Expect{Head: uint64(f.plan.RecordsPerStream), Window: r.window}
+	}
+	return out
+}
+
+// windowFigures sums, per window, what the receivers saw: the most
+// requests of one registration in flight at once, the acknowledgements
+// that came after a higher seq of their turn, and the re-delivery passes
+// with their largest repeat.
+func (f *fleet) windowFigures(v Verdict) map[string]any {
+	window := map[string]int{}
+	for _, r := range f.regs {
+		window[r.key] = r.window
+	}
+	most, passes, worst, reordered := map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}
+	f.mu.Lock()
+	for key, n := range f.most {
+		most[window[key]] = max(most[window[key]], n)
+	}
+	f.mu.Unlock()
+	for key, n := range v.Reordered {
+		reordered[window[key]] += n
+	}
+	for _, r := range v.Restarts {
+		passes[window[r.Reg]]++
+		worst[window[r.Reg]] = max(worst[window[r.Reg]], r.Redelivered)
+	}
+	out := map[string]any{}
+	for _, w := range slices.Sorted(maps.Keys(most)) {
+		out[fmt.Sprintf("w%d", w)] = map[string]int{"in_flight_max": most[w], "reordered": reordered[w],
+			"passes": passes[w], "duplicates_per_pass_max": worst[w]}
+	}
+	return out
+}
+
 // workerArgs are the flags of every worker of the fleet: the default sweep
 // limit (256) and MaxInFlight (16), so that most claims wait for their turn,
-// which the sweep's lease budget must keep inside the lease.
+// which the sweep's lease budget must keep inside the lease; and the plan's
+// --max-per-host (every receiver is one host), so that windows fill.
 func (f *fleet) workerArgs() []string {
 	return []string{"-v", "run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
 		"--allow-http", "--allow-private-network", "--timeout", "5s",
 		"--max-in-flight", strconv.Itoa(push.DefaultMaxInFlight),
+		"--max-per-host", strconv.Itoa(cmp.Or(f.plan.MaxPerHost, push.DefaultMaxPerHost)),
 		"--lease", f.plan.Lease.String(), "--drain-page", strconv.Itoa(f.plan.DrainPage)}
 }
 

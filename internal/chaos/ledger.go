@@ -35,6 +35,7 @@ type regLog struct {
 type ack struct {
 	seq   uint64
 	epoch int
+	turn  string // the sending turn, as the request told it (webhook-timestamp); "" unknown
 }
 
 // NewLedger returns an empty ledger.
@@ -67,11 +68,18 @@ func (l *Ledger) Attempt(reg string, seq uint64) {
 }
 
 // Ack records that the receiver of reg acknowledged seq (answered 2xx).
-func (l *Ledger) Ack(reg string, seq uint64) {
+func (l *Ledger) Ack(reg string, seq uint64) { l.AckTurn(reg, seq, "") }
+
+// AckTurn is Ack for a request that says which turn sent it: every turn
+// of a worker signs its messages with the instant of its claim (the
+// webhook-timestamp), and two turns that could send the same seq are at
+// least a lease apart, so the timestamp tells re-delivery passes apart
+// even when a window lets them arrive out of order (see Check).
+func (l *Ledger) AckTurn(reg string, seq uint64, turn string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.reg(reg)
-	r.acks = append(r.acks, ack{seq: seq, epoch: l.epoch})
+	r.acks = append(r.acks, ack{seq: seq, epoch: l.epoch, turn: turn})
 	l.total++
 	if seq < 1<<32 { // a bogus seq is reported by Check, not allocated for
 		if uint64(len(r.seen)) <= seq {
@@ -194,17 +202,16 @@ func (l *Ledger) WaitDistinct(ctx context.Context, stall time.Duration, n int) e
 	return l.Wait(ctx, stall, fmt.Sprintf("%d distinct deliveries", n), func(l *Ledger) bool { return l.distinct >= n })
 }
 
-// Restart is a re-delivery pass seen by one receiver: the acknowledgement
-// at Index went back to From, at or below the seq acknowledged just before
-// it, as after a worker died between its receiver's 2xx and its cursor
-// write.
+// Restart is a re-delivery pass seen by one receiver: a turn whose
+// acknowledgements (from Index on) included seqs acknowledged before, as
+// after a worker died between its receiver's 2xx and its cursor write.
 type Restart struct {
 	Reg         string
-	Index       int    // position of the acknowledgement that went back
-	Epoch       int    // faults injected before it arrived
+	Index       int    // position of the pass's first acknowledgement
+	Epoch       int    // faults injected before that one arrived
 	PrevEpoch   int    // faults injected before the acknowledgement before it arrived
-	From        uint64 // the seq the pass restarted at
-	Top         uint64 // the highest seq acknowledged before it
+	From        uint64 // the lowest seq of the pass
+	Top         uint64 // the highest seq acknowledged before the pass
 	Redelivered int    // acknowledgements of already-seen seqs in this pass
 }
 
@@ -215,97 +222,175 @@ type Verdict struct {
 	Total      int // acknowledgements
 	Distinct   int
 	Duplicates int // Total - Distinct
+	// Reordered counts, per registration, the acknowledgements that came
+	// after a higher seq of the same pass: what windows let receivers see.
+	Reordered map[string]int
 }
 
-// Check judges the acknowledgements against the heads: for each
-// registration in heads (registration → the seq of its stream's last
-// record), with drainPage the workers' --drain-page:
+// Expect is what Check holds one registration's acknowledgements to.
+type Expect struct {
+	Head   uint64 // the seq of its stream's last record
+	Window int    // its Registration.Window (0 means 1)
+}
+
+// Check judges the acknowledgements: for each registration in expect,
+// with drainPage the workers' --drain-page. A pass is what one turn
+// acknowledged: consecutive acknowledgements with the same turn (AckTurn),
+// or, where the turn is unknown, a run that never goes back. With W the
+// registration's window:
 //
-//  1. Never N+1 before N: every acknowledged seq s is at most one more than
-//     the highest seen before it (the first is 1).
-//  2. In order apart from re-deliveries of the unacknowledged tail: each
-//     acknowledgement is either the previous seq + 1 (the pass goes on) or
-//     at most the previous seq (a new pass: a worker resumed from the
-//     cursor it found saved). A jump forward past the previous seq + 1 to
-//     a seq seen before is reported: no saved cursor explains it.
-//  3. A new pass re-delivers at most one drain page: it restarts at From >=
-//     Top - drainPage + 1, since a turn sends at most one page past the
-//     cursor it was claimed with, and saves it before the next.
+//  1. Never N+W before N: when seq s is acknowledged, every seq up to
+//     s−W was acknowledged before (W = 1: s is at most one more than the
+//     highest seen, and the first is 1). A turn starts N+W only after
+//     its receiver's 2xx for N, which the ledger recorded before answering.
+//  2. In seq order within the window: in a pass, no seq twice; none W or
+//     more below the highest the pass acknowledged before it (the turn sent
+//     that one only after everything W below it was answered); and every
+//     seq from the pass's lowest to its highest − W acknowledged in it (a
+//     turn skips nothing, and at most W requests were in flight when it
+//     died). With W = 1 that is strict order: each seq the previous + 1,
+//     a jump forward reported as such. Passes never interleave: a turn
+//     whose pass ended acknowledges nothing more.
+//  3. A pass re-delivers at most one drain page: every seq of it is at
+//     least top − drainPage + 1, top the highest acknowledged before the
+//     pass. A turn sends at most one page past the cursor it was claimed
+//     with (whatever its window: the window never reaches past the page),
+//     and every seq acknowledged before it was sent by turns that started
+//     at or below that cursor, so the repeats are at most that page.
 //  4. Every seq 1..head was acknowledged at least once, and none beyond.
 //
-// It also reports the problems the receivers recorded and registrations
-// the receivers saw that heads does not name.
-func (l *Ledger) Check(heads map[string]uint64, drainPage int) Verdict {
+// A pass that acknowledged a seq seen before is a Restart. Check also
+// reports the problems the receivers recorded and registrations the
+// receivers saw that expect does not name.
+func (l *Ledger) Check(expect map[string]Expect, drainPage int) Verdict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	v := Verdict{Total: l.total, Distinct: l.distinct, Duplicates: l.total - l.distinct}
+	v := Verdict{Total: l.total, Distinct: l.distinct, Duplicates: l.total - l.distinct, Reordered: map[string]int{}}
 	v.Problems = append(v.Problems, l.problems...)
 	for _, name := range slices.Sorted(maps.Keys(l.regs)) {
-		if _, ok := heads[name]; !ok {
+		if _, ok := expect[name]; !ok {
 			v.Problems = append(v.Problems, fmt.Sprintf("%s: the receiver got deliveries for a registration that does not exist", name))
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(heads)) {
-		head := heads[name]
+	for _, name := range slices.Sorted(maps.Keys(expect)) {
 		var acks []ack
 		if r := l.regs[name]; r != nil {
 			acks = r.acks
 		}
-		rs, problems := checkAcks(name, acks, head, drainPage)
+		rs, reordered, problems := checkAcks(name, acks, expect[name], drainPage)
+		if reordered > 0 {
+			v.Reordered[name] = reordered
+		}
 		v.Restarts = append(v.Restarts, rs...)
 		v.Problems = append(v.Problems, problems...)
 	}
 	return v
 }
 
+// pass is one turn's acknowledgements, as checkAcks reads them.
+type pass struct {
+	start     int    // index of its first acknowledgement
+	turn      string // "" when the requests did not say
+	lo, hi    uint64 // its lowest and highest seq
+	topBefore uint64 // the highest seq acknowledged before it
+	seqs      map[uint64]bool
+	restart   int // index in the restarts of this pass, -1 while it repeated nothing
+}
+
 // checkAcks applies Check's rules to one registration.
-func checkAcks(name string, acks []ack, head uint64, drainPage int) ([]Restart, []string) {
+func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Restart, reordered int, problems []string) {
 	var (
-		restarts []Restart
-		problems []string
-		top      uint64 // highest seq acknowledged so far
-		prev     uint64
-		cur      = -1 // index in restarts of the pass under way, -1 before any
-		seen     = map[uint64]bool{}
+		w          = uint64(max(e.Window, 1))
+		page       = uint64(drainPage)
+		top        uint64 // highest seq acknowledged so far
+		contiguous uint64 // every seq 1..contiguous acknowledged
+		seen       = map[uint64]bool{}
+		ended      = map[string]bool{} // turns whose pass ended
+		cur        *pass
 	)
 	bad := func(format string, args ...any) {
 		if len(problems) < 5 { // the first few say enough
 			problems = append(problems, name+": "+fmt.Sprintf(format, args...))
 		}
 	}
+	end := func() {
+		if cur == nil {
+			return
+		}
+		if cur.turn != "" {
+			ended[cur.turn] = true
+		}
+		if w > 1 {
+			for s := cur.lo; s+w <= cur.hi; s++ {
+				if !cur.seqs[s] {
+					bad("the pass of acknowledgement %d (#%d to #%d) lacks #%d, %d or more below its highest (window %d): a turn skipped a record", cur.start, cur.lo, cur.hi, s, w, w)
+					break
+				}
+			}
+		}
+	}
 	for i, a := range acks {
 		s := a.seq
+		if cur == nil || a.turn != cur.turn || (a.turn == "" && s <= acks[i-1].seq) {
+			end()
+			if a.turn != "" && ended[a.turn] {
+				bad("acknowledgement %d (#%d) comes from turn %s, whose pass had ended: two turns at once (two workers?)", i, s, a.turn)
+			}
+			cur = &pass{start: i, turn: a.turn, lo: s, hi: s, topBefore: top, seqs: map[uint64]bool{}, restart: -1}
+		}
 		switch {
-		case s == 0 || s > top+1:
-			bad("acknowledgement %d is #%d before #%d was ever seen (N+1 before N)", i, s, top+1)
-		case i > 0 && s <= prev:
-			restarts = append(restarts, Restart{Reg: name, Index: i, Epoch: a.epoch, PrevEpoch: acks[i-1].epoch, From: s, Top: top})
-			cur = len(restarts) - 1
-			if top-s+1 > uint64(drainPage) {
-				bad("acknowledgement %d restarted at #%d after #%d: %d re-deliveries, more than one drain page (%d)", i, s, top, top-s+1, drainPage)
-			}
-		case i > 0 && s != prev+1:
-			bad("acknowledgement %d jumped from #%d to #%d, skipping seqs of the pass under way: no saved cursor explains it (two workers at once?)", i, prev, s)
+		case s == 0:
+			bad("acknowledgement %d is #0", i)
+		case s > contiguous+w:
+			bad("acknowledgement %d is #%d before #%d was ever acknowledged (N+%d before N, window %d)", i, s, contiguous+1, s-contiguous-1, w)
 		}
-		if s > head {
-			bad("acknowledgement %d is #%d, past the head #%d", i, s, head)
+		switch {
+		case cur.seqs[s]:
+			bad("acknowledgement %d is #%d a second time in one turn's pass (from acknowledgement %d): a turn sends a record once", i, s, cur.start)
+		case s+w <= cur.hi:
+			bad("acknowledgement %d is #%d after #%d in the same pass: %d or more behind, past the window (%d)", i, s, cur.hi, w, w)
+		case w == 1 && i > cur.start && s > cur.hi+1:
+			bad("acknowledgement %d jumped from #%d to #%d, skipping seqs of the pass under way: no saved cursor explains it (two workers at once?)", i, cur.hi, s)
 		}
+		if s+page <= cur.topBefore {
+			bad("acknowledgement %d restarted at #%d after #%d: %d re-deliveries, more than one drain page (%d)", i, s, cur.topBefore, cur.topBefore-s+1, drainPage)
+		}
+		if s > e.Head {
+			bad("acknowledgement %d is #%d, past the head #%d", i, s, e.Head)
+		}
+		if s < cur.hi {
+			reordered++
+		}
+		cur.seqs[s] = true
+		cur.lo, cur.hi = min(cur.lo, s), max(cur.hi, s)
 		if seen[s] {
-			if cur >= 0 {
-				restarts[cur].Redelivered++
+			if cur.restart < 0 {
+				r := Restart{Reg: name, Index: cur.start, Epoch: acks[cur.start].epoch, Top: cur.topBefore}
+				if cur.start > 0 {
+					r.PrevEpoch = acks[cur.start-1].epoch
+				}
+				restarts = append(restarts, r)
+				cur.restart = len(restarts) - 1
 			}
+			restarts[cur.restart].Redelivered++
+		}
+		if cur.restart >= 0 {
+			restarts[cur.restart].From = cur.lo
 		}
 		seen[s] = true
 		top = max(top, s)
-		prev = s
+		for seen[contiguous+1] {
+			contiguous++
+		}
 	}
-	for s := uint64(1); s <= head; s++ {
+	end()
+	for s := uint64(1); s <= e.Head; s++ {
 		if !seen[s] {
-			bad("#%d was never acknowledged (%d acknowledgements, highest #%d, head #%d)", s, len(acks), top, head)
+			bad("#%d was never acknowledged (%d acknowledgements, highest #%d, head #%d)", s, len(acks), top, e.Head)
 			break
 		}
 	}
-	return restarts, problems
+	return restarts, reordered, problems
 }
 
 // CheckCursors compares cursors (registration → next_seq, read from the

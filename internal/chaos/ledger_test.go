@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestLedgerCheckAcceptsRedeliveredTails(t *testing.T) {
 	seqs := append(seqRange(1, 10), seqRange(7, 12)...)
 	ackAll(l, "a", seqs, 10)
 	ackAll(l, "b", seqRange(1, 12))
-	v := l.Check(map[string]uint64{"a": 12, "b": 12}, 4)
+	v := l.Check(map[string]Expect{"a": {Head: 12}, "b": {Head: 12}}, 4)
 	require.Empty(t, v.Problems)
 	require.Equal(t, []Restart{{Reg: "a", Index: 10, Epoch: 1, From: 7, Top: 10, Redelivered: 4}}, v.Restarts)
 	require.Equal(t, 4, v.Duplicates)
@@ -50,7 +51,7 @@ func TestLedgerCheckRefusesWhatLosesOrReorders(t *testing.T) {
 		head uint64
 		want string
 	}{
-		"N+1 before N":              {[]uint64{1, 3, 2}, 3, "#3 before #2 was ever seen"},
+		"N+1 before N":              {[]uint64{1, 3, 2}, 3, "#3 before #2 was ever acknowledged (N+1 before N, window 1)"},
 		"first is not 1":            {[]uint64{2, 3}, 3, "#2 before #1"},
 		"a record never seen":       {[]uint64{1, 2}, 3, "#3 was never acknowledged"},
 		"nothing at all":            {nil, 2, "#1 was never acknowledged"},
@@ -61,18 +62,101 @@ func TestLedgerCheckRefusesWhatLosesOrReorders(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := NewLedger()
 			ackAll(l, "r", tc.seqs)
-			v := l.Check(map[string]uint64{"r": tc.head}, 4)
+			v := l.Check(map[string]Expect{"r": {Head: tc.head}}, 4)
 			require.NotEmpty(t, v.Problems)
 			require.Contains(t, strings.Join(v.Problems, "\n"), tc.want)
 		})
 	}
 }
 
+// turnAck is one acknowledgement with the turn that sent it; a kill comes
+// before it when kill is set.
+type turnAck struct {
+	seq  uint64
+	turn string
+	kill bool
+}
+
+// ackTurns records the acknowledgements of a, in order.
+func ackTurns(l *Ledger, reg string, as ...turnAck) {
+	for _, a := range as {
+		if a.kill {
+			l.NextEpoch()
+		}
+		l.AckTurn(reg, a.seq, a.turn)
+	}
+}
+
+// turnSeqs is seqs, all sent by turn.
+func turnSeqs(turn string, seqs ...uint64) []turnAck {
+	out := make([]turnAck, len(seqs))
+	for i, s := range seqs {
+		out[i] = turnAck{seq: s, turn: turn}
+	}
+	return out
+}
+
+func TestLedgerCheckAcceptsWindowsOutOfOrder(t *testing.T) {
+	l := NewLedger()
+	// Window 4, page 8: turn A acknowledges 1..8 out of order within the
+	// window and saves; turn B sends 9..16 and dies with 13, 14 in flight
+	// (lost) after 15 and 16 were acknowledged; turn C resumes at the saved
+	// cursor 9, out of order again.
+	as := slices.Concat(turnSeqs("A", 2, 1, 4, 3, 5, 7, 6, 8), turnSeqs("B", 9, 11, 10, 12, 15, 16))
+	c := turnSeqs("C", 10, 9, 12, 11, 13, 14, 16, 15, 17, 18)
+	c[0].kill = true
+	ackTurns(l, "a", append(as, c...)...)
+	v := l.Check(map[string]Expect{"a": {Head: 18, Window: 4}}, 8)
+	require.Empty(t, v.Problems)
+	require.Equal(t, []Restart{{Reg: "a", Index: 14, Epoch: 1, From: 9, Top: 16, Redelivered: 6}}, v.Restarts)
+	require.Equal(t, 6, v.Duplicates)
+	require.Equal(t, map[string]int{"a": 7}, v.Reordered, "2 before 1, 4 before 3, …: seven came after a higher seq of their turn")
+}
+
+func TestLedgerCheckRefusesWhatBreaksAWindow(t *testing.T) {
+	for name, tc := range map[string]struct {
+		acks []turnAck
+		head uint64
+		want string
+	}{
+		"N+W before N":           {turnSeqs("A", 1, 2, 6, 3, 4, 5), 6, "#6 before #3 was ever acknowledged (N+3 before N, window 3)"},
+		"first beyond W":         {turnSeqs("A", 4, 1, 2, 3), 4, "#4 before #1"},
+		"twice in one turn":      {turnSeqs("A", 1, 2, 3, 2, 4), 4, "#2 a second time in one turn's pass"},
+		"behind past the window": {turnSeqs("A", 1, 2, 3, 4, 6, 7, 8, 9, 5), 9, "#5 after #9 in the same pass"},
+		"a skipped record":       {slices.Concat(turnSeqs("A", 1, 2, 3, 4, 5, 6), turnSeqs("B", 1, 2, 4, 5, 6, 7, 8)), 8, "lacks #3"},
+		"more than a page again": {slices.Concat(turnSeqs("A", seqRange(1, 10)...), turnSeqs("B", seqRange(2, 10)...)), 10, "more than one drain page"},
+		"turns interleave":       {slices.Concat(turnSeqs("A", 1, 2), turnSeqs("B", 3), turnSeqs("A", 4)), 4, "whose pass had ended"},
+		"a record never seen":    {turnSeqs("A", 1, 2, 3, 5), 5, "#4 was never acknowledged"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := NewLedger()
+			ackTurns(l, "r", tc.acks...)
+			v := l.Check(map[string]Expect{"r": {Head: tc.head, Window: 3}}, 4)
+			require.NotEmpty(t, v.Problems)
+			require.Contains(t, strings.Join(v.Problems, "\n"), tc.want)
+		})
+	}
+}
+
+func TestLedgerCheckWindowOneIsStrictOrder(t *testing.T) {
+	// What window 3 lets through, window 1 refuses: out of order within a
+	// turn is N+1 before N.
+	l := NewLedger()
+	ackTurns(l, "r", turnSeqs("A", 2, 1, 3)...)
+	require.Empty(t, l.Check(map[string]Expect{"r": {Head: 3, Window: 3}}, 4).Problems)
+	v := l.Check(map[string]Expect{"r": {Head: 3, Window: 1}}, 4)
+	require.Contains(t, strings.Join(v.Problems, "\n"), "#2 before #1 was ever acknowledged (N+1 before N, window 1)")
+	// A jump forward within a turn, though every seq was seen before.
+	l = NewLedger()
+	ackTurns(l, "r", slices.Concat(turnSeqs("A", 1, 2, 3, 4, 5), turnSeqs("B", 2, 4, 5))...)
+	require.Contains(t, strings.Join(l.Check(map[string]Expect{"r": {Head: 5}}, 4).Problems, "\n"), "jumped from #2 to #4")
+}
+
 func TestLedgerCheckReportsUnknownRegistrationsAndProblems(t *testing.T) {
 	l := NewLedger()
 	l.Ack("ghost", 1)
 	l.Problem("bad signature on %s", "x")
-	v := l.Check(map[string]uint64{}, 4)
+	v := l.Check(map[string]Expect{}, 4)
 	require.Len(t, v.Problems, 2)
 	require.Contains(t, v.Problems[0], "bad signature")
 	require.Contains(t, v.Problems[1], "ghost")
@@ -118,7 +202,7 @@ func TestAttribute(t *testing.T) {
 func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
 	l := NewLedger()
 	ackAll(l, "a", []uint64{1, 2, 3, 2, 3}, 3)
-	v := l.Check(map[string]uint64{"a": 3}, 4)
+	v := l.Check(map[string]Expect{"a": {Head: 3}}, 4)
 	require.Empty(t, v.Problems)
 	require.Equal(t, []Restart{{Reg: "a", Index: 3, Epoch: 1, PrevEpoch: 0, From: 2, Top: 3, Redelivered: 2}}, v.Restarts)
 }

@@ -37,6 +37,11 @@ type CrashPlan struct {
 	DrainPage        int           // --drain-page: the bound on duplicates per kill
 	Lease            time.Duration // --lease: how long a dead worker's claims stay hidden
 	Stall            time.Duration // no new delivery for this long fails the run
+	// Windows are the registrations' windows, in turn (none: 1 each);
+	// MaxPerHost is the workers' --max-per-host (0: the default), which
+	// bounds a window on the fleet's one receiver host.
+	Windows    []int
+	MaxPerHost int
 }
 
 // Records is the number of records the plan appends.
@@ -55,21 +60,27 @@ type FaultPlan struct {
 	Records    int // records per registration's stream
 }
 
+// windows are the fleets' registrations' windows, in turn: v1's strict
+// order, a small window and a far receiver's. A window never reaches past
+// the drain page or the backlog, so the crash plans' pages are at least 16
+// and their rounds append more than a page to each stream.
+var windows = []int{1, 4, 16}
+
 var modes = map[string]Mode{
 	"short": {
 		Name: "short",
-		Crash: CrashPlan{Workers: 3, Streams: 60, RegsPerStream: 2, RecordsPerStream: 40, Rounds: 4,
-			Kills: 10, DrainPage: 8, Lease: 3 * time.Second, Stall: 60 * time.Second},
+		Crash: CrashPlan{Workers: 3, Streams: 60, RegsPerStream: 2, RecordsPerStream: 40, Rounds: 2,
+			Kills: 10, DrainPage: 16, Lease: 3 * time.Second, Stall: 60 * time.Second, Windows: windows, MaxPerHost: 64},
 		Restart: CrashPlan{Workers: 2, Streams: 40, RegsPerStream: 2, RecordsPerStream: 30, Rounds: 6,
-			Restarts: 2, DrainPage: 8, Lease: 3 * time.Second, Stall: 90 * time.Second},
+			Restarts: 2, DrainPage: 16, Lease: 3 * time.Second, Stall: 90 * time.Second, Windows: windows, MaxPerHost: 64},
 		Faults: FaultPlan{PerProfile: 1, Records: 4},
 	},
 	"long": {
 		Name: "long",
-		Crash: CrashPlan{Workers: 4, Streams: 500, RegsPerStream: 2, RecordsPerStream: 200, Rounds: 20,
-			Kills: 120, DrainPage: 25, Lease: 5 * time.Second, Stall: 3 * time.Minute},
+		Crash: CrashPlan{Workers: 4, Streams: 500, RegsPerStream: 2, RecordsPerStream: 200, Rounds: 5,
+			Kills: 300, DrainPage: 25, Lease: 5 * time.Second, Stall: 3 * time.Minute, Windows: windows, MaxPerHost: 64},
 		Restart: CrashPlan{Workers: 4, Streams: 200, RegsPerStream: 2, RecordsPerStream: 100, Rounds: 20,
-			Restarts: 3, DrainPage: 25, Lease: 5 * time.Second, Stall: 3 * time.Minute},
+			Restarts: 3, DrainPage: 25, Lease: 5 * time.Second, Stall: 3 * time.Minute, Windows: windows, MaxPerHost: 64},
 		Faults: FaultPlan{PerProfile: 4, Records: 6},
 	},
 }

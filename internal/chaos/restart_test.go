@@ -99,7 +99,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 	probe.stop()
 	sweeps := f.settle()
 
-	v := f.ledger.Check(f.heads(), p.DrainPage)
+	v := f.ledger.Check(f.expect(), p.DrainPage)
 	for _, pr := range v.Problems {
 		t.Error(pr)
 	}
@@ -116,7 +116,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 	}
 	t.Logf("append retries during the outages: %d; e.g. %s", len(appendFailures), firstResult(appendFailures))
 	s.report(map[string]any{
-		"workers": p.Workers, "records": p.Records(), "registrations": p.Registrations(), "restarts": p.Restarts,
+		"workers": p.Workers, "windows": f.windowFigures(v), "records": p.Records(), "registrations": p.Registrations(), "restarts": p.Restarts,
 		"outage_max_s": outage.Round(time.Millisecond).Seconds(), "first_delivery_after_restart_max_s": recovery.Round(time.Millisecond).Seconds(),
 		"append_retries": len(appendFailures), "deliveries": v.Total, "duplicates": v.Duplicates, "passes": len(v.Restarts),
 		"failed_sweep_logs": failedSweeps, "listen_lost_logs": listenLost, "settling_sweeps": sweeps,

@@ -50,6 +50,10 @@ type group struct {
 	reached  map[int64]int64 // n → unix ns when count reached n, for waiters
 	waiters  map[int64][]chan struct{}
 	receipts []receipt
+	inFlight int64 // requests read and not yet answered
+	// mostInFlight is the most requests of the group the receiver held at
+	// once: a sender's concurrency, as its receiver saw it.
+	mostInFlight int64
 }
 
 // Stats is what /wait and /stats answer.
@@ -59,6 +63,8 @@ type Stats struct {
 	FirstNS   int64 `json:"first_ns"`
 	LastNS    int64 `json:"last_ns"`
 	ReachedNS int64 `json:"reached_ns,omitempty"` // /wait: when the count reached n
+	// MostInFlight is the most requests of the group held at once.
+	MostInFlight int64 `json:"most_in_flight"`
 }
 
 type server struct {
@@ -79,10 +85,6 @@ func (s *server) group(name string) *group {
 
 func (s *server) deliver(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
-	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d < time.Minute {
-		time.Sleep(d) // the receiver's own slowness, what the workload measures against
-	}
-	now := time.Now().UnixNano()
 	rest := strings.TrimPrefix(r.URL.Path, "/d/")
 	name, route, ok := strings.Cut(rest, "/")
 	if !ok || r.Method != http.MethodPost {
@@ -91,6 +93,15 @@ func (s *server) deliver(w http.ResponseWriter, r *http.Request) {
 	}
 	g := s.group(name)
 	g.mu.Lock()
+	g.inFlight++
+	g.mostInFlight = max(g.mostInFlight, g.inFlight)
+	g.mu.Unlock()
+	if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d < time.Minute {
+		time.Sleep(d) // the receiver's own slowness, what the workload measures against
+	}
+	now := time.Now().UnixNano()
+	g.mu.Lock()
+	g.inFlight--
 	g.count++
 	g.routes[route]++
 	if g.firstNS == 0 {
@@ -112,7 +123,7 @@ func (s *server) deliver(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *group) stats() Stats {
-	return Stats{Count: g.count, Routes: len(g.routes), FirstNS: g.firstNS, LastNS: g.lastNS}
+	return Stats{Count: g.count, Routes: len(g.routes), FirstNS: g.firstNS, LastNS: g.lastNS, MostInFlight: g.mostInFlight}
 }
 
 func (s *server) wait(w http.ResponseWriter, r *http.Request) {
