@@ -3,7 +3,7 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,sqlappend,appends,idle,latency,silent,scaleout,prune]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune]
 //	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
@@ -65,7 +65,7 @@ func main() {
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
-	flag.StringVar(&only, "only", "fanout,producer,sqlappend,appends,idle,latency,silent,scaleout,prune", "workloads to run, comma-separated")
+	flag.StringVar(&only, "only", "fanout,producer,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune", "workloads to run, comma-separated")
 	flag.DurationVar(&cfg.producerFor, "producer-for", 3*time.Second, "duration of each case of the producer workload (bare transaction and with AppendTx)")
 	flag.IntVar(&fanoutE, "fanout-e", 0, "fan-out: events per case instead of the mode's (0: the mode's)")
 	flag.StringVar(&concs, "fanout-concurrency", "", "fan-out: run every case at each of these concurrencies, comma-separated (default: -concurrency), and compare the systems best against best")
@@ -78,8 +78,8 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "producer", "sqlappend", "appends", "idle", "latency", "silent", "scaleout", "prune"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, sqlappend, appends, idle, latency, silent, scaleout, prune)\n", w)
+		if !slices.Contains([]string{"fanout", "producer", "sqlappend", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, sqlappend, httpappend, appends, idle, latency, silent, scaleout, prune)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -189,6 +189,11 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.only["sqlappend"] {
 		if err := sqlAppend(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("sqlappend: %w", err)
+		}
+	}
+	if cfg.only["httpappend"] {
+		if err := httpAppend(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("httpappend: %w", err)
 		}
 	}
 	logf("load average %s", loadavg())

@@ -92,7 +92,7 @@
 //
 // # Appending from SQL: herald_append
 //
-// Migration 007 adds herald_append, AppendTx for an application in any
+// Migration 009 adds herald_append, AppendTx for an application in any
 // language: called in its transaction, the record commits or rolls back
 // with the application's own writes, by the same path (one INSERT numbered
 // after commit, no NOTIFY, no stream lock), with the same checks, digest,
@@ -119,10 +119,13 @@
 //
 // Errors name the field in the message, which is Go's (e.g.
 // "herald_append: invalid kind: has whitespace U+0020 at byte 5"), and in
-// the error's column field (PG_DIAG_COLUMN_NAME):
+// the error's column field (PG_DIAG_COLUMN_NAME). Reserved names are
+// invalid input, as for AppendTx (migration 010): a stream under "herald/"
+// (journal.ReservedPrefix: herald's own, such as push.EventsStream) and an
+// id starting "herald-event:" (journal.ReservedIDPrefix).
 //
 //	SQLSTATE  meaning                                    column
-//	HA400     invalid input, nothing written             stream, id, kind, content_type or payload
+//	HA400     invalid input (a reserved name too)        stream, id, kind, content_type or payload
 //	HA413     payload over the limit                     payload
 //	HA409     the id exists with other content           the first that differs: stream, kind, content_type, payload, final
 //	HA423     the stream is sealed (journal.ErrSealed)   stream

@@ -499,3 +499,71 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []got{{"application/json", `{"total": 42}`}, {"text/plain; charset=utf-8", "thanks"}}, bodys)
 }
+
+// TestHeraldAppendRefusesReservedNames: every overload refuses a stream
+// under journal.ReservedPrefix and an id starting journal.ReservedIDPrefix,
+// as AppendTx does: HA400, the field in the error's column, Go's message,
+// the checks in Go's order, and nothing written. Names that merely look
+// alike are accepted by both.
+func TestHeraldAppendRefusesReservedNames(t *testing.T) {
+	ctx := t.Context()
+	d := newSQLDB(t)
+	c := d.conn(t)
+	overloads := []string{
+		`SELECT herald_append($1, $2, 'k', '{}'::jsonb)`,
+		`SELECT herald_append($1, $2, 'k', '{}'::json)`,
+		`SELECT herald_append($1, $2, 'k', 'hi'::text)`,
+		`SELECT herald_append($1, $2, 'k', '\x00'::bytea)`,
+	}
+	refused := []struct {
+		name, stream, id, field string
+	}{
+		{"herald's events", push.EventsStream, "evt-1", "stream"},
+		{"any herald/ stream", journal.ReservedPrefix + "x", "evt-1", "stream"},
+		{"an event's id", "orders/1", journal.ReservedIDPrefix + "parked:1", "id"},
+		{"a bad stream before a reserved id", "a b", journal.ReservedIDPrefix + "x", "stream"},
+		{"a bad reserved stream: its name first", journal.ReservedPrefix + "a b", "evt-1", "stream"},
+		{"a bad reserved id: its name first", "orders/1", journal.ReservedIDPrefix + "\n", "id"},
+	}
+	for _, tc := range refused {
+		_, goErr := journal.ValidateEntries(tc.stream, []journal.Entry{{ID: tc.id, Kind: "k", Payload: []byte(`{}`)}}, 0)
+		var inv *journal.InvalidError
+		require.ErrorAs(t, goErr, &inv, "%s: Go refuses it too", tc.name)
+		require.Equal(t, tc.field, strings.TrimPrefix(inv.Field, "entries[0]."), tc.name)
+		for _, sql := range overloads {
+			_, err := c.Exec(ctx, sql, tc.stream, tc.id)
+			pe := pgErr(t, err)
+			require.Equal(t, "HA400", pe.Code, "%s: %s", tc.name, sql)
+			require.Equal(t, tc.field, pe.ColumnName, "%s: %s", tc.name, sql)
+			require.Equal(t, "herald_append: invalid "+tc.field+": "+inv.Reason, pe.Message, "%s: %s", tc.name, sql)
+		}
+	}
+	var n int
+	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&n))
+	require.Zero(t, n, "nothing refused was written")
+
+	for i, name := range []struct{ stream, id string }{
+		{"herald", "herald-event"}, {"heraldx/y", "herald-events:1"}, {"x/herald/events", "x-herald-event:1"},
+	} {
+		_, goErr := journal.ValidateEntries(name.stream, []journal.Entry{{ID: name.id, Kind: "k", Payload: []byte(`{}`)}}, 0)
+		require.NoError(t, goErr)
+		for j, sql := range overloads {
+			_, err := c.Exec(ctx, sql, name.stream, fmt.Sprintf("%s-%d-%d", name.id, i, j))
+			require.NoError(t, err, "%v: %s", name, sql)
+		}
+	}
+
+	// The overloads still run with their search_path pinned (migration 009).
+	var unpinned []string
+	rows, err := c.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
+		WHERE p.proname IN ('herald_append', 'herald_check_reserved')
+		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) cfg WHERE cfg LIKE 'search_path=pg_catalog, %')`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var f string
+		require.NoError(t, rows.Scan(&f))
+		unpinned = append(unpinned, f)
+	}
+	require.NoError(t, rows.Err())
+	require.Empty(t, unpinned, "functions without a pinned search_path")
+}
