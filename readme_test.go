@@ -88,6 +88,17 @@ func TestREADMECommands(t *testing.T) {
 	require.NoError(t, err, "build herald: %s", out)
 	scratch := t.TempDir()
 	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + scratch}
+	// HOME is a scratch directory, so that herald finds nothing of the
+	// user's; keep Go's caches where they are, or `go run` in a block
+	// would download and build every module afresh (minutes, and the
+	// network).
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	require.NoError(t, err)
+	for i, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		if v := strings.Split(strings.TrimSpace(string(goenv)), "\n"); i < len(v) && os.Getenv(name) == "" {
+			env = append(env, name+"="+v[i])
+		}
+	}
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "HOME" && k != "HERALD_DATABASE_URL" {
 			env = append(env, kv)
