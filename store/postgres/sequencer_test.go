@@ -354,3 +354,46 @@ func migrateDownTo(t *testing.T, url string, v int) error {
 		}
 	}
 }
+
+// TestFullPageKeepsAFinalRecordLast: a step's page ends at a stream's final
+// record while a record of that stream committed before the step lies past
+// the page; the step numbers it too, before the final record, rather than
+// leave it for the next step to refuse. The next page numbers the rest.
+func TestFullPageKeepsAFinalRecordLast(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	postgres.SetSequencerPage(s, 2)
+	final := entry("end")
+	final.Final = true
+	late := openTx(t, s) // inserted first (lowest position), committed last
+	_, err := s.AppendTx(ctx, late, "task/9", entry("x2"))
+	require.NoError(t, err)
+	commitAppend(t, s, "task/9", entry("x1"))
+	commitAppend(t, s, "task/8", entry("y1"))
+	commitAppend(t, s, "task/9", final)
+	commitAppend(t, s, "task/8", entry("y2"))
+	require.NoError(t, late.Commit(ctx))
+	// Insertion order x2, x1, y1, end, y2: pages {x2, x1}, {y1, end}, {y2}.
+	require.Equal(t, 5, sequence(t, s), "full pages are followed by more steps until one is not full")
+	require.Equal(t, []string{"x2", "x1", "end"}, readIDs(t, s, "task/9"))
+	require.Equal(t, []string{"y1", "y2"}, readIDs(t, s, "task/8"))
+
+	commitAppend(t, s, "task/7", entry("a1"))
+	fin, a2 := openTx(t, s), openTx(t, s) // both pass the seal check; a2 is inserted after a-end
+	aEnd := entry("a-end")
+	aEnd.Final = true
+	_, err = s.AppendTx(ctx, fin, "task/7", aEnd)
+	require.NoError(t, err)
+	_, err = s.AppendTx(ctx, a2, "task/7", entry("a2"))
+	require.NoError(t, err)
+	require.NoError(t, fin.Commit(ctx))
+	require.NoError(t, a2.Commit(ctx)) // committed before the step: numbered before a-end
+	commitAppend(t, s, "task/6", entry("b1"))
+	// The first page, {a1, a-end}, is full and holds task/7's final record.
+	require.Equal(t, 4, sequence(t, s))
+	require.Equal(t, []string{"a1", "a2", "a-end"}, readIDs(t, s, "task/7"))
+	require.Equal(t, []string{"b1"}, readIDs(t, s, "task/6"))
+	refused, err := s.Refused(ctx, "", 10)
+	require.NoError(t, err)
+	require.Empty(t, refused)
+}
