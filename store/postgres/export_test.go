@@ -21,6 +21,9 @@ const (
 // process id, after its writes and before its commit.
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
 
+// SQLNumber is the sequencer step's statement, for the test that EXPLAINs it.
+const SQLNumber = sqlNumber
+
 // SetSequencerPage bounds the records one sequencer step of s numbers.
 func SetSequencerPage(s *Store, n int) { s.page = n }
 

@@ -101,53 +101,60 @@ ON CONFLICT DO NOTHING`
 	// every record committed with it (cand). Per stream, non-final records
 	// first and then the first final record get head+1… in insertion order
 	// (rank r <= n); a second final record is refused, and so is every
-	// record of a stream already sealed. The stream rows' UPDATE takes
-	// their locks and moves the heads, seals, and sets the pending marker
-	// (the sequencer makes registrations lag as the append used to, under
-	// the stream row's lock); no row is locked in a statement of its own,
-	// which would write one WAL record more per stream. One notification
-	// ($3, payload how many) if any record was numbered and $2. It returns
-	// the page's size, and how many it numbered and refused.
+	// record of a stream already sealed (ranked). Only the sequencer, which
+	// holds the lock, moves a head or seals, so the snapshot's heads are
+	// the rows' (and were they not, the unique index on (stream, seq) would
+	// fail the step). The stream rows' UPDATE takes their locks and moves
+	// the heads, seals, and sets the pending marker (the sequencer makes
+	// registrations lag as the append used to, under the stream row's
+	// lock); no row is locked in a statement of its own, which would write
+	// one WAL record more per stream. The records are updated by their
+	// tuple ids from the snapshot, so that every join is an index or TID
+	// lookup driven by the page, whatever the planner estimates (its
+	// statistics cannot follow a partial index that empties every few
+	// milliseconds). One notification ($3, payload how many) if any record
+	// was numbered and $2. It returns the page's size, and how many it
+	// numbered and refused.
 	sqlNumber = `WITH page AS MATERIALIZED (
-    SELECT pos, stream, final FROM herald_record
+    SELECT ctid AS tid, pos, stream, final FROM herald_record
     WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
     ORDER BY pos LIMIT $1
 ), cand AS MATERIALIZED (
-    SELECT pos, stream, final FROM page
-    UNION
-    SELECT r.pos, r.stream, r.final FROM herald_record r
+    SELECT tid, pos, stream, final FROM page
+    UNION ALL
+    SELECT r.ctid, r.pos, r.stream, r.final FROM herald_record r
     WHERE (SELECT count(*) FROM page) = $1 AND r.seq IS NULL AND r.refused IS NULL
       AND r.pos > (SELECT max(pos) FROM page) AND r.stream IN (SELECT stream FROM page WHERE final)
 ), ranked AS MATERIALIZED (
-    SELECT pos, stream, final,
+    SELECT c.tid, c.stream, c.final, s.head, s.final_seq,
         row_number() OVER w AS r,
-        count(*) FILTER (WHERE NOT final) OVER w1 + CASE WHEN bool_or(final) OVER w1 THEN 1 ELSE 0 END AS n
-    FROM cand
-    WINDOW w AS (PARTITION BY stream ORDER BY final, pos), w1 AS (PARTITION BY stream)
-), per_stream AS (
-    SELECT stream, max(n) AS n, bool_or(final) AS has_final FROM ranked GROUP BY stream
-), sealed AS (
-    SELECT s.stream, s.final_seq FROM herald_stream s JOIN per_stream p ON p.stream = s.stream
-    WHERE s.final_seq IS NOT NULL
+        count(*) FILTER (WHERE NOT c.final) OVER w1 + CASE WHEN bool_or(c.final) OVER w1 THEN 1 ELSE 0 END AS n
+    FROM cand c
+    CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = c.stream OFFSET 0) s
+    WINDOW w AS (PARTITION BY c.stream ORDER BY c.final, c.pos), w1 AS (PARTITION BY c.stream)
+), fate AS MATERIALIZED (
+    SELECT tid, stream, final, head, final_seq, n,
+        CASE WHEN final_seq IS NULL AND r <= n THEN head + r END AS seq,
+        CASE WHEN final_seq IS NOT NULL THEN format('committed after the stream''s final record #%s was sequenced', final_seq)
+             WHEN r > n THEN format('another final record of the stream, #%s, was sequenced first', head + n) END AS reason
+    FROM ranked
+), per_stream AS MATERIALIZED (
+    SELECT stream, max(head + n) AS head, bool_or(final) AS has_final FROM fate
+    WHERE final_seq IS NULL GROUP BY stream
 ), moved AS (
-    UPDATE herald_stream s SET head = s.head + p.n,
-        final_seq = CASE WHEN p.has_final THEN s.head + p.n END, pending = true
+    UPDATE herald_stream s SET head = p.head, final_seq = CASE WHEN p.has_final THEN p.head END, pending = true
     FROM per_stream p
-    WHERE s.stream = p.stream AND s.final_seq IS NULL
-    RETURNING s.stream, s.head - p.n AS base, s.final_seq
+    WHERE s.stream = p.stream
 ), assigned AS (
-    UPDATE herald_record x SET seq = m.base + k.r
-    FROM ranked k JOIN moved m ON m.stream = k.stream
-    WHERE x.pos = k.pos AND k.r <= k.n AND x.seq IS NULL AND x.refused IS NULL
-    RETURNING x.pos
+    UPDATE herald_record x SET seq = f.seq
+    FROM fate f
+    WHERE x.ctid = f.tid AND f.seq IS NOT NULL
+    RETURNING 1
 ), refused AS (
-    UPDATE herald_record x SET refused = CASE WHEN sl.stream IS NOT NULL
-            THEN format('committed after the stream''s final record #%s was sequenced', sl.final_seq)
-            ELSE format('another final record of the stream, #%s, was sequenced first', m.final_seq) END
-    FROM ranked k LEFT JOIN sealed sl ON sl.stream = k.stream LEFT JOIN moved m ON m.stream = k.stream
-    WHERE x.pos = k.pos AND (sl.stream IS NOT NULL OR (m.stream IS NOT NULL AND k.r > k.n))
-      AND x.seq IS NULL AND x.refused IS NULL
-    RETURNING x.pos
+    UPDATE herald_record x SET refused = f.reason
+    FROM fate f
+    WHERE x.ctid = f.tid AND f.reason IS NOT NULL
+    RETURNING 1
 ), notified AS (
     SELECT pg_notify($3, (SELECT count(*) FROM assigned)::text)
     WHERE $2::boolean AND EXISTS (SELECT 1 FROM assigned)

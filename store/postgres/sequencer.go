@@ -74,7 +74,7 @@ func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode) (i
 	for {
 		page, n, err := s.step(ctx, conn, mode == seqWait)
 		total += n
-		if err != nil || page < s.page {
+		if err != nil || page < s.pageSize() {
 			return total, err
 		}
 	}
@@ -119,7 +119,7 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 		b.Queue(sqlTryLock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
 	}
 	b.Queue(sqlEnsureStreams)
-	b.Queue(sqlNumber, s.page, s.notify, NotifyChannel).QueryRow(func(row pgx.Row) error {
+	b.Queue(sqlNumber, s.pageSize(), s.notify, NotifyChannel).QueryRow(func(row pgx.Row) error {
 		var notified int
 		return row.Scan(&page, &numbered, &refuse, &notified)
 	})
@@ -143,6 +143,15 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 		return 0, 0, nil // another sequencer is at work
 	}
 	return page, numbered + refuse, nil
+}
+
+// pageSize is the most records one step numbers: sequencerPage, unless a
+// test set another.
+func (s *Store) pageSize() int {
+	if s.page < 1 {
+		return sequencerPage
+	}
+	return s.page
 }
 
 // poke tells RunSequencer that this process appended (AppendTx): it polls

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -396,4 +397,57 @@ func TestFullPageKeepsAFinalRecordLast(t *testing.T) {
 	refused, err := s.Refused(ctx, "", 10)
 	require.NoError(t, err)
 	require.Empty(t, refused)
+}
+
+// TestStepVisitsEachRecordOnce: a step's work grows with the records it
+// numbers, never with their square. The planner's statistics cannot follow
+// the partial index of waiting records (it empties every few milliseconds),
+// so it estimates one row wherever the step joins them; a nested loop that
+// rescans the whole page for each record (as the step's UPDATE once did:
+// 999,000 rows removed by its join filter for a page of 1,000) made a
+// sequencer that fell behind slower the further behind it was. Each join of
+// the step must be driven by the page, through an index or a tuple id.
+func TestStepVisitsEachRecordOnce(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	pool := s.Pool()
+	const insert = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\x00', now() FROM generate_series(1, 1000) g`
+	for _, batch := range []string{"a-", "b-"} {
+		_, err := pool.Exec(ctx, insert, batch)
+		require.NoError(t, err)
+		require.Equal(t, 1000, sequence(t, s))
+	}
+	_, err := pool.Exec(ctx, insert, "waiting-")
+	require.NoError(t, err)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT set_config('herald.sequencer', 'true', true)`)
+	require.NoError(t, err)
+	var raw []byte
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.SQLNumber, 10_000, false, postgres.NotifyChannel).Scan(&raw))
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &plans))
+	require.Len(t, plans, 1)
+	var visit func(node map[string]any)
+	visit = func(node map[string]any) {
+		removed, _ := node["Rows Removed by Join Filter"].(float64)
+		require.LessOrEqual(t, removed, 1000.0, "a join of the step scans the page once per record: %v", node["Node Type"])
+		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_record" {
+			rows, _ := node["Actual Rows"].(float64)
+			require.LessOrEqual(t, rows, 1000.0)
+		}
+		kids, _ := node["Plans"].([]any)
+		for _, k := range kids {
+			visit(k.(map[string]any))
+		}
+	}
+	visit(plans[0].Plan)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 1000, sequence(t, s))
+	require.Len(t, readIDs(t, s, "task/7"), 30)
 }
