@@ -21,6 +21,7 @@ import (
 
 type latResult struct {
 	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
+	seqP50, seqP99, seqSteps                                        sample // commit to the sequencer step's notification; steps/s
 	silentConns, silentReqs                                         sample // the silent host's, in the measured window
 	unnumbered, undelivered                                         sample // when the appends stopped
 }
@@ -51,10 +52,12 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
 	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
 		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
-	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
-	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
+	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
+		orDash(r.seqP50, 1), orDash(r.seqP99, 1), orDash(r.seqSteps, 0),
 		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
 		r.unnumbered.cell(0), r.undelivered.cell(0))
+	rep.printf("Commit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's row version).\n\n")
 	return nil
 }
 
@@ -122,6 +125,13 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	if _, err := e.wait(ctx, g, int64(warm), p); err != nil {
 		return err
 	}
+	// The sequencer's steps, as the daemon's notifications report them:
+	// every step that numbers records notifies once, in commit order.
+	steps, err := listenSteps(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer steps.close()
 
 	total := cfg.latRate * int(lc.dur/time.Second)
 	commit := make([]int64, total)
@@ -184,6 +194,12 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 		r.silentConns = append(r.silentConns, float64(lc.host.conns.Load()-conns0))
 		r.silentReqs = append(r.silentReqs, float64(lc.host.reqs.Load()-reqs0))
 	}
+	if sl, n, ok := steps.lags(ctx, st, commit); ok {
+		slices.Sort(sl)
+		r.seqP50, r.seqP99 = append(r.seqP50, ms(sl[len(sl)/2])), append(r.seqP99, ms(sl[len(sl)*99/100]))
+		r.seqSteps = append(r.seqSteps, float64(n)/lc.dur.Seconds())
+		logf("  commit to numbered: p50 %.1f ms, p99 %.1f ms, %d steps", ms(sl[len(sl)/2]), ms(sl[len(sl)*99/100]), n)
+	}
 	r.rss = append(r.rss, float64(p.peakRSS())/(1<<20))
 	r.workerCPU = append(r.workerCPU, (p.cpu() - cpu0).Seconds())
 	r.pgCPU = append(r.pgCPU, (e.pgCPU() - pg0).Seconds())
@@ -218,7 +234,86 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 	return nil
 }
 
+// stepLog records when each sequencer step's notification arrived.
+type stepLog struct {
+	mu    sync.Mutex
+	at    []int64 // UnixNano, in arrival (commit) order
+	close func()
+}
+
+func listenSteps(ctx context.Context, st *postgres.Store) (*stepLog, error) {
+	l, err := st.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sl := &stepLog{close: l.Close}
+	go func() {
+		for {
+			if _, err := l.Wait(ctx); err != nil {
+				return
+			}
+			now := time.Now().UnixNano()
+			sl.mu.Lock()
+			sl.at = append(sl.at, now)
+			sl.mu.Unlock()
+		}
+	}()
+	return sl, nil
+}
+
+// lags returns, for each timed record, the time from its commit to the
+// notification of the step that numbered it, and how many steps numbered
+// them. The step of a record is its row version's xmin (the sequencer's
+// UPDATE wrote it); steps run one at a time, so their xids ascend in
+// commit order, the order of the notifications. ok is false when the two
+// counts disagree (another process numbered some).
+func (sl *stepLog) lags(ctx context.Context, st *postgres.Store, commit []int64) ([]time.Duration, int, bool) {
+	sl.close()
+	sl.mu.Lock()
+	at := slices.Clone(sl.at)
+	sl.mu.Unlock()
+	rows, err := st.Pool().Query(ctx, `SELECT id, xmin::text::bigint FROM herald_record WHERE id LIKE 'lat-%' AND seq IS NOT NULL`)
+	if err != nil {
+		return nil, 0, false
+	}
+	byID := map[string]int64{}
+	var (
+		id string
+		x  int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &x}, func() error { byID[id] = x; return nil }); err != nil {
+		return nil, 0, false
+	}
+	var xids []int64
+	for _, x := range byID {
+		xids = append(xids, x)
+	}
+	slices.Sort(xids)
+	xids = slices.Compact(xids)
+	if len(xids) != len(at) || len(byID) != len(commit) {
+		logf("  commit to numbered: %d steps numbered the records, %d notifications heard: not measured", len(xids), len(at))
+		return nil, 0, false
+	}
+	var out []time.Duration
+	for id, x := range byID {
+		var k int
+		if _, err := fmt.Sscanf(id, "lat-%d", &k); err != nil || k < 0 || k >= len(commit) {
+			return nil, 0, false
+		}
+		i, _ := slices.BinarySearch(xids, x)
+		out = append(out, time.Duration(at[i]-commit[k]))
+	}
+	return out, len(xids), true
+}
+
 func streamOf(i int) string { return fmt.Sprintf("lat/%03d", i) }
+
+func orDash(s sample, decimals int) string {
+	if len(s) == 0 {
+		return "–"
+	}
+	return s.cell(decimals)
+}
 
 // withPool sets pgxpool's pool size in a database URL.
 func withPool(dbURL string, conns int) string {

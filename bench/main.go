@@ -3,7 +3,7 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,parts,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far]
 //	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
@@ -78,8 +78,8 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "producer", "sqlappend", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune", "far"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, sqlappend, httpappend, appends, idle, latency, silent, scaleout, prune, far)\n", w)
+		if !slices.Contains([]string{"fanout", "producer", "parts", "sqlappend", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune", "far"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, parts, sqlappend, httpappend, appends, idle, latency, silent, scaleout, prune, far)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -184,6 +184,11 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.only["producer"] {
 		if err := producer(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("producer: %w", err)
+		}
+	}
+	if cfg.only["parts"] {
+		if err := parts(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("parts: %w", err)
 		}
 	}
 	if cfg.only["sqlappend"] {

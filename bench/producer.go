@@ -196,14 +196,22 @@ const (
 	viaNone     appendVia = iota // the bare transaction
 	viaAppendTx                  // store/postgres AppendTx
 	viaSQL                       // SELECT herald_append(…): no herald Go code
+	viaPlainRow                  // a second plain INSERT of a record-sized row: the floor of any design that writes the record in the caller's transaction
 )
 
 // produceFor runs c's writers for d and, with herald, the sequencer beside
 // them; when the writers stop it lets the sequencer finish (outside the
 // timed part) and closes every connection.
 func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia, prefix string, d time.Duration) (produced, error) {
+	return produceWith(ctx, dbURL, c, via, true, prefix, d)
+}
+
+// produceWith is produceFor, with the sequencer running beside the writers
+// or not (sequencer false: the records stay without a seq, for the caller
+// to number and measure).
+func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVia, sequencer bool, prefix string, d time.Duration) (produced, error) {
 	var out produced
-	withHerald := via != viaNone
+	withHerald := via == viaAppendTx || via == viaSQL
 	pool, err := pgxpool.New(ctx, withPool(dbURL, c.writers))
 	if err != nil {
 		return out, err
@@ -222,6 +230,8 @@ func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia
 			return out, err
 		}
 		defer st.Close()
+	}
+	if withHerald && sequencer {
 		if seqr, err = postgres.Open(ctx, withPool(dbURL, 2)); err != nil {
 			return out, err
 		}
@@ -281,6 +291,10 @@ func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia
 					switch via {
 					case viaNone:
 						return nil
+					case viaPlainRow:
+						_, err := tx.Exec(ctx, `INSERT INTO app_outbox (id, stream, kind, payload, digest, appended_at) VALUES ($1, $2, 'order.updated', $3, $4, now())`,
+							id, stream, wire.Payload(k), outboxDigest[:])
+						return err
 					case viaSQL:
 						_, err := tx.Exec(ctx, `SELECT herald_append($1, $2, 'order.updated', $3::bytea, 'application/json')`, stream, id, wire.Payload(k))
 						return err
@@ -315,7 +329,7 @@ func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia
 	}
 	stop()
 	<-seqDone
-	if st != nil {
+	if st != nil && sequencer {
 		if _, err := st.Sequence(ctx); err != nil { // what the runner left when it stopped
 			return out, err
 		}

@@ -53,13 +53,14 @@
 //
 // One sequencer at a time, elected by a PostgreSQL advisory transaction
 // lock (pg_try_advisory_xact_lock), numbers the records. Each step is one
-// READ COMMITTED transaction: take the lock; read the committed records
-// without a seq (each statement sees only what committed before it began);
-// lock their stream rows in stream order; give each stream's records
-// head+1… in insertion order; move the heads, set the pending markers and
-// send one NOTIFY; commit. Readers (Read, Head, Lookup, Due) see numbered
-// records only. This keeps invariant 4 without PgQ's snapshot bookkeeping:
-// a record is numbered only once committed, and one that commits after a
+// READ COMMITTED transaction in one round trip: take the lock; create the
+// missing stream rows; then one statement reads the committed records
+// without a seq (a statement sees only what committed before it began, and
+// this one began after the lock was granted), gives each stream's records
+// head+1… in insertion order, moves the heads (the UPDATE takes the stream
+// rows' locks), sets the pending markers and sends one NOTIFY; commit.
+// Readers (Read, Head, Lookup, Due) see numbered records only. This keeps
+// invariant 4 without PgQ's snapshot bookkeeping: a record is numbered only once committed, and one that commits after a
 // step is numbered by a later step, after everything that step numbered;
 // so a reader that sees #n has seen every record before it, and seqs are
 // gapless. A step that dies before its commit leaves nothing behind (its

@@ -21,6 +21,12 @@ const (
 // process id, after its writes and before its commit.
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
 
+// SQLNumber is the sequencer step's statement, for the test that EXPLAINs it.
+const SQLNumber = sqlNumber
+
+// SetSequencerPage bounds the records one sequencer step of s numbers.
+func SetSequencerPage(s *Store, n int) { s.page = n }
+
 // MigrateTo migrates the database at url up or down to version v.
 func MigrateTo(ctx context.Context, url string, v uint) error {
 	_, err := withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {

@@ -33,6 +33,7 @@ type Store struct {
 	appended   chan struct{}    // AppendTx pokes RunSequencer
 	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
 	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
+	page       int              // sequencerPage; tests make it smaller
 
 	listenMu sync.Mutex
 	listener *Listener // WaitForAppend's, made on first use
@@ -112,7 +113,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, journal.Invalid("pool", "is nil")
 	}
 	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload, notify: true,
-		appended: make(chan struct{}, 1)}
+		appended: make(chan struct{}, 1), page: sequencerPage}
 	for _, o := range opts {
 		o(s)
 	}

@@ -71,42 +71,96 @@ ORDER BY stream, pos LIMIT $2`
 )
 
 // The sequencer (sequencer.go). One step is one transaction holding the
-// advisory lock sequencerLock; see the package documentation, "Appending".
+// advisory lock sequencerLock, sent in one round trip (BEGIN, the lock, the
+// streams, the numbering, COMMIT); see the package documentation,
+// "Appending".
 const (
 	sqlAnyUnsequenced = `SELECT EXISTS (SELECT 1 FROM herald_record WHERE seq IS NULL AND refused IS NULL)`
-	// A step runs on one connection in three round trips: BEGIN, the lock
-	// and the read; the streams; the writes and COMMIT.
-	sqlBegin   = `BEGIN ISOLATION LEVEL READ COMMITTED`
-	sqlTryLock = `SELECT pg_try_advisory_xact_lock($1)`
-	sqlLock    = `SELECT true FROM pg_advisory_xact_lock($1)`
-	sqlCommit  = `COMMIT`
-	sqlAbort   = `ROLLBACK`
-	// The committed records without a seq, oldest insertion first. Each
-	// statement of a READ COMMITTED transaction sees what committed before
-	// it began, and never an uncommitted row.
-	sqlUnsequenced = `SELECT pos, stream, final FROM herald_record
-WHERE seq IS NULL AND refused IS NULL ORDER BY pos LIMIT $1`
-	// The rest of the given streams' records, past a full page (so that a
-	// final record is numbered after every record committed with it).
-	sqlUnsequencedOf = `SELECT pos, stream, final FROM herald_record
-WHERE seq IS NULL AND refused IS NULL AND pos > $1 AND stream = ANY($2::text[]) ORDER BY pos`
-	sqlEnsureStreams = `INSERT INTO herald_stream (stream) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`
-	// The streams' rows, locked in stream order (the lock order of
-	// Register, Due's clear and the operator moves: stream row first).
-	sqlLockStreams = `SELECT stream, head, final_seq FROM herald_stream
-WHERE stream = ANY($1::text[]) ORDER BY stream FOR NO KEY UPDATE`
-	sqlAssign = `UPDATE herald_record r SET seq = u.seq
-FROM unnest($1::bigint[], $2::bigint[]) AS u (pos, seq)
-WHERE r.pos = u.pos AND r.seq IS NULL AND r.refused IS NULL`
-	sqlRefuse = `UPDATE herald_record r SET refused = u.reason
-FROM unnest($1::bigint[], $2::text[]) AS u (pos, reason)
-WHERE r.pos = u.pos AND r.seq IS NULL AND r.refused IS NULL`
-	// Move the heads, seal, and set the pending marker: the sequencer makes
-	// registrations lag as the append used to, under the stream row's lock.
-	sqlMoveHeads = `UPDATE herald_stream s SET head = u.head, final_seq = u.final_seq, pending = true
-FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u (stream, head, final_seq)
-WHERE s.stream = u.stream AND s.stream = ANY($1::text[])`
-	sqlNotify = `SELECT pg_notify('` + NotifyChannel + `', $1::text)`
+	sqlBegin          = `BEGIN ISOLATION LEVEL READ COMMITTED`
+	// The lock, tried or waited for; whether this step holds it is kept in a
+	// transaction-local setting that the statements after read. Those are
+	// statements of their own, so their snapshots are taken after the lock
+	// was granted and see everything the previous holder committed.
+	sqlTryLock  = `SELECT set_config('herald.sequencer', pg_try_advisory_xact_lock($1)::text, true) = 'true'`
+	sqlWaitLock = `SELECT pg_advisory_xact_lock($1)`
+	sqlHeld     = `SELECT set_config('herald.sequencer', 'true', true) = 'true'`
+	sqlCommit   = `COMMIT`
+	sqlAbort    = `ROLLBACK`
+	// A row for every stream with a record waiting. A stream whose first
+	// record commits after this statement began has no row in sqlNumber's
+	// snapshot: its records wait for the next step.
+	sqlEnsureStreams = `INSERT INTO herald_stream (stream)
+SELECT DISTINCT stream FROM herald_record
+WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
+ON CONFLICT DO NOTHING`
+	// sqlNumber is the step. Its snapshot holds the committed records
+	// without a seq (a READ COMMITTED statement sees what committed before
+	// it began, and never an uncommitted row): the oldest $1 by insertion
+	// order (page), and, when the page is full, the rest of the streams
+	// whose final record it holds, so that a final record is numbered after
+	// every record committed with it (cand). Per stream, non-final records
+	// first and then the first final record get head+1… in insertion order
+	// (rank r <= n); a second final record is refused, and so is every
+	// record of a stream already sealed (ranked). Only the sequencer, which
+	// holds the lock, moves a head or seals, so the snapshot's heads are
+	// the rows' (and were they not, the unique index on (stream, seq) would
+	// fail the step). The stream rows' UPDATE takes their locks and moves
+	// the heads, seals, and sets the pending marker (the sequencer makes
+	// registrations lag as the append used to, under the stream row's
+	// lock); no row is locked in a statement of its own, which would write
+	// one WAL record more per stream. The records are updated by their
+	// tuple ids from the snapshot, so that every join is an index or TID
+	// lookup driven by the page, whatever the planner estimates (its
+	// statistics cannot follow a partial index that empties every few
+	// milliseconds). One notification ($3, payload how many) if any record
+	// was numbered and $2. It returns the page's size, and how many it
+	// numbered and refused.
+	sqlNumber = `WITH page AS MATERIALIZED (
+    SELECT ctid AS tid, pos, stream, final FROM herald_record
+    WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
+    ORDER BY pos LIMIT $1
+), cand AS MATERIALIZED (
+    SELECT tid, pos, stream, final FROM page
+    UNION ALL
+    SELECT r.ctid, r.pos, r.stream, r.final FROM herald_record r
+    WHERE (SELECT count(*) FROM page) = $1 AND r.seq IS NULL AND r.refused IS NULL
+      AND r.pos > (SELECT max(pos) FROM page) AND r.stream IN (SELECT stream FROM page WHERE final)
+), ranked AS MATERIALIZED (
+    SELECT c.tid, c.stream, c.final, s.head, s.final_seq,
+        row_number() OVER w AS r,
+        count(*) FILTER (WHERE NOT c.final) OVER w1 + CASE WHEN bool_or(c.final) OVER w1 THEN 1 ELSE 0 END AS n
+    FROM cand c
+    CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = c.stream OFFSET 0) s
+    WINDOW w AS (PARTITION BY c.stream ORDER BY c.final, c.pos), w1 AS (PARTITION BY c.stream)
+), fate AS MATERIALIZED (
+    SELECT tid, stream, final, head, final_seq, n,
+        CASE WHEN final_seq IS NULL AND r <= n THEN head + r END AS seq,
+        CASE WHEN final_seq IS NOT NULL THEN format('committed after the stream''s final record #%s was sequenced', final_seq)
+             WHEN r > n THEN format('another final record of the stream, #%s, was sequenced first', head + n) END AS reason
+    FROM ranked
+), per_stream AS MATERIALIZED (
+    SELECT stream, max(head + n) AS head, bool_or(final) AS has_final FROM fate
+    WHERE final_seq IS NULL GROUP BY stream
+), moved AS (
+    UPDATE herald_stream s SET head = p.head, final_seq = CASE WHEN p.has_final THEN p.head END, pending = true
+    FROM per_stream p
+    WHERE s.stream = p.stream
+), assigned AS (
+    UPDATE herald_record x SET seq = f.seq
+    FROM fate f
+    WHERE x.ctid = f.tid AND f.seq IS NOT NULL
+    RETURNING 1
+), refused AS (
+    UPDATE herald_record x SET refused = f.reason
+    FROM fate f
+    WHERE x.ctid = f.tid AND f.reason IS NOT NULL
+    RETURNING 1
+), notified AS (
+    SELECT pg_notify($3, (SELECT count(*) FROM assigned)::text)
+    WHERE $2::boolean AND EXISTS (SELECT 1 FROM assigned)
+)
+SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM assigned)::int, (SELECT count(*) FROM refused)::int,
+    (SELECT count(*) FROM notified)::int`
 )
 
 // Registrations (registrations.go). regColumns and statusColumns are what

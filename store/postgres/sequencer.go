@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,32 +72,28 @@ func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode) (i
 	}
 	total := 0
 	for {
-		n, err := s.step(ctx, conn, mode == seqWait)
+		page, n, err := s.step(ctx, conn, mode == seqWait)
 		total += n
-		if err != nil || n < sequencerPage {
+		if err != nil || page < s.pageSize() {
 			return total, err
 		}
 	}
 }
 
-// candidate is a committed record without a seq.
-type candidate struct {
-	pos    int64
-	stream string
-	final  bool
-}
-
-// step is one sequencer transaction: elect (advisory lock), read the
-// committed records without a seq, number them per stream after the head
-// (a final record last; records of a sealed stream refused), move the heads
-// and set the pending markers, notify once, commit. A step that dies before
-// its commit leaves nothing behind: its transaction rolls back. It runs on
-// one connection, in three round trips when it has work.
-func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (n int, err error) {
+// step is one sequencer transaction, sent in one round trip: elect
+// (advisory lock), make sure every stream with a record waiting has a row,
+// then one statement (sqlNumber) numbers the committed records without a
+// seq per stream after the head (a final record last; records of a sealed
+// stream refused), moves the heads, sets the pending markers and notifies
+// once; commit. A step that dies before its commit leaves nothing behind:
+// its transaction rolls back. It returns how many records it found (the
+// page: sequence runs another step when it was full) and how many it
+// numbered or refused.
+func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n int, err error) {
 	if conn == nil {
 		pooled, err := s.pool.Acquire(ctx)
 		if err != nil {
-			return 0, s.dbErr(ctx, "sequence", err)
+			return 0, 0, s.dbErr(ctx, "sequence", err)
 		}
 		defer pooled.Release()
 		conn = pooled.Conn()
@@ -113,186 +106,52 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (n int, err
 			}
 		}
 	}()
-
 	var (
-		got   bool
-		cands []candidate
+		held             bool
+		numbered, refuse int
 	)
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
-	lock := sqlTryLock
 	if wait {
-		lock = sqlLock
+		b.Queue(sqlWaitLock, sequencerLock)
+		b.Queue(sqlHeld).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
+	} else {
+		b.Queue(sqlTryLock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
 	}
-	b.Queue(lock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&got) })
-	// A statement of its own, so a snapshot of its own: taken after the
-	// lock was granted, it sees everything the previous holder committed.
-	// (When the lock was not granted, its rows are not used.)
-	b.Queue(sqlUnsequenced, sequencerPage).Query(func(rows pgx.Rows) (err error) {
-		cands, err = collectCandidates(rows)
-		return err
+	b.Queue(sqlEnsureStreams)
+	b.Queue(sqlNumber, s.pageSize(), s.notify, NotifyChannel).QueryRow(func(row pgx.Row) error {
+		var notified int
+		return row.Scan(&page, &numbered, &refuse, &notified)
 	})
-	open = true
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return 0, s.dbErr(ctx, "sequence: read", err)
-	}
-	if !got || len(cands) == 0 {
-		return 0, nil // the deferred ROLLBACK ends it: another sequencer is at work, or none is needed
-	}
-	if len(cands) == sequencerPage {
-		// The page may stop between a final record and records committed
-		// with it: read the rest of those streams.
-		var sealing []string
-		for _, c := range cands {
-			if c.final {
-				sealing = append(sealing, c.stream)
-			}
-		}
-		if len(sealing) > 0 {
-			rows, err := conn.Query(ctx, sqlUnsequencedOf, cands[len(cands)-1].pos, sealing)
-			if err != nil {
-				return 0, s.dbErr(ctx, "sequence: read", err)
-			}
-			more, err := collectCandidates(rows)
-			if err != nil {
-				return 0, s.dbErr(ctx, "sequence: read", err)
-			}
-			cands = append(cands, more...)
-		}
-	}
-	plan, err := s.plan(ctx, conn, cands)
-	if err != nil {
-		return 0, err
-	}
-	b = &pgx.Batch{}
-	if len(plan.assignPos) > 0 {
-		b.Queue(sqlAssign, plan.assignPos, plan.assignSeq)
-	}
-	if len(plan.refusePos) > 0 {
-		b.Queue(sqlRefuse, plan.refusePos, plan.refuseWhy)
-	}
-	if len(plan.streams) > 0 {
-		b.Queue(sqlMoveHeads, plan.streams, plan.heads, plan.finals)
-		if s.notify {
-			b.Queue(sqlNotify, strconv.Itoa(len(plan.assignPos)))
-		}
-	}
 	if s.stepHook == nil {
 		b.Queue(sqlCommit)
 	}
+	open = true
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return 0, s.dbErr(ctx, "sequence: write", err)
+		return 0, 0, s.dbErr(ctx, "sequence", err)
 	}
 	if s.stepHook != nil {
-		s.stepHook(conn.PgConn().PID())
+		if held && page > 0 {
+			s.stepHook(conn.PgConn().PID())
+		}
 		if _, err := conn.Exec(ctx, sqlCommit); err != nil {
-			return 0, s.dbErr(ctx, "sequence: commit", err)
+			return 0, 0, s.dbErr(ctx, "sequence: commit", err)
 		}
 	}
 	open = false
-	return len(cands), nil
+	if !held {
+		return 0, 0, nil // another sequencer is at work
+	}
+	return page, numbered + refuse, nil
 }
 
-func collectCandidates(rows pgx.Rows) ([]candidate, error) {
-	var c candidate
-	var out []candidate
-	_, err := pgx.ForEachRow(rows, []any{&c.pos, &c.stream, &c.final}, func() error {
-		out = append(out, c)
-		return nil
-	})
-	return out, err
-}
-
-// stepPlan is what one step writes.
-type stepPlan struct {
-	assignPos, assignSeq []int64
-	refusePos            []int64
-	refuseWhy            []string
-	streams              []string // whose head moved
-	heads                []int64
-	finals               []*int64
-}
-
-// plan locks the candidates' stream rows (creating the missing ones) and
-// decides every candidate's fate. Per stream, in insertion order, non-final
-// records first and then the first final record, numbered head+1…; a
-// second final record, and every record of a stream already sealed, is
-// refused.
-func (s *Store) plan(ctx context.Context, conn *pgx.Conn, cands []candidate) (stepPlan, error) {
-	byStream := map[string][]candidate{}
-	for _, c := range cands {
-		byStream[c.stream] = append(byStream[c.stream], c)
+// pageSize is the most records one step numbers: sequencerPage, unless a
+// test set another.
+func (s *Store) pageSize() int {
+	if s.page < 1 {
+		return sequencerPage
 	}
-	names := make([]string, 0, len(byStream))
-	for st := range byStream {
-		names = append(names, st)
-	}
-	slices.Sort(names)
-	type row struct {
-		head  int64
-		final *int64
-	}
-	rows := map[string]row{}
-	b := &pgx.Batch{}
-	b.Queue(sqlEnsureStreams, names)
-	b.Queue(sqlLockStreams, names).Query(func(rs pgx.Rows) error {
-		var (
-			name string
-			r    row
-		)
-		_, err := pgx.ForEachRow(rs, []any{&name, &r.head, &r.final}, func() error {
-			rows[name] = r
-			return nil
-		})
-		return err
-	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return stepPlan{}, s.dbErr(ctx, "sequence: lock streams", err)
-	}
-	var p stepPlan
-	refuse := func(c candidate, why string) {
-		p.refusePos = append(p.refusePos, c.pos)
-		p.refuseWhy = append(p.refuseWhy, why)
-	}
-	for _, name := range names {
-		r, ok := rows[name]
-		if !ok {
-			return stepPlan{}, &Error{Op: "sequence", Message: fmt.Sprintf("stream %q has no row after it was created", name)}
-		}
-		recs := byStream[name]
-		if r.final != nil {
-			for _, c := range recs {
-				refuse(c, fmt.Sprintf("committed after the stream's final record #%d was sequenced", *r.final))
-			}
-			continue
-		}
-		head := r.head
-		var first *candidate
-		for i, c := range recs {
-			switch {
-			case !c.final:
-				head++
-				p.assignPos, p.assignSeq = append(p.assignPos, c.pos), append(p.assignSeq, head)
-			case first == nil:
-				first = &recs[i]
-			}
-		}
-		var final *int64
-		if first != nil {
-			head++
-			p.assignPos, p.assignSeq = append(p.assignPos, first.pos), append(p.assignSeq, head)
-			final = &head
-			for _, c := range recs {
-				if c.final && c.pos != first.pos {
-					refuse(c, fmt.Sprintf("another final record of the stream, #%d, was sequenced first", head))
-				}
-			}
-		}
-		if head != r.head {
-			p.streams, p.heads, p.finals = append(p.streams, name), append(p.heads, head), append(p.finals, final)
-		}
-	}
-	return p, nil
+	return s.page
 }
 
 // poke tells RunSequencer that this process appended (AppendTx): it polls

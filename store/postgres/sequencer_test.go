@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -353,4 +354,100 @@ func migrateDownTo(t *testing.T, url string, v int) error {
 			return err
 		}
 	}
+}
+
+// TestFullPageKeepsAFinalRecordLast: a step's page ends at a stream's final
+// record while a record of that stream committed before the step lies past
+// the page; the step numbers it too, before the final record, rather than
+// leave it for the next step to refuse. The next page numbers the rest.
+func TestFullPageKeepsAFinalRecordLast(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	postgres.SetSequencerPage(s, 2)
+	final := entry("end")
+	final.Final = true
+	late := openTx(t, s) // inserted first (lowest position), committed last
+	_, err := s.AppendTx(ctx, late, "task/9", entry("x2"))
+	require.NoError(t, err)
+	commitAppend(t, s, "task/9", entry("x1"))
+	commitAppend(t, s, "task/8", entry("y1"))
+	commitAppend(t, s, "task/9", final)
+	commitAppend(t, s, "task/8", entry("y2"))
+	require.NoError(t, late.Commit(ctx))
+	// Insertion order x2, x1, y1, end, y2: pages {x2, x1}, {y1, end}, {y2}.
+	require.Equal(t, 5, sequence(t, s), "full pages are followed by more steps until one is not full")
+	require.Equal(t, []string{"x2", "x1", "end"}, readIDs(t, s, "task/9"))
+	require.Equal(t, []string{"y1", "y2"}, readIDs(t, s, "task/8"))
+
+	commitAppend(t, s, "task/7", entry("a1"))
+	fin, a2 := openTx(t, s), openTx(t, s) // both pass the seal check; a2 is inserted after a-end
+	aEnd := entry("a-end")
+	aEnd.Final = true
+	_, err = s.AppendTx(ctx, fin, "task/7", aEnd)
+	require.NoError(t, err)
+	_, err = s.AppendTx(ctx, a2, "task/7", entry("a2"))
+	require.NoError(t, err)
+	require.NoError(t, fin.Commit(ctx))
+	require.NoError(t, a2.Commit(ctx)) // committed before the step: numbered before a-end
+	commitAppend(t, s, "task/6", entry("b1"))
+	// The first page, {a1, a-end}, is full and holds task/7's final record.
+	require.Equal(t, 4, sequence(t, s))
+	require.Equal(t, []string{"a1", "a2", "a-end"}, readIDs(t, s, "task/7"))
+	require.Equal(t, []string{"b1"}, readIDs(t, s, "task/6"))
+	refused, err := s.Refused(ctx, "", 10)
+	require.NoError(t, err)
+	require.Empty(t, refused)
+}
+
+// TestStepVisitsEachRecordOnce: a step's work grows with the records it
+// numbers, never with their square. The planner's statistics cannot follow
+// the partial index of waiting records (it empties every few milliseconds),
+// so it estimates one row wherever the step joins them; a nested loop that
+// rescans the whole page for each record (as the step's UPDATE once did:
+// 999,000 rows removed by its join filter for a page of 1,000) made a
+// sequencer that fell behind slower the further behind it was. Each join of
+// the step must be driven by the page, through an index or a tuple id.
+func TestStepVisitsEachRecordOnce(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	pool := s.Pool()
+	const insert = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\x00', now() FROM generate_series(1, 1000) g`
+	for _, batch := range []string{"a-", "b-"} {
+		_, err := pool.Exec(ctx, insert, batch)
+		require.NoError(t, err)
+		require.Equal(t, 1000, sequence(t, s))
+	}
+	_, err := pool.Exec(ctx, insert, "waiting-")
+	require.NoError(t, err)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT set_config('herald.sequencer', 'true', true)`)
+	require.NoError(t, err)
+	var raw []byte
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.SQLNumber, 10_000, false, postgres.NotifyChannel).Scan(&raw))
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &plans))
+	require.Len(t, plans, 1)
+	var visit func(node map[string]any)
+	visit = func(node map[string]any) {
+		removed, _ := node["Rows Removed by Join Filter"].(float64)
+		require.LessOrEqual(t, removed, 1000.0, "a join of the step scans the page once per record: %v", node["Node Type"])
+		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_record" {
+			rows, _ := node["Actual Rows"].(float64)
+			require.LessOrEqual(t, rows, 1000.0)
+		}
+		kids, _ := node["Plans"].([]any)
+		for _, k := range kids {
+			visit(k.(map[string]any))
+		}
+	}
+	visit(plans[0].Plan)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 1000, sequence(t, s))
+	require.Len(t, readIDs(t, s, "task/7"), 30)
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// outboxDigest stands in for the record's digest in the plain-row variant.
+var outboxDigest = sha256.Sum256([]byte("order.updated"))
+
+// partsVariant is one way the producer's transaction is run.
+type partsVariant struct {
+	name      string
+	via       appendVia
+	sequencer bool
+}
+
+var partsVariants = []partsVariant{
+	{"bare", viaNone, false},
+	{"+ plain row", viaPlainRow, false},
+	{"+ AppendTx, no sequencer", viaAppendTx, false},
+	{"+ AppendTx, sequencer beside", viaAppendTx, true},
+}
+
+// parts decomposes the producer's cost (issue 15): the bare transaction;
+// the same with a second plain INSERT of a record-sized row into a table
+// with one primary key (the floor of any design that writes the record in
+// the caller's transaction); with AppendTx and no sequencer running (the
+// INSERT's own cost; the records are numbered after the timed part, and that
+// step's WAL is measured apart); with AppendTx and the sequencer beside the
+// writers (the daemon's case). The variants alternate within each run.
+func parts(ctx context.Context, e *env, cfg config, rep *report) error {
+	type cell struct{ rate, wal, seqWAL, steps sample }
+	res := make([][]cell, len(producerCases))
+	for i := range res {
+		res[i] = make([]cell, len(partsVariants))
+	}
+	for run := 1; run <= cfg.runs; run++ {
+		db := fmt.Sprintf("parts_%d", run)
+		dbURL, err := e.createDB(ctx, db)
+		if err != nil {
+			return err
+		}
+		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
+			return err
+		}
+		if err := execOnce(ctx, dbURL, `CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL);
+CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NOT NULL, payload bytea NOT NULL,
+    digest bytea NOT NULL, appended_at timestamptz NOT NULL)`); err != nil {
+			return err
+		}
+		for i, c := range producerCases {
+			for j, v := range partsVariants {
+				logf("parts %v, %s, run %d/%d", c, v.name, run, cfg.runs)
+				s0, err := e.snap(ctx, dbURL, db)
+				if err != nil {
+					return err
+				}
+				out, err := produceWith(ctx, dbURL, c, v.via, v.sequencer, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
+				if err != nil {
+					return fmt.Errorf("%v, %s: %w", c, v.name, err)
+				}
+				s1, err := e.snap(ctx, dbURL, db)
+				if err != nil {
+					return err
+				}
+				d, err := e.diff(ctx, s0, s1)
+				if err != nil {
+					return err
+				}
+				r := &res[i][j]
+				rate := float64(out.n) / out.took.Seconds()
+				r.rate, r.wal, r.steps = append(r.rate, rate), append(r.wal, float64(d.wal)/float64(out.n)), append(r.steps, float64(out.steps))
+				if v.via == viaAppendTx && !v.sequencer {
+					// Number them now, in steps of a full page: what
+					// sequencing costs in WAL when a step numbers many.
+					seqr, err := postgres.Open(ctx, withPool(dbURL, 1))
+					if err != nil {
+						return err
+					}
+					_, err = seqr.Sequence(ctx)
+					seqr.Close() // before the snapshot, which waits for the database's clients to leave
+					if err != nil {
+						return err
+					}
+					s2, err := e.snap(ctx, dbURL, db)
+					if err != nil {
+						return err
+					}
+					d2, err := e.diff(ctx, s1, s2)
+					if err != nil {
+						return err
+					}
+					r.seqWAL = append(r.seqWAL, float64(d2.wal)/float64(out.n))
+				}
+				logf("  %.0f transactions/s, %.0f WAL B/transaction, %d steps", rate, float64(d.wal)/float64(out.n), out.steps)
+			}
+		}
+		e.dropDB(ctx, db)
+	}
+	rep.printf("### 3d. The producer's cost, decomposed\n\n")
+	rep.printf("The producer workload's transaction (3a) for %v per variant, the variants in turn within each run on one database: bare; with a second plain INSERT of a record-sized row (id primary key, stream, kind, the same payload, a digest, a timestamp) instead of AppendTx, the floor of any design that writes the record in the caller's transaction; with AppendTx and no sequencer (the records are numbered after the timed part; that numbering's WAL per record is the last column); with AppendTx and RunSequencer beside the writers. Ratios are to the bare transaction of the same case and run.\n\n", cfg.producerFor)
+	rep.printf("| case | variant | tx/s | ratio | WAL B/tx | sequencer steps | WAL B/record of a later bulk numbering |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for i, c := range producerCases {
+		for j, v := range partsVariants {
+			r := res[i][j]
+			seqWAL := "–"
+			if len(r.seqWAL) > 0 {
+				seqWAL = r.seqWAL.cell(0)
+			}
+			rep.printf("| %v | %s | %s | %s | %s | %s | %s |\n", c, v.name, r.rate.cell(0), ratio(r.rate, res[i][0].rate), r.wal.cell(0), r.steps.cell(0), seqWAL)
+		}
+	}
+	rep.printf("\n")
+	return nil
+}
