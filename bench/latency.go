@@ -21,7 +21,7 @@ import (
 
 type latResult struct {
 	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
-	silentConns, silentReqs                                         sample // the silent host's, in the measured window
+	silentConns, silentReqs, silentSecs                             sample // the silent host's, from the daemon's start to the last receipt (silentSecs long)
 	unnumbered, undelivered                                         sample // when the appends stopped
 }
 
@@ -99,6 +99,13 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	if lc.maxPerHost > 0 {
 		args = append(args, "--max-per-host", strconv.Itoa(lc.maxPerHost))
 	}
+	// The silent host is counted from the daemon's start: its first
+	// requests go out then, before the warm-up ends.
+	var conns0, reqs0 int64
+	if lc.host != nil {
+		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
+	}
+	daemonStart := time.Now()
 	p, err := startProc(e, "herald-daemon", e.herald, args, nil)
 	if err != nil {
 		return err
@@ -128,10 +135,6 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	appLat := make([]time.Duration, total)
 	jobs := make(chan int, total)
 	cpu0, pg0 := p.cpu(), e.pgCPU()
-	var conns0, reqs0 int64
-	if lc.host != nil {
-		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
-	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -183,6 +186,7 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 	if lc.host != nil {
 		r.silentConns = append(r.silentConns, float64(lc.host.conns.Load()-conns0))
 		r.silentReqs = append(r.silentReqs, float64(lc.host.reqs.Load()-reqs0))
+		r.silentSecs = append(r.silentSecs, time.Since(daemonStart).Seconds())
 	}
 	r.rss = append(r.rss, float64(p.peakRSS())/(1<<20))
 	r.workerCPU = append(r.workerCPU, (p.cpu() - cpu0).Seconds())
