@@ -22,7 +22,7 @@ import (
 type latResult struct {
 	p50, p90, p99, max, appP50, appP99, rate, rss, workerCPU, pgCPU sample
 	seqP50, seqP99, seqSteps                                        sample // commit to the sequencer step's notification; steps/s
-	silentConns, silentReqs                                         sample // the silent host's, in the measured window
+	silentConns, silentReqs, silentSecs                             sample // the silent host's, from the daemon's start to the last receipt (silentSecs long)
 	unnumbered, undelivered                                         sample // when the appends stopped
 }
 
@@ -102,6 +102,13 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	if lc.maxPerHost > 0 {
 		args = append(args, "--max-per-host", strconv.Itoa(lc.maxPerHost))
 	}
+	// The silent host is counted from the daemon's start: its first
+	// requests go out then, before the warm-up ends.
+	var conns0, reqs0 int64
+	if lc.host != nil {
+		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
+	}
+	daemonStart := time.Now()
 	p, err := startProc(e, "herald-daemon", e.herald, args, nil)
 	if err != nil {
 		return err
@@ -138,10 +145,6 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	appLat := make([]time.Duration, total)
 	jobs := make(chan int, total)
 	cpu0, pg0 := p.cpu(), e.pgCPU()
-	var conns0, reqs0 int64
-	if lc.host != nil {
-		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
-	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -193,6 +196,7 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 	if lc.host != nil {
 		r.silentConns = append(r.silentConns, float64(lc.host.conns.Load()-conns0))
 		r.silentReqs = append(r.silentReqs, float64(lc.host.reqs.Load()-reqs0))
+		r.silentSecs = append(r.silentSecs, time.Since(daemonStart).Seconds())
 	}
 	if sl, n, ok := steps.lags(ctx, st, commit); ok {
 		slices.Sort(sl)

@@ -71,14 +71,14 @@ func silentLatency(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 	}
 	rep.printf("### 6. A silent host beside healthy receivers (issue 14)\n\n")
-	rep.printf("As in section 5 (%d streams, one webhook registration each, but each on its own host: the receiver process serves on 127.0.1.1 to 127.0.1.100 too; %d appends/s for %v after a warm-up; latency from `Append` returning to the receipt), with `herald run --max-in-flight %d` on its default `--max-per-host` (%d), and beside them 0, 1 or 50 registrations (one record each, due from the start) whose host, 127.0.0.2, accepts connections and never answers: each request is held until herald's `--timeout` (15 s) ends it. The three cases run one after the other in each run, each on a fresh database. The silent host's connections and requests are counted over the measured window.\n\n",
+	rep.printf("As in section 5 (%d streams, one webhook registration each, but each on its own host: the receiver process serves on 127.0.1.1 to 127.0.1.100 too; %d appends/s for %v after a warm-up; latency from `Append` returning to the receipt), with `herald run --max-in-flight %d` on its default `--max-per-host` (%d), and beside them 0, 1 or 50 registrations (one record each, due from the start) whose host, 127.0.0.2, accepts connections and never answers: each request is held until herald's `--timeout` (15 s) ends it. The three cases run one after the other in each run, each on a fresh database. The silent host's connections and requests are counted from the daemon's start (its first requests go out during the warm-up) to the last receipt.\n\n",
 		cfg.latStreams, cfg.latRate, cfg.silentFor, cfg.conc, 4)
-	rep.printf("| silent registrations | p50 ms | p90 ms | p99 ms | max ms | p99 / p99 with none | silent host: connections, requests in %v |\n|---:|---:|---:|---:|---:|---:|---|\n", cfg.silentFor)
+	rep.printf("| silent registrations | p50 ms | p90 ms | p99 ms | max ms | p99 / p99 with none | silent host: connections, requests (in s from the daemon's start) |\n|---:|---:|---:|---:|---:|---:|---|\n")
 	for i, n := range counts {
 		r := res[i]
 		conns := "–"
 		if n > 0 {
-			conns = fmt.Sprintf("%s, %s", r.silentConns.cell(0), r.silentReqs.cell(0))
+			conns = fmt.Sprintf("%s, %s (%s s)", r.silentConns.cell(0), r.silentReqs.cell(0), r.silentSecs.cell(1))
 		}
 		rep.printf("| %d | %s | %s | %s | %s | %s | %s |\n", n, r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
 			ratio(r.p99, res[0].p99), conns)

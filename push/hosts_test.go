@@ -296,3 +296,93 @@ func TestProbeSchedulePinned(t *testing.T) {
 	require.Equal(t, "up", up.Transition(h))
 	require.Equal(t, "timeout", up.LastError, "kept as history")
 }
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// Host health under the daemon loop (Run, on the wall clock), issue 14's
+// "≤ 10 connections in 30 s": fifty registrations on a host that accepts
+// connections and never answers. The dispatcher sends at most MaxPerHost
+// at once; each times out, the host goes down after DefaultHostDownAfter,
+// and from then on its registrations are held, so the host sees the
+// connections of the requests sent before it was down (MaxPerHost, and
+// one more per earlier failure's freed slot) and at most one probe (its
+// first probe instant is seconds away), whatever the number of
+// registrations. None is parked or charged; a healthy receiver on another
+// host keeps delivering.
+func TestRunHoldsADownHostsRegistrations(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("cannot listen on 127.0.0.2, another loopback host (on Linux all of 127.0.0.0/8 is loopback): %v", err)
+	}
+	silent := &countingListener{Listener: ln}
+	var requests atomic.Int64
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		<-r.Context().Done() // never answers: herald's timeout ends it
+	})}
+	go func() { _ = srv.Serve(silent) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	healthy := newHealthyHost(t, "127.0.0.1")
+
+	f := newFixture(t)
+	const regs = 50
+	f.append("quiet", 1)
+	for i := range regs {
+		registerURL(t, f.store, "quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("http://%s/inbox/%d", ln.Addr(), i))
+	}
+	f.append("busy", 1)
+	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
+	down := make(chan push.Host, regs)
+	hooks := push.Hooks{HostFailure: func(h push.Host) {
+		if h.State == push.HostDown {
+			down <- h
+		}
+	}}
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithHooks(hooks))
+	require.NoError(t, err)
+
+	d := runDaemon(t, w)
+	healthy.expect(t, `/inbox {"n":1}`)
+	var h push.Host
+	select {
+	case h = <-down:
+	case <-time.After(waitFor):
+		t.Fatalf("the silent host was not marked down within %v (%d connections)", waitFor, silent.accepted.Load())
+	}
+	require.Equal(t, push.DefaultHostDownAfter, h.Failures, "down at the threshold")
+	for i := 2; i <= 3; i++ {
+		f.append("busy", 1)
+		w.Wake()
+		healthy.expect(t, fmt.Sprintf(`/inbox {"n":%d}`, i))
+	}
+	d.stop(t) // the requests in flight end at their timeout; their turns save
+
+	bound := int64(push.DefaultMaxPerHost + push.DefaultHostDownAfter - 1 + 1) // before it was down, and one probe
+	require.LessOrEqual(t, silent.accepted.Load(), bound, "connections to the down host, of %d registrations", regs)
+	require.Equal(t, silent.accepted.Load(), requests.Load(), "one request a connection: each timeout closes its connection")
+	list, err := f.store.Hosts(t.Context(), push.HostQuery{Host: push.HostOf("http://" + ln.Addr().String())})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, push.HostDown, list[0].State)
+	require.Equal(t, regs, list[0].Held, "every registration of the host is held")
+	for i := range regs {
+		st := f.get("quiet", fmt.Sprintf("silent-%02d", i))
+		require.False(t, st.Parked)
+		require.Zero(t, st.Attempts, "no attempt charged for the host")
+	}
+	require.Equal(t, uint64(4), f.get("busy", "healthy").NextSeq)
+}

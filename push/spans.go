@@ -58,7 +58,7 @@ func (o options) tracer() trace.Tracer {
 // Attributes are computed only for a recording span, so a no-op tracer
 // costs the turn two interface calls.
 func (t *turn) startTurn(ctx context.Context) (context.Context, trace.Span) {
-	ctx, span := t.w.tracer.Start(ctx, SpanTurn, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := t.w.tracer.Start(ctx, SpanTurn, internalStart...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.reg.Host()),
 			attribute.String(AttrStream, t.reg.Stream), attribute.String(AttrReg, t.reg.ID))
@@ -80,7 +80,7 @@ func endTurn(span trace.Span, rep SweepReport, err error) {
 
 // startSweep starts a RunOnce's span; endSweep ends it with its report.
 func (w *Worker) startSweep(ctx context.Context) (context.Context, trace.Span) {
-	ctx, span := w.tracer.Start(ctx, SpanSweep, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := w.tracer.Start(ctx, SpanSweep, internalStart...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(AttrNamespace, w.namespace))
 	}
@@ -100,9 +100,16 @@ func endSweep(span trace.Span, rep SweepReport, err error) {
 	span.End()
 }
 
+// Span start options, built once: an option made per span is an
+// allocation per message even when no tracer records.
+var (
+	internalStart     = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	deliveryStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
 // delivery records one attempt's span, from start to its outcome.
 func (t *turn) startDelivery(ctx context.Context) (context.Context, trace.Span) {
-	return t.w.tracer.Start(ctx, SpanDelivery, trace.WithSpanKind(trace.SpanKindClient))
+	return t.w.tracer.Start(ctx, SpanDelivery, deliveryStart...)
 }
 
 func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {

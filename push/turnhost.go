@@ -50,8 +50,8 @@ func (w *Worker) due(ctx context.Context, q DueQuery) (DueBatch, error) {
 // host in good health costs nothing.
 func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	w := t.w
-	if w.hosts == nil || !out.HostAnswered() {
-		return
+	if w.hosts == nil || !out.HostAnswered() || w.book.size.Load() == 0 {
+		return // no troubled host known: not even the host's name is needed
 	}
 	host := t.reg.Host()
 	old, troubled := w.book.get(host)

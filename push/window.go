@@ -11,8 +11,9 @@ import (
 // doc, "Windows"): records in seq order, at most Window messages in flight,
 // and no record started before every record Window below it was
 // acknowledged (invariant 3). Window 1 is v1's strict order. Only the turn's
-// goroutine touches a pipe; each send runs on a goroutine of its own,
-// holding one of the host's tokens, and reports on results.
+// goroutine touches a pipe's state; each send holds one of the host's
+// tokens and reports on results, on a goroutine of its own when the window
+// lets several be in flight, else on the turn's.
 type pipe struct {
 	t       *turn
 	base    uint64           // seq of recs[0]: the cursor when the turn began
@@ -82,14 +83,25 @@ func (p *pipe) fill(ctx context.Context) {
 		rec, idx, msg := p.hi-1, p.sentMsgs, p.msgs[p.sentMsgs]
 		p.sentMsgs++
 		p.inFlight++
-		go func() {
-			defer func() { <-t.host.tokens }()
-			dctx, span := t.startDelivery(ctx)
-			out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
-			t.endDelivery(span, out, err)
-			p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
-		}()
+		if t.reg.window() == 1 {
+			// One message at a time: the turn's goroutine sends it itself
+			// (results has room for it), sparing a goroutine per message.
+			p.send(ctx, rec, idx, msg)
+			continue
+		}
+		go p.send(ctx, rec, idx, msg)
 	}
+}
+
+// send delivers one message, holding one of the host's tokens, and reports
+// on results.
+func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
+	t := p.t
+	defer func() { <-t.host.tokens }()
+	dctx, span := t.startDelivery(ctx)
+	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
+	t.endDelivery(span, out, err)
+	p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
 }
 
 // canStart reports whether the window lets the next record start.
@@ -166,12 +178,14 @@ func (p *pipe) take(ctx context.Context, s sent) {
 		h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msgID, At: t.at, Outcome: out})
 	}
 	t.hostAnswered(ctx, out)
+	if out.Verdict == Accepted {
+		t.rep.Deliveries++
+		p.left[s.rec]--
+		return // a success leaves no evidence
+	}
 	ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
 		Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 	switch {
-	case out.Verdict == Accepted:
-		t.rep.Deliveries++
-		p.left[s.rec]--
 	case out.Verdict == Rejected && t.policy() == RejectSkip:
 		ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
 		if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {

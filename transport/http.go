@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,10 +128,12 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		return push.Outcome{}, err
 	}
 	out.Duration = time.Since(start)
-	t.logger.LogAttrs(ctx, slog.LevelDebug, "herald: delivery attempt",
-		slog.String("stream", reg.Stream), slog.String("registration", reg.ID), slog.String("host", reg.Host()),
-		slog.String("message", msg.ID), slog.String("verdict", out.Verdict.String()), slog.Int("status", out.Status),
-		slog.Duration("duration", out.Duration), slog.String("reason", out.Reason))
+	if t.logger.Enabled(ctx, slog.LevelDebug) { // the attributes cost more than the check
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "herald: delivery attempt",
+			slog.String("stream", reg.Stream), slog.String("registration", reg.ID), slog.String("host", reg.Host()),
+			slog.String("message", msg.ID), slog.String("verdict", out.Verdict.String()), slog.Int("status", out.Status),
+			slog.Duration("duration", out.Duration), slog.String("reason", out.Reason))
+	}
 	return out, nil
 }
 
@@ -160,14 +163,16 @@ func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.M
 // newRequest builds and signs the request for msg to u. On a signing error
 // it returns the request as far as it was built, for the redactor.
 func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at time.Time) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(msg.Body))
+	// u is parsed and checked already: the request takes a copy of it
+	// rather than its text parsed a second time.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(msg.Body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header = msg.Header.Clone()
-	if req.Header == nil {
-		req.Header = make(http.Header)
-	}
+	target := *u
+	target.Host = strings.TrimSuffix(target.Host, ":") // as NewRequest does: "host:" is "host"
+	req.URL, req.Host = &target, target.Host
+	req.Header = copyHeader(msg.Header)
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
 	}
@@ -235,6 +240,18 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	out.Reason = red.String(out.Reason)
 	return out, nil
+}
+
+// copyHeader returns a copy of h that the request may change (Set, Add,
+// a signer's headers) without touching h, sized for the headers the
+// transport and the signers add: each value slice is the original's, capped
+// at its length, so that an Add copies it rather than writing into it.
+func copyHeader(h http.Header) http.Header {
+	c := make(http.Header, len(h)+6)
+	for k, v := range h {
+		c[k] = v[:len(v):len(v)]
+	}
+	return c
 }
 
 // readBody reads up to MaxResponseBody bytes of body, keeping the first
