@@ -103,7 +103,7 @@ func endSweep(span trace.Span, rep SweepReport, err error) {
 // Span start options, built once: an option made per span is an
 // allocation per message even when no tracer records.
 var (
-	internalStart     = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	internalStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 	deliveryStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 )
 
