@@ -93,9 +93,9 @@
 //
 // # Appending from SQL: herald_append
 //
-// Migration 007 adds herald_append, AppendTx for an application in any
-// language: called in its transaction, the record commits or rolls back
-// with the application's own writes, by the same path (one INSERT numbered
+// Migration 009_append_function adds herald_append, AppendTx for an
+// application in any language: called in its transaction, the record
+// commits or rolls back with the application's own writes, by the same path (one INSERT numbered
 // after commit, no NOTIFY, no stream lock), with the same checks, digest,
 // idempotency and sealing, so an entry appended from Go and from SQL is one
 // record (README, "From other languages", has Python and Ruby).

@@ -15,8 +15,9 @@ import (
 
 var _ push.HostStore = (*Store)(nil)
 
-// Host health lives in herald_host (migration 003). The rules are push's
-// (Host.Failed, Answered, Probed); this file keeps their results. Due holds
+// Host health lives in herald_host (migrations/005_hosts.up.sql). The
+// rules are push's (Host.Failed, Answered, Probed); this file keeps their
+// results. Due holds
 // the registrations of a host that is not up and lets one probe through
 // (due.go, queries.go); a held registration keeps its stream pending, which
 // costs the sweep a read, never a write.
