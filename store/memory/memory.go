@@ -106,7 +106,7 @@ func (s *Store) event(e journal.Entry, ok bool) {
 		return
 	}
 	if _, err := s.appendLocked(push.EventsStream, []journal.Entry{e}); err != nil {
-		panic("store/memory: an operational event was refused: " + err.Error()) // never sealed, ids derived: cannot happen
+		panic("memory: an operational event was refused: " + err.Error()) // never sealed, ids derived: cannot happen
 	}
 }
 

@@ -176,7 +176,7 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 			return err
 		}
 	}
-	return fmt.Errorf("store/postgres: %s %s/%s: the write did not apply under a held lease and a valid cursor", op, c.Stream, c.ID)
+	return fmt.Errorf("postgres: %s %s/%s: the write did not apply under a held lease and a valid cursor", op, c.Stream, c.ID)
 }
 
 // checkCursor refuses, before any round trip, a cursor no stream can have:
@@ -240,7 +240,7 @@ func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, 
 // plain INSERT of AppendTx, which takes no lock the change must wait for.
 func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, e journal.Entry) error {
 	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
-		return fmt.Errorf("store/postgres: append operational event %s: %w", e.Kind, err)
+		return fmt.Errorf("postgres: append operational event %s: %w", e.Kind, err)
 	}
 	return nil
 }

@@ -163,7 +163,7 @@ func withPool(ctx context.Context, url string, fn func(*pgxpool.Pool) (SchemaSta
 		wait = min(wait, time.Until(deadline))
 	}
 	if wait <= 0 {
-		return SchemaStatus{}, fmt.Errorf("store/postgres: migrate: %w", context.DeadlineExceeded)
+		return SchemaStatus{}, fmt.Errorf("postgres: migrate: %w", context.DeadlineExceeded)
 	}
 	params := map[string]string{"lock_timeout": strconv.FormatInt(max(wait.Milliseconds(), 1), 10)}
 	pool, err := newPool(ctx, url, params)
@@ -242,10 +242,10 @@ func migrationError(ctx context.Context, op string, err error) error {
 // prefixed names the package in an error of internal/migrate's or of
 // readVersion's; the package's own errors (dbError's) already do.
 func prefixed(err error) error {
-	if err == nil || strings.HasPrefix(err.Error(), "store/postgres: ") {
+	if err == nil || strings.HasPrefix(err.Error(), "postgres: ") {
 		return err
 	}
-	return fmt.Errorf("store/postgres: %w", err)
+	return fmt.Errorf("postgres: %w", err)
 }
 
 // rowQuerier is a pool or a transaction.
@@ -309,9 +309,9 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	case err != nil:
 		return err
 	case st.Current == 0:
-		return fmt.Errorf("store/postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
+		return fmt.Errorf("postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
 	case st.Current < st.Latest:
-		return fmt.Errorf("store/postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
+		return fmt.Errorf("postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
 	}
 	return nil
 }

@@ -237,7 +237,7 @@ func TestAFailedMigrationChangesNothing(t *testing.T) {
 	var pe *postgres.Error
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "42P07", pe.SQLState, "duplicate_table: %v", err)
-	require.ErrorContains(t, err, "store/postgres: migrate up, migration 001_init up: ")
+	require.ErrorContains(t, err, "postgres: migrate up, migration 001_init up: ")
 	requireNoPgxTypes(t, err)
 	require.Equal(t, []string{"obstacle"}, tables(t, pool), "the failed migration was rolled back whole, version table too")
 
