@@ -5,7 +5,21 @@
 // postgres. store/storetest is the conformance suite they all pass.
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// Backend is what each of herald's stores (memory, sqlite, postgres)
+// implements over one database: the journal, the push store and
+// retention. store/storetest checks it; the CLI opens one.
+type Backend interface {
+	journal.Journal
+	push.Store
+	Retention
+}
 
 // Errors of opening a database. Stores wrap them with the versions involved;
 // callers test them with errors.Is. Opening never changes a database that
