@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 var _ push.HostStore = (*Store)(nil)
@@ -134,7 +135,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		case owner != c.Owner:
 			return fmt.Errorf("record host failure of %s/%s under the lease of %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
 		}
-		if err := push.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
+		if err := store.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
