@@ -335,7 +335,7 @@ func TestAPIConcurrentAppendsPostgres(t *testing.T) {
 	require.NoError(t, err)
 	s, err := postgres.Open(t.Context(), url)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	concurrentAppends(t, s)
 }
 

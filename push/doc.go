@@ -70,19 +70,21 @@
 // RunOnce beside Run, are safe: each claim takes its own lease, which fences
 // every write.
 //
-// The caller's clock decides everything: at is the instant of due-ness,
-// backoff, lease expiry and signature dates. RunOnce reads no wall clock, so
-// tests state instants and never sleep. [Worker.Run] is the one place that
-// passes time.Now().
+// The caller's clock decides every instant: at is the instant of due-ness,
+// backoff, lease expiry and signature dates, and [Worker.Run] is the one
+// place that passes time.Now(). RunOnce reads the wall clock only for a
+// sweep's budget and the durations it reports to hooks, which change no
+// instant (invariant 7).
 //
 // # Guarantees
 //
-// Delivery is at least once: a crash between a receiver's 2xx and the cursor
-// write repeats at most one page of records to that registration, with the
-// same message ids, and at most its window more. Order holds per
-// registration, within its window; registrations are
-// independent. A store or journal error is never blamed on a receiver. A
-// parked registration keeps its cursor: Store.Unpark resumes at the first
-// unacknowledged record. Nothing is ever deleted but a registration whose
-// final record was acknowledged.
+// The invariants that code and tests cite by number ("invariant 3",
+// TestInvariant3Order) are listed once, in README.md, "Delivery semantics":
+// no loss, at least once with duplicates bounded by a page plus the window,
+// order per registration within its window, no skipped commits, monotonic
+// cursors, parking keeps the cursor, the caller's clock, idle costs
+// nothing, idempotent append, bad input refused. Beyond them: a store or
+// journal error is never blamed on a receiver, and records are deleted only
+// by retention, once every registration of their stream acknowledged them
+// (store.Retention).
 package push

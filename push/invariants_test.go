@@ -16,6 +16,10 @@ import (
 	"github.com/heraldpush/herald/store/memory"
 )
 
+// One test per invariant of README.md, "Delivery semantics", named after
+// its number; invariants 4 and 9 are the stores' (store/postgres,
+// store/storetest).
+
 // Invariant 1: a cursor advances past seq N only after every message of
 // record N was accepted, or the projection produced none.
 func TestInvariant1NoLoss(t *testing.T) {
@@ -304,7 +308,7 @@ func (c *countingJournal) Read(ctx context.Context, stream string, from uint64, 
 	return c.Journal.Read(ctx, stream, from, limit)
 }
 
-// Invariant 8: a registration whose cursor is at its stream's head is not
+// Invariant 8: a registration whose cursor is past its stream's head is not
 // read by a sweep; a sealed stream whose final record was acknowledged
 // leaves no registration behind.
 func TestInvariant8IdleCostsNothing(t *testing.T) {

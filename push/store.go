@@ -198,7 +198,8 @@ const (
 // Stats summarises registrations for `herald status` and metrics.
 type Stats struct {
 	Namespaces map[string]NamespaceStats `json:"namespaces"`
-	// Lagging: up to 10 registrations with the largest lag, largest first.
+	// Lagging: up to MaxLagging registrations with the largest lag, largest
+	// first.
 	Lagging []Status `json:"lagging"`
 	// OldestParked: the registration parked longest ago, if any.
 	OldestParked *Status `json:"oldest_parked,omitempty"`

@@ -1,8 +1,6 @@
 package push
 
 import (
-	"cmp"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -10,8 +8,9 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// This file holds the rules every Store implementation shares, so that the
-// stores differ only in how they keep data, never in what they accept.
+// This file holds the checks push and every Store implementation share;
+// the rules only stores need (ValidateCursor, ValidateSkip, ValidateRewind,
+// Summarize, CompareKeys, After) are in package store.
 
 // Validate checks a DueQuery. Errors wrap journal.ErrInvalid.
 func (q DueQuery) Validate() error {
@@ -56,75 +55,6 @@ func ListLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// CompareKeys orders keys by stream, then id, byte-wise (as SQL's COLLATE "C"
-// and SQLite's BINARY do).
-func CompareKeys(a, b Key) int {
-	return cmp.Or(strings.Compare(a.Stream, b.Stream), strings.Compare(a.ID, b.ID))
-}
-
-// After reports whether k comes after the paging key after (the zero Key
-// comes before every key).
-func After(k, after Key) bool {
-	return after == (Key{}) || CompareKeys(k, after) > 0
-}
-
-// ValidateSkip checks an operator's skip of a registration at cursor next in
-// a stream whose head is head: next < toSeq <= head+1. Errors wrap
-// journal.ErrInvalid.
-func ValidateSkip(next, head, toSeq uint64) error {
-	if toSeq <= next || toSeq > head+1 {
-		return journal.Invalid("to seq", "is %d: a skip moves the cursor forward, from #%d to at most #%d (one past the head)", toSeq, next, head+1)
-	}
-	return nil
-}
-
-// ValidateRewind checks an operator's rewind in a stream whose head is head:
-// 1 <= toSeq <= head+1. Errors wrap journal.ErrInvalid.
-func ValidateRewind(head, toSeq uint64) error {
-	if toSeq < 1 || toSeq > head+1 {
-		return journal.Invalid("to seq", "is %d: it must be from 1 to %d (one past the head)", toSeq, head+1)
-	}
-	return nil
-}
-
-// Summarize computes Stats from every registration's status, at instant at.
-// Stores that can aggregate in their database need not use it.
-func Summarize(all []Status, at time.Time) Stats {
-	st := Stats{Namespaces: map[string]NamespaceStats{}}
-	for _, s := range all {
-		n := st.Namespaces[s.Namespace]
-		switch s.State() {
-		case StateParked:
-			n.Parked++
-			if st.OldestParked == nil || s.ParkedAt.Before(st.OldestParked.ParkedAt) {
-				s := s
-				st.OldestParked = &s
-			}
-		case StateIdle:
-			n.Idle++
-		case StateRetrying:
-			n.Retrying++
-		default:
-			n.Ready++
-		}
-		if s.LeaseUntil.After(at) {
-			n.Leased++
-		}
-		n.Behind += s.Lag()
-		st.Namespaces[s.Namespace] = n
-		if s.Lag() > 0 {
-			st.Lagging = append(st.Lagging, s)
-		}
-	}
-	slices.SortFunc(st.Lagging, func(a, b Status) int {
-		return cmp.Or(cmp.Compare(b.Lag(), a.Lag()), CompareKeys(a.Key(), b.Key()))
-	})
-	if len(st.Lagging) > MaxLagging {
-		st.Lagging = st.Lagging[:MaxLagging]
-	}
-	return st
-}
-
 // MaxLagging is how many registrations Stats.Lagging lists.
 const MaxLagging = 10
 
@@ -136,16 +66,6 @@ func (c Claim) Validate() error {
 	}
 	if c.Owner == "" {
 		return journal.Invalid("claim", "has no lease owner: writes under a claim need the owner Due stamped")
-	}
-	return nil
-}
-
-// ValidateCursor checks a cursor a worker saves in a stream whose head is
-// head: 1 <= nextSeq <= head+1 (one past the head: everything acknowledged).
-// Errors wrap journal.ErrInvalid.
-func ValidateCursor(nextSeq, head uint64) error {
-	if nextSeq < 1 || nextSeq > head+1 {
-		return journal.Invalid("next seq", "is %d: a cursor is from 1 to %d (one past the head)", nextSeq, head+1)
 	}
 	return nil
 }

@@ -5,7 +5,21 @@
 // postgres. store/storetest is the conformance suite they all pass.
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// Backend is what each of herald's stores (memory, sqlite, postgres)
+// implements over one database: the journal, the push store and
+// retention. store/storetest checks it; the CLI opens one.
+type Backend interface {
+	journal.Journal
+	push.Store
+	Retention
+}
 
 // Errors of opening a database. Stores wrap them with the versions involved;
 // callers test them with errors.Is. Opening never changes a database that
@@ -21,10 +35,13 @@ var (
 	// herald database (tables of another application, a file that is not
 	// SQLite at all).
 	ErrNotHerald = errors.New("not a herald database")
-	// ErrSchemaDirty: a migration of this database began and did not finish
-	// (it failed, or its process died). herald cannot tell which schema is in
-	// place, so it changes nothing until an operator has checked it and
-	// recorded the version; the wrapping error says how.
+	// ErrSchemaDirty: golang-migrate, herald's runner before
+	// internal/migrate, began a migration of this database and did not
+	// finish (it failed, or its process died); herald's runner now applies a
+	// migration and its version in one transaction and never leaves one.
+	// herald cannot tell which schema is in place, so it changes nothing
+	// until an operator has checked it and recorded the version; the
+	// wrapping error says how.
 	ErrSchemaDirty = errors.New("database schema is dirty: a migration did not finish")
 )
 
@@ -43,11 +60,11 @@ type SchemaStatus struct {
 	// PostgreSQL database's name (never its URL, which may hold a password).
 	Database string `json:"database"`
 	// Current is the version applied; 0 for a new database. When Dirty, it
-	// is the version a migration was going to.
+	// is the version golang-migrate recorded as dirty.
 	Current int `json:"current"`
 	// Latest is the newest migration this binary embeds.
 	Latest int `json:"latest"`
-	// Dirty: a migration to Current began and did not finish (see
+	// Dirty: a migration to or from Current began and did not finish (see
 	// ErrSchemaDirty).
 	Dirty      bool        `json:"dirty,omitempty"`
 	Migrations []Migration `json:"migrations"` // every embedded migration, oldest first

@@ -43,7 +43,7 @@ func openPostgres(t *testing.T) *postgres.Store {
 	require.NoError(t, err)
 	s, err := postgres.Open(t.Context(), url)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -373,7 +373,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(st.Close)
+	t.Cleanup(func() { _ = st.Close() })
 	adminToken := s.token("admin-")
 	s.cli.env = append(s.cli.env, "HERALD_ADMIN_TOKEN="+adminToken)
 

@@ -72,7 +72,7 @@ func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(st.Close)
+	t.Cleanup(func() { _ = st.Close() })
 	f.store = st
 	for i := 0; i < plan.Streams; i++ {
 		stream := fmt.Sprintf("%s/s%04d", prefix, i)

@@ -53,7 +53,7 @@ func TestTurnsStayInsideTheirLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(st.Close)
+	t.Cleanup(func() { _ = st.Close() })
 	const n = 20
 	var streams []string
 	for i := 0; i < n; i++ {

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -17,12 +16,10 @@ import (
 // defaultDatabase is the embedded default: one SQLite file beside the user.
 const defaultDatabase = "sqlite:./herald.db"
 
-// backend is what a command works on: the journal and the push store over one
-// database.
+// backend is what a command works on: a SQL store, which keeps host health
+// and closes.
 type backend interface {
-	journal.Journal
-	push.Store
-	store.Retention
+	store.Backend
 	push.HostStore
 	Close() error
 }

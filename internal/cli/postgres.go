@@ -7,17 +7,10 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// pgBackend adapts *postgres.Store to backend; it keeps Listen, so the
-// daemon wakes on other processes' appends (LISTEN/NOTIFY).
-type pgBackend struct{ *postgres.Store }
-
-func (b pgBackend) Close() error {
-	b.Store.Close()
-	return nil
-}
-
 // openPostgres opens a migrated PostgreSQL database; a schema that is out of
-// date is refused (store.ErrSchemaBehind: run herald migrate up).
+// date is refused (store.ErrSchemaBehind: run herald migrate up). The store
+// keeps Listen, so the daemon wakes on other processes' appends
+// (LISTEN/NOTIFY).
 func openPostgres(ctx context.Context, url string) (backend, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -25,5 +18,5 @@ func openPostgres(ctx context.Context, url string) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgBackend{s}, nil
+	return s, nil
 }

@@ -24,11 +24,7 @@ import (
 )
 
 // Backend is what the soak drives: a store of herald's.
-type Backend interface {
-	journal.Journal
-	push.Store
-	store.Retention
-}
+type Backend = store.Backend
 
 // Config shapes a soak. Times are in ticks (simulated seconds).
 type Config struct {

@@ -106,7 +106,7 @@ func (s *Store) event(e journal.Entry, ok bool) {
 		return
 	}
 	if _, err := s.appendLocked(push.EventsStream, []journal.Entry{e}); err != nil {
-		panic("store/memory: an operational event was refused: " + err.Error()) // never sealed, ids derived: cannot happen
+		panic("memory: an operational event was refused: " + err.Error()) // never sealed, ids derived: cannot happen
 	}
 }
 
@@ -248,7 +248,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
 			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
 	}
-	if err := push.ValidateCursor(next, head); err != nil {
+	if err := store.ValidateCursor(next, head); err != nil {
 		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
@@ -294,12 +294,12 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	for _, r := range s.regs {
 		st := s.status(r)
 		if (q.Stream != "" && r.Stream != q.Stream) || (q.Namespace != "" && r.Namespace != q.Namespace) ||
-			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || !push.After(r.Key(), q.After) {
+			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || !store.After(r.Key(), q.After) {
 			continue
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b push.Status) int { return push.CompareKeys(a.Key(), b.Key()) })
+	slices.SortFunc(out, func(a, b push.Status) int { return store.CompareKeys(a.Key(), b.Key()) })
 	return out[:min(len(out), limit)], nil
 }
 
@@ -327,7 +327,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		due = append(due, r)
 	}
 	slices.SortFunc(due, func(a, b *push.Registration) int {
-		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), push.CompareKeys(a.Key(), b.Key()))
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
 	taken := map[string]int{} // per host, for the cap
 	troubled := map[string]bool{}
@@ -427,7 +427,7 @@ func (s *Store) claimed(c push.Claim, nextSeq uint64) (*push.Registration, error
 	if r.LeaseOwner != c.Owner {
 		return nil, fmt.Errorf("registration %s/%s, claim %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
 	}
-	if err := push.ValidateCursor(nextSeq, s.head(c.Stream)); err != nil {
+	if err := store.ValidateCursor(nextSeq, s.head(c.Stream)); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -501,7 +501,7 @@ func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, a
 	if r == nil {
 		return notFound(streamName, id)
 	}
-	if err := push.ValidateSkip(r.NextSeq, s.head(streamName), toSeq); err != nil {
+	if err := store.ValidateSkip(r.NextSeq, s.head(streamName), toSeq); err != nil {
 		return err
 	}
 	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
@@ -524,7 +524,7 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 	if r == nil {
 		return notFound(streamName, id)
 	}
-	if err := push.ValidateRewind(s.head(streamName), toSeq); err != nil {
+	if err := store.ValidateRewind(s.head(streamName), toSeq); err != nil {
 		return err
 	}
 	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
@@ -595,7 +595,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 		all = append(all, s.status(r))
 	}
 	s.mu.Unlock()
-	return push.Summarize(all, at), nil
+	return store.Summarize(all, at), nil
 }
 
 // HostFailed implements push.HostStore.

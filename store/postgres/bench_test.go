@@ -39,7 +39,7 @@ func benchStore(b *testing.B, conns int, opts ...postgres.Option) *postgres.Stor
 	b.Cleanup(pool.Close)
 	s, err := postgres.New(b.Context(), pool, opts...)
 	require.NoError(b, err)
-	b.Cleanup(s.Close)
+	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -172,11 +172,11 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 		return fmt.Errorf("%s %s/%s under the lease of %s: %w", op, c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
 	}
 	if nextSeq > 0 {
-		if err := push.ValidateCursor(nextSeq, uint64(head)); err != nil {
+		if err := store.ValidateCursor(nextSeq, uint64(head)); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("store/postgres: %s %s/%s: the write did not apply under a held lease and a valid cursor", op, c.Stream, c.ID)
+	return fmt.Errorf("postgres: %s %s/%s: the write did not apply under a held lease and a valid cursor", op, c.Stream, c.ID)
 }
 
 // checkCursor refuses, before any round trip, a cursor no stream can have:
@@ -240,7 +240,7 @@ func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, 
 // plain INSERT of AppendTx, which takes no lock the change must wait for.
 func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, e journal.Entry) error {
 	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
-		return fmt.Errorf("store/postgres: append operational event %s: %w", e.Kind, err)
+		return fmt.Errorf("postgres: append operational event %s: %w", e.Kind, err)
 	}
 	return nil
 }
@@ -248,14 +248,14 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, e journal.Entry) err
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(ctx, "skip", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
-		return push.EventSkip, reason, push.ValidateSkip(next, head, toSeq)
+		return push.EventSkip, reason, store.ValidateSkip(next, head, toSeq)
 	}, push.KindSkipped)
 }
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
-		return push.EventRewind, fmt.Sprintf("rewound from #%d", next), push.ValidateRewind(head, toSeq)
+		return push.EventRewind, fmt.Sprintf("rewound from #%d", next), store.ValidateRewind(head, toSeq)
 	}, "")
 }
 

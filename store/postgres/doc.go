@@ -19,19 +19,20 @@
 // order): herald_stream (one row per stream: head, final seq, pending
 // marker, low-water mark), herald_record, herald_registration,
 // herald_evidence, and herald_host (host health: see hosts.go and
-// push.HostStore), and the function herald_append (below). Migrations are embedded, numbered NNN_name.up.sql and
-// .down.sql (store/sqlite's layout), and applied by golang-migrate
-// (github.com/golang-migrate/migrate/v4, its pgx/v5 driver): MigrateUp,
+// push.HostStore), and the function herald_append (below).
+//
+// Migrations are embedded, numbered NNN_name.up.sql and .down.sql
+// (store/sqlite's layout), and run by internal/migrate: MigrateUp,
 // MigrateDown (one step) and MigrationStatus take the database URL, as the
-// CLI does, and return a SchemaStatus. golang-migrate records the version in
-// herald_schema_migrations (version, dirty), and holds a PostgreSQL advisory
-// lock while migrating, so that two `herald migrate up` at once apply each
-// migration once. Each migration file runs in one transaction; golang-migrate
-// marks the version dirty before it and clean after, so a migration that
-// failed or whose process died leaves a dirty version, which every open and
-// migration refuses (ErrSchemaDirty, with how to repair it). Reverting
-// version 3 (003_sequencer) first numbers the records waiting for a seq, and
-// refuses while refused records exist.
+// CLI does, and return a SchemaStatus. Each migration runs in one
+// transaction together with its row in herald_schema_migrations (version,
+// dirty: the table of golang-migrate, herald's runner before, whose
+// databases carry on from their version), under an advisory transaction
+// lock, so that two `herald migrate up` at once apply each migration once;
+// a migration that fails rolls back whole. A version golang-migrate left
+// dirty is refused by every open and migration (ErrSchemaDirty, with how to
+// repair it). Reverting version 3 (003_sequencer) first numbers the records
+// waiting for a seq, and refuses while refused records exist.
 //
 // # Appending: a plain INSERT, numbered after commit
 //
@@ -93,9 +94,9 @@
 //
 // # Appending from SQL: herald_append
 //
-// Migration 009 adds herald_append, AppendTx for an application in any
-// language: called in its transaction, the record commits or rolls back
-// with the application's own writes, by the same path (one INSERT numbered
+// Migration 009_append_function adds herald_append, AppendTx for an
+// application in any language: called in its transaction, the record
+// commits or rolls back with the application's own writes, by the same path (one INSERT numbered
 // after commit, no NOTIFY, no stream lock), with the same checks, digest,
 // idempotency and sealing, so an entry appended from Go and from SQL is one
 // record (README, "From other languages", has Python and Ruby).

@@ -43,7 +43,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := "store/postgres: " + e.Op + ": "
+	msg := "postgres: " + e.Op + ": "
 	if e.kind == ErrUnavailable {
 		msg += "PostgreSQL is unavailable: "
 	}
@@ -79,7 +79,7 @@ func dbError(ctx context.Context, op string, err error) error {
 		return nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
-		return fmt.Errorf("store/postgres: %s: %w", op, ctxErr)
+		return fmt.Errorf("postgres: %s: %w", op, ctxErr)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &Error{Op: op, Message: "no such row", kind: journal.ErrNotFound}

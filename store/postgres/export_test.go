@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/golang-migrate/migrate/v4"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,10 +29,18 @@ func SetSequencerPage(s *Store, n int) { s.page = n }
 // MigrateTo migrates the database at url up or down to version v.
 func MigrateTo(ctx context.Context, url string, v uint) error {
 	_, err := withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {
-		return SchemaStatus{}, runMigrate(ctx, pool, "migrate to", func(m *migrate.Migrate) error { return m.Migrate(v) })
+		_, err := schema.To(ctx, beginMigration(pool, "migrate to"), int(v))
+		return SchemaStatus{}, err
 	})
 	return err
 }
+
+// MigrationLockKey is the SQL expression of the migration lock's key;
+// SQLMigrationLock the statement that takes it.
+const (
+	MigrationLockKey = migrationLockKey
+	SQLMigrationLock = sqlMigrationLock
+)
 
 // SequenceWaiting is Sequence that waits for the sequencer's lock, as
 // Append does.

@@ -11,12 +11,14 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 var _ push.HostStore = (*Store)(nil)
 
-// Host health lives in herald_host (migration 003). The rules are push's
-// (Host.Failed, Answered, Probed); this file keeps their results. Due holds
+// Host health lives in herald_host (migrations/005_hosts.up.sql). The
+// rules are push's (Host.Failed, Answered, Probed); this file keeps their
+// results. Due holds
 // the registrations of a host that is not up and lets one probe through
 // (due.go, queries.go); a held registration keeps its stream pending, which
 // costs the sweep a read, never a write.
@@ -133,7 +135,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		case owner != c.Owner:
 			return fmt.Errorf("record host failure of %s/%s under the lease of %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
 		}
-		if err := push.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
+		if err := store.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)

@@ -89,7 +89,7 @@ func (l *Listener) Close() {
 }
 
 // ErrListenerClosed is Wait's error after Close.
-var ErrListenerClosed = errors.New("store/postgres: listener closed")
+var ErrListenerClosed = errors.New("postgres: listener closed")
 
 // listenSetupTimeout bounds opening WaitForAppend's connection.
 const listenSetupTimeout = 10 * time.Second

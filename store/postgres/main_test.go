@@ -32,7 +32,7 @@ func newStore(t testing.TB, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
 	s, err := postgres.New(context.Background(), newPool(t), opts...)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -48,7 +48,7 @@ func TestConformance(t *testing.T) {
 				require.NoError(t, err)
 				s, err := postgres.New(t.Context(), pool, postgres.WithNotify(notify))
 				require.NoError(t, err)
-				t.Cleanup(s.Close)
+				t.Cleanup(func() { _ = s.Close() })
 				return s
 			})
 		})

@@ -2,44 +2,48 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"regexp"
-	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/database"
-	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/heraldpush/herald/internal/migrate"
 	"github.com/heraldpush/herald/store"
 )
 
 // The schema lives in migrations/NNN_name.up.sql and NNN_name.down.sql,
-// embedded in the binary (the layout store/sqlite uses too). golang-migrate
-// applies them: it records the version in versionTable, and holds a
-// PostgreSQL advisory lock (keyed by database, schema and table) while it
-// migrates, so that two `herald migrate up` run at once apply each migration
-// once. Each file runs as one multi-statement query, which PostgreSQL runs
-// in one transaction: a migration's changes are made all or not at all.
+// embedded in the binary and run by internal/migrate, as store/sqlite's
+// are: each migration in one transaction (PostgreSQL's DDL is
+// transactional) together with its row in versionTable, under an advisory
+// transaction lock (sqlMigrationLock), so that two `herald migrate up` run
+// at once take turns and apply each migration once.
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// versionTable is where golang-migrate records the schema version: one row
-// (version bigint, dirty boolean), none before the first migration and
-// after the last is reverted.
+// versionTable records the schema version: one row (version bigint, dirty
+// boolean), none at version 0. It is golang-migrate's table (herald's
+// runner before internal/migrate), kept so that its databases carry on.
 const versionTable = "herald_schema_migrations"
+
+// schema is the embedded migrations.
+var schema = migrate.MustLoad(migrationFiles, "migrations", versionTable)
+
+// The migration runner's statements. migrationLockKey keys the advisory
+// lock; PostgreSQL scopes advisory locks to a database.
+const (
+	migrationLockKey  = `hashtextextended('herald_schema_migrations', 0)`
+	sqlMigrationLock  = `SELECT pg_advisory_xact_lock(` + migrationLockKey + `)`
+	sqlCreateVersions = `CREATE TABLE IF NOT EXISTS ` + versionTable + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`
+	sqlClearVersion   = `DELETE FROM ` + versionTable
+	sqlRecordVersion  = `INSERT INTO ` + versionTable + ` (version, dirty) VALUES ($1, false)`
+	lockNotAvailable  = "55P03" // SQLSTATE lock_not_available: lock_timeout expired
+)
 
 // lockWait bounds how long a migration waits for a lock: the advisory lock
 // another `herald migrate` holds, or a table lock a migration's DDL needs
@@ -50,10 +54,10 @@ const versionTable = "herald_schema_migrations"
 // left waiting for a lock after the call returns.
 const lockWait = 2 * time.Minute
 
-// ErrSchemaDirty is store.ErrSchemaDirty: a migration of this database
-// started and did not finish (golang-migrate's dirty flag: it failed, or its
-// process died). Opening and migrating refuse the database until an operator
-// has checked the schema and recorded the version that is in place.
+// ErrSchemaDirty is store.ErrSchemaDirty: golang-migrate (herald's runner
+// before internal/migrate) began a migration of this database and did not
+// finish. Opening and migrating refuse the database until an operator has
+// checked the schema and recorded the version that is in place.
 var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
@@ -64,89 +68,23 @@ type Migration = store.Migration
 // the version recorded in herald_schema_migrations.
 type SchemaStatus = store.SchemaStatus
 
-var migrationName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
-
-// migrations is the embedded list, checked once: numbered 1..n without
-// gaps, each with its up and down file.
-var migrations = mustLoadMigrations()
-
-func mustLoadMigrations() []Migration {
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil {
-		panic(err) // a build with broken embedded files must not ship; a test loads them
-	}
-	return ms
-}
-
-func loadMigrations(fsys fs.FS) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	type files struct {
-		name     string
-		up, down bool
-	}
-	byVersion := map[int]*files{}
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("store/postgres: migration file %q is not named NNN_name.up.sql or NNN_name.down.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		f := byVersion[v]
-		if f == nil {
-			f = &files{name: m[2]}
-			byVersion[v] = f
-		}
-		if f.name != m[2] {
-			return nil, fmt.Errorf("store/postgres: migration %03d has two names, %q and %q", v, f.name, m[2])
-		}
-		if m[3] == "up" {
-			f.up = true
-		} else {
-			f.down = true
-		}
-	}
-	out := make([]Migration, 0, len(byVersion))
-	for v := 1; v <= len(byVersion); v++ {
-		f := byVersion[v]
-		if f == nil {
-			return nil, fmt.Errorf("store/postgres: migration %03d is missing (versions must run 1..%d without gaps)", v, len(byVersion))
-		}
-		if !f.up || !f.down {
-			return nil, fmt.Errorf("store/postgres: migration %03d_%s needs both an .up.sql and a .down.sql file", v, f.name)
-		}
-		out = append(out, Migration{Version: v, Name: f.name})
-	}
-	return out, nil
-}
-
 // SchemaVersion is the schema version this binary writes and reads.
-func SchemaVersion() int { return len(migrations) }
+func SchemaVersion() int { return schema.Latest() }
 
 // MigrateUp applies every pending migration to the database at url (a
 // postgres:// URL or key=value connection string), each in its own
 // transaction, and returns the status after. Another MigrateUp running at
 // the same time waits for this one (up to two minutes, or until ctx's
-// deadline: PostgreSQL's lock_timeout), then finds nothing to do. Errors: store.ErrNotHerald (herald's table names without its
-// version table, or a foreign version table) and store.ErrSchemaAhead (a
-// newer herald migrated it), both changing nothing; ErrSchemaDirty;
-// journal.ErrInvalid (url); ErrUnavailable; a failed migration as an *Error
-// with the server's message.
+// deadline: PostgreSQL's lock_timeout), then finds nothing to do. Errors:
+// store.ErrNotHerald (herald's table names without its version table, or a
+// foreign version table), store.ErrSchemaAhead (a newer herald migrated it)
+// and ErrSchemaDirty, all changing nothing; journal.ErrInvalid (url);
+// ErrUnavailable; a failed migration (rolled back whole) as an *Error with
+// the server's message.
 func MigrateUp(ctx context.Context, url string) (SchemaStatus, error) {
 	return withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {
-		st, err := readSchema(ctx, pool)
-		if err != nil {
-			return SchemaStatus{}, err
-		}
-		if st.Current > st.Latest {
-			return SchemaStatus{}, ahead(st)
-		}
-		// A dirty version is judged by golang-migrate under its lock: the
-		// flag seen here may be another MigrateUp's, still running.
-		if err := runMigrate(ctx, pool, "migrate up", (*migrate.Migrate).Up); err != nil {
-			return SchemaStatus{}, err
+		if _, err := schema.Up(ctx, beginMigration(pool, "migrate up")); err != nil {
+			return SchemaStatus{}, prefixed(err)
 		}
 		return readSchema(ctx, pool)
 	})
@@ -164,10 +102,6 @@ func MigrateDown(ctx context.Context, url string) (SchemaStatus, error) {
 		switch {
 		case err != nil:
 			return SchemaStatus{}, err
-		case st.Current > st.Latest:
-			return SchemaStatus{}, ahead(st)
-		case st.Dirty:
-			return SchemaStatus{}, dirty(st)
 		case st.Current == 0:
 			return st, nil
 		}
@@ -176,9 +110,8 @@ func MigrateDown(ctx context.Context, url string) (SchemaStatus, error) {
 				return SchemaStatus{}, err
 			}
 		}
-		down := func(m *migrate.Migrate) error { return m.Steps(-1) }
-		if err := runMigrate(ctx, pool, "migrate down", down); err != nil {
-			return SchemaStatus{}, err
+		if _, err := schema.Down(ctx, beginMigration(pool, "migrate down"), st.Current); err != nil {
+			return SchemaStatus{}, prefixed(err)
 		}
 		return readSchema(ctx, pool)
 	})
@@ -209,11 +142,16 @@ func prepareUnsequence(ctx context.Context, pool *pgxpool.Pool) error {
 
 // MigrationStatus reports where the schema of the database at url stands,
 // changing nothing (not even creating the version table). A newer schema is
-// reported, not refused (Current > Latest), and so is a dirty one (Dirty).
-// Errors: store.ErrNotHerald, journal.ErrInvalid (url), ErrUnavailable.
+// reported, not refused (Current > Latest). A dirty one is reported with
+// Dirty set and ErrSchemaDirty, whose text says what to do. Errors:
+// store.ErrNotHerald, journal.ErrInvalid (url), ErrUnavailable.
 func MigrationStatus(ctx context.Context, url string) (SchemaStatus, error) {
 	return withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {
-		return readSchema(ctx, pool)
+		st, err := readStatus(ctx, pool)
+		if err == nil && st.Dirty {
+			err = prefixed(schema.Check(st.Current, true))
+		}
+		return st, err
 	})
 }
 
@@ -225,7 +163,7 @@ func withPool(ctx context.Context, url string, fn func(*pgxpool.Pool) (SchemaSta
 		wait = min(wait, time.Until(deadline))
 	}
 	if wait <= 0 {
-		return SchemaStatus{}, fmt.Errorf("store/postgres: migrate: %w", context.DeadlineExceeded)
+		return SchemaStatus{}, fmt.Errorf("postgres: migrate: %w", context.DeadlineExceeded)
 	}
 	params := map[string]string{"lock_timeout": strconv.FormatInt(max(wait.Milliseconds(), 1), 10)}
 	pool, err := newPool(ctx, url, params)
@@ -236,160 +174,128 @@ func withPool(ctx context.Context, url string, fn func(*pgxpool.Pool) (SchemaSta
 	return fn(pool)
 }
 
-// runMigrate runs op (Up, or Steps(-1)) of a golang-migrate instance over
-// the embedded files and connections of its own to pool's database.
-// golang-migrate takes no context: the connections' lock_timeout bounds its
-// waits for locks, and ctx's cancellation stops the run between two
-// migrations.
-func runMigrate(ctx context.Context, pool *pgxpool.Pool, op string, run func(*migrate.Migrate) error) error {
-	src, err := iofs.New(migrationFiles, "migrations")
-	if err != nil {
-		return fmt.Errorf("store/postgres: %s: read the embedded migrations: %w", op, err)
+// beginMigration begins internal/migrate's transactions on pool, each
+// holding the migration lock.
+func beginMigration(pool *pgxpool.Pool, op string) migrate.Begin {
+	return func(ctx context.Context) (migrate.Tx, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return nil, dbError(ctx, op, err)
+		}
+		if _, err := tx.Exec(ctx, sqlMigrationLock); err != nil {
+			_ = tx.Rollback(ctx)
+			return nil, migrationError(ctx, op+": wait for the migration lock", err)
+		}
+		return migrationTx{tx: tx, op: op}, nil
 	}
-	db, closeDB := migrationDB(pool.Config().ConnConfig)
-	defer closeDB()
-	drv, err := migratepgx.WithInstance(db, &migratepgx.Config{MigrationsTable: versionTable})
-	if err != nil {
-		return migrateError(ctx, op, err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
-	if err != nil {
-		_ = drv.Close()
-		return migrateError(ctx, op, err)
-	}
-	defer m.Close()
-	// The server's lock_timeout ends a wait first; this is a backstop.
-	m.LockTimeout = lockWait + time.Minute
-	stop := context.AfterFunc(ctx, func() { m.GracefulStop <- true })
-	defer stop()
-	err = run(m)
-	if errors.Is(err, migrate.ErrNoChange) {
-		err = nil
-	}
-	if err == nil {
-		return migrateError(ctx, op, ctx.Err()) // stopped between two migrations?
-	}
-	if v, dirty, verr := drv.Version(); verr == nil && dirty {
-		op = fmt.Sprintf("%s (left version %d dirty)", op, v)
-	}
-	return migrateError(ctx, op, err)
 }
 
-// migrationDB opens a database/sql handle for golang-migrate on connections
-// of its own, and returns a function that closes the handle and every
-// connection it opened. Closing the handle is not enough: when
-// golang-migrate's driver fails to start (a lock it waited for timed out),
-// it keeps the *sql.Conn it took and never closes it, which would leave a
-// connection open (and, from a pgxpool, make closing the pool wait
-// forever).
-func migrationDB(cfg *pgx.ConnConfig) (*sql.DB, func()) {
-	var (
-		mu    sync.Mutex
-		conns []*pgx.Conn
-	)
-	track := func(ctx context.Context, c *pgx.Conn) error {
-		mu.Lock()
-		defer mu.Unlock()
-		conns = append(conns, c)
-		return nil
+// migrationTx is internal/migrate's transaction on PostgreSQL.
+type migrationTx struct {
+	tx pgx.Tx
+	op string
+}
+
+func (t migrationTx) Version(ctx context.Context) (int, bool, error) {
+	_, v, dirty, err := readVersion(ctx, t.tx)
+	return v, dirty, err
+}
+
+func (t migrationTx) Apply(ctx context.Context, what, sql string, version int) error {
+	op := t.op + ", " + what
+	// No arguments: pgx sends the file in the simple protocol, which runs
+	// its many statements.
+	if _, err := t.tx.Exec(ctx, sql); err != nil {
+		return migrationError(ctx, op, err)
 	}
-	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(track))
-	return db, func() {
-		_ = db.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close(context.Background())
+	for _, q := range []string{sqlCreateVersions, sqlClearVersion} {
+		if _, err := t.tx.Exec(ctx, q); err != nil {
+			return migrationError(ctx, op, err)
 		}
 	}
+	if version > 0 {
+		if _, err := t.tx.Exec(ctx, sqlRecordVersion, version); err != nil {
+			return migrationError(ctx, op, err)
+		}
+	}
+	return nil
 }
 
-// migrateError translates golang-migrate's errors: no pgx or golang-migrate
-// type is reachable from the result.
-func migrateError(ctx context.Context, op string, err error) error {
-	var (
-		dirtyErr migrate.ErrDirty
-		dbErr    database.Error
-		dbErrPtr *database.Error
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("store/postgres: %s: %w", op, err)
-	case errors.As(err, &dirtyErr):
-		return dirty(SchemaStatus{Current: dirtyErr.Version, Latest: SchemaVersion()})
-	case errors.Is(err, migrate.ErrLockTimeout):
-		return &Error{Op: op, Message: "another herald migrate holds the migration lock (a PostgreSQL advisory lock)"}
-	case errors.As(err, &dbErrPtr):
-		return databaseError(ctx, op, *dbErrPtr)
-	case errors.As(err, &dbErr):
-		return databaseError(ctx, op, dbErr)
-	}
-	return dbError(ctx, op, err)
+func (t migrationTx) Commit(ctx context.Context) error {
+	return migrationError(ctx, t.op, t.tx.Commit(ctx))
 }
 
-// databaseError translates golang-migrate's wrapper of a failed query, such
-// as a migration the server refused.
-func databaseError(ctx context.Context, op string, e database.Error) error {
-	if e.OrigErr == nil {
-		return &Error{Op: op, Message: e.Err}
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(e.OrigErr, &pgErr) && pgErr.Position > 0 {
-		op = fmt.Sprintf("%s, line %d of the migration", op, e.Line)
-	}
-	err := dbError(ctx, op, e.OrigErr)
+func (t migrationTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+// migrationError is dbError that says what an expired lock_timeout means
+// here.
+func migrationError(ctx context.Context, op string, err error) error {
+	err = dbError(ctx, op, err)
 	var he *Error
-	if pgErr != nil && pgErr.Code == "55P03" && errors.As(err, &he) { // lock_not_available: lock_timeout expired
+	if errors.As(err, &he) && he.SQLState == lockNotAvailable {
 		he.Message = "gave up waiting for a lock (PostgreSQL lock_timeout): another herald migrate, " +
-			"or a long transaction on herald's tables, holds it: " + pgErr.Message
+			"or a long transaction on herald's tables, holds it: " + he.Message
 	}
 	return err
 }
 
-func ahead(st SchemaStatus) error {
-	return fmt.Errorf("store/postgres: the database schema is version %d, this herald knows up to %d: %w", st.Current, st.Latest, store.ErrSchemaAhead)
-}
-
-func dirty(st SchemaStatus) error {
-	name := ""
-	if st.Current >= 1 && st.Current <= len(migrations) {
-		name = fmt.Sprintf(" (%03d_%s)", st.Current, migrations[st.Current-1].Name)
+// prefixed names the package in an error of internal/migrate's or of
+// readVersion's; the package's own errors (dbError's) already do.
+func prefixed(err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), "postgres: ") {
+		return err
 	}
-	return fmt.Errorf("store/postgres: %s records version %d%s as dirty: a migration to or from it failed or was interrupted. "+
-		"Each migration runs in one transaction, so the schema is at that version, or at the one before it (a failed up) or after it (a failed down): check which, "+
-		"then record it (UPDATE %s SET version = N, dirty = false; for version 0, DELETE FROM %s): %w",
-		versionTable, st.Current, name, versionTable, versionTable, ErrSchemaDirty)
+	return fmt.Errorf("postgres: %w", err)
 }
 
-// readSchema reads the schema version of the database behind pool, changing
-// nothing. Errors: store.ErrNotHerald, or the database's failure.
-func readSchema(ctx context.Context, pool *pgxpool.Pool) (SchemaStatus, error) {
-	st := SchemaStatus{Latest: len(migrations), Migrations: slices.Clone(migrations)}
+// rowQuerier is a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readVersion reads the database's name and schema version through q,
+// changing nothing. Errors: store.ErrNotHerald, or the database's failure.
+func readVersion(ctx context.Context, q rowQuerier) (database string, version int, dirty bool, err error) {
 	var tableExists, shaped, heraldTables bool
-	if err := pool.QueryRow(ctx, sqlSchemaProbe, versionTable).Scan(&st.Database, &tableExists, &shaped, &heraldTables); err != nil {
-		return SchemaStatus{}, dbError(ctx, "check schema version", err)
+	if err := q.QueryRow(ctx, sqlSchemaProbe, versionTable).Scan(&database, &tableExists, &shaped, &heraldTables); err != nil {
+		return "", 0, false, dbError(ctx, "check schema version", err)
 	}
 	switch {
 	case !tableExists && heraldTables:
-		return SchemaStatus{}, fmt.Errorf("store/postgres: the database has herald tables but no %s table recording their version: %w", versionTable, store.ErrNotHerald)
+		return "", 0, false, fmt.Errorf("the database has herald tables but no %s table recording their version: %w", versionTable, store.ErrNotHerald)
 	case !tableExists:
-		return st, nil
+		return database, 0, false, nil
 	case !shaped:
-		return SchemaStatus{}, fmt.Errorf("store/postgres: table %s is not a herald version table (version bigint, dirty boolean): %w", versionTable, store.ErrNotHerald)
+		return "", 0, false, fmt.Errorf("table %s is not a herald version table (version bigint, dirty boolean): %w", versionTable, store.ErrNotHerald)
 	}
-	var version int64
-	err := pool.QueryRow(ctx, sqlCurrentVersion).Scan(&version, &st.Dirty)
+	var v int64
+	err = q.QueryRow(ctx, sqlCurrentVersion).Scan(&v, &dirty)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		version = 0
+		return database, 0, false, nil
 	case err != nil:
-		return SchemaStatus{}, dbError(ctx, "check schema version", err)
+		return "", 0, false, dbError(ctx, "check schema version", err)
 	}
-	st.Current = int(max(version, 0))
-	for i := range st.Migrations {
-		st.Migrations[i].Applied = st.Migrations[i].Version <= st.Current
+	return database, int(max(v, 0)), dirty, nil // golang-migrate's "no version" is -1
+}
+
+// readStatus is the status of the database behind pool, changing nothing.
+func readStatus(ctx context.Context, pool *pgxpool.Pool) (SchemaStatus, error) {
+	database, v, dirty, err := readVersion(ctx, pool)
+	if err != nil {
+		return SchemaStatus{}, prefixed(err)
+	}
+	return schema.Status(database, v, dirty), nil
+}
+
+// readSchema is readStatus that refuses a dirty or newer schema.
+func readSchema(ctx context.Context, pool *pgxpool.Pool) (SchemaStatus, error) {
+	st, err := readStatus(ctx, pool)
+	if err != nil {
+		return SchemaStatus{}, err
+	}
+	if err := schema.Check(st.Current, st.Dirty); err != nil {
+		return SchemaStatus{}, prefixed(err)
 	}
 	return st, nil
 }
@@ -402,14 +308,10 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	switch {
 	case err != nil:
 		return err
-	case st.Dirty:
-		return dirty(st)
-	case st.Current < st.Latest && st.Current == 0:
-		return fmt.Errorf("store/postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
+	case st.Current == 0:
+		return fmt.Errorf("postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
 	case st.Current < st.Latest:
-		return fmt.Errorf("store/postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
-	case st.Current > st.Latest:
-		return ahead(st)
+		return fmt.Errorf("postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
 	}
 	return nil
 }

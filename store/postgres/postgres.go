@@ -134,8 +134,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close stops WaitForAppend's listener and, if Open made the pool, closes
-// it. The store must not be used afterwards.
-func (s *Store) Close() {
+// it. The store must not be used afterwards. It returns nil (closing a
+// connection reports nothing a caller could act on): the error is there so
+// that every herald store closes as an io.Closer.
+func (s *Store) Close() error {
 	s.listenMu.Lock()
 	if s.listener != nil {
 		s.listener.Close()
@@ -145,6 +147,7 @@ func (s *Store) Close() {
 	if s.ownPool {
 		s.pool.Close()
 	}
+	return nil
 }
 
 // inTx runs fn in a transaction of its own and commits it. fn returns errors

@@ -53,7 +53,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 				&journal.SealedError{Stream: r.Stream, FinalSeq: uint64(*finalSeq)})
 		}
 		if !exists {
-			if err := push.ValidateCursor(next, uint64(head)); err != nil {
+			if err := store.ValidateCursor(next, uint64(head)); err != nil {
 				return err // a cursor past head+1 would skip records appended later, unseen
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -111,15 +110,14 @@ func TestMigrationsAreReversible(t *testing.T) {
 }
 
 // TestConcurrentMigrateUp: several `herald migrate up` at once apply each
-// migration once. The test holds golang-migrate's advisory lock until every
-// one of them waits for it, so that they do run at once; a migration
-// applied twice would fail (CREATE TABLE of a table that exists) or find
-// the other's dirty version.
+// migration once. The test holds the migration lock until every one of
+// them waits for it, so that they do run at once; a migration applied twice
+// would fail (CREATE TABLE of a table that exists).
 func TestConcurrentMigrateUp(t *testing.T) {
 	const runs = 3
 	ctx := t.Context()
 	url, pool := emptyDatabase(t)
-	holder, lockID := holdMigrationLock(t, url)
+	holder := holdMigrationLock(t, url)
 
 	var wg sync.WaitGroup
 	results := make([]postgres.SchemaStatus, runs)
@@ -136,9 +134,9 @@ func TestConcurrentMigrateUp(t *testing.T) {
 			break
 		}
 	}
-	_, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockID)
-	require.NoError(t, err)
+	releaseMigrationLock(t, holder)
 	wg.Wait()
+	var err error
 	for i := range runs {
 		require.NoError(t, errs[i], "run %d", i)
 		require.Equal(t, postgres.SchemaVersion(), results[i].Current)
@@ -155,7 +153,7 @@ func TestConcurrentMigrateUp(t *testing.T) {
 func TestMigrateGivesUpWaitingForTheLock(t *testing.T) {
 	ctx := t.Context()
 	url, pool := emptyDatabase(t)
-	holder, lockID := holdMigrationLock(t, url)
+	holder := holdMigrationLock(t, url)
 
 	// The garbage collector would close a leaked connection's socket,
 	// hiding the leak: no collection until the check below is done.
@@ -170,37 +168,39 @@ func TestMigrateGivesUpWaitingForTheLock(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var left int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> $1 AND query = 'SELECT pg_advisory_lock($1)'`,
-			holder.PgConn().PID()).Scan(&left))
+			WHERE datname = current_database() AND pid <> $1 AND query = $2`,
+			holder.PgConn().PID(), postgres.SQLMigrationLock).Scan(&left))
 		if left == 0 {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "a connection that asked for the lock is left open")
 	}
 
-	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockID)
-	require.NoError(t, err)
+	releaseMigrationLock(t, holder)
 	st, err := postgres.MigrateUp(ctx, url)
 	require.NoError(t, err)
 	require.Equal(t, postgres.SchemaVersion(), st.Current)
 }
 
-// holdMigrationLock takes, on a connection of its own, the advisory lock
-// golang-migrate takes for herald's version table in the database at url,
-// as another `herald migrate` would hold it.
-func holdMigrationLock(t *testing.T, url string) (*pgx.Conn, string) {
+// holdMigrationLock takes, on a connection of its own, the migration lock
+// of the database at url, as another `herald migrate` would hold it (this
+// one for its session, that one for its transaction: the two conflict).
+func holdMigrationLock(t *testing.T, url string) *pgx.Conn {
 	t.Helper()
 	ctx := t.Context()
 	holder, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = holder.Close(context.Background()) })
-	var dbName, schema string
-	require.NoError(t, holder.QueryRow(ctx, `SELECT current_database(), current_schema()`).Scan(&dbName, &schema))
-	lockID, err := database.GenerateAdvisoryLockId(dbName, schema, "herald_schema_migrations")
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock(`+postgres.MigrationLockKey+`)`)
 	require.NoError(t, err)
-	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, lockID)
-	require.NoError(t, err)
-	return holder, lockID
+	return holder
+}
+
+func releaseMigrationLock(t *testing.T, holder *pgx.Conn) {
+	t.Helper()
+	var released bool
+	require.NoError(t, holder.QueryRow(t.Context(), `SELECT pg_advisory_unlock(`+postgres.MigrationLockKey+`)`).Scan(&released))
+	require.True(t, released)
 }
 
 // TestOpenRefusesANewerSchema: a database migrated by a newer herald is
@@ -223,12 +223,11 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	require.Contains(t, tables(t, pool), "herald_stream", "nothing was migrated down")
 }
 
-// TestFailedMigrationLeavesADirtyVersion: a migration the server refuses
-// (here an index in the way of version 1's second statement) is rolled back
-// whole, golang-migrate marks the version dirty, and every later open or
-// migration refuses the database with ErrSchemaDirty and says how to
-// repair it, until the operator has.
-func TestFailedMigrationLeavesADirtyVersion(t *testing.T) {
+// TestAFailedMigrationChangesNothing: a migration the server refuses (here
+// an index in the way of version 1's second statement) is rolled back whole
+// with its version row: the database stays at version 0, clean, and the
+// error says which migration failed, with the server's message.
+func TestAFailedMigrationChangesNothing(t *testing.T) {
 	ctx := t.Context()
 	url, pool := emptyDatabase(t)
 	_, err := pool.Exec(ctx, `CREATE TABLE obstacle (x int); CREATE INDEX herald_stream_pending ON obstacle (x)`)
@@ -238,33 +237,80 @@ func TestFailedMigrationLeavesADirtyVersion(t *testing.T) {
 	var pe *postgres.Error
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "42P07", pe.SQLState, "duplicate_table: %v", err)
+	require.ErrorContains(t, err, "postgres: migrate up, migration 001_init up: ")
 	requireNoPgxTypes(t, err)
-	require.Equal(t, []string{"herald_schema_migrations", "obstacle"}, tables(t, pool), "the failed migration was rolled back whole")
+	require.Equal(t, []string{"obstacle"}, tables(t, pool), "the failed migration was rolled back whole, version table too")
 
 	st, err := postgres.MigrationStatus(ctx, url)
 	require.NoError(t, err)
-	require.True(t, st.Dirty)
-	require.Equal(t, 1, st.Current)
-	_, err = postgres.New(ctx, pool)
-	require.ErrorIs(t, err, postgres.ErrSchemaDirty)
-	require.ErrorContains(t, err, "DELETE FROM herald_schema_migrations")
-	_, err = postgres.MigrateUp(ctx, url)
-	require.ErrorIs(t, err, postgres.ErrSchemaDirty)
-	_, err = postgres.MigrateDown(ctx, url)
-	require.ErrorIs(t, err, postgres.ErrSchemaDirty)
+	require.False(t, st.Dirty)
+	require.Zero(t, st.Current)
 
-	// The repair the error describes: the schema is at version 0.
-	_, err = pool.Exec(ctx, `DROP TABLE obstacle; DELETE FROM herald_schema_migrations`)
+	_, err = pool.Exec(ctx, `DROP TABLE obstacle`)
 	require.NoError(t, err)
 	st, err = postgres.MigrateUp(ctx, url)
 	require.NoError(t, err)
 	require.Equal(t, postgres.SchemaVersion(), st.Current)
-	_, err = postgres.New(ctx, pool)
-	require.NoError(t, err)
+}
+
+// TestGolangMigrateDatabasesCarryOn: a database golang-migrate (herald's
+// runner before internal/migrate) migrated to version N has its table in
+// golang-migrate's shape at N: MigrateUp carries on from N, keeping the
+// data. One it left dirty is refused by every call, changing nothing, until
+// the operator does what the error says.
+func TestGolangMigrateDatabasesCarryOn(t *testing.T) {
+	ctx := t.Context()
+	const n = 2
+	for _, dirty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dirty=%v", dirty), func(t *testing.T) {
+			url, pool := emptyDatabase(t)
+			require.NoError(t, postgres.MigrateTo(ctx, url, n))
+			// As golang-migrate left it: its DDL, one row.
+			_, err := pool.Exec(ctx, `DROP TABLE herald_schema_migrations`)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS "public"."herald_schema_migrations" (version bigint not null primary key, dirty boolean not null)`)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `INSERT INTO herald_schema_migrations (version, dirty) VALUES ($1, $2)`, n, dirty)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `INSERT INTO herald_stream (stream) VALUES ('kept')`)
+			require.NoError(t, err)
+
+			st, err := postgres.MigrationStatus(ctx, url)
+			require.Equal(t, n, st.Current)
+			require.Equal(t, dirty, st.Dirty)
+			if dirty {
+				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
+				require.ErrorContains(t, err, "herald_schema_migrations records version 2 (002_host) as dirty")
+				require.ErrorContains(t, err, "DELETE FROM herald_schema_migrations")
+				_, err = postgres.New(ctx, pool)
+				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
+				_, err = postgres.MigrateUp(ctx, url)
+				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
+				_, err = postgres.MigrateDown(ctx, url)
+				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
+				require.NotContains(t, tables(t, pool), "herald_host", "nothing was migrated")
+				// The repair the error describes: the schema is at version 2.
+				_, err = pool.Exec(ctx, `UPDATE herald_schema_migrations SET version = 2, dirty = false`)
+				require.NoError(t, err)
+			} else {
+				require.NoError(t, err)
+			}
+
+			st, err = postgres.MigrateUp(ctx, url)
+			require.NoError(t, err)
+			require.Equal(t, postgres.SchemaVersion(), st.Current)
+			require.False(t, st.Dirty)
+			var kept int
+			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM herald_stream WHERE stream = 'kept'`).Scan(&kept))
+			require.Equal(t, 1, kept)
+			_, err = postgres.New(ctx, pool)
+			require.NoError(t, err)
+		})
+	}
 }
 
 // TestOpenRefusesAnotherApplicationsTables: a version table that is not
-// golang-migrate's shape, or herald's table names without a version table,
+// of herald's shape, or herald's table names without a version table,
 // are not a herald database; nothing is changed.
 func TestOpenRefusesAnotherApplicationsTables(t *testing.T) {
 	ctx := t.Context()

@@ -329,7 +329,7 @@ func TestMigrateUpKeepsJournalsAndCursors(t *testing.T) {
 	st, err = postgres.MigrationStatus(ctx, url)
 	require.NoError(t, err)
 	require.Equal(t, 3, st.Current, "version 3 (the sequencer's) is kept")
-	require.False(t, st.Dirty, "refused before golang-migrate started")
+	require.False(t, st.Dirty, "refused before any migration began")
 }
 
 func newPoolAt(t *testing.T, url string) *pgxpool.Pool {

@@ -37,7 +37,7 @@ func newSQLDB(t *testing.T, opts ...postgres.Option) sqlDB {
 	require.NoError(t, err)
 	s, err := postgres.Open(t.Context(), url, opts...)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	return sqlDB{url: url, s: s}
 }
 

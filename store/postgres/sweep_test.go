@@ -35,7 +35,7 @@ func openStore(t *testing.T, url string, opts ...postgres.Option) *postgres.Stor
 	t.Helper()
 	s, err := postgres.Open(t.Context(), url, opts...)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -77,7 +77,7 @@ func fence(ctx context.Context, tx *sql.Tx, c push.Claim, nextSeq uint64) error 
 	if owner != c.Owner {
 		return fmt.Errorf("registration %s/%s, claim %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
 	}
-	return push.ValidateCursor(nextSeq, uint64(head))
+	return store.ValidateCursor(nextSeq, uint64(head))
 }
 
 // Advance implements push.Store: next_seq = MAX(next_seq, nextSeq) in one
@@ -206,7 +206,7 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(ctx, "skip", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
-		if err := push.ValidateSkip(st.NextSeq, st.Head, toSeq); err != nil {
+		if err := store.ValidateSkip(st.NextSeq, st.Head, toSeq); err != nil {
 			return push.Evidence{}, err
 		}
 		return push.Evidence{At: at, Event: push.EventSkip, Seq: st.NextSeq, Error: reason}, nil
@@ -216,7 +216,7 @@ func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at ti
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
-		if err := push.ValidateRewind(st.Head, toSeq); err != nil {
+		if err := store.ValidateRewind(st.Head, toSeq); err != nil {
 			return push.Evidence{}, err
 		}
 		return push.Evidence{At: at, Event: push.EventRewind, Seq: st.NextSeq, Error: fmt.Sprintf("rewound from #%d", st.NextSeq)}, nil

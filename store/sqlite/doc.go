@@ -78,43 +78,34 @@
 //
 // The schema is versioned by numbered, reversible migrations embedded in the
 // binary (migrations/NNN_name.up.sql and .down.sql, the layout store/postgres
-// shares), run by github.com/golang-migrate/migrate/v4: its iofs source reads
-// them and its SQLite driver (database/sqlite, on modernc.org/sqlite, no cgo)
-// runs each in one transaction and keeps the version in a schema_migrations
-// table (version, dirty). PRAGMA application_id marks the file as herald's.
-// Open creates and migrates a new or empty file, and migrates an older
-// herald database up at once (the embedded default must just work), unless
-// given WithoutMigrating, which refuses both and changes nothing;
-// MigrateUp, MigrateDown (one step) and MigrationStatus are the CLI's
-// `herald migrate`. A call with nothing to do writes nothing.
+// shares), run by internal/migrate: each in one BEGIN IMMEDIATE transaction
+// together with its row in schema_migrations (version, dirty: the table of
+// golang-migrate, herald's runner before, whose databases carry on from
+// their version). PRAGMA application_id marks the file as herald's. Open
+// creates and migrates a new or empty file, and migrates an older herald
+// database up at once (the embedded default must just work), unless given
+// WithoutMigrating, which refuses both and changes nothing; MigrateUp,
+// MigrateDown (one step) and MigrationStatus are the CLI's `herald
+// migrate`. A call with nothing to do writes nothing.
 //
-// A migration takes the file for itself: one connection in exclusive locking
-// mode, so that no other process reads or writes it between golang-migrate's
-// steps (it records a migration as dirty, runs it, then records it clean, in
-// three transactions). Two processes migrating at once take turns; a
-// migration waits up to 10 s for other processes that have the file open (a
-// running herald), then fails with ErrBusy.
-//
-// Files of herald before golang-migrate kept the version in PRAGMA
-// user_version and have no schema_migrations table. They are adopted: the
-// first Open, MigrateUp or MigrateDown records their version in
-// schema_migrations, then migrates as usual; MigrationStatus reports them
-// without changing them. herald then sets user_version to 1000000, which
-// those older binaries read as a newer schema and refuse ("upgrade herald")
-// rather than running their first migration on tables that exist.
+// A migration takes the write lock, which holds across processes, and reads
+// the version under it: two processes migrating at once take turns and
+// apply each migration once; a migration waits up to the busy timeout for
+// another process's write, then fails with ErrBusy. A migration that fails
+// rolls back with its version row: the file stays wholly at the version
+// before.
 //
 // # Refusals
 //
 // Open, MigrateUp and MigrateDown change nothing, and return an error, for a
 // file that is not SQLite, holds another application's tables or has another
-// application id (store.ErrNotHerald), a database migrated by a newer herald
-// (store.ErrSchemaAhead: a version in schema_migrations, or in user_version
-// for a file of the old runner, beyond the migrations this binary embeds), a
-// dirty one (ErrSchemaDirty: a migration began and was not recorded as
-// finished; the error names the version and the statement that settles it),
-// a directory, or a file that cannot be read. The checks read the file
-// header and then use a read-only connection; a migration checks again once
-// it holds the file.
+// application id, or herald's id and tables without schema_migrations
+// (store.ErrNotHerald), a database migrated by a newer herald
+// (store.ErrSchemaAhead), one golang-migrate left dirty (ErrSchemaDirty: it
+// began a migration and did not record its end; the error names the
+// version and the statement that settles it), a directory, or a file that
+// cannot be read. The checks read the file header and then use a read-only
+// connection; a migration checks again under the write lock.
 //
 // # Errors
 //
@@ -123,6 +114,6 @@
 // by another process past the busy timeout, store.ErrNotHerald for a file
 // SQLite cannot read as a database; otherwise an error that names the
 // operation and keeps the driver's message as text. No modernc.org/sqlite
-// type is returned; a failed migration's error keeps the driver's message
-// but not golang-migrate's copy of the migration's SQL.
+// type is returned; a failed migration's error names the migration and
+// keeps the driver's message, not the migration's SQL.
 package sqlite

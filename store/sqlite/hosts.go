@@ -13,8 +13,9 @@ import (
 
 var _ push.HostStore = (*Store)(nil)
 
-// Host health lives in herald_host (migration 004). The rules are push's
-// (Host.Failed, Answered, Probed); this file keeps their results. Due holds
+// Host health lives in herald_host (migrations/005_hosts.up.sql). The
+// rules are push's (Host.Failed, Answered, Probed); this file keeps their
+// results. Due holds
 // the registrations of a host that is not up (due.go), and the wake marker
 // of a stream whose only lagging registrations are held is the host's next
 // probe instant, so a down host costs no write per sweep.

@@ -136,20 +136,6 @@ func writerDSN(path, sync string) string {
 	)
 }
 
-// migratorDSN: the connection that migrates, as the writer's but in
-// exclusive locking mode (it keeps the file to itself until it closes) and
-// with a short busy timeout for each attempt to take it (openExclusive).
-func migratorDSN(path string) string {
-	return dsn(path, "rwc",
-		fmt.Sprintf("_busy_timeout=%d", exclusiveAttempt.Milliseconds()),
-		"_txlock=immediate",
-		"_foreign_keys=1",
-		"_synchronous="+syncFull,
-		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit),
-		"_pragma=locking_mode(EXCLUSIVE)",
-	)
-}
-
 // readerDSN: a read pool connection; query_only guards against a write
 // slipping onto it.
 func readerDSN(path string) string {

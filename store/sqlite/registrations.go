@@ -114,7 +114,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			return fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
 				&journal.SealedError{Stream: r.Stream, FinalSeq: uint64(head)})
 		}
-		if err := push.ValidateCursor(uint64(next), uint64(head)); err != nil {
+		if err := store.ValidateCursor(uint64(next), uint64(head)); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds, "window")

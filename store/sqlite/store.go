@@ -68,11 +68,9 @@ func WithMaxPayload(n int) Option { return func(c *config) { c.maxPayload = n } 
 // database whose schema is behind this binary's is migrated up at once (the
 // embedded default must just work; `herald migrate status` shows what ran).
 //
-// A database of herald before golang-migrate (version in PRAGMA
-// user_version, no schema_migrations table) is adopted: its version is
-// recorded for golang-migrate, then it is migrated as any other. Migrating
-// takes the file for itself: it waits up to the busy timeout (10 s) for
-// other processes to close it, then fails with ErrBusy.
+// Each migration takes the write lock, as any write does: it waits up to
+// the busy timeout (10 s) for another process's write, then fails with
+// ErrBusy.
 //
 // Open changes nothing, and returns an error, when path is not a herald
 // database: store.ErrNotHerald for a file that is not SQLite or holds another
@@ -97,7 +95,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if err := checkCurrent(ctx, path); err != nil {
 			return nil, err
 		}
-	} else if _, err := migrateFile(ctx, path, up); err != nil {
+	} else if _, err := migrateFile(ctx, path, true); err != nil {
 		return nil, err
 	}
 	w, err := openDB(path, writerDSN(path, cfg.sync))
@@ -117,11 +115,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if err := st.refusal(path); err != nil {
+	if err := schema.Check(st.version, st.dirty); err != nil {
 		return fail(err)
 	}
-	if st.version != len(migrations) || st.legacy {
-		return fail(fmt.Errorf("%w: at version %d after migrating, want %d", store.ErrSchemaBehind, st.version, len(migrations)))
+	if st.version != schema.Latest() {
+		return fail(fmt.Errorf("%w: at version %d after migrating, want %d", store.ErrSchemaBehind, st.version, schema.Latest()))
 	}
 	r, err := sql.Open("sqlite", readerDSN(path))
 	if err != nil {
@@ -150,11 +148,11 @@ func checkCurrent(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := st.refusal(path); err != nil {
+	if err := schema.Check(st.version, st.dirty); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if st.version < len(migrations) || st.legacy {
-		return fmt.Errorf("sqlite: open %s: %w (at version %d of %d)", path, store.ErrSchemaBehind, st.version, len(migrations))
+	if st.version < schema.Latest() {
+		return fmt.Errorf("sqlite: open %s: %w (at version %d of %d)", path, store.ErrSchemaBehind, st.version, schema.Latest())
 	}
 	return nil
 }

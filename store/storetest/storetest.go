@@ -36,13 +36,8 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Backend is what a herald store implements: the journal and the push store,
-// over one database.
-type Backend interface {
-	journal.Journal
-	push.Store
-	store.Retention
-}
+// Backend is store.Backend, what the suite checks.
+type Backend = store.Backend
 
 // Factory returns a new, empty backend for one subtest, with the default
 // payload limit (journal.DefaultMaxPayload). It arranges its own cleanup with
