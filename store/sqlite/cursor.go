@@ -21,8 +21,6 @@ type regState struct {
 	leaseUntil    sql.NullInt64
 }
 
-const stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
-
 func scanState(row *sql.Row, stream, id, op string) (regState, error) {
 	var st regState
 	err := row.Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
@@ -49,8 +47,7 @@ func rewake(ctx context.Context, tx *sql.Tx, stream string, st regState) error {
 	if st.leaseUntil.Valid {
 		due = max(due, st.leaseUntil.Int64)
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3",
-		due, stream, st.nextSeq)
+	_, err := tx.ExecContext(ctx, sqlRewake, due, stream, st.nextSeq)
 	return translate("wake stream", err)
 }
 
@@ -66,8 +63,7 @@ func fence(ctx context.Context, tx *sql.Tx, c push.Claim, nextSeq uint64) error 
 		owner string
 		head  int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
-		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`, c.Stream, c.ID).Scan(&owner, &head)
+	err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&owner, &head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound(c.Stream, c.ID)
 	}
@@ -91,13 +87,7 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
-		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
-				host_failures = CASE WHEN ?1 > next_seq THEN 0 ELSE host_failures END,
-				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
-				next_seq = MAX(next_seq, ?1),
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4`+stateColumns, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "advance")
+		st, err := scanState(tx.QueryRowContext(ctx, sqlAdvance, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "advance")
 		if err != nil {
 			return err
 		}
@@ -123,12 +113,7 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
-		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-				next_seq = MAX(next_seq, ?1),
-				next_attempt_at = ?2, last_error = ?3,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "retry")
+		st, err := scanState(tx.QueryRowContext(ctx, sqlRetry, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "retry")
 		if err != nil {
 			return err
 		}
@@ -156,12 +141,7 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
-		_, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-				next_seq = MAX(next_seq, ?1),
-				parked = 1, parked_at = ?2, last_error = ?3,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, at, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "park")
+		_, err := scanState(tx.QueryRowContext(ctx, sqlPark, n, at, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "park")
 		if err != nil {
 			return err
 		}
@@ -182,10 +162,7 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		return err
 	}
 	return s.write(ctx, "unpark "+stream+"/"+id, func(tx *sql.Tx) error {
-		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?2 AND id = ?3 AND parked = 1`+stateColumns, atN, stream, id), stream, id, "unpark")
+		st, err := scanState(tx.QueryRowContext(ctx, sqlUnpark, atN, stream, id), stream, id, "unpark")
 		if errors.Is(err, journal.ErrNotFound) {
 			_, err := getStatus(ctx, tx, stream, id)
 			return err // nil when it exists and was not parked: nothing to do
@@ -244,7 +221,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 			return err
 		}
 		var oldest int64
-		if err := tx.QueryRowContext(ctx, "SELECT oldest_seq FROM herald_stream WHERE stream = ?", stream).Scan(&oldest); err != nil {
+		if err := tx.QueryRowContext(ctx, sqlOldest, stream).Scan(&oldest); err != nil {
 			return translate(op+": read the low-water mark", err)
 		}
 		if err := store.CheckRetained(stream, toSeq, uint64(oldest)); err != nil {
@@ -259,10 +236,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		}
 		// Clearing the lease fences out a turn in flight: it can no longer
 		// undo the operator's move.
-		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?3 AND id = ?4`+stateColumns, to, atN, stream, id), stream, id, op)
+		st, err := scanState(tx.QueryRowContext(ctx, sqlMove, to, atN, stream, id), stream, id, op)
 		if err != nil {
 			return err
 		}
@@ -281,7 +255,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	return s.write(ctx, "add evidence", func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?", ev.Stream, ev.Registration).Scan(&one)
+		err := tx.QueryRowContext(ctx, sqlRegistrationExists, ev.Stream, ev.Registration).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(ev.Stream, ev.Registration)
 		}
@@ -314,17 +288,13 @@ func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evi
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO herald_evidence
-		(stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, sqlInsertEvidence,
 		stream, id, at, ev.Event, seq, ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, ev.Body, ev.Location,
 		int64(ev.Duration), ev.Error, notBefore)
 	if err != nil {
 		return translate("add evidence", err)
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM herald_evidence WHERE stream = ?1 AND registration = ?2 AND id <= (
-			SELECT id FROM herald_evidence WHERE stream = ?1 AND registration = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3)`,
-		stream, id, push.MaxEvidence)
+	_, err = tx.ExecContext(ctx, sqlTrimEvidence, stream, id, push.MaxEvidence)
 	return translate("trim evidence", err)
 }
 
@@ -339,16 +309,14 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 	var out []push.Evidence
 	err := s.read(ctx, "evidence", func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?", stream, id).Scan(&one)
+		err := tx.QueryRowContext(ctx, sqlRegistrationExists, stream, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(stream, id)
 		}
 		if err != nil {
 			return translate("evidence", err)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT at, event, seq, record_id, message_id, attempt, status, body, location,
-				duration_ns, error, not_before
-			FROM herald_evidence WHERE stream = ? AND registration = ? ORDER BY id DESC LIMIT ?`, stream, id, limit)
+		rows, err := tx.QueryContext(ctx, sqlEvidence, stream, id, limit)
 		if err != nil {
 			return translate("evidence", err)
 		}

@@ -7,22 +7,6 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// dueFrom joins each woken stream to its registrations. CROSS JOIN is
-// SQLite's way to fix the join order whatever the statistics say: streams
-// first, through the partial index herald_stream_wake, so that idle streams
-// and their registrations are never read.
-const dueFrom = ` FROM herald_stream AS s CROSS JOIN herald_registration AS r ON r.stream = s.stream `
-
-// dueWhere selects due registrations (alias r) on woken streams (alias s) at
-// instant ?1, leaving out those held for their host (not up, its next probe
-// later than ?1: see hosts.go).
-const dueWhere = ` WHERE s.wake_at <= ?1
-	AND r.parked = 0
-	AND r.next_seq <= s.head
-	AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?1)
-	AND (r.lease_until IS NULL OR r.lease_until <= ?1)
-	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?1) `
-
 // Due implements push.Store. In one write transaction it finds up to
 // q.Limit+1 due registrations of q.Namespace (oldest NextAttemptAt first),
 // counts other namespaces' due ones, stamps the lease on the first q.Limit,
@@ -46,7 +30,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	// snapshot, without taking the write lock (or syncing a commit). An
 	// append that commits after this read is one that came after the sweep.
 	var woken bool
-	if err := s.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM herald_stream WHERE wake_at <= ?)", at.Int64).Scan(&woken); err != nil {
+	if err := s.r.QueryRowContext(ctx, sqlAnyWoken, at.Int64).Scan(&woken); err != nil {
 		return push.DueBatch{}, translate("due: look for woken streams", err)
 	}
 	if !woken {
@@ -79,14 +63,14 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 				batch.Hosts = append(batch.Hosts, h)
 			}
 		}
-		err = tx.QueryRowContext(ctx, "SELECT COUNT(*)"+dueFrom+dueWhere+"AND r.namespace <> ?2", at.Int64, q.Namespace).Scan(&batch.Unserved)
+		err = tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&batch.Unserved)
 		if err != nil {
 			return translate("due: count other namespaces", err)
 		}
 		if len(found) > 0 {
 			// next_attempt_at = at: the least recently claimed go first
 			// next time, so a saturated namespace starves no one.
-			claim, err := tx.PrepareContext(ctx, "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?")
+			claim, err := tx.PrepareContext(ctx, sqlClaim)
 			if err != nil {
 				return translate("due: prepare claim", err)
 			}
@@ -107,11 +91,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		// that every append and cursor move takes, so no append can commit
 		// between reading the heads and writing the markers: no wake-up is
 		// lost. (An answer that releases a host wakes its streams: hosts.go.)
-		_, err = tx.ExecContext(ctx, `UPDATE herald_stream SET wake_at = (
-				SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?2), IFNULL(r.lease_until, ?2), IFNULL(h.next_probe_at, ?2)))
-				FROM herald_registration AS r LEFT JOIN herald_host AS h ON h.host = r.host AND h.state <> 'up'
-				WHERE r.stream = herald_stream.stream AND r.parked = 0 AND r.next_seq <= herald_stream.head)
-			WHERE wake_at <= ?1`, at.Int64, int64(dueNow))
+		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
 		return translate("due: recompute wake markers", err)
 	})
 	if err != nil {
@@ -132,8 +112,7 @@ func dueRows(ctx context.Context, tx *sql.Tx, q push.DueQuery, at int64, probes 
 	if q.MaxPerHost > 0 || len(probes) > 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT "+statusColumns+dueFrom+dueWhere+
-		"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3", at, q.Namespace, limit)
+	rows, err := tx.QueryContext(ctx, sqlDue, at, q.Namespace, limit)
 	if err != nil {
 		return nil, false, translate("due", err)
 	}

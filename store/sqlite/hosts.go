@@ -20,8 +20,6 @@ var _ push.HostStore = (*Store)(nil)
 // of a stream whose only lagging registrations are held is the host's next
 // probe instant, so a down host costs no write per sweep.
 
-const hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
-
 func scanHost(sc interface{ Scan(...any) error }) (push.Host, error) {
 	var (
 		h                         push.Host
@@ -36,7 +34,7 @@ func scanHost(sc interface{ Scan(...any) error }) (push.Host, error) {
 
 // getHost reads one host; found is false when none is stored.
 func getHost(ctx context.Context, q queryer, host string) (h push.Host, found bool, err error) {
-	h, err = scanHost(q.QueryRowContext(ctx, "SELECT "+hostColumns+" FROM herald_host WHERE host = ?", host))
+	h, err = scanHost(q.QueryRowContext(ctx, sqlGetHost, host))
 	if errors.Is(err, sql.ErrNoRows) {
 		return push.Host{Host: host}, false, nil
 	}
@@ -58,10 +56,7 @@ func putHost(ctx context.Context, tx *sql.Tx, h push.Host) error {
 		}
 		args = append(args, n)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO herald_host (`+hostColumns+`) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
-			last_error = ?7, last_failure_at = ?8`,
-		h.Host, h.State, args[0], h.Failures, h.Probes, args[1], h.LastError, args[2])
+	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, args[0], h.Failures, h.Probes, args[1], h.LastError, args[2])
 	return translate("write host", err)
 }
 
@@ -96,8 +91,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		}
 		var cursor int64
 		var failures int
-		if err := tx.QueryRowContext(ctx, "SELECT next_seq, host_failures FROM herald_registration WHERE stream = ? AND id = ?",
-			f.Claim.Stream, f.Claim.ID).Scan(&cursor, &failures); err != nil {
+		if err := tx.QueryRowContext(ctx, sqlHostCursor, f.Claim.Stream, f.Claim.ID).Scan(&cursor, &failures); err != nil {
 			return translate("record host failure", err)
 		}
 		if n > cursor {
@@ -110,12 +104,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err != nil {
 			return err
 		}
-		st, err := scanState(tx.QueryRowContext(ctx, `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
-				next_seq = MAX(next_seq, ?1), host_failures = ?7,
-				next_attempt_at = ?2, last_error = ?3,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6`+stateColumns, n, nb, ev.Clean().Error, f.Claim.Stream, f.Claim.ID, f.Claim.Owner, failures),
+		st, err := scanState(tx.QueryRowContext(ctx, sqlHostFailed, n, nb, ev.Clean().Error, f.Claim.Stream, f.Claim.ID, f.Claim.Owner, failures),
 			f.Claim.Stream, f.Claim.ID, "record host failure")
 		if err != nil {
 			return err
@@ -178,8 +167,7 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		}
 		// Released: wake every stream the host's registrations follow, so
 		// that the next Due reads them (it recomputes the markers).
-		_, err = tx.ExecContext(ctx, `UPDATE herald_stream SET wake_at = ?1
-			WHERE stream IN (SELECT stream FROM herald_registration WHERE host = ?2 AND parked = 0)`, int64(dueNow), host)
+		_, err = tx.ExecContext(ctx, sqlWakeHostStreams, int64(dueNow), host)
 		return translate("wake the host's streams", err)
 	})
 	if err != nil {
@@ -196,9 +184,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	}
 	var out []push.Host
 	err = s.read(ctx, "list hosts", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT "+hostColumns+` FROM herald_host
-			WHERE (?1 = '' OR host = ?1) AND (?2 = '' OR state = ?2) AND host > ?3 ORDER BY host LIMIT ?4`,
-			q.Host, q.State, q.After, limit)
+		rows, err := tx.QueryContext(ctx, sqlHosts, q.Host, q.State, q.After, limit)
 		if err != nil {
 			return translate("list hosts", err)
 		}
@@ -217,9 +203,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 			return nil
 		}
 		held := map[string]int{}
-		rows, err = tx.QueryContext(ctx, `SELECT r.host, COUNT(*)`+statusFrom+`
-			JOIN herald_host AS d ON d.host = r.host AND d.state <> 'up'
-			WHERE r.parked = 0 AND r.next_seq <= s.head GROUP BY r.host`)
+		rows, err = tx.QueryContext(ctx, sqlHeld)
 		if err != nil {
 			return translate("count held registrations", err)
 		}
@@ -250,7 +234,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 // troubled hosts (push.Host.Troubled), which Due reports for those it
 // claims.
 func heldHosts(ctx context.Context, tx *sql.Tx, at int64) (probes, troubled map[string]push.Host, err error) {
-	rows, err := tx.QueryContext(ctx, "SELECT "+hostColumns+" FROM herald_host WHERE state <> 'up' OR failures > 0")
+	rows, err := tx.QueryContext(ctx, sqlTroubledHosts)
 	if err != nil {
 		return nil, nil, translate("due: read hosts", err)
 	}

@@ -36,7 +36,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	out := make([]journal.Record, len(entries))
 	digests := make([][32]byte, len(entries))
 	fresh := make([]int, 0, len(entries))
-	lookup, err := tx.PrepareContext(ctx, "SELECT stream, seq, digest, appended_at FROM herald_record WHERE id = ?")
+	lookup, err := tx.PrepareContext(ctx, sqlLookupDigest)
 	if err != nil {
 		return nil, translate("append: prepare lookup", err)
 	}
@@ -78,7 +78,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 		head   int64
 		sealed bool
 	)
-	err = tx.QueryRowContext(ctx, "SELECT head, sealed FROM herald_stream WHERE stream = ?", stream).Scan(&head, &sealed)
+	err = tx.QueryRowContext(ctx, sqlHeadSealed, stream).Scan(&head, &sealed)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate("append: read head", err)
 	}
@@ -97,20 +97,11 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	final := entries[fresh[len(fresh)-1]].Final
 	// The stream row first (records refer to it). The append wakes the
 	// stream for Due if it has registrations (doc.go, "Idle costs nothing").
-	_, err = tx.ExecContext(ctx, `
-		INSERT INTO herald_stream (stream, head, sealed, wake_at)
-		VALUES (?1, ?2, ?3, CASE WHEN EXISTS (SELECT 1 FROM herald_registration WHERE stream = ?1) THEN ?4 END)
-		ON CONFLICT (stream) DO UPDATE SET
-			head = excluded.head,
-			sealed = excluded.sealed,
-			wake_at = IFNULL(excluded.wake_at, herald_stream.wake_at)`,
-		stream, newHead, final, int64(dueNow))
+	_, err = tx.ExecContext(ctx, sqlUpsertHead, stream, newHead, final, int64(dueNow))
 	if err != nil {
 		return nil, translate("append: update head", err)
 	}
-	insert, err := tx.PrepareContext(ctx, `
-		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest, traceparent, tracestate)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	insert, err := tx.PrepareContext(ctx, sqlInsertRecord)
 	if err != nil {
 		return nil, translate("append: prepare insert", err)
 	}
@@ -141,8 +132,6 @@ func record(stream string, seq uint64, e journal.Entry, at time.Time) journal.Re
 		Payload: payload, Final: e.Final, AppendedAt: at, Traceparent: e.Traceparent, Tracestate: e.Tracestate}
 }
 
-const recordColumns = "stream, seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate"
-
 func scanRecord(sc interface{ Scan(...any) error }) (journal.Record, error) {
 	var (
 		r   journal.Record
@@ -168,8 +157,7 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	if fromSeq > math.MaxInt64 {
 		return out, nil
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+recordColumns+" FROM herald_record WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
-		stream, int64(fromSeq), limit)
+	rows, err := s.r.QueryContext(ctx, sqlRead, stream, int64(fromSeq), limit)
 	if err != nil {
 		return nil, translate("read "+stream, err)
 	}
@@ -193,7 +181,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head int64
-	err := s.r.QueryRowContext(ctx, "SELECT head FROM herald_stream WHERE stream = ?", stream).Scan(&head)
+	err := s.r.QueryRowContext(ctx, sqlHead, stream).Scan(&head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -212,7 +200,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 }
 
 func lookupRecord(ctx context.Context, q queryer, id string) (journal.Record, error) {
-	r, err := scanRecord(q.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM herald_record WHERE id = ?", id))
+	r, err := scanRecord(q.QueryRowContext(ctx, sqlLookup, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}

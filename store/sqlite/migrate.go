@@ -112,7 +112,7 @@ type queryer interface {
 func readState(ctx context.Context, q queryer) (schemaState, error) {
 	var st schemaState
 	var app, userVersion int
-	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
+	if err := q.QueryRowContext(ctx, sqlApplicationID).Scan(&app); err != nil {
 		return st, fmt.Errorf("read application id: %w", driverError(err))
 	}
 	switch {
@@ -133,7 +133,7 @@ func readState(ctx context.Context, q queryer) (schemaState, error) {
 		}
 		return st, fmt.Errorf("%w: it holds another application's tables (%s)", store.ErrNotHerald, strings.Join(names, ", "))
 	case !st.marked:
-		if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion); err != nil {
+		if err := q.QueryRowContext(ctx, sqlUserVersion).Scan(&userVersion); err != nil {
 			return st, fmt.Errorf("read schema version: %w", driverError(err))
 		}
 		if userVersion != 0 {
@@ -145,7 +145,7 @@ func readState(ctx context.Context, q queryer) (schemaState, error) {
 	case !hasTable:
 		return st, nil
 	}
-	err = q.QueryRowContext(ctx, "SELECT version, dirty FROM "+migrationsTable+" LIMIT 1").Scan(&st.version, &st.dirty)
+	err = q.QueryRowContext(ctx, sqlCurrentVersion).Scan(&st.version, &st.dirty)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil // version 0
@@ -158,7 +158,7 @@ func readState(ctx context.Context, q queryer) (schemaState, error) {
 
 // tableNames lists the database's own tables and indexes, by name.
 func tableNames(ctx context.Context, q queryer) ([]string, error) {
-	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+	rows, err := q.QueryContext(ctx, sqlTableNames)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", driverError(err))
 	}
@@ -237,7 +237,7 @@ func openMigrator(ctx context.Context, path string) (*sql.DB, error) {
 	// (PRAGMA incremental_vacuum, in Prune). This takes effect only in a
 	// file without tables yet, so it is set before the first migration; a
 	// file herald created before retention keeps its pages until VACUUM.
-	if _, err = db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+	if _, err = db.ExecContext(ctx, sqlAutoVacuum); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, translate("set auto_vacuum", err))
 	}
@@ -261,6 +261,8 @@ func (t *migrationTx) Version(ctx context.Context) (int, bool, error) {
 }
 
 func (t *migrationTx) Apply(ctx context.Context, what, sql string, version int) error {
+	// Kept here, beside the runner (as store/postgres keeps its bookkeeping):
+	// two of these format the version and the application id in.
 	stmts := []string{
 		sql,
 		// golang-migrate's table, as it created it.

@@ -174,7 +174,7 @@ func openDB(path, dsn string) (*sql.DB, error) {
 // file), on the write connection.
 func setWAL(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, sqlWAL).Scan(&mode); err != nil {
 		return translate("enable WAL", err)
 	}
 	if !strings.EqualFold(mode, "wal") {

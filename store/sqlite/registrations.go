@@ -15,12 +15,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// statusColumns select a registration joined with its stream (aliases r, s).
-const statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window"`
-
-const statusFrom = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
-
 func scanStatus(sc interface{ Scan(...any) error }) (push.Status, error) {
 	var (
 		st                                push.Status
@@ -48,7 +42,7 @@ func scanStatus(sc interface{ Scan(...any) error }) (push.Status, error) {
 }
 
 func getStatus(ctx context.Context, q queryer, stream, id string) (push.Status, error) {
-	st, err := scanStatus(q.QueryRowContext(ctx, "SELECT "+statusColumns+statusFrom+"WHERE r.stream = ? AND r.id = ?", stream, id))
+	st, err := scanStatus(q.QueryRowContext(ctx, sqlGet, stream, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return push.Status{}, notFound(stream, id)
 	}
@@ -78,15 +72,14 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	kinds, window := encodeKinds(r.Kinds), max(r.Window, 1)
 	var out push.Registration
 	err = s.write(ctx, "register "+r.Stream+"/"+r.ID, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING", r.Stream); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
 			return translate("register: create stream", err)
 		}
 		old, err := getStatus(ctx, tx, r.Stream, r.ID)
 		switch {
 		case err == nil:
 			// An update of the destination keeps the cursor and retry state.
-			_, err := tx.ExecContext(ctx, `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
-				"window" = ? WHERE stream = ? AND id = ?`, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, window, r.Stream, r.ID)
+			_, err := tx.ExecContext(ctx, sqlUpdateRegistration, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, window, r.Stream, r.ID)
 			if err != nil {
 				return translate("register: update", err)
 			}
@@ -101,7 +94,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			head, oldest int64
 			sealed       bool
 		)
-		if err := tx.QueryRowContext(ctx, "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?", r.Stream).Scan(&head, &sealed, &oldest); err != nil {
+		if err := tx.QueryRowContext(ctx, sqlRegisterHead, r.Stream).Scan(&head, &sealed, &oldest); err != nil {
 			return translate("register: read head", err)
 		}
 		if r.NextSeq == 0 {
@@ -117,8 +110,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		if err := store.ValidateCursor(uint64(next), uint64(head)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds, "window")
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next, kinds, window)
+		_, err = tx.ExecContext(ctx, sqlInsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next, kinds, window)
 		if err != nil {
 			return translate("register: insert", err)
 		}
@@ -140,7 +132,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 // (ON DELETE CASCADE).
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	return s.write(ctx, "unregister "+stream+"/"+id, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ?", stream, id)
+		res, err := tx.ExecContext(ctx, sqlDeleteRegistration, stream, id)
 		if err != nil {
 			return translate("unregister", err)
 		}
@@ -164,7 +156,7 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?", c.Stream, c.ID, c.Owner); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlComplete, c.Stream, c.ID, c.Owner); err != nil {
 			return translate("complete", err)
 		}
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
@@ -206,6 +198,7 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	if q.After != (push.Key{}) {
 		where, args = append(where, "(r.stream, r.id) > (?, ?)"), append(args, q.After.Stream, q.After.ID)
 	}
+	// Built at run time: one WHERE clause per field of q that is set.
 	query := "SELECT " + statusColumns + statusFrom
 	if len(where) > 0 {
 		query += "WHERE " + strings.Join(where, " AND ")
@@ -249,15 +242,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	}
 	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `
-			SELECT r.namespace,
-				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts = 0),
-				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts > 0),
-				SUM(r.parked = 0 AND r.next_seq > s.head),
-				SUM(r.parked = 1),
-				SUM(r.lease_until IS NOT NULL AND r.lease_until > ?),
-				SUM(MAX(s.head - r.next_seq + 1, 0))`+statusFrom+`
-			GROUP BY r.namespace`, atN.Int64)
+		rows, err := tx.QueryContext(ctx, sqlStats, atN.Int64)
 		if err != nil {
 			return translate("stats", err)
 		}
@@ -277,13 +262,11 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 		if err := rows.Err(); err != nil {
 			return translate("stats", err)
 		}
-		st.Lagging, err = queryStatuses(ctx, tx, "stats: lagging", "SELECT "+statusColumns+statusFrom+
-			"WHERE r.next_seq <= s.head ORDER BY s.head - r.next_seq DESC, r.stream, r.id LIMIT ?", push.MaxLagging)
+		st.Lagging, err = queryStatuses(ctx, tx, "stats: lagging", sqlLagging, push.MaxLagging)
 		if err != nil {
 			return err
 		}
-		oldest, err := queryStatuses(ctx, tx, "stats: oldest parked", "SELECT "+statusColumns+statusFrom+
-			"WHERE r.parked = 1 ORDER BY r.parked_at, r.stream, r.id LIMIT 1")
+		oldest, err := queryStatuses(ctx, tx, "stats: oldest parked", sqlOldestParked)
 		if err != nil {
 			return err
 		}

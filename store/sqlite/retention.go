@@ -42,10 +42,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	)
 	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
 		rep, next = store.PruneReport{}, ""
-		rows, err := tx.QueryContext(ctx, `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
-				(SELECT MIN(r.next_seq) FROM herald_registration AS r WHERE r.stream = s.stream),
-				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream)
-			FROM herald_stream AS s WHERE s.stream >= ? ORDER BY s.stream LIMIT ?`, s.pruneFrom, pruneStreams+1)
+		rows, err := tx.QueryContext(ctx, sqlPruneCandidates, s.pruneFrom, pruneStreams+1)
 		if err != nil {
 			return translate("prune: list streams", err)
 		}
@@ -85,25 +82,21 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				rep.Streams++
 				rep.Records += n
 				rep.Bytes += bytes
-				if _, err := tx.ExecContext(ctx, "DELETE FROM herald_record WHERE stream = ? AND seq < ?", c.stream, to); err != nil {
+				if _, err := tx.ExecContext(ctx, sqlPruneRecords, c.stream, to); err != nil {
 					return translate("prune: delete records", err)
 				}
-				if _, err := tx.ExecContext(ctx, "UPDATE herald_stream SET oldest_seq = ? WHERE stream = ?", to, c.stream); err != nil {
+				if _, err := tx.ExecContext(ctx, sqlPruneMark, to, c.stream); err != nil {
 					return translate("prune: move the low-water mark", err)
 				}
 			}
 			if c.sealed && !c.registered && to > c.head {
 				rep.Removed++
-				if _, err := tx.ExecContext(ctx, "DELETE FROM herald_stream WHERE stream = ?", c.stream); err != nil {
+				if _, err := tx.ExecContext(ctx, sqlPruneStream, c.stream); err != nil {
 					return translate("prune: remove stream", err)
 				}
 			}
 			if c.registered {
-				res, err := tx.ExecContext(ctx, `DELETE FROM herald_evidence WHERE stream = ?1 AND at <= ?2 AND id NOT IN (
-						SELECT MAX(e.id) FROM herald_evidence AS e JOIN herald_registration AS r
-							ON r.stream = e.stream AND r.id = e.registration
-						WHERE e.stream = ?1 AND r.parked = 1 AND e.event = ?3 GROUP BY e.registration)`,
-					c.stream, cutoff.Int64, push.EventParked)
+				res, err := tx.ExecContext(ctx, sqlPruneEvidence, c.stream, cutoff.Int64, push.EventParked)
 				if err != nil {
 					return translate("prune: evidence", err)
 				}
@@ -132,7 +125,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		s.pruneFrom = next
 		if rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 {
 			// Give the freed pages back (a no-op without auto_vacuum).
-			if _, err := s.w.ExecContext(ctx, "PRAGMA incremental_vacuum(0)"); err != nil {
+			if _, err := s.w.ExecContext(ctx, sqlIncrementalVacuum); err != nil {
 				return rep, translate("prune: incremental vacuum", err)
 			}
 		}
@@ -148,8 +141,7 @@ func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, low, cuto
 	if low <= oldest || room <= 0 {
 		return oldest, 0, 0, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, appended_at, length(payload) FROM herald_record
-		WHERE stream = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?`, stream, oldest, low, room)
+	rows, err := tx.QueryContext(ctx, sqlPruneRun, stream, oldest, low, room)
 	if err != nil {
 		return 0, 0, 0, translate("prune: read records", err)
 	}
@@ -181,12 +173,7 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 	}
 	out := []store.StreamInfo{}
 	err = s.read(ctx, "list streams", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
-				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream),
-				(SELECT IFNULL(SUM(length(payload)), 0) FROM herald_record AS x WHERE x.stream = s.stream)
-			FROM herald_stream AS s
-			WHERE (?1 = '' OR s.stream = ?1) AND s.stream > ?2
-			ORDER BY s.stream LIMIT ?3`, q.Stream, q.After, limit)
+		rows, err := tx.QueryContext(ctx, sqlStreams, q.Stream, q.After, limit)
 		if err != nil {
 			return translate("list streams", err)
 		}

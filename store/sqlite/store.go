@@ -171,7 +171,7 @@ func (s *Store) Path() string { return s.path }
 // listing what they found.
 func (s *Store) Check(ctx context.Context) error {
 	var problems []string
-	for _, q := range []string{"PRAGMA integrity_check", "PRAGMA foreign_key_check"} {
+	for _, q := range []string{sqlIntegrityCheck, sqlForeignKeyCheck} {
 		rows, err := s.r.QueryContext(ctx, q)
 		if err != nil {
 			return translate(q, err)

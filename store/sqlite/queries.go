@@ -1,0 +1,207 @@
+package sqlite
+
+// Every SQL statement of the store, in one place, but for List's, built at
+// run time, and the migration runner's bookkeeping, which stays beside it in
+// migrate.go as store/postgres's does. Parameters are ? in the order the
+// calling function passes them, or ?N where a statement uses one more than
+// once.
+
+// Schema probes (migrate.go). They change nothing.
+const (
+	sqlApplicationID = "PRAGMA application_id"
+	sqlUserVersion   = "PRAGMA user_version"
+	sqlTableNames    = "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+	// golang-migrate's table keeps one row; none before the first migration.
+	sqlCurrentVersion = "SELECT version, dirty FROM " + migrationsTable + " LIMIT 1"
+)
+
+// The file's settings and checks (migrate.go, open.go, store.go).
+const (
+	sqlAutoVacuum      = "PRAGMA auto_vacuum = INCREMENTAL"
+	sqlWAL             = "PRAGMA journal_mode = WAL"
+	sqlIntegrityCheck  = "PRAGMA integrity_check"
+	sqlForeignKeyCheck = "PRAGMA foreign_key_check"
+)
+
+// The journal (journal.go).
+const (
+	recordColumns   = "stream, seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate"
+	sqlLookupDigest = "SELECT stream, seq, digest, appended_at FROM herald_record WHERE id = ?"
+	sqlHeadSealed   = "SELECT head, sealed FROM herald_stream WHERE stream = ?"
+	sqlUpsertHead   = `
+		INSERT INTO herald_stream (stream, head, sealed, wake_at)
+		VALUES (?1, ?2, ?3, CASE WHEN EXISTS (SELECT 1 FROM herald_registration WHERE stream = ?1) THEN ?4 END)
+		ON CONFLICT (stream) DO UPDATE SET
+			head = excluded.head,
+			sealed = excluded.sealed,
+			wake_at = IFNULL(excluded.wake_at, herald_stream.wake_at)`
+	sqlInsertRecord = `
+		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest, traceparent, tracestate)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlRead   = "SELECT " + recordColumns + " FROM herald_record WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?"
+	sqlHead   = "SELECT head FROM herald_stream WHERE stream = ?"
+	sqlLookup = "SELECT " + recordColumns + " FROM herald_record WHERE id = ?"
+)
+
+// Registrations (registrations.go).
+const (
+	// statusColumns select a registration joined with its stream (aliases r,
+	// s), in the order scanStatus reads them.
+	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window"`
+	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
+	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
+	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
+	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
+				"window" = ? WHERE stream = ? AND id = ?`
+	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
+	sqlInsertRegistration = `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds, "window")
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ?"
+	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
+	sqlStats              = `
+			SELECT r.namespace,
+				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts = 0),
+				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts > 0),
+				SUM(r.parked = 0 AND r.next_seq > s.head),
+				SUM(r.parked = 1),
+				SUM(r.lease_until IS NOT NULL AND r.lease_until > ?),
+				SUM(MAX(s.head - r.next_seq + 1, 0))` + statusFrom + `
+			GROUP BY r.namespace`
+	sqlLagging = "SELECT " + statusColumns + statusFrom +
+		"WHERE r.next_seq <= s.head ORDER BY s.head - r.next_seq DESC, r.stream, r.id LIMIT ?"
+	sqlOldestParked = "SELECT " + statusColumns + statusFrom +
+		"WHERE r.parked = 1 ORDER BY r.parked_at, r.stream, r.id LIMIT 1"
+)
+
+// Due's claim (due.go).
+const (
+	// dueFrom joins each woken stream to its registrations. CROSS JOIN is
+	// SQLite's way to fix the join order whatever the statistics say: streams
+	// first, through the partial index herald_stream_wake, so that idle streams
+	// and their registrations are never read.
+	dueFrom = ` FROM herald_stream AS s CROSS JOIN herald_registration AS r ON r.stream = s.stream `
+	// dueWhere selects due registrations (alias r) on woken streams (alias s) at
+	// instant ?1, leaving out those held for their host (not up, its next probe
+	// later than ?1: see hosts.go).
+	dueWhere = ` WHERE s.wake_at <= ?1
+	AND r.parked = 0
+	AND r.next_seq <= s.head
+	AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?1)
+	AND (r.lease_until IS NULL OR r.lease_until <= ?1)
+	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?1) `
+	sqlAnyWoken = "SELECT EXISTS (SELECT 1 FROM herald_stream WHERE wake_at <= ?)"
+	sqlDue      = "SELECT " + statusColumns + dueFrom + dueWhere +
+		"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3"
+	sqlUnserved = "SELECT COUNT(*)" + dueFrom + dueWhere + "AND r.namespace <> ?2"
+	sqlClaim    = "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?"
+	// ?1 the sweep's instant, ?2 dueNow.
+	sqlRecomputeWake = `UPDATE herald_stream SET wake_at = (
+				SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?2), IFNULL(r.lease_until, ?2), IFNULL(h.next_probe_at, ?2)))
+				FROM herald_registration AS r LEFT JOIN herald_host AS h ON h.host = r.host AND h.state <> 'up'
+				WHERE r.stream = herald_stream.stream AND r.parked = 0 AND r.next_seq <= herald_stream.head)
+			WHERE wake_at <= ?1`
+)
+
+// Host health (hosts.go, and Due's probes in due.go). The rules are push's;
+// these statements keep their results.
+const (
+	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
+	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
+	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
+			last_error = ?7, last_failure_at = ?8`
+	sqlHostCursor = "SELECT next_seq, host_failures FROM herald_registration WHERE stream = ? AND id = ?"
+	// A host-level failure: the registration's turn ends with no attempt
+	// charged.
+	sqlHostFailed = `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
+				next_seq = MAX(next_seq, ?1), host_failures = ?7,
+				next_attempt_at = ?2, last_error = ?3,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6` + stateColumns
+	sqlWakeHostStreams = `UPDATE herald_stream SET wake_at = ?1
+			WHERE stream IN (SELECT stream FROM herald_registration WHERE host = ?2 AND parked = 0)`
+	sqlHosts = "SELECT " + hostColumns + ` FROM herald_host
+			WHERE (?1 = '' OR host = ?1) AND (?2 = '' OR state = ?2) AND host > ?3 ORDER BY host LIMIT ?4`
+	// The held registrations of the hosts not up, counted per host.
+	sqlHeld = `SELECT r.host, COUNT(*)` + statusFrom + `
+			JOIN herald_host AS d ON d.host = r.host AND d.state <> 'up'
+			WHERE r.parked = 0 AND r.next_seq <= s.head GROUP BY r.host`
+	sqlTroubledHosts = "SELECT " + hostColumns + " FROM herald_host WHERE state <> 'up' OR failures > 0"
+)
+
+// Cursors, failures, operator moves and evidence (cursor.go). The writes
+// made under a claim (sqlAdvance, sqlRetry, sqlPark, and sqlHostFailed in
+// hosts.go) follow sqlFence (fence) in the same write transaction.
+const (
+	// stateColumns end a registration update with what scanState reads.
+	stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
+	sqlRewake    = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3"
+	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
+		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`
+	sqlAdvance = `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
+				host_failures = CASE WHEN ?1 > next_seq THEN 0 ELSE host_failures END,
+				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
+				next_seq = MAX(next_seq, ?1),
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4` + stateColumns
+	sqlRetry = `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
+				next_seq = MAX(next_seq, ?1),
+				next_attempt_at = ?2, last_error = ?3,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6` + stateColumns
+	sqlPark = `UPDATE herald_registration SET
+				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
+				next_seq = MAX(next_seq, ?1),
+				parked = 1, parked_at = ?2, last_error = ?3,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6` + stateColumns
+	sqlUnpark = `UPDATE herald_registration SET
+				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?2 AND id = ?3 AND parked = 1` + stateColumns
+	sqlOldest = "SELECT oldest_seq FROM herald_stream WHERE stream = ?"
+	sqlMove   = `UPDATE herald_registration SET
+				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
+				lease_owner = '', lease_until = NULL
+			WHERE stream = ?3 AND id = ?4` + stateColumns
+	sqlRegistrationExists = "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?"
+	sqlInsertEvidence     = `INSERT INTO herald_evidence
+		(stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// Keep the registration's newest ?3 (push.MaxEvidence).
+	sqlTrimEvidence = `DELETE FROM herald_evidence WHERE stream = ?1 AND registration = ?2 AND id <= (
+			SELECT id FROM herald_evidence WHERE stream = ?1 AND registration = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3)`
+	sqlEvidence = `SELECT at, event, seq, record_id, message_id, attempt, status, body, location,
+				duration_ns, error, not_before
+			FROM herald_evidence WHERE stream = ? AND registration = ? ORDER BY id DESC LIMIT ?`
+)
+
+// Retention (retention.go).
+const (
+	sqlPruneCandidates = `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
+				(SELECT MIN(r.next_seq) FROM herald_registration AS r WHERE r.stream = s.stream),
+				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream)
+			FROM herald_stream AS s WHERE s.stream >= ? ORDER BY s.stream LIMIT ?`
+	sqlPruneRun = `SELECT seq, appended_at, length(payload) FROM herald_record
+		WHERE stream = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?`
+	sqlPruneRecords = "DELETE FROM herald_record WHERE stream = ? AND seq < ?"
+	sqlPruneMark    = "UPDATE herald_stream SET oldest_seq = ? WHERE stream = ?"
+	sqlPruneStream  = "DELETE FROM herald_stream WHERE stream = ?"
+	// The evidence older than the cutoff, but for the newest park evidence
+	// (?3) of each parked registration.
+	sqlPruneEvidence = `DELETE FROM herald_evidence WHERE stream = ?1 AND at <= ?2 AND id NOT IN (
+						SELECT MAX(e.id) FROM herald_evidence AS e JOIN herald_registration AS r
+							ON r.stream = e.stream AND r.id = e.registration
+						WHERE e.stream = ?1 AND r.parked = 1 AND e.event = ?3 GROUP BY e.registration)`
+	sqlIncrementalVacuum = "PRAGMA incremental_vacuum(0)"
+	sqlStreams           = `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
+				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream),
+				(SELECT IFNULL(SUM(length(payload)), 0) FROM herald_record AS x WHERE x.stream = s.stream)
+			FROM herald_stream AS s
+			WHERE (?1 = '' OR s.stream = ?1) AND s.stream > ?2
+			ORDER BY s.stream LIMIT ?3`
+)
