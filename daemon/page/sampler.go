@@ -173,7 +173,7 @@ func chartSVG(c chart) template.HTML {
 	fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#0969da" stroke-width="1.5"/>`, strings.Join(pts, " "))
 	last := c.Points[len(c.Points)-1].v
 	fmt.Fprintf(&b, `<text x="%.0f" y="12" font-size="10" fill="#57606a" text-anchor="end">max %s</text>`, w-4, num(top))
-	fmt.Fprintf(&b, `<text x="0" y="%.0f" font-size="11" fill="#24292f">%s: %s now</text></svg>`, h+13,
+	fmt.Fprintf(&b, `<text x="0" y="%.0f" font-size="11" fill="#24292f">%s: %s at the last sample</text></svg>`, h+13,
 		template.HTMLEscapeString(c.Label), num(last))
 	return template.HTML(b.String())
 }

@@ -52,7 +52,7 @@ func TestChartsComeFromSamplesOnTheDaemonsClock(t *testing.T) {
 	require.Len(t, lines, 2, "a deliveries/s and a records-behind line")
 	require.Len(t, strings.Fields(lines[0][1]), 1, "one rate between two samples")
 	require.Len(t, strings.Fields(lines[1][1]), 2, "two lag points")
-	require.Contains(t, body, "deliveries/s: 0.07 now", "4 deliveries in 60 s")
-	require.Contains(t, body, "records behind: 0 now")
+	require.Contains(t, body, "deliveries/s: 0.07 at the last sample", "4 deliveries in 60 s")
+	require.Contains(t, body, "records behind: 0 at the last sample")
 	require.Contains(t, body, "max 4", "4 records were behind at the first sample")
 }
