@@ -11,48 +11,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/internal/hostseed"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store/sqlite"
 )
 
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 
-// hostile is a receiver's text as a host-level failure may carry it: an
-// escape sequence and a line break, which a terminal must not see raw.
-const hostile = "timeout: \x1b[2J\x1b[31mowned\nsecond line"
+// hostile is a receiver's text as a host-level failure may carry it.
+const hostile = hostseed.Hostile
 
-// downHostDB returns a SQLite database in which down.example:443 is down
-// (three host-level failures at t0) with two registrations held, and
-// up.example:443 has a registration of its own.
-func downHostDB(t *testing.T) string {
-	path := filepath.Join(t.TempDir(), "herald.db")
-	ctx := t.Context()
-	s, err := sqlite.Open(ctx, path)
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", Payload: []byte(`{}`)})
-	require.NoError(t, err)
-	for _, r := range []struct{ id, url string }{{"a", "https://down.example/a"}, {"b", "https://down.example/b"}, {"c", "https://up.example/c"}} {
-		_, err := s.Register(ctx, push.Registration{Stream: "orders", ID: r.id, Namespace: "webhook", URL: r.url})
-		require.NoError(t, err)
-	}
-	for i := range 3 {
-		when := t0.Add(time.Duration(i) * time.Minute)
-		batch, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Second)})
-		require.NoError(t, err)
-		for _, st := range batch.Registrations {
-			if st.Host() != "down.example:443" {
-				continue
-			}
-			_, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
-				Evidence: push.Evidence{At: when, Error: hostile}, Policy: push.DefaultHostPolicy()})
-			require.NoError(t, err)
-			break
-		}
-	}
-	return path
-}
+// downHostDB: down.example:443 down with two registrations held (hostseed).
+func downHostDB(t *testing.T) string { return hostseed.DownHostDB(t, t0) }
 
 func runHostsCLI(t *testing.T, db string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

@@ -1,0 +1,54 @@
+// Package hostseed makes the SQLite database that the tests of herald's
+// host views share (the CLI's `herald hosts`, the daemon's admin API): one
+// host down with registrations held, another up.
+package hostseed
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// Hostile is a receiver's text as a host-level failure may carry it: an
+// escape sequence and a line break, which a terminal must not see raw.
+const Hostile = "timeout: \x1b[2J\x1b[31mowned\nsecond line"
+
+// DownHostDB returns the path of a SQLite database in which
+// down.example:443 is down (three host-level failures a minute apart from
+// t0, each with Hostile as its error) with two registrations of stream
+// "orders" held, and up.example:443 has a registration of its own.
+func DownHostDB(t testing.TB, t0 time.Time) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	ctx := t.Context()
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	for _, r := range []struct{ id, url string }{{"a", "https://down.example/a"}, {"b", "https://down.example/b"}, {"c", "https://up.example/c"}} {
+		_, err := s.Register(ctx, push.Registration{Stream: "orders", ID: r.id, Namespace: "webhook", URL: r.url})
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		when := t0.Add(time.Duration(i) * time.Minute)
+		batch, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Second)})
+		require.NoError(t, err)
+		for _, st := range batch.Registrations {
+			if st.Host() != "down.example:443" {
+				continue
+			}
+			_, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
+				Evidence: push.Evidence{At: when, Error: Hostile}, Policy: push.DefaultHostPolicy()})
+			require.NoError(t, err)
+			break
+		}
+	}
+	return path
+}
