@@ -183,7 +183,9 @@ BEGIN
                 MESSAGE = format('herald_append: invalid payload: is not valid JSON, as content type %s requires', mt);
         END;
     END IF;
-    PERFORM herald_check_trace(p_traceparent, p_tracestate);
+    IF p_traceparent <> '' OR p_tracestate <> '' THEN -- NULL or '': none, nothing to check
+        PERFORM herald_check_trace(p_traceparent, p_tracestate);
+    END IF;
     -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
     dig := sha256(int8send(octet_length(convert_to(p_stream, 'UTF8'))::bigint) || convert_to(p_stream, 'UTF8')
                || int8send(octet_length(convert_to(p_kind, 'UTF8'))::bigint) || convert_to(p_kind, 'UTF8')
