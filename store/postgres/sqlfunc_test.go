@@ -716,8 +716,14 @@ func TestHeraldAppendTraceValidation(t *testing.T) {
 			require.Equal(t, "herald_append: invalid "+tc.field+": "+inv.Reason, pe.Message, "%s: %s", tc.name, sql)
 		}
 	}
+	// A NULL traceparent is none, so a tracestate with it is refused too.
+	_, err := c.Exec(ctx, `SELECT herald_append('s', 'i', 'k', '{}'::jsonb, tracestate => 'a=1')`)
+	pe := pgErr(t, err)
+	require.Equal(t, "HA400", pe.Code)
+	require.Equal(t, "tracestate", pe.ColumnName)
+	require.Equal(t, "herald_append: invalid tracestate: is set without a traceparent", pe.Message)
 	// The payload is checked first, as in Go.
-	_, err := c.Exec(ctx, `SELECT herald_append('s', 'i', 'k', 'nope'::text, 'application/json', traceparent => 'x')`)
+	_, err = c.Exec(ctx, `SELECT herald_append('s', 'i', 'k', 'nope'::text, 'application/json', traceparent => 'x')`)
 	require.Equal(t, "payload", pgErr(t, err).ColumnName)
 	var n int
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&n))
