@@ -104,7 +104,8 @@
 //	SELECT herald_append('orders/1', 'evt-1', 'order.created', '{"total":42}'::jsonb);
 //
 //	herald_append(stream text, id text, kind text, payload P,
-//	              content_type text DEFAULT D, final boolean DEFAULT false) RETURNS text
+//	              content_type text DEFAULT D, final boolean DEFAULT false,
+//	              traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
 //
 // P and its default content type D: jsonb or json, application/json; text,
 // text/plain; charset=utf-8; bytea, application/octet-stream. An untyped
@@ -117,7 +118,10 @@
 // nothing is written). Lengths are in UTF-8 bytes, as in journal; the
 // character checks assume a UTF8 database. The payload limit is the setting
 // herald.max_payload in bytes (ALTER DATABASE … SET herald.max_payload to
-// match WithMaxPayload), else journal.DefaultMaxPayload.
+// match WithMaxPayload), else journal.DefaultMaxPayload. traceparent and
+// tracestate (migration 011) are the record's trace context, checked and
+// stored as journal.Entry's (NULL or empty for none; README, "One trace from
+// the append to the receiver").
 //
 // Errors name the field in the message, which is Go's (e.g.
 // "herald_append: invalid kind: has whitespace U+0020 at byte 5"), and in
@@ -127,7 +131,7 @@
 // id starting "herald-event:" (journal.ReservedIDPrefix).
 //
 //	SQLSTATE  meaning                                    column
-//	HA400     invalid input (a reserved name too)        stream, id, kind, content_type or payload
+//	HA400     invalid input (a reserved name too)        stream, id, kind, content_type, payload, traceparent or tracestate
 //	HA413     payload over the limit                     payload
 //	HA409     the id exists with other content           the first that differs: stream, kind, content_type, payload, final
 //	HA423     the stream is sealed (journal.ErrSealed)   stream

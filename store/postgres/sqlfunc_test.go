@@ -466,7 +466,7 @@ func TestHeraldAppendSealing(t *testing.T) {
 func TestHeraldAppendIsDelivered(t *testing.T) {
 	ctx := t.Context()
 	d := newSQLDB(t)
-	type got struct{ ct, body string }
+	type got struct{ ct, body, traceparent, tracestate string }
 	var (
 		mu    sync.Mutex
 		bodys []got
@@ -474,7 +474,7 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		bodys = append(bodys, got{r.Header.Get("Content-Type"), string(b)})
+		bodys = append(bodys, got{r.Header.Get("Content-Type"), string(b), r.Header.Get("Traceparent"), r.Header.Get("Tracestate")})
 		mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
@@ -486,7 +486,8 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 	c := d.conn(t)
 	tx, err := c.Begin(ctx)
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `SELECT herald_append('orders/1', 'evt-1', 'order.created', '{"total":42}'::jsonb)`)
+	_, err = tx.Exec(ctx, `SELECT herald_append('orders/1', 'evt-1', 'order.created', '{"total":42}'::jsonb,
+		traceparent => $1, tracestate => 'shop=1')`, traceTP)
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `SELECT herald_append('orders/1', 'evt-2', 'order.note', 'thanks'::text)`)
 	require.NoError(t, err)
@@ -497,7 +498,14 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 	require.Equal(t, 2, rep.Deliveries)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []got{{"application/json", `{"total": 42}`}, {"text/plain; charset=utf-8", "thanks"}}, bodys)
+	require.Len(t, bodys, 2)
+	child := bodys[0].traceparent
+	require.NoError(t, journal.ValidateTraceparent("traceparent", child))
+	require.Equal(t, traceTP[:36], child[:36], "the delivery is in the append's trace")
+	require.Equal(t, traceTP[52:], child[52:], "with its flags")
+	require.NotEqual(t, traceTP, child, "as a child: its own span id")
+	bodys[0].traceparent = ""
+	require.Equal(t, []got{{"application/json", `{"total": 42}`, "", "shop=1"}, {"text/plain; charset=utf-8", "thanks", "", ""}}, bodys)
 }
 
 // TestHeraldAppendRefusesReservedNames: every overload refuses a stream
@@ -553,10 +561,10 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 		}
 	}
 
-	// The overloads still run with their search_path pinned (migration 009).
+	// The functions still run with their search_path pinned (migrations 009 to 011).
 	var unpinned []string
 	rows, err := c.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
-		WHERE p.proname IN ('herald_append', 'herald_check_reserved')
+		WHERE p.proname IN ('herald_append', 'herald_check_reserved', 'herald_append_entry', 'herald_check_trace', 'herald_go_quote')
 		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) cfg WHERE cfg LIKE 'search_path=pg_catalog, %')`)
 	require.NoError(t, err)
 	for rows.Next() {
@@ -566,4 +574,229 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Empty(t, unpinned, "functions without a pinned search_path")
+}
+
+// traceTP is a valid traceparent (W3C Trace Context's example).
+const traceTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// TestHeraldAppendTraceContext: herald_append's traceparent and tracestate
+// are stored with the record as AppendTx stores them (the empty string
+// for none, the default), on every overload, positional and named; they are not content,
+// so an id appended again with another trace context is the same record,
+// its first trace context kept.
+func TestHeraldAppendTraceContext(t *testing.T) {
+	ctx := t.Context()
+	d := newSQLDB(t)
+	c := d.conn(t)
+	tp2 := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+	for i, sql := range []string{
+		`SELECT herald_append('s', $1, 'k', '{}'::jsonb, traceparent => $2, tracestate => $3)`,
+		`SELECT herald_append('s', $1, 'k', '{}'::json, 'application/json', false, $2, $3)`,
+		`SELECT herald_append('s', $1, 'k', 'hi'::text, NULL, NULL, $2, $3)`,
+		`SELECT herald_append(stream => 's', id => $1, kind => 'k', payload => '\x00'::bytea, tracestate => $3, traceparent => $2)`,
+		`SELECT herald_append('s', $1, 'k', 'untyped is text', traceparent => $2, tracestate => $3)`,
+	} {
+		id := fmt.Sprintf("traced-%d", i)
+		var got string
+		require.NoError(t, c.QueryRow(ctx, sql, id, traceTP, "a=1,b=2").Scan(&got), sql)
+		require.Equal(t, id, got)
+		sequence(t, d.s) // Lookup finds numbered records
+		r, err := d.s.Lookup(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, traceTP, r.Traceparent, sql)
+		require.Equal(t, "a=1,b=2", r.Tracestate, sql)
+	}
+	_, err := c.Exec(ctx, `SELECT herald_append('s', 'only-parent', 'k', '{}'::jsonb, traceparent => $1)`, tp2)
+	require.NoError(t, err)
+	for _, sql := range []string{
+		`SELECT herald_append('s', 'plain', 'k', '{}'::jsonb)`,
+		`SELECT herald_append('s', 'nulls', 'k', '{}'::jsonb, traceparent => NULL, tracestate => NULL)`,
+		`SELECT herald_append('s', 'empty', 'k', '{}'::jsonb, traceparent => '', tracestate => '')`,
+		`SELECT herald_append('s', 'untyped', 'k', 'hi')`,
+		`SELECT herald_append('s', 'untyped-all', 'k', 'hi', NULL, NULL, NULL, NULL)`,
+	} {
+		_, err := c.Exec(ctx, sql)
+		require.NoError(t, err, sql)
+	}
+
+	// Go's append of the same entry stores the same columns.
+	_, err = d.s.Append(ctx, "s", journal.Entry{ID: "from-go", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	var stored []string
+	rows, err := c.Query(ctx, `SELECT id || ' [' || traceparent || '] [' || tracestate || ']' FROM herald_record
+		WHERE id IN ('only-parent', 'plain', 'nulls', 'empty', 'from-go') ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var r string
+		require.NoError(t, rows.Scan(&r))
+		stored = append(stored, r)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"empty [] []", "from-go [] []", "nulls [] []", "only-parent [" + tp2 + "] []", "plain [] []"}, stored)
+
+	// Again with another trace context, or none: the same record.
+	var got string
+	require.NoError(t, c.QueryRow(ctx, `SELECT herald_append('s', 'traced-0', 'k', '{}'::jsonb, traceparent => $1)`, tp2).Scan(&got))
+	require.Equal(t, "traced-0", got)
+	require.NoError(t, c.QueryRow(ctx, `SELECT herald_append('s', 'plain', 'k', '{}'::jsonb, traceparent => $1, tracestate => 'x=y')`, tp2).Scan(&got))
+	require.Equal(t, "plain", got)
+	tx := openTx(t, d.s)
+	_, err = d.s.AppendTx(ctx, tx, "s", journal.Entry{ID: "traced-1", Kind: "k", Payload: []byte(`{}`), Traceparent: tp2})
+	require.NoError(t, err, "Go agrees: trace context is not content")
+	require.NoError(t, tx.Commit(ctx))
+
+	sequence(t, d.s)
+	var rowsN int
+	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&rowsN))
+	require.Equal(t, 12, rowsN, "the repeats appended nothing")
+	recs, err := d.s.Read(ctx, "s", 1, 20)
+	require.NoError(t, err)
+	byID := map[string]journal.Record{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
+	require.Len(t, byID, 12)
+	require.Equal(t, "text/plain; charset=utf-8", byID["traced-4"].ContentType, "an untyped payload is text, as before")
+	require.Equal(t, "text/plain; charset=utf-8", byID["untyped-all"].ContentType)
+	require.Equal(t, traceTP, byID["traced-0"].Traceparent, "the first trace context stays")
+	require.Equal(t, "a=1,b=2", byID["traced-0"].Tracestate)
+	require.Equal(t, traceTP, byID["traced-1"].Traceparent)
+	require.Equal(t, "", byID["plain"].Traceparent)
+	require.Equal(t, "", byID["plain"].Tracestate)
+	require.Equal(t, tp2, byID["only-parent"].Traceparent)
+
+	// The digest is journal.Digest's, without the trace context.
+	var dig []byte
+	require.NoError(t, c.QueryRow(ctx, `SELECT digest FROM herald_record WHERE id = 'traced-0'`).Scan(&dig))
+	want := journal.Digest("s", journal.Entry{ID: "traced-0", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+	require.Equal(t, want[:], dig)
+}
+
+// TestHeraldAppendTraceValidation: each invalid trace context is refused
+// as journal.ValidateEntries refuses it (HA400, the field in the error's
+// column, Go's message), after the payload's checks, on every overload, and
+// nothing is written. Generated values, from a fixed seed over the
+// characters Go's %q escapes or keeps, get Go's reason word for word.
+func TestHeraldAppendTraceValidation(t *testing.T) {
+	ctx := t.Context()
+	d := newSQLDB(t)
+	c := d.conn(t)
+	overloads := []string{
+		`SELECT herald_append('s', 'i', 'k', '{}'::jsonb, traceparent => $1, tracestate => $2)`,
+		`SELECT herald_append('s', 'i', 'k', '{}'::json, 'application/json', false, $1, $2)`,
+		`SELECT herald_append('s', 'i', 'k', 'hi'::text, traceparent => $1, tracestate => $2)`,
+		`SELECT herald_append('s', 'i', 'k', '\x00'::bytea, NULL, NULL, $1, $2)`,
+	}
+	cases := []struct{ name, tp, ts, field string }{
+		{"too short", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1", "", "traceparent"},
+		{"three parts", "00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01", "", "traceparent"},
+		{"version", "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", "traceparent"},
+		{"upper-case trace id", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "", "traceparent"},
+		{"zero trace id", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "", "traceparent"},
+		{"short parent id", "00-4bf92f3577b34da6a3ce929d0e0e4736a-0f067aa0ba902b7-01", "", "traceparent"},
+		{"zero parent id", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "", "traceparent"},
+		{"flags", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g", "", "traceparent"},
+		{"long and hostile", strings.Repeat("é\"\\\n", 30), "", "traceparent"},
+		{"tracestate without traceparent", "", "a=1", "tracestate"},
+		{"tracestate too long", traceTP, strings.Repeat("a", journal.MaxTracestateBytes+1), "tracestate"},
+		{"tracestate with a tab", traceTP, "a=1,\tb=2", "tracestate"},
+		{"tracestate with é", traceTP, "a=é", "tracestate"},
+		{"tracestate with DEL", traceTP, "a=\x7f", "tracestate"},
+	}
+	for _, tc := range cases {
+		_, goErr := journal.ValidateEntries("s", []journal.Entry{{ID: "i", Kind: "k", Payload: []byte(`{}`), Traceparent: tc.tp, Tracestate: tc.ts}}, 0)
+		var inv *journal.InvalidError
+		require.ErrorAs(t, goErr, &inv, "%s: Go refuses it too", tc.name)
+		require.Equal(t, "entries[0]."+tc.field, inv.Field, tc.name)
+		for _, sql := range overloads {
+			_, err := c.Exec(ctx, sql, tc.tp, tc.ts)
+			pe := pgErr(t, err)
+			require.Equal(t, "HA400", pe.Code, "%s: %s", tc.name, sql)
+			require.Equal(t, tc.field, pe.ColumnName, "%s: %s", tc.name, sql)
+			require.Equal(t, "herald_append: invalid "+tc.field+": "+inv.Reason, pe.Message, "%s: %s", tc.name, sql)
+		}
+	}
+	// A NULL traceparent is none, so a tracestate with it is refused too.
+	_, err := c.Exec(ctx, `SELECT herald_append('s', 'i', 'k', '{}'::jsonb, tracestate => 'a=1')`)
+	pe := pgErr(t, err)
+	require.Equal(t, "HA400", pe.Code)
+	require.Equal(t, "tracestate", pe.ColumnName)
+	require.Equal(t, "herald_append: invalid tracestate: is set without a traceparent", pe.Message)
+	// The payload is checked first, as in Go.
+	_, err = c.Exec(ctx, `SELECT herald_append('s', 'i', 'k', 'nope'::text, 'application/json', traceparent => 'x')`)
+	require.Equal(t, "payload", pgErr(t, err).ColumnName)
+	var n int
+	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&n))
+	require.Zero(t, n, "nothing refused was written")
+
+	sqlReason := func(tp, ts string) string {
+		_, err := c.Exec(ctx, `SELECT herald_check_trace($1, $2)`, tp, ts)
+		if err == nil {
+			return ""
+		}
+		pe := pgErr(t, err)
+		require.Equal(t, "HA400", pe.Code)
+		_, reason, found := strings.Cut(pe.Message, "invalid "+pe.ColumnName+": ")
+		require.True(t, found, pe.Message)
+		return reason
+	}
+	goReason := func(tp, ts string) string {
+		err := journal.ValidateTraceparent("traceparent", tp)
+		if err == nil {
+			err = journal.ValidateTracestate("tracestate", ts, tp)
+		}
+		if err == nil {
+			return ""
+		}
+		var inv *journal.InvalidError
+		require.ErrorAs(t, err, &inv)
+		return inv.Reason
+	}
+	rng := rand.New(rand.NewPCG(20, 11))
+	chars := []string{"0", "0", "a", "f", "9", "-", "-", "F", "g", " ", "\"", "\\", "\n", "\t", "\x01", "\x1b", "\x7f", "é", "\u0085",
+		"\u00a0", "\u00ad", "\u200b", "\u2028", "\u3000", "\ufeff", "\ue000", "\U0001F600", "…", "ü", "\u0301", "\U000F0001"}
+	pick := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(chars[rng.IntN(len(chars))])
+		}
+		return b.String()
+	}
+	hex := func(n int) string {
+		const digits = "0123456789abcdef"
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = digits[rng.IntN(16)]
+		}
+		return string(b)
+	}
+	var tps []string
+	for range 150 {
+		parts := []string{"00", hex(32), hex(16), "01"}
+		k := rng.IntN(4)
+		parts[k] = pick(len(parts[k]) / (1 + rng.IntN(2)))
+		if rng.IntN(3) == 0 { // a valid shape but for a few characters
+			tp := []rune(strings.Join(parts, "-"))
+			tp[rng.IntN(len(tp))] = []rune(chars[rng.IntN(len(chars))])[0]
+			tps = append(tps, string(tp))
+		} else {
+			tps = append(tps, strings.Join(parts, "-"))
+		}
+		tps = append(tps, pick(1+rng.IntN(70)))
+	}
+	seen := map[string]bool{}
+	for _, tp := range tps {
+		want := goReason(tp, "")
+		require.Equal(t, want, sqlReason(tp, ""), "traceparent %q", tp)
+		for _, s := range []string{`\x`, `\u`, `\U`, `\"`, `\n`, "…", "é", "trace id", "parent id", "flags", "version"} {
+			seen[s] = seen[s] || strings.Contains(want, s)
+		}
+	}
+	for s, ok := range seen {
+		require.True(t, ok, "the generated traceparents have a reason with %s", s)
+	}
+	for range 150 {
+		ts := pick(1 + rng.IntN(20))
+		require.Equal(t, goReason(traceTP, ts), sqlReason(traceTP, ts), "tracestate %q", ts)
+	}
 }
