@@ -60,12 +60,14 @@ func (d database) String() string {
 
 // redactDSN hides the password of a connection string: in a URL's
 // userinfo (up to the authority's last '@', since a password may hold an
-// unescaped '@'), and wherever a password=… parameter appears, as in a URL's
+// unescaped '@', and the authority up to the first '/' or '?': a '#' there
+// is more likely a password's than a fragment, which a connection URL has
+// no use for), and wherever a password=… parameter appears, as in a URL's
 // query or a libpq keyword/value string ("host=db password=…"), which
 // someone may well pass to --database.
 func redactDSN(s string) string {
 	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		end := strings.IndexAny(rest, "/?#")
+		end := strings.IndexAny(rest, "/?")
 		if end < 0 {
 			end = len(rest)
 		}
