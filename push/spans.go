@@ -68,14 +68,20 @@ func (t *turn) startTurn(ctx context.Context) (context.Context, trace.Span) {
 
 func endTurn(span trace.Span, rep SweepReport, err error) {
 	if span.IsRecording() {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-			span.SetStatus(codes.Error, "store or journal error") // the error may quote a receiver: not copied
-		}
-		span.SetAttributes(attribute.Int(AttrRecords, rep.Records), attribute.String(AttrOutcome, outcome))
+		span.SetAttributes(attribute.Int(AttrRecords, rep.Records), endOutcome(span, err))
 	}
 	span.End()
+}
+
+// endOutcome is a turn's or sweep's outcome attribute, "ok" or "error",
+// and marks the span failed on an error (a store's or journal's; its text
+// may quote a receiver, so it is not copied).
+func endOutcome(span trace.Span, err error) attribute.KeyValue {
+	if err != nil {
+		span.SetStatus(codes.Error, "store or journal error")
+		return attribute.String(AttrOutcome, "error")
+	}
+	return attribute.String(AttrOutcome, "ok")
 }
 
 // startSweep starts a RunOnce's span; endSweep ends it with its report.
@@ -89,13 +95,8 @@ func (w *Worker) startSweep(ctx context.Context) (context.Context, trace.Span) {
 
 func endSweep(span trace.Span, rep SweepReport, err error) {
 	if span.IsRecording() {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-			span.SetStatus(codes.Error, "store or journal error")
-		}
 		span.SetAttributes(attribute.Int(AttrClaimed, rep.Registrations), attribute.Int(AttrRecords, rep.Records),
-			attribute.Bool(AttrSaturated, rep.Saturated), attribute.String(AttrOutcome, outcome))
+			attribute.Bool(AttrSaturated, rep.Saturated), endOutcome(span, err))
 	}
 	span.End()
 }
