@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/heraldpush/herald/bench/internal/wire"
@@ -85,51 +84,18 @@ func appends(ctx context.Context, e *env, cfg config, rep *report) error {
 // appendFor appends for d and returns the records appended, each call's
 // latency and the time taken.
 func appendFor(ctx context.Context, st *postgres.Store, c appendCase, prefix string, d time.Duration) (int64, []time.Duration, time.Duration, error) {
-	var (
-		mu       sync.Mutex
-		lats     []time.Duration
-		total    int64
-		next     int64
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := range c.writers {
-		wg.Go(func() {
-			var mine []time.Duration
-			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
-				mu.Lock()
-				seq := next
-				next++
-				mu.Unlock()
-				stream := fmt.Sprintf("append/%d", seq%int64(c.streams))
-				entries := make([]journal.Entry, c.batch)
-				for j := range entries {
-					entries[j] = journal.Entry{ID: fmt.Sprintf("%sw%d-%d-%d", prefix, w, k, j), Kind: "order.updated",
-						ContentType: "application/json", Payload: wire.Payload(k)}
-				}
-				t0 := time.Now()
-				if _, err := st.Append(ctx, stream, entries...); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			total += int64(len(mine) * c.batch)
-			mu.Unlock()
-		})
+	lats, took, err := writeFor(ctx, c.writers, d, func(w, k int, n int64) error {
+		stream := fmt.Sprintf("append/%d", (n-1)%int64(c.streams))
+		entries := make([]journal.Entry, c.batch)
+		for j := range entries {
+			entries[j] = journal.Entry{ID: fmt.Sprintf("%sw%d-%d-%d", prefix, w, k, j), Kind: "order.updated",
+				ContentType: "application/json", Payload: wire.Payload(k)}
+		}
+		_, err := st.Append(ctx, stream, entries...)
+		return err
+	})
+	if err == nil && len(lats) == 0 {
+		err = fmt.Errorf("no append finished in %v", d)
 	}
-	wg.Wait()
-	took := time.Since(start)
-	if firstErr == nil && len(lats) == 0 {
-		firstErr = fmt.Errorf("no append finished in %v", d)
-	}
-	return total, lats, took, firstErr
+	return int64(len(lats) * c.batch), lats, took, err
 }

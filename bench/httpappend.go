@@ -11,8 +11,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/heraldpush/herald/bench/internal/wire"
@@ -114,13 +112,6 @@ func httpAppendFor(ctx context.Context, st *postgres.Store, api string, c produc
 	var out produced
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c.writers}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
-	var (
-		mu       sync.Mutex
-		lats     []time.Duration
-		next     atomic.Int64
-		firstErr error
-		wg       sync.WaitGroup
-	)
 	type record struct {
 		ID      string          `json:"id"`
 		Kind    string          `json:"kind"`
@@ -130,48 +121,26 @@ func httpAppendFor(ctx context.Context, st *postgres.Store, api string, c produc
 		Stream  string   `json:"stream"`
 		Records []record `json:"records"`
 	}
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := range c.writers {
-		wg.Go(func() {
-			var mine []time.Duration
-			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
-				n := next.Add(1)
-				id := fmt.Sprintf("%sw%d-%d", prefix, w, k)
-				stream := fmt.Sprintf("order/%d", n%int64(c.streams))
-				t0 := time.Now()
-				var err error
-				if viaHTTP {
-					b, _ := json.Marshal(body{Stream: stream, Records: []record{{ID: id, Kind: "order.updated", Payload: wire.Payload(k)}}})
-					var resp *http.Response
-					resp, err = client.Post(api+"/v1/records", "application/json", bytes.NewReader(b))
-					if err == nil {
-						msg, _ := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusCreated {
-							err = fmt.Errorf("POST /v1/records: %s: %s", resp.Status, msg)
-						}
-					}
-				} else {
-					_, err = st.Append(ctx, stream, journal.Entry{ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
-				}
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	out.took = time.Since(start)
+	lats, took, firstErr := writeFor(ctx, c.writers, d, func(w, k int, n int64) error {
+		id := fmt.Sprintf("%sw%d-%d", prefix, w, k)
+		stream := fmt.Sprintf("order/%d", n%int64(c.streams))
+		if !viaHTTP {
+			_, err := st.Append(ctx, stream, journal.Entry{ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
+			return err
+		}
+		b, _ := json.Marshal(body{Stream: stream, Records: []record{{ID: id, Kind: "order.updated", Payload: wire.Payload(k)}}})
+		resp, err := client.Post(api+"/v1/records", "application/json", bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("POST /v1/records: %s: %s", resp.Status, msg)
+		}
+		return nil
+	})
+	out.took = took
 	if firstErr == nil && len(lats) == 0 {
 		firstErr = fmt.Errorf("no append finished in %v", d)
 	}

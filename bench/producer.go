@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -261,65 +260,36 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 			seqr.RunSequencer(sctx, func(err error) { seqErr.Store(err) })
 		}()
 	}
-	var (
-		mu       sync.Mutex
-		lats     []time.Duration
-		next     atomic.Int64
-		firstErr error
-		wg       sync.WaitGroup
-	)
 	wctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	waits, err := sampleWaits(wctx, dbURL)
 	if err != nil {
 		return out, err
 	}
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := range c.writers {
-		wg.Go(func() {
-			var mine []time.Duration
-			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
-				n := next.Add(1)
-				id := fmt.Sprintf("%sw%d-%d", prefix, w, k)
-				t0 := time.Now()
-				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-					if _, err := tx.Exec(ctx, `INSERT INTO app_order (id, body) VALUES ($1, $2)`, id, wire.Payload(k)); err != nil {
-						return err
-					}
-					stream := fmt.Sprintf("order/%d", n%int64(c.streams))
-					switch via {
-					case viaNone:
-						return nil
-					case viaPlainRow:
-						_, err := tx.Exec(ctx, `INSERT INTO app_outbox (id, stream, kind, payload, digest, appended_at) VALUES ($1, $2, 'order.updated', $3, $4, now())`,
-							id, stream, wire.Payload(k), outboxDigest[:])
-						return err
-					case viaSQL:
-						_, err := tx.Exec(ctx, `SELECT herald_append($1, $2, 'order.updated', $3::bytea, 'application/json')`, stream, id, wire.Payload(k))
-						return err
-					}
-					_, err := st.AppendTx(ctx, tx, stream, journal.Entry{
-						ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
-					return err
-				})
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t0))
+	lats, took, firstErr := writeFor(ctx, c.writers, d, func(w, k int, n int64) error {
+		id := fmt.Sprintf("%sw%d-%d", prefix, w, k)
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO app_order (id, body) VALUES ($1, $2)`, id, wire.Payload(k)); err != nil {
+				return err
 			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			mu.Unlock()
+			stream := fmt.Sprintf("order/%d", n%int64(c.streams))
+			switch via {
+			case viaNone:
+				return nil
+			case viaPlainRow:
+				_, err := tx.Exec(ctx, `INSERT INTO app_outbox (id, stream, kind, payload, digest, appended_at) VALUES ($1, $2, 'order.updated', $3, $4, now())`,
+					id, stream, wire.Payload(k), outboxDigest[:])
+				return err
+			case viaSQL:
+				_, err := tx.Exec(ctx, `SELECT herald_append($1, $2, 'order.updated', $3::bytea, 'application/json')`, stream, id, wire.Payload(k))
+				return err
+			}
+			_, err := st.AppendTx(ctx, tx, stream, journal.Entry{
+				ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
+			return err
 		})
-	}
-	wg.Wait()
-	out.took = time.Since(start)
+	})
+	out.took = took
 	stopSampling()
 	out.waits = waits()
 	if st != nil {
