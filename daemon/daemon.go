@@ -166,7 +166,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	s := opts.Store
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
-		func(ctx context.Context) ([]push.Host, error) { return AllHosts(ctx, s, push.HostQuery{}) })
+		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
 	pg, err := page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: the operator's page: %w", err)

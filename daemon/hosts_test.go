@@ -63,7 +63,7 @@ func TestHostMetrics(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
-		func(ctx context.Context) ([]push.Host, error) { return AllHosts(ctx, s, push.HostQuery{}) })
+		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
 	m.hooks("webhook").HostFailure(push.Host{Host: "down.example:443", State: push.HostDown})
 	srv := httptest.NewServer(m.handler())
 	defer srv.Close()

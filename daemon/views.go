@@ -54,7 +54,7 @@ type Held map[string]string
 func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 	held := Held{}
 	for _, state := range []string{push.HostDown, push.HostUnavailable} {
-		list, err := AllHosts(ctx, hs, push.HostQuery{State: state})
+		list, err := push.AllHosts(ctx, hs, push.HostQuery{State: state})
 		if err != nil {
 			return nil, err
 		}
@@ -73,23 +73,6 @@ func (held Held) View(s push.Status) RegistrationView {
 		v.State, v.HeldFor = "held", state
 	}
 	return v
-}
-
-// AllHosts pages through every stored host matching q.
-func AllHosts(ctx context.Context, hs push.HostStore, q push.HostQuery) ([]push.Host, error) {
-	q.Limit = push.MaxListLimit
-	var out []push.Host
-	for {
-		page, err := hs.Hosts(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		q.After = page[len(page)-1].Host
-	}
 }
 
 // HostSummary counts hosts by state (of the hosts herald keeps health for:

@@ -266,3 +266,22 @@ func ValidateHost(host string) error {
 	}
 	return nil
 }
+
+// AllHosts pages through every host hs keeps health for that matches q,
+// after q.After, in the order Hosts lists them, MaxListLimit a page (q.Limit
+// is its own). Errors are the store's.
+func AllHosts(ctx context.Context, hs HostStore, q HostQuery) ([]Host, error) {
+	q.Limit = MaxListLimit
+	var out []Host
+	for {
+		page, err := hs.Hosts(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < q.Limit {
+			return out, nil
+		}
+		q.After = page[len(page)-1].Host
+	}
+}

@@ -82,27 +82,11 @@ func RedactURL(raw string) string {
 	return out
 }
 
-func (p *Page) allHosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
-	q.Limit = push.MaxListLimit
-	var out []push.Host
-	for {
-		page, err := p.store.Hosts(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		q.After = page[len(page)-1].Host
-	}
-}
-
 func (p *Page) held(ctx context.Context) (heldBy, []push.Host, error) {
 	held := heldBy{}
 	var notUp []push.Host
 	for _, state := range []string{push.HostDown, push.HostUnavailable} {
-		hs, err := p.allHosts(ctx, push.HostQuery{State: state})
+		hs, err := push.AllHosts(ctx, p.store, push.HostQuery{State: state})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -332,7 +316,7 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) hosts(w http.ResponseWriter, r *http.Request) {
-	hs, err := p.allHosts(r.Context(), push.HostQuery{})
+	hs, err := push.AllHosts(r.Context(), p.store, push.HostQuery{})
 	if err != nil {
 		p.failErr(w, r, err)
 		return

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,10 +8,6 @@ import (
 	"github.com/heraldpush/herald/daemon"
 	"github.com/heraldpush/herald/push"
 )
-
-func allHosts(ctx context.Context, hs push.HostStore, q push.HostQuery) ([]push.Host, error) {
-	return daemon.AllHosts(ctx, hs, q)
-}
 
 func hostArg(s string) string { return daemon.HostArg(s) }
 
@@ -46,7 +41,7 @@ error (a receiver's text, shown escaped).`,
 				return err
 			}
 			defer b.Close()
-			hs, err := allHosts(cmd.Context(), b, q)
+			hs, err := push.AllHosts(cmd.Context(), b, q)
 			if err != nil {
 				return err
 			}
@@ -103,7 +98,7 @@ held. If the host is still down, the next failures bring it down again.`,
 				return err
 			}
 			defer b.Close()
-			before, err := allHosts(cmd.Context(), b, push.HostQuery{Host: host})
+			before, err := push.AllHosts(cmd.Context(), b, push.HostQuery{Host: host})
 			if err != nil {
 				return err
 			}

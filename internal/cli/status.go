@@ -60,7 +60,7 @@ func newStatus(e *env) *cobra.Command {
 					refused = append(refused, refusedView{r.Stream, r.ID, r.Kind, fmtTime(r.AppendedAt), r.Reason})
 				}
 			}
-			hs, err := allHosts(cmd.Context(), b, push.HostQuery{})
+			hs, err := push.AllHosts(cmd.Context(), b, push.HostQuery{})
 			if err != nil {
 				return err
 			}
