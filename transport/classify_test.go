@@ -191,7 +191,7 @@ func TestClassificationOfFailures(t *testing.T) {
 	})
 	t.Run("guard refusal", func(t *testing.T) {
 		out := deliver(t, newTransport(t, transport.Options{}), "https://10.1.2.3/hook", message("{}"))
-		if out.Verdict != push.Permanent || out.HostLevel || out.HostAnswered() || out.Reason != "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private); herald --allow-private-network (Options.AllowPrivateNetwork) opts in" {
+		if out.Verdict != push.Permanent || out.HostLevel || out.HostAnswered() || out.Reason != "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private); herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in" {
 			t.Fatalf("got %s", describe(out))
 		}
 	})

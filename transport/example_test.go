@@ -38,7 +38,7 @@ func ExampleNew() {
 	fmt.Println(out.Verdict, out.Reason)
 	// Output:
 	// transient 503 30s 503 Service Unavailable; Retry-After 30s
-	// permanent netguard: scheme http is not allowed: https only; herald --allow-http (Options.AllowHTTP) opts in
+	// permanent netguard: scheme http is not allowed: https only; herald run/sweep --allow-http (Options.AllowHTTP) opts in
 }
 
 func ExampleCheckAddress() {
@@ -48,7 +48,7 @@ func ExampleCheckAddress() {
 	// Output:
 	// <nil>
 	// netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927))
-	// netguard: ::ffff:10.0.0.7 (IPv4-mapped 10.0.0.7) is in 10.0.0.0/8 (RFC 1918 private); herald --allow-private-network (Options.AllowPrivateNetwork) opts in
+	// netguard: ::ffff:10.0.0.7 (IPv4-mapped 10.0.0.7) is in 10.0.0.0/8 (RFC 1918 private); herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in
 }
 
 func ExampleHostPattern() {

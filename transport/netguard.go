@@ -125,7 +125,7 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 		rule := fmt.Sprintf("is in %s (%s)", r.prefix, r.name)
 		optIn := ""
 		if r.private {
-			rule += "; herald --allow-private-network (Options.AllowPrivateNetwork) opts in"
+			rule += "; herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in"
 			optIn = "--allow-private-network"
 		}
 		return &RefusedError{Target: target, Rule: rule, OptIn: optIn}
@@ -176,7 +176,7 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 	case "https":
 	case "http":
 		if !g.allowHTTP {
-			return nil, &RefusedError{Target: "scheme http", Rule: "is not allowed: https only; herald --allow-http (Options.AllowHTTP) opts in", OptIn: "--allow-http"}
+			return nil, &RefusedError{Target: "scheme http", Rule: "is not allowed: https only; herald run/sweep --allow-http (Options.AllowHTTP) opts in", OptIn: "--allow-http"}
 		}
 	default:
 		return nil, &RefusedError{Target: fmt.Sprintf("scheme %q", u.Scheme), Rule: "is not allowed: https only"}
@@ -196,7 +196,7 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 		return nil, &RefusedError{Target: "host " + host, Rule: "looks like an IPv4 address in a non-canonical (decimal, octal, hex or short) form; write it as a.b.c.d"}
 	}
 	if g.allowlist != nil && !g.allowlist.Match(host) {
-		return nil, &RefusedError{Target: "host " + host, Rule: "is not in the allowlist (herald --allow-host, Options.AllowHosts)", OptIn: "--allow-host"}
+		return nil, &RefusedError{Target: "host " + host, Rule: "is not in the allowlist (herald run/sweep --allow-host, Options.AllowHosts)", OptIn: "--allow-host"}
 	}
 	return u, nil
 }

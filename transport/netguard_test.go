@@ -119,7 +119,7 @@ func TestNetguardChecksResolvedAddressAtDialTime(t *testing.T) {
 	opts := transport.Options{AllowHTTP: true, Resolver: dns}
 	tr := newTransport(t, opts)
 	for host, want := range map[string]string{
-		"loopback.test": "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback); herald --allow-private-network (Options.AllowPrivateNetwork) opts in",
+		"loopback.test": "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback); herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in",
 		"mapped.test":   "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback)",
 		"metadata.test": "netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927))",
 		"private.test":  "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private)",
@@ -183,7 +183,7 @@ func TestPlainHTTPRefusedByDefault(t *testing.T) {
 	srv := newCounter(t, nil)
 	for _, opts := range []transport.Options{{}, {AllowPrivateNetwork: true}} {
 		out := deliver(t, newTransport(t, opts), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Permanent || out.Reason != "netguard: scheme http is not allowed: https only; herald --allow-http (Options.AllowHTTP) opts in" {
+		if out.Verdict != push.Permanent || out.Reason != "netguard: scheme http is not allowed: https only; herald run/sweep --allow-http (Options.AllowHTTP) opts in" {
 			t.Errorf("%v: got %s", opts, describe(out))
 		}
 	}
@@ -270,7 +270,7 @@ func TestAllowHosts(t *testing.T) {
 		switch {
 		case allowed && out.Verdict != push.Accepted:
 			t.Errorf("%s: got %s, want accepted", host, describe(out))
-		case !allowed && (out.Verdict != push.Permanent || !strings.Contains(out.Reason, "is not in the allowlist (herald --allow-host, Options.AllowHosts)")):
+		case !allowed && (out.Verdict != push.Permanent || !strings.Contains(out.Reason, "is not in the allowlist (herald run/sweep --allow-host, Options.AllowHosts)")):
 			t.Errorf("%s: got %s, want refused by the allowlist", host, describe(out))
 		}
 	}
@@ -307,7 +307,7 @@ func TestURLRefusals(t *testing.T) {
 			if !errors.As(err, &re) {
 				t.Fatalf("%s: %v is not a *RefusedError", raw, err)
 			}
-			if re.OptIn != "" && !strings.Contains(err.Error(), "herald "+re.OptIn) {
+			if re.OptIn != "" && !strings.Contains(err.Error(), "herald run/sweep "+re.OptIn) {
 				t.Errorf("%s: %q does not name %s", raw, err, re.OptIn)
 			}
 			got = append(got, re.OptIn)

@@ -114,12 +114,12 @@ func TestRegisterWarnsOfEveryRefusal(t *testing.T) {
 	}
 	r := reg("local", "http://127.0.0.2:8080/hooks")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stderr, "scheme http is not allowed: https only; herald --allow-http")
-	require.Contains(t, r.stderr, "127.0.0.2 is in 127.0.0.0/8 (loopback); herald --allow-private-network")
+	require.Contains(t, r.stderr, "scheme http is not allowed: https only; herald run/sweep --allow-http")
+	require.Contains(t, r.stderr, "127.0.0.2 is in 127.0.0.0/8 (loopback); herald run/sweep --allow-private-network")
 	require.Equal(t, 2, strings.Count(r.stderr, "note: "), r.stderr)
 
 	r = reg("name", "https://localhost:8443/hooks")
-	require.Contains(t, r.stderr, "host localhost (127.0.0.1) is in 127.0.0.0/8 (loopback); herald --allow-private-network")
+	require.Contains(t, r.stderr, "host localhost (127.0.0.1) is in 127.0.0.0/8 (loopback); herald run/sweep --allow-private-network")
 
 	r = reg("docs", "https://192.0.2.10/hooks")
 	require.Contains(t, r.stderr, "192.0.2.10 is in 192.0.2.0/24 (documentation")
