@@ -18,13 +18,15 @@
 // OTEL_RESOURCE_ATTRIBUTES; service.name defaults to "herald"). Only the
 // http/protobuf protocol is built in: OTEL_EXPORTER_OTLP_PROTOCOL (or its
 // _TRACES_ form) naming grpc or http/json is refused, as is any exporter
-// but otlp and none, with an error naming the variable.
+// but otlp and none, and a sampler (OTEL_TRACES_SAMPLER, _ARG) the SDK
+// would only log and replace, with an error naming the variable.
 package otelenv
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -42,7 +44,15 @@ const (
 	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	EnvSampler        = "OTEL_TRACES_SAMPLER"
+	EnvSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 )
+
+// samplers are the OTEL_TRACES_SAMPLER values the SDK knows; the others
+// the specification names (jaeger_remote, xray) it would only log and
+// replace, so they are refused.
+var samplers = map[string]bool{"always_on": true, "always_off": true, "traceidratio": true,
+	"parentbased_always_on": true, "parentbased_always_off": true, "parentbased_traceidratio": true}
 
 // Config is what Setup decided from the environment.
 type Config struct {
@@ -85,6 +95,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: herald's OTLP exporter speaks http/protobuf only", k, truncate(p))
 		}
 		break // the signal-specific one wins
+	}
+	// The SDK logs a sampler it cannot use and samples everything instead:
+	// refuse it here, where the operator sees it.
+	if smp := get(EnvSampler); smp != "" {
+		if !samplers[smp] {
+			return Config{}, fmt.Errorf("%s=%q: not a sampler the SDK knows (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", EnvSampler, truncate(smp))
+		}
+		if arg := get(EnvSamplerArg); arg != "" && strings.HasSuffix(smp, "traceidratio") {
+			if r, err := strconv.ParseFloat(arg, 64); err != nil || r < 0 || r > 1 {
+				return Config{}, fmt.Errorf("%s=%q: the ratio of %s must be a number from 0 to 1", EnvSamplerArg, truncate(arg), smp)
+			}
+		}
 	}
 	return cfg, nil
 }

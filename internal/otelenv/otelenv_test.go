@@ -40,6 +40,10 @@ func TestFromEnv(t *testing.T) {
 		{name: "signal protocol wins over the general one", env: map[string]string{otelenv.EnvEndpoint: "x", otelenv.EnvTracesProtocol: "http/protobuf", otelenv.EnvProtocol: "grpc"}, enabled: true},
 		{name: "signal protocol refused", env: map[string]string{otelenv.EnvEndpoint: "x", otelenv.EnvTracesProtocol: "http/json"}, errHas: otelenv.EnvTracesProtocol},
 		{name: "protocol is not read when off", env: map[string]string{otelenv.EnvProtocol: "grpc"}},
+		{name: "known sampler", env: map[string]string{otelenv.EnvTracesExporter: "otlp", otelenv.EnvSampler: "parentbased_traceidratio", otelenv.EnvSamplerArg: "0.25"}, enabled: true},
+		{name: "unknown sampler refused", env: map[string]string{otelenv.EnvTracesExporter: "otlp", otelenv.EnvSampler: "bogus"}, errHas: otelenv.EnvSampler},
+		{name: "ratio out of range refused", env: map[string]string{otelenv.EnvTracesExporter: "otlp", otelenv.EnvSampler: "traceidratio", otelenv.EnvSamplerArg: "1.5"}, errHas: otelenv.EnvSamplerArg},
+		{name: "ratio not a number refused", env: map[string]string{otelenv.EnvTracesExporter: "otlp", otelenv.EnvSampler: "traceidratio", otelenv.EnvSamplerArg: "half"}, errHas: otelenv.EnvSamplerArg},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
