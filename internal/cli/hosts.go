@@ -52,7 +52,11 @@ error (a receiver's text, shown escaped).`,
 				return printJSON(e.Out, hs)
 			}
 			if len(hs) == 0 {
-				fmt.Fprintln(e.Out, "No host has failed for its host.")
+				if state != "" {
+					fmt.Fprintf(e.Out, "No host is %s.\n", state)
+				} else {
+					fmt.Fprintln(e.Out, "No host has failed: herald keeps health only for hosts that have.")
+				}
 				return nil
 			}
 			t := newTable(e.Out, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")

@@ -129,3 +129,15 @@ func TestHostHorizonFlag(t *testing.T) {
 	code, _, errOut := runHostsCLI(t, db, "sweep", "--namespace", "webhook", "--host-horizon", "72h", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 }
+
+// With no host to show, herald hosts says why, in words that fit the filter.
+func TestHostsSaysWhyNoneIsListed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, "", "migrate", "up")
+	code, out, errOut := runHostsCLI(t, db, "hosts")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "No host has failed: herald keeps health only for hosts that have.\n", out)
+	code, out, errOut = runHostsCLI(t, db, "hosts", "--state", "down")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "No host is down.\n", out)
+}
