@@ -82,9 +82,11 @@ func redactDSN(s string) string {
 	return passwordParam.ReplaceAllString(s, "${1}xxxxx")
 }
 
-// passwordParam matches a password parameter and its value, quoted or up
+// passwordParam matches a password parameter and its value, quoted (and
+// whatever follows the closing quote up to the next separator, which a
+// parser may take as the value's) or up
 // to the next separator.
-var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'?|[^\s&;#]*)`)
+var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'?[^\s&;#]*|[^\s&;#]*)`)
 
 // open opens the --database for a command that writes. SQLite files are
 // created and migrated on first use (the embedded default must just work);
