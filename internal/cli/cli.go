@@ -125,7 +125,7 @@ func newRoot(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts")

@@ -108,6 +108,7 @@ A parked registration stays parked: unpark it afterwards.`,
 	k.flags(cmd)
 	k.atFlag(cmd)
 	cmd.Flags().Uint64Var(&toSeq, "to-seq", 0, "the new cursor: the first seq to deliver (required)")
+	intRange(cmd, "to-seq", "a seq, 1 or more")
 	cmd.Flags().StringVar(&reason, "reason", "skipped by an operator", "why, for the evidence")
 	return cmd
 }
@@ -137,6 +138,7 @@ The one way a cursor moves backwards. It writes evidence.`,
 	k.flags(cmd)
 	k.atFlag(cmd)
 	cmd.Flags().Uint64Var(&toSeq, "to-seq", 0, "the new cursor: the first seq to deliver again (required)")
+	intRange(cmd, "to-seq", "a seq, 1 or more")
 	return cmd
 }
 
@@ -228,6 +230,7 @@ body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 	}
 	k.flags(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 20, fmt.Sprintf("at most this many rows (up to %d)", push.MaxEvidence))
+	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", push.MaxEvidence))
 	return cmd
 }
 

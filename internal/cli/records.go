@@ -89,6 +89,8 @@ appended_at.`, maxRecordsLimit),
 	f.StringVar(&stream, "stream", "", "the stream to read (required)")
 	f.Uint64Var(&fromSeq, "from-seq", 1, "the first seq to show")
 	f.IntVar(&limit, "limit", 100, fmt.Sprintf("at most this many records (up to %d)", maxRecordsLimit))
+	intRange(cmd, "from-seq", "1 or more (seqs are 1-based)")
+	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", maxRecordsLimit))
 	return cmd
 }
 

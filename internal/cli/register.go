@@ -69,6 +69,9 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if r.Window < 1 || r.Window > push.MaxWindow {
 				return usagef("--window %d must be 1 to %d", r.Window, push.MaxWindow)
 			}
+			if fromSeq < 1 {
+				return usagef("--from-seq %d must be 1 or more (seqs are 1-based)", fromSeq)
+			}
 			r.NextSeq = fromSeq
 			for i, k := range r.Kinds {
 				r.Kinds[i] = strings.TrimSpace(k)
@@ -124,6 +127,8 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
 	f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
 	f.IntVar(&r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow))
+	intRange(cmd, "window", fmt.Sprintf("1 to %d", push.MaxWindow))
+	intRange(cmd, "from-seq", "1 or more (seqs are 1-based)")
 	cfg.add(cmd)
 	return cmd
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/push"
@@ -63,5 +65,6 @@ stream, then id.`,
 	f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
 	f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
 	f.IntVar(&limit, "limit", 1000, "at most this many rows")
+	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100))
 	return cmd
 }

@@ -124,6 +124,7 @@ reports what would go and changes nothing.`,
 	f.StringVar(&atFlag, "at", "", "the instant the retention is measured from: RFC 3339 or unix seconds (default now)")
 	f.BoolVar(&dryRun, "dry-run", false, "report what would be removed, change nothing")
 	f.IntVar(&batch, "batch", store.DefaultPruneBatch, "records removed per transaction")
+	intRange(cmd, "batch", fmt.Sprintf("from 1 to %d", store.MaxPruneBatch))
 	return cmd
 }
 
@@ -178,6 +179,7 @@ payload bytes they retain. Page with --after and --limit.`,
 	f.StringVar(&stream, "stream", "", "only this stream")
 	f.StringVar(&after, "after", "", "list streams after this name (paging)")
 	f.IntVar(&limit, "limit", 100, "streams listed at most")
+	intRange(cmd, "limit", "from 1 to 10000")
 	return cmd
 }
 

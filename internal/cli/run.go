@@ -162,6 +162,7 @@ otherwise; README, "One trace from the append to the receiver".`,
 	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 	f.StringVar(&apiAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
 	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once")
+	intRange(cmd, "sweep-limit", "at least 1")
 	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 	f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 	tf.add(cmd)

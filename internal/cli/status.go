@@ -244,6 +244,7 @@ final record) are gone and not listed.`,
 	}
 	cmd.Flags().StringVar(&stream, "stream", "", "the record's stream")
 	cmd.Flags().Uint64Var(&seq, "seq", 0, "the record's seq in --stream")
+	intRange(cmd, "seq", "a seq, 1 or more")
 	cmd.Flags().StringVar(&id, "id", "", "the record's id")
 	return cmd
 }

@@ -27,13 +27,31 @@ func (w *workerFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&w.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&w.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
 	f.DurationVar(&w.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
+	intRange(cmd, "max-attempts", "at least 1")
+	intRange(cmd, "max-in-flight", "at least 1")
+	intRange(cmd, "max-per-host", fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit))
+	intRange(cmd, "drain-page", fmt.Sprintf("from 1 to %d", push.MaxDrainPage))
 }
 
+// minLease is push.WithLease's floor (push has no constant for it).
+const minLease = 2 * time.Second
+
 // check refuses, as usage errors naming the flag, what NewWorker would
-// refuse without naming it.
+// refuse without naming it, before the command opens its database.
 func (w *workerFlags) check() error {
-	if w.maxPerHost < 1 || w.maxPerHost > push.MaxPerHostLimit {
+	switch {
+	case w.maxAttempts < 1:
+		return usagef("--max-attempts %d must be at least 1 (1 means a single try)", w.maxAttempts)
+	case w.maxInFlight < 1:
+		return usagef("--max-in-flight %d must be at least 1", w.maxInFlight)
+	case w.maxPerHost < 1 || w.maxPerHost > push.MaxPerHostLimit:
 		return usagef("--max-per-host %d must be from 1 to %d", w.maxPerHost, push.MaxPerHostLimit)
+	case w.drainPage < 1 || w.drainPage > push.MaxDrainPage:
+		return usagef("--drain-page %d must be from 1 to %d", w.drainPage, push.MaxDrainPage)
+	case w.lease < minLease:
+		return usagef("--lease %v must be at least %v", w.lease, minLease)
+	case w.maxRetryAfter < time.Second:
+		return usagef("--max-retry-after %v must be at least 1s", w.maxRetryAfter)
 	}
 	if w.hostHorizon < push.MinHostHorizon || w.hostHorizon > push.MaxHostHorizon {
 		return usagef("--host-horizon %v must be from %v to %v", w.hostHorizon, push.MinHostHorizon, push.MaxHostHorizon)
@@ -128,6 +146,7 @@ Exit 0, or 3 when the report needs attention (saturated: more were due than
 	f.StringVar(&ns, "namespace", "", "the namespace to sweep: "+strings.Join(namespaceNames(), ", ")+" (required)")
 	f.StringVar(&atFlag, "at", "", "the sweep's instant: RFC 3339 (2026-03-15T11:00:00Z) or unix seconds (default now)")
 	f.IntVar(&limit, "limit", push.DefaultSweepLimit, "claim at most this many registrations")
+	intRange(cmd, "limit", "at least 1")
 	tf.add(cmd)
 	wf.add(cmd)
 	return cmd

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// rangeAnnotation is the flag annotation that states an integer flag's
+// range in words ("1 to 64"), for the error of a value that is no number.
+const rangeAnnotation = "herald/range"
+
+// intRange notes the range of cmd's integer flag name, as its check in the
+// command states it, for flagError.
+func intRange(cmd *cobra.Command, name, words string) {
+	if err := cmd.Flags().SetAnnotation(name, rangeAnnotation, []string{words}); err != nil {
+		panic(err) // a flag that does not exist: a programming error, caught by every test of the command
+	}
+}
+
+// flagError is the usage error (exit 2) for a flag that cobra could not
+// parse. A value its type cannot read is named with the flag and what the
+// flag takes (an integer flag's range, when intRange noted it), in place
+// of strconv's wording ("strconv.ParseInt: parsing \"abc\": invalid syntax").
+func flagError(_ *cobra.Command, err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return usageError{err}
+	}
+	f := ive.GetFlag()
+	var want string
+	switch t := f.Value.Type(); {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		want = "a whole number"
+		if r := f.Annotations[rangeAnnotation]; len(r) == 1 {
+			want += ": it must be " + r[0]
+		}
+	case t == "duration":
+		want = "a duration: a number with a unit, such as 500ms, 30s, 5m or 2h"
+	case t == "bool":
+		want = "true or false"
+	default:
+		return usageError{err}
+	}
+	return usagef("--%s %q is not %s", f.Name, ive.GetValue(), want)
+}
