@@ -183,6 +183,8 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 			return e, journal.Invalid(field+".payload_base64", "is not base64 (RFC 4648, padded): %v", err)
 		}
 		e.Payload = p
+	case journal.IsJSON(mt):
+		return e, journal.Invalid(field+".payload", "is missing: give a JSON value (null for none), or payload_base64 with a content_type that is not JSON")
 	}
 	return e, nil
 }

@@ -53,9 +53,10 @@
 // other content (journal.ErrConflict) and a stream sealed by a final record
 // (journal.ErrSealed) are 409: both are a conflict with what is stored, and
 // retrying the same request will not succeed. "payload" is any JSON value,
-// stored as the bytes sent, and requires a JSON content type (the default,
-// application/json); "payload_base64" carries bytes (RFC 4648 §4, padded)
-// of any other content type. The answer lists the records without their
+// stored as the bytes sent: a JSON content type (the default,
+// application/json) requires it (null for none) and takes no other;
+// "payload_base64" carries bytes (RFC 4648 §4, padded) of any other content
+// type (absent: no bytes). The answer lists the records without their
 // payloads, each with its seq (store/postgres numbers records after the
 // commit and answers once they are numbered; seq is 0 only for a record
 // pruned before the answer, under a retention of 0).
