@@ -68,7 +68,7 @@
 // checked as the journal checks a record's (journal.ValidateTraceparent):
 // an invalid or repeated traceparent is a 400 naming "traceparent header".
 // It is not content: re-appending an id with other trace context is the same
-// record (200) and the stored context is kept.
+// record (200) and the stored context is kept, and answered.
 //
 // POST /v1/registrations takes {"stream", "id", "namespace", "url",
 // "on_4xx", "kinds", "window", "from_seq", "config"} (window: 1 to

@@ -14,10 +14,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
@@ -112,6 +114,37 @@ func TestAPIStoresTraceContext(t *testing.T) {
 	recs, err = s.Read(t.Context(), "orders/1", 1, 10)
 	require.NoError(t, err)
 	require.Equal(t, testTraceparent, recs[0].Traceparent, "the stored trace context is kept")
+}
+
+// The idempotent 200 answers each record as stored, with the trace context
+// of its first append, as the 201 did: on every store.
+func TestAPIRepeatedAppendAnswersTheStoredTraceContext(t *testing.T) {
+	sq, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { sq.Close() })
+	url := pgtest.NewDatabase(t)
+	_, err = postgres.MigrateUp(t.Context(), url)
+	require.NoError(t, err)
+	pg, err := postgres.Open(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pg.Close() })
+	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}]}`
+	for name, s := range map[string]Store{"memory": memory.New(), "sqlite": sq, "postgres": pg} {
+		srv := apiServer(t, s, "", 0)
+		var first, again appendResponse
+		code, out := postTraced(t, srv.URL, body, []string{testTraceparent}, []string{"rojo=00f067aa0ba902b7"})
+		require.Equal(t, http.StatusCreated, code, "%s: %s", name, out)
+		require.NoError(t, json.Unmarshal([]byte(out), &first))
+		for _, tp := range [][]string{nil, {other}} {
+			code, out = postTraced(t, srv.URL, body, tp, nil)
+			require.Equal(t, http.StatusOK, code, "%s: %s", name, out)
+			require.NoError(t, json.Unmarshal([]byte(out), &again))
+			require.Equal(t, first, again, "%s, repeated with traceparent %v: the stored record, as the 201 answered it", name, tp)
+			require.Equal(t, testTraceparent, again.Records[0].Traceparent, name)
+			require.Equal(t, "rojo=00f067aa0ba902b7", again.Records[0].Tracestate, name)
+		}
+	}
 }
 
 // End to end: a record appended through the HTTP API of a running daemon
