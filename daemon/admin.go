@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type AdminStore interface {
 //	POST /v1/rewind?stream=S&id=ID&to_seq=N
 //	GET  /v1/hosts?state=&host=&after=&limit=
 //	POST /v1/hosts/reset?host=HOST
+//
+// Each action answers the registration after it (RegistrationView), unpark
+// with was_parked (UnparkView).
 //
 // Every request needs "Authorization: Bearer <token>" when token is not
 // empty. Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 (no
@@ -101,7 +105,7 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 		}
 		writeJSON(w, http.StatusOK, evs)
 	})
-	action := func(needsSeq bool, do func(r *http.Request, stream, id string, toSeq uint64) error) http.HandlerFunc {
+	action := func(needsSeq bool, do func(r *http.Request, stream, id string, toSeq uint64) (any, error)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
 			stream, id := q.Get("stream"), q.Get("id")
@@ -122,32 +126,70 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 				}
 				toSeq = n
 			}
-			if err := do(r, stream, id, toSeq); err != nil {
-				writeError(w, err)
-				return
-			}
-			st, err := store.Get(r.Context(), stream, id)
+			v, err := do(r, stream, id, toSeq)
 			if err != nil {
 				writeError(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, ViewOf(st))
+			writeJSON(w, http.StatusOK, v)
 		}
 	}
-	mux.HandleFunc("POST /v1/unpark", action(false, func(r *http.Request, stream, id string, _ uint64) error {
-		return store.Unpark(r.Context(), stream, id, now())
-	}))
-	mux.HandleFunc("POST /v1/skip", action(true, func(r *http.Request, stream, id string, toSeq uint64) error {
-		reason := r.URL.Query().Get("reason")
-		if reason == "" {
-			reason = "skipped by an operator (admin API)"
+	// viewAfter answers a cursor move with the registration after it.
+	viewAfter := func(r *http.Request, stream, id string, err error) (any, error) {
+		if err != nil {
+			return nil, err
 		}
-		return store.Skip(r.Context(), stream, id, toSeq, now(), reason)
-	}))
-	mux.HandleFunc("POST /v1/rewind", action(true, func(r *http.Request, stream, id string, toSeq uint64) error {
-		return store.Rewind(r.Context(), stream, id, toSeq, now())
-	}))
+		st, err := store.Get(r.Context(), stream, id)
+		if err != nil {
+			return nil, err
+		}
+		return ViewOf(st), nil
+	}
+	actions := map[string]http.HandlerFunc{
+		"unpark": action(false, func(r *http.Request, stream, id string, _ uint64) (any, error) {
+			return unpark(r.Context(), store, stream, id, now())
+		}),
+		"skip": action(true, func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
+			reason := r.URL.Query().Get("reason")
+			if reason == "" {
+				reason = "skipped by an operator (admin API)"
+			}
+			return viewAfter(r, stream, id, store.Skip(r.Context(), stream, id, toSeq, now(), reason))
+		}),
+		"rewind": action(true, func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
+			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
+		}),
+	}
+	for name, h := range actions {
+		mux.HandleFunc("POST /v1/"+name, h)
+	}
 	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
+}
+
+// UnparkView answers an unpark on both APIs: the registration after it,
+// and whether it was parked. WasParked false means nothing changed, as
+// herald unpark says ("was not parked; nothing changed").
+type UnparkView struct {
+	RegistrationView
+	WasParked bool `json:"was_parked"`
+}
+
+// unpark unparks stream/id at at (push.Store.Unpark) and answers what it
+// did. Errors are the store's: journal.ErrNotFound for no such
+// registration, journal.ErrInvalid for a bad at.
+func unpark(ctx context.Context, store push.Store, stream, id string, at time.Time) (UnparkView, error) {
+	before, err := store.Get(ctx, stream, id)
+	if err != nil {
+		return UnparkView{}, err
+	}
+	if err := store.Unpark(ctx, stream, id, at); err != nil {
+		return UnparkView{}, err
+	}
+	after, err := store.Get(ctx, stream, id)
+	if err != nil {
+		return UnparkView{}, err
+	}
+	return UnparkView{RegistrationView: ViewOf(after), WasParked: before.Parked}, nil
 }
 
 // listRegistrations answers GET /v1/registrations on both APIs.

@@ -240,3 +240,47 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", nil)
 	require.Equal(t, http.StatusOK, code)
 }
+
+// Unparking answers, on both APIs, whether the registration was parked, as
+// herald unpark does: was_parked true the first time; false after, when
+// nothing changed (no evidence, the same due time).
+func TestUnparkSaysWhetherItWasParked(t *testing.T) {
+	s := parkedStore(t)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		Now: func() time.Time { return t0.Add(time.Hour) }})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		handler http.Handler
+		path    string
+	}{
+		{d.APIHandler(), "/v1/registration/unpark"},
+		{d.AdminHandler(), "/v1/unpark"},
+	} {
+		srv := httptest.NewServer(c.handler)
+		key := url.Values{"stream": {"orders"}, "id": {"billing"}}
+		var first, again UnparkView
+		code, body := adminCall(t, srv, "POST", c.path, "", key)
+		require.Equal(t, http.StatusOK, code, body)
+		require.NoError(t, json.Unmarshal([]byte(body), &first))
+		require.True(t, first.WasParked, "%s: %s", c.path, body)
+		require.False(t, first.Parked, c.path)
+		evs, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
+		require.NoError(t, err)
+
+		code, body = adminCall(t, srv, "POST", c.path, "", key)
+		require.Equal(t, http.StatusOK, code, body)
+		require.NoError(t, json.Unmarshal([]byte(body), &again))
+		require.False(t, again.WasParked, "%s: it was not parked; nothing changed: %s", c.path, body)
+		require.Equal(t, first.RegistrationView, again.RegistrationView, c.path)
+		after, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
+		require.NoError(t, err)
+		require.Equal(t, evs, after, "%s: no evidence for an unpark that changed nothing", c.path)
+		srv.Close()
+
+		// Park it again for the next API.
+		batch, err := s.Due(t.Context(), push.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
+		require.NoError(t, err)
+		require.Len(t, batch.Registrations, 1)
+		require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
+	}
+}

@@ -430,17 +430,13 @@ func (d *Daemon) unparkRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := d.store.Unpark(r.Context(), stream, id, d.now()); err != nil {
-		writeError(w, err)
-		return
-	}
-	st, err := d.store.Get(r.Context(), stream, id)
+	v, err := unpark(r.Context(), d.store, stream, id, d.now())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if wk := d.byNS[st.Namespace]; wk != nil {
+	if wk := d.byNS[v.Namespace]; v.WasParked && wk != nil {
 		wk.Wake()
 	}
-	writeJSON(w, http.StatusOK, ViewOf(st))
+	writeJSON(w, http.StatusOK, v)
 }

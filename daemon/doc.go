@@ -78,4 +78,8 @@
 // {"secrets": ["whsec_…"]}), validated by the namespace's projection; only
 // namespaces this daemon serves are accepted. The config is stored and never
 // shown: registrations are answered as RegistrationView.
+//
+// POST /v1/registration/unpark answers UnparkView: the registration and
+// was_parked, false when it was not parked and nothing changed (as herald
+// unpark says).
 package daemon
