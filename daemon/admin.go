@@ -34,14 +34,18 @@ type AdminStore interface {
 //
 //	GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
 //	GET  /v1/evidence?stream=S&id=ID&limit=N
-//	POST /v1/unpark?stream=S&id=ID
-//	POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
-//	POST /v1/rewind?stream=S&id=ID&to_seq=N
+//	POST /v1/registration/unpark?stream=S&id=ID
+//	POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
+//	POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
 //	GET  /v1/hosts?state=&host=&after=&limit=
 //	POST /v1/hosts/reset?host=HOST
 //
-// Each action answers the registration after it (RegistrationView), unpark
-// with was_parked (UnparkView).
+// An action on one registration is POST /v1/registration/<action>, as on
+// the HTTP API (Daemon.APIHandler) and as /v1/hosts/reset is on a host;
+// each answers the registration after it (RegistrationView), unpark with
+// was_parked (UnparkView). The older names POST /v1/unpark, /v1/skip and
+// /v1/rewind are deprecated: they answer the same, with a Deprecation
+// header (RFC 9745) and a Link to the new name, for this release only.
 //
 // Every request needs "Authorization: Bearer <token>" when token is not
 // empty. Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 (no
@@ -161,9 +165,25 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 		}),
 	}
 	for name, h := range actions {
-		mux.HandleFunc("POST /v1/"+name, h)
+		mux.HandleFunc("POST /v1/registration/"+name, h)
+		mux.HandleFunc("POST /v1/"+name, deprecated("/v1/registration/"+name, h))
 	}
 	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
+}
+
+// deprecatedSince is when the admin API's /v1/unpark, /v1/skip and
+// /v1/rewind gave way to /v1/registration/…: 2026-12-01, as an RFC 9745
+// Deprecation date (@ unix seconds). The next release removes them.
+const deprecatedSince = "@1796083200"
+
+// deprecated serves h under a deprecated name: the same answer, with a
+// Deprecation header and a Link to successor, its new name.
+func deprecated(successor string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Deprecation", deprecatedSince)
+		w.Header().Set("Link", "<"+successor+">; rel=\"successor-version\"")
+		h(w, r)
+	}
 }
 
 // UnparkView answers an unpark on both APIs: the registration after it,

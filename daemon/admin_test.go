@@ -81,17 +81,17 @@ func TestAdminAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"status": 410`)
 
-	code, body = adminCall(t, srv, "POST", "/v1/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"99"}})
+	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"99"}})
 	require.Equal(t, http.StatusBadRequest, code, "a seq out of range is bad input")
 	require.Contains(t, body, "to seq")
-	code, _ = adminCall(t, srv, "POST", "/v1/unpark", "t0ken", url.Values{"stream": {"orders"}, "id": {"nobody"}})
+	code, _ = adminCall(t, srv, "POST", "/v1/registration/unpark", "t0ken", url.Values{"stream": {"orders"}, "id": {"nobody"}})
 	require.Equal(t, http.StatusNotFound, code)
-	code, _ = adminCall(t, srv, "GET", "/v1/unpark", "t0ken", key)
+	code, _ = adminCall(t, srv, "GET", "/v1/registration/unpark", "t0ken", key)
 	require.Equal(t, http.StatusMethodNotAllowed, code, "changes are POSTs")
 
-	code, body = adminCall(t, srv, "POST", "/v1/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"poison"}})
+	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"poison"}})
 	require.Equal(t, http.StatusOK, code, body)
-	code, body = adminCall(t, srv, "POST", "/v1/unpark", "t0ken", key)
+	code, body = adminCall(t, srv, "POST", "/v1/registration/unpark", "t0ken", key)
 	require.Equal(t, http.StatusOK, code, body)
 	st, err := s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
@@ -99,7 +99,7 @@ func TestAdminAPI(t *testing.T) {
 	require.Equal(t, uint64(3), st.NextSeq)
 	require.True(t, st.NextAttemptAt.Equal(t0.Add(time.Hour)), "due from the server's clock")
 
-	code, body = adminCall(t, srv, "POST", "/v1/rewind", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"1"}})
+	code, body = adminCall(t, srv, "POST", "/v1/registration/rewind", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"1"}})
 	require.Equal(t, http.StatusOK, code, body)
 	st, err = s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
@@ -165,9 +165,10 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
 	defer srv.Close()
 	for path, want := range map[string]string{
-		"/v1/unpark": "stream and id are required",
-		"/v1/skip":   "stream, id and to_seq are required",
-		"/v1/rewind": "stream, id and to_seq are required",
+		"/v1/registration/unpark": "stream and id are required",
+		"/v1/registration/skip":   "stream, id and to_seq are required",
+		"/v1/registration/rewind": "stream, id and to_seq are required",
+		"/v1/unpark":              "stream and id are required",
 	} {
 		code, body := adminCall(t, srv, "POST", path, "", url.Values{"stream": {"orders"}})
 		require.Equal(t, http.StatusBadRequest, code, path)
@@ -193,6 +194,7 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint: /v1/nope"},
 		{http.MethodGet, "/", nil, http.StatusNotFound, "no such endpoint"},
 		{http.MethodPost, "/v1/registrations", nil, http.StatusMethodNotAllowed, "use GET"},
+		{http.MethodGet, "/v1/registration/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
 		{http.MethodGet, "/v1/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
 		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"yes"}}, http.StatusBadRequest, `parked: "yes" must be true or false`},
 		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
@@ -254,7 +256,8 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 		path    string
 	}{
 		{d.APIHandler(), "/v1/registration/unpark"},
-		{d.AdminHandler(), "/v1/unpark"},
+		{d.AdminHandler(), "/v1/registration/unpark"},
+		{d.AdminHandler(), "/v1/unpark"}, // deprecated
 	} {
 		srv := httptest.NewServer(c.handler)
 		key := url.Values{"stream": {"orders"}, "id": {"billing"}}
@@ -283,4 +286,51 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 		require.Len(t, batch.Registrations, 1)
 		require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
 	}
+}
+
+// The admin API names an action on one registration as the HTTP API does,
+// POST /v1/registration/<action>; the older /v1/unpark, /v1/skip and
+// /v1/rewind still work this release, answering the same with a
+// Deprecation header and a Link to the new name.
+func TestAdminActionsAreUnderRegistrationAndTheOldNamesAreDeprecated(t *testing.T) {
+	answers := map[string]map[string]string{}
+	for _, prefix := range []string{"/v1/registration/", "/v1/"} {
+		s := parkedStore(t)
+		srv := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
+		answers[prefix] = map[string]string{}
+		for _, c := range []struct {
+			action string
+			q      url.Values
+		}{
+			{"skip", url.Values{"to_seq": {"3"}, "reason": {"poison"}}},
+			{"unpark", nil},
+			{"rewind", url.Values{"to_seq": {"1"}}},
+		} {
+			q := url.Values{"stream": {"orders"}, "id": {"billing"}}
+			for k, v := range c.q {
+				q[k] = v
+			}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+prefix+c.action+"?"+q.Encode(), nil)
+			require.NoError(t, err)
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s%s: %s", prefix, c.action, body)
+			answers[prefix][c.action] = string(body)
+			if prefix == "/v1/" {
+				require.Equal(t, "@1796083200", resp.Header.Get("Deprecation"), c.action)
+				require.Equal(t, `</v1/registration/`+c.action+`>; rel="successor-version"`, resp.Header.Get("Link"), c.action)
+			} else {
+				require.Empty(t, resp.Header.Get("Deprecation"), c.action)
+			}
+		}
+		st, err := s.Get(t.Context(), "orders", "billing")
+		require.NoError(t, err)
+		require.False(t, st.Parked, prefix)
+		require.Equal(t, uint64(1), st.NextSeq, prefix)
+		srv.Close()
+	}
+	require.Equal(t, answers["/v1/registration/"], answers["/v1/"], "the old names answer the same")
 }

@@ -53,11 +53,14 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
 
   GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
   GET  /v1/evidence?stream=S&id=ID&limit=N
-  POST /v1/unpark?stream=S&id=ID
-  POST /v1/skip?stream=S&id=ID&to_seq=N&reason=…
-  POST /v1/rewind?stream=S&id=ID&to_seq=N
+  POST /v1/registration/unpark?stream=S&id=ID
+  POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
+  POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
   GET  /v1/hosts?state=&host=&after=&limit=
   POST /v1/hosts/reset?host=HOST
+
+(POST /v1/unpark, /v1/skip and /v1/rewind, the older names, still work in
+this release and answer a Deprecation header; they go in the next.)
 
 It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
 set; herald refuses to serve it on a non-loopback address without a token.
