@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -292,4 +293,32 @@ func TestSessionsEndAfterTwelveHoursAndAtLogout(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	resp, _ = get(t, c, srv.URL+"/ui/hosts")
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "logged out")
+}
+
+// A parked registration is not attempted until unparked: the lists and its
+// view say so where the next attempt goes, never the instant stored with
+// it; a retrying one shows its instant.
+func TestParkedRowsShowNoNextAttempt(t *testing.T) {
+	_, srv := serve(t, seeded(t), testToken, seed.View)
+	c := client(t)
+	login(t, c, srv)
+	cells := regexp.MustCompile(`<td class="next-attempt">([^<]*)</td>`)
+	resp, body := get(t, c, srv.URL+"/ui/registrations?state=parked")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	got := cells.FindAllStringSubmatch(body, -1)
+	require.Len(t, got, 2, "crm and legacy")
+	for _, m := range got {
+		require.Equal(t, "parked", m[1])
+	}
+	resp, body = get(t, c, srv.URL+"/ui/registrations?state=retrying")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Equal(t, "2026-03-15 12:00:00Z", cells.FindStringSubmatch(body)[1], "the retrying one shows when")
+
+	next := regexp.MustCompile(`<td id="next-attempt">(.*?)</td>`)
+	resp, body = get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=crm")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Equal(t, "none: parked, not attempted until unparked", next.FindStringSubmatch(body)[1])
+	resp, body = get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=audit")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, next.FindStringSubmatch(body)[1], "2026-03-15 12:00:00Z")
 }

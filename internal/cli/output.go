@@ -73,8 +73,12 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 		if v.HeldFor != "" {
 			state = "held: host " + v.HeldFor
 		}
+		next := fmtTime(v.NextAttemptAt)
+		if v.Parked {
+			next = "parked" // not attempted until unparked, whatever the stored instant
+		}
 		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.Window), fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
-			fmt.Sprint(v.Attempts), fmtTime(v.NextAttemptAt), state, v.LastError)
+			fmt.Sprint(v.Attempts), next, state, v.LastError)
 	}
 	return t.flush()
 }

@@ -18,9 +18,9 @@ func newRegistrations(e *env) *cobra.Command {
 		Short: "List registrations: cursor, head, lag, attempts, state, last error",
 		Long: `List registrations with where they stand: cursor (the first seq not yet
 acknowledged), the stream's head, lag (records not yet acknowledged), attempts
-at the cursor, next attempt, state (ready, retrying, idle, parked, or held:
-host down or unavailable, see herald hosts) and the last error. Ordered by
-stream, then id.`,
+at the cursor, next attempt ("parked" for a parked one: none until it is
+unparked), state (ready, retrying, idle, parked, or held: host down or
+unavailable, see herald hosts) and the last error. Ordered by stream, then id.`,
 		Example: `  herald registrations --parked
   herald registrations --stream actor/alice --json
   herald registrations --namespace webhook --lagging --limit 1000`,
