@@ -380,7 +380,39 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, code, ViewOf(st))
+	writeJSON(w, code, RegisteredView{RegistrationView: ViewOf(st), Warnings: d.urlWarnings(st.URL)})
+}
+
+// RegisteredView answers POST /v1/registrations: the registration, and
+// warnings when this daemon's deliveries will refuse its URL.
+type RegisteredView struct {
+	RegistrationView
+	// Warnings are the rules of the daemon's network guard that the URL
+	// breaks (transport.HTTP.Refusals), each naming the herald run flag
+	// that lifts it; deliveries to it would park the registration. As
+	// herald register notes them, the registration is stored all the
+	// same: another daemon on the database may allow the URL.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// urlRefuser is a transport that can say, before any connection, which of
+// its rules a URL breaks (transport.HTTP).
+type urlRefuser interface {
+	Refusals(raw string) []error
+}
+
+// urlWarnings are the daemon's transport's refusals of raw, as
+// RegisteredView.Warnings; none when the transport cannot tell.
+func (d *Daemon) urlWarnings(raw string) []string {
+	tr, ok := d.opts.Transport.(urlRefuser)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, err := range tr.Refusals(raw) {
+		out = append(out, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
+	}
+	return out
 }
 
 // registrationKey reads the required stream and id query parameters.

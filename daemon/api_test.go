@@ -25,6 +25,7 @@ import (
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/transport"
 )
 
 // noTransport refuses every delivery: these tests drive the API, not the
@@ -412,4 +413,51 @@ func TestAPIRegistrationWindow(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
+}
+
+// A URL the daemon's network guard will refuse is registered, as herald
+// register registers it, and answered with warnings naming each flag that
+// lifts a rule; what the daemon's transport allows gets none.
+func TestAPIRegistrationWarnsOfTheNetworkGuard(t *testing.T) {
+	reg := func(url string) string {
+		return `{"stream": "orders/1", "id": "r", "namespace": "webhook", "url": "` + url +
+			`", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, c := range []struct {
+		opts transport.Options
+		url  string
+		want []string // each warning names this
+	}{
+		{transport.Options{}, "https://hooks.example/x", nil},
+		{transport.Options{}, "http://127.0.0.2:8080/x", []string{"--allow-http", "--allow-private-network"}},
+		{transport.Options{AllowHTTP: true}, "http://127.0.0.2:8080/x", []string{"--allow-private-network"}},
+		{transport.Options{AllowHTTP: true, AllowPrivateNetwork: true}, "http://127.0.0.2:8080/x", nil},
+		{transport.Options{AllowHosts: []string{"*.example"}}, "https://hooks.test/x", []string{"--allow-host"}},
+		{transport.Options{}, "https://169.254.169.254/x", []string{"169.254.169.254"}},
+	} {
+		s := memory.New()
+		tr, err := transport.New(c.opts)
+		require.NoError(t, err)
+		d, err := New(Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		require.NoError(t, err)
+		srv := httptest.NewServer(d.APIHandler())
+		for _, want := range []int{http.StatusCreated, http.StatusOK} {
+			code, body := post(t, srv, "/v1/registrations", reg(c.url))
+			require.Equal(t, want, code, "%s: %s", c.url, body)
+			var v RegisteredView
+			require.NoError(t, json.Unmarshal([]byte(body), &v))
+			require.Len(t, v.Warnings, len(c.want), "%+v %s: %s", c.opts, c.url, body)
+			for i, w := range c.want {
+				require.Contains(t, v.Warnings[i], "this daemon's deliveries refuse this URL and would park the registration", c.url)
+				require.Contains(t, v.Warnings[i], w, c.url)
+			}
+			if len(c.want) == 0 {
+				require.NotContains(t, body, "warnings", "no warnings: the field is absent")
+			}
+		}
+		_, err = s.Get(t.Context(), "orders/1", "r")
+		require.NoError(t, err, "%s: registered all the same", c.url)
+		srv.Close()
+	}
 }

@@ -77,7 +77,11 @@
 // config object (as herald register builds it, e.g. webhook
 // {"secrets": ["whsec_…"]}), validated by the namespace's projection; only
 // namespaces this daemon serves are accepted. The config is stored and never
-// shown: registrations are answered as RegistrationView.
+// shown: registrations are answered as RegistrationView. A URL the daemon's
+// network guard will refuse (transport.HTTP.Refusals: http without
+// --allow-http, a private address without --allow-private-network, …) is
+// registered all the same, as herald register does, and answered with
+// "warnings" naming the flag that lifts each rule (RegisteredView).
 //
 // POST /v1/registration/unpark answers UnparkView: the registration and
 // was_parked, false when it was not parked and nothing changed (as herald

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/transport"
 )
 
 // documented returns the document's "METHOD /path" routes, each with its
@@ -76,6 +77,15 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	failing := httptest.NewServer(d.APIHandler())
 	defer failing.Close()
 
+	// A daemon whose network guard refuses http, for the warnings.
+	tr, err := transport.New(transport.Options{})
+	require.NoError(t, err)
+	gd, err := New(Options{Store: memory.New(), Transport: tr, Projections: []push.Projection{webhook.New()}, APIToken: "tok",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	guarded := httptest.NewServer(gd.APIHandler())
+	defer guarded.Close()
+
 	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
 	json := "application/json"
 	cases := []struct {
@@ -103,6 +113,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{failing, "GET", "/v1/records/status?id=evt-1", "", "tok", "", 500},
 		{srv, "POST", "/v1/registrations", json, "tok", reg, 201},
 		{srv, "POST", "/v1/registrations", json, "tok", reg, 200},
+		{guarded, "POST", "/v1/registrations", json, "tok", strings.Replace(reg, "https:", "http:", 1), 201},
 		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
 		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", 300) + `"]}`, 413},
 		{srv, "POST", "/v1/registrations", "text/plain", "tok", reg, 415},

@@ -97,6 +97,16 @@ func New(opts Options) (*HTTP, error) {
 	return &HTTP{client: client, transport: tr, guard: g, opts: o, logger: o.Logger}, nil
 }
 
+// Refusals lists every rule of this transport's network guard (its
+// Options: AllowHTTP, AllowPrivateNetwork, AllowHosts) that raw breaks
+// before any connection is made, as URLRefusals does for the default
+// Options; none when Deliver would try it. Each is a *RefusedError naming
+// the flag that lifts it, when one does. What a DNS name resolves to is
+// judged only at connect time.
+func (t *HTTP) Refusals(raw string) []error {
+	return guard{allowHTTP: t.guard.allowHTTP, allowPrivate: t.guard.allowPrivate, allowlist: t.guard.allowlist}.refusals(raw)
+}
+
 // Deliver POSTs msg to reg.URL and classifies the answer (push.Transport).
 //
 // The request carries msg.Body, Content-Type msg.ContentType, the headers of

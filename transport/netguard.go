@@ -209,8 +209,11 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 // would still be refused with it. What a DNS name resolves to is judged
 // only at connect time. herald register uses it to warn before a sweep
 // parks the registration.
-func URLRefusals(raw string) []error {
-	g := &guard{}
+func URLRefusals(raw string) []error { return guard{}.refusals(raw) }
+
+// refusals lists every rule of g (a copy: opt-ins are lifted on it) that
+// raw breaks before any connection is made, as URLRefusals does.
+func (g guard) refusals(raw string) []error {
 	var out []error
 	for range 3 {
 		u, err := g.checkURL(raw)

@@ -317,3 +317,37 @@ func TestURLRefusals(t *testing.T) {
 		}
 	}
 }
+
+// HTTP.Refusals judges a URL by the transport's own Options: what they
+// allow is not refused, the rest is, each naming the flag that lifts it.
+func TestHTTPRefusalsFollowItsOptions(t *testing.T) {
+	for _, c := range []struct {
+		opts transport.Options
+		raw  string
+		want []string
+	}{
+		{transport.Options{}, "http://127.0.0.2:8080/x", []string{"--allow-http", "--allow-private-network"}},
+		{transport.Options{AllowHTTP: true}, "http://127.0.0.2:8080/x", []string{"--allow-private-network"}},
+		{transport.Options{AllowHTTP: true, AllowPrivateNetwork: true}, "http://127.0.0.2:8080/x", nil},
+		{transport.Options{AllowPrivateNetwork: true}, "https://localhost/x", nil},
+		{transport.Options{AllowHosts: []string{"*.example"}}, "https://hooks.example/x", nil},
+		{transport.Options{AllowHosts: []string{"*.example"}}, "https://hooks.test/x", []string{"--allow-host"}},
+		{transport.Options{AllowHTTP: true, AllowPrivateNetwork: true}, "ftp://hooks.example/x", []string{""}},
+	} {
+		tr, err := transport.New(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, err := range tr.Refusals(c.raw) {
+			var re *transport.RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("%s: %v is not a *RefusedError", c.raw, err)
+			}
+			got = append(got, re.OptIn)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v, %s: opt-ins %q, want %q", c.opts, c.raw, got, c.want)
+		}
+	}
+}
