@@ -85,9 +85,60 @@ type Options struct {
 	// daemon runs (store.Retention; herald prune explains the rules).
 	Prune *Prune
 
+	// Listeners, if set, are sockets already open on MetricsAddr,
+	// AdminAddr and APIAddr (Listen): Run serves on each one given instead
+	// of listening itself. A program that listens before it opens its
+	// store (herald run) fails on an address in use having changed nothing.
+	Listeners Listeners
+
 	// Ready, if set, is called once every listener is open, with their
 	// addresses (a port 0 resolved).
 	Ready func(Addrs)
+}
+
+// Listeners are a daemon's listening sockets; nil: not opened ahead.
+type Listeners struct {
+	Metrics, Admin, API net.Listener
+}
+
+// Listen opens the daemon's addresses (host:port; empty: off) ahead of
+// New and Run, for Options.Listeners. On an error, naming the address
+// (one in use: "address already in use"), it closes what it opened.
+func Listen(metricsAddr, adminAddr, apiAddr string) (Listeners, error) {
+	var ls Listeners
+	for _, x := range []struct {
+		addr string
+		ln   *net.Listener
+	}{{metricsAddr, &ls.Metrics}, {adminAddr, &ls.Admin}, {apiAddr, &ls.API}} {
+		if x.addr == "" {
+			continue
+		}
+		ln, err := listenOn(x.addr)
+		if err != nil {
+			ls.Close()
+			return Listeners{}, err
+		}
+		*x.ln = ln
+	}
+	return ls, nil
+}
+
+// Close closes the listeners that are open; Run closes them itself when
+// it returns, so a caller's deferred Close after Run is harmless.
+func (ls Listeners) Close() {
+	for _, ln := range []net.Listener{ls.Metrics, ls.Admin, ls.API} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+func listenOn(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (is another herald running? pick another address or pass an empty one)", addr, err)
+	}
+	return ln, nil
 }
 
 // Prune configures the daemon's pruning.
@@ -216,7 +267,8 @@ func (d *Daemon) Page() *page.Page { return d.page }
 // them (store/postgres), and the pruner, until ctx ends. Then it stops
 // starting new records, lets deliveries in flight finish or time out, saves
 // every cursor, closes the listeners and returns nil (or the first worker
-// error). Errors before anything ran: an address that cannot be listened on.
+// error). Errors before anything ran: an address that cannot be listened on
+// (none with Options.Listeners given for every address).
 func (d *Daemon) Run(ctx context.Context) error {
 	var servers []*http.Server
 	defer func() {
@@ -226,13 +278,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	listen := func(addr string, h http.Handler) (string, error) {
-		if addr == "" {
-			return "", nil
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return "", fmt.Errorf("listen on %s: %w (is another herald running? pick another address or pass an empty one)", addr, err)
+	listen := func(addr string, ln net.Listener, h http.Handler) (string, error) {
+		if ln == nil {
+			if addr == "" {
+				return "", nil
+			}
+			var err error
+			if ln, err = listenOn(addr); err != nil {
+				return "", err
+			}
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
@@ -245,13 +299,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	var addrs Addrs
 	var err error
-	if addrs.Metrics, err = listen(d.opts.MetricsAddr, d.metricsMux()); err != nil {
+	ls := d.opts.Listeners
+	if addrs.Metrics, err = listen(d.opts.MetricsAddr, ls.Metrics, d.metricsMux()); err != nil {
 		return err
 	}
-	if addrs.Admin, err = listen(d.opts.AdminAddr, withPage(d.AdminHandler(), d.page)); err != nil {
+	if addrs.Admin, err = listen(d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page)); err != nil {
 		return err
 	}
-	if addrs.API, err = listen(d.opts.APIAddr, d.APIHandler()); err != nil {
+	if addrs.API, err = listen(d.opts.APIAddr, ls.API, d.APIHandler()); err != nil {
 		return err
 	}
 	names := make([]string, len(d.workers))

@@ -145,6 +145,12 @@ otherwise; README, "One trace from the append to the receiver".`,
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts.Projections = append(opts.Projections, namespaces[ns].projection())
 			}
+			// Listen before the store is opened: an address in use fails
+			// having created and migrated nothing.
+			if opts.Listeners, err = daemon.Listen(metricsAddr, adminAddr, apiAddr); err != nil {
+				return err
+			}
+			defer opts.Listeners.Close()
 			b, err := e.open(cmd.Context())
 			if err != nil {
 				return err
