@@ -53,7 +53,16 @@ type Config struct {
 	ShowRegistrations func(w io.Writer, sts []push.Status) error
 	// Logger receives the workers' logs (nil: none).
 	Logger *slog.Logger
+
+	// polled, if set, sees the registrations each time the demo reads
+	// them while it waits; calling expire ends the run's Duration then
+	// and there, as its timer would. Tests use it to run out of time at a
+	// state they choose instead of at a wall-clock instant.
+	polled func(sts map[push.Key]push.Status, expire func())
 }
+
+// errOutOfTime is the cause of the run's context ending at Config.Duration.
+var errOutOfTime = errors.New("demo: out of time")
 
 func (c *Config) check() error {
 	switch {
@@ -87,6 +96,7 @@ type scenario struct {
 	workers  map[string]*push.Worker
 	attempts attempts
 	sum      *Summary
+	expire   func() // ends the run's Duration now (errOutOfTime)
 }
 
 // Run runs the demo: it appends the input, starts the receivers, registers
@@ -104,13 +114,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	s := &scenario{cfg: cfg, started: time.Now(), out: cfg.Out, attempts: attempts{m: map[push.Key]*attemptCount{}}}
 	s.sum = &Summary{Input: cfg.Input.Name, Database: cfg.Database, Failures: []string{}}
-	deadline, cancel := context.WithTimeout(ctx, cfg.Duration)
-	defer cancel()
+	deadline, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.expire = func() { cancel(errOutOfTime) }
+	defer time.AfterFunc(cfg.Duration, s.expire).Stop()
 	if err := s.setup(deadline); err != nil {
 		if s.rs != nil {
 			_ = s.rs.close()
 		}
-		if ctx.Err() == nil && deadline.Err() != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(deadline), errOutOfTime) {
 			return nil, fmt.Errorf("the demo did not finish within --duration %v: it was still setting up: %w", cfg.Duration, err)
 		}
 		return nil, err

@@ -103,19 +103,27 @@ func (s *scenario) wait(ctx context.Context, ps []*plan) error {
 		if len(pending) == 0 {
 			return nil
 		}
+		if s.cfg.polled != nil {
+			s.cfg.polled(sts, s.expire)
+		}
 		if s.cfg.Progress != nil && time.Since(shown) >= time.Second {
 			shown = time.Now()
 			fmt.Fprintf(s.cfg.Progress, "  %4.1fs  %d/%d messages delivered, %d retrying, %d parked\n",
 				time.Since(start).Seconds(), delivered, total, retrying, parked)
 		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("the demo did not finish within --duration %v: still at work: %s", s.cfg.Duration, strings.Join(pending, "; "))
+		// Out of time is judged on the states just read, before waiting
+		// for the next tick: the failure names who was at work then.
+		if ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+				continue
 			}
-			return ctx.Err()
-		case <-tick.C:
 		}
+		if errors.Is(context.Cause(ctx), errOutOfTime) {
+			return fmt.Errorf("the demo did not finish within --duration %v: still at work: %s", s.cfg.Duration, strings.Join(pending, "; "))
+		}
+		return ctx.Err()
 	}
 }
 
