@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -33,10 +34,14 @@ func flagError(_ *cobra.Command, err error) error {
 	var want string
 	switch t := f.Value.Type(); {
 	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		want = "a whole number"
+		var rng string
 		if r := f.Annotations[rangeAnnotation]; len(r) == 1 {
-			want += ": it must be " + r[0]
+			rng = ": it must be " + r[0]
 		}
+		if errors.Is(err, strconv.ErrRange) {
+			return usagef("--%s %q is out of range%s", f.Name, ive.GetValue(), rng)
+		}
+		want = "a whole number" + rng
 	case t == "duration":
 		want = "a duration: a number with a unit, such as 500ms, 30s, 5m or 2h"
 	case t == "bool":

@@ -22,6 +22,8 @@ func TestFlagValueThatIsNoNumberNamesTheFlagAndItsRange(t *testing.T) {
 		{with(reg, "--window", "abc"), `--window "abc" is not a whole number: it must be 1 to 64`},
 		{with(reg, "--window", "1.5"), `--window "1.5" is not a whole number: it must be 1 to 64`},
 		{with(reg, "--from-seq", "-1"), `--from-seq "-1" is not a whole number: it must be 1 or more`},
+		{with(reg, "--window", "99999999999999999999"), `--window "99999999999999999999" is out of range: it must be 1 to 64`},
+		{[]string{"skip", "--stream", "s", "--id", "r", "--to-seq", "18446744073709551616"}, `--to-seq "18446744073709551616" is out of range: it must be a seq, 1 or more`},
 		{[]string{"skip", "--stream", "s", "--id", "r", "--to-seq", "x"}, `--to-seq "x" is not a whole number: it must be a seq, 1 or more`},
 		{[]string{"rewind", "--stream", "s", "--id", "r", "--to-seq", "x"}, `--to-seq "x" is not a whole number`},
 		{[]string{"evidence", "--stream", "s", "--id", "r", "--limit", "ten"}, `--limit "ten" is not a whole number: it must be from 1 to`},
