@@ -33,7 +33,13 @@ var partsVariants = []partsVariant{
 // step's WAL is measured apart); with AppendTx and the sequencer beside the
 // writers (the daemon's case). The variants alternate within each run.
 func parts(ctx context.Context, e *env, cfg config, rep *report) error {
-	type cell struct{ rate, wal, seqWAL, steps sample }
+	type cell struct {
+		rate, wal, seqWAL, steps sample
+		stepsPerSec, perStep     sample            // sequencer steps/s, records per step
+		cpu                      map[string]sample // µs per transaction, by role (activity.cpu)
+		pgCPU, autovacuums       sample            // the whole server's CPU µs per transaction (exited processes too); autovacuum runs
+		waits                    string            // the writers' wait events, last run
+	}
 	res := make([][]cell, len(producerCases))
 	for i := range res {
 		res[i] = make([]cell, len(partsVariants))
@@ -74,6 +80,18 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 				r := &res[i][j]
 				rate := float64(out.n) / out.took.Seconds()
 				r.rate, r.wal, r.steps = append(r.rate, rate), append(r.wal, float64(d.wal)/float64(out.n)), append(r.steps, float64(out.steps))
+				r.stepsPerSec = append(r.stepsPerSec, float64(out.steps)/out.took.Seconds())
+				if out.steps > 0 {
+					r.perStep = append(r.perStep, float64(out.n)/float64(out.steps))
+				}
+				if r.cpu == nil {
+					r.cpu = map[string]sample{}
+				}
+				for _, role := range cpuRoles {
+					r.cpu[role] = append(r.cpu[role], float64(out.cpu[role].Microseconds())/float64(out.n))
+				}
+				r.pgCPU = append(r.pgCPU, float64(d.pgCPU.Microseconds())/float64(out.n))
+				r.autovacuums, r.waits = append(r.autovacuums, float64(d.autovacuums)), out.waits
 				if v.via == viaAppendTx && !v.sequencer {
 					// Number them now, in steps of a full page: what
 					// sequencing costs in WAL when a step numbers many.
@@ -96,7 +114,7 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 					}
 					r.seqWAL = append(r.seqWAL, float64(d2.wal)/float64(out.n))
 				}
-				logf("  %.0f transactions/s, %.0f WAL B/transaction, %d steps", rate, float64(d.wal)/float64(out.n), out.steps)
+				logf("  %.0f transactions/s, %.0f WAL B/transaction, %d steps; CPU %v; writers: %s", rate, float64(d.wal)/float64(out.n), out.steps, out.cpu, out.waits)
 			}
 		}
 		e.dropDB(ctx, db)
@@ -114,6 +132,23 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 			rep.printf("| %v | %s | %s | %s | %s | %s | %s |\n", c, v.name, r.rate.cell(0), ratio(r.rate, res[i][0].rate), r.wal.cell(0), r.steps.cell(0), seqWAL)
 		}
 	}
+	rep.printf("\nWhere the time went, per variant: CPU µs per transaction of the server's processes by role (from /proc/<pid>/stat of the backends pg_stat_activity lists, sampled every 10 ms; \"server\" is the whole cluster's, from the postmaster and its children, exited ones included, and includes the bulk numbering after the timed part), of this benchmark process (the Go side of the writers and the sequencer), the sequencer's steps, autovacuum and autoanalyze runs of the database's tables during the case, and what the writers' backends were doing (pg_stat_activity, share of samples; \"CPU\" is active with no wait event).\n\n")
+	rep.printf("| case | variant | CPU µs/tx: writers | sequencer | autovacuum | other | server | bench process | steps/s | records/step | autovacuum runs | writers' waits |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for i, c := range producerCases {
+		for j, v := range partsVariants {
+			r := res[i][j]
+			perStep := "–"
+			if len(r.perStep) > 0 {
+				perStep = r.perStep.cell(1)
+			}
+			rep.printf("| %v | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, v.name,
+				r.cpu["writers"].cell(0), r.cpu["sequencer"].cell(0), r.cpu["autovacuum"].cell(0), r.cpu["other"].cell(0),
+				r.pgCPU.cell(0), r.cpu["bench"].cell(0), r.stepsPerSec.cell(0), perStep, r.autovacuums.cell(0), r.waits)
+		}
+	}
 	rep.printf("\n")
 	return nil
 }
+
+// cpuRoles are activity.cpu's keys that parts reports.
+var cpuRoles = []string{"writers", "sequencer", "autovacuum", "other", "bench"}
