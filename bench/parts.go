@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"time"
 
 	"github.com/heraldpush/herald/store/postgres"
 )
@@ -13,16 +14,18 @@ var outboxDigest = sha256.Sum256([]byte("order.updated"))
 
 // partsVariant is one way the producer's transaction is run.
 type partsVariant struct {
-	name      string
-	via       appendVia
-	sequencer bool
+	name        string
+	via         appendVia
+	sequencer   bool
+	seqInterval time.Duration // the sequencer's longest interval while records come; 0: the default
 }
 
 var partsVariants = []partsVariant{
-	{"bare", viaNone, false},
-	{"+ plain row", viaPlainRow, false},
-	{"+ AppendTx, no sequencer", viaAppendTx, false},
-	{"+ AppendTx, sequencer beside", viaAppendTx, true},
+	{"bare", viaNone, false, 0},
+	{"+ plain row", viaPlainRow, false, 0},
+	{"+ AppendTx, no sequencer", viaAppendTx, false, 0},
+	{"+ AppendTx, sequencer at a fixed 5 ms", viaAppendTx, true, 5 * time.Millisecond},
+	{"+ AppendTx, sequencer beside", viaAppendTx, true, 0},
 }
 
 // parts decomposes the producer's cost (issue 15): the bare transaction;
@@ -31,7 +34,8 @@ var partsVariants = []partsVariant{
 // the caller's transaction); with AppendTx and no sequencer running (the
 // INSERT's own cost; the records are numbered after the timed part, and that
 // step's WAL is measured apart); with AppendTx and the sequencer beside the
-// writers (the daemon's case). The variants alternate within each run.
+// writers (the daemon's case), at a fixed 5 ms cadence and at the
+// default adaptive one. The variants alternate within each run.
 func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 	type cell struct {
 		rate, wal, seqWAL, steps sample
@@ -65,7 +69,7 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 				if err != nil {
 					return err
 				}
-				out, err := produceWith(ctx, dbURL, c, v.via, v.sequencer, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
+				out, err := produceWith(ctx, dbURL, c, v.via, v.sequencer, v.seqInterval, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
 				if err != nil {
 					return fmt.Errorf("%v, %s: %w", c, v.name, err)
 				}
@@ -120,7 +124,7 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 		e.dropDB(ctx, db)
 	}
 	rep.printf("### 3d. The producer's cost, decomposed\n\n")
-	rep.printf("The producer workload's transaction (3a) for %v per variant, the variants in turn within each run on one database: bare; with a second plain INSERT of a record-sized row (id primary key, stream, kind, the same payload, a digest, a timestamp) instead of AppendTx, the floor of any design that writes the record in the caller's transaction; with AppendTx and no sequencer (the records are numbered after the timed part; that numbering's WAL per record is the last column); with AppendTx and RunSequencer beside the writers. Ratios are to the bare transaction of the same case and run.\n\n", cfg.producerFor)
+	rep.printf("The producer workload's transaction (3a) for %v per variant, the variants in turn within each run on one database: bare; with a second plain INSERT of a record-sized row (id primary key, stream, kind, the same payload, a digest, a timestamp) instead of AppendTx, the floor of any design that writes the record in the caller's transaction; with AppendTx and no sequencer (the records are numbered after the timed part; that numbering's WAL per record is the last column); with AppendTx and RunSequencer beside the writers, polling at a fixed 5 ms while records come (herald before the adaptive cadence, `WithSequencerInterval(5 * time.Millisecond)`) and as the daemon runs it (its default, adaptive up to 20 ms). Ratios are to the bare transaction of the same case and run.\n\n", cfg.producerFor)
 	rep.printf("| case | variant | tx/s | ratio | WAL B/tx | sequencer steps | WAL B/record of a later bulk numbering |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for i, c := range producerCases {
 		for j, v := range partsVariants {

@@ -285,13 +285,14 @@ const (
 // them; when the writers stop it lets the sequencer finish (outside the
 // timed part) and closes every connection.
 func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia, prefix string, d time.Duration) (produced, error) {
-	return produceWith(ctx, dbURL, c, via, true, prefix, d)
+	return produceWith(ctx, dbURL, c, via, true, 0, prefix, d)
 }
 
 // produceWith is produceFor, with the sequencer running beside the writers
 // or not (sequencer false: the records stay without a seq, for the caller
-// to number and measure).
-func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVia, sequencer bool, prefix string, d time.Duration) (produced, error) {
+// to number and measure), at its longest interval seqInterval while
+// records come (0: the default; postgres.WithSequencerInterval).
+func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVia, sequencer bool, seqInterval time.Duration, prefix string, d time.Duration) (produced, error) {
 	var out produced
 	withHerald := via == viaAppendTx || via == viaSQL
 	pool, err := pgxpool.New(ctx, withApp(withPool(dbURL, c.writers), appWriter))
@@ -314,7 +315,11 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 		defer st.Close()
 	}
 	if withHerald && sequencer {
-		if seqr, err = postgres.Open(ctx, withApp(withPool(dbURL, 2), appSequencer)); err != nil {
+		var opts []postgres.Option
+		if seqInterval > 0 {
+			opts = append(opts, postgres.WithSequencerInterval(seqInterval))
+		}
+		if seqr, err = postgres.Open(ctx, withApp(withPool(dbURL, 2), appSequencer), opts...); err != nil {
 			return out, err
 		}
 		defer seqr.Close()
