@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -42,6 +44,7 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 		stepsPerSec, perStep     sample            // sequencer steps/s, records per step
 		cpu                      map[string]sample // µs per transaction, by role (activity.cpu)
 		pgCPU, autovacuums       sample            // the whole server's CPU µs per transaction (exited processes too); autovacuum runs
+		vacCPU, vacWAL           sample            // a VACUUM of the variant's table after it: CPU µs and WAL B per transaction
 		waits                    string            // the writers' wait events, last run
 	}
 	res := make([][]cell, len(producerCases))
@@ -118,6 +121,15 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 					}
 					r.seqWAL = append(r.seqWAL, float64(d2.wal)/float64(out.n))
 				}
+				if table := map[appendVia]string{viaPlainRow: "app_outbox", viaAppendTx: "herald_record"}[v.via]; table != "" {
+					// What the variant leaves to vacuum (autovacuum would do it
+					// later): the records' dead versions, their index entries.
+					cpu, wal, err := vacuumCost(ctx, dbURL, table)
+					if err != nil {
+						return err
+					}
+					r.vacCPU, r.vacWAL = append(r.vacCPU, float64(cpu.Microseconds())/float64(out.n)), append(r.vacWAL, float64(wal)/float64(out.n))
+				}
 				logf("  %.0f transactions/s, %.0f WAL B/transaction, %d steps; CPU %v; writers: %s", rate, float64(d.wal)/float64(out.n), out.steps, out.cpu, out.waits)
 			}
 		}
@@ -136,8 +148,8 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 			rep.printf("| %v | %s | %s | %s | %s | %s | %s |\n", c, v.name, r.rate.cell(0), ratio(r.rate, res[i][0].rate), r.wal.cell(0), r.steps.cell(0), seqWAL)
 		}
 	}
-	rep.printf("\nWhere the time went, per variant: CPU µs per transaction of the server's processes by role (from /proc/<pid>/stat of the backends pg_stat_activity lists, sampled every 10 ms; \"server\" is the whole cluster's, from the postmaster and its children, exited ones included, and includes the bulk numbering after the timed part), of this benchmark process (the Go side of the writers and the sequencer), the sequencer's steps, autovacuum and autoanalyze runs of the database's tables during the case, and what the writers' backends were doing (pg_stat_activity, share of samples; \"CPU\" is active with no wait event).\n\n")
-	rep.printf("| case | variant | CPU µs/tx: writers | sequencer | autovacuum | other | server | bench process | steps/s | records/step | autovacuum runs | writers' waits |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	rep.printf("\nWhere the time went, per variant: CPU µs per transaction of the server's processes by role (from /proc/<pid>/stat of the backends pg_stat_activity lists, sampled every 10 ms; \"server\" is the whole cluster's, from the postmaster and its children, exited ones included, and includes the bulk numbering after the timed part), of this benchmark process (the Go side of the writers and the sequencer), the sequencer's steps, autovacuum and autoanalyze runs of the database's tables during the case, what a `VACUUM` of the variant's record table right after it costs (the work that variant leaves to autovacuum: the sequencer's UPDATE leaves a dead version of every record and index entries to remove; the plain row's table is insert-only), and what the writers' backends were doing (pg_stat_activity, share of samples; \"CPU\" is active with no wait event).\n\n")
+	rep.printf("| case | variant | CPU µs/tx: writers | sequencer | autovacuum | other | server | bench process | steps/s | records/step | autovacuum runs | VACUUM after: CPU µs/tx | WAL B/tx | writers' waits |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for i, c := range producerCases {
 		for j, v := range partsVariants {
 			r := res[i][j]
@@ -145,9 +157,13 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 			if len(r.perStep) > 0 {
 				perStep = r.perStep.cell(1)
 			}
-			rep.printf("| %v | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, v.name,
+			vacCPU, vacWAL := "–", "–"
+			if len(r.vacCPU) > 0 {
+				vacCPU, vacWAL = r.vacCPU.cell(0), r.vacWAL.cell(0)
+			}
+			rep.printf("| %v | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, v.name,
 				r.cpu["writers"].cell(0), r.cpu["sequencer"].cell(0), r.cpu["autovacuum"].cell(0), r.cpu["other"].cell(0),
-				r.pgCPU.cell(0), r.cpu["bench"].cell(0), r.stepsPerSec.cell(0), perStep, r.autovacuums.cell(0), r.waits)
+				r.pgCPU.cell(0), r.cpu["bench"].cell(0), r.stepsPerSec.cell(0), perStep, r.autovacuums.cell(0), vacCPU, vacWAL, r.waits)
 		}
 	}
 	rep.printf("\n")
@@ -156,3 +172,30 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 
 // cpuRoles are activity.cpu's keys that parts reports.
 var cpuRoles = []string{"writers", "sequencer", "autovacuum", "other", "bench"}
+
+// vacuumCost runs VACUUM on table and returns its backend's CPU time and
+// the WAL it wrote.
+func vacuumCost(ctx context.Context, dbURL, table string) (time.Duration, int64, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(ctx)
+	var (
+		pid int
+		lsn string
+		wal int64
+	)
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid(), pg_current_wal_lsn()::text`).Scan(&pid, &lsn); err != nil {
+		return 0, 0, err
+	}
+	cpu0 := cpuOf(pid, false)
+	if _, err := conn.Exec(ctx, "VACUUM "+pgx.Identifier{table}.Sanitize()); err != nil {
+		return 0, 0, err
+	}
+	cpu1 := cpuOf(pid, false)
+	if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)::bigint`, lsn).Scan(&wal); err != nil {
+		return 0, 0, err
+	}
+	return cpu1 - cpu0, wal, nil
+}

@@ -60,13 +60,21 @@ func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
 func WithNotify(on bool) Option { return func(s *Store) { s.notify = on } }
 
 // WithSequencerInterval sets the longest interval between RunSequencer's
-// steps while records keep coming (default 20 ms; at least 5 ms, at most
-// 100 ms): the most a committed record waits for its seq, plus one step.
-// Longer makes fewer, larger steps, each a commit and about a millisecond
-// of server CPU; 5 ms polls at a fixed 5 ms, as herald did before.
+// steps while records keep coming (DefaultSequencerInterval; from
+// MinSequencerInterval to MaxSequencerInterval): the most a committed
+// record waits for its seq, plus one step. Longer makes fewer, larger
+// steps, each a commit and about a millisecond of server CPU; the minimum
+// polls at a fixed 5 ms, as herald did before.
 func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
 }
+
+// The bounds of WithSequencerInterval, and its default.
+const (
+	DefaultSequencerInterval = sequencerPollBusy
+	MinSequencerInterval     = sequencerPollMin
+	MaxSequencerInterval     = sequencerPollMax
+)
 
 // Open connects to the database at url (a postgres:// URL or key=value
 // connection string, with pgxpool's pool_* parameters) with its own pool,
