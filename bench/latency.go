@@ -40,9 +40,9 @@ type latCase struct {
 }
 
 // latSeqEvery are the daemon's --sequencer-interval values the latency
-// workload compares, alternating within each run: the fixed 5 ms cadence
-// of before, and the default adaptive one.
-var latSeqEvery = []time.Duration{postgres.MinSequencerInterval, 0}
+// workload compares, in turn within each run: the fixed 5 ms cadence of
+// before, the default adaptive one, and a longer bound.
+var latSeqEvery = []time.Duration{postgres.MinSequencerInterval, 0, 20 * time.Millisecond}
 
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	rs := make([]latResult, len(latSeqEvery))
@@ -51,10 +51,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 			logf("latency run %d/%d: %d appends/s for %v, --sequencer-interval %v", run, cfg.runs, cfg.latRate, cfg.latFor, seqEveryName(every))
 			// The receiver process stands in for the 100 streams' receivers, so
 			// it is not held to one host's cap.
-			name := "lat" // a group (and database) of its own for each
-			if every > 0 {
-				name = "lat-fixed"
-			}
+			name := fmt.Sprintf("lat-%d", i) // a group (and database) of its own for each
 			if err := latencyRun(ctx, e, cfg, run, &rs[i], latCase{name: name, maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor, seqEvery: every}); err != nil {
 				return err
 			}
@@ -62,7 +59,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
-	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each, with `--sequencer-interval` 5ms (a fixed 5 ms cadence, herald before the adaptive one) and at its default (%v), the two in turn within each run. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
+	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each, with `--sequencer-interval` 5ms (a fixed 5 ms cadence, herald before the adaptive one), at its default (%v) and at 20ms, in turn within each run. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
 		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, postgres.DefaultSequencerInterval, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	rep.printf("| --sequencer-interval | append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for i, every := range latSeqEvery {
