@@ -19,9 +19,9 @@ const sequencerPage = 10_000
 // step costs a commit (one more WAL flush that the application's commits
 // queue behind) and about a millisecond of a backend's CPU however few
 // records it numbers: at a fixed 5 ms a single writer's ~1,000
-// transactions/s made 130 steps/s of 3-6 records, and those steps cost
-// the writer's transactions 130-290 µs of server CPU each and a quarter
-// of the writer's samples in LWLock:WALWrite (BENCHMARKS.md, issue 15).
+// transactions/s made 120-160 steps/s of 3-7 records, which cost 90-290 µs
+// of server CPU per transaction and 2-25% of the writer's samples in
+// LWLock:WALWrite (BENCHMARKS.md, issue 15, third pass).
 // So while records keep coming the interval doubles after a step that
 // numbered fewer than sequencerBatch, up to sequencerPollBusy, and halves
 // after one that numbered more, down to sequencerPollMin; with none
@@ -198,8 +198,7 @@ func (s *Store) poke() {
 
 // RunSequencer runs the sequencer until ctx ends: while records keep
 // coming it polls every 5 to 10 ms (WithSequencerInterval), less often
-// the fewer records a step finds (so that each step numbers many: see
-// sequencerPollBusy), backing
+// the fewer records a step finds (so that each step numbers many), backing
 // off to every 100 ms when none come, and polling after 5 ms when this
 // Store's AppendTx appended while it was backing off. Any number of
 // processes may run it: one at a time numbers (the others find the lock
