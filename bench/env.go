@@ -192,6 +192,7 @@ func (e *env) dropDB(ctx context.Context, name string) {
 type snapshot struct {
 	lsn                string
 	ins, upd, del, hot int64
+	autovacuums        int64 // autovacuum and autoanalyze runs of the database's tables
 	pgCPU              time.Duration
 }
 
@@ -221,8 +222,9 @@ WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backen
 	}
 	err = conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text,
 coalesce(sum(n_tup_ins), 0)::bigint, coalesce(sum(n_tup_upd), 0)::bigint,
-coalesce(sum(n_tup_del), 0)::bigint, coalesce(sum(n_tup_hot_upd), 0)::bigint
-FROM pg_stat_user_tables`).Scan(&s.lsn, &s.ins, &s.upd, &s.del, &s.hot)
+coalesce(sum(n_tup_del), 0)::bigint, coalesce(sum(n_tup_hot_upd), 0)::bigint,
+coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint
+FROM pg_stat_user_tables`).Scan(&s.lsn, &s.ins, &s.upd, &s.del, &s.hot, &s.autovacuums)
 	s.pgCPU = e.pgCPU()
 	return s, err
 }
@@ -231,6 +233,7 @@ FROM pg_stat_user_tables`).Scan(&s.lsn, &s.ins, &s.upd, &s.del, &s.hot)
 type delta struct {
 	wal                int64
 	ins, upd, del, hot int64
+	autovacuums        int64
 	pgCPU              time.Duration
 }
 
@@ -247,6 +250,7 @@ func (e *env) diff(ctx context.Context, a, b snapshot) (delta, error) {
 		return d, err
 	}
 	d.ins, d.upd, d.del, d.hot = b.ins-a.ins, b.upd-a.upd, b.del-a.del, b.hot-a.hot
+	d.autovacuums = b.autovacuums - a.autovacuums
 	d.pgCPU = b.pgCPU - a.pgCPU
 	return d, nil
 }

@@ -36,29 +36,49 @@ type latCase struct {
 	maxPerHost int
 	manyHosts  bool // each stream's receiver on its own host (127.0.1.x), else all on 127.0.0.1
 	dur        time.Duration
+	seqEvery   time.Duration // the daemon's --sequencer-interval (0: its default)
 }
 
+// latSeqEvery are the daemon's --sequencer-interval values the latency
+// workload compares, in turn within each run: the fixed 5 ms cadence of
+// before, the default adaptive one, and a longer bound.
+var latSeqEvery = []time.Duration{postgres.MinSequencerInterval, 0, 20 * time.Millisecond}
+
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
-	var r latResult
+	rs := make([]latResult, len(latSeqEvery))
 	for run := 1; run <= cfg.runs; run++ {
-		logf("latency run %d/%d: %d appends/s for %v", run, cfg.runs, cfg.latRate, cfg.latFor)
-		// The receiver process stands in for the 100 streams' receivers, so
-		// it is not held to one host's cap.
-		if err := latencyRun(ctx, e, cfg, run, &r, latCase{name: "lat", maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor}); err != nil {
-			return err
+		for i, every := range latSeqEvery {
+			logf("latency run %d/%d: %d appends/s for %v, --sequencer-interval %v", run, cfg.runs, cfg.latRate, cfg.latFor, seqEveryName(every))
+			// The receiver process stands in for the 100 streams' receivers, so
+			// it is not held to one host's cap.
+			name := fmt.Sprintf("lat-%d", i) // a group (and database) of its own for each
+			if err := latencyRun(ctx, e, cfg, run, &rs[i], latCase{name: name, maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor, seqEvery: every}); err != nil {
+				return err
+			}
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
-	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
-		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
-	rep.printf("| append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
-	rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n\n", r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
-		orDash(r.seqP50, 1), orDash(r.seqP99, 1), orDash(r.seqSteps, 0),
-		r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
-		r.unnumbered.cell(0), r.undelivered.cell(0))
-	rep.printf("Commit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's row version).\n\n")
+	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each, with `--sequencer-interval` 5ms (a fixed 5 ms cadence, herald before the adaptive one), at its default (%v) and at 20ms, in turn within each run. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
+		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, postgres.DefaultSequencerInterval, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
+	rep.printf("| --sequencer-interval | append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	for i, every := range latSeqEvery {
+		r := rs[i]
+		rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", seqEveryName(every), r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
+			orDash(r.seqP50, 1), orDash(r.seqP99, 1), orDash(r.seqSteps, 0),
+			r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
+			r.unnumbered.cell(0), r.undelivered.cell(0))
+	}
+	rep.printf("\nCommit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's row version).\n\n")
 	return nil
+}
+
+// seqEveryName is a --sequencer-interval value as the report names it.
+func seqEveryName(d time.Duration) string {
+	if d == 0 {
+		return fmt.Sprintf("%v (default)", postgres.DefaultSequencerInterval)
+	}
+	return d.String()
 }
 
 func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, lc latCase) error {
@@ -101,6 +121,9 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 		"--max-in-flight", strconv.Itoa(cfg.conc), "--every", "1s"}
 	if lc.maxPerHost > 0 {
 		args = append(args, "--max-per-host", strconv.Itoa(lc.maxPerHost))
+	}
+	if lc.seqEvery > 0 {
+		args = append(args, "--sequencer-interval", lc.seqEvery.String())
 	}
 	// The silent host is counted from the daemon's start: its first
 	// requests go out then, before the warm-up ends.

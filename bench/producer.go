@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -111,40 +113,116 @@ func producer(ctx context.Context, e *env, cfg config, rep *report) error {
 	return nil
 }
 
+// The application_name of the benchmark's connections, so that the
+// sampler can tell the writers' backends from the sequencer's.
+const (
+	appWriter    = "bench-writer"
+	appSequencer = "bench-sequencer"
+)
+
+// withApp is dbURL with application_name set to name.
+func withApp(dbURL, name string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// activity is what the server's processes did during a case.
+type activity struct {
+	waits string // the writers' (client backends but the sequencer's) wait events, top shares, e.g. "CPU 61%, IO:WALSync 20%"
+	// CPU time of the server's processes by role: "writers", "sequencer",
+	// "autovacuum", "other" (walwriter, checkpointer, background writer
+	// and other background processes), and "bench" (this process: the
+	// writers' and the sequencer's Go side, the sampler). A backend's CPU
+	// counts from the first sample (0 for one that started after it) to
+	// its last, so a process that exits loses at most one interval.
+	cpu map[string]time.Duration
+}
+
 // sampleWaits tallies, every 10 ms until ctx ends, what the client
 // backends of the database at dbURL are doing (other than idle and this
-// sampler), and returns the top shares, e.g. "CPU 61%, IO:WALSync 20%".
-func sampleWaits(ctx context.Context, dbURL string) (func() string, error) {
+// sampler), and the CPU time (from /proc; none for a server on another
+// machine) of every server process by role. The function it returns waits
+// for the sampling to end (ctx) and returns the tally.
+func sampleWaits(ctx context.Context, dbURL string) (func() activity, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return nil, err
 	}
 	counts := map[string]int{}
 	total := 0
+	type proc struct {
+		role        string
+		first, last time.Duration
+	}
+	procs := map[int]*proc{}
+	bench0 := cpuOf(os.Getpid(), false)
+	var bench1 time.Duration
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() { bench1 = cpuOf(os.Getpid(), false) }()
 		defer conn.Close(context.WithoutCancel(ctx))
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for ticks := 0; ; ticks++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')
-FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-  AND backend_type = 'client backend' AND state NOT IN ('idle')
-  AND NOT (wait_event_type = 'Client' AND wait_event = 'ClientRead')`)
+			rows, err := conn.Query(ctx, `SELECT pid, backend_type, coalesce(application_name, ''),
+    datname = current_database() AND backend_type = 'client backend' AND state NOT IN ('idle')
+        AND NOT (wait_event_type = 'Client' AND wait_event = 'ClientRead'),
+    coalesce(wait_event_type || ':' || wait_event, 'CPU')
+FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)
 			if err != nil {
 				return
 			}
-			var w string
-			_, _ = pgx.ForEachRow(rows, []any{&w}, func() error { counts[w]++; total++; return nil })
+			var (
+				pid         int
+				typ, app, w string
+				active      bool
+			)
+			_, _ = pgx.ForEachRow(rows, []any{&pid, &typ, &app, &active, &w}, func() error {
+				if active && app != appSequencer {
+					counts[w]++
+					total++
+				}
+				p := procs[pid]
+				if p == nil {
+					role := "other"
+					switch {
+					case app == appWriter:
+						role = "writers"
+					case app == appSequencer:
+						role = "sequencer"
+					case strings.HasPrefix(typ, "autovacuum"):
+						role = "autovacuum"
+					case typ == "client backend":
+						role = "other clients"
+					}
+					p = &proc{role: role}
+					if ticks > 0 {
+						p.first = 0 // started during the case
+					} else {
+						p.first = cpuOf(pid, false)
+					}
+					procs[pid] = p
+				}
+				if c := cpuOf(pid, false); c > 0 {
+					p.last = c
+				}
+				return nil
+			})
 		}
 	}()
-	return func() string {
+	return func() activity {
 		<-done
 		type kv struct {
 			k string
@@ -162,10 +240,14 @@ FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_p
 			}
 			parts = append(parts, fmt.Sprintf("%s %d%%", e.k, e.n*100/max(total, 1)))
 		}
-		if len(parts) == 0 {
-			return "–"
+		a := activity{waits: "–", cpu: map[string]time.Duration{"bench": bench1 - bench0}}
+		if len(parts) > 0 {
+			a.waits = strings.Join(parts, ", ")
 		}
-		return strings.Join(parts, ", ")
+		for _, p := range procs {
+			a.cpu[p.role] += max(p.last-p.first, 0)
+		}
+		return a
 	}, nil
 }
 
@@ -180,7 +262,8 @@ func execOnce(ctx context.Context, dbURL, sql string) error {
 }
 
 type produced struct {
-	waits      string // sampleWaits' summary
+	waits      string                   // sampleWaits' summary
+	cpu        map[string]time.Duration // sampleWaits' CPU by role
 	n          int64
 	took       time.Duration
 	p99        float64 // ms
@@ -202,16 +285,17 @@ const (
 // them; when the writers stop it lets the sequencer finish (outside the
 // timed part) and closes every connection.
 func produceFor(ctx context.Context, dbURL string, c producerCase, via appendVia, prefix string, d time.Duration) (produced, error) {
-	return produceWith(ctx, dbURL, c, via, true, prefix, d)
+	return produceWith(ctx, dbURL, c, via, true, 0, prefix, d)
 }
 
 // produceWith is produceFor, with the sequencer running beside the writers
 // or not (sequencer false: the records stay without a seq, for the caller
-// to number and measure).
-func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVia, sequencer bool, prefix string, d time.Duration) (produced, error) {
+// to number and measure), at its longest interval seqInterval while
+// records come (0: the default; postgres.WithSequencerInterval).
+func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVia, sequencer bool, seqInterval time.Duration, prefix string, d time.Duration) (produced, error) {
 	var out produced
 	withHerald := via == viaAppendTx || via == viaSQL
-	pool, err := pgxpool.New(ctx, withPool(dbURL, c.writers))
+	pool, err := pgxpool.New(ctx, withApp(withPool(dbURL, c.writers), appWriter))
 	if err != nil {
 		return out, err
 	}
@@ -231,7 +315,11 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 		defer st.Close()
 	}
 	if withHerald && sequencer {
-		if seqr, err = postgres.Open(ctx, withPool(dbURL, 2)); err != nil {
+		var opts []postgres.Option
+		if seqInterval > 0 {
+			opts = append(opts, postgres.WithSequencerInterval(seqInterval))
+		}
+		if seqr, err = postgres.Open(ctx, withApp(withPool(dbURL, 2), appSequencer), opts...); err != nil {
 			return out, err
 		}
 		defer seqr.Close()
@@ -262,7 +350,7 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	}
 	wctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
-	waits, err := sampleWaits(wctx, dbURL)
+	sampled, err := sampleWaits(wctx, dbURL)
 	if err != nil {
 		return out, err
 	}
@@ -291,7 +379,8 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	})
 	out.took = took
 	stopSampling()
-	out.waits = waits()
+	act := sampled()
+	out.waits, out.cpu = act.waits, act.cpu
 	if st != nil {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE seq IS NULL`).Scan(&out.unnumbered); err != nil {
 			return out, err

@@ -220,6 +220,8 @@ func TestChaosHostileInput(t *testing.T) {
 		{name: "evidence with limit 0", args: []string{"evidence", "--stream", "hostile/base", "--id", "r1", "--limit", "0"}, code: 2, says: []string{"--limit 0"}},
 		{name: "registrations with a negative limit", args: []string{"registrations", "--limit", "-1"}, code: 2, says: []string{"--limit -1"}},
 		{name: "run every 0s", args: []string{"run", "--every", "0s"}, code: 2, says: []string{"--every"}},
+		{name: "run with a 1ms sequencer interval", args: []string{"run", "--sequencer-interval", "1ms"}, code: 2, says: []string{"--sequencer-interval 1ms", "from 5ms to 100ms"}},
+		{name: "run with a 1s sequencer interval", args: []string{"run", "--sequencer-interval", "1s"}, code: 2, says: []string{"--sequencer-interval 1s"}},
 		{name: "run with max per host 0", args: []string{"run", "--max-per-host", "0"}, code: 2, says: []string{"--max-per-host 0", "from 1 to 1024"}},
 		{name: "sweep with max per host 1025", args: []string{"sweep", "--namespace", "webhook", "--max-per-host", "1025"}, code: 2, says: []string{"--max-per-host 1025"}},
 		{name: "run an unauthenticated admin API on every address", args: []string{"run", "--admin-addr", "0.0.0.0:0", "--metrics-addr", ""}, code: 2, says: []string{"not a loopback address", "HERALD_ADMIN_TOKEN"}},

@@ -39,6 +39,7 @@ type env struct {
 	Stdio
 	getenv   func(string) string
 	database string
+	seqEvery time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
 	json     bool
 	verbose  bool
 	now      func() time.Time

@@ -116,7 +116,7 @@ func (e *env) openDB(ctx context.Context, create bool) (backend, error) {
 			return nil, usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register and append create a new one", d)
 		}
 	default:
-		b, err = openPostgres(ctx, d.url)
+		b, err = openPostgres(ctx, d.url, e.seqEvery)
 	}
 	if err != nil {
 		return nil, openError(d, err)

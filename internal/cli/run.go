@@ -10,6 +10,7 @@ import (
 	"github.com/heraldpush/herald/daemon"
 	"github.com/heraldpush/herald/internal/otelenv"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 func newRun(e *env) *cobra.Command {
@@ -23,6 +24,7 @@ func newRun(e *env) *cobra.Command {
 		wf                     workerFlags
 		retain                 string
 		pruneEvery             time.Duration
+		seqEvery               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -102,6 +104,10 @@ otherwise; README, "One trace from the append to the receiver".`,
 			if pruneEvery < 0 {
 				return usagef("--prune-every %v must be 0 (off) or positive", pruneEvery)
 			}
+			if seqEvery < postgres.MinSequencerInterval || seqEvery > postgres.MaxSequencerInterval {
+				return usagef("--sequencer-interval %v must be from %v to %v", seqEvery, postgres.MinSequencerInterval, postgres.MaxSequencerInterval)
+			}
+			e.seqEvery = seqEvery
 			token, apiToken := e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
 			if adminAddr != "" {
 				if err := daemon.CheckAddr("--admin-addr", adminAddr, token, "HERALD_ADMIN_TOKEN"); err != nil {
@@ -174,6 +180,8 @@ otherwise; README, "One trace from the append to the receiver".`,
 	intRange(cmd, "sweep-limit", "at least 1")
 	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 	f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
+	f.DurationVar(&seqEvery, "sequencer-interval", postgres.DefaultSequencerInterval,
+		"PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit)")
 	tf.add(cmd)
 	wf.add(cmd)
 	return cmd

@@ -72,7 +72,9 @@
 //
 // Who runs it: RunSequencer, the daemon's loop (herald run), on a
 // connection of its own, polls a partial index of the records without a
-// seq every 5 ms while records come, backing off to 100 ms when none do
+// seq every 5 to 10 ms while records come (the fewer a step finds, the
+// longer the next wait: each step is a commit; WithSequencerInterval,
+// herald run --sequencer-interval), backing off to 100 ms when none do
 // (an idle database pays one probe of an empty index per interval); Due
 // runs a step first (skipping it if another process holds the lock, and
 // in a Store that runs RunSequencer), so scheduler mode (RunOnce, herald

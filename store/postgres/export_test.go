@@ -48,3 +48,14 @@ func SequenceWaiting(ctx context.Context, s *Store) (int, error) { return s.sequ
 
 // SQLAnyUnsequenced is the sequencer's probe, which Due runs first.
 const SQLAnyUnsequenced = sqlAnyUnsequenced
+
+// NextPoll is RunSequencer's interval after a poll (nextPoll), and the
+// bounds it keeps.
+var NextPoll = nextPoll
+
+const (
+	SequencerPollMin  = sequencerPollMin
+	SequencerPollBusy = sequencerPollBusy
+	SequencerPollMax  = sequencerPollMax
+	SequencerBatch    = sequencerBatch
+)

@@ -34,6 +34,7 @@ type Store struct {
 	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
 	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
 	page       int              // sequencerPage; tests make it smaller
+	seqBusy    time.Duration    // RunSequencer's longest interval while records come (WithSequencerInterval)
 
 	listenMu sync.Mutex
 	listener *Listener // WaitForAppend's, made on first use
@@ -57,6 +58,23 @@ func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
 // channel NotifyChannel when they number records (default true). The
 // NOTIFY is in the sequencer's transaction, never in an appending one.
 func WithNotify(on bool) Option { return func(s *Store) { s.notify = on } }
+
+// WithSequencerInterval sets the longest interval between RunSequencer's
+// steps while records keep coming (DefaultSequencerInterval; from
+// MinSequencerInterval to MaxSequencerInterval): the most a committed
+// record waits for its seq, plus one step. Longer makes fewer, larger
+// steps, each a commit and about a millisecond of server CPU; the minimum
+// polls at a fixed 5 ms, as herald did before.
+func WithSequencerInterval(d time.Duration) Option {
+	return func(s *Store) { s.seqBusy = d }
+}
+
+// The bounds of WithSequencerInterval, and its default.
+const (
+	DefaultSequencerInterval = sequencerPollBusy
+	MinSequencerInterval     = sequencerPollMin
+	MaxSequencerInterval     = sequencerPollMax
+)
 
 // Open connects to the database at url (a postgres:// URL or key=value
 // connection string, with pgxpool's pool_* parameters) with its own pool,
@@ -113,12 +131,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, journal.Invalid("pool", "is nil")
 	}
 	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload, notify: true,
-		appended: make(chan struct{}, 1), page: sequencerPage}
+		appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: sequencerPollBusy}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.now == nil {
 		return nil, journal.Invalid("clock", "is nil")
+	}
+	if s.seqBusy < sequencerPollMin || s.seqBusy > sequencerPollMax {
+		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, sequencerPollMin, sequencerPollMax)
 	}
 	if s.maxPayload < 1 {
 		return nil, journal.Invalid("max payload", "is %d bytes: it must be at least 1", s.maxPayload)

@@ -15,18 +15,51 @@ const sequencerLock int64 = 0x68657261_6c645351 // "heraldSQ"
 // transaction; a full page is followed by another step at once.
 const sequencerPage = 10_000
 
-// The runner's polling interval (RunSequencer): the shortest while records
-// keep coming, doubling while none come, up to the longest. The shortest
-// bounds the latency a record waits for its seq, and how often the
-// sequencer commits: each step's commit is one more WAL flush that the
-// application's commits may queue behind (bench/ producer workload, the
-// LWLock:WALWrite waits: 38% of one writer's samples at 2 ms, 20-27% at
-// 10 ms). The longest is what an idle database pays: one index probe of
-// an empty partial index per interval.
+// The runner's polling interval (RunSequencer) adapts to the load. Each
+// step costs a commit (one more WAL flush that the application's commits
+// queue behind) and about a millisecond of a backend's CPU however few
+// records it numbers: at a fixed 5 ms a single writer's ~1,000
+// transactions/s made 120-160 steps/s of 3-7 records, which cost 90-290 µs
+// of server CPU per transaction and 2-25% of the writer's samples in
+// LWLock:WALWrite (BENCHMARKS.md, issue 15, third pass).
+// So while records keep coming the interval doubles after a step that
+// numbered fewer than sequencerBatch, up to sequencerPollBusy, and halves
+// after one that numbered more, down to sequencerPollMin; with none
+// coming it doubles up to sequencerPollMax.
 const (
+	// sequencerPollMin is the interval after an AppendTx of this process
+	// woke an idle runner, and the shortest under a heavy load.
 	sequencerPollMin = 5 * time.Millisecond
+	// sequencerPollBusy (the default of WithSequencerInterval) bounds the
+	// wait of a committed record for its seq while records keep coming:
+	// at most this plus one step. The 50 ms append-to-receipt p99 of issue
+	// 15 decides it: at 20 ms the latency workload's p99 was 3x that of a
+	// fixed 5 ms (larger steps also deliver in larger bursts), for a
+	// saving of ~6% of a writer's CPU per transaction (BENCHMARKS.md).
+	sequencerPollBusy = 10 * time.Millisecond
+	// sequencerBatch is the step size worth a step's fixed cost: 64
+	// records spread it to a few percent of each record's.
+	sequencerBatch = 64
+	// sequencerPollMax is what an idle database pays: one index probe of
+	// an empty partial index per interval.
 	sequencerPollMax = 100 * time.Millisecond
 )
+
+// nextPoll is RunSequencer's interval after a poll at interval that
+// numbered n records (n < 0: the poll failed), busy its longest while
+// records keep coming (sequencerPollBusy unless WithSequencerInterval).
+func nextPoll(interval, busy time.Duration, n int) time.Duration {
+	switch {
+	case n < 0:
+		return sequencerPollMax
+	case n == 0:
+		return min(2*interval, sequencerPollMax)
+	case n < sequencerBatch:
+		return min(2*interval, busy)
+	default:
+		return min(max(interval/2, sequencerPollMin), busy)
+	}
+}
 
 // Sequence runs the sequencer once, if no other process is running it: it
 // gives every record committed without a seq its seq, and returns how many
@@ -163,14 +196,16 @@ func (s *Store) poke() {
 	}
 }
 
-// RunSequencer runs the sequencer until ctx ends: it polls for committed
-// records without a seq every 5 ms while records keep coming, backing off
-// to every 100 ms when none come, and sooner when this Store's AppendTx
-// appended. Any number of processes may run it: one at a time numbers (the
-// others find the lock taken and skip). It runs on a connection of its own
-// (outside the pool, so that it never waits behind deliveries for one),
-// reopened after a failure. A failed step is passed to onError (if not nil)
-// and retried at the next poll. It returns when ctx ends.
+// RunSequencer runs the sequencer until ctx ends: while records keep
+// coming it polls every 5 to 10 ms (WithSequencerInterval), less often
+// the fewer records a step finds (so that each step numbers many), backing
+// off to every 100 ms when none come, and polling after 5 ms when this
+// Store's AppendTx appended while it was backing off. Any number of
+// processes may run it: one at a time numbers (the others find the lock
+// taken and skip). It runs on a connection of its own (outside the pool,
+// so that it never waits behind deliveries for one), reopened after a
+// failure. A failed step is passed to onError (if not nil) and retried
+// after 100 ms. It returns when ctx ends.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
@@ -180,7 +215,7 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 			_ = conn.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	interval := sequencerPollMin
+	interval, busy := sequencerPollMin, true
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -188,13 +223,16 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 		case <-ctx.Done():
 			return
 		case <-s.appended:
-			interval = sequencerPollMin
-			timer.Reset(interval)
+			if interval > s.seqBusy {
+				// Backing off: a record is likely to commit soon.
+				interval, busy = sequencerPollMin, true
+				timer.Reset(interval)
+			}
 			continue
 		case <-timer.C:
 		}
 		mode := seqProbe
-		if interval == sequencerPollMin {
+		if busy {
 			mode = seqTry // records came lately: skip the probe
 		}
 		var (
@@ -210,19 +248,16 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 		if err == nil {
 			n, err = s.sequenceOn(ctx, conn, mode)
 		}
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case err != nil:
+		}
+		if err != nil {
 			if onError != nil {
 				onError(err)
 			}
-			interval = sequencerPollMax
-		case n > 0:
-			interval = sequencerPollMin
-		default:
-			interval = min(2*interval, sequencerPollMax)
+			n = -1
 		}
+		interval, busy = nextPoll(interval, s.seqBusy, n), n > 0
 		timer.Reset(interval)
 	}
 }

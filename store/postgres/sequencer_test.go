@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -450,4 +451,56 @@ SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 1000, sequence(t, s))
 	require.Len(t, readIDs(t, s, "task/7"), 30)
+}
+
+// The runner's cadence: larger steps while records keep coming, within
+// the bounds that keep a record's wait for its seq short.
+func TestSequencerCadenceAdaptsToTheLoad(t *testing.T) {
+	const (
+		lo, busy, hi = postgres.SequencerPollMin, postgres.SequencerPollBusy, postgres.SequencerPollMax
+		batch        = postgres.SequencerBatch
+	)
+	for _, c := range []struct {
+		name     string
+		interval time.Duration
+		n        int
+		want     time.Duration
+	}{
+		{"a small step waits longer for the next", lo, 3, 2 * lo},
+		{"small steps wait at most busy", busy, batch - 1, busy},
+		{"a large step halves the wait", busy, batch, busy / 2},
+		{"large steps wait at least the shortest", lo, 10 * batch, lo},
+		{"records found while backing off: back to busy at most", hi, 1, busy},
+		{"many records found while backing off", hi, 10 * batch, busy},
+		{"no record: back off", busy, 0, 2 * busy},
+		{"no record: at most the longest", hi, 0, hi},
+		{"a failed poll waits the longest", lo, -1, hi},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, postgres.NextPoll(c.interval, busy, c.n))
+		})
+	}
+	// Whatever the records found, a busy runner's wait stays in bounds.
+	for _, iv := range []time.Duration{lo, 7 * time.Millisecond, busy, hi} {
+		for _, n := range []int{1, 2, batch - 1, batch, 1 << 20} {
+			got := postgres.NextPoll(iv, busy, n)
+			require.True(t, got >= lo && got <= busy, "NextPoll(%v, %d) = %v, not in [%v, %v]", iv, n, got, lo, busy)
+		}
+	}
+	// The shortest busy interval is a fixed cadence.
+	for _, n := range []int{1, batch, 10 * batch} {
+		require.Equal(t, lo, postgres.NextPoll(lo, lo, n))
+	}
+}
+
+func TestSequencerIntervalOutOfBoundsIsRefused(t *testing.T) {
+	pool := newPool(t)
+	for _, d := range []time.Duration{0, postgres.SequencerPollMin - 1, postgres.SequencerPollMax + 1} {
+		_, err := postgres.New(t.Context(), pool, postgres.WithSequencerInterval(d))
+		require.ErrorIs(t, err, journal.ErrInvalid)
+		require.ErrorContains(t, err, "sequencer interval")
+	}
+	s, err := postgres.New(t.Context(), pool, postgres.WithSequencerInterval(postgres.SequencerPollMin))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }
