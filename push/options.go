@@ -76,6 +76,7 @@ type options struct {
 	hostPolicy     HostPolicy
 	noHostHealth   bool
 	tracerProvider trace.TracerProvider // nil: otel's global
+	now            func() time.Time     // the wall clock of a turn's budget; tests replace it (export_test.go)
 }
 
 // Option configures a Worker. Options are checked by NewWorker; a zero or
@@ -185,6 +186,7 @@ func defaultOptions() options {
 		sweepLimit:    DefaultSweepLimit,
 		onRejected:    RejectRetry,
 		hostPolicy:    DefaultHostPolicy(),
+		now:           time.Now,
 	}
 }
 
