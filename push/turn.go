@@ -71,14 +71,12 @@ func (t *turn) run(ctx context.Context) error {
 		if p.lo < len(recs) || len(recs) < w.opts.drainPage || !t.goOn() {
 			break // stopped within the page, the stream's end reached, or the slot is wanted
 		}
-		if recs, err = t.read(ctx); err != nil {
-			return t.save(ctx, err)
+		var ended bool
+		if recs, ended, err = t.nextPage(ctx); ended {
+			return err
 		}
 		if len(recs) == 0 {
-			break
-		}
-		if err := w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next); err != nil {
-			return t.lost(err, fmt.Errorf("checkpoint at #%d: %w", t.next, err))
+			break // the stream ended at the page's end
 		}
 	}
 	if err := t.save(ctx, nil); err != nil {
@@ -88,6 +86,24 @@ func (t *turn) run(ctx context.Context) error {
 		t.rep.Backlog++ // more to send: Run claims again at once
 	}
 	return nil
+}
+
+// nextPage saves the cursor with Checkpoint while it reads the next page:
+// both wait on the database, so a page boundary costs the slower of the
+// two, not their sum. It reports ended when the turn must end at once (the
+// checkpoint refused or failed, or the read failed), with the error run
+// returns.
+func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
+	saved := make(chan error, 1)
+	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
+	recs, err = t.read(ctx)
+	if serr := <-saved; serr != nil {
+		return nil, true, t.lost(serr, fmt.Errorf("checkpoint at #%d: %w", t.next, serr))
+	}
+	if err != nil {
+		return nil, true, t.save(ctx, err)
+	}
+	return recs, false, nil
 }
 
 // read reads the next page from the cursor.
