@@ -357,7 +357,10 @@ func TestBacklogIsSweptAtOnce(t *testing.T) {
 	g.append("s", 5)
 	g.register("s", "q")
 	g.register("s", "r")
-	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1))
+	turns := make(chan push.SweepReport, 20)
+	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
+	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1),
+		push.WithHooks(hooks))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
@@ -370,4 +373,6 @@ func TestBacklogIsSweptAtOnce(t *testing.T) {
 	cancel()
 	require.NoError(t, <-stopped)
 	require.Equal(t, map[string][]string{"q": seqIDs("s", 1, 5), "r": seqIDs("s", 1, 5)}, got)
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, <-turns,
+		"Run claimed both; the first turn gave its one slot up after a page, to the claim waiting for it")
 }
