@@ -5,6 +5,7 @@
 //
 //	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,parts,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far]
 //	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
+//	                     [-far-cases loopback] [-far-loop-n 10000] [-herald-baseline ../../herald-main]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -51,6 +52,9 @@ type config struct {
 	scaleRegs    int
 	scaleRecords int
 	pruneRecords int
+	farCases     string // far: "all", "far" (200 ms away), "loopback" (fan-out 1) or "loopback16" (its window 16 case alone)
+	farLoopN     int    // far: records of each loopback case (0: the mode's)
+	baseline     string // a second herald binary, run beside the built one in the far workload
 }
 
 func main() {
@@ -74,6 +78,9 @@ func main() {
 	flag.IntVar(&cfg.latAppenders, "lat-appenders", 16, "goroutines (and connections) issuing the paced appends of the latency workload")
 	flag.StringVar(&fanoutR, "fanout-r", "", "fan-out cases to run, by R, comma-separated (default: all of 1, 100, 1000)")
 	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
+	flag.StringVar(&cfg.farCases, "far-cases", "all", "far: the cases to run: all, far (the receiver 200 ms away), loopback (fan-out 1 against the bare client) or loopback16 (its window 16 case alone)")
+	flag.IntVar(&cfg.farLoopN, "far-loop-n", 0, "far: records of each loopback case (0: 20,000, or 5,000 with -quick)")
+	flag.StringVar(&cfg.baseline, "herald-baseline", "", "far: path of another herald binary (e.g. built from main) run beside this tree's, alternating, case by case")
 	flag.Parse()
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
@@ -87,6 +94,20 @@ func main() {
 	if cfg.runs < 1 || cfg.conc < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -runs and -concurrency must be at least 1")
 		os.Exit(2)
+	}
+	if !slices.Contains([]string{"all", "far", "loopback", "loopback16"}, cfg.farCases) {
+		fmt.Fprintf(os.Stderr, "bench: -far-cases %q: it must be all, far, loopback or loopback16\n", cfg.farCases)
+		os.Exit(2)
+	}
+	if cfg.farLoopN < 0 {
+		fmt.Fprintf(os.Stderr, "bench: -far-loop-n %d: it must be 0 (the mode's) or more\n", cfg.farLoopN)
+		os.Exit(2)
+	}
+	if cfg.baseline != "" {
+		if st, err := os.Stat(cfg.baseline); err != nil || st.IsDir() {
+			fmt.Fprintf(os.Stderr, "bench: -herald-baseline %q: not a binary (%v)\n", cfg.baseline, err)
+			os.Exit(2)
+		}
 	}
 	if cfg.producerFor <= 0 {
 		fmt.Fprintf(os.Stderr, "bench: -producer-for %v must be positive\n", cfg.producerFor)

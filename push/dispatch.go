@@ -136,6 +136,7 @@ func (d *dispatcher) claim() {
 	// claim capped by hosts finds no more until one of their turns ends.
 	d.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
 	deadline := time.Now().Add(w.opts.lease / 2)
+	w.waiting.Add(int64(len(batch.Registrations)))
 	for _, st := range batch.Registrations {
 		host := st.Host()
 		d.ready = append(d.ready, claimed{st: st, at: at, deadline: deadline, host: host, entry: w.perHost.enter(host), wakes: d.wakes})
@@ -146,6 +147,7 @@ func (d *dispatcher) claim() {
 // under its claim's lease and budget.
 func (d *dispatcher) start() {
 	n := min(len(d.ready), d.w.opts.maxInFlight-d.running)
+	d.w.waiting.Add(-int64(n))
 	for _, c := range d.ready[:n] {
 		d.running++
 		go func() {
@@ -159,6 +161,7 @@ func (d *dispatcher) start() {
 // release gives back the claims never started (Run is stopping), so that
 // another worker may serve them at once rather than after their lease.
 func (d *dispatcher) release() {
+	d.w.waiting.Add(-int64(len(d.ready)))
 	for _, c := range d.ready {
 		d.w.perHost.leave(c.host)
 		if err := d.w.store.Advance(d.ctx, c.st.Claim(), c.st.NextSeq); err != nil {

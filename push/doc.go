@@ -16,12 +16,17 @@
 //
 // RunOnce(ctx, at, limit) claims up to limit due registrations of the
 // worker's namespace (Store.Due, which stamps a lease), then serves them at
-// most MaxInFlight at once and at most MaxPerHost of one host at once. Each turn reads up to DrainPage records past the
-// cursor and sends them in seq order through the registration's window
-// (below). The cursor moves past a record only when every message
-// of it was accepted (2xx) or it had none (a record whose kind the
-// registration does not want has none: [Registration.Wants]), and is
-// written once per page. On
+// most MaxInFlight at once and at most MaxPerHost of one host at once. A
+// turn serves one registration a page at a time: it reads up to DrainPage
+// records past the cursor and sends them in seq order through the
+// registration's window (below). The cursor moves past a record only when
+// every message of it was accepted (2xx) or it had none (a record whose
+// kind the registration does not want has none: [Registration.Wants]), and
+// is written once per page. A page acknowledged in full is saved with
+// Store.Checkpoint, which keeps the claim, and the turn goes on to the next
+// page, until the stream's end, its budget (half the lease after the
+// claim) or a claim of the worker waiting for a slot ends it: a backlog
+// keeps its slot only while no other registration wants one. On
 // a failure the turn stops: a permanent refusal (410 Gone, a URL the network
 // guard refuses) parks the registration; a transient one retries at the
 // receiver's Retry-After (clamped to [1 s, MaxRetryAfter]) or at the next
@@ -66,7 +71,10 @@
 // flight to any host: each send holds one of the host's tokens, and the
 // dispatcher's claims pass what it holds per host to Store.Due
 // (DueQuery.Busy), so that a claim never takes more of a host than it may
-// serve and the other slots stay free for other hosts. Overlapping RunOnce calls, and
+// serve and the other slots stay free for other hosts. A turn with a
+// backlog holds its one slot from page to page only while no ready claim
+// waits for it (the sweep above), so it never delays another registration by
+// more than a page. Overlapping RunOnce calls, and
 // RunOnce beside Run, are safe: each claim takes its own lease, which fences
 // every write.
 //

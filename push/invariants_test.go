@@ -71,6 +71,14 @@ func (s *failingStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64
 	return s.Store.Advance(ctx, c, nextSeq)
 }
 
+// Checkpoint is a cursor write too: failAdvance fails it as well.
+func (s *failingStore) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	if s.failAdvance != nil && s.failAdvance(nextSeq) {
+		return errInjected
+	}
+	return s.Store.Checkpoint(ctx, c, nextSeq)
+}
+
 // Invariant 2: a lost cursor write repeats at most one page, with the same
 // message ids.
 func TestInvariant2BoundedDuplicates(t *testing.T) {
@@ -193,6 +201,18 @@ func (m *monitorStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64
 	if err := m.Store.Advance(ctx, c, nextSeq); err != nil {
 		return err
 	}
+	return m.check(ctx, c)
+}
+
+func (m *monitorStore) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	if err := m.Store.Checkpoint(ctx, c, nextSeq); err != nil {
+		return err
+	}
+	return m.check(ctx, c)
+}
+
+// check records the cursor stored after a write, and whether it went back.
+func (m *monitorStore) check(ctx context.Context, c push.Claim) error {
 	st, err := m.Store.Get(ctx, c.Stream, c.ID)
 	if err != nil {
 		return err

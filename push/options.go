@@ -44,10 +44,11 @@ const (
 	// MaxPerHostLimit (1024) bounds WithMaxPerHost: the transport's bound
 	// on a host's idle connections, beyond which a cap is a load test.
 	MaxPerHostLimit = 1024
-	// DefaultDrainPage (256) bounds the records one registration is sent in
-	// one turn: large enough that a backlog drains in few sweeps and the
-	// cursor is written once per page, small enough that a crash repeats at
-	// most 256 records and that one busy receiver cannot hold a turn for long.
+	// DefaultDrainPage (256) bounds the records a turn reads at once and
+	// sends before it writes the cursor: large enough that the cursor is
+	// written once per 256 records, small enough that a crash repeats at
+	// most 256 records and that a turn with a backlog reaches a page's end,
+	// where it gives its slot up to a waiting claim, often.
 	DefaultDrainPage = 256
 	// DefaultLease (60 s) is how long a claimed registration stays invisible
 	// to other workers: four request timeouts. A turn stops starting new
@@ -76,6 +77,7 @@ type options struct {
 	hostPolicy     HostPolicy
 	noHostHealth   bool
 	tracerProvider trace.TracerProvider // nil: otel's global
+	now            func() time.Time     // the wall clock of a turn's budget; tests replace it (export_test.go)
 }
 
 // Option configures a Worker. Options are checked by NewWorker; a zero or
@@ -102,9 +104,9 @@ func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n
 // MaxPerHost and Busy), and each send holds one of the host's tokens.
 func WithMaxPerHost(n int) Option { return func(o *options) { o.maxPerHost = n } }
 
-// WithDrainPage bounds the records read and sent per registration per turn
-// (default DefaultDrainPage), 1 to MaxDrainPage. It is also the bound on
-// duplicates after a crash (invariant 2).
+// WithDrainPage bounds the records a turn reads and sends between two
+// writes of the cursor (default DefaultDrainPage), 1 to MaxDrainPage. It is
+// also the bound on duplicates after a crash (invariant 2).
 func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
 
 // WithLease sets how long a claimed registration is invisible to other
@@ -185,6 +187,7 @@ func defaultOptions() options {
 		sweepLimit:    DefaultSweepLimit,
 		onRejected:    RejectRetry,
 		hostPolicy:    DefaultHostPolicy(),
+		now:           time.Now,
 	}
 }
 

@@ -14,7 +14,7 @@ type SweepReport struct {
 	Errors        int  `json:"errors"`        // turns ended by a store or journal error
 	HostFailures  int  `json:"host_failures"` // turns ended by a host-level failure (no attempt charged; see HostStore)
 	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
-	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a full drain page, or the lease budget): sweep again soon
+	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a claim waited for the slot, or the budget was spent): sweep again soon
 	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
 }
 

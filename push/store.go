@@ -69,6 +69,15 @@ type Store interface {
 	// ErrNotFound, ErrInvalid (nextSeq 0 or past head+1, empty owner).
 	Advance(ctx context.Context, c Claim, nextSeq uint64) error
 
+	// Checkpoint saves a turn's progress as Advance does (fenced by the
+	// claim; the cursor max(stored, nextSeq); Attempts, host failures and
+	// LastError reset if it moved) but keeps the lease: LeaseOwner and
+	// LeaseUntil stay as Due stamped them, so no other claim takes the
+	// registration while the turn goes on to its next page. The turn ends
+	// with Advance, Retry, Park or Complete under the same claim. Errors:
+	// as Advance.
+	Checkpoint(ctx context.Context, c Claim, nextSeq uint64) error
+
 	// Retry records a failed attempt, fenced by the claim and in one atomic
 	// step with the progress made before it: the cursor becomes max(stored,
 	// nextSeq); Attempts becomes 1 if that moved the cursor, else
@@ -127,7 +136,7 @@ type Store interface {
 
 // Claim is what a worker holds while it serves a registration that Due
 // claimed for it: the registration's key and the lease owner Due stamped.
-// Writes made under a claim (Advance, Retry, Park, Complete) are fenced: they
+// Writes made under a claim (Advance, Checkpoint, Retry, Park, Complete) are fenced: they
 // apply only while that owner still holds the lease, so a worker whose turn
 // outlived its lease can neither undo another worker's progress nor an
 // operator's rewind.

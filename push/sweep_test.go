@@ -335,35 +335,44 @@ func TestMessageNeverPrintsHeaders(t *testing.T) {
 	require.NotContains(t, fmt.Sprintf("%+v", []push.Message{m}), "t0ken")
 }
 
-// A turn that stops at a full drain page reports Backlog, and Run claims
-// again at once instead of waiting an interval per page.
+// A turn that gives its slot up at the end of a page, because another
+// claim waits for the slot, reports Backlog, and Run claims again at once
+// instead of waiting an interval per page.
 func TestBacklogIsSweptAtOnce(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 5)
+	f.register("s", "q")
 	f.register("s", "r")
-	w := f.worker(push.WithDrainPage(2))
-	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, f.sweep(w, at(0)))
-	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, f.sweep(w, at(1)))
-	require.Equal(t, push.SweepReport{Registrations: 1, Records: 1, Deliveries: 1}, f.sweep(w, at(2)), "at the head: no backlog")
+	w := f.worker(push.WithDrainPage(2), push.WithMaxInFlight(1))
+	require.Equal(t, push.SweepReport{Registrations: 2, Records: 7, Deliveries: 7, Backlog: 1}, f.sweep(w, at(0)),
+		"the first turn gave its slot to the second after a page; the second, with none waiting, served all 5")
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 3, Deliveries: 3}, f.sweep(w, at(1)), "at the head: no backlog")
 
 	g := newFixture(t)
-	delivered := make(chan string, 10)
+	delivered := make(chan sent, 20)
 	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		delivered <- msg.ID
+		delivered <- sent{Reg: reg.ID, MsgID: msg.ID}
 		return accepted(), nil
 	})
 	g.append("s", 5)
+	g.register("s", "q")
 	g.register("s", "r")
-	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2))
+	turns := make(chan push.SweepReport, 20)
+	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
+	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1),
+		push.WithHooks(hooks))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- runner.Run(ctx, time.Hour) }()
-	var got []string
-	for range 5 {
-		got = append(got, <-delivered) // three pages, one interval of an hour: no waiting between pages
+	got := map[string][]string{}
+	for range 10 {
+		s := <-delivered // three pages each, one slot, one interval of an hour: no waiting between pages
+		got[s.Reg] = append(got[s.Reg], s.MsgID)
 	}
 	cancel()
 	require.NoError(t, <-stopped)
-	require.Equal(t, seqIDs("s", 1, 5), got)
+	require.Equal(t, map[string][]string{"q": seqIDs("s", 1, 5), "r": seqIDs("s", 1, 5)}, got)
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, <-turns,
+		"Run claimed both; the first turn gave its one slot up after a page, to the claim waiting for it")
 }

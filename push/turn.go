@@ -9,17 +9,21 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// turn serves one claimed registration once: up to one drain page of
-// records, strictly in order, then one store write that saves the progress
-// (Advance, Retry, Park or Complete). Invariant 2 bounds duplicates by the
-// page, so the cursor is written once per page rather than once per record.
+// turn serves one claimed registration: a drain page of records at a time,
+// in order through its window (window.go), each page's progress saved with
+// one store write. A page acknowledged in full is saved with Checkpoint,
+// which keeps the claim, and the turn goes on to the next page while its
+// budget lasts and no other claim waits for its slot; its last write
+// (Advance, Retry, Park or Complete) releases the claim. Invariant 2 bounds
+// duplicates by the page, so the cursor is written once per page rather
+// than once per record.
 type turn struct {
 	w        *Worker
 	at       time.Time
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the claim)
 	reg      Registration
-	head     uint64     // the stream's head when claimed
+	head     uint64     // the stream's head when claimed, raised by the pages read
 	claim    Claim      // fences the turn's writes
 	host     *hostEntry // the host's tokens, one held around each send
 	rep      SweepReport
@@ -37,31 +41,43 @@ func (t *turn) run(ctx context.Context) error {
 	if t.late() {
 		return t.save(ctx, nil) // release the claim at once: another sweep serves it
 	}
-	recs, err := w.journal.Read(ctx, t.reg.Stream, t.next, w.opts.drainPage)
+	recs, err := t.read(ctx)
 	if err != nil {
-		return fmt.Errorf("read journal from #%d: %w", t.next, err)
+		return err
 	}
-	p := newPipe(t, recs)
-	p.run(ctx)
-	if p.lo > 0 {
-		t.next, t.attempts = recs[0].Seq+uint64(p.lo), 0
-	}
-	if f, ok := p.fails[p.lo]; ok && p.lo < len(recs) {
-		// The first unacknowledged record's failure decides (package doc,
-		// "Windows"); failures of later records of the window are retried
-		// with it.
-		return t.fail(ctx, f.out, f.ev)
-	}
-	if p.err != nil {
-		return t.save(ctx, p.err)
-	}
-	if p.terminal {
-		if err := w.store.Complete(context.WithoutCancel(ctx), t.claim); err != nil {
-			return t.lost(err, fmt.Errorf("complete after final record #%d: %w", t.next-1, err))
+	for {
+		p := newPipe(t, recs)
+		p.run(ctx)
+		if p.lo > 0 {
+			t.next, t.attempts = recs[0].Seq+uint64(p.lo), 0
 		}
-		t.rep.Completed++
-		w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", t.next-1)
-		return nil
+		if f, ok := p.fails[p.lo]; ok && p.lo < len(recs) {
+			// The first unacknowledged record's failure decides (package doc,
+			// "Windows"); failures of later records of the window are retried
+			// with it.
+			return t.fail(ctx, f.out, f.ev)
+		}
+		if p.err != nil {
+			return t.save(ctx, p.err)
+		}
+		if p.terminal {
+			if err := w.store.Complete(context.WithoutCancel(ctx), t.claim); err != nil {
+				return t.lost(err, fmt.Errorf("complete after final record #%d: %w", t.next-1, err))
+			}
+			t.rep.Completed++
+			w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", t.next-1)
+			return nil
+		}
+		if p.lo < len(recs) || len(recs) < w.opts.drainPage || !t.goOn() {
+			break // stopped within the page, the stream's end reached, or the slot is wanted
+		}
+		var ended bool
+		if recs, ended, err = t.nextPage(ctx); ended {
+			return err
+		}
+		if len(recs) == 0 {
+			break // the stream ended at the page's end
+		}
 	}
 	if err := t.save(ctx, nil); err != nil {
 		return err
@@ -70,6 +86,44 @@ func (t *turn) run(ctx context.Context) error {
 		t.rep.Backlog++ // more to send: Run claims again at once
 	}
 	return nil
+}
+
+// nextPage saves the cursor with Checkpoint while it reads the next page:
+// both wait on the database, so a page boundary costs the slower of the
+// two, not their sum. It reports ended when the turn must end at once (the
+// checkpoint refused or failed, or the read failed), with the error run
+// returns.
+func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
+	saved := make(chan error, 1)
+	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
+	recs, err = t.read(ctx)
+	if serr := <-saved; serr != nil {
+		return nil, true, t.lost(serr, fmt.Errorf("checkpoint at #%d: %w", t.next, serr))
+	}
+	if err != nil {
+		return nil, true, t.save(ctx, err)
+	}
+	return recs, false, nil
+}
+
+// read reads the next page from the cursor.
+func (t *turn) read(ctx context.Context) ([]journal.Record, error) {
+	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, t.w.opts.drainPage)
+	if err != nil {
+		return nil, fmt.Errorf("read journal from #%d: %w", t.next, err)
+	}
+	if n := len(recs); n > 0 {
+		t.head = max(t.head, recs[n-1].Seq)
+	}
+	return recs, nil
+}
+
+// goOn says whether the turn, its page acknowledged in full, may go on to
+// the next page under the same claim: its budget is not spent, the worker
+// is not stopping, and no claim of the worker waits for a slot (a turn
+// with a backlog never keeps its slot from another registration).
+func (t *turn) goOn() bool {
+	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0
 }
 
 // fail records a failed attempt at t.next together with the progress made
@@ -146,7 +200,7 @@ func (t *turn) lost(err, wrapped error) error {
 
 // late reports whether the sweep's budget is spent: starting a record now
 // could outlive the lease.
-func (t *turn) late() bool { return time.Now().After(t.deadline) }
+func (t *turn) late() bool { return t.w.opts.now().After(t.deadline) }
 
 func (t *turn) stopping() bool {
 	select {

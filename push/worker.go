@@ -28,6 +28,7 @@ type Worker struct {
 	book       hostBook      // the troubled hosts this worker knows of
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
+	waiting    atomic.Int64  // claims held that wait for a slot: a turn gives its slot up to them (turn.goOn)
 	tracer     trace.Tracer  // spans.go
 }
 
@@ -159,6 +160,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		rep  SweepReport
 		err  error
 	}
+	w.waiting.Add(int64(len(batch.Registrations)))
 	var (
 		queue    = batch.Registrations
 		perHost  = map[string]int{}
@@ -175,6 +177,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 				continue
 			}
 			queue = append(queue[:i:i], queue[i+1:]...)
+			w.waiting.Add(-1)
 			perHost[host]++
 			running++
 			entry := w.perHost.enter(host)

@@ -253,10 +253,11 @@ type Expect struct {
 //     whose pass ended acknowledges nothing more.
 //  3. A pass re-delivers at most one drain page: every seq of it is at
 //     least top − drainPage + 1, top the highest acknowledged before the
-//     pass. A turn sends at most one page past the cursor it was claimed
-//     with (whatever its window: the window never reaches past the page),
-//     and every seq acknowledged before it was sent by turns that started
-//     at or below that cursor, so the repeats are at most that page.
+//     pass. A turn sends at most one page past the last cursor it saved
+//     (its claim's, or the checkpoint before its current page; whatever its
+//     window: the window never reaches past the page), and every seq
+//     acknowledged before it was sent by turns that had saved that cursor
+//     or one below it, so the repeats are at most that page.
 //  4. Every seq 1..head was acknowledged at least once, and none beyond.
 //
 // A pass that acknowledged a seq seen before is a Restart. Check also

@@ -23,7 +23,7 @@ func (w *workerFlags) add(cmd *cobra.Command) {
 	f.IntVar(&w.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once")
 	f.IntVar(&w.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
 		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit))
-	f.IntVar(&w.drainPage, "drain-page", push.DefaultDrainPage, "records sent per registration per turn (the bound on duplicates after a crash)")
+	f.IntVar(&w.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)")
 	f.DurationVar(&w.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&w.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
 	f.DurationVar(&w.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
@@ -197,7 +197,7 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 		fmt.Fprintln(e.Out, "Saturated: more registrations were due than --limit; sweep again soon.")
 	}
 	if r.Backlog > 0 {
-		fmt.Fprintf(e.Out, "%s more records than one drain page: sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
+		fmt.Fprintf(e.Out, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
 	}
 	if r.Parked > 0 {
 		fmt.Fprintln(e.Out, "Registrations were parked: see herald registrations --parked, then herald unpark.")

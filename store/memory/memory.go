@@ -373,6 +373,17 @@ func (s *Store) hostOf(r *push.Registration) push.Host {
 
 // Advance implements push.Store.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	return s.save(c, nextSeq, true)
+}
+
+// Checkpoint implements push.Store: Advance's cursor move, the lease kept.
+func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	return s.save(c, nextSeq, false)
+}
+
+// save moves the cursor c holds forward to nextSeq, releasing the lease if
+// asked.
+func (s *Store) save(c push.Claim, nextSeq uint64, release bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.claimed(c, nextSeq)
@@ -382,7 +393,9 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 	if nextSeq > r.NextSeq {
 		r.NextSeq, r.Attempts, r.HostFailures, r.LastError = nextSeq, 0, 0, ""
 	}
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	if release {
+		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	}
 	return nil
 }
 

@@ -25,6 +25,15 @@ func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error
 	return s.fenced(ctx, "advance", c, nextSeq, false, nil, sqlAdvance, c.Stream, c.ID, c.Owner, int64(nextSeq))
 }
 
+// Checkpoint implements push.Store: Advance's UPDATE without the lease's
+// release.
+func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	if err := checkCursor(nextSeq); err != nil {
+		return err
+	}
+	return s.fenced(ctx, "checkpoint", c, nextSeq, false, nil, sqlCheckpoint, c.Stream, c.ID, c.Owner, int64(nextSeq))
+}
+
 // Retry implements push.Store: the cursor reached, the failure count, the
 // next attempt and the evidence, in one statement fenced by the claim.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {

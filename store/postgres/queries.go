@@ -369,8 +369,8 @@ LIMIT $4`
 
 // Cursors, failures, operator moves and evidence (cursor.go).
 //
-// The writes made under a claim (sqlAdvance, sqlRetry, sqlPark,
-// sqlComplete) are fenced: each follows sqlFence in the same implicit
+// The writes made under a claim (sqlAdvance, sqlCheckpoint, sqlRetry,
+// sqlPark, sqlComplete) are fenced: each follows sqlFence in the same implicit
 // transaction, and applies only where lease_owner is still the claim's
 // owner ($3, or $15 after the evidence parameters) and, for a cursor, where
 // it is at most the stream's head + 1.
@@ -379,14 +379,19 @@ const (
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
-	sqlAdvance = `UPDATE herald_registration
-SET attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
+	// cursorMoved is what sqlAdvance and sqlCheckpoint set: the cursor $4
+	// if that is forward, and the failure counts reset if it moved; fenced
+	// by cursorFence.
+	cursorMoved = `
+    attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
     host_failures = CASE WHEN $4::bigint > next_seq THEN 0 ELSE host_failures END,
     last_error = CASE WHEN $4::bigint > next_seq THEN '' ELSE last_error END,
-    next_seq = GREATEST(next_seq, $4::bigint),
-    lease_owner = '', lease_until = NULL
+    next_seq = GREATEST(next_seq, $4::bigint)`
+	cursorFence = `
 WHERE stream = $1 AND id = $2 AND lease_owner = $3
   AND $4::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)`
+	sqlAdvance    = `UPDATE herald_registration SET` + cursorMoved + `, lease_owner = '', lease_until = NULL` + cursorFence
+	sqlCheckpoint = `UPDATE herald_registration SET` + cursorMoved + cursorFence
 	// insertEvidence's parameters $1…$14 are evidenceArgs'. sqlRetry and
 	// sqlPark insert it only if their UPDATE applied (FROM upd), and store
 	// its error ($13) as last_error; the parameters of the UPDATE follow.

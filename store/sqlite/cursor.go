@@ -79,15 +79,27 @@ func fence(ctx context.Context, tx *sql.Tx, c push.Claim, nextSeq uint64) error 
 // Advance implements push.Store: next_seq = MAX(next_seq, nextSeq) in one
 // statement, fenced by the claim, so racing workers never move a cursor back.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	return s.save(ctx, "advance", sqlAdvance, c, nextSeq)
+}
+
+// Checkpoint implements push.Store: Advance's statement without the lease's
+// release.
+func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	return s.save(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
+}
+
+// save runs query (sqlAdvance or sqlCheckpoint), fenced by the claim, and
+// keeps the stream's wake marker right.
+func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
 	n, err := seqArg("next seq", nextSeq)
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "advance "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
+	return s.write(ctx, op+" "+c.Stream+"/"+c.ID, func(tx *sql.Tx) error {
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
-		st, err := scanState(tx.QueryRowContext(ctx, sqlAdvance, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "advance")
+		st, err := scanState(tx.QueryRowContext(ctx, query, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, op)
 		if err != nil {
 			return err
 		}

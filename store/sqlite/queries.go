@@ -132,20 +132,26 @@ const (
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go). The writes
-// made under a claim (sqlAdvance, sqlRetry, sqlPark, and sqlHostFailed in
-// hosts.go) follow sqlFence (fence) in the same write transaction.
+// made under a claim (sqlAdvance, sqlCheckpoint, sqlRetry, sqlPark, and
+// sqlHostFailed in hosts.go) follow sqlFence (fence) in the same write
+// transaction.
 const (
 	// stateColumns end a registration update with what scanState reads.
 	stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
 	sqlRewake    = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3"
 	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
 		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`
-	sqlAdvance = `UPDATE herald_registration SET
+	// cursorMoved is what sqlAdvance and sqlCheckpoint set: the cursor
+	// ?1 if that is forward, and the failure counts reset if it moved.
+	cursorMoved = `
 				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
 				host_failures = CASE WHEN ?1 > next_seq THEN 0 ELSE host_failures END,
 				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
-				next_seq = MAX(next_seq, ?1),
+				next_seq = MAX(next_seq, ?1)`
+	sqlAdvance = `UPDATE herald_registration SET` + cursorMoved + `,
 				lease_owner = '', lease_until = NULL
+			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4` + stateColumns
+	sqlCheckpoint = `UPDATE herald_registration SET` + cursorMoved + `
 			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4` + stateColumns
 	sqlRetry = `UPDATE herald_registration SET
 				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,

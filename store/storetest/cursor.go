@@ -20,6 +20,8 @@ var cursorTests = []test{
 	{"AdvanceIsMonotonic", testAdvanceMonotonic},
 	{"RacingWorkersNeverMoveCursorBack", testAdvanceRace},
 	{"StaleClaimsAreFencedOut", testFencing},
+	{"CheckpointKeepsTheLease", testCheckpointKeepsLease},
+	{"CheckpointIsFencedAndMonotonic", testCheckpointFenced},
 	{"CursorOutOfRangeChangesNothing", testCursorRange},
 	{"RetryCountsAndSchedules", testRetry},
 	{"ParkKeepsCursorUnparkResumes", testParkUnpark},
@@ -150,6 +152,65 @@ func testFencing(t *testing.T, b Backend) {
 	st = get(t, b, "s", "r")
 	require.Equal(t, uint64(4), st.NextSeq)
 	require.Zero(t, st.Attempts)
+}
+
+// testCheckpointKeepsLease: a checkpoint saves the cursor as Advance does
+// and the claim goes on: no other claim takes the registration, and the same
+// claim's writes still apply.
+func testCheckpointKeepsLease(t *testing.T, b Backend) {
+	appendN(t, b, "s", 10)
+	register(t, b, reg("s", "r", "webhook"))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), push.Evidence{At: at(0), Error: "503"}))
+	c := due(t, b, "webhook", "A", at(5), 1).Registrations[0].Claim()
+	leased := get(t, b, "s", "r")
+
+	require.NoError(t, b.Checkpoint(ctx(t), c, 4))
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(4), st.NextSeq)
+	require.Zero(t, st.Attempts, "a checkpoint that moves the cursor resets attempts")
+	require.Empty(t, st.LastError)
+	require.Equal(t, "A", st.LeaseOwner, "and keeps the lease")
+	requireTime(t, leased.LeaseUntil, st.LeaseUntil, "LeaseUntil")
+	require.Empty(t, due(t, b, "webhook", "B", at(6), 1).Registrations, "no other claim takes it while the lease lives")
+
+	require.NoError(t, b.Checkpoint(ctx(t), c, 7), "a claim checkpoints as often as it likes")
+	require.NoError(t, b.Advance(ctx(t), c, 9), "and ends with a write of its own")
+	st = get(t, b, "s", "r")
+	require.Equal(t, uint64(9), st.NextSeq)
+	require.Empty(t, st.LeaseOwner, "Advance released the lease")
+	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "C", at(7), 1).Registrations), "due again at once")
+}
+
+// testCheckpointFenced: a checkpoint applies only under the live lease, and
+// never moves a cursor back.
+func testCheckpointFenced(t *testing.T, b Backend) {
+	appendN(t, b, "s", 10)
+	register(t, b, reg("s", "r", "webhook"))
+	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
+	require.NoError(t, b.Checkpoint(ctx(t), a, 3))
+	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired: B takes over
+	require.ErrorIs(t, b.Checkpoint(ctx(t), a, 8), push.ErrLeaseLost)
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(3), st.NextSeq, "a stale checkpoint changes nothing")
+	require.Equal(t, "B", st.LeaseOwner)
+
+	require.NoError(t, b.Retry(ctx(t), bb, 5, at(61), push.Evidence{At: at(60), Error: "503"}))
+	c := claim(t, b, "s", "r", at(61))
+	require.NoError(t, b.Checkpoint(ctx(t), c, 2), "a checkpoint behind the cursor is not an error")
+	st = get(t, b, "s", "r")
+	require.Equal(t, uint64(5), st.NextSeq, "a checkpoint never moves a cursor back")
+	require.Equal(t, 1, st.Attempts, "nor resets what it did not move past")
+	require.Equal(t, "503", st.LastError)
+	require.Equal(t, c.Owner, st.LeaseOwner)
+	for _, n := range []uint64{0, 12, 1 << 62} {
+		require.ErrorIs(t, b.Checkpoint(ctx(t), c, n), journal.ErrInvalid, "checkpoint at %d with head 10", n)
+	}
+	require.ErrorIs(t, b.Checkpoint(ctx(t), push.Claim{Stream: "s", ID: "r"}, 6), journal.ErrInvalid, "no owner")
+	require.Equal(t, uint64(5), get(t, b, "s", "r").NextSeq, "nothing changed")
+
+	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(62)))
+	require.ErrorIs(t, b.Checkpoint(ctx(t), c, 6), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
+	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
 }
 
 func testCursorRange(t *testing.T, b Backend) {
@@ -312,6 +373,7 @@ func testUnknownRegistration(t *testing.T, b Backend) {
 	nobody := push.Claim{Stream: "s", ID: "nobody", Owner: "w"}
 	for name, call := range map[string]func() error{
 		"Advance":    func() error { return b.Advance(ctx(t), nobody, 2) },
+		"Checkpoint": func() error { return b.Checkpoint(ctx(t), nobody, 2) },
 		"Retry":      func() error { return b.Retry(ctx(t), nobody, 1, at(1), push.Evidence{At: at(0)}) },
 		"Park":       func() error { return b.Park(ctx(t), nobody, 1, push.Evidence{At: at(0)}) },
 		"Unpark":     func() error { return b.Unpark(ctx(t), "s", "nobody", at(0)) },

@@ -2,7 +2,8 @@
 // exported function, Run, that exercises a journal.Journal and push.Store
 // through every invariant a store can observe (seq assignment, idempotent
 // append, sealing, due filtering, leases, monotonic advance, park and unpark,
-// completion, evidence, rewind and skip, bad input).
+// completion, evidence, rewind and skip, bad input), and a worker's turn
+// over it (pages served under one claim, Checkpoint between them).
 //
 // A store is done when it passes:
 //
@@ -54,6 +55,7 @@ func Run(t *testing.T, open Factory) {
 		{"Registrations", registrationTests},
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
+		{"Turns", turnTests},
 		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
