@@ -17,7 +17,7 @@ import (
 // many) may share a store.
 type Worker struct {
 	journal    journal.Journal // the caller's, behind the turns' shared pages (pages.go)
-	store      Store
+	store      Store           // the caller's, its Advance coalesced if it batches (cursors.go)
 	transport  Transport
 	projection Projection
 	namespace  string
@@ -49,7 +49,7 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	w := &Worker{journal: newPages(j, o.lease), store: s, transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
+	w := &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
 		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}
 	if hs, ok := s.(HostStore); ok && !o.noHostHealth {
 		w.hosts = hs

@@ -387,6 +387,28 @@ SET attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2 AND lease_owner = $3
   AND $4::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)`
+	// AdvanceBatch (advancebatch.go): sqlFence and sqlAdvance for many
+	// claims ($1 streams, $2 ids, $3 owners, $4 cursors; no key twice), in
+	// one implicit transaction. The fence locks the rows in key order, so
+	// that two batches never lock in a cycle, and returns each found claim's
+	// ordinality with its lease owner and its stream's head; the UPDATE
+	// returns the ordinality of each claim it applied.
+	sqlFenceBatch = `SELECT u.ord, r.lease_owner, s.head
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
+JOIN herald_registration r ON r.stream = u.stream AND r.id = u.id
+JOIN herald_stream s ON s.stream = r.stream
+ORDER BY r.stream, r.id
+FOR NO KEY UPDATE OF r`
+	sqlAdvanceBatch = `UPDATE herald_registration r
+SET attempts = CASE WHEN u.next_seq > r.next_seq THEN 0 ELSE r.attempts END,
+    host_failures = CASE WHEN u.next_seq > r.next_seq THEN 0 ELSE r.host_failures END,
+    last_error = CASE WHEN u.next_seq > r.next_seq THEN '' ELSE r.last_error END,
+    next_seq = GREATEST(r.next_seq, u.next_seq),
+    lease_owner = '', lease_until = NULL
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u (stream, id, owner, next_seq, ord)
+WHERE r.stream = u.stream AND r.id = u.id AND r.lease_owner = u.owner
+  AND u.next_seq <= (SELECT head + 1 FROM herald_stream WHERE stream = u.stream)
+RETURNING u.ord`
 	// insertEvidence's parameters $1…$14 are evidenceArgs'. sqlRetry and
 	// sqlPark insert it only if their UPDATE applied (FROM upd), and store
 	// its error ($13) as last_error; the parameters of the UPDATE follow.

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Factory) {
 		{"Registrations", registrationTests},
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
+		{"AdvanceBatch", advanceBatchTests},
 		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
