@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,10 +21,11 @@ var _ push.AdvanceBatcher = (*Store)(nil)
 // order so that two batches never wait on each other in a cycle, and reads
 // each one's lease owner and its stream's head; sqlAdvanceBatch is
 // sqlAdvance for every save, fenced the same way, and returns the saves it
-// applied. A save that did not apply is told apart as fenced does. A save
-// that repeats the key of an earlier one in the batch (two turns of one
-// registration, one of them fenced out) is made as an Advance of its own
-// after the batch.
+// applied. Each row is found by its key or its tuple id, so a batch costs
+// its rows, not the table. A save that did not apply is told apart as
+// fenced does. A save that repeats the key of an earlier one in the batch
+// (two turns of one registration, one of them fenced out) is made as an
+// Advance of its own after the batch.
 func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
 	errs := make([]error, len(saves))
 	type key struct{ stream, id string }
@@ -53,7 +57,16 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 		}
 		seen[k] = true
 		idx = append(idx, i)
-		streams, ids, owners, nexts = append(streams, c.Stream), append(ids, c.ID), append(owners, c.Owner), append(nexts, int64(sv.NextSeq))
+	}
+	// Key order is the lock order: two batches never wait on each other
+	// in a cycle.
+	slices.SortFunc(idx, func(a, b int) int {
+		ca, cb := saves[a].Claim, saves[b].Claim
+		return cmp.Or(strings.Compare(ca.Stream, cb.Stream), strings.Compare(ca.ID, cb.ID))
+	})
+	for _, i := range idx {
+		c := saves[i].Claim
+		streams, ids, owners, nexts = append(streams, c.Stream), append(ids, c.ID), append(owners, c.Owner), append(nexts, int64(saves[i].NextSeq))
 	}
 	if len(idx) > 0 {
 		type fence struct {
