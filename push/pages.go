@@ -169,9 +169,9 @@ func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record,
 // page must start at its from and be gapless, so that serve can index
 // it); then drops pages over the budget or too old to serve.
 func (p *pages) keep(pg *page) {
-	ok := !pg.dropped && pg.err == nil && len(pg.recs) > 0 && pg.recs[0].Seq == pg.from
-	for i := 1; ok && i < len(pg.recs); i++ {
-		ok = pg.recs[i].Seq == pg.recs[i-1].Seq+1 && pg.recs[i].Stream == pg.stream
+	ok := !pg.dropped && pg.err == nil && len(pg.recs) > 0
+	for i := 0; ok && i < len(pg.recs); i++ {
+		ok = pg.recs[i].Seq == pg.from+uint64(i) && pg.recs[i].Stream == pg.stream
 	}
 	if ok {
 		for _, r := range pg.recs {
