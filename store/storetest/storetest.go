@@ -2,7 +2,8 @@
 // exported function, Run, that exercises a journal.Journal and push.Store
 // through every invariant a store can observe (seq assignment, idempotent
 // append, sealing, due filtering, leases, monotonic advance, park and unpark,
-// completion, evidence, rewind and skip, bad input).
+// completion, evidence, rewind and skip, bad input; AdvanceBatch for a
+// store that is a push.AdvanceBatcher, skipped for the others).
 //
 // A store is done when it passes:
 //
