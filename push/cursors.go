@@ -28,9 +28,9 @@ type CursorSave struct {
 }
 
 // maxAdvanceBatch bounds one AdvanceBatch: more saves waiting go in the
-// next. A worker has at most MaxInFlight turns saving at once, and twice
-// as many claims to release when Run stops; 1,024 keeps one statement's
-// arrays small.
+// next. A worker has at most MaxInFlight turns saving at once, which has
+// no upper bound; 1,024 keeps one statement's arrays, and the rows it
+// locks, small.
 const maxAdvanceBatch = 1024
 
 // cursorStore is the store as a worker's turns use it: Advance goes
