@@ -91,3 +91,30 @@ func TestSavesMadeWhileOneIsInFlightGoInOneBatch(t *testing.T) {
 	defer c.mu.Unlock()
 	require.False(t, c.saving, "the saver ends when nothing is queued")
 }
+
+func TestABatchOfSavesIsBounded(t *testing.T) {
+	bs := &batchingStore{entered: make(chan struct{}), hold: make(chan struct{}), applied: map[string]uint64{}}
+	c := withGroupCommit(bs).(*cursorStore)
+	const n = maxAdvanceBatch + 77
+	gathered := make(chan struct{})
+	c.queued = func(q int) {
+		if q == n-1 {
+			close(gathered)
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = c.Advance(t.Context(), Claim{Stream: "s", ID: "r0", Owner: "o"}, 2) })
+	<-bs.entered
+	for i := 1; i < n; i++ {
+		wg.Go(func() { errs[i] = c.Advance(t.Context(), Claim{Stream: "s", ID: fmt.Sprint("r", i), Owner: "o"}, 2) })
+	}
+	<-gathered
+	close(bs.hold)
+	wg.Wait()
+	require.Equal(t, []int{1, maxAdvanceBatch, n - 1 - maxAdvanceBatch}, bs.batches)
+	for i, err := range errs {
+		require.NoError(t, err, "save %d", i)
+	}
+	require.Len(t, bs.applied, n)
+}
