@@ -78,6 +78,15 @@
 // RunOnce beside Run, are safe: each claim takes its own lease, which fences
 // every write.
 //
+// Turns of one worker share the database's work where it is the same.
+// Turns that read one stream from one seq share one Journal.Read (a page
+// stands only for turns claimed before it was read, and each gets its own
+// copy); on a store that is an [AdvanceBatcher] (store/postgres), the
+// Advance calls of turns that end while another's is being saved go
+// together in one round trip and one commit. Advance means what it always
+// did, and each turn waits for its own save's answer before its slot is
+// freed.
+//
 // The caller's clock decides every instant: at is the instant of due-ness,
 // backoff, lease expiry and signature dates, and [Worker.Run] is the one
 // place that passes time.Now(). RunOnce reads the wall clock only for a

@@ -16,8 +16,8 @@ import (
 // A Worker is safe for concurrent use; several workers (in one process or
 // many) may share a store.
 type Worker struct {
-	journal    journal.Journal
-	store      Store
+	journal    journal.Journal // the caller's, behind the turns' shared pages (pages.go)
+	store      Store           // the caller's, its Advance coalesced if it batches (cursors.go)
 	transport  Transport
 	projection Projection
 	namespace  string
@@ -50,7 +50,7 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	w := &Worker{journal: j, store: s, transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
+	w := &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
 		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}
 	if hs, ok := s.(HostStore); ok && !o.noHostHealth {
 		w.hosts = hs
@@ -228,6 +228,9 @@ func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, deadline t
 	defer w.turns.Add(-1)
 	started := time.Now()
 	t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, head: st.Head, claim: st.Claim(), host: host}
+	// Every claim's budget starts when its Due returned (sweep, dispatcher
+	// claim): the turn's journal reads may share pages read since (pages.go).
+	ctx = withReadClaim(ctx, deadline.Add(-w.opts.lease/2), st.Head)
 	ctx, span := t.startTurn(ctx)
 	err := t.run(ctx)
 	endTurn(span, t.rep, err)

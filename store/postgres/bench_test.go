@@ -202,3 +202,149 @@ func BenchmarkDueHeldHost(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCursorSaves saves the cursors of 64 turns that end together, as
+// a worker's group commit does (AdvanceBatch: one round trip, one commit)
+// and as it did before (64 Advance calls at once over the pool's 4
+// connections: one commit each). Each op claims 64 registrations of one
+// stream (not timed) and saves each one record further; it reports saves
+// per second.
+func BenchmarkCursorSaves(b *testing.B) {
+	for _, batched := range []bool{false, true} {
+		b.Run(fmt.Sprintf("batched=%v", batched), func(b *testing.B) {
+			s := benchStore(b, 4)
+			ctx := context.Background()
+			const regs, turns = 1000, 64
+			for i := range regs {
+				_, err := s.Register(ctx, push.Registration{Stream: "fanout", ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
+					URL: fmt.Sprintf("https://receiver.example/%d", i)})
+				require.NoError(b, err)
+			}
+			es := make([]journal.Entry, 200)
+			for i := range es {
+				es[i] = journal.Entry{ID: fmt.Sprintf("e%d", i), Kind: "k", Payload: []byte(`{}`)}
+			}
+			_, err := s.Append(ctx, "fanout", es...)
+			require.NoError(b, err)
+			when := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+			var took time.Duration
+			for i := range b.N {
+				when = when.Add(2 * time.Minute) // every lease of the last op has expired
+				batch, err := s.Due(ctx, push.DueQuery{At: when, Limit: turns, Namespace: "webhook", Owner: fmt.Sprintf("o%d", i),
+					LeaseUntil: when.Add(time.Minute)})
+				require.NoError(b, err)
+				require.Len(b, batch.Registrations, turns)
+				saves := make([]push.CursorSave, turns)
+				for j, st := range batch.Registrations {
+					saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: min(st.NextSeq+1, st.Head)} // one record, leaving work
+				}
+				start := time.Now()
+				if batched {
+					errs, err := s.AdvanceBatch(ctx, saves)
+					require.NoError(b, err)
+					for _, err := range errs {
+						require.NoError(b, err)
+					}
+				} else {
+					var wg sync.WaitGroup
+					errs := make([]error, turns)
+					for j, sv := range saves {
+						wg.Go(func() { errs[j] = s.Advance(ctx, sv.Claim, sv.NextSeq) })
+					}
+					wg.Wait()
+					for _, err := range errs {
+						require.NoError(b, err)
+					}
+				}
+				took += time.Since(start)
+			}
+			b.ReportMetric(float64(b.N*turns)/took.Seconds(), "saves/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkFanoutStoreCalls counts what a worker asks of the store to serve
+// fan-out 1,000 (20 records to 1,000 registrations of one stream: 1,000
+// turns) under Run, with MaxInFlight 16, 64 or 256 and a receiver that
+// accepts at once: claims (Due), journal reads that reach the store, and
+// cursor commits (plain Advance calls and AdvanceBatch statements), each
+// per 1,000 turns. Run with -benchtime 1x: each op sets up its own
+// database.
+func BenchmarkFanoutStoreCalls(b *testing.B) {
+	for _, conc := range []int{16, 64, 256} {
+		b.Run(fmt.Sprintf("in_flight=%d", conc), func(b *testing.B) {
+			var calls callCounter
+			for range b.N {
+				s := benchStore(b, 4)
+				ctx := context.Background()
+				for i := range 1000 {
+					_, err := s.Register(ctx, push.Registration{Stream: "fanout", ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
+						URL: fmt.Sprintf("https://receiver.example/%d", i)})
+					require.NoError(b, err)
+				}
+				for i := range 20 {
+					_, err := s.Append(ctx, "fanout", journal.Entry{ID: fmt.Sprintf("e%d", i), Kind: "k", Payload: []byte(`{}`)})
+					require.NoError(b, err)
+				}
+				calls.Store = s
+				recv := &instantReceiver{want: 20000, done: make(chan struct{})}
+				w, err := push.NewWorker(&calls, &calls, recv, payloadProjection{"webhook"}, push.WithMaxInFlight(conc),
+					push.WithMaxPerHost(push.MaxPerHostLimit), push.WithoutHostHealth())
+				require.NoError(b, err)
+				run, stop := context.WithCancel(ctx)
+				ended := make(chan error)
+				go func() { ended <- w.Run(run, time.Second) }()
+				<-recv.done
+				stop()
+				require.NoError(b, <-ended)
+			}
+			per := func(n *atomic.Int64) float64 { return float64(n.Load()) / float64(b.N) }
+			b.ReportMetric(per(&calls.due), "claims/1000turns")
+			b.ReportMetric(per(&calls.reads), "reads/1000turns")
+			b.ReportMetric(per(&calls.advances)+per(&calls.batches), "cursor_commits/1000turns")
+			b.ReportMetric(per(&calls.batched)/max(per(&calls.batches), 1), "saves/batch")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// callCounter counts a worker's calls of the store.
+type callCounter struct {
+	*postgres.Store
+	due, reads, advances, batches, batched atomic.Int64
+}
+
+func (c *callCounter) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+	c.due.Add(1)
+	return c.Store.Due(ctx, q)
+}
+func (c *callCounter) Read(ctx context.Context, s string, f uint64, l int) ([]journal.Record, error) {
+	c.reads.Add(1)
+	return c.Store.Read(ctx, s, f, l)
+}
+func (c *callCounter) Advance(ctx context.Context, cl push.Claim, n uint64) error {
+	c.advances.Add(1)
+	return c.Store.Advance(ctx, cl, n)
+}
+func (c *callCounter) AdvanceBatch(ctx context.Context, s []push.CursorSave) ([]error, error) {
+	c.batches.Add(1)
+	c.batched.Add(int64(len(s)))
+	return c.Store.AdvanceBatch(ctx, s)
+}
+
+// instantReceiver accepts every message at once, so that the database, not
+// the network, paces the worker; done closes after want deliveries.
+type instantReceiver struct {
+	n    atomic.Int64
+	want int64
+	done chan struct{}
+	once sync.Once
+}
+
+func (i *instantReceiver) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+	if i.n.Add(1) == i.want {
+		i.once.Do(func() { close(i.done) })
+	}
+	return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
+}

@@ -213,7 +213,12 @@
 // never move a cursor back; Retry and Park apply the cursor reached, the
 // failure and the evidence (cleaned by push.Evidence.Clean) in one
 // statement, so a fenced-out failure stores no evidence; evidence is
-// trimmed to the newest push.MaxEvidence rows. Unpark, Skip and Rewind clear
+// trimmed to the newest push.MaxEvidence rows. AdvanceBatch
+// (push.AdvanceBatcher: a worker's group commit) is Advance for many
+// claims in one round trip and one commit: the first statement locks their
+// rows in key order (two batches never wait on each other in a cycle), the
+// second is one fenced UPDATE … FROM unnest that returns the claims it
+// applied, and each other claim is told apart as above. Unpark, Skip and Rewind clear
 // the lease, so a turn in flight cannot undo them. None of the fenced
 // writes touches the stream row or its pending marker: they never make a
 // registration lag that was not lagging already.

@@ -392,6 +392,41 @@ WHERE stream = $1 AND id = $2 AND lease_owner = $3
   AND $4::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)`
 	sqlAdvance    = `UPDATE herald_registration SET` + cursorMoved + `, lease_owner = '', lease_until = NULL` + cursorFence
 	sqlCheckpoint = `UPDATE herald_registration SET` + cursorMoved + cursorFence
+	// AdvanceBatch (advancebatch.go): sqlFence and sqlAdvance for many
+	// claims ($1 streams, $2 ids, $3 owners, $4 cursors; no key twice,
+	// sorted by key), in one implicit transaction. The fence locks the rows
+	// in the arrays' order, so that two batches never lock in a cycle, and
+	// returns each found claim's ordinality with its lease owner and its
+	// stream's head; the UPDATE returns the ordinality of each claim it
+	// applied. Every row is found by its key (the fence) or its tuple id
+	// (the UPDATE, under the fence's lock) whatever the planner's
+	// statistics say: a batch costs its rows, not the table.
+	sqlFenceBatch = `SELECT u.ord, r.lease_owner, r.head
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
+CROSS JOIN LATERAL (
+    SELECT r.lease_owner, (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream) AS head
+    FROM herald_registration r
+    WHERE r.stream = u.stream AND r.id = u.id
+    FOR NO KEY UPDATE OF r) r
+ORDER BY u.ord`
+	sqlAdvanceBatch = `WITH u AS MATERIALIZED (
+    SELECT u.ord, u.next_seq, r.tid
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u (stream, id, owner, next_seq, ord)
+    CROSS JOIN LATERAL (
+        SELECT r.ctid AS tid FROM herald_registration r
+        WHERE r.stream = u.stream AND r.id = u.id AND r.lease_owner = u.owner
+          AND u.next_seq <= (SELECT s.head + 1 FROM herald_stream s WHERE s.stream = u.stream)
+        OFFSET 0) r
+)
+UPDATE herald_registration r
+SET attempts = CASE WHEN u.next_seq > r.next_seq THEN 0 ELSE r.attempts END,
+    host_failures = CASE WHEN u.next_seq > r.next_seq THEN 0 ELSE r.host_failures END,
+    last_error = CASE WHEN u.next_seq > r.next_seq THEN '' ELSE r.last_error END,
+    next_seq = GREATEST(r.next_seq, u.next_seq),
+    lease_owner = '', lease_until = NULL
+FROM u
+WHERE r.ctid = ANY (ARRAY(SELECT tid FROM u)) AND r.ctid = u.tid
+RETURNING u.ord`
 	// insertEvidence's parameters $1…$14 are evidenceArgs'. sqlRetry and
 	// sqlPark insert it only if their UPDATE applied (FROM upd), and store
 	// its error ($13) as last_error; the parameters of the UPDATE follow.

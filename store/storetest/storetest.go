@@ -2,8 +2,10 @@
 // exported function, Run, that exercises a journal.Journal and push.Store
 // through every invariant a store can observe (seq assignment, idempotent
 // append, sealing, due filtering, leases, monotonic advance, park and unpark,
-// completion, evidence, rewind and skip, bad input), and a worker's turn
-// over it (pages served under one claim, Checkpoint between them).
+// completion, evidence, rewind and skip, bad input; AdvanceBatch for a
+// store that is a push.AdvanceBatcher, skipped for the others), and a
+// worker's turn over it (pages served under one claim, Checkpoint between
+// them).
 //
 // A store is done when it passes:
 //
@@ -56,6 +58,7 @@ func Run(t *testing.T, open Factory) {
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
 		{"Turns", turnTests},
+		{"AdvanceBatch", advanceBatchTests},
 		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
