@@ -260,7 +260,9 @@ type Expect struct {
 //     or one below it, so the repeats are at most that page.
 //  4. Every seq 1..head was acknowledged at least once, and none beyond.
 //
-// A pass that acknowledged a seq seen before is a Restart. Check also
+// A pass that acknowledged a seq seen before is a Restart; a pass that
+// takes up such a pass's re-delivery where it stopped short of the top (the
+// next seqs, within the window) belongs to the same Restart. Check also
 // reports the problems the receivers recorded and registrations the
 // receivers saw that expect does not name.
 func (l *Ledger) Check(expect map[string]Expect, drainPage int) Verdict {
@@ -337,7 +339,14 @@ func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Res
 			if a.turn != "" && ended[a.turn] {
 				bad("acknowledgement %d (#%d) comes from turn %s, whose pass had ended: two turns at once (two workers?)", i, s, a.turn)
 			}
+			prev := cur
 			cur = &pass{start: i, turn: a.turn, lo: s, hi: s, topBefore: top, seqs: map[uint64]bool{}, restart: -1}
+			if prev != nil && prev.restart >= 0 && prev.hi < prev.topBefore && s > prev.hi && s <= prev.hi+w {
+				// A re-delivery that one turn did not finish (its budget
+				// ran out) goes on in the next turn, from the cursor the
+				// first one saved: one restart, whose fault explains both.
+				cur.restart = prev.restart
+			}
 		}
 		switch {
 		case s == 0:
@@ -366,7 +375,7 @@ func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Res
 		cur.lo, cur.hi = min(cur.lo, s), max(cur.hi, s)
 		if seen[s] {
 			if cur.restart < 0 {
-				r := Restart{Reg: name, Index: cur.start, Epoch: acks[cur.start].epoch, Top: cur.topBefore}
+				r := Restart{Reg: name, Index: cur.start, Epoch: acks[cur.start].epoch, From: s, Top: cur.topBefore}
 				if cur.start > 0 {
 					r.PrevEpoch = acks[cur.start-1].epoch
 				}
@@ -376,7 +385,7 @@ func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Res
 			restarts[cur.restart].Redelivered++
 		}
 		if cur.restart >= 0 {
-			restarts[cur.restart].From = cur.lo
+			restarts[cur.restart].From = min(restarts[cur.restart].From, cur.lo)
 		}
 		seen[s] = true
 		top = max(top, s)

@@ -207,6 +207,45 @@ func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
 	require.Equal(t, []Restart{{Reg: "a", Index: 3, Epoch: 1, PrevEpoch: 0, From: 2, Top: 3, Redelivered: 2}}, v.Restarts)
 }
 
+func TestLedgerOneRestartAcrossTheTurnsThatReplayIt(t *testing.T) {
+	// Turn A sends 1..16 and dies before its cursor write; turn B replays
+	// 1..3 and saves 4 (its budget spent); turn C goes on from 4 past the
+	// top. One restart, explained by the kill between A and B.
+	l := NewLedger()
+	for s := uint64(1); s <= 16; s++ {
+		l.AckTurn("a", s, "A")
+	}
+	l.NextEpoch()
+	for s := uint64(1); s <= 3; s++ {
+		l.AckTurn("a", s, "B")
+	}
+	for s := uint64(4); s <= 20; s++ {
+		l.AckTurn("a", s, "C")
+	}
+	v := l.Check(map[string]Expect{"a": {Head: 20}}, 16)
+	require.Empty(t, v.Problems)
+	require.Equal(t, []Restart{{Reg: "a", Index: 16, Epoch: 1, PrevEpoch: 0, From: 1, Top: 16, Redelivered: 16}}, v.Restarts)
+	_, _, unexplained, _ := Attribute(v.Restarts, []Kill{{N: 1, Orphans: map[string]bool{"a": true}}}, 16)
+	require.Empty(t, unexplained)
+
+	// A turn that starts below where the replay before it stopped sends
+	// records again on its own account: a restart of its own.
+	l = NewLedger()
+	for s := uint64(1); s <= 16; s++ {
+		l.AckTurn("a", s, "A")
+	}
+	l.NextEpoch()
+	for s := uint64(1); s <= 3; s++ {
+		l.AckTurn("a", s, "B")
+	}
+	for s := uint64(2); s <= 20; s++ {
+		l.AckTurn("a", s, "C")
+	}
+	v = l.Check(map[string]Expect{"a": {Head: 20}}, 16)
+	require.Len(t, v.Restarts, 2)
+	require.Equal(t, Restart{Reg: "a", Index: 19, Epoch: 1, PrevEpoch: 1, From: 2, Top: 16, Redelivered: 15}, v.Restarts[1])
+}
+
 func TestLedgerWaitWakesOnChangeAndDetectsStalls(t *testing.T) {
 	l := NewLedger()
 	done := make(chan error, 1)
