@@ -227,10 +227,11 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 }
 
 // insert inserts entries[fresh] (sqlInsertRecord for one, sqlInsertRecords
-// for more) and fills their records
-// in out. blocked: nothing was inserted, because the stream is sealed or an
-// id is stored. An id committed by another transaction meanwhile undoes
-// the insert, keeping tx usable, and is reported as a conflict.
+// for more) and fills their records in out. blocked: nothing was inserted,
+// because the stream is sealed or an id is stored. Of more entries, an id
+// committed by another transaction meanwhile undoes the insert, keeping tx
+// usable, and is reported as a conflict; of one, it is blocked, and the
+// lookup decides (the idempotent repeat, or a conflict).
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
