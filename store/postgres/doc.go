@@ -50,7 +50,9 @@
 // same content digest (journal.Digest, stored with the record) returns the
 // stored record; another digest is a *journal.ConflictError naming the
 // field; a concurrent append of the same new id waits, on the unique index,
-// for that id only.
+// for that id only, and once the other commits is decided as above if it
+// appends one record, or fails with journal.ErrConflict if it appends
+// more (the batch is all-or-nothing).
 //
 // One sequencer at a time, elected by a PostgreSQL advisory transaction
 // lock (pg_try_advisory_xact_lock), numbers the records. Each step is one

@@ -226,10 +226,12 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	return out, nil
 }
 
-// insert inserts entries[fresh] (sqlInsertRecords) and fills their records
-// in out. blocked: nothing was inserted, because the stream is sealed or an
-// id is stored. An id committed by another transaction meanwhile undoes
-// the insert, keeping tx usable, and is reported as a conflict.
+// insert inserts entries[fresh] (sqlInsertRecord for one, sqlInsertRecords
+// for more) and fills their records in out. blocked: nothing was inserted,
+// because the stream is sealed or an id is stored. Of more entries, an id
+// committed by another transaction meanwhile undoes the insert, keeping tx
+// usable, and is reported as a conflict; of one, it is blocked, and the
+// lookup decides (the idempotent repeat, or a conflict).
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
@@ -244,6 +246,21 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		fIDs[k], fKinds[k], fTypes[k] = e.ID, e.Kind, e.ContentType
 		fPayloads[k], fDigests[k], fFinal[k] = clonePayload(e.Payload), digests[i], e.Final
 		fParents[k], fStates[k] = e.Traceparent, e.Tracestate
+	}
+	if n == 1 {
+		var pos int64
+		e := entries[fresh[0]]
+		err = tx.QueryRow(ctx, sqlInsertRecord, stream, e.ID, e.Kind, e.ContentType, fPayloads[0], e.Final, fDigests[0], at, e.Traceparent, e.Tracestate).Scan(&pos)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return true, nil
+		}
+		if err != nil {
+			return false, s.dbErr(ctx, "append to "+stream, err)
+		}
+		out[fresh[0]] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
+			ContentType: e.ContentType, Payload: fPayloads[0], Final: e.Final, AppendedAt: at,
+			Traceparent: e.Traceparent, Tracestate: e.Tracestate}
+		return false, nil
 	}
 	var pos []int64
 	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, fParents, fStates).Scan(&pos, &blocked)

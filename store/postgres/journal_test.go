@@ -291,6 +291,63 @@ func TestSameIDOnTwoStreamsAtOnce(t *testing.T) {
 	}
 }
 
+// TestSameIDOnOneStreamAtOnce: two transactions append the same new id
+// with the same content to one stream; the second waits on the first's
+// uncommitted row. When the first commits, the second is the idempotent
+// repeat: it returns the stored record, writes nothing, and the stream has
+// one record. One entry (sqlInsertRecord) and two (sqlInsertRecords, whose
+// batch reports the race as a conflict) are both pinned.
+func TestSameIDOnOneStreamAtOnce(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d entries", n), func(t *testing.T) {
+			ctx := t.Context()
+			s := newStore(t)
+			entries := []journal.Entry{entry("shared"), entry("other")}[:n]
+			first, err := s.Pool().Begin(ctx)
+			require.NoError(t, err)
+			defer first.Rollback(ctx)
+			_, err = s.AppendTx(ctx, first, "a", entries...)
+			require.NoError(t, err)
+
+			type result struct {
+				recs []journal.Record
+				err  error
+			}
+			second := make(chan result, 1)
+			go func() {
+				tx, err := s.Pool().Begin(ctx)
+				if err != nil {
+					second <- result{err: err}
+					return
+				}
+				defer tx.Rollback(context.WithoutCancel(ctx))
+				recs, appendErr := s.AppendTx(ctx, tx, "a", entries...)
+				if err := tx.Commit(ctx); err != nil {
+					second <- result{err: errors.Join(appendErr, fmt.Errorf("commit after the append: %w", err))}
+					return
+				}
+				second <- result{recs, appendErr}
+			}()
+			waitForLockWait(t, s)
+			require.NoError(t, first.Commit(ctx))
+			got := <-second
+			_, err = s.Sequence(ctx)
+			require.NoError(t, err)
+			head, err := s.Head(ctx, "a")
+			require.NoError(t, err)
+			require.Equal(t, uint64(n), head, "the second append wrote nothing")
+			if n == 1 {
+				require.NoError(t, got.err)
+				require.Len(t, got.recs, 1)
+				require.Equal(t, "shared", got.recs[0].ID)
+				require.Equal(t, entries[0].Payload, got.recs[0].Payload)
+			} else {
+				require.ErrorIs(t, got.err, journal.ErrConflict)
+			}
+		})
+	}
+}
+
 // waitForLockWait returns once some backend of the store's database waits
 // for a lock (polling pg_stat_activity: a signal from the server, not a
 // sleep).
