@@ -127,9 +127,8 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 	// append answers it: a racing identical request may make both 201, and
 	// either way nothing is written twice (the append is idempotent).
 	created := false
-	stored := make([]journal.Record, 0, len(entries))
 	for _, e := range entries {
-		rec, err := d.store.Lookup(r.Context(), e.ID)
+		_, err := d.store.Lookup(r.Context(), e.ID)
 		if errors.Is(err, journal.ErrNotFound) {
 			created = true
 			break
@@ -138,17 +137,12 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		stored = append(stored, rec)
 	}
 	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
 		writeError(w, recordsField(err))
 		return
 	}
-	// The records looked up existed, and the append checked each is the
-	// same record: answer them as stored, whole, trace context included
-	// (store/sqlite and store/postgres return a repeated record without it).
-	copy(recs, stored)
 	out := appendResponse{Stream: req.Stream, Records: make([]RecordView, len(recs))}
 	for i, rec := range recs {
 		out.Records[i] = recordView(rec)

@@ -174,7 +174,8 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		for rows.Next() {
 			var r stored
 			var seq int64
-			if err := rows.Scan(&r.ID, &r.Stream, &seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt, &r.digest, &r.refused); err != nil {
+			if err := rows.Scan(&r.ID, &r.Stream, &seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt,
+				&r.Traceparent, &r.Tracestate, &r.digest, &r.refused); err != nil {
 				return err
 			}
 			r.Seq, r.AppendedAt = uint64(seq), r.AppendedAt.UTC()

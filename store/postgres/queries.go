@@ -27,7 +27,8 @@ const (
 	// a committed final record the sequencer has not numbered yet.
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
        EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)`
-	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, digest, refused IS NOT NULL
+	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, traceparent, tracestate,
+    digest, refused IS NOT NULL
 FROM herald_record WHERE id = ANY($1::text[])`
 	// The new records, in entry order (pos is assigned in the order rows
 	// are inserted), in one statement with the checks: nothing is inserted

@@ -49,8 +49,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 			seq          int64
 			digest       []byte
 			at           sql.NullInt64
+			tp, ts       string
 		)
-		err := lookup.QueryRowContext(ctx, e.ID).Scan(&storedStream, &seq, &digest, &at)
+		err := lookup.QueryRowContext(ctx, e.ID).Scan(&storedStream, &seq, &digest, &at, &tp, &ts)
 		if errors.Is(err, sql.ErrNoRows) {
 			fresh = append(fresh, i)
 			continue
@@ -70,6 +71,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 			continue
 		}
 		out[i] = record(storedStream, uint64(seq), e, instant(at))
+		// The record as stored: the trace context of its first append,
+		// not of this repeat's (it is not the record's content).
+		out[i].Traceparent, out[i].Tracestate = tp, ts
 	}
 	if len(fresh) == 0 {
 		return out, nil

@@ -26,7 +26,7 @@ const (
 // The journal (journal.go).
 const (
 	recordColumns   = "stream, seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate"
-	sqlLookupDigest = "SELECT stream, seq, digest, appended_at FROM herald_record WHERE id = ?"
+	sqlLookupDigest = "SELECT stream, seq, digest, appended_at, traceparent, tracestate FROM herald_record WHERE id = ?"
 	sqlHeadSealed   = "SELECT head, sealed FROM herald_stream WHERE stream = ?"
 	sqlUpsertHead   = `
 		INSERT INTO herald_stream (stream, head, sealed, wake_at)

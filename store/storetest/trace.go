@@ -32,8 +32,12 @@ func testTraceStored(t *testing.T, b Backend) {
 
 	again := entry("traced")
 	again.Traceparent = "00-11111111111111111111111111111111-2222222222222222-00"
-	_, err = b.Append(ctx(t), "s", again)
+	repeat, err := b.Append(ctx(t), "s", again)
 	require.NoError(t, err, "the trace context is not the record's content: a retried append from another trace is the same record")
+	require.Len(t, repeat, 1)
+	require.Equal(t, uint64(2), repeat[0].Seq)
+	require.Equal(t, tp, repeat[0].Traceparent, "a repeat returns the record as stored, with the trace context of its first append")
+	require.Equal(t, ts, repeat[0].Tracestate)
 	head, err := b.Head(ctx(t), "s")
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), head)
