@@ -46,6 +46,7 @@ type HTTP struct {
 	client    *http.Client
 	transport *http.Transport
 	guard     *guard
+	urls      *urlCache // the URLs guard accepted, parsed (behind a pointer: a formatted HTTP never shows them)
 	opts      Options
 	logger    *slog.Logger
 }
@@ -94,7 +95,7 @@ func New(opts Options) (*HTTP, error) {
 		// the metadata service): the 3xx itself is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &HTTP{client: client, transport: tr, guard: g, opts: o, logger: o.Logger}, nil
+	return &HTTP{client: client, transport: tr, guard: g, urls: &urlCache{}, opts: o, logger: o.Logger}, nil
 }
 
 // Refusals lists every rule of this transport's network guard (its
@@ -156,7 +157,7 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 // only at connect time), or "sign: " and the signer's error, redacted as
 // an Outcome's reason is.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
-	u, err := t.guard.checkURL(reg.URL)
+	u, err := t.urls.check(t.guard, reg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
@@ -196,7 +197,7 @@ func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at 
 }
 
 func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-	u, err := t.guard.checkURL(reg.URL)
+	u, err := t.urls.check(t.guard, reg.URL)
 	if err != nil {
 		return push.Outcome{Verdict: push.Permanent, Reason: err.Error()}, nil
 	}

@@ -109,11 +109,17 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 		return &RefusedError{Target: "address", Rule: "is not a valid IP address"}
 	}
 	addr = addr.WithZone("")
-	target := addr.String()
 	check := addr
 	if addr.Is4In6() {
 		check = addr.Unmap()
-		target = fmt.Sprintf("%s (IPv4-mapped %s)", addr, check)
+	}
+	// The refusal's words are built only for a refusal: an accepted address
+	// (every delivery to an IP literal, every connection) costs no string.
+	target := func() string {
+		if addr.Is4In6() {
+			return fmt.Sprintf("%s (IPv4-mapped %s)", addr, check)
+		}
+		return addr.String()
 	}
 	for _, r := range addrRules {
 		if !r.prefix.Contains(check) {
@@ -128,10 +134,10 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 			rule += "; herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in"
 			optIn = "--allow-private-network"
 		}
-		return &RefusedError{Target: target, Rule: rule, OptIn: optIn}
+		return &RefusedError{Target: target(), Rule: rule, OptIn: optIn}
 	}
 	if !check.IsGlobalUnicast() {
-		return &RefusedError{Target: target, Rule: "is not a global unicast address"}
+		return &RefusedError{Target: target(), Rule: "is not a global unicast address"}
 	}
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/configcache"
 	"github.com/heraldpush/herald/push"
@@ -74,7 +72,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	return []push.Message{{
 		ID:          rec.ID,
 		ContentType: ct,
-		Header:      http.Header{http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookID): {rec.ID}},
+		Header:      http.Header{headerID: {rec.ID}},
 		Body:        rec.Payload,
 		Signer:      &signer{id: rec.ID, keys: keys},
 	}}, nil

@@ -11,6 +11,16 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
+// The Standard Webhooks headers in their canonical form, computed once:
+// the library spells them in lower case, and Header.Set canonicalizes a
+// key that is not canonical into a new string on every call (four strings
+// a message, the Header of Messages included).
+var (
+	headerID        = http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookID)
+	headerTimestamp = http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookTimestamp)
+	headerSignature = http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookSignature)
+)
+
 // signer signs one message at send time. Its String and Format redact the
 // secrets.
 type signer struct {
@@ -44,9 +54,9 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 		}
 		sigs[i] = sig
 	}
-	req.Header.Set(standardwebhooks.HeaderWebhookID, g.id)
-	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
-	req.Header.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
+	req.Header.Set(headerID, g.id)
+	req.Header.Set(headerTimestamp, strconv.FormatInt(at.Unix(), 10))
+	req.Header.Set(headerSignature, strings.Join(sigs, " "))
 	return nil
 }
 
