@@ -49,13 +49,14 @@ type dispatcher struct {
 }
 
 // claimed is a registration the dispatcher holds a lease on, with its
-// claim's instant and budget, and its place in the host table.
+// claim's instant and when it was made (its budget counts from that), and
+// its place in the host table.
 type claimed struct {
-	st           Status
-	at, deadline time.Time
-	host         string
-	entry        *hostEntry
-	wakes        uint64 // the dispatcher's wakes when claimed
+	st            Status
+	at, claimedAt time.Time // the claim's instant (for the store); when its Due returned (real time)
+	host          string
+	entry         *hostEntry
+	wakes         uint64 // the dispatcher's wakes when claimed
 }
 
 type turnEnd struct {
@@ -135,11 +136,11 @@ func (d *dispatcher) claim() {
 	// More may be due now only if this claim found some and was full; a
 	// claim capped by hosts finds no more until one of their turns ends.
 	d.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
-	deadline := time.Now().Add(w.opts.lease / 2)
+	claimedAt := time.Now() // after Due returned: the turn's budget and its shared pages count from it
 	w.waiting.Add(int64(len(batch.Registrations)))
 	for _, st := range batch.Registrations {
 		host := st.Host()
-		d.ready = append(d.ready, claimed{st: st, at: at, deadline: deadline, host: host, entry: w.perHost.enter(host), wakes: d.wakes})
+		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: d.wakes})
 	}
 }
 
@@ -151,7 +152,7 @@ func (d *dispatcher) start() {
 	for _, c := range d.ready[:n] {
 		d.running++
 		go func() {
-			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.deadline, c.st, c.entry)
+			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry)
 			d.ended <- turnEnd{host: c.host, wakes: c.wakes, rep: rep, err: err}
 		}()
 	}

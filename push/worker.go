@@ -150,7 +150,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	// timeouts are), even if it waited for its place among MaxInFlight or
 	// its host's MaxPerHost, so that no turn runs on after another worker
 	// may have claimed it.
-	deadline := time.Now().Add(w.opts.lease / 2)
+	claimedAt := time.Now()
 
 	// Turns start in claim order, skipping a host at its cap, so that one
 	// host's registrations never hold the slots another host could use.
@@ -182,7 +182,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 			running++
 			entry := w.perHost.enter(host)
 			go func() {
-				trep, terr := w.serve(ctx, stop, at, deadline, st, entry)
+				trep, terr := w.serve(ctx, stop, at, claimedAt, st, entry)
 				w.perHost.leave(host)
 				done <- ended{host: host, rep: trep, err: terr}
 			}()
@@ -223,14 +223,15 @@ func (w *Worker) claim(ctx context.Context, at time.Time, limit int, capped bool
 // serve runs one turn of a claimed registration, whose host entry the
 // caller entered, and returns its report and its error, wrapped with the
 // registration.
-func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, deadline time.Time, st Status, host *hostEntry) (SweepReport, error) {
+func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, claimedAt time.Time, st Status, host *hostEntry) (SweepReport, error) {
 	w.turns.Add(1)
 	defer w.turns.Add(-1)
 	started := time.Now()
-	t := turn{w: w, at: at, stop: stop, deadline: deadline, reg: st.Registration, head: st.Head, claim: st.Claim(), host: host}
-	// Every claim's budget starts when its Due returned (sweep, dispatcher
-	// claim): the turn's journal reads may share pages read since (pages.go).
-	ctx = withReadClaim(ctx, deadline.Add(-w.opts.lease/2), st.Head)
+	t := turn{w: w, at: at, stop: stop, deadline: claimedAt.Add(w.opts.lease / 2), reg: st.Registration, head: st.Head,
+		claim: st.Claim(), host: host}
+	// claimedAt is after the claim's Due returned: the turn's journal reads
+	// may share pages read since, and only those (pages.go).
+	ctx = withReadClaim(ctx, claimedAt, st.Head)
 	ctx, span := t.startTurn(ctx)
 	err := t.run(ctx)
 	endTurn(span, t.rep, err)
