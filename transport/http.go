@@ -105,7 +105,7 @@ func New(opts Options) (*HTTP, error) {
 // the flag that lifts it, when one does. What a DNS name resolves to is
 // judged only at connect time.
 func (t *HTTP) Refusals(raw string) []error {
-	return guard{allowHTTP: t.guard.allowHTTP, allowPrivate: t.guard.allowPrivate, allowlist: t.guard.allowlist}.refusals(raw)
+	return t.guard.refusals(raw)
 }
 
 // Deliver POSTs msg to reg.URL and classifies the answer (push.Transport).

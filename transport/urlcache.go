@@ -5,8 +5,10 @@ import (
 	"sync"
 )
 
-// urlCacheSize bounds the URLs a transport keeps parsed: about a worker's
-// registrations in flight many times over, a few hundred KiB at most.
+// urlCacheSize bounds the URLs a transport keeps parsed: a worker's
+// registrations in flight many times over. Each entry is its URL's text
+// (at most push.MaxURLBytes, 2 KiB) and the parsed url.URL, so the cache
+// holds about 1 MiB for typical URLs of 100 bytes and at most about 16 MiB.
 const urlCacheSize = 4096
 
 // urlCache keeps the registration URLs the network guard accepted, parsed,
