@@ -39,7 +39,9 @@ import (
 //
 // Memory: one page per stream (the newest read), at most pagesMaxBytes in
 // all, the oldest dropped first; a page older than half the lease can serve
-// no turn (a turn that late starts no record) and is dropped too. A page
+// no turn (a turn that late starts no record) and is dropped too, when the
+// next page is kept (so an idle worker may hold its last pages, at most
+// pagesMaxBytes, until it reads again). A page
 // above a quarter of the budget is not kept. Reads outside a turn (no
 // readClaim in the context) go to the journal.
 type pages struct {
