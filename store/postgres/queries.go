@@ -1,5 +1,7 @@
 package postgres
 
+import "strings"
+
 // Every SQL statement of the store, in one place. Parameters are numbered
 // as the calling function passes them.
 
@@ -393,19 +395,11 @@ const (
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
-	// cursorMoved is what sqlAdvance and sqlCheckpoint set: the cursor $4
-	// if that is forward, and the failure counts reset if it moved; fenced
-	// by cursorFence.
-	cursorMoved = `
-    attempts = CASE WHEN $4::bigint > next_seq THEN 0 ELSE attempts END,
-    host_failures = CASE WHEN $4::bigint > next_seq THEN 0 ELSE host_failures END,
-    last_error = CASE WHEN $4::bigint > next_seq THEN '' ELSE last_error END,
-    next_seq = GREATEST(next_seq, $4::bigint)`
+	// cursorFence fences sqlAdvance and sqlCheckpoint: the claim's owner
+	// $3, a cursor $4 at most the stream's head + 1.
 	cursorFence = `
 WHERE stream = $1 AND id = $2 AND lease_owner = $3
   AND $4::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)`
-	sqlAdvance    = `UPDATE herald_registration SET` + cursorMoved + `, lease_owner = '', lease_until = NULL` + cursorFence
-	sqlCheckpoint = `UPDATE herald_registration SET` + cursorMoved + cursorFence
 	// AdvanceBatch (advancebatch.go): sqlFence and sqlAdvance for many
 	// claims ($1 streams, $2 ids, $3 owners, $4 cursors; no key twice,
 	// sorted by key), in one implicit transaction. The fence locks the rows
@@ -423,7 +417,7 @@ CROSS JOIN LATERAL (
     WHERE r.stream = u.stream AND r.id = u.id
     FOR NO KEY UPDATE OF r) r
 ORDER BY u.ord`
-	sqlAdvanceBatch = `WITH u AS MATERIALIZED (
+	sqlAdvanceBatchWith = `WITH u AS MATERIALIZED (
     SELECT u.ord, u.next_seq, r.tid
     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u (stream, id, owner, next_seq, ord)
     CROSS JOIN LATERAL (
@@ -433,11 +427,8 @@ ORDER BY u.ord`
         OFFSET 0) r
 )
 UPDATE herald_registration r
-SET attempts = CASE WHEN u.next_seq > r.next_seq THEN 0 ELSE r.attempts END,
-    host_failures = CASE WHEN u.next_seq > r.next_seq THEN 0 ELSE r.host_failures END,
-    last_error = CASE WHEN u.next_seq > r.next_seq THEN '' ELSE r.last_error END,
-    next_seq = GREATEST(r.next_seq, u.next_seq),
-    lease_owner = '', lease_until = NULL
+SET `
+	sqlAdvanceBatchEnd = `, lease_owner = '', lease_until = NULL
 FROM u
 WHERE r.ctid = ANY (ARRAY(SELECT tid FROM u)) AND r.ctid = u.tid
 RETURNING u.ord`
@@ -501,6 +492,23 @@ WHERE stream = $1 AND registration = $2 AND n <= (
 	sqlEvidence = `SELECT at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before
 FROM herald_evidence WHERE stream = $1 AND registration = $2
 ORDER BY n DESC LIMIT $3`
+)
+
+// cursorMoved is what every cursor write under a claim sets (sqlAdvance,
+// sqlCheckpoint, sqlAdvanceBatch): the cursor to the new value if that is
+// forward, and the failure counts reset if it moved. One text, so that the
+// single and the batched writes never differ.
+const cursorMovedTo = `attempts = CASE WHEN NEW > r.next_seq THEN 0 ELSE r.attempts END,
+    host_failures = CASE WHEN NEW > r.next_seq THEN 0 ELSE r.host_failures END,
+    last_error = CASE WHEN NEW > r.next_seq THEN '' ELSE r.last_error END,
+    next_seq = GREATEST(r.next_seq, NEW)`
+
+var (
+	cursorMoved      = strings.ReplaceAll(cursorMovedTo, "NEW", "$4::bigint")
+	cursorMovedBatch = strings.ReplaceAll(cursorMovedTo, "NEW", "u.next_seq")
+	sqlAdvance       = `UPDATE herald_registration r SET ` + cursorMoved + `, lease_owner = '', lease_until = NULL` + cursorFence
+	sqlCheckpoint    = `UPDATE herald_registration r SET ` + cursorMoved + cursorFence
+	sqlAdvanceBatch  = sqlAdvanceBatchWith + cursorMovedBatch + sqlAdvanceBatchEnd
 )
 
 // Retention (retention.go). Each stream is pruned in a transaction of its
