@@ -38,16 +38,18 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 	)
 	for i, sv := range saves {
 		c := sv.Claim
+		// Advance's checks, in Advance's order, so that a save with two
+		// faults gets the error Advance would give it.
+		if err := checkCursor(sv.NextSeq); err != nil {
+			errs[i] = err
+			continue
+		}
 		if err := c.Validate(); err != nil {
 			errs[i] = err
 			continue
 		}
 		if !validKey(c.Stream, c.ID) {
 			errs[i] = notFound(c.Stream, c.ID)
-			continue
-		}
-		if err := checkCursor(sv.NextSeq); err != nil {
-			errs[i] = err
 			continue
 		}
 		k := key{c.Stream, c.ID}
