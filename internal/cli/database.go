@@ -113,7 +113,7 @@ func (e *env) openDB(ctx context.Context, create bool) (backend, error) {
 	case d.kind == "sqlite":
 		b, err = sqlite.Open(ctx, d.path, sqlite.WithoutMigrating())
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register and append create a new one", d)
+			return nil, usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, sweep and run create a new one", d)
 		}
 	default:
 		b, err = openPostgres(ctx, d.url, e.seqEvery)

@@ -36,7 +36,7 @@ error (a receiver's text, shown escaped).`,
 			if _, err := q.Validate(); err != nil {
 				return usagef("--state %q must be up, down or unavailable", state)
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			if err := push.ValidateHost(host); err != nil {
 				return usageError{err}
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -50,6 +50,8 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 		{"record-status", "--stream", "s", "--seq", "1"},
 		{"unpark", "--stream", "s", "--id", "r"},
 		{"rewind", "--stream", "s", "--id", "r", "--to-seq", "1"},
+		{"hosts"},
+		{"hosts", "reset", "social.example:443"},
 	} {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
