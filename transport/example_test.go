@@ -47,7 +47,7 @@ func ExampleCheckAddress() {
 	}
 	// Output:
 	// <nil>
-	// netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927))
+	// netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927)); no option lifts it: herald never connects there
 	// netguard: ::ffff:10.0.0.7 (IPv4-mapped 10.0.0.7) is in 10.0.0.0/8 (RFC 1918 private); herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in
 }
 

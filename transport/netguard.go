@@ -133,6 +133,8 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 		if r.private {
 			rule += "; herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in"
 			optIn = "--allow-private-network"
+		} else {
+			rule += "; no option lifts it: herald never connects there"
 		}
 		return &RefusedError{Target: target(), Rule: rule, OptIn: optIn}
 	}

@@ -121,7 +121,7 @@ func TestNetguardChecksResolvedAddressAtDialTime(t *testing.T) {
 	for host, want := range map[string]string{
 		"loopback.test": "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback); herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in",
 		"mapped.test":   "netguard: 127.0.0.1 is in 127.0.0.0/8 (loopback)",
-		"metadata.test": "netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927))",
+		"metadata.test": "netguard: 169.254.169.254 is in 169.254.0.0/16 (link-local, incl. cloud metadata 169.254.169.254 (RFC 3927)); no option lifts it",
 		"private.test":  "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private)",
 		"mixed.test":    "netguard: 169.254.169.254 is in 169.254.0.0/16",
 	} {
