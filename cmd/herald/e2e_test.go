@@ -375,8 +375,8 @@ func TestAppendFileChecksTheWholeFileFirst(t *testing.T) {
 		name, lines, says string
 		code              int
 	}{
-		{"an existing id with other content", many.String() + `{"stream":"orders","id":"o-1","kind":"k","payload":{"n":2}}`, `line 601: record id "o-1" already exists`, 1},
-		{"a sealed stream", many.String() + `{"stream":"closed","id":"c-2","kind":"k","payload":{}}`, `line 601: stream "closed" is sealed`, 1},
+		{"an existing id with other content", many.String() + `{"stream":"orders","id":"o-1","kind":"k","payload":{"n":2}}`, `line 601: record id "o-1" already exists`, 2},
+		{"a sealed stream", many.String() + `{"stream":"closed","id":"c-2","kind":"k","payload":{}}`, `line 601: stream "closed" is sealed`, 2},
 		{"an id repeated in the file", many.String() + `{"stream":"bulk","id":"b-1","kind":"k","payload":{}}`, `line 601: invalid id: "b-1" repeats the id of line 1`, 2},
 		{"a record after the file's own final record", `{"stream":"s","id":"s-1","kind":"k","payload":{},"final":true}` + "\n" + many.String() + `{"stream":"s","id":"s-2","kind":"k","payload":{}}`, `line 602: invalid stream: "s" is sealed by the final record of line 1`, 2},
 	} {

@@ -23,7 +23,7 @@ import (
 const (
 	ExitOK        = 0
 	ExitError     = 1 // the command failed; the message says what to do
-	ExitUsage     = 2 // bad flags or arguments; nothing was changed
+	ExitUsage     = 2 // bad flags, arguments or values; nothing was changed
 	ExitAttention = 3 // sweep: the report needs attention (saturated, or something parked)
 )
 
@@ -80,8 +80,13 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 			fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
 		}
 		return ExitUsage
-	case errors.Is(err, journal.ErrInvalid):
-		return ExitUsage // a bad value (a seq out of range, an invalid id): nothing was changed
+	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound),
+		errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
+		// A bad value (a seq out of range, an invalid id), a registration,
+		// record or host that does not exist, a record id stored with other
+		// content, a sealed stream: nothing was changed, and running the
+		// command again as it is cannot succeed.
+		return ExitUsage
 	}
 	return ExitError
 }
@@ -101,7 +106,9 @@ Exit codes:
   0  success
   1  the command failed (the message says what to do)
   2  usage: bad flags, arguments or values (a --database with no database
-     there, for a command that reads); nothing was changed
+     there, for a command that reads; a registration, record or host that
+     does not exist; a record id stored with other content; a sealed
+     stream); nothing was changed
   3  sweep: the report needs attention (saturated, or a registration parked)`
 
 func newRoot(e *env) *cobra.Command {
@@ -122,14 +129,21 @@ func newRoot(e *env) *cobra.Command {
 			if e.verbose {
 				level = slog.LevelDebug
 			}
-			e.logger = slog.New(slog.NewTextHandler(e.Err, &slog.HandlerOptions{Level: level}))
+			opts := &slog.HandlerOptions{Level: level}
+			if e.json {
+				// Scripts read stderr too: its log lines are JSON objects,
+				// one a line, as its error is.
+				e.logger = slog.New(slog.NewJSONHandler(e.Err, opts))
+			} else {
+				e.logger = slog.New(slog.NewTextHandler(e.Err, opts))
+			}
 			return nil
 		},
 	}
 	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
-	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts")
+	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
 	root.AddCommand(
 		newMigrate(e),

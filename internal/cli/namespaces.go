@@ -2,13 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/projection/cloudevents"
@@ -162,4 +165,72 @@ func secretValue(flag, v string) (string, error) {
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
 	return v, nil
+}
+
+// configFlagOf maps a key of a namespace's stored config, as the
+// projections' errors name it ("config.secrets[1]"), to the register flag
+// that sets it.
+var configFlagOf = map[string]string{
+	"secrets":     "secret",
+	"token":       "token",
+	"auth_scheme": "auth-scheme",
+	"credentials": "credentials",
+	"version":     "a2a-version",
+	"key_id":      "key-id",
+	"private_key": "private-key-file",
+	"actors":      "actor",
+	"followers":   "followers",
+	"source":      "source",
+	"structured":  "structured",
+}
+
+// asFlags rewrites the fields of a config's validation errors from the
+// stored config's keys to the flags register was given: "invalid
+// config.secrets[1]" becomes "invalid --secret (the 2nd)". Other errors
+// and fields are kept as they are.
+func asFlags(err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		parts := joined.Unwrap()
+		out := make([]error, len(parts))
+		for i, p := range parts {
+			out[i] = asFlags(p)
+		}
+		return errors.Join(out...)
+	}
+	var inv *journal.InvalidError
+	if !errors.As(err, &inv) || !strings.HasPrefix(inv.Field, "config.") {
+		return err
+	}
+	key, index, _ := strings.Cut(strings.TrimPrefix(inv.Field, "config."), "[")
+	flag, ok := configFlagOf[key]
+	if !ok {
+		return err
+	}
+	field := "--" + flag
+	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
+		field += " (the " + ordinal(n+1) + ")"
+	}
+	reason := inv.Reason
+	if ref, ok := strings.CutPrefix(reason, "repeats config."+key+"["); ok {
+		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "]")); err == nil {
+			reason = "repeats the " + ordinal(n+1)
+		}
+	}
+	return &journal.InvalidError{Field: field, Reason: reason}
+}
+
+// ordinal spells n as 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
 }

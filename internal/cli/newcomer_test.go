@@ -250,7 +250,7 @@ func TestUnregister(t *testing.T) {
 	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "s"), "e1", "the journal keeps the record")
 
 	r := runCLI(t, db, "", "unregister", "--stream", "s", "--id", "r")
-	require.Equal(t, ExitError, r.code)
+	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "not found")
 	r = runCLI(t, db, "", "unregister", "--stream", "s")
 	require.Equal(t, ExitUsage, r.code)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/daemon"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -88,7 +89,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
-					return usageError{err}
+					return usageError{asFlags(err)}
 				}
 			}
 			b, err := e.open(cmd.Context())
@@ -105,8 +106,13 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return err
 			}
 			if e.json {
-				warnRefusals(e, st.URL)
-				return printJSON(e.Out, viewOf(st))
+				// The answer of POST /v1/registrations: the notes are its
+				// warnings, in the JSON, not text beside it.
+				var warnings []string
+				for _, err := range transport.URLRefusals(st.URL) {
+					warnings = append(warnings, refusalNote+err.Error())
+				}
+				return printJSON(e.Out, daemon.RegisteredView{RegistrationView: viewOf(st), Warnings: warnings})
 			}
 			window := ""
 			if st.Window > 1 {
@@ -138,6 +144,8 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 // flag does not cost a sweep that parks the registration.
 func warnRefusals(e *env, url string) {
 	for _, err := range transport.URLRefusals(url) {
-		fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park the registration: %v\n", err)
+		fmt.Fprintf(e.Err, "note: %s%v\n", refusalNote, err)
 	}
 }
+
+const refusalNote = "sweeps refuse this URL and park the registration: "

@@ -101,7 +101,9 @@ reports what would go and changes nothing.`,
 				if !rep.More {
 					break
 				}
-				if n%50 == 0 {
+				if n%50 == 0 && e.json {
+					e.logger.Info("pruning", "records_so_far", total.Records, "elapsed_seconds", int64(time.Since(start)/time.Second))
+				} else if n%50 == 0 {
 					fmt.Fprintf(e.Err, "herald: pruned %s so far (%s)\n", plural(total.Records, "record"), time.Since(start).Round(time.Second))
 				}
 			}

@@ -89,6 +89,11 @@ deliver their records, and print the report. --at is the sweep's instant
 (default now): it decides what is due, backoff, lease expiry and signature
 dates. Run it from cron, a Kubernetes CronJob or a test.
 
+The network guard (--allow-http, --allow-private-network, --allow-host) is
+this process's: a URL it refuses parks the registration, even if a herald run
+with other flags delivers to it. Give every process that sweeps a database
+the same guard flags.
+
 Exit 0, or 3 when the report needs attention (saturated: more were due than
 --limit, so sweep again soon; or a registration was parked), 1 on error, or
 2 on a usage error (a bad flag, --at or --limit).`,
