@@ -46,17 +46,27 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
-	sigs := make([]string, len(g.keys))
-	for i, wh := range g.keys {
-		sig, err := wh.Sign(g.id, at, body)
+	var sig string
+	if len(g.keys) == 1 { // the common case: no slice to join
+		s, err := g.keys[0].Sign(g.id, at, body)
 		if err != nil {
-			return fmt.Errorf("webhook: sign with config.secrets[%d]: %w", i, err)
+			return fmt.Errorf("webhook: sign with config.secrets[0]: %w", err)
 		}
-		sigs[i] = sig
+		sig = s
+	} else {
+		sigs := make([]string, len(g.keys))
+		for i, wh := range g.keys {
+			s, err := wh.Sign(g.id, at, body)
+			if err != nil {
+				return fmt.Errorf("webhook: sign with config.secrets[%d]: %w", i, err)
+			}
+			sigs[i] = s
+		}
+		sig = strings.Join(sigs, " ")
 	}
 	req.Header.Set(headerID, g.id)
 	req.Header.Set(headerTimestamp, strconv.FormatInt(at.Unix(), 10))
-	req.Header.Set(headerSignature, strings.Join(sigs, " "))
+	req.Header.Set(headerSignature, sig)
 	return nil
 }
 
