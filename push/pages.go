@@ -114,7 +114,9 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	}
 	p.mu.Lock()
 	var wait *page // a read in flight that may cover this one
-	for _, pg := range slices.Backward(p.streams[stream]) {
+	ps := p.streams[stream]
+	for i := len(ps) - 1; i >= 0; i-- { // the newest first
+		pg := ps[i]
 		if pg.sent.Before(rc.claimed) {
 			continue
 		}
