@@ -152,7 +152,7 @@ func (d *dispatcher) start() {
 	for _, c := range d.ready[:n] {
 		d.running++
 		go func() {
-			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry)
+			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry, nil)
 			d.ended <- turnEnd{host: c.host, wakes: c.wakes, rep: rep, err: err}
 		}()
 	}

@@ -25,8 +25,10 @@
 // is written once per page. A page acknowledged in full is saved with
 // Store.Checkpoint, which keeps the claim, and the turn goes on to the next
 // page, until the stream's end, its budget (half the lease after the
-// claim) or a claim of the worker waiting for a slot ends it: a backlog
-// keeps its slot only while no other registration wants one. On
+// claim) or a claim of the worker waiting for a slot it could take ends it
+// (in a sweep, one its host's MaxPerHost does not hold back, or one of the
+// turn's own host): a backlog keeps its slot only while no other
+// registration wants one. On
 // a failure the turn stops: a permanent refusal (410 Gone, a URL the network
 // guard refuses) parks the registration; a transient one retries at the
 // receiver's Retry-After (clamped to [1 s, MaxRetryAfter]) or at the next

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,25 +35,36 @@ import (
 //     knew of no record past its end (readClaim.head). Otherwise the turn
 //     reads for itself, and sees what was appended since.
 //   - Records are not filtered here (a registration's kinds are applied by
-//     the turn), and each turn gets its own copy of the records and their
-//     payloads, as a read of its own would give.
+//     the turn). Each turn gets records and payloads of its own, as a read
+//     of its own would give: a copy while the page may still serve another
+//     turn (it is kept, or other turns wait on it), the page itself for
+//     the last turn it can serve (replaced or dropped, no one else
+//     waiting), so that a page no other turn can use costs no copy.
 //
-// Memory: one page per stream (the newest read), at most pagesMaxBytes in
-// all, the oldest dropped first; a page older than half the lease can serve
-// no turn (a turn that late starts no record) and is dropped too, when the
-// next page is kept (so an idle worker may hold its last pages, at most
-// pagesMaxBytes, until it reads again). A page
-// above a quarter of the budget is not kept. Reads outside a turn (no
-// readClaim in the context) go to the journal.
+// Memory: up to pagesPerStream pages per stream, one per place read from
+// (registrations at different cursors do not evict each other's pages; a
+// new read from the same place replaces the older page), at most
+// pagesMaxBytes in all, the oldest dropped first; a page older than half
+// the lease can serve no turn (a turn that late starts no record) and is
+// dropped too, when the next page is kept (so an idle worker may hold its
+// last pages, at most pagesMaxBytes, until it reads again). A page above
+// a quarter of the budget is not kept. Reads outside a turn (no readClaim
+// in the context) go to the journal.
 type pages struct {
 	journal.Journal
 	maxAge time.Duration // half the lease: no turn claimed before now-maxAge reads
 
 	mu      sync.Mutex
-	streams map[string]*page
-	order   list.List // *page, oldest read first
-	bytes   int       // of the pages in order
+	streams map[string][]*page // per stream, oldest read first, at most pagesPerStream
+	order   list.List          // *page, oldest read first
+	bytes   int                // of the pages in order
 }
+
+// pagesPerStream bounds the pages kept (or in flight) for one stream: a
+// stream's registrations sit at a few cursors at once (the head, and
+// those a retry or a window holds back), and each page is looked through
+// on a read.
+const pagesPerStream = 8
 
 // pagesMaxBytes bounds a worker's shared pages: 16 MiB holds a full drain
 // page (256 records) of 64 KiB payloads, or one page of 20 records for each
@@ -68,9 +80,12 @@ type page struct {
 	done    chan struct{} // closed when recs and err are set
 	recs    []journal.Record
 	err     error
+	whole   bool          // done, and recs start at from and are gapless: serve may index them
 	size    int           // bytes, once done and kept
 	elem    *list.Element // in pages.order while kept
-	dropped bool          // replaced or evicted: not to be kept when done
+	dropped bool          // replaced or evicted: serves no new turn
+	waiters int           // turns waiting for the read, that may still be served from it
+	given   bool          // the page's own records were handed out: every later turn gets a copy
 }
 
 // readClaim is what a turn's context tells pages of the turn's claim.
@@ -87,7 +102,7 @@ func withReadClaim(ctx context.Context, claimed time.Time, head uint64) context.
 }
 
 func newPages(j journal.Journal, lease time.Duration) *pages {
-	return &pages{Journal: j, maxAge: lease / 2, streams: map[string]*page{}}
+	return &pages{Journal: j, maxAge: lease / 2, streams: map[string][]*page{}}
 }
 
 // Read implements journal.Journal: a turn's read is served from a page
@@ -98,35 +113,47 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 		return p.Journal.Read(ctx, stream, fromSeq, limit)
 	}
 	p.mu.Lock()
-	if pg := p.streams[stream]; pg != nil && !pg.sent.Before(rc.claimed) {
+	var wait *page // a read in flight that may cover this one
+	ps := p.streams[stream]
+	for i := len(ps) - 1; i >= 0; i-- { // the newest first
+		pg := ps[i]
+		if pg.sent.Before(rc.claimed) {
+			continue
+		}
 		select {
 		case <-pg.done:
 			if recs, ok := pg.serve(fromSeq, limit, rc.head); ok {
+				out := pg.give(recs)
 				p.mu.Unlock()
-				return recs, nil
+				return out, nil
 			}
 		default:
-			if pg.from <= fromSeq && fromSeq-pg.from < uint64(pg.limit) {
-				// In flight, and it may cover this read: wait for it.
-				p.mu.Unlock()
-				select {
-				case <-pg.done:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				p.mu.Lock()
-				if recs, ok := pg.serve(fromSeq, limit, rc.head); ok {
-					p.mu.Unlock()
-					return recs, nil
-				}
+			if wait == nil && pg.from <= fromSeq && fromSeq-pg.from < uint64(pg.limit) {
+				wait = pg
 			}
 		}
 	}
-	pg := &page{stream: stream, from: fromSeq, limit: limit, sent: time.Now(), done: make(chan struct{})}
-	if old := p.streams[stream]; old != nil {
-		p.drop(old)
+	if wait != nil {
+		wait.waiters++
+		p.mu.Unlock()
+		select {
+		case <-wait.done:
+		case <-ctx.Done():
+			p.mu.Lock()
+			wait.waiters--
+			p.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		p.mu.Lock()
+		wait.waiters--
+		if recs, ok := wait.serve(fromSeq, limit, rc.head); ok {
+			out := wait.give(recs)
+			p.mu.Unlock()
+			return out, nil
+		}
 	}
-	p.streams[stream] = pg
+	pg := &page{stream: stream, from: fromSeq, limit: limit, sent: time.Now(), done: make(chan struct{})}
+	p.add(pg)
 	p.mu.Unlock()
 
 	recs, err := p.Journal.Read(ctx, stream, fromSeq, limit)
@@ -137,18 +164,35 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	p.keep(pg)
 	out := recs
 	if err == nil {
-		out = clonePage(recs) // the kept page is shared; the caller's copy is its own
+		out = pg.give(recs)
 	}
 	p.mu.Unlock()
 	return out, err
 }
 
+// add puts a read just sent among its stream's pages, replacing a page
+// read from the same place and dropping the stream's oldest beyond
+// pagesPerStream.
+func (p *pages) add(pg *page) {
+	for _, old := range p.streams[pg.stream] {
+		if old.from == pg.from {
+			p.drop(old)
+			break
+		}
+	}
+	if ps := p.streams[pg.stream]; len(ps) >= pagesPerStream {
+		p.drop(ps[0])
+	}
+	p.streams[pg.stream] = append(p.streams[pg.stream], pg)
+}
+
 // serve returns the records of a done page for a read of limit records
 // from fromSeq by a turn whose claim saw the stream's head at head, if the
 // page has them all: every record up to fromSeq+limit-1, or, when the
-// page reached the journal's end, every record up to head.
+// page reached the journal's end, every record up to head. The records
+// are the page's own: give them through give.
 func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record, bool) {
-	if pg.err != nil || len(pg.recs) == 0 {
+	if !pg.whole {
 		return nil, false
 	}
 	lo := pg.recs[0].Seq
@@ -158,12 +202,23 @@ func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record,
 	}
 	i := int(fromSeq - lo)
 	if n := len(pg.recs) - i; n >= limit {
-		return clonePage(pg.recs[i : i+limit]), true
+		return pg.recs[i : i+limit], true
 	}
 	if len(pg.recs) < pg.limit && head <= hi {
-		return clonePage(pg.recs[i:]), true
+		return pg.recs[i:], true
 	}
 	return nil, false
+}
+
+// give hands recs, records of pg, to one turn: the records themselves if
+// no other turn can be served from pg any more (it is dropped, no turn
+// waits on it, and none got them before), else a copy.
+func (pg *page) give(recs []journal.Record) []journal.Record {
+	if pg.dropped && pg.waiters == 0 && !pg.given {
+		pg.given = true
+		return recs
+	}
+	return clonePage(recs)
 }
 
 // keep adds a done page to the budget, unless it failed, was replaced
@@ -171,10 +226,11 @@ func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record,
 // page must start at its from and be gapless, so that serve can index
 // it); then drops pages over the budget or too old to serve.
 func (p *pages) keep(pg *page) {
-	ok := !pg.dropped && pg.err == nil && len(pg.recs) > 0
-	for i := 0; ok && i < len(pg.recs); i++ {
-		ok = pg.recs[i].Seq == pg.from+uint64(i) && pg.recs[i].Stream == pg.stream
+	pg.whole = pg.err == nil && len(pg.recs) > 0
+	for i := 0; pg.whole && i < len(pg.recs); i++ {
+		pg.whole = pg.recs[i].Seq == pg.from+uint64(i) && pg.recs[i].Stream == pg.stream
 	}
+	ok := !pg.dropped && pg.whole
 	if ok {
 		for _, r := range pg.recs {
 			pg.size += recordBytes(r)
@@ -195,9 +251,18 @@ func (p *pages) keep(pg *page) {
 
 // drop forgets a page: turns waiting on it still get its records.
 func (p *pages) drop(pg *page) {
+	if pg.dropped {
+		return
+	}
 	pg.dropped = true
-	if p.streams[pg.stream] == pg {
-		delete(p.streams, pg.stream)
+	ps := p.streams[pg.stream]
+	if i := slices.Index(ps, pg); i >= 0 {
+		ps = slices.Delete(ps, i, i+1)
+		if len(ps) == 0 {
+			delete(p.streams, pg.stream)
+		} else {
+			p.streams[pg.stream] = ps
+		}
 	}
 	if pg.elem != nil {
 		p.order.Remove(pg.elem)

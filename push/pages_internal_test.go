@@ -179,3 +179,56 @@ func TestPagesUnderConcurrentTurns(t *testing.T) {
 	wg.Wait()
 	require.Less(t, j.reads.Load(), int64(32*200), "some reads were shared")
 }
+
+// Registrations at different cursors of one stream keep a page each: a
+// read from one place no longer evicts the page read from another.
+func TestPagesKeepAPagePerPlace(t *testing.T) {
+	j := &sliceJournal{}
+	j.add(30)
+	p := newPages(j, time.Minute)
+	turn := withReadClaim(t.Context(), time.Now(), 30)
+	for range 3 {
+		for _, from := range []uint64{1, 11, 21} {
+			recs, err := p.Read(turn, "s", from, 5)
+			require.NoError(t, err)
+			require.Equal(t, span(from, from+4), seqs(recs))
+		}
+	}
+	require.EqualValues(t, 3, j.reads.Load(), "one read per place, each page kept beside the others")
+
+	for from := uint64(1); from <= pagesPerStream+1; from++ {
+		_, err := p.Read(turn, "s", 100+from, 1) // past the end: empty reads are not kept
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, len(p.streams["s"]), pagesPerStream)
+	_, err := p.Read(turn, "s", 21, 5)
+	require.NoError(t, err)
+	require.EqualValues(t, 3+pagesPerStream+1, j.reads.Load(), "still served from its page")
+
+	// A stream's pages are bounded: the oldest goes first.
+	p = newPages(j, time.Minute)
+	for from := uint64(1); from <= pagesPerStream+1; from++ {
+		_, err := p.Read(turn, "s", from, 1)
+		require.NoError(t, err)
+	}
+	require.Len(t, p.streams["s"], pagesPerStream)
+	require.Equal(t, pagesPerStream, p.order.Len())
+	require.EqualValues(t, 2, p.streams["s"][0].from, "the page read from 1 went first")
+}
+
+// A page no other turn can use is handed out as read, not copied; a kept
+// page is copied for each turn (TestPagesServeWhatAReadOfTheTurnsOwnWould).
+func TestPagesCopyOnlyWhatAnotherTurnCanUse(t *testing.T) {
+	big := &streamsJournal{payload: make([]byte, pagesMaxBytes/4+1)}
+	p := newPages(big, time.Minute)
+	turn := withReadClaim(t.Context(), time.Now(), 1)
+	recs, err := p.Read(turn, "s", 1, 10)
+	require.NoError(t, err)
+	require.Same(t, &big.payload[0], &recs[0].Payload[0], "a page too big to keep is the caller's alone")
+
+	small := &streamsJournal{payload: []byte("x")}
+	p = newPages(small, time.Minute)
+	recs, err = p.Read(turn, "s", 1, 10)
+	require.NoError(t, err)
+	require.NotSame(t, &small.payload[0], &recs[0].Payload[0], "a kept page is copied for its reader")
+}

@@ -108,12 +108,23 @@ var (
 	deliveryStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 )
 
-// delivery records one attempt's span, from start to its outcome.
+// startDelivery starts one attempt's span, endDelivery ends it with its
+// outcome. When the turn's span neither records nor carries a valid span
+// context, no tracer was installed when the turn started (an SDK's span,
+// even one its sampler dropped, has a valid context): the delivery gets
+// no span (nil) and ctx unchanged, sparing the no-op span and the context
+// that carries it, three allocations a message.
 func (t *turn) startDelivery(ctx context.Context) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() && !parent.SpanContext().IsValid() {
+		return ctx, nil
+	}
 	return t.w.tracer.Start(ctx, SpanDelivery, deliveryStart...)
 }
 
 func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
+	if span == nil {
+		return
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.reg.Host()),
 			attribute.Int(AttrAttempt, t.attempts+1))

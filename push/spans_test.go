@@ -142,3 +142,36 @@ func BenchmarkSpansOff(b *testing.B) {
 		sweep.End()
 	}
 }
+
+// byName samples the spans of one name only, whatever their parent's
+// decision.
+type byName string
+
+func (s byName) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Name == string(s) {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+}
+
+func (s byName) Description() string { return "byName(" + string(s) + ")" }
+
+// A sampler that drops the turn's span still sees every delivery's: the
+// worker skips a delivery span only when no tracer was installed at all.
+func TestDeliverySpansUnderASamplerThatDropsTheTurn(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(byName(push.SpanDelivery)))
+	f := newFixture(t)
+	f.append("s", 3)
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://hooks.example/in"})
+	require.NoError(t, err)
+	w, err := push.NewWorker(f.store, f.store, &receiver{}, f.proj, push.WithOwner("w1"), push.WithTracerProvider(tp))
+	require.NoError(t, err)
+	_, err = w.RunOnce(t.Context(), at(0), 10)
+	require.NoError(t, err)
+	spans := exp.GetSpans()
+	require.Len(t, spans, 3, "one span per delivery, none of the sweep or the turn")
+	for _, s := range spans {
+		require.Equal(t, push.SpanDelivery, s.Name)
+	}
+}

@@ -376,3 +376,34 @@ func TestBacklogIsSweptAtOnce(t *testing.T) {
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, <-turns,
 		"Run claimed both; the first turn gave its one slot up after a page, to the claim waiting for it")
 }
+
+// RunOnce: a turn gives its slot up only to a claim that could take it.
+// Host a's second registration waits for host a's cap, not for a slot: the
+// turn on host b serves all its pages, while the turn on host a gives its
+// place up to its host's waiting registration after a page.
+func TestSweepTurnKeepsItsSlotFromAClaimItsHostCapHolds(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 5)
+	for _, r := range []struct{ id, host string }{{"a1", "a.example"}, {"a2", "a.example"}, {"b1", "b.example"}} {
+		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: r.id, Namespace: ns, URL: "https://" + r.host + "/in"})
+		require.NoError(t, err)
+	}
+	turns := make(chan push.SweepReport, 3)
+	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
+	w := f.worker(push.WithDrainPage(2), push.WithMaxInFlight(2), push.WithMaxPerHost(1), push.WithHooks(hooks))
+	require.Equal(t, push.SweepReport{Registrations: 3, Records: 12, Deliveries: 12, Backlog: 1}, f.sweep(w, at(0)),
+		"a1 gave its place to a2 after a page; b1 and a2 served all 5")
+	close(turns)
+	var got []push.SweepReport
+	for r := range turns {
+		got = append(got, r)
+	}
+	require.ElementsMatch(t, []push.SweepReport{
+		{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1},
+		{Registrations: 1, Records: 5, Deliveries: 5},
+		{Registrations: 1, Records: 5, Deliveries: 5},
+	}, got)
+	require.ElementsMatch(t, []uint64{3, 6}, []uint64{f.get("s", "a1").NextSeq, f.get("s", "a2").NextSeq},
+		"one of host a's registrations at its first page's end, the other past the stream's")
+	require.EqualValues(t, 6, f.get("s", "b1").NextSeq)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -23,9 +24,10 @@ type turn struct {
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the claim)
 	reg      Registration
-	head     uint64     // the stream's head when claimed, raised by the pages read
-	claim    Claim      // fences the turn's writes
-	host     *hostEntry // the host's tokens, one held around each send
+	head     uint64        // the stream's head when claimed, raised by the pages read
+	claim    Claim         // fences the turn's writes
+	host     *hostEntry    // the host's tokens, one held around each send
+	held     *atomic.Int64 // RunOnce: claims of this host its sweep holds back for the host's cap (nil under Run)
 	rep      SweepReport
 
 	next     uint64 // first seq not yet acknowledged in this turn
@@ -120,10 +122,12 @@ func (t *turn) read(ctx context.Context) ([]journal.Record, error) {
 
 // goOn says whether the turn, its page acknowledged in full, may go on to
 // the next page under the same claim: its budget is not spent, the worker
-// is not stopping, and no claim of the worker waits for a slot (a turn
-// with a backlog never keeps its slot from another registration).
+// is not stopping, and no claim of the worker waits for a slot that it
+// could take (a turn with a backlog never keeps its slot from another
+// registration): none that a freed slot would start, and none of the
+// turn's own host that RunOnce holds back for the host's cap.
 func (t *turn) goOn() bool {
-	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0
+	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0 && (t.held == nil || t.held.Load() == 0)
 }
 
 // fail records a failed attempt at t.next together with the progress made

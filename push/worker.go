@@ -155,36 +155,68 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 	// Turns start in claim order, skipping a host at its cap, so that one
 	// host's registrations never hold the slots another host could use.
 	// No shared cancellation: one turn's failure never stops another.
+	//
+	// w.waiting counts, of this sweep's queue, the claims a freed slot
+	// would start (their host under its cap): a turn gives its slot up to
+	// them (turn.goOn), never to a claim its host's cap holds back anyway.
+	// Those held back wait for a turn of their own host, which gives its
+	// slot up to them (held).
+	type queued struct {
+		st   Status
+		host string
+	}
 	type ended struct {
 		host string
 		rep  SweepReport
 		err  error
 	}
-	w.waiting.Add(int64(len(batch.Registrations)))
+	queue := make([]queued, len(batch.Registrations))
+	held := map[string]*atomic.Int64{} // per host: its claims in the queue
+	for i, st := range batch.Registrations {
+		queue[i] = queued{st: st, host: st.Host()}
+		if held[queue[i].host] == nil {
+			held[queue[i].host] = &atomic.Int64{}
+		}
+		held[queue[i].host].Add(1)
+	}
 	var (
-		queue    = batch.Registrations
 		perHost  = map[string]int{}
 		running  int
 		done     = make(chan ended, len(queue))
 		firstErr error
+		waiting  int64 // this sweep's part of w.waiting
 	)
+	defer func() { w.waiting.Add(-waiting) }()
 	for len(queue) > 0 || running > 0 {
+		var starts []queued
 		for i := 0; i < len(queue) && running < w.opts.maxInFlight; {
-			st := queue[i]
-			host := st.Host()
-			if perHost[host] >= w.opts.maxPerHost {
+			q := queue[i]
+			if perHost[q.host] >= w.opts.maxPerHost {
 				i++
 				continue
 			}
 			queue = append(queue[:i:i], queue[i+1:]...)
-			w.waiting.Add(-1)
-			perHost[host]++
+			held[q.host].Add(-1)
+			perHost[q.host]++
 			running++
-			entry := w.perHost.enter(host)
+			starts = append(starts, q)
+		}
+		// Counted before the turns start, so that none sees a count that
+		// is not this pass's.
+		var startable int64
+		for _, q := range queue {
+			if perHost[q.host] < w.opts.maxPerHost {
+				startable++
+			}
+		}
+		w.waiting.Add(startable - waiting)
+		waiting = startable
+		for _, q := range starts {
+			entry := w.perHost.enter(q.host)
 			go func() {
-				trep, terr := w.serve(ctx, stop, at, claimedAt, st, entry)
-				w.perHost.leave(host)
-				done <- ended{host: host, rep: trep, err: terr}
+				trep, terr := w.serve(ctx, stop, at, claimedAt, q.st, entry, held[q.host])
+				w.perHost.leave(q.host)
+				done <- ended{host: q.host, rep: trep, err: terr}
 			}()
 		}
 		e := <-done
@@ -223,12 +255,16 @@ func (w *Worker) claim(ctx context.Context, at time.Time, limit int, capped bool
 // serve runs one turn of a claimed registration, whose host entry the
 // caller entered, and returns its report and its error, wrapped with the
 // registration.
-func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, claimedAt time.Time, st Status, host *hostEntry) (SweepReport, error) {
+//
+// held, if not nil, counts the claims of the turn's host that its sweep
+// holds back for the host's cap: the turn gives its slot up to them too.
+func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, claimedAt time.Time, st Status, host *hostEntry,
+	held *atomic.Int64) (SweepReport, error) {
 	w.turns.Add(1)
 	defer w.turns.Add(-1)
 	started := time.Now()
 	t := turn{w: w, at: at, stop: stop, deadline: claimedAt.Add(w.opts.lease / 2), reg: st.Registration, head: st.Head,
-		claim: st.Claim(), host: host}
+		claim: st.Claim(), host: host, held: held}
 	// claimedAt is after the claim's Due returned: the turn's journal reads
 	// may share pages read since, and only those (pages.go).
 	ctx = withReadClaim(ctx, claimedAt, st.Head)

@@ -47,6 +47,7 @@ type HTTP struct {
 	transport *http.Transport
 	guard     *guard
 	urls      *urlCache // the URLs guard accepted, parsed (behind a pointer: a formatted HTTP never shows them)
+	userAgent []string  // the User-Agent header's value, shared by every request: capped at its length, so an Add copies it
 	opts      Options
 	logger    *slog.Logger
 }
@@ -95,7 +96,8 @@ func New(opts Options) (*HTTP, error) {
 		// the metadata service): the 3xx itself is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &HTTP{client: client, transport: tr, guard: g, urls: &urlCache{}, opts: o, logger: o.Logger}, nil
+	ua := []string{o.UserAgent}
+	return &HTTP{client: client, transport: tr, guard: g, urls: &urlCache{}, userAgent: ua[:1:1], opts: o, logger: o.Logger}, nil
 }
 
 // Refusals lists every rule of this transport's network guard (its
@@ -187,7 +189,7 @@ func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at 
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
 	}
-	req.Header.Set("User-Agent", t.opts.UserAgent)
+	req.Header["User-Agent"] = t.userAgent
 	if msg.Signer != nil {
 		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
 			return req, fmt.Errorf("sign: %w", err)
@@ -203,11 +205,11 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	reqCtx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, errDeadline)
 	defer cancel()
-	var stage atomic.Int32
-	reqCtx = httptrace.WithClientTrace(reqCtx, &httptrace.ClientTrace{
-		GotConn:      func(httptrace.GotConnInfo) { stage.Store(stageSending) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { stage.Store(stageWaiting) },
-	})
+	st := &stageTrace{}
+	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
+	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
+	reqCtx = httptrace.WithClientTrace(reqCtx, &st.trace)
+	stage := &st.stage
 	req, err := t.newRequest(reqCtx, u, msg, at)
 	if err != nil {
 		if req == nil {
@@ -251,6 +253,13 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	out.Reason = red.String(out.Reason)
 	return out, nil
+}
+
+// stageTrace follows an attempt's stage (classify.go) through its
+// httptrace hooks: the stage and the hooks in one allocation.
+type stageTrace struct {
+	stage atomic.Int32
+	trace httptrace.ClientTrace
 }
 
 // copyHeader returns a copy of h that the request may change (Set, Add,

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/configjson"
 	"github.com/heraldpush/herald/push"
@@ -93,9 +91,9 @@ func decodeConfig(raw []byte) (Config, error) {
 	return c, err
 }
 
-// signers holds one Standard Webhooks signer per secret, in config order. It
-// is shared by every message of the registrations with this config.
-type signers []*standardwebhooks.Webhook
+// signers holds one keyed HMAC-SHA256 per secret, in config order. It is
+// shared by every message of the registrations with this config.
+type signers []*key
 
 func (c Config) keys() (signers, error) {
 	if len(c.Secrets) == 0 {
@@ -119,12 +117,7 @@ func (c Config) keys() (signers, error) {
 			continue
 		}
 		seen[string(key)] = i
-		wh, err := standardwebhooks.NewWebhookRaw(key)
-		if err != nil {
-			errs = append(errs, journal.Invalid(field, "is refused by the Standard Webhooks library"))
-			continue
-		}
-		out = append(out, wh)
+		out = append(out, newKey(key))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -1,8 +1,10 @@
 // Package webhook is herald's Standard Webhooks projection: it delivers the
 // records of a journal stream to an HTTP endpoint as Standard Webhooks
-// (https://www.standardwebhooks.com, specification 1.0.0), signed with
-// github.com/standard-webhooks/standard-webhooks/libraries/go. It serves the
-// "webhook" namespace.
+// (https://www.standardwebhooks.com, specification 1.0.0), signed with the
+// standard library's HMAC-SHA256 as the specification defines (its tests
+// check every signature with the reference library,
+// github.com/standard-webhooks/standard-webhooks/libraries/go). It serves
+// the "webhook" namespace.
 //
 // # Messages
 //
