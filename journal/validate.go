@@ -93,51 +93,87 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		maxPayload = DefaultMaxPayload
 	}
 	out := make([]Entry, len(entries))
-	seen := make(map[string]int, len(entries))
+	var seen map[string]int // ids of the batch; one entry needs none
+	if len(entries) > 1 {
+		seen = make(map[string]int, len(entries))
+	}
 	for i, e := range entries {
-		f := func(name string) string { return fmt.Sprintf("entries[%d].%s", i, name) }
-		if err := ValidateID(f("id"), e.ID); err != nil {
-			return nil, err
+		// The checks name the bare field; at names it in the batch, on
+		// error only (an append of valid entries formats nothing).
+		at := func(err error) error {
+			if ie, ok := err.(*InvalidError); ok {
+				return &InvalidError{Field: fmt.Sprintf("entries[%d].%s", i, ie.Field), Reason: ie.Reason}
+			}
+			return err
+		}
+		if err := ValidateID("id", e.ID); err != nil {
+			return nil, at(err)
 		}
 		if strings.HasPrefix(e.ID, ReservedIDPrefix) {
-			return nil, Invalid(f("id"), "starts with %q, reserved for herald's own events", ReservedIDPrefix)
+			return nil, at(Invalid("id", "starts with %q, reserved for herald's own events", ReservedIDPrefix))
 		}
-		if j, dup := seen[e.ID]; dup {
-			return nil, Invalid(f("id"), "%q repeats entries[%d].id in the same batch", e.ID, j)
+		if seen != nil {
+			if j, dup := seen[e.ID]; dup {
+				return nil, at(Invalid("id", "%q repeats entries[%d].id in the same batch", e.ID, j))
+			}
+			seen[e.ID] = i
 		}
-		seen[e.ID] = i
-		if err := validateName(f("kind"), e.Kind, MaxKindBytes, false); err != nil {
-			return nil, err
+		if err := validateName("kind", e.Kind, MaxKindBytes, false); err != nil {
+			return nil, at(err)
 		}
 		e.ContentType = contentType(e.ContentType)
 		if len(e.ContentType) > MaxContentTypeBytes {
-			return nil, Invalid(f("content_type"), "is longer than %d bytes (%d)", MaxContentTypeBytes, len(e.ContentType))
+			return nil, at(Invalid("content_type", "is longer than %d bytes (%d)", MaxContentTypeBytes, len(e.ContentType)))
 		}
-		mt, _, err := mime.ParseMediaType(e.ContentType)
-		if typ, sub, ok := strings.Cut(mt, "/"); err == nil && (!ok || typ == "" || sub == "" || strings.Contains(sub, "/")) {
-			err = fmt.Errorf("want type/subtype")
-		}
+		mt, err := mediaType(e.ContentType)
 		if err != nil {
-			return nil, Invalid(f("content_type"), "%q is not a media type: %v", e.ContentType, err)
+			return nil, at(Invalid("content_type", "%q is not a media type: %v", e.ContentType, err))
 		}
 		if len(e.Payload) > maxPayload {
-			return nil, Invalid(f("payload"), "is %d bytes, more than the limit of %d", len(e.Payload), maxPayload)
+			return nil, at(Invalid("payload", "is %d bytes, more than the limit of %d", len(e.Payload), maxPayload))
 		}
 		if IsJSON(mt) && !json.Valid(e.Payload) {
-			return nil, Invalid(f("payload"), "is not valid JSON, as content type %s requires", mt)
+			return nil, at(Invalid("payload", "is not valid JSON, as content type %s requires", mt))
 		}
-		if err := ValidateTraceparent(f("traceparent"), e.Traceparent); err != nil {
-			return nil, err
+		if err := ValidateTraceparent("traceparent", e.Traceparent); err != nil {
+			return nil, at(err)
 		}
-		if err := ValidateTracestate(f("tracestate"), e.Tracestate, e.Traceparent); err != nil {
-			return nil, err
+		if err := ValidateTracestate("tracestate", e.Tracestate, e.Traceparent); err != nil {
+			return nil, at(err)
 		}
 		if e.Final && i < len(entries)-1 {
-			return nil, Invalid(f("final"), "is set but %d entries follow: only the last entry of a batch may be final", len(entries)-1-i)
+			return nil, at(Invalid("final", "is set but %d entries follow: only the last entry of a batch may be final", len(entries)-1-i))
 		}
 		out[i] = e
 	}
 	return out, nil
+}
+
+// mediaType returns the media type of the content type ct, lower-cased and
+// without parameters, or why ct is not type/subtype with valid parameters
+// (mime.ParseMediaType's rules). The usual content type, a bare
+// type/subtype of token characters, is decided without parsing, to the
+// same result.
+func mediaType(ct string) (string, error) {
+	slash := strings.IndexByte(ct, '/')
+	bare := slash > 0 && slash < len(ct)-1
+	for i := 0; bare && i < len(ct); i++ {
+		bare = i == slash || isTokenByte(ct[i])
+	}
+	if bare {
+		return strings.ToLower(ct), nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if typ, sub, ok := strings.Cut(mt, "/"); err == nil && (!ok || typ == "" || sub == "" || strings.Contains(sub, "/")) {
+		err = fmt.Errorf("want type/subtype")
+	}
+	return mt, err
+}
+
+// isTokenByte reports whether c may be in a token of RFC 2045 (a media
+// type's type or subtype): printable ASCII but space and the tspecials.
+func isTokenByte(c byte) bool {
+	return c > 0x20 && c < 0x7f && !strings.ContainsRune(`()<>@,;:\"/[]?=`, rune(c))
 }
 
 // ValidateRead checks the arguments of Journal.Read. Errors wrap ErrInvalid.

@@ -44,7 +44,10 @@
 // (Append, AppendTx) only inserts its records, with seq NULL, in entry
 // order (the pos column), and takes no lock but the unique index entry of
 // each new id. The same statement checks the seal and that no id is
-// stored (one round trip; the ids are looked up only when one is), so
+// stored (one round trip; the ids are looked up only when one is; the
+// seal check reads two partial indexes, of the sealed streams and of the
+// final records not yet numbered, whose ranges are empty for an open
+// stream, migration 012), so
 // idempotency, conflicts and sealing are decided
 // at append time, in the appending transaction: an id that exists with the
 // same content digest (journal.Digest, stored with the record) returns the

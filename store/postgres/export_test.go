@@ -59,3 +59,7 @@ const (
 	SequencerPollMax  = sequencerPollMax
 	SequencerBatch    = sequencerBatch
 )
+
+// SQLInsertRecord is the append statement of one entry, for the test that
+// EXPLAINs it.
+const SQLInsertRecord = sqlInsertRecord

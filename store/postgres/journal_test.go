@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -383,4 +384,75 @@ func TestClockAndPayloadLimit(t *testing.T) {
 	var ie *journal.InvalidError
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, "entries[0].payload", ie.Field)
+}
+
+// TestAppendSealCheckReadsNoStreamRow: the one-entry append statement asks
+// whether its stream is sealed through indexes that hold sealed streams and
+// unnumbered final records only, so that for an open stream it reads no row
+// of herald_stream (the row the sequencer updates at every step) and no
+// record; for a sealed stream it inserts nothing. Plans as the statement
+// runs prepared (a generic plan), over 1,000 streams of 5 records.
+func TestAppendSealCheckReadsNoStreamRow(t *testing.T) {
+	ctx := t.Context()
+	s := openStore(t, migratedURL(t))
+	pool := s.Pool()
+	_, err := pool.Exec(ctx, `INSERT INTO herald_stream (stream, head) SELECT 'open/' || g, 5 FROM generate_series(1, 1000) g`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
+SELECT 'open/' || (g % 1000 + 1), g / 1000 + 1, 'r' || g, 'k', 'application/json', '\x7b7d', false, '\x00', now()
+FROM generate_series(0, 4999) g`)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "sealed", journal.Entry{ID: "last", Kind: "k", Payload: []byte("{}"), Final: true})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE herald_stream, herald_record`)
+	require.NoError(t, err)
+
+	prepared := 0
+	plan := func(stream string) (inserted float64, scans map[string]map[string]any) {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`)
+		require.NoError(t, err)
+		prepared++
+		name := fmt.Sprintf("seal_probe_%d", prepared) // a prepared statement outlives the transaction
+		_, err = tx.Exec(ctx, `PREPARE `+name+` (text, text, text, text, bytea, boolean, bytea, timestamptz, text, text) AS `+postgres.SQLInsertRecord)
+		require.NoError(t, err)
+		var raw []byte
+		require.NoError(t, tx.QueryRow(ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE %s ('%s', 'id-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '', '')`, name, stream)).Scan(&raw))
+		var plans []struct {
+			Plan map[string]any `json:"Plan"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &plans))
+		require.Len(t, plans, 1)
+		scans = map[string]map[string]any{}
+		var visit func(node map[string]any)
+		visit = func(node map[string]any) {
+			if rel, ok := node["Relation Name"].(string); ok && node["Node Type"] != "ModifyTable" {
+				require.NotContains(t, scans, rel, "one probe of each table")
+				scans[rel] = node
+			}
+			kids, _ := node["Plans"].([]any)
+			for _, k := range kids {
+				visit(k.(map[string]any))
+			}
+		}
+		visit(plans[0].Plan)
+		inserted, _ = plans[0].Plan["Actual Rows"].(float64)
+		return inserted, scans
+	}
+
+	inserted, scans := plan("open/7")
+	require.Equal(t, 1.0, inserted, "an open stream's record goes in")
+	require.Len(t, scans, 2)
+	for rel, index := range map[string]string{"herald_stream": "herald_stream_sealed", "herald_record": "herald_record_unsequenced_final"} {
+		node := scans[rel]
+		require.Equal(t, "Index Only Scan", node["Node Type"], "%s: %v", rel, node)
+		require.Equal(t, index, node["Index Name"], rel)
+		require.Equal(t, 0.0, node["Heap Fetches"], "%s: no row read", rel)
+		require.Equal(t, 0.0, node["Actual Rows"], rel)
+	}
+
+	inserted, _ = plan("sealed")
+	require.Equal(t, 0.0, inserted, "a sealed stream's record does not go in")
 }

@@ -26,9 +26,12 @@ const (
 const (
 	sqlEnsureStream = `INSERT INTO herald_stream (stream) VALUES ($1) ON CONFLICT DO NOTHING`
 	// Is the stream sealed: by a sequenced final record (final_seq), or by
-	// a committed final record the sequencer has not numbered yet.
+	// a committed final record the sequencer has not numbered yet. Every
+	// seal probe says "not numbered yet" as coalesce(seq, 0) = 0, which
+	// only herald_record_unsequenced_final answers (migration 012: with
+	// seq IS NULL the planner could take the sequencer's work list instead).
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
-       EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)`
+       EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)`
 	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, traceparent, tracestate,
     digest, refused IS NOT NULL
 FROM herald_record WHERE id = ANY($1::text[])`
@@ -43,7 +46,7 @@ FROM herald_record WHERE id = ANY($1::text[])`
 	// id only.
 	sqlInsertRecords = `WITH seal AS MATERIALIZED (
     SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
-        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)
+        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)
         OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
 ), ins AS (
     INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
@@ -62,11 +65,14 @@ SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
 	// back means the stream is sealed or the id is stored (committed
 	// before this statement or, after a wait on the unique index, by a
 	// concurrent append); appendTx's lookup decides which, as for
-	// sqlInsertRecords' blocked.
+	// sqlInsertRecords' blocked. The two seal probes are one subquery (one
+	// init-plan to start and run, not two), each an index range that is
+	// empty for an open stream: herald_stream_sealed, and
+	// herald_record_unsequenced_final (migration 012).
 	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
-WHERE NOT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
-  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND seq IS NULL AND refused IS NULL)
+WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
+    UNION ALL SELECT FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)
 ON CONFLICT (id) DO NOTHING
 RETURNING pos`
 	sqlUndoInsert = `DELETE FROM herald_record WHERE pos = ANY($1::bigint[]) AND seq IS NULL`

@@ -3,10 +3,12 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -331,6 +333,63 @@ func TestMigrateUpKeepsJournalsAndCursors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, st.Current, "version 3 (the sequencer's) is kept")
 	require.False(t, st.Dirty, "refused before any migration began")
+}
+
+// TestSealCheckMigrationKeepsSealing: migration 12 re-indexes the seal
+// check. A version 11 database with a sealed stream, a stream whose final
+// record is committed and not yet numbered, and an open stream migrates up
+// and down again; at each version AppendTx and herald_append refuse the two
+// closed streams and append to the open one, and the journals are kept.
+func TestSealCheckMigrationKeepsSealing(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	require.NoError(t, postgres.MigrateTo(ctx, url, 11))
+	pool := newPoolAt(t, url)
+	for _, q := range []string{
+		`INSERT INTO herald_stream (stream, head, final_seq) VALUES ('sealed', 2, 2), ('closing', 1, NULL), ('open', 1, NULL)`,
+		`INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at) VALUES
+		 ('sealed', 1, 'sealed-1', 'k', 'application/json', '{}', false, '\x00', now()),
+		 ('sealed', 2, 'sealed-2', 'k', 'application/json', '{}', true, '\x00', now()),
+		 ('closing', 1, 'closing-1', 'k', 'application/json', '{}', false, '\x00', now()),
+		 ('closing', NULL, 'closing-end', 'k', 'application/json', '{}', true, '\x00', now()),
+		 ('open', 1, 'open-1', 'k', 'application/json', '{}', false, '\x00', now())`,
+	} {
+		_, err := pool.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	check := func(version int, n int) {
+		t.Helper()
+		for stream, finalSeq := range map[string]uint64{"sealed": 2, "closing": 0} {
+			_, err := pool.Exec(ctx, `SELECT herald_append($1, $2, 'k', '{}'::jsonb)`, stream, fmt.Sprintf("%s-sql-%d", stream, n))
+			var pe *pgconn.PgError
+			require.ErrorAs(t, err, &pe, "version %d, %s", version, stream)
+			require.Equal(t, "HA423", pe.Code, "version %d, %s: %v", version, stream, err)
+			if version < postgres.SchemaVersion() {
+				continue // the store reads the current version only
+			}
+			s := openStore(t, url)
+			tx := openTx(t, s)
+			_, err = s.AppendTx(ctx, tx, stream, entry(fmt.Sprintf("%s-go-%d", stream, n)))
+			var se *journal.SealedError
+			require.ErrorAs(t, err, &se, "%s", stream)
+			require.Equal(t, finalSeq, se.FinalSeq, stream)
+			require.NoError(t, tx.Rollback(ctx))
+		}
+		_, err := pool.Exec(ctx, `SELECT herald_append('open', $1, 'k', '{}'::jsonb)`, fmt.Sprintf("open-sql-%d", n))
+		require.NoError(t, err, "version %d", version)
+		var records int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&records))
+		require.Equal(t, 5+n, records, "version %d: the journals are kept", version)
+	}
+	check(11, 1)
+	_, err := postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	check(postgres.SchemaVersion(), 2)
+	require.NoError(t, migrateDownTo(t, url, 11))
+	check(11, 3)
+	_, err = postgres.MigrateUp(ctx, url)
+	require.NoError(t, err)
+	check(postgres.SchemaVersion(), 4)
 }
 
 func newPoolAt(t *testing.T, url string) *pgxpool.Pool {
