@@ -59,3 +59,9 @@ const (
 	SequencerPollMax  = sequencerPollMax
 	SequencerBatch    = sequencerBatch
 )
+
+// AdvanceBatch's statements, for the test of their plans.
+var (
+	SQLFenceBatch   = sqlFenceBatch
+	SQLAdvanceBatch = sqlAdvanceBatch
+)
