@@ -37,40 +37,70 @@ type latCase struct {
 	manyHosts  bool // each stream's receiver on its own host (127.0.1.x), else all on 127.0.0.1
 	dur        time.Duration
 	seqEvery   time.Duration // the daemon's --sequencer-interval (0: its default)
+	baseline   bool          // served by -herald-baseline's binary instead of this tree's
 }
 
-// latSeqEvery are the daemon's --sequencer-interval values the latency
-// workload compares, in turn within each run: the fixed 5 ms cadence of
-// before, the default adaptive one, and a longer bound.
-var latSeqEvery = []time.Duration{postgres.MinSequencerInterval, 0, 20 * time.Millisecond}
-
 func latency(ctx context.Context, e *env, cfg config, rep *report) error {
-	rs := make([]latResult, len(latSeqEvery))
-	for run := 1; run <= cfg.runs; run++ {
-		for i, every := range latSeqEvery {
-			logf("latency run %d/%d: %d appends/s for %v, --sequencer-interval %v", run, cfg.runs, cfg.latRate, cfg.latFor, seqEveryName(every))
+	// The cases, in the order they run within each run: with a baseline,
+	// its binary just before this tree's at each interval.
+	var cases []latCase
+	for i, every := range cfg.latSeqEvery {
+		for _, base := range []bool{true, false} {
+			if base && cfg.baseline == "" {
+				continue
+			}
 			// The receiver process stands in for the 100 streams' receivers, so
 			// it is not held to one host's cap.
 			name := fmt.Sprintf("lat-%d", i) // a group (and database) of its own for each
-			if err := latencyRun(ctx, e, cfg, run, &rs[i], latCase{name: name, maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor, seqEvery: every}); err != nil {
+			if base {
+				name += "-base"
+			}
+			cases = append(cases, latCase{name: name, maxPerHost: push.MaxPerHostLimit, dur: cfg.latFor, seqEvery: every, baseline: base})
+		}
+	}
+	rs := make([]latResult, len(cases))
+	stmts := make([][]stmtStat, len(cases))
+	for run := 1; run <= cfg.runs; run++ {
+		for i, c := range cases {
+			logf("latency run %d/%d: %d appends/s for %v, %s", run, cfg.runs, cfg.latRate, cfg.latFor, latCaseName(c))
+			st, err := latencyRun(ctx, e, cfg, run, &rs[i], c)
+			if err != nil {
 				return err
 			}
+			stmts[i] = st // the last run's
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
 	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
 	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each, with `--sequencer-interval` 5ms (a fixed 5 ms cadence, herald before the adaptive one), at its default (%v) and at 20ms, in turn within each run. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
 		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, postgres.DefaultSequencerInterval, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
-	rep.printf("| --sequencer-interval | append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
-	for i, every := range latSeqEvery {
+	if cfg.baseline != "" {
+		rep.printf("Each case is run by the baseline `%s` (-herald-baseline) and, just after it, by this tree's herald.\n\n", cfg.baseline)
+	}
+	rep.printf("| case | append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	for i, c := range cases {
 		r := rs[i]
-		rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", seqEveryName(every), r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
+		rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", latCaseName(c), r.p50.cell(1), r.p90.cell(1), r.p99.cell(1), r.max.cell(1),
 			orDash(r.seqP50, 1), orDash(r.seqP99, 1), orDash(r.seqSteps, 0),
 			r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
 			r.unnumbered.cell(0), r.undelivered.cell(0))
 	}
 	rep.printf("\nCommit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's row version).\n\n")
+	if cfg.latStatements {
+		for i, c := range cases {
+			printStmts(rep, latCaseName(c), stmts[i])
+		}
+	}
 	return nil
+}
+
+// latCaseName is a latency case as the report names it.
+func latCaseName(c latCase) string {
+	n := "--sequencer-interval " + seqEveryName(c.seqEvery)
+	if c.baseline {
+		n += " (baseline)"
+	}
+	return n
 }
 
 // seqEveryName is a --sequencer-interval value as the report names it.
@@ -81,20 +111,23 @@ func seqEveryName(d time.Duration) string {
 	return d.String()
 }
 
-func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, lc latCase) error {
+// latencyRun runs one latency case. With -lat-statements it returns the
+// statements PostgreSQL ran in the case's database from the first timed
+// append to the last receipt.
+func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, lc latCase) ([]stmtStat, error) {
 	g := fmt.Sprintf("%s-run%d", lc.name, run)
 	db := fmt.Sprintf("%s_%d", strings.ReplaceAll(lc.name, "-", "_"), run)
 	dbURL, err := e.createDB(ctx, db)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer e.dropDB(ctx, db)
 	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
-		return err
+		return nil, err
 	}
 	st, err := postgres.Open(ctx, withPool(dbURL, cfg.latAppenders))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer st.Close()
 	for i := range cfg.latStreams {
@@ -103,17 +136,17 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 			base = e.recvURLs[i%len(e.recvURLs)]
 		}
 		if err := registerAll(ctx, st, streamOf(i), 1, 0, func(int) string { return fmt.Sprintf("%s/d/%s/%d", base, g, i) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for i := range lc.silent {
 		stream := fmt.Sprintf("silent/%03d", i)
 		if _, err := st.Append(ctx, stream, journal.Entry{ID: "silent-" + strconv.Itoa(i), Kind: "order.updated",
 			ContentType: "application/json", Payload: wire.Payload(i)}); err != nil {
-			return err
+			return nil, err
 		}
 		if err := registerAll(ctx, st, stream, 1, 0, func(int) string { return fmt.Sprintf("%s/inbox/%d", lc.host.url, i) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	args := []string{"run", "--database", dbURL, "--namespaces", webhook.Namespace,
@@ -132,9 +165,13 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 		conns0, reqs0 = lc.host.conns.Load(), lc.host.reqs.Load()
 	}
 	daemonStart := time.Now()
-	p, err := startProc(e, "herald-daemon", e.herald, args, nil)
+	bin := e.herald
+	if lc.baseline {
+		bin = cfg.baseline
+	}
+	p, err := startProc(e, "herald-daemon", bin, args, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer p.stop()
 	// AppendTx in a transaction of its own: the daemon's sequencer numbers
@@ -149,20 +186,25 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	warm := 2 * cfg.latStreams
 	for k := range warm {
 		if err := appendOne(k, fmt.Sprintf("warm-%d", k)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if _, err := e.wait(ctx, g, int64(warm), p); err != nil {
-		return err
+		return nil, err
 	}
 	// The sequencer's steps, as the daemon's notifications report them:
 	// every step that numbers records notifies once, in commit order.
 	steps, err := listenSteps(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer steps.close()
 
+	if cfg.latStatements {
+		if err := resetStmts(ctx, st); err != nil {
+			return nil, err
+		}
+	}
 	total := cfg.latRate * int(lc.dur/time.Second)
 	commit := make([]int64, total)
 	appLat := make([]time.Duration, total)
@@ -201,7 +243,7 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	wg.Wait()
 	achieved := float64(total) / time.Since(start).Seconds()
 	if firstErr != nil {
-		return firstErr
+		return nil, firstErr
 	}
 	// How far behind the sequencer and the deliveries were when the
 	// appends stopped.
@@ -209,12 +251,18 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE seq IS NULL),
     coalesce((SELECT sum(s.head - r.next_seq + 1) FROM herald_registration r JOIN herald_stream s USING (stream) WHERE r.next_seq <= s.head), 0)
 FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
-		return err
+		return nil, err
 	}
 	r.unnumbered, r.undelivered = append(r.unnumbered, float64(unnumbered)), append(r.undelivered, float64(undelivered))
 	logf("  at the end of the appends: %d records without a seq, %d numbered but not acknowledged", unnumbered, undelivered)
 	if _, err := e.wait(ctx, g, int64(warm+total), p); err != nil {
-		return err
+		return nil, err
+	}
+	var stmts []stmtStat
+	if cfg.latStatements {
+		if stmts, err = readStmts(ctx, st, time.Since(start)); err != nil {
+			return nil, err
+		}
 	}
 	if lc.host != nil {
 		r.silentConns = append(r.silentConns, float64(lc.host.conns.Load()-conns0))
@@ -232,7 +280,7 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 	r.pgCPU = append(r.pgCPU, (e.pgCPU() - pg0).Seconds())
 	var receipts [][2]any
 	if err := e.recvGet(ctx, "/receipts", url.Values{"group": {g}}, &receipts); err != nil {
-		return err
+		return nil, err
 	}
 	var lat []time.Duration
 	for _, rc := range receipts {
@@ -245,7 +293,7 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 		lat = append(lat, time.Duration(int64(ns)-commit[k]))
 	}
 	if len(lat) < total {
-		return fmt.Errorf("%d of %d appends were received", len(lat), total)
+		return nil, fmt.Errorf("%d of %d appends were received", len(lat), total)
 	}
 	slices.Sort(lat)
 	slices.Sort(appLat)
@@ -258,7 +306,7 @@ FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
 	r.appP99 = append(r.appP99, q(appLat, 0.99))
 	r.rate = append(r.rate, achieved)
 	logf("  p50 %.1f ms, p99 %.1f ms, %.0f appends/s", q(lat, 0.5), q(lat, 0.99), achieved)
-	return nil
+	return stmts, nil
 }
 
 // stepLog records when each sequencer step's notification arrived.

@@ -6,6 +6,7 @@
 //	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,parts,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far]
 //	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //	                     [-far-cases loopback] [-far-loop-n 10000] [-herald-baseline ../../herald-main]
+//	                     [-lat-intervals 0,5ms] [-lat-statements]
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -18,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/heraldpush/herald/store/postgres"
 	"os"
 	"os/signal"
 	"slices"
@@ -28,42 +30,45 @@ import (
 )
 
 type config struct {
-	quick        bool
-	runs         int
-	conc         int
-	out          string
-	only         map[string]bool
-	keep         bool
-	riverCool    time.Duration
-	heraldEvery  time.Duration
-	fanout       []fanoutCase
-	appendFor    time.Duration
-	producerFor  time.Duration
-	idleRegs     int
-	idleSweeps   int
-	latRate      int
-	latFor       time.Duration
-	latStreams   int
-	latAppenders int
-	producers    int
-	appendCases  []appendCase
-	fanoutConcs  []int
-	silentFor    time.Duration
-	scaleRegs    int
-	scaleRecords int
-	pruneRecords int
-	farCases     string // far: "all", "far" (200 ms away), "loopback" (fan-out 1) or "loopback16" (its window 16 case alone)
-	farLoopN     int    // far: records of each loopback case (0: the mode's)
-	baseline     string // a second herald binary, run beside the built one in the far workload
+	quick         bool
+	runs          int
+	conc          int
+	out           string
+	only          map[string]bool
+	keep          bool
+	riverCool     time.Duration
+	heraldEvery   time.Duration
+	fanout        []fanoutCase
+	appendFor     time.Duration
+	producerFor   time.Duration
+	idleRegs      int
+	idleSweeps    int
+	latRate       int
+	latFor        time.Duration
+	latStreams    int
+	latAppenders  int
+	producers     int
+	appendCases   []appendCase
+	fanoutConcs   []int
+	silentFor     time.Duration
+	scaleRegs     int
+	scaleRecords  int
+	pruneRecords  int
+	farCases      string          // far: "all", "far" (200 ms away), "loopback" (fan-out 1) or "loopback16" (its window 16 case alone)
+	farLoopN      int             // far: records of each loopback case (0: the mode's)
+	baseline      string          // a second herald binary, run beside the built one in the far and latency workloads
+	latSeqEvery   []time.Duration // latency: the daemon's --sequencer-interval values (0: its default)
+	latStatements bool            // latency: count statements with pg_stat_statements and print them
 }
 
 func main() {
 	var (
-		cfg     config
-		only    string
-		fanoutR string
-		concs   string
-		fanoutE int
+		cfg          config
+		only         string
+		fanoutR      string
+		concs        string
+		fanoutE      int
+		latIntervals string
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
@@ -80,7 +85,9 @@ func main() {
 	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
 	flag.StringVar(&cfg.farCases, "far-cases", "all", "far: the cases to run: all, far (the receiver 200 ms away), loopback (fan-out 1 against the bare client) or loopback16 (its window 16 case alone)")
 	flag.IntVar(&cfg.farLoopN, "far-loop-n", 0, "far: records of each loopback case (0: 20,000, or 5,000 with -quick)")
-	flag.StringVar(&cfg.baseline, "herald-baseline", "", "far: path of another herald binary (e.g. built from main) run beside this tree's, alternating, case by case")
+	flag.StringVar(&cfg.baseline, "herald-baseline", "", "far and latency: path of another herald binary (e.g. built from main) run beside this tree's, alternating, case by case")
+	flag.StringVar(&latIntervals, "lat-intervals", "5ms,0,20ms", "latency: the daemon's --sequencer-interval values to run, comma-separated (0: its default)")
+	flag.BoolVar(&cfg.latStatements, "lat-statements", false, "latency: load pg_stat_statements into the cluster and print, for each case, what PostgreSQL spent on each statement (it slows every statement a little)")
 	flag.Parse()
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
@@ -108,6 +115,14 @@ func main() {
 			fmt.Fprintf(os.Stderr, "bench: -herald-baseline %q: not a binary (%v)\n", cfg.baseline, err)
 			os.Exit(2)
 		}
+	}
+	for v := range strings.SplitSeq(latIntervals, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 || (d > 0 && d < postgres.MinSequencerInterval) {
+			fmt.Fprintf(os.Stderr, "bench: -lat-intervals: %q is not 0 or a duration of at least %v\n", v, postgres.MinSequencerInterval)
+			os.Exit(2)
+		}
+		cfg.latSeqEvery = append(cfg.latSeqEvery, d)
 	}
 	if cfg.producerFor <= 0 {
 		fmt.Fprintf(os.Stderr, "bench: -producer-for %v must be positive\n", cfg.producerFor)
@@ -184,6 +199,12 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer e.close()
+	if cfg.latStatements {
+		logf("restarting PostgreSQL with pg_stat_statements loaded (-lat-statements)")
+		if err := preloadStmts(ctx, e); err != nil {
+			return fmt.Errorf("-lat-statements: %w", err)
+		}
+	}
 	rep := &report{}
 	rep.header(e, cfg)
 	if cfg.only["fanout"] {

@@ -65,7 +65,7 @@ func silentLatency(ctx context.Context, e *env, cfg config, rep *report) error {
 		for i, n := range counts {
 			logf("silent-host latency run %d/%d: %d silent registrations, %d appends/s for %v", run, cfg.runs, n, cfg.latRate, cfg.silentFor)
 			lc := latCase{name: fmt.Sprintf("lat-silent%d", n), silent: n, host: host, manyHosts: true, dur: cfg.silentFor}
-			if err := latencyRun(ctx, e, cfg, run, &res[i], lc); err != nil {
+			if _, err := latencyRun(ctx, e, cfg, run, &res[i], lc); err != nil {
 				return err
 			}
 		}

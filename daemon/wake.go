@@ -14,9 +14,12 @@ type appendListener interface {
 }
 
 // sequencerRunner is implemented by stores that number appended records
-// after their commit (store/postgres: the sequencer).
+// after their commit (store/postgres: the sequencer) and can say when a
+// step of theirs numbered some, so that the daemon wakes its own workers
+// at once rather than when the step's notification comes back through the
+// database (which other processes still get).
 type sequencerRunner interface {
-	RunSequencer(ctx context.Context, onError func(error))
+	RunSequencerWaking(ctx context.Context, onError func(error), numbered func())
 }
 
 // sequencerLogEvery bounds how often a failing sequencer is logged: it
@@ -28,7 +31,8 @@ const sequencerLogEvery = 10 * time.Second
 // append and claims only every Every, which may be an hour.
 const listenRetry = time.Second
 
-// wakeOnAppend wakes every worker when another process appends. When the
+// wakeOnAppend wakes every worker when another process's sequencer
+// numbers appended records (the daemon's own steps wake them directly). When the
 // listening connection breaks (a database restart) it logs it once, listens
 // again every listenRetry until the database answers, says so, and wakes
 // every worker: appends committed while nobody listened were not heard.
@@ -71,13 +75,14 @@ func (d *Daemon) wakeAll() {
 }
 
 // runSequencer numbers appended records (store/postgres) until ctx ends,
-// logging a failing sequencer at most every sequencerLogEvery.
+// waking every worker after each step that numbered records, and logging
+// a failing sequencer at most every sequencerLogEvery.
 func (d *Daemon) runSequencer(ctx context.Context, sq sequencerRunner) {
 	var last time.Time
-	sq.RunSequencer(ctx, func(err error) {
+	sq.RunSequencerWaking(ctx, func(err error) {
 		if now := time.Now(); now.Sub(last) >= sequencerLogEvery {
 			last = now
 			d.log.Warn("herald: the sequencer cannot number appended records; retrying", "err", err)
 		}
-	})
+	}, d.wakeAll)
 }

@@ -17,7 +17,8 @@ var _ push.AdvanceBatcher = (*Store)(nil)
 
 // AdvanceBatch implements push.AdvanceBatcher: the saves' Advances in one
 // round trip and one implicit transaction, so one commit (one WAL flush)
-// stands for them all. sqlFenceBatch locks the registrations' rows, in key
+// stands for them all, each statement on its generic plan (the queries'
+// comment says why). sqlFenceBatch locks the registrations' rows, in key
 // order so that two batches never wait on each other in a cycle, and reads
 // each one's lease owner and its stream's head; sqlAdvanceBatch is
 // sqlAdvance for every save, fenced the same way, and returns the saves it
@@ -78,6 +79,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 		found := make(map[int]fence, len(idx)) // by ordinality, 1-based
 		applied := make(map[int]bool, len(idx))
 		b := &pgx.Batch{}
+		b.Queue(sqlGenericPlans)
 		b.Queue(sqlFenceBatch, streams, ids).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,7 @@ type Listener struct {
 	conn   *pgx.Conn
 	closed chan struct{}
 	once   sync.Once
+	own    *atomic.Uint32 // the store's RunSequencerWaking backend, whose notifications are skipped
 }
 
 // Listen opens a Listener on a new connection configured as the store's
@@ -36,12 +38,13 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, dbError(ctx, "listen", err)
 	}
-	return &Listener{conn: conn, closed: make(chan struct{})}, nil
+	return &Listener{conn: conn, closed: make(chan struct{}), own: &s.ownPID}, nil
 }
 
 // Wait blocks until a sequencer step numbers records (or one did since the
 // previous Wait returned) and returns the notification's payload: how many
-// records that step numbered. Errors: ctx's error when it ends
+// records that step numbered. The steps of the Store's own
+// RunSequencerWaking are not reported: it told its caller itself. Errors: ctx's error when it ends
 // first; ErrUnavailable when the connection broke (open a new Listener, and
 // sweep: appends made meanwhile were not heard); ErrListenerClosed.
 func (l *Listener) Wait(ctx context.Context) (string, error) {
@@ -59,14 +62,18 @@ func (l *Listener) Wait(ctx context.Context) (string, error) {
 	if l.isClosed() {
 		return "", ErrListenerClosed
 	}
-	n, err := l.conn.WaitForNotification(ctx)
-	if err != nil {
-		if l.isClosed() {
-			return "", ErrListenerClosed
+	for {
+		n, err := l.conn.WaitForNotification(ctx)
+		if err != nil {
+			if l.isClosed() {
+				return "", ErrListenerClosed
+			}
+			return "", dbError(ctx, "wait for append", err)
 		}
-		return "", dbError(ctx, "wait for append", err)
+		if pid := l.own.Load(); pid == 0 || n.PID != pid {
+			return n.Payload, nil
+		}
 	}
-	return n.Payload, nil
 }
 
 func (l *Listener) isClosed() bool {

@@ -80,3 +80,49 @@ func TestWithoutNotify(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1", n, "the quiet store's sequencer step sent no notification")
 }
+
+// TestSequencerWakesItsOwnProcess: RunSequencerWaking tells its caller
+// after each step that numbered records, and its Store's Listeners skip
+// that step's notification (the process was woken once already), while a
+// Listener of another process hears it, and the first Store's hear every
+// other backend's. Notifications arrive in commit order, so hearing the
+// later one first proves the earlier was skipped.
+func TestSequencerWakesItsOwnProcess(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	daemon, other := openStore(t, url), openStore(t, url)
+	mine, err := daemon.Listen(ctx)
+	require.NoError(t, err)
+	defer mine.Close()
+	theirs, err := other.Listen(ctx)
+	require.NoError(t, err)
+	defer theirs.Close()
+
+	numbered := make(chan struct{}, 8)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		daemon.RunSequencerWaking(runCtx, func(err error) { t.Errorf("sequencer: %v", err) }, func() { numbered <- struct{}{} })
+	}()
+	defer func() { stop(); <-ran }()
+
+	tx, err := daemon.Pool().Begin(ctx)
+	require.NoError(t, err)
+	_, err = daemon.AppendTx(ctx, tx, "task/1", entry("a1"), entry("a2"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	<-numbered // the step committed: its caller was told
+	n, err := theirs.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "2", n, "another process hears the step")
+
+	_, err = other.Pool().Exec(ctx, `SELECT pg_notify($1, 'elsewhere')`, postgres.NotifyChannel)
+	require.NoError(t, err)
+	n, err = mine.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "elsewhere", n, "the daemon's own step was not reported to its own listener")
+	n, err = theirs.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "elsewhere", n)
+}

@@ -32,6 +32,7 @@ type Store struct {
 
 	appended   chan struct{}    // AppendTx pokes RunSequencer
 	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
+	ownPID     atomic.Uint32    // backend of RunSequencerWaking's connection (0: none): Listeners skip its notifications
 	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
 	page       int              // sequencerPage; tests make it smaller
 	seqBusy    time.Duration    // RunSequencer's longest interval while records come (WithSequencerInterval)

@@ -415,7 +415,17 @@ WHERE stream = $1 AND id = $2 AND lease_owner = $3
 	// applied. Every row is found by its key (the fence) or its tuple id
 	// (the UPDATE, under the fence's lock) whatever the planner's
 	// statistics say: a batch costs its rows, not the table.
-	sqlFenceBatch = `SELECT u.ord, r.lease_owner, r.head
+	//
+	// sqlGenericPlans comes first in the batch: PostgreSQL plans a prepared
+	// statement anew on each call (a custom plan) when the plans it made
+	// for the arrays' values cost less than the generic one, and a custom
+	// plan of unnest knows the arrays' length where the generic one
+	// assumes 10: so it planned both statements of every batch, ~0.5 ms
+	// of CPU each, more than they took to run (BENCHMARKS.md, issue 15,
+	// fourth pass). The generic plans are the same joins by key and tuple
+	// id. The setting ends with the implicit transaction.
+	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
 CROSS JOIN LATERAL (
     SELECT r.lease_owner, (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream) AS head

@@ -83,11 +83,13 @@ const (
 // sequence runs steps until a page is not full, each on a connection of
 // the pool.
 func (s *Store) sequence(ctx context.Context, mode seqMode) (int, error) {
-	return s.sequenceOn(ctx, nil, mode)
+	return s.sequenceOn(ctx, nil, mode, nil)
 }
 
-// sequenceOn is sequence on conn, or on pooled connections if conn is nil.
-func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode) (int, error) {
+// sequenceOn is sequence on conn, or on pooled connections if conn is nil,
+// calling stepped (if not nil) after each step that numbered or refused
+// records committed.
+func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode, stepped func()) (int, error) {
 	if mode == seqProbe {
 		var any bool
 		var row pgx.Row
@@ -107,6 +109,9 @@ func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode) (i
 	for {
 		page, n, err := s.step(ctx, conn, mode == seqWait)
 		total += n
+		if n > 0 && err == nil && stepped != nil {
+			stepped()
+		}
 		if err != nil || page < s.pageSize() {
 			return total, err
 		}
@@ -178,6 +183,15 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 	return page, numbered + refuse, nil
 }
 
+// ownPIDOf is the backend process id of the sequencer's connection, 0 for
+// none.
+func (s *Store) ownPIDOf(conn *pgx.Conn) uint32 {
+	if conn == nil {
+		return 0
+	}
+	return conn.PgConn().PID()
+}
+
 // pageSize is the most records one step numbers: sequencerPage, unless a
 // test set another.
 func (s *Store) pageSize() int {
@@ -207,10 +221,29 @@ func (s *Store) poke() {
 // failure. A failed step is passed to onError (if not nil) and retried
 // after 100 ms. It returns when ctx ends.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
+	s.runSequencer(ctx, onError, nil)
+}
+
+// RunSequencerWaking is RunSequencer that also calls numbered after each
+// of its steps that numbered records commits, and after a failed step
+// (its commit may have happened), so that the process that runs it wakes
+// its own workers at once, without the round trip of the step's
+// notification through the database. The notification is still sent, for
+// other processes; this Store's Listeners skip those of its own steps
+// while it runs (each step wakes the process once). numbered must not
+// block.
+func (s *Store) RunSequencerWaking(ctx context.Context, onError func(error), numbered func()) {
+	s.runSequencer(ctx, onError, numbered)
+}
+
+func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered func()) {
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
 	var conn *pgx.Conn
 	defer func() {
+		if numbered != nil {
+			s.ownPID.CompareAndSwap(s.ownPIDOf(conn), 0)
+		}
 		if conn != nil {
 			_ = conn.Close(context.WithoutCancel(ctx))
 		}
@@ -243,10 +276,12 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 			conn, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 			if err != nil {
 				conn, err = nil, dbError(ctx, "sequencer: connect", err)
+			} else if numbered != nil {
+				s.ownPID.Store(conn.PgConn().PID()) // its steps' notifications: skipped by Listeners
 			}
 		}
 		if err == nil {
-			n, err = s.sequenceOn(ctx, conn, mode)
+			n, err = s.sequenceOn(ctx, conn, mode, numbered)
 		}
 		if ctx.Err() != nil {
 			return
@@ -254,6 +289,9 @@ func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 		if err != nil {
 			if onError != nil {
 				onError(err)
+			}
+			if numbered != nil {
+				numbered()
 			}
 			n = -1
 		}

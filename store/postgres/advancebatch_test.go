@@ -1,0 +1,71 @@
+package postgres_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+// TestAdvanceBatchPlansOnce: AdvanceBatch's two statements run on their
+// generic plans, planned once per connection, not once per call (a custom
+// plan of unnest, which PostgreSQL kept choosing for batches of a few
+// saves, cost more CPU than the statement itself), and the setting that
+// makes them so ends with the batch: the connection goes back to the pool
+// as it came.
+func TestAdvanceBatchPlansOnce(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s := openStore(t, url+sep+"pool_max_conns=1") // every statement on one connection
+	const regs, batches = 3, 8
+	for i := range regs {
+		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
+			URL: fmt.Sprintf("https://receiver.example/%d", i)})
+		require.NoError(t, err)
+	}
+	for i := range batches {
+		_, err := s.Append(ctx, "s", entry(fmt.Sprintf("e%d", i)))
+		require.NoError(t, err)
+	}
+	for i := range batches {
+		when := at(120 * (i + 1)) // every lease of the last batch has expired
+		due, err := s.Due(ctx, push.DueQuery{At: when, Limit: regs, Namespace: "webhook", Owner: fmt.Sprintf("o%d", i),
+			LeaseUntil: when.Add(time.Minute)})
+		require.NoError(t, err)
+		require.Len(t, due.Registrations, regs)
+		saves := make([]push.CursorSave, regs)
+		for j, st := range due.Registrations {
+			saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: st.NextSeq + 1}
+		}
+		errs, err := s.AdvanceBatch(ctx, saves)
+		require.NoError(t, err)
+		require.Equal(t, make([]error, regs), errs)
+	}
+	var mode string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode))
+	require.Equal(t, "auto", mode, "the batch's setting outlived its transaction")
+	type plans struct {
+		Statement       string
+		Generic, Custom int64
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+WHERE statement IN ($1, $2)`, postgres.SQLFenceBatch, postgres.SQLAdvanceBatch)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[plans])
+	require.NoError(t, err)
+	require.Len(t, got, 2, "both statements ran as prepared statements on the connection")
+	for _, p := range got {
+		require.Zero(t, p.Custom, "planned anew for a call: %.60s", p.Statement)
+		require.EqualValues(t, batches, p.Generic, "%.60s", p.Statement)
+	}
+}
