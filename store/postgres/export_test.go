@@ -63,6 +63,7 @@ const (
 // SQLInsertRecord is the append statement of one entry, for the test that
 // EXPLAINs it.
 const SQLInsertRecord = sqlInsertRecord
+
 // AdvanceBatch's statements, for the test of their plans.
 var (
 	SQLFenceBatch   = sqlFenceBatch
