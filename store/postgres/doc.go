@@ -56,14 +56,12 @@
 //
 // One sequencer at a time, elected by a PostgreSQL advisory transaction
 // lock (pg_try_advisory_xact_lock), numbers the records. Each step is one
-// READ COMMITTED transaction in one round trip: take the lock; then one
-// statement reads the committed records without a seq (a statement sees
-// only what committed before it began, and this one began after the lock
-// was granted), gives each stream's records head+1… in insertion order,
-// moves the heads (the UPDATE takes the stream rows' locks), sets the
-// pending markers and sends one NOTIFY; commit. Records of a stream that
-// has no row yet (its first ones) are left to a step that runs at once
-// and creates the missing rows first.
+// READ COMMITTED transaction in one round trip: take the lock; create the
+// missing stream rows; then one statement reads the committed records
+// without a seq (a statement sees only what committed before it began, and
+// this one began after the lock was granted), gives each stream's records
+// head+1… in insertion order, moves the heads (the UPDATE takes the stream
+// rows' locks), sets the pending markers and sends one NOTIFY; commit.
 // Readers (Read, Head, Lookup, Due) see numbered records only. This keeps
 // invariant 4 without PgQ's snapshot bookkeeping: a record is numbered only once committed, and one that commits after a
 // step is numbered by a later step, after everything that step numbered;

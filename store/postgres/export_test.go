@@ -16,9 +16,8 @@ const (
 	SQLUnserved        = sqlUnserved
 )
 
-// SetStepHook makes every sequencer step of s that numbers or refuses
-// records call f, with its backend's process id, after its writes and
-// before its commit.
+// SetStepHook makes every sequencer step of s call f, with its backend's
+// process id, after its writes and before its commit.
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
 
 // SQLNumber is the sequencer step's statement, for the test that EXPLAINs it.

@@ -102,11 +102,9 @@ const (
 	sqlHeld     = `SELECT set_config('herald.sequencer', 'true', true) = 'true'`
 	sqlCommit   = `COMMIT`
 	sqlAbort    = `ROLLBACK`
-	// A row for every stream with a record waiting, in a step that follows
-	// one that found records of a stream with no row (sqlNumber's last
-	// column). A stream whose first record commits after this statement
-	// began has no row in sqlNumber's snapshot: its records wait for the
-	// next step.
+	// A row for every stream with a record waiting. A stream whose first
+	// record commits after this statement began has no row in sqlNumber's
+	// snapshot: its records wait for the next step.
 	sqlEnsureStreams = `INSERT INTO herald_stream (stream)
 SELECT DISTINCT stream FROM herald_record
 WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
@@ -131,9 +129,8 @@ ON CONFLICT DO NOTHING`
 	// lookup driven by the page, whatever the planner estimates (its
 	// statistics cannot follow a partial index that empties every few
 	// milliseconds). One notification ($3, payload how many) if any record
-	// was numbered and $2. It returns the page's size, how many it
-	// numbered and refused, and how many it left because their stream has
-	// no row yet (the candidates the join to herald_stream dropped).
+	// was numbered and $2. It returns the page's size, and how many it
+	// numbered and refused.
 	sqlNumber = `WITH page AS MATERIALIZED (
     SELECT ctid AS tid, pos, stream, final FROM herald_record
     WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
@@ -179,7 +176,7 @@ ON CONFLICT DO NOTHING`
     WHERE $2::boolean AND EXISTS (SELECT 1 FROM assigned)
 )
 SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM assigned)::int, (SELECT count(*) FROM refused)::int,
-    (SELECT count(*) FROM notified)::int, ((SELECT count(*) FROM cand) - (SELECT count(*) FROM ranked))::int`
+    (SELECT count(*) FROM notified)::int`
 )
 
 // Registrations (registrations.go). regColumns and statusColumns are what

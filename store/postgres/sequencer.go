@@ -105,41 +105,33 @@ func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode, st
 			return 0, nil
 		}
 	}
-	total, ensure := 0, false
+	total := 0
 	for {
-		page, n, missing, err := s.step(ctx, conn, mode == seqWait, ensure)
+		page, n, err := s.step(ctx, conn, mode == seqWait)
 		total += n
 		if n > 0 && err == nil && stepped != nil {
 			stepped()
 		}
-		// Records of a stream with no row yet waited: a step that
-		// makes the rows first numbers them at once.
-		ensure = missing > 0 && !ensure
-		if err != nil || (page < s.pageSize() && !ensure) {
+		if err != nil || page < s.pageSize() {
 			return total, err
 		}
 	}
 }
 
 // step is one sequencer transaction, sent in one round trip: elect
-// (advisory lock), with ensure make sure every stream with a record
-// waiting has a row, then one statement (sqlNumber) numbers the committed
-// records without a seq per stream after the head (a final record last;
-// records of a sealed stream refused), moves the heads, sets the pending
-// markers and notifies once; commit. A step that dies before its commit
-// leaves nothing behind: its transaction rolls back. It returns how many
-// records it found (the page: sequence runs another step when it was
-// full), how many it numbered or refused, and how many it left because
-// their stream has no row (sequence then runs a step with ensure). The
-// rows are made only then: a stream's first records are rare, and making
-// sure of every waiting record's stream cost a statement per step, 7-9%
-// of PostgreSQL's time in the latency workload (BENCHMARKS.md, issue 15,
-// fourth pass).
-func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait, ensure bool) (page, n, missing int, err error) {
+// (advisory lock), make sure every stream with a record waiting has a row,
+// then one statement (sqlNumber) numbers the committed records without a
+// seq per stream after the head (a final record last; records of a sealed
+// stream refused), moves the heads, sets the pending markers and notifies
+// once; commit. A step that dies before its commit leaves nothing behind:
+// its transaction rolls back. It returns how many records it found (the
+// page: sequence runs another step when it was full) and how many it
+// numbered or refused.
+func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n int, err error) {
 	if conn == nil {
 		pooled, err := s.pool.Acquire(ctx)
 		if err != nil {
-			return 0, 0, 0, s.dbErr(ctx, "sequence", err)
+			return 0, 0, s.dbErr(ctx, "sequence", err)
 		}
 		defer pooled.Release()
 		conn = pooled.Conn()
@@ -164,33 +156,31 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait, ensure bool) (pa
 	} else {
 		b.Queue(sqlTryLock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
 	}
-	if ensure {
-		b.Queue(sqlEnsureStreams)
-	}
+	b.Queue(sqlEnsureStreams)
 	b.Queue(sqlNumber, s.pageSize(), s.notify, NotifyChannel).QueryRow(func(row pgx.Row) error {
 		var notified int
-		return row.Scan(&page, &numbered, &refuse, &notified, &missing)
+		return row.Scan(&page, &numbered, &refuse, &notified)
 	})
 	if s.stepHook == nil {
 		b.Queue(sqlCommit)
 	}
 	open = true
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return 0, 0, 0, s.dbErr(ctx, "sequence", err)
+		return 0, 0, s.dbErr(ctx, "sequence", err)
 	}
 	if s.stepHook != nil {
-		if held && numbered+refuse > 0 {
+		if held && page > 0 {
 			s.stepHook(conn.PgConn().PID())
 		}
 		if _, err := conn.Exec(ctx, sqlCommit); err != nil {
-			return 0, 0, 0, s.dbErr(ctx, "sequence: commit", err)
+			return 0, 0, s.dbErr(ctx, "sequence: commit", err)
 		}
 	}
 	open = false
 	if !held {
-		return 0, 0, 0, nil // another sequencer is at work
+		return 0, 0, nil // another sequencer is at work
 	}
-	return page, numbered + refuse, missing, nil
+	return page, numbered + refuse, nil
 }
 
 // ownPIDOf is the backend process id of the sequencer's connection, 0 for
