@@ -59,15 +59,28 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 	}
 	rs := make([]latResult, len(cases))
-	stmts := make([][]stmtStat, len(cases))
+	stmts := make([][][]stmtStat, len(cases)) // per case, per run
 	for run := 1; run <= cfg.runs; run++ {
-		for i, c := range cases {
+		order := make([]int, len(cases))
+		for i := range order {
+			order[i] = i
+		}
+		if cfg.baseline != "" && run%2 == 0 {
+			// Even runs put this tree's binary first at each interval, so
+			// that neither always runs second (after the other's WAL and
+			// checkpoint).
+			for i := 0; i+1 < len(order); i += 2 {
+				order[i], order[i+1] = order[i+1], order[i]
+			}
+		}
+		for _, i := range order {
+			c := cases[i]
 			logf("latency run %d/%d: %d appends/s for %v, %s", run, cfg.runs, cfg.latRate, cfg.latFor, latCaseName(c))
 			st, err := latencyRun(ctx, e, cfg, run, &rs[i], c)
 			if err != nil {
 				return err
 			}
-			stmts[i] = st // the last run's
+			stmts[i] = append(stmts[i], st)
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
@@ -75,7 +88,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each, with `--sequencer-interval` 5ms (a fixed 5 ms cadence, herald before the adaptive one), at its default (%v) and at 20ms, in turn within each run. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
 		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, postgres.DefaultSequencerInterval, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	if cfg.baseline != "" {
-		rep.printf("Each case is run by the baseline `%s` (-herald-baseline) and, just after it, by this tree's herald.\n\n", cfg.baseline)
+		rep.printf("Each case is run by the baseline `%s` (-herald-baseline) and by this tree's herald, one just after the other: the baseline first in odd runs, second in even ones.\n\n", cfg.baseline)
 	}
 	rep.printf("| case | append → receipt p50 ms | p90 ms | p99 ms | max ms | of which commit → numbered p50 ms | p99 ms | sequencer steps/s | append p50 ms | append p99 ms | achieved appends/s | daemon peak RSS MiB | CPU s daemon / PostgreSQL | at the end: without a seq / not acknowledged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for i, c := range cases {

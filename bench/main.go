@@ -71,7 +71,7 @@ func main() {
 		latIntervals string
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
-	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1")
+	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1 unless given")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
 	flag.StringVar(&only, "only", "fanout,producer,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far", "workloads to run, comma-separated")
@@ -129,8 +129,12 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.producers = 16
+	runsGiven := false
+	flag.Visit(func(f *flag.Flag) { runsGiven = runsGiven || f.Name == "runs" })
 	if cfg.quick {
-		cfg.runs = 1
+		if !runsGiven {
+			cfg.runs = 1
+		}
 		cfg.fanout = []fanoutCase{{R: 1, E: 5000}, {R: 100, E: 100}, {R: 1000, E: 20}}
 		cfg.appendFor = 2 * time.Second
 		cfg.idleRegs, cfg.idleSweeps = 100_000, 20

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +23,7 @@ type stmtStat struct {
 	planMS float64 // total_plan_time: wall time planning (pg_stat_statements.track_planning)
 	plans  int64
 	walB   int64
-	perSec float64 // calls per second of the window
+	window float64 // seconds counted
 }
 
 // preloadStmts restarts the benchmark's cluster with pg_stat_statements
@@ -75,27 +77,56 @@ ORDER BY total_exec_time + total_plan_time DESC`)
 	var out []stmtStat
 	var s stmtStat
 	_, err = pgx.ForEachRow(rows, []any{&s.query, &s.calls, &s.rows, &s.execMS, &s.planMS, &s.plans, &s.walB}, func() error {
-		s.perSec = float64(s.calls) / window.Seconds()
+		s.window = window.Seconds()
 		out = append(out, s)
 		return nil
 	})
 	return out, err
 }
 
-// printStmts writes one case's statement table: the statements that
-// together make 99% of the executor's time, then the rest summed.
-func printStmts(rep *report, name string, stmts []stmtStat) {
+// printStmts writes one case's statement table, summed over its runs:
+// the statements that together make 99% of the time, then the rest.
+func printStmts(rep *report, name string, runs [][]stmtStat) {
+	var (
+		window float64
+		order  []string
+	)
+	byQuery := map[string]*stmtStat{}
+	for _, run := range runs {
+		if len(run) > 0 {
+			window += run[0].window
+		}
+		for _, s := range run {
+			m := byQuery[s.query]
+			if m == nil {
+				m = &stmtStat{query: s.query}
+				byQuery[s.query] = m
+				order = append(order, s.query)
+			}
+			m.calls += s.calls
+			m.rows += s.rows
+			m.execMS += s.execMS
+			m.planMS += s.planMS
+			m.plans += s.plans
+			m.walB += s.walB
+		}
+	}
+	stmts := make([]stmtStat, 0, len(order))
 	var total float64
-	for _, s := range stmts {
-		total += s.execMS + s.planMS
+	for _, q := range order {
+		m := byQuery[q]
+		m.window = window
+		stmts = append(stmts, *m)
+		total += m.execMS + m.planMS
 	}
 	if total == 0 {
 		return
 	}
-	rep.printf("Statements of %s (pg_stat_statements, track_planning on; wall time planning and executing, waits included; share of the sum of both over all statements):\n\n", name)
+	slices.SortStableFunc(stmts, func(a, b stmtStat) int { return cmp.Compare(b.execMS+b.planMS, a.execMS+a.planMS) })
+	rep.printf("Statements of %s, %d run(s), %.1f s counted (pg_stat_statements, track_planning on; wall time planning and executing, waits included; share of the sum of both over all statements):\n\n", name, len(runs), window)
 	rep.printf("| statement | calls/s | exec µs/call | plans/call | plan µs/plan | rows/call | WAL B/call | share |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var shown float64
-	rest := stmtStat{query: "(the rest)"}
+	rest := stmtStat{query: "(the rest)", window: window}
 	for _, s := range stmts {
 		if shown >= 0.99*total {
 			rest.calls += s.calls
@@ -104,7 +135,6 @@ func printStmts(rep *report, name string, stmts []stmtStat) {
 			rest.planMS += s.planMS
 			rest.plans += s.plans
 			rest.walB += s.walB
-			rest.perSec += s.perSec
 			continue
 		}
 		shown += s.execMS + s.planMS
@@ -132,7 +162,7 @@ func printStmt(rep *report, s stmtStat, total float64) {
 	if s.plans > 0 {
 		perPlan = s.planMS * 1000 / float64(s.plans)
 	}
-	rep.printf("| `%s` | %s | %s | %s | %s | %s | %s | %s%% |\n", q, fmtNum(s.perSec, 1), fmtNum(per(s.execMS*1000), 0),
+	rep.printf("| `%s` | %s | %s | %s | %s | %s | %s | %s%% |\n", q, fmtNum(float64(s.calls)/s.window, 1), fmtNum(per(s.execMS*1000), 0),
 		fmtNum(per(float64(s.plans)), 2), fmtNum(perPlan, 0),
 		fmtNum(per(float64(s.rows)), 1), fmtNum(per(float64(s.walB)), 0), fmtNum(100*(s.execMS+s.planMS)/total, 1))
 }

@@ -5,7 +5,8 @@
 // push.Worker per projection over one Store, with metrics hooks. Run runs
 // every worker's dispatcher (push.Worker.Run), wakes the workers after an
 // append (one made through the HTTP API at once; from another process when
-// the store can listen: store/postgres, whose sequencer Run also runs),
+// the store can listen: store/postgres, whose sequencer Run also runs and
+// whose steps wake the workers directly),
 // prunes (Options.Prune), serves the configured addresses, and on ctx's end
 // stops gracefully: deliveries in flight finish or time out and every
 // cursor is saved. Each handler is also available alone, to mount on a

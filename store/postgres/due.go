@@ -43,6 +43,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		b := &pgx.Batch{}
 		b.Queue(sqlDuePlanner1)
 		b.Queue(sqlDuePlanner2)
+		b.Queue(sqlDuePlanner3)
 		b.Queue(sqlClearCandidates).Query(func(rows pgx.Rows) (err error) {
 			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err

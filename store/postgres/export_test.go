@@ -7,7 +7,7 @@ import (
 )
 
 // SQLDueSettings are the planner settings Due's transaction starts with.
-var SQLDueSettings = []string{sqlDuePlanner1, sqlDuePlanner2}
+var SQLDueSettings = []string{sqlDuePlanner1, sqlDuePlanner2, sqlDuePlanner3}
 
 // The statements of Due, for the tests that EXPLAIN them.
 const (
@@ -64,8 +64,10 @@ const (
 // EXPLAINs it.
 const SQLInsertRecord = sqlInsertRecord
 
-// AdvanceBatch's statements, for the test of their plans.
+// AdvanceBatch's statements and Due's marker clearing, for the tests of
+// their plans.
 var (
 	SQLFenceBatch   = sqlFenceBatch
 	SQLAdvanceBatch = sqlAdvanceBatch
+	SQLClearPending = sqlClearPending
 )

@@ -246,9 +246,15 @@ const (
 	// statistics lag the pending markers (they flip on every append and
 	// sweep): if they still count many pending streams, it would scan
 	// herald_stream whole, and JIT-compile for its inflated estimates
-	// (tens of milliseconds). Both settings last until the transaction ends.
+	// (tens of milliseconds). And every statement runs on its generic
+	// plan, made once per connection: the joins are fixed by the OFFSET 0
+	// probes above, whatever the values, and sqlClearPending, whose custom
+	// plans of ANY($1) looked cheaper, was planned anew on 64-80% of its
+	// calls (BENCHMARKS.md, issue 15, fourth pass). The settings last until
+	// the transaction ends.
 	sqlDuePlanner1 = `SET LOCAL enable_seqscan = off`
 	sqlDuePlanner2 = `SET LOCAL jit = off`
+	sqlDuePlanner3 = `SET LOCAL plan_cache_mode = force_generic_plan`
 	// The streams whose marker may be cleared, locked in the append's order
 	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
 	// marker this sweep. At most 10,000 a sweep, to bound the transaction:

@@ -273,6 +273,11 @@ func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered 
 			err error
 		)
 		if conn == nil || conn.IsClosed() {
+			if numbered != nil {
+				// The backend is gone and its pid may be reused by
+				// another process's: skip nobody's until reconnected.
+				s.ownPID.CompareAndSwap(s.ownPIDOf(conn), 0)
+			}
 			conn, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 			if err != nil {
 				conn, err = nil, dbError(ctx, "sequencer: connect", err)

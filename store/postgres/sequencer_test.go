@@ -563,3 +563,26 @@ func TestSequencerIntervalOutOfBoundsIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
+
+// TestFirstRecordsOfAStreamAreNumberedInTheSameCall: a stream's first
+// records, committed beside records of streams that have a row, are
+// numbered by the same Sequence (or Append) call, in order and gaplessly.
+func TestFirstRecordsOfAStreamAreNumberedInTheSameCall(t *testing.T) {
+	s := newStore(t)
+	commitAppend(t, s, "old", entry("o1"))
+	require.Equal(t, 1, sequence(t, s))
+	commitAppend(t, s, "old", entry("o2"))
+	commitAppend(t, s, "new", entry("n1"), entry("n2"))
+	commitAppend(t, s, "old", entry("o3"))
+	require.Equal(t, 4, sequence(t, s), "the old stream's records and the new stream's, in one call")
+	require.Equal(t, []string{"o1", "o2", "o3"}, readIDs(t, s, "old"))
+	require.Equal(t, []string{"n1", "n2"}, readIDs(t, s, "new"))
+	require.Equal(t, uint64(2), head(t, s, "new"))
+
+	recs, err := s.Append(t.Context(), "newer", entry("x1"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), recs[0].Seq, "Append returns the seq of a new stream's first record")
+	commitAppend(t, s, "new", entry("n3"))
+	require.Equal(t, 1, sequence(t, s))
+	require.Equal(t, []string{"n1", "n2", "n3"}, readIDs(t, s, "new"))
+}

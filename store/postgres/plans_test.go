@@ -69,3 +69,43 @@ WHERE statement IN ($1, $2)`, postgres.SQLFenceBatch, postgres.SQLAdvanceBatch)
 		require.EqualValues(t, batches, p.Generic, "%.60s", p.Statement)
 	}
 }
+
+// TestDuePlansOnce: Due's statements run on their generic plans: the
+// statement that clears the pending markers of streams nobody lags on,
+// whose custom plans PostgreSQL kept choosing, is planned once per
+// connection, and the setting ends with Due's transaction.
+func TestDuePlansOnce(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s := openStore(t, url+sep+"pool_max_conns=1") // every statement on one connection
+	const claims = 8
+	_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
+	require.NoError(t, err)
+	for i := range claims {
+		// An append marks the stream pending; the claim serves it, and the
+		// next one finds it idle and clears its marker.
+		_, err := s.Append(ctx, "s", entry(fmt.Sprintf("e%d", i)))
+		require.NoError(t, err)
+		for j := range 2 {
+			when := at(240*i + 120*j)
+			due, err := s.Due(ctx, push.DueQuery{At: when, Limit: 1, Namespace: "webhook", Owner: fmt.Sprintf("o%d-%d", i, j),
+				LeaseUntil: when.Add(time.Minute)})
+			require.NoError(t, err)
+			for _, st := range due.Registrations {
+				require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
+			}
+		}
+	}
+	var mode string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode))
+	require.Equal(t, "auto", mode, "Due's setting outlived its transaction")
+	var generic, custom int64
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+		postgres.SQLClearPending).Scan(&generic, &custom))
+	require.Zero(t, custom, "the markers' statement was planned anew for a call")
+	require.GreaterOrEqual(t, generic, int64(claims))
+}
