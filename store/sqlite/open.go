@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -92,12 +93,38 @@ func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 	// and no -wal or -shm file is created beside a file that may not be ours.
 	// One in use (a -wal file exists) is read through the WAL, as any reader.
 	_, walErr := os.Stat(path + "-wal")
-	db, err := openDB(path, readOnlyDSN(path, errors.Is(walErr, fs.ErrNotExist)))
+	immutable := errors.Is(walErr, fs.ErrNotExist)
+	st, err := readStateAt(ctx, path, immutable)
+	if err != nil && immutable {
+		// An immutable read takes no lock: a process that was creating and
+		// migrating the file meanwhile can show its first tables without
+		// its application id (TestConcurrentMigrationsTakeTurns saw it).
+		// If the file is in use now (it has a -wal file, which herald's
+		// first write makes), read it again through the WAL, in one
+		// snapshot, before refusing it; a file at rest keeps its answer
+		// and gets no -wal or -shm file.
+		if _, walErr := os.Stat(path + "-wal"); walErr == nil {
+			st, err = readStateAt(ctx, path, false)
+		}
+	}
+	return st, err
+}
+
+// readStateAt reads the schema state of the file at path through a
+// read-only connection, in one read transaction (one snapshot, under the
+// file's shared lock unless immutable).
+func readStateAt(ctx context.Context, path string, immutable bool) (schemaState, error) {
+	db, err := openDB(path, readOnlyDSN(path, immutable))
 	if err != nil {
 		return schemaState{}, err
 	}
 	defer db.Close()
-	st, err := readState(ctx, db)
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return schemaState{}, fmt.Errorf("sqlite: open %s: begin a read: %w", path, driverError(err))
+	}
+	defer tx.Rollback() //nolint:errcheck // a read: nothing to keep
+	st, err := readState(ctx, tx)
 	if err != nil {
 		return schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -172,10 +199,29 @@ func openDB(path, dsn string) (*sql.DB, error) {
 
 // setWAL switches the database to write-ahead logging (persistent in the
 // file), on the write connection.
+//
+// Switching a file out of its rollback journal needs it to itself, and
+// SQLite answers SQLITE_BUSY at once, without its busy handler, while
+// another process opening the new file holds a read lock on it
+// (TestConcurrentMigrationsTakeTurns saw it): the switch is tried again,
+// every few milliseconds, for up to the busy timeout; once any process
+// has switched it, the file stays in WAL mode.
 func setWAL(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, sqlWAL).Scan(&mode); err != nil {
-		return translate("enable WAL", err)
+	deadline := time.Now().Add(busyTimeoutMillis * time.Millisecond)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		err := db.QueryRowContext(ctx, sqlWAL).Scan(&mode)
+		if err == nil {
+			break
+		}
+		if err := translate("enable WAL", err); !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sqlite: enable WAL: %w", ctx.Err())
+		case <-time.After(pause):
+		}
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("sqlite: enable WAL: the database stayed in %q mode", mode)
