@@ -113,11 +113,13 @@ type Store interface {
 	// of range, a zero at).
 	Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error
 
-	// Rewind is the operator's replay: the cursor goes to toSeq (1 <= toSeq
-	// <= head+1, backwards allowed), Attempts 0, due at once, the lease
-	// cleared, with an evidence row. The only way a cursor moves backwards.
-	// Errors: ErrNotFound, ErrInvalid (toSeq out of range, a zero at; below
-	// the stream's low-water mark, a *store.PrunedError).
+	// Rewind is the operator's replay: the cursor goes back to toSeq (1 <=
+	// toSeq <= the cursor; the cursor itself retries at once), Attempts 0,
+	// due at once, the lease cleared, with an evidence row ("rewound from
+	// #N to #M"). The only way a cursor moves backwards; forward is Skip.
+	// Errors: ErrNotFound, ErrInvalid (toSeq out of range or past the
+	// cursor, a zero at; below the stream's low-water mark, a
+	// *store.PrunedError).
 	Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error
 
 	// AddEvidence stores one evidence row (a skipped message, say), keeping

@@ -109,7 +109,8 @@ Exit codes:
      there, for a command that reads; a registration, record or host that
      does not exist; a record id stored with other content; a sealed
      stream); nothing was changed
-  3  sweep: the report needs attention (saturated, or a registration parked)`
+  3  sweep: the report needs attention (saturated or a backlog left: sweep
+     again soon; or a registration parked)`
 
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{

@@ -16,9 +16,9 @@ func newHosts(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hosts",
 		Short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
-		Long: `List the hosts herald keeps health for: every host that has failed for its
-host (no connection, a timeout, a TLS failure, a reset, or a gateway's
-502/503/504 without Retry-After). After 3 such failures in a row a host is down:
+		Long: `List the hosts herald keeps health for: every host with a failure that
+says nothing about the record (no connection, a timeout, a TLS failure, a
+reset, or a gateway's 502/503/504 without Retry-After). After 3 such failures in a row a host is down:
 its registrations are held (not attempted, not charged attempts, never parked)
 and one of them probes it once per backoff window; any answer brings it up and
 releases them all. Down longer than --host-horizon (herald run, default 7 days)

@@ -3,6 +3,10 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,4 +100,85 @@ func TestJSONModeKeepsStderrAndNotesMachineReadable(t *testing.T) {
 		}
 	}
 	require.Positive(t, lines, "the sweep parked the registration and logged it")
+}
+
+// A sweep that leaves records behind a cursor (a turn gave its slot up to
+// a waiting claim) exits 3, as a saturated one does: a scheduler running
+// one sweep at a time must know to sweep again soon (found by a newcomer).
+func TestSweepWithABacklogNeedsAttention(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer srv.Close()
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		heraldOK(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", srv.URL+"/"+id, "--secret", goodSecret)
+	}
+	var lines strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&lines, `{"stream":"s","id":"e%d","kind":"k","payload":{}}`+"\n", i)
+	}
+	file := filepath.Join(t.TempDir(), "records.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(lines.String()), 0o600))
+	heraldOK(t, db, "", "append", "--file", file)
+
+	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--allow-http", "--allow-private-network",
+		"--drain-page", "5", "--max-per-host", "2", "--json")
+	var rep struct {
+		Backlog        int  `json:"backlog"`
+		Saturated      bool `json:"saturated"`
+		NeedsAttention bool `json:"needs_attention"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout+r.stderr)
+	require.Positive(t, rep.Backlog, "six registrations over two host slots: turns gave their slots up")
+	require.True(t, rep.NeedsAttention)
+	require.Equal(t, ExitAttention, r.code, r.stderr)
+}
+
+// rewind moves a cursor back, never forward; skip's --reason is refused
+// when the evidence would cut it or hide a control character; an update of
+// a registration says so; the command printed to bring a registration back
+// is safe to paste whatever its stream and id hold.
+func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for i := range 5 {
+		heraldOK(t, db, "{}", "append", "--stream", "a&id=b", "--id", fmt.Sprint("e", i), "--kind", "k")
+	}
+	out := heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret)
+	require.Contains(t, out, "Registered a&id=b/x#y")
+	out = heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "cloudevents", "--url", "https://other.example/ce", "--source", "/x")
+	require.Contains(t, out, "Updated a&id=b/x#y: cloudevents to other.example:443")
+	require.Contains(t, out, "It replaced webhook to hooks.example:443")
+
+	r := runCLI(t, db, "", "rewind", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "3")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "a rewind moves the cursor back")
+	require.Contains(t, r.stderr, "skip")
+
+	heraldOK(t, db, "", "skip", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "4", "--reason", "bad records")
+	heraldOK(t, db, "", "rewind", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "2")
+	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "a&id=b", "--id", "x#y"), "rewound from #4 to #2")
+
+	for reason, says := range map[string]string{
+		strings.Repeat("r", 2049): "--reason is 2049 bytes, more than the evidence keeps (2048)",
+		"bad\x1b[31mred":          "--reason has a control character U+001B at byte 3",
+	} {
+		r := runCLI(t, db, "", "skip", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "3", "--reason", reason)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, says)
+	}
+
+	out = heraldOK(t, db, "", "unregister", "--stream", "a&id=b", "--id", "x#y")
+	require.Contains(t, out, "herald register --stream 'a&id=b' --id 'x#y' --namespace cloudevents")
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders/1001":               "orders/1001",
+		"https://remote.example/in": "https://remote.example/in",
+		"a b":                       "'a b'",
+		"it's":                      `'it'\''s'`,
+		"":                          "''",
+		"$(rm -rf /)":               "'$(rm -rf /)'",
+	} {
+		require.Equal(t, want, shellQuote(in), in)
+	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -100,6 +102,9 @@ A parked registration stays parked: unpark it afterwards.`,
 			if err := required(cmd, "stream", "id", "to-seq"); err != nil {
 				return err
 			}
+			if err := checkReason(reason); err != nil {
+				return err
+			}
 			return e.move(cmd, k, toSeq, func(b backend, at time.Time) error {
 				return b.Skip(cmd.Context(), k.stream, k.id, toSeq, at, reason)
 			})
@@ -121,9 +126,11 @@ func newRewind(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rewind",
 		Short: "Move a registration's cursor back, to replay history to its receiver",
-		Long: `Move a registration's cursor to --to-seq (1 is the stream's beginning), so the
-next sweeps send those records again, in order, with their original message ids.
-The one way a cursor moves backwards. It writes evidence.`,
+		Long: `Move a registration's cursor back to --to-seq (1 is the stream's beginning), so
+the next sweeps send those records again, in order, with their original message
+ids. The one way a cursor moves backwards; --to-seq past the cursor is refused
+(moving forward is herald skip, which records why). --to-seq at the cursor
+retries it at once. It writes evidence ("rewound from #N to #M").`,
 		Example: `  herald rewind --stream task/8f3c --id push-1 --to-seq 1`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -239,4 +246,22 @@ func locationNote(loc string) string {
 		return ""
 	}
 	return " (redirect to " + redactURL(loc) + ", not followed)"
+}
+
+// checkReason refuses a skip's --reason that the evidence would cut
+// (longer than push.MaxEvidenceError bytes) or that holds a control
+// character, which every listing of evidence would have to hide.
+func checkReason(reason string) error {
+	if len(reason) > push.MaxEvidenceError {
+		return usagef("--reason is %d bytes, more than the evidence keeps (%d)", len(reason), push.MaxEvidenceError)
+	}
+	if !utf8.ValidString(reason) {
+		return usagef("--reason is not valid UTF-8")
+	}
+	for i, r := range reason {
+		if unicode.IsControl(r) {
+			return usagef("--reason has a control character U+%04X at byte %d", r, i)
+		}
+	}
+	return nil
 }

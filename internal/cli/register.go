@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -97,6 +99,13 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return err
 			}
 			defer b.Close()
+			// Registering an existing (stream, id) updates it: say so, and
+			// what it replaced, rather than answer as for a new one.
+			old, err := b.Get(cmd.Context(), r.Stream, r.ID)
+			existed := err == nil
+			if err != nil && !errors.Is(err, journal.ErrNotFound) {
+				return err
+			}
 			stored, err := b.Register(cmd.Context(), r)
 			if err != nil {
 				return err
@@ -118,8 +127,18 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if st.Window > 1 {
 				window = fmt.Sprintf(", window %d", st.Window)
 			}
-			fmt.Fprintf(e.Out, "Registered %s/%s: %s to %s, cursor %d%s, %s to deliver.\n",
-				st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
+			verb := "Registered"
+			if existed {
+				verb = "Updated"
+			}
+			fmt.Fprintf(e.Out, "%s %s/%s: %s to %s, cursor %d%s, %s to deliver.\n",
+				verb, st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
+			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
+				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, old.Host())
+			}
+			if st.Parked {
+				fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
+			}
 			warnRefusals(e, st.URL)
 			return nil
 		},

@@ -95,8 +95,9 @@ with other flags delivers to it. Give every process that sweeps a database
 the same guard flags.
 
 Exit 0, or 3 when the report needs attention (saturated: more were due than
---limit, so sweep again soon; or a registration was parked), 1 on error, or
-2 on a usage error (a bad flag, --at or --limit).`,
+--limit; or backlog: a turn gave its slot up with records still behind its
+cursor; either way sweep again soon; or a registration was parked), 1 on
+error, or 2 on a usage error (a bad flag, --at or --limit).`,
 		Example: `  herald sweep --namespace webhook
   herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
   herald sweep --namespace a2a --at 1773572400`,
@@ -141,7 +142,7 @@ Exit 0, or 3 when the report needs attention (saturated: more were due than
 			if err != nil {
 				return err
 			}
-			if rep.NeedsAttention() {
+			if sweepNeedsAttention(rep) {
 				return &exitError{code: ExitAttention}
 			}
 			return nil
@@ -182,9 +183,14 @@ type reportView struct {
 	NeedsAttention bool `json:"needs_attention"`
 }
 
+// sweepNeedsAttention is the report's NeedsAttention, and also a backlog
+// left behind: a scheduler that runs one sweep at a time must know to run
+// the next one soon (the daemon's dispatcher claims again by itself).
+func sweepNeedsAttention(r push.SweepReport) bool { return r.NeedsAttention() || r.Backlog > 0 }
+
 func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 	if e.json {
-		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, NeedsAttention: r.NeedsAttention()})
+		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, NeedsAttention: sweepNeedsAttention(r)})
 	}
 	fmt.Fprintf(e.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 		ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),

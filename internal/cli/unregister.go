@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -38,10 +39,21 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			fmt.Fprintf(e.Out, "Unregistered %s/%s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 				k.stream, k.id, before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
 			fmt.Fprintf(e.Out, "To bring it back there: herald register --stream %s --id %s --namespace %s --url … --from-seq %d\n",
-				k.stream, k.id, before.Namespace, before.NextSeq)
+				shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq)
 			return nil
 		},
 	}
 	k.flags(cmd)
 	return cmd
+}
+
+// shellQuote returns s as one word of a POSIX shell command line: as it is
+// when it holds only characters no shell treats specially, else in single
+// quotes (a ' inside written '\''), so that a printed command can be pasted
+// whatever the stream or id holds (& # ; $ spaces, quotes).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

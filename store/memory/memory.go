@@ -537,13 +537,13 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 	if r == nil {
 		return notFound(streamName, id)
 	}
-	if err := store.ValidateRewind(s.head(streamName), toSeq); err != nil {
+	if err := store.ValidateRewind(r.NextSeq, s.head(streamName), toSeq); err != nil {
 		return err
 	}
 	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
 		return err
 	}
-	s.move(k, r, toSeq, at, push.EventRewind, fmt.Sprintf("rewound from #%d", r.NextSeq))
+	s.move(k, r, toSeq, at, push.EventRewind, fmt.Sprintf("rewound from #%d to #%d", r.NextSeq, toSeq))
 	return nil
 }
 

@@ -264,7 +264,7 @@ func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at ti
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
-		return push.EventRewind, fmt.Sprintf("rewound from #%d", next), store.ValidateRewind(head, toSeq)
+		return push.EventRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq), store.ValidateRewind(next, head, toSeq)
 	}, "")
 }
 

@@ -205,10 +205,10 @@ func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at ti
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
-		if err := store.ValidateRewind(st.Head, toSeq); err != nil {
+		if err := store.ValidateRewind(st.NextSeq, st.Head, toSeq); err != nil {
 			return push.Evidence{}, err
 		}
-		return push.Evidence{At: at, Event: push.EventRewind, Seq: st.NextSeq, Error: fmt.Sprintf("rewound from #%d", st.NextSeq)}, nil
+		return push.Evidence{At: at, Event: push.EventRewind, Seq: st.NextSeq, Error: fmt.Sprintf("rewound from #%d to #%d", st.NextSeq, toSeq)}, nil
 	}, "")
 }
 

@@ -63,6 +63,13 @@ func testRewind(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, []string{push.EventRewind}, events(evs))
 	require.Equal(t, uint64(6), evs[0].Seq, "the evidence names the cursor rewound from")
+	require.Equal(t, "rewound from #6 to #2", evs[0].Error, "and where to")
+
+	err = b.Rewind(ctx(t), "s", "r", 3, at(11))
+	require.ErrorIs(t, err, journal.ErrInvalid, "a rewind never moves the cursor forward")
+	require.ErrorContains(t, err, "skip")
+	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq, "a refused rewind changed nothing")
+	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(12)), "a rewind to the cursor retries it at once")
 }
 
 func testDueAtOnce(t *testing.T, b Backend) {
