@@ -383,7 +383,9 @@ type RegisteredView struct {
 	RegistrationView
 	// Warnings are the rules of the daemon's network guard that the URL
 	// breaks (transport.HTTP.Refusals), each naming the herald run flag
-	// that lifts it; deliveries to it would park the registration. As
+	// that lifts it, or saying that no option does (a reserved range such
+	// as TEST-NET or link-local); deliveries to it would park the
+	// registration. As
 	// herald register notes them, the registration is stored all the
 	// same: another daemon on the database may allow the URL.
 	Warnings []string `json:"warnings,omitempty"`

@@ -82,7 +82,8 @@
 // network guard will refuse (transport.HTTP.Refusals: http without
 // --allow-http, a private address without --allow-private-network, …) is
 // registered all the same, as herald register does, and answered with
-// "warnings" naming the flag that lifts each rule (RegisteredView).
+// "warnings" naming the flag that lifts each rule, or saying that none
+// does (a reserved range: RegisteredView).
 //
 // POST /v1/registration/unpark answers UnparkView: the registration and
 // was_parked, false when it was not parked and nothing changed (as herald

@@ -97,7 +97,13 @@ a no-op, so a failed run can simply be repeated.`,
 					return fmt.Errorf("append: %w (nothing was appended)", err)
 				}
 				if err != nil {
-					return fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
+					err = fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
+					if len(out) > 0 {
+						// Not exit 2 (nothing was changed), whatever the
+						// error: the records before it are stored.
+						return &exitError{code: ExitError, err: err}
+					}
+					return err
 				}
 				for _, r := range recs {
 					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Existed: existed[r.ID]})

@@ -102,7 +102,10 @@ var ErrListenerClosed = errors.New("postgres: listener closed")
 const listenSetupTimeout = 10 * time.Second
 
 // WaitForAppend blocks until appended records get their seqs anywhere in
-// the database (a sequencer step's notification), or ctx ends (then it returns ctx's error). A daemon calls it between sweeps,
+// the database (a sequencer step's notification), but for the steps of
+// this Store's own RunSequencerWaking, which it skips as every Listener of
+// the Store does (their numbered callback tells of those), or ctx ends
+// (then it returns ctx's error). A daemon calls it between sweeps,
 // with a deadline at its next scheduled sweep. The store keeps one listening
 // connection for it, opened on the first call (within 10 s, whatever ctx's
 // deadline): appends committed before that call are not reported, so sweep

@@ -21,12 +21,7 @@ import (
 // as it came.
 func TestAdvanceBatchPlansOnce(t *testing.T) {
 	ctx := t.Context()
-	url := migratedURL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	s := openStore(t, url+sep+"pool_max_conns=1") // every statement on one connection
+	s := oneConnStore(t)
 	const regs, batches = 3, 8
 	for i := range regs {
 		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
@@ -76,12 +71,7 @@ WHERE statement IN ($1, $2)`, postgres.SQLFenceBatch, postgres.SQLAdvanceBatch)
 // connection, and the setting ends with Due's transaction.
 func TestDuePlansOnce(t *testing.T) {
 	ctx := t.Context()
-	url := migratedURL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	s := openStore(t, url+sep+"pool_max_conns=1") // every statement on one connection
+	s := oneConnStore(t)
 	const claims = 8
 	_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
 	require.NoError(t, err)
@@ -108,4 +98,16 @@ func TestDuePlansOnce(t *testing.T) {
 		postgres.SQLClearPending).Scan(&generic, &custom))
 	require.Zero(t, custom, "the markers' statement was planned anew for a call")
 	require.GreaterOrEqual(t, generic, int64(claims))
+}
+
+// oneConnStore is a Store on a migrated database whose pool has one
+// connection, so that every statement's plan counts are on it.
+func oneConnStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	url := migratedURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return openStore(t, url+sep+"pool_max_conns=1")
 }
