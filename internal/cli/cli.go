@@ -81,11 +81,13 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		}
 		return ExitUsage
 	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound),
-		errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
+		errors.As(err, new(*journal.ConflictError)), errors.As(err, new(*journal.SealedError)):
 		// A bad value (a seq out of range, an invalid id), a registration,
 		// record or host that does not exist, a record id stored with other
 		// content, a sealed stream: nothing was changed, and running the
-		// command again as it is cannot succeed.
+		// command again as it is cannot succeed. (A bare ErrConflict, an
+		// append that raced another for an id, may succeed when repeated:
+		// exit 1.)
 		return ExitUsage
 	}
 	return ExitError
