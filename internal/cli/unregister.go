@@ -49,8 +49,9 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 
 // shellQuote returns s as one word of a POSIX shell command line: as it is
 // when it holds only characters no shell treats specially, else in single
-// quotes (a ' inside written '\”), so that a printed command can be pasted
-// whatever the stream or id holds (& # ; $ spaces, quotes).
+// quotes (each single quote in s closes them, is escaped, and reopens
+// them), so that a printed command can be pasted whatever the stream or id
+// holds (& # ; $ spaces, quotes).
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s
