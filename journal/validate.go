@@ -50,6 +50,14 @@ func ValidateID(field, id string) error {
 	return validateName(field, id, MaxIDBytes, true)
 }
 
+// ValidateText checks free text that herald stores and shows (an
+// operator's reason): non-empty, at most max bytes of UTF-8, no control
+// characters (U+2028 and U+2029 included; spaces are allowed). Errors wrap
+// ErrInvalid and name field.
+func ValidateText(field, s string, max int) error {
+	return validateName(field, s, max, true)
+}
+
 func validateName(field, s string, max int, spaces bool) error {
 	if s == "" {
 		return Invalid(field, "is empty")

@@ -158,8 +158,9 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "a&id=b", "--id", "x#y"), "rewound from #4 to #2")
 
 	for reason, says := range map[string]string{
-		strings.Repeat("r", 2049): "--reason is 2049 bytes, more than the evidence keeps (2048)",
-		"bad\x1b[31mred":          "--reason has a control character U+001B at byte 3",
+		strings.Repeat("r", 2049): "invalid --reason: is longer than 2048 bytes (2049)",
+		"bad\x1b[31mred":          "invalid --reason: has a control character U+001B at byte 3",
+		"":                        "invalid --reason: is empty",
 	} {
 		r := runCLI(t, db, "", "skip", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "3", "--reason", reason)
 		require.Equal(t, ExitUsage, r.code, r.stderr)

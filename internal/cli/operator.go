@@ -3,11 +3,10 @@ package cli
 import (
 	"fmt"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -252,16 +251,5 @@ func locationNote(loc string) string {
 // (longer than push.MaxEvidenceError bytes) or that holds a control
 // character, which every listing of evidence would have to hide.
 func checkReason(reason string) error {
-	if len(reason) > push.MaxEvidenceError {
-		return usagef("--reason is %d bytes, more than the evidence keeps (%d)", len(reason), push.MaxEvidenceError)
-	}
-	if !utf8.ValidString(reason) {
-		return usagef("--reason is not valid UTF-8")
-	}
-	for i, r := range reason {
-		if unicode.IsControl(r) {
-			return usagef("--reason has a control character U+%04X at byte %d", r, i)
-		}
-	}
-	return nil
+	return journal.ValidateText("--reason", reason, push.MaxEvidenceError)
 }
