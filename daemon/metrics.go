@@ -73,7 +73,7 @@ func (m *metrics) hooks(ns string) push.Hooks {
 			switch {
 			case err != nil:
 				result = "error"
-			case r.NeedsAttention():
+			case r.Parked > 0: // a turn's backlog is the dispatcher's to claim again, not an operator's
 				result = "attention"
 			}
 			m.turns.WithLabelValues(ns, result).Inc()

@@ -18,9 +18,11 @@ type SweepReport struct {
 	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
 }
 
-// NeedsAttention reports whether an operator should look: the sweep could not
-// keep up (Saturated), or parked a registration.
-func (r SweepReport) NeedsAttention() bool { return r.Saturated || r.Parked > 0 }
+// NeedsAttention reports whether a scheduler or an operator should act on a
+// RunOnce report: the sweep could not keep up (Saturated: more were due than
+// its limit; or a Backlog left behind cursors), so sweep again soon; or it
+// parked a registration.
+func (r SweepReport) NeedsAttention() bool { return r.Saturated || r.Backlog > 0 || r.Parked > 0 }
 
 func (r *SweepReport) add(t SweepReport) {
 	r.Records += t.Records

@@ -142,7 +142,7 @@ error, or 2 on a usage error (a bad flag, --at or --limit).`,
 			if err != nil {
 				return err
 			}
-			if sweepNeedsAttention(rep) {
+			if rep.NeedsAttention() {
 				return &exitError{code: ExitAttention}
 			}
 			return nil
@@ -183,14 +183,9 @@ type reportView struct {
 	NeedsAttention bool `json:"needs_attention"`
 }
 
-// sweepNeedsAttention is the report's NeedsAttention, and also a backlog
-// left behind: a scheduler that runs one sweep at a time must know to run
-// the next one soon (the daemon's dispatcher claims again by itself).
-func sweepNeedsAttention(r push.SweepReport) bool { return r.NeedsAttention() || r.Backlog > 0 }
-
 func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 	if e.json {
-		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, NeedsAttention: sweepNeedsAttention(r)})
+		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, NeedsAttention: r.NeedsAttention()})
 	}
 	fmt.Fprintf(e.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 		ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
