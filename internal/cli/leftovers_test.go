@@ -183,3 +183,13 @@ func TestShellQuote(t *testing.T) {
 		require.Equal(t, want, shellQuote(in), in)
 	}
 }
+
+// Every namespace's register flag is one configFlagOf knows, so that
+// build refuses it for the other namespaces and asFlags names it.
+func TestNamespaceFlagsAreTheConfigFlags(t *testing.T) {
+	for ns, def := range namespaces {
+		for _, f := range def.flags {
+			require.Contains(t, namespaceFlags(), f, "%s's --%s", ns, f)
+		}
+	}
+}

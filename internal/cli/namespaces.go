@@ -118,7 +118,7 @@ func (o *configFlags) add(cmd *cobra.Command) {
 // its config as stored JSON.
 func (o *configFlags) build(cmd *cobra.Command, ns string) (push.Config, error) {
 	def := namespaces[ns]
-	for _, name := range []string{"secret", "token", "auth-scheme", "credentials", "a2a-version", "key-id", "private-key-file", "actor", "followers", "source", "structured"} {
+	for _, name := range namespaceFlags() {
 		if cmd.Flags().Changed(name) && !slices.Contains(def.flags, name) {
 			return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(def.flags, ", --"))
 		}
@@ -182,6 +182,16 @@ var configFlagOf = map[string]string{
 	"followers":   "followers",
 	"source":      "source",
 	"structured":  "structured",
+}
+
+// namespaceFlags are register's namespace flags (configFlagOf's), sorted.
+func namespaceFlags() []string {
+	out := make([]string, 0, len(configFlagOf))
+	for _, f := range configFlagOf {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // asFlags rewrites the fields of a config's validation errors from the
