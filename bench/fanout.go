@@ -136,7 +136,7 @@ func reportBest(rep *report, cfg config, f fanoutAt) {
 			l.perSec.cell(0), lc, h.perSec.cell(0), hc, r.perSec.cell(0), rc, ratio(h.perSec, r.perSec), lh.perSec.cell(0), ratio(h.perSec, lh.perSec),
 			h.fromFirst.cell(0), ratio(h.fromFirst, lh.perSec), r.fromFirst.cell(0))
 	}
-	rep.printf("\nherald's and River's deliveries/s run from their worker process's start (exec, connecting, the first claim: \"start → first delivery\" in the detail table), the bare client's from its first request. \"From its first delivery\" is E×R over the first receipt → the last: the two clocks on the same footing.\n\n")
+	rep.printf("\nherald's and River's deliveries/s run from their worker process's start (exec, connecting, the first claim: \"start → first delivery\" in the detail table), the bare client's from its first request. \"From its first delivery\" is E×R over the first receipt → the last: near the bare client's footing (it leaves out the first round trip, under a millisecond here).\n\n")
 }
 
 // group names a run's deliveries at the receiver: unique per system,
