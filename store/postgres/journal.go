@@ -149,7 +149,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	for i, e := range entries {
 		d := journal.Digest(stream, e)
 		flat = append(flat, d[:]...)
-		digests[i] = flat[len(flat)-sha256.Size:]
+		digests[i] = flat[len(flat)-sha256.Size : len(flat) : len(flat)] // capped: an append cannot reach the next
 	}
 	all := onlyFirst
 	if len(entries) > 1 {
