@@ -48,15 +48,12 @@ func ValidateSkip(next, head, toSeq uint64) error {
 }
 
 // ValidateRewind checks an operator's rewind of a registration at cursor
-// next in a stream whose head is head: 1 <= toSeq <= min(next, head+1). A
-// rewind moves the cursor back, or keeps it (to retry at once); forward is
-// a skip, which records why. Errors wrap journal.ErrInvalid.
+// next in a stream whose head is head: 1 <= toSeq <= next (a cursor is at
+// most head+1). A rewind moves the cursor back, or keeps it (to retry at
+// once); forward is a skip. Errors wrap journal.ErrInvalid.
 func ValidateRewind(next, head, toSeq uint64) error {
-	if toSeq < 1 || toSeq > head+1 {
-		return journal.Invalid("to seq", "is %d: it must be from 1 to %d (one past the head)", toSeq, head+1)
-	}
-	if toSeq > next {
-		return journal.Invalid("to seq", "is %d, past the cursor #%d: a rewind moves the cursor back (to #1 to #%d); moving it forward is a skip, which records why", toSeq, next, next)
+	if toSeq < 1 || toSeq > min(next, head+1) {
+		return journal.Invalid("to seq", "is %d: a rewind moves the cursor back, to a seq from 1 to the cursor (#%d); a skip moves it forward", toSeq, min(next, head+1))
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func decodeSecret(s string) ([]byte, error) {
 		return nil, fmt.Errorf("is not standard, padded base64 after %q", SecretPrefix)
 	}
 	if len(key) < MinSecretBytes || len(key) > MaxSecretBytes {
-		return nil, fmt.Errorf("decodes to %d bytes: a secret must have %d to %d", len(key), MinSecretBytes, MaxSecretBytes)
+		return nil, fmt.Errorf("decodes to %d bytes: a secret's key, decoded, must be %d to %d bytes", len(key), MinSecretBytes, MaxSecretBytes)
 	}
 	return key, nil
 }
