@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,9 +34,10 @@ func FuzzParseConfig(f *testing.F) {
 			if !errors.Is(err, journal.ErrInvalid) {
 				t.Fatalf("ParseConfig: %v does not wrap journal.ErrInvalid", err)
 			}
-			// Errors may quote version and auth_scheme (not secrets), whose
-			// bytes may happen to hold a secret's: look outside them.
-			said := err.Error()
+			// Errors may quote version, auth_scheme and an unknown key (not
+			// secrets), whose bytes may happen to hold a secret's: look
+			// outside them.
+			said := withoutKeys(err.Error(), raw)
 			for _, quoted := range secretValues(raw, "version", "auth_scheme") {
 				said = strings.ReplaceAll(said, quoted, "")
 			}
@@ -118,4 +120,15 @@ func secretValues(raw []byte, keys ...string) []string {
 		}
 	}
 	return out
+}
+
+// withoutKeys removes from said the quoted names of raw's top-level keys:
+// an error may name an unknown key, which is input but not a secret.
+func withoutKeys(said string, raw []byte) string {
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	for k := range obj {
+		said = strings.ReplaceAll(said, strconv.Quote(k), "")
+	}
+	return said
 }

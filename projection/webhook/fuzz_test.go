@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,8 +33,11 @@ func FuzzParseConfig(f *testing.F) {
 			if !errors.Is(err, journal.ErrInvalid) {
 				t.Fatalf("ParseConfig: %v does not wrap journal.ErrInvalid", err)
 			}
+			// An unknown key's name (input, not a secret) may be quoted and
+			// may happen to hold a secret's bytes: look outside it.
+			said := withoutKeys(err.Error(), raw)
 			for _, s := range secrets {
-				if len(s) >= 12 && strings.Contains(err.Error(), s) {
+				if len(s) >= 12 && strings.Contains(said, s) {
 					t.Fatalf("ParseConfig's error %q repeats the secret %q", err, s)
 				}
 			}
@@ -70,4 +74,15 @@ func stringsUnder(raw []byte, key string) []string {
 	var many []string
 	_ = json.Unmarshal(obj[key], &many)
 	return many
+}
+
+// withoutKeys removes from said the quoted names of raw's top-level keys:
+// an error may name an unknown key, which is input but not a secret.
+func withoutKeys(said string, raw []byte) string {
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	for k := range obj {
+		said = strings.ReplaceAll(said, strconv.Quote(k), "")
+	}
+	return said
 }
