@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
@@ -38,11 +39,29 @@ func Decode(raw []byte, v any) error {
 		// Value is the JSON kind that was found ("number"), never the value.
 		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", kind(typeErr.Type), typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		name := shortKey(strings.TrimPrefix(err.Error(), "json: unknown field "))
 		return journal.Invalid("config", "has an unknown key %s (known: %s)", name, strings.Join(keys(v), ", "))
 	default:
 		return journal.Invalid("config", "is not a JSON object")
 	}
+}
+
+// maxKey is the most runes of an unknown key an error repeats: the key is
+// the caller's input, and a megabyte of it helps nobody read the error.
+const maxKey = 64
+
+// shortKey re-quotes encoding/json's quoted key, cut to maxKey runes (with
+// "..." after the quote when cut). A quoted form it cannot read gives
+// "(unreadable)".
+func shortKey(quoted string) string {
+	key, err := strconv.Unquote(quoted)
+	if err != nil {
+		return "(unreadable)"
+	}
+	if r := []rune(key); len(r) > maxKey {
+		return strconv.Quote(string(r[:maxKey])) + "..."
+	}
+	return strconv.Quote(key)
 }
 
 // kind names a Go type as JSON calls it.

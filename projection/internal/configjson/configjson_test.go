@@ -1,6 +1,7 @@
 package configjson_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,13 +23,15 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, configjson.Decode(nil, &config{}), "empty is {}")
 
 	for raw, want := range map[string]string{
-		`{"token":"s3cret-value","extra":1}`: `invalid config: has an unknown key "extra" (known: token, secrets, on)`,
-		`{"secrets":"s3cret-value"}`:         "invalid config.secrets: must be a JSON array of strings, not string",
-		`{"on":"s3cret-value"}`:              "invalid config.on: must be a JSON boolean, not string",
-		`{"token":1}`:                        "invalid config.token: must be a JSON string, not number",
-		`{"token":"s3cret-value"} {}`:        "invalid config: has data after the JSON object",
-		`["s3cret-value"]`:                   "invalid config: is not a JSON object",
-		`{"token":"s3cret-value`:             "invalid config: is not a JSON object",
+		`{"token":"s3cret-value","extra":1}`:    `invalid config: has an unknown key "extra" (known: token, secrets, on)`,
+		`{"secrets":"s3cret-value"}`:            "invalid config.secrets: must be a JSON array of strings, not string",
+		`{"on":"s3cret-value"}`:                 "invalid config.on: must be a JSON boolean, not string",
+		`{"token":1}`:                           "invalid config.token: must be a JSON string, not number",
+		`{"` + strings.Repeat("k", 70) + `":1}`: `invalid config: has an unknown key "` + strings.Repeat("k", 64) + `"... (known: token, secrets, on)`,
+		"{\"a\\u0000\\nb\":1}":                  `invalid config: has an unknown key "a\x00\nb" (known: token, secrets, on)`,
+		`{"token":"s3cret-value"} {}`:           "invalid config: has data after the JSON object",
+		`["s3cret-value"]`:                      "invalid config: is not a JSON object",
+		`{"token":"s3cret-value`:                "invalid config: is not a JSON object",
 	} {
 		err := configjson.Decode([]byte(raw), &config{})
 		require.ErrorIs(t, err, journal.ErrInvalid, raw)
