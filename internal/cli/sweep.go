@@ -126,7 +126,7 @@ error, or 2 on a usage error (a bad flag, --at or --limit).`,
 			if err != nil {
 				return err
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openServing(cmd.Context())
 			if err != nil {
 				return err
 			}
