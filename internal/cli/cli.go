@@ -24,7 +24,7 @@ const (
 	ExitOK        = 0
 	ExitError     = 1 // the command failed; the message says what to do
 	ExitUsage     = 2 // bad flags, arguments or values; nothing was changed
-	ExitAttention = 3 // sweep: the report needs attention (saturated, or something parked)
+	ExitAttention = 3 // sweep: the report needs attention (saturated or a backlog, something parked, a host failed)
 )
 
 // Stdio is the command's standard streams.
@@ -113,7 +113,8 @@ Exit codes:
      does not exist; a record id stored with other content; a sealed
      stream); nothing was changed
   3  sweep: the report needs attention (saturated or a backlog left: sweep
-     again soon; or a registration parked)`
+     again soon; or a registration parked; or a host failed at host level:
+     see herald hosts)`
 
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
