@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -113,4 +114,29 @@ func TestSweepSaysWhichHostFailed(t *testing.T) {
 	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:20:01Z"}, allow...)...)
 	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
 	require.False(t, strings.Contains(r.stdout, "Host "), r.stdout)
+}
+
+// A --private-key-file (or a file: secret) that cannot be read is a usage
+// error (exit 2) naming the flag and the path, quoted: a path is the
+// user's text and may hold control bytes. Nothing is created.
+func TestUnreadableKeyFileNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	h := newHerald(t, "sqlite:"+db)
+	missing := filepath.Join(dir, "no\x1b[31mkey\n.pem")
+	r := h.run("", "register", "--stream", "actor/alice", "--id", "https://b.example/inbox", "--namespace", "activitypub",
+		"--url", "https://b.example/inbox", "--key-id", "https://a.example/users/alice#main-key", "--private-key-file", missing)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("--private-key-file %q: no such file or directory", missing))
+	require.NotContains(t, r.stderr, "\x1b", "the path is quoted, its bytes escaped")
+	require.NotContains(t, r.stderr, "open "+dir, "the os error's unquoted copy of the path is left out")
+
+	r = h.run("", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://b.example/hooks",
+		"--secret", "file:"+missing)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("--secret %q: no such file or directory", "file:"+missing))
+	require.NotContains(t, r.stderr, "\x1b")
+
+	_, err := os.Stat(db)
+	require.ErrorIs(t, err, os.ErrNotExist, "a refused register creates nothing")
 }

@@ -172,7 +172,7 @@ func TestChaosHostileInput(t *testing.T) {
 		{name: "cloudevents token with CRLF", args: reg("--namespace", "cloudevents", "--source", "https://s.example", "--token", ceToken+"\r\nX-Evil: 1"), code: 2, says: []string{"--token"}, secret: ceToken},
 		{name: "cloudevents without a source", args: reg("--namespace", "cloudevents"), code: 2, says: []string{"--source"}},
 		{name: "activitypub key that is not PEM", args: reg("--namespace", "activitypub", "--key-id", "https://a.example/u#k", "--private-key-file", file("notpem", "hello")), code: 2, says: []string{"private"}},
-		{name: "activitypub key file missing", args: reg("--namespace", "activitypub", "--key-id", "https://a.example/u#k", "--private-key-file", filepath.Join(s.dir, "missing.pem")), code: 1, says: []string{"--private-key-file"}},
+		{name: "activitypub key file missing", args: reg("--namespace", "activitypub", "--key-id", "https://a.example/u#k", "--private-key-file", filepath.Join(s.dir, "missing.pem")), code: 2, says: []string{"--private-key-file", "missing.pem\": no such file"}},
 		// Appends.
 		{name: "payload that is not JSON", stdin: "{not json", args: []string{"append", "--stream", "hostile/base", "--id", "x1", "--kind", "k"}, code: 2, says: []string{"payload", "not valid JSON"}},
 		{name: "payload over 1 MiB", stdin: bigPayload, args: []string{"append", "--stream", "hostile/base", "--id", "x2", "--kind", "k"}, code: 2, says: []string{"payload", "more than the limit"}},

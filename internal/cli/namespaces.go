@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -140,9 +141,21 @@ func (o *configFlags) readKey() (string, error) {
 	}
 	pem, err := os.ReadFile(o.privateKeyFile)
 	if err != nil {
-		return "", fmt.Errorf("--private-key-file: %w (give a PEM file of the actor's RSA private key)", err)
+		return "", readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
 	}
 	return string(pem), nil
+}
+
+// readError is the usage error (exit 2) for a file a flag names that cannot
+// be read: the flag, the path quoted (it is the user's text, and may hold
+// any byte), and the reason without the os error's own unquoted copy of
+// the path.
+func readError(flag, path string, err error, hint string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return usagef("%s %q: %v%s", flag, path, err, hint)
 }
 
 // secretValue resolves a secret flag: "env:NAME" reads the environment
@@ -158,9 +171,10 @@ func secretValue(flag, v string) (string, error) {
 		}
 		return s, nil
 	case strings.HasPrefix(v, "file:"):
-		b, err := os.ReadFile(strings.TrimPrefix(v, "file:"))
+		path := strings.TrimPrefix(v, "file:")
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return "", usagef("%s: %v", flag, err)
+			return "", readError(flag, "file:"+path, err, "")
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
