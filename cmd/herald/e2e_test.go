@@ -276,7 +276,7 @@ func testOperatorJourney(t *testing.T, db string) {
 
 	bad := h.run("", "skip", "--stream", "orders", "--id", "flaky", "--to-seq", "99")
 	require.Equal(t, 2, bad.code, "a seq out of range is bad input")
-	require.Contains(t, bad.stderr, "to seq")
+	require.Contains(t, bad.stderr, "invalid --to-seq")
 	require.Equal(t, uint64(5), get(h, "flaky").NextSeq, "and changes nothing")
 }
 

@@ -140,3 +140,31 @@ func TestUnreadableKeyFileNamesTheFlag(t *testing.T) {
 	_, err := os.Stat(db)
 	require.ErrorIs(t, err, os.ErrNotExist, "a refused register creates nothing")
 }
+
+// A bad value's error names the flag the user typed, not the field the
+// library calls it ("to seq", "url", "registration id", Options.Timeout,
+// AllowHosts[0]).
+func TestBadValuesNameTheFlag(t *testing.T) {
+	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+	h.ok("register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/in", "--secret", secret)
+	for _, c := range []struct {
+		args      []string
+		says, not string
+	}{
+		{[]string{"skip", "--stream", "orders", "--id", "r", "--to-seq", "9"}, "invalid --to-seq: is 9", "to seq"},
+		{[]string{"rewind", "--stream", "orders", "--id", "r", "--to-seq", "5"}, "invalid --to-seq: is 5", "to seq"},
+		{[]string{"register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", "https://u:p@hooks.example/in", "--secret", secret},
+			"invalid --url: has userinfo", "invalid url"},
+		{[]string{"register", "--stream", "orders", "--id", "r\x7f", "--namespace", "webhook", "--url", "https://hooks.example/in", "--secret", secret},
+			"invalid --id: ", "registration id"},
+		{[]string{"sweep", "--namespace", "webhook", "--timeout", "1h"}, "invalid --timeout: is 1h0m0s: it must be from 1ms to 10m0s", "Options.Timeout"},
+		{[]string{"run", "--allow-host", "ok.example", "--allow-host", "*.*.example", "--metrics-addr", "", "--admin-addr", ""},
+			`invalid --allow-host (the 2nd): "*.*.example" has a wildcard`, "AllowHosts"},
+	} {
+		r := h.run("", c.args...)
+		require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.says, c.args)
+		require.NotContains(t, r.stderr, c.not, c.args)
+		require.NotContains(t, r.stderr, "transport: new", c.args)
+	}
+}

@@ -164,7 +164,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 		return err
 	}
 	if err := do(b, at); err != nil {
-		return err
+		return asFlags(err)
 	}
 	after, err := b.Get(cmd.Context(), k.stream, k.id)
 	if err != nil {
