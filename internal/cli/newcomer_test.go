@@ -217,8 +217,9 @@ func TestRecords(t *testing.T) {
 	require.NotContains(t, out, "e1")
 	require.NotContains(t, out, "e3")
 
-	var recs []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &recs))
+	var page struct{ Records []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &page))
+	recs := page.Records
 	require.Len(t, recs, 3)
 	require.Equal(t, map[string]any{"note": "line\nbreak \x1b[31m"}, recs[0]["payload"])
 	require.Equal(t, "iVBORw0KGgoAAA==", recs[1]["payload_base64"])
