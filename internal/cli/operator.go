@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -192,7 +193,10 @@ func newEvidence(e *env) *cobra.Command {
 %d bytes of the answer, duration, error, next attempt), skipped messages, the
 failure that parked it, and operators' unpark, skip and rewind. The newest %d
 rows are kept per registration. The table shows the error whole and cuts the
-body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
+body; --json shows every field whole. A receiver's Retry-After is shown as the
+wait herald keeps (clamped to 1s..--max-retry-after of the sweep) beside what
+the receiver asked; in --json the error keeps the receiver's value and
+not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 		Example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
   herald evidence --stream task/8f3c --id push-1 --json`,
 		Args: noArgs,
@@ -229,7 +233,7 @@ body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 					dur = ev.Duration.Round(1e6).String()
 				}
 				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
-					fmtTime(ev.NotBefore), ev.Body, ev.Error+locationNote(ev.Location))
+					fmtTime(ev.NotBefore), ev.Body, retryAfterNote(ev)+locationNote(ev.Location))
 			}
 			return t.flush()
 		},
@@ -238,6 +242,53 @@ body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 	cmd.Flags().IntVar(&limit, "limit", 20, fmt.Sprintf("at most this many rows (up to %d)", push.MaxEvidence))
 	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", push.MaxEvidence))
 	return cmd
+}
+
+// retryAfterNote is the evidence's error with its "; Retry-After D" (the
+// delay the receiver asked for, as transport words it) replaced by what
+// herald does: the wait from the attempt to its next one, which the worker
+// clamped to [1 s, --max-retry-after]. "503 Service Unavailable; Retry-After
+// 720h0m0s" becomes "503 Service Unavailable; retry after 1h (capped; the
+// receiver asked 30d)". Other errors are kept as they are.
+func retryAfterNote(ev push.Evidence) string {
+	i := strings.LastIndex(ev.Error, retryAfterSuffix)
+	if i < 0 || ev.NotBefore.IsZero() {
+		return ev.Error
+	}
+	asked, err := time.ParseDuration(ev.Error[i+len(retryAfterSuffix):])
+	if err != nil {
+		return ev.Error
+	}
+	waits := ev.NotBefore.Sub(ev.At)
+	var why string
+	switch {
+	case waits < asked:
+		why = "capped; the receiver asked " + fmtDelay(asked)
+	case waits > asked:
+		why = "at least 1s; the receiver asked " + fmtDelay(asked)
+	default:
+		why = "as the receiver asked"
+	}
+	return ev.Error[:i] + "; retry after " + fmtDelay(waits) + " (" + why + ")"
+}
+
+// retryAfterSuffix ends the reason of an answer with a Retry-After (transport).
+const retryAfterSuffix = "; Retry-After "
+
+// fmtDelay writes d as a person reads a delay: whole days as "30d", else
+// time.Duration's form without its zero parts ("1h", "2m", "1h30m", "45s").
+func fmtDelay(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func locationNote(loc string) string {
