@@ -182,9 +182,9 @@ func TestDemoOutput(t *testing.T) {
 		"$ herald registrations --parked",
 		"LAST ERROR", "410 Gone", "(attempt 3 of 3: retry ceiling",
 		"$ herald unpark --stream webhooks/shop --id down",
-		"Unparked webhooks/shop/down: due now at cursor 1 (5 records to deliver).",
-		"webhooks/shop/down caught up",
-		"webhooks/shop/gone stays parked at cursor 1",
+		"Unparked stream=webhooks/shop id=down: due now at cursor 1 (5 records to deliver).",
+		"stream=webhooks/shop id=down caught up",
+		"stream=webhooks/shop id=gone stays parked at cursor 1",
 		"OK in",
 	} {
 		require.Contains(t, stdout, want)

@@ -244,3 +244,25 @@ func TestEvidenceShowsTheCappedRetryAfter(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, h.ok("evidence", "--stream", "orders", "--id", "r"), "retry after 2h (capped; the receiver asked 30d)")
 }
+
+// Two registrations that "stream/id" would print alike (a/b + c, a + b/c)
+// are told apart in every command's words: stream=… id=…, a part that
+// needs it quoted.
+func TestRegistrationNamesAreUnambiguous(t *testing.T) {
+	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+	for _, c := range []struct{ stream, id, name string }{
+		{"a/b", "c", "stream=a/b id=c"},
+		{"a", "b/c", "stream=a id=b/c"},
+		{"a", "b c", `stream=a id="b c"`},
+	} {
+		r := h.run(`{}`, "append", "--stream", c.stream, "--id", c.stream+"|"+c.id, "--kind", "k")
+		require.Equal(t, 0, r.code, r.stderr)
+		reg := []string{"register", "--stream", c.stream, "--id", c.id, "--namespace", "webhook", "--url", "https://hooks.example/in", "--secret", secret}
+		require.Contains(t, h.ok(reg...), "Registered "+c.name+": webhook to hooks.example:443", c.name)
+		require.Contains(t, h.ok(reg...), "Updated "+c.name+": webhook", c.name)
+		require.Contains(t, h.ok("skip", "--stream", c.stream, "--id", c.id, "--to-seq", "2"), c.name+": cursor 1 → 2", c.name)
+		require.Contains(t, h.ok("rewind", "--stream", c.stream, "--id", c.id, "--to-seq", "1"), c.name+": cursor 2 → 1", c.name)
+		require.Contains(t, h.ok("unpark", "--stream", c.stream, "--id", c.id), c.name+" was not parked; nothing changed.", c.name)
+		require.Contains(t, h.ok("unregister", "--stream", c.stream, "--id", c.id), "Unregistered "+c.name+" (webhook to", c.name)
+	}
+}

@@ -244,7 +244,7 @@ func TestUnregister(t *testing.T) {
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	out := heraldOK(t, db, "", "unregister", "--stream", "s", "--id", "r")
-	require.Contains(t, out, "Unregistered s/r (webhook to hooks.example:443) at cursor 1, with 1 record not delivered")
+	require.Contains(t, out, "Unregistered stream=s id=r (webhook to hooks.example:443) at cursor 1, with 1 record not delivered")
 	require.Contains(t, out, "--from-seq 1")
 	require.Contains(t, heraldOK(t, db, "", "registrations"), "STREAM")
 	require.NotContains(t, heraldOK(t, db, "", "registrations"), "hooks.example")
@@ -266,7 +266,7 @@ func TestUnparkSaysOneRecord(t *testing.T) {
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
 	require.Equal(t, ExitAttention, r.code, r.stderr)
-	require.Equal(t, "Unparked s/r: due now at cursor 1 (1 record to deliver).\n",
+	require.Equal(t, "Unparked stream=s id=r: due now at cursor 1 (1 record to deliver).\n",
 		heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r", "--at", "2026-03-15T11:01:00Z"))
 }
 

@@ -71,10 +71,10 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 				return printJSON(e.Out, map[string]any{"was_parked": before.Parked, "registration": viewOf(after)})
 			}
 			if !before.Parked {
-				fmt.Fprintf(e.Out, "%s/%s was not parked; nothing changed.\n", k.stream, k.id)
+				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", regName(k.stream, k.id))
 				return nil
 			}
-			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%s to deliver).\n", k.stream, k.id, after.NextSeq, plural(int(after.Lag()), "record"))
+			fmt.Fprintf(e.Out, "Unparked %s: due now at cursor %d (%s to deliver).\n", regName(k.stream, k.id), after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}
@@ -174,7 +174,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	if e.json {
 		return printJSON(e.Out, map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": viewOf(after)})
 	}
-	fmt.Fprintf(e.Out, "%s/%s: cursor %d → %d (head %d, lag %d).\n", k.stream, k.id, before.NextSeq, after.NextSeq, after.Head, after.Lag())
+	fmt.Fprintf(e.Out, "%s: cursor %d → %d (head %d, lag %d).\n", regName(k.stream, k.id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 	if after.Parked {
 		fmt.Fprintln(e.Out, "It is still parked: run herald unpark to resume deliveries.")
 	}
