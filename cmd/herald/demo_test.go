@@ -212,7 +212,7 @@ func TestDemoRefusals(t *testing.T) {
 	h.ok("register", "--stream", "orders", "--id", "billing", "--namespace", "webhook", "--url", "https://billing.example/hooks", "--secret", secret)
 	_, stderr, code, _ = runDemo(t, "--database", db)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "already has registrations (orders/billing, …): the demo needs an empty database")
+	require.Contains(t, stderr, "already has registrations (stream=orders id=billing, …): the demo needs an empty database")
 	var regs []view
 	h.json(&regs, "registrations")
 	require.Len(t, regs, 1, "nothing was changed")

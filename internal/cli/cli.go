@@ -101,9 +101,10 @@ kept; an operator lists it and unparks it, and nothing is lost.
 
 Database: --database takes sqlite:PATH (the embedded default, ./herald.db) or
 a postgres:// URL; the environment variable HERALD_DATABASE_URL sets it too.
-Only register, append and migrate up create (and migrate) a new SQLite file;
-the others refuse a path with no file. sweep and run migrate an older one up;
-commands that read, or change an existing registration, migrate nothing.
+Only register, append, migrate up and demo create (and migrate) a new
+SQLite file; the others refuse a path with no file. sweep and run migrate an
+older one up; commands that read, or change an existing registration,
+migrate nothing.
 
 Exit codes:
   0  success
