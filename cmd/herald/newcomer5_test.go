@@ -264,5 +264,15 @@ func TestRegistrationNamesAreUnambiguous(t *testing.T) {
 		require.Contains(t, h.ok("rewind", "--stream", c.stream, "--id", c.id, "--to-seq", "1"), c.name+": cursor 2 → 1", c.name)
 		require.Contains(t, h.ok("unpark", "--stream", c.stream, "--id", c.id), c.name+" was not parked; nothing changed.", c.name)
 		require.Contains(t, h.ok("unregister", "--stream", c.stream, "--id", c.id), "Unregistered "+c.name+" (webhook to", c.name)
+		for _, args := range [][]string{
+			{"unpark", "--stream", c.stream, "--id", c.id},
+			{"skip", "--stream", c.stream, "--id", c.id, "--to-seq", "2"},
+			{"evidence", "--stream", c.stream, "--id", c.id},
+			{"unregister", "--stream", c.stream, "--id", c.id},
+		} {
+			r := h.run("", args...)
+			require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+			require.Contains(t, r.stderr, "no registration "+c.name+": not found", args)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,6 +25,18 @@ func (k *key) flags(cmd *cobra.Command) {
 // becomes due (keep it on the clock your sweeps use with sweep --at).
 func (k *key) atFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&k.at, "at", "", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
+}
+
+// notFound words a store's journal.ErrNotFound for this registration as
+// every command names one (stream=… id=…, never the ambiguous stream/id),
+// with where to look; other errors are kept. It still wraps ErrNotFound
+// (exit 2).
+func (k key) notFound(err error) error {
+	if !errors.Is(err, journal.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("no registration %s: %w (herald registrations --stream %s lists the stream's)",
+		regName(k.stream, k.id), journal.ErrNotFound, shellQuote(k.stream))
 }
 
 func (k *key) instant(e *env) (time.Time, error) {
@@ -58,7 +71,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 			defer b.Close()
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
-				return err
+				return k.notFound(err)
 			}
 			if err := b.Unpark(cmd.Context(), k.stream, k.id, at); err != nil {
 				return err
@@ -162,7 +175,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	defer b.Close()
 	before, err := b.Get(cmd.Context(), k.stream, k.id)
 	if err != nil {
-		return err
+		return k.notFound(err)
 	}
 	if err := do(b, at); err != nil {
 		return asFlags(err)
@@ -214,7 +227,7 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 			defer b.Close()
 			evs, err := b.Evidence(cmd.Context(), k.stream, k.id, limit)
 			if err != nil {
-				return err
+				return k.notFound(err)
 			}
 			if e.json {
 				if evs == nil {

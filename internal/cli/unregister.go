@@ -28,7 +28,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			defer b.Close()
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
-				return err
+				return k.notFound(err)
 			}
 			if err := b.Unregister(cmd.Context(), k.stream, k.id); err != nil {
 				return err
