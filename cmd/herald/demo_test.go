@@ -182,9 +182,9 @@ func TestDemoOutput(t *testing.T) {
 		"$ herald registrations --parked",
 		"LAST ERROR", "410 Gone", "(attempt 3 of 3: retry ceiling",
 		"$ herald unpark --stream webhooks/shop --id down",
-		"Unparked webhooks/shop/down: due now at cursor 1 (5 records to deliver).",
-		"webhooks/shop/down caught up",
-		"webhooks/shop/gone stays parked at cursor 1",
+		"Unparked stream=webhooks/shop id=down: due now at cursor 1 (5 records to deliver).",
+		"stream=webhooks/shop id=down caught up",
+		"stream=webhooks/shop id=gone stays parked at cursor 1",
 		"OK in",
 	} {
 		require.Contains(t, stdout, want)
@@ -212,7 +212,7 @@ func TestDemoRefusals(t *testing.T) {
 	h.ok("register", "--stream", "orders", "--id", "billing", "--namespace", "webhook", "--url", "https://billing.example/hooks", "--secret", secret)
 	_, stderr, code, _ = runDemo(t, "--database", db)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "already has registrations (orders/billing, …): the demo needs an empty database")
+	require.Contains(t, stderr, "already has registrations (stream=orders id=billing, …): the demo needs an empty database")
 	var regs []view
 	h.json(&regs, "registrations")
 	require.Len(t, regs, 1, "nothing was changed")

@@ -213,7 +213,7 @@ func testOperatorJourney(t *testing.T, db string) {
 
 	for _, id := range []string{"ok", "flaky", "gone"} {
 		out := h.ok("register", "--stream", "orders", "--id", id, "--namespace", "webhook", "--url", recv.URL+"/"+id, "--secret", secret)
-		require.Contains(t, out, "Registered orders/"+id)
+		require.Contains(t, out, "Registered stream=orders id="+id)
 		require.NotContains(t, out, secret)
 	}
 	lines := filepath.Join(h.dir, "orders.jsonl")
@@ -253,7 +253,7 @@ func testOperatorJourney(t *testing.T, db string) {
 	require.Equal(t, uint64(1), parked[0].NextSeq, "parked with its cursor intact")
 	require.Contains(t, h.ok("evidence", "--stream", "orders", "--id", "gone"), "parked")
 
-	require.Contains(t, h.ok("unpark", "--stream", "orders", "--id", "gone", "--at", "2026-03-15T11:02:00Z"), "Unparked orders/gone")
+	require.Contains(t, h.ok("unpark", "--stream", "orders", "--id", "gone", "--at", "2026-03-15T11:02:00Z"), "Unparked stream=orders id=gone")
 	rep = sweep(h, "2026-03-15T11:02:00Z", 0)
 	require.Equal(t, 3, rep.Deliveries)
 	require.Equal(t, []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}, recv.bodies("/gone"), "resumed at the first unacknowledged record")
@@ -276,7 +276,7 @@ func testOperatorJourney(t *testing.T, db string) {
 
 	bad := h.run("", "skip", "--stream", "orders", "--id", "flaky", "--to-seq", "99")
 	require.Equal(t, 2, bad.code, "a seq out of range is bad input")
-	require.Contains(t, bad.stderr, "to seq")
+	require.Contains(t, bad.stderr, "invalid --to-seq")
 	require.Equal(t, uint64(5), get(h, "flaky").NextSeq, "and changes nothing")
 }
 

@@ -24,7 +24,7 @@ const (
 	ExitOK        = 0
 	ExitError     = 1 // the command failed; the message says what to do
 	ExitUsage     = 2 // bad flags, arguments or values; nothing was changed
-	ExitAttention = 3 // sweep: the report needs attention (saturated, or something parked)
+	ExitAttention = 3 // sweep: the report needs attention (saturated or a backlog, something parked, a host failed)
 )
 
 // Stdio is the command's standard streams.
@@ -101,18 +101,21 @@ kept; an operator lists it and unparks it, and nothing is lost.
 
 Database: --database takes sqlite:PATH (the embedded default, ./herald.db) or
 a postgres:// URL; the environment variable HERALD_DATABASE_URL sets it too.
-Commands that write create and migrate a new SQLite file; commands that read,
-or change an existing registration, never create or migrate one.
+Only register, append, migrate up and demo create (and migrate) a new
+SQLite file; the others refuse a path with no file. sweep and run migrate an
+older one up; commands that read, or change an existing registration,
+migrate nothing.
 
 Exit codes:
   0  success
   1  the command failed (the message says what to do)
   2  usage: bad flags, arguments or values (a --database with no database
-     there, for a command that reads; a registration, record or host that
+     there, for a command that creates none; a registration, record or host that
      does not exist; a record id stored with other content; a sealed
      stream); nothing was changed
   3  sweep: the report needs attention (saturated or a backlog left: sweep
-     again soon; or a registration parked)`
+     again soon; or a registration parked; or a host failed at host level:
+     see herald hosts)`
 
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{

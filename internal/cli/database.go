@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 
@@ -88,10 +89,36 @@ func redactDSN(s string) string {
 // to the next separator.
 var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'?[^\s&;#]*|[^\s&;#]*)`)
 
-// open opens the --database for a command that writes. SQLite files are
-// created and migrated on first use (the embedded default must just work);
-// PostgreSQL must be migrated with `herald migrate up` first.
-func (e *env) open(ctx context.Context) (backend, error) { return e.openDB(ctx, true) }
+// What a command may do to a SQLite --database (PostgreSQL is never created
+// nor migrated by these: `herald migrate up` does that).
+type openMode int
+
+const (
+	// createDB: create and migrate a new file, migrate an older one up.
+	// For the commands whose job is to put something in a database that
+	// may not exist yet: register, append, migrate up (and demo).
+	createDB openMode = iota
+	// existingDB: refuse a missing file; migrate an existing older one up.
+	// For the commands that deliver (sweep, run): they write cursors, so an
+	// upgraded herald migrates their file as before, but a mistyped path
+	// would only ever serve an empty database.
+	existingDB
+	// readDB: refuse a missing file, migrate nothing. For the commands
+	// that read, or change what must already exist (unpark, skip, rewind).
+	readDB
+)
+
+// open opens the --database for a command that creates what it writes
+// (register, append): a new SQLite file is created and migrated (the
+// embedded default must just work); PostgreSQL must be migrated with
+// `herald migrate up` first.
+func (e *env) open(ctx context.Context) (backend, error) { return e.openDB(ctx, createDB) }
+
+// openServing opens the --database for a command that delivers what is
+// there (sweep, run): a missing SQLite file is a usage error (exit 2)
+// naming the path and --database, and nothing is created; an existing one
+// is migrated up.
+func (e *env) openServing(ctx context.Context) (backend, error) { return e.openDB(ctx, existingDB) }
 
 // openExisting opens the --database for a command that only reads, or that
 // changes a registration that must already exist (unpark, skip, rewind): it
@@ -99,21 +126,26 @@ func (e *env) open(ctx context.Context) (backend, error) { return e.openDB(ctx, 
 // folder says there is no database there instead of reporting an empty one,
 // and never undoes a `herald migrate down`. A missing SQLite file is a
 // usage error (exit 2) naming the path and --database.
-func (e *env) openExisting(ctx context.Context) (backend, error) { return e.openDB(ctx, false) }
+func (e *env) openExisting(ctx context.Context) (backend, error) { return e.openDB(ctx, readDB) }
 
-func (e *env) openDB(ctx context.Context, create bool) (backend, error) {
+func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 	d, err := parseDatabase(e.database)
 	if err != nil {
 		return nil, err
 	}
 	var b backend
 	switch {
-	case d.kind == "sqlite" && create:
+	case d.kind == "sqlite" && mode == existingDB:
+		if _, serr := os.Stat(d.path); errors.Is(serr, fs.ErrNotExist) {
+			return nil, noDatabase(d)
+		}
+		b, err = sqlite.Open(ctx, d.path)
+	case d.kind == "sqlite" && mode == createDB:
 		b, err = sqlite.Open(ctx, d.path)
 	case d.kind == "sqlite":
 		b, err = sqlite.Open(ctx, d.path, sqlite.WithoutMigrating())
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, sweep and run create a new one", d)
+			return nil, noDatabase(d)
 		}
 	default:
 		b, err = openPostgres(ctx, d.url, e.seqEvery)
@@ -122,6 +154,12 @@ func (e *env) openDB(ctx context.Context, create bool) (backend, error) {
 		return nil, openError(d, err)
 	}
 	return b, nil
+}
+
+// noDatabase is the refusal of a SQLite path with no file, for a command
+// that creates none.
+func noDatabase(d database) error {
+	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append and migrate up create a new one", d)
 }
 
 func openError(d database, err error) error {

@@ -126,6 +126,7 @@ func TestHostHorizonFlag(t *testing.T) {
 		require.Equal(t, ExitUsage, code, "%v", args)
 		require.Contains(t, errOut, "--host-horizon", "%v", args)
 	}
+	heraldOK(t, db, "", "migrate", "up") // a sweep serves a database that exists
 	code, _, errOut := runHostsCLI(t, db, "sweep", "--namespace", "webhook", "--host-horizon", "72h", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 }

@@ -143,9 +143,9 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 		heraldOK(t, db, "{}", "append", "--stream", "a&id=b", "--id", fmt.Sprint("e", i), "--kind", "k")
 	}
 	out := heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret)
-	require.Contains(t, out, "Registered a&id=b/x#y")
+	require.Contains(t, out, "Registered stream=a&id=b id=x#y")
 	out = heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "cloudevents", "--url", "https://other.example/ce", "--source", "/x")
-	require.Contains(t, out, "Updated a&id=b/x#y: cloudevents to other.example:443")
+	require.Contains(t, out, "Updated stream=a&id=b id=x#y: cloudevents to other.example:443")
 	require.Contains(t, out, "It replaced webhook to hooks.example:443")
 
 	r := runCLI(t, db, "", "rewind", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "3")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -140,9 +141,21 @@ func (o *configFlags) readKey() (string, error) {
 	}
 	pem, err := os.ReadFile(o.privateKeyFile)
 	if err != nil {
-		return "", fmt.Errorf("--private-key-file: %w (give a PEM file of the actor's RSA private key)", err)
+		return "", readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
 	}
 	return string(pem), nil
+}
+
+// readError is the usage error (exit 2) for a file a flag names that cannot
+// be read: the flag, the path quoted (it is the user's text, and may hold
+// any byte), and the reason without the os error's own unquoted copy of
+// the path.
+func readError(flag, path string, err error, hint string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return usagef("%s %q: %v%s", flag, path, err, hint)
 }
 
 // secretValue resolves a secret flag: "env:NAME" reads the environment
@@ -158,9 +171,10 @@ func secretValue(flag, v string) (string, error) {
 		}
 		return s, nil
 	case strings.HasPrefix(v, "file:"):
-		b, err := os.ReadFile(strings.TrimPrefix(v, "file:"))
+		path := strings.TrimPrefix(v, "file:")
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return "", usagef("%s: %v", flag, err)
+			return "", readError(flag, "file:"+path, err, "")
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
@@ -194,10 +208,29 @@ func namespaceFlags() []string {
 	return out
 }
 
-// asFlags rewrites the fields of a config's validation errors from the
-// stored config's keys to the flags register was given: "invalid
-// config.secrets[1]" becomes "invalid --secret (the 2nd)". Other errors
-// and fields are kept as they are.
+// fieldFlagOf maps the other fields that validation errors of journal,
+// push, the stores and transport name ("to seq", "Options.Timeout",
+// "AllowHosts[2]") to the flag that sets them, for the commands that pass
+// their errors through asFlags.
+var fieldFlagOf = map[string]string{
+	"stream":                      "stream",
+	"registration id":             "id",
+	"namespace":                   "namespace",
+	"url":                         "url",
+	"on_rejected":                 "on-4xx",
+	"window":                      "window",
+	"kinds":                       "kinds",
+	"to seq":                      "to-seq",
+	"Options.Timeout":             "timeout",
+	"AllowHosts":                  "allow-host",
+	"Options.MaxIdleConnsPerHost": "max-per-host",
+}
+
+// asFlags rewrites the fields of validation errors from the names the
+// library gives them to the flags the user typed: a config's keys by
+// configFlagOf ("invalid config.secrets[1]" becomes "invalid --secret (the
+// 2nd)"), other fields by fieldFlagOf ("invalid to seq" becomes "invalid
+// --to-seq"). Other errors and fields are kept as they are.
 func asFlags(err error) error {
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		parts := joined.Unwrap()
@@ -208,11 +241,15 @@ func asFlags(err error) error {
 		return errors.Join(out...)
 	}
 	var inv *journal.InvalidError
-	if !errors.As(err, &inv) || !strings.HasPrefix(inv.Field, "config.") {
+	if !errors.As(err, &inv) {
 		return err
 	}
-	key, index, _ := strings.Cut(strings.TrimPrefix(inv.Field, "config."), "[")
-	flag, ok := configFlagOf[key]
+	prefix, flags := "", fieldFlagOf
+	if strings.HasPrefix(inv.Field, "config.") {
+		prefix, flags = "config.", configFlagOf
+	}
+	key, index, _ := strings.Cut(strings.TrimPrefix(inv.Field, prefix), "[")
+	flag, ok := flags[key]
 	if !ok {
 		return err
 	}
@@ -221,7 +258,7 @@ func asFlags(err error) error {
 		field += " (the " + ordinal(n+1) + ")"
 	}
 	reason := inv.Reason
-	if ref, ok := strings.CutPrefix(reason, "repeats config."+key+"["); ok {
+	if ref, ok := strings.CutPrefix(reason, "repeats "+prefix+key+"["); ok {
 		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "]")); err == nil {
 			reason = "repeats the " + ordinal(n+1)
 		}

@@ -217,8 +217,9 @@ func TestRecords(t *testing.T) {
 	require.NotContains(t, out, "e1")
 	require.NotContains(t, out, "e3")
 
-	var recs []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &recs))
+	var page struct{ Records []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &page))
+	recs := page.Records
 	require.Len(t, recs, 3)
 	require.Equal(t, map[string]any{"note": "line\nbreak \x1b[31m"}, recs[0]["payload"])
 	require.Equal(t, "iVBORw0KGgoAAA==", recs[1]["payload_base64"])
@@ -243,7 +244,7 @@ func TestUnregister(t *testing.T) {
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	out := heraldOK(t, db, "", "unregister", "--stream", "s", "--id", "r")
-	require.Contains(t, out, "Unregistered s/r (webhook to hooks.example:443) at cursor 1, with 1 record not delivered")
+	require.Contains(t, out, "Unregistered stream=s id=r (webhook to hooks.example:443) at cursor 1, with 1 record not delivered")
 	require.Contains(t, out, "--from-seq 1")
 	require.Contains(t, heraldOK(t, db, "", "registrations"), "STREAM")
 	require.NotContains(t, heraldOK(t, db, "", "registrations"), "hooks.example")
@@ -265,7 +266,7 @@ func TestUnparkSaysOneRecord(t *testing.T) {
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
 	require.Equal(t, ExitAttention, r.code, r.stderr)
-	require.Equal(t, "Unparked s/r: due now at cursor 1 (1 record to deliver).\n",
+	require.Equal(t, "Unparked stream=s id=r: due now at cursor 1 (1 record to deliver).\n",
 		heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r", "--at", "2026-03-15T11:01:00Z"))
 }
 

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,18 @@ func (k *key) flags(cmd *cobra.Command) {
 // becomes due (keep it on the clock your sweeps use with sweep --at).
 func (k *key) atFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&k.at, "at", "", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
+}
+
+// notFound words a store's journal.ErrNotFound for this registration as
+// every command names one (stream=… id=…, never the ambiguous stream/id),
+// with where to look; other errors are kept. It still wraps ErrNotFound
+// (exit 2).
+func (k key) notFound(err error) error {
+	if !errors.Is(err, journal.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("no registration %s: %w (herald registrations --stream %s lists the stream's)",
+		regName(k.stream, k.id), journal.ErrNotFound, shellQuote(k.stream))
 }
 
 func (k *key) instant(e *env) (time.Time, error) {
@@ -57,7 +71,7 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 			defer b.Close()
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
-				return err
+				return k.notFound(err)
 			}
 			if err := b.Unpark(cmd.Context(), k.stream, k.id, at); err != nil {
 				return err
@@ -70,10 +84,10 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 				return printJSON(e.Out, map[string]any{"was_parked": before.Parked, "registration": viewOf(after)})
 			}
 			if !before.Parked {
-				fmt.Fprintf(e.Out, "%s/%s was not parked; nothing changed.\n", k.stream, k.id)
+				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", regName(k.stream, k.id))
 				return nil
 			}
-			fmt.Fprintf(e.Out, "Unparked %s/%s: due now at cursor %d (%s to deliver).\n", k.stream, k.id, after.NextSeq, plural(int(after.Lag()), "record"))
+			fmt.Fprintf(e.Out, "Unparked %s: due now at cursor %d (%s to deliver).\n", regName(k.stream, k.id), after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}
@@ -161,10 +175,10 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	defer b.Close()
 	before, err := b.Get(cmd.Context(), k.stream, k.id)
 	if err != nil {
-		return err
+		return k.notFound(err)
 	}
 	if err := do(b, at); err != nil {
-		return err
+		return asFlags(err)
 	}
 	after, err := b.Get(cmd.Context(), k.stream, k.id)
 	if err != nil {
@@ -173,7 +187,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	if e.json {
 		return printJSON(e.Out, map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": viewOf(after)})
 	}
-	fmt.Fprintf(e.Out, "%s/%s: cursor %d → %d (head %d, lag %d).\n", k.stream, k.id, before.NextSeq, after.NextSeq, after.Head, after.Lag())
+	fmt.Fprintf(e.Out, "%s: cursor %d → %d (head %d, lag %d).\n", regName(k.stream, k.id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 	if after.Parked {
 		fmt.Fprintln(e.Out, "It is still parked: run herald unpark to resume deliveries.")
 	}
@@ -192,7 +206,10 @@ func newEvidence(e *env) *cobra.Command {
 %d bytes of the answer, duration, error, next attempt), skipped messages, the
 failure that parked it, and operators' unpark, skip and rewind. The newest %d
 rows are kept per registration. The table shows the error whole and cuts the
-body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
+body; --json shows every field whole. A receiver's Retry-After is shown as the
+wait herald keeps (clamped to 1s..--max-retry-after of the sweep) beside what
+the receiver asked; in --json the error keeps the receiver's value and
+not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 		Example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
   herald evidence --stream task/8f3c --id push-1 --json`,
 		Args: noArgs,
@@ -210,7 +227,7 @@ body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 			defer b.Close()
 			evs, err := b.Evidence(cmd.Context(), k.stream, k.id, limit)
 			if err != nil {
-				return err
+				return k.notFound(err)
 			}
 			if e.json {
 				if evs == nil {
@@ -229,7 +246,7 @@ body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 					dur = ev.Duration.Round(1e6).String()
 				}
 				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
-					fmtTime(ev.NotBefore), ev.Body, ev.Error+locationNote(ev.Location))
+					fmtTime(ev.NotBefore), ev.Body, retryAfterNote(ev)+locationNote(ev.Location))
 			}
 			return t.flush()
 		},
@@ -238,6 +255,53 @@ body; --json shows every field whole.`, push.MaxEvidenceBody, push.MaxEvidence),
 	cmd.Flags().IntVar(&limit, "limit", 20, fmt.Sprintf("at most this many rows (up to %d)", push.MaxEvidence))
 	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", push.MaxEvidence))
 	return cmd
+}
+
+// retryAfterNote is the evidence's error with its "; Retry-After D" (the
+// delay the receiver asked for, as transport words it) replaced by what
+// herald does: the wait from the attempt to its next one, which the worker
+// clamped to [1 s, --max-retry-after]. "503 Service Unavailable; Retry-After
+// 720h0m0s" becomes "503 Service Unavailable; retry after 1h (capped; the
+// receiver asked 30d)". Other errors are kept as they are.
+func retryAfterNote(ev push.Evidence) string {
+	i := strings.LastIndex(ev.Error, retryAfterSuffix)
+	if i < 0 || ev.NotBefore.IsZero() {
+		return ev.Error
+	}
+	asked, err := time.ParseDuration(ev.Error[i+len(retryAfterSuffix):])
+	if err != nil {
+		return ev.Error
+	}
+	waits := ev.NotBefore.Sub(ev.At)
+	var why string
+	switch {
+	case waits < asked:
+		why = "capped; the receiver asked " + fmtDelay(asked)
+	case waits > asked:
+		why = "at least 1s; the receiver asked " + fmtDelay(asked)
+	default:
+		why = "as the receiver asked"
+	}
+	return ev.Error[:i] + "; retry after " + fmtDelay(waits) + " (" + why + ")"
+}
+
+// retryAfterSuffix ends the reason of an answer with a Retry-After (transport).
+const retryAfterSuffix = "; Retry-After "
+
+// fmtDelay writes d as a person reads a delay: whole days as "30d", else
+// time.Duration's form without its zero parts ("1h", "2m", "1h30m", "45s").
+func fmtDelay(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func locationNote(loc string) string {

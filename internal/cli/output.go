@@ -32,6 +32,9 @@ func (t *table) flush() error { return t.Flush() }
 // cell makes s safe for one table cell (see table.Cell).
 func cell(s string) string { return tbl.Cell(s) }
 
+// regName names a registration in words (see table.Registration).
+func regName(stream, id string) string { return tbl.Registration(stream, id) }
+
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"

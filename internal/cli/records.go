@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // maxRecordsLimit bounds one `herald records`: payloads are up to 1 MiB each.
@@ -31,9 +31,13 @@ func newRecords(e *env) *cobra.Command {
 		Long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq (1, the stream's
 beginning), at most --limit (up to %d). The table shows the start of each payload
 with control characters replaced, and only the size of one that is not UTF-8
-text. --json prints every record whole, with the field names of append --file
-lines: "payload" for a JSON payload, "payload_base64" for any other, and seq and
-appended_at.`, maxRecordsLimit),
+text. Below the table it says when more records exist past the last one shown, and
+when records from --from-seq were pruned (retention: the oldest kept seq).
+--json prints an object: "stream", "head", "oldest_seq" (records below it
+were pruned), "more" (records exist past the last one shown) with
+"next_from_seq", "pruned" (some asked for were pruned), and "records", each
+whole with the field names of append --file lines: "payload" for a JSON
+payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLimit),
 		Example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
 		Args: noArgs,
@@ -59,19 +63,29 @@ appended_at.`, maxRecordsLimit),
 			if err != nil {
 				return err
 			}
+			// The stream's head and low-water mark, read after the
+			// records: a head past the last one shown means more exist.
+			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
+			infos, err := b.Streams(cmd.Context(), store.StreamQuery{Stream: stream, Limit: 1})
+			if err != nil {
+				return err
+			}
+			if len(infos) == 1 {
+				page.Head, page.OldestSeq = infos[0].Head, infos[0].OldestSeq
+			}
+			if len(recs) > 0 && recs[len(recs)-1].Seq < page.Head {
+				page.More, page.NextFromSeq = true, recs[len(recs)-1].Seq+1
+			}
+			page.Pruned = fromSeq < page.OldestSeq && page.OldestSeq > 1
 			if e.json {
-				out := make([]recordView, len(recs))
 				for i, r := range recs {
-					out[i] = viewRecord(r)
+					page.Records[i] = viewRecord(r)
 				}
-				return printJSON(e.Out, out)
+				return printJSON(e.Out, page)
 			}
 			if len(recs) == 0 {
-				head, err := b.Head(cmd.Context(), stream)
-				if err != nil && !errors.Is(err, journal.ErrNotFound) {
-					return err
-				}
-				fmt.Fprintf(e.Out, "Stream %s has no records from #%d (head %d).\n", stream, fromSeq, head)
+				fmt.Fprintf(e.Out, "Stream %s has no records from #%d (head %d).\n", cell(stream), fromSeq, page.Head)
+				page.printNotes(e)
 				return nil
 			}
 			t := newTable(e.Out, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
@@ -82,7 +96,11 @@ appended_at.`, maxRecordsLimit),
 				}
 				t.row(fmt.Sprint(r.Seq), r.ID, r.Kind, r.ContentType, fmtTime(r.AppendedAt), final, preview(r.Payload))
 			}
-			return t.flush()
+			if err := t.flush(); err != nil {
+				return err
+			}
+			page.printNotes(e)
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -92,6 +110,34 @@ appended_at.`, maxRecordsLimit),
 	intRange(cmd, "from-seq", "1 or more (seqs are 1-based)")
 	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", maxRecordsLimit))
 	return cmd
+}
+
+// recordsPage is what `records --json` prints: the records read, and
+// where they sit in the stream.
+type recordsPage struct {
+	Stream string `json:"stream"`
+	// Head is the stream's newest seq (0: none); OldestSeq its oldest
+	// retained one (Head+1 when none is): records below it were pruned.
+	Head      uint64 `json:"head"`
+	OldestSeq uint64 `json:"oldest_seq"`
+	// More says records exist past the last one shown (--limit stopped
+	// the page); NextFromSeq is the --from-seq that reads them.
+	More        bool   `json:"more"`
+	NextFromSeq uint64 `json:"next_from_seq,omitempty"`
+	// Pruned says records from --from-seq up to OldestSeq-1 were
+	// removed by retention: they cannot be shown.
+	Pruned  bool         `json:"pruned"`
+	Records []recordView `json:"records"`
+}
+
+// printNotes says, below the table, what the page does not show.
+func (p recordsPage) printNotes(e *env) {
+	if p.Pruned {
+		fmt.Fprintf(e.Out, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", p.OldestSeq, p.OldestSeq)
+	}
+	if p.More {
+		fmt.Fprintf(e.Out, "More records up to #%d: herald records --stream %s --from-seq %d\n", p.Head, shellQuote(p.Stream), p.NextFromSeq)
+	}
 }
 
 // recordView is a record as `records --json` prints it: the field names of

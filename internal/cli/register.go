@@ -87,7 +87,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return err
 			}
 			if err := r.Validate(); err != nil {
-				return usageError{err}
+				return usageError{asFlags(err)}
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
@@ -131,8 +131,8 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if existed {
 				verb = "Updated"
 			}
-			fmt.Fprintf(e.Out, "%s %s/%s: %s to %s, cursor %d%s, %s to deliver.\n",
-				verb, st.Stream, st.ID, st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
+			fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
+				verb, regName(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
 			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
 				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, old.Host())
 			}

@@ -157,7 +157,7 @@ otherwise; README, "One trace from the append to the receiver".`,
 				return err
 			}
 			defer opts.Listeners.Close()
-			b, err := e.open(cmd.Context())
+			b, err := e.openServing(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -116,8 +116,8 @@ func newStatus(e *env) *cobra.Command {
 				}
 			}
 			if p := st.OldestParked; p != nil {
-				fmt.Fprintf(e.Out, "\nOldest parked: %s/%s (%s), parked %s at cursor %d: %s\n",
-					p.Stream, p.ID, p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
+				fmt.Fprintf(e.Out, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
+					regName(p.Stream, p.ID), p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 			}
 			if len(hosts.NotUp) > 0 {
 				fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n",

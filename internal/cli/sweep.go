@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -96,8 +97,10 @@ the same guard flags.
 
 Exit 0, or 3 when the report needs attention (saturated: more were due than
 --limit; or backlog: a turn gave its slot up with records still behind its
-cursor; either way sweep again soon; or a registration was parked), 1 on
-error, or 2 on a usage error (a bad flag, --at or --limit).`,
+cursor; either way sweep again soon; or a registration was parked; or a host
+failed at host level: no connection, a timeout, a TLS failure, a gateway's
+502/503/504, see herald hosts), 1 on error, or 2 on a usage error (a bad
+flag, --at or --limit, or a --database with no database there).`,
 		Example: `  herald sweep --namespace webhook
   herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
   herald sweep --namespace a2a --at 1773572400`,
@@ -126,7 +129,7 @@ error, or 2 on a usage error (a bad flag, --at or --limit).`,
 			if err != nil {
 				return err
 			}
-			b, err := e.open(cmd.Context())
+			b, err := e.openServing(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -136,13 +139,20 @@ error, or 2 on a usage error (a bad flag, --at or --limit).`,
 				return err
 			}
 			rep, err := w.RunOnce(cmd.Context(), at, limit)
-			if perr := printReport(e, ns, at, rep); perr != nil && err == nil {
+			var failed []push.Host
+			if rep.HostFailures > 0 {
+				var ferr error
+				if failed, ferr = failedHosts(cmd.Context(), b, at); ferr != nil && err == nil {
+					err = ferr
+				}
+			}
+			if perr := printReport(e, ns, at, rep, failed); perr != nil && err == nil {
 				err = perr
 			}
 			if err != nil {
 				return err
 			}
-			if rep.NeedsAttention() {
+			if needsAttention(rep) {
 				return &exitError{code: ExitAttention}
 			}
 			return nil
@@ -180,12 +190,42 @@ type reportView struct {
 	Namespace string    `json:"namespace"`
 	At        time.Time `json:"at"`
 	push.SweepReport
-	NeedsAttention bool `json:"needs_attention"`
+	// FailedHosts are the hosts with a host-level failure at this sweep's
+	// instant, as stored after it: state, failures in a row, next probe.
+	FailedHosts    []push.Host `json:"failed_hosts"`
+	NeedsAttention bool        `json:"needs_attention"`
 }
 
-func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
+// needsAttention is the sweep's exit 3: what push.SweepReport.NeedsAttention
+// says (sweep again soon, or something parked), or a host that failed at
+// host level, which holds its registrations back without parking them and
+// which only an operator (or the host's owner) can mend.
+func needsAttention(r push.SweepReport) bool { return r.NeedsAttention() || r.HostFailures > 0 }
+
+// failedHosts lists the hosts whose last host-level failure is at the
+// sweep's instant at (or later: another sweep's), as stored: those this
+// sweep charged. Stores keep instants to the microsecond at least.
+func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
+	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
+	if err != nil {
+		return nil, err
+	}
+	from := at.Truncate(time.Microsecond)
+	var out []push.Host
+	for _, h := range all {
+		if h.Failures > 0 && !h.LastFailureAt.Before(from) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func printReport(e *env, ns string, at time.Time, r push.SweepReport, failed []push.Host) error {
 	if e.json {
-		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, NeedsAttention: r.NeedsAttention()})
+		if failed == nil {
+			failed = []push.Host{}
+		}
+		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, FailedHosts: failed, NeedsAttention: needsAttention(r)})
 	}
 	fmt.Fprintf(e.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 		ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
@@ -197,7 +237,17 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport) error {
 		fmt.Fprintf(e.Out, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
 	}
 	if r.HostFailures > 0 {
-		fmt.Fprintf(e.Out, "%s ended on a host-level failure (charged to the host, not the registration: see herald hosts).\n", plural(r.HostFailures, "turn"))
+		fmt.Fprintf(e.Out, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
+	}
+	for _, h := range failed {
+		switch h.State {
+		case push.HostUp:
+			fmt.Fprintf(e.Out, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
+				cell(h.Host), h.Failures, push.DefaultHostDownAfter, cell(h.LastError))
+		default:
+			fmt.Fprintf(e.Out, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
+				cell(h.Host), h.State, fmtTime(h.Since), h.Failures, fmtTime(h.NextProbeAt), cell(h.LastError))
+		}
 	}
 	if r.Saturated {
 		fmt.Fprintln(e.Out, "Saturated: more registrations were due than --limit; sweep again soon.")

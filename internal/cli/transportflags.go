@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,10 @@ func (t *transportFlags) build(e *env) (*transport.HTTP, error) {
 	tr, err := transport.New(transport.Options{Timeout: t.timeout, AllowHTTP: t.allowHTTP,
 		AllowPrivateNetwork: t.allowPrivate, AllowHosts: t.allowHosts, Logger: e.logger, MaxIdleConnsPerHost: t.idlePerHost()})
 	if err != nil {
-		return nil, usageError{err}
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // past "transport: new: ", which names nothing the user typed
+		}
+		return nil, usageError{asFlags(err)}
 	}
 	return tr, nil
 }

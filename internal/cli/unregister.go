@@ -28,7 +28,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			defer b.Close()
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
-				return err
+				return k.notFound(err)
 			}
 			if err := b.Unregister(cmd.Context(), k.stream, k.id); err != nil {
 				return err
@@ -36,8 +36,8 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			if e.json {
 				return printJSON(e.Out, map[string]any{"unregistered": viewOf(before)})
 			}
-			fmt.Fprintf(e.Out, "Unregistered %s/%s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
-				k.stream, k.id, before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
+			fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
+				regName(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
 			fmt.Fprintf(e.Out, "To bring it back there: herald register --stream %s --id %s --namespace %s --url … --from-seq %d\n",
 				shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq)
 			return nil

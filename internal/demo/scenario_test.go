@@ -100,7 +100,7 @@ func TestRunStopsAtItsDuration(t *testing.T) {
 	require.True(t, expired, "the flaky registration was seen retrying")
 	require.False(t, sum.OK)
 	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 1h0m0s: still at work: ")
-	require.Contains(t, sum.Failures[0], "webhooks/shop/flaky (retrying at cursor")
+	require.Contains(t, sum.Failures[0], "stream=webhooks/shop id=flaky (retrying at cursor")
 	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/down did not recover after its unpark")
 	for _, r := range sum.Registrations {
 		if r.ID == FlakyName {
@@ -134,7 +134,7 @@ func TestRunRefusesAUsedDatabase(t *testing.T) {
 	_, err := st.Register(context.Background(), push.Registration{Stream: "orders", ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks"})
 	require.NoError(t, err)
 	_, err = Run(context.Background(), cfg)
-	require.ErrorContains(t, err, "memory already has registrations (orders/billing, …): the demo needs an empty database")
+	require.ErrorContains(t, err, "memory already has registrations (stream=orders id=billing, …): the demo needs an empty database")
 	require.Empty(t, out.String())
 
 	cfg, _ = testConfig(t, loopback(t))

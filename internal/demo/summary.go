@@ -153,7 +153,7 @@ func printRegistrations(w io.Writer, rows []RegistrationSummary) error {
 func printVerdict(w io.Writer, s *Summary) {
 	for _, r := range s.Registrations {
 		if r.Receiver == GoneName && r.Parked {
-			fmt.Fprintf(w, "%s/%s stays parked at cursor %d: its %d records are kept until an operator unparks it.\n", r.Stream, r.ID, r.NextSeq, r.Head-r.NextSeq+1)
+			fmt.Fprintf(w, "%s stays parked at cursor %d: its %d records are kept until an operator unparks it.\n", table.Registration(r.Stream, r.ID), r.NextSeq, r.Head-r.NextSeq+1)
 		}
 	}
 	if s.OK {
