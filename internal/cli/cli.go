@@ -24,7 +24,7 @@ const (
 	ExitOK        = 0
 	ExitError     = 1 // the command failed; the message says what to do
 	ExitUsage     = 2 // bad flags, arguments or values; nothing was changed
-	ExitAttention = 3 // sweep: the report needs attention (saturated or a backlog, something parked, a host failed)
+	ExitAttention = 3 // sweep: the report needs attention (saturated or a backlog, something parked)
 )
 
 // Stdio is the command's standard streams.
@@ -114,8 +114,7 @@ Exit codes:
      does not exist; a record id stored with other content; a sealed
      stream); nothing was changed
   3  sweep: the report needs attention (saturated or a backlog left: sweep
-     again soon; or a registration parked; or a host failed at host level:
-     see herald hosts)`
+     again soon; or a registration parked)`
 
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{

@@ -97,10 +97,12 @@ the same guard flags.
 
 Exit 0, or 3 when the report needs attention (saturated: more were due than
 --limit; or backlog: a turn gave its slot up with records still behind its
-cursor; either way sweep again soon; or a registration was parked; or a host
-failed at host level: no connection, a timeout, a TLS failure, a gateway's
-502/503/504, see herald hosts), 1 on error, or 2 on a usage error (a bad
-flag, --at or --limit, or a --database with no database there).`,
+cursor; either way sweep again soon; or a registration was parked), 1 on
+error, or 2 on a usage error (a bad flag, --at or --limit, or a --database
+with no database there). A host that failed at host level (no connection, a
+timeout, a TLS failure, a gateway's 502/503/504) is named in the report,
+with what herald does next; it is no cause for exit 3: its registrations
+wait for it and nothing parks (see herald hosts).`,
 		Example: `  herald sweep --namespace webhook
   herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
   herald sweep --namespace a2a --at 1773572400`,
@@ -152,7 +154,7 @@ flag, --at or --limit, or a --database with no database there).`,
 			if err != nil {
 				return err
 			}
-			if needsAttention(rep) {
+			if rep.NeedsAttention() {
 				return &exitError{code: ExitAttention}
 			}
 			return nil
@@ -196,12 +198,6 @@ type reportView struct {
 	NeedsAttention bool        `json:"needs_attention"`
 }
 
-// needsAttention is the sweep's exit 3: what push.SweepReport.NeedsAttention
-// says (sweep again soon, or something parked), or a host that failed at
-// host level, which holds its registrations back without parking them and
-// which only an operator (or the host's owner) can mend.
-func needsAttention(r push.SweepReport) bool { return r.NeedsAttention() || r.HostFailures > 0 }
-
 // failedHosts lists the hosts whose last host-level failure is at the
 // sweep's instant at (or later: another sweep's), as stored: those this
 // sweep charged. Stores keep instants to the microsecond at least.
@@ -225,7 +221,7 @@ func printReport(e *env, ns string, at time.Time, r push.SweepReport, failed []p
 		if failed == nil {
 			failed = []push.Host{}
 		}
-		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, FailedHosts: failed, NeedsAttention: needsAttention(r)})
+		return printJSON(e.Out, reportView{Namespace: ns, At: at, SweepReport: r, FailedHosts: failed, NeedsAttention: r.NeedsAttention()})
 	}
 	fmt.Fprintf(e.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 		ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
