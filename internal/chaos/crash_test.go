@@ -69,7 +69,9 @@ func TestChaosCrash(t *testing.T) {
 		}
 		slot := s.intN(p.Workers)
 		victim := f.workers[slot]
-		victim.kill()
+		if err := f.killDrained(ctx, victim); err != nil {
+			t.Fatal(err)
+		}
 		n := f.ledger.NextEpoch()
 		orphans, err := f.leasedBy(ctx, victim.pid())
 		if err != nil {
@@ -80,7 +82,7 @@ func TestChaosCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		cursorProblems = append(cursorProblems, f.ledger.CheckCursors(cursors)...)
-		kills = append(kills, Kill{N: n, PID: victim.pid(), Orphans: orphans})
+		kills = append(kills, Kill{N: n, PID: victim.pid(), Orphans: orphans, Drained: true})
 		f.startWorker(slot)
 	}
 	if err := <-appended; err != nil {
@@ -102,11 +104,12 @@ func TestChaosCrash(t *testing.T) {
 	}
 	perKill, regsPerKill, unexplained, overflow := Attribute(v.Restarts, kills, push.DefaultMaxInFlight)
 	for _, r := range unexplained {
-		t.Errorf("%s went back from #%d to #%d (epoch %d) though no kill left it claimed: a re-delivery without a crash", r.Reg, r.Top, r.From, r.Epoch)
+		t.Errorf("%s went back from #%d to #%d (epoch %d) though no kill left it claimed: a re-delivery without a crash\n%s",
+			r.Reg, r.Top, r.From, r.Epoch, f.explain(r, kills))
 	}
 	for _, r := range overflow {
-		t.Errorf("%s went back from #%d to #%d (epochs %d to %d), but the kills in between cannot explain it with at most %d turns in flight each",
-			r.Reg, r.Top, r.From, r.PrevEpoch, r.Epoch, push.DefaultMaxInFlight)
+		t.Errorf("%s went back from #%d to #%d (epochs %d to %d), but the kills in between cannot explain it with at most %d turns in flight each\n%s",
+			r.Reg, r.Top, r.From, r.PrevEpoch, r.Epoch, push.DefaultMaxInFlight, f.explain(r, kills))
 	}
 	maxPerKill, maxRegsPerKill, maxPass, orphaned := 0, 0, 0, 0
 	for i, d := range perKill {
@@ -163,6 +166,35 @@ func TestChaosCrash(t *testing.T) {
 		"windows":                               f.windowFigures(v),
 		"delivered_s":                           deliveredAt.Round(time.Millisecond).Seconds(),
 	})
+}
+
+// explain is the evidence of a restart Attribute could not explain: the
+// registration's acknowledgements around it, the kills that left it
+// claimed, and the workers' last log lines about it (-v logs every
+// delivery attempt).
+func (f *fleet) explain(r Restart, kills []Kill) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%+v\n%s", r, f.ledger.Around(r.Reg, r.Index, 24))
+	for _, k := range kills {
+		if k.Orphans[r.Reg] {
+			fmt.Fprintf(&b, "  kill %d (pid %d) left it claimed\n", k.N, k.PID)
+		}
+	}
+	stream, id, _ := strings.Cut(r.Reg, " ")
+	for i, l := range f.logs {
+		var lines []string
+		for _, line := range strings.Split(logTail(l, 1<<30), "\n") {
+			switch {
+			case strings.HasPrefix(line, "=== "): // an incarnation's first line: its pid
+				pid, _, _ := strings.Cut(line, ": herald")
+				lines = append(lines, pid)
+			case strings.Contains(line, "stream="+stream+" registration="+id+" "):
+				lines = append(lines, cutString(line, 300))
+			}
+		}
+		fmt.Fprintf(&b, "  worker %d's log about it (end):\n    %s\n", i, strings.Join(lines[max(0, len(lines)-40):], "\n    "))
+	}
+	return b.String()
 }
 
 // countLines counts the lines of a file that contain word.

@@ -47,6 +47,7 @@ type fleet struct {
 	verifier map[string]*standardwebhooks.Webhook
 	ledger   *Ledger
 	srv      *httptest.Server
+	conns    *connWatch      // srv's connections, for killDrained
 	store    *postgres.Store // the harness's own view of the database
 	workers  []*proc
 	logs     []string
@@ -64,8 +65,10 @@ const viaCLI = 4
 func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) *fleet {
 	t := s.t
 	f := &fleet{s: s, plan: plan, byPath: map[string]*regSpec{}, verifier: map[string]*standardwebhooks.Webhook{}, ledger: NewLedger(),
-		inFlight: map[string]int{}, most: map[string]int{}}
-	f.srv = httptest.NewServer(f)
+		inFlight: map[string]int{}, most: map[string]int{}, conns: newConnWatch()}
+	f.srv = httptest.NewUnstartedServer(f)
+	f.srv.Config.ConnState = f.conns.hook
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	s.cli.ok("migrate", "up")
 	st, err := postgres.Open(ctx, s.cli.db)
@@ -228,6 +231,14 @@ func (f *fleet) startWorker(i int) {
 	}
 	f.started++
 	f.workers[i] = f.s.cli.start(fmt.Sprintf("worker %d", i), f.logs[i], f.workerArgs()...)
+}
+
+// killDrained is killDrained (conns.go) for a worker of the fleet, waiting
+// at most the plan's Stall for the receiver.
+func (f *fleet) killDrained(ctx context.Context, p *proc) error {
+	ctx, cancel := context.WithTimeout(ctx, f.plan.Stall)
+	defer cancel()
+	return killDrained(ctx, p, f.conns, f.srv.Listener.Addr().String())
 }
 
 // statuses lists every registration of the fleet, through the store.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -153,6 +154,21 @@ func (l *Ledger) Acks(reg string) []uint64 {
 		out[i] = a.seq
 	}
 	return out
+}
+
+// Around describes reg's acknowledgements from index-n to index+n, one a
+// line with its seq, epoch and turn, for a failure's message.
+func (l *Ledger) Around(reg string, index, n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	if r := l.regs[reg]; r != nil {
+		for i := max(0, index-n); i < min(len(r.acks), index+n+1); i++ {
+			a := r.acks[i]
+			fmt.Fprintf(&b, "  acknowledgement %d: #%d, epoch %d, turn %s\n", i, a.seq, a.epoch, a.turn)
+		}
+	}
+	return b.String()
 }
 
 // Attempts returns how many requests reg's receiver got for seq.
@@ -426,16 +442,25 @@ type Kill struct {
 	N       int             // its epoch (1-based)
 	PID     int             // the process killed (0 for a database restart)
 	Orphans map[string]bool // registrations whose lease the dead process held
+	// Drained says that every request the dead process sent was served
+	// before epoch N began (killDrained): no acknowledgement of epoch N or
+	// later is the dead process's. Without it, a request the dead process
+	// wrote before it died may be acknowledged in epoch N or later (the
+	// receiver reads it from its socket buffer when it gets to it).
+	Drained bool
 }
 
 // Attribute assigns each restart to a fault that can explain it: one that
-// came between the acknowledgement before the restart and the restart
-// itself (both inclusive: a dead worker's last request may be acknowledged
-// just after the harness counted its death) and that orphaned the
-// restart's registration (Orphans nil: any registration, as a database
-// restart does). A fault explains at most capacity restarts: a killed
-// worker has at most MaxInFlight turns in flight, and only those can have
-// sent records it did not save.
+// came after the acknowledgement before the restart and before the
+// restart's first, and that orphaned the restart's registration (Orphans
+// nil: any registration, as a database restart does). For a fault that is
+// not Drained, "after" includes the acknowledgement's own epoch (the dead
+// worker's last request may have been acknowledged just after the harness
+// counted its death); only for a Drained one is it exact: an
+// acknowledgement of epoch N came from a live process, so kill N cannot
+// have cut short the turn that sent it. A fault explains at most capacity
+// restarts: a killed worker has at most MaxInFlight turns in flight, and
+// only those can have sent records it did not save.
 //
 // Which of several candidate faults made a restart cannot be read off the
 // ledger: with a sweep limit above MaxInFlight a worker holds many claims
@@ -453,7 +478,8 @@ func Attribute(restarts []Restart, kills []Kill, capacity int) (perKill, regsPer
 	for i, r := range restarts {
 		for k := range kills {
 			n := kills[k].N
-			if r.PrevEpoch <= n && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
+			after := r.PrevEpoch < n || (r.PrevEpoch == n && !kills[k].Drained)
+			if after && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
 				candidates[i] = append(candidates[i], k)
 			}
 		}
