@@ -20,27 +20,38 @@ import (
 // they wait in the receiver's socket buffers, and the receiver reads,
 // acknowledges and records them after the process is gone, at a loaded
 // machine's pace (hundreds of milliseconds, several kills later). A ledger
-// that began a kill's epoch at once would record those acknowledgements
-// in a later epoch than the kill, as if a live worker had sent them (see
-// Kill.Drained). killDrained therefore ends a kill only once the receiver
-// has closed every connection the dead process had open to it: an HTTP/1
-// server closes a connection only after serving each request that came in
-// on it, and a dead client's connections all end (its kernel closed them).
+// that went on to the next kill at once would record those
+// acknowledgements in a later kill's epoch, as if a live worker had sent
+// them after (see Attribute). killDrained therefore ends a kill only once
+// the receiver has closed every connection the dead process had open to
+// it: an HTTP/1 server closes a connection only after serving each request
+// that came in on it, and a dead client's connections all end (its kernel
+// closed them).
 
 // killDrained sends SIGKILL to p and waits until it is gone and the
 // receiver whose connections w watches, listening at server, has served
 // every request p sent it and closed every connection p had open to it (or
 // ctx ends). p is stopped (SIGSTOP) while its connections are read, so
-// that it opens none after.
-func killDrained(ctx context.Context, p *proc, w *connWatch, server string) error {
+// that it opens none after; stopped, if not nil, is called then too, to
+// read what p held as it died; dead, if not nil, once p is gone, before
+// the wait (to count its death).
+func killDrained(ctx context.Context, p *proc, w *connWatch, server string, stopped func() error, dead func()) error {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("stop %s (pid %d): %w", p.name, p.pid(), err)
 	}
 	mark := w.mark()
 	clients, err := connsTo(p.pid(), server)
-	p.kill()
 	if err != nil {
-		return fmt.Errorf("the connections of %s (pid %d): %w", p.name, p.pid(), err)
+		err = fmt.Errorf("the connections of %s (pid %d): %w", p.name, p.pid(), err)
+	} else if stopped != nil {
+		err = stopped()
+	}
+	p.kill()
+	if dead != nil {
+		dead()
+	}
+	if err != nil {
+		return err
 	}
 	return w.waitClosed(ctx, mark, clients)
 }

@@ -235,10 +235,10 @@ func (f *fleet) startWorker(i int) {
 
 // killDrained is killDrained (conns.go) for a worker of the fleet, waiting
 // at most the plan's Stall for the receiver.
-func (f *fleet) killDrained(ctx context.Context, p *proc) error {
+func (f *fleet) killDrained(ctx context.Context, p *proc, stopped func() error, dead func()) error {
 	ctx, cancel := context.WithTimeout(ctx, f.plan.Stall)
 	defer cancel()
-	return killDrained(ctx, p, f.conns, f.srv.Listener.Addr().String())
+	return killDrained(ctx, p, f.conns, f.srv.Listener.Addr().String(), stopped, dead)
 }
 
 // statuses lists every registration of the fleet, through the store.
@@ -289,10 +289,17 @@ func (f *fleet) cursors(ctx context.Context) (map[string]uint64, error) {
 }
 
 // stopAll sends SIGTERM to every worker and checks each exits 0 having
-// said so in its log.
+// said so in its log. It waits until a worker runs (it logged so) before
+// it stops it: the one the last kill restarted may still be starting on a
+// loaded machine, and a SIGTERM then (before the Go runtime installed the
+// handler, or while the database is being opened) is a start cut short,
+// not the shutdown checked here.
 func (f *fleet) stopAll() {
 	t := f.s.t
 	for i, w := range f.workers {
+		if _, err := w.out.waitLine(context.Background(), time.Minute, "herald: running"); err != nil {
+			t.Errorf("worker %d did not start: %v; log:\n%s", i, err, logTail(f.logs[i], 3000))
+		}
 		code, err := w.stop(time.Minute)
 		if err != nil {
 			t.Error(err)

@@ -442,25 +442,22 @@ type Kill struct {
 	N       int             // its epoch (1-based)
 	PID     int             // the process killed (0 for a database restart)
 	Orphans map[string]bool // registrations whose lease the dead process held
-	// Drained says that every request the dead process sent was served
-	// before epoch N began (killDrained): no acknowledgement of epoch N or
-	// later is the dead process's. Without it, a request the dead process
-	// wrote before it died may be acknowledged in epoch N or later (the
-	// receiver reads it from its socket buffer when it gets to it).
-	Drained bool
 }
 
 // Attribute assigns each restart to a fault that can explain it: one that
-// came after the acknowledgement before the restart and before the
-// restart's first, and that orphaned the restart's registration (Orphans
-// nil: any registration, as a database restart does). For a fault that is
-// not Drained, "after" includes the acknowledgement's own epoch (the dead
-// worker's last request may have been acknowledged just after the harness
-// counted its death); only for a Drained one is it exact: an
-// acknowledgement of epoch N came from a live process, so kill N cannot
-// have cut short the turn that sent it. A fault explains at most capacity
-// restarts: a killed worker has at most MaxInFlight turns in flight, and
-// only those can have sent records it did not save.
+// came between the acknowledgement before the restart and the restart
+// itself (both inclusive) and that orphaned the restart's registration
+// (Orphans nil: any registration, as a database restart does). Inclusive:
+// a dead worker's requests may be acknowledged after the harness counted
+// its death (the receiver reads them from its socket buffers when it gets
+// to them), and the worker that takes its registrations over may send
+// again before the harness is done with the kill; so the crash scenario
+// begins a kill's epoch once its process is gone and begins no other
+// before the receiver served every request the dead process sent it
+// (killDrained): its acknowledgements are all of its kill's epoch or an
+// earlier one. A fault explains at most capacity restarts: a killed
+// worker has at most MaxInFlight turns in flight, and only those can have
+// sent records it did not save.
 //
 // Which of several candidate faults made a restart cannot be read off the
 // ledger: with a sweep limit above MaxInFlight a worker holds many claims
@@ -478,8 +475,7 @@ func Attribute(restarts []Restart, kills []Kill, capacity int) (perKill, regsPer
 	for i, r := range restarts {
 		for k := range kills {
 			n := kills[k].N
-			after := r.PrevEpoch < n || (r.PrevEpoch == n && !kills[k].Drained)
-			if after && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
+			if r.PrevEpoch <= n && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
 				candidates[i] = append(candidates[i], k)
 			}
 		}

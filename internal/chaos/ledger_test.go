@@ -204,14 +204,29 @@ func TestAttribute(t *testing.T) {
 // worker whose turn had written #21..#36 to the receiver; the receiver,
 // behind on a loaded machine, read and acknowledged them after kill 8 and
 // kill 9 were counted, and the turn that took the registration over sent
-// them again after. Counted at once, the kill comes before the
-// acknowledgement that precedes the re-delivery, which no kill can then
-// explain; counted once the dead worker's requests were served
-// (killDrained), it comes after.
+// them again. Counted so, kill 8 comes before the acknowledgement that
+// precedes the re-delivery, and no kill explains it. As the harness counts
+// now (killDrained: the kill's epoch begins once its process is gone, the
+// next kill only once the receiver served what the dead one sent), the
+// dead worker's acknowledgements are of kill 8's epoch, and so is the
+// re-delivery if it began before the receiver caught up: kill 8 explains
+// it. A turn that goes back later with no kill since its previous
+// acknowledgement is still unexplained.
 func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
 	dead := seqRange(21, 36) // the dead worker's turn, window 16: in any order
 	dead[0], dead[15] = dead[15], dead[0]
-	run := func(drained bool) []Restart {
+	kills := make([]Kill, 10)
+	for i := range kills {
+		kills[i] = Kill{N: i + 1, PID: 100 + i, Orphans: map[string]bool{"a": i+1 == 8}}
+	}
+	type how int
+	const (
+		atOnce       how = iota // the harness before: the next kill while the receiver still reads
+		drained                 // killDrained, the re-delivery after the receiver caught up
+		drainedEarly            // killDrained, the re-delivery while the receiver catches up
+		drainedTwice            // as drained, and a later turn goes back again with no kill
+	)
+	run := func(h how) []Restart {
 		l := NewLedger()
 		for s := uint64(1); s <= 20; s++ {
 			l.AckTurn("a", s, "A")
@@ -219,14 +234,9 @@ func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
 		for k := 1; k <= 7; k++ {
 			l.NextEpoch()
 		}
-		if drained { // kill 8 ends once its worker's requests were served
-			for _, s := range dead {
-				l.AckTurn("a", s, "B")
-			}
-			l.NextEpoch() // 8
-			l.NextEpoch() // 9
-		} else { // kill 8 and 9 counted at once, the requests served after
-			l.NextEpoch() // 8
+		l.NextEpoch() // 8: the worker sending dead is gone
+		switch h {
+		case atOnce:
 			for _, s := range dead[:11] {
 				l.AckTurn("a", s, "B")
 			}
@@ -234,63 +244,58 @@ func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
 			for _, s := range dead[11:] {
 				l.AckTurn("a", s, "B")
 			}
+			l.NextEpoch() // 10
+		case drainedEarly:
+			for _, s := range dead {
+				l.AckTurn("a", s, "B")
+			}
+			for s := uint64(21); s <= 24; s++ { // the lease was near its end: taken over at once
+				l.AckTurn("a", s, "C")
+			}
+			l.NextEpoch() // 9
+			l.NextEpoch() // 10
+		default:
+			for _, s := range dead {
+				l.AckTurn("a", s, "B")
+			}
+			l.NextEpoch() // 9
+			l.NextEpoch() // 10
 		}
-		l.NextEpoch() // 10: unrelated to a
 		for s := uint64(21); s <= 40; s++ {
-			l.AckTurn("a", s, "C")
+			if h != drainedEarly || s > 24 {
+				l.AckTurn("a", s, "C")
+			}
+		}
+		if h == drainedTwice {
+			for s := uint64(35); s <= 40; s++ {
+				l.AckTurn("a", s, "D")
+			}
 		}
 		v := l.Check(map[string]Expect{"a": {Head: 40, Window: 16}}, 16)
 		require.Empty(t, v.Problems)
-		require.Len(t, v.Restarts, 1)
 		return v.Restarts
 	}
-	kills := func(drained bool) []Kill {
-		var ks []Kill
-		for n := 1; n <= 10; n++ {
-			ks = append(ks, Kill{N: n, PID: 100 + n, Orphans: map[string]bool{"a": n == 8}, Drained: drained})
-		}
-		return ks
-	}
 
-	rs := run(false)
-	require.Equal(t, Restart{Reg: "a", Index: 36, Epoch: 10, PrevEpoch: 9, From: 21, Top: 36, Redelivered: 16}, rs[0])
-	_, _, unexplained, _ := Attribute(rs, kills(false), 16)
+	rs := run(atOnce)
+	require.Equal(t, []Restart{{Reg: "a", Index: 36, Epoch: 10, PrevEpoch: 9, From: 21, Top: 36, Redelivered: 16}}, rs)
+	_, _, unexplained, _ := Attribute(rs, kills, 16)
 	require.Equal(t, rs, unexplained, "the acknowledgements that raced kill 8's bookkeeping hide it")
 
-	rs = run(true)
-	require.Equal(t, Restart{Reg: "a", Index: 36, Epoch: 10, PrevEpoch: 7, From: 21, Top: 36, Redelivered: 16}, rs[0])
-	per, _, unexplained, overflow := Attribute(rs, kills(true), 16)
-	require.Empty(t, unexplained)
-	require.Empty(t, overflow)
-	require.Equal(t, 16, per[7], "kill 8 explains the 16 re-deliveries")
-}
+	for _, h := range []how{drained, drainedEarly} {
+		rs = run(h)
+		require.Len(t, rs, 1)
+		require.Equal(t, 8, rs[0].PrevEpoch)
+		per, _, unexplained, overflow := Attribute(rs, kills, 16)
+		require.Empty(t, unexplained, h)
+		require.Empty(t, overflow, h)
+		require.Equal(t, 16, per[7], "kill 8 explains the 16 re-deliveries")
+	}
 
-// TestAttributeDrainedKillsAreExact: a kill whose worker's requests were
-// all served before its epoch began (Drained) explains no re-delivery
-// whose previous acknowledgement came in its own epoch: a live worker sent
-// that one after the kill, and went back on its own. Nor does a kill that
-// did not leave the registration claimed, or one after the re-delivery
-// began; the same restart with a kill in between is explained.
-func TestAttributeDrainedKillsAreExact(t *testing.T) {
-	orphan := map[string]bool{"a": true}
-	cases := []struct {
-		name      string
-		r         Restart
-		kills     []Kill
-		explained bool
-	}{
-		{"kill between, drained", Restart{Reg: "a", PrevEpoch: 0, Epoch: 1}, []Kill{{N: 1, Orphans: orphan, Drained: true}}, true},
-		{"previous ack in the kill's epoch, drained", Restart{Reg: "a", PrevEpoch: 1, Epoch: 1}, []Kill{{N: 1, Orphans: orphan, Drained: true}}, false},
-		{"previous ack in the kill's epoch, not drained", Restart{Reg: "a", PrevEpoch: 1, Epoch: 1}, []Kill{{N: 1, Orphans: orphan}}, true},
-		{"kill after the re-delivery began", Restart{Reg: "a", PrevEpoch: 0, Epoch: 0}, []Kill{{N: 1, Orphans: orphan, Drained: true}}, false},
-		{"kill of another registration's worker", Restart{Reg: "a", PrevEpoch: 0, Epoch: 1}, []Kill{{N: 1, Orphans: map[string]bool{"b": true}, Drained: true}}, false},
-		{"a live worker went back, kills before and after", Restart{Reg: "a", PrevEpoch: 2, Epoch: 2},
-			[]Kill{{N: 1, Orphans: orphan, Drained: true}, {N: 2, Orphans: orphan, Drained: true}, {N: 3, Orphans: orphan, Drained: true}}, false},
-	}
-	for _, c := range cases {
-		_, _, unexplained, _ := Attribute([]Restart{c.r}, c.kills, 16)
-		require.Equal(t, !c.explained, len(unexplained) == 1, c.name)
-	}
+	rs = run(drainedTwice)
+	require.Len(t, rs, 2)
+	_, _, unexplained, _ = Attribute(rs, kills, 16)
+	require.Equal(t, []Restart{{Reg: "a", Index: 56, Epoch: 10, PrevEpoch: 10, From: 35, Top: 40, Redelivered: 6}}, unexplained,
+		"a turn that went back with no kill since its previous acknowledgement")
 }
 
 func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
