@@ -226,6 +226,7 @@ type Restart struct {
 	Index       int    // position of the pass's first acknowledgement
 	Epoch       int    // faults injected before that one arrived
 	PrevEpoch   int    // faults injected before the acknowledgement before it arrived
+	PrevTurn    string // the turn of the acknowledgement before it ("" unknown)
 	From        uint64 // the lowest seq of the pass
 	Top         uint64 // the highest seq acknowledged before the pass
 	Redelivered int    // acknowledgements of already-seen seqs in this pass
@@ -393,7 +394,7 @@ func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Res
 			if cur.restart < 0 {
 				r := Restart{Reg: name, Index: cur.start, Epoch: acks[cur.start].epoch, From: s, Top: cur.topBefore}
 				if cur.start > 0 {
-					r.PrevEpoch = acks[cur.start-1].epoch
+					r.PrevEpoch, r.PrevTurn = acks[cur.start-1].epoch, acks[cur.start-1].turn
 				}
 				restarts = append(restarts, r)
 				cur.restart = len(restarts) - 1
@@ -442,6 +443,23 @@ type Kill struct {
 	N       int             // its epoch (1-based)
 	PID     int             // the process killed (0 for a database restart)
 	Orphans map[string]bool // registrations whose lease the dead process held
+}
+
+// AfterLostLeases splits restarts into those that came right after a turn
+// whose lease was lost (lost: registration → the turns, as AckTurn names
+// them, that a worker logged fenced out), and the others. A turn that
+// outlived its lease had its registration claimed by another worker, which
+// sent again what the fenced turn had not saved: a re-delivery without a
+// crash, whose cause is the lost lease, not a kill.
+func AfterLostLeases(restarts []Restart, lost map[string]map[string]bool) (others, after []Restart) {
+	for _, r := range restarts {
+		if r.PrevTurn != "" && lost[r.Reg][r.PrevTurn] {
+			after = append(after, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, after
 }
 
 // Attribute assigns each restart to a fault that can explain it: one that
