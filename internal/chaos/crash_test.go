@@ -29,9 +29,10 @@ import (
 // seqs in order within its window, each re-delivery pass at most one drain
 // page back (Ledger.Check); every re-delivery explained by a kill that left
 // that registration claimed by the dead worker, at most one drain page per
-// registration per kill; no cursor ever ahead of what its receiver
-// acknowledged (checked after every kill, and at the end); nothing parked;
-// no secret in any output.
+// registration per kill (or by a turn fenced out, which fails on its own:
+// no live worker's turn may outlive its lease); no cursor ever ahead of
+// what its receiver acknowledged (checked after every kill, and at the
+// end); nothing parked; no secret in any output.
 func TestChaosCrash(t *testing.T) {
 	ctx := context.Background()
 	s := newScenario(t, pgtest.NewDatabase(t))
