@@ -28,27 +28,26 @@ import (
 // that came in on it, and a dead client's connections all end (its kernel
 // closed them).
 
-// killDrained sends SIGKILL to p and waits until it is gone and the
-// receiver whose connections w watches, listening at server, has served
-// every request p sent it and closed every connection p had open to it (or
-// ctx ends). p is stopped (SIGSTOP) while its connections are read, so
-// that it opens none after; stopped, if not nil, is called then too, to
-// read what p held as it died; dead, if not nil, once p is gone, before
-// the wait (to count its death).
-func killDrained(ctx context.Context, p *proc, w *connWatch, server string, stopped func() error, dead func()) error {
+// killDrained stops p (SIGSTOP), sends it SIGKILL and waits until it is
+// gone and the receiver whose connections w watches, listening at server,
+// has served every request p sent it and closed every connection p had
+// open to it (or ctx ends). Once p is stopped it sends nothing more: then
+// stopped, if not nil, is called (to count its death and read what it
+// held as it died), and p's connections are read while it can open no
+// other.
+func killDrained(ctx context.Context, p *proc, w *connWatch, server string, stopped func() error) error {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("stop %s (pid %d): %w", p.name, p.pid(), err)
 	}
 	mark := w.mark()
-	clients, err := connsTo(p.pid(), server)
-	if err != nil {
-		err = fmt.Errorf("the connections of %s (pid %d): %w", p.name, p.pid(), err)
-	} else if stopped != nil {
+	var err error
+	if stopped != nil {
 		err = stopped()
 	}
+	clients, cerr := connsTo(p.pid(), server)
 	p.kill()
-	if dead != nil {
-		dead()
+	if cerr != nil {
+		err = errors.Join(err, fmt.Errorf("the connections of %s (pid %d): %w", p.name, p.pid(), cerr))
 	}
 	if err != nil {
 		return err

@@ -113,7 +113,7 @@ func TestKillDrainedWaitsForTheDeadProcesssRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	drained := make(chan error, 1)
-	go func() { drained <- killDrained(ctx, p, watch, srv.Listener.Addr().String(), nil, nil) }()
+	go func() { drained <- killDrained(ctx, p, watch, srv.Listener.Addr().String(), nil) }()
 	<-p.exited
 	select {
 	case err := <-drained:

@@ -78,17 +78,17 @@ func TestChaosCrash(t *testing.T) {
 		}
 		slot := s.intN(p.Workers)
 		victim := f.workers[slot]
-		// The kill's epoch begins once the victim is gone; the next kill
-		// comes only once the receiver served what it sent (Attribute).
-		// Its leases are read while it is stopped, before a lease that was
-		// near its end can expire and be taken over while the receiver
-		// catches up.
+		// The kill's epoch begins once the victim is stopped (it sends
+		// nothing more), and its leases are read at once, before one near
+		// its end expires and is taken over; the next kill comes only
+		// once the receiver served what the victim had sent (Attribute).
 		var n int
 		var orphans map[string]bool
 		err := f.killDrained(ctx, victim, func() (err error) {
+			n = f.ledger.NextEpoch()
 			orphans, err = f.leasedBy(ctx, victim.pid())
 			return err
-		}, func() { n = f.ledger.NextEpoch() })
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

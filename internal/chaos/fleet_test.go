@@ -235,10 +235,10 @@ func (f *fleet) startWorker(i int) {
 
 // killDrained is killDrained (conns.go) for a worker of the fleet, waiting
 // at most the plan's Stall for the receiver.
-func (f *fleet) killDrained(ctx context.Context, p *proc, stopped func() error, dead func()) error {
+func (f *fleet) killDrained(ctx context.Context, p *proc, stopped func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, f.plan.Stall)
 	defer cancel()
-	return killDrained(ctx, p, f.conns, f.srv.Listener.Addr().String(), stopped, dead)
+	return killDrained(ctx, p, f.conns, f.srv.Listener.Addr().String(), stopped)
 }
 
 // statuses lists every registration of the fleet, through the store.

@@ -470,10 +470,11 @@ func AfterLostLeases(restarts []Restart, lost map[string]map[string]bool) (other
 // its death (the receiver reads them from its socket buffers when it gets
 // to them), and the worker that takes its registrations over may send
 // again before the harness is done with the kill; so the crash scenario
-// begins a kill's epoch once its process is gone and begins no other
-// before the receiver served every request the dead process sent it
-// (killDrained): its acknowledgements are all of its kill's epoch or an
-// earlier one. A fault explains at most capacity restarts: a killed
+// begins a kill's epoch once its process is stopped (it sends nothing
+// more) and begins no other before the receiver served every request the
+// dead process sent it (killDrained): its acknowledgements are all of its
+// kill's epoch or an earlier one, and a re-delivery by another worker of
+// its epoch or a later one. A fault explains at most capacity restarts: a killed
 // worker has at most MaxInFlight turns in flight, and only those can have
 // sent records it did not save.
 //

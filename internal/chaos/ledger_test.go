@@ -206,7 +206,7 @@ func TestAttribute(t *testing.T) {
 // kill 9 were counted, and the turn that took the registration over sent
 // them again. Counted so, kill 8 comes before the acknowledgement that
 // precedes the re-delivery, and no kill explains it. As the harness counts
-// now (killDrained: the kill's epoch begins once its process is gone, the
+// now (killDrained: the kill's epoch begins once its process is stopped, the
 // next kill only once the receiver served what the dead one sent), the
 // dead worker's acknowledgements are of kill 8's epoch, and so is the
 // re-delivery if it began before the receiver caught up: kill 8 explains
@@ -234,7 +234,7 @@ func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
 		for k := 1; k <= 7; k++ {
 			l.NextEpoch()
 		}
-		l.NextEpoch() // 8: the worker sending dead is gone
+		l.NextEpoch() // 8: the worker sending dead is stopped
 		switch h {
 		case atOnce:
 			for _, s := range dead[:11] {
