@@ -72,6 +72,7 @@ func TestChaosCrash(t *testing.T) {
 
 	var kills []Kill
 	var cursorProblems []string
+	var leasesRead, killTook time.Duration // the most a kill took to read the victim's leases, and in all
 	for k, point := range points {
 		if err := f.ledger.WaitDistinct(ctx, p.Stall, point); err != nil {
 			stalled(fmt.Errorf("before kill %d: %w", k+1, err))
@@ -84,14 +85,17 @@ func TestChaosCrash(t *testing.T) {
 		// once the receiver served what the victim had sent (Attribute).
 		var n int
 		var orphans map[string]bool
+		began := time.Now()
 		err := f.killDrained(ctx, victim, func() (err error) {
 			n = f.ledger.NextEpoch()
 			orphans, err = f.leasedBy(ctx, victim.pid())
+			leasesRead = max(leasesRead, time.Since(began))
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		killTook = max(killTook, time.Since(began))
 		cursors, err := f.cursors(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -185,6 +189,8 @@ func TestChaosCrash(t *testing.T) {
 		"max_per_host":                          p.MaxPerHost,
 		"windows":                               f.windowFigures(v),
 		"delivered_s":                           deliveredAt.Round(time.Millisecond).Seconds(),
+		"kill_leases_read_s_max":                leasesRead.Round(time.Millisecond).Seconds(),
+		"kill_drained_s_max":                    killTook.Round(time.Millisecond).Seconds(),
 	})
 }
 
