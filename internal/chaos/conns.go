@@ -19,7 +19,7 @@ import (
 // A process killed with requests in flight has often written them whole:
 // they wait in the receiver's socket buffers, and the receiver reads,
 // acknowledges and records them after the process is gone, at a loaded
-// machine's pace (hundreds of milliseconds, several kills later). A ledger
+// machine's pace (up to seconds later, after several more kills). A ledger
 // that went on to the next kill at once would record those
 // acknowledgements in a later kill's epoch, as if a live worker had sent
 // them after (see Attribute). killDrained therefore ends a kill only once
