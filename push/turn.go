@@ -198,7 +198,7 @@ func (t *turn) lost(err, wrapped error) error {
 	}
 	t.rep.LeasesLost++
 	t.w.opts.logger.Debug("herald: lease lost; the turn's writes were fenced out", "stream", t.reg.Stream,
-		"registration", t.reg.ID, "owner", t.claim.Owner, "err", err)
+		"registration", t.reg.ID, "owner", t.claim.Owner, "claimed_at", t.at, "err", err)
 	return nil
 }
 

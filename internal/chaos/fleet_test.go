@@ -47,6 +47,7 @@ type fleet struct {
 	verifier map[string]*standardwebhooks.Webhook
 	ledger   *Ledger
 	srv      *httptest.Server
+	conns    *connWatch      // srv's connections, for killDrained
 	store    *postgres.Store // the harness's own view of the database
 	workers  []*proc
 	logs     []string
@@ -64,8 +65,10 @@ const viaCLI = 4
 func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) *fleet {
 	t := s.t
 	f := &fleet{s: s, plan: plan, byPath: map[string]*regSpec{}, verifier: map[string]*standardwebhooks.Webhook{}, ledger: NewLedger(),
-		inFlight: map[string]int{}, most: map[string]int{}}
-	f.srv = httptest.NewServer(f)
+		inFlight: map[string]int{}, most: map[string]int{}, conns: newConnWatch()}
+	f.srv = httptest.NewUnstartedServer(f)
+	f.srv.Config.ConnState = f.conns.hook
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	s.cli.ok("migrate", "up")
 	st, err := postgres.Open(ctx, s.cli.db)
@@ -230,6 +233,14 @@ func (f *fleet) startWorker(i int) {
 	f.workers[i] = f.s.cli.start(fmt.Sprintf("worker %d", i), f.logs[i], f.workerArgs()...)
 }
 
+// killDrained is killDrained (conns.go) for a worker of the fleet, waiting
+// at most the plan's Stall for the receiver.
+func (f *fleet) killDrained(ctx context.Context, p *proc, stopped func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, f.plan.Stall)
+	defer cancel()
+	return killDrained(ctx, p, f.conns, f.srv.Listener.Addr().String(), stopped)
+}
+
 // statuses lists every registration of the fleet, through the store.
 func (f *fleet) statuses(ctx context.Context) ([]push.Status, error) {
 	var all []push.Status
@@ -278,10 +289,17 @@ func (f *fleet) cursors(ctx context.Context) (map[string]uint64, error) {
 }
 
 // stopAll sends SIGTERM to every worker and checks each exits 0 having
-// said so in its log.
+// said so in its log. It waits until a worker runs (it logged so) before
+// it stops it: the one the last kill restarted may still be starting on a
+// loaded machine, and a SIGTERM then (before the Go runtime installed the
+// handler, or while the database is being opened) is a start cut short,
+// not the shutdown checked here.
 func (f *fleet) stopAll() {
 	t := f.s.t
 	for i, w := range f.workers {
+		if _, err := w.out.waitLine(context.Background(), time.Minute, "herald: running"); err != nil {
+			t.Errorf("worker %d did not start: %v; log:\n%s", i, err, logTail(f.logs[i], 3000))
+		}
 		code, err := w.stop(time.Minute)
 		if err != nil {
 			t.Error(err)

@@ -21,6 +21,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(envClient); addr != "" {
+		os.Exit(clientMain(addr)) // a child of TestKillDrainedWaitsForTheDeadProcesssRequests
+	}
 	dir, err := os.MkdirTemp("", "herald-chaos-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -155,6 +156,21 @@ func (l *Ledger) Acks(reg string) []uint64 {
 	return out
 }
 
+// Around describes reg's acknowledgements from index-n to index+n, one a
+// line with its seq, epoch and turn, for a failure's message.
+func (l *Ledger) Around(reg string, index, n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	if r := l.regs[reg]; r != nil {
+		for i := max(0, index-n); i < min(len(r.acks), index+n+1); i++ {
+			a := r.acks[i]
+			fmt.Fprintf(&b, "  acknowledgement %d: #%d, epoch %d, turn %s\n", i, a.seq, a.epoch, a.turn)
+		}
+	}
+	return b.String()
+}
+
 // Attempts returns how many requests reg's receiver got for seq.
 func (l *Ledger) Attempts(reg string, seq uint64) int {
 	l.mu.Lock()
@@ -210,6 +226,7 @@ type Restart struct {
 	Index       int    // position of the pass's first acknowledgement
 	Epoch       int    // faults injected before that one arrived
 	PrevEpoch   int    // faults injected before the acknowledgement before it arrived
+	PrevTurn    string // the turn of the acknowledgement before it ("" unknown)
 	From        uint64 // the lowest seq of the pass
 	Top         uint64 // the highest seq acknowledged before the pass
 	Redelivered int    // acknowledgements of already-seen seqs in this pass
@@ -377,7 +394,7 @@ func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Res
 			if cur.restart < 0 {
 				r := Restart{Reg: name, Index: cur.start, Epoch: acks[cur.start].epoch, From: s, Top: cur.topBefore}
 				if cur.start > 0 {
-					r.PrevEpoch = acks[cur.start-1].epoch
+					r.PrevEpoch, r.PrevTurn = acks[cur.start-1].epoch, acks[cur.start-1].turn
 				}
 				restarts = append(restarts, r)
 				cur.restart = len(restarts) - 1
@@ -428,12 +445,36 @@ type Kill struct {
 	Orphans map[string]bool // registrations whose lease the dead process held
 }
 
+// AfterLostLeases splits restarts into those that came right after a turn
+// whose lease was lost (lost: registration → the turns, as AckTurn names
+// them, that a worker logged fenced out), and the others. A turn that
+// outlived its lease had its registration claimed by another worker, which
+// sent again what the fenced turn had not saved: a re-delivery without a
+// crash, whose cause is the lost lease, not a kill.
+func AfterLostLeases(restarts []Restart, lost map[string]map[string]bool) (others, after []Restart) {
+	for _, r := range restarts {
+		if r.PrevTurn != "" && lost[r.Reg][r.PrevTurn] {
+			after = append(after, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, after
+}
+
 // Attribute assigns each restart to a fault that can explain it: one that
 // came between the acknowledgement before the restart and the restart
-// itself (both inclusive: a dead worker's last request may be acknowledged
-// just after the harness counted its death) and that orphaned the
-// restart's registration (Orphans nil: any registration, as a database
-// restart does). A fault explains at most capacity restarts: a killed
+// itself (both inclusive) and that orphaned the restart's registration
+// (Orphans nil: any registration, as a database restart does). Inclusive:
+// a dead worker's requests may be acknowledged after the harness counted
+// its death (the receiver reads them from its socket buffers when it gets
+// to them), and the worker that takes its registrations over may send
+// again before the harness is done with the kill; so the crash scenario
+// begins a kill's epoch once its process is stopped (it sends nothing
+// more) and begins no other before the receiver served every request the
+// dead process sent it (killDrained): its acknowledgements are all of its
+// kill's epoch or an earlier one, and a re-delivery by another worker of
+// its epoch or a later one. A fault explains at most capacity restarts: a killed
 // worker has at most MaxInFlight turns in flight, and only those can have
 // sent records it did not save.
 //
