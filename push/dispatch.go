@@ -42,7 +42,6 @@ type dispatcher struct {
 	ready    []claimed // claimed, not started: each starts as a slot frees, oldest first
 	due      bool      // a claim now may find work: a wake, the interval, or a full claim
 	ends     int       // turns ended since the last claim: each may have left work
-	wakes    uint64    // Wakes seen: a turn that ran across one ends with a claim
 	resting  bool      // the last claim failed: only the interval or a wake claims again
 	failures int       // errors since the loop last worked (logged at the first)
 	turnErr  bool      // a turn failed since the last claim
@@ -56,12 +55,12 @@ type claimed struct {
 	at, claimedAt time.Time // the claim's instant (for the store); when its Due returned (real time)
 	host          string
 	entry         *hostEntry
-	wakes         uint64 // the dispatcher's wakes when claimed
+	wakes         uint64 // the worker's Wake count before the claim
 }
 
 type turnEnd struct {
 	host  string
-	wakes uint64
+	wakes uint64 // the worker's Wake count when the turn last read its stream (claimed.wakes, or a read again)
 	rep   SweepReport
 	err   error
 }
@@ -92,7 +91,6 @@ func (d *dispatcher) run(every time.Duration) error {
 			d.end(e)
 		case <-d.w.wake:
 			d.due, d.resting = true, false
-			d.wakes++
 		case <-timer.C:
 			d.due, d.resting = true, false
 			timer.Reset(every)
@@ -121,6 +119,7 @@ func (d *dispatcher) canClaim() bool {
 func (d *dispatcher) claim() {
 	w := d.w
 	limit := min(2*w.opts.maxInFlight-d.running-len(d.ready), w.opts.sweepLimit)
+	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
 	at := time.Now()
 	batch, err := w.claim(d.ctx, at, limit, true)
 	if err != nil {
@@ -140,7 +139,7 @@ func (d *dispatcher) claim() {
 	w.waiting.Add(int64(len(batch.Registrations)))
 	for _, st := range batch.Registrations {
 		host := st.Host()
-		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: d.wakes})
+		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
 	}
 }
 
@@ -152,8 +151,9 @@ func (d *dispatcher) start() {
 	for _, c := range d.ready[:n] {
 		d.running++
 		go func() {
-			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry, nil)
-			d.ended <- turnEnd{host: c.host, wakes: c.wakes, rep: rep, err: err}
+			wakes := c.wakes
+			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry, nil, &wakes)
+			d.ended <- turnEnd{host: c.host, wakes: wakes, rep: rep, err: err}
 		}()
 	}
 	d.ready = append(d.ready[:0], d.ready[n:]...)
@@ -186,10 +186,12 @@ func (d *dispatcher) end(e turnEnd) {
 		return
 	}
 	d.ends++
-	// A wake that came after this claim (an append, say) may be for this
-	// registration, whose lease hid it from the claims made meanwhile; a
-	// backlog is work left for certain. Either way claim now.
-	if e.wakes != d.wakes || e.rep.Backlog > 0 {
+	// A wake that came after the turn last read its stream (an append,
+	// say) may be for this registration, whose lease hid it from the
+	// claims made meanwhile; a backlog is work left for certain. Either
+	// way claim now. (A turn reads again on a wake before it ends: only a
+	// wake during its last write is left.)
+	if e.wakes != d.w.wakes.Load() || e.rep.Backlog > 0 {
 		d.due = true
 	}
 }
