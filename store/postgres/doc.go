@@ -202,6 +202,17 @@
 // recently claimed go first, so a saturated namespace starves no one. It
 // looks for Limit+1 rows and stamps only Limit.
 //
+// A claim's transaction commits without waiting for its WAL flush
+// (synchronous_commit off for it alone): what a crash of the database may
+// lose of it is a lease, the markers it cleared and a probe's next
+// instant, never a record or a cursor. The turn's writes are fenced by the
+// lease, so a turn whose claim was lost is refused as if its lease had been
+// taken over (push.ErrLeaseLost), and what it sent is sent again, within
+// invariant 2's bound (its first cursor write, a synchronous commit, makes
+// the claim durable before it: WAL is flushed in order). So the stream
+// rows it locks are released at its commit, not a flush later, and its
+// turns start sooner.
+//
 // The writes a worker makes under its claim (Advance, Retry, Park, Complete)
 // are fenced by the lease. Each is two statements pipelined in one round
 // trip and one implicit transaction (Park and Complete, which also append

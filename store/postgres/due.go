@@ -44,6 +44,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		b.Queue(sqlDuePlanner1)
 		b.Queue(sqlDuePlanner2)
 		b.Queue(sqlDuePlanner3)
+		b.Queue(sqlDueAsyncCommit)
 		b.Queue(sqlClearCandidates).Query(func(rows pgx.Rows) (err error) {
 			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err

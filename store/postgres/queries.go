@@ -255,6 +255,12 @@ const (
 	sqlDuePlanner1 = `SET LOCAL enable_seqscan = off`
 	sqlDuePlanner2 = `SET LOCAL jit = off`
 	sqlDuePlanner3 = `SET LOCAL plan_cache_mode = force_generic_plan`
+	// A claim's commit does not wait for its WAL flush (package doc,
+	// "Claiming and fencing": a claim a crash loses is a lease lost), so
+	// that the stream rows it locks to clear their markers, which the
+	// sequencer's step updates, are released when it commits, not a flush
+	// later, and the turns start a flush sooner.
+	sqlDueAsyncCommit = `SET LOCAL synchronous_commit = off`
 	// The streams whose marker may be cleared, locked in the append's order
 	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
 	// marker this sweep. At most 10,000 a sweep, to bound the transaction:
