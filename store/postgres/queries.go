@@ -110,10 +110,14 @@ const (
 	sqlAbort    = `ROLLBACK`
 	// A row for every stream with a record waiting. A stream whose first
 	// record commits after this statement began has no row in sqlNumber's
-	// snapshot: its records wait for the next step.
+	// snapshot: its records wait for the next step. Only streams with no
+	// row in this statement's snapshot are inserted: ON CONFLICT's check of
+	// an existing row waits for any transaction updating it (a claim
+	// clearing its marker) to end, and the step has no reason to.
 	sqlEnsureStreams = `INSERT INTO herald_stream (stream)
-SELECT DISTINCT stream FROM herald_record
-WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
+SELECT DISTINCT r.stream FROM herald_record r
+WHERE r.seq IS NULL AND r.refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
+  AND NOT EXISTS (SELECT 1 FROM herald_stream s WHERE s.stream = r.stream)
 ON CONFLICT DO NOTHING`
 	// sqlNumber is the step. Its snapshot holds the committed records
 	// without a seq (a READ COMMITTED statement sees what committed before
