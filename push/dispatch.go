@@ -10,8 +10,9 @@ import (
 // Run is the daemon's dispatcher (package doc, "The dispatcher"), on the
 // wall clock: it keeps up to MaxInFlight turns running and refills a freed
 // slot at once, each claim with its own lease and budget of half the lease.
-// It claims on Wake, on a turn's end and while the last claim left work due;
-// with nothing due it waits for one of those or for every to pass.
+// It claims on Wake, on a turn's end that may have left work (see
+// canClaim) and while the last claim left work due; with nothing due it
+// waits for one of those or for every to pass.
 //
 // On ctx's end it claims nothing more, gives back the claims it had not
 // started, lets the turns in flight finish or time out (they start no new
@@ -42,6 +43,7 @@ type dispatcher struct {
 	ready    []claimed // claimed, not started: each starts as a slot frees, oldest first
 	due      bool      // a claim now may find work: a wake, the interval, or a full claim
 	ends     int       // turns ended since the last claim: each may have left work
+	capped   bool      // a host was at its cap after the last claim: turn ends free room for what Due held back
 	resting  bool      // the last claim failed: only the interval or a wake claims again
 	failures int       // errors since the loop last worked (logged at the first)
 	turnErr  bool      // a turn failed since the last claim
@@ -102,16 +104,21 @@ func (d *dispatcher) run(every time.Duration) error {
 // up to twice MaxInFlight claims, those it runs and as many ready to start,
 // so that a slot is refilled at once from the ready ones; it claims when
 // fewer than half are ready, on a wake, the interval or a full claim, or
-// once refill turns ended (a quarter of MaxInFlight, at most half of
-// MaxPerHost), or as soon as nothing runs. A claim's query costs about the
-// same for 2 rows as for 200, so a high fan-out, or a host at its cap,
-// costs one Store.Due per several turns, not one per turn.
+// when a turn's end may have left work: at once for a turn with a backlog
+// or one that a wake came after (end), and, when a host was at its cap
+// after the last claim (so Due may have held some of its registrations
+// back), once refill turns ended (a quarter of MaxInFlight, at most half
+// of MaxPerHost) or as soon as nothing runs. A claim's query costs about
+// the same for 2 rows as for 200, so a high fan-out, or a host at its cap,
+// costs one Store.Due per several turns, not one per turn; and where no
+// host was at its cap, every due registration that no turn held was
+// claimed, so a turn's end alone finds nothing new.
 func (d *dispatcher) canClaim() bool {
 	max := d.w.opts.maxInFlight
 	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
 		return false
 	}
-	return d.due || d.ends >= d.refill || (d.ends > 0 && d.running == 0)
+	return d.due || (d.capped && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
 }
 
 // claim takes fresh claims up to what the dispatcher may hold. Each counts
@@ -141,6 +148,8 @@ func (d *dispatcher) claim() {
 		host := st.Host()
 		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
 	}
+	_, _, atCap := w.perHost.load()
+	d.capped = atCap > 0
 }
 
 // start runs ready claims in the free slots, each turn in its own goroutine
