@@ -175,7 +175,9 @@
 //     stream rows (FOR NO KEY UPDATE SKIP LOCKED: a stream being sequenced
 //     is left pending for the next sweep), then it clears the marker only
 //     where, in a snapshot taken after the locks were granted, still no
-//     unparked registration lags.
+//     unparked registration lags. Both come after the claim, in one round
+//     trip with the commit, so that the sequencer, whose step updates the
+//     rows of the streams it numbers, waits for those locks only that long.
 //
 // Why no wake-up is lost: a write that makes a registration lag holds the
 // stream row's lock until it commits. If it committed before the sweep

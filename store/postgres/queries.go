@@ -269,17 +269,21 @@ const (
 	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
 	// marker this sweep. At most 10,000 a sweep, to bound the transaction:
 	// more than that many streams appended to since the last sweep and
-	// followed by nobody leave the rest for the next. The NOT EXISTS here reads a snapshot taken before
-	// the locks; sqlClearPending decides, with one taken after.
-	sqlClearCandidates = `SELECT s.stream FROM herald_stream s
-WHERE s.pending AND NOT EXISTS (
-    SELECT 1 FROM herald_registration r
-    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-    OFFSET 0)
-LIMIT 10000
-FOR NO KEY UPDATE OF s SKIP LOCKED`
+	// followed by nobody leave the rest for the next. The NOT EXISTS here
+	// reads a snapshot taken before the locks; sqlClearPending decides, with
+	// one taken after. The streams locked are kept in a transaction-local
+	// setting for sqlClearPending, so that both go in one round trip with
+	// the commit (the rows stay locked only that long).
+	sqlClearCandidates = `SELECT set_config('herald.idle', coalesce(array_agg(c.stream), '{}')::text, true)
+FROM (SELECT s.stream FROM herald_stream s
+    WHERE s.pending AND NOT EXISTS (
+        SELECT 1 FROM herald_registration r
+        WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+        OFFSET 0)
+    LIMIT 10000
+    FOR NO KEY UPDATE OF s SKIP LOCKED) c`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
-WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
+WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND NOT EXISTS (
     SELECT 1 FROM herald_registration r
     WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
     OFFSET 0)`
