@@ -106,19 +106,27 @@ func (d *dispatcher) run(every time.Duration) error {
 // fewer than half are ready, on a wake, the interval or a full claim, or
 // when a turn's end may have left work: at once for a turn with a backlog
 // or one that a wake came after (end), and, when a host was at its cap
-// after the last claim (so Due may have held some of its registrations
-// back), once refill turns ended (a quarter of MaxInFlight, at most half
-// of MaxPerHost) or as soon as nothing runs. A claim's query costs about
-// the same for 2 rows as for 200, so a high fan-out, or a host at its cap,
-// costs one Store.Due per several turns, not one per turn; and where no
-// host was at its cap, every due registration that no turn held was
-// claimed, so a turn's end alone finds nothing new.
+// after the last claim or one is troubled (endsMayFind), once refill turns
+// ended (a quarter of MaxInFlight, at most half of MaxPerHost) or as soon
+// as nothing runs. A claim's query costs about the same for 2 rows as for
+// 200, so a high fan-out, or a host at its cap, costs one Store.Due per
+// several turns, not one per turn; and otherwise the last claim took every
+// due registration that no turn held, so a turn's end alone finds nothing
+// new.
 func (d *dispatcher) canClaim() bool {
 	max := d.w.opts.maxInFlight
 	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
 		return false
 	}
-	return d.due || (d.capped && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
+	return d.due || (d.endsMayFind() && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
+}
+
+// endsMayFind says whether turns' ends alone may have left work for a
+// claim: a host was at its cap after the last claim (Due held the rest of
+// its registrations back), or the worker knows of a troubled host (a
+// probe's answer brings it up and releases its registrations).
+func (d *dispatcher) endsMayFind() bool {
+	return d.capped || d.w.book.size.Load() > 0
 }
 
 // claim takes fresh claims up to what the dispatcher may hold. Each counts
