@@ -44,6 +44,7 @@ type dispatcher struct {
 	due      bool      // a claim now may find work: a wake, the interval, or a full claim
 	ends     int       // turns ended since the last claim: each may have left work
 	capped   bool      // a host was at its cap after the last claim: turn ends free room for what Due held back
+	claimed  uint64    // the worker's Wake count when the last claim began
 	resting  bool      // the last claim failed: only the interval or a wake claims again
 	failures int       // errors since the loop last worked (logged at the first)
 	turnErr  bool      // a turn failed since the last claim
@@ -135,6 +136,7 @@ func (d *dispatcher) claim() {
 	w := d.w
 	limit := min(2*w.opts.maxInFlight-d.running-len(d.ready), w.opts.sweepLimit)
 	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
+	d.claimed = wakes
 	at := time.Now()
 	batch, err := w.claim(d.ctx, at, limit, true)
 	if err != nil {
@@ -204,11 +206,13 @@ func (d *dispatcher) end(e turnEnd) {
 	}
 	d.ends++
 	// A wake that came after the turn last read its stream (an append,
-	// say) may be for this registration, whose lease hid it from the
-	// claims made meanwhile; a backlog is work left for certain. Either
-	// way claim now. (A turn reads again on a wake before it ends: only a
-	// wake during its last write is left.)
-	if e.wakes != d.w.wakes.Load() || e.rep.Backlog > 0 {
+	// say) may be for this registration, whose lease hid it from a claim
+	// that began since; a backlog is work left for certain. Either way
+	// claim now. (A turn reads again on a wake before it ends: only a wake
+	// during its last write is left.) A wake that no claim began after is
+	// claimed for anyway (it is in the channel, or due is set), by a claim
+	// that begins after this turn released its registration.
+	if (e.wakes != d.w.wakes.Load() && d.claimed > e.wakes) || e.rep.Backlog > 0 {
 		d.due = true
 	}
 }
