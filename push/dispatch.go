@@ -10,8 +10,9 @@ import (
 // Run is the daemon's dispatcher (package doc, "The dispatcher"), on the
 // wall clock: it keeps up to MaxInFlight turns running and refills a freed
 // slot at once, each claim with its own lease and budget of half the lease.
-// It claims on Wake, on a turn's end and while the last claim left work due;
-// with nothing due it waits for one of those or for every to pass.
+// It claims on Wake, on a turn's end that may have left work (see
+// canClaim) and while the last claim left work due; with nothing due it
+// waits for one of those or for every to pass.
 //
 // On ctx's end it claims nothing more, gives back the claims it had not
 // started, lets the turns in flight finish or time out (they start no new
@@ -42,7 +43,8 @@ type dispatcher struct {
 	ready    []claimed // claimed, not started: each starts as a slot frees, oldest first
 	due      bool      // a claim now may find work: a wake, the interval, or a full claim
 	ends     int       // turns ended since the last claim: each may have left work
-	wakes    uint64    // Wakes seen: a turn that ran across one ends with a claim
+	capped   bool      // a host was at its cap after the last claim: turn ends free room for what Due held back
+	claimed  uint64    // the worker's Wake count when the last claim began
 	resting  bool      // the last claim failed: only the interval or a wake claims again
 	failures int       // errors since the loop last worked (logged at the first)
 	turnErr  bool      // a turn failed since the last claim
@@ -56,12 +58,12 @@ type claimed struct {
 	at, claimedAt time.Time // the claim's instant (for the store); when its Due returned (real time)
 	host          string
 	entry         *hostEntry
-	wakes         uint64 // the dispatcher's wakes when claimed
+	wakes         uint64 // the worker's Wake count before the claim
 }
 
 type turnEnd struct {
 	host  string
-	wakes uint64
+	wakes uint64 // the worker's Wake count when the turn last read its stream (claimed.wakes, or a read again)
 	rep   SweepReport
 	err   error
 }
@@ -92,7 +94,6 @@ func (d *dispatcher) run(every time.Duration) error {
 			d.end(e)
 		case <-d.w.wake:
 			d.due, d.resting = true, false
-			d.wakes++
 		case <-timer.C:
 			d.due, d.resting = true, false
 			timer.Reset(every)
@@ -104,16 +105,29 @@ func (d *dispatcher) run(every time.Duration) error {
 // up to twice MaxInFlight claims, those it runs and as many ready to start,
 // so that a slot is refilled at once from the ready ones; it claims when
 // fewer than half are ready, on a wake, the interval or a full claim, or
-// once refill turns ended (a quarter of MaxInFlight, at most half of
-// MaxPerHost), or as soon as nothing runs. A claim's query costs about the
-// same for 2 rows as for 200, so a high fan-out, or a host at its cap,
-// costs one Store.Due per several turns, not one per turn.
+// when a turn's end may have left work: at once for a turn with a backlog
+// or one that a wake came after (end), and, when a host was at its cap
+// after the last claim or one is troubled (endsMayFind), once refill turns
+// ended (a quarter of MaxInFlight, at most half of MaxPerHost) or as soon
+// as nothing runs. A claim's query costs about the same for 2 rows as for
+// 200, so a high fan-out, or a host at its cap, costs one Store.Due per
+// several turns, not one per turn; and otherwise the last claim took every
+// due registration that no turn held, so a turn's end alone finds nothing
+// new.
 func (d *dispatcher) canClaim() bool {
 	max := d.w.opts.maxInFlight
 	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
 		return false
 	}
-	return d.due || d.ends >= d.refill || (d.ends > 0 && d.running == 0)
+	return d.due || (d.endsMayFind() && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
+}
+
+// endsMayFind says whether turns' ends alone may have left work for a
+// claim: a host was at its cap after the last claim (Due held the rest of
+// its registrations back), or the worker knows of a troubled host (a
+// probe's answer brings it up and releases its registrations).
+func (d *dispatcher) endsMayFind() bool {
+	return d.capped || d.w.book.size.Load() > 0
 }
 
 // claim takes fresh claims up to what the dispatcher may hold. Each counts
@@ -121,6 +135,8 @@ func (d *dispatcher) canClaim() bool {
 func (d *dispatcher) claim() {
 	w := d.w
 	limit := min(2*w.opts.maxInFlight-d.running-len(d.ready), w.opts.sweepLimit)
+	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
+	d.claimed = wakes
 	at := time.Now()
 	batch, err := w.claim(d.ctx, at, limit, true)
 	if err != nil {
@@ -140,8 +156,10 @@ func (d *dispatcher) claim() {
 	w.waiting.Add(int64(len(batch.Registrations)))
 	for _, st := range batch.Registrations {
 		host := st.Host()
-		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: d.wakes})
+		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
 	}
+	_, _, atCap := w.perHost.load()
+	d.capped = atCap > 0
 }
 
 // start runs ready claims in the free slots, each turn in its own goroutine
@@ -152,8 +170,9 @@ func (d *dispatcher) start() {
 	for _, c := range d.ready[:n] {
 		d.running++
 		go func() {
-			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry, nil)
-			d.ended <- turnEnd{host: c.host, wakes: c.wakes, rep: rep, err: err}
+			wakes := c.wakes
+			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry, nil, &wakes)
+			d.ended <- turnEnd{host: c.host, wakes: wakes, rep: rep, err: err}
 		}()
 	}
 	d.ready = append(d.ready[:0], d.ready[n:]...)
@@ -186,10 +205,14 @@ func (d *dispatcher) end(e turnEnd) {
 		return
 	}
 	d.ends++
-	// A wake that came after this claim (an append, say) may be for this
-	// registration, whose lease hid it from the claims made meanwhile; a
-	// backlog is work left for certain. Either way claim now.
-	if e.wakes != d.wakes || e.rep.Backlog > 0 {
+	// A wake that came after the turn last read its stream (an append,
+	// say) may be for this registration, whose lease hid it from a claim
+	// that began since; a backlog is work left for certain. Either way
+	// claim now. (A turn reads again on a wake before it ends: only a wake
+	// during its last write is left.) A wake that no claim began after is
+	// claimed for anyway (it is in the channel, or due is set), by a claim
+	// that begins after this turn released its registration.
+	if (e.wakes != d.w.wakes.Load() && d.claimed > e.wakes) || e.rep.Backlog > 0 {
 		d.due = true
 	}
 }

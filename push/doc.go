@@ -76,7 +76,11 @@
 // serve and the other slots stay free for other hosts. A turn with a
 // backlog holds its one slot from page to page only while no ready claim
 // waits for it (the sweep above), so it never delays another registration by
-// more than a page. Overlapping RunOnce calls, and
+// more than a page. A turn of Run that reached its stream's end and ran
+// across a Worker.Wake reads its stream once more before it releases its
+// claim, and sends what it finds under the same claim (records the wake may
+// be for, which the lease hid from the claims made meanwhile), never more
+// than a drain page past the cursor's last write. Overlapping RunOnce calls, and
 // RunOnce beside Run, are safe: each claim takes its own lease, which fences
 // every write.
 //

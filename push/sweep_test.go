@@ -323,6 +323,83 @@ func TestRunSweepsOnWakeAndStops(t *testing.T) {
 	require.ErrorIs(t, w.Run(t.Context(), 0), journal.ErrInvalid)
 }
 
+// A turn of Run that ran across a wake reads its stream once more before it
+// releases its claim, and delivers what it finds under the same claim: a
+// record appended while the turn was sending the one before it needs no
+// claim of its own.
+func TestRunTurnReadsAgainAfterAWake(t *testing.T) {
+	f := newFixture(t)
+	inside, release := make(chan struct{}), make(chan struct{})
+	delivered := make(chan string, 10)
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if msg.ID == "s#1" {
+			close(inside)
+			<-release
+		}
+		delivered <- msg.ID
+		return accepted(), nil
+	})
+	f.register("s", "r")
+	f.append("s", 1)
+	turns := make(chan push.SweepReport, 10)
+	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
+	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithHooks(hooks))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx, time.Hour) }()
+
+	<-inside
+	f.append("s", 1) // #2, while the turn sends #1 under its claim
+	w.Wake()
+	close(release)
+	require.Equal(t, []string{"s#1", "s#2"}, []string{<-delivered, <-delivered})
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2}, <-turns,
+		"the turn that sent #1 read again after the wake and sent #2 under the same claim")
+	cancel()
+	require.NoError(t, <-stopped)
+}
+
+// Run claims on a turn's end only when the end may have left work: with no
+// host at its cap, none troubled, no backlog and no wake, the first claim
+// took everything due, and the two turns' ends make no claim of their own.
+func TestRunTurnEndsClaimOnlyWhenTheyMayFindWork(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if reg.ID == "slow" {
+			<-release
+		}
+		return accepted(), nil
+	})
+	f.register("s", "fast")
+	f.register("t", "slow")
+	f.append("s", 1)
+	f.append("t", 1)
+	var claims atomic.Int32
+	ended := make(chan push.SweepReport, 4)
+	hooks := push.Hooks{
+		Claim: func(time.Time, int, error) { claims.Add(1) },
+		Turn:  func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { ended <- r },
+	}
+	// refill is 1: before, every turn's end claimed.
+	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithHooks(hooks),
+		push.WithMaxInFlight(4), push.WithMaxPerHost(8))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx, time.Hour) }()
+
+	require.Equal(t, 1, (<-ended).Deliveries, "the fast turn ended while the slow one runs")
+	close(release)
+	require.Equal(t, 1, (<-ended).Deliveries, "the slow turn ended")
+	cancel()
+	require.NoError(t, <-stopped)
+	require.Equal(t, int32(1), claims.Load(), "one claim took both; neither turn's end claimed")
+	require.Equal(t, uint64(2), f.get("s", "fast").NextSeq)
+	require.Equal(t, uint64(2), f.get("t", "slow").NextSeq)
+}
+
 func TestMessageNeverPrintsHeaders(t *testing.T) {
 	m := push.Message{ID: "m1", ContentType: "application/json", Body: []byte(`{"secret":"b0dy"}`),
 		Header: map[string][]string{"Authorization": {"Bearer t0ken"}}}

@@ -18,6 +18,15 @@ import (
 // (Advance, Retry, Park or Complete) releases the claim. Invariant 2 bounds
 // duplicates by the page, so the cursor is written once per page rather
 // than once per record.
+//
+// A turn of Run that reached its stream's end and ran across a wake
+// (Worker.Wake: an append was numbered somewhere since the claim) reads its
+// stream once more before its last write, and delivers what it finds under
+// the same claim (woken): with a record every hundred milliseconds per
+// stream, a turn per record would otherwise release its claim, and the
+// record the wake was for would wait for a claim of its own. Such reads
+// never take the records acknowledged since the cursor's last write past
+// a drain page, so invariant 2's bound stays one page.
 type turn struct {
 	w        *Worker
 	at       time.Time
@@ -29,6 +38,9 @@ type turn struct {
 	host     *hostEntry    // the host's tokens, one held around each send
 	held     *atomic.Int64 // RunOnce: claims of this host its sweep holds back for the host's cap (nil under Run)
 	rep      SweepReport
+
+	wakes   *uint64 // Run's turns: the worker's Wake count the turn last read at (nil: no reading again)
+	unsaved int     // records acknowledged since the cursor's last write
 
 	next     uint64 // first seq not yet acknowledged in this turn
 	attempts int    // failures before the next one (0 once the cursor moved)
@@ -43,15 +55,17 @@ func (t *turn) run(ctx context.Context) error {
 	if t.late() {
 		return t.save(ctx, nil) // release the claim at once: another sweep serves it
 	}
-	recs, err := t.read(ctx)
+	recs, err := t.read(ctx, w.opts.drainPage)
 	if err != nil {
 		return err
 	}
+	limit := w.opts.drainPage // of the read that gave recs
 	for {
 		p := newPipe(t, recs)
 		p.run(ctx)
 		if p.lo > 0 {
 			t.next, t.attempts = recs[0].Seq+uint64(p.lo), 0
+			t.unsaved += p.lo
 		}
 		if f, ok := p.fails[p.lo]; ok && p.lo < len(recs) {
 			// The first unacknowledged record's failure decides (package doc,
@@ -70,9 +84,25 @@ func (t *turn) run(ctx context.Context) error {
 			w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", t.next-1)
 			return nil
 		}
-		if p.lo < len(recs) || len(recs) < w.opts.drainPage || !t.goOn() {
-			break // stopped within the page, the stream's end reached, or the slot is wanted
+		if p.lo < len(recs) || !t.goOn() {
+			break // stopped within the page, or the slot is wanted
 		}
+		if len(recs) < limit { // the stream's end reached
+			if limit = w.opts.drainPage - t.unsaved; limit < 1 || !t.woken() {
+				break
+			}
+			// No page read before now stands for this read (pages.go): it
+			// sees what was numbered up to the wake.
+			ctx = withReadClaim(ctx, time.Now(), t.head)
+			if recs, err = t.read(ctx, limit); err != nil {
+				return t.save(ctx, err)
+			}
+			if len(recs) == 0 {
+				break
+			}
+			continue
+		}
+		limit = w.opts.drainPage
 		var ended bool
 		if recs, ended, err = t.nextPage(ctx); ended {
 			return err
@@ -98,19 +128,35 @@ func (t *turn) run(ctx context.Context) error {
 func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
 	saved := make(chan error, 1)
 	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
-	recs, err = t.read(ctx)
+	recs, err = t.read(ctx, t.w.opts.drainPage)
 	if serr := <-saved; serr != nil {
 		return nil, true, t.lost(serr, fmt.Errorf("checkpoint at #%d: %w", t.next, serr))
 	}
+	t.unsaved = 0
 	if err != nil {
 		return nil, true, t.save(ctx, err)
 	}
 	return recs, false, nil
 }
 
-// read reads the next page from the cursor.
-func (t *turn) read(ctx context.Context) ([]journal.Record, error) {
-	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, t.w.opts.drainPage)
+// woken says whether a Wake came since the turn's claim or its last read
+// again (Run's turns only), and takes note of the count: a record may
+// have been numbered past what the turn read.
+func (t *turn) woken() bool {
+	if t.wakes == nil {
+		return false
+	}
+	n := t.w.wakes.Load()
+	if n == *t.wakes {
+		return false
+	}
+	*t.wakes = n
+	return true
+}
+
+// read reads up to limit records from the cursor.
+func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
+	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}

@@ -29,6 +29,7 @@ type Worker struct {
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
 	waiting    atomic.Int64  // claims held that wait for a slot: a turn gives its slot up to them (turn.goOn)
+	wakes      atomic.Uint64 // Wake calls: a turn of Run that ran across one reads its stream again (turn.woken)
 	tracer     trace.Tracer  // spans.go
 }
 
@@ -119,6 +120,7 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (SweepRep
 
 // Wake makes Run claim at once (after an append, say). It never blocks.
 func (w *Worker) Wake() {
+	w.wakes.Add(1)
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -214,7 +216,7 @@ func (w *Worker) sweep(ctx context.Context, stop <-chan struct{}, at time.Time, 
 		for _, q := range starts {
 			entry := w.perHost.enter(q.host)
 			go func() {
-				trep, terr := w.serve(ctx, stop, at, claimedAt, q.st, entry, held[q.host])
+				trep, terr := w.serve(ctx, stop, at, claimedAt, q.st, entry, held[q.host], nil)
 				w.perHost.leave(q.host)
 				done <- ended{host: q.host, rep: trep, err: terr}
 			}()
@@ -258,13 +260,17 @@ func (w *Worker) claim(ctx context.Context, at time.Time, limit int, capped bool
 //
 // held, if not nil, counts the claims of the turn's host that its sweep
 // holds back for the host's cap: the turn gives its slot up to them too.
+// wakes, if not nil (Run's turns), is the worker's count of Wake calls
+// before the claim was made: a turn that ran across a later one reads its
+// stream again before it releases its claim (turn.woken), and leaves in
+// *wakes the count it last read at.
 func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, claimedAt time.Time, st Status, host *hostEntry,
-	held *atomic.Int64) (SweepReport, error) {
+	held *atomic.Int64, wakes *uint64) (SweepReport, error) {
 	w.turns.Add(1)
 	defer w.turns.Add(-1)
 	started := time.Now()
 	t := turn{w: w, at: at, stop: stop, deadline: claimedAt.Add(w.opts.lease / 2), reg: st.Registration, head: st.Head,
-		claim: st.Claim(), host: host, held: held}
+		claim: st.Claim(), host: host, held: held, wakes: wakes}
 	// claimedAt is after the claim's Due returned: the turn's journal reads
 	// may share pages read since, and only those (pages.go).
 	ctx = withReadClaim(ctx, claimedAt, st.Head)

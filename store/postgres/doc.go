@@ -175,7 +175,9 @@
 //     stream rows (FOR NO KEY UPDATE SKIP LOCKED: a stream being sequenced
 //     is left pending for the next sweep), then it clears the marker only
 //     where, in a snapshot taken after the locks were granted, still no
-//     unparked registration lags.
+//     unparked registration lags. Both come after the claim, in one round
+//     trip with the commit, so that the sequencer, whose step updates the
+//     rows of the streams it numbers, waits for those locks only that long.
 //
 // Why no wake-up is lost: a write that makes a registration lag holds the
 // stream row's lock until it commits. If it committed before the sweep
@@ -201,6 +203,17 @@
 // another's claim; an expired lease is claimable again, and the least
 // recently claimed go first, so a saturated namespace starves no one. It
 // looks for Limit+1 rows and stamps only Limit.
+//
+// A claim's transaction commits without waiting for its WAL flush
+// (synchronous_commit off for it alone): what a crash of the database may
+// lose of it is a lease, the markers it cleared and a probe's next
+// instant, never a record or a cursor. The turn's writes are fenced by the
+// lease, so a turn whose claim was lost is refused as if its lease had been
+// taken over (push.ErrLeaseLost), and what it sent is sent again, within
+// invariant 2's bound (its first cursor write, a synchronous commit, makes
+// the claim durable before it: WAL is flushed in order). So the stream
+// rows it locks are released at its commit, not a flush later, and its
+// turns start sooner.
 //
 // The writes a worker makes under its claim (Advance, Retry, Park, Complete)
 // are fenced by the lease. Each is two statements pipelined in one round

@@ -10,13 +10,21 @@ import (
 )
 
 // Due implements push.Store. It first runs a sequencer step (Sequence;
-// not while this Store runs RunSequencer), then claims in one transaction of four round trips:
+// not while this Store runs RunSequencer), then claims in one transaction
+// of three round trips on one connection:
 //
-//  1. lock the pending streams that look idle (SKIP LOCKED);
-//  2. clear the marker of those still idle in a snapshot taken after the
-//     locks, claim up to q.Limit due registrations with the lease (SKIP
-//     LOCKED: only the rows claimed are locked; Limit+1 are looked for, to
-//     tell More), and count the other namespaces' due registrations.
+//  1. begin, read the troubled hosts and lock the probes this claim owns;
+//  2. claim up to q.Limit due registrations of pending streams with the
+//     lease (SKIP LOCKED: only the rows claimed are locked; Limit+1 are
+//     looked for, to tell More), and count the other namespaces' due
+//     registrations (then, rarely, move the probes claimed);
+//  3. lock the pending streams that look idle (SKIP LOCKED), clear the
+//     marker of those still idle in a snapshot taken after the locks, and
+//     commit.
+//
+// The stream rows are locked last, so that they are held for the two
+// statements and the commit of one round trip: the sequencer's step, which
+// updates the rows of the streams it numbers, waits for them.
 //
 // Only registrations of pending streams are read, through indexes: an idle
 // database costs three index probes that find nothing. See the package
@@ -37,81 +45,95 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			return push.DueBatch{}, err
 		}
 	}
-	var batch push.DueBatch
-	err := s.inTx(ctx, "due", func(tx pgx.Tx) error {
-		var idle []string
-		b := &pgx.Batch{}
-		b.Queue(sqlDuePlanner1)
-		b.Queue(sqlDuePlanner2)
-		b.Queue(sqlDuePlanner3)
-		b.Queue(sqlClearCandidates).Query(func(rows pgx.Rows) (err error) {
-			idle, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		var troubled []push.Host
-		b.Queue(sqlTroubledHosts).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				h, err := scanHost(rows)
-				if err != nil {
-					return err
-				}
-				troubled = append(troubled, h)
-			}
-			return rows.Err()
-		})
-		probes := map[string]push.Host{} // hosts whose probe this claim owns, as locked
-		b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				h, err := scanHost(rows)
-				if err != nil {
-					return err
-				}
-				probes[h.Host] = h
-			}
-			return rows.Err()
-		})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, "due: find idle streams", err)
-		}
-		var due int // due rows left unclaimed
-		b = &pgx.Batch{}
-		if len(idle) > 0 {
-			b.Queue(sqlClearPending, idle)
-		}
-		capArg, hosts, busy := hostCap(q)
-		probeHosts := make([]string, 0, len(probes))
-		for h := range probes {
-			probeHosts = append(probeHosts, h)
-		}
-		held := []string{} // not up, and not this claim's probe
-		for _, h := range troubled {
-			if _, ok := probes[h.Host]; !ok && h.State != push.HostUp {
-				held = append(held, h.Host)
-			}
-		}
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				st, err := scanStatus(rows, true, &due)
-				if err != nil {
-					return err
-				}
-				batch.Registrations = append(batch.Registrations, st)
-			}
-			return rows.Err()
-		})
-		b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, "due", err)
-		}
-		// due is how many due rows were left unclaimed, of the first
-		// Limit+1: only Limit rows are locked, so that concurrent claimers
-		// never skip a row this claim locked only to look past the limit.
-		batch.More = due > 0
-		return s.claimedHosts(ctx, tx, q, troubled, probes, &batch)
-	})
+	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
+		return push.DueBatch{}, s.dbErr(ctx, "due", err)
+	}
+	defer pooled.Release()
+	conn := pooled.Conn()
+	open := false
+	defer func() {
+		if open { // roll back, or drop a connection that cannot
+			if _, rbErr := conn.Exec(context.WithoutCancel(ctx), sqlAbort); rbErr != nil {
+				_ = conn.Close(context.WithoutCancel(ctx))
+			}
+		}
+	}()
+	var batch push.DueBatch
+	b := &pgx.Batch{}
+	b.Queue(sqlBegin)
+	b.Queue(sqlDuePlanner1)
+	b.Queue(sqlDuePlanner2)
+	b.Queue(sqlDuePlanner3)
+	b.Queue(sqlDueAsyncCommit)
+	var troubled []push.Host
+	b.Queue(sqlTroubledHosts).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			h, err := scanHost(rows)
+			if err != nil {
+				return err
+			}
+			troubled = append(troubled, h)
+		}
+		return rows.Err()
+	})
+	probes := map[string]push.Host{} // hosts whose probe this claim owns, as locked
+	b.Queue(sqlLockProbes, q.At).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			h, err := scanHost(rows)
+			if err != nil {
+				return err
+			}
+			probes[h.Host] = h
+		}
+		return rows.Err()
+	})
+	open = true
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return push.DueBatch{}, s.dbErr(ctx, "due: read hosts", err)
+	}
+	var due int // due rows left unclaimed
+	b = &pgx.Batch{}
+	capArg, hosts, busy := hostCap(q)
+	probeHosts := make([]string, 0, len(probes))
+	for h := range probes {
+		probeHosts = append(probeHosts, h)
+	}
+	held := []string{} // not up, and not this claim's probe
+	for _, h := range troubled {
+		if _, ok := probes[h.Host]; !ok && h.State != push.HostUp {
+			held = append(held, h.Host)
+		}
+	}
+	b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			st, err := scanStatus(rows, true, &due)
+			if err != nil {
+				return err
+			}
+			batch.Registrations = append(batch.Registrations, st)
+		}
+		return rows.Err()
+	})
+	b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return push.DueBatch{}, s.dbErr(ctx, "due", err)
+	}
+	// due is how many due rows were left unclaimed, of the first
+	// Limit+1: only Limit rows are locked, so that concurrent claimers
+	// never skip a row this claim locked only to look past the limit.
+	batch.More = due > 0
+	if err := s.claimedHosts(ctx, conn, q, troubled, probes, &batch); err != nil {
 		return push.DueBatch{}, err
 	}
+	b = &pgx.Batch{}
+	b.Queue(sqlClearCandidates)
+	b.Queue(sqlClearPending)
+	b.Queue(sqlCommit)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return push.DueBatch{}, s.dbErr(ctx, "due: clear idle streams and commit", err)
+	}
+	open = false
 	return batch, nil
 }
 

@@ -49,7 +49,7 @@ func putHostArgs(h push.Host) []any {
 // claimedHosts finishes Due's transaction for host health: the probe each
 // owned host got moves its next probe instant, and batch.Hosts reports the
 // troubled hosts of the claimed registrations.
-func (s *Store) claimedHosts(ctx context.Context, tx pgx.Tx, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
+func (s *Store) claimedHosts(ctx context.Context, tx *pgx.Conn, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
 	if len(batch.Registrations) == 0 || len(troubled)+len(probes) == 0 {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
@@ -225,6 +226,42 @@ func TestUncommittedAppendIsNotLost(t *testing.T) {
 	got := due(at(2))
 	require.Len(t, got, 1, "the committed append made it due")
 	require.Equal(t, uint64(1), got[0].Head)
+}
+
+// TestClearingKeepsEveryStreamName: Due passes the streams it locked to the
+// statement that clears their markers as one text (an array's), so names
+// with the array syntax's own characters are cleared as any other, and a
+// name that is a prefix of another clears only its own.
+func TestClearingKeepsEveryStreamName(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	names := []string{`a,b`, `{c}`, `"d"`, `e\f`, `NULL`, `g;h`, `g`, `ü/é`}
+	for _, n := range names {
+		_, err := s.Append(ctx, n, entry("e-"+n))
+		require.NoError(t, err)
+		_, err = s.Register(ctx, push.Registration{Stream: n, ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
+		require.NoError(t, err)
+	}
+	// The lagging one keeps its marker; every other is idle once served.
+	_, err := s.Append(ctx, "g", entry("e-g-2"))
+	require.NoError(t, err)
+	batch, err := s.Due(ctx, push.DueQuery{At: at(0), Limit: 100, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)})
+	require.NoError(t, err)
+	require.Len(t, batch.Registrations, len(names))
+	for _, st := range batch.Registrations {
+		next := st.Head + 1
+		if st.Stream == "g" {
+			next = st.Head // one record left
+		}
+		require.NoError(t, s.Advance(ctx, st.Claim(), next))
+	}
+	_, err = s.Due(ctx, push.DueQuery{At: at(120), Limit: 100, Namespace: "webhook", Owner: "w2", LeaseUntil: at(180)})
+	require.NoError(t, err)
+	rows, err := s.Pool().Query(ctx, `SELECT stream FROM herald_stream WHERE pending ORDER BY stream`)
+	require.NoError(t, err)
+	pending, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"g"}, pending, "every idle stream's marker cleared, the lagging one's kept")
 }
 
 // TestClearingNeverRacesALaggingWrite pins the lock protocol of the pending

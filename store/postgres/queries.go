@@ -110,10 +110,14 @@ const (
 	sqlAbort    = `ROLLBACK`
 	// A row for every stream with a record waiting. A stream whose first
 	// record commits after this statement began has no row in sqlNumber's
-	// snapshot: its records wait for the next step.
+	// snapshot: its records wait for the next step. Only streams with no
+	// row in this statement's snapshot are inserted: ON CONFLICT's check of
+	// an existing row waits for any transaction updating it (a claim
+	// clearing its marker) to end, and the step has no reason to.
 	sqlEnsureStreams = `INSERT INTO herald_stream (stream)
-SELECT DISTINCT stream FROM herald_record
-WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
+SELECT DISTINCT r.stream FROM herald_record r
+WHERE r.seq IS NULL AND r.refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
+  AND NOT EXISTS (SELECT 1 FROM herald_stream s WHERE s.stream = r.stream)
 ON CONFLICT DO NOTHING`
 	// sqlNumber is the step. Its snapshot holds the committed records
 	// without a seq (a READ COMMITTED statement sees what committed before
@@ -255,21 +259,31 @@ const (
 	sqlDuePlanner1 = `SET LOCAL enable_seqscan = off`
 	sqlDuePlanner2 = `SET LOCAL jit = off`
 	sqlDuePlanner3 = `SET LOCAL plan_cache_mode = force_generic_plan`
+	// A claim's commit does not wait for its WAL flush (package doc,
+	// "Claiming and fencing": a claim a crash loses is a lease lost), so
+	// that the stream rows it locks to clear their markers, which the
+	// sequencer's step updates, are released when it commits, not a flush
+	// later, and the turns start a flush sooner.
+	sqlDueAsyncCommit = `SET LOCAL synchronous_commit = off`
 	// The streams whose marker may be cleared, locked in the append's order
 	// (stream row first). SKIP LOCKED: a stream being appended to keeps its
 	// marker this sweep. At most 10,000 a sweep, to bound the transaction:
 	// more than that many streams appended to since the last sweep and
-	// followed by nobody leave the rest for the next. The NOT EXISTS here reads a snapshot taken before
-	// the locks; sqlClearPending decides, with one taken after.
-	sqlClearCandidates = `SELECT s.stream FROM herald_stream s
-WHERE s.pending AND NOT EXISTS (
-    SELECT 1 FROM herald_registration r
-    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-    OFFSET 0)
-LIMIT 10000
-FOR NO KEY UPDATE OF s SKIP LOCKED`
+	// followed by nobody leave the rest for the next. The NOT EXISTS here
+	// reads a snapshot taken before the locks; sqlClearPending decides, with
+	// one taken after. The streams locked are kept in a transaction-local
+	// setting for sqlClearPending, so that both go in one round trip with
+	// the commit (the rows stay locked only that long).
+	sqlClearCandidates = `SELECT set_config('herald.idle', coalesce(array_agg(c.stream), '{}')::text, true)
+FROM (SELECT s.stream FROM herald_stream s
+    WHERE s.pending AND NOT EXISTS (
+        SELECT 1 FROM herald_registration r
+        WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+        OFFSET 0)
+    LIMIT 10000
+    FOR NO KEY UPDATE OF s SKIP LOCKED) c`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
-WHERE s.stream = ANY($1::text[]) AND NOT EXISTS (
+WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND NOT EXISTS (
     SELECT 1 FROM herald_registration r
     WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
     OFFSET 0)`
