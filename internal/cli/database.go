@@ -86,8 +86,9 @@ func redactDSN(s string) string {
 // passwordParam matches a password parameter and its value, quoted (and
 // whatever follows the closing quote up to the next separator, which a
 // parser may take as the value's) or up
-// to the next separator.
-var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'?[^\s&;#]*|[^\s&;#]*)`)
+// to the next separator. Whitespace is C's isspace (libpq's), which counts
+// \v: RE2's \s does not.
+var passwordParam = regexp.MustCompile(`(?i)(password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*)('[^']*'?[^\t\n\v\f\r &;#]*|[^\t\n\v\f\r &;#]*)`)
 
 // What a command may do to a SQLite --database (PostgreSQL is never created
 // nor migrated by these: `herald migrate up` does that).
