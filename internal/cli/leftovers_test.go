@@ -64,6 +64,24 @@ func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "not found", args)
 	}
+
+	// A stream name is a producer's value: the not-found hint's command
+	// shows its escapes and bidirectional overrides escaped (found by a
+	// newcomer: it wrote them raw and the terminal obeyed them).
+	hostile := "\x1b]0;owned\a\x1b[2J\u202eb"
+	for _, args := range [][]string{
+		{"unpark", "--stream", hostile, "--id", "x"},
+		{"skip", "--stream", hostile, "--id", "x", "--to-seq", "2"},
+		{"rewind", "--stream", hostile, "--id", "x", "--to-seq", "1"},
+		{"unregister", "--stream", hostile, "--id", "x"},
+		{"evidence", "--stream", hostile, "--id", "x"},
+	} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, `herald registrations --stream $'\x1b]0;owned\x07\x1b[2J\u202eb'`, args[0])
+		require.NotContains(t, r.stderr, "\x1b", args[0])
+		require.NotContains(t, r.stderr, "\u202e", args[0])
+	}
 }
 
 // With --json, what register notes about the guard is in its JSON (as
@@ -179,6 +197,13 @@ func TestShellQuote(t *testing.T) {
 		"it's":                      `'it'\''s'`,
 		"":                          "''",
 		"$(rm -rf /)":               "'$(rm -rf /)'",
+		"\x1b]0;owned\a\x1b[2J":     `$'\x1b]0;owned\x07\x1b[2J'`, // the terminal shows the escapes, never obeys them
+		"a\u202eb":                  `$'a\u202eb'`,
+		"it's\x1b":                  `$'it\'s\x1b'`,
+		"back\\slash\t":             `$'back\\slash\x09'`,
+		"not utf-8 \xff":            `$'not utf-8 \xff'`,
+		"\U000e0001tag":             `$'\U000e0001tag'`,
+		"café 中":                    "'café 中'",
 	} {
 		require.Equal(t, want, shellQuote(in), in)
 	}

@@ -49,8 +49,11 @@ func (t *Table) Row(cells ...string) {
 // Flush writes the table and returns the writer's error.
 func (t *Table) Flush() error { return t.tw.Flush() }
 
-// Cell makes s safe for one table cell: control characters (tabs and line
-// breaks included) become spaces, values longer than MaxCell runes are cut
+// Cell makes s safe for one table cell: characters that do not print as
+// themselves become spaces (control characters, tabs and line breaks
+// included, and format characters such as the bidirectional overrides
+// U+202A–U+202E and U+2066–U+2069, which would reorder what follows them on
+// the terminal's line), values longer than MaxCell runes are cut
 // with an ellipsis, and an empty value is shown as "-".
 func Cell(s string) string {
 	s = Clean(s)
@@ -63,7 +66,7 @@ func Cell(s string) string {
 // Clean is Cell without the cut, for a value shown whole.
 func Clean(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		if r != ' ' && !unicode.IsPrint(r) {
 			return ' '
 		}
 		return r

@@ -25,6 +25,8 @@ func TestCellSanitises(t *testing.T) {
 		{"", "-"},
 		{"a\tb\nc\x1b[31m", "a b c [31m"},
 		{"line\u2028sep", "line sep"},
+		{"abc\u202edef\u2066g\u200bh", "abc def g h"}, // bidirectional overrides, isolates, a zero-width space
+		{"nbsp\u00a0é 中", "nbsp é 中"},
 		{strings.Repeat("x", table.MaxCell), strings.Repeat("x", table.MaxCell)},
 		{strings.Repeat("é", table.MaxCell+1), strings.Repeat("é", table.MaxCell-1) + "…"},
 	} {
