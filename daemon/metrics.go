@@ -124,7 +124,7 @@ func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
 
 var (
 	registrationsDesc = prometheus.NewDesc("herald_registrations",
-		"Registrations by namespace and state (ready, retrying, idle, parked).", []string{"namespace", "state"}, nil)
+		"Registrations by namespace and state (ready, retrying, idle, parked); one held for its host counts as ready or retrying here, and in herald_held_registrations.", []string{"namespace", "state"}, nil)
 	parkedDesc = prometheus.NewDesc("herald_parked_registrations",
 		"Parked registrations by namespace: each needs an operator (herald unpark).", []string{"namespace"}, nil)
 	behindDesc = prometheus.NewDesc("herald_records_behind",

@@ -109,11 +109,51 @@ type nsRow struct {
 	ParkedLink, IdleLink, NamespaceLink string
 }
 
-// maxHeldScan bounds the registrations the overview reads to split held
-// ones out of ready and retrying when a host is down: past it the
-// namespaces' held counts are left at what was counted (Store.Stats does
-// not know hosts).
-const maxHeldScan = 100_000
+// MaxHeldScan bounds the registrations SplitHeld reads to split held ones
+// out of ready and retrying when a host is not up.
+const MaxHeldScan = 100_000
+
+// SplitHeld moves the registrations held for their host (work on a host
+// that notUp maps to its state, down or unavailable; not parked) out of the
+// ready and retrying counts of namespaces, where Store.Stats counts them (it
+// does not know hosts), and returns how many each namespace holds so. It
+// reads the lagging registrations (Store.List) only when a host is not up,
+// at most MaxHeldScan of them; past that truncated is true and the counts
+// are those of the registrations it read.
+func SplitHeld(ctx context.Context, store push.Store, namespaces map[string]push.NamespaceStats, notUp map[string]string) (held map[string]int, truncated bool, err error) {
+	held = map[string]int{}
+	if len(notUp) == 0 {
+		return held, false, nil
+	}
+	q := push.ListQuery{Lagging: true, Limit: push.MaxListLimit}
+	for scanned := 0; ; {
+		page, err := store.List(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, s := range page {
+			c, ok := namespaces[s.Namespace]
+			if !ok || notUp[s.Host()] == "" || s.Parked || s.Lag() == 0 {
+				continue
+			}
+			held[s.Namespace]++
+			if s.State() == push.StateRetrying {
+				c.Retrying--
+			} else {
+				c.Ready--
+			}
+			namespaces[s.Namespace] = c
+		}
+		scanned += len(page)
+		if len(page) < q.Limit {
+			return held, false, nil
+		}
+		if scanned >= MaxHeldScan {
+			return held, true, nil
+		}
+		q.After = page[len(page)-1].Key()
+	}
+}
 
 func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -128,42 +168,14 @@ func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
+	heldCounts, truncated, err := SplitHeld(ctx, p.store, st.Namespaces, held)
+	if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
 	rows := map[string]*nsRow{}
 	for ns, c := range st.Namespaces {
-		rows[ns] = &nsRow{Name: ns, Ready: c.Ready, Retrying: c.Retrying, Parked: c.Parked, Idle: c.Idle, Leased: c.Leased, Behind: c.Behind}
-	}
-	truncated := false
-	if len(held) > 0 {
-		// Stats counts held registrations as ready or retrying: move them.
-		q := push.ListQuery{Lagging: true, Limit: push.MaxListLimit}
-		for scanned := 0; ; {
-			page, err := p.store.List(ctx, q)
-			if err != nil {
-				p.failErr(w, r, err)
-				return
-			}
-			for _, s := range page {
-				row := rows[s.Namespace]
-				if row == nil || held.view(s).State != StateHeld {
-					continue
-				}
-				row.Held++
-				if s.State() == push.StateRetrying {
-					row.Retrying--
-				} else {
-					row.Ready--
-				}
-			}
-			scanned += len(page)
-			if len(page) < q.Limit {
-				break
-			}
-			if scanned >= maxHeldScan {
-				truncated = true
-				break
-			}
-			q.After = page[len(page)-1].Key()
-		}
+		rows[ns] = &nsRow{Name: ns, Ready: c.Ready, Retrying: c.Retrying, Held: heldCounts[ns], Parked: c.Parked, Idle: c.Idle, Leased: c.Leased, Behind: c.Behind}
 	}
 	var list []nsRow
 	for _, ns := range slices.Sorted(mapKeys(rows)) {
@@ -190,7 +202,7 @@ func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	p.render(w, r, http.StatusOK, "overview", map[string]any{
 		"Title": "Overview", "At": at, "Namespaces": list, "Lagging": lagging, "OldestParked": oldest,
-		"NotUp": notUp, "HeldTruncated": truncated, "MaxHeldScan": maxHeldScan,
+		"NotUp": notUp, "HeldTruncated": truncated, "MaxHeldScan": MaxHeldScan,
 	})
 }
 

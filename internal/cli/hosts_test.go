@@ -80,12 +80,21 @@ func TestHostsCommand(t *testing.T) {
 	code, out, _ = runHostsCLI(t, db, "status", "--json")
 	require.Equal(t, ExitOK, code)
 	var st struct {
-		Hosts hostSummary `json:"hosts"`
+		Namespaces map[string]namespaceView `json:"namespaces"`
+		Hosts      hostSummary              `json:"hosts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.Equal(t, 1, st.Hosts.Down)
 	require.Equal(t, 2, st.Hosts.Held)
 	require.Len(t, st.Hosts.NotUp, 1)
+	// a and b are counted held, not ready (found by a newcomer: status
+	// counted them ready while its own lags said held); c is ready.
+	wh := st.Namespaces["webhook"]
+	require.Equal(t, 2, wh.Held, "%+v", wh)
+	require.Equal(t, 1, wh.Ready+wh.Retrying, "%+v", wh)
+	code, out, _ = runHostsCLI(t, db, "status")
+	require.Equal(t, ExitOK, code)
+	require.Regexp(t, `(?m)^NAMESPACE +READY +RETRYING +HELD .*\n^webhook +1 +0 +2 `, out)
 
 	code, _, errOut = runHostsCLI(t, db, "hosts", "--state", "sideways")
 	require.Equal(t, ExitUsage, code)
@@ -110,6 +119,7 @@ func TestHostsCommand(t *testing.T) {
 	code, out, _ = runHostsCLI(t, db, "status")
 	require.Equal(t, ExitOK, code)
 	require.NotContains(t, out, "Hosts:", "no host is down any more")
+	require.Regexp(t, `(?m)^webhook +3 +0 +0 `, out, "released: all three ready")
 	code, out, _ = runHostsCLI(t, db, "registrations")
 	require.Equal(t, ExitOK, code)
 	require.NotContains(t, out, "held", "released")

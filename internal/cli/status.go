@@ -25,6 +25,14 @@ type refusedLister interface {
 // refusedShown is how many refused records herald status lists.
 const refusedShown = 20
 
+// namespaceView is one namespace of herald status --json: Store.Stats'
+// counts, with the registrations held for their host moved out of ready and
+// retrying into held.
+type namespaceView struct {
+	push.NamespaceStats
+	Held int `json:"held"`
+}
+
 type refusedView struct {
 	Stream     string `json:"stream"`
 	ID         string `json:"id"`
@@ -71,12 +79,20 @@ func newStatus(e *env) *cobra.Command {
 					held[h.Host] = h.State
 				}
 			}
+			heldCounts, truncated, err := daemon.SplitHeld(cmd.Context(), b, st.Namespaces, held)
+			if err != nil {
+				return err
+			}
 			if e.json {
+				namespaces := make(map[string]namespaceView, len(st.Namespaces))
+				for n, c := range st.Namespaces {
+					namespaces[n] = namespaceView{c, heldCounts[n]}
+				}
 				lagging := make([]registrationView, len(st.Lagging))
 				for i, s := range st.Lagging {
 					lagging[i] = viewHeld(s, held)
 				}
-				out := map[string]any{"namespaces": st.Namespaces, "lagging": lagging, "oldest_parked": nil, "refused": refused, "hosts": hosts}
+				out := map[string]any{"namespaces": namespaces, "held_truncated": truncated, "lagging": lagging, "oldest_parked": nil, "refused": refused, "hosts": hosts}
 				if st.OldestParked != nil {
 					out["oldest_parked"] = viewOf(*st.OldestParked)
 				}
@@ -87,13 +103,16 @@ func newStatus(e *env) *cobra.Command {
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			t := newTable(e.Out, "NAMESPACE", "READY", "RETRYING", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+			t := newTable(e.Out, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
 			for _, n := range names {
 				c := st.Namespaces[n]
-				t.row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
+				t.row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(heldCounts[n]), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
 			}
 			if err := t.flush(); err != nil {
 				return err
+			}
+			if truncated {
+				fmt.Fprintf(e.Out, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", daemon.MaxHeldScan)
 			}
 			if len(refused) > 0 {
 				fmt.Fprintf(e.Out, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
