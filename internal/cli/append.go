@@ -301,7 +301,7 @@ type line struct {
 func readJSONL(path, defaultStream string) ([]batch, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open --file: %w", err)
+		return nil, readError("--file", path, err, "")
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -142,6 +143,9 @@ func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 		}
 		b, err = sqlite.Open(ctx, d.path)
 	case d.kind == "sqlite" && mode == createDB:
+		if _, serr := os.Stat(filepath.Dir(d.path)); errors.Is(serr, fs.ErrNotExist) {
+			return nil, usagef("no folder for a new herald database at %s: create %q first, or point --database (or HERALD_DATABASE_URL) elsewhere", d, filepath.Dir(d.path))
+		}
 		b, err = sqlite.Open(ctx, d.path)
 	case d.kind == "sqlite":
 		b, err = sqlite.Open(ctx, d.path, sqlite.WithoutMigrating())
@@ -174,6 +178,10 @@ func openError(d database, err error) error {
 		hint = "point --database at a herald database, or at a new file"
 	case errors.Is(err, store.ErrSchemaDirty):
 		hint = "a migration did not finish: check the schema, record its version as the error says, then run herald migrate up"
+	}
+	if errors.Is(err, store.ErrNotHerald) {
+		// The file is there and is something else: a bad --database value.
+		return usagef("cannot use database %s: %w\n%s", d, err, hint)
 	}
 	if hint != "" {
 		return fmt.Errorf("cannot use database %s: %w\n%s", d, err, hint)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -164,7 +165,14 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 	require.Contains(t, out, "Registered stream=a&id=b id=x#y")
 	out = heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "cloudevents", "--url", "https://other.example/ce", "--source", "/x")
 	require.Contains(t, out, "Updated stream=a&id=b id=x#y: cloudevents to other.example:443")
-	require.Contains(t, out, "It replaced webhook to hooks.example:443")
+	require.Contains(t, out, "It replaced webhook to https://hooks.example/x;")
+	// An update keeps the cursor: --from-seq says it did nothing (found by
+	// a newcomer: it was silently ignored).
+	out = heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "cloudevents", "--url", "https://other.example/ce", "--source", "/x", "--from-seq", "4")
+	require.Contains(t, out, "cursor 1, 5 records to deliver")
+	require.Contains(t, out, "--from-seq 4 applies to a new registration only: the cursor stays at 1")
+	out = heraldOK(t, db, "", "register", "--stream", "a&id=b", "--id", "x#y", "--namespace", "cloudevents", "--url", "https://other.example/ce", "--source", "/x", "--from-seq", "4", "--json")
+	require.Contains(t, out, `"--from-seq 4 applies to a new registration only: the cursor stays at 1 (herald skip or rewind moves it)"`)
 
 	r := runCLI(t, db, "", "rewind", "--stream", "a&id=b", "--id", "x#y", "--to-seq", "3")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
@@ -217,4 +225,41 @@ func TestNamespaceFlagsAreTheConfigFlags(t *testing.T) {
 			require.Contains(t, namespaceFlags(), f, "%s's --%s", ns, f)
 		}
 	}
+}
+
+// An instant as herald's tables print it reads back as --at (found by a
+// newcomer: the tables' "2026-03-15 11:00:00Z" was refused).
+func TestTablesInstantsPasteIntoAt(t *testing.T) {
+	want := time.Date(2026, 3, 15, 11, 0, 1, 0, time.UTC)
+	got, err := parseInstant(fmtTime(want))
+	require.NoError(t, err)
+	require.True(t, got.Equal(want), "%v", got)
+	for _, bad := range []string{"2026-03-15  11:00:00Z", "2026-03-15 ", "2026-03-15 11:00:00"} {
+		_, err := parseInstant(bad)
+		require.Error(t, err, bad)
+		require.True(t, isUsage(err), bad)
+	}
+}
+
+// A --database or --file value that names the wrong thing is a bad value
+// (exit 2), as a missing database file is, and nothing is created (found by
+// a newcomer: these exited 1).
+func TestWrongDatabaseOrFileIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.db")
+	require.NoError(t, os.WriteFile(text, []byte("hello\n"), 0o600))
+	r := runCLI(t, text, "", "status")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "not a herald database")
+
+	r = runCLI(t, filepath.Join(dir, "no-such-folder", "herald.db"), "{}", "append", "--stream", "s", "--id", "a", "--kind", "k")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "no folder for a new herald database")
+	require.NoDirExists(t, filepath.Join(dir, "no-such-folder"))
+
+	db := filepath.Join(dir, "herald.db")
+	r = runCLI(t, db, "", "append", "--stream", "s", "--file", filepath.Join(dir, "missing.jsonl"))
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `--file "`+filepath.Join(dir, "missing.jsonl")+`": no such file or directory`)
+	require.NoFileExists(t, db)
 }

@@ -263,11 +263,17 @@ func TestUnparkSaysOneRecord(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "herald.db")
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://192.0.2.10/x",
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "later", "--namespace", "webhook", "--url", "https://192.0.2.10/y",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
 	require.Equal(t, ExitAttention, r.code, r.stderr)
 	require.Equal(t, "Unparked stream=s id=r: due now at cursor 1 (1 record to deliver).\n",
 		heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r", "--at", "2026-03-15T11:01:00Z"))
+	// An --at ahead of the clock is when it is due (found by a newcomer: it
+	// said "due now").
+	require.Equal(t, "Unparked stream=s id=later: due from 2099-01-01 00:00:00Z at cursor 1 (1 record to deliver).\n",
+		heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "later", "--at", "2099-01-01T00:00:00Z"))
 }
 
 // herald run refuses an OTEL_* environment it cannot honour, naming the

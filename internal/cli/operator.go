@@ -87,7 +87,11 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", regName(k.stream, k.id))
 				return nil
 			}
-			fmt.Fprintf(e.Out, "Unparked %s: due now at cursor %d (%s to deliver).\n", regName(k.stream, k.id), after.NextSeq, plural(int(after.Lag()), "record"))
+			due := "due now"
+			if after.NextAttemptAt.After(e.now()) { // --at ahead of the clock
+				due = "due from " + fmtTime(after.NextAttemptAt)
+			}
+			fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", regName(k.stream, k.id), due, after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/daemon"
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
@@ -114,10 +115,19 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if err != nil {
 				return err
 			}
+			// --from-seq places a new registration's cursor; an update keeps
+			// the cursor (the operator's commands move it, with evidence).
+			fromSeqKept := ""
+			if existed && cmd.Flags().Changed("from-seq") && st.NextSeq != fromSeq {
+				fromSeqKept = fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq)
+			}
 			if e.json {
 				// The answer of POST /v1/registrations: the notes are its
 				// warnings, in the JSON, not text beside it.
 				var warnings []string
+				if fromSeqKept != "" {
+					warnings = append(warnings, fromSeqKept)
+				}
 				for _, err := range transport.URLRefusals(st.URL) {
 					warnings = append(warnings, refusalNote+err.Error())
 				}
@@ -134,7 +144,10 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
 				verb, regName(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
 			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
-				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, old.Host())
+				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(daemon.RedactURL(old.URL)))
+			}
+			if fromSeqKept != "" {
+				fmt.Fprintln(e.Out, fromSeqKept+".")
 			}
 			if st.Parked {
 				fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")

@@ -178,9 +178,16 @@ func parseInstant(s string) (time.Time, error) {
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	// RFC 3339 lets a space stand for the T (its section 5.6 note), as
+	// herald's tables print an instant (2026-03-15 11:00:00Z), so that one can
+	// be pasted back.
+	rfc := s
+	if len(rfc) > 10 && rfc[10] == ' ' {
+		rfc = rfc[:10] + "T" + rfc[11:]
+	}
+	t, err := time.Parse(time.RFC3339Nano, rfc)
 	if err != nil {
-		return time.Time{}, usagef("--at %q is neither RFC 3339 (2026-03-15T11:00:00Z) nor unix seconds", s)
+		return time.Time{}, usagef("--at %q is neither RFC 3339 (2026-03-15T11:00:00Z, or with a space for the T as tables print it) nor unix seconds", s)
 	}
 	if t.Before(time.Unix(0, 0)) {
 		return time.Time{}, usagef("--at %s is before 1970: out of range", s)
