@@ -263,3 +263,23 @@ func TestWrongDatabaseOrFileIsAUsageError(t *testing.T) {
 	require.Contains(t, r.stderr, `--file "`+filepath.Join(dir, "missing.jsonl")+`": no such file or directory`)
 	require.NoFileExists(t, db)
 }
+
+// registrations --limit says when more follow, with the command that lists
+// them (found by a newcomer: the list was cut silently).
+func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for i, id := range []string{"r1", "r2", "r 3"} { // listed by id: "r 3", r1, r2
+		heraldOK(t, db, "", "register", "--stream", "s/1", "--id", id, "--namespace", "webhook", "--url", fmt.Sprint("https://hooks.example/", i), "--secret", goodSecret)
+	}
+	out := heraldOK(t, db, "", "registrations", "--stream", "s/1", "--limit", "2")
+	require.Contains(t, out, "More registrations follow: herald registrations --stream s/1 --limit 2 --after-stream s/1 --after-id r1\n")
+	require.Contains(t, out, "r 3")
+	require.NotContains(t, out, "r2")
+	out = heraldOK(t, db, "", "registrations", "--stream", "s/1", "--limit", "2", "--after-stream", "s/1", "--after-id", "r1")
+	require.Contains(t, out, "r2")
+	require.NotContains(t, out, "More registrations follow", "the last page says nothing more")
+	require.NotContains(t, heraldOK(t, db, "", "registrations", "--limit", "3"), "More registrations follow", "exactly --limit, none after")
+	r := runCLI(t, db, "", "registrations", "--after-stream", "s/1")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--after-stream and --after-id go together")
+}

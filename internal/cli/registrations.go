@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,16 +21,25 @@ func newRegistrations(e *env) *cobra.Command {
 acknowledged), the stream's head, lag (records not yet acknowledged), attempts
 at the cursor, next attempt ("parked" for a parked one: none until it is
 unparked), state (ready, retrying, idle, parked, or held: host down or
-unavailable, see herald hosts) and the last error. Ordered by stream, then id.`,
+unavailable, see herald hosts) and the last error. Ordered by stream, then id.
+
+It lists at most --limit; when more follow, it says so with the command that
+lists the next ones (--after-stream and --after-id: the last one listed). With
+--json the list is the array alone: when it holds --limit registrations, ask
+again after its last one.`,
 		Example: `  herald registrations --parked
   herald registrations --stream actor/alice --json
-  herald registrations --namespace webhook --lagging --limit 1000`,
+  herald registrations --namespace webhook --lagging --limit 1000
+  herald registrations --after-stream actor/alice --after-id https://remote.example/inbox`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if q.Namespace != "" {
 				if err := checkNamespace(q.Namespace); err != nil {
 					return err
 				}
+			}
+			if (q.After.Stream == "") != (q.After.ID == "") {
+				return usagef("--after-stream and --after-id go together: the stream and id of the last registration listed")
 			}
 			if limit < 1 || limit > push.MaxListLimit*100 {
 				return usagef("--limit %d must be from 1 to %d", limit, push.MaxListLimit*100)
@@ -52,11 +62,39 @@ unavailable, see herald hosts) and the last error. Ordered by stream, then id.`,
 				}
 				q.After = page[len(page)-1].Key()
 			}
+			more := false
+			if len(all) == limit {
+				probe := q
+				probe.Limit, probe.After = 1, all[len(all)-1].Key()
+				next, err := b.List(cmd.Context(), probe)
+				if err != nil {
+					return err
+				}
+				more = len(next) > 0
+			}
 			held, err := notUpHosts(cmd.Context(), b)
 			if err != nil {
 				return err
 			}
-			return printRegistrations(e.Out, e.json, all, held)
+			if err := printRegistrations(e.Out, e.json, all, held); err != nil || e.json || !more {
+				return err
+			}
+			last := all[len(all)-1].Key()
+			words := []string{"herald registrations"}
+			for _, f := range []struct{ flag, value string }{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
+				if f.value != "" {
+					words = append(words, f.flag, shellQuote(f.value))
+				}
+			}
+			if q.Parked {
+				words = append(words, "--parked")
+			}
+			if q.Lagging {
+				words = append(words, "--lagging")
+			}
+			words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(last.Stream), "--after-id", shellQuote(last.ID))
+			_, err = fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -65,6 +103,8 @@ unavailable, see herald hosts) and the last error. Ordered by stream, then id.`,
 	f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
 	f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
 	f.IntVar(&limit, "limit", 1000, "at most this many rows")
+	f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")
+	f.StringVar(&q.After.ID, "after-id", "", "list the registrations after this one (with --after-stream): the id of the last one listed")
 	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100))
 	return cmd
 }
