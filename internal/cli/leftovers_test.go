@@ -283,3 +283,24 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--after-stream and --after-id go together")
 }
+
+// record-status tells a cursor moved past a record from one the receiver
+// acknowledged (found by a newcomer: a skipped record said "yes").
+func TestRecordStatusTellsSkippedFromAcknowledged(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for i := range 3 {
+		heraldOK(t, db, "{}", "append", "--stream", "s", "--id", fmt.Sprint("e", i), "--kind", "order.created")
+	}
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "skipper", "--namespace", "webhook", "--url", "https://hooks.example/a", "--secret", goodSecret)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "picky", "--namespace", "webhook", "--url", "https://hooks.example/b", "--secret", goodSecret,
+		"--kinds", "order.paid")
+	heraldOK(t, db, "", "skip", "--stream", "s", "--id", "skipper", "--to-seq", "3", "--reason", "poison")
+	// picky's turn passes over records not of its kinds without sending.
+	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
+	require.Contains(t, []int{ExitOK, ExitAttention}, r.code, r.stderr)
+
+	out := heraldOK(t, db, "", "record-status", "--stream", "s", "--seq", "2")
+	require.Regexp(t, `(?m)^skipper +webhook +hooks\.example:443 +yes or skipped +3 `, out)
+	require.Regexp(t, `(?m)^picky +webhook +hooks\.example:443 +not its kind +4 `, out)
+	require.Contains(t, out, `Only "yes" says the receiver acknowledged it`)
+}

@@ -174,9 +174,12 @@ func newRecordStatus(e *env) *cobra.Command {
 		Use:   "record-status",
 		Short: "Which registrations have acknowledged a record, and which have not",
 		Long: `Show which registrations of a record's stream have acknowledged it (their cursor
-is past it) and which have not, with their state. Name the record by --id, or by
---stream and --seq. Registrations that completed (acknowledged their stream's
-final record) are gone and not listed.`,
+is past it) and which have not, with their state. A cursor is past a record the
+receiver acknowledged (a 2xx), and also past one it was moved over: by herald
+skip, by a rejection its --on-4xx policy skips, or because the record is not of
+the registration's --kinds; herald evidence says which. Name the record by --id,
+or by --stream and --seq. Registrations that completed (acknowledged their
+stream's final record) are gone and not listed.`,
 		Example: `  herald record-status --stream actor/alice --seq 42
   herald record-status --id https://example.com/activities/1 --json`,
 		Args: noArgs,
@@ -251,14 +254,24 @@ final record) are gone and not listed.`,
 			}
 			fmt.Fprintf(e.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", rec.Stream, rec.Seq, cell(rec.ID), cell(rec.Kind), fmtTime(rec.AppendedAt))
 			fmt.Fprintf(e.Out, "Acknowledged by %d, not yet by %d.\n", len(acked), len(pending))
+			skips := false
 			t := newTable(e.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
 			for _, s := range acked {
-				t.row(s.ID, s.Namespace, s.Host(), "yes", fmt.Sprint(s.NextSeq), s.State(), s.LastError)
+				said := "not its kind" // passed over, never sent
+				if len(s.Kinds) == 0 || slices.Contains(s.Kinds, rec.Kind) {
+					said = skipped(cmd.Context(), b, s.Stream, s.ID, rec.Seq)
+				}
+				skips = skips || said != "yes"
+				t.row(s.ID, s.Namespace, s.Host(), said, fmt.Sprint(s.NextSeq), s.State(), s.LastError)
 			}
 			for _, s := range pending {
 				t.row(s.ID, s.Namespace, s.Host(), "no", fmt.Sprint(s.NextSeq), s.State(), s.LastError)
 			}
-			return t.flush()
+			if err := t.flush(); err != nil || !skips {
+				return err
+			}
+			_, err = fmt.Fprintf(e.Out, "\nOnly \"yes\" says the receiver acknowledged it (a 2xx): \"skipped\" is a rejection its --on-4xx policy moved past, \"yes or skipped\" a cursor an operator's skip moved from at or before #%d, \"not its kind\" a record its --kinds passes over; herald evidence --stream S --id ID tells.\n", rec.Seq)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&stream, "stream", "", "the record's stream")
@@ -266,4 +279,27 @@ final record) are gone and not listed.`,
 	intRange(cmd, "seq", "a seq, 1 or more")
 	cmd.Flags().StringVar(&id, "id", "", "the record's id")
 	return cmd
+}
+
+// skipped says what a registration's evidence tells of how its cursor
+// passed record seq: "skipped" when a rejection of that record was skipped
+// by policy, "yes or skipped" when an operator's skip began at or before it
+// (its evidence keeps where the skip began, not where it ended), "yes"
+// otherwise (the receiver acknowledged it, as far as the evidence kept, the
+// last push.MaxEvidence, tells). Evidence that cannot be read says "yes".
+func skipped(ctx context.Context, b backend, stream, id string, seq uint64) string {
+	evs, err := b.Evidence(ctx, stream, id, push.MaxEvidence)
+	if err != nil {
+		return "yes"
+	}
+	said := "yes"
+	for _, ev := range evs {
+		switch {
+		case ev.Event == push.EventSkipped && ev.Seq == seq:
+			return "skipped"
+		case ev.Event == push.EventSkip && ev.Seq != 0 && ev.Seq <= seq:
+			said = "yes or skipped"
+		}
+	}
+	return said
 }
