@@ -194,7 +194,7 @@ func TestChaosHostileInput(t *testing.T) {
 		{name: "file with NUL in an id", args: []string{"append", "--file", file("nul.jsonl", `{"stream":"hostile/f","id":"a\u0000b","kind":"k","payload":{}}`+"\n")}, code: 2, says: []string{"id", "control"}},
 		{name: "empty file", args: []string{"append", "--file", file("empty.jsonl", "\n\n")}, code: 2, says: []string{"has no records"}},
 		{name: "file with a 2 MiB line", args: []string{"append", "--file", file("long.jsonl", `{"stream":"hostile/f","id":"f1","kind":"k","payload":"`+strings.Repeat("x", 2<<20+70<<10)+`"}`+"\n")}, code: 2, says: []string{"line 1", "longer than"}},
-		{name: "missing file", args: []string{"append", "--file", filepath.Join(s.dir, "nope.jsonl")}, code: 1, says: []string{"--file"}},
+		{name: "missing file", args: []string{"append", "--file", filepath.Join(s.dir, "nope.jsonl")}, code: 2, says: []string{"--file", "no such file"}},
 		{name: "file repeating an id with other content in a later batch", args: []string{"append", "--file", file("dup.jsonl", manyLines.String()+`{"stream":"hostile/batches","id":"batch-1","kind":"k","payload":{"i":"other"}}`+"\n")}, code: 2, says: []string{"line 502", `"batch-1" repeats the id of line 1`}},
 		{name: "file appending after its own final record", args: []string{"append", "--file", file("final.jsonl", `{"stream":"hostile/g","id":"g1","kind":"k","payload":{},"final":true}`+"\n"+`{"stream":"hostile/h","id":"h1","kind":"k","payload":{}}`+"\n"+`{"stream":"hostile/g","id":"g2","kind":"k","payload":{}}`+"\n")}, code: 2, says: []string{"line 3", "sealed by the final record of line 1"}},
 		{name: "file repeating an existing id with other content after new lines", args: []string{"append", "--file", file("late-conflict.jsonl", `{"stream":"hostile/i","id":"i1","kind":"k","payload":{}}`+"\n"+`{"stream":"hostile/base","id":"base-2","kind":"k","payload":{"n":"other"}}`+"\n")}, code: 2, says: []string{"line 2", `"base-2" already exists`, "nothing was appended"}},
@@ -287,6 +287,7 @@ func (s *scenario) hostileDatabases(ctx context.Context) int {
 	type dbCase struct {
 		name, path string
 		says       []string
+		code       int // 2 for a file that is not herald's database (a bad --database value), 1 for one herald cannot use
 	}
 	var cases []dbCase
 
@@ -294,31 +295,31 @@ func (s *scenario) hostileDatabases(ctx context.Context) int {
 	if err := os.WriteFile(corrupt, append([]byte("SQLite format 3\x00"), s.bytes(8192)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cases = append(cases, dbCase{"a corrupt SQLite file", corrupt, []string{"corrupt.db", "not a database|malformed|corrupt|cannot"}})
+	cases = append(cases, dbCase{"a corrupt SQLite file", corrupt, []string{"corrupt.db", "not a database|malformed|corrupt|cannot"}, 2})
 
 	garbage := filepath.Join(s.dir, "garbage.db")
 	if err := os.WriteFile(garbage, []byte("this is a text file, not a database\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cases = append(cases, dbCase{"a text file as SQLite", garbage, []string{"garbage.db"}})
+	cases = append(cases, dbCase{"a text file as SQLite", garbage, []string{"garbage.db"}, 2})
 
 	other := filepath.Join(s.dir, "other.db")
 	sqliteExec(other, "CREATE TABLE invoices (id INTEGER PRIMARY KEY)", "INSERT INTO invoices VALUES (1)")
-	cases = append(cases, dbCase{"another application's SQLite file", other, []string{"not a herald database|another application", "invoices"}})
+	cases = append(cases, dbCase{"another application's SQLite file", other, []string{"not a herald database|another application", "invoices"}, 2})
 
 	newer := filepath.Join(s.dir, "newer.db")
 	sqlite := &cli{t: t, bin: s.cli.bin, db: "sqlite:" + newer, dir: s.dir, tr: s.cli.tr}
 	sqlite.ok("migrate", "up")
 	sqliteExec(newer, "UPDATE schema_migrations SET version = 999")
-	cases = append(cases, dbCase{"a SQLite database from a newer herald", newer, []string{"upgrade herald", "999"}})
+	cases = append(cases, dbCase{"a SQLite database from a newer herald", newer, []string{"upgrade herald", "999"}, 1})
 
 	for _, dc := range cases {
 		c := &cli{t: t, bin: s.cli.bin, db: "sqlite:" + dc.path, dir: s.dir, tr: s.cli.tr}
 		for _, args := range [][]string{{"status"}, {"registrations"}, {"migrate", "up"}} {
 			before := sum(dc.path)
 			r := c.run("", args...)
-			if r.code != 1 {
-				t.Errorf("%s, %s: exit %d, want 1\n%s", dc.name, args[0], r.code, r)
+			if r.code != dc.code {
+				t.Errorf("%s, %s: exit %d, want %d\n%s", dc.name, args[0], r.code, dc.code, r)
 			}
 			for _, w := range dc.says {
 				if !regexp.MustCompile(w).MatchString(r.stderr) {

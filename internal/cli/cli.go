@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldpush/herald"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // Exit codes, as `herald --help` documents them.
@@ -88,6 +89,11 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		// command again as it is cannot succeed. (A bare ErrConflict, an
 		// append that raced another for an id, may succeed when repeated:
 		// exit 1.)
+		return ExitUsage
+	case errors.Is(err, store.ErrNotHerald):
+		// --database names something that is not herald's (another
+		// application's tables, a file that is not SQLite): a bad value, as
+		// a missing file is; nothing was changed.
 		return ExitUsage
 	}
 	return ExitError

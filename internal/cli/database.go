@@ -179,10 +179,6 @@ func openError(d database, err error) error {
 	case errors.Is(err, store.ErrSchemaDirty):
 		hint = "a migration did not finish: check the schema, record its version as the error says, then run herald migrate up"
 	}
-	if errors.Is(err, store.ErrNotHerald) {
-		// The file is there and is something else: a bad --database value.
-		return usagef("cannot use database %s: %w\n%s", d, err, hint)
-	}
 	if hint != "" {
 		return fmt.Errorf("cannot use database %s: %w\n%s", d, err, hint)
 	}
