@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,8 +78,9 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 func TestMissingFolderIsNamed(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "nope", "herald.db")
 	r := runCLI(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
-	require.Equal(t, ExitError, r.code, r.stderr)
-	require.Contains(t, r.stderr, "the folder "+filepath.Dir(db)+" does not exist")
+	require.Equal(t, ExitUsage, r.code, r.stderr) // a bad --database value, as a missing file is
+	require.Contains(t, r.stderr, "no folder for a new herald database at sqlite:"+db+": create "+strconv.Quote(filepath.Dir(db))+" first")
+	require.NoDirExists(t, filepath.Dir(db))
 }
 
 // migrate down drops data: without a terminal it needs --yes, and refuses
