@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -214,6 +216,19 @@ func TestShellQuote(t *testing.T) {
 		"café 中":                    "'café 中'",
 	} {
 		require.Equal(t, want, shellQuote(in), in)
+	}
+	// Whatever a value holds, the word shown holds only printing characters.
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if (r > 0x3000 && r < 0xe0000 || r > 0xe0100) && r%97 != 0 {
+			continue // every rune up to U+3000 and of the tags, a sample of the rest
+		}
+		for _, in := range []string{string(r), "a" + string(r) + "'", string([]byte{byte(r)})} {
+			out := shellQuote(in)
+			require.True(t, utf8.ValidString(out), "%q -> %q", in, out)
+			for _, c := range out {
+				require.True(t, c == ' ' || unicode.IsPrint(c), "%q -> %q holds %U", in, out, c)
+			}
+		}
 	}
 }
 
