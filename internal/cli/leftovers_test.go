@@ -319,3 +319,55 @@ func TestRecordStatusTellsSkippedFromAcknowledged(t *testing.T) {
 	require.Regexp(t, `(?m)^picky +webhook +hooks\.example:443 +not its kind +4 `, out)
 	require.Contains(t, out, `Only "yes" says the receiver acknowledged it`)
 }
+
+// unpark --all resumes every parked registration the filters match, each
+// with its evidence (found by a newcomer: one unpark per registration was
+// the only way back after a misconfiguration parked many).
+func TestUnparkAll(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, "{}", "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	heraldOK(t, db, "{}", "append", "--stream", "t", "--id", "e2", "--kind", "k")
+	// 192.0.2.0/24 is refused by the network guard: the sweep parks them.
+	for _, r := range []struct{ stream, id string }{{"s", "a"}, {"s", "b"}, {"t", "c"}} {
+		heraldOK(t, db, "", "register", "--stream", r.stream, "--id", r.id, "--namespace", "webhook", "--url", "https://192.0.2.10/"+r.id, "--secret", goodSecret)
+	}
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "ce", "--namespace", "cloudevents", "--url", "https://192.0.2.10/ce", "--source", "/x")
+	for _, ns := range []string{"webhook", "cloudevents"} {
+		r := runCLI(t, db, "", "sweep", "--namespace", ns, "--at", "2026-03-15T11:00:00Z")
+		require.Equal(t, ExitAttention, r.code, r.stderr)
+	}
+	parkedNow := func() []string {
+		var regs []registrationView
+		require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--parked", "--json")), &regs))
+		var ids []string
+		for _, r := range regs {
+			ids = append(ids, r.Stream+" "+r.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []string{"s a", "s b", "s ce", "t c"}, parkedNow(), "all four parked")
+
+	out := heraldOK(t, db, "", "unpark", "--all", "--stream", "s", "--namespace", "webhook", "--at", "2026-03-15T11:05:00Z")
+	require.Contains(t, out, "Unparked stream=s id=a: cursor 1 (1 record to deliver).\n")
+	require.Contains(t, out, "Unparked stream=s id=b: cursor 1 (1 record to deliver).\n")
+	require.Contains(t, out, "2 registrations unparked, due now.\n")
+	require.Equal(t, []string{"s ce", "t c"}, parkedNow(), "only webhook's of stream s were unparked")
+	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "a"), "unparked")
+
+	var all struct {
+		Unparked []registrationView `json:"unparked"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "unpark", "--all", "--json")), &all))
+	require.Len(t, all.Unparked, 2, "c and ce, the rest")
+	require.Equal(t, "No parked registration matched; nothing changed.\n", heraldOK(t, db, "", "unpark", "--all"))
+
+	for args, says := range map[string]string{
+		"--all --id a":                          "unpark takes --id or --all, not both",
+		"--stream s --id a --namespace webhook": "--namespace applies to unpark --all",
+		"--all --namespace nope":                "nope",
+	} {
+		r := runCLI(t, db, "", append([]string{"unpark"}, strings.Fields(args)...)...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, says, args)
+	}
+}

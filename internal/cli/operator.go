@@ -47,16 +47,40 @@ func (k *key) instant(e *env) (time.Time, error) {
 }
 
 func newUnpark(e *env) *cobra.Command {
-	var k key
+	var (
+		k         key
+		all       bool
+		namespace string
+	)
 	cmd := &cobra.Command{
 		Use:   "unpark",
-		Short: "Resume a parked registration at its cursor",
+		Short: "Resume a parked registration at its cursor (or every parked one, with --all)",
 		Long: `Resume a parked registration: it becomes due at once, with its attempts reset,
 and the next sweep sends the first record it has not had acknowledged. Nothing
-was lost while it was parked. Unparking an active registration changes nothing.`,
-		Example: `  herald unpark --stream actor/alice --id https://remote.example/inbox`,
-		Args:    noArgs,
+was lost while it was parked. Unparking an active registration changes nothing.
+
+With --all instead of --id, every parked registration is resumed (of --stream
+and of --namespace, when given), each with its own evidence, and each is named:
+after a misconfiguration parked many (a daemon started without the network
+options its receivers need), fix it first, then unpark them at once.`,
+		Example: `  herald unpark --stream actor/alice --id https://remote.example/inbox
+  herald unpark --all --namespace webhook`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if all {
+				if cmd.Flags().Changed("id") {
+					return usagef("unpark takes --id or --all, not both")
+				}
+				if namespace != "" {
+					if err := checkNamespace(namespace); err != nil {
+						return err
+					}
+				}
+				return unparkAll(cmd, e, k, namespace)
+			}
+			if namespace != "" {
+				return usagef("--namespace applies to unpark --all")
+			}
 			if err := required(cmd, "stream", "id"); err != nil {
 				return err
 			}
@@ -97,7 +121,71 @@ was lost while it was parked. Unparking an active registration changes nothing.`
 	}
 	k.flags(cmd)
 	k.atFlag(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "every parked registration (of --stream and --namespace, when given) instead of one --id")
+	cmd.Flags().StringVar(&namespace, "namespace", "", "with --all: only this namespace's")
+	cmd.Flags().Lookup("stream").Usage = "the registration's stream (required; with --all, only this stream's)"
+	cmd.Flags().Lookup("id").Usage = "the registration's id (required, unless --all)"
 	return cmd
+}
+
+// unparkAll is unpark --all: every parked registration the filters match,
+// listed first and then unparked one by one (each Unpark writes its
+// evidence), so that one that changed meanwhile is still handled as unpark
+// handles it.
+func unparkAll(cmd *cobra.Command, e *env, k key, namespace string) error {
+	at, err := k.instant(e)
+	if err != nil {
+		return err
+	}
+	b, err := e.openExisting(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	q := push.ListQuery{Stream: k.stream, Namespace: namespace, Parked: true, Limit: push.MaxListLimit}
+	var parked []push.Status
+	for {
+		page, err := b.List(cmd.Context(), q)
+		if err != nil {
+			return err
+		}
+		parked = append(parked, page...)
+		if len(page) < q.Limit {
+			break
+		}
+		q.After = page[len(page)-1].Key()
+	}
+	unparked := []registrationView{}
+	for _, p := range parked {
+		if err := b.Unpark(cmd.Context(), p.Stream, p.ID, at); err != nil {
+			if errors.Is(err, journal.ErrNotFound) {
+				continue // unregistered since it was listed
+			}
+			return fmt.Errorf("unparked %d of %d, then %s: %w", len(unparked), len(parked), regName(p.Stream, p.ID), err)
+		}
+		after, err := b.Get(cmd.Context(), p.Stream, p.ID)
+		if err != nil {
+			return err
+		}
+		unparked = append(unparked, viewOf(after))
+		if !e.json {
+			fmt.Fprintf(e.Out, "Unparked %s: cursor %d (%s to deliver).\n", regName(p.Stream, p.ID), after.NextSeq, plural(int(after.Lag()), "record"))
+		}
+	}
+	if e.json {
+		return printJSON(e.Out, map[string]any{"unparked": unparked})
+	}
+	due := "due now"
+	if at.After(e.now()) {
+		due = "due from " + fmtTime(at)
+	}
+	switch len(unparked) {
+	case 0:
+		fmt.Fprintln(e.Out, "No parked registration matched; nothing changed.")
+	default:
+		fmt.Fprintf(e.Out, "%s unparked, %s.\n", plural(len(unparked), "registration"), due)
+	}
+	return nil
 }
 
 func newSkip(e *env) *cobra.Command {
