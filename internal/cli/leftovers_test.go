@@ -297,6 +297,12 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 	r := runCLI(t, db, "", "registrations", "--after-stream", "s/1")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--after-stream and --after-id go together")
+	// A --stream no stream can have is refused, as records refuses it, not
+	// answered with an empty list.
+	r = runCLI(t, db, "", "registrations", "--stream", "\x1b[31m")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--stream: invalid stream: has a control character U+001B at byte 0")
+	require.NotContains(t, r.stderr, "\x1b")
 }
 
 // record-status tells a cursor moved past a record from one the receiver

@@ -76,6 +76,11 @@ options its receivers need), fix it first, then unpark them at once.`,
 						return err
 					}
 				}
+				if k.stream != "" {
+					if err := journal.ValidateStream(k.stream); err != nil {
+						return usagef("--stream: %v", err)
+					}
+				}
 				return unparkAll(cmd, e, k, namespace)
 			}
 			if namespace != "" {

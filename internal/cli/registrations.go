@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -36,6 +37,11 @@ again after its last one.`,
 			if q.Namespace != "" {
 				if err := checkNamespace(q.Namespace); err != nil {
 					return err
+				}
+			}
+			if q.Stream != "" {
+				if err := journal.ValidateStream(q.Stream); err != nil {
+					return usagef("--stream: %v", err)
 				}
 			}
 			if (q.After.Stream == "") != (q.After.ID == "") {
