@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -71,6 +72,9 @@ a no-op, so a failed run can simply be repeated.`,
 			}
 			for i, bt := range batches {
 				valid, err := journal.ValidateEntries(bt.stream, bt.entries, 0)
+				if err != nil && file == "" {
+					err = oneEntryFlags(err)
+				}
 				if err != nil {
 					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, err)
 				}
@@ -94,7 +98,7 @@ a no-op, so a failed run can simply be repeated.`,
 			for _, bt := range batches {
 				recs, err := b.Append(cmd.Context(), bt.stream, bt.entries...)
 				if err != nil && file == "" {
-					return fmt.Errorf("append: %w (nothing was appended)", err)
+					return fmt.Errorf("append: %w (nothing was appended)", oneEntryFlags(err))
 				}
 				if err != nil {
 					err = fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
@@ -390,4 +394,24 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 	}
 	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("appending "+what),
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+}
+
+// oneEntryFlags names, in a validation error of a single append, the flag
+// (or stdin, for the payload) the user gave the field by, instead of the
+// library's entries[0].field.
+func oneEntryFlags(err error) error {
+	var inv *journal.InvalidError
+	if !errors.As(err, &inv) {
+		return err
+	}
+	field, ok := strings.CutPrefix(inv.Field, "entries[0].")
+	if !ok {
+		return err
+	}
+	by := map[string]string{"payload": "payload (stdin)", "id": "--id", "kind": "--kind", "content_type": "--content-type",
+		"traceparent": "--traceparent", "tracestate": "--tracestate"}[field]
+	if by == "" {
+		return err
+	}
+	return &journal.InvalidError{Field: by, Reason: inv.Reason}
 }

@@ -377,3 +377,22 @@ func TestUnparkAll(t *testing.T) {
 		require.Contains(t, r.stderr, says, args)
 	}
 }
+
+// A single append's bad value is named by the flag (or stdin) it came by,
+// not the library's entries[0].field (found by a newcomer).
+func TestOneAppendNamesTheFlag(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for stdin, c := range map[string]struct {
+		args []string
+		says string
+	}{
+		"not json": {[]string{"--kind", "k"}, "invalid payload (stdin): is not valid JSON"},
+		"{}":       {[]string{"--kind", "a b"}, "invalid --kind: has whitespace U+0020 at byte 1"},
+	} {
+		r := runCLI(t, db, stdin, append([]string{"append", "--stream", "s", "--id", "e1"}, c.args...)...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, c.says)
+		require.NotContains(t, r.stderr, "entries[0]")
+	}
+	require.NoFileExists(t, db, "nothing was appended, no database made")
+}
