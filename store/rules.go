@@ -41,6 +41,9 @@ func ValidateCursor(nextSeq, head uint64) error {
 // a stream whose head is head: next < toSeq <= head+1. Errors wrap
 // journal.ErrInvalid.
 func ValidateSkip(next, head, toSeq uint64) error {
+	if next > head {
+		return journal.Invalid("to seq", "is %d: the cursor (#%d) is past the head (#%d), nothing to skip", toSeq, next, head)
+	}
 	if toSeq <= next || toSeq > head+1 {
 		return journal.Invalid("to seq", "is %d: a skip moves the cursor forward, from #%d to at most #%d (one past the head)", toSeq, next, head+1)
 	}
