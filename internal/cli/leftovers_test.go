@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,7 +82,7 @@ func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
 	} {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
-		require.Contains(t, r.stderr, `herald registrations --stream $'\x1b]0;owned\x07\x1b[2J\u202eb'`, args[0])
+		require.Contains(t, r.stderr, `herald registrations --stream $'\x1b]0;owned\x07\x1b[2J\xe2\x80\xaeb'`, args[0])
 		require.NotContains(t, r.stderr, "\x1b", args[0])
 		require.NotContains(t, r.stderr, "\u202e", args[0])
 	}
@@ -208,14 +209,28 @@ func TestShellQuote(t *testing.T) {
 		"":                          "''",
 		"$(rm -rf /)":               "'$(rm -rf /)'",
 		"\x1b]0;owned\a\x1b[2J":     `$'\x1b]0;owned\x07\x1b[2J'`, // the terminal shows the escapes, never obeys them
-		"a\u202eb":                  `$'a\u202eb'`,
+		"a\u202eb":                  `$'a\xe2\x80\xaeb'`,
 		"it's\x1b":                  `$'it\'s\x1b'`,
 		"back\\slash\t":             `$'back\\slash\x09'`,
 		"not utf-8 \xff":            `$'not utf-8 \xff'`,
-		"\U000e0001tag":             `$'\U000e0001tag'`,
+		"\U000e0001tag":             `$'\xf3\xa0\x80\x81tag'`,
 		"café 中":                    "'café 中'",
 	} {
 		require.Equal(t, want, shellQuote(in), in)
+	}
+	// bash reads each word back as the value, in the C locale too (where
+	// \u escapes do not read back); .ci/run is a bash script, so bash is
+	// where the tests run.
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err, "bash reads the quoted words back")
+	for _, in := range []string{"\x1b]0;owned\a\x1b[2J", "a\u202eb", "it's\x1b", "back\\slash\t", "not utf-8 \xff", "\U000e0001tag", "café 中", "$(rm -rf /)", "a b"} {
+		for _, locale := range []string{"C", "C.UTF-8"} {
+			cmd := exec.Command(bash, "-c", "printf %s "+shellQuote(in))
+			cmd.Env = []string{"LC_ALL=" + locale, "PATH=/usr/bin:/bin"}
+			out, err := cmd.Output()
+			require.NoError(t, err, "%q", in)
+			require.Equal(t, in, string(out), "%q under LC_ALL=%s: %s", in, locale, shellQuote(in))
+		}
 	}
 	// Whatever a value holds, the word shown holds only printing characters.
 	for r := rune(0); r <= unicode.MaxRune; r++ {
@@ -292,7 +307,13 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 	require.NotContains(t, out, "r2")
 	out = heraldOK(t, db, "", "registrations", "--stream", "s/1", "--limit", "2", "--after-stream", "s/1", "--after-id", "r1")
 	require.Contains(t, out, "r2")
+	require.NotContains(t, out, "r1", "the page begins after --after-id")
+	require.NotContains(t, out, "r 3")
 	require.NotContains(t, out, "More registrations follow", "the last page says nothing more")
+	// The printed command carries the filters and quotes what needs it.
+	heraldOK(t, db, "{}", "append", "--stream", "s/1", "--id", "e1", "--kind", "k")
+	out = heraldOK(t, db, "", "registrations", "--stream", "s/1", "--lagging", "--limit", "1")
+	require.Contains(t, out, "More registrations follow: herald registrations --stream s/1 --lagging --limit 1 --after-stream s/1 --after-id 'r 3'\n")
 	require.NotContains(t, heraldOK(t, db, "", "registrations", "--limit", "3"), "More registrations follow", "exactly --limit, none after")
 	r := runCLI(t, db, "", "registrations", "--after-stream", "s/1")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
@@ -308,22 +329,32 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 // record-status tells a cursor moved past a record from one the receiver
 // acknowledged (found by a newcomer: a skipped record said "yes").
 func TestRecordStatusTellsSkippedFromAcknowledged(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer ok.Close()
+	refuses := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnprocessableEntity) }))
+	defer refuses.Close()
 	db := filepath.Join(t.TempDir(), "herald.db")
 	for i := range 3 {
 		heraldOK(t, db, "{}", "append", "--stream", "s", "--id", fmt.Sprint("e", i), "--kind", "order.created")
 	}
-	heraldOK(t, db, "", "register", "--stream", "s", "--id", "skipper", "--namespace", "webhook", "--url", "https://hooks.example/a", "--secret", goodSecret)
-	heraldOK(t, db, "", "register", "--stream", "s", "--id", "picky", "--namespace", "webhook", "--url", "https://hooks.example/b", "--secret", goodSecret,
-		"--kinds", "order.paid")
+	reg := func(id, url string, more ...string) {
+		heraldOK(t, db, "", append([]string{"register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", url, "--secret", goodSecret}, more...)...)
+	}
+	reg("acker", ok.URL+"/a")
+	reg("pattern", ok.URL+"/p", "--kinds", "order.*")
+	reg("picky", ok.URL+"/k", "--kinds", "order.paid")
+	reg("rejected", refuses.URL+"/r", "--on-4xx", "skip")
+	reg("skipper", "https://192.0.2.10/s")
 	heraldOK(t, db, "", "skip", "--stream", "s", "--id", "skipper", "--to-seq", "3", "--reason", "poison")
-	// picky's turn passes over records not of its kinds without sending.
-	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
+	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z", "--allow-http", "--allow-private-network")
 	require.Contains(t, []int{ExitOK, ExitAttention}, r.code, r.stderr)
 
 	out := heraldOK(t, db, "", "record-status", "--stream", "s", "--seq", "2")
-	require.Regexp(t, `(?m)^skipper +webhook +hooks\.example:443 +yes or skipped +3 `, out)
-	require.Regexp(t, `(?m)^picky +webhook +hooks\.example:443 +not its kind +4 `, out)
-	require.Contains(t, out, `Only "yes" says the receiver acknowledged it`)
+	for id, said := range map[string]string{"acker": "yes", "pattern": "yes", "picky": "not its kind", "rejected": "skipped", "skipper": "yes or skipped"} {
+		require.Regexp(t, `(?m)^`+id+` +webhook +\S+ +`+said+` +[0-9]+ `, out, id)
+	}
+	require.Contains(t, out, "Past the cursor of 5 (acknowledged by 2, moved past by the others), not yet of 0.")
+	require.Contains(t, out, `"yes": acknowledged (a 2xx)`)
 }
 
 // unpark --all resumes every parked registration the filters match, each

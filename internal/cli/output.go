@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/heraldpush/herald/daemon"
 	tbl "github.com/heraldpush/herald/internal/table"
@@ -85,3 +87,48 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 	}
 	return t.flush()
 }
+
+// shellQuote returns s as one word of a shell command line: as it is when
+// it holds only characters no shell treats specially; else in single quotes
+// (each single quote in s closes them, is escaped, and reopens them), so
+// that a printed command can be pasted whatever the stream or id holds (& #
+// ; $ spaces, quotes); and when s holds a character that does not print
+// (a control character such as ESC, a format character such as U+202E, a
+// byte that is not UTF-8), in ANSI-C quotes ($'…': bash, zsh, ksh) with
+// each byte of that character written \xHH, which reads back the same
+// bytes whatever the shell's locale (\u does not, in the C locale), so that
+// the terminal shows the character instead of obeying it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !printable(r) }) < 0 {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case !printable(r):
+			for j := range n {
+				fmt.Fprintf(&b, `\x%02x`, s[i+j])
+			}
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// printable says whether a terminal shows r as itself: a space, or a
+// graphic character (unicode.IsPrint: no control, format, private-use,
+// surrogate or unassigned code point, no line or paragraph separator).
+func printable(r rune) bool { return r == ' ' || unicode.IsPrint(r) }

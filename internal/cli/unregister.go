@@ -2,9 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -48,49 +45,3 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 	k.flags(cmd)
 	return cmd
 }
-
-// shellQuote returns s as one word of a shell command line: as it is when
-// it holds only characters no shell treats specially; else in single quotes
-// (each single quote in s closes them, is escaped, and reopens them), so
-// that a printed command can be pasted whatever the stream or id holds (& #
-// ; $ spaces, quotes); and when s holds a character that does not print
-// (a control character such as ESC, a format character such as U+202E, a
-// byte that is not UTF-8), in ANSI-C quotes ($'…', bash, zsh, ksh and
-// POSIX.1-2024 sh) with that character escaped, so that the terminal shows
-// it instead of obeying it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
-		return s
-	}
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !printable(r) }) < 0 {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	var b strings.Builder
-	b.WriteString("$'")
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\' || r == '\'':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x80 && !printable(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case !printable(r) && r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case !printable(r):
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
-
-// printable says whether a terminal shows r as itself: a space, or a
-// graphic character (unicode.IsPrint: no control, format, private-use,
-// surrogate or unassigned code point, no line or paragraph separator).
-func printable(r rune) bool { return r == ' ' || unicode.IsPrint(r) }
