@@ -45,6 +45,15 @@ func newStatus(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Counts by namespace and state, the largest lags, the oldest parked registration, refused records",
+		Long: fmt.Sprintf(`Count each namespace's registrations by state: ready (work, due), retrying
+(failures at the cursor, waiting), held (work on a host that is down or
+unavailable: herald hosts), idle (caught up) and parked, with how many hold a
+live lease and the records behind their cursors. Then the largest lags, the
+registration parked longest, refused records (PostgreSQL) and the hosts that
+are not up. With --json: namespaces (each with ready, retrying, held, idle,
+parked, leased, records_behind; held ones are not in ready or retrying),
+held_truncated (true when only the first %d registrations with work were
+read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemon.MaxHeldScan),
 		Example: `  herald status
   herald status --json`,
 		Args: noArgs,
@@ -252,25 +261,36 @@ stream's final record) are gone and not listed.`,
 					"acknowledged": views(acked), "not_acknowledged": views(pending),
 				})
 			}
-			fmt.Fprintf(e.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", rec.Stream, rec.Seq, cell(rec.ID), cell(rec.Kind), fmtTime(rec.AppendedAt))
-			fmt.Fprintf(e.Out, "Acknowledged by %d, not yet by %d.\n", len(acked), len(pending))
-			skips := false
-			t := newTable(e.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
-			for _, s := range acked {
-				said := "not its kind" // passed over, never sent
-				if len(s.Kinds) == 0 || slices.Contains(s.Kinds, rec.Kind) {
-					said = skipped(cmd.Context(), b, s.Stream, s.ID, rec.Seq)
+			// How each cursor passed the record, before the counts: only
+			// "yes" is an acknowledgement.
+			passed := make([]string, len(acked))
+			ackedN := 0
+			for i, s := range acked {
+				passed[i] = "not its kind" // passed over, never sent
+				if s.Wants(rec.Kind) {
+					passed[i] = passedAs(cmd.Context(), b, s.Stream, s.ID, rec.Seq)
 				}
-				skips = skips || said != "yes"
-				t.row(s.ID, s.Namespace, s.Host(), said, fmt.Sprint(s.NextSeq), s.State(), s.LastError)
+				if passed[i] == "yes" {
+					ackedN++
+				}
+			}
+			fmt.Fprintf(e.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", cell(rec.Stream), rec.Seq, cell(rec.ID), cell(rec.Kind), fmtTime(rec.AppendedAt))
+			if ackedN == len(acked) {
+				fmt.Fprintf(e.Out, "Acknowledged by %d, not yet by %d.\n", len(acked), len(pending))
+			} else {
+				fmt.Fprintf(e.Out, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(acked), ackedN, len(pending))
+			}
+			t := newTable(e.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
+			for i, s := range acked {
+				t.row(s.ID, s.Namespace, s.Host(), passed[i], fmt.Sprint(s.NextSeq), s.State(), s.LastError)
 			}
 			for _, s := range pending {
 				t.row(s.ID, s.Namespace, s.Host(), "no", fmt.Sprint(s.NextSeq), s.State(), s.LastError)
 			}
-			if err := t.flush(); err != nil || !skips {
+			if err := t.flush(); err != nil || ackedN == len(acked) {
 				return err
 			}
-			_, err = fmt.Fprintf(e.Out, "\nOnly \"yes\" says the receiver acknowledged it (a 2xx): \"skipped\" is a rejection its --on-4xx policy moved past, \"yes or skipped\" a cursor an operator's skip moved from at or before #%d, \"not its kind\" a record its --kinds passes over; herald evidence --stream S --id ID tells.\n", rec.Seq)
+			_, err = fmt.Fprintf(e.Out, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
 			return err
 		},
 	}
@@ -281,16 +301,16 @@ stream's final record) are gone and not listed.`,
 	return cmd
 }
 
-// skipped says what a registration's evidence tells of how its cursor
+// passedAs says what a registration's evidence tells of how its cursor
 // passed record seq: "skipped" when a rejection of that record was skipped
 // by policy, "yes or skipped" when an operator's skip began at or before it
 // (its evidence keeps where the skip began, not where it ended), "yes"
 // otherwise (the receiver acknowledged it, as far as the evidence kept, the
-// last push.MaxEvidence, tells). Evidence that cannot be read says "yes".
-func skipped(ctx context.Context, b backend, stream, id string, seq uint64) string {
+// last push.MaxEvidence, tells), "?" when the evidence cannot be read.
+func passedAs(ctx context.Context, b backend, stream, id string, seq uint64) string {
 	evs, err := b.Evidence(ctx, stream, id, push.MaxEvidence)
 	if err != nil {
-		return "yes"
+		return "?"
 	}
 	said := "yes"
 	for _, ev := range evs {
