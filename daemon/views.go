@@ -75,11 +75,8 @@ func (held Held) View(s push.Status) RegistrationView {
 	return v
 }
 
-// SplitHeld moves the registrations held for their host out of the ready
-// and retrying counts of namespaces (Store.Stats counts them there) and
-// returns the held ones per namespace; past MaxHeldScan lagging
-// registrations read, truncated is true. It is page.SplitHeld: herald
-// status and the operator's page count alike.
+// SplitHeld is page.SplitHeld: herald status and the operator's page count
+// held registrations alike.
 func SplitHeld(ctx context.Context, store push.Store, namespaces map[string]push.NamespaceStats, held Held) (map[string]int, bool, error) {
 	return page.SplitHeld(ctx, store, namespaces, held)
 }

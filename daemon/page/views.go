@@ -119,7 +119,8 @@ const MaxHeldScan = 100_000
 // does not know hosts), and returns how many each namespace holds so. It
 // reads the lagging registrations (Store.List) only when a host is not up,
 // at most MaxHeldScan of them; past that truncated is true and the counts
-// are those of the registrations it read.
+// are those of the registrations it read. Under concurrent change the
+// counts are approximate (two reads), never negative.
 func SplitHeld(ctx context.Context, store push.Store, namespaces map[string]push.NamespaceStats, notUp map[string]string) (held map[string]int, truncated bool, err error) {
 	held = map[string]int{}
 	if len(notUp) == 0 {
@@ -137,10 +138,13 @@ func SplitHeld(ctx context.Context, store push.Store, namespaces map[string]push
 				continue
 			}
 			held[s.Namespace]++
+			// Stats and List are two reads: a registration that changed
+			// between them (an append to an idle one) was not counted
+			// where this takes it from. No count goes below zero.
 			if s.State() == push.StateRetrying {
-				c.Retrying--
+				c.Retrying = max(c.Retrying-1, 0)
 			} else {
-				c.Ready--
+				c.Ready = max(c.Ready-1, 0)
 			}
 			namespaces[s.Namespace] = c
 		}
