@@ -49,7 +49,7 @@ as() { if [ ${#run[@]} -gt 0 ]; then "${run[@]}" "$*"; else sh -c "$*"; fi; }
 port=$(( 20000 + RANDOM % 20000 ))
 cleanup() { as "$pgbin/pg_ctl -D $dir/data -m immediate stop" >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap cleanup EXIT
-as "$pgbin/initdb -D $dir/data --auth=trust --encoding=UTF8 --locale=C" >/dev/null
+as "$pgbin/initdb -D $dir/data -U postgres --auth=trust --encoding=UTF8 --locale=C" >/dev/null
 cat >> "$dir/data/postgresql.auto.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $port
@@ -94,7 +94,7 @@ for r in $(seq 1 "$rounds"); do
   [ $logical = logical ] && "${psql[@]}" -d rowcost -c "SELECT pg_drop_replication_slot('herald')" >/dev/null
 done
 
-echo "# median of the rounds; ratio to the bare transaction of the same round (range)"
+echo "# median of the rounds; ratio to the bare transaction of the same round (range); WAL of the last round"
 awk '{ tps[$3, $2] = $4; wal[$3] = $6; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 }; rounds[$2] = 1 }
   function median(a, k,   i, j, t) { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
