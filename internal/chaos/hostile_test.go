@@ -183,7 +183,7 @@ func TestChaosHostileInput(t *testing.T) {
 		{name: "append stream not UTF-8", stdin: "{}", args: []string{"append", "--stream", "hostile/\xff\xfe", "--id", "x5", "--kind", "k"}, code: 2, says: []string{"stream", "UTF-8"}},
 		{name: "append without a kind", stdin: "{}", args: []string{"append", "--stream", "hostile/base", "--id", "x6"}, code: 2, says: []string{"needs --kind"}},
 		{name: "kind with a tab", stdin: "{}", args: []string{"append", "--stream", "hostile/base", "--id", "x7", "--kind", "a\tb"}, code: 2, says: []string{"kind"}},
-		{name: "content type with CRLF", stdin: "x", args: []string{"append", "--stream", "hostile/base", "--id", "x8", "--kind", "k", "--content-type", "text/plain\r\nX-Evil: 1"}, code: 2, says: []string{"content_type"}},
+		{name: "content type with CRLF", stdin: "x", args: []string{"append", "--stream", "hostile/base", "--id", "x8", "--kind", "k", "--content-type", "text/plain\r\nX-Evil: 1"}, code: 2, says: []string{"--content-type", "not a media type"}},
 		{name: "duplicate id, different content", stdin: `{"n":2}`, args: []string{"append", "--stream", "hostile/base", "--id", "base-2", "--kind", "k"}, code: 2, says: []string{"base-2", "conflict|different"}},
 		{name: "duplicate id in another stream", stdin: `{"n":1}`, args: []string{"append", "--stream", "hostile/other", "--id", "base-2", "--kind", "k"}, code: 2, says: []string{"base-2"}},
 		{name: "append to a sealed stream", stdin: "{}", args: []string{"append", "--stream", "hostile/sealed", "--id", "after-final", "--kind", "k"}, code: 2, says: []string{"sealed"}},
