@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -36,7 +37,7 @@ func FuzzParseConfig(f *testing.F) {
 			// Errors may quote version, auth_scheme and an unknown key (not
 			// secrets), whose bytes may happen to hold a secret's: look
 			// outside them.
-			said := withoutKeys(err.Error())
+			said := projtest.WithoutUnknownKey(err.Error())
 			for _, quoted := range secretValues(raw, "version", "auth_scheme") {
 				said = strings.ReplaceAll(said, quoted, "")
 			}
@@ -119,15 +120,4 @@ func secretValues(raw []byte, keys ...string) []string {
 		}
 	}
 	return out
-}
-
-// withoutKeys removes from said the unknown key an error may name (input,
-// not a secret): what lies between "unknown key " and the last " (known: ".
-func withoutKeys(said string) string {
-	i := strings.Index(said, "unknown key ")
-	j := strings.LastIndex(said, " (known: ")
-	if i < 0 || j < i {
-		return said
-	}
-	return said[:i] + said[j:]
 }

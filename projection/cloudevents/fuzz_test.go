@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/cloudevents"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -38,7 +39,7 @@ func FuzzParseConfig(f *testing.F) {
 			// The source and an unknown key (not secrets) may be quoted, and
 			// may happen to hold the token's bytes: only a token found
 			// outside them is a leak.
-			said := strings.ReplaceAll(withoutKeys(err.Error()), obj.Source, "")
+			said := strings.ReplaceAll(projtest.WithoutUnknownKey(err.Error()), obj.Source, "")
 			if len(obj.Token) >= 8 && strings.Contains(said, obj.Token) {
 				t.Fatalf("ParseConfig's error %q repeats the token", err)
 			}
@@ -104,15 +105,4 @@ func FuzzMessages(f *testing.F) {
 			t.Fatalf("Messages(%q, %q): ce-id %q", ct, payload, m.Header.Get("Ce-Id"))
 		}
 	})
-}
-
-// withoutKeys removes from said the unknown key an error may name (input,
-// not a secret): what lies between "unknown key " and the last " (known: ".
-func withoutKeys(said string) string {
-	i := strings.Index(said, "unknown key ")
-	j := strings.LastIndex(said, " (known: ")
-	if i < 0 || j < i {
-		return said
-	}
-	return said[:i] + said[j:]
 }

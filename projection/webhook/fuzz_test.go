@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 )
@@ -34,7 +35,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			// An unknown key's name (input, not a secret) may be quoted and
 			// may happen to hold a secret's bytes: look outside it.
-			said := withoutKeys(err.Error())
+			said := projtest.WithoutUnknownKey(err.Error())
 			for _, s := range secrets {
 				if len(s) >= 12 && strings.Contains(said, s) {
 					t.Fatalf("ParseConfig's error %q repeats the secret %q", err, s)
@@ -73,15 +74,4 @@ func stringsUnder(raw []byte, key string) []string {
 	var many []string
 	_ = json.Unmarshal(obj[key], &many)
 	return many
-}
-
-// withoutKeys removes from said the unknown key an error may name (input,
-// not a secret): what lies between "unknown key " and the last " (known: ".
-func withoutKeys(said string) string {
-	i := strings.Index(said, "unknown key ")
-	j := strings.LastIndex(said, " (known: ")
-	if i < 0 || j < i {
-		return said
-	}
-	return said[:i] + said[j:]
 }
