@@ -24,24 +24,18 @@ type RecordStatus struct {
 // stream. Errors: the store's.
 func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStatus, error) {
 	out := RecordStatus{Record: recordView(rec), Acknowledged: []RegistrationView{}, NotAcknowledged: []RegistrationView{}}
-	q := push.ListQuery{Stream: rec.Stream, Limit: push.MaxListLimit}
-	for {
-		page, err := s.List(ctx, q)
-		if err != nil {
-			return RecordStatus{}, err
-		}
-		for _, st := range page {
-			if st.NextSeq > rec.Seq {
-				out.Acknowledged = append(out.Acknowledged, ViewOf(st))
-			} else {
-				out.NotAcknowledged = append(out.NotAcknowledged, ViewOf(st))
-			}
-		}
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		q.After = page[len(page)-1].Key()
+	regs, err := push.AllRegistrations(ctx, s, push.ListQuery{Stream: rec.Stream})
+	if err != nil {
+		return RecordStatus{}, err
 	}
+	for _, st := range regs {
+		if st.NextSeq > rec.Seq {
+			out.Acknowledged = append(out.Acknowledged, ViewOf(st))
+		} else {
+			out.NotAcknowledged = append(out.NotAcknowledged, ViewOf(st))
+		}
+	}
+	return out, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.

@@ -258,3 +258,22 @@ const (
 
 // MaxEvidenceBody is how many bytes of a response body evidence keeps.
 const MaxEvidenceBody = 512
+
+// AllRegistrations pages through every registration s holds that matches q,
+// after q.After, in the order List returns them (by stream, then id),
+// MaxListLimit a page (q.Limit is its own). Errors are the store's.
+func AllRegistrations(ctx context.Context, s Store, q ListQuery) ([]Status, error) {
+	q.Limit = MaxListLimit
+	var out []Status
+	for {
+		page, err := s.List(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < q.Limit {
+			return out, nil
+		}
+		q.After = page[len(page)-1].Key()
+	}
+}

@@ -147,18 +147,9 @@ func unparkAll(cmd *cobra.Command, e *env, k key, namespace string) error {
 		return err
 	}
 	defer b.Close()
-	q := push.ListQuery{Stream: k.stream, Namespace: namespace, Parked: true, Limit: push.MaxListLimit}
-	var parked []push.Status
-	for {
-		page, err := b.List(cmd.Context(), q)
-		if err != nil {
-			return err
-		}
-		parked = append(parked, page...)
-		if len(page) < q.Limit {
-			break
-		}
-		q.After = page[len(page)-1].Key()
+	parked, err := push.AllRegistrations(cmd.Context(), b, push.ListQuery{Stream: k.stream, Namespace: namespace, Parked: true})
+	if err != nil {
+		return err
 	}
 	unparked := []registrationView{}
 	for _, p := range parked {

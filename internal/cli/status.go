@@ -236,24 +236,17 @@ stream's final record) are gone and not listed.`,
 				}
 				rec = recs[0]
 			}
+			regs, err := push.AllRegistrations(cmd.Context(), b, push.ListQuery{Stream: rec.Stream})
+			if err != nil {
+				return err
+			}
 			var acked, pending []push.Status
-			q := push.ListQuery{Stream: rec.Stream, Limit: push.MaxListLimit}
-			for {
-				page, err := b.List(cmd.Context(), q)
-				if err != nil {
-					return err
+			for _, s := range regs {
+				if s.NextSeq > rec.Seq {
+					acked = append(acked, s)
+				} else {
+					pending = append(pending, s)
 				}
-				for _, s := range page {
-					if s.NextSeq > rec.Seq {
-						acked = append(acked, s)
-					} else {
-						pending = append(pending, s)
-					}
-				}
-				if len(page) < q.Limit {
-					break
-				}
-				q.After = page[len(page)-1].Key()
 			}
 			if e.json {
 				return printJSON(e.Out, map[string]any{
