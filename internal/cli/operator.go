@@ -39,6 +39,15 @@ func (k key) notFound(err error) error {
 		regName(k.stream, k.id), journal.ErrNotFound, shellQuote(k.stream))
 }
 
+// due words when a registration made due at t is: now, or from t when an
+// --at ahead of the clock put it there.
+func (e *env) due(t time.Time) string {
+	if t.After(e.now()) {
+		return "due from " + fmtTime(t)
+	}
+	return "due now"
+}
+
 func (k *key) instant(e *env) (time.Time, error) {
 	if k.at == "" {
 		return e.now(), nil
@@ -81,13 +90,13 @@ options its receivers need), fix it first, then unpark them at once.`,
 						return usagef("--stream: %v", err)
 					}
 				}
-				return unparkAll(cmd, e, k, namespace)
-			}
-			if namespace != "" {
-				return usagef("--namespace applies to unpark --all")
-			}
-			if err := required(cmd, "stream", "id"); err != nil {
-				return err
+			} else {
+				if namespace != "" {
+					return usagef("--namespace applies to unpark --all")
+				}
+				if err := required(cmd, "stream", "id"); err != nil {
+					return err
+				}
 			}
 			at, err := k.instant(e)
 			if err != nil {
@@ -98,6 +107,9 @@ options its receivers need), fix it first, then unpark them at once.`,
 				return err
 			}
 			defer b.Close()
+			if all {
+				return unparkAll(cmd, e, b, at, push.ListQuery{Stream: k.stream, Namespace: namespace, Parked: true})
+			}
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
 				return k.notFound(err)
@@ -116,11 +128,7 @@ options its receivers need), fix it first, then unpark them at once.`,
 				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", regName(k.stream, k.id))
 				return nil
 			}
-			due := "due now"
-			if after.NextAttemptAt.After(e.now()) { // --at ahead of the clock
-				due = "due from " + fmtTime(after.NextAttemptAt)
-			}
-			fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", regName(k.stream, k.id), due, after.NextSeq, plural(int(after.Lag()), "record"))
+			fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", regName(k.stream, k.id), e.due(after.NextAttemptAt), after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}
@@ -133,21 +141,12 @@ options its receivers need), fix it first, then unpark them at once.`,
 	return cmd
 }
 
-// unparkAll is unpark --all: every parked registration the filters match,
-// listed first and then unparked one by one (each Unpark writes its
+// unparkAll is unpark --all: every parked registration q matches, listed
+// first and then unparked one by one at at (each Unpark writes its
 // evidence), so that one that changed meanwhile is still handled as unpark
 // handles it.
-func unparkAll(cmd *cobra.Command, e *env, k key, namespace string) error {
-	at, err := k.instant(e)
-	if err != nil {
-		return err
-	}
-	b, err := e.openExisting(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	parked, err := push.AllRegistrations(cmd.Context(), b, push.ListQuery{Stream: k.stream, Namespace: namespace, Parked: true})
+func unparkAll(cmd *cobra.Command, e *env, b backend, at time.Time, q push.ListQuery) error {
+	parked, err := push.AllRegistrations(cmd.Context(), b, q)
 	if err != nil {
 		return err
 	}
@@ -171,10 +170,7 @@ func unparkAll(cmd *cobra.Command, e *env, k key, namespace string) error {
 	if e.json {
 		return printJSON(e.Out, map[string]any{"unparked": unparked})
 	}
-	due := "due now"
-	if at.After(e.now()) {
-		due = "due from " + fmtTime(at)
-	}
+	due := e.due(at)
 	switch len(unparked) {
 	case 0:
 		fmt.Fprintln(e.Out, "No parked registration matched; nothing changed.")
