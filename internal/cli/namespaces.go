@@ -90,6 +90,15 @@ func checkNamespace(ns string) error {
 	return nil
 }
 
+// checkStream refuses a --stream value no stream can have (journal's
+// stream rules) as a usage error naming the flag.
+func checkStream(stream string) error {
+	if err := journal.ValidateStream(stream); err != nil {
+		return usagef("--stream: %v", err)
+	}
+	return nil
+}
+
 // configFlags are register's namespace options.
 type configFlags struct {
 	secrets                        []string

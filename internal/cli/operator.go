@@ -86,8 +86,8 @@ options its receivers need), fix it first, then unpark them at once.`,
 					}
 				}
 				if k.stream != "" {
-					if err := journal.ValidateStream(k.stream); err != nil {
-						return usagef("--stream: %v", err)
+					if err := checkStream(k.stream); err != nil {
+						return err
 					}
 				}
 			} else {

@@ -51,8 +51,8 @@ payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLi
 			if limit < 1 || limit > maxRecordsLimit {
 				return usagef("--limit %d must be from 1 to %d", limit, maxRecordsLimit)
 			}
-			if err := journal.ValidateStream(stream); err != nil {
-				return usagef("--stream: %v", err)
+			if err := checkStream(stream); err != nil {
+				return err
 			}
 			b, err := e.openExisting(cmd.Context())
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -40,8 +39,8 @@ again after its last one.`,
 				}
 			}
 			if q.Stream != "" {
-				if err := journal.ValidateStream(q.Stream); err != nil {
-					return usagef("--stream: %v", err)
+				if err := checkStream(q.Stream); err != nil {
+					return err
 				}
 			}
 			if (q.After.Stream == "") != (q.After.ID == "") {
