@@ -397,21 +397,16 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 }
 
 // oneEntryFlags names, in a validation error of a single append, the flag
-// (or stdin, for the payload) the user gave the field by, instead of the
-// library's entries[0].field.
+// the user gave the field by (asFlags, once the library's "entries[0]." is
+// taken off), or stdin for the payload.
 func oneEntryFlags(err error) error {
 	var inv *journal.InvalidError
 	if !errors.As(err, &inv) {
 		return err
 	}
-	field, ok := strings.CutPrefix(inv.Field, "entries[0].")
-	if !ok {
-		return err
+	field := strings.TrimPrefix(inv.Field, "entries[0].")
+	if field == "payload" {
+		return &journal.InvalidError{Field: "payload (stdin)", Reason: inv.Reason}
 	}
-	by := map[string]string{"payload": "payload (stdin)", "id": "--id", "kind": "--kind", "content_type": "--content-type",
-		"traceparent": "--traceparent", "tracestate": "--tracestate"}[field]
-	if by == "" {
-		return err
-	}
-	return &journal.InvalidError{Field: by, Reason: inv.Reason}
+	return asFlags(&journal.InvalidError{Field: field, Reason: inv.Reason})
 }

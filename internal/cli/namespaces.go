@@ -223,6 +223,11 @@ func namespaceFlags() []string {
 // their errors through asFlags.
 var fieldFlagOf = map[string]string{
 	"stream":                      "stream",
+	"id":                          "id", // a record's (append)
+	"kind":                        "kind",
+	"content_type":                "content-type",
+	"traceparent":                 "traceparent",
+	"tracestate":                  "tracestate",
 	"registration id":             "id",
 	"namespace":                   "namespace",
 	"url":                         "url",
