@@ -120,7 +120,8 @@ const MaxHeldScan = 100_000
 // reads the lagging registrations (Store.List) only when a host is not up,
 // at most MaxHeldScan of them; past that truncated is true and the counts
 // are those of the registrations it read. Under concurrent change the
-// counts are approximate (two reads), never negative.
+// counts are approximate (two reads), never negative. Errors are the
+// store's.
 func SplitHeld(ctx context.Context, store push.Store, namespaces map[string]push.NamespaceStats, notUp map[string]string) (held map[string]int, truncated bool, err error) {
 	held = map[string]int{}
 	if len(notUp) == 0 {
