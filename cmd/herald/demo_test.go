@@ -211,7 +211,7 @@ func TestDemoRefusals(t *testing.T) {
 	h := newHerald(t, db)
 	h.ok("register", "--stream", "orders", "--id", "billing", "--namespace", "webhook", "--url", "https://billing.example/hooks", "--secret", secret)
 	_, stderr, code, _ = runDemo(t, "--database", db)
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "a database in use is a bad --database value")
 	require.Contains(t, stderr, "already has registrations (stream=orders id=billing, …): the demo needs an empty database")
 	var regs []view
 	h.json(&regs, "registrations")

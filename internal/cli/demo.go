@@ -123,6 +123,9 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 		cfg.Out, cfg.Progress = io.Discard, nil
 	}
 	sum, err := demo.Run(ctx, cfg)
+	if errors.Is(err, demo.ErrNotEmpty) {
+		return usageError{err} // a --database in use: a bad value, nothing changed
+	}
 	if err != nil {
 		return err
 	}

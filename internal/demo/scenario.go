@@ -219,6 +219,10 @@ func (s *scenario) setup(ctx context.Context) error {
 	return nil
 }
 
+// ErrNotEmpty is what Run's error wraps when the database it was given
+// holds registrations or the input's streams: nothing was changed.
+var ErrNotEmpty = errors.New("the demo needs an empty database")
+
 // checkEmpty refuses a database that holds registrations or the input's
 // streams: the demo's workers would deliver other registrations (through a
 // transport that allows loopback), and its appends would conflict.
@@ -228,8 +232,8 @@ func (s *scenario) checkEmpty(ctx context.Context) error {
 		return fmt.Errorf("read the database's registrations: %w", err)
 	}
 	if len(regs) > 0 {
-		return fmt.Errorf("%s already has registrations (%s, …): the demo needs an empty database, since its workers would deliver them too; omit --database to use a fresh one",
-			s.cfg.Database, table.Registration(regs[0].Stream, regs[0].ID))
+		return fmt.Errorf("%s already has registrations (%s, …): %w, since its workers would deliver them too; omit --database to use a fresh one",
+			s.cfg.Database, table.Registration(regs[0].Stream, regs[0].ID), ErrNotEmpty)
 	}
 	for _, st := range s.cfg.Input.all() {
 		head, err := s.cfg.Journal.Head(ctx, st.Name)
@@ -237,7 +241,7 @@ func (s *scenario) checkEmpty(ctx context.Context) error {
 			return fmt.Errorf("read the head of %s: %w", st.Name, err)
 		}
 		if head > 0 {
-			return fmt.Errorf("%s already holds the stream %s (from an earlier demo?): the demo needs an empty database; omit --database to use a fresh one", s.cfg.Database, st.Name)
+			return fmt.Errorf("%s already holds the stream %s (from an earlier demo?): %w; omit --database to use a fresh one", s.cfg.Database, table.Clean(st.Name), ErrNotEmpty)
 		}
 	}
 	return nil
