@@ -104,7 +104,8 @@ func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
 
 // TestBrowserHostileErrorBodyIsShownAsText: a receiver's body and error
 // with script and an onerror image, and a stream name that is markup, are
-// shown as text; no element is made of them and no script runs.
+// shown as text; no element is made of them and no script runs. An error
+// with a bidirectional override shows it as its code point.
 func TestBrowserHostileErrorBodyIsShownAsText(t *testing.T) {
 	ctx := browser(t)
 	_, srv := serve(t, seeded(t), testToken, seed.View)
@@ -132,6 +133,8 @@ func TestBrowserHostileErrorBodyIsShownAsText(t *testing.T) {
 			require.Contains(t, text, seed.Hostile, "the body is shown whole, as text")
 		case "/ui/registrations":
 			require.Contains(t, text, seed.HostileStream)
+			require.Contains(t, text, seed.ReorderingShown, "an override is shown as its code point")
+			require.NotContains(t, text, "\u202E", "no override reaches the page's text")
 		}
 	}
 }

@@ -40,6 +40,10 @@
 // changes nothing. No secret is rendered: not the token, not registration
 // configs, not a URL's query or long path segments (RedactURL). Every value
 // is escaped by html/template (stream names and receivers' error bodies are
-// attacker-controlled), and the Content-Security-Policy allows no script at
-// all: the page needs none. Frames are refused, no Referer is sent.
+// attacker-controlled), and a character in the page's text that does not
+// print as itself (a control character, a bidirectional override, a
+// zero-width space) is shown as its code point, ‹U+202E›, so that no value
+// can reorder or hide the text around it; attribute values keep their bytes.
+// The Content-Security-Policy allows no script at all: the page needs none.
+// Frames are refused, no Referer is sent.
 package page

@@ -217,7 +217,7 @@ func (p *Page) render(w http.ResponseWriter, r *http.Request, code int, name str
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_, _ = w.Write([]byte(b.String()))
+	_, _ = w.Write([]byte(visible(b.String())))
 }
 
 // fail renders an error page with a status and a message in words.

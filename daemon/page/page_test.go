@@ -202,6 +202,49 @@ func TestNoSecretIsRendered(t *testing.T) {
 	require.Contains(t, body, "https://billing.example/hooks/…?…", "the URL is shown redacted")
 }
 
+// TestTextThatDoesNotPrintIsShownAsItsCodePoint: a receiver's error with a
+// bidirectional override and a terminal escape, and a registration id with
+// an override, are shown with each such character as its code point, in
+// every view that shows them; the forms keep the id's exact bytes, so an
+// action taken from the page acts on that registration.
+func TestTextThatDoesNotPrintIsShownAsItsCodePoint(t *testing.T) {
+	s := seeded(t)
+	const id = "inbox\u202Etxt.exe"
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: id, Namespace: "webhook",
+		URL: "https://inbox.example/in"})
+	require.NoError(t, err)
+	_, srv := serve(t, s, testToken, seed.View)
+	c := client(t)
+	csrf := login(t, c, srv)
+	audit := url.Values{"stream": {"orders/1"}, "id": {"audit"}}
+	odd := url.Values{"stream": {"orders/1"}, "id": {id}}
+	for path, shown := range map[string][]string{
+		"/ui/registrations":                                                   {seed.ReorderingShown, "inbox‹U+202E›txt.exe"},
+		"/ui/registration?" + audit.Encode():                                  {"503 Service Unavailable: " + seed.ReorderingShown, "upstream busy: " + seed.ReorderingShown},
+		"/ui/registration?" + odd.Encode():                                    {`<td id="reg-id">inbox‹U+202E›txt.exe</td>`},
+		"/ui/confirm?" + with(odd, "action", "rewind").Encode() + "&to_seq=1": {"inbox‹U+202E›txt.exe"},
+	} {
+		resp, body := get(t, c, srv.URL+path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path+": "+body)
+		for _, want := range shown {
+			require.Contains(t, body, want, path)
+		}
+		text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(body, "")
+		require.NotContains(t, text, "\u202E", path)
+		require.NotContains(t, text, "\u202C", path)
+		require.NotContains(t, text, "\x1b", path)
+	}
+	_, body := get(t, c, srv.URL+"/ui/confirm?"+with(odd, "action", "rewind").Encode()+"&to_seq=1")
+	require.Contains(t, body, `<input type="hidden" name="id" value="`+id+`">`, "the form keeps the id's bytes")
+
+	require.NoError(t, s.Skip(t.Context(), "orders/1", id, 2, seed.View, "to move it"))
+	resp, _ := post(t, c, srv.URL+"/ui/action", with(with(with(odd, "action", "rewind"), "to_seq", "1"), "csrf", csrf))
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err := s.Get(t.Context(), "orders/1", id)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.NextSeq, "the rewind acted on the registration shown")
+}
+
 func TestRecordStatusSaysWhoAcknowledged(t *testing.T) {
 	s := seeded(t)
 	_, srv := serve(t, s, testToken, seed.View)

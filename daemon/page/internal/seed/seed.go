@@ -28,6 +28,14 @@ const Hostile = `<script>window.__pwned=1</script><img src=x onerror="window.__p
 // HostileStream is a stream name that is markup.
 const HostileStream = `evil/<svg/onload=window.__pwned=1>`
 
+// Reordering is a receiver's error text that would rearrange what the page
+// shows around it (a right-to-left override, then a pop) and clear a
+// terminal (ESC [2J): the page shows each as its code point.
+const Reordering = "see \u202Eexe.txt\u202C, \x1b[2J"
+
+// ReorderingShown is Reordering as the page shows it.
+const ReorderingShown = "see ‹U+202E›exe.txt‹U+202C›, ‹U+001B›[2J"
+
 // Secret strings that the seed puts where the page must not show them.
 const (
 	SecretQuery   = "token=capability-s3cr3t"
@@ -51,7 +59,7 @@ const DownHost = "down.example:443"
 // HostileStream (2 records); registrations:
 //
 //	webhook     orders/1 billing   ready (URL with a capability segment and query, secret config)
-//	webhook     orders/1 audit     retrying (503), due at T0+1h
+//	webhook     orders/1 audit     retrying (503 with Reordering body), due at T0+1h
 //	webhook     orders/1 crm       parked (500 with Hostile body)
 //	webhook     orders/1 mirror    held: its host DownHost is down
 //	webhook     orders/1 archive   idle
@@ -103,7 +111,7 @@ func Seed(ctx context.Context, s page.Store) error {
 				return err
 			}
 			return s.Retry(ctx, r.Claim(), 1, T0.Add(time.Hour), push.Evidence{At: T0, Event: push.EventFailed, Seq: 1, Attempt: 1,
-				Status: 503, Body: "upstream busy", Error: "503 Service Unavailable", NotBefore: T0.Add(time.Hour)})
+				Status: 503, Body: "upstream busy: " + Reordering, Error: "503 Service Unavailable: " + Reordering, NotBefore: T0.Add(time.Hour)})
 		},
 		func() error { return reg("orders/1", "crm", "webhook", "https://crm.example/hooks", 0) },
 		func() error {
