@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -125,7 +126,23 @@ func asciiLower(s string) string {
 
 // String identifies the registration without its URL's path or its config.
 func (r Registration) String() string {
-	return fmt.Sprintf("%s/%s (%s → %s, cursor %d)", r.Stream, r.ID, r.Namespace, r.Host(), r.NextSeq)
+	return fmt.Sprintf("%s (%s → %s, cursor %d)", Name(r.Stream, r.ID), r.Namespace, r.Host(), r.NextSeq)
+}
+
+// Name names a registration in text (errors, logs' messages, the CLI's
+// output) as "stream=S id=ID", never "S/ID": streams and ids hold '/'
+// (actor/alice, an inbox URL), so "a/b/c" could be either split. A value
+// that is empty or holds a space, a quote, a backslash or a character that
+// does not print is Go-quoted, so the two parts always read back apart.
+func Name(stream, id string) string {
+	return "stream=" + nameValue(stream) + " id=" + nameValue(id)
+}
+
+func nameValue(s string) string {
+	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // Config is a projection's configuration, a JSON object. It may hold secrets,

@@ -187,7 +187,7 @@ func TestStoreErrorEndsOnlyItsTurn(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.ErrorIs(t, err, errInjected)
-	require.ErrorContains(t, err, "bad/r")
+	require.ErrorContains(t, err, "stream=bad id=r")
 	require.Equal(t, push.SweepReport{Registrations: 2, Records: 2, Deliveries: 2, Errors: 1}, rep)
 	require.Equal(t, uint64(3), f.get("good", "r").NextSeq, "the other turn finished")
 	bad := f.get("bad", "r")

@@ -280,7 +280,7 @@ func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, claimedAt 
 	t.rep.Registrations = 1
 	if err != nil {
 		t.rep.Errors = 1
-		err = fmt.Errorf("push: %s/%s: %w", st.Stream, st.ID, err)
+		err = fmt.Errorf("push: %s: %w", Name(st.Stream, st.ID), err)
 	}
 	if h := w.opts.hooks.Turn; h != nil {
 		h(at, t.rep, time.Since(started), err)

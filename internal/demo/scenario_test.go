@@ -61,7 +61,7 @@ func TestRunFailsWhenAReceiverRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, sum.OK, out.String())
 	require.Contains(t, strings.Join(sum.Failures, "\n"), "the webhook receiver refused 3 deliveries it could not verify (standard webhooks:")
-	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/webhook is parked")
+	require.Contains(t, strings.Join(sum.Failures, "\n"), "stream=webhooks/shop id=webhook is parked")
 	for _, r := range sum.Registrations {
 		switch {
 		case r.ID == WebhookName:
@@ -101,7 +101,7 @@ func TestRunStopsAtItsDuration(t *testing.T) {
 	require.False(t, sum.OK)
 	require.Contains(t, sum.Failures[0], "the demo did not finish within --duration 1h0m0s: still at work: ")
 	require.Contains(t, sum.Failures[0], "stream=webhooks/shop id=flaky (retrying at cursor")
-	require.Contains(t, strings.Join(sum.Failures, "\n"), "webhooks/shop/down did not recover after its unpark")
+	require.Contains(t, strings.Join(sum.Failures, "\n"), "stream=webhooks/shop id=down did not recover after its unpark")
 	for _, r := range sum.Registrations {
 		if r.ID == FlakyName {
 			require.Less(t, r.NextSeq, r.Head+1, "the flaky registration was stopped short of its head")

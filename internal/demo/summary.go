@@ -104,7 +104,7 @@ func judge(s *Summary) []string {
 		recovered[rc.Stream+"\x00"+rc.ID] = rc.Recovered
 	}
 	for _, r := range s.Registrations {
-		name := r.Stream + "/" + r.ID
+		name := table.Registration(r.Stream, r.ID)
 		switch {
 		case r.Receiver == GoneName:
 			if !r.Parked || r.NextSeq != 1 {

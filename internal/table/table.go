@@ -6,10 +6,11 @@ package table
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"unicode"
+
+	"github.com/heraldpush/herald/push"
 )
 
 // MaxCell is how many runes a cell shows; longer values are cut with "…"
@@ -77,18 +78,5 @@ func Clean(s string) string {
 	return s
 }
 
-// Registration names a registration in human output as "stream=S id=ID",
-// never "S/ID": streams and ids hold '/' (actor/alice, an inbox URL), so
-// "a/b/c" could be either split. A value that is empty or holds a space, a
-// quote, a backslash or a character that does not print is Go-quoted, so
-// the two parts always read back apart. JSON keeps them as fields instead.
-func Registration(stream, id string) string {
-	return "stream=" + nameValue(stream) + " id=" + nameValue(id)
-}
-
-func nameValue(s string) string {
-	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
-}
+// Registration names a registration in human output: push.Name.
+func Registration(stream, id string) string { return push.Name(stream, id) }

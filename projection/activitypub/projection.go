@@ -79,7 +79,7 @@ func (p *Projection) ValidateConfig(reg push.Registration) error {
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	s, err := p.configs.Get(reg.Config)
 	if err != nil {
-		return nil, fmt.Errorf("activitypub: registration %s/%s: %w", reg.Stream, reg.ID, err)
+		return nil, fmt.Errorf("activitypub: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
 	a, err := parseActivity(rec.Payload)
 	if err != nil {

@@ -63,7 +63,7 @@ func (p *Projection) ValidateConfig(reg push.Registration) error {
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	keys, err := p.configs.Get(reg.Config)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: registration %s/%s: %w", reg.Stream, reg.ID, err)
+		return nil, fmt.Errorf("webhook: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
 	ct := rec.ContentType
 	if ct == "" {

@@ -245,7 +245,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, err
 	}
 	if s.sealed(r.Stream) && next > head {
-		return push.Registration{}, fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
+		return push.Registration{}, fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
 			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
 	}
 	if err := store.ValidateCursor(next, head); err != nil {
@@ -438,7 +438,7 @@ func (s *Store) claimed(c push.Claim, nextSeq uint64) (*push.Registration, error
 		return nil, notFound(c.Stream, c.ID)
 	}
 	if r.LeaseOwner != c.Owner {
-		return nil, fmt.Errorf("registration %s/%s, claim %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+		return nil, fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 	}
 	if err := store.ValidateCursor(nextSeq, s.head(c.Stream)); err != nil {
 		return nil, err
@@ -713,7 +713,7 @@ func copyReg(r *push.Registration) push.Registration {
 }
 
 func notFound(streamName, id string) error {
-	return fmt.Errorf("registration %s/%s: %w", streamName, id, journal.ErrNotFound)
+	return fmt.Errorf("registration %s: %w", push.Name(streamName, id), journal.ErrNotFound)
 }
 
 var _ store.Retention = (*Store)(nil)

@@ -116,12 +116,12 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 			case !ok:
 				errs[i] = notFound(c.Stream, c.ID)
 			case f.owner != c.Owner:
-				errs[i] = fmt.Errorf("advance %s/%s under the lease of %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+				errs[i] = fmt.Errorf("advance %s under the lease of %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 			default:
 				if err := store.ValidateCursor(saves[i].NextSeq, uint64(f.head)); err != nil {
 					errs[i] = err
 				} else {
-					errs[i] = fmt.Errorf("postgres: advance %s/%s: the write did not apply under a held lease and a valid cursor", c.Stream, c.ID)
+					errs[i] = fmt.Errorf("postgres: advance %s: the write did not apply under a held lease and a valid cursor", push.Name(c.Stream, c.ID))
 				}
 			}
 		}

@@ -178,14 +178,14 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 	case !found:
 		return notFound(c.Stream, c.ID)
 	case owner != c.Owner:
-		return fmt.Errorf("%s %s/%s under the lease of %s: %w", op, c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+		return fmt.Errorf("%s %s under the lease of %s: %w", op, push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 	}
 	if nextSeq > 0 {
 		if err := store.ValidateCursor(nextSeq, uint64(head)); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("postgres: %s %s/%s: the write did not apply under a held lease and a valid cursor", op, c.Stream, c.ID)
+	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
 }
 
 // checkCursor refuses, before any round trip, a cursor no stream can have:

@@ -71,7 +71,7 @@ func TestErrorsAreTranslated(t *testing.T) {
 		requireNoPgxTypes(t, err)
 		_, err = s.Get(ctx, "s", "nobody")
 		require.ErrorIs(t, err, journal.ErrNotFound)
-		require.Contains(t, err.Error(), "s/nobody")
+		require.Contains(t, err.Error(), "stream=s id=nobody")
 		requireNoPgxTypes(t, err)
 		_, err = s.Get(ctx, "s\xff", "r\x00") // text PostgreSQL cannot hold names nothing
 		require.ErrorIs(t, err, journal.ErrNotFound)

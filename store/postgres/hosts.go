@@ -133,7 +133,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		case !found:
 			return notFound(c.Stream, c.ID)
 		case owner != c.Owner:
-			return fmt.Errorf("record host failure of %s/%s under the lease of %s: %w", c.Stream, c.ID, c.Owner, push.ErrLeaseLost)
+			return fmt.Errorf("record host failure of %s under the lease of %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 		}
 		if err := store.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
 			return err

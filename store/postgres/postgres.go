@@ -203,5 +203,5 @@ func checkSeq(field string, seq uint64) error {
 }
 
 func notFound(stream, id string) error {
-	return fmt.Errorf("registration %s/%s: %w", stream, id, journal.ErrNotFound)
+	return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
 }

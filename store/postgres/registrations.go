@@ -49,7 +49,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			}
 		}
 		if !exists && finalSeq != nil && next > uint64(head) {
-			return fmt.Errorf("register %s/%s at #%d: %w", r.Stream, r.ID, next,
+			return fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
 				&journal.SealedError{Stream: r.Stream, FinalSeq: uint64(*finalSeq)})
 		}
 		if !exists {
