@@ -35,6 +35,7 @@ type AdminStore interface {
 //	GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
 //	GET  /v1/evidence?stream=S&id=ID&limit=N
 //	POST /v1/registration/unpark?stream=S&id=ID
+//	POST /v1/registrations/unpark?stream=&namespace=
 //	POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
 //	POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
 //	GET  /v1/hosts?state=&host=&after=&limit=
@@ -43,7 +44,9 @@ type AdminStore interface {
 // An action on one registration is POST /v1/registration/<action>, as on
 // the HTTP API (Daemon.APIHandler) and as /v1/hosts/reset is on a host;
 // each answers the registration after it (RegistrationView), unpark with
-// was_parked (UnparkView). The older names POST /v1/unpark, /v1/skip and
+// was_parked (UnparkView). POST /v1/registrations/unpark unparks every
+// parked registration, of the stream and the namespace when given, and
+// answers those it unparked (UnparkedAll). The older names POST /v1/unpark, /v1/skip and
 // /v1/rewind are deprecated: they answer the same, with a Deprecation
 // header (RFC 9745) and a Link to the new name, for this release only.
 //
@@ -164,6 +167,7 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
 		}),
 	}
+	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, nil))
 	for name, h := range actions {
 		mux.HandleFunc("POST /v1/registration/"+name, h)
 		mux.HandleFunc("POST /v1/"+name, deprecated("/v1/registration/"+name, h))
@@ -210,6 +214,44 @@ func unpark(ctx context.Context, store push.Store, stream, id string, at time.Ti
 		return UnparkView{}, err
 	}
 	return UnparkView{RegistrationView: ViewOf(after), WasParked: before.Parked}, nil
+}
+
+// UnparkedAll answers POST /v1/registrations/unpark on both APIs: each
+// registration unparked, as it is after its unpark.
+type UnparkedAll struct {
+	Unparked []RegistrationView `json:"unparked"`
+}
+
+// unparkAll answers POST /v1/registrations/unpark?stream=&namespace= on
+// both APIs: every parked registration (of the stream and of the
+// namespace, when given) unparked at now() (push.UnparkAll), each with its
+// evidence. woke is told each unparked registration's namespace (nil:
+// none to tell). An error after some were unparked is a 500 whose message
+// says how many.
+func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace")}
+		if lq.Stream != "" {
+			if err := journal.ValidateStream(lq.Stream); err != nil {
+				writeError(w, journal.Invalid("stream", "%v", err))
+				return
+			}
+		}
+		done, err := push.UnparkAll(r.Context(), store, lq, now())
+		out := UnparkedAll{Unparked: make([]RegistrationView, 0, len(done))}
+		for _, st := range done {
+			out.Unparked = append(out.Unparked, ViewOf(st))
+			if woke != nil {
+				woke(st.Namespace)
+			}
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
 }
 
 // listRegistrations answers GET /v1/registrations on both APIs.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/sqlite"
 )
 
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
@@ -370,4 +374,128 @@ func TestListenOpensEveryAddressOrNone(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// POST /v1/registrations/unpark, on both APIs and every store, unparks
+// every parked registration it matches, each with its evidence, and leaves
+// the rest: those of another namespace or stream, and those not parked.
+func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) Store{
+		"memory": func(t *testing.T) Store { return memory.New() },
+		"sqlite": func(t *testing.T) Store {
+			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		"postgres": func(t *testing.T) Store {
+			url := pgtest.NewDatabase(t)
+			_, err := postgres.MigrateUp(t.Context(), url)
+			require.NoError(t, err)
+			s, err := postgres.Open(t.Context(), url)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, api := range []string{"admin", "api"} {
+				t.Run(api, func(t *testing.T) { unparkAllUnparksThoseItMatches(t, open(t), api) })
+			}
+		})
+	}
+}
+
+func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
+	ctx := t.Context()
+	regs := []struct {
+		stream, id, ns string
+		park           bool
+	}{
+		{"orders", "a", "webhook", true},
+		{"orders", "b", "webhook", true},
+		{"orders", "c", "webhook", false},
+		{"orders", "d", "cloudevents", true},
+		{"invoices", "e", "webhook", true},
+	}
+	for _, r := range regs {
+		_, err := s.Append(ctx, r.stream, journal.Entry{ID: r.stream + "-" + r.id, Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	if sq, ok := s.(interface {
+		Sequence(ctx context.Context) (int, error)
+	}); ok {
+		_, err := sq.Sequence(ctx)
+		require.NoError(t, err)
+	}
+	for _, r := range regs {
+		_, err := s.Register(ctx, push.Registration{Stream: r.stream, ID: r.id, Namespace: r.ns, URL: "https://" + r.id + ".example/"})
+		require.NoError(t, err)
+	}
+	park := map[string]bool{}
+	for _, r := range regs {
+		park[r.stream+" "+r.id] = r.park
+	}
+	for _, ns := range []string{"webhook", "cloudevents"} {
+		b, err := s.Due(ctx, push.DueQuery{At: t0, Limit: len(regs), Namespace: ns, Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		for _, c := range b.Registrations {
+			if park[c.Stream+" "+c.ID] {
+				require.NoError(t, s.Park(ctx, c.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
+			} else {
+				require.NoError(t, s.Retry(ctx, c.Claim(), 1, t0.Add(time.Hour), push.Evidence{At: t0, Event: push.EventFailed, Seq: 1, Error: "later"}))
+			}
+		}
+	}
+	at := t0.Add(2 * time.Hour)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()}, Now: func() time.Time { return at }})
+	require.NoError(t, err)
+	h := d.AdminHandler()
+	if api == "api" {
+		h = d.APIHandler()
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
+	require.Equal(t, http.StatusOK, code, body)
+	var got UnparkedAll
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	var names []string
+	for _, v := range got.Unparked {
+		names = append(names, v.Stream+" "+v.ID)
+		require.False(t, v.Parked, body)
+		require.Equal(t, uint64(1), v.NextSeq, "its cursor is where it was parked")
+	}
+	require.Equal(t, []string{"orders a", "orders b"}, names)
+	for _, r := range regs {
+		st, err := s.Get(ctx, r.stream, r.id)
+		require.NoError(t, err)
+		unparked := r.stream == "orders" && r.ns == "webhook" && r.park
+		require.Equal(t, r.park && !unparked, st.Parked, "%s %s", r.stream, r.id)
+		evs, err := s.Evidence(ctx, r.stream, r.id, 1)
+		require.NoError(t, err)
+		if unparked {
+			require.Equal(t, push.EventUnparked, evs[0].Event, "%s %s", r.stream, r.id)
+			require.Equal(t, at, evs[0].At.UTC())
+			require.False(t, st.NextAttemptAt.After(at), "due at once")
+		} else if len(evs) > 0 {
+			require.NotEqual(t, push.EventUnparked, evs[0].Event, "%s %s", r.stream, r.id)
+		}
+	}
+
+	// Again: nothing is parked there now; an empty list, nothing changed.
+	code, body = adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.JSONEq(t, `{"unparked": []}`, body)
+
+	// No filter: the rest.
+	code, body = adminCall(t, srv, "POST", "/v1/registrations/unpark", "", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	names = nil
+	for _, v := range got.Unparked {
+		names = append(names, v.Stream+" "+v.ID)
+	}
+	require.Equal(t, []string{"invoices e", "orders d"}, names)
 }

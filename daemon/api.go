@@ -46,6 +46,7 @@ func (d *Daemon) apiRoutes() []route {
 		{"GET /v1/registration", d.getRegistration},
 		{"DELETE /v1/registration", d.deleteRegistration},
 		{"POST /v1/registration/unpark", d.unparkRegistration},
+		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
 	}
 }
 
@@ -463,8 +464,15 @@ func (d *Daemon) unparkRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if wk := d.byNS[v.Namespace]; v.WasParked && wk != nil {
-		wk.Wake()
+	if v.WasParked {
+		d.wake(v.Namespace)
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// wake wakes the worker of namespace, if this daemon runs one.
+func (d *Daemon) wake(namespace string) {
+	if wk := d.byNS[namespace]; wk != nil {
+		wk.Wake()
+	}
 }

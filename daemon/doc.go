@@ -41,6 +41,7 @@
 //	GET    /v1/registration?stream=S&id=ID  one registration
 //	DELETE /v1/registration?stream=S&id=ID  delete it and its evidence (204)
 //	POST   /v1/registration/unpark?stream=S&id=ID
+//	POST   /v1/registrations/unpark?stream=&namespace=  every parked one
 //
 // POST /v1/records takes {"stream": S, "records": [{"id", "kind",
 // "content_type", "payload" | "payload_base64", "final", "traceparent",
@@ -87,5 +88,7 @@
 //
 // POST /v1/registration/unpark answers UnparkView: the registration and
 // was_parked, false when it was not parked and nothing changed (as herald
-// unpark says).
+// unpark says). POST /v1/registrations/unpark unparks every parked
+// registration, of the stream and the namespace when given, as herald
+// unpark --all does, and answers UnparkedAll: those it unparked.
 package daemon

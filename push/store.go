@@ -3,7 +3,10 @@ package push
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/heraldpush/herald/journal"
 )
 
 // Store keeps registrations, their cursors, leases and evidence.
@@ -276,4 +279,36 @@ func AllRegistrations(ctx context.Context, s Store, q ListQuery) ([]Status, erro
 		}
 		q.After = page[len(page)-1].Key()
 	}
+}
+
+// UnparkAll unparks, at at, every parked registration that q matches
+// (q.Parked is set for it): listed first (AllRegistrations), then unparked
+// one by one, each with its evidence, as Unpark does. It returns each as
+// it is after its unpark, in the list's order; one unregistered since it
+// was listed is left out. An error stops it: the ones returned with it
+// were unparked, and the error names the registration it failed on.
+func UnparkAll(ctx context.Context, s Store, q ListQuery, at time.Time) ([]Status, error) {
+	q.Parked = true
+	parked, err := AllRegistrations(ctx, s, q)
+	if err != nil {
+		return nil, err
+	}
+	out := []Status{}
+	for _, p := range parked {
+		if err := s.Unpark(ctx, p.Stream, p.ID, at); err != nil {
+			if errors.Is(err, journal.ErrNotFound) {
+				continue // unregistered since it was listed
+			}
+			return out, fmt.Errorf("unparked %d of %d, then %s: %w", len(out), len(parked), Name(p.Stream, p.ID), err)
+		}
+		after, err := s.Get(ctx, p.Stream, p.ID)
+		if errors.Is(err, journal.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("unparked %d of %d, then reading %s: %w", len(out)+1, len(parked), Name(p.Stream, p.ID), err)
+		}
+		out = append(out, after)
+	}
+	return out, nil
 }

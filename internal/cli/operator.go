@@ -141,41 +141,28 @@ options its receivers need), fix it first, then unpark them at once.`,
 	return cmd
 }
 
-// unparkAll is unpark --all: every parked registration q matches, listed
-// first and then unparked one by one at at (each Unpark writes its
-// evidence), so that one that changed meanwhile is still handled as unpark
-// handles it.
+// unparkAll is unpark --all (push.UnparkAll), each registration named as
+// it is unparked.
 func unparkAll(cmd *cobra.Command, e *env, b backend, at time.Time, q push.ListQuery) error {
-	parked, err := push.AllRegistrations(cmd.Context(), b, q)
+	done, err := push.UnparkAll(cmd.Context(), b, q, at)
+	unparked := []registrationView{}
+	for _, st := range done {
+		unparked = append(unparked, viewOf(st))
+		if !e.json {
+			fmt.Fprintf(e.Out, "Unparked %s: cursor %d (%s to deliver).\n", regName(st.Stream, st.ID), st.NextSeq, plural(int(st.Lag()), "record"))
+		}
+	}
 	if err != nil {
 		return err
-	}
-	unparked := []registrationView{}
-	for _, p := range parked {
-		if err := b.Unpark(cmd.Context(), p.Stream, p.ID, at); err != nil {
-			if errors.Is(err, journal.ErrNotFound) {
-				continue // unregistered since it was listed
-			}
-			return fmt.Errorf("unparked %d of %d, then %s: %w", len(unparked), len(parked), regName(p.Stream, p.ID), err)
-		}
-		after, err := b.Get(cmd.Context(), p.Stream, p.ID)
-		if err != nil {
-			return err
-		}
-		unparked = append(unparked, viewOf(after))
-		if !e.json {
-			fmt.Fprintf(e.Out, "Unparked %s: cursor %d (%s to deliver).\n", regName(p.Stream, p.ID), after.NextSeq, plural(int(after.Lag()), "record"))
-		}
 	}
 	if e.json {
 		return printJSON(e.Out, map[string]any{"unparked": unparked})
 	}
-	due := e.due(at)
 	switch len(unparked) {
 	case 0:
 		fmt.Fprintln(e.Out, "No parked registration matched; nothing changed.")
 	default:
-		fmt.Fprintf(e.Out, "%s unparked, %s.\n", plural(len(unparked), "registration"), due)
+		fmt.Fprintf(e.Out, "%s unparked, %s.\n", plural(len(unparked), "registration"), e.due(at))
 	}
 	return nil
 }

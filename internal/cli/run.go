@@ -56,6 +56,7 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
   GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
   GET  /v1/evidence?stream=S&id=ID&limit=N
   POST /v1/registration/unpark?stream=S&id=ID
+  POST /v1/registrations/unpark?stream=&namespace=   (every parked one, as unpark --all)
   POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
   POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
   GET  /v1/hosts?state=&host=&after=&limit=
