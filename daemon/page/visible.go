@@ -1,19 +1,17 @@
 package page
 
 import (
-	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/heraldpush/herald/internal/table"
 )
 
-// visible returns html, as html/template rendered it, with every character
-// of its text that does not print as itself shown as its code point in
-// guillemets, ‹U+202E›: control characters other than tab, line feed and
-// carriage return (a terminal's escape sequences), format characters (the
-// bidirectional overrides and isolates U+202A–U+202E and U+2066–U+2069,
-// which would reorder the text after them; zero-width characters, which
-// make two names look the same), private-use and unassigned code points.
+// visible returns html, as html/template rendered it, with every Hidden
+// character of its text (internal/table: control characters other than
+// tab and line breaks, format characters such as the bidirectional
+// overrides, private-use and unassigned code points) shown as its code
+// point, ‹U+202E›, as the CLI's tables show it.
 //
 // Stored values are hostile: a receiver writes its error body, a producer
 // names its stream. html/template's escaping stops them from making
@@ -38,7 +36,7 @@ func visible(html string) string {
 		case r == '>':
 			inTag = false
 		case !inTag && hidden(r):
-			fmt.Fprintf(&b, "‹U+%04X›", r)
+			b.WriteString(table.CodePoint(r))
 			continue
 		}
 		// The bytes as they were: a byte that is not UTF-8 stays one.
@@ -48,10 +46,6 @@ func visible(html string) string {
 	return b.String()
 }
 
-// hidden reports whether r does not print as itself: not a letter, mark,
-// number, punctuation, symbol or space character (unicode.IsGraphic), and
-// not a tab or line break, which the page's text keeps (a body is shown in
-// a <pre>).
-func hidden(r rune) bool {
-	return !unicode.IsGraphic(r) && r != '\t' && r != '\n' && r != '\r'
-}
+// hidden is table.Hidden: the page keeps tabs and line breaks (a body is
+// shown in a <pre>).
+var hidden = table.Hidden

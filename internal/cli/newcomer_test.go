@@ -211,7 +211,7 @@ func TestRecords(t *testing.T) {
 	require.Contains(t, out, "SEQ")
 	require.Contains(t, out, `{"note":"line\nbreak \u001b[31m"}`, "JSON is compacted; its escapes stay escapes")
 	require.Contains(t, out, "(10 bytes, not UTF-8 text: see --json)")
-	require.Contains(t, out, "raw [2Jtext", "a control character never reaches the terminal")
+	require.Contains(t, out, "raw‹U+001B›[2Jtext", "a control character never reaches the terminal: it is shown as its code point")
 	require.NotContains(t, out, "\x1b")
 
 	out = heraldOK(t, db, "", "records", "--stream", "s", "--from-seq", "2", "--limit", "1")

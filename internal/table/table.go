@@ -50,12 +50,8 @@ func (t *Table) Row(cells ...string) {
 // Flush writes the table and returns the writer's error.
 func (t *Table) Flush() error { return t.tw.Flush() }
 
-// Cell makes s safe for one table cell: characters that do not print as
-// themselves become spaces (control characters, tabs and line breaks
-// included, and format characters such as the bidirectional overrides
-// U+202A–U+202E and U+2066–U+2069, which would reorder what follows them on
-// the terminal's line), values longer than MaxCell runes are cut
-// with an ellipsis, and an empty value is shown as "-".
+// Cell makes s safe for one table cell: Clean, and cut with an ellipsis
+// when longer than MaxCell runes.
 func Cell(s string) string {
 	s = Clean(s)
 	if r := []rune(s); len(r) > MaxCell {
@@ -64,19 +60,48 @@ func Cell(s string) string {
 	return s
 }
 
-// Clean is Cell without the cut, for a value shown whole.
+// Clean is Cell without the cut, for a value shown whole on one line:
+// tabs and line breaks become spaces, every other character that does not
+// print as itself (Hidden) is shown as its code point (CodePoint), and an
+// empty value is shown as "-".
 func Clean(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r != ' ' && !unicode.IsPrint(r) {
-			return ' '
+	if strings.IndexFunc(s, Hidden) >= 0 || strings.ContainsAny(s, "\t\n\r") {
+		var b strings.Builder
+		for _, r := range s {
+			switch {
+			case r == '\t' || r == '\n' || r == '\r':
+				b.WriteByte(' ')
+			case Hidden(r):
+				b.WriteString(CodePoint(r))
+			default:
+				b.WriteRune(r)
+			}
 		}
-		return r
-	}, s)
+		s = b.String()
+	}
 	if s == "" {
 		return "-"
 	}
 	return s
 }
+
+// Hidden reports whether r does not print as itself, so that a stored
+// value (a receiver's error body, a producer's stream name) holding it
+// would hide or rearrange what is shown around it: not a letter, mark,
+// number, punctuation, symbol or space character (unicode.IsGraphic).
+// That is control characters (a terminal's escape sequences), format
+// characters (the bidirectional overrides and isolates U+202A–U+202E and
+// U+2066–U+2069, which reorder the text after them; zero-width characters,
+// which make two names look the same), private-use and unassigned code
+// points. Tab, line feed and carriage return are not Hidden: each place
+// that shows text says what it does with them.
+func Hidden(r rune) bool {
+	return !unicode.IsGraphic(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
+// CodePoint is how the CLI's tables and the operator's page show a Hidden
+// character: its code point in guillemets, ‹U+202E›.
+func CodePoint(r rune) string { return fmt.Sprintf("‹U+%04X›", r) }
 
 // Registration names a registration in human output: push.Name.
 func Registration(stream, id string) string { return push.Name(stream, id) }

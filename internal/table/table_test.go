@@ -19,14 +19,16 @@ func ExampleTable() {
 	// webhooks/shop  12         503 Service Unavailable
 }
 
-// A cell cannot break the layout or reach the terminal as an escape.
+// A cell cannot break the layout, reach the terminal as an escape or
+// reorder the line; what it hid is shown as its code point.
 func TestCellSanitises(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", "-"},
-		{"a\tb\nc\x1b[31m", "a b c [31m"},
-		{"line\u2028sep", "line sep"},
-		{"abc\u202edef\u2066g\u200bh", "abc def g h"}, // bidirectional overrides, isolates, a zero-width space
-		{"nbsp\u00a0é 中", "nbsp é 中"},
+		{"a\tb\nc\x1b[31m", "a b c‹U+001B›[31m"},
+		{"line\u2028sep\r", "line‹U+2028›sep "},
+		{"abc\u202edef\u2066g\u200bh", "abc‹U+202E›def‹U+2066›g‹U+200B›h"}, // bidirectional overrides, isolates, a zero-width space
+		{"nbsp\u00a0é 中", "nbsp\u00a0é 中"}, // spaces and letters of every script print
+		{"\U000F0000 \u0378", "‹U+F0000› ‹U+0378›"}, // private use, unassigned
 		{strings.Repeat("x", table.MaxCell), strings.Repeat("x", table.MaxCell)},
 		{strings.Repeat("é", table.MaxCell+1), strings.Repeat("é", table.MaxCell-1) + "…"},
 	} {
@@ -47,7 +49,7 @@ func TestLastCellWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !strings.Contains(out, long+" [2J") {
+	if !strings.Contains(out, long+"‹U+001B›[2J") {
 		t.Errorf("last cell cut or unsanitised:\n%s", out)
 	}
 	if strings.Contains(out, strings.Repeat("y", table.MaxCell)) {
