@@ -140,6 +140,9 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		if len(e.Payload) > maxPayload {
 			return nil, at(Invalid("payload", "is %d bytes, more than the limit of %d", len(e.Payload), maxPayload))
 		}
+		if IsJSON(mt) && len(e.Payload) == 0 {
+			return nil, at(Invalid("payload", "is missing or empty: content type %s requires a JSON value", mt))
+		}
 		if IsJSON(mt) && !json.Valid(e.Payload) {
 			return nil, at(Invalid("payload", "is not valid JSON, as content type %s requires", mt))
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -73,10 +74,10 @@ a no-op, so a failed run can simply be repeated.`,
 			for i, bt := range batches {
 				valid, err := journal.ValidateEntries(bt.stream, bt.entries, 0)
 				if err != nil && file == "" {
-					err = oneEntryFlags(err)
+					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, oneEntryFlags(err))
 				}
 				if err != nil {
-					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, err)
+					return fmt.Errorf("%w (nothing was appended)", lineError(file, bt, err))
 				}
 				batches[i].entries = valid
 			}
@@ -123,11 +124,11 @@ a no-op, so a failed run can simply be repeated.`,
 				return printJSON(e.Out, out)
 			}
 			if len(out) == 1 && out[0].Existed {
-				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", out[0].Stream, out[0].Seq, cell(out[0].ID))
+				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", cell(out[0].Stream), out[0].Seq, cell(out[0].ID))
 				return nil
 			}
 			if len(out) == 1 {
-				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", out[0].Stream, out[0].Seq, cell(out[0].ID))
+				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", cell(out[0].Stream), out[0].Seq, cell(out[0].ID))
 				return nil
 			}
 			streams, already := map[string]bool{}, 0
@@ -333,7 +334,11 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 		}
 		out[last].entries = append(out[last].entries, e)
 		out[last].lines = append(out[last].lines, n)
-		out[last].where = fmt.Sprintf("%s lines %d-%d", path, first, n)
+		if first == n {
+			out[last].where = fmt.Sprintf("%s line %d", path, n)
+		} else {
+			out[last].where = fmt.Sprintf("%s lines %d-%d", path, first, n)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -394,6 +399,22 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 	}
 	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("appending "+what),
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+}
+
+// lineError names, in a validation error of a --file batch, the line of
+// the entry it is about: "f.jsonl line 7: invalid payload: …" where the
+// library says "entries[3].payload" of the batch. Another error is named
+// by the batch's lines.
+func lineError(path string, bt batch, err error) error {
+	var inv *journal.InvalidError
+	if errors.As(err, &inv) {
+		if idx, field, ok := strings.Cut(strings.TrimPrefix(inv.Field, "entries["), "]."); ok && strings.HasPrefix(inv.Field, "entries[") {
+			if i, perr := strconv.Atoi(idx); perr == nil && i >= 0 && i < len(bt.lines) {
+				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
+			}
+		}
+	}
+	return fmt.Errorf("%s: %w", bt.where, err)
 }
 
 // oneEntryFlags names, in a validation error of a single append, the flag
