@@ -40,6 +40,9 @@ type env struct {
 	Stdio
 	getenv   func(string) string
 	database string
+	// databaseFrom names where database came from, for its errors:
+	// "--database", or HERALD_DATABASE_URL when that set it.
+	databaseFrom string
 	seqEvery time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
 	json     bool
 	verbose  bool
@@ -133,7 +136,7 @@ func newRoot(e *env) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("database") {
 				if v := e.getenv("HERALD_DATABASE_URL"); v != "" {
-					e.database = v
+					e.database, e.databaseFrom = v, "HERALD_DATABASE_URL"
 				}
 			}
 			level := slog.LevelInfo

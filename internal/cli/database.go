@@ -36,20 +36,25 @@ type database struct {
 // databaseHint ends every refusal of a --database value.
 const databaseHint = "give sqlite:PATH (e.g. sqlite:./herald.db) or a postgres:// URL"
 
-func parseDatabase(s string) (database, error) {
+// parseDatabase parses s, the value of from (--database, or the variable
+// HERALD_DATABASE_URL), whose name its errors give.
+func parseDatabase(from, s string) (database, error) {
+	if from == "" {
+		from = "--database"
+	}
 	switch {
 	case strings.HasPrefix(s, "sqlite:"):
 		p := strings.TrimPrefix(s, "sqlite:")
 		if p == "" {
-			return database{}, usagef("--database sqlite: needs a path, e.g. sqlite:./herald.db")
+			return database{}, usagef("%s sqlite: needs a path, e.g. sqlite:./herald.db", from)
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		return database{kind: "postgres", url: s}, nil
 	case s == "":
-		return database{}, usagef("--database is empty: %s", databaseHint)
+		return database{}, usagef("%s is empty: %s", from, databaseHint)
 	}
-	return database{}, usagef("--database %q: %s", redactDSN(s), databaseHint)
+	return database{}, usagef("%s %q: %s", from, redactDSN(s), databaseHint)
 }
 
 // String names the database without a password.
@@ -131,7 +136,7 @@ func (e *env) openServing(ctx context.Context) (backend, error) { return e.openD
 func (e *env) openExisting(ctx context.Context) (backend, error) { return e.openDB(ctx, readDB) }
 
 func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
-	d, err := parseDatabase(e.database)
+	d, err := parseDatabase(e.databaseFrom, e.database)
 	if err != nil {
 		return nil, err
 	}

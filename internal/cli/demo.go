@@ -148,7 +148,7 @@ func (e *env) openDemo(ctx context.Context) (backend, error) {
 	if err == nil || !errors.Is(err, store.ErrSchemaBehind) {
 		return b, err
 	}
-	d, perr := parseDatabase(e.database)
+	d, perr := parseDatabase(e.databaseFrom, e.database)
 	if perr != nil || d.kind != "postgres" {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := parseDatabase(e.database)
+			d, err := parseDatabase(e.databaseFrom, e.database)
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,7 @@ func FuzzParseDatabase(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseDatabase(s)
+		d, err := parseDatabase("", s)
 		if err != nil {
 			if !isUsage(err) {
 				t.Fatalf("parseDatabase(%q): %v is not a usage error", s, err)

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A bad database URL from HERALD_DATABASE_URL is blamed on the variable,
+// not on a --database the user never typed; a bad --database still names
+// the flag (found by a newcomer).
+func TestABadDatabaseNamesWhereItCameFrom(t *testing.T) {
+	run := func(env map[string]string, args ...string) cliRun {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(k string) string { return env[k] })
+		return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
+	}
+	r := run(map[string]string{"HERALD_DATABASE_URL": "garbage"}, "status")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `HERALD_DATABASE_URL "garbage": give sqlite:PATH`)
+	require.NotContains(t, r.stderr, "--database")
+
+	r = run(map[string]string{"HERALD_DATABASE_URL": "sqlite:"}, "status")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "HERALD_DATABASE_URL sqlite: needs a path")
+
+	r = run(map[string]string{"HERALD_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}, "--database", "garbage", "status")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `--database "garbage": give sqlite:PATH`, "the flag wins over the variable, and is named")
+}
+
+// A stream name with a bidirectional override reaches the terminal with
+// the override shown as its code point, in append's answer and in the
+// tables, never raw (found by a newcomer: append printed it raw).
+func TestAHiddenCharacterOfAStreamIsShownAsItsCodePoint(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	const stream = "p\u202Eq"
+	out := heraldOK(t, db, `{}`, "append", "--stream", stream, "--id", "c1", "--kind", "k")
+	require.Equal(t, "Appended p‹U+202E›q#1 (id c1).\n", out)
+	out = heraldOK(t, db, `{}`, "append", "--stream", stream, "--id", "c1", "--kind", "k")
+	require.Contains(t, out, "Already in the journal: p‹U+202E›q#1")
+	heraldOK(t, db, "", "register", "--stream", stream, "--id", "r\u2066", "--namespace", "webhook",
+		"--url", "https://hooks.example/x", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	for _, args := range [][]string{{"registrations"}, {"status"}, {"streams"}} {
+		out := heraldOK(t, db, "", args...)
+		require.NotContains(t, out, "\u202E", args)
+		require.NotContains(t, out, "\u2066", args)
+		require.Contains(t, out, "p‹U+202E›q", args)
+	}
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "r‹U+2066›")
+}
+
+// A JSON Lines entry's validation error names its line, not its place in
+// the batch, and a missing payload is called missing (found by a newcomer:
+// "lines 1-1: invalid entries[0].payload: is not valid JSON").
+func TestAFileErrorNamesTheLine(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	file := filepath.Join(dir, "in.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte("{\"id\":\"a1\",\"kind\":\"k\",\"payload\":{}}\n\n{\"id\":\"a2\",\"kind\":\"k\"}\n"), 0o600))
+	r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, file+" line 3: invalid payload: is missing or empty: content type application/json requires a JSON value (nothing was appended)")
+	require.NoFileExists(t, db, "nothing was created")
+
+	require.NoError(t, os.WriteFile(file, []byte("{\"id\":\"a1\",\"kind\":\"\",\"payload\":{}}\n"), 0o600))
+	r = runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, file+" line 1: invalid kind: is empty")
+
+	r = runCLI(t, db, "", "append", "--stream", "s", "--id", "x", "--kind", "k", "--content-type", "application/json")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+}
