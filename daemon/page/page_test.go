@@ -365,3 +365,22 @@ func TestParkedRowsShowNoNextAttempt(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, next.FindStringSubmatch(body)[1], "2026-03-15 12:00:00Z")
 }
+
+// A HEAD is a read, answered as its GET is: 200 on an open page with no
+// session yet, the redirect to the login form on a page with a token; it
+// changes nothing (found by a newcomer: an uptime check's HEAD got 403).
+func TestHeadIsAnsweredAsGet(t *testing.T) {
+	for _, token := range []string{"", testToken} {
+		_, srv := serve(t, seeded(t), token, seed.View)
+		for _, path := range []string{"/ui/", "/ui/registrations", "/ui/hosts"} {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodHead, srv.URL+path, nil)
+			require.NoError(t, err)
+			resp, err := client(t).Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			get, _ := get(t, client(t), srv.URL+path)
+			require.Equal(t, get.StatusCode, resp.StatusCode, "token %q: HEAD %s", token, path)
+			require.Equal(t, get.Header.Get("Location"), resp.Header.Get("Location"), path)
+		}
+	}
+}

@@ -110,7 +110,8 @@ func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) (
 
 // authed lets a request through with a logged-in session (any session when
 // the page has no token: one is made on the first visit). Without one a GET
-// is sent to the login form and anything else refused with 403.
+// or HEAD (a read: an uptime check's HEAD is answered as the GET) is sent
+// to the login form and anything else refused with 403.
 func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s, ok := p.readSession(r)
@@ -124,7 +125,7 @@ func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 				p.failErr(w, r, err)
 				return
 			}
-			if r.Method != http.MethodGet {
+			if !read(r) {
 				// A POST needs the CSRF token of a session it had before.
 				p.fail(w, withSession(r, s), http.StatusForbidden, "This action came without a session: reload the page and try again.")
 				return
@@ -132,13 +133,17 @@ func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 			next(w, withSession(r, s))
 			return
 		}
-		if r.Method == http.MethodGet {
+		if read(r) {
 			http.Redirect(w, r, p.prefix+"login", http.StatusSeeOther)
 			return
 		}
 		p.fail(w, r, http.StatusForbidden, "Log in with the admin token first.")
 	}
 }
+
+// read reports whether r only reads: GET, or HEAD, which the mux serves
+// with the GET's handler.
+func read(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
 
 // csrf refuses, with 403, a POST whose form lacks the session's CSRF token
 // or that comes from another origin.
