@@ -117,7 +117,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			if e.json {
 				return printJSON(e.Out, map[string]any{"released": held, "host": h})
 			}
-			fmt.Fprintf(e.Out, "Reset %s: up since %s; %d held registrations released.\n", cell(h.Host), fmtTime(h.Since), held)
+			fmt.Fprintf(e.Out, "Reset %s: up since %s; %s released.\n", cell(h.Host), fmtTime(h.Since), plural(held, "held registration"))
 			return nil
 		},
 	}

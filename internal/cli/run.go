@@ -39,6 +39,12 @@ milliseconds and notifies), when turns end, and every --every.
 Several daemons may share one PostgreSQL database: leases keep them from
 delivering the same registration at the same time.
 
+The network guard (--allow-http, --allow-private-network, --allow-host) is
+this process's: a URL it refuses parks the registration, even if another
+herald run or sweep on the database, started with other flags, delivers to
+it. Give every process that works a database the same guard flags, and
+restart with them before an unpark --all.
+
 Every --prune-every it prunes what every registration acknowledged once older
 than --retain, in small batches (herald prune explains the rules).
 

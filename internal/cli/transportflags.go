@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ func (t *transportFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&t.allowHTTP, "allow-http", false, "allow plain http:// URLs (off: https only)")
 	f.BoolVar(&t.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
 	f.StringArrayVar(&t.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
-	f.DurationVar(&t.timeout, "timeout", transport.DefaultTimeout, "per-request timeout, covering connect, TLS, headers and body")
+	f.DurationVar(&t.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
 }
 
 func (t *transportFlags) build(e *env) (*transport.HTTP, error) {
