@@ -43,11 +43,11 @@ type env struct {
 	// databaseFrom names where database came from, for its errors:
 	// "--database", or HERALD_DATABASE_URL when that set it.
 	databaseFrom string
-	seqEvery time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
-	json     bool
-	verbose  bool
-	now      func() time.Time
-	logger   *slog.Logger
+	seqEvery     time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
+	json         bool
+	verbose      bool
+	now          func() time.Time
+	logger       *slog.Logger
 }
 
 // Main runs the herald command with args (without the program name) and

@@ -27,8 +27,8 @@ func TestCellSanitises(t *testing.T) {
 		{"a\tb\nc\x1b[31m", "a b c‹U+001B›[31m"},
 		{"line\u2028sep\r", "line‹U+2028›sep "},
 		{"abc\u202edef\u2066g\u200bh", "abc‹U+202E›def‹U+2066›g‹U+200B›h"}, // bidirectional overrides, isolates, a zero-width space
-		{"nbsp\u00a0é 中", "nbsp\u00a0é 中"}, // spaces and letters of every script print
-		{"\U000F0000 \u0378", "‹U+F0000› ‹U+0378›"}, // private use, unassigned
+		{"nbsp\u00a0é 中", "nbsp\u00a0é 中"},                                 // spaces and letters of every script print
+		{"\U000F0000 \u0378", "‹U+F0000› ‹U+0378›"},                        // private use, unassigned
 		{strings.Repeat("x", table.MaxCell), strings.Repeat("x", table.MaxCell)},
 		{strings.Repeat("é", table.MaxCell+1), strings.Repeat("é", table.MaxCell-1) + "…"},
 	} {
