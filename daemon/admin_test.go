@@ -499,3 +499,60 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 	}
 	require.Equal(t, []string{"invoices e", "orders d"}, names)
 }
+
+// Open without a token, both APIs still refuse what a web page in the
+// operator's browser could send them: a POST from another origin (as a
+// browser marks it: Sec-Fetch-Site, or an Origin that is not the Host) and
+// any request to a name that is not loopback (DNS rebinding). Each is a 403
+// and changes nothing; a program's request (no such headers) is served.
+func TestOpenAPIsRefuseOtherOriginsAndNames(t *testing.T) {
+	s := parkedStore(t)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		Now: func() time.Time { return t0.Add(time.Hour) }})
+	require.NoError(t, err)
+	for name, h := range map[string]http.Handler{"admin": d.AdminHandler(), "api": d.APIHandler()} {
+		srv := httptest.NewServer(h)
+		for _, c := range []struct {
+			why     string
+			method  string
+			path    string
+			headers map[string]string
+			code    int
+		}{
+			{"cross-site fetch", "POST", "/v1/registrations/unpark", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+			{"another origin", "POST", "/v1/registration/unpark?stream=orders&id=billing", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+			{"rebound name", "POST", "/v1/registrations/unpark", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+			{"rebound name, a read", "GET", "/v1/registrations", map[string]string{"Host": "evil.example:9465"}, http.StatusForbidden},
+			{"a read from another origin", "GET", "/v1/registrations", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusOK},
+		} {
+			req, err := http.NewRequestWithContext(t.Context(), c.method, srv.URL+c.path, nil)
+			require.NoError(t, err)
+			for k, v := range c.headers {
+				if k == "Host" {
+					req.Host = v
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, c.code, resp.StatusCode, "%s, %s: %s", name, c.why, body)
+			if c.code == http.StatusForbidden {
+				require.Contains(t, string(body), `"error"`)
+			}
+			st, err := s.Get(t.Context(), "orders", "billing")
+			require.NoError(t, err)
+			require.True(t, st.Parked, "%s, %s: nothing changed", name, c.why)
+		}
+		code, body := adminCall(t, srv, "POST", "/v1/registration/unpark", "", url.Values{"stream": {"orders"}, "id": {"billing"}})
+		require.Equal(t, http.StatusOK, code, "%s: a program's POST is served: %s", name, body)
+		srv.Close()
+		// Park it again for the next API.
+		batch, err := s.Due(t.Context(), push.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
+		require.NoError(t, err)
+		require.Len(t, batch.Registrations, 1)
+		require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
+	}
+}

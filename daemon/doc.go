@@ -23,11 +23,15 @@
 //   - Options.APIAddr: the HTTP API (Daemon.APIHandler), token
 //     Options.APIToken.
 //
-// An API without a token is served only on a loopback address (CheckAddr).
+// An API without a token is served only on a loopback address (CheckAddr),
+// answers only requests whose Host is a loopback name (DNS rebinding), and
+// refuses a POST or DELETE a browser sends from another origin (net/http's
+// CrossOriginProtection), each with 403: any program of the machine may
+// call it, a web page in the operator's browser may not.
 // Tokens are bearer tokens ("Authorization: Bearer …"), compared in
 // constant time. Every answer of both APIs is JSON; errors are
-// {"error": "…"} (400 names the field, 401, 404, 405 with Allow, 409, 413,
-// 415, 500).
+// {"error": "…"} (400 names the field, 401, 403, 404, 405 with Allow, 409,
+// 413, 415, 500).
 //
 // # The HTTP API
 //

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -53,9 +54,25 @@ func writeError(w http.ResponseWriter, err error) {
 
 // guard wraps mux: bearer authentication when token is set (compared in
 // constant time; realm names the API), and JSON 404 and 405 answers for
-// requests no route serves.
+// requests no route serves. Without a token the API is open, on loopback
+// only, so that any program of the machine's user may call it; but not
+// any web page that user's browser shows: a request whose Host is not a
+// loopback name (a page's own name resolved to loopback, DNS rebinding)
+// is refused with 403, and so is a POST or DELETE a browser sends from
+// another origin (net/http's CrossOriginProtection: Sec-Fetch-Site, or
+// Origin against Host), which a cross-site form or fetch could otherwise
+// make without being able to read the answer.
 func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
+	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token == "" && !page.LoopbackHost(r.Host) {
+			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
+			return
+		}
+		if err := cop.Check(r); err != nil {
+			writeJSON(w, http.StatusForbidden, errorBody{"a browser's request from another origin is refused: " + err.Error()})
+			return
+		}
 		if token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {

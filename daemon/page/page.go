@@ -171,7 +171,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if p.token == "" && !loopbackHost(r.Host) {
+	if p.token == "" && !LoopbackHost(r.Host) {
 		// Open only to loopback: a page on another name reaching this one
 		// through DNS rebinding would otherwise read it and act on it.
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
@@ -180,8 +180,12 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mux.ServeHTTP(w, r)
 }
 
-// loopbackHost reports whether a request's Host names a loopback address.
-func loopbackHost(hostport string) bool {
+// LoopbackHost reports whether a request's Host names a loopback address
+// (an IP address in 127.0.0.0/8 or ::1, or localhost), with or without a
+// port. A page or API open without a token answers only such requests: a
+// page on another name that resolves to loopback (DNS rebinding) is
+// refused.
+func LoopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

@@ -72,11 +72,14 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
 this release and answer a Deprecation header; they go in the next.)
 
 It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
-set; herald refuses to serve it on a non-loopback address without a token.
+set; herald refuses to serve it on a non-loopback address without a token,
+and, open, answers 403 to a request whose Host is not a loopback name and to
+a browser's POST from another origin.
 
 --api-addr (off by default) serves the HTTP API for producers and operators
 in any language: POST /v1/records appends, /v1/registrations registers, lists
-and deletes, GET /v1/records/status says who acknowledged a record; its
+and deletes, /v1/registration/unpark and /v1/registrations/unpark unpark one
+or all, GET /v1/records/status says who acknowledged a record; its
 OpenAPI 3.1 document is GET /v1/openapi.json. It requires "Authorization:
 Bearer $HERALD_API_TOKEN" when that variable is set, under the same loopback
 rule. An empty address turns any of these servers off.
