@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -55,6 +56,12 @@ type AdminStore interface {
 // such registration or endpoint), 405 (another method; Allow names it) or
 // 500. now is the clock of operator actions (unpark, skip, rewind, reset).
 func AdminHandler(store AdminStore, token string, now func() time.Time) http.Handler {
+	return adminHandler(store, token, now, nil)
+}
+
+// adminHandler is AdminHandler; woke, if not nil, is told the namespace of
+// each registration an unpark made due (the daemon wakes its worker).
+func adminHandler(store AdminStore, token string, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -154,7 +161,11 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 	}
 	actions := map[string]http.HandlerFunc{
 		"unpark": action(false, func(r *http.Request, stream, id string, _ uint64) (any, error) {
-			return unpark(r.Context(), store, stream, id, now())
+			v, err := unpark(r.Context(), store, stream, id, now())
+			if err == nil && v.WasParked && woke != nil {
+				woke(v.Namespace)
+			}
+			return v, err
 		}),
 		"skip": action(true, func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
 			reason := r.URL.Query().Get("reason")
@@ -167,7 +178,7 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
 		}),
 	}
-	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, nil))
+	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, woke))
 	for name, h := range actions {
 		mux.HandleFunc("POST /v1/registration/"+name, h)
 		mux.HandleFunc("POST /v1/"+name, deprecated("/v1/registration/"+name, h))
@@ -231,10 +242,30 @@ type UnparkedAll struct {
 func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		for name := range q {
+			if name != "stream" && name != "namespace" {
+				// A stray id is most likely meant for /v1/registration/unpark:
+				// taking it as "all" would unpark far more than asked.
+				writeError(w, journal.Invalid(name, "is not a parameter of %s, which takes stream and namespace (one registration: /v1/registration/unpark?stream=…&id=…); nothing was unparked", r.URL.Path))
+				return
+			}
+		}
 		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace")}
+		refuse := func(err error) {
+			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+				err = &journal.InvalidError{Field: inv.Field, Reason: inv.Reason + "; nothing was unparked"}
+			}
+			writeError(w, err)
+		}
 		if lq.Stream != "" {
 			if err := journal.ValidateStream(lq.Stream); err != nil {
-				writeError(w, journal.Invalid("stream", "%v", err))
+				refuse(err)
+				return
+			}
+		}
+		if lq.Namespace != "" {
+			if err := push.ValidateNamespace(lq.Namespace); err != nil {
+				refuse(err)
 				return
 			}
 		}
@@ -247,11 +278,19 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 			}
 		}
 		if err != nil {
-			writeError(w, err)
+			// Those unparked before the error stay unparked: say which.
+			writeJSON(w, statusOf(err), unparkAllError{Error: err.Error(), Unparked: out.Unparked})
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// unparkAllError is POST /v1/registrations/unpark's error: what failed,
+// and those unparked before it.
+type unparkAllError struct {
+	Error    string             `json:"error"`
+	Unparked []RegistrationView `json:"unparked"`
 }
 
 // listRegistrations answers GET /v1/registrations on both APIs.

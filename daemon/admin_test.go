@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/transport"
 )
 
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
@@ -457,6 +459,24 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
+	// Bad input changes nothing: an id (meant for /v1/registration/unpark,
+	// it would otherwise widen to every parked registration of the
+	// stream), a namespace or stream no registration can have.
+	for _, q := range []url.Values{
+		{"stream": {"orders"}, "id": {"a"}},
+		{"namespace": {"Web Hook"}},
+		{"stream": {"orders\n1"}},
+	} {
+		code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", q)
+		require.Equal(t, http.StatusBadRequest, code, "%v: %s", q, body)
+		require.Contains(t, body, "nothing", "%v", q)
+	}
+	for _, r := range regs {
+		st, err := s.Get(ctx, r.stream, r.id)
+		require.NoError(t, err)
+		require.Equal(t, r.park, st.Parked, "bad input unparked %s %s", r.stream, r.id)
+	}
+
 	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
 	require.Equal(t, http.StatusOK, code, body)
 	var got UnparkedAll
@@ -554,5 +574,96 @@ func TestOpenAPIsRefuseOtherOriginsAndNames(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, batch.Registrations, 1)
 		require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
+	}
+}
+
+// A running daemon delivers what an unpark through either API made due at
+// once: the unpark wakes the registration's worker. The daemon claims by
+// itself only every hour here, and a canary registration's delivery says
+// its first claim is done (it found the other parked), so a delivery of
+// the unparked registration within the test's network timeout is the
+// wake's.
+func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
+	for _, c := range []struct{ api, path string }{
+		{"admin", "/v1/registration/unpark?stream=orders&id=billing"},
+		{"admin", "/v1/registrations/unpark?stream=orders"},
+		{"api", "/v1/registration/unpark?stream=orders&id=billing"},
+		{"api", "/v1/registrations/unpark?namespace=webhook"},
+	} {
+		t.Run(c.api+strings.SplitN(c.path, "?", 2)[0], func(t *testing.T) {
+			got := make(chan string, 8)
+			recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got <- r.Header.Get("webhook-id")
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			defer recv.Close()
+			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+			require.NoError(t, err)
+			defer s.Close()
+			ctx := t.Context()
+			_, err = s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			_, err = s.Register(ctx, push.Registration{Stream: "orders", ID: "billing", Namespace: "webhook", URL: recv.URL + "/hook",
+				Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
+			require.NoError(t, err)
+			now := time.Now()
+			b, err := s.Due(ctx, push.DueQuery{At: now, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: now.Add(time.Second)})
+			require.NoError(t, err)
+			require.Len(t, b.Registrations, 1)
+			require.NoError(t, s.Park(ctx, b.Registrations[0].Claim(), 1, push.Evidence{At: now, Event: push.EventParked, Seq: 1, Status: 410}))
+			_, err = s.Append(ctx, "canary", journal.Entry{ID: "canary-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			_, err = s.Register(ctx, push.Registration{Stream: "canary", ID: "c", Namespace: "webhook", URL: recv.URL + "/canary",
+				Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
+			require.NoError(t, err)
+
+			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
+			require.NoError(t, err)
+			ready := make(chan Addrs, 1)
+			d, err := New(Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()},
+				AdminAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", Every: time.Hour,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a Addrs) { ready <- a }})
+			require.NoError(t, err)
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- d.Run(rctx) }()
+			defer func() {
+				cancel()
+				require.NoError(t, <-done)
+			}()
+			var addrs Addrs
+			select {
+			case addrs = <-ready:
+			case err := <-done:
+				t.Fatalf("the daemon stopped before it was ready: %v", err)
+			}
+			select {
+			case id := <-got:
+				require.Equal(t, "canary-1", id, "the first claim served the canary, not the parked registration")
+			case err := <-done:
+				t.Fatalf("the daemon stopped: %v", err)
+			case <-time.After(30 * time.Second): // a network timeout, not synchronisation
+				t.Fatal("the canary was not delivered within 30 s")
+			}
+			addr := addrs.Admin
+			if c.api == "api" {
+				addr = addrs.API
+			}
+			req, err := http.NewRequestWithContext(ctx, "POST", "http://"+addr+c.path, nil)
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+			select {
+			case id := <-got:
+				require.Equal(t, "o-1", id)
+			case err := <-done:
+				t.Fatalf("the daemon stopped: %v", err)
+			case <-time.After(30 * time.Second): // a network timeout, not synchronisation
+				t.Fatal("no delivery within 30 s of the unpark: the worker was not woken")
+			}
+		})
 	}
 }

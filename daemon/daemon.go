@@ -254,8 +254,11 @@ func (d *Daemon) Workers() []*push.Worker { return d.workers }
 func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 
 // AdminHandler is the package's AdminHandler on the daemon's store, token
-// and clock.
-func (d *Daemon) AdminHandler() http.Handler { return AdminHandler(d.store, d.opts.AdminToken, d.now) }
+// and clock; an unpark through it wakes the registration's worker, as one
+// through APIHandler does.
+func (d *Daemon) AdminHandler() http.Handler {
+	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
+}
 
 // Page is the operator's page (daemon/page) on the daemon's store, admin
 // token and clock. Run serves it on AdminAddr under /ui/, and samples its

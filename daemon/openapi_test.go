@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
@@ -65,6 +67,15 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	s := memory.New()
 	_, err = s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "parked", Namespace: "webhook", URL: "https://p.example/"})
 	require.NoError(t, err)
+	// A registration parked for real, for the bulk unpark's answer.
+	_, err = s.Append(t.Context(), "held/1", journal.Entry{ID: "held-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = s.Register(t.Context(), push.Registration{Stream: "held/1", ID: "p", Namespace: "cloudevents", URL: "https://h.example/"})
+	require.NoError(t, err)
+	held, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 1, Namespace: "cloudevents", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Len(t, held.Registrations, 1)
+	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
 	srv := apiServer(t, s, "tok", 300)
 
 	// A store that fails every call, for the 500s.
@@ -133,7 +144,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", "tok", "", 400},
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "", "", 401},
 		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "tok", "", 500},
-		{srv, "POST", "/v1/registrations/unpark?namespace=webhook", "", "tok", "", 200},
+		{srv, "POST", "/v1/registrations/unpark?namespace=cloudevents", "", "tok", "", 200},
 		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", "tok", "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
 		{failing, "POST", "/v1/registrations/unpark", "", "tok", "", 500},
