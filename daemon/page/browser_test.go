@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -243,4 +244,40 @@ func TestBrowserLoginWithAWrongTokenIsRefused(t *testing.T) {
 	require.Contains(t, msg, "not the admin token")
 	require.True(t, strings.HasSuffix(loc, "/ui/login"), loc)
 	require.Zero(t, views)
+}
+
+// TestBrowserRightToLeftNamesKeepTheirPlace: a stream named in a
+// right-to-left script is shown where the page writes it, before its
+// registration's id, on the confirm page and in the overview's oldest
+// parked: each stored value is isolated (bdi, unicode-bidi: isolate), so
+// its direction does not carry over to its neighbours (a review found
+// "Registration 42 · שלום" for stream שלום, id 42).
+func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
+	ctx := browser(t)
+	s := openStore(t)
+	const stream, id = "שלום", "42"
+	_, err := s.Append(t.Context(), stream, journal.Entry{ID: "rtl-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: "https://rtl.example/in"})
+	require.NoError(t, err)
+	b, err := s.Due(t.Context(), push.DueQuery{At: seed.T0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seed.T0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Len(t, b.Registrations, 1)
+	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, push.Evidence{At: seed.T0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
+	_, srv := serve(t, s, testToken, seed.View)
+	browserLogin(t, ctx, srv, testToken)
+	key := url.Values{"action": {"unpark"}, "stream": {stream}, "id": {id}}
+	for _, c := range []struct{ path, sel string }{
+		{"/ui/confirm?" + key.Encode(), "main p strong"}, // Registration <strong>stream</strong> · <strong>id</strong>
+		{"/ui/", "main p a bdi"},                         // the oldest parked: stream · id
+	} {
+		path, sel := c.path, c.sel
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+path), chromedp.WaitReady(chromedp.CSS("main"))), path)
+		order, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const els = [...document.querySelectorAll(`+strconv.Quote(sel)+`)].slice(0, 2);
+			return els.sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left).map(e => e.textContent);
+		})()`))
+		require.NoError(t, err, path)
+		require.Equal(t, []string{stream, id}, order, "%s: left to right on the screen", path)
+	}
 }

@@ -40,10 +40,13 @@
 // changes nothing. No secret is rendered: not the token, not registration
 // configs, not a URL's query or long path segments (RedactURL). Every value
 // is escaped by html/template (stream names and receivers' error bodies are
-// attacker-controlled), and a character in the page's text that does not
-// print as itself (a control character, a bidirectional override, a
-// zero-width space) is shown as its code point, ‹U+202E›, so that no value
-// can reorder or hide the text around it; attribute values keep their bytes.
+// attacker-controlled); a character in the page's text that does not print
+// as itself (a control character, a bidirectional override, a zero-width
+// space or joiner, so also the joiner inside an emoji sequence) is shown as
+// its code point, ‹U+202E›, and each value is a bidirectional isolate
+// (bdi, unicode-bidi: isolate), so that no value can hide the text around
+// it, nor a right-to-left name reorder its neighbours. Attribute values
+// (the forms' hidden fields, the filters' inputs) keep their bytes.
 // The Content-Security-Policy allows no script at all: the page needs none.
 // Frames are refused, no Referer is sent.
 package page
