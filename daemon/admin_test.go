@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/store/postgres"
-	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -45,6 +40,15 @@ func parkedStore(t *testing.T) *memory.Store {
 	require.NoError(t, err)
 	require.NoError(t, s.Park(ctx, batch.Registrations[0].Claim(), 2, push.Evidence{At: t0, Event: push.EventParked, Status: 410, Error: "410 Gone"}))
 	return s
+}
+
+// parkAgain parks parkedStore's registration again, once it was unparked.
+func parkAgain(t *testing.T, s *memory.Store) {
+	t.Helper()
+	batch, err := s.Due(t.Context(), push.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
+	require.NoError(t, err)
+	require.Len(t, batch.Registrations, 1)
+	require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
 }
 
 func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) (int, string) {
@@ -287,11 +291,7 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 		require.Equal(t, evs, after, "%s: no evidence for an unpark that changed nothing", c.path)
 		srv.Close()
 
-		// Park it again for the next API.
-		batch, err := s.Due(t.Context(), push.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
-		require.NoError(t, err)
-		require.Len(t, batch.Registrations, 1)
-		require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
+		parkAgain(t, s) // for the next API
 	}
 }
 
@@ -383,22 +383,9 @@ func TestListenOpensEveryAddressOrNone(t *testing.T) {
 // the rest: those of another namespace or stream, and those not parked.
 func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) Store{
-		"memory": func(t *testing.T) Store { return memory.New() },
-		"sqlite": func(t *testing.T) Store {
-			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		"postgres": func(t *testing.T) Store {
-			url := pgtest.NewDatabase(t)
-			_, err := postgres.MigrateUp(t.Context(), url)
-			require.NoError(t, err)
-			s, err := postgres.Open(t.Context(), url)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
+		"memory":   func(t *testing.T) Store { return memory.New() },
+		"sqlite":   func(t *testing.T) Store { return sqliteStore(t) },
+		"postgres": func(t *testing.T) Store { return postgresStore(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, api := range []string{"admin", "api"} {
@@ -569,11 +556,7 @@ func TestOpenAPIsRefuseOtherOriginsAndNames(t *testing.T) {
 		code, body := adminCall(t, srv, "POST", "/v1/registration/unpark", "", url.Values{"stream": {"orders"}, "id": {"billing"}})
 		require.Equal(t, http.StatusOK, code, "%s: a program's POST is served: %s", name, body)
 		srv.Close()
-		// Park it again for the next API.
-		batch, err := s.Due(t.Context(), push.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
-		require.NoError(t, err)
-		require.Len(t, batch.Registrations, 1)
-		require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
+		parkAgain(t, s) // for the next API
 	}
 }
 
@@ -597,11 +580,9 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 				w.WriteHeader(http.StatusNoContent)
 			}))
 			defer recv.Close()
-			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-			require.NoError(t, err)
-			defer s.Close()
+			s := sqliteStore(t)
 			ctx := t.Context()
-			_, err = s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+			_, err := s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
 			require.NoError(t, err)
 			_, err = s.Register(ctx, push.Registration{Stream: "orders", ID: "billing", Namespace: "webhook", URL: recv.URL + "/hook",
 				Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
@@ -619,29 +600,14 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 
 			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
 			require.NoError(t, err)
-			ready := make(chan Addrs, 1)
-			d, err := New(Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()},
-				AdminAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", Every: time.Hour,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a Addrs) { ready <- a }})
-			require.NoError(t, err)
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- d.Run(rctx) }()
-			defer func() {
-				cancel()
-				require.NoError(t, <-done)
-			}()
-			var addrs Addrs
-			select {
-			case addrs = <-ready:
-			case err := <-done:
-				t.Fatalf("the daemon stopped before it was ready: %v", err)
-			}
+			d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()},
+				AdminAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", Every: time.Hour})
+			addrs := d.Addrs
 			select {
 			case id := <-got:
 				require.Equal(t, "canary-1", id, "the first claim served the canary, not the parked registration")
-			case err := <-done:
-				t.Fatalf("the daemon stopped: %v", err)
+			case <-d.stopped:
+				t.Fatalf("the daemon stopped: %v", *d.runErr)
 			case <-time.After(30 * time.Second): // a network timeout, not synchronisation
 				t.Fatal("the canary was not delivered within 30 s")
 			}
@@ -659,8 +625,8 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 			select {
 			case id := <-got:
 				require.Equal(t, "o-1", id)
-			case err := <-done:
-				t.Fatalf("the daemon stopped: %v", err)
+			case <-d.stopped:
+				t.Fatalf("the daemon stopped: %v", *d.runErr)
 			case <-time.After(30 * time.Second): // a network timeout, not synchronisation
 				t.Fatal("no delivery within 30 s of the unpark: the worker was not woken")
 			}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,14 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/store/postgres"
-	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -327,22 +323,9 @@ func TestAPIRecordStatus(t *testing.T) {
 
 // Many clients appending to one stream at once: every record is appended
 // once, and the stream's seqs are gapless.
-func TestAPIConcurrentAppendsSQLite(t *testing.T) {
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	concurrentAppends(t, s)
-}
+func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, sqliteStore(t)) }
 
-func TestAPIConcurrentAppendsPostgres(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	_, err := postgres.MigrateUp(t.Context(), url)
-	require.NoError(t, err)
-	s, err := postgres.Open(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	concurrentAppends(t, s)
-}
+func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, postgresStore(t)) }
 
 func concurrentAppends(t *testing.T, s Store) {
 	srv := apiServer(t, s, "", 0)

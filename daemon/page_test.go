@@ -1,11 +1,8 @@
 package daemon
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +10,6 @@ import (
 
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -21,32 +17,16 @@ import (
 // operator's page under /ui/ of its admin address, GET / sends there, and
 // the admin API answers beside it.
 func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook",
+	s := sqliteStore(t)
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook",
 		URL: "https://billing.example/hook", Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
 	require.NoError(t, err)
 	tr, err := transport.New(transport.Options{})
 	require.NoError(t, err)
-	ready := make(chan Addrs, 1)
-	d, err := New(Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, AdminAddr: "127.0.0.1:0",
-		Every: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a Addrs) { ready <- a }})
-	require.NoError(t, err)
+	d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, AdminAddr: "127.0.0.1:0",
+		Every: time.Hour})
 	require.NotNil(t, d.Page())
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
-	var addrs Addrs
-	select {
-	case addrs = <-ready:
-	case err := <-done:
-		t.Fatalf("the daemon stopped before it was ready: %v", err)
-	}
+	addrs := d.Addrs
 	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	base := "http://" + addrs.Admin
 	resp, err := c.Get(base + "/")

@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -159,30 +157,12 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := sqliteStore(t)
 	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	ready := make(chan Addrs, 1)
-	d, err := New(Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, APIAddr: "127.0.0.1:0",
-		Every:  time.Hour, // only the append wakes the worker
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a Addrs) { ready <- a }})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
-	var addrs Addrs
-	select {
-	case addrs = <-ready:
-	case err := <-done:
-		t.Fatalf("the daemon stopped before it was ready: %v", err)
-	}
-	api := "http://" + addrs.API
+	d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, APIAddr: "127.0.0.1:0",
+		Every: time.Hour}) // only the append wakes the worker
+	api := "http://" + d.Addrs.API
 
 	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "` + recv.URL + `/hook",
 		"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
@@ -195,8 +175,8 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	var first seen
 	select {
 	case first = <-got:
-	case err := <-done:
-		t.Fatalf("the daemon stopped: %v", err)
+	case <-d.stopped:
+		t.Fatalf("the daemon stopped: %v", *d.runErr)
 	case <-time.After(30 * time.Second): // a network timeout, not synchronisation
 		t.Fatal("no delivery within 30 s of the append")
 	}

@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/sqlite"
+)
+
+// running is a daemon made of opts and started: Run has opened its
+// listeners (their addresses are returned) when it returns. stopped is
+// closed when Run returns, with its error in *runErr; the test's cleanup
+// stops the daemon and requires that Run ended cleanly. Logs are
+// discarded unless opts has a Logger.
+type running struct {
+	*Daemon
+	Addrs   Addrs
+	stopped <-chan struct{}
+	runErr  *error
+}
+
+func start(t *testing.T, opts Options) running {
+	t.Helper()
+	ready := make(chan Addrs, 1)
+	opts.Ready = func(a Addrs) { ready <- a }
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	d, err := New(opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	stopped := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(stopped)
+		runErr = d.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+		require.NoError(t, runErr, "Run")
+	})
+	select {
+	case a := <-ready:
+		return running{Daemon: d, Addrs: a, stopped: stopped, runErr: &runErr}
+	case <-stopped:
+		t.Fatalf("the daemon stopped before it was ready: %v", runErr)
+	}
+	return running{}
+}
+
+// sqliteStore is a fresh SQLite store in the test's directory.
+func sqliteStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// postgresStore is a store on a fresh, migrated PostgreSQL database.
+func postgresStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.MigrateUp(t.Context(), url)
+	require.NoError(t, err)
+	s, err := postgres.Open(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
