@@ -39,7 +39,14 @@ func flagError(_ *cobra.Command, err error) error {
 			rng = ": it must be " + r[0]
 		}
 		if errors.Is(err, strconv.ErrRange) {
-			return usagef("--%s %q is out of range%s", f.Name, ive.GetValue(), rng)
+			// Too far from zero for the flag's integer type, either way:
+			// say which, since a range like "at least 1" reads as if the
+			// value were too small.
+			way := "too large"
+			if strings.HasPrefix(strings.TrimSpace(ive.GetValue()), "-") {
+				way = "too small"
+			}
+			return usagef("--%s %q is out of range (%s for a whole number)%s", f.Name, ive.GetValue(), way, rng)
 		}
 		want = "a whole number" + rng
 	case t == "duration":
