@@ -340,6 +340,9 @@ func intParam(s, name string) (int, error) {
 	if err != nil {
 		return 0, journal.Invalid(name, "%q is not a number", s)
 	}
+	if n < 1 {
+		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
+	}
 	return n, nil
 }
 

@@ -210,6 +210,8 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"yes"}}, http.StatusBadRequest, `parked: "yes" must be true or false`},
 		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
 		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"ten"}}, http.StatusBadRequest, "limit"},
+		{http.MethodGet, "/v1/registrations", url.Values{"limit": {"0"}}, http.StatusBadRequest, "limit: 0 must be at least 1 (leave limit out for the default)"},
+		{http.MethodGet, "/v1/hosts", url.Values{"limit": {"-5"}}, http.StatusBadRequest, "limit: -5 must be at least 1"},
 	} {
 		code, body := adminCall(t, srv, c.method, c.path, "", c.q)
 		require.Equal(t, c.code, code, "%s %s: %s", c.method, c.path, body)
