@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,16 +53,18 @@ type AdminStore interface {
 // header (RFC 9745) and a Link to the new name, for this release only.
 //
 // Every request needs "Authorization: Bearer <token>" when token is not
-// empty. Errors are JSON {"error": "..."} with 400 (bad input), 401, 404 (no
-// such registration or endpoint), 405 (another method; Allow names it) or
-// 500. now is the clock of operator actions (unpark, skip, rewind, reset).
+// empty. Errors are JSON {"error": "..."} with 400 (bad input), 401, 403
+// (open, without a token: a request to a name that is not loopback, or a
+// browser's from another origin; guard), 404 (no such registration or
+// endpoint), 405 (another method; Allow names it) or 500. now is the clock of operator actions (unpark, skip, rewind, reset).
 func AdminHandler(store AdminStore, token string, now func() time.Time) http.Handler {
-	return adminHandler(store, token, now, nil)
+	return adminHandler(store, token, now, nil, nil)
 }
 
 // adminHandler is AdminHandler; woke, if not nil, is told the namespace of
-// each registration an unpark made due (the daemon wakes its worker).
-func adminHandler(store AdminStore, token string, now func() time.Time, woke func(namespace string)) http.Handler {
+// each registration an unpark made due (the daemon wakes its worker), and
+// served, if not nil, are the namespaces a bulk unpark may name.
+func adminHandler(store AdminStore, token string, now func() time.Time, woke func(namespace string), served []string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -178,7 +181,7 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
 		}),
 	}
-	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, woke))
+	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, woke, served))
 	for name, h := range actions {
 		mux.HandleFunc("POST /v1/registration/"+name, h)
 		mux.HandleFunc("POST /v1/"+name, deprecated("/v1/registration/"+name, h))
@@ -237,16 +240,26 @@ type UnparkedAll struct {
 // both APIs: every parked registration (of the stream and of the
 // namespace, when given) unparked at now() (push.UnparkAll), each with its
 // evidence. woke is told each unparked registration's namespace (nil:
-// none to tell). An error after some were unparked is a 500 whose message
-// says how many.
-func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) http.HandlerFunc {
+// none to tell). served, if not nil, are the namespaces the daemon serves:
+// another is refused, as registering one is. An error after some were
+// unparked is a 500 whose message says how many. Every input that would
+// unpark more than asked is refused: another parameter (a stray id), a
+// parameter given twice or empty (an unset variable in a script).
+func unparkAll(store push.Store, now func() time.Time, woke func(namespace string), served []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		for name := range q {
-			if name != "stream" && name != "namespace" {
+		for name, vs := range q {
+			switch {
+			case name != "stream" && name != "namespace":
 				// A stray id is most likely meant for /v1/registration/unpark:
 				// taking it as "all" would unpark far more than asked.
 				writeError(w, journal.Invalid(name, "is not a parameter of %s, which takes stream and namespace (one registration: /v1/registration/unpark?stream=…&id=…); nothing was unparked", r.URL.Path))
+				return
+			case len(vs) > 1:
+				writeError(w, journal.Invalid(name, "is given %d times; give it once (one call a %s); nothing was unparked", len(vs), name))
+				return
+			case vs[0] == "":
+				writeError(w, journal.Invalid(name, "is empty; leave it out to unpark every %s's; nothing was unparked", name))
 				return
 			}
 		}
@@ -266,6 +279,10 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 		if lq.Namespace != "" {
 			if err := push.ValidateNamespace(lq.Namespace); err != nil {
 				refuse(err)
+				return
+			}
+			if served != nil && !slices.Contains(served, lq.Namespace) {
+				refuse(journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", lq.Namespace, strings.Join(served, ", ")))
 				return
 			}
 		}

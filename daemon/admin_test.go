@@ -454,7 +454,11 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 	for _, q := range []url.Values{
 		{"stream": {"orders"}, "id": {"a"}},
 		{"namespace": {"Web Hook"}},
+		{"namespace": {"nope"}}, // not served by this daemon
 		{"stream": {"orders\n1"}},
+		{"stream": {""}},                   // an unset variable: not "every stream"
+		{"stream": {"orders", "invoices"}}, // twice: not the first only
+		{"namespace": {"webhook", "webhook"}},
 	} {
 		code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", q)
 		require.Equal(t, http.StatusBadRequest, code, "%v: %s", q, body)

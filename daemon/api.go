@@ -46,7 +46,7 @@ func (d *Daemon) apiRoutes() []route {
 		{"GET /v1/registration", d.getRegistration},
 		{"DELETE /v1/registration", d.deleteRegistration},
 		{"POST /v1/registration/unpark", d.unparkRegistration},
-		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
+		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake, d.served())},
 	}
 }
 
@@ -325,11 +325,7 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	}
 	wk := d.byNS[req.Namespace]
 	if wk == nil {
-		names := make([]string, len(d.workers))
-		for i, x := range d.workers {
-			names[i] = x.Namespace()
-		}
-		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(names, ", ")))
+		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", ")))
 		return
 	}
 	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1}

@@ -257,7 +257,16 @@ func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 // and clock; an unpark through it wakes the registration's worker, as one
 // through APIHandler does.
 func (d *Daemon) AdminHandler() http.Handler {
-	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
+	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake, d.served())
+}
+
+// served are the namespaces the daemon's workers serve.
+func (d *Daemon) served() []string {
+	names := make([]string, len(d.workers))
+	for i, w := range d.workers {
+		names[i] = w.Namespace()
+	}
+	return names
 }
 
 // Page is the operator's page (daemon/page) on the daemon's store, admin

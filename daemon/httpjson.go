@@ -69,8 +69,9 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
 			return
 		}
-		if err := cop.Check(r); err != nil {
-			writeJSON(w, http.StatusForbidden, errorBody{"a browser's request from another origin is refused: " + err.Error()})
+		if token == "" && cop.Check(r) != nil {
+			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
+				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)})
 			return
 		}
 		if token != "" {

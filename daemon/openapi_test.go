@@ -70,9 +70,9 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	// A registration parked for real, for the bulk unpark's answer.
 	_, err = s.Append(t.Context(), "held/1", journal.Entry{ID: "held-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
 	require.NoError(t, err)
-	_, err = s.Register(t.Context(), push.Registration{Stream: "held/1", ID: "p", Namespace: "cloudevents", URL: "https://h.example/"})
+	_, err = s.Register(t.Context(), push.Registration{Stream: "held/1", ID: "p", Namespace: "webhook", URL: "https://h.example/"})
 	require.NoError(t, err)
-	held, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 1, Namespace: "cloudevents", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	held, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
 	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
@@ -144,7 +144,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", "tok", "", 400},
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "", "", 401},
 		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "tok", "", 500},
-		{srv, "POST", "/v1/registrations/unpark?namespace=cloudevents", "", "tok", "", 200},
+		{srv, "POST", "/v1/registrations/unpark?stream=held/1&namespace=webhook", "", "tok", "", 200},
 		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", "tok", "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
 		{failing, "POST", "/v1/registrations/unpark", "", "tok", "", 500},

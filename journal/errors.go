@@ -3,6 +3,9 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Sentinel errors. Every store wraps one of these, with context, so that
@@ -46,7 +49,19 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("record id %q already exists as %s#%d with a different %s", e.ID, e.Stream, e.Seq, e.Field)
+	return fmt.Sprintf("record id %q already exists as %s#%d with a different %s", e.ID, Shown(e.Stream), e.Seq, e.Field)
+}
+
+// Shown is a name (a stream, an id) as a message shows it: as it is when
+// that reads back unambiguously, else Go-quoted. It is quoted when it is
+// empty or holds a space, a quote, a backslash or a character that does
+// not print as itself, such as a bidirectional override, which must never
+// reach a terminal or a log raw.
+func Shown(s string) string {
+	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // Unwrap returns ErrConflict.

@@ -153,7 +153,11 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 			return nil, at(err)
 		}
 		if e.Final && i < len(entries)-1 {
-			return nil, at(Invalid("final", "is set but %d entries follow: only the last entry of a batch may be final", len(entries)-1-i))
+			follow := fmt.Sprintf("%d entries follow", len(entries)-1-i)
+			if len(entries)-1-i == 1 {
+				follow = "1 entry follows"
+			}
+			return nil, at(Invalid("final", "is set but %s: only the last entry of a batch may be final", follow))
 		}
 		out[i] = e
 	}

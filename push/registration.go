@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -138,12 +137,7 @@ func Name(stream, id string) string {
 	return "stream=" + nameValue(stream) + " id=" + nameValue(id)
 }
 
-func nameValue(s string) string {
-	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
-}
+func nameValue(s string) string { return journal.Shown(s) }
 
 // Config is a projection's configuration, a JSON object. It may hold secrets,
 // so its String and GoString methods redact it; projections parse it with

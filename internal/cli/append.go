@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -401,6 +402,9 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
+// entryRef is a reference to an entry of a batch in journal's reasons.
+var entryRef = regexp.MustCompile(`entries\[(\d+)\]\.`)
+
 // lineError names, in a validation error of a --file batch, the line of
 // the entry it is about: "f.jsonl line 7: invalid payload: …" where the
 // library says "entries[3].payload" of the batch. Another error is named
@@ -410,7 +414,15 @@ func lineError(path string, bt batch, err error) error {
 	if errors.As(err, &inv) {
 		if idx, field, ok := strings.Cut(strings.TrimPrefix(inv.Field, "entries["), "]."); ok && strings.HasPrefix(inv.Field, "entries[") {
 			if i, perr := strconv.Atoi(idx); perr == nil && i >= 0 && i < len(bt.lines) {
-				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
+				// The reason may name another entry of the batch (an id it
+				// repeats): by its line too.
+				reason := entryRef.ReplaceAllStringFunc(inv.Reason, func(m string) string {
+					if j, err := strconv.Atoi(entryRef.FindStringSubmatch(m)[1]); err == nil && j >= 0 && j < len(bt.lines) {
+						return fmt.Sprintf("line %d's ", bt.lines[j])
+					}
+					return m
+				})
+				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: reason})
 			}
 		}
 	}

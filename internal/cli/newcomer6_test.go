@@ -76,3 +76,22 @@ func TestAFileErrorNamesTheLine(t *testing.T) {
 	r = runCLI(t, db, "", "append", "--stream", "s", "--id", "x", "--kind", "k", "--content-type", "application/json")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 }
+
+// unpark --all refuses an empty --stream or --namespace (an unset variable
+// in a script), which would otherwise unpark every stream's, and unpark
+// without --id says that --all exists (found by a newcomer).
+func TestUnparkAllRefusesAnEmptyFilter(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, `{}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	for _, args := range [][]string{
+		{"unpark", "--all", "--stream", ""},
+		{"unpark", "--all", "--namespace", ""},
+	} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "is empty; leave it out to unpark every", args)
+	}
+	r := runCLI(t, db, "", "unpark", "--stream", "s")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "unpark needs --id, or --all")
+}

@@ -80,6 +80,13 @@ options its receivers need), fix it first, then unpark them at once.`,
 				if cmd.Flags().Changed("id") {
 					return usagef("unpark takes --id or --all, not both")
 				}
+				for _, name := range []string{"stream", "namespace"} {
+					// An empty value (an unset variable in a script) would
+					// otherwise unpark every stream's or namespace's.
+					if f := cmd.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
+						return usagef("--%s is empty; leave it out to unpark every %s's; nothing was unparked", name, name)
+					}
+				}
 				if namespace != "" {
 					if err := checkNamespace(namespace); err != nil {
 						return err
@@ -93,6 +100,9 @@ options its receivers need), fix it first, then unpark them at once.`,
 			} else {
 				if namespace != "" {
 					return usagef("--namespace applies to unpark --all")
+				}
+				if !cmd.Flags().Changed("id") {
+					return usagef("unpark needs --id, or --all for every parked registration (of --stream, when given)")
 				}
 				if err := required(cmd, "stream", "id"); err != nil {
 					return err

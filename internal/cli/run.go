@@ -57,7 +57,7 @@ lost and nothing unacknowledged is advanced.
 HERALD_ADMIN_TOKEN when set; README, "The operator's page") and the admin JSON
 API, whose parameters are query
 parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
-404 or 500):
+403, 404, 405 or 500):
 
   GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
   GET  /v1/evidence?stream=S&id=ID&limit=N
