@@ -95,3 +95,14 @@ func TestUnparkAllRefusesAnEmptyFilter(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "unpark needs --id, or --all")
 }
+
+// An append that conflicts with a record of a stream whose name holds an
+// override names that stream quoted, never raw (found by a newcomer).
+func TestAConflictNamesAHostileStreamQuoted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, `{}`, "append", "--stream", "x/\u202Egnp.exe", "--id", "r1", "--kind", "k")
+	r := runCLI(t, db, `{}`, "append", "--stream", "x/other", "--id", "r1", "--kind", "k")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `already exists as "x/\u202egnp.exe"#1 with a different stream`)
+	require.NotContains(t, r.stderr, "\u202E")
+}
