@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"net"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -84,7 +87,7 @@ held. If the host is still down, the next failures bring it down again.`,
   herald hosts reset https://social.example/inbox --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || args[0] == "" {
-				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), got %q", args)
+				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -108,6 +111,9 @@ held. If the host is still down, the next failures bring it down again.`,
 			}
 			h, err := b.ResetHost(cmd.Context(), host, at)
 			if err != nil {
+				if _, _, perr := net.SplitHostPort(host); perr != nil && errors.Is(err, journal.ErrNotFound) {
+					return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s:443 for https)", err, host)
+				}
 				return fmt.Errorf("%w (herald hosts lists the hosts herald knows)", err)
 			}
 			held := 0
@@ -116,6 +122,10 @@ held. If the host is still down, the next failures bring it down again.`,
 			}
 			if e.json {
 				return printJSON(e.Out, map[string]any{"released": held, "host": h})
+			}
+			if len(before) == 1 && before[0].State == push.HostUp && before[0].Failures == 0 {
+				fmt.Fprintf(e.Out, "%s was up with no failures; nothing changed.\n", cell(h.Host))
+				return nil
 			}
 			fmt.Fprintf(e.Out, "Reset %s: up since %s; %s released.\n", cell(h.Host), fmtTime(h.Since), plural(held, "held registration"))
 			return nil

@@ -123,6 +123,18 @@ func TestHostsCommand(t *testing.T) {
 	code, out, _ = runHostsCLI(t, db, "registrations")
 	require.Equal(t, ExitOK, code)
 	require.NotContains(t, out, "held", "released")
+
+	// Again: it is up with no failures; nothing to reset, and it says so.
+	code, out, errOut = runHostsCLI(t, db, "hosts", "reset", "down.example:443")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "down.example:443 was up with no failures; nothing changed.\n", out)
+	// A host named without its port is named with it in the hint.
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "down.example")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "a host is host:port, as herald hosts lists it (down.example:443 for https)")
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "a:1", "b:2")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "got 2 arguments")
 }
 
 func TestHostHorizonFlag(t *testing.T) {
