@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
@@ -119,6 +120,7 @@ func (p *Page) parseTemplates() error {
 		"path":  func(s string) string { return p.prefix + s },
 		"pct":   pct,
 		"chart": chartSVG,
+		"dur":   table.Duration,
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {

@@ -324,7 +324,7 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 				}
 				dur := "-"
 				if ev.Duration > 0 {
-					dur = ev.Duration.Round(1e6).String()
+					dur = fmtDuration(ev.Duration)
 				}
 				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
 					fmtTime(ev.NotBefore), ev.Body, retryAfterNote(ev)+locationNote(ev.Location))

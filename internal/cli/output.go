@@ -34,6 +34,9 @@ func (t *table) flush() error { return t.Flush() }
 // cell makes s safe for one table cell (see table.Cell).
 func cell(s string) string { return tbl.Cell(s) }
 
+// fmtDuration shows an attempt's duration (see table.Duration).
+func fmtDuration(d time.Duration) string { return tbl.Duration(d) }
+
 // regName names a registration in words (see table.Registration).
 func regName(stream, id string) string { return tbl.Registration(stream, id) }
 

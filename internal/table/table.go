@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 
 	"github.com/heraldpush/herald/push"
@@ -97,6 +98,16 @@ func Clean(s string) string {
 // that shows text says what it does with them.
 func Hidden(r rune) bool {
 	return !unicode.IsGraphic(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
+// Duration is how the CLI's tables and the operator's page show an
+// attempt's duration: to the millisecond, or to the microsecond below one
+// (a loopback answer), never as 3.03411ms.
+func Duration(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // CodePoint is how the CLI's tables and the operator's page show a Hidden

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldpush/herald/internal/table"
 )
@@ -71,6 +72,21 @@ func TestRegistrationIsUnambiguous(t *testing.T) {
 	} {
 		if got := table.Registration(c.stream, c.id); got != c.want {
 			t.Errorf("Registration(%q, %q) = %s, want %s", c.stream, c.id, got, c.want)
+		}
+	}
+}
+
+// An attempt's duration is shown to the millisecond, or to the
+// microsecond below one.
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		3034110 * time.Nanosecond: "3ms",
+		1500 * time.Millisecond:   "1.5s",
+		412345 * time.Nanosecond:  "412µs",
+		0:                         "0s",
+	} {
+		if got := table.Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
