@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +37,7 @@ type AdminStore interface {
 //	GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
 //	GET  /v1/evidence?stream=S&id=ID&limit=N
 //	POST /v1/registration/unpark?stream=S&id=ID
-//	POST /v1/registrations/unpark?stream=&namespace=
+//	POST /v1/registrations/unpark?stream=S&namespace=NS   (both optional)
 //	POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
 //	POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
 //	GET  /v1/hosts?state=&host=&after=&limit=
@@ -58,13 +58,12 @@ type AdminStore interface {
 // browser's from another origin; guard), 404 (no such registration or
 // endpoint), 405 (another method; Allow names it) or 500. now is the clock of operator actions (unpark, skip, rewind, reset).
 func AdminHandler(store AdminStore, token string, now func() time.Time) http.Handler {
-	return adminHandler(store, token, now, nil, nil)
+	return adminHandler(store, token, now, nil)
 }
 
 // adminHandler is AdminHandler; woke, if not nil, is told the namespace of
-// each registration an unpark made due (the daemon wakes its worker), and
-// served, if not nil, are the namespaces a bulk unpark may name.
-func adminHandler(store AdminStore, token string, now func() time.Time, woke func(namespace string), served []string) http.Handler {
+// each registration an unpark made due (the daemon wakes its worker).
+func adminHandler(store AdminStore, token string, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -181,7 +180,7 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
 		}),
 	}
-	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, woke, served))
+	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, woke))
 	for name, h := range actions {
 		mux.HandleFunc("POST /v1/registration/"+name, h)
 		mux.HandleFunc("POST /v1/"+name, deprecated("/v1/registration/"+name, h))
@@ -236,18 +235,24 @@ type UnparkedAll struct {
 	Unparked []RegistrationView `json:"unparked"`
 }
 
-// unparkAll answers POST /v1/registrations/unpark?stream=&namespace= on
+// unparkAll answers POST /v1/registrations/unpark?stream=S&namespace=NS on
 // both APIs: every parked registration (of the stream and of the
 // namespace, when given) unparked at now() (push.UnparkAll), each with its
 // evidence. woke is told each unparked registration's namespace (nil:
-// none to tell). served, if not nil, are the namespaces the daemon serves:
-// another is refused, as registering one is. An error after some were
-// unparked is a 500 whose message says how many. Every input that would
-// unpark more than asked is refused: another parameter (a stray id), a
-// parameter given twice or empty (an unset variable in a script).
-func unparkAll(store push.Store, now func() time.Time, woke func(namespace string), served []string) http.HandlerFunc {
+// none to tell). An error after some were unparked is a 500 whose body
+// lists them. Every input that would unpark more than asked is refused: a
+// query that does not parse (url.Values.Get would drop the pair), another
+// parameter (a stray id), a parameter given twice or empty (an unset
+// variable in a script). A namespace no daemon of this one's database
+// serves just matches nothing: several daemons, each serving its own
+// namespaces, may share a database.
+func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeError(w, journal.Invalid("query", "does not parse (%v); nothing was unparked", err))
+			return
+		}
 		for name, vs := range q {
 			switch {
 			case name != "stream" && name != "namespace":
@@ -279,10 +284,6 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 		if lq.Namespace != "" {
 			if err := push.ValidateNamespace(lq.Namespace); err != nil {
 				refuse(err)
-				return
-			}
-			if served != nil && !slices.Contains(served, lq.Namespace) {
-				refuse(journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", lq.Namespace, strings.Join(served, ", ")))
 				return
 			}
 		}

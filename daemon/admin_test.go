@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -454,7 +455,6 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 	for _, q := range []url.Values{
 		{"stream": {"orders"}, "id": {"a"}},
 		{"namespace": {"Web Hook"}},
-		{"namespace": {"nope"}}, // not served by this daemon
 		{"stream": {"orders\n1"}},
 		{"stream": {""}},                   // an unset variable: not "every stream"
 		{"stream": {"orders", "invoices"}}, // twice: not the first only
@@ -463,6 +463,18 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", q)
 		require.Equal(t, http.StatusBadRequest, code, "%v: %s", q, body)
 		require.Contains(t, body, "nothing", "%v", q)
+	}
+	// A query that does not parse: url.Values would drop the bad pair and
+	// widen the filter.
+	for _, raw := range []string{"stream=nope%zz", "stream=nope;x", "namespace=nope;stream=x"} {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/v1/registrations/unpark?"+raw, nil)
+		require.NoError(t, err)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", raw, body)
+		require.Contains(t, string(body), "nothing was unparked", raw)
 	}
 	for _, r := range regs {
 		st, err := s.Get(ctx, r.stream, r.id)
@@ -537,6 +549,9 @@ func TestOpenAPIsRefuseOtherOriginsAndNames(t *testing.T) {
 			{"rebound name", "POST", "/v1/registrations/unpark", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
 			{"rebound name, a read", "GET", "/v1/registrations", map[string]string{"Host": "evil.example:9465"}, http.StatusForbidden},
 			{"a read from another origin", "GET", "/v1/registrations", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusOK},
+			{"localhost", "GET", "/v1/registrations", map[string]string{"Host": "localhost:9465"}, http.StatusOK},
+			{"::1", "GET", "/v1/registrations", map[string]string{"Host": "[::1]:9465"}, http.StatusOK},
+			{"another loopback address", "GET", "/v1/registrations", map[string]string{"Host": "127.0.0.5"}, http.StatusOK},
 		} {
 			req, err := http.NewRequestWithContext(t.Context(), c.method, srv.URL+c.path, nil)
 			require.NoError(t, err)
@@ -637,5 +652,80 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 				t.Fatal("no delivery within 30 s of the unpark: the worker was not woken")
 			}
 		})
+	}
+}
+
+// failingUnpark is a store whose Unpark fails after its first n calls.
+type failingUnpark struct {
+	*memory.Store
+	n int
+}
+
+func (f *failingUnpark) Unpark(ctx context.Context, stream, id string, at time.Time) error {
+	if f.n == 0 {
+		return errors.New("injected: the database went away")
+	}
+	f.n--
+	return f.Store.Unpark(ctx, stream, id, at)
+}
+
+// A bulk unpark that fails part way answers 500 with those it unparked
+// before the failure, which stay unparked.
+func TestUnparkAllFailingPartWayListsThoseUnparked(t *testing.T) {
+	s := memory.New()
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := s.Append(t.Context(), "orders", journal.Entry{ID: "o-" + id, Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		_, err = s.Register(t.Context(), push.Registration{Stream: "orders", ID: id, Namespace: "webhook", URL: "https://" + id + ".example/"})
+		require.NoError(t, err)
+	}
+	b, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 3, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Len(t, b.Registrations, 3)
+	for _, st := range b.Registrations {
+		require.NoError(t, s.Park(t.Context(), st.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
+	}
+	srv := httptest.NewServer(AdminHandler(&failingUnpark{Store: s, n: 2}, "", func() time.Time { return t0.Add(time.Hour) }))
+	defer srv.Close()
+	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}})
+	require.Equal(t, http.StatusInternalServerError, code, body)
+	var got unparkAllError
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	require.Contains(t, got.Error, "unparked 2 of 3, then stream=orders id=c: injected")
+	var ids []string
+	for _, v := range got.Unparked {
+		ids = append(ids, v.ID)
+		st, err := s.Get(t.Context(), "orders", v.ID)
+		require.NoError(t, err)
+		require.False(t, st.Parked, v.ID)
+	}
+	require.Equal(t, []string{"a", "b"}, ids)
+	st, err := s.Get(t.Context(), "orders", "c")
+	require.NoError(t, err)
+	require.True(t, st.Parked, "the one it failed on stays parked")
+}
+
+// With a token the guard leaves names and origins alone: the token is the
+// authority, and a browser cannot send it from another origin by itself.
+func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
+	s := parkedStore(t)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		AdminToken: "t0ken", APIToken: "t0ken", Now: func() time.Time { return t0.Add(time.Hour) }})
+	require.NoError(t, err)
+	for name, h := range map[string]http.Handler{"admin": d.AdminHandler(), "api": d.APIHandler()} {
+		srv := httptest.NewServer(h)
+		req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/v1/registration/unpark?stream=orders&id=billing", nil)
+		require.NoError(t, err)
+		req.Host = "herald.internal.example:9465"
+		req.Header.Set("Origin", "https://ops.example")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Authorization", "Bearer t0ken")
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", name, body)
+		srv.Close()
+		parkAgain(t, s)
 	}
 }

@@ -257,7 +257,7 @@ func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 // and clock; an unpark through it wakes the registration's worker, as one
 // through APIHandler does.
 func (d *Daemon) AdminHandler() http.Handler {
-	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake, d.served())
+	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
 }
 
 // served are the namespaces the daemon's workers serve.

@@ -45,7 +45,7 @@
 //	GET    /v1/registration?stream=S&id=ID  one registration
 //	DELETE /v1/registration?stream=S&id=ID  delete it and its evidence (204)
 //	POST   /v1/registration/unpark?stream=S&id=ID
-//	POST   /v1/registrations/unpark?stream=&namespace=  every parked one
+//	POST   /v1/registrations/unpark?stream=S&namespace=NS  every parked one (both optional)
 //
 // POST /v1/records takes {"stream": S, "records": [{"id", "kind",
 // "content_type", "payload" | "payload_base64", "final", "traceparent",
@@ -94,5 +94,8 @@
 // was_parked, false when it was not parked and nothing changed (as herald
 // unpark says). POST /v1/registrations/unpark unparks every parked
 // registration, of the stream and the namespace when given, as herald
-// unpark --all does, and answers UnparkedAll: those it unparked.
+// unpark --all does, and answers UnparkedAll: those it unparked. It refuses
+// (400, nothing unparked) what would unpark more than asked: a query that
+// does not parse, a parameter other than stream and namespace (an id), one
+// given twice or empty.
 package daemon

@@ -286,7 +286,8 @@ func AllRegistrations(ctx context.Context, s Store, q ListQuery) ([]Status, erro
 // one by one, each with its evidence, as Unpark does. It returns each as
 // it is after its unpark, in the list's order; one unregistered since it
 // was listed is left out. An error stops it: the ones returned with it
-// were unparked, and the error names the registration it failed on.
+// were unparked (the last as it was listed, when reading it back failed),
+// and the error names the registration it failed on.
 func UnparkAll(ctx context.Context, s Store, q ListQuery, at time.Time) ([]Status, error) {
 	q.Parked = true
 	parked, err := AllRegistrations(ctx, s, q)
@@ -306,7 +307,10 @@ func UnparkAll(ctx context.Context, s Store, q ListQuery, at time.Time) ([]Statu
 			continue
 		}
 		if err != nil {
-			return out, fmt.Errorf("unparked %d of %d, then reading %s: %w", len(out)+1, len(parked), Name(p.Stream, p.ID), err)
+			// Unparked, but not read back: returned as listed, unparked.
+			p.Parked, p.ParkedAt = false, time.Time{}
+			out = append(out, p)
+			return out, fmt.Errorf("unparked %d of %d, then reading %s back: %w", len(out), len(parked), Name(p.Stream, p.ID), err)
 		}
 		out = append(out, after)
 	}

@@ -183,16 +183,20 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // LoopbackHost reports whether a request's Host names a loopback address
-// (an IP address in 127.0.0.0/8 or ::1, or localhost), with or without a
-// port. A page or API open without a token answers only such requests: a
+// (an IP address in 127.0.0.0/8 or ::1, with or without a zone, or
+// localhost), with or without a port, or is empty (HTTP/1.0). A page or API open without a token answers only such requests: a
 // page on another name that resolves to loopback (DNS rebinding) is
 // refused.
 func LoopbackHost(hostport string) bool {
+	if hostport == "" {
+		return true // HTTP/1.0 without Host: no browser sends that
+	}
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host, _, _ = strings.Cut(host, "%") // an IPv6 zone: [::1%lo]
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

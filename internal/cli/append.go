@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -125,11 +126,11 @@ a no-op, so a failed run can simply be repeated.`,
 				return printJSON(e.Out, out)
 			}
 			if len(out) == 1 && out[0].Existed {
-				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", cell(out[0].Stream), out[0].Seq, cell(out[0].ID))
+				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
 				return nil
 			}
 			if len(out) == 1 {
-				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", cell(out[0].Stream), out[0].Seq, cell(out[0].ID))
+				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
 				return nil
 			}
 			streams, already := map[string]bool{}, 0
@@ -416,12 +417,15 @@ func lineError(path string, bt batch, err error) error {
 			if i, perr := strconv.Atoi(idx); perr == nil && i >= 0 && i < len(bt.lines) {
 				// The reason may name another entry of the batch (an id it
 				// repeats): by its line too.
-				reason := entryRef.ReplaceAllStringFunc(inv.Reason, func(m string) string {
-					if j, err := strconv.Atoi(entryRef.FindStringSubmatch(m)[1]); err == nil && j >= 0 && j < len(bt.lines) {
-						return fmt.Sprintf("line %d's ", bt.lines[j])
+				// Only the last reference is journal's own: an earlier one is
+				// inside the quoted id.
+				reason := inv.Reason
+				if refs := entryRef.FindAllStringSubmatchIndex(reason, -1); len(refs) > 0 {
+					m := refs[len(refs)-1]
+					if j, err := strconv.Atoi(reason[m[2]:m[3]]); err == nil && j >= 0 && j < len(bt.lines) {
+						reason = reason[:m[0]] + fmt.Sprintf("line %d's ", bt.lines[j]) + reason[m[1]:]
 					}
-					return m
-				})
+				}
 				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: reason})
 			}
 		}

@@ -42,11 +42,11 @@ func flagError(_ *cobra.Command, err error) error {
 			// Too far from zero for the flag's integer type, either way:
 			// say which, since a range like "at least 1" reads as if the
 			// value were too small.
-			way := "too large"
+			way := "more than the largest number the flag holds"
 			if strings.HasPrefix(strings.TrimSpace(ive.GetValue()), "-") {
-				way = "too small"
+				way = "less than the smallest number the flag holds"
 			}
-			return usagef("--%s %q is out of range (%s for a whole number)%s", f.Name, ive.GetValue(), way, rng)
+			return usagef("--%s %q is out of range (%s)%s", f.Name, ive.GetValue(), way, rng)
 		}
 		want = "a whole number" + rng
 	case t == "duration":

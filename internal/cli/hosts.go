@@ -86,8 +86,11 @@ held. If the host is still down, the next failures bring it down again.`,
 		Example: `  herald hosts reset social.example:443
   herald hosts reset https://social.example/inbox --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 || args[0] == "" {
-				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), got %d arguments", len(args))
+			switch {
+			case len(args) == 1 && args[0] == "":
+				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
+			case len(args) != 1:
+				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args))
 			}
 			return nil
 		},
@@ -112,7 +115,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			h, err := b.ResetHost(cmd.Context(), host, at)
 			if err != nil {
 				if _, _, perr := net.SplitHostPort(host); perr != nil && errors.Is(err, journal.ErrNotFound) {
-					return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s:443 for https)", err, host)
+					return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s for https)", err, net.JoinHostPort(host, "443"))
 				}
 				return fmt.Errorf("%w (herald hosts lists the hosts herald knows)", err)
 			}

@@ -134,7 +134,13 @@ func TestHostsCommand(t *testing.T) {
 	require.Contains(t, errOut, "a host is host:port, as herald hosts lists it (down.example:443 for https)")
 	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "a:1", "b:2")
 	require.Equal(t, ExitUsage, code)
-	require.Contains(t, errOut, "got 2 arguments")
+	require.Contains(t, errOut, "takes one HOST (host:port, as herald hosts lists it), not 2")
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "HOST is empty")
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "::1")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "([::1]:443 for https)")
 }
 
 func TestHostHorizonFlag(t *testing.T) {

@@ -106,3 +106,19 @@ func TestAConflictNamesAHostileStreamQuoted(t *testing.T) {
 	require.Contains(t, r.stderr, `already exists as "x/\u202egnp.exe"#1 with a different stream`)
 	require.NotContains(t, r.stderr, "\u202E")
 }
+
+// append's answer shows a long stream name whole (a table cell would cut
+// it), and a --file error about a repeated id names the other line, not
+// what the id itself says (found by a review).
+func TestAppendAnswersWholeAndNamesLinesRight(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	long := "orders/" + strings.Repeat("a", 90)
+	require.Equal(t, "Appended "+long+"#1 (id e1).\n", heraldOK(t, db, `{}`, "append", "--stream", long, "--id", "e1", "--kind", "k"))
+
+	file := filepath.Join(dir, "dup.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"id":"entries[0].x","kind":"k","payload":{}}`+"\n"+`{"id":"entries[0].x","kind":"k","payload":{}}`+"\n"), 0o600))
+	r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, file+` line 2: invalid id: "entries[0].x" repeats line 1's id`)
+}

@@ -62,7 +62,7 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
   GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
   GET  /v1/evidence?stream=S&id=ID&limit=N
   POST /v1/registration/unpark?stream=S&id=ID
-  POST /v1/registrations/unpark?stream=&namespace=   (every parked one, as unpark --all)
+  POST /v1/registrations/unpark?stream=S&namespace=NS   (both optional: every parked one, as unpark --all)
   POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
   POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
   GET  /v1/hosts?state=&host=&after=&limit=
@@ -74,7 +74,7 @@ this release and answer a Deprecation header; they go in the next.)
 It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
 set; herald refuses to serve it on a non-loopback address without a token,
 and, open, answers 403 to a request whose Host is not a loopback name and to
-a browser's POST from another origin.
+a browser's POST or DELETE from another origin.
 
 --api-addr (off by default) serves the HTTP API for producers and operators
 in any language: POST /v1/records appends, /v1/registrations registers, lists

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/heraldpush/herald/push"
 )
@@ -66,7 +67,7 @@ func Cell(s string) string {
 // print as itself (Hidden) is shown as its code point (CodePoint), and an
 // empty value is shown as "-".
 func Clean(s string) string {
-	if strings.IndexFunc(s, Hidden) >= 0 || strings.ContainsAny(s, "\t\n\r") {
+	if strings.IndexFunc(s, Hidden) >= 0 || strings.ContainsAny(s, "\t\n\r") || !utf8.ValidString(s) {
 		var b strings.Builder
 		for _, r := range s {
 			switch {
@@ -75,7 +76,7 @@ func Clean(s string) string {
 			case Hidden(r):
 				b.WriteString(CodePoint(r))
 			default:
-				b.WriteRune(r)
+				b.WriteRune(r) // a byte that is not UTF-8 is U+FFFD here
 			}
 		}
 		s = b.String()
