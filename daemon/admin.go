@@ -261,7 +261,7 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 				writeError(w, journal.Invalid(name, "is not a parameter of %s, which takes stream and namespace (one registration: /v1/registration/unpark?stream=…&id=…); nothing was unparked", r.URL.Path))
 				return
 			case len(vs) > 1:
-				writeError(w, journal.Invalid(name, "is given %d times; give it once (one call a %s); nothing was unparked", len(vs), name))
+				writeError(w, journal.Invalid(name, "is given %d times; give it once (a call for each); nothing was unparked", len(vs)))
 				return
 			case vs[0] == "":
 				writeError(w, journal.Invalid(name, "is empty; leave it out to unpark every %s's; nothing was unparked", name))
