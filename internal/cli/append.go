@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -175,10 +174,10 @@ type batch struct {
 }
 
 // checkFile refuses, before anything is appended, a file that could not be
-// appended whole: an id repeated in the file or a record after its stream's
-// final record (journal.ErrInvalid, exit 2), an id the journal holds with
-// other content (a *journal.ConflictError) or a record for a stream the
-// journal holds sealed (a *journal.SealedError). Lines whose record the
+// appended whole against the journal (readJSONL refused what the file
+// alone shows): an id the journal holds with other content (a
+// *journal.ConflictError) or a record for a stream the journal holds
+// sealed (a *journal.SealedError). Lines whose record the
 // journal already holds, same content, are fine: appending them is a no-op.
 // It looks every id up, lookupParallelism at a time, and reports the first
 // problem by line. It returns the ids the journal already holds with the
@@ -191,23 +190,9 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 		stored *journal.Record // set by the lookups when the journal holds the id
 	}
 	var items []item
-	idLine := map[string]int{}
-	finalLine := map[string]int{}
 	for _, bt := range batches {
 		for i, en := range bt.entries {
-			line := bt.lines[i]
-			if l, dup := idLine[en.ID]; dup {
-				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, line, journal.Invalid("id", "%q repeats the id of line %d", en.ID, l))
-			}
-			idLine[en.ID] = line
-			if l, sealed := finalLine[bt.stream]; sealed {
-				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, line,
-					journal.Invalid("stream", "%q is sealed by the final record of line %d: nothing may follow it", bt.stream, l))
-			}
-			if en.Final {
-				finalLine[bt.stream] = line
-			}
-			items = append(items, item{line: line, stream: bt.stream, entry: en})
+			items = append(items, item{line: bt.lines[i], stream: bt.stream, entry: en})
 		}
 	}
 	var g errgroup.Group
@@ -304,7 +289,8 @@ type line struct {
 
 // readJSONL parses a JSON Lines file into batches of consecutive lines of
 // one stream, at most appendBatch each. It reports the first bad line by
-// number.
+// number: one that does not parse, an id an earlier line has, a record
+// after its stream's final record.
 func readJSONL(path, defaultStream string) ([]batch, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -317,6 +303,11 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 		out   []batch
 		first int
 		n     int
+		// A file is refused as a batch would be (journal.ValidateEntries),
+		// whichever batches its lines fall in: an id it repeats, a record
+		// after its stream's final record.
+		idLine    = map[string]int{}
+		finalLine = map[string]int{}
 	)
 	for sc.Scan() {
 		n++
@@ -327,6 +318,17 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 		e, stream, err := parseLine(raw, defaultStream)
 		if err != nil { // bad input, like a line that fails validation: exit 2
 			return nil, usagef("%s line %d: %v (nothing was appended)", path, n, err)
+		}
+		if l, dup := idLine[e.ID]; dup {
+			return nil, usagef("%s line %d: %v (nothing was appended)", path, n, journal.Invalid("id", "%q repeats the id of line %d", e.ID, l))
+		}
+		idLine[e.ID] = n
+		if l, sealed := finalLine[stream]; sealed {
+			return nil, usagef("%s line %d: %v (nothing was appended)", path, n,
+				journal.Invalid("stream", "%q is sealed by the final record of line %d: nothing may follow it", stream, l))
+		}
+		if e.Final {
+			finalLine[stream] = n
 		}
 		last := len(out) - 1
 		if last < 0 || out[last].stream != stream || len(out[last].entries) >= appendBatch {
@@ -403,9 +405,6 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
-// entryRef is a reference to an entry of a batch in journal's reasons.
-var entryRef = regexp.MustCompile(`entries\[(\d+)\]\.`)
-
 // lineError names, in a validation error of a --file batch, the line of
 // the entry it is about: "f.jsonl line 7: invalid payload: …" where the
 // library says "entries[3].payload" of the batch. Another error is named
@@ -417,16 +416,7 @@ func lineError(path string, bt batch, err error) error {
 			if i, perr := strconv.Atoi(idx); perr == nil && i >= 0 && i < len(bt.lines) {
 				// The reason may name another entry of the batch (an id it
 				// repeats): by its line too.
-				// Only the last reference is journal's own: an earlier one is
-				// inside the quoted id.
-				reason := inv.Reason
-				if refs := entryRef.FindAllStringSubmatchIndex(reason, -1); len(refs) > 0 {
-					m := refs[len(refs)-1]
-					if j, err := strconv.Atoi(reason[m[2]:m[3]]); err == nil && j >= 0 && j < len(bt.lines) {
-						reason = reason[:m[0]] + fmt.Sprintf("line %d's ", bt.lines[j]) + reason[m[1]:]
-					}
-				}
-				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: reason})
+				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
 			}
 		}
 	}

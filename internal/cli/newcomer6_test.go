@@ -120,5 +120,5 @@ func TestAppendAnswersWholeAndNamesLinesRight(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(`{"id":"entries[0].x","kind":"k","payload":{}}`+"\n"+`{"id":"entries[0].x","kind":"k","payload":{}}`+"\n"), 0o600))
 	r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, file+` line 2: invalid id: "entries[0].x" repeats line 1's id`)
+	require.Contains(t, r.stderr, file+` line 2: invalid id: "entries[0].x" repeats the id of line 1`)
 }
