@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -388,7 +389,7 @@ func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) Store{
 		"memory":   func(t *testing.T) Store { return memory.New() },
 		"sqlite":   func(t *testing.T) Store { return sqliteStore(t) },
-		"postgres": func(t *testing.T) Store { return postgresStore(t) },
+		"postgres": func(t *testing.T) Store { return pgtest.NewStore(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, api := range []string{"admin", "api"} {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -325,7 +326,7 @@ func TestAPIRecordStatus(t *testing.T) {
 // once, and the stream's seqs are gapless.
 func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, sqliteStore(t)) }
 
-func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, postgresStore(t)) }
+func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, pgtest.NewStore(t)) }
 
 func concurrentAppends(t *testing.T, s Store) {
 	srv := apiServer(t, s, "", 0)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -60,18 +58,6 @@ func start(t *testing.T, opts Options) running {
 func sqliteStore(t *testing.T) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
-// postgresStore is a store on a fresh, migrated PostgreSQL database.
-func postgresStore(t *testing.T) *postgres.Store {
-	t.Helper()
-	url := pgtest.NewDatabase(t)
-	_, err := postgres.MigrateUp(t.Context(), url)
-	require.NoError(t, err)
-	s, err := postgres.Open(t.Context(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +16,6 @@ import (
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/store/postgres"
-	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -117,15 +114,7 @@ func TestAPIStoresTraceContext(t *testing.T) {
 // The idempotent 200 answers each record as stored, with the trace context
 // of its first append, as the 201 did: on every store.
 func TestAPIRepeatedAppendAnswersTheStoredTraceContext(t *testing.T) {
-	sq, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { sq.Close() })
-	url := pgtest.NewDatabase(t)
-	_, err = postgres.MigrateUp(t.Context(), url)
-	require.NoError(t, err)
-	pg, err := postgres.Open(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pg.Close() })
+	sq, pg := sqliteStore(t), pgtest.NewStore(t)
 	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}]}`
 	for name, s := range map[string]Store{"memory": memory.New(), "sqlite": sq, "postgres": pg} {

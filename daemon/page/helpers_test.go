@@ -17,7 +17,6 @@ import (
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -35,22 +34,10 @@ func openStore(t *testing.T) *sqlite.Store {
 // TestMain starts a throwaway PostgreSQL for the tests that run on it too.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// openPostgres opens a store on a fresh, migrated PostgreSQL database.
-func openPostgres(t *testing.T) *postgres.Store {
-	t.Helper()
-	url := pgtest.NewDatabase(t)
-	_, err := postgres.MigrateUp(t.Context(), url)
-	require.NoError(t, err)
-	s, err := postgres.Open(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // stores are the stores the tests that depend on a store's writes run on.
 var stores = map[string]func(t *testing.T) page.Store{
 	"sqlite":   func(t *testing.T) page.Store { return openStore(t) },
-	"postgres": func(t *testing.T) page.Store { return openPostgres(t) },
+	"postgres": func(t *testing.T) page.Store { return pgtest.NewStore(t) },
 }
 
 // seeded returns a SQLite store filled by seed.Seed.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 // shared is the server Main started for this test binary.
@@ -74,6 +76,23 @@ func NewDatabase(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return u
+}
+
+// NewStore opens a store/postgres Store on a fresh database (NewDatabase),
+// migrated up; it is closed when the test ends, before the database is
+// dropped.
+func NewStore(tb testing.TB) *postgres.Store {
+	tb.Helper()
+	url := NewDatabase(tb)
+	if _, err := postgres.MigrateUp(context.Background(), url); err != nil {
+		tb.Fatalf("pgtest: migrate up: %v", err)
+	}
+	s, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		tb.Fatalf("pgtest: open the store: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // Restart restarts the shared server (pg_ctl restart -m fast): every

@@ -39,7 +39,7 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 		return out, nil
 	}
 	if _, err := s.sequence(ctx, seqWait); err != nil {
-		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", stream, err)
+		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", journal.Shown(stream), err)
 	}
 	return s.withSeqs(ctx, stream, out)
 }
@@ -65,12 +65,12 @@ func (s *Store) withSeqs(ctx context.Context, stream string, out []journal.Recor
 		})
 	}
 	if err != nil {
-		return nil, s.dbErr(ctx, "append to "+stream+": read the seqs", err)
+		return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the seqs", err)
 	}
 	if refused {
 		var final int64
 		if err := s.pool.QueryRow(ctx, sqlFinalSeq, stream).Scan(&final); err != nil {
-			return nil, s.dbErr(ctx, "append to "+stream+": read the final seq", err)
+			return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the final seq", err)
 		}
 		return nil, &journal.SealedError{Stream: stream, FinalSeq: uint64(final)}
 	}
