@@ -132,12 +132,11 @@ func (r Registration) String() string {
 // output) as "stream=S id=ID", never "S/ID": streams and ids hold '/'
 // (actor/alice, an inbox URL), so "a/b/c" could be either split. A value
 // that is empty or holds a space, a quote, a backslash or a character that
-// does not print is Go-quoted, so the two parts always read back apart.
+// does not print is Go-quoted (journal.Shown), so the two parts always
+// read back apart.
 func Name(stream, id string) string {
-	return "stream=" + nameValue(stream) + " id=" + nameValue(id)
+	return "stream=" + journal.Shown(stream) + " id=" + journal.Shown(id)
 }
-
-func nameValue(s string) string { return journal.Shown(s) }
 
 // Config is a projection's configuration, a JSON object. It may hold secrets,
 // so its String and GoString methods redact it; projections parse it with
