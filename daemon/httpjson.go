@@ -65,16 +65,15 @@ func writeError(w http.ResponseWriter, err error) {
 func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token == "" && !page.LoopbackHost(r.Host) {
+		switch {
+		case token == "" && !page.LoopbackHost(r.Host):
 			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
 			return
-		}
-		if token == "" && cop.Check(r) != nil {
+		case token == "" && cop.Check(r) != nil:
 			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
 				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)})
 			return
-		}
-		if token != "" {
+		case token != "":
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
