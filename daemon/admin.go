@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -240,41 +242,30 @@ type UnparkedAll struct {
 // namespace, when given) unparked at now() (push.UnparkAll), each with its
 // evidence. woke is told each unparked registration's namespace (nil:
 // none to tell). An error after some were unparked is a 500 whose body
-// lists them. Every input that would unpark more than asked is refused: a
-// query that does not parse (url.Values.Get would drop the pair), another
-// parameter (a stray id), a parameter given twice or empty (an unset
-// variable in a script). A namespace no daemon of this one's database
+// lists them. Every input that would unpark more than asked is refused
+// (strictQuery, and an empty parameter: an unset variable in a script). A namespace no daemon of this one's database
 // serves just matches nothing: several daemons, each serving its own
 // namespaces, may share a database.
 func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			writeError(w, journal.Invalid("query", "does not parse (%v); nothing was unparked", err))
-			return
-		}
-		for name, vs := range q {
-			switch {
-			case name != "stream" && name != "namespace":
-				// A stray id is most likely meant for /v1/registration/unpark:
-				// taking it as "all" would unpark far more than asked.
-				writeError(w, journal.Invalid(name, "is not a parameter of %s, which takes stream and namespace (one registration: /v1/registration/unpark?stream=…&id=…); nothing was unparked", r.URL.Path))
-				return
-			case len(vs) > 1:
-				writeError(w, journal.Invalid(name, "is given %d times; give it once (a call for each); nothing was unparked", len(vs)))
-				return
-			case vs[0] == "":
-				writeError(w, journal.Invalid(name, "is empty; leave it out to unpark every %s's; nothing was unparked", name))
-				return
-			}
-		}
-		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace")}
 		refuse := func(err error) {
 			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
 				err = &journal.InvalidError{Field: inv.Field, Reason: inv.Reason + "; nothing was unparked"}
 			}
 			writeError(w, err)
 		}
+		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
+		if err != nil {
+			refuse(err)
+			return
+		}
+		for name, vs := range q {
+			if vs[0] == "" {
+				refuse(journal.Invalid(name, "is empty; leave it out to unpark every %s's", name))
+				return
+			}
+		}
+		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace")}
 		if lq.Stream != "" {
 			if err := journal.ValidateStream(lq.Stream); err != nil {
 				refuse(err)
@@ -313,7 +304,12 @@ type unparkAllError struct {
 
 // listRegistrations answers GET /v1/registrations on both APIs.
 func listRegistrations(w http.ResponseWriter, r *http.Request, store AdminStore) {
-	q := r.URL.Query()
+	q, err := strictQuery(r, "one registration: /v1/registration?stream=…&id=…",
+		"stream", "namespace", "parked", "lagging", "limit", "after_stream", "after_id")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
 		After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
 	for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
@@ -347,6 +343,39 @@ func listRegistrations(w http.ResponseWriter, r *http.Request, store AdminStore)
 		out[i] = held.View(s)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// strictQuery reads r's query parameters, which must be among allowed and
+// each given once, and refuses (journal.ErrInvalid, a 400) what a lenient
+// reading would take as asking for more than was meant: a query that does
+// not parse (url.Values would drop the pair), another parameter (hint says
+// where it belongs), a parameter twice, or a body (the filter must be in
+// the query: a body that held it would go unread).
+func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
+	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
+		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, journal.Invalid("query", "does not parse (%v)", err)
+	}
+	for name, vs := range q {
+		switch {
+		case !slices.Contains(allowed, name):
+			return nil, journal.Invalid(name, "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
+		case len(vs) > 1:
+			return nil, journal.Invalid(name, "is given %d times; give it once", len(vs))
+		}
+	}
+	return q, nil
+}
+
+// readsAByte reports whether body holds at least one byte (a chunked body
+// has no Content-Length).
+func readsAByte(body io.Reader) bool {
+	var b [1]byte
+	n, _ := body.Read(b[:])
+	return n > 0
 }
 
 // intParam reads an optional integer query parameter; empty is 0.

@@ -213,6 +213,9 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
 		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"ten"}}, http.StatusBadRequest, "limit"},
 		{http.MethodGet, "/v1/registrations", url.Values{"limit": {"0"}}, http.StatusBadRequest, "limit: 0 must be at least 1 (leave limit out for the default)"},
+		// A filter the list would otherwise drop, and so list more than asked.
+		{http.MethodGet, "/v1/registrations", url.Values{"id": {"billing"}}, http.StatusBadRequest, "invalid id: is not a parameter of /v1/registrations"},
+		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"orders", "invoices"}}, http.StatusBadRequest, "invalid stream: is given 2 times"},
 		{http.MethodGet, "/v1/hosts", url.Values{"limit": {"-5"}}, http.StatusBadRequest, "limit: -5 must be at least 1"},
 	} {
 		code, body := adminCall(t, srv, c.method, c.path, "", c.q)
@@ -466,16 +469,26 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		require.Contains(t, body, "nothing", "%v", q)
 	}
 	// A query that does not parse: url.Values would drop the bad pair and
-	// widen the filter.
-	for _, raw := range []string{"stream=nope%zz", "stream=nope;x", "namespace=nope;stream=x"} {
-		req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/v1/registrations/unpark?"+raw, nil)
+	// widen the filter. A filter sent as a form body: unread, it would
+	// leave no filter.
+	for _, c := range []struct{ query, form string }{
+		{"stream=nope%zz", ""}, {"stream=nope;x", ""}, {"namespace=nope;stream=x", ""}, {"", "stream=orders"},
+	} {
+		var form io.Reader
+		if c.form != "" {
+			form = strings.NewReader(c.form)
+		}
+		req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/v1/registrations/unpark?"+c.query, form)
 		require.NoError(t, err)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
 		resp, err := srv.Client().Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", raw, body)
-		require.Contains(t, string(body), "nothing was unparked", raw)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%+v: %s", c, body)
+		require.Contains(t, string(body), "nothing was unparked", "%+v", c)
 	}
 	for _, r := range regs {
 		st, err := s.Get(ctx, r.stream, r.id)

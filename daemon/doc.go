@@ -97,5 +97,6 @@
 // unpark --all does, and answers UnparkedAll: those it unparked. It refuses
 // (400, nothing unparked) what would unpark more than asked: a query that
 // does not parse, a parameter other than stream and namespace (an id), one
-// given twice or empty.
+// given twice or empty, a body (the filter belongs in the query). GET
+// /v1/registrations refuses the same but an empty value (no filter).
 package daemon
