@@ -363,6 +363,10 @@ func parseLine(raw []byte, defaultStream string) (journal.Entry, string, error) 
 	if err := dec.Decode(&l); err != nil {
 		return journal.Entry{}, "", fmt.Errorf("not a record object: %v", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		// Whatever follows the object (a second record) would be lost.
+		return journal.Entry{}, "", errors.New("holds more after its record object: a line is one JSON object")
+	}
 	stream := l.Stream
 	if stream == "" {
 		stream = defaultStream

@@ -122,3 +122,23 @@ func TestAppendAnswersWholeAndNamesLinesRight(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, file+` line 2: invalid id: "entries[0].x" repeats the id of line 1`)
 }
+
+// A --file line with more after its record object (a second record, a
+// stray brace) is refused, not appended with the rest lost (found by a
+// newcomer).
+func TestAFileLineIsOneObject(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	for _, line := range []string{
+		`{"id":"t1","kind":"k","payload":{}} {"id":"t2","kind":"k","payload":{}}`,
+		`{"id":"t1","kind":"k","payload":{}}}`,
+		`{"id":"t1","kind":"k","payload":{}} garbage`,
+	} {
+		file := filepath.Join(dir, "in.jsonl")
+		require.NoError(t, os.WriteFile(file, []byte(line+"\n"), 0o600))
+		r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+		require.Equal(t, ExitUsage, r.code, "%s: %s", line, r.stderr)
+		require.Contains(t, r.stderr, "line 1: holds more after its record object", line)
+		require.NoFileExists(t, db, "nothing was appended")
+	}
+}
