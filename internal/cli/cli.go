@@ -43,11 +43,14 @@ type env struct {
 	// databaseFrom names where database came from, for its errors:
 	// "--database", or HERALD_DATABASE_URL when that set it.
 	databaseFrom string
-	seqEvery     time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
-	json         bool
-	verbose      bool
-	now          func() time.Time
-	logger       *slog.Logger
+	// databaseGiven: --database was on the command line, so the commands
+	// a hint prints need it too (see command).
+	databaseGiven bool
+	seqEvery      time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
+	json          bool
+	verbose       bool
+	now           func() time.Time
+	logger        *slog.Logger
 }
 
 // Main runs the herald command with args (without the program name) and
@@ -134,7 +137,8 @@ func newRoot(e *env) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("database") {
+			e.databaseGiven = cmd.Flags().Changed("database")
+			if !e.databaseGiven {
 				if v := e.getenv("HERALD_DATABASE_URL"); v != "" {
 					e.database, e.databaseFrom = v, "HERALD_DATABASE_URL"
 				}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -82,7 +84,7 @@ func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
 	} {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
-		require.Contains(t, r.stderr, `herald registrations --stream $'\x1b]0;owned\x07\x1b[2J\xe2\x80\xaeb'`, args[0])
+		require.Contains(t, r.stderr, `herald registrations --database `+shellQuote("sqlite:"+db)+` --stream $'\x1b]0;owned\x07\x1b[2J\xe2\x80\xaeb'`, args[0])
 		require.NotContains(t, r.stderr, "\x1b", args[0])
 		require.NotContains(t, r.stderr, "\u202e", args[0])
 	}
@@ -197,7 +199,7 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 	}
 
 	out = heraldOK(t, db, "", "unregister", "--stream", "a&id=b", "--id", "x#y")
-	require.Contains(t, out, "herald register --stream 'a&id=b' --id 'x#y' --namespace cloudevents")
+	require.Contains(t, out, "herald register --database "+shellQuote("sqlite:"+db)+" --stream 'a&id=b' --id 'x#y' --namespace cloudevents")
 }
 
 func TestShellQuote(t *testing.T) {
@@ -302,7 +304,8 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 		heraldOK(t, db, "", "register", "--stream", "s/1", "--id", id, "--namespace", "webhook", "--url", fmt.Sprint("https://hooks.example/", i), "--secret", goodSecret)
 	}
 	out := heraldOK(t, db, "", "registrations", "--stream", "s/1", "--limit", "2")
-	require.Contains(t, out, "More registrations follow: herald registrations --stream s/1 --limit 2 --after-stream s/1 --after-id r1\n")
+	again := "herald registrations --database " + shellQuote("sqlite:"+db)
+	require.Contains(t, out, "More registrations follow: "+again+" --stream s/1 --limit 2 --after-stream s/1 --after-id r1\n")
 	require.Contains(t, out, "r 3")
 	require.NotContains(t, out, "r2")
 	out = heraldOK(t, db, "", "registrations", "--stream", "s/1", "--limit", "2", "--after-stream", "s/1", "--after-id", "r1")
@@ -313,7 +316,7 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 	// The printed command carries the filters and quotes what needs it.
 	heraldOK(t, db, "{}", "append", "--stream", "s/1", "--id", "e1", "--kind", "k")
 	out = heraldOK(t, db, "", "registrations", "--stream", "s/1", "--lagging", "--limit", "1")
-	require.Contains(t, out, "More registrations follow: herald registrations --stream s/1 --lagging --limit 1 --after-stream s/1 --after-id 'r 3'\n")
+	require.Contains(t, out, "More registrations follow: "+again+" --stream s/1 --lagging --limit 1 --after-stream s/1 --after-id 'r 3'\n")
 	require.NotContains(t, heraldOK(t, db, "", "registrations", "--limit", "3"), "More registrations follow", "exactly --limit, none after")
 	r := runCLI(t, db, "", "registrations", "--after-stream", "s/1")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
@@ -426,4 +429,50 @@ func TestOneAppendNamesTheFlag(t *testing.T) {
 		require.NotContains(t, r.stderr, "entries[0]")
 	}
 	require.NoFileExists(t, db, "nothing was appended, no database made")
+}
+
+// A hint's command reads the database its own command read: it carries a
+// --database given on the command line, runs as printed, and leaves out a
+// database that HERALD_DATABASE_URL named (the variable carries over) and
+// the value of one that holds a password (found by a review: a hint run
+// as printed read ./herald.db, or failed, instead of the database listed).
+func TestHintsCarryTheDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "hints.db")
+	for i, id := range []string{"r1", "r2"} {
+		heraldOK(t, db, "", "register", "--stream", "s/1", "--id", id, "--namespace", "webhook", "--url", fmt.Sprint("https://hooks.example/", i), "--secret", goodSecret)
+	}
+	out := heraldOK(t, db, "", "registrations", "--limit", "1")
+	_, hint, ok := strings.Cut(out, "More registrations follow: ")
+	require.True(t, ok, out)
+	words := strings.Fields(hint)
+	require.Equal(t, []string{"herald", "registrations", "--database", "sqlite:" + db}, words[:4])
+	next := heraldOK(t, "", "", words[1:]...) // as printed, nothing added
+	require.Contains(t, next, "r2")
+	require.NotContains(t, next, "r1")
+	for _, id := range []string{"e1", "e2"} {
+		heraldOK(t, db, "{}", "append", "--stream", "s/1", "--id", id, "--kind", "k")
+	}
+	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "s/1", "--limit", "1"),
+		"More records up to #2: herald records --database sqlite:"+db+" --stream s/1 --from-seq 2\n")
+
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"registrations", "--limit", "1"}, Stdio{In: strings.NewReader(""), Out: &stdout, Err: &stderr},
+		func(k string) string {
+			if k == "HERALD_DATABASE_URL" {
+				return "sqlite:" + db
+			}
+			return ""
+		})
+	require.Equal(t, ExitOK, code, stderr.String())
+	require.Contains(t, stdout.String(), "More registrations follow: herald registrations --limit 1 --after-stream s/1 --after-id r1\n")
+
+	for given, want := range map[string]string{
+		"postgres://app:hunter22@db.example/herald":     "herald records --database …",
+		"postgres://app@db.example/herald?password=x1":  "herald records --database …",
+		"postgres://app@db.example/herald?sslmode=none": "herald records --database 'postgres://app@db.example/herald?sslmode=none'",
+		"sqlite:./my db.sqlite":                         "herald records --database 'sqlite:./my db.sqlite'",
+	} {
+		e := &env{database: given, databaseGiven: true}
+		require.Equal(t, want, e.command("records"), given)
+	}
 }

@@ -31,12 +31,12 @@ func (k *key) atFlag(cmd *cobra.Command) {
 // every command names one (stream=… id=…, never the ambiguous stream/id),
 // with where to look; other errors are kept. It still wraps ErrNotFound
 // (exit 2).
-func (k key) notFound(err error) error {
+func (k key) notFound(e *env, err error) error {
 	if !errors.Is(err, journal.ErrNotFound) {
 		return err
 	}
-	return fmt.Errorf("no registration %s: %w (herald registrations --stream %s lists the stream's)",
-		regName(k.stream, k.id), journal.ErrNotFound, shellQuote(k.stream))
+	return fmt.Errorf("no registration %s: %w (%s --stream %s lists the stream's)",
+		regName(k.stream, k.id), journal.ErrNotFound, e.command("registrations"), shellQuote(k.stream))
 }
 
 // due words when a registration made due at t is: now, or from t when an
@@ -122,7 +122,7 @@ options its receivers need), fix it first, then unpark them at once.`,
 			}
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
-				return k.notFound(err)
+				return k.notFound(e, err)
 			}
 			if err := b.Unpark(cmd.Context(), k.stream, k.id, at); err != nil {
 				return err
@@ -256,7 +256,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	defer b.Close()
 	before, err := b.Get(cmd.Context(), k.stream, k.id)
 	if err != nil {
-		return k.notFound(err)
+		return k.notFound(e, err)
 	}
 	if err := do(b, at); err != nil {
 		return asFlags(err)
@@ -308,7 +308,7 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 			defer b.Close()
 			evs, err := b.Evidence(cmd.Context(), k.stream, k.id, limit)
 			if err != nil {
-				return k.notFound(err)
+				return k.notFound(e, err)
 			}
 			if e.json {
 				if evs == nil {

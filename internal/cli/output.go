@@ -101,6 +101,22 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 // each byte of that character written \xHH, which reads back the same
 // bytes whatever the shell's locale (\u does not, in the C locale), so that
 // the terminal shows the character instead of obeying it.
+// command is how a hint names the herald command name for the operator
+// to run next: "herald name", and --database when this command was given
+// one on its command line (HERALD_DATABASE_URL carries over by itself),
+// so that the hint reads the same database. A value holding a password is
+// "…", which the operator fills in: no output prints a password.
+func (e *env) command(name string) string {
+	if !e.databaseGiven {
+		return "herald " + name
+	}
+	v := "…"
+	if d, err := parseDatabase(e.databaseFrom, e.database); err == nil && d.String() == e.database {
+		v = shellQuote(e.database)
+	}
+	return "herald " + name + " --database " + v
+}
+
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s

@@ -136,7 +136,7 @@ func (p recordsPage) printNotes(e *env) {
 		fmt.Fprintf(e.Out, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", p.OldestSeq, p.OldestSeq)
 	}
 	if p.More {
-		fmt.Fprintf(e.Out, "More records up to #%d: herald records --stream %s --from-seq %d\n", p.Head, shellQuote(p.Stream), p.NextFromSeq)
+		fmt.Fprintf(e.Out, "More records up to #%d: %s --stream %s --from-seq %d\n", p.Head, e.command("records"), shellQuote(p.Stream), p.NextFromSeq)
 	}
 }
 

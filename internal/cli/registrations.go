@@ -85,7 +85,7 @@ again after its last one.`,
 				return err
 			}
 			last := all[len(all)-1].Key()
-			words := []string{"herald registrations"}
+			words := []string{e.command("registrations")}
 			for _, f := range []struct{ flag, value string }{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
 				if f.value != "" {
 					words = append(words, f.flag, shellQuote(f.value))

@@ -27,7 +27,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			defer b.Close()
 			before, err := b.Get(cmd.Context(), k.stream, k.id)
 			if err != nil {
-				return k.notFound(err)
+				return k.notFound(e, err)
 			}
 			if err := b.Unregister(cmd.Context(), k.stream, k.id); err != nil {
 				return err
@@ -37,8 +37,8 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			}
 			fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 				regName(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-			fmt.Fprintf(e.Out, "To bring it back there: herald register --stream %s --id %s --namespace %s --url … --from-seq %d\n",
-				shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq)
+			fmt.Fprintf(e.Out, "To bring it back there: %s --stream %s --id %s --namespace %s --url … --from-seq %d\n",
+				e.command("register"), shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq)
 			return nil
 		},
 	}
