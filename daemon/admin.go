@@ -103,9 +103,9 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 		listRegistrations(w, r, store)
 	})
 	mux.HandleFunc("GET /v1/evidence", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if q.Get("stream") == "" || q.Get("id") == "" {
-			writeError(w, journal.Invalid("query", "stream and id are required query parameters (/v1/evidence?stream=…&id=…)"))
+		stream, id, q, err := registrationKey(r, nil, "limit")
+		if err != nil {
+			writeError(w, err)
 			return
 		}
 		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
@@ -113,7 +113,7 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 			writeError(w, err)
 			return
 		}
-		evs, err := store.Evidence(r.Context(), q.Get("stream"), q.Get("id"), limit)
+		evs, err := store.Evidence(r.Context(), stream, id, limit)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -123,16 +123,13 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 		}
 		writeJSON(w, http.StatusOK, evs)
 	})
-	action := func(needsSeq bool, do func(r *http.Request, stream, id string, toSeq uint64) (any, error)) http.HandlerFunc {
+	// action serves a route of one registration; required and optional
+	// are the parameters it takes beside stream and id (registrationKey).
+	action := func(do func(r *http.Request, stream, id string, toSeq uint64) (any, error), required []string, optional ...string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			q := r.URL.Query()
-			stream, id := q.Get("stream"), q.Get("id")
-			if stream == "" || id == "" || (needsSeq && q.Get("to_seq") == "") {
-				params := "stream and id"
-				if needsSeq {
-					params = "stream, id and to_seq"
-				}
-				writeError(w, journal.Invalid("query", "%s are required query parameters (%s?stream=…&id=…)", params, r.URL.Path))
+			stream, id, q, err := registrationKey(r, required, optional...)
+			if err != nil {
+				writeError(w, err)
 				return
 			}
 			var toSeq uint64
@@ -164,23 +161,23 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 		return ViewOf(st), nil
 	}
 	actions := map[string]http.HandlerFunc{
-		"unpark": action(false, func(r *http.Request, stream, id string, _ uint64) (any, error) {
+		"unpark": action(func(r *http.Request, stream, id string, _ uint64) (any, error) {
 			v, err := unpark(r.Context(), store, stream, id, now())
 			if err == nil && v.WasParked && woke != nil {
 				woke(v.Namespace)
 			}
 			return v, err
-		}),
-		"skip": action(true, func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
+		}, nil),
+		"skip": action(func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
 			reason := r.URL.Query().Get("reason")
 			if reason == "" {
 				reason = "skipped by an operator (admin API)"
 			}
 			return viewAfter(r, stream, id, store.Skip(r.Context(), stream, id, toSeq, now(), reason))
-		}),
-		"rewind": action(true, func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
+		}, []string{"to_seq"}, "reason"),
+		"rewind": action(func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
 			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
-		}),
+		}, []string{"to_seq"}),
 	}
 	mux.HandleFunc("POST /v1/registrations/unpark", unparkAll(store, now, woke))
 	for name, h := range actions {

@@ -743,3 +743,62 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 		parkAgain(t, s)
 	}
 }
+
+// The routes of one registration, on both APIs, read a strict query: a
+// repeated or unknown parameter, a body, or a stream or id that no
+// registration can have is a 400 naming it, and changes nothing (before,
+// a repeated id unparked the first one named, a typo'd to_sq was dropped,
+// and a stream with a control character was a 404).
+func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
+	s := parkedStore(t)
+	admin := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
+	defer admin.Close()
+	api := apiServer(t, s, "", 0)
+	parked := func() bool {
+		st, err := s.Get(t.Context(), "orders", "billing")
+		require.NoError(t, err)
+		return st.Parked
+	}
+	key := "stream=orders&id=billing"
+	for _, c := range []struct {
+		srv          *httptest.Server
+		method, path string
+		query, body  string
+		want         string
+	}{
+		{admin, http.MethodPost, "/v1/registration/unpark", key + "&id=other", "", "invalid id: is given 2 times"},
+		{api, http.MethodPost, "/v1/registration/unpark", key + "&stream=invoices", "", "invalid stream: is given 2 times"},
+		{admin, http.MethodPost, "/v1/registration/unpark", key + "&namespace=webhook", "", "invalid namespace: is not a parameter of /v1/registration/unpark, which takes stream, id"},
+		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_sq=3", "", "invalid to_sq: is not a parameter"},
+		{admin, http.MethodPost, "/v1/registration/rewind", key + "&to_seq=1&reason=x", "", "invalid reason: is not a parameter"},
+		{admin, http.MethodPost, "/v1/unpark", key, "stream=invoices", "invalid body: is not read"},
+		{api, http.MethodPost, "/v1/registration/unpark", "stream=%3Bx%1B&id=billing", "", "invalid stream"},
+		{admin, http.MethodGet, "/v1/evidence", "stream=orders&id=bill%00ing", "", "invalid id"},
+		{api, http.MethodGet, "/v1/registration", "stream=or+ders&id=billing", "", "invalid stream"},
+		{api, http.MethodDelete, "/v1/registration", key + "&idd=x", "", "invalid idd: is not a parameter"},
+		{api, http.MethodGet, "/v1/registration", "stream=orders&id=billing&x=%zz", "", "invalid query: does not parse"},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, c.srv.URL+c.path+"?"+c.query, strings.NewReader(c.body))
+		require.NoError(t, err)
+		resp, err := c.srv.Client().Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s?%s: %s", c.method, c.path, c.query, body)
+		var e map[string]string
+		require.NoError(t, json.Unmarshal(body, &e))
+		require.Contains(t, e["error"], c.want, "%s %s?%s", c.method, c.path, c.query)
+		require.True(t, parked(), "%s %s?%s changed the registration", c.method, c.path, c.query)
+	}
+	// Named once and well, each still does its work.
+	code, body := adminCall(t, admin, http.MethodGet, "/v1/evidence", "", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"5"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "410 Gone")
+	code, body = call(t, api, http.MethodPost, "/v1/registration/unpark?"+key, "", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.False(t, parked())
+	code, body = adminCall(t, admin, http.MethodPost, "/v1/registration/skip", "", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"a test"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"next_seq": 3`)
+}

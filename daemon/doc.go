@@ -98,5 +98,9 @@
 // (400, nothing unparked) what would unpark more than asked: a query that
 // does not parse, a parameter other than stream and namespace (an id), one
 // given twice or empty, a body (the filter belongs in the query). GET
-// /v1/registrations refuses the same but an empty value (no filter).
+// /v1/registrations refuses the same but an empty value (no filter). The
+// routes of one registration (here and on the admin API: its evidence,
+// unpark, skip and rewind) refuse them too, and a stream or id that no
+// registration can have (journal.ValidateStream, journal.ValidateID), with
+// a 400 naming the parameter before the store is asked.
 package daemon
