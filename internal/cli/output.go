@@ -91,16 +91,6 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 	return t.flush()
 }
 
-// shellQuote returns s as one word of a shell command line: as it is when
-// it holds only characters no shell treats specially; else in single quotes
-// (each single quote in s closes them, is escaped, and reopens them), so
-// that a printed command can be pasted whatever the stream or id holds (& #
-// ; $ spaces, quotes); and when s holds a character that does not print
-// (a control character such as ESC, a format character such as U+202E, a
-// byte that is not UTF-8), in ANSI-C quotes ($'…': bash, zsh, ksh) with
-// each byte of that character written \xHH, which reads back the same
-// bytes whatever the shell's locale (\u does not, in the C locale), so that
-// the terminal shows the character instead of obeying it.
 // command is how a hint names the herald command name for the operator
 // to run next: "herald name", and --database when this command was given
 // one on its command line (HERALD_DATABASE_URL carries over by itself),
@@ -117,6 +107,16 @@ func (e *env) command(name string) string {
 	return "herald " + name + " --database " + v
 }
 
+// shellQuote returns s as one word of a shell command line: as it is when
+// it holds only characters no shell treats specially; else in single quotes
+// (each single quote in s closes them, is escaped, and reopens them), so
+// that a printed command can be pasted whatever the stream or id holds (& #
+// ; $ spaces, quotes); and when s holds a character that does not print
+// (a control character such as ESC, a format character such as U+202E, a
+// byte that is not UTF-8), in ANSI-C quotes ($'…': bash, zsh, ksh) with
+// each byte of that character written \xHH, which reads back the same
+// bytes whatever the shell's locale (\u does not, in the C locale), so that
+// the terminal shows the character instead of obeying it.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s
