@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -84,9 +85,27 @@ func redactDSN(s string) string {
 				authority = user + ":xxxxx" + authority[i:]
 			}
 		}
-		s = scheme + "://" + authority + tail
+		s = scheme + "://" + authority + redactQuery(tail)
 	}
 	return passwordParam.ReplaceAllString(s, "${1}xxxxx")
+}
+
+// redactQuery hides the value of a URL query's parameter whose name,
+// percent-decoded as pgx decodes it, holds "password" (pass%77ord=…,
+// sslpassword=…), which passwordParam, reading the raw bytes, misses.
+func redactQuery(tail string) string {
+	path, query, ok := strings.Cut(tail, "?")
+	if !ok {
+		return tail
+	}
+	pairs := strings.Split(query, "&")
+	for i, pair := range pairs {
+		name, _, hasValue := strings.Cut(pair, "=")
+		if un, err := url.QueryUnescape(name); err == nil && hasValue && strings.Contains(strings.ToLower(un), "password") {
+			pairs[i] = name + "=xxxxx"
+		}
+	}
+	return path + "?" + strings.Join(pairs, "&")
 }
 
 // passwordParam matches a password parameter and its value, quoted (and
@@ -161,7 +180,7 @@ func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 		b, err = openPostgres(ctx, d.url, e.seqEvery)
 	}
 	if err != nil {
-		return nil, openError(d, err)
+		return nil, e.openError(d, err)
 	}
 	return b, nil
 }
@@ -172,11 +191,11 @@ func noDatabase(d database) error {
 	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append and migrate up create a new one", d)
 }
 
-func openError(d database, err error) error {
+func (e *env) openError(d database, err error) error {
 	var hint string
 	switch {
 	case errors.Is(err, store.ErrSchemaBehind):
-		hint = "run: herald migrate up --database " + d.String()
+		hint = "run: " + e.command("migrate up")
 	case errors.Is(err, store.ErrSchemaAhead):
 		hint = "this herald is older than the database: upgrade herald"
 	case errors.Is(err, store.ErrNotHerald):

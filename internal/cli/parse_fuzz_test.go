@@ -94,13 +94,20 @@ func leaks(shown, s, pw string) bool {
 	if pw == "" {
 		return false
 	}
-	shown = redactionMark.ReplaceAllString(shown, "\x00")
+	shown = userinfoMark.ReplaceAllString(shown, "\x00${1}")
+	shown = parameterMark.ReplaceAllString(shown, "\x00${1}")
 	return strings.Count(shown, pw) >= max(strings.Count(s, pw), strings.Count(strconv.Quote(s), pw), 1)
 }
 
-// redactionMark is a password's place as redactDSN leaves it: the mask
-// after a URL's user or after a password keyword.
-var redactionMark = regexp.MustCompile(`(?i):xxxxx@|password[ \t\n\v\f\r]*=[ \t\n\v\f\r]*xxxxx`)
+// userinfoMark and parameterMark are a password's place as redactDSN
+// leaves it: the mask after a URL's user (the authority's last '@'), or
+// after a password keyword, up to a separator or the end (in an error, the
+// closing quote or an escape). A password that itself begins with xxxxx is
+// not taken for a mark where it leaked.
+var (
+	userinfoMark  = regexp.MustCompile(`:xxxxx@([^@/?"]*)`)
+	parameterMark = regexp.MustCompile(`(?i)password[ \t\n\v\f\r]*=[ \t\n\v\f\r]*xxxxx($|[ \t\n\v\f\r&;#"\\])`)
+)
 
 func passwords(s string) []string {
 	var out []string
@@ -158,6 +165,9 @@ func TestRedactDSN(t *testing.T) {
 		"host=db user=app password=hunter22 dbname=herald":   "host=db user=app password=xxxxx dbname=herald",
 		"host=db PASSWORD = 'hunter 22' dbname=herald":       "host=db PASSWORD = xxxxx dbname=herald",
 		"postgresql://app:hunter22@db:5432/h?password=other": "postgresql://app:xxxxx@db:5432/h?password=xxxxx",
+		// pgx decodes a query's names: this is a password too.
+		"postgres://app@db/h?pass%77ord=hunter22&sslmode=require": "postgres://app@db/h?pass%77ord=xxxxx&sslmode=require",
+		"postgres://app@db/h?sslpassword=k3y":                     "postgres://app@db/h?sslpassword=xxxxx",
 	} {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
