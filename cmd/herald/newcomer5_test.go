@@ -183,7 +183,7 @@ func TestRecordsSaysWhatThePageDoesNotShow(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 	}
 	out := h.ok("records", "--stream", "orders/1", "--limit", "2")
-	require.Contains(t, out, "More records up to #5: herald records --stream orders/1 --from-seq 3\n")
+	require.Contains(t, out, "More records up to #5: herald records --database "+h.db+" --stream orders/1 --from-seq 3 --limit 2\n")
 	require.NotContains(t, out, "pruned")
 	require.NotContains(t, h.ok("records", "--stream", "orders/1"), "More records", "the whole stream fits")
 
@@ -193,7 +193,7 @@ func TestRecordsSaysWhatThePageDoesNotShow(t *testing.T) {
 	h.ok("prune", "--retain", "0s", "--at", "2099-01-01T00:00:00Z")
 	out = h.ok("records", "--stream", "orders/1", "--limit", "2")
 	require.Contains(t, out, "Records before #3 were pruned (retention): #3 is the oldest kept.\n")
-	require.Contains(t, out, "More records up to #5: herald records --stream orders/1 --from-seq 5\n")
+	require.Contains(t, out, "More records up to #5: herald records --database "+h.db+" --stream orders/1 --from-seq 5 --limit 2\n")
 	require.NotContains(t, out, "e1")
 
 	var page struct {

@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/heraldpush/herald/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -199,7 +200,7 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 	}
 
 	out = heraldOK(t, db, "", "unregister", "--stream", "a&id=b", "--id", "x#y")
-	require.Contains(t, out, "herald register --database "+shellQuote("sqlite:"+db)+" --stream 'a&id=b' --id 'x#y' --namespace cloudevents")
+	require.Contains(t, out, "herald register --database "+shellQuote("sqlite:"+db)+" --stream 'a&id=b' --id 'x#y' --namespace cloudevents --url … --from-seq 2, with its --source, --structured, --token as registered\n")
 }
 
 func TestShellQuote(t *testing.T) {
@@ -437,23 +438,41 @@ func TestOneAppendNamesTheFlag(t *testing.T) {
 // the value of one that holds a password (found by a review: a hint run
 // as printed read ./herald.db, or failed, instead of the database listed).
 func TestHintsCarryTheDatabase(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "hints.db")
+	dir := filepath.Join(t.TempDir(), "it's a dir")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	db := filepath.Join(dir, "hints.db")
 	for i, id := range []string{"r1", "r2"} {
 		heraldOK(t, db, "", "register", "--stream", "s/1", "--id", id, "--namespace", "webhook", "--url", fmt.Sprint("https://hooks.example/", i), "--secret", goodSecret)
+	}
+	// asPrinted runs hint, the command a hint printed, as a shell would
+	// read it.
+	asPrinted := func(hint string) string {
+		t.Helper()
+		line, ok := strings.CutPrefix(strings.TrimSpace(hint), "herald ")
+		require.True(t, ok, hint)
+		argv, err := exec.Command("sh", "-c", `printf '%s\0' `+line).Output()
+		require.NoError(t, err, line)
+		return heraldOK(t, "", "", strings.Split(strings.TrimSuffix(string(argv), "\x00"), "\x00")...)
 	}
 	out := heraldOK(t, db, "", "registrations", "--limit", "1")
 	_, hint, ok := strings.Cut(out, "More registrations follow: ")
 	require.True(t, ok, out)
-	words := strings.Fields(hint)
-	require.Equal(t, []string{"herald", "registrations", "--database", "sqlite:" + db}, words[:4])
-	next := heraldOK(t, "", "", words[1:]...) // as printed, nothing added
+	require.True(t, strings.HasPrefix(hint, "herald registrations --database "+shellQuote("sqlite:"+db)+" "), hint)
+	next := asPrinted(hint) // nothing added
 	require.Contains(t, next, "r2")
 	require.NotContains(t, next, "r1")
-	for _, id := range []string{"e1", "e2"} {
+	for _, id := range []string{"e1", "e2", "e3"} {
 		heraldOK(t, db, "{}", "append", "--stream", "s/1", "--id", id, "--kind", "k")
 	}
-	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "s/1", "--limit", "1"),
-		"More records up to #2: herald records --database sqlite:"+db+" --stream s/1 --from-seq 2\n")
+	// The records hint keeps a --limit given.
+	out = heraldOK(t, db, "", "records", "--stream", "s/1", "--limit", "1")
+	_, hint, ok = strings.Cut(out, "More records up to #3: ")
+	require.True(t, ok, out)
+	require.Equal(t, "herald records --database "+shellQuote("sqlite:"+db)+" --stream s/1 --from-seq 2 --limit 1\n", hint)
+	next = asPrinted(hint)
+	require.Contains(t, next, "e2")
+	require.NotContains(t, next, "e3")
+	require.Contains(t, next, "More records up to #3: ")
 
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), []string{"registrations", "--limit", "1"}, Stdio{In: strings.NewReader(""), Out: &stdout, Err: &stderr},
@@ -475,4 +494,11 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 		e := &env{database: given, databaseGiven: true}
 		require.Equal(t, want, e.command("records"), given)
 	}
+	// The hint of a database whose schema is behind.
+	e := &env{database: "postgres://app:hunter22@db.example/herald", databaseGiven: true}
+	d, err := parseDatabase("", e.database)
+	require.NoError(t, err)
+	msg := e.openError(d, store.ErrSchemaBehind).Error()
+	require.Contains(t, msg, "run: herald migrate up --database …")
+	require.NotContains(t, msg, "hunter22")
 }

@@ -66,6 +66,9 @@ payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLi
 			// The stream's head and low-water mark, read after the
 			// records: a head past the last one shown means more exist.
 			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
+			if cmd.Flags().Changed("limit") {
+				page.limit = limit
+			}
 			infos, err := b.Streams(cmd.Context(), store.StreamQuery{Stream: stream, Limit: 1})
 			if err != nil {
 				return err
@@ -116,6 +119,9 @@ payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLi
 // where they sit in the stream.
 type recordsPage struct {
 	Stream string `json:"stream"`
+	// limit is the --limit given (0: the default), which the hint for the
+	// next page repeats.
+	limit int
 	// Head is the stream's newest seq (0: none); OldestSeq its oldest
 	// retained one (Head+1 when none is): records below it were pruned.
 	Head      uint64 `json:"head"`
@@ -136,7 +142,11 @@ func (p recordsPage) printNotes(e *env) {
 		fmt.Fprintf(e.Out, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", p.OldestSeq, p.OldestSeq)
 	}
 	if p.More {
-		fmt.Fprintf(e.Out, "More records up to #%d: %s --stream %s --from-seq %d\n", p.Head, e.command("records"), shellQuote(p.Stream), p.NextFromSeq)
+		again := fmt.Sprintf("%s --stream %s --from-seq %d", e.command("records"), shellQuote(p.Stream), p.NextFromSeq)
+		if p.limit > 0 {
+			again += fmt.Sprintf(" --limit %d", p.limit)
+		}
+		fmt.Fprintf(e.Out, "More records up to #%d: %s\n", p.Head, again)
 	}
 }
 

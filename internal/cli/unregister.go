@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -37,8 +38,18 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			}
 			fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 				regName(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-			fmt.Fprintf(e.Out, "To bring it back there: %s --stream %s --id %s --namespace %s --url … --from-seq %d\n",
-				e.command("register"), shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq)
+			// The URL and the config are not shown (they may hold
+			// secrets): the operator fills them in.
+			var opts []string
+			for _, f := range namespaces[before.Namespace].flags {
+				opts = append(opts, "--"+f)
+			}
+			with := ""
+			if len(opts) > 0 {
+				with = fmt.Sprintf(", with its %s as registered", strings.Join(opts, ", "))
+			}
+			fmt.Fprintf(e.Out, "To bring it back there: %s --stream %s --id %s --namespace %s --url … --from-seq %d%s\n",
+				e.command("register"), shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq, with)
 			return nil
 		},
 	}
