@@ -87,7 +87,12 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 		writeJSON(w, http.StatusOK, hs)
 	})
 	mux.HandleFunc("POST /v1/hosts/reset", func(w http.ResponseWriter, r *http.Request) {
-		host := r.URL.Query().Get("host")
+		q, err := strictQuery(r, "one host: /v1/hosts/reset?host=…", "host")
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		host := q.Get("host")
 		if host == "" {
 			writeError(w, journal.Invalid("query", "host is a required query parameter (/v1/hosts/reset?host=…)"))
 			return

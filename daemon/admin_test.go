@@ -754,9 +754,12 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	admin := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
 	defer admin.Close()
 	api := apiServer(t, s, "", 0)
+	before, err := s.Get(t.Context(), "orders", "billing")
+	require.NoError(t, err)
 	parked := func() bool {
 		st, err := s.Get(t.Context(), "orders", "billing")
 		require.NoError(t, err)
+		require.Equal(t, before.NextSeq, st.NextSeq, "the cursor moved")
 		return st.Parked
 	}
 	key := "stream=orders&id=billing"
@@ -772,6 +775,10 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_sq=3", "", "invalid to_sq: is not a parameter"},
 		{admin, http.MethodPost, "/v1/registration/rewind", key + "&to_seq=1&reason=x", "", "invalid reason: is not a parameter"},
 		{admin, http.MethodPost, "/v1/unpark", key, "stream=invoices", "invalid body: is not read"},
+		{api, http.MethodPost, "/v1/registration/unpark", key, "{}", "invalid body: is not read"},
+		{api, http.MethodDelete, "/v1/registration", key, `{"id":"other"}`, "invalid body: is not read"},
+		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_seq=3&to_seq=4", "", "invalid to_seq: is given 2 times"},
+		{admin, http.MethodPost, "/v1/hosts/reset", "host=billing.example:443&host=other.example:443", "", "invalid host: is given 2 times"},
 		{api, http.MethodPost, "/v1/registration/unpark", "stream=%3Bx%1B&id=billing", "", "invalid stream"},
 		{admin, http.MethodGet, "/v1/evidence", "stream=orders&id=bill%00ing", "", "invalid id"},
 		{api, http.MethodGet, "/v1/registration", "stream=or+ders&id=billing", "", "invalid stream"},

@@ -99,8 +99,11 @@
 // does not parse, a parameter other than stream and namespace (an id), one
 // given twice or empty, a body (the filter belongs in the query). GET
 // /v1/registrations refuses the same but an empty value (no filter). The
-// routes of one registration (here and on the admin API: its evidence,
-// unpark, skip and rewind) refuse them too, and a stream or id that no
-// registration can have (journal.ValidateStream, journal.ValidateID), with
-// a 400 naming the parameter before the store is asked.
+// routes of one registration (GET and DELETE /v1/registration,
+// /v1/registration/unpark, and the admin API's evidence, skip and rewind)
+// refuse a query that does not parse, a parameter they do not take or one
+// given twice, a body, an empty stream, id or to_seq, and a stream or id
+// that no registration can have (journal.ValidateStream,
+// journal.ValidateID): a 400 naming the parameter, before the store is
+// asked. The admin API's POST /v1/hosts/reset reads its host the same way.
 package daemon
