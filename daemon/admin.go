@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -361,7 +362,8 @@ func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, e
 	if err != nil {
 		return nil, journal.Invalid("query", "does not parse (%v)", err)
 	}
-	for name, vs := range q {
+	for _, name := range slices.Sorted(maps.Keys(q)) { // the same one named each time
+		vs := q[name]
 		switch {
 		case !slices.Contains(allowed, name):
 			return nil, journal.Invalid(name, "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)

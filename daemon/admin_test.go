@@ -783,6 +783,7 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 		{admin, http.MethodGet, "/v1/evidence", "stream=orders&id=bill%00ing", "", "invalid id"},
 		{api, http.MethodGet, "/v1/registration", "stream=or+ders&id=billing", "", "invalid stream"},
 		{api, http.MethodDelete, "/v1/registration", key + "&idd=x", "", "invalid idd: is not a parameter"},
+		{api, http.MethodDelete, "/v1/registration", key + "&zz=1&aa=1", "", "invalid aa: is not a parameter"}, // the first by name, each time
 		{api, http.MethodGet, "/v1/registration", "stream=orders&id=billing&x=%zz", "", "invalid query: does not parse"},
 	} {
 		req, err := http.NewRequestWithContext(t.Context(), c.method, c.srv.URL+c.path+"?"+c.query, strings.NewReader(c.body))
