@@ -69,7 +69,11 @@ func AdminHandler(store AdminStore, token string, now func() time.Time) http.Han
 func adminHandler(store AdminStore, token string, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		hq := push.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
 		n, err := intParam(q.Get("limit"), "limit")
 		if err != nil {
@@ -307,9 +311,13 @@ type unparkAllError struct {
 
 // listRegistrations answers GET /v1/registrations on both APIs.
 func listRegistrations(w http.ResponseWriter, r *http.Request, store AdminStore) {
-	q, err := strictQuery(r, "one registration: /v1/registration?stream=…&id=…",
+	q, err := strictQuery(r, "filters of the list; one registration's evidence and actions take ?stream=…&id=…",
 		"stream", "namespace", "parked", "lagging", "limit", "after_stream", "after_id")
 	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkListQuery(q); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -346,6 +354,36 @@ func listRegistrations(w http.ResponseWriter, r *http.Request, store AdminStore)
 		out[i] = held.View(s)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// checkListQuery refuses a registration list's filter that no registration
+// can match, as the bulk unpark does, and half a page position (the CLI's
+// --after-stream and --after-id go together too).
+func checkListQuery(q url.Values) error {
+	for _, name := range []string{"stream", "after_stream"} {
+		if v := q.Get(name); v != "" {
+			if err := journal.ValidateStream(v); err != nil {
+				if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+					err = &journal.InvalidError{Field: name, Reason: inv.Reason}
+				}
+				return err
+			}
+		}
+	}
+	if v := q.Get("after_id"); v != "" {
+		if err := journal.ValidateID("after_id", v); err != nil {
+			return err
+		}
+	}
+	if v := q.Get("namespace"); v != "" {
+		if err := push.ValidateNamespace(v); err != nil {
+			return err
+		}
+	}
+	if (q.Get("after_stream") == "") != (q.Get("after_id") == "") {
+		return journal.Invalid("query", "after_stream and after_id go together: the stream and id of the last registration listed")
+	}
+	return nil
 }
 
 // strictQuery reads r's query parameters, which must be among allowed and

@@ -233,6 +233,11 @@ func recordsField(err error) error {
 // fields, nothing after the value), within MaxBody bytes. On failure it
 // answers 415, 413 or 400 and returns false.
 func (d *Daemon) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.URL.RawQuery != "" {
+		// ?stream=… would be dropped, and the body's stream used.
+		writeError(w, journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path))
+		return false
+	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		writeJSON(w, http.StatusUnsupportedMediaType, errorBody{fmt.Sprintf("Content-Type %q is not served: send application/json", ct)})

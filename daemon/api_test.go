@@ -445,3 +445,32 @@ func TestAPIRegistrationWarnsOfTheNetworkGuard(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// The HTTP API's POST routes take their input in the body and no query (a
+// ?stream=… was dropped and the body's stream used), and the record
+// status reads a strict query (?id=a&id=b answered a): each is a 400 that
+// changes nothing (found by a newcomer).
+func TestAPIRefusesQueriesItWouldNotRead(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	code, body := post(t, srv, "/v1/records", `{"stream":"api/s","records":[{"id":"evt-1","kind":"k","payload":{}}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	for _, c := range []struct{ method, path, body, want string }{
+		{http.MethodPost, "/v1/records?stream=zzz", `{"stream":"api/s","records":[{"id":"evt-2","kind":"k","payload":{}}]}`, "invalid query: /v1/records takes no query parameters"},
+		{http.MethodPost, "/v1/registrations?stream=other", `{"stream":"api/s","id":"r","namespace":"webhook","url":"https://hooks.example/x","config":{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, "invalid query: /v1/registrations takes no query parameters"},
+		{http.MethodGet, "/v1/records/status?id=evt-1&id=evt-2", "", "invalid id: is given 2 times"},
+		{http.MethodGet, "/v1/records/status?id=evt-1&bogus=1", "", "invalid bogus: is not a parameter of /v1/records/status"},
+		{http.MethodGet, "/v1/records/status?stream=api/s&seq=1&seq=2", "", "invalid seq: is given 2 times"},
+	} {
+		code, body := call(t, srv, c.method, c.path, "application/json", "", c.body)
+		require.Equal(t, http.StatusBadRequest, code, "%s %s: %s", c.method, c.path, body)
+		require.Contains(t, errorOf(t, body), c.want, c.path)
+	}
+	recs, err := s.Read(t.Context(), "api/s", 1, 10)
+	require.NoError(t, err)
+	require.Len(t, recs, 1, "nothing appended")
+	_, err = s.Get(t.Context(), "api/s", "r")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing registered")
+	code, body = call(t, srv, http.MethodGet, "/v1/records/status?id=evt-1", "", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+}

@@ -105,5 +105,10 @@
 // given twice, a body, an empty stream, id or to_seq, and a stream or id
 // that no registration can have (journal.ValidateStream,
 // journal.ValidateID): a 400 naming the parameter, before the store is
-// asked. The admin API's POST /v1/hosts/reset reads its host the same way.
+// asked. GET /v1/records/status and the admin API's GET /v1/hosts and
+// POST /v1/hosts/reset read their parameters the same way; GET
+// /v1/registrations also refuses a stream, after_stream, after_id or
+// namespace that no registration can have, and after_stream without
+// after_id. POST /v1/records and POST /v1/registrations take their input
+// in the body and refuse any query (a ?stream=… would go unread).
 package daemon

@@ -105,6 +105,11 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{fmt.Sprintf("%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		// The admin address and the API address serve different routes.
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint at this address: %s (herald run --help lists the routes of the admin and the API address)", r.URL.Path)})
+		return
+	}
 	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})
 }
 

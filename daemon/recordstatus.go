@@ -40,7 +40,11 @@ func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStat
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
 func (d *Daemon) recordStatus(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := strictQuery(r, "a record is named by ?id=… or ?stream=…&seq=…", "id", "stream", "seq")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
 	var rec journal.Record
 	switch {
