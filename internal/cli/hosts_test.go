@@ -104,7 +104,7 @@ func TestHostsCommand(t *testing.T) {
 	require.Contains(t, errOut, "HOST")
 	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "unknown.example:443")
 	require.Equal(t, ExitUsage, code)
-	require.Contains(t, errOut, "herald hosts lists")
+	require.Contains(t, errOut, "herald hosts --database sqlite:"+db+" lists")
 
 	code, out, errOut = runHostsCLI(t, db, "hosts", "reset", "https://DOWN.example/inbox", "--at", "2026-03-15T12:00:00Z", "--json")
 	require.Equal(t, ExitOK, code, errOut)

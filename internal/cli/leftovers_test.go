@@ -200,7 +200,7 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 	}
 
 	out = heraldOK(t, db, "", "unregister", "--stream", "a&id=b", "--id", "x#y")
-	require.Contains(t, out, "herald register --database "+shellQuote("sqlite:"+db)+" --stream 'a&id=b' --id 'x#y' --namespace cloudevents --url … --from-seq 2, with its --source, --structured, --token as registered\n")
+	require.Contains(t, out, "herald register --database "+shellQuote("sqlite:"+db)+" --stream 'a&id=b' --id 'x#y' --namespace cloudevents --url https://other.example/ce --on-4xx retry --from-seq 2, with its --source, --structured, --token as registered\n")
 }
 
 func TestShellQuote(t *testing.T) {
@@ -459,8 +459,8 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.True(t, ok, out)
 	require.True(t, strings.HasPrefix(hint, "herald registrations --database "+shellQuote("sqlite:"+db)+" "), hint)
 	next := asPrinted(hint) // nothing added
-	require.Contains(t, next, "r2")
-	require.NotContains(t, next, "r1")
+	require.Contains(t, next, " r2 ")
+	require.NotContains(t, next, " r1 ")
 	for _, id := range []string{"e1", "e2", "e3"} {
 		heraldOK(t, db, "{}", "append", "--stream", "s/1", "--id", id, "--kind", "k")
 	}
@@ -470,9 +470,24 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.True(t, ok, out)
 	require.Equal(t, "herald records --database "+shellQuote("sqlite:"+db)+" --stream s/1 --from-seq 2 --limit 1\n", hint)
 	next = asPrinted(hint)
-	require.Contains(t, next, "e2")
-	require.NotContains(t, next, "e3")
+	require.Contains(t, next, " e2 ")
+	require.NotContains(t, next, " e3 ")
 	require.Contains(t, next, "More records up to #3: ")
+	// Unregister's way back, its secret filled in, registers it as it was.
+	heraldOK(t, db, "", "register", "--stream", "s/2", "--id", "w", "--namespace", "webhook", "--url", "https://hooks.example/in",
+		"--secret", goodSecret, "--kinds", "order.*,invoice.paid", "--window", "4", "--on-4xx", "skip")
+	was := heraldOK(t, db, "", "registrations", "--stream", "s/2", "--json")
+	out = heraldOK(t, db, "", "unregister", "--stream", "s/2", "--id", "w")
+	_, hint, ok = strings.Cut(out, "To bring it back there: ")
+	require.True(t, ok, out)
+	hint, ok = strings.CutSuffix(hint, ", with its --secret as registered\n")
+	require.True(t, ok, hint)
+	asPrinted(hint + " --secret " + goodSecret)
+	require.Equal(t, was, heraldOK(t, db, "", "registrations", "--stream", "s/2", "--json"))
+
+	r := runCLI(t, db, "", "record-status", "--id", "nope")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald streams --database "+shellQuote("sqlite:"+db)+" shows what each stream retains")
 
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), []string{"registrations", "--limit", "1"}, Stdio{In: strings.NewReader(""), Out: &stdout, Err: &stderr},

@@ -160,7 +160,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 	f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
 	f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
 	f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
-	f.StringVar(&r.URL, "url", "", "where to POST: an absolute https URL (required)")
+	f.StringVar(&r.URL, "url", "", "where to POST (required): an absolute https URL; http needs herald run --allow-http, and a loopback or private address --allow-private-network")
 	f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
 	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
 	f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")

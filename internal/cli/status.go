@@ -209,7 +209,7 @@ stream's final record) are gone and not listed.`,
 			if byID {
 				if rec, err = b.Lookup(cmd.Context(), id); err != nil {
 					if errors.Is(err, journal.ErrNotFound) {
-						return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: herald streams shows what each stream retains)", err)
+						return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: %s shows what each stream retains)", err, e.command("streams"))
 					}
 					return err
 				}

@@ -38,8 +38,26 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			}
 			fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 				regName(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-			// The URL and the config are not shown (they may hold
-			// secrets): the operator fills them in.
+			// The command that registers it again as it was: its URL
+			// unless that holds what redactURL hides (a query, which may
+			// be a capability), its policy, kinds and window; the config
+			// is never shown (secrets), so its flags are named to fill in.
+			again := []string{e.command("register"), "--stream", shellQuote(k.stream), "--id", shellQuote(k.id), "--namespace", before.Namespace}
+			if u := before.URL; redactURL(u) == u {
+				again = append(again, "--url", shellQuote(u))
+			} else {
+				again = append(again, "--url", "…")
+			}
+			if before.OnRejected != "" {
+				again = append(again, "--on-4xx", shellQuote(string(before.OnRejected)))
+			}
+			if len(before.Kinds) > 0 {
+				again = append(again, "--kinds", shellQuote(strings.Join(before.Kinds, ",")))
+			}
+			if before.Window > 1 {
+				again = append(again, "--window", fmt.Sprint(before.Window))
+			}
+			again = append(again, "--from-seq", fmt.Sprint(before.NextSeq))
 			var opts []string
 			for _, f := range namespaces[before.Namespace].flags {
 				opts = append(opts, "--"+f)
@@ -48,8 +66,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			if len(opts) > 0 {
 				with = fmt.Sprintf(", with its %s as registered", strings.Join(opts, ", "))
 			}
-			fmt.Fprintf(e.Out, "To bring it back there: %s --stream %s --id %s --namespace %s --url … --from-seq %d%s\n",
-				e.command("register"), shellQuote(k.stream), shellQuote(k.id), before.Namespace, before.NextSeq, with)
+			fmt.Fprintf(e.Out, "To bring it back there: %s%s\n", strings.Join(again, " "), with)
 			return nil
 		},
 	}
