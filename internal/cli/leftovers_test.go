@@ -473,6 +473,21 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.Contains(t, next, " e2 ")
 	require.NotContains(t, next, " e3 ")
 	require.Contains(t, next, "More records up to #3: ")
+	// evidence --limit says when older rows are kept.
+	heraldOK(t, db, "", "skip", "--stream", "s/1", "--id", "r1", "--to-seq", "2")
+	heraldOK(t, db, "", "rewind", "--stream", "s/1", "--id", "r1", "--to-seq", "1")
+	heraldOK(t, db, "", "skip", "--stream", "s/1", "--id", "r1", "--to-seq", "3")
+	out = heraldOK(t, db, "", "evidence", "--stream", "s/1", "--id", "r1", "--limit", "2")
+	require.Equal(t, 1, strings.Count(out, "  rewind  "), out)
+	_, hint, ok = strings.Cut(out, "Older evidence is kept: ")
+	require.True(t, ok, out)
+	hint, ok = strings.CutSuffix(hint, " shows up to the 100 kept.\n")
+	require.True(t, ok, hint)
+	next = asPrinted(hint)
+	require.Equal(t, 2, strings.Count(next, "  skip  "), next)
+	require.NotContains(t, next, "Older evidence")
+	require.NotContains(t, heraldOK(t, db, "", "evidence", "--stream", "s/1", "--id", "r1", "--limit", "3"), "Older evidence", "exactly --limit, none older")
+
 	// Unregister's way back, its secret filled in, registers it as it was.
 	heraldOK(t, db, "", "register", "--stream", "s/2", "--id", "w", "--namespace", "webhook", "--url", "https://hooks.example/in",
 		"--secret", goodSecret, "--kinds", "order.*,invoice.paid", "--window", "4", "--on-4xx", "skip")

@@ -286,7 +286,8 @@ func newEvidence(e *env) *cobra.Command {
 		Long: fmt.Sprintf(`Show a registration's evidence, newest first: failed attempts (status, the first
 %d bytes of the answer, duration, error, next attempt), skipped messages, the
 failure that parked it, and operators' unpark, skip and rewind. The newest %d
-rows are kept per registration. The table shows the error whole and cuts the
+rows are kept per registration; when --limit hides older ones, the table says
+so. The table shows the error whole and cuts the
 body; --json shows every field whole. A receiver's Retry-After is shown as the
 wait herald keeps (clamped to 1s..--max-retry-after of the sweep) beside what
 the receiver asked; in --json the error keeps the receiver's value and
@@ -306,10 +307,16 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 				return err
 			}
 			defer b.Close()
-			evs, err := b.Evidence(cmd.Context(), k.stream, k.id, limit)
+			ask := limit // one more, to say when older rows are kept
+			if limit < push.MaxEvidence {
+				ask = limit + 1
+			}
+			evs, err := b.Evidence(cmd.Context(), k.stream, k.id, ask)
 			if err != nil {
 				return k.notFound(e, err)
 			}
+			older := len(evs) > limit
+			evs = evs[:min(len(evs), limit)]
 			if e.json {
 				if evs == nil {
 					evs = []push.Evidence{}
@@ -329,7 +336,12 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
 					fmtTime(ev.NotBefore), ev.Body, retryAfterNote(ev)+locationNote(ev.Location))
 			}
-			return t.flush()
+			if err := t.flush(); err != nil || !older {
+				return err
+			}
+			_, err = fmt.Fprintf(e.Out, "Older evidence is kept: %s --stream %s --id %s --limit %d shows up to the %d kept.\n",
+				e.command("evidence"), shellQuote(k.stream), shellQuote(k.id), push.MaxEvidence, push.MaxEvidence)
+			return err
 		},
 	}
 	k.flags(cmd)
