@@ -3,9 +3,12 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +195,16 @@ func TestDemoOutput(t *testing.T) {
 	require.Less(t, strings.Index(stdout, "VERIFIED"), strings.Index(stdout, "$ herald registrations --parked"))
 	require.Less(t, strings.Index(stdout, "--parked"), strings.Index(stdout, "$ herald unpark"))
 	require.Contains(t, stderr, "messages delivered", "progress lines")
+	// The verdict's count adds up to the progress lines' whole.
+	m := regexp.MustCompile(`/(\d+) messages delivered`).FindAllStringSubmatch(stderr, -1)
+	require.NotEmpty(t, m, stderr)
+	v := regexp.MustCompile(`\((\d+) messages\), .* its (\d+) kept \((\d+) in all\)`).FindStringSubmatch(stdout)
+	require.NotNil(t, v, stdout)
+	verified, _ := strconv.Atoi(v[1])
+	kept, _ := strconv.Atoi(v[2])
+	require.Equal(t, m[len(m)-1][1], v[3])
+	require.Equal(t, fmt.Sprint(verified+kept), v[3])
+	require.Equal(t, 5, kept, "the 410 receiver's 5 records")
 	require.NotContains(t, stdout+stderr, "whsec_", "no secret is printed")
 	require.NotContains(t, stdout+stderr, "PRIVATE KEY")
 }
