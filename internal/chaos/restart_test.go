@@ -71,10 +71,14 @@ func TestChaosPostgresRestart(t *testing.T) {
 	if err := <-appended; err != nil {
 		t.Fatal(err)
 	}
-	probe.deliver(2, "after the restarts")
-	if probe.daemon.out.count("cannot listen for appends") == 0 || probe.daemon.out.count("listening for appends again") == 0 {
-		t.Errorf("the probe daemon did not log losing LISTEN and getting it back; log:\n%s", logTail(probe.log, 3000))
+	// It listens again within listenRetry (1 s) of the database's return;
+	// wait for it rather than look at once: the probe's append below is
+	// numbered by the daemon's own sequencer, which wakes it without NOTIFY,
+	// and could be delivered before the daemon's next LISTEN.
+	if _, err := probe.daemon.out.waitLine(ctx, 30*time.Second, "listening for appends again"); err != nil || probe.daemon.out.count("cannot listen for appends") == 0 {
+		t.Errorf("the probe daemon did not log losing LISTEN and getting it back (%v); log:\n%s", err, logTail(probe.log, 3000))
 	}
+	probe.deliver(2, "after the restarts")
 	if err := f.ledger.WaitDistinct(ctx, p.Stall, p.Deliveries()); err != nil {
 		t.Fatalf("after the restarts: %v\n%s", err, s.cli.run("", "registrations", "--lagging", "--limit", "20").stdout)
 	}
