@@ -86,10 +86,10 @@ func TestChaosPostgresRestart(t *testing.T) {
 		switch {
 		case w.done() || w.pid() != pids[i] || f.started != p.Workers:
 			t.Errorf("worker %d did not keep running through the restarts; log:\n%s", i, logTail(f.logs[i], 3000))
-		case w.out.count("level=ERROR", "sweep failed") == 0 && w.out.count("cannot listen for appends") == 0:
+		case w.out.count("level=ERROR", "store or journal error") == 0 && w.out.count("cannot listen for appends") == 0:
 			t.Errorf("worker %d logged nothing about the outage; log:\n%s", i, logTail(f.logs[i], 3000))
-		case w.out.count("level=ERROR", "sweep failed") > 0 && w.out.count("sweeps recovered") == 0:
-			t.Errorf("worker %d logged failed sweeps but not their recovery; log:\n%s", i, logTail(f.logs[i], 3000))
+		case w.out.count("level=ERROR", "store or journal error") > 0 && w.out.count("claims recovered") == 0:
+			t.Errorf("worker %d logged failed claims but not their recovery; log:\n%s", i, logTail(f.logs[i], 3000))
 		}
 	}
 	for i, w := range f.workers {
@@ -115,7 +115,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 	s.checkSecrets()
 	failedSweeps, listenLost := 0, 0
 	for _, w := range f.workers {
-		failedSweeps += w.out.count("level=ERROR", "sweep failed")
+		failedSweeps += w.out.count("level=ERROR", "store or journal error")
 		listenLost += w.out.count("cannot listen for appends")
 	}
 	t.Logf("append retries during the outages: %d; e.g. %s", len(appendFailures), firstResult(appendFailures))
