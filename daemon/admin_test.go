@@ -60,12 +60,8 @@ func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body)
+	resp, body := send(t, srv, req)
+	return resp.StatusCode, body
 }
 
 func TestAdminAPI(t *testing.T) {
@@ -331,13 +327,9 @@ func TestAdminActionsAreUnderRegistrationAndTheOldNamesAreDeprecated(t *testing.
 			}
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+prefix+c.action+"?"+q.Encode(), nil)
 			require.NoError(t, err)
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.NoError(t, err)
+			resp, body := send(t, srv, req)
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s%s: %s", prefix, c.action, body)
-			answers[prefix][c.action] = string(body)
+			answers[prefix][c.action] = body
 			if prefix == "/v1/" {
 				require.Equal(t, "@1796083200", resp.Header.Get("Deprecation"), c.action)
 				require.Equal(t, `</v1/registration/`+c.action+`>; rel="successor-version"`, resp.Header.Get("Link"), c.action)
@@ -488,12 +480,9 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		if form != nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body := send(t, srv, req)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%+v: %s", c, body)
-		require.Contains(t, string(body), "nothing was unparked", "%+v", c)
+		require.Contains(t, body, "nothing was unparked", "%+v", c)
 	}
 	for _, r := range regs {
 		st, err := s.Get(ctx, r.stream, r.id)
@@ -581,13 +570,10 @@ func TestOpenAPIsRefuseOtherOriginsAndNames(t *testing.T) {
 					req.Header.Set(k, v)
 				}
 			}
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := send(t, srv, req)
 			require.Equal(t, c.code, resp.StatusCode, "%s, %s: %s", name, c.why, body)
 			if c.code == http.StatusForbidden {
-				require.Contains(t, string(body), `"error"`)
+				require.Contains(t, body, `"error"`)
 			}
 			st, err := s.Get(t.Context(), "orders", "billing")
 			require.NoError(t, err)
@@ -739,10 +725,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 		req.Header.Set("Origin", "https://ops.example")
 		req.Header.Set("Sec-Fetch-Site", "cross-site")
 		req.Header.Set("Authorization", "Bearer t0ken")
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body := send(t, srv, req)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", name, body)
 		srv.Close()
 		parkAgain(t, s)
@@ -791,17 +774,9 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 		{api, http.MethodDelete, "/v1/registration", key + "&zz=1&aa=1", "", "invalid aa: is not a parameter"}, // the first by name, each time
 		{api, http.MethodGet, "/v1/registration", "stream=orders&id=billing&x=%zz", "", "invalid query: does not parse"},
 	} {
-		req, err := http.NewRequestWithContext(t.Context(), c.method, c.srv.URL+c.path+"?"+c.query, strings.NewReader(c.body))
-		require.NoError(t, err)
-		resp, err := c.srv.Client().Do(req)
-		require.NoError(t, err)
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s?%s: %s", c.method, c.path, c.query, body)
-		var e map[string]string
-		require.NoError(t, json.Unmarshal(body, &e))
-		require.Contains(t, e["error"], c.want, "%s %s?%s", c.method, c.path, c.query)
+		code, body := call(t, c.srv, c.method, c.path+"?"+c.query, "", "", c.body)
+		require.Equal(t, http.StatusBadRequest, code, "%s %s?%s: %s", c.method, c.path, c.query, body)
+		require.Contains(t, errorOf(t, body), c.want, "%s %s?%s", c.method, c.path, c.query)
 		require.True(t, parked(), "%s %s?%s changed the registration", c.method, c.path, c.query)
 	}
 	// Named once and well, each still does its work.

@@ -56,12 +56,8 @@ func call(t *testing.T, srv *httptest.Server, method, path, ct, token, body stri
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	resp, body := send(t, srv, req)
+	return resp.StatusCode, body
 }
 
 func post(t *testing.T, srv *httptest.Server, path, body string) (int, string) {

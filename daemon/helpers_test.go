@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
@@ -52,6 +54,18 @@ func start(t *testing.T, opts Options) running {
 		t.Fatalf("the daemon stopped before it was ready: %v", runErr)
 	}
 	return running{}
+}
+
+// send sends req with srv's client and returns the answer, its body read
+// (and closed) as a string.
+func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(body)
 }
 
 // sqliteStore is a fresh SQLite store in the test's directory.
