@@ -23,7 +23,7 @@ import (
 // opens one of the templates' own tags, and the first '>' after it closes
 // that tag.
 func visible(html string) string {
-	if strings.IndexFunc(html, hidden) < 0 {
+	if strings.IndexFunc(html, table.Hidden) < 0 {
 		return html
 	}
 	var b strings.Builder
@@ -35,7 +35,7 @@ func visible(html string) string {
 			inTag = true
 		case r == '>':
 			inTag = false
-		case !inTag && hidden(r):
+		case !inTag && table.Hidden(r): // tabs and line breaks stay: a body is shown in a <pre>
 			b.WriteString(table.CodePoint(r))
 			continue
 		}
@@ -45,7 +45,3 @@ func visible(html string) string {
 	}
 	return b.String()
 }
-
-// hidden is table.Hidden: the page keeps tabs and line breaks (a body is
-// shown in a <pre>).
-var hidden = table.Hidden

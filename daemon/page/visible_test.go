@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/heraldpush/herald/internal/table"
 )
 
 // FuzzVisible: whatever a value holds, the page's text shows no character
@@ -23,7 +25,7 @@ func FuzzVisible(f *testing.F) {
 		}
 		in := b.String()
 		out := visible(in)
-		if text := tag.ReplaceAllString(out, " "); strings.IndexFunc(text, hidden) >= 0 {
+		if text := tag.ReplaceAllString(out, " "); strings.IndexFunc(text, table.Hidden) >= 0 {
 			t.Fatalf("visible(%q) = %q: its text holds a character that does not print", in, out)
 		}
 		if got, want := tag.FindAllString(out, -1), tag.FindAllString(in, -1); strings.Join(got, "") != strings.Join(want, "") {
