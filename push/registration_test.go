@@ -69,3 +69,21 @@ func TestValidateURLRefusals(t *testing.T) {
 	}
 	require.NoError(t, push.ValidateURL("https://remote.example/users/alice/inbox?x=1"))
 }
+
+// A registration's name reads back apart whatever its stream and id hold.
+func TestNameIsUnambiguous(t *testing.T) {
+	for _, c := range []struct{ stream, id, want string }{
+		{"orders/1001", "billing", "stream=orders/1001 id=billing"},
+		{"a/b", "c", "stream=a/b id=c"},
+		{"a", "b/c", "stream=a id=b/c"},
+		{"actor/alice", "https://remote.example/inbox", "stream=actor/alice id=https://remote.example/inbox"},
+		{"s", "two words", `stream=s id="two words"`},
+		{"s x", `id=" q`, `stream="s x" id="id=\" q"`},
+		{"s", "", `stream=s id=""`},
+		{"s", "r\x1b[31m", `stream=s id="r\x1b[31m"`},
+	} {
+		if got := push.Name(c.stream, c.id); got != c.want {
+			t.Errorf("Name(%q, %q) = %s, want %s", c.stream, c.id, got, c.want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func (k key) notFound(e *env, err error) error {
 		return err
 	}
 	return fmt.Errorf("no registration %s: %w (%s --stream %s lists the stream's)",
-		regName(k.stream, k.id), journal.ErrNotFound, e.command("registrations"), shellQuote(k.stream))
+		push.Name(k.stream, k.id), journal.ErrNotFound, e.command("registrations"), shellQuote(k.stream))
 }
 
 // due words when a registration made due at t is: now, or from t when an
@@ -135,10 +135,10 @@ options its receivers need), fix it first, then unpark them at once.`,
 				return printJSON(e.Out, map[string]any{"was_parked": before.Parked, "registration": viewOf(after)})
 			}
 			if !before.Parked {
-				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", regName(k.stream, k.id))
+				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", push.Name(k.stream, k.id))
 				return nil
 			}
-			fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", regName(k.stream, k.id), e.due(after.NextAttemptAt), after.NextSeq, plural(int(after.Lag()), "record"))
+			fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", push.Name(k.stream, k.id), e.due(after.NextAttemptAt), after.NextSeq, plural(int(after.Lag()), "record"))
 			return nil
 		},
 	}
@@ -159,7 +159,7 @@ func unparkAll(cmd *cobra.Command, e *env, b backend, at time.Time, q push.ListQ
 	for _, st := range done {
 		unparked = append(unparked, viewOf(st))
 		if !e.json {
-			fmt.Fprintf(e.Out, "Unparked %s: cursor %d (%s to deliver).\n", regName(st.Stream, st.ID), st.NextSeq, plural(int(st.Lag()), "record"))
+			fmt.Fprintf(e.Out, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(st.Stream, st.ID), st.NextSeq, plural(int(st.Lag()), "record"))
 		}
 	}
 	if err != nil {
@@ -268,7 +268,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 	if e.json {
 		return printJSON(e.Out, map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": viewOf(after)})
 	}
-	fmt.Fprintf(e.Out, "%s: cursor %d → %d (head %d, lag %d).\n", regName(k.stream, k.id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
+	fmt.Fprintf(e.Out, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(k.stream, k.id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 	if after.Parked {
 		fmt.Fprintln(e.Out, "It is still parked: run herald unpark to resume deliveries.")
 	}

@@ -37,9 +37,6 @@ func cell(s string) string { return tbl.Cell(s) }
 // fmtDuration shows an attempt's duration (see table.Duration).
 func fmtDuration(d time.Duration) string { return tbl.Duration(d) }
 
-// regName names a registration in words (see table.Registration).
-func regName(stream, id string) string { return tbl.Registration(stream, id) }
-
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"

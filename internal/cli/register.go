@@ -142,7 +142,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				verb = "Updated"
 			}
 			fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
-				verb, regName(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
+				verb, push.Name(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
 			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
 				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(daemon.RedactURL(old.URL)))
 			}

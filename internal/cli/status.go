@@ -145,7 +145,7 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemo
 			}
 			if p := st.OldestParked; p != nil {
 				fmt.Fprintf(e.Out, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
-					regName(p.Stream, p.ID), p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
+					push.Name(p.Stream, p.ID), p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 			}
 			if len(hosts.NotUp) > 0 {
 				fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n",

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/heraldpush/herald/push"
 )
 
 func newUnregister(e *env) *cobra.Command {
@@ -37,7 +39,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 				return printJSON(e.Out, map[string]any{"unregistered": viewOf(before)})
 			}
 			fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
-				regName(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
+				push.Name(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
 			// The command that registers it again as it was: its URL
 			// unless that holds what redactURL hides (a query, which may
 			// be a capability), its policy, kinds and window; the config

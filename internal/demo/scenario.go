@@ -204,7 +204,7 @@ func (s *scenario) setup(ctx context.Context) error {
 		a2a.Namespace: a2a.New(), webhook.Namespace: webhook.New()}
 	for _, p := range s.plans {
 		if _, err := s.workers[p.reg.Namespace].Register(ctx, p.reg); err != nil {
-			return fmt.Errorf("register %s: %w", table.Registration(p.reg.Stream, p.reg.ID), err)
+			return fmt.Errorf("register %s: %w", push.Name(p.reg.Stream, p.reg.ID), err)
 		}
 		if err := p.expect(ctx, cfg.Journal, projections[p.reg.Namespace]); err != nil {
 			return err
@@ -233,7 +233,7 @@ func (s *scenario) checkEmpty(ctx context.Context) error {
 	}
 	if len(regs) > 0 {
 		return fmt.Errorf("%s already has registrations (%s, …): %w, since its workers would deliver them too; omit --database to use a fresh one",
-			s.cfg.Database, table.Registration(regs[0].Stream, regs[0].ID), ErrNotEmpty)
+			s.cfg.Database, push.Name(regs[0].Stream, regs[0].ID), ErrNotEmpty)
 	}
 	for _, st := range s.cfg.Input.all() {
 		head, err := s.cfg.Journal.Head(ctx, st.Name)
@@ -302,9 +302,9 @@ func (s *scenario) recover(ctx context.Context) error {
 		s.sum.Recovered = append(s.sum.Recovered, Recovery{Stream: p.reg.Stream, ID: p.reg.ID, WasParked: before.Parked, FromSeq: after.NextSeq})
 		fmt.Fprintf(s.out, "$ herald unpark --stream %s --id %s\n", p.reg.Stream, p.reg.ID)
 		if before.Parked {
-			fmt.Fprintf(s.out, "Unparked %s: due now at cursor %d (%d records to deliver).\n", table.Registration(p.reg.Stream, p.reg.ID), after.NextSeq, after.Lag())
+			fmt.Fprintf(s.out, "Unparked %s: due now at cursor %d (%d records to deliver).\n", push.Name(p.reg.Stream, p.reg.ID), after.NextSeq, after.Lag())
 		} else {
-			fmt.Fprintf(s.out, "%s was not parked; nothing changed.\n", table.Registration(p.reg.Stream, p.reg.ID))
+			fmt.Fprintf(s.out, "%s was not parked; nothing changed.\n", push.Name(p.reg.Stream, p.reg.ID))
 		}
 	}
 	s.workers[webhook.Namespace].Wake()
@@ -337,7 +337,7 @@ func (s *scenario) finish(ctx context.Context) error {
 		s.sum.Recovered[i] = rc
 		if rc.Recovered {
 			fmt.Fprintf(s.out, "%s caught up in %.1fs: cursor %d → %d, %d messages delivered, %d of %d verified by the receiver.\n",
-				table.Registration(rc.Stream, rc.ID), s.sum.RecoverSeconds, rc.FromSeq, rc.NextSeq, rc.Delivered, rc.Verified, rc.Expected)
+				push.Name(rc.Stream, rc.ID), s.sum.RecoverSeconds, rc.FromSeq, rc.NextSeq, rc.Delivered, rc.Verified, rc.Expected)
 		}
 	}
 	s.sum.Failures = append(s.sum.Failures, judge(s.sum)...)

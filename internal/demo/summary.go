@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/internal/table"
+	"github.com/heraldpush/herald/push"
 )
 
 // StateCompleted is the state the demo reports for a registration that
@@ -104,7 +105,7 @@ func judge(s *Summary) []string {
 		recovered[rc.Stream+"\x00"+rc.ID] = rc.Recovered
 	}
 	for _, r := range s.Registrations {
-		name := table.Registration(r.Stream, r.ID)
+		name := push.Name(r.Stream, r.ID)
 		switch {
 		case r.Receiver == GoneName:
 			if !r.Parked || r.NextSeq != 1 {
@@ -153,7 +154,7 @@ func printRegistrations(w io.Writer, rows []RegistrationSummary) error {
 func printVerdict(w io.Writer, s *Summary) {
 	for _, r := range s.Registrations {
 		if r.Receiver == GoneName && r.Parked {
-			fmt.Fprintf(w, "%s stays parked at cursor %d: its %d records are kept until an operator unparks it.\n", table.Registration(r.Stream, r.ID), r.NextSeq, r.Head-r.NextSeq+1)
+			fmt.Fprintf(w, "%s stays parked at cursor %d: its %d records are kept until an operator unparks it.\n", push.Name(r.Stream, r.ID), r.NextSeq, r.Head-r.NextSeq+1)
 		}
 	}
 	if s.OK {

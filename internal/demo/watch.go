@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -98,7 +97,7 @@ func (s *scenario) wait(ctx context.Context, ps []*plan) error {
 				retrying++
 			}
 			if !settled(st, ok) {
-				pending = append(pending, fmt.Sprintf("%s (%s at cursor %d of %d%s)", table.Registration(p.reg.Stream, p.reg.ID), st.State(), st.NextSeq, st.Head, lastError(st)))
+				pending = append(pending, fmt.Sprintf("%s (%s at cursor %d of %d%s)", push.Name(p.reg.Stream, p.reg.ID), st.State(), st.NextSeq, st.Head, lastError(st)))
 			}
 		}
 		if len(pending) == 0 {

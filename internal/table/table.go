@@ -11,8 +11,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/heraldpush/herald/push"
 )
 
 // MaxCell is how many runes a cell shows; longer values are cut with "…"
@@ -114,6 +112,3 @@ func Duration(d time.Duration) string {
 // CodePoint is how the CLI's tables and the operator's page show a Hidden
 // character: its code point in guillemets, ‹U+202E›.
 func CodePoint(r rune) string { return fmt.Sprintf("‹U+%04X›", r) }
-
-// Registration names a registration in human output: push.Name.
-func Registration(stream, id string) string { return push.Name(stream, id) }

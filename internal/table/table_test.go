@@ -58,24 +58,6 @@ func TestLastCellWhole(t *testing.T) {
 	}
 }
 
-// A registration's name reads back apart whatever its stream and id hold.
-func TestRegistrationIsUnambiguous(t *testing.T) {
-	for _, c := range []struct{ stream, id, want string }{
-		{"orders/1001", "billing", "stream=orders/1001 id=billing"},
-		{"a/b", "c", "stream=a/b id=c"},
-		{"a", "b/c", "stream=a id=b/c"},
-		{"actor/alice", "https://remote.example/inbox", "stream=actor/alice id=https://remote.example/inbox"},
-		{"s", "two words", `stream=s id="two words"`},
-		{"s x", `id=" q`, `stream="s x" id="id=\" q"`},
-		{"s", "", `stream=s id=""`},
-		{"s", "r\x1b[31m", `stream=s id="r\x1b[31m"`},
-	} {
-		if got := table.Registration(c.stream, c.id); got != c.want {
-			t.Errorf("Registration(%q, %q) = %s, want %s", c.stream, c.id, got, c.want)
-		}
-	}
-}
-
 // An attempt's duration is shown to the millisecond, or to the
 // microsecond below one.
 func TestDuration(t *testing.T) {
