@@ -95,7 +95,7 @@ func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSe
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, op+" "+push.Name(c.Stream, c.ID), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "retry "+push.Name(c.Stream, c.ID), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, "retry", c.Stream, c.ID, func(tx *sql.Tx) error {
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "park "+push.Name(c.Stream, c.ID), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, "park", c.Stream, c.ID, func(tx *sql.Tx) error {
 		if err := fence(ctx, tx, c, nextSeq); err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "unpark "+push.Name(stream, id), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, "unpark", stream, id, func(tx *sql.Tx) error {
 		st, err := scanState(tx.QueryRowContext(ctx, sqlUnpark, atN, stream, id), stream, id, "unpark")
 		if errors.Is(err, journal.ErrNotFound) {
 			_, err := getStatus(ctx, tx, stream, id)
@@ -223,7 +223,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, op+" "+push.Name(stream, id), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
 		cur, err := getStatus(ctx, tx, stream, id)
 		if err != nil {
 			return err

@@ -22,7 +22,7 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 		return nil, err
 	}
 	var out []journal.Record
-	err = s.write(ctx, "append to "+journal.Shown(stream), func(tx *sql.Tx) error {
+	err = s.writeNamed(ctx, func() string { return "append to " + journal.Shown(stream) }, func(tx *sql.Tx) error {
 		out, err = s.appendTx(ctx, tx, stream, entries)
 		return err
 	})

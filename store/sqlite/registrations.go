@@ -71,7 +71,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	}
 	kinds, window := encodeKinds(r.Kinds), max(r.Window, 1)
 	var out push.Registration
-	err = s.write(ctx, "register "+push.Name(r.Stream, r.ID), func(tx *sql.Tx) error {
+	err = s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
 			return translate("register: create stream", err)
 		}
@@ -131,7 +131,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 // Unregister implements push.Store. The evidence goes with the registration
 // (ON DELETE CASCADE).
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
-	return s.write(ctx, "unregister "+push.Name(stream, id), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, "unregister", stream, id, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, sqlDeleteRegistration, stream, id)
 		if err != nil {
 			return translate("unregister", err)
@@ -148,7 +148,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 // Complete implements push.Store: the registration and its evidence are
 // deleted, fenced by the claim; the journal keeps its records.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	return s.write(ctx, "complete "+push.Name(c.Stream, c.ID), func(tx *sql.Tx) error {
+	return s.writeTo(ctx, "complete", c.Stream, c.ID, func(tx *sql.Tx) error {
 		if err := fence(ctx, tx, c, 1); err != nil {
 			return err
 		}

@@ -208,16 +208,28 @@ func (s *Store) Check(ctx context.Context) error {
 // write connection), committing if fn returns nil. fn returns errors already
 // translated; write translates those of BEGIN and COMMIT.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return s.writeNamed(ctx, func() string { return op }, fn)
+}
+
+// writeTo is write for one registration: op and its name (push.Name),
+// formatted only for an error, off the path of every cursor write.
+func (s *Store) writeTo(ctx context.Context, op, stream, id string, fn func(tx *sql.Tx) error) error {
+	return s.writeNamed(ctx, func() string { return op + " " + push.Name(stream, id) }, fn)
+}
+
+// writeNamed is write with the name of its work made by name, only when
+// an error needs it.
+func (s *Store) writeNamed(ctx context.Context, name func() string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return translate(op, err)
+		return translate(name(), err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return translate(op, err)
+		return translate(name(), err)
 	}
 	return nil
 }
