@@ -59,7 +59,12 @@ type AdminStore interface {
 // empty. Errors are JSON {"error": "..."} with 400 (bad input), 401, 403
 // (open, without a token: a request to a name that is not loopback, or a
 // browser's from another origin; guard), 404 (no such registration or
-// endpoint), 405 (another method; Allow names it) or 500. now is the clock of operator actions (unpark, skip, rewind, reset).
+// endpoint), 405 (another method; Allow names it) or 500; a failure part
+// way through a bulk unpark answers {"error", "unparked": [...]}, those
+// unparked before it (RegistrationView). now is the clock of operator
+// actions (unpark, skip, rewind, reset). An unpark here wakes no worker:
+// the registration is due at once and is claimed at its worker's next
+// claim (Daemon.AdminHandler, the daemon's own, wakes it).
 func AdminHandler(store AdminStore, token string, now func() time.Time) http.Handler {
 	return adminHandler(store, token, now, nil)
 }
@@ -135,7 +140,7 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 	})
 	// action serves a route of one registration; required and optional
 	// are the parameters it takes beside stream and id (registrationKey).
-	action := func(do func(r *http.Request, stream, id string, toSeq uint64) (any, error), required []string, optional ...string) http.HandlerFunc {
+	action := func(do func(r *http.Request, q url.Values, stream, id string, toSeq uint64) (any, error), required []string, optional ...string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			stream, id, q, err := registrationKey(r, required, optional...)
 			if err != nil {
@@ -151,7 +156,7 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 				}
 				toSeq = n
 			}
-			v, err := do(r, stream, id, toSeq)
+			v, err := do(r, q, stream, id, toSeq)
 			if err != nil {
 				writeError(w, err)
 				return
@@ -171,21 +176,21 @@ func adminHandler(store AdminStore, token string, now func() time.Time, woke fun
 		return ViewOf(st), nil
 	}
 	actions := map[string]http.HandlerFunc{
-		"unpark": action(func(r *http.Request, stream, id string, _ uint64) (any, error) {
+		"unpark": action(func(r *http.Request, _ url.Values, stream, id string, _ uint64) (any, error) {
 			v, err := unpark(r.Context(), store, stream, id, now())
 			if err == nil && v.WasParked && woke != nil {
 				woke(v.Namespace)
 			}
 			return v, err
 		}, nil),
-		"skip": action(func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
-			reason := r.URL.Query().Get("reason")
+		"skip": action(func(r *http.Request, q url.Values, stream, id string, toSeq uint64) (any, error) {
+			reason := q.Get("reason")
 			if reason == "" {
 				reason = "skipped by an operator (admin API)"
 			}
 			return viewAfter(r, stream, id, store.Skip(r.Context(), stream, id, toSeq, now(), reason))
 		}, []string{"to_seq"}, "reason"),
-		"rewind": action(func(r *http.Request, stream, id string, toSeq uint64) (any, error) {
+		"rewind": action(func(r *http.Request, _ url.Values, stream, id string, toSeq uint64) (any, error) {
 			return viewAfter(r, stream, id, store.Rewind(r.Context(), stream, id, toSeq, now()))
 		}, []string{"to_seq"}),
 	}
@@ -266,25 +271,17 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 			refuse(err)
 			return
 		}
-		for name, vs := range q {
-			if vs[0] == "" {
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			if q.Get(name) == "" {
 				refuse(journal.Invalid(name, "is empty; leave it out to unpark every %s's", name))
 				return
 			}
 		}
+		if err := checkListQuery(q); err != nil {
+			refuse(err)
+			return
+		}
 		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace")}
-		if lq.Stream != "" {
-			if err := journal.ValidateStream(lq.Stream); err != nil {
-				refuse(err)
-				return
-			}
-		}
-		if lq.Namespace != "" {
-			if err := push.ValidateNamespace(lq.Namespace); err != nil {
-				refuse(err)
-				return
-			}
-		}
 		done, err := push.UnparkAll(r.Context(), store, lq, now())
 		out := UnparkedAll{Unparked: make([]RegistrationView, 0, len(done))}
 		for _, st := range done {
