@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
@@ -151,8 +152,9 @@ options its receivers need), fix it first, then unpark them at once.`,
 	return cmd
 }
 
-// unparkAll is unpark --all (push.UnparkAll), each registration named as
-// it is unparked.
+// unparkAll is unpark --all (push.UnparkAll): it names each registration
+// unparked, those before a failure part way included (in --json too, as
+// the APIs do), then the failure.
 func unparkAll(cmd *cobra.Command, e *env, b backend, at time.Time, q push.ListQuery) error {
 	done, err := push.UnparkAll(cmd.Context(), b, q, at)
 	unparked := []registrationView{}
@@ -163,6 +165,9 @@ func unparkAll(cmd *cobra.Command, e *env, b backend, at time.Time, q push.ListQ
 		}
 	}
 	if err != nil {
+		if e.json {
+			_ = printJSON(e.Out, map[string]any{"unparked": unparked})
+		}
 		return err
 	}
 	if e.json {
@@ -331,7 +336,7 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 				}
 				dur := "-"
 				if ev.Duration > 0 {
-					dur = fmtDuration(ev.Duration)
+					dur = tbl.Duration(ev.Duration)
 				}
 				t.row(fmtTime(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur,
 					fmtTime(ev.NotBefore), ev.Body, retryAfterNote(ev)+locationNote(ev.Location))

@@ -34,9 +34,6 @@ func (t *table) flush() error { return t.Flush() }
 // cell makes s safe for one table cell (see table.Cell).
 func cell(s string) string { return tbl.Cell(s) }
 
-// fmtDuration shows an attempt's duration (see table.Duration).
-func fmtDuration(d time.Duration) string { return tbl.Duration(d) }
-
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
