@@ -115,7 +115,9 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 
 // CheckAddr refuses to serve an API on a non-loopback address without a
 // token: it returns an error naming the option (field) and the variable
-// (envVar) that would allow it. addr must be host:port.
+// (envVar) that would allow it. addr must be host:port; loopback is what
+// the open APIs answer (page.LoopbackHost), and an empty host (every
+// interface) is not.
 func CheckAddr(field, addr, token, envVar string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -124,8 +126,7 @@ func CheckAddr(field, addr, token, envVar string) error {
 	if token != "" {
 		return nil
 	}
-	ip := net.ParseIP(host)
-	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+	if host != "" && page.LoopbackHost(host) { // "" (":9465") is every interface
 		return nil
 	}
 	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, addr, envVar)
