@@ -223,8 +223,14 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 // "records[i]".
 func recordsField(err error) error {
 	var ie *journal.InvalidError
-	if errors.As(err, &ie) && strings.HasPrefix(ie.Field, "entries") {
-		return journal.Invalid("records"+strings.TrimPrefix(ie.Field, "entries"), "%s", ie.Reason)
+	if !errors.As(err, &ie) {
+		return err
+	}
+	if i, field, ok := ie.InBatch(); ok {
+		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
+	}
+	if ie.Field == "entries" {
+		return journal.Invalid("records", "%s", ie.Reason)
 	}
 	return err
 }

@@ -33,6 +33,25 @@ func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.F
 // Unwrap returns ErrInvalid.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
+// InBatch reports, for an error about one entry of a batch (ValidateEntries
+// names its Field "entries[i].field"), the entry's 0-based index i in the
+// batch and its bare field; ok is false for any other error.
+func (e *InvalidError) InBatch() (i int, field string, ok bool) {
+	rest, found := strings.CutPrefix(e.Field, "entries[")
+	if !found {
+		return 0, "", false
+	}
+	idx, field, found := strings.Cut(rest, "].")
+	if !found {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, field, true
+}
+
 // Invalid returns an *InvalidError for field, with the reason formatted from
 // format and args.
 func Invalid(field, format string, args ...any) error {

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -416,12 +414,8 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 func lineError(path string, bt batch, err error) error {
 	var inv *journal.InvalidError
 	if errors.As(err, &inv) {
-		if idx, field, ok := strings.Cut(strings.TrimPrefix(inv.Field, "entries["), "]."); ok && strings.HasPrefix(inv.Field, "entries[") {
-			if i, perr := strconv.Atoi(idx); perr == nil && i >= 0 && i < len(bt.lines) {
-				// The reason may name another entry of the batch (an id it
-				// repeats): by its line too.
-				return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
-			}
+		if i, field, ok := inv.InBatch(); ok && i < len(bt.lines) {
+			return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
 		}
 	}
 	return fmt.Errorf("%s: %w", bt.where, err)
@@ -435,7 +429,10 @@ func oneEntryFlags(err error) error {
 	if !errors.As(err, &inv) {
 		return err
 	}
-	field := strings.TrimPrefix(inv.Field, "entries[0].")
+	field := inv.Field
+	if _, f, ok := inv.InBatch(); ok {
+		field = f
+	}
 	if field == "payload" {
 		return &journal.InvalidError{Field: "payload (stdin)", Reason: inv.Reason}
 	}
