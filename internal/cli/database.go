@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -51,6 +52,16 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		_, rest, _ := strings.Cut(s, "://")
+		if end := strings.IndexAny(rest, "/?"); end >= 0 {
+			rest = rest[:end]
+		}
+		if strings.Count(rest, "@") > 1 {
+			// The driver ends the user and password at the first '@' and
+			// would read the rest of the password as the host (and show
+			// it in its error); redactDSN hides up to the last.
+			return database{}, usagef("%s %s: its user or password holds an '@': percent-encode it as %%40", from, redactDSN(s))
+		}
 		return database{kind: "postgres", url: s}, nil
 	case s == "":
 		return database{}, usagef("%s is empty: %s", from, databaseHint)
@@ -168,7 +179,7 @@ func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 		b, err = sqlite.Open(ctx, d.path)
 	case d.kind == "sqlite" && mode == createDB:
 		if _, serr := os.Stat(filepath.Dir(d.path)); errors.Is(serr, fs.ErrNotExist) {
-			return nil, usagef("no folder for a new herald database at %s: create %q first, or point --database (or HERALD_DATABASE_URL) elsewhere", d, filepath.Dir(d.path))
+			return nil, usagef("no folder for a new herald database at %s: create %q first, or point --database (or HERALD_DATABASE_URL) elsewhere", journal.Shown(d.String()), filepath.Dir(d.path))
 		}
 		b, err = sqlite.Open(ctx, d.path)
 	case d.kind == "sqlite":
@@ -188,7 +199,7 @@ func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 // noDatabase is the refusal of a SQLite path with no file, for a command
 // that creates none.
 func noDatabase(d database) error {
-	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append and migrate up create a new one", d)
+	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append and migrate up create a new one", journal.Shown(d.String()))
 }
 
 func (e *env) openError(d database, err error) error {
@@ -206,5 +217,5 @@ func (e *env) openError(d database, err error) error {
 	if hint != "" {
 		return fmt.Errorf("cannot use database %s: %w\n%s", d, err, hint)
 	}
-	return fmt.Errorf("cannot open database %s: %w", d, err)
+	return fmt.Errorf("cannot open database %s: %w", journal.Shown(d.String()), err)
 }

@@ -115,7 +115,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			h, err := b.ResetHost(cmd.Context(), host, at)
 			if err != nil {
 				if _, _, perr := net.SplitHostPort(host); perr != nil && errors.Is(err, journal.ErrNotFound) {
-					return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s for https)", err, net.JoinHostPort(host, "443"))
+					return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s for https)", err, journal.Shown(net.JoinHostPort(host, "443")))
 				}
 				return fmt.Errorf("%w (%s lists the hosts herald knows)", err, e.command("hosts"))
 			}

@@ -532,3 +532,22 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.Contains(t, msg, "run: herald migrate up --database …")
 	require.NotContains(t, msg, "hunter22")
 }
+
+// A database path and a host the operator typed are shown escaped in every
+// message, hints included (found by a newcomer: an escape in the path or the
+// host reached the terminal raw).
+func TestTypedNamesAreShownEscaped(t *testing.T) {
+	dir := t.TempDir()
+	heraldOK(t, filepath.Join(dir, "h.db"), "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://h.example/", "--secret", goodSecret)
+	for _, args := range [][]string{
+		{"--database", "sqlite:" + filepath.Join(dir, "\x1b[31mred.db"), "status"},
+		{"--database", "sqlite:" + filepath.Join(dir, "no\x1b[31mdir", "x.db"), "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://h.example/", "--secret", goodSecret},
+		{"--database", "sqlite:" + filepath.Join(dir, "h.db"), "hosts", "reset", "\x1b[31mx"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) string { return "" })
+		require.Equal(t, ExitUsage, code, "%q: %s", args, errb.String())
+		require.NotContains(t, out.String()+errb.String(), "\x1b", "%q", args)
+		require.Contains(t, errb.String(), `\x1b[31m`, "%q: the name is there, escaped", args)
+	}
+}
