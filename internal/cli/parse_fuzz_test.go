@@ -2,7 +2,6 @@ package cli
 
 import (
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,9 +56,9 @@ func FuzzParseDatabase(f *testing.F) {
 				t.Fatalf("parseDatabase(%q): %v is not a usage error", s, err)
 			}
 			echoed := strings.ReplaceAll(err.Error(), databaseHint, "") // herald's own words may hold any short "password"
-			for _, pw := range passwords(s) {
-				if leaks(echoed, s, pw) {
-					t.Fatalf("parseDatabase(%q): the error %q holds the password %q", s, err, pw)
+			for _, sec := range passwords(s) {
+				if leaks(echoed, sec) {
+					t.Fatalf("parseDatabase(%q): the error %q holds the password %q", s, err, sec.pw)
 				}
 			}
 			return
@@ -67,60 +66,49 @@ func FuzzParseDatabase(f *testing.F) {
 		if d.kind != "sqlite" && d.kind != "postgres" {
 			t.Fatalf("parseDatabase(%q) = kind %q", s, d.kind)
 		}
-		for _, pw := range passwords(s) {
-			// The password's own place is gone (its value may also be
-			// elsewhere in the string, a host named like it).
-			if leaks(d.String(), s, pw) {
-				t.Fatalf("parseDatabase(%q).String() = %q holds the password %q", s, d, pw)
+		for _, sec := range passwords(s) {
+			if leaks(d.String(), sec) {
+				t.Fatalf("parseDatabase(%q).String() = %q holds the password %q", s, d, sec.pw)
 			}
 		}
 	})
 }
 
-// passwords returns the passwords a connection string carries, in a URL's
-// userinfo or as a password parameter (of a URL's query or of a libpq
-// keyword/value string), if they are long enough that finding one by chance
-// in other text means nothing.
-// leaks says whether shown, herald's words about the --database value s,
-// holds the password pw: as often as s holds it, or as s quoted (errors
-// show it %q, and an escape such as \x00 can spell a password's digits),
-// where the password's own place must have taken one away; and at all when
-// s holds it only in another form (percent-encoded). An empty password
-// cannot leak.
-//
-// herald's own marks of a hidden password (":xxxxx@", "password=xxxxx")
-// are cut out of shown first: a password such as "password=x" (from
-// "password=password=x") is spelled again by its keyword and the mask
-// that replaced it, which shows nothing of it.
-func leaks(shown, s, pw string) bool {
-	if pw == "" {
+// secret is a password a connection string carries, and the string with
+// that password's place masked: what herald may show of it.
+type secret struct{ pw, masked string }
+
+// leaks says whether shown, herald's words about the --database value,
+// holds the password: more often than the value with the password's place
+// masked holds it, as it is or quoted (errors show it %q, and an escape
+// such as \x00 can spell a password's digits). Whatever the masked value
+// holds herald may show: a host named like the password, a keyword and the
+// mask that spell it ("password=x" from "password=password=x"), or the
+// error's closing quote after a host. An empty password cannot leak.
+func leaks(shown string, sec secret) bool {
+	if sec.pw == "" {
 		return false
 	}
-	shown = userinfoMark.ReplaceAllString(shown, "\x00${1}")
-	shown = parameterMark.ReplaceAllString(shown, "\x00${1}")
-	return strings.Count(shown, pw) >= max(strings.Count(s, pw), strings.Count(strconv.Quote(s), pw), 1)
+	return strings.Count(shown, sec.pw) > max(strings.Count(sec.masked, sec.pw), strings.Count(strconv.Quote(sec.masked), sec.pw))
 }
 
-// userinfoMark and parameterMark are a password's place as redactDSN
-// leaves it: the mask after a URL's user (the authority's last '@'), or
-// after a password keyword, up to a separator or the end (in an error, the
-// closing quote or an escape). A password that itself begins with xxxxx is
-// not taken for a mark where it leaked.
-var (
-	userinfoMark  = regexp.MustCompile(`:xxxxx@([^@/?"]*)`)
-	parameterMark = regexp.MustCompile(`(?i)password[ \t\n\v\f\r]*=[ \t\n\v\f\r]*xxxxx($|[ \t\n\v\f\r&;#"\\])`)
-)
-
-func passwords(s string) []string {
-	var out []string
+// passwords returns the passwords a connection string carries, in a URL's
+// userinfo (as written and percent-decoded) or as a password parameter (of
+// a URL's query or of a libpq keyword/value string), if they are long
+// enough that finding one by chance in other text means nothing.
+func passwords(s string) []secret {
+	var out []secret
+	mask := func(from, to int) string { return s[:from] + "xxxxx" + s[to:] }
 	if _, rest, ok := strings.Cut(s, "://"); ok {
+		base := len(s) - len(rest)
 		authority, _, _ := strings.Cut(rest, "/")
 		authority, _, _ = strings.Cut(authority, "?")
 		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-			if _, pw, ok := strings.Cut(authority[:i], ":"); ok {
-				out = append(out, pw)
+			if c := strings.IndexByte(authority[:i], ':'); c >= 0 {
+				pw, masked := authority[c+1:i], mask(base+c+1, base+i)
+				out = append(out, secret{pw, masked})
 				if un, err := url.PathUnescape(pw); err == nil {
-					out = append(out, un)
+					out = append(out, secret{un, masked})
 				}
 			}
 		}
@@ -134,14 +122,16 @@ func passwords(s string) []string {
 	if len(lower) != len(s) {
 		lower = s // invalid UTF-8 was replaced: look for the lowercase word only
 	}
+	const space = " \t\n\v\f\r"
 	for i := strings.Index(lower, "password"); i >= 0; {
-		rest := strings.TrimLeft(s[i+len("password"):], " \t\n\v\f\r")
+		rest := strings.TrimLeft(s[i+len("password"):], space)
 		if v, ok := strings.CutPrefix(rest, "="); ok {
-			v = strings.TrimLeft(v, " \t\n\v\f\r")
-			if end := strings.IndexAny(v, " \t\n\v\f\r&;#"); end >= 0 {
+			v = strings.TrimLeft(v, space)
+			from := len(s) - len(v)
+			if end := strings.IndexAny(v, space+"&;#"); end >= 0 {
 				v = v[:end]
 			}
-			out = append(out, strings.Trim(v, "'"))
+			out = append(out, secret{strings.Trim(v, "'"), mask(from, from+len(v))})
 		}
 		next := strings.Index(lower[i+1:], "password")
 		if next < 0 {
@@ -150,9 +140,9 @@ func passwords(s string) []string {
 		i += 1 + next
 	}
 	long := out[:0]
-	for _, pw := range out {
-		if len(pw) >= 6 {
-			long = append(long, pw)
+	for _, sec := range out {
+		if len(sec.pw) >= 6 {
+			long = append(long, sec)
 		}
 	}
 	return long
