@@ -50,10 +50,12 @@ const (
 	// most 256 records and that a turn with a backlog reaches a page's end,
 	// where it gives its slot up to a waiting claim, often.
 	DefaultDrainPage = 256
-	// DefaultLease (60 s) is how long a claimed registration stays invisible
-	// to other workers: four request timeouts. A turn stops starting new
-	// records once half of it has passed, so the lease outlives the turn.
-	DefaultLease = 60 * time.Second
+	// DefaultLease (30 s) is how long a claimed registration stays invisible
+	// to other workers, and so how long a killed worker's registrations
+	// wait: two request timeouts. A turn starts no record once half of it
+	// has passed, and abandons, uncounted, what is still in flight at nine
+	// tenths of it, so the lease always outlives the turn.
+	DefaultLease = 30 * time.Second
 	// DefaultSweepLimit (256) bounds each claim of Run's dispatcher (which
 	// claims no more than its free slots anyway): one Due query's rows.
 	DefaultSweepLimit = 256

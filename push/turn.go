@@ -73,6 +73,15 @@ func (t *turn) run(ctx context.Context) error {
 			// with it.
 			return t.fail(ctx, f.out, f.ev)
 		}
+		if p.err != nil && ctx.Err() != nil {
+			// herald abandoned what was in flight (the caller's cancel, or
+			// the lease's end): nothing is charged, the next claim sends it.
+			if errors.Is(context.Cause(ctx), errLeaseEnding) {
+				w.opts.logger.Warn("herald: the claim's lease is ending; deliveries in flight were abandoned and will be sent again",
+					"stream", t.reg.Stream, "registration", t.reg.ID, "cursor", t.next)
+			}
+			return t.save(ctx, nil)
+		}
 		if p.err != nil {
 			return t.save(ctx, p.err)
 		}
@@ -247,6 +256,11 @@ func (t *turn) lost(err, wrapped error) error {
 		"registration", t.reg.ID, "owner", t.claim.Owner, "claimed_at", t.at, "err", err)
 	return nil
 }
+
+// errLeaseEnding ends a turn's context shortly before its claim's lease
+// does (serve): what is in flight then is abandoned uncounted, as on a
+// stop, and sent again by the next claim.
+var errLeaseEnding = errors.New("the claim's lease is ending")
 
 // late reports whether the sweep's budget is spent: starting a record now
 // could outlive the lease.

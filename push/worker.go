@@ -59,6 +59,10 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	return w, nil
 }
 
+// MaxPerHost returns the worker's cap on messages in flight to one host
+// (WithMaxPerHost), which also caps what a window above it has in flight.
+func (w *Worker) MaxPerHost() int { return w.opts.maxPerHost }
+
 // Namespace returns the namespace the worker serves.
 func (w *Worker) Namespace() string { return w.namespace }
 
@@ -274,6 +278,12 @@ func (w *Worker) serve(ctx context.Context, stop <-chan struct{}, at, claimedAt 
 	// claimedAt is after the claim's Due returned: the turn's journal reads
 	// may share pages read since, and only those (pages.go).
 	ctx = withReadClaim(ctx, claimedAt, st.Head)
+	// The lease bounds the turn on the real clock, as the budget does: a
+	// delivery still in flight near the lease's end (a slow receiver, or a
+	// wait for one of its host's tokens) is abandoned uncounted, so that no
+	// turn sends after another worker may have claimed its registration.
+	ctx, cancel := context.WithDeadlineCause(ctx, claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
+	defer cancel()
 	ctx, span := t.startTurn(ctx)
 	err := t.run(ctx)
 	endTurn(span, t.rep, err)

@@ -17,7 +17,7 @@ import (
 const (
 	// DefaultTimeout (15 s) bounds one attempt from dial to the last byte
 	// of the body read: long enough for a slow receiver behind a cold TLS
-	// handshake, short enough that four fit in the worker's 60 s lease.
+	// handshake, short enough that two fit in the worker's 30 s lease.
 	DefaultTimeout = 15 * time.Second
 	// MaxTimeout (10 min) bounds Options.Timeout: a longer attempt would
 	// outlive any sensible lease and hold a worker slot hostage.
