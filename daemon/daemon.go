@@ -86,9 +86,9 @@ type Options struct {
 	Prune *Prune
 
 	// Listeners, if set, are sockets already open on MetricsAddr,
-	// AdminAddr and APIAddr (Listen): Run serves on each one given instead
-	// of listening itself. A program that listens before it opens its
-	// store (herald run) fails on an address in use having changed nothing.
+	// AdminAddr and APIAddr: Run serves on each one given instead of
+	// listening itself. A program that listens before it opens its store
+	// (herald run) fails on an address in use having changed nothing.
 	Listeners Listeners
 
 	// Ready, if set, is called once every listener is open, with their
@@ -101,28 +101,6 @@ type Listeners struct {
 	Metrics, Admin, API net.Listener
 }
 
-// Listen opens the daemon's addresses (host:port; empty: off) ahead of
-// New and Run, for Options.Listeners. On an error, naming the address
-// (one in use: "address already in use"), it closes what it opened.
-func Listen(metricsAddr, adminAddr, apiAddr string) (Listeners, error) {
-	var ls Listeners
-	for _, x := range []struct {
-		addr string
-		ln   *net.Listener
-	}{{metricsAddr, &ls.Metrics}, {adminAddr, &ls.Admin}, {apiAddr, &ls.API}} {
-		if x.addr == "" {
-			continue
-		}
-		ln, err := listenOn(x.addr)
-		if err != nil {
-			ls.Close()
-			return Listeners{}, err
-		}
-		*x.ln = ln
-	}
-	return ls, nil
-}
-
 // Close closes the listeners that are open; Run closes them itself when
 // it returns, so a caller's deferred Close after Run is harmless.
 func (ls Listeners) Close() {
@@ -131,14 +109,6 @@ func (ls Listeners) Close() {
 			_ = ln.Close()
 		}
 	}
-}
-
-func listenOn(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w (is another herald running? pick another address or pass an empty one)", addr, err)
-	}
-	return ln, nil
 }
 
 // Prune configures the daemon's pruning.
@@ -296,8 +266,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return "", nil
 			}
 			var err error
-			if ln, err = listenOn(addr); err != nil {
-				return "", err
+			if ln, err = net.Listen("tcp", addr); err != nil {
+				return "", fmt.Errorf("listen on %s: %w", addr, err)
 			}
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}

@@ -22,7 +22,7 @@ func TestRunOnABusyAddressCreatesNoDatabase(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "herald.db")
 		r := runCLI(t, db, "", "run", "--metrics-addr", args["--metrics-addr"], "--admin-addr", args["--admin-addr"], "--api-addr", args["--api-addr"])
 		require.Equal(t, ExitError, r.code, "%s: %s", flag, r.stderr)
-		require.Contains(t, r.stderr, "listen on "+addr, flag)
+		require.Contains(t, r.stderr, flag+" "+addr, "the error names the flag and the address")
 		require.Contains(t, r.stderr, "address already in use", flag)
 		_, err := os.Stat(db)
 		require.ErrorIs(t, err, os.ErrNotExist, "%s: a run that cannot listen created the database", flag)

@@ -2,7 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +87,9 @@ and deletes, /v1/registration/unpark and /v1/registrations/unpark unpark one
 or all, GET /v1/records/status says who acknowledged a record; its
 OpenAPI 3.1 document is GET /v1/openapi.json. It requires "Authorization:
 Bearer $HERALD_API_TOKEN" when that variable is set, under the same loopback
-rule. An empty address turns any of these servers off.
+rule. An empty address turns any of these servers off. A default address that
+another process holds (a second herald run on this machine) is left off with
+a warning, and the daemon delivers without it; an address you name must open.
 
 Traces: spans are exported by OTLP over HTTP when the standard environment
 asks (OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT set), and not
@@ -161,9 +168,7 @@ otherwise; README, "One trace from the append to the receiver".`,
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts.Projections = append(opts.Projections, namespaces[ns].projection())
 			}
-			// Listen before the store is opened: an address in use fails
-			// having created and migrated nothing.
-			if opts.Listeners, err = daemon.Listen(metricsAddr, adminAddr, apiAddr); err != nil {
+			if err := listen(cmd, e.logger, &opts); err != nil {
 				return err
 			}
 			defer opts.Listeners.Close()
@@ -195,4 +200,35 @@ otherwise; README, "One trace from the append to the receiver".`,
 	tf.add(cmd)
 	wf.add(cmd)
 	return cmd
+}
+
+// listen opens the daemon's addresses before the store is opened, so that
+// an address in use fails having created and migrated nothing. A default
+// address that is taken (another herald run on this machine holds it) is
+// left off with one warning and the daemon delivers without it; only an
+// address the operator named must open.
+func listen(cmd *cobra.Command, log *slog.Logger, opts *daemon.Options) error {
+	for _, l := range []struct {
+		flag string
+		addr *string
+		ln   *net.Listener
+	}{{"metrics-addr", &opts.MetricsAddr, &opts.Listeners.Metrics}, {"admin-addr", &opts.AdminAddr, &opts.Listeners.Admin},
+		{"api-addr", &opts.APIAddr, &opts.Listeners.API}} {
+		if *l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", *l.addr)
+		switch {
+		case err == nil:
+			*l.ln = ln
+		case errors.Is(err, syscall.EADDRINUSE) && !cmd.Flags().Changed(l.flag):
+			log.Warn("herald: the default --"+l.flag+" is in use (another herald run on this machine?); serving without it: name a free address to serve it",
+				"addr", *l.addr)
+			*l.addr = ""
+		default:
+			opts.Listeners.Close()
+			return fmt.Errorf("--%s %s: %w (another herald run on this machine? name a free address, or an empty one to serve none)", l.flag, *l.addr, err)
+		}
+	}
+	return nil
 }
