@@ -386,11 +386,16 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, code, RegisteredView{RegistrationView: ViewOf(st), Warnings: d.urlWarnings(st.URL)})
+	warnings := d.urlWarnings(st.URL)
+	if note := WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
+		warnings = append(warnings, note)
+	}
+	writeJSON(w, code, RegisteredView{RegistrationView: ViewOf(st), Warnings: warnings})
 }
 
 // RegisteredView answers POST /v1/registrations: the registration, and
-// warnings when this daemon's deliveries will refuse its URL.
+// warnings when this daemon's deliveries will refuse its URL or its
+// --max-per-host caps its window (WindowNote).
 type RegisteredView struct {
 	RegistrationView
 	// Warnings are the rules of the daemon's network guard that the URL

@@ -470,3 +470,25 @@ func TestAPIRefusesQueriesItWouldNotRead(t *testing.T) {
 	code, body = call(t, srv, http.MethodGet, "/v1/records/status?id=evt-1", "", "", "")
 	require.Equal(t, http.StatusOK, code, body)
 }
+
+// A window above the daemon's --max-per-host is answered with a warning
+// naming this daemon's cap; one within it gets none.
+func TestAPIRegistrationWarnsOfAWindowAboveMaxPerHost(t *testing.T) {
+	d, err := New(Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		WorkerOptions: []push.Option{push.WithMaxPerHost(8)}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	for window, want := range map[int]string{8: "", 16: "window 16 is above this daemon's --max-per-host (8)"} {
+		code, body := post(t, srv, "/v1/registrations", fmt.Sprintf(`{"stream": "s", "id": "r%d", "namespace": "webhook", "url": "https://hooks.example/x", "window": %d, "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, window, window))
+		require.Equal(t, http.StatusCreated, code, body)
+		var v RegisteredView
+		require.NoError(t, json.Unmarshal([]byte(body), &v))
+		if want == "" {
+			require.Empty(t, v.Warnings, body)
+			continue
+		}
+		require.Len(t, v.Warnings, 1, body)
+		require.Contains(t, v.Warnings[0], want)
+	}
+}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/heraldpush/herald/daemon/page"
@@ -129,3 +130,15 @@ func SummarizeHosts(hs []push.Host) HostSummary {
 //
 // It is page.RedactURL: the operator's page and the APIs redact alike.
 func RedactURL(raw string) string { return page.RedactURL(raw) }
+
+// WindowNote says, when a registration's window is above maxPerHost, that
+// a worker has at most maxPerHost of its messages in flight, since each
+// holds one of its host's tokens; "" otherwise. whose names the cap
+// ("this daemon's", "the default").
+func WindowNote(window, maxPerHost int, whose string) string {
+	if window <= maxPerHost {
+		return ""
+	}
+	return fmt.Sprintf("window %d is above %s --max-per-host (%d), which caps a worker's messages in flight to one host: "+
+		"%d of this registration's are sent at a time unless the workers run with --max-per-host %d", window, whose, maxPerHost, maxPerHost, window)
+}

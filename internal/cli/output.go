@@ -66,6 +66,7 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 		return printJSON(w, views)
 	}
 	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+	capped := 0
 	for _, v := range views {
 		kinds := "all"
 		if len(v.Kinds) > 0 {
@@ -79,10 +80,20 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 		if v.Parked {
 			next = "parked" // not attempted until unparked, whatever the stored instant
 		}
-		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, fmt.Sprint(v.Window), fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+		window := fmt.Sprint(v.Window)
+		if windowNote(v.Window) != "" {
+			window = fmt.Sprintf("%d (%d at once)", v.Window, push.DefaultMaxPerHost)
+			capped++
+		}
+		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), next, state, v.LastError)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil || capped == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
+		push.DefaultMaxPerHost, push.DefaultMaxPerHost)
+	return err
 }
 
 // command is how a hint names the herald command name for the operator

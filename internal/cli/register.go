@@ -46,11 +46,13 @@ every kind; re-registering replaces the list.
 order), for receivers far away: records are still sent in seq order and the
 cursor is the first unacknowledged one, but the receiver may see them out of
 order within the window (README, "Delivery semantics"). Each message in
-flight takes one of its host's --max-per-host tokens of run and sweep.
+flight takes one of its host's --max-per-host tokens of run and sweep
+(default %d): a larger window needs a larger --max-per-host there to fill,
+and register says so.
 
 --on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
 retry (the default: nothing is lost; parks at the retry ceiling) or skip
-(record evidence and move past the message, as fediverse servers do).`, push.MaxWindow),
+(record evidence and move past the message, as fediverse servers do).`, push.MaxWindow, push.DefaultMaxPerHost),
 		Example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
@@ -131,6 +133,9 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				for _, err := range transport.URLRefusals(st.URL) {
 					warnings = append(warnings, refusalNote+err.Error())
 				}
+				if note := windowNote(st.Window); note != "" {
+					warnings = append(warnings, note)
+				}
 				return printJSON(e.Out, daemon.RegisteredView{RegistrationView: viewOf(st), Warnings: warnings})
 			}
 			window := ""
@@ -153,6 +158,9 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
 			}
 			warnRefusals(e, st.URL)
+			if note := windowNote(st.Window); note != "" {
+				fmt.Fprintf(e.Err, "note: %s\n", note)
+			}
 			return nil
 		},
 	}
@@ -181,3 +189,9 @@ func warnRefusals(e *env, url string) {
 }
 
 const refusalNote = "sweeps refuse this URL and park the registration: "
+
+// windowNote is daemon.WindowNote against the default --max-per-host of
+// herald run and sweep: the CLI does not know what the workers run with.
+func windowNote(window int) string {
+	return daemon.WindowNote(window, push.DefaultMaxPerHost, "the default")
+}

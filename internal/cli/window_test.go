@@ -43,3 +43,33 @@ func TestRegisterWindow(t *testing.T) {
 	heraldOK(t, db, "", args()...)
 	require.Equal(t, 1.0, window(), "re-registering without --window: strict order again")
 }
+
+// A window above the default --max-per-host is capped by it, and register,
+// registrations and status say so; one within it gets no note.
+func TestWindowAboveMaxPerHostIsSaid(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	register := func(id, window string) cliRun {
+		r := runCLI(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", "https://hooks.example/"+id,
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--window", window)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		return r
+	}
+	r := register("far", "16")
+	require.Contains(t, r.stderr, "note: window 16 is above the default --max-per-host (4)")
+	require.Contains(t, r.stderr, "4 of this registration's are sent at a time unless the workers run with --max-per-host 16")
+	require.Empty(t, register("near", "4").stderr, "a window the cap holds gets no note")
+
+	var answer struct{ Warnings []string }
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "register", "--stream", "s", "--id", "far", "--namespace", "webhook",
+		"--url", "https://hooks.example/far", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--window", "16", "--json")), &answer))
+	require.Len(t, answer.Warnings, 1)
+	require.Contains(t, answer.Warnings[0], "window 16 is above the default --max-per-host (4)")
+
+	heraldOK(t, db, "{}", "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	for _, args := range [][]string{{"registrations"}, {"status"}} {
+		out := heraldOK(t, db, "", args...)
+		require.Contains(t, out, "16 (4 at once)", args)
+		require.Contains(t, out, "a window above the default --max-per-host of herald run and sweep (4)", args)
+		require.NotContains(t, out, " 4 (4 at once)", args)
+	}
+}
