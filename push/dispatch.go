@@ -2,21 +2,128 @@ package push
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
 )
 
+// dispatcher is the one scheduler of a worker: it holds claims, starts
+// their turns at most MaxInFlight at once and at most MaxPerHost of one
+// host at once, in claim order, and accounts for their ends. RunOnce is
+// one pass of it (one claim at the caller's instant, served to the end);
+// Run keeps it going on the wall clock, claiming again as slots free.
+// Its state is owned by the goroutine that drives it: turns report their
+// end on a channel and touch nothing of it.
+type dispatcher struct {
+	w     *Worker
+	ctx   context.Context // the turns': Run's outlives its caller's, so what is in flight finishes and is saved
+	stop  <-chan struct{} // no new claim, no new record
+	ended chan turnEnd
+
+	running int
+	ready   []claimed      // claimed, not started: each starts when a slot and its host allow, oldest first
+	perHost map[string]int // turns running per host
+	waiting int64          // this dispatcher's part of Worker.waiting
+	rep     SweepReport    // what the ended turns did
+	err     error          // the first turn's error
+
+	// Run's alone.
+	refill   int    // turn ends that make a claim worth its query
+	due      bool   // a claim now may find work: a wake, the interval, or a full claim
+	ends     int    // turns ended since the last claim: each may have left work
+	capped   bool   // a host was at its cap after the last claim: turn ends free room for what Due held back
+	claimed  uint64 // the worker's Wake count when the last claim began
+	resting  bool   // the last claim failed: only the interval or a wake claims again
+	failures int    // errors since the loop last worked (logged at the first)
+	turnErr  bool   // a turn failed since the last claim
+}
+
+// claimed is a registration the dispatcher holds a lease on, with its
+// claim's instant and when its Due returned (its budget and its lease's
+// end count from it on the real clock), and its place in the host table.
+type claimed struct {
+	st            Status
+	at, claimedAt time.Time
+	host          string
+	entry         *hostEntry
+	wakes         uint64 // the worker's Wake count before the claim
+}
+
+type turnEnd struct {
+	c     claimed
+	wakes uint64 // the worker's Wake count when the turn last read its stream
+	rep   SweepReport
+	err   error
+}
+
+func (w *Worker) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispatcher {
+	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.opts.maxInFlight), perHost: map[string]int{}}
+}
+
+// RunOnce is one sweep at instant at: it claims up to limit due
+// registrations of the worker's namespace and serves them, at most
+// MaxInFlight at once and at most MaxPerHost of one host at once, each
+// in order through its window (package doc, "The sweep", "Windows"); then
+// it returns. It is scheduler mode's unit; Run is the daemon's loop.
+// Overlapping RunOnce calls, on one worker or many, and RunOnce beside
+// Run, are safe: each claim takes its own lease, which fences every write
+// (see Claim), so a registration is served by one of them at a time.
+//
+// It reads no clock for the schedule: at decides due-ness, backoff, lease
+// expiry and signature dates, so the same inputs give the same schedule.
+// Real durations bound only the network: the transport's timeouts, and the
+// lease counted from the claim, half of which is the budget after which no
+// turn starts a record (an unstarted turn releases its claim), and whose
+// end abandons, uncounted, what is still in flight. A turn that lost its
+// lease anyway changes nothing and is counted in LeasesLost. Turns are
+// independent: a store or journal error ends only its own turn (no attempt
+// is counted against the receiver) and RunOnce returns the first such error
+// together with the report of everything done; progress already made stays.
+// If ctx ends, requests in flight are abandoned uncounted, progress made so
+// far is saved, and RunOnce returns ctx's error.
+//
+// Errors: journal.ErrInvalid for limit < 1 or a zero at; otherwise the first
+// store or journal error, wrapped with the registration it concerns.
+func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep SweepReport, err error) {
+	if limit < 1 {
+		return rep, journal.Invalid("limit", "is %d: it must be at least 1", limit)
+	}
+	if at.IsZero() {
+		return rep, journal.Invalid("at", "is the zero time")
+	}
+	ctx, span := w.startSweep(ctx)
+	defer func() { endSweep(span, rep, err) }()
+	if h := w.opts.hooks.Sweep; h != nil {
+		started := time.Now()
+		defer func() { h(at, rep, time.Since(started), err) }()
+	}
+	d := w.newDispatcher(ctx, ctx.Done())
+	batch, err := d.claim(at, limit, false)
+	if err != nil {
+		return rep, err
+	}
+	for len(d.ready) > 0 || d.running > 0 {
+		d.start()
+		d.end(<-d.ended)
+	}
+	d.rep.Saturated, d.rep.Unserved, d.rep.Registrations = batch.More, batch.Unserved, len(batch.Registrations)
+	if d.err == nil && ctx.Err() != nil {
+		d.err = ctx.Err()
+	}
+	return d.rep, d.err
+}
+
 // Run is the daemon's dispatcher (package doc, "The dispatcher"), on the
 // wall clock: it keeps up to MaxInFlight turns running and refills a freed
-// slot at once, each claim with its own lease and budget of half the lease.
-// It claims on Wake, on a turn's end that may have left work (see
-// canClaim) and while the last claim left work due; with nothing due it
-// waits for one of those or for every to pass.
+// slot at once, each claim with its own lease and budget. It claims on
+// Wake, on a turn's end that may have left work (see canClaim) and while
+// the last claim left work due; with nothing due it waits for one of those
+// or for every to pass.
 //
 // On ctx's end it claims nothing more, gives back the claims it had not
-// started, lets the turns in flight finish or time out (they start no new
-// record), saves their progress and returns nil.
+// started, lets the turns in flight finish or reach their lease's end
+// (they start no new record), saves their progress and returns nil.
 // Store and journal errors are logged once (until a claim succeeds with no
 // turn failing since the previous one) and claims retried every interval,
 // so a database outage does not stop the loop. Errors: journal.ErrInvalid
@@ -25,50 +132,8 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return journal.Invalid("every", "is %v: it must be positive", every)
 	}
-	d := &dispatcher{w: w, ctx: context.WithoutCancel(ctx), stop: ctx.Done(), ended: make(chan turnEnd, w.opts.maxInFlight),
-		refill: max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))}
-	return d.run(every)
-}
-
-// dispatcher is Run's state, owned by Run's goroutine alone: turns report
-// their end on a channel and touch nothing of it.
-type dispatcher struct {
-	w      *Worker
-	ctx    context.Context // turns keep it when Run's ends: what is in flight finishes and is saved
-	stop   <-chan struct{} // Run's ctx.Done(): no new claim, no new record
-	ended  chan turnEnd    // buffered for MaxInFlight, so a turn never waits to report
-	refill int             // turn ends that make a claim worth its query
-
-	running  int       // turns in flight, at most MaxInFlight
-	ready    []claimed // claimed, not started: each starts as a slot frees, oldest first
-	due      bool      // a claim now may find work: a wake, the interval, or a full claim
-	ends     int       // turns ended since the last claim: each may have left work
-	capped   bool      // a host was at its cap after the last claim: turn ends free room for what Due held back
-	claimed  uint64    // the worker's Wake count when the last claim began
-	resting  bool      // the last claim failed: only the interval or a wake claims again
-	failures int       // errors since the loop last worked (logged at the first)
-	turnErr  bool      // a turn failed since the last claim
-}
-
-// claimed is a registration the dispatcher holds a lease on, with its
-// claim's instant and when it was made (its budget counts from that), and
-// its place in the host table.
-type claimed struct {
-	st            Status
-	at, claimedAt time.Time // the claim's instant (for the store); when its Due returned (real time)
-	host          string
-	entry         *hostEntry
-	wakes         uint64 // the worker's Wake count before the claim
-}
-
-type turnEnd struct {
-	host  string
-	wakes uint64 // the worker's Wake count when the turn last read its stream (claimed.wakes, or a read again)
-	rep   SweepReport
-	err   error
-}
-
-func (d *dispatcher) run(every time.Duration) error {
+	d := w.newDispatcher(context.WithoutCancel(ctx), ctx.Done())
+	d.refill = max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	stop := d.stop
@@ -77,7 +142,7 @@ func (d *dispatcher) run(every time.Duration) error {
 		if stop != nil {
 			d.start()
 			if d.canClaim() {
-				d.claim()
+				d.refillClaims()
 				d.start()
 				timer.Reset(every)
 			}
@@ -92,7 +157,7 @@ func (d *dispatcher) run(every time.Duration) error {
 			stop = nil // claim and start nothing more; wait for the turns in flight
 		case e := <-d.ended:
 			d.end(e)
-		case <-d.w.wake:
+		case <-w.wake:
 			d.due, d.resting = true, false
 		case <-timer.C:
 			d.due, d.resting = true, false
@@ -101,102 +166,113 @@ func (d *dispatcher) run(every time.Duration) error {
 	}
 }
 
-// canClaim says whether a claim is worth its query. The dispatcher holds
-// up to twice MaxInFlight claims, those it runs and as many ready to start,
-// so that a slot is refilled at once from the ready ones; it claims when
-// fewer than half are ready, on a wake, the interval or a full claim, or
-// when a turn's end may have left work: at once for a turn with a backlog
-// or one that a wake came after (end), and, when a host was at its cap
-// after the last claim or one is troubled (endsMayFind), once refill turns
-// ended (a quarter of MaxInFlight, at most half of MaxPerHost) or as soon
-// as nothing runs. A claim's query costs about the same for 2 rows as for
-// 200, so a high fan-out, or a host at its cap, costs one Store.Due per
-// several turns, not one per turn; and otherwise the last claim took every
-// due registration that no turn held, so a turn's end alone finds nothing
-// new.
-func (d *dispatcher) canClaim() bool {
-	max := d.w.opts.maxInFlight
-	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
-		return false
-	}
-	return d.due || (d.endsMayFind() && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
-}
-
-// endsMayFind says whether turns' ends alone may have left work for a
-// claim: a host was at its cap after the last claim (Due held the rest of
-// its registrations back), or the worker knows of a troubled host (a
-// probe's answer brings it up and releases its registrations).
-func (d *dispatcher) endsMayFind() bool {
-	return d.capped || d.w.book.size.Load() > 0
-}
-
-// claim takes fresh claims up to what the dispatcher may hold. Each counts
-// on its host at once, so that the next claim's Busy includes it.
-func (d *dispatcher) claim() {
+// claim asks the store for up to limit registrations due at at, under a
+// lease owner of its own (capped: no more of a host than the worker may
+// still serve there at once), and holds them ready. Each counts on its
+// host at once, so that the next claim's Busy includes it.
+func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, error) {
 	w := d.w
-	limit := min(2*w.opts.maxInFlight-d.running-len(d.ready), w.opts.sweepLimit)
+	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
+		LeaseUntil: at.Add(w.opts.lease)}
+	if capped {
+		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.busy()
+	}
 	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
-	d.claimed = wakes
-	at := time.Now()
-	batch, err := w.claim(d.ctx, at, limit, true)
+	batch, err := w.store.Due(d.ctx, q)
 	if err != nil {
-		d.due, d.resting, d.ends = false, true, 0
-		d.fail(err)
-		return
+		err = fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
 	}
-	if d.failures > 0 && !d.turnErr {
-		w.opts.logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", d.failures)
-		d.failures = 0
+	if h := w.opts.hooks.Claim; h != nil {
+		h(at, len(batch.Registrations), err)
 	}
-	d.turnErr, d.ends = false, 0
-	// More may be due now only if this claim found some and was full; a
-	// claim capped by hosts finds no more until one of their turns ends.
-	d.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
-	claimedAt := time.Now() // after Due returned: the turn's budget and its shared pages count from it
-	w.waiting.Add(int64(len(batch.Registrations)))
+	if err != nil {
+		return batch, err
+	}
+	w.book.learnAll(batch.Hosts) // an answer from one of these is told to the store (turn.hostAnswered)
+	claimedAt := time.Now() // after Due returned: the turns' budget and shared pages count from it
 	for _, st := range batch.Registrations {
 		host := st.Host()
 		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
 	}
-	_, _, atCap := w.perHost.load()
-	d.capped = atCap > 0
+	return batch, nil
 }
 
-// start runs ready claims in the free slots, each turn in its own goroutine
-// under its claim's lease and budget.
+// start runs ready claims in the free slots, oldest first, skipping those
+// whose host is at its cap, each turn in its own goroutine. Then it counts
+// what waits: the claims a freed slot would start (Worker.waiting), and
+// per host those its cap holds back (hostEntry.queued); a turn with a
+// backlog gives its slot up to either (turn.goOn).
 func (d *dispatcher) start() {
-	n := min(len(d.ready), d.w.opts.maxInFlight-d.running)
-	d.w.waiting.Add(-int64(n))
-	for _, c := range d.ready[:n] {
-		d.running++
-		go func() {
-			wakes := c.wakes
-			rep, err := d.w.serve(d.ctx, d.stop, c.at, c.claimedAt, c.st, c.entry, nil, &wakes)
-			d.ended <- turnEnd{host: c.host, wakes: wakes, rep: rep, err: err}
-		}()
-	}
-	d.ready = append(d.ready[:0], d.ready[n:]...)
-}
-
-// release gives back the claims never started (Run is stopping), so that
-// another worker may serve them at once rather than after their lease.
-func (d *dispatcher) release() {
-	d.w.waiting.Add(-int64(len(d.ready)))
+	max, perHost := d.w.opts.maxInFlight, d.w.opts.maxPerHost
+	kept := d.ready[:0]
+	var startable int64
 	for _, c := range d.ready {
-		d.w.perHost.leave(c.host)
-		if err := d.w.store.Advance(d.ctx, c.st.Claim(), c.st.NextSeq); err != nil {
-			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", c.st.Stream,
-				"registration", c.st.ID, "err", err)
+		switch {
+		case d.perHost[c.host] >= perHost:
+			kept = append(kept, c)
+		case d.running < max:
+			d.running++
+			d.perHost[c.host]++
+			c.entry.queued.Add(-1)
+			go func() { d.ended <- d.serve(c) }()
+		default:
+			kept = append(kept, c)
+			startable++
 		}
 	}
-	d.ready = nil
+	d.ready = kept
+	d.w.waiting.Add(startable - d.waiting)
+	d.waiting = startable
+}
+
+// serve runs the turn of claim c and returns its end, its error wrapped
+// with the registration.
+func (d *dispatcher) serve(c claimed) turnEnd {
+	w := d.w
+	w.turns.Add(1)
+	defer w.turns.Add(-1)
+	started := time.Now()
+	e := turnEnd{c: c, wakes: c.wakes}
+	t := turn{w: w, at: c.at, stop: d.stop, deadline: c.claimedAt.Add(w.opts.lease / 2), reg: c.st.Registration, head: c.st.Head,
+		claim: c.st.Claim(), host: c.entry, wakes: &e.wakes}
+	// The turn's journal reads may share pages read since its claim, and
+	// only those (pages.go).
+	ctx := withReadClaim(d.ctx, c.claimedAt, c.st.Head)
+	// The lease bounds the turn on the real clock, as the budget does: a
+	// delivery still in flight near the lease's end (a slow receiver, or a
+	// wait for one of its host's tokens) is abandoned uncounted, so that no
+	// turn sends after another worker may have claimed its registration.
+	ctx, cancel := context.WithDeadlineCause(ctx, c.claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
+	defer cancel()
+	ctx, span := t.startTurn(ctx)
+	e.err = t.run(ctx)
+	endTurn(span, t.rep, e.err)
+	t.rep.Registrations = 1
+	if e.err != nil {
+		t.rep.Errors = 1
+		e.err = fmt.Errorf("push: %s: %w", Name(c.st.Stream, c.st.ID), e.err)
+	}
+	if h := w.opts.hooks.Turn; h != nil {
+		h(c.at, t.rep, time.Since(started), e.err)
+	}
+	e.rep = t.rep
+	return e
 }
 
 // end accounts for a turn that ended: its slot and its host's place are
-// free, so a claim may find work (a backlog, or a host now under its cap).
+// free. Under Run a claim may then find work: a backlog, a host now under
+// its cap, or a wake the turn's lease hid from the claims made meanwhile.
 func (d *dispatcher) end(e turnEnd) {
 	d.running--
-	d.w.perHost.leave(e.host)
+	d.perHost[e.c.host]--
+	d.w.perHost.leave(e.c.host)
+	d.rep.add(e.rep)
+	if e.err != nil && d.err == nil {
+		d.err = e.err
+	}
+	if d.refill == 0 {
+		return // RunOnce
+	}
 	if e.err != nil {
 		d.turnErr = true
 		d.fail(e.err)
@@ -215,6 +291,67 @@ func (d *dispatcher) end(e turnEnd) {
 	if (e.wakes != d.w.wakes.Load() && d.claimed > e.wakes) || e.rep.Backlog > 0 {
 		d.due = true
 	}
+}
+
+// canClaim says whether a claim of Run is worth its query. The dispatcher
+// holds up to twice MaxInFlight claims, those it runs and as many ready to
+// start, so that a slot is refilled at once from the ready ones; it claims
+// when fewer than half are ready, on a wake, the interval or a full claim,
+// or when a turn's end may have left work: at once for a turn with a
+// backlog or one that a wake came after (end), and, when a host was at its
+// cap after the last claim or one is troubled, once refill turns ended (a
+// quarter of MaxInFlight, at most half of MaxPerHost) or as soon as
+// nothing runs. A claim's query costs about the same for 2 rows as for
+// 200, so a high fan-out, or a host at its cap, costs one Store.Due per
+// several turns, not one per turn; and otherwise the last claim took every
+// due registration that no turn held, so a turn's end alone finds nothing
+// new.
+func (d *dispatcher) canClaim() bool {
+	max := d.w.opts.maxInFlight
+	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
+		return false
+	}
+	endsMayFind := d.capped || d.w.book.size.Load() > 0 // a probe's answer releases a troubled host's registrations
+	return d.due || (endsMayFind && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
+}
+
+// refillClaims takes fresh claims of Run up to what the dispatcher may hold.
+func (d *dispatcher) refillClaims() {
+	w := d.w
+	d.claimed = w.wakes.Load()
+	limit := min(2*w.opts.maxInFlight-d.running-len(d.ready), w.opts.sweepLimit)
+	batch, err := d.claim(time.Now(), limit, true)
+	if err != nil {
+		d.due, d.resting, d.ends = false, true, 0
+		d.fail(err)
+		return
+	}
+	if d.failures > 0 && !d.turnErr {
+		w.opts.logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", d.failures)
+		d.failures = 0
+	}
+	d.turnErr, d.ends = false, 0
+	// More may be due now only if this claim found some and was full; a
+	// claim capped by hosts finds no more until one of their turns ends.
+	d.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
+	_, _, atCap := w.perHost.load()
+	d.capped = atCap > 0
+}
+
+// release gives back the claims never started (Run is stopping), so that
+// another worker may serve them at once rather than after their lease.
+func (d *dispatcher) release() {
+	d.w.waiting.Add(-d.waiting)
+	d.waiting = 0
+	for _, c := range d.ready {
+		c.entry.queued.Add(-1)
+		d.w.perHost.leave(c.host)
+		if err := d.w.store.Advance(d.ctx, c.st.Claim(), c.st.NextSeq); err != nil {
+			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", c.st.Stream,
+				"registration", c.st.ID, "err", err)
+		}
+	}
+	d.ready = nil
 }
 
 func (d *dispatcher) fail(err error) {

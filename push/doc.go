@@ -76,13 +76,14 @@
 // serve and the other slots stay free for other hosts. A turn with a
 // backlog holds its one slot from page to page only while no ready claim
 // waits for it (the sweep above), so it never delays another registration by
-// more than a page. A turn of Run that reached its stream's end and ran
-// across a Worker.Wake reads its stream once more before it releases its
-// claim, and sends what it finds under the same claim (records the wake may
-// be for, which the lease hid from the claims made meanwhile), never more
-// than a drain page past the cursor's last write. Overlapping RunOnce calls, and
-// RunOnce beside Run, are safe: each claim takes its own lease, which fences
-// every write.
+// more than a page. A turn that reached its stream's end and ran across a
+// Worker.Wake reads its stream once more before it releases its claim, and
+// sends what it finds under the same claim (records the wake may be for,
+// which the lease hid from the claims made meanwhile), never more than a
+// drain page past the cursor's last write. RunOnce is one pass of this
+// dispatcher: one claim at the caller's instant, served to its end.
+// Overlapping RunOnce calls, and RunOnce beside Run, are safe: each claim
+// takes its own lease, which fences every write.
 //
 // Turns of one worker share the database's work where it is the same.
 // Turns that read one stream from one seq share one Journal.Read (a page

@@ -1,6 +1,9 @@
 package push
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // hostTable is what one worker has in flight per host: the claims it holds
 // on each, running or ready to run (passed to Store.Due as DueQuery.Busy, so
@@ -19,6 +22,7 @@ type hostTable struct {
 type hostEntry struct {
 	tokens chan struct{} // capacity max; a send takes a token, a receive returns it
 	turns  int           // this worker's claims on the host, running or ready; the entry goes at 0
+	queued atomic.Int64  // of those, the ready ones not started
 }
 
 func newHostTable(max int) *hostTable {
@@ -41,8 +45,9 @@ func (h *hostTable) busy() map[string]int {
 	return m
 }
 
-// enter counts a claim on host and returns the host's entry, whose tokens
-// its turn takes around each send; leave undoes it.
+// enter counts a ready claim on host and returns the host's entry, whose
+// tokens its turn takes around each send; the turn's start takes it off
+// queued, and leave undoes the rest.
 func (h *hostTable) enter(host string) *hostEntry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -52,6 +57,7 @@ func (h *hostTable) enter(host string) *hostEntry {
 		h.hosts[host] = e
 	}
 	e.turns++
+	e.queued.Add(1)
 	return e
 }
 

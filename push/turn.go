@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -33,13 +32,12 @@ type turn struct {
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the claim)
 	reg      Registration
-	head     uint64        // the stream's head when claimed, raised by the pages read
-	claim    Claim         // fences the turn's writes
-	host     *hostEntry    // the host's tokens, one held around each send
-	held     *atomic.Int64 // RunOnce: claims of this host its sweep holds back for the host's cap (nil under Run)
+	head     uint64     // the stream's head when claimed, raised by the pages read
+	claim    Claim      // fences the turn's writes
+	host     *hostEntry // the host's tokens, one held around each send
 	rep      SweepReport
 
-	wakes   *uint64 // Run's turns: the worker's Wake count the turn last read at (nil: no reading again)
+	wakes   *uint64 // the worker's Wake count the turn last read at
 	unsaved int     // records acknowledged since the cursor's last write
 
 	next     uint64 // first seq not yet acknowledged in this turn
@@ -149,12 +147,9 @@ func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool,
 }
 
 // woken says whether a Wake came since the turn's claim or its last read
-// again (Run's turns only), and takes note of the count: a record may
-// have been numbered past what the turn read.
+// again, and takes note of the count: a record may have been numbered past
+// what the turn read.
 func (t *turn) woken() bool {
-	if t.wakes == nil {
-		return false
-	}
 	n := t.w.wakes.Load()
 	if n == *t.wakes {
 		return false
@@ -180,9 +175,9 @@ func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
 // is not stopping, and no claim of the worker waits for a slot that it
 // could take (a turn with a backlog never keeps its slot from another
 // registration): none that a freed slot would start, and none of the
-// turn's own host that RunOnce holds back for the host's cap.
+// turn's own host that the host's cap holds back.
 func (t *turn) goOn() bool {
-	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0 && (t.held == nil || t.held.Load() == 0)
+	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0 && t.host.queued.Load() == 0
 }
 
 // fail records a failed attempt at t.next together with the progress made

@@ -33,17 +33,6 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	return nil
 }
 
-// due claims work with Store.Due and learns the troubled hosts of the
-// claim (DueBatch.Hosts), so that an answer from one of them is told to
-// the store. Every claim a worker makes goes through it.
-func (w *Worker) due(ctx context.Context, q DueQuery) (DueBatch, error) {
-	batch, err := w.store.Due(ctx, q)
-	if err == nil {
-		w.book.learnAll(batch.Hosts)
-	}
-	return batch, err
-}
-
 // hostAnswered tells the store that the registration's host answered, when
 // the worker knows the host as troubled (down, or failures counted): the
 // host comes up and its held registrations are released. An answer from a
