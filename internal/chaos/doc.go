@@ -5,8 +5,12 @@
 // RELIABILITY.md at the repository root for what each scenario tries, the
 // figures of the last long run and how to rerun it.
 //
-// # Scenarios (go test entry points, all named TestChaos…)
+// # Scenarios
 //
+//   - TestDaemonsWithDefaultsDeliverEverythingThroughKills: the operator's
+//     trial: three `herald run` daemons with default flags (they share the
+//     default addresses) deliver 20,000 records to one receiver host while
+//     30 SIGKILLs hit them; all within 60 s of the last kill, in order.
 //   - TestChaosCrash: several `herald run` worker processes share one
 //     database while the harness sends SIGKILL to a random worker at random
 //     instants and restarts it; the registrations have windows 1, 4 and 16.
