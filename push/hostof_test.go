@@ -8,9 +8,7 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// hostCases are URLs written in the ways HostOf must see through; the
-// stores' tests check that their SQL backfill agrees with HostOf on
-// storetest.HostURLs.
+// hostCases are URLs written in the ways HostOf must see through.
 var hostCases = map[string]string{
 	"https://Example.ORG/inbox":     "example.org:443",
 	"https://example.org:443/x":     "example.org:443",

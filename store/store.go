@@ -35,10 +35,10 @@ var (
 	// herald database (tables of another application, a file that is not
 	// SQLite at all).
 	ErrNotHerald = errors.New("not a herald database")
-	// ErrSchemaDirty: golang-migrate, herald's runner before
-	// internal/migrate, began a migration of this database and did not
-	// finish (it failed, or its process died); herald's runner now applies a
-	// migration and its version in one transaction and never leaves one.
+	// ErrSchemaDirty: the version table marks its version dirty, as a
+	// migration that began and did not finish leaves it in golang-migrate's
+	// protocol (herald's runner applies a migration and its version in one
+	// transaction and never sets the mark; another tool or a hand may).
 	// herald cannot tell which schema is in place, so it changes nothing
 	// until an operator has checked it and recorded the version; the
 	// wrapping error says how.
@@ -60,7 +60,7 @@ type SchemaStatus struct {
 	// PostgreSQL database's name (never its URL, which may hold a password).
 	Database string `json:"database"`
 	// Current is the version applied; 0 for a new database. When Dirty, it
-	// is the version golang-migrate recorded as dirty.
+	// is the version marked dirty.
 	Current int `json:"current"`
 	// Latest is the newest migration this binary embeds.
 	Latest int `json:"latest"`

@@ -6,10 +6,9 @@
 // BEGIN IMMEDIATE; store/postgres: pg_advisory_xact_lock), so two processes
 // migrating at once take turns and apply each migration once.
 //
-// The version table keeps golang-migrate's shape (one row: version, dirty;
-// none at version 0), which herald used before this runner: a database it
-// migrated carries on from its version. This runner never sets dirty; a
-// database golang-migrate left dirty is refused with how to settle it.
+// The version table has golang-migrate's shape (one row: version, dirty;
+// none at version 0). This runner never sets dirty; a version marked dirty
+// is refused with how to settle it.
 package migrate
 
 import (
@@ -118,8 +117,8 @@ func (s Set) Status(database string, current int, dirty bool) store.SchemaStatus
 }
 
 // Check refuses a database this binary must not migrate or use: one a newer
-// herald migrated (store.ErrSchemaAhead) or one golang-migrate left dirty
-// (store.ErrSchemaDirty, saying how to settle it).
+// herald migrated (store.ErrSchemaAhead) or one whose version is marked
+// dirty (store.ErrSchemaDirty, saying how to settle it).
 func (s Set) Check(version int, dirty bool) error {
 	switch {
 	case version > s.Latest():
@@ -129,7 +128,7 @@ func (s Set) Check(version int, dirty bool) error {
 		if i := slices.IndexFunc(s.Files, func(f File) bool { return f.Version == version }); i >= 0 {
 			name = fmt.Sprintf(" (%03d_%s)", version, s.Files[i].Name)
 		}
-		return fmt.Errorf("%s records version %d%s as dirty: an older herald (golang-migrate) began a migration to or from it and did not finish. "+
+		return fmt.Errorf("%s records version %d%s as dirty: a migration to or from it began and did not finish. "+
 			"Each migration ran in one transaction, so the schema is at that version, or at the one before it (a failed up) or after it (a failed down): check which, "+
 			"then record it (UPDATE %s SET version = N, dirty = false; for version 0, DELETE FROM %s): %w",
 			s.Table, version, name, s.Table, s.Table, store.ErrSchemaDirty)
@@ -146,7 +145,7 @@ type Tx interface {
 	Version(ctx context.Context) (version int, dirty bool, err error)
 	// Apply runs a migration's SQL and records version, creating the
 	// version table if need be. what names the step for its errors:
-	// "migration 002_push up".
+	// "migration 001_init up".
 	Apply(ctx context.Context, what, sql string, version int) error
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error // after Commit, a no-op
@@ -158,22 +157,18 @@ type Begin func(ctx context.Context) (Tx, error)
 // Up applies every pending migration, one transaction each, and returns
 // the version reached (the version before the migration that failed, on
 // error).
-func (s Set) Up(ctx context.Context, begin Begin) (int, error) { return s.To(ctx, begin, s.Latest()) }
-
-// To migrates up or down, one transaction a step, until the database is at
-// version target.
-func (s Set) To(ctx context.Context, begin Begin, target int) (int, error) {
+func (s Set) Up(ctx context.Context, begin Begin) (int, error) {
 	for {
-		v, moved, err := s.step(ctx, begin, target, -1)
+		v, moved, err := s.step(ctx, begin, s.Latest(), -1)
 		if err != nil || !moved {
 			return v, err
 		}
 	}
 }
 
-// Down reverts migration seen, the version the caller saw (and prepared
-// for), in one transaction; it refuses, changing nothing, if the version has
-// changed since. At version 0 it does nothing.
+// Down reverts migration seen, the version the caller saw, in one
+// transaction; it refuses, changing nothing, if the version has changed
+// since. At version 0 it does nothing.
 func (s Set) Down(ctx context.Context, begin Begin, seen int) (int, error) {
 	if seen == 0 {
 		return 0, nil

@@ -15,24 +15,20 @@
 //
 // # Schema
 //
-// Five tables (migrations/001_init.up.sql, then each NNN_*.up.sql in
-// order): herald_stream (one row per stream: head, final seq, pending
-// marker, low-water mark), herald_record, herald_registration,
-// herald_evidence, and herald_host (host health: see hosts.go and
-// push.HostStore), and the function herald_append (below).
+// Five tables (migrations/001_init.up.sql): herald_stream (one row per
+// stream: head, final seq, pending marker, low-water mark), herald_record,
+// herald_registration, herald_evidence, and herald_host (host health: see
+// hosts.go and push.HostStore), and the function herald_append (below).
 //
 // Migrations are embedded, numbered NNN_name.up.sql and .down.sql
 // (store/sqlite's layout), and run by internal/migrate: MigrateUp,
 // MigrateDown (one step) and MigrationStatus take the database URL, as the
 // CLI does, and return a SchemaStatus. Each migration runs in one
 // transaction together with its row in herald_schema_migrations (version,
-// dirty: the table of golang-migrate, herald's runner before, whose
-// databases carry on from their version), under an advisory transaction
-// lock, so that two `herald migrate up` at once apply each migration once;
-// a migration that fails rolls back whole. A version golang-migrate left
-// dirty is refused by every open and migration (ErrSchemaDirty, with how to
-// repair it). Reverting version 3 (003_sequencer) first numbers the records
-// waiting for a seq, and refuses while refused records exist.
+// dirty: golang-migrate's shape), under an advisory transaction lock, so
+// that two `herald migrate up` at once apply each migration once; a
+// migration that fails rolls back whole. A version marked dirty is refused
+// by every open and migration (ErrSchemaDirty, with how to repair it).
 //
 // # Appending: a plain INSERT, numbered after commit
 //
@@ -47,8 +43,7 @@
 // stored (one round trip; the ids are looked up only when one is; the
 // seal check reads two partial indexes, of the sealed streams and of the
 // final records not yet numbered, whose ranges are empty for an open
-// stream, migration 012), so
-// idempotency, conflicts and sealing are decided
+// stream), so idempotency, conflicts and sealing are decided
 // at append time, in the appending transaction: an id that exists with the
 // same content digest (journal.Digest, stored with the record) returns the
 // stored record; another digest is a *journal.ConflictError naming the
@@ -101,9 +96,9 @@
 //
 // # Appending from SQL: herald_append
 //
-// Migration 009_append_function adds herald_append, AppendTx for an
-// application in any language: called in its transaction, the record
-// commits or rolls back with the application's own writes, by the same path (one INSERT numbered
+// The schema defines herald_append, AppendTx for an application in any
+// language: called in its transaction, the record commits or rolls back
+// with the application's own writes, by the same path (one INSERT numbered
 // after commit, no NOTIFY, no stream lock), with the same checks, digest,
 // idempotency and sealing, so an entry appended from Go and from SQL is one
 // record (README, "From other languages", has Python and Ruby).
@@ -126,14 +121,14 @@
 // character checks assume a UTF8 database. The payload limit is the setting
 // herald.max_payload in bytes (ALTER DATABASE … SET herald.max_payload to
 // match WithMaxPayload), else journal.DefaultMaxPayload. traceparent and
-// tracestate (migration 011) are the record's trace context, checked and
-// stored as journal.Entry's (NULL or empty for none; README, "One trace from
-// the append to the receiver").
+// tracestate are the record's trace context, checked and stored as
+// journal.Entry's (NULL or empty for none; README, "One trace from the
+// append to the receiver").
 //
 // Errors name the field in the message, which is Go's (e.g.
 // "herald_append: invalid kind: has whitespace U+0020 at byte 5"), and in
 // the error's column field (PG_DIAG_COLUMN_NAME). Reserved names are
-// invalid input, as for AppendTx (migration 010): a stream under "herald/"
+// invalid input, as for AppendTx: a stream under "herald/"
 // (journal.ReservedPrefix: herald's own, such as push.EventsStream) and an
 // id starting "herald-event:" (journal.ReservedIDPrefix).
 //

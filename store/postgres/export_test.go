@@ -1,10 +1,6 @@
 package postgres
 
-import (
-	"context"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-)
+import "context"
 
 // SQLDueSettings are the planner settings Due's transaction starts with.
 var SQLDueSettings = []string{sqlDuePlanner1, sqlDuePlanner2, sqlDuePlanner3}
@@ -25,15 +21,6 @@ const SQLNumber = sqlNumber
 
 // SetSequencerPage bounds the records one sequencer step of s numbers.
 func SetSequencerPage(s *Store, n int) { s.page = n }
-
-// MigrateTo migrates the database at url up or down to version v.
-func MigrateTo(ctx context.Context, url string, v uint) error {
-	_, err := withPool(ctx, url, func(pool *pgxpool.Pool) (SchemaStatus, error) {
-		_, err := schema.To(ctx, beginMigration(pool, "migrate to"), int(v))
-		return SchemaStatus{}, err
-	})
-	return err
-}
 
 // MigrationLockKey is the SQL expression of the migration lock's key;
 // SQLMigrationLock the statement that takes it.

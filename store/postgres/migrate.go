@@ -27,8 +27,7 @@ import (
 var migrationFiles embed.FS
 
 // versionTable records the schema version: one row (version bigint, dirty
-// boolean), none at version 0. It is golang-migrate's table (herald's
-// runner before internal/migrate), kept so that its databases carry on.
+// boolean), none at version 0, in golang-migrate's shape.
 const versionTable = "herald_schema_migrations"
 
 // schema is the embedded migrations.
@@ -54,10 +53,10 @@ const (
 // left waiting for a lock after the call returns.
 const lockWait = 2 * time.Minute
 
-// ErrSchemaDirty is store.ErrSchemaDirty: golang-migrate (herald's runner
-// before internal/migrate) began a migration of this database and did not
-// finish. Opening and migrating refuse the database until an operator has
-// checked the schema and recorded the version that is in place.
+// ErrSchemaDirty is store.ErrSchemaDirty: the version table marks its
+// version dirty (a migration began and did not finish; herald's runner never
+// leaves one so). Opening and migrating refuse the database until an
+// operator has checked the schema and recorded the version that is in place.
 var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
@@ -105,39 +104,11 @@ func MigrateDown(ctx context.Context, url string) (SchemaStatus, error) {
 		case st.Current == 0:
 			return st, nil
 		}
-		if st.Current == sequencedVersion {
-			if err := prepareUnsequence(ctx, pool); err != nil {
-				return SchemaStatus{}, err
-			}
-		}
 		if _, err := schema.Down(ctx, beginMigration(pool, "migrate down"), st.Current); err != nil {
 			return SchemaStatus{}, prefixed(err)
 		}
 		return readSchema(ctx, pool)
 	})
-}
-
-// sequencedVersion is the schema version that introduced the sequencer
-// (003_sequencer): below it every record has a seq.
-const sequencedVersion = 3
-
-// prepareUnsequence readies a database for reverting sequencedVersion:
-// it numbers every committed record without a seq, and refuses, changing
-// nothing else, while refused records exist (version 2 cannot keep them).
-func prepareUnsequence(ctx context.Context, pool *pgxpool.Pool) error {
-	s := &Store{pool: pool, now: time.Now, notify: true, appended: make(chan struct{}, 1)}
-	if _, err := s.sequence(ctx, seqWait); err != nil {
-		return err
-	}
-	var refused int64
-	if err := pool.QueryRow(ctx, sqlCountRefused).Scan(&refused); err != nil {
-		return dbError(ctx, "migrate down", err)
-	}
-	if refused > 0 {
-		return &Error{Op: "migrate down", Message: fmt.Sprintf("%d records were refused by the sequencer (herald_record.refused, listed by Store.Refused) "+
-			"and schema version 2 cannot keep them: delete them (DELETE FROM herald_record WHERE refused IS NOT NULL) to migrate down; nothing was changed", refused)}
-	}
-	return nil
 }
 
 // MigrationStatus reports where the schema of the database at url stands,

@@ -28,8 +28,8 @@ const (
 	// Is the stream sealed: by a sequenced final record (final_seq), or by
 	// a committed final record the sequencer has not numbered yet. Every
 	// seal probe says "not numbered yet" as coalesce(seq, 0) = 0, which
-	// only herald_record_unsequenced_final answers (migration 012: with
-	// seq IS NULL the planner could take the sequencer's work list instead).
+	// only herald_record_unsequenced_final answers (with seq IS NULL the
+	// planner could take the sequencer's work list instead).
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
        EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)`
 	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, traceparent, tracestate,
@@ -68,7 +68,7 @@ SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
 	// sqlInsertRecords' blocked. The two seal probes are one subquery (one
 	// init-plan to start and run, not two), each an index range that is
 	// empty for an open stream: herald_stream_sealed, and
-	// herald_record_unsequenced_final (migration 012).
+	// herald_record_unsequenced_final (migrations/001_init.up.sql).
 	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
 WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
@@ -89,7 +89,6 @@ FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
 	sqlRefused   = `SELECT stream, id, kind, appended_at, refused FROM herald_record
 WHERE refused IS NOT NULL AND ($1::text = '' OR stream = $1)
 ORDER BY stream, pos LIMIT $2`
-	sqlCountRefused = `SELECT count(*) FROM herald_record WHERE refused IS NOT NULL`
 )
 
 // The sequencer (sequencer.go). One step is one transaction holding the

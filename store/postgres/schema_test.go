@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"runtime/debug"
 	"sync"
 	"testing"
@@ -13,10 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
-	"github.com/heraldpush/herald/store/storetest"
 )
 
 // emptyDatabase returns the URL of a fresh database without herald's schema
@@ -253,62 +250,6 @@ func TestAFailedMigrationChangesNothing(t *testing.T) {
 	require.Equal(t, postgres.SchemaVersion(), st.Current)
 }
 
-// TestGolangMigrateDatabasesCarryOn: a database golang-migrate (herald's
-// runner before internal/migrate) migrated to version N has its table in
-// golang-migrate's shape at N: MigrateUp carries on from N, keeping the
-// data. One it left dirty is refused by every call, changing nothing, until
-// the operator does what the error says.
-func TestGolangMigrateDatabasesCarryOn(t *testing.T) {
-	ctx := t.Context()
-	const n = 2
-	for _, dirty := range []bool{false, true} {
-		t.Run(fmt.Sprintf("dirty=%v", dirty), func(t *testing.T) {
-			url, pool := emptyDatabase(t)
-			require.NoError(t, postgres.MigrateTo(ctx, url, n))
-			// As golang-migrate left it: its DDL, one row.
-			_, err := pool.Exec(ctx, `DROP TABLE herald_schema_migrations`)
-			require.NoError(t, err)
-			_, err = pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS "public"."herald_schema_migrations" (version bigint not null primary key, dirty boolean not null)`)
-			require.NoError(t, err)
-			_, err = pool.Exec(ctx, `INSERT INTO herald_schema_migrations (version, dirty) VALUES ($1, $2)`, n, dirty)
-			require.NoError(t, err)
-			_, err = pool.Exec(ctx, `INSERT INTO herald_stream (stream) VALUES ('kept')`)
-			require.NoError(t, err)
-
-			st, err := postgres.MigrationStatus(ctx, url)
-			require.Equal(t, n, st.Current)
-			require.Equal(t, dirty, st.Dirty)
-			if dirty {
-				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
-				require.ErrorContains(t, err, "herald_schema_migrations records version 2 (002_host) as dirty")
-				require.ErrorContains(t, err, "DELETE FROM herald_schema_migrations")
-				_, err = postgres.New(ctx, pool)
-				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
-				_, err = postgres.MigrateUp(ctx, url)
-				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
-				_, err = postgres.MigrateDown(ctx, url)
-				require.ErrorIs(t, err, postgres.ErrSchemaDirty)
-				require.NotContains(t, tables(t, pool), "herald_host", "nothing was migrated")
-				// The repair the error describes: the schema is at version 2.
-				_, err = pool.Exec(ctx, `UPDATE herald_schema_migrations SET version = 2, dirty = false`)
-				require.NoError(t, err)
-			} else {
-				require.NoError(t, err)
-			}
-
-			st, err = postgres.MigrateUp(ctx, url)
-			require.NoError(t, err)
-			require.Equal(t, postgres.SchemaVersion(), st.Current)
-			require.False(t, st.Dirty)
-			var kept int
-			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM herald_stream WHERE stream = 'kept'`).Scan(&kept))
-			require.Equal(t, 1, kept)
-			_, err = postgres.New(ctx, pool)
-			require.NoError(t, err)
-		})
-	}
-}
-
 // TestOpenRefusesAnotherApplicationsTables: a version table that is not
 // of herald's shape, or herald's table names without a version table,
 // are not a herald database; nothing is changed.
@@ -353,41 +294,4 @@ func TestOtherApplicationsTablesAreFine(t *testing.T) {
 	var theirs int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM schema_migrations`).Scan(&theirs))
 	require.Equal(t, 42, theirs, "the application's version is its own")
-}
-
-// TestHostBackfill: the migration that adds the host column computes, in
-// SQL, what push.HostOf computes for every registration already there.
-func TestHostBackfill(t *testing.T) {
-	ctx := t.Context()
-	url, pool := emptyDatabase(t)
-	_, err := postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	s, err := postgres.New(ctx, pool)
-	require.NoError(t, err)
-	for i, u := range storetest.HostURLs {
-		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprint(i), Namespace: "webhook", URL: u})
-		require.NoError(t, err, u)
-	}
-	s.Close()
-	// Step down until the host column is gone, then up again.
-	for {
-		st, err := postgres.MigrateDown(ctx, url)
-		require.NoError(t, err)
-		applied := true
-		for _, m := range st.Migrations {
-			if m.Name == "host" {
-				applied = m.Applied
-			}
-		}
-		if !applied {
-			break
-		}
-	}
-	_, err = postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	for i, u := range storetest.HostURLs {
-		var host string
-		require.NoError(t, pool.QueryRow(ctx, `SELECT host FROM herald_registration WHERE stream = 's' AND id = $1`, fmt.Sprint(i)).Scan(&host))
-		require.Equal(t, push.HostOf(u), host, u)
-	}
 }

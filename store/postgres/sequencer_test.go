@@ -3,13 +3,10 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
@@ -262,158 +259,6 @@ func TestSealingRace(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Zero(t, se.FinalSeq, "the final record has no seq yet")
 	require.NoError(t, tx.Commit(ctx), "the refusal left the transaction usable")
-}
-
-// TestMigrateUpKeepsJournalsAndCursors: a version 1 database with records
-// and registrations (one cursor part way) migrates up, and delivery resumes
-// where it stopped; new appends continue the seqs. Migrating down again
-// numbers what is waiting first, and refuses while refused records exist.
-func TestMigrateUpKeepsJournalsAndCursors(t *testing.T) {
-	ctx := t.Context()
-	url := migratedURL(t)
-	require.NoError(t, postgres.MigrateTo(ctx, url, 1))
-	pool := newPoolAt(t, url)
-	for _, q := range []string{
-		`INSERT INTO herald_stream (stream, head, pending) VALUES ('s', 3, true)`,
-		`INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
-		 SELECT 's', i, 's-' || i, 'test.event', 'application/json', '{}', false, '\x00', now()
-		 FROM generate_series(1, 3) AS i`,
-		`INSERT INTO herald_registration (stream, id, namespace, url, next_seq, next_attempt_at)
-		 VALUES ('s', 'r', 'webhook', 'http://127.0.0.1:1/unused', 2, '0001-01-01 00:00:00+00')`,
-	} {
-		_, err := pool.Exec(ctx, q)
-		require.NoError(t, err)
-	}
-
-	st, err := postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	require.Equal(t, postgres.SchemaVersion(), st.Current)
-	s := openStore(t, url)
-	rc := newReceiver(t)
-	reg, err := s.Get(ctx, "s", "r")
-	require.NoError(t, err)
-	require.Equal(t, uint64(2), reg.NextSeq, "the cursor is kept")
-	reg.Registration.URL = regURL(rc.URL, "s", "r")
-	_, err = s.Register(ctx, reg.Registration)
-	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
-	require.NoError(t, err)
-	_, err = w.RunOnce(ctx, at(0), 10)
-	require.NoError(t, err)
-	require.Equal(t, []uint64{2, 3}, rc.got[key("s", "r")], "delivery resumes where it stopped")
-	recs, err := s.Append(ctx, "s", entry("s-4"))
-	require.NoError(t, err)
-	require.Equal(t, uint64(4), recs[0].Seq, "seqs continue")
-	_, err = w.RunOnce(ctx, at(1), 10)
-	require.NoError(t, err)
-	require.Equal(t, []uint64{2, 3, 4}, rc.got[key("s", "r")])
-
-	// Down: a committed record without a seq is numbered first.
-	commitAppend(t, s, "s", entry("s-5"))
-	require.NoError(t, migrateDownTo(t, url, 1))
-	var seq int64
-	require.NoError(t, pool.QueryRow(ctx, `SELECT seq FROM herald_record WHERE id = 's-5'`).Scan(&seq))
-	require.Equal(t, int64(5), seq)
-
-	// Up again; a refused record makes down refuse, changing nothing.
-	_, err = postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	s = openStore(t, url)
-	late := openTx(t, s)
-	_, err = s.AppendTx(ctx, late, "t", entry("t-late"))
-	require.NoError(t, err)
-	final := entry("t-end")
-	final.Final = true
-	_, err = s.Append(ctx, "t", final)
-	require.NoError(t, err)
-	require.NoError(t, late.Commit(ctx))
-	err = migrateDownTo(t, url, 1)
-	require.ErrorContains(t, err, "1 records were refused by the sequencer")
-	st, err = postgres.MigrationStatus(ctx, url)
-	require.NoError(t, err)
-	require.Equal(t, 3, st.Current, "version 3 (the sequencer's) is kept")
-	require.False(t, st.Dirty, "refused before any migration began")
-}
-
-// TestSealCheckMigrationKeepsSealing: migration 12 re-indexes the seal
-// check. A version 11 database with a sealed stream, a stream whose final
-// record is committed and not yet numbered, and an open stream migrates up
-// and down again; at each version AppendTx and herald_append refuse the two
-// closed streams and append to the open one, and the journals are kept.
-func TestSealCheckMigrationKeepsSealing(t *testing.T) {
-	ctx := t.Context()
-	url := migratedURL(t)
-	require.NoError(t, postgres.MigrateTo(ctx, url, 11))
-	pool := newPoolAt(t, url)
-	for _, q := range []string{
-		`INSERT INTO herald_stream (stream, head, final_seq) VALUES ('sealed', 2, 2), ('closing', 1, NULL), ('open', 1, NULL)`,
-		`INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at) VALUES
-		 ('sealed', 1, 'sealed-1', 'k', 'application/json', '{}', false, '\x00', now()),
-		 ('sealed', 2, 'sealed-2', 'k', 'application/json', '{}', true, '\x00', now()),
-		 ('closing', 1, 'closing-1', 'k', 'application/json', '{}', false, '\x00', now()),
-		 ('closing', NULL, 'closing-end', 'k', 'application/json', '{}', true, '\x00', now()),
-		 ('open', 1, 'open-1', 'k', 'application/json', '{}', false, '\x00', now())`,
-	} {
-		_, err := pool.Exec(ctx, q)
-		require.NoError(t, err)
-	}
-	check := func(version int, n int) {
-		t.Helper()
-		for stream, finalSeq := range map[string]uint64{"sealed": 2, "closing": 0} {
-			_, err := pool.Exec(ctx, `SELECT herald_append($1, $2, 'k', '{}'::jsonb)`, stream, fmt.Sprintf("%s-sql-%d", stream, n))
-			var pe *pgconn.PgError
-			require.ErrorAs(t, err, &pe, "version %d, %s", version, stream)
-			require.Equal(t, "HA423", pe.Code, "version %d, %s: %v", version, stream, err)
-			if version < postgres.SchemaVersion() {
-				continue // the store reads the current version only
-			}
-			s := openStore(t, url)
-			tx := openTx(t, s)
-			_, err = s.AppendTx(ctx, tx, stream, entry(fmt.Sprintf("%s-go-%d", stream, n)))
-			var se *journal.SealedError
-			require.ErrorAs(t, err, &se, "%s", stream)
-			require.Equal(t, finalSeq, se.FinalSeq, stream)
-			require.NoError(t, tx.Rollback(ctx))
-		}
-		_, err := pool.Exec(ctx, `SELECT herald_append('open', $1, 'k', '{}'::jsonb)`, fmt.Sprintf("open-sql-%d", n))
-		require.NoError(t, err, "version %d", version)
-		var records int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&records))
-		require.Equal(t, 5+n, records, "version %d: the journals are kept", version)
-	}
-	check(11, 1)
-	_, err := postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	check(postgres.SchemaVersion(), 2)
-	require.NoError(t, migrateDownTo(t, url, 11))
-	check(11, 3)
-	_, err = postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	check(postgres.SchemaVersion(), 4)
-}
-
-func newPoolAt(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := postgres.NewPool(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// migrateDownTo migrates down one step at a time, as an operator would,
-// until version v, and returns the first error.
-func migrateDownTo(t *testing.T, url string, v int) error {
-	t.Helper()
-	for {
-		st, err := postgres.MigrationStatus(t.Context(), url)
-		require.NoError(t, err)
-		if st.Current <= v {
-			return nil
-		}
-		if _, err := postgres.MigrateDown(t.Context(), url); err != nil {
-			return err
-		}
-	}
 }
 
 // TestFullPageKeepsAFinalRecordLast: a step's page ends at a stream's final

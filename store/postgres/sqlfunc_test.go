@@ -561,7 +561,7 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 		}
 	}
 
-	// The functions still run with their search_path pinned (migrations 009 to 012).
+	// The functions still run with their search_path pinned (migrations/001_init.up.sql).
 	var unpinned []string
 	rows, err := c.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
 		WHERE p.proname IN ('herald_append', 'herald_check_reserved', 'herald_append_entry', 'herald_check_trace', 'herald_go_quote')

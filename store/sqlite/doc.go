@@ -79,9 +79,8 @@
 // The schema is versioned by numbered, reversible migrations embedded in the
 // binary (migrations/NNN_name.up.sql and .down.sql, the layout store/postgres
 // shares), run by internal/migrate: each in one BEGIN IMMEDIATE transaction
-// together with its row in schema_migrations (version, dirty: the table of
-// golang-migrate, herald's runner before, whose databases carry on from
-// their version). PRAGMA application_id marks the file as herald's. Open
+// together with its row in schema_migrations (version, dirty: golang-migrate's
+// shape). PRAGMA application_id marks the file as herald's. Open
 // creates and migrates a new or empty file, and migrates an older herald
 // database up at once (the embedded default must just work), unless given
 // WithoutMigrating, which refuses both and changes nothing; MigrateUp,
@@ -101,8 +100,8 @@
 // file that is not SQLite, holds another application's tables or has another
 // application id, or herald's id and tables without schema_migrations
 // (store.ErrNotHerald), a database migrated by a newer herald
-// (store.ErrSchemaAhead), one golang-migrate left dirty (ErrSchemaDirty: it
-// began a migration and did not record its end; the error names the
+// (store.ErrSchemaAhead), one whose version is marked dirty (ErrSchemaDirty:
+// a migration began and did not record its end; the error names the
 // version and the statement that settles it), a directory, or a file that
 // cannot be read. The checks read the file header and then use a read-only
 // connection; a migration checks again under the write lock.

@@ -13,7 +13,7 @@ import (
 
 var _ push.HostStore = (*Store)(nil)
 
-// Host health lives in herald_host (migrations/005_hosts.up.sql). The
+// Host health lives in herald_host (migrations/001_init.up.sql). The
 // rules are push's (Host.Failed, Answered, Probed); this file keeps their
 // results. Due holds
 // the registrations of a host that is not up (due.go), and the wake marker

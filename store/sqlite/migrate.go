@@ -28,17 +28,15 @@ var migrationFiles embed.FS
 // application_id): the bytes "HRLD".
 const applicationID = 0x48524c44
 
-// migrationsTable records the version: golang-migrate's table (herald's
-// runner before internal/migrate), kept so that its databases carry on.
+// migrationsTable records the version, in golang-migrate's shape.
 const migrationsTable = "schema_migrations"
 
 // schema is the embedded migrations.
 var schema = migrate.MustLoad(migrationFiles, "migrations", migrationsTable)
 
-// ErrSchemaDirty is store.ErrSchemaDirty, returned for a database in which
-// golang-migrate (herald's runner before internal/migrate) began a migration
-// and did not finish. herald changes nothing; the error says how to settle
-// it.
+// ErrSchemaDirty is store.ErrSchemaDirty, returned for a database whose
+// version is marked dirty (a migration began and did not finish). herald
+// changes nothing; the error says how to settle it.
 var ErrSchemaDirty = store.ErrSchemaDirty
 
 // Migration is one embedded schema migration.
@@ -98,7 +96,7 @@ func MigrationStatus(ctx context.Context, path string) (SchemaStatus, error) {
 type schemaState struct {
 	marked  bool // PRAGMA application_id is herald's (false: an empty database)
 	version int  // the version applied, 0 for none
-	dirty   bool // golang-migrate began a migration and did not record its end
+	dirty   bool // the version is marked dirty: a migration began and did not record its end
 }
 
 type queryer interface {

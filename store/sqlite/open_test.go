@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
-	"github.com/heraldpush/herald/store/storetest"
 )
 
 // rawExec runs statements on the file at path with a plain driver connection,
@@ -217,14 +214,13 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "herald.db")
 	latest := sqlite.SchemaVersion()
-	require.GreaterOrEqual(t, latest, 2)
 
 	st, err := sqlite.MigrationStatus(ctx, path)
 	require.NoError(t, err)
 	require.Equal(t, 0, st.Current)
 	require.Equal(t, path, st.Database, "a SQLite status names its file")
 	require.Len(t, st.Migrations, latest)
-	require.Equal(t, "journal", st.Migrations[0].Name)
+	require.Equal(t, "init", st.Migrations[0].Name)
 	_, err = os.Stat(path)
 	require.ErrorIs(t, err, os.ErrNotExist, "status does not create the file")
 	_, err = sqlite.MigrateDown(ctx, path)
@@ -236,44 +232,21 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	for _, m := range st.Migrations {
 		require.True(t, m.Applied, m.Name)
 	}
-
-	// A journal written at the latest version survives a step down and the
-	// automatic step up of Open.
 	s, err := sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	_, err = s.Append(ctx, "s", journal.Entry{ID: "kept", Kind: "k", Payload: []byte(`{"x":1}`)})
 	require.NoError(t, err)
-	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-
-	st, err = sqlite.MigrateDown(ctx, path)
-	require.NoError(t, err)
-	require.Equal(t, latest-1, st.Current)
-	require.False(t, st.Migrations[latest-1].Applied)
-	require.True(t, st.Migrations[0].Applied)
-	for st.Current > 1 { // below 002_push, which made the registrations
-		st, err = sqlite.MigrateDown(ctx, path)
-		require.NoError(t, err)
-	}
-	st, err = sqlite.MigrationStatus(ctx, path)
-	require.NoError(t, err)
-	require.True(t, st.Pending())
-
-	s, err = sqlite.Open(ctx, path) // behind: migrated up on open
-	require.NoError(t, err)
-	rec, err := s.Lookup(ctx, "kept")
-	require.NoError(t, err)
-	require.Equal(t, `{"x":1}`, string(rec.Payload))
-	_, err = s.Get(ctx, "s", "r")
-	require.ErrorIs(t, err, journal.ErrNotFound, "stepping down past 002_push dropped the registrations")
 	require.NoError(t, s.Close())
 
 	for v := latest - 1; v >= 0; v-- {
 		st, err = sqlite.MigrateDown(ctx, path)
 		require.NoError(t, err)
 		require.Equal(t, v, st.Current)
+		require.False(t, st.Migrations[v].Applied)
 	}
+	st, err = sqlite.MigrationStatus(ctx, path)
+	require.NoError(t, err)
+	require.True(t, st.Pending())
 	before := snap(t, path)
 	st, err = sqlite.MigrateDown(ctx, path)
 	require.NoError(t, err, "at version 0 a step down does nothing")
@@ -288,7 +261,10 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.Equal(t, latest, st.Current)
 	requireUnchanged(t, before, path, "MigrateUp at the latest version")
 
-	// Fully reverted, the file is a herald database at version 0: Open takes it.
+	// Fully reverted, the file is a herald database at version 0: Open
+	// takes it, and the journal went with the tables.
+	_, err = sqlite.MigrateDown(ctx, path)
+	require.NoError(t, err)
 	s, err = sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	_, err = s.Lookup(ctx, "kept")
@@ -326,50 +302,6 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	head, err := s.Head(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), head)
-}
-
-// TestHostBackfill: the migration that adds the host column computes, in
-// SQL, what push.HostOf computes for every registration already there.
-func TestHostBackfill(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "herald.db")
-	s, err := sqlite.Open(ctx, path)
-	require.NoError(t, err)
-	for i, u := range storetest.HostURLs {
-		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprint(i), Namespace: "webhook", URL: u})
-		require.NoError(t, err, u)
-	}
-	require.NoError(t, s.Close())
-	// Step down until the host column is gone, then up again.
-	for {
-		st, err := sqlite.MigrateDown(ctx, path)
-		require.NoError(t, err)
-		if !st.Migrations[hostMigration(t, st.Migrations)].Applied {
-			break
-		}
-	}
-	_, err = sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
-
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	defer db.Close()
-	for i, u := range storetest.HostURLs {
-		var host string
-		require.NoError(t, db.QueryRow("SELECT host FROM herald_registration WHERE stream = 's' AND id = ?", fmt.Sprint(i)).Scan(&host))
-		require.Equal(t, push.HostOf(u), host, u)
-	}
-}
-
-func hostMigration(t *testing.T, ms []store.Migration) int {
-	t.Helper()
-	for i, m := range ms {
-		if m.Name == "host" {
-			return i
-		}
-	}
-	t.Fatal("no migration named host")
-	return 0
 }
 
 // WithoutMigrating creates nothing and migrates nothing: a missing file is

@@ -169,14 +169,3 @@ func requireTime(t *testing.T, want, got time.Time, what string) {
 	t.Helper()
 	require.Truef(t, want.Equal(got), "%s: want %v, got %v", what, want, got)
 }
-
-// HostURLs are registration URLs written in the ways push.HostOf must see
-// through (case, default ports, IPv6, queries, an empty port). A SQL store
-// that backfills the host column in a migration checks on them that its SQL
-// gives what HostOf gives.
-var HostURLs = []string{
-	"https://Example.ORG/inbox", "https://example.org:443/x", "http://example.org/x",
-	"http://example.org:8080", "HTTPS://UP.example/?a=B", "https://a.example?x=y/z",
-	"https://host.example:/x", "https://[::1]/x", "https://[::1]:8443/x", "http://127.0.0.2:9/x?q=1",
-	"https://ÉCOLE.example/in", "https://[2001:DB8::1]:80/path", "http://Mixed.Example:8080?q",
-}

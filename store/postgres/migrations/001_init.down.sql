@@ -1,3 +1,14 @@
+DROP FUNCTION herald_append(text, text, text, jsonb, text, boolean, text, text);
+DROP FUNCTION herald_append(text, text, text, json, text, boolean, text, text);
+DROP FUNCTION herald_append(text, text, text, text, text, boolean, text, text);
+DROP FUNCTION herald_append(text, text, text, bytea, text, boolean, text, text);
+DROP FUNCTION herald_append_entry(text, text, text, bytea, text, boolean, boolean, text, text);
+DROP FUNCTION herald_check_trace(text, text);
+DROP FUNCTION herald_go_quote(text);
+DROP FUNCTION herald_check_reserved(text, text);
+DROP FUNCTION herald_media_type(text);
+DROP FUNCTION herald_check_name(text, text, int, boolean);
+DROP TABLE herald_host;
 DROP TABLE herald_evidence;
 DROP TABLE herald_registration;
 DROP TABLE herald_record;

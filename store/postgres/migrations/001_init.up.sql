@@ -1,27 +1,42 @@
--- herald's schema, version 1. Every text column that is ordered or paged on
+-- herald's PostgreSQL schema. Every text column that is ordered or paged on
 -- uses COLLATE "C": byte order, as push.CompareKeys and SQLite's BINARY.
 
--- One row per stream: the head (seq of the newest committed record), the
--- final seq once sealed, and the pending marker. Appends lock this row to
--- assign seqs (the sequence-visibility trap, DESIGN.md "Storage"), so it is
--- updated on every append: fillfactor leaves room for HOT updates.
+-- One row per stream: the head (seq of the newest numbered record), the
+-- final seq once sealed, the pending marker and the low-water mark. The
+-- sequencer updates it at every step that numbers its records: fillfactor
+-- leaves room for HOT updates.
 CREATE TABLE herald_stream (
-    stream    text COLLATE "C" PRIMARY KEY,
-    head      bigint  NOT NULL DEFAULT 0 CHECK (head >= 0),
-    final_seq bigint  CHECK (final_seq IS NULL OR final_seq = head),
+    stream     text COLLATE "C" PRIMARY KEY,
+    head       bigint  NOT NULL DEFAULT 0 CHECK (head >= 0),
+    final_seq  bigint  CHECK (final_seq IS NULL OR final_seq = head),
     -- pending: some unparked registration of the stream may have a cursor
     -- at or behind the head. Set by every write that can make one lag
-    -- (append, register, unpark, rewind, skip), cleared by a sweep that
-    -- finds none, under this row's lock. See the package documentation.
-    pending   boolean NOT NULL DEFAULT false
+    -- (the sequencer, register, unpark, rewind, skip), cleared by a sweep
+    -- that finds none, under this row's lock. See the package documentation.
+    pending    boolean NOT NULL DEFAULT false,
+    -- The low-water mark: the oldest seq the stream still retains (head + 1
+    -- when it retains none). Records below it were pruned (store.Retention).
+    -- Not indexed, so that moving it, or the head, stays a HOT update.
+    oldest_seq bigint  NOT NULL DEFAULT 1 CHECK (oldest_seq >= 1)
 ) WITH (fillfactor = 50);
 
 -- Due starts from the pending streams only: idle streams cost nothing.
 CREATE INDEX herald_stream_pending ON herald_stream (stream) WHERE pending;
+-- The sealed streams. An append asks whether its stream has a final_seq;
+-- through this index an open stream's answer is an empty range, with no
+-- visit to the stream's row (which the sequencer updates at every step).
+-- The sequencer's updates stay HOT: final_seq changes once, when a step
+-- seals the stream.
+CREATE INDEX herald_stream_sealed ON herald_stream (stream) WHERE final_seq IS NOT NULL;
 
+-- An append is a plain INSERT with seq NULL; one sequencer at a time gives
+-- committed records their seqs afterwards (the package documentation,
+-- "Appending"). The sequencer updates every record once: room on the page
+-- (fillfactor) lets the new version stay there, so the WAL record holds
+-- only the changed bytes, not the payload again.
 CREATE TABLE herald_record (
     stream       text COLLATE "C" NOT NULL,
-    seq          bigint  NOT NULL CHECK (seq >= 1),
+    seq          bigint  CHECK (seq >= 1),
     id           text COLLATE "C" NOT NULL,
     kind         text    NOT NULL,
     content_type text    NOT NULL,
@@ -31,9 +46,35 @@ CREATE TABLE herald_record (
     -- content without comparing payloads.
     digest       bytea   NOT NULL,
     appended_at  timestamptz NOT NULL,
-    PRIMARY KEY (stream, seq),
-    CONSTRAINT herald_record_id_key UNIQUE (id)
-);
+    -- Insertion order: the order the sequencer takes a stream's records in
+    -- (a batch is inserted in entry order).
+    pos          bigint GENERATED ALWAYS AS IDENTITY,
+    -- Why the sequencer refused the record (it committed after its stream's
+    -- final record was numbered). A refused record keeps seq NULL: it is
+    -- never read nor delivered, and stays for an operator to see.
+    refused      text,
+    -- The W3C trace context the append carried (journal.Entry.Traceparent
+    -- and Tracestate), sent as a child with each delivery; '' for none.
+    traceparent  text    NOT NULL DEFAULT '',
+    tracestate   text    NOT NULL DEFAULT '',
+    CONSTRAINT herald_record_id_key UNIQUE (id),
+    CONSTRAINT herald_record_refused_unsequenced CHECK (refused IS NULL OR seq IS NULL)
+) WITH (fillfactor = 50);
+
+-- Readers: a stream's numbered records by seq. Partial, so an append's
+-- INSERT does not write it; the sequencer's UPDATE does.
+CREATE UNIQUE INDEX herald_record_stream_seq ON herald_record (stream, seq) WHERE seq IS NOT NULL;
+-- The sequencer's work list, in insertion order: empty when idle.
+CREATE INDEX herald_record_unsequenced ON herald_record (pos) WHERE seq IS NULL AND refused IS NULL;
+-- An append's seal check: committed final records not yet numbered, by
+-- stream. "Not yet numbered" is said as coalesce(seq, 0) = 0 (the same rows
+-- as seq IS NULL) so that no other index's predicate follows from the
+-- probe: with seq IS NULL the planner could answer it from
+-- herald_record_unsequenced with a filter, scanning every record waiting
+-- for its seq on every append.
+CREATE INDEX herald_record_unsequenced_final ON herald_record (stream) WHERE final AND coalesce(seq, 0) = 0 AND refused IS NULL;
+-- Refused records, by stream, for operators.
+CREATE INDEX herald_record_refused ON herald_record (stream, pos) WHERE refused IS NOT NULL;
 
 CREATE TABLE herald_registration (
     stream          text COLLATE "C" NOT NULL REFERENCES herald_stream (stream),
@@ -50,6 +91,18 @@ CREATE TABLE herald_registration (
     last_error      text    NOT NULL DEFAULT '',
     lease_owner     text    NOT NULL DEFAULT '',
     lease_until     timestamptz,
+    -- push.HostOf of url (the scheme-less "host:port"): the unit of the
+    -- per-host cap and of host health.
+    host            text COLLATE "C" NOT NULL DEFAULT '',
+    -- Consecutive host-level failures at the cursor: they key the retry
+    -- backoff (push.HostRetryAt), never parking.
+    host_failures   integer NOT NULL DEFAULT 0 CHECK (host_failures >= 0),
+    -- The record kinds wanted (push.Registration.Kinds): patterns, empty
+    -- for every kind.
+    kinds           text[]  NOT NULL DEFAULT '{}',
+    -- How many messages may be unacknowledged at once
+    -- (push.Registration.Window); 1 is strict order.
+    "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
     PRIMARY KEY (stream, id)
 );
 
@@ -80,3 +133,497 @@ CREATE TABLE herald_evidence (
 );
 
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, n);
+
+-- Host health (push.HostStore), shared by every worker on the database: one
+-- row per host that ever failed for its host (push.HostOf form). Due holds
+-- the registrations of a host that is not up, but for one probe at
+-- next_probe_at. last_error is a receiver's text, cleaned.
+CREATE TABLE herald_host (
+    host            text COLLATE "C" PRIMARY KEY,
+    state           text    NOT NULL CHECK (state IN ('up', 'down', 'unavailable')),
+    since           timestamptz NOT NULL,
+    failures        integer NOT NULL DEFAULT 0 CHECK (failures >= 0),
+    probes          integer NOT NULL DEFAULT 0 CHECK (probes >= 0),
+    next_probe_at   timestamptz,
+    last_error      text    NOT NULL DEFAULT '',
+    last_failure_at timestamptz
+);
+-- Due reads the troubled hosts on every claim: few, through this.
+CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;
+
+-- herald_append: AppendTx as a SQL function, so that an application in any
+-- language appends in its own transaction (the package documentation,
+-- "Appending from SQL", has the signatures and the error codes): one plain
+-- INSERT with seq NULL, which the sequencer numbers after commit; no NOTIFY
+-- and no stream lock. The checks are journal.ValidateEntries' and the
+-- digest journal.Digest's, so that an entry appended from Go and from SQL
+-- is one record. Byte lengths are of the UTF-8 form. Errors carry the field
+-- in the message and in the error's COLUMN field:
+--   HA400 invalid input, HA413 payload over the limit, HA409 the id exists
+--   with other content, HA423 the stream is sealed.
+-- Every function runs with search_path pinned to pg_catalog and the schema
+-- it was created in (the ALTER FUNCTIONs at the end), whatever the caller's.
+
+-- herald_check_name raises HA400 unless value is a valid name for field:
+-- journal.ValidateStream (spaces false, 200 bytes), ValidateID (spaces
+-- true, 1024 bytes), the kind (spaces false, 200 bytes). Control characters
+-- are Go's unicode.IsControl (C0, DEL, C1) and U+2028/U+2029; whitespace is
+-- unicode.IsSpace.
+CREATE FUNCTION herald_check_name(field text, value text, max_bytes int, spaces boolean) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    n int;
+    bad text;
+    at_byte int;
+BEGIN
+    IF value IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = field,
+            MESSAGE = format('herald_append: invalid %s: is null', field);
+    END IF;
+    IF value = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = field,
+            MESSAGE = format('herald_append: invalid %s: is empty', field);
+    END IF;
+    n := octet_length(convert_to(value, 'UTF8'));
+    IF n > max_bytes THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = field,
+            MESSAGE = format('herald_append: invalid %s: is longer than %s bytes (%s)', field, max_bytes, n);
+    END IF;
+    IF spaces THEN
+        bad := substring(value FROM $re$[\x01-\x1f\x7f-\x9f\u2028\u2029]$re$);
+    ELSE
+        bad := substring(value FROM $re$[\x01-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$re$);
+    END IF;
+    IF bad IS NULL THEN
+        RETURN;
+    END IF;
+    at_byte := octet_length(convert_to(left(value, strpos(value, bad) - 1), 'UTF8'));
+    IF bad ~ $re$[\x01-\x1f\x7f-\x9f\u2028\u2029]$re$ THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = field,
+            MESSAGE = format('herald_append: invalid %s: has a control character U+%s at byte %s',
+                             field, lpad(upper(to_hex(ascii(bad))), 4, '0'), at_byte);
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = field,
+        MESSAGE = format('herald_append: invalid %s: has whitespace U+%s at byte %s',
+                         field, lpad(upper(to_hex(ascii(bad))), 4, '0'), at_byte);
+END
+$fn$;
+
+-- herald_media_type returns the media type of content_type, lower-cased and
+-- without parameters, or raises HA400: Go's mime.ParseMediaType (tokens of
+-- RFC 2045, parameters with token or quoted-string values, a trailing ";"
+-- allowed, a repeated parameter with another value refused) and herald's
+-- rule that it is type/subtype.
+CREATE FUNCTION herald_media_type(content_type text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    tok  constant text := $re$^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$re$;
+    ws   constant text := $re$^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$re$;
+    wse  constant text := $re$[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$$re$;
+    mt   text;
+    rest text;
+    key  text;
+    val  text;
+    c    text;
+    i    int;
+    keys text[] := '{}';
+    vals text[] := '{}';
+    k    int;
+    why  text;
+    later text;
+BEGIN
+    IF content_type ~ ('^[!#$%&''*+.^_`{|}~0-9A-Za-z-]+/[!#$%&''*+.^_`{|}~0-9A-Za-z-]+$') THEN
+        RETURN lower(content_type); -- the usual case: no parameters
+    END IF;
+    mt := split_part(content_type, ';', 1);
+    rest := substr(content_type, length(mt) + 1);
+    mt := regexp_replace(regexp_replace(lower(mt), ws, ''), wse, '');
+    -- checkMediaTypeDisposition
+    IF coalesce(substring(mt FROM tok), '') = '' THEN
+        why := 'mime: no media type';
+    ELSIF mt ~ (tok || '$') THEN
+        later := 'want type/subtype'; -- reported once the parameters parse, as Go does
+    ELSIF substr(mt, length(substring(mt FROM tok)) + 1, 1) <> '/' THEN
+        why := 'mime: expected slash after first token';
+    ELSIF substring(split_part(mt, '/', 2) FROM tok) IS NULL THEN
+        why := 'mime: expected token after slash';
+    ELSIF mt !~ ('^' || substr(tok, 2) || '/' || substr(tok, 2) || '$') THEN
+        why := 'mime: unexpected content after media subtype';
+    END IF;
+    IF why IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'content_type',
+            MESSAGE = format('herald_append: invalid content_type: %s is not a media type: %s', to_json(content_type)::text, why);
+    END IF;
+    -- the parameters: ; key = value, value a token or a quoted-string
+    LOOP
+        rest := regexp_replace(rest, ws, '');
+        EXIT WHEN rest = '';
+        key := NULL;
+        IF left(rest, 1) = ';' THEN
+            c := regexp_replace(substr(rest, 2), ws, '');
+            key := lower(substring(c FROM tok));
+            IF key IS NOT NULL THEN
+                c := regexp_replace(substr(c, length(key) + 1), ws, '');
+                IF left(c, 1) <> '=' THEN
+                    key := NULL;
+                ELSE
+                    c := regexp_replace(substr(c, 2), ws, '');
+                    IF left(c, 1) = '"' THEN
+                        -- Go's consumeValue: a backslash escapes a tspecial,
+                        -- CR or LF ends the value unparsed.
+                        val := '';
+                        i := 2;
+                        LOOP
+                            IF i > length(c) THEN
+                                key := NULL;
+                                EXIT;
+                            END IF;
+                            EXIT WHEN substr(c, i, 1) = '"';
+                            IF substr(c, i, 1) IN (E'\r', E'\n') THEN
+                                key := NULL;
+                                EXIT;
+                            END IF;
+                            IF substr(c, i, 1) = '\' AND i < length(c) AND strpos('()<>@,;:\"/[]?=', substr(c, i + 1, 1)) > 0 THEN
+                                i := i + 1;
+                            END IF;
+                            val := val || substr(c, i, 1);
+                            i := i + 1;
+                        END LOOP;
+                        c := substr(c, i + 1);
+                    ELSE
+                        val := substring(c FROM tok);
+                        IF val IS NULL THEN
+                            key := NULL;
+                        ELSE
+                            c := substr(c, length(val) + 1);
+                        END IF;
+                    END IF;
+                END IF;
+            END IF;
+        END IF;
+        IF key IS NULL THEN
+            EXIT WHEN btrim(regexp_replace(rest, wse, '')) = ';'; -- a trailing ";"
+            RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'content_type',
+                MESSAGE = format('herald_append: invalid content_type: %s is not a media type: mime: invalid media parameter', to_json(content_type)::text);
+        END IF;
+        k := array_position(keys, key);
+        IF k IS NOT NULL AND vals[k] <> val THEN
+            RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'content_type',
+                MESSAGE = format('herald_append: invalid content_type: %s is not a media type: mime: duplicate parameter name', to_json(content_type)::text);
+        END IF;
+        keys := keys || key;
+        vals := vals || val;
+        rest := c;
+    END LOOP;
+    IF later IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'content_type',
+            MESSAGE = format('herald_append: invalid content_type: %s is not a media type: %s', to_json(content_type)::text, later);
+    END IF;
+    RETURN mt;
+END
+$fn$;
+
+-- herald_check_reserved raises HA400 if stream or id is reserved. A name
+-- that is reserved is first checked as a name (HA400 too), and a reserved
+-- id only once the stream passed, so that a doubly bad call gets Go's
+-- error; a name that is not reserved costs two prefix tests here, its
+-- checks being herald_append_entry's.
+CREATE FUNCTION herald_check_reserved(p_stream text, p_id text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+BEGIN
+    IF starts_with(p_stream, 'herald/') THEN -- journal.ReservedPrefix
+        PERFORM herald_check_name('stream', p_stream, 200, false);
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'stream',
+            MESSAGE = format('herald_append: invalid stream: %s is reserved: streams named herald/… are herald''s own (its operational events), and only herald appends to them',
+                             to_json(p_stream)::text);
+    END IF;
+    IF starts_with(p_id, 'herald-event:') THEN -- journal.ReservedIDPrefix
+        PERFORM herald_check_name('stream', p_stream, 200, false);
+        PERFORM herald_check_name('id', p_id, 1024, true);
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'id',
+            MESSAGE = 'herald_append: invalid id: starts with "herald-event:", reserved for herald''s own events';
+    END IF;
+END
+$fn$;
+
+-- herald_go_quote returns what Go's fmt %q gives for journal's clip(s):
+-- s cut to its first 64 bytes followed by "…" when longer (a character cut
+-- in two leaves its bytes, each quoted \xNN as Go does), in double quotes,
+-- with Go's escapes (strconv.Quote): \" \\ \a \b \f \n \r \t \v, \xNN for
+-- other C0 controls and DEL, \uNNNN or \UNNNNNNNN for the characters Go
+-- does not print. Those are the C1 controls, the spaces other than U+0020,
+-- U+2028, U+2029, the format characters, private use and U+FFFE/U+FFFF;
+-- code points unassigned in Go's Unicode tables are kept as they are here
+-- (the one known difference: such a character in a refused traceparent).
+CREATE FUNCTION herald_go_quote(s text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    b     bytea := convert_to(s, 'UTF8');
+    head  text := s;
+    tail  text := '';
+    res   text := '"';
+    c     text;
+    cp    int;
+BEGIN
+    IF octet_length(b) > 64 THEN
+        head := left(s, 64);
+        WHILE octet_length(convert_to(head, 'UTF8')) > 64 LOOP
+            head := left(head, -1);
+        END LOOP;
+        FOR k IN octet_length(convert_to(head, 'UTF8')) .. 63 LOOP
+            tail := tail || '\x' || lpad(to_hex(get_byte(b, k)), 2, '0');
+        END LOOP;
+        tail := tail || '…';
+    END IF;
+    FOR i IN 1 .. length(head) LOOP
+        c := substr(head, i, 1);
+        cp := ascii(c);
+        res := res || CASE
+            WHEN c IN ('"', '\') THEN '\' || c
+            WHEN cp = 7 THEN '\a'
+            WHEN cp = 8 THEN '\b'
+            WHEN cp = 12 THEN '\f'
+            WHEN cp = 10 THEN '\n'
+            WHEN cp = 13 THEN '\r'
+            WHEN cp = 9 THEN '\t'
+            WHEN cp = 11 THEN '\v'
+            WHEN cp < 32 OR cp = 127 THEN '\x' || lpad(to_hex(cp), 2, '0')
+            WHEN c ~ $re$[\u0080-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ue000-\uf8ff\ufeff\ufff9-\ufffb\ufffe\uffff\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U0010ffff]$re$
+                THEN CASE WHEN cp < 65536 THEN '\u' || lpad(to_hex(cp), 4, '0') ELSE '\U' || lpad(to_hex(cp), 8, '0') END
+            ELSE c END;
+    END LOOP;
+    RETURN res || tail || '"';
+END
+$fn$;
+
+-- herald_check_trace raises HA400 unless traceparent and tracestate are a
+-- valid trace context: journal.ValidateTraceparent and ValidateTracestate
+-- (NULL is as '', no trace context). Lengths are of the UTF-8 form.
+CREATE FUNCTION herald_check_trace(traceparent text, tracestate text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    tp    text := coalesce(traceparent, '');
+    ts    text := coalesce(tracestate, '');
+    parts text[];
+    why   text;
+    n     int;
+    bad   text;
+BEGIN
+    IF tp <> '' THEN
+        parts := string_to_array(tp, '-');
+        IF cardinality(parts) <> 4 OR octet_length(convert_to(tp, 'UTF8')) <> 55 THEN
+            why := format('%s is not version-traceid-parentid-flags (00-<32 hex>-<16 hex>-<2 hex>)', herald_go_quote(tp));
+        ELSIF parts[1] <> '00' THEN
+            why := format('has version %s: only 00 is known', herald_go_quote(parts[1]));
+        ELSIF parts[2] !~ '^[0-9a-f]{32}$' THEN
+            why := format('trace id %s is not 32 lowercase hex digits', herald_go_quote(parts[2]));
+        ELSIF parts[2] ~ '^0+$' THEN
+            why := 'trace id is all zeros';
+        ELSIF parts[3] !~ '^[0-9a-f]{16}$' THEN
+            why := format('parent id %s is not 16 lowercase hex digits', herald_go_quote(parts[3]));
+        ELSIF parts[3] ~ '^0+$' THEN
+            why := 'parent id is all zeros';
+        ELSIF parts[4] !~ '^[0-9a-f]{2}$' THEN
+            why := format('flags %s are not 2 lowercase hex digits', herald_go_quote(parts[4]));
+        END IF;
+        IF why IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'traceparent',
+                MESSAGE = 'herald_append: invalid traceparent: ' || why;
+        END IF;
+    END IF;
+    IF ts = '' THEN
+        RETURN;
+    END IF;
+    IF tp = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'tracestate',
+            MESSAGE = 'herald_append: invalid tracestate: is set without a traceparent';
+    END IF;
+    n := octet_length(convert_to(ts, 'UTF8'));
+    IF n > 8223 THEN -- journal.MaxTracestateBytes
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'tracestate',
+            MESSAGE = format('herald_append: invalid tracestate: is longer than 8223 bytes (%s)', n);
+    END IF;
+    bad := substring(ts FROM $re$[^\x20-\x7e]$re$);
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'tracestate',
+            MESSAGE = format('herald_append: invalid tracestate: has byte 0x%s at %s: only printable ASCII is allowed',
+                             lpad(to_hex(get_byte(convert_to(bad, 'UTF8'), 0)), 2, '0'),
+                             octet_length(convert_to(left(ts, strpos(ts, bad) - 1), 'UTF8')));
+    END IF;
+END
+$fn$;
+
+-- herald_append_entry is the append itself; the herald_append overloads
+-- call it. payload_is_json: the caller's type (json, jsonb) guarantees a
+-- JSON payload. Not for direct use.
+CREATE FUNCTION herald_append_entry(p_stream text, p_id text, p_kind text, p_payload bytea,
+    p_content_type text, p_final boolean, payload_is_json boolean,
+    p_traceparent text, p_tracestate text) RETURNS text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    ct      text := p_content_type;
+    fin     boolean := coalesce(p_final, false);
+    mt      text;
+    setting text;
+    lim     bigint := 1048576; -- journal.DefaultMaxPayload
+    n       bigint;
+    dig     bytea;
+    prev    record;
+    field   text;
+    v_final_seq bigint;
+    v_refused boolean;
+BEGIN
+    PERFORM herald_check_name('stream', p_stream, 200, false);
+    PERFORM herald_check_name('id', p_id, 1024, true);
+    PERFORM herald_check_name('kind', p_kind, 200, false);
+    IF ct = '' THEN
+        ct := 'application/json'; -- journal.DefaultContentType, as for an Entry without one
+    END IF;
+    n := octet_length(convert_to(ct, 'UTF8'));
+    IF n > 200 THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'content_type',
+            MESSAGE = format('herald_append: invalid content_type: is longer than 200 bytes (%s)', n);
+    END IF;
+    mt := herald_media_type(ct);
+    IF p_payload IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'payload',
+            MESSAGE = 'herald_append: invalid payload: is null';
+    END IF;
+    setting := nullif(current_setting('herald.max_payload', true), '');
+    IF setting IS NOT NULL THEN
+        IF setting !~ '^[0-9]{1,18}$' OR setting::bigint < 1 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = format('herald_append: the setting herald.max_payload is %s: it must be a number of bytes, at least 1', to_json(setting)::text);
+        END IF;
+        lim := setting::bigint;
+    END IF;
+    n := octet_length(p_payload);
+    IF n > lim THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA413', COLUMN = 'payload',
+            MESSAGE = format('herald_append: invalid payload: is %s bytes, more than the limit of %s', n, lim);
+    END IF;
+    IF NOT payload_is_json AND (mt = 'application/json' OR mt LIKE '%+json') THEN
+        BEGIN
+            PERFORM convert_from(p_payload, 'UTF8')::json;
+        EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
+            RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'payload',
+                MESSAGE = format('herald_append: invalid payload: is not valid JSON, as content type %s requires', mt);
+        END;
+    END IF;
+    IF p_traceparent <> '' OR p_tracestate <> '' THEN -- NULL or '': none, nothing to check
+        PERFORM herald_check_trace(p_traceparent, p_tracestate);
+    END IF;
+    -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
+    dig := sha256(int8send(octet_length(convert_to(p_stream, 'UTF8'))::bigint) || convert_to(p_stream, 'UTF8')
+               || int8send(octet_length(convert_to(p_kind, 'UTF8'))::bigint) || convert_to(p_kind, 'UTF8')
+               || int8send(octet_length(convert_to(ct, 'UTF8'))::bigint) || convert_to(ct, 'UTF8')
+               || int8send(octet_length(p_payload)::bigint) || p_payload
+               || int8send(1::bigint) || CASE WHEN fin THEN '\x01'::bytea ELSE '\x00'::bytea END);
+    FOR attempt IN 1..2 LOOP
+        -- AppendTx's insert: nothing goes in if the stream is sealed (by a
+        -- numbered final record, or a committed one not yet numbered) or
+        -- the id is stored; ON CONFLICT skips an id that another
+        -- transaction committed since this statement's snapshot.
+        INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+        SELECT p_stream, p_id, p_kind, ct, p_payload, fin, dig, clock_timestamp(),
+               coalesce(p_traceparent, ''), coalesce(p_tracestate, '')
+        WHERE NOT EXISTS (SELECT 1 FROM herald_stream s WHERE s.stream = p_stream AND s.final_seq IS NOT NULL)
+          AND NOT EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final AND coalesce(r.seq, 0) = 0 AND r.refused IS NULL)
+          AND NOT EXISTS (SELECT 1 FROM herald_record r WHERE r.id = p_id)
+        ON CONFLICT (id) DO NOTHING;
+        IF FOUND THEN
+            RETURN p_id;
+        END IF;
+        SELECT r.stream, coalesce(r.seq, 0) AS seq, r.kind, r.content_type, r.payload, r.final, r.digest,
+               r.refused IS NOT NULL AS refused
+        INTO prev FROM herald_record r WHERE r.id = p_id;
+        v_refused := false;
+        IF FOUND THEN
+            v_refused := prev.refused;
+            IF prev.stream <> p_stream OR prev.digest <> dig THEN
+                field := CASE
+                    WHEN prev.stream <> p_stream THEN 'stream'
+                    WHEN prev.kind <> p_kind THEN 'kind'
+                    WHEN prev.content_type <> ct THEN 'content type'
+                    WHEN prev.payload <> p_payload THEN 'payload'
+                    WHEN prev.final <> fin THEN 'final flag' END;
+                IF field IS NOT NULL THEN
+                    RAISE EXCEPTION USING ERRCODE = 'HA409', COLUMN = replace(replace(field, 'content type', 'content_type'), 'final flag', 'final'),
+                        MESSAGE = format('herald_append: record id %s already exists as %s#%s with a different %s',
+                                         to_json(p_id)::text, prev.stream, prev.seq, field);
+                END IF;
+            END IF;
+            IF NOT v_refused THEN
+                RETURN p_id; -- the same entry again: nothing to do
+            END IF;
+        END IF;
+        SELECT s.final_seq INTO v_final_seq FROM herald_stream s WHERE s.stream = p_stream;
+        IF v_final_seq IS NOT NULL OR v_refused
+           OR EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final AND coalesce(r.seq, 0) = 0 AND r.refused IS NULL) THEN
+            RAISE EXCEPTION USING ERRCODE = 'HA423', COLUMN = 'stream',
+                MESSAGE = CASE WHEN v_final_seq IS NULL
+                    THEN format('herald_append: stream %s is sealed by a final record not yet numbered', to_json(p_stream)::text)
+                    ELSE format('herald_append: stream %s is sealed by its final record #%s', to_json(p_stream)::text, v_final_seq) END;
+        END IF;
+        -- Blocked by a row gone since (pruned, or rolled back): try again.
+    END LOOP;
+    RAISE EXCEPTION USING ERRCODE = '40001',
+        MESSAGE = format('herald_append: concurrent appends of record id %s raced this one: retry the transaction', to_json(p_id)::text);
+END
+$fn$;
+
+-- json keeps the caller's text byte for byte; jsonb's text form is its own
+-- (keys sorted, one space after ':' and ','): the bytes the digest and the
+-- receivers get. traceparent and tracestate: NULL and '' are none.
+CREATE FUNCTION herald_append(stream text, id text, kind text, payload bytea,
+    content_type text DEFAULT 'application/octet-stream', final boolean DEFAULT false,
+    traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM herald_check_reserved($1, $2);
+    RETURN herald_append_entry($1, $2, $3, $4, coalesce($5, 'application/octet-stream'), $6, false, $7, $8);
+END
+$fn$;
+CREATE FUNCTION herald_append(stream text, id text, kind text, payload text,
+    content_type text DEFAULT 'text/plain; charset=utf-8', final boolean DEFAULT false,
+    traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM herald_check_reserved($1, $2);
+    RETURN herald_append_entry($1, $2, $3, convert_to($4, 'UTF8'), coalesce($5, 'text/plain; charset=utf-8'), $6, false, $7, $8);
+END
+$fn$;
+CREATE FUNCTION herald_append(stream text, id text, kind text, payload json,
+    content_type text DEFAULT 'application/json', final boolean DEFAULT false,
+    traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM herald_check_reserved($1, $2);
+    RETURN herald_append_entry($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
+END
+$fn$;
+CREATE FUNCTION herald_append(stream text, id text, kind text, payload jsonb,
+    content_type text DEFAULT 'application/json', final boolean DEFAULT false,
+    traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM herald_check_reserved($1, $2);
+    RETURN herald_append_entry($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
+END
+$fn$;
+
+DO $do$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY[
+        'herald_check_name(text, text, int, boolean)', 'herald_media_type(text)', 'herald_check_reserved(text, text)',
+        'herald_go_quote(text)', 'herald_check_trace(text, text)',
+        'herald_append_entry(text, text, text, bytea, text, boolean, boolean, text, text)',
+        'herald_append(text, text, text, bytea, text, boolean, text, text)', 'herald_append(text, text, text, text, text, boolean, text, text)',
+        'herald_append(text, text, text, json, text, boolean, text, text)', 'herald_append(text, text, text, jsonb, text, boolean, text, text)']
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I', f, current_schema());
+    END LOOP;
+END
+$do$;

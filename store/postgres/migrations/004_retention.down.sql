@@ -1,1 +1,0 @@
-ALTER TABLE herald_stream DROP COLUMN oldest_seq;

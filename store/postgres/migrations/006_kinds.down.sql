@@ -1,1 +1,0 @@
-ALTER TABLE herald_registration DROP COLUMN kinds;

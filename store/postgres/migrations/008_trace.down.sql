@@ -1,2 +1,0 @@
-ALTER TABLE herald_record DROP COLUMN tracestate;
-ALTER TABLE herald_record DROP COLUMN traceparent;

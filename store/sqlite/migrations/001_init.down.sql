@@ -1,0 +1,5 @@
+DROP TABLE herald_host;
+DROP TABLE herald_evidence;
+DROP TABLE herald_registration;
+DROP TABLE herald_record;
+DROP TABLE herald_stream;

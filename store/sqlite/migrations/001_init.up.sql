@@ -1,0 +1,101 @@
+-- herald's SQLite schema. Times are unix nanoseconds (INTEGER), UTC.
+
+-- One row per stream. Seqs are assigned under the single write lock from
+-- head, so they are gapless and commit-ordered.
+CREATE TABLE herald_stream (
+    stream     TEXT    NOT NULL PRIMARY KEY,
+    head       INTEGER NOT NULL DEFAULT 0 CHECK (head >= 0), -- seq of the newest record, 0 if none
+    sealed     INTEGER NOT NULL DEFAULT 0 CHECK (sealed IN (0, 1)), -- the record at head is final
+    -- NULL when no unparked registration of the stream lags its head;
+    -- otherwise no later than the earliest instant at which one of them may
+    -- be due. Append sets it to the smallest integer (due at any instant).
+    -- See doc.go, "Idle costs nothing".
+    wake_at    INTEGER,
+    -- The low-water mark: the oldest seq the stream still retains (head+1
+    -- when it retains none). Records below it were pruned (store.Retention).
+    oldest_seq INTEGER NOT NULL DEFAULT 1
+) STRICT, WITHOUT ROWID;
+CREATE INDEX herald_stream_wake ON herald_stream (wake_at) WHERE wake_at IS NOT NULL;
+
+-- A rowid table, not WITHOUT ROWID: payloads up to 1 MiB belong in overflow
+-- pages, not in the B-tree that orders the rows.
+CREATE TABLE herald_record (
+    stream       TEXT    NOT NULL REFERENCES herald_stream (stream),
+    seq          INTEGER NOT NULL CHECK (seq >= 1),
+    id           TEXT    NOT NULL UNIQUE,
+    kind         TEXT    NOT NULL,
+    content_type TEXT    NOT NULL,
+    payload      BLOB    NOT NULL,
+    final        INTEGER NOT NULL CHECK (final IN (0, 1)),
+    appended_at  INTEGER NOT NULL,
+    digest       BLOB    NOT NULL, -- journal.Digest of (stream, entry): the idempotency check
+    -- The W3C trace context the append carried (journal.Entry.Traceparent
+    -- and Tracestate), sent as a child with each delivery; '' for none.
+    traceparent  TEXT    NOT NULL DEFAULT '',
+    tracestate   TEXT    NOT NULL DEFAULT '',
+    UNIQUE (stream, seq)
+) STRICT;
+
+CREATE TABLE herald_registration (
+    stream          TEXT    NOT NULL REFERENCES herald_stream (stream),
+    id              TEXT    NOT NULL,
+    namespace       TEXT    NOT NULL,
+    url             TEXT    NOT NULL,
+    config          BLOB,                        -- projection config (secrets): never logged
+    on_rejected     TEXT    NOT NULL DEFAULT '',
+    next_seq        INTEGER NOT NULL CHECK (next_seq >= 1), -- the cursor
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER,                     -- NULL: due at once
+    parked          INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1)),
+    parked_at       INTEGER,
+    last_error      TEXT    NOT NULL DEFAULT '',
+    lease_owner     TEXT    NOT NULL DEFAULT '',
+    lease_until     INTEGER,                     -- NULL: no lease
+    -- push.HostOf of url: the unit of the per-host cap and of host health.
+    host            TEXT    NOT NULL DEFAULT '',
+    -- Consecutive host-level failures at the cursor: they key the retry
+    -- backoff (push.HostRetryAt), never parking.
+    host_failures   INTEGER NOT NULL DEFAULT 0,
+    kinds           TEXT    NOT NULL DEFAULT '[]', -- push.Registration.Kinds: a JSON array of patterns, '[]' for every kind
+    "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1), -- push.Registration.Window; 1 is strict order
+    PRIMARY KEY (stream, id)
+) STRICT;
+CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
+
+-- id orders a registration's evidence by insertion: newest is largest.
+CREATE TABLE herald_evidence (
+    id           INTEGER PRIMARY KEY,
+    stream       TEXT    NOT NULL,
+    registration TEXT    NOT NULL,
+    at           INTEGER,
+    event        TEXT    NOT NULL,
+    seq          INTEGER NOT NULL DEFAULT 0,
+    record_id    TEXT    NOT NULL DEFAULT '',
+    message_id   TEXT    NOT NULL DEFAULT '',
+    attempt      INTEGER NOT NULL DEFAULT 0,
+    status       INTEGER NOT NULL DEFAULT 0,
+    body         TEXT    NOT NULL DEFAULT '',
+    location     TEXT    NOT NULL DEFAULT '',
+    duration_ns  INTEGER NOT NULL DEFAULT 0,
+    error        TEXT    NOT NULL DEFAULT '',
+    not_before   INTEGER,
+    FOREIGN KEY (stream, registration) REFERENCES herald_registration (stream, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, id);
+
+-- Host health (push.HostStore), shared by every worker of the database: one
+-- row per host that ever failed for its host (push.HostOf form). Due holds
+-- the registrations of a host that is not up, but for one probe at
+-- next_probe_at. last_error is a receiver's text, cleaned.
+CREATE TABLE herald_host (
+    host            TEXT    PRIMARY KEY,
+    state           TEXT    NOT NULL CHECK (state IN ('up', 'down', 'unavailable')),
+    since           INTEGER NOT NULL,
+    failures        INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0),
+    probes          INTEGER NOT NULL DEFAULT 0 CHECK (probes >= 0),
+    next_probe_at   INTEGER,
+    last_error      TEXT    NOT NULL DEFAULT '',
+    last_failure_at INTEGER
+) STRICT;
+-- Due reads the hosts that hold their registrations: few, through this.
+CREATE INDEX herald_host_held ON herald_host (host, next_probe_at) WHERE state <> 'up';

@@ -1,2 +1,0 @@
-DROP TABLE herald_record;
-DROP TABLE herald_stream;
