@@ -31,7 +31,6 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 // AdminStore is what the admin API works on.
 type AdminStore interface {
 	push.Store
-	push.HostStore
 }
 
 // AdminHandler serves the admin JSON API, whose parameters are query

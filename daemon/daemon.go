@@ -25,7 +25,6 @@ import (
 type Store interface {
 	journal.Journal
 	push.Store
-	push.HostStore
 	store.Retention
 }
 

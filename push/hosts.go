@@ -100,10 +100,8 @@ type HostQuery struct {
 	Limit int    // 0 means DefaultListLimit; at most MaxListLimit
 }
 
-// HostStore keeps host health, shared by every worker of the database.
-// Every store herald ships implements it; a Worker whose store does not has
-// host health off (v1's behaviour: every failure counts against its
-// registration). store/storetest states the contract.
+// HostStore is the part of a Store that keeps host health, shared by every
+// worker of the database. store/storetest states the contract.
 type HostStore interface {
 	// HostFailed records a host-level failure in one atomic step: the
 	// registration's turn ends without an attempt charged (cursor max(stored,

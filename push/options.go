@@ -143,7 +143,7 @@ func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostP
 func WithHostDownAfter(n int) Option { return func(o *options) { o.hostPolicy.DownAfter = n } }
 
 // WithoutHostHealth turns host health off: every failure counts against its
-// registration, as in herald v1, even if the store is a HostStore.
+// registration.
 func WithoutHostHealth() Option { return func(o *options) { o.noHostHealth = true } }
 
 // WithHooks sets functions called on every attempt, turn, claim and sweep,

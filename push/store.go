@@ -137,6 +137,8 @@ type Store interface {
 	// Stats counts registrations by namespace and state, at instant at (which
 	// decides what is leased).
 	Stats(ctx context.Context, at time.Time) (Stats, error)
+
+	HostStore
 }
 
 // Claim is what a worker holds while it serves a registration that Due
@@ -188,8 +190,8 @@ type DueBatch struct {
 	More          bool     // more than Limit were due: the sweep is saturated
 	Unserved      int      // due registrations of other namespaces, not claimed
 	// Hosts is the stored health of the claimed registrations' hosts that
-	// are troubled (Host.Troubled), from stores that are HostStores: a
-	// worker tells the store of an answer from these hosts only.
+	// are troubled (Host.Troubled): a worker tells the store of an answer
+	// from these hosts only.
 	Hosts []Host
 }
 

@@ -186,7 +186,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
-	if out.HostLevel && w.hosts != nil {
+	if out.HostLevel && w.hostHealth {
 		return t.hostFailed(ctx, ev)
 	}
 	ev.Attempt = t.attempts + 1

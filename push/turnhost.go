@@ -14,7 +14,7 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	w := t.w
 	host := t.reg.Host()
 	old, _ := w.book.get(host)
-	h, err := w.hosts.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Policy: w.opts.hostPolicy})
+	h, err := w.store.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Policy: w.opts.hostPolicy})
 	if err != nil {
 		return t.lost(err, fmt.Errorf("record host failure at #%d: %w", t.next, err))
 	}
@@ -39,7 +39,7 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 // host in good health costs nothing.
 func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	w := t.w
-	if w.hosts == nil || !out.HostAnswered() || w.book.size.Load() == 0 {
+	if !w.hostHealth || !out.HostAnswered() || w.book.size.Load() == 0 {
 		return // no troubled host known: not even the host's name is needed
 	}
 	host := t.reg.Host()
@@ -47,7 +47,7 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	if !troubled {
 		return
 	}
-	h, err := w.hosts.HostAnswered(context.WithoutCancel(ctx), host, t.at)
+	h, err := w.store.HostAnswered(context.WithoutCancel(ctx), host, t.at)
 	if err != nil {
 		// The answer stands; the host stays marked until the next answer.
 		w.opts.logger.Warn("herald: cannot record that a host answered", "host", host, "err", err)

@@ -23,7 +23,7 @@ type Worker struct {
 	opts       options
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	hosts      HostStore     // nil: host health is off (the store keeps none)
+	hostHealth bool          // WithoutHostHealth turns it off
 	book       hostBook      // the troubled hosts this worker knows of
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
@@ -50,12 +50,8 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	w := &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
-		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}
-	if hs, ok := s.(HostStore); ok && !o.noHostHealth {
-		w.hosts = hs
-	}
-	return w, nil
+	return &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
+		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost), hostHealth: !o.noHostHealth}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host

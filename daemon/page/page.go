@@ -24,7 +24,6 @@ import (
 type Store interface {
 	journal.Journal
 	push.Store
-	push.HostStore
 }
 
 // Options configure a Page. Store is required; the rest have defaults.
