@@ -8,13 +8,9 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// dispatcher is the one scheduler of a worker: it holds claims, starts
-// their turns at most MaxInFlight at once and at most MaxPerHost of one
-// host at once, in claim order, and accounts for their ends. RunOnce is
-// one pass of it (one claim at the caller's instant, served to the end);
-// Run keeps it going on the wall clock, claiming again as slots free.
-// Its state is owned by the goroutine that drives it: turns report their
-// end on a channel and touch nothing of it.
+// dispatcher is a worker's one scheduler (package doc, "Scheduling"). Its
+// state is owned by the goroutine that drives it; turns report their end on
+// a channel and touch nothing of it.
 type dispatcher struct {
 	w     *Worker
 	ctx   context.Context // the turns': Run's outlives its caller's, so what is in flight finishes and is saved
@@ -39,9 +35,8 @@ type dispatcher struct {
 	turnErr  bool   // a turn failed since the last claim
 }
 
-// claimed is a registration the dispatcher holds a lease on, with its
-// claim's instant and when its Due returned (its budget and its lease's
-// end count from it on the real clock), and its place in the host table.
+// claimed is a registration the dispatcher holds a lease on: claimedAt is
+// when its Due returned, from which its budget and its lease's end count.
 type claimed struct {
 	st            Status
 	at, claimedAt time.Time
@@ -61,30 +56,15 @@ func (w *Worker) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispa
 	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.opts.maxInFlight), perHost: map[string]int{}}
 }
 
-// RunOnce is one sweep at instant at: it claims up to limit due
-// registrations of the worker's namespace and serves them, at most
-// MaxInFlight at once and at most MaxPerHost of one host at once, each
-// in order through its window (package doc, "The sweep", "Windows"); then
-// it returns. It is scheduler mode's unit; Run is the daemon's loop.
-// Overlapping RunOnce calls, on one worker or many, and RunOnce beside
-// Run, are safe: each claim takes its own lease, which fences every write
-// (see Claim), so a registration is served by one of them at a time.
-//
-// It reads no clock for the schedule: at decides due-ness, backoff, lease
-// expiry and signature dates, so the same inputs give the same schedule.
-// Real durations bound only the network: the transport's timeouts, and the
-// lease counted from the claim, half of which is the budget after which no
-// turn starts a record (an unstarted turn releases its claim), and whose
-// end abandons, uncounted, what is still in flight. A turn that lost its
-// lease anyway changes nothing and is counted in LeasesLost. Turns are
-// independent: a store or journal error ends only its own turn (no attempt
-// is counted against the receiver) and RunOnce returns the first such error
-// together with the report of everything done; progress already made stays.
-// If ctx ends, requests in flight are abandoned uncounted, progress made so
-// far is saved, and RunOnce returns ctx's error.
-//
-// Errors: journal.ErrInvalid for limit < 1 or a zero at; otherwise the first
-// store or journal error, wrapped with the registration it concerns.
+// RunOnce is one sweep at instant at, scheduler mode's unit: it claims up to
+// limit due registrations of the worker's namespace and serves them (package
+// doc, "Turns"), then returns what it did. at decides due-ness, backoff,
+// lease expiry and signature dates, so the same inputs give the same
+// schedule. A store or journal error ends only its own turn, never charged
+// to the receiver; RunOnce returns the first with the report of everything
+// done. If ctx ends, what is in flight is abandoned uncounted, progress is
+// saved, and RunOnce returns ctx's error. Errors: journal.ErrInvalid for
+// limit < 1 or a zero at.
 func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep SweepReport, err error) {
 	if limit < 1 {
 		return rep, journal.Invalid("limit", "is %d: it must be at least 1", limit)
@@ -114,20 +94,12 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 	return d.rep, d.err
 }
 
-// Run is the daemon's dispatcher (package doc, "The dispatcher"), on the
-// wall clock: it keeps up to MaxInFlight turns running and refills a freed
-// slot at once, each claim with its own lease and budget. It claims on
-// Wake, on a turn's end that may have left work (see canClaim) and while
-// the last claim left work due; with nothing due it waits for one of those
-// or for every to pass.
-//
-// On ctx's end it claims nothing more, gives back the claims it had not
-// started, lets the turns in flight finish or reach their lease's end
-// (they start no new record), saves their progress and returns nil.
-// Store and journal errors are logged once (until a claim succeeds with no
-// turn failing since the previous one) and claims retried every interval,
-// so a database outage does not stop the loop. Errors: journal.ErrInvalid
-// for every <= 0.
+// Run is the daemon's loop (package doc, "Scheduling") on the wall clock,
+// claiming at least every interval. On ctx's end it claims nothing more,
+// gives back the claims it had not started, lets the turns in flight finish
+// and returns nil. A store or journal error is logged once, until a claim
+// succeeds again with no turn failing; claims are retried every interval.
+// Errors: journal.ErrInvalid for every <= 0.
 func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return journal.Invalid("every", "is %v: it must be positive", every)
@@ -168,8 +140,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 
 // claim asks the store for up to limit registrations due at at, under a
 // lease owner of its own (capped: no more of a host than the worker may
-// still serve there at once), and holds them ready. Each counts on its
-// host at once, so that the next claim's Busy includes it.
+// still serve there), and holds them ready, each counted on its host.
 func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, error) {
 	w := d.w
 	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
@@ -198,10 +169,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 }
 
 // start runs ready claims in the free slots, oldest first, skipping those
-// whose host is at its cap, each turn in its own goroutine. Then it counts
-// what waits: the claims a freed slot would start (Worker.waiting), and
-// per host those its cap holds back (hostEntry.queued); a turn with a
-// backlog gives its slot up to either (turn.goOn).
+// whose host is at its cap, and counts the ones a freed slot would start
+// (Worker.waiting, read by turn.goOn).
 func (d *dispatcher) start() {
 	max, perHost := d.w.opts.maxInFlight, d.w.opts.maxPerHost
 	kept := d.ready[:0]
@@ -235,13 +204,7 @@ func (d *dispatcher) serve(c claimed) turnEnd {
 	e := turnEnd{c: c, wakes: c.wakes}
 	t := turn{w: w, at: c.at, stop: d.stop, deadline: c.claimedAt.Add(w.opts.lease / 2), reg: c.st.Registration, head: c.st.Head,
 		claim: c.st.Claim(), host: c.entry, wakes: &e.wakes}
-	// The turn's journal reads may share pages read since its claim, and
-	// only those (pages.go).
-	ctx := withReadClaim(d.ctx, c.claimedAt, c.st.Head)
-	// The lease bounds the turn on the real clock, as the budget does: a
-	// delivery still in flight near the lease's end (a slow receiver, or a
-	// wait for one of its host's tokens) is abandoned uncounted, so that no
-	// turn sends after another worker may have claimed its registration.
+	ctx := withReadClaim(d.ctx, c.claimedAt, c.st.Head) // pages read since the claim may serve it (pages.go)
 	ctx, cancel := context.WithDeadlineCause(ctx, c.claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
 	defer cancel()
 	ctx, span := t.startTurn(ctx)
@@ -259,9 +222,9 @@ func (d *dispatcher) serve(c claimed) turnEnd {
 	return e
 }
 
-// end accounts for a turn that ended: its slot and its host's place are
-// free. Under Run a claim may then find work: a backlog, a host now under
-// its cap, or a wake the turn's lease hid from the claims made meanwhile.
+// end accounts for a turn that ended. Under Run a claim may then find work:
+// a backlog, a host now under its cap, or a wake the turn's lease hid from
+// the claims made meanwhile.
 func (d *dispatcher) end(e turnEnd) {
 	d.running--
 	d.perHost[e.c.host]--
@@ -281,31 +244,17 @@ func (d *dispatcher) end(e turnEnd) {
 		return
 	}
 	d.ends++
-	// A wake that came after the turn last read its stream (an append,
-	// say) may be for this registration, whose lease hid it from a claim
-	// that began since; a backlog is work left for certain. Either way
-	// claim now. (A turn reads again on a wake before it ends: only a wake
-	// during its last write is left.) A wake that no claim began after is
-	// claimed for anyway (it is in the channel, or due is set), by a claim
-	// that begins after this turn released its registration.
 	if (e.wakes != d.w.wakes.Load() && d.claimed > e.wakes) || e.rep.Backlog > 0 {
 		d.due = true
 	}
 }
 
-// canClaim says whether a claim of Run is worth its query. The dispatcher
-// holds up to twice MaxInFlight claims, those it runs and as many ready to
-// start, so that a slot is refilled at once from the ready ones; it claims
-// when fewer than half are ready, on a wake, the interval or a full claim,
-// or when a turn's end may have left work: at once for a turn with a
-// backlog or one that a wake came after (end), and, when a host was at its
-// cap after the last claim or one is troubled, once refill turns ended (a
-// quarter of MaxInFlight, at most half of MaxPerHost) or as soon as
-// nothing runs. A claim's query costs about the same for 2 rows as for
-// 200, so a high fan-out, or a host at its cap, costs one Store.Due per
-// several turns, not one per turn; and otherwise the last claim took every
-// due registration that no turn held, so a turn's end alone finds nothing
-// new.
+// canClaim says whether a claim of Run is worth its query. It holds up to
+// twice MaxInFlight claims and claims when fewer than half are ready and
+// work may be due: a wake, the interval, a full claim, a backlog; or, when a
+// host was at its cap or one is troubled, once refill turns ended or nothing
+// runs. Otherwise the last claim took every due registration no turn held,
+// and a turn's end alone finds nothing new.
 func (d *dispatcher) canClaim() bool {
 	max := d.w.opts.maxInFlight
 	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {

@@ -12,44 +12,22 @@ import (
 )
 
 // pages is the journal as a worker's turns read it: turns that read the
-// same stream from the same place share one Read of the journal. At
-// fan-out (one stream, many registrations at one cursor) that is one read
-// per claim where every turn used to make its own.
+// same stream from the same place share one Read. A sequenced record never
+// changes, so the questions are whether a page stands for a turn's read:
 //
-// A sequenced record never changes, so the only questions are whether a
-// page read earlier may stand for the journal now, and for how long:
+//   - only if its read was sent after the turn's claim (readClaim.claimed):
+//     while the lease holds, nothing at or above the turn's cursor can be
+//     pruned, nor its stream removed and started anew;
+//   - a page shorter than its limit (the journal's end when read) stands
+//     only for a turn whose claim knew of no record past its end
+//     (readClaim.head);
+//   - each turn gets records of its own: a copy while the page may serve
+//     another turn, the page itself for the last one.
 //
-//   - A page stands for a turn only if its read was sent after the turn's
-//     claim was taken (readClaim.claimed). While the claim's lease holds,
-//     the registration's cursor c is where Due found it, so nothing at or
-//     above c can be pruned (the low-water mark rises only past records
-//     every registration acknowledged), and its stream cannot be removed
-//     and started anew; the page is what a read of the turn's own, made at
-//     the moment the shared read was, would have returned. A turn that
-//     lost its lease meanwhile could deliver no more from a shared page
-//     than from a read of its own made at that moment. A page read before
-//     the claim is never used for it: the stream might since have been
-//     pruned away and started anew under the same name.
-//   - A page shorter than its read's limit reached the journal's end when
-//     read; it stands for a turn that wants more only if the turn's claim
-//     knew of no record past its end (readClaim.head). Otherwise the turn
-//     reads for itself, and sees what was appended since.
-//   - Records are not filtered here (a registration's kinds are applied by
-//     the turn). Each turn gets records and payloads of its own, as a read
-//     of its own would give: a copy while the page may still serve another
-//     turn (it is kept, or other turns wait on it), the page itself for
-//     the last turn it can serve (replaced or dropped, no one else
-//     waiting), so that a page no other turn can use costs no copy.
-//
-// Memory: up to pagesPerStream pages per stream, one per place read from
-// (registrations at different cursors do not evict each other's pages; a
-// new read from the same place replaces the older page), at most
-// pagesMaxBytes in all, the oldest dropped first; a page older than half
-// the lease can serve no turn (a turn that late starts no record) and is
-// dropped too, when the next page is kept (so an idle worker may hold its
-// last pages, at most pagesMaxBytes, until it reads again). A page above
-// a quarter of the budget is not kept. Reads outside a turn (no readClaim
-// in the context) go to the journal.
+// Memory: at most pagesPerStream pages a stream, one per place read from,
+// pagesMaxBytes in all, oldest dropped first, and none older than half the
+// lease (a turn that late starts no record). Reads outside a turn (no
+// readClaim in the context) go to the journal.
 type pages struct {
 	journal.Journal
 	maxAge time.Duration // half the lease: no turn claimed before now-maxAge reads

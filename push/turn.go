@@ -9,23 +9,12 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// turn serves one claimed registration: a drain page of records at a time,
-// in order through its window (window.go), each page's progress saved with
-// one store write. A page acknowledged in full is saved with Checkpoint,
-// which keeps the claim, and the turn goes on to the next page while its
-// budget lasts and no other claim waits for its slot; its last write
-// (Advance, Retry, Park or Complete) releases the claim. Invariant 2 bounds
-// duplicates by the page, so the cursor is written once per page rather
-// than once per record.
-//
-// A turn of Run that reached its stream's end and ran across a wake
-// (Worker.Wake: an append was numbered somewhere since the claim) reads its
-// stream once more before its last write, and delivers what it finds under
-// the same claim (woken): with a record every hundred milliseconds per
-// stream, a turn per record would otherwise release its claim, and the
-// record the wake was for would wait for a claim of its own. Such reads
-// never take the records acknowledged since the cursor's last write past
-// a drain page, so invariant 2's bound stays one page.
+// turn serves one claimed registration, a drain page at a time through its
+// window (window.go); a full page is saved with Checkpoint, which keeps the
+// claim, and the turn's last write (Advance, Retry, Park or Complete)
+// releases it. A turn that reached its stream's end and ran across a Wake
+// reads once more under the same claim (woken), never more than a drain page
+// past the cursor's last write, so invariant 2's bound stays one page.
 type turn struct {
 	w        *Worker
 	at       time.Time
@@ -66,10 +55,7 @@ func (t *turn) run(ctx context.Context) error {
 			t.unsaved += p.lo
 		}
 		if f, ok := p.fails[p.lo]; ok && p.lo < len(recs) {
-			// The first unacknowledged record's failure decides (package doc,
-			// "Windows"); failures of later records of the window are retried
-			// with it.
-			return t.fail(ctx, f.out, f.ev)
+			return t.fail(ctx, f.out, f.ev) // the first unacknowledged record's failure decides
 		}
 		if p.err != nil && ctx.Err() != nil {
 			// herald abandoned what was in flight (the caller's cancel, or
@@ -127,11 +113,9 @@ func (t *turn) run(ctx context.Context) error {
 	return nil
 }
 
-// nextPage saves the cursor with Checkpoint while it reads the next page:
-// both wait on the database, so a page boundary costs the slower of the
-// two, not their sum. It reports ended when the turn must end at once (the
-// checkpoint refused or failed, or the read failed), with the error run
-// returns.
+// nextPage saves the cursor with Checkpoint while it reads the next page,
+// so a page boundary costs the slower of the two. ended: the turn must end
+// at once, returning err.
 func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
 	saved := make(chan error, 1)
 	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
@@ -170,12 +154,10 @@ func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
 	return recs, nil
 }
 
-// goOn says whether the turn, its page acknowledged in full, may go on to
-// the next page under the same claim: its budget is not spent, the worker
-// is not stopping, and no claim of the worker waits for a slot that it
-// could take (a turn with a backlog never keeps its slot from another
-// registration): none that a freed slot would start, and none of the
-// turn's own host that the host's cap holds back.
+// goOn says whether the turn may go on to its next page under the same
+// claim: its budget is not spent, the worker is not stopping, and no claim
+// waits for a slot it could take (one a freed slot would start, or one of
+// its own host that the host's cap holds back).
 func (t *turn) goOn() bool {
 	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0 && t.host.queued.Load() == 0
 }
@@ -238,9 +220,8 @@ func (t *turn) save(ctx context.Context, cause error) error {
 	return cause
 }
 
-// lost reports a fenced write refused because the lease was taken over (or
-// the registration removed meanwhile): the turn ends quietly, its work left
-// to whoever holds the registration now. Any other error is returned as
+// lost ends the turn quietly when a fenced write was refused (the lease
+// taken over, or the registration removed); any other error is returned as
 // wrapped.
 func (t *turn) lost(err, wrapped error) error {
 	if !errors.Is(err, ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
@@ -252,13 +233,11 @@ func (t *turn) lost(err, wrapped error) error {
 	return nil
 }
 
-// errLeaseEnding ends a turn's context shortly before its claim's lease
-// does (serve): what is in flight then is abandoned uncounted, as on a
-// stop, and sent again by the next claim.
+// errLeaseEnding ends a turn's context at nine tenths of its lease (serve):
+// what is in flight is abandoned uncounted and sent again by the next claim.
 var errLeaseEnding = errors.New("the claim's lease is ending")
 
-// late reports whether the sweep's budget is spent: starting a record now
-// could outlive the lease.
+// late reports whether the turn's budget is spent.
 func (t *turn) late() bool { return t.w.opts.now().After(t.deadline) }
 
 func (t *turn) stopping() bool {
