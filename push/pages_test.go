@@ -6,9 +6,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"time"
+
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/transport"
 )
 
 func (f *fixture) countingWorker(opts ...push.Option) (*push.Worker, *countingJournal) {
@@ -55,4 +65,122 @@ func TestAPageReadBeforeAClaimStandsForNoTurnOfIt(t *testing.T) {
 	f.sweep(w, at(3))
 	require.Equal(t, []string{"new-1", "new-2"}, f.recv.ids("s/second"), "the new stream's records, not the cached old ones")
 	require.Equal(t, 2, j.reads["s"])
+}
+
+// pageArrival is one request a cursorReceiver got, with the registration's
+// stored cursor and lease owner at that moment.
+type pageArrival struct {
+	n      int
+	cursor uint64
+	owner  string
+}
+
+// cursorReceiver is a loopback receiver for registration s/r of f: it
+// accepts every request, notes what the store said of s/r when it arrived,
+// calls seen with the record's n, and sends the arrival on got.
+func cursorReceiver(t *testing.T, f *fixture, seen func(n int)) (url string, got chan pageArrival) {
+	got = make(chan pageArrival, 100)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var rec struct{ N int }
+		if err := json.Unmarshal(body, &rec); err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		st, err := f.store.Get(r.Context(), "s", "r")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen != nil {
+			seen(rec.N)
+		}
+		got <- pageArrival{n: rec.N, cursor: st.NextSeq, owner: st.LeaseOwner}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/hook", got
+}
+
+func (f *fixture) registerAt(url string) {
+	f.t.Helper()
+	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: url})
+	require.NoError(f.t, err)
+}
+
+func httpTransport(t *testing.T) push.Transport {
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
+	require.NoError(t, err)
+	return tr
+}
+
+// The dispatcher serves a backlog of four pages with one claim: the turn
+// checkpoints each page and reads the next instead of ending, and no other
+// claim finds the registration meanwhile.
+func TestDispatcherServesPagesWithOneClaim(t *testing.T) {
+	f := newFixture(t)
+	url, got := cursorReceiver(t, f, nil)
+	f.append("s", 10)
+	f.registerAt(url)
+	var claimed, turns atomic.Int64
+	hooks := push.Hooks{
+		Claim: func(_ time.Time, n int, _ error) { claimed.Add(int64(n)) },
+		Turn:  func(time.Time, push.SweepReport, time.Duration, error) { turns.Add(1) },
+	}
+	w, err := push.NewWorker(f.store, f.store, httpTransport(t), f.proj, push.WithOwner("w"), push.WithDrainPage(3), push.WithHooks(hooks))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	for i := 1; i <= 10; i++ {
+		a := <-got
+		require.Equal(t, i, a.n, "in seq order")
+		require.Equal(t, uint64(3*((i-1)/3)+1), a.cursor, "record %d was sent with the cursor checkpointed at its page's start", i)
+		require.Equal(t, "w#1", a.owner, "record %d was sent under the first claim's lease", i)
+	}
+	cancel()
+	require.NoError(t, <-stopped)
+	require.Equal(t, int64(1), claimed.Load(), "one claim served the four pages")
+	require.Equal(t, int64(1), turns.Load(), "in one turn")
+	st := f.get("s", "r")
+	require.Equal(t, uint64(11), st.NextSeq)
+	require.Empty(t, st.LeaseOwner)
+}
+
+// A turn whose budget (half the lease) runs out in its second page starts
+// no more records: it ends with the first page checkpointed, the
+// acknowledged part of the second saved, and a backlog for the next claim.
+func TestBudgetSpentOnALaterPage(t *testing.T) {
+	f := newFixture(t)
+	var spent atomic.Bool
+	url, got := cursorReceiver(t, f, func(n int) {
+		if n == 5 {
+			spent.Store(true) // from now on the turn's wall clock is past its budget
+		}
+	})
+	clock := push.WithWallClock(func() time.Time {
+		if spent.Load() {
+			return time.Now().Add(push.DefaultLease)
+		}
+		return time.Now()
+	})
+	f.append("s", 10)
+	f.registerAt(url)
+	w, err := push.NewWorker(f.store, f.store, httpTransport(t), f.proj, push.WithOwner("w1"), push.WithDrainPage(3), clock)
+	require.NoError(t, err)
+	require.Equal(t, push.SweepReport{Registrations: 1, Records: 5, Deliveries: 5, Backlog: 1}, f.sweep(w, at(0)))
+	close(got)
+	var arrived []pageArrival
+	for a := range got {
+		arrived = append(arrived, a)
+	}
+	require.Equal(t, []pageArrival{{1, 1, "w1#1"}, {2, 1, "w1#1"}, {3, 1, "w1#1"}, {4, 4, "w1#1"}, {5, 4, "w1#1"}}, arrived,
+		"page 2 was sent under the same lease, its start checkpointed; nothing after the budget ran out")
+	st := f.get("s", "r")
+	require.Equal(t, uint64(6), st.NextSeq, "the acknowledged records are saved")
+	require.Empty(t, st.LeaseOwner, "and the claim released for the next sweep")
+	require.Zero(t, st.Attempts, "a spent budget is no failure")
 }
