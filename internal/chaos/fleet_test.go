@@ -233,7 +233,7 @@ func (f *fleet) startWorker(i int) {
 	f.workers[i] = f.s.cli.start(fmt.Sprintf("worker %d", i), f.logs[i], f.workerArgs()...)
 }
 
-// killDrained is killDrained (conns.go) for a worker of the fleet, waiting
+// killDrained is killDrained (conns_test.go) for a worker of the fleet, waiting
 // at most the plan's Stall for the receiver.
 func (f *fleet) killDrained(ctx context.Context, p *proc, stopped func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, f.plan.Stall)

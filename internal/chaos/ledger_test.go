@@ -2,417 +2,544 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"testing"
+	"sync"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
-// ackAll records seqs for reg, moving to a new epoch before each index in
-// kills.
-func ackAll(l *Ledger, reg string, seqs []uint64, killsBefore ...int) {
-	for i, s := range seqs {
-		for _, k := range killsBefore {
-			if k == i {
-				l.NextEpoch()
+// Ledger is what the receivers saw: for each registration, every request
+// (attempts) and the seqs they acknowledged with a 2xx, in the order the
+// acknowledgements were given. It is the harness's ground truth: herald's
+// own view (cursors, evidence) is checked against it. Safe for concurrent
+// use.
+type Ledger struct {
+	mu       sync.Mutex
+	regs     map[string]*regLog
+	total    int // acknowledgements
+	distinct int // distinct (registration, seq) acknowledged
+	requests int // every request, acknowledged or not
+	epoch    int // faults injected so far (kills, restarts)
+	problems []string
+	changed  chan struct{} // closed and replaced on every change
+}
+
+type regLog struct {
+	acks       []ack
+	seen       []bool // seen[s] for seq s
+	contiguous uint64 // every seq 1..contiguous was acknowledged
+	attempts   map[uint64]int
+}
+
+type ack struct {
+	seq   uint64
+	epoch int
+	turn  string // the sending turn, as the request told it (webhook-timestamp); "" unknown
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{regs: map[string]*regLog{}, changed: make(chan struct{})}
+}
+
+func (l *Ledger) reg(name string) *regLog {
+	r := l.regs[name]
+	if r == nil {
+		r = &regLog{attempts: map[uint64]int{}}
+		l.regs[name] = r
+	}
+	return r
+}
+
+func (l *Ledger) signal() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// Attempt records a request for seq of registration reg, whatever the
+// answer will be.
+func (l *Ledger) Attempt(reg string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reg(reg).attempts[seq]++
+	l.requests++
+	l.signal()
+}
+
+// Ack records that the receiver of reg acknowledged seq (answered 2xx).
+func (l *Ledger) Ack(reg string, seq uint64) { l.AckTurn(reg, seq, "") }
+
+// AckTurn is Ack for a request that says which turn sent it: every turn
+// of a worker signs its messages with the instant of its claim (the
+// webhook-timestamp), and two turns that could send the same seq are at
+// least a lease apart, so the timestamp tells re-delivery passes apart
+// even when a window lets them arrive out of order (see Check).
+func (l *Ledger) AckTurn(reg string, seq uint64, turn string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.reg(reg)
+	r.acks = append(r.acks, ack{seq: seq, epoch: l.epoch, turn: turn})
+	l.total++
+	if seq < 1<<32 { // a bogus seq is reported by Check, not allocated for
+		if uint64(len(r.seen)) <= seq {
+			r.seen = append(r.seen, make([]bool, int(seq)+1-len(r.seen))...)
+		}
+		if !r.seen[seq] {
+			r.seen[seq] = true
+			l.distinct++
+			for r.contiguous+1 < uint64(len(r.seen)) && r.seen[r.contiguous+1] {
+				r.contiguous++
 			}
 		}
-		l.Ack(reg, s)
 	}
+	l.signal()
 }
 
-func seqRange(from, to uint64) []uint64 {
-	var out []uint64
-	for s := from; s <= to; s++ {
-		out = append(out, s)
+// Problem records something a receiver found wrong with a request (a bad
+// signature, an id that does not match the payload); Check reports it.
+func (l *Ledger) Problem(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.problems = append(l.problems, fmt.Sprintf(format, args...))
+	l.signal()
+}
+
+// Problems returns what the receivers found wrong with requests.
+func (l *Ledger) Problems() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.problems)
+}
+
+// NextEpoch marks a fault injected (a kill, a database restart): the
+// acknowledgements that follow carry the new epoch. It returns it.
+func (l *Ledger) NextEpoch() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
+	return l.epoch
+}
+
+// Counts returns the acknowledgements, the distinct ones and the requests.
+func (l *Ledger) Counts() (total, distinct, requests int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total, l.distinct, l.requests
+}
+
+// Contiguous returns, for each registration, the largest k such that every
+// seq 1..k was acknowledged.
+func (l *Ledger) Contiguous() map[string]uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]uint64, len(l.regs))
+	for name, r := range l.regs {
+		out[name] = r.contiguous
 	}
 	return out
 }
 
-func TestLedgerCheckAcceptsRedeliveredTails(t *testing.T) {
-	l := NewLedger()
-	// 1..10, a crash after the cursor was saved at 7, the tail 7..10
-	// again, then on to 12.
-	seqs := append(seqRange(1, 10), seqRange(7, 12)...)
-	ackAll(l, "a", seqs, 10)
-	ackAll(l, "b", seqRange(1, 12))
-	v := l.Check(map[string]Expect{"a": {Head: 12}, "b": {Head: 12}}, 4)
-	require.Empty(t, v.Problems)
-	require.Equal(t, []Restart{{Reg: "a", Index: 10, Epoch: 1, From: 7, Top: 10, Redelivered: 4}}, v.Restarts)
-	require.Equal(t, 4, v.Duplicates)
-	require.Equal(t, 24, v.Distinct)
-}
-
-func TestLedgerCheckRefusesWhatLosesOrReorders(t *testing.T) {
-	for name, tc := range map[string]struct {
-		seqs []uint64
-		head uint64
-		want string
-	}{
-		"N+1 before N":              {[]uint64{1, 3, 2}, 3, "#3 before #2 was ever acknowledged (N+1 before N, window 1)"},
-		"first is not 1":            {[]uint64{2, 3}, 3, "#2 before #1"},
-		"a record never seen":       {[]uint64{1, 2}, 3, "#3 was never acknowledged"},
-		"nothing at all":            {nil, 2, "#1 was never acknowledged"},
-		"more than a page again":    {append(seqRange(1, 10), seqRange(2, 10)...), 10, "more than one drain page"},
-		"jump within a second pass": {[]uint64{1, 2, 3, 4, 5, 2, 4, 5}, 5, "jumped from #2 to #4"},
-		"past the head":             {[]uint64{1, 2, 3}, 2, "past the head"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			l := NewLedger()
-			ackAll(l, "r", tc.seqs)
-			v := l.Check(map[string]Expect{"r": {Head: tc.head}}, 4)
-			require.NotEmpty(t, v.Problems)
-			require.Contains(t, strings.Join(v.Problems, "\n"), tc.want)
-		})
+// Acks returns the seqs reg's receiver acknowledged, in order.
+func (l *Ledger) Acks(reg string) []uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.regs[reg]
+	if r == nil {
+		return nil
 	}
+	out := make([]uint64, len(r.acks))
+	for i, a := range r.acks {
+		out[i] = a.seq
+	}
+	return out
 }
 
-// turnAck is one acknowledgement with the turn that sent it; a kill comes
-// before it when kill is set.
-type turnAck struct {
-	seq  uint64
-	turn string
-	kill bool
-}
-
-// ackTurns records the acknowledgements of a, in order.
-func ackTurns(l *Ledger, reg string, as ...turnAck) {
-	for _, a := range as {
-		if a.kill {
-			l.NextEpoch()
+// Around describes reg's acknowledgements from index-n to index+n, one a
+// line with its seq, epoch and turn, for a failure's message.
+func (l *Ledger) Around(reg string, index, n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	if r := l.regs[reg]; r != nil {
+		for i := max(0, index-n); i < min(len(r.acks), index+n+1); i++ {
+			a := r.acks[i]
+			fmt.Fprintf(&b, "  acknowledgement %d: #%d, epoch %d, turn %s\n", i, a.seq, a.epoch, a.turn)
 		}
-		l.AckTurn(reg, a.seq, a.turn)
+	}
+	return b.String()
+}
+
+// Attempts returns how many requests reg's receiver got for seq.
+func (l *Ledger) Attempts(reg string, seq uint64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.regs[reg]; r != nil {
+		return r.attempts[seq]
+	}
+	return 0
+}
+
+// Wait blocks until cond, called under the ledger's lock with the ledger,
+// holds. It fails when ctx ends, or when the ledger has not changed for
+// stall (the system stopped making progress), naming what it waited for.
+// It waits on the ledger's changes, never on a clock, except to detect the
+// stall.
+func (l *Ledger) Wait(ctx context.Context, stall time.Duration, what string, cond func(*Ledger) bool) error {
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		ok := cond(l)
+		ch := l.changed
+		total, distinct, requests := l.total, l.distinct, l.requests
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+			if !timer.Stop() {
+				<-timer.C
+			}
+			timer.Reset(stall)
+		case <-timer.C:
+			return fmt.Errorf("stalled: no request reached a receiver for %v while waiting for %s (%d acknowledgements, %d distinct, %d requests)", stall, what, total, distinct, requests)
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting for %s: %w (%d acknowledgements, %d distinct, %d requests)", what, ctx.Err(), total, distinct, requests)
+		}
 	}
 }
 
-// turnSeqs is seqs, all sent by turn.
-func turnSeqs(turn string, seqs ...uint64) []turnAck {
-	out := make([]turnAck, len(seqs))
-	for i, s := range seqs {
-		out[i] = turnAck{seq: s, turn: turn}
+// WaitDistinct waits until n distinct (registration, seq) pairs were
+// acknowledged.
+func (l *Ledger) WaitDistinct(ctx context.Context, stall time.Duration, n int) error {
+	return l.Wait(ctx, stall, fmt.Sprintf("%d distinct deliveries", n), func(l *Ledger) bool { return l.distinct >= n })
+}
+
+// Restart is a re-delivery pass seen by one receiver: a turn whose
+// acknowledgements (from Index on) included seqs acknowledged before, as
+// after a worker died between its receiver's 2xx and its cursor write.
+type Restart struct {
+	Reg         string
+	Index       int    // position of the pass's first acknowledgement
+	Epoch       int    // faults injected before that one arrived
+	PrevEpoch   int    // faults injected before the acknowledgement before it arrived
+	PrevTurn    string // the turn of the acknowledgement before it ("" unknown)
+	From        uint64 // the lowest seq of the pass
+	Top         uint64 // the highest seq acknowledged before the pass
+	Redelivered int    // acknowledgements of already-seen seqs in this pass
+}
+
+// Verdict is Check's finding.
+type Verdict struct {
+	Problems   []string
+	Restarts   []Restart
+	Total      int // acknowledgements
+	Distinct   int
+	Duplicates int // Total - Distinct
+	// Reordered counts, per registration, the acknowledgements that came
+	// after a higher seq of the same pass: what windows let receivers see.
+	Reordered map[string]int
+}
+
+// Expect is what Check holds one registration's acknowledgements to.
+type Expect struct {
+	Head   uint64 // the seq of its stream's last record
+	Window int    // its Registration.Window (0 means 1)
+}
+
+// Check judges the acknowledgements: for each registration in expect,
+// with drainPage the workers' --drain-page. A pass is what one turn
+// acknowledged: consecutive acknowledgements with the same turn (AckTurn),
+// or, where the turn is unknown, a run that never goes back. With W the
+// registration's window:
+//
+//  1. Never N+W before N: when seq s is acknowledged, every seq up to
+//     s−W was acknowledged before (W = 1: s is at most one more than the
+//     highest seen, and the first is 1). A turn starts N+W only after
+//     its receiver's 2xx for N, which the ledger recorded before answering.
+//  2. In seq order within the window: in a pass, no seq twice; none W or
+//     more below the highest the pass acknowledged before it (the turn sent
+//     that one only after everything W below it was answered); and every
+//     seq from the pass's lowest to its highest − W acknowledged in it (a
+//     turn skips nothing, and at most W requests were in flight when it
+//     died). With W = 1 that is strict order: each seq the previous + 1,
+//     a jump forward reported as such. Passes never interleave: a turn
+//     whose pass ended acknowledges nothing more.
+//  3. A pass re-delivers at most one drain page: every seq of it is at
+//     least top − drainPage + 1, top the highest acknowledged before the
+//     pass. A turn sends at most one page past the last cursor it saved
+//     (its claim's, or the checkpoint before its current page; whatever its
+//     window: the window never reaches past the page), and every seq
+//     acknowledged before it was sent by turns that had saved that cursor
+//     or one below it, so the repeats are at most that page.
+//  4. Every seq 1..head was acknowledged at least once, and none beyond.
+//
+// A pass that acknowledged a seq seen before is a Restart; a pass that
+// takes up such a pass's re-delivery where it stopped short of the top (the
+// next seqs, within the window) belongs to the same Restart. Check also
+// reports the problems the receivers recorded and registrations the
+// receivers saw that expect does not name.
+func (l *Ledger) Check(expect map[string]Expect, drainPage int) Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := Verdict{Total: l.total, Distinct: l.distinct, Duplicates: l.total - l.distinct, Reordered: map[string]int{}}
+	v.Problems = append(v.Problems, l.problems...)
+	for _, name := range slices.Sorted(maps.Keys(l.regs)) {
+		if _, ok := expect[name]; !ok {
+			v.Problems = append(v.Problems, fmt.Sprintf("%s: the receiver got deliveries for a registration that does not exist", name))
+		}
 	}
-	return out
-}
-
-func TestLedgerCheckAcceptsWindowsOutOfOrder(t *testing.T) {
-	l := NewLedger()
-	// Window 4, page 8: turn A acknowledges 1..8 out of order within the
-	// window and saves; turn B sends 9..16 and dies with 13, 14 in flight
-	// (lost) after 15 and 16 were acknowledged; turn C resumes at the saved
-	// cursor 9, out of order again.
-	as := slices.Concat(turnSeqs("A", 2, 1, 4, 3, 5, 7, 6, 8), turnSeqs("B", 9, 11, 10, 12, 15, 16))
-	c := turnSeqs("C", 10, 9, 12, 11, 13, 14, 16, 15, 17, 18)
-	c[0].kill = true
-	ackTurns(l, "a", append(as, c...)...)
-	v := l.Check(map[string]Expect{"a": {Head: 18, Window: 4}}, 8)
-	require.Empty(t, v.Problems)
-	require.Equal(t, []Restart{{Reg: "a", Index: 14, Epoch: 1, PrevTurn: "B", From: 9, Top: 16, Redelivered: 6}}, v.Restarts)
-	require.Equal(t, 6, v.Duplicates)
-	require.Equal(t, map[string]int{"a": 7}, v.Reordered, "2 before 1, 4 before 3, …: seven came after a higher seq of their turn")
-}
-
-func TestLedgerCheckRefusesWhatBreaksAWindow(t *testing.T) {
-	for name, tc := range map[string]struct {
-		acks []turnAck
-		head uint64
-		want string
-	}{
-		"N+W before N":           {turnSeqs("A", 1, 2, 6, 3, 4, 5), 6, "#6 before #3 was ever acknowledged (N+3 before N, window 3)"},
-		"first beyond W":         {turnSeqs("A", 4, 1, 2, 3), 4, "#4 before #1"},
-		"twice in one turn":      {turnSeqs("A", 1, 2, 3, 2, 4), 4, "#2 a second time in one turn's pass"},
-		"behind past the window": {turnSeqs("A", 1, 2, 3, 4, 6, 7, 8, 9, 5), 9, "#5 after #9 in the same pass"},
-		"a skipped record":       {slices.Concat(turnSeqs("A", 1, 2, 3, 4, 5, 6), turnSeqs("B", 1, 2, 4, 5, 6, 7, 8)), 8, "lacks #3"},
-		"more than a page again": {slices.Concat(turnSeqs("A", seqRange(1, 10)...), turnSeqs("B", seqRange(2, 10)...)), 10, "more than one drain page"},
-		"turns interleave":       {slices.Concat(turnSeqs("A", 1, 2), turnSeqs("B", 3), turnSeqs("A", 4)), 4, "whose pass had ended"},
-		"a record never seen":    {turnSeqs("A", 1, 2, 3, 5), 5, "#4 was never acknowledged"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			l := NewLedger()
-			ackTurns(l, "r", tc.acks...)
-			v := l.Check(map[string]Expect{"r": {Head: tc.head, Window: 3}}, 4)
-			require.NotEmpty(t, v.Problems)
-			require.Contains(t, strings.Join(v.Problems, "\n"), tc.want)
-		})
+	for _, name := range slices.Sorted(maps.Keys(expect)) {
+		var acks []ack
+		if r := l.regs[name]; r != nil {
+			acks = r.acks
+		}
+		rs, reordered, problems := checkAcks(name, acks, expect[name], drainPage)
+		if reordered > 0 {
+			v.Reordered[name] = reordered
+		}
+		v.Restarts = append(v.Restarts, rs...)
+		v.Problems = append(v.Problems, problems...)
 	}
+	return v
 }
 
-func TestLedgerCheckWindowOneIsStrictOrder(t *testing.T) {
-	// What window 3 lets through, window 1 refuses: out of order within a
-	// turn is N+1 before N.
-	l := NewLedger()
-	ackTurns(l, "r", turnSeqs("A", 2, 1, 3)...)
-	require.Empty(t, l.Check(map[string]Expect{"r": {Head: 3, Window: 3}}, 4).Problems)
-	v := l.Check(map[string]Expect{"r": {Head: 3, Window: 1}}, 4)
-	require.Contains(t, strings.Join(v.Problems, "\n"), "#2 before #1 was ever acknowledged (N+1 before N, window 1)")
-	// A jump forward within a turn, though every seq was seen before.
-	l = NewLedger()
-	ackTurns(l, "r", slices.Concat(turnSeqs("A", 1, 2, 3, 4, 5), turnSeqs("B", 2, 4, 5))...)
-	require.Contains(t, strings.Join(l.Check(map[string]Expect{"r": {Head: 5}}, 4).Problems, "\n"), "jumped from #2 to #4")
+// pass is one turn's acknowledgements, as checkAcks reads them.
+type pass struct {
+	start     int    // index of its first acknowledgement
+	turn      string // "" when the requests did not say
+	lo, hi    uint64 // its lowest and highest seq
+	topBefore uint64 // the highest seq acknowledged before it
+	seqs      map[uint64]bool
+	restart   int // index in the restarts of this pass, -1 while it repeated nothing
 }
 
-func TestLedgerCheckReportsUnknownRegistrationsAndProblems(t *testing.T) {
-	l := NewLedger()
-	l.Ack("ghost", 1)
-	l.Problem("bad signature on %s", "x")
-	v := l.Check(map[string]Expect{}, 4)
-	require.Len(t, v.Problems, 2)
-	require.Contains(t, v.Problems[0], "bad signature")
-	require.Contains(t, v.Problems[1], "ghost")
-}
-
-func TestLedgerCheckCursors(t *testing.T) {
-	l := NewLedger()
-	ackAll(l, "a", []uint64{1, 2, 4})
-	require.Empty(t, l.CheckCursors(map[string]uint64{"a": 3}), "cursor 3: #1 and #2 acknowledged")
-	got := l.CheckCursors(map[string]uint64{"a": 4, "b": 2})
-	require.Len(t, got, 2)
-	require.Contains(t, got[0], "a: cursor 4 is ahead")
-	require.Contains(t, got[1], "b: cursor 2 is ahead")
-}
-
-func TestAttribute(t *testing.T) {
-	rs := []Restart{
-		{Reg: "a", PrevEpoch: 0, Epoch: 1, Redelivered: 3},
-		{Reg: "b", PrevEpoch: 1, Epoch: 2, Redelivered: 2},
-		{Reg: "a", PrevEpoch: 1, Epoch: 3, Redelivered: 1}, // killed at 1, the epoch of its previous ack: inclusive
-		{Reg: "c", PrevEpoch: 0, Epoch: 2, Redelivered: 5}, // no kill orphaned c
-		{Reg: "b", PrevEpoch: 0, Epoch: 0, Redelivered: 1}, // before any kill
-		{Reg: "a", PrevEpoch: 2, Epoch: 3, Redelivered: 1}, // a went back again, with no kill of its worker since its last ack
-		{Reg: "d", PrevEpoch: 1, Epoch: 4, Redelivered: 2}, // orphaned at 2 and again at 4
-	}
-	kills := []Kill{{N: 1, Orphans: map[string]bool{"a": true}}, {N: 2, Orphans: map[string]bool{"b": true, "d": true}},
-		{N: 3, Orphans: map[string]bool{}}, {N: 4, Orphans: map[string]bool{"d": true}}}
-	per, regs, unexplained, overflow := Attribute(rs, kills, 16)
-	require.Equal(t, 3+2+1+2, per[0]+per[1]+per[2]+per[3], "every explained restart is assigned once")
-	require.Equal(t, 4, regs[0]+regs[1]+regs[2]+regs[3])
-	require.Equal(t, 2, regs[0], "both restarts of a have kill 1 as their only candidate")
-	require.Equal(t, []Restart{rs[3], rs[4], rs[5]}, unexplained)
-	require.Empty(t, overflow)
-
-	// With room for one restart a kill, a valid assignment moves d to kill 4,
-	// and b takes kill 2; the second restart of a has nowhere to go.
-	per, regs, _, overflow = Attribute(rs, kills, 1)
-	require.Equal(t, []int{1, 1, 0, 1}, regs)
-	require.Equal(t, []int{3, 2, 0, 2}, per)
-	require.Equal(t, []Restart{rs[2]}, overflow, "kill 1 cannot explain two registrations going back with one turn in flight")
-}
-
-// TestAttributeAcknowledgedAfterTheKill is the case a short crash run hit
-// (seed 1796158346641647967, crash/s0044 r1, window 16): kill 8 took a
-// worker whose turn had written #21..#36 to the receiver; the receiver,
-// behind on a loaded machine, read and acknowledged them after kill 8 and
-// kill 9 were counted, and the turn that took the registration over sent
-// them again. Counted so, kill 8 comes before the acknowledgement that
-// precedes the re-delivery, and no kill explains it. As the harness counts
-// now (killDrained: the kill's epoch begins once its process is stopped, the
-// next kill only once the receiver served what the dead one sent), the
-// dead worker's acknowledgements are of kill 8's epoch, and so is the
-// re-delivery if it began before the receiver caught up: kill 8 explains
-// it. A turn that goes back later with no kill since its previous
-// acknowledgement is still unexplained.
-func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
-	dead := seqRange(21, 36) // the dead worker's turn, window 16: in any order
-	dead[0], dead[15] = dead[15], dead[0]
-	kills := make([]Kill, 10)
-	for i := range kills {
-		kills[i] = Kill{N: i + 1, PID: 100 + i, Orphans: map[string]bool{"a": i+1 == 8}}
-	}
-	type how int
-	const (
-		atOnce       how = iota // the harness before: the next kill while the receiver still reads
-		drained                 // killDrained, the re-delivery after the receiver caught up
-		drainedEarly            // killDrained, the re-delivery while the receiver catches up
-		drainedTwice            // as drained, and a later turn goes back again with no kill
+// checkAcks applies Check's rules to one registration.
+func checkAcks(name string, acks []ack, e Expect, drainPage int) (restarts []Restart, reordered int, problems []string) {
+	var (
+		w          = uint64(max(e.Window, 1))
+		page       = uint64(drainPage)
+		top        uint64 // highest seq acknowledged so far
+		contiguous uint64 // every seq 1..contiguous acknowledged
+		seen       = map[uint64]bool{}
+		ended      = map[string]bool{} // turns whose pass ended
+		cur        *pass
 	)
-	run := func(h how) []Restart {
-		l := NewLedger()
-		for s := uint64(1); s <= 20; s++ {
-			l.AckTurn("a", s, "A")
+	bad := func(format string, args ...any) {
+		if len(problems) < 5 { // the first few say enough
+			problems = append(problems, name+": "+fmt.Sprintf(format, args...))
 		}
-		for k := 1; k <= 7; k++ {
-			l.NextEpoch()
+	}
+	end := func() {
+		if cur == nil {
+			return
 		}
-		l.NextEpoch() // 8: the worker sending dead is stopped
-		switch h {
-		case atOnce:
-			for _, s := range dead[:11] {
-				l.AckTurn("a", s, "B")
-			}
-			l.NextEpoch() // 9
-			for _, s := range dead[11:] {
-				l.AckTurn("a", s, "B")
-			}
-			l.NextEpoch() // 10
-		case drainedEarly:
-			for _, s := range dead {
-				l.AckTurn("a", s, "B")
-			}
-			for s := uint64(21); s <= 24; s++ { // the lease was near its end: taken over at once
-				l.AckTurn("a", s, "C")
-			}
-			l.NextEpoch() // 9
-			l.NextEpoch() // 10
-		default:
-			for _, s := range dead {
-				l.AckTurn("a", s, "B")
-			}
-			l.NextEpoch() // 9
-			l.NextEpoch() // 10
+		if cur.turn != "" {
+			ended[cur.turn] = true
 		}
-		for s := uint64(21); s <= 40; s++ {
-			if h != drainedEarly || s > 24 {
-				l.AckTurn("a", s, "C")
+		if w > 1 {
+			for s := cur.lo; s+w <= cur.hi; s++ {
+				if !cur.seqs[s] {
+					bad("the pass of acknowledgement %d (#%d to #%d) lacks #%d, %d or more below its highest (window %d): a turn skipped a record", cur.start, cur.lo, cur.hi, s, w, w)
+					break
+				}
 			}
 		}
-		if h == drainedTwice {
-			for s := uint64(35); s <= 40; s++ {
-				l.AckTurn("a", s, "D")
+	}
+	for i, a := range acks {
+		s := a.seq
+		if cur == nil || a.turn != cur.turn || (a.turn == "" && s <= acks[i-1].seq) {
+			end()
+			if a.turn != "" && ended[a.turn] {
+				bad("acknowledgement %d (#%d) comes from turn %s, whose pass had ended: two turns at once (two workers?)", i, s, a.turn)
+			}
+			prev := cur
+			cur = &pass{start: i, turn: a.turn, lo: s, hi: s, topBefore: top, seqs: map[uint64]bool{}, restart: -1}
+			if prev != nil && prev.restart >= 0 && prev.hi < prev.topBefore && s > prev.hi && s <= prev.hi+w {
+				// A re-delivery that one turn did not finish (its budget
+				// ran out) goes on in the next turn, from the cursor the
+				// first one saved: one restart, whose fault explains both.
+				cur.restart = prev.restart
 			}
 		}
-		v := l.Check(map[string]Expect{"a": {Head: 40, Window: 16}}, 16)
-		require.Empty(t, v.Problems)
-		return v.Restarts
+		switch {
+		case s == 0:
+			bad("acknowledgement %d is #0", i)
+		case s > contiguous+w:
+			bad("acknowledgement %d is #%d before #%d was ever acknowledged (N+%d before N, window %d)", i, s, contiguous+1, s-contiguous-1, w)
+		}
+		switch {
+		case cur.seqs[s]:
+			bad("acknowledgement %d is #%d a second time in one turn's pass (from acknowledgement %d): a turn sends a record once", i, s, cur.start)
+		case s+w <= cur.hi:
+			bad("acknowledgement %d is #%d after #%d in the same pass: %d or more behind, past the window (%d)", i, s, cur.hi, w, w)
+		case w == 1 && i > cur.start && s > cur.hi+1:
+			bad("acknowledgement %d jumped from #%d to #%d, skipping seqs of the pass under way: no saved cursor explains it (two workers at once?)", i, cur.hi, s)
+		}
+		if s+page <= cur.topBefore {
+			bad("acknowledgement %d restarted at #%d after #%d: %d re-deliveries, more than one drain page (%d)", i, s, cur.topBefore, cur.topBefore-s+1, drainPage)
+		}
+		if s > e.Head {
+			bad("acknowledgement %d is #%d, past the head #%d", i, s, e.Head)
+		}
+		if s < cur.hi {
+			reordered++
+		}
+		cur.seqs[s] = true
+		cur.lo, cur.hi = min(cur.lo, s), max(cur.hi, s)
+		if seen[s] {
+			if cur.restart < 0 {
+				r := Restart{Reg: name, Index: cur.start, Epoch: acks[cur.start].epoch, From: s, Top: cur.topBefore}
+				if cur.start > 0 {
+					r.PrevEpoch, r.PrevTurn = acks[cur.start-1].epoch, acks[cur.start-1].turn
+				}
+				restarts = append(restarts, r)
+				cur.restart = len(restarts) - 1
+			}
+			restarts[cur.restart].Redelivered++
+		}
+		if cur.restart >= 0 {
+			restarts[cur.restart].From = min(restarts[cur.restart].From, cur.lo)
+		}
+		seen[s] = true
+		top = max(top, s)
+		for seen[contiguous+1] {
+			contiguous++
+		}
 	}
-
-	rs := run(atOnce)
-	require.Equal(t, []Restart{{Reg: "a", Index: 36, Epoch: 10, PrevEpoch: 9, PrevTurn: "B", From: 21, Top: 36, Redelivered: 16}}, rs)
-	_, _, unexplained, _ := Attribute(rs, kills, 16)
-	require.Equal(t, rs, unexplained, "the acknowledgements that raced kill 8's bookkeeping hide it")
-
-	for _, h := range []how{drained, drainedEarly} {
-		rs = run(h)
-		require.Len(t, rs, 1)
-		require.Equal(t, 8, rs[0].PrevEpoch)
-		per, _, unexplained, overflow := Attribute(rs, kills, 16)
-		require.Empty(t, unexplained, h)
-		require.Empty(t, overflow, h)
-		require.Equal(t, 16, per[7], "kill 8 explains the 16 re-deliveries")
+	end()
+	for s := uint64(1); s <= e.Head; s++ {
+		if !seen[s] {
+			bad("#%d was never acknowledged (%d acknowledgements, highest #%d, head #%d)", s, len(acks), top, e.Head)
+			break
+		}
 	}
-
-	rs = run(drainedTwice)
-	require.Len(t, rs, 2)
-	_, _, unexplained, _ = Attribute(rs, kills, 16)
-	require.Equal(t, []Restart{{Reg: "a", Index: 56, Epoch: 10, PrevEpoch: 10, PrevTurn: "C", From: 35, Top: 40, Redelivered: 6}}, unexplained,
-		"a turn that went back with no kill since its previous acknowledgement")
+	return restarts, reordered, problems
 }
 
-// TestAfterLostLeases: a turn fenced out because its lease expired while
-// it ran (seen under load: crash/s0059 r1's turn sent #21..#36 in 4 s on a
-// 3 s lease, and the worker that claimed it next sent them again) explains
-// the re-delivery right after it, and only that one: a later pass of the
-// same registration that goes back again, with no kill and no lost lease
-// before it, is still unexplained.
-func TestAfterLostLeases(t *testing.T) {
-	l := NewLedger()
-	ackTurns(l, "a", turnAcks("100", seqRange(1, 20))...)
-	ackTurns(l, "a", turnAcks("104", seqRange(21, 36))...) // fenced out
-	ackTurns(l, "a", turnAcks("108", seqRange(21, 40))...) // took it over
-	ackTurns(l, "a", turnAcks("112", seqRange(38, 40))...) // went back on its own
-	ackTurns(l, "b", turnAcks("104", seqRange(1, 8))...)
-	ackTurns(l, "b", turnAcks("108", seqRange(5, 8))...) // b's own turn 104 kept its lease
-	v := l.Check(map[string]Expect{"a": {Head: 40, Window: 16}, "b": {Head: 8, Window: 16}}, 16)
-	require.Empty(t, v.Problems)
-	require.Len(t, v.Restarts, 3)
-	others, after := AfterLostLeases(v.Restarts, map[string]map[string]bool{"a": {"104": true}})
-	require.Equal(t, []Restart{v.Restarts[0]}, after)
-	require.Equal(t, "104", after[0].PrevTurn)
-	require.Equal(t, []Restart{v.Restarts[1], v.Restarts[2]}, others)
-	_, _, unexplained, _ := Attribute(others, nil, 16)
-	require.Equal(t, others, unexplained, "no kill, no lost lease: unexplained")
+// CheckCursors compares cursors (registration → next_seq, read from the
+// database) with what the receivers acknowledged: a cursor may never pass
+// a seq its receiver has not acknowledged. Read the cursors first and call
+// CheckCursors after: acknowledgements only grow, so the comparison is
+// sound while workers run.
+func (l *Ledger) CheckCursors(cursors map[string]uint64) []string {
+	acked := l.Contiguous()
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(cursors)) {
+		next := cursors[name]
+		if next > acked[name]+1 {
+			problems = append(problems, fmt.Sprintf("%s: cursor %d is ahead of what its receiver acknowledged (every seq up to #%d)", name, next, acked[name]))
+		}
+	}
+	return problems
 }
 
-func turnAcks(turn string, seqs []uint64) []turnAck {
-	out := make([]turnAck, len(seqs))
-	for i, s := range seqs {
-		out[i] = turnAck{seq: s, turn: turn}
-	}
-	return out
+// Kill is one injected fault and the registrations it left claimed by a
+// dead worker (their leases still name it).
+type Kill struct {
+	N       int             // its epoch (1-based)
+	PID     int             // the process killed (0 for a database restart)
+	Orphans map[string]bool // registrations whose lease the dead process held
 }
 
-func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
-	l := NewLedger()
-	ackAll(l, "a", []uint64{1, 2, 3, 2, 3}, 3)
-	v := l.Check(map[string]Expect{"a": {Head: 3}}, 4)
-	require.Empty(t, v.Problems)
-	require.Equal(t, []Restart{{Reg: "a", Index: 3, Epoch: 1, PrevEpoch: 0, From: 2, Top: 3, Redelivered: 2}}, v.Restarts)
+// AfterLostLeases splits restarts into those that came right after a turn
+// whose lease was lost (lost: registration → the turns, as AckTurn names
+// them, that a worker logged fenced out), and the others. A turn that
+// outlived its lease had its registration claimed by another worker, which
+// sent again what the fenced turn had not saved: a re-delivery without a
+// crash, whose cause is the lost lease, not a kill.
+func AfterLostLeases(restarts []Restart, lost map[string]map[string]bool) (others, after []Restart) {
+	for _, r := range restarts {
+		if r.PrevTurn != "" && lost[r.Reg][r.PrevTurn] {
+			after = append(after, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, after
 }
 
-func TestLedgerOneRestartAcrossTheTurnsThatReplayIt(t *testing.T) {
-	// Turn A sends 1..16 and dies before its cursor write; turn B replays
-	// 1..3 and saves 4 (its budget spent); turn C goes on from 4 past the
-	// top. One restart, explained by the kill between A and B.
-	l := NewLedger()
-	for s := uint64(1); s <= 16; s++ {
-		l.AckTurn("a", s, "A")
+// Attribute assigns each restart to a fault that can explain it: one that
+// came between the acknowledgement before the restart and the restart
+// itself (both inclusive) and that orphaned the restart's registration
+// (Orphans nil: any registration, as a database restart does). Inclusive:
+// a dead worker's requests may be acknowledged after the harness counted
+// its death (the receiver reads them from its socket buffers when it gets
+// to them), and the worker that takes its registrations over may send
+// again before the harness is done with the kill; so the crash scenario
+// begins a kill's epoch once its process is stopped (it sends nothing
+// more) and begins no other before the receiver served every request the
+// dead process sent it (killDrained): its acknowledgements are all of its
+// kill's epoch or an earlier one, and a re-delivery by another worker of
+// its epoch or a later one. A fault explains at most capacity restarts: a killed
+// worker has at most MaxInFlight turns in flight, and only those can have
+// sent records it did not save.
+//
+// Which of several candidate faults made a restart cannot be read off the
+// ledger: with a sweep limit above MaxInFlight a worker holds many claims
+// it has not started, so a registration is often orphaned by several kills
+// in a row without being in flight at all of them. Attribute therefore
+// looks for an assignment that respects the capacity (a bipartite matching,
+// by augmenting paths); only if none exists is the bound broken. It returns
+// the re-deliveries and the registrations restarted per fault of that
+// assignment (indexed by N-1), the restarts no fault can explain, and those
+// that some fault could explain but only beyond its capacity.
+func Attribute(restarts []Restart, kills []Kill, capacity int) (perKill, regsPerKill []int, unexplained, overflow []Restart) {
+	perKill = make([]int, len(kills))
+	regsPerKill = make([]int, len(kills))
+	candidates := make([][]int, len(restarts))
+	for i, r := range restarts {
+		for k := range kills {
+			n := kills[k].N
+			if r.PrevEpoch <= n && n <= r.Epoch && (kills[k].Orphans == nil || kills[k].Orphans[r.Reg]) {
+				candidates[i] = append(candidates[i], k)
+			}
+		}
 	}
-	l.NextEpoch()
-	for s := uint64(1); s <= 3; s++ {
-		l.AckTurn("a", s, "B")
+	assigned := make([][]int, len(kills)) // restarts assigned to each fault
+	owner := make([]int, len(restarts))   // the fault a restart is assigned to, or -1
+	for i := range owner {
+		owner[i] = -1
 	}
-	for s := uint64(4); s <= 20; s++ {
-		l.AckTurn("a", s, "C")
+	var augment func(i int, seen []bool) bool
+	augment = func(i int, seen []bool) bool {
+		for _, k := range candidates[i] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if len(assigned[k]) < capacity {
+				assigned[k] = append(assigned[k], i)
+				owner[i] = k
+				return true
+			}
+			for j, other := range assigned[k] {
+				if augment(other, seen) { // other moved to another fault: i takes its place
+					assigned[k][j] = i
+					owner[i] = k
+					return true
+				}
+			}
+		}
+		return false
 	}
-	v := l.Check(map[string]Expect{"a": {Head: 20}}, 16)
-	require.Empty(t, v.Problems)
-	require.Equal(t, []Restart{{Reg: "a", Index: 16, Epoch: 1, PrevEpoch: 0, PrevTurn: "A", From: 1, Top: 16, Redelivered: 16}}, v.Restarts)
-	_, _, unexplained, _ := Attribute(v.Restarts, []Kill{{N: 1, Orphans: map[string]bool{"a": true}}}, 16)
-	require.Empty(t, unexplained)
-
-	// A turn that starts below where the replay before it stopped sends
-	// records again on its own account: a restart of its own.
-	l = NewLedger()
-	for s := uint64(1); s <= 16; s++ {
-		l.AckTurn("a", s, "A")
+	for i := range restarts {
+		if len(candidates[i]) == 0 {
+			unexplained = append(unexplained, restarts[i])
+			continue
+		}
+		if !augment(i, make([]bool, len(kills))) {
+			overflow = append(overflow, restarts[i])
+		}
 	}
-	l.NextEpoch()
-	for s := uint64(1); s <= 3; s++ {
-		l.AckTurn("a", s, "B")
+	for i, k := range owner {
+		if k >= 0 {
+			perKill[k] += restarts[i].Redelivered
+			regsPerKill[k]++
+		}
 	}
-	for s := uint64(2); s <= 20; s++ {
-		l.AckTurn("a", s, "C")
-	}
-	v = l.Check(map[string]Expect{"a": {Head: 20}}, 16)
-	require.Len(t, v.Restarts, 2)
-	require.Equal(t, Restart{Reg: "a", Index: 19, Epoch: 1, PrevEpoch: 1, PrevTurn: "B", From: 2, Top: 16, Redelivered: 15}, v.Restarts[1])
-}
-
-func TestLedgerWaitWakesOnChangeAndDetectsStalls(t *testing.T) {
-	l := NewLedger()
-	done := make(chan error, 1)
-	go func() { done <- l.WaitDistinct(context.Background(), time.Minute, 2) }()
-	l.Ack("a", 1)
-	l.Ack("a", 1)
-	l.Ack("a", 2)
-	require.NoError(t, <-done)
-
-	err := l.WaitDistinct(context.Background(), time.Millisecond, 3)
-	require.ErrorContains(t, err, "stalled")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.ErrorContains(t, l.WaitDistinct(ctx, time.Minute, 3), "gave up")
-}
-
-func TestModeFromEnv(t *testing.T) {
-	env := map[string]string{}
-	get := func(k string) string { return env[k] }
-	m, seed, err := modeFromEnv(get, func() int64 { return 7 })
-	require.NoError(t, err)
-	require.Equal(t, "short", m.Name)
-	require.Equal(t, int64(7), seed)
-	env[EnvMode], env[EnvSeed] = "long", "42"
-	m, seed, err = modeFromEnv(get, func() int64 { return 7 })
-	require.NoError(t, err)
-	require.Equal(t, 100_000, m.Crash.Records())
-	require.Equal(t, 1000, m.Crash.Registrations())
-	require.GreaterOrEqual(t, m.Crash.Kills, 100)
-	require.Equal(t, 4, m.Crash.Workers)
-	require.Equal(t, int64(42), seed)
-	env[EnvMode] = "medium"
-	_, _, err = modeFromEnv(get, func() int64 { return 7 })
-	require.ErrorContains(t, err, "short (the default) or long")
-	env[EnvMode], env[EnvSeed] = "", "x"
-	_, _, err = modeFromEnv(get, func() int64 { return 7 })
-	require.ErrorContains(t, err, EnvSeed)
+	return perKill, regsPerKill, unexplained, overflow
 }
