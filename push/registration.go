@@ -35,9 +35,9 @@ type Registration struct {
 	// kinds are passed without a message.
 	Kinds []string `json:"kinds,omitempty"`
 	// Window is how many messages may be unacknowledged at once: 1..MaxWindow,
-	// 0 meaning 1 (v1's strict order, one message at a time). Records are
-	// sent in seq order whatever the window; with more than 1 a receiver may
-	// see them out of order within it (package doc, "Windows").
+	// 0 meaning 1 (strict order, one message at a time). Records are sent in
+	// seq order whatever the window; with more than 1 a receiver may see them
+	// out of order within it (package doc, "Turns").
 	Window int `json:"window,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register

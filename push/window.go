@@ -7,13 +7,11 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// pipe sends one turn's page through the registration's window (package
-// doc, "Windows"): records in seq order, at most Window messages in flight,
-// and no record started before every record Window below it was
-// acknowledged (invariant 3). Window 1 is v1's strict order. Only the turn's
-// goroutine touches a pipe's state; each send holds one of the host's
-// tokens and reports on results, on a goroutine of its own when the window
-// lets several be in flight, else on the turn's.
+// pipe sends one turn's page through the registration's window: records in
+// seq order, at most Window messages in flight, none started before every
+// record Window below it was acknowledged (invariant 3). Only the turn's
+// goroutine touches its state; each send holds one of the host's tokens and
+// reports on results, from a goroutine of its own when Window > 1.
 type pipe struct {
 	t       *turn
 	base    uint64           // seq of recs[0]: the cursor when the turn began
