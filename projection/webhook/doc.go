@@ -17,12 +17,26 @@
 //	webhook-timestamp: the attempt's instant (the sweep's at), unix seconds
 //	webhook-signature: v1,<base64(HMAC-SHA256(key, id.timestamp.body))>
 //	                   for each secret of the config, space-separated
+//	Herald-Kind:       the record's kind
+//	Herald-Stream:     the record's stream
+//	Herald-Seq:        the record's seq, decimal (1-based, gapless in the
+//	                   stream)
 //
-// as the specification's "Signature scheme" and "Webhook headers" sections
-// define. The timestamp and signatures are computed by the message's
-// signer on every attempt, so a retry is never refused as a replay: the
-// reference verifiers reject a timestamp more than 5 minutes from their
-// clock.
+// The webhook- headers are the specification's ("Signature scheme" and
+// "Webhook headers"). The timestamp and signatures are computed by the
+// message's signer on every attempt, so a retry is never refused as a
+// replay: the reference verifiers reject a timestamp more than 5 minutes
+// from their clock.
+//
+// The Herald- headers let a receiver route on the kind, and order and
+// de-duplicate by stream and seq, without parsing the body. Kinds and
+// streams are the producer's text, so their values are encoded by
+// [HeaderValue]: printable ASCII as is but for '"' and '%', every other
+// byte as %XX (as the CloudEvents HTTP binding 1.0.2, §3.1.3.2, encodes
+// its headers). No name can make an invalid header, and a name of plain
+// ASCII ("order.paid", "tenant/42") is sent as it is; decode with a
+// percent-decoder that leaves '+' alone (Go's url.PathUnescape). They are
+// not signed: the specification signs the id, timestamp and body only.
 //
 // The specification asks that message ids not be user-controlled, or at
 // least contain no '.', which delimits the signed content. herald signs the
