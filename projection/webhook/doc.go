@@ -9,9 +9,10 @@
 // # Messages
 //
 // Each record gives one message: a POST whose body is the record's payload,
-// byte for byte, with
+// byte for byte, or its envelope (below), with
 //
-//	Content-Type:      the record's content type
+//	Content-Type:      the record's content type; the envelope's,
+//	                   application/json
 //	webhook-id:        the record id, the same on every retry (receivers
 //	                   dedupe on it)
 //	webhook-timestamp: the attempt's instant (the sweep's at), unix seconds
@@ -36,12 +37,41 @@
 // its headers). No name can make an invalid header, and a name of plain
 // ASCII ("order.paid", "tenant/42") is sent as it is; decode with a
 // percent-decoder that leaves '+' alone (Go's url.PathUnescape). They are
-// not signed: the specification signs the id, timestamp and body only.
+// not signed: the specification signs the id, timestamp and body only, so a
+// receiver that must trust the kind reads the envelope's type.
 //
 // The specification asks that message ids not be user-controlled, or at
 // least contain no '.', which delimits the signed content. herald signs the
 // record id as given: applications whose record ids users can choose should
 // keep '.' out of them.
+//
+// # Envelope
+//
+// With "envelope": true in the config ([Config]), the body is the record in
+// the payload structure the specification recommends ("Payload" → "Payload
+// structure"), as compact JSON:
+//
+//	{"type":"order.paid","timestamp":"2026-03-15T11:00:00.123456Z","data":{"id":1001,"total":42}}
+//
+// type is the record's kind; timestamp is when the record was appended
+// (when the event occurred; webhook-timestamp is the attempt's), RFC 3339
+// in UTC with exactly six fractional digits ([TimestampFormat]:
+// microseconds, finer ones dropped); data is the payload's JSON text as
+// appended, without surrounding whitespace, when the record's content type
+// is JSON (application/json or any +json). A payload of another content
+// type is not a JSON value, and a receiver could not tell text from bytes
+// in a JSON string, so it comes base64-encoded (RFC 4648 §4, padded) with
+// its content type, as CloudEvents' JSON format and herald's own API carry
+// bytes:
+//
+//	{"type":"report.ready","timestamp":"…","content_type":"text/csv","data_base64":"aWQsdG90YWwK"}
+//
+// The signature covers the envelope, the bytes sent, as it covers a payload
+// sent alone. Every record has an envelope: it adds no error to Messages.
+// A config whose envelope is not a JSON boolean is refused at register time
+// (journal.ErrInvalid naming config.envelope). Without the
+// envelope the kind is in Herald-Kind only; herald's own events
+// (push.EventsStream) also name it in their payload's "kind".
 //
 // # Secrets
 //
