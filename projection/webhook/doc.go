@@ -69,7 +69,8 @@
 // The signature covers the envelope, the bytes sent, as it covers a payload
 // sent alone. Every record has an envelope: it adds no error to Messages.
 // A config whose envelope is not a JSON boolean is refused at register time
-// (journal.ErrInvalid naming config.envelope). Without the
+// (journal.ErrInvalid naming config.envelope; herald register's flag is
+// --envelope, which only the webhook namespace takes). Without the
 // envelope the kind is in Herald-Kind only; herald's own events
 // (push.EventsStream) also name it in their payload's "kind".
 //
