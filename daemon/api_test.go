@@ -492,3 +492,32 @@ func TestAPIRegistrationWarnsOfAWindowAboveMaxPerHost(t *testing.T) {
 		require.Contains(t, v.Warnings[0], want)
 	}
 }
+
+// POST /v1/registrations takes the webhook config's envelope as herald
+// register --envelope does: stored with the registration; a value that is
+// not a boolean is a 400 naming config.envelope and changes nothing.
+func TestAPIRegistrationStoresTheWebhookEnvelope(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "", 0)
+	reg := func(envelope string) string {
+		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks",
+			"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "envelope": ` + envelope + `}}`
+	}
+	envelope := func() bool {
+		r, err := s.Get(t.Context(), "orders/1", "billing")
+		require.NoError(t, err)
+		c, err := webhook.ParseConfig(r.Config)
+		require.NoError(t, err)
+		return c.Envelope
+	}
+	code, body := post(t, srv, "/v1/registrations", reg("true"))
+	require.Equal(t, http.StatusCreated, code, body)
+	require.True(t, envelope())
+	code, body = post(t, srv, "/v1/registrations", reg(`"no"`))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, errorOf(t, body), "invalid config.envelope: must be a JSON boolean")
+	require.True(t, envelope(), "a refused update changes nothing")
+	code, body = post(t, srv, "/v1/registrations", reg("false"))
+	require.Equal(t, http.StatusOK, code, body)
+	require.False(t, envelope())
+}

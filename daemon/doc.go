@@ -81,7 +81,8 @@
 // push.MaxWindow, default 1; absent on an update sets 1, as herald register
 // does), where config is the namespace's
 // config object (as herald register builds it, e.g. webhook
-// {"secrets": ["whsec_…"]}), validated by the namespace's projection; only
+// {"secrets": ["whsec_…"], "envelope": true}: projection/webhook's Config,
+// the document's WebhookConfig), validated by the namespace's projection; only
 // namespaces this daemon serves are accepted. The config is stored and never
 // shown: registrations are answered as RegistrationView. A URL the daemon's
 // network guard will refuse (transport.HTTP.Refusals: http without

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -213,4 +214,57 @@ func describe(errs []*valerrors.ValidationError) string {
 		}
 	}
 	return b.String()
+}
+
+// The document's WebhookConfig is webhook.Config: the same keys (the
+// struct's JSON names, so a field added to one and not the other fails
+// here), and a registration request is valid with a boolean envelope and
+// invalid with another value or an unknown key, as the handler answers.
+func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(openAPIYAML, &doc))
+	var documented, fields []string
+	for k := range doc.Components.Schemas["WebhookConfig"].Properties {
+		documented = append(documented, k)
+	}
+	for f := range reflect.TypeFor[webhook.Config]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	require.ElementsMatch(t, fields, documented)
+
+	d, err := libopenapi.NewDocument(OpenAPI())
+	require.NoError(t, err)
+	v, errs := validator.NewValidator(d)
+	require.Empty(t, errs)
+	srv := apiServer(t, memory.New(), "tok", 0)
+	for _, c := range []struct {
+		config string
+		valid  bool
+		code   int
+		field  string
+	}{
+		{`{"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "envelope": true}`, true, http.StatusCreated, ""},
+		{`{"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "envelope": "yes"}`, false, http.StatusBadRequest, "config.envelope"},
+		{`{"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "wrap": true}`, false, http.StatusBadRequest, `unknown key "wrap"`},
+	} {
+		body := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": ` + c.config + `}`
+		req, err := http.NewRequest(http.MethodPost, "http://herald.test/v1/registrations", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok")
+		ok, verrs := v.ValidateHttpRequest(req)
+		require.Equal(t, c.valid, ok, "%s: %v", c.config, describe(verrs))
+		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", "tok", body)
+		require.Equal(t, c.code, code, "%s: %s", c.config, answer)
+		if c.field != "" {
+			require.Contains(t, errorOf(t, answer), c.field)
+		}
+	}
 }

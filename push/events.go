@@ -55,11 +55,14 @@ const (
 	ByPolicy   = "policy"
 )
 
-// OperationalEvent is the JSON payload of a record of EventsStream. Every
-// text field is data, never markup: Reason may hold what a receiver
-// answered (cleaned as evidence is, valid UTF-8, at most MaxEvidenceError
-// bytes), and JSON escapes it.
+// OperationalEvent is the JSON payload of a record of EventsStream. Kind
+// repeats the record's kind, so that the payload says what it is on any
+// wire and in any shape (a webhook without its envelope, a copy kept by a
+// receiver). Every text field is data, never markup: Reason may hold what
+// a receiver answered (cleaned as evidence is, valid UTF-8, at most
+// MaxEvidenceError bytes), and JSON escapes it.
 type OperationalEvent struct {
+	Kind         string    `json:"kind"`                   // the record's kind, KindParked…
 	Stream       string    `json:"stream,omitempty"`       // the registration's stream
 	Registration string    `json:"registration,omitempty"` // the registration's id
 	Namespace    string    `json:"namespace,omitempty"`
@@ -78,6 +81,7 @@ const eventIDPrefix = journal.ReservedIDPrefix
 // kind and the payload, so that the same change gives the same id (and a
 // repeated change is an idempotent append) and two changes never share one.
 func (e OperationalEvent) entry(kind string) journal.Entry {
+	e.Kind = kind
 	e.Reason = cleanText(e.Reason, MaxEvidenceError)
 	e.At = e.At.UTC()
 	payload, err := json.Marshal(e)

@@ -55,7 +55,7 @@ func TestParkedEventReachesASubscriber(t *testing.T) {
 	body := <-got
 	var ev push.OperationalEvent
 	require.NoError(t, json.Unmarshal(body, &ev))
-	require.Equal(t, push.OperationalEvent{Stream: "s", Registration: "gone", Namespace: ns, Host: push.HostOf(srv.URL),
+	require.Equal(t, push.OperationalEvent{Kind: push.KindParked, Stream: "s", Registration: "gone", Namespace: ns, Host: push.HostOf(srv.URL),
 		Cursor: 1, Reason: ev.Reason, At: at(0)}, ev)
 	require.Contains(t, ev.Reason, "410")
 	require.Equal(t, uint64(2), f.get(push.EventsStream, "ops").NextSeq)

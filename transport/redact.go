@@ -18,10 +18,13 @@ const redacted = "[redacted]"
 // credential shorter than 8 bytes protects nothing anyway.
 const minSecret = 8
 
-// safeHeaders carry no secrets and are common words in answers.
+// safeHeaders carry no secrets and are common words in answers. The
+// Herald- ones are a record's kind, stream and seq (projection/webhook),
+// which a receiver's refusal often names.
 var safeHeaders = map[string]bool{
 	"Content-Type": true, "Content-Length": true, "User-Agent": true,
 	"Accept": true, "Accept-Encoding": true, "Accept-Language": true,
+	"Herald-Kind": true, "Herald-Stream": true, "Herald-Seq": true,
 }
 
 // redactor removes what an attempt sent that may be secret from what the

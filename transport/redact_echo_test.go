@@ -53,3 +53,26 @@ func TestRedactEscapedEcho(t *testing.T) {
 		})
 	}
 }
+
+// A record's kind, stream and seq (the webhook projection's Herald-
+// headers) are no secret: a receiver's refusal that names them keeps them
+// in the evidence, where an operator looks for what was refused.
+func TestHeraldHeadersStayInEvidence(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no handler for "+r.Header.Get("Herald-Kind")+" of "+r.Header.Get("Herald-Stream")+" #"+r.Header.Get("Herald-Seq"), http.StatusUnprocessableEntity)
+	}))
+	defer srv.Close()
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := push.Message{ID: "m1", ContentType: "application/json", Body: []byte(`{}`), Header: http.Header{
+		"Herald-Kind": {"order.created.v2"}, "Herald-Stream": {"tenant/42-orders"}, "Herald-Seq": {"123456789"}}}
+	out, err := tr.Deliver(context.Background(), push.Registration{Stream: "tenant/42-orders", ID: "r", URL: srv.URL}, msg, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "no handler for order.created.v2 of tenant/42-orders #123456789"; !strings.Contains(string(out.Body), want) {
+		t.Fatalf("evidence body %q, want %q", out.Body, want)
+	}
+}

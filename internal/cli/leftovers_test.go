@@ -495,7 +495,7 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	out = heraldOK(t, db, "", "unregister", "--stream", "s/2", "--id", "w")
 	_, hint, ok = strings.Cut(out, "To bring it back there: ")
 	require.True(t, ok, out)
-	hint, ok = strings.CutSuffix(hint, ", with its --secret as registered\n")
+	hint, ok = strings.CutSuffix(hint, ", with its --secret, --envelope as registered\n")
 	require.True(t, ok, hint)
 	asPrinted(hint + " --secret " + goodSecret)
 	require.Equal(t, was, heraldOK(t, db, "", "registrations", "--stream", "s/2", "--json"))

@@ -59,7 +59,7 @@ var namespaces = map[string]struct {
 	},
 	webhook.Namespace: {
 		projection: func() push.Projection { return webhook.New() },
-		flags:      []string{"secret"},
+		flags:      []string{"secret", "envelope"},
 		config: func(o *configFlags) (any, error) {
 			secrets := make([]string, len(o.secrets))
 			for i, s := range o.secrets {
@@ -69,7 +69,7 @@ var namespaces = map[string]struct {
 				}
 				secrets[i] = v
 			}
-			return webhook.Config{Secrets: secrets}, nil
+			return webhook.Config{Secrets: secrets, Envelope: o.envelope}, nil
 		},
 	},
 }
@@ -106,12 +106,13 @@ type configFlags struct {
 	keyID, privateKeyFile          string
 	actors, followers              []string
 	source, a2aVersion             string
-	structured                     bool
+	structured, envelope           bool
 }
 
 func (o *configFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringArrayVar(&o.secrets, "secret", nil, "webhook: a whsec_… signing secret (repeat to sign with several during rotation)")
+	f.BoolVar(&o.envelope, "envelope", false, `webhook: send {"type": kind, "timestamp": appended-at, "data": payload} (Standard Webhooks' payload structure) instead of the payload alone`)
 	f.StringVar(&o.token, "token", "", "cloudevents: bearer token; a2a: the push config token")
 	f.StringVar(&o.authScheme, "auth-scheme", "", "a2a: Authorization scheme (e.g. Bearer)")
 	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
@@ -205,6 +206,7 @@ var configFlagOf = map[string]string{
 	"followers":   "followers",
 	"source":      "source",
 	"structured":  "structured",
+	"envelope":    "envelope",
 }
 
 // namespaceFlags are register's namespace flags (configFlagOf's), sorted.

@@ -31,11 +31,20 @@ Namespaces and their options:
   activitypub  --key-id URI --private-key-file PEM [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
-  webhook      --secret whsec_… [--secret whsec_…]
+  webhook      --secret whsec_… [--secret whsec_…] [--envelope]
 
 A secret option takes the secret itself, env:NAME (read the environment
 variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
 process list. Secrets are stored with the registration and never printed.
+
+A webhook carries the record's kind, stream and seq in the headers
+Herald-Kind, Herald-Stream and Herald-Seq. Its body is the payload as
+appended; with --envelope it is Standard Webhooks' recommended payload
+structure, whose signed body names the kind:
+  {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}
+(APPENDED-AT in RFC 3339, UTC, microseconds; a payload whose content type is
+not JSON comes as "content_type" and "data_base64" instead of "data"). The
+projection/webhook package doc has the details.
 
 --kinds lists the record kinds the receiver wants, comma-separated: exact
 kinds or prefixes ending in "*" (order.*,invoice.paid); records of other kinds
@@ -57,7 +66,8 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
-  herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'`,
+  herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
+  herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required(cmd, "stream", "id", "namespace", "url"); err != nil {

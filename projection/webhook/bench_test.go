@@ -33,7 +33,7 @@ func BenchmarkMessages(b *testing.B) {
 	})
 	b.Run("uncached", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := parseSigners(reg.Config); err != nil {
+			if _, err := parse(reg.Config); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -29,21 +29,25 @@ const (
 // Config is the JSON object a registration of the "webhook" namespace
 // carries in push.Registration.Config:
 //
-//	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"]}
+//	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"], "envelope": true}
 //
 // secrets (required) holds 1 to MaxSecrets signing secrets, each "whsec_"
 // followed by the standard base64 (RFC 4648 §4, padded) of 24 to 64 random
 // bytes. Every message is signed with each of them, in order, so that a
-// receiver rotating its secret accepts messages during the change. Unknown
-// keys are an error. Config's String, GoString and Format never print a
-// secret; JSON encoding does (it is the stored form).
+// receiver rotating its secret accepts messages during the change.
+// envelope (optional, default false) sends each record in the payload
+// structure the specification recommends, {"type", "timestamp", "data"},
+// instead of the payload alone (package doc, "Envelope"). Unknown keys are
+// an error. Config's String, GoString and Format never print a secret; JSON
+// encoding does (it is the stored form).
 type Config struct {
-	Secrets []string `json:"secrets"`
+	Secrets  []string `json:"secrets"`
+	Envelope bool     `json:"envelope,omitempty"`
 }
 
 // String describes the config with its secrets redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("webhook.Config{Secrets: [%d redacted]}", len(c.Secrets))
+	return fmt.Sprintf("webhook.Config{Secrets: [%d redacted], Envelope: %t}", len(c.Secrets), c.Envelope)
 }
 
 // GoString is String: %#v must not print secrets either.
@@ -91,8 +95,26 @@ func decodeConfig(raw []byte) (Config, error) {
 	return c, err
 }
 
-// signers holds one keyed HMAC-SHA256 per secret, in config order. It is
-// shared by every message of the registrations with this config.
+// parsed is a config as Messages uses it, shared by every message of the
+// registrations with this config.
+type parsed struct {
+	keys     signers
+	envelope bool
+}
+
+func parse(raw []byte) (parsed, error) {
+	c, err := decodeConfig(raw)
+	if err != nil {
+		return parsed{}, err
+	}
+	keys, err := c.keys()
+	if err != nil {
+		return parsed{}, err
+	}
+	return parsed{keys: keys, envelope: c.Envelope}, nil
+}
+
+// signers holds one keyed HMAC-SHA256 per secret, in config order.
 type signers []*key
 
 func (c Config) keys() (signers, error) {

@@ -34,6 +34,8 @@ func TestConfigErrorsNameTheFieldAndHideTheSecret(t *testing.T) {
 		{"too short", `{"secrets":["whsec_` + b64(16) + `"]}`, "config.secrets[0]", "decodes to 16 bytes"},
 		{"too long", `{"secrets":["whsec_` + b64(65) + `"]}`, "config.secrets[0]", "decodes to 65 bytes"},
 		{"repeated", `{"secrets":["` + secretA + `","` + secretB + `","` + secretA + `"]}`, "config.secrets[2]", "repeats config.secrets[0]"},
+		{"envelope not a boolean", `{"secrets":["` + secretA + `"],"envelope":"yes"}`, "config.envelope", "must be a JSON boolean, not string"},
+		{"envelope without secrets", `{"envelope":true}`, "config.secrets", "is empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,6 +57,24 @@ func TestConfigErrorsNameTheFieldAndHideTheSecret(t *testing.T) {
 				t.Errorf("ValidateConfig = %v, want the same error as ParseConfig", verr)
 			}
 		})
+	}
+}
+
+// The envelope is off unless the config says true, and the stored form of
+// a config without it is what it was before the envelope existed.
+func TestConfigEnvelopeIsOptional(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"secrets":["` + secretA + `"]}`:                  false,
+		`{"secrets":["` + secretA + `"],"envelope":false}`: false,
+		`{"secrets":["` + secretA + `"],"envelope":true}`:  true,
+	} {
+		c, err := ParseConfig(push.Config(raw))
+		if err != nil || c.Envelope != want {
+			t.Fatalf("%s: envelope %t, %v; want %t", raw, c.Envelope, err, want)
+		}
+	}
+	if raw := string(config(t, secretA)); raw != `{"secrets":["`+secretA+`"]}` {
+		t.Fatalf("a config without the envelope encodes as %s", raw)
 	}
 }
 

@@ -20,6 +20,6 @@ func ExampleConfig_Encode() {
 	fmt.Println(err)
 	// Output:
 	// {"secrets":["whsec_tS7gVmFt0+1ToUyWqXAMq8TLQH+Fm4WyuxAzBQ+HZA8=","whsec_HyDsgbhT+/cQVlPSNwmKZN3ToOkElc+f"]} <nil>
-	// webhook.Config{Secrets: [2 redacted]}
+	// webhook.Config{Secrets: [2 redacted], Envelope: false}
 	// invalid config.secrets[0]: does not start with "whsec_" (a Standard Webhooks secret is whsec_ and base64)
 }

@@ -16,13 +16,16 @@ import (
 // FuzzParseConfig: a registration's config is outside input (an operator's
 // flags, a caller's API request). Parsing never panics; a refusal wraps
 // journal.ErrInvalid and never repeats a secret; an accepted config
-// re-encodes to one that parses the same, and no fmt verb prints a secret.
+// re-encodes to one that parses the same (secrets and envelope), and no fmt
+// verb prints a secret.
 func FuzzParseConfig(f *testing.F) {
 	for _, seed := range []string{
 		`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`,
 		`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`,
 		`{"secrets":["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`, `{"secrets":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`,
 		`{"secret":["whsec_x"]}`, `{"secrets":[]}`, `null`, ``, `{"secrets":["whsec_AAAA"]} {}`, `[1]`,
+		`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],"envelope":true}`,
+		`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],"envelope":"yes"}`, `{"envelope":true}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -48,8 +51,8 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("an accepted config does not encode: %v", err)
 		}
 		again, err := webhook.ParseConfig(enc)
-		if err != nil || fmt.Sprint(again.Secrets) != fmt.Sprint(c.Secrets) {
-			t.Fatalf("%s re-encodes to %s, which parses to %v, %v", raw, enc, again.Secrets, err)
+		if err != nil || fmt.Sprint(again.Secrets) != fmt.Sprint(c.Secrets) || again.Envelope != c.Envelope {
+			t.Fatalf("%s re-encodes to %s, which parses to %v (envelope %t), %v", raw, enc, again.Secrets, again.Envelope, err)
 		}
 		printed := fmt.Sprintf("%v %+v %#v %s %q", c, c, c, c, c)
 		for _, s := range c.Secrets {

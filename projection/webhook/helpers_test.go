@@ -1,10 +1,14 @@
 package webhook
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -84,4 +88,17 @@ func (rc *receiver) received() []delivery {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]delivery(nil), rc.got...)
+}
+
+// specSignature is the specification's v1 signature of content, computed
+// here by hand: base64(HMAC-SHA256(base64-decoded secret, content)).
+func specSignature(t testing.TB, secret, content string) string {
+	t.Helper()
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(content))
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }

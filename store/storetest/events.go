@@ -62,6 +62,7 @@ func payload(t *testing.T, r journal.Record) push.OperationalEvent {
 	require.True(t, json.Valid(r.Payload), "payload %q", r.Payload)
 	var ev push.OperationalEvent
 	require.NoError(t, json.Unmarshal(r.Payload, &ev))
+	require.Equal(t, r.Kind, ev.Kind, "the payload's kind is the record's")
 	return ev
 }
 
@@ -95,7 +96,7 @@ func testEventParked(t *testing.T, b Backend) {
 	require.Contains(t, recs[0].ID, "herald-event:")
 	var fields map[string]any
 	require.NoError(t, json.Unmarshal(recs[0].Payload, &fields))
-	require.NotContains(t, fields, "kind", "the reason cannot forge a field")
+	require.Equal(t, push.KindParked, fields["kind"], "the payload names its kind; the reason cannot forge it")
 	require.Equal(t, "2026-03-15T11:00:10Z", fields["at"], "RFC 3339, UTC")
 }
 

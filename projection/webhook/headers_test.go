@@ -1,0 +1,166 @@
+package webhook_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestHeaderValueEncodesWhatIsNotPrintableASCII(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"order.paid", "order.paid"},
+		{"tenant/42", "tenant/42"},
+		{"a+b=c,d;e", "a+b=c,d;e"}, // '+' stays: decoders must leave it alone
+		{"100%", "100%25"},
+		{`say"hi"`, "say%22hi%22"},
+		{"line\r\nInjected: 1", "line%0D%0AInjected:%201"},
+		{"tab\there", "tab%09here"},
+		{"Zoë", "Zo%C3%AB"},
+		{"\u202Eevil", "%E2%80%AEevil"}, // a bidi override, which journal allows
+		{"\x7f\x00", "%7F%00"},
+		{"\xff", "%FF"}, // not UTF-8: encoded byte by byte
+		{"", ""},
+	} {
+		if got := webhook.HeaderValue(c.in); got != c.want {
+			t.Errorf("HeaderValue(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzHeaderValue: whatever a stream or kind holds, its header value is
+// printable ASCII without spaces or '"' (valid in any HTTP client and
+// server), at most three times as long, verbatim when nothing needed
+// encoding, and percent-decodes back to the input.
+func FuzzHeaderValue(f *testing.F) {
+	for _, seed := range []string{"order.paid", "tenant/42", "a+b", "100%", "%2F", `"q"`, "a\r\nb: c", "Zoë", "\u202E", "\xff\xfe", " ", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := webhook.HeaderValue(s)
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x21 || c > 0x7e || c == '"' {
+				t.Fatalf("HeaderValue(%q) = %q has byte %#x at %d", s, v, c, i)
+			}
+		}
+		if len(v) > 3*len(s) {
+			t.Fatalf("HeaderValue(%q) is %d bytes, more than 3×%d", s, len(v), len(s))
+		}
+		if !strings.ContainsAny(s, "%\"") && v != s && isPrintableASCII(s) {
+			t.Fatalf("HeaderValue(%q) = %q, want it verbatim", s, v)
+		}
+		back, err := url.PathUnescape(v)
+		if err != nil || back != s {
+			t.Fatalf("PathUnescape(HeaderValue(%q)) = %q, %v", s, back, err)
+		}
+	})
+}
+
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Streams and kinds are a producer's text: every one journal validation
+// lets through (quotes, '%', '+', non-ASCII letters, a bidi override, the
+// longest kind) is delivered by a real worker over loopback, verified by the
+// Standard Webhooks library, and its headers give the receiver the record's
+// kind, stream and seq back.
+func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
+	ctx := context.Background()
+	type got struct{ kind, stream, seq string }
+	var (
+		mu       sync.Mutex
+		received []got
+	)
+	wh, err := standardwebhooks.NewWebhook(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := readAll(t, r)
+		if err := wh.Verify(body, r.Header); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		received = append(received, got{r.Header.Get(webhook.HeaderKind), r.Header.Get(webhook.HeaderStream), r.Header.Get(webhook.HeaderSeq)})
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	store := memory.New()
+	w, err := push.NewWorker(store, store, projtest.Transport(t), webhook.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := webhook.Config{Secrets: []string{testSecret}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := []string{`orders/"42"`, "100%/done", "a+b", "Zoë/Ångström", "\u202Egnp.exe", strings.Repeat("é", journal.MaxStreamBytes/2)}
+	kinds := []string{`say"hi"`, "50%off", "kind+plus", "commande.payée", "\u202Ekind", strings.Repeat("k", journal.MaxKindBytes)}
+	for i, stream := range streams {
+		if _, err := store.Append(ctx, stream, journal.Entry{ID: "evt-" + strconv.Itoa(i), Kind: kinds[i], Payload: []byte(`{}`)}); err != nil {
+			t.Fatalf("journal refused %q: %v", stream, err)
+		}
+		if _, err := w.Register(ctx, push.Registration{Stream: stream, ID: "r", Namespace: webhook.Namespace, URL: srv.URL, Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := w.RunOnce(ctx, time.Now(), 100) // the verifier checks the timestamp against its clock
+	if err != nil || rep.Deliveries != len(streams) || rep.Retries+rep.Parked != 0 {
+		t.Fatalf("sweep: %+v, %v; want %d deliveries", rep, err, len(streams))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]string{}
+	for _, g := range received {
+		for _, v := range []string{g.kind, g.stream} {
+			if !isPrintableASCII(v) || strings.Contains(v, `"`) {
+				t.Fatalf("header value %q is not printable ASCII", v)
+			}
+		}
+		stream, err1 := url.PathUnescape(g.stream)
+		kind, err2 := url.PathUnescape(g.kind)
+		if err1 != nil || err2 != nil || g.seq != "1" || !utf8.ValidString(stream) {
+			t.Fatalf("headers %+v do not decode: %v, %v", g, err1, err2)
+		}
+		seen[stream] = kind
+	}
+	for i, stream := range streams {
+		if seen[stream] != kinds[i] {
+			t.Errorf("stream %q: the receiver read kind %q, want %q", stream, seen[stream], kinds[i])
+		}
+	}
+}
+
+func readAll(t *testing.T, r *http.Request) []byte {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Error(err)
+	}
+	return b
+}
