@@ -173,6 +173,7 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 // (Worker.waiting, read by turn.goOn).
 func (d *dispatcher) start() {
 	max, perHost := d.w.opts.maxInFlight, d.w.opts.maxPerHost
+	var starts []claimed
 	kept := d.ready[:0]
 	var startable int64
 	for _, c := range d.ready {
@@ -183,15 +184,20 @@ func (d *dispatcher) start() {
 			d.running++
 			d.perHost[c.host]++
 			c.entry.queued.Add(-1)
-			go func() { d.ended <- d.serve(c) }()
+			starts = append(starts, c)
 		default:
 			kept = append(kept, c)
 			startable++
 		}
 	}
 	d.ready = kept
+	// Counted before the turns start, so that none sees a count that is not
+	// this pass's.
 	d.w.waiting.Add(startable - d.waiting)
 	d.waiting = startable
+	for _, c := range starts {
+		go func() { d.ended <- d.serve(c) }()
+	}
 }
 
 // serve runs the turn of claim c and returns its end, its error wrapped

@@ -347,7 +347,12 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 	f.append("busy", 1)
 	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
 	down := make(chan push.Host, regs)
+	var failuresMu sync.Mutex
+	stateAt := map[int]string{} // the host's state after its nth failure in a row
 	hooks := push.Hooks{HostFailure: func(h push.Host) {
+		failuresMu.Lock()
+		stateAt[h.Failures] = h.State
+		failuresMu.Unlock()
 		if h.State == push.HostDown {
 			down <- h
 		}
@@ -359,19 +364,26 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 
 	d := runDaemon(t, w)
 	healthy.expect(t, `/inbox {"n":1}`)
-	var h push.Host
 	select {
-	case h = <-down:
+	case <-down:
 	case <-time.After(waitFor):
 		t.Fatalf("the silent host was not marked down within %v (%d connections)", waitFor, silent.accepted.Load())
 	}
-	require.Equal(t, push.DefaultHostDownAfter, h.Failures, "down at the threshold")
 	for i := 2; i <= 3; i++ {
 		f.append("busy", 1)
 		w.Wake()
 		healthy.expect(t, fmt.Sprintf(`/inbox {"n":%d}`, i))
 	}
 	d.stop(t) // the requests in flight end at their timeout; their turns save
+	failuresMu.Lock()
+	for n, state := range stateAt { // hooks run concurrently: their order is not the failures'
+		want := push.HostUp
+		if n >= push.DefaultHostDownAfter {
+			want = push.HostDown
+		}
+		require.Equal(t, want, state, "after %d failures in a row: down at the threshold", n)
+	}
+	failuresMu.Unlock()
 
 	bound := int64(push.DefaultMaxPerHost + push.DefaultHostDownAfter - 1 + 1) // before it was down, and one probe
 	require.LessOrEqual(t, silent.accepted.Load(), bound, "connections to the down host, of %d registrations", regs)
