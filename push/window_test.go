@@ -130,6 +130,16 @@ func sweepAsync(t *testing.T, w *push.Worker, when time.Time) <-chan push.SweepR
 	return done
 }
 
+// window takes the first n requests, by record.
+func (h *heldReceiver) window(t *testing.T, n int) map[int]heldRequest {
+	held := map[int]heldRequest{}
+	for range n {
+		req := h.next(t)
+		held[req.n] = req
+	}
+	return held
+}
+
 // Window W keeps exactly W requests in flight and no more; record N+W is
 // never sent before N was acknowledged (invariant 3), even when the records
 // after N were acknowledged first.
@@ -139,11 +149,7 @@ func TestWindowKeepsWInFlight(t *testing.T) {
 	f, w := windowFixture(t, h, records, window)
 	done := sweepAsync(t, w, at(0))
 
-	held := map[int]heldRequest{}
-	for range window {
-		req := h.next(t)
-		held[req.n] = req
-	}
+	held := h.window(t, window)
 	require.Len(t, held, window, "the first W records are sent at once")
 	for n := 1; n <= window; n++ {
 		require.Contains(t, held, n, "records are sent in seq order")
@@ -203,11 +209,7 @@ func TestWindowFailureInTheMiddle(t *testing.T) {
 	f, w := windowFixture(t, h, records, window)
 	done := sweepAsync(t, w, at(0))
 
-	held := map[int]heldRequest{}
-	for range window {
-		req := h.next(t)
-		held[req.n] = req
-	}
+	held := h.window(t, window)
 	h.answer(held[1], http.StatusAccepted)
 	five := h.next(t)
 	require.Equal(t, 5, five.n, "record 1 acknowledged: record 5 enters the window")
@@ -256,11 +258,7 @@ func TestWindowGoneInTheMiddleParks(t *testing.T) {
 	f, w := windowFixture(t, h, 6, window)
 	done := sweepAsync(t, w, at(0))
 
-	held := map[int]heldRequest{}
-	for range window {
-		req := h.next(t)
-		held[req.n] = req
-	}
+	held := h.window(t, window)
 	h.answer(held[1], http.StatusAccepted)
 	five := h.next(t)
 	h.answer(held[4], http.StatusInternalServerError)
