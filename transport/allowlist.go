@@ -4,29 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
 )
 
 // HostPattern is one entry of a host allowlist: an exact host name
-// ("hooks.example.com"), an exact IP address ("203.0.113.7", "2001:db8::1"),
-// or a wildcard "*.example.com", which matches every name below example.com
-// at any depth ("a.example.com", "a.b.example.com") but not example.com
-// itself. Matching ignores ASCII case and one trailing dot. Internationalized
-// names must be written in their ASCII (xn--, punycode) form. The zero
-// HostPattern matches nothing.
+// ("hooks.example.com"), an IP address ("203.0.113.7", "2001:db8::1"), or
+// "*.example.com", which matches every name below example.com at any depth
+// but not example.com itself. Matching ignores ASCII case and one trailing
+// dot; internationalized names are written in their xn-- (punycode) form.
+// The zero HostPattern matches nothing.
 type HostPattern struct {
 	name     string     // lowercase, no trailing dot; for a wildcard, the suffix without "*."
 	wildcard bool       // "*.name"
 	addr     netip.Addr // valid for an IP address pattern
 }
 
-// ParseHostPattern parses and validates one allowlist entry. Errors wrap
-// journal.ErrInvalid and say what is wrong: a URL, a port, a path, a bare
-// "*", a wildcard anywhere but the leftmost label, a label that is empty,
-// longer than 63 bytes or not made of letters, digits, '-' and '_', a name
-// longer than 253 bytes, non-ASCII, or a non-canonical IP address.
+// ParseHostPattern parses one allowlist entry. Errors wrap journal.ErrInvalid
+// and say what is wrong: a URL, port or path, a bare "*", a wildcard that
+// is not the whole leftmost label, an empty label or one over 63 bytes or
+// with a byte that is not a letter, digit, '-' or '_', a name over 253
+// bytes, non-ASCII, or a non-canonical IP address.
 func ParseHostPattern(s string) (HostPattern, error) {
 	bad := func(format string, args ...any) (HostPattern, error) {
 		return HostPattern{}, journal.Invalid("host pattern", "%q "+format, append([]any{s}, args...)...)
@@ -84,11 +84,8 @@ func ParseHostPattern(s string) (HostPattern, error) {
 		if label[0] == '-' || label[len(label)-1] == '-' {
 			return bad("has a label that starts or ends with '-'")
 		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return bad("has %q, which is not a letter, digit, '-' or '_'", c)
-			}
+		if rest := strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyz0123456789-_"); rest != "" {
+			return bad("has %q, which is not a letter, digit, '-' or '_'", rest[0])
 		}
 	}
 	return HostPattern{name: name, wildcard: wildcard}, nil
@@ -123,8 +120,7 @@ func (p HostPattern) String() string {
 }
 
 // Allowlist is a list of host patterns; a host is allowed when any pattern
-// matches it. An empty Allowlist matches nothing (the transport treats "no
-// allowlist" as nil, never as an empty one).
+// matches it. An empty Allowlist matches nothing.
 type Allowlist []HostPattern
 
 // ParseAllowlist parses every pattern and reports every bad one at once.
@@ -135,8 +131,7 @@ func ParseAllowlist(patterns []string) (Allowlist, error) {
 	for i, s := range patterns {
 		p, err := ParseHostPattern(s)
 		if err != nil {
-			var inv *journal.InvalidError
-			if errors.As(err, &inv) {
+			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
 				err = journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason)
 			}
 			errs = append(errs, err)
@@ -152,10 +147,5 @@ func ParseAllowlist(patterns []string) (Allowlist, error) {
 
 // Match reports whether any pattern matches host.
 func (a Allowlist) Match(host string) bool {
-	for _, p := range a {
-		if p.Match(host) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(a, func(p HostPattern) bool { return p.Match(host) })
 }

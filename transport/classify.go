@@ -14,32 +14,15 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// MaxLocationBytes bounds the Location kept in an Outcome: a receiver's
-// header must not bloat evidence. A longer one is cut.
+// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is
+// cut.
 const MaxLocationBytes = 2048
 
-// Classify turns an HTTP answer into an Outcome (the table in the package
-// doc; status codes per RFC 9110 §15):
-//
-//	2xx                                     Accepted
-//	410 Gone                                Permanent (park: the receiver is gone)
-//	3xx                                     Transient, never followed; Location kept
-//	429, 503, or any other answer with a
-//	valid Retry-After (RFC 9110 §10.2.3)    Transient, at the receiver's time
-//	408, 425, 5xx                           Transient
-//	other 4xx                               Rejected (the registration's RejectPolicy decides)
-//	anything else (1xx, 6xx…)               Transient
-//
-// A 502, 503 or 504 without a valid Retry-After is also HostLevel: a gateway
-// (or the host's own front) saying the host is not there, nothing about the
-// record; with a Retry-After it is an answer about this request, as v1.
-//
-// A Retry-After on a 2xx or a 410 is ignored: the verdict does not depend
-// on time. A Retry-After that does not parse is ignored (see
-// ParseRetryAfter); an HTTP-date is converted against at. Only the first
-// Retry-After and Location field lines are read. Reason is empty for
-// Accepted and names the status otherwise ("503 Service Unavailable;
-// Retry-After 2m0s"). Body and Duration are left for the caller.
+// Classify turns an HTTP answer into an Outcome by the package doc's table;
+// any other status (1xx, 6xx…) is Transient. Only
+// the first Retry-After and Location field lines are read. Reason is empty
+// for Accepted and names the status otherwise ("503 Service Unavailable;
+// Retry-After 2m0s"). Body and Duration are left to the caller.
 func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	out := push.Outcome{Status: status}
 	switch {
@@ -53,9 +36,9 @@ func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	}
 	out.RetryAfter, out.HasRetryAfter = ParseRetryAfter(header.Get("Retry-After"), at)
 	out.Reason = statusText(status)
+	out.Verdict = push.Transient
 	switch {
 	case status >= 300 && status <= 399:
-		out.Verdict = push.Transient
 		out.Location = cut(header.Get("Location"), MaxLocationBytes)
 		out.Reason += ": redirect not followed"
 		if h := locationHost(out.Location); h != "" {
@@ -63,14 +46,11 @@ func Classify(status int, header http.Header, at time.Time) push.Outcome {
 		}
 	case status == http.StatusRequestTimeout, status == http.StatusTooEarly,
 		status == http.StatusTooManyRequests, status >= 500 && status <= 599:
-		out.Verdict = push.Transient
 	case status >= 400 && status <= 499:
-		out.Verdict = push.Rejected
-		if out.HasRetryAfter {
-			out.Verdict = push.Transient
+		if !out.HasRetryAfter {
+			out.Verdict = push.Rejected
 		}
 	default:
-		out.Verdict = push.Transient
 		out.Reason += ": not a final HTTP status"
 	}
 	if out.HasRetryAfter {
@@ -119,33 +99,26 @@ var stageWords = [...]string{
 	stageWaiting:    "waiting for the response headers",
 }
 
-// classifyError classifies a request that got no answer. A refusal of the
-// network guard is Permanent; everything else (timeouts, DNS failures,
-// refused or reset connections, TLS failures) is Transient and HostLevel. The reason
-// comes from the innermost useful error, never from *url.Error, whose
-// message repeats the whole URL.
+// classifyError classifies a request that got no answer: a guard refusal
+// is Permanent, anything else Transient and HostLevel. The reason comes
+// from the innermost useful error, never *url.Error, which repeats the URL.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32) push.Outcome {
-	var refused *RefusedError
-	if errors.As(err, &refused) {
+	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
 	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
-	words := stageWords[stageConnecting]
-	if stage >= 0 && int(stage) < len(stageWords) {
-		words = stageWords[stage]
-	}
-	var netErr net.Error
+	words := stageWords[stage]
 	var reason string
-	switch {
+	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
 	case errors.As(err, new(*resolveError)):
 		reason = err.Error()
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case isNet && netErr.Timeout():
 		reason = "timeout " + words + ": " + err.Error()
 	default:
 		reason = err.Error()

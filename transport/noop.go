@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,13 +12,10 @@ import (
 
 // NoopTransport sends nothing and accepts every message, for dry runs: a
 // worker with it moves cursors as if every receiver answered 2xx. The
-// Outcome is Accepted with Status 0 (no answer came back: nothing was sent)
-// and no body. Each message is logged at debug level with its registration,
-// host, message id, content type and size; never its body, its headers or
-// the URL's path or query.
-//
-// The zero value is ready to use and logs to slog.Default(). Like every
-// transport, Deliver returns an error only when ctx has ended.
+// Outcome is Accepted with Status 0 and no body. Each message is logged at
+// debug level with its registration, host, message id, content type and
+// size; never its body, headers or the URL's path or query. The zero value
+// is ready to use. Deliver returns an error only when ctx has ended.
 type NoopTransport struct {
 	Logger *slog.Logger // nil means slog.Default()
 }
@@ -29,11 +27,7 @@ func (n NoopTransport) Deliver(ctx context.Context, reg push.Registration, msg p
 	if err := ctx.Err(); err != nil {
 		return push.Outcome{}, fmt.Errorf("transport: not delivered (dry run) to %s: %w", reg.Host(), err)
 	}
-	logger := n.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	logger.LogAttrs(ctx, slog.LevelDebug, "herald: dry run, message not sent",
+	cmp.Or(n.Logger, slog.Default()).LogAttrs(ctx, slog.LevelDebug, "herald: dry run, message not sent",
 		slog.String("stream", reg.Stream), slog.String("registration", reg.ID), slog.String("namespace", reg.Namespace),
 		slog.String("host", reg.Host()), slog.String("message", msg.ID), slog.String("content_type", msg.ContentType),
 		slog.Int("bytes", len(msg.Body)), slog.Bool("signed", msg.Signer != nil), slog.Time("at", at))

@@ -7,70 +7,50 @@ import (
 )
 
 // RetryAfterCeiling (10 years) is the largest delay ParseRetryAfter
-// returns. A receiver asking for more (or for a number of seconds that
-// overflows) plainly means "not for a long time": the value is clamped here,
-// and the worker clamps it again to its MaxRetryAfter (1 h by default), so
-// such a receiver is retried slowly rather than hammered by the backoff.
+// returns: a receiver asking for more, or for a number of seconds that
+// overflows, means "not for a long time". The worker clamps it again to its
+// MaxRetryAfter (1 h by default).
 const RetryAfterCeiling = 10 * 365 * 24 * time.Hour
 
-// ParseRetryAfter parses the value of a Retry-After header field (RFC 9110
-// §10.2.3): either delay-seconds (1*DIGIT) or an HTTP-date (RFC 9110 §5.6.7)
-// in any of its three forms, the ones http.ParseTime reads:
+// ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3):
+// delay-seconds (1*DIGIT) or an HTTP-date (RFC 9110 §5.6.7) in any of its
+// three forms:
 //
 //	IMF-fixdate  Sun, 06 Nov 1994 08:49:37 GMT
 //	RFC 850      Sunday, 06-Nov-94 08:49:37 GMT
 //	asctime      Sun Nov  6 08:49:37 1994
 //
-// An HTTP-date is converted to a delay against at, the caller's instant
-// (never the wall clock). A two-digit RFC 850 year more than 50 years after
-// at is taken as the most recent past year with those digits (§5.6.7).
-// Leading and trailing spaces and tabs are ignored.
+// A date becomes a delay against at, the caller's instant (never the wall
+// clock); an RFC 850 year more than 50 years after at is the most recent
+// past year with those two digits (§5.6.7). Surrounding spaces and tabs are
+// ignored.
 //
-// It returns the delay and true for a valid value: a date at or before at
-// gives 0 (the worker waits at least 1 s anyway); a delay beyond
-// RetryAfterCeiling, including digit strings that overflow, is clamped to
-// it. Anything else (empty, negative, fractional, signed, several values, a
-// date in another time zone, garbage) gives 0, false: the answer is treated
-// as if it had no Retry-After. It never panics.
+// It returns the delay and true for a valid value: 0 for a date at or
+// before at, at most RetryAfterCeiling. Anything else (empty, negative,
+// fractional, signed, several values, another time zone, garbage) gives
+// 0, false: the answer is treated as if it had no Retry-After.
 func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
 	v := strings.Trim(value, " \t")
 	if v == "" {
 		return 0, false
 	}
-	if isDigits(v) {
+	if strings.TrimLeft(v, "0123456789") == "" {
 		return delaySeconds(v), true
 	}
 	t, ok := parseHTTPDate(v, at)
 	if !ok {
 		return 0, false
 	}
-	d := t.Sub(at) // saturates instead of overflowing
-	switch {
-	case d <= 0:
-		return 0, true
-	case d > RetryAfterCeiling:
-		return RetryAfterCeiling, true
-	}
-	return d, true
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return len(s) > 0
+	return min(max(t.Sub(at), 0), RetryAfterCeiling), true // Sub saturates instead of overflowing
 }
 
 // delaySeconds converts a digit string to a duration, clamped to
 // RetryAfterCeiling without ever overflowing.
 func delaySeconds(s string) time.Duration {
-	const ceiling = int64(RetryAfterCeiling / time.Second)
 	var n int64
 	for i := 0; i < len(s); i++ {
 		n = n*10 + int64(s[i]-'0')
-		if n > ceiling {
+		if n > int64(RetryAfterCeiling/time.Second) {
 			return RetryAfterCeiling
 		}
 	}
@@ -86,10 +66,9 @@ const (
 )
 
 // parseHTTPDate parses the three HTTP-date forms. Unlike http.ParseTime it
-// requires the RFC 850 form to say GMT (time.RFC850 accepts any zone
-// abbreviation and silently reads unknown ones as UTC), and it applies RFC
-// 9110's rule for two-digit years relative to at rather than Go's fixed
-// 1969–2068 window.
+// requires RFC 850 dates to say GMT (time.RFC850 reads an unknown zone as
+// UTC), and it reads two-digit years relative to at (RFC 9110), not in
+// Go's fixed 1969–2068 window.
 func parseHTTPDate(v string, at time.Time) (time.Time, bool) {
 	if len(v) > maxDateLen {
 		return time.Time{}, false
