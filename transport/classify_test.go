@@ -1,12 +1,10 @@
 package transport_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,9 +179,7 @@ func TestClassificationOfFailures(t *testing.T) {
 	})
 	t.Run("resolver error that is not a DNSError", func(t *testing.T) {
 		opts := loopbackOptions()
-		opts.Resolver = transport.ResolverFunc(func(ctx context.Context, network, host string) ([]netip.Addr, error) {
-			return nil, errors.New("resolver unavailable")
-		})
+		opts.Resolver = &fakeDNS{err: errors.New("resolver unavailable")}
 		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
 		if out.Verdict != push.Transient || !out.HostLevel || out.Reason != "dns: lookup nowhere.test: resolver unavailable" {
 			t.Fatalf("got %s", describe(out))

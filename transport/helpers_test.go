@@ -79,11 +79,12 @@ func (c *counter) port() string {
 	return p
 }
 
-// fakeDNS is a Resolver that answers from a table and records questions,
-// so tests need no real DNS.
+// fakeDNS is a Resolver that answers from a table (or fails with err) and
+// records questions, so tests need no real DNS.
 type fakeDNS struct {
 	mu    sync.Mutex
 	table map[string][]string
+	err   error
 	asked []string
 }
 
@@ -92,6 +93,9 @@ func (d *fakeDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, 
 	d.mu.Lock()
 	d.asked = append(d.asked, host)
 	d.mu.Unlock()
+	if d.err != nil {
+		return nil, d.err
+	}
 	ips, ok := d.table[host]
 	if !ok {
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
