@@ -128,13 +128,14 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 // connect time), or "sign: " and the signer's error, redacted.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
 	u, err := t.urls.check(t.guard, reg.URL)
-	if err == nil {
-		var req *http.Request
-		if req, err = t.newRequest(ctx, u, msg, at); err == nil {
-			return req, nil
-		}
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
 	}
-	return nil, fmt.Errorf("transport: %w", err)
+	req, err := t.newRequest(ctx, u, msg, at)
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	return req, nil
 }
 
 // newRequest builds and signs the request for msg to u; a signing error is

@@ -228,28 +228,25 @@ func URLRefusals(raw string) []error { return guard{}.refusals(raw) }
 // lifted one by one.
 func (g guard) refusals(raw string) []error {
 	var out []error
-	for range 3 {
+	for range 3 { // each pass lifts one opt-in, or ends
 		u, err := g.checkURL(raw)
+		var h string
 		if err == nil {
-			if h := normalizeHost(u.Hostname()); h == "localhost" || strings.HasSuffix(h, ".localhost") {
-				var re *RefusedError
-				if err = CheckAddress(netip.AddrFrom4([4]byte{127, 0, 0, 1}), g.allowPrivate); errors.As(err, &re) {
-					re.Target = "host " + h + " (127.0.0.1)"
-				}
+			h = normalizeHost(u.Hostname())
+		}
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+			if err = CheckAddress(netip.AddrFrom4([4]byte{127, 0, 0, 1}), g.allowPrivate); err != nil {
+				err.(*RefusedError).Target = "host " + h + " (127.0.0.1)"
 			}
 		}
 		if err == nil {
-			break
+			return out
 		}
 		out = append(out, err)
-		var re *RefusedError
-		if !errors.As(err, &re) {
-			break
-		}
-		switch re.OptIn {
-		case "--allow-http":
+		switch re, _ := errors.AsType[*RefusedError](err); {
+		case re != nil && re.OptIn == "--allow-http":
 			g.allowHTTP = true
-		case "--allow-private-network":
+		case re != nil && re.OptIn == "--allow-private-network":
 			g.allowPrivate = true
 		default:
 			return out
