@@ -116,7 +116,12 @@ func (o Options) validate() (Options, Allowlist, error) {
 // pool size and the user agent; of TLSConfig, Resolver and Logger only
 // whether they are set.
 func (o Options) String() string {
-	set := func(b bool) string { return map[bool]string{true: "set", false: "nil"}[b] }
+	set := func(b bool) string {
+		if b {
+			return "set"
+		}
+		return "nil"
+	}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
 		", UserAgent: %q, TLSConfig: %s, Resolver: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
