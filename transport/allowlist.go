@@ -1,10 +1,7 @@
 package transport
 
 import (
-	"errors"
-	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
@@ -117,35 +114,4 @@ func (p HostPattern) String() string {
 		return "*." + p.name
 	}
 	return p.name
-}
-
-// Allowlist is a list of host patterns; a host is allowed when any pattern
-// matches it. An empty Allowlist matches nothing.
-type Allowlist []HostPattern
-
-// ParseAllowlist parses every pattern and reports every bad one at once.
-// Errors wrap journal.ErrInvalid and name the index ("AllowHosts[2]").
-func ParseAllowlist(patterns []string) (Allowlist, error) {
-	list := make(Allowlist, 0, len(patterns))
-	var errs []error
-	for i, s := range patterns {
-		p, err := ParseHostPattern(s)
-		if err != nil {
-			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
-				err = journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason)
-			}
-			errs = append(errs, err)
-			continue
-		}
-		list = append(list, p)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return list, nil
-}
-
-// Match reports whether any pattern matches host.
-func (a Allowlist) Match(host string) bool {
-	return slices.ContainsFunc(a, func(p HostPattern) bool { return p.Match(host) })
 }

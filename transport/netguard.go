@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -130,7 +131,7 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 type guard struct {
 	allowHTTP    bool
 	allowPrivate bool
-	allowlist    Allowlist // nil: every host
+	allowlist    []HostPattern // nil: every host
 	resolver     Resolver
 	dialer       net.Dialer
 }
@@ -174,7 +175,7 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 	} else if endsInNumber(host) {
 		return nil, &RefusedError{Target: "host " + host, Rule: "looks like an IPv4 address in a non-canonical (decimal, octal, hex or short) form; write it as a.b.c.d"}
 	}
-	if g.allowlist != nil && !g.allowlist.Match(host) {
+	if g.allowlist != nil && !slices.ContainsFunc(g.allowlist, func(p HostPattern) bool { return p.Match(host) }) {
 		return nil, &RefusedError{Target: "host " + host, Rule: "is not in the allowlist (herald run/sweep --allow-host, Options.AllowHosts)", OptIn: "--allow-host"}
 	}
 	return u, nil

@@ -73,9 +73,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// validate returns o with its defaults filled in, and the parsed allowlist.
+// validate returns o with its defaults filled in, and the parsed AllowHosts.
 // Errors wrap journal.ErrInvalid, name the field, and are all reported.
-func (o Options) validate() (Options, Allowlist, error) {
+func (o Options) validate() (Options, []HostPattern, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, journal.Invalid("Options."+field, format, args...))
@@ -99,12 +99,13 @@ func (o Options) validate() (Options, Allowlist, error) {
 	} else if i := strings.IndexFunc(o.UserAgent, func(r rune) bool { return r < 0x20 || r > 0x7e }); i >= 0 {
 		bad("UserAgent", "has a control or non-ASCII character at byte %d", i)
 	}
-	var allow Allowlist
-	if len(o.AllowHosts) > 0 {
-		var err error
-		if allow, err = ParseAllowlist(o.AllowHosts); err != nil {
-			errs = append(errs, err)
+	var allow []HostPattern
+	for i, s := range o.AllowHosts {
+		p, err := ParseHostPattern(s)
+		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
 		}
+		allow = append(allow, p)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
