@@ -39,10 +39,10 @@ func ParseHostPattern(s string) (HostPattern, error) {
 		return bad("has a path, query or userinfo; give the host name only")
 	}
 	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
+		switch {
+		case s[i] >= 0x80:
 			return bad("is not ASCII; write internationalized names in their xn-- (punycode) form")
-		}
-		if s[i] <= 0x20 || s[i] == 0x7f {
+		case s[i] <= 0x20 || s[i] == 0x7f:
 			return bad("has a space or control character at byte %d", i)
 		}
 	}
@@ -59,29 +59,25 @@ func ParseHostPattern(s string) (HostPattern, error) {
 	}
 	name, wildcard := strings.CutPrefix(lower, "*.")
 	name = strings.TrimSuffix(name, ".")
-	if strings.Contains(name, "*") {
+	switch {
+	case strings.Contains(name, "*"):
 		return bad("has a wildcard that is not the whole leftmost label; only *.example.com is supported")
-	}
-	if name == "" {
+	case name == "":
 		return bad("has no name after the wildcard")
-	}
-	if len(name) > 253 {
+	case len(name) > 253:
 		return bad("is longer than 253 bytes")
-	}
-	if endsInNumber(name) {
+	case endsInNumber(name):
 		return bad("ends in a number, so it is an IP address to URL parsers, but not a canonical one (a.b.c.d)")
 	}
 	for _, label := range strings.Split(name, ".") {
-		if label == "" {
+		switch rest := strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyz0123456789-_"); {
+		case label == "":
 			return bad("has an empty label")
-		}
-		if len(label) > 63 {
+		case len(label) > 63:
 			return bad("has a label longer than 63 bytes")
-		}
-		if label[0] == '-' || label[len(label)-1] == '-' {
+		case label[0] == '-' || label[len(label)-1] == '-':
 			return bad("has a label that starts or ends with '-'")
-		}
-		if rest := strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyz0123456789-_"); rest != "" {
+		case rest != "":
 			return bad("has %q, which is not a letter, digit, '-' or '_'", rest[0])
 		}
 	}

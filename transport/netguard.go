@@ -306,11 +306,11 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		if network == "tcp4" || network == "tcp6" {
 			family += network[3:]
 		}
-		if addrs, err = g.resolver.LookupNetIP(ctx, family, host); err != nil {
-			return nil, &resolveError{host: host, err: err}
+		if addrs, err = g.resolver.LookupNetIP(ctx, family, host); err == nil && len(addrs) == 0 {
+			err = errors.New("no addresses")
 		}
-		if len(addrs) == 0 {
-			return nil, &resolveError{host: host, err: errors.New("no addresses")}
+		if err != nil {
+			return nil, &resolveError{host: host, err: err}
 		}
 	}
 	var refused, failed error
@@ -321,11 +321,10 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			return c, nil
 		case errors.Is(err, ErrRefused):
 			refused = cmp.Or(refused, err)
-			continue
-		}
-		failed = cmp.Or(failed, err)
-		if ctx.Err() != nil {
-			break
+		case ctx.Err() != nil:
+			return nil, cmp.Or(failed, err)
+		default:
+			failed = cmp.Or(failed, err)
 		}
 	}
 	return nil, cmp.Or(failed, refused)
