@@ -197,7 +197,8 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		out.Body = out.Body[:push.MaxEvidenceBody]
 	}
 	if out.Location != "" {
-		out.Location = cut(red.String(resp.Header.Get("Location")), MaxLocationBytes)
+		loc := red.String(resp.Header.Get("Location"))
+		out.Location = loc[:min(len(loc), MaxLocationBytes)]
 	}
 	if readErr != nil {
 		words := readErr.Error()
