@@ -120,6 +120,15 @@ func mustContain(t *testing.T, what, got, want string) {
 	}
 }
 
+// wantNoAnswer fails unless out is a Transient, host-level failure without
+// a status: what an attempt that got no answer gives.
+func wantNoAnswer(t *testing.T, out push.Outcome) {
+	t.Helper()
+	if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+		t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
+	}
+}
+
 func describe(o push.Outcome) string {
 	return fmt.Sprintf("%v status=%d retry_after=%v/%t location=%q reason=%q", o.Verdict, o.Status, o.RetryAfter, o.HasRetryAfter, o.Location, o.Reason)
 }

@@ -27,9 +27,8 @@ const (
 	// push.MaxEvidenceBody (512) bytes.
 	MaxResponseBody = 64 << 10
 	// MaxDrain (16 MiB) is how much more is read and discarded so that the
-	// connection goes back to the pool: about the cost of a new TLS
-	// handshake to a far receiver. A longer body is cut and its connection
-	// closed.
+	// connection goes back to the pool (reading it costs about a new TLS
+	// handshake to a far receiver); a longer body's connection is closed.
 	MaxDrain = 16 << 20
 )
 
@@ -138,8 +137,7 @@ func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.M
 	return req, nil
 }
 
-// newRequest builds and signs the request for msg to u; a signing error is
-// redacted.
+// newRequest builds and signs the request for msg to u.
 func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at time.Time) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(msg.Body))
 	if err != nil {

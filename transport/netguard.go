@@ -125,9 +125,8 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	return nil
 }
 
-// guard applies the network rules: to a URL before any request is built,
-// and to every address at connect time, the one the socket connects to
-// (which also covers DNS rebinding).
+// guard applies the network rules to a URL before any request is built, and
+// to the address of every connection (package doc, "Network guard").
 type guard struct {
 	allowHTTP    bool
 	allowPrivate bool
@@ -185,11 +184,10 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 // 16 MiB of URLs of push.MaxURLBytes (2 KiB), 1 MiB of typical ones.
 const urlCacheSize = 4096
 
-// urlCache keeps the URLs checkURL accepted, parsed, so that a worker
-// sending to the same 1,000 URLs over and over checks each once. checkURL
-// depends only on the URL and the fixed Options, so a kept answer stays
-// right; refusals are not kept. When full it is emptied, not ranked. The
-// URLs it returns are shared: callers copy one before changing it.
+// urlCache keeps the URLs checkURL accepted (an answer that depends only on
+// the URL and the fixed Options), parsed, so that a worker sending to the
+// same 1,000 URLs over and over checks each once. When full it is emptied.
+// Its URLs are shared: callers copy one before changing it.
 type urlCache struct {
 	mu sync.RWMutex
 	m  map[string]*url.URL
@@ -272,8 +270,8 @@ func normalizeHost(host string) string {
 	return strings.TrimSuffix(strings.ToLower(host), ".")
 }
 
-// control is the dialer's Control hook: it runs after the socket is created
-// and before it connects, with the address it is about to connect to.
+// control is the dialer's Control hook, run with the address a new socket
+// is about to connect to.
 func (g *guard) control(network, address string, _ syscall.RawConn) error {
 	if network != "tcp4" && network != "tcp6" {
 		return &RefusedError{Target: "network " + network, Rule: "is not allowed: tcp only"}
@@ -334,10 +332,9 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 // next is tried (as net.Dialer does), unless the deadline leaves less.
 const minDialShare = 2 * time.Second
 
-// dialOne connects to one address through the guarded dialer. With left
-// addresses still to try it gets an equal share of the time left before
-// ctx's deadline, so an address that swallows packets cannot eat the
-// whole attempt.
+// dialOne connects to one address through the guarded dialer; with left
+// addresses to try, in its share of the time left before ctx's deadline,
+// so an address that swallows packets cannot eat the whole attempt.
 func (g *guard) dialOne(ctx context.Context, network string, ap netip.AddrPort, left int) (net.Conn, error) {
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		remaining := time.Until(deadline)

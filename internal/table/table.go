@@ -18,8 +18,8 @@ import (
 const MaxCell = 60
 
 // Table writes aligned columns of cells made safe by Cell, so that a
-// receiver's answer or an id can neither break the layout nor send
-// terminal escapes. Nothing is written until Flush.
+// receiver's answer can neither break the layout nor send terminal escapes.
+// Nothing is written until Flush.
 type Table struct {
 	tw *tabwriter.Writer
 }
@@ -81,13 +81,11 @@ func Clean(s string) string {
 	return s
 }
 
-// Hidden reports whether r does not print as itself (not unicode.IsGraphic),
-// so that it could hide or rearrange the text shown around it: control
-// characters (terminal escapes), format characters (the bidirectional
-// overrides and isolates U+202A–U+202E and U+2066–U+2069; zero-width
-// characters, which make two names look the same), private-use and
-// unassigned code points. Tab, line feed and carriage return are not
-// Hidden: each place that shows text decides what to do with them.
+// Hidden reports whether r does not print as itself (not unicode.IsGraphic)
+// and so could hide or reorder the text around it: control characters
+// (terminal escapes), format characters (bidirectional overrides,
+// zero-width characters), private-use and unassigned code points. Tab and
+// line breaks are not Hidden: each place that shows text treats them.
 func Hidden(r rune) bool {
 	return !unicode.IsGraphic(r) && r != '\t' && r != '\n' && r != '\r'
 }
