@@ -7,7 +7,6 @@
 //
 // One [*HTTP] is one connection pool: share it between workers. What a
 // request carries and how much of an answer is read: [HTTP.Deliver].
-// [NoopTransport] accepts everything without sending, for dry runs.
 //
 // # Classification
 //
