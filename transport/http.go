@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldpush/herald"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -32,6 +33,10 @@ const (
 	MaxDrain = 16 << 20
 )
 
+// userAgent is every request's User-Agent header, shared: its capacity is
+// its length, so an Add copies it.
+var userAgent = []string{"herald/" + herald.Version}
+
 // errDeadline is the cause of an attempt's own timeout, which tells it
 // apart from the caller's context ending.
 var errDeadline = errors.New("transport: attempt timed out")
@@ -39,11 +44,10 @@ var errDeadline = errors.New("transport: attempt timed out")
 // HTTP is herald's HTTP transport (package doc). It is safe for concurrent
 // use and holds one connection pool: create one per process.
 type HTTP struct {
-	client    *http.Client
-	guard     *guard
-	urls      *urlCache // behind a pointer: %#v of an HTTP never prints them
-	userAgent []string  // shared by every request: its capacity is its length, so an Add copies it
-	opts      Options
+	client *http.Client
+	guard  *guard
+	urls   *urlCache // behind a pointer: %#v of an HTTP never prints them
+	opts   Options
 }
 
 var _ push.Transport = (*HTTP)(nil)
@@ -82,7 +86,7 @@ func New(opts Options) (*HTTP, error) {
 		// 3xx itself is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &HTTP{client: client, guard: g, urls: &urlCache{}, userAgent: []string{o.UserAgent}, opts: o}, nil
+	return &HTTP{client: client, guard: g, urls: &urlCache{}, opts: o}, nil
 }
 
 // Refusals is URLRefusals under this transport's Options: every rule raw
@@ -93,7 +97,7 @@ func (t *HTTP) Refusals(raw string) []error { return t.guard.refusals(raw) }
 // the table is in the package doc).
 //
 // The request carries msg.Body, Content-Type msg.ContentType, msg.Header
-// and User-Agent; msg.Signer, if set, signs the final request with at on
+// and User-Agent herald/<version>; msg.Signer, if set, signs the final request with at on
 // every attempt. A signing failure is Transient, with a reason "sign: "
 // and the signer's error. The network guard checks the URL first, and
 // every address at connect time.
@@ -150,7 +154,7 @@ func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at 
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
 	}
-	req.Header["User-Agent"] = t.userAgent
+	req.Header["User-Agent"] = userAgent
 	if msg.Signer != nil {
 		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
 			return nil, errors.New(newRedactor(u, req.Header).String("sign: " + err.Error()))

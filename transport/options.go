@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/heraldpush/herald"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -27,12 +25,7 @@ const (
 	DefaultMaxIdleConnsPerHost = 16
 	// MaxIdleConnsPerHostLimit bounds Options.MaxIdleConnsPerHost.
 	MaxIdleConnsPerHostLimit = 1024
-	// MaxUserAgentBytes bounds Options.UserAgent.
-	MaxUserAgentBytes = 256
 )
-
-// DefaultUserAgent is sent when Options.UserAgent is empty.
-const DefaultUserAgent = "herald/" + herald.Version
 
 // Options configure an HTTP transport. The zero value is the safe default:
 // HTTPS only, public addresses only, any host, 15 s per attempt. Every fmt
@@ -57,9 +50,6 @@ type Options struct {
 	// Zero means DefaultMaxIdleConnsPerHost; else 1 to
 	// MaxIdleConnsPerHostLimit.
 	MaxIdleConnsPerHost int
-	// UserAgent is sent with every request. Empty means DefaultUserAgent;
-	// else at most MaxUserAgentBytes of visible ASCII and spaces.
-	UserAgent string
 	// TLSConfig, if set, is cloned and used for HTTPS (a private CA's
 	// RootCAs, client certificates); nil means the system roots. The
 	// minimum version is TLS 1.2 either way.
@@ -92,13 +82,6 @@ func (o Options) validate() (Options, []HostPattern, error) {
 	case o.MaxIdleConnsPerHost < 1 || o.MaxIdleConnsPerHost > MaxIdleConnsPerHostLimit:
 		bad("MaxIdleConnsPerHost", "is %d: it must be from 1 to %d (0 means %d)", o.MaxIdleConnsPerHost, MaxIdleConnsPerHostLimit, DefaultMaxIdleConnsPerHost)
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = DefaultUserAgent
-	} else if len(o.UserAgent) > MaxUserAgentBytes {
-		bad("UserAgent", "is %d bytes: at most %d", len(o.UserAgent), MaxUserAgentBytes)
-	} else if i := strings.IndexFunc(o.UserAgent, func(r rune) bool { return r < 0x20 || r > 0x7e }); i >= 0 {
-		bad("UserAgent", "has a control or non-ASCII character at byte %d", i)
-	}
 	var allow []HostPattern
 	for i, s := range o.AllowHosts {
 		p, err := ParseHostPattern(s)
@@ -113,9 +96,8 @@ func (o Options) validate() (Options, []HostPattern, error) {
 	return o, allow, errors.Join(errs...)
 }
 
-// String summarises the options: the timeout, what the guard allows, the
-// pool size and the user agent; of TLSConfig, Resolver and Logger only
-// whether they are set.
+// String summarises the options: the timeout, what the guard allows and the
+// pool size; of TLSConfig, Resolver and Logger only whether they are set.
 func (o Options) String() string {
 	set := func(b bool) string {
 		if b {
@@ -124,9 +106,9 @@ func (o Options) String() string {
 		return "nil"
 	}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
-		", UserAgent: %q, TLSConfig: %s, Resolver: %s, Logger: %s}",
+		", TLSConfig: %s, Resolver: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
-		o.UserAgent, set(o.TLSConfig != nil), set(o.Resolver != nil), set(o.Logger != nil))
+		set(o.TLSConfig != nil), set(o.Resolver != nil), set(o.Logger != nil))
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, …), so that none
