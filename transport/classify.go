@@ -20,10 +20,10 @@ import (
 const MaxLocationBytes = 2048
 
 // Classify turns an HTTP answer into an Outcome by the package doc's table;
-// any other status (1xx, 6xx…) is Transient. Only
-// the first Retry-After and Location field lines are read. Reason is empty
-// for Accepted and names the status otherwise ("503 Service Unavailable;
-// Retry-After 2m0s"). Body and Duration are left to the caller.
+// any other status (1xx, 6xx…) is Transient. It reads the first Retry-After
+// and Location field lines. Reason is empty for Accepted, else it names the
+// status ("503 Service Unavailable; Retry-After 2m0s"). Body and Duration
+// are left to the caller.
 func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	out := push.Outcome{Status: status}
 	switch {
@@ -126,15 +126,12 @@ const RetryAfterCeiling = 10 * 365 * 24 * time.Hour
 //	RFC 850      Sunday, 06-Nov-94 08:49:37 GMT
 //	asctime      Sun Nov  6 08:49:37 1994
 //
-// A date becomes a delay against at, the caller's instant (never the wall
-// clock); an RFC 850 year more than 50 years after at is the most recent
-// past year with those two digits (§5.6.7). Surrounding spaces and tabs are
-// ignored.
-//
-// It returns the delay and true for a valid value: 0 for a date at or
-// before at, at most RetryAfterCeiling. Anything else (empty, negative,
-// fractional, signed, several values, another time zone, garbage) gives
-// 0, false: the answer is treated as if it had no Retry-After.
+// A date is a delay from at, the caller's instant (never the wall clock);
+// an RFC 850 year more than 50 years after at is the latest past year with
+// those two digits (§5.6.7). Surrounding spaces and tabs are ignored. A
+// valid value gives the delay, from 0 (a date at or before at) to
+// RetryAfterCeiling, and true; anything else (negative, fractional, signed,
+// several values, another time zone, garbage) 0 and false.
 func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
 	v := strings.Trim(value, " \t")
 	if v == "" {

@@ -94,18 +94,13 @@ func New(opts Options) (*HTTP, error) {
 func (t *HTTP) Refusals(raw string) []error { return t.guard.refusals(raw) }
 
 // Deliver POSTs msg to reg.URL and classifies the answer (push.Transport;
-// the table is in the package doc).
-//
-// The request carries msg.Body, Content-Type msg.ContentType, msg.Header
-// and User-Agent herald/<version>; msg.Signer, if set, signs the final request with at on
-// every attempt. A signing failure is Transient, with a reason "sign: "
-// and the signer's error. The network guard checks the URL first, and
-// every address at connect time.
-//
-// The answer's body is read up to MaxResponseBody, drained up to MaxDrain
-// and closed; Outcome.Body keeps the first push.MaxEvidenceBody bytes of a
-// failed answer. A receiver's failure is an Outcome, never an error: the
-// error (wrapping ctx's) is for ctx ending before a status line came.
+// the table is in the package doc). The request carries msg.Body, msg.Header,
+// Content-Type msg.ContentType and User-Agent herald/<version>; msg.Signer,
+// if set, signs it last, with at, on every attempt ("sign: " and its error
+// is a Transient reason). The answer's body is read up to MaxResponseBody,
+// drained up to MaxDrain and closed; Outcome.Body keeps the first
+// push.MaxEvidenceBody bytes of a failed answer. A receiver's failure is an
+// Outcome: the error (wrapping ctx's) is for ctx ending before an answer.
 func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return push.Outcome{}, fmt.Errorf("transport: not delivered to %s: %w", reg.Host(), err)

@@ -1,17 +1,13 @@
 // Package otelenv installs an OpenTelemetry trace exporter when the
 // standard OTEL_* environment asks for one, and nothing otherwise.
 //
-// herald's spans (push: SpanTurn, SpanDelivery, SpanSweep) go to the global
-// TracerProvider, a no-op until `herald run` calls Setup. Setup installs an
-// OTLP exporter over HTTP (protobuf) when OTEL_TRACES_EXPORTER is "otlp",
-// or when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-// is set and OTEL_TRACES_EXPORTER is not "none"; never when
-// OTEL_SDK_DISABLED is "true". The exporter and SDK read the other standard
-// variables themselves (OTEL_EXPORTER_OTLP_*, OTEL_TRACES_SAMPLER[_ARG],
-// OTEL_BSP_*, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; service.name
-// defaults to "herald"). A protocol but http/protobuf, an exporter but otlp
-// and none, or a sampler the SDK would only log and replace is refused
-// with an error naming the variable.
+// herald's spans go to the global TracerProvider, a no-op until `herald run`
+// calls Setup, which installs an OTLP/HTTP (protobuf) exporter when
+// OTEL_TRACES_EXPORTER is "otlp", or an OTLP endpoint variable is set and
+// it is not "none"; never when OTEL_SDK_DISABLED is "true". The exporter
+// and SDK read the other standard variables themselves (service.name
+// defaults to "herald"). Another protocol or exporter, or a sampler the SDK
+// would only log and replace, is an error naming the variable.
 package otelenv
 
 import (
