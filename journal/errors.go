@@ -8,8 +8,7 @@ import (
 	"unicode"
 )
 
-// Sentinel errors. Every store wraps one of these, with context, so that
-// callers can use errors.Is whatever the backing database.
+// Sentinel errors: every store wraps one of them, whatever its database.
 var (
 	// ErrInvalid: the input was rejected before anything was written.
 	ErrInvalid = errors.New("invalid input")
@@ -21,8 +20,8 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
-// InvalidError reports which field of an input was rejected and why. It wraps
-// ErrInvalid.
+// InvalidError reports which field of an input was rejected and why. It
+// wraps ErrInvalid.
 type InvalidError struct {
 	Field  string // e.g. "stream", "entries[2].id", "url"
 	Reason string // e.g. "is longer than 200 bytes (10000)"
@@ -33,27 +32,21 @@ func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.F
 // Unwrap returns ErrInvalid.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
-// InBatch reports, for an error about one entry of a batch (ValidateEntries
-// names its Field "entries[i].field"), the entry's 0-based index i in the
-// batch and its bare field; ok is false for any other error.
+// InBatch returns, for an error about one entry of a batch (Field
+// "entries[i].field", as ValidateEntries names it), the entry's 0-based
+// index and its bare field; ok is false for any other error.
 func (e *InvalidError) InBatch() (i int, field string, ok bool) {
-	rest, found := strings.CutPrefix(e.Field, "entries[")
-	if !found {
-		return 0, "", false
-	}
-	idx, field, found := strings.Cut(rest, "].")
-	if !found {
-		return 0, "", false
-	}
+	rest, ok1 := strings.CutPrefix(e.Field, "entries[")
+	idx, field, ok2 := strings.Cut(rest, "].")
 	i, err := strconv.Atoi(idx)
-	if err != nil || i < 0 {
+	if !ok1 || !ok2 || err != nil || i < 0 {
 		return 0, "", false
 	}
 	return i, field, true
 }
 
-// Invalid returns an *InvalidError for field, with the reason formatted from
-// format and args.
+// Invalid returns an *InvalidError for field, its reason formatted by
+// fmt.Sprintf(format, args...).
 func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
@@ -69,18 +62,6 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("record id %q already exists as %s#%d with a different %s", e.ID, Shown(e.Stream), e.Seq, e.Field)
-}
-
-// Shown is a name (a stream, an id) as a message shows it: as it is when
-// that reads back unambiguously, else Go-quoted. It is quoted when it is
-// empty or holds a space, a quote, a backslash or a character that does
-// not print as itself, such as a bidirectional override, which must never
-// reach a terminal or a log raw.
-func Shown(s string) string {
-	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
 }
 
 // Unwrap returns ErrConflict.
@@ -102,3 +83,14 @@ func (e *SealedError) Error() string {
 
 // Unwrap returns ErrSealed.
 func (e *SealedError) Unwrap() error { return ErrSealed }
+
+// Shown is a name (a stream, an id) as a message shows it: Go-quoted when
+// it is empty or holds a space, a quote, a backslash or a character that
+// does not print as itself (a bidirectional override must never reach a
+// terminal or a log raw), else as it is.
+func Shown(s string) string {
+	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -13,26 +13,23 @@ const DefaultContentType = "application/json"
 
 // Entry is what a caller appends: one future record, without its position.
 type Entry struct {
-	// ID is the record id: caller-chosen, unique in the journal, at most
-	// MaxIDBytes bytes, no control characters. It is the idempotency key and
-	// the id of the messages projected from the record.
+	// ID is the record id: unique in the journal, the idempotency key and
+	// the id of the messages projected from the record (ValidateID).
 	ID string
-	// Kind says what happened, e.g. "Create", "com.github.push",
-	// "statusUpdate". At most MaxKindBytes bytes, no control characters.
+	// Kind says what happened ("Create", "com.github.push"): at most
+	// MaxKindBytes, no whitespace or control characters.
 	Kind string
-	// ContentType is the media type of Payload (RFC 9110 §8.3.1). Empty means
-	// DefaultContentType. A JSON type (application/json or any +json suffix)
-	// requires a payload that is valid JSON.
+	// ContentType is the media type of Payload (RFC 9110 §8.3.1); empty
+	// means DefaultContentType. A JSON type requires valid JSON (IsJSON).
 	ContentType string
-	// Payload is the record's body, at most the store's payload limit
-	// (DefaultMaxPayload unless configured).
+	// Payload is at most the store's payload limit (DefaultMaxPayload
+	// unless configured).
 	Payload []byte
-	// Final seals the stream: no record may be appended after this one.
+	// Final seals the stream: nothing may be appended after this record.
 	Final bool
-	// Traceparent and Tracestate are the W3C trace context of the append
-	// (trace.go): empty, or a valid traceparent (ValidateTraceparent) and
-	// a tracestate given only with one. Stored with the record, not part
-	// of its content.
+	// Traceparent and Tracestate are the append's W3C trace context
+	// (ValidateTraceparent, ValidateTracestate), stored with the record but
+	// not part of its content.
 	Traceparent string
 	Tracestate  string
 }
@@ -57,23 +54,17 @@ func (r Record) Entry() Entry {
 		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
 }
 
-// Journal is the append-only store of records.
-//
-// Implementations are safe for concurrent use. All methods return errors that
-// wrap the package's sentinels.
+// Journal is the append-only store of records, safe for concurrent use.
 type Journal interface {
 	// Append appends entries to stream, in order, all or nothing, and returns
-	// the stored records (one per entry, in order). An entry whose id is
-	// already stored with the same content yields the stored record and is not
-	// written again. Errors: ErrInvalid (bad stream or entry, including
-	// duplicate ids within the batch), ErrConflict (an id exists with other
-	// content), ErrSealed (the stream, or an earlier entry of the batch, is
-	// final).
+	// the stored records, one per entry; an id stored with the same content
+	// yields the stored record. Errors: ErrInvalid (bad stream or entry, an
+	// id twice in the batch), ErrConflict (an id exists with other content),
+	// ErrSealed (the stream, or an earlier entry of the batch, is final).
 	Append(ctx context.Context, stream string, entries ...Entry) ([]Record, error)
 
 	// Read returns up to limit records of stream with seq >= fromSeq, in seq
-	// order. A stream with no such records yields an empty slice and no error.
-	// Errors: ErrInvalid (bad stream name, fromSeq 0 or limit < 1).
+	// order; none is not an error. Errors: ErrInvalid (ValidateRead).
 	Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]Record, error)
 
 	// Head returns the seq of the newest committed record of stream, or 0 if
@@ -85,10 +76,10 @@ type Journal interface {
 	Lookup(ctx context.Context, id string) (Record, error)
 }
 
-// Digest returns a SHA-256 digest of the content of an entry appended to
-// stream: the stream, kind, content type (after defaulting), payload and final
-// flag, each length-prefixed. Stores keep it to detect an id re-appended with
-// different content without comparing payloads byte by byte.
+// Digest returns the SHA-256 of an entry's content appended to stream: the
+// stream, kind, content type (defaulted), payload and final flag, each
+// prefixed by its length (8 bytes, big-endian). Stores keep it to detect an
+// id appended again with other content without comparing payloads.
 func Digest(stream string, e Entry) [32]byte {
 	h := sha256.New()
 	field := func(b []byte) {
@@ -101,19 +92,19 @@ func Digest(stream string, e Entry) [32]byte {
 	field([]byte(e.Kind))
 	field([]byte(contentType(e.ContentType)))
 	field(e.Payload)
+	var final byte
 	if e.Final {
-		field([]byte{1})
-	} else {
-		field([]byte{0})
+		final = 1
 	}
+	field([]byte{final})
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
 }
 
-// Same reports whether entry e appended to stream has the content of the
-// stored record r. If not, it returns a *ConflictError naming the first field
-// that differs.
+// Same returns nil when entry e appended to stream has the content of the
+// stored record r, else a *ConflictError naming the first field that
+// differs.
 func Same(r Record, stream string, e Entry) error {
 	field := ""
 	switch {

@@ -10,21 +10,20 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Trace context (W3C Trace Context, https://www.w3.org/TR/trace-context/).
-// A record may carry the traceparent of the transaction that appended it,
-// and its tracestate; each delivery of the record is sent with a child of
-// it (ChildTraceparent), so one trace runs from the producer to the
-// receiver. Neither is part of the record's content: re-appending an id with
-// another trace context is the same record (Digest and Same ignore them).
+// W3C Trace Context (https://www.w3.org/TR/trace-context/, § below): a
+// record may carry the trace context of its append, and each delivery is
+// sent with a child of it (ChildTraceparent), so one trace runs from the
+// producer to the receiver. It is not part of the record's content: Digest
+// and Same ignore it.
 
 // MaxTracestateBytes bounds Entry.Tracestate: 32 list members of at most
 // 256 characters each, with their separators (§3.3.1.1).
 const MaxTracestateBytes = 32*257 - 1
 
-// ValidateTraceparent checks a traceparent header value (§3.2): version
-// "00", a 32-hex-digit trace id and a 16-hex-digit parent id, neither all
-// zeros, and 2 hex digits of flags, separated by "-", lowercase. An empty
-// value is valid (no trace context). Errors wrap ErrInvalid and name field.
+// ValidateTraceparent checks a traceparent header value (§3.2): "00", a
+// 32-hex-digit trace id, a 16-hex-digit parent id (neither all zeros) and 2
+// hex digits of flags, joined by "-", lowercase; or empty (no trace
+// context). Errors wrap ErrInvalid and name field.
 func ValidateTraceparent(field, tp string) error {
 	if tp == "" {
 		return nil
@@ -72,32 +71,21 @@ func ValidateTracestate(field, ts, traceparent string) error {
 	return nil
 }
 
-// ChildTraceparent returns a child of the valid traceparent tp: the same
-// version, trace id and flags (so the sampled flag is kept), and a new,
-// random span id. It returns "" for an empty tp.
+// ChildTraceparent returns a child of the valid traceparent tp: its version,
+// trace id and flags (sampled stays sampled) with a new random span id; ""
+// for an empty tp.
 func ChildTraceparent(tp string) string {
 	if len(tp) != 55 {
 		return ""
 	}
 	var span [8]byte
-	for {
-		_, _ = rand.Read(span[:]) // crypto/rand.Read never fails (Go 1.24)
-		if span != [8]byte{} {
-			break
-		}
+	for span == [8]byte{} { // all zeros is not a span id
+		_, _ = rand.Read(span[:]) // crypto/rand.Read never fails
 	}
 	return tp[:36] + hex.EncodeToString(span[:]) + tp[52:]
 }
 
-func lowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func lowerHex(s string) bool { return strings.TrimLeft(s, "0123456789abcdef") == "" }
 
 // clip bounds hostile text quoted in an error.
 func clip(s string) string {
@@ -107,12 +95,10 @@ func clip(s string) string {
 	return s
 }
 
-// WithContextTrace returns entries with the trace context of ctx's
-// OpenTelemetry span, if ctx has a valid one, set on each entry that names
-// none: the span's trace id, span id (as the parent id) and flags, and its
-// trace state. Stores call it in Append and AppendTx, so that a producer
-// traced with OpenTelemetry has its trace carried to the receivers without
-// setting the fields itself. It never changes entries in place.
+// WithContextTrace returns entries with the trace context of ctx's valid
+// OpenTelemetry span (its span id as the parent id) set on each entry that
+// has none, so a traced producer's trace reaches the receivers; stores call
+// it in Append and AppendTx. It copies entries rather than change them.
 func WithContextTrace(ctx context.Context, entries []Entry) []Entry {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
@@ -120,18 +106,14 @@ func WithContextTrace(ctx context.Context, entries []Entry) []Entry {
 	}
 	tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 	ts := sc.TraceState().String()
-	var out []Entry
-	for i, e := range entries {
-		if e.Traceparent != "" {
-			continue
-		}
-		if out == nil {
-			out = slices.Clone(entries)
-		}
-		out[i].Traceparent, out[i].Tracestate = tp, ts
-	}
-	if out == nil {
+	if !slices.ContainsFunc(entries, func(e Entry) bool { return e.Traceparent == "" }) {
 		return entries
+	}
+	out := slices.Clone(entries)
+	for i := range out {
+		if out[i].Traceparent == "" {
+			out[i].Traceparent, out[i].Tracestate = tp, ts
+		}
 	}
 	return out
 }

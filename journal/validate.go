@@ -9,51 +9,49 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on input, in bytes. They bound what one record costs every store and
-// every receiver; a bigger payload belongs in object storage, referenced by URL.
+// Limits on input, in bytes (MaxBatch in entries). They bound what one
+// record costs every store and receiver; a bigger payload belongs in object
+// storage, referenced by URL.
 const (
-	MaxStreamBytes = 200
-	MaxIDBytes     = 1024
-	MaxKindBytes   = 200
-	// MaxContentTypeBytes bounds a media type with its parameters.
-	MaxContentTypeBytes = 200
-	// DefaultMaxPayload (1 MiB) is the payload limit of a store that is not
-	// configured otherwise. ActivityPub servers commonly refuse bodies above
-	// 1 MB, and webhook receivers are stricter still.
+	MaxStreamBytes      = 200
+	MaxIDBytes          = 1024
+	MaxKindBytes        = 200
+	MaxContentTypeBytes = 200 // with its parameters
+	// DefaultMaxPayload (1 MiB) is the payload limit of a store not
+	// configured otherwise: ActivityPub servers commonly refuse bodies
+	// above 1 MB, and webhook receivers are stricter still.
 	DefaultMaxPayload = 1 << 20
-	// MaxBatch bounds the entries of one Append call.
-	MaxBatch = 10000
+	MaxBatch          = 10000 // entries of one Append
 )
 
-// ReservedPrefix starts the names of herald's own streams
-// (push.EventsStream, "herald/events"). They are read and registered on like
-// any stream, but only herald appends to them: ValidateEntries refuses an
-// append to one.
-const ReservedPrefix = "herald/"
+// Prefixes that only herald's operational events use; ValidateEntries
+// refuses them.
+const (
+	// ReservedPrefix starts the names of herald's own streams
+	// (push.EventsStream), read and registered on like any other.
+	ReservedPrefix = "herald/"
+	// ReservedIDPrefix starts the ids of herald's events, in any stream: an
+	// event's id is predictable, and a producer taking it would make the
+	// event fail with a conflict.
+	ReservedIDPrefix = "herald-event:"
+)
 
-// ReservedIDPrefix starts the record ids of herald's operational events:
-// ValidateEntries refuses it in any stream, so that no producer can take an
-// event's id (derived from the change, so predictable) and make the change
-// fail with a conflict.
-const ReservedIDPrefix = "herald-event:"
-
-// ValidateStream checks a stream name: non-empty, at most MaxStreamBytes bytes
-// of UTF-8, no whitespace and no control characters. Errors wrap ErrInvalid.
+// ValidateStream checks a stream name: non-empty, at most MaxStreamBytes of
+// UTF-8, no whitespace or control characters. Errors wrap ErrInvalid.
 func ValidateStream(stream string) error {
 	return validateName("stream", stream, MaxStreamBytes, false)
 }
 
-// ValidateID checks a record or registration id: non-empty, at most
-// MaxIDBytes bytes of UTF-8, no control characters (spaces are allowed, as in
-// some URIs written by hand). Errors wrap ErrInvalid.
+// ValidateID checks a record or registration id as ValidateText does, at
+// most MaxIDBytes (spaces are allowed, as in some URIs written by hand).
 func ValidateID(field, id string) error {
 	return validateName(field, id, MaxIDBytes, true)
 }
 
 // ValidateText checks free text that herald stores and shows (an
 // operator's reason): non-empty, at most max bytes of UTF-8, no control
-// characters (U+2028 and U+2029 included; spaces are allowed). Errors wrap
-// ErrInvalid and name field.
+// characters (U+2028 and U+2029 included). Errors wrap ErrInvalid and name
+// field.
 func ValidateText(field, s string, max int) error {
 	return validateName(field, s, max, true)
 }
@@ -79,11 +77,11 @@ func validateName(field, s string, max int, spaces bool) error {
 	return nil
 }
 
-// ValidateEntries checks a batch to append to stream and returns it with
-// content types defaulted. maxPayload is the store's payload limit in bytes
-// (0 means DefaultMaxPayload). It reports the first problem as an
-// *InvalidError naming the entry and field (a final entry must be the last of
-// its batch).
+// ValidateEntries checks a batch to append to stream (the fields' rules are
+// on Entry; a final entry must be the last) and returns it with content
+// types defaulted. maxPayload is the store's limit in bytes (0 means
+// DefaultMaxPayload). The first problem is an *InvalidError naming the
+// entry and field ("entries[2].id").
 func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
@@ -106,8 +104,6 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		seen = make(map[string]int, len(entries))
 	}
 	for i, e := range entries {
-		// The checks name the bare field; at names it in the batch, on
-		// error only (an append of valid entries formats nothing).
 		at := func(err error) error {
 			if ie, ok := err.(*InvalidError); ok {
 				return &InvalidError{Field: fmt.Sprintf("entries[%d].%s", i, ie.Field), Reason: ie.Reason}
@@ -164,11 +160,9 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 	return out, nil
 }
 
-// mediaType returns the media type of the content type ct, lower-cased and
-// without parameters, or why ct is not type/subtype with valid parameters
-// (mime.ParseMediaType's rules). The usual content type, a bare
-// type/subtype of token characters, is decided without parsing, to the
-// same result.
+// mediaType returns ct's media type, lower-cased, without parameters, or
+// why ct is not type/subtype with valid parameters (mime.ParseMediaType).
+// A bare type/subtype of token bytes, the usual case, skips the parser.
 func mediaType(ct string) (string, error) {
 	slash := strings.IndexByte(ct, '/')
 	bare := slash > 0 && slash < len(ct)-1
@@ -185,8 +179,8 @@ func mediaType(ct string) (string, error) {
 	return mt, err
 }
 
-// isTokenByte reports whether c may be in a token of RFC 2045 (a media
-// type's type or subtype): printable ASCII but space and the tspecials.
+// isTokenByte reports whether c may be in an RFC 2045 token: printable
+// ASCII but space and the tspecials.
 func isTokenByte(c byte) bool {
 	return c > 0x20 && c < 0x7f && !strings.ContainsRune(`()<>@,;:\"/[]?=`, rune(c))
 }

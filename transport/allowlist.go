@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"errors"
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -10,23 +8,22 @@ import (
 )
 
 // HostPattern is one entry of a host allowlist: an exact host name
-// ("hooks.example.com"), an exact IP address ("203.0.113.7", "2001:db8::1"),
-// or a wildcard "*.example.com", which matches every name below example.com
-// at any depth ("a.example.com", "a.b.example.com") but not example.com
-// itself. Matching ignores ASCII case and one trailing dot. Internationalized
-// names must be written in their ASCII (xn--, punycode) form. The zero
-// HostPattern matches nothing.
+// ("hooks.example.com"), an IP address ("203.0.113.7", "2001:db8::1"), or
+// "*.example.com", which matches every name below example.com at any depth
+// but not example.com itself. Matching ignores ASCII case and one trailing
+// dot; internationalized names are written in their xn-- (punycode) form.
+// The zero HostPattern matches nothing.
 type HostPattern struct {
 	name     string     // lowercase, no trailing dot; for a wildcard, the suffix without "*."
 	wildcard bool       // "*.name"
 	addr     netip.Addr // valid for an IP address pattern
 }
 
-// ParseHostPattern parses and validates one allowlist entry. Errors wrap
-// journal.ErrInvalid and say what is wrong: a URL, a port, a path, a bare
-// "*", a wildcard anywhere but the leftmost label, a label that is empty,
-// longer than 63 bytes or not made of letters, digits, '-' and '_', a name
-// longer than 253 bytes, non-ASCII, or a non-canonical IP address.
+// ParseHostPattern parses one allowlist entry. Errors wrap journal.ErrInvalid
+// and say what is wrong: a URL, port or path, a bare "*", a wildcard that
+// is not the whole leftmost label, an empty label or one over 63 bytes or
+// with a byte that is not a letter, digit, '-' or '_', a name over 253
+// bytes, non-ASCII, or a non-canonical IP address.
 func ParseHostPattern(s string) (HostPattern, error) {
 	bad := func(format string, args ...any) (HostPattern, error) {
 		return HostPattern{}, journal.Invalid("host pattern", "%q "+format, append([]any{s}, args...)...)
@@ -42,10 +39,10 @@ func ParseHostPattern(s string) (HostPattern, error) {
 		return bad("has a path, query or userinfo; give the host name only")
 	}
 	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
+		switch {
+		case s[i] >= 0x80:
 			return bad("is not ASCII; write internationalized names in their xn-- (punycode) form")
-		}
-		if s[i] <= 0x20 || s[i] == 0x7f {
+		case s[i] <= 0x20 || s[i] == 0x7f:
 			return bad("has a space or control character at byte %d", i)
 		}
 	}
@@ -62,33 +59,26 @@ func ParseHostPattern(s string) (HostPattern, error) {
 	}
 	name, wildcard := strings.CutPrefix(lower, "*.")
 	name = strings.TrimSuffix(name, ".")
-	if strings.Contains(name, "*") {
+	switch {
+	case strings.Contains(name, "*"):
 		return bad("has a wildcard that is not the whole leftmost label; only *.example.com is supported")
-	}
-	if name == "" {
+	case name == "":
 		return bad("has no name after the wildcard")
-	}
-	if len(name) > 253 {
+	case len(name) > 253:
 		return bad("is longer than 253 bytes")
-	}
-	if endsInNumber(name) {
+	case endsInNumber(name):
 		return bad("ends in a number, so it is an IP address to URL parsers, but not a canonical one (a.b.c.d)")
 	}
 	for _, label := range strings.Split(name, ".") {
-		if label == "" {
+		switch rest := strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyz0123456789-_"); {
+		case label == "":
 			return bad("has an empty label")
-		}
-		if len(label) > 63 {
+		case len(label) > 63:
 			return bad("has a label longer than 63 bytes")
-		}
-		if label[0] == '-' || label[len(label)-1] == '-' {
+		case label[0] == '-' || label[len(label)-1] == '-':
 			return bad("has a label that starts or ends with '-'")
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return bad("has %q, which is not a letter, digit, '-' or '_'", c)
-			}
+		case rest != "":
+			return bad("has %q, which is not a letter, digit, '-' or '_'", rest[0])
 		}
 	}
 	return HostPattern{name: name, wildcard: wildcard}, nil
@@ -120,42 +110,4 @@ func (p HostPattern) String() string {
 		return "*." + p.name
 	}
 	return p.name
-}
-
-// Allowlist is a list of host patterns; a host is allowed when any pattern
-// matches it. An empty Allowlist matches nothing (the transport treats "no
-// allowlist" as nil, never as an empty one).
-type Allowlist []HostPattern
-
-// ParseAllowlist parses every pattern and reports every bad one at once.
-// Errors wrap journal.ErrInvalid and name the index ("AllowHosts[2]").
-func ParseAllowlist(patterns []string) (Allowlist, error) {
-	list := make(Allowlist, 0, len(patterns))
-	var errs []error
-	for i, s := range patterns {
-		p, err := ParseHostPattern(s)
-		if err != nil {
-			var inv *journal.InvalidError
-			if errors.As(err, &inv) {
-				err = journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason)
-			}
-			errs = append(errs, err)
-			continue
-		}
-		list = append(list, p)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return list, nil
-}
-
-// Match reports whether any pattern matches host.
-func (a Allowlist) Match(host string) bool {
-	for _, p := range a {
-		if p.Match(host) {
-			return true
-		}
-	}
-	return false
 }

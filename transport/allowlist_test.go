@@ -41,8 +41,8 @@ func TestHostPatternMatch(t *testing.T) {
 			}
 		}
 	}
-	if (transport.HostPattern{}).Match("") || (transport.Allowlist{}).Match("example.com") {
-		t.Error("the zero pattern or an empty allowlist matches")
+	if (transport.HostPattern{}).Match("") {
+		t.Error("the zero pattern matches")
 	}
 }
 
@@ -81,15 +81,20 @@ func TestHostPatternErrors(t *testing.T) {
 	}
 }
 
-func TestParseAllowlistReportsEveryBadPattern(t *testing.T) {
-	list, err := transport.ParseAllowlist([]string{"ok.example", "", "*.ok.example", "a b"})
-	if list != nil || !errors.Is(err, journal.ErrInvalid) {
-		t.Fatalf("ParseAllowlist = %v, %v", list, err)
+func TestAllowHostsReportsEveryBadPattern(t *testing.T) {
+	tr, err := transport.New(transport.Options{AllowHosts: []string{"ok.example", "", "*.ok.example", "a b"}})
+	if tr != nil || !errors.Is(err, journal.ErrInvalid) {
+		t.Fatalf("New = %v, %v", tr, err)
 	}
 	mustContain(t, "error", err.Error(), "invalid AllowHosts[1]: is empty")
 	mustContain(t, "error", err.Error(), `invalid AllowHosts[3]: "a b" has a space`)
-	list, err = transport.ParseAllowlist([]string{"ok.example", "*.ok.example"})
-	if err != nil || !list.Match("a.ok.example") || !list.Match("ok.example") || list.Match("example") {
-		t.Fatalf("ParseAllowlist(good) = %v, %v", list, err)
+	tr, err = transport.New(transport.Options{AllowHosts: []string{"ok.example", "*.ok.example"}})
+	if err != nil {
+		t.Fatalf("New(good AllowHosts) = %v", err)
+	}
+	for host, allowed := range map[string]bool{"a.ok.example": true, "ok.example": true, "example": false} {
+		if refusals := tr.Refusals("https://" + host + "/"); (len(refusals) == 0) != allowed {
+			t.Errorf("Refusals(%s) = %v, want allowed=%t", host, refusals, allowed)
+		}
 	}
 }

@@ -9,37 +9,21 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldpush/herald/push"
 )
 
-// MaxLocationBytes bounds the Location kept in an Outcome: a receiver's
-// header must not bloat evidence. A longer one is cut.
+// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is
+// cut.
 const MaxLocationBytes = 2048
 
-// Classify turns an HTTP answer into an Outcome (the table in the package
-// doc; status codes per RFC 9110 §15):
-//
-//	2xx                                     Accepted
-//	410 Gone                                Permanent (park: the receiver is gone)
-//	3xx                                     Transient, never followed; Location kept
-//	429, 503, or any other answer with a
-//	valid Retry-After (RFC 9110 §10.2.3)    Transient, at the receiver's time
-//	408, 425, 5xx                           Transient
-//	other 4xx                               Rejected (the registration's RejectPolicy decides)
-//	anything else (1xx, 6xx…)               Transient
-//
-// A 502, 503 or 504 without a valid Retry-After is also HostLevel: a gateway
-// (or the host's own front) saying the host is not there, nothing about the
-// record; with a Retry-After it is an answer about this request, as v1.
-//
-// A Retry-After on a 2xx or a 410 is ignored: the verdict does not depend
-// on time. A Retry-After that does not parse is ignored (see
-// ParseRetryAfter); an HTTP-date is converted against at. Only the first
-// Retry-After and Location field lines are read. Reason is empty for
-// Accepted and names the status otherwise ("503 Service Unavailable;
-// Retry-After 2m0s"). Body and Duration are left for the caller.
+// Classify turns an HTTP answer into an Outcome by the package doc's table;
+// any other status (1xx, 6xx…) is Transient. It reads the first Retry-After
+// and Location field lines. Reason is empty for Accepted, else it names the
+// status ("503 Service Unavailable; Retry-After 2m0s"). Body and Duration
+// are left to the caller.
 func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	out := push.Outcome{Status: status}
 	switch {
@@ -53,24 +37,22 @@ func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	}
 	out.RetryAfter, out.HasRetryAfter = ParseRetryAfter(header.Get("Retry-After"), at)
 	out.Reason = statusText(status)
+	out.Verdict = push.Transient
 	switch {
 	case status >= 300 && status <= 399:
-		out.Verdict = push.Transient
-		out.Location = cut(header.Get("Location"), MaxLocationBytes)
+		loc := header.Get("Location")
+		out.Location = loc[:min(len(loc), MaxLocationBytes)]
 		out.Reason += ": redirect not followed"
-		if h := locationHost(out.Location); h != "" {
-			out.Reason += " (to " + h + ")"
+		if u, err := url.Parse(out.Location); err == nil && u.Host != "" {
+			out.Reason += " (to " + u.Host + ")"
 		}
 	case status == http.StatusRequestTimeout, status == http.StatusTooEarly,
 		status == http.StatusTooManyRequests, status >= 500 && status <= 599:
-		out.Verdict = push.Transient
 	case status >= 400 && status <= 499:
-		out.Verdict = push.Rejected
-		if out.HasRetryAfter {
-			out.Verdict = push.Transient
+		if !out.HasRetryAfter {
+			out.Verdict = push.Rejected
 		}
 	default:
-		out.Verdict = push.Transient
 		out.Reason += ": not a final HTTP status"
 	}
 	if out.HasRetryAfter {
@@ -90,22 +72,6 @@ func statusText(status int) string {
 	return "status " + strconv.Itoa(status)
 }
 
-// locationHost is the host of an absolute Location, or "".
-func locationHost(loc string) string {
-	u, err := url.Parse(loc)
-	if err != nil {
-		return ""
-	}
-	return u.Host
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
 // Where a request was when it failed, for the words of a timeout.
 const (
 	stageConnecting int32 = iota // dialing, TLS
@@ -119,36 +85,115 @@ var stageWords = [...]string{
 	stageWaiting:    "waiting for the response headers",
 }
 
-// classifyError classifies a request that got no answer. A refusal of the
-// network guard is Permanent; everything else (timeouts, DNS failures,
-// refused or reset connections, TLS failures) is Transient and HostLevel. The reason
-// comes from the innermost useful error, never from *url.Error, whose
-// message repeats the whole URL.
+// classifyError classifies a request that got no answer: a guard refusal
+// is Permanent, anything else Transient and HostLevel. The reason comes
+// from the innermost useful error, never *url.Error, which repeats the URL.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32) push.Outcome {
-	var refused *RefusedError
-	if errors.As(err, &refused) {
+	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
 	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
-	words := stageWords[stageConnecting]
-	if stage >= 0 && int(stage) < len(stageWords) {
-		words = stageWords[stage]
-	}
-	var netErr net.Error
+	words := stageWords[stage]
 	var reason string
-	switch {
+	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
 	case errors.As(err, new(*resolveError)):
 		reason = err.Error()
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case isNet && netErr.Timeout():
 		reason = "timeout " + words + ": " + err.Error()
 	default:
 		reason = err.Error()
 	}
 	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: true}
+}
+
+// RetryAfterCeiling (10 years) is the largest delay ParseRetryAfter
+// returns: a receiver asking for more, or for a number of seconds that
+// overflows, means "not for a long time". The worker clamps it again to its
+// MaxRetryAfter (1 h by default).
+const RetryAfterCeiling = 10 * 365 * 24 * time.Hour
+
+// ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3):
+// delay-seconds (1*DIGIT) or an HTTP-date (RFC 9110 §5.6.7) in any of its
+// three forms:
+//
+//	IMF-fixdate  Sun, 06 Nov 1994 08:49:37 GMT
+//	RFC 850      Sunday, 06-Nov-94 08:49:37 GMT
+//	asctime      Sun Nov  6 08:49:37 1994
+//
+// A date is a delay from at, the caller's instant (never the wall clock);
+// an RFC 850 year more than 50 years after at is the latest past year with
+// those two digits (§5.6.7). Surrounding spaces and tabs are ignored. A
+// valid value gives the delay, from 0 (a date at or before at) to
+// RetryAfterCeiling, and true; anything else (negative, fractional, signed,
+// several values, another time zone, garbage) 0 and false.
+func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
+	v := strings.Trim(value, " \t")
+	if v == "" {
+		return 0, false
+	}
+	if strings.TrimLeft(v, "0123456789") == "" {
+		return delaySeconds(v), true
+	}
+	t, ok := parseHTTPDate(v, at)
+	if !ok {
+		return 0, false
+	}
+	return min(max(t.Sub(at), 0), RetryAfterCeiling), true // Sub saturates instead of overflowing
+}
+
+// delaySeconds converts a digit string to a duration, clamped to
+// RetryAfterCeiling without ever overflowing.
+func delaySeconds(s string) time.Duration {
+	var n int64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int64(s[i]-'0')
+		if n > int64(RetryAfterCeiling/time.Second) {
+			return RetryAfterCeiling
+		}
+	}
+	return time.Duration(n) * time.Second
+}
+
+const (
+	imfFixdate = http.TimeFormat                          // "Mon, 02 Jan 2006 15:04:05 GMT"
+	rfc850Date = "Monday, 02-Jan-06 15:04:05 GMT"         // time.RFC850 with GMT required
+	asctimeDay = "Mon Jan _2 15:04:05 2006"               // time.ANSIC; asctime is in GMT
+	rfc850Year = 50                                       // RFC 9110 §5.6.7's "more than 50 years in the future"
+	maxDateLen = len("Wednesday, 09-Sep-09 09:09:09 GMT") // the longest valid HTTP-date
+)
+
+// parseHTTPDate parses the three HTTP-date forms. Unlike http.ParseTime it
+// requires RFC 850 dates to say GMT (time.RFC850 reads an unknown zone as
+// UTC), and it reads two-digit years relative to at (RFC 9110), not in
+// Go's fixed 1969–2068 window.
+func parseHTTPDate(v string, at time.Time) (time.Time, bool) {
+	if len(v) > maxDateLen {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(imfFixdate, v); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse(asctimeDay, v); err == nil {
+		return t, true
+	}
+	t, err := time.Parse(rfc850Date, v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	yy := t.Year() % 100
+	ref := at.UTC().Year()
+	year := ref - ref%100 + yy
+	if year+100 <= ref+rfc850Year {
+		year += 100
+	}
+	if year > ref+rfc850Year {
+		year -= 100
+	}
+	return time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC), true
 }

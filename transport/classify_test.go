@@ -1,12 +1,10 @@
 package transport_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,60 +128,47 @@ func TestClassificationOfFailures(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		out := deliver(t, newTransport(t, loopbackOptions()), "http://"+addr+"/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
-			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
-		}
+		wantNoAnswer(t, out)
 		mustContain(t, "Reason", out.Reason, "connection refused")
 	})
-	t.Run("connection reset", func(t *testing.T) {
-		srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
+	// hangUp answers by closing the connection: with RST when reset.
+	hangUp := func(t *testing.T, reset bool) string {
+		return newCounter(t, func(w http.ResponseWriter, r *http.Request) {
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			conn.(*net.TCPConn).SetLinger(0) // close with RST
+			if reset {
+				conn.(*net.TCPConn).SetLinger(0)
+			}
 			conn.Close()
-		})
-		out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
-			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
-		}
+		}).URL + "/hook"
+	}
+	t.Run("connection reset", func(t *testing.T) {
+		out := deliver(t, newTransport(t, loopbackOptions()), hangUp(t, true), message("{}"))
+		wantNoAnswer(t, out)
 		if !strings.Contains(out.Reason, "reset") && !strings.Contains(out.Reason, "closed") {
 			t.Errorf("Reason = %q, want it to say the connection was reset or closed", out.Reason)
 		}
 	})
 	t.Run("closed without an answer", func(t *testing.T) {
-		srv := newCounter(t, func(w http.ResponseWriter, r *http.Request) {
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			conn.Close()
-		})
-		out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
-			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
-		}
+		out := deliver(t, newTransport(t, loopbackOptions()), hangUp(t, false), message("{}"))
+		wantNoAnswer(t, out)
 		mustContain(t, "Reason", out.Reason, "closed by the receiver")
 	})
 	t.Run("DNS failure", func(t *testing.T) {
 		opts := loopbackOptions()
 		opts.Resolver = &fakeDNS{}
 		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
-		if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
-			t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
-		}
+		wantNoAnswer(t, out)
 		if out.Reason != "dns: lookup nowhere.test: no such host" {
 			t.Errorf("Reason = %q", out.Reason)
 		}
 	})
 	t.Run("resolver error that is not a DNSError", func(t *testing.T) {
 		opts := loopbackOptions()
-		opts.Resolver = transport.ResolverFunc(func(ctx context.Context, network, host string) ([]netip.Addr, error) {
-			return nil, errors.New("resolver unavailable")
-		})
+		opts.Resolver = &fakeDNS{err: errors.New("resolver unavailable")}
 		out := deliver(t, newTransport(t, opts), "http://nowhere.test/hook", message("{}"))
 		if out.Verdict != push.Transient || !out.HostLevel || out.Reason != "dns: lookup nowhere.test: resolver unavailable" {
 			t.Fatalf("got %s", describe(out))

@@ -79,11 +79,12 @@ func (c *counter) port() string {
 	return p
 }
 
-// fakeDNS is a Resolver that answers from a table and records questions,
-// so tests need no real DNS.
+// fakeDNS is a Resolver that answers from a table (or fails with err) and
+// records questions, so tests need no real DNS.
 type fakeDNS struct {
 	mu    sync.Mutex
 	table map[string][]string
+	err   error
 	asked []string
 }
 
@@ -92,6 +93,9 @@ func (d *fakeDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, 
 	d.mu.Lock()
 	d.asked = append(d.asked, host)
 	d.mu.Unlock()
+	if d.err != nil {
+		return nil, d.err
+	}
 	ips, ok := d.table[host]
 	if !ok {
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
@@ -113,6 +117,15 @@ func mustContain(t *testing.T, what, got, want string) {
 	t.Helper()
 	if !strings.Contains(got, want) {
 		t.Errorf("%s = %q, want it to contain %q", what, got, want)
+	}
+}
+
+// wantNoAnswer fails unless out is a Transient, host-level failure without
+// a status: what an attempt that got no answer gives.
+func wantNoAnswer(t *testing.T, out push.Outcome) {
+	t.Helper()
+	if out.Verdict != push.Transient || out.Status != 0 || !out.HostLevel {
+		t.Fatalf("got %s (host-level %t), want transient, host-level, without status", describe(out), out.HostLevel)
 	}
 }
 

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,40 +17,37 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldpush/herald"
 	"github.com/heraldpush/herald/push"
 )
 
-// Body bounds, each with the reason it is what it is.
+// Body bounds.
 const (
-	// MaxResponseBody (64 KiB) is how much of an answer is read as the
-	// answer: redaction looks at it and read errors in it are reported.
-	// Evidence keeps its first push.MaxEvidenceBody (512) bytes.
+	// MaxResponseBody (64 KiB) is how much of an answer is read, redacted
+	// and checked for read errors; evidence keeps its first
+	// push.MaxEvidenceBody (512) bytes.
 	MaxResponseBody = 64 << 10
 	// MaxDrain (16 MiB) is how much more is read and discarded so that the
-	// connection goes back to the pool: a 10 MB error page still leaves a
-	// warm connection, while an endless body is cut after MaxResponseBody
-	// + MaxDrain bytes (or at the timeout, whichever comes first) and its
-	// connection closed. Reading 16 MiB on a fast link costs about what a
-	// new TLS handshake to a far receiver does.
+	// connection goes back to the pool (reading it costs about a new TLS
+	// handshake to a far receiver); a longer body's connection is closed.
 	MaxDrain = 16 << 20
 )
+
+// userAgent is every request's User-Agent header, shared: its capacity is
+// its length, so an Add copies it.
+var userAgent = []string{"herald/" + herald.Version}
 
 // errDeadline is the cause of an attempt's own timeout, which tells it
 // apart from the caller's context ending.
 var errDeadline = errors.New("transport: attempt timed out")
 
-// HTTP is herald's HTTP transport: it POSTs a message to a registration's
-// URL through a network guard and classifies the answer (see the package
-// documentation). It is safe for concurrent use and keeps one connection
-// pool; create one per process and share it between workers.
+// HTTP is herald's HTTP transport (package doc). It is safe for concurrent
+// use and holds one connection pool: create one per process.
 type HTTP struct {
-	client    *http.Client
-	transport *http.Transport
-	guard     *guard
-	urls      *urlCache // the URLs guard accepted, parsed (behind a pointer: a formatted HTTP never shows them)
-	userAgent []string  // the User-Agent header's value, shared by every request: capped at its length, so an Add copies it
-	opts      Options
-	logger    *slog.Logger
+	client *http.Client
+	guard  *guard
+	urls   *urlCache // behind a pointer: %#v of an HTTP never prints them
+	opts   Options
 }
 
 var _ push.Transport = (*HTTP)(nil)
@@ -62,75 +60,47 @@ func New(opts Options) (*HTTP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: new: %w", err)
 	}
-	g := &guard{
-		allowHTTP:    o.AllowHTTP,
-		allowPrivate: o.AllowPrivateNetwork,
-		allowlist:    allow,
-		resolver:     o.Resolver,
-	}
-	if g.resolver == nil {
-		g.resolver = net.DefaultResolver
-	}
+	g := &guard{allowHTTP: o.AllowHTTP, allowPrivate: o.AllowPrivateNetwork, allowlist: allow,
+		resolver: cmp.Or[Resolver](o.Resolver, net.DefaultResolver)}
 	g.dialer = net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
 	tlsConfig := &tls.Config{}
 	if o.TLSConfig != nil {
 		tlsConfig = o.TLSConfig.Clone()
 	}
 	tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
-	tr := &http.Transport{
-		// Every stage (dial, TLS, headers, body) is bounded by the attempt's
-		// context deadline, so the Transport's own timeouts stay unset.
-		Proxy:                  nil, // never: a proxy would dial where the guard cannot see
-		DialContext:            g.dialContext,
-		TLSClientConfig:        tlsConfig,
-		ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off unless asked
-		DisableCompression:     true, // evidence is the bytes sent; no decompression bombs
-		MaxIdleConns:           MaxIdleConns,
-		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
-		IdleConnTimeout:        IdleConnTimeout,
-		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
-	}
 	client := &http.Client{
-		Transport: tr,
-		// Redirects are an SSRF path (a public receiver answering 302 to
-		// the metadata service): the 3xx itself is the answer.
+		// The attempt's context deadline bounds every stage, so the
+		// Transport's own timeouts stay unset.
+		Transport: &http.Transport{
+			Proxy:                  nil, // a proxy would dial where the guard cannot see
+			DialContext:            g.dialContext,
+			TLSClientConfig:        tlsConfig,
+			ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off unless asked
+			DisableCompression:     true, // evidence is the bytes sent; no decompression bombs
+			MaxIdleConns:           256,  // over all hosts: a fan-out to thousands keeps no thousands of sockets
+			MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
+			IdleConnTimeout:        90 * time.Second, // over a sweep interval, under most servers' keep-alive
+			MaxResponseHeaderBytes: 64 << 10,
+		},
+		// A redirect is an SSRF path (a 302 to the metadata service): the
+		// 3xx itself is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	ua := []string{o.UserAgent}
-	return &HTTP{client: client, transport: tr, guard: g, urls: &urlCache{}, userAgent: ua[:1:1], opts: o, logger: o.Logger}, nil
+	return &HTTP{client: client, guard: g, urls: &urlCache{}, opts: o}, nil
 }
 
-// Refusals lists every rule of this transport's network guard (its
-// Options: AllowHTTP, AllowPrivateNetwork, AllowHosts) that raw breaks
-// before any connection is made, as URLRefusals does for the default
-// Options; none when Deliver would try it. Each is a *RefusedError naming
-// the flag that lifts it, when one does. What a DNS name resolves to is
-// judged only at connect time.
-func (t *HTTP) Refusals(raw string) []error {
-	return t.guard.refusals(raw)
-}
+// Refusals is URLRefusals under this transport's Options: every rule raw
+// breaks before any connection is made, none when Deliver would try it.
+func (t *HTTP) Refusals(raw string) []error { return t.guard.refusals(raw) }
 
-// Deliver POSTs msg to reg.URL and classifies the answer (push.Transport).
-//
-// The request carries msg.Body, Content-Type msg.ContentType, the headers of
-// msg.Header and User-Agent (Options.UserAgent); msg.Signer, if set, signs
-// the final request with at just before it is sent, on every attempt. A
-// signing failure is herald's fault: Transient, with a reason starting
-// "sign: " and the signer's error, redacted like any reason (signers must
-// not put key material in their errors: no transport can tell it). The URL
-// is checked by the network guard before anything is built, and every
-// address at connect time.
-//
-// A receiver's failure is an Outcome, never an error. Deliver returns a
-// non-nil error (wrapping ctx's error) only when ctx ended before an answer
-// came: the attempt says nothing about the receiver. Once a status line has
-// arrived the Outcome is returned even if ctx ends while the body is read.
-//
-// The body is read up to MaxResponseBody, then drained up to MaxDrain so
-// the connection is reused, then closed; Outcome.Body keeps its first
-// push.MaxEvidenceBody bytes. Outcome.Reason, Body and Location never hold
-// a request header value, the URL's query or a long path segment: they are
-// replaced by "[redacted]".
+// Deliver POSTs msg to reg.URL and classifies the answer (push.Transport;
+// the table is in the package doc). The request carries msg.Body, msg.Header,
+// Content-Type msg.ContentType and User-Agent herald/<version>; msg.Signer,
+// if set, signs it last, with at, on every attempt ("sign: " and its error
+// is a Transient reason). The answer's body is read up to MaxResponseBody,
+// drained up to MaxDrain and closed; Outcome.Body keeps the first
+// push.MaxEvidenceBody bytes of a failed answer. A receiver's failure is an
+// Outcome: the error (wrapping ctx's) is for ctx ending before an answer.
 func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return push.Outcome{}, fmt.Errorf("transport: not delivered to %s: %w", reg.Host(), err)
@@ -141,8 +111,8 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		return push.Outcome{}, err
 	}
 	out.Duration = time.Since(start)
-	if t.logger.Enabled(ctx, slog.LevelDebug) { // the attributes cost more than the check
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "herald: delivery attempt",
+	if log := t.opts.Logger; log.Enabled(ctx, slog.LevelDebug) { // the attributes cost more than the check
+		log.LogAttrs(ctx, slog.LevelDebug, "herald: delivery attempt",
 			slog.String("stream", reg.Stream), slog.String("registration", reg.ID), slog.String("host", reg.Host()),
 			slog.String("message", msg.ID), slog.String("verdict", out.Verdict.String()), slog.Int("status", out.Status),
 			slog.Duration("duration", out.Duration), slog.String("reason", out.Reason))
@@ -150,14 +120,10 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 	return out, nil
 }
 
-// NewRequest returns, without sending it, the request Deliver would send for
-// msg to reg.URL at the instant at: the POST with msg.Body, the headers of
-// msg.Header, Content-Type msg.ContentType, User-Agent, and what msg.Signer
-// adds when signing at at. Tests and tools use it to see or pin the exact
-// bytes herald sends. Errors: the network guard refusing the URL (its
-// scheme, its host or an IP literal; addresses behind a name are checked
-// only at connect time), or "sign: " and the signer's error, redacted as
-// an Outcome's reason is.
+// NewRequest returns, unsent, the request Deliver would send for msg to
+// reg.URL at the instant at, signed. Errors: the guard refusing the URL
+// (wrapping ErrRefused; addresses behind a name are checked only at
+// connect time), or "sign: " and the signer's error, redacted.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
 	u, err := t.urls.check(t.guard, reg.URL)
 	if err != nil {
@@ -165,34 +131,28 @@ func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.M
 	}
 	req, err := t.newRequest(ctx, u, msg, at)
 	if err != nil {
-		if req != nil {
-			return nil, fmt.Errorf("transport: %s", newRedactor(u, req.Header).String(err.Error()))
-		}
 		return nil, fmt.Errorf("transport: %w", err)
 	}
 	return req, nil
 }
 
-// newRequest builds and signs the request for msg to u. On a signing error
-// it returns the request as far as it was built, for the redactor.
+// newRequest builds and signs the request for msg to u.
 func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at time.Time) (*http.Request, error) {
-	// u is parsed and checked already: the request takes a copy of it
-	// rather than its text parsed a second time.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(msg.Body))
 	if err != nil {
 		return nil, err
 	}
-	target := *u
-	target.Host = strings.TrimSuffix(target.Host, ":") // as NewRequest does: "host:" is "host"
+	target := *u                                       // u is shared (urlCache): copied, not parsed again
+	target.Host = strings.TrimSuffix(target.Host, ":") // as http.NewRequest does
 	req.URL, req.Host = &target, target.Host
 	req.Header = copyHeader(msg.Header)
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
 	}
-	req.Header["User-Agent"] = t.userAgent
+	req.Header["User-Agent"] = userAgent
 	if msg.Signer != nil {
 		if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
-			return req, fmt.Errorf("sign: %w", err)
+			return nil, errors.New(newRedactor(u, req.Header).String("sign: " + err.Error()))
 		}
 	}
 	return req, nil
@@ -208,45 +168,38 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	st := &stageTrace{}
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
 	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
-	reqCtx = httptrace.WithClientTrace(reqCtx, &st.trace)
-	stage := &st.stage
-	req, err := t.newRequest(reqCtx, u, msg, at)
+	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, msg, at)
 	if err != nil {
-		if req == nil {
-			return push.Outcome{Verdict: push.Transient, Reason: "request: cannot be built"}, nil
-		}
-		return push.Outcome{Verdict: push.Transient, Reason: newRedactor(u, req.Header).String(err.Error())}, nil
+		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil
 	}
 	resp, err := t.client.Do(req)
+	timedOut := func() bool { return errors.Is(context.Cause(reqCtx), errDeadline) }
 	if err != nil {
 		if ctx.Err() != nil {
 			return push.Outcome{}, fmt.Errorf("transport: delivery to %s abandoned: %w", u.Host, ctx.Err())
 		}
-		timedOut := errors.Is(context.Cause(reqCtx), errDeadline)
-		out := classifyError(err, timedOut, t.opts.Timeout, stage.Load())
+		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load())
 		out.Reason = newRedactor(u, req.Header).String(out.Reason)
 		return out, nil
 	}
 	out := Classify(resp.StatusCode, resp.Header, at)
-	if out.Verdict == push.Accepted {
-		// A success leaves no evidence (the cursor records it): drain the
-		// answer for the connection's sake and keep none of it, which also
-		// spares building the redactor on the hot path.
+	if out.Verdict == push.Accepted { // no evidence: drain for the connection's sake, no redactor
 		_, _ = readBody(resp.Body, 0)
 		return out, nil
 	}
 	red := newRedactor(u, req.Header)
 	head, readErr := readBody(resp.Body, push.MaxEvidenceBody+red.longest())
-	out.Body = red.Bytes(head)
+	out.Body = red.Bytes(head) // redacted before the cut, so no secret is left half
 	if len(out.Body) > push.MaxEvidenceBody {
 		out.Body = out.Body[:push.MaxEvidenceBody]
 	}
-	if out.Location != "" { // redact before cutting, so no secret is left half
-		out.Location = cut(red.String(resp.Header.Get("Location")), MaxLocationBytes)
+	if out.Location != "" {
+		loc := red.String(resp.Header.Get("Location"))
+		out.Location = loc[:min(len(loc), MaxLocationBytes)]
 	}
-	if readErr != nil && out.Verdict != push.Accepted {
+	if readErr != nil {
 		words := readErr.Error()
-		if errors.Is(context.Cause(reqCtx), errDeadline) {
+		if timedOut() {
 			words = fmt.Sprintf("timeout after %v", t.opts.Timeout)
 		}
 		out.Reason += "; body cut: " + words
@@ -256,16 +209,15 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 }
 
 // stageTrace follows an attempt's stage (classify.go) through its
-// httptrace hooks: the stage and the hooks in one allocation.
+// httptrace hooks, in one allocation.
 type stageTrace struct {
 	stage atomic.Int32
 	trace httptrace.ClientTrace
 }
 
-// copyHeader returns a copy of h that the request may change (Set, Add,
-// a signer's headers) without touching h, sized for the headers the
-// transport and the signers add: each value slice is the original's, capped
-// at its length, so that an Add copies it rather than writing into it.
+// copyHeader returns a copy of h for the request to change, with room for
+// the headers the transport and signers add; each value slice is capped at
+// its length, so that an Add copies it rather than writing into h's.
 func copyHeader(h http.Header) http.Header {
 	c := make(http.Header, len(h)+6)
 	for k, v := range h {
@@ -275,34 +227,29 @@ func copyHeader(h http.Header) http.Header {
 }
 
 // readBody reads up to MaxResponseBody bytes of body, keeping the first
-// keep, then discards up to MaxDrain more so the connection can be reused,
-// and closes it. err is a failure to read the first MaxResponseBody bytes;
-// a body that runs past the drain is simply cut (its connection is closed).
+// keep, discards up to MaxDrain more, and closes it. err is a failure to
+// read the first MaxResponseBody bytes; a longer body is just cut.
 func readBody(body io.ReadCloser, keep int) (head []byte, err error) {
 	defer body.Close()
-	keep = min(keep, MaxResponseBody)
-	buf := make([]byte, keep)
+	buf := make([]byte, min(keep, MaxResponseBody))
 	n, err := io.ReadFull(body, buf)
-	head = buf[:n]
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return head, nil
+		return buf[:n], nil
 	}
-	if err != nil {
-		return head, err
-	}
-	if _, err := io.CopyN(io.Discard, body, int64(MaxResponseBody-keep)); err != nil {
-		if errors.Is(err, io.EOF) {
-			return head, nil
+	if err == nil {
+		_, err = io.CopyN(io.Discard, body, int64(MaxResponseBody-len(buf)))
+		if err == nil {
+			_, _ = io.CopyN(io.Discard, body, MaxDrain)
+		} else if errors.Is(err, io.EOF) {
+			err = nil
 		}
-		return head, err
 	}
-	_, _ = io.CopyN(io.Discard, body, MaxDrain)
-	return head, nil
+	return buf[:n], err
 }
 
-// CloseIdleConnections closes the pooled connections that are not in use.
-// The transport stays usable.
-func (t *HTTP) CloseIdleConnections() { t.transport.CloseIdleConnections() }
+// CloseIdleConnections closes the pooled connections not in use. The
+// transport stays usable.
+func (t *HTTP) CloseIdleConnections() { t.client.CloseIdleConnections() }
 
-// String describes the transport by its options (no secrets).
+// String describes the transport by its options.
 func (t *HTTP) String() string { return "transport.HTTP{" + t.opts.String() + "}" }

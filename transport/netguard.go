@@ -1,29 +1,31 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// ErrRefused is wrapped by every refusal of the network guard: a scheme, a
-// host outside the allowlist, or an address in a range herald never connects
-// to. A refused destination is a Permanent outcome.
+// ErrRefused is wrapped by every refusal of the network guard. A refused
+// destination is a Permanent outcome.
 var ErrRefused = errors.New("netguard: refused")
 
-// RefusedError is the network guard's refusal of a destination. It wraps
-// ErrRefused. Its message starts with "netguard: " and names the rule, e.g.
-// "netguard: 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private)". It never holds a
-// URL's path or query.
+// RefusedError is the network guard's refusal of a destination; it wraps
+// ErrRefused. Its message is "netguard: " Target Rule, e.g. "netguard:
+// 10.1.2.3 is in 10.0.0.0/8 (RFC 1918 private); …", and never holds a URL's
+// path or query.
 type RefusedError struct {
 	Target string // what was refused: an address, "host <name>" or "scheme <s>"
-	Rule   string // why, in words: "is in 10.0.0.0/8 (RFC 1918 private)"
+	Rule   string // why, in words
 	OptIn  string // the herald flag that lifts this refusal ("--allow-http"), "" when none does
 }
 
@@ -32,90 +34,72 @@ func (e *RefusedError) Error() string { return "netguard: " + e.Target + " " + e
 // Unwrap returns ErrRefused.
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
-// addrRule is one address range herald does not connect to. private ranges
-// are opened by Options.AllowPrivateNetwork; the others never are.
+// addrRule is one address range herald does not connect to; private ones
+// are opened by Options.AllowPrivateNetwork.
 type addrRule struct {
 	prefix  netip.Prefix
 	name    string
 	private bool
 }
 
-// addrRules are checked in order; the first match names the refusal, so the
-// narrow IPv6 prefixes come before ::/96 which contains them.
-var addrRules = func() []addrRule {
-	type r = struct {
-		cidr, name string
-		private    bool
-	}
-	raw := []r{
-		// IPv4 (RFC 6890 special-purpose registry and friends).
-		{"0.0.0.0/8", `"this network" (RFC 791; 0.0.0.0 reaches the local host)`, false},
-		{"10.0.0.0/8", "RFC 1918 private", true},
-		{"100.64.0.0/10", "shared address space, carrier-grade NAT (RFC 6598)", true},
-		{"127.0.0.0/8", "loopback", true},
-		{"169.254.0.0/16", "link-local, incl. cloud metadata 169.254.169.254 (RFC 3927)", false},
-		{"172.16.0.0/12", "RFC 1918 private", true},
-		{"192.0.0.0/24", "IETF protocol assignments (RFC 6890)", false},
-		{"192.0.2.0/24", "documentation TEST-NET-1 (RFC 5737)", false},
-		{"192.168.0.0/16", "RFC 1918 private", true},
-		{"198.18.0.0/15", "benchmarking (RFC 2544)", false},
-		{"198.51.100.0/24", "documentation TEST-NET-2 (RFC 5737)", false},
-		{"203.0.113.0/24", "documentation TEST-NET-3 (RFC 5737)", false},
-		{"224.0.0.0/4", "multicast (RFC 5771)", false},
-		{"240.0.0.0/4", "reserved, incl. broadcast 255.255.255.255 (RFC 1112)", false},
-		// IPv6. IPv4-mapped addresses (::ffff:0:0/96) are unmapped and
-		// checked against the IPv4 rules before these.
-		{"::/128", "unspecified", false},
-		{"::1/128", "loopback", true},
-		{"::/96", "IPv4-compatible (deprecated, RFC 4291)", false},
-		{"::ffff:0:0:0/96", "IPv4-translated (RFC 2765)", false},
-		{"64:ff9b::/96", "NAT64 (RFC 6052)", false},
-		{"64:ff9b:1::/48", "local-use NAT64 (RFC 8215)", false},
-		{"100::/64", "discard-only (RFC 6666)", false},
-		{"2001::/32", "Teredo (RFC 4380)", false},
-		{"2001:db8::/32", "documentation (RFC 3849)", false},
-		{"2002::/16", "6to4 (RFC 3056)", false},
-		{"fc00::/7", "unique local (RFC 4193)", true},
-		{"fe80::/10", "link-local (RFC 4291)", false},
-		{"fec0::/10", "site-local (deprecated, RFC 3879)", false},
-		{"ff00::/8", "multicast (RFC 4291)", false},
-	}
-	rules := make([]addrRule, len(raw))
-	for i, x := range raw {
-		rules[i] = addrRule{prefix: netip.MustParsePrefix(x.cidr), name: x.name, private: x.private}
-	}
-	return rules
-}()
+// addrRules are checked in order and the first match names the refusal, so
+// the narrow IPv6 prefixes come before ::/96, which contains them.
+var addrRules = []addrRule{
+	// IPv4 (RFC 6890 special-purpose registry and friends).
+	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (RFC 791; 0.0.0.0 reaches the local host)`, false},
+	{netip.MustParsePrefix("10.0.0.0/8"), "RFC 1918 private", true},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space, carrier-grade NAT (RFC 6598)", true},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback", true},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local, incl. cloud metadata 169.254.169.254 (RFC 3927)", false},
+	{netip.MustParsePrefix("172.16.0.0/12"), "RFC 1918 private", true},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments (RFC 6890)", false},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation TEST-NET-1 (RFC 5737)", false},
+	{netip.MustParsePrefix("192.168.0.0/16"), "RFC 1918 private", true},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking (RFC 2544)", false},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation TEST-NET-2 (RFC 5737)", false},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation TEST-NET-3 (RFC 5737)", false},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (RFC 5771)", false},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved, incl. broadcast 255.255.255.255 (RFC 1112)", false},
+	// IPv6; an IPv4-mapped address is unmapped and judged by the rules above.
+	{netip.MustParsePrefix("::/128"), "unspecified", false},
+	{netip.MustParsePrefix("::1/128"), "loopback", true},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible (deprecated, RFC 4291)", false},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (RFC 2765)", false},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64 (RFC 6052)", false},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (RFC 8215)", false},
+	{netip.MustParsePrefix("100::/64"), "discard-only (RFC 6666)", false},
+	{netip.MustParsePrefix("2001::/32"), "Teredo (RFC 4380)", false},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation (RFC 3849)", false},
+	{netip.MustParsePrefix("2002::/16"), "6to4 (RFC 3056)", false},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (RFC 4193)", true},
+	{netip.MustParsePrefix("fe80::/10"), "link-local (RFC 4291)", false},
+	{netip.MustParsePrefix("fec0::/10"), "site-local (deprecated, RFC 3879)", false},
+	{netip.MustParsePrefix("ff00::/8"), "multicast (RFC 4291)", false},
+}
 
-// CheckAddress reports whether herald may connect to addr. It returns nil
-// for a global unicast address, and a *RefusedError (wrapping ErrRefused)
-// naming the range otherwise:
+// CheckAddress reports whether herald may connect to addr: nil for a global
+// unicast address, else a *RefusedError naming the range.
 //
-//   - always refused: unspecified (0.0.0.0, ::) and 0.0.0.0/8, link-local
-//     (169.254.0.0/16 with the cloud metadata service 169.254.169.254,
-//     fe80::/10), multicast, reserved 240.0.0.0/4 and broadcast,
-//     192.0.0.0/24, benchmarking 198.18.0.0/15, the documentation ranges,
-//     NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo, IPv4-compatible and
-//     site-local IPv6, and anything else that is not global unicast;
-//   - refused unless allowPrivateNetwork: loopback (127.0.0.0/8, ::1), RFC
+//   - Always refused: unspecified and 0.0.0.0/8, link-local (169.254.0.0/16,
+//     with the cloud metadata service 169.254.169.254, and fe80::/10),
+//     multicast, reserved 240.0.0.0/4 and broadcast, 192.0.0.0/24,
+//     benchmarking 198.18.0.0/15, the documentation ranges, NAT64
+//     64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32,
+//     discard-only 100::/64, IPv4-compatible and site-local IPv6, and
+//     anything else that is not global unicast.
+//   - Refused unless allowPrivateNetwork: loopback (127.0.0.0/8, ::1), RFC
 //     1918 (10/8, 172.16/12, 192.168/16), carrier-grade NAT 100.64.0.0/10
 //     and unique local fc00::/7.
 //
-// IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4
-// address they carry; a zone (fe80::1%eth0) is ignored. An invalid addr is
-// refused.
+// An IPv4-mapped address (::ffff:a.b.c.d) is judged as the IPv4 address it
+// carries; a zone is ignored; an invalid addr is refused.
 func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	if !addr.IsValid() {
 		return &RefusedError{Target: "address", Rule: "is not a valid IP address"}
 	}
 	addr = addr.WithZone("")
-	check := addr
-	if addr.Is4In6() {
-		check = addr.Unmap()
-	}
-	// The refusal's words are built only for a refusal: an accepted address
-	// (every delivery to an IP literal, every connection) costs no string.
-	target := func() string {
+	check := addr.Unmap()
+	target := func() string { // built only for a refusal: an accepted address costs no string
 		if addr.Is4In6() {
 			return fmt.Sprintf("%s (IPv4-mapped %s)", addr, check)
 		}
@@ -129,14 +113,11 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 			return nil
 		}
 		rule := fmt.Sprintf("is in %s (%s)", r.prefix, r.name)
-		optIn := ""
-		if r.private {
-			rule += "; herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in"
-			optIn = "--allow-private-network"
-		} else {
-			rule += "; no option lifts it: herald never connects there"
+		if !r.private {
+			return &RefusedError{Target: target(), Rule: rule + "; no option lifts it: herald never connects there"}
 		}
-		return &RefusedError{Target: target(), Rule: rule, OptIn: optIn}
+		return &RefusedError{Target: target(), Rule: rule + "; herald run/sweep --allow-private-network (Options.AllowPrivateNetwork) opts in",
+			OptIn: "--allow-private-network"}
 	}
 	if !check.IsGlobalUnicast() {
 		return &RefusedError{Target: target(), Rule: "is not a global unicast address"}
@@ -144,37 +125,27 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	return nil
 }
 
-// guard applies the network rules: to a URL before any request is built,
-// and to every address at connect time (the real guard, which also covers
-// DNS rebinding: the address checked is the one the socket connects to).
+// guard applies the network rules to a URL before any request is built, and
+// to the address of every connection (package doc, "Network guard").
 type guard struct {
 	allowHTTP    bool
 	allowPrivate bool
-	allowlist    Allowlist // nil: every host (that passes the address rules)
+	allowlist    []HostPattern // nil: every host
 	resolver     Resolver
 	dialer       net.Dialer
 }
 
 // Resolver looks up the IP addresses of a host name; network is "ip",
-// "ip4" or "ip6". *net.Resolver implements it. The addresses it returns are
-// checked at connect time like any other.
+// "ip4" or "ip6". *net.Resolver implements it.
 type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// ResolverFunc adapts a function to Resolver (for tests and custom DNS).
-type ResolverFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
-
-// LookupNetIP calls f.
-func (f ResolverFunc) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	return f(ctx, network, host)
-}
-
 // checkURL parses raw and applies the rules that need no connection: the
-// scheme, userinfo, the host allowlist, and IP literals (including the
-// decimal, octal and hex IPv4 forms some resolvers accept, which are refused
-// outright). Errors are *RefusedError, or a plain error for an unparseable
-// URL; neither repeats the URL's path or query.
+// scheme, userinfo, the host allowlist and IP literals (refusing outright
+// the decimal, octal and hex IPv4 forms some resolvers accept). Errors are
+// *RefusedError, or a plain one for an unparseable URL; neither repeats
+// the URL's path or query.
 func (g *guard) checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -203,48 +174,78 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 	} else if endsInNumber(host) {
 		return nil, &RefusedError{Target: "host " + host, Rule: "looks like an IPv4 address in a non-canonical (decimal, octal, hex or short) form; write it as a.b.c.d"}
 	}
-	if g.allowlist != nil && !g.allowlist.Match(host) {
+	if g.allowlist != nil && !slices.ContainsFunc(g.allowlist, func(p HostPattern) bool { return p.Match(host) }) {
 		return nil, &RefusedError{Target: "host " + host, Rule: "is not in the allowlist (herald run/sweep --allow-host, Options.AllowHosts)", OptIn: "--allow-host"}
 	}
 	return u, nil
 }
 
-// URLRefusals lists every rule of the network guard that raw breaks before
-// any connection is made, with the default Options (https only, public
-// addresses only, no allowlist): the scheme, userinfo, the host, an IP
-// literal's range, and a localhost name (RFC 6761: it is loopback). Each is
-// a *RefusedError; one that an opt-in lifts (OptIn) is followed by what
-// would still be refused with it. What a DNS name resolves to is judged
-// only at connect time. herald register uses it to warn before a sweep
-// parks the registration.
+// urlCacheSize bounds the URLs a transport keeps parsed: at most about
+// 16 MiB of URLs of push.MaxURLBytes (2 KiB), 1 MiB of typical ones.
+const urlCacheSize = 4096
+
+// urlCache keeps the URLs checkURL accepted (an answer that depends only on
+// the URL and the fixed Options), parsed, so that a worker sending to the
+// same 1,000 URLs over and over checks each once. When full it is emptied.
+// Its URLs are shared: callers copy one before changing it.
+type urlCache struct {
+	mu sync.RWMutex
+	m  map[string]*url.URL
+}
+
+// check returns raw parsed and accepted by g, from the cache when it can.
+func (c *urlCache) check(g *guard, raw string) (*url.URL, error) {
+	c.mu.RLock()
+	u, ok := c.m[raw]
+	c.mu.RUnlock()
+	if ok {
+		return u, nil
+	}
+	u, err := g.checkURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= urlCacheSize {
+		c.m = make(map[string]*url.URL, min(urlCacheSize, 2*len(c.m)+16))
+	}
+	c.m[raw] = u
+	c.mu.Unlock()
+	return u, nil
+}
+
+// URLRefusals lists every rule of the network guard, with the default
+// Options (https only, public addresses only, no allowlist), that raw
+// breaks before any connection is made: the scheme, userinfo, the host, an
+// IP literal's range, a localhost name (RFC 6761: loopback). Each is a
+// *RefusedError; one an opt-in lifts (OptIn) is followed by what would
+// still be refused with it. What a DNS name resolves to is judged only at
+// connect time. herald register uses it to warn before a sweep parks.
 func URLRefusals(raw string) []error { return guard{}.refusals(raw) }
 
-// refusals lists every rule of g (a copy: opt-ins are lifted on it) that
-// raw breaks before any connection is made, as URLRefusals does.
+// refusals is URLRefusals under g's rules; g is a copy, whose opt-ins are
+// lifted one by one.
 func (g guard) refusals(raw string) []error {
 	var out []error
-	for range 3 {
+	for range 3 { // each pass lifts one opt-in, or ends
 		u, err := g.checkURL(raw)
-		if err == nil && u != nil {
-			if h := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."); h == "localhost" || strings.HasSuffix(h, ".localhost") {
-				var re *RefusedError
-				if err = CheckAddress(netip.AddrFrom4([4]byte{127, 0, 0, 1}), g.allowPrivate); errors.As(err, &re) {
-					re.Target = "host " + h + " (127.0.0.1)"
-				}
+		var h string
+		if err == nil {
+			h = normalizeHost(u.Hostname())
+		}
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+			if err = CheckAddress(netip.AddrFrom4([4]byte{127, 0, 0, 1}), g.allowPrivate); err != nil {
+				err.(*RefusedError).Target = "host " + h + " (127.0.0.1)"
 			}
 		}
 		if err == nil {
-			break
+			return out
 		}
 		out = append(out, err)
-		var re *RefusedError
-		if !errors.As(err, &re) {
-			break
-		}
-		switch re.OptIn {
-		case "--allow-http":
+		switch re, _ := errors.AsType[*RefusedError](err); {
+		case re != nil && re.OptIn == "--allow-http":
 			g.allowHTTP = true
-		case "--allow-private-network":
+		case re != nil && re.OptIn == "--allow-private-network":
 			g.allowPrivate = true
 		default:
 			return out
@@ -258,25 +259,10 @@ func (g guard) refusals(raw string) []error {
 // "ends in a number") and to inet_aton-style resolvers, never a DNS name.
 func endsInNumber(host string) bool {
 	last := host[strings.LastIndexByte(host, '.')+1:]
-	if last == "" {
-		return false
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.TrimLeft(hex, "0123456789abcdef") == ""
 	}
-	if strings.HasPrefix(last, "0x") {
-		last = last[2:]
-		for i := 0; i < len(last); i++ {
-			c := last[i]
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; i < len(last); i++ {
-		if last[i] < '0' || last[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return last != "" && strings.TrimLeft(last, "0123456789") == ""
 }
 
 // normalizeHost lowercases host and strips one trailing dot.
@@ -284,12 +270,10 @@ func normalizeHost(host string) string {
 	return strings.TrimSuffix(strings.ToLower(host), ".")
 }
 
-// control is the dialer's Control hook: it runs after the socket is created
-// and before it connects, with the address it is about to connect to.
+// control is the dialer's Control hook, run with the address a new socket
+// is about to connect to.
 func (g *guard) control(network, address string, _ syscall.RawConn) error {
-	switch network {
-	case "tcp4", "tcp6":
-	default:
+	if network != "tcp4" && network != "tcp6" {
 		return &RefusedError{Target: "network " + network, Rule: "is not allowed: tcp only"}
 	}
 	ap, err := netip.ParseAddrPort(address)
@@ -300,10 +284,9 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 }
 
 // dialContext resolves addr's host with the guard's resolver and connects
-// to its addresses in order, each through the dialer whose Control refuses
-// forbidden addresses. Refused addresses are skipped; if every address was
-// refused the refusal is returned (a Permanent outcome), otherwise the first
-// other failure (a Transient one).
+// to its addresses in order through the guarded dialer, skipping refused
+// ones. It returns the first failure that is not a refusal (Transient), or
+// the first refusal when every address was refused (Permanent).
 func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -313,78 +296,63 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	family := "ip"
-	switch network {
-	case "tcp4":
-		family = "ip4"
-	case "tcp6":
-		family = "ip6"
-	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		addrs, err = g.resolver.LookupNetIP(ctx, family, host)
+		family := "ip"
+		if network == "tcp4" || network == "tcp6" {
+			family += network[3:]
+		}
+		if addrs, err = g.resolver.LookupNetIP(ctx, family, host); err == nil && len(addrs) == 0 {
+			err = errors.New("no addresses")
+		}
 		if err != nil {
 			return nil, &resolveError{host: host, err: err}
-		}
-		if len(addrs) == 0 {
-			return nil, &resolveError{host: host, err: errors.New("no addresses")}
 		}
 	}
 	var refused, failed error
 	for i, a := range addrs {
 		c, err := g.dialOne(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)), len(addrs)-i)
-		if err == nil {
+		switch {
+		case err == nil:
 			return c, nil
-		}
-		if errors.Is(err, ErrRefused) {
-			if refused == nil {
-				refused = err
-			}
-			continue
-		}
-		if failed == nil {
-			failed = err
-		}
-		if ctx.Err() != nil {
-			break
+		case errors.Is(err, ErrRefused):
+			refused = cmp.Or(refused, err)
+		case ctx.Err() != nil:
+			return nil, cmp.Or(failed, err)
+		default:
+			failed = cmp.Or(failed, err)
 		}
 	}
-	if failed != nil {
-		return nil, failed
-	}
-	return nil, refused
+	return nil, cmp.Or(failed, refused)
 }
 
 // minDialShare is the least time one of several addresses gets before the
 // next is tried (as net.Dialer does), unless the deadline leaves less.
 const minDialShare = 2 * time.Second
 
-// dialOne connects to one address through the guarded dialer. With left
-// addresses still to try, it gets an equal share of the time remaining
-// before ctx's deadline, so an address that swallows packets cannot eat the
-// whole attempt.
+// dialOne connects to one address through the guarded dialer; with left
+// addresses to try, in its share of the time left before ctx's deadline,
+// so an address that swallows packets cannot eat the whole attempt.
 func (g *guard) dialOne(ctx context.Context, network string, ap netip.AddrPort, left int) (net.Conn, error) {
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		remaining := time.Until(deadline)
-		share := max(remaining/time.Duration(left), min(minDialShare, remaining))
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, share)
+		ctx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(left), min(minDialShare, remaining)))
 		defer cancel()
 	}
 	return g.dialer.DialContext(ctx, network, ap.String())
 }
 
-// resolveError is a failed name lookup: a Transient outcome ("dns: ...").
+// resolveError is a failed name lookup: a Transient outcome ("dns: …").
 type resolveError struct {
 	host string
 	err  error
 }
 
 func (e *resolveError) Error() string {
-	var dnsErr *net.DNSError
-	if errors.As(e.err, &dnsErr) {
+	if dnsErr, ok := errors.AsType[*net.DNSError](e.err); ok {
 		return "dns: " + dnsErr.Error()
 	}
 	return "dns: lookup " + e.host + ": " + e.err.Error()

@@ -1,10 +1,9 @@
-// Package corpustest says which input directory the tests over real-world
-// input read. By default it is testdata/corpus, small inputs herald's
-// developers wrote, so that `go test ./...` passes on a fresh clone. When
-// the environment variable HERALD_CORPUS names a directory in the same
-// layout (CI sets it to ../shared/corpus, other people's data, read where it
-// lies), the same tests read that instead; if it is set but unreadable they
-// fail, never skip. Only tests import it.
+// Package corpustest says which input directory the corpus tests read:
+// testdata/corpus, small inputs herald's developers wrote, so that
+// `go test ./...` passes on a fresh clone; or, when $HERALD_CORPUS names a
+// directory of the same layout (CI sets ../shared/corpus, other people's
+// data, read where it lies), that one. Unreadable, they fail, never skip.
+// Only tests import it.
 package corpustest
 
 import (
@@ -13,21 +12,24 @@ import (
 	"testing"
 )
 
-// Env is the environment variable that names the shared corpus. A relative
-// path is taken from the repository's root (the directory of go.mod), since
-// `go test` runs each package in its own directory.
+// Env names the shared corpus; a relative path is from the repository's
+// root, since `go test` runs each package in its own directory.
 const Env = "HERALD_CORPUS"
 
-// Dir returns the directory sub (e.g. "github", "a2a"; "" for the whole
-// input) of the input the corpus tests read: $HERALD_CORPUS when it is set,
-// else testdata/corpus. It fails the test when that directory cannot be
-// read.
+// Dir returns the directory sub ("github", "a2a"; "" for all) of the input
+// the corpus tests read, and fails the test when it cannot be read.
 func Dir(t testing.TB, sub string) string {
 	t.Helper()
-	base, shared := root(t)
+	base := filepath.Join("testdata", "corpus")
+	if v := os.Getenv(Env); v != "" {
+		base = v
+	}
+	if !filepath.IsAbs(base) {
+		base = filepath.Join(Repo(t), base)
+	}
 	dir := filepath.Join(base, sub)
 	if _, err := os.ReadDir(dir); err != nil {
-		if shared {
+		if Shared() {
 			t.Fatalf("%s is set but its %q cannot be read: %v (unset it to run on testdata/corpus)", Env, sub, err)
 		}
 		t.Fatalf("the project's own corpus input cannot be read: %v", err)
@@ -36,24 +38,11 @@ func Dir(t testing.TB, sub string) string {
 }
 
 // Shared reports whether the tests read the shared corpus ($HERALD_CORPUS),
-// so that a test may ask more of it (its size, one of its files) than of
-// testdata/corpus.
+// of which a test may ask more (its size, one of its files).
 func Shared() bool { return os.Getenv(Env) != "" }
 
-func root(t testing.TB) (dir string, shared bool) {
-	t.Helper()
-	repo := Repo(t)
-	if v := os.Getenv(Env); v != "" {
-		if !filepath.IsAbs(v) {
-			v = filepath.Join(repo, v)
-		}
-		return v, true
-	}
-	return filepath.Join(repo, "testdata", "corpus"), false
-}
-
 // Repo returns the repository's root: the nearest directory at or above the
-// test's working directory that holds go.mod.
+// working directory that holds go.mod.
 func Repo(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()

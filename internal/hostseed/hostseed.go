@@ -1,6 +1,5 @@
 // Package hostseed makes the SQLite database that the tests of herald's
-// host views share (the CLI's `herald hosts`, the daemon's admin API): one
-// host down with registrations held, another up.
+// host views (`herald hosts`, the daemon's admin API) share.
 package hostseed
 
 import (
@@ -15,14 +14,14 @@ import (
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
-// Hostile is a receiver's text as a host-level failure may carry it: an
-// escape sequence and a line break, which a terminal must not see raw.
+// Hostile is a host-level failure's text with an escape sequence and a
+// line break, which a terminal must not see raw.
 const Hostile = "timeout: \x1b[2J\x1b[31mowned\nsecond line"
 
 // DownHostDB returns the path of a SQLite database in which
-// down.example:443 is down (three host-level failures a minute apart from
-// t0, each with Hostile as its error) with two registrations of stream
-// "orders" held, and up.example:443 has a registration of its own.
+// down.example:443 is down (three host-level failures, a minute apart from
+// t0, each with the error Hostile) holding two registrations of stream
+// "orders", and up.example:443 has one.
 func DownHostDB(t testing.TB, t0 time.Time) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "herald.db")

@@ -1,25 +1,13 @@
 // Package otelenv installs an OpenTelemetry trace exporter when the
 // standard OTEL_* environment asks for one, and nothing otherwise.
 //
-// herald's spans (push: SpanTurn, SpanDelivery, SpanSweep) go to
-// OpenTelemetry's global TracerProvider, a no-op until a program installs
-// an SDK. `herald run` calls Setup, which installs one exporting by
-// OTLP over HTTP (protobuf) when
-//
-//   - OTEL_TRACES_EXPORTER is "otlp", or
-//   - OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set
-//     (and OTEL_TRACES_EXPORTER is not "none"),
-//
-// and OTEL_SDK_DISABLED is not "true". The exporter and the SDK read the
-// rest of the standard variables themselves: the endpoint, headers,
-// timeout, compression and certificates (OTEL_EXPORTER_OTLP_*), the
-// sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG), the batch
-// processor (OTEL_BSP_*) and the resource (OTEL_SERVICE_NAME,
-// OTEL_RESOURCE_ATTRIBUTES; service.name defaults to "herald"). Only the
-// http/protobuf protocol is built in: OTEL_EXPORTER_OTLP_PROTOCOL (or its
-// _TRACES_ form) naming grpc or http/json is refused, as is any exporter
-// but otlp and none, and a sampler (OTEL_TRACES_SAMPLER, _ARG) the SDK
-// would only log and replace, with an error naming the variable.
+// herald's spans go to the global TracerProvider, a no-op until `herald run`
+// calls Setup, which installs an OTLP/HTTP (protobuf) exporter when
+// OTEL_TRACES_EXPORTER is "otlp", or an OTLP endpoint variable is set and
+// it is not "none"; never when OTEL_SDK_DISABLED is "true". The exporter
+// and SDK read the other standard variables themselves (service.name
+// defaults to "herald"). Another protocol or exporter, or a sampler the SDK
+// would only log and replace, is an error naming the variable.
 package otelenv
 
 import (
@@ -48,17 +36,15 @@ const (
 	EnvSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 )
 
-// samplers are the OTEL_TRACES_SAMPLER values the SDK knows; the others
-// the specification names (jaeger_remote, xray) it would only log and
-// replace, so they are refused.
+// samplers are the OTEL_TRACES_SAMPLER values the SDK knows; it would only
+// log and replace the others the specification names (jaeger_remote, xray).
 var samplers = map[string]bool{"always_on": true, "always_off": true, "traceidratio": true,
 	"parentbased_always_on": true, "parentbased_always_off": true, "parentbased_traceidratio": true}
 
 // Config is what Setup decided from the environment.
 type Config struct {
 	Enabled bool
-	// Why names the variable that turned export on, for the log.
-	Why string
+	Why     string // the variable that turned export on, for the log
 }
 
 // FromEnv decides from getenv (os.Getenv in Setup) whether traces are
@@ -68,36 +54,29 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if strings.EqualFold(get(EnvSDKDisabled), "true") {
 		return Config{}, nil
 	}
-	var cfg Config
-	switch exp := strings.ToLower(get(EnvTracesExporter)); exp {
-	case "none":
-		return Config{}, nil
-	case "otlp":
-		cfg = Config{Enabled: true, Why: EnvTracesExporter + "=otlp"}
-	case "":
-		if get(EnvTracesEndpoint) != "" {
-			cfg = Config{Enabled: true, Why: EnvTracesEndpoint}
-		} else if get(EnvEndpoint) != "" {
-			cfg = Config{Enabled: true, Why: EnvEndpoint}
-		}
-	default:
+	var why string
+	switch exp := strings.ToLower(get(EnvTracesExporter)); {
+	case exp == "otlp":
+		why = EnvTracesExporter + "=otlp"
+	case exp == "none":
+	case exp != "":
 		return Config{}, fmt.Errorf("%s=%q: herald exports traces by otlp only (or none)", EnvTracesExporter, truncate(exp))
+	case get(EnvTracesEndpoint) != "":
+		why = EnvTracesEndpoint
+	case get(EnvEndpoint) != "":
+		why = EnvEndpoint
 	}
-	if !cfg.Enabled {
-		return cfg, nil
+	if why == "" {
+		return Config{}, nil
 	}
-	for _, k := range []string{EnvTracesProtocol, EnvProtocol} {
-		p := get(k)
-		if p == "" {
-			continue
-		}
-		if p != "http/protobuf" {
-			return Config{}, fmt.Errorf("%s=%q: herald's OTLP exporter speaks http/protobuf only", k, truncate(p))
-		}
-		break // the signal-specific one wins
+	k := EnvTracesProtocol // the signal-specific one wins
+	if get(k) == "" {
+		k = EnvProtocol
 	}
-	// The SDK logs a sampler it cannot use and samples everything instead:
-	// refuse it here, where the operator sees it.
+	if p := get(k); p != "" && p != "http/protobuf" {
+		return Config{}, fmt.Errorf("%s=%q: herald's OTLP exporter speaks http/protobuf only", k, truncate(p))
+	}
+	// The SDK would log a sampler it cannot use and sample everything.
 	if smp := get(EnvSampler); smp != "" {
 		if !samplers[smp] {
 			return Config{}, fmt.Errorf("%s=%q: not a sampler the SDK knows (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", EnvSampler, truncate(smp))
@@ -108,7 +87,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	return cfg, nil
+	return Config{Enabled: true, Why: why}, nil
 }
 
 func truncate(s string) string {
@@ -118,11 +97,10 @@ func truncate(s string) string {
 	return s
 }
 
-// Setup installs the global TracerProvider that the environment asks for
-// (see the package documentation; getenv is os.Getenv but in tests, and
-// the exporter reads its own variables from the process's environment) and returns what to call at exit to
-// flush and stop it: a no-op when export is off. The returned Config says
-// whether it is on.
+// Setup installs the global TracerProvider the environment asks for
+// (getenv is os.Getenv but in tests; the exporter reads the process's
+// environment itself). It returns what it decided and the function that
+// flushes and stops the exporter at exit, a no-op when export is off.
 func Setup(ctx context.Context, getenv func(string) string) (Config, func(context.Context) error, error) {
 	noop := func(context.Context) error { return nil }
 	cfg, err := FromEnv(getenv)

@@ -1,10 +1,9 @@
 // Package soak drives a store through a steady load on a simulated clock
-// (appends, deliveries to real loopback receivers, one receiver that goes
-// down, parks and is unparked, and pruning) and samples what the database
-// keeps, so that a test can show that retention keeps it bounded and loses
-// nothing. The clock is the soak's own, shared by the store (WithClock) and
-// every RunOnce and Prune: a tick is one simulated second, and a run of a
-// week of ticks takes minutes.
+// (appends, deliveries to loopback receivers, one receiver that goes down,
+// parks and is unparked, pruning) and samples what the database keeps, so
+// that a test can show that retention keeps it bounded and loses nothing.
+// A tick is one simulated second of the soak's Clock, which the store
+// (WithClock), every RunOnce and Prune share: a week of ticks takes minutes.
 package soak
 
 import (
@@ -22,9 +21,6 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
-
-// Backend is what the soak drives: a store of herald's.
-type Backend = store.Backend
 
 // Config shapes a soak. Times are in ticks (simulated seconds).
 type Config struct {
@@ -70,10 +66,9 @@ func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *Clock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
 
 // Run runs the soak on b, whose appends are stamped by clock. size reports
-// the database's size on disk. tr delivers (an HTTP transport that may reach
-// loopback), p projects (one message per record: the receivers read the
-// record's seq from it, as "seq" in the JSON payload).
-func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context) (int64, error), newWorker func(push.Store, journal.Journal) (*push.Worker, error), cfg Config, sample func(Sample)) (Result, error) {
+// the database's size on disk; newWorker makes the worker, whose transport
+// must reach loopback and whose projection must be Projection.
+func Run(ctx context.Context, b store.Backend, clock *Clock, size func(context.Context) (int64, error), newWorker func(push.Store, journal.Journal) (*push.Worker, error), cfg Config) (Result, error) {
 	res := Result{Received: map[push.Key]uint64{}}
 	var mu sync.Mutex
 	down := atomic.Bool{}
@@ -86,7 +81,7 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 			fmt.Fprint(w, "cannot store this activity right now")
 			return
 		}
-		seq, err := strconv.ParseUint(r.Header.Get("Soak-Seq"), 10, 64)
+		seq, err := strconv.ParseUint(r.Header.Get(SeqHeader), 10, 64)
 		mu.Lock()
 		defer mu.Unlock()
 		switch last := res.Received[key]; {
@@ -102,7 +97,7 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 	}
 	srv := httptest.NewServer(http.HandlerFunc(recv))
 	defer srv.Close()
-	flaky := httptest.NewServer(http.HandlerFunc(recv)) // a host of its own
+	flaky := httptest.NewServer(http.HandlerFunc(recv))
 	defer flaky.Close()
 
 	w, err := newWorker(b, b)
@@ -112,17 +107,13 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 	t0 := clock.Now()
 	for s := range cfg.Streams {
 		stream := fmt.Sprintf("soak/%d", s)
-		ids := []string{}
-		for r := range cfg.Receivers {
-			ids = append(ids, fmt.Sprintf("r%d", r))
-		}
-		if s == 0 {
-			ids = append(ids, "flaky")
-		}
-		for _, id := range ids {
-			base := srv.URL
-			if id == "flaky" {
-				base = flaky.URL
+		for r := range cfg.Receivers + 1 { // the last one is soak/0's flaky receiver, on a host of its own
+			id, base := fmt.Sprintf("r%d", r), srv.URL
+			if r == cfg.Receivers {
+				if s > 0 {
+					break
+				}
+				id, base = "flaky", flaky.URL
 			}
 			_, err := w.Register(ctx, push.Registration{Stream: stream, ID: id, Namespace: w.Namespace(),
 				URL: fmt.Sprintf("%s/?stream=%s&id=%s", base, stream, id)})
@@ -132,7 +123,8 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 		}
 	}
 	payload := []byte(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", max(cfg.Payload-10, 0))))
-	var last Sample
+	var pruneTime time.Duration
+	var pruned, appended int
 	perStream := make([]int, cfg.Streams)
 	for tick := 1; tick <= cfg.Ticks; tick++ {
 		now := t0.Add(time.Duration(tick) * time.Second)
@@ -141,6 +133,7 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 		for i := range cfg.PerTick {
 			s := (tick*cfg.PerTick + i) % cfg.Streams
 			perStream[s]++
+			appended++
 			_, err := b.Append(ctx, fmt.Sprintf("soak/%d", s), journal.Entry{
 				ID: fmt.Sprintf("soak-%d-%d", s, perStream[s]), Kind: "soak", Payload: payload})
 			if err != nil {
@@ -158,32 +151,26 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 		}
 		if tick%cfg.PruneEvery == 0 {
 			started := time.Now()
-			n := 0
+			pruned = 0
 			for {
 				rep, err := b.Prune(ctx, store.PruneQuery{At: now, Retain: cfg.Retain})
 				if err != nil {
 					return res, fmt.Errorf("tick %d: prune: %w", tick, err)
 				}
-				n += rep.Records
+				pruned += rep.Records
 				if !rep.More {
 					break
 				}
 			}
-			last.PruneTime, last.PruneRecords = time.Since(started), n
+			pruneTime = time.Since(started)
 		}
 		if tick%cfg.SampleEvery == 0 || tick == cfg.Ticks {
 			smp, err := measure(ctx, b, size)
 			if err != nil {
 				return res, err
 			}
-			smp.Tick, smp.PruneTime, smp.PruneRecords = tick, last.PruneTime, last.PruneRecords
-			for _, n := range perStream {
-				smp.Appended += n
-			}
+			smp.Tick, smp.Appended, smp.PruneTime, smp.PruneRecords = tick, appended, pruneTime, pruned
 			res.Samples = append(res.Samples, smp)
-			if sample != nil {
-				sample(smp)
-			}
 		}
 	}
 	// Drain: the flaky receiver comes back for good, is unparked, and every
@@ -207,7 +194,7 @@ func Run(ctx context.Context, b Backend, clock *Clock, size func(context.Context
 	return res, nil
 }
 
-func measure(ctx context.Context, b Backend, size func(context.Context) (int64, error)) (Sample, error) {
+func measure(ctx context.Context, b store.Backend, size func(context.Context) (int64, error)) (Sample, error) {
 	var smp Sample
 	q := store.StreamQuery{Limit: push.MaxListLimit}
 	for {
@@ -229,8 +216,7 @@ func measure(ctx context.Context, b Backend, size func(context.Context) (int64, 
 	return smp, err
 }
 
-// SeqHeader is a projection wrapper's header carrying the record's seq to the
-// soak's receivers.
+// SeqHeader carries a record's seq to the soak's receivers.
 const SeqHeader = "Soak-Seq"
 
 // Projection is one message per record, with the seq in SeqHeader.

@@ -3,6 +3,7 @@ package soak_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,7 +44,7 @@ func worker(s push.Store, j journal.Journal) (*push.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return push.NewWorker(j, s, tr, soak.Projection{}, push.WithMaxAttempts(3), push.WithLogger(quiet))
+	return push.NewWorker(j, s, tr, soak.Projection{}, push.WithMaxAttempts(3), push.WithLogger(slog.New(slog.DiscardHandler)))
 }
 
 // check is what every soak must show: nothing lost, nothing out of order,
@@ -93,7 +94,7 @@ func TestSoakSQLite(t *testing.T) {
 		return total, nil
 	}
 	cfg := config(t)
-	res, err := soak.Run(ctx, s, clock, size, worker, cfg, nil)
+	res, err := soak.Run(ctx, s, clock, size, worker, cfg)
 	require.NoError(t, err)
 	check(t, cfg, res)
 }
@@ -115,9 +116,7 @@ func TestSoakPostgres(t *testing.T) {
 		return n, err
 	}
 	cfg := config(t)
-	res, err := soak.Run(ctx, s, clock, size, worker, cfg, nil)
+	res, err := soak.Run(ctx, s, clock, size, worker, cfg)
 	require.NoError(t, err)
 	check(t, cfg, res)
 }
-
-var quiet = slogDiscard()

@@ -1,8 +1,0 @@
-package soak_test
-
-import (
-	"io"
-	"log/slog"
-)
-
-func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
