@@ -61,10 +61,7 @@ var examples embed.FS
 
 // Examples returns the input embedded in herald.
 func Examples() (*Input, error) {
-	sub, err := fs.Sub(examples, "examples")
-	if err != nil {
-		return nil, err
-	}
+	sub, _ := fs.Sub(examples, "examples") // a valid path
 	return load(sub, "the examples embedded in herald")
 }
 
@@ -94,31 +91,15 @@ type loader struct {
 
 func load(fsys fs.FS, name string) (*Input, error) {
 	l := &loader{fsys: fsys, in: &Input{Name: name}, actors: map[string]int{}, ids: map[string]string{}}
-	dirs, err := fs.ReadDir(fsys, ".")
-	for _, d := range dirs {
-		switch {
-		case !d.IsDir(): // README.md and the like
-		case d.Name() == "activitystreams":
-			err = l.activities()
-		case d.Name() == "a2a":
-			err = l.tasks()
-		default:
-			err = l.webhooks(d.Name())
+	for _, read := range []func() error{l.activities, l.webhooks, l.tasks} {
+		if err := read(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if err != nil {
-			break
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var missing []string
-	for _, k := range []struct {
-		streams []Stream
-		files   string
-	}{{l.in.Actors, "activitystreams/*.json"}, {l.in.Webhooks, "<source>/<event>/*.json"}, {l.in.Tasks, "a2a/*.jsonl"}} {
-		if len(k.streams) == 0 {
-			missing = append(missing, k.files)
+	for i, streams := range [][]Stream{l.in.Actors, l.in.Webhooks, l.in.Tasks} {
+		if len(streams) == 0 {
+			missing = append(missing, []string{"activitystreams/*.json", "<source>/<event>/*.json", "a2a/*.jsonl"}[i])
 		}
 	}
 	if len(missing) > 0 {
@@ -141,24 +122,30 @@ func (l *loader) add(s *Stream, file string, e journal.Entry) error {
 	return nil
 }
 
+// object reads the JSON object in file.
+func (l *loader) object(file string) ([]byte, map[string]any, error) {
+	raw, err := fs.ReadFile(l.fsys, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	var obj map[string]any
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil, nil, fmt.Errorf("%s is not a JSON object", file)
+	}
+	return raw, obj, nil
+}
+
 // activities reads activitystreams/*.json, in name order, into one stream
 // per actor. An activity without an id is completed from its file name, as
 // the projection tests complete the W3C examples: id Origin/activities/<file>,
 // DefaultActor for an actor that is not an id, "to" InboxActor when it has
 // none. Its own addressing, bto and bcc included, is kept.
 func (l *loader) activities() error {
-	files, err := fs.Glob(l.fsys, "activitystreams/*.json")
-	if err != nil {
-		return err
-	}
+	files, _ := fs.Glob(l.fsys, "activitystreams/*.json") // the pattern is valid
 	for _, f := range files {
-		raw, err := fs.ReadFile(l.fsys, f)
+		raw, act, err := l.object(f)
 		if err != nil {
 			return err
-		}
-		var act map[string]any
-		if json.Unmarshal(raw, &act) != nil || act == nil {
-			return fmt.Errorf("%s is not a JSON object", f)
 		}
 		if _, ok := act["id"].(string); !ok {
 			act["id"] = Origin + "/activities/" + strings.TrimSuffix(path.Base(f), ".json")
@@ -220,38 +207,36 @@ func actorStream(actor string, taken []Stream) string {
 }
 
 // webhooks reads <source>/<event>/*.json, in path order, into the stream
-// webhooks/<source>. A record's id is <source>-<event>-<file> (the file
-// name without .json and .payload), its dots made dashes since Standard
-// Webhooks signs "id.timestamp.body"; its kind is <source>.<event>, then
-// .<action> when the payload has one, as GitHub's do
-// ("github.pull_request.opened").
-func (l *loader) webhooks(source string) error {
-	files, err := fs.Glob(l.fsys, source+"/*/*.json")
-	if err != nil || len(files) == 0 {
-		return err
-	}
-	s := Stream{Name: "webhooks/" + source}
+// webhooks/<source> of each other directory than activitystreams and a2a.
+// A record's id is <source>-<event>-<file> (the file name without .json
+// and .payload), its dots made dashes since Standard Webhooks signs
+// "id.timestamp.body"; its kind is <source>.<event>, then .<action> when
+// the payload has one, as GitHub's do ("github.pull_request.opened").
+func (l *loader) webhooks() error {
+	files, _ := fs.Glob(l.fsys, "*/*/*.json") // the pattern is valid
 	for _, f := range files {
-		raw, err := fs.ReadFile(l.fsys, f)
+		parts := strings.Split(f, "/")
+		source, event := parts[0], parts[1]
+		if source == "activitystreams" || source == "a2a" {
+			continue
+		}
+		raw, body, err := l.object(f)
 		if err != nil {
 			return err
 		}
-		var body map[string]any
-		if json.Unmarshal(raw, &body) != nil || body == nil {
-			return fmt.Errorf("%s is not a JSON object", f)
+		if n := len(l.in.Webhooks); n == 0 || l.in.Webhooks[n-1].Name != "webhooks/"+source {
+			l.in.Webhooks = append(l.in.Webhooks, Stream{Name: "webhooks/" + source})
 		}
-		event := path.Base(path.Dir(f))
-		stem := strings.TrimSuffix(strings.TrimSuffix(path.Base(f), ".json"), ".payload")
 		kind := source + "." + event
 		if action, _ := body["action"].(string); action != "" && !strings.ContainsFunc(action, func(r rune) bool { return r <= ' ' }) {
 			kind += "." + action
 		}
+		stem := strings.TrimSuffix(strings.TrimSuffix(parts[2], ".json"), ".payload")
 		e := journal.Entry{ID: strings.ReplaceAll(source+"-"+event+"-"+stem, ".", "-"), Kind: kind, ContentType: jsonType, Payload: raw}
-		if err := l.add(&s, f, e); err != nil {
+		if err := l.add(&l.in.Webhooks[len(l.in.Webhooks)-1], f, e); err != nil {
 			return err
 		}
 	}
-	l.in.Webhooks = append(l.in.Webhooks, s)
 	return nil
 }
 
@@ -259,10 +244,7 @@ func (l *loader) webhooks(source string) error {
 // a record a line: id a2a-<file>-<line>, kind the StreamResponse's member
 // ("task", "statusUpdate", "artifactUpdate", "message").
 func (l *loader) tasks() error {
-	files, err := fs.Glob(l.fsys, "a2a/*.jsonl")
-	if err != nil {
-		return err
-	}
+	files, _ := fs.Glob(l.fsys, "a2a/*.jsonl") // the pattern is valid
 	for _, f := range files {
 		raw, err := fs.ReadFile(l.fsys, f)
 		if err != nil {

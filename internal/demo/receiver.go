@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -128,11 +127,7 @@ func (r *receiver) start() error {
 	if r.handler != nil {
 		r.srv.Handler = r.handler
 	}
-	go func() {
-		if err := r.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			_ = r.fail("/", fmt.Errorf("server stopped: %w", err))
-		}
-	}()
+	go func() { _ = r.srv.Serve(ln) }() // ErrServerClosed after close; deliveries fail, and say so, if it stops before
 	return nil
 }
 
@@ -247,8 +242,8 @@ func (r *receiver) counts(path string) Counts {
 	for _, p := range slices.Sorted(maps.Keys(r.paths)) {
 		if a := r.paths[p]; path == "" || p == path {
 			c.Expected, c.Verified, c.Duplicates = c.Expected+a.Expected, c.Verified+a.Verified, c.Duplicates+a.Duplicates
-			c.Refused, c.Failures = c.Refused+a.Refused, c.Failures+a.Failures
-			for _, reason := range a.Reasons {
+			c.Refused, c.Failures = c.Refused+a.Refused, c.Failures+a.VerifyFailures
+			for _, reason := range a.reasons {
 				c.Reasons = addReason(c.Reasons, reason)
 			}
 		}
@@ -259,8 +254,8 @@ func (r *receiver) counts(path string) Counts {
 // fail counts a failure on p, keeps its reason and returns err. Its
 // receiver's mu is held.
 func (p *plan) fail(err error) error {
-	p.Failures++
-	p.Reasons = addReason(p.Reasons, err.Error())
+	p.VerifyFailures++
+	p.reasons = addReason(p.reasons, err.Error())
 	return err
 }
 

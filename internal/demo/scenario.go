@@ -72,16 +72,15 @@ type expected struct {
 	Message push.Message
 }
 
-// plan is one registration of the demo: its stream, the receiver it
-// delivers to, what the journal says that receiver should get (want, in
-// order), and both sides' counts, under the receiver's mu.
+// plan is one registration of the demo: the receiver it delivers to, what
+// the journal says that receiver should get (want, in order), and its row
+// of the summary, whose counts both sides keep under the receiver's mu.
 type plan struct {
-	reg               push.Registration
-	receiver          *receiver
-	records           int // in the stream
-	want              []expected
-	Counts                // the receiver's, on the registration's path
-	delivered, failed int // herald's attempts (push.Hooks): accepted with a 2xx, and failed
+	RegistrationSummary
+	reg      push.Registration
+	receiver *receiver
+	want     []expected
+	reasons  []string // the first distinct reasons of its VerifyFailures, at most maxReasons
 }
 
 // scenario is one run of the demo.
@@ -223,8 +222,9 @@ func (s *scenario) register(ctx context.Context, st Stream, r *receiver, config 
 	if err != nil {
 		return fmt.Errorf("encode the %s config of %s: %w", r.namespace, st.Name, err)
 	}
-	p := &plan{receiver: r, records: len(st.Entries), reg: push.Registration{Stream: st.Name, ID: r.name, Namespace: r.namespace,
-		URL: r.url + (&url.URL{Path: "/" + st.Name}).EscapedPath(), Config: raw}}
+	p := &plan{receiver: r, reg: push.Registration{Stream: st.Name, ID: r.name, Namespace: r.namespace,
+		URL: r.url + (&url.URL{Path: "/" + st.Name}).EscapedPath(), Config: raw},
+		RegistrationSummary: RegistrationSummary{Stream: st.Name, ID: r.name, Receiver: r.name, Namespace: r.namespace, Records: len(st.Entries), Verifies: r.verifies}}
 	if _, err := s.workers[r.namespace].Register(ctx, p.reg); err != nil {
 		return fmt.Errorf("register %s: %w", push.Name(st.Name, r.name), err)
 	}
@@ -277,9 +277,9 @@ func (s *scenario) attempt(at push.Attempt) {
 		if p.reg.Key() == at.Registration.Key() {
 			p.receiver.mu.Lock()
 			if at.Outcome.OK() {
-				p.delivered++
+				p.Delivered++
 			} else {
-				p.failed++
+				p.Failed++
 			}
 			p.receiver.mu.Unlock()
 		}
@@ -339,21 +339,17 @@ func (s *scenario) recover(ctx context.Context) error {
 			continue
 		}
 		downs = append(downs, p)
-		before, err := s.cfg.Store.Get(ctx, p.reg.Stream, p.reg.ID)
+		st, err := s.cfg.Store.Get(ctx, p.reg.Stream, p.reg.ID) // Unpark resumes it at this cursor
+		if err == nil {
+			err = s.cfg.Store.Unpark(ctx, p.reg.Stream, p.reg.ID, time.Now())
+		}
 		if err != nil {
 			return err
 		}
-		if err := s.cfg.Store.Unpark(ctx, p.reg.Stream, p.reg.ID, time.Now()); err != nil {
-			return err
-		}
-		after, err := s.cfg.Store.Get(ctx, p.reg.Stream, p.reg.ID)
-		if err != nil {
-			return err
-		}
-		s.sum.Recovered = append(s.sum.Recovered, Recovery{Stream: p.reg.Stream, ID: p.reg.ID, WasParked: before.Parked, FromSeq: after.NextSeq})
+		s.sum.Recovered = append(s.sum.Recovered, Recovery{Stream: p.reg.Stream, ID: p.reg.ID, WasParked: st.Parked, FromSeq: st.NextSeq})
 		fmt.Fprintf(s.out, "$ herald unpark --stream %s --id %s\n", p.reg.Stream, p.reg.ID)
-		if before.Parked {
-			fmt.Fprintf(s.out, "Unparked %s: due now at cursor %d (%d records to deliver).\n", push.Name(p.reg.Stream, p.reg.ID), after.NextSeq, after.Lag())
+		if st.Parked {
+			fmt.Fprintf(s.out, "Unparked %s: due now at cursor %d (%d records to deliver).\n", push.Name(p.reg.Stream, p.reg.ID), st.NextSeq, st.Lag())
 		} else {
 			fmt.Fprintf(s.out, "%s was not parked; nothing changed.\n", push.Name(p.reg.Stream, p.reg.ID))
 		}

@@ -10,10 +10,6 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// stateCompleted is the state of a registration that acknowledged its
-// stream's terminal record and so was deleted (an A2A task that ended).
-const stateCompleted = "completed"
-
 // Summary is the outcome of one run, as `herald demo --json` prints it.
 type Summary struct {
 	OK       bool     `json:"ok"`       // every check passed
@@ -98,31 +94,23 @@ type Recovery struct {
 // are none: the demo refuses a database that has any) with both sides'
 // counts; parks adds how often each was parked, from its evidence.
 func (s *scenario) rows(ctx context.Context, ps []*plan, parks bool) ([]RegistrationSummary, error) {
+	all, err := push.AllRegistrations(ctx, s.cfg.Store, push.ListQuery{})
+	if err != nil {
+		return nil, fmt.Errorf("read the registrations: %w", err)
+	}
 	sts := map[push.Key]push.Status{}
-	for q := (push.ListQuery{Limit: push.MaxListLimit}); ; {
-		page, err := s.cfg.Store.List(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("read the registrations: %w", err)
-		}
-		for _, st := range page {
-			sts[st.Key()] = st
-		}
-		if len(page) < q.Limit {
-			break
-		}
-		q.After = page[len(page)-1].Key()
+	for _, st := range all {
+		sts[st.Key()] = st
 	}
 	out := make([]RegistrationSummary, 0, len(ps))
 	for _, p := range ps {
 		p.receiver.mu.Lock()
-		row := RegistrationSummary{Stream: p.reg.Stream, ID: p.reg.ID, Receiver: p.receiver.name, Namespace: p.reg.Namespace,
-			Records: p.records, Expected: len(p.want), Delivered: p.delivered, Failed: p.failed, Verifies: p.receiver.verifies,
-			Verified: p.Verified, Duplicates: p.Duplicates, Refused: p.Refused, VerifyFailures: p.Failures}
+		row := p.RegistrationSummary
 		p.receiver.mu.Unlock()
 		st, ok := sts[p.reg.Key()]
 		switch {
 		case !ok: // completed: its stream's terminal record was acknowledged, and the registration deleted
-			row.State, row.Head = stateCompleted, uint64(p.records)
+			row.State, row.Head = "completed", uint64(row.Records)
 			if n := len(p.want); n > 0 {
 				row.NextSeq = p.want[n-1].Record.Seq + 1
 			}
