@@ -19,6 +19,7 @@ import (
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/projection/cloudevents"
 	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
 )
 
 // The receivers the demo judges by name; a receiver's name is also the id
@@ -44,8 +45,11 @@ type verifier func(req *http.Request, body []byte) (id string, more func(expecte
 // keeps, per path ("/" + stream, one per registration), its own account of
 // what it verified against the journal.
 type receiver struct {
-	name, namespace, about string
-	verifies               bool // the demo passes only if it verified all it expects
+	name, about string
+	verifies    bool   // the demo passes only if it verified all it expects
+	takes       string // the prefix of the input streams registered for it
+	proj        push.Projection
+	config      func(Stream) any // a registration's config
 
 	verify  verifier
 	status  int                                           // the answer to a verified message
@@ -66,26 +70,33 @@ func newReceivers(ctx context.Context, c *credentials, keys map[string]crypto.Pu
 	if err != nil {
 		return nil, err
 	}
-	ce := &receiver{name: "cloudevents", namespace: cloudevents.Namespace, verifies: true,
-		about: "sdk-go's HTTP receiver decodes; bearer token; id, source, type, subject, time, data"}
+	whConfig := func(Stream) any { return webhook.Config{Secrets: []string{c.whsec}} }
+	ce := &receiver{name: "cloudevents", takes: "webhooks/", proj: cloudevents.New(), verifies: true,
+		config: func(st Stream) any { return cloudevents.Config{Source: sourceOf(st.Name), Token: c.ceToken} },
+		about:  "sdk-go's HTTP receiver decodes; bearer token; id, source, type, subject, time, data"}
 	if ce.handler, err = cloudEventsHandler(ctx, ce, c.ceToken); err != nil {
 		return nil, err
 	}
 	return []*receiver{
-		{name: "inbox", namespace: activitypub.Namespace, verifies: true, verify: verifyActivity(keys), status: http.StatusAccepted,
+		{name: "inbox", takes: "actor/", proj: activitypub.New(), verifies: true, verify: verifyActivity(keys), status: http.StatusAccepted,
+			config: func(st Stream) any {
+				return activitypub.Config{KeyID: st.Actor + "#main-key", PrivateKey: c.keyPEM, Actors: []string{InboxActor}, Followers: []string{st.Actor + "/followers"}}
+			},
 			about: "HTTP signature (go-fed/httpsig) with the actor's key, Digest, Date, keyId owner, no bto/bcc"},
 		ce,
-		{name: "a2a", namespace: a2a.Namespace, verifies: true, verify: verifyA2A(c.a2aToken, "Bearer "+c.a2aBearer), status: http.StatusNoContent,
-			about: "Authorization and both token headers; a2a-go v2 decodes the StreamResponse; its task"},
-		{name: "webhook", namespace: webhook.Namespace, verifies: true, verify: wh, status: http.StatusNoContent,
+		{name: "a2a", takes: "task/", proj: a2a.New(), verifies: true, verify: verifyA2A(c.a2aToken, "Bearer "+c.a2aBearer), status: http.StatusNoContent,
+			config: func(Stream) any { return a2a.Config{Token: c.a2aToken, AuthScheme: "Bearer", Credentials: c.a2aBearer} },
+			about:  "Authorization and both token headers; a2a-go v2 decodes the StreamResponse; its task"},
+		{name: "webhook", takes: "webhooks/", proj: webhook.New(), config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
 			about: "Standard Webhooks signature and timestamp (standard-webhooks library)"},
-		{name: "flaky", namespace: webhook.Namespace, verifies: true, verify: wh, status: http.StatusNoContent, fault: flaky(flakyTimes),
-			about: fmt.Sprintf("503 with Retry-After 1-2 s to its first %d messages, then verifies as webhook does", flakyTimes)},
-		{name: goneName, namespace: webhook.Namespace, about: "410 Gone, always", fault: func(w http.ResponseWriter, _ *http.Request) bool {
-			http.Error(w, "this endpoint was removed", http.StatusGone)
-			return true
-		}},
-		{name: downName, namespace: webhook.Namespace, verifies: true, verify: wh, status: http.StatusNoContent,
+		{name: "flaky", takes: "webhooks/", proj: webhook.New(), config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
+			fault: flaky(flakyTimes), about: fmt.Sprintf("503 with Retry-After 1-2 s to its first %d messages, then verifies as webhook does", flakyTimes)},
+		{name: goneName, takes: "webhooks/", proj: webhook.New(), config: whConfig, about: "410 Gone, always",
+			fault: func(w http.ResponseWriter, _ *http.Request) bool {
+				http.Error(w, "this endpoint was removed", http.StatusGone)
+				return true
+			}},
+		{name: downName, takes: "webhooks/", proj: webhook.New(), config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
 			about: "500 until the demo brings it back, then verifies as webhook does", fault: func(w http.ResponseWriter, _ *http.Request) bool {
 				down := !up.Load()
 				if down {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,10 +17,6 @@ import (
 
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/a2a"
-	"github.com/heraldpush/herald/projection/activitypub"
-	"github.com/heraldpush/herald/projection/cloudevents"
-	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -91,7 +86,7 @@ type scenario struct {
 	rs      []*receiver
 	up      atomic.Bool // the down receiver is back
 	plans   []*plan
-	workers map[string]*push.Worker // by namespace
+	workers map[string]*push.Worker // one per namespace
 	sum     *Summary
 	expire  func() // ends the run's Duration now (errOutOfTime)
 }
@@ -169,7 +164,7 @@ func (s *scenario) setup(ctx context.Context) error {
 		if err := r.start(); err != nil {
 			return err
 		}
-		fmt.Fprintf(s.out, "  %-11s  %-11s  %-22s  %s\n", r.name, r.namespace, r.url, r.about)
+		fmt.Fprintf(s.out, "  %-11s  %-11s  %-22s  %s\n", r.name, r.proj.Namespace(), r.url, r.about)
 	}
 
 	for _, st := range in.all() {
@@ -185,23 +180,18 @@ func (s *scenario) setup(ctx context.Context) error {
 	opts := []push.Option{push.WithMaxAttempts(maxAttempts), push.WithSchedule(push.Schedule{retryDelay}),
 		push.WithLogger(cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))), push.WithHooks(push.Hooks{Attempt: s.attempt})}
 	s.workers = map[string]*push.Worker{}
-	projections := map[string]push.Projection{}
-	for _, p := range []push.Projection{activitypub.New(), cloudevents.New(), a2a.New(), webhook.New()} {
-		if s.workers[p.Namespace()], err = push.NewWorker(cfg.Journal, cfg.Store, cfg.Transport, p, opts...); err != nil {
-			return err
+	for _, r := range s.rs {
+		if ns := r.proj.Namespace(); s.workers[ns] == nil {
+			if s.workers[ns], err = push.NewWorker(cfg.Journal, cfg.Store, cfg.Transport, r.proj, opts...); err != nil {
+				return err
+			}
 		}
-		projections[p.Namespace()] = p
 	}
-	for _, k := range []struct {
-		streams    []Stream
-		namespaces []string
-	}{{in.Actors, []string{activitypub.Namespace}}, {in.Webhooks, []string{cloudevents.Namespace, webhook.Namespace}}, {in.Tasks, []string{a2a.Namespace}}} {
-		for _, st := range k.streams {
-			for _, r := range s.rs {
-				if slices.Contains(k.namespaces, r.namespace) {
-					if err := s.register(ctx, st, r, creds.config(r.namespace, st), projections[r.namespace]); err != nil {
-						return err
-					}
+	for _, st := range in.all() {
+		for _, r := range s.rs {
+			if strings.HasPrefix(st.Name, r.takes) {
+				if err := s.register(ctx, st, r); err != nil {
+					return err
 				}
 			}
 		}
@@ -214,18 +204,19 @@ func (s *scenario) setup(ctx context.Context) error {
 	return nil
 }
 
-// register registers st for r with config, and tells r what it should
-// receive: the messages proj makes of the stream's records as the journal
+// register registers st for r, and tells r what it should receive: the
+// messages r's projection makes of the stream's records as the journal
 // holds them, in order, up to and including one that ends the registration.
-func (s *scenario) register(ctx context.Context, st Stream, r *receiver, config any, proj push.Projection) error {
-	raw, err := json.Marshal(config)
+func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
+	raw, err := json.Marshal(r.config(st))
 	if err != nil {
-		return fmt.Errorf("encode the %s config of %s: %w", r.namespace, st.Name, err)
+		return fmt.Errorf("encode the %s config of %s: %w", r.name, st.Name, err)
 	}
-	p := &plan{receiver: r, reg: push.Registration{Stream: st.Name, ID: r.name, Namespace: r.namespace,
+	ns := r.proj.Namespace()
+	p := &plan{receiver: r, reg: push.Registration{Stream: st.Name, ID: r.name, Namespace: ns,
 		URL: r.url + (&url.URL{Path: "/" + st.Name}).EscapedPath(), Config: raw},
-		RegistrationSummary: RegistrationSummary{Stream: st.Name, ID: r.name, Receiver: r.name, Namespace: r.namespace, Records: len(st.Entries), Verifies: r.verifies}}
-	if _, err := s.workers[r.namespace].Register(ctx, p.reg); err != nil {
+		RegistrationSummary: RegistrationSummary{Stream: st.Name, ID: r.name, Receiver: r.name, Namespace: ns, Records: len(st.Entries), Verifies: r.verifies}}
+	if _, err := s.workers[ns].Register(ctx, p.reg); err != nil {
 		return fmt.Errorf("register %s: %w", push.Name(st.Name, r.name), err)
 	}
 	recs, err := s.cfg.Journal.Read(ctx, st.Name, 1, len(st.Entries))
@@ -233,14 +224,14 @@ func (s *scenario) register(ctx context.Context, st Stream, r *receiver, config 
 		return fmt.Errorf("read %s: %w", st.Name, err)
 	}
 	for _, rec := range recs {
-		msgs, err := proj.Messages(ctx, rec, p.reg)
+		msgs, err := r.proj.Messages(ctx, rec, p.reg)
 		if err != nil {
 			return fmt.Errorf("project %s#%d for %s: %w", rec.Stream, rec.Seq, r.name, err)
 		}
 		for _, m := range msgs {
 			p.want = append(p.want, expected{Record: rec, Message: m})
 		}
-		if proj.Terminal(rec) {
+		if r.proj.Terminal(rec) {
 			break
 		}
 	}
@@ -335,7 +326,7 @@ func (s *scenario) recover(ctx context.Context) error {
 	fmt.Fprintf(s.out, "\nThe %s receiver is back up.\n", downName)
 	var downs []*plan
 	for _, p := range s.plans {
-		if p.receiver.name != downName {
+		if p.Receiver != downName {
 			continue
 		}
 		downs = append(downs, p)
@@ -354,7 +345,9 @@ func (s *scenario) recover(ctx context.Context) error {
 			fmt.Fprintf(s.out, "%s was not parked; nothing changed.\n", push.Name(p.reg.Stream, p.reg.ID))
 		}
 	}
-	s.workers[webhook.Namespace].Wake()
+	for _, p := range downs {
+		s.workers[p.reg.Namespace].Wake()
+	}
 	t := time.Now()
 	if err := s.wait(ctx, downs); err != nil {
 		return err

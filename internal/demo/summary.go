@@ -151,7 +151,7 @@ func (s *scenario) finish(ctx context.Context) error {
 	verified, kept := 0, 0
 	for _, r := range s.rs {
 		c := r.counts("")
-		sum.Receivers = append(sum.Receivers, ReceiverSummary{Name: r.name, Namespace: r.namespace, About: r.about, Verifies: r.verifies, Counts: c})
+		sum.Receivers = append(sum.Receivers, ReceiverSummary{Name: r.name, Namespace: r.proj.Namespace(), About: r.about, Verifies: r.verifies, Counts: c})
 		if verified += c.Verified; c.Failures > 0 {
 			fail("the %s receiver refused %d deliveries it could not verify (%s)", r.name, c.Failures, strings.Join(c.Reasons, "; "))
 		}

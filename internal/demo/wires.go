@@ -30,8 +30,6 @@ import (
 
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/activitypub"
-	"github.com/heraldpush/herald/projection/cloudevents"
-	"github.com/heraldpush/herald/projection/webhook"
 )
 
 // keyBits is the size of the actors' RSA key: what Mastodon generates, and
@@ -66,21 +64,6 @@ func newCredentials() (*credentials, error) {
 	return &credentials{key: key, keyPEM: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
 		whsec: "whsec_" + base64.StdEncoding.EncodeToString(raw[:24]), ceToken: hex.EncodeToString(raw[24:40]),
 		a2aToken: hex.EncodeToString(raw[40:56]), a2aBearer: hex.EncodeToString(raw[56:])}, nil
-}
-
-// config is the registration config of a stream for a receiver of the
-// wire ns.
-func (c *credentials) config(ns string, st Stream) any {
-	switch ns {
-	case activitypub.Namespace:
-		return activitypub.Config{KeyID: st.Actor + "#main-key", PrivateKey: c.keyPEM,
-			Actors: []string{InboxActor}, Followers: []string{st.Actor + "/followers"}}
-	case cloudevents.Namespace:
-		return cloudevents.Config{Source: sourceOf(st.Name), Token: c.ceToken}
-	case a2a.Namespace:
-		return a2a.Config{Token: c.a2aToken, AuthScheme: "Bearer", Credentials: c.a2aBearer}
-	}
-	return webhook.Config{Secrets: []string{c.whsec}}
 }
 
 func (credentials) Format(f fmt.State, _ rune) {
