@@ -112,6 +112,12 @@ func load(fsys fs.FS, name string) (*Input, error) {
 // an id no other file of s made.
 func (l *loader) add(s *Stream, file string, e journal.Entry) error {
 	if _, err := journal.ValidateEntries(s.Name, []journal.Entry{e}, 0); err != nil {
+		var ie *journal.InvalidError
+		if errors.As(err, &ie) {
+			if _, field, ok := ie.InBatch(); ok {
+				err = journal.Invalid(field, "%s", ie.Reason) // the file names the entry
+			}
+		}
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if other, dup := l.ids[s.Name+"\x00"+e.ID]; dup {
