@@ -83,14 +83,13 @@ func Corpus(dir string) (*Input, error) {
 
 // loader reads one input (see Corpus).
 type loader struct {
-	fsys   fs.FS
-	in     *Input
-	actors map[string]int    // actor id → index in in.Actors
-	ids    map[string]string // stream and record id → the file that made it
+	fsys fs.FS
+	in   *Input
+	ids  map[string]string // stream and record id → the file that made it
 }
 
 func load(fsys fs.FS, name string) (*Input, error) {
-	l := &loader{fsys: fsys, in: &Input{Name: name}, actors: map[string]int{}, ids: map[string]string{}}
+	l := &loader{fsys: fsys, in: &Input{Name: name}, ids: map[string]string{}}
 	for _, read := range []func() error{l.activities, l.webhooks, l.tasks} {
 		if err := read(); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -169,10 +168,9 @@ func (l *loader) activities() error {
 		if !isURI(actor) {
 			return fmt.Errorf("%s: its actor must be an http(s) id", f)
 		}
-		i, seen := l.actors[actor]
-		if !seen {
-			i, l.actors[actor] = len(l.in.Actors), len(l.in.Actors)
-			l.in.Actors = append(l.in.Actors, Stream{Name: actorStream(actor, l.in.Actors), Actor: actor})
+		i := slices.IndexFunc(l.in.Actors, func(s Stream) bool { return s.Actor == actor })
+		if i < 0 {
+			i, l.in.Actors = len(l.in.Actors), append(l.in.Actors, Stream{Name: actorStream(actor, l.in.Actors), Actor: actor})
 		}
 		e := journal.Entry{ID: act["id"].(string), Kind: activityKind(act["type"]), ContentType: activityType, Payload: raw}
 		if err := l.add(&l.in.Actors[i], f, e); err != nil {
