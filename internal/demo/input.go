@@ -1,8 +1,8 @@
 package demo
 
 import (
-	"bufio"
 	"bytes"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,66 +16,60 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Actors the demo's activities are sent by and to. The hosts are reserved
-// .example names (RFC 2606): nothing is ever resolved.
+// The actors of the demo's activities, on reserved .example hosts (RFC
+// 2606): nothing is ever resolved.
 const (
 	// Origin is the demo's own fediverse server.
 	Origin = "https://herald.example"
 	// DefaultActor sends the activities whose actor is not an id.
 	DefaultActor = Origin + "/users/alice"
-	// InboxActor is the actor whose inbox the ActivityPub receiver is:
-	// activities are delivered to it only when addressed to it, to Public
-	// or to their sender's followers, and a Block of it never is.
+	// InboxActor owns the ActivityPub receiver's inbox: it gets what is
+	// addressed to it, to Public or to its sender's followers, and never a
+	// Block of itself.
 	InboxActor = "https://remote.example/users/bob"
 )
 
-// Content types of the appended records.
 const (
 	activityType = "application/activity+json"
 	jsonType     = "application/json"
 )
 
-// Input is what the demo appends, by wire: each stream is appended in
-// order, then registered for the receivers of its kind.
+// Input is what the demo appends, by wire (package doc).
 type Input struct {
 	Name     string   // "the examples embedded in herald", "the corpus at DIR"
-	Actors   []Stream // actor/<name>: ActivityStreams activities, one actor's outbox each
-	Webhooks []Stream // webhooks/<source>: JSON payloads, as CloudEvents and Standard Webhooks
-	Tasks    []Stream // task/<id>: A2A StreamResponses, one task's lifecycle each
+	Actors   []Stream // actor/<name>: one actor's ActivityStreams activities each
+	Webhooks []Stream // webhooks/<source>: JSON payloads
+	Tasks    []Stream // task/<id>: one A2A task's StreamResponses each
 }
 
-// Stream is one journal stream of the input and its records.
+// Stream is one journal stream of the input.
 type Stream struct {
 	Name    string
-	Actor   string // actor streams: the actor's id, whose key signs
+	Actor   string // an actor stream's actor id, whose key signs
 	Entries []journal.Entry
 }
 
-// Records counts the entries of every stream.
-func (in *Input) Records() int {
-	n := 0
-	for _, s := range in.all() {
-		n += len(s.Entries)
-	}
-	return n
+func (in *Input) all() []Stream { return slices.Concat(in.Actors, in.Webhooks, in.Tasks) }
+
+// examples is the demo's own input, laid out as testdata/corpus: two
+// actors' outboxes (a Create with bto and bcc, a direct message to someone
+// else, a Block of the inbox's actor, …), a shop's webhook payloads and two
+// A2A task lifecycles, one completed, one failed.
+//
+//go:embed examples
+var examples embed.FS
+
+// Examples returns the input embedded in herald.
+func Examples() (*Input, error) {
+	sub, _ := fs.Sub(examples, "examples") // a valid path
+	return load(sub, "the examples embedded in herald")
 }
 
-func (in *Input) all() []Stream {
-	return slices.Concat(in.Actors, in.Webhooks, in.Tasks)
-}
-
-// Layout of an input directory, as in testdata/corpus and the shared corpus.
-const (
-	activitiesDir = "activitystreams" // activitystreams/*.json: one activity a file
-	tasksDir      = "a2a"             // a2a/*.jsonl: one task's StreamResponses a file, one a line
-	// Every other directory is a webhook source: <source>/<event>/*.json,
-	// one payload a file (the corpus has github/).
-)
-
-// Corpus reads an input directory laid out as testdata/corpus, where it
-// lies: activitystreams/*.json, <source>/<event>/*.json (github/ there) and
-// a2a/*.jsonl. Nothing is copied. All three kinds must be
-// present: the demo shows each wire. Errors name the file.
+// Corpus reads dir where it lies, laid out as testdata/corpus:
+// activitystreams/*.json (an activity a file), <source>/<event>/*.json (a
+// webhook payload a file) and a2a/*.jsonl (a task a file, a StreamResponse
+// a line). Each kind must be present; every record must be one the journal
+// takes (journal.ValidateEntries). Errors name the file.
 func Corpus(dir string) (*Input, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -87,235 +81,211 @@ func Corpus(dir string) (*Input, error) {
 	return load(os.DirFS(dir), "the corpus at "+dir)
 }
 
-// load reads an input from fsys (see Corpus).
+// loader reads one input (see Corpus).
+type loader struct {
+	fsys fs.FS
+	in   *Input
+	ids  map[string]string // stream and record id → the file that made it
+}
+
 func load(fsys fs.FS, name string) (*Input, error) {
-	in := &Input{Name: name}
-	dirs, err := fs.ReadDir(fsys, ".")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	actors := map[string]int{} // actor id → index in in.Actors
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue // README.md and the like
-		}
-		switch d.Name() {
-		case activitiesDir:
-			err = loadActivities(fsys, in, actors)
-		case tasksDir:
-			err = loadTasks(fsys, in)
-		default:
-			err = loadWebhooks(fsys, d.Name(), in)
-		}
-		if err != nil {
+	l := &loader{fsys: fsys, in: &Input{Name: name}, ids: map[string]string{}}
+	for _, read := range []func() error{l.activities, l.webhooks, l.tasks} {
+		if err := read(); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	var missing []string
-	if len(in.Actors) == 0 {
-		missing = append(missing, activitiesDir+"/*.json")
-	}
-	if len(in.Webhooks) == 0 {
-		missing = append(missing, "<source>/<event>/*.json")
-	}
-	if len(in.Tasks) == 0 {
-		missing = append(missing, tasksDir+"/*.jsonl")
+	for i, streams := range [][]Stream{l.in.Actors, l.in.Webhooks, l.in.Tasks} {
+		if len(streams) == 0 {
+			missing = append(missing, []string{"activitystreams/*.json", "<source>/<event>/*.json", "a2a/*.jsonl"}[i])
+		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s has no %s: the demo needs activities, webhook payloads and A2A lifecycles", name, strings.Join(missing, ", no "))
 	}
-	return in, nil
+	return l.in, nil
 }
 
-// loadActivities reads activitystreams/*.json, in name order, into one
-// stream per actor. An activity without an id is completed as the
-// projection tests complete the W3C examples (deterministically, from its
-// file name): it gets the id Origin/activities/<file>; an actor that is not
-// an id becomes DefaultActor; and without "to" it is addressed to
-// InboxActor. Its own addressing, bto and bcc included, is kept.
-func loadActivities(fsys fs.FS, in *Input, actors map[string]int) error {
-	files, err := fs.Glob(fsys, activitiesDir+"/*.json")
-	if err != nil {
-		return err
+// add appends e, read from file, to s: an entry the journal takes, with
+// an id no other file of s made.
+func (l *loader) add(s *Stream, file string, e journal.Entry) error {
+	if _, err := journal.ValidateEntries(s.Name, []journal.Entry{e}, 0); err != nil {
+		var ie *journal.InvalidError
+		if errors.As(err, &ie) {
+			if _, field, ok := ie.InBatch(); ok {
+				err = journal.Invalid(field, "%s", ie.Reason) // the file names the entry
+			}
+		}
+		return fmt.Errorf("%s: %w", file, err)
 	}
+	if other, dup := l.ids[s.Name+"\x00"+e.ID]; dup {
+		return fmt.Errorf("%s and %s both make the record id %q: rename one", other, file, e.ID)
+	}
+	l.ids[s.Name+"\x00"+e.ID] = file
+	s.Entries = append(s.Entries, e)
+	return nil
+}
+
+// object reads the JSON object in file.
+func (l *loader) object(file string) ([]byte, map[string]any, error) {
+	raw, err := fs.ReadFile(l.fsys, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	var obj map[string]any
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil, nil, fmt.Errorf("%s is not a JSON object", file)
+	}
+	return raw, obj, nil
+}
+
+// activities reads activitystreams/*.json, in name order, into one stream
+// per actor. An activity without an id is completed from its file name, as
+// the projection tests complete the W3C examples: id Origin/activities/<file>,
+// DefaultActor for an actor that is not an id, "to" InboxActor when it has
+// none. Its own addressing, bto and bcc included, is kept.
+func (l *loader) activities() error {
+	files, _ := fs.Glob(l.fsys, "activitystreams/*.json") // the pattern is valid
 	for _, f := range files {
-		raw, err := fs.ReadFile(fsys, f)
+		raw, act, err := l.object(f)
 		if err != nil {
 			return err
 		}
-		var act map[string]any
-		if err := json.Unmarshal(raw, &act); err != nil || act == nil {
-			return fmt.Errorf("%s is not a JSON object", f)
-		}
-		kind, ok := activityKind(act["type"])
-		if !ok {
-			return fmt.Errorf("%s: an activity needs a \"type\"", f)
-		}
-		stem := strings.TrimSuffix(path.Base(f), ".json")
-		payload := raw
 		if _, ok := act["id"].(string); !ok {
-			act["id"] = Origin + "/activities/" + stem
+			act["id"] = Origin + "/activities/" + strings.TrimSuffix(path.Base(f), ".json")
 			if !isURI(act["actor"]) {
 				act["actor"] = DefaultActor
 			}
 			if _, ok := act["to"]; !ok {
 				act["to"] = []any{InboxActor}
 			}
-			if payload, err = json.Marshal(act); err != nil {
+			if raw, err = json.Marshal(act); err != nil {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 		}
-		actor, ok := act["actor"].(string)
-		if !ok || !isURI(actor) {
+		actor, _ := act["actor"].(string)
+		if !isURI(actor) {
 			return fmt.Errorf("%s: its actor must be an http(s) id", f)
 		}
-		i, seen := actors[actor]
-		if !seen {
-			i = len(in.Actors)
-			actors[actor] = i
-			in.Actors = append(in.Actors, Stream{Name: actorStream(actor, in.Actors), Actor: actor})
+		i := slices.IndexFunc(l.in.Actors, func(s Stream) bool { return s.Actor == actor })
+		if i < 0 {
+			i, l.in.Actors = len(l.in.Actors), append(l.in.Actors, Stream{Name: actorStream(actor, l.in.Actors), Actor: actor})
 		}
-		in.Actors[i].Entries = append(in.Actors[i].Entries, journal.Entry{
-			ID: act["id"].(string), Kind: kind, ContentType: activityType, Payload: payload})
+		e := journal.Entry{ID: act["id"].(string), Kind: activityKind(act["type"]), ContentType: activityType, Payload: raw}
+		if err := l.add(&l.in.Actors[i], f, e); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// activityKind is the activity's type, the first one if it has several.
-func activityKind(v any) (string, bool) {
-	switch t := v.(type) {
-	case string:
-		return t, t != ""
-	case []any:
-		if len(t) > 0 {
-			return activityKind(t[0])
-		}
+// activityKind is an activity's type, the first one if it has several.
+func activityKind(v any) string {
+	if t, ok := v.([]any); ok && len(t) > 0 {
+		return activityKind(t[0])
 	}
-	return "", false
+	s, _ := v.(string)
+	return s
 }
 
 func isURI(v any) bool {
-	s, ok := v.(string)
-	if !ok {
-		return false
-	}
+	s, _ := v.(string)
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
 }
 
 // actorStream names an actor's stream after the last segment of its id's
-// path, or its host ("actor/alice", "actor/sally.example.org"), and after
-// the whole id when another actor already took that name.
+// path, or its host ("actor/alice", "actor/sally.example.org"), or the
+// whole id when another actor took that name.
 func actorStream(actor string, taken []Stream) string {
 	u, _ := url.Parse(actor)
-	name := u.Host
+	name := "actor/" + u.Host
 	if p := strings.Trim(u.Path, "/"); p != "" {
-		name = path.Base(p)
+		name = "actor/" + path.Base(p)
 	}
-	name = "actor/" + name
 	if slices.ContainsFunc(taken, func(s Stream) bool { return s.Name == name }) {
 		name = "actor/" + u.Host + u.Path
 	}
 	return name
 }
 
-// loadWebhooks reads <source>/<event>/*.json, in path order, into the
-// stream webhooks/<source>. Each record's id is
-// <source>-<event>-<file> (the file name without .json and .payload, its
-// dots made dashes: Standard Webhooks signs "id.timestamp.body", so ids
-// keep no dot); its kind is <source>.<event>, then .<action> when the
-// payload says one, as GitHub's do ("github.pull_request.opened").
-func loadWebhooks(fsys fs.FS, source string, in *Input) error {
-	files, err := fs.Glob(fsys, source+"/*/*.json")
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 {
-		return nil
-	}
-	s := Stream{Name: "webhooks/" + source}
-	ids := map[string]string{}
+// webhooks reads <source>/<event>/*.json, in path order, into the stream
+// webhooks/<source> of each other directory than activitystreams and a2a.
+// A record's id is <source>-<event>-<file> (the file name without .json
+// and .payload), its dots made dashes since Standard Webhooks signs
+// "id.timestamp.body"; its kind is <source>.<event>, then .<action> when
+// the payload has one, as GitHub's do ("github.pull_request.opened").
+func (l *loader) webhooks() error {
+	files, _ := fs.Glob(l.fsys, "*/*/*.json") // the pattern is valid
 	for _, f := range files {
-		raw, err := fs.ReadFile(fsys, f)
+		parts := strings.Split(f, "/")
+		source, event := parts[0], parts[1]
+		if source == "activitystreams" || source == "a2a" {
+			continue
+		}
+		raw, body, err := l.object(f)
 		if err != nil {
 			return err
 		}
-		var body map[string]any
-		if err := json.Unmarshal(raw, &body); err != nil || body == nil {
-			return fmt.Errorf("%s is not a JSON object", f)
+		if n := len(l.in.Webhooks); n == 0 || l.in.Webhooks[n-1].Name != "webhooks/"+source {
+			l.in.Webhooks = append(l.in.Webhooks, Stream{Name: "webhooks/" + source})
 		}
-		event := path.Base(path.Dir(f))
-		stem := strings.TrimSuffix(strings.TrimSuffix(path.Base(f), ".json"), ".payload")
-		id := strings.ReplaceAll(source+"-"+event+"-"+stem, ".", "-")
-		if other, dup := ids[id]; dup {
-			return fmt.Errorf("%s and %s both make the record id %q: rename one", other, f, id)
-		}
-		ids[id] = f
 		kind := source + "." + event
-		if action, ok := body["action"].(string); ok && action != "" && !strings.ContainsFunc(action, isSpace) {
+		if action, _ := body["action"].(string); action != "" && !strings.ContainsFunc(action, func(r rune) bool { return r <= ' ' }) {
 			kind += "." + action
 		}
-		s.Entries = append(s.Entries, journal.Entry{ID: id, Kind: kind, ContentType: jsonType, Payload: raw})
+		stem := strings.TrimSuffix(strings.TrimSuffix(parts[2], ".json"), ".payload")
+		e := journal.Entry{ID: strings.ReplaceAll(source+"-"+event+"-"+stem, ".", "-"), Kind: kind, ContentType: jsonType, Payload: raw}
+		if err := l.add(&l.in.Webhooks[len(l.in.Webhooks)-1], f, e); err != nil {
+			return err
+		}
 	}
-	in.Webhooks = append(in.Webhooks, s)
 	return nil
 }
 
-func isSpace(r rune) bool { return r <= ' ' }
-
-// loadTasks reads a2a/*.jsonl, one task a file, into the stream
-// task/<task id>, one record a line: id a2a-<file>-<line>, kind the
-// StreamResponse member ("task", "statusUpdate", "artifactUpdate",
-// "message").
-func loadTasks(fsys fs.FS, in *Input) error {
-	files, err := fs.Glob(fsys, tasksDir+"/*.jsonl")
-	if err != nil {
-		return err
-	}
+// tasks reads a2a/*.jsonl, a task a file, into the stream task/<task id>,
+// a record a line: id a2a-<file>-<line>, kind the StreamResponse's member
+// ("task", "statusUpdate", "artifactUpdate", "message").
+func (l *loader) tasks() error {
+	files, _ := fs.Glob(l.fsys, "a2a/*.jsonl") // the pattern is valid
 	for _, f := range files {
-		raw, err := fs.ReadFile(fsys, f)
+		raw, err := fs.ReadFile(l.fsys, f)
 		if err != nil {
 			return err
 		}
-		stem := strings.TrimSuffix(path.Base(f), ".jsonl")
 		var s Stream
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(nil, journal.DefaultMaxPayload)
-		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
+		for n, line := range bytes.Split(raw, []byte("\n")) {
+			if line = bytes.TrimSpace(line); len(line) == 0 {
 				continue
 			}
+			at := fmt.Sprintf("%s line %d", f, n+1)
 			member, task, err := streamResponse(line)
 			if err != nil {
-				return fmt.Errorf("%s line %d: %w", f, n, err)
+				return fmt.Errorf("%s: %w", at, err)
 			}
 			if s.Name == "" {
 				s.Name = "task/" + task
 			} else if s.Name != "task/"+task {
-				return fmt.Errorf("%s line %d: task %s, but the file began with %s", f, n, task, strings.TrimPrefix(s.Name, "task/"))
+				return fmt.Errorf("%s: task %s, but the file began with %s", at, task, strings.TrimPrefix(s.Name, "task/"))
 			}
-			s.Entries = append(s.Entries, journal.Entry{ID: fmt.Sprintf("a2a-%s-%d", stem, n), Kind: member,
-				ContentType: jsonType, Payload: bytes.Clone(line)})
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
+			id := fmt.Sprintf("a2a-%s-%d", strings.TrimSuffix(path.Base(f), ".jsonl"), n+1)
+			if err := l.add(&s, at, journal.Entry{ID: id, Kind: member, ContentType: jsonType, Payload: line}); err != nil {
+				return err
+			}
 		}
 		if len(s.Entries) > 0 {
-			in.Tasks = append(in.Tasks, s)
+			l.in.Tasks = append(l.in.Tasks, s)
 		}
 	}
 	return nil
 }
 
-// streamResponse returns the member a StreamResponse line sets and the id
-// of its task. The projection checks the rest, with the a2a-go SDK.
+// streamResponse returns the member a StreamResponse line sets and its
+// task's id. The projection checks the rest, with the a2a-go SDK.
 func streamResponse(line []byte) (member, task string, err error) {
-	var top map[string]struct {
-		ID     string `json:"id"`
-		TaskID string `json:"taskId"`
-	}
-	if err := json.Unmarshal(line, &top); err != nil || len(top) != 1 {
+	var top map[string]struct{ ID, TaskID string }
+	if json.Unmarshal(line, &top) != nil || len(top) != 1 {
 		return "", "", errors.New("not a StreamResponse: one JSON object with one member")
 	}
 	for k, v := range top {
@@ -324,7 +294,7 @@ func streamResponse(line []byte) (member, task string, err error) {
 			task = v.ID
 		}
 	}
-	if task == "" || strings.ContainsFunc(task, isSpace) {
+	if task == "" {
 		return "", "", fmt.Errorf("%s has no task id", member)
 	}
 	return member, task, nil

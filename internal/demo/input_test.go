@@ -150,7 +150,7 @@ func TestCorpusRefusals(t *testing.T) {
 		want  string
 	}{
 		"nothing":   {fstest.MapFS{"README.md": {Data: []byte("hi")}}, "has no activitystreams/*.json, no <source>/<event>/*.json, no a2a/*.jsonl"},
-		"no type":   {fstest.MapFS{"activitystreams/x.json": {Data: []byte(`{"id":"https://a.example/1"}`)}}, `activitystreams/x.json: an activity needs a "type"`},
+		"no type":   {fstest.MapFS{"activitystreams/x.json": {Data: []byte(`{"id":"https://a.example/1","actor":"https://a.example/users/a"}`)}}, `activitystreams/x.json: invalid kind: is empty`},
 		"no task":   {fstest.MapFS{"a2a/t.jsonl": {Data: []byte(`{"statusUpdate":{"contextId":"c"}}`)}}, "a2a/t.jsonl line 1: statusUpdate has no task id"},
 		"not json":  {fstest.MapFS{"hooks/ping/a.json": {Data: []byte(`[1]`)}}, "hooks/ping/a.json is not a JSON object"},
 		"same id":   {fstest.MapFS{"hooks/ping/a.b.json": {Data: []byte(`{}`)}, "hooks/ping/a-b.json": {Data: []byte(`{}`)}}, `both make the record id "hooks-ping-a-b"`},

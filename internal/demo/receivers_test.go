@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/sha256"
@@ -10,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,33 +128,37 @@ type step struct {
 }
 
 // run sends the steps to path and checks each answer and the counts after it.
-func run(t *testing.T, r *Receiver, path string, want []expected, steps []step) {
+func run(t *testing.T, r *receiver, path string, want []expected, steps []step) {
 	t.Helper()
-	r.ledger.expect(path, want)
+	r.expect(path, &plan{want: want})
 	for _, s := range steps {
 		msg := want[s.msg].Message
 		if s.sign != nil {
 			msg = s.sign(msg)
 		}
-		status, answer := post(t, r.URL()+path, msg, time.Now().Add(s.at), s.tamper)
+		status, answer := post(t, r.url+path, msg, time.Now().Add(s.at), s.tamper)
 		require.Equal(t, s.status, status, "%s: %s", s.name, answer)
 		require.Contains(t, answer, s.reason, s.name)
-		c := r.Counts(path)
+		c := r.counts(path)
 		c.Expected, c.Reasons = 0, nil
 		require.Equal(t, s.want, c, s.name)
 	}
-	if c := r.Counts(path); c.Failures > 0 {
+	if c := r.counts(path); c.Failures > 0 {
 		require.NotEmpty(t, c.Reasons, "reasons are kept")
 		require.LessOrEqual(t, len(c.Reasons), maxReasons)
 	}
 }
 
-func start(t *testing.T, name, ns string, l *ledger, h http.Handler) *Receiver {
+// start starts the demo's receiver of that name, with the actors' keys and
+// the down receiver's switch given, and stops it when the test ends.
+func start(t *testing.T, name string, keys map[string]crypto.PublicKey, up *atomic.Bool) *receiver {
 	t.Helper()
-	r, err := startReceiver(name, ns, "test", true, l, h)
+	rs, err := newReceivers(context.Background(), testCredentials(t), keys, cmp.Or(up, new(atomic.Bool)))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	return r
+	i := slices.IndexFunc(rs, func(r *receiver) bool { return r.name == name })
+	require.NoError(t, rs[i].start())
+	t.Cleanup(func() { require.NoError(t, rs[i].close()) })
+	return rs[i]
 }
 
 // The inbox verifies signature, Digest, Date, keyId owner and bto/bcc, and
@@ -159,12 +166,11 @@ func start(t *testing.T, name, ns string, l *ledger, h http.Handler) *Receiver {
 func TestInboxVerifies(t *testing.T) {
 	c := testCredentials(t)
 	alice, carol := Origin+"/users/alice", Origin+"/users/carol"
-	l := newLedger()
 	keys := map[string]crypto.PublicKey{alice + "#main-key": &c.key.PublicKey, carol + "#main-key": &c.key.PublicKey}
-	r := start(t, InboxName, activitypub.Namespace, l, &inbox{keys: keys, now: time.Now, ledger: l})
+	r := start(t, "inbox", keys, nil)
 
 	cfg := activitypub.Config{KeyID: alice + "#main-key", PrivateKey: c.keyPEM, Actors: []string{InboxActor}, Followers: []string{alice + "/followers"}}
-	reg := push.Registration{Stream: "actor/alice", ID: InboxName, Namespace: activitypub.Namespace, URL: r.URL() + "/actor/alice", Config: config(t, cfg)}
+	reg := push.Registration{Stream: "actor/alice", ID: "inbox", Namespace: activitypub.Namespace, URL: r.url + "/actor/alice", Config: config(t, cfg)}
 	want := project(t, activitypub.New(), reg, records(t, "actor/alice"))
 	require.Len(t, want, 4, "the direct message to dave is not for bob's inbox")
 	require.Contains(t, string(records(t, "actor/alice")[2].Payload), `"bcc"`)
@@ -220,11 +226,8 @@ func digest(body []byte) string {
 // callback checks the token and the event against the record.
 func TestCloudEventsReceiverVerifies(t *testing.T) {
 	c := testCredentials(t)
-	l := newLedger()
-	ce, err := newCEReceiver(context.Background(), c.ceToken, sourceOf, l)
-	require.NoError(t, err)
-	r := start(t, CloudEventsName, cloudevents.Namespace, l, ce)
-	reg := push.Registration{Stream: "webhooks/shop", ID: CloudEventsName, Namespace: cloudevents.Namespace, URL: r.URL() + "/webhooks/shop",
+	r := start(t, "cloudevents", nil, nil)
+	reg := push.Registration{Stream: "webhooks/shop", ID: "cloudevents", Namespace: cloudevents.Namespace, URL: r.url + "/webhooks/shop",
 		Config: config(t, cloudevents.Config{Source: sourceOf("webhooks/shop"), Token: c.ceToken})}
 	want := project(t, cloudevents.New(), reg, records(t, "webhooks/shop"))
 	header := func(name, value string) func(*http.Request, *[]byte) {
@@ -248,17 +251,16 @@ func TestCloudEventsReceiverVerifies(t *testing.T) {
 			want: Counts{Verified: 1, Failures: 5}},
 		{name: "the next one, valid", msg: 1, status: 200, want: Counts{Verified: 2, Failures: 5}},
 	})
-	require.Contains(t, r.Counts("/webhooks/shop").Reasons[0], "no valid bearer token")
+	require.Contains(t, r.counts("/webhooks/shop").Reasons[0], "no valid bearer token")
 }
 
 // The A2A webhook checks its credentials and token headers, decodes with
 // a2a-go v2 and compares the body with the journal's.
 func TestA2AReceiverVerifies(t *testing.T) {
 	c := testCredentials(t)
-	l := newLedger()
-	r := start(t, A2AName, a2a.Namespace, l, &a2aReceiver{token: c.a2aToken, authorization: "Bearer " + c.a2aBearer, ledger: l})
+	r := start(t, "a2a", nil, nil)
 	stream := "task/3c1f6a52-8d0e-4b7a-9f21-0d5e7c4b2a10"
-	reg := push.Registration{Stream: stream, ID: A2AName, Namespace: a2a.Namespace, URL: r.URL() + "/" + stream,
+	reg := push.Registration{Stream: stream, ID: "a2a", Namespace: a2a.Namespace, URL: r.url + "/" + stream,
 		Config: config(t, a2a.Config{Token: c.a2aToken, AuthScheme: "Bearer", Credentials: c.a2aBearer})}
 	want := project(t, a2a.New(), reg, records(t, stream))
 	del := func(h string) func(*http.Request, *[]byte) {
@@ -281,11 +283,8 @@ func TestA2AReceiverVerifies(t *testing.T) {
 // The Standard Webhooks receiver verifies with the reference library.
 func TestWebhookReceiverVerifies(t *testing.T) {
 	c := testCredentials(t)
-	l := newLedger()
-	wh, err := newWebhookReceiver(c.whsec, l)
-	require.NoError(t, err)
-	r := start(t, WebhookName, webhook.Namespace, l, wh)
-	reg := push.Registration{Stream: "webhooks/shop", ID: WebhookName, Namespace: webhook.Namespace, URL: r.URL() + "/webhooks/shop",
+	r := start(t, "webhook", nil, nil)
+	reg := push.Registration{Stream: "webhooks/shop", ID: "webhook", Namespace: webhook.Namespace, URL: r.url + "/webhooks/shop",
 		Config: config(t, webhook.Config{Secrets: []string{c.whsec}})}
 	want := project(t, webhook.New(), reg, records(t, "webhooks/shop"))
 	other, err := newCredentials()
@@ -309,23 +308,20 @@ func TestWebhookReceiverVerifies(t *testing.T) {
 }
 
 // flaky answers 503 with Retry-After to the first attempt at its first
-// FlakyTimes messages; down answers 500 until it is up; gone answers 410.
+// flakyTimes messages; down answers 500 until it is up; gone answers 410.
 func TestFaultyReceivers(t *testing.T) {
 	c := testCredentials(t)
-	reg := push.Registration{Stream: "webhooks/shop", ID: FlakyName, Namespace: webhook.Namespace,
+	reg := push.Registration{Stream: "webhooks/shop", ID: "flaky", Namespace: webhook.Namespace,
 		Config: config(t, webhook.Config{Secrets: []string{c.whsec}})}
 	want := project(t, webhook.New(), reg, records(t, "webhooks/shop"))
-	require.Greater(t, len(want), FlakyTimes)
+	require.Greater(t, len(want), flakyTimes)
 
-	l := newLedger()
-	wh, err := newWebhookReceiver(c.whsec, l)
-	require.NoError(t, err)
-	r := start(t, FlakyName, webhook.Namespace, l, &flaky{next: wh, times: FlakyTimes, ledger: l, refused: map[string]bool{}})
-	r.ledger.expect("/s", want)
+	r := start(t, "flaky", nil, nil)
+	r.expect("/s", &plan{want: want})
 	var retryAfter []string
 	for i := range want {
 		for {
-			req, err := http.NewRequest(http.MethodPost, r.URL()+"/s", bytes.NewReader(want[i].Message.Body))
+			req, err := http.NewRequest(http.MethodPost, r.url+"/s", bytes.NewReader(want[i].Message.Body))
 			require.NoError(t, err)
 			require.NoError(t, want[i].Message.Signer.Sign(req, want[i].Message.Body, time.Now()))
 			resp, err := http.DefaultClient.Do(req)
@@ -340,66 +336,55 @@ func TestFaultyReceivers(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"1", "2", "1"}, retryAfter)
-	require.Equal(t, Counts{Expected: len(want), Verified: len(want), Refused: FlakyTimes}, r.Counts("/s"))
+	require.Equal(t, Counts{Expected: len(want), Verified: len(want), Refused: flakyTimes}, r.counts("/s"))
 
-	l = newLedger()
-	wh, err = newWebhookReceiver(c.whsec, l)
-	require.NoError(t, err)
-	d := &down{next: wh, ledger: l}
-	r = start(t, DownName, webhook.Namespace, l, d)
+	var up atomic.Bool
+	r = start(t, downName, nil, &up)
 	run(t, r, "/s", want, []step{{name: "down", msg: 0, status: 500, reason: "down", want: Counts{Refused: 1}}})
-	d.up.Store(true)
+	up.Store(true)
 	run(t, r, "/s", want, []step{{name: "up", msg: 0, status: 204, want: Counts{Verified: 1}}})
 
-	l = newLedger()
-	r = start(t, GoneName, webhook.Namespace, l, &gone{ledger: l})
+	r = start(t, goneName, nil, nil)
 	run(t, r, "/s", want, []step{{name: "gone", msg: 0, status: 410, want: Counts{Refused: 1}}})
 }
 
-// The ledger takes the journal's messages in order, counts a repeat as a
+// A receiver takes the journal's messages in order, counts a repeat as a
 // duplicate, and anything else as a failure.
-func TestLedger(t *testing.T) {
+func TestReceiverChecksAgainstTheJournal(t *testing.T) {
 	want := []expected{
 		{Record: journal.Record{Stream: "s", Seq: 1}, Message: push.Message{ID: "a", Body: []byte("A")}},
 		{Record: journal.Record{Stream: "s", Seq: 2}, Message: push.Message{ID: "b", Body: []byte("B")}},
 	}
-	l := newLedger()
-	l.expect("/s", want)
-	check := func(id, body string) (bool, error) {
+	r := &receiver{paths: map[string]*plan{}}
+	r.expect("/s", &plan{want: want})
+	check := func(id, body string) error {
 		var b []byte
 		if body != "" {
 			b = []byte(body)
 		}
-		return l.check("/s", id, b, nil)
+		return r.check("/s", id, b, nil)
 	}
-	_, err := check("b", "B")
-	require.ErrorContains(t, err, "got b where the journal says record s#1 (message a) comes next")
-	_, err = check("a", "X")
-	require.ErrorContains(t, err, "the body differs")
-	dup, err := check("a", "A")
-	require.NoError(t, err)
-	require.False(t, dup)
-	dup, err = check("", "A") // by body, where the wire has no id
-	require.NoError(t, err)
-	require.True(t, dup)
-	_, err = l.check("/s", "b", nil, func(e expected) error {
+	require.ErrorContains(t, check("b", "B"), "got b where the journal says record s#1 (message a) comes next")
+	require.ErrorContains(t, check("a", "X"), "the body differs")
+	require.NoError(t, check("a", "A"))
+	require.Equal(t, [2]int{1, 0}, [2]int{r.counts("/s").Verified, r.counts("/s").Duplicates}, "verified, not a duplicate")
+	require.NoError(t, check("", "A")) // by body, where the wire has no id
+	require.Equal(t, [2]int{1, 1}, [2]int{r.counts("/s").Verified, r.counts("/s").Duplicates}, "a duplicate")
+	err := r.check("/s", "b", nil, func(e expected) error {
 		require.Equal(t, uint64(2), e.Record.Seq)
 		return io.ErrUnexpectedEOF
 	})
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
-	_, err = check("b", "")
-	require.NoError(t, err)
-	_, err = check("c", "")
-	require.ErrorContains(t, err, "got c after all 2 expected messages")
-	_, err = l.check("/elsewhere", "a", nil, nil)
-	require.ErrorContains(t, err, "after all 0 expected messages")
+	require.NoError(t, check("b", ""))
+	require.ErrorContains(t, check("c", ""), "got c after all 2 expected messages")
+	require.ErrorContains(t, r.check("/elsewhere", "a", nil, nil), "after all 0 expected messages")
 
-	c := l.counts("/s")
+	c := r.counts("/s")
 	require.Equal(t, 2, c.Verified)
 	require.Equal(t, 1, c.Duplicates)
 	require.Equal(t, 4, c.Failures)
 	require.Len(t, c.Reasons, maxReasons)
-	total := l.total()
+	total := r.counts("")
 	require.Equal(t, 5, total.Failures)
 	require.Equal(t, 2, total.Expected)
 }

@@ -49,7 +49,7 @@ func TestRunFailsWhenAReceiverRefuses(t *testing.T) {
 	t.Parallel()
 	real := loopback(t)
 	tampering := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		if reg.ID == WebhookName {
+		if reg.ID == "webhook" {
 			signed, signer := msg.Body, msg.Signer
 			msg.Signer = push.SignerFunc(func(req *http.Request, _ []byte, at time.Time) error { return signer.Sign(req, signed, at) })
 			msg.Body = append(bytes.Clone(msg.Body), ' ')
@@ -64,7 +64,7 @@ func TestRunFailsWhenAReceiverRefuses(t *testing.T) {
 	require.Contains(t, strings.Join(sum.Failures, "\n"), "stream=webhooks/shop id=webhook is parked")
 	for _, r := range sum.Registrations {
 		switch {
-		case r.ID == WebhookName:
+		case r.ID == "webhook":
 			require.True(t, r.Parked)
 			require.Equal(t, 3, r.VerifyFailures)
 			require.Zero(t, r.Verified)
@@ -87,12 +87,13 @@ func TestRunStopsAtItsDuration(t *testing.T) {
 	t.Parallel()
 	cfg, _ := testConfig(t, loopback(t))
 	cfg.Duration = time.Hour // never reached: expire ends it
-	flaky := push.Key{Stream: "webhooks/shop", ID: FlakyName}
 	expired := false
-	cfg.polled = func(sts map[push.Key]push.Status, expire func()) {
-		if st, ok := sts[flaky]; ok && !expired && st.State() == push.StateRetrying {
-			expired = true
-			expire()
+	cfg.polled = func(rows []RegistrationSummary, expire func()) {
+		for _, r := range rows {
+			if r.Stream == "webhooks/shop" && r.ID == "flaky" && !expired && r.State == push.StateRetrying {
+				expired = true
+				expire()
+			}
 		}
 	}
 	sum, err := Run(context.Background(), cfg)
@@ -103,7 +104,7 @@ func TestRunStopsAtItsDuration(t *testing.T) {
 	require.Contains(t, sum.Failures[0], "stream=webhooks/shop id=flaky (retrying at cursor")
 	require.Contains(t, strings.Join(sum.Failures, "\n"), "stream=webhooks/shop id=down did not recover after its unpark")
 	for _, r := range sum.Registrations {
-		if r.ID == FlakyName {
+		if r.ID == "flaky" {
 			require.Less(t, r.NextSeq, r.Head+1, "the flaky registration was stopped short of its head")
 		}
 	}

@@ -1,20 +1,16 @@
 package demo
 
 import (
+	"context"
 	"fmt"
-	"io"
+	"slices"
 	"strings"
+	"time"
 
-	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/push"
 )
 
-// StateCompleted is the state the demo reports for a registration that
-// acknowledged its stream's terminal record and so was deleted (an A2A task
-// that ended).
-const StateCompleted = "completed"
-
-// Summary is the outcome of one demo run, as `herald demo --json` prints it.
+// Summary is the outcome of one run, as `herald demo --json` prints it.
 type Summary struct {
 	OK       bool     `json:"ok"`       // every check passed
 	Failures []string `json:"failures"` // what failed, in words; empty when OK
@@ -22,9 +18,9 @@ type Summary struct {
 	Database string   `json:"database"`
 	Records  int      `json:"records"` // records appended
 	Streams  int      `json:"streams"`
-	// Seconds is the whole run; DeliverSeconds the first delivery, until
-	// every registration delivered everything or was parked;
-	// RecoverSeconds the down receiver's catching up after its unpark.
+	// Seconds is the whole run; DeliverSeconds until every registration
+	// delivered everything or was parked; RecoverSeconds the down
+	// receiver's catching up after its unpark.
 	Seconds        float64               `json:"seconds"`
 	DeliverSeconds float64               `json:"deliver_seconds"`
 	RecoverSeconds float64               `json:"recover_seconds"`
@@ -33,7 +29,7 @@ type Summary struct {
 	Recovered      []Recovery            `json:"recovered"` // the down receiver's registrations, unparked
 }
 
-// RegistrationSummary is one registration at the end of the run.
+// RegistrationSummary is one registration, as the demo's table shows it.
 type RegistrationSummary struct {
 	Stream    string `json:"stream"`
 	ID        string `json:"id"`
@@ -41,16 +37,15 @@ type RegistrationSummary struct {
 	Namespace string `json:"namespace"`
 	Records   int    `json:"records"`  // records in the stream
 	Expected  int    `json:"expected"` // messages the journal says the receiver should get
-	// Delivered and Failed count herald's attempts (push.Hooks): messages
-	// accepted with a 2xx, and attempts that failed. Retried counts the
-	// failures after which herald scheduled a retry (the others parked).
+	// Delivered and Failed count herald's attempts (push.Hooks): accepted
+	// with a 2xx, and failed; Retried the failures after which herald
+	// scheduled a retry (the others parked).
 	Delivered   int  `json:"delivered"`
 	Failed      int  `json:"failed"`
 	Retried     int  `json:"retried"`
 	TimesParked int  `json:"times_parked"`
 	Verifies    bool `json:"verifies"` // its receiver verifies what it gets
-	// Verified, Duplicates, Refused and VerifyFailures are the receiver's
-	// own counts on this registration's path.
+	// The receiver's own counts on this registration's path.
 	Verified       int    `json:"verified"`
 	Duplicates     int    `json:"duplicates"`
 	Refused        int    `json:"refused"`
@@ -60,6 +55,16 @@ type RegistrationSummary struct {
 	NextSeq        uint64 `json:"next_seq"`
 	Head           uint64 `json:"head"`
 	LastError      string `json:"last_error,omitempty"`
+}
+
+// Counts is what a receiver verified on one path or on all.
+type Counts struct {
+	Expected   int      `json:"expected"`          // messages the journal says it should receive
+	Verified   int      `json:"verified"`          // distinct messages verified, in journal order
+	Duplicates int      `json:"duplicates"`        // verified messages received again (at-least-once)
+	Refused    int      `json:"refused"`           // requests answered with a failure on purpose (503, 410, 500)
+	Failures   int      `json:"failures"`          // requests that failed verification
+	Reasons    []string `json:"reasons,omitempty"` // the first distinct reasons of the failures, at most 3
 }
 
 // ReceiverSummary is one receiver's own account over all its paths.
@@ -85,96 +90,114 @@ type Recovery struct {
 	Recovered bool   `json:"recovered"` // active again, at the head, everything verified
 }
 
-func receiverSummary(r *Receiver) ReceiverSummary {
-	return ReceiverSummary{Name: r.Name, Namespace: r.Namespace, About: r.About, Verifies: r.Verifies, Counts: r.Total()}
+// rows reads the registrations of ps (the database's other registrations
+// are none: the demo refuses a database that has any) with both sides'
+// counts; parks adds how often each was parked, from its evidence.
+func (s *scenario) rows(ctx context.Context, ps []*plan, parks bool) ([]RegistrationSummary, error) {
+	all, err := push.AllRegistrations(ctx, s.cfg.Store, push.ListQuery{})
+	if err != nil {
+		return nil, fmt.Errorf("read the registrations: %w", err)
+	}
+	sts := map[push.Key]push.Status{}
+	for _, st := range all {
+		sts[st.Key()] = st
+	}
+	out := make([]RegistrationSummary, 0, len(ps))
+	for _, p := range ps {
+		p.receiver.mu.Lock()
+		row := p.RegistrationSummary
+		p.receiver.mu.Unlock()
+		st, ok := sts[p.reg.Key()]
+		switch {
+		case !ok: // completed: its stream's terminal record was acknowledged, and the registration deleted
+			row.State, row.Head = "completed", uint64(row.Records)
+			if n := len(p.want); n > 0 {
+				row.NextSeq = p.want[n-1].Record.Seq + 1
+			}
+		case parks:
+			evs, err := s.cfg.Store.Evidence(ctx, p.reg.Stream, p.reg.ID, 0)
+			if err != nil {
+				return nil, err
+			}
+			for _, ev := range evs {
+				if ev.Event == push.EventParked {
+					row.TimesParked++
+				}
+			}
+			fallthrough
+		default:
+			row.State, row.NextSeq, row.Head, row.Parked, row.LastError = st.State(), st.NextSeq, st.Head, st.Parked, st.LastError
+		}
+		row.Retried = max(0, row.Failed-row.TimesParked)
+		out = append(out, row)
+	}
+	return out, nil
 }
 
-// judge returns what failed: a verification failure anywhere; a verifying
-// receiver whose verified count is not what the journal says it should
+// finish reads the final state of every registration, judges the run and
+// prints the verdict. The demo fails on a verification failure anywhere; a
+// verifying receiver that did not verify all the journal says it should
 // have received; a registration parked other than gone's; gone's not
 // parked at cursor 1; a down registration that did not recover.
-func judge(s *Summary) []string {
-	var out []string
-	for _, r := range s.Receivers {
-		if r.Failures > 0 {
-			out = append(out, fmt.Sprintf("the %s receiver refused %d deliveries it could not verify (%s)", r.Name, r.Failures, strings.Join(r.Reasons, "; ")))
+func (s *scenario) finish(ctx context.Context) error {
+	rows, err := s.rows(ctx, s.plans, true)
+	if err != nil {
+		return err
+	}
+	sum, fail := s.sum, func(format string, args ...any) {
+		s.sum.Failures = append(s.sum.Failures, fmt.Sprintf(format, args...))
+	}
+	sum.Registrations = rows
+	verified, kept := 0, 0
+	for _, r := range s.rs {
+		c := r.counts("")
+		sum.Receivers = append(sum.Receivers, ReceiverSummary{Name: r.name, Namespace: r.proj.Namespace(), About: r.about, Verifies: r.verifies, Counts: c})
+		if verified += c.Verified; c.Failures > 0 {
+			fail("the %s receiver refused %d deliveries it could not verify (%s)", r.name, c.Failures, strings.Join(c.Reasons, "; "))
 		}
 	}
-	recovered := map[string]bool{}
-	for _, rc := range s.Recovered {
-		recovered[rc.Stream+"\x00"+rc.ID] = rc.Recovered
+	for i := range sum.Recovered {
+		rc := &sum.Recovered[i]
+		row := rows[slices.IndexFunc(rows, func(r RegistrationSummary) bool { return r.Stream == rc.Stream && r.ID == rc.ID })]
+		rc.NextSeq, rc.Head, rc.Delivered, rc.Verified, rc.Expected = row.NextSeq, row.Head, row.Delivered, row.Verified, row.Expected
+		rc.Recovered = !row.Parked && row.NextSeq == row.Head+1 && row.Verified == row.Expected
+		if rc.Recovered {
+			fmt.Fprintf(s.out, "%s caught up in %.1fs: cursor %d → %d, %d messages delivered, %d of %d verified by the receiver.\n",
+				push.Name(rc.Stream, rc.ID), sum.RecoverSeconds, rc.FromSeq, rc.NextSeq, rc.Delivered, rc.Verified, rc.Expected)
+		}
 	}
-	for _, r := range s.Registrations {
+	for _, r := range rows {
 		name := push.Name(r.Stream, r.ID)
 		switch {
-		case r.Receiver == GoneName:
+		case r.Receiver == goneName:
+			kept += r.Expected
+			if r.Parked {
+				fmt.Fprintf(s.out, "%s stays parked at cursor %d: its %d records are kept until an operator unparks it.\n", name, r.NextSeq, r.Head-r.NextSeq+1)
+			}
 			if !r.Parked || r.NextSeq != 1 {
-				out = append(out, fmt.Sprintf("%s should be parked at cursor 1 after its 410, but is %s at cursor %d", name, r.State, r.NextSeq))
+				fail("%s should be parked at cursor 1 after its 410, but is %s at cursor %d", name, r.State, r.NextSeq)
 			}
 			continue
-		case r.Receiver == DownName && !recovered[r.Stream+"\x00"+r.ID]:
-			out = append(out, fmt.Sprintf("%s did not recover after its unpark (%s at cursor %d of %d)", name, r.State, r.NextSeq, r.Head))
+		case r.Receiver == downName && !slices.ContainsFunc(sum.Recovered, func(rc Recovery) bool { return rc.Stream == r.Stream && rc.ID == r.ID && rc.Recovered }):
+			fail("%s did not recover after its unpark (%s at cursor %d of %d)", name, r.State, r.NextSeq, r.Head)
 		case r.Parked:
-			out = append(out, fmt.Sprintf("%s is parked: %s", name, r.LastError))
+			fail("%s is parked: %s", name, r.LastError)
 		}
 		if r.Verifies && r.Verified != r.Expected {
-			out = append(out, fmt.Sprintf("the %s receiver verified %d of the %d messages the journal says %s should have received", r.Receiver, r.Verified, r.Expected, name))
+			fail("the %s receiver verified %d of the %d messages the journal says %s should have received", r.Receiver, r.Verified, r.Expected, name)
 		}
 	}
-	return out
-}
-
-// printReceivers shows the receivers and what each checks (our own
-// words, printed whole rather than cut to a table cell).
-func printReceivers(w io.Writer, rs []*Receiver) {
-	fmt.Fprintln(w, "\nReceivers, each a real HTTP server on loopback:")
-	for _, r := range rs {
-		fmt.Fprintf(w, "  %-11s  %-11s  %-22s  %s\n", r.Name, r.Namespace, r.URL(), r.About)
-	}
-}
-
-// printRegistrations shows one row per registration.
-func printRegistrations(w io.Writer, rows []RegistrationSummary) error {
-	t := table.New(w, "STREAM", "RECEIVER", "NAMESPACE", "RECORDS", "EXPECTED", "DELIVERED", "RETRIED", "STATE", "CURSOR", "VERIFIED")
-	for _, r := range rows {
-		verified := "-"
-		if r.Verifies {
-			verified = fmt.Sprintf("%d/%d", r.Verified, r.Expected)
+	sum.OK, sum.Seconds = len(sum.Failures) == 0, time.Since(s.started).Seconds()
+	if !sum.OK {
+		fmt.Fprintf(s.out, "\nFAILED after %.1fs:\n", sum.Seconds)
+		for _, f := range sum.Failures {
+			fmt.Fprintf(s.out, "  - %s\n", f)
 		}
-		if r.VerifyFailures > 0 {
-			verified += fmt.Sprintf(" (%d FAILED)", r.VerifyFailures)
-		}
-		t.Row(r.Stream, r.Receiver, r.Namespace, fmt.Sprint(r.Records), fmt.Sprint(r.Expected), fmt.Sprint(r.Delivered),
-			fmt.Sprint(r.Retried), r.State, fmt.Sprint(r.NextSeq), verified)
+		return nil
 	}
-	return t.Flush()
-}
-
-// printVerdict says whether the demo passed, and what failed.
-func printVerdict(w io.Writer, s *Summary) {
-	for _, r := range s.Registrations {
-		if r.Receiver == GoneName && r.Parked {
-			fmt.Fprintf(w, "%s stays parked at cursor %d: its %d records are kept until an operator unparks it.\n", push.Name(r.Stream, r.ID), r.NextSeq, r.Head-r.NextSeq+1)
-		}
-	}
-	if s.OK {
-		verified, kept := 0, 0
-		for _, r := range s.Receivers {
-			verified += r.Verified
-		}
-		for _, r := range s.Registrations {
-			if r.Receiver == GoneName {
-				kept += r.Expected
-			}
-		}
-		// The progress lines count every expected message: say where
-		// the difference is.
-		fmt.Fprintf(w, "\nOK in %.1fs: every receiver verified everything it was sent (%d messages), and the 410 receiver's registration is parked with its cursor intact, its %d kept (%d in all).\n",
-			s.Seconds, verified, kept, verified+kept)
-		return
-	}
-	fmt.Fprintf(w, "\nFAILED after %.1fs:\n", s.Seconds)
-	for _, f := range s.Failures {
-		fmt.Fprintf(w, "  - %s\n", f)
-	}
+	// The progress lines count every expected message: say where the
+	// difference is.
+	fmt.Fprintf(s.out, "\nOK in %.1fs: every receiver verified everything it was sent (%d messages), and the 410 receiver's registration is parked with its cursor intact, its %d kept (%d in all).\n",
+		sum.Seconds, verified, kept, verified+kept)
+	return nil
 }
