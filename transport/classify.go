@@ -74,26 +74,33 @@ func statusText(status int) string {
 
 // Where a request was when it failed, for the words of a timeout.
 const (
-	stageConnecting int32 = iota // dialing, TLS
+	stagePreparing  int32 = iota // not yet asking for a connection: a failure is herald's own
+	stageConnecting              // dialing, TLS
 	stageSending                 // connected, writing the request
 	stageWaiting                 // request written, awaiting the response headers
 )
 
 var stageWords = [...]string{
+	stagePreparing:  "before connecting",
 	stageConnecting: "while connecting",
 	stageSending:    "while sending the request",
 	stageWaiting:    "waiting for the response headers",
 }
 
 // classifyError classifies a request that got no answer: a guard refusal
-// is Permanent, anything else Transient and HostLevel. The reason comes
-// from the innermost useful error, never *url.Error, which repeats the URL.
+// is Permanent; one Go's client refused before asking for a connection (an
+// invalid header, say) is Transient and this plane's fault, not the host's;
+// anything else Transient and HostLevel. The reason comes from the
+// innermost useful error, never *url.Error, which repeats the URL.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32) push.Outcome {
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
 	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
+	}
+	if stage == stagePreparing && !timedOut {
+		return push.Outcome{Verdict: push.Transient, Reason: "request not sent: " + err.Error()}
 	}
 	words := stageWords[stage]
 	var reason string

@@ -26,6 +26,7 @@
 //	                                              the default, or skip) decides
 //	URL the guard refuses                         Permanent, with a reason naming the rule
 //	signing failure                               Transient ("sign: …"): herald's fault
+//	a request Go's client refuses unsent          Transient ("request not sent: …"): herald's fault
 //	the caller's ctx ended before an answer       an error, not an Outcome: nothing is counted
 //
 // HostLevel failures say nothing about the record: they count against the

@@ -166,6 +166,7 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	reqCtx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, errDeadline)
 	defer cancel()
 	st := &stageTrace{}
+	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
 	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
 	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, msg, at)

@@ -162,6 +162,23 @@ func TestSignerFailureIsTransient(t *testing.T) {
 	}
 }
 
+// A request Go's client refuses before it asks for a connection (a header
+// value with a line break, which a projection should never make) is herald's
+// fault: Transient, not HostLevel, nothing sent, so the receiver's host is
+// not charged for it.
+func TestRequestRefusedBeforeConnectingIsNotTheHosts(t *testing.T) {
+	srv := newCounter(t, nil)
+	msg := message("{}")
+	msg.Header = http.Header{"X-Kind": {"order\r\nX-Injected: 1"}}
+	out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", msg)
+	if out.Verdict != push.Transient || out.HostLevel || out.Status != 0 || !strings.HasPrefix(out.Reason, "request not sent: ") {
+		t.Fatalf("got %s (host-level %t), want transient \"request not sent: …\", herald's fault, not the host's", describe(out), out.HostLevel)
+	}
+	if n := srv.hits.Load(); n != 0 {
+		t.Fatalf("server got %d requests, want 0", n)
+	}
+}
+
 // NewRequest builds the request Deliver sends: the receiver gets the same
 // method, URL path, body and every header NewRequest set, signature
 // included. A URL the guard refuses, or a failing signer, is an error.
