@@ -313,8 +313,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// Host health under the daemon loop (Run, on the wall clock), issue 14's
-// "≤ 10 connections in 30 s": fifty registrations on a host that accepts
+// Host health under the daemon loop (Run, on the wall clock): fifty registrations on a host that accepts
 // connections and never answers. The dispatcher sends at most MaxPerHost
 // at once; each times out, the host goes down after DefaultHostDownAfter,
 // and from then on its registrations are held, so the host sees the

@@ -325,8 +325,8 @@ type FaultPlan struct {
 	Records    int // records per registration's stream
 }
 
-// windows are the fleets' registrations' windows, in turn: v1's strict
-// order, a small window and a far receiver's. A window never reaches past
+// windows are the fleets' registrations' windows, in turn: strict order, a
+// small window and a far receiver's. A window never reaches past
 // the drain page or the backlog, so the crash plans' pages are at least 16
 // and their rounds append more than a page to each stream.
 var windows = []int{1, 4, 16}

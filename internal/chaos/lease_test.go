@@ -16,20 +16,13 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// TestTurnsStayInsideTheirLease (found by this harness): a sweep claims up
-// to --sweep-limit registrations, all with one lease (at + --lease), but
-// serves only --max-in-flight at once. Each turn's budget of half the lease
-// used to start when the turn started, and a turn always sent its first
-// record: with receivers slow enough that the later turns started after the
-// lease expired, a second daemon claimed those registrations and delivered
-// them while the first daemon delivered them too, with no crash at all, and
-// the late turn's cursor write was fenced out ("lease lost"). The budget now
-// runs from the claim, and a turn that would start late releases its claim.
-//
-// Two daemons, twenty registrations of one record each, receivers that
-// take 600 ms to answer, --max-in-flight 2 and --lease 2s: a daemon that
-// claims them all needs six seconds for them. Correct behaviour: each
-// record acknowledged exactly once, no turn fenced out.
+// TestTurnsStayInsideTheirLease: a daemon claims more registrations than
+// it serves at once, all under one lease, so a turn's budget counts from
+// the claim, and a turn that would start late releases its claim rather
+// than send after another daemon may have claimed the registration. Two
+// daemons, twenty registrations of one record each, receivers that take
+// 600 ms to answer, --max-in-flight 2 and --lease 2s: each record is
+// acknowledged exactly once, and no turn is fenced out ("lease lost").
 func TestTurnsStayInsideTheirLease(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewDatabase(t)
