@@ -71,6 +71,18 @@ func (a activity) is(name string) bool {
 // ids returns the ids a property refers to: a string, an object with a
 // string id, or an array of those. Anything else is ignored.
 func (a activity) ids(property string) []string {
+	var out []string
+	for _, v := range a.values(property) {
+		if id := refID(v); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// values returns the elements of a property that is an array, else the
+// property's one value (none when absent or null).
+func (a activity) values(property string) []json.RawMessage {
 	raw, ok := a[property]
 	if !ok {
 		return nil
@@ -79,13 +91,7 @@ func (a activity) ids(property string) []string {
 	if json.Unmarshal(raw, &many) != nil {
 		many = []json.RawMessage{raw}
 	}
-	var out []string
-	for _, v := range many {
-		if id := refID(v); id != "" {
-			out = append(out, id)
-		}
-	}
-	return out
+	return many
 }
 
 func refID(raw json.RawMessage) string {
@@ -120,33 +126,14 @@ func isPublic(id string) bool {
 // needsStripping reports whether the activity, or the object it carries,
 // has bto or bcc.
 func (a activity) needsStripping() bool {
-	if hasAny(a, hidden) {
-		return true
-	}
-	raw, ok := a["object"]
-	if !ok {
-		return false
-	}
-	var many []json.RawMessage
-	if json.Unmarshal(raw, &many) != nil {
-		many = []json.RawMessage{raw}
-	}
-	for _, v := range many {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(v, &obj) == nil && hasAny(obj, hidden) {
-			return true
-		}
-	}
-	return false
+	return a.hasHidden() || slices.ContainsFunc(a.values("object"), func(v json.RawMessage) bool {
+		var obj activity
+		return json.Unmarshal(v, &obj) == nil && obj.hasHidden()
+	})
 }
 
-func hasAny(m map[string]json.RawMessage, keys []string) bool {
-	for _, k := range keys {
-		if _, ok := m[k]; ok {
-			return true
-		}
-	}
-	return false
+func (a activity) hasHidden() bool {
+	return slices.ContainsFunc(hidden, func(k string) bool { _, ok := a[k]; return ok })
 }
 
 // stripHidden returns payload without bto and bcc, at the top level and in

@@ -1,10 +1,14 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/configcache"
@@ -19,45 +23,39 @@ const (
 	cacheSize = 4096
 )
 
+// herald's headers on every webhook, in canonical form (package doc,
+// "Messages").
+const (
+	HeaderKind   = "Herald-Kind"   // the record's kind, encoded by HeaderValue
+	HeaderStream = "Herald-Stream" // the record's stream, encoded by HeaderValue
+	HeaderSeq    = "Herald-Seq"    // the record's seq, decimal
+)
+
+// TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
+// UTC with exactly six fractional digits (microseconds, the precision
+// PostgreSQL keeps; finer ones are dropped, not rounded), as in the
+// specification's examples.
+const TimestampFormat = "2006-01-02T15:04:05.000000Z"
+
 var (
 	_ push.Projection      = (*Projection)(nil)
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection delivers records as Standard Webhooks. It is safe for
-// concurrent use.
-type Projection struct {
-	configs *configcache.Cache[parsed]
-}
+// Projection delivers records as Standard Webhooks; Terminal is rec.Final.
+// It is safe for concurrent use.
+type Projection struct{ *base }
+
+type base = configcache.Projection[parsed]
 
 // New returns a Standard Webhooks projection.
-func New() *Projection {
-	return &Projection{configs: configcache.New(cacheSize, parse)}
-}
+func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.parsed)} }
 
-// Namespace returns "webhook".
-func (p *Projection) Namespace() string { return Namespace }
-
-// Terminal reports rec.Final.
-func (p *Projection) Terminal(rec journal.Record) bool { return rec.Final }
-
-// ValidateConfig checks reg.Config as ParseConfig does. Errors wrap
-// journal.ErrInvalid, name the field, and never contain a secret.
-func (p *Projection) ValidateConfig(reg push.Registration) error {
-	_, err := p.configs.Get(reg.Config)
-	return err
-}
-
-// Messages returns the one message that delivers rec: id rec.ID (the
-// webhook-id, stable across retries), Content-Type rec.ContentType
-// (journal.DefaultContentType when empty), body the payload as appended,
-// or, with the config's envelope, application/json and the envelope
-// (package doc, "Envelope"); the headers HeaderKind, HeaderStream and
-// HeaderSeq; and a signer that adds webhook-id, webhook-timestamp and
-// webhook-signature at send time. Errors wrap journal.ErrInvalid: a bad
-// config.
+// Messages returns the one message that delivers rec (package doc,
+// "Messages"); its signer adds the webhook- headers at send time. Errors
+// wrap journal.ErrInvalid: a bad config.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := p.configs.Get(reg.Config)
+	cfg, err := configcache.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
@@ -67,7 +65,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	}
 	body := rec.Payload
 	if cfg.envelope {
-		body, ct = envelope(rec, ct), envelopeContentType
+		body, ct = envelope(rec, ct), "application/json"
 	}
 	// One allocation for the slice, its signer and header values, and one
 	// for the Header: Messages runs once per record and registration, a
@@ -85,4 +83,78 @@ type message struct {
 	msgs   [1]push.Message
 	sig    signer
 	values [3]string // of HeaderKind, HeaderStream, HeaderSeq
+}
+
+// HeaderValue is s as HeaderKind and HeaderStream carry it: printable ASCII
+// (U+0021 to U+007E) as is, but for '"' and '%'; every other byte of s as
+// %XX, upper-case hex, as the CloudEvents HTTP Protocol Binding 1.0.2
+// (§3.1.3.2, "HTTP Header Values") encodes its headers. Whatever s holds,
+// the value is printable ASCII without spaces, at most 3×len(s) bytes, and a
+// percent-decoder that leaves '+' alone (Go's url.PathUnescape,
+// JavaScript's decodeURIComponent, Python's urllib.parse.unquote) gives s
+// back.
+func HeaderValue(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if escaped(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; escaped(c) {
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func escaped(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
+
+// envelope returns rec, whose content type is ct, in the payload structure
+// of Standard Webhooks 1.0.0 (package doc, "Envelope"): data when ct is
+// JSON (journal.IsJSON), else content_type and data_base64.
+func envelope(rec journal.Record, ct string) []byte {
+	mt, _, _ := strings.Cut(ct, ";")
+	data := bytes.Trim(rec.Payload, " \t\r\n")
+	isJSON := journal.IsJSON(strings.TrimSpace(mt))
+	size := len(rec.Kind) + len(ct) + 96
+	if isJSON {
+		size += len(data)
+	} else {
+		size += base64.StdEncoding.EncodedLen(len(rec.Payload))
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"type":`...)
+	b = appendString(b, rec.Kind)
+	b = append(b, `,"timestamp":"`...)
+	b = rec.AppendedAt.UTC().AppendFormat(b, TimestampFormat)
+	if !isJSON {
+		b = append(b, `","content_type":`...)
+		b = appendString(b, ct)
+		b = append(b, `,"data_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, rec.Payload)
+		return append(b, `"}`...)
+	}
+	b = append(b, `","data":`...)
+	if len(data) == 0 {
+		data = []byte("null") // no JSON payload is empty (journal refuses it); the body stays JSON
+	}
+	b = append(b, data...)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	q, err := json.Marshal(s)
+	if err != nil {
+		panic("webhook: a string does not encode as JSON: " + err.Error()) // cannot happen
+	}
+	return append(b, q...)
 }
