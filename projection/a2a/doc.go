@@ -1,8 +1,8 @@
-// Package a2a is herald's A2A projection: push notifications of the
-// Agent2Agent protocol, version 1.0, with a compatibility mode for 0.3
-// receivers. Registrations of the "a2a" namespace use it; a registration is
-// one push notification config of one task (A2A 1.0 §4.3.1), following the
-// task's stream.
+// Package a2a is herald's A2A projection, for the "a2a" namespace: push
+// notifications of the Agent2Agent protocol, version 1.0, with a
+// compatibility mode for 0.3 receivers. A registration is one push
+// notification config of one task (A2A 1.0 §4.3.1), following the task's
+// stream.
 //
 // # Records
 //
@@ -21,19 +21,18 @@
 // # Version 1.0 (the default)
 //
 // The body is the payload exactly as appended (A2A 1.0 §4.3.3: "the same
-// StreamResponse format as streaming operations"): herald does not
-// re-encode it, so fields the SDK does not know and numbers beyond float64
-// reach the receiver untouched. Content-Type is application/a2a+json (A2A
-// 1.0 §14.1.1).
+// StreamResponse format as streaming operations"), so fields the SDK does
+// not know and numbers beyond float64 reach the receiver untouched.
+// Content-Type is application/a2a+json (A2A 1.0 §14.1.1).
 //
 // # Headers
 //
-// From the registration's config (see Config): "Authorization:
-// <auth_scheme> <credentials>" (A2A 1.0 §4.3.3, §4.3.2 AuthenticationInfo)
-// and the token in both A2A-Notification-Token (a2a-go v2) and
-// X-A2A-Notification-Token (A2A 0.3 §9.5, A2A 1.0 §6.6, v0.3 SDKs). The
-// message id is the record id, stable across retries (receivers SHOULD
-// process notifications idempotently, §4.3.3).
+// From the registration's config ([Config]): "Authorization: <auth_scheme>
+// <credentials>" (A2A 1.0 §4.3.3, §4.3.2 AuthenticationInfo) and the token
+// in both A2A-Notification-Token (a2a-go v2) and X-A2A-Notification-Token
+// (A2A 0.3 §9.5, A2A 1.0 §6.6, v0.3 SDKs). The message id is the record id,
+// stable across retries (receivers SHOULD process notifications
+// idempotently, §4.3.3).
 //
 // # End of a registration
 //
@@ -42,7 +41,8 @@
 // TASK_STATE_REJECTED (A2A 1.0 §4.1.3). Once such a record is acknowledged
 // the worker completes the registration: a finished task leaves nothing
 // behind. TASK_STATE_INPUT_REQUIRED and TASK_STATE_AUTH_REQUIRED interrupt
-// a task and do not end it.
+// a task and do not end it. A payload that is not a StreamResponse counts
+// only by its final flag.
 //
 // # v0.3 compatibility
 //
@@ -74,9 +74,9 @@
 // that is not an object wrapped as {"value": …} with metadata
 // "data_part_compat": true, which a2a-go reads back. A text part's filename
 // and mediaType have no 0.3 field and are dropped; numbers in metadata and
-// data pass through float64, as the SDK decodes them. herald does not import
-// a2acompat itself: it brings gRPC and the SDK's client and server with it
-// (about 16 MB of binary) for a few field copies.
+// data pass through float64, as the SDK decodes them. (a2acompat itself is
+// not imported: it brings gRPC and the SDK's client and server, about 16 MB
+// of binary, for a few field copies.)
 //
 // # Determinism
 //
