@@ -19,12 +19,11 @@ import (
 //     (CloudEvents v1.0.2, "source"): a URI-reference (RFC 3986 §4.1), an
 //     absolute URI recommended, at most MaxSourceBytes bytes, no whitespace.
 //   - "structured" (bool, default false): send in structured content mode
-//     (HTTP binding §3.2, Content-Type application/cloudevents+json) instead
-//     of binary content mode (§3.1).
+//     instead of binary content mode (package doc, "Content modes").
 //   - "token" (string, optional): a bearer token sent as
 //     "Authorization: Bearer <token>" (RFC 6750 §2.1): visible ASCII, no
-//     spaces, at most MaxTokenBytes bytes. A secret: Config's String,
-//     GoString, Format and LogValue never show it.
+//     spaces, at most MaxTokenBytes bytes. A secret: String, Format and
+//     LogValue never show it.
 //
 // Unknown keys are an error, so that a misspelt key is not silently ignored.
 type Config struct {
@@ -44,19 +43,9 @@ const (
 // ParseConfig parses and validates a registration's config. Errors wrap
 // journal.ErrInvalid and name the key ("config.source", "config.token", …);
 // they never repeat the token.
-func ParseConfig(raw push.Config) (Config, error) {
-	var c Config
-	if err := configjson.Decode(raw, &c); err != nil {
-		return Config{}, err
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
-// Validate checks c. Errors wrap journal.ErrInvalid and name the key; they
-// never repeat the token.
+// Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
 	if c.Source == "" {
 		return journal.Invalid("config.source", "is missing: the CloudEvents source (a URI-reference) is required")
@@ -72,14 +61,12 @@ func (c Config) Validate() error {
 	if _, err := url.Parse(c.Source); err != nil {
 		return journal.Invalid("config.source", "%q is not a URI-reference (RFC 3986)", c.Source)
 	}
-	if c.Token != "" {
-		if len(c.Token) > MaxTokenBytes {
-			return journal.Invalid("config.token", "is longer than %d bytes (%d)", MaxTokenBytes, len(c.Token))
-		}
-		for i := 0; i < len(c.Token); i++ {
-			if b := c.Token[i]; b <= ' ' || b >= 0x7f {
-				return journal.Invalid("config.token", "has a character that is not visible ASCII at byte %d: a bearer token is one word of visible ASCII", i)
-			}
+	if len(c.Token) > MaxTokenBytes {
+		return journal.Invalid("config.token", "is longer than %d bytes (%d)", MaxTokenBytes, len(c.Token))
+	}
+	for i := 0; i < len(c.Token); i++ {
+		if b := c.Token[i]; b <= ' ' || b >= 0x7f {
+			return journal.Invalid("config.token", "has a character that is not visible ASCII at byte %d: a bearer token is one word of visible ASCII", i)
 		}
 	}
 	return nil
@@ -87,24 +74,14 @@ func (c Config) Validate() error {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, redacted(c.Token))
+	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, configjson.Redacted(c.Token))
 }
 
-// GoString describes c without its token.
-func (c Config) GoString() string { return c.String() }
-
-// Format writes c without its token, for every verb (%v, %+v, %#v, %s, %q).
-func (c Config) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(c.String())) }
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
+func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
 // LogValue keeps the token out of structured logs, JSON handlers included.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("source", c.Source), slog.Bool("structured", c.Structured),
-		slog.String("token", redacted(c.Token)))
-}
-
-func redacted(secret string) string {
-	if secret == "" {
-		return `""`
-	}
-	return "[redacted]"
+		slog.String("token", configjson.Redacted(c.Token)))
 }

@@ -1,12 +1,12 @@
-// Package cloudevents is herald's CloudEvents projection: each record of a
-// stream becomes one CloudEvent (CloudEvents v1.0.2) POSTed over HTTP (the
-// CloudEvents HTTP Protocol Binding v1.0.2). Registrations of the
-// "cloudevents" namespace use it.
+// Package cloudevents is herald's CloudEvents projection, for the
+// "cloudevents" namespace: each record of a stream becomes one CloudEvent
+// (CloudEvents v1.0.2) POSTed over HTTP (the CloudEvents HTTP Protocol
+// Binding v1.0.2).
 //
 // # The event
 //
 // The context attributes (CloudEvents v1.0.2, "Context Attributes") come
-// from the record and the registration's config:
+// from the record and the registration's config ([Config]):
 //
 //	specversion      "1.0"
 //	id               record id (stable across retries; receivers dedupe on it)
@@ -14,8 +14,11 @@
 //	type             record kind, e.g. "com.github.push"
 //	subject          record stream, e.g. "repo/octo-org/octo-repo"
 //	time             record appended-at, RFC 3339 in UTC (omitted if zero)
-//	datacontenttype  record content type
+//	datacontenttype  record content type (journal.DefaultContentType when empty)
 //	data             record payload
+//
+// The message id is the record id. A record that makes no valid CloudEvent
+// is an error from Messages wrapping journal.ErrInvalid.
 //
 // # Content modes
 //
@@ -31,10 +34,12 @@
 // Structured content mode (HTTP binding §3.2), with config "structured":
 // true, sends the whole event as one JSON object (JSON Event Format v1.0.2)
 // with Content-Type application/cloudevents+json (§3.2.1). The payload is
-// embedded as a JSON value under "data" for application/json and text/json,
-// as a string for text/*, and base64 under "data_base64" for everything
-// else (JSON format §3.1.1; see needsBase64 for why other +json types are
-// sent base64).
+// embedded (JSON format §3.1.1) as a JSON value under "data" when its type
+// is application/json or text/json and it is JSON, as a JSON string under
+// "data" for any other text/* type, and base64 under "data_base64" for
+// everything else and whenever it is not UTF-8. Other +json types go base64
+// too: sdk-go would write them as a JSON string, which §3.1.1 forbids for
+// JSON content.
 //
 // A config "token" adds "Authorization: Bearer <token>" (RFC 6750 §2.1).
 //

@@ -316,21 +316,3 @@ func (z ConfigFuzz[C]) Fuzz(f *testing.F, seeds ...string) {
 		}
 	})
 }
-
-// Root returns the repository's root (the directory of go.mod).
-func Root(t testing.TB) string { return corpustest.Repo(t) }
-
-// Corpus returns the directory sub of the input the corpus tests read (see
-// internal/corpustest).
-func Corpus(t testing.TB, sub string) string { return corpustest.Dir(t, sub) }
-
-// WithoutUnknownKey removes from an error text the unknown key a config's
-// error names (configjson: "has an unknown key K (known: …)").
-func WithoutUnknownKey(said string) string {
-	i := strings.Index(said, "unknown key ")
-	j := strings.LastIndex(said, " (known: ")
-	if i < 0 || j < i {
-		return said
-	}
-	return said[:i] + said[j:]
-}
