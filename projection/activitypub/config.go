@@ -31,23 +31,15 @@ const MinKeyBits = 2048
 //	  "followers":   ["https://example.com/users/alice/followers"]
 //	}
 //
-// The keys:
-//
-//   - key_id (required): the URI of the sending actor's public key, as the
-//     receiver will dereference it (the keyId of the HTTP signature). An
-//     absolute http or https URI; the fragment (#main-key) is kept.
-//   - private_key (required): the actor's RSA private key, PEM, either PKCS#1
-//     ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least MinKeyBits
-//     bits, not encrypted.
-//   - actors (optional): the ids of the actors the destination inbox serves
-//     (package doc, "Which inbox gets what"). When absent, every activity is
-//     delivered.
-//   - followers (optional, only with actors): followers collections (of the
-//     sending actor) that these actors are members of, so that an activity
-//     addressed to such a collection reaches this inbox.
-//
-// Unknown keys are an error. String and Format never print the private key;
-// JSON encoding does (it is the stored form).
+// key_id (required) is the URI of the sending actor's public key as the
+// receiver dereferences it (the signature's keyId): an absolute http or
+// https URI, fragment kept. private_key (required) is the actor's RSA key,
+// PEM, PKCS#1 ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least
+// MinKeyBits bits, not encrypted. actors (optional) are the ids of the
+// actors the inbox serves, and followers (only with actors) the sending
+// actor's followers collections they are members of (package doc, "Which
+// inbox gets what"). Unknown keys are an error. String and Format never
+// print the private key; JSON encoding does (it is the stored form).
 type Config struct {
 	KeyID      string   `json:"key_id"`
 	PrivateKey string   `json:"private_key"`
@@ -82,9 +74,8 @@ func (c Config) Validate() error {
 // Encode validates c and returns it as a registration config.
 func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
 
-// settings is a parsed, validated config: what a message's signer and the
-// addressing rules need, shared by the messages of every registration with
-// the same config, and only read.
+// settings is a parsed config, as the signer and the addressing rules read
+// it (shared, never written).
 type settings struct {
 	keyID     string
 	key       *rsa.PrivateKey
