@@ -12,17 +12,14 @@ import (
 )
 
 // Secret format and bounds (Standard Webhooks 1.0.0, "Signature scheme": a
-// symmetric signing secret is random, at least 24 bytes and at most 512
-// bits, serialized as base64 with the whsec_ prefix).
+// random secret of 24 bytes to 512 bits, base64 after whsec_). Rotation
+// needs two secrets; MaxSecrets allows a rotation during a rotation, while
+// each one costs a signature an attempt and lengthens the header.
 const (
 	SecretPrefix   = "whsec_"
 	MinSecretBytes = 24
 	MaxSecretBytes = 64
-	// MaxSecrets bounds the secrets of one registration. Rotation needs two
-	// (the new one and the old one for a while); a few more cover a
-	// rotation during a rotation, while every attempt signs once per secret
-	// and every signature lengthens the header.
-	MaxSecrets = 8
+	MaxSecrets     = 8
 )
 
 // Config is the JSON object a registration of the "webhook" namespace
@@ -30,12 +27,12 @@ const (
 //
 //	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"], "envelope": true}
 //
-// secrets (required) holds 1 to MaxSecrets signing secrets, each "whsec_"
-// followed by the standard base64 (RFC 4648 §4, padded) of 24 to 64 random
-// bytes; every message is signed with each, in order. envelope (optional,
-// default false) sends each record in the envelope instead of the payload
-// alone (package doc, "Envelope"). Unknown keys are an error. String and
-// Format never print a secret; JSON encoding does (it is the stored form).
+// secrets (required) holds 1 to MaxSecrets secrets, each "whsec_" and the
+// standard, padded base64 (RFC 4648 §4) of 24 to 64 random bytes; every
+// message is signed with each, in order. envelope (optional, default false)
+// sends the envelope instead of the payload (package doc). Unknown keys are
+// an error. String and Format never print a secret; JSON encoding does (it
+// is the stored form).
 type Config struct {
 	Secrets  []string `json:"secrets"`
 	Envelope bool     `json:"envelope,omitempty"`
@@ -64,8 +61,7 @@ func (c Config) Validate() error {
 // Encode validates c and returns it as a registration config.
 func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
 
-// parsed is a config as Messages uses it: one keyed HMAC-SHA256 per secret,
-// in config order.
+// parsed is a config as Messages uses it: one keyed HMAC a secret.
 type parsed struct {
 	keys     []*key
 	envelope bool

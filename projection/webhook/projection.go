@@ -23,8 +23,7 @@ const (
 	cacheSize = 4096
 )
 
-// herald's headers on every webhook, in canonical form (package doc,
-// "Messages").
+// herald's headers on every webhook (package doc, "Messages").
 const (
 	HeaderKind   = "Herald-Kind"   // the record's kind, encoded by HeaderValue
 	HeaderStream = "Herald-Stream" // the record's stream, encoded by HeaderValue
@@ -32,9 +31,8 @@ const (
 )
 
 // TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
-// UTC with exactly six fractional digits (microseconds, the precision
-// PostgreSQL keeps; finer ones are dropped, not rounded), as in the
-// specification's examples.
+// UTC with six fractional digits (microseconds, PostgreSQL's precision;
+// finer ones are dropped, not rounded), as in the specification's examples.
 const TimestampFormat = "2006-01-02T15:04:05.000000Z"
 
 var (
@@ -67,9 +65,8 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if cfg.envelope {
 		body, ct = envelope(rec, ct), "application/json"
 	}
-	// One allocation for the slice, its signer and header values, and one
-	// for the Header: Messages runs once per record and registration, a
-	// thousand times a record at fan-out 1,000.
+	// Two allocations, the message with its parts and the Header: Messages
+	// runs once per record and registration.
 	m := &message{sig: signer{id: rec.ID, keys: cfg.keys},
 		values: [3]string{HeaderValue(rec.Kind), HeaderValue(rec.Stream), strconv.FormatUint(rec.Seq, 10)}}
 	h := make(http.Header, 3)
@@ -86,13 +83,11 @@ type message struct {
 }
 
 // HeaderValue is s as HeaderKind and HeaderStream carry it: printable ASCII
-// (U+0021 to U+007E) as is, but for '"' and '%'; every other byte of s as
-// %XX, upper-case hex, as the CloudEvents HTTP Protocol Binding 1.0.2
-// (§3.1.3.2, "HTTP Header Values") encodes its headers. Whatever s holds,
-// the value is printable ASCII without spaces, at most 3×len(s) bytes, and a
-// percent-decoder that leaves '+' alone (Go's url.PathUnescape,
-// JavaScript's decodeURIComponent, Python's urllib.parse.unquote) gives s
-// back.
+// (U+0021 to U+007E) as is but '"' and '%', every other byte as %XX in
+// upper-case hex, as the CloudEvents HTTP Protocol Binding 1.0.2 §3.1.3.2
+// encodes its headers. The value is printable ASCII, at most 3×len(s)
+// bytes, and a percent-decoder that leaves '+' alone (Go's
+// url.PathUnescape, JavaScript's decodeURIComponent) gives s back.
 func HeaderValue(s string) string {
 	n := 0
 	for i := 0; i < len(s); i++ {
@@ -124,13 +119,7 @@ func envelope(rec journal.Record, ct string) []byte {
 	mt, _, _ := strings.Cut(ct, ";")
 	data := bytes.Trim(rec.Payload, " \t\r\n")
 	isJSON := journal.IsJSON(strings.TrimSpace(mt))
-	size := len(rec.Kind) + len(ct) + 96
-	if isJSON {
-		size += len(data)
-	} else {
-		size += base64.StdEncoding.EncodedLen(len(rec.Payload))
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, len(rec.Kind)+len(ct)+96+base64.StdEncoding.EncodedLen(len(rec.Payload)))
 	b = append(b, `{"type":`...)
 	b = appendString(b, rec.Kind)
 	b = append(b, `,"timestamp":"`...)

@@ -10,17 +10,13 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
-// The Standard Webhooks headers in canonical form, computed once: the
-// library spells them in lower case, and Header.Set would canonicalize them
-// into new strings on every call.
-var (
-	headerID        = http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookID)
-	headerTimestamp = http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookTimestamp)
-	headerSignature = http.CanonicalHeaderKey(standardwebhooks.HeaderWebhookSignature)
+// The Standard Webhooks headers ("Webhook headers"), in canonical form.
+const (
+	headerID        = "Webhook-Id"
+	headerTimestamp = "Webhook-Timestamp"
+	headerSignature = "Webhook-Signature"
 )
 
 // signer signs one message at send time. It prints without its secrets.
@@ -30,9 +26,7 @@ type signer struct {
 }
 
 // Sign sets webhook-id, webhook-timestamp (at) and webhook-signature on req,
-// whose body is body (package doc, "Messages"), replacing earlier values:
-// the signatures are the Standard Webhooks library's, computed from a copy
-// of each secret's keyed HMAC and without copying the body into one string.
+// whose body is body (package doc, "Messages"), replacing earlier values.
 func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	if at.IsZero() {
 		return errors.New("webhook: sign: at is the zero time")
@@ -65,8 +59,8 @@ func (g *signer) Format(f fmt.State, _ rune) {
 // sigVersion starts each signature: v1 is HMAC-SHA256.
 const sigVersion = "v1,"
 
-// key is one secret's HMAC-SHA256, keyed once; each signature works on a
-// copy of it, so a key is safe for concurrent use.
+// key is one secret's HMAC-SHA256, keyed once; each signature hashes a copy
+// of it, so a key is safe for concurrent use.
 type key struct {
 	proto  hash.Hash // keyed, never written: only copied
 	secret []byte    // to key a new HMAC where the hash cannot be copied
