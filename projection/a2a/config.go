@@ -20,26 +20,16 @@ const (
 // refuse header lines above 8 KiB.
 const MaxSecretBytes = 4096
 
-// Config is what an a2a registration says about its push notifications,
-// parsed from push.Registration.Config, a JSON object such as
-// {"token": "…", "auth_scheme": "Bearer", "credentials": "…", "version": "1.0"}.
-// It mirrors the A2A push notification config (A2A 1.0 §4.3.1
-// PushNotificationConfig, §4.3.2 AuthenticationInfo). Its keys, all
-// optional:
-//
-//   - "token" (string): sent in both token headers (package doc,
-//     "Headers"). Visible ASCII and inner spaces, at most MaxSecretBytes.
-//   - "auth_scheme" (string) and "credentials" (string), both or neither:
-//     sent as "Authorization: <auth_scheme> <credentials>" (A2A 1.0 §4.3.3,
-//     RFC 9110 §11.6.2). The scheme is an RFC 9110 token such as "Bearer" or
-//     "Basic"; the credentials are visible ASCII and inner spaces, at most
-//     MaxSecretBytes.
-//   - "version" (string): "1.0" (the default) posts the StreamResponse;
-//     "0.3" posts a v0.3 Task (package doc, "v0.3 compatibility").
-//
-// Token and credentials are secrets: String, Format and LogValue never show
-// them. Unknown keys are an error, so that a misspelt key is not silently
-// ignored.
+// Config is an a2a registration's push notification config (A2A 1.0 §4.3.1
+// PushNotificationConfig, §4.3.2 AuthenticationInfo), the JSON object
+// {"token": "…", "auth_scheme": "Bearer", "credentials": "…", "version": "1.0"}
+// in push.Registration.Config. Every key is optional: token goes in both
+// token headers; auth_scheme (an RFC 9110 token such as Bearer or Basic)
+// and credentials, both or neither, make "Authorization: <auth_scheme>
+// <credentials>"; version is "1.0" (the default) or "0.3" (package doc).
+// Token and credentials are secrets of visible ASCII and inner spaces, at
+// most MaxSecretBytes, which String, Format and LogValue never show.
+// Unknown keys are an error, so that a misspelt key is not ignored.
 type Config struct {
 	Token       string `json:"token,omitempty"`
 	AuthScheme  string `json:"auth_scheme,omitempty"`

@@ -19,15 +19,14 @@ const (
 	cacheSize = 4096
 )
 
-// Content types of the two versions: application/a2a+json (A2A 1.0
-// §14.1.1, as in the §6.6 example) and application/json (A2A 0.3 §9.5).
+// Content types of the two versions (A2A 1.0 §14.1.1, A2A 0.3 §9.5).
 const (
 	ContentType10 = "application/a2a+json"
 	ContentType03 = "application/json"
 )
 
-// Header names of the notification token. a2a-go v2 sends and reads the
-// first, the A2A 0.3 spec and the v0.3 SDKs the second; herald sends both.
+// Header names of the notification token: a2a-go v2's, and A2A 0.3's and
+// the v0.3 SDKs'. herald sends both.
 const (
 	TokenHeader       = "A2a-Notification-Token"
 	LegacyTokenHeader = "X-A2a-Notification-Token"
@@ -49,9 +48,8 @@ func New() *Projection {
 	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
-// Terminal reports whether acknowledging rec ends the registration: rec is
-// final, or its task state (a task's or a status update's) is terminal
-// (package doc, "End of a registration").
+// Terminal reports whether acknowledging rec ends the registration (package
+// doc).
 func (*Projection) Terminal(rec journal.Record) bool {
 	if rec.Final {
 		return true
@@ -64,11 +62,10 @@ func (*Projection) Terminal(rec journal.Record) bool {
 	return ok && state.Terminal()
 }
 
-// Messages returns the push notification for rec, with rec.ID as its id:
-// the payload as appended (version "1.0", the default), or the v0.3 Task
-// built from the record, or none for a message record in version "0.3"
-// (package doc). Errors wrap journal.ErrInvalid: a bad config (naming the
-// key) or a payload that is not a StreamResponse (naming the field).
+// Messages returns the push notification for rec, none for a message in
+// version 0.3 (package doc). Errors wrap journal.ErrInvalid: a bad config
+// (naming the key) or a payload that is not a StreamResponse (naming the
+// field).
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	cfg, err := configcache.Get(p.base, reg.Config)
 	if err != nil {
