@@ -10,34 +10,27 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Config is what a cloudevents registration says about its events, parsed
-// from push.Registration.Config, a JSON object such as
-// {"source": "https://shop.example/orders", "structured": true, "token": "…"}.
-// Its keys:
-//
-//   - "source" (string, required): the CloudEvents source attribute
-//     (CloudEvents v1.0.2, "source"): a URI-reference (RFC 3986 §4.1), an
-//     absolute URI recommended, at most MaxSourceBytes bytes, no whitespace.
-//   - "structured" (bool, default false): send in structured content mode
-//     instead of binary content mode (package doc, "Content modes").
-//   - "token" (string, optional): a bearer token sent as
-//     "Authorization: Bearer <token>" (RFC 6750 §2.1): visible ASCII, no
-//     spaces, at most MaxTokenBytes bytes. A secret: String, Format and
-//     LogValue never show it.
-//
-// Unknown keys are an error, so that a misspelt key is not silently ignored.
+// Config is a cloudevents registration's JSON object in
+// push.Registration.Config, such as
+// {"source": "https://shop.example/orders", "structured": true, "token": "…"}:
+// source (required) is the CloudEvents source attribute, a URI-reference
+// (RFC 3986 §4.1; an absolute URI is recommended) of at most MaxSourceBytes
+// without whitespace; structured (default false) chooses structured content
+// mode (package doc); token (optional) is a bearer token, visible ASCII
+// without spaces, at most MaxTokenBytes, a secret that String, Format and
+// LogValue never show. Unknown keys are an error, so that a misspelt key is
+// not ignored.
 type Config struct {
 	Source     string `json:"source"`
 	Structured bool   `json:"structured,omitempty"`
 	Token      string `json:"token,omitempty"`
 }
 
-// Limits on config values, in bytes.
+// Limits on config values, in bytes; the token goes in a header line, which
+// receivers commonly refuse above 8 KiB.
 const (
 	MaxSourceBytes = 2048
-	// MaxTokenBytes bounds the bearer token: receivers commonly refuse
-	// header lines above 8 KiB.
-	MaxTokenBytes = 4096
+	MaxTokenBytes  = 4096
 )
 
 // ParseConfig parses and validates a registration's config. Errors wrap

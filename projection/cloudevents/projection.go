@@ -47,9 +47,9 @@ func New() *Projection {
 	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
-// Messages returns the one message for rec, the CloudEvent of the package
-// doc in the config's content mode. Errors wrap journal.ErrInvalid: a bad
-// config (it names the key) or a record that makes no valid CloudEvent.
+// Messages returns the one message for rec (package doc). Errors wrap
+// journal.ErrInvalid: a bad config (naming the key) or a record that makes
+// no valid CloudEvent.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	cfg, err := configcache.Get(p.base, reg.Config)
 	if err != nil {
@@ -98,11 +98,8 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	return []push.Message{{ID: rec.ID, ContentType: contentType, Header: req.Header, Body: body}}, nil
 }
 
-// needsBase64 says whether structured mode carries the payload base64 under
-// "data_base64" (package doc, "Content modes"): not for a type sdk-go
-// recognises as JSON (application/json, text/json) holding valid JSON, nor
-// for text/*; always for a payload that is not UTF-8. Binary mode sends the
-// payload as is.
+// needsBase64 says whether structured mode carries the payload under
+// "data_base64" (package doc); binary mode sends it as is.
 func needsBase64(contentType string, payload []byte) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -112,8 +109,7 @@ func needsBase64(contentType string, payload []byte) bool {
 	case !utf8.Valid(payload):
 		return true
 	case mt == event.ApplicationJSON || mt == event.TextJSON:
-		// sdk-go embeds these as a JSON value: only valid JSON may go
-		// there (the journal checks text/json payloads for nothing).
+		// embedded as a JSON value; the journal checks text/json for nothing
 		return !json.Valid(payload)
 	case strings.HasPrefix(mt, "text/"):
 		return false
