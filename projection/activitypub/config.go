@@ -16,9 +16,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// MinKeyBits is the smallest RSA key Config accepts. Mastodon and the other
-// large fediverse servers generate 2048-bit actor keys; anything smaller is
-// both weak and a sign of a wrong key file.
+// MinKeyBits is the smallest RSA key Config accepts: fediverse servers
+// generate 2048-bit actor keys, and a smaller one is weak or the wrong file.
 const MinKeyBits = 2048
 
 // Config is the JSON object a registration of the "activitypub" namespace

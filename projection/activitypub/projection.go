@@ -13,15 +13,13 @@ import (
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "activitypub"
-	// ContentType is the media type of every message. ActivityPub §7 names
-	// application/ld+json with the activitystreams profile and has servers
-	// treat application/activity+json as its equivalent (§3.2); Mastodon and
-	// most servers send the latter, which is what they all accept.
+	// ContentType is the media type of every message: ActivityPub §3.2 makes
+	// it equivalent to application/ld+json with the activitystreams
+	// profile, and it is what Mastodon and most servers send and accept.
 	ContentType = "application/activity+json"
-	// cacheSize bounds the parsed configs kept (one per distinct config:
-	// usually one per sending actor). A parsed 2048-bit key is a few KiB,
-	// and parsing it costs far more than projecting an activity (see
-	// BenchmarkMessages).
+	// cacheSize bounds the parsed configs kept, usually one per sending
+	// actor: a parsed key is a few KiB, and parsing it costs far more than
+	// projecting an activity (BenchmarkMessages).
 	cacheSize = 512
 )
 
@@ -31,8 +29,7 @@ var (
 )
 
 // Projection delivers ActivityPub activities to inboxes; Terminal is
-// rec.Final (an activity never ends a registration by its content). It is
-// safe for concurrent use.
+// rec.Final. It is safe for concurrent use.
 type Projection struct{ *base }
 
 type base = configcache.Projection[*settings]
@@ -40,11 +37,9 @@ type base = configcache.Projection[*settings]
 // New returns an ActivityPub projection.
 func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.settings)} }
 
-// Messages returns the one message that delivers rec, an activity, to reg's
-// inbox, or none when the inbox must not receive it (package doc, "Which
-// inbox gets what"). Its signer adds Date, Digest and Signature at send
-// time. Errors wrap journal.ErrInvalid: a bad config, or a payload that is
-// not a JSON object with a type.
+// Messages returns the message that delivers rec to reg's inbox, or none
+// (package doc). Errors wrap journal.ErrInvalid: a bad config, or a
+// payload that is not a JSON object with a type.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	s, err := configcache.Get(p.base, reg.Config)
 	if err != nil {

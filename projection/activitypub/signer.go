@@ -14,10 +14,9 @@ import (
 // Mastodon and the other large servers expect (draft-cavage-12 §2.1.3).
 var signedHeaders = []string{httpsig.RequestTarget, "host", "date", "digest"}
 
-// go-fed/httpsig writes the algorithm parameter as "hs2019" (its reading of
-// draft-cavage-12 §2.1.3, which deprecates the parameter). Receivers that
-// still check it (older Mastodon, Pleroma) want the real name. The parameter
-// is not part of the signed string, so renaming it keeps the signature valid.
+// go-fed/httpsig writes the algorithm parameter as "hs2019" (draft-cavage-12
+// §2.1.3 deprecates it); receivers that still check it (older Mastodon,
+// Pleroma) want the real name. It is not signed, so renaming it is safe.
 const (
 	libraryAlgorithm = `algorithm="hs2019"`
 	wireAlgorithm    = `algorithm="rsa-sha256"`
@@ -50,8 +49,8 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	}
 	req.Header.Set("Host", host)
 	req.Header.Set("Date", at.UTC().Format(http.TimeFormat))
-	// A go-fed/httpsig Signer is not safe for concurrent use, and costs next
-	// to nothing beside the RSA operation: one per attempt.
+	// A Signer is not safe for concurrent use and costs next to nothing
+	// beside the RSA operation: one per attempt.
 	hs, algo, err := httpsig.NewSigner([]httpsig.Algorithm{httpsig.RSA_SHA256}, httpsig.DigestSha256, signedHeaders, httpsig.Signature, 0)
 	if err != nil || algo != httpsig.RSA_SHA256 {
 		return fmt.Errorf("activitypub: sign: rsa-sha256 unavailable (%v)", err)
