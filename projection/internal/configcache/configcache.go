@@ -1,13 +1,9 @@
-// Package configcache is what every projection shares: its namespace,
-// Terminal (rec.Final) and ValidateConfig, over the registrations' configs
-// parsed once and kept, so that a sweep does not parse a config (a PEM
-// private key, say) for every record it projects.
-//
-// Entries are keyed by the config bytes: registrations with the same config
-// share one entry, and a changed config is a new entry (the parsed values
-// hold the secrets anyway). At most size entries are kept; when full, the
-// oldest goes first. Errors are not kept: a bad config is parsed again each
-// time.
+// Package configcache is the part every projection shares: its namespace,
+// Terminal (rec.Final), ValidateConfig, and the registrations' configs
+// parsed once, so that a sweep does not parse one (a PEM key, say) for
+// every record. Entries are keyed by the config bytes (registrations with
+// one config share an entry); at most size are kept, the oldest going
+// first; errors are not kept.
 package configcache
 
 import (
@@ -18,10 +14,10 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Projection is the shared part of a projection whose parsed configs are of
-// type T. A projection embeds it through an unexported alias, so that it
-// gets Namespace, Terminal and ValidateConfig and nothing else. It is safe
-// for concurrent use; T must be safe to read concurrently.
+// Projection is the shared part of a projection whose parsed configs are
+// Ts. A projection embeds it through an unexported alias, getting
+// Namespace, Terminal and ValidateConfig and nothing else. It is safe for
+// concurrent use; T must be safe to read concurrently.
 type Projection[T any] struct {
 	namespace string
 	parse     func(push.Config) (T, error)
@@ -61,9 +57,8 @@ func (p *Projection[T]) ValidateConfig(reg push.Registration) error {
 }
 
 // Get returns the parsed form of raw, parsing it on a miss (outside the
-// lock: two goroutines missing on one config may both parse it, to the same
-// result). A function, not a method, so that it is not promoted into the
-// projection's API.
+// lock, so two goroutines may both parse it). It is a function so that it
+// is not promoted into the projection's API.
 func Get[T any](p *Projection[T], raw push.Config) (T, error) {
 	p.mu.Lock()
 	v, ok := p.items[string(raw)] // no copy: the conversion is only a lookup

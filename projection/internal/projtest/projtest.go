@@ -1,7 +1,6 @@
-// Package projtest holds what the projections' tests share: golden files
-// under testdata/golden, delivery through herald's own HTTP transport to a
-// receiver on loopback, and the checks every projection's config and
-// messages pass. Only tests import it.
+// Package projtest holds what the projections' tests share: golden files,
+// delivery through herald's HTTP transport to loopback receivers, and the
+// checks every projection's config and messages pass. Only tests import it.
 package projtest
 
 import (
@@ -31,8 +30,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// Testdata returns the file at path (slash-separated) under the
-// repository's testdata.
+// Testdata returns the file at path under the repository's testdata.
 func Testdata(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(corpustest.Repo(t), "testdata", filepath.FromSlash(path)))
@@ -61,9 +59,8 @@ func Golden(t testing.TB, name string, got []byte) {
 	}
 }
 
-// Render is the request the transport would send for msg to url at at, as
-// a golden file holds it: the message id, the request line, every header
-// but User-Agent (the transport's) sorted by name, a blank line, the body.
+// Render is the request sent for msg to url at at as a golden file holds
+// it: message id, request line, headers by name but User-Agent, body.
 func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
 	t.Helper()
 	req, err := NewRequest(t, url, msg, at)
@@ -88,8 +85,7 @@ var loopback = sync.OnceValues(func() (*transport.HTTP, error) {
 	return transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
 })
 
-// Transport is herald's HTTP transport allowing plain http:// and private
-// addresses, loopback among them, shared by every test of the process.
+// Transport is herald's HTTP transport, allowing http:// and loopback.
 func Transport(t testing.TB) *transport.HTTP {
 	t.Helper()
 	tr, err := loopback()
@@ -99,8 +95,7 @@ func Transport(t testing.TB) *transport.HTTP {
 	return tr
 }
 
-// NewRequest is the request Transport would send for msg to url at at,
-// built and signed but not sent.
+// NewRequest is the request Transport would send for msg to url at at.
 func NewRequest(t testing.TB, url string, msg push.Message, at time.Time) (*http.Request, error) {
 	return Transport(t).NewRequest(t.Context(), push.Registration{Stream: "test", ID: "receiver", URL: url}, msg, at)
 }
@@ -135,8 +130,8 @@ func Worker(t testing.TB, store *memory.Store, p push.Projection, regs ...push.R
 	return w
 }
 
-// Record is what the journal would store at seq 1 of stream for e, or
-// false when it refuses e (no projection ever sees such a record).
+// Record is what the journal stores at seq 1 of stream for e, or false
+// when it refuses e (no projection ever sees that).
 func Record(stream string, e journal.Entry) (journal.Record, bool) {
 	entries, err := journal.ValidateEntries(stream, []journal.Entry{e}, 0)
 	if err != nil {
@@ -147,7 +142,7 @@ func Record(stream string, e journal.Entry) (journal.Record, bool) {
 }
 
 // Messages returns p's messages for rec and reg, or refused when p refuses
-// them with an error wrapping journal.ErrInvalid; any other error fails.
+// them wrapping journal.ErrInvalid; any other error fails the test.
 func Messages(t testing.TB, p push.Projection, rec journal.Record, reg push.Registration) (msgs []push.Message, refused bool) {
 	t.Helper()
 	msgs, err := p.Messages(context.Background(), rec, reg)
@@ -157,8 +152,7 @@ func Messages(t testing.TB, p push.Projection, rec journal.Record, reg push.Regi
 	return msgs, err != nil
 }
 
-// One is the one message p gives for rec and reg; an error or another
-// count fails the test.
+// One is the message p gives for rec and reg, failing on anything else.
 func One(t testing.TB, p push.Projection, rec journal.Record, reg push.Registration) push.Message {
 	t.Helper()
 	msgs, err := p.Messages(context.Background(), rec, reg)
@@ -168,9 +162,8 @@ func One(t testing.TB, p push.Projection, rec journal.Record, reg push.Registrat
 	return msgs[0]
 }
 
-// Pure checks that p gives byte-identical requests for reg call after
-// call, for each of recs in turn (one record in several forms), with the
-// record id as the message id.
+// Pure checks that p gives reg byte-identical requests, call after call,
+// for recs in turn (one record in several forms), with its id as theirs.
 func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journal.Record) {
 	t.Helper()
 	first := One(t, p, recs[0], reg)
@@ -185,14 +178,13 @@ func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journa
 	}
 }
 
-// Refusal is a config a projection refuses: the field its error names and
+// Refusal is a config a projection refuses, the field its error names and
 // words of the reason.
 type Refusal struct{ Name, Raw, Field, Reason string }
 
-// Refuses checks that parse refuses each case's config with a
-// *journal.InvalidError naming the case's field, whose reason holds the
-// case's words (it may be one of several joined); that the error holds none
-// of secrets; and that p's ValidateConfig gives the same error.
+// Refuses checks that parse refuses each config with a
+// *journal.InvalidError (alone or joined) naming the field with the words,
+// holding none of secrets, and that p.ValidateConfig says the same.
 func Refuses[C any](t *testing.T, parse func(push.Config) (C, error), p push.ConfigValidator, secrets []string, cases ...Refusal) {
 	t.Helper()
 	for _, c := range cases {
@@ -225,8 +217,7 @@ func names(err error, field, words string) bool {
 	return ok && slices.ContainsFunc(j.Unwrap(), func(e error) bool { return names(e, field, words) })
 }
 
-// Printed is each of values as fmt prints it with %v, %+v, %#v, %s, %q
-// and %x.
+// Printed is values as fmt prints them with %v, %+v, %#v, %s, %q and %x.
 func Printed(values ...any) []string {
 	var out []string
 	for _, v := range values {
@@ -245,8 +236,8 @@ func Logged(v any) []string {
 	return []string{j.String(), txt.String()}
 }
 
-// Strings returns the strings a JSON object holds under keys (matched in
-// any case, as encoding/json matches a struct's), alone or in an array.
+// Strings returns the strings a JSON object holds under keys, in any case
+// (as encoding/json matches them), alone or in an array.
 func Strings(raw []byte, keys ...string) []string {
 	var obj map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &obj)
@@ -265,12 +256,11 @@ func Strings(raw []byte, keys ...string) []string {
 	return out
 }
 
-// ConfigFuzz is what a projection's FuzzParseConfig checks of its
-// ParseConfig, which reads outside input: it never panics; a refusal wraps
-// journal.ErrInvalid and never repeats a secret of the input (outside the
-// name of an unknown key and the values the error may quote, which are
-// not secrets but may happen to hold one's bytes); no fmt verb prints a
-// secret of an accepted config.
+// ConfigFuzz is what FuzzParseConfig checks of a ParseConfig, which reads
+// outside input: no panic; a refusal wraps journal.ErrInvalid and repeats
+// no secret of the input outside an unknown key's name and the quoted
+// values (not secrets, but they may hold one's bytes); no fmt verb prints
+// a secret of an accepted config.
 type ConfigFuzz[C any] struct {
 	Parse    func(push.Config) (C, error)
 	Secrets  func(raw []byte) (secrets, quoted []string)
