@@ -62,7 +62,7 @@ func (c Config) Validate() error {
 		return journal.Invalid("config.auth_scheme", "is longer than 64 bytes (%d)", len(c.AuthScheme))
 	}
 	for i := 0; i < len(c.AuthScheme); i++ {
-		if !isTchar(c.AuthScheme[i]) {
+		if strings.IndexByte(tchars, c.AuthScheme[i]) < 0 {
 			return journal.Invalid("config.auth_scheme", "%q has a character at byte %d that an HTTP auth-scheme (RFC 9110 §11.1) may not hold", c.AuthScheme, i)
 		}
 	}
@@ -86,14 +86,8 @@ func headerSafe(field, s string) error {
 	return nil
 }
 
-// isTchar reports whether b may appear in an RFC 9110 §5.6.2 token.
-func isTchar(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+// tchars are the characters of an RFC 9110 §5.6.2 token.
+const tchars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // String describes c without its token or credentials.
 func (c Config) String() string {

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/base64"
+	"maps"
 
 	v03 "github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -88,9 +89,7 @@ func part03(p *v1.Part) v03.Part {
 			return v03.DataPart{Data: obj, Metadata: p.Metadata}
 		}
 		meta := make(map[string]any, len(p.Metadata)+1)
-		for k, v := range p.Metadata {
-			meta[k] = v
-		}
+		maps.Copy(meta, p.Metadata)
 		meta["data_part_compat"] = true
 		return v03.DataPart{Data: map[string]any{"value": c.Value}, Metadata: meta}
 	case v1.Text:

@@ -89,28 +89,24 @@ type message struct {
 // bytes, and a percent-decoder that leaves '+' alone (Go's
 // url.PathUnescape, JavaScript's decodeURIComponent) gives s back.
 func HeaderValue(s string) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if escaped(s[i]) {
-			n++
-		}
-	}
-	if n == 0 {
-		return s
-	}
 	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+2*n)
+	var b []byte // nil while s needs no encoding
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; escaped(c) {
+		switch c := s[i]; {
+		case c <= ' ' || c >= 0x7f || c == '"' || c == '%':
+			if b == nil {
+				b = append(make([]byte, 0, len(s)+16), s[:i]...)
+			}
 			b = append(b, '%', hex[c>>4], hex[c&0xf])
-		} else {
+		case b != nil:
 			b = append(b, c)
 		}
 	}
+	if b == nil {
+		return s
+	}
 	return string(b)
 }
-
-func escaped(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
 
 // envelope returns rec, whose content type is ct, in the payload structure
 // of Standard Webhooks 1.0.0 (package doc, "Envelope"): data when ct is

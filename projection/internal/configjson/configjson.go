@@ -27,15 +27,12 @@ func Decode(raw []byte, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		return journal.Invalid("config", "has data after the JSON object")
-	}
-	if err == nil {
-		return nil
-	}
 	var typeErr *json.UnmarshalTypeError
-	switch {
+	switch err := dec.Decode(v); {
+	case err == nil && dec.More():
+		return journal.Invalid("config", "has data after the JSON object")
+	case err == nil:
+		return nil
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		// Value is the JSON kind that was found ("number"), never the value.
 		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", kind(typeErr.Type), typeErr.Value)
@@ -49,12 +46,11 @@ func Decode(raw []byte, v any) error {
 
 // Parse decodes raw into a C (Decode) and checks it with validate. On an
 // error it returns the zero C.
-func Parse[C any](raw []byte, validate func(C) error) (C, error) {
-	var c C
-	if err := Decode(raw, &c); err != nil {
-		return *new(C), err
+func Parse[C any](raw []byte, validate func(C) error) (c C, err error) {
+	if err = Decode(raw, &c); err == nil {
+		err = validate(c)
 	}
-	if err := validate(c); err != nil {
+	if err != nil {
 		return *new(C), err
 	}
 	return c, nil
