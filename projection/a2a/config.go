@@ -16,8 +16,8 @@ const (
 	Version03 = "0.3" // compatibility: the Task object, v0.3 spellings
 )
 
-// MaxSecretBytes bounds the token and the credentials: receivers commonly
-// refuse header lines above 8 KiB.
+// MaxSecretBytes bounds the token and the credentials, which go in header
+// lines (receivers commonly refuse those above 8 KiB).
 const MaxSecretBytes = 4096
 
 // Config is an a2a registration's push notification config (A2A 1.0 §4.3.1
@@ -37,9 +37,8 @@ type Config struct {
 	Version     string `json:"version,omitempty"`
 }
 
-// ParseConfig parses and validates a registration's config. Errors wrap
-// journal.ErrInvalid and name the key ("config.token", "config.version", …);
-// they never repeat a secret.
+// ParseConfig decodes and validates a registration's config. Errors wrap
+// journal.ErrInvalid, name the key ("config.token") and repeat no secret.
 func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
@@ -69,8 +68,7 @@ func (c Config) Validate() error {
 	return headerSafe("config.credentials", c.Credentials)
 }
 
-// headerSafe checks a secret that goes into a header value: visible ASCII
-// and inner spaces, at most MaxSecretBytes. Its errors never quote it.
+// headerSafe checks a secret for a header value; its errors never quote it.
 func headerSafe(field, s string) error {
 	if len(s) > MaxSecretBytes {
 		return journal.Invalid(field, "is longer than %d bytes (%d)", MaxSecretBytes, len(s))

@@ -23,12 +23,10 @@ var knownStates = []v1.TaskState{
 	v1.TaskStateCompleted, v1.TaskStateFailed, v1.TaskStateCanceled, v1.TaskStateRejected,
 }
 
-// parse decodes a record's payload as an A2A 1.0 StreamResponse with the
-// a2a-go SDK and checks what the SDK leaves open: exactly one member and
-// nothing else at the top, the ids the spec requires, known task states and
-// roles. It returns the event (*v1.Task, *v1.Message,
-// *v1.TaskStatusUpdateEvent or *v1.TaskArtifactUpdateEvent). Errors wrap
-// journal.ErrInvalid and name the field, e.g. "payload.statusUpdate.status.state".
+// parse decodes a payload as an A2A 1.0 StreamResponse with the SDK and
+// checks what the SDK leaves open: one member and nothing else, the ids the
+// spec requires, known states and roles. Errors wrap journal.ErrInvalid and
+// name the field ("payload.statusUpdate.status.state").
 func parse(payload []byte) (v1.Event, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &top); err != nil || top == nil {
@@ -58,8 +56,7 @@ func parse(payload []byte) (v1.Event, error) {
 	return sr.Event, nil
 }
 
-// check checks what the SDK leaves open of ev, the event of the member
-// field, and returns the first problem.
+// check returns the first problem of ev, the event of the member field.
 func check(field string, ev v1.Event) error {
 	switch e := ev.(type) {
 	case *v1.Task:
@@ -141,8 +138,7 @@ func checkParts(field string, parts v1.ContentParts) error {
 	return nil
 }
 
-// taskState returns the task state an event carries: a Task's or a status
-// update's; none for a message or an artifact update.
+// taskState returns the state a Task or a status update carries.
 func taskState(ev v1.Event) (v1.TaskState, bool) {
 	switch e := ev.(type) {
 	case *v1.Task:

@@ -14,8 +14,8 @@ import (
 const (
 	// Namespace is the namespace the projection serves.
 	Namespace = "a2a"
-	// cacheSize bounds the parsed configs kept (one per distinct config:
-	// tokens are per task, so about one per registration).
+	// cacheSize bounds the parsed configs kept: tokens are per task, so
+	// about one a registration.
 	cacheSize = 4096
 )
 
@@ -25,8 +25,7 @@ const (
 	ContentType03 = "application/json"
 )
 
-// Header names of the notification token: a2a-go v2's, and A2A 0.3's and
-// the v0.3 SDKs'. herald sends both.
+// Header names of the token: a2a-go v2's, and A2A 0.3's (v0.3 SDKs').
 const (
 	TokenHeader       = "A2a-Notification-Token"
 	LegacyTokenHeader = "X-A2a-Notification-Token"
@@ -37,8 +36,8 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection turns each record, an A2A 1.0 StreamResponse, into one push
-// notification (package doc). It is safe for concurrent use.
+// Projection turns records into push notifications (package doc). It is
+// safe for concurrent use.
 type Projection struct{ *base }
 
 type base = configcache.Projection[Config]
@@ -48,8 +47,7 @@ func New() *Projection {
 	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
-// Terminal reports whether acknowledging rec ends the registration (package
-// doc).
+// Terminal reports whether acknowledging rec ends the registration.
 func (*Projection) Terminal(rec journal.Record) bool {
 	if rec.Final {
 		return true
@@ -62,10 +60,9 @@ func (*Projection) Terminal(rec journal.Record) bool {
 	return ok && state.Terminal()
 }
 
-// Messages returns the push notification for rec, none for a message in
-// version 0.3 (package doc). Errors wrap journal.ErrInvalid: a bad config
-// (naming the key) or a payload that is not a StreamResponse (naming the
-// field).
+// Messages returns rec's push notification, none for a message in version
+// 0.3. Errors wrap journal.ErrInvalid and name the config key or payload
+// field at fault.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	cfg, err := configcache.Get(p.base, reg.Config)
 	if err != nil {

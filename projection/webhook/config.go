@@ -29,7 +29,8 @@ const (
 //
 // secrets (required) holds 1 to MaxSecrets secrets, each "whsec_" and the
 // standard, padded base64 (RFC 4648 §4) of 24 to 64 random bytes; every
-// message is signed with each, in order. envelope (optional, default false)
+// message is signed with each, in order, so that a receiver rotates its
+// secret without downtime (it accepts any one valid signature). envelope (optional, default false)
 // sends the envelope instead of the payload (package doc). Unknown keys are
 // an error. String and Format never print a secret; JSON encoding does (it
 // is the stored form).

@@ -45,9 +45,4 @@
 // padded base64 (RFC 4648 §4) of its bytes, as CloudEvents' JSON format
 // carries bytes. The signature covers the envelope, the bytes sent; the
 // envelope adds no error to Messages.
-//
-// # Secrets
-//
-// Signing with each of a config's secrets lets a receiver rotate its secret
-// without downtime: it accepts any one valid signature.
 package webhook
