@@ -36,8 +36,8 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection turns records into push notifications (package doc). It is
-// safe for concurrent use.
+// Projection turns records into A2A push notifications, a push.Projection
+// and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
 type base = configcache.Projection[Config]

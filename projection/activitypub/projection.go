@@ -28,8 +28,8 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection delivers ActivityPub activities to inboxes; Terminal is
-// rec.Final. It is safe for concurrent use.
+// Projection delivers activities to inboxes, a push.Projection (Terminal is
+// rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
 type base = configcache.Projection[*settings]

@@ -35,9 +35,8 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection turns each record into one CloudEvent, encoded for HTTP by
-// sdk-go (package doc); Terminal is rec.Final. It is safe for concurrent
-// use.
+// Projection turns records into CloudEvents, a push.Projection (Terminal is
+// rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
 type base = configcache.Projection[Config]

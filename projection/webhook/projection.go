@@ -40,8 +40,8 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection delivers records as Standard Webhooks; Terminal is rec.Final.
-// It is safe for concurrent use.
+// Projection delivers records as Standard Webhooks, a push.Projection
+// (Terminal is rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
 type base = configcache.Projection[parsed]
