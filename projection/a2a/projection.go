@@ -14,9 +14,9 @@ import (
 const (
 	// Namespace is the namespace the projection serves.
 	Namespace = "a2a"
-	// cacheSize bounds the parsed configs kept: tokens are per task, so
-	// about one a registration.
-	cacheSize = 4096
+	// cacheSize bounds the parsed configs kept, about one a task (tokens
+	// are per task); a config may hold 8 KiB of secrets.
+	cacheSize = 1024
 )
 
 // Content types of the two versions (A2A 1.0 §14.1.1, A2A 0.3 §9.5).

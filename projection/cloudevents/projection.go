@@ -23,7 +23,7 @@ const (
 	// Namespace is the namespace the projection serves.
 	Namespace = "cloudevents"
 	// cacheSize bounds the parsed configs kept (one per distinct config).
-	cacheSize = 4096
+	cacheSize = 1024
 )
 
 // StructuredContentType is the Content-Type of a structured-mode message
