@@ -16,32 +16,20 @@ const (
 	Version03 = "0.3" // compatibility: the Task object, v0.3 spellings
 )
 
-// MaxSecretBytes bounds the token and the credentials: receivers commonly
-// refuse header lines above 8 KiB.
+// MaxSecretBytes bounds the token and the credentials, which go in header
+// lines (receivers commonly refuse those above 8 KiB).
 const MaxSecretBytes = 4096
 
-// Config is what an a2a registration says about its push notifications,
-// parsed from push.Registration.Config, a JSON object such as
-// {"token": "…", "auth_scheme": "Bearer", "credentials": "…", "version": "1.0"}.
-// It mirrors the A2A push notification config (A2A 1.0 §4.3.1
-// PushNotificationConfig, §4.3.2 AuthenticationInfo). Its keys, all
-// optional:
-//
-//   - "token" (string): the config's token, sent in both the
-//     A2A-Notification-Token header (read by a2a-go v2) and the
-//     X-A2A-Notification-Token header (A2A 0.3 §9.5, A2A 1.0 §6.6, read by
-//     v0.3 SDKs). Visible ASCII and inner spaces, at most MaxSecretBytes.
-//   - "auth_scheme" (string) and "credentials" (string), both or neither:
-//     sent as "Authorization: <auth_scheme> <credentials>" (A2A 1.0 §4.3.3,
-//     RFC 9110 §11.6.2). The scheme is an RFC 9110 token such as "Bearer" or
-//     "Basic"; the credentials are visible ASCII and inner spaces, at most
-//     MaxSecretBytes.
-//   - "version" (string): "1.0" (the default) posts the StreamResponse;
-//     "0.3" posts a v0.3 Task (see the package doc).
-//
-// Token and credentials are secrets: Config's String, GoString, Format and
-// LogValue never show them. Unknown keys are an error, so that a misspelt
-// key is not silently ignored.
+// Config is an a2a registration's push notification config (A2A 1.0 §4.3.1
+// PushNotificationConfig, §4.3.2 AuthenticationInfo), the JSON object
+// {"token": "…", "auth_scheme": "Bearer", "credentials": "…", "version": "1.0"}
+// in push.Registration.Config. Every key is optional: token goes in both
+// token headers; auth_scheme (an RFC 9110 token such as Bearer or Basic)
+// and credentials, both or neither, make "Authorization: <auth_scheme>
+// <credentials>"; version is "1.0" (the default) or "0.3" (package doc).
+// Token and credentials are secrets of visible ASCII and inner spaces, at
+// most MaxSecretBytes, which String, Format and LogValue never show.
+// Unknown keys are an error, so that a misspelt key is not ignored.
 type Config struct {
 	Token       string `json:"token,omitempty"`
 	AuthScheme  string `json:"auth_scheme,omitempty"`
@@ -49,22 +37,11 @@ type Config struct {
 	Version     string `json:"version,omitempty"`
 }
 
-// ParseConfig parses and validates a registration's config. Errors wrap
-// journal.ErrInvalid and name the key ("config.token", "config.version", …);
-// they never repeat a secret.
-func ParseConfig(raw push.Config) (Config, error) {
-	var c Config
-	if err := configjson.Decode(raw, &c); err != nil {
-		return Config{}, err
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+// ParseConfig decodes and validates a registration's config. Errors wrap
+// journal.ErrInvalid, name the key ("config.token") and repeat no secret.
+func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
-// Validate checks c. Errors wrap journal.ErrInvalid and name the key; they
-// never repeat the token or the credentials.
+// Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
 	switch c.Version {
 	case "", Version10, Version03:
@@ -84,25 +61,20 @@ func (c Config) Validate() error {
 		return journal.Invalid("config.auth_scheme", "is longer than 64 bytes (%d)", len(c.AuthScheme))
 	}
 	for i := 0; i < len(c.AuthScheme); i++ {
-		if !isTchar(c.AuthScheme[i]) {
+		if strings.IndexByte(tchars, c.AuthScheme[i]) < 0 {
 			return journal.Invalid("config.auth_scheme", "%q has a character at byte %d that an HTTP auth-scheme (RFC 9110 §11.1) may not hold", c.AuthScheme, i)
 		}
 	}
 	return headerSafe("config.credentials", c.Credentials)
 }
 
-// v03 reports whether the registration asked for the v0.3 compatibility mode.
-func (c Config) v03() bool { return c.Version == Version03 }
-
-// headerSafe checks a secret that goes into a header value: visible ASCII
-// and inner spaces, at most MaxSecretBytes. Its errors never quote it.
+// headerSafe checks a secret for a header value; its errors never quote it.
 func headerSafe(field, s string) error {
 	if len(s) > MaxSecretBytes {
 		return journal.Invalid(field, "is longer than %d bytes (%d)", MaxSecretBytes, len(s))
 	}
 	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if b < ' ' || b >= 0x7f {
+		if b := s[i]; b < ' ' || b >= 0x7f {
 			return journal.Invalid(field, "has a character that is not visible ASCII at byte %d", i)
 		}
 	}
@@ -112,36 +84,20 @@ func headerSafe(field, s string) error {
 	return nil
 }
 
-// isTchar reports whether b may appear in an RFC 9110 §5.6.2 token.
-func isTchar(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+// tchars are the characters of an RFC 9110 §5.6.2 token.
+const tchars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // String describes c without its token or credentials.
 func (c Config) String() string {
 	return fmt.Sprintf("a2a.Config{Version:%q, AuthScheme:%q, Credentials:%s, Token:%s}",
-		c.Version, c.AuthScheme, redacted(c.Credentials), redacted(c.Token))
+		c.Version, c.AuthScheme, configjson.Redacted(c.Credentials), configjson.Redacted(c.Token))
 }
 
-// GoString describes c without its token or credentials.
-func (c Config) GoString() string { return c.String() }
-
-// Format writes c without its secrets, for every verb (%v, %+v, %#v, %s, %q).
-func (c Config) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(c.String())) }
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
+func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
 // LogValue keeps the secrets out of structured logs, JSON handlers included.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("version", c.Version), slog.String("auth_scheme", c.AuthScheme),
-		slog.String("credentials", redacted(c.Credentials)), slog.String("token", redacted(c.Token)))
-}
-
-func redacted(secret string) string {
-	if secret == "" {
-		return `""`
-	}
-	return "[redacted]"
+		slog.String("credentials", configjson.Redacted(c.Credentials)), slog.String("token", configjson.Redacted(c.Token)))
 }

@@ -1,11 +1,9 @@
 package a2a_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -22,7 +20,7 @@ const (
 )
 
 func TestParseConfig(t *testing.T) {
-	good := []struct {
+	for _, g := range []struct {
 		raw  string
 		want a2a.Config
 	}{
@@ -31,45 +29,24 @@ func TestParseConfig(t *testing.T) {
 		{`{"token":"` + token + `"}`, a2a.Config{Token: token}},
 		{`{"auth_scheme":"Bearer","credentials":"` + credentials + `","version":"1.0"}`, a2a.Config{AuthScheme: "Bearer", Credentials: credentials, Version: "1.0"}},
 		{`{"auth_scheme":"Basic","credentials":"dXNlcjpwYXNz","token":"a b","version":"0.3"}`, a2a.Config{AuthScheme: "Basic", Credentials: "dXNlcjpwYXNz", Token: "a b", Version: "0.3"}},
-	}
-	for _, g := range good {
-		got, err := a2a.ParseConfig(push.Config(g.raw))
-		if err != nil {
-			t.Errorf("ParseConfig(%s): %v", g.raw, err)
-			continue
-		}
-		if got != g.want {
-			t.Errorf("ParseConfig(%s) = %#v, want %#v", g.raw, got, g.want)
+	} {
+		if got, err := a2a.ParseConfig(push.Config(g.raw)); err != nil || got != g.want {
+			t.Errorf("ParseConfig(%s) = %#v, %v; want %#v", g.raw, got, err, g.want)
 		}
 	}
-
-	bad := []struct{ raw, field, reason string }{
-		{`{"version":"0.2"}`, "config.version", `"0.2" must be "1.0" (the default) or "0.3"`},
-		{`{"version":1.0}`, "config.version", "must be a JSON string, not number"},
-		{`{"credentials":"` + credentials + `"}`, "config.auth_scheme", "is missing"},
-		{`{"auth_scheme":"Bearer"}`, "config.credentials", "is missing"},
-		{`{"auth_scheme":"Bear er","credentials":"` + credentials + `"}`, "config.auth_scheme", "at byte 4"},
-		{`{"auth_scheme":"Bearer","credentials":"` + credentials + `\r\nX-Evil: 1"}`, "config.credentials", "not visible ASCII at byte 15"},
-		{`{"auth_scheme":"Bearer","credentials":" ` + credentials + `"}`, "config.credentials", "starts or ends with a space"},
-		{`{"token":"` + token + `\u00e9"}`, "config.token", "not visible ASCII"},
-		{`{"token":"` + strings.Repeat("t", a2a.MaxSecretBytes+1) + `"}`, "config.token", "is longer than 4096 bytes"},
-		{`{"Token2":"` + token + `"}`, "config", `unknown key "Token2"`},
-		{`"` + token + `"`, "config", "is not a JSON object"},
-	}
-	for _, b := range bad {
-		_, err := a2a.ParseConfig(push.Config(b.raw))
-		var inv *journal.InvalidError
-		if !errors.As(err, &inv) || !errors.Is(err, journal.ErrInvalid) {
-			t.Errorf("ParseConfig(%.60s): error %v, want an *journal.InvalidError", b.raw, err)
-			continue
-		}
-		if inv.Field != b.field || !strings.Contains(inv.Reason, b.reason) {
-			t.Errorf("ParseConfig(%.60s): %v, want field %q and a reason with %q", b.raw, err, b.field, b.reason)
-		}
-		if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), credentials) {
-			t.Errorf("ParseConfig(%.60s): the error repeats a secret: %v", b.raw, err)
-		}
-	}
+	projtest.Refuses(t, a2a.ParseConfig, a2a.New(), []string{token, credentials},
+		projtest.Refusal{Raw: `{"version":"0.2"}`, Field: "config.version", Reason: `"0.2" must be "1.0" (the default) or "0.3"`},
+		projtest.Refusal{Raw: `{"version":1.0}`, Field: "config.version", Reason: "must be a JSON string, not number"},
+		projtest.Refusal{Raw: `{"credentials":"` + credentials + `"}`, Field: "config.auth_scheme", Reason: "is missing"},
+		projtest.Refusal{Raw: `{"auth_scheme":"Bearer"}`, Field: "config.credentials", Reason: "is missing"},
+		projtest.Refusal{Raw: `{"auth_scheme":"Bear er","credentials":"` + credentials + `"}`, Field: "config.auth_scheme", Reason: "at byte 4"},
+		projtest.Refusal{Raw: `{"auth_scheme":"Bearer","credentials":"` + credentials + `\r\nX-Evil: 1"}`, Field: "config.credentials", Reason: "not visible ASCII at byte 15"},
+		projtest.Refusal{Raw: `{"auth_scheme":"Bearer","credentials":" ` + credentials + `"}`, Field: "config.credentials", Reason: "starts or ends with a space"},
+		projtest.Refusal{Raw: `{"token":"` + token + `\u00e9"}`, Field: "config.token", Reason: "not visible ASCII"},
+		projtest.Refusal{Raw: `{"token":"` + strings.Repeat("t", a2a.MaxSecretBytes+1) + `"}`, Field: "config.token", Reason: "is longer than 4096 bytes"},
+		projtest.Refusal{Raw: `{"Token2":"` + token + `"}`, Field: "config", Reason: `unknown key "Token2"`},
+		projtest.Refusal{Raw: `"` + token + `"`, Field: "config", Reason: "is not a JSON object"},
+	)
 }
 
 // TestConfigRedactsSecrets: no formatting verb, container or log handler
@@ -80,21 +57,8 @@ func TestConfigRedactsSecrets(t *testing.T) {
 		Cfg a2a.Config
 		Ptr *a2a.Config
 	}
-	var outs []string
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
-		outs = append(outs, fmt.Sprintf(verb, c), fmt.Sprintf(verb, &c), fmt.Sprintf(verb, wrapper{c, &c}),
-			fmt.Sprintf(verb, map[string]a2a.Config{"k": c}))
-	}
-	outs = append(outs, c.String(), c.GoString(), fmt.Sprint(c))
-	for _, h := range []func(*bytes.Buffer) slog.Handler{
-		func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
-		func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
-	} {
-		var b bytes.Buffer
-		slog.New(h(&b)).Info("registered", "config", c)
-		outs = append(outs, b.String())
-	}
-	for _, out := range outs {
+	outs := append(projtest.Printed(c, &c, wrapper{c, &c}, map[string]a2a.Config{"k": c}), c.String(), fmt.Sprint(c))
+	for _, out := range append(outs, projtest.Logged(c)...) {
 		if strings.Contains(out, token) || strings.Contains(out, credentials) {
 			t.Errorf("output shows a secret: %s", out)
 		}
@@ -107,14 +71,10 @@ func TestConfigRedactsSecrets(t *testing.T) {
 // TestRegisterValidatesConfig: a worker refuses a registration whose config
 // is bad, naming the key, and stores a good one.
 func TestRegisterValidatesConfig(t *testing.T) {
-	store := memory.New()
-	w, err := push.NewWorker(store, store, projtest.Transport(t), a2a.New())
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := projtest.Worker(t, memory.New(), a2a.New())
 	reg := push.Registration{Stream: "task/1", ID: "push-1", URL: "https://client.example/hook",
 		Config: push.Config(`{"auth_scheme":"Bearer","token":"` + token + `"}`)}
-	_, err = w.Register(context.Background(), reg)
+	_, err := w.Register(context.Background(), reg)
 	var inv *journal.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "config.credentials" {
 		t.Fatalf("Register with a scheme and no credentials: %v, want an invalid config.credentials", err)
@@ -123,4 +83,32 @@ func TestRegisterValidatesConfig(t *testing.T) {
 	if _, err := w.Register(context.Background(), reg); err != nil {
 		t.Fatalf("Register with a good config: %v", err)
 	}
+}
+
+// FuzzParseConfig: an A2A push config comes from the client that asked
+// for notifications, a stranger (see projtest.ConfigFuzz). Errors may
+// quote version and auth_scheme, which are not secrets.
+func FuzzParseConfig(f *testing.F) {
+	projtest.ConfigFuzz[a2a.Config]{
+		Parse: a2a.ParseConfig,
+		Secrets: func(raw []byte) (secrets, quoted []string) {
+			return long(projtest.Strings(raw, "token", "credentials")...), long(projtest.Strings(raw, "version", "auth_scheme")...)
+		},
+		Printed: func(c a2a.Config) []string { return long(c.Token, c.Credentials) },
+	}.Fuzz(f,
+		`{"token":"tok-0123456789abcdef"}`, `{"auth_scheme":"Bearer","credentials":"cred-0123456789abcdef"}`,
+		`{"token":"tok-0123456789abcdef","version":"0.3"}`, `{"token":"tok\r\nX-Evil: 1-0123456789"}`,
+		`{"auth_scheme":"Bearer"}`, `{"credentials":"cred-0123456789abcdef"}`, `{"auth_scheme":"Be arer","credentials":"c"}`,
+		`{"version":"2.0"}`, `{"tokn":"x"}`, `{"token":1}`, ``, `null`, `[]`, `{} {}`)
+}
+
+// long keeps the strings of 8 bytes or more: shorter ones may be ordinary
+// words of an error.
+func long(ss ...string) (out []string) {
+	for _, s := range ss {
+		if len(s) >= 8 {
+			out = append(out, s)
+		}
+	}
+	return out
 }

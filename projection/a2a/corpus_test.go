@@ -21,6 +21,7 @@ import (
 	v03 "github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/internal/projtest"
@@ -36,7 +37,7 @@ type lifecycle struct {
 
 func loadLifecycles(t *testing.T) []lifecycle {
 	t.Helper()
-	dir := projtest.Corpus(t, "a2a")
+	dir := corpustest.Dir(t, "a2a")
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,86 +1,60 @@
-// Package a2a is herald's A2A projection: push notifications of the
-// Agent2Agent protocol, version 1.0, with a compatibility mode for 0.3
-// receivers. Registrations of the "a2a" namespace use it; a registration is
-// one push notification config of one task (A2A 1.0 §4.3.1), following the
-// task's stream.
+// Package a2a is herald's A2A projection, for the "a2a" namespace: push
+// notifications of the Agent2Agent protocol 1.0, with a compatibility mode
+// for 0.3 receivers. A registration is one push notification config of one
+// task (A2A 1.0 §4.3.1), following the task's stream.
 //
-// # Records
+// # Records and messages
 //
-// Each record's payload is an A2A 1.0 StreamResponse (A2A 1.0 §3.2.3): a
-// JSON object with exactly one of "task", "message", "statusUpdate" and
-// "artifactUpdate", in the JSON spellings of the 1.0 spec (states such as
-// "TASK_STATE_WORKING", roles "ROLE_AGENT", parts {"text"|"raw"|"data"|"url"}).
-// The record kind is free (e.g. "statusUpdate"). Messages decodes the
-// payload with the a2a-go SDK (github.com/a2aproject/a2a-go/v2, whose JSON
-// encoding uses the spec's spellings) and refuses, with an error naming the
-// field, a payload that is not a StreamResponse: zero or several members, a
-// member of another name, a missing task, context, message or artifact id,
-// a state or role the 1.0 spec does not define (0.3 spellings such as
-// "completed" included).
+// Each record's payload is an A2A 1.0 StreamResponse (§3.2.3): a JSON
+// object with exactly one of "task", "message", "statusUpdate" and
+// "artifactUpdate", in the 1.0 spellings ("TASK_STATE_WORKING",
+// "ROLE_AGENT", parts {"text"|"raw"|"data"|"url"}); the record kind is
+// free. Messages decodes it with the a2a-go SDK
+// (github.com/a2aproject/a2a-go/v2) and refuses, naming the field, a
+// payload with zero or several members or another one, a missing task,
+// context, message or artifact id, or a state or role 1.0 does not define
+// (0.3's "completed" included).
 //
-// # Version 1.0 (the default)
+// Version 1.0 (the default) sends the payload exactly as appended (§4.3.3:
+// "the same StreamResponse format as streaming operations"), unknown fields
+// and large numbers untouched, as application/a2a+json (§14.1.1). The
+// config ([Config]) adds "Authorization: <auth_scheme> <credentials>"
+// (§4.3.3, §4.3.2) and the token in both A2A-Notification-Token (a2a-go v2)
+// and X-A2A-Notification-Token (A2A 0.3 §9.5, 1.0 §6.6, v0.3 SDKs). The
+// message id is the record id: receivers SHOULD process notifications
+// idempotently (§4.3.3). Messages reads no clock and no random source, and
+// the v0.3 encoding writes fields in a fixed order and map keys sorted, so
+// the same record and registration give byte-identical messages.
 //
-// The body is the payload exactly as appended (A2A 1.0 §4.3.3: "the same
-// StreamResponse format as streaming operations"): herald does not
-// re-encode it, so fields the SDK does not know and numbers beyond float64
-// reach the receiver untouched. Content-Type is application/a2a+json (A2A
-// 1.0 §14.1.1).
-//
-// # Headers
-//
-// From the registration's config (see Config): "Authorization:
-// <auth_scheme> <credentials>" (A2A 1.0 §4.3.3, §4.3.2 AuthenticationInfo)
-// and the token in both A2A-Notification-Token (a2a-go v2) and
-// X-A2A-Notification-Token (A2A 0.3 §9.5, A2A 1.0 §6.6, v0.3 SDKs). The
-// message id is the record id, stable across retries (receivers SHOULD
-// process notifications idempotently, §4.3.3).
-//
-// # End of a registration
-//
-// Terminal is true when the record is final or carries a terminal task
-// state: TASK_STATE_COMPLETED, TASK_STATE_FAILED, TASK_STATE_CANCELED,
-// TASK_STATE_REJECTED (A2A 1.0 §4.1.3). Once such a record is acknowledged
-// the worker completes the registration: a finished task leaves nothing
-// behind. TASK_STATE_INPUT_REQUIRED and TASK_STATE_AUTH_REQUIRED interrupt
-// a task and do not end it.
+// Terminal is true for a final record and for a terminal task state
+// (COMPLETED, FAILED, CANCELED, REJECTED, §4.1.3) in a task or a status
+// update; once acknowledged, the registration completes. INPUT_REQUIRED and
+// AUTH_REQUIRED interrupt a task without ending it. A payload that is not a
+// StreamResponse counts by its final flag only.
 //
 // # v0.3 compatibility
 //
-// With config "version": "0.3" the body is a v0.3 Task (A2A 0.3 §9.5, §6.1),
-// encoded by the a2a-go v0.3 SDK types (github.com/a2aproject/a2a-go), with
-// Content-Type application/json. It is built from the one record alone, so
-// that Messages stays a pure function of it:
+// With config "version": "0.3" the body is a v0.3 Task (A2A 0.3 §9.5,
+// §6.1) encoded with the a2a-go v0.3 types (github.com/a2aproject/a2a-go),
+// as application/json, built from the one record alone:
 //
-//   - task: the Task, converted field by field.
+//   - task: the Task, field by field.
 //   - statusUpdate: a Task with the update's taskId as id, its contextId,
-//     status and metadata; no artifacts or history (those are in other
-//     records).
+//     status and metadata (artifacts and history are in other records).
 //   - artifactUpdate: a Task with the update's taskId, contextId and
-//     metadata, the one artifact as the update carries it (with append:
-//     true, only the new chunk's parts), and state "working": the record
-//     carries no state, and an agent emits artifacts while it works (a task
-//     in a terminal state is immutable, A2A 1.0 §4.1.3).
-//   - message: no notification; v0.3 push notifications carry Tasks only,
-//     and the cursor moves past the record.
+//     metadata, its one artifact as carried (with append, only the new
+//     chunk's parts), and state "working": agents emit artifacts while they
+//     work (a terminal task is immutable, §4.1.3).
+//   - message: no notification (v0.3 push notifications carry Tasks); the
+//     cursor moves on.
 //
-// A v0.3 receiver that needs the whole task fetches it with tasks/get, as
-// the 0.3 documentation advises. Spellings change as 0.3 wants them: states
-// "TASK_STATE_COMPLETED" → "completed" and so on (A2A 0.3 §6.3), roles
-// "ROLE_AGENT" → "agent", and every object gets its "kind" ("task",
-// "message", "text", "file", "data"). Parts map as a2a-go's own
-// compatibility layer (a2acompat/a2av0) maps them: text → TextPart; raw →
-// FilePart with base64 "bytes"; url → FilePart with "uri" (filename and
-// mediaType become the file's name and mimeType); data → DataPart, a value
-// that is not an object wrapped as {"value": …} with metadata
-// "data_part_compat": true, which a2a-go reads back. A text part's filename
-// and mediaType have no 0.3 field and are dropped; numbers in metadata and
-// data pass through float64, as the SDK decodes them. herald does not import
-// a2acompat itself: it brings gRPC and the SDK's client and server with it
-// (about 16 MB of binary) for a few field copies.
-//
-// # Determinism
-//
-// Messages reads no clock and no random source; the v0.3 encoding writes
-// struct fields in a fixed order and map keys sorted, so the same record and
-// registration give byte-identical messages.
+// A receiver that needs the whole task fetches it with tasks/get, as 0.3
+// advises. States and roles take 0.3 spellings ("completed", "agent",
+// §6.3) and every object its "kind". Parts map as a2a-go's a2acompat/a2av0
+// maps them (not imported: it brings gRPC and about 16 MB of binary): text
+// → TextPart; raw → FilePart with base64 "bytes"; url → FilePart with
+// "uri" (filename and mediaType become name and mimeType); data → DataPart,
+// a value that is not an object wrapped as {"value": …} with metadata
+// "data_part_compat": true. A text part's filename and mediaType are
+// dropped; numbers in metadata and data pass through float64.
 package a2a

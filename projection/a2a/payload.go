@@ -23,12 +23,10 @@ var knownStates = []v1.TaskState{
 	v1.TaskStateCompleted, v1.TaskStateFailed, v1.TaskStateCanceled, v1.TaskStateRejected,
 }
 
-// parse decodes a record's payload as an A2A 1.0 StreamResponse with the
-// a2a-go SDK and checks what the SDK leaves open: exactly one member and
-// nothing else at the top, the ids the spec requires, known task states and
-// roles. It returns the event (*v1.Task, *v1.Message,
-// *v1.TaskStatusUpdateEvent or *v1.TaskArtifactUpdateEvent). Errors wrap
-// journal.ErrInvalid and name the field, e.g. "payload.statusUpdate.status.state".
+// parse decodes a payload as an A2A 1.0 StreamResponse with the SDK and
+// checks what the SDK leaves open: one member and nothing else, the ids the
+// spec requires, known states and roles. Errors wrap journal.ErrInvalid and
+// name the field ("payload.statusUpdate.status.state").
 func parse(payload []byte) (v1.Event, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &top); err != nil || top == nil {
@@ -58,50 +56,24 @@ func parse(payload []byte) (v1.Event, error) {
 	return sr.Event, nil
 }
 
+// check returns the first problem of ev, the event of the member field.
 func check(field string, ev v1.Event) error {
 	switch e := ev.(type) {
 	case *v1.Task:
-		if e.ID == "" {
-			return journal.Invalid(field+".id", "is empty")
-		}
-		if e.ContextID == "" {
-			return journal.Invalid(field+".contextId", "is empty")
-		}
-		if err := checkStatus(field+".status", e.Status); err != nil {
-			return err
-		}
+		errs := []error{nonEmpty(field+".id", string(e.ID)), nonEmpty(field+".contextId", e.ContextID), checkStatus(field+".status", e.Status)}
 		for i, m := range e.History {
-			if err := checkMessage(fmt.Sprintf("%s.history[%d]", field, i), m); err != nil {
-				return err
-			}
+			errs = append(errs, checkMessage(fmt.Sprintf("%s.history[%d]", field, i), m))
 		}
 		for i, a := range e.Artifacts {
-			if err := checkArtifact(fmt.Sprintf("%s.artifacts[%d]", field, i), a); err != nil {
-				return err
-			}
+			errs = append(errs, checkArtifact(fmt.Sprintf("%s.artifacts[%d]", field, i), a))
 		}
+		return firstError(errs...)
 	case *v1.TaskStatusUpdateEvent:
-		if err := checkTaskRef(field, e.TaskID, e.ContextID); err != nil {
-			return err
-		}
-		return checkStatus(field+".status", e.Status)
+		return firstError(nonEmpty(field+".taskId", string(e.TaskID)), nonEmpty(field+".contextId", e.ContextID), checkStatus(field+".status", e.Status))
 	case *v1.TaskArtifactUpdateEvent:
-		if err := checkTaskRef(field, e.TaskID, e.ContextID); err != nil {
-			return err
-		}
-		return checkArtifact(field+".artifact", e.Artifact)
+		return firstError(nonEmpty(field+".taskId", string(e.TaskID)), nonEmpty(field+".contextId", e.ContextID), checkArtifact(field+".artifact", e.Artifact))
 	case *v1.Message:
 		return checkMessage(field, e)
-	}
-	return nil
-}
-
-func checkTaskRef(field string, task v1.TaskID, contextID string) error {
-	if task == "" {
-		return journal.Invalid(field+".taskId", "is empty")
-	}
-	if contextID == "" {
-		return journal.Invalid(field+".contextId", "is empty")
 	}
 	return nil
 }
@@ -127,23 +99,34 @@ func checkMessage(field string, m *v1.Message) error {
 	if m == nil {
 		return journal.Invalid(field, "is null")
 	}
-	if m.ID == "" {
-		return journal.Invalid(field+".messageId", "is empty")
-	}
+	var role error
 	if m.Role != v1.MessageRoleAgent && m.Role != v1.MessageRoleUser {
-		return journal.Invalid(field+".role", "%q is not ROLE_USER or ROLE_AGENT", string(m.Role))
+		role = journal.Invalid(field+".role", "%q is not ROLE_USER or ROLE_AGENT", string(m.Role))
 	}
-	return checkParts(field+".parts", m.Parts)
+	return firstError(nonEmpty(field+".messageId", m.ID), role, checkParts(field+".parts", m.Parts))
 }
 
 func checkArtifact(field string, a *v1.Artifact) error {
 	if a == nil {
 		return journal.Invalid(field, "is missing")
 	}
-	if a.ID == "" {
-		return journal.Invalid(field+".artifactId", "is empty")
+	return firstError(nonEmpty(field+".artifactId", string(a.ID)), checkParts(field+".parts", a.Parts))
+}
+
+func nonEmpty(field, s string) error {
+	if s == "" {
+		return journal.Invalid(field, "is empty")
 	}
-	return checkParts(field+".parts", a.Parts)
+	return nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkParts(field string, parts v1.ContentParts) error {
@@ -155,8 +138,7 @@ func checkParts(field string, parts v1.ContentParts) error {
 	return nil
 }
 
-// taskState returns the task state an event carries: a Task's or a status
-// update's; none for a message or an artifact update.
+// taskState returns the state a Task or a status update carries.
 func taskState(ev v1.Event) (v1.TaskState, bool) {
 	switch e := ev.(type) {
 	case *v1.Task:

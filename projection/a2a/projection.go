@@ -7,21 +7,25 @@ import (
 	"net/http"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/configcache"
 	"github.com/heraldpush/herald/push"
 )
 
-// Namespace is the namespace the projection serves.
-const Namespace = "a2a"
+const (
+	// Namespace is the namespace the projection serves.
+	Namespace = "a2a"
+	// cacheSize bounds the parsed configs kept, about one a task (tokens
+	// are per task); a config may hold 8 KiB of secrets.
+	cacheSize = 1024
+)
 
-// Content types of the two versions: application/a2a+json (A2A 1.0
-// §14.1.1, as in the §6.6 example) and application/json (A2A 0.3 §9.5).
+// Content types of the two versions (A2A 1.0 §14.1.1, A2A 0.3 §9.5).
 const (
 	ContentType10 = "application/a2a+json"
 	ContentType03 = "application/json"
 )
 
-// Header names of the notification token. a2a-go v2 sends and reads the
-// first, the A2A 0.3 spec and the v0.3 SDKs the second; herald sends both.
+// Header names of the token: a2a-go v2's, and A2A 0.3's (v0.3 SDKs').
 const (
 	TokenHeader       = "A2a-Notification-Token"
 	LegacyTokenHeader = "X-A2a-Notification-Token"
@@ -32,30 +36,18 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection turns each record, an A2A 1.0 StreamResponse, into one push
-// notification. It holds no state; one value serves any number of
-// registrations concurrently.
-type Projection struct{}
+// Projection turns records into A2A push notifications, a push.Projection
+// and push.ConfigValidator safe for concurrent use.
+type Projection struct{ *base }
+
+type base = configcache.Projection[Config]
 
 // New returns the A2A projection.
-func New() *Projection { return &Projection{} }
-
-// Namespace returns "a2a".
-func (*Projection) Namespace() string { return Namespace }
-
-// ValidateConfig parses reg.Config (see Config). Errors wrap
-// journal.ErrInvalid and name the key.
-func (*Projection) ValidateConfig(reg push.Registration) error {
-	_, err := ParseConfig(reg.Config)
-	return err
+func New() *Projection {
+	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
-// Terminal reports whether acknowledging rec ends the registration: rec is
-// final, or its task state (a task's or a status update's) is terminal:
-// TASK_STATE_COMPLETED, TASK_STATE_FAILED, TASK_STATE_CANCELED or
-// TASK_STATE_REJECTED (A2A 1.0 §4.1.3). TASK_STATE_INPUT_REQUIRED and
-// TASK_STATE_AUTH_REQUIRED interrupt a task without ending it. A payload that
-// is not a StreamResponse counts only by its final flag.
+// Terminal reports whether acknowledging rec ends the registration.
 func (*Projection) Terminal(rec journal.Record) bool {
 	if rec.Final {
 		return true
@@ -68,23 +60,11 @@ func (*Projection) Terminal(rec journal.Record) bool {
 	return ok && state.Terminal()
 }
 
-// Messages returns the push notification for rec, with rec.ID as its id:
-//
-//   - version "1.0" (the default): the payload as appended, which parse has
-//     checked to be an A2A 1.0 StreamResponse, with Content-Type
-//     application/a2a+json (A2A 1.0 §4.3.3);
-//   - version "0.3": the v0.3 Task built from the record (see the package
-//     doc) with Content-Type application/json, or no message at all for a
-//     message record.
-//
-// Both carry "Authorization: <auth_scheme> <credentials>" when configured
-// and the token in A2A-Notification-Token and X-A2A-Notification-Token. The
-// same record and registration give byte-identical messages. Errors wrap
-// journal.ErrInvalid: a bad config (naming the key) or a payload that is not
-// a StreamResponse (naming the field: zero or several members, an unknown
-// member, a missing id, an unknown state or role).
-func (*Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := ParseConfig(reg.Config)
+// Messages returns rec's push notification, none for a message in version
+// 0.3. Errors wrap journal.ErrInvalid and name the config key or payload
+// field at fault.
+func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
+	cfg, err := configcache.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +73,7 @@ func (*Projection) Messages(ctx context.Context, rec journal.Record, reg push.Re
 		return nil, err
 	}
 	msg := push.Message{ID: rec.ID, ContentType: ContentType10, Body: rec.Payload, Header: http.Header{}}
-	if cfg.v03() {
+	if cfg.Version == Version03 {
 		task := task03(ev)
 		if task == nil {
 			return nil, nil

@@ -2,15 +2,14 @@ package a2a
 
 import (
 	"encoding/base64"
+	"maps"
 
 	v03 "github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
-// How a v0.3 Task is built from one record: see "v0.3 compatibility" in
-// doc.go.
-
-// states03 maps A2A 1.0 task states to v0.3's.
+// states03 and roles03 map A2A 1.0 spellings to v0.3's (package doc, "v0.3
+// compatibility").
 var states03 = map[v1.TaskState]v03.TaskState{
 	v1.TaskStateSubmitted:     v03.TaskStateSubmitted,
 	v1.TaskStateWorking:       v03.TaskStateWorking,
@@ -22,7 +21,6 @@ var states03 = map[v1.TaskState]v03.TaskState{
 	v1.TaskStateRejected:      v03.TaskStateRejected,
 }
 
-// roles03 maps A2A 1.0 message roles to v0.3's.
 var roles03 = map[v1.MessageRole]v03.MessageRole{
 	v1.MessageRoleAgent: v03.MessageRoleAgent,
 	v1.MessageRoleUser:  v03.MessageRoleUser,
@@ -91,9 +89,7 @@ func part03(p *v1.Part) v03.Part {
 			return v03.DataPart{Data: obj, Metadata: p.Metadata}
 		}
 		meta := make(map[string]any, len(p.Metadata)+1)
-		for k, v := range p.Metadata {
-			meta[k] = v
-		}
+		maps.Copy(meta, p.Metadata)
 		meta["data_part_compat"] = true
 		return v03.DataPart{Data: map[string]any{"value": c.Value}, Metadata: meta}
 	case v1.Text:

@@ -18,13 +18,12 @@ const Public = "https://www.w3.org/ns/activitystreams#Public"
 const asNS = "https://www.w3.org/ns/activitystreams#"
 
 // addressing lists the properties whose values are an activity's audience
-// (Activity Streams 2.0 vocabulary §4; ActivityPub §7.1.1).
-var addressing = []string{"to", "cc", "bto", "bcc", "audience"}
-
-// hidden lists the properties delivery must remove (ActivityPub §6: "The
-// server MUST remove the bto and/or bcc properties, if they exist, from the
-// ActivityStreams object before delivery").
-var hidden = []string{"bto", "bcc"}
+// (Activity Streams 2.0 vocabulary §4; ActivityPub §7.1.1); delivery
+// removes the hidden ones (package doc).
+var (
+	addressing = []string{"to", "cc", "bto", "bcc", "audience"}
+	hidden     = []string{"bto", "bcc"}
+)
 
 // activity is what the projection reads of a payload: its top-level members.
 type activity map[string]json.RawMessage
@@ -68,40 +67,35 @@ func (a activity) is(name string) bool {
 	})
 }
 
-// ids returns the ids a property refers to: a string, an object with a
-// string id, or an array of those. Anything else is ignored.
-func (a activity) ids(property string) []string {
+// values returns the elements of a property that is an array, else its one
+// value (none when absent or null).
+func (a activity) values(property string) []json.RawMessage {
 	raw, ok := a[property]
-	if !ok {
-		return nil
-	}
 	var many []json.RawMessage
-	if json.Unmarshal(raw, &many) != nil {
+	if ok && json.Unmarshal(raw, &many) != nil {
 		many = []json.RawMessage{raw}
 	}
+	return many
+}
+
+// ids returns the ids a property refers to: strings and the string ids of
+// objects. Anything else is ignored.
+func (a activity) ids(property string) []string {
 	var out []string
-	for _, v := range many {
-		if id := refID(v); id != "" {
+	for _, v := range a.values(property) {
+		var id string
+		if json.Unmarshal(v, &id) != nil {
+			var obj struct {
+				ID any `json:"id"`
+			}
+			_ = json.Unmarshal(v, &obj)
+			id, _ = obj.ID.(string)
+		}
+		if id != "" {
 			out = append(out, id)
 		}
 	}
 	return out
-}
-
-func refID(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var obj struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &obj) == nil {
-		if s, ok := obj.ID.(string); ok {
-			return s
-		}
-	}
-	return ""
 }
 
 // audience returns every id the activity is addressed to.
@@ -120,135 +114,94 @@ func isPublic(id string) bool {
 // needsStripping reports whether the activity, or the object it carries,
 // has bto or bcc.
 func (a activity) needsStripping() bool {
-	if hasAny(a, hidden) {
-		return true
-	}
-	raw, ok := a["object"]
-	if !ok {
-		return false
-	}
-	var many []json.RawMessage
-	if json.Unmarshal(raw, &many) != nil {
-		many = []json.RawMessage{raw}
-	}
-	for _, v := range many {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(v, &obj) == nil && hasAny(obj, hidden) {
-			return true
-		}
-	}
-	return false
+	return a.hasHidden() || slices.ContainsFunc(a.values("object"), func(v json.RawMessage) bool {
+		var obj activity
+		return json.Unmarshal(v, &obj) == nil && obj.hasHidden()
+	})
 }
 
-func hasAny(m map[string]json.RawMessage, keys []string) bool {
-	for _, k := range keys {
-		if _, ok := m[k]; ok {
-			return true
-		}
-	}
-	return false
+func (a activity) hasHidden() bool {
+	return slices.ContainsFunc(hidden, func(k string) bool { _, ok := a[k]; return ok })
 }
 
 // stripHidden returns payload without bto and bcc, at the top level and in
 // the embedded object (or each object of an array): a Create copies its
 // Note's addressing, so the Note's bcc would leak what the activity's hides.
 // Members keep their order and their values' bytes; only the whitespace
-// between top-level members is dropped.
+// between the members of a rewritten object is dropped.
 func stripHidden(payload []byte) ([]byte, error) {
-	return rewriteObject(payload, func(key string, value json.RawMessage) (json.RawMessage, bool, error) {
+	return withoutHidden(payload, func(key string, v json.RawMessage) (json.RawMessage, error) {
 		switch {
-		case slices.Contains(hidden, key):
-			return nil, false, nil
-		case key == "object":
-			v, err := stripObjectValue(value)
-			return v, true, err
+		case key != "object":
+			return v, nil
+		case firstByte(v) == '{':
+			return withoutHidden(v, nil)
+		case firstByte(v) != '[':
+			return v, nil // an id
 		}
-		return value, true, nil
-	})
-}
-
-// stripObjectValue strips bto and bcc from an object, or from each object of
-// an array; other values (an id string) are returned as they are.
-func stripObjectValue(value json.RawMessage) (json.RawMessage, error) {
-	drop := func(key string, v json.RawMessage) (json.RawMessage, bool, error) {
-		return v, !slices.Contains(hidden, key), nil
-	}
-	switch firstByte(value) {
-	case '{':
-		return rewriteObject(value, drop)
-	case '[':
 		var items []json.RawMessage
-		if err := json.Unmarshal(value, &items); err != nil {
+		if err := json.Unmarshal(v, &items); err != nil {
 			return nil, err
 		}
-		var b bytes.Buffer
-		b.WriteByte('[')
+		b := []byte{'['}
 		for i, item := range items {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
 			if firstByte(item) == '{' {
 				var err error
-				if item, err = rewriteObject(item, drop); err != nil {
+				if item, err = withoutHidden(item, nil); err != nil {
 					return nil, err
 				}
 			}
-			b.Write(item)
+			b = append(b, item...)
 		}
-		b.WriteByte(']')
-		return b.Bytes(), nil
-	}
-	return value, nil
+		return append(b, ']'), nil
+	})
 }
 
 func firstByte(b []byte) byte {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 {
+	if b = bytes.TrimLeft(b, " \t\r\n"); len(b) == 0 {
 		return 0
 	}
 	return b[0]
 }
 
-// rewriteObject re-encodes a JSON object member by member, in order, passing
-// each through f, which returns the value to keep or keep=false to drop the
-// member. Values are copied byte for byte.
-func rewriteObject(obj []byte, f func(key string, value json.RawMessage) (json.RawMessage, bool, error)) ([]byte, error) {
+// withoutHidden re-encodes a JSON object member by member, in order,
+// without bto and bcc, passing each other value through f (nil: kept as
+// it is). Values keep their bytes.
+func withoutHidden(obj []byte, f func(key string, v json.RawMessage) (json.RawMessage, error)) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errors.New("not a JSON object")
 	}
-	var b bytes.Buffer
-	b.Grow(len(obj))
+	b := bytes.NewBuffer(make([]byte, 0, len(obj)))
 	b.WriteByte('{')
-	n := 0
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, err
 		}
 		key, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
 			return nil, err
 		}
-		value, keep, err := f(key, value)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", key, err)
-		}
-		if !keep {
+		if slices.Contains(hidden, key) {
 			continue
 		}
-		if n > 0 {
+		if f != nil {
+			if v, err = f(key, v); err != nil {
+				return nil, fmt.Errorf("%q: %w", key, err)
+			}
+		}
+		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		n++
-		k, err := json.Marshal(key)
-		if err != nil {
-			return nil, err
-		}
+		k, _ := json.Marshal(key) // a string always encodes
 		b.Write(k)
 		b.WriteByte(':')
-		b.Write(value)
+		b.Write(v)
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return nil, errors.New("unterminated JSON object")

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -17,9 +16,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// MinKeyBits is the smallest RSA key Config accepts. Mastodon and the other
-// large fediverse servers generate 2048-bit actor keys; anything smaller is
-// both weak and a sign of a wrong key file.
+// MinKeyBits is the smallest RSA key Config accepts: fediverse servers
+// generate 2048-bit actor keys, and a smaller one is weak or the wrong file.
 const MinKeyBits = 2048
 
 // Config is the JSON object a registration of the "activitypub" namespace
@@ -32,24 +30,14 @@ const MinKeyBits = 2048
 //	  "followers":   ["https://example.com/users/alice/followers"]
 //	}
 //
-// The keys:
-//
-//   - key_id (required): the URI of the sending actor's public key, as the
-//     receiver will dereference it (the keyId of the HTTP signature). An
-//     absolute http or https URI; the fragment (#main-key) is kept.
-//   - private_key (required): the actor's RSA private key, PEM, either PKCS#1
-//     ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least MinKeyBits
-//     bits, not encrypted.
-//   - actors (optional): the ids of the actors the destination inbox serves.
-//     When set, an activity is delivered only if it is addressed to one of
-//     them, to the Public collection, or to one of followers; and a Block
-//     whose object is one of them is never delivered. When absent, every
-//     activity is delivered (a shared inbox the caller already chose).
-//   - followers (optional, only with actors): followers collections (of the
-//     sending actor) that these actors are members of, so that an activity
-//     addressed to such a collection reaches this inbox.
-//
-// Unknown keys are an error. Config's String, GoString and Format never
+// key_id (required) is the URI of the sending actor's public key as the
+// receiver dereferences it (the signature's keyId): an absolute http or
+// https URI, fragment kept. private_key (required) is the actor's RSA key,
+// PEM, PKCS#1 ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least
+// MinKeyBits bits, not encrypted. actors (optional) are the ids of the
+// actors the inbox serves, and followers (only with actors) the sending
+// actor's followers collections they are members of (package doc, "Which
+// inbox gets what"). Unknown keys are an error. String and Format never
 // print the private key; JSON encoding does (it is the stored form).
 type Config struct {
 	KeyID      string   `json:"key_id"`
@@ -67,9 +55,6 @@ func (c Config) String() string {
 	return fmt.Sprintf("activitypub.Config{KeyID: %q, PrivateKey: %s, Actors: %q, Followers: %q}", c.KeyID, key, c.Actors, c.Followers)
 }
 
-// GoString is String: %#v must not print the key either.
-func (c Config) GoString() string { return c.String() }
-
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
 func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
@@ -77,16 +62,7 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 // journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
 // "config.private_key"; several problems are joined) and never contain the
 // private key.
-func ParseConfig(raw push.Config) (Config, error) {
-	c, err := decodeConfig(raw)
-	if err != nil {
-		return Config{}, err
-	}
-	if _, err := c.settings(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -95,26 +71,10 @@ func (c Config) Validate() error {
 }
 
 // Encode validates c and returns it as a registration config.
-func (c Config) Encode() (push.Config, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("activitypub: encode config: %w", err)
-	}
-	return push.Config(b), nil
-}
+func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
 
-func decodeConfig(raw []byte) (Config, error) {
-	var c Config
-	err := configjson.Decode(raw, &c)
-	return c, err
-}
-
-// settings is a parsed, validated config: what a message's signer and the
-// addressing rules need. It is shared by every message of every
-// registration with the same config, and only read.
+// settings is a parsed config, as the signer and the addressing rules read
+// it (shared, never written).
 type settings struct {
 	keyID     string
 	key       *rsa.PrivateKey
@@ -134,7 +94,6 @@ func (c Config) settings() (*settings, error) {
 	if err != nil {
 		bad("private_key", "%s", err)
 	}
-	s := &settings{keyID: c.KeyID, key: key}
 	set := func(field string, ids []string) map[string]bool {
 		if ids == nil {
 			return nil
@@ -151,8 +110,7 @@ func (c Config) settings() (*settings, error) {
 		}
 		return m
 	}
-	s.actors = set("actors", c.Actors)
-	s.followers = set("followers", c.Followers)
+	s := &settings{keyID: c.KeyID, key: key, actors: set("actors", c.Actors), followers: set("followers", c.Followers)}
 	if c.Followers != nil && c.Actors == nil {
 		bad("followers", "needs actors: without actors every activity is delivered and followers would be ignored")
 	}

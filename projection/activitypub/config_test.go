@@ -1,7 +1,6 @@
 package activitypub
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,25 +10,59 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 )
+
+const (
+	alice          = "https://example.com/users/alice"
+	aliceKeyID     = alice + "#main-key"
+	aliceFollowers = alice + "/followers"
+	bob            = "https://remote.example/users/bob"
+	carol          = "https://other.example/users/carol"
+)
+
+// testKey returns the PEM of the test actor's key and its public half.
+func testKey(t testing.TB) (string, *rsa.PublicKey) {
+	t.Helper()
+	pemText := string(projtest.Testdata(t, "activitypub/alice-test-key.pem"))
+	key, err := parsePrivateKey(pemText)
+	if err != nil {
+		t.Fatalf("test key: %v", err)
+	}
+	return pemText, &key.PublicKey
+}
+
+// config returns a registration config for alice's key serving actors.
+func config(t testing.TB, actors, followers []string) push.Config {
+	t.Helper()
+	pemText, _ := testKey(t)
+	raw, err := Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: actors, Followers: followers}.Encode()
+	if err != nil {
+		t.Fatalf("encode config: %v", err)
+	}
+	return raw
+}
+
+var base64Line = regexp.MustCompile(`^[A-Za-z0-9+/=]{16,}$`)
 
 // keyLines returns the base64 lines of a PEM text: what must never leak.
 func keyLines(pemText string) []string {
 	var out []string
-	for _, l := range strings.Split(pemText, "\n") {
-		if l != "" && !strings.HasPrefix(l, "-----") {
-			out = append(out, l)
+	for _, line := range strings.Split(pemText, "\n") {
+		if base64Line.MatchString(line) {
+			out = append(out, line)
 		}
 	}
 	return out
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -40,7 +73,12 @@ func mustJSON(t *testing.T, v any) string {
 
 func TestConfigAcceptsPKCS8AndPKCS1(t *testing.T) {
 	pkcs8, pub := testKey(t)
-	for name, pemText := range map[string]string{"PKCS#8": pkcs8, "PKCS#1": pkcs1(t, pkcs8)} {
+	key, err := parsePrivateKey(pkcs8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	for name, pemText := range map[string]string{"PKCS#8": pkcs8, "PKCS#1": pkcs1} {
 		raw := mustJSON(t, Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: []string{bob}, Followers: []string{aliceFollowers}})
 		c, err := ParseConfig(push.Config(raw))
 		if err != nil {
@@ -82,50 +120,32 @@ func TestConfigErrorsNameTheFieldAndHideTheKey(t *testing.T) {
 	damaged := "-----BEGIN PRIVATE KEY-----\n" + strings.Join(lines[:len(lines)/2], "\n") + "\n-----END PRIVATE KEY-----\n"
 	encrypted := "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + strings.Join(lines, "\n") + "\n-----END ENCRYPTED PRIVATE KEY-----\n"
 
-	cfg := func(c Config) string { return mustJSON(t, c) }
 	good := Config{KeyID: aliceKeyID, PrivateKey: pkcs8}
-	with := func(f func(*Config)) string { c := good; f(&c); return cfg(c) }
-	cases := []struct{ name, raw, field, reason string }{
-		{"empty", ``, "config.key_id", "is required"},
-		{"not an object", `["` + pkcs8 + `"]`, "config", "is not a JSON object"},
-		{"not JSON", `{"private_key": "` + lines[0], "config", "not a JSON object"},
-		{"trailing data", cfg(good) + `{}`, "config", "after the JSON object"},
-		{"unknown key", `{"privateKey":"x"}`, "config", `unknown key "privateKey"`},
-		{"wrong type", `{"actors":"` + bob + `"}`, "config.actors", "array of strings"},
-		{"no key_id", with(func(c *Config) { c.KeyID = "" }), "config.key_id", "is required"},
-		{"relative key_id", with(func(c *Config) { c.KeyID = "/users/alice#main-key" }), "config.key_id", "absolute"},
-		{"no private_key", with(func(c *Config) { c.PrivateKey = "" }), "config.private_key", "is required"},
-		{"not PEM", with(func(c *Config) { c.PrivateKey = lines[0] + lines[1] }), "config.private_key", "is not PEM"},
-		{"damaged DER", with(func(c *Config) { c.PrivateKey = damaged }), "config.private_key", "does not parse"},
-		{"encrypted", with(func(c *Config) { c.PrivateKey = encrypted }), "config.private_key", "encrypted"},
-		{"public key", with(func(c *Config) { c.PrivateKey = pubPEM }), "config.private_key", "private key is required"},
-		{"ECDSA key", with(func(c *Config) { c.PrivateKey = ecPEM }), "config.private_key", "ECDSA"},
-		{"1024-bit RSA", with(func(c *Config) { c.PrivateKey = smallPEM }), "config.private_key", "1024-bit"},
-		{"empty actors", mustJSON(t, map[string]any{"key_id": aliceKeyID, "private_key": pkcs8, "actors": []string{}}), "config.actors", "empty list"},
-		{"bad actor", with(func(c *Config) { c.Actors = []string{bob, "bob"} }), "config.actors[1]", "absolute"},
-		{"followers without actors", with(func(c *Config) { c.Followers = []string{aliceFollowers} }), "config.followers", "needs actors"},
+	with := func(f func(*Config)) string { c := good; f(&c); return mustJSON(t, c) }
+	var secrets []string
+	for _, l := range append(keyLines(pkcs8), keyLines(smallPEM)...) {
+		secrets = append(secrets, l[:16])
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseConfig(push.Config(c.raw))
-			var ie *journal.InvalidError
-			if !errors.Is(err, journal.ErrInvalid) || !errors.As(err, &ie) {
-				t.Fatalf("error %v, want a *journal.InvalidError", err)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, "invalid "+c.field+":") || !strings.Contains(msg, c.reason) {
-				t.Errorf("error %q, want field %s and %q", msg, c.field, c.reason)
-			}
-			for _, secret := range append(keyLines(pkcs8), keyLines(smallPEM)...) {
-				if strings.Contains(msg, secret[:16]) {
-					t.Fatalf("error %q leaks key material", msg)
-				}
-			}
-			if verr := New().ValidateConfig(push.Registration{Config: push.Config(c.raw)}); verr == nil || verr.Error() != msg {
-				t.Errorf("ValidateConfig = %v, want the same error as ParseConfig", verr)
-			}
-		})
-	}
+	projtest.Refuses(t, ParseConfig, New(), secrets,
+		projtest.Refusal{Name: "empty", Raw: ``, Field: "config.key_id", Reason: "is required"},
+		projtest.Refusal{Name: "not an object", Raw: `["` + pkcs8 + `"]`, Field: "config", Reason: "is not a JSON object"},
+		projtest.Refusal{Name: "not JSON", Raw: `{"private_key": "` + lines[0], Field: "config", Reason: "not a JSON object"},
+		projtest.Refusal{Name: "trailing data", Raw: mustJSON(t, good) + `{}`, Field: "config", Reason: "after the JSON object"},
+		projtest.Refusal{Name: "unknown key", Raw: `{"privateKey":"x"}`, Field: "config", Reason: `unknown key "privateKey"`},
+		projtest.Refusal{Name: "wrong type", Raw: `{"actors":"` + bob + `"}`, Field: "config.actors", Reason: "array of strings"},
+		projtest.Refusal{Name: "no key_id", Raw: with(func(c *Config) { c.KeyID = "" }), Field: "config.key_id", Reason: "is required"},
+		projtest.Refusal{Name: "relative key_id", Raw: with(func(c *Config) { c.KeyID = "/users/alice#main-key" }), Field: "config.key_id", Reason: "absolute"},
+		projtest.Refusal{Name: "no private_key", Raw: with(func(c *Config) { c.PrivateKey = "" }), Field: "config.private_key", Reason: "is required"},
+		projtest.Refusal{Name: "not PEM", Raw: with(func(c *Config) { c.PrivateKey = lines[0] + lines[1] }), Field: "config.private_key", Reason: "is not PEM"},
+		projtest.Refusal{Name: "damaged DER", Raw: with(func(c *Config) { c.PrivateKey = damaged }), Field: "config.private_key", Reason: "does not parse"},
+		projtest.Refusal{Name: "encrypted", Raw: with(func(c *Config) { c.PrivateKey = encrypted }), Field: "config.private_key", Reason: "encrypted"},
+		projtest.Refusal{Name: "public key", Raw: with(func(c *Config) { c.PrivateKey = pubPEM }), Field: "config.private_key", Reason: "private key is required"},
+		projtest.Refusal{Name: "ECDSA key", Raw: with(func(c *Config) { c.PrivateKey = ecPEM }), Field: "config.private_key", Reason: "ECDSA"},
+		projtest.Refusal{Name: "1024-bit RSA", Raw: with(func(c *Config) { c.PrivateKey = smallPEM }), Field: "config.private_key", Reason: "1024-bit"},
+		projtest.Refusal{Name: "empty actors", Raw: mustJSON(t, map[string]any{"key_id": aliceKeyID, "private_key": pkcs8, "actors": []string{}}), Field: "config.actors", Reason: "empty list"},
+		projtest.Refusal{Name: "bad actor", Raw: with(func(c *Config) { c.Actors = []string{bob, "bob"} }), Field: "config.actors[1]", Reason: "absolute"},
+		projtest.Refusal{Name: "followers without actors", Raw: with(func(c *Config) { c.Followers = []string{aliceFollowers} }), Field: "config.followers", Reason: "needs actors"},
+	)
 }
 
 // TestSecretsRedacted: no verb of fmt prints the private key of a Config,
@@ -134,19 +154,12 @@ func TestSecretsRedacted(t *testing.T) {
 	pkcs8, _ := testKey(t)
 	c := Config{KeyID: aliceKeyID, PrivateKey: pkcs8, Actors: []string{bob}}
 	reg := registration("https://remote.example/users/bob/inbox", config(t, []string{bob}, nil))
-	msgs, err := New().Messages(context.Background(), record(t, "r", map[string]any{"type": "Like", "to": bob}), reg)
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("Messages: %v %d", err, len(msgs))
-	}
-	msg := msgs[0]
+	msg := projtest.One(t, New(), record(t, "r", map[string]any{"type": "Like", "to": bob}), reg)
 	s := msg.Signer.(*signer)
 	type holder struct{ C Config }
-	for _, v := range []any{c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
-			out := fmt.Sprintf(verb, v)
-			if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, keyLines(pkcs8)[1]) {
-				t.Fatalf("%s of %T leaks the key: %s", verb, v, out)
-			}
+	for _, out := range projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg) {
+		if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, keyLines(pkcs8)[1]) {
+			t.Fatalf("%s leaks the key", out)
 		}
 	}
 	if out := fmt.Sprintf("%+v", c); !strings.Contains(out, "redacted") || !strings.Contains(out, aliceKeyID) {
@@ -168,4 +181,25 @@ func TestConfigEncodeRoundTrips(t *testing.T) {
 	if _, err := (Config{KeyID: aliceKeyID}).Encode(); !errors.Is(err, journal.ErrInvalid) {
 		t.Fatalf("Encode of an invalid config: %v, want ErrInvalid", err)
 	}
+}
+
+// FuzzParseConfig: a registration's config is outside input (see
+// projtest.ConfigFuzz); a secret is a line of the private key.
+func FuzzParseConfig(f *testing.F) {
+	pemText, _ := testKey(f)
+	good := mustJSON(f, Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: []string{bob}, Followers: []string{aliceFollowers}})
+	broken := strings.Replace(pemText, "A", "*", 3)
+	projtest.ConfigFuzz[Config]{
+		Parse: ParseConfig,
+		Secrets: func(raw []byte) (secrets, _ []string) {
+			for _, k := range projtest.Strings(raw, "private_key") {
+				secrets = append(secrets, keyLines(k)...)
+			}
+			return secrets, nil
+		},
+		Printed: func(c Config) []string { return keyLines(c.PrivateKey) },
+	}.Fuzz(f,
+		good, fmt.Sprintf(`{"key_id":%q,"private_key":%q}`, aliceKeyID, broken),
+		fmt.Sprintf(`{"key_id":"not a uri","private_key":%q}`, pemText), fmt.Sprintf(`{"key_id":%q,"private_key":"hello"}`, aliceKeyID),
+		fmt.Sprintf(`{"key_id":%q,"private_key":%q,"followers":["x"]}`, aliceKeyID, pemText), `{"key_id":1}`, `{"kid":"x"}`, ``, `null`)
 }

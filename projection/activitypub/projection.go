@@ -13,13 +13,13 @@ import (
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "activitypub"
-	// ContentType is the media type of every message. ActivityPub §7 names
-	// application/ld+json with the activitystreams profile and has servers
-	// treat application/activity+json as its equivalent (§3.2); Mastodon and
-	// most servers send the latter, which is what they all accept.
+	// ContentType is the media type of every message: ActivityPub §3.2 makes
+	// it equivalent to application/ld+json with the activitystreams
+	// profile, and it is what Mastodon and most servers send and accept.
 	ContentType = "application/activity+json"
-	// cacheSize bounds the parsed configs kept (one per distinct config:
-	// usually one per sending actor). A parsed 2048-bit key is a few KiB.
+	// cacheSize bounds the parsed configs kept, usually one per sending
+	// actor: a parsed key is a few KiB, and parsing it costs far more than
+	// projecting an activity (BenchmarkMessages).
 	cacheSize = 512
 )
 
@@ -28,56 +28,20 @@ var (
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection delivers ActivityPub activities to inboxes. It is safe for
-// concurrent use.
-type Projection struct {
-	configs *configcache.Cache[*settings]
-}
+// Projection delivers activities to inboxes, a push.Projection (Terminal is
+// rec.Final) and push.ConfigValidator safe for concurrent use.
+type Projection struct{ *base }
+
+type base = configcache.Projection[*settings]
 
 // New returns an ActivityPub projection.
-func New() *Projection {
-	return &Projection{configs: configcache.New(cacheSize, parseSettings)}
-}
+func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.settings)} }
 
-func parseSettings(raw []byte) (*settings, error) {
-	c, err := decodeConfig(raw)
-	if err != nil {
-		return nil, err
-	}
-	return c.settings()
-}
-
-// Namespace returns "activitypub".
-func (p *Projection) Namespace() string { return Namespace }
-
-// Terminal reports rec.Final: an activity never ends a registration by its
-// content.
-func (p *Projection) Terminal(rec journal.Record) bool { return rec.Final }
-
-// ValidateConfig checks reg.Config as ParseConfig does. Errors wrap
-// journal.ErrInvalid, name the field, and never contain the private key.
-func (p *Projection) ValidateConfig(reg push.Registration) error {
-	_, err := p.configs.Get(reg.Config)
-	return err
-}
-
-// Messages returns the one message that delivers rec, an activity, to reg's
-// inbox, or none when the inbox must not receive it:
-//
-//   - a Block whose object is one of the config's actors (ActivityPub §6.9:
-//     servers SHOULD NOT deliver a Block to its object);
-//   - with actors configured, an activity addressed (to, cc, bto, bcc,
-//     audience) to none of them, nor to Public, nor to a configured
-//     followers collection.
-//
-// The message's id is rec.ID; its body is the payload without bto and bcc
-// (ActivityPub §6), otherwise byte for byte when there were none; its
-// signer adds Date, Digest and an rsa-sha256 Signature at send time.
-//
-// Errors wrap journal.ErrInvalid: a bad config, or a payload that is not a
-// JSON object with a type.
+// Messages returns the message that delivers rec to reg's inbox, or none
+// (package doc). Errors wrap journal.ErrInvalid: a bad config, or a
+// payload that is not a JSON object with a type.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	s, err := p.configs.Get(reg.Config)
+	s, err := configcache.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("activitypub: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
@@ -94,12 +58,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 			return nil, fmt.Errorf("activitypub: record %s (#%d): remove bto/bcc: %w", rec.ID, rec.Seq, journal.Invalid("payload", "%v", err))
 		}
 	}
-	return []push.Message{{
-		ID:          rec.ID,
-		ContentType: ContentType,
-		Body:        body,
-		Signer:      &signer{s: s},
-	}}, nil
+	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &signer{s: s}}}, nil
 }
 
 // wants applies the Block and addressing rules of the inbox's actors.

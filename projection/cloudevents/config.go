@@ -10,53 +10,35 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Config is what a cloudevents registration says about its events, parsed
-// from push.Registration.Config, a JSON object such as
-// {"source": "https://shop.example/orders", "structured": true, "token": "…"}.
-// Its keys:
-//
-//   - "source" (string, required): the CloudEvents source attribute
-//     (CloudEvents v1.0.2, "source"): a URI-reference (RFC 3986 §4.1), an
-//     absolute URI recommended, at most MaxSourceBytes bytes, no whitespace.
-//   - "structured" (bool, default false): send in structured content mode
-//     (HTTP binding §3.2, Content-Type application/cloudevents+json) instead
-//     of binary content mode (§3.1).
-//   - "token" (string, optional): a bearer token sent as
-//     "Authorization: Bearer <token>" (RFC 6750 §2.1): visible ASCII, no
-//     spaces, at most MaxTokenBytes bytes. A secret: Config's String,
-//     GoString, Format and LogValue never show it.
-//
-// Unknown keys are an error, so that a misspelt key is not silently ignored.
+// Config is a cloudevents registration's JSON object in
+// push.Registration.Config, such as
+// {"source": "https://shop.example/orders", "structured": true, "token": "…"}:
+// source (required) is the CloudEvents source attribute, a URI-reference
+// (RFC 3986 §4.1; an absolute URI is recommended) of at most MaxSourceBytes
+// without whitespace; structured (default false) chooses structured content
+// mode (package doc); token (optional) is a bearer token, visible ASCII
+// without spaces, at most MaxTokenBytes, a secret that String, Format and
+// LogValue never show. Unknown keys are an error, so that a misspelt key is
+// not ignored.
 type Config struct {
 	Source     string `json:"source"`
 	Structured bool   `json:"structured,omitempty"`
 	Token      string `json:"token,omitempty"`
 }
 
-// Limits on config values, in bytes.
+// Limits on config values, in bytes; the token goes in a header line, which
+// receivers commonly refuse above 8 KiB.
 const (
 	MaxSourceBytes = 2048
-	// MaxTokenBytes bounds the bearer token: receivers commonly refuse
-	// header lines above 8 KiB.
-	MaxTokenBytes = 4096
+	MaxTokenBytes  = 4096
 )
 
 // ParseConfig parses and validates a registration's config. Errors wrap
 // journal.ErrInvalid and name the key ("config.source", "config.token", …);
 // they never repeat the token.
-func ParseConfig(raw push.Config) (Config, error) {
-	var c Config
-	if err := configjson.Decode(raw, &c); err != nil {
-		return Config{}, err
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
-// Validate checks c. Errors wrap journal.ErrInvalid and name the key; they
-// never repeat the token.
+// Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
 	if c.Source == "" {
 		return journal.Invalid("config.source", "is missing: the CloudEvents source (a URI-reference) is required")
@@ -72,14 +54,12 @@ func (c Config) Validate() error {
 	if _, err := url.Parse(c.Source); err != nil {
 		return journal.Invalid("config.source", "%q is not a URI-reference (RFC 3986)", c.Source)
 	}
-	if c.Token != "" {
-		if len(c.Token) > MaxTokenBytes {
-			return journal.Invalid("config.token", "is longer than %d bytes (%d)", MaxTokenBytes, len(c.Token))
-		}
-		for i := 0; i < len(c.Token); i++ {
-			if b := c.Token[i]; b <= ' ' || b >= 0x7f {
-				return journal.Invalid("config.token", "has a character that is not visible ASCII at byte %d: a bearer token is one word of visible ASCII", i)
-			}
+	if len(c.Token) > MaxTokenBytes {
+		return journal.Invalid("config.token", "is longer than %d bytes (%d)", MaxTokenBytes, len(c.Token))
+	}
+	for i := 0; i < len(c.Token); i++ {
+		if b := c.Token[i]; b <= ' ' || b >= 0x7f {
+			return journal.Invalid("config.token", "has a character that is not visible ASCII at byte %d: a bearer token is one word of visible ASCII", i)
 		}
 	}
 	return nil
@@ -87,24 +67,14 @@ func (c Config) Validate() error {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, redacted(c.Token))
+	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, configjson.Redacted(c.Token))
 }
 
-// GoString describes c without its token.
-func (c Config) GoString() string { return c.String() }
-
-// Format writes c without its token, for every verb (%v, %+v, %#v, %s, %q).
-func (c Config) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(c.String())) }
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
+func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
 // LogValue keeps the token out of structured logs, JSON handlers included.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("source", c.Source), slog.Bool("structured", c.Structured),
-		slog.String("token", redacted(c.Token)))
-}
-
-func redacted(secret string) string {
-	if secret == "" {
-		return `""`
-	}
-	return "[redacted]"
+		slog.String("token", configjson.Redacted(c.Token)))
 }

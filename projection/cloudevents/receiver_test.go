@@ -95,7 +95,7 @@ func deliverTo(t *testing.T, url string, ch <-chan received, msg push.Message) r
 // subject, time, datacontenttype and data are the record's, with the bearer
 // token.
 func TestGitHubCorpusReceivedBySDK(t *testing.T) {
-	dir := projtest.Corpus(t, "github")
+	dir := corpustest.Dir(t, "github")
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
 	if err != nil {
 		t.Fatal(err)

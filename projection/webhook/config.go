@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,17 +12,14 @@ import (
 )
 
 // Secret format and bounds (Standard Webhooks 1.0.0, "Signature scheme": a
-// symmetric signing secret is random, at least 24 bytes and at most 512
-// bits, serialized as base64 with the whsec_ prefix).
+// random secret of 24 bytes to 512 bits, base64 after whsec_). Rotation
+// needs two secrets; MaxSecrets allows a rotation during a rotation, while
+// each one costs a signature an attempt and lengthens the header.
 const (
 	SecretPrefix   = "whsec_"
 	MinSecretBytes = 24
 	MaxSecretBytes = 64
-	// MaxSecrets bounds the secrets of one registration. Rotation needs two
-	// (the new one and the old one for a while); a few more cover a
-	// rotation during a rotation, while every attempt signs once per secret
-	// and every signature lengthens the header.
-	MaxSecrets = 8
+	MaxSecrets     = 8
 )
 
 // Config is the JSON object a registration of the "webhook" namespace
@@ -31,15 +27,13 @@ const (
 //
 //	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"], "envelope": true}
 //
-// secrets (required) holds 1 to MaxSecrets signing secrets, each "whsec_"
-// followed by the standard base64 (RFC 4648 §4, padded) of 24 to 64 random
-// bytes. Every message is signed with each of them, in order, so that a
-// receiver rotating its secret accepts messages during the change.
-// envelope (optional, default false) sends each record in the payload
-// structure the specification recommends, {"type", "timestamp", "data"},
-// instead of the payload alone (package doc, "Envelope"). Unknown keys are
-// an error. Config's String, GoString and Format never print a secret; JSON
-// encoding does (it is the stored form).
+// secrets (required) holds 1 to MaxSecrets secrets, each "whsec_" and the
+// standard, padded base64 (RFC 4648 §4) of 24 to 64 random bytes; every
+// message is signed with each, in order, so that a receiver rotates its
+// secret without downtime (it accepts any one valid signature). envelope (optional, default false)
+// sends the envelope instead of the payload (package doc). Unknown keys are
+// an error. String and Format never print a secret; JSON encoding does (it
+// is the stored form).
 type Config struct {
 	Secrets  []string `json:"secrets"`
 	Envelope bool     `json:"envelope,omitempty"`
@@ -50,9 +44,6 @@ func (c Config) String() string {
 	return fmt.Sprintf("webhook.Config{Secrets: [%d redacted], Envelope: %t}", len(c.Secrets), c.Envelope)
 }
 
-// GoString is String: %#v must not print secrets either.
-func (c Config) GoString() string { return c.String() }
-
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
 func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
@@ -60,91 +51,48 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 // journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
 // "config.secrets[1]"; several problems are joined) and never contain a
 // secret.
-func ParseConfig(raw push.Config) (Config, error) {
-	c, err := decodeConfig(raw)
-	if err != nil {
-		return Config{}, err
-	}
-	if _, err := c.keys(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
-	_, err := c.keys()
+	_, err := c.parsed()
 	return err
 }
 
 // Encode validates c and returns it as a registration config.
-func (c Config) Encode() (push.Config, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("webhook: encode config: %w", err)
-	}
-	return push.Config(b), nil
-}
+func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
 
-func decodeConfig(raw []byte) (Config, error) {
-	var c Config
-	err := configjson.Decode(raw, &c)
-	return c, err
-}
-
-// parsed is a config as Messages uses it, shared by every message of the
-// registrations with this config.
+// parsed is a config as Messages uses it: one keyed HMAC a secret.
 type parsed struct {
-	keys     signers
+	keys     []*key
 	envelope bool
 }
 
-func parse(raw []byte) (parsed, error) {
-	c, err := decodeConfig(raw)
-	if err != nil {
-		return parsed{}, err
-	}
-	keys, err := c.keys()
-	if err != nil {
-		return parsed{}, err
-	}
-	return parsed{keys: keys, envelope: c.Envelope}, nil
-}
-
-// signers holds one keyed HMAC-SHA256 per secret, in config order.
-type signers []*key
-
-func (c Config) keys() (signers, error) {
+func (c Config) parsed() (parsed, error) {
 	if len(c.Secrets) == 0 {
-		return nil, journal.Invalid("config.secrets", "is empty: at least one whsec_ secret is required")
+		return parsed{}, journal.Invalid("config.secrets", "is empty: at least one whsec_ secret is required")
 	}
 	if len(c.Secrets) > MaxSecrets {
-		return nil, journal.Invalid("config.secrets", "has %d secrets, more than %d", len(c.Secrets), MaxSecrets)
+		return parsed{}, journal.Invalid("config.secrets", "has %d secrets, more than %d", len(c.Secrets), MaxSecrets)
 	}
 	var errs []error
-	out := make(signers, 0, len(c.Secrets))
+	out := parsed{keys: make([]*key, 0, len(c.Secrets)), envelope: c.Envelope}
 	seen := make(map[string]int, len(c.Secrets))
 	for i, s := range c.Secrets {
 		field := fmt.Sprintf("config.secrets[%d]", i)
-		key, err := decodeSecret(s)
+		secret, err := decodeSecret(s)
 		if err != nil {
 			errs = append(errs, journal.Invalid(field, "%s", err))
 			continue
 		}
-		if j, dup := seen[string(key)]; dup {
+		if j, dup := seen[string(secret)]; dup {
 			errs = append(errs, journal.Invalid(field, "repeats config.secrets[%d]", j))
 			continue
 		}
-		seen[string(key)] = i
-		out = append(out, newKey(key))
+		seen[string(secret)] = i
+		out.keys = append(out.keys, newKey(secret))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // decodeSecret returns the key of a whsec_ secret. Its errors describe the

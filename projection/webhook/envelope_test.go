@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,15 +15,6 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
-
-func envelopeConfig(t testing.TB, secrets ...string) push.Config {
-	t.Helper()
-	raw, err := Config{Secrets: secrets, Envelope: true}.Encode()
-	if err != nil {
-		t.Fatalf("encode config: %v", err)
-	}
-	return raw
-}
 
 // A real worker delivers the same records to two loopback receivers, one
 // registered without the envelope and one with it. Each receiver verifies
@@ -38,18 +31,9 @@ func TestEnvelopeOffAndOnVerifyWithTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, env := newReceiver(t, secretA), newReceiver(t, secretA)
-	w, err := push.NewWorker(store, store, projtest.Transport(t), New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []push.Registration{
-		{Stream: "order/1001", ID: "raw", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, secretA)},
-		{Stream: "order/1001", ID: "envelope", Namespace: Namespace, URL: env.srv.URL, Config: envelopeConfig(t, secretA)},
-	} {
-		if _, err := w.Register(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := projtest.Worker(t, store, New(),
+		push.Registration{Stream: "order/1001", ID: "raw", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
+		push.Registration{Stream: "order/1001", ID: "envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
 	rep, err := w.RunOnce(ctx, time.Now(), 10) // the library checks webhook-timestamp against its clock
 	if err != nil || rep.Deliveries != 4 || rep.Retries+rep.Parked != 0 {
 		t.Fatalf("sweep: %+v, %v; want 4 verified deliveries", rep, err)
@@ -97,22 +81,17 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add("blob", "application/octet-stream", []byte{0, 0xff, '"', '\\'}, int64(1))
 	f.Add("empty", "text/plain", []byte{}, int64(2))
 	p := New()
-	cfg := envelopeConfig(f, secretA)
+	reg := registration("https://hooks.example/x", config(f, true, secretA))
 	f.Fuzz(func(t *testing.T, kind, ct string, payload []byte, nanos int64) {
-		entries, err := journal.ValidateEntries("s", []journal.Entry{{ID: "e", Kind: kind, ContentType: ct, Payload: payload}}, 0)
-		if err != nil {
-			return // not a record
+		rec, ok := projtest.Record("s", journal.Entry{ID: "e", Kind: kind, ContentType: ct, Payload: payload})
+		if !ok {
+			return
 		}
-		e := entries[0]
 		at := time.Unix(0, nanos)
-		rec := journal.Record{Stream: "s", Seq: 1, ID: e.ID, Kind: e.Kind, ContentType: e.ContentType, Payload: e.Payload, AppendedAt: at}
-		msgs, err := p.Messages(context.Background(), rec, registration("https://hooks.example/x", cfg))
-		if err != nil || len(msgs) != 1 {
-			t.Fatalf("Messages: %v, %d messages", err, len(msgs))
-		}
-		body := msgs[0].Body
-		if !json.Valid(body) || msgs[0].ContentType != "application/json" {
-			t.Fatalf("envelope %q (%s) is not JSON", body, msgs[0].ContentType)
+		rec.AppendedAt = at
+		msg := projtest.One(t, p, rec, reg)
+		if !json.Valid(msg.Body) || msg.ContentType != "application/json" {
+			t.Fatalf("envelope %q (%s) is not JSON", msg.Body, msg.ContentType)
 		}
 		var got struct {
 			Type        string          `json:"type"`
@@ -121,13 +100,13 @@ func FuzzEnvelope(f *testing.F) {
 			ContentType string          `json:"content_type"`
 			DataBase64  []byte          `json:"data_base64"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(body))
+		dec := json.NewDecoder(bytes.NewReader(msg.Body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&got); err != nil {
-			t.Fatalf("envelope %s: %v", body, err)
+			t.Fatalf("envelope %s: %v", msg.Body, err)
 		}
-		if got.Type != e.Kind {
-			t.Fatalf("type %q, want %q", got.Type, e.Kind)
+		if got.Type != rec.Kind {
+			t.Fatalf("type %q, want %q", got.Type, rec.Kind)
 		}
 		ts, err := time.Parse(time.RFC3339Nano, got.Timestamp)
 		if err != nil || !ts.Equal(at.Truncate(time.Microsecond)) || len(got.Timestamp) != len(TimestampFormat) {
@@ -135,13 +114,13 @@ func FuzzEnvelope(f *testing.F) {
 		}
 		if got.Data != nil {
 			var want, have bytes.Buffer
-			if json.Compact(&want, e.Payload) != nil || json.Compact(&have, got.Data) != nil || want.String() != have.String() {
-				t.Fatalf("data %s, want the payload %q", got.Data, e.Payload)
+			if json.Compact(&want, rec.Payload) != nil || json.Compact(&have, got.Data) != nil || want.String() != have.String() {
+				t.Fatalf("data %s, want the payload %q", got.Data, rec.Payload)
 			}
 			return
 		}
-		if got.ContentType != e.ContentType || !bytes.Equal(got.DataBase64, e.Payload) {
-			t.Fatalf("content_type %q, data_base64 %q; want %q, %q", got.ContentType, got.DataBase64, e.ContentType, e.Payload)
+		if got.ContentType != rec.ContentType || !bytes.Equal(got.DataBase64, rec.Payload) {
+			t.Fatalf("content_type %q, data_base64 %q; want %q, %q", got.ContentType, got.DataBase64, rec.ContentType, rec.Payload)
 		}
 	})
 }
@@ -152,15 +131,12 @@ func TestEnvelopeIsWhatIsSigned(t *testing.T) {
 	at := time.Unix(1767323045, 0)
 	rec := journal.Record{Stream: "tenant/42", Seq: 7, ID: "evt_1", Kind: "order.paid", ContentType: "application/json",
 		Payload: []byte(`{"n":1}`), AppendedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	msgs, err := New().Messages(context.Background(), rec, registration("https://hooks.example/x", envelopeConfig(t, secretA)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := projtest.One(t, New(), rec, registration("https://hooks.example/x", config(t, true, secretA)))
 	body := `{"type":"order.paid","timestamp":"2026-01-02T03:04:05.000000Z","data":{"n":1}}`
-	if string(msgs[0].Body) != body {
-		t.Fatalf("body %s\nwant %s", msgs[0].Body, body)
+	if string(msg.Body) != body {
+		t.Fatalf("body %s\nwant %s", msg.Body, body)
 	}
-	req, err := projtest.NewRequest(t, "https://hooks.example/x", msgs[0], at)
+	req, err := projtest.NewRequest(t, "https://hooks.example/x", msg, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +145,62 @@ func TestEnvelopeIsWhatIsSigned(t *testing.T) {
 	}
 	if req.Header.Get("Content-Type") != "application/json" || req.Header.Get(HeaderSeq) != "7" {
 		t.Fatalf("headers %v", req.Header)
+	}
+}
+
+// An operator subscribes to herald/events on the webhook namespace, once
+// without the envelope and once with it. A receiver answers 410 and is
+// parked; the next sweep delivers the parked event to both subscribers,
+// verified by the Standard Webhooks library, and each can tell what it got
+// from the Herald-Kind header and from the body alone.
+func TestParkedEventReachesAWebhookReceiverWithItsKind(t *testing.T) {
+	ctx := context.Background()
+	goneSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "this endpoint was deleted", http.StatusGone)
+	}))
+	defer goneSrv.Close()
+	raw, env := newReceiver(t, secretA), newReceiver(t, secretA)
+
+	store := memory.New()
+	if _, err := store.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "order.created", Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	w := projtest.Worker(t, store, New(),
+		push.Registration{Stream: "orders", ID: "gone", Namespace: Namespace, URL: goneSrv.URL, Config: config(t, false, secretA)},
+		push.Registration{Stream: push.EventsStream, ID: "ops", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
+		push.Registration{Stream: push.EventsStream, ID: "ops-envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
+	now := time.Now() // the library checks webhook-timestamp against its clock
+	if rep, err := w.RunOnce(ctx, now, 10); err != nil || rep.Parked != 1 {
+		t.Fatalf("first sweep: %+v, %v; want the 410 parked", rep, err)
+	}
+	if rep, err := w.RunOnce(ctx, now.Add(time.Second), 10); err != nil || rep.Deliveries != 2 {
+		t.Fatalf("second sweep: %+v, %v; want the event delivered to both subscribers", rep, err)
+	}
+
+	for name, rc := range map[string]*receiver{"without the envelope": raw, "with the envelope": env} {
+		got := rc.received()
+		if len(got) != 1 {
+			t.Fatalf("%s: %d deliveries, want 1", name, len(got))
+		}
+		h := got[0].header
+		if h.Get(HeaderKind) != push.KindParked || h.Get(HeaderStream) != push.EventsStream || h.Get(HeaderSeq) != "1" {
+			t.Errorf("%s: headers kind %q, stream %q, seq %q", name, h.Get(HeaderKind), h.Get(HeaderStream), h.Get(HeaderSeq))
+		}
+		ev := got[0].body
+		if rc == env {
+			var e struct {
+				Type      string          `json:"type"`
+				Timestamp string          `json:"timestamp"`
+				Data      json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal(got[0].body, &e); err != nil || e.Type != push.KindParked || e.Timestamp == "" {
+				t.Fatalf("%s: body %s (%v), want the envelope of a parked event", name, got[0].body, err)
+			}
+			ev = e.Data
+		}
+		var op push.OperationalEvent
+		if err := json.Unmarshal(ev, &op); err != nil || op.Kind != push.KindParked || op.Stream != "orders" || op.Registration != "gone" {
+			t.Errorf("%s: event %s (%v), want kind %s for orders/gone", name, ev, err, push.KindParked)
+		}
 	}
 }

@@ -1,28 +1,19 @@
-package webhook_test
+package webhook
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projtest"
-	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
-
-const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 func TestHeaderValueEncodesWhatIsNotPrintableASCII(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -39,7 +30,7 @@ func TestHeaderValueEncodesWhatIsNotPrintableASCII(t *testing.T) {
 		{"\xff", "%FF"}, // not UTF-8: encoded byte by byte
 		{"", ""},
 	} {
-		if got := webhook.HeaderValue(c.in); got != c.want {
+		if got := HeaderValue(c.in); got != c.want {
 			t.Errorf("HeaderValue(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
@@ -54,11 +45,9 @@ func FuzzHeaderValue(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v := webhook.HeaderValue(s)
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; c < 0x21 || c > 0x7e || c == '"' {
-				t.Fatalf("HeaderValue(%q) = %q has byte %#x at %d", s, v, c, i)
-			}
+		v := HeaderValue(s)
+		if !isPrintableASCII(v) || strings.Contains(v, `"`) {
+			t.Fatalf("HeaderValue(%q) = %q is not printable ASCII without '\"'", s, v)
 		}
 		if len(v) > 3*len(s) {
 			t.Fatalf("HeaderValue(%q) is %d bytes, more than 3×%d", s, len(v), len(s))
@@ -89,44 +78,16 @@ func isPrintableASCII(s string) bool {
 // kind, stream and seq back.
 func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
 	ctx := context.Background()
-	type got struct{ kind, stream, seq string }
-	var (
-		mu       sync.Mutex
-		received []got
-	)
-	wh, err := standardwebhooks.NewWebhook(testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := readAll(t, r)
-		if err := wh.Verify(body, r.Header); err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		mu.Lock()
-		received = append(received, got{r.Header.Get(webhook.HeaderKind), r.Header.Get(webhook.HeaderStream), r.Header.Get(webhook.HeaderSeq)})
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
-
+	rc := newReceiver(t, secretA)
 	store := memory.New()
-	w, err := push.NewWorker(store, store, projtest.Transport(t), webhook.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := webhook.Config{Secrets: []string{testSecret}}.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := projtest.Worker(t, store, New())
 	streams := []string{`orders/"42"`, "100%/done", "a+b", "Zoë/Ångström", "\u202Egnp.exe", strings.Repeat("é", journal.MaxStreamBytes/2)}
 	kinds := []string{`say"hi"`, "50%off", "kind+plus", "commande.payée", "\u202Ekind", strings.Repeat("k", journal.MaxKindBytes)}
 	for i, stream := range streams {
 		if _, err := store.Append(ctx, stream, journal.Entry{ID: "evt-" + strconv.Itoa(i), Kind: kinds[i], Payload: []byte(`{}`)}); err != nil {
 			t.Fatalf("journal refused %q: %v", stream, err)
 		}
-		if _, err := w.Register(ctx, push.Registration{Stream: stream, ID: "r", Namespace: webhook.Namespace, URL: srv.URL, Config: cfg}); err != nil {
+		if _, err := w.Register(ctx, push.Registration{Stream: stream, ID: "r", Namespace: Namespace, URL: rc.srv.URL, Config: config(t, false, secretA)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,19 +95,18 @@ func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
 	if err != nil || rep.Deliveries != len(streams) || rep.Retries+rep.Parked != 0 {
 		t.Fatalf("sweep: %+v, %v; want %d deliveries", rep, err, len(streams))
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	seen := map[string]string{}
-	for _, g := range received {
-		for _, v := range []string{g.kind, g.stream} {
+	for _, d := range rc.received() {
+		k, s, seq := d.header.Get(HeaderKind), d.header.Get(HeaderStream), d.header.Get(HeaderSeq)
+		for _, v := range []string{k, s} {
 			if !isPrintableASCII(v) || strings.Contains(v, `"`) {
 				t.Fatalf("header value %q is not printable ASCII", v)
 			}
 		}
-		stream, err1 := url.PathUnescape(g.stream)
-		kind, err2 := url.PathUnescape(g.kind)
-		if err1 != nil || err2 != nil || g.seq != "1" || !utf8.ValidString(stream) {
-			t.Fatalf("headers %+v do not decode: %v, %v", g, err1, err2)
+		stream, err1 := url.PathUnescape(s)
+		kind, err2 := url.PathUnescape(k)
+		if err1 != nil || err2 != nil || seq != "1" || !utf8.ValidString(stream) {
+			t.Fatalf("headers %q, %q, %q do not decode: %v, %v", k, s, seq, err1, err2)
 		}
 		seen[stream] = kind
 	}
@@ -155,12 +115,4 @@ func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
 			t.Errorf("stream %q: the receiver read kind %q, want %q", stream, seen[stream], kinds[i])
 		}
 	}
-}
-
-func readAll(t *testing.T, r *http.Request) []byte {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Error(err)
-	}
-	return b
 }

@@ -1,10 +1,14 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/configcache"
@@ -19,45 +23,37 @@ const (
 	cacheSize = 4096
 )
 
+// herald's headers on every webhook (package doc, "Messages").
+const (
+	HeaderKind   = "Herald-Kind"   // the record's kind, encoded by HeaderValue
+	HeaderStream = "Herald-Stream" // the record's stream, encoded by HeaderValue
+	HeaderSeq    = "Herald-Seq"    // the record's seq, decimal
+)
+
+// TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
+// UTC with six fractional digits (microseconds, PostgreSQL's precision;
+// finer ones are dropped, not rounded), as in the specification's examples.
+const TimestampFormat = "2006-01-02T15:04:05.000000Z"
+
 var (
 	_ push.Projection      = (*Projection)(nil)
 	_ push.ConfigValidator = (*Projection)(nil)
 )
 
-// Projection delivers records as Standard Webhooks. It is safe for
-// concurrent use.
-type Projection struct {
-	configs *configcache.Cache[parsed]
-}
+// Projection delivers records as Standard Webhooks, a push.Projection
+// (Terminal is rec.Final) and push.ConfigValidator safe for concurrent use.
+type Projection struct{ *base }
+
+type base = configcache.Projection[parsed]
 
 // New returns a Standard Webhooks projection.
-func New() *Projection {
-	return &Projection{configs: configcache.New(cacheSize, parse)}
-}
+func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.parsed)} }
 
-// Namespace returns "webhook".
-func (p *Projection) Namespace() string { return Namespace }
-
-// Terminal reports rec.Final.
-func (p *Projection) Terminal(rec journal.Record) bool { return rec.Final }
-
-// ValidateConfig checks reg.Config as ParseConfig does. Errors wrap
-// journal.ErrInvalid, name the field, and never contain a secret.
-func (p *Projection) ValidateConfig(reg push.Registration) error {
-	_, err := p.configs.Get(reg.Config)
-	return err
-}
-
-// Messages returns the one message that delivers rec: id rec.ID (the
-// webhook-id, stable across retries), Content-Type rec.ContentType
-// (journal.DefaultContentType when empty), body the payload as appended,
-// or, with the config's envelope, application/json and the envelope
-// (package doc, "Envelope"); the headers HeaderKind, HeaderStream and
-// HeaderSeq; and a signer that adds webhook-id, webhook-timestamp and
-// webhook-signature at send time. Errors wrap journal.ErrInvalid: a bad
-// config.
+// Messages returns the one message that delivers rec (package doc,
+// "Messages"); its signer adds the webhook- headers at send time. Errors
+// wrap journal.ErrInvalid: a bad config.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := p.configs.Get(reg.Config)
+	cfg, err := configcache.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
@@ -67,11 +63,10 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	}
 	body := rec.Payload
 	if cfg.envelope {
-		body, ct = envelope(rec, ct), envelopeContentType
+		body, ct = envelope(rec, ct), "application/json"
 	}
-	// One allocation for the slice, its signer and header values, and one
-	// for the Header: Messages runs once per record and registration, a
-	// thousand times a record at fan-out 1,000.
+	// Two allocations, the message with its parts and the Header: Messages
+	// runs once per record and registration.
 	m := &message{sig: signer{id: rec.ID, keys: cfg.keys},
 		values: [3]string{HeaderValue(rec.Kind), HeaderValue(rec.Stream), strconv.FormatUint(rec.Seq, 10)}}
 	h := make(http.Header, 3)
@@ -85,4 +80,66 @@ type message struct {
 	msgs   [1]push.Message
 	sig    signer
 	values [3]string // of HeaderKind, HeaderStream, HeaderSeq
+}
+
+// HeaderValue is s as HeaderKind and HeaderStream carry it: printable ASCII
+// (U+0021 to U+007E) as is but '"' and '%', every other byte as %XX in
+// upper-case hex, as the CloudEvents HTTP Protocol Binding 1.0.2 §3.1.3.2
+// encodes its headers. The value is printable ASCII, at most 3×len(s)
+// bytes, and a percent-decoder that leaves '+' alone (Go's
+// url.PathUnescape, JavaScript's decodeURIComponent) gives s back.
+func HeaderValue(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b []byte // nil while s needs no encoding
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c <= ' ' || c >= 0x7f || c == '"' || c == '%':
+			if b == nil {
+				b = append(make([]byte, 0, len(s)+16), s[:i]...)
+			}
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+		case b != nil:
+			b = append(b, c)
+		}
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
+}
+
+// envelope returns rec, whose content type is ct, in the payload structure
+// of Standard Webhooks 1.0.0 (package doc, "Envelope"): data when ct is
+// JSON (journal.IsJSON), else content_type and data_base64.
+func envelope(rec journal.Record, ct string) []byte {
+	mt, _, _ := strings.Cut(ct, ";")
+	data := bytes.Trim(rec.Payload, " \t\r\n")
+	isJSON := journal.IsJSON(strings.TrimSpace(mt))
+	b := make([]byte, 0, len(rec.Kind)+len(ct)+96+base64.StdEncoding.EncodedLen(len(rec.Payload)))
+	b = append(b, `{"type":`...)
+	b = appendString(b, rec.Kind)
+	b = append(b, `,"timestamp":"`...)
+	b = rec.AppendedAt.UTC().AppendFormat(b, TimestampFormat)
+	if !isJSON {
+		b = append(b, `","content_type":`...)
+		b = appendString(b, ct)
+		b = append(b, `,"data_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, rec.Payload)
+		return append(b, `"}`...)
+	}
+	b = append(b, `","data":`...)
+	if len(data) == 0 {
+		data = []byte("null") // no JSON payload is empty (journal refuses it); the body stays JSON
+	}
+	b = append(b, data...)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	q, err := json.Marshal(s)
+	if err != nil {
+		panic("webhook: a string does not encode as JSON: " + err.Error()) // cannot happen
+	}
+	return append(b, q...)
 }

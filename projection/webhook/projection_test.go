@@ -7,34 +7,110 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
 )
 
-func githubPayloads(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(projtest.Corpus(t, "github"), "*", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no GitHub payloads in the corpus (%v)", err)
-	}
-	return files
+func registration(url string, cfg push.Config) push.Registration {
+	return push.Registration{Stream: "tenant/42", ID: "endpoint-1", Namespace: Namespace, URL: url, Config: cfg, NextSeq: 1}
 }
 
-// recordID names a corpus file as a record id: "gh-<event>-<file>".
-func recordID(file string) string {
-	return "gh-" + filepath.Base(filepath.Dir(file)) + "-" + strings.TrimSuffix(filepath.Base(file), ".json")
+// receiver verifies every webhook with the Standard Webhooks library, once
+// per secret it knows, each on its own (as a consumer holding only that
+// secret would), and answers 204 or 401 with the reason.
+type receiver struct {
+	srv *httptest.Server
+
+	mu  sync.Mutex
+	got []delivery
+}
+
+type delivery struct {
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T, secrets ...string) *receiver {
+	var verifiers []*standardwebhooks.Webhook
+	for _, s := range secrets {
+		wh, err := standardwebhooks.NewWebhook(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifiers = append(verifiers, wh)
+	}
+	rc := &receiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		for i, wh := range verifiers {
+			if err != nil {
+				break
+			}
+			if verr := wh.Verify(body, r.Header); verr != nil {
+				err = fmt.Errorf("secret %d: %w", i, verr)
+			}
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		rc.mu.Lock()
+		rc.got = append(rc.got, delivery{header: r.Header.Clone(), body: body})
+		rc.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) received() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.got...)
+}
+
+// specSignature is the specification's v1 signature of content, computed
+// here by hand: base64(HMAC-SHA256(base64-decoded secret, content)).
+func specSignature(t testing.TB, secret, content string) string {
+	t.Helper()
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(content))
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// githubRecord is the record of a corpus payload: id "gh-<event>-<file>",
+// kind "com.github.<event>".
+func githubRecord(t testing.TB, file string) journal.Record {
+	t.Helper()
+	payload, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := filepath.Base(filepath.Dir(file))
+	return journal.Record{Stream: "tenant/42", Seq: 1, ID: "gh-" + event + "-" + strings.TrimSuffix(filepath.Base(file), ".json"),
+		Kind: "com.github." + event, ContentType: "application/json", Payload: payload}
 }
 
 // TestGitHubCorpusVerifiesWithEachSecret delivers every GitHub payload of
@@ -43,30 +119,25 @@ func recordID(file string) string {
 // gets the payload byte for byte.
 func TestGitHubCorpusVerifiesWithEachSecret(t *testing.T) {
 	now := time.Now() // the library checks timestamps against the wall clock
-	ctx := context.Background()
 	rc := newReceiver(t, secretA, secretB)
-	reg := registration(rc.srv.URL+"/hooks/github", config(t, secretA, secretB))
+	reg := registration(rc.srv.URL+"/hooks/github", config(t, false, secretA, secretB))
 	p := New()
-	files := githubPayloads(t)
+	files, err := filepath.Glob(filepath.Join(corpustest.Dir(t, "github"), "*", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no GitHub payloads in the corpus (%v)", err)
+	}
 	for _, f := range files {
-		payload, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+		rec := githubRecord(t, f)
+		msg := projtest.One(t, p, rec, reg)
+		if msg.ID != rec.ID {
+			t.Fatalf("%s: message id %q, want the record id", rec.ID, msg.ID)
 		}
-		rec := journal.Record{Stream: reg.Stream, Seq: 1, ID: recordID(f), Kind: "com.github." + filepath.Base(filepath.Dir(f)), ContentType: "application/json", Payload: payload}
-		msgs, err := p.Messages(ctx, rec, reg)
-		if err != nil || len(msgs) != 1 {
-			t.Fatalf("%s: Messages: %v, %d messages", rec.ID, err, len(msgs))
-		}
-		if msgs[0].ID != rec.ID {
-			t.Fatalf("%s: message id %q, want the record id", rec.ID, msgs[0].ID)
-		}
-		if out := projtest.Deliver(t, reg.URL, msgs[0], now); !out.OK() || out.Status != http.StatusNoContent {
+		if out := projtest.Deliver(t, reg.URL, msg, now); !out.OK() || out.Status != http.StatusNoContent {
 			t.Fatalf("%s: %s", rec.ID, projtest.Failure(out))
 		}
 		got := rc.received()
 		last := got[len(got)-1]
-		if !bytes.Equal(last.body, payload) {
+		if !bytes.Equal(last.body, rec.Payload) {
 			t.Fatalf("%s: body differs from the payload", rec.ID)
 		}
 		if last.header.Get("Content-Type") != "application/json" || last.header.Get("webhook-id") != rec.ID {
@@ -87,26 +158,14 @@ func TestGitHubCorpusVerifiesWithEachSecret(t *testing.T) {
 func TestSignatureIsTheSpecHMAC(t *testing.T) {
 	at := time.Unix(1767323045, 0)
 	rec := journal.Record{ID: "evt_1", Payload: []byte(`{"n":1}`), ContentType: "application/json"}
-	msgs, err := New().Messages(context.Background(), rec, registration("https://hooks.example/x", config(t, secretA, secretB)))
+	msg := projtest.One(t, New(), rec, registration("https://hooks.example/x", config(t, false, secretA, secretB)))
+	req, err := projtest.NewRequest(t, "https://hooks.example/x", msg, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := projtest.NewRequest(t, "https://hooks.example/x", msgs[0], at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, s := range []string{secretA, secretB} {
-		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte("evt_1.1767323045.{\"n\":1}"))
-		want = append(want, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	}
-	if got := req.Header.Get("webhook-signature"); got != strings.Join(want, " ") {
-		t.Fatalf("webhook-signature %q\nwant %q", got, strings.Join(want, " "))
+	want := specSignature(t, secretA, "evt_1.1767323045.{\"n\":1}") + " " + specSignature(t, secretB, "evt_1.1767323045.{\"n\":1}")
+	if got := req.Header.Get("webhook-signature"); got != want {
+		t.Fatalf("webhook-signature %q\nwant %q", got, want)
 	}
 	if got := req.Header.Get("webhook-timestamp"); got != "1767323045" {
 		t.Fatalf("webhook-timestamp %q", got)
@@ -117,18 +176,14 @@ func TestSignatureIsTheSpecHMAC(t *testing.T) {
 func TestTamperedBodyFailsVerification(t *testing.T) {
 	now := time.Now()
 	rc := newReceiver(t, secretA)
-	reg := registration(rc.srv.URL, config(t, secretA))
-	rec := journal.Record{ID: "evt_tamper", Payload: []byte(`{"amount":"10.00"}`), ContentType: "application/json"}
-	msgs, err := New().Messages(context.Background(), rec, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := projtest.NewRequest(t, reg.URL, msgs[0], now)
+	reg := registration(rc.srv.URL, config(t, false, secretA))
+	msg := projtest.One(t, New(), journal.Record{ID: "evt_tamper", Payload: []byte(`{"amount":"10.00"}`), ContentType: "application/json"}, reg)
+	req, err := projtest.NewRequest(t, reg.URL, msg, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tampered := []byte(`{"amount":"99.00"}`)
-	req.Body, req.ContentLength = nopCloser{bytes.NewReader(tampered)}, int64(len(tampered))
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(tampered)), int64(len(tampered))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -139,29 +194,22 @@ func TestTamperedBodyFailsVerification(t *testing.T) {
 		t.Fatalf("tampered body: %s (%s), want 401 for the signature", resp.Status, body)
 	}
 	// The same message untouched is accepted: the refusal was the tampering.
-	if out := projtest.Deliver(t, reg.URL, msgs[0], now); !out.OK() || out.Status != http.StatusNoContent {
+	if out := projtest.Deliver(t, reg.URL, msg, now); !out.OK() || out.Status != http.StatusNoContent {
 		t.Fatal(projtest.Failure(out))
 	}
 }
-
-type nopCloser struct{ *bytes.Reader }
-
-func (nopCloser) Close() error { return nil }
 
 // TestStaleTimestampFailsVerification: a message signed ten minutes ago is
 // refused as a possible replay; signed at the retry's instant, it passes.
 func TestStaleTimestampFailsVerification(t *testing.T) {
 	now := time.Now()
 	rc := newReceiver(t, secretA)
-	reg := registration(rc.srv.URL, config(t, secretA))
-	msgs, err := New().Messages(context.Background(), journal.Record{ID: "evt_stale", Payload: []byte(`{}`)}, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := projtest.Deliver(t, reg.URL, msgs[0], now.Add(-10*time.Minute)); out.Status != http.StatusUnauthorized || !strings.Contains(string(out.Body), "too old") {
+	reg := registration(rc.srv.URL, config(t, false, secretA))
+	msg := projtest.One(t, New(), journal.Record{ID: "evt_stale", Payload: []byte(`{}`)}, reg)
+	if out := projtest.Deliver(t, reg.URL, msg, now.Add(-10*time.Minute)); out.Status != http.StatusUnauthorized || !strings.Contains(string(out.Body), "too old") {
 		t.Fatalf("stale timestamp: %s; want 401 for the timestamp", projtest.Failure(out))
 	}
-	if out := projtest.Deliver(t, reg.URL, msgs[0], now); !out.OK() || out.Status != http.StatusNoContent {
+	if out := projtest.Deliver(t, reg.URL, msg, now); !out.OK() || out.Status != http.StatusNoContent {
 		t.Fatalf("re-signed at now: %s", projtest.Failure(out))
 	}
 	if got := rc.received()[0].header.Get("webhook-timestamp"); got != strconv.FormatInt(now.Unix(), 10) {
@@ -173,27 +221,32 @@ func TestStaleTimestampFailsVerification(t *testing.T) {
 // message (id, headers, body); an empty content type is the journal's default.
 func TestMessageIsStableAndDefaultsContentType(t *testing.T) {
 	p := New()
-	reg := registration("https://hooks.example/x", config(t, secretA))
+	reg := registration("https://hooks.example/x", config(t, false, secretA))
 	rec := journal.Record{ID: "evt_2", Payload: []byte("plain text"), ContentType: "text/plain; charset=utf-8"}
-	a, err1 := p.Messages(context.Background(), rec, reg)
-	b, err2 := p.Messages(context.Background(), rec, reg)
-	if err1 != nil || err2 != nil || len(a) != 1 {
-		t.Fatal(err1, err2)
-	}
-	if a[0].ID != "evt_2" || a[0].ContentType != rec.ContentType || !reflect.DeepEqual(a[0].Header, b[0].Header) || !bytes.Equal(a[0].Body, b[0].Body) {
-		t.Fatalf("messages differ or are wrong: %v / %v", a[0], b[0])
+	a, b := projtest.One(t, p, rec, reg), projtest.One(t, p, rec, reg)
+	if a.ID != "evt_2" || a.ContentType != rec.ContentType || !reflect.DeepEqual(a.Header, b.Header) || !bytes.Equal(a.Body, b.Body) {
+		t.Fatalf("messages differ or are wrong: %v / %v", a, b)
 	}
 	rec.ContentType = ""
-	c, err := p.Messages(context.Background(), rec, reg)
-	if err != nil || c[0].ContentType != journal.DefaultContentType {
-		t.Fatalf("content type %q, %v; want %q", c[0].ContentType, err, journal.DefaultContentType)
+	if c := projtest.One(t, p, rec, reg); c.ContentType != journal.DefaultContentType {
+		t.Fatalf("content type %q; want %q", c.ContentType, journal.DefaultContentType)
 	}
 	if _, err := p.Messages(context.Background(), rec, registration(reg.URL, push.Config(`{"secrets":["nope"]}`))); !errors.Is(err, journal.ErrInvalid) {
 		t.Fatalf("bad config: %v, want ErrInvalid", err)
 	}
-	if err := a[0].Signer.Sign(&http.Request{Header: http.Header{}}, rec.Payload, time.Time{}); err == nil {
+	if err := a.Signer.Sign(&http.Request{Header: http.Header{}}, rec.Payload, time.Time{}); err == nil {
 		t.Fatal("signing at the zero time succeeded")
 	}
+}
+
+// TestGolden pins the exact request of one delivery at a fixed instant,
+// signed with two secrets.
+func TestGolden(t *testing.T) {
+	rec := journal.Record{Stream: "tenant/42", Seq: 1, ID: "msg_2026_order_7Hq2_paid", Kind: "order.paid", ContentType: "application/json",
+		Payload: projtest.Testdata(t, "webhook/order-paid.json")}
+	reg := registration("https://hooks.example/herald", config(t, false, secretA, secretB))
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	projtest.Golden(t, "webhook/order-paid.golden", projtest.Render(t, reg.URL, projtest.One(t, New(), rec, reg), at))
 }
 
 // TestWorkerDeliversInOrderAndCompletes runs a real push.Worker over a
@@ -206,27 +259,18 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	rc := newReceiver(t, secretA)
 	var entries []journal.Entry
 	for _, event := range []string{"push", "issues", "release"} {
-		files, err := filepath.Glob(filepath.Join(projtest.Corpus(t, "github"), event, "*.json"))
+		files, err := filepath.Glob(filepath.Join(corpustest.Dir(t, "github"), event, "*.json"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no %s payloads in the corpus", event)
 		}
-		payload, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, journal.Entry{ID: recordID(files[0]), Kind: "com.github." + event, Payload: payload})
+		rec := githubRecord(t, files[0])
+		entries = append(entries, journal.Entry{ID: rec.ID, Kind: rec.Kind, Payload: rec.Payload})
 	}
 	if _, err := store.Append(ctx, "tenant/42", entries...); err != nil {
 		t.Fatal(err)
 	}
-	w, err := push.NewWorker(store, store, projtest.Transport(t), New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registration(rc.srv.URL+"/hooks", config(t, secretA))
-	if _, err := w.Register(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
+	reg := registration(rc.srv.URL+"/hooks", config(t, false, secretA))
+	w := projtest.Worker(t, store, New(), reg)
 	rep, err := w.RunOnce(ctx, now, 10)
 	if err != nil || rep.Deliveries != 3 || rep.Retries != 0 {
 		t.Fatalf("sweep: %+v, %v; want 3 deliveries", rep, err)
@@ -257,4 +301,41 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	if _, err := store.Get(ctx, reg.Stream, reg.ID); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("registration after its final record: %v, want ErrNotFound", err)
 	}
+}
+
+// BenchmarkMessages measures Messages with the config cache warm (what a
+// sweep sees) against parsing the config every time, and the per-attempt
+// signing of a typical GitHub payload with two secrets, for scale.
+func BenchmarkMessages(b *testing.B) {
+	payload, err := os.ReadFile(filepath.Join(corpustest.Dir(b, "github"), "push", "payload.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	reg := registration("https://hooks.example/x", config(b, false, secretA, secretB))
+	rec := journal.Record{ID: "evt_bench", Payload: payload, ContentType: "application/json"}
+	p := New()
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.Messages(ctx, rec, reg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("uncached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ParseConfig(reg.Config); err != nil { // decoded and keyed, as on a miss
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sign", func(b *testing.B) {
+		msg := projtest.One(b, p, rec, reg)
+		at := time.Unix(1767323045, 0)
+		for b.Loop() {
+			if err := msg.Signer.Sign(&http.Request{Header: http.Header{}}, msg.Body, at); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

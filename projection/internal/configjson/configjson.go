@@ -1,6 +1,6 @@
-// Package configjson decodes the projections' registration configs: JSON
-// objects that hold secrets, so their errors must name keys and never quote
-// values.
+// Package configjson decodes, checks and encodes the projections'
+// registration configs: JSON objects that hold secrets, so their errors name
+// keys and never quote values.
 package configjson
 
 import (
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 )
 
 // Decode decodes raw, a registration's config, into v (a pointer to a
@@ -26,15 +27,12 @@ func Decode(raw []byte, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		return journal.Invalid("config", "has data after the JSON object")
-	}
-	if err == nil {
-		return nil
-	}
 	var typeErr *json.UnmarshalTypeError
-	switch {
+	switch err := dec.Decode(v); {
+	case err == nil && dec.More():
+		return journal.Invalid("config", "has data after the JSON object")
+	case err == nil:
+		return nil
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		// Value is the JSON kind that was found ("number"), never the value.
 		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", kind(typeErr.Type), typeErr.Value)
@@ -46,13 +44,42 @@ func Decode(raw []byte, v any) error {
 	}
 }
 
+// Parse decodes raw into a C (Decode) and checks it with validate. On an
+// error it returns the zero C.
+func Parse[C any](raw []byte, validate func(C) error) (c C, err error) {
+	if err = Decode(raw, &c); err == nil {
+		err = validate(c)
+	}
+	if err != nil {
+		return *new(C), err
+	}
+	return c, nil
+}
+
+// Encode checks c with validate and returns its JSON, the stored form (with
+// its secrets).
+func Encode[C any](c C, validate func(C) error) (push.Config, error) {
+	if err := validate(c); err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
+}
+
+// Redacted stands for a secret where a config is printed: `""` when it is
+// empty, else [redacted].
+func Redacted(secret string) string {
+	if secret == "" {
+		return `""`
+	}
+	return "[redacted]"
+}
+
 // maxKey is the most runes of an unknown key an error repeats: the key is
 // the caller's input, and a megabyte of it helps nobody read the error.
 const maxKey = 64
 
 // shortKey re-quotes encoding/json's quoted key, cut to maxKey runes (with
-// "..." after the quote when cut). A quoted form it cannot read gives
-// "(unreadable)".
+// "..." after the quote when cut), or gives "(unreadable)".
 func shortKey(quoted string) string {
 	key, err := strconv.Unquote(quoted)
 	if err != nil {

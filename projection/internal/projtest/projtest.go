@@ -1,13 +1,16 @@
-// Package projtest holds what the projections' tests share: the corpus
-// input (internal/corpustest), golden files under
-// testdata/golden, and delivery through herald's own HTTP transport to a
-// receiver on loopback. Only tests import it.
+// Package projtest holds what the projections' tests share: golden files,
+// delivery through herald's HTTP transport to loopback receivers, and the
+// checks every projection's config and messages pass. Only tests import it.
 package projtest
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -19,34 +22,29 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/internal/corpustest"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
 
-// update is -update, defined in every test binary that imports projtest:
-// go test ./projection/webhook -run Golden -update.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// Root returns the repository's root (the directory of go.mod).
-func Root(t testing.TB) string {
+// Testdata returns the file at path under the repository's testdata.
+func Testdata(t testing.TB, path string) []byte {
 	t.Helper()
-	return corpustest.Repo(t)
-}
-
-// Corpus returns the directory sub of the input the corpus tests read:
-// testdata/corpus, or the shared corpus when HERALD_CORPUS names it (see
-// internal/corpustest). It fails the test when that cannot be read.
-func Corpus(t testing.TB, sub string) string {
-	t.Helper()
-	return corpustest.Dir(t, sub)
+	b, err := os.ReadFile(filepath.Join(corpustest.Repo(t), "testdata", filepath.FromSlash(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // Golden compares got with the file name under testdata/golden (e.g.
-// "a2a/v0.3-task.http"). With -update it first writes got there, for a
-// change that is intended.
+// "a2a/v0.3-task.http"); with -update it first writes got there.
 func Golden(t testing.TB, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(Root(t), "testdata", "golden", name)
+	path := filepath.Join(corpustest.Repo(t), "testdata", "golden", name)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -61,16 +59,33 @@ func Golden(t testing.TB, name string, got []byte) {
 	}
 }
 
-// loopback is herald's HTTP transport with what a test receiver needs and
-// production refuses by default: plain http:// and private addresses
-// (loopback among them).
+// Render is the request sent for msg to url at at as a golden file holds
+// it: message id, request line, headers by name but User-Agent, body.
+func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
+	t.Helper()
+	req, err := NewRequest(t, url, msg, at)
+	if err != nil {
+		t.Fatalf("request for %s: %v", msg.ID, err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "message id: %s\n%s %s\n", msg.ID, req.Method, req.URL)
+	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+		for _, v := range req.Header[k] {
+			if k != "User-Agent" {
+				fmt.Fprintf(&b, "%s: %s\n", k, v)
+			}
+		}
+	}
+	b.WriteString("\n")
+	b.Write(msg.Body)
+	return b.Bytes()
+}
+
 var loopback = sync.OnceValues(func() (*transport.HTTP, error) {
 	return transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
 })
 
-// Transport returns herald's HTTP transport, allowing plain http:// and
-// private addresses, loopback among them (every test in the process shares
-// it, and its connections).
+// Transport is herald's HTTP transport, allowing http:// and loopback.
 func Transport(t testing.TB) *transport.HTTP {
 	t.Helper()
 	tr, err := loopback()
@@ -80,10 +95,12 @@ func Transport(t testing.TB) *transport.HTTP {
 	return tr
 }
 
-// Deliver sends msg to url as a sweep would at the instant at, through
-// Transport, and returns the outcome: Accepted on a 2xx; otherwise the
-// verdict, the status, the start of the receiver's answer in Body, and the
-// reason. It fails the test if ctx ends first.
+// NewRequest is the request Transport would send for msg to url at at.
+func NewRequest(t testing.TB, url string, msg push.Message, at time.Time) (*http.Request, error) {
+	return Transport(t).NewRequest(t.Context(), push.Registration{Stream: "test", ID: "receiver", URL: url}, msg, at)
+}
+
+// Deliver sends msg to url through Transport as a sweep would at at.
 func Deliver(t testing.TB, url string, msg push.Message, at time.Time) push.Outcome {
 	t.Helper()
 	out, err := Transport(t).Deliver(t.Context(), push.Registration{Stream: "test", ID: "receiver", URL: url}, msg, at)
@@ -98,48 +115,194 @@ func Failure(out push.Outcome) string {
 	return fmt.Sprintf("%s, status %d: %s; body %q", out.Verdict, out.Status, out.Reason, out.Body)
 }
 
-// Render writes the request the transport would send for msg to url at at
-// (transport.HTTP.NewRequest) as a golden file holds it: the message id, the
-// request line, every header but User-Agent (the transport's, not the
-// projection's) sorted by name, a blank line, and the body.
-func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
+// Worker is a worker of p over store, with Transport, that registered regs.
+func Worker(t testing.TB, store *memory.Store, p push.Projection, regs ...push.Registration) *push.Worker {
 	t.Helper()
-	req, err := NewRequest(t, url, msg, at)
+	w, err := push.NewWorker(store, store, Transport(t), p)
 	if err != nil {
-		t.Fatalf("request for %s: %v", msg.ID, err)
+		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "message id: %s\n%s %s\n", msg.ID, req.Method, req.URL)
-	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
-		if k == "User-Agent" {
-			continue
-		}
-		for _, v := range req.Header[k] {
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
+	for _, r := range regs {
+		if _, err := w.Register(t.Context(), r); err != nil {
+			t.Fatalf("register %s: %v", r.ID, err)
 		}
 	}
-	b.WriteString("\n")
-	b.Write(msg.Body)
-	return b.Bytes()
+	return w
 }
 
-// NewRequest is the request Transport would send for msg to url at at,
-// built and signed but not sent (transport.HTTP.NewRequest). Tests use it to
-// pin a request or to tamper with one.
-func NewRequest(t testing.TB, url string, msg push.Message, at time.Time) (*http.Request, error) {
+// Record is what the journal stores at seq 1 of stream for e, or false
+// when it refuses e (no projection ever sees that).
+func Record(stream string, e journal.Entry) (journal.Record, bool) {
+	entries, err := journal.ValidateEntries(stream, []journal.Entry{e}, 0)
+	if err != nil {
+		return journal.Record{}, false
+	}
+	e = entries[0]
+	return journal.Record{Stream: stream, Seq: 1, ID: e.ID, Kind: e.Kind, ContentType: e.ContentType, Payload: e.Payload, Final: e.Final}, true
+}
+
+// Messages returns p's messages for rec and reg, or refused when p refuses
+// them wrapping journal.ErrInvalid; any other error fails the test.
+func Messages(t testing.TB, p push.Projection, rec journal.Record, reg push.Registration) (msgs []push.Message, refused bool) {
 	t.Helper()
-	return Transport(t).NewRequest(t.Context(), push.Registration{Stream: "test", ID: "receiver", URL: url}, msg, at)
+	msgs, err := p.Messages(context.Background(), rec, reg)
+	if err != nil && !errors.Is(err, journal.ErrInvalid) {
+		t.Fatalf("Messages(%q): %v does not wrap journal.ErrInvalid", rec.Payload, err)
+	}
+	return msgs, err != nil
 }
 
-// WithoutUnknownKey removes from an error text the unknown key a config's
-// error names (configjson: "has an unknown key K (known: …)"): the key is
-// the caller's input, not a secret, so a fuzz test that checks the error
-// repeats no secret looks at the rest. Other texts come back unchanged.
-func WithoutUnknownKey(said string) string {
-	i := strings.Index(said, "unknown key ")
-	j := strings.LastIndex(said, " (known: ")
-	if i < 0 || j < i {
-		return said
+// One is the message p gives for rec and reg, failing on anything else.
+func One(t testing.TB, p push.Projection, rec journal.Record, reg push.Registration) push.Message {
+	t.Helper()
+	msgs, err := p.Messages(context.Background(), rec, reg)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("Messages(%s): %d messages, %v; want one", rec.ID, len(msgs), err)
 	}
-	return said[:i] + said[j:]
+	return msgs[0]
+}
+
+// Pure checks that p gives reg byte-identical requests, call after call,
+// for recs in turn (one record in several forms), with its id as theirs.
+func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journal.Record) {
+	t.Helper()
+	first := One(t, p, recs[0], reg)
+	if first.ID != recs[0].ID {
+		t.Errorf("message id %q, want the record id %q", first.ID, recs[0].ID)
+	}
+	want := Render(t, reg.URL, first, time.Time{})
+	for i := range 50 {
+		if got := Render(t, reg.URL, One(t, p, recs[i%len(recs)], reg), time.Time{}); !bytes.Equal(got, want) {
+			t.Fatalf("call %d differs:\n%s\n---\n%s", i, got, want)
+		}
+	}
+}
+
+// Refusal is a config a projection refuses, the field its error names and
+// words of the reason.
+type Refusal struct{ Name, Raw, Field, Reason string }
+
+// Refuses checks that parse refuses each config with a
+// *journal.InvalidError (alone or joined) naming the field with the words,
+// holding none of secrets, and that p.ValidateConfig says the same.
+func Refuses[C any](t *testing.T, parse func(push.Config) (C, error), p push.ConfigValidator, secrets []string, cases ...Refusal) {
+	t.Helper()
+	for _, c := range cases {
+		name := c.Name
+		if name == "" {
+			name = fmt.Sprintf("%.40s", c.Raw)
+		}
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(push.Config(c.Raw))
+			if !errors.Is(err, journal.ErrInvalid) || !names(err, c.Field, c.Reason) {
+				t.Fatalf("error %v, want a *journal.InvalidError naming %s with %q", err, c.Field, c.Reason)
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Fatalf("error %q repeats a secret", err)
+				}
+			}
+			if verr := p.ValidateConfig(push.Registration{Config: push.Config(c.Raw)}); verr == nil || verr.Error() != err.Error() {
+				t.Errorf("ValidateConfig = %v, want the same error as ParseConfig", verr)
+			}
+		})
+	}
+}
+
+func names(err error, field, words string) bool {
+	if ie, ok := err.(*journal.InvalidError); ok {
+		return ie.Field == field && strings.Contains(ie.Reason, words)
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	return ok && slices.ContainsFunc(j.Unwrap(), func(e error) bool { return names(e, field, words) })
+}
+
+// Printed is values as fmt prints them with %v, %+v, %#v, %s, %q and %x.
+func Printed(values ...any) []string {
+	var out []string
+	for _, v := range values {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+			out = append(out, fmt.Sprintf(verb, v))
+		}
+	}
+	return out
+}
+
+// Logged is v as slog's JSON and text handlers log it.
+func Logged(v any) []string {
+	var j, txt bytes.Buffer
+	slog.New(slog.NewJSONHandler(&j, nil)).Info("registered", "config", v)
+	slog.New(slog.NewTextHandler(&txt, nil)).Info("registered", "config", v)
+	return []string{j.String(), txt.String()}
+}
+
+// Strings returns the strings a JSON object holds under keys, in any case
+// (as encoding/json matches them), alone or in an array.
+func Strings(raw []byte, keys ...string) []string {
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	var out []string
+	for k, v := range obj {
+		var one string
+		var many []string
+		if !slices.ContainsFunc(keys, func(key string) bool { return strings.EqualFold(k, key) }) {
+			continue
+		} else if json.Unmarshal(v, &one) == nil {
+			out = append(out, one)
+		} else if json.Unmarshal(v, &many) == nil {
+			out = append(out, many...)
+		}
+	}
+	return out
+}
+
+// ConfigFuzz is what FuzzParseConfig checks of a ParseConfig, which reads
+// outside input: no panic; a refusal wraps journal.ErrInvalid and repeats
+// no secret of the input outside an unknown key's name and the quoted
+// values (not secrets, but they may hold one's bytes); no fmt verb prints
+// a secret of an accepted config.
+type ConfigFuzz[C any] struct {
+	Parse    func(push.Config) (C, error)
+	Secrets  func(raw []byte) (secrets, quoted []string)
+	Printed  func(C) []string            // the secrets of an accepted config
+	Accepted func(*testing.T, []byte, C) // if set, checks more of it
+}
+
+// Fuzz runs the checks from seeds.
+func (z ConfigFuzz[C]) Fuzz(f *testing.F, seeds ...string) {
+	for _, seed := range seeds {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := z.Parse(push.Config(raw))
+		secrets, quoted := z.Secrets(raw)
+		if err != nil {
+			if !errors.Is(err, journal.ErrInvalid) {
+				t.Fatalf("ParseConfig: %v does not wrap journal.ErrInvalid", err)
+			}
+			said := err.Error()
+			if i, j := strings.Index(said, "unknown key "), strings.LastIndex(said, " (known: "); i >= 0 && j > i {
+				said = said[:i] + said[j:]
+			}
+			for _, q := range quoted {
+				said = strings.ReplaceAll(said, q, "")
+			}
+			for _, s := range secrets {
+				if strings.Contains(said, s) {
+					t.Fatalf("ParseConfig's error %q repeats the secret %q", err, s)
+				}
+			}
+			return
+		}
+		if z.Accepted != nil {
+			z.Accepted(t, raw, c)
+		}
+		v := any(c)
+		printed := fmt.Sprintf("%v %+v %#v %s %q", v, v, v, v, v)
+		for _, s := range z.Printed(c) {
+			if strings.Contains(printed, s) {
+				t.Fatalf("a fmt verb prints a secret: %s", printed)
+			}
+		}
+	})
 }

@@ -2,12 +2,15 @@ package a2a_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -119,5 +122,115 @@ func TestV03SkipsMessages(t *testing.T) {
 	msgs, err = a2a.New().Messages(context.Background(), rec, reg(`{}`))
 	if err != nil || len(msgs) != 1 || string(msgs[0].Body) != string(rec.Payload) {
 		t.Errorf("v1.0 message record: %d messages, error %v; want the payload", len(msgs), err)
+	}
+}
+
+// Inputs written for these tests: a status update with a message, a full
+// task with every kind of part, and an artifact chunk.
+const (
+	goldenStatus = `{"statusUpdate": {"taskId": "7d1e0c52-task", "contextId": "ctx-42", "status": {"state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "2026-03-15T11:00:03.250Z", "message": {"role": "ROLE_AGENT", "messageId": "msg-3", "parts": [{"text": "Quel aéroport ? 🛫"}]}}, "metadata": {"trace": "abc", "attempt": 2}}}`
+
+	goldenTask = `{"task": {"id": "7d1e0c52-task", "contextId": "ctx-42",
+  "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-03-15T11:00:09Z"},
+  "history": [{"role": "ROLE_USER", "messageId": "msg-1", "parts": [{"text": "Book ZRH→NRT"}, {"data": {"seats": 2, "class": "economy"}}]}],
+  "artifacts": [{"artifactId": "art-1", "name": "ticket", "description": "e-ticket", "parts": [
+    {"raw": "JVBERi0xLjQK", "filename": "ticket.pdf", "mediaType": "application/pdf"},
+    {"url": "https://files.example/t/1.pdf", "filename": "copy.pdf", "mediaType": "application/pdf"},
+    {"data": [1, 2, 3], "metadata": {"schema": "seat-list"}},
+    {"text": "QX7P2M", "mediaType": "text/plain"}]}],
+  "metadata": {"z": true, "a": null, "m": {"y": 1, "b": 2}}}}`
+
+	goldenArtifact = `{"artifactUpdate": {"taskId": "7d1e0c52-task", "contextId": "ctx-42", "artifact": {"artifactId": "art-2", "name": "report.md", "parts": [{"text": "## Outlook\n"}]}, "append": true, "lastChunk": false}}`
+
+	goldenConfig = `"token":"golden-token-not-a-secret","auth_scheme":"Bearer","credentials":"golden-credentials-not-a-secret"`
+)
+
+var goldenCases = []struct{ name, payload, config string }{
+	{"v1.0-status-update", goldenStatus, `{` + goldenConfig + `}`},
+	{"v0.3-status-update", goldenStatus, `{` + goldenConfig + `,"version":"0.3"}`},
+	{"v0.3-task", goldenTask, `{` + goldenConfig + `,"version":"0.3"}`},
+	{"v0.3-artifact-update", goldenArtifact, `{` + goldenConfig + `,"version":"0.3"}`},
+}
+
+// TestGolden pins the exact headers and body of a 1.0 notification and of
+// the v0.3 Tasks built from a status update, a task and an artifact update.
+// Run with -update to rewrite the files after an intended change.
+func TestGolden(t *testing.T) {
+	for _, c := range goldenCases {
+		t.Run(c.name, func(t *testing.T) {
+			msg := projtest.One(t, a2a.New(), record(c.payload), reg(c.config))
+			projtest.Golden(t, "a2a/"+c.name+".http", projtest.Render(t, reg(c.config).URL, msg, time.Time{}))
+		})
+	}
+}
+
+// TestMessagesArePure: the same record and registration give byte-identical
+// messages call after call (maps in metadata and data included); the
+// message id is the record id.
+func TestMessagesArePure(t *testing.T) {
+	for _, c := range goldenCases {
+		t.Run(c.name, func(t *testing.T) { projtest.Pure(t, a2a.New(), reg(c.config), record(c.payload)) })
+	}
+}
+
+// FuzzMessages: a record's payload is what the application appended,
+// which may carry a remote party's data. Messages and Terminal never
+// panic; a payload that is not an A2A StreamResponse is refused with
+// journal.ErrInvalid; what is accepted goes out as valid JSON with the
+// token in both token headers.
+func FuzzMessages(f *testing.F) {
+	for _, seed := range []string{
+		`{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}`,
+		`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`,
+		`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"hi"}]}}}`,
+		`{"message":{"messageId":"m1","role":"ROLE_AGENT","parts":[{"text":"hi"}]}}`,
+		`{"task":null,"message":null}`, `{"task":{},"message":{}}`, `{"status":{}}`, `{"task":{"id":""}}`,
+		`{"statusUpdate":{"taskId":"t1","status":{"state":"TASK_STATE_EXPLODED"}}}`, `[]`, `null`, `"x"`, ``,
+	} {
+		f.Add([]byte(seed), false, false)
+		f.Add([]byte(seed), true, true)
+	}
+	p := a2a.New()
+	f.Fuzz(func(t *testing.T, payload []byte, v03, final bool) {
+		cfg := a2a.Config{Token: "tok-0123456789abcdef"}
+		if v03 {
+			cfg.Version = a2a.Version03
+		}
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := push.Registration{Stream: "task/1", ID: "push-1", Namespace: a2a.Namespace, URL: "https://client.example/push", Config: raw}
+		rec := journal.Record{Stream: "task/1", Seq: 1, ID: "r1", Kind: "k", ContentType: journal.DefaultContentType, Payload: payload, Final: final}
+		_ = p.Terminal(rec)
+		msgs, _ := projtest.Messages(t, p, rec, reg)
+		for _, m := range msgs {
+			if !json.Valid(m.Body) || m.ID != rec.ID {
+				t.Fatalf("Messages(%q) = id %q body %q", payload, m.ID, m.Body)
+			}
+			if m.Header.Get(a2a.TokenHeader) != cfg.Token || m.Header.Get(a2a.LegacyTokenHeader) != cfg.Token {
+				t.Fatalf("Messages(%q): token headers %v", payload, m.Header)
+			}
+		}
+	})
+}
+
+// BenchmarkMessages measures one status update (the golden one, about 300
+// bytes) as a 1.0 notification (decoded and checked, sent as appended) and
+// as a v0.3 Task (decoded, converted, encoded), the config cached.
+func BenchmarkMessages(b *testing.B) {
+	for _, c := range []struct{ name, config string }{
+		{"v1.0", `{` + goldenConfig + `}`},
+		{"v0.3", `{` + goldenConfig + `,"version":"0.3"}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p, r, rec, ctx := a2a.New(), reg(c.config), record(goldenStatus), context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Messages(ctx, rec, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
