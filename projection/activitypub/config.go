@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 
 	"github.com/heraldpush/herald/journal"
@@ -57,6 +58,10 @@ func (c Config) String() string {
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
 func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
+
+// LogValue is String, so that no slog handler (JSON's encodes the struct)
+// logs a secret.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
 // journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.

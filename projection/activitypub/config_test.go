@@ -157,7 +157,7 @@ func TestSecretsRedacted(t *testing.T) {
 	msg := projtest.One(t, New(), record(t, "r", map[string]any{"type": "Like", "to": bob}), reg)
 	s := msg.Signer.(*signer)
 	type holder struct{ C Config }
-	for _, out := range projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg) {
+	for _, out := range append(projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg), projtest.Logged(c)...) {
 		if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, keyLines(pkcs8)[1]) {
 			t.Fatalf("%s leaks the key", out)
 		}

@@ -96,7 +96,7 @@ func TestSecretsRedacted(t *testing.T) {
 	msg := projtest.One(t, New(), journal.Record{ID: "evt_1", Payload: []byte(`{}`)}, reg)
 	s := msg.Signer.(*signer)
 	type holder struct{ C Config }
-	for _, out := range projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg) {
+	for _, out := range append(projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg), projtest.Logged(c)...) {
 		if strings.Contains(out, secretA[6:18]) || strings.Contains(out, secretB[6:18]) || strings.Contains(out, "whsec_") {
 			t.Fatalf("%s leaks a secret", out)
 		}
