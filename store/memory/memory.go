@@ -22,19 +22,19 @@ var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
 	_ push.HostStore  = (*Store)(nil)
+	_ store.Retention = (*Store)(nil)
 )
 
 // Store keeps the journal and the registrations in maps behind one mutex.
 // The zero value is not usable; call New.
 type Store struct {
-	mu         sync.Mutex
-	now        func() time.Time
-	maxPayload int
-	streams    map[string]*stream
-	ids        map[string]ref
-	regs       map[push.Key]*push.Registration
-	evidence   map[push.Key][]push.Evidence
-	hosts      map[string]*push.Host
+	mu       sync.Mutex
+	now      func() time.Time
+	streams  map[string]*stream
+	ids      map[string]ref
+	regs     map[push.Key]*push.Registration
+	evidence map[push.Key][]push.Evidence
+	hosts    map[string]*push.Host
 }
 
 type stream struct {
@@ -63,20 +63,15 @@ type Option func(*Store)
 // WithClock sets the clock that stamps Record.AppendedAt (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithMaxPayload sets the payload limit in bytes (default
-// journal.DefaultMaxPayload).
-func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
-
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		now:        time.Now,
-		maxPayload: journal.DefaultMaxPayload,
-		streams:    map[string]*stream{},
-		ids:        map[string]ref{},
-		regs:       map[push.Key]*push.Registration{},
-		evidence:   map[push.Key][]push.Evidence{},
-		hosts:      map[string]*push.Host{},
+		now:      time.Now,
+		streams:  map[string]*stream{},
+		ids:      map[string]ref{},
+		regs:     map[push.Key]*push.Registration{},
+		evidence: map[push.Key][]push.Evidence{},
+		hosts:    map[string]*push.Host{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -86,7 +81,7 @@ func New(opts ...Option) *Store {
 
 // Append implements journal.Journal.
 func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(name, journal.WithContextTrace(ctx, entries), s.maxPayload)
+	entries, err := journal.ValidateEntries(name, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -235,20 +230,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		old.Kinds, old.Window = slices.Clone(r.Kinds), max(r.Window, 1)
 		return copyReg(old), nil
 	}
-	// 0 means from the oldest retained record; a cursor below it would
-	// ask for records that are gone.
-	next, head := r.NextSeq, s.head(r.Stream)
-	if next == 0 {
-		next = s.oldest(r.Stream)
-	}
-	if err := store.CheckRetained(r.Stream, next, s.oldest(r.Stream)); err != nil {
-		return push.Registration{}, err
-	}
-	if s.sealed(r.Stream) && next > head {
-		return push.Registration{}, fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
-			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
-	}
-	if err := store.ValidateCursor(next, head); err != nil {
+	next, err := store.FirstCursor(r, s.head(r.Stream), s.oldest(r.Stream), s.sealed(r.Stream))
+	if err != nil {
 		return push.Registration{}, err
 	}
 	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
@@ -303,72 +286,48 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	return out[:min(len(out), limit)], nil
 }
 
-// Due implements push.Store. Registrations of a down or unavailable host
-// are held: not claimed, but for one probe whose instant is due (see
-// push.HostStore); the probe moves the host's next probe instant.
+// Due implements push.Store; store.DuePicker picks what it claims.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	hosts := map[string]push.Host{}
+	for name, h := range s.hosts {
+		hosts[name] = *h
+	}
 	var due []*push.Registration
-	var batch push.DueBatch
+	unserved := 0
 	for _, r := range s.regs {
 		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.head(r.Stream) {
 			continue
 		}
-		if r.Namespace != q.Namespace {
-			if held, probe := s.hostOf(r).Holds(q.At); !held || probe {
-				batch.Unserved++
-			}
-			continue
+		if r.Namespace == q.Namespace {
+			due = append(due, r)
+		} else if held, probe := hosts[r.Host()].Holds(q.At); !held || probe {
+			unserved++
 		}
-		due = append(due, r)
 	}
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
-	taken := map[string]int{} // per host, for the cap
-	troubled := map[string]bool{}
+	p := store.NewDuePicker(q, hosts)
 	for _, r := range due {
-		host := r.Host()
-		if room := q.HostRoom(host); room >= 0 && taken[host] >= room {
-			continue // the cap leaves it for later: not claimed, not More
-		}
-		h := s.hosts[host]
-		if h != nil {
-			if held, probe := h.Holds(q.At); held && !probe {
-				continue // held for its host
-			}
-		}
-		if len(batch.Registrations) == q.Limit {
-			batch.More = true
+		if !p.Offer(s.status(r)) {
 			break
 		}
-		taken[host]++
-		if h != nil {
-			if held, _ := h.Holds(q.At); held {
-				*h = h.Probed(q.At) // this claim is the probe
-			}
-			if h.Troubled() && !troubled[h.Host] {
-				troubled[h.Host] = true
-				batch.Hosts = append(batch.Hosts, *h)
-			}
-		}
+	}
+	for _, h := range p.Probed {
+		*s.hosts[h.Host] = h
+	}
+	for i, st := range p.Batch.Registrations {
+		r := s.regs[st.Key()]
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
-		batch.Registrations = append(batch.Registrations, s.status(r))
+		p.Batch.Registrations[i] = s.status(r)
 	}
-	return batch, nil
-}
-
-// hostOf returns the stored health of r's host (up if none is stored). The
-// caller holds s.mu.
-func (s *Store) hostOf(r *push.Registration) push.Host {
-	if h := s.hosts[r.Host()]; h != nil {
-		return *h
-	}
-	return push.Host{State: push.HostUp}
+	p.Batch.Unserved = unserved
+	return p.Batch, nil
 }
 
 // Advance implements push.Store.
@@ -504,29 +463,17 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, at time.Time, reason string) error {
-	if err := push.ValidateInstant("at", at); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
-	if r == nil {
-		return notFound(streamName, id)
-	}
-	if err := store.ValidateSkip(r.NextSeq, s.head(streamName), toSeq); err != nil {
-		return err
-	}
-	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
-		return err
-	}
-	s.move(k, r, toSeq, at, push.EventSkip, reason)
-	s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
-	return nil
+	return s.move(streamName, id, toSeq, at, true, reason)
 }
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64, at time.Time) error {
+	return s.move(streamName, id, toSeq, at, false, "")
+}
+
+// move is an operator's skip or rewind (store.CheckMove); it fences out a
+// turn in flight.
+func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
@@ -537,20 +484,17 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 	if r == nil {
 		return notFound(streamName, id)
 	}
-	if err := store.ValidateRewind(r.NextSeq, s.head(streamName), toSeq); err != nil {
+	event, text, err := store.CheckMove(skip, streamName, r.NextSeq, s.head(streamName), s.oldest(streamName), toSeq, reason)
+	if err != nil {
 		return err
 	}
-	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
-		return err
-	}
-	s.move(k, r, toSeq, at, push.EventRewind, fmt.Sprintf("rewound from #%d to #%d", r.NextSeq, toSeq))
-	return nil
-}
-
-func (s *Store) move(k push.Key, r *push.Registration, toSeq uint64, at time.Time, event, reason string) {
-	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: reason})
+	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
 	r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{} // fence out a turn in flight
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	if skip {
+		s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
+	}
+	return nil
 }
 
 // AddEvidence implements push.Store.
@@ -580,11 +524,9 @@ func (s *Store) addEvidence(k push.Key, ev push.Evidence) {
 
 // Evidence implements push.Store.
 func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) ([]push.Evidence, error) {
-	if limit < 0 {
-		return nil, journal.Invalid("limit", "is %d: it must not be negative", limit)
-	}
-	if limit == 0 || limit > push.MaxEvidence {
-		limit = push.MaxEvidence
+	limit, err := store.EvidenceLimit(limit)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -716,8 +658,6 @@ func notFound(streamName, id string) error {
 	return fmt.Errorf("registration %s: %w", push.Name(streamName, id), journal.ErrNotFound)
 }
 
-var _ store.Retention = (*Store)(nil)
-
 // Prune implements store.Retention, visiting streams in name order.
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
 	q, err := q.Validate()
@@ -798,14 +738,9 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 
 // Streams implements store.Retention.
 func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
-	limit, err := push.ListLimit(q.Limit)
+	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
-	}
-	if q.Stream != "" {
-		if err := journal.ValidateStream(q.Stream); err != nil {
-			return nil, err
-		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
