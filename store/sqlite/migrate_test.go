@@ -12,6 +12,7 @@ import (
 	modernc "modernc.org/sqlite"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -36,7 +37,7 @@ func TestADirtyVersionIsSettledAsTheErrorSays(t *testing.T) {
 	rawExec(t, path, "UPDATE schema_migrations SET dirty = 1")
 	before := snap(t, path)
 	st, err := sqlite.MigrationStatus(ctx, path)
-	require.ErrorIs(t, err, sqlite.ErrSchemaDirty)
+	require.ErrorIs(t, err, store.ErrSchemaDirty)
 	require.True(t, st.Dirty)
 	require.Equal(t, 1, st.Current)
 	for op, call := range map[string]func() error{
@@ -45,7 +46,7 @@ func TestADirtyVersionIsSettledAsTheErrorSays(t *testing.T) {
 		"MigrateDown": func() error { _, err := sqlite.MigrateDown(ctx, path); return err },
 	} {
 		err := call()
-		require.ErrorIs(t, err, sqlite.ErrSchemaDirty, op)
+		require.ErrorIs(t, err, store.ErrSchemaDirty, op)
 		require.ErrorContains(t, err, path, op)
 		require.ErrorContains(t, err, "schema_migrations records version 1 (001_init) as dirty", op)
 		require.ErrorContains(t, err, "UPDATE schema_migrations SET version = N, dirty = false", op)

@@ -112,7 +112,7 @@ func TestOpenRefusesWhatIsNotHerald(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 			rawExec(t, path, "UPDATE schema_migrations SET dirty = 1")
-		}, sqlite.ErrSchemaDirty, `UPDATE schema_migrations SET version = N, dirty = false`},
+		}, store.ErrSchemaDirty, `UPDATE schema_migrations SET version = N, dirty = false`},
 		{"another application's golang-migrate database", func(t *testing.T, path string) {
 			rawExec(t, path, "CREATE TABLE schema_migrations (version uint64, dirty bool)", "INSERT INTO schema_migrations VALUES (1, 0)")
 		}, store.ErrNotHerald, "another application's tables (schema_migrations)"},

@@ -15,12 +15,10 @@ const (
 	sqlCurrentVersion = "SELECT version, dirty FROM " + migrationsTable + " LIMIT 1"
 )
 
-// The file's settings and checks (migrate.go, open.go, store.go).
+// The file's settings (migrate.go, open.go).
 const (
-	sqlAutoVacuum      = "PRAGMA auto_vacuum = INCREMENTAL"
-	sqlWAL             = "PRAGMA journal_mode = WAL"
-	sqlIntegrityCheck  = "PRAGMA integrity_check"
-	sqlForeignKeyCheck = "PRAGMA foreign_key_check"
+	sqlAutoVacuum = "PRAGMA auto_vacuum = INCREMENTAL"
+	sqlWAL        = "PRAGMA journal_mode = WAL"
 )
 
 // The journal (journal.go).
@@ -174,8 +172,7 @@ const (
 				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?3 AND id = ?4` + stateColumns
-	sqlRegistrationExists = "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?"
-	sqlInsertEvidence     = `INSERT INTO herald_evidence
+	sqlInsertEvidence = `INSERT INTO herald_evidence
 		(stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// Keep the registration's newest ?3 (push.MaxEvidence).

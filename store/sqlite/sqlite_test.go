@@ -32,25 +32,10 @@ func TestConformance(t *testing.T) {
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
 
-func TestWithMaxPayload(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t, sqlite.WithMaxPayload(16))
-	_, err := s.Append(ctx, "s", journal.Entry{ID: "fits", Kind: "k", Payload: []byte(`{"a":"01234567"}`)})
-	require.NoError(t, err)
-	_, err = s.Append(ctx, "s", journal.Entry{ID: "big", Kind: "k", Payload: []byte(`{"a":"012345678"}`)})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	require.ErrorContains(t, err, "more than the limit of 16")
-	head, err := s.Head(ctx, "s")
-	require.NoError(t, err)
-	require.Equal(t, uint64(1), head)
-}
-
 func TestOpenChecksOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	_, err := sqlite.Open(ctx, filepath.Join(dir, "a.db"), sqlite.WithMaxPayload(-1))
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = sqlite.Open(ctx, filepath.Join(dir, "b.db"), sqlite.WithClock(nil))
+	_, err := sqlite.Open(ctx, filepath.Join(dir, "b.db"), sqlite.WithClock(nil))
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
