@@ -51,48 +51,35 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	attempts := claim(t, b, "s", "attempts", at(5))
 	end := claim(t, b, "t", "end", at(0))
 
-	saves := []push.CursorSave{
-		{Claim: moves, NextSeq: 5},
-		{Claim: stale, NextSeq: 9},
-		{Claim: past, NextSeq: 12},
-		{Claim: behind, NextSeq: 3},
-		{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2},
-		{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2},
-		{Claim: attempts, NextSeq: 3},
-		{Claim: end, NextSeq: 4},
-		{Claim: past, NextSeq: 0},
+	type row struct {
+		save push.CursorSave
+		want error // nil: applied
+		why  string
 	}
-	errs, err := ab.AdvanceBatch(ctx(t), saves)
+	cases := []row{
+		{push.CursorSave{Claim: moves, NextSeq: 5}, nil, "moves"},
+		{push.CursorSave{Claim: stale, NextSeq: 9}, push.ErrLeaseLost, "a stale claim"},
+		{push.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, "a cursor above head+1"},
+		{push.CursorSave{Claim: behind, NextSeq: 3}, nil, "an advance behind the cursor is not an error"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, "nobody"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, "no owner"},
+		{push.CursorSave{Claim: attempts, NextSeq: 3}, nil, "attempts"},
+		{push.CursorSave{Claim: end, NextSeq: 4}, nil, "to the end of the stream"},
+		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, "cursor 0"},
+	}
+	errs, err := ab.AdvanceBatch(ctx(t), mapped(cases, func(c row) push.CursorSave { return c.save }))
 	require.NoError(t, err)
-	require.Len(t, errs, len(saves))
-	require.NoError(t, errs[0], "moves")
-	require.ErrorIs(t, errs[1], push.ErrLeaseLost, "a stale claim")
-	require.ErrorIs(t, errs[2], journal.ErrInvalid, "a cursor above head+1")
-	require.NoError(t, errs[3], "an advance behind the cursor is not an error")
-	require.ErrorIs(t, errs[4], journal.ErrNotFound)
-	require.ErrorIs(t, errs[5], journal.ErrInvalid, "no owner")
-	require.NoError(t, errs[6], "attempts")
-	require.NoError(t, errs[7], "to the end of the stream")
-	require.ErrorIs(t, errs[8], journal.ErrInvalid, "cursor 0")
+	require.Len(t, errs, len(cases))
+	for i, c := range cases {
+		require.ErrorIs(t, errs[i], c.want, c.why)
+	}
 
-	st := get(t, b, "s", "moves")
-	require.Equal(t, uint64(5), st.NextSeq)
-	require.Empty(t, st.LeaseOwner, "the lease is released")
-	st = get(t, b, "s", "stale")
-	require.Equal(t, uint64(1), st.NextSeq, "a fenced save changes nothing")
-	require.Equal(t, live.Owner, st.LeaseOwner, "and leaves the live lease")
-	st = get(t, b, "s", "past")
-	require.Equal(t, uint64(1), st.NextSeq, "a refused cursor changes nothing")
-	require.Equal(t, past.Owner, st.LeaseOwner, "the lease is still held")
-	st = get(t, b, "s", "behind")
-	require.Equal(t, uint64(6), st.NextSeq, "a cursor never moves back")
-	require.Empty(t, st.LeaseOwner)
-	st = get(t, b, "s", "attempts")
-	require.Equal(t, uint64(3), st.NextSeq)
-	require.Zero(t, st.Attempts, "a save that moves the cursor resets attempts")
-	require.Empty(t, st.LastError)
-	st = get(t, b, "t", "end")
-	require.Equal(t, uint64(4), st.NextSeq)
+	regIs(t, b, "s", "moves", 5, 0, "", "the lease is released")
+	regIs(t, b, "s", "stale", 1, 0, live.Owner, "a fenced save changes nothing and leaves the live lease")
+	regIs(t, b, "s", "past", 1, 0, past.Owner, "a refused cursor changes nothing; the lease is still held")
+	regIs(t, b, "s", "behind", 6, 0, "", "a cursor never moves back")
+	require.Empty(t, regIs(t, b, "s", "attempts", 3, 0, "", "a save that moves the cursor resets attempts").LastError)
+	regIs(t, b, "t", "end", 4, 0, "", "to the end")
 
 	errs, err = ab.AdvanceBatch(ctx(t), nil)
 	require.NoError(t, err)
@@ -121,52 +108,41 @@ func testAdvanceBatchRace(t *testing.T, b Backend) {
 		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
 	}
 	var (
-		wg      sync.WaitGroup
 		mu      sync.Mutex
 		maxSeen = map[string]uint64{}
 	)
-	errs := make(chan error, 100)
-	for w := range 6 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for i := range 15 {
-				when := at(i*10 + w)
-				batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: 6, Namespace: "webhook",
-					Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
-				if err != nil {
-					errs <- err
-					return
-				}
-				saves := make([]push.CursorSave, len(batch.Registrations))
-				for j, st := range batch.Registrations {
-					saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
-				}
-				rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
-				res, err := ab.AdvanceBatch(ctx(t), saves)
-				if err != nil {
-					errs <- err
-					return
-				}
-				for j, e := range res {
-					if errors.Is(e, push.ErrLeaseLost) {
-						continue
-					}
-					if e != nil {
-						errs <- e
-						return
-					}
-					mu.Lock()
-					maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
-					mu.Unlock()
-				}
+	race(t, 6, func(w int) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 7))
+		for i := range 15 {
+			when := at(i*10 + w)
+			batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: 6, Namespace: "webhook",
+				Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
+			if err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+			saves := make([]push.CursorSave, len(batch.Registrations))
+			for j, st := range batch.Registrations {
+				saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
+			}
+			rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
+			res, err := ab.AdvanceBatch(ctx(t), saves)
+			if err != nil {
+				return err
+			}
+			for j, e := range res {
+				if errors.Is(e, push.ErrLeaseLost) {
+					continue
+				}
+				if e != nil {
+					return e
+				}
+				mu.Lock()
+				maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
 	require.NotEmpty(t, maxSeen)
 	for id, n := range maxSeen {
 		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)

@@ -73,11 +73,7 @@ func streamInfo(t *testing.T, b Backend, name string) (store.StreamInfo, bool) {
 }
 
 func seqs(recs []journal.Record) []uint64 {
-	out := make([]uint64, len(recs))
-	for i, r := range recs {
-		out[i] = r.Seq
-	}
-	return out
+	return mapped(recs, func(r journal.Record) uint64 { return r.Seq })
 }
 
 func readAll(t *testing.T, b Backend, stream string) []journal.Record {
@@ -238,8 +234,7 @@ func testPruneBatches(t *testing.T, b Backend) {
 }
 
 func testPruneEvidence(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 1)
 	for i := range 3 {
 		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
 	}

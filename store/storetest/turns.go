@@ -166,13 +166,7 @@ func testFailureOnALaterPage(t *testing.T, b Backend) {
 	}
 }
 
-func arrived(as []arrival) []int {
-	out := make([]int, len(as))
-	for i, a := range as {
-		out[i] = a.n
-	}
-	return out
-}
+func arrived(as []arrival) []int { return mapped(as, func(a arrival) int { return a.n }) }
 
 func sorted(xs []int) []int {
 	out := slices.Clone(xs)
