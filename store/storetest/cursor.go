@@ -218,9 +218,7 @@ func testCursorRange(t *testing.T, b Backend) {
 	regIs(t, b, "s", "r", 1, 0, c.Owner, "nothing changed, the lease is still held")
 	require.NoError(t, b.Advance(ctx(t), c, 4), "one past the head is the end of the stream")
 
-	past := reg("s", "past", "webhook")
-	past.NextSeq = 5
-	require.ErrorIs(t, errOf(b.Register(ctx(t), past)), journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
+	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("s", "past", "webhook", 5))), journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
 }
 
 func testRetry(t *testing.T, b Backend) {

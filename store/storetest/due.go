@@ -27,9 +27,7 @@ var dueTests = []test{
 func testDueFiltering(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	register(t, b, reg("s", "due", "webhook"))
-	atHead := reg("s", "at-head", "webhook")
-	atHead.NextSeq = 4
-	register(t, b, atHead)
+	register(t, b, regFrom("s", "at-head", "webhook", 4))
 	register(t, b, reg("s", "parked", "webhook"))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))

@@ -99,9 +99,7 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 	require.Zero(t, st.Attempts)
 	require.Equal(t, push.StateReady, st.State())
 
-	later := reg("actor/alice", "from-head", "activitypub")
-	later.NextSeq = 3
-	require.Equal(t, uint64(3), register(t, b, later).NextSeq, "a registration may start past the head")
+	require.Equal(t, uint64(3), register(t, b, regFrom("actor/alice", "from-head", "activitypub", 3)).NextSeq, "a registration may start past the head")
 	require.Equal(t, push.StateIdle, get(t, b, "actor/alice", "from-head").State())
 
 	require.ErrorIs(t, errOf(b.Get(ctx(t), "actor/alice", "nobody")), journal.ErrNotFound)
@@ -130,9 +128,7 @@ func testRegisterSealed(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	register(t, b, reg("task/1", "from-start", "a2a")) // still has records to receive
 
-	past := reg("task/1", "too-late", "a2a")
-	past.NextSeq = 3
-	require.ErrorIs(t, errOf(b.Register(ctx(t), past)), journal.ErrSealed, "a cursor past a final record would never deliver anything")
+	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("task/1", "too-late", "a2a", 3))), journal.ErrSealed, "a cursor past a final record would never deliver anything")
 	require.ErrorIs(t, errOf(b.Get(ctx(t), "task/1", "too-late")), journal.ErrNotFound)
 	require.True(t, get(t, b, "task/1", "from-start").Sealed)
 }
@@ -191,9 +187,7 @@ func testList(t *testing.T, b Backend) {
 		register(t, b, reg("a", fmt.Sprintf("r%d", i), "webhook"))
 	}
 	register(t, b, reg("b", "r0", "cloudevents"))
-	idle := reg("b", "idle", "cloudevents")
-	idle.NextSeq = 2
-	register(t, b, idle)
+	register(t, b, regFrom("b", "idle", "cloudevents", 2))
 	for _, id := range []string{"r1", "r3", "r4"} {
 		require.NoError(t, b.Park(ctx(t), claim(t, b, "a", id, at(0)), 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
 	}
@@ -229,9 +223,7 @@ func testStats(t *testing.T, b Backend) {
 	register(t, b, reg("a", "retrying", "webhook"))     // lag 4, attempts 1
 	register(t, b, reg("a", "parked-early", "webhook")) // parked at 5
 	register(t, b, reg("b", "parked-late", "webhook"))  // parked at 9
-	idle := reg("b", "idle", "cloudevents")
-	idle.NextSeq = 3
-	register(t, b, idle)
+	register(t, b, regFrom("b", "idle", "cloudevents", 3))
 	register(t, b, reg("b", "leased", "cloudevents")) // lag 2, leased
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "a", "retrying", at(0)), 2, at(100), push.Evidence{At: at(1), Error: "503"}))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "a", "parked-early", at(0)), 1, push.Evidence{At: at(5), Error: "410"}))

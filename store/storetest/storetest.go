@@ -108,6 +108,13 @@ func reg(stream, id, ns string) push.Registration {
 		Config: push.Config(`{"secret":"s3cr3t"}`)}
 }
 
+// regFrom is reg with its cursor at next.
+func regFrom(stream, id, ns string, next uint64) push.Registration {
+	r := reg(stream, id, ns)
+	r.NextSeq = next
+	return r
+}
+
 func register(t *testing.T, b Backend, r push.Registration) push.Registration {
 	t.Helper()
 	got, err := b.Register(ctx(t), r)
