@@ -44,13 +44,8 @@ type stream struct {
 	sealed  bool
 }
 
-// at returns the retained record seq, if it is retained.
-func (st *stream) at(seq uint64) (journal.Record, bool) {
-	if st == nil || seq < st.oldest || seq > st.head {
-		return journal.Record{}, false
-	}
-	return st.records[seq-st.oldest], true
-}
+// at returns retained record seq.
+func (st *stream) at(seq uint64) journal.Record { return st.records[seq-st.oldest] }
 
 type ref struct {
 	stream string
@@ -107,16 +102,13 @@ func (s *Store) event(e journal.Entry, ok bool) {
 
 // appendLocked appends validated entries. The caller holds s.mu.
 func (s *Store) appendLocked(name string, entries []journal.Entry) ([]journal.Record, error) {
-	st := s.streams[name]
-	if st == nil {
-		st = &stream{oldest: 1}
-	}
+	st := s.stream(name)
 	// Check everything before writing anything: a batch is all-or-nothing.
 	out := make([]journal.Record, len(entries))
 	fresh := make([]int, 0, len(entries))
 	for i, e := range entries {
 		if r, ok := s.ids[e.ID]; ok {
-			stored, _ := s.streams[r.stream].at(r.seq)
+			stored := s.streams[r.stream].at(r.seq)
 			if err := journal.Same(stored, name, e); err != nil {
 				return nil, err
 			}
@@ -174,7 +166,7 @@ func (s *Store) Head(ctx context.Context, name string) (uint64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.head(name), nil
+	return s.stream(name).head, nil
 }
 
 // Lookup implements journal.Journal.
@@ -188,28 +180,16 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	if !ok {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
-	rec, _ := s.streams[r.stream].at(r.seq)
-	return clone(rec), nil
+	return clone(s.streams[r.stream].at(r.seq)), nil
 }
 
-func (s *Store) head(name string) uint64 {
+// stream returns the named stream, or a new one (not stored) if it has no
+// row.
+func (s *Store) stream(name string) *stream {
 	if st := s.streams[name]; st != nil {
-		return st.head
+		return st
 	}
-	return 0
-}
-
-// oldest is the stream's low-water mark: its oldest retained seq.
-func (s *Store) oldest(name string) uint64 {
-	if st := s.streams[name]; st != nil {
-		return st.oldest
-	}
-	return 1
-}
-
-func (s *Store) sealed(name string) bool {
-	st := s.streams[name]
-	return st != nil && st.sealed
+	return &stream{oldest: 1}
 }
 
 func clone(r journal.Record) journal.Record {
@@ -224,43 +204,48 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := r.Key()
-	if old := s.regs[k]; old != nil {
-		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
-		old.Kinds, old.Window = slices.Clone(r.Kinds), max(r.Window, 1)
-		return copyReg(old), nil
+	n := s.regs[r.Key()]
+	if n == nil { // a new one; an update keeps the cursor and retry state
+		st := s.stream(r.Stream)
+		next, err := store.FirstCursor(r, st.head, st.oldest, st.sealed)
+		if err != nil {
+			return push.Registration{}, err
+		}
+		n = &push.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
+		s.regs[r.Key()] = n
 	}
-	next, err := store.FirstCursor(r, s.head(r.Stream), s.oldest(r.Stream), s.sealed(r.Stream))
-	if err != nil {
-		return push.Registration{}, err
-	}
-	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds),
-		Window: max(r.Window, 1)}
-	s.regs[k] = n
+	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
+	n.Kinds, n.Window = slices.Clone(r.Kinds), max(r.Window, 1)
 	return copyReg(n), nil
+}
+
+// reg returns registration stream/id. The caller holds s.mu.
+func (s *Store) reg(stream, id string) (*push.Registration, error) {
+	if r := s.regs[push.Key{Stream: stream, ID: id}]; r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
 }
 
 // Unregister implements push.Store.
 func (s *Store) Unregister(ctx context.Context, streamName, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	if s.regs[k] == nil {
-		return notFound(streamName, id)
+	r, err := s.reg(streamName, id)
+	if err == nil {
+		delete(s.regs, r.Key())
+		delete(s.evidence, r.Key())
 	}
-	delete(s.regs, k)
-	delete(s.evidence, k)
-	return nil
+	return err
 }
 
 // Get implements push.Store.
 func (s *Store) Get(ctx context.Context, streamName, id string) (push.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.regs[push.Key{Stream: streamName, ID: id}]
-	if r == nil {
-		return push.Status{}, notFound(streamName, id)
+	r, err := s.reg(streamName, id)
+	if err != nil {
+		return push.Status{}, err
 	}
 	return s.status(r), nil
 }
@@ -300,7 +285,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	var due []*push.Registration
 	unserved := 0
 	for _, r := range s.regs {
-		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.head(r.Stream) {
+		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.stream(r.Stream).head {
 			continue
 		}
 		if r.Namespace == q.Namespace {
@@ -392,14 +377,14 @@ func (s *Store) claimed(c push.Claim, nextSeq uint64) (*push.Registration, error
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	r := s.regs[push.Key{Stream: c.Stream, ID: c.ID}]
-	if r == nil {
-		return nil, notFound(c.Stream, c.ID)
+	r, err := s.reg(c.Stream, c.ID)
+	if err != nil {
+		return nil, err
 	}
 	if r.LeaseOwner != c.Owner {
 		return nil, fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 	}
-	if err := store.ValidateCursor(nextSeq, s.head(c.Stream)); err != nil {
+	if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -432,17 +417,13 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
-	if r == nil {
-		return notFound(streamName, id)
-	}
-	if !r.Parked {
-		return nil
+	r, err := s.reg(streamName, id)
+	if err != nil || !r.Parked {
+		return err
 	}
 	r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	s.addEvidence(k, push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
+	s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
 	s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
 	return nil
 }
@@ -457,7 +438,7 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 	}
 	delete(s.regs, r.Key())
 	delete(s.evidence, r.Key())
-	s.event(push.RegistrationEvent(push.KindCompleted, *r, s.head(r.Stream)+1, "", "", r.NextAttemptAt))
+	s.event(push.RegistrationEvent(push.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
 	return nil
 }
 
@@ -479,16 +460,16 @@ func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip boo
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
-	if r == nil {
-		return notFound(streamName, id)
-	}
-	event, text, err := store.CheckMove(skip, streamName, r.NextSeq, s.head(streamName), s.oldest(streamName), toSeq, reason)
+	r, err := s.reg(streamName, id)
 	if err != nil {
 		return err
 	}
-	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
+	st := s.stream(streamName)
+	event, text, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, reason)
+	if err != nil {
+		return err
+	}
+	s.addEvidence(r.Key(), push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
 	r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	if skip {
@@ -501,13 +482,13 @@ func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip boo
 func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: ev.Stream, ID: ev.Registration}
-	if s.regs[k] == nil {
-		return notFound(ev.Stream, ev.Registration)
+	r, err := s.reg(ev.Stream, ev.Registration)
+	if err != nil {
+		return err
 	}
-	s.addEvidence(k, ev)
+	s.addEvidence(r.Key(), ev)
 	if ev.Event == push.EventSkipped {
-		s.event(push.RegistrationEvent(push.KindSkipped, *s.regs[k], ev.Seq, push.ByPolicy, ev.Error, ev.At))
+		s.event(push.RegistrationEvent(push.KindSkipped, *r, ev.Seq, push.ByPolicy, ev.Error, ev.At))
 	}
 	return nil
 }
@@ -530,11 +511,10 @@ func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	if s.regs[k] == nil {
-		return nil, notFound(streamName, id)
+	if _, err := s.reg(streamName, id); err != nil {
+		return nil, err
 	}
-	list := s.evidence[k]
+	list := s.evidence[push.Key{Stream: streamName, ID: id}]
 	out := make([]push.Evidence, 0, min(limit, len(list)))
 	for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, list[i])
@@ -626,7 +606,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	defer s.mu.Unlock()
 	held := map[string]int{}
 	for _, r := range s.regs {
-		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.head(r.Stream) {
+		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.stream(r.Stream).head {
 			held[h.Host]++
 		}
 	}
@@ -644,7 +624,8 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 }
 
 func (s *Store) status(r *push.Registration) push.Status {
-	return push.Status{Registration: copyReg(r), Head: s.head(r.Stream), Sealed: s.sealed(r.Stream)}
+	st := s.stream(r.Stream)
+	return push.Status{Registration: copyReg(r), Head: st.head, Sealed: st.sealed}
 }
 
 func copyReg(r *push.Registration) push.Registration {
@@ -652,10 +633,6 @@ func copyReg(r *push.Registration) push.Registration {
 	c.Config = slices.Clone(r.Config)
 	c.Kinds = slices.Clone(r.Kinds)
 	return c
-}
-
-func notFound(streamName, id string) error {
-	return fmt.Errorf("registration %s: %w", push.Name(streamName, id), journal.ErrNotFound)
 }
 
 // Prune implements store.Retention, visiting streams in name order.
@@ -683,7 +660,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 		to := st.oldest // the new low-water mark
 		for to < l && to <= st.head && rep.Records < q.Limit {
-			rec, _ := st.at(to)
+			rec := st.at(to)
 			if rec.AppendedAt.After(cutoff) {
 				break
 			}
