@@ -103,10 +103,7 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 func testAdvanceBatchRace(t *testing.T, b Backend) {
 	ab := batcher(t, b)
 	const regs = 12
-	appendN(t, b, "s", 200)
-	for i := range regs {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 200, regs)
 	var (
 		mu      sync.Mutex
 		maxSeen = map[string]uint64{}

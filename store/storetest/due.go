@@ -61,10 +61,7 @@ func testDueFiltering(t *testing.T, b Backend) {
 }
 
 func testDueLimit(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	for i := range 5 {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 1, 5)
 	first := due(t, b, "webhook", "w1", at(0), 2)
 	require.Len(t, first.Registrations, 2)
 	require.True(t, first.More, "more than the limit were due")
@@ -134,10 +131,7 @@ func testDueBadInput(t *testing.T, b Backend) {
 }
 
 func testDueRotates(t *testing.T, b Backend) {
-	appendN(t, b, "s", 50)
-	for i := range 3 {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 50, 3)
 	served := map[string]int{}
 	for i := range 6 {
 		batch := due(t, b, "webhook", fmt.Sprintf("w%d", i), at(i), 2)
@@ -156,10 +150,7 @@ func testDueRotates(t *testing.T, b Backend) {
 }
 
 func testConcurrentDue(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	for i := range 20 {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 1, 20)
 	var (
 		mu     sync.Mutex
 		claims = map[string]int{}

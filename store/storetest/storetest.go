@@ -167,6 +167,15 @@ func streamWithReg(t *testing.T, b Backend, n int) {
 	register(t, b, reg("s", "r", "webhook"))
 }
 
+// streamWithRegs appends n records to stream "s" and registers s/r0.. on it.
+func streamWithRegs(t *testing.T, b Backend, n, regs int) {
+	t.Helper()
+	appendN(t, b, "s", n)
+	for i := range regs {
+		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
+	}
+}
+
 func evidence(t *testing.T, b Backend, stream, id string) []push.Evidence {
 	t.Helper()
 	evs, err := b.Evidence(ctx(t), stream, id, 0)
