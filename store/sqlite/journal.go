@@ -100,7 +100,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	newHead := head + int64(len(fresh))
 	final := entries[fresh[len(fresh)-1]].Final
 	// The stream row first (records refer to it). The append wakes the
-	// stream for Due if it has registrations (doc.go, "Idle costs nothing").
+	// stream for Due if it has registrations (package doc, "Idle costs nothing").
 	_, err = tx.ExecContext(ctx, sqlUpsertHead, stream, newHead, final, int64(dueNow))
 	if err != nil {
 		return nil, translate("append: update head", err)
