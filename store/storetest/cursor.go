@@ -16,8 +16,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Cursor moves: a worker's under its claim, an operator's (skip, rewind),
-// and the evidence they leave.
+// A worker's writes under its claim (one at a time, or in a batch) and the
+// evidence they leave.
 var cursorTests = []test{
 	{"AdvanceIsMonotonic", testAdvanceMonotonic},
 	{"RacingWorkersNeverMoveCursorBack", testAdvanceRace},
@@ -31,12 +31,6 @@ var cursorTests = []test{
 	{"EvidenceIsBoundedNewestFirst", testEvidence},
 	{"EvidenceKeepsAnyAnswer", testEvidenceBytes},
 	{"UnknownRegistration", testUnknownRegistration},
-}
-
-var operatorTests = []test{
-	{"SkipMovesPastPoison", testSkip},
-	{"RewindReplays", testRewind},
-	{"OperatorMovesAreDueAtOnce", testDueAtOnce},
 }
 
 // regIs checks registration stream/id's cursor, attempts and lease owner.
@@ -81,33 +75,44 @@ func testAdvanceRace(t *testing.T, b Backend) {
 		maxSeen uint64
 		applied int
 	)
-	race(t, 8, func(w int) error {
-		rng := rand.New(rand.NewPCG(uint64(w), 42))
-		for i := range 25 {
+	claimRace(t, b, 8, 25, 1, 42, func(claimed []push.Status, rng *rand.Rand) error {
+		if len(claimed) == 0 {
+			return nil
+		}
+		n := 1 + rng.Uint64N(201)
+		err := b.Advance(ctx(t), claimed[0].Claim(), n)
+		if errors.Is(err, push.ErrLeaseLost) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		maxSeen = max(maxSeen, n)
+		applied++
+		mu.Unlock()
+		st, err := b.Get(ctx(t), "s", "r")
+		if err == nil && st.NextSeq < n {
+			err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, n)
+		}
+		return err
+	})
+	require.Positive(t, applied)
+	require.Equal(t, max(maxSeen, 1), get(t, b, "s", "r").NextSeq, "the cursor is the largest applied advance")
+}
+
+// claimRace runs workers that each claim, rounds times, up to limit due
+// registrations under one-second leases at staggered instants, and hand them
+// to fn with a random source of their own (seeded by seed).
+func claimRace(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, fn func([]push.Status, *rand.Rand) error) {
+	race(t, workers, func(w int) error {
+		rng := rand.New(rand.NewPCG(uint64(w), seed))
+		for i := range rounds {
 			when := at(i*10 + w)
-			batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: 1, Namespace: "webhook",
+			batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 				Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
-			if err != nil {
-				return err
-			}
-			if len(batch.Registrations) == 0 {
-				continue
-			}
-			n := 1 + rng.Uint64N(201)
-			err = b.Advance(ctx(t), batch.Registrations[0].Claim(), n)
-			if errors.Is(err, push.ErrLeaseLost) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			maxSeen = max(maxSeen, n)
-			applied++
-			mu.Unlock()
-			st, err := b.Get(ctx(t), "s", "r")
-			if err == nil && st.NextSeq < n {
-				err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, n)
+			if err == nil {
+				err = fn(batch.Registrations, rng)
 			}
 			if err != nil {
 				return err
@@ -115,8 +120,6 @@ func testAdvanceRace(t *testing.T, b Backend) {
 		}
 		return nil
 	})
-	require.Positive(t, applied)
-	require.Equal(t, max(maxSeen, 1), get(t, b, "s", "r").NextSeq, "the cursor is the largest applied advance")
 }
 
 // leaseTakenOver returns claim A took at 0 and claim B took when A's lease
@@ -368,64 +371,125 @@ func events(evs []push.Evidence) []string {
 	return mapped(evs, func(e push.Evidence) string { return e.Event })
 }
 
-func testSkip(t *testing.T, b Backend) {
-	streamWithReg(t, b, 5)
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
-	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
-		require.ErrorIs(t, b.Skip(ctx(t), "s", "r", bad, at(1), "poison"), journal.ErrInvalid, "skip to %d", bad)
-	}
-	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq, "a refused skip changes nothing")
-
-	require.NoError(t, b.Skip(ctx(t), "s", "r", 3, at(2), "record 2 is malformed"))
-	require.True(t, regIs(t, b, "s", "r", 3, 0, "", "the skip").Parked, "a skip does not unpark")
-	require.NoError(t, b.Skip(ctx(t), "s", "r", 6, at(3), "to the head"), "one past the head is allowed")
-
-	evs := evidence(t, b, "s", "r")
-	require.Equal(t, []string{push.EventSkip, push.EventSkip, ""}, events(evs))
-	require.Equal(t, uint64(2), evs[1].Seq, "the evidence names the cursor skipped from")
-	require.Equal(t, "record 2 is malformed", evs[1].Error)
-	requireTime(t, at(2), evs[1].At, "skip evidence At")
+// advanceBatchTests run against stores that are push.AdvanceBatchers; the
+// others skip them (a worker gives them one Advance a save).
+var advanceBatchTests = []test{
+	{"EachSaveAsAdvanceAlone", testAdvanceBatchPerSave},
+	{"RacingBatchesNeverMoveCursorsBack", testAdvanceBatchRace},
 }
 
-func testRewind(t *testing.T, b Backend) {
-	streamWithReg(t, b, 5)
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 6))
-	require.Empty(t, due(t, b, "webhook", "w", at(0), 10).Registrations)
-	for _, bad := range []uint64{0, 7, 1 << 62} {
-		require.ErrorIs(t, b.Rewind(ctx(t), "s", "r", bad, at(1)), journal.ErrInvalid, "rewind to %d", bad)
+func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
+	t.Helper()
+	ab, ok := b.(push.AdvanceBatcher)
+	if !ok {
+		t.Skip("the store does not batch Advance")
 	}
-	require.Equal(t, uint64(6), get(t, b, "s", "r").NextSeq)
-
-	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(10)))
-	st := get(t, b, "s", "r")
-	require.Equal(t, uint64(2), st.NextSeq, "rewind is the one way a cursor moves back")
-	require.Equal(t, uint64(4), st.Lag())
-	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "w", at(10), 10).Registrations), "due at once")
-
-	evs := evidence(t, b, "s", "r")
-	require.Equal(t, []string{push.EventRewind}, events(evs))
-	require.Equal(t, uint64(6), evs[0].Seq, "the evidence names the cursor rewound from")
-	require.Equal(t, "rewound from #6 to #2", evs[0].Error, "and where to")
-
-	err := b.Rewind(ctx(t), "s", "r", 3, at(11))
-	require.ErrorIs(t, err, journal.ErrInvalid, "a rewind never moves the cursor forward")
-	require.ErrorContains(t, err, "skip")
-	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq, "a refused rewind changed nothing")
-	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(12)), "a rewind to the cursor retries it at once")
+	return ab
 }
 
-func testDueAtOnce(t *testing.T, b Backend) {
-	streamWithReg(t, b, 5)
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(100000), fail503(at(0))))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(100000)), 1, push.Evidence{At: at(100000), Error: "ceiling"}))
-	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(200000)))
-	requireTime(t, at(200000), get(t, b, "s", "r").NextAttemptAt, "unpark: NextAttemptAt = at")
+// testAdvanceBatchPerSave mixes, in one batch, every answer Advance can
+// give: each save applies or fails exactly as it would alone.
+func testAdvanceBatchPerSave(t *testing.T, b Backend) {
+	ab := batcher(t, b)
+	appendN(t, b, "s", 10)
+	appendN(t, b, "t", 3)
+	for _, id := range []string{"moves", "stale", "past", "behind", "attempts"} {
+		register(t, b, reg("s", id, "webhook"))
+	}
+	register(t, b, reg("t", "end", "webhook"))
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(200000)), 1, at(900000), fail503(at(200000))))
-	require.NoError(t, b.Rewind(ctx(t), "s", "r", 1, at(200010)))
-	require.Len(t, due(t, b, "webhook", "w1", at(200010), 1).Registrations, 1, "rewind: due at once, whatever NextAttemptAt was")
+	moves := claim(t, b, "s", "moves", at(0))
+	stale := claim(t, b, "s", "stale", at(0))
+	live := claim(t, b, "s", "stale", at(61)) // stale's lease expired: another worker took it
+	past := claim(t, b, "s", "past", at(0))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "behind", at(0)), 6))
+	behind := claim(t, b, "s", "behind", at(1))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "attempts", at(0)), 2, at(5), push.Evidence{At: at(0), Error: "503"}))
+	attempts := claim(t, b, "s", "attempts", at(5))
+	end := claim(t, b, "t", "end", at(0))
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(200100)), 1, at(900000), fail503(at(200100))))
-	require.NoError(t, b.Skip(ctx(t), "s", "r", 2, at(200110), "poison"))
-	require.Len(t, due(t, b, "webhook", "w2", at(200110), 1).Registrations, 1, "skip: due at once")
+	type row struct {
+		save push.CursorSave
+		want error // nil: applied
+		why  string
+	}
+	cases := []row{
+		{push.CursorSave{Claim: moves, NextSeq: 5}, nil, "moves"},
+		{push.CursorSave{Claim: stale, NextSeq: 9}, push.ErrLeaseLost, "a stale claim"},
+		{push.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, "a cursor above head+1"},
+		{push.CursorSave{Claim: behind, NextSeq: 3}, nil, "an advance behind the cursor is not an error"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, "nobody"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, "no owner"},
+		{push.CursorSave{Claim: attempts, NextSeq: 3}, nil, "attempts"},
+		{push.CursorSave{Claim: end, NextSeq: 4}, nil, "to the end of the stream"},
+		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, "cursor 0"},
+	}
+	errs, err := ab.AdvanceBatch(ctx(t), mapped(cases, func(c row) push.CursorSave { return c.save }))
+	require.NoError(t, err)
+	require.Len(t, errs, len(cases))
+	for i, c := range cases {
+		require.ErrorIs(t, errs[i], c.want, c.why)
+	}
+
+	regIs(t, b, "s", "moves", 5, 0, "", "the lease is released")
+	regIs(t, b, "s", "stale", 1, 0, live.Owner, "a fenced save changes nothing and leaves the live lease")
+	regIs(t, b, "s", "past", 1, 0, past.Owner, "a refused cursor changes nothing; the lease is still held")
+	regIs(t, b, "s", "behind", 6, 0, "", "a cursor never moves back")
+	require.Empty(t, regIs(t, b, "s", "attempts", 3, 0, "", "a save that moves the cursor resets attempts").LastError)
+	regIs(t, b, "t", "end", 4, 0, "", "to the end")
+
+	errs, err = ab.AdvanceBatch(ctx(t), nil)
+	require.NoError(t, err)
+	require.Empty(t, errs, "an empty batch")
+
+	// The same registration twice (a turn fenced out beside the live one).
+	c := claim(t, b, "s", "moves", at(100))
+	errs, err = ab.AdvanceBatch(ctx(t), []push.CursorSave{{Claim: stale, NextSeq: 10}, {Claim: live, NextSeq: 7}, {Claim: c, NextSeq: 8}})
+	require.NoError(t, err)
+	require.ErrorIs(t, errs[0], push.ErrLeaseLost)
+	require.NoError(t, errs[1])
+	require.NoError(t, errs[2])
+	require.Equal(t, uint64(7), get(t, b, "s", "stale").NextSeq)
+	require.Equal(t, uint64(8), get(t, b, "s", "moves").NextSeq)
+}
+
+// testAdvanceBatchRace races workers that claim and save batches of the
+// same registrations with short leases, in different orders: every save is
+// applied (never moving a cursor back) or fenced out, and no two batches
+// deadlock.
+func testAdvanceBatchRace(t *testing.T, b Backend) {
+	ab := batcher(t, b)
+	const regs = 12
+	streamWithRegs(t, b, 200, regs)
+	var (
+		mu      sync.Mutex
+		maxSeen = map[string]uint64{}
+	)
+	claimRace(t, b, 6, 15, 6, 7, func(claimed []push.Status, rng *rand.Rand) error {
+		saves := make([]push.CursorSave, len(claimed))
+		for j, st := range claimed {
+			saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
+		}
+		rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
+		res, err := ab.AdvanceBatch(ctx(t), saves)
+		if err != nil {
+			return err
+		}
+		for j, e := range res {
+			if errors.Is(e, push.ErrLeaseLost) {
+				continue
+			}
+			if e != nil {
+				return e
+			}
+			mu.Lock()
+			maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
+			mu.Unlock()
+		}
+		return nil
+	})
+	require.NotEmpty(t, maxSeen)
+	for id, n := range maxSeen {
+		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
+	}
 }
