@@ -170,17 +170,15 @@ func NewDuePicker(q push.DueQuery, hosts map[string]push.Host) *DuePicker {
 func (p *DuePicker) Offer(st push.Status) bool {
 	host := st.Host()
 	h, stored := p.hosts[host]
-	if room := p.q.HostRoom(host); room >= 0 && p.taken[host] >= room {
-		return true // left for later by the cap: not More
-	}
-	if held, probe := h.Holds(p.q.At); held && !probe {
-		return true
+	held, probe := h.Holds(p.q.At)
+	if room := p.q.HostRoom(host); (room >= 0 && p.taken[host] >= room) || (held && !probe) {
+		return true // left for later by the cap or the host: not More
 	}
 	if len(p.Batch.Registrations) == p.q.Limit {
 		p.Batch.More = true
 		return false
 	}
-	if held, _ := h.Holds(p.q.At); held {
+	if held {
 		h = h.Probed(p.q.At)
 		p.hosts[host] = h
 		p.Probed = append(p.Probed, h)

@@ -38,9 +38,10 @@ func getHost(ctx context.Context, q queryer, host string) (h push.Host, found bo
 // putHost stores h and appends the event of its change from old, if any.
 func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error {
 	var args [3]sql.NullInt64
+	names := [...]string{"host since", "next probe at", "last failure at"}
 	for i, t := range []time.Time{h.Since, h.NextProbeAt, h.LastFailureAt} {
 		var err error
-		if args[i], err = nanos("host instant", t); err != nil {
+		if args[i], err = nanos(names[i], t); err != nil {
 			return err
 		}
 	}
