@@ -283,10 +283,7 @@ func testParkUnpark(t *testing.T, b Backend) {
 }
 
 func testComplete(t *testing.T, b Backend) {
-	final := entry("end")
-	final.Final = true
-	_, err := b.Append(ctx(t), "task/1", entry("start"), final)
-	require.NoError(t, err)
+	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "r", "a2a"))
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "task/1", "r", at(0)), 1, at(1), fail503(at(0))))
 	stale := claim(t, b, "task/1", "r", at(1))

@@ -122,10 +122,7 @@ func testReregister(t *testing.T, b Backend) {
 }
 
 func testRegisterSealed(t *testing.T, b Backend) {
-	final := entry("end")
-	final.Final = true
-	_, err := b.Append(ctx(t), "task/1", entry("start"), final)
-	require.NoError(t, err)
+	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "from-start", "a2a")) // still has records to receive
 
 	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("task/1", "too-late", "a2a", 3))), journal.ErrSealed, "a cursor past a final record would never deliver anything")

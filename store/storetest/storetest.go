@@ -103,6 +103,14 @@ func appendN(t *testing.T, b Backend, stream string, n int) []journal.Record {
 	return recs
 }
 
+// appendSealed appends records "start" and "end", final, to stream.
+func appendSealed(t *testing.T, b Backend, stream string) {
+	t.Helper()
+	end := entry("end")
+	end.Final = true
+	require.NoError(t, errOf(b.Append(ctx(t), stream, entry("start"), end)))
+}
+
 func reg(stream, id, ns string) push.Registration {
 	return push.Registration{Stream: stream, ID: id, Namespace: ns, URL: "https://receiver.example/" + id,
 		Config: push.Config(`{"secret":"s3cr3t"}`)}
@@ -149,11 +157,9 @@ func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Clai
 	claims++
 	tmp := st.Registration
 	tmp.Namespace = fmt.Sprintf("claim-%d", claims)
-	_, err := b.Register(ctx(t), tmp)
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Register(ctx(t), tmp)))
 	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", claims), when, 1)
-	_, err = b.Register(ctx(t), st.Registration)
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Register(ctx(t), st.Registration)))
 	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
 	c := batch.Registrations[0].Claim()
 	require.Equal(t, fmt.Sprintf("owner-%d", claims), c.Owner)
