@@ -7,48 +7,41 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 )
 
-// Retention is what a store offers to keep its journal and evidence bounded:
-// pruning records every registration has acknowledged, and a listing of the
-// streams with what each still retains. memory, sqlite and postgres implement
-// it; store/storetest states the rules.
+// Retention keeps a store's journal and evidence bounded. Its rules, for
+// each stream, at the caller's instant q.At:
 //
-// The rules, for each stream, at the caller's instant q.At:
-//
-//   - The stream's low-water mark (StreamInfo.OldestSeq, the oldest retained
-//     seq) rises past a record only when every registration of the stream,
-//     parked ones included, has acknowledged it (its cursor is past it) and
-//     the record was appended at or before q.At - q.Retain. Retained records
-//     are always the contiguous run OldestSeq..Head.
-//   - A stream with no registration keeps its records for the retention age;
-//     its head stays, so later appends continue its seqs.
-//   - A sealed stream with no registration left (all completed) is removed
-//     entirely once its final record is older than the retention age. Its
-//     name may then be used again, from seq 1; its record ids too.
-//   - Evidence older than the retention age is removed, except the newest
-//     "parked" row of a parked registration: the reason it is parked.
-//   - A cursor never points below the low-water mark: rewinds, skips and new
-//     registrations below it are refused with a *PrunedError.
+//   - The low-water mark (StreamInfo.OldestSeq) rises past a record only
+//     when every registration of the stream, parked ones included, has
+//     acknowledged it and it was appended at or before q.At - q.Retain.
+//     Retained records are the contiguous run OldestSeq..Head.
+//   - A stream with no registration keeps its records for the retention
+//     age, and its head, so later appends continue its seqs.
+//   - A sealed stream with no registration left is removed entirely once its
+//     final record is older than the retention age; its name and record ids
+//     may then be used again.
+//   - Evidence older than the retention age is removed, except a parked
+//     registration's newest "parked" row: why it is parked.
+//   - Rewinds, skips and new registrations below the low-water mark are
+//     refused with a *PrunedError.
 type Retention interface {
-	// Prune removes what the rules allow, in one batch of at most q.Limit
-	// records, and reports it. With q.DryRun it changes nothing and reports
-	// what it would remove. Call it again while the report says More.
-	// Errors: journal.ErrInvalid for a bad query; the database's otherwise.
+	// Prune removes what the rules allow, at most q.Limit records, and
+	// reports it; call it again while the report says More. A dry run
+	// changes nothing. Errors: journal.ErrInvalid for a bad query.
 	Prune(ctx context.Context, q PruneQuery) (PruneReport, error)
-	// Streams lists streams ordered by name, at most q.Limit (default 100,
-	// at most 10,000) after q.After; only q.Stream when it is set.
+	// Streams lists streams by name (StreamQuery says which).
 	Streams(ctx context.Context, q StreamQuery) ([]StreamInfo, error)
 }
 
-// DefaultRetain is the retention age herald run and herald prune use unless
-// told otherwise: 7 days, a week of replay for an operator who rewinds after
-// a receiver lost data, as Lemmy and River keep theirs.
+// DefaultRetain is herald run's and herald prune's retention age: a week of
+// replay for an operator who rewinds after a receiver lost data (Lemmy and
+// River keep as long).
 const DefaultRetain = 7 * 24 * time.Hour
 
-// DefaultPruneBatch bounds the records one Prune call removes: small enough
-// that a batch holds its locks for milliseconds, so appends and sweeps beside
-// it do not wait.
+// DefaultPruneBatch bounds the records one Prune call removes, so that a
+// batch holds its locks for milliseconds beside appends and sweeps.
 const DefaultPruneBatch = 1000
 
 // MaxPruneBatch bounds PruneQuery.Limit.
@@ -105,7 +98,18 @@ func (r PruneReport) Add(o PruneReport) PruneReport {
 type StreamQuery struct {
 	Stream string // only this stream, if set
 	After  string // keyset paging: streams ordered after this name
-	Limit  int    // 0 means 100
+	Limit  int    // 0 means push.DefaultListLimit, at most push.MaxListLimit
+}
+
+// Validate checks q and returns its effective limit. Errors wrap
+// journal.ErrInvalid.
+func (q StreamQuery) Validate() (int, error) {
+	if q.Stream != "" {
+		if err := journal.ValidateStream(q.Stream); err != nil {
+			return 0, err
+		}
+	}
+	return push.ListLimit(q.Limit)
 }
 
 // StreamInfo is one stream as herald streams shows it.
@@ -119,9 +123,8 @@ type StreamInfo struct {
 	Bytes         int64  `json:"retained_bytes"` // payload bytes retained
 }
 
-// PrunedError is returned by a move of a cursor below a stream's low-water
-// mark (rewind, skip, a new registration): those records were pruned. It
-// wraps journal.ErrInvalid, so the CLI exits 2, and changes nothing.
+// PrunedError refuses a cursor below a stream's low-water mark (a rewind, a
+// skip, a new registration). It is a journal.ErrInvalid.
 type PrunedError struct {
 	Stream    string
 	Seq       uint64 // the seq asked for

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,10 +11,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// The rules every store shares beyond push's own checks (DueQuery.Validate,
-// Claim.Validate, Evidence.Clean, push.ListLimit, push.ValidateInstant), so
-// that the stores differ only in how they keep data, never in what they
-// accept or return.
+// The rules every store applies beyond push's own checks, so that the stores
+// differ only in how they keep data, never in what they accept or return.
 
 // CompareKeys orders keys by stream, then id, byte-wise (as SQL's COLLATE "C"
 // and SQLite's BINARY do).
@@ -35,6 +34,52 @@ func ValidateCursor(nextSeq, head uint64) error {
 		return journal.Invalid("next seq", "is %d: a cursor is from 1 to %d (one past the head)", nextSeq, head+1)
 	}
 	return nil
+}
+
+// FirstCursor returns the cursor of a new registration r in a stream with the
+// given head, low-water mark and seal: r.NextSeq, or the oldest retained
+// record for 0. Errors: *PrunedError below the low-water mark,
+// journal.ErrSealed past a sealed stream's head, journal.ErrInvalid past
+// head+1.
+func FirstCursor(r push.Registration, head, oldest uint64, sealed bool) (uint64, error) {
+	next := cmp.Or(r.NextSeq, oldest)
+	if err := CheckRetained(r.Stream, next, oldest); err != nil {
+		return 0, err
+	}
+	if sealed && next > head {
+		return 0, fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
+			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
+	}
+	return next, ValidateCursor(next, head)
+}
+
+// CheckMove checks an operator's skip (skip set) or rewind of a cursor from
+// next to toSeq in a stream with the given head and low-water mark, and
+// returns the evidence event and text the move stores: the operator's reason
+// for a skip, where from and to for a rewind. Errors wrap journal.ErrInvalid
+// (a *PrunedError below the low-water mark).
+func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, reason string) (event, text string, err error) {
+	event, check := push.EventSkip, ValidateSkip
+	if !skip {
+		event, check, reason = push.EventRewind, ValidateRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq)
+	}
+	if err := check(next, head, toSeq); err != nil {
+		return "", "", err
+	}
+	return event, reason, CheckRetained(stream, toSeq, oldest)
+}
+
+// EvidenceLimit returns the effective limit of push.Store.Evidence:
+// push.MaxEvidence for 0 or more than that. A negative limit is
+// journal.ErrInvalid.
+func EvidenceLimit(limit int) (int, error) {
+	if limit < 0 {
+		return 0, journal.Invalid("limit", "is %d: it must not be negative", limit)
+	}
+	if limit == 0 || limit > push.MaxEvidence {
+		return push.MaxEvidence, nil
+	}
+	return limit, nil
 }
 
 // ValidateSkip checks an operator's skip of a registration at cursor next in
@@ -97,4 +142,50 @@ func Summarize(all []push.Status, at time.Time) push.Stats {
 		st.Lagging = st.Lagging[:push.MaxLagging]
 	}
 	return st
+}
+
+// DuePicker chooses what Due claims from the due registrations of
+// q.Namespace, offered in claim order (oldest NextAttemptAt first, then by
+// key): at most q.Limit, More when one more could have been claimed, each
+// host within q.HostRoom, and of a host that holds its registrations
+// (push.Host.Holds) only one, whose probe is due, which moves the host's
+// next probe.
+type DuePicker struct {
+	Batch  push.DueBatch // the picks, and the troubled hosts of the picks, each once
+	Probed []push.Host   // hosts whose probe a pick is, with their next probe moved: to store
+
+	q     push.DueQuery
+	hosts map[string]push.Host
+	taken map[string]int
+}
+
+// NewDuePicker returns a picker for q given the stored health of the hosts
+// that may be troubled (others are up).
+func NewDuePicker(q push.DueQuery, hosts map[string]push.Host) *DuePicker {
+	return &DuePicker{q: q, hosts: hosts, taken: map[string]int{}}
+}
+
+// Offer considers the next due registration, and returns false once the
+// batch is full (More is set: stop offering).
+func (p *DuePicker) Offer(st push.Status) bool {
+	host := st.Host()
+	h, stored := p.hosts[host]
+	held, probe := h.Holds(p.q.At)
+	if room := p.q.HostRoom(host); (room >= 0 && p.taken[host] >= room) || (held && !probe) {
+		return true // left for later by the cap or the host: not More
+	}
+	if len(p.Batch.Registrations) == p.q.Limit {
+		p.Batch.More = true
+		return false
+	}
+	if held {
+		h = h.Probed(p.q.At)
+		p.hosts[host] = h
+		p.Probed = append(p.Probed, h)
+	}
+	if p.taken[host]++; p.taken[host] == 1 && stored && h.Troubled() {
+		p.Batch.Hosts = append(p.Batch.Hosts, h)
+	}
+	p.Batch.Registrations = append(p.Batch.Registrations, st)
+	return true
 }

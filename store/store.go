@@ -1,8 +1,7 @@
-// Package store holds what herald's stores share beyond the journal and push
-// contracts: the errors a store returns when the database it is given is not
-// one it can use, and the shape of a schema's migration status. The stores
-// themselves live in subpackages named after what they wrap: memory, sqlite,
-// postgres. store/storetest is the conformance suite they all pass.
+// Package store holds what herald's stores (subpackages memory, sqlite,
+// postgres) share beyond the journal and push contracts: Backend, schema
+// errors and status, retention, and the rules they all apply.
+// store/storetest is the conformance suite they all pass.
 package store
 
 import (
@@ -12,36 +11,28 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Backend is what each of herald's stores (memory, sqlite, postgres)
-// implements over one database: the journal, the push store and
-// retention. store/storetest checks it; the CLI opens one.
+// Backend is what each store implements over one database.
 type Backend interface {
 	journal.Journal
 	push.Store
 	Retention
 }
 
-// Errors of opening a database. Stores wrap them with the versions involved;
-// callers test them with errors.Is. Opening never changes a database that
-// fails these checks.
+// Errors of opening or migrating a database, wrapped with the versions
+// involved; test them with errors.Is. A database that fails these checks is
+// left unchanged.
 var (
-	// ErrSchemaBehind: the database's schema is older than this binary's.
-	// Run `herald migrate up`.
+	// ErrSchemaBehind: the schema is older than this binary's.
 	ErrSchemaBehind = errors.New("database schema is out of date: run `herald migrate up`")
-	// ErrSchemaAhead: the database was migrated by a newer herald. Upgrade
-	// this binary; never migrate down data a newer version wrote.
+	// ErrSchemaAhead: a newer herald migrated the database; never migrate
+	// down what it wrote.
 	ErrSchemaAhead = errors.New("database schema is newer than this herald binary: upgrade herald")
-	// ErrNotHerald: the file or database holds something that is not a
-	// herald database (tables of another application, a file that is not
-	// SQLite at all).
+	// ErrNotHerald: another application's tables, or a file that is not
+	// SQLite at all.
 	ErrNotHerald = errors.New("not a herald database")
-	// ErrSchemaDirty: the version table marks its version dirty, as a
-	// migration that began and did not finish leaves it in golang-migrate's
-	// protocol (herald's runner applies a migration and its version in one
-	// transaction and never sets the mark; another tool or a hand may).
-	// herald cannot tell which schema is in place, so it changes nothing
-	// until an operator has checked it and recorded the version; the
-	// wrapping error says how.
+	// ErrSchemaDirty: the version table marks its version dirty
+	// (golang-migrate's mark of a migration that did not finish; herald's
+	// runner never sets it). The wrapping error says how to settle it.
 	ErrSchemaDirty = errors.New("database schema is dirty: a migration did not finish")
 )
 
@@ -52,22 +43,14 @@ type Migration struct {
 	Applied bool   `json:"applied"` // Version <= the database's current version
 }
 
-// SchemaStatus is where a database's schema stands, as store/sqlite and
-// store/postgres report it from their MigrateUp, MigrateDown and
-// MigrationStatus.
+// SchemaStatus is where a database's schema stands, as the SQL stores'
+// MigrateUp, MigrateDown and MigrationStatus report it.
 type SchemaStatus struct {
-	// Database names the database: the SQLite file's path, or the
-	// PostgreSQL database's name (never its URL, which may hold a password).
-	Database string `json:"database"`
-	// Current is the version applied; 0 for a new database. When Dirty, it
-	// is the version marked dirty.
-	Current int `json:"current"`
-	// Latest is the newest migration this binary embeds.
-	Latest int `json:"latest"`
-	// Dirty: a migration to or from Current began and did not finish (see
-	// ErrSchemaDirty).
-	Dirty      bool        `json:"dirty,omitempty"`
-	Migrations []Migration `json:"migrations"` // every embedded migration, oldest first
+	Database   string      `json:"database"`        // the SQLite file's path, or the PostgreSQL database's name (never its URL)
+	Current    int         `json:"current"`         // the version applied (0: none); when Dirty, the one marked dirty
+	Latest     int         `json:"latest"`          // the newest migration this binary embeds
+	Dirty      bool        `json:"dirty,omitempty"` // see ErrSchemaDirty
+	Migrations []Migration `json:"migrations"`      // every embedded migration, oldest first
 }
 
 // Pending reports whether migrations remain to be applied.

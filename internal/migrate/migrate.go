@@ -1,14 +1,9 @@
 // Package migrate runs the SQL stores' schema migrations: embedded files
-// NNN_name.up.sql and NNN_name.down.sql, numbered 001..n without gaps. Each
-// migration runs in one transaction together with the version it records,
-// so a database is always wholly at one version. The store begins that
-// transaction under a lock that holds across processes (store/sqlite:
-// BEGIN IMMEDIATE; store/postgres: pg_advisory_xact_lock), so two processes
-// migrating at once take turns and apply each migration once.
-//
-// The version table has golang-migrate's shape (one row: version, dirty;
-// none at version 0). This runner never sets dirty; a version marked dirty
-// is refused with how to settle it.
+// NNN_name.up.sql and NNN_name.down.sql, numbered 001..n without gaps, each
+// run in one transaction with the version it records, which the store begins
+// under a lock that holds across processes. The version table has
+// golang-migrate's shape (one row: version, dirty; none at version 0); this
+// runner never sets dirty, and refuses a version marked so.
 package migrate
 
 import (
@@ -31,8 +26,8 @@ type File struct {
 	Up, Down string
 }
 
-// Set is a store's embedded migrations and the table that records the
-// version, named in the errors that tell an operator what to do.
+// Set is a store's migrations and the table that records the version (named
+// in the errors that tell an operator what to do).
 type Set struct {
 	Files []File
 	Table string
@@ -40,8 +35,8 @@ type Set struct {
 
 var fileName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
 
-// MustLoad is Load for a package's embedded files: a build whose files
-// break the rules must not ship (each store's tests load them).
+// MustLoad is Load for a package's embedded files, which each store's tests
+// load: it panics on files that break the rules.
 func MustLoad(fsys fs.FS, dir, table string) Set {
 	files, err := Load(fsys, dir)
 	if err != nil {
@@ -137,15 +132,14 @@ func (s Set) Check(version int, dirty bool) error {
 }
 
 // Tx is one migration's transaction, begun by the store under its
-// migration lock. Its errors are the store's own, translated and returned
-// as they are.
+// migration lock; its errors are returned as they are.
 type Tx interface {
 	// Version reads the version table (0 with no row, or no table); it
 	// refuses a database that is not herald's.
 	Version(ctx context.Context) (version int, dirty bool, err error)
 	// Apply runs a migration's SQL and records version, creating the
-	// version table if need be. what names the step for its errors:
-	// "migration 001_init up".
+	// version table if need be; what names the step ("migration 001_init
+	// up") for its errors.
 	Apply(ctx context.Context, what, sql string, version int) error
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error // after Commit, a no-op
@@ -154,9 +148,8 @@ type Tx interface {
 // Begin begins a Tx under the store's migration lock.
 type Begin func(ctx context.Context) (Tx, error)
 
-// Up applies every pending migration, one transaction each, and returns
-// the version reached (the version before the migration that failed, on
-// error).
+// Up applies every pending migration and returns the version reached (on
+// error, the one before the migration that failed).
 func (s Set) Up(ctx context.Context, begin Begin) (int, error) {
 	for {
 		v, moved, err := s.step(ctx, begin, s.Latest(), -1)
@@ -177,9 +170,8 @@ func (s Set) Down(ctx context.Context, begin Begin, seen int) (int, error) {
 	return v, err
 }
 
-// step takes one step towards target in one transaction and returns the
-// version after it, and whether it moved. seen >= 0 is the version the
-// database must be at.
+// step takes one step towards target and returns the version after it, and
+// whether it moved; seen >= 0 is the version the database must be at.
 func (s Set) step(ctx context.Context, begin Begin, target, seen int) (int, bool, error) {
 	tx, err := begin(ctx)
 	if err != nil {

@@ -50,9 +50,6 @@ func (s *Server) External() bool { return s.external }
 // data/ is the data directory and server.log the server's log.
 func (s *Server) Dir() string { return s.dir }
 
-// Port returns the TCP port the server listens on.
-func (s *Server) Port() int { return s.port }
-
 // Start returns the server named by EnvURL, or starts a throwaway cluster.
 // Errors say what is missing and how to get it.
 func Start() (*Server, error) {
@@ -61,11 +58,7 @@ func Start() (*Server, error) {
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			return nil, fmt.Errorf("pgtest: %s must be a postgres:// URL", EnvURL)
 		}
-		port, _ := strconv.Atoi(u.Port())
-		if port == 0 {
-			port = 5432
-		}
-		return &Server{URL: raw, external: true, port: port}, nil
+		return &Server{URL: raw, external: true}, nil
 	}
 	return startCluster()
 }

@@ -22,19 +22,19 @@ var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
 	_ push.HostStore  = (*Store)(nil)
+	_ store.Retention = (*Store)(nil)
 )
 
 // Store keeps the journal and the registrations in maps behind one mutex.
 // The zero value is not usable; call New.
 type Store struct {
-	mu         sync.Mutex
-	now        func() time.Time
-	maxPayload int
-	streams    map[string]*stream
-	ids        map[string]ref
-	regs       map[push.Key]*push.Registration
-	evidence   map[push.Key][]push.Evidence
-	hosts      map[string]*push.Host
+	mu       sync.Mutex
+	now      func() time.Time
+	streams  map[string]*stream
+	ids      map[string]ref
+	regs     map[push.Key]*push.Registration
+	evidence map[push.Key][]push.Evidence
+	hosts    map[string]*push.Host
 }
 
 type stream struct {
@@ -44,13 +44,8 @@ type stream struct {
 	sealed  bool
 }
 
-// at returns the retained record seq, if it is retained.
-func (st *stream) at(seq uint64) (journal.Record, bool) {
-	if st == nil || seq < st.oldest || seq > st.head {
-		return journal.Record{}, false
-	}
-	return st.records[seq-st.oldest], true
-}
+// at returns retained record seq.
+func (st *stream) at(seq uint64) journal.Record { return st.records[seq-st.oldest] }
 
 type ref struct {
 	stream string
@@ -63,20 +58,15 @@ type Option func(*Store)
 // WithClock sets the clock that stamps Record.AppendedAt (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithMaxPayload sets the payload limit in bytes (default
-// journal.DefaultMaxPayload).
-func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
-
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		now:        time.Now,
-		maxPayload: journal.DefaultMaxPayload,
-		streams:    map[string]*stream{},
-		ids:        map[string]ref{},
-		regs:       map[push.Key]*push.Registration{},
-		evidence:   map[push.Key][]push.Evidence{},
-		hosts:      map[string]*push.Host{},
+		now:      time.Now,
+		streams:  map[string]*stream{},
+		ids:      map[string]ref{},
+		regs:     map[push.Key]*push.Registration{},
+		evidence: map[push.Key][]push.Evidence{},
+		hosts:    map[string]*push.Host{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -86,7 +76,7 @@ func New(opts ...Option) *Store {
 
 // Append implements journal.Journal.
 func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(name, journal.WithContextTrace(ctx, entries), s.maxPayload)
+	entries, err := journal.ValidateEntries(name, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -112,16 +102,13 @@ func (s *Store) event(e journal.Entry, ok bool) {
 
 // appendLocked appends validated entries. The caller holds s.mu.
 func (s *Store) appendLocked(name string, entries []journal.Entry) ([]journal.Record, error) {
-	st := s.streams[name]
-	if st == nil {
-		st = &stream{oldest: 1}
-	}
+	st := s.stream(name)
 	// Check everything before writing anything: a batch is all-or-nothing.
 	out := make([]journal.Record, len(entries))
 	fresh := make([]int, 0, len(entries))
 	for i, e := range entries {
 		if r, ok := s.ids[e.ID]; ok {
-			stored, _ := s.streams[r.stream].at(r.seq)
+			stored := s.streams[r.stream].at(r.seq)
 			if err := journal.Same(stored, name, e); err != nil {
 				return nil, err
 			}
@@ -179,7 +166,7 @@ func (s *Store) Head(ctx context.Context, name string) (uint64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.head(name), nil
+	return s.stream(name).head, nil
 }
 
 // Lookup implements journal.Journal.
@@ -193,28 +180,16 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	if !ok {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
-	rec, _ := s.streams[r.stream].at(r.seq)
-	return clone(rec), nil
+	return clone(s.streams[r.stream].at(r.seq)), nil
 }
 
-func (s *Store) head(name string) uint64 {
+// stream returns the named stream, or a new one (not stored) if it has no
+// row.
+func (s *Store) stream(name string) *stream {
 	if st := s.streams[name]; st != nil {
-		return st.head
+		return st
 	}
-	return 0
-}
-
-// oldest is the stream's low-water mark: its oldest retained seq.
-func (s *Store) oldest(name string) uint64 {
-	if st := s.streams[name]; st != nil {
-		return st.oldest
-	}
-	return 1
-}
-
-func (s *Store) sealed(name string) bool {
-	st := s.streams[name]
-	return st != nil && st.sealed
+	return &stream{oldest: 1}
 }
 
 func clone(r journal.Record) journal.Record {
@@ -229,55 +204,48 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := r.Key()
-	if old := s.regs[k]; old != nil {
-		old.URL, old.Namespace, old.Config, old.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
-		old.Kinds, old.Window = slices.Clone(r.Kinds), max(r.Window, 1)
-		return copyReg(old), nil
+	n := s.regs[r.Key()]
+	if n == nil { // a new one; an update keeps the cursor and retry state
+		st := s.stream(r.Stream)
+		next, err := store.FirstCursor(r, st.head, st.oldest, st.sealed)
+		if err != nil {
+			return push.Registration{}, err
+		}
+		n = &push.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
+		s.regs[r.Key()] = n
 	}
-	// 0 means from the oldest retained record; a cursor below it would
-	// ask for records that are gone.
-	next, head := r.NextSeq, s.head(r.Stream)
-	if next == 0 {
-		next = s.oldest(r.Stream)
-	}
-	if err := store.CheckRetained(r.Stream, next, s.oldest(r.Stream)); err != nil {
-		return push.Registration{}, err
-	}
-	if s.sealed(r.Stream) && next > head {
-		return push.Registration{}, fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
-			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
-	}
-	if err := store.ValidateCursor(next, head); err != nil {
-		return push.Registration{}, err
-	}
-	n := &push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-		Config: slices.Clone(r.Config), OnRejected: r.OnRejected, NextSeq: next, Kinds: slices.Clone(r.Kinds),
-		Window: max(r.Window, 1)}
-	s.regs[k] = n
+	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
+	n.Kinds, n.Window = slices.Clone(r.Kinds), max(r.Window, 1)
 	return copyReg(n), nil
+}
+
+// reg returns registration stream/id. The caller holds s.mu.
+func (s *Store) reg(stream, id string) (*push.Registration, error) {
+	if r := s.regs[push.Key{Stream: stream, ID: id}]; r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
 }
 
 // Unregister implements push.Store.
 func (s *Store) Unregister(ctx context.Context, streamName, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	if s.regs[k] == nil {
-		return notFound(streamName, id)
+	r, err := s.reg(streamName, id)
+	if err == nil {
+		delete(s.regs, r.Key())
+		delete(s.evidence, r.Key())
 	}
-	delete(s.regs, k)
-	delete(s.evidence, k)
-	return nil
+	return err
 }
 
 // Get implements push.Store.
 func (s *Store) Get(ctx context.Context, streamName, id string) (push.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.regs[push.Key{Stream: streamName, ID: id}]
-	if r == nil {
-		return push.Status{}, notFound(streamName, id)
+	r, err := s.reg(streamName, id)
+	if err != nil {
+		return push.Status{}, err
 	}
 	return s.status(r), nil
 }
@@ -303,72 +271,48 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	return out[:min(len(out), limit)], nil
 }
 
-// Due implements push.Store. Registrations of a down or unavailable host
-// are held: not claimed, but for one probe whose instant is due (see
-// push.HostStore); the probe moves the host's next probe instant.
+// Due implements push.Store; store.DuePicker picks what it claims.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	hosts := map[string]push.Host{}
+	for name, h := range s.hosts {
+		hosts[name] = *h
+	}
 	var due []*push.Registration
-	var batch push.DueBatch
+	unserved := 0
 	for _, r := range s.regs {
-		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.head(r.Stream) {
+		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.stream(r.Stream).head {
 			continue
 		}
-		if r.Namespace != q.Namespace {
-			if held, probe := s.hostOf(r).Holds(q.At); !held || probe {
-				batch.Unserved++
-			}
-			continue
+		if r.Namespace == q.Namespace {
+			due = append(due, r)
+		} else if held, probe := hosts[r.Host()].Holds(q.At); !held || probe {
+			unserved++
 		}
-		due = append(due, r)
 	}
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
-	taken := map[string]int{} // per host, for the cap
-	troubled := map[string]bool{}
+	p := store.NewDuePicker(q, hosts)
 	for _, r := range due {
-		host := r.Host()
-		if room := q.HostRoom(host); room >= 0 && taken[host] >= room {
-			continue // the cap leaves it for later: not claimed, not More
-		}
-		h := s.hosts[host]
-		if h != nil {
-			if held, probe := h.Holds(q.At); held && !probe {
-				continue // held for its host
-			}
-		}
-		if len(batch.Registrations) == q.Limit {
-			batch.More = true
+		if !p.Offer(s.status(r)) {
 			break
 		}
-		taken[host]++
-		if h != nil {
-			if held, _ := h.Holds(q.At); held {
-				*h = h.Probed(q.At) // this claim is the probe
-			}
-			if h.Troubled() && !troubled[h.Host] {
-				troubled[h.Host] = true
-				batch.Hosts = append(batch.Hosts, *h)
-			}
-		}
+	}
+	for _, h := range p.Probed {
+		*s.hosts[h.Host] = h
+	}
+	for i, st := range p.Batch.Registrations {
+		r := s.regs[st.Key()]
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
-		batch.Registrations = append(batch.Registrations, s.status(r))
+		p.Batch.Registrations[i] = s.status(r)
 	}
-	return batch, nil
-}
-
-// hostOf returns the stored health of r's host (up if none is stored). The
-// caller holds s.mu.
-func (s *Store) hostOf(r *push.Registration) push.Host {
-	if h := s.hosts[r.Host()]; h != nil {
-		return *h
-	}
-	return push.Host{State: push.HostUp}
+	p.Batch.Unserved = unserved
+	return p.Batch, nil
 }
 
 // Advance implements push.Store.
@@ -433,14 +377,14 @@ func (s *Store) claimed(c push.Claim, nextSeq uint64) (*push.Registration, error
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	r := s.regs[push.Key{Stream: c.Stream, ID: c.ID}]
-	if r == nil {
-		return nil, notFound(c.Stream, c.ID)
+	r, err := s.reg(c.Stream, c.ID)
+	if err != nil {
+		return nil, err
 	}
 	if r.LeaseOwner != c.Owner {
 		return nil, fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 	}
-	if err := store.ValidateCursor(nextSeq, s.head(c.Stream)); err != nil {
+	if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -473,17 +417,13 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
-	if r == nil {
-		return notFound(streamName, id)
-	}
-	if !r.Parked {
-		return nil
+	r, err := s.reg(streamName, id)
+	if err != nil || !r.Parked {
+		return err
 	}
 	r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	s.addEvidence(k, push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
+	s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
 	s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
 	return nil
 }
@@ -498,72 +438,57 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 	}
 	delete(s.regs, r.Key())
 	delete(s.evidence, r.Key())
-	s.event(push.RegistrationEvent(push.KindCompleted, *r, s.head(r.Stream)+1, "", "", r.NextAttemptAt))
+	s.event(push.RegistrationEvent(push.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
 	return nil
 }
 
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, at time.Time, reason string) error {
-	if err := push.ValidateInstant("at", at); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
-	if r == nil {
-		return notFound(streamName, id)
-	}
-	if err := store.ValidateSkip(r.NextSeq, s.head(streamName), toSeq); err != nil {
-		return err
-	}
-	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
-		return err
-	}
-	s.move(k, r, toSeq, at, push.EventSkip, reason)
-	s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
-	return nil
+	return s.move(streamName, id, toSeq, at, true, reason)
 }
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64, at time.Time) error {
+	return s.move(streamName, id, toSeq, at, false, "")
+}
+
+// move is an operator's skip or rewind (store.CheckMove); it fences out a
+// turn in flight.
+func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	r := s.regs[k]
-	if r == nil {
-		return notFound(streamName, id)
-	}
-	if err := store.ValidateRewind(r.NextSeq, s.head(streamName), toSeq); err != nil {
+	r, err := s.reg(streamName, id)
+	if err != nil {
 		return err
 	}
-	if err := store.CheckRetained(streamName, toSeq, s.oldest(streamName)); err != nil {
+	st := s.stream(streamName)
+	event, text, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, reason)
+	if err != nil {
 		return err
 	}
-	s.move(k, r, toSeq, at, push.EventRewind, fmt.Sprintf("rewound from #%d to #%d", r.NextSeq, toSeq))
-	return nil
-}
-
-func (s *Store) move(k push.Key, r *push.Registration, toSeq uint64, at time.Time, event, reason string) {
-	s.addEvidence(k, push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: reason})
+	s.addEvidence(r.Key(), push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
 	r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{} // fence out a turn in flight
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	if skip {
+		s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
+	}
+	return nil
 }
 
 // AddEvidence implements push.Store.
 func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: ev.Stream, ID: ev.Registration}
-	if s.regs[k] == nil {
-		return notFound(ev.Stream, ev.Registration)
+	r, err := s.reg(ev.Stream, ev.Registration)
+	if err != nil {
+		return err
 	}
-	s.addEvidence(k, ev)
+	s.addEvidence(r.Key(), ev)
 	if ev.Event == push.EventSkipped {
-		s.event(push.RegistrationEvent(push.KindSkipped, *s.regs[k], ev.Seq, push.ByPolicy, ev.Error, ev.At))
+		s.event(push.RegistrationEvent(push.KindSkipped, *r, ev.Seq, push.ByPolicy, ev.Error, ev.At))
 	}
 	return nil
 }
@@ -580,19 +505,16 @@ func (s *Store) addEvidence(k push.Key, ev push.Evidence) {
 
 // Evidence implements push.Store.
 func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) ([]push.Evidence, error) {
-	if limit < 0 {
-		return nil, journal.Invalid("limit", "is %d: it must not be negative", limit)
-	}
-	if limit == 0 || limit > push.MaxEvidence {
-		limit = push.MaxEvidence
+	limit, err := store.EvidenceLimit(limit)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := push.Key{Stream: streamName, ID: id}
-	if s.regs[k] == nil {
-		return nil, notFound(streamName, id)
+	if _, err := s.reg(streamName, id); err != nil {
+		return nil, err
 	}
-	list := s.evidence[k]
+	list := s.evidence[push.Key{Stream: streamName, ID: id}]
 	out := make([]push.Evidence, 0, min(limit, len(list)))
 	for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, list[i])
@@ -684,7 +606,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	defer s.mu.Unlock()
 	held := map[string]int{}
 	for _, r := range s.regs {
-		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.head(r.Stream) {
+		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.stream(r.Stream).head {
 			held[h.Host]++
 		}
 	}
@@ -702,7 +624,8 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 }
 
 func (s *Store) status(r *push.Registration) push.Status {
-	return push.Status{Registration: copyReg(r), Head: s.head(r.Stream), Sealed: s.sealed(r.Stream)}
+	st := s.stream(r.Stream)
+	return push.Status{Registration: copyReg(r), Head: st.head, Sealed: st.sealed}
 }
 
 func copyReg(r *push.Registration) push.Registration {
@@ -711,12 +634,6 @@ func copyReg(r *push.Registration) push.Registration {
 	c.Kinds = slices.Clone(r.Kinds)
 	return c
 }
-
-func notFound(streamName, id string) error {
-	return fmt.Errorf("registration %s: %w", push.Name(streamName, id), journal.ErrNotFound)
-}
-
-var _ store.Retention = (*Store)(nil)
 
 // Prune implements store.Retention, visiting streams in name order.
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
@@ -743,7 +660,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 		to := st.oldest // the new low-water mark
 		for to < l && to <= st.head && rep.Records < q.Limit {
-			rec, _ := st.at(to)
+			rec := st.at(to)
 			if rec.AppendedAt.After(cutoff) {
 				break
 			}
@@ -798,14 +715,9 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 
 // Streams implements store.Retention.
 func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
-	limit, err := push.ListLimit(q.Limit)
+	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
-	}
-	if q.Stream != "" {
-		if err := journal.ValidateStream(q.Stream); err != nil {
-			return nil, err
-		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,59 +21,68 @@ type regState struct {
 	leaseUntil    sql.NullInt64
 }
 
-func scanState(row *sql.Row, stream, id, op string) (regState, error) {
+// update runs a registration update that ends in stateColumns and keeps the
+// stream's wake marker no later than the instant the registration becomes
+// due, if it is unparked and lags the head (package doc, "Idle costs
+// nothing"). It only ever lowers wake_at; Due raises it.
+func update(ctx context.Context, tx *sql.Tx, op, stream, id, query string, args ...any) (regState, error) {
 	var st regState
-	err := row.Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
-	if errors.Is(err, sql.ErrNoRows) {
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return st, notFound(stream, id)
-	}
-	if err != nil {
+	case err != nil:
 		return st, translate(op, err)
+	case st.parked:
+		return st, nil // never due
 	}
-	return st, nil
+	return st, rewake(ctx, tx, stream, st.nextSeq, st.nextAttemptAt, st.leaseUntil)
 }
 
-// rewake keeps the stream's wake marker no later than the instant this
-// registration becomes due, if it is unparked and lags the head (doc.go,
-// "Idle costs nothing"). It only ever lowers wake_at; Due raises it.
-func rewake(ctx context.Context, tx *sql.Tx, stream string, st regState) error {
-	if st.parked {
-		return nil
-	}
+// rewake lowers the stream's wake marker to the latest of the instants given
+// (a NULL is no bound) if the stream's head is at or past nextSeq.
+func rewake(ctx context.Context, tx *sql.Tx, stream string, nextSeq int64, bounds ...sql.NullInt64) error {
 	due := int64(dueNow)
-	if st.nextAttemptAt.Valid {
-		due = max(due, st.nextAttemptAt.Int64)
+	for _, b := range bounds {
+		if b.Valid {
+			due = max(due, b.Int64)
+		}
 	}
-	if st.leaseUntil.Valid {
-		due = max(due, st.leaseUntil.Int64)
-	}
-	_, err := tx.ExecContext(ctx, sqlRewake, due, stream, st.nextSeq)
+	_, err := tx.ExecContext(ctx, sqlRewake, due, stream, nextSeq)
 	return translate("wake stream", err)
 }
 
-// fence checks, inside the write transaction, that claim c still holds the
-// registration's lease and that nextSeq is a cursor its stream can have. The
-// update that follows repeats the owner in its WHERE clause; the single
-// writer makes the two one atomic step.
-func fence(ctx context.Context, tx *sql.Tx, c push.Claim, nextSeq uint64) error {
+// fenced runs fn in a write transaction once it has checked that claim c
+// holds the registration's lease and that nextSeq (n to fn) is a cursor its
+// stream can have. fn's update repeats the owner in its WHERE clause; the
+// single writer makes the two one atomic step.
+func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, n int64) error) error {
+	n, err := seqArg("next seq", nextSeq)
+	if err != nil {
+		return err
+	}
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	var (
-		owner string
-		head  int64
-	)
-	err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&owner, &head)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(c.Stream, c.ID)
-	}
-	if err != nil {
-		return translate("check lease", err)
-	}
-	if owner != c.Owner {
-		return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
-	}
-	return store.ValidateCursor(nextSeq, uint64(head))
+	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
+		var (
+			owner string
+			head  int64
+		)
+		err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&owner, &head)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return notFound(c.Stream, c.ID)
+		case err != nil:
+			return translate("check lease", err)
+		case owner != c.Owner:
+			return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+		}
+		if err := store.ValidateCursor(nextSeq, uint64(head)); err != nil {
+			return err
+		}
+		return fn(tx, n)
+	})
 }
 
 // Advance implements push.Store: next_seq = MAX(next_seq, nextSeq) in one
@@ -88,138 +97,83 @@ func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) er
 	return s.save(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
 }
 
-// save runs query (sqlAdvance or sqlCheckpoint), fenced by the claim, and
-// keeps the stream's wake marker right.
 func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
-	n, err := seqArg("next seq", nextSeq)
-	if err != nil {
+	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
+		_, err := update(ctx, tx, op, c.Stream, c.ID, query, n, c.Stream, c.ID, c.Owner)
 		return err
-	}
-	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
-		if err := fence(ctx, tx, c, nextSeq); err != nil {
-			return err
-		}
-		st, err := scanState(tx.QueryRowContext(ctx, query, n, c.Stream, c.ID, c.Owner), c.Stream, c.ID, op)
-		if err != nil {
-			return err
-		}
-		return rewake(ctx, tx, c.Stream, st)
 	})
 }
 
 // Retry implements push.Store: the cursor, the attempt count, the schedule,
 // the lease and the evidence in one transaction, fenced by the claim.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
-	n, err := seqArg("next seq", nextSeq)
-	if err != nil {
-		return err
-	}
-	if err := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At)); err != nil {
-		return err
-	}
-	nb, err := nanos("not before", notBefore)
-	if err != nil {
-		return err
-	}
-	return s.writeTo(ctx, "retry", c.Stream, c.ID, func(tx *sql.Tx) error {
-		if err := fence(ctx, tx, c, nextSeq); err != nil {
-			return err
-		}
-		st, err := scanState(tx.QueryRowContext(ctx, sqlRetry, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "retry")
-		if err != nil {
-			return err
-		}
-		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil {
-			return err
-		}
-		return rewake(ctx, tx, c.Stream, st)
-	})
+	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, "not before", notBefore, ev)
 }
 
 // Park implements push.Store, fenced by the claim.
 func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
-	n, err := seqArg("next seq", nextSeq)
+	return s.fail(ctx, "park", sqlPark, c, nextSeq, "evidence at", ev.At, ev)
+}
+
+// fail is Retry's and Park's write; query sets the instant t (named field).
+func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSeq uint64, field string, t time.Time, ev push.Evidence) error {
+	when, err := instantArg(field, t)
 	if err != nil {
 		return err
 	}
 	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
 		return err
 	}
-	at, err := nanos("evidence at", ev.At)
-	if err != nil {
-		return err
-	}
-	return s.writeTo(ctx, "park", c.Stream, c.ID, func(tx *sql.Tx) error {
-		if err := fence(ctx, tx, c, nextSeq); err != nil {
+	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, n, when, ev.Clean().Error, c.Stream, c.ID, c.Owner)
+		if err == nil {
+			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
+		}
+		if err != nil || !st.parked {
 			return err
 		}
-		_, err := scanState(tx.QueryRowContext(ctx, sqlPark, n, at, ev.Clean().Error, c.Stream, c.ID, c.Owner), c.Stream, c.ID, "park")
-		if err != nil {
-			return err
-		}
-		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil { // parked: the stream's wake marker need not move
-			return err
-		}
-		return s.registrationEvent(ctx, tx, push.KindParked, c.Stream, c.ID, func(st push.Status) uint64 { return st.NextSeq }, "", ev.Error, ev.At)
+		// A park is told (herald/events).
+		return s.registrationEvent(ctx, tx, push.KindParked, c.Stream, c.ID, uint64(st.nextSeq), "", ev.Error, ev.At)
 	})
 }
 
 // Unpark implements push.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
-	if err := push.ValidateInstant("at", at); err != nil {
-		return err
-	}
-	atN, err := nanos("at", at)
+	atN, err := instantArg("at", at)
 	if err != nil {
 		return err
 	}
 	return s.writeTo(ctx, "unpark", stream, id, func(tx *sql.Tx) error {
-		st, err := scanState(tx.QueryRowContext(ctx, sqlUnpark, atN, stream, id), stream, id, "unpark")
+		st, err := update(ctx, tx, "unpark", stream, id, sqlUnpark, atN, stream, id)
 		if errors.Is(err, journal.ErrNotFound) {
 			_, err := getStatus(ctx, tx, stream, id)
 			return err // nil when it exists and was not parked: nothing to do
 		}
+		if err == nil {
+			err = addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: push.EventUnparked, Seq: uint64(st.nextSeq)})
+		}
 		if err != nil {
 			return err
 		}
-		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: push.EventUnparked, Seq: uint64(st.nextSeq)}); err != nil {
-			return err
-		}
-		if err := s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, func(st push.Status) uint64 { return st.NextSeq }, "", "", at); err != nil {
-			return err
-		}
-		return rewake(ctx, tx, stream, st)
+		return s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, uint64(st.nextSeq), "", "", at)
 	})
 }
 
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
-	return s.move(ctx, "skip", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
-		if err := store.ValidateSkip(st.NextSeq, st.Head, toSeq); err != nil {
-			return push.Evidence{}, err
-		}
-		return push.Evidence{At: at, Event: push.EventSkip, Seq: st.NextSeq, Error: reason}, nil
-	}, push.KindSkipped)
+	return s.move(ctx, "skip", stream, id, toSeq, at, true, reason)
 }
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
-	return s.move(ctx, "rewind", stream, id, toSeq, at, func(st push.Status) (push.Evidence, error) {
-		if err := store.ValidateRewind(st.NextSeq, st.Head, toSeq); err != nil {
-			return push.Evidence{}, err
-		}
-		return push.Evidence{At: at, Event: push.EventRewind, Seq: st.NextSeq, Error: fmt.Sprintf("rewound from #%d to #%d", st.NextSeq, toSeq)}, nil
-	}, "")
+	return s.move(ctx, "rewind", stream, id, toSeq, at, false, "")
 }
 
-// move is the operator's cursor move: check it against the current state,
-// store the evidence, set the cursor, due at once.
-func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
-	check func(push.Status) (push.Evidence, error), eventKind string) error {
-	if err := push.ValidateInstant("at", at); err != nil {
-		return err
-	}
-	atN, err := nanos("at", at)
+// move is an operator's skip or rewind (store.CheckMove): the evidence, the
+// cursor, due at once. Clearing the lease fences out a turn in flight: it
+// can no longer undo the move.
+func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
+	atN, err := instantArg("at", at)
 	if err != nil {
 		return err
 	}
@@ -228,59 +182,36 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		if err != nil {
 			return err
 		}
-		ev, err := check(cur)
-		if err != nil {
-			return err
-		}
 		var oldest int64
 		if err := tx.QueryRowContext(ctx, sqlOldest, stream).Scan(&oldest); err != nil {
 			return translate(op+": read the low-water mark", err)
 		}
-		if err := store.CheckRetained(stream, toSeq, uint64(oldest)); err != nil {
-			return err
-		}
-		to, err := seqArg("to seq", toSeq)
+		event, text, err := store.CheckMove(skip, stream, cur.NextSeq, cur.Head, uint64(oldest), toSeq, reason)
 		if err != nil {
 			return err
 		}
-		if err := addEvidence(ctx, tx, stream, id, ev); err != nil {
+		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: event, Seq: cur.NextSeq, Error: text}); err != nil {
 			return err
 		}
-		// Clearing the lease fences out a turn in flight: it can no longer
-		// undo the operator's move.
-		st, err := scanState(tx.QueryRowContext(ctx, sqlMove, to, atN, stream, id), stream, id, op)
-		if err != nil {
+		if _, err := update(ctx, tx, op, stream, id, sqlMove, int64(toSeq), atN, stream, id); err != nil || !skip {
 			return err
 		}
-		if eventKind != "" {
-			if e, ok := push.RegistrationEvent(eventKind, cur.Registration, toSeq, push.ByOperator, ev.Error, at); ok {
-				if err := s.appendEvent(ctx, tx, e); err != nil {
-					return err
-				}
-			}
-		}
-		return rewake(ctx, tx, stream, st)
+		return s.registrationEvent(ctx, tx, push.KindSkipped, stream, id, toSeq, push.ByOperator, reason, at)
 	})
 }
 
 // AddEvidence implements push.Store.
 func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	return s.write(ctx, "add evidence", func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, sqlRegistrationExists, ev.Stream, ev.Registration).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(ev.Stream, ev.Registration)
+		st, err := getStatus(ctx, tx, ev.Stream, ev.Registration)
+		if err == nil {
+			err = addEvidence(ctx, tx, ev.Stream, ev.Registration, ev)
 		}
-		if err != nil {
-			return translate("add evidence", err)
-		}
-		if err := addEvidence(ctx, tx, ev.Stream, ev.Registration, ev); err != nil {
+		if err != nil || ev.Event != push.EventSkipped {
 			return err
 		}
-		if ev.Event != push.EventSkipped {
-			return nil
-		}
-		return s.registrationEvent(ctx, tx, push.KindSkipped, ev.Stream, ev.Registration, func(push.Status) uint64 { return ev.Seq }, push.ByPolicy, ev.Error, ev.At)
+		e, ok := push.RegistrationEvent(push.KindSkipped, st.Registration, ev.Seq, push.ByPolicy, ev.Error, ev.At)
+		return s.event(ctx, tx, e, ok)
 	})
 }
 
@@ -312,67 +243,48 @@ func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evi
 
 // Evidence implements push.Store.
 func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]push.Evidence, error) {
-	if limit < 0 {
-		return nil, journal.Invalid("limit", "is %d: it must not be negative", limit)
-	}
-	if limit == 0 || limit > push.MaxEvidence {
-		limit = push.MaxEvidence
+	limit, err := store.EvidenceLimit(limit)
+	if err != nil {
+		return nil, err
 	}
 	var out []push.Evidence
-	err := s.read(ctx, "evidence", func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, sqlRegistrationExists, stream, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(stream, id)
+	err = s.read(ctx, "evidence", func(tx *sql.Tx) error {
+		if _, err := getStatus(ctx, tx, stream, id); err != nil {
+			return err
 		}
-		if err != nil {
-			return translate("evidence", err)
-		}
-		rows, err := tx.QueryContext(ctx, sqlEvidence, stream, id, limit)
-		if err != nil {
-			return translate("evidence", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		out, err = queryAll(ctx, tx, "evidence", nil, func(sc scanner) (push.Evidence, error) {
 			ev := push.Evidence{Stream: stream, Registration: id}
 			var (
 				at, notBefore sql.NullInt64
 				seq, duration int64
 			)
-			if err := rows.Scan(&at, &ev.Event, &seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status, &ev.Body,
-				&ev.Location, &duration, &ev.Error, &notBefore); err != nil {
-				return translate("evidence", err)
-			}
+			err := sc.Scan(&at, &ev.Event, &seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status, &ev.Body,
+				&ev.Location, &duration, &ev.Error, &notBefore)
 			ev.At, ev.NotBefore, ev.Seq, ev.Duration = instant(at), instant(notBefore), uint64(seq), time.Duration(duration)
-			out = append(out, ev)
-		}
-		return translate("evidence", rows.Err())
+			return ev, err
+		}, sqlEvidence, stream, id, limit)
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
-// registrationEvent appends, in tx (the write transaction of the change),
-// herald's operational event of kind about registration stream/id as it
-// stands after the change (push.RegistrationEvent; cursor picks the cursor
-// it reports).
-func (s *Store) registrationEvent(ctx context.Context, tx *sql.Tx, kind, stream, id string,
-	cursor func(push.Status) uint64, by, reason string, at time.Time) error {
+// registrationEvent appends, in tx (the transaction of the change), herald's
+// operational event of kind about registration stream/id
+// (push.RegistrationEvent).
+func (s *Store) registrationEvent(ctx context.Context, tx *sql.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
 	st, err := getStatus(ctx, tx, stream, id)
 	if err != nil {
 		return err
 	}
-	e, ok := push.RegistrationEvent(kind, st.Registration, cursor(st), by, reason, at)
+	e, ok := push.RegistrationEvent(kind, st.Registration, cursor, by, reason, at)
+	return s.event(ctx, tx, e, ok)
+}
+
+// event appends, in tx, one of herald's operational events, if ok.
+func (s *Store) event(ctx context.Context, tx *sql.Tx, e journal.Entry, ok bool) error {
 	if !ok {
 		return nil
 	}
-	return s.appendEvent(ctx, tx, e)
-}
-
-// appendEvent appends one operational event to push.EventsStream in tx.
-func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e journal.Entry) error {
 	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
 		return fmt.Errorf("sqlite: append operational event %s: %w", e.Kind, err)
 	}

@@ -5,14 +5,15 @@ import (
 	"database/sql"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
-// Due implements push.Store. In one write transaction it finds up to
-// q.Limit+1 due registrations of q.Namespace (oldest NextAttemptAt first),
-// counts other namespaces' due ones, stamps the lease on the first q.Limit,
-// and recomputes the wake marker of every stream it looked at. The write lock
-// makes the claim atomic: no other caller, in this process or another, can
-// claim the same rows before the lease is stored.
+// Due implements push.Store. In one write transaction it picks up to
+// q.Limit due registrations of q.Namespace (store.DuePicker), counts other
+// namespaces' due ones, stamps the leases, and recomputes the wake marker of
+// every stream it looked at. The write lock makes the claim atomic: no other
+// caller, in this process or another, can claim the same rows before the
+// lease is stored.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
@@ -25,65 +26,75 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	if err != nil {
 		return push.DueBatch{}, err
 	}
-	var batch push.DueBatch
 	// Most sweeps of a quiet store find nothing: say so from a read
 	// snapshot, without taking the write lock (or syncing a commit). An
 	// append that commits after this read is one that came after the sweep.
 	var woken bool
-	if err := s.r.QueryRowContext(ctx, sqlAnyWoken, at.Int64).Scan(&woken); err != nil {
+	if err := s.r.QueryRowContext(ctx, sqlAnyWoken, at.Int64).Scan(&woken); err != nil || !woken {
 		return push.DueBatch{}, translate("due: look for woken streams", err)
 	}
-	if !woken {
-		return batch, nil
-	}
+	var p *store.DuePicker
 	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
-		probes, troubled, err := heldHosts(ctx, tx, at.Int64)
+		hosts := map[string]push.Host{}
+		probing := false
+		_, err := queryAll(ctx, tx, "due: read hosts", nil, func(sc scanner) (h push.Host, err error) {
+			h, err = scanHost(sc)
+			hosts[h.Host] = h
+			_, probe := h.Holds(q.At)
+			probing = probing || probe
+			return h, err
+		}, sqlTroubledHosts)
 		if err != nil {
 			return err
 		}
-		found, more, err := dueRows(ctx, tx, q, at.Int64, probes)
-		if err != nil {
-			return err
+		// Without a cap or a probe, SQL stops at Limit+1 rows; else the
+		// picker reads on until it has Limit+1 that fit.
+		limit := q.Limit + 1
+		if q.MaxPerHost > 0 || probing {
+			limit = -1
 		}
-		batch.More = more
-		reported := map[string]bool{}
-		for _, st := range found {
-			host := st.Host()
-			if h, ok := probes[host]; ok && !reported[host] {
-				// This claim is the host's probe: move its next one, in
-				// this transaction, so that no other claim probes it too.
-				h = h.Probed(q.At)
-				if err := putHost(ctx, tx, h); err != nil {
-					return err
-				}
-				troubled[host] = h
+		p = store.NewDuePicker(q, hosts)
+		rows, err := tx.QueryContext(ctx, sqlDue, at.Int64, q.Namespace, limit)
+		if err != nil {
+			return translate("due", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			st, err := scanStatus(rows)
+			if err != nil {
+				return translate("due", err)
 			}
-			if h, ok := troubled[host]; ok && !reported[host] {
-				reported[host] = true
-				batch.Hosts = append(batch.Hosts, h)
+			if !p.Offer(st) {
+				break
 			}
 		}
-		err = tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&batch.Unserved)
-		if err != nil {
+		if err := rows.Err(); err != nil {
+			return translate("due", err)
+		}
+		for _, h := range p.Probed {
+			if err := s.putHost(ctx, tx, h, h); err != nil {
+				return err
+			}
+		}
+		if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
 			return translate("due: count other namespaces", err)
 		}
-		if len(found) > 0 {
-			// next_attempt_at = at: the least recently claimed go first
-			// next time, so a saturated namespace starves no one.
-			claim, err := tx.PrepareContext(ctx, sqlClaim)
-			if err != nil {
-				return translate("due: prepare claim", err)
-			}
-			defer claim.Close()
-			for i := range found {
-				st := &found[i]
-				if _, err := claim.ExecContext(ctx, q.Owner, until, at, st.Stream, st.ID); err != nil {
-					return translate("due: claim", err)
+		// next_attempt_at = at: the least recently claimed go first next
+		// time, so a saturated namespace starves no one.
+		var claim *sql.Stmt
+		for i := range p.Batch.Registrations {
+			if claim == nil {
+				if claim, err = tx.PrepareContext(ctx, sqlClaim); err != nil {
+					return translate("due: prepare claim", err)
 				}
-				st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
+				defer claim.Close()
 			}
+			st := &p.Batch.Registrations[i]
+			if _, err := claim.ExecContext(ctx, q.Owner, until, at, st.Stream, st.ID); err != nil {
+				return translate("due: claim", err)
+			}
+			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
-		batch.Registrations = found
 		// Every stream woken by now was read above; set its marker to the
 		// earliest instant one of its lagging, unparked registrations is due
 		// (a claimed one at its lease's end, a held one at its host's next
@@ -97,48 +108,5 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	if err != nil {
 		return push.DueBatch{}, err
 	}
-	return batch, nil
-}
-
-// dueRows returns the first q.Limit due registrations of q.Namespace, oldest
-// NextAttemptAt first, within the per-host cap, and whether one more exists.
-// Without a cap, SQL stops at Limit+1; with one, rows are read in order until
-// Limit+1 have room (a host over its cap is skipped, and costs one row each).
-//
-// A host in probes (not up, its probe due) gets one claim, its probe; its
-// other rows are skipped as the cap skips them.
-func dueRows(ctx context.Context, tx *sql.Tx, q push.DueQuery, at int64, probes map[string]push.Host) ([]push.Status, bool, error) {
-	limit := q.Limit + 1
-	if q.MaxPerHost > 0 || len(probes) > 0 {
-		limit = -1 // SQLite: no limit
-	}
-	rows, err := tx.QueryContext(ctx, sqlDue, at, q.Namespace, limit)
-	if err != nil {
-		return nil, false, translate("due", err)
-	}
-	defer rows.Close()
-	var found []push.Status
-	taken := map[string]int{}
-	for rows.Next() {
-		st, err := scanStatus(rows)
-		if err != nil {
-			return nil, false, translate("due", err)
-		}
-		h := st.Host()
-		if room := q.HostRoom(h); room >= 0 && taken[h] >= room {
-			continue
-		}
-		if _, probe := probes[h]; probe && taken[h] > 0 {
-			continue // held: one probe only
-		}
-		if len(found) == q.Limit {
-			return found, true, nil
-		}
-		taken[h]++
-		found = append(found, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, translate("due", err)
-	}
-	return found, false, nil
+	return p.Batch, nil
 }

@@ -18,7 +18,8 @@ func ExampleOpen() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	s, err := sqlite.Open(ctx, filepath.Join(dir, "herald.db")) // created and migrated
+	path := filepath.Join(dir, "herald.db")
+	s, err := sqlite.Open(ctx, path) // created and migrated
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -41,7 +42,7 @@ func ExampleOpen() {
 		fmt.Println("due:", st.Key(), "records", st.NextSeq, "to", st.Head)
 	}
 
-	schema, _ := sqlite.MigrationStatus(ctx, s.Path())
+	schema, _ := sqlite.MigrationStatus(ctx, path)
 	fmt.Println("schema version", schema.Current, "of", schema.Latest)
 	// Output:
 	// task/42 1 urn:uuid:1 false

@@ -11,25 +11,19 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-var _ push.HostStore = (*Store)(nil)
+// Host health lives in herald_host; the rules are push's (Host.Failed,
+// Answered, Probed) and store.DuePicker's. The wake marker of a stream whose
+// only lagging registrations are held is the host's next probe instant, so a
+// down host costs no write per sweep.
 
-// Host health lives in herald_host (migrations/001_init.up.sql). The
-// rules are push's (Host.Failed, Answered, Probed); this file keeps their
-// results. Due holds
-// the registrations of a host that is not up (due.go), and the wake marker
-// of a stream whose only lagging registrations are held is the host's next
-// probe instant, so a down host costs no write per sweep.
-
-func scanHost(sc interface{ Scan(...any) error }) (push.Host, error) {
+func scanHost(sc scanner) (push.Host, error) {
 	var (
 		h                         push.Host
 		since, probeAt, failureAt sql.NullInt64
 	)
-	if err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt); err != nil {
-		return push.Host{}, err
-	}
+	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt)
 	h.Since, h.NextProbeAt, h.LastFailureAt = instant(since), instant(probeAt), instant(failureAt)
-	return h, nil
+	return h, err
 }
 
 // getHost reads one host; found is false when none is stored.
@@ -38,26 +32,25 @@ func getHost(ctx context.Context, q queryer, host string) (h push.Host, found bo
 	if errors.Is(err, sql.ErrNoRows) {
 		return push.Host{Host: host}, false, nil
 	}
-	if err != nil {
-		return push.Host{}, false, translate("read host", err)
-	}
-	return h, true, nil
+	return h, err == nil, translate("read host", err)
 }
 
-func putHost(ctx context.Context, tx *sql.Tx, h push.Host) error {
-	var args []any
-	for _, t := range []struct {
-		field string
-		t     time.Time
-	}{{"host since", h.Since}, {"next probe at", h.NextProbeAt}, {"last failure at", h.LastFailureAt}} {
-		n, err := nanos(t.field, t.t)
-		if err != nil {
+// putHost stores h and appends the event of its change from old, if any.
+func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error {
+	var args [3]sql.NullInt64
+	names := [...]string{"host since", "next probe at", "last failure at"}
+	for i, t := range []time.Time{h.Since, h.NextProbeAt, h.LastFailureAt} {
+		var err error
+		if args[i], err = nanos(names[i], t); err != nil {
 			return err
 		}
-		args = append(args, n)
 	}
 	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, args[0], h.Failures, h.Probes, args[1], h.LastError, args[2])
-	return translate("write host", err)
+	if err != nil {
+		return translate("write host", err)
+	}
+	e, ok := push.HostEvent(old, h)
+	return s.event(ctx, tx, e, ok)
 }
 
 // HostFailed implements push.HostStore: the registration's write, its
@@ -67,31 +60,22 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err
 	}
-	n, err := seqArg("next seq", f.NextSeq)
-	if err != nil {
-		return push.Host{}, err
-	}
 	var h push.Host
-	err = s.write(ctx, "record host failure of "+f.Host, func(tx *sql.Tx) error {
-		if err := fence(ctx, tx, f.Claim, f.NextSeq); err != nil {
-			return err
-		}
+	c := f.Claim
+	err := s.fenced(ctx, "record host failure", c, f.NextSeq, func(tx *sql.Tx, n int64) error {
 		old, _, err := getHost(ctx, tx, f.Host)
 		if err != nil {
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-		if err := putHost(ctx, tx, h); err != nil {
+		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}
-		if e, ok := push.HostEvent(old, h); ok {
-			if err := s.appendEvent(ctx, tx, e); err != nil {
-				return err
-			}
-		}
-		var cursor int64
-		var failures int
-		if err := tx.QueryRowContext(ctx, sqlHostCursor, f.Claim.Stream, f.Claim.ID).Scan(&cursor, &failures); err != nil {
+		var (
+			cursor   int64
+			failures int
+		)
+		if err := tx.QueryRowContext(ctx, sqlHostCursor, c.Stream, c.ID).Scan(&cursor, &failures); err != nil {
 			return translate("record host failure", err)
 		}
 		if n > cursor {
@@ -99,25 +83,17 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		}
 		failures++
 		ev := f.Evidence
-		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(f.Claim.Stream, f.Claim.ID, failures, ev.At)
+		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
 			return err
 		}
-		st, err := scanState(tx.QueryRowContext(ctx, sqlHostFailed, n, nb, ev.Clean().Error, f.Claim.Stream, f.Claim.ID, f.Claim.Owner, failures),
-			f.Claim.Stream, f.Claim.ID, "record host failure")
-		if err != nil {
+		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner, failures); err != nil {
 			return err
 		}
-		if err := addEvidence(ctx, tx, f.Claim.Stream, f.Claim.ID, ev); err != nil {
-			return err
-		}
-		return rewake(ctx, tx, f.Claim.Stream, st)
+		return addEvidence(ctx, tx, c.Stream, c.ID, ev)
 	})
-	if err != nil {
-		return push.Host{}, err
-	}
-	return h, nil
+	return h, err
 }
 
 // HostAnswered implements push.HostStore.
@@ -131,39 +107,28 @@ func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.
 }
 
 func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExist bool) (push.Host, error) {
-	if err := errors.Join(push.ValidateHost(host), push.ValidateInstant("at", at)); err != nil {
+	if err := push.ValidateHost(host); err != nil {
 		return push.Host{}, err
 	}
-	if _, err := nanos("at", at); err != nil {
+	if _, err := instantArg("at", at); err != nil {
 		return push.Host{}, err
 	}
-	var h push.Host
+	h := push.Host{Host: host, State: push.HostUp, Since: at}
 	err := s.write(ctx, "record an answer of "+host, func(tx *sql.Tx) error {
 		old, found, err := getHost(ctx, tx, host)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !found {
-			if mustExist {
-				return fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-			}
-			h = push.Host{Host: host, State: push.HostUp, Since: at}
+		case !found && mustExist:
+			return fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+		case !found:
 			return nil
 		}
-		h = old.Answered(at)
-		if h == old {
+		if h = old.Answered(at); h == old {
 			return nil
 		}
-		if err := putHost(ctx, tx, h); err != nil {
+		if err := s.putHost(ctx, tx, old, h); err != nil || old.State == push.HostUp {
 			return err
-		}
-		if e, ok := push.HostEvent(old, h); ok {
-			if err := s.appendEvent(ctx, tx, e); err != nil {
-				return err
-			}
-		}
-		if old.State == push.HostUp {
-			return nil
 		}
 		// Released: wake every stream the host's registrations follow, so
 		// that the next Due reads them (it recomputes the markers).
@@ -184,71 +149,21 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	}
 	var out []push.Host
 	err = s.read(ctx, "list hosts", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlHosts, q.Host, q.State, q.After, limit)
-		if err != nil {
-			return translate("list hosts", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			h, err := scanHost(rows)
-			if err != nil {
-				return translate("list hosts", err)
-			}
-			out = append(out, h)
-		}
-		if err := rows.Err(); err != nil {
-			return translate("list hosts", err)
-		}
-		if len(out) == 0 {
-			return nil
+		out, err = queryAll(ctx, tx, "list hosts", nil, scanHost, sqlHosts, q.Host, q.State, q.After, limit)
+		if err != nil || len(out) == 0 {
+			return err
 		}
 		held := map[string]int{}
-		rows, err = tx.QueryContext(ctx, sqlHeld)
-		if err != nil {
-			return translate("count held registrations", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				host string
-				n    int
-			)
-			if err := rows.Scan(&host, &n); err != nil {
-				return translate("count held registrations", err)
-			}
+		_, err = queryAll(ctx, tx, "count held registrations", nil, func(sc scanner) (n int, err error) {
+			var host string
+			err = sc.Scan(&host, &n)
 			held[host] = n
-		}
-		if err := rows.Err(); err != nil {
-			return translate("count held registrations", err)
-		}
+			return n, err
+		}, sqlHeld)
 		for i := range out {
 			out[i].Held = held[out[i].Host]
 		}
-		return nil
+		return err
 	})
 	return out, err
-}
-
-// heldHosts reads, inside Due's transaction, the hosts not up whose probe
-// is due at at (their next probe goes through this claim), and the
-// troubled hosts (push.Host.Troubled), which Due reports for those it
-// claims.
-func heldHosts(ctx context.Context, tx *sql.Tx, at int64) (probes, troubled map[string]push.Host, err error) {
-	rows, err := tx.QueryContext(ctx, sqlTroubledHosts)
-	if err != nil {
-		return nil, nil, translate("due: read hosts", err)
-	}
-	defer rows.Close()
-	probes, troubled = map[string]push.Host{}, map[string]push.Host{}
-	for rows.Next() {
-		h, err := scanHost(rows)
-		if err != nil {
-			return nil, nil, translate("due: read hosts", err)
-		}
-		troubled[h.Host] = h
-		if held, probe := h.Holds(instant(sql.NullInt64{Int64: at, Valid: true})); held && probe {
-			probes[h.Host] = h
-		}
-	}
-	return probes, troubled, translate("due: read hosts", rows.Err())
 }

@@ -17,7 +17,7 @@ import (
 // stream's head is read, the records inserted at head+1…, and the head
 // updated, under the write lock, so seqs are gapless and commit-ordered.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), s.maxPayload)
+	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	newHead := head + int64(len(fresh))
 	final := entries[fresh[len(fresh)-1]].Final
 	// The stream row first (records refer to it). The append wakes the
-	// stream for Due if it has registrations (doc.go, "Idle costs nothing").
+	// stream for Due if it has registrations (package doc, "Idle costs nothing").
 	_, err = tx.ExecContext(ctx, sqlUpsertHead, stream, newHead, final, int64(dueNow))
 	if err != nil {
 		return nil, translate("append: update head", err)
@@ -136,7 +136,7 @@ func record(stream string, seq uint64, e journal.Entry, at time.Time) journal.Re
 		Payload: payload, Final: e.Final, AppendedAt: at, Traceparent: e.Traceparent, Tracestate: e.Tracestate}
 }
 
-func scanRecord(sc interface{ Scan(...any) error }) (journal.Record, error) {
+func scanRecord(sc scanner) (journal.Record, error) {
 	var (
 		r   journal.Record
 		seq int64
@@ -157,26 +157,10 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	if err := journal.ValidateRead(stream, fromSeq, limit); err != nil {
 		return nil, err
 	}
-	out := []journal.Record{}
 	if fromSeq > math.MaxInt64 {
-		return out, nil
+		return []journal.Record{}, nil
 	}
-	rows, err := s.r.QueryContext(ctx, sqlRead, stream, int64(fromSeq), limit)
-	if err != nil {
-		return nil, translate("read "+stream, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, translate("read "+stream, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate("read "+stream, err)
-	}
-	return out, nil
+	return queryAll(ctx, s.r, "read "+stream, []journal.Record{}, scanRecord, sqlRead, stream, int64(fromSeq), limit)
 }
 
 // Head implements journal.Journal.

@@ -14,18 +14,12 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Migrations are run by internal/migrate, as store/postgres's are: each in
-// one BEGIN IMMEDIATE transaction (SQLite's write lock, which holds across
-// processes) together with its row in schema_migrations. Before that,
-// herald decides whose file it is: PRAGMA application_id marks a herald
-// database; a file without the mark must be empty (a new database), or it
-// is refused.
-
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // applicationID is herald's mark in the SQLite header (PRAGMA
-// application_id): the bytes "HRLD".
+// application_id): the bytes "HRLD". A file without it must be empty (a new
+// database), or it is refused.
 const applicationID = 0x48524c44
 
 // migrationsTable records the version, in golang-migrate's shape.
@@ -34,56 +28,31 @@ const migrationsTable = "schema_migrations"
 // schema is the embedded migrations.
 var schema = migrate.MustLoad(migrationFiles, "migrations", migrationsTable)
 
-// ErrSchemaDirty is store.ErrSchemaDirty, returned for a database whose
-// version is marked dirty (a migration began and did not finish). herald
-// changes nothing; the error says how to settle it.
-var ErrSchemaDirty = store.ErrSchemaDirty
-
-// Migration is one embedded schema migration.
-type Migration = store.Migration
-
-// SchemaStatus is where a database's schema stands. Its Database is the
-// file's path; its Current is the version in schema_migrations.
-type SchemaStatus = store.SchemaStatus
-
-// SchemaVersion is the schema version this binary writes and reads.
-func SchemaVersion() int { return schema.Latest() }
-
 // MigrateUp applies every pending migration to the database at path, creating
-// the file if it does not exist, each migration in its own transaction. It
-// returns the status after. Errors: store.ErrNotHerald (the file is not a
-// herald database), store.ErrSchemaAhead (a newer herald wrote it),
-// ErrSchemaDirty, all changing nothing; ErrBusy (another process held the
-// write lock for the busy timeout), or the failure to open or write the
-// file.
-func MigrateUp(ctx context.Context, path string) (SchemaStatus, error) {
+// the file if it does not exist, and returns the status after. Errors: the
+// refusals (package doc), which change nothing; ErrBusy; the failure to open
+// or write the file.
+func MigrateUp(ctx context.Context, path string) (store.SchemaStatus, error) {
 	return migrateFile(ctx, path, true)
 }
 
 // MigrateDown reverts the newest applied migration of the database at path
-// (one step), in one transaction, and returns the status after. Reverting
-// drops tables and the data in them. A database at version 0 is left alone.
-// Errors: as MigrateUp; the file must exist.
-func MigrateDown(ctx context.Context, path string) (SchemaStatus, error) {
+// (one step) and returns the status after. Reverting drops tables and the
+// data in them; version 0 is left alone. Errors: as MigrateUp, and
+// fs.ErrNotExist for a path with no file.
+func MigrateDown(ctx context.Context, path string) (store.SchemaStatus, error) {
 	return migrateFile(ctx, path, false)
 }
 
 // MigrationStatus reports where the schema of the database at path stands,
-// without changing it (a file that does not exist is reported at version 0
-// and is not created). Errors: store.ErrNotHerald, or the failure to read the
-// file. A newer schema is reported, not refused: Current > Latest. A dirty
-// one is reported with Dirty set and ErrSchemaDirty, whose text says what to
-// do.
-func MigrationStatus(ctx context.Context, path string) (SchemaStatus, error) {
-	kind, err := inspectFile(path)
+// changing nothing (no file is reported at version 0, and not created). A
+// newer schema is reported, not refused (Current > Latest); a dirty one with
+// Dirty set and store.ErrSchemaDirty, whose text says what to do. Errors:
+// store.ErrNotHerald, or the failure to read the file.
+func MigrationStatus(ctx context.Context, path string) (store.SchemaStatus, error) {
+	_, st, err := inspect(ctx, path)
 	if err != nil {
-		return SchemaStatus{}, err
-	}
-	var st schemaState
-	if kind == fileSQLite {
-		if st, err = inspectSchema(ctx, path); err != nil {
-			return SchemaStatus{}, err
-		}
+		return store.SchemaStatus{}, err
 	}
 	status := schema.Status(path, st.version, st.dirty)
 	if st.dirty {
@@ -97,11 +66,6 @@ type schemaState struct {
 	marked  bool // PRAGMA application_id is herald's (false: an empty database)
 	version int  // the version applied, 0 for none
 	dirty   bool // the version is marked dirty: a migration began and did not record its end
-}
-
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // readState reads a database's schema state through q. It returns
@@ -119,7 +83,7 @@ func readState(ctx context.Context, q queryer) (schemaState, error) {
 	case app != 0:
 		return st, fmt.Errorf("%w: the file belongs to another application (application id %#x)", store.ErrNotHerald, app)
 	}
-	names, err := tableNames(ctx, q)
+	names, err := queryAll(ctx, q, "list tables", nil, func(sc scanner) (n string, err error) { return n, sc.Scan(&n) }, sqlTableNames)
 	if err != nil {
 		return st, err
 	}
@@ -154,45 +118,18 @@ func readState(ctx context.Context, q queryer) (schemaState, error) {
 	return st, nil
 }
 
-// tableNames lists the database's own tables and indexes, by name.
-func tableNames(ctx context.Context, q queryer) ([]string, error) {
-	rows, err := q.QueryContext(ctx, sqlTableNames)
-	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", driverError(err))
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("list tables: %w", driverError(err))
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list tables: %w", driverError(err))
-	}
-	return names, nil
-}
-
 // migrateFile checks the file without changing it and, when there is
 // something to do, migrates it up to the latest version, or down one step.
-func migrateFile(ctx context.Context, path string, up bool) (SchemaStatus, error) {
-	kind, err := inspectFile(path)
+func migrateFile(ctx context.Context, path string, up bool) (store.SchemaStatus, error) {
+	kind, st, err := inspect(ctx, path)
 	if err != nil {
-		return SchemaStatus{}, err
+		return store.SchemaStatus{}, err
 	}
 	if !up && kind == fileMissing {
-		return SchemaStatus{}, fmt.Errorf("sqlite: migrate down %s: %w", path, fs.ErrNotExist)
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: migrate down %s: %w", path, fs.ErrNotExist)
 	}
-	var st schemaState
-	if kind == fileSQLite {
-		if st, err = inspectSchema(ctx, path); err != nil {
-			return SchemaStatus{}, err
-		}
-		if err := schema.Check(st.version, st.dirty); err != nil {
-			return SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, err)
-		}
+	if err := schema.Check(st.version, st.dirty); err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	pending := st.version < schema.Latest()
 	if !up {
@@ -203,7 +140,7 @@ func migrateFile(ctx context.Context, path string, up bool) (SchemaStatus, error
 	}
 	db, err := openMigrator(ctx, path)
 	if err != nil {
-		return SchemaStatus{}, err
+		return store.SchemaStatus{}, err
 	}
 	defer db.Close()
 	begin := func(ctx context.Context) (migrate.Tx, error) {
@@ -220,21 +157,20 @@ func migrateFile(ctx context.Context, path string, up bool) (SchemaStatus, error
 		v, err = schema.Down(ctx, begin, st.version)
 	}
 	if err != nil {
-		return SchemaStatus{}, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
 	return schema.Status(path, v, false), nil
 }
 
 // openMigrator opens path on one connection as the writer's, in WAL mode.
 func openMigrator(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := openDB(path, writerDSN(path, syncFull))
+	db, err := openDB(ctx, path, writerDSN(path, syncFull), 1)
 	if err != nil {
 		return nil, err
 	}
 	// Pages freed by pruning go back to the file system a batch at a time
 	// (PRAGMA incremental_vacuum, in Prune). This takes effect only in a
-	// file without tables yet, so it is set before the first migration; a
-	// file herald created before retention keeps its pages until VACUUM.
+	// file without tables yet: before the first migration.
 	if _, err = db.ExecContext(ctx, sqlAutoVacuum); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, translate("set auto_vacuum", err))
@@ -259,8 +195,7 @@ func (t *migrationTx) Version(ctx context.Context) (int, bool, error) {
 }
 
 func (t *migrationTx) Apply(ctx context.Context, what, sql string, version int) error {
-	// Kept here, beside the runner (as store/postgres keeps its bookkeeping):
-	// two of these format the version and the application id in.
+	// The bookkeeping stays beside the runner, as store/postgres's does.
 	stmts := []string{
 		sql,
 		// golang-migrate's table, as it created it.

@@ -22,16 +22,18 @@ import (
 
 // busyTimeoutMillis is how long a connection waits for a lock that another
 // process holds (a `herald unpark` beside a running daemon, say) before the
-// call fails: 10 s, far longer than any one herald transaction takes. Inside
-// one process writers never wait on SQLite's lock at all: they queue for the
-// single write connection.
+// call fails: 10 s, far longer than any one herald transaction takes.
 const busyTimeoutMillis = 10000
 
-// synchronous levels (PRAGMA synchronous).
+// synchronous levels (PRAGMA synchronous; package doc, "Durability").
 const (
 	syncFull   = "FULL"
 	syncNormal = "NORMAL"
 )
+
+// walSizeLimit bounds the -wal file left after a checkpoint (64 MiB): one
+// large batch must not leave a WAL that size on disk for good.
+const walSizeLimit = 64 << 20
 
 // fileKind is what inspectFile found at a path.
 type fileKind int
@@ -45,8 +47,18 @@ const (
 // sqliteMagic opens every SQLite database file (the header string).
 var sqliteMagic = []byte("SQLite format 3\x00")
 
-// inspectFile looks at path without changing it: missing, empty, an SQLite
-// file, or an error (a directory, unreadable, not SQLite at all).
+// inspect looks at path without changing it: what is there and, for an
+// SQLite file, its schema state. Errors: a directory, an unreadable file, one
+// that is not SQLite or not herald's (store.ErrNotHerald).
+func inspect(ctx context.Context, path string) (fileKind, schemaState, error) {
+	kind, err := inspectFile(path)
+	if err != nil || kind != fileSQLite {
+		return kind, schemaState{}, err
+	}
+	st, err := inspectSchema(ctx, path)
+	return kind, st, err
+}
+
 func inspectFile(path string) (fileKind, error) {
 	if path == "" {
 		return 0, fmt.Errorf("sqlite: open: the database path is empty")
@@ -85,24 +97,18 @@ func inspectFile(path string) (fileKind, error) {
 }
 
 // inspectSchema reads the schema state of the SQLite database at path
-// through a read-only connection, which writes nothing. It returns
-// store.ErrNotHerald for another application's database; a newer or dirty
-// version is for the caller to judge (schemaState.refusal).
+// through a read-only connection. A database at rest (no -wal file) is read
+// with immutable=1: no lock, and no -wal or -shm file beside a file that may
+// not be ours. An immutable read can see a process that is creating the
+// file show its first tables before its application id
+// (TestConcurrentMigrationsTakeTurns saw it): a refusal is read again
+// through the WAL if the file is in use by now (herald's first write makes
+// a -wal file).
 func inspectSchema(ctx context.Context, path string) (schemaState, error) {
-	// A database at rest (no -wal file) is read with immutable=1: no lock,
-	// and no -wal or -shm file is created beside a file that may not be ours.
-	// One in use (a -wal file exists) is read through the WAL, as any reader.
 	_, walErr := os.Stat(path + "-wal")
 	immutable := errors.Is(walErr, fs.ErrNotExist)
 	st, err := readStateAt(ctx, path, immutable)
 	if err != nil && immutable {
-		// An immutable read takes no lock: a process that was creating and
-		// migrating the file meanwhile can show its first tables without
-		// its application id (TestConcurrentMigrationsTakeTurns saw it).
-		// If the file is in use now (it has a -wal file, which herald's
-		// first write makes), read it again through the WAL, in one
-		// snapshot, before refusing it; a file at rest keeps its answer
-		// and gets no -wal or -shm file.
 		if _, walErr := os.Stat(path + "-wal"); walErr == nil {
 			st, err = readStateAt(ctx, path, false)
 		}
@@ -110,11 +116,14 @@ func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 	return st, err
 }
 
-// readStateAt reads the schema state of the file at path through a
-// read-only connection, in one read transaction (one snapshot, under the
-// file's shared lock unless immutable).
+// readStateAt reads the schema state of the file at path in one read-only
+// transaction (one snapshot, under the file's shared lock unless immutable).
 func readStateAt(ctx context.Context, path string, immutable bool) (schemaState, error) {
-	db, err := openDB(path, readOnlyDSN(path, immutable))
+	params := []string{"_query_only=1"}
+	if immutable {
+		params = append(params, "immutable=1")
+	}
+	db, err := openDB(ctx, path, dsn(path, "ro", params...), 1)
 	if err != nil {
 		return schemaState{}, err
 	}
@@ -132,7 +141,7 @@ func readStateAt(ctx context.Context, path string, immutable bool) (schemaState,
 }
 
 // dsn builds a "file:" URI for the driver: the path escaped, SQLite's own
-// mode parameter, and the driver's underscore parameters.
+// mode parameter, the busy timeout and the driver's underscore parameters.
 func dsn(path, mode string, params ...string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -142,70 +151,45 @@ func dsn(path, mode string, params ...string) string {
 	if runtime.GOOS == "windows" {
 		u.Path = "/" + u.Path
 	}
-	q := append([]string{"mode=" + mode}, params...)
+	q := append([]string{"mode=" + mode, fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis)}, params...)
 	return u.String() + "?" + strings.Join(q, "&")
 }
 
-// walSizeLimit bounds the -wal file left after a checkpoint (64 MiB): one
-// large batch must not leave a WAL that size on disk for good.
-const walSizeLimit = 64 << 20
-
 // writerDSN: the single write connection. BEGIN IMMEDIATE takes the write
 // lock when a transaction starts, never midway (where a busy wait could not
-// help); the connection enables foreign keys for the evidence cascade.
+// help); foreign keys serve the evidence cascade.
 func writerDSN(path, sync string) string {
-	return dsn(path, "rwc",
-		fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis),
-		"_txlock=immediate",
-		"_foreign_keys=1",
-		"_synchronous="+sync,
-		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit),
-	)
+	return dsn(path, "rwc", "_txlock=immediate", "_foreign_keys=1", "_synchronous="+sync,
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit))
 }
 
 // readerDSN: a read pool connection; query_only guards against a write
 // slipping onto it.
-func readerDSN(path string) string {
-	return dsn(path, "rw",
-		fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis),
-		"_query_only=1",
-	)
-}
+func readerDSN(path string) string { return dsn(path, "rw", "_query_only=1") }
 
-// readOnlyDSN: for looking at a file that may not be herald's.
-func readOnlyDSN(path string, immutable bool) string {
-	params := []string{fmt.Sprintf("_busy_timeout=%d", busyTimeoutMillis), "_query_only=1"}
-	if immutable {
-		params = append(params, "immutable=1")
-	}
-	return dsn(path, "ro", params...)
-}
-
-func openDB(path, dsn string) (*sql.DB, error) {
+// openDB opens a pool of conns connections on dsn and checks that it
+// connects.
+func openDB(ctx context.Context, path, dsn string, conns int) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := db.Ping(); err != nil {
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
 	}
 	return db, nil
 }
 
-// setWAL switches the database to write-ahead logging (persistent in the
-// file), on the write connection.
-//
-// Switching a file out of its rollback journal needs it to itself, and
-// SQLite answers SQLITE_BUSY at once, without its busy handler, while
-// another process opening the new file holds a read lock on it
-// (TestConcurrentMigrationsTakeTurns saw it): the switch is tried again,
-// every few milliseconds, for up to the busy timeout; once any process
-// has switched it, the file stays in WAL mode.
+// setWAL switches the database to write-ahead logging, which persists in
+// the file. SQLite refuses the switch at once, without its busy handler,
+// while another process opening the new file holds a read lock on it
+// (TestConcurrentMigrationsTakeTurns saw it): it is tried again, every few
+// milliseconds, for up to the busy timeout.
 func setWAL(ctx context.Context, db *sql.DB) error {
 	var mode string
 	deadline := time.Now().Add(busyTimeoutMillis * time.Millisecond)

@@ -1,10 +1,8 @@
 package sqlite
 
-// Every SQL statement of the store, in one place, but for List's, built at
-// run time, and the migration runner's bookkeeping, which stays beside it in
-// migrate.go as store/postgres's does. Parameters are ? in the order the
-// calling function passes them, or ?N where a statement uses one more than
-// once.
+// Every SQL statement of the store, but for List's, built at run time, and
+// the migration runner's bookkeeping (migrate.go). Parameters are ? in the
+// order the caller passes them, or ?N where a statement uses one twice.
 
 // Schema probes (migrate.go). They change nothing.
 const (
@@ -15,12 +13,10 @@ const (
 	sqlCurrentVersion = "SELECT version, dirty FROM " + migrationsTable + " LIMIT 1"
 )
 
-// The file's settings and checks (migrate.go, open.go, store.go).
+// The file's settings (migrate.go, open.go).
 const (
-	sqlAutoVacuum      = "PRAGMA auto_vacuum = INCREMENTAL"
-	sqlWAL             = "PRAGMA journal_mode = WAL"
-	sqlIntegrityCheck  = "PRAGMA integrity_check"
-	sqlForeignKeyCheck = "PRAGMA foreign_key_check"
+	sqlAutoVacuum = "PRAGMA auto_vacuum = INCREMENTAL"
+	sqlWAL        = "PRAGMA journal_mode = WAL"
 )
 
 // The journal (journal.go).
@@ -103,8 +99,7 @@ const (
 			WHERE wake_at <= ?1`
 )
 
-// Host health (hosts.go, and Due's probes in due.go). The rules are push's;
-// these statements keep their results.
+// Host health (hosts.go, and Due's probes in due.go).
 const (
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
 	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
@@ -132,11 +127,9 @@ const (
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go). The writes
-// made under a claim (sqlAdvance, sqlCheckpoint, sqlRetry, sqlPark, and
-// sqlHostFailed in hosts.go) follow sqlFence (fence) in the same write
-// transaction.
+// under a claim follow sqlFence in the same write transaction (fenced).
 const (
-	// stateColumns end a registration update with what scanState reads.
+	// stateColumns end a registration update with what update reads.
 	stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
 	sqlRewake    = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3"
 	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
@@ -174,8 +167,7 @@ const (
 				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?3 AND id = ?4` + stateColumns
-	sqlRegistrationExists = "SELECT 1 FROM herald_registration WHERE stream = ? AND id = ?"
-	sqlInsertEvidence     = `INSERT INTO herald_evidence
+	sqlInsertEvidence = `INSERT INTO herald_evidence
 		(stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// Keep the registration's newest ?3 (push.MaxEvidence).

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-func scanStatus(sc interface{ Scan(...any) error }) (push.Status, error) {
+func scanStatus(sc scanner) (push.Status, error) {
 	var (
 		st                                push.Status
 		config                            []byte
@@ -56,76 +55,57 @@ func notFound(stream, id string) error {
 	return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
 }
 
-// Register implements push.Store.
+// Register implements push.Store. An update of the destination keeps the
+// cursor and retry state.
 func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
 	if err := r.Validate(); err != nil {
 		return push.Registration{}, err
 	}
-	next, err := seqArg("next seq", max(r.NextSeq, 1))
-	if err != nil {
-		return push.Registration{}, err
-	}
 	var config []byte
 	if r.Config != nil {
-		config = slices.Clone([]byte(r.Config))
+		config = []byte(r.Config)
 	}
 	kinds, window := encodeKinds(r.Kinds), max(r.Window, 1)
-	var out push.Registration
-	err = s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
+	var out push.Status
+	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
 			return translate("register: create stream", err)
 		}
-		old, err := getStatus(ctx, tx, r.Stream, r.ID)
+		_, err := getStatus(ctx, tx, r.Stream, r.ID)
 		switch {
 		case err == nil:
-			// An update of the destination keeps the cursor and retry state.
-			_, err := tx.ExecContext(ctx, sqlUpdateRegistration, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, window, r.Stream, r.ID)
-			if err != nil {
-				return translate("register: update", err)
-			}
-			out = old.Registration
-			out.Namespace, out.URL, out.Config, out.OnRejected = r.Namespace, r.URL, push.Config(slices.Clone(config)), r.OnRejected
-			out.Kinds, out.Window = slices.Clone(r.Kinds), window
-			return nil
-		case !errors.Is(err, journal.ErrNotFound):
-			return err
+			_, err = tx.ExecContext(ctx, sqlUpdateRegistration, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, window, r.Stream, r.ID)
+			err = translate("register: update", err)
+		case errors.Is(err, journal.ErrNotFound):
+			err = insert(ctx, tx, r, config, kinds, window)
 		}
-		var (
-			head, oldest int64
-			sealed       bool
-		)
-		if err := tx.QueryRowContext(ctx, sqlRegisterHead, r.Stream).Scan(&head, &sealed, &oldest); err != nil {
-			return translate("register: read head", err)
-		}
-		if r.NextSeq == 0 {
-			next = oldest // from the oldest retained record
-		}
-		if err := store.CheckRetained(r.Stream, uint64(next), uint64(oldest)); err != nil {
-			return err
-		}
-		if sealed && next > head {
-			return fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
-				&journal.SealedError{Stream: r.Stream, FinalSeq: uint64(head)})
-		}
-		if err := store.ValidateCursor(uint64(next), uint64(head)); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, sqlInsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), next, kinds, window)
 		if err != nil {
-			return translate("register: insert", err)
-		}
-		if err := rewake(ctx, tx, r.Stream, regState{nextSeq: next}); err != nil {
 			return err
 		}
-		out = push.Registration{Stream: r.Stream, ID: r.ID, Namespace: r.Namespace, URL: r.URL,
-			Config: push.Config(slices.Clone(config)), OnRejected: r.OnRejected, NextSeq: uint64(next), Kinds: slices.Clone(r.Kinds),
-			Window: window}
-		return nil
+		out, err = getStatus(ctx, tx, r.Stream, r.ID)
+		return err
 	})
-	if err != nil {
-		return push.Registration{}, err
+	return out.Registration, err
+}
+
+// insert adds registration r at its first cursor (store.FirstCursor).
+func insert(ctx context.Context, tx *sql.Tx, r push.Registration, config []byte, kinds string, window int) error {
+	var (
+		head, oldest int64
+		sealed       bool
+	)
+	if err := tx.QueryRowContext(ctx, sqlRegisterHead, r.Stream).Scan(&head, &sealed, &oldest); err != nil {
+		return translate("register: read head", err)
 	}
-	return out, nil
+	next, err := store.FirstCursor(r, uint64(head), uint64(oldest), sealed)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, sqlInsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), int64(next), kinds, window)
+	if err != nil {
+		return translate("register: insert", err)
+	}
+	return rewake(ctx, tx, r.Stream, int64(next))
 }
 
 // Unregister implements push.Store. The evidence goes with the registration
@@ -148,10 +128,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 // Complete implements push.Store: the registration and its evidence are
 // deleted, fenced by the claim; the journal keeps its records.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	return s.writeTo(ctx, "complete", c.Stream, c.ID, func(tx *sql.Tx) error {
-		if err := fence(ctx, tx, c, 1); err != nil {
-			return err
-		}
+	return s.fenced(ctx, "complete", c, 1, func(tx *sql.Tx, _ int64) error {
 		st, err := getStatus(ctx, tx, c.Stream, c.ID)
 		if err != nil {
 			return err
@@ -161,10 +138,7 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 		}
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
 		e, ok := push.RegistrationEvent(push.KindCompleted, st.Registration, st.Head+1, "", "", st.NextAttemptAt)
-		if !ok {
-			return nil
-		}
-		return s.appendEvent(ctx, tx, e)
+		return s.event(ctx, tx, e, ok)
 	})
 }
 
@@ -204,31 +178,7 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 		query += "WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY r.stream, r.id LIMIT ?"
-	return queryStatuses(ctx, s.r, "list registrations", query, append(args, limit)...)
-}
-
-type rowsQueryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func queryStatuses(ctx context.Context, q rowsQueryer, op, query string, args ...any) ([]push.Status, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	defer rows.Close()
-	var out []push.Status
-	for rows.Next() {
-		st, err := scanStatus(rows)
-		if err != nil {
-			return nil, translate(op, err)
-		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
+	return queryAll(ctx, s.r, "list registrations", nil, scanStatus, query, append(args, limit)...)
 }
 
 // Stats implements push.Store. It counts in SQL, in one read transaction.
@@ -242,38 +192,27 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	}
 	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlStats, atN.Int64)
-		if err != nil {
-			return translate("stats", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n push.NamespaceStats, err error) {
 			var (
 				ns     string
-				n      push.NamespaceStats
 				behind int64
 			)
-			if err := rows.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &behind); err != nil {
-				return translate("stats", err)
-			}
+			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &behind)
 			n.Behind = uint64(behind)
 			st.Namespaces[ns] = n
+			return n, err
+		}, sqlStats, atN.Int64)
+		if err == nil {
+			st.Lagging, err = queryAll(ctx, tx, "stats: lagging", nil, scanStatus, sqlLagging, push.MaxLagging)
 		}
-		if err := rows.Err(); err != nil {
-			return translate("stats", err)
-		}
-		st.Lagging, err = queryStatuses(ctx, tx, "stats: lagging", sqlLagging, push.MaxLagging)
 		if err != nil {
 			return err
 		}
-		oldest, err := queryStatuses(ctx, tx, "stats: oldest parked", sqlOldestParked)
-		if err != nil {
-			return err
-		}
+		oldest, err := queryAll(ctx, tx, "stats: oldest parked", nil, scanStatus, sqlOldestParked)
 		if len(oldest) == 1 {
 			st.OldestParked = &oldest[0]
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return push.Stats{}, err

@@ -1,16 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
-
-var _ store.Retention = (*Store)(nil)
 
 // pruneStreams bounds the streams one Prune call visits, so that a batch
 // holds the write lock for a few milliseconds however many streams there are.
@@ -42,33 +40,20 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	)
 	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
 		rep, next = store.PruneReport{}, ""
-		rows, err := tx.QueryContext(ctx, sqlPruneCandidates, s.pruneFrom, pruneStreams+1)
-		if err != nil {
-			return translate("prune: list streams", err)
-		}
 		type candidate struct {
-			stream              string
-			head, oldest, low   int64
-			sealed, registered  bool
-			registrations, seen int
+			stream            string
+			head, oldest, low int64 // low: the lowest cursor, head+1 for none
+			sealed            bool
+			registrations     int
 		}
-		var cands []candidate
-		for rows.Next() {
-			var c candidate
+		cands, err := queryAll(ctx, tx, "prune: list streams", nil, func(sc scanner) (c candidate, err error) {
 			var low sql.NullInt64
-			if err := rows.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &low, &c.registrations); err != nil {
-				rows.Close()
-				return translate("prune: list streams", err)
-			}
-			c.registered, c.low = c.registrations > 0, c.head+1
-			if low.Valid {
-				c.low = low.Int64
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return translate("prune: list streams", err)
+			err = sc.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &low, &c.registrations)
+			c.low = cmp.Or(low.Int64, c.head+1)
+			return c, err
+		}, sqlPruneCandidates, s.pruneFrom, pruneStreams+1)
+		if err != nil {
+			return err
 		}
 		if len(cands) > pruneStreams {
 			next, cands = cands[pruneStreams].stream, cands[:pruneStreams]
@@ -89,13 +74,13 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 					return translate("prune: move the low-water mark", err)
 				}
 			}
-			if c.sealed && !c.registered && to > c.head {
+			if c.sealed && c.registrations == 0 && to > c.head {
 				rep.Removed++
 				if _, err := tx.ExecContext(ctx, sqlPruneStream, c.stream); err != nil {
 					return translate("prune: remove stream", err)
 				}
 			}
-			if c.registered {
+			if c.registrations > 0 {
 				res, err := tx.ExecContext(ctx, sqlPruneEvidence, c.stream, cutoff.Int64, push.EventParked)
 				if err != nil {
 					return translate("prune: evidence", err)
@@ -162,42 +147,21 @@ func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, low, cuto
 
 // Streams implements store.Retention.
 func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
-	limit, err := push.ListLimit(q.Limit)
+	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
 	}
-	if q.Stream != "" {
-		if err := journal.ValidateStream(q.Stream); err != nil {
-			return nil, err
+	return queryAll(ctx, s.r, "list streams", []store.StreamInfo{}, func(sc scanner) (info store.StreamInfo, err error) {
+		var (
+			head, oldest int64
+			sealed       bool
+		)
+		err = sc.Scan(&info.Stream, &head, &sealed, &oldest, &info.Registrations, &info.Bytes)
+		info.Head, info.OldestSeq = uint64(head), uint64(oldest)
+		info.Records = info.Head + 1 - info.OldestSeq
+		if sealed {
+			info.FinalSeq = info.Head
 		}
-	}
-	out := []store.StreamInfo{}
-	err = s.read(ctx, "list streams", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlStreams, q.Stream, q.After, limit)
-		if err != nil {
-			return translate("list streams", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				info         store.StreamInfo
-				head, oldest int64
-				sealed       bool
-			)
-			if err := rows.Scan(&info.Stream, &head, &sealed, &oldest, &info.Registrations, &info.Bytes); err != nil {
-				return translate("list streams", err)
-			}
-			info.Head, info.OldestSeq = uint64(head), uint64(oldest)
-			info.Records = info.Head + 1 - info.OldestSeq
-			if sealed {
-				info.FinalSeq = info.Head
-			}
-			out = append(out, info)
-		}
-		return translate("list streams", rows.Err())
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+		return info, err
+	}, sqlStreams, q.Stream, q.After, limit)
 }

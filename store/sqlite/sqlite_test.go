@@ -1,19 +1,25 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/store/storetest"
+	"github.com/stretchr/testify/require"
 )
 
 // openTemp opens a new store in a fresh file under t.TempDir, closed by
@@ -32,25 +38,10 @@ func TestConformance(t *testing.T) {
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
 
-func TestWithMaxPayload(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t, sqlite.WithMaxPayload(16))
-	_, err := s.Append(ctx, "s", journal.Entry{ID: "fits", Kind: "k", Payload: []byte(`{"a":"01234567"}`)})
-	require.NoError(t, err)
-	_, err = s.Append(ctx, "s", journal.Entry{ID: "big", Kind: "k", Payload: []byte(`{"a":"012345678"}`)})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	require.ErrorContains(t, err, "more than the limit of 16")
-	head, err := s.Head(ctx, "s")
-	require.NoError(t, err)
-	require.Equal(t, uint64(1), head)
-}
-
 func TestOpenChecksOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	_, err := sqlite.Open(ctx, filepath.Join(dir, "a.db"), sqlite.WithMaxPayload(-1))
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = sqlite.Open(ctx, filepath.Join(dir, "b.db"), sqlite.WithClock(nil))
+	_, err := sqlite.Open(ctx, filepath.Join(dir, "b.db"), sqlite.WithClock(nil))
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -74,3 +65,146 @@ func TestInstantsOutsideTheStoredRangeAreRefused(t *testing.T) {
 	require.Zero(t, st.Attempts, "nothing changed")
 	require.Empty(t, st.LeaseOwner)
 }
+
+// TestPruneGivesTheSpaceBack: a file herald creates returns the pages that
+// pruning frees to the file system, so the file shrinks.
+func TestPruneGivesTheSpaceBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	payload := []byte(fmt.Sprintf(`{"pad":%q}`, bytes.Repeat([]byte("x"), 16<<10)))
+	for i := range 20 {
+		batch := make([]journal.Entry, 10)
+		for j := range batch {
+			batch[j] = journal.Entry{ID: fmt.Sprintf("r-%d-%d", i, j), Kind: "k", Payload: payload}
+		}
+		_, err := s.Append(ctx, "big", batch...)
+		require.NoError(t, err)
+	}
+	_, err = s.Register(ctx, push.Registration{Stream: "big", ID: "done", Namespace: "webhook", URL: "https://r.example/", NextSeq: 201})
+	require.NoError(t, err)
+	before := pages(t, path)
+
+	var total store.PruneReport
+	for {
+		rep, err := s.Prune(ctx, store.PruneQuery{At: time.Now().Add(time.Hour), Limit: 50})
+		require.NoError(t, err)
+		total = total.Add(rep)
+		if !rep.More {
+			break
+		}
+	}
+	require.Equal(t, 200, total.Records)
+	after := pages(t, path)
+	require.Less(t, after, before/4, "the file gave back the pruned records' pages (%d → %d)", before, after)
+}
+
+func pages(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var mode, n int
+	require.NoError(t, db.QueryRow("PRAGMA auto_vacuum").Scan(&mode))
+	require.Equal(t, 2, mode, "herald creates files with incremental auto_vacuum")
+	require.NoError(t, db.QueryRow("PRAGMA page_count").Scan(&n))
+	return n // the file's size in pages, free ones included
+}
+
+// postTransport is the smallest real push.Transport: it POSTs with net/http
+// and classifies 2xx as accepted, 410 as permanent, anything else (and any
+// network error) as transient. The transport package proper lives elsewhere.
+type postTransport struct{ client *http.Client }
+
+func (t postTransport) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
+	if err != nil {
+		return push.Outcome{Verdict: push.Permanent, Reason: "bad request: " + err.Error()}, nil
+	}
+	req.Header.Set("Content-Type", msg.ContentType)
+	req.Header.Set("Message-Id", msg.ID)
+	started := time.Now()
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return push.Outcome{}, ctx.Err()
+		}
+		return push.Outcome{Verdict: push.Transient, Reason: err.Error(), Duration: time.Since(started)}, nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, push.MaxEvidenceBody))
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	out := push.Outcome{Status: resp.StatusCode, Body: body, Duration: time.Since(started), Reason: resp.Status}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		out.Verdict = push.Accepted
+	case resp.StatusCode == http.StatusGone:
+		out.Verdict = push.Permanent
+	default:
+		out.Verdict = push.Transient
+	}
+	return out, nil
+}
+
+// payloadProjection sends each record's payload as one message whose id is
+// the record id.
+type payloadProjection struct{}
+
+func (payloadProjection) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
+}
+
+func (payloadProjection) Terminal(rec journal.Record) bool { return rec.Final }
+
+func (payloadProjection) Namespace() string { return "webhook" }
+
+// receiver is a loopback HTTP server that answers each path as told and
+// remembers which message ids it acknowledged (answered 2xx), per path. It
+// records the id before it writes the answer, so the set holds at least what
+// any sender saw acknowledged.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	acked  map[string]map[string]int // path → message id → times acknowledged
+	posts  int
+	answer func(path string, n int) int // status for the n-th POST (1-based) overall
+}
+
+func newReceiver(t testing.TB, answer func(path string, n int) int) *receiver {
+	rc := &receiver{acked: map[string]map[string]int{}, answer: answer}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		rc.mu.Lock()
+		rc.posts++
+		status := rc.answer(r.URL.Path, rc.posts)
+		if status >= 200 && status < 300 {
+			if rc.acked[r.URL.Path] == nil {
+				rc.acked[r.URL.Path] = map[string]int{}
+			}
+			rc.acked[r.URL.Path][r.Header.Get("Message-Id")]++
+		}
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, http.StatusText(status))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// count returns how many POSTs arrived.
+func (rc *receiver) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.posts
+}
+
+// acknowledged reports whether path acknowledged message id.
+func (rc *receiver) acknowledged(path, id string) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.acked[path][id] > 0
+}
+
+func (rc *receiver) transport() postTransport { return postTransport{client: rc.Client()} }

@@ -17,79 +17,57 @@ import (
 var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
+	_ push.HostStore  = (*Store)(nil)
+	_ store.Retention = (*Store)(nil)
 )
 
 // readers is the size of the read pool: WAL lets readers run beside the
 // writer and each other, and a sweep's turns read the journal in parallel.
 const readers = 4
 
-// Store is a herald journal and push store in one SQLite file. It is safe for
-// concurrent use by many goroutines; see the package documentation for how
-// writes are serialised.
+// Store is a herald journal and push store in one SQLite file, safe for
+// concurrent use (package doc, "Concurrency").
 type Store struct {
-	path       string
-	w          *sql.DB // one connection: every write, in BEGIN IMMEDIATE transactions
-	r          *sql.DB // the read pool (query_only connections)
-	now        func() time.Time
-	maxPayload int
+	w   *sql.DB // one connection: every write, in BEGIN IMMEDIATE transactions
+	r   *sql.DB // the read pool (query_only connections)
+	now func() time.Time
 
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
 }
 
 type config struct {
-	now        func() time.Time
-	maxPayload int
-	sync       string
-	noMigrate  bool
+	now       func() time.Time
+	sync      string
+	noMigrate bool
 }
 
 // Option configures Open.
 type Option func(*config)
 
-// WithClock sets the clock that stamps Record.AppendedAt (default time.Now).
-// Nothing else in the store reads a clock: every other instant is the
-// caller's.
+// WithClock sets the clock that stamps Record.AppendedAt (default time.Now),
+// the one instant the store does not take from its caller.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithoutMigrating makes Open use only a database that is there and up to
-// date, for a caller that must not change the file's schema (herald's
-// read-only commands): a path with no file, or an empty one, is refused
-// with an error wrapping fs.ErrNotExist (nothing is created), and a schema
-// behind this binary's with store.ErrSchemaBehind (nothing is migrated).
+// WithoutMigrating makes Open refuse to change the file's schema, for
+// herald's read-only commands: a path with no file, or an empty one, is
+// refused with an error wrapping fs.ErrNotExist, a schema behind this
+// binary's with store.ErrSchemaBehind.
 func WithoutMigrating() Option { return func(c *config) { c.noMigrate = true } }
 
-// WithMaxPayload sets the payload limit of Append in bytes (default
-// journal.DefaultMaxPayload; 0 means the default).
-func WithMaxPayload(n int) Option { return func(c *config) { c.maxPayload = n } }
-
 // Open opens the herald database at path (a file name, not a URI), creating
-// and migrating it when the file does not exist or is empty. A herald
-// database whose schema is behind this binary's is migrated up at once (the
-// embedded default must just work; `herald migrate status` shows what ran).
-//
-// Each migration takes the write lock, as any write does: it waits up to
-// the busy timeout (10 s) for another process's write, then fails with
-// ErrBusy.
-//
-// Open changes nothing, and returns an error, when path is not a herald
-// database: store.ErrNotHerald for a file that is not SQLite or holds another
-// application's schema, store.ErrSchemaAhead for a database migrated by a
-// newer herald, ErrSchemaDirty for one in which a migration did not finish
-// (the error says how to settle it), and an error naming the path for a
-// directory or a file that cannot be read or written.
+// it if the file does not exist or is empty, and migrating it up. It waits
+// up to the busy timeout (10 s) for another process's write, then fails with
+// ErrBusy. It changes nothing, and returns an error, for a path that is not
+// a herald database (package doc, "Refusals"), or a directory or file that
+// cannot be read or written. A nil clock is journal.ErrInvalid.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{now: time.Now, maxPayload: journal.DefaultMaxPayload, sync: syncFull}
+	cfg := config{now: time.Now, sync: syncFull}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	switch {
-	case cfg.now == nil:
+	if cfg.now == nil {
 		return nil, journal.Invalid("clock", "is nil")
-	case cfg.maxPayload < 0:
-		return nil, journal.Invalid("max payload", "is %d bytes: it must not be negative", cfg.maxPayload)
-	case cfg.maxPayload == 0:
-		cfg.maxPayload = journal.DefaultMaxPayload
 	}
 	if cfg.noMigrate {
 		if err := checkCurrent(ctx, path); err != nil {
@@ -98,60 +76,44 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	} else if _, err := migrateFile(ctx, path, true); err != nil {
 		return nil, err
 	}
-	w, err := openDB(path, writerDSN(path, cfg.sync))
+	w, err := openDB(ctx, path, writerDSN(path, cfg.sync), 1)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Store, error) {
+	// Another process may have stepped the schema down since it was
+	// migrated: the write connection checks what it opened.
+	var st schemaState
+	if err = setWAL(ctx, w); err == nil {
+		st, err = readState(ctx, w)
+	}
+	if err == nil {
+		err = schema.Check(st.version, st.dirty)
+	}
+	if err == nil && st.version != schema.Latest() {
+		err = fmt.Errorf("%w: at version %d after migrating, want %d", store.ErrSchemaBehind, st.version, schema.Latest())
+	}
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if err := setWAL(ctx, w); err != nil {
-		return fail(err)
-	}
-	// Another process may have stepped the schema down since it was
-	// migrated: the write connection checks what it opened.
-	st, err := readState(ctx, w)
+	r, err := openDB(ctx, path, readerDSN(path), readers)
 	if err != nil {
-		return fail(err)
+		w.Close()
+		return nil, err
 	}
-	if err := schema.Check(st.version, st.dirty); err != nil {
-		return fail(err)
-	}
-	if st.version != schema.Latest() {
-		return fail(fmt.Errorf("%w: at version %d after migrating, want %d", store.ErrSchemaBehind, st.version, schema.Latest()))
-	}
-	r, err := sql.Open("sqlite", readerDSN(path))
-	if err != nil {
-		return fail(translate("open read pool", err))
-	}
-	r.SetMaxOpenConns(readers)
-	r.SetMaxIdleConns(readers)
-	if err := r.PingContext(ctx); err != nil {
-		r.Close()
-		return fail(translate("open read pool", err))
-	}
-	return &Store{path: path, w: w, r: r, now: cfg.now, maxPayload: cfg.maxPayload}, nil
+	return &Store{w: w, r: r, now: cfg.now}, nil
 }
 
 // checkCurrent refuses, without changing anything, a path that holds no
 // database (fs.ErrNotExist) or one that is not herald's current schema.
 func checkCurrent(ctx context.Context, path string) error {
-	kind, err := inspectFile(path)
-	if err != nil {
+	kind, st, err := inspect(ctx, path)
+	switch {
+	case err != nil:
 		return err
-	}
-	if kind != fileSQLite {
+	case kind != fileSQLite:
 		return fmt.Errorf("sqlite: open %s: %w: there is no herald database at this path", path, fs.ErrNotExist)
-	}
-	st, err := inspectSchema(ctx, path)
-	if err != nil {
-		return err
-	}
-	if err := schema.Check(st.version, st.dirty); err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if st.version < schema.Latest() {
+	case st.version < schema.Latest():
 		return fmt.Errorf("sqlite: open %s: %w (at version %d of %d)", path, store.ErrSchemaBehind, st.version, schema.Latest())
 	}
 	return nil
@@ -161,47 +123,6 @@ func checkCurrent(ctx context.Context, path string) error {
 // write-ahead log into the database file.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
-}
-
-// Path returns the file the store was opened on.
-func (s *Store) Path() string { return s.path }
-
-// Check runs SQLite's integrity and foreign key checks, for an operator after
-// a crash or a power loss. It returns nil when both pass, else an error
-// listing what they found.
-func (s *Store) Check(ctx context.Context) error {
-	var problems []string
-	for _, q := range []string{sqlIntegrityCheck, sqlForeignKeyCheck} {
-		rows, err := s.r.QueryContext(ctx, q)
-		if err != nil {
-			return translate(q, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return translate(q, err)
-			}
-			if len(vals) == 1 && fmt.Sprint(vals[0]) == "ok" {
-				continue
-			}
-			problems = append(problems, fmt.Sprint(vals...))
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return translate(q, err)
-		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("sqlite: check %s: %d problems: %v", s.path, len(problems), problems)
-	}
-	return nil
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE on the single
@@ -228,10 +149,7 @@ func (s *Store) writeNamed(ctx context.Context, name func() string, fn func(tx *
 		_ = tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return translate(name(), err)
-	}
-	return nil
+	return translate(name(), tx.Commit())
 }
 
 // read runs fn in one read transaction on the read pool: one snapshot.
@@ -242,4 +160,34 @@ func (s *Store) read(ctx context.Context, op string, fn func(tx *sql.Tx) error) 
 	}
 	defer tx.Rollback()
 	return fn(tx)
+}
+
+// queryer is what reads run on: the read pool, or a transaction.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanner is a row to scan: *sql.Row or *sql.Rows.
+type scanner interface{ Scan(...any) error }
+
+// queryAll appends to out every row of query, scanned by scan; op names the
+// work in errors.
+func queryAll[T any](ctx context.Context, q queryer, op string, out []T, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, translate(op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(op, err)
+	}
+	return out, nil
 }

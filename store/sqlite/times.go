@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 )
 
 // Instants are stored as unix nanoseconds (INTEGER), which keeps Go's full
@@ -28,6 +29,14 @@ func nanos(field string, t time.Time) (sql.NullInt64, error) {
 		return sql.NullInt64{}, journal.Invalid(field, "%v is outside the instants the store keeps (%d to %d)", t, minTime.Year(), maxTime.Year())
 	}
 	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+}
+
+// instantArg is nanos for an instant that must be set.
+func instantArg(field string, t time.Time) (sql.NullInt64, error) {
+	if err := push.ValidateInstant(field, t); err != nil {
+		return sql.NullInt64{}, err
+	}
+	return nanos(field, t)
 }
 
 // instant converts a stored value back: NULL is the zero time; others are UTC.

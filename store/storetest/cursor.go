@@ -16,6 +16,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
+// A worker's writes under its claim (one at a time, or in a batch) and the
+// evidence they leave.
 var cursorTests = []test{
 	{"AdvanceIsMonotonic", testAdvanceMonotonic},
 	{"RacingWorkersNeverMoveCursorBack", testAdvanceRace},
@@ -31,114 +33,116 @@ var cursorTests = []test{
 	{"UnknownRegistration", testUnknownRegistration},
 }
 
+// regIs checks registration stream/id's cursor, attempts and lease owner.
+func regIs(t *testing.T, b Backend, stream, id string, next uint64, attempts int, owner, why string) push.Status {
+	t.Helper()
+	st := get(t, b, stream, id)
+	require.Equal(t, next, st.NextSeq, "%s: the cursor", why)
+	require.Equal(t, attempts, st.Attempts, "%s: the attempts", why)
+	require.Equal(t, owner, st.LeaseOwner, "%s: the lease owner", why)
+	return st
+}
+
+// fail503 is the evidence of a transient failure at when.
+func fail503(when time.Time) push.Evidence { return push.Evidence{At: when, Error: "503"} }
+
 func testAdvanceMonotonic(t *testing.T, b Backend) {
-	appendN(t, b, "s", 10)
-	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), push.Evidence{At: at(0), Error: "503"}))
+	streamWithReg(t, b, 10)
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
 
 	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(5)), 6))
-	st := get(t, b, "s", "r")
-	require.Equal(t, uint64(6), st.NextSeq)
-	require.Zero(t, st.Attempts, "an advance resets attempts")
+	st := regIs(t, b, "s", "r", 6, 0, "", "an advance resets attempts and releases the lease")
 	require.Empty(t, st.LastError)
-	require.Empty(t, st.LeaseOwner, "and releases the lease")
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(6)), 6, at(10), push.Evidence{At: at(6), Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(6)), 6, at(10), fail503(at(6))))
 	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(10)), 3), "an advance behind the cursor is not an error")
-	st = get(t, b, "s", "r")
-	require.Equal(t, uint64(6), st.NextSeq, "a cursor never moves back")
-	require.Equal(t, 1, st.Attempts, "an advance that does not move the cursor resets nothing")
+	st = regIs(t, b, "s", "r", 6, 1, "", "a cursor never moves back; an advance that does not move it resets nothing, but releases the lease")
 	require.Equal(t, "503", st.LastError)
-	require.Empty(t, st.LeaseOwner, "but it releases the lease")
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(10)), 3, at(20), push.Evidence{At: at(10), Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(10)), 3, at(20), fail503(at(10))))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(20)), 2, push.Evidence{At: at(20), Error: "410"}))
-	st = get(t, b, "s", "r")
-	require.Equal(t, uint64(6), st.NextSeq, "neither Retry nor Park moves a cursor back")
-	require.Equal(t, 3, st.Attempts)
+	regIs(t, b, "s", "r", 6, 3, "", "neither Retry nor Park moves a cursor back")
 }
 
 // testAdvanceRace races workers that claim and advance the same
 // registration with short leases: every write is either applied (never
 // moving the cursor back) or fenced out with ErrLeaseLost.
 func testAdvanceRace(t *testing.T, b Backend) {
-	appendN(t, b, "s", 200)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 200)
 	var (
-		wg      sync.WaitGroup
 		mu      sync.Mutex
 		maxSeen uint64
 		applied int
 	)
-	errs := make(chan error, 400)
-	for w := range 8 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 42))
-			for i := range 25 {
-				when := at(i*10 + w)
-				batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: 1, Namespace: "webhook",
-					Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(batch.Registrations) == 0 {
-					continue
-				}
-				n := 1 + rng.Uint64N(201)
-				err = b.Advance(ctx(t), batch.Registrations[0].Claim(), n)
-				if errors.Is(err, push.ErrLeaseLost) {
-					continue
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				maxSeen = max(maxSeen, n)
-				applied++
-				mu.Unlock()
-				st, err := b.Get(ctx(t), "s", "r")
-				if err != nil {
-					errs <- err
-					return
-				}
-				if st.NextSeq < n {
-					errs <- fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, n)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	claimRace(t, b, 8, 25, 1, 42, func(claimed []push.Status, rng *rand.Rand) error {
+		if len(claimed) == 0 {
+			return nil
+		}
+		n := 1 + rng.Uint64N(201)
+		err := b.Advance(ctx(t), claimed[0].Claim(), n)
+		if errors.Is(err, push.ErrLeaseLost) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		maxSeen = max(maxSeen, n)
+		applied++
+		mu.Unlock()
+		st, err := b.Get(ctx(t), "s", "r")
+		if err == nil && st.NextSeq < n {
+			err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, n)
+		}
+		return err
+	})
 	require.Positive(t, applied)
 	require.Equal(t, max(maxSeen, 1), get(t, b, "s", "r").NextSeq, "the cursor is the largest applied advance")
 }
 
-func testFencing(t *testing.T, b Backend) {
-	appendN(t, b, "s", 10)
-	register(t, b, reg("s", "r", "webhook"))
-	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
-	require.Equal(t, "A", a.Owner)
-	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired: B takes over
+// claimRace runs workers that each claim, rounds times, up to limit due
+// registrations under one-second leases at staggered instants, and hand them
+// to fn with a random source of their own (seeded by seed).
+func claimRace(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, fn func([]push.Status, *rand.Rand) error) {
+	race(t, workers, func(w int) error {
+		rng := rand.New(rand.NewPCG(uint64(w), seed))
+		for i := range rounds {
+			when := at(i*10 + w)
+			batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+				Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
+			if err == nil {
+				err = fn(batch.Registrations, rng)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
+// leaseTakenOver returns claim A took at 0 and claim B took when A's lease
+// expired.
+func leaseTakenOver(t *testing.T, b Backend) (a, bb push.Claim) {
+	t.Helper()
+	a = due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
+	require.Equal(t, "A", a.Owner)
+	return a, due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim()
+}
+
+func testFencing(t *testing.T, b Backend) {
+	streamWithReg(t, b, 10)
+	a, bb := leaseTakenOver(t, b)
 	stale := push.Evidence{At: at(61), Error: "stale"}
 	require.ErrorIs(t, b.Advance(ctx(t), a, 5), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Retry(ctx(t), a, 1, at(100), stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(ctx(t), a, 1, stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Complete(ctx(t), a), push.ErrLeaseLost)
-	st := get(t, b, "s", "r")
-	require.Equal(t, "B", st.LeaseOwner, "a stale claim never releases the live lease")
-	require.Equal(t, uint64(1), st.NextSeq)
-	require.Zero(t, st.Attempts)
-	require.False(t, st.Parked)
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
-	require.Empty(t, evs, "a fenced write stores no evidence")
+	require.ErrorIs(t, b.Park(ctx(t), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
+	require.False(t, regIs(t, b, "s", "r", 1, 0, "B", "a stale claim never releases the live lease").Parked)
+	require.Empty(t, evidence(t, b, "s", "r"), "a fenced write stores no evidence")
+	require.Empty(t, heraldEvents(t, b), "a change that did not happen is not told")
 
 	// An operator's move takes the lease away from the turn in flight.
 	require.NoError(t, b.Advance(ctx(t), bb, 8))
@@ -149,59 +153,45 @@ func testFencing(t *testing.T, b Backend) {
 	c = claim(t, b, "s", "r", at(72))
 	require.NoError(t, b.Skip(ctx(t), "s", "r", 4, at(73), "poison"))
 	require.ErrorIs(t, b.Retry(ctx(t), c, 2, at(100), stale), push.ErrLeaseLost, "nor count a failure after a skip")
-	st = get(t, b, "s", "r")
-	require.Equal(t, uint64(4), st.NextSeq)
-	require.Zero(t, st.Attempts)
+	regIs(t, b, "s", "r", 4, 0, "", "the skip")
 }
 
 // testCheckpointKeepsLease: a checkpoint saves the cursor as Advance does
 // and the claim goes on: no other claim takes the registration, and the same
 // claim's writes still apply.
 func testCheckpointKeepsLease(t *testing.T, b Backend) {
-	appendN(t, b, "s", 10)
-	register(t, b, reg("s", "r", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), push.Evidence{At: at(0), Error: "503"}))
+	streamWithReg(t, b, 10)
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
 	c := due(t, b, "webhook", "A", at(5), 1).Registrations[0].Claim()
 	leased := get(t, b, "s", "r")
 
 	require.NoError(t, b.Checkpoint(ctx(t), c, 4))
-	st := get(t, b, "s", "r")
-	require.Equal(t, uint64(4), st.NextSeq)
-	require.Zero(t, st.Attempts, "a checkpoint that moves the cursor resets attempts")
+	st := regIs(t, b, "s", "r", 4, 0, "A", "a checkpoint that moves the cursor resets attempts, and keeps the lease")
 	require.Empty(t, st.LastError)
-	require.Equal(t, "A", st.LeaseOwner, "and keeps the lease")
 	requireTime(t, leased.LeaseUntil, st.LeaseUntil, "LeaseUntil")
 	require.Empty(t, due(t, b, "webhook", "B", at(6), 1).Registrations, "no other claim takes it while the lease lives")
 
 	require.NoError(t, b.Checkpoint(ctx(t), c, 7), "a claim checkpoints as often as it likes")
 	require.NoError(t, b.Advance(ctx(t), c, 9), "and ends with a write of its own")
-	st = get(t, b, "s", "r")
-	require.Equal(t, uint64(9), st.NextSeq)
-	require.Empty(t, st.LeaseOwner, "Advance released the lease")
+	regIs(t, b, "s", "r", 9, 0, "", "Advance released the lease")
 	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "C", at(7), 1).Registrations), "due again at once")
 }
 
 // testCheckpointFenced: a checkpoint applies only under the live lease, and
 // never moves a cursor back.
 func testCheckpointFenced(t *testing.T, b Backend) {
-	appendN(t, b, "s", 10)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 10)
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
 	require.NoError(t, b.Checkpoint(ctx(t), a, 3))
 	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired: B takes over
 	require.ErrorIs(t, b.Checkpoint(ctx(t), a, 8), push.ErrLeaseLost)
-	st := get(t, b, "s", "r")
-	require.Equal(t, uint64(3), st.NextSeq, "a stale checkpoint changes nothing")
-	require.Equal(t, "B", st.LeaseOwner)
+	regIs(t, b, "s", "r", 3, 0, "B", "a stale checkpoint changes nothing")
 
-	require.NoError(t, b.Retry(ctx(t), bb, 5, at(61), push.Evidence{At: at(60), Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), bb, 5, at(61), fail503(at(60))))
 	c := claim(t, b, "s", "r", at(61))
 	require.NoError(t, b.Checkpoint(ctx(t), c, 2), "a checkpoint behind the cursor is not an error")
-	st = get(t, b, "s", "r")
-	require.Equal(t, uint64(5), st.NextSeq, "a checkpoint never moves a cursor back")
-	require.Equal(t, 1, st.Attempts, "nor resets what it did not move past")
+	st := regIs(t, b, "s", "r", 5, 1, c.Owner, "a checkpoint never moves a cursor back, nor resets what it did not move past")
 	require.Equal(t, "503", st.LastError)
-	require.Equal(t, c.Owner, st.LeaseOwner)
 	for _, n := range []uint64{0, 12, 1 << 62} {
 		require.ErrorIs(t, b.Checkpoint(ctx(t), c, n), journal.ErrInvalid, "checkpoint at %d with head 10", n)
 	}
@@ -214,8 +204,7 @@ func testCheckpointFenced(t *testing.T, b Backend) {
 }
 
 func testCursorRange(t *testing.T, b Backend) {
-	appendN(t, b, "s", 3)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 3)
 	c := claim(t, b, "s", "r", at(0))
 	for _, n := range []uint64{0, 5, 1 << 62} {
 		require.ErrorIs(t, b.Advance(ctx(t), c, n), journal.ErrInvalid, "advance to %d with head 3", n)
@@ -229,30 +218,21 @@ func testCursorRange(t *testing.T, b Backend) {
 	require.ErrorIs(t, b.Unpark(ctx(t), "s", "r", time.Time{}), journal.ErrInvalid)
 	require.ErrorIs(t, b.Skip(ctx(t), "s", "r", 2, time.Time{}, "x"), journal.ErrInvalid)
 	require.ErrorIs(t, b.Rewind(ctx(t), "s", "r", 1, time.Time{}), journal.ErrInvalid)
-	st := get(t, b, "s", "r")
-	require.Equal(t, uint64(1), st.NextSeq, "nothing changed")
-	require.Zero(t, st.Attempts)
-	require.Equal(t, c.Owner, st.LeaseOwner, "the lease is still held")
+	regIs(t, b, "s", "r", 1, 0, c.Owner, "nothing changed, the lease is still held")
 	require.NoError(t, b.Advance(ctx(t), c, 4), "one past the head is the end of the stream")
 
-	past := reg("s", "past", "webhook")
-	past.NextSeq = 5
-	_, err := b.Register(ctx(t), past)
-	require.ErrorIs(t, err, journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
+	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("s", "past", "webhook", 5))), journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
 }
 
 func testRetry(t *testing.T, b Backend) {
-	appendN(t, b, "s", 5)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 5)
 	ev := push.Evidence{At: at(0), Event: push.EventFailed, Seq: 1, RecordID: "s-1", MessageID: "s-1", Attempt: 1,
 		Status: 503, Body: "busy", Duration: 1500 * time.Millisecond, Error: "503 Service Unavailable", NotBefore: at(7),
 		Location: "https://elsewhere.example/"}
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(7), ev))
-	st := get(t, b, "s", "r")
-	require.Equal(t, 1, st.Attempts)
+	st := regIs(t, b, "s", "r", 1, 1, "", "a retry releases the lease")
 	requireTime(t, at(7), st.NextAttemptAt, "NextAttemptAt")
 	require.Equal(t, "503 Service Unavailable", st.LastError)
-	require.Empty(t, st.LeaseOwner, "a retry releases the lease")
 	require.Equal(t, push.StateRetrying, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(6), 1).Registrations, "not due before NextAttemptAt")
 
@@ -260,85 +240,72 @@ func testRetry(t *testing.T, b Backend) {
 	require.Equal(t, 2, get(t, b, "s", "r").Attempts, "consecutive failures at one record add up")
 
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(20)), 4, at(30), push.Evidence{At: at(20), Error: "reset"}))
-	st = get(t, b, "s", "r")
-	require.Equal(t, uint64(4), st.NextSeq, "progress made before the failure is kept")
-	require.Equal(t, 1, st.Attempts, "a failure after progress is the first at the new record")
+	regIs(t, b, "s", "r", 4, 1, "", "progress made before the failure is kept; a failure after it is the first at the new record")
 
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
+	evs := evidence(t, b, "s", "r")
 	require.Len(t, evs, 3)
-	got := evs[2]
-	require.Equal(t, "s", got.Stream)
-	require.Equal(t, "r", got.Registration)
-	require.Equal(t, push.EventFailed, got.Event)
-	require.Equal(t, uint64(1), got.Seq)
-	require.Equal(t, "s-1", got.RecordID)
-	require.Equal(t, "s-1", got.MessageID)
-	require.Equal(t, 1, got.Attempt)
-	require.Equal(t, 503, got.Status)
-	require.Equal(t, "busy", got.Body)
-	require.Equal(t, "https://elsewhere.example/", got.Location)
-	require.Equal(t, 1500*time.Millisecond, got.Duration)
-	require.Equal(t, "503 Service Unavailable", got.Error)
+	got, want := evs[2], ev
 	requireTime(t, at(0), got.At, "evidence At")
 	requireTime(t, at(7), got.NotBefore, "evidence NotBefore")
+	want.Stream, want.Registration = "s", "r"
+	want.At, want.NotBefore, got.At, got.NotBefore = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	require.Equal(t, want, got, "every field of the evidence is kept")
 }
 
 func testParkUnpark(t *testing.T, b Backend) {
-	appendN(t, b, "s", 5)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 5)
+	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(0)))
+	require.Empty(t, heraldEvents(t, b), "unparking one that is not parked changes nothing, tells nothing")
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 3, push.Evidence{At: at(4), Event: push.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
-	st := get(t, b, "s", "r")
+	st := regIs(t, b, "s", "r", 3, 1, "", "parking keeps the cursor, with the progress made before")
 	require.True(t, st.Parked)
 	requireTime(t, at(4), st.ParkedAt, "ParkedAt")
-	require.Equal(t, uint64(3), st.NextSeq, "parking keeps the cursor, with the progress made before")
 	require.Equal(t, "410 Gone", st.LastError)
-	require.Empty(t, st.LeaseOwner)
 	require.Equal(t, push.StateParked, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(1000), 10).Registrations, "a parked registration is never due")
 
 	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(2000)))
-	st = get(t, b, "s", "r")
+	st = regIs(t, b, "s", "r", 3, 0, "", "unpark resets attempts, resumes at the first unacknowledged record")
 	require.False(t, st.Parked)
 	require.True(t, st.ParkedAt.IsZero())
-	require.Zero(t, st.Attempts, "unpark resets attempts")
-	require.Equal(t, uint64(3), st.NextSeq, "unpark resumes at the first unacknowledged record")
-	batch := due(t, b, "webhook", "w", at(2000), 10)
-	require.Equal(t, []string{"s/r"}, keys(batch.Registrations), "due at once")
+	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "w", at(2000), 10).Registrations), "due at once")
 
 	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(2001)), "unparking an active registration changes nothing")
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
+	evs := evidence(t, b, "s", "r")
 	require.Equal(t, []string{push.EventUnparked, push.EventParked}, events(evs))
 	require.Equal(t, 410, evs[1].Status)
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindParked, push.KindUnparked}, eventKinds(recs), "one event a change")
+	ev := payload(t, recs[1])
+	require.Equal(t, uint64(3), ev.Cursor, "resumes at its cursor")
+	requireTime(t, at(2000), ev.At, "the operator's instant")
+	require.Empty(t, ev.Reason)
 }
 
 func testComplete(t *testing.T, b Backend) {
-	final := entry("end")
-	final.Final = true
-	_, err := b.Append(ctx(t), "task/1", entry("start"), final)
-	require.NoError(t, err)
+	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "r", "a2a"))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "task/1", "r", at(0)), 1, at(1), push.Evidence{At: at(0), Error: "503"}))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "task/1", "r", at(0)), 1, at(1), fail503(at(0))))
 	stale := claim(t, b, "task/1", "r", at(1))
 	c := claim(t, b, "task/1", "r", at(1+60))
 	require.ErrorIs(t, b.Complete(ctx(t), stale), push.ErrLeaseLost)
 	require.NoError(t, b.Complete(ctx(t), c))
-	_, err = b.Get(ctx(t), "task/1", "r")
-	require.ErrorIs(t, err, journal.ErrNotFound, "a completed registration is gone")
-	_, err = b.Evidence(ctx(t), "task/1", "r", 0)
-	require.ErrorIs(t, err, journal.ErrNotFound)
-	all, err := b.List(ctx(t), push.ListQuery{Stream: "task/1"})
-	require.NoError(t, err)
-	require.Empty(t, all)
-	head, err := b.Head(ctx(t), "task/1")
-	require.NoError(t, err)
-	require.Equal(t, uint64(2), head, "the journal keeps its records")
+	require.ErrorIs(t, errOf(b.Get(ctx(t), "task/1", "r")), journal.ErrNotFound, "a completed registration is gone")
+	require.ErrorIs(t, errOf(b.Evidence(ctx(t), "task/1", "r", 0)), journal.ErrNotFound)
+	require.Empty(t, list(t, b, push.ListQuery{Stream: "task/1"}))
+	require.Equal(t, uint64(2), head(t, b, "task/1"), "the journal keeps its records")
+
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindCompleted}, eventKinds(recs))
+	ev := payload(t, recs[0])
+	require.Equal(t, "task/1", ev.Stream)
+	require.Equal(t, "r", ev.Registration)
+	require.Equal(t, uint64(3), ev.Cursor, "one past the final record")
+	requireTime(t, at(61), ev.At, "the instant of the claim whose turn completed it")
 }
 
 func testEvidence(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 1)
 	register(t, b, reg("s", "other", "webhook"))
 	total := push.MaxEvidence + 20
 	for i := range total {
@@ -347,8 +314,7 @@ func testEvidence(t *testing.T, b Backend) {
 	}
 	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "other", At: at(0), Error: "mine"}))
 
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
+	evs := evidence(t, b, "s", "r")
 	require.Len(t, evs, push.MaxEvidence, "at most MaxEvidence rows per registration")
 	require.Equal(t, fmt.Sprintf("e%d", total-1), evs[0].Error, "newest first")
 	require.Equal(t, fmt.Sprintf("e%d", total-push.MaxEvidence), evs[len(evs)-1].Error, "the oldest rows were dropped")
@@ -358,59 +324,169 @@ func testEvidence(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, []string{fmt.Sprintf("e%d", total-1), fmt.Sprintf("e%d", total-2), fmt.Sprintf("e%d", total-3)},
 		[]string{few[0].Error, few[1].Error, few[2].Error})
-
-	other, err := b.Evidence(ctx(t), "s", "other", 0)
-	require.NoError(t, err)
-	require.Len(t, other, 1, "evidence is per registration")
-
-	_, err = b.Evidence(ctx(t), "s", "r", -1)
-	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.Len(t, evidence(t, b, "s", "other"), 1, "evidence is per registration")
+	require.ErrorIs(t, errOf(b.Evidence(ctx(t), "s", "r", -1)), journal.ErrInvalid)
 	require.ErrorIs(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "nobody", At: at(0)}), journal.ErrNotFound)
-}
-
-func testUnknownRegistration(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	nobody := push.Claim{Stream: "s", ID: "nobody", Owner: "w"}
-	for name, call := range map[string]func() error{
-		"Advance":    func() error { return b.Advance(ctx(t), nobody, 2) },
-		"Checkpoint": func() error { return b.Checkpoint(ctx(t), nobody, 2) },
-		"Retry":      func() error { return b.Retry(ctx(t), nobody, 1, at(1), push.Evidence{At: at(0)}) },
-		"Park":       func() error { return b.Park(ctx(t), nobody, 1, push.Evidence{At: at(0)}) },
-		"Unpark":     func() error { return b.Unpark(ctx(t), "s", "nobody", at(0)) },
-		"Complete":   func() error { return b.Complete(ctx(t), nobody) },
-		"Skip":       func() error { return b.Skip(ctx(t), "s", "nobody", 2, at(0), "poison") },
-		"Rewind":     func() error { return b.Rewind(ctx(t), "s", "nobody", 1, at(0)) },
-		"Unregister": func() error { return b.Unregister(ctx(t), "s", "nobody") },
-		"Evidence":   func() error { _, err := b.Evidence(ctx(t), "s", "nobody", 0); return err },
-	} {
-		require.ErrorIs(t, call(), journal.ErrNotFound, name)
-	}
-	all, err := b.List(ctx(t), push.ListQuery{})
-	require.NoError(t, err)
-	require.Empty(t, all, "no call created a registration")
-}
-
-func events(evs []push.Evidence) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.Event
-	}
-	return out
 }
 
 // testEvidenceBytes: a receiver chooses these bytes. A store that could not
 // keep them would fail Retry; the worker would count no attempt, and the
 // registration would be retried every lease and never parked.
 func testEvidenceBytes(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 1)
 	ev := push.Evidence{At: at(0), Status: 500, Body: "a\x00b\xff\xfe" + strings.Repeat("é", 400), Location: "/\x00", Error: "500 \xff"}
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), ev))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
+	evs := evidence(t, b, "s", "r")
 	require.Equal(t, ev.Clean().Body, evs[0].Body, "stored as Evidence.Clean makes it")
 	require.Equal(t, ev.Clean().Error, evs[0].Error)
 	require.LessOrEqual(t, len(evs[0].Body), push.MaxEvidenceBody)
 	require.True(t, utf8.ValidString(evs[0].Body))
+}
+
+func testUnknownRegistration(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	nobody := push.Claim{Stream: "s", ID: "nobody", Owner: "w"}
+	for name, err := range map[string]error{
+		"Advance":    b.Advance(ctx(t), nobody, 2),
+		"Checkpoint": b.Checkpoint(ctx(t), nobody, 2),
+		"Retry":      b.Retry(ctx(t), nobody, 1, at(1), push.Evidence{At: at(0)}),
+		"Park":       b.Park(ctx(t), nobody, 1, push.Evidence{At: at(0)}),
+		"Unpark":     b.Unpark(ctx(t), "s", "nobody", at(0)),
+		"Complete":   b.Complete(ctx(t), nobody),
+		"Skip":       b.Skip(ctx(t), "s", "nobody", 2, at(0), "poison"),
+		"Rewind":     b.Rewind(ctx(t), "s", "nobody", 1, at(0)),
+		"Unregister": b.Unregister(ctx(t), "s", "nobody"),
+		"Evidence":   errOf(b.Evidence(ctx(t), "s", "nobody", 0)),
+	} {
+		require.ErrorIs(t, err, journal.ErrNotFound, name)
+	}
+	require.Empty(t, list(t, b, push.ListQuery{}), "no call created a registration")
+}
+
+func events(evs []push.Evidence) []string {
+	return mapped(evs, func(e push.Evidence) string { return e.Event })
+}
+
+// advanceBatchTests run against stores that are push.AdvanceBatchers; the
+// others skip them (a worker gives them one Advance a save).
+var advanceBatchTests = []test{
+	{"EachSaveAsAdvanceAlone", testAdvanceBatchPerSave},
+	{"RacingBatchesNeverMoveCursorsBack", testAdvanceBatchRace},
+}
+
+func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
+	t.Helper()
+	ab, ok := b.(push.AdvanceBatcher)
+	if !ok {
+		t.Skip("the store does not batch Advance")
+	}
+	return ab
+}
+
+// testAdvanceBatchPerSave mixes, in one batch, every answer Advance can
+// give: each save applies or fails exactly as it would alone.
+func testAdvanceBatchPerSave(t *testing.T, b Backend) {
+	ab := batcher(t, b)
+	appendN(t, b, "s", 10)
+	appendN(t, b, "t", 3)
+	for _, id := range []string{"moves", "stale", "past", "behind", "attempts"} {
+		register(t, b, reg("s", id, "webhook"))
+	}
+	register(t, b, reg("t", "end", "webhook"))
+
+	moves := claim(t, b, "s", "moves", at(0))
+	stale := claim(t, b, "s", "stale", at(0))
+	live := claim(t, b, "s", "stale", at(61)) // stale's lease expired: another worker took it
+	past := claim(t, b, "s", "past", at(0))
+	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "behind", at(0)), 6))
+	behind := claim(t, b, "s", "behind", at(1))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "attempts", at(0)), 2, at(5), push.Evidence{At: at(0), Error: "503"}))
+	attempts := claim(t, b, "s", "attempts", at(5))
+	end := claim(t, b, "t", "end", at(0))
+
+	type row struct {
+		save push.CursorSave
+		want error // nil: applied
+		why  string
+	}
+	cases := []row{
+		{push.CursorSave{Claim: moves, NextSeq: 5}, nil, "moves"},
+		{push.CursorSave{Claim: stale, NextSeq: 9}, push.ErrLeaseLost, "a stale claim"},
+		{push.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, "a cursor above head+1"},
+		{push.CursorSave{Claim: behind, NextSeq: 3}, nil, "an advance behind the cursor is not an error"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, "nobody"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, "no owner"},
+		{push.CursorSave{Claim: attempts, NextSeq: 3}, nil, "attempts"},
+		{push.CursorSave{Claim: end, NextSeq: 4}, nil, "to the end of the stream"},
+		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, "cursor 0"},
+	}
+	errs, err := ab.AdvanceBatch(ctx(t), mapped(cases, func(c row) push.CursorSave { return c.save }))
+	require.NoError(t, err)
+	require.Len(t, errs, len(cases))
+	for i, c := range cases {
+		require.ErrorIs(t, errs[i], c.want, c.why)
+	}
+
+	regIs(t, b, "s", "moves", 5, 0, "", "the lease is released")
+	regIs(t, b, "s", "stale", 1, 0, live.Owner, "a fenced save changes nothing and leaves the live lease")
+	regIs(t, b, "s", "past", 1, 0, past.Owner, "a refused cursor changes nothing; the lease is still held")
+	regIs(t, b, "s", "behind", 6, 0, "", "a cursor never moves back")
+	require.Empty(t, regIs(t, b, "s", "attempts", 3, 0, "", "a save that moves the cursor resets attempts").LastError)
+	regIs(t, b, "t", "end", 4, 0, "", "to the end")
+
+	errs, err = ab.AdvanceBatch(ctx(t), nil)
+	require.NoError(t, err)
+	require.Empty(t, errs, "an empty batch")
+
+	// The same registration twice (a turn fenced out beside the live one).
+	c := claim(t, b, "s", "moves", at(100))
+	errs, err = ab.AdvanceBatch(ctx(t), []push.CursorSave{{Claim: stale, NextSeq: 10}, {Claim: live, NextSeq: 7}, {Claim: c, NextSeq: 8}})
+	require.NoError(t, err)
+	require.ErrorIs(t, errs[0], push.ErrLeaseLost)
+	require.NoError(t, errs[1])
+	require.NoError(t, errs[2])
+	require.Equal(t, uint64(7), get(t, b, "s", "stale").NextSeq)
+	require.Equal(t, uint64(8), get(t, b, "s", "moves").NextSeq)
+}
+
+// testAdvanceBatchRace races workers that claim and save batches of the
+// same registrations with short leases, in different orders: every save is
+// applied (never moving a cursor back) or fenced out, and no two batches
+// deadlock.
+func testAdvanceBatchRace(t *testing.T, b Backend) {
+	ab := batcher(t, b)
+	const regs = 12
+	streamWithRegs(t, b, 200, regs)
+	var (
+		mu      sync.Mutex
+		maxSeen = map[string]uint64{}
+	)
+	claimRace(t, b, 6, 15, 6, 7, func(claimed []push.Status, rng *rand.Rand) error {
+		saves := make([]push.CursorSave, len(claimed))
+		for j, st := range claimed {
+			saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
+		}
+		rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
+		res, err := ab.AdvanceBatch(ctx(t), saves)
+		if err != nil {
+			return err
+		}
+		for j, e := range res {
+			if errors.Is(e, push.ErrLeaseLost) {
+				continue
+			}
+			if e != nil {
+				return e
+			}
+			mu.Lock()
+			maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
+			mu.Unlock()
+		}
+		return nil
+	})
+	require.NotEmpty(t, maxSeen)
+	for id, n := range maxSeen {
+		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
+	}
 }

@@ -27,9 +27,7 @@ var dueTests = []test{
 func testDueFiltering(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	register(t, b, reg("s", "due", "webhook"))
-	atHead := reg("s", "at-head", "webhook")
-	atHead.NextSeq = 4
-	register(t, b, atHead)
+	register(t, b, regFrom("s", "at-head", "webhook", 4))
 	register(t, b, reg("s", "parked", "webhook"))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
@@ -52,23 +50,18 @@ func testDueFiltering(t *testing.T, b Backend) {
 	batch = due(t, b, "webhook", "w1", at(30), 100)
 	require.Equal(t, []string{"s/later"}, keys(batch.Registrations), "due at exactly NextAttemptAt; s/due is still leased")
 
-	_, err := b.Append(ctx(t), "s", entry("new"))
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Append(ctx(t), "s", entry("new"))))
 	batch = due(t, b, "webhook", "w2", at(200), 100)
 	require.ElementsMatch(t, []string{"s/due", "s/later", "s/at-head"}, keys(batch.Registrations),
 		"an append makes a registration at the head due; expired leases are claimable")
 
-	_, err = b.Append(ctx(t), "empty-stream", entry("first"))
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Append(ctx(t), "empty-stream", entry("first"))))
 	batch = due(t, b, "webhook", "w3", at(200), 100)
 	require.Equal(t, []string{"empty-stream/nothing-yet"}, keys(batch.Registrations))
 }
 
 func testDueLimit(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	for i := range 5 {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 1, 5)
 	first := due(t, b, "webhook", "w1", at(0), 2)
 	require.Len(t, first.Registrations, 2)
 	require.True(t, first.More, "more than the limit were due")
@@ -85,8 +78,7 @@ func testDueLimit(t *testing.T, b Backend) {
 }
 
 func testLease(t *testing.T, b Backend) {
-	appendN(t, b, "s", 2)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 2)
 	require.Len(t, due(t, b, "webhook", "A", at(0), 10).Registrations, 1)
 	require.Empty(t, due(t, b, "webhook", "B", at(0), 10).Registrations, "a live lease hides it from B")
 	require.Empty(t, due(t, b, "webhook", "A", at(59), 10).Registrations, "and from A itself, until it expires")
@@ -117,8 +109,7 @@ func testDueOrder(t *testing.T, b Backend) {
 }
 
 func testDueBadInput(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 1)
 	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
 	with := func(f func(q *push.DueQuery)) push.DueQuery { q := good; f(&q); return q }
 	cases := map[string]push.DueQuery{
@@ -134,17 +125,13 @@ func testDueBadInput(t *testing.T, b Backend) {
 		}),
 	}
 	for name, q := range cases {
-		_, err := b.Due(ctx(t), q)
-		require.ErrorIs(t, err, journal.ErrInvalid, name)
+		require.ErrorIs(t, errOf(b.Due(ctx(t), q)), journal.ErrInvalid, name)
 	}
 	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
 }
 
 func testDueRotates(t *testing.T, b Backend) {
-	appendN(t, b, "s", 50)
-	for i := range 3 {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 50, 3)
 	served := map[string]int{}
 	for i := range 6 {
 		batch := due(t, b, "webhook", fmt.Sprintf("w%d", i), at(i), 2)
@@ -163,35 +150,20 @@ func testDueRotates(t *testing.T, b Backend) {
 }
 
 func testConcurrentDue(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	for i := range 20 {
-		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
-	}
+	streamWithRegs(t, b, 1, 20)
 	var (
 		mu     sync.Mutex
 		claims = map[string]int{}
-		wg     sync.WaitGroup
 	)
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Go(func() {
-			batch, err := b.Due(ctx(t), push.DueQuery{At: at(0), Limit: 5, Namespace: "webhook", Owner: fmt.Sprintf("w%d", w), LeaseUntil: at(60)})
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, k := range keys(batch.Registrations) {
-				claims[k]++
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	race(t, 8, func(w int) error {
+		batch, err := b.Due(ctx(t), push.DueQuery{At: at(0), Limit: 5, Namespace: "webhook", Owner: fmt.Sprintf("w%d", w), LeaseUntil: at(60)})
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys(batch.Registrations) {
+			claims[k]++
+		}
+		return err
+	})
 	require.Len(t, claims, 20, "all 20 were claimed")
 	for k, n := range claims {
 		require.Equal(t, 1, n, "%s claimed by %d workers under one live lease", k, n)

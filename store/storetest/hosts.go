@@ -55,12 +55,33 @@ func hostFail(t *testing.T, hs push.HostStore, st push.Status, when time.Time) p
 	return h
 }
 
+func hosts(t *testing.T, hs push.HostStore, q push.HostQuery) []push.Host {
+	t.Helper()
+	list, err := hs.Hosts(ctx(t), q)
+	require.NoError(t, err)
+	return list
+}
+
 func oneHost(t *testing.T, hs push.HostStore, host string) push.Host {
 	t.Helper()
-	list, err := hs.Hosts(ctx(t), push.HostQuery{Host: host})
-	require.NoError(t, err)
+	list := hosts(t, hs, push.HostQuery{Host: host})
 	require.Len(t, list, 1, "host %s is stored", host)
 	return list[0]
+}
+
+// dueOn claims (as owner) what is due at when and returns the claims of
+// host's registrations; it releases the others untouched.
+func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.Status {
+	t.Helper()
+	var on []push.Status
+	for _, st := range due(t, b, "webhook", owner, when, 100).Registrations {
+		if push.HostOf(st.URL) == host {
+			on = append(on, st)
+		} else {
+			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+		}
+	}
+	return on
 }
 
 // downHost registers n registrations on hostA (with a record each) and one
@@ -77,18 +98,31 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 	var h push.Host
 	for i := range policy.DownAfter {
 		when := when.Add(time.Duration(i) * 10 * time.Second)
-		batch := due(t, b, "webhook", fmt.Sprintf("down-%d", i), when, 100)
-		var failed bool
-		for _, st := range batch.Registrations {
-			if push.HostOf(st.URL) == hostA && !failed {
-				h, failed = hostFail(t, hs, st, when), true
-				continue
-			}
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq)) // released, untouched
+		on := dueOn(t, b, hostA, fmt.Sprintf("down-%d", i), when)
+		require.NotEmpty(t, on, "failure %d: a registration of %s was claimed", i+1, hostA)
+		h = hostFail(t, hs, on[0], when)
+		for _, st := range on[1:] {
+			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
 		}
-		require.True(t, failed, "failure %d: a registration of %s was claimed", i+1, hostA)
 	}
 	return h
+}
+
+// untilUnavailable fails every probe of down hostA from h's next on, and
+// returns the host unavailable and the instant of the probe that made it so.
+func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Time) {
+	t.Helper()
+	hs, when := hostStore(t, b), h.NextProbeAt
+	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
+		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
+			h = hostFail(t, hs, st, when)
+		}
+		if h.State == push.HostDown {
+			when = oneHost(t, hs, hostA).NextProbeAt
+		}
+	}
+	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
+	return h, when
 }
 
 func testHostFailureNoAttempt(t *testing.T, b Backend) {
@@ -104,14 +138,10 @@ func testHostFailureNoAttempt(t *testing.T, b Backend) {
 	require.Equal(t, hostA, h.Host)
 	require.NotContains(t, h.LastError, "\x00", "a receiver's text is cleaned before it is stored")
 
-	got := get(t, b, "s", "r")
-	require.Zero(t, got.Attempts, "a host-level failure charges the registration no attempt")
-	require.Equal(t, uint64(2), got.NextSeq, "the progress before the failure is kept")
-	require.Empty(t, got.LeaseOwner, "the lease is released")
+	got := regIs(t, b, "s", "r", 2, 0, "", "a host-level failure charges the registration no attempt, keeps the progress before it and releases the lease")
 	require.Equal(t, 1, got.HostFailures, "the registration counts its host-level failures, for its backoff")
 	requireTime(t, push.HostRetryAt("s", "r", 1, at(0)), got.NextAttemptAt, "next attempt")
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
+	evs := evidence(t, b, "s", "r")
 	require.Len(t, evs, 1)
 	require.Equal(t, push.EventHostFailed, evs[0].Event)
 	require.Zero(t, evs[0].Attempt, "no attempt was charged")
@@ -158,21 +188,11 @@ func testHostDownHolds(t *testing.T, b Backend) {
 
 func testHostProbes(t *testing.T, b Backend) {
 	hs := hostStore(t, b)
-	h := downHost(t, b, 3, at(0))
-	probeAt := h.NextProbeAt
+	probeAt := downHost(t, b, 3, at(0)).NextProbeAt
 	for n := 1; n <= 4; n++ {
-		batch := due(t, b, "webhook", fmt.Sprintf("p%d", n), probeAt, 100)
-		var probes []push.Status
-		for _, st := range batch.Registrations {
-			if push.HostOf(st.URL) == hostA {
-				probes = append(probes, st)
-			} else {
-				require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
-			}
-		}
+		probes := dueOn(t, b, hostA, fmt.Sprintf("p%d", n), probeAt)
 		require.Len(t, probes, 1, "probe %d: exactly one registration of the down host goes through", n)
-		again := due(t, b, "webhook", fmt.Sprintf("p%d-again", n), probeAt, 100)
-		for _, st := range again.Registrations {
+		for _, st := range due(t, b, "webhook", fmt.Sprintf("p%d-again", n), probeAt, 100).Registrations {
 			require.NotEqual(t, hostA, push.HostOf(st.URL), "probe %d: the probe instant moved with the claim", n)
 		}
 		stored := oneHost(t, hs, hostA)
@@ -190,33 +210,21 @@ func testHostProbes(t *testing.T, b Backend) {
 func testHostProbeRace(t *testing.T, b Backend) {
 	h := downHost(t, b, 6, at(0))
 	var (
-		wg     sync.WaitGroup
 		mu     sync.Mutex
 		probes int
-		errs   = make(chan error, 8)
 	)
-	for i := range 8 {
-		wg.Go(func() {
-			batch, err := b.Due(ctx(t), push.DueQuery{At: h.NextProbeAt, Limit: 100, Namespace: "webhook",
-				Owner: fmt.Sprintf("racer-%d", i), LeaseUntil: h.NextProbeAt.Add(time.Minute)})
-			if err != nil {
-				errs <- err
-				return
+	race(t, 8, func(i int) error {
+		batch, err := b.Due(ctx(t), push.DueQuery{At: h.NextProbeAt, Limit: 100, Namespace: "webhook",
+			Owner: fmt.Sprintf("racer-%d", i), LeaseUntil: h.NextProbeAt.Add(time.Minute)})
+		mu.Lock()
+		defer mu.Unlock()
+		for _, st := range batch.Registrations {
+			if push.HostOf(st.URL) == hostA {
+				probes++
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, st := range batch.Registrations {
-				if push.HostOf(st.URL) == hostA {
-					probes++
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+		}
+		return err
+	})
 	require.Equal(t, 1, probes, "eight claimers at the probe instant: one probe")
 }
 
@@ -254,47 +262,21 @@ func testHostAnswerReleases(t *testing.T, b Backend) {
 	fresh, err := hs.HostAnswered(ctx(t), "never.example:443", later)
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, fresh.State)
-	list, err := hs.Hosts(ctx(t), push.HostQuery{Host: "never.example:443"})
-	require.NoError(t, err)
-	require.Empty(t, list)
+	require.Empty(t, hosts(t, hs, push.HostQuery{Host: "never.example:443"}))
 }
 
 func testHostUnavailable(t *testing.T, b Backend) {
 	hs := hostStore(t, b)
-	h := downHost(t, b, 2, at(0))
-	downSince, when := h.Since, h.NextProbeAt
-	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
-		batch := due(t, b, "webhook", fmt.Sprintf("p%d", i), when, 100)
-		for _, st := range batch.Registrations {
-			if push.HostOf(st.URL) == hostA {
-				h = hostFail(t, hs, st, when)
-			} else {
-				require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
-			}
-		}
-		if h.State == push.HostDown {
-			when = oneHost(t, hs, hostA).NextProbeAt
-		}
-	}
-	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
-	require.False(t, when.Before(downSince.Add(policy.Horizon)), "not before the horizon")
+	down := downHost(t, b, 2, at(0))
+	h, when := untilUnavailable(t, b, down)
+	require.False(t, when.Before(down.Since.Add(policy.Horizon)), "not before the horizon")
 	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
 	requireTime(t, when.Add(push.UnavailableProbeInterval), h.NextProbeAt, "probes slow to the longest interval")
-	stored := oneHost(t, hs, hostA)
-	require.Equal(t, 2, stored.Held, "its registrations are held, for that reason")
-	list, err := hs.Hosts(ctx(t), push.HostQuery{State: push.HostUnavailable})
-	require.NoError(t, err)
-	require.Len(t, list, 1)
+	require.Equal(t, 2, oneHost(t, hs, hostA).Held, "its registrations are held, for that reason")
+	require.Len(t, hosts(t, hs, push.HostQuery{State: push.HostUnavailable}), 1)
 
 	// The next probe is an hour on, then every hour.
-	batch := due(t, b, "webhook", "hourly", h.NextProbeAt, 100)
-	n := 0
-	for _, st := range batch.Registrations {
-		if push.HostOf(st.URL) == hostA {
-			n++
-		}
-	}
-	require.Equal(t, 1, n)
+	require.Len(t, dueOn(t, b, hostA, "hourly", h.NextProbeAt), 1)
 	requireTime(t, h.NextProbeAt.Add(push.UnavailableProbeInterval), oneHost(t, hs, hostA).NextProbeAt, "hourly")
 	for _, id := range []string{"a0", "a1"} {
 		st := get(t, b, "s", id)
@@ -306,8 +288,7 @@ func testHostUnavailable(t *testing.T, b Backend) {
 func testHostReset(t *testing.T, b Backend) {
 	hs := hostStore(t, b)
 	downHost(t, b, 2, at(0))
-	_, err := hs.ResetHost(ctx(t), "unknown.example:443", at(5))
-	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.ErrorIs(t, errOf(hs.ResetHost(ctx(t), "unknown.example:443", at(5))), journal.ErrNotFound)
 	h, err := hs.ResetHost(ctx(t), hostA, at(30))
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, h.State)
@@ -315,6 +296,9 @@ func testHostReset(t *testing.T, b Backend) {
 	require.Equal(t, "dial: connection refused", h.LastError, "the last error stays, as history")
 	batch := due(t, b, "webhook", "after-reset", at(600), 100)
 	require.ElementsMatch(t, []string{"s/a0", "s/a1", "s/b"}, keys(batch.Registrations))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUp}, eventKinds(recs), "an operator's reset is an up too")
+	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
 }
 
 func testHostFenced(t *testing.T, b Backend) {
@@ -326,9 +310,7 @@ func testHostFenced(t *testing.T, b Backend) {
 	_, err := hs.HostFailed(ctx(t), push.HostFailure{Claim: stale.Claim(), NextSeq: 1, Host: hostA,
 		Evidence: push.Evidence{At: at(61), Error: "stale"}, Policy: policy})
 	require.ErrorIs(t, err, push.ErrLeaseLost)
-	list, err := hs.Hosts(ctx(t), push.HostQuery{})
-	require.NoError(t, err)
-	require.Empty(t, list, "a fenced failure counts nothing against the host")
+	require.Empty(t, hosts(t, hs, push.HostQuery{}), "a fenced failure counts nothing against the host")
 	require.Equal(t, "B", get(t, b, "s", "r").LeaseOwner)
 }
 
@@ -349,22 +331,18 @@ func testHostBadInput(t *testing.T, b Backend) {
 	for i, mutate := range bad {
 		f := good
 		mutate(&f)
-		_, err := hs.HostFailed(ctx(t), f)
-		require.ErrorIs(t, err, journal.ErrInvalid, "case %d", i)
+		require.ErrorIs(t, errOf(hs.HostFailed(ctx(t), f)), journal.ErrInvalid, "case %d", i)
 	}
-	_, err := hs.HostAnswered(ctx(t), "", at(0))
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = hs.HostAnswered(ctx(t), hostA, time.Time{})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = hs.ResetHost(ctx(t), "", at(0))
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = hs.Hosts(ctx(t), push.HostQuery{State: "sideways"})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = hs.Hosts(ctx(t), push.HostQuery{Limit: -1})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	list, err := hs.Hosts(ctx(t), push.HostQuery{})
-	require.NoError(t, err)
-	require.Empty(t, list, "bad input stored no host")
+	for name, err := range map[string]error{
+		"answer of no host":    errOf(hs.HostAnswered(ctx(t), "", at(0))),
+		"answer at zero":       errOf(hs.HostAnswered(ctx(t), hostA, time.Time{})),
+		"reset of no host":     errOf(hs.ResetHost(ctx(t), "", at(0))),
+		"hosts in a bad state": errOf(hs.Hosts(ctx(t), push.HostQuery{State: "sideways"})),
+		"hosts limit -1":       errOf(hs.Hosts(ctx(t), push.HostQuery{Limit: -1})),
+	} {
+		require.ErrorIs(t, err, journal.ErrInvalid, name)
+	}
+	require.Empty(t, hosts(t, hs, push.HostQuery{}), "bad input stored no host")
 	require.Equal(t, "w", get(t, b, "s", "r").LeaseOwner, "and released no lease")
 }
 
@@ -377,8 +355,7 @@ func testHostPathBackoff(t *testing.T, b Backend) {
 		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]
 		h := hostFail(t, hs, st, when)
 		require.Equal(t, push.HostUp, h.State, "failure %d: another path's answer came between each", k)
-		_, err := hs.HostAnswered(ctx(t), hostA, when)
-		require.NoError(t, err)
+		require.NoError(t, errOf(hs.HostAnswered(ctx(t), hostA, when)))
 		got := get(t, b, "s", "r")
 		require.Equal(t, k, got.HostFailures)
 		require.Zero(t, got.Attempts)

@@ -25,22 +25,27 @@ var registrationTests = []test{
 	{"WindowStored", testWindow},
 }
 
+// asReturned returns registration s/r as Get, List and Due (claiming it at
+// 0) return it.
+func asReturned(t *testing.T, b Backend) []push.Status {
+	t.Helper()
+	all := list(t, b, push.ListQuery{Stream: "s"})
+	require.Len(t, all, 1)
+	batch := due(t, b, "webhook", "w", at(0), 10)
+	require.Len(t, batch.Registrations, 1)
+	return []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
+}
+
 // testKinds: a registration's kind patterns are stored, returned by Get,
 // List and Due, replaced by a re-register, and cleared by one without them.
 func testKinds(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	r := reg("s", "r", "webhook")
 	r.Kinds = []string{"order.*", "invoice.paid"}
-	got := register(t, b, r)
-	require.Equal(t, r.Kinds, got.Kinds)
-	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
-	all, err := b.List(ctx(t), push.ListQuery{Stream: "s"})
-	require.NoError(t, err)
-	require.Len(t, all, 1)
-	require.Equal(t, r.Kinds, all[0].Kinds)
-	batch := due(t, b, "webhook", "w", at(0), 10)
-	require.Len(t, batch.Registrations, 1)
-	require.Equal(t, r.Kinds, batch.Registrations[0].Kinds, "Due returns the kinds the turn filters by")
+	require.Equal(t, r.Kinds, register(t, b, r).Kinds)
+	for i, st := range asReturned(t, b) {
+		require.Equal(t, r.Kinds, st.Kinds, "Get, List and Due (#%d) return the kinds the turn filters by", i)
+	}
 
 	r.Kinds = []string{"refund.*"}
 	require.Equal(t, r.Kinds, register(t, b, r).Kinds)
@@ -55,26 +60,22 @@ func testKinds(t *testing.T, b Backend) {
 func testWindow(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	r := reg("s", "r", "webhook")
-	require.Equal(t, 1, register(t, b, r).Window, "no window: 1, v1's strict order")
+	require.Equal(t, 1, register(t, b, r).Window, "no window: 1, strict order")
 	require.Equal(t, 1, get(t, b, "s", "r").Window)
 	r.Window = 16
 	require.Equal(t, 16, register(t, b, r).Window)
-	require.Equal(t, 16, get(t, b, "s", "r").Window)
-	all, err := b.List(ctx(t), push.ListQuery{Stream: "s"})
-	require.NoError(t, err)
-	require.Len(t, all, 1)
-	require.Equal(t, 16, all[0].Window)
-	batch := due(t, b, "webhook", "w", at(0), 10)
-	require.Len(t, batch.Registrations, 1)
-	require.Equal(t, 16, batch.Registrations[0].Window, "Due returns the window the turn sends with")
-	require.NoError(t, b.Advance(ctx(t), batch.Registrations[0].Claim(), 3))
+	seen := asReturned(t, b)
+	for i, st := range seen {
+		require.Equal(t, 16, st.Window, "Get, List and Due (#%d) return the window the turn sends with", i)
+	}
+	require.NoError(t, b.Advance(ctx(t), seen[2].Claim(), 3))
 
 	r.Window = push.MaxWindow
 	got := register(t, b, r)
 	require.Equal(t, push.MaxWindow, got.Window)
 	require.Equal(t, uint64(3), got.NextSeq, "a re-register keeps the cursor")
 	r.Window = push.MaxWindow + 1
-	_, err = b.Register(ctx(t), r)
+	err := errOf(b.Register(ctx(t), r))
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	require.ErrorContains(t, err, "window")
 	require.Equal(t, push.MaxWindow, get(t, b, "s", "r").Window, "a refused register changes nothing")
@@ -98,18 +99,14 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 	require.Zero(t, st.Attempts)
 	require.Equal(t, push.StateReady, st.State())
 
-	later := reg("actor/alice", "from-head", "activitypub")
-	later.NextSeq = 3
-	require.Equal(t, uint64(3), register(t, b, later).NextSeq, "a registration may start past the head")
+	require.Equal(t, uint64(3), register(t, b, regFrom("actor/alice", "from-head", "activitypub", 3)).NextSeq, "a registration may start past the head")
 	require.Equal(t, push.StateIdle, get(t, b, "actor/alice", "from-head").State())
 
-	_, err := b.Get(ctx(t), "actor/alice", "nobody")
-	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Get(ctx(t), "actor/alice", "nobody")), journal.ErrNotFound)
 }
 
 func testReregister(t *testing.T, b Backend) {
-	appendN(t, b, "s", 5)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 5)
 	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 4))
 	changed := reg("s", "r", "cloudevents")
 	changed.URL = "https://moved.example/hook"
@@ -125,18 +122,11 @@ func testReregister(t *testing.T, b Backend) {
 }
 
 func testRegisterSealed(t *testing.T, b Backend) {
-	final := entry("end")
-	final.Final = true
-	_, err := b.Append(ctx(t), "task/1", entry("start"), final)
-	require.NoError(t, err)
+	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "from-start", "a2a")) // still has records to receive
 
-	past := reg("task/1", "too-late", "a2a")
-	past.NextSeq = 3
-	_, err = b.Register(ctx(t), past)
-	require.ErrorIs(t, err, journal.ErrSealed, "a cursor past a final record would never deliver anything")
-	_, err = b.Get(ctx(t), "task/1", "too-late")
-	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("task/1", "too-late", "a2a", 3))), journal.ErrSealed, "a cursor past a final record would never deliver anything")
+	require.ErrorIs(t, errOf(b.Get(ctx(t), "task/1", "too-late")), journal.ErrNotFound)
 	require.True(t, get(t, b, "task/1", "from-start").Sealed)
 }
 
@@ -168,27 +158,22 @@ func testRegisterBadInput(t *testing.T, b Backend) {
 		"kind pattern twice":     with(func(r *push.Registration) { r.Kinds = []string{"a", "a"} }),
 	}
 	for name, r := range cases {
-		_, err := b.Register(ctx(t), r)
+		err := errOf(b.Register(ctx(t), r))
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 		require.NotContains(t, err.Error(), "hunter2", "%s: the error repeats no secret", name)
 		require.NotContains(t, err.Error(), "s3cr3t", "%s: the error repeats no config", name)
 		var ie *journal.InvalidError
 		require.True(t, errors.As(err, &ie), name)
 	}
-	all, err := b.List(ctx(t), push.ListQuery{})
-	require.NoError(t, err)
-	require.Empty(t, all, "no bad registration was stored")
+	require.Empty(t, list(t, b, push.ListQuery{}), "no bad registration was stored")
 }
 
 func testUnregister(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 1)
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
 	require.NoError(t, b.Unregister(ctx(t), "s", "r"))
-	_, err := b.Get(ctx(t), "s", "r")
-	require.ErrorIs(t, err, journal.ErrNotFound)
-	_, err = b.Evidence(ctx(t), "s", "r", 0)
-	require.ErrorIs(t, err, journal.ErrNotFound, "evidence goes with its registration")
+	require.ErrorIs(t, errOf(b.Get(ctx(t), "s", "r")), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Evidence(ctx(t), "s", "r", 0)), journal.ErrNotFound, "evidence goes with its registration")
 	require.ErrorIs(t, b.Unregister(ctx(t), "s", "r"), journal.ErrNotFound)
 }
 
@@ -199,15 +184,12 @@ func testList(t *testing.T, b Backend) {
 		register(t, b, reg("a", fmt.Sprintf("r%d", i), "webhook"))
 	}
 	register(t, b, reg("b", "r0", "cloudevents"))
-	idle := reg("b", "idle", "cloudevents")
-	idle.NextSeq = 2
-	register(t, b, idle)
+	register(t, b, regFrom("b", "idle", "cloudevents", 2))
 	for _, id := range []string{"r1", "r3", "r4"} {
 		require.NoError(t, b.Park(ctx(t), claim(t, b, "a", id, at(0)), 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
 	}
 
-	all, err := b.List(ctx(t), push.ListQuery{})
-	require.NoError(t, err)
+	all := list(t, b, push.ListQuery{})
 	require.Equal(t, []string{"a/r0", "a/r1", "a/r2", "a/r3", "a/r4", "b/idle", "b/r0"}, keys(all), "ordered by stream, then id")
 	require.Equal(t, uint64(3), all[0].Head)
 
@@ -224,17 +206,11 @@ func testList(t *testing.T, b Backend) {
 	}
 	require.Equal(t, [][]string{{"a/r1", "a/r3"}, {"a/r4"}}, pages, "parked registrations, paged by key")
 
-	byNS, err := b.List(ctx(t), push.ListQuery{Namespace: "cloudevents"})
-	require.NoError(t, err)
-	require.Equal(t, []string{"b/idle", "b/r0"}, keys(byNS))
-	byStream, err := b.List(ctx(t), push.ListQuery{Stream: "b", Lagging: true})
-	require.NoError(t, err)
-	require.Equal(t, []string{"b/r0"}, keys(byStream), "the idle registration has no lag")
+	require.Equal(t, []string{"b/idle", "b/r0"}, keys(list(t, b, push.ListQuery{Namespace: "cloudevents"})))
+	require.Equal(t, []string{"b/r0"}, keys(list(t, b, push.ListQuery{Stream: "b", Lagging: true})), "the idle registration has no lag")
 
-	_, err = b.List(ctx(t), push.ListQuery{Limit: -1})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = b.List(ctx(t), push.ListQuery{Limit: push.MaxListLimit + 1})
-	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.List(ctx(t), push.ListQuery{Limit: -1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.List(ctx(t), push.ListQuery{Limit: push.MaxListLimit + 1})), journal.ErrInvalid)
 }
 
 func testStats(t *testing.T, b Backend) {
@@ -244,9 +220,7 @@ func testStats(t *testing.T, b Backend) {
 	register(t, b, reg("a", "retrying", "webhook"))     // lag 4, attempts 1
 	register(t, b, reg("a", "parked-early", "webhook")) // parked at 5
 	register(t, b, reg("b", "parked-late", "webhook"))  // parked at 9
-	idle := reg("b", "idle", "cloudevents")
-	idle.NextSeq = 3
-	register(t, b, idle)
+	register(t, b, regFrom("b", "idle", "cloudevents", 3))
 	register(t, b, reg("b", "leased", "cloudevents")) // lag 2, leased
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "a", "retrying", at(0)), 2, at(100), push.Evidence{At: at(1), Error: "503"}))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "a", "parked-early", at(0)), 1, push.Evidence{At: at(5), Error: "410"}))

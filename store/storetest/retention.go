@@ -1,12 +1,8 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,11 +69,7 @@ func streamInfo(t *testing.T, b Backend, name string) (store.StreamInfo, bool) {
 }
 
 func seqs(recs []journal.Record) []uint64 {
-	out := make([]uint64, len(recs))
-	for i, r := range recs {
-		out[i] = r.Seq
-	}
-	return out
+	return mapped(recs, func(r journal.Record) uint64 { return r.Seq })
 }
 
 func readAll(t *testing.T, b Backend, stream string) []journal.Record {
@@ -89,9 +81,7 @@ func readAll(t *testing.T, b Backend, stream string) []journal.Record {
 
 func testPruneEveryCursor(t *testing.T, b Backend) {
 	recs := appendN(t, b, "s", 5)
-	fast := reg("s", "fast", "webhook")
-	fast.NextSeq = 4
-	register(t, b, fast)
+	register(t, b, regFrom("s", "fast", "webhook", 4))
 	register(t, b, reg("s", "parked", "webhook"))
 	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "parked", at(0)), 2))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(1)), 2, push.Evidence{At: at(1), Error: "410 Gone"}))
@@ -106,8 +96,7 @@ func testPruneEveryCursor(t *testing.T, b Backend) {
 	require.True(t, ok)
 	require.Equal(t, store.StreamInfo{Stream: "s", Head: 5, OldestSeq: 2, Registrations: 2, Records: 4,
 		Bytes: int64(len(recs[1].Payload) + len(recs[2].Payload) + len(recs[3].Payload) + len(recs[4].Payload))}, info)
-	_, err := b.Lookup(ctx(t), recs[0].ID)
-	require.ErrorIs(t, err, journal.ErrNotFound, "a pruned record is gone")
+	require.ErrorIs(t, errOf(b.Lookup(ctx(t), recs[0].ID)), journal.ErrNotFound, "a pruned record is gone")
 
 	// Skipping the parked one past the records lets them go, up to the
 	// other cursor.
@@ -120,9 +109,7 @@ func testPruneEveryCursor(t *testing.T, b Backend) {
 
 func testPruneAge(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
-	r := reg("s", "r", "webhook")
-	r.NextSeq = 4 // acknowledged everything
-	register(t, b, r)
+	register(t, b, regFrom("s", "r", "webhook", 4)) // acknowledged everything
 	rep := pruneAll(t, b, store.PruneQuery{At: later(0), Retain: time.Hour})
 	require.Zero(t, rep.Records, "records younger than the retention age stay")
 	require.Len(t, readAll(t, b, "s"), 3)
@@ -149,8 +136,7 @@ func testPruneUnregistered(t *testing.T, b Backend) {
 }
 
 func testPruneSealed(t *testing.T, b Backend) {
-	_, err := b.Append(ctx(t), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Append(ctx(t), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})))
 	register(t, b, reg("task/1", "push", "webhook"))
 	require.NoError(t, b.Complete(ctx(t), claim(t, b, "task/1", "push", at(0))))
 
@@ -161,13 +147,10 @@ func testPruneSealed(t *testing.T, b Backend) {
 	require.Equal(t, 2+told, rep.Records)
 	_, ok := streamInfo(t, b, "task/1")
 	require.False(t, ok, "a sealed stream whose registrations completed leaves nothing behind")
-	head, err := b.Head(ctx(t), "task/1")
-	require.NoError(t, err)
-	require.Zero(t, head)
+	require.Zero(t, head(t, b, "task/1"))
 
 	// A sealed stream still followed is kept whatever its age.
-	_, err = b.Append(ctx(t), "task/2", journal.Entry{ID: "u1", Kind: "done", Payload: []byte(`{}`), Final: true})
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Append(ctx(t), "task/2", journal.Entry{ID: "u1", Kind: "done", Payload: []byte(`{}`), Final: true})))
 	register(t, b, reg("task/2", "slow", "webhook"))
 	require.Zero(t, pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour}).Removed)
 	_, ok = streamInfo(t, b, "task/2")
@@ -176,9 +159,7 @@ func testPruneSealed(t *testing.T, b Backend) {
 
 func testPruneRefusesBelow(t *testing.T, b Backend) {
 	appendN(t, b, "s", 4)
-	r := reg("s", "r", "webhook")
-	r.NextSeq = 3
-	register(t, b, r)
+	register(t, b, regFrom("s", "r", "webhook", 3))
 	pruneAll(t, b, store.PruneQuery{At: later(1)})
 	require.Equal(t, []uint64{3, 4}, seqs(readAll(t, b, "s")))
 
@@ -193,14 +174,10 @@ func testPruneRefusesBelow(t *testing.T, b Backend) {
 	require.True(t, st.NextAttemptAt.Before(at(5)))
 	require.NoError(t, b.Rewind(ctx(t), "s", "r", 3, at(5)), "to the low-water mark itself is allowed")
 
-	low := reg("s", "new-low", "webhook")
-	low.NextSeq = 1
-	_, err = b.Register(ctx(t), low)
+	_, err = b.Register(ctx(t), regFrom("s", "new-low", "webhook", 1))
 	require.True(t, errors.As(err, &pe), "a new registration below the low-water mark: %v", err)
-	_, err = b.Get(ctx(t), "s", "new-low")
-	require.ErrorIs(t, err, journal.ErrNotFound, "nothing was registered")
-	fresh := register(t, b, reg("s", "new-default", "webhook"))
-	require.Equal(t, uint64(3), fresh.NextSeq, "NextSeq 0 starts at the oldest retained record")
+	require.ErrorIs(t, errOf(b.Get(ctx(t), "s", "new-low")), journal.ErrNotFound, "nothing was registered")
+	require.Equal(t, uint64(3), register(t, b, reg("s", "new-default", "webhook")).NextSeq, "NextSeq 0 starts at the oldest retained record")
 }
 
 func testPruneDryRun(t *testing.T, b Backend) {
@@ -219,17 +196,14 @@ func testPruneBatches(t *testing.T, b Backend) {
 	appendN(t, b, "b", 3)
 	q := store.PruneQuery{At: later(1), Limit: 3}
 	var batches []int
+	total := 0
 	for range 10 {
 		rep := prune(t, b, q)
 		require.LessOrEqual(t, rep.Records, 3)
-		batches = append(batches, rep.Records)
+		batches, total = append(batches, rep.Records), total+rep.Records
 		if !rep.More {
 			break
 		}
-	}
-	total := 0
-	for _, n := range batches {
-		total += n
 	}
 	require.Equal(t, 7, total, "batches %v", batches)
 	require.Greater(t, len(batches), 2, "a batch removes at most Limit records")
@@ -238,8 +212,7 @@ func testPruneBatches(t *testing.T, b Backend) {
 }
 
 func testPruneEvidence(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, reg("s", "r", "webhook"))
+	streamWithReg(t, b, 1)
 	for i := range 3 {
 		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
 	}
@@ -248,13 +221,8 @@ func testPruneEvidence(t *testing.T, b Backend) {
 
 	rep := pruneAll(t, b, store.PruneQuery{At: at(3600), Retain: time.Hour / 2})
 	require.Equal(t, 3, rep.Evidence, "the three old failures go")
-	evs, err := b.Evidence(ctx(t), "s", "r", 0)
-	require.NoError(t, err)
-	var kept []string
-	for _, ev := range evs {
-		kept = append(kept, ev.Error)
-	}
-	require.Equal(t, []string{"recent", "410 Gone"}, kept, "the newest rows and, however old, the reason it is parked")
+	require.Equal(t, []string{"recent", "410 Gone"}, mapped(evidence(t, b, "s", "r"), func(ev push.Evidence) string { return ev.Error }),
+		"the newest rows and, however old, the reason it is parked")
 	told, _ := heraldEventTotals(t, b)
 	require.Equal(t, told, prune(t, b, store.PruneQuery{At: later(1)}).Records, "the parked cursor at #1 holds #1 (herald's own events go)")
 }
@@ -268,47 +236,20 @@ func testPruneBadInput(t *testing.T, b Backend) {
 		"limit over max":   {At: later(1), Limit: store.MaxPruneBatch + 1},
 		"dry, zero at too": {DryRun: true},
 	} {
-		_, err := b.Prune(ctx(t), q)
-		require.ErrorIs(t, err, journal.ErrInvalid, name)
+		require.ErrorIs(t, errOf(b.Prune(ctx(t), q)), journal.ErrInvalid, name)
 	}
 	require.Len(t, readAll(t, b, "s"), 2, "nothing was pruned")
-	_, err := b.Streams(ctx(t), store.StreamQuery{Limit: -1})
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	_, err = b.Streams(ctx(t), store.StreamQuery{Stream: " bad stream"})
-	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.Streams(ctx(t), store.StreamQuery{Limit: -1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.Streams(ctx(t), store.StreamQuery{Stream: " bad stream"})), journal.ErrInvalid)
 }
-
-// echo is a projection of one message per record, for the race below.
-type echo struct{}
-
-func (echo) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
-	return []push.Message{{ID: rec.ID, ContentType: "application/json", Body: rec.Payload}}, nil
-}
-func (echo) Terminal(rec journal.Record) bool { return rec.Final }
-func (echo) Namespace() string                { return "webhook" }
 
 // testPruneRace: appends, sweeps and prunes (retention 0: as soon as
 // acknowledged) race; every registration still receives every record once,
 // in order, and no cursor is ever left below its stream's low-water mark.
 func testPruneRace(t *testing.T, b Backend) {
 	const streams, perStream, batch = 3, 120, 4
-	var (
-		mu  sync.Mutex
-		got = map[push.Key][]uint64{}
-	)
-	tr := push.TransportFunc(func(_ context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
-		var n uint64
-		_, err := fmt.Sscanf(msg.ID, "race-%d", &n)
-		if err != nil {
-			return push.Outcome{}, err
-		}
-		mu.Lock()
-		got[reg.Key()] = append(got[reg.Key()], n)
-		mu.Unlock()
-		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
-	})
-	w, err := push.NewWorker(b, b, tr, echo{}, push.WithDrainPage(7), push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	require.NoError(t, err)
+	rc := &receiver{}
+	w := worker(t, b, rc, 7)
 	for s := range streams {
 		for _, id := range []string{"a", "b"} {
 			register(t, b, reg(fmt.Sprintf("race/%d", s), id, "webhook"))
@@ -323,12 +264,12 @@ func testPruneRace(t *testing.T, b Backend) {
 		defer appended.Store(true)
 		for i := 0; i < perStream/batch; i++ {
 			for s := range streams {
+				stream := fmt.Sprintf("race/%d", s)
 				es := make([]journal.Entry, batch)
 				for j := range es {
-					seq := i*batch + j + 1
-					es[j] = journal.Entry{ID: fmt.Sprintf("race-%d-%d", seq, s), Kind: "k", Payload: []byte(`{}`)}
+					es[j] = entry(fmt.Sprintf("%s-%d", stream, i*batch+j+1))
 				}
-				if _, err := b.Append(ctx(t), fmt.Sprintf("race/%d", s), es...); err != nil {
+				if _, err := b.Append(ctx(t), stream, es...); err != nil {
 					return err
 				}
 			}
@@ -366,13 +307,18 @@ func testPruneRace(t *testing.T, b Backend) {
 		}
 	})
 	require.NoError(t, g.Wait())
+	got := map[push.Key][]int{}
+	for _, a := range rc.arrivals() {
+		got[a.key] = append(got[a.key], a.n)
+	}
+	want := make([]int, perStream)
+	for i := range want {
+		want[i] = i + 1
+	}
 	for s := range streams {
 		for _, id := range []string{"a", "b"} {
 			k := push.Key{Stream: fmt.Sprintf("race/%d", s), ID: id}
-			require.Len(t, got[k], perStream, "%v received every record once", k)
-			for i, n := range got[k] {
-				require.Equal(t, uint64(i+1), n, "%v: in order", k)
-			}
+			require.Equal(t, want, got[k], "%v received every record once, in order", k)
 		}
 	}
 }

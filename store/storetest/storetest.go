@@ -1,11 +1,9 @@
-// Package storetest is the conformance suite every herald store runs: one
-// exported function, Run, that exercises a journal.Journal and push.Store
-// through every invariant a store can observe (seq assignment, idempotent
-// append, sealing, due filtering, leases, monotonic advance, park and unpark,
-// completion, evidence, rewind and skip, bad input; AdvanceBatch for a
-// store that is a push.AdvanceBatcher, skipped for the others), and a
-// worker's turn over it (pages served under one claim, Checkpoint between
-// them).
+// Package storetest is the conformance suite every herald store runs: Run
+// exercises a Backend through every invariant a store can observe (seq
+// assignment, idempotent append, sealing, due filtering, leases, monotonic
+// advance, park and unpark, completion, evidence, rewind and skip, hosts,
+// herald's events, retention, bad input; AdvanceBatch for a store that is a
+// push.AdvanceBatcher), and a worker's turn over it.
 //
 // A store is done when it passes:
 //
@@ -15,15 +13,12 @@
 //		})
 //	}
 //
-// Append, as the suite checks it, returns the records with their seqs in
-// every store, and Read, Head and Lookup see a record once Append returned.
-// How a store assigns seqs may differ: memory and SQLite under one writer
-// lock, store/postgres after commit by its sequencer (so its AppendTx,
-// which the suite does not call, returns Seq 0 for new records; see its
-// package documentation).
+// Append, as the suite checks it, returns the records with their seqs, and
+// Read, Head and Lookup see a record once Append returned, however the store
+// assigns seqs (store/postgres's package doc).
 //
-// The suite never sleeps: every instant is stated. Instants are whole
-// microseconds, the precision PostgreSQL keeps.
+// The suite never sleeps: every instant is stated, in whole microseconds
+// (PostgreSQL's precision).
 package storetest
 
 import (
@@ -33,6 +28,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -107,9 +103,24 @@ func appendN(t *testing.T, b Backend, stream string, n int) []journal.Record {
 	return recs
 }
 
+// appendSealed appends records "start" and "end", final, to stream.
+func appendSealed(t *testing.T, b Backend, stream string) {
+	t.Helper()
+	end := entry("end")
+	end.Final = true
+	require.NoError(t, errOf(b.Append(ctx(t), stream, entry("start"), end)))
+}
+
 func reg(stream, id, ns string) push.Registration {
 	return push.Registration{Stream: stream, ID: id, Namespace: ns, URL: "https://receiver.example/" + id,
 		Config: push.Config(`{"secret":"s3cr3t"}`)}
+}
+
+// regFrom is reg with its cursor at next.
+func regFrom(stream, id, ns string, next uint64) push.Registration {
+	r := reg(stream, id, ns)
+	r.NextSeq = next
+	return r
 }
 
 func register(t *testing.T, b Backend, r push.Registration) push.Registration {
@@ -146,21 +157,74 @@ func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Clai
 	claims++
 	tmp := st.Registration
 	tmp.Namespace = fmt.Sprintf("claim-%d", claims)
-	_, err := b.Register(ctx(t), tmp)
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Register(ctx(t), tmp)))
 	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", claims), when, 1)
-	_, err = b.Register(ctx(t), st.Registration)
-	require.NoError(t, err)
+	require.NoError(t, errOf(b.Register(ctx(t), st.Registration)))
 	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
 	c := batch.Registrations[0].Claim()
 	require.Equal(t, fmt.Sprintf("owner-%d", claims), c.Owner)
 	return c
 }
 
+// streamWithReg appends n records to stream "s" and registers s/r on it.
+func streamWithReg(t *testing.T, b Backend, n int) {
+	t.Helper()
+	appendN(t, b, "s", n)
+	register(t, b, reg("s", "r", "webhook"))
+}
+
+// streamWithRegs appends n records to stream "s" and registers s/r0.. on it.
+func streamWithRegs(t *testing.T, b Backend, n, regs int) {
+	t.Helper()
+	appendN(t, b, "s", n)
+	for i := range regs {
+		register(t, b, reg("s", fmt.Sprintf("r%d", i), "webhook"))
+	}
+}
+
+func evidence(t *testing.T, b Backend, stream, id string) []push.Evidence {
+	t.Helper()
+	evs, err := b.Evidence(ctx(t), stream, id, 0)
+	require.NoError(t, err)
+	return evs
+}
+
+func list(t *testing.T, b Backend, q push.ListQuery) []push.Status {
+	t.Helper()
+	sts, err := b.List(ctx(t), q)
+	require.NoError(t, err)
+	return sts
+}
+
+func head(t *testing.T, b Backend, stream string) uint64 {
+	t.Helper()
+	h, err := b.Head(ctx(t), stream)
+	require.NoError(t, err)
+	return h
+}
+
+// errOf is the error of a call whose result the check does not need.
+func errOf[T any](_ T, err error) error { return err }
+
+// race runs fn for workers 0..n-1 at once and fails t with the first error.
+func race(t *testing.T, n int, fn func(w int) error) {
+	t.Helper()
+	var g errgroup.Group
+	for w := range n {
+		g.Go(func() error { return fn(w) })
+	}
+	require.NoError(t, g.Wait())
+}
+
 func keys(sts []push.Status) []string {
-	out := make([]string, len(sts))
-	for i, s := range sts {
-		out[i] = s.Stream + "/" + s.ID
+	return mapped(sts, func(s push.Status) string { return s.Stream + "/" + s.ID })
+}
+
+// mapped returns f of each of xs.
+func mapped[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
