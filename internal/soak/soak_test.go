@@ -1,4 +1,4 @@
-package soak_test
+package soak
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/internal/soak"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
@@ -28,8 +27,8 @@ var t0 = time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC)
 // config is the CI size: 15 simulated minutes, retention 2 minutes (passed
 // seven times), a receiver down for 2 minutes in every 4. HERALD_SOAK_TICKS runs longer
 // (RELIABILITY.md gives the figures of a long run).
-func config(t *testing.T) soak.Config {
-	cfg := soak.Config{Ticks: 900, Streams: 10, PerTick: 5, Receivers: 2, Payload: 512,
+func config(t *testing.T) Config {
+	cfg := Config{Ticks: 900, Streams: 10, PerTick: 5, Receivers: 2, Payload: 512,
 		Retain: 2 * time.Minute, PruneEvery: 10, SampleEvery: 150, DownFor: 120}
 	if v := os.Getenv("HERALD_SOAK_TICKS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -44,13 +43,13 @@ func worker(s push.Store, j journal.Journal) (*push.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return push.NewWorker(j, s, tr, soak.Projection{}, push.WithMaxAttempts(3), push.WithLogger(slog.New(slog.DiscardHandler)))
+	return push.NewWorker(j, s, tr, Projection{}, push.WithMaxAttempts(3), push.WithLogger(slog.New(slog.DiscardHandler)))
 }
 
 // check is what every soak must show: nothing lost, nothing out of order,
 // and a journal bounded by what the retention and the flaky receiver's
 // downtime keep, however long it ran.
-func check(t *testing.T, cfg soak.Config, res soak.Result) {
+func check(t *testing.T, cfg Config, res Result) {
 	t.Helper()
 	require.Empty(t, res.Gaps, "deliveries out of order or missing")
 	for s := range cfg.Streams {
@@ -79,7 +78,7 @@ func check(t *testing.T, cfg soak.Config, res soak.Result) {
 
 func TestSoakSQLite(t *testing.T) {
 	ctx := context.Background()
-	clock := soak.NewClock(t0)
+	clock := NewClock(t0)
 	path := filepath.Join(t.TempDir(), "herald.db")
 	s, err := sqlite.Open(ctx, path, sqlite.WithClock(clock.Now))
 	require.NoError(t, err)
@@ -94,14 +93,14 @@ func TestSoakSQLite(t *testing.T) {
 		return total, nil
 	}
 	cfg := config(t)
-	res, err := soak.Run(ctx, s, clock, size, worker, cfg)
+	res, err := Run(ctx, s, clock, size, worker, cfg)
 	require.NoError(t, err)
 	check(t, cfg, res)
 }
 
 func TestSoakPostgres(t *testing.T) {
 	ctx := context.Background()
-	clock := soak.NewClock(t0)
+	clock := NewClock(t0)
 	url := pgtest.NewDatabase(t)
 	_, err := postgres.MigrateUp(ctx, url)
 	require.NoError(t, err)
@@ -116,7 +115,7 @@ func TestSoakPostgres(t *testing.T) {
 		return n, err
 	}
 	cfg := config(t)
-	res, err := soak.Run(ctx, s, clock, size, worker, cfg)
+	res, err := Run(ctx, s, clock, size, worker, cfg)
 	require.NoError(t, err)
 	check(t, cfg, res)
 }
