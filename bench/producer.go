@@ -314,7 +314,7 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	act := sampled()
 	out.waits, out.cpu = act.waits, act.cpu
 	if st != nil {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE seq IS NULL`).Scan(&out.unnumbered); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record r WHERE NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id)`).Scan(&out.unnumbered); err != nil {
 			return out, err
 		}
 	}

@@ -342,7 +342,7 @@ SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\
 	visit = func(node map[string]any) {
 		removed, _ := node["Rows Removed by Join Filter"].(float64)
 		require.LessOrEqual(t, removed, 1000.0, "a join of the step scans the page once per record: %v", node["Node Type"])
-		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_record" {
+		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_seq" {
 			rows, _ := node["Actual Rows"].(float64)
 			require.LessOrEqual(t, rows, 1000.0)
 		}
