@@ -615,12 +615,15 @@ WHERE st.one`
 // waitingNew.
 func inWindow(after, cond, limit string) string {
 	c := `(r.xid, r.pos) > (` + after + `) AND pg_visible_in_snapshot(r.xid, st.win) AND ` + cond
+	// Only a window that an earlier page left open can hold records
+	// numbered already (that page's final records' streams).
+	fresh := `(NOT st.reopened OR NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0))`
 	return `SELECT r.id, r.stream, r.final, r.xid, r.pos FROM st, pg_snapshot_xip(st.done) x CROSS JOIN LATERAL (
     SELECT * FROM herald_record r WHERE r.xid = x AND ` + c + ` OFFSET 0) r
-WHERE NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0)
+WHERE ` + fresh + `
 UNION ALL
 (SELECT r.id, r.stream, r.final, r.xid, r.pos FROM st CROSS JOIN LATERAL (
     SELECT * FROM herald_record r WHERE r.xid >= pg_snapshot_xmax(st.done) AND r.xid < pg_snapshot_xmax(st.win) AND ` + c + `
-      AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0)
+      AND ` + fresh + `
     ORDER BY r.xid, r.pos ` + limit + `) r)`
 }
