@@ -98,7 +98,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 			r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
 			r.unnumbered.cell(0), r.undelivered.cell(0))
 	}
-	rep.printf("\nCommit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's row version).\n\n")
+	rep.printf("\nCommit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's herald_seq row).\n\n")
 	if cfg.latStatements {
 		for i, c := range cases {
 			printStmts(rep, latCaseName(c), stmts[i])
