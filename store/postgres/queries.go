@@ -120,10 +120,10 @@ var (
 	// head or seals, so the snapshot's heads are the rows'. The stream rows'
 	// UPDATE moves the heads, seals, and sets the pending marker under the
 	// rows' locks; a stream without a row in the snapshot gets one from an
-	// upsert (Register may have created it since, with head 0). A page that is not full
-	// closes the window: done becomes win. One notification ($3, payload
-	// how many) if any record was numbered and $2. It returns the page's
-	// size, and how many it numbered and refused.
+	// upsert (Register may have created it since, with head 0). A page that
+	// is not full closes the window: done becomes win. One notification ($3,
+	// payload how many) if any record was numbered and $2. It returns the
+	// page's size, and how many it numbered and refused.
 	sqlNumber = `WITH st AS MATERIALIZED (
     SELECT done, coalesce(win, pg_current_snapshot()) AS win, win IS NOT NULL AS reopened,
         coalesce(after_xid, '0'::xid8) AS after_xid, coalesce(after_pos, 0) AS after_pos
