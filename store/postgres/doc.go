@@ -75,9 +75,9 @@
 // long transaction elsewhere delays only its own records, by as long as it
 // stays open, and costs each step one index probe. The cost is a narrow
 // row and two index entries per record in herald_seq, and one stream row
-// update per stream and step (BENCHMARKS.md). A step numbers at most a
-// page (10,000) of the window; a full page leaves the window open, and the
-// next steps go on after its last record.
+// update per stream and step (BENCHMARKS.md, "The producer's cost"). A
+// step numbers at most a page (10,000) of the window; a full page leaves
+// the window open, and the next steps go on after its last record.
 //
 // Who runs it: RunSequencer, the daemon's loop (herald run), on a
 // connection of its own, probes for records waiting every 5 to 10 ms while

@@ -144,7 +144,7 @@ type stored struct {
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
 	// The digests in one array, and for one entry (the usual append) no
 	// index list to build: allocations are a share of AppendTx's cost
-	// (BENCHMARKS.md, issue 15, fourth pass).
+	// (issue 15, in the history of BENCHMARKS.md).
 	digests, flat := make([][]byte, len(entries)), make([]byte, 0, sha256.Size*len(entries))
 	for i, e := range entries {
 		d := journal.Digest(stream, e)

@@ -246,8 +246,8 @@ const (
 	// plan, made once per connection: the joins are fixed by the OFFSET 0
 	// probes above, whatever the values, and sqlClearPending, whose custom
 	// plans of ANY($1) looked cheaper, was planned anew on 64-80% of its
-	// calls (BENCHMARKS.md, issue 15, fourth pass). The settings last until
-	// the transaction ends.
+	// calls (issue 15, in the history of BENCHMARKS.md). The settings last
+	// until the transaction ends.
 	sqlDuePlanner1 = `SET LOCAL enable_seqscan = off`
 	sqlDuePlanner2 = `SET LOCAL jit = off`
 	sqlDuePlanner3 = `SET LOCAL plan_cache_mode = force_generic_plan`
@@ -433,8 +433,8 @@ WHERE stream = $1 AND id = $2 AND lease_owner = $3
 	// for the arrays' values cost less than the generic one, and a custom
 	// plan of unnest knows the arrays' length where the generic one
 	// assumes 10: so it planned both statements of every batch, ~0.5 ms
-	// of CPU each, more than they took to run (BENCHMARKS.md, issue 15,
-	// fourth pass). The generic plans are the same joins by key and tuple
+	// of CPU each, more than they took to run (issue 15, in the history of
+	// BENCHMARKS.md). The generic plans are the same joins by key and tuple
 	// id. The setting ends with the implicit transaction.
 	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head

@@ -21,7 +21,7 @@ const sequencerPage = 10_000
 // records it numbers: at a fixed 5 ms a single writer's ~1,000
 // transactions/s made 120-160 steps/s of 3-7 records, which cost 90-290 µs
 // of server CPU per transaction and 2-25% of the writer's samples in
-// LWLock:WALWrite (BENCHMARKS.md, issue 15, third pass).
+// LWLock:WALWrite (issue 15, in the history of BENCHMARKS.md).
 // So while records keep coming the interval doubles after a step that
 // numbered fewer than sequencerBatch, up to sequencerPollBusy, and halves
 // after one that numbered more, down to sequencerPollMin; with none
@@ -35,7 +35,8 @@ const (
 	// at most this plus one step. The 50 ms append-to-receipt p99 of issue
 	// 15 decides it: at 20 ms the latency workload's p99 was 3x that of a
 	// fixed 5 ms (larger steps also deliver in larger bursts), for a
-	// saving of ~6% of a writer's CPU per transaction (BENCHMARKS.md).
+	// saving of ~6% of a writer's CPU per transaction (issue 15, in the
+	// history of BENCHMARKS.md).
 	sequencerPollBusy = 10 * time.Millisecond
 	// sequencerBatch is the step size worth a step's fixed cost: 64
 	// records spread it to a few percent of each record's.
