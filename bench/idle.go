@@ -87,9 +87,11 @@ func loadIdle(ctx context.Context, dbURL string, regs int, urlPrefix string) ([]
 	}{
 		{`INSERT INTO herald_stream (stream, head, pending)
 SELECT 'idle/' || lpad(g::text, 7, '0'), 1, false FROM generate_series(1, $1::int) g`, []any{streams}},
-		{`INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
-SELECT 'idle/' || lpad(g::text, 7, '0'), 1, 'idle-' || g, 'order.updated', 'application/json', $2::bytea, false, '\x00'::bytea, now()
+		{`INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+SELECT 'idle/' || lpad(g::text, 7, '0'), 'idle-' || g, 'order.updated', 'application/json', $2::bytea, false, '\x00'::bytea, now()
 FROM generate_series(1, $1::int) g`, []any{streams, wire.Payload(0)}},
+		{`INSERT INTO herald_seq (id, stream, seq) SELECT 'idle-' || g, 'idle/' || lpad(g::text, 7, '0'), 1 FROM generate_series(1, $1::int) g`, []any{streams}},
+		{`UPDATE herald_sequencer SET done = pg_current_snapshot()`, nil},
 		{`INSERT INTO herald_registration (stream, id, namespace, url, config, next_seq, next_attempt_at)
 SELECT 'idle/' || lpad(g::text, 7, '0'), 'rcv-' || r, 'webhook', $2 || g || '-' || r, $3::bytea, 2, '2000-01-01T00:00:00Z'
 FROM generate_series(1, $1::int) g, generate_series(0, $4::int - 1) r`, []any{streams, urlPrefix, []byte(cfg), regsPerStream}},

@@ -98,7 +98,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 			r.appP50.cell(1), r.appP99.cell(1), r.rate.cell(0), r.rss.cell(0), fmtNum(r.workerCPU.median(), 1), fmtNum(r.pgCPU.median(), 1),
 			r.unnumbered.cell(0), r.undelivered.cell(0))
 	}
-	rep.printf("\nCommit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's row version).\n\n")
+	rep.printf("\nCommit → numbered is from the commit returning to the arrival, in the benchmark process, of the notification of the sequencer step that gave the record its seq (the step is the xmin of the record's herald_seq row).\n\n")
 	if cfg.latStatements {
 		for i, c := range cases {
 			printStmts(rep, latCaseName(c), stmts[i])
@@ -261,9 +261,8 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	// How far behind the sequencer and the deliveries were when the
 	// appends stopped.
 	var unnumbered, undelivered int64
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE seq IS NULL),
-    coalesce((SELECT sum(s.head - r.next_seq + 1) FROM herald_registration r JOIN herald_stream s USING (stream) WHERE r.next_seq <= s.head), 0)
-FROM herald_record`).Scan(&unnumbered, &undelivered); err != nil {
+	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM herald_record r WHERE NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id)),
+    coalesce((SELECT sum(s.head - r.next_seq + 1) FROM herald_registration r JOIN herald_stream s USING (stream) WHERE r.next_seq <= s.head), 0)`).Scan(&unnumbered, &undelivered); err != nil {
 		return nil, err
 	}
 	r.unnumbered, r.undelivered = append(r.unnumbered, float64(unnumbered)), append(r.undelivered, float64(undelivered))
@@ -351,8 +350,8 @@ func listenSteps(ctx context.Context, st *postgres.Store) (*stepLog, error) {
 
 // lags returns, for each timed record, the time from its commit to the
 // notification of the step that numbered it, and how many steps numbered
-// them. The step of a record is its row version's xmin (the sequencer's
-// UPDATE wrote it); steps run one at a time, so their xids ascend in
+// them. The step of a record is the xmin of its herald_seq row (the
+// sequencer's step wrote it); steps run one at a time, so their xids ascend in
 // commit order, the order of the notifications. ok is false when the two
 // counts disagree (another process numbered some).
 func (sl *stepLog) lags(ctx context.Context, st *postgres.Store, commit []int64) ([]time.Duration, int, bool) {
@@ -360,7 +359,7 @@ func (sl *stepLog) lags(ctx context.Context, st *postgres.Store, commit []int64)
 	sl.mu.Lock()
 	at := slices.Clone(sl.at)
 	sl.mu.Unlock()
-	rows, err := st.Pool().Query(ctx, `SELECT id, xmin::text::bigint FROM herald_record WHERE id LIKE 'lat-%' AND seq IS NOT NULL`)
+	rows, err := st.Pool().Query(ctx, `SELECT id, xmin::text::bigint FROM herald_seq WHERE id LIKE 'lat-%' AND seq IS NOT NULL`)
 	if err != nil {
 		return nil, 0, false
 	}

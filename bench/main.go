@@ -3,7 +3,7 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producer,parts,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producers,parts,httpappend,appends,idle,latency,silent,scaleout,prune,far]
 //	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //	                     [-far-cases loopback] [-far-loop-n 10000] [-herald-baseline ../../herald-main]
 //	                     [-lat-intervals 0,5ms] [-lat-statements]
@@ -74,8 +74,8 @@ func main() {
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1 unless given")
 	flag.IntVar(&cfg.conc, "concurrency", 16, "deliveries in flight: herald --max-in-flight, River MaxWorkers, bare client goroutines")
 	flag.StringVar(&cfg.out, "out", "", "also write the tables to this file")
-	flag.StringVar(&only, "only", "fanout,producer,sqlappend,httpappend,appends,idle,latency,silent,scaleout,prune,far", "workloads to run, comma-separated")
-	flag.DurationVar(&cfg.producerFor, "producer-for", 3*time.Second, "duration of each case of the producer workload (bare transaction and with AppendTx)")
+	flag.StringVar(&only, "only", "fanout,producers,httpappend,appends,idle,latency,silent,scaleout,prune,far", "workloads to run, comma-separated")
+	flag.DurationVar(&cfg.producerFor, "producer-for", 3*time.Second, "duration of each case of the producers and parts workloads")
 	flag.IntVar(&fanoutE, "fanout-e", 0, "fan-out: events per case instead of the mode's (0: the mode's)")
 	flag.StringVar(&concs, "fanout-concurrency", "", "fan-out: run every case at each of these concurrencies, comma-separated (default: -concurrency), and compare the systems best against best")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, process logs)")
@@ -92,8 +92,8 @@ func main() {
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "producer", "parts", "sqlappend", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune", "far"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producer, parts, sqlappend, httpappend, appends, idle, latency, silent, scaleout, prune, far)\n", w)
+		if !slices.Contains([]string{"fanout", "producers", "parts", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune", "far"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producers, parts, httpappend, appends, idle, latency, silent, scaleout, prune, far)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -227,19 +227,14 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	logf("load average %s", loadavg())
-	if cfg.only["producer"] {
-		if err := producer(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("producer: %w", err)
+	if cfg.only["producers"] {
+		if err := producers(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("producers: %w", err)
 		}
 	}
 	if cfg.only["parts"] {
 		if err := parts(ctx, e, cfg, rep); err != nil {
 			return fmt.Errorf("parts: %w", err)
-		}
-	}
-	if cfg.only["sqlappend"] {
-		if err := sqlAppend(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("sqlappend: %w", err)
 		}
 	}
 	if cfg.only["httpappend"] {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldpush/herald/bench/internal/wire"
 	"github.com/heraldpush/herald/journal"
@@ -26,92 +28,8 @@ func (c producerCase) String() string {
 	return fmt.Sprintf("%d stream(s), %d writer(s)", c.streams, c.writers)
 }
 
-// producerCases are issue 15's: 1 and 32 writers, one hot stream and
-// 1,000 streams.
-var producerCases = []producerCase{{1, 1}, {1, 32}, {1000, 1}, {1000, 32}}
-
-type producerResult struct {
-	bareWaits, heraldWaits string // what the writers' backends were doing, from the last run
-	bare, herald           sample // transactions/s
-	bareP99, heraldP99     sample // ms per transaction
-	bareWAL, heraldWAL     sample // WAL bytes per transaction
-	unnumbered, seqSteps   sample // records without a seq when the writers stopped; sequencer steps
-}
-
-// producer measures what AppendTx costs the application: the same
-// transaction (BEGIN; INSERT one row of its own; COMMIT) without and with
-// one AppendTx, alternating within each run, with the sequencer running
-// beside the writers as the daemon would run it.
-func producer(ctx context.Context, e *env, cfg config, rep *report) error {
-	res := make([]producerResult, len(producerCases))
-	for run := 1; run <= cfg.runs; run++ {
-		db := fmt.Sprintf("producer_%d", run)
-		dbURL, err := e.createDB(ctx, db)
-		if err != nil {
-			return err
-		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
-			return err
-		}
-		if err := execOnce(ctx, dbURL, `CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL)`); err != nil {
-			return err
-		}
-		for i, c := range producerCases {
-			r := &res[i]
-			for _, withHerald := range []bool{false, true} {
-				logf("producer %v, AppendTx %v, run %d/%d", c, withHerald, run, cfg.runs)
-				s0, err := e.snap(ctx, dbURL, db)
-				if err != nil {
-					return err
-				}
-				mode := viaNone
-				if withHerald {
-					mode = viaAppendTx
-				}
-				out, err := produceFor(ctx, dbURL, c, mode, fmt.Sprintf("r%d-c%d-%v-", run, i, withHerald), cfg.producerFor)
-				if err != nil {
-					return fmt.Errorf("%v: %w", c, err)
-				}
-				s1, err := e.snap(ctx, dbURL, db)
-				if err != nil {
-					return err
-				}
-				d, err := e.diff(ctx, s0, s1)
-				if err != nil {
-					return err
-				}
-				rate, wal := float64(out.n)/out.took.Seconds(), float64(d.wal)/float64(out.n)
-				if withHerald {
-					r.heraldWaits = out.waits
-					r.herald, r.heraldP99, r.heraldWAL = append(r.herald, rate), append(r.heraldP99, out.p99), append(r.heraldWAL, wal)
-					r.unnumbered, r.seqSteps = append(r.unnumbered, float64(out.unnumbered)), append(r.seqSteps, float64(out.steps))
-				} else {
-					r.bareWaits = out.waits
-					r.bare, r.bareP99, r.bareWAL = append(r.bare, rate), append(r.bareP99, out.p99), append(r.bareWAL, wal)
-				}
-				logf("  %.0f transactions/s, p99 %.1f ms, %.0f WAL B/transaction; backends: %s", rate, out.p99, wal, out.waits)
-			}
-		}
-		e.dropDB(ctx, db)
-	}
-	rep.printf("### 3a. The producer's cost: the application's transaction with and without AppendTx\n\n")
-	rep.printf("W goroutines (one connection each) run the application's transaction in a loop for %v per case: `BEGIN; INSERT INTO app_order (id, body) VALUES (…, %d bytes); COMMIT`, and the same with one `AppendTx` of a %d-byte record between the INSERT and the COMMIT (with 1,000 streams each transaction takes the next stream of a shared counter). The bare and the herald case alternate within each run, on the same database. Beside the herald case, one `RunSequencer` (its own pool of 2 connections, as `herald run` runs it) numbers the records; its writes are in the WAL figure, which is per transaction, after the sequencer caught up. Goal (issue 15): ≥ 0.8× at 32 writers, ≥ 0.7× at 1.\n\n",
-		cfg.producerFor, wire.PayloadBytes, wire.PayloadBytes)
-	rep.printf("| case | bare tx/s | with AppendTx tx/s | ratio | bare p99 ms | AppendTx p99 ms | WAL B/tx bare | WAL B/tx AppendTx | records left unnumbered at the stop | sequencer steps |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for i, c := range producerCases {
-		r := res[i]
-		rep.printf("| %v | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, r.bare.cell(0), r.herald.cell(0), ratio(r.herald, r.bare),
-			fmtNum(r.bareP99.median(), 1), fmtNum(r.heraldP99.median(), 1), r.bareWAL.cell(0), r.heraldWAL.cell(0),
-			r.unnumbered.cell(0), r.seqSteps.cell(0))
-	}
-	rep.printf("\nWhat the database's client backends were doing (pg_stat_activity sampled every 10 ms during the last run's case, share of samples; \"CPU\" is active with no wait event: running or waiting for a core):\n\n")
-	rep.printf("| case | bare | with AppendTx |\n|---|---|---|\n")
-	for i, c := range producerCases {
-		rep.printf("| %v | %s | %s |\n", c, res[i].bareWaits, res[i].heraldWaits)
-	}
-	rep.printf("\n")
-	return nil
-}
+// producerCases are 1 and 32 writers, one hot stream and 1,000 streams.
+var producerCases = []producerCase{{1, 1}, {1000, 1}, {1, 32}, {1000, 32}}
 
 // The application_name of the benchmark's connections, so that the
 // sampler can tell the writers' backends from the sequencer's.
@@ -279,6 +197,8 @@ const (
 	viaAppendTx                  // store/postgres AppendTx
 	viaSQL                       // SELECT herald_append(…): no herald Go code
 	viaPlainRow                  // a second plain INSERT of a record-sized row: the floor of any design that writes the record in the caller's transaction
+	viaPgQ                       // SELECT pgq.insert_event(…) (the pgq extension)
+	viaRiver                     // River's InsertTx of one job
 )
 
 // produceFor runs c's writers for d and, with herald, the sequencer beside
@@ -302,6 +222,7 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	defer pool.Close()
 	var (
 		st, seqr *postgres.Store
+		rc       *river.Client[pgx.Tx]
 		steps    atomic.Int64
 		stop     = func() {}
 		seqDone  = make(chan struct{})
@@ -313,6 +234,11 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 			return out, err
 		}
 		defer st.Close()
+	}
+	if via == viaRiver {
+		if rc, err = river.NewClient(riverpgxv5.New(pool), &river.Config{}); err != nil { // insert-only, River's defaults
+			return out, err
+		}
 	}
 	if withHerald && sequencer {
 		var opts []postgres.Option
@@ -371,6 +297,12 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 			case viaSQL:
 				_, err := tx.Exec(ctx, `SELECT herald_append($1, $2, 'order.updated', $3::bytea, 'application/json')`, stream, id, wire.Payload(k))
 				return err
+			case viaPgQ:
+				_, err := tx.Exec(ctx, `SELECT pgq.insert_event('orders', 'order.updated', $3, $1, $2, null, null)`, stream, id, string(wire.Payload(k)))
+				return err
+			case viaRiver:
+				_, err := rc.InsertTx(ctx, tx, wire.DeliveryArgs{URL: "http://127.0.0.1/" + stream, EventID: id, Payload: wire.Payload(k)}, nil)
+				return err
 			}
 			_, err := st.AppendTx(ctx, tx, stream, journal.Entry{
 				ID: id, Kind: "order.updated", ContentType: "application/json", Payload: wire.Payload(k)})
@@ -382,7 +314,7 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	act := sampled()
 	out.waits, out.cpu = act.waits, act.cpu
 	if st != nil {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE seq IS NULL`).Scan(&out.unnumbered); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record r WHERE NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id)`).Scan(&out.unnumbered); err != nil {
 			return out, err
 		}
 	}

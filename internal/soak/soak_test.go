@@ -111,7 +111,7 @@ func TestSoakPostgres(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	size := func(ctx context.Context) (n int64, err error) {
-		err = pool.QueryRow(ctx, `SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['herald_record', 'herald_evidence', 'herald_registration', 'herald_stream']::regclass[]) c`).Scan(&n)
+		err = pool.QueryRow(ctx, `SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['herald_record', 'herald_seq', 'herald_evidence', 'herald_registration', 'herald_stream']::regclass[]) c`).Scan(&n)
 		return n, err
 	}
 	cfg := config(t)

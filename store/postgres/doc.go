@@ -37,50 +37,59 @@
 // a per-stream lock held to the appender's commit (herald v1) avoids that
 // but throttles the application's own writes, and so does a NOTIFY in its
 // transaction (PostgreSQL serialises notifying commits). So an append
-// (Append, AppendTx) only inserts its records, with seq NULL, in entry
-// order (the pos column), and takes no lock but the unique index entry of
-// each new id. The same statement checks the seal and that no id is
-// stored (one round trip; the ids are looked up only when one is; the
-// seal check reads two partial indexes, of the sealed streams and of the
-// final records not yet numbered, whose ranges are empty for an open
-// stream), so idempotency, conflicts and sealing are decided
-// at append time, in the appending transaction: an id that exists with the
-// same content digest (journal.Digest, stored with the record) returns the
-// stored record; another digest is a *journal.ConflictError naming the
-// field; a concurrent append of the same new id waits, on the unique index,
-// for that id only, and once the other commits is decided as above if it
-// appends one record, or fails with journal.ErrConflict if it appends
-// more (the batch is all-or-nothing).
+// (Append, AppendTx) only inserts its records into herald_record, which
+// no one updates: the row carries its transaction's id (xid8, the column's
+// default pg_current_xact_id()) and its insertion order (pos), and writes
+// two index entries, its id's (the primary key) and the sequencer's work
+// list's (xid, pos). It takes no lock but the primary key entry of each new
+// id. The same statement checks the seal and that no id is stored (one
+// round trip; the ids are looked up only when one is; the seal check reads
+// two partial indexes, of the sealed streams and of the final records,
+// whose ranges are empty for an open stream), so idempotency, conflicts and
+// sealing are decided at append time, in the appending transaction: an id
+// that exists with the same content digest (journal.Digest, stored with
+// the record) returns the stored record; another digest is a
+// *journal.ConflictError naming the field; a concurrent append of the same
+// new id waits, on the primary key, for that id only, and once the other
+// commits is decided as above if it appends one record, or fails with
+// journal.ErrConflict if it appends more (the batch is all-or-nothing).
 //
 // One sequencer at a time, elected by a PostgreSQL advisory transaction
-// lock (pg_try_advisory_xact_lock), numbers the records. Each step is one
-// READ COMMITTED transaction in one round trip: take the lock; create the
-// missing stream rows; then one statement reads the committed records
-// without a seq (a statement sees only what committed before it began, and
-// this one began after the lock was granted), gives each stream's records
-// head+1… in insertion order, moves the heads (the UPDATE takes the stream
-// rows' locks), sets the pending markers and sends one NOTIFY; commit.
-// Readers (Read, Head, Lookup, Due) see numbered records only. This keeps
-// invariant 4 without PgQ's snapshot bookkeeping: a record is numbered only once committed, and one that commits after a
-// step is numbered by a later step, after everything that step numbered;
-// so a reader that sees #n has seen every record before it, and seqs are
-// gapless. A step that dies before its commit leaves nothing behind (its
-// transaction rolls back), and a long transaction elsewhere delays only its
-// own records, by as long as it stays open. The cost is a second write per
-// record; herald_record's pages are filled to half so that the updated
-// version stays on its page and its WAL record is small (BENCHMARKS.md).
+// lock (pg_try_advisory_xact_lock), numbers the records, as PgQ batches
+// events: by snapshots. herald_sequencer keeps done, a snapshot whose
+// committed transactions' records are all numbered. Each step is one READ
+// COMMITTED transaction in one round trip: take the lock; then one
+// statement, whose own snapshot (pg_current_snapshot) is the window,
+// finds the records of the transactions that committed in the window and
+// not in done (those running at done, one index probe each, and those that
+// began after it, one index range), gives each stream's records head+1…
+// in (xid, pos) order in herald_seq, creates new streams' rows and moves
+// the heads (the upsert takes the stream rows' locks), sets the pending
+// markers, sends one NOTIFY and makes the window done; commit. Readers
+// (Read, Head, Lookup, Due) see numbered records only, through herald_seq.
+// This keeps invariant 4: a record is numbered only once committed, and
+// one that commits after a step's window is numbered by a later step,
+// after everything that step numbered; so a reader that sees #n has seen
+// every record before it, and seqs are gapless. A step that dies before
+// its commit leaves nothing behind (its transaction rolls back), and a
+// long transaction elsewhere delays only its own records, by as long as it
+// stays open, and costs each step one index probe. The cost is a narrow
+// row and two index entries per record in herald_seq, and one stream row
+// update per stream and step (BENCHMARKS.md, "The producer's cost"). A
+// step numbers at most a page (10,000) of the window; a full page leaves
+// the window open, and the next steps go on after its last record.
 //
 // Who runs it: RunSequencer, the daemon's loop (herald run), on a
-// connection of its own, polls a partial index of the records without a
-// seq every 5 to 10 ms while records come (the fewer a step finds, the
-// longer the next wait: each step is a commit; WithSequencerInterval,
-// herald run --sequencer-interval), backing off to 100 ms when none do
-// (an idle database pays one probe of an empty index per interval); Due
-// runs a step first (skipping it if another process holds the lock, and
-// in a Store that runs RunSequencer), so scheduler mode (RunOnce, herald
-// sweep) needs no daemon; Append runs one after its commit, waiting for
-// the lock, and so returns the seqs; Sequence runs one on demand. AppendTx
-// cannot know the seq: it returns new records with Seq 0.
+// connection of its own, probes for records waiting every 5 to 10 ms while
+// records come (the fewer a step finds, the longer the next wait: each
+// step is a commit; WithSequencerInterval, herald run --sequencer-interval),
+// backing off to 100 ms when none do (an idle database pays one probe of
+// an empty index range per interval); Due runs a step first (skipping it
+// if another process holds the lock, and in a Store that runs
+// RunSequencer), so scheduler mode (RunOnce, herald sweep) needs no
+// daemon; Append runs one after its commit, waiting for the lock, and so
+// returns the seqs; Sequence runs one on demand. AppendTx cannot know the
+// seq: it returns new records with Seq 0.
 //
 // # Sealing
 //
@@ -90,9 +99,9 @@
 // stream, one of them a final record, can both pass that check and both
 // commit. If one step numbers both, the final record goes last, so both are
 // delivered. If the other commits after the final record was numbered, the
-// step refuses it: it keeps no seq, is never read nor delivered, and stays
-// stored with the reason (Refused lists them); appending its id again is
-// ErrSealed. A second final record is refused the same way.
+// step refuses it: it gets no seq, is never read nor delivered, and stays
+// stored with the reason in herald_seq (Refused lists them); appending its
+// id again is ErrSealed. A second final record is refused the same way.
 //
 // # Appending from SQL: herald_append
 //
@@ -143,8 +152,8 @@
 // As any SQL error, these abort the caller's transaction (AppendTx's leave
 // it usable); a SAVEPOINT before the call lets it go on. The function runs
 // with the caller's privileges (INSERT and SELECT on herald_record, SELECT
-// on herald_stream) and its own search_path (pg_catalog and the schema it
-// was created in). Its records are numbered as AppendTx's are: by the
+// on herald_seq and herald_stream) and its own search_path (pg_catalog and
+// the schema it was created in). Its records are numbered as AppendTx's are: by the
 // daemon's sequencer within milliseconds, or at the next Due.
 //
 // # Idle costs nothing, without lost wake-ups

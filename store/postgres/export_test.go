@@ -17,7 +17,7 @@ const (
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
 
 // SQLNumber is the sequencer step's statement, for the test that EXPLAINs it.
-const SQLNumber = sqlNumber
+var SQLNumber = sqlNumber
 
 // SetSequencerPage bounds the records one sequencer step of s numbers.
 func SetSequencerPage(s *Store, n int) { s.page = n }
@@ -34,7 +34,7 @@ const (
 func SequenceWaiting(ctx context.Context, s *Store) (int, error) { return s.sequence(ctx, seqWait) }
 
 // SQLAnyUnsequenced is the sequencer's probe, which Due runs first.
-const SQLAnyUnsequenced = sqlAnyUnsequenced
+var SQLAnyUnsequenced = sqlAnyUnsequenced
 
 // NextPoll is RunSequencer's interval after a poll (nextPoll), and the
 // bounds it keeps.

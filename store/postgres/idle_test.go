@@ -27,9 +27,14 @@ func seedIdle(t testing.TB, s *postgres.Store, streams, perStream int) {
 		SELECT 'stream/' || i, 1, true FROM generate_series(0, $1::int - 1) AS i`, streams)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `
-		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, digest, appended_at)
-		SELECT 'stream/' || i, 1, 'rec/' || i, 'test.event', 'application/json', '{}', false, '\x00', now()
+		INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+		SELECT 'stream/' || i, 'rec/' || i, 'test.event', 'application/json', '{}', false, '\x00', now()
 		FROM generate_series(0, $1::int - 1) AS i`, streams)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO herald_seq (id, stream, seq) SELECT 'rec/' || i, 'stream/' || i, 1 FROM generate_series(0, $1::int - 1) AS i`, streams)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE herald_sequencer SET done = pg_current_snapshot()`)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `
 		INSERT INTO herald_registration (stream, id, namespace, url, next_seq, next_attempt_at)

@@ -144,7 +144,7 @@ type stored struct {
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
 	// The digests in one array, and for one entry (the usual append) no
 	// index list to build: allocations are a share of AppendTx's cost
-	// (BENCHMARKS.md, issue 15, fourth pass).
+	// (issue 15, in the history of BENCHMARKS.md).
 	digests, flat := make([][]byte, len(entries)), make([]byte, 0, sha256.Size*len(entries))
 	for i, e := range entries {
 		d := journal.Digest(stream, e)
@@ -246,16 +246,15 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 	n := len(fresh)
 	if n == 1 {
 		// One entry: no arrays, which only sqlInsertRecords reads.
-		var pos int64
 		i := fresh[0]
 		e := entries[i]
 		payload := clonePayload(e.Payload)
-		err = tx.QueryRow(ctx, sqlInsertRecord, stream, e.ID, e.Kind, e.ContentType, payload, e.Final, digests[i], at, e.Traceparent, e.Tracestate).Scan(&pos)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return true, nil
-		}
+		ct, err := tx.Exec(ctx, sqlInsertRecord, stream, e.ID, e.Kind, e.ContentType, payload, e.Final, digests[i], at, e.Traceparent, e.Tracestate)
 		if err != nil {
 			return false, s.dbErr(ctx, "append to "+stream, err)
+		}
+		if ct.RowsAffected() == 0 {
+			return true, nil
 		}
 		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
 			ContentType: e.ContentType, Payload: payload, Final: e.Final, AppendedAt: at,
@@ -274,19 +273,19 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		fPayloads[k], fDigests[k], fFinal[k] = clonePayload(e.Payload), digests[i], e.Final
 		fParents[k], fStates[k] = e.Traceparent, e.Tracestate
 	}
-	var pos []int64
-	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, fParents, fStates).Scan(&pos, &blocked)
+	var inserted []string
+	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, fParents, fStates).Scan(&inserted, &blocked)
 	if err != nil {
 		return false, s.dbErr(ctx, "append to "+stream, err)
 	}
 	if blocked {
 		return true, nil
 	}
-	if len(pos) < n {
+	if len(inserted) < n {
 		// An id of the batch was committed, by another transaction, after
 		// this statement's snapshot (ON CONFLICT skipped it). Undo the rows
 		// that went in and report the conflict.
-		if _, err := tx.Exec(ctx, sqlUndoInsert, pos); err != nil {
+		if _, err := tx.Exec(ctx, sqlUndoInsert, inserted); err != nil {
 			return false, s.dbErr(ctx, "append: undo", err)
 		}
 		for _, i := range fresh {

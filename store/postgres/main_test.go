@@ -44,7 +44,7 @@ func TestConformance(t *testing.T) {
 		t.Run(map[bool]string{true: "Notify", false: "NoNotify"}[notify], func(t *testing.T) {
 			pool := newPool(t)
 			storetest.Run(t, func(t *testing.T) storetest.Backend {
-				_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_record, herald_stream, herald_host RESTART IDENTITY")
+				_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_seq, herald_record, herald_stream, herald_host RESTART IDENTITY")
 				require.NoError(t, err)
 				s, err := postgres.New(t.Context(), pool, postgres.WithNotify(notify))
 				require.NoError(t, err)

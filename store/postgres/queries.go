@@ -20,33 +20,29 @@ const (
 	sqlCurrentVersion = `SELECT version, dirty FROM ` + versionTable + ` LIMIT 1`
 )
 
-// The journal (journal.go). An append touches herald_record only: its
-// records go in with seq NULL, and the sequencer (sequencer.go) numbers them
-// once committed. Readers see sequenced records only (seq NOT NULL).
+// The journal (journal.go). An append inserts into herald_record only; the
+// sequencer (sequencer.go) numbers committed records in herald_seq. Readers
+// see numbered records only.
 const (
 	sqlEnsureStream = `INSERT INTO herald_stream (stream) VALUES ($1) ON CONFLICT DO NOTHING`
-	// Is the stream sealed: by a sequenced final record (final_seq), or by
-	// a committed final record the sequencer has not numbered yet. Every
-	// seal probe says "not numbered yet" as coalesce(seq, 0) = 0, which
-	// only herald_record_unsequenced_final answers (with seq IS NULL the
-	// planner could take the sequencer's work list instead).
+	// Is the stream sealed: by a numbered final record (final_seq), or by a
+	// final record not yet numbered (any final record: one that is refused
+	// was refused because the stream is sealed).
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
-       EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)`
-	sqlLookupIDs = `SELECT id, stream, coalesce(seq, 0), kind, content_type, final, appended_at, traceparent, tracestate,
-    digest, refused IS NOT NULL
-FROM herald_record WHERE id = ANY($1::text[])`
+       EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)`
+	sqlLookupIDs = `SELECT r.id, r.stream, coalesce(q.seq, 0), r.kind, r.content_type, r.final, r.appended_at, r.traceparent, r.tracestate,
+    r.digest, q.refused IS NOT NULL
+FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::text[])`
 	// The new records, in entry order (pos is assigned in the order rows
 	// are inserted), in one statement with the checks: nothing is inserted
-	// if the stream is sealed (by a sequenced final record, or a committed
-	// one not yet numbered) or an id is already stored; then the second
+	// if the stream is sealed or an id is already stored; then the second
 	// column is true and appendTx decides with the lookup. ON CONFLICT
 	// skips an id that another transaction committed since this
-	// statement's snapshot; then fewer positions come back. A concurrent
-	// append of the same new id waits here, on the unique index, for that
-	// id only.
+	// statement's snapshot; then fewer ids come back. A concurrent append
+	// of the same new id waits here, on the primary key, for that id only.
 	sqlInsertRecords = `WITH seal AS MATERIALIZED (
     SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
-        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)
+        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)
         OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
 ), ins AS (
     INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
@@ -56,47 +52,47 @@ FROM herald_record WHERE id = ANY($1::text[])`
     WHERE NOT (SELECT blocked FROM seal)
     ORDER BY u.ord
     ON CONFLICT (id) DO NOTHING
-    RETURNING pos
+    RETURNING id
 )
-SELECT ARRAY(SELECT pos FROM ins), (SELECT blocked FROM seal)`
-	// sqlInsertRecord is sqlInsertRecords for one entry, the common case
-	// (issue 15: a third of the cost of the many-entry statement is its
-	// plan's start-up). With one id the id probe is ON CONFLICT's: no row
-	// back means the stream is sealed or the id is stored (committed
-	// before this statement or, after a wait on the unique index, by a
-	// concurrent append); appendTx's lookup decides which, as for
-	// sqlInsertRecords' blocked. The two seal probes are one subquery (one
-	// init-plan to start and run, not two), each an index range that is
-	// empty for an open stream: herald_stream_sealed, and
-	// herald_record_unsequenced_final (migrations/001_init.up.sql).
+SELECT ARRAY(SELECT id FROM ins), (SELECT blocked FROM seal)`
+	// sqlInsertRecord is sqlInsertRecords for one entry, the common case:
+	// the record's row, its primary key and work-list entries, nothing
+	// else. With one id the id probe is ON CONFLICT's: no row inserted
+	// means the stream is sealed or the id is stored (committed before
+	// this statement or, after a wait on the primary key, by a concurrent
+	// append); appendTx's lookup decides which, as for sqlInsertRecords'
+	// blocked. The two seal probes are one subquery (one init-plan), each
+	// an index range that is empty for an open stream: herald_stream_sealed
+	// and herald_record_final.
 	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
 WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
-    UNION ALL SELECT FROM herald_record WHERE stream = $1 AND final AND coalesce(seq, 0) = 0 AND refused IS NULL)
-ON CONFLICT (id) DO NOTHING
-RETURNING pos`
-	sqlUndoInsert = `DELETE FROM herald_record WHERE pos = ANY($1::bigint[]) AND seq IS NULL`
-	sqlSeqsOf     = `SELECT id, coalesce(seq, 0), refused IS NOT NULL FROM herald_record WHERE id = ANY($1::text[])`
-	sqlRead       = `SELECT seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate
-FROM herald_record WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
+    UNION ALL SELECT FROM herald_record WHERE stream = $1 AND final)
+ON CONFLICT (id) DO NOTHING`
+	sqlUndoInsert = `DELETE FROM herald_record WHERE id = ANY($1::text[])`
+	sqlSeqsOf     = `SELECT r.id, coalesce(q.seq, 0), q.refused IS NOT NULL FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id
+WHERE r.id = ANY($1::text[])`
+	sqlRead = `SELECT q.seq, r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate
+FROM herald_seq q JOIN herald_record r ON r.id = q.id
+WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
 	sqlHead      = `SELECT head FROM herald_stream WHERE stream = $1`
 	sqlFinalSeq  = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
-	sqlLookupCol = `stream, coalesce(seq, 0), id, kind, content_type, payload, final, appended_at, traceparent, tracestate FROM herald_record WHERE id = $1`
-	// Lookup reads sequenced records only; an append's conflict report
+	sqlLookupCol = `r.stream, coalesce(q.seq, 0), r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate
+FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
+	// Lookup reads numbered records only; an append's conflict report
 	// reads any.
-	sqlLookup    = `SELECT ` + sqlLookupCol + ` AND seq IS NOT NULL`
+	sqlLookup    = `SELECT ` + sqlLookupCol + ` AND q.seq IS NOT NULL`
 	sqlLookupAny = `SELECT ` + sqlLookupCol
-	sqlRefused   = `SELECT stream, id, kind, appended_at, refused FROM herald_record
-WHERE refused IS NOT NULL AND ($1::text = '' OR stream = $1)
-ORDER BY stream, pos LIMIT $2`
+	sqlRefused   = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
+WHERE q.refused IS NOT NULL AND ($1::text = '' OR q.stream = $1)
+ORDER BY q.stream, r.pos LIMIT $2`
 )
 
 // The sequencer (sequencer.go). One step is one transaction holding the
 // advisory lock sequencerLock, sent in one round trip (BEGIN, the lock, the
-// streams, the numbering, COMMIT); see the package documentation,
-// "Appending".
-const (
-	sqlAnyUnsequenced = `SELECT EXISTS (SELECT 1 FROM herald_record WHERE seq IS NULL AND refused IS NULL)`
+// numbering, COMMIT); see the package documentation, "Appending".
+var (
+	sqlAnyUnsequenced = `SELECT EXISTS (` + waitingRunning("r.id", "true", "") + `) OR EXISTS (` + waitingNew("r.id", "true", "LIMIT 1") + `)`
 	sqlBegin          = `BEGIN ISOLATION LEVEL READ COMMITTED`
 	// The lock, tried or waited for; whether this step holds it is kept in a
 	// transaction-local setting that the statements after read. Those are
@@ -107,85 +103,82 @@ const (
 	sqlHeld     = `SELECT set_config('herald.sequencer', 'true', true) = 'true'`
 	sqlCommit   = `COMMIT`
 	sqlAbort    = `ROLLBACK`
-	// A row for every stream with a record waiting. A stream whose first
-	// record commits after this statement began has no row in sqlNumber's
-	// snapshot: its records wait for the next step. Only streams with no
-	// row in this statement's snapshot are inserted: ON CONFLICT's check of
-	// an existing row waits for any transaction updating it (a claim
-	// clearing its marker) to end, and the step has no reason to.
-	sqlEnsureStreams = `INSERT INTO herald_stream (stream)
-SELECT DISTINCT r.stream FROM herald_record r
-WHERE r.seq IS NULL AND r.refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
-  AND NOT EXISTS (SELECT 1 FROM herald_stream s WHERE s.stream = r.stream)
-ON CONFLICT DO NOTHING`
-	// sqlNumber is the step. Its snapshot holds the committed records
-	// without a seq (a READ COMMITTED statement sees what committed before
-	// it began, and never an uncommitted row): the oldest $1 by insertion
-	// order (page), and, when the page is full, the rest of the streams
-	// whose final record it holds, so that a final record is numbered after
-	// every record committed with it (cand). Per stream, non-final records
-	// first and then the first final record get head+1… in insertion order
-	// (rank r <= n); a second final record is refused, and so is every
-	// record of a stream already sealed (ranked). Only the sequencer, which
-	// holds the lock, moves a head or seals, so the snapshot's heads are
-	// the rows' (and were they not, the unique index on (stream, seq) would
-	// fail the step). The stream rows' UPDATE takes their locks and moves
-	// the heads, seals, and sets the pending marker (the sequencer makes
-	// registrations lag as the append used to, under the stream row's
-	// lock); no row is locked in a statement of its own, which would write
-	// one WAL record more per stream. The records are updated by their
-	// tuple ids from the snapshot, so that every join is an index or TID
-	// lookup driven by the page, whatever the planner estimates (its
-	// statistics cannot follow a partial index that empties every few
-	// milliseconds). One notification ($3, payload how many) if any record
-	// was numbered and $2. It returns the page's size, and how many it
-	// numbered and refused.
-	sqlNumber = `WITH page AS MATERIALIZED (
-    SELECT ctid AS tid, pos, stream, final FROM herald_record
-    WHERE seq IS NULL AND refused IS NULL AND current_setting('herald.sequencer', true) = 'true'
-    ORDER BY pos LIMIT $1
+	// sqlNumber is the step. Its window (win) is the snapshot of the step
+	// that opened it, this statement's own (pg_current_snapshot) unless a
+	// full page left one open: it numbers the records whose transaction
+	// committed in win and not in done, in (xid, pos) order, after the
+	// last record an earlier page of the window numbered. A READ COMMITTED
+	// statement sees every transaction that its own or an earlier snapshot
+	// saw committed, and none running. Of them the first $1 (page), and,
+	// when the page is full, the rest of the streams whose final record it
+	// holds, so that a final record is numbered after every record
+	// committed with it (cand; the rows of herald_seq keep the next pages
+	// from numbering those again). Per stream, non-final records first and
+	// then the first final record get head+1… (rank r <= n); a second
+	// final record is refused, and so is every record of a stream already
+	// sealed (ranked). Only the sequencer, which holds the lock, moves a
+	// head or seals, so the snapshot's heads are the rows'. The stream rows'
+	// UPDATE moves the heads, seals, and sets the pending marker under the
+	// rows' locks; a stream without a row in the snapshot gets one from an
+	// upsert (Register may have created it since, with head 0). A page that
+	// is not full closes the window: done becomes win. One notification ($3,
+	// payload how many) if any record was numbered and $2. It returns the
+	// page's size, and how many it numbered and refused.
+	sqlNumber = `WITH st AS MATERIALIZED (
+    SELECT done, coalesce(win, pg_current_snapshot()) AS win, win IS NOT NULL AS reopened,
+        coalesce(after_xid, '0'::xid8) AS after_xid, coalesce(after_pos, 0) AS after_pos
+    FROM herald_sequencer WHERE one AND current_setting('herald.sequencer', true) = 'true'
+), page AS MATERIALIZED (
+    SELECT * FROM (` + inWindow("st.after_xid, st.after_pos", "true", "LIMIT $1") + `) c ORDER BY xid, pos LIMIT $1
+), last AS MATERIALIZED (
+    SELECT xid, pos FROM page ORDER BY xid DESC, pos DESC LIMIT 1
 ), cand AS MATERIALIZED (
-    SELECT tid, pos, stream, final FROM page
+    SELECT * FROM page
     UNION ALL
-    SELECT r.ctid, r.pos, r.stream, r.final FROM herald_record r
-    WHERE (SELECT count(*) FROM page) = $1 AND r.seq IS NULL AND r.refused IS NULL
-      AND r.pos > (SELECT max(pos) FROM page) AND r.stream IN (SELECT stream FROM page WHERE final)
+    SELECT c.* FROM last CROSS JOIN LATERAL (` + inWindow("last.xid, last.pos", "r.stream IN (SELECT stream FROM page WHERE final)", "") + `) c
+    WHERE (SELECT count(*) FROM page) = $1
 ), ranked AS MATERIALIZED (
-    SELECT c.tid, c.stream, c.final, s.head, s.final_seq,
+    SELECT c.id, c.stream, c.final, coalesce(s.head, 0) AS head, s.final_seq, s.head IS NOT NULL AS known,
         row_number() OVER w AS r,
         count(*) FILTER (WHERE NOT c.final) OVER w1 + CASE WHEN bool_or(c.final) OVER w1 THEN 1 ELSE 0 END AS n
     FROM cand c
-    CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = c.stream OFFSET 0) s
-    WINDOW w AS (PARTITION BY c.stream ORDER BY c.final, c.pos), w1 AS (PARTITION BY c.stream)
+    LEFT JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = c.stream OFFSET 0) s ON true
+    WINDOW w AS (PARTITION BY c.stream ORDER BY c.final, c.xid, c.pos), w1 AS (PARTITION BY c.stream)
 ), fate AS MATERIALIZED (
-    SELECT tid, stream, final, head, final_seq, n,
+    SELECT id, stream, final, head, final_seq, known, n,
         CASE WHEN final_seq IS NULL AND r <= n THEN head + r END AS seq,
         CASE WHEN final_seq IS NOT NULL THEN format('committed after the stream''s final record #%s was sequenced', final_seq)
              WHEN r > n THEN format('another final record of the stream, #%s, was sequenced first', head + n) END AS reason
     FROM ranked
 ), per_stream AS MATERIALIZED (
-    SELECT stream, max(head + n) AS head, bool_or(final) AS has_final FROM fate
+    SELECT stream, max(head + n) AS head, bool_or(final) AS has_final, bool_or(known) AS known FROM fate
     WHERE final_seq IS NULL GROUP BY stream
 ), moved AS (
     UPDATE herald_stream s SET head = p.head, final_seq = CASE WHEN p.has_final THEN p.head END, pending = true
     FROM per_stream p
-    WHERE s.stream = p.stream
-), assigned AS (
-    UPDATE herald_record x SET seq = f.seq
-    FROM fate f
-    WHERE x.ctid = f.tid AND f.seq IS NOT NULL
-    RETURNING 1
-), refused AS (
-    UPDATE herald_record x SET refused = f.reason
-    FROM fate f
-    WHERE x.ctid = f.tid AND f.reason IS NOT NULL
-    RETURNING 1
+    WHERE s.stream = p.stream AND p.known
+), created AS (
+    INSERT INTO herald_stream AS s (stream, head, final_seq, pending)
+    SELECT stream, head, CASE WHEN has_final THEN head END, true FROM per_stream WHERE NOT known
+    ON CONFLICT (stream) DO UPDATE SET head = excluded.head, final_seq = excluded.final_seq, pending = true
+), decided AS (
+    INSERT INTO herald_seq (id, stream, seq, refused)
+    SELECT id, stream, seq, reason FROM fate
+    RETURNING seq IS NOT NULL AS numbered
+), progress AS (
+    UPDATE herald_sequencer x SET
+        done = CASE WHEN p.full THEN x.done ELSE st.win END,
+        win = CASE WHEN p.full THEN st.win END,
+        after_xid = CASE WHEN p.full THEN (SELECT xid FROM last) END,
+        after_pos = CASE WHEN p.full THEN (SELECT pos FROM last) END
+    FROM st, (SELECT count(*) = $1 AS full FROM page) p
+    WHERE x.one AND (st.reopened OR EXISTS (SELECT 1 FROM page))
 ), notified AS (
-    SELECT pg_notify($3, (SELECT count(*) FROM assigned)::text)
-    WHERE $2::boolean AND EXISTS (SELECT 1 FROM assigned)
+    SELECT pg_notify($3, (SELECT count(*) FROM decided WHERE numbered)::text)
+    WHERE $2::boolean AND EXISTS (SELECT 1 FROM decided WHERE numbered)
 )
-SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM assigned)::int, (SELECT count(*) FROM refused)::int,
-    (SELECT count(*) FROM notified)::int`
+SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE numbered)::int,
+    (SELECT count(*) FROM decided WHERE NOT numbered)::int, (SELECT count(*) FROM notified)::int`
 )
 
 // Registrations (registrations.go). regColumns and statusColumns are what
@@ -253,8 +246,8 @@ const (
 	// plan, made once per connection: the joins are fixed by the OFFSET 0
 	// probes above, whatever the values, and sqlClearPending, whose custom
 	// plans of ANY($1) looked cheaper, was planned anew on 64-80% of its
-	// calls (BENCHMARKS.md, issue 15, fourth pass). The settings last until
-	// the transaction ends.
+	// calls (issue 15, in the history of BENCHMARKS.md). The settings last
+	// until the transaction ends.
 	sqlDuePlanner1 = `SET LOCAL enable_seqscan = off`
 	sqlDuePlanner2 = `SET LOCAL jit = off`
 	sqlDuePlanner3 = `SET LOCAL plan_cache_mode = force_generic_plan`
@@ -440,8 +433,8 @@ WHERE stream = $1 AND id = $2 AND lease_owner = $3
 	// for the arrays' values cost less than the generic one, and a custom
 	// plan of unnest knows the arrays' length where the generic one
 	// assumes 10: so it planned both statements of every batch, ~0.5 ms
-	// of CPU each, more than they took to run (BENCHMARKS.md, issue 15,
-	// fourth pass). The generic plans are the same joins by key and tuple
+	// of CPU each, more than they took to run (issue 15, in the history of
+	// BENCHMARKS.md). The generic plans are the same joins by key and tuple
 	// id. The setting ends with the implicit transaction.
 	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head
@@ -551,7 +544,7 @@ var (
 // operator moves, so no cursor can move below the new low-water mark while
 // it is computed); SKIP LOCKED leaves a stream being appended to for the
 // next pass.
-const (
+var (
 	sqlOldest          = `SELECT oldest_seq FROM herald_stream WHERE stream = $1`
 	sqlPruneCandidates = `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`
 	sqlPruneLock       = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1
@@ -559,19 +552,25 @@ FOR NO KEY UPDATE SKIP LOCKED`
 	sqlPruneLow = `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`
 	// Records the sequencer refused (they raced their stream's final
 	// record) stay for an operator to see for the retention age.
-	sqlPruneRefused = `DELETE FROM herald_record WHERE stream = $1 AND refused IS NOT NULL AND appended_at <= $2`
-	sqlPruneRun     = `SELECT seq, appended_at, length(payload) FROM herald_record
-WHERE stream = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT $4`
-	sqlPruneRecords = `DELETE FROM herald_record WHERE stream = $1 AND seq < $2`
-	sqlPruneMark    = `UPDATE herald_stream SET oldest_seq = $2 WHERE stream = $1`
+	sqlPruneRefused = `WITH gone AS (
+    DELETE FROM herald_seq q USING herald_record r
+    WHERE q.stream = $1 AND q.refused IS NOT NULL AND r.id = q.id AND r.appended_at <= $2
+    RETURNING q.id
+)
+DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
+	sqlPruneRun = `SELECT q.seq, r.appended_at, length(r.payload) FROM herald_seq q JOIN herald_record r ON r.id = q.id
+WHERE q.stream = $1 AND q.seq >= $2 AND q.seq < $3 ORDER BY q.seq LIMIT $4`
+	sqlPruneRecords = `WITH gone AS (DELETE FROM herald_seq WHERE stream = $1 AND seq < $2 RETURNING id)
+DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
+	sqlPruneMark = `UPDATE herald_stream SET oldest_seq = $2 WHERE stream = $1`
 	// A sealed, completed stream goes only once nothing of it is left: no
 	// record, refused ones included, and none waiting for the sequencer
 	// (removing it would let those start a new stream of the same name).
-	// Each EXISTS matches one of herald_record's indexes.
 	sqlPruneStream = `DELETE FROM herald_stream WHERE stream = $1
-  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND seq IS NOT NULL)
-  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND refused IS NOT NULL)
-  AND NOT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND seq IS NULL AND refused IS NULL)`
+  AND NOT EXISTS (SELECT 1 FROM herald_seq WHERE stream = $1 AND seq IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM herald_seq WHERE stream = $1 AND refused IS NOT NULL)
+  AND NOT EXISTS (` + waitingRunning("1", "r.stream = $1", "") + `)
+  AND NOT EXISTS (` + waitingNew("1", "r.stream = $1", "LIMIT 1") + `)`
 	sqlPruneEvidence = `DELETE FROM herald_evidence WHERE stream = $1 AND at <= $2 AND n NOT IN (
     SELECT max(e.n) FROM herald_evidence e
     JOIN herald_registration r ON r.stream = e.stream AND r.id = e.registration
@@ -579,9 +578,52 @@ WHERE stream = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT $4`
     GROUP BY e.registration)`
 	sqlStreams = `SELECT s.stream, s.head, s.final_seq IS NOT NULL, s.oldest_seq,
     (SELECT count(*) FROM herald_registration r WHERE r.stream = s.stream),
-    (SELECT coalesce(sum(length(x.payload)), 0) FROM herald_record x WHERE x.stream = s.stream AND x.seq >= s.oldest_seq)
+    (SELECT coalesce(sum(length(x.payload)), 0) FROM herald_seq q JOIN herald_record x ON x.id = q.id
+     WHERE q.stream = s.stream AND q.seq >= s.oldest_seq)
 FROM herald_stream s
 WHERE ($1::text = '' OR s.stream = $1) AND s.stream > $2
 ORDER BY s.stream
 LIMIT $3`
 )
+
+// waitingRunning and waitingNew select cols of the records waiting for the
+// sequencer that satisfy cond, given st, the row of herald_sequencer: the
+// records of the transactions running at its snapshot done (one index
+// probe each) and of those that began after it (one index range, in
+// (xid, pos) order, then limit). A statement sees the committed ones; a
+// record of a transaction that done saw committed, or aborted, is not among
+// them. Each probe of herald_record is a subquery of its own, so that the
+// planner, which cannot estimate a snapshot's transactions, keeps to the
+// index.
+func waitingRunning(cols, cond, limit string) string {
+	return `SELECT ` + cols + ` FROM herald_sequencer st CROSS JOIN pg_snapshot_xip(st.done) x CROSS JOIN LATERAL (
+    SELECT * FROM herald_record r WHERE r.xid = x AND ` + cond + ` OFFSET 0) r
+WHERE st.one AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0) ` + limit
+}
+
+func waitingNew(cols, cond, limit string) string {
+	return `SELECT ` + cols + ` FROM herald_sequencer st CROSS JOIN LATERAL (
+    SELECT * FROM herald_record r WHERE r.xid >= pg_snapshot_xmax(st.done) AND ` + cond + `
+      AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0)
+    ORDER BY r.xid, r.pos ` + limit + `) r
+WHERE st.one`
+}
+
+// inWindow selects the records of sqlNumber's window (st) after the record
+// (after: its xid, pos) that satisfy cond and are not numbered yet, in
+// (xid, pos) order, at most limit from each part of waitingRunning and
+// waitingNew.
+func inWindow(after, cond, limit string) string {
+	c := `(r.xid, r.pos) > (` + after + `) AND pg_visible_in_snapshot(r.xid, st.win) AND ` + cond
+	// Only a window that an earlier page left open can hold records
+	// numbered already (that page's final records' streams).
+	fresh := `(NOT st.reopened OR NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0))`
+	return `SELECT r.id, r.stream, r.final, r.xid, r.pos FROM st, pg_snapshot_xip(st.done) x CROSS JOIN LATERAL (
+    SELECT * FROM herald_record r WHERE r.xid = x AND ` + c + ` OFFSET 0) r
+WHERE ` + fresh + `
+UNION ALL
+(SELECT r.id, r.stream, r.final, r.xid, r.pos FROM st CROSS JOIN LATERAL (
+    SELECT * FROM herald_record r WHERE r.xid >= pg_snapshot_xmax(st.done) AND r.xid < pg_snapshot_xmax(st.win) AND ` + c + `
+      AND ` + fresh + `
+    ORDER BY r.xid, r.pos ` + limit + `) r)`
+}

@@ -21,7 +21,7 @@ const sequencerPage = 10_000
 // records it numbers: at a fixed 5 ms a single writer's ~1,000
 // transactions/s made 120-160 steps/s of 3-7 records, which cost 90-290 µs
 // of server CPU per transaction and 2-25% of the writer's samples in
-// LWLock:WALWrite (BENCHMARKS.md, issue 15, third pass).
+// LWLock:WALWrite (issue 15, in the history of BENCHMARKS.md).
 // So while records keep coming the interval doubles after a step that
 // numbered fewer than sequencerBatch, up to sequencerPollBusy, and halves
 // after one that numbered more, down to sequencerPollMin; with none
@@ -35,13 +35,14 @@ const (
 	// at most this plus one step. The 50 ms append-to-receipt p99 of issue
 	// 15 decides it: at 20 ms the latency workload's p99 was 3x that of a
 	// fixed 5 ms (larger steps also deliver in larger bursts), for a
-	// saving of ~6% of a writer's CPU per transaction (BENCHMARKS.md).
+	// saving of ~6% of a writer's CPU per transaction (issue 15, in the
+	// history of BENCHMARKS.md).
 	sequencerPollBusy = 10 * time.Millisecond
 	// sequencerBatch is the step size worth a step's fixed cost: 64
 	// records spread it to a few percent of each record's.
 	sequencerBatch = 64
 	// sequencerPollMax is what an idle database pays: one index probe of
-	// an empty partial index per interval.
+	// an empty index range per interval.
 	sequencerPollMax = 100 * time.Millisecond
 )
 
@@ -62,7 +63,7 @@ func nextPoll(interval, busy time.Duration, n int) time.Duration {
 }
 
 // Sequence runs the sequencer once, if no other process is running it: it
-// gives every record committed without a seq its seq, and returns how many
+// numbers every record committed and not yet numbered, and returns how many
 // records it numbered or refused (0 when another process holds the
 // sequencer's lock, or nothing was waiting). RunSequencer calls it in a
 // loop, and Due calls it before claiming (unless this Store runs
@@ -92,13 +93,18 @@ func (s *Store) sequence(ctx context.Context, mode seqMode) (int, error) {
 func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode, stepped func()) (int, error) {
 	if mode == seqProbe {
 		var any bool
-		var row pgx.Row
+		b := &pgx.Batch{}
+		b.Queue(sqlBegin)
+		queuePlanner(b)
+		b.Queue(sqlAnyUnsequenced).QueryRow(func(row pgx.Row) error { return row.Scan(&any) })
+		b.Queue(sqlCommit)
+		var err error
 		if conn != nil {
-			row = conn.QueryRow(ctx, sqlAnyUnsequenced)
+			err = conn.SendBatch(ctx, b).Close()
 		} else {
-			row = s.pool.QueryRow(ctx, sqlAnyUnsequenced)
+			err = s.pool.SendBatch(ctx, b).Close()
 		}
-		if err := row.Scan(&any); err != nil {
+		if err != nil {
 			return 0, s.dbErr(ctx, "sequence", err)
 		}
 		if !any {
@@ -119,11 +125,10 @@ func (s *Store) sequenceOn(ctx context.Context, conn *pgx.Conn, mode seqMode, st
 }
 
 // step is one sequencer transaction, sent in one round trip: elect
-// (advisory lock), make sure every stream with a record waiting has a row,
-// then one statement (sqlNumber) numbers the committed records without a
-// seq per stream after the head (a final record last; records of a sealed
-// stream refused), moves the heads, sets the pending markers and notifies
-// once; commit. A step that dies before its commit leaves nothing behind:
+// (advisory lock), then one statement (sqlNumber) numbers the records
+// committed since the last step per stream after the head (a final record
+// last; records of a sealed stream refused), moves the heads (creating new
+// streams' rows), sets the pending markers and notifies once; commit. A step that dies before its commit leaves nothing behind:
 // its transaction rolls back. It returns how many records it found (the
 // page: sequence runs another step when it was full) and how many it
 // numbered or refused.
@@ -150,13 +155,13 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 	)
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
+	queuePlanner(b)
 	if wait {
 		b.Queue(sqlWaitLock, sequencerLock)
 		b.Queue(sqlHeld).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
 	} else {
 		b.Queue(sqlTryLock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
 	}
-	b.Queue(sqlEnsureStreams)
 	b.Queue(sqlNumber, s.pageSize(), s.notify, NotifyChannel).QueryRow(func(row pgx.Row) error {
 		var notified int
 		return row.Scan(&page, &numbered, &refuse, &notified)
@@ -303,4 +308,14 @@ func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered 
 		interval, busy = nextPoll(interval, s.seqBusy, n), n > 0
 		timer.Reset(interval)
 	}
+}
+
+// queuePlanner queues the planner settings of the sequencer's transaction:
+// Due's (sqlDuePlanner1…3). The planner cannot estimate a snapshot's
+// transactions: its guesses would have it scan herald_record whole, or
+// JIT-compile a step of a few records for hundreds of milliseconds.
+func queuePlanner(b *pgx.Batch) {
+	b.Queue(sqlDuePlanner1)
+	b.Queue(sqlDuePlanner2)
+	b.Queue(sqlDuePlanner3)
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -261,6 +262,64 @@ func TestSealingRace(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx), "the refusal left the transaction usable")
 }
 
+// TestSavepointsAreNumberedWithTheirTransaction: a record appended in a
+// subtransaction is numbered when its top-level transaction commits, with
+// the records around it, in append order; one whose savepoint was rolled
+// back is never numbered, and leaves no gap.
+func TestSavepointsAreNumberedWithTheirTransaction(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	held := openTx(t, s) // running at the steps below: its records wait for it
+	_, err := s.AppendTx(ctx, held, "s", entry("a"))
+	require.NoError(t, err)
+	for _, sp := range []struct {
+		id   string
+		keep bool
+	}{{"b", true}, {"gone", false}, {"c", true}} {
+		_, err = held.Exec(ctx, "SAVEPOINT sp")
+		require.NoError(t, err)
+		_, err = s.AppendTx(ctx, held, "s", entry(sp.id))
+		require.NoError(t, err)
+		if sp.keep {
+			_, err = held.Exec(ctx, "RELEASE SAVEPOINT sp")
+		} else {
+			_, err = held.Exec(ctx, "ROLLBACK TO SAVEPOINT sp")
+		}
+		require.NoError(t, err)
+	}
+	recs, err := s.Append(ctx, "s", entry("other"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), recs[0].Seq, "the open transaction holds back its own records only")
+	require.NoError(t, held.Commit(ctx))
+	require.Equal(t, 3, sequence(t, s))
+	require.Equal(t, []string{"other", "a", "b", "c"}, readIDs(t, s, "s"))
+	_, err = s.Lookup(ctx, "gone")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.Zero(t, sequence(t, s))
+}
+
+// TestACommitDuringAnOpenWindowWaitsForTheNext: a full page leaves the
+// step's window open, and the next pages number the rest of it only; a
+// record that commits meanwhile is numbered after all of them, by the step
+// after the window closes.
+func TestACommitDuringAnOpenWindowWaitsForTheNext(t *testing.T) {
+	s := newStore(t)
+	postgres.SetSequencerPage(s, 2)
+	for _, id := range []string{"r1", "r2", "r3", "r4", "r5"} {
+		commitAppend(t, s, "s", entry(id))
+	}
+	steps := 0
+	postgres.SetStepHook(s, func(uint32) {
+		if steps++; steps == 1 {
+			commitAppend(t, s, "s", entry("late"))
+		}
+	})
+	require.Equal(t, 5, sequence(t, s), "three pages close the window the first opened")
+	require.Equal(t, []string{"r1", "r2", "r3", "r4", "r5"}, readIDs(t, s, "s"))
+	require.Equal(t, 1, sequence(t, s))
+	require.Equal(t, []string{"r1", "r2", "r3", "r4", "r5", "late"}, readIDs(t, s, "s"))
+}
+
 // TestFullPageKeepsAFinalRecordLast: a step's page ends at a stream's final
 // record while a record of that stream committed before the step lies past
 // the page; the step numbers it too, before the final record, rather than
@@ -342,7 +401,7 @@ SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\
 	visit = func(node map[string]any) {
 		removed, _ := node["Rows Removed by Join Filter"].(float64)
 		require.LessOrEqual(t, removed, 1000.0, "a join of the step scans the page once per record: %v", node["Node Type"])
-		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_record" {
+		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_seq" {
 			rows, _ := node["Actual Rows"].(float64)
 			require.LessOrEqual(t, rows, 1000.0)
 		}
@@ -355,6 +414,69 @@ SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 1000, sequence(t, s))
 	require.Len(t, readIDs(t, s, "task/7"), 30)
+}
+
+// TestALongTransactionCostsAStepOneProbe: a transaction that appended and
+// stays open is probed for on every step (its records wait for it), but the
+// records numbered since it began are not read again: the probe and a step
+// with nothing to number read no row of herald_record.
+func TestALongTransactionCostsAStepOneProbe(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	long := openTx(t, s)
+	_, err := s.AppendTx(ctx, long, "s", entry("long"))
+	require.NoError(t, err)
+	for i := range 10 {
+		entries := make([]journal.Entry, 100)
+		for j := range entries {
+			entries[j] = entry(fmt.Sprintf("r%d-%d", i, j))
+		}
+		_, err := s.Append(ctx, "t", entries...)
+		require.NoError(t, err)
+	}
+	require.Zero(t, sequence(t, s))
+
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	for _, setting := range postgres.SQLDueSettings {
+		_, err := tx.Exec(ctx, setting)
+		require.NoError(t, err)
+	}
+	_, err = tx.Exec(ctx, `SELECT set_config('herald.sequencer', 'true', true)`)
+	require.NoError(t, err)
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"probe": {postgres.SQLAnyUnsequenced, nil},
+		"step":  {postgres.SQLNumber, []any{10_000, false, postgres.NotifyChannel}},
+	} {
+		var raw []byte
+		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+q.sql, q.args...).Scan(&raw))
+		var plans []struct {
+			Plan map[string]any `json:"Plan"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &plans))
+		var read float64
+		var visit func(node map[string]any)
+		visit = func(node map[string]any) {
+			if node["Relation Name"] == "herald_record" && node["Node Type"] != "ModifyTable" {
+				rows, _ := node["Actual Rows"].(float64)
+				loops, _ := node["Actual Loops"].(float64)
+				read += rows * loops
+			}
+			kids, _ := node["Plans"].([]any)
+			for _, k := range kids {
+				visit(k.(map[string]any))
+			}
+		}
+		visit(plans[0].Plan)
+		require.Zero(t, read, "%s: records read", name)
+	}
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, long.Commit(ctx))
+	require.Equal(t, 1, sequence(t, s))
 }
 
 // The runner's cadence: larger steps while records keep coming, within

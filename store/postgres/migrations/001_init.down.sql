@@ -11,5 +11,7 @@ DROP FUNCTION herald_check_name(text, text, int, boolean);
 DROP TABLE herald_host;
 DROP TABLE herald_evidence;
 DROP TABLE herald_registration;
+DROP TABLE herald_sequencer;
+DROP TABLE herald_seq;
 DROP TABLE herald_record;
 DROP TABLE herald_stream;

@@ -3,8 +3,8 @@
 
 -- One row per stream: the head (seq of the newest numbered record), the
 -- final seq once sealed, the pending marker and the low-water mark. The
--- sequencer updates it at every step that numbers its records: fillfactor
--- leaves room for HOT updates.
+-- sequencer creates it and updates it at every step that numbers its
+-- records: fillfactor leaves room for HOT updates.
 CREATE TABLE herald_stream (
     stream     text COLLATE "C" PRIMARY KEY,
     head       bigint  NOT NULL DEFAULT 0 CHECK (head >= 0),
@@ -29,15 +29,13 @@ CREATE INDEX herald_stream_pending ON herald_stream (stream) WHERE pending;
 -- seals the stream.
 CREATE INDEX herald_stream_sealed ON herald_stream (stream) WHERE final_seq IS NOT NULL;
 
--- An append is a plain INSERT with seq NULL; one sequencer at a time gives
--- committed records their seqs afterwards (the package documentation,
--- "Appending"). The sequencer updates every record once: room on the page
--- (fillfactor) lets the new version stay there, so the WAL record holds
--- only the changed bytes, not the payload again.
+-- The journal's records, as appended: a plain INSERT in the appender's
+-- transaction, never updated (the package documentation, "Appending"). The
+-- id is the one index entry an ordinary append writes besides the work
+-- list's; the sequencer numbers records in herald_seq.
 CREATE TABLE herald_record (
+    id           text COLLATE "C" PRIMARY KEY,
     stream       text COLLATE "C" NOT NULL,
-    seq          bigint  CHECK (seq >= 1),
-    id           text COLLATE "C" NOT NULL,
     kind         text    NOT NULL,
     content_type text    NOT NULL,
     payload      bytea   NOT NULL,
@@ -46,35 +44,51 @@ CREATE TABLE herald_record (
     -- content without comparing payloads.
     digest       bytea   NOT NULL,
     appended_at  timestamptz NOT NULL,
-    -- Insertion order: the order the sequencer takes a stream's records in
-    -- (a batch is inserted in entry order).
-    pos          bigint GENERATED ALWAYS AS IDENTITY,
-    -- Why the sequencer refused the record (it committed after its stream's
-    -- final record was numbered). A refused record keeps seq NULL: it is
-    -- never read nor delivered, and stays for an operator to see.
-    refused      text,
     -- The W3C trace context the append carried (journal.Entry.Traceparent
     -- and Tracestate), sent as a child with each delivery; '' for none.
     traceparent  text    NOT NULL DEFAULT '',
     tracestate   text    NOT NULL DEFAULT '',
-    CONSTRAINT herald_record_id_key UNIQUE (id),
-    CONSTRAINT herald_record_refused_unsequenced CHECK (refused IS NULL OR seq IS NULL)
-) WITH (fillfactor = 50);
+    -- The appending transaction (top level): the sequencer numbers the
+    -- records whose transaction committed between two of its snapshots.
+    xid          xid8    NOT NULL DEFAULT pg_current_xact_id(),
+    -- Insertion order: a transaction's records are numbered in it (a batch
+    -- is inserted in entry order).
+    pos          bigint  GENERATED ALWAYS AS IDENTITY (CACHE 32)
+);
+-- The sequencer's work list: the records of the transactions that committed
+-- since its last snapshot.
+CREATE INDEX herald_record_xid ON herald_record (xid, pos);
+-- An append's seal check: a final record of the stream, numbered or not.
+CREATE INDEX herald_record_final ON herald_record (stream) WHERE final;
 
--- Readers: a stream's numbered records by seq. Partial, so an append's
--- INSERT does not write it; the sequencer's UPDATE does.
-CREATE UNIQUE INDEX herald_record_stream_seq ON herald_record (stream, seq) WHERE seq IS NOT NULL;
--- The sequencer's work list, in insertion order: empty when idle.
-CREATE INDEX herald_record_unsequenced ON herald_record (pos) WHERE seq IS NULL AND refused IS NULL;
--- An append's seal check: committed final records not yet numbered, by
--- stream. "Not yet numbered" is said as coalesce(seq, 0) = 0 (the same rows
--- as seq IS NULL) so that no other index's predicate follows from the
--- probe: with seq IS NULL the planner could answer it from
--- herald_record_unsequenced with a filter, scanning every record waiting
--- for its seq on every append.
-CREATE INDEX herald_record_unsequenced_final ON herald_record (stream) WHERE final AND coalesce(seq, 0) = 0 AND refused IS NULL;
+-- The sequencer's verdict on each record: its seq, or why it was refused (it
+-- committed after its stream's final record was numbered, or is a second
+-- final record: it is never read nor delivered, and stays for an operator
+-- to see). A record without a row here is waiting for the sequencer.
+CREATE TABLE herald_seq (
+    id      text COLLATE "C" PRIMARY KEY,
+    stream  text COLLATE "C" NOT NULL,
+    seq     bigint CHECK (seq >= 1),
+    refused text,
+    CHECK ((seq IS NULL) <> (refused IS NULL))
+);
+-- Readers: a stream's numbered records by seq.
+CREATE UNIQUE INDEX herald_seq_stream_seq ON herald_seq (stream, seq) WHERE seq IS NOT NULL;
 -- Refused records, by stream, for operators.
-CREATE INDEX herald_record_refused ON herald_record (stream, pos) WHERE refused IS NOT NULL;
+CREATE INDEX herald_seq_refused ON herald_seq (stream) WHERE refused IS NOT NULL;
+
+-- The sequencer's progress, one row. done: every record whose transaction
+-- this snapshot sees committed has its row in herald_seq. win: the snapshot
+-- whose records a step is numbering in pages, after the record (after_xid,
+-- after_pos); NULL between windows.
+CREATE TABLE herald_sequencer (
+    one       boolean PRIMARY KEY DEFAULT true CHECK (one),
+    done      pg_snapshot NOT NULL,
+    win       pg_snapshot,
+    after_xid xid8,
+    after_pos bigint
+);
+INSERT INTO herald_sequencer (done) VALUES (pg_current_snapshot());
 
 CREATE TABLE herald_registration (
     stream          text COLLATE "C" NOT NULL REFERENCES herald_stream (stream),
@@ -522,21 +536,19 @@ BEGIN
     FOR attempt IN 1..2 LOOP
         -- AppendTx's insert: nothing goes in if the stream is sealed (by a
         -- numbered final record, or a committed one not yet numbered) or
-        -- the id is stored; ON CONFLICT skips an id that another
-        -- transaction committed since this statement's snapshot.
+        -- the id is stored.
         INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
         SELECT p_stream, p_id, p_kind, ct, p_payload, fin, dig, clock_timestamp(),
                coalesce(p_traceparent, ''), coalesce(p_tracestate, '')
-        WHERE NOT EXISTS (SELECT 1 FROM herald_stream s WHERE s.stream = p_stream AND s.final_seq IS NOT NULL)
-          AND NOT EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final AND coalesce(r.seq, 0) = 0 AND r.refused IS NULL)
-          AND NOT EXISTS (SELECT 1 FROM herald_record r WHERE r.id = p_id)
+        WHERE NOT EXISTS (SELECT FROM herald_stream s WHERE s.stream = p_stream AND s.final_seq IS NOT NULL
+            UNION ALL SELECT FROM herald_record r WHERE r.stream = p_stream AND r.final)
         ON CONFLICT (id) DO NOTHING;
         IF FOUND THEN
             RETURN p_id;
         END IF;
-        SELECT r.stream, coalesce(r.seq, 0) AS seq, r.kind, r.content_type, r.payload, r.final, r.digest,
-               r.refused IS NOT NULL AS refused
-        INTO prev FROM herald_record r WHERE r.id = p_id;
+        SELECT r.stream, coalesce(q.seq, 0) AS seq, r.kind, r.content_type, r.payload, r.final, r.digest,
+               q.refused IS NOT NULL AS refused
+        INTO prev FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = p_id;
         v_refused := false;
         IF FOUND THEN
             v_refused := prev.refused;
@@ -559,7 +571,7 @@ BEGIN
         END IF;
         SELECT s.final_seq INTO v_final_seq FROM herald_stream s WHERE s.stream = p_stream;
         IF v_final_seq IS NOT NULL OR v_refused
-           OR EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final AND coalesce(r.seq, 0) = 0 AND r.refused IS NULL) THEN
+           OR EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final) THEN
             RAISE EXCEPTION USING ERRCODE = 'HA423', COLUMN = 'stream',
                 MESSAGE = CASE WHEN v_final_seq IS NULL
                     THEN format('herald_append: stream %s is sealed by a final record not yet numbered', to_json(p_stream)::text)
