@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -97,45 +96,3 @@ func (l *Listener) Close() {
 
 // ErrListenerClosed is Wait's error after Close.
 var ErrListenerClosed = errors.New("postgres: listener closed")
-
-// listenSetupTimeout bounds opening WaitForAppend's connection.
-const listenSetupTimeout = 10 * time.Second
-
-// WaitForAppend blocks until appended records get their seqs anywhere in
-// the database (a sequencer step's notification), but for the steps of
-// this Store's own RunSequencerWaking, which it skips as every Listener of
-// the Store does (their numbered callback tells of those), or ctx ends
-// (then it returns ctx's error). A daemon calls it between sweeps,
-// with a deadline at its next scheduled sweep. The store keeps one listening
-// connection for it, opened on the first call (within 10 s, whatever ctx's
-// deadline): appends committed before that call are not reported, so sweep
-// once after the first call returns. Calls are served one at a time. Errors: ctx's, ErrUnavailable (the connection is
-// reopened on the next call).
-func (s *Store) WaitForAppend(ctx context.Context) error {
-	s.listenMu.Lock()
-	l := s.listener
-	if l == nil {
-		// The listener outlives this call: open it even if ctx's deadline
-		// is close, so that the next call hears what commits meanwhile.
-		setup, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenSetupTimeout)
-		var err error
-		l, err = s.Listen(setup)
-		cancel()
-		if err != nil {
-			s.listenMu.Unlock()
-			return err
-		}
-		s.listener = l
-	}
-	s.listenMu.Unlock()
-	_, err := l.Wait(ctx)
-	if err != nil && ctx.Err() == nil {
-		s.listenMu.Lock()
-		if s.listener == l {
-			s.listener = nil
-		}
-		s.listenMu.Unlock()
-		l.Close()
-	}
-	return err
-}

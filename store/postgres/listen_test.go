@@ -37,29 +37,19 @@ func TestAppendNotifiesOnCommitOnly(t *testing.T) {
 	require.Equal(t, "1", n, "an append made between two Waits is not missed")
 }
 
-// TestWaitForAppend: the daemon's sleep ends on an append from another
-// store (another process), or at its deadline; a closed listener says so.
-func TestWaitForAppend(t *testing.T) {
-	ctx := t.Context()
-	url := migratedURL(t)
-	daemon, app := openStore(t, url), openStore(t, url)
-
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+// TestListenerWaitEnds: a Wait ends at ctx's deadline when nothing was
+// numbered, and with ErrListenerClosed when the Listener is closed.
+func TestListenerWaitEnds(t *testing.T) {
+	s := newStore(t)
+	l, err := s.Listen(t.Context())
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, daemon.WaitForAppend(short), context.DeadlineExceeded, "no append: the deadline ends the wait")
+	_, err = l.Wait(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "no append: the deadline ends the wait")
 
-	woke := make(chan error, 1)
-	go func() { woke <- daemon.WaitForAppend(ctx) }()
-	// The listener exists since the first call, so this append is heard
-	// whenever the goroutine gets to wait.
-	_, err := app.Append(ctx, "actor/alice", entry("a"))
-	require.NoError(t, err)
-	require.NoError(t, <-woke)
-
-	l, err := app.Listen(ctx)
-	require.NoError(t, err)
 	waited := make(chan error, 1)
-	go func() { _, err := l.Wait(ctx); waited <- err }()
+	go func() { _, err := l.Wait(t.Context()); waited <- err }()
 	l.Close()
 	require.ErrorIs(t, <-waited, postgres.ErrListenerClosed)
 }

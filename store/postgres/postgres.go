@@ -37,9 +37,6 @@ type Store struct {
 	page       int              // sequencerPage; tests make it smaller
 	seqBusy    time.Duration    // RunSequencer's longest interval while records come (WithSequencerInterval)
 
-	listenMu sync.Mutex
-	listener *Listener // WaitForAppend's, made on first use
-
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
 }
@@ -155,17 +152,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 // (AppendTx).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close stops WaitForAppend's listener and, if Open made the pool, closes
-// it. The store must not be used afterwards. It returns nil (closing a
-// connection reports nothing a caller could act on): the error is there so
-// that every herald store closes as an io.Closer.
+// Close closes the pool if Open made it. The store must not be used
+// afterwards. It returns nil: the error is there so that every herald store
+// closes as an io.Closer.
 func (s *Store) Close() error {
-	s.listenMu.Lock()
-	if s.listener != nil {
-		s.listener.Close()
-		s.listener = nil
-	}
-	s.listenMu.Unlock()
 	if s.ownPool {
 		s.pool.Close()
 	}
