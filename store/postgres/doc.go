@@ -250,7 +250,7 @@
 // A sequencer step that numbered records notifies NotifyChannel
 // ("herald_append", payload how many) in its own transaction; no appending
 // transaction notifies. Listen returns a Listener on a dedicated
-// connection. WithNotify(false) turns the notification off.
+// connection.
 // RunSequencerWaking also tells its caller after each such step, so that
 // herald run wakes its own workers without the notification's round trip
 // through the database; that Store's Listeners skip its steps'

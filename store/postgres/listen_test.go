@@ -54,23 +54,6 @@ func TestListenerWaitEnds(t *testing.T) {
 	require.ErrorIs(t, <-waited, postgres.ErrListenerClosed)
 }
 
-// TestWithoutNotify: WithNotify(false) sequencer steps send nothing.
-func TestWithoutNotify(t *testing.T) {
-	ctx := t.Context()
-	url := migratedURL(t)
-	quiet, loud := openStore(t, url, postgres.WithNotify(false)), openStore(t, url)
-	l, err := loud.Listen(ctx)
-	require.NoError(t, err)
-	defer l.Close()
-	_, err = quiet.Append(ctx, "quiet", entry("q1"), entry("q2"))
-	require.NoError(t, err)
-	_, err = loud.Append(ctx, "loud", entry("l"))
-	require.NoError(t, err)
-	n, err := l.Wait(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "1", n, "the quiet store's sequencer step sent no notification")
-}
-
 // TestSequencerWakesItsOwnProcess: RunSequencerWaking tells its caller
 // after each step that numbered records, and its Store's Listeners skip
 // that step's notification (the process was woken once already), while a

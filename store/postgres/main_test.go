@@ -36,21 +36,17 @@ func newStore(t testing.TB, opts ...postgres.Option) *postgres.Store {
 	return s
 }
 
-// TestConformance runs the suite every store passes, with and without
-// NOTIFY on append. Subtests share one database, emptied with TRUNCATE
-// before each: creating a database costs PostgreSQL about 0.3 s.
+// TestConformance runs the suite every store passes. Subtests share one
+// database, emptied with TRUNCATE before each: creating a database costs
+// PostgreSQL about 0.3 s.
 func TestConformance(t *testing.T) {
-	for _, notify := range []bool{true, false} {
-		t.Run(map[bool]string{true: "Notify", false: "NoNotify"}[notify], func(t *testing.T) {
-			pool := newPool(t)
-			storetest.Run(t, func(t *testing.T) storetest.Backend {
-				_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_seq, herald_record, herald_stream, herald_host RESTART IDENTITY")
-				require.NoError(t, err)
-				s, err := postgres.New(t.Context(), pool, postgres.WithNotify(notify))
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = s.Close() })
-				return s
-			})
-		})
-	}
+	pool := newPool(t)
+	storetest.Run(t, func(t *testing.T) storetest.Backend {
+		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_seq, herald_record, herald_stream, herald_host RESTART IDENTITY")
+		require.NoError(t, err)
+		s, err := postgres.New(t.Context(), pool)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
 }

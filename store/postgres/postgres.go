@@ -28,7 +28,6 @@ type Store struct {
 	ownPool    bool
 	now        func() time.Time
 	maxPayload int
-	notify     bool
 
 	appended   chan struct{}    // AppendTx pokes RunSequencer
 	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
@@ -51,11 +50,6 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // WithMaxPayload sets the payload limit in bytes (default
 // journal.DefaultMaxPayload).
 func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
-
-// WithNotify sets whether this Store's sequencer steps send a NOTIFY on
-// channel NotifyChannel when they number records (default true). The
-// NOTIFY is in the sequencer's transaction, never in an appending one.
-func WithNotify(on bool) Option { return func(s *Store) { s.notify = on } }
 
 // WithSequencerInterval sets the longest interval between RunSequencer's
 // steps while records keep coming (DefaultSequencerInterval; from
@@ -128,7 +122,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload, notify: true,
+	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload,
 		appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: sequencerPollBusy}
 	for _, o := range opts {
 		o(s)

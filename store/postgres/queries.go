@@ -121,8 +121,8 @@ var (
 	// UPDATE moves the heads, seals, and sets the pending marker under the
 	// rows' locks; a stream without a row in the snapshot gets one from an
 	// upsert (Register may have created it since, with head 0). A page that
-	// is not full closes the window: done becomes win. One notification ($3,
-	// payload how many) if any record was numbered and $2. It returns the
+	// is not full closes the window: done becomes win. One notification
+	// (payload how many) if any record was numbered. It returns the
 	// page's size, and how many it numbered and refused.
 	sqlNumber = `WITH st AS MATERIALIZED (
     SELECT done, coalesce(win, pg_current_snapshot()) AS win, win IS NOT NULL AS reopened,
@@ -174,8 +174,8 @@ var (
     FROM st, (SELECT count(*) = $1 AS full FROM page) p
     WHERE x.one AND (st.reopened OR EXISTS (SELECT 1 FROM page))
 ), notified AS (
-    SELECT pg_notify($3, (SELECT count(*) FROM decided WHERE numbered)::text)
-    WHERE $2::boolean AND EXISTS (SELECT 1 FROM decided WHERE numbered)
+    SELECT pg_notify('` + NotifyChannel + `', (SELECT count(*) FROM decided WHERE numbered)::text)
+    WHERE EXISTS (SELECT 1 FROM decided WHERE numbered)
 )
 SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE numbered)::int,
     (SELECT count(*) FROM decided WHERE NOT numbered)::int, (SELECT count(*) FROM notified)::int`

@@ -162,7 +162,7 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 	} else {
 		b.Queue(sqlTryLock, sequencerLock).QueryRow(func(row pgx.Row) error { return row.Scan(&held) })
 	}
-	b.Queue(sqlNumber, s.pageSize(), s.notify, NotifyChannel).QueryRow(func(row pgx.Row) error {
+	b.Queue(sqlNumber, s.pageSize()).QueryRow(func(row pgx.Row) error {
 		var notified int
 		return row.Scan(&page, &numbered, &refuse, &notified)
 	})

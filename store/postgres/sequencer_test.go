@@ -391,7 +391,7 @@ SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\
 	_, err = tx.Exec(ctx, `SELECT set_config('herald.sequencer', 'true', true)`)
 	require.NoError(t, err)
 	var raw []byte
-	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.SQLNumber, 10_000, false, postgres.NotifyChannel).Scan(&raw))
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.SQLNumber, 10_000).Scan(&raw))
 	var plans []struct {
 		Plan map[string]any `json:"Plan"`
 	}
@@ -450,7 +450,7 @@ func TestALongTransactionCostsAStepOneProbe(t *testing.T) {
 		args []any
 	}{
 		"probe": {postgres.SQLAnyUnsequenced, nil},
-		"step":  {postgres.SQLNumber, []any{10_000, false, postgres.NotifyChannel}},
+		"step":  {postgres.SQLNumber, []any{10_000}},
 	} {
 		var raw []byte
 		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+q.sql, q.args...).Scan(&raw))
