@@ -128,8 +128,8 @@
 // for a new record and for a repeat of a stored one (same id and content:
 // nothing is written). Lengths are in UTF-8 bytes, as in journal; the
 // character checks assume a UTF8 database. The payload limit is the setting
-// herald.max_payload in bytes (ALTER DATABASE … SET herald.max_payload to
-// match WithMaxPayload), else journal.DefaultMaxPayload. traceparent and
+// herald.max_payload in bytes (ALTER DATABASE … SET herald.max_payload), else
+// journal.DefaultMaxPayload, Go's. traceparent and
 // tracestate are the record's trace context, checked and stored as
 // journal.Entry's (NULL or empty for none; README, "One trace from the
 // append to the receiver").

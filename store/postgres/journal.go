@@ -23,7 +23,7 @@ import (
 // package doc, "Sealing") is a *journal.SealedError; it stays stored,
 // refused (Refused lists it), and is never delivered.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
-	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), s.maxPayload)
+	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if tx == nil {
 		return nil, journal.Invalid("tx", "is nil")
 	}
-	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), s.maxPayload)
+	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
 		return nil, err
 	}

@@ -24,10 +24,9 @@ var (
 // is safe for concurrent use, and any number of Stores, in any number of
 // processes, may share a database.
 type Store struct {
-	pool       *pgxpool.Pool
-	ownPool    bool
-	now        func() time.Time
-	maxPayload int
+	pool    *pgxpool.Pool
+	ownPool bool
+	now     func() time.Time
 
 	appended   chan struct{}    // AppendTx pokes RunSequencer
 	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
@@ -46,10 +45,6 @@ type Option func(*Store)
 // WithClock sets the clock that stamps Record.AppendedAt (default
 // time.Now). Instants are kept to the microsecond, PostgreSQL's precision.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
-
-// WithMaxPayload sets the payload limit in bytes (default
-// journal.DefaultMaxPayload).
-func WithMaxPayload(n int) Option { return func(s *Store) { s.maxPayload = n } }
 
 // WithSequencerInterval sets the longest interval between RunSequencer's
 // steps while records keep coming (DefaultSequencerInterval; from
@@ -122,7 +117,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now, maxPayload: journal.DefaultMaxPayload,
+	s := &Store{pool: pool, now: time.Now,
 		appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: sequencerPollBusy}
 	for _, o := range opts {
 		o(s)
@@ -132,9 +127,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	}
 	if s.seqBusy < sequencerPollMin || s.seqBusy > sequencerPollMax {
 		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, sequencerPollMin, sequencerPollMax)
-	}
-	if s.maxPayload < 1 {
-		return nil, journal.Invalid("max payload", "is %d bytes: it must be at least 1", s.maxPayload)
 	}
 	if err := checkSchema(ctx, pool); err != nil {
 		return nil, err
