@@ -11,7 +11,7 @@
 // in the caller's transactions. Opening refuses a database whose schema is
 // not this binary's, and changes nothing: errors wrap store.ErrSchemaBehind
 // ("run herald migrate up"), store.ErrSchemaAhead, store.ErrNotHerald, or
-// ErrSchemaDirty.
+// store.ErrSchemaDirty.
 //
 // # Schema
 //
@@ -28,7 +28,7 @@
 // dirty: golang-migrate's shape), under an advisory transaction lock, so
 // that two `herald migrate up` at once apply each migration once; a
 // migration that fails rolls back whole. A version marked dirty is refused
-// by every open and migration (ErrSchemaDirty, with how to repair it).
+// by every open and migration (store.ErrSchemaDirty, with how to repair it).
 //
 // # Appending: a plain INSERT, numbered after commit
 //

@@ -12,6 +12,9 @@ const (
 	SQLUnserved        = sqlUnserved
 )
 
+// SchemaVersion is the schema version this binary writes and reads.
+func SchemaVersion() int { return schema.Latest() }
+
 // SetStepHook makes every sequencer step of s call f, with its backend's
 // process id, after its writes and before its commit.
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }

@@ -111,7 +111,7 @@ func newPool(ctx context.Context, url string, params map[string]string) (*pgxpoo
 // New returns a Store over pool, which the caller keeps and closes (after
 // Close). It checks the database's schema version and changes nothing if it
 // is not this binary's. Errors wrap store.ErrSchemaBehind (run `herald
-// migrate up`), store.ErrSchemaAhead, ErrSchemaDirty, store.ErrNotHerald, or
+// migrate up`), store.ErrSchemaAhead, store.ErrSchemaDirty, store.ErrNotHerald, or
 // ErrUnavailable.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {

@@ -5,9 +5,9 @@ import "strings"
 // Every SQL statement of the store, in one place. Parameters are numbered
 // as the calling function passes them.
 
-// Schema probes (migrate.go). They change nothing. sqlSchemaProbe returns
-// the database's name, whether the version table ($1) exists, whether it
-// has golang-migrate's shape, and whether any of herald's tables exist.
+// The schema's version (migrate.go). sqlSchemaProbe returns the database's
+// name, whether the version table ($1) exists, whether it has
+// golang-migrate's shape, and whether any of herald's tables exist.
 const (
 	sqlSchemaProbe = `SELECT current_database(), to_regclass($1::text) IS NOT NULL,
        (SELECT count(*) = 2 FROM pg_attribute
@@ -18,6 +18,12 @@ const (
     OR to_regclass('herald_registration') IS NOT NULL OR to_regclass('herald_evidence') IS NOT NULL`
 	// golang-migrate keeps one row; none before the first migration.
 	sqlCurrentVersion = `SELECT version, dirty FROM ` + versionTable + ` LIMIT 1`
+	// The migration lock, an advisory lock of the database.
+	migrationLockKey  = `hashtextextended('herald_schema_migrations', 0)`
+	sqlMigrationLock  = `SELECT pg_advisory_xact_lock(` + migrationLockKey + `)`
+	sqlCreateVersions = `CREATE TABLE IF NOT EXISTS ` + versionTable + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`
+	sqlClearVersion   = `DELETE FROM ` + versionTable
+	sqlRecordVersion  = `INSERT INTO ` + versionTable + ` (version, dirty) VALUES ($1, false)`
 )
 
 // The journal (journal.go). An append inserts into herald_record only; the

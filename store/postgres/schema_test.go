@@ -117,7 +117,7 @@ func TestConcurrentMigrateUp(t *testing.T) {
 	holder := holdMigrationLock(t, url)
 
 	var wg sync.WaitGroup
-	results := make([]postgres.SchemaStatus, runs)
+	results := make([]store.SchemaStatus, runs)
 	errs := make([]error, runs)
 	for i := range runs {
 		wg.Go(func() { results[i], errs[i] = postgres.MigrateUp(context.Background(), url) })
