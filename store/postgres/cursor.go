@@ -4,38 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-// Advance implements push.Store with one UPDATE, fenced by the claim:
-// next_seq = GREATEST(next_seq, nextSeq), so racing workers never move a
-// cursor back, and only while c.Owner holds the lease.
+var _ push.AdvanceBatcher = (*Store)(nil)
+
+// The writes made under a claim are fenced by its lease: package doc,
+// "Claiming and fencing".
+
+// Advance implements push.Store.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
-	if err := checkCursor(nextSeq); err != nil {
-		return err
-	}
-	return s.fenced(ctx, "advance", c, nextSeq, false, nil, sqlAdvance, c.Stream, c.ID, c.Owner, int64(nextSeq))
+	return s.saveCursor(ctx, "advance", sqlAdvance, c, nextSeq)
 }
 
-// Checkpoint implements push.Store: Advance's UPDATE without the lease's
-// release.
+// Checkpoint implements push.Store: Advance that keeps the lease.
 func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+	return s.saveCursor(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
+}
+
+func (s *Store) saveCursor(ctx context.Context, op, write string, c push.Claim, nextSeq uint64) error {
 	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
-	return s.fenced(ctx, "checkpoint", c, nextSeq, false, nil, sqlCheckpoint, c.Stream, c.ID, c.Owner, int64(nextSeq))
+	return s.fenced(ctx, op, c, nextSeq, false, nil, write, c.Stream, c.ID, c.Owner, int64(nextSeq))
 }
 
 // Retry implements push.Store: the cursor reached, the failure count, the
-// next attempt and the evidence, in one statement fenced by the claim.
+// next attempt and the evidence, in one statement.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
 	if err := checkCursor(nextSeq); err != nil {
 		return err
@@ -44,8 +49,7 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 		return err
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
-	args := append(evidenceArgs(ev), c.Owner, int64(nextSeq), notBefore)
-	return s.fenced(ctx, "retry", c, nextSeq, true, nil, sqlRetry, args...)
+	return s.fenced(ctx, "retry", c, nextSeq, true, nil, sqlRetry, append(evidenceArgs(ev), c.Owner, int64(nextSeq), notBefore)...)
 }
 
 // Park implements push.Store, as Retry does.
@@ -57,49 +61,75 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 		return err
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
-	args := append(evidenceArgs(ev), c.Owner, int64(nextSeq))
-	tell := func(r fencedReg) (journal.Entry, bool) {
-		return push.RegistrationEvent(push.KindParked, r.Registration, max(r.NextSeq, nextSeq), "", ev.Clean().Error, ev.At)
+	tell := func(f fence) (journal.Entry, bool) {
+		return push.RegistrationEvent(push.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Clean().Error, ev.At)
 	}
-	return s.fenced(ctx, "park", c, nextSeq, true, tell, sqlPark, args...)
+	return s.fenced(ctx, "park", c, nextSeq, true, tell, sqlPark, append(evidenceArgs(ev), c.Owner, int64(nextSeq))...)
 }
 
 // Complete implements push.Store: the registration and its evidence (ON
-// DELETE CASCADE) are deleted, fenced by the claim; the journal keeps its
-// records.
+// DELETE CASCADE) are deleted; the journal keeps its records.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	tell := func(r fencedReg) (journal.Entry, bool) {
+	tell := func(f fence) (journal.Entry, bool) {
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
-		return push.RegistrationEvent(push.KindCompleted, r.Registration, r.head+1, "", "", r.NextAttemptAt)
+		return push.RegistrationEvent(push.KindCompleted, f.reg, f.head+1, "", "", f.reg.NextAttemptAt)
 	}
 	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, c.Stream, c.ID, c.Owner)
 }
 
-// fencedReg is what a fenced write with an operational event reads of the
-// registration before the write: enough for push.RegistrationEvent.
-type fencedReg struct {
-	push.Registration
-	head uint64
+// fence is what sqlFence read of a registration under its row's lock: its
+// lease owner, cursor, host failures and what herald's events name, and its
+// stream's head.
+type fence struct {
+	found bool
+	reg   push.Registration
+	head  uint64
 }
 
-// fenced runs write, a statement made under claim c, after sqlFence, in one
-// round trip and one implicit transaction. sqlFence locks the registration's
-// row and reads its lease owner and its stream's head; write repeats the
-// fence in its WHERE clause (lease_owner = c.Owner, and for a cursor, at
-// most head+1) and affects no row unless both hold. The row lock keeps the
-// lease from changing between the two statements, so a write that did not
-// apply is told apart exactly: no row (ErrNotFound), another owner
-// (ErrLeaseLost), else the cursor is past head+1 (ErrInvalid). The head
-// only grows, so write, whose snapshot is the later, never refuses a
-// cursor that sqlFence's head allows. nextSeq 0 means the write moves no
-// cursor (Complete). With evidence, write also inserts an evidence row (if
-// it applies), and a third statement trims the registration's evidence.
-// With tell (Park, Complete), the batch runs in an explicit transaction
-// that also reads the registration and, if write applied, appends the
-// operational event tell returns (a plain INSERT, the lock-free append
-// path), so the event commits exactly when the change does.
+func (f *fence) queue(b *pgx.Batch, c push.Claim) {
+	b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		if f.found = rows.Next(); !f.found {
+			return rows.Err()
+		}
+		r := &f.reg
+		r.Stream, r.ID = c.Stream, c.ID
+		err := rows.Scan(&r.LeaseOwner, &f.head, &r.NextSeq, &r.HostFailures, &r.Namespace, &r.URL, &r.NextAttemptAt)
+		r.NextAttemptAt = r.NextAttemptAt.UTC()
+		return err
+	})
+}
+
+// refusal is why a write under claim c cannot apply (nextSeq 0: it writes
+// no cursor), or nil.
+func (f fence) refusal(op string, c push.Claim, nextSeq uint64) error {
+	switch {
+	case !f.found:
+		return notFound(c.Stream, c.ID)
+	case f.reg.LeaseOwner != c.Owner:
+		return fmt.Errorf("%s %s under the lease of %s: %w", op, push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+	case nextSeq > 0:
+		return store.ValidateCursor(nextSeq, f.head)
+	}
+	return nil
+}
+
+// notApplied is the error of a fenced write that did not apply.
+func (f fence) notApplied(op string, c push.Claim, nextSeq uint64) error {
+	if err := f.refusal(op, c, nextSeq); err != nil {
+		return err
+	}
+	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
+}
+
+// fenced runs write, which repeats the fence in its WHERE clause, after
+// sqlFence in one round trip and one implicit transaction, and says why it
+// did not apply if it did not. nextSeq 0 means it writes no cursor. With
+// evidence, it then trims the registration's evidence. With tell, it runs in
+// an explicit transaction that appends the event tell returns if write
+// applied, so that the event commits exactly when the change does.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
-	tell func(fencedReg) (journal.Entry, bool), write string, args ...any) error {
+	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -107,37 +137,11 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 		return notFound(c.Stream, c.ID)
 	}
 	var (
-		found, applied bool
-		owner          string
-		head           int64
-		reg            = fencedReg{Registration: push.Registration{Stream: c.Stream, ID: c.ID}}
+		fc      fence
+		applied bool
 	)
 	b := &pgx.Batch{}
-	b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
-		defer rows.Close()
-		if rows.Next() {
-			found = true
-			var next int64
-			var hostFailures int
-			if err := rows.Scan(&owner, &head, &next, &hostFailures); err != nil {
-				return err
-			}
-			reg.NextSeq, reg.head = uint64(next), uint64(head)
-		}
-		return rows.Err()
-	})
-	if tell != nil {
-		b.Queue(sqlRegistrationForEvent, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
-			defer rows.Close()
-			if rows.Next() {
-				if err := rows.Scan(&reg.Namespace, &reg.URL, &reg.NextAttemptAt); err != nil {
-					return err
-				}
-				reg.NextAttemptAt = reg.NextAttemptAt.UTC()
-			}
-			return rows.Err()
-		})
-	}
+	fc.queue(b, c)
 	b.Queue(write, args...).Exec(func(tag pgconn.CommandTag) error {
 		applied = tag.RowsAffected() > 0
 		return nil
@@ -145,52 +149,103 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 	if evidence {
 		queueTrim(b, c.Stream, c.ID)
 	}
+	var err error
 	if tell == nil {
-		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, op, err)
-		}
+		err = s.dbErr(ctx, op, s.pool.SendBatch(ctx, b).Close())
 	} else {
-		told := false
-		err := s.inTx(ctx, op, func(tx pgx.Tx) error {
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		err = s.inTx(ctx, op, func(tx pgx.Tx) error {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil || !applied {
 				return s.dbErr(ctx, op, err)
 			}
-			if !applied {
-				return nil // nothing changed: no event; the checks below say why
-			}
-			e, ok := tell(reg)
-			if !ok {
-				return nil
-			}
-			told = true
-			return s.appendEvent(ctx, tx, e)
+			e, ok := tell(fc)
+			return s.event(ctx, tx, e, ok)
 		})
-		if err != nil {
+	}
+	if err != nil || applied {
+		return err
+	}
+	return fc.notApplied(op, c, nextSeq)
+}
+
+// AdvanceBatch implements push.AdvanceBatcher: Advance for many saves in one
+// round trip and one implicit transaction, each statement on its generic
+// plan (sqlGenericPlans). sqlFenceBatch locks the rows in key order, so that
+// two batches never wait on each other in a cycle; sqlAdvanceBatch returns
+// the saves it applied. A save that repeats the key of an earlier one in the
+// batch (two turns of one registration, one of them fenced out) is an
+// Advance of its own after the batch.
+func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+	errs := make([]error, len(saves))
+	var sent, later []int // indexes into saves
+	seen := map[push.Key]bool{}
+	for i, sv := range saves {
+		c := sv.Claim
+		// Advance's checks, in Advance's order.
+		if errs[i] = checkCursor(sv.NextSeq); errs[i] == nil {
+			errs[i] = c.Validate()
+		}
+		switch k := (push.Key{Stream: c.Stream, ID: c.ID}); {
+		case errs[i] != nil:
+		case !validKey(c.Stream, c.ID):
+			errs[i] = notFound(c.Stream, c.ID)
+		case seen[k]:
+			later = append(later, i)
+		default:
+			seen[k] = true
+			sent = append(sent, i)
+		}
+	}
+	slices.SortFunc(sent, func(a, b int) int {
+		return store.CompareKeys(push.Key{Stream: saves[a].Claim.Stream, ID: saves[a].Claim.ID},
+			push.Key{Stream: saves[b].Claim.Stream, ID: saves[b].Claim.ID})
+	})
+	if len(sent) > 0 {
+		streams, ids, owners, nexts := make([]string, len(sent)), make([]string, len(sent)), make([]string, len(sent)), make([]int64, len(sent))
+		for j, i := range sent {
+			c := saves[i].Claim
+			streams[j], ids[j], owners[j], nexts[j] = c.Stream, c.ID, c.Owner, int64(saves[i].NextSeq)
+		}
+		fences := make(map[int]fence, len(sent)) // by ordinality, 1-based
+		applied := make(map[int]bool, len(sent))
+		b := &pgx.Batch{}
+		b.Queue(sqlGenericPlans)
+		b.Queue(sqlFenceBatch, streams, ids).Query(func(rows pgx.Rows) error {
+			var (
+				ord int
+				f   = fence{found: true}
+			)
+			_, err := pgx.ForEachRow(rows, []any{&ord, &f.reg.LeaseOwner, &f.head}, func() error {
+				fences[ord] = f
+				return nil
+			})
 			return err
-		}
-		if told {
-			s.poke()
-		}
-	}
-	switch {
-	case applied:
-		return nil
-	case !found:
-		return notFound(c.Stream, c.ID)
-	case owner != c.Owner:
-		return fmt.Errorf("%s %s under the lease of %s: %w", op, push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
-	}
-	if nextSeq > 0 {
-		if err := store.ValidateCursor(nextSeq, uint64(head)); err != nil {
+		})
+		b.Queue(sqlAdvanceBatch, streams, ids, owners, nexts).Query(func(rows pgx.Rows) error {
+			var ord int
+			_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
+				applied[ord] = true
+				return nil
+			})
 			return err
+		})
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return nil, s.dbErr(ctx, "advance a batch", err)
+		}
+		for j, i := range sent {
+			if !applied[j+1] {
+				errs[i] = fences[j+1].notApplied("advance", saves[i].Claim, saves[i].NextSeq)
+			}
 		}
 	}
-	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
+	for _, i := range later {
+		errs[i] = s.Advance(ctx, saves[i].Claim, saves[i].NextSeq)
+	}
+	return errs, nil
 }
 
 // checkCursor refuses, before any round trip, a cursor no stream can have:
-// 0, or beyond what PostgreSQL's bigint holds. The upper bound that depends
-// on the stream's head is checked by the fenced statement.
+// 0, or beyond what PostgreSQL's bigint holds. The fenced statement checks
+// it against the stream's head.
 func checkCursor(nextSeq uint64) error {
 	if nextSeq < 1 {
 		return journal.Invalid("next seq", "is 0: a cursor is 1-based")
@@ -198,10 +253,9 @@ func checkCursor(nextSeq uint64) error {
 	return checkSeq("next seq", nextSeq)
 }
 
-// Unpark implements push.Store. It locks the stream row first and sets its
-// pending marker, as an append does, so that no sweep clears the marker of
-// a stream whose registration has just become due. It clears the lease: a
-// turn still in flight can no longer write.
+// Unpark implements push.Store. Like every operator's change, it marks the
+// stream pending and clears the lease, so that a turn in flight cannot undo
+// it.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
@@ -210,70 +264,34 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		return notFound(stream, id)
 	}
 	return s.inTx(ctx, "unpark", func(tx pgx.Tx) error {
-		next, parked, _, err := s.lockForMove(ctx, tx, stream, id)
-		if err != nil || !parked {
+		l, err := s.lockForMove(ctx, tx, stream, id)
+		if err != nil || !l.parked {
 			return err
 		}
 		b := &pgx.Batch{}
 		b.Queue(sqlSetPending, stream)
 		b.Queue(sqlUnpark, stream, id, at)
-		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: push.EventUnparked, Seq: next})
-		if err := s.dbErr(ctx, "unpark", tx.SendBatch(ctx, b).Close()); err != nil {
-			return err
+		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: push.EventUnparked, Seq: l.next})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "unpark", err)
 		}
-		return s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, next, "", "", at)
+		return s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, l.next, "", "", at)
 	})
-}
-
-// registrationEvent appends, in tx (the transaction of the change), herald's
-// operational event of kind about registration stream/id
-// (push.RegistrationEvent).
-func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
-	r := push.Registration{Stream: stream, ID: id}
-	var ignored time.Time
-	if err := tx.QueryRow(ctx, sqlRegistrationForEvent, stream, id).Scan(&r.Namespace, &r.URL, &ignored); err != nil {
-		return s.dbErr(ctx, "read the registration for its event", err)
-	}
-	e, ok := push.RegistrationEvent(kind, r, cursor, by, reason, at)
-	if !ok {
-		return nil
-	}
-	if err := s.appendEvent(ctx, tx, e); err != nil {
-		return err
-	}
-	s.poke() // the event commits with tx: number it soon
-	return nil
-}
-
-// appendEvent appends one operational event to push.EventsStream in tx: the
-// plain INSERT of AppendTx, which takes no lock the change must wait for.
-func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, e journal.Entry) error {
-	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
-		return fmt.Errorf("postgres: append operational event %s: %w", e.Kind, err)
-	}
-	return nil
 }
 
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
-	return s.move(ctx, "skip", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
-		return push.EventSkip, reason, store.ValidateSkip(next, head, toSeq)
-	}, push.KindSkipped)
+	return s.move(ctx, "skip", stream, id, toSeq, at, true, reason)
 }
 
 // Rewind implements push.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
-	return s.move(ctx, "rewind", stream, id, toSeq, at, func(next, head uint64) (string, string, error) {
-		return push.EventRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq), store.ValidateRewind(next, head, toSeq)
-	}, "")
+	return s.move(ctx, "rewind", stream, id, toSeq, at, false, "")
 }
 
-// move is an operator's cursor move: lock the stream row, then the
-// registration's; check toSeq against both; move, clear the lease (a turn in
-// flight can no longer undo the move), mark the stream pending and store the
-// evidence. A refused move changes nothing.
-func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time,
-	check func(next, head uint64) (event, reason string, err error), eventKind string) error {
+// move is an operator's skip or rewind (store.CheckMove). A refused move
+// changes nothing.
+func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
@@ -281,51 +299,71 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		return notFound(stream, id)
 	}
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
-		next, _, head, err := s.lockForMove(ctx, tx, stream, id)
+		l, err := s.lockForMove(ctx, tx, stream, id)
 		if err != nil {
 			return err
 		}
-		event, reason, err := check(next, head)
+		event, text, err := store.CheckMove(skip, stream, l.next, l.head, l.oldest, toSeq, reason)
 		if err != nil {
-			return err
-		}
-		var oldest int64
-		if err := tx.QueryRow(ctx, sqlOldest, stream).Scan(&oldest); err != nil {
-			return s.dbErr(ctx, op+": read the low-water mark", err)
-		}
-		if err := store.CheckRetained(stream, toSeq, uint64(oldest)); err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
 		b.Queue(sqlSetPending, stream)
 		b.Queue(sqlMove, stream, id, int64(toSeq), at)
-		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: event, Seq: next, Error: reason})
-		if err := s.dbErr(ctx, op, tx.SendBatch(ctx, b).Close()); err != nil || eventKind == "" {
-			return err
+		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: event, Seq: l.next, Error: text})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil || !skip {
+			return s.dbErr(ctx, op, err)
 		}
-		return s.registrationEvent(ctx, tx, eventKind, stream, id, toSeq, push.ByOperator, reason, at)
+		return s.registrationEvent(ctx, tx, push.KindSkipped, stream, id, toSeq, push.ByOperator, text, at)
 	})
 }
 
-// lockForMove locks the stream row, then the registration's row (the lock
-// order of appends and sweeps), and returns the cursor, the parked flag and
-// the stream's head.
-func (s *Store) lockForMove(ctx context.Context, tx pgx.Tx, stream, id string) (next uint64, parked bool, head uint64, err error) {
-	var h, n int64
-	b := &pgx.Batch{}
-	b.Queue(sqlLockStreamHead, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&h) })
-	b.Queue(sqlLockRegistration, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&n, &parked) })
-	err = tx.SendBatch(ctx, b).Close()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, 0, notFound(stream, id)
-	}
-	if err != nil {
-		return 0, false, 0, s.dbErr(ctx, "lock registration", err)
-	}
-	return uint64(n), parked, uint64(h), nil
+// moveLock is what an operator's change reads under its locks.
+type moveLock struct {
+	next, head, oldest uint64
+	parked             bool
 }
 
-// AddEvidence implements push.Store.
+// lockForMove locks the stream row, then the registration's (the lock order
+// of the sequencer and of Due).
+func (s *Store) lockForMove(ctx context.Context, tx pgx.Tx, stream, id string) (moveLock, error) {
+	var l moveLock
+	b := &pgx.Batch{}
+	b.Queue(sqlLockStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&l.head, &l.oldest) })
+	b.Queue(sqlLockRegistration, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&l.next, &l.parked) })
+	err := tx.SendBatch(ctx, b).Close()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, notFound(stream, id)
+	}
+	return l, s.dbErr(ctx, "lock registration", err)
+}
+
+// registrationEvent appends, in tx, herald's event of kind about
+// registration stream/id (push.RegistrationEvent).
+func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
+	r := push.Registration{Stream: stream, ID: id}
+	if err := tx.QueryRow(ctx, sqlRegistrationForEvent, stream, id).Scan(&r.Namespace, &r.URL); err != nil {
+		return s.dbErr(ctx, "read the registration for its event", err)
+	}
+	e, ok := push.RegistrationEvent(kind, r, cursor, by, reason, at)
+	return s.event(ctx, tx, e, ok)
+}
+
+// event appends herald's operational event e, if ok, to push.EventsStream
+// in tx, the change's transaction, with AppendTx's plain INSERT.
+func (s *Store) event(ctx context.Context, tx pgx.Tx, e journal.Entry, ok bool) error {
+	if !ok {
+		return nil
+	}
+	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
+		return fmt.Errorf("postgres: append operational event %s: %w", e.Kind, err)
+	}
+	s.poke() // it commits with tx: number it soon
+	return nil
+}
+
+// AddEvidence implements push.Store. A message skipped by policy appends
+// herald's event in the evidence's transaction.
 func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	if !validKey(ev.Stream, ev.Registration) {
 		return notFound(ev.Stream, ev.Registration)
@@ -338,8 +376,8 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		return rows.Err()
 	})
 	queueEvidence(b, ev)
-	if ev.Event != push.EventSkipped {
-		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	send := func(q querier) error {
+		if err := q.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "add evidence", err)
 		}
 		if !found {
@@ -347,21 +385,19 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		}
 		return nil
 	}
-	// A message skipped by policy: its event commits with the evidence.
+	if ev.Event != push.EventSkipped {
+		return send(s.pool)
+	}
 	return s.inTx(ctx, "add evidence", func(tx pgx.Tx) error {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, "add evidence", err)
-		}
-		if !found {
-			return notFound(ev.Stream, ev.Registration)
+		if err := send(tx); err != nil {
+			return err
 		}
 		return s.registrationEvent(ctx, tx, push.KindSkipped, ev.Stream, ev.Registration, ev.Seq, push.ByPolicy, ev.Clean().Error, ev.At)
 	})
 }
 
-// queueEvidence queues the insert of ev and the trim to push.MaxEvidence
-// rows; the caller has queued, before them, a statement that locks the
-// registration's row.
+// queueEvidence queues the insert of ev and the trim; a statement queued
+// before them has locked the registration's row.
 func queueEvidence(b *pgx.Batch, ev push.Evidence) {
 	b.Queue(sqlInsertEvidence, evidenceArgs(ev)...)
 	queueTrim(b, ev.Stream, ev.Registration)
@@ -374,7 +410,7 @@ func queueTrim(b *pgx.Batch, stream, id string) {
 }
 
 // evidenceArgs returns the parameters $1…$14 of insertEvidence: ev cleaned
-// (push.Evidence.Clean: valid UTF-8, no NUL, bounded), as stores must.
+// (push.Evidence.Clean), as stores must.
 func evidenceArgs(ev push.Evidence) []any {
 	ev = ev.Clean()
 	return []any{ev.Stream, ev.Registration, ev.At, clean(ev.Event), int64(min(ev.Seq, maxSeq)),
@@ -384,39 +420,30 @@ func evidenceArgs(ev push.Evidence) []any {
 
 // Evidence implements push.Store.
 func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]push.Evidence, error) {
-	if limit < 0 {
-		return nil, journal.Invalid("limit", "is %d: it must not be negative", limit)
-	}
-	if limit == 0 || limit > push.MaxEvidence {
-		limit = push.MaxEvidence
+	limit, err := store.EvidenceLimit(limit)
+	if err != nil {
+		return nil, err
 	}
 	if !validKey(stream, id) {
 		return nil, notFound(stream, id)
 	}
-	var (
-		exists bool
-		out    = []push.Evidence{}
-	)
+	var exists bool
+	out := []push.Evidence{}
 	b := &pgx.Batch{}
 	b.Queue(sqlRegistrationExists, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
-	b.Queue(sqlEvidence, stream, id, limit).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			ev := push.Evidence{Stream: stream, Registration: id}
-			var (
-				seq, duration int64
-				body          []byte
-				notBefore     = nullTime(time.Time{})
-			)
-			if err := rows.Scan(&ev.At, &ev.Event, &seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status,
-				&body, &ev.Location, &duration, &ev.Error, &notBefore); err != nil {
-				return err
-			}
-			ev.At, ev.Seq, ev.Body = ev.At.UTC(), uint64(seq), string(body)
-			ev.Duration, ev.NotBefore = time.Duration(duration), timeOf(notBefore)
-			out = append(out, ev)
-		}
-		return rows.Err()
-	})
+	b.Queue(sqlEvidence, stream, id, limit).Query(appendTo(&out, func(row pgx.CollectableRow) (push.Evidence, error) {
+		ev := push.Evidence{Stream: stream, Registration: id}
+		var (
+			seq, duration int64
+			body          []byte
+			notBefore     pgtype.Timestamptz
+		)
+		err := row.Scan(&ev.At, &ev.Event, &seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status,
+			&body, &ev.Location, &duration, &ev.Error, &notBefore)
+		ev.At, ev.Seq, ev.Body = ev.At.UTC(), uint64(seq), string(body)
+		ev.Duration, ev.NotBefore = time.Duration(duration), timeOf(notBefore)
+		return ev, err
+	}))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.dbErr(ctx, "evidence", err)
 	}

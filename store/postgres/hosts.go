@@ -11,45 +11,42 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store"
 )
 
 var _ push.HostStore = (*Store)(nil)
 
-// Host health lives in herald_host (migrations/001_init.up.sql). The
-// rules are push's (Host.Failed, Answered, Probed); this file keeps their
-// results. Due holds
-// the registrations of a host that is not up and lets one probe through
-// (due.go, queries.go); a held registration keeps its stream pending, which
-// costs the sweep a read, never a write.
+// Host health is kept in herald_host; its rules are push's (Host.Failed,
+// Answered, Probed). Due holds the registrations of a host that is not up
+// but for one probe.
 
 func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	var (
 		h                  push.Host
 		probeAt, failureAt pgtype.Timestamptz
 	)
-	dest := append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
+	if err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt}, extra...)...); err != nil {
 		return push.Host{}, err
 	}
-	h.Since = h.Since.UTC()
-	if probeAt.Valid {
-		h.NextProbeAt = probeAt.Time.UTC()
-	}
-	if failureAt.Valid {
-		h.LastFailureAt = failureAt.Time.UTC()
-	}
+	h.Since, h.NextProbeAt, h.LastFailureAt = h.Since.UTC(), timeOf(probeAt), timeOf(failureAt)
 	return h, nil
 }
 
-func putHostArgs(h push.Host) []any {
-	return []any{h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt), clean(h.LastError), nullTime(h.LastFailureAt)}
+// putHost sends b in tx with the write of h, then appends herald's event if
+// the host's state changed from old's.
+func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h push.Host) error {
+	b.Queue(sqlPutHost, h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt),
+		clean(h.LastError), nullTime(h.LastFailureAt))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return s.dbErr(ctx, op, err)
+	}
+	e, ok := push.HostEvent(old, h)
+	return s.event(ctx, tx, e, ok)
 }
 
 // claimedHosts finishes Due's transaction for host health: the probe each
 // owned host got moves its next probe instant, and batch.Hosts reports the
 // troubled hosts of the claimed registrations.
-func (s *Store) claimedHosts(ctx context.Context, tx *pgx.Conn, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
+func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
 	if len(batch.Registrations) == 0 || len(troubled)+len(probes) == 0 {
 		return nil
 	}
@@ -74,9 +71,7 @@ func (s *Store) claimedHosts(ctx context.Context, tx *pgx.Conn, q push.DueQuery,
 	}
 	b := &pgx.Batch{}
 	for i, h := range batch.Hosts {
-		if _, ok := probes[h.Host]; ok {
-			// This claim is the host's probe (its row is locked by this
-			// transaction since sqlLockProbes).
+		if _, ok := probes[h.Host]; ok { // this claim is the host's probe
 			batch.Hosts[i] = h.Probed(q.At)
 			b.Queue(sqlMoveProbe, h.Host, batch.Hosts[i].Probes, batch.Hosts[i].NextProbeAt)
 		}
@@ -84,7 +79,7 @@ func (s *Store) claimedHosts(ctx context.Context, tx *pgx.Conn, q push.DueQuery,
 	if b.Len() == 0 {
 		return nil
 	}
-	return s.dbErr(ctx, "due: move probes", tx.SendBatch(ctx, b).Close())
+	return s.dbErr(ctx, "due: move probes", conn.SendBatch(ctx, b).Close())
 }
 
 // HostFailed implements push.HostStore: the registration's write, its
@@ -105,22 +100,11 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 	var h push.Host
 	err := s.inTx(ctx, "record host failure", func(tx pgx.Tx) error {
 		var (
-			found    bool
-			owner    string
-			head     int64
-			cursor   int64
-			failures int
-			old      push.Host
+			fc  fence
+			old push.Host
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
-			defer rows.Close()
-			if rows.Next() {
-				found = true
-				return rows.Scan(&owner, &head, &cursor, &failures)
-			}
-			return rows.Err()
-		})
+		fc.queue(b, c)
 		b.Queue(sqlEnsureHost, f.Host, f.Evidence.At)
 		b.Queue(sqlLockHost, f.Host).QueryRow(func(row pgx.Row) (err error) {
 			old, err = scanHost(row)
@@ -129,34 +113,21 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "record host failure", err)
 		}
-		switch {
-		case !found:
-			return notFound(c.Stream, c.ID)
-		case owner != c.Owner:
-			return fmt.Errorf("record host failure of %s under the lease of %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
-		}
-		if err := store.ValidateCursor(f.NextSeq, uint64(head)); err != nil {
+		if err := fc.refusal("record host failure of", c, f.NextSeq); err != nil {
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-		if e, ok := push.HostEvent(old, h); ok {
-			if err := s.appendEvent(ctx, tx, e); err != nil {
-				return err
-			}
-			s.poke()
+		failures := fc.reg.HostFailures + 1
+		if f.NextSeq > fc.reg.NextSeq {
+			failures = 1
 		}
 		ev := f.Evidence
 		ev.Stream, ev.Registration = c.Stream, c.ID
-		if int64(f.NextSeq) > cursor {
-			failures = 0
-		}
-		failures++
 		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
 		b = &pgx.Batch{}
-		b.Queue(sqlPutHost, putHostArgs(h)...)
 		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
 		queueTrim(b, c.Stream, c.ID)
-		return s.dbErr(ctx, "record host failure", tx.SendBatch(ctx, b).Close())
+		return s.putHost(ctx, tx, "record host failure", b, old, h)
 	})
 	if err != nil {
 		return push.Host{}, err
@@ -201,16 +172,7 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		if h.State == old.State && h.Failures == old.Failures && h.Probes == old.Probes && h.NextProbeAt.Equal(old.NextProbeAt) {
 			return nil
 		}
-		if _, err = tx.Exec(ctx, sqlPutHost, putHostArgs(h)...); err != nil {
-			return s.dbErr(ctx, "write host", err)
-		}
-		if e, ok := push.HostEvent(old, h); ok {
-			if err := s.appendEvent(ctx, tx, e); err != nil {
-				return err
-			}
-			s.poke()
-		}
-		return nil
+		return s.putHost(ctx, tx, "write host", &pgx.Batch{}, old, h)
 	})
 	if err != nil {
 		return push.Host{}, err
@@ -227,23 +189,10 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	if !validText(q.Host) || !validText(q.After) {
 		return nil, journal.Invalid("host", "is not valid UTF-8 text")
 	}
-	rows, err := s.pool.Query(ctx, sqlHosts, q.Host, q.State, q.After, limit)
-	if err != nil {
-		return nil, s.dbErr(ctx, "list hosts", err)
-	}
-	defer rows.Close()
-	var out []push.Host
-	for rows.Next() {
+	return query(ctx, s, "list hosts", nil, func(row pgx.CollectableRow) (push.Host, error) {
 		var held int64
-		h, err := scanHost(rows, &held)
-		if err != nil {
-			return nil, s.dbErr(ctx, "list hosts", err)
-		}
+		h, err := scanHost(row, &held)
 		h.Held = int(held)
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(ctx, "list hosts", err)
-	}
-	return out, nil
+		return h, err
+	}, sqlHosts, q.Host, q.State, q.After, limit)
 }

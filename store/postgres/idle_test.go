@@ -122,7 +122,7 @@ func explain(t *testing.T, s *postgres.Store, sql string, args ...any) map[strin
 	tx, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx)
-	for _, setting := range postgres.SQLDueSettings {
+	for _, setting := range postgres.SQLPlanner {
 		_, err := tx.Exec(ctx, setting)
 		require.NoError(t, err)
 	}

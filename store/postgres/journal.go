@@ -14,14 +14,11 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Append implements journal.Journal in a transaction of its own: it
-// commits the records, runs a sequencer step (waiting for one running
-// elsewhere to end first) and returns them with their seqs (Seq 0 for a
-// record pruned before Append could read its seq: delivered to every
-// registration already, under a retention of 0). A record that
-// the step refuses (its stream's final record was numbered first: the
-// package doc, "Sealing") is a *journal.SealedError; it stays stored,
-// refused (Refused lists it), and is never delivered.
+// Append implements journal.Journal in a transaction of its own: it commits
+// the records, runs a sequencer step (waiting for one running elsewhere to
+// end first) and returns them with their seqs (Seq 0 for a record already
+// pruned again, under a retention of 0). A record the step refuses (package
+// doc, "Sealing") is a *journal.SealedError.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
@@ -38,82 +35,48 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if !slices.ContainsFunc(out, func(r journal.Record) bool { return r.Seq == 0 }) {
 		return out, nil
 	}
-	if _, err := s.sequence(ctx, seqWait); err != nil {
+	if _, err := s.sequence(ctx, nil, seqWait, nil); err != nil {
 		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", journal.Shown(stream), err)
 	}
-	return s.withSeqs(ctx, stream, out)
-}
-
-// withSeqs fills in the seqs the sequencer gave out's records.
-func (s *Store) withSeqs(ctx context.Context, stream string, out []journal.Record) ([]journal.Record, error) {
-	ids := make([]string, len(out))
-	for i, r := range out {
-		ids[i] = r.ID
-	}
-	seqs := map[string]int64{}
-	refused := false
-	rows, err := s.pool.Query(ctx, sqlSeqsOf, ids)
-	if err == nil {
-		var (
-			id  string
-			seq int64
-			ref bool
-		)
-		_, err = pgx.ForEachRow(rows, []any{&id, &seq, &ref}, func() error {
-			seqs[id], refused = seq, refused || ref
-			return nil
-		})
-	}
+	rows, err := s.pool.Query(ctx, sqlLookupIDs, entryIDs(entries))
+	numbered, err := collectStored(rows, err)
 	if err != nil {
 		return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the seqs", err)
 	}
-	if refused {
-		var final int64
-		if err := s.pool.QueryRow(ctx, sqlFinalSeq, stream).Scan(&final); err != nil {
-			return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the final seq", err)
+	for _, n := range numbered {
+		if n.refused {
+			return nil, s.sealed(ctx, s.pool, stream, nil)
 		}
-		return nil, &journal.SealedError{Stream: stream, FinalSeq: uint64(final)}
 	}
-	for i := range out {
-		seq, found := seqs[out[i].ID]
-		if !found {
-			// Numbered, delivered to every registration and pruned
-			// already (a retention of 0 can be that quick): the append
-			// stands, and its seq is gone with it.
-			continue
-		}
-		out[i].Seq = uint64(seq)
-		if out[i].Seq == 0 {
-			return nil, fmt.Errorf("append to %s: record %q is committed but has no seq after a sequencer step: %w", stream, out[i].ID, journal.ErrNotFound)
+	for i, r := range out {
+		n, found := numbered[r.ID]
+		switch {
+		case !found: // numbered, delivered and pruned already: its seq is gone with it
+		case n.Seq == 0:
+			return nil, fmt.Errorf("append to %s: record %q is committed but has no seq after a sequencer step: %w", stream, r.ID, journal.ErrNotFound)
+		default:
+			out[i].Seq = n.Seq
 		}
 	}
 	return out, nil
 }
 
 // AppendTx appends entries to stream inside the caller's transaction tx, so
-// that the records commit or roll back with the caller's own writes (the
-// transactional outbox). Validation, idempotency and errors are Append's,
-// decided here, before tx commits: an id stored with the same content
-// returns the stored record; with other content, a *journal.ConflictError;
-// a stream that is sealed (or has a committed final record not yet
-// numbered), a *journal.SealedError.
+// that the records commit or roll back with the caller's own writes.
+// Validation, idempotency and errors are Append's, decided before tx
+// commits: an id stored with the same content returns the stored record;
+// with other content, a *journal.ConflictError; a stream that is sealed (or
+// has a committed final record not yet numbered), a *journal.SealedError.
+// It takes no lock but the unique index entry of each new id.
 //
-// AppendTx writes one row per new record and takes no lock but the unique
-// index entry of each new id, so it does not slow the caller's commit or
-// serialise writers of a stream. The seq is assigned after tx commits, by
-// the sequencer (package doc, "Appending"): the records it returns for new
-// entries have Seq 0, meaning not yet assigned; a stored record returned
-// for a repeated id carries its seq if it has one. The seq is known once a
-// sequencer step after the commit ran: within milliseconds under a daemon
-// (RunSequencer), at the next Due or Append of any process, or at once by
-// calling Sequence; Lookup then returns it. Readers never see a record
-// before it has its seq.
+// The seq is assigned after tx commits (package doc, "Appending"): new
+// records come back with Seq 0, and Lookup finds them once a sequencer step
+// ran: within milliseconds under RunSequencer, at the next Due or Append of
+// any process, or at once with Sequence.
 //
-// An error from AppendTx (bad input, conflict, sealed stream) leaves tx
-// usable: nothing was written in it by the failed call. A database failure
-// may have aborted tx; then roll it back. tx may run at any isolation
-// level; under REPEATABLE READ or SERIALIZABLE, an id that another
-// transaction committed after tx's snapshot fails with ErrRetry.
+// A refusal leaves tx usable; a database failure may have aborted it. Under
+// REPEATABLE READ or SERIALIZABLE, an id that another transaction committed
+// after tx's snapshot fails with ErrRetry.
 func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	if tx == nil {
 		return nil, journal.Invalid("tx", "is nil")
@@ -138,13 +101,12 @@ type stored struct {
 }
 
 // appendTx appends validated entries in tx. Usually one round trip: the
-// insert, which checks the seal and that no id is stored. Else the lookup
-// decides (idempotent repeat, conflict, sealed stream) and the new entries
-// are inserted. The records come back with Seq 0 for the new ones.
+// insert, which checks the seal and that no id is stored; if either fails,
+// the lookup decides (idempotent repeat, conflict, sealed stream) and the
+// new entries are inserted.
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
-	// The digests in one array, and for one entry (the usual append) no
-	// index list to build: allocations are a share of AppendTx's cost
-	// (issue 15, in the history of BENCHMARKS.md).
+	// One array of digests, and for one entry no index list: allocations
+	// are a share of AppendTx's cost.
 	digests, flat := make([][]byte, len(entries)), make([]byte, 0, sha256.Size*len(entries))
 	for i, e := range entries {
 		d := journal.Digest(stream, e)
@@ -159,59 +121,42 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		}
 	}
 	out := make([]journal.Record, len(entries))
-	blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out)
-	if err != nil || !blocked {
+	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
 		if err != nil {
 			return nil, err
 		}
 		return out, nil
 	}
 
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.ID
-	}
 	var (
 		finalSeq     *int64
 		pendingFinal bool
-		existing     = map[string]stored{}
+		existing     map[string]stored
 	)
 	b := &pgx.Batch{}
 	b.Queue(sqlSealState, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&finalSeq, &pendingFinal) })
-	b.Queue(sqlLookupIDs, ids).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r stored
-			var seq int64
-			if err := rows.Scan(&r.ID, &r.Stream, &seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt,
-				&r.Traceparent, &r.Tracestate, &r.digest, &r.refused); err != nil {
-				return err
-			}
-			r.Seq, r.AppendedAt = uint64(seq), r.AppendedAt.UTC()
-			existing[r.ID] = r
-		}
-		return rows.Err()
+	b.Queue(sqlLookupIDs, entryIDs(entries)).Query(func(rows pgx.Rows) (err error) {
+		existing, err = collectStored(rows, nil)
+		return err
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
 	}
-
 	// Check everything before writing anything: a batch is all-or-nothing.
 	var fresh []int
 	for i, e := range entries {
 		old, ok := existing[e.ID]
-		if !ok {
+		switch {
+		case !ok:
 			fresh = append(fresh, i)
-			continue
-		}
-		if old.Stream != stream || !bytes.Equal(old.digest, digests[i]) {
+		case old.Stream != stream || !bytes.Equal(old.digest, digests[i]):
 			return nil, s.conflict(ctx, tx, stream, e)
-		}
-		if old.refused {
+		case old.refused:
 			return nil, s.sealed(ctx, tx, stream, finalSeq)
+		default:
+			out[i] = old.Record
+			out[i].Payload = clonePayload(e.Payload)
 		}
-		rec := old.Record
-		rec.Payload = clonePayload(e.Payload)
-		out[i] = rec
 	}
 	if len(fresh) == 0 {
 		return out, nil
@@ -219,20 +164,20 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if finalSeq != nil || pendingFinal {
 		return nil, s.sealed(ctx, tx, stream, finalSeq)
 	}
-	if blocked, err = s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil {
-		return nil, err
-	}
-	if blocked {
-		// Sealed, or one of the fresh ids stored, since the lookup.
-		if err := tx.QueryRow(ctx, sqlSealState, stream).Scan(&finalSeq, &pendingFinal); err != nil {
-			return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
+	if blocked, err := s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil || !blocked {
+		if err != nil {
+			return nil, err
 		}
-		if finalSeq != nil || pendingFinal {
-			return nil, s.sealed(ctx, tx, stream, finalSeq)
-		}
-		return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
+		return out, nil
 	}
-	return out, nil
+	// Sealed, or one of the fresh ids stored, since the lookup.
+	if err := tx.QueryRow(ctx, sqlSealState, stream).Scan(&finalSeq, &pendingFinal); err != nil {
+		return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
+	}
+	if finalSeq != nil || pendingFinal {
+		return nil, s.sealed(ctx, tx, stream, finalSeq)
+	}
+	return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 }
 
 // insert inserts entries[fresh] (sqlInsertRecord for one, sqlInsertRecords
@@ -240,25 +185,19 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 // because the stream is sealed or an id is stored. Of more entries, an id
 // committed by another transaction meanwhile undoes the insert, keeping tx
 // usable, and is reported as a conflict; of one, it is blocked, and the
-// lookup decides (the idempotent repeat, or a conflict).
+// lookup decides.
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
 	if n == 1 {
-		// One entry: no arrays, which only sqlInsertRecords reads.
 		i := fresh[0]
 		e := entries[i]
 		payload := clonePayload(e.Payload)
 		ct, err := tx.Exec(ctx, sqlInsertRecord, stream, e.ID, e.Kind, e.ContentType, payload, e.Final, digests[i], at, e.Traceparent, e.Tracestate)
-		if err != nil {
-			return false, s.dbErr(ctx, "append to "+stream, err)
+		if err != nil || ct.RowsAffected() == 0 {
+			return err == nil, s.dbErr(ctx, "append to "+stream, err)
 		}
-		if ct.RowsAffected() == 0 {
-			return true, nil
-		}
-		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: payload, Final: e.Final, AppendedAt: at,
-			Traceparent: e.Traceparent, Tracestate: e.Tracestate}
+		out[i] = record(stream, e, payload, at)
 		return false, nil
 	}
 	var (
@@ -275,11 +214,8 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 	}
 	var inserted []string
 	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, fParents, fStates).Scan(&inserted, &blocked)
-	if err != nil {
-		return false, s.dbErr(ctx, "append to "+stream, err)
-	}
-	if blocked {
-		return true, nil
+	if err != nil || blocked {
+		return blocked, s.dbErr(ctx, "append to "+stream, err)
 	}
 	if len(inserted) < n {
 		// An id of the batch was committed, by another transaction, after
@@ -296,12 +232,38 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		return false, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 	}
 	for k, i := range fresh {
-		e := entries[i]
-		out[i] = journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind,
-			ContentType: e.ContentType, Payload: fPayloads[k], Final: e.Final, AppendedAt: at,
-			Traceparent: e.Traceparent, Tracestate: e.Tracestate}
+		out[i] = record(stream, entries[i], fPayloads[k], at)
 	}
 	return false, nil
+}
+
+func record(stream string, e journal.Entry, payload []byte, at time.Time) journal.Record {
+	return journal.Record{Stream: stream, ID: e.ID, Kind: e.Kind, ContentType: e.ContentType, Payload: payload,
+		Final: e.Final, AppendedAt: at, Traceparent: e.Traceparent, Tracestate: e.Tracestate}
+}
+
+func entryIDs(entries []journal.Entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// collectStored reads sqlLookupIDs' rows (or fails with err) by id.
+func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]stored{}
+	var r stored
+	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Stream, &r.Seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt,
+		&r.Traceparent, &r.Tracestate, &r.digest, &r.refused}, func() error {
+		r.AppendedAt = r.AppendedAt.UTC()
+		found[r.ID] = r
+		return nil
+	})
+	return found, err
 }
 
 // sealed returns the *journal.SealedError of stream: FinalSeq is 0 while
@@ -317,23 +279,19 @@ func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *
 	return &journal.SealedError{Stream: stream, FinalSeq: uint64(*finalSeq)}
 }
 
-// conflict loads the record stored under e.ID and returns the
-// *journal.ConflictError naming the first field that differs, or nil if
-// there is no such record or it has the same content.
+// conflict returns the *journal.ConflictError naming the first field in
+// which the record stored under e.ID differs from e, or nil if there is no
+// such record or it has the same content (a digest written by another
+// definition: the content decides).
 func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journal.Entry) error {
 	rec, err := s.lookup(ctx, tx, sqlLookupAny, e.ID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
-		if errors.Is(err, journal.ErrNotFound) {
-			return nil
-		}
 		return err
 	}
-	if err := journal.Same(rec, stream, e); err != nil {
-		return err
-	}
-	// Same content, yet another digest: a digest written by a different
-	// definition. The content decides; report nothing.
-	return nil
+	return journal.Same(rec, stream, e)
 }
 
 // onlyFirst is the index list of a one-entry append (read, never written).
@@ -346,35 +304,19 @@ func clonePayload(p []byte) []byte {
 	return bytes.Clone(p)
 }
 
-// Read implements journal.Journal. Only sequenced records are read, and
-// since the sequencer numbers committed records only, in order, a reader
-// that sees #n has seen every record before it.
+// Read implements journal.Journal. It reads numbered records only.
 func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
 	if err := journal.ValidateRead(stream, fromSeq, limit); err != nil {
 		return nil, err
 	}
-	out := []journal.Record{}
 	if fromSeq > maxSeq {
-		return out, nil
+		return []journal.Record{}, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlRead, stream, int64(fromSeq), limit)
-	if err != nil {
-		return nil, s.dbErr(ctx, "read "+stream, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r := journal.Record{Stream: stream}
-		var seq int64
-		if err := rows.Scan(&seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &r.AppendedAt, &r.Traceparent, &r.Tracestate); err != nil {
-			return nil, s.dbErr(ctx, "read "+stream, err)
-		}
-		r.Seq, r.AppendedAt = uint64(seq), r.AppendedAt.UTC()
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(ctx, "read "+stream, err)
-	}
-	return out, nil
+	return query(ctx, s, "read "+stream, []journal.Record{}, func(row pgx.CollectableRow) (journal.Record, error) {
+		r, err := scanRecord(row)
+		r.Stream = stream
+		return r, err
+	}, sqlRead, stream, int64(fromSeq), limit)
 }
 
 // Head implements journal.Journal.
@@ -382,15 +324,12 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	if err := journal.ValidateStream(stream); err != nil {
 		return 0, err
 	}
-	var head int64
+	var head uint64
 	err := s.pool.QueryRow(ctx, sqlHead, stream).Scan(&head)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, s.dbErr(ctx, "head of "+stream, err)
 	}
-	return uint64(head), nil
+	return head, nil
 }
 
 // Lookup implements journal.Journal. A record committed by AppendTx is
@@ -402,30 +341,30 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	return s.lookup(ctx, s.pool, sqlLookup, id)
 }
 
-// querier is what pgxpool.Pool, pgx.Conn and pgx.Tx share.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 func (s *Store) lookup(ctx context.Context, q querier, query, id string) (journal.Record, error) {
-	var r journal.Record
-	var seq int64
-	var at time.Time
-	err := q.QueryRow(ctx, query, id).Scan(&r.Stream, &seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &at, &r.Traceparent, &r.Tracestate)
+	var stream string
+	r, err := scanRecord(q.QueryRow(ctx, query, id), &stream)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
 	if err != nil {
 		return journal.Record{}, s.dbErr(ctx, "lookup record", err)
 	}
-	r.Seq, r.AppendedAt = uint64(seq), at.UTC()
+	r.Stream = stream
 	return r, nil
 }
 
-// RefusedRecord is a record the sequencer refused: its transaction
-// committed after its stream's final record had been sequenced (or it is a
-// second final record). It has no seq, is never read nor delivered, and is
-// kept for an operator to see.
+// scanRecord reads recordColumns, then extra.
+func scanRecord(row pgx.Row, extra ...any) (journal.Record, error) {
+	var r journal.Record
+	err := row.Scan(append([]any{&r.Seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &r.AppendedAt, &r.Traceparent, &r.Tracestate}, extra...)...)
+	r.AppendedAt = r.AppendedAt.UTC()
+	return r, err
+}
+
+// RefusedRecord is a record the sequencer refused (package doc, "Sealing"):
+// it has no seq, is never read nor delivered, and is kept for an operator to
+// see.
 type RefusedRecord struct {
 	Stream, ID, Kind string
 	AppendedAt       time.Time // UTC
@@ -444,18 +383,10 @@ func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]Refuse
 	if limit < 1 {
 		return nil, journal.Invalid("limit", "is %d: it must be at least 1", limit)
 	}
-	rows, err := s.pool.Query(ctx, sqlRefused, stream, limit)
-	out := []RefusedRecord{}
-	if err == nil {
+	return query(ctx, s, "list refused records", []RefusedRecord{}, func(row pgx.CollectableRow) (RefusedRecord, error) {
 		var r RefusedRecord
-		_, err = pgx.ForEachRow(rows, []any{&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason}, func() error {
-			r.AppendedAt = r.AppendedAt.UTC()
-			out = append(out, r)
-			return nil
-		})
-	}
-	if err != nil {
-		return nil, s.dbErr(ctx, "list refused records", err)
-	}
-	return out, nil
+		err := row.Scan(&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason)
+		r.AppendedAt = r.AppendedAt.UTC()
+		return r, err
+	}, sqlRefused, stream, limit)
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldpush/herald/journal"
@@ -32,8 +35,8 @@ type Store struct {
 	sequencing atomic.Int32     // RunSequencer loops running: Due leaves the numbering to them
 	ownPID     atomic.Uint32    // backend of RunSequencerWaking's connection (0: none): Listeners skip its notifications
 	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
-	page       int              // sequencerPage; tests make it smaller
-	seqBusy    time.Duration    // RunSequencer's longest interval while records come (WithSequencerInterval)
+	page       int              // the most records a step numbers (sequencerPage; tests make it smaller)
+	seqBusy    time.Duration    // WithSequencerInterval
 
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
@@ -46,28 +49,18 @@ type Option func(*Store)
 // time.Now). Instants are kept to the microsecond, PostgreSQL's precision.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithSequencerInterval sets the longest interval between RunSequencer's
-// steps while records keep coming (DefaultSequencerInterval; from
-// MinSequencerInterval to MaxSequencerInterval): the most a committed
-// record waits for its seq, plus one step. Longer makes fewer, larger
-// steps, each a commit and about a millisecond of server CPU; the minimum
-// polls at a fixed 5 ms, as herald did before.
+// WithSequencerInterval sets RunSequencer's longest interval between steps
+// while records keep coming, from MinSequencerInterval to
+// MaxSequencerInterval (default DefaultSequencerInterval): the most a
+// committed record waits for its seq, plus one step. Longer makes fewer,
+// larger steps, each a commit and about a millisecond of server CPU.
 func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
 }
 
-// The bounds of WithSequencerInterval, and its default.
-const (
-	DefaultSequencerInterval = sequencerPollBusy
-	MinSequencerInterval     = sequencerPollMin
-	MaxSequencerInterval     = sequencerPollMax
-)
-
 // Open connects to the database at url (a postgres:// URL or key=value
-// connection string, with pgxpool's pool_* parameters) with its own pool,
-// and checks the schema as New does. Errors: journal.ErrInvalid (url cannot
-// be parsed; the error does not repeat it), ErrUnavailable (cannot connect),
-// and New's.
+// connection string, with pgxpool's pool_* parameters) with a pool of its
+// own, and checks the schema as New does. Errors: NewPool's and New's.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	pool, err := NewPool(ctx, url)
 	if err != nil {
@@ -82,10 +75,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// NewPool returns a pgxpool for url, for New. It connects lazily but checks
-// that the server answers. Errors: journal.ErrInvalid (url cannot be
-// parsed; the error does not repeat it, which may hold a password),
-// ErrUnavailable.
+// NewPool returns a pgxpool for url, for New, having checked that the server
+// answers. Errors: journal.ErrInvalid (url cannot be parsed; the error does
+// not repeat it, which may hold a password), ErrUnavailable.
 func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return newPool(ctx, url, nil)
 }
@@ -98,35 +90,35 @@ func newPool(ctx context.Context, url string, params map[string]string) (*pgxpoo
 	}
 	maps.Copy(cfg.ConnConfig.RuntimeParams, params)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, dbError(ctx, "connect", err)
+	if err == nil {
+		if err = pool.Ping(ctx); err != nil {
+			pool.Close()
+		}
 	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
+	if err != nil {
 		return nil, dbError(ctx, "connect", err)
 	}
 	return pool, nil
 }
 
 // New returns a Store over pool, which the caller keeps and closes (after
-// Close). It checks the database's schema version and changes nothing if it
-// is not this binary's. Errors wrap store.ErrSchemaBehind (run `herald
-// migrate up`), store.ErrSchemaAhead, store.ErrSchemaDirty, store.ErrNotHerald, or
-// ErrUnavailable.
+// Close), for AppendTx in the caller's transactions. It changes nothing, and
+// refuses a database whose schema is not this binary's: errors wrap
+// store.ErrSchemaBehind (run `herald migrate up`), store.ErrSchemaAhead,
+// store.ErrSchemaDirty, store.ErrNotHerald, or ErrUnavailable.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now,
-		appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: sequencerPollBusy}
+	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.now == nil {
 		return nil, journal.Invalid("clock", "is nil")
 	}
-	if s.seqBusy < sequencerPollMin || s.seqBusy > sequencerPollMax {
-		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, sequencerPollMin, sequencerPollMax)
+	if s.seqBusy < MinSequencerInterval || s.seqBusy > MaxSequencerInterval {
+		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, MinSequencerInterval, MaxSequencerInterval)
 	}
 	if err := checkSchema(ctx, pool); err != nil {
 		return nil, err
@@ -148,8 +140,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// querier is what a pool, a connection and a transaction share.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // inTx runs fn in a transaction of its own and commits it. fn returns errors
-// already translated (dbErr) or herald's own.
+// already translated.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -159,10 +157,53 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return s.dbErr(ctx, op+": commit", err)
+	return s.dbErr(ctx, op+": commit", tx.Commit(ctx))
+}
+
+// onConn runs fn on conn, or on a pooled connection if conn is nil; fn's
+// batches begin and commit a transaction. If fn fails, the transaction is
+// rolled back, or the connection closed if it cannot be.
+func (s *Store) onConn(ctx context.Context, conn *pgx.Conn, op string, fn func(*pgx.Conn) error) error {
+	if conn == nil {
+		pooled, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return s.dbErr(ctx, op, err)
+		}
+		defer pooled.Release()
+		conn = pooled.Conn()
 	}
-	return nil
+	err := fn(conn)
+	if err != nil {
+		if _, rbErr := conn.Exec(context.WithoutCancel(ctx), sqlAbort); rbErr != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	return err
+}
+
+// query runs sql on the pool and appends each row, read by scan, to out.
+func query[T any](ctx context.Context, s *Store, op string, out []T, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err == nil {
+		out, err = pgx.AppendRows(out, rows, scan)
+	}
+	if err != nil {
+		return nil, s.dbErr(ctx, op, err)
+	}
+	return out, nil
+}
+
+// appendTo reads a batch's rows with scan into *out.
+func appendTo[T any](out *[]T, scan pgx.RowToFunc[T]) func(pgx.Rows) error {
+	return func(rows pgx.Rows) (err error) {
+		*out, err = pgx.AppendRows(*out, rows, scan)
+		return err
+	}
+}
+
+// rowTo makes a RowToFunc of a scan that may read extra columns.
+func rowTo[T any](scan func(pgx.Row, ...any) (T, error)) pgx.RowToFunc[T] {
+	return func(row pgx.CollectableRow) (T, error) { return scan(row) }
 }
 
 // stamp returns the store's clock in UTC, to the microsecond.
@@ -180,4 +221,25 @@ func checkSeq(field string, seq uint64) error {
 
 func notFound(stream, id string) error {
 	return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
+}
+
+// validKey reports whether stream and id could name a stored registration:
+// PostgreSQL's text holds neither invalid UTF-8 nor NUL, so a key with them
+// names nothing (and must not reach the server, which would refuse it).
+func validKey(stream, id string) bool { return validText(stream) && validText(id) }
+
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.Contains(s, "\x00")
+}
+
+func timeOf(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -26,7 +25,7 @@ var errDryRun = errors.New("dry run")
 // pass), at most pruneStreams of them and q.Limit records, each stream in a
 // short transaction of its own that locks the stream row (SKIP LOCKED: a
 // stream locked by an append or a sweep waits for the next pass). A dry run
-// does the same and rolls each transaction back.
+// does the same from the first stream and rolls each transaction back.
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
 	q, err := q.Validate()
 	if err != nil {
@@ -34,21 +33,13 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	}
 	s.pruneMu.Lock()
 	defer s.pruneMu.Unlock()
-	from := s.pruneFrom
+	from, limit := s.pruneFrom, pruneStreams+1
 	if q.DryRun {
-		from = ""
+		from, limit = "", maxSeq // a dry run reports a whole pass
 	}
-	limit := pruneStreams + 1
-	if q.DryRun {
-		limit = maxSeq // a dry run reports a whole pass
-	}
-	rows, err := s.pool.Query(ctx, sqlPruneCandidates, from, limit)
+	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], sqlPruneCandidates, from, limit)
 	if err != nil {
-		return store.PruneReport{}, s.dbErr(ctx, "prune: list streams", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return store.PruneReport{}, s.dbErr(ctx, "prune: list streams", err)
+		return store.PruneReport{}, err
 	}
 	var rep store.PruneReport
 	next := ""
@@ -60,15 +51,13 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		if err != nil {
 			return rep, err
 		}
-		rep = rep.Add(one)
-		if rep.Records >= q.Limit {
+		if rep = rep.Add(one); rep.Records >= q.Limit {
 			next = name // it may hold more: the next call starts with it
 			break
 		}
 	}
 	if !q.DryRun {
-		s.pruneFrom = next
-		rep.More = next != ""
+		s.pruneFrom, rep.More = next, next != ""
 	}
 	return rep, nil
 }
@@ -82,24 +71,22 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		var (
 			head, oldest int64
 			sealed       bool
+			low          *int64
+			regs         int
 		)
 		err := tx.QueryRow(ctx, sqlPruneLock, name).Scan(&head, &sealed, &oldest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // locked (next pass) or removed meanwhile
 		}
-		if err != nil {
-			return s.dbErr(ctx, "prune: lock stream", err)
+		if err == nil {
+			err = tx.QueryRow(ctx, sqlPruneLow, name).Scan(&low, &regs)
 		}
-		var (
-			low  *int64
-			regs int
-		)
-		if err := tx.QueryRow(ctx, sqlPruneLow, name).Scan(&low, &regs); err != nil {
-			return s.dbErr(ctx, "prune: read cursors", err)
+		if err != nil {
+			return s.dbErr(ctx, "prune: lock stream and read cursors", err)
 		}
 		to := oldest
-		if lowest := head + 1; low == nil || *low > lowest {
-			low = &lowest
+		if low == nil || *low > head+1 {
+			low = new(head + 1)
 		}
 		if *low > oldest && room > 0 {
 			rows, err := tx.Query(ctx, sqlPruneRun, name, oldest, *low, room)
@@ -125,32 +112,24 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 				return s.dbErr(ctx, "prune: read records", err)
 			}
 		}
+		count := func(n *int) func(pgconn.CommandTag) error {
+			return func(ct pgconn.CommandTag) error { *n += int(ct.RowsAffected()); return nil }
+		}
 		b := &pgx.Batch{}
 		if to > oldest {
 			rep.Streams = 1
 			b.Queue(sqlPruneRecords, name, to)
 			b.Queue(sqlPruneMark, name, to)
 		}
-		b.Queue(sqlPruneRefused, name, cutoff).Exec(func(ct pgconn.CommandTag) error {
-			rep.Records += int(ct.RowsAffected())
-			return nil
-		})
+		b.Queue(sqlPruneRefused, name, cutoff).Exec(count(&rep.Records))
 		if sealed && regs == 0 && to > head {
-			b.Queue(sqlPruneStream, name).Exec(func(ct pgconn.CommandTag) error {
-				rep.Removed = int(ct.RowsAffected())
-				return nil
-			})
+			b.Queue(sqlPruneStream, name).Exec(count(&rep.Removed))
 		}
 		if regs > 0 {
-			b.Queue(sqlPruneEvidence, name, cutoff, push.EventParked).Exec(func(ct pgconn.CommandTag) error {
-				rep.Evidence = int(ct.RowsAffected())
-				return nil
-			})
+			b.Queue(sqlPruneEvidence, name, cutoff, push.EventParked).Exec(count(&rep.Evidence))
 		}
-		if b.Len() > 0 {
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return s.dbErr(ctx, "prune "+name, err)
-			}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "prune "+name, err)
 		}
 		if q.DryRun {
 			return errDryRun
@@ -164,42 +143,22 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 }
 
 // Streams implements store.Retention. Retained bytes are summed over the
-// stream's records: cheap for an operator's look at a few streams, a scan of
-// the journal for a listing of all of them.
+// stream's records: cheap for a few streams, a scan of the journal for all.
 func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
-	limit, err := push.ListLimit(q.Limit)
+	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
 	}
-	if q.Stream != "" {
-		if err := journal.ValidateStream(q.Stream); err != nil {
-			return nil, err
-		}
-	}
-	rows, err := s.pool.Query(ctx, sqlStreams, q.Stream, q.After, limit)
-	if err != nil {
-		return nil, s.dbErr(ctx, "list streams", err)
-	}
-	defer rows.Close()
-	out := []store.StreamInfo{}
-	for rows.Next() {
+	return query(ctx, s, "list streams", []store.StreamInfo{}, func(row pgx.CollectableRow) (store.StreamInfo, error) {
 		var (
-			info                 store.StreamInfo
-			head, oldest, regs64 int64
-			sealed               bool
+			info   store.StreamInfo
+			sealed bool
 		)
-		if err := rows.Scan(&info.Stream, &head, &sealed, &oldest, &regs64, &info.Bytes); err != nil {
-			return nil, s.dbErr(ctx, "list streams", err)
-		}
-		info.Head, info.OldestSeq, info.Registrations = uint64(head), uint64(oldest), int(regs64)
+		err := row.Scan(&info.Stream, &info.Head, &sealed, &info.OldestSeq, &info.Registrations, &info.Bytes)
 		info.Records = info.Head + 1 - info.OldestSeq
 		if sealed {
 			info.FinalSeq = info.Head
 		}
-		out = append(out, info)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(ctx, "list streams", err)
-	}
-	return out, nil
+		return info, err
+	}, sqlStreams, q.Stream, q.After, limit)
 }

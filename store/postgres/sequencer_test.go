@@ -439,7 +439,7 @@ func TestALongTransactionCostsAStepOneProbe(t *testing.T) {
 	tx, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx)
-	for _, setting := range postgres.SQLDueSettings {
+	for _, setting := range postgres.SQLPlanner {
 		_, err := tx.Exec(ctx, setting)
 		require.NoError(t, err)
 	}
@@ -483,7 +483,7 @@ func TestALongTransactionCostsAStepOneProbe(t *testing.T) {
 // the bounds that keep a record's wait for its seq short.
 func TestSequencerCadenceAdaptsToTheLoad(t *testing.T) {
 	const (
-		lo, busy, hi = postgres.SequencerPollMin, postgres.SequencerPollBusy, postgres.SequencerPollMax
+		lo, busy, hi = postgres.MinSequencerInterval, postgres.DefaultSequencerInterval, postgres.MaxSequencerInterval
 		batch        = postgres.SequencerBatch
 	)
 	for _, c := range []struct {
@@ -521,12 +521,12 @@ func TestSequencerCadenceAdaptsToTheLoad(t *testing.T) {
 
 func TestSequencerIntervalOutOfBoundsIsRefused(t *testing.T) {
 	pool := newPool(t)
-	for _, d := range []time.Duration{0, postgres.SequencerPollMin - 1, postgres.SequencerPollMax + 1} {
+	for _, d := range []time.Duration{0, postgres.MinSequencerInterval - 1, postgres.MaxSequencerInterval + 1} {
 		_, err := postgres.New(t.Context(), pool, postgres.WithSequencerInterval(d))
 		require.ErrorIs(t, err, journal.ErrInvalid)
 		require.ErrorContains(t, err, "sequencer interval")
 	}
-	s, err := postgres.New(t.Context(), pool, postgres.WithSequencerInterval(postgres.SequencerPollMin))
+	s, err := postgres.New(t.Context(), pool, postgres.WithSequencerInterval(postgres.MinSequencerInterval))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
