@@ -253,29 +253,14 @@ func checkCursor(nextSeq uint64) error {
 	return checkSeq("next seq", nextSeq)
 }
 
-// Unpark implements push.Store. Like every operator's change, it marks the
-// stream pending and clears the lease, so that a turn in flight cannot undo
-// it.
+// Unpark implements push.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
-	if err := push.ValidateInstant("at", at); err != nil {
-		return err
-	}
-	if !validKey(stream, id) {
-		return notFound(stream, id)
-	}
-	return s.inTx(ctx, "unpark", func(tx pgx.Tx) error {
-		l, err := s.lockForMove(ctx, tx, stream, id)
-		if err != nil || !l.parked {
-			return err
+	return s.operator(ctx, "unpark", stream, id, at, func(l locked) (*change, error) {
+		if !l.parked {
+			return nil, nil
 		}
-		b := &pgx.Batch{}
-		b.Queue(sqlSetPending, stream)
-		b.Queue(sqlUnpark, stream, id, at)
-		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: push.EventUnparked, Seq: l.next})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, "unpark", err)
-		}
-		return s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, l.next, "", "", at)
+		return &change{write: sqlUnpark, args: []any{at}, ev: push.Evidence{Event: push.EventUnparked, Seq: l.next},
+			kind: push.KindUnparked, cursor: l.next}, nil
 	})
 }
 
@@ -289,9 +274,40 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 	return s.move(ctx, "rewind", stream, id, toSeq, at, false, "")
 }
 
-// move is an operator's skip or rewind (store.CheckMove). A refused move
-// changes nothing.
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
+	return s.operator(ctx, op, stream, id, at, func(l locked) (*change, error) {
+		event, text, err := store.CheckMove(skip, stream, l.next, l.head, l.oldest, toSeq, reason)
+		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: push.Evidence{Event: event, Seq: l.next, Error: text}}
+		if skip {
+			c.kind, c.by, c.cursor = push.KindSkipped, push.ByOperator, toSeq
+		}
+		return c, err
+	})
+}
+
+// locked is what an operator's change reads under its locks.
+type locked struct {
+	next, head, oldest uint64
+	parked             bool
+}
+
+// change is an operator's write: its statement, whose arguments follow
+// (stream, id), its evidence, and herald's event (kind "" for none).
+type change struct {
+	write    string
+	args     []any
+	ev       push.Evidence
+	kind, by string
+	cursor   uint64
+}
+
+// operator makes an operator's change of registration stream/id in one
+// transaction: it locks the stream row, then the registration's (the lock
+// order of the sequencer and of Due), and asks decide for the change (nil:
+// nothing to do; an error refuses it, changing nothing). The change marks
+// the stream pending and clears the lease, so that a turn in flight cannot
+// undo it.
+func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(locked) (*change, error)) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
@@ -299,43 +315,31 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		return notFound(stream, id)
 	}
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
-		l, err := s.lockForMove(ctx, tx, stream, id)
-		if err != nil {
-			return err
-		}
-		event, text, err := store.CheckMove(skip, stream, l.next, l.head, l.oldest, toSeq, reason)
-		if err != nil {
-			return err
-		}
+		var l locked
 		b := &pgx.Batch{}
+		b.Queue(sqlLockStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&l.head, &l.oldest) })
+		b.Queue(sqlLockRegistration, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&l.next, &l.parked) })
+		err := tx.SendBatch(ctx, b).Close()
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(stream, id)
+		}
+		if err != nil {
+			return s.dbErr(ctx, op+": lock registration", err)
+		}
+		c, err := decide(l)
+		if err != nil || c == nil {
+			return err
+		}
+		c.ev.Stream, c.ev.Registration, c.ev.At = stream, id, at
+		b = &pgx.Batch{}
 		b.Queue(sqlSetPending, stream)
-		b.Queue(sqlMove, stream, id, int64(toSeq), at)
-		queueEvidence(b, push.Evidence{Stream: stream, Registration: id, At: at, Event: event, Seq: l.next, Error: text})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil || !skip {
+		b.Queue(c.write, append([]any{stream, id}, c.args...)...)
+		queueEvidence(b, c.ev)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil || c.kind == "" {
 			return s.dbErr(ctx, op, err)
 		}
-		return s.registrationEvent(ctx, tx, push.KindSkipped, stream, id, toSeq, push.ByOperator, text, at)
+		return s.registrationEvent(ctx, tx, c.kind, stream, id, c.cursor, c.by, c.ev.Error, at)
 	})
-}
-
-// moveLock is what an operator's change reads under its locks.
-type moveLock struct {
-	next, head, oldest uint64
-	parked             bool
-}
-
-// lockForMove locks the stream row, then the registration's (the lock order
-// of the sequencer and of Due).
-func (s *Store) lockForMove(ctx context.Context, tx pgx.Tx, stream, id string) (moveLock, error) {
-	var l moveLock
-	b := &pgx.Batch{}
-	b.Queue(sqlLockStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&l.head, &l.oldest) })
-	b.Queue(sqlLockRegistration, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&l.next, &l.parked) })
-	err := tx.SendBatch(ctx, b).Close()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return l, notFound(stream, id)
-	}
-	return l, s.dbErr(ctx, "lock registration", err)
 }
 
 // registrationEvent appends, in tx, herald's event of kind about

@@ -15,10 +15,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Errors of the database itself. Every error this package returns wraps
-// one of journal's sentinels, one of store's, one of these, a context error,
-// or none (a database failure described in words); never a pgx or pgconn
-// type.
+// Errors of the database itself (package doc, "Errors").
 var (
 	// ErrUnavailable: the database could not be reached, or the connection
 	// broke (server restart, pg_terminate_backend, network). The operation
@@ -59,11 +56,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.kind }
 
 // dbErr is dbError for the store's own pool: a connection failure also
-// closes every connection of the pool (pgxpool.Pool.Reset), those in use
-// when they are released, so that the next call does not pick up another
-// connection the same outage broke (a server restart or
-// pg_terminate_backend breaks them all, and an idle one is only found dead
-// when used).
+// resets the pool, so that the next call does not pick up another
+// connection the same outage broke (an idle one is only found dead when
+// used).
 func (s *Store) dbErr(ctx context.Context, op string, err error) error {
 	err = dbError(ctx, op, err)
 	if errors.Is(err, ErrUnavailable) {
@@ -101,10 +96,14 @@ func dbError(ctx context.Context, op string, err error) error {
 		}
 		return e
 	}
-	if isConnectionFailure(err) {
-		return &Error{Op: op, Message: connectionMessage(err), kind: ErrUnavailable}
+	e := &Error{Op: op, Message: err.Error()}
+	if errors.Is(err, puddle.ErrClosedPool) {
+		e.Message = "the store's connection pool is closed"
 	}
-	return &Error{Op: op, Message: err.Error()}
+	if isConnectionFailure(err) {
+		e.kind = ErrUnavailable
+	}
+	return e
 }
 
 func isConnectionFailure(err error) bool {
@@ -116,11 +115,4 @@ func isConnectionFailure(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool) ||
 		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
-}
-
-func connectionMessage(err error) string {
-	if errors.Is(err, puddle.ErrClosedPool) {
-		return "the store's connection pool is closed"
-	}
-	return err.Error()
 }

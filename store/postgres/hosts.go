@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,38 +44,29 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 	return s.event(ctx, tx, e, ok)
 }
 
-// claimedHosts finishes Due's transaction for host health: the probe each
-// owned host got moves its next probe instant, and batch.Hosts reports the
-// troubled hosts of the claimed registrations.
+// claimedHosts finishes Due's transaction for host health: batch.Hosts
+// reports the troubled hosts of the claimed registrations, and each probe
+// this claim owns (its host's row locked since sqlLockProbes) moves the
+// host's next probe instant.
 func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
-	if len(batch.Registrations) == 0 || len(troubled)+len(probes) == 0 {
-		return nil
-	}
-	claimed := map[string]bool{}
-	for _, st := range batch.Registrations {
-		claimed[st.Host()] = true
-	}
-	seen := map[string]bool{}
+	hosts := maps.Clone(probes)
 	for _, h := range troubled {
-		seen[h.Host] = true
-		if locked, ok := probes[h.Host]; ok {
-			h = locked // the row as this transaction locked it
-		}
-		if claimed[h.Host] {
-			batch.Hosts = append(batch.Hosts, h)
-		}
-	}
-	for host, h := range probes { // down since the troubled hosts were read
-		if !seen[host] && claimed[host] {
-			batch.Hosts = append(batch.Hosts, h)
+		if _, ok := hosts[h.Host]; !ok {
+			hosts[h.Host] = h
 		}
 	}
 	b := &pgx.Batch{}
-	for i, h := range batch.Hosts {
-		if _, ok := probes[h.Host]; ok { // this claim is the host's probe
-			batch.Hosts[i] = h.Probed(q.At)
-			b.Queue(sqlMoveProbe, h.Host, batch.Hosts[i].Probes, batch.Hosts[i].NextProbeAt)
+	for _, st := range batch.Registrations {
+		h, ok := hosts[st.Host()]
+		if !ok {
+			continue
 		}
+		delete(hosts, h.Host)
+		if _, ok := probes[h.Host]; ok {
+			h = h.Probed(q.At)
+			b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
+		}
+		batch.Hosts = append(batch.Hosts, h)
 	}
 	if b.Len() == 0 {
 		return nil

@@ -15,14 +15,14 @@ import (
 // "Notifications").
 const NotifyChannel = "herald_append"
 
-// Listener holds a dedicated connection (outside the pool) that LISTENs on
-// NotifyChannel. Notifications that arrive between two Waits are queued on
-// the connection, so a daemon that sweeps between Waits misses none.
+// Listener holds a connection of its own that LISTENs on NotifyChannel.
+// Notifications that arrive between two Waits are queued on the connection,
+// so a daemon that sweeps between Waits misses none.
 type Listener struct {
 	mu     sync.Mutex // held by Wait: a pgx.Conn is not for concurrent use
 	conn   *pgx.Conn
-	closed chan struct{}
-	once   sync.Once
+	closed context.Context // done once Close was called
+	stop   context.CancelFunc
 	own    *atomic.Uint32 // the store's RunSequencerWaking backend, whose notifications are skipped
 }
 
@@ -37,61 +37,41 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, dbError(ctx, "listen", err)
 	}
-	return &Listener{conn: conn, closed: make(chan struct{}), own: &s.ownPID}, nil
+	closed, stop := context.WithCancel(context.Background())
+	return &Listener{conn: conn, closed: closed, stop: stop, own: &s.ownPID}, nil
 }
 
 // Wait blocks until a sequencer step numbers records (or one did since the
 // previous Wait returned) and returns the notification's payload: how many
 // records that step numbered. The steps of the Store's own
-// RunSequencerWaking are not reported: it told its caller itself. Errors: ctx's error when it ends
-// first; ErrUnavailable when the connection broke (open a new Listener, and
-// sweep: appends made meanwhile were not heard); ErrListenerClosed.
+// RunSequencerWaking are not reported: it told its caller itself. Errors:
+// ctx's when it ends first; ErrUnavailable when the connection broke (open a
+// new Listener, and sweep: appends made meanwhile were not heard);
+// ErrListenerClosed.
 func (l *Listener) Wait(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // Close ends a Wait in progress
-		select {
-		case <-l.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(l.closed, cancel)() // Close ends a Wait in progress
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.isClosed() {
-		return "", ErrListenerClosed
-	}
-	for {
+	for l.closed.Err() == nil {
 		n, err := l.conn.WaitForNotification(ctx)
-		if err != nil {
-			if l.isClosed() {
-				return "", ErrListenerClosed
-			}
+		if err != nil && l.closed.Err() == nil {
 			return "", dbError(ctx, "wait for append", err)
 		}
-		if pid := l.own.Load(); pid == 0 || n.PID != pid {
+		if pid := l.own.Load(); err == nil && (pid == 0 || n.PID != pid) {
 			return n.Payload, nil
 		}
 	}
-}
-
-func (l *Listener) isClosed() bool {
-	select {
-	case <-l.closed:
-		return true
-	default:
-		return false
-	}
+	return "", ErrListenerClosed
 }
 
 // Close ends a Wait in progress and closes the connection.
 func (l *Listener) Close() {
-	l.once.Do(func() {
-		close(l.closed)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.conn.Close(context.Background())
-	})
+	l.stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.conn.Close(context.Background())
 }
 
 // ErrListenerClosed is Wait's error after Close.
