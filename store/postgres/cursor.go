@@ -42,29 +42,28 @@ func (s *Store) saveCursor(ctx context.Context, op, write string, c push.Claim, 
 // Retry implements push.Store: the cursor reached, the failure count, the
 // next attempt and the evidence, in one statement.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
-	if err := checkCursor(nextSeq); err != nil {
-		return err
-	}
-	if err := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At)); err != nil {
-		return err
-	}
-	ev.Stream, ev.Registration = c.Stream, c.ID
-	return s.fenced(ctx, "retry", c, nextSeq, true, nil, sqlRetry, append(evidenceArgs(ev), c.Owner, int64(nextSeq), notBefore)...)
+	instants := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At))
+	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, ev, instants, nil, notBefore)
 }
 
 // Park implements push.Store, as Retry does.
 func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
-	if err := checkCursor(nextSeq); err != nil {
-		return err
-	}
-	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
-		return err
-	}
-	ev.Stream, ev.Registration = c.Stream, c.ID
 	tell := func(f fence) (journal.Entry, bool) {
 		return push.RegistrationEvent(push.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Clean().Error, ev.At)
 	}
-	return s.fenced(ctx, "park", c, nextSeq, true, tell, sqlPark, append(evidenceArgs(ev), c.Owner, int64(nextSeq))...)
+	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, push.ValidateInstant("evidence at", ev.At), tell)
+}
+
+func (s *Store) fail(ctx context.Context, op, write string, c push.Claim, nextSeq uint64, ev push.Evidence, instants error,
+	tell func(fence) (journal.Entry, bool), args ...any) error {
+	if err := checkCursor(nextSeq); err != nil {
+		return err
+	}
+	if instants != nil {
+		return instants
+	}
+	ev.Stream, ev.Registration = c.Stream, c.ID
+	return s.fenced(ctx, op, c, nextSeq, true, tell, write, append(append(evidenceArgs(ev), c.Owner, int64(nextSeq)), args...)...)
 }
 
 // Complete implements push.Store: the registration and its evidence (ON
@@ -77,9 +76,7 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, c.Stream, c.ID, c.Owner)
 }
 
-// fence is what sqlFence read of a registration under its row's lock: its
-// lease owner, cursor, host failures and what herald's events name, and its
-// stream's head.
+// fence is what sqlFence read under the registration's row lock.
 type fence struct {
 	found bool
 	reg   push.Registration
@@ -122,12 +119,11 @@ func (f fence) notApplied(op string, c push.Claim, nextSeq uint64) error {
 	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
 }
 
-// fenced runs write, which repeats the fence in its WHERE clause, after
-// sqlFence in one round trip and one implicit transaction, and says why it
-// did not apply if it did not. nextSeq 0 means it writes no cursor. With
-// evidence, it then trims the registration's evidence. With tell, it runs in
-// an explicit transaction that appends the event tell returns if write
-// applied, so that the event commits exactly when the change does.
+// fenced runs write after sqlFence in one round trip and one implicit
+// transaction, and says why it did not apply if it did not (nextSeq 0: it
+// writes no cursor). With evidence, it then trims the evidence. With tell,
+// it runs in an explicit transaction that appends tell's event if write
+// applied.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
 	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
@@ -168,11 +164,9 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 }
 
 // AdvanceBatch implements push.AdvanceBatcher: Advance for many saves in one
-// round trip and one implicit transaction, each statement on its generic
-// plan (sqlGenericPlans). sqlFenceBatch locks the rows in key order, so that
-// two batches never wait on each other in a cycle; sqlAdvanceBatch returns
-// the saves it applied. A save that repeats the key of an earlier one in the
-// batch (two turns of one registration, one of them fenced out) is an
+// round trip and one commit, locking the rows in key order so that two
+// batches never wait on each other in a cycle. A save that repeats an
+// earlier one's key (two turns of one registration, one fenced out) is an
 // Advance of its own after the batch.
 func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
 	errs := make([]error, len(saves))
@@ -243,9 +237,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 	return errs, nil
 }
 
-// checkCursor refuses, before any round trip, a cursor no stream can have:
-// 0, or beyond what PostgreSQL's bigint holds. The fenced statement checks
-// it against the stream's head.
+// checkCursor refuses a cursor no stream can have: 0, or beyond bigint.
 func checkCursor(nextSeq uint64) error {
 	if nextSeq < 1 {
 		return journal.Invalid("next seq", "is 0: a cursor is 1-based")
@@ -291,8 +283,8 @@ type locked struct {
 	parked             bool
 }
 
-// change is an operator's write: its statement, whose arguments follow
-// (stream, id), its evidence, and herald's event (kind "" for none).
+// change is an operator's write (its arguments follow stream and id), its
+// evidence, and herald's event (kind "" for none).
 type change struct {
 	write    string
 	args     []any
@@ -302,11 +294,9 @@ type change struct {
 }
 
 // operator makes an operator's change of registration stream/id in one
-// transaction: it locks the stream row, then the registration's (the lock
-// order of the sequencer and of Due), and asks decide for the change (nil:
-// nothing to do; an error refuses it, changing nothing). The change marks
-// the stream pending and clears the lease, so that a turn in flight cannot
-// undo it.
+// transaction: it locks and marks the stream row, then locks the
+// registration's (the sequencer's and Due's lock order), and asks decide for
+// the change (nil: none; an error refuses it, changing nothing).
 func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(locked) (*change, error)) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
@@ -317,7 +307,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
 		var l locked
 		b := &pgx.Batch{}
-		b.Queue(sqlLockStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&l.head, &l.oldest) })
+		b.Queue(sqlMarkStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&l.head, nil, &l.oldest) })
 		b.Queue(sqlLockRegistration, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&l.next, &l.parked) })
 		err := tx.SendBatch(ctx, b).Close()
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -332,7 +322,6 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		}
 		c.ev.Stream, c.ev.Registration, c.ev.At = stream, id, at
 		b = &pgx.Batch{}
-		b.Queue(sqlSetPending, stream)
 		b.Queue(c.write, append([]any{stream, id}, c.args...)...)
 		queueEvidence(b, c.ev)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil || c.kind == "" {
@@ -342,8 +331,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 	})
 }
 
-// registrationEvent appends, in tx, herald's event of kind about
-// registration stream/id (push.RegistrationEvent).
+// registrationEvent appends herald's event of kind about stream/id in tx.
 func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
 	r := push.Registration{Stream: stream, ID: id}
 	if err := tx.QueryRow(ctx, sqlRegistrationForEvent, stream, id).Scan(&r.Namespace, &r.URL); err != nil {
@@ -353,8 +341,7 @@ func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, 
 	return s.event(ctx, tx, e, ok)
 }
 
-// event appends herald's operational event e, if ok, to push.EventsStream
-// in tx, the change's transaction, with AppendTx's plain INSERT.
+// event appends herald's event e, if ok, in tx, the change's transaction.
 func (s *Store) event(ctx context.Context, tx pgx.Tx, e journal.Entry, ok bool) error {
 	if !ok {
 		return nil
@@ -400,21 +387,18 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	})
 }
 
-// queueEvidence queues the insert of ev and the trim; a statement queued
-// before them has locked the registration's row.
+// queueEvidence queues the insert of ev and the trim, after a statement
+// that locked the registration's row.
 func queueEvidence(b *pgx.Batch, ev push.Evidence) {
 	b.Queue(sqlInsertEvidence, evidenceArgs(ev)...)
 	queueTrim(b, ev.Stream, ev.Registration)
 }
 
-// queueTrim queues the trim of a registration's evidence to the newest
-// push.MaxEvidence rows.
 func queueTrim(b *pgx.Batch, stream, id string) {
 	b.Queue(sqlTrimEvidence, stream, id, push.MaxEvidence)
 }
 
-// evidenceArgs returns the parameters $1…$14 of insertEvidence: ev cleaned
-// (push.Evidence.Clean), as stores must.
+// evidenceArgs returns insertEvidence's $1…$14: ev cleaned, as stores must.
 func evidenceArgs(ev push.Evidence) []any {
 	ev = ev.Clean()
 	return []any{ev.Stream, ev.Registration, ev.At, clean(ev.Event), int64(min(ev.Seq, maxSeq)),
@@ -458,8 +442,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 }
 
 // clean makes s storable as PostgreSQL text: invalid UTF-8 and NUL bytes
-// become U+FFFD. push.Evidence.Clean does this for every field but Event,
-// which a caller of AddEvidence chooses.
+// become U+FFFD (push.Evidence.Clean does it for every field but Event).
 func clean(s string) string {
 	if validText(s) {
 		return s

@@ -53,8 +53,15 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 				held = append(held, h.Host)
 			}
 		}
+		var capArg *int32 // the per-host cap, and Busy as two arrays
+		hosts, busy := []string{}, []int32{}
+		if q.MaxPerHost > 0 {
+			capArg = new(int32(min(q.MaxPerHost, 1<<30)))
+			for h, n := range q.Busy {
+				hosts, busy = append(hosts, h), append(busy, int32(min(n, 1<<30)))
+			}
+		}
 		var unclaimed int // of the first Limit+1 due rows: only Limit are locked
-		capArg, hosts, busy := hostCap(q)
 		b = &pgx.Batch{}
 		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(
 			appendTo(&batch.Registrations, func(row pgx.CollectableRow) (push.Status, error) { return scanStatus(row, &unclaimed) }))
@@ -76,18 +83,4 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return push.DueBatch{}, err
 	}
 	return batch, nil
-}
-
-// hostCap returns sqlClaim's per-host cap parameters: MaxPerHost (nil for no
-// cap) and Busy as two arrays.
-func hostCap(q push.DueQuery) (capArg *int32, hosts []string, busy []int32) {
-	hosts, busy = []string{}, []int32{}
-	if q.MaxPerHost <= 0 {
-		return nil, hosts, busy
-	}
-	c := int32(min(q.MaxPerHost, 1<<30))
-	for h, n := range q.Busy {
-		hosts, busy = append(hosts, h), append(busy, int32(min(n, 1<<30)))
-	}
-	return &c, hosts, busy
 }

@@ -16,10 +16,6 @@ import (
 
 var _ push.HostStore = (*Store)(nil)
 
-// Host health is kept in herald_host; its rules are push's (Host.Failed,
-// Answered, Probed). Due holds the registrations of a host that is not up
-// but for one probe.
-
 func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	var (
 		h                  push.Host
@@ -32,8 +28,8 @@ func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	return h, nil
 }
 
-// putHost sends b in tx with the write of h, then appends herald's event if
-// the host's state changed from old's.
+// putHost sends b in tx with the write of h, and appends herald's event if
+// the host's state changed.
 func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h push.Host) error {
 	b.Queue(sqlPutHost, h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt),
 		clean(h.LastError), nullTime(h.LastFailureAt))
@@ -75,8 +71,8 @@ func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuer
 }
 
 // HostFailed implements push.HostStore: the registration's write, its
-// evidence and the host's health in one transaction, fenced by the claim.
-// It locks the registration's row, then the host's.
+// evidence and the host's health (push.Host.Failed), fenced by the claim, in
+// one transaction that locks the registration's row, then the host's.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err

@@ -14,11 +14,10 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Append implements journal.Journal in a transaction of its own: it commits
-// the records, runs a sequencer step (waiting for one running elsewhere to
-// end first) and returns them with their seqs (Seq 0 for a record already
-// pruned again, under a retention of 0). A record the step refuses (package
-// doc, "Sealing") is a *journal.SealedError.
+// Append implements journal.Journal: it commits the records in a transaction
+// of its own, runs a sequencer step (waiting for the lock) and returns them
+// with their seqs (0 for a record pruned already, under a retention of 0). A
+// record the step refuses (package doc, "Sealing") is a *journal.SealedError.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
@@ -61,22 +60,14 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	return out, nil
 }
 
-// AppendTx appends entries to stream inside the caller's transaction tx, so
-// that the records commit or roll back with the caller's own writes.
-// Validation, idempotency and errors are Append's, decided before tx
-// commits: an id stored with the same content returns the stored record;
-// with other content, a *journal.ConflictError; a stream that is sealed (or
-// has a committed final record not yet numbered), a *journal.SealedError.
-// It takes no lock but the unique index entry of each new id.
-//
-// The seq is assigned after tx commits (package doc, "Appending"): new
-// records come back with Seq 0, and Lookup finds them once a sequencer step
-// ran: within milliseconds under RunSequencer, at the next Due or Append of
-// any process, or at once with Sequence.
-//
-// A refusal leaves tx usable; a database failure may have aborted it. Under
-// REPEATABLE READ or SERIALIZABLE, an id that another transaction committed
-// after tx's snapshot fails with ErrRetry.
+// AppendTx appends entries to stream in the caller's transaction tx, so that
+// the records commit or roll back with the caller's own writes. Validation,
+// idempotency and errors are Append's, decided before tx commits. The seq is
+// assigned after the commit (package doc, "Appending"): new records come
+// back with Seq 0, and Lookup finds them once a sequencer step ran. A
+// refusal leaves tx usable; a database failure may have aborted it. Under
+// REPEATABLE READ or SERIALIZABLE, an id another transaction committed after
+// tx's snapshot fails with ErrRetry.
 func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	if tx == nil {
 		return nil, journal.Invalid("tx", "is nil")
@@ -100,10 +91,9 @@ type stored struct {
 	refused bool
 }
 
-// appendTx appends validated entries in tx. Usually one round trip: the
-// insert, which checks the seal and that no id is stored; if either fails,
-// the lookup decides (idempotent repeat, conflict, sealed stream) and the
-// new entries are inserted.
+// appendTx appends validated entries in tx: one insert, or if it was
+// blocked, a lookup that decides (idempotent repeat, conflict, sealed
+// stream) and an insert of the new entries.
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
 	// One array of digests, and for one entry no index list: allocations
 	// are a share of AppendTx's cost.
@@ -180,12 +170,10 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 }
 
-// insert inserts entries[fresh] (sqlInsertRecord for one, sqlInsertRecords
-// for more) and fills their records in out. blocked: nothing was inserted,
-// because the stream is sealed or an id is stored. Of more entries, an id
-// committed by another transaction meanwhile undoes the insert, keeping tx
-// usable, and is reported as a conflict; of one, it is blocked, and the
-// lookup decides.
+// insert inserts entries[fresh] and fills their records in out; blocked:
+// nothing was inserted, because the stream is sealed or an id is stored. An
+// id of several committed by another transaction meanwhile undoes the
+// insert, keeping tx usable, and is a conflict.
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
@@ -218,9 +206,6 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		return blocked, s.dbErr(ctx, "append to "+stream, err)
 	}
 	if len(inserted) < n {
-		// An id of the batch was committed, by another transaction, after
-		// this statement's snapshot (ON CONFLICT skipped it). Undo the rows
-		// that went in and report the conflict.
 		if _, err := tx.Exec(ctx, sqlUndoInsert, inserted); err != nil {
 			return false, s.dbErr(ctx, "append: undo", err)
 		}
@@ -280,9 +265,7 @@ func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *
 }
 
 // conflict returns the *journal.ConflictError naming the first field in
-// which the record stored under e.ID differs from e, or nil if there is no
-// such record or it has the same content (a digest written by another
-// definition: the content decides).
+// which the record stored under e.ID differs from e, or nil.
 func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journal.Entry) error {
 	rec, err := s.lookup(ctx, tx, sqlLookupAny, e.ID)
 	if errors.Is(err, journal.ErrNotFound) {
@@ -332,8 +315,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	return head, nil
 }
 
-// Lookup implements journal.Journal. A record committed by AppendTx is
-// found once it has its seq (ErrNotFound before).
+// Lookup implements journal.Journal. It finds numbered records only.
 func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	if err := journal.ValidateID("id", id); err != nil {
 		return journal.Record{}, err
@@ -362,9 +344,7 @@ func scanRecord(row pgx.Row, extra ...any) (journal.Record, error) {
 	return r, err
 }
 
-// RefusedRecord is a record the sequencer refused (package doc, "Sealing"):
-// it has no seq, is never read nor delivered, and is kept for an operator to
-// see.
+// RefusedRecord is a record the sequencer refused (package doc, "Sealing").
 type RefusedRecord struct {
 	Stream, ID, Kind string
 	AppendedAt       time.Time // UTC

@@ -49,11 +49,10 @@ type Option func(*Store)
 // time.Now). Instants are kept to the microsecond, PostgreSQL's precision.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithSequencerInterval sets RunSequencer's longest interval between steps
-// while records keep coming, from MinSequencerInterval to
-// MaxSequencerInterval (default DefaultSequencerInterval): the most a
-// committed record waits for its seq, plus one step. Longer makes fewer,
-// larger steps, each a commit and about a millisecond of server CPU.
+// WithSequencerInterval sets RunSequencer's longest interval while records
+// keep coming, from MinSequencerInterval to MaxSequencerInterval (default
+// DefaultSequencerInterval): the most a committed record waits for its seq,
+// plus one step.
 func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
 }
@@ -101,11 +100,11 @@ func newPool(ctx context.Context, url string, params map[string]string) (*pgxpoo
 	return pool, nil
 }
 
-// New returns a Store over pool, which the caller keeps and closes (after
-// Close), for AppendTx in the caller's transactions. It changes nothing, and
-// refuses a database whose schema is not this binary's: errors wrap
-// store.ErrSchemaBehind (run `herald migrate up`), store.ErrSchemaAhead,
-// store.ErrSchemaDirty, store.ErrNotHerald, or ErrUnavailable.
+// New returns a Store over pool, which the caller keeps and closes. It
+// changes nothing, and refuses a database whose schema is not this binary's:
+// errors wrap store.ErrSchemaBehind (run `herald migrate up`),
+// store.ErrSchemaAhead, store.ErrSchemaDirty, store.ErrNotHerald, or
+// ErrUnavailable.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
@@ -126,8 +125,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	return s, nil
 }
 
-// Pool returns the pool the store uses, for a caller's own transactions
-// (AppendTx).
+// Pool returns the store's pool, for the caller's transactions (AppendTx).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool if Open made it. The store must not be used
@@ -160,9 +158,9 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 	return s.dbErr(ctx, op+": commit", tx.Commit(ctx))
 }
 
-// onConn runs fn on conn, or on a pooled connection if conn is nil; fn's
-// batches begin and commit a transaction. If fn fails, the transaction is
-// rolled back, or the connection closed if it cannot be.
+// onConn runs fn, whose batches begin and commit a transaction, on conn (nil:
+// a pooled one), and rolls the transaction back, or drops the connection,
+// if fn fails.
 func (s *Store) onConn(ctx context.Context, conn *pgx.Conn, op string, fn func(*pgx.Conn) error) error {
 	if conn == nil {
 		pooled, err := s.pool.Acquire(ctx)
@@ -224,8 +222,7 @@ func notFound(stream, id string) error {
 }
 
 // validKey reports whether stream and id could name a stored registration:
-// PostgreSQL's text holds neither invalid UTF-8 nor NUL, so a key with them
-// names nothing (and must not reach the server, which would refuse it).
+// PostgreSQL's text holds neither invalid UTF-8 nor NUL.
 func validKey(stream, id string) bool { return validText(stream) && validText(id) }
 
 func validText(s string) bool {

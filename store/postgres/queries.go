@@ -5,9 +5,9 @@ import "strings"
 // Every SQL statement of the store, in one place. Parameters are numbered
 // as the calling function passes them.
 
-// The schema's version (migrate.go). sqlSchemaProbe returns the database's
-// name, whether the version table ($1) exists, whether it has
-// golang-migrate's shape, and whether any of herald's tables exist.
+// The schema's version (migrate.go). sqlSchemaProbe: the database's name,
+// whether the version table ($1) exists and has golang-migrate's shape, and
+// whether any of herald's tables exist.
 const (
 	sqlSchemaProbe = `SELECT current_database(), to_regclass($1::text) IS NOT NULL,
        (SELECT count(*) = 2 FROM pg_attribute
@@ -28,20 +28,16 @@ const (
 // The journal (journal.go): package doc, "Appending".
 const (
 	sqlEnsureStream = `INSERT INTO herald_stream (stream) VALUES ($1) ON CONFLICT DO NOTHING`
-	// Whether the stream is sealed: by a numbered final record, or by a
-	// final record not yet numbered (a refused one was refused because the
-	// stream was sealed).
+	// Whether the stream is sealed: its final seq, and whether it holds a
+	// final record (numbered or not).
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
        EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)`
 	sqlLookupIDs = `SELECT r.id, r.stream, coalesce(q.seq, 0), r.kind, r.content_type, r.final, r.appended_at, r.traceparent, r.tracestate,
     r.digest, q.refused IS NOT NULL
 FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::text[])`
-	// The new records in entry order (pos follows the order of insertion),
-	// with the checks in the same statement: nothing is inserted if the
-	// stream is sealed or an id is stored (then the second column is true
-	// and appendTx looks up why). ON CONFLICT skips an id that another
-	// transaction committed since this statement's snapshot; then fewer ids
-	// come back.
+	// The new records in entry order (pos), unless the stream is sealed or
+	// an id is stored (blocked). ON CONFLICT skips an id another transaction
+	// committed since the statement's snapshot: then fewer ids come back.
 	sqlInsertRecords = `WITH seal AS MATERIALIZED (
     SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
         OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)
@@ -57,11 +53,9 @@ FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::
     RETURNING id
 )
 SELECT ARRAY(SELECT id FROM ins), (SELECT blocked FROM seal)`
-	// sqlInsertRecord is sqlInsertRecords for one entry, the usual append:
-	// the row and its two index entries, nothing else. No row inserted means
-	// the stream is sealed or the id is stored. The seal probes are one
-	// subquery of two index ranges, empty for an open stream
-	// (herald_stream_sealed, herald_record_final).
+	// sqlInsertRecords for one entry, the usual append: no row inserted
+	// means blocked. The seal probes are one subquery of two index ranges,
+	// empty for an open stream (herald_stream_sealed, herald_record_final).
 	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
 WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
@@ -70,13 +64,11 @@ ON CONFLICT (id) DO NOTHING`
 	sqlUndoInsert = `DELETE FROM herald_record WHERE id = ANY($1::text[])`
 	sqlHead       = `SELECT head FROM herald_stream WHERE stream = $1`
 	sqlFinalSeq   = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
-	// recordColumns are what scanRecord reads.
 	recordColumns = `coalesce(q.seq, 0), r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate`
 	sqlRead       = `SELECT ` + recordColumns + `
 FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
-	// Lookup reads numbered records only; an append's conflict report reads
-	// any.
+	// Lookup reads numbered records only.
 	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	sqlLookup    = sqlLookupAny + ` AND q.seq IS NOT NULL`
 	sqlRefused   = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
@@ -88,32 +80,27 @@ ORDER BY q.stream, r.pos LIMIT $2`
 var (
 	sqlAnyUnsequenced = `SELECT EXISTS (` + waitingRunning("r.id", "true", "") + `) OR EXISTS (` + waitingNew("r.id", "true", "LIMIT 1") + `)`
 	sqlBegin          = `BEGIN ISOLATION LEVEL READ COMMITTED`
-	// The lock, tried or waited for. Whether this step holds it is kept in a
-	// transaction-local setting that sqlNumber reads: a statement of its
-	// own, whose snapshot, taken after the lock was granted, sees all the
-	// previous holder committed.
+	// The lock, tried or waited for, held in a transaction-local setting
+	// that sqlNumber reads: a statement of its own, whose snapshot, taken
+	// after the lock was granted, sees all the previous holder committed.
 	sqlTryLock  = `SELECT set_config('herald.sequencer', pg_try_advisory_xact_lock($1)::text, true) = 'true'`
 	sqlWaitLock = `SELECT pg_advisory_xact_lock($1)`
 	sqlHeld     = `SELECT set_config('herald.sequencer', 'true', true) = 'true'`
 	sqlCommit   = `COMMIT`
 	sqlAbort    = `ROLLBACK`
-	// sqlNumber is the step. Its window (win) is the snapshot of the step
-	// that opened it, this statement's own unless a full page left one open:
-	// it numbers the records whose transaction committed in win and not in
-	// done, in (xid, pos) order, after the last record an earlier page of
-	// the window numbered. Of them the first $1 (page), and, when the page
-	// is full, the rest of the streams whose final record it holds, so that
-	// a final record is numbered after every record committed with it
-	// (cand). Per stream, non-final records first and then the first final
-	// record get head+1… (r <= n); a second final record is refused, and so
-	// is every record of a stream already sealed. Only the lock's holder
-	// moves a head or seals, so the snapshot's heads are the rows'. The
-	// stream rows' UPDATE moves the heads, seals and sets the pending
-	// markers; a stream without a row in the snapshot gets one from an
-	// upsert (Register may have created it since, with head 0). A page that
-	// is not full closes the window: done becomes win. It notifies once if
-	// it numbered any record, and returns the page's size, and how many it
-	// numbered and refused.
+	// sqlNumber is the step. Its window (win) is its own snapshot unless a
+	// full page left one open; it takes the records committed in win and
+	// not in done, in (xid, pos) order, after the last one an earlier page
+	// of the window took: the first $1 (page) and, when the page is full,
+	// the rest of the streams whose final record it holds (cand), so that a
+	// final record is numbered after every record committed with it. Per
+	// stream, non-final records and then the first final one get head+1…;
+	// a second final record, and every record of a sealed stream, is
+	// refused. Only the lock's holder moves a head, so the snapshot's heads
+	// are the rows'; a stream without a row in the snapshot gets one from
+	// an upsert (Register may have made it since). A page not full closes
+	// the window. It returns the page's size, and how many it numbered and
+	// refused.
 	sqlNumber = `WITH st AS MATERIALIZED (
     SELECT done, coalesce(win, pg_current_snapshot()) AS win, win IS NOT NULL AS reopened,
         coalesce(after_xid, '0'::xid8) AS after_xid, coalesce(after_pos, 0) AS after_pos
@@ -180,7 +167,7 @@ const (
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
 	// Lock the stream row first (the sequencer's lock order) and set the
-	// pending marker: a new registration may lag.
+	// pending marker: a registration may lag after the change.
 	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq IS NOT NULL, oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `WITH r AS (
@@ -221,27 +208,20 @@ LIMIT 1`
 
 // Due (due.go): package doc, "Idle costs nothing" and "Claiming and
 // fencing". Every probe of herald_registration is a subquery per pending
-// stream (or per candidate) behind OFFSET 0, which keeps the planner from a
-// hash join over the whole table: a sweep costs what the pending streams
-// hold, whatever the statistics say.
+// stream (or candidate) behind OFFSET 0, so that the planner never hashes
+// the whole table, whatever its statistics say.
 var (
 	// The settings of Due's and the sequencer's transactions. The planner's
 	// statistics lag the pending markers and cannot estimate a snapshot's
-	// transactions: with them it would scan herald_stream or herald_record
-	// whole, and JIT-compile for its inflated estimates. The generic plans
-	// are the same joins whatever the values, and spare planning every call
-	// (sqlClearPending's custom plans of ANY($1) looked cheaper and were
-	// made on most calls).
+	// transactions: it would scan whole tables, and JIT-compile for its
+	// inflated estimates. The generic plans are the same joins, and spare
+	// planning each call (sqlClearPending's custom plans looked cheaper).
 	sqlPlanner = []string{`SET LOCAL enable_seqscan = off`, `SET LOCAL jit = off`, `SET LOCAL plan_cache_mode = force_generic_plan`}
-	// A claim's commit does not wait for its WAL flush: a crash loses at
-	// most a lease, and the stream rows it locks, which the sequencer
-	// updates, are released a flush sooner.
+	// The stream rows a claim locks, which the sequencer updates, are
+	// released a WAL flush sooner (package doc, "Claiming and fencing").
 	sqlDueAsyncCommit = `SET LOCAL synchronous_commit = off`
-	// The idle streams: pending, and no unparked registration lags.
-	// sqlClearCandidates locks them (stream row first, as the sequencer;
-	// SKIP LOCKED, at most 10,000 a sweep) and keeps them in a
-	// transaction-local setting; sqlClearPending clears the markers of those
-	// still idle in its snapshot, taken after the locks.
+	// sqlClearCandidates locks the idle pending streams (at most 10,000 a
+	// sweep) and keeps them in a setting for sqlClearPending.
 	sqlClearCandidates = `SELECT set_config('herald.idle', coalesce(array_agg(c.stream), '{}')::text, true)
 FROM (SELECT s.stream FROM herald_stream s
     WHERE s.pending AND ` + noneLagging + `
@@ -249,16 +229,13 @@ FROM (SELECT s.stream FROM herald_stream s
     FOR NO KEY UPDATE OF s SKIP LOCKED) c`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
 WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND ` + noneLagging
-	// The claim: the due registrations of pending streams, oldest attempt
-	// first (due), each locked in that order unless another transaction
-	// holds it (SKIP LOCKED) until Limit are locked (locked), which are
-	// stamped with the lease and next_attempt_at = at (claimed), so that the
-	// least recently claimed go first next time. They come back in the
-	// order they were due, with how many of the first Limit+1 due rows were
-	// left unclaimed. The per-host cap ($6 MaxPerHost, NULL for none;
-	// $7/$8 the hosts and counts of Busy) drops, before locking, every row
-	// past its host's room; the held hosts' rows ($10) are left out, and a
-	// probed host's ($9) but its first.
+	// The claim: the due registrations, oldest attempt first (due), each
+	// locked unless another transaction holds it until Limit are (locked),
+	// stamped (claimed), and returned in the order they were due, with how
+	// many of the first Limit+1 due rows were left unclaimed. The per-host
+	// cap ($6 MaxPerHost, NULL for none; $7/$8 the hosts and counts of
+	// Busy) drops every row past its host's room; the held hosts' rows
+	// ($10) are left out, and a probed host's ($9) but its first.
 	sqlClaim = `WITH cand AS MATERIALIZED (
     SELECT c.stream, c.id, c.next_attempt_at, c.host` + dueOfPending("=", "$10") + `
 ), due AS MATERIALIZED (
@@ -321,21 +298,17 @@ const (
 WHERE state <> 'up' AND next_probe_at <= $1
 ORDER BY host
 FOR NO KEY UPDATE SKIP LOCKED`
-	// The troubled hosts (push.Host.Troubled), read before the claim: the
-	// registrations of those not up are held, but for the probes this claim
-	// owns (an array parameter of the claim: comparing with a few hosts
-	// costs a held row less than a lookup of its host), and those of the
-	// claimed registrations go back to the worker.
+	// The troubled hosts (push.Host.Troubled), read before the claim, which
+	// takes those held as an array: comparing with a few hosts costs a row
+	// less than a lookup of its host.
 	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
-	// The probe claimed: the next one, in the claim's transaction.
-	sqlMoveProbe  = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
-	sqlEnsureHost = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
-	sqlLockHost   = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
-	sqlPutHost    = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
+	sqlMoveProbe     = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
+	sqlEnsureHost    = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
+	sqlLockHost      = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
+	sqlPutHost       = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
     last_error = $7, last_failure_at = $8
 WHERE host = $1`
-	// Hosts with their held registrations counted: one pass over the
-	// lagging registrations of the hosts not up (none when all are up).
+	// Hosts with their held registrations counted.
 	sqlHosts = `WITH held AS (
     SELECT r.host, count(*) AS n
     FROM herald_registration r
@@ -355,9 +328,7 @@ LIMIT $4`
 // Cursors, failures, operator moves and evidence (cursor.go): package doc,
 // "Claiming and fencing".
 var (
-	// sqlFence locks the registration's row before a write under a claim, and
-	// reads what tells why the write did not apply, and what herald's events
-	// name.
+	// sqlFence locks the registration's row before a write under a claim.
 	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
@@ -374,13 +345,11 @@ FOR NO KEY UPDATE OF r`
 	sqlHostFailed = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END, host_failures = $18,
         next_attempt_at = $17`)
 	// AdvanceBatch: sqlFence and sqlAdvance for many claims ($1 streams, $2
-	// ids, $3 owners, $4 cursors; sorted by key, none twice). The fence
-	// returns each found claim's ordinality, lease owner and stream's head;
-	// the UPDATE the ordinality of each claim it applied. Every row is found
-	// by its key, or its tuple id under the fence's lock, so a batch costs
-	// its rows. sqlGenericPlans spares planning both statements anew on each
-	// call (a custom plan of unnest knows the arrays' length and cost more
-	// CPU than the statement itself), until the implicit transaction ends.
+	// ids, $3 owners, $4 cursors; sorted by key, none twice), by ordinality.
+	// Every row is found by its key, or its tuple id under the fence's
+	// lock. sqlGenericPlans spares planning both anew on each call (a custom
+	// plan of unnest cost more CPU than the statement), until the implicit
+	// transaction ends.
 	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
@@ -408,21 +377,16 @@ RETURNING u.ord`
 	sqlComplete             = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
 	sqlLockRegistration     = `SELECT next_seq, parked FROM herald_registration
 WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
-	sqlLockStream = `SELECT head, oldest_seq FROM herald_stream WHERE stream = $1 FOR NO KEY UPDATE`
-	sqlSetPending = `UPDATE herald_stream SET pending = true WHERE stream = $1`
-	sqlUnpark     = `UPDATE herald_registration
+	sqlUnpark = `UPDATE herald_registration
 SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
-	// An operator's move clears the lease: a turn in flight can no longer
-	// write (its fenced statements find another owner).
 	sqlMove = `UPDATE herald_registration
 SET next_seq = $3, attempts = 0, host_failures = 0, next_attempt_at = $4, last_error = '',
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	// Evidence goes in only if its registration exists; the trim then keeps
-	// the newest $3. Both run after the registration's row was locked in the
-	// same transaction, so concurrent writers cannot leave more.
+	// the newest $3. Both follow a lock of the registration's row.
 	sqlInsertEvidence = insertEvidence + `
 WHERE EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlTrimEvidence = `DELETE FROM herald_evidence
@@ -472,17 +436,14 @@ func failed(set string) string {
 ` + insertEvidence + ` FROM upd`
 }
 
-// Retention (retention.go). Each stream is pruned in a transaction of its
-// own that locks its row first (so that no cursor moves below the new
-// low-water mark while it is computed); SKIP LOCKED leaves a stream being
-// sequenced or swept for the next pass.
+// Retention (retention.go). Each stream is pruned in a transaction that
+// locks its row first, so that no cursor moves below the new low-water mark
+// while it is computed.
 var (
 	sqlPruneCandidates = `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`
 	sqlPruneLock       = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1
 FOR NO KEY UPDATE SKIP LOCKED`
-	sqlPruneLow = `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`
-	// Records the sequencer refused (they raced their stream's final
-	// record) stay for an operator to see for the retention age.
+	sqlPruneLow     = `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`
 	sqlPruneRefused = `WITH gone AS (
     DELETE FROM herald_seq q USING herald_record r
     WHERE q.stream = $1 AND q.refused IS NOT NULL AND r.id = q.id AND r.appended_at <= $2
@@ -494,9 +455,8 @@ WHERE q.stream = $1 AND q.seq >= $2 AND q.seq < $3 ORDER BY q.seq LIMIT $4`
 	sqlPruneRecords = `WITH gone AS (DELETE FROM herald_seq WHERE stream = $1 AND seq < $2 RETURNING id)
 DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
 	sqlPruneMark = `UPDATE herald_stream SET oldest_seq = $2 WHERE stream = $1`
-	// A sealed, completed stream goes only once nothing of it is left: no
-	// record, refused ones included, and none waiting for the sequencer
-	// (removing it would let those start a new stream of the same name).
+	// A sealed, completed stream goes once nothing of it is left, none
+	// waiting for the sequencer either (it would start a stream anew).
 	sqlPruneStream = `DELETE FROM herald_stream WHERE stream = $1
   AND NOT EXISTS (SELECT 1 FROM herald_seq WHERE stream = $1 AND seq IS NOT NULL)
   AND NOT EXISTS (SELECT 1 FROM herald_seq WHERE stream = $1 AND refused IS NOT NULL)

@@ -43,12 +43,16 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 				return err
 			}
 		}
-		var config []byte
+		var config []byte // NULL for none
 		if len(r.Config) > 0 {
 			config = r.Config
 		}
+		kinds := r.Kinds // the empty array for every kind
+		if kinds == nil {
+			kinds = []string{}
+		}
 		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kindsArg(r.Kinds), int32(max(r.Window, 1))))
+			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1))))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -158,12 +162,4 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	r.NextAttemptAt = r.NextAttemptAt.UTC()
 	r.ParkedAt, r.LeaseUntil = timeOf(parkedAt), timeOf(leaseUntil)
 	return st, nil
-}
-
-// kindsArg stores nil kind patterns (every kind) as the empty array.
-func kindsArg(kinds []string) []string {
-	if kinds == nil {
-		return []string{}
-	}
-	return kinds
 }

@@ -17,8 +17,8 @@ var _ store.Retention = (*Store)(nil)
 // pruneStreams bounds the streams one Prune call visits.
 const pruneStreams = 200
 
-// errDryRun rolls a dry run's transaction back.
-var errDryRun = errors.New("dry run")
+// errStop ends a loop over rows early, or rolls a dry run back.
+var errStop = errors.New("stop")
 
 // Prune implements store.Retention. It visits streams in name order from
 // where this Store's last call stopped (back to the first after a whole
@@ -89,26 +89,21 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 			low = new(head + 1)
 		}
 		if *low > oldest && room > 0 {
+			var (
+				seq, size int64
+				at        time.Time
+			)
 			rows, err := tx.Query(ctx, sqlPruneRun, name, oldest, *low, room)
-			if err != nil {
-				return s.dbErr(ctx, "prune: read records", err)
+			if err == nil {
+				_, err = pgx.ForEachRow(rows, []any{&seq, &at, &size}, func() error {
+					if seq != to || at.After(cutoff) {
+						return errStop // the run is contiguous; a young record ends it
+					}
+					to, rep.Records, rep.Bytes = seq+1, rep.Records+1, rep.Bytes+size
+					return nil
+				})
 			}
-			for rows.Next() {
-				var (
-					seq, size int64
-					at        time.Time
-				)
-				if err := rows.Scan(&seq, &at, &size); err != nil {
-					rows.Close()
-					return s.dbErr(ctx, "prune: read records", err)
-				}
-				if seq != to || at.After(cutoff) {
-					break // the run is contiguous; a young record ends it
-				}
-				to, rep.Records, rep.Bytes = seq+1, rep.Records+1, rep.Bytes+size
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			if err != nil && !errors.Is(err, errStop) {
 				return s.dbErr(ctx, "prune: read records", err)
 			}
 		}
@@ -132,11 +127,11 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 			return s.dbErr(ctx, "prune "+name, err)
 		}
 		if q.DryRun {
-			return errDryRun
+			return errStop
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errDryRun) {
+	if err != nil && !errors.Is(err, errStop) {
 		return store.PruneReport{}, err
 	}
 	return rep, nil

@@ -9,22 +9,20 @@ import (
 
 // The sequencer numbers committed records: package doc, "Appending".
 
-// sequencerLock keys the advisory transaction lock that elects the one
-// sequencer of a database.
-const sequencerLock int64 = 0x68657261_6c645351 // "heraldSQ"
-
-// sequencerPage bounds the records one step numbers, to bound its
-// transaction; a full page is followed by another step at once.
-const sequencerPage = 10_000
+const (
+	// sequencerLock keys the advisory lock that elects the sequencer.
+	sequencerLock int64 = 0x68657261_6c645351 // "heraldSQ"
+	// sequencerPage bounds the records of a step, to bound its transaction.
+	sequencerPage = 10_000
+)
 
 // RunSequencer's interval adapts to the load, since each step costs a commit
 // (a WAL flush the application's commits queue behind) and about a
-// millisecond of server CPU however few records it numbers: at a fixed 5 ms,
-// a writer of 1,000 transactions/s paid 90-290 µs of server CPU per
-// transaction. While records keep coming the interval doubles after a step
-// that numbered fewer than sequencerBatch records, up to the busy bound
-// (WithSequencerInterval), and halves after one that numbered more; with
-// none coming it doubles up to MaxSequencerInterval.
+// millisecond of server CPU however few records it numbers (at a fixed 5 ms,
+// 90-290 µs per transaction of a writer of 1,000 a second). While records
+// come it doubles after a step that numbered fewer than sequencerBatch, up
+// to the busy bound (WithSequencerInterval), and halves after one that
+// numbered more; with none coming it doubles up to MaxSequencerInterval.
 const (
 	// MinSequencerInterval is the interval after an AppendTx of this
 	// process woke an idle runner, and the shortest under a heavy load.
@@ -36,14 +34,11 @@ const (
 	// MaxSequencerInterval is what an idle database pays: one probe of an
 	// empty index range per interval.
 	MaxSequencerInterval = 100 * time.Millisecond
-	// sequencerBatch records spread a step's fixed cost to a few percent
-	// of each record's.
-	sequencerBatch = 64
+	sequencerBatch       = 64 // records that spread a step's cost to a few percent of each
 )
 
 // nextPoll is RunSequencer's interval after a poll at interval that
-// numbered n records (n < 0: the poll failed), busy the bound while records
-// keep coming.
+// numbered n records (n < 0: it failed).
 func nextPoll(interval, busy time.Duration, n int) time.Duration {
 	switch {
 	case n < 0:
@@ -70,13 +65,12 @@ type seqMode int
 
 const (
 	seqProbe seqMode = iota // probe for work outside any transaction first, then try the lock
-	seqTry                  // try the lock (work is likely: the last step found some)
-	seqWait                 // wait for the lock (Append, whose records must be numbered before it returns)
+	seqTry                  // try the lock: the last step found work
+	seqWait                 // wait for the lock (Append)
 )
 
-// sequence runs steps until a page is not full, on conn or, if it is nil,
-// on pooled connections, calling stepped (if not nil) after each step that
-// numbered or refused records.
+// sequence runs steps until a page is not full, on conn (nil: the pool's),
+// calling stepped (if not nil) after each step that numbered records.
 func (s *Store) sequence(ctx context.Context, conn *pgx.Conn, mode seqMode, stepped func()) (int, error) {
 	if mode == seqProbe {
 		var waiting bool
@@ -106,10 +100,9 @@ func (s *Store) sequence(ctx context.Context, conn *pgx.Conn, mode seqMode, step
 	}
 }
 
-// step is one sequencer transaction in one round trip: the lock, sqlNumber,
-// the commit. It returns how many records it found (a full page calls for
-// another step) and how many it numbered or refused; none if another
-// sequencer holds the lock, since sqlNumber does nothing without it.
+// step is one sequencer transaction in one round trip: the lock, sqlNumber
+// (which does nothing without it), the commit. It returns how many records
+// it found and how many it numbered or refused.
 func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n int, err error) {
 	err = s.onConn(ctx, conn, "sequence", func(conn *pgx.Conn) error {
 		var numbered, refused, notified int
@@ -155,23 +148,19 @@ func (s *Store) poke() {
 }
 
 // RunSequencer runs the sequencer until ctx ends, on a connection of its own
-// (outside the pool, so that it never waits behind deliveries), reopened
-// after a failure. Its interval adapts to the records it finds (from
-// MinSequencerInterval to MaxSequencerInterval; WithSequencerInterval), and
-// drops to the shortest when this Store's AppendTx appended while it was
-// backing off. Any number of processes may run it: one at a time numbers.
-// A failed step is passed to onError (if not nil) and retried after
-// MaxSequencerInterval.
+// (never waiting behind deliveries for one), reopened after a failure, at an
+// interval that adapts to the records it finds and drops to the shortest
+// when this Store's AppendTx appended. Any number of processes may run it:
+// one at a time numbers. A failed step is passed to onError (if not nil) and
+// retried after MaxSequencerInterval.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 	s.runSequencer(ctx, onError, nil)
 }
 
-// RunSequencerWaking is RunSequencer that also calls numbered after each of
-// its steps that numbered records commits, and after a failed step (its
-// commit may have happened), so that its process wakes its own workers
-// without the notification's round trip through the database. This Store's
-// Listeners skip the notifications of its steps, which other processes
-// still hear. numbered must not block.
+// RunSequencerWaking is RunSequencer that also calls numbered, which must
+// not block, after each of its steps that numbered records, and after a
+// failed one (its commit may have happened): its process wakes its own
+// workers at once. This Store's Listeners skip its steps' notifications.
 func (s *Store) RunSequencerWaking(ctx context.Context, onError func(error), numbered func()) {
 	s.runSequencer(ctx, onError, numbered)
 }
@@ -180,8 +169,8 @@ func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered 
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
 	var conn *pgx.Conn
-	// forget stops Listeners skipping the notifications of conn's backend,
-	// whose pid another process may get once it is gone.
+	// forget conn's backend, whose pid another process may get once it is
+	// gone.
 	forget := func() {
 		if numbered != nil && conn != nil {
 			s.ownPID.CompareAndSwap(conn.PgConn().PID(), 0)
@@ -245,8 +234,6 @@ func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered 
 	}
 }
 
-// queuePlanner queues the planner settings of Due's and the sequencer's
-// transactions (sqlPlanner).
 func queuePlanner(b *pgx.Batch) {
 	for _, q := range sqlPlanner {
 		b.Queue(q)
