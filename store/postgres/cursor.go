@@ -19,9 +19,6 @@ import (
 
 var _ push.AdvanceBatcher = (*Store)(nil)
 
-// The writes made under a claim are fenced by its lease: package doc,
-// "Claiming and fencing".
-
 // Advance implements push.Store.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	return s.saveCursor(ctx, "advance", sqlAdvance, c, nextSeq)
@@ -119,11 +116,10 @@ func (f fence) notApplied(op string, c push.Claim, nextSeq uint64) error {
 	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
 }
 
-// fenced runs write after sqlFence in one round trip and one implicit
-// transaction, and says why it did not apply if it did not (nextSeq 0: it
-// writes no cursor). With evidence, it then trims the evidence. With tell,
-// it runs in an explicit transaction that appends tell's event if write
-// applied.
+// fenced runs write after sqlFence (package doc, "Claiming and fencing") in
+// one implicit transaction, and says why it did not apply if it did not
+// (nextSeq 0: it writes no cursor); with evidence, it trims the evidence.
+// With tell, an explicit transaction appends tell's event if write applied.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
 	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
@@ -164,71 +160,56 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 }
 
 // AdvanceBatch implements push.AdvanceBatcher: Advance for many saves in one
-// round trip and one commit, locking the rows in key order so that two
-// batches never wait on each other in a cycle. A save that repeats an
-// earlier one's key (two turns of one registration, one fenced out) is an
-// Advance of its own after the batch.
+// round trip and one commit, locking the rows in key order. A save that
+// repeats an earlier one's key (two turns of one registration, one fenced
+// out) is an Advance of its own after the batch.
 func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
 	errs := make([]error, len(saves))
 	var sent, later []int // indexes into saves
 	seen := map[push.Key]bool{}
+	key := func(i int) push.Key { return push.Key{Stream: saves[i].Claim.Stream, ID: saves[i].Claim.ID} }
 	for i, sv := range saves {
-		c := sv.Claim
-		// Advance's checks, in Advance's order.
-		if errs[i] = checkCursor(sv.NextSeq); errs[i] == nil {
-			errs[i] = c.Validate()
+		if errs[i] = checkCursor(sv.NextSeq); errs[i] == nil { // Advance's checks, in its order
+			errs[i] = sv.Claim.Validate()
 		}
-		switch k := (push.Key{Stream: c.Stream, ID: c.ID}); {
+		switch k := key(i); {
 		case errs[i] != nil:
-		case !validKey(c.Stream, c.ID):
-			errs[i] = notFound(c.Stream, c.ID)
+		case !validKey(k.Stream, k.ID):
+			errs[i] = notFound(k.Stream, k.ID)
 		case seen[k]:
 			later = append(later, i)
 		default:
-			seen[k] = true
-			sent = append(sent, i)
+			seen[k], sent = true, append(sent, i)
 		}
 	}
-	slices.SortFunc(sent, func(a, b int) int {
-		return store.CompareKeys(push.Key{Stream: saves[a].Claim.Stream, ID: saves[a].Claim.ID},
-			push.Key{Stream: saves[b].Claim.Stream, ID: saves[b].Claim.ID})
-	})
-	if len(sent) > 0 {
-		streams, ids, owners, nexts := make([]string, len(sent)), make([]string, len(sent)), make([]string, len(sent)), make([]int64, len(sent))
-		for j, i := range sent {
-			c := saves[i].Claim
-			streams[j], ids[j], owners[j], nexts[j] = c.Stream, c.ID, c.Owner, int64(saves[i].NextSeq)
-		}
-		fences := make(map[int]fence, len(sent)) // by ordinality, 1-based
-		applied := make(map[int]bool, len(sent))
+	slices.SortFunc(sent, func(a, b int) int { return store.CompareKeys(key(a), key(b)) })
+	n := len(sent)
+	streams, ids, owners, nexts := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for j, i := range sent {
+		c := saves[i].Claim
+		streams[j], ids[j], owners[j], nexts[j] = c.Stream, c.ID, c.Owner, int64(saves[i].NextSeq)
+	}
+	fences, applied := make([]fence, n+1), make([]bool, n+1) // by ordinality, from 1
+	if n > 0 {
+		var ord int
+		f := fence{found: true}
 		b := &pgx.Batch{}
 		b.Queue(sqlGenericPlans)
 		b.Queue(sqlFenceBatch, streams, ids).Query(func(rows pgx.Rows) error {
-			var (
-				ord int
-				f   = fence{found: true}
-			)
-			_, err := pgx.ForEachRow(rows, []any{&ord, &f.reg.LeaseOwner, &f.head}, func() error {
-				fences[ord] = f
-				return nil
-			})
+			_, err := pgx.ForEachRow(rows, []any{&ord, &f.reg.LeaseOwner, &f.head}, func() error { fences[ord] = f; return nil })
 			return err
 		})
 		b.Queue(sqlAdvanceBatch, streams, ids, owners, nexts).Query(func(rows pgx.Rows) error {
-			var ord int
-			_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
-				applied[ord] = true
-				return nil
-			})
+			_, err := pgx.ForEachRow(rows, []any{&ord}, func() error { applied[ord] = true; return nil })
 			return err
 		})
 		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 			return nil, s.dbErr(ctx, "advance a batch", err)
 		}
-		for j, i := range sent {
-			if !applied[j+1] {
-				errs[i] = fences[j+1].notApplied("advance", saves[i].Claim, saves[i].NextSeq)
-			}
+	}
+	for j, i := range sent {
+		if !applied[j+1] {
+			errs[i] = fences[j+1].notApplied("advance", saves[i].Claim, saves[i].NextSeq)
 		}
 	}
 	for _, i := range later {
@@ -283,8 +264,7 @@ type locked struct {
 	parked             bool
 }
 
-// change is an operator's write (its arguments follow stream and id), its
-// evidence, and herald's event (kind "" for none).
+// change is an operator's write, its evidence and event (kind "" for none).
 type change struct {
 	write    string
 	args     []any
@@ -293,10 +273,9 @@ type change struct {
 	cursor   uint64
 }
 
-// operator makes an operator's change of registration stream/id in one
-// transaction: it locks and marks the stream row, then locks the
-// registration's (the sequencer's and Due's lock order), and asks decide for
-// the change (nil: none; an error refuses it, changing nothing).
+// operator makes an operator's change in one transaction: it locks and marks
+// the stream row, locks the registration's, and asks decide for the change
+// (nil: none; an error refuses it, changing nothing).
 func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(locked) (*change, error)) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
@@ -387,8 +366,7 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	})
 }
 
-// queueEvidence queues the insert of ev and the trim, after a statement
-// that locked the registration's row.
+// queueEvidence queues ev and the trim, after a lock of the registration.
 func queueEvidence(b *pgx.Batch, ev push.Evidence) {
 	b.Queue(sqlInsertEvidence, evidenceArgs(ev)...)
 	queueTrim(b, ev.Stream, ev.Registration)
@@ -422,14 +400,12 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 	b.Queue(sqlEvidence, stream, id, limit).Query(appendTo(&out, func(row pgx.CollectableRow) (push.Evidence, error) {
 		ev := push.Evidence{Stream: stream, Registration: id}
 		var (
-			seq, duration int64
-			body          []byte
-			notBefore     pgtype.Timestamptz
+			body      []byte
+			notBefore pgtype.Timestamptz
 		)
-		err := row.Scan(&ev.At, &ev.Event, &seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status,
-			&body, &ev.Location, &duration, &ev.Error, &notBefore)
-		ev.At, ev.Seq, ev.Body = ev.At.UTC(), uint64(seq), string(body)
-		ev.Duration, ev.NotBefore = time.Duration(duration), timeOf(notBefore)
+		err := row.Scan(&ev.At, &ev.Event, &ev.Seq, &ev.RecordID, &ev.MessageID, &ev.Attempt, &ev.Status,
+			&body, &ev.Location, &ev.Duration, &ev.Error, &notBefore)
+		ev.At, ev.Body, ev.NotBefore = ev.At.UTC(), string(body), timeOf(notBefore)
 		return ev, err
 	}))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {

@@ -6,12 +6,10 @@
 //	_, err := postgres.MigrateUp(ctx, url) // herald migrate up
 //	s, err := postgres.Open(ctx, url)      // checks the schema version
 //
-// Open opens a store with a pool of its own; New uses the caller's pool, for
-// AppendTx in the caller's transactions. Both refuse, changing nothing, a
-// database whose schema is not this binary's. The schema is
-// migrations/001_init.up.sql, embedded and run by internal/migrate: each
-// migration in one transaction with its row in herald_schema_migrations
-// (golang-migrate's shape), under an advisory lock.
+// Open and New refuse, changing nothing, a database whose schema is not this
+// binary's. The schema is migrations/001_init.up.sql, embedded and run by
+// internal/migrate, each migration in one transaction with its row in
+// herald_schema_migrations (golang-migrate's shape), under an advisory lock.
 //
 // # Appending
 //
@@ -42,13 +40,11 @@
 // numbers at most 10,000 records; a full page leaves the window open for the
 // next.
 //
-// RunSequencer (herald run) steps every 5 to 10 ms while records come (the
-// fewer a step finds, the longer the next wait: each is a commit) and every
-// 100 ms when none do. Due runs a step first unless another process holds
-// the lock or this Store runs RunSequencer, so scheduler mode needs no
-// daemon; Append runs one after its commit, waiting for the lock, and so
-// returns the seqs; Sequence runs one on demand. AppendTx returns new
-// records with Seq 0.
+// RunSequencer (herald run) steps every 5 to 10 ms while records come and
+// every 100 ms when none do. Due runs a step first unless this Store runs
+// RunSequencer, so scheduler mode needs no daemon; Append runs one after its
+// commit, waiting for the lock, and so returns the seqs; Sequence runs one
+// on demand. AppendTx returns new records with Seq 0.
 //
 // # Sealing
 //
@@ -91,10 +87,9 @@
 //	40001     the id was committed after the snapshot (REPEATABLE READ, SERIALIZABLE), or a race: retry the transaction
 //	22023     the setting herald.max_payload is not a number of bytes
 //
-// They abort the caller's transaction (a SAVEPOINT lets it go on). The
-// function runs with the caller's privileges (INSERT and SELECT on
-// herald_record, SELECT on herald_seq and herald_stream) and the search_path
-// pg_catalog, then its schema.
+// They abort the caller's transaction. The function runs with the caller's
+// privileges (INSERT and SELECT on herald_record, SELECT on herald_seq and
+// herald_stream) and the search_path pg_catalog, then its schema.
 //
 // # Idle costs nothing, without lost wake-ups
 //
@@ -140,20 +135,13 @@
 // change. None of these writes touches the stream row. Unpark, Skip and
 // Rewind clear the lease, so a turn in flight cannot undo them.
 //
-// # Notifications
+// # Notifications and retention
 //
-// A sequencer step that numbered records notifies NotifyChannel in its own
-// transaction; no appending transaction notifies. RunSequencerWaking also
-// tells its caller, and that Store's Listeners skip its steps'
-// notifications, which other processes still hear.
-//
-// # Retention
-//
-// Prune applies store.Retention's rules stream by stream, each in a short
-// transaction that locks the stream row (SKIP LOCKED: a busy stream waits for
-// the next pass). Refused records stay for the retention age; a sealed
-// stream goes once nothing of it is left, none waiting for the sequencer
-// either.
+// A sequencer step that numbered records notifies NotifyChannel; no appending
+// transaction notifies. Prune applies store.Retention's rules stream by
+// stream, each in a short transaction that locks the stream row (SKIP
+// LOCKED: a busy stream waits for the next pass); refused records stay for
+// the retention age.
 //
 // # Errors
 //

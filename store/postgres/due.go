@@ -10,14 +10,11 @@ import (
 )
 
 // Due implements push.Store (package doc, "Idle costs nothing" and
-// "Claiming and fencing"). Unless this Store runs RunSequencer, it first
-// runs a sequencer step, so that scheduler mode needs no daemon; then it
-// claims in one transaction of three round trips on one connection:
-//
-//  1. begin, read the troubled hosts and lock the probes this claim owns;
-//  2. claim and count the other namespaces' due registrations (then,
-//     rarely, move the probes claimed);
-//  3. clear the markers of the pending streams found idle, and commit.
+// "Claiming and fencing"): a sequencer step, then one transaction of three
+// round trips: begin, read the troubled hosts and lock the probes this
+// claim owns; claim, and count the other namespaces' due registrations
+// (then, rarely, move the probes claimed); clear the idle streams' markers
+// and commit.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
@@ -42,35 +39,37 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: read hosts", err)
 		}
-		probes := make(map[string]push.Host, len(locked)) // hosts whose probe this claim owns, as locked
-		probeHosts := make([]string, len(locked))
-		for i, h := range locked {
-			probes[h.Host], probeHosts[i] = h, h.Host
-		}
-		held := []string{} // not up, and not this claim's probe
+		hosts, probes := map[string]push.Host{}, map[string]bool{} // the troubled, with the probes this claim owns as locked
+		held, probeHosts := []string{}, []string{}
 		for _, h := range troubled {
-			if _, ok := probes[h.Host]; !ok && h.State != push.HostUp {
+			hosts[h.Host] = h
+		}
+		for _, h := range locked {
+			hosts[h.Host], probes[h.Host], probeHosts = h, true, append(probeHosts, h.Host)
+		}
+		for _, h := range hosts {
+			if !probes[h.Host] && h.State != push.HostUp {
 				held = append(held, h.Host)
 			}
 		}
 		var capArg *int32 // the per-host cap, and Busy as two arrays
-		hosts, busy := []string{}, []int32{}
+		busyHosts, busy := []string{}, []int32{}
 		if q.MaxPerHost > 0 {
 			capArg = new(int32(min(q.MaxPerHost, 1<<30)))
 			for h, n := range q.Busy {
-				hosts, busy = append(hosts, h), append(busy, int32(min(n, 1<<30)))
+				busyHosts, busy = append(busyHosts, h), append(busy, int32(min(n, 1<<30)))
 			}
 		}
 		var unclaimed int // of the first Limit+1 due rows: only Limit are locked
 		b = &pgx.Batch{}
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, hosts, busy, probeHosts, held).Query(
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, busyHosts, busy, probeHosts, held).Query(
 			appendTo(&batch.Registrations, func(row pgx.CollectableRow) (push.Status, error) { return scanStatus(row, &unclaimed) }))
 		b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due", err)
 		}
 		batch.More = unclaimed > 0
-		if err := s.claimedHosts(ctx, conn, q, troubled, probes, &batch); err != nil {
+		if err := s.claimedHosts(ctx, conn, q, hosts, probes, &batch); err != nil {
 			return err
 		}
 		b = &pgx.Batch{}

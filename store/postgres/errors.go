@@ -28,10 +28,8 @@ var (
 	ErrRetry = errors.New("transaction could not be serialised: retry it")
 )
 
-// Error is a database failure translated at this package's boundary: what
-// herald was doing, what went wrong in words, and the SQLSTATE if the
-// server sent one. It wraps the herald sentinel that says what it means, if
-// any.
+// Error is a database failure translated at this package's boundary. It
+// wraps the sentinel that says what it means, if any.
 type Error struct {
 	Op       string // e.g. "append", "due"
 	Message  string // the driver's or server's message
@@ -55,10 +53,8 @@ func (e *Error) Error() string {
 // journal.ErrConflict, journal.ErrInvalid, journal.ErrNotFound), or nil.
 func (e *Error) Unwrap() error { return e.kind }
 
-// dbErr is dbError for the store's own pool: a connection failure also
-// resets the pool, so that the next call does not pick up another
-// connection the same outage broke (an idle one is only found dead when
-// used).
+// dbErr is dbError that also resets the pool on a connection failure, so
+// that the next call picks up no other connection the outage broke.
 func (s *Store) dbErr(ctx context.Context, op string, err error) error {
 	err = dbError(ctx, op, err)
 	if errors.Is(err, ErrUnavailable) {
@@ -67,8 +63,8 @@ func (s *Store) dbErr(ctx context.Context, op string, err error) error {
 	return err
 }
 
-// dbError translates an error from pgx into one of this package's. It keeps
-// the message and SQLSTATE and drops the pgx types.
+// dbError translates an error from pgx: it keeps the message and SQLSTATE
+// and drops the pgx types.
 func dbError(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil

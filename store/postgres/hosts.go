@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,11 +20,9 @@ func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 		h                  push.Host
 		probeAt, failureAt pgtype.Timestamptz
 	)
-	if err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt}, extra...)...); err != nil {
-		return push.Host{}, err
-	}
+	err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt}, extra...)...)
 	h.Since, h.NextProbeAt, h.LastFailureAt = h.Since.UTC(), timeOf(probeAt), timeOf(failureAt)
-	return h, nil
+	return h, err
 }
 
 // putHost sends b in tx with the write of h, and appends herald's event if
@@ -40,17 +37,9 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 	return s.event(ctx, tx, e, ok)
 }
 
-// claimedHosts finishes Due's transaction for host health: batch.Hosts
-// reports the troubled hosts of the claimed registrations, and each probe
-// this claim owns (its host's row locked since sqlLockProbes) moves the
-// host's next probe instant.
-func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuery, troubled []push.Host, probes map[string]push.Host, batch *push.DueBatch) error {
-	hosts := maps.Clone(probes)
-	for _, h := range troubled {
-		if _, ok := hosts[h.Host]; !ok {
-			hosts[h.Host] = h
-		}
-	}
+// claimedHosts reports the troubled hosts of the claimed registrations in
+// batch.Hosts, and moves the next probe instant of each probe claimed.
+func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuery, hosts map[string]push.Host, probes map[string]bool, batch *push.DueBatch) error {
 	b := &pgx.Batch{}
 	for _, st := range batch.Registrations {
 		h, ok := hosts[st.Host()]
@@ -58,7 +47,7 @@ func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuer
 			continue
 		}
 		delete(hosts, h.Host)
-		if _, ok := probes[h.Host]; ok {
+		if probes[h.Host] {
 			h = h.Probed(q.At)
 			b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
 		}
@@ -70,9 +59,8 @@ func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuer
 	return s.dbErr(ctx, "due: move probes", conn.SendBatch(ctx, b).Close())
 }
 
-// HostFailed implements push.HostStore: the registration's write, its
-// evidence and the host's health (push.Host.Failed), fenced by the claim, in
-// one transaction that locks the registration's row, then the host's.
+// HostFailed implements push.HostStore in one transaction, fenced by the
+// claim, that locks the registration's row, then the host's.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err

@@ -14,9 +14,8 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Append implements journal.Journal: it commits the records in a transaction
-// of its own, runs a sequencer step (waiting for the lock) and returns them
-// with their seqs (0 for a record pruned already, under a retention of 0). A
+// Append implements journal.Journal: it commits the records, runs a sequencer
+// step and returns them with their seqs (0 for a record pruned already). A
 // record the step refuses (package doc, "Sealing") is a *journal.SealedError.
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
@@ -42,15 +41,12 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if err != nil {
 		return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the seqs", err)
 	}
-	for _, n := range numbered {
-		if n.refused {
-			return nil, s.sealed(ctx, s.pool, stream, nil)
-		}
-	}
 	for i, r := range out {
 		n, found := numbered[r.ID]
 		switch {
 		case !found: // numbered, delivered and pruned already: its seq is gone with it
+		case n.refused:
+			return nil, s.sealed(ctx, s.pool, stream, nil)
 		case n.Seq == 0:
 			return nil, fmt.Errorf("append to %s: record %q is committed but has no seq after a sequencer step: %w", stream, r.ID, journal.ErrNotFound)
 		default:
@@ -83,17 +79,15 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	return out, err
 }
 
-// stored is what the id lookup returns of an existing record: everything
-// but the payload, which equals the entry's when the digests match.
+// stored is a record the id lookup found, but its payload.
 type stored struct {
 	journal.Record
 	digest  []byte
 	refused bool
 }
 
-// appendTx appends validated entries in tx: one insert, or if it was
-// blocked, a lookup that decides (idempotent repeat, conflict, sealed
-// stream) and an insert of the new entries.
+// appendTx appends validated entries in tx: one insert, or if it was blocked,
+// a lookup that decides and an insert of the new entries.
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
 	// One array of digests, and for one entry no index list: allocations
 	// are a share of AppendTx's cost.
@@ -170,10 +164,9 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
 }
 
-// insert inserts entries[fresh] and fills their records in out; blocked:
-// nothing was inserted, because the stream is sealed or an id is stored. An
-// id of several committed by another transaction meanwhile undoes the
-// insert, keeping tx usable, and is a conflict.
+// insert inserts entries[fresh] and fills their records in out (blocked: the
+// stream is sealed or an id stored). An id of several committed meanwhile
+// undoes the insert, keeping tx usable, and is a conflict.
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.stamp()
 	n := len(fresh)
@@ -188,12 +181,8 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		out[i] = record(stream, e, payload, at)
 		return false, nil
 	}
-	var (
-		fIDs, fKinds, fTypes = make([]string, n), make([]string, n), make([]string, n)
-		fPayloads, fDigests  = make([][]byte, n), make([][]byte, n)
-		fFinal               = make([]bool, n)
-		fParents, fStates    = make([]string, n), make([]string, n)
-	)
+	fIDs, fKinds, fTypes, fParents, fStates := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	fPayloads, fDigests, fFinal := make([][]byte, n), make([][]byte, n), make([]bool, n)
 	for k, i := range fresh {
 		e := entries[i]
 		fIDs[k], fKinds[k], fTypes[k] = e.ID, e.Kind, e.ContentType
@@ -264,8 +253,7 @@ func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *
 	return &journal.SealedError{Stream: stream, FinalSeq: uint64(*finalSeq)}
 }
 
-// conflict returns the *journal.ConflictError naming the first field in
-// which the record stored under e.ID differs from e, or nil.
+// conflict returns e's *journal.ConflictError with the stored record, or nil.
 func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journal.Entry) error {
 	rec, err := s.lookup(ctx, tx, sqlLookupAny, e.ID)
 	if errors.Is(err, journal.ErrNotFound) {
@@ -351,9 +339,8 @@ type RefusedRecord struct {
 	Reason           string    // why, e.g. "committed after the stream's final record #7 was sequenced"
 }
 
-// Refused lists up to limit refused records of stream (of every stream if
-// stream is ""), by stream and insertion order. Errors: journal.ErrInvalid
-// (bad stream, limit < 1).
+// Refused lists up to limit refused records of stream ("": every stream) in
+// stream and insertion order. Errors: journal.ErrInvalid.
 func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]RefusedRecord, error) {
 	if stream != "" {
 		if err := journal.ValidateStream(stream); err != nil {

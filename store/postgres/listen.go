@@ -9,15 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel the sequencer notifies, once
-// per step that numbered records, with how many it numbered (decimal) as
-// the payload. No appending transaction notifies (package doc,
-// "Notifications").
+// NotifyChannel is the LISTEN/NOTIFY channel the sequencer notifies, once a
+// step that numbered records, with how many (decimal) as the payload.
 const NotifyChannel = "herald_append"
 
-// Listener holds a connection of its own that LISTENs on NotifyChannel.
-// Notifications that arrive between two Waits are queued on the connection,
-// so a daemon that sweeps between Waits misses none.
+// Listener LISTENs on NotifyChannel on a connection of its own, which queues
+// the notifications that arrive between two Waits.
 type Listener struct {
 	mu     sync.Mutex // held by Wait: a pgx.Conn is not for concurrent use
 	conn   *pgx.Conn
@@ -26,8 +23,7 @@ type Listener struct {
 	own    *atomic.Uint32 // the store's RunSequencerWaking backend, whose notifications are skipped
 }
 
-// Listen opens a Listener on a new connection configured as the store's
-// pool. Errors: ErrUnavailable.
+// Listen opens a Listener configured as the store's pool. Errors: ErrUnavailable.
 func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
@@ -42,12 +38,10 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 }
 
 // Wait blocks until a sequencer step numbers records (or one did since the
-// previous Wait returned) and returns the notification's payload: how many
-// records that step numbered. The steps of the Store's own
-// RunSequencerWaking are not reported: it told its caller itself. Errors:
-// ctx's when it ends first; ErrUnavailable when the connection broke (open a
-// new Listener, and sweep: appends made meanwhile were not heard);
-// ErrListenerClosed.
+// previous Wait) and returns the notification's payload, but for the steps
+// of the Store's own RunSequencerWaking. Errors: ctx's; ErrUnavailable when
+// the connection broke (open a new Listener, and sweep: appends made
+// meanwhile were not heard); ErrListenerClosed.
 func (l *Listener) Wait(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

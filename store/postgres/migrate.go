@@ -24,10 +24,9 @@ const versionTable = "herald_schema_migrations"
 
 var schema = migrate.MustLoad(migrationFiles, "migrations", versionTable)
 
-// lockWait bounds a migration's wait for a lock (lock_timeout), unless ctx's
-// deadline comes first: herald's migrations take well under a second, so a
-// longer wait means a stuck process or a long transaction, which waiting
-// longer would queue all of herald's traffic behind.
+// lockWait bounds a migration's wait for a lock (lock_timeout) unless ctx's
+// deadline comes first: herald's migrations take well under a second, and
+// waiting longer on a stuck process would queue herald's traffic behind.
 const lockWait = 2 * time.Minute
 
 // MigrateUp applies every pending migration to the database at url (a
@@ -77,8 +76,7 @@ func MigrationStatus(ctx context.Context, url string) (store.SchemaStatus, error
 	})
 }
 
-// withPool runs fn with a pool of its own on url whose connections wait at
-// most lockWait, or until ctx's deadline, for a lock.
+// withPool runs fn with a pool of its own on url, waiting at most lockWait.
 func withPool(ctx context.Context, url string, fn func(*pgxpool.Pool) (store.SchemaStatus, error)) (store.SchemaStatus, error) {
 	wait := lockWait
 	if deadline, ok := ctx.Deadline(); ok {
@@ -95,8 +93,7 @@ func withPool(ctx context.Context, url string, fn func(*pgxpool.Pool) (store.Sch
 	return fn(pool)
 }
 
-// beginMigration begins internal/migrate's transactions on pool, each under
-// the migration lock, so that concurrent migrations take turns.
+// beginMigration begins internal/migrate's transactions, each under the lock.
 func beginMigration(pool *pgxpool.Pool, op string) migrate.Begin {
 	return func(ctx context.Context) (migrate.Tx, error) {
 		tx, err := pool.Begin(ctx)
@@ -153,8 +150,7 @@ func migrationError(ctx context.Context, op string, err error) error {
 	return err
 }
 
-// prefixed names the package in an error of internal/migrate's or of
-// readVersion's; dbError's already do.
+// prefixed names the package in an error that does not yet.
 func prefixed(err error) error {
 	if err == nil || strings.HasPrefix(err.Error(), "postgres: ") {
 		return err
@@ -162,8 +158,8 @@ func prefixed(err error) error {
 	return fmt.Errorf("postgres: %w", err)
 }
 
-// readVersion reads the database's name and schema version through q,
-// changing nothing. Errors: store.ErrNotHerald, or the database's failure.
+// readVersion reads the database's name and schema version, changing
+// nothing. Errors: store.ErrNotHerald, or the database's failure.
 func readVersion(ctx context.Context, q querier) (database string, version int, dirty bool, err error) {
 	var tableExists, shaped, heraldTables bool
 	if err := q.QueryRow(ctx, sqlSchemaProbe, versionTable).Scan(&database, &tableExists, &shaped, &heraldTables); err != nil {
@@ -188,8 +184,8 @@ func readVersion(ctx context.Context, q querier) (database string, version int, 
 	return database, int(max(v, 0)), dirty, nil // golang-migrate's "no version" is -1
 }
 
-// readStatus is the status of the database behind pool, changing nothing;
-// with check, a dirty or newer schema is refused.
+// readStatus reads the schema's status; with check, it refuses a dirty or
+// newer one.
 func readStatus(ctx context.Context, pool *pgxpool.Pool, check bool) (store.SchemaStatus, error) {
 	database, v, dirty, err := readVersion(ctx, pool)
 	if err == nil && check {
@@ -201,9 +197,7 @@ func readStatus(ctx context.Context, pool *pgxpool.Pool, check bool) (store.Sche
 	return schema.Status(database, v, dirty), nil
 }
 
-// checkSchema refuses a database whose schema is not this binary's: errors
-// wrap store.ErrSchemaBehind ("run herald migrate up"), store.ErrSchemaAhead,
-// store.ErrSchemaDirty or store.ErrNotHerald.
+// checkSchema refuses a database whose schema is not this binary's (New).
 func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	st, err := readStatus(ctx, pool, true)
 	switch {

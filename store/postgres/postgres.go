@@ -23,9 +23,8 @@ var (
 	_ push.Store      = (*Store)(nil)
 )
 
-// Store is herald's journal and push store over one PostgreSQL database. It
-// is safe for concurrent use, and any number of Stores, in any number of
-// processes, may share a database.
+// Store is herald's journal and push store. It is safe for concurrent use,
+// and any number of Stores, in any number of processes, may share a database.
 type Store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
@@ -50,16 +49,15 @@ type Option func(*Store)
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
 // WithSequencerInterval sets RunSequencer's longest interval while records
-// keep coming, from MinSequencerInterval to MaxSequencerInterval (default
-// DefaultSequencerInterval): the most a committed record waits for its seq,
-// plus one step.
+// keep coming (the most a committed record waits for its seq, plus one step),
+// from MinSequencerInterval to MaxSequencerInterval.
 func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
 }
 
-// Open connects to the database at url (a postgres:// URL or key=value
-// connection string, with pgxpool's pool_* parameters) with a pool of its
-// own, and checks the schema as New does. Errors: NewPool's and New's.
+// Open is New on a pool of its own for url, a postgres:// URL or key=value
+// connection string (pool_* parameters are pgxpool's). Errors: NewPool's
+// and New's.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	pool, err := NewPool(ctx, url)
 	if err != nil {
@@ -100,11 +98,10 @@ func newPool(ctx context.Context, url string, params map[string]string) (*pgxpoo
 	return pool, nil
 }
 
-// New returns a Store over pool, which the caller keeps and closes. It
-// changes nothing, and refuses a database whose schema is not this binary's:
-// errors wrap store.ErrSchemaBehind (run `herald migrate up`),
-// store.ErrSchemaAhead, store.ErrSchemaDirty, store.ErrNotHerald, or
-// ErrUnavailable.
+// New returns a Store over pool, which the caller keeps and closes. It refuses
+// a database whose schema is not this binary's: errors wrap
+// store.ErrSchemaBehind (run `herald migrate up`), store.ErrSchemaAhead,
+// store.ErrSchemaDirty, store.ErrNotHerald, or ErrUnavailable.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
@@ -128,9 +125,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 // Pool returns the store's pool, for the caller's transactions (AppendTx).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool if Open made it. The store must not be used
-// afterwards. It returns nil: the error is there so that every herald store
-// closes as an io.Closer.
+// Close closes the pool if Open made it. It returns nil: the error makes
+// every herald store an io.Closer.
 func (s *Store) Close() error {
 	if s.ownPool {
 		s.pool.Close()
@@ -144,8 +140,7 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// inTx runs fn in a transaction of its own and commits it. fn returns errors
-// already translated.
+// inTx runs fn, which translates its errors, in a transaction of its own.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -159,8 +154,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 }
 
 // onConn runs fn, whose batches begin and commit a transaction, on conn (nil:
-// a pooled one), and rolls the transaction back, or drops the connection,
-// if fn fails.
+// a pooled one), and rolls back, or drops the connection, if fn fails.
 func (s *Store) onConn(ctx context.Context, conn *pgx.Conn, op string, fn func(*pgx.Conn) error) error {
 	if conn == nil {
 		pooled, err := s.pool.Acquire(ctx)

@@ -2,8 +2,7 @@ package postgres
 
 import "strings"
 
-// Every SQL statement of the store, in one place. Parameters are numbered
-// as the calling function passes them.
+// Every SQL statement of the store; parameters are numbered as passed.
 
 // The schema's version (migrate.go). sqlSchemaProbe: the database's name,
 // whether the version table ($1) exists and has golang-migrate's shape, and
@@ -16,7 +15,6 @@ const (
             OR (attname = 'dirty' AND atttypid = 'boolean'::regtype))),
        to_regclass('herald_stream') IS NOT NULL OR to_regclass('herald_record') IS NOT NULL
     OR to_regclass('herald_registration') IS NOT NULL OR to_regclass('herald_evidence') IS NOT NULL`
-	// golang-migrate keeps one row; none before the first migration.
 	sqlCurrentVersion = `SELECT version, dirty FROM ` + versionTable + ` LIMIT 1`
 	migrationLockKey  = `hashtextextended('herald_schema_migrations', 0)`
 	sqlMigrationLock  = `SELECT pg_advisory_xact_lock(` + migrationLockKey + `)`
@@ -27,7 +25,6 @@ const (
 
 // The journal (journal.go): package doc, "Appending".
 const (
-	sqlEnsureStream = `INSERT INTO herald_stream (stream) VALUES ($1) ON CONFLICT DO NOTHING`
 	// Whether the stream is sealed: its final seq, and whether it holds a
 	// final record (numbered or not).
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
@@ -166,9 +163,11 @@ const (
 	statusFrom = statusColumns + `
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
-	// Lock the stream row first (the sequencer's lock order) and set the
-	// pending marker: a registration may lag after the change.
-	sqlMarkStream         = `UPDATE herald_stream SET pending = true WHERE stream = $1 RETURNING head, final_seq IS NOT NULL, oldest_seq`
+	// Lock the stream row first (the sequencer's lock order), creating it for
+	// a stream with no records yet, and set the pending marker: a
+	// registration may lag after the change.
+	sqlMarkStream = `INSERT INTO herald_stream AS s (stream, pending) VALUES ($1, true)
+ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq IS NOT NULL, s.oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `WITH r AS (
 INSERT INTO herald_registration AS r
@@ -308,7 +307,6 @@ FOR NO KEY UPDATE SKIP LOCKED`
 	sqlPutHost       = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
     last_error = $7, last_failure_at = $8
 WHERE host = $1`
-	// Hosts with their held registrations counted.
 	sqlHosts = `WITH held AS (
     SELECT r.host, count(*) AS n
     FROM herald_registration r
@@ -478,12 +476,10 @@ LIMIT $3`
 )
 
 // waitingRunning and waitingNew select cols of the records waiting for the
-// sequencer that satisfy cond, given st, the row of herald_sequencer: the
-// records of the transactions running at its snapshot done (one index probe
-// each) and of those that began after it (one index range, in (xid, pos)
-// order, then limit). A statement sees the committed ones. Each probe of
-// herald_record is a subquery of its own, so that the planner, which cannot
-// estimate a snapshot's transactions, keeps to the index.
+// sequencer that satisfy cond: those of the transactions running at done
+// (one index probe each) and those of the ones that began after (one index
+// range, then limit). Each probe is a subquery of its own, so that the
+// planner, which cannot estimate a snapshot's transactions, keeps to it.
 func waitingRunning(cols, cond, limit string) string {
 	return `SELECT ` + cols + ` FROM herald_sequencer st CROSS JOIN pg_snapshot_xip(st.done) x CROSS JOIN LATERAL (
     SELECT * FROM herald_record r WHERE r.xid = x AND ` + cond + ` OFFSET 0) r
@@ -499,9 +495,7 @@ WHERE st.one`
 }
 
 // inWindow selects the records of sqlNumber's window (st) after the record
-// (after: its xid, pos) that satisfy cond and are not numbered yet, in
-// (xid, pos) order, at most limit from each part of waitingRunning and
-// waitingNew.
+// after (xid, pos) that satisfy cond and wait, at most limit of each part.
 func inWindow(after, cond, limit string) string {
 	c := `(r.xid, r.pos) > (` + after + `) AND pg_visible_in_snapshot(r.xid, st.win) AND ` + cond
 	// Only a window that an earlier page left open can hold records

@@ -13,9 +13,8 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Register implements push.Store. It locks the stream row (creating it for a
-// stream with no records yet) and sets its pending marker, then inserts or
-// updates the registration, in one transaction.
+// Register implements push.Store: it locks and marks the stream row, then
+// writes the registration.
 func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
 	if err := r.Validate(); err != nil {
 		return push.Registration{}, err
@@ -30,7 +29,6 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			sealed, exists bool
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlEnsureStream, r.Stream)
 		b.Queue(sqlMarkStream, r.Stream).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
 		b.Queue(sqlRegistrationExists, r.Stream, r.ID).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -62,8 +60,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	return out, nil
 }
 
-// Unregister implements push.Store. Evidence goes with the registration
-// (ON DELETE CASCADE).
+// Unregister implements push.Store; the evidence goes too.
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
 		return notFound(stream, id)
@@ -109,8 +106,7 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
 }
 
-// Stats implements push.Store with SQL aggregates: no registration is
-// loaded but the most lagging and the oldest parked.
+// Stats implements push.Store with SQL aggregates.
 func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	var parked []push.Status
@@ -149,9 +145,6 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, &config, &onRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
 		&st.Head, &st.Sealed}, extra...)...)
-	if err != nil {
-		return push.Status{}, err
-	}
 	if config != nil {
 		r.Config = push.Config(config)
 	}
@@ -161,5 +154,5 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	}
 	r.NextAttemptAt = r.NextAttemptAt.UTC()
 	r.ParkedAt, r.LeaseUntil = timeOf(parkedAt), timeOf(leaseUntil)
-	return st, nil
+	return st, err
 }

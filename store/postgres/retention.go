@@ -21,11 +21,8 @@ const pruneStreams = 200
 var errStop = errors.New("stop")
 
 // Prune implements store.Retention. It visits streams in name order from
-// where this Store's last call stopped (back to the first after a whole
-// pass), at most pruneStreams of them and q.Limit records, each stream in a
-// short transaction of its own that locks the stream row (SKIP LOCKED: a
-// stream locked by an append or a sweep waits for the next pass). A dry run
-// does the same from the first stream and rolls each transaction back.
+// where this Store's last call stopped, at most pruneStreams of them and
+// q.Limit records; a dry run visits all and rolls each transaction back.
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
 	q, err := q.Validate()
 	if err != nil {
@@ -137,8 +134,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 	return rep, nil
 }
 
-// Streams implements store.Retention. Retained bytes are summed over the
-// stream's records: cheap for a few streams, a scan of the journal for all.
+// Streams implements store.Retention. Retained bytes are summed over records.
 func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
 	limit, err := q.Validate()
 	if err != nil {

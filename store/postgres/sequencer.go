@@ -52,10 +52,9 @@ func nextPoll(interval, busy time.Duration, n int) time.Duration {
 	}
 }
 
-// Sequence runs the sequencer once, unless another process is running it:
-// it numbers every record committed and not yet numbered, and returns how
-// many records it numbered or refused (0 when another process holds the
-// lock, or nothing was waiting). Errors: ErrUnavailable, ErrRetry, *Error.
+// Sequence runs the sequencer once, unless another process holds its lock,
+// and returns how many records it numbered or refused. Errors:
+// ErrUnavailable, ErrRetry, *Error.
 func (s *Store) Sequence(ctx context.Context) (int, error) {
 	return s.sequence(ctx, nil, seqProbe, nil)
 }
@@ -138,8 +137,7 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 	return page, n, nil
 }
 
-// poke tells RunSequencer that this process appended (AppendTx): it polls
-// at its shortest interval again.
+// poke tells RunSequencer that this process appended: poll soon.
 func (s *Store) poke() {
 	select {
 	case s.appended <- struct{}{}:
@@ -147,12 +145,10 @@ func (s *Store) poke() {
 	}
 }
 
-// RunSequencer runs the sequencer until ctx ends, on a connection of its own
-// (never waiting behind deliveries for one), reopened after a failure, at an
-// interval that adapts to the records it finds and drops to the shortest
-// when this Store's AppendTx appended. Any number of processes may run it:
-// one at a time numbers. A failed step is passed to onError (if not nil) and
-// retried after MaxSequencerInterval.
+// RunSequencer runs the sequencer until ctx ends, on a connection of its own,
+// at an interval that adapts to the records it finds. Any number of
+// processes may run it: one at a time numbers. A failed step is passed to
+// onError (if not nil) and retried after MaxSequencerInterval.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
 	s.runSequencer(ctx, onError, nil)
 }
@@ -201,10 +197,8 @@ func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered 
 		if busy {
 			mode = seqTry // records came lately: skip the probe
 		}
-		var (
-			n   int
-			err error
-		)
+		var n int
+		var err error
 		if conn == nil || conn.IsClosed() {
 			forget()
 			conn, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
