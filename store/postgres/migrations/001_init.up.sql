@@ -165,18 +165,11 @@ CREATE TABLE herald_host (
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;
 
--- herald_append: AppendTx as a SQL function, so that an application in any
--- language appends in its own transaction (the package documentation,
--- "Appending from SQL", has the signatures and the error codes): one plain
--- INSERT with seq NULL, which the sequencer numbers after commit; no NOTIFY
--- and no stream lock. The checks are journal.ValidateEntries' and the
--- digest journal.Digest's, so that an entry appended from Go and from SQL
--- is one record. Byte lengths are of the UTF-8 form. Errors carry the field
--- in the message and in the error's COLUMN field:
---   HA400 invalid input, HA413 payload over the limit, HA409 the id exists
---   with other content, HA423 the stream is sealed.
--- Every function runs with search_path pinned to pg_catalog and the schema
--- it was created in (the ALTER FUNCTIONs at the end), whatever the caller's.
+-- herald_append: AppendTx as a SQL function, with journal.ValidateEntries'
+-- checks and journal.Digest's digest (the package documentation, "Appending
+-- from SQL", has the signatures and the error codes). Byte lengths are of
+-- the UTF-8 form. Every function runs with search_path pinned to pg_catalog
+-- and the schema it was created in (the ALTER FUNCTIONs at the end).
 
 -- herald_check_name raises HA400 unless value is a valid name for field:
 -- journal.ValidateStream (spaces false, 200 bytes), ValidateID (spaces
