@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
@@ -26,22 +24,8 @@ import (
 
 // benchStore opens a store on a fresh, migrated database with a pool of
 // conns connections.
-func benchStore(b *testing.B, conns int, opts ...postgres.Option) *postgres.Store {
-	b.Helper()
-	u, err := url.Parse(pgtest.NewDatabase(b))
-	require.NoError(b, err)
-	q := u.Query()
-	q.Set("pool_max_conns", strconv.Itoa(conns))
-	u.RawQuery = q.Encode()
-	_, err = postgres.MigrateUp(b.Context(), u.String())
-	require.NoError(b, err)
-	pool, err := postgres.NewPool(b.Context(), u.String())
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
-	s, err := postgres.New(b.Context(), pool, opts...)
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = s.Close() })
-	return s
+func benchStore(b *testing.B, conns int) *postgres.Store {
+	return openStore(b, withConns(b, migratedURL(b), conns))
 }
 
 // BenchmarkAppend appends one record per transaction (Append: BEGIN, two
@@ -180,18 +164,7 @@ func BenchmarkDue(b *testing.B) {
 				_, err = s.Append(ctx, fmt.Sprintf("stream/%d", i*97%(c.registrations/perStream)), entry(fmt.Sprintf("new-%d", i)))
 				require.NoError(b, err)
 			}
-			b.ResetTimer()
-			for i := range b.N {
-				q.At = at(61 * (i + 1)) // every lease taken before has expired
-				q.LeaseUntil = q.At.Add(time.Minute)
-				batch, err := s.Due(ctx, q)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(batch.Registrations) != c.due {
-					b.Fatalf("claimed %d, want %d", len(batch.Registrations), c.due)
-				}
-			}
+			benchDue(b, s, q, c.due)
 		})
 	}
 }
@@ -226,20 +199,25 @@ func BenchmarkDueHeldHost(b *testing.B) {
 			require.NoError(b, err)
 			_, err = s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration, herald_host`)
 			require.NoError(b, err)
-			q := push.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}
-			b.ResetTimer()
-			for i := range b.N {
-				q.At = at(61 * (i + 1)) // every lease taken before has expired
-				q.LeaseUntil = q.At.Add(time.Minute)
-				batch, err := s.Due(ctx, q)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(batch.Registrations) != 100 {
-					b.Fatalf("claimed %d, want the healthy host's 100", len(batch.Registrations))
-				}
-			}
+			benchDue(b, s, push.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}, 100) // the healthy host's
 		})
+	}
+}
+
+// benchDue times Due, each at an instant past the leases taken before, and
+// fails unless it claims want registrations.
+func benchDue(b *testing.B, s *postgres.Store, q push.DueQuery, want int) {
+	b.ResetTimer()
+	for i := range b.N {
+		q.At = at(61 * (i + 1))
+		q.LeaseUntil = q.At.Add(time.Minute)
+		batch, err := s.Due(b.Context(), q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(batch.Registrations) != want {
+			b.Fatalf("claimed %d, want %d", len(batch.Registrations), want)
+		}
 	}
 }
 
@@ -255,27 +233,13 @@ func BenchmarkCursorSaves(b *testing.B) {
 			s := benchStore(b, 4)
 			ctx := context.Background()
 			const regs, turns = 1000, 64
-			for i := range regs {
-				_, err := s.Register(ctx, push.Registration{Stream: "fanout", ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
-					URL: fmt.Sprintf("https://receiver.example/%d", i)})
-				require.NoError(b, err)
-			}
-			es := make([]journal.Entry, 200)
-			for i := range es {
-				es[i] = journal.Entry{ID: fmt.Sprintf("e%d", i), Kind: "k", Payload: []byte(`{}`)}
-			}
-			_, err := s.Append(ctx, "fanout", es...)
-			require.NoError(b, err)
+			fanOut(b, s, "fanout", regs, 200)
 			when := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 			var took time.Duration
 			for i := range b.N {
 				when = when.Add(2 * time.Minute) // every lease of the last op has expired
-				batch, err := s.Due(ctx, push.DueQuery{At: when, Limit: turns, Namespace: "webhook", Owner: fmt.Sprintf("o%d", i),
-					LeaseUntil: when.Add(time.Minute)})
-				require.NoError(b, err)
-				require.Len(b, batch.Registrations, turns)
 				saves := make([]push.CursorSave, turns)
-				for j, st := range batch.Registrations {
+				for j, st := range claim(b, s, when, fmt.Sprintf("o%d", i), turns, turns) {
 					saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: min(st.NextSeq+1, st.Head)} // one record, leaving work
 				}
 				start := time.Now()
@@ -317,27 +281,9 @@ func BenchmarkFanoutStoreCalls(b *testing.B) {
 			var calls callCounter
 			for range b.N {
 				s := benchStore(b, 4)
-				ctx := context.Background()
-				for i := range 1000 {
-					_, err := s.Register(ctx, push.Registration{Stream: "fanout", ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
-						URL: fmt.Sprintf("https://receiver.example/%d", i)})
-					require.NoError(b, err)
-				}
-				for i := range 20 {
-					_, err := s.Append(ctx, "fanout", journal.Entry{ID: fmt.Sprintf("e%d", i), Kind: "k", Payload: []byte(`{}`)})
-					require.NoError(b, err)
-				}
+				fanOut(b, s, "fanout", 1000, 20)
 				calls.Store = s
-				recv := &instantReceiver{want: 20000, done: make(chan struct{})}
-				w, err := push.NewWorker(&calls, &calls, recv, payloadProjection{"webhook"}, push.WithMaxInFlight(conc),
-					push.WithMaxPerHost(push.MaxPerHostLimit), push.WithoutHostHealth())
-				require.NoError(b, err)
-				run, stop := context.WithCancel(ctx)
-				ended := make(chan error)
-				go func() { ended <- w.Run(run, time.Second) }()
-				<-recv.done
-				stop()
-				require.NoError(b, <-ended)
+				runFanout(b, &calls, newOrderReceiver(20000), conc)
 			}
 			per := func(n *atomic.Int64) float64 { return float64(n.Load()) / float64(b.N) }
 			b.ReportMetric(per(&calls.due), "claims/1000turns")
@@ -347,44 +293,4 @@ func BenchmarkFanoutStoreCalls(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-// callCounter counts a worker's calls of the store.
-type callCounter struct {
-	*postgres.Store
-	due, reads, advances, batches, batched atomic.Int64
-}
-
-func (c *callCounter) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
-	c.due.Add(1)
-	return c.Store.Due(ctx, q)
-}
-func (c *callCounter) Read(ctx context.Context, s string, f uint64, l int) ([]journal.Record, error) {
-	c.reads.Add(1)
-	return c.Store.Read(ctx, s, f, l)
-}
-func (c *callCounter) Advance(ctx context.Context, cl push.Claim, n uint64) error {
-	c.advances.Add(1)
-	return c.Store.Advance(ctx, cl, n)
-}
-func (c *callCounter) AdvanceBatch(ctx context.Context, s []push.CursorSave) ([]error, error) {
-	c.batches.Add(1)
-	c.batched.Add(int64(len(s)))
-	return c.Store.AdvanceBatch(ctx, s)
-}
-
-// instantReceiver accepts every message at once, so that the database, not
-// the network, paces the worker; done closes after want deliveries.
-type instantReceiver struct {
-	n    atomic.Int64
-	want int64
-	done chan struct{}
-	once sync.Once
-}
-
-func (i *instantReceiver) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-	if i.n.Add(1) == i.want {
-		i.once.Do(func() { close(i.done) })
-	}
-	return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
 }

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,10 +14,6 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store/postgres"
 )
-
-func entry(id string) journal.Entry {
-	return journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"id":%q}`, id))}
-}
 
 // TestLateCommitsAreNeverSkipped is invariant 4: 16 writers append to one
 // stream with AppendTx in separate transactions, a fifth of which roll back
@@ -349,23 +344,6 @@ func TestSameIDOnOneStreamAtOnce(t *testing.T) {
 	}
 }
 
-// waitForLockWait returns once some backend of the store's database waits
-// for a lock (polling pg_stat_activity: a signal from the server, not a
-// sleep).
-func waitForLockWait(t *testing.T, s *postgres.Store) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		var waiting int
-		require.NoError(t, s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
-		if waiting > 0 {
-			return
-		}
-	}
-	t.Fatal("no backend started waiting for a lock within 10s")
-}
-
 // TestClockStampsAppendedAt: WithClock stamps AppendedAt (UTC, to the
 // microsecond, as stored).
 func TestClockStampsAppendedAt(t *testing.T) {
@@ -404,9 +382,8 @@ FROM generate_series(0, 4999) g`)
 	require.NoError(t, err)
 
 	prepared := 0
-	plan := func(stream string) (inserted float64, scans map[string]map[string]any) {
-		tx, err := pool.Begin(ctx)
-		require.NoError(t, err)
+	probe := func(stream string) (inserted float64, scans map[string]map[string]any) {
+		tx := openTx(t, s)
 		defer tx.Rollback(ctx)
 		_, err = tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`)
 		require.NoError(t, err)
@@ -414,31 +391,19 @@ FROM generate_series(0, 4999) g`)
 		name := fmt.Sprintf("seal_probe_%d", prepared) // a prepared statement outlives the transaction
 		_, err = tx.Exec(ctx, `PREPARE `+name+` (text, text, text, text, bytea, boolean, bytea, timestamptz, text, text) AS `+postgres.SQLInsertRecord)
 		require.NoError(t, err)
-		var raw []byte
-		require.NoError(t, tx.QueryRow(ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE %s ('%s', 'id-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '', '')`, name, stream)).Scan(&raw))
-		var plans []struct {
-			Plan map[string]any `json:"Plan"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &plans))
-		require.Len(t, plans, 1)
+		root := plan(t, tx, fmt.Sprintf(`EXECUTE %s ('%s', 'id-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '', '')`, name, stream))
 		scans = map[string]map[string]any{}
-		var visit func(node map[string]any)
-		visit = func(node map[string]any) {
+		walk(root, func(node map[string]any) {
 			if rel, ok := node["Relation Name"].(string); ok && node["Node Type"] != "ModifyTable" {
 				require.NotContains(t, scans, rel, "one probe of each table")
 				scans[rel] = node
 			}
-			kids, _ := node["Plans"].([]any)
-			for _, k := range kids {
-				visit(k.(map[string]any))
-			}
-		}
-		visit(plans[0].Plan)
-		inserted, _ = plans[0].Plan["Tuples Inserted"].(float64)
+		})
+		inserted, _ = root["Tuples Inserted"].(float64)
 		return inserted, scans
 	}
 
-	inserted, scans := plan("open/7")
+	inserted, scans := probe("open/7")
 	require.Equal(t, 1.0, inserted, "an open stream's record goes in")
 	require.Len(t, scans, 2)
 	for rel, index := range map[string]string{"herald_stream": "herald_stream_sealed", "herald_record": "herald_record_final"} {
@@ -449,6 +414,6 @@ FROM generate_series(0, 4999) g`)
 		require.Equal(t, 0.0, node["Actual Rows"], rel)
 	}
 
-	inserted, _ = plan("sealed")
+	inserted, _ = probe("sealed")
 	require.Equal(t, 0.0, inserted, "a sealed stream's record does not go in")
 }

@@ -17,35 +17,42 @@ import (
 func TestAppendNotifiesOnCommitOnly(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
-	l, err := s.Listen(ctx)
-	require.NoError(t, err)
-	defer l.Close()
-
+	l := listen(t, s)
 	require.NoError(t, appendInTx(ctx, s, "rolled-back", entry("x"), true))
-	_, err = s.Sequence(ctx)
+	sequence(t, s)
+	_, err := s.Append(ctx, "task/1", entry("y1"), entry("y2"))
 	require.NoError(t, err)
-	_, err = s.Append(ctx, "task/1", entry("y1"), entry("y2"))
-	require.NoError(t, err)
-	n, err := l.Wait(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "2", n)
+	requireHeard(t, l, "2")
 
 	_, err = s.Append(ctx, "task/2", entry("z"))
 	require.NoError(t, err)
-	n, err = l.Wait(ctx)
+	requireHeard(t, l, "1", "an append made between two Waits is not missed")
+}
+
+// listen opens a Listener of s, closed at the test's end.
+func listen(t *testing.T, s *postgres.Store) *postgres.Listener {
+	t.Helper()
+	l, err := s.Listen(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, "1", n, "an append made between two Waits is not missed")
+	t.Cleanup(l.Close)
+	return l
+}
+
+// requireHeard waits for l's next notification and checks its payload.
+func requireHeard(t *testing.T, l *postgres.Listener, want string, msg ...any) {
+	t.Helper()
+	got, err := l.Wait(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, want, got, msg...)
 }
 
 // TestListenerWaitEnds: a Wait ends at ctx's deadline when nothing was
 // numbered, and with ErrListenerClosed when the Listener is closed.
 func TestListenerWaitEnds(t *testing.T) {
-	s := newStore(t)
-	l, err := s.Listen(t.Context())
-	require.NoError(t, err)
+	l := listen(t, newStore(t))
 	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err = l.Wait(short)
+	_, err := l.Wait(short)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "no append: the deadline ends the wait")
 
 	waited := make(chan error, 1)
@@ -64,12 +71,7 @@ func TestSequencerWakesItsOwnProcess(t *testing.T) {
 	ctx := t.Context()
 	url := migratedURL(t)
 	daemon, other := openStore(t, url), openStore(t, url)
-	mine, err := daemon.Listen(ctx)
-	require.NoError(t, err)
-	defer mine.Close()
-	theirs, err := other.Listen(ctx)
-	require.NoError(t, err)
-	defer theirs.Close()
+	mine, theirs := listen(t, daemon), listen(t, other)
 
 	numbered := make(chan struct{}, 8)
 	runCtx, stop := context.WithCancel(ctx)
@@ -80,22 +82,12 @@ func TestSequencerWakesItsOwnProcess(t *testing.T) {
 	}()
 	defer func() { stop(); <-ran }()
 
-	tx, err := daemon.Pool().Begin(ctx)
-	require.NoError(t, err)
-	_, err = daemon.AppendTx(ctx, tx, "task/1", entry("a1"), entry("a2"))
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
+	commitAppend(t, daemon, "task/1", entry("a1"), entry("a2"))
 	<-numbered // the step committed: its caller was told
-	n, err := theirs.Wait(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "2", n, "another process hears the step")
+	requireHeard(t, theirs, "2", "another process hears the step")
 
-	_, err = other.Pool().Exec(ctx, `SELECT pg_notify($1, 'elsewhere')`, postgres.NotifyChannel)
+	_, err := other.Pool().Exec(ctx, `SELECT pg_notify($1, 'elsewhere')`, postgres.NotifyChannel)
 	require.NoError(t, err)
-	n, err = mine.Wait(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "elsewhere", n, "the daemon's own step was not reported to its own listener")
-	n, err = theirs.Wait(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "elsewhere", n)
+	requireHeard(t, mine, "elsewhere", "the daemon's own step was not reported to its own listener")
+	requireHeard(t, theirs, "elsewhere")
 }

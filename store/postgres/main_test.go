@@ -1,7 +1,8 @@
 package postgres_test
 
 import (
-	"context"
+	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,26 +15,48 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// newPool returns a pool on a fresh database with herald's schema.
-func newPool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	_, err := postgres.MigrateUp(ctx, url)
-	require.NoError(t, err)
-	pool, err := postgres.NewPool(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
+// migratedURL returns the URL of a fresh database with herald's schema.
+func migratedURL(tb testing.TB) string {
+	tb.Helper()
+	url := pgtest.NewDatabase(tb)
+	_, err := postgres.MigrateUp(tb.Context(), url)
+	require.NoError(tb, err)
+	return url
+}
+
+// withConns is rawURL with a pool of n connections.
+func withConns(tb testing.TB, rawURL string, n int) string {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(tb, err)
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openStore opens a store with a pool of its own, as a separate worker
+// process would.
+func openStore(tb testing.TB, url string, opts ...postgres.Option) *postgres.Store {
+	tb.Helper()
+	s, err := postgres.Open(tb.Context(), url, opts...)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // newStore returns a store on a fresh, migrated database.
-func newStore(t testing.TB, opts ...postgres.Option) *postgres.Store {
-	t.Helper()
-	s, err := postgres.New(context.Background(), newPool(t), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+func newStore(tb testing.TB, opts ...postgres.Option) *postgres.Store {
+	return openStore(tb, migratedURL(tb), opts...)
+}
+
+// newPool returns a pool on a fresh database with herald's schema.
+func newPool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	pool, err := postgres.NewPool(tb.Context(), migratedURL(tb))
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return pool
 }
 
 // TestConformance runs the suite every store passes. Subtests share one

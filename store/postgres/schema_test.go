@@ -200,6 +200,18 @@ func releaseMigrationLock(t *testing.T, holder *pgx.Conn) {
 	require.True(t, released)
 }
 
+// requireRefused checks that opening and migrating the database, either
+// way, fail with want.
+func requireRefused(t *testing.T, pool *pgxpool.Pool, url string, want error) {
+	t.Helper()
+	_, err := postgres.New(t.Context(), pool)
+	require.ErrorIs(t, err, want)
+	_, err = postgres.MigrateDown(t.Context(), url)
+	require.ErrorIs(t, err, want)
+	_, err = postgres.MigrateUp(t.Context(), url)
+	require.ErrorIs(t, err, want)
+}
+
 // TestOpenRefusesANewerSchema: a database migrated by a newer herald is
 // refused, and never migrated down; its status is reported.
 func TestOpenRefusesANewerSchema(t *testing.T) {
@@ -208,12 +220,7 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	url := pool.Config().ConnString()
 	_, err := pool.Exec(ctx, `UPDATE herald_schema_migrations SET version = $1`, postgres.SchemaVersion()+1)
 	require.NoError(t, err)
-	_, err = postgres.New(ctx, pool)
-	require.ErrorIs(t, err, store.ErrSchemaAhead)
-	_, err = postgres.MigrateDown(ctx, url)
-	require.ErrorIs(t, err, store.ErrSchemaAhead)
-	_, err = postgres.MigrateUp(ctx, url)
-	require.ErrorIs(t, err, store.ErrSchemaAhead)
+	requireRefused(t, pool, url, store.ErrSchemaAhead)
 	st, err := postgres.MigrationStatus(ctx, url)
 	require.NoError(t, err)
 	require.Equal(t, postgres.SchemaVersion()+1, st.Current)
@@ -264,12 +271,7 @@ func TestOpenRefusesAnotherApplicationsTables(t *testing.T) {
 			_, err := pool.Exec(ctx, ddl)
 			require.NoError(t, err)
 			before := tables(t, pool)
-			_, err = postgres.New(ctx, pool)
-			require.ErrorIs(t, err, store.ErrNotHerald)
-			_, err = postgres.MigrateUp(ctx, url)
-			require.ErrorIs(t, err, store.ErrNotHerald)
-			_, err = postgres.MigrateDown(ctx, url)
-			require.ErrorIs(t, err, store.ErrNotHerald)
+			requireRefused(t, pool, url, store.ErrNotHerald)
 			_, err = postgres.MigrationStatus(ctx, url)
 			require.ErrorIs(t, err, store.ErrNotHerald)
 			require.Equal(t, before, tables(t, pool), "nothing changed")

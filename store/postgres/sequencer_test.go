@@ -1,8 +1,6 @@
 package postgres_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -26,12 +24,17 @@ func commitAppend(t *testing.T, s *postgres.Store, stream string, entries ...jou
 	return recs
 }
 
-func openTx(t *testing.T, s *postgres.Store) pgx.Tx {
+// openAppends appends each entry to stream with AppendTx in a transaction
+// of its own, in order, and leaves them open.
+func openAppends(t *testing.T, s *postgres.Store, stream string, entries ...journal.Entry) []pgx.Tx {
 	t.Helper()
-	tx, err := s.Pool().Begin(t.Context())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	return tx
+	txs := make([]pgx.Tx, len(entries))
+	for i, e := range entries {
+		txs[i] = openTx(t, s)
+		_, err := s.AppendTx(t.Context(), txs[i], stream, e)
+		require.NoError(t, err)
+	}
+	return txs
 }
 
 func sequence(t *testing.T, s *postgres.Store) int {
@@ -203,16 +206,12 @@ func TestSealingRace(t *testing.T) {
 
 	// Both open, both pass the seal check, both commit; one step numbers
 	// them: the final record last.
-	fin, late := openTx(t, s), openTx(t, s)
-	_, err := s.AppendTx(ctx, fin, "task/1", final("end"))
-	require.NoError(t, err)
-	_, err = s.AppendTx(ctx, late, "task/1", entry("late"))
-	require.NoError(t, err)
-	require.NoError(t, fin.Commit(ctx))
-	require.NoError(t, late.Commit(ctx))
+	txs := openAppends(t, s, "task/1", final("end"), entry("late"))
+	require.NoError(t, txs[0].Commit(ctx))
+	require.NoError(t, txs[1].Commit(ctx))
 	require.Equal(t, 2, sequence(t, s))
 	require.Equal(t, []string{"late", "end"}, readIDs(t, s, "task/1"))
-	_, err = s.Append(ctx, "task/1", entry("after"))
+	_, err := s.Append(ctx, "task/1", entry("after"))
 	var se *journal.SealedError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, uint64(2), se.FinalSeq)
@@ -239,13 +238,9 @@ func TestSealingRace(t *testing.T) {
 	require.ErrorIs(t, err, journal.ErrNotFound)
 
 	// Two final records: the first inserted wins, the other is refused.
-	a, b := openTx(t, s), openTx(t, s)
-	_, err = s.AppendTx(ctx, a, "task/3", final("fa"))
-	require.NoError(t, err)
-	_, err = s.AppendTx(ctx, b, "task/3", final("fb"))
-	require.NoError(t, err)
-	require.NoError(t, b.Commit(ctx))
-	require.NoError(t, a.Commit(ctx))
+	txs = openAppends(t, s, "task/3", final("fa"), final("fb"))
+	require.NoError(t, txs[1].Commit(ctx))
+	require.NoError(t, txs[0].Commit(ctx))
 	require.Equal(t, 2, sequence(t, s))
 	require.Equal(t, []string{"fa"}, readIDs(t, s, "task/3"))
 	refused, err = s.Refused(ctx, "", 10)
@@ -344,15 +339,11 @@ func TestFullPageKeepsAFinalRecordLast(t *testing.T) {
 	require.Equal(t, []string{"y1", "y2"}, readIDs(t, s, "task/8"))
 
 	commitAppend(t, s, "task/7", entry("a1"))
-	fin, a2 := openTx(t, s), openTx(t, s) // both pass the seal check; a2 is inserted after a-end
 	aEnd := entry("a-end")
 	aEnd.Final = true
-	_, err = s.AppendTx(ctx, fin, "task/7", aEnd)
-	require.NoError(t, err)
-	_, err = s.AppendTx(ctx, a2, "task/7", entry("a2"))
-	require.NoError(t, err)
-	require.NoError(t, fin.Commit(ctx))
-	require.NoError(t, a2.Commit(ctx)) // committed before the step: numbered before a-end
+	txs := openAppends(t, s, "task/7", aEnd, entry("a2")) // both pass the seal check; a2 is inserted after a-end
+	require.NoError(t, txs[0].Commit(ctx))
+	require.NoError(t, txs[1].Commit(ctx)) // committed before the step: numbered before a-end
 	commitAppend(t, s, "task/6", entry("b1"))
 	// The first page, {a1, a-end}, is full and holds task/7's final record.
 	require.Equal(t, 4, sequence(t, s))
@@ -385,32 +376,17 @@ SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\
 	_, err := pool.Exec(ctx, insert, "waiting-")
 	require.NoError(t, err)
 
-	tx, err := pool.Begin(ctx)
+	tx := openTx(t, s)
+	_, err = tx.Exec(ctx, asSequencer)
 	require.NoError(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, `SELECT set_config('herald.sequencer', 'true', true)`)
-	require.NoError(t, err)
-	var raw []byte
-	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.SQLNumber, 10_000).Scan(&raw))
-	var plans []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &plans))
-	require.Len(t, plans, 1)
-	var visit func(node map[string]any)
-	visit = func(node map[string]any) {
+	walk(plan(t, tx, postgres.SQLNumber, 10_000), func(node map[string]any) {
 		removed, _ := node["Rows Removed by Join Filter"].(float64)
 		require.LessOrEqual(t, removed, 1000.0, "a join of the step scans the page once per record: %v", node["Node Type"])
 		if node["Node Type"] == "ModifyTable" && node["Relation Name"] == "herald_seq" {
 			rows, _ := node["Actual Rows"].(float64)
 			require.LessOrEqual(t, rows, 1000.0)
 		}
-		kids, _ := node["Plans"].([]any)
-		for _, k := range kids {
-			visit(k.(map[string]any))
-		}
-	}
-	visit(plans[0].Plan)
+	})
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 1000, sequence(t, s))
 	require.Len(t, readIDs(t, s, "task/7"), 30)
@@ -436,15 +412,7 @@ func TestALongTransactionCostsAStepOneProbe(t *testing.T) {
 	}
 	require.Zero(t, sequence(t, s))
 
-	tx, err := s.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer tx.Rollback(ctx)
-	for _, setting := range postgres.SQLPlanner {
-		_, err := tx.Exec(ctx, setting)
-		require.NoError(t, err)
-	}
-	_, err = tx.Exec(ctx, `SELECT set_config('herald.sequencer', 'true', true)`)
-	require.NoError(t, err)
+	tx := plannerTx(t, s, asSequencer)
 	for name, q := range map[string]struct {
 		sql  string
 		args []any
@@ -452,26 +420,14 @@ func TestALongTransactionCostsAStepOneProbe(t *testing.T) {
 		"probe": {postgres.SQLAnyUnsequenced, nil},
 		"step":  {postgres.SQLNumber, []any{10_000}},
 	} {
-		var raw []byte
-		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+q.sql, q.args...).Scan(&raw))
-		var plans []struct {
-			Plan map[string]any `json:"Plan"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &plans))
 		var read float64
-		var visit func(node map[string]any)
-		visit = func(node map[string]any) {
+		walk(plan(t, tx, q.sql, q.args...), func(node map[string]any) {
 			if node["Relation Name"] == "herald_record" && node["Node Type"] != "ModifyTable" {
 				rows, _ := node["Actual Rows"].(float64)
 				loops, _ := node["Actual Loops"].(float64)
 				read += rows * loops
 			}
-			kids, _ := node["Plans"].([]any)
-			for _, k := range kids {
-				visit(k.(map[string]any))
-			}
-		}
-		visit(plans[0].Plan)
+		})
 		require.Zero(t, read, "%s: records read", name)
 	}
 	require.NoError(t, tx.Rollback(ctx))

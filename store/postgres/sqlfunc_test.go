@@ -58,6 +58,53 @@ func pgErr(t *testing.T, err error) *pgconn.PgError {
 	return pe
 }
 
+// sqlReason runs sql on c and returns the reason of its HA400 error ("" if
+// it succeeds).
+func sqlReason(t *testing.T, c *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	_, err := c.Exec(t.Context(), sql, args...)
+	if err == nil {
+		return ""
+	}
+	pe := pgErr(t, err)
+	require.Equal(t, "HA400", pe.Code, "%v", args)
+	_, reason, found := strings.Cut(pe.Message, "invalid "+pe.ColumnName+": ")
+	require.True(t, found, pe.Message)
+	return reason
+}
+
+// requireRefusedAsGo checks that each of the overloads, run on c with args,
+// is refused as Go refused it (goErr): HA400, the field in the error's
+// column and Go's reason in its message.
+func requireRefusedAsGo(t *testing.T, c *pgx.Conn, goErr error, field, name string, overloads []string, args ...any) {
+	t.Helper()
+	var inv *journal.InvalidError
+	require.ErrorAs(t, goErr, &inv, "%s: Go refuses it too", name)
+	goField := "entries[0]." + field
+	if field == "stream" {
+		goField = field
+	}
+	require.Equal(t, goField, inv.Field, name)
+	for _, sql := range overloads {
+		_, err := c.Exec(t.Context(), sql, args...)
+		pe := pgErr(t, err)
+		require.Equal(t, "HA400", pe.Code, "%s: %s", name, sql)
+		require.Equal(t, field, pe.ColumnName, "%s: %s", name, sql)
+		require.Equal(t, "herald_append: invalid "+field+": "+inv.Reason, pe.Message, "%s: %s", name, sql)
+	}
+}
+
+// goReason returns the reason of err, a *journal.InvalidError ("" if nil).
+func goReason(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	var inv *journal.InvalidError
+	require.ErrorAs(t, err, &inv)
+	return inv.Reason
+}
+
 // TestHeraldAppendCommitsAndRollsBackWithTheCallersTransaction: the
 // application's own row and its record commit together, or neither stays;
 // the sequencer numbers what committed, and every overload stores its
@@ -356,25 +403,6 @@ func TestHeraldAppendChecksAsGo(t *testing.T) {
 	ctx := t.Context()
 	d := newSQLDB(t)
 	c := d.conn(t)
-	sqlReason := func(sql string, args ...any) string {
-		_, err := c.Exec(ctx, sql, args...)
-		if err == nil {
-			return ""
-		}
-		pe := pgErr(t, err)
-		require.Equal(t, "HA400", pe.Code, "%v", args)
-		_, reason, found := strings.Cut(pe.Message, "invalid "+pe.ColumnName+": ")
-		require.True(t, found, pe.Message)
-		return reason
-	}
-	goReason := func(err error) string {
-		if err == nil {
-			return ""
-		}
-		var inv *journal.InvalidError
-		require.ErrorAs(t, err, &inv)
-		return inv.Reason
-	}
 	rng := rand.New(rand.NewPCG(18, 7))
 	pick := func(alphabet []string, n int) string {
 		var b strings.Builder
@@ -390,10 +418,10 @@ func TestHeraldAppendChecksAsGo(t *testing.T) {
 		names = append(names, pick(nameChars, 1+rng.IntN(6)))
 	}
 	for _, name := range names {
-		require.Equal(t, goReason(journal.ValidateStream(name)),
-			sqlReason(`SELECT herald_check_name('stream', $1, 200, false)`, name), "stream %q", name)
-		require.Equal(t, goReason(journal.ValidateID("id", name)),
-			sqlReason(`SELECT herald_check_name('id', $1, 1024, true)`, name), "id %q", name)
+		require.Equal(t, goReason(t, journal.ValidateStream(name)),
+			sqlReason(t, c, `SELECT herald_check_name('stream', $1, 200, false)`, name), "stream %q", name)
+		require.Equal(t, goReason(t, journal.ValidateID("id", name)),
+			sqlReason(t, c, `SELECT herald_check_name('id', $1, 1024, true)`, name), "id %q", name)
 	}
 
 	types := []string{
@@ -416,8 +444,8 @@ func TestHeraldAppendChecksAsGo(t *testing.T) {
 		// Go quotes the content type with %q, SQL as a JSON string.
 		var quoted string
 		require.NoError(t, c.QueryRow(ctx, `SELECT to_json($1::text)::text`, ct).Scan(&quoted))
-		want := strings.Replace(goReason(err), strconv.Quote(ct), quoted, 1)
-		require.Equal(t, want, sqlReason(`SELECT herald_media_type($1)`, ct), "content type %q", ct)
+		want := strings.Replace(goReason(t, err), strconv.Quote(ct), quoted, 1)
+		require.Equal(t, want, sqlReason(t, c, `SELECT herald_media_type($1)`, ct), "content type %q", ct)
 	}
 }
 
@@ -535,16 +563,7 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 	}
 	for _, tc := range refused {
 		_, goErr := journal.ValidateEntries(tc.stream, []journal.Entry{{ID: tc.id, Kind: "k", Payload: []byte(`{}`)}}, 0)
-		var inv *journal.InvalidError
-		require.ErrorAs(t, goErr, &inv, "%s: Go refuses it too", tc.name)
-		require.Equal(t, tc.field, strings.TrimPrefix(inv.Field, "entries[0]."), tc.name)
-		for _, sql := range overloads {
-			_, err := c.Exec(ctx, sql, tc.stream, tc.id)
-			pe := pgErr(t, err)
-			require.Equal(t, "HA400", pe.Code, "%s: %s", tc.name, sql)
-			require.Equal(t, tc.field, pe.ColumnName, "%s: %s", tc.name, sql)
-			require.Equal(t, "herald_append: invalid "+tc.field+": "+inv.Reason, pe.Message, "%s: %s", tc.name, sql)
-		}
+		requireRefusedAsGo(t, c, goErr, tc.field, tc.name, overloads, tc.stream, tc.id)
 	}
 	var n int
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&n))
@@ -562,17 +581,12 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 	}
 
 	// The functions still run with their search_path pinned (migrations/001_init.up.sql).
-	var unpinned []string
 	rows, err := c.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
 		WHERE p.proname IN ('herald_append', 'herald_check_reserved', 'herald_append_entry', 'herald_check_trace', 'herald_go_quote')
 		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) cfg WHERE cfg LIKE 'search_path=pg_catalog, %')`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var f string
-		require.NoError(t, rows.Scan(&f))
-		unpinned = append(unpinned, f)
-	}
-	require.NoError(t, rows.Err())
+	unpinned, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Empty(t, unpinned, "functions without a pinned search_path")
 }
 
@@ -622,16 +636,11 @@ func TestHeraldAppendTraceContext(t *testing.T) {
 	// Go's append of the same entry stores the same columns.
 	_, err = d.s.Append(ctx, "s", journal.Entry{ID: "from-go", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
-	var stored []string
 	rows, err := c.Query(ctx, `SELECT id || ' [' || traceparent || '] [' || tracestate || ']' FROM herald_record
 		WHERE id IN ('only-parent', 'plain', 'nulls', 'empty', 'from-go') ORDER BY id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var r string
-		require.NoError(t, rows.Scan(&r))
-		stored = append(stored, r)
-	}
-	require.NoError(t, rows.Err())
+	stored, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Equal(t, []string{"empty [] []", "from-go [] []", "nulls [] []", "only-parent [" + tp2 + "] []", "plain [] []"}, stored)
 
 	// Again with another trace context, or none: the same record.
@@ -705,16 +714,7 @@ func TestHeraldAppendTraceValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, goErr := journal.ValidateEntries("s", []journal.Entry{{ID: "i", Kind: "k", Payload: []byte(`{}`), Traceparent: tc.tp, Tracestate: tc.ts}}, 0)
-		var inv *journal.InvalidError
-		require.ErrorAs(t, goErr, &inv, "%s: Go refuses it too", tc.name)
-		require.Equal(t, "entries[0]."+tc.field, inv.Field, tc.name)
-		for _, sql := range overloads {
-			_, err := c.Exec(ctx, sql, tc.tp, tc.ts)
-			pe := pgErr(t, err)
-			require.Equal(t, "HA400", pe.Code, "%s: %s", tc.name, sql)
-			require.Equal(t, tc.field, pe.ColumnName, "%s: %s", tc.name, sql)
-			require.Equal(t, "herald_append: invalid "+tc.field+": "+inv.Reason, pe.Message, "%s: %s", tc.name, sql)
-		}
+		requireRefusedAsGo(t, c, goErr, tc.field, tc.name, overloads, tc.tp, tc.ts)
 	}
 	// A NULL traceparent is none, so a tracestate with it is refused too.
 	_, err := c.Exec(ctx, `SELECT herald_append('s', 'i', 'k', '{}'::jsonb, tracestate => 'a=1')`)
@@ -729,28 +729,12 @@ func TestHeraldAppendTraceValidation(t *testing.T) {
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&n))
 	require.Zero(t, n, "nothing refused was written")
 
-	sqlReason := func(tp, ts string) string {
-		_, err := c.Exec(ctx, `SELECT herald_check_trace($1, $2)`, tp, ts)
-		if err == nil {
-			return ""
-		}
-		pe := pgErr(t, err)
-		require.Equal(t, "HA400", pe.Code)
-		_, reason, found := strings.Cut(pe.Message, "invalid "+pe.ColumnName+": ")
-		require.True(t, found, pe.Message)
-		return reason
-	}
-	goReason := func(tp, ts string) string {
+	checkTrace := func(tp, ts string) (goWants, sqlSays string) {
 		err := journal.ValidateTraceparent("traceparent", tp)
 		if err == nil {
 			err = journal.ValidateTracestate("tracestate", ts, tp)
 		}
-		if err == nil {
-			return ""
-		}
-		var inv *journal.InvalidError
-		require.ErrorAs(t, err, &inv)
-		return inv.Reason
+		return goReason(t, err), sqlReason(t, c, `SELECT herald_check_trace($1, $2)`, tp, ts)
 	}
 	rng := rand.New(rand.NewPCG(20, 11))
 	chars := []string{"0", "0", "a", "f", "9", "-", "-", "F", "g", " ", "\"", "\\", "\n", "\t", "\x01", "\x1b", "\x7f", "é", "\u0085",
@@ -786,8 +770,8 @@ func TestHeraldAppendTraceValidation(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, tp := range tps {
-		want := goReason(tp, "")
-		require.Equal(t, want, sqlReason(tp, ""), "traceparent %q", tp)
+		want, got := checkTrace(tp, "")
+		require.Equal(t, want, got, "traceparent %q", tp)
 		for _, s := range []string{`\x`, `\u`, `\U`, `\"`, `\n`, "…", "é", "trace id", "parent id", "flags", "version"} {
 			seen[s] = seen[s] || strings.Contains(want, s)
 		}
@@ -797,6 +781,7 @@ func TestHeraldAppendTraceValidation(t *testing.T) {
 	}
 	for range 150 {
 		ts := pick(1 + rng.IntN(20))
-		require.Equal(t, goReason(traceTP, ts), sqlReason(traceTP, ts), "tracestate %q", ts)
+		want, got := checkTrace(traceTP, ts)
+		require.Equal(t, want, got, "tracestate %q", ts)
 	}
 }

@@ -15,29 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
 )
-
-// migratedURL returns the URL of a fresh database with herald's schema.
-func migratedURL(t *testing.T) string {
-	t.Helper()
-	url := pgtest.NewDatabase(t)
-	_, err := postgres.MigrateUp(t.Context(), url)
-	require.NoError(t, err)
-	return url
-}
-
-// openStore opens a store with a pool of its own, as a separate worker
-// process would.
-func openStore(t *testing.T, url string, opts ...postgres.Option) *postgres.Store {
-	t.Helper()
-	s, err := postgres.Open(t.Context(), url, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
 
 // receiver is a real HTTP receiver that records every delivery and flags
 // two deliveries to one registration in flight at once.

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -82,9 +81,8 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		"unserved":        {postgres.SQLUnserved, []any{"webhook", at(2), []string{"d.example:443"}}},
 		"sequencer probe": {postgres.SQLAnyUnsequenced, nil},
 	} {
-		plan := explain(t, s, q.sql, q.args...)
-		var visit func(node map[string]any)
-		visit = func(node map[string]any) {
+		tx := plannerTx(t, s)
+		walk(plan(t, tx, q.sql, q.args...), func(node map[string]any) {
 			typ, _ := node["Node Type"].(string)
 			require.NotEqual(t, "Seq Scan", typ, "%s: a sequential scan of %v", name, node["Relation Name"])
 			if node["Relation Name"] == "herald_registration" && strings.HasSuffix(typ, "Scan") {
@@ -94,12 +92,8 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 					require.Zero(t, node["Actual Loops"], "%s: registrations were scanned: %v", name, node)
 				}
 			}
-			children, _ := node["Plans"].([]any)
-			for _, c := range children {
-				visit(c.(map[string]any))
-			}
-		}
-		visit(plan)
+		})
+		require.NoError(t, tx.Rollback(ctx))
 	}
 
 	// The marker works: one append makes exactly that stream's
@@ -112,28 +106,6 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 	for _, st := range batch.Registrations {
 		require.Equal(t, "stream/7", st.Stream)
 	}
-}
-
-// explain runs EXPLAIN (ANALYZE) of sql in a transaction it rolls back,
-// with the settings Due uses, and returns the plan's root node.
-func explain(t *testing.T, s *postgres.Store, sql string, args ...any) map[string]any {
-	t.Helper()
-	ctx := t.Context()
-	tx, err := s.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer tx.Rollback(ctx)
-	for _, setting := range postgres.SQLPlanner {
-		_, err := tx.Exec(ctx, setting)
-		require.NoError(t, err)
-	}
-	var raw []byte
-	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&raw))
-	var plans []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &plans))
-	require.Len(t, plans, 1)
-	return plans[0].Plan
 }
 
 // TestPendingMarkerRace: appends and new registrations race sweeps (Due,
@@ -309,10 +281,7 @@ func TestClearingNeverRacesALaggingWrite(t *testing.T) {
 		case r := <-first:
 			got = &r // it skipped the locked stream
 		default:
-			var waiting int
-			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
-			if waiting > 0 { // it waits for the writer: let the writer commit under it
+			if lockWaiters(t, s) > 0 { // it waits for the writer: let the writer commit under it
 				require.NoError(t, writer.Commit(ctx))
 				r := <-first
 				got = &r
@@ -333,4 +302,36 @@ func TestClearingNeverRacesALaggingWrite(t *testing.T) {
 	}
 	require.True(t, claimed["new"], "the registration the writer created is claimed: its wake-up was not lost")
 	require.False(t, claimed["idle"])
+}
+
+// TestDuePlansOnce: Due's statements run on their generic plans: the
+// statement that clears the pending markers of streams nobody lags on,
+// whose custom plans PostgreSQL kept choosing, is planned once per
+// connection, and the setting ends with Due's transaction.
+func TestDuePlansOnce(t *testing.T) {
+	ctx := t.Context()
+	s := openStore(t, withConns(t, migratedURL(t), 1)) // every statement's plans are counted on one connection
+	const claims = 8
+	fanOut(t, s, "s", 1, 0)
+	for i := range claims {
+		// An append marks the stream pending; the claim serves it, and the
+		// next one finds it idle and clears its marker.
+		_, err := s.Append(ctx, "s", entry(fmt.Sprintf("e%d", i)))
+		require.NoError(t, err)
+		for j := range 2 {
+			when := at(240*i + 120*j)
+			due, err := s.Due(ctx, push.DueQuery{At: when, Limit: 1, Namespace: "webhook", Owner: fmt.Sprintf("o%d-%d", i, j),
+				LeaseUntil: when.Add(time.Minute)})
+			require.NoError(t, err)
+			for _, st := range due.Registrations {
+				require.NoError(t, s.Advance(ctx, st.Claim(), st.Head+1))
+			}
+		}
+	}
+	requireAutoPlans(t, s)
+	var generic, custom int64
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+		postgres.SQLClearPending).Scan(&generic, &custom))
+	require.Zero(t, custom, "the markers' statement was planned anew for a call")
+	require.GreaterOrEqual(t, generic, int64(claims))
 }
