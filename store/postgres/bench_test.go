@@ -70,8 +70,8 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendTx runs the producer's transaction of issue 15 on one
-// connection: BEGIN, one AppendTx of one record (1,000 streams in turn),
+// BenchmarkAppendTx runs the producer's transaction on one connection:
+// BEGIN, one AppendTx of one record (1,000 streams in turn),
 // COMMIT, no sequencer. Besides ns/op and allocs/op it reports the CPU this
 // process spent per transaction (client-µs/op, from getrusage: the Go side
 // of AppendTx and pgx's, without the server's).
@@ -223,8 +223,8 @@ func benchDue(b *testing.B, s *postgres.Store, q push.DueQuery, want int) {
 
 // BenchmarkCursorSaves saves the cursors of 64 turns that end together, as
 // a worker's group commit does (AdvanceBatch: one round trip, one commit)
-// and as it did before (64 Advance calls at once over the pool's 4
-// connections: one commit each). Each op claims 64 registrations of one
+// and as 64 Advance calls at once over the pool's 4 connections do (one
+// commit each). Each op claims 64 registrations of one
 // stream (not timed) and saves each one record further; it reports saves
 // per second.
 func BenchmarkCursorSaves(b *testing.B) {

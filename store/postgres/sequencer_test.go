@@ -358,10 +358,9 @@ func TestFullPageKeepsAFinalRecordLast(t *testing.T) {
 // numbers, never with their square. The planner's statistics cannot follow
 // the partial index of waiting records (it empties every few milliseconds),
 // so it estimates one row wherever the step joins them; a nested loop that
-// rescans the whole page for each record (as the step's UPDATE once did:
-// 999,000 rows removed by its join filter for a page of 1,000) made a
-// sequencer that fell behind slower the further behind it was. Each join of
-// the step must be driven by the page, through an index or a tuple id.
+// rescanned the whole page for each record would make a sequencer that fell
+// behind slower the further behind it was. Each join of the step must be
+// driven by the page, through an index or a tuple id.
 func TestStepVisitsEachRecordOnce(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)

@@ -665,7 +665,7 @@ func TestHeraldAppendTraceContext(t *testing.T) {
 		byID[r.ID] = r
 	}
 	require.Len(t, byID, 12)
-	require.Equal(t, "text/plain; charset=utf-8", byID["traced-4"].ContentType, "an untyped payload is text, as before")
+	require.Equal(t, "text/plain; charset=utf-8", byID["traced-4"].ContentType, "an untyped payload is text")
 	require.Equal(t, "text/plain; charset=utf-8", byID["untyped-all"].ContentType)
 	require.Equal(t, traceTP, byID["traced-0"].Traceparent, "the first trace context stays")
 	require.Equal(t, "a=1,b=2", byID["traced-0"].Tracestate)
