@@ -124,9 +124,9 @@
 // database loses at most a lease, cleared markers and a probe's instant.
 //
 // The writes under a claim (Advance, Checkpoint, Retry, Park, Complete,
-// HostFailed, AdvanceBatch) are fenced by the lease: in one round trip, a
-// first statement locks the registration's row and reads its lease owner and
-// its stream's head, and the write repeats the fence in its WHERE clause.
+// HostFailed, AdvanceBatch) are fenced by the lease: a first statement of the
+// write's transaction locks the registration's row and reads its lease owner
+// and its stream's head, and the write repeats the fence in its WHERE clause.
 // One that did not apply is told apart by what the first read: no row
 // (journal.ErrNotFound), another owner (push.ErrLeaseLost), else a cursor
 // past head+1 (journal.ErrInvalid). Cursors move by GREATEST, so racing
