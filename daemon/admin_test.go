@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
@@ -66,7 +67,7 @@ func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q
 
 func TestAdminAPI(t *testing.T) {
 	s := parkedStore(t)
-	srv := httptest.NewServer(AdminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
+	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }, nil))
 	defer srv.Close()
 	key := url.Values{"stream": {"orders"}, "id": {"billing"}}
 
@@ -78,7 +79,7 @@ func TestAdminAPI(t *testing.T) {
 
 	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
 	require.Equal(t, http.StatusOK, code, body)
-	var regs []RegistrationView
+	var regs []operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &regs))
 	require.Len(t, regs, 1)
 	require.True(t, regs[0].Parked)
@@ -113,22 +114,6 @@ func TestAdminAPI(t *testing.T) {
 	st, err = s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), st.NextSeq)
-}
-
-func TestAddressNeedsATokenOffLoopback(t *testing.T) {
-	for addr, ok := range map[string]bool{"127.0.0.1:9465": true, "[::1]:9465": true, "localhost:9465": true, "LOCALHOST:9465": true, "[::1%lo]:9465": true, "127.0.0.2:9465": true,
-		"0.0.0.0:9465": false, "10.0.0.5:9465": false, ":9465": false, "[::]:9465": false, "localhost.example:9465": false} {
-		// Loopback as the open APIs read a Host (page.LoopbackHost), so that what starts open answers.
-		err := CheckAddr("--admin-addr", addr, "", "HERALD_ADMIN_TOKEN")
-		if ok {
-			require.NoError(t, err, addr)
-		} else {
-			require.Error(t, err, addr)
-			require.Contains(t, err.Error(), "--admin-addr", addr)
-			require.Contains(t, err.Error(), "HERALD_ADMIN_TOKEN", addr)
-		}
-		require.NoError(t, CheckAddr("--admin-addr", addr, "t0ken", "HERALD_ADMIN_TOKEN"), "%s with a token", addr)
-	}
 }
 
 func TestMetrics(t *testing.T) {
@@ -173,13 +158,12 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestAdminAPIMissingParameters(t *testing.T) {
-	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
+	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }, nil))
 	defer srv.Close()
 	for path, want := range map[string]string{
 		"/v1/registration/unpark": "stream and id are required",
 		"/v1/registration/skip":   "stream, id and to_seq are required",
 		"/v1/registration/rewind": "stream, id and to_seq are required",
-		"/v1/unpark":              "stream and id are required",
 	} {
 		code, body := adminCall(t, srv, "POST", path, "", url.Values{"stream": {"orders"}})
 		require.Equal(t, http.StatusBadRequest, code, path)
@@ -194,7 +178,7 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 // and a flag that is not true or false is refused, not read as false
 // (issue 22, item 5).
 func TestAdminAPIErrorsAreJSON(t *testing.T) {
-	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
+	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }, nil))
 	defer srv.Close()
 	for _, c := range []struct {
 		method, path string
@@ -211,7 +195,6 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/", nil, http.StatusNotFound, "no such endpoint"},
 		{http.MethodPost, "/v1/registrations", nil, http.StatusMethodNotAllowed, "use GET"},
 		{http.MethodGet, "/v1/registration/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
-		{http.MethodGet, "/v1/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
 		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"yes"}}, http.StatusBadRequest, `parked: "yes" must be true or false`},
 		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
 		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"ten"}}, http.StatusBadRequest, "limit"},
@@ -243,7 +226,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	now := func() time.Time { return t0.Add(time.Hour) }
 	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(AdminHandler(s, "t0ken", now), pg))
+	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, nil), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {
@@ -278,11 +261,10 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 	}{
 		{d.APIHandler(), "/v1/registration/unpark"},
 		{d.AdminHandler(), "/v1/registration/unpark"},
-		{d.AdminHandler(), "/v1/unpark"}, // deprecated
 	} {
 		srv := httptest.NewServer(c.handler)
 		key := url.Values{"stream": {"orders"}, "id": {"billing"}}
-		var first, again UnparkView
+		var first, again operator.UnparkView
 		code, body := adminCall(t, srv, "POST", c.path, "", key)
 		require.Equal(t, http.StatusOK, code, body)
 		require.NoError(t, json.Unmarshal([]byte(body), &first))
@@ -306,46 +288,33 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 }
 
 // The admin API names an action on one registration as the HTTP API does,
-// POST /v1/registration/<action>; the older /v1/unpark, /v1/skip and
-// /v1/rewind still work this release, answering the same with a
-// Deprecation header and a Link to the new name.
-func TestAdminActionsAreUnderRegistrationAndTheOldNamesAreDeprecated(t *testing.T) {
-	answers := map[string]map[string]string{}
-	for _, prefix := range []string{"/v1/registration/", "/v1/"} {
-		s := parkedStore(t)
-		srv := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
-		answers[prefix] = map[string]string{}
-		for _, c := range []struct {
-			action string
-			q      url.Values
-		}{
-			{"skip", url.Values{"to_seq": {"3"}, "reason": {"poison"}}},
-			{"unpark", nil},
-			{"rewind", url.Values{"to_seq": {"1"}}},
-		} {
-			q := url.Values{"stream": {"orders"}, "id": {"billing"}}
-			for k, v := range c.q {
-				q[k] = v
-			}
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+prefix+c.action+"?"+q.Encode(), nil)
-			require.NoError(t, err)
-			resp, body := send(t, srv, req)
-			require.Equal(t, http.StatusOK, resp.StatusCode, "%s%s: %s", prefix, c.action, body)
-			answers[prefix][c.action] = body
-			if prefix == "/v1/" {
-				require.Equal(t, "@1796083200", resp.Header.Get("Deprecation"), c.action)
-				require.Equal(t, `</v1/registration/`+c.action+`>; rel="successor-version"`, resp.Header.Get("Link"), c.action)
-			} else {
-				require.Empty(t, resp.Header.Get("Deprecation"), c.action)
-			}
+// POST /v1/registration/<action>; the names /v1/unpark, /v1/skip and
+// /v1/rewind are not served.
+func TestAdminActionsAreUnderRegistration(t *testing.T) {
+	s := parkedStore(t)
+	srv := httptest.NewServer(adminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }, nil))
+	defer srv.Close()
+	for _, c := range []struct {
+		action string
+		q      url.Values
+	}{
+		{"skip", url.Values{"to_seq": {"3"}, "reason": {"poison"}}},
+		{"unpark", nil},
+		{"rewind", url.Values{"to_seq": {"1"}}},
+	} {
+		q := url.Values{"stream": {"orders"}, "id": {"billing"}}
+		for k, v := range c.q {
+			q[k] = v
 		}
-		st, err := s.Get(t.Context(), "orders", "billing")
-		require.NoError(t, err)
-		require.False(t, st.Parked, prefix)
-		require.Equal(t, uint64(1), st.NextSeq, prefix)
-		srv.Close()
+		code, body := adminCall(t, srv, http.MethodPost, "/v1/"+c.action, "", q)
+		require.Equal(t, http.StatusNotFound, code, "/v1/%s: %s", c.action, body)
+		code, body = adminCall(t, srv, http.MethodPost, "/v1/registration/"+c.action, "", q)
+		require.Equal(t, http.StatusOK, code, "/v1/registration/%s: %s", c.action, body)
 	}
-	require.Equal(t, answers["/v1/registration/"], answers["/v1/"], "the old names answer the same")
+	st, err := s.Get(t.Context(), "orders", "billing")
+	require.NoError(t, err)
+	require.False(t, st.Parked)
+	require.Equal(t, uint64(1), st.NextSeq)
 }
 
 // Run serves on the listeners given instead of listening itself.
@@ -480,7 +449,7 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 
 	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
 	require.Equal(t, http.StatusOK, code, body)
-	var got UnparkedAll
+	var got operator.UnparkedAll
 	require.NoError(t, json.Unmarshal([]byte(body), &got))
 	var names []string
 	for _, v := range got.Unparked {
@@ -678,11 +647,14 @@ func TestUnparkAllFailingPartWayListsThoseUnparked(t *testing.T) {
 	for _, st := range b.Registrations {
 		require.NoError(t, s.Park(t.Context(), st.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
 	}
-	srv := httptest.NewServer(AdminHandler(&failingUnpark{Store: s, n: 2}, "", func() time.Time { return t0.Add(time.Hour) }))
+	srv := httptest.NewServer(adminHandler(&failingUnpark{Store: s, n: 2}, "", func() time.Time { return t0.Add(time.Hour) }, nil))
 	defer srv.Close()
 	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}})
 	require.Equal(t, http.StatusInternalServerError, code, body)
-	var got unparkAllError
+	var got struct {
+		Error    string                      `json:"error"`
+		Unparked []operator.RegistrationView `json:"unparked"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(body), &got))
 	require.Contains(t, got.Error, "unparked 2 of 3, then stream=orders id=c: injected")
 	var ids []string
@@ -727,7 +699,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 // and a stream with a control character was a 404).
 func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	s := parkedStore(t)
-	admin := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
+	admin := httptest.NewServer(adminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }, nil))
 	defer admin.Close()
 	api := apiServer(t, s, "", 0)
 	before, err := s.Get(t.Context(), "orders", "billing")
@@ -750,7 +722,7 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 		{admin, http.MethodPost, "/v1/registration/unpark", key + "&namespace=webhook", "", "invalid namespace: is not a parameter of /v1/registration/unpark, which takes stream, id"},
 		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_sq=3", "", "invalid to_sq: is not a parameter"},
 		{admin, http.MethodPost, "/v1/registration/rewind", key + "&to_seq=1&reason=x", "", "invalid reason: is not a parameter"},
-		{admin, http.MethodPost, "/v1/unpark", key, "stream=invoices", "invalid body: is not read"},
+		{admin, http.MethodPost, "/v1/registration/unpark", key, "stream=invoices", "invalid body: is not read"},
 		{api, http.MethodPost, "/v1/registration/unpark", key, "{}", "invalid body: is not read"},
 		{api, http.MethodDelete, "/v1/registration", key, `{"id":"other"}`, "invalid body: is not read"},
 		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_seq=3&to_seq=4", "", "invalid to_seq: is given 2 times"},

@@ -10,9 +10,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"time"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
@@ -49,7 +50,7 @@ func (d *Daemon) apiRoutes() []route {
 		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
 		{"GET /v1/registration", d.getRegistration},
 		{"DELETE /v1/registration", d.deleteRegistration},
-		{"POST /v1/registration/unpark", d.unparkRegistration},
+		{"POST /v1/registration/unpark", unparkOne(d.store, d.now, d.wake)},
 		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
 	}
 }
@@ -74,28 +75,10 @@ type recordRequest struct {
 	Tracestate    string          `json:"tracestate"`
 }
 
-// RecordView is a record as the HTTP API answers it: without its payload.
-type RecordView struct {
-	Stream      string    `json:"stream"`
-	Seq         uint64    `json:"seq"`
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	ContentType string    `json:"content_type"`
-	Final       bool      `json:"final"`
-	AppendedAt  time.Time `json:"appended_at,omitzero"`
-	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
-	Tracestate  string    `json:"tracestate,omitempty"`
-}
-
-func recordView(r journal.Record) RecordView {
-	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt,
-		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
-}
-
 // appendResponse answers POST /v1/records.
 type appendResponse struct {
-	Stream  string       `json:"stream"`
-	Records []RecordView `json:"records"`
+	Stream  string                `json:"stream"`
+	Records []operator.RecordView `json:"records"`
 }
 
 func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
@@ -148,9 +131,9 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, recordsField(err))
 		return
 	}
-	out := appendResponse{Stream: req.Stream, Records: make([]RecordView, len(recs))}
+	out := appendResponse{Stream: req.Stream, Records: make([]operator.RecordView, len(recs))}
 	for i, rec := range recs {
-		out.Records[i] = recordView(rec)
+		out.Records[i] = operator.ViewRecord(rec)
 	}
 	code := http.StatusOK
 	if created {
@@ -387,25 +370,10 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	warnings := d.urlWarnings(st.URL)
-	if note := WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
+	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	writeJSON(w, code, RegisteredView{RegistrationView: ViewOf(st), Warnings: warnings})
-}
-
-// RegisteredView answers POST /v1/registrations: the registration, and
-// warnings when this daemon's deliveries will refuse its URL or its
-// --max-per-host caps its window (WindowNote).
-type RegisteredView struct {
-	RegistrationView
-	// Warnings are the rules of the daemon's network guard that the URL
-	// breaks (transport.HTTP.Refusals), each naming the herald run flag
-	// that lifts it, or saying that no option does (a reserved range such
-	// as TEST-NET or link-local); deliveries to it would park the
-	// registration. As
-	// herald register notes them, the registration is stored all the
-	// same: another daemon on the database may allow the URL.
-	Warnings []string `json:"warnings,omitempty"`
+	writeJSON(w, code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings})
 }
 
 // urlRefuser is a transport that can say, before any connection, which of
@@ -414,8 +382,10 @@ type urlRefuser interface {
 	Refusals(raw string) []error
 }
 
-// urlWarnings are the daemon's transport's refusals of raw, as
-// RegisteredView.Warnings; none when the transport cannot tell.
+// urlWarnings are the daemon's transport's refusals of raw, each naming the
+// herald run flag that lifts it (the registration is stored all the same:
+// another daemon on the database may allow the URL); none when the
+// transport cannot tell.
 func (d *Daemon) urlWarnings(raw string) []string {
 	tr, ok := d.opts.Transport.(urlRefuser)
 	if !ok {
@@ -471,42 +441,49 @@ func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	held, err := HeldHosts(r.Context(), d.store)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, held.View(st))
+	held, err := operator.HeldHosts(r.Context(), d.store)
+	answer(w, held.View(st), err)
 }
 
 func (d *Daemon) deleteRegistration(w http.ResponseWriter, r *http.Request) {
 	stream, id, _, err := registrationKey(r, nil)
-	if err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		err = d.store.Unregister(r.Context(), stream, id)
 	}
-	if err := d.store.Unregister(r.Context(), stream, id); err != nil {
+	if err != nil {
 		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (d *Daemon) unparkRegistration(w http.ResponseWriter, r *http.Request) {
-	stream, id, _, err := registrationKey(r, nil)
+// recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
+func (d *Daemon) recordStatus(w http.ResponseWriter, r *http.Request) {
+	q, err := strictQuery(r, "a record is named by ?id=… or ?stream=…&seq=…", "id", "stream", "seq")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	v, err := unpark(r.Context(), d.store, stream, id, d.now())
+	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
+	var seq uint64
+	switch {
+	case id != "" && seqText == "":
+	case id == "" && stream != "" && seqText != "":
+		if seq, err = strconv.ParseUint(seqText, 10, 64); err != nil || seq == 0 {
+			writeError(w, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText))
+			return
+		}
+	default:
+		writeError(w, journal.Invalid("query", "give id, or stream and seq (/v1/records/status?id=… or ?stream=…&seq=…)"))
+		return
+	}
+	rec, err := operator.FindRecord(r.Context(), d.store, id, stream, seq)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if v.WasParked {
-		d.wake(v.Namespace)
-	}
-	writeJSON(w, http.StatusOK, v)
+	st, err := operator.StatusOf(r.Context(), d.store, rec)
+	answer(w, st, err)
 }
 
 // wake wakes the worker of namespace, if this daemon runs one.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
@@ -247,7 +248,7 @@ func TestAPIRegistrations(t *testing.T) {
 	code, body := post(t, srv, "/v1/registrations", reg)
 	require.Equal(t, http.StatusCreated, code, body)
 	require.NotContains(t, body, "whsec_", "the config is never shown")
-	var v RegistrationView
+	var v operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, "billing.example:443", v.Host)
 	code, body = post(t, srv, "/v1/registrations", reg)
@@ -271,7 +272,7 @@ func TestAPIRegistrations(t *testing.T) {
 
 	code, body = call(t, srv, http.MethodGet, "/v1/registrations?stream=orders/1", "", "", "")
 	require.Equal(t, http.StatusOK, code, body)
-	var list []RegistrationView
+	var list []operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &list))
 	require.Len(t, list, 1)
 	code, body = call(t, srv, http.MethodGet, "/v1/registration?stream=orders/1&id=billing", "", "", "")
@@ -303,7 +304,7 @@ func TestAPIRecordStatus(t *testing.T) {
 	for _, q := range []string{"id=evt-1", "stream=orders/1&seq=1"} {
 		code, body = call(t, srv, http.MethodGet, "/v1/records/status?"+q, "", "", "")
 		require.Equal(t, http.StatusOK, code, body)
-		var st RecordStatus
+		var st operator.RecordStatus
 		require.NoError(t, json.Unmarshal([]byte(body), &st))
 		require.Equal(t, "evt-1", st.Record.ID)
 		require.Len(t, st.Acknowledged, 1)
@@ -382,7 +383,7 @@ func TestAPIRegistrationWindow(t *testing.T) {
 
 	code, body := post(t, srv, "/v1/registrations", reg(`"window": 16,`))
 	require.Equal(t, http.StatusCreated, code, body)
-	var v RegistrationView
+	var v operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, 16, v.Window)
 	st, err := s.Get(t.Context(), "orders/1", "far")
@@ -425,7 +426,7 @@ func TestAPIRegistrationWarnsOfTheNetworkGuard(t *testing.T) {
 		for _, want := range []int{http.StatusCreated, http.StatusOK} {
 			code, body := post(t, srv, "/v1/registrations", reg(c.url))
 			require.Equal(t, want, code, "%s: %s", c.url, body)
-			var v RegisteredView
+			var v operator.RegisteredView
 			require.NoError(t, json.Unmarshal([]byte(body), &v))
 			require.Len(t, v.Warnings, len(c.want), "%+v %s: %s", c.opts, c.url, body)
 			for i, w := range c.want {
@@ -482,7 +483,7 @@ func TestAPIRegistrationWarnsOfAWindowAboveMaxPerHost(t *testing.T) {
 	for window, want := range map[int]string{8: "", 16: "window 16 is above this daemon's --max-per-host (8)"} {
 		code, body := post(t, srv, "/v1/registrations", fmt.Sprintf(`{"stream": "s", "id": "r%d", "namespace": "webhook", "url": "https://hooks.example/x", "window": %d, "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, window, window))
 		require.Equal(t, http.StatusCreated, code, body)
-		var v RegisteredView
+		var v operator.RegisteredView
 		require.NoError(t, json.Unmarshal([]byte(body), &v))
 		if want == "" {
 			require.Empty(t, v.Warnings, body)

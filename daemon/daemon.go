@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -162,12 +163,12 @@ func New(opts Options) (*Daemon, error) {
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
 	if opts.AdminAddr != "" {
-		if err := CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"); err != nil {
+		if err := operator.CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"); err != nil {
 			return bad("%v", err)
 		}
 	}
 	if opts.APIAddr != "" {
-		if err := CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"); err != nil {
+		if err := operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"); err != nil {
 			return bad("%v", err)
 		}
 	}
@@ -222,9 +223,9 @@ func (d *Daemon) Workers() []*push.Worker { return d.workers }
 // MetricsHandler serves the daemon's metrics in Prometheus' text format.
 func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 
-// AdminHandler is the package's AdminHandler on the daemon's store, token
-// and clock; an unpark through it wakes the registration's worker, as one
-// through APIHandler does.
+// AdminHandler serves the admin JSON API (package doc, "The admin API") on
+// the daemon's store, token and clock; an unpark through it wakes the
+// registration's worker.
 func (d *Daemon) AdminHandler() http.Handler {
 	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
 }

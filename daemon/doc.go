@@ -33,6 +33,23 @@
 // {"error": "…"} (400 names the field, 401, 403, 404, 405 with Allow, 409,
 // 413, 415, 500).
 //
+// # The admin API
+//
+//	GET  /v1/registrations?stream=&namespace=&parked=&lagging=&limit=&after_stream=&after_id=
+//	GET  /v1/evidence?stream=S&id=ID&limit=N
+//	POST /v1/registration/unpark?stream=S&id=ID
+//	POST /v1/registrations/unpark?stream=S&namespace=NS  every parked one (both optional)
+//	POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
+//	POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
+//	GET  /v1/hosts?state=&host=&after=&limit=
+//	POST /v1/hosts/reset?host=HOST
+//
+// Parameters are query parameters. An action on one registration answers
+// it as it is after (operator.RegistrationView; unpark adds was_parked); a
+// bulk unpark answers those it unparked, and on a failure part way
+// {"error", "unparked"}: those unparked before it stay unparked. An unpark
+// wakes the registration's worker.
+//
 // # The HTTP API
 //
 // Its contract is the OpenAPI 3.1 document at GET /v1/openapi.json

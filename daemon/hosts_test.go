@@ -29,7 +29,7 @@ func TestAdminAPIHosts(t *testing.T) {
 	s, err := sqlite.Open(t.Context(), db)
 	require.NoError(t, err)
 	defer s.Close()
-	srv := httptest.NewServer(AdminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
+	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }, nil))
 	defer srv.Close()
 
 	code, body := adminCall(t, srv, "GET", "/v1/hosts", "", nil)

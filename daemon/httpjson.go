@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 
-	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -52,6 +51,15 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, statusOf(err), errorBody{err.Error()})
 }
 
+// answer writes v with 200, or err.
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 // guard wraps mux: bearer authentication when token is set (compared in
 // constant time; realm names the API), and JSON 404 and 405 answers for
 // requests no route serves. Without a token the API is open, on loopback
@@ -66,7 +74,7 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case token == "" && !page.LoopbackHost(r.Host):
+		case token == "" && !operator.LoopbackHost(r.Host):
 			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
 			return
 		case token == "" && cop.Check(r) != nil:
@@ -111,23 +119,4 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 		return
 	}
 	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})
-}
-
-// CheckAddr refuses to serve an API on a non-loopback address without a
-// token: it returns an error naming the option (field) and the variable
-// (envVar) that would allow it. addr must be host:port; loopback is what
-// the open APIs answer (page.LoopbackHost), and an empty host (every
-// interface) is not.
-func CheckAddr(field, addr, token, envVar string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%s %q: %v", field, addr, err)
-	}
-	if token != "" {
-		return nil
-	}
-	if host != "" && page.LoopbackHost(host) { // "" (":9465") is every interface
-		return nil
-	}
-	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, addr, envVar)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -164,7 +165,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
 		return
 	}
-	sum := SummarizeHosts(hs)
+	sum := operator.SummarizeHosts(hs)
 	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
 		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(n), state)
 	}

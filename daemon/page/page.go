@@ -8,12 +8,12 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -114,12 +114,14 @@ func New(opts Options) (*Page, error) {
 
 func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":  fmtTime,
-		"ago":   func(t time.Time) string { return ago(p.now(), t) },
-		"path":  func(s string) string { return p.prefix + s },
-		"pct":   pct,
-		"chart": chartSVG,
-		"dur":   table.Duration,
+		"time":   fmtTime,
+		"ago":    func(t time.Time) string { return ago(p.now(), t) },
+		"path":   func(s string) string { return p.prefix + s },
+		"pct":    pct,
+		"chart":  chartSVG,
+		"dur":    table.Duration,
+		"link":   func(v operator.RegistrationView) string { return link(v.Stream, v.ID) },
+		"filter": filter,
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -172,35 +174,13 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if p.token == "" && !LoopbackHost(r.Host) {
+	if p.token == "" && !operator.LoopbackHost(r.Host) {
 		// Open only to loopback: a page on another name reaching this one
 		// through DNS rebinding would otherwise read it and act on it.
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
 		return
 	}
 	p.mux.ServeHTTP(w, r)
-}
-
-// LoopbackHost reports whether a request's Host names a loopback address
-// (an IP address in 127.0.0.0/8 or ::1, with or without a zone, or
-// localhost), with or without a port, or is empty (HTTP/1.0). A page or API open without a token answers only such requests: a
-// page on another name that resolves to loopback (DNS rebinding) is
-// refused.
-func LoopbackHost(hostport string) bool {
-	if hostport == "" {
-		return true // HTTP/1.0 without Host: no browser sends that
-	}
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	host, _, _ = strings.Cut(host, "%") // an IPv6 zone: [::1%lo]
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // render writes template name with data, or a 500 naming nothing secret.

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/internal/demo"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
@@ -118,7 +119,9 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	defer tr.CloseIdleConnections()
 	cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
 		Out: e.Out, Progress: e.Err, Logger: logger,
-		ShowRegistrations: func(w io.Writer, sts []push.Status) error { return printRegistrations(w, false, sts, nil) }}
+		ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+			return printRegistrations(w, false, operator.Held(nil).Views(sts))
+		}}
 	if e.json {
 		cfg.Out, cfg.Progress = io.Discard, nil
 	}

@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
-func hostArg(s string) string { return daemon.HostArg(s) }
+func hostArg(s string) string { return operator.HostArg(s) }
 
 func newHosts(e *env) *cobra.Command {
 	var state string

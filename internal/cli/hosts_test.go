@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/hostseed"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -58,7 +59,7 @@ func TestHostsCommand(t *testing.T) {
 
 	code, out, _ = runHostsCLI(t, db, "registrations", "--json")
 	require.Equal(t, ExitOK, code)
-	var regs []registrationView
+	var regs []operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(out), &regs))
 	require.Len(t, regs, 3)
 	for _, v := range regs {
@@ -80,8 +81,8 @@ func TestHostsCommand(t *testing.T) {
 	code, out, _ = runHostsCLI(t, db, "status", "--json")
 	require.Equal(t, ExitOK, code)
 	var st struct {
-		Namespaces map[string]namespaceView `json:"namespaces"`
-		Hosts      hostSummary              `json:"hosts"`
+		Namespaces map[string]operator.NamespaceView `json:"namespaces"`
+		Hosts      operator.HostSummary              `json:"hosts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.Equal(t, 1, st.Hosts.Down)

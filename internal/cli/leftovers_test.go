@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/store"
 	"github.com/stretchr/testify/require"
 )
@@ -378,7 +379,7 @@ func TestUnparkAll(t *testing.T) {
 		require.Equal(t, ExitAttention, r.code, r.stderr)
 	}
 	parkedNow := func() []string {
-		var regs []registrationView
+		var regs []operator.RegistrationView
 		require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--parked", "--json")), &regs))
 		var ids []string
 		for _, r := range regs {
@@ -396,7 +397,7 @@ func TestUnparkAll(t *testing.T) {
 	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "a"), "unparked")
 
 	var all struct {
-		Unparked []registrationView `json:"unparked"`
+		Unparked []operator.RegistrationView `json:"unparked"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "unpark", "--all", "--json")), &all))
 	require.Len(t, all.Unparked, 2, "c and ce, the rest")

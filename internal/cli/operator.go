@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -133,7 +134,7 @@ options its receivers need), fix it first, then unpark them at once.`,
 				return err
 			}
 			if e.json {
-				return printJSON(e.Out, map[string]any{"was_parked": before.Parked, "registration": viewOf(after)})
+				return printJSON(e.Out, map[string]any{"was_parked": before.Parked, "registration": operator.Held(nil).View(after)})
 			}
 			if !before.Parked {
 				fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", push.Name(k.stream, k.id))
@@ -157,9 +158,9 @@ options its receivers need), fix it first, then unpark them at once.`,
 // the APIs do), then the failure.
 func unparkAll(cmd *cobra.Command, e *env, b backend, at time.Time, q push.ListQuery) error {
 	done, err := push.UnparkAll(cmd.Context(), b, q, at)
-	unparked := []registrationView{}
+	unparked := []operator.RegistrationView{}
 	for _, st := range done {
-		unparked = append(unparked, viewOf(st))
+		unparked = append(unparked, operator.Held(nil).View(st))
 		if !e.json {
 			fmt.Fprintf(e.Out, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(st.Stream, st.ID), st.NextSeq, plural(int(st.Lag()), "record"))
 		}
@@ -271,7 +272,7 @@ func (e *env) move(cmd *cobra.Command, k key, toSeq uint64, do func(backend, tim
 		return err
 	}
 	if e.json {
-		return printJSON(e.Out, map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": viewOf(after)})
+		return printJSON(e.Out, map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)})
 	}
 	fmt.Fprintf(e.Out, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(k.stream, k.id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 	if after.Parked {
@@ -406,7 +407,7 @@ func locationNote(loc string) string {
 	if loc == "" {
 		return ""
 	}
-	return " (redirect to " + redactURL(loc) + ", not followed)"
+	return " (redirect to " + operator.RedactURL(loc) + ", not followed)"
 }
 
 // checkReason refuses a skip's --reason that the evidence would cut

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/push"
 )
@@ -41,27 +40,7 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
-// registrationView is a registration as the CLI and the APIs show it.
-type registrationView = daemon.RegistrationView
-
-func viewOf(s push.Status) registrationView { return daemon.ViewOf(s) }
-
-func redactURL(raw string) string { return daemon.RedactURL(raw) }
-
-// heldBy maps each host that is not up to its state (daemon.Held).
-type heldBy = daemon.Held
-
-func notUpHosts(ctx context.Context, hs push.HostStore) (heldBy, error) {
-	return daemon.HeldHosts(ctx, hs)
-}
-
-func viewHeld(s push.Status, held heldBy) registrationView { return held.View(s) }
-
-func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy) error {
-	views := make([]registrationView, len(sts))
-	for i, s := range sts {
-		views[i] = viewHeld(s, held)
-	}
+func printRegistrations(w io.Writer, asJSON bool, views []operator.RegistrationView) error {
 	if asJSON {
 		return printJSON(w, views)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -146,7 +146,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				if note := windowNote(st.Window); note != "" {
 					warnings = append(warnings, note)
 				}
-				return printJSON(e.Out, daemon.RegisteredView{RegistrationView: viewOf(st), Warnings: warnings})
+				return printJSON(e.Out, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings})
 			}
 			window := ""
 			if st.Window > 1 {
@@ -159,7 +159,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
 				verb, push.Name(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
 			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
-				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(daemon.RedactURL(old.URL)))
+				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 			}
 			if fromSeqKept != "" {
 				fmt.Fprintln(e.Out, fromSeqKept+".")
@@ -200,8 +200,8 @@ func warnRefusals(e *env, url string) {
 
 const refusalNote = "sweeps refuse this URL and park the registration: "
 
-// windowNote is daemon.WindowNote against the default --max-per-host of
+// windowNote is operator.WindowNote against the default --max-per-host of
 // herald run and sweep: the CLI does not know what the workers run with.
 func windowNote(window int) string {
-	return daemon.WindowNote(window, push.DefaultMaxPerHost, "the default")
+	return operator.WindowNote(window, push.DefaultMaxPerHost, "the default")
 }

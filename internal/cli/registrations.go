@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -77,11 +78,11 @@ again after its last one.`,
 				}
 				more = len(next) > 0
 			}
-			held, err := notUpHosts(cmd.Context(), b)
+			held, err := operator.HeldHosts(cmd.Context(), b)
 			if err != nil {
 				return err
 			}
-			if err := printRegistrations(e.Out, e.json, all, held); err != nil || e.json || !more {
+			if err := printRegistrations(e.Out, e.json, held.Views(all)); err != nil || e.json || !more {
 				return err
 			}
 			last := all[len(all)-1].Key()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/otelenv"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/postgres"
@@ -73,9 +74,6 @@ parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
   GET  /v1/hosts?state=&host=&after=&limit=
   POST /v1/hosts/reset?host=HOST
 
-(POST /v1/unpark, /v1/skip and /v1/rewind, the older names, still work in
-this release and answer a Deprecation header; they go in the next.)
-
 It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
 set; herald refuses to serve it on a non-loopback address without a token,
 and, open, answers 403 to a request whose Host is not a loopback name and to
@@ -127,12 +125,12 @@ otherwise; README, "One trace from the append to the receiver".`,
 			e.seqEvery = seqEvery
 			token, apiToken := e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
 			if adminAddr != "" {
-				if err := daemon.CheckAddr("--admin-addr", adminAddr, token, "HERALD_ADMIN_TOKEN"); err != nil {
+				if err := operator.CheckAddr("--admin-addr", adminAddr, token, "HERALD_ADMIN_TOKEN"); err != nil {
 					return usageError{err}
 				}
 			}
 			if apiAddr != "" {
-				if err := daemon.CheckAddr("--api-addr", apiAddr, apiToken, "HERALD_API_TOKEN"); err != nil {
+				if err := operator.CheckAddr("--api-addr", apiAddr, apiToken, "HERALD_API_TOKEN"); err != nil {
 					return usageError{err}
 				}
 			}

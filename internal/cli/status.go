@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -24,14 +24,6 @@ type refusedLister interface {
 
 // refusedShown is how many refused records herald status lists.
 const refusedShown = 20
-
-// namespaceView is one namespace of herald status --json: Store.Stats'
-// counts, with the registrations held for their host moved out of ready and
-// retrying into held.
-type namespaceView struct {
-	push.NamespaceStats
-	Held int `json:"held"`
-}
 
 type refusedView struct {
 	Stream     string `json:"stream"`
@@ -53,7 +45,7 @@ registration parked longest, refused records (PostgreSQL) and the hosts that
 are not up. With --json: namespaces (each with ready, retrying, held, idle,
 parked, leased, records_behind; held ones are not in ready or retrying),
 held_truncated (true when only the first %d registrations with work were
-read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemon.MaxHeldScan),
+read to count the held ones), lagging, oldest_parked, refused and hosts.`, operator.MaxHeldScan),
 		Example: `  herald status
   herald status --json`,
 		Args: noArgs,
@@ -63,7 +55,7 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemo
 				return err
 			}
 			defer b.Close()
-			st, err := b.Stats(cmd.Context(), e.now())
+			st, err := operator.StatusAt(cmd.Context(), b, e.now())
 			if err != nil {
 				return err
 			}
@@ -77,35 +69,11 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemo
 					refused = append(refused, refusedView{r.Stream, r.ID, r.Kind, fmtTime(r.AppendedAt), r.Reason})
 				}
 			}
-			hs, err := push.AllHosts(cmd.Context(), b, push.HostQuery{})
-			if err != nil {
-				return err
-			}
-			hosts := summarizeHosts(hs)
-			held := heldBy{}
-			for _, h := range hs {
-				if h.State != push.HostUp {
-					held[h.Host] = h.State
-				}
-			}
-			heldCounts, truncated, err := daemon.SplitHeld(cmd.Context(), b, st.Namespaces, held)
-			if err != nil {
-				return err
-			}
 			if e.json {
-				namespaces := make(map[string]namespaceView, len(st.Namespaces))
-				for n, c := range st.Namespaces {
-					namespaces[n] = namespaceView{c, heldCounts[n]}
-				}
-				lagging := make([]registrationView, len(st.Lagging))
-				for i, s := range st.Lagging {
-					lagging[i] = viewHeld(s, held)
-				}
-				out := map[string]any{"namespaces": namespaces, "held_truncated": truncated, "lagging": lagging, "oldest_parked": nil, "refused": refused, "hosts": hosts}
-				if st.OldestParked != nil {
-					out["oldest_parked"] = viewOf(*st.OldestParked)
-				}
-				return printJSON(e.Out, out)
+				return printJSON(e.Out, struct {
+					operator.Status
+					Refused []refusedView `json:"refused"`
+				}{st, refused})
 			}
 			names := make([]string, 0, len(st.Namespaces))
 			for n := range st.Namespaces {
@@ -115,13 +83,13 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemo
 			t := newTable(e.Out, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
 			for _, n := range names {
 				c := st.Namespaces[n]
-				t.row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(heldCounts[n]), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
+				t.row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Held), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
 			}
 			if err := t.flush(); err != nil {
 				return err
 			}
-			if truncated {
-				fmt.Fprintf(e.Out, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", daemon.MaxHeldScan)
+			if st.HeldTruncated {
+				fmt.Fprintf(e.Out, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
 			}
 			if len(refused) > 0 {
 				fmt.Fprintf(e.Out, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
@@ -139,19 +107,19 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemo
 			}
 			if len(st.Lagging) > 0 {
 				fmt.Fprintln(e.Out, "\nLargest lags:")
-				if err := printRegistrations(e.Out, false, st.Lagging, held); err != nil {
+				if err := printRegistrations(e.Out, false, st.Lagging); err != nil {
 					return err
 				}
 			}
 			if p := st.OldestParked; p != nil {
 				fmt.Fprintf(e.Out, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
-					push.Name(p.Stream, p.ID), p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
+					push.Name(p.Stream, p.ID), p.Host, fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 			}
-			if len(hosts.NotUp) > 0 {
+			if len(st.Hosts.NotUp) > 0 {
 				fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n",
-					hosts.Down, hosts.Unavailable, hosts.Held)
+					st.Hosts.Down, st.Hosts.Unavailable, st.Hosts.Held)
 				t := newTable(e.Out, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
-				for _, h := range hosts.NotUp {
+				for _, h := range st.Hosts.NotUp {
 					t.row(h.Host, h.State, fmtTime(h.Since), fmtTime(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
 				}
 				return t.flush()
@@ -161,18 +129,7 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemo
 	}
 }
 
-// hostSummary is the hosts part of herald status (daemon.HostSummary).
-type hostSummary = daemon.HostSummary
-
-func summarizeHosts(hs []push.Host) hostSummary { return daemon.SummarizeHosts(hs) }
-
-func views(sts []push.Status) []registrationView {
-	out := make([]registrationView, len(sts))
-	for i, s := range sts {
-		out[i] = viewOf(s)
-	}
-	return out
-}
+func views(sts []push.Status) []operator.RegistrationView { return operator.Held(nil).Views(sts) }
 
 func newRecordStatus(e *env) *cobra.Command {
 	var (

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -36,7 +37,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 				return err
 			}
 			if e.json {
-				return printJSON(e.Out, map[string]any{"unregistered": viewOf(before)})
+				return printJSON(e.Out, map[string]any{"unregistered": operator.Held(nil).View(before)})
 			}
 			fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 				push.Name(k.stream, k.id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
@@ -45,7 +46,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			// be a capability), its policy, kinds and window; the config
 			// is never shown (secrets), so its flags are named to fill in.
 			again := []string{e.command("register"), "--stream", shellQuote(k.stream), "--id", shellQuote(k.id), "--namespace", before.Namespace}
-			if u := before.URL; redactURL(u) == u {
+			if u := before.URL; operator.RedactURL(u) == u {
 				again = append(again, "--url", shellQuote(u))
 			} else {
 				again = append(again, "--url", "…")

@@ -1,0 +1,87 @@
+package operator
+
+import (
+	"context"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// UnparkView answers an unpark: the registration after it, and whether it
+// was parked (false: nothing changed, no evidence written).
+type UnparkView struct {
+	RegistrationView
+	WasParked bool `json:"was_parked"`
+}
+
+// Unpark unparks stream/id at at (push.Store.Unpark). Errors are the
+// store's: journal.ErrNotFound for no such registration.
+func Unpark(ctx context.Context, s push.Store, stream, id string, at time.Time) (UnparkView, error) {
+	before, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return UnparkView{}, err
+	}
+	if err := s.Unpark(ctx, stream, id, at); err != nil {
+		return UnparkView{}, err
+	}
+	after, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return UnparkView{}, err
+	}
+	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked}, nil
+}
+
+// UnparkedAll answers an unpark of every parked registration: each one
+// unparked, as it is after its unpark.
+type UnparkedAll struct {
+	Unparked []RegistrationView `json:"unparked"`
+}
+
+// UnparkAllQuery checks the filters of an unpark of every parked
+// registration. given says whether a filter was given at all: an empty one
+// (an unset variable in a script) is refused, since it would unpark every
+// stream's or namespace's. Errors wrap journal.ErrInvalid and name the filter.
+func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (push.ListQuery, error) {
+	for _, f := range [][2]string{{"namespace", namespace}, {"stream", stream}} {
+		if given(f[0]) && f[1] == "" {
+			return push.ListQuery{}, journal.Invalid(f[0], "is empty; leave it out to unpark every %s's; nothing was unparked", f[0])
+		}
+	}
+	if stream != "" {
+		if err := journal.ValidateStream(stream); err != nil {
+			return push.ListQuery{}, err
+		}
+	}
+	if namespace != "" {
+		if err := push.ValidateNamespace(namespace); err != nil {
+			return push.ListQuery{}, err
+		}
+	}
+	return push.ListQuery{Stream: stream, Namespace: namespace, Parked: true}, nil
+}
+
+// UnparkAll unparks, at at, every parked registration q matches
+// (push.UnparkAll). An error part way comes with those unparked before it,
+// which stay unparked.
+func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time) (UnparkedAll, error) {
+	done, err := push.UnparkAll(ctx, s, q, at)
+	return UnparkedAll{Unparked: Held(nil).Views(done)}, err
+}
+
+// Evidence lists a registration's evidence, newest first, at most limit
+// rows (0: the store's default), with each redirect's Location redacted as
+// URLs are. Errors are the store's.
+func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) ([]push.Evidence, error) {
+	evs, err := s.Evidence(ctx, stream, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	for i := range evs {
+		evs[i].Location = RedactURL(evs[i].Location)
+	}
+	if evs == nil {
+		evs = []push.Evidence{}
+	}
+	return evs, nil
+}
