@@ -174,12 +174,16 @@ func listRegistrations(w http.ResponseWriter, r *http.Request, store push.Store)
 		writeError(w, err)
 		return
 	}
-	if err := checkListQuery(q); err != nil {
+	lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
+		After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+	if err := operator.CheckList(lq); err != nil {
 		writeError(w, err)
 		return
 	}
-	lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
-		After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+	if (lq.After.Stream == "") != (lq.After.ID == "") {
+		writeError(w, journal.Invalid("query", "after_stream and after_id go together: the stream and id of the last registration listed"))
+		return
+	}
 	for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
 		if v := q.Get(name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -201,36 +205,6 @@ func listRegistrations(w http.ResponseWriter, r *http.Request, store push.Store)
 	}
 	held, err := operator.HeldHosts(r.Context(), store)
 	answer(w, held.Views(sts), err)
-}
-
-// checkListQuery refuses a registration list's filter that no registration
-// can match, as the bulk unpark does, and half a page position (the CLI's
-// --after-stream and --after-id go together too).
-func checkListQuery(q url.Values) error {
-	for _, name := range []string{"stream", "after_stream"} {
-		if v := q.Get(name); v != "" {
-			if err := journal.ValidateStream(v); err != nil {
-				if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
-					err = &journal.InvalidError{Field: name, Reason: inv.Reason}
-				}
-				return err
-			}
-		}
-	}
-	if v := q.Get("after_id"); v != "" {
-		if err := journal.ValidateID("after_id", v); err != nil {
-			return err
-		}
-	}
-	if v := q.Get("namespace"); v != "" {
-		if err := push.ValidateNamespace(v); err != nil {
-			return err
-		}
-	}
-	if (q.Get("after_stream") == "") != (q.Get("after_id") == "") {
-		return journal.Invalid("query", "after_stream and after_id go together: the stream and id of the last registration listed")
-	}
-	return nil
 }
 
 // strictQuery reads r's query parameters, which must be among allowed and

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -126,46 +128,29 @@ func redactQuery(tail string) string {
 // \v: RE2's \s does not.
 var passwordParam = regexp.MustCompile(`(?i)(password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*)('[^']*'?[^\t\n\v\f\r &;#]*|[^\t\n\v\f\r &;#]*)`)
 
-// What a command may do to a SQLite --database (PostgreSQL is never created
-// nor migrated by these: `herald migrate up` does that).
+// openMode is what a command may do to a SQLite --database. PostgreSQL is
+// created and migrated only by herald migrate up.
 type openMode int
 
 const (
-	// createDB: create and migrate a new file, migrate an older one up.
-	// For the commands whose job is to put something in a database that
-	// may not exist yet: register, append, migrate up (and demo).
-	createDB openMode = iota
-	// existingDB: refuse a missing file; migrate an existing older one up.
-	// For the commands that deliver (sweep, run): they write cursors, so an
-	// upgraded herald migrates their file as before, but a mistyped path
-	// would only ever serve an empty database.
+	// noDB: the command opens none, or its own (migrate, demo).
+	noDB openMode = iota
+	// createDB: create and migrate a new file, migrate an older one up;
+	// for the commands that put something in a database that may not
+	// exist yet (register, append).
+	createDB
+	// existingDB: refuse a missing file, migrate an existing older one up;
+	// for the commands that deliver (sweep, run): a mistyped path would
+	// only ever serve an empty database.
 	existingDB
-	// readDB: refuse a missing file, migrate nothing. For the commands
-	// that read, or change what must already exist (unpark, skip, rewind).
+	// readDB: refuse a missing file, migrate nothing; for the commands
+	// that read, or change what must exist, so that herald status in the
+	// wrong folder says there is no database there, and none undoes a
+	// herald migrate down.
 	readDB
 )
 
-// open opens the --database for a command that creates what it writes
-// (register, append): a new SQLite file is created and migrated (the
-// embedded default must just work); PostgreSQL must be migrated with
-// `herald migrate up` first.
-func (e *env) open(ctx context.Context) (backend, error) { return e.openDB(ctx, createDB) }
-
-// openServing opens the --database for a command that delivers what is
-// there (sweep, run): a missing SQLite file is a usage error (exit 2)
-// naming the path and --database, and nothing is created; an existing one
-// is migrated up.
-func (e *env) openServing(ctx context.Context) (backend, error) { return e.openDB(ctx, existingDB) }
-
-// openExisting opens the --database for a command that only reads, or that
-// changes a registration that must already exist (unpark, skip, rewind): it
-// creates nothing and migrates nothing, so that `herald status` in the wrong
-// folder says there is no database there instead of reporting an empty one,
-// and never undoes a `herald migrate down`. A missing SQLite file is a
-// usage error (exit 2) naming the path and --database.
-func (e *env) openExisting(ctx context.Context) (backend, error) { return e.openDB(ctx, readDB) }
-
-func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
+func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 	d, err := parseDatabase(e.databaseFrom, e.database)
 	if err != nil {
 		return nil, err
@@ -188,7 +173,16 @@ func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 			return nil, noDatabase(d)
 		}
 	default:
-		b, err = openPostgres(ctx, d.url, e.seqEvery)
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		var opts []postgres.Option
+		if e.seqEvery != 0 {
+			opts = append(opts, postgres.WithSequencerInterval(e.seqEvery))
+		}
+		var s *postgres.Store
+		if s, err = postgres.Open(pctx, d.url, opts...); err == nil {
+			b = s
+		}
 	}
 	if err != nil {
 		return nil, e.openError(d, err)
@@ -206,7 +200,7 @@ func (e *env) openError(d database, err error) error {
 	var hint string
 	switch {
 	case errors.Is(err, store.ErrSchemaBehind):
-		hint = "run: " + e.command("migrate up")
+		hint = "run: " + e.hint("migrate up")
 	case errors.Is(err, store.ErrSchemaAhead):
 		hint = "this herald is older than the database: upgrade herald"
 	case errors.Is(err, store.ErrNotHerald):

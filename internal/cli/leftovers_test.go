@@ -251,12 +251,14 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-// Every namespace's register flag is one configFlagOf knows, so that
-// build refuses it for the other namespaces and asFlags names it.
-func TestNamespaceFlagsAreTheConfigFlags(t *testing.T) {
-	for ns, def := range namespaces {
-		for _, f := range def.flags {
-			require.Contains(t, namespaceFlags(), f, "%s's --%s", ns, f)
+// Every key of a namespace's config is a flag of register, so that build
+// refuses it for the other namespaces and asFlags names it.
+func TestNamespaceFlagsAreRegisterFlags(t *testing.T) {
+	register := newRegister(&env{})
+	for ns, w := range namespaces {
+		require.NotEmpty(t, w.flags(), ns)
+		for _, f := range w.flags() {
+			require.NotNil(t, register.Flags().Lookup(f), "%s's --%s", ns, f)
 		}
 	}
 }
@@ -265,7 +267,7 @@ func TestNamespaceFlagsAreTheConfigFlags(t *testing.T) {
 // newcomer: the tables' "2026-03-15 11:00:00Z" was refused).
 func TestTablesInstantsPasteIntoAt(t *testing.T) {
 	want := time.Date(2026, 3, 15, 11, 0, 1, 0, time.UTC)
-	got, err := parseInstant(fmtTime(want))
+	got, err := parseInstant(operator.Instant(want))
 	require.NoError(t, err)
 	require.True(t, got.Equal(want), "%v", got)
 	for _, bad := range []string{"2026-03-15  11:00:00Z", "2026-03-15 ", "2026-03-15 11:00:00"} {
@@ -327,7 +329,7 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 	// answered with an empty list.
 	r = runCLI(t, db, "", "registrations", "--stream", "\x1b[31m")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--stream: invalid stream: has a control character U+001B at byte 0")
+	require.Contains(t, r.stderr, "invalid --stream: has a control character U+001B at byte 0")
 	require.NotContains(t, r.stderr, "\x1b")
 }
 
@@ -523,7 +525,7 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 		"sqlite:./my db.sqlite":                         "herald records --database 'sqlite:./my db.sqlite'",
 	} {
 		e := &env{database: given, databaseGiven: true}
-		require.Equal(t, want, e.command("records"), given)
+		require.Equal(t, want, e.hint("records"), given)
 	}
 	// The hint of a database whose schema is behind.
 	e := &env{database: "postgres://app:hunter22@db.example/herald", databaseGiven: true}

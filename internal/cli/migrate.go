@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -17,56 +19,52 @@ import (
 
 func newMigrate(e *env) *cobra.Command {
 	var yes bool
-	cmd := &cobra.Command{
-		Use:   "migrate up|down|status",
-		Short: "Apply, revert or show the database schema's migrations",
-		Long: `Manage the database schema. "up" applies every pending migration; "down"
+	return e.cobra(command{
+		use:   "migrate up|down|status",
+		short: "Apply, revert or show the database schema's migrations",
+		long: `Manage the database schema. "up" applies every pending migration; "down"
 reverts the newest one (it drops what that migration created: data in those
 tables is lost), so it asks first on a terminal and otherwise needs --yes;
 "status" lists the migrations and which are applied.
 
 A new SQLite file is migrated automatically on first use; PostgreSQL is
 migrated only by "herald migrate up", so that a deploy controls when it happens.`,
-		Example: `  herald migrate up --database postgres://herald@localhost/herald
+		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json
   herald migrate down --yes --database sqlite:./herald.db`,
-		Args: func(cmd *cobra.Command, args []string) error {
+		args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
 				return usagef("migrate takes one of up, down, status")
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		flags: func(f *pflag.FlagSet) {
+			f.BoolVar(&yes, "yes", false, "down: revert without asking (it drops the newest migration's tables and their data)")
+		},
+		run: func(c *call) error {
 			d, err := parseDatabase(e.databaseFrom, e.database)
 			if err != nil {
 				return err
 			}
-			if args[0] == "down" && !yes {
-				if err := e.confirmDown(cmd.Context(), d); err != nil {
+			if c.args[0] == "down" && !yes {
+				if err := e.confirmDown(c.ctx(), d); err != nil {
 					return err
 				}
 			}
-			st, err := migrate(cmd.Context(), d, args[0])
+			st, err := migrate(c.ctx(), d, c.args[0])
 			if err != nil {
-				return fmt.Errorf("migrate %s %s: %w", args[0], d, err)
+				return fmt.Errorf("migrate %s %s: %w", c.args[0], d, err)
 			}
-			if e.json {
-				return printJSON(e.Out, st)
-			}
-			fmt.Fprintf(e.Out, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
-			t := newTable(e.Out, "VERSION", "NAME", "APPLIED")
-			for _, m := range st.Migrations {
-				applied := "no"
-				if m.Applied {
-					applied = "yes"
+			return c.print(st, func() error {
+				fmt.Fprintf(e.Out, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
+				t := tbl.New(e.Out, "VERSION", "NAME", "APPLIED")
+				for _, m := range st.Migrations {
+					t.Row(fmt.Sprint(m.Version), m.Name, yesNo(m.Applied))
 				}
-				t.row(fmt.Sprint(m.Version), m.Name, applied)
-			}
-			return t.flush()
+				return t.Flush()
+			})
 		},
-	}
-	cmd.Flags().BoolVar(&yes, "yes", false, "down: revert without asking (it drops the newest migration's tables and their data)")
-	return cmd
+	})
 }
 
 // confirmDown asks on a terminal before migrate down drops data, and

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/projection/cloudevents"
@@ -20,26 +21,24 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// namespaces are the wires herald speaks, by namespace name.
-var namespaces = map[string]struct {
+// wire is a namespace herald speaks: its projection, and its config as
+// register's flags build it.
+type wire struct {
 	projection func() push.Projection
-	flags      []string // the register flags that apply to it
 	config     func(o *configFlags) (any, error)
-}{
+}
+
+// namespaces are the wires herald speaks, by namespace name.
+var namespaces = map[string]wire{
 	activitypub.Namespace: {
 		projection: func() push.Projection { return activitypub.New() },
-		flags:      []string{"key-id", "private-key-file", "actor", "followers"},
 		config: func(o *configFlags) (any, error) {
 			key, err := o.readKey()
-			if err != nil {
-				return nil, err
-			}
-			return activitypub.Config{KeyID: o.keyID, PrivateKey: key, Actors: o.actors, Followers: o.followers}, nil
+			return activitypub.Config{KeyID: o.keyID, PrivateKey: key, Actors: o.actors, Followers: o.followers}, err
 		},
 	},
 	cloudevents.Namespace: {
 		projection: func() push.Projection { return cloudevents.New() },
-		flags:      []string{"source", "structured", "token"},
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
 			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok}, err
@@ -47,7 +46,6 @@ var namespaces = map[string]struct {
 	},
 	a2a.Namespace: {
 		projection: func() push.Projection { return a2a.New() },
-		flags:      []string{"token", "auth-scheme", "credentials", "a2a-version"},
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
 			if err != nil {
@@ -59,7 +57,6 @@ var namespaces = map[string]struct {
 	},
 	webhook.Namespace: {
 		projection: func() push.Projection { return webhook.New() },
-		flags:      []string{"secret", "envelope"},
 		config: func(o *configFlags) (any, error) {
 			secrets := make([]string, len(o.secrets))
 			for i, s := range o.secrets {
@@ -74,27 +71,28 @@ var namespaces = map[string]struct {
 	},
 }
 
-func namespaceNames() []string {
-	names := make([]string, 0, len(namespaces))
-	for n := range namespaces {
-		names = append(names, n)
+// flags are register's flags that set the wire's config: one a config key,
+// in the config's order.
+func (w wire) flags() []string {
+	if w.config == nil {
+		return nil // a namespace herald does not speak, registered over the API
 	}
-	slices.Sort(names)
-	return names
+	cfg, _ := w.config(&configFlags{})
+	t := reflect.TypeOf(cfg)
+	out := make([]string, t.NumField())
+	for i := range out {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[i] = flagName(key)
+	}
+	return out
 }
 
+func namespaceNames() []string { return slices.Sorted(maps.Keys(namespaces)) }
+
+// checkNamespace refuses a namespace herald does not speak.
 func checkNamespace(ns string) error {
 	if _, ok := namespaces[ns]; !ok {
 		return usagef("unknown namespace %q: herald speaks %s", ns, strings.Join(namespaceNames(), ", "))
-	}
-	return nil
-}
-
-// checkStream refuses a --stream value no stream can have (journal's
-// stream rules) as a usage error naming the flag.
-func checkStream(stream string) error {
-	if err := journal.ValidateStream(stream); err != nil {
-		return usagef("--stream: %v", err)
 	}
 	return nil
 }
@@ -109,8 +107,7 @@ type configFlags struct {
 	structured, envelope           bool
 }
 
-func (o *configFlags) add(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.secrets, "secret", nil, "webhook: a whsec_… signing secret (repeat to sign with several during rotation)")
 	f.BoolVar(&o.envelope, "envelope", false, `webhook: send {"type": kind, "timestamp": appended-at, "data": payload} (Standard Webhooks' payload structure) instead of the payload alone`)
 	f.StringVar(&o.token, "token", "", "cloudevents: bearer token; a2a: the push config token")
@@ -128,13 +125,15 @@ func (o *configFlags) add(cmd *cobra.Command) {
 // build checks that only the namespace's own flags were given and returns
 // its config as stored JSON.
 func (o *configFlags) build(cmd *cobra.Command, ns string) (push.Config, error) {
-	def := namespaces[ns]
-	for _, name := range namespaceFlags() {
-		if cmd.Flags().Changed(name) && !slices.Contains(def.flags, name) {
-			return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(def.flags, ", --"))
+	own := namespaces[ns].flags()
+	for _, other := range namespaceNames() {
+		for _, name := range namespaces[other].flags() {
+			if cmd.Flags().Changed(name) && !slices.Contains(own, name) {
+				return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(own, ", --"))
+			}
 		}
 	}
-	cfg, err := def.config(o)
+	cfg, err := namespaces[ns].config(o)
 	if err != nil {
 		return nil, err
 	}
@@ -156,20 +155,18 @@ func (o *configFlags) readKey() (string, error) {
 	return string(pem), nil
 }
 
-// readError is the usage error (exit 2) for a file a flag names that cannot
-// be read: the flag, the path quoted (it is the user's text, and may hold
-// any byte), and the reason without the os error's own unquoted copy of
-// the path.
+// readError is the usage error for a file a flag names that cannot be
+// read: the flag, the path quoted (the user's text, any byte), and the
+// reason without the os error's unquoted copy of the path.
 func readError(flag, path string, err error, hint string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 		err = pe.Err
 	}
 	return usagef("%s %q: %v%s", flag, path, err, hint)
 }
 
 // secretValue resolves a secret flag: "env:NAME" reads the environment
-// variable NAME, "file:PATH" reads a file (trailing newline removed), anything
+// variable NAME, "file:PATH" a file (its trailing newline removed), anything
 // else is the secret itself. Errors never repeat the value.
 func secretValue(flag, v string) (string, error) {
 	switch {
@@ -189,111 +186,4 @@ func secretValue(flag, v string) (string, error) {
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
 	return v, nil
-}
-
-// configFlagOf maps a key of a namespace's stored config, as the
-// projections' errors name it ("config.secrets[1]"), to the register flag
-// that sets it.
-var configFlagOf = map[string]string{
-	"secrets":     "secret",
-	"token":       "token",
-	"auth_scheme": "auth-scheme",
-	"credentials": "credentials",
-	"version":     "a2a-version",
-	"key_id":      "key-id",
-	"private_key": "private-key-file",
-	"actors":      "actor",
-	"followers":   "followers",
-	"source":      "source",
-	"structured":  "structured",
-	"envelope":    "envelope",
-}
-
-// namespaceFlags are register's namespace flags (configFlagOf's), sorted.
-func namespaceFlags() []string {
-	out := make([]string, 0, len(configFlagOf))
-	for _, f := range configFlagOf {
-		out = append(out, f)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// fieldFlagOf maps the other fields that validation errors of journal,
-// push, the stores and transport name ("to seq", "Options.Timeout",
-// "AllowHosts[2]") to the flag that sets them, for the commands that pass
-// their errors through asFlags.
-var fieldFlagOf = map[string]string{
-	"stream":                      "stream",
-	"id":                          "id", // a record's (append)
-	"kind":                        "kind",
-	"content_type":                "content-type",
-	"traceparent":                 "traceparent",
-	"tracestate":                  "tracestate",
-	"registration id":             "id",
-	"namespace":                   "namespace",
-	"url":                         "url",
-	"on_rejected":                 "on-4xx",
-	"window":                      "window",
-	"kinds":                       "kinds",
-	"to seq":                      "to-seq",
-	"Options.Timeout":             "timeout",
-	"AllowHosts":                  "allow-host",
-	"Options.MaxIdleConnsPerHost": "max-per-host",
-}
-
-// asFlags rewrites the fields of validation errors from the names the
-// library gives them to the flags the user typed: a config's keys by
-// configFlagOf ("invalid config.secrets[1]" becomes "invalid --secret (the
-// 2nd)"), other fields by fieldFlagOf ("invalid to seq" becomes "invalid
-// --to-seq"). Other errors and fields are kept as they are.
-func asFlags(err error) error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		parts := joined.Unwrap()
-		out := make([]error, len(parts))
-		for i, p := range parts {
-			out[i] = asFlags(p)
-		}
-		return errors.Join(out...)
-	}
-	var inv *journal.InvalidError
-	if !errors.As(err, &inv) {
-		return err
-	}
-	prefix, flags := "", fieldFlagOf
-	if strings.HasPrefix(inv.Field, "config.") {
-		prefix, flags = "config.", configFlagOf
-	}
-	key, index, _ := strings.Cut(strings.TrimPrefix(inv.Field, prefix), "[")
-	flag, ok := flags[key]
-	if !ok {
-		return err
-	}
-	field := "--" + flag
-	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
-		field += " (the " + ordinal(n+1) + ")"
-	}
-	reason := inv.Reason
-	if ref, ok := strings.CutPrefix(reason, "repeats "+prefix+key+"["); ok {
-		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "]")); err == nil {
-			reason = "repeats the " + ordinal(n+1)
-		}
-	}
-	return &journal.InvalidError{Field: field, Reason: reason}
-}
-
-// ordinal spells n as 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, 21st.
-func ordinal(n int) string {
-	suffix := "th"
-	if n%100 < 11 || n%100 > 13 {
-		switch n % 10 {
-		case 1:
-			suffix = "st"
-		case 2:
-			suffix = "nd"
-		case 3:
-			suffix = "rd"
-		}
-	}
-	return strconv.Itoa(n) + suffix
 }

@@ -186,7 +186,7 @@ func TestRegisterKinds(t *testing.T) {
 	}
 	r := runCLI(t, db, "", args("order.*.paid")...)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, `--kinds: invalid kinds: pattern "order.*.paid" may have one "*", at its end`)
+	require.Contains(t, r.stderr, `invalid --kinds: pattern "order.*.paid" may have one "*", at its end`)
 	_, err := os.Stat(db)
 	require.ErrorIs(t, err, os.ErrNotExist, "a refused register opened nothing")
 

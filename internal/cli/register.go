@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
@@ -21,10 +22,10 @@ func newRegister(e *env) *cobra.Command {
 		cfg     configFlags
 		fromSeq uint64
 	)
-	cmd := &cobra.Command{
-		Use:   "register",
-		Short: "Register a receiver for a stream: where to POST, which wire, which secrets",
-		Long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
+	return e.cobra(command{
+		use:   "register",
+		short: "Register a receiver for a stream: where to POST, which wire, which secrets",
+		long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
@@ -62,146 +63,99 @@ and register says so.
 --on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
 retry (the default: nothing is lost; parks at the retry ceiling) or skip
 (record evidence and move past the message, as fediverse servers do).`, push.MaxWindow, push.DefaultMaxPerHost),
-		Example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
+		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required(cmd, "stream", "id", "namespace", "url"); err != nil {
-				return err
-			}
+		need: []string{"stream", "id", "namespace", "url"},
+		db:   createDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
+			f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
+			f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
+			f.StringVar(&r.URL, "url", "", "where to POST (required): an absolute https URL; http needs herald run --allow-http, and a loopback or private address --allow-private-network")
+			f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
+			intVar(f, &fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)", "1 or more (seqs are 1-based)", 1, 0)
+			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
+			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow),
+				fmt.Sprintf("1 to %d", push.MaxWindow), 1, push.MaxWindow)
+			cfg.add(f)
+		},
+		check: func(c *call) (err error) {
 			if err := checkNamespace(r.Namespace); err != nil {
 				return err
 			}
-			switch on4xx {
-			case string(push.RejectRetry), string(push.RejectSkip):
-				r.OnRejected = push.RejectPolicy(on4xx)
-			default:
-				return usagef("--on-4xx %q must be retry or skip", on4xx)
-			}
-			if r.Window < 1 || r.Window > push.MaxWindow {
-				return usagef("--window %d must be 1 to %d", r.Window, push.MaxWindow)
-			}
-			if fromSeq < 1 {
-				return usagef("--from-seq %d must be 1 or more (seqs are 1-based)", fromSeq)
-			}
-			r.NextSeq = fromSeq
+			r.OnRejected, r.NextSeq = push.RejectPolicy(on4xx), fromSeq
 			for i, k := range r.Kinds {
 				r.Kinds[i] = strings.TrimSpace(k)
 			}
-			if err := push.ValidateKinds(r.Kinds); err != nil {
-				return usagef("--kinds: %v", err)
-			}
-			var err error
-			if r.Config, err = cfg.build(cmd, r.Namespace); err != nil {
+			if r.Config, err = cfg.build(c.cmd, r.Namespace); err != nil {
 				return err
 			}
 			if err := r.Validate(); err != nil {
-				return usageError{asFlags(err)}
+				return usageError{err}
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
-					return usageError{asFlags(err)}
+					return usageError{err}
 				}
 			}
-			b, err := e.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			// Registering an existing (stream, id) updates it: say so, and
-			// what it replaced, rather than answer as for a new one.
-			old, err := b.Get(cmd.Context(), r.Stream, r.ID)
+			return nil
+		},
+		run: func(c *call) error {
+			old, err := c.b.Get(c.ctx(), r.Stream, r.ID)
 			existed := err == nil
 			if err != nil && !errors.Is(err, journal.ErrNotFound) {
 				return err
 			}
-			stored, err := b.Register(cmd.Context(), r)
+			stored, err := c.b.Register(c.ctx(), r)
 			if err != nil {
 				return err
 			}
-			st, err := b.Get(cmd.Context(), stored.Stream, stored.ID)
+			st, err := c.b.Get(c.ctx(), stored.Stream, stored.ID)
 			if err != nil {
 				return err
 			}
-			// --from-seq places a new registration's cursor; an update keeps
-			// the cursor (the operator's commands move it, with evidence).
-			fromSeqKept := ""
-			if existed && cmd.Flags().Changed("from-seq") && st.NextSeq != fromSeq {
-				fromSeqKept = fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq)
+			// An update keeps the cursor: the operator's commands move it,
+			// with evidence.
+			var notes []string
+			if existed && c.changed("from-seq") && st.NextSeq != fromSeq {
+				notes = append(notes, fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq))
 			}
-			if e.json {
-				// The answer of POST /v1/registrations: the notes are its
-				// warnings, in the JSON, not text beside it.
-				var warnings []string
-				if fromSeqKept != "" {
-					warnings = append(warnings, fromSeqKept)
+			var warnings []string
+			for _, err := range transport.URLRefusals(st.URL) {
+				warnings = append(warnings, "sweeps refuse this URL and park the registration: "+err.Error())
+			}
+			if note := operator.WindowNote(st.Window, push.DefaultMaxPerHost, "the default"); note != "" {
+				warnings = append(warnings, note)
+			}
+			v := operator.Held(nil).View(st)
+			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func() error {
+				window, verb := "", "Registered"
+				if st.Window > 1 {
+					window = fmt.Sprintf(", window %d", st.Window)
 				}
-				for _, err := range transport.URLRefusals(st.URL) {
-					warnings = append(warnings, refusalNote+err.Error())
+				if existed {
+					verb = "Updated"
 				}
-				if note := windowNote(st.Window); note != "" {
-					warnings = append(warnings, note)
+				fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
+					verb, push.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
+				if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
+					fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 				}
-				return printJSON(e.Out, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings})
-			}
-			window := ""
-			if st.Window > 1 {
-				window = fmt.Sprintf(", window %d", st.Window)
-			}
-			verb := "Registered"
-			if existed {
-				verb = "Updated"
-			}
-			fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
-				verb, push.Name(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
-			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
-				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
-			}
-			if fromSeqKept != "" {
-				fmt.Fprintln(e.Out, fromSeqKept+".")
-			}
-			if st.Parked {
-				fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
-			}
-			warnRefusals(e, st.URL)
-			if note := windowNote(st.Window); note != "" {
-				fmt.Fprintf(e.Err, "note: %s\n", note)
-			}
-			return nil
+				for _, n := range notes {
+					fmt.Fprintln(e.Out, n+".")
+				}
+				if st.Parked {
+					fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
+				}
+				for _, w := range warnings {
+					fmt.Fprintf(e.Err, "note: %s\n", w)
+				}
+				return nil
+			})
 		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
-	f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
-	f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
-	f.StringVar(&r.URL, "url", "", "where to POST (required): an absolute https URL; http needs herald run --allow-http, and a loopback or private address --allow-private-network")
-	f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
-	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
-	f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
-	f.IntVar(&r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow))
-	intRange(cmd, "window", fmt.Sprintf("1 to %d", push.MaxWindow))
-	intRange(cmd, "from-seq", "1 or more (seqs are 1-based)")
-	cfg.add(cmd)
-	return cmd
-}
-
-// warnRefusals tells, on stderr, every rule of the network guard the URL
-// breaks, with the flag of sweep and run that lifts it, so that a missing
-// flag does not cost a sweep that parks the registration.
-func warnRefusals(e *env, url string) {
-	for _, err := range transport.URLRefusals(url) {
-		fmt.Fprintf(e.Err, "note: %s%v\n", refusalNote, err)
-	}
-}
-
-const refusalNote = "sweeps refuse this URL and park the registration: "
-
-// windowNote is operator.WindowNote against the default --max-per-host of
-// herald run and sweep: the CLI does not know what the workers run with.
-func windowNote(window int) string {
-	return operator.WindowNote(window, push.DefaultMaxPerHost, "the default")
+	})
 }

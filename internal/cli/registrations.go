@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
@@ -15,10 +16,10 @@ func newRegistrations(e *env) *cobra.Command {
 		q     push.ListQuery
 		limit int
 	)
-	cmd := &cobra.Command{
-		Use:   "registrations",
-		Short: "List registrations: cursor, head, lag, attempts, state, last error",
-		Long: `List registrations with where they stand: cursor (the first seq not yet
+	return e.cobra(command{
+		use:   "registrations",
+		short: "List registrations: cursor, head, lag, attempts, state, last error",
+		long: `List registrations with where they stand: cursor (the first seq not yet
 acknowledged), the stream's head, lag (records not yet acknowledged), attempts
 at the cursor, next attempt ("parked" for a parked one: none until it is
 unparked), state (ready, retrying, idle, parked, or held: host down or
@@ -28,37 +29,39 @@ It lists at most --limit; when more follow, it says so with the command that
 lists the next ones (--after-stream and --after-id: the last one listed). With
 --json the list is the array alone: when it holds --limit registrations, ask
 again after its last one.`,
-		Example: `  herald registrations --parked
+		example: `  herald registrations --parked
   herald registrations --stream actor/alice --json
   herald registrations --namespace webhook --lagging --limit 1000
   herald registrations --after-stream actor/alice --after-id https://remote.example/inbox`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&q.Stream, "stream", "", "only this stream")
+			f.StringVar(&q.Namespace, "namespace", "", "only this namespace (activitypub, cloudevents, a2a, webhook)")
+			f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
+			f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
+			intVar(f, &limit, "limit", 1000, "at most this many rows", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100), 1, push.MaxListLimit*100)
+			f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")
+			f.StringVar(&q.After.ID, "after-id", "", "list the registrations after this one (with --after-stream): the id of the last one listed")
+		},
+		check: func(c *call) error {
 			if q.Namespace != "" {
 				if err := checkNamespace(q.Namespace); err != nil {
 					return err
 				}
 			}
-			if q.Stream != "" {
-				if err := checkStream(q.Stream); err != nil {
-					return err
-				}
+			if err := operator.CheckList(q); err != nil {
+				return usageError{err}
 			}
 			if (q.After.Stream == "") != (q.After.ID == "") {
 				return usagef("--after-stream and --after-id go together: the stream and id of the last registration listed")
 			}
-			if limit < 1 || limit > push.MaxListLimit*100 {
-				return usagef("--limit %d must be from 1 to %d", limit, push.MaxListLimit*100)
-			}
-			b, err := e.openExisting(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+			return nil
+		},
+		run: func(c *call) error {
 			var all []push.Status
 			for len(all) < limit {
 				q.Limit = min(limit-len(all), push.MaxListLimit)
-				page, err := b.List(cmd.Context(), q)
+				page, err := c.b.List(c.ctx(), q)
 				if err != nil {
 					return err
 				}
@@ -72,45 +75,37 @@ again after its last one.`,
 			if len(all) == limit {
 				probe := q
 				probe.Limit, probe.After = 1, all[len(all)-1].Key()
-				next, err := b.List(cmd.Context(), probe)
+				next, err := c.b.List(c.ctx(), probe)
 				if err != nil {
 					return err
 				}
 				more = len(next) > 0
 			}
-			held, err := operator.HeldHosts(cmd.Context(), b)
+			held, err := operator.HeldHosts(c.ctx(), c.b)
 			if err != nil {
 				return err
 			}
-			if err := printRegistrations(e.Out, e.json, held.Views(all)); err != nil || e.json || !more {
-				return err
-			}
-			last := all[len(all)-1].Key()
-			words := []string{e.command("registrations")}
-			for _, f := range []struct{ flag, value string }{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
-				if f.value != "" {
-					words = append(words, f.flag, shellQuote(f.value))
+			return c.print(held.Views(all), func() error {
+				if err := printRegistrations(e.Out, held.Views(all)); err != nil || !more {
+					return err
 				}
-			}
-			if q.Parked {
-				words = append(words, "--parked")
-			}
-			if q.Lagging {
-				words = append(words, "--lagging")
-			}
-			words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(last.Stream), "--after-id", shellQuote(last.ID))
-			_, err = fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
-			return err
+				last := all[len(all)-1].Key()
+				words := []string{e.hint("registrations")}
+				for _, f := range [][2]string{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
+					if f[1] != "" {
+						words = append(words, f[0], shellQuote(f[1]))
+					}
+				}
+				if q.Parked {
+					words = append(words, "--parked")
+				}
+				if q.Lagging {
+					words = append(words, "--lagging")
+				}
+				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(last.Stream), "--after-id", shellQuote(last.ID))
+				_, err := fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
+				return err
+			})
 		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&q.Stream, "stream", "", "only this stream")
-	f.StringVar(&q.Namespace, "namespace", "", "only this namespace (activitypub, cloudevents, a2a, webhook)")
-	f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
-	f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
-	f.IntVar(&limit, "limit", 1000, "at most this many rows")
-	f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")
-	f.StringVar(&q.After.ID, "after-id", "", "list the registrations after this one (with --after-stream): the id of the last one listed")
-	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100))
-	return cmd
+	})
 }

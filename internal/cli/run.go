@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/daemon"
 	"github.com/heraldpush/herald/internal/operator"
@@ -21,21 +21,17 @@ import (
 
 func newRun(e *env) *cobra.Command {
 	var (
-		every                  time.Duration
-		nsList                 []string
-		metricsAddr, adminAddr string
-		apiAddr                string
-		sweepLimit             int
-		tf                     transportFlags
-		wf                     workerFlags
-		retain                 string
-		pruneEvery             time.Duration
-		seqEvery               time.Duration
+		nsList                   []string
+		retain                   string
+		sweepLimit               int
+		every, pruneEvery, seqIv time.Duration
+		df                       deliveryFlags
+		opts                     daemon.Options
 	)
-	cmd := &cobra.Command{
-		Use:   "run",
-		Short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
-		Long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
+	return e.cobra(command{
+		use:   "run",
+		short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
+		long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
 --max-in-flight registrations being served and refills a slot as soon as its
 turn ends, so a slow or silent receiver holds one slot (at most --timeout),
 never the namespace. It claims at once after an append (PostgreSQL: the
@@ -92,20 +88,27 @@ a warning, and the daemon delivers without it; an address you name must open.
 Traces: spans are exported by OTLP over HTTP when the standard environment
 asks (OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT set), and not
 otherwise; README, "One trace from the append to the receiver".`,
-		Example: `  herald run
+		example: `  herald run
   herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
   HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465
   HERALD_API_TOKEN=… herald run --api-addr 10.0.0.5:9466`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		db: existingDB,
+		flags: func(f *pflag.FlagSet) {
+			f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
+			f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
+			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
+			f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
+			f.StringVar(&opts.APIAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
+			libIntVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1")
+			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
+			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
+			f.DurationVar(&seqIv, "sequencer-interval", postgres.DefaultSequencerInterval,
+				"PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit)")
+			df.add(f)
+		},
+		check: func(c *call) (err error) {
 			if every <= 0 {
 				return usagef("--every %v must be positive", every)
-			}
-			if sweepLimit < 1 {
-				return usagef("--sweep-limit %d must be at least 1", sweepLimit)
-			}
-			if err := wf.check(); err != nil {
-				return err
 			}
 			for _, ns := range nsList {
 				if err := checkNamespace(ns); err != nil {
@@ -113,99 +116,70 @@ otherwise; README, "One trace from the append to the receiver".`,
 				}
 			}
 			keep, err := parseRetain(retain)
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
-			}
-			if pruneEvery < 0 {
+			case pruneEvery < 0:
 				return usagef("--prune-every %v must be 0 (off) or positive", pruneEvery)
+			case pruneEvery > 0:
+				opts.Prune = &daemon.Prune{Every: pruneEvery, Retain: keep}
 			}
-			if seqEvery < postgres.MinSequencerInterval || seqEvery > postgres.MaxSequencerInterval {
-				return usagef("--sequencer-interval %v must be from %v to %v", seqEvery, postgres.MinSequencerInterval, postgres.MaxSequencerInterval)
+			if seqIv < postgres.MinSequencerInterval || seqIv > postgres.MaxSequencerInterval {
+				return usagef("--sequencer-interval %v must be from %v to %v", seqIv, postgres.MinSequencerInterval, postgres.MaxSequencerInterval)
 			}
-			e.seqEvery = seqEvery
-			token, apiToken := e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
-			if adminAddr != "" {
-				if err := operator.CheckAddr("--admin-addr", adminAddr, token, "HERALD_ADMIN_TOKEN"); err != nil {
-					return usageError{err}
+			e.seqEvery = seqIv
+			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
+			for _, a := range []struct{ flag, addr, token, env string }{
+				{"--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"}, {"--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"},
+			} {
+				if a.addr != "" {
+					if err := operator.CheckAddr(a.flag, a.addr, a.token, a.env); err != nil {
+						return usageError{err}
+					}
 				}
 			}
-			if apiAddr != "" {
-				if err := operator.CheckAddr("--api-addr", apiAddr, apiToken, "HERALD_API_TOKEN"); err != nil {
-					return usageError{err}
-				}
-			}
-			tr, err := tf.build(e)
-			if err != nil {
+			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
 				return err
 			}
-			// Spans go to OpenTelemetry's global provider; OTLP export
-			// when the standard OTEL_* environment asks (internal/otelenv).
-			otlp, stopTracing, err := otelenv.Setup(cmd.Context(), e.getenv)
+			// Spans go to OpenTelemetry's global provider; OTLP export when
+			// the standard OTEL_* environment asks (internal/otelenv).
+			otlp, stopTracing, err := otelenv.Setup(c.ctx(), e.getenv)
 			if err != nil {
 				return usageError{err}
 			}
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+			c.onExit(func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx()), 5*time.Second)
 				defer cancel()
 				if err := stopTracing(ctx); err != nil {
 					e.logger.Warn("flushing traces at exit", "err", err)
 				}
-			}()
+			})
 			if otlp.Enabled {
 				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
 			}
-			opts := daemon.Options{
-				Transport:     tr,
-				WorkerOptions: append(wf.options(e), push.WithSweepLimit(sweepLimit)),
-				Every:         every, Logger: e.logger, Now: e.now,
-				MetricsAddr: metricsAddr, AdminAddr: adminAddr, AdminToken: token, APIAddr: apiAddr, APIToken: apiToken,
-			}
-			if pruneEvery > 0 {
-				opts.Prune = &daemon.Prune{Every: pruneEvery, Retain: keep}
-			}
+			opts.Every, opts.Logger, opts.Now = every, e.logger, e.now
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts.Projections = append(opts.Projections, namespaces[ns].projection())
 			}
-			if err := listen(cmd, e.logger, &opts); err != nil {
-				return err
-			}
-			defer opts.Listeners.Close()
-			b, err := e.openServing(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			opts.Store = b
+			c.onExit(func() { opts.Listeners.Close() })
+			return listen(c, &opts)
+		},
+		run: func(c *call) error {
+			opts.Store = c.b
 			d, err := daemon.New(opts)
 			if err != nil {
 				return usageError{err}
 			}
-			return d.Run(cmd.Context())
+			return d.Run(c.ctx())
 		},
-	}
-	f := cmd.Flags()
-	f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
-	f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
-	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
-	f.StringVar(&adminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
-	f.StringVar(&apiAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
-	f.IntVar(&sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once")
-	intRange(cmd, "sweep-limit", "at least 1")
-	f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
-	f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
-	f.DurationVar(&seqEvery, "sequencer-interval", postgres.DefaultSequencerInterval,
-		"PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit)")
-	tf.add(cmd)
-	wf.add(cmd)
-	return cmd
+	})
 }
 
 // listen opens the daemon's addresses before the store is opened, so that
 // an address in use fails having created and migrated nothing. A default
-// address that is taken (another herald run on this machine holds it) is
-// left off with one warning and the daemon delivers without it; only an
-// address the operator named must open.
-func listen(cmd *cobra.Command, log *slog.Logger, opts *daemon.Options) error {
+// address that is taken (another herald run on this machine) is left off
+// with a warning; only an address the operator named must open.
+func listen(c *call, opts *daemon.Options) error {
 	for _, l := range []struct {
 		flag string
 		addr *string
@@ -219,12 +193,11 @@ func listen(cmd *cobra.Command, log *slog.Logger, opts *daemon.Options) error {
 		switch {
 		case err == nil:
 			*l.ln = ln
-		case errors.Is(err, syscall.EADDRINUSE) && !cmd.Flags().Changed(l.flag):
-			log.Warn("herald: the default --"+l.flag+" is in use (another herald run on this machine?); serving without it: name a free address to serve it",
+		case errors.Is(err, syscall.EADDRINUSE) && !c.changed(l.flag):
+			c.logger.Warn("herald: the default --"+l.flag+" is in use (another herald run on this machine?); serving without it: name a free address to serve it",
 				"addr", *l.addr)
 			*l.addr = ""
 		default:
-			opts.Listeners.Close()
 			return fmt.Errorf("--%s %s: %w (another herald run on this machine? name a free address, or an empty one to serve none)", l.flag, *l.addr, err)
 		}
 	}

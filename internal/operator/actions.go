@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -48,17 +49,32 @@ func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (p
 			return push.ListQuery{}, journal.Invalid(f[0], "is empty; leave it out to unpark every %s's; nothing was unparked", f[0])
 		}
 	}
-	if stream != "" {
-		if err := journal.ValidateStream(stream); err != nil {
-			return push.ListQuery{}, err
+	q := push.ListQuery{Stream: stream, Namespace: namespace, Parked: true}
+	return q, CheckList(q)
+}
+
+// CheckList refuses a filter of a registration list that no registration
+// can match: a stream, namespace or page position (After) that none can
+// have. Errors wrap journal.ErrInvalid and name the field as the APIs do
+// (stream, namespace, after_stream, after_id).
+func CheckList(q push.ListQuery) error {
+	for _, f := range [][2]string{{"stream", q.Stream}, {"after_stream", q.After.Stream}} {
+		if err := journal.ValidateStream(f[1]); f[1] != "" && err != nil {
+			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+				err = &journal.InvalidError{Field: f[0], Reason: inv.Reason}
+			}
+			return err
 		}
 	}
-	if namespace != "" {
-		if err := push.ValidateNamespace(namespace); err != nil {
-			return push.ListQuery{}, err
+	if q.After.ID != "" {
+		if err := journal.ValidateID("after_id", q.After.ID); err != nil {
+			return err
 		}
 	}
-	return push.ListQuery{Stream: stream, Namespace: namespace, Parked: true}, nil
+	if q.Namespace != "" {
+		return push.ValidateNamespace(q.Namespace)
+	}
+	return nil
 }
 
 // UnparkAll unparks, at at, every parked registration q matches

@@ -149,6 +149,15 @@ func RedactURL(raw string) string {
 	return out
 }
 
+// Instant shows t as tables and the page do, UTC to the second, in a form
+// --at reads back (2026-03-15 11:00:00Z); "-" for the zero time.
+func Instant(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
 // HostArg reads a host as an operator names it: the host:port herald hosts
 // lists, or any URL on it.
 func HostArg(s string) string {
