@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/store/sqlite"
 )
@@ -44,7 +43,7 @@ var stores = map[string]func(t *testing.T) page.Store{
 func seeded(t *testing.T) *sqlite.Store {
 	t.Helper()
 	s := openStore(t)
-	require.NoError(t, seed.Seed(t.Context(), s))
+	require.NoError(t, seed(t.Context(), s))
 	return s
 }
 
@@ -52,7 +51,7 @@ func seeded(t *testing.T) *sqlite.Store {
 func seededOn(t *testing.T, open func(t *testing.T) page.Store) page.Store {
 	t.Helper()
 	s := open(t)
-	require.NoError(t, seed.Seed(t.Context(), s))
+	require.NoError(t, seed(t.Context(), s))
 	return s
 }
 

@@ -1,9 +1,4 @@
-// Package seed fills a store with registrations in every state the
-// operator's page shows, at known instants, for the page's tests and its
-// screenshots. It drives the store's own methods (Register, Due, Retry,
-// Park, HostFailed), as a worker would, so what it leaves is what herald
-// leaves.
-package seed
+package page_test
 
 import (
 	"context"
@@ -15,62 +10,67 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// T0 is the seed's first instant; View is when the page should look.
+// The seed fills a store with registrations in every state the page
+// shows, at known instants, for the tests and the screenshots. It drives
+// the store's own methods (Register, Due, Retry, Park, HostFailed), as a
+// worker would, so what it leaves is what herald leaves.
+
+// seedT0 is the seed's first instant; seedView is when the page should look.
 var (
-	T0   = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
-	View = T0.Add(30 * time.Minute)
+	seedT0   = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+	seedView = seedT0.Add(30 * time.Minute)
 )
 
-// Hostile is a receiver's error body that would run script if it were not
+// seedHostile is a receiver's error body that would run script if it were not
 // escaped: the tests assert that window.__pwned stays unset.
-const Hostile = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">`
+const seedHostile = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">`
 
-// HostileStream is a stream name that is markup.
-const HostileStream = `evil/<svg/onload=window.__pwned=1>`
+// seedHostileStream is a stream name that is markup.
+const seedHostileStream = `evil/<svg/onload=window.__pwned=1>`
 
-// Reordering is a receiver's error text that would rearrange what the page
+// seedReordering is a receiver's error text that would rearrange what the page
 // shows around it (a right-to-left override, then a pop) and clear a
 // terminal (ESC [2J): the page shows each as its code point.
-const Reordering = "see \u202Eexe.txt\u202C, \x1b[2J"
+const seedReordering = "see \u202Eexe.txt\u202C, \x1b[2J"
 
-// ReorderingShown is Reordering as the page shows it.
-const ReorderingShown = "see ‹U+202E›exe.txt‹U+202C›, ‹U+001B›[2J"
+// seedReorderingShown is seedReordering as the page shows it.
+const seedReorderingShown = "see ‹U+202E›exe.txt‹U+202C›, ‹U+001B›[2J"
 
 // Secret strings that the seed puts where the page must not show them.
 const (
-	SecretQuery   = "token=capability-s3cr3t"
-	SecretSegment = "AbCdEfGhIjKlMnOpQrStUv"
-	SecretConfig  = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"
+	seedSecretQuery   = "token=capability-s3cr3t"
+	seedSecretSegment = "AbCdEfGhIjKlMnOpQrStUv"
+	seedSecretConfig  = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"
 )
 
-// Counts is what the overview must show for one namespace at View.
-type Counts struct{ Ready, Retrying, Held, Parked, Idle, Behind int }
+// seedCounts is what the overview must show for one namespace at seedView.
+type seedCounts struct{ Ready, Retrying, Held, Parked, Idle, Behind int }
 
-// Expected is the seed's expected overview, by namespace.
-var Expected = map[string]Counts{
+// seedExpected is the seed's expected overview, by namespace.
+var seedExpected = map[string]seedCounts{
 	"webhook":     {Ready: 2, Retrying: 1, Held: 1, Parked: 1, Idle: 1, Behind: 3 + 3 + 3 + 3 + 2},
 	"cloudevents": {Ready: 1, Parked: 1, Behind: 3 + 3},
 }
 
-// DownHost is the host the seed brings down.
-const DownHost = "down.example:443"
+// seedDownHost is the host the seed brings down.
+const seedDownHost = "down.example:443"
 
-// Seed fills s. Streams orders/1 (3 records), orders/2 (3 records) and
-// HostileStream (2 records); registrations:
+// seed fills s. Streams orders/1 (3 records), orders/2 (3 records) and
+// seedHostileStream (2 records); registrations:
 //
 //	webhook     orders/1 billing   ready (URL with a capability segment and query, secret config)
-//	webhook     orders/1 audit     retrying (503 with Reordering body), due at T0+1h
-//	webhook     orders/1 crm       parked (500 with Hostile body)
-//	webhook     orders/1 mirror    held: its host DownHost is down
+//	webhook     orders/1 audit     retrying (503 with seedReordering body), due at seedT0+1h
+//	webhook     orders/1 crm       parked (500 with seedHostile body)
+//	webhook     orders/1 mirror    held: its host seedDownHost is down
 //	webhook     orders/1 archive   idle
-//	webhook     HostileStream x    ready
+//	webhook     seedHostileStream x    ready
 //	cloudevents orders/2 events    ready
 //	cloudevents orders/2 legacy    parked (410)
-func Seed(ctx context.Context, s page.Store) error {
+func seed(ctx context.Context, s page.Store) error {
 	for _, st := range []struct {
 		stream string
 		n      int
-	}{{"orders/1", 3}, {"orders/2", 3}, {HostileStream, 2}} {
+	}{{"orders/1", 3}, {"orders/2", 3}, {seedHostileStream, 2}} {
 		for i := 1; i <= st.n; i++ {
 			if _, err := s.Append(ctx, st.stream, journal.Entry{ID: fmt.Sprintf("%s#%d", st.stream, i), Kind: "order.updated",
 				ContentType: "application/json", Payload: fmt.Appendf(nil, `{"n":%d}`, i)}); err != nil {
@@ -89,7 +89,7 @@ func Seed(ctx context.Context, s page.Store) error {
 	}
 	reg := func(stream, id, ns, url string, next uint64) error {
 		_, err := s.Register(ctx, push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url, NextSeq: next,
-			Config: push.Config(`{"secrets":["` + SecretConfig + `"]}`)})
+			Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
 		return err
 	}
 	// claim claims the one registration due in ns at at.
@@ -106,29 +106,29 @@ func Seed(ctx context.Context, s page.Store) error {
 	steps := []func() error{
 		func() error { return reg("orders/1", "audit", "webhook", "https://audit.example/in", 0) },
 		func() error {
-			r, err := claim("webhook", "audit", T0)
+			r, err := claim("webhook", "audit", seedT0)
 			if err != nil {
 				return err
 			}
-			return s.Retry(ctx, r.Claim(), 1, T0.Add(time.Hour), push.Evidence{At: T0, Event: push.EventFailed, Seq: 1, Attempt: 1,
-				Status: 503, Body: "upstream busy: " + Reordering, Error: "503 Service Unavailable: " + Reordering, NotBefore: T0.Add(time.Hour)})
+			return s.Retry(ctx, r.Claim(), 1, seedT0.Add(time.Hour), push.Evidence{At: seedT0, Event: push.EventFailed, Seq: 1, Attempt: 1,
+				Status: 503, Body: "upstream busy: " + seedReordering, Error: "503 Service Unavailable: " + seedReordering, NotBefore: seedT0.Add(time.Hour)})
 		},
 		func() error { return reg("orders/1", "crm", "webhook", "https://crm.example/hooks", 0) },
 		func() error {
-			r, err := claim("webhook", "crm", T0)
+			r, err := claim("webhook", "crm", seedT0)
 			if err != nil {
 				return err
 			}
-			return s.Park(ctx, r.Claim(), 1, push.Evidence{At: T0, Event: push.EventParked, Seq: 1, Attempt: 32,
-				Status: 500, Body: Hostile, Error: "500 Internal Server Error: " + Hostile})
+			return s.Park(ctx, r.Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 32,
+				Status: 500, Body: seedHostile, Error: "500 Internal Server Error: " + seedHostile})
 		},
 		func() error { return reg("orders/2", "legacy", "cloudevents", "https://legacy.example/events", 0) },
 		func() error {
-			r, err := claim("cloudevents", "legacy", T0)
+			r, err := claim("cloudevents", "legacy", seedT0)
 			if err != nil {
 				return err
 			}
-			return s.Park(ctx, r.Claim(), 1, push.Evidence{At: T0, Event: push.EventParked, Seq: 1, Attempt: 1,
+			return s.Park(ctx, r.Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 1,
 				Status: 410, Error: "410 Gone: the receiver says it is gone for good"})
 		},
 		func() error { return reg("orders/1", "mirror", "webhook", "https://down.example/inbox", 0) },
@@ -138,14 +138,14 @@ func Seed(ctx context.Context, s page.Store) error {
 			return err
 		}
 	}
-	// Three host-level failures in a row bring DownHost down.
+	// Three host-level failures in a row bring seedDownHost down.
 	for i := range push.DefaultHostDownAfter {
-		at := T0.Add(time.Duration(i+1) * 5 * time.Minute)
+		at := seedT0.Add(time.Duration(i+1) * 5 * time.Minute)
 		r, err := claim("webhook", "mirror", at)
 		if err != nil {
 			return err
 		}
-		if _, err := s.HostFailed(ctx, push.HostFailure{Claim: r.Claim(), NextSeq: 1, Host: DownHost,
+		if _, err := s.HostFailed(ctx, push.HostFailure{Claim: r.Claim(), NextSeq: 1, Host: seedDownHost,
 			Evidence: push.Evidence{At: at, Seq: 1, Error: "dial tcp: connection refused"}, Policy: push.DefaultHostPolicy()}); err != nil {
 			return err
 		}
@@ -154,9 +154,9 @@ func Seed(ctx context.Context, s page.Store) error {
 		stream, id, ns, url string
 		next                uint64
 	}{
-		{"orders/1", "billing", "webhook", "https://billing.example/hooks/" + SecretSegment + "?" + SecretQuery, 0},
+		{"orders/1", "billing", "webhook", "https://billing.example/hooks/" + seedSecretSegment + "?" + seedSecretQuery, 0},
 		{"orders/1", "archive", "webhook", "https://archive.example/in", 4},
-		{HostileStream, "x", "webhook", "https://x.example/in", 0},
+		{seedHostileStream, "x", "webhook", "https://x.example/in", 0},
 		{"orders/2", "events", "cloudevents", "https://events.example/in", 0},
 	} {
 		if err := reg(r.stream, r.id, r.ns, r.url, r.next); err != nil {
