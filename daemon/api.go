@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
@@ -484,6 +487,30 @@ func (d *Daemon) recordStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := operator.StatusOf(r.Context(), d.store, rec)
 	answer(w, st, err)
+}
+
+// openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand;
+// openapi_test.go checks it against the handlers.
+//
+//go:embed openapi.yaml
+var openAPIYAML []byte
+
+// openAPIJSON is the document as GET /v1/openapi.json serves it.
+var openAPIJSON = func() []byte {
+	var doc any
+	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
+		panic("daemon: openapi.yaml: " + err.Error()) // embedded and tested: a build defect, not input
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic("daemon: openapi.yaml: " + err.Error())
+	}
+	return append(b, '\n')
+}()
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIJSON)
 }
 
 // wake wakes the worker of namespace, if this daemon runs one.
