@@ -22,8 +22,8 @@ import (
 // (a login form for the same token), so it is mounted before the API's.
 func withPage(api http.Handler, pg *page.Page) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(page.DefaultPrefix, pg)
-	mux.Handle("GET /{$}", http.RedirectHandler(page.DefaultPrefix, http.StatusFound))
+	mux.Handle(page.Prefix, pg)
+	mux.Handle("GET /{$}", http.RedirectHandler(page.Prefix, http.StatusFound))
 	mux.Handle("/", api)
 	return mux
 }

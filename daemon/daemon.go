@@ -302,7 +302,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Go(func() error { d.pruner.run(ctx); return nil })
 	}
 	if addrs.Admin != "" {
-		g.Go(func() error { d.page.RunSampler(ctx, page.SampleEvery); return nil })
+		g.Go(func() error { d.page.RunSampler(ctx); return nil })
 	}
 	err := g.Wait()
 	d.log.Info("herald: stopped; every cursor is saved")

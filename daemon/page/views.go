@@ -299,10 +299,10 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.Action == "reset-host" {
-		http.Redirect(w, r, p.prefix+"hosts?done=reset-host", http.StatusSeeOther)
+		http.Redirect(w, r, Prefix+"hosts?done=reset-host", http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, p.prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
+	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
 }
 
 func fmtTime(t time.Time) string {
