@@ -175,8 +175,7 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 }
 
 // Every error of the admin API is JSON, unknown paths and methods included,
-// and a flag that is not true or false is refused, not read as false
-// (issue 22, item 5).
+// and a flag that is not true or false is refused, not read as false.
 func TestAdminAPIErrorsAreJSON(t *testing.T) {
 	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }, nil))
 	defer srv.Close()
@@ -694,9 +693,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 
 // The routes of one registration, on both APIs, read a strict query: a
 // repeated or unknown parameter, a body, or a stream or id that no
-// registration can have is a 400 naming it, and changes nothing (before,
-// a repeated id unparked the first one named, a typo'd to_sq was dropped,
-// and a stream with a control character was a 404).
+// registration can have is a 400 naming it, and changes nothing.
 func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	s := parkedStore(t)
 	admin := httptest.NewServer(adminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }, nil))
@@ -749,4 +746,38 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	code, body = adminCall(t, admin, http.MethodPost, "/v1/registration/skip", "", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"a test"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"next_seq": 3`)
+}
+
+// TestRunServesThePageOnTheAdminAddress: a running daemon serves the
+// operator's page under /ui/ of its admin address, GET / sends there, and
+// the admin API answers beside it.
+func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
+	s := sqliteStore(t)
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook",
+		URL: "https://billing.example/hook", Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
+	require.NoError(t, err)
+	tr, err := transport.New(transport.Options{})
+	require.NoError(t, err)
+	d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, AdminAddr: "127.0.0.1:0",
+		Every: time.Hour})
+	require.NotNil(t, d.Page())
+	addrs := d.Addrs
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base := "http://" + addrs.Admin
+	resp, err := c.Get(base + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	resp, err = c.Get(base + "/ui/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `id="ns-webhook"`)
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'none'")
+	resp, err = c.Get(base + "/v1/registrations")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 }

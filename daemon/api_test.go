@@ -444,9 +444,9 @@ func TestAPIRegistrationWarnsOfTheNetworkGuard(t *testing.T) {
 }
 
 // The HTTP API's POST routes take their input in the body and no query (a
-// ?stream=… was dropped and the body's stream used), and the record
-// status reads a strict query (?id=a&id=b answered a): each is a 400 that
-// changes nothing (found by a newcomer).
+// ?stream=… was dropped and the body's stream used), and the record status
+// reads a strict query (?id=a&id=b answered a): each is a 400 that changes
+// nothing.
 func TestAPIRefusesQueriesItWouldNotRead(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "", 0)

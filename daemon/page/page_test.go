@@ -367,7 +367,7 @@ func TestParkedRowsShowNoNextAttempt(t *testing.T) {
 
 // A HEAD is a read, answered as its GET is: 200 on an open page with no
 // session yet, the redirect to the login form on a page with a token; it
-// changes nothing (found by a newcomer: an uptime check's HEAD got 403).
+// changes nothing.
 func TestHeadIsAnsweredAsGet(t *testing.T) {
 	for _, token := range []string{"", testToken} {
 		_, srv := serve(t, seeded(t), token, seedView)
