@@ -2,11 +2,8 @@ package daemon
 
 import (
 	"errors"
-	"io"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,53 +202,4 @@ func listRegistrations(w http.ResponseWriter, r *http.Request, store push.Store)
 	}
 	held, err := operator.HeldHosts(r.Context(), store)
 	answer(w, held.Views(sts), err)
-}
-
-// strictQuery reads r's query parameters, which must be among allowed and
-// each given once, and refuses (journal.ErrInvalid, a 400) what a lenient
-// reading would take as asking for more than was meant: a query that does
-// not parse (url.Values would drop the pair), another parameter (hint says
-// where it belongs), a parameter twice, or a body (the filter must be in
-// the query: a body that held it would go unread).
-func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
-	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
-		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
-	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, journal.Invalid("query", "does not parse (%v)", err)
-	}
-	for _, name := range slices.Sorted(maps.Keys(q)) { // the same one named each time
-		vs := q[name]
-		switch {
-		case !slices.Contains(allowed, name):
-			return nil, journal.Invalid(name, "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
-		case len(vs) > 1:
-			return nil, journal.Invalid(name, "is given %d times; give it once", len(vs))
-		}
-	}
-	return q, nil
-}
-
-// readsAByte reports whether body holds at least one byte (a chunked body
-// has no Content-Length).
-func readsAByte(body io.Reader) bool {
-	var b [1]byte
-	n, _ := body.Read(b[:])
-	return n > 0
-}
-
-// intParam reads an optional integer query parameter; empty is 0.
-func intParam(s, name string) (int, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, journal.Invalid(name, "%q is not a number", s)
-	}
-	if n < 1 {
-		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
-	}
-	return n, nil
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -399,38 +398,6 @@ func (d *Daemon) urlWarnings(raw string) []string {
 		out = append(out, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
 	}
 	return out
-}
-
-// registrationKey reads the registration a request names: its stream and
-// id query parameters, both required and well formed, in a strict query
-// (strictQuery) that may hold the other parameters the route takes: those
-// of required, which must be given too, and those of optional. A query that
-// names no registration, or more than one thing, is a 400 before the store
-// is asked.
-func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
-	names := append([]string{"stream", "id"}, required...)
-	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
-	if err != nil {
-		return "", "", nil, err
-	}
-	for _, name := range names {
-		if q.Get(name) == "" {
-			example := make([]string, len(names))
-			for i, n := range names {
-				example[i] = n + "=…"
-			}
-			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
-		}
-	}
-	stream, id = q.Get("stream"), q.Get("id")
-	if err := journal.ValidateStream(stream); err != nil {
-		return "", "", nil, err
-	}
-	if err := journal.ValidateID("id", id); err != nil {
-		return "", "", nil, err
-	}
-	return stream, id, q, nil
 }
 
 func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {

@@ -79,12 +79,9 @@ func client(t *testing.T) *http.Client {
 
 func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	t.Helper()
-	resp, err := c.Get(u)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", u, nil)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, string(b)
+	return do(t, c, req)
 }
 
 func post(t *testing.T, c *http.Client, u string, form url.Values, header ...string) (*http.Response, string) {
@@ -95,6 +92,12 @@ func post(t *testing.T, c *http.Client, u string, form url.Values, header ...str
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	return do(t, c, req)
+}
+
+// do sends req with c and returns the answer, its body read as a string.
+func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

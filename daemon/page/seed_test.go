@@ -103,40 +103,37 @@ func seed(ctx context.Context, s page.Store) error {
 		}
 		return b.Registrations[0], nil
 	}
-	steps := []func() error{
-		func() error { return reg("orders/1", "audit", "webhook", "https://audit.example/in", 0) },
-		func() error {
-			r, err := claim("webhook", "audit", seedT0)
-			if err != nil {
-				return err
-			}
-			return s.Retry(ctx, r.Claim(), 1, seedT0.Add(time.Hour), push.Evidence{At: seedT0, Event: push.EventFailed, Seq: 1, Attempt: 1,
+	// Each registration claimed, and what befalls it.
+	for _, r := range []struct {
+		stream, id, ns, url string
+		befalls             func(push.Claim) error
+	}{
+		{"orders/1", "audit", "webhook", "https://audit.example/in", func(c push.Claim) error {
+			return s.Retry(ctx, c, 1, seedT0.Add(time.Hour), push.Evidence{At: seedT0, Event: push.EventFailed, Seq: 1, Attempt: 1,
 				Status: 503, Body: "upstream busy: " + seedReordering, Error: "503 Service Unavailable: " + seedReordering, NotBefore: seedT0.Add(time.Hour)})
-		},
-		func() error { return reg("orders/1", "crm", "webhook", "https://crm.example/hooks", 0) },
-		func() error {
-			r, err := claim("webhook", "crm", seedT0)
-			if err != nil {
-				return err
-			}
-			return s.Park(ctx, r.Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 32,
+		}},
+		{"orders/1", "crm", "webhook", "https://crm.example/hooks", func(c push.Claim) error {
+			return s.Park(ctx, c, 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 32,
 				Status: 500, Body: seedHostile, Error: "500 Internal Server Error: " + seedHostile})
-		},
-		func() error { return reg("orders/2", "legacy", "cloudevents", "https://legacy.example/events", 0) },
-		func() error {
-			r, err := claim("cloudevents", "legacy", seedT0)
-			if err != nil {
-				return err
-			}
-			return s.Park(ctx, r.Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 1,
+		}},
+		{"orders/2", "legacy", "cloudevents", "https://legacy.example/events", func(c push.Claim) error {
+			return s.Park(ctx, c, 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 1,
 				Status: 410, Error: "410 Gone: the receiver says it is gone for good"})
-		},
-		func() error { return reg("orders/1", "mirror", "webhook", "https://down.example/inbox", 0) },
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
+		}},
+	} {
+		if err := reg(r.stream, r.id, r.ns, r.url, 0); err != nil {
 			return err
 		}
+		st, err := claim(r.ns, r.id, seedT0)
+		if err != nil {
+			return err
+		}
+		if err := r.befalls(st.Claim()); err != nil {
+			return err
+		}
+	}
+	if err := reg("orders/1", "mirror", "webhook", "https://down.example/inbox", 0); err != nil {
+		return err
 	}
 	// Three host-level failures in a row bring seedDownHost down.
 	for i := range push.DefaultHostDownAfter {

@@ -3,7 +3,6 @@ package page
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -46,7 +45,7 @@ func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rows []nsRow
-	for _, ns := range slices.Sorted(maps.Keys(st.Namespaces)) {
+	for _, ns := range st.Names() {
 		rate, lag := p.series(ns)
 		rows = append(rows, nsRow{Name: ns, NamespaceView: st.Namespaces[ns],
 			Rate: chart{Label: "deliveries/s", Points: rate}, Lag: chart{Label: "records behind", Points: lag}})

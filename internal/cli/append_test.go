@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
 )
 
 // FuzzParseLine: a line of an `append --file` never panics the parser, and

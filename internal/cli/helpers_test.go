@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldpush/herald/internal/hostseed"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/hostseed"
 )
 
 // cliRun is one run of the herald command in-process, as a user types it.

@@ -153,9 +153,7 @@ A parked registration stays parked: unpark it afterwards.`,
 		need:    []string{"stream", "id", "to-seq"},
 		db:      readDB,
 		flags: func(f *pflag.FlagSet) {
-			keyFlags(f, &stream, &id)
-			atFlag(f, &at)
-			libIntVar(f, &toSeq, "to-seq", 0, "the new cursor: the first seq to deliver (required)", "a seq, 1 or more")
+			moveFlags(f, &stream, &id, &at, &toSeq, "the new cursor: the first seq to deliver (required)")
 			f.StringVar(&reason, "reason", "skipped by an operator", "why, for the evidence")
 		},
 		check: func(*call) error { return journal.ValidateText("--reason", reason, push.MaxEvidenceError) },
@@ -183,14 +181,20 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 		need:    []string{"stream", "id", "to-seq"},
 		db:      readDB,
 		flags: func(f *pflag.FlagSet) {
-			keyFlags(f, &stream, &id)
-			atFlag(f, &at)
-			libIntVar(f, &toSeq, "to-seq", 0, "the new cursor: the first seq to deliver again (required)", "a seq, 1 or more")
+			moveFlags(f, &stream, &id, &at, &toSeq, "the new cursor: the first seq to deliver again (required)")
 		},
 		run: func(c *call) error {
 			return move(c, stream, id, toSeq, func() error { return c.b.Rewind(c.ctx(), stream, id, toSeq, c.at(at)) })
 		},
 	})
+}
+
+// moveFlags declares what skip and rewind take: the registration, --at and
+// --to-seq, whose range the store checks.
+func moveFlags(f *pflag.FlagSet, stream, id *string, at *instant, toSeq *uint64, usage string) {
+	keyFlags(f, stream, id)
+	atFlag(f, at)
+	libIntVar(f, toSeq, "to-seq", 0, usage, "a seq, 1 or more")
 }
 
 // move runs an operator's move of a cursor and prints it.

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
-	"github.com/stretchr/testify/require"
 )
 
 // Counts are English: "1 record", not "1 records".

@@ -12,8 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/heraldpush/herald/store"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/store"
 )
 
 func TestShellQuote(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldpush/herald/internal/operator"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/operator"
 )
 
 // A value an integer flag cannot read is a usage error (exit 2) that names

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
+	"net"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -76,7 +76,7 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, opera
 
 func printStatus(e *env, st operator.Status, refused []refusedView) error {
 	t := tbl.New(e.Out, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
-	for _, n := range slices.Sorted(maps.Keys(st.Namespaces)) {
+	for _, n := range st.Names() {
 		c := st.Namespaces[n]
 		t.Row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Held), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
 	}
@@ -226,4 +226,216 @@ func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
 		}
 	}
 	return said
+}
+
+func newHosts(e *env) *cobra.Command {
+	var q push.HostQuery
+	return e.cobra(command{
+		use:   "hosts",
+		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
+		long: `List the hosts herald keeps health for: every host with a failure that
+says nothing about the record (no connection, a timeout, a TLS failure, a
+reset, or a gateway's 502/503/504 without Retry-After). After 3 such failures in a row a host is down:
+its registrations are held (not attempted, not charged attempts, never parked)
+and one of them probes it once per backoff window; any answer brings it up and
+releases them all. Down longer than --host-horizon (herald run, default 7 days)
+it is unavailable and probed hourly. README, "Hosts", says it all.
+
+Columns: the host (host:port), its state and since when, consecutive
+host-level failures, the next probe, the registrations held, and the last
+error (a receiver's text, shown escaped).`,
+		example: `  herald hosts
+  herald hosts --state down --json
+  herald hosts reset social.example:443`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&q.State, "state", "", "only hosts in this state: up, down or unavailable")
+		},
+		check: func(*call) error {
+			if _, err := q.Validate(); err != nil {
+				return usagef("--state %q must be up, down or unavailable", q.State)
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			hs, err := push.AllHosts(c.ctx(), c.b, q)
+			if err != nil {
+				return err
+			}
+			if hs == nil {
+				hs = []push.Host{}
+			}
+			return c.print(hs, func() error {
+				switch {
+				case len(hs) == 0 && q.State != "":
+					fmt.Fprintf(e.Out, "No host is %s.\n", q.State)
+				case len(hs) == 0:
+					fmt.Fprintln(e.Out, "No host has failed: herald keeps health only for hosts that have.")
+				default:
+					t := tbl.New(e.Out, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
+					for _, h := range hs {
+						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
+					}
+					return t.Flush()
+				}
+				return nil
+			})
+		},
+		subcommands: []*cobra.Command{newHostsReset(e)},
+	})
+}
+
+func newHostsReset(e *env) *cobra.Command {
+	var (
+		at   instant
+		host string
+	)
+	return e.cobra(command{
+		use:   "reset HOST",
+		short: "Bring a host up and release every registration held for it",
+		long: `Reset a host as if it had answered: up, its failures forgotten, its held
+registrations due again (each at its own next attempt). HOST is the host:port
+that herald hosts lists, or any URL on that host. Nothing was lost while it was
+held. If the host is still down, the next failures bring it down again.`,
+		example: `  herald hosts reset social.example:443
+  herald hosts reset https://social.example/inbox --json`,
+		args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 1 && args[0] == "":
+				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
+			case len(args) != 1:
+				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args))
+			}
+			return nil
+		},
+		db:    readDB,
+		flags: func(f *pflag.FlagSet) { atFlag(f, &at) },
+		check: func(c *call) error {
+			host = operator.HostArg(c.args[0])
+			return usageOf(push.ValidateHost(host))
+		},
+		run: func(c *call) error {
+			before, err := push.AllHosts(c.ctx(), c.b, push.HostQuery{Host: host})
+			if err != nil {
+				return err
+			}
+			h, err := c.b.ResetHost(c.ctx(), host, c.at(at))
+			if _, _, perr := net.SplitHostPort(host); perr != nil && errors.Is(err, journal.ErrNotFound) {
+				return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s for https)", err, journal.Shown(net.JoinHostPort(host, "443")))
+			} else if err != nil {
+				return fmt.Errorf("%w (%s lists the hosts herald knows)", err, e.hint("hosts"))
+			}
+			held := 0
+			if len(before) == 1 {
+				held = before[0].Held
+			}
+			return c.print(map[string]any{"released": held, "host": h}, func() error {
+				if len(before) == 1 && before[0].State == push.HostUp && before[0].Failures == 0 {
+					fmt.Fprintf(e.Out, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
+					return nil
+				}
+				fmt.Fprintf(e.Out, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
+				return nil
+			})
+		},
+	})
+}
+
+func newRegistrations(e *env) *cobra.Command {
+	var (
+		q     push.ListQuery
+		limit int
+	)
+	return e.cobra(command{
+		use:   "registrations",
+		short: "List registrations: cursor, head, lag, attempts, state, last error",
+		long: `List registrations with where they stand: cursor (the first seq not yet
+acknowledged), the stream's head, lag (records not yet acknowledged), attempts
+at the cursor, next attempt ("parked" for a parked one: none until it is
+unparked), state (ready, retrying, idle, parked, or held: host down or
+unavailable, see herald hosts) and the last error. Ordered by stream, then id.
+
+It lists at most --limit; when more follow, it says so with the command that
+lists the next ones (--after-stream and --after-id: the last one listed). With
+--json the list is the array alone: when it holds --limit registrations, ask
+again after its last one.`,
+		example: `  herald registrations --parked
+  herald registrations --stream actor/alice --json
+  herald registrations --namespace webhook --lagging --limit 1000
+  herald registrations --after-stream actor/alice --after-id https://remote.example/inbox`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&q.Stream, "stream", "", "only this stream")
+			f.StringVar(&q.Namespace, "namespace", "", "only this namespace (activitypub, cloudevents, a2a, webhook)")
+			f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
+			f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
+			intVar(f, &limit, "limit", 1000, "at most this many rows", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100), 1, push.MaxListLimit*100)
+			f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")
+			f.StringVar(&q.After.ID, "after-id", "", "list the registrations after this one (with --after-stream): the id of the last one listed")
+		},
+		check: func(c *call) error {
+			if q.Namespace != "" {
+				if err := checkNamespace(q.Namespace); err != nil {
+					return err
+				}
+			}
+			if err := operator.CheckList(q); err != nil {
+				return usageError{err}
+			}
+			if (q.After.Stream == "") != (q.After.ID == "") {
+				return usagef("--after-stream and --after-id go together: the stream and id of the last registration listed")
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			var all []push.Status
+			for len(all) < limit {
+				q.Limit = min(limit-len(all), push.MaxListLimit)
+				page, err := c.b.List(c.ctx(), q)
+				if err != nil {
+					return err
+				}
+				all = append(all, page...)
+				if len(page) < q.Limit {
+					break
+				}
+				q.After = page[len(page)-1].Key()
+			}
+			more := false
+			if len(all) == limit {
+				probe := q
+				probe.Limit, probe.After = 1, all[len(all)-1].Key()
+				next, err := c.b.List(c.ctx(), probe)
+				if err != nil {
+					return err
+				}
+				more = len(next) > 0
+			}
+			held, err := operator.HeldHosts(c.ctx(), c.b)
+			if err != nil {
+				return err
+			}
+			return c.print(held.Views(all), func() error {
+				if err := printRegistrations(e.Out, held.Views(all)); err != nil || !more {
+					return err
+				}
+				last := all[len(all)-1].Key()
+				words := []string{e.hint("registrations")}
+				for _, f := range [][2]string{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
+					if f[1] != "" {
+						words = append(words, f[0], shellQuote(f[1]))
+					}
+				}
+				if q.Parked {
+					words = append(words, "--parked")
+				}
+				if q.Lagging {
+					words = append(words, "--lagging")
+				}
+				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(last.Stream), "--after-id", shellQuote(last.ID))
+				_, err := fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
+				return err
+			})
+		},
+	})
 }

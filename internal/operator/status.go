@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/heraldpush/herald/push"
@@ -19,6 +21,9 @@ type Status struct {
 	OldestParked  *RegistrationView        `json:"oldest_parked"`
 	Held          Held                     `json:"-"`
 }
+
+// Names are the namespaces' names, sorted.
+func (s Status) Names() []string { return slices.Sorted(maps.Keys(s.Namespaces)) }
 
 // NamespaceView is one namespace's counts: Store.Stats', with those held
 // for their host moved out of ready and retrying into Held.
