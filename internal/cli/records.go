@@ -273,23 +273,19 @@ reports what would go and changes nothing.`,
 			return err
 		},
 		run: func(c *call) error {
-			var total store.PruneReport
 			start := time.Now()
-			for n := 1; ; n++ {
-				rep, err := c.b.Prune(c.ctx(), q)
-				if err != nil {
-					return err
-				}
-				if total = total.Add(rep); !rep.More {
-					break
-				}
-				if n%50 == 0 && e.json {
+			total, err := operator.Prune(c.ctx(), c.b, q, func(n int, total store.PruneReport) error {
+				switch {
+				case n%50 == 0 && e.json:
 					e.logger.Info("pruning", "records_so_far", total.Records, "elapsed_seconds", int64(time.Since(start)/time.Second))
-				} else if n%50 == 0 {
+				case n%50 == 0:
 					fmt.Fprintf(e.Err, "herald: pruned %s so far (%s)\n", plural(total.Records, "record"), time.Since(start).Round(time.Second))
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			total.More = false
 			out := map[string]any{"dry_run": q.DryRun, "at": q.At.UTC(), "retain_seconds": int64(q.Retain / time.Second), "report": total}
 			return c.print(out, func() error {
 				verb := "Pruned"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // UnparkView answers an unpark: the registration after it, and whether it
@@ -100,4 +101,24 @@ func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) (
 		evs = []push.Evidence{}
 	}
 	return evs, nil
+}
+
+// Prune runs one pass of retention (store.Retention.Prune) at q: batches
+// until one is not full. between, if set, is called after each full batch
+// with the batches so far and their total; its error ends the pass (with
+// that total and no error: a pass may stop part way, what was removed is
+// gone). Errors are the store's.
+func Prune(ctx context.Context, r store.Retention, q store.PruneQuery, between func(batches int, total store.PruneReport) error) (store.PruneReport, error) {
+	var total store.PruneReport
+	for n := 1; ; n++ {
+		rep, err := r.Prune(ctx, q)
+		total = total.Add(rep)
+		total.More = false
+		if err != nil || !rep.More {
+			return total, err
+		}
+		if between != nil && between(n, total) != nil {
+			return total, nil
+		}
+	}
 }
