@@ -13,6 +13,7 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // link is a registration's view, relative to the prefix.
@@ -252,14 +253,13 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 			p.failErr(w, r, err)
 			return
 		}
-		// Refuse at once what the store would refuse (it stays the judge).
-		switch {
-		case a.Action == "skip" && (a.ToSeq <= s.NextSeq || a.ToSeq > s.Head+1):
-			p.failErr(w, r, journal.Invalid("to_seq", "%d must be from %d (past the cursor) to %d (head+1)", a.ToSeq, s.NextSeq+1, s.Head+1))
-			return
-		case a.Action == "rewind" && a.ToSeq > s.Head+1:
-			p.failErr(w, r, journal.Invalid("to_seq", "%d must be from 1 to %d (head+1)", a.ToSeq, s.Head+1))
-			return
+		// Refuse at once what the store will refuse, by its rules.
+		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
+		if check != nil {
+			if err := check(s.NextSeq, s.Head, a.ToSeq); err != nil {
+				p.failErr(w, r, err)
+				return
+			}
 		}
 		held, err := operator.HeldHosts(r.Context(), p.store)
 		if err != nil {
