@@ -75,47 +75,21 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, fmt.Sprintf("state %q must be one of %s", state, strings.Join(states, ", ")))
 		return
 	}
-	held, err := operator.HeldHosts(ctx, p.store)
+	q := push.ListQuery{Stream: stream, Namespace: ns, After: push.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}}
+	rows, after, err := operator.List(ctx, p.store, q, state, registrationsShown, registrationsScan)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
-	q := push.ListQuery{Stream: stream, Namespace: ns, Parked: state == push.StateParked,
-		Lagging: state == push.StateReady || state == push.StateRetrying || state == operator.StateHeld,
-		After:   push.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}, Limit: registrationsShown}
-	var rows []operator.RegistrationView
 	var next string
-	for scanned := 0; len(rows) < registrationsShown; {
-		page, err := p.store.List(ctx, q)
-		if err != nil {
-			p.failErr(w, r, err)
-			return
-		}
-		for i, s := range page {
-			v := held.View(s)
-			if state == "" || v.State == state {
-				rows = append(rows, v)
-			}
-			if len(rows) == registrationsShown && i < len(page)-1 {
-				page = page[:i+1]
-				break
+	if after != nil {
+		nq := url.Values{"after_stream": {after.Stream}, "after_id": {after.ID}}
+		for k, v := range map[string]string{"stream": stream, "namespace": ns, "state": state} {
+			if v != "" {
+				nq.Set(k, v)
 			}
 		}
-		scanned += len(page)
-		if len(page) < q.Limit && len(rows) < registrationsShown {
-			break
-		}
-		q.After = page[len(page)-1].Key()
-		if len(rows) == registrationsShown || scanned >= registrationsScan {
-			nq := url.Values{"after_stream": {q.After.Stream}, "after_id": {q.After.ID}}
-			for k, v := range map[string]string{"stream": stream, "namespace": ns, "state": state} {
-				if v != "" {
-					nq.Set(k, v)
-				}
-			}
-			next = "registrations?" + nq.Encode()
-			break
-		}
+		next = "registrations?" + nq.Encode()
 	}
 	p.render(w, r, http.StatusOK, "registrations", map[string]any{
 		"Title": "Registrations", "Rows": rows, "Next": next, "Stream": stream, "Namespace": ns, "State": state, "States": states,

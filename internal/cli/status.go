@@ -388,38 +388,14 @@ again after its last one.`,
 			return nil
 		},
 		run: func(c *call) error {
-			var all []push.Status
-			for len(all) < limit {
-				q.Limit = min(limit-len(all), push.MaxListLimit)
-				page, err := c.b.List(c.ctx(), q)
-				if err != nil {
-					return err
-				}
-				all = append(all, page...)
-				if len(page) < q.Limit {
-					break
-				}
-				q.After = page[len(page)-1].Key()
-			}
-			more := false
-			if len(all) == limit {
-				probe := q
-				probe.Limit, probe.After = 1, all[len(all)-1].Key()
-				next, err := c.b.List(c.ctx(), probe)
-				if err != nil {
-					return err
-				}
-				more = len(next) > 0
-			}
-			held, err := operator.HeldHosts(c.ctx(), c.b)
+			views, next, err := operator.List(c.ctx(), c.b, q, "", limit, 0)
 			if err != nil {
 				return err
 			}
-			return c.print(held.Views(all), func() error {
-				if err := printRegistrations(e.Out, held.Views(all)); err != nil || !more {
+			return c.print(views, func() error {
+				if err := printRegistrations(e.Out, views); err != nil || next == nil {
 					return err
 				}
-				last := all[len(all)-1].Key()
 				words := []string{e.hint("registrations")}
 				for _, f := range [][2]string{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
 					if f[1] != "" {
@@ -432,7 +408,7 @@ again after its last one.`,
 				if q.Lagging {
 					words = append(words, "--lagging")
 				}
-				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(last.Stream), "--after-id", shellQuote(last.ID))
+				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(next.Stream), "--after-id", shellQuote(next.ID))
 				_, err := fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
 				return err
 			})

@@ -166,3 +166,41 @@ func HostArg(s string) string {
 	}
 	return strings.ToLower(s)
 }
+
+// List lists, as shown, up to limit registrations that q matches (q.Limit
+// is its own), only those in state when it is set (push's states or
+// StateHeld). next, when others follow, is the position to list them from:
+// past the last one listed, or past the last one read when scan (0: no
+// bound) registrations were read to find them. Errors are the store's.
+func List(ctx context.Context, s push.Store, q push.ListQuery, state string, limit, scan int) (out []RegistrationView, next *push.Key, err error) {
+	held, err := HeldHosts(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	q.Parked = q.Parked || state == push.StateParked
+	q.Lagging = q.Lagging || state == push.StateReady || state == push.StateRetrying || state == StateHeld
+	for scanned := 0; ; {
+		q.Limit = push.MaxListLimit
+		if state == "" {
+			q.Limit = min(limit+1-len(out), q.Limit) // one more: do others follow?
+		}
+		page, err := s.List(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, st := range page {
+			if v := held.View(st); state == "" || v.State == state {
+				if len(out) == limit {
+					return out, &push.Key{Stream: out[limit-1].Stream, ID: out[limit-1].ID}, nil
+				}
+				out = append(out, v)
+			}
+		}
+		if scanned += len(page); len(page) < q.Limit {
+			return out, nil, nil
+		}
+		if q.After = page[len(page)-1].Key(); scan > 0 && scanned >= scan {
+			return out, &q.After, nil
+		}
+	}
+}
