@@ -105,7 +105,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				return err
 			}
 			if err := r.Validate(); err != nil {
-				return usageError{err}
+				return asRangeError(usageError{err})
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +205,26 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidE
 		}
 	}
 	return &journal.InvalidError{Field: flag, Reason: reason}, true
+}
+
+// rangeRefusal matches a library's refusal of a value out of its range:
+// "is 0: it must be at least 1", "\"sometimes\" must be \"retry\" or \"skip\"".
+var rangeRefusal = regexp.MustCompile(`^(?:is (.+?): it|(".*?")) (must be .+)$`)
+
+// asRangeError tells the first library refusal err holds of a value out of
+// its range as the flags' own ranges are told, naming the flag: "invalid
+// MaxAttempts: is 0: it must be at least 1" is "--max-attempts 0 must be at
+// least 1", a usage error; another error is err.
+func asRangeError(err error) error {
+	var inv *journal.InvalidError
+	if !errors.As(err, &inv) {
+		return err
+	}
+	m := rangeRefusal.FindStringSubmatch(inv.Reason)
+	if m == nil {
+		return err
+	}
+	return usagef("--%s %s%s %s", flagName(strings.TrimPrefix(inv.Field, "Options.")), m[1], m[2], m[3])
 }
 
 // flagNames are the fields whose flag is not their name in kebab case.

@@ -47,15 +47,15 @@ func TestSweepWithABacklogNeedsAttention(t *testing.T) {
 	require.Equal(t, ExitAttention, r.code, r.stderr)
 }
 
-// The worker flags that push.NewWorker refuses are usage errors in its
-// words that name the flag, before sweep or run opens its database.
+// The worker flags that push.NewWorker would refuse are usage errors that
+// name the flag, before sweep or run opens (and creates) its database.
 func TestWorkerFlagsOutOfRangeOpenNothing(t *testing.T) {
 	for _, c := range []struct{ flag, value, want string }{
-		{"--max-attempts", "0", "invalid --max-attempts: is 0: it must be at least 1"},
-		{"--max-in-flight", "0", "invalid --max-in-flight: is 0: it must be at least 1"},
-		{"--drain-page", "10001", "invalid --drain-page: is 10001: it must be from 1 to 10000"},
-		{"--lease", "1s", "invalid --lease: is 1s: it must be at least 2s"},
-		{"--max-retry-after", "10ms", "invalid --max-retry-after: is 10ms: it must be at least 1s"},
+		{"--max-attempts", "0", "--max-attempts 0 must be at least 1"},
+		{"--max-in-flight", "0", "--max-in-flight 0 must be at least 1"},
+		{"--drain-page", "10001", "--drain-page 10001 must be from 1 to 10000"},
+		{"--lease", "1s", "--lease 1s must be at least 2s"},
+		{"--max-retry-after", "10ms", "--max-retry-after 10ms must be at least 1s"},
 	} {
 		for _, cmd := range [][]string{{"sweep", "--namespace", "webhook"}, {"run", "--metrics-addr", "", "--admin-addr", ""}} {
 			db := filepath.Join(t.TempDir(), "herald.db")
