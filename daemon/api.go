@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
@@ -110,7 +111,7 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		entries[i] = e
 	}
 	if _, err := journal.ValidateEntries(req.Stream, entries, 0); err != nil {
-		writeError(w, recordsField(err))
+		writeError(w, apiFields(err))
 		return
 	}
 	// Whether anything is new decides 201 or 200. A lookup before the
@@ -130,7 +131,7 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
-		writeError(w, recordsField(err))
+		writeError(w, apiFields(err))
 		return
 	}
 	out := appendResponse{Stream: req.Stream, Records: make([]operator.RecordView, len(recs))}
@@ -204,9 +205,9 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 	return tp, ts, nil
 }
 
-// recordsField renames the journal's "entries[i]" fields to the API's
-// "records[i]".
-func recordsField(err error) error {
+// apiFields renames the libraries' fields to the API's: the journal's
+// "entries[i]" are "records[i]", push's on_rejected is on_4xx.
+func apiFields(err error) error {
 	var ie *journal.InvalidError
 	if !errors.As(err, &ie) {
 		return err
@@ -214,8 +215,8 @@ func recordsField(err error) error {
 	if i, field, ok := ie.InBatch(); ok {
 		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
 	}
-	if ie.Field == "entries" {
-		return journal.Invalid("records", "%s", ie.Reason)
+	if field, ok := map[string]string{"entries": "records", "on_rejected": "on_4xx"}[ie.Field]; ok {
+		return journal.Invalid(field, "%s", ie.Reason)
 	}
 	return err
 }
@@ -328,32 +329,17 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", ")))
 		return
 	}
-	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1}
-	switch req.OnRejected {
-	case "", string(push.RejectRetry):
-		reg.OnRejected = push.RejectRetry
-	case string(push.RejectSkip):
-		reg.OnRejected = push.RejectSkip
-	default:
-		writeError(w, journal.Invalid("on_4xx", "%q must be retry or skip", req.OnRejected))
-		return
-	}
+	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
+		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
 	if req.Window != nil {
-		if *req.Window < 1 || *req.Window > push.MaxWindow {
-			writeError(w, journal.Invalid("window", "is %d: it must be 1 to %d", *req.Window, push.MaxWindow))
+		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
+			writeError(w, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow))
 			return
 		}
 		reg.Window = *req.Window
 	}
 	if req.FromSeq != nil {
 		reg.NextSeq = *req.FromSeq
-	}
-	if req.Config != nil {
-		reg.Config = push.Config(req.Config)
-	}
-	if err := push.ValidateKinds(reg.Kinds); err != nil {
-		writeError(w, err)
-		return
 	}
 	code := http.StatusCreated
 	if reg.Stream != "" && reg.ID != "" {
@@ -363,7 +349,7 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, apiFields(err))
 		return
 	}
 	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)

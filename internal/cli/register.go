@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if err := checkNamespace(r.Namespace); err != nil {
 				return err
 			}
-			r.OnRejected, r.NextSeq = push.RejectPolicy(on4xx), fromSeq
+			r.OnRejected, r.NextSeq = push.RejectPolicy(cmp.Or(on4xx, string(push.RejectRetry))), fromSeq
 			for i, k := range r.Kinds {
 				r.Kinds[i] = strings.TrimSpace(k)
 			}
