@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,10 +11,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
-	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
@@ -49,7 +53,7 @@ func (d *Daemon) apiRoutes() []route {
 		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
 		{"GET /v1/registration", d.getRegistration},
 		{"DELETE /v1/registration", d.deleteRegistration},
-		{"POST /v1/registration/unpark", d.unparkRegistration},
+		{"POST /v1/registration/unpark", unparkOne(d.store, d.now, d.wake)},
 		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
 	}
 }
@@ -74,28 +78,10 @@ type recordRequest struct {
 	Tracestate    string          `json:"tracestate"`
 }
 
-// RecordView is a record as the HTTP API answers it: without its payload.
-type RecordView struct {
-	Stream      string    `json:"stream"`
-	Seq         uint64    `json:"seq"`
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	ContentType string    `json:"content_type"`
-	Final       bool      `json:"final"`
-	AppendedAt  time.Time `json:"appended_at,omitzero"`
-	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
-	Tracestate  string    `json:"tracestate,omitempty"`
-}
-
-func recordView(r journal.Record) RecordView {
-	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt,
-		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
-}
-
 // appendResponse answers POST /v1/records.
 type appendResponse struct {
-	Stream  string       `json:"stream"`
-	Records []RecordView `json:"records"`
+	Stream  string                `json:"stream"`
+	Records []operator.RecordView `json:"records"`
 }
 
 func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +111,7 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		entries[i] = e
 	}
 	if _, err := journal.ValidateEntries(req.Stream, entries, 0); err != nil {
-		writeError(w, recordsField(err))
+		writeError(w, apiFields(err))
 		return
 	}
 	// Whether anything is new decides 201 or 200. A lookup before the
@@ -145,12 +131,12 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
-		writeError(w, recordsField(err))
+		writeError(w, apiFields(err))
 		return
 	}
-	out := appendResponse{Stream: req.Stream, Records: make([]RecordView, len(recs))}
+	out := appendResponse{Stream: req.Stream, Records: make([]operator.RecordView, len(recs))}
 	for i, rec := range recs {
-		out.Records[i] = recordView(rec)
+		out.Records[i] = operator.ViewRecord(rec)
 	}
 	code := http.StatusOK
 	if created {
@@ -219,9 +205,9 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 	return tp, ts, nil
 }
 
-// recordsField renames the journal's "entries[i]" fields to the API's
-// "records[i]".
-func recordsField(err error) error {
+// apiFields renames the libraries' fields to the API's: the journal's
+// "entries[i]" are "records[i]", push's on_rejected is on_4xx.
+func apiFields(err error) error {
 	var ie *journal.InvalidError
 	if !errors.As(err, &ie) {
 		return err
@@ -229,8 +215,8 @@ func recordsField(err error) error {
 	if i, field, ok := ie.InBatch(); ok {
 		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
 	}
-	if ie.Field == "entries" {
-		return journal.Invalid("records", "%s", ie.Reason)
+	if field, ok := map[string]string{"entries": "records", "on_rejected": "on_4xx"}[ie.Field]; ok {
+		return journal.Invalid(field, "%s", ie.Reason)
 	}
 	return err
 }
@@ -343,32 +329,17 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", ")))
 		return
 	}
-	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1}
-	switch req.OnRejected {
-	case "", string(push.RejectRetry):
-		reg.OnRejected = push.RejectRetry
-	case string(push.RejectSkip):
-		reg.OnRejected = push.RejectSkip
-	default:
-		writeError(w, journal.Invalid("on_4xx", "%q must be retry or skip", req.OnRejected))
-		return
-	}
+	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
+		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
 	if req.Window != nil {
-		if *req.Window < 1 || *req.Window > push.MaxWindow {
-			writeError(w, journal.Invalid("window", "is %d: it must be 1 to %d", *req.Window, push.MaxWindow))
+		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
+			writeError(w, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow))
 			return
 		}
 		reg.Window = *req.Window
 	}
 	if req.FromSeq != nil {
 		reg.NextSeq = *req.FromSeq
-	}
-	if req.Config != nil {
-		reg.Config = push.Config(req.Config)
-	}
-	if err := push.ValidateKinds(reg.Kinds); err != nil {
-		writeError(w, err)
-		return
 	}
 	code := http.StatusCreated
 	if reg.Stream != "" && reg.ID != "" {
@@ -378,7 +349,7 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, apiFields(err))
 		return
 	}
 	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)
@@ -387,25 +358,10 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	warnings := d.urlWarnings(st.URL)
-	if note := WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
+	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	writeJSON(w, code, RegisteredView{RegistrationView: ViewOf(st), Warnings: warnings})
-}
-
-// RegisteredView answers POST /v1/registrations: the registration, and
-// warnings when this daemon's deliveries will refuse its URL or its
-// --max-per-host caps its window (WindowNote).
-type RegisteredView struct {
-	RegistrationView
-	// Warnings are the rules of the daemon's network guard that the URL
-	// breaks (transport.HTTP.Refusals), each naming the herald run flag
-	// that lifts it, or saying that no option does (a reserved range such
-	// as TEST-NET or link-local); deliveries to it would park the
-	// registration. As
-	// herald register notes them, the registration is stored all the
-	// same: another daemon on the database may allow the URL.
-	Warnings []string `json:"warnings,omitempty"`
+	writeJSON(w, code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings})
 }
 
 // urlRefuser is a transport that can say, before any connection, which of
@@ -414,8 +370,10 @@ type urlRefuser interface {
 	Refusals(raw string) []error
 }
 
-// urlWarnings are the daemon's transport's refusals of raw, as
-// RegisteredView.Warnings; none when the transport cannot tell.
+// urlWarnings are the daemon's transport's refusals of raw, each naming the
+// herald run flag that lifts it (the registration is stored all the same:
+// another daemon on the database may allow the URL); none when the
+// transport cannot tell.
 func (d *Daemon) urlWarnings(raw string) []string {
 	tr, ok := d.opts.Transport.(urlRefuser)
 	if !ok {
@@ -426,38 +384,6 @@ func (d *Daemon) urlWarnings(raw string) []string {
 		out = append(out, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
 	}
 	return out
-}
-
-// registrationKey reads the registration a request names: its stream and
-// id query parameters, both required and well formed, in a strict query
-// (strictQuery) that may hold the other parameters the route takes: those
-// of required, which must be given too, and those of optional. A query that
-// names no registration, or more than one thing, is a 400 before the store
-// is asked.
-func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
-	names := append([]string{"stream", "id"}, required...)
-	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
-	if err != nil {
-		return "", "", nil, err
-	}
-	for _, name := range names {
-		if q.Get(name) == "" {
-			example := make([]string, len(names))
-			for i, n := range names {
-				example[i] = n + "=…"
-			}
-			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
-		}
-	}
-	stream, id = q.Get("stream"), q.Get("id")
-	if err := journal.ValidateStream(stream); err != nil {
-		return "", "", nil, err
-	}
-	if err := journal.ValidateID("id", id); err != nil {
-		return "", "", nil, err
-	}
-	return stream, id, q, nil
 }
 
 func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
@@ -471,42 +397,73 @@ func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	held, err := HeldHosts(r.Context(), d.store)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, held.View(st))
+	held, err := operator.HeldHosts(r.Context(), d.store)
+	answer(w, held.View(st), err)
 }
 
 func (d *Daemon) deleteRegistration(w http.ResponseWriter, r *http.Request) {
 	stream, id, _, err := registrationKey(r, nil)
-	if err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		err = d.store.Unregister(r.Context(), stream, id)
 	}
-	if err := d.store.Unregister(r.Context(), stream, id); err != nil {
+	if err != nil {
 		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (d *Daemon) unparkRegistration(w http.ResponseWriter, r *http.Request) {
-	stream, id, _, err := registrationKey(r, nil)
+// recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
+func (d *Daemon) recordStatus(w http.ResponseWriter, r *http.Request) {
+	q, err := strictQuery(r, "a record is named by ?id=… or ?stream=…&seq=…", "id", "stream", "seq")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	v, err := unpark(r.Context(), d.store, stream, id, d.now())
+	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
+	var seq uint64
+	switch {
+	case id != "" && seqText == "":
+	case id == "" && stream != "" && seqText != "":
+		if seq, err = strconv.ParseUint(seqText, 10, 64); err != nil || seq == 0 {
+			writeError(w, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText))
+			return
+		}
+	default:
+		writeError(w, journal.Invalid("query", "give id, or stream and seq (/v1/records/status?id=… or ?stream=…&seq=…)"))
+		return
+	}
+	rec, err := operator.FindRecord(r.Context(), d.store, id, stream, seq)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if v.WasParked {
-		d.wake(v.Namespace)
+	st, err := operator.StatusOf(r.Context(), d.store, rec)
+	answer(w, st, err)
+}
+
+// openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand;
+// openapi_test.go checks it against the handlers.
+//
+//go:embed openapi.yaml
+var openAPIYAML []byte
+
+// openAPIJSON is the document as GET /v1/openapi.json serves it.
+var openAPIJSON = func() []byte {
+	var doc any
+	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
+		panic("daemon: openapi.yaml: " + err.Error()) // embedded and tested: a build defect, not input
 	}
-	writeJSON(w, http.StatusOK, v)
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic("daemon: openapi.yaml: " + err.Error())
+	}
+	return append(b, '\n')
+}()
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIJSON)
 }
 
 // wake wakes the worker of namespace, if this daemon runs one.

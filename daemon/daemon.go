@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,12 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -146,7 +149,7 @@ func New(opts Options) (*Daemon, error) {
 	bad := func(format string, args ...any) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: "+format, args...)
 	}
-	switch {
+	switch p := opts.Prune; {
 	case opts.Store == nil:
 		return bad("Options.Store is required")
 	case opts.Transport == nil:
@@ -157,41 +160,29 @@ func New(opts Options) (*Daemon, error) {
 		return bad("Options.Every %v must be positive (0: %v)", opts.Every, DefaultEvery)
 	case opts.MaxBody < 0:
 		return bad("Options.MaxBody %d must be positive (0: %d bytes)", opts.MaxBody, DefaultMaxBody)
-	}
-	if p := opts.Prune; p != nil && (p.Every <= 0 || p.Retain < 0) {
+	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
-	if opts.AdminAddr != "" {
-		if err := CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"); err != nil {
-			return bad("%v", err)
+	for _, a := range [][4]string{{"Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"},
+		{"Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"}} {
+		if a[1] != "" {
+			if err := operator.CheckAddr(a[0], a[1], a[2], a[3]); err != nil {
+				return bad("%v", err)
+			}
 		}
 	}
-	if opts.APIAddr != "" {
-		if err := CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"); err != nil {
-			return bad("%v", err)
-		}
-	}
-	d := &Daemon{opts: opts, store: opts.Store, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
-	if d.log == nil {
-		d.log = slog.Default()
-	}
-	if d.now == nil {
-		d.now = time.Now
-	}
-	if d.every == 0 {
-		d.every = DefaultEvery
-	}
-	if d.opts.MaxBody == 0 {
-		d.opts.MaxBody = DefaultMaxBody
+	opts.Every, opts.MaxBody, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.MaxBody, DefaultMaxBody), cmp.Or(opts.Logger, slog.Default())
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := opts.Store
+	d := &Daemon{opts: opts, store: s, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
-	pg, err := page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log})
-	if err != nil {
+	var err error
+	if d.page, err = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log}); err != nil {
 		return nil, fmt.Errorf("daemon: the operator's page: %w", err)
 	}
-	d.page = pg
 	if p := opts.Prune; p != nil {
 		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: newPruneMetrics(d.metrics.reg).observe}
 	}
@@ -203,7 +194,7 @@ func New(opts Options) (*Daemon, error) {
 		if d.byNS[ns] != nil {
 			return bad("Options.Projections[%d]: namespace %q is served twice", i, ns)
 		}
-		wopts := append(append([]push.Option(nil), opts.WorkerOptions...), push.WithHooks(pg.Hooks(ns, d.metrics.hooks(ns))))
+		wopts := append(slices.Clone(opts.WorkerOptions), push.WithHooks(d.page.Hooks(ns, d.metrics.hooks(ns))))
 		w, err := push.NewWorker(s, s, opts.Transport, p, wopts...)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: the %s worker: %w", ns, err)
@@ -215,21 +206,20 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// Workers returns the daemon's workers, one per namespace, in the order of
-// Options.Projections.
-func (d *Daemon) Workers() []*push.Worker { return d.workers }
-
 // MetricsHandler serves the daemon's metrics in Prometheus' text format.
 func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 
-// AdminHandler is the package's AdminHandler on the daemon's store, token
-// and clock; an unpark through it wakes the registration's worker, as one
-// through APIHandler does.
+// AdminHandler serves the admin JSON API (package doc, "The admin API") on
+// the daemon's store, token and clock.
 func (d *Daemon) AdminHandler() http.Handler {
 	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
 }
 
-// served are the namespaces the daemon's workers serve.
+// Page is the operator's page on the daemon's store, admin token and
+// clock. Run serves it on AdminAddr under /ui/ and samples its charts.
+func (d *Daemon) Page() *page.Page { return d.page }
+
+// served are the namespaces the daemon's workers serve, in order.
 func (d *Daemon) served() []string {
 	names := make([]string, len(d.workers))
 	for i, w := range d.workers {
@@ -238,18 +228,12 @@ func (d *Daemon) served() []string {
 	return names
 }
 
-// Page is the operator's page (daemon/page) on the daemon's store, admin
-// token and clock. Run serves it on AdminAddr under /ui/, and samples its
-// charts every page.SampleEvery.
-func (d *Daemon) Page() *page.Page { return d.page }
-
-// Run listens on the configured addresses, runs every worker's dispatcher
-// (push.Worker.Run), the store's sequencer and append listener when it has
-// them (store/postgres), and the pruner, until ctx ends. Then it stops
-// starting new records, lets deliveries in flight finish or time out, saves
-// every cursor, closes the listeners and returns nil (or the first worker
-// error). Errors before anything ran: an address that cannot be listened on
-// (none with Options.Listeners given for every address).
+// Run listens on the configured addresses (or serves Options.Listeners),
+// runs every worker's dispatcher, the store's sequencer and append listener
+// when it has them (store/postgres) and the pruner, until ctx ends. Then it
+// lets deliveries in flight finish or time out, saves every cursor, closes
+// the listeners and returns nil, or the first worker error. An address that
+// cannot be listened on is an error before anything ran.
 func (d *Daemon) Run(ctx context.Context) error {
 	var servers []*http.Server
 	defer func() {
@@ -259,11 +243,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	listen := func(addr string, ln net.Listener, h http.Handler) (string, error) {
+	serve := func(addr string, ln net.Listener, h http.Handler) (string, error) {
+		if ln == nil && addr == "" {
+			return "", nil
+		}
 		if ln == nil {
-			if addr == "" {
-				return "", nil
-			}
 			var err error
 			if ln, err = net.Listen("tcp", addr); err != nil {
 				return "", fmt.Errorf("listen on %s: %w", addr, err)
@@ -278,23 +262,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 		return ln.Addr().String(), nil
 	}
+	metrics := http.NewServeMux()
+	metrics.Handle("/metrics", d.MetricsHandler())
+	metrics.Handle("/healthz", d.HealthHandler())
 	var addrs Addrs
-	var err error
 	ls := d.opts.Listeners
-	if addrs.Metrics, err = listen(d.opts.MetricsAddr, ls.Metrics, d.metricsMux()); err != nil {
-		return err
+	for _, e := range []struct {
+		addr   string
+		ln     net.Listener
+		h      http.Handler
+		served *string
+	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin},
+		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API}} {
+		var err error
+		if *e.served, err = serve(e.addr, e.ln, e.h); err != nil {
+			return err
+		}
 	}
-	if addrs.Admin, err = listen(d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page)); err != nil {
-		return err
-	}
-	if addrs.API, err = listen(d.opts.APIAddr, ls.API, d.APIHandler()); err != nil {
-		return err
-	}
-	names := make([]string, len(d.workers))
-	for i, w := range d.workers {
-		names[i] = w.Namespace()
-	}
-	attrs := []any{"namespaces", strings.Join(names, ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
+	attrs := []any{"namespaces", strings.Join(d.served(), ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
 	if addrs.API != "" {
 		attrs = append(attrs, "api", addrs.API)
 	}
@@ -317,31 +302,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Go(func() error { d.pruner.run(ctx); return nil })
 	}
 	if addrs.Admin != "" {
-		g.Go(func() error { d.page.RunSampler(ctx, page.SampleEvery); return nil })
+		g.Go(func() error { d.page.RunSampler(ctx); return nil })
 	}
-	err = g.Wait()
+	err := g.Wait()
 	d.log.Info("herald: stopped; every cursor is saved")
 	return err
 }
-
-// metricsMux serves /metrics and /healthz.
-func (d *Daemon) metricsMux() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", d.MetricsHandler())
-	mux.Handle("/healthz", d.HealthHandler())
-	return mux
-}
-
-// healthTimeout bounds /healthz's read of the store.
-const healthTimeout = 2 * time.Second
 
 // HealthHandler serves /healthz: 200 "ok" when the store answers a one-row
 // read within 2 s, else 503 with the store's error, as text.
 func (d *Daemon) HealthHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if _, err := d.store.List(hctx, push.ListQuery{Limit: 1}); err != nil {
+		if _, err := d.store.List(ctx, push.ListQuery{Limit: 1}); err != nil {
 			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -76,3 +77,6 @@ func sqliteStore(t *testing.T) *sqlite.Store {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// TestMain starts a throwaway PostgreSQL for the tests that append to one.
+func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -28,30 +29,23 @@ type metrics struct {
 // newMetrics returns the metrics whose gauges read stats and hosts at
 // scrape time.
 func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(ctx context.Context) ([]push.Host, error)) *metrics {
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_deliveries_total",
-			Help: "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).",
-		}, []string{"namespace", "outcome"}),
+		reg:        prometheus.NewRegistry(),
+		deliveries: counters("herald_deliveries_total", "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).", "namespace", "outcome"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_turn_duration_seconds",
 			Help:    "Wall-clock duration of one turn (one registration served once), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
 		}, []string{"namespace"}),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_turns_total",
-			Help: "Turns by namespace and result (ok, attention: a registration parked, error: a store or journal error).",
-		}, []string{"namespace", "result"}),
-		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_claims_total",
-			Help: "Claims of due registrations (Store.Due) by namespace and result (ok, error).",
-		}, []string{"namespace", "result"}),
-		loads: &loadCollector{},
-		hostFails: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_host_failures_total",
-			Help: "Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.",
-		}, []string{"host"}),
+		turns: counters("herald_turns_total",
+			"Turns by namespace and result (ok, attention: a registration parked, error: a store or journal error).", "namespace", "result"),
+		claims: counters("herald_claims_total", "Claims of due registrations (Store.Due) by namespace and result (ok, error).", "namespace", "result"),
+		loads:  &loadCollector{},
+		hostFails: counters("herald_host_failures_total",
+			"Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.", "host"),
 	}
 	m.reg.MustRegister(m.deliveries, m.duration, m.turns, m.claims, m.loads, m.hostFails, &statsCollector{stats: stats, hosts: hosts},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
@@ -108,9 +102,13 @@ var (
 type loadCollector struct{ workers []*push.Worker }
 
 func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- turnsInFlightDesc
-	ch <- messagesInFlightDesc
-	ch <- hostsAtCapDesc
+	describeAll(ch, turnsInFlightDesc, messagesInFlightDesc, hostsAtCapDesc)
+}
+
+func describeAll(ch chan<- *prometheus.Desc, descs ...*prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
 }
 
 func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
@@ -144,12 +142,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- registrationsDesc
-	ch <- parkedDesc
-	ch <- behindDesc
-	ch <- hostsDesc
-	ch <- heldDesc
-	ch <- statsUpDesc
+	describeAll(ch, registrationsDesc, parkedDesc, behindDesc, hostsDesc, heldDesc, statsUpDesc)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -164,7 +157,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
 		return
 	}
-	sum := SummarizeHosts(hs)
+	sum := operator.SummarizeHosts(hs)
 	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
 		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(n), state)
 	}

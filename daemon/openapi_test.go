@@ -57,7 +57,7 @@ func documented(t *testing.T) map[string][]string {
 // produced by a real request whose request and response validate against
 // the document (libopenapi-validator, OpenAPI 3.1, JSON Schema 2020-12).
 func TestOpenAPIMatchesTheHandlers(t *testing.T) {
-	doc, err := libopenapi.NewDocument(OpenAPI())
+	doc, err := libopenapi.NewDocument(openAPIJSON)
 	require.NoError(t, err)
 	require.Equal(t, "3.1.0", doc.GetVersion())
 	v, errs := validator.NewValidator(doc)
@@ -239,7 +239,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	}
 	require.ElementsMatch(t, fields, documented)
 
-	d, err := libopenapi.NewDocument(OpenAPI())
+	d, err := libopenapi.NewDocument(openAPIJSON)
 	require.NoError(t, err)
 	v, errs := validator.NewValidator(d)
 	require.Empty(t, errs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -51,21 +52,14 @@ func (p *pruner) run(ctx context.Context) {
 }
 
 func (p *pruner) pass(ctx context.Context) (store.PruneReport, error) {
-	var total store.PruneReport
-	q := store.PruneQuery{At: p.now(), Retain: p.retain}
-	for {
-		rep, err := p.b.Prune(ctx, q)
-		total = total.Add(rep)
-		if err != nil || !rep.More {
-			total.More = false
-			return total, err
-		}
+	return operator.Prune(ctx, p.b, store.PruneQuery{At: p.now(), Retain: p.retain}, func(int, store.PruneReport) error {
 		select {
 		case <-ctx.Done():
-			return total, nil
+			return ctx.Err()
 		case <-time.After(pruneBatchPause):
+			return nil
 		}
-	}
+	})
 }
 
 // pruneMetrics count what the daemon's pruner removed.

@@ -32,10 +32,11 @@ const sequencerLogEvery = 10 * time.Second
 const listenRetry = time.Second
 
 // wakeOnAppend wakes every worker when another process's sequencer
-// numbers appended records (the daemon's own steps wake them directly). When the
-// listening connection breaks (a database restart) it logs it once, listens
-// again every listenRetry until the database answers, says so, and wakes
-// every worker: appends committed while nobody listened were not heard.
+// numbers appended records (the daemon's own steps wake them directly), and
+// each time it starts listening: appends committed before, while nobody
+// listened (at start, after a claim found nothing; or while the database
+// was away, which it logs once, listening again every listenRetry), were
+// not heard.
 func (d *Daemon) wakeOnAppend(ctx context.Context, store appendListener) {
 	failing := false
 	for ctx.Err() == nil {
@@ -44,8 +45,8 @@ func (d *Daemon) wakeOnAppend(ctx context.Context, store appendListener) {
 			if failing {
 				d.log.Info("herald: listening for appends again")
 				failing = false
-				d.wakeAll()
 			}
+			d.wakeAll()
 			for err == nil {
 				if _, err = l.Wait(ctx); err == nil {
 					d.wakeAll()

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"crypto/rand"
 	"embed"
 	"errors"
@@ -8,12 +9,13 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -39,15 +41,13 @@ type Options struct {
 	// Now is the clock of operator actions (their instant, from which the
 	// registration is due), of samples and of sessions. Default time.Now.
 	Now func() time.Time
-	// Prefix is the path the page is mounted at, with both slashes
-	// ("/ui/"). Default "/ui/". The session cookie is scoped to it.
-	Prefix string
 	// Logger gets the page's store errors. Default slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultPrefix is where the page is mounted unless Options.Prefix says.
-const DefaultPrefix = "/ui/"
+// Prefix is the path the page serves under; its session cookie is scoped
+// to it.
+const Prefix = "/ui/"
 
 // sessionTTL is how long a login lasts: a working day of an on-call shift,
 // after which the operator types the token again.
@@ -59,7 +59,6 @@ type Page struct {
 	store  Store
 	token  string
 	now    func() time.Time
-	prefix string
 	log    *slog.Logger
 	key    [32]byte // signs sessions and derives CSRF tokens; new per Page
 	tmpl   map[string]*template.Template
@@ -67,7 +66,7 @@ type Page struct {
 	mux    *http.ServeMux
 
 	mu        sync.Mutex
-	samples   ring
+	samples   []sample          // the last maxSamples, oldest first
 	delivered map[string]uint64 // deliveries per namespace since start (Hooks)
 }
 
@@ -77,25 +76,15 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// New returns a Page over opts.Store. Errors: a nil Store, a Prefix that
-// does not start and end with "/".
+// New returns a Page over opts.Store. Errors: a nil Store.
 func New(opts Options) (*Page, error) {
 	if opts.Store == nil {
 		return nil, errors.New("page: Options.Store is nil")
 	}
-	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, prefix: opts.Prefix, log: opts.Logger,
+	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
 		delivered: map[string]uint64{}}
 	if p.now == nil {
 		p.now = time.Now
-	}
-	if p.prefix == "" {
-		p.prefix = DefaultPrefix
-	}
-	if !strings.HasPrefix(p.prefix, "/") || !strings.HasSuffix(p.prefix, "/") {
-		return nil, fmt.Errorf("page: Options.Prefix %q must start and end with /", p.prefix)
-	}
-	if p.log == nil {
-		p.log = slog.Default()
 	}
 	if _, err := rand.Read(p.key[:]); err != nil {
 		return nil, fmt.Errorf("page: session key: %w", err)
@@ -107,19 +96,21 @@ func New(opts Options) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.static = http.StripPrefix(p.prefix+"static/", http.FileServerFS(sub))
+	p.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
 	p.routes()
 	return p, nil
 }
 
 func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":  fmtTime,
-		"ago":   func(t time.Time) string { return ago(p.now(), t) },
-		"path":  func(s string) string { return p.prefix + s },
-		"pct":   pct,
-		"chart": chartSVG,
-		"dur":   table.Duration,
+		"time":   fmtTime,
+		"ago":    func(t time.Time) string { return ago(p.now(), t) },
+		"path":   func(s string) string { return Prefix + s },
+		"pct":    pct,
+		"chart":  chartSVG,
+		"dur":    table.Duration,
+		"link":   func(v operator.RegistrationView) string { return link(v.Stream, v.ID) },
+		"filter": filter,
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -142,7 +133,7 @@ func (p *Page) parseTemplates() error {
 
 func (p *Page) routes() {
 	m := http.NewServeMux()
-	pre := strings.TrimSuffix(p.prefix, "/")
+	pre := strings.TrimSuffix(Prefix, "/")
 	m.HandleFunc("GET "+pre+"/{$}", p.authed(p.overview))
 	m.HandleFunc("GET "+pre+"/registrations", p.authed(p.registrations))
 	m.HandleFunc("GET "+pre+"/registration", p.authed(p.registration))
@@ -155,7 +146,7 @@ func (p *Page) routes() {
 	m.HandleFunc("POST "+pre+"/logout", p.authed(p.csrf(p.logout)))
 	m.Handle("GET "+pre+"/static/", p.static)
 	m.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, p.prefix, http.StatusMovedPermanently)
+		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 	})
 	p.mux = m
 }
@@ -172,35 +163,13 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if p.token == "" && !LoopbackHost(r.Host) {
+	if p.token == "" && !operator.LoopbackHost(r.Host) {
 		// Open only to loopback: a page on another name reaching this one
 		// through DNS rebinding would otherwise read it and act on it.
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
 		return
 	}
 	p.mux.ServeHTTP(w, r)
-}
-
-// LoopbackHost reports whether a request's Host names a loopback address
-// (an IP address in 127.0.0.0/8 or ::1, with or without a zone, or
-// localhost), with or without a port, or is empty (HTTP/1.0). A page or API open without a token answers only such requests: a
-// page on another name that resolves to loopback (DNS rebinding) is
-// refused.
-func LoopbackHost(hostport string) bool {
-	if hostport == "" {
-		return true // HTTP/1.0 without Host: no browser sends that
-	}
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	host, _, _ = strings.Cut(host, "%") // an IPv6 zone: [::1%lo]
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // render writes template name with data, or a 500 naming nothing secret.
@@ -246,4 +215,43 @@ func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		p.log.Error("herald page: store", "path", r.URL.Path, "err", err)
 		p.fail(w, r, http.StatusInternalServerError, "the store failed: "+err.Error())
 	}
+}
+
+// visible returns html, as html/template rendered it, with every Hidden
+// character of its text (internal/table: control characters other than
+// tab and line breaks, format characters such as the bidirectional
+// overrides, private-use and unassigned code points) shown as its code
+// point, ‹U+202E›, as the CLI's tables show it.
+//
+// Stored values are hostile: a receiver writes its error body, a producer
+// names its stream. html/template's escaping stops them from making
+// markup; this stops them from rearranging or hiding the text around them.
+// Only text between tags is changed. Attribute values (the hidden stream
+// and id of an action's form, a link's query) keep their exact bytes, so
+// an action still names the registration it was shown for. html/template
+// escapes '<' and '>' in every value it writes, so each '<' of its output
+// opens one of the templates' own tags, and the first '>' after it closes
+// that tag.
+func visible(html string) string {
+	if strings.IndexFunc(html, table.Hidden) < 0 {
+		return html
+	}
+	var b strings.Builder
+	b.Grow(len(html) + 16)
+	inTag := false
+	for i, r := range html {
+		switch {
+		case r == '<':
+			inTag = true
+		case r == '>':
+			inTag = false
+		case !inTag && table.Hidden(r): // tabs and line breaks stay: a body is shown in a <pre>
+			b.WriteString(table.CodePoint(r))
+			continue
+		}
+		// The bytes as they were: a byte that is not UTF-8 stays one.
+		_, n := utf8.DecodeRuneInString(html[i:])
+		b.WriteString(html[i : i+n])
+	}
+	return b.String()
 }

@@ -99,7 +99,7 @@ func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) (
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(p.mac("session", b)),
-		Path:     p.prefix,
+		Path:     Prefix,
 		MaxAge:   int(sessionTTL / time.Second),
 		HttpOnly: true,
 		Secure:   r.TLS != nil,
@@ -134,7 +134,7 @@ func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if read(r) {
-			http.Redirect(w, r, p.prefix+"login", http.StatusSeeOther)
+			http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 			return
 		}
 		p.fail(w, r, http.StatusForbidden, "Log in with the admin token first.")
@@ -180,7 +180,7 @@ func (p *Page) tokenOK(typed string) bool {
 
 func (p *Page) loginForm(w http.ResponseWriter, r *http.Request) {
 	if p.token == "" {
-		http.Redirect(w, r, p.prefix, http.StatusSeeOther)
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
 	s, ok := p.readSession(r)
@@ -196,7 +196,7 @@ func (p *Page) loginForm(w http.ResponseWriter, r *http.Request) {
 
 func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 	if p.token == "" {
-		http.Redirect(w, r, p.prefix, http.StatusSeeOther)
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
 	if !p.tokenOK(r.PostForm.Get("token")) {
@@ -208,11 +208,11 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
-	http.Redirect(w, r, p.prefix, http.StatusSeeOther)
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
 func (p *Page) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: p.prefix, MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, p.prefix+"login", http.StatusSeeOther)
+	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
@@ -27,11 +28,12 @@ func newAppend(e *env) *cobra.Command {
 	var (
 		stream, file string
 		one          journal.Entry
+		batches      []batch
 	)
-	cmd := &cobra.Command{
-		Use:   "append",
-		Short: "Append records to a stream: one from stdin, or many from a JSON Lines file",
-		Long: `Append one record, whose payload is read from stdin, or with --file, one record a
+	return e.cobra(command{
+		use:   "append",
+		short: "Append records to a stream: one from stdin, or many from a JSON Lines file",
+		long: `Append one record, whose payload is read from stdin, or with --file, one record a
 line of a JSON Lines file:
 
   {"id": "evt-1", "kind": "order.created", "payload": {"total": 42}}
@@ -47,61 +49,69 @@ id the journal holds with other content, a sealed stream; then it is appended in
 transactions of 500 lines (only another process appending meanwhile can still
 stop it half way). Appending an id that already exists with the same content is
 a no-op, so a failed run can simply be repeated.`,
-		Example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
+		example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
   herald append --stream task/8f3c --file lifecycle.jsonl`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var batches []batch
-			var err error
+		db: createDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&stream, "stream", "", "the stream to append to (e.g. actor/alice, task/8f3c)")
+			f.StringVar(&one.ID, "id", "", "the record id: unique, stable, the idempotency key")
+			f.StringVar(&one.Kind, "kind", "", "what happened (e.g. Create, order.created, statusUpdate)")
+			f.StringVar(&one.ContentType, "content-type", journal.DefaultContentType, "the payload's media type")
+			f.BoolVar(&one.Final, "final", false, "seal the stream: nothing may be appended after this record")
+			f.StringVar(&one.Traceparent, "traceparent", "", "W3C trace context of the append (00-<trace id>-<span id>-<flags>): each delivery is sent a child of it")
+			f.StringVar(&one.Tracestate, "tracestate", "", "W3C tracestate sent with each delivery, as given (needs --traceparent)")
+			f.StringVar(&file, "file", "", "a JSON Lines file of records, one a line")
+		},
+		check: func(c *call) (err error) {
 			if file != "" {
 				for _, f := range []string{"id", "kind", "content-type", "final", "traceparent", "tracestate"} {
-					if cmd.Flags().Changed(f) {
+					if c.changed(f) {
 						return usagef("--%s applies to a single record: with --file, put it on each line", f)
 					}
 				}
-				batches, err = readJSONL(file, stream)
-			} else {
-				if err := required(cmd, "stream", "id", "kind"); err != nil {
+				if batches, err = readJSONL(file, stream); err != nil {
 					return err
 				}
-				one.Payload, err = readPayload(e.In)
+			} else {
+				if err := c.need("stream", "id", "kind"); err != nil {
+					return err
+				}
+				if one.Payload, err = readPayload(e.In); err != nil {
+					return err
+				}
 				batches = []batch{{where: "append", stream: stream, entries: []journal.Entry{one}, lines: []int{0}}}
-			}
-			if err != nil {
-				return err
 			}
 			for i, bt := range batches {
 				valid, err := journal.ValidateEntries(bt.stream, bt.entries, 0)
-				if err != nil && file == "" {
-					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, oneEntryFlags(err))
-				}
-				if err != nil {
+				switch {
+				case err != nil && file == "":
+					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, stdinPayload(err))
+				case err != nil:
 					return fmt.Errorf("%w (nothing was appended)", lineError(file, bt, err))
 				}
 				batches[i].entries = valid
 			}
-			b, err := e.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+			return nil
+		},
+		run: func(c *call) error {
 			existed := map[string]bool{}
 			if file != "" {
-				if existed, err = checkFile(cmd.Context(), b, file, batches); err != nil {
+				var err error
+				if existed, err = checkFile(c.ctx(), c.b, file, batches); err != nil {
 					return err
 				}
-			} else if rec, err := b.Lookup(cmd.Context(), one.ID); err == nil && journal.Same(rec, stream, batches[0].entries[0]) == nil {
+			} else if rec, err := c.b.Lookup(c.ctx(), one.ID); err == nil && journal.Same(rec, stream, batches[0].entries[0]) == nil {
 				existed[one.ID] = true // appending it again is a no-op; say so
 			}
 			bar := e.progress(len(batches), file)
 			var out []appended
 			for _, bt := range batches {
-				recs, err := b.Append(cmd.Context(), bt.stream, bt.entries...)
-				if err != nil && file == "" {
-					return fmt.Errorf("append: %w (nothing was appended)", oneEntryFlags(err))
-				}
-				if err != nil {
-					err = fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
+				recs, err := c.b.Append(c.ctx(), bt.stream, bt.entries...)
+				switch {
+				case err != nil && file == "":
+					return fmt.Errorf("append: %w (nothing was appended)", stdinPayload(err))
+				case err != nil:
+					err = named{fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))}
 					if len(out) > 0 {
 						// Not exit 2 (nothing was changed), whatever the
 						// error: the records before it are stored.
@@ -119,42 +129,31 @@ a no-op, so a failed run can simply be repeated.`,
 			if bar != nil {
 				_ = bar.Finish()
 			}
-			if e.json {
-				return printJSON(e.Out, out)
-			}
-			if len(out) == 1 && out[0].Existed {
-				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
-				return nil
-			}
-			if len(out) == 1 {
-				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
-				return nil
-			}
-			streams, already := map[string]bool{}, 0
-			for _, a := range out {
-				streams[a.Stream] = true
-				if a.Existed {
-					already++
+			return c.print(out, func() error {
+				if len(out) == 1 && out[0].Existed {
+					fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
+					return nil
 				}
-			}
-			fmt.Fprintf(e.Out, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
-			if already > 0 {
-				fmt.Fprintf(e.Out, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
-			}
-			fmt.Fprintln(e.Out, ".")
-			return nil
+				if len(out) == 1 {
+					fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
+					return nil
+				}
+				streams, already := map[string]bool{}, 0
+				for _, a := range out {
+					streams[a.Stream] = true
+					if a.Existed {
+						already++
+					}
+				}
+				fmt.Fprintf(e.Out, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
+				if already > 0 {
+					fmt.Fprintf(e.Out, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
+				}
+				fmt.Fprintln(e.Out, ".")
+				return nil
+			})
 		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&stream, "stream", "", "the stream to append to (e.g. actor/alice, task/8f3c)")
-	f.StringVar(&one.ID, "id", "", "the record id: unique, stable, the idempotency key")
-	f.StringVar(&one.Kind, "kind", "", "what happened (e.g. Create, order.created, statusUpdate)")
-	f.StringVar(&one.ContentType, "content-type", journal.DefaultContentType, "the payload's media type")
-	f.BoolVar(&one.Final, "final", false, "seal the stream: nothing may be appended after this record")
-	f.StringVar(&one.Traceparent, "traceparent", "", "W3C trace context of the append (00-<trace id>-<span id>-<flags>): each delivery is sent a child of it")
-	f.StringVar(&one.Tracestate, "tracestate", "", "W3C tracestate sent with each delivery, as given (needs --traceparent)")
-	f.StringVar(&file, "file", "", "a JSON Lines file of records, one a line")
-	return cmd
+	})
 }
 
 type appended struct {
@@ -415,26 +414,19 @@ func lineError(path string, bt batch, err error) error {
 	var inv *journal.InvalidError
 	if errors.As(err, &inv) {
 		if i, field, ok := inv.InBatch(); ok && i < len(bt.lines) {
-			return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
+			return named{fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})}
 		}
 	}
-	return fmt.Errorf("%s: %w", bt.where, err)
+	return named{fmt.Errorf("%s: %w", bt.where, err)}
 }
 
-// oneEntryFlags names, in a validation error of a single append, the flag
-// the user gave the field by (asFlags, once the library's "entries[0]." is
-// taken off), or stdin for the payload.
-func oneEntryFlags(err error) error {
+// stdinPayload names the payload of a single append by where it came from.
+func stdinPayload(err error) error {
 	var inv *journal.InvalidError
-	if !errors.As(err, &inv) {
-		return err
+	if errors.As(err, &inv) {
+		if _, f, ok := inv.InBatch(); ok && f == "payload" {
+			return &journal.InvalidError{Field: "payload (stdin)", Reason: inv.Reason}
+		}
 	}
-	field := inv.Field
-	if _, f, ok := inv.InBatch(); ok {
-		field = f
-	}
-	if field == "payload" {
-		return &journal.InvalidError{Field: "payload (stdin)", Reason: inv.Reason}
-	}
-	return asFlags(&journal.InvalidError{Field: field, Reason: inv.Reason})
+	return err
 }

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -52,6 +55,15 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, statusOf(err), errorBody{err.Error()})
 }
 
+// answer writes v with 200, or err.
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 // guard wraps mux: bearer authentication when token is set (compared in
 // constant time; realm names the API), and JSON 404 and 405 answers for
 // requests no route serves. Without a token the API is open, on loopback
@@ -66,7 +78,7 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case token == "" && !page.LoopbackHost(r.Host):
+		case token == "" && !operator.LoopbackHost(r.Host):
 			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
 			return
 		case token == "" && cop.Check(r) != nil:
@@ -113,21 +125,83 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})
 }
 
-// CheckAddr refuses to serve an API on a non-loopback address without a
-// token: it returns an error naming the option (field) and the variable
-// (envVar) that would allow it. addr must be host:port; loopback is what
-// the open APIs answer (page.LoopbackHost), and an empty host (every
-// interface) is not.
-func CheckAddr(field, addr, token, envVar string) error {
-	host, _, err := net.SplitHostPort(addr)
+// strictQuery reads r's query parameters, which must be among allowed and
+// each given once, and refuses (journal.ErrInvalid, a 400) what a lenient
+// reading would take as asking for more than was meant: a query that does
+// not parse (url.Values would drop the pair), another parameter (hint says
+// where it belongs), a parameter twice, or a body (the filter must be in
+// the query: a body that held it would go unread).
+func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
+	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
+		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return fmt.Errorf("%s %q: %v", field, addr, err)
+		return nil, journal.Invalid("query", "does not parse (%v)", err)
 	}
-	if token != "" {
-		return nil
+	for _, name := range slices.Sorted(maps.Keys(q)) { // the same one named each time
+		vs := q[name]
+		switch {
+		case !slices.Contains(allowed, name):
+			return nil, journal.Invalid(name, "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
+		case len(vs) > 1:
+			return nil, journal.Invalid(name, "is given %d times; give it once", len(vs))
+		}
 	}
-	if host != "" && page.LoopbackHost(host) { // "" (":9465") is every interface
-		return nil
+	return q, nil
+}
+
+// readsAByte reports whether body holds at least one byte (a chunked body
+// has no Content-Length).
+func readsAByte(body io.Reader) bool {
+	var b [1]byte
+	n, _ := body.Read(b[:])
+	return n > 0
+}
+
+// intParam reads an optional integer query parameter; empty is 0.
+func intParam(s, name string) (int, error) {
+	if s == "" {
+		return 0, nil
 	}
-	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, addr, envVar)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, journal.Invalid(name, "%q is not a number", s)
+	}
+	if n < 1 {
+		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
+	}
+	return n, nil
+}
+
+// registrationKey reads the registration a request names: its stream and
+// id query parameters, both required and well formed, in a strict query
+// (strictQuery) that may hold the other parameters the route takes: those
+// of required, which must be given too, and those of optional. A query that
+// names no registration, or more than one thing, is a 400 before the store
+// is asked.
+func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
+	names := append([]string{"stream", "id"}, required...)
+	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
+	if err != nil {
+		return "", "", nil, err
+	}
+	for _, name := range names {
+		if q.Get(name) == "" {
+			example := make([]string, len(names))
+			for i, n := range names {
+				example[i] = n + "=…"
+			}
+			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
+				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+		}
+	}
+	stream, id = q.Get("stream"), q.Get("id")
+	if err := journal.ValidateStream(stream); err != nil {
+		return "", "", nil, err
+	}
+	if err := journal.ValidateID("id", id); err != nil {
+		return "", "", nil, err
+	}
+	return stream, id, q, nil
 }

@@ -1,16 +1,10 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -64,62 +58,6 @@ func TestOnlyCreatingCommandsCreateASQLiteFile(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
-// A sweep whose only delivery failed at host level (connection refused)
-// names the host, its failures in a row and what herald does next, in
-// words and as failed_hosts. It exits 0: a host that fails is herald's
-// normal work (its registrations wait, nothing parks), not a sweep that
-// needs attention (hosts_test.go).
-func TestSweepSaysWhichHostFailed(t *testing.T) {
-	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // refused from now on
-	h.ok("register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", "http://"+addr+"/in", "--secret", secret)
-	r := h.run(`{"n":1}`, "append", "--stream", "orders", "--id", "o-1", "--kind", "k")
-	require.Equal(t, 0, r.code, r.stderr)
-
-	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z"}, allow...)...)
-	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
-	require.Contains(t, r.stdout, "1 turn ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).")
-	require.Contains(t, r.stdout, "Host "+addr+" failed (1 in a row; down after 3): its registrations retry with backoff. Last error: ")
-	require.Contains(t, r.stdout, "refused")
-
-	// Two more failures bring it down: the report says so, with the probe.
-	var rep struct {
-		HostFailures int `json:"host_failures"`
-		FailedHosts  []struct {
-			Host        string    `json:"host"`
-			State       string    `json:"state"`
-			Failures    int       `json:"failures"`
-			NextProbeAt time.Time `json:"next_probe_at"`
-			LastError   string    `json:"last_error"`
-		} `json:"failed_hosts"`
-		NeedsAttention bool `json:"needs_attention"`
-	}
-	var out string
-	for _, at := range []string{"2026-03-15T11:10:00Z", "2026-03-15T11:20:00Z"} {
-		r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", at, "--json"}, allow...)...)
-		require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
-		out = r.stdout
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-	require.Equal(t, 1, rep.HostFailures)
-	require.False(t, rep.NeedsAttention)
-	require.Len(t, rep.FailedHosts, 1, out)
-	fh := rep.FailedHosts[0]
-	require.Equal(t, addr, fh.Host)
-	require.Equal(t, "down", fh.State)
-	require.Equal(t, 3, fh.Failures)
-	require.True(t, fh.NextProbeAt.After(time.Date(2026, 3, 15, 11, 20, 0, 0, time.UTC)), fh.NextProbeAt)
-	require.Contains(t, fh.LastError, "refused")
-
-	// Held until the probe: a sweep meanwhile serves nothing, and is fine.
-	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:20:01Z"}, allow...)...)
-	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
-	require.False(t, strings.Contains(r.stdout, "Host "), r.stdout)
-}
-
 // A --private-key-file (or a file: secret) that cannot be read is a usage
 // error (exit 2) naming the flag and the path, quoted: a path is the
 // user's text and may hold control bytes. Nothing is created.
@@ -171,80 +109,6 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 		require.NotContains(t, r.stderr, c.not, c.args)
 		require.NotContains(t, r.stderr, "transport: new", c.args)
 	}
-}
-
-// herald records says when more records exist past --limit (and the
-// --from-seq that reads them), and when records it was asked for were
-// pruned (the oldest kept seq), in words and in --json.
-func TestRecordsSaysWhatThePageDoesNotShow(t *testing.T) {
-	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
-	for i := 1; i <= 5; i++ {
-		r := h.run(`{}`, "append", "--stream", "orders/1", "--id", fmt.Sprintf("e%d", i), "--kind", "k")
-		require.Equal(t, 0, r.code, r.stderr)
-	}
-	out := h.ok("records", "--stream", "orders/1", "--limit", "2")
-	require.Contains(t, out, "More records up to #5: herald records --database "+h.db+" --stream orders/1 --from-seq 3 --limit 2\n")
-	require.NotContains(t, out, "pruned")
-	require.NotContains(t, h.ok("records", "--stream", "orders/1"), "More records", "the whole stream fits")
-
-	// A registration whose cursor is 3 has acknowledged #1 and #2: prune them.
-	h.ok("register", "--stream", "orders/1", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/in",
-		"--secret", secret, "--from-seq", "3")
-	h.ok("prune", "--retain", "0s", "--at", "2099-01-01T00:00:00Z")
-	out = h.ok("records", "--stream", "orders/1", "--limit", "2")
-	require.Contains(t, out, "Records before #3 were pruned (retention): #3 is the oldest kept.\n")
-	require.Contains(t, out, "More records up to #5: herald records --database "+h.db+" --stream orders/1 --from-seq 5 --limit 2\n")
-	require.NotContains(t, out, "e1")
-
-	var page struct {
-		Stream      string `json:"stream"`
-		Head        uint64 `json:"head"`
-		OldestSeq   uint64 `json:"oldest_seq"`
-		More        bool   `json:"more"`
-		NextFromSeq uint64 `json:"next_from_seq"`
-		Pruned      bool   `json:"pruned"`
-		Records     []struct {
-			Seq uint64 `json:"seq"`
-		} `json:"records"`
-	}
-	h.json(&page, "records", "--stream", "orders/1", "--limit", "2")
-	require.Equal(t, "orders/1", page.Stream)
-	require.Equal(t, uint64(5), page.Head)
-	require.Equal(t, uint64(3), page.OldestSeq)
-	require.True(t, page.More)
-	require.Equal(t, uint64(5), page.NextFromSeq)
-	require.True(t, page.Pruned)
-	require.Len(t, page.Records, 2)
-	require.Equal(t, uint64(3), page.Records[0].Seq)
-
-	h.json(&page, "records", "--stream", "orders/1", "--from-seq", "4")
-	require.False(t, page.More, "#4 and #5 are all there is")
-	require.False(t, page.Pruned, "nothing asked for was pruned")
-	require.Len(t, page.Records, 2)
-}
-
-// Evidence of a Retry-After says what herald does (the capped wait), and
-// what the receiver asked beside it.
-func TestEvidenceShowsTheCappedRetryAfter(t *testing.T) {
-	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Retry-After", "2592000") // 30 days
-		http.Error(w, "busy", http.StatusServiceUnavailable)
-	}))
-	t.Cleanup(srv.Close)
-	h.ok("register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", srv.URL+"/in", "--secret", secret)
-	r := h.run(`{}`, "append", "--stream", "orders", "--id", "o-1", "--kind", "k")
-	require.Equal(t, 0, r.code, r.stderr)
-	h.ok(append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z"}, allow...)...)
-
-	out := h.ok("evidence", "--stream", "orders", "--id", "r")
-	require.Contains(t, out, "2026-03-15 12:00:00Z", "the next attempt is an hour on: --max-retry-after's default")
-	require.Contains(t, out, "503 Service Unavailable; retry after 1h (capped; the receiver asked 30d)")
-	require.NotContains(t, out, "Retry-After 720h")
-
-	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T12:00:00Z", "--max-retry-after", "2h"}, allow...)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, h.ok("evidence", "--stream", "orders", "--id", "r"), "retry after 2h (capped; the receiver asked 30d)")
 }
 
 // Two registrations that "stream/id" would print alike (a/b + c, a + b/c)

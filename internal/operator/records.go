@@ -1,0 +1,98 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+)
+
+// RecordView is a record as the APIs and herald record-status show it:
+// without its payload.
+type RecordView struct {
+	Stream      string    `json:"stream"`
+	Seq         uint64    `json:"seq"`
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	ContentType string    `json:"content_type"`
+	Final       bool      `json:"final"`
+	AppendedAt  time.Time `json:"appended_at,omitzero"`
+	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
+	Tracestate  string    `json:"tracestate,omitempty"`
+}
+
+// ViewRecord returns r as shown.
+func ViewRecord(r journal.Record) RecordView {
+	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final,
+		AppendedAt: r.AppendedAt, Traceparent: r.Traceparent, Tracestate: r.Tracestate}
+}
+
+// FindRecord finds the record named by id (stream, if given, must be its
+// stream), or else by stream and seq. A record that is not there is
+// journal.ErrNotFound, saying that it was pruned when j keeps a low-water
+// mark past it (store.Retention); a stream that does not hold id is
+// journal.ErrInvalid.
+func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq uint64) (journal.Record, error) {
+	if id != "" {
+		rec, err := j.Lookup(ctx, id)
+		if err == nil && stream != "" && stream != rec.Stream {
+			return rec, journal.Invalid("stream", "record %q is in stream %q, not %q", id, rec.Stream, stream)
+		}
+		return rec, err
+	}
+	if seq == 0 {
+		return journal.Record{}, journal.Invalid("seq", "0 is not a seq (1, 2, …)")
+	}
+	recs, err := j.Read(ctx, stream, seq, 1)
+	switch {
+	case err != nil:
+		return journal.Record{}, err
+	case len(recs) == 1 && recs[0].Seq == seq:
+		return recs[0], nil
+	}
+	if r, ok := j.(store.Retention); ok {
+		infos, err := r.Streams(ctx, store.StreamQuery{Stream: stream, Limit: 1})
+		if err != nil {
+			return journal.Record{}, err
+		}
+		if len(infos) == 1 && seq < infos[0].OldestSeq {
+			return journal.Record{}, fmt.Errorf("record %s#%d was pruned: every registration had acknowledged it and it passed the retention age (the stream retains #%d on): %w",
+				stream, seq, infos[0].OldestSeq, journal.ErrNotFound)
+		}
+	}
+	return journal.Record{}, fmt.Errorf("stream %q has no record #%d (never appended, or pruned): %w", stream, seq, journal.ErrNotFound)
+}
+
+// RecordStatus says which registrations of a record's stream have
+// acknowledged it (their cursor is past it) and which have not.
+// Registrations that completed their sealed stream are gone and not listed.
+type RecordStatus struct {
+	Record          RecordView         `json:"record"`
+	Acknowledged    []RegistrationView `json:"acknowledged"`
+	NotAcknowledged []RegistrationView `json:"not_acknowledged"`
+}
+
+// StatusOf returns rec's RecordStatus, reading every registration of its
+// stream. Errors are the store's.
+func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStatus, error) {
+	held, err := HeldHosts(ctx, s)
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	regs, err := push.AllRegistrations(ctx, s, push.ListQuery{Stream: rec.Stream})
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	out := RecordStatus{Record: ViewRecord(rec), Acknowledged: []RegistrationView{}, NotAcknowledged: []RegistrationView{}}
+	for _, st := range regs {
+		if st.NextSeq > rec.Seq {
+			out.Acknowledged = append(out.Acknowledged, held.View(st))
+		} else {
+			out.NotAcknowledged = append(out.NotAcknowledged, held.View(st))
+		}
+	}
+	return out, nil
+}
