@@ -3,10 +3,7 @@ package push
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/heraldpush/herald/journal"
 )
 
 // Store keeps registrations, their cursors, leases and evidence.
@@ -281,40 +278,4 @@ func AllRegistrations(ctx context.Context, s Store, q ListQuery) ([]Status, erro
 		}
 		q.After = page[len(page)-1].Key()
 	}
-}
-
-// UnparkAll unparks, at at, every parked registration that q matches
-// (q.Parked is set for it): listed first (AllRegistrations), then unparked
-// one by one, each with its evidence, as Unpark does. It returns each as
-// it is after its unpark, in the list's order; one unregistered since it
-// was listed is left out. An error stops it: the ones returned with it
-// were unparked (the last as it was listed, when reading it back failed),
-// and the error names the registration it failed on.
-func UnparkAll(ctx context.Context, s Store, q ListQuery, at time.Time) ([]Status, error) {
-	q.Parked = true
-	parked, err := AllRegistrations(ctx, s, q)
-	if err != nil {
-		return nil, err
-	}
-	out := []Status{}
-	for _, p := range parked {
-		if err := s.Unpark(ctx, p.Stream, p.ID, at); err != nil {
-			if errors.Is(err, journal.ErrNotFound) {
-				continue // unregistered since it was listed
-			}
-			return out, fmt.Errorf("unparked %d of %d, then %s: %w", len(out), len(parked), Name(p.Stream, p.ID), err)
-		}
-		after, err := s.Get(ctx, p.Stream, p.ID)
-		if errors.Is(err, journal.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			// Unparked, but not read back: returned as listed, unparked.
-			p.Parked, p.ParkedAt = false, time.Time{}
-			out = append(out, p)
-			return out, fmt.Errorf("unparked %d of %d, then reading %s back: %w", len(out), len(parked), Name(p.Stream, p.ID), err)
-		}
-		out = append(out, after)
-	}
-	return out, nil
 }

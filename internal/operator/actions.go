@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -78,12 +79,42 @@ func CheckList(q push.ListQuery) error {
 	return nil
 }
 
-// UnparkAll unparks, at at, every parked registration q matches
-// (push.UnparkAll). An error part way comes with those unparked before it,
-// which stay unparked.
+// UnparkAll unparks, at at, every parked registration q matches: listed
+// first (push.AllRegistrations), then unparked one by one, each with its
+// evidence, as Store.Unpark does; one unregistered since it was listed is
+// left out. An error stops it, naming the registration it failed on; those
+// unparked before it (the last as listed, when reading it back failed) come
+// with it and stay unparked.
 func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time) (UnparkedAll, error) {
-	done, err := push.UnparkAll(ctx, s, q, at)
-	return UnparkedAll{Unparked: Held(nil).Views(done)}, err
+	q.Parked = true
+	parked, err := push.AllRegistrations(ctx, s, q)
+	if err != nil {
+		return UnparkedAll{Unparked: Held(nil).Views(nil)}, err
+	}
+	done := []push.Status{}
+	fail := func(format string, p push.Status, err error) (UnparkedAll, error) {
+		return UnparkedAll{Unparked: Held(nil).Views(done)},
+			fmt.Errorf(format, len(done), len(parked), push.Name(p.Stream, p.ID), err)
+	}
+	for _, p := range parked {
+		if err := s.Unpark(ctx, p.Stream, p.ID, at); err != nil {
+			if errors.Is(err, journal.ErrNotFound) {
+				continue // unregistered since it was listed
+			}
+			return fail("unparked %d of %d, then %s: %w", p, err)
+		}
+		after, err := s.Get(ctx, p.Stream, p.ID)
+		if errors.Is(err, journal.ErrNotFound) {
+			continue
+		}
+		if err != nil { // unparked, not read back: shown as listed, unparked
+			p.Parked, p.ParkedAt = false, time.Time{}
+			done = append(done, p)
+			return fail("unparked %d of %d, then reading %s back: %w", p, err)
+		}
+		done = append(done, after)
+	}
+	return UnparkedAll{Unparked: Held(nil).Views(done)}, nil
 }
 
 // Evidence lists a registration's evidence, newest first, at most limit
