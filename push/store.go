@@ -266,16 +266,28 @@ const MaxEvidenceBody = 512
 // MaxListLimit a page (q.Limit is its own). Errors are the store's.
 func AllRegistrations(ctx context.Context, s Store, q ListQuery) ([]Status, error) {
 	q.Limit = MaxListLimit
-	var out []Status
+	return allPages(func(last *Status) ([]Status, error) {
+		if last != nil {
+			q.After = last.Key()
+		}
+		return s.List(ctx, q)
+	})
+}
+
+// allPages reads a keyset-paged list to its end, MaxListLimit a page: page
+// gets the last item read (nil first).
+func allPages[T any](page func(last *T) ([]T, error)) ([]T, error) {
+	var out []T
+	var last *T
 	for {
-		page, err := s.List(ctx, q)
+		p, err := page(last)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
-		if len(page) < q.Limit {
+		out = append(out, p...)
+		if len(p) < MaxListLimit {
 			return out, nil
 		}
-		q.After = page[len(page)-1].Key()
+		last = &p[len(p)-1]
 	}
 }
