@@ -17,7 +17,6 @@ import (
 var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
-	_ push.HostStore  = (*Store)(nil)
 	_ store.Retention = (*Store)(nil)
 )
 

@@ -118,7 +118,6 @@ func testEventSkipped(t *testing.T, b Backend) {
 }
 
 func testEventHosts(t *testing.T, b Backend) {
-	hs := hostStore(t, b)
 	h := downHost(t, b, 2, at(0))
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
@@ -131,9 +130,9 @@ func testEventHosts(t *testing.T, b Backend) {
 	h, _ = untilUnavailable(t, b, h)
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)))
 
-	require.NoError(t, errOf(hs.HostAnswered(ctx(t), hostA, h.Since.Add(1e9))))
-	require.NoError(t, errOf(hs.HostAnswered(ctx(t), hostA, h.Since.Add(2e9))))
-	require.NoError(t, errOf(hs.HostAnswered(ctx(t), "never.example:443", h.Since.Add(2e9))))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, h.Since.Add(1e9))))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, h.Since.Add(2e9))))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), "never.example:443", h.Since.Add(2e9))))
 	recs = heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
 	requireTime(t, h.Since.Add(1e9), payload(t, recs[2]).At, "up at the answer")
