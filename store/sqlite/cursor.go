@@ -99,7 +99,7 @@ func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) er
 
 func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		_, err := update(ctx, tx, op, c.Stream, c.ID, query, n, c.Stream, c.ID, c.Owner)
+		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n)
 		return err
 	})
 }
@@ -125,7 +125,7 @@ func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSe
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		st, err := update(ctx, tx, op, c.Stream, c.ID, query, n, when, ev.Clean().Error, c.Stream, c.ID, c.Owner)
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n, when, ev.Clean().Error)
 		if err == nil {
 			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
 		}

@@ -88,7 +88,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err != nil {
 			return err
 		}
-		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner, failures); err != nil {
+		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, n, nb, ev.Clean().Error, failures); err != nil {
 			return err
 		}
 		return addEvidence(ctx, tx, c.Stream, c.ID, ev)
