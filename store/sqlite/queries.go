@@ -51,9 +51,9 @@ const (
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
 				"window" = ? WHERE stream = ? AND id = ?`
 	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
-	sqlInsertRegistration = `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds, "window")
+	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", stream, id, next_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ?"
+	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"
 	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
 	sqlStats              = `
 			SELECT r.namespace,
@@ -154,8 +154,8 @@ const (
 				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?2 AND id = ?3 AND parked = 1` + stateColumns
-	sqlOldest = "SELECT oldest_seq FROM herald_stream WHERE stream = ?"
-	sqlMove   = `UPDATE herald_registration SET
+	sqlMoveFrom = "SELECT r.next_seq, s.head, s.oldest_seq" + statusFrom + "WHERE r.stream = ? AND r.id = ?"
+	sqlMove     = `UPDATE herald_registration SET
 				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?3 AND id = ?4` + stateColumns
