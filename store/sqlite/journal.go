@@ -169,11 +169,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head int64
-	err := s.r.QueryRowContext(ctx, sqlHead, stream).Scan(&head)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
+	if err := s.r.QueryRowContext(ctx, sqlHead, stream).Scan(&head); err != nil {
 		return 0, translate("head of "+stream, err)
 	}
 	return uint64(head), nil

@@ -35,7 +35,7 @@ const (
 		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest, traceparent, tracestate)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlRead   = "SELECT " + recordColumns + " FROM herald_record WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?"
-	sqlHead   = "SELECT head FROM herald_stream WHERE stream = ?"
+	sqlHead   = "SELECT IFNULL(MAX(head), 0) FROM herald_stream WHERE stream = ?" // one row, 0 for no stream
 	sqlLookup = "SELECT " + recordColumns + " FROM herald_record WHERE id = ?"
 )
 
