@@ -41,10 +41,7 @@ var hostTests = []test{
 }
 
 func testDueFiltering(t *testing.T, b Backend) {
-	appendN(t, b, "s", 3)
-	register(t, b, reg("s", "due", "webhook"))
-	register(t, b, regFrom("s", "at-head", "webhook", 4))
-	register(t, b, reg("s", "parked", "webhook"))
+	streamWithReg(t, b, 3, reg("s", "due", "webhook"), regFrom("s", "at-head", "webhook", 4), reg("s", "parked", "webhook"))
 	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
 	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
@@ -245,9 +242,8 @@ func testDuePerHost(t *testing.T, b Backend) {
 }
 
 func testDueHostFollowsURL(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, regAt("s", "r", "webhook", "https://old.example/in"))
-	register(t, b, regAt("s", "r", "webhook", "https://new.example/in")) // an update of the destination
+	// The second registration is an update of the first's destination.
+	streamWithReg(t, b, 1, regAt("s", "r", "webhook", "https://old.example/in"), regAt("s", "r", "webhook", "https://new.example/in"))
 	batch := dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 0, "new.example:443": 1})
 	require.Empty(t, batch.Registrations, "the cap is counted against the host of the current URL")
 	batch = dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 1})
@@ -347,8 +343,7 @@ func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Tim
 }
 
 func testHostFailureNoAttempt(t *testing.T, b Backend) {
-	appendN(t, b, "s", 3)
-	register(t, b, onHost("s", "r", hostA))
+	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
 		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Policy: policy})
@@ -498,8 +493,7 @@ func testHostReset(t *testing.T, b Backend) {
 }
 
 func testHostFenced(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, onHost("s", "r", hostA))
+	streamWithReg(t, b, 1, onHost("s", "r", hostA))
 	stale := due(t, b, "webhook", "A", at(0), 1).Registrations[0]
 	due(t, b, "webhook", "B", at(60), 1) // A's lease expired: B holds it
 	_, err := b.HostFailed(ctx(t), push.HostFailure{Claim: stale.Claim(), NextSeq: 1, Host: hostA,
@@ -510,8 +504,7 @@ func testHostFenced(t *testing.T, b Backend) {
 }
 
 func testHostBadInput(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	register(t, b, onHost("s", "r", hostA))
+	streamWithReg(t, b, 1, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Policy: policy}
 	for i, bad := range []func(f *push.HostFailure){
@@ -540,8 +533,7 @@ func testHostBadInput(t *testing.T, b Backend) {
 }
 
 func testHostPathBackoff(t *testing.T, b Backend) {
-	appendN(t, b, "s", 2)
-	register(t, b, onHost("s", "r", hostA))
+	streamWithReg(t, b, 2, onHost("s", "r", hostA))
 	when := at(0)
 	for k := 1; k <= 6; k++ {
 		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]

@@ -276,10 +276,8 @@ func testParkUnpark(t *testing.T, b Backend) {
 	require.Equal(t, 410, evs[1].Status)
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindParked, push.KindUnparked}, eventKinds(recs), "one event a change")
-	ev := payload(t, recs[1])
-	require.Equal(t, uint64(3), ev.Cursor, "resumes at its cursor")
-	requireTime(t, at(2000), ev.At, "the operator's instant")
-	require.Empty(t, ev.Reason)
+	require.Equal(t, push.OperationalEvent{Kind: push.KindUnparked, Stream: "s", Registration: "r", Namespace: "webhook",
+		Host: "receiver.example:443", Cursor: 3, At: at(2000)}, payload(t, recs[1]), "resumes at its cursor, at the operator's instant")
 }
 
 func testComplete(t *testing.T, b Backend) {
@@ -297,11 +295,8 @@ func testComplete(t *testing.T, b Backend) {
 
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindCompleted}, eventKinds(recs))
-	ev := payload(t, recs[0])
-	require.Equal(t, "task/1", ev.Stream)
-	require.Equal(t, "r", ev.Registration)
-	require.Equal(t, uint64(3), ev.Cursor, "one past the final record")
-	requireTime(t, at(61), ev.At, "the instant of the claim whose turn completed it")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindCompleted, Stream: "task/1", Registration: "r", Namespace: "a2a",
+		Host: "receiver.example:443", Cursor: 3, At: at(61)}, payload(t, recs[0]), "one past the final record, at the instant of the claim whose turn completed it")
 }
 
 func testEvidence(t *testing.T, b Backend) {

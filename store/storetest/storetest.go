@@ -166,11 +166,17 @@ func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Clai
 	return c
 }
 
-// streamWithReg appends n records to stream "s" and registers s/r on it.
-func streamWithReg(t *testing.T, b Backend, n int) {
+// streamWithReg appends n records to stream "s" and registers regs, or s/r
+// (reg) if none are given.
+func streamWithReg(t *testing.T, b Backend, n int, regs ...push.Registration) {
 	t.Helper()
 	appendN(t, b, "s", n)
-	register(t, b, reg("s", "r", "webhook"))
+	if len(regs) == 0 {
+		regs = []push.Registration{reg("s", "r", "webhook")}
+	}
+	for _, r := range regs {
+		register(t, b, r)
+	}
 }
 
 // streamWithRegs appends n records to stream "s" and registers s/r0.. on it.
