@@ -35,7 +35,6 @@ var hostTests = []test{
 	{"AnAnswerReleasesEveryRegistration", testHostAnswerReleases},
 	{"UnavailablePastTheHorizon", testHostUnavailable},
 	{"ResetByAnOperator", testHostReset},
-	{"StaleClaimChangesNothing", testHostFenced},
 	{"APathThatNeverAnswersBacksOffWhileItsHostAnswers", testHostPathBackoff},
 	{"BadInputChangesNothing", testHostBadInput},
 }
@@ -490,17 +489,6 @@ func testHostReset(t *testing.T, b Backend) {
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUp}, eventKinds(recs), "an operator's reset is an up too")
 	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
-}
-
-func testHostFenced(t *testing.T, b Backend) {
-	streamWithReg(t, b, 1, onHost("s", "r", hostA))
-	stale := due(t, b, "webhook", "A", at(0), 1).Registrations[0]
-	due(t, b, "webhook", "B", at(60), 1) // A's lease expired: B holds it
-	_, err := b.HostFailed(ctx(t), push.HostFailure{Claim: stale.Claim(), NextSeq: 1, Host: hostA,
-		Evidence: push.Evidence{At: at(61), Error: "stale"}, Policy: policy})
-	require.ErrorIs(t, err, push.ErrLeaseLost)
-	require.Empty(t, hosts(t, b, push.HostQuery{}), "a fenced failure counts nothing against the host")
-	require.Equal(t, "B", get(t, b, "s", "r").LeaseOwner)
 }
 
 func testHostBadInput(t *testing.T, b Backend) {

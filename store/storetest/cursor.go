@@ -139,9 +139,12 @@ func testFencing(t *testing.T, b Backend) {
 	require.ErrorIs(t, b.Retry(ctx(t), a, 1, at(100), stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(ctx(t), a, 1, stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Complete(ctx(t), a), push.ErrLeaseLost)
+	require.ErrorIs(t, errOf(b.HostFailed(ctx(t), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Policy: policy})),
+		push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(ctx(t), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
 	require.False(t, regIs(t, b, "s", "r", 1, 0, "B", "a stale claim never releases the live lease").Parked)
 	require.Empty(t, evidence(t, b, "s", "r"), "a fenced write stores no evidence")
+	require.Empty(t, hosts(t, b, push.HostQuery{}), "a fenced host failure counts nothing against the host")
 	require.Empty(t, heraldEvents(t, b), "a change that did not happen is not told")
 
 	// An operator's move takes the lease away from the turn in flight.
@@ -483,5 +486,86 @@ func testAdvanceBatchRace(t *testing.T, b Backend) {
 	require.NotEmpty(t, maxSeen)
 	for id, n := range maxSeen {
 		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
+	}
+}
+
+// A worker's turn over the store: what Checkpoint is for.
+var turnTests = []test{
+	{"PagesShareOneClaim", testPagesShareOneClaim},
+	{"FailureOnALaterPage", testFailureOnALaterPage},
+}
+
+// pageSetup appends n records to stream, registers stream/r with window w,
+// and returns a worker with drain pages of 3, delivering to rc, that counts
+// the registrations its claims took.
+func pageSetup(t *testing.T, b Backend, stream string, n, window int, rc *receiver, claimed *int) *push.Worker {
+	appendN(t, b, stream, n)
+	r := reg(stream, "r", "webhook")
+	r.Window = window
+	register(t, b, r)
+	hooks := push.Hooks{Claim: func(_ time.Time, n int, _ error) { *claimed += n }} // called on RunOnce's goroutine
+	return worker(t, b, rc, 3, push.WithOwner("w"), push.WithHooks(hooks))
+}
+
+// testPagesShareOneClaim: a backlog of four pages is served by one claim in
+// one sweep. Each page's cursor is checkpointed before its first record is
+// sent, under the lease the claim took, and the turn's last write releases
+// the lease.
+func testPagesShareOneClaim(t *testing.T, b Backend) {
+	for _, window := range []int{1, 3} {
+		stream := fmt.Sprintf("w%d", window)
+		rc := &receiver{b: b}
+		claimed := 0
+		w := pageSetup(t, b, stream, 10, window, rc, &claimed)
+		rep, err := w.RunOnce(ctx(t), at(0), 10)
+		require.NoError(t, err)
+		require.Equal(t, push.SweepReport{Registrations: 1, Records: 10, Deliveries: 10}, rep, "window %d", window)
+		require.Equal(t, 1, claimed, "one claim served every page")
+
+		got := rc.arrivals()
+		require.Len(t, got, 10, "window %d: each record once", window)
+		for i, a := range got {
+			page := (a.n - 1) / 3
+			if window == 1 {
+				require.Equal(t, i+1, a.n, "window 1: in seq order")
+			}
+			require.Equal(t, uint64(3*page+1), a.cursor, "window %d: record %d was sent with the cursor at its page's start", window, a.n)
+			require.Equal(t, "w#1", a.owner, "window %d: record %d was sent under the first claim's lease", window, a.n)
+		}
+		regIs(t, b, stream, "r", 11, 0, "", "the turn's last write released the lease")
+	}
+}
+
+// testFailureOnALaterPage: a failure on the second page is one attempt at
+// the first unacknowledged record, with the progress of the pages before it
+// saved, and the next turn resends from there.
+func testFailureOnALaterPage(t *testing.T, b Backend) {
+	for _, window := range []int{1, 3} {
+		stream := fmt.Sprintf("w%d", window)
+		rc := &receiver{b: b, fail: func(n, try int) bool { return n == 5 && try == 1 }}
+		claimed := 0
+		w := pageSetup(t, b, stream, 10, window, rc, &claimed)
+		rep, err := w.RunOnce(ctx(t), at(0), 10)
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Retries, "window %d", window)
+		st := regIs(t, b, stream, "r", 5, 1, "", "the cursor is at the first unacknowledged record; one attempt, however many were in flight; the retry released the lease")
+		require.Contains(t, st.LastError, "500")
+		evs := evidence(t, b, stream, "r")
+		require.Len(t, evs, 1)
+		require.Equal(t, uint64(5), evs[0].Seq)
+		first := arrived(rc.arrivals())
+		if window == 1 {
+			require.Equal(t, []int{1, 2, 3, 4, 5}, first, "nothing after the failure was sent")
+		} else {
+			require.Equal(t, []int{1, 2, 3, 4, 5, 6}, sorted(first), "the window of page 2 was in flight together")
+		}
+
+		rep, err = w.RunOnce(ctx(t), st.NextAttemptAt, 10)
+		require.NoError(t, err)
+		require.Equal(t, 6, rep.Records, "window %d: from the failed record to the head", window)
+		require.Equal(t, 2, claimed, "one claim a turn")
+		again := arrived(rc.arrivals())[len(first):]
+		require.Equal(t, []int{5, 6, 7, 8, 9, 10}, sorted(again), "every record from the failed one is sent again")
+		require.Equal(t, uint64(11), get(t, b, stream, "r").NextSeq)
 	}
 }
