@@ -33,7 +33,7 @@ var hostTests = []test{
 	{"OneProbePerWindowAtPinnedInstants", testHostProbes},
 	{"TwoClaimersRacingAProbeGetOne", testHostProbeRace},
 	{"AnAnswerReleasesEveryRegistration", testHostAnswerReleases},
-	{"UnavailablePastTheHorizon", testHostUnavailable},
+	{"UnavailablePastTheHorizonEachChangeToldOnce", testHostUnavailable},
 	{"ResetByAnOperator", testHostReset},
 	{"APathThatNeverAnswersBacksOffWhileItsHostAnswers", testHostPathBackoff},
 	{"BadInputChangesNothing", testHostBadInput},
@@ -457,9 +457,17 @@ func testHostAnswerReleases(t *testing.T, b Backend) {
 	require.Empty(t, hosts(t, b, push.HostQuery{Host: "never.example:443"}))
 }
 
+// testHostUnavailable: a host down past the horizon is unavailable, probed
+// hourly, its registrations held and never charged; each change of its
+// state is told once (herald/events), the failures between them are not.
 func testHostUnavailable(t *testing.T, b Backend) {
 	down := downHost(t, b, 2, at(0))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
+		payload(t, recs[0]), "down since")
 	h, when := untilUnavailable(t, b, down)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
 	require.False(t, when.Before(down.Since.Add(policy.Horizon)), "not before the horizon")
 	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
 	requireTime(t, when.Add(push.UnavailableProbeInterval), h.NextProbeAt, "probes slow to the longest interval")
@@ -474,6 +482,14 @@ func testHostUnavailable(t *testing.T, b Backend) {
 		require.False(t, st.Parked, "nothing is parked because a host was down")
 		require.Zero(t, st.Attempts)
 	}
+
+	up := h.NextProbeAt.Add(time.Second)
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up)))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up.Add(time.Second))))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), "never.example:443", up.Add(time.Second))))
+	recs = heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
 }
 
 func testHostReset(t *testing.T, b Backend) {

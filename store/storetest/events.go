@@ -13,12 +13,11 @@ import (
 
 // herald's operational events (push.EventsStream). Others are checked
 // beside the change they tell: a fenced park tells nothing (Cursor), an
-// unpark once (Cursor), a completion at the claim's instant (Cursor), an
-// operator's host reset is an up (Hosts).
+// unpark once (Cursor), a completion at the claim's instant (Cursor), a
+// host's changes of state once each, an operator's reset as an up (Hosts).
 var eventTests = []test{
 	{"ParkedInTheChangesStep", testEventParked},
 	{"SkippedByOperatorAndByPolicy", testEventSkipped},
-	{"HostDownUnavailableUp", testEventHosts},
 	{"NoEventsAboutRegistrationsOfHeraldEvents", testEventNoSelfFeed},
 	{"UsersCannotAppendToHeraldStreams", testEventReserved},
 }
@@ -107,25 +106,6 @@ func testEventSkipped(t *testing.T, b Backend) {
 		Host: "receiver.example:443", By: push.ByOperator, Cursor: 3, Reason: "record 2 is malformed", At: at(2)}, payload(t, recs[0]), "the cursor the skip set")
 	require.Equal(t, push.OperationalEvent{Kind: push.KindSkipped, Stream: "s", Registration: "r", Namespace: "webhook",
 		Host: "receiver.example:443", By: push.ByPolicy, Cursor: 4, Reason: "422 Unprocessable", At: at(4)}, payload(t, recs[1]), "the record whose message was passed")
-}
-
-func testEventHosts(t *testing.T, b Backend) {
-	h := downHost(t, b, 2, at(0))
-	recs := heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
-	require.Equal(t, push.OperationalEvent{Kind: push.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: h.Since},
-		payload(t, recs[0]), "down since")
-
-	// Probes that fail while down tell nothing; past the horizon, unavailable.
-	h, _ = untilUnavailable(t, b, h)
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)))
-
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, h.Since.Add(1e9))))
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, h.Since.Add(2e9))))
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), "never.example:443", h.Since.Add(2e9))))
-	recs = heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
-	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: h.Since.Add(1e9)}, payload(t, recs[2]), "up at the answer")
 }
 
 func testEventNoSelfFeed(t *testing.T, b Backend) {
