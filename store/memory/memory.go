@@ -292,23 +292,21 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	hosts := maps.Clone(s.hosts)
+	p := store.NewDuePicker(q, maps.Clone(s.hosts))
 	var due []*push.Registration
-	unserved := 0
 	for _, r := range s.regs {
 		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.stream(r.Stream).head {
 			continue
 		}
 		if r.Namespace == q.Namespace {
 			due = append(due, r)
-		} else if held, probe := hosts[r.Host()].Holds(q.At); !held || probe {
-			unserved++
+		} else if held, probe := s.hosts[r.Host()].Holds(q.At); !held || probe {
+			p.Batch.Unserved++
 		}
 	}
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
-	p := store.NewDuePicker(q, hosts)
 	for _, r := range due {
 		if !p.Offer(s.status(r)) {
 			break
@@ -322,7 +320,6 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		p.Batch.Registrations[i] = s.status(r)
 	}
-	p.Batch.Unserved = unserved
 	return p.Batch, nil
 }
 
