@@ -31,15 +31,14 @@ const MinKeyBits = 2048
 //	  "followers":   ["https://example.com/users/alice/followers"]
 //	}
 //
-// key_id (required) is the URI of the sending actor's public key as the
-// receiver dereferences it (the signature's keyId): an absolute http or
-// https URI, fragment kept. private_key (required) is the actor's RSA key,
-// PEM, PKCS#1 ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least
-// MinKeyBits bits, not encrypted. actors (optional) are the ids of the
-// actors the inbox serves, and followers (only with actors) the sending
-// actor's followers collections they are members of (package doc, "Which
-// inbox gets what"). Unknown keys are an error. String and Format never
-// print the private key; JSON encoding does (it is the stored form).
+// key_id (required) is the signature's keyId, the absolute http(s) URI of
+// the sending actor's public key, fragment kept. private_key (required) is
+// the actor's RSA key, PEM, PKCS#1 or PKCS#8, at least MinKeyBits bits, not
+// encrypted. actors (optional) are the ids of the actors the inbox serves,
+// and followers (only with actors) the sending actor's followers
+// collections they are members of (package doc, "Which inbox gets what").
+// Unknown keys are an error. Only JSON encoding, the stored form, shows the
+// private key.
 type Config struct {
 	KeyID      string   `json:"key_id"`
 	PrivateKey string   `json:"private_key"`
@@ -64,9 +63,8 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
-// journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
-// "config.private_key"; several problems are joined) and never contain the
-// private key.
+// journal.ErrInvalid, name the field ("config.private_key"), are joined when
+// several, and never contain the private key.
 func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.

@@ -12,10 +12,9 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Secret format and bounds (Standard Webhooks 1.0.0, "Signature scheme": a
-// random secret of 24 bytes to 512 bits, base64 after whsec_). Rotation
-// needs two secrets; MaxSecrets allows a rotation during a rotation, while
-// each one costs a signature an attempt and lengthens the header.
+// Secret format and bounds, in bytes of the decoded key ("Signature
+// scheme": 24 bytes to 512 bits). Rotation needs two secrets; MaxSecrets
+// allows a rotation during a rotation, while each costs a signature.
 const (
 	SecretPrefix   = "whsec_"
 	MinSecretBytes = 24
@@ -28,13 +27,11 @@ const (
 //
 //	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"], "envelope": true}
 //
-// secrets (required) holds 1 to MaxSecrets secrets, each "whsec_" and the
-// standard, padded base64 (RFC 4648 §4) of 24 to 64 random bytes; every
-// message is signed with each, in order, so that a receiver rotates its
-// secret without downtime (it accepts any one valid signature). envelope (optional, default false)
-// sends the envelope instead of the payload (package doc). Unknown keys are
-// an error. String and Format never print a secret; JSON encoding does (it
-// is the stored form).
+// secrets (required) holds 1 to MaxSecrets secrets, each SecretPrefix and
+// the standard, padded base64 of a key; every message is signed with each,
+// so that a receiver rotates its secret without downtime. envelope
+// (default false) sends the envelope (package doc). Unknown keys are an
+// error. Only JSON encoding, the stored form, shows a secret.
 type Config struct {
 	Secrets  []string `json:"secrets"`
 	Envelope bool     `json:"envelope,omitempty"`
@@ -53,9 +50,8 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
-// journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
-// "config.secrets[1]"; several problems are joined) and never contain a
-// secret.
+// journal.ErrInvalid, name the field ("config.secrets[1]"), are joined when
+// several, and never contain a secret.
 func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.

@@ -3,12 +3,17 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/configcache"
@@ -18,16 +23,16 @@ import (
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "webhook"
-	// cacheSize bounds the parsed configs kept (one per distinct config;
-	// secrets are unique per endpoint, so one per registration).
+	// cacheSize bounds the parsed configs kept, one a registration (secrets
+	// are unique per endpoint).
 	cacheSize = 4096
 )
 
 // herald's headers on every webhook (package doc, "Messages").
 const (
-	HeaderKind   = "Herald-Kind"   // the record's kind, encoded by HeaderValue
-	HeaderStream = "Herald-Stream" // the record's stream, encoded by HeaderValue
-	HeaderSeq    = "Herald-Seq"    // the record's seq, decimal
+	HeaderKind   = "Herald-Kind"
+	HeaderStream = "Herald-Stream"
+	HeaderSeq    = "Herald-Seq"
 )
 
 // TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
@@ -137,9 +142,84 @@ func envelope(rec journal.Record, ct string) []byte {
 
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
-	q, err := json.Marshal(s)
-	if err != nil {
-		panic("webhook: a string does not encode as JSON: " + err.Error()) // cannot happen
-	}
+	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
+}
+
+// The Standard Webhooks headers ("Webhook headers"), in canonical form.
+const (
+	headerID        = "Webhook-Id"
+	headerTimestamp = "Webhook-Timestamp"
+	headerSignature = "Webhook-Signature"
+)
+
+// signer signs one message at send time. It prints without its secrets.
+type signer struct {
+	id   string
+	keys []*key
+}
+
+// Sign sets webhook-id, webhook-timestamp (at) and webhook-signature on req,
+// whose body is body (package doc, "Messages"), replacing earlier values.
+func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
+	if at.IsZero() {
+		return errors.New("webhook: sign: at is the zero time")
+	}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	// The signed content's head, "id.timestamp.", then the body.
+	head := make([]byte, 0, len(g.id)+len(ts)+2)
+	head = append(append(append(append(head, g.id...), '.'), ts...), '.')
+	sig := make([]byte, 0, len(g.keys)*(len(sigVersion)+base64.StdEncoding.EncodedLen(sha256.Size)+1))
+	for i, k := range g.keys {
+		if i > 0 {
+			sig = append(sig, ' ')
+		}
+		sig = k.sign(sig, head, body)
+	}
+	req.Header.Set(headerID, g.id)
+	req.Header.Set(headerTimestamp, ts)
+	req.Header.Set(headerSignature, string(sig))
+	return nil
+}
+
+// Format names the message and counts the secrets, for every verb.
+func (g *signer) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "webhook signer (message %s, %d secrets redacted)", g.id, len(g.keys))
+}
+
+// sigVersion starts each signature: v1 is HMAC-SHA256.
+const sigVersion = "v1,"
+
+// key is one secret's HMAC-SHA256, keyed once; each signature hashes a copy
+// of it, so a key is safe for concurrent use.
+type key struct {
+	proto  hash.Hash // keyed, never written: only copied
+	secret []byte    // to key a new HMAC where the hash cannot be copied
+}
+
+func newKey(secret []byte) *key {
+	h := hmac.New(sha256.New, secret)
+	h.Reset() // keeps the keyed states, so a copy's Sum starts from them
+	return &key{proto: h, secret: secret}
+}
+
+// sign appends "v1," and the base64 HMAC of head followed by body to dst.
+func (k *key) sign(dst, head, body []byte) []byte {
+	var h hash.Hash
+	if c, ok := k.proto.(hash.Cloner); ok {
+		if clone, err := c.Clone(); err == nil {
+			h = clone
+		}
+	}
+	if h == nil { // a build whose HMAC cannot be copied (BoringCrypto)
+		h = hmac.New(sha256.New, k.secret)
+	}
+	h.Write(head)
+	h.Write(body)
+	var sum [sha256.Size]byte
+	dst = append(dst, sigVersion...)
+	return base64.StdEncoding.AppendEncode(dst, h.Sum(sum[:0]))
 }
