@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/configjson"
@@ -14,12 +15,10 @@ import (
 // push.Registration.Config, such as
 // {"source": "https://shop.example/orders", "structured": true, "token": "…"}:
 // source (required) is the CloudEvents source attribute, a URI-reference
-// (RFC 3986 §4.1; an absolute URI is recommended) of at most MaxSourceBytes
-// without whitespace; structured (default false) chooses structured content
-// mode (package doc); token (optional) is a bearer token, visible ASCII
-// without spaces, at most MaxTokenBytes, a secret that String, Format and
-// LogValue never show. Unknown keys are an error, so that a misspelt key is
-// not ignored.
+// (RFC 3986 §4.1) without whitespace; structured (default false) chooses
+// structured content mode (package doc); token (optional) is a bearer
+// token of visible ASCII, a secret that String, Format and LogValue never
+// show. Unknown keys are an error.
 type Config struct {
 	Source     string `json:"source"`
 	Structured bool   `json:"structured,omitempty"`
@@ -46,10 +45,8 @@ func (c Config) Validate() error {
 	if len(c.Source) > MaxSourceBytes {
 		return journal.Invalid("config.source", "is longer than %d bytes (%d)", MaxSourceBytes, len(c.Source))
 	}
-	for i := 0; i < len(c.Source); i++ {
-		if b := c.Source[i]; b <= ' ' || b == 0x7f {
-			return journal.Invalid("config.source", "has a space or control character at byte %d: it must be a URI-reference (RFC 3986)", i)
-		}
+	if i := strings.IndexFunc(c.Source, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return journal.Invalid("config.source", "has a space or control character at byte %d: it must be a URI-reference (RFC 3986)", i)
 	}
 	if _, err := url.Parse(c.Source); err != nil {
 		return journal.Invalid("config.source", "%q is not a URI-reference (RFC 3986)", c.Source)
@@ -57,10 +54,8 @@ func (c Config) Validate() error {
 	if len(c.Token) > MaxTokenBytes {
 		return journal.Invalid("config.token", "is longer than %d bytes (%d)", MaxTokenBytes, len(c.Token))
 	}
-	for i := 0; i < len(c.Token); i++ {
-		if b := c.Token[i]; b <= ' ' || b >= 0x7f {
-			return journal.Invalid("config.token", "has a character that is not visible ASCII at byte %d: a bearer token is one word of visible ASCII", i)
-		}
+	if i := strings.IndexFunc(c.Token, func(r rune) bool { return r <= ' ' || r >= 0x7f }); i >= 0 {
+		return journal.Invalid("config.token", "has a character that is not visible ASCII at byte %d: a bearer token is one word of visible ASCII", i)
 	}
 	return nil
 }
