@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -36,8 +37,8 @@ const (
 )
 
 // TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
-// UTC with six fractional digits (microseconds, PostgreSQL's precision;
-// finer ones are dropped, not rounded), as in the specification's examples.
+// UTC with microseconds (PostgreSQL's precision; finer is dropped, not
+// rounded), as in the specification's examples.
 const TimestampFormat = "2006-01-02T15:04:05.000000Z"
 
 var (
@@ -62,16 +63,12 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if err != nil {
 		return nil, fmt.Errorf("webhook: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
-	ct := rec.ContentType
-	if ct == "" {
-		ct = journal.DefaultContentType
-	}
-	body := rec.Payload
+	ct, body := cmp.Or(rec.ContentType, journal.DefaultContentType), rec.Payload
 	if cfg.envelope {
 		body, ct = envelope(rec, ct), "application/json"
 	}
-	// Two allocations, the message with its parts and the Header: Messages
-	// runs once per record and registration.
+	// Two allocations, the message with its parts and the Header, for each
+	// record and registration.
 	m := &message{sig: signer{id: rec.ID, keys: cfg.keys},
 		values: [3]string{HeaderValue(rec.Kind), HeaderValue(rec.Stream), strconv.FormatUint(rec.Seq, 10)}}
 	h := make(http.Header, 3)
@@ -80,19 +77,17 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	return m.msgs[:], nil
 }
 
-// message is what Messages returns, allocated together.
 type message struct {
 	msgs   [1]push.Message
 	sig    signer
 	values [3]string // of HeaderKind, HeaderStream, HeaderSeq
 }
 
-// HeaderValue is s as HeaderKind and HeaderStream carry it: printable ASCII
-// (U+0021 to U+007E) as is but '"' and '%', every other byte as %XX in
-// upper-case hex, as the CloudEvents HTTP Protocol Binding 1.0.2 §3.1.3.2
-// encodes its headers. The value is printable ASCII, at most 3×len(s)
-// bytes, and a percent-decoder that leaves '+' alone (Go's
-// url.PathUnescape, JavaScript's decodeURIComponent) gives s back.
+// HeaderValue is s as HeaderKind and HeaderStream carry it, at most
+// 3×len(s) bytes: printable ASCII (U+0021 to U+007E) as is but '"' and
+// '%', every other byte as %XX in upper-case hex, as the CloudEvents HTTP
+// Protocol Binding 1.0.2 §3.1.3.2 encodes its headers. A percent-decoder
+// that leaves '+' alone (Go's url.PathUnescape) gives s back.
 func HeaderValue(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b []byte // nil while s needs no encoding
@@ -114,8 +109,7 @@ func HeaderValue(s string) string {
 }
 
 // envelope returns rec, whose content type is ct, in the payload structure
-// of Standard Webhooks 1.0.0 (package doc, "Envelope"): data when ct is
-// JSON (journal.IsJSON), else content_type and data_base64.
+// (package doc, "Envelope").
 func envelope(rec journal.Record, ct string) []byte {
 	mt, _, _ := strings.Cut(ct, ";")
 	data := bytes.Trim(rec.Payload, " \t\r\n")
@@ -153,7 +147,7 @@ const (
 	headerSignature = "Webhook-Signature"
 )
 
-// signer signs one message at send time. It prints without its secrets.
+// signer signs one message at send time.
 type signer struct {
 	id   string
 	keys []*key
@@ -169,7 +163,6 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 		req.Header = http.Header{}
 	}
 	ts := strconv.FormatInt(at.Unix(), 10)
-	// The signed content's head, "id.timestamp.", then the body.
 	head := make([]byte, 0, len(g.id)+len(ts)+2)
 	head = append(append(append(append(head, g.id...), '.'), ts...), '.')
 	sig := make([]byte, 0, len(g.keys)*(len(sigVersion)+base64.StdEncoding.EncodedLen(sha256.Size)+1))
@@ -194,7 +187,7 @@ func (g *signer) Format(f fmt.State, _ rune) {
 const sigVersion = "v1,"
 
 // key is one secret's HMAC-SHA256, keyed once; each signature hashes a copy
-// of it, so a key is safe for concurrent use.
+// of it.
 type key struct {
 	proto  hash.Hash // keyed, never written: only copied
 	secret []byte    // to key a new HMAC where the hash cannot be copied
@@ -206,7 +199,7 @@ func newKey(secret []byte) *key {
 	return &key{proto: h, secret: secret}
 }
 
-// sign appends "v1," and the base64 HMAC of head followed by body to dst.
+// sign appends sigVersion and the base64 HMAC of head and body to dst.
 func (k *key) sign(dst, head, body []byte) []byte {
 	var h hash.Hash
 	if c, ok := k.proto.(hash.Cloner); ok {
