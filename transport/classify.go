@@ -71,7 +71,7 @@ func statusText(status int) string {
 	return "status " + strconv.Itoa(status)
 }
 
-// Where a request was when it failed, for the words of a timeout.
+// Where a request was when it failed (stageTrace).
 const (
 	stagePreparing  int32 = iota // not yet asking for a connection: a failure is herald's own
 	stageConnecting              // dialing, TLS
@@ -151,7 +151,7 @@ func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
 }
 
 // delaySeconds converts a digit string to a duration, clamped to
-// RetryAfterCeiling without ever overflowing.
+// RetryAfterCeiling.
 func delaySeconds(s string) time.Duration {
 	var n int64
 	for i := 0; i < len(s); i++ {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"html"
 	"net/http"
@@ -81,12 +82,7 @@ func newRedactor(u *url.URL, h http.Header) redactor {
 			add(u.User.String())
 		}
 	}
-	slices.SortFunc(s, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(s, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return redactor{secrets: slices.Compact(s)}
 }
 
