@@ -173,16 +173,7 @@ func (s *scenario) setup(ctx context.Context) error {
 	}
 	s.sum.Streams = len(in.all())
 
-	opts := []push.Option{push.WithMaxAttempts(maxAttempts), push.WithSchedule(push.Schedule{retryDelay}),
-		push.WithLogger(cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))), push.WithHooks(push.Hooks{Attempt: s.attempt})}
 	s.workers = map[string]*push.Worker{}
-	for _, r := range s.rs {
-		if ns := r.proj.Namespace(); s.workers[ns] == nil {
-			if s.workers[ns], err = push.NewWorker(cfg.Journal, cfg.Store, cfg.Transport, r.proj, opts...); err != nil {
-				return err
-			}
-		}
-	}
 	for _, st := range in.all() {
 		for _, r := range s.rs {
 			if strings.HasPrefix(st.Name, r.takes) {
@@ -200,15 +191,22 @@ func (s *scenario) setup(ctx context.Context) error {
 	return nil
 }
 
-// register registers st for r, and tells r what it should receive: what
-// r's projection makes of the records the journal holds, in order, up to
-// the one that ends the registration.
+// register registers st for r, with the worker of its namespace, and tells
+// r what it should receive: what r's projection makes of the records the
+// journal holds, in order, up to the one that ends the registration.
 func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
 	raw, err := json.Marshal(r.config(st))
 	if err != nil {
 		return fmt.Errorf("encode the %s config of %s: %w", r.name, st.Name, err)
 	}
 	ns := r.proj.Namespace()
+	if s.workers[ns] == nil {
+		opts := []push.Option{push.WithMaxAttempts(maxAttempts), push.WithSchedule(push.Schedule{retryDelay}),
+			push.WithLogger(cmp.Or(s.cfg.Logger, slog.New(slog.DiscardHandler))), push.WithHooks(push.Hooks{Attempt: s.attempt})}
+		if s.workers[ns], err = push.NewWorker(s.cfg.Journal, s.cfg.Store, s.cfg.Transport, r.proj, opts...); err != nil {
+			return err
+		}
+	}
 	p := &plan{receiver: r, reg: push.Registration{Stream: st.Name, ID: r.name, Namespace: ns,
 		URL: r.url + (&url.URL{Path: "/" + st.Name}).EscapedPath(), Config: raw},
 		RegistrationSummary: RegistrationSummary{Stream: st.Name, ID: r.name, Receiver: r.name, Namespace: ns, Records: len(st.Entries), Verifies: r.verifies}}
