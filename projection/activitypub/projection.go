@@ -19,12 +19,12 @@ import (
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "activitypub"
-	// ContentType is the media type of every message: ActivityPub §3.2 makes
-	// it equivalent to application/ld+json with the activitystreams
-	// profile, and it is what Mastodon and most servers send and accept.
+	// ContentType is every message's: ActivityPub §3.2's equivalent of
+	// application/ld+json with the activitystreams profile, and what
+	// Mastodon and most servers send and accept.
 	ContentType = "application/activity+json"
-	// cacheSize bounds the parsed configs kept, usually one per sending
-	// actor: a parsed key is a few KiB, and parsing it costs far more than
+	// cacheSize bounds the parsed configs kept, about one a sending actor:
+	// a parsed key is a few KiB, and parsing one costs far more than
 	// projecting an activity (BenchmarkMessages).
 	cacheSize = 512
 )
@@ -67,7 +67,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &signer{s: s}}}, nil
 }
 
-// wants applies the Block and addressing rules of the inbox's actors.
+// wants applies the rules of package doc's "Which inbox gets what".
 func (s *settings) wants(a activity) bool {
 	if s.actors == nil {
 		return true
@@ -80,7 +80,7 @@ func (s *settings) wants(a activity) bool {
 	})
 }
 
-// signedHeaders are the headers the signature covers, in this order, as
+// signedHeaders are the headers the signature covers, in the order
 // Mastodon and the other large servers expect (draft-cavage-12 §2.1.3).
 var signedHeaders = []string{httpsig.RequestTarget, "host", "date", "digest"}
 
@@ -92,14 +92,12 @@ const (
 	wireAlgorithm    = `algorithm="rsa-sha256"`
 )
 
-// signer signs one message with the actor's key at send time. It prints
-// without the key.
+// signer signs one message with the actor's key at send time.
 type signer struct{ s *settings }
 
 // Sign sets Date (at), Host (req.Host, else req.URL.Host, so that it can be
 // signed), Digest and Signature on req, whose body is body (package doc,
-// "Signatures"; RSASSA-PKCS1-v1_5 SHA-256), replacing earlier ones, so that
-// every attempt is signed afresh.
+// "Signatures"), replacing earlier ones.
 func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	if at.IsZero() {
 		return errors.New("activitypub: sign: at is the zero time")
