@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -38,7 +38,7 @@ type Config struct {
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
 // journal.ErrInvalid, name the key ("config.token") and repeat no secret.
-func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -85,7 +85,7 @@ const tchars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm
 // String describes c without its token or credentials.
 func (c Config) String() string {
 	return fmt.Sprintf("a2a.Config{Version:%q, AuthScheme:%q, Credentials:%s, Token:%s}",
-		c.Version, c.AuthScheme, configjson.Redacted(c.Credentials), configjson.Redacted(c.Token))
+		c.Version, c.AuthScheme, projconfig.Redacted(c.Credentials), projconfig.Redacted(c.Token))
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -94,5 +94,5 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 // LogValue keeps the secrets out of structured logs, JSON handlers included.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("version", c.Version), slog.String("auth_scheme", c.AuthScheme),
-		slog.String("credentials", configjson.Redacted(c.Credentials)), slog.String("token", configjson.Redacted(c.Token)))
+		slog.String("credentials", projconfig.Redacted(c.Credentials)), slog.String("token", projconfig.Redacted(c.Token)))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/go-fed/httpsig"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configcache"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -38,16 +38,16 @@ var (
 // rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
-type base = configcache.Projection[*settings]
+type base = projconfig.Projection[*settings]
 
 // New returns an ActivityPub projection.
-func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.settings)} }
+func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize, Config.settings)} }
 
 // Messages returns the message that delivers rec to reg's inbox, or none
 // (package doc). Errors wrap journal.ErrInvalid: a bad config, or a
 // payload that is not a JSON object with a type.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	s, err := configcache.Get(p.base, reg.Config)
+	s, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("activitypub: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}

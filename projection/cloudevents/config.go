@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -35,7 +35,7 @@ const (
 // ParseConfig parses and validates a registration's config. Errors wrap
 // journal.ErrInvalid and name the key ("config.source", "config.token", …);
 // they never repeat the token.
-func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -62,7 +62,7 @@ func (c Config) Validate() error {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, configjson.Redacted(c.Token))
+	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, projconfig.Redacted(c.Token))
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -71,5 +71,5 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 // LogValue keeps the token out of structured logs, JSON handlers included.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("source", c.Source), slog.Bool("structured", c.Structured),
-		slog.String("token", configjson.Redacted(c.Token)))
+		slog.String("token", projconfig.Redacted(c.Token)))
 }

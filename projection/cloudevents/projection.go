@@ -16,7 +16,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configcache"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -40,18 +40,18 @@ var (
 // rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
-type base = configcache.Projection[Config]
+type base = projconfig.Projection[Config]
 
 // New returns the CloudEvents projection.
 func New() *Projection {
-	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
+	return &Projection{projconfig.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
 // Messages returns the one message for rec (package doc). Errors wrap
 // journal.ErrInvalid: a bad config (naming the key) or a record that makes
 // no valid CloudEvent.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := configcache.Get(p.base, reg.Config)
+	cfg, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -52,7 +52,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 // ParseConfig decodes and validates a registration's config. Errors wrap
 // journal.ErrInvalid, name the field ("config.secrets[1]"), are joined when
 // several, and never contain a secret.
-func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -61,7 +61,7 @@ func (c Config) Validate() error {
 }
 
 // Encode validates c and returns it as a registration config.
-func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
+func (c Config) Encode() (push.Config, error) { return projconfig.Encode(c, Config.Validate) }
 
 // parsed is a config as Messages uses it: one keyed HMAC a secret.
 type parsed struct {

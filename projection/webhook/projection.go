@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configcache"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -50,16 +50,16 @@ var (
 // (Terminal is rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
-type base = configcache.Projection[parsed]
+type base = projconfig.Projection[parsed]
 
 // New returns a Standard Webhooks projection.
-func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.parsed)} }
+func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize, Config.parsed)} }
 
 // Messages returns the one message that delivers rec (package doc,
 // "Messages"); its signer adds the webhook- headers at send time. Errors
 // wrap journal.ErrInvalid: a bad config.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := configcache.Get(p.base, reg.Config)
+	cfg, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
