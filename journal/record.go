@@ -79,8 +79,8 @@ type Journal interface {
 
 // Digest returns the SHA-256 of an entry's content appended to stream: the
 // stream, kind, content type (defaulted), payload and final flag, each
-// prefixed by its length (8 bytes, big-endian). Stores keep it to detect an
-// id appended again with other content without comparing payloads.
+// prefixed by its length (8 bytes, big-endian). Stores keep it to detect a
+// conflict without comparing payloads.
 func Digest(stream string, e Entry) [32]byte {
 	h := sha256.New()
 	field := func(b []byte) {

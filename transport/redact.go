@@ -29,11 +29,10 @@ var safeHeaders = map[string]bool{
 }
 
 // redactor removes what an attempt sent that may be secret (package doc,
-// "Secrets") from what the receiver answered and from error words: every
-// request header value but the safe ones, and its parts (the token of
-// "Bearer <token>"), the URL's query and its values, long path segments
-// (capability URLs such as /hooks/<token>); also as an echo encodes them:
-// a JSON string (also with "\/", as PHP writes it), percent-encoding, HTML.
+// "Secrets"; long path segments are capability URLs' tokens) from what the
+// receiver answered and from error words: whole, in parts (the token of
+// "Bearer <token>") and as an echo encodes it (JSON, also with "\/" as PHP
+// writes it, percent-encoding, HTML).
 type redactor struct {
 	secrets []string // longest first
 }
