@@ -102,8 +102,10 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 	for i, e := range entries {
 		e.ContentType = cmp.Or(e.ContentType, DefaultContentType)
 		if err := checkEntry(e, maxPayload, seen, len(entries)-1-i); err != nil {
-			ie := err.(*InvalidError)
-			return nil, &InvalidError{Field: fmt.Sprintf("entries[%d].%s", i, ie.Field), Reason: ie.Reason}
+			if ie, ok := err.(*InvalidError); ok {
+				err = &InvalidError{Field: fmt.Sprintf("entries[%d].%s", i, ie.Field), Reason: ie.Reason}
+			}
+			return nil, err
 		}
 		if seen != nil {
 			seen[e.ID] = i
