@@ -18,8 +18,8 @@ type Summary struct {
 	Database string   `json:"database"`
 	Records  int      `json:"records"` // records appended
 	Streams  int      `json:"streams"`
-	// The whole run; until every registration delivered everything or was
-	// parked; the down receiver's catching up.
+	// Seconds is the whole run; DeliverSeconds until every registration
+	// delivered everything or was parked; RecoverSeconds down's catching up.
 	Seconds        float64               `json:"seconds"`
 	DeliverSeconds float64               `json:"deliver_seconds"`
 	RecoverSeconds float64               `json:"recover_seconds"`
@@ -36,8 +36,8 @@ type RegistrationSummary struct {
 	Namespace string `json:"namespace"`
 	Records   int    `json:"records"`  // records in the stream
 	Expected  int    `json:"expected"` // messages the journal says the receiver should get
-	// herald's attempts (push.Hooks), accepted and failed; the failures
-	// followed by a retry (the others parked).
+	// Delivered and Failed count herald's attempts (push.Hooks); Retried
+	// the failures followed by a retry (the others parked).
 	Delivered   int  `json:"delivered"`
 	Failed      int  `json:"failed"`
 	Retried     int  `json:"retried"`
