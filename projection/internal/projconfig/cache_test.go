@@ -1,4 +1,4 @@
-package configcache
+package projconfig
 
 import (
 	"errors"

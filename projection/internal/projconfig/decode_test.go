@@ -1,4 +1,4 @@
-package configjson_test
+package projconfig_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 )
 
 type config struct {
@@ -18,9 +18,9 @@ type config struct {
 
 func TestDecode(t *testing.T) {
 	var c config
-	require.NoError(t, configjson.Decode([]byte(`{"token":"t0k3n","secrets":["a"],"on":true}`), &c))
+	require.NoError(t, projconfig.Decode([]byte(`{"token":"t0k3n","secrets":["a"],"on":true}`), &c))
 	require.Equal(t, config{Token: "t0k3n", Secrets: []string{"a"}, On: true}, c)
-	require.NoError(t, configjson.Decode(nil, &config{}), "empty is {}")
+	require.NoError(t, projconfig.Decode(nil, &config{}), "empty is {}")
 
 	for raw, want := range map[string]string{
 		`{"token":"s3cret-value","extra":1}`:    `invalid config: has an unknown key "extra" (known: token, secrets, on)`,
@@ -33,7 +33,7 @@ func TestDecode(t *testing.T) {
 		`["s3cret-value"]`:                      "invalid config: is not a JSON object",
 		`{"token":"s3cret-value`:                "invalid config: is not a JSON object",
 	} {
-		err := configjson.Decode([]byte(raw), &config{})
+		err := projconfig.Decode([]byte(raw), &config{})
 		require.ErrorIs(t, err, journal.ErrInvalid, raw)
 		require.EqualError(t, err, want, raw)
 		require.NotContains(t, err.Error(), "s3cret", "an error never quotes the config")

@@ -1,7 +1,9 @@
-// Package configjson decodes, checks and encodes the projections'
-// registration configs: JSON objects that hold secrets, so their errors name
-// keys and never quote values.
-package configjson
+// Package projconfig is the part every projection shares: the
+// registrations' configs, JSON objects that hold secrets, decoded and
+// checked (errors name keys and never quote values) and parsed once, so
+// that a sweep does not parse one (a PEM key, say) for every record; and
+// Namespace, Terminal (rec.Final) and ValidateConfig.
+package projconfig
 
 import (
 	"bytes"
@@ -10,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -126,4 +129,75 @@ func keys(v any) []string {
 		}
 	}
 	return out
+}
+
+// Projection is the shared part of a projection whose parsed configs are
+// Ts. A projection embeds it through an unexported alias, getting
+// Namespace, Terminal and ValidateConfig and nothing else. It is safe for
+// concurrent use; T must be safe to read concurrently.
+type Projection[T any] struct {
+	namespace string
+	parse     func(push.Config) (T, error)
+
+	mu    sync.Mutex
+	max   int
+	items map[string]T
+	order []string // insertion order, oldest first
+}
+
+// New returns the shared part of namespace's projection. check validates a
+// config decoded by Decode and returns its parsed form; at most size (at
+// least 1) are kept, by the config's bytes, the oldest going first, and no
+// error.
+func New[C, T any](namespace string, size int, check func(C) (T, error)) *Projection[T] {
+	size = max(1, size)
+	return &Projection[T]{namespace: namespace, max: size, items: make(map[string]T, size),
+		parse: func(raw push.Config) (T, error) {
+			var c C
+			if err := Decode(raw, &c); err != nil {
+				return *new(T), err
+			}
+			return check(c)
+		}}
+}
+
+// Namespace returns the namespace the projection serves.
+func (p *Projection[T]) Namespace() string { return p.namespace }
+
+// Terminal reports rec.Final.
+func (p *Projection[T]) Terminal(rec journal.Record) bool { return rec.Final }
+
+// ValidateConfig checks reg.Config as the package's ParseConfig does, with
+// the same errors.
+func (p *Projection[T]) ValidateConfig(reg push.Registration) error {
+	_, err := Get(p, reg.Config)
+	return err
+}
+
+// Get returns the parsed form of raw, parsing it on a miss (outside the
+// lock, so two goroutines may both parse it). It is a function so that it
+// is not promoted into the projection's API.
+func Get[T any](p *Projection[T], raw push.Config) (T, error) {
+	p.mu.Lock()
+	v, ok := p.items[string(raw)] // no copy: the conversion is only a lookup
+	p.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := p.parse(raw)
+	if err != nil {
+		return v, err
+	}
+	key := string(raw) // a copy: the caller may reuse raw
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.items[key]; !ok {
+		if len(p.order) >= p.max {
+			delete(p.items, p.order[0])
+			p.order = p.order[1:]
+		}
+		p.items[key] = v
+		p.order = append(p.order, key)
+	}
+	return v, nil
 }
