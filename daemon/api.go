@@ -11,7 +11,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -30,31 +29,28 @@ import (
 // on a server of your own under another name, give it a token.
 func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range d.apiRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handle)
+	for pattern, h := range d.apiRoutes() {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
+			h.ServeHTTP(w, r)
+		})
 	}
 	return guard(mux, d.opts.APIToken, "herald api", "HERALD_API_TOKEN")
 }
 
-// route is one "METHOD /path" of the HTTP API and what serves it.
-type route struct {
-	pattern string
-	handle  http.HandlerFunc
-}
-
-// apiRoutes are the HTTP API's routes; the OpenAPI test checks the
-// document against this table.
-func (d *Daemon) apiRoutes() []route {
-	return []route{
-		{"GET /v1/openapi.json", serveOpenAPI},
-		{"POST /v1/records", d.postRecords},
-		{"GET /v1/records/status", d.recordStatus},
-		{"POST /v1/registrations", d.postRegistration},
-		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
-		{"GET /v1/registration", d.getRegistration},
-		{"DELETE /v1/registration", d.deleteRegistration},
-		{"POST /v1/registration/unpark", unparkOne(d.store, d.now, d.wake)},
-		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
+// apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
+// checks the document against them.
+func (d *Daemon) apiRoutes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"GET /v1/openapi.json":          http.HandlerFunc(serveOpenAPI),
+		"POST /v1/records":              endpoint(d.postRecords),
+		"GET /v1/records/status":        endpoint(d.recordStatus),
+		"POST /v1/registrations":        endpoint(d.postRegistration),
+		"GET /v1/registrations":         listRegistrations(d.store),
+		"GET /v1/registration":          endpoint(d.getRegistration),
+		"DELETE /v1/registration":       endpoint(d.deleteRegistration),
+		"POST /v1/registration/unpark":  unparkOne(d.store, d.now, d.wake),
+		"POST /v1/registrations/unpark": unparkAll(d.store, d.now, d.wake),
 	}
 }
 
@@ -84,26 +80,23 @@ type appendResponse struct {
 	Records []operator.RecordView `json:"records"`
 }
 
-func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	var req appendRequest
-	if !d.decodeBody(w, r, &req) {
-		return
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	if req.Records == nil {
-		writeError(w, journal.Invalid("records", "is missing: give an array of records"))
-		return
+		return nil, journal.Invalid("records", "is missing: give an array of records")
 	}
 	tp, ts, err := headerTrace(r.Header)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	entries := make([]journal.Entry, len(req.Records))
 	for i, raw := range req.Records {
 		e, err := entryOf(raw, fmt.Sprintf("records[%d]", i))
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		if e.Traceparent == "" && e.Tracestate == "" {
 			e.Traceparent, e.Tracestate = tp, ts
@@ -111,8 +104,7 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		entries[i] = e
 	}
 	if _, err := journal.ValidateEntries(req.Stream, entries, 0); err != nil {
-		writeError(w, apiFields(err))
-		return
+		return nil, apiFields(err)
 	}
 	// Whether anything is new decides 201 or 200. A lookup before the
 	// append answers it: a racing identical request may make both 201, and
@@ -125,25 +117,22 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 	}
 	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
-		writeError(w, apiFields(err))
-		return
+		return nil, apiFields(err)
 	}
 	out := appendResponse{Stream: req.Stream, Records: make([]operator.RecordView, len(recs))}
 	for i, rec := range recs {
 		out.Records[i] = operator.ViewRecord(rec)
 	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-		d.wakeAll()
+	if !created {
+		return out, nil
 	}
-	writeJSON(w, code, out)
+	d.wakeAll()
+	return withStatus{http.StatusCreated, out}, nil
 }
 
 // entryOf decodes one record of a POST /v1/records body; field names the
@@ -222,29 +211,24 @@ func apiFields(err error) error {
 }
 
 // decodeBody reads a JSON request body into v, strictly (no unknown
-// fields, nothing after the value), within MaxBody bytes. On failure it
-// answers 415, 413 or 400 and returns false.
-func (d *Daemon) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+// fields, nothing after the value). Errors: 415 for another Content-Type,
+// 413 past the body's limit (APIHandler), else journal.ErrInvalid.
+func decodeBody(r *http.Request, v any) error {
 	if r.URL.RawQuery != "" {
 		// ?stream=… would be dropped, and the body's stream used.
-		writeError(w, journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path))
-		return false
+		return journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path)
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, errorBody{fmt.Sprintf("Content-Type %q is not served: send application/json", ct)})
-		return false
+		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
-	body := http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
-	if err := strictDecode(body, v); err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)})
-			return false
-		}
-		writeError(w, jsonError("body", err))
-		return false
+	err := strictDecode(r.Body, v)
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+	} else if err != nil {
+		return jsonError("body", err)
 	}
-	return true
+	return nil
 }
 
 // strictDecode decodes one JSON value from r into v: unknown fields and
@@ -319,22 +303,20 @@ type registrationRequest struct {
 	Config     json.RawMessage `json:"config"`
 }
 
-func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	var req registrationRequest
-	if !d.decodeBody(w, r, &req) {
-		return
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	wk := d.byNS[req.Namespace]
 	if wk == nil {
-		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", ")))
-		return
+		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", "))
 	}
 	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
 		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
 	if req.Window != nil {
 		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
-			writeError(w, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow))
-			return
+			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow)
 		}
 		reg.Window = *req.Window
 	}
@@ -349,19 +331,17 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {
-		writeError(w, apiFields(err))
-		return
+		return nil, apiFields(err)
 	}
 	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	warnings := d.urlWarnings(st.URL)
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	writeJSON(w, code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings})
+	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
 }
 
 // urlRefuser is a transport that can say, before any connection, which of
@@ -386,60 +366,29 @@ func (d *Daemon) urlWarnings(raw string) []string {
 	return out
 }
 
-func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) getRegistration(r *http.Request) (any, error) {
 	stream, id, _, err := registrationKey(r, nil)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	st, err := d.store.Get(r.Context(), stream, id)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	held, err := operator.HeldHosts(r.Context(), d.store)
-	answer(w, held.View(st), err)
+	return operator.Registration(r.Context(), d.store, stream, id)
 }
 
-func (d *Daemon) deleteRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) deleteRegistration(r *http.Request) (any, error) {
 	stream, id, _, err := registrationKey(r, nil)
 	if err == nil {
 		err = d.store.Unregister(r.Context(), stream, id)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return withStatus{code: http.StatusNoContent}, err
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
-func (d *Daemon) recordStatus(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 	q, err := strictQuery(r, "a record is named by ?id=… or ?stream=…&seq=…", "id", "stream", "seq")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
-	var seq uint64
-	switch {
-	case id != "" && seqText == "":
-	case id == "" && stream != "" && seqText != "":
-		if seq, err = strconv.ParseUint(seqText, 10, 64); err != nil || seq == 0 {
-			writeError(w, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText))
-			return
-		}
-	default:
-		writeError(w, journal.Invalid("query", "give id, or stream and seq (/v1/records/status?id=… or ?stream=…&seq=…)"))
-		return
-	}
-	rec, err := operator.FindRecord(r.Context(), d.store, id, stream, seq)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	st, err := operator.StatusOf(r.Context(), d.store, rec)
-	answer(w, st, err)
+	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
 }
 
 // openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand;

@@ -37,10 +37,12 @@ type errorBody struct {
 }
 
 // statusOf maps herald's error sentinels to HTTP statuses, in one place:
-// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream,
-// 500 anything else (the store's).
+// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream, a
+// statusError's own, 500 anything else (the store's).
 func statusOf(err error) int {
-	switch {
+	switch se, ok := errors.AsType[statusError](err); {
+	case ok:
+		return se.code
 	case errors.Is(err, journal.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, journal.ErrNotFound):
@@ -51,17 +53,37 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-func writeError(w http.ResponseWriter, err error) {
-	writeJSON(w, statusOf(err), errorBody{err.Error()})
+// statusError is an error answered with a status of its own (413, 415).
+type statusError struct {
+	code int
+	msg  string
 }
 
-// answer writes v with 200, or err.
-func answer(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
+func (e statusError) Error() string { return e.msg }
+
+// endpoint is what a route of either API does: its answer, with 200 (or
+// the status a withStatus gives), or an error, with statusOf's status.
+type endpoint func(r *http.Request) (any, error)
+
+// withStatus is an answer with another status than 200; a nil v, none
+// with no body.
+type withStatus struct {
+	code int
+	v    any
+}
+
+func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v, err := e(r)
+	switch s, ok := v.(withStatus); {
+	case err != nil:
+		writeJSON(w, statusOf(err), errorBody{err.Error()})
+	case ok && s.v == nil:
+		w.WriteHeader(s.code)
+	case ok:
+		writeJSON(w, s.code, s.v)
+	default:
+		writeJSON(w, http.StatusOK, v)
 	}
-	writeJSON(w, http.StatusOK, v)
 }
 
 // guard wraps mux: bearer authentication when token is set (compared in

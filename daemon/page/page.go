@@ -103,7 +103,7 @@ func New(opts Options) (*Page, error) {
 
 func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":   fmtTime,
+		"time":   operator.Instant,
 		"ago":    func(t time.Time) string { return ago(p.now(), t) },
 		"path":   func(s string) string { return Prefix + s },
 		"pct":    pct,

@@ -113,7 +113,7 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, "stream and id are required (registration?stream=…&id=…)")
 		return
 	}
-	s, err := p.store.Get(ctx, stream, id)
+	v, err := operator.Registration(ctx, p.store, stream, id)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -123,14 +123,9 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
-	held, err := operator.HeldHosts(ctx, p.store)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
-		"Title": "Registration", "R": held.View(s), "Evidence": evs, "Acked": max(s.NextSeq, 1) - 1, "Done": done[q.Get("done")],
-		"NextSeq": s.NextSeq + 1, "HeadNext": s.Head + 1,
+		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": done[q.Get("done")],
+		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
 	})
 }
 
@@ -145,36 +140,16 @@ func (p *Page) hosts(w http.ResponseWriter, r *http.Request) {
 
 func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
-	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seqText}
-	var seq uint64
-	switch {
-	case id == "" && stream == "" && seqText == "":
-		p.render(w, r, http.StatusOK, "record", data)
-		return
-	case id != "" && seqText == "":
-	case id == "" && stream != "" && seqText != "":
-		n, err := strconv.ParseUint(seqText, 10, 64)
-		if err != nil || n == 0 {
-			p.fail(w, r, http.StatusBadRequest, fmt.Sprintf("seq %q is not a seq (1, 2, …)", seqText))
+	id, stream, seq := q.Get("id"), q.Get("stream"), q.Get("seq")
+	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seq}
+	if id != "" || stream != "" || seq != "" { // else the form alone
+		st, err := operator.RecordStatusOf(r.Context(), p.store, id, stream, seq)
+		if err != nil {
+			p.failErr(w, r, err)
 			return
 		}
-		seq = n
-	default:
-		p.fail(w, r, http.StatusBadRequest, "name the record by id, or by stream and seq (not both)")
-		return
+		data["Record"], data["Acked"], data["Pending"] = st.Record, st.Acknowledged, st.NotAcknowledged
 	}
-	rec, err := operator.FindRecord(r.Context(), p.store, id, stream, seq)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	st, err := operator.StatusOf(r.Context(), p.store, rec)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	data["Record"], data["Acked"], data["Pending"] = rec, st.Acknowledged, st.NotAcknowledged
 	p.render(w, r, http.StatusOK, "record", data)
 }
 
@@ -222,25 +197,17 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Title": "Confirm", "A": a}
 	if a.Action != "reset-host" {
-		s, err := p.store.Get(r.Context(), a.Stream, a.ID)
-		if err != nil {
-			p.failErr(w, r, err)
-			return
-		}
+		v, err := operator.Registration(r.Context(), p.store, a.Stream, a.ID)
 		// Refuse at once what the store will refuse, by its rules.
 		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
-		if check != nil {
-			if err := check(s.NextSeq, s.Head, a.ToSeq); err != nil {
-				p.failErr(w, r, err)
-				return
-			}
+		if err == nil && check != nil {
+			err = check(v.NextSeq, v.Head, a.ToSeq)
 		}
-		held, err := operator.HeldHosts(r.Context(), p.store)
 		if err != nil {
 			p.failErr(w, r, err)
 			return
 		}
-		data["R"] = held.View(s)
+		data["R"] = v
 	}
 	p.render(w, r, http.StatusOK, "confirm", data)
 }
@@ -276,13 +243,6 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
 // ago says how long before now t was, roughly ("3m", "2h", "5d"), or "in

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -64,6 +65,30 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 		}
 	}
 	return journal.Record{}, fmt.Errorf("stream %q has no record #%d (never appended, or pruned): %w", stream, seq, journal.ErrNotFound)
+}
+
+// RecordStatusOf is the RecordStatus of the record the APIs and the page
+// name by id, or by stream and seq (as given: text). Errors:
+// journal.ErrInvalid for another naming or a seq that is not one, else
+// FindRecord's and StatusOf's.
+func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
+	var seq uint64
+	switch {
+	case id != "" && seqText == "":
+	case id == "" && stream != "" && seqText != "":
+		n, err := strconv.ParseUint(seqText, 10, 64)
+		if err != nil || n == 0 {
+			return RecordStatus{}, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText)
+		}
+		seq = n
+	default:
+		return RecordStatus{}, journal.Invalid("query", "name the record by id, or by stream and seq")
+	}
+	rec, err := FindRecord(ctx, s, id, stream, seq)
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	return StatusOf(ctx, s, rec)
 }
 
 // RecordStatus says which registrations of a record's stream have

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -75,6 +76,24 @@ func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 		}
 	}
 	return held, nil
+}
+
+// Store is what the operator's surfaces read and act on: the journal and
+// the push store over one database.
+type Store interface {
+	journal.Journal
+	push.Store
+}
+
+// Registration reads stream/id as shown. Errors are the store's:
+// journal.ErrNotFound for no such registration.
+func Registration(ctx context.Context, s push.Store, stream, id string) (RegistrationView, error) {
+	st, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return RegistrationView{}, err
+	}
+	held, err := HeldHosts(ctx, s)
+	return held.View(st), err
 }
 
 // View returns s as shown, with State held for a registration that has
