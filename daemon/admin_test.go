@@ -187,7 +187,7 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		code         int
 		want         string
 	}{
-		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (herald run --help lists"},
+		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (README, \"The command and the operator's guide\", lists the admin address's routes"},
 		{http.MethodGet, "/v1/registration", url.Values{"stream": {"orders"}, "id": {"billing"}}, http.StatusNotFound, "no such endpoint at this address: /v1/registration"}, // the HTTP API's
 		{http.MethodGet, "/v1/hosts", url.Values{"bogus": {"1"}}, http.StatusBadRequest, "invalid bogus: is not a parameter of /v1/hosts"},
 		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"a\x1b[31m"}}, http.StatusBadRequest, "invalid stream: has a control character U+001B"},

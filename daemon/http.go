@@ -141,7 +141,7 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		// The admin address and the API address serve different routes.
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint at this address: %s (herald run --help lists the routes of the admin and the API address)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", r.URL.Path)})
 		return
 	}
 	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})

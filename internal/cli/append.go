@@ -40,15 +40,11 @@ line of a JSON Lines file:
   {"id": "evt-2", "kind": "blob", "content_type": "image/png", "payload_base64": "iVBORw0…"}
   {"id": "evt-3", "kind": "order.closed", "payload": {}, "final": true, "stream": "order/1002"}
 
-"payload" is any JSON value, stored as its JSON text (a JSON string is stored as
-its text when the content type is not JSON); "payload_base64" carries bytes.
-"stream" overrides --stream for that line; "content_type" defaults to
-application/json. The whole file is checked before anything is appended: every
-line, an id repeated in the file, a record after its stream's final record, an
-id the journal holds with other content, a sealed stream; then it is appended in
-transactions of 500 lines (only another process appending meanwhile can still
-stop it half way). Appending an id that already exists with the same content is
-a no-op, so a failed run can simply be repeated.`,
+"payload" is any JSON value (a JSON string is stored as its text when the
+content type is not JSON); "payload_base64" carries bytes; "stream" overrides
+--stream. The whole file is checked before anything is appended, then appended
+in transactions of 500 lines. Appending an id that exists with the same content
+is a no-op, so a failed run can simply be repeated.`,
 		example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
   herald append --stream task/8f3c --file lifecycle.jsonl`,
 		db: createDB,

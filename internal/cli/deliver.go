@@ -96,19 +96,14 @@ deliver their records, and print the report. --at is the sweep's instant
 (default now): it decides what is due, backoff, lease expiry and signature
 dates. Run it from cron, a Kubernetes CronJob or a test.
 
-The network guard (--allow-http, --allow-private-network, --allow-host) is
-this process's: a URL it refuses parks the registration, even if a herald run
-with other flags delivers to it. Give every process that sweeps a database
-the same guard flags.
+The network guard (--allow-http, --allow-private-network, --allow-host) is this
+process's: a URL it refuses parks the registration. Give every process that
+sweeps a database the same guard flags.
 
-Exit 0, or 3 when the report needs attention (saturated: more were due than
---limit; or backlog: a turn gave its slot up with records still behind its
-cursor; either way sweep again soon; or a registration was parked), 1 on
-error, or 2 on a usage error (a bad flag, --at or --limit, or a --database
-with no database there). A host that failed at host level (no connection, a
-timeout, a TLS failure, a gateway's 502/503/504) is named in the report,
-with what herald does next; it is no cause for exit 3: its registrations
-wait for it and nothing parks (see herald hosts).`,
+Exit 3 when the report needs attention (herald --help): sweep again soon, or
+see to the parked registrations. A host that failed at host level is named in
+the report with what herald does next; its registrations wait for it, nothing
+parks, and it is no cause for exit 3 (herald hosts).`,
 		example: `  herald sweep --namespace webhook
   herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
   herald sweep --namespace a2a --at 1773572400`,
@@ -233,58 +228,30 @@ func newRun(e *env) *cobra.Command {
 turn ends, so a slow or silent receiver holds one slot (at most --timeout),
 never the namespace. It claims at once after an append (PostgreSQL: the
 sequencer, which this daemon runs, numbers appended records within
-milliseconds and notifies), when turns end, and every --every.
---max-per-host caps the messages in flight to one host (host:port).
-Several daemons may share one PostgreSQL database: leases keep them from
-delivering the same registration at the same time.
+milliseconds and notifies), when turns end, and every --every. Several
+daemons may share one PostgreSQL database: leases keep them from delivering
+the same registration at the same time.
 
 The network guard (--allow-http, --allow-private-network, --allow-host) is
-this process's: a URL it refuses parks the registration, even if another
-herald run or sweep on the database, started with other flags, delivers to
-it. Give every process that works a database the same guard flags, and
-restart with them before an unpark --all.
+this process's: a URL it refuses parks the registration. Give every process
+that works a database the same guard flags, and restart with them before an
+unpark --all.
 
-Every --prune-every it prunes what every registration acknowledged once older
-than --retain, in small batches (herald prune explains the rules).
+It prunes every --prune-every, as herald prune does with --retain. On SIGINT
+or SIGTERM it lets deliveries in flight finish or time out, saves every
+cursor and exits 0.
 
-On SIGINT or SIGTERM it stops starting new records, lets deliveries in flight
-finish or time out, saves every cursor, and exits 0: nothing acknowledged is
-lost and nothing unacknowledged is advanced.
+--metrics-addr serves Prometheus metrics on /metrics and /healthz;
+--admin-addr the operator's page on /ui/ (README, "The operator's page") and
+the admin JSON API, whose routes README, "The command and the operator's
+guide", lists; --api-addr the HTTP API, whose OpenAPI document is GET
+/v1/openapi.json. Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN"
+(HERALD_API_TOKEN) when that is set, and refuses to start off loopback without
+it. An empty address turns its server off; a default one that another process
+holds is left off with a warning.
 
---metrics-addr serves Prometheus metrics on /metrics and a health check on
-/healthz. --admin-addr serves the operator's page on /ui/ (a login form takes
-HERALD_ADMIN_TOKEN when set; README, "The operator's page") and the admin JSON
-API, whose parameters are query
-parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
-403, 404, 405 or 500):
-
-  GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
-  GET  /v1/evidence?stream=S&id=ID&limit=N
-  POST /v1/registration/unpark?stream=S&id=ID
-  POST /v1/registrations/unpark?stream=S&namespace=NS   (both optional: every parked one, as unpark --all)
-  POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
-  POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
-  GET  /v1/hosts?state=&host=&after=&limit=
-  POST /v1/hosts/reset?host=HOST
-
-It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
-set; herald refuses to serve it on a non-loopback address without a token,
-and, open, answers 403 to a request whose Host is not a loopback name and to
-a browser's POST or DELETE from another origin.
-
---api-addr (off by default) serves the HTTP API for producers and operators
-in any language: POST /v1/records appends, /v1/registrations registers, lists
-and deletes, /v1/registration/unpark and /v1/registrations/unpark unpark one
-or all, GET /v1/records/status says who acknowledged a record; its
-OpenAPI 3.1 document is GET /v1/openapi.json. It requires "Authorization:
-Bearer $HERALD_API_TOKEN" when that variable is set, under the same loopback
-rule. An empty address turns any of these servers off. A default address that
-another process holds (a second herald run on this machine) is left off with
-a warning, and the daemon delivers without it; an address you name must open.
-
-Traces: spans are exported by OTLP over HTTP when the standard environment
-asks (OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT set), and not
-otherwise; README, "One trace from the append to the receiver".`,
+Traces are exported by OTLP when the standard OTEL_* environment asks
+(README, "One trace from the append to the receiver").`,
 		example: `  herald run
   herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
   HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465

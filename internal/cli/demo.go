@@ -30,27 +30,20 @@ func newDemo(e *env) *cobra.Command {
 	return e.cobra(command{
 		use:   "demo",
 		short: "Show herald's whole job on this machine: local receivers, every wire, a 503, a 410, a recovery",
-		long: `Show herald's whole job in one command, with no server to install: it starts
-receivers on loopback that verify what they get with the receiving side of
-real libraries (an ActivityPub inbox checking HTTP signatures, sdk-go's
-CloudEvents receiver, an A2A webhook, a Standard Webhooks consumer), one that
-answers 503 with Retry-After a few times, one that answers 410 Gone and one
-that is down; appends ActivityStreams activities, webhook payloads and A2A task
-lifecycles; registers the receivers; and runs a worker per namespace until
-everything is delivered or parked. Then it shows the registrations, the
-parked ones, unparks the receiver that came back and shows it catching up.
+		long: `Show herald's whole job in one command, with no server to install: receivers on
+loopback that verify what they get with real libraries' receiving side
+(ActivityPub HTTP signatures, CloudEvents, A2A, Standard Webhooks), one that
+answers 503 with Retry-After a few times, one that answers 410 Gone and one that
+is down; records of every wire; a worker per namespace until everything is
+delivered or parked; then an unpark, and the receiver that came back catching up.
 
-The input is a small example set embedded in herald, or with --corpus a
-directory laid out as the repository's testdata/corpus (activitystreams/*.json,
-<source>/<event>/*.json, a2a/*.jsonl), read where it lies.
-
-The database is a fresh SQLite file in a temporary directory, removed at the
-end, unless --database names one (it must be empty: the demo's workers would
-deliver its other registrations too). HERALD_DATABASE_URL is not used.
+The input is an embedded example set, or with --corpus a directory laid out as
+the repository's testdata/corpus. The database is a fresh SQLite file, removed
+at the end, unless --database names one (it must be empty: the demo's workers
+would deliver its other registrations too); HERALD_DATABASE_URL is not used.
 
 Exit 0 when every receiver verified everything it was sent and the 410
-receiver's registration is parked with its cursor intact; 1 otherwise, with
-what failed.`,
+receiver's registration is parked with its cursor intact; 1 otherwise.`,
 		example: `  herald demo
   herald demo --corpus testdata/corpus
   herald demo --json --database sqlite:demo.db`,

@@ -61,9 +61,8 @@ and the next sweep sends the first record it has not had acknowledged. Nothing
 was lost while it was parked. Unparking an active registration changes nothing.
 
 With --all instead of --id, every parked registration is resumed (of --stream
-and of --namespace, when given), each with its own evidence, and each is named:
-after a misconfiguration parked many (a daemon started without the network
-options its receivers need), fix it first, then unpark them at once.`,
+and of --namespace, when given), each with its own evidence: after a
+misconfiguration parked many, fix it first, then unpark them at once.`,
 		example: `  herald unpark --stream actor/alice --id https://remote.example/inbox
   herald unpark --all --namespace webhook`,
 		db: readDB,
@@ -229,13 +228,11 @@ func newEvidence(e *env) *cobra.Command {
 		short: "Show why a registration failed, was skipped or parked, newest first",
 		long: fmt.Sprintf(`Show a registration's evidence, newest first: failed attempts (status, the first
 %d bytes of the answer, duration, error, next attempt), skipped messages, the
-failure that parked it, and operators' unpark, skip and rewind. The newest %d
-rows are kept per registration; when --limit hides older ones, the table says
-so. The table shows the error whole and cuts the
-body; --json shows every field whole. A receiver's Retry-After is shown as the
-wait herald keeps (clamped to 1s..--max-retry-after of the sweep) beside what
-the receiver asked; in --json the error keeps the receiver's value and
-not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
+failure that parked it, and operators' unpark, skip and rewind; the newest %d
+are kept. The table cuts the body; --json shows every field whole. A receiver's
+Retry-After is shown as the wait herald keeps (clamped to 1s..--max-retry-after)
+beside what the receiver asked; in --json the error keeps the receiver's value
+and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 		example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
   herald evidence --stream task/8f3c --id push-1 --json`,
 		need: []string{"stream", "id"},

@@ -33,16 +33,13 @@ func newRecords(e *env) *cobra.Command {
 	return e.cobra(command{
 		use:   "records",
 		short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
-		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq (1, the stream's
-beginning), at most --limit (up to %d). The table shows the start of each payload
-with control characters replaced, and only the size of one that is not UTF-8
-text. Below the table it says when more records exist past the last one shown, and
-when records from --from-seq were pruned (retention: the oldest kept seq).
---json prints an object: "stream", "head", "oldest_seq" (records below it
-were pruned), "more" (records exist past the last one shown) with
-"next_from_seq", "pruned" (some asked for were pruned), and "records", each
-whole with the field names of append --file lines: "payload" for a JSON
-payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLimit),
+		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
+%d). The table shows the start of each payload (the size of one that is not
+UTF-8 text), and says when more records follow and when records from
+--from-seq were pruned. --json prints an object: "stream", "head",
+"oldest_seq" (records below it were pruned), "more" with "next_from_seq",
+"pruned", and "records", each whole with the field names of append --file
+lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.`, maxRecordsLimit),
 		example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
 		need: []string{"stream"},

@@ -52,28 +52,21 @@ process list. Secrets are stored with the registration and never printed.
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq. Its body is the payload as
 appended; with --envelope it is Standard Webhooks' recommended payload
-structure, whose signed body names the kind:
-  {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}
-(APPENDED-AT in RFC 3339, UTC, microseconds; a payload whose content type is
-not JSON comes as "content_type" and "data_base64" instead of "data"). The
-projection/webhook package doc has the details.
+structure, {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}, whose
+signature covers the kind (projection/webhook's package doc has the details).
 
---kinds lists the record kinds the receiver wants, comma-separated: exact
-kinds or prefixes ending in "*" (order.*,invoice.paid); records of other kinds
-are passed without a message and the cursor moves past them. Without it,
-every kind; re-registering replaces the list.
+--kinds: records of other kinds are passed without a message and the cursor
+moves past them; re-registering replaces the list.
 
---window N lets N messages be unacknowledged at once (1 to %d; default 1, strict
-order), for receivers far away: records are still sent in seq order and the
-cursor is the first unacknowledged one, but the receiver may see them out of
-order within the window (README, "Delivery semantics"). Each message in
-flight takes one of its host's --max-per-host tokens of run and sweep
-(default %d): a larger window needs a larger --max-per-host there to fill,
-and register says so.
+--window N: records are still sent in seq order and the cursor is the first
+unacknowledged one, but the receiver may see them out of order within the
+window (README, "Delivery semantics"). Each message in flight takes one of its
+host's --max-per-host tokens of run and sweep (default %d): a larger window
+needs a larger --max-per-host there to fill.
 
---on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
-retry (the default: nothing is lost; parks at the retry ceiling) or skip
-(record evidence and move past the message, as fediverse servers do).`, push.MaxWindow, push.DefaultMaxPerHost),
+--on-4xx: what a 4xx other than 408, 410, 425 and 429 means: retry (nothing is
+lost; parks at the retry ceiling) or skip (record evidence and move past the
+message, as fediverse servers do).`, push.DefaultMaxPerHost),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem

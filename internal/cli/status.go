@@ -43,10 +43,9 @@ func newStatus(e *env) *cobra.Command {
 unavailable: herald hosts), idle (caught up) and parked, with how many hold a
 live lease and the records behind their cursors. Then the largest lags, the
 registration parked longest, refused records (PostgreSQL) and the hosts that
-are not up. With --json: namespaces (each with ready, retrying, held, idle,
-parked, leased, records_behind; held ones are not in ready or retrying),
-held_truncated (true when only the first %d registrations with work were
-read to count the held ones), lagging, oldest_parked, refused and hosts.`, operator.MaxHeldScan),
+are not up. --json has the same, by those names; held ones are not in ready or
+retrying, and held_truncated is true when only the first %d registrations with
+work were read to count them.`, operator.MaxHeldScan),
 		example: `  herald status
   herald status --json`,
 		db: readDB,
@@ -233,17 +232,14 @@ func newHosts(e *env) *cobra.Command {
 	return e.cobra(command{
 		use:   "hosts",
 		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
-		long: `List the hosts herald keeps health for: every host with a failure that
-says nothing about the record (no connection, a timeout, a TLS failure, a
-reset, or a gateway's 502/503/504 without Retry-After). After 3 such failures in a row a host is down:
-its registrations are held (not attempted, not charged attempts, never parked)
-and one of them probes it once per backoff window; any answer brings it up and
-releases them all. Down longer than --host-horizon (herald run, default 7 days)
-it is unavailable and probed hourly. README, "Hosts", says it all.
-
-Columns: the host (host:port), its state and since when, consecutive
-host-level failures, the next probe, the registrations held, and the last
-error (a receiver's text, shown escaped).`,
+		long: `List the hosts herald keeps health for: every host with a failure that says
+nothing about the record (no connection, a timeout, a TLS failure, a reset, a
+gateway's 502/503/504 without Retry-After). A host that is down holds its
+registrations (not attempted, not charged, never parked) and is probed once per
+backoff window; down longer than --host-horizon (herald run) it is unavailable
+and probed hourly. README, "Hosts", says it all. Columns: the host
+(host:port), its state and since when, consecutive host-level failures, the
+next probe, the registrations held, and the last error.`,
 		example: `  herald hosts
   herald hosts --state down --json
   herald hosts reset social.example:443`,
@@ -349,16 +345,12 @@ func newRegistrations(e *env) *cobra.Command {
 	return e.cobra(command{
 		use:   "registrations",
 		short: "List registrations: cursor, head, lag, attempts, state, last error",
-		long: `List registrations with where they stand: cursor (the first seq not yet
-acknowledged), the stream's head, lag (records not yet acknowledged), attempts
-at the cursor, next attempt ("parked" for a parked one: none until it is
-unparked), state (ready, retrying, idle, parked, or held: host down or
-unavailable, see herald hosts) and the last error. Ordered by stream, then id.
-
-It lists at most --limit; when more follow, it says so with the command that
-lists the next ones (--after-stream and --after-id: the last one listed). With
---json the list is the array alone: when it holds --limit registrations, ask
-again after its last one.`,
+		long: `List registrations by stream, then id: cursor (the first seq not yet
+acknowledged), the stream's head, lag, attempts at the cursor, next attempt,
+state (ready, retrying, idle, parked, or held: see herald hosts) and the last
+error. When more than --limit follow, it says with which command to list them
+(--after-stream and --after-id: the last one listed); with --json the list is
+the array alone: when it holds --limit registrations, ask again after its last.`,
 		example: `  herald registrations --parked
   herald registrations --stream actor/alice --json
   herald registrations --namespace webhook --lagging --limit 1000
