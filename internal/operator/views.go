@@ -16,8 +16,8 @@ import (
 )
 
 // StateHeld is the state shown for a registration with work on a host that
-// is down or unavailable (README, "Hosts"). Store.Stats counts it as ready
-// or retrying; SplitHeld moves it out.
+// is down or unavailable (README, "Hosts"); Store.Stats counts it as ready
+// or retrying.
 const StateHeld = "held"
 
 // RegistrationView is a registration as the APIs, the CLI and the page show
@@ -52,17 +52,6 @@ type RegistrationView struct {
 // A nil Held holds nothing.
 type Held map[string]string
 
-// HeldOf is the Held of hs, hosts as push.AllHosts lists them.
-func HeldOf(hs []push.Host) Held {
-	held := Held{}
-	for _, h := range hs {
-		if h.State != push.HostUp {
-			held[h.Host] = h.State
-		}
-	}
-	return held
-}
-
 // HeldHosts reads the hosts that are not up. Errors are the store's.
 func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 	held := Held{}
@@ -96,8 +85,8 @@ func Registration(ctx context.Context, s push.Store, stream, id string) (Registr
 	return held.View(st), err
 }
 
-// View returns s as shown, with State held for a registration that has
-// work on a host held maps and is not parked.
+// View returns s as shown, held when it has work on a host of held and is
+// not parked.
 func (held Held) View(s push.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
@@ -121,19 +110,17 @@ func (held Held) Views(sts []push.Status) []RegistrationView {
 }
 
 // RegisteredView answers a registration (POST /v1/registrations, herald
-// register --json): the registration, and warnings of what will keep it
-// from being delivered as asked: a rule of the network guard its URL breaks
-// (naming the flag that lifts it, or that none does) and a window above
-// --max-per-host (WindowNote). It is stored all the same.
+// register --json), with warnings of what will keep it from being delivered
+// as asked (a rule of the network guard its URL breaks, WindowNote); it is
+// stored all the same.
 type RegisteredView struct {
 	RegistrationView
 	Warnings []string `json:"warnings,omitempty"`
 }
 
 // WindowNote says, when window is above maxPerHost, that a worker has at
-// most maxPerHost of the registration's messages in flight (each holds one
-// of its host's tokens); "" otherwise. whose names the cap ("this
-// daemon's", "the default").
+// most maxPerHost of the registration's messages in flight; "" otherwise.
+// whose names the cap ("this daemon's", "the default").
 func WindowNote(window, maxPerHost int, whose string) string {
 	if window <= maxPerHost {
 		return ""
