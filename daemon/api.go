@@ -21,12 +21,9 @@ import (
 )
 
 // APIHandler serves the HTTP API that producers and operators in any
-// language use (the package doc, "The HTTP API", lists its routes; the
-// OpenAPI document at /v1/openapi.json is its contract). Every request needs
-// "Authorization: Bearer <Options.APIToken>" when that is set. Without a
-// token it answers 403 to a request whose Host is not a loopback name and
-// to a browser's POST or DELETE from another origin (package doc): mounted
-// on a server of your own under another name, give it a token.
+// language use; the OpenAPI document at /v1/openapi.json is its contract.
+// Without Options.APIToken it answers only a loopback name (package doc):
+// mounted on a server of your own under another name, give it a token.
 func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	for pattern, h := range d.apiRoutes() {
@@ -40,9 +37,9 @@ func (d *Daemon) APIHandler() http.Handler {
 
 // apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
 // checks the document against them.
-func (d *Daemon) apiRoutes() map[string]http.Handler {
-	return map[string]http.Handler{
-		"GET /v1/openapi.json":          http.HandlerFunc(serveOpenAPI),
+func (d *Daemon) apiRoutes() map[string]endpoint {
+	return map[string]endpoint{
+		"GET /v1/openapi.json":          func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
 		"POST /v1/records":              endpoint(d.postRecords),
 		"GET /v1/records/status":        endpoint(d.recordStatus),
 		"POST /v1/registrations":        endpoint(d.postRegistration),
@@ -111,12 +108,10 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	// either way nothing is written twice (the append is idempotent).
 	created := false
 	for _, e := range entries {
-		_, err := d.store.Lookup(r.Context(), e.ID)
-		if errors.Is(err, journal.ErrNotFound) {
+		if _, err := d.store.Lookup(r.Context(), e.ID); errors.Is(err, journal.ErrNotFound) {
 			created = true
 			break
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +119,7 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, apiFields(err)
 	}
-	out := appendResponse{Stream: req.Stream, Records: make([]operator.RecordView, len(recs))}
+	out := appendResponse{req.Stream, make([]operator.RecordView, len(recs))}
 	for i, rec := range recs {
 		out.Records[i] = operator.ViewRecord(rec)
 	}
@@ -288,9 +283,8 @@ func jsonType(goType string) string {
 	return "an object"
 }
 
-// registrationRequest is the body of POST /v1/registrations. Config is the
-// namespace's config object (the README lists each namespace's fields); it
-// is stored with the registration and never shown again.
+// registrationRequest is the body of POST /v1/registrations. Config, the
+// namespace's config object, is stored and never shown again.
 type registrationRequest struct {
 	Stream     string          `json:"stream"`
 	ID         string          `json:"id"`
@@ -337,33 +331,16 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	warnings := d.urlWarnings(st.URL)
+	var warnings []string                                                           // the transport's refusals, each naming the flag that lifts it: another daemon may allow the URL
+	if tr, ok := d.opts.Transport.(interface{ Refusals(raw string) []error }); ok { // transport.HTTP
+		for _, err := range tr.Refusals(st.URL) {
+			warnings = append(warnings, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
+		}
+	}
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
-}
-
-// urlRefuser is a transport that can say, before any connection, which of
-// its rules a URL breaks (transport.HTTP).
-type urlRefuser interface {
-	Refusals(raw string) []error
-}
-
-// urlWarnings are the daemon's transport's refusals of raw, each naming the
-// herald run flag that lifts it (the registration is stored all the same:
-// another daemon on the database may allow the URL); none when the
-// transport cannot tell.
-func (d *Daemon) urlWarnings(raw string) []string {
-	tr, ok := d.opts.Transport.(urlRefuser)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, err := range tr.Refusals(raw) {
-		out = append(out, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
-	}
-	return out
 }
 
 func (d *Daemon) getRegistration(r *http.Request) (any, error) {
@@ -400,20 +377,13 @@ var openAPIYAML []byte
 // openAPIJSON is the document as GET /v1/openapi.json serves it.
 var openAPIJSON = func() []byte {
 	var doc any
-	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
+	err := yaml.Unmarshal(openAPIYAML, &doc)
+	b, jerr := json.MarshalIndent(doc, "", "  ")
+	if err = cmp.Or(err, jerr); err != nil {
 		panic("daemon: openapi.yaml: " + err.Error()) // embedded and tested: a build defect, not input
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		panic("daemon: openapi.yaml: " + err.Error())
 	}
 	return append(b, '\n')
 }()
-
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(openAPIJSON)
-}
 
 // wake wakes the worker of namespace, if this daemon runs one.
 func (d *Daemon) wake(namespace string) {

@@ -21,19 +21,20 @@ import (
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = printJSON(w, v)
-}
-
-func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	_ = enc.Encode(v)
 }
 
 // errorBody is every error answer: {"error": "..."}. Values echoed in the
 // message are JSON-escaped by the encoder, never written raw.
 type errorBody struct {
 	Error string `json:"error"`
+}
+
+// refuse answers {"error": …} with code.
+func refuse(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
 }
 
 // statusOf maps herald's error sentinels to HTTP statuses, in one place:
@@ -86,32 +87,27 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// guard wraps mux: bearer authentication when token is set (compared in
-// constant time; realm names the API), and JSON 404 and 405 answers for
-// requests no route serves. Without a token the API is open, on loopback
-// only, so that any program of the machine's user may call it; but not
-// any web page that user's browser shows: a request whose Host is not a
-// loopback name (a page's own name resolved to loopback, DNS rebinding)
-// is refused with 403, and so is a POST or DELETE a browser sends from
-// another origin (net/http's CrossOriginProtection: Sec-Fetch-Site, or
-// Origin against Host), which a cross-site form or fetch could otherwise
-// make without being able to read the answer.
+// guard wraps mux: bearer authentication when token is set (realm names
+// the API), else the rules of an open API (package doc): 403 for a Host
+// that is not a loopback name and for a browser's POST or DELETE from
+// another origin (http.CrossOriginProtection). Requests no route serves are
+// answered 404 or 405, as JSON.
 func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case token == "" && !operator.LoopbackHost(r.Host):
-			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
+			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
 			return
 		case token == "" && cop.Check(r) != nil:
-			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
-				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)})
+			refuse(w, http.StatusForbidden, "refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
+				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)
 			return
 		case token != "":
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
-				writeJSON(w, http.StatusUnauthorized, errorBody{fmt.Sprintf("a valid bearer token (%s) is required", envVar)})
+				refuse(w, http.StatusUnauthorized, "a valid bearer token (%s) is required", envVar)
 				return
 			}
 		}
@@ -136,23 +132,22 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{fmt.Sprintf("%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
+		refuse(w, http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		// The admin address and the API address serve different routes.
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", r.URL.Path)})
+		refuse(w, http.StatusNotFound, "no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", r.URL.Path)
 		return
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})
+	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)
 }
 
-// strictQuery reads r's query parameters, which must be among allowed and
-// each given once, and refuses (journal.ErrInvalid, a 400) what a lenient
-// reading would take as asking for more than was meant: a query that does
-// not parse (url.Values would drop the pair), another parameter (hint says
-// where it belongs), a parameter twice, or a body (the filter must be in
-// the query: a body that held it would go unread).
+// strictQuery reads r's query parameters, each one of allowed and given
+// once, and refuses (journal.ErrInvalid) what a lenient reading would take
+// as asking for more than was meant: a query that does not parse, another
+// parameter (hint says where it belongs), one given twice, or a body (a
+// body that held the filter would go unread).
 func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
 	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
 		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
@@ -197,11 +192,8 @@ func intParam(s, name string) (int, error) {
 }
 
 // registrationKey reads the registration a request names: its stream and
-// id query parameters, both required and well formed, in a strict query
-// (strictQuery) that may hold the other parameters the route takes: those
-// of required, which must be given too, and those of optional. A query that
-// names no registration, or more than one thing, is a 400 before the store
-// is asked.
+// id, both required and well formed, in a strictQuery that may hold the
+// route's other parameters, required and optional.
 func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
 	names := append([]string{"stream", "id"}, required...)
 	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
