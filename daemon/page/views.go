@@ -16,20 +16,20 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// link is a registration's view, relative to the prefix.
-func link(stream, id string) string {
-	return "registration?" + url.Values{"stream": {stream}, "id": {id}}.Encode()
+// href is view (relative to the prefix) with the query of kv's name and
+// value pairs, those with a value.
+func href(view string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return view + "?" + q.Encode()
 }
 
-// filter is the registrations view of a namespace, and of a state when
-// one is given.
-func filter(ns, state string) string {
-	q := url.Values{"namespace": {ns}}
-	if state != "" {
-		q.Set("state", state)
-	}
-	return "registrations?" + q.Encode()
-}
+// link is a registration's view.
+func link(stream, id string) string { return href("registration", "stream", stream, "id", id) }
 
 // nsRow is one namespace on the overview.
 type nsRow struct {
@@ -83,13 +83,7 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	}
 	var next string
 	if after != nil {
-		nq := url.Values{"after_stream": {after.Stream}, "after_id": {after.ID}}
-		for k, v := range map[string]string{"stream": stream, "namespace": ns, "state": state} {
-			if v != "" {
-				nq.Set(k, v)
-			}
-		}
-		next = "registrations?" + nq.Encode()
+		next = href("registrations", "after_stream", after.Stream, "after_id", after.ID, "stream", stream, "namespace", ns, "state", state)
 	}
 	p.render(w, r, http.StatusOK, "registrations", map[string]any{
 		"Title": "Registrations", "Rows": rows, "Next": next, "Stream": stream, "Namespace": ns, "State": state, "States": states,
