@@ -125,14 +125,14 @@ is a no-op, so a failed run can simply be repeated.`,
 			if bar != nil {
 				_ = bar.Finish()
 			}
-			return c.print(out, func() error {
-				if len(out) == 1 && out[0].Existed {
-					fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
-					return nil
-				}
-				if len(out) == 1 {
-					fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
-					return nil
+			return c.print(out, func(w io.Writer) {
+				switch {
+				case len(out) == 1 && out[0].Existed:
+					fmt.Fprintf(w, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
+					return
+				case len(out) == 1:
+					fmt.Fprintf(w, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
+					return
 				}
 				streams, already := map[string]bool{}, 0
 				for _, a := range out {
@@ -141,12 +141,11 @@ is a no-op, so a failed run can simply be repeated.`,
 						already++
 					}
 				}
-				fmt.Fprintf(e.Out, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
+				fmt.Fprintf(w, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
 				if already > 0 {
-					fmt.Fprintf(e.Out, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
+					fmt.Fprintf(w, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
 				}
-				fmt.Fprintln(e.Out, ".")
-				return nil
+				fmt.Fprintln(w, ".")
 			})
 		},
 	})

@@ -131,18 +131,15 @@ func newRoot(e *env) *cobra.Command {
 					e.database, e.databaseFrom = v, "HERALD_DATABASE_URL"
 				}
 			}
-			level := slog.LevelInfo
+			opts := &slog.HandlerOptions{Level: slog.LevelInfo}
 			if e.verbose {
-				level = slog.LevelDebug
+				opts.Level = slog.LevelDebug
 			}
-			opts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler = slog.NewTextHandler(e.Err, opts)
 			if e.json {
-				// Scripts read stderr too: its log lines are JSON objects,
-				// one a line, as its error is.
-				e.logger = slog.New(slog.NewJSONHandler(e.Err, opts))
-			} else {
-				e.logger = slog.New(slog.NewTextHandler(e.Err, opts))
+				h = slog.NewJSONHandler(e.Err, opts) // scripts read stderr too: one JSON object a line, as its error
 			}
+			e.logger = slog.New(h)
 			return nil
 		},
 	}
@@ -181,6 +178,14 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// usageOf is err, if any, as a usage error.
+func usageOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
 
 func isUsage(err error) bool {
 	var u usageError

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -258,13 +259,13 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 			if err != nil {
 				return fmt.Errorf("migrate %s %s: %w", c.args[0], d, err)
 			}
-			return c.print(st, func() error {
-				fmt.Fprintf(e.Out, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
-				t := tbl.New(e.Out, "VERSION", "NAME", "APPLIED")
+			return c.print(st, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
+				t := tbl.New(w, "VERSION", "NAME", "APPLIED")
 				for _, m := range st.Migrations {
 					t.Row(fmt.Sprint(m.Version), m.Name, yesNo(m.Applied))
 				}
-				return t.Flush()
+				t.Flush()
 			})
 		},
 	})

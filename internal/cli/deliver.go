@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -176,38 +177,37 @@ func printReport(c *call, ns string, at time.Time, r push.SweepReport, failed []
 		FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
 		NeedsAttention bool        `json:"needs_attention"`
 	}{ns, at, r, failed, r.NeedsAttention()}
-	return c.print(view, func() error {
-		fmt.Fprintf(c.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
+	return c.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 			ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
 			plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
 		if r.Unserved > 0 {
-			fmt.Fprintf(c.Out, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
+			fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
 		}
 		if r.Errors > 0 {
-			fmt.Fprintf(c.Out, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
+			fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
 		}
 		if r.HostFailures > 0 {
-			fmt.Fprintf(c.Out, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
+			fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
 		}
 		for _, h := range failed {
 			if h.State == push.HostUp {
-				fmt.Fprintf(c.Out, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
+				fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
 					tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
 			} else {
-				fmt.Fprintf(c.Out, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
+				fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
 					tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
 			}
 		}
 		if r.Saturated {
-			fmt.Fprintln(c.Out, "Saturated: more registrations were due than --limit; sweep again soon.")
+			fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
 		}
 		if r.Backlog > 0 {
-			fmt.Fprintf(c.Out, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
+			fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
 		}
 		if r.Parked > 0 {
-			fmt.Fprintln(c.Out, "Registrations were parked: see herald registrations --parked, then herald unpark.")
+			fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
 		}
-		return nil
 	})
 }
 

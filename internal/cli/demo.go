@@ -109,7 +109,9 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
 		Out: e.Out, Progress: e.Err, Logger: logger,
 		ShowRegistrations: func(w io.Writer, sts []push.Status) error {
-			return printRegistrations(w, operator.Held(nil).Views(sts))
+			ew := &errWriter{w: w}
+			printRegistrations(ew, operator.Held(nil).Views(sts))
+			return ew.err
 		}}
 	if e.json {
 		cfg.Out, cfg.Progress = io.Discard, nil

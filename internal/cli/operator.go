@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -98,13 +99,12 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			if err != nil {
 				return e.notFound(stream, id, err)
 			}
-			return c.print(map[string]any{"was_parked": v.WasParked, "registration": v.RegistrationView}, func() error {
+			return c.print(map[string]any{"was_parked": v.WasParked, "registration": v.RegistrationView}, func(w io.Writer) {
 				if !v.WasParked {
-					fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", push.Name(stream, id))
-					return nil
+					fmt.Fprintf(w, "%s was not parked; nothing changed.\n", push.Name(stream, id))
+				} else {
+					fmt.Fprintf(w, "Unparked %s: %s at cursor %d (%s to deliver).\n", push.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
 				}
-				fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", push.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
-				return nil
 			})
 		},
 	})
@@ -209,12 +209,11 @@ func move(c *call, stream, id string, toSeq uint64, do func() error) error {
 	if err != nil {
 		return err
 	}
-	return c.print(map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)}, func() error {
-		fmt.Fprintf(c.Out, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
+	return c.print(map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)}, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 		if after.Parked {
-			fmt.Fprintln(c.Out, "It is still parked: run herald unpark to resume deliveries.")
+			fmt.Fprintln(w, "It is still parked: run herald unpark to resume deliveries.")
 		}
-		return nil
 	})
 }
 
@@ -248,8 +247,8 @@ and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 			}
 			older := len(evs) > limit
 			evs = evs[:min(len(evs), limit)]
-			return c.print(evs, func() error {
-				t := tbl.New(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "BODY", "ERROR OR REASON")
+			return c.print(evs, func(w io.Writer) {
+				t := tbl.New(w, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "BODY", "ERROR OR REASON")
 				for _, ev := range evs {
 					status, dur, note := "-", "-", retryAfterNote(ev)
 					if ev.Status != 0 {
@@ -263,12 +262,10 @@ and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 					}
 					t.Row(operator.Instant(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur, operator.Instant(ev.NotBefore), ev.Body, note)
 				}
-				if err := t.Flush(); err != nil || !older {
-					return err
+				if t.Flush(); older {
+					fmt.Fprintf(w, "Older evidence is kept: %s --stream %s --id %s --limit %d shows up to the %d kept.\n",
+						e.hint("evidence"), shellQuote(stream), shellQuote(id), push.MaxEvidence, push.MaxEvidence)
 				}
-				_, err := fmt.Fprintf(e.Out, "Older evidence is kept: %s --stream %s --id %s --limit %d shows up to the %d kept.\n",
-					e.hint("evidence"), shellQuote(stream), shellQuote(id), push.MaxEvidence, push.MaxEvidence)
-				return err
 			})
 		},
 	})
@@ -336,11 +333,10 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			if err := c.b.Unregister(c.ctx(), stream, id); err != nil {
 				return err
 			}
-			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func() error {
-				fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
+			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func(w io.Writer) {
+				fmt.Fprintf(w, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 					push.Name(stream, id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-				fmt.Fprintf(e.Out, "To bring it back there: %s\n", registerAgain(e, before))
-				return nil
+				fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
 			})
 		},
 	})

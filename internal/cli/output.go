@@ -20,9 +20,23 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// errWriter keeps the first error writing to w, and writes nothing after it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (n int, err error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, e.err = e.w.Write(p)
+	return n, e.err
+}
+
 // printRegistrations writes views as a table, saying when a window is
 // capped by the default --max-per-host.
-func printRegistrations(w io.Writer, views []operator.RegistrationView) error {
+func printRegistrations(w io.Writer, views []operator.RegistrationView) {
 	t := tbl.New(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	capped := 0
 	for _, v := range views {
@@ -46,12 +60,10 @@ func printRegistrations(w io.Writer, views []operator.RegistrationView) error {
 		t.Row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), next, state, v.LastError)
 	}
-	if err := t.Flush(); err != nil || capped == 0 {
-		return err
+	if t.Flush(); capped > 0 {
+		fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
+			push.DefaultMaxPerHost, push.DefaultMaxPerHost)
 	}
-	_, err := fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
-		push.DefaultMaxPerHost, push.DefaultMaxPerHost)
-	return err
 }
 
 // hint is how a hint names the herald command name for the operator to

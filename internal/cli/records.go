@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -75,29 +76,26 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 			for i, r := range recs {
 				page.Records[i] = viewRecord(r)
 			}
-			return c.print(page, func() error {
+			return c.print(page, func(w io.Writer) {
 				if len(recs) == 0 {
-					fmt.Fprintf(e.Out, "Stream %s has no records from #%d (head %d).\n", tbl.Cell(stream), fromSeq, page.Head)
+					fmt.Fprintf(w, "Stream %s has no records from #%d (head %d).\n", tbl.Cell(stream), fromSeq, page.Head)
 				} else {
-					t := tbl.New(e.Out, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
+					t := tbl.New(w, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
 					for _, r := range recs {
 						t.Row(fmt.Sprint(r.Seq), r.ID, r.Kind, r.ContentType, operator.Instant(r.AppendedAt), yesNo(r.Final), preview(r.Payload))
 					}
-					if err := t.Flush(); err != nil {
-						return err
-					}
+					t.Flush()
 				}
 				if page.Pruned {
-					fmt.Fprintf(e.Out, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", page.OldestSeq, page.OldestSeq)
+					fmt.Fprintf(w, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", page.OldestSeq, page.OldestSeq)
 				}
 				if page.More {
 					again := fmt.Sprintf("%s --stream %s --from-seq %d", e.hint("records"), shellQuote(page.Stream), page.NextFromSeq)
 					if page.limit > 0 {
 						again += fmt.Sprintf(" --limit %d", page.limit)
 					}
-					fmt.Fprintf(e.Out, "More records up to #%d: %s\n", page.Head, again)
+					fmt.Fprintf(w, "More records up to #%d: %s\n", page.Head, again)
 				}
-				return nil
 			})
 		},
 	})
@@ -180,12 +178,12 @@ payload bytes they retain. Page with --after and --limit.`,
 			if err != nil {
 				return err
 			}
-			return c.print(infos, func() error {
+			return c.print(infos, func(w io.Writer) {
 				if len(infos) == 0 {
-					fmt.Fprintln(e.Out, "No streams.")
-					return nil
+					fmt.Fprintln(w, "No streams.")
+					return
 				}
-				t := tbl.New(e.Out, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
+				t := tbl.New(w, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
 				for _, s := range infos {
 					final := "-"
 					if s.FinalSeq > 0 {
@@ -193,7 +191,7 @@ payload bytes they retain. Page with --after and --limit.`,
 					}
 					t.Row(s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations))
 				}
-				return t.Flush()
+				t.Flush()
 			})
 		},
 	})
@@ -284,15 +282,14 @@ reports what would go and changes nothing.`,
 				return err
 			}
 			out := map[string]any{"dry_run": q.DryRun, "at": q.At.UTC(), "retain_seconds": int64(q.Retain / time.Second), "report": total}
-			return c.print(out, func() error {
+			return c.print(out, func(w io.Writer) {
 				verb := "Pruned"
 				if q.DryRun {
 					verb = "Would prune"
 				}
-				_, err := fmt.Fprintf(e.Out, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
+				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
 					plural(total.Records, "record"), bytesText(total.Bytes), plural(total.Streams, "stream"),
 					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"))
-				return err
 			})
 		},
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -136,7 +137,7 @@ message, as fediverse servers do).`, push.DefaultMaxPerHost),
 				warnings = append(warnings, note)
 			}
 			v := operator.Held(nil).View(st)
-			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func() error {
+			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func(w io.Writer) {
 				window, verb := "", "Registered"
 				if st.Window > 1 {
 					window = fmt.Sprintf(", window %d", st.Window)
@@ -144,21 +145,20 @@ message, as fediverse servers do).`, push.DefaultMaxPerHost),
 				if existed {
 					verb = "Updated"
 				}
-				fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
+				fmt.Fprintf(w, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
 					verb, push.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
 				if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
-					fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
+					fmt.Fprintf(w, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 				}
 				for _, n := range notes {
-					fmt.Fprintln(e.Out, n+".")
+					fmt.Fprintln(w, n+".")
 				}
 				if st.Parked {
-					fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
+					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
 				}
-				for _, w := range warnings {
-					fmt.Fprintf(e.Err, "note: %s\n", w)
+				for _, warning := range warnings {
+					fmt.Fprintf(e.Err, "note: %s\n", warning)
 				}
-				return nil
 			})
 		},
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,12 +61,15 @@ func (c *call) need(flags ...string) error {
 // onExit runs f when the command ends, whatever its outcome.
 func (c *call) onExit(f func()) { c.after = append(c.after, f) }
 
-// print writes v as JSON with --json, else calls text.
-func (c *call) print(v any, text func() error) error {
+// print writes v as JSON with --json, else has text write to stdout; it
+// returns the first error writing.
+func (c *call) print(v any, text func(w io.Writer)) error {
 	if c.json {
 		return printJSON(c.Out, v)
 	}
-	return text()
+	w := &errWriter{w: c.Out}
+	text(w)
+	return w.err
 }
 
 // at is the instant a flag of the instant type gave, or now.
@@ -116,14 +120,6 @@ func (e *env) cobra(d command) *cobra.Command {
 	}
 	cmd.AddCommand(d.subcommands...)
 	return cmd
-}
-
-// usageOf is err, if any, as a usage error.
-func usageOf(err error) error {
-	if err == nil {
-		return nil
-	}
-	return usageError{err}
 }
 
 // asFlags names, in the validation errors of a library (journal, push,
@@ -305,12 +301,7 @@ func libIntVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usa
 
 func (v *intValue[T]) String() string { return fmt.Sprint(*v.p) }
 
-func (v *intValue[T]) Type() string {
-	if _, ok := any(*v.p).(int); ok {
-		return "int"
-	}
-	return "uint64"
-}
+func (v *intValue[T]) Type() string { return fmt.Sprintf("%T", *v.p) }
 
 func (v *intValue[T]) Set(s string) error {
 	var n T

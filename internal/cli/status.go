@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 
@@ -68,56 +69,49 @@ work were read to count them.`, operator.MaxHeldScan),
 				operator.Status
 				Refused []refusedView `json:"refused"`
 			}{st, refused}
-			return c.print(out, func() error { return printStatus(e, st, refused) })
+			return c.print(out, func(w io.Writer) { printStatus(w, st, refused) })
 		},
 	})
 }
 
-func printStatus(e *env, st operator.Status, refused []refusedView) error {
-	t := tbl.New(e.Out, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+func printStatus(w io.Writer, st operator.Status, refused []refusedView) {
+	t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
 	for _, n := range st.Names() {
 		c := st.Namespaces[n]
 		t.Row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Held), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
 	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
+	t.Flush()
 	if st.HeldTruncated {
-		fmt.Fprintf(e.Out, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
+		fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
 	}
 	if len(refused) > 0 {
-		fmt.Fprintf(e.Out, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
-		rt := tbl.New(e.Out, "STREAM", "ID", "KIND", "APPENDED", "REASON")
+		fmt.Fprintf(w, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
+		t := tbl.New(w, "STREAM", "ID", "KIND", "APPENDED", "REASON")
 		for _, r := range refused {
-			rt.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
+			t.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
 		}
-		if err := rt.Flush(); err != nil {
-			return err
-		}
+		t.Flush()
 	}
 	if len(st.Namespaces) == 0 {
-		fmt.Fprintln(e.Out, "No registrations.")
-		return nil
+		fmt.Fprintln(w, "No registrations.")
+		return
 	}
 	if len(st.Lagging) > 0 {
-		fmt.Fprintln(e.Out, "\nLargest lags:")
-		if err := printRegistrations(e.Out, st.Lagging); err != nil {
-			return err
-		}
+		fmt.Fprintln(w, "\nLargest lags:")
+		printRegistrations(w, st.Lagging)
 	}
 	if p := st.OldestParked; p != nil {
-		fmt.Fprintf(e.Out, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
+		fmt.Fprintf(w, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
 			push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 	}
 	if h := st.Hosts; len(h.NotUp) > 0 {
-		fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
-		t := tbl.New(e.Out, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
+		fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
+		t := tbl.New(w, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
 		for _, h := range h.NotUp {
 			t.Row(h.Host, h.State, operator.Instant(h.Since), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
 		}
-		return t.Flush()
+		t.Flush()
 	}
-	return nil
 }
 
 func newRecordStatus(e *env) *cobra.Command {
@@ -164,12 +158,12 @@ stream's final record) are gone and not listed.`,
 			if err != nil {
 				return err
 			}
-			return c.print(st, func() error { return printRecordStatus(c, rec, st) })
+			return c.print(st, func(w io.Writer) { printRecordStatus(c, w, rec, st) })
 		},
 	})
 }
 
-func printRecordStatus(c *call, rec journal.Record, st operator.RecordStatus) error {
+func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.RecordStatus) {
 	// How each cursor passed the record, before the counts: only "yes" is
 	// an acknowledgement.
 	passed := make([]string, len(st.Acknowledged))
@@ -183,13 +177,13 @@ func printRecordStatus(c *call, rec journal.Record, st operator.RecordStatus) er
 			acked++
 		}
 	}
-	fmt.Fprintf(c.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
+	fmt.Fprintf(w, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
 	if acked == len(passed) {
-		fmt.Fprintf(c.Out, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
+		fmt.Fprintf(w, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
 	} else {
-		fmt.Fprintf(c.Out, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
+		fmt.Fprintf(w, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
 	}
-	t := tbl.New(c.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
+	t := tbl.New(w, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
 	for i, v := range append(st.Acknowledged, st.NotAcknowledged...) {
 		said := "no"
 		if i < len(passed) {
@@ -197,11 +191,9 @@ func printRecordStatus(c *call, rec journal.Record, st operator.RecordStatus) er
 		}
 		t.Row(v.ID, v.Namespace, v.Host, said, fmt.Sprint(v.NextSeq), v.State, v.LastError)
 	}
-	if err := t.Flush(); err != nil || acked == len(passed) {
-		return err
+	if t.Flush(); acked < len(passed) {
+		fmt.Fprintf(w, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
 	}
-	_, err := fmt.Fprintf(c.Out, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
-	return err
 }
 
 // passedAs says what a registration's evidence (the last push.MaxEvidence
@@ -261,20 +253,19 @@ next probe, the registrations held, and the last error.`,
 			if hs == nil {
 				hs = []push.Host{}
 			}
-			return c.print(hs, func() error {
+			return c.print(hs, func(w io.Writer) {
 				switch {
 				case len(hs) == 0 && q.State != "":
-					fmt.Fprintf(e.Out, "No host is %s.\n", q.State)
+					fmt.Fprintf(w, "No host is %s.\n", q.State)
 				case len(hs) == 0:
-					fmt.Fprintln(e.Out, "No host has failed: herald keeps health only for hosts that have.")
+					fmt.Fprintln(w, "No host has failed: herald keeps health only for hosts that have.")
 				default:
-					t := tbl.New(e.Out, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
+					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
 					for _, h := range hs {
 						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
 					}
-					return t.Flush()
+					t.Flush()
 				}
-				return nil
 			})
 		},
 		subcommands: []*cobra.Command{newHostsReset(e)},
@@ -325,13 +316,12 @@ held. If the host is still down, the next failures bring it down again.`,
 			if len(before) == 1 {
 				held = before[0].Held
 			}
-			return c.print(map[string]any{"released": held, "host": h}, func() error {
+			return c.print(map[string]any{"released": held, "host": h}, func(w io.Writer) {
 				if len(before) == 1 && before[0].State == push.HostUp && before[0].Failures == 0 {
-					fmt.Fprintf(e.Out, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
-					return nil
+					fmt.Fprintf(w, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
+				} else {
+					fmt.Fprintf(w, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
 				}
-				fmt.Fprintf(e.Out, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
-				return nil
 			})
 		},
 	})
@@ -384,9 +374,9 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 			if err != nil {
 				return err
 			}
-			return c.print(views, func() error {
-				if err := printRegistrations(e.Out, views); err != nil || next == nil {
-					return err
+			return c.print(views, func(w io.Writer) {
+				if printRegistrations(w, views); next == nil {
+					return
 				}
 				words := []string{e.hint("registrations")}
 				for _, f := range [][2]string{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
@@ -401,8 +391,7 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 					words = append(words, "--lagging")
 				}
 				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(next.Stream), "--after-id", shellQuote(next.ID))
-				_, err := fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
-				return err
+				fmt.Fprintf(w, "More registrations follow: %s\n", strings.Join(words, " "))
 			})
 		},
 	})
