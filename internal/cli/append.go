@@ -118,13 +118,9 @@ is a no-op, so a failed run can simply be repeated.`,
 				for _, r := range recs {
 					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Existed: existed[r.ID]})
 				}
-				if bar != nil {
-					_ = bar.Add(1)
-				}
+				_ = bar.Add(1)
 			}
-			if bar != nil {
-				_ = bar.Finish()
-			}
+			_ = bar.Finish()
 			return c.print(out, func(w io.Writer) {
 				switch {
 				case len(out) == 1 && out[0].Existed:
@@ -165,21 +161,19 @@ type batch struct {
 	lines   []int // the line of each entry
 }
 
-// checkFile refuses, before anything is appended, a file that could not be
-// appended whole against the journal (readJSONL refused what the file
-// alone shows): an id the journal holds with other content (a
-// *journal.ConflictError) or a record for a stream the journal holds
-// sealed (a *journal.SealedError). Lines whose record the
-// journal already holds, same content, are fine: appending them is a no-op.
-// It looks every id up, lookupParallelism at a time, and reports the first
-// problem by line. It returns the ids the journal already holds with the
-// same content.
+// checkFile refuses, before anything is appended, a file the journal would
+// refuse part way: an id it holds with other content (*journal.ConflictError)
+// or a record for a sealed stream (*journal.SealedError). It returns the
+// ids it holds with the same content (appending them is a no-op).
 func checkFile(ctx context.Context, b backend, path string, batches []batch) (stored map[string]bool, err error) {
 	type item struct {
 		line   int
 		stream string
 		entry  journal.Entry
 		stored *journal.Record // set by the lookups when the journal holds the id
+	}
+	refuse := func(it item, err error) error {
+		return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 	}
 	var items []item
 	for _, bt := range batches {
@@ -212,12 +206,10 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 	for _, it := range items {
 		if it.stored != nil {
 			if err := journal.Same(*it.stored, it.stream, it.entry); err != nil {
-				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+				return nil, refuse(it, err)
 			}
 			stored[it.entry.ID] = true
-			continue
-		}
-		if !seen[it.stream] {
+		} else if !seen[it.stream] {
 			seen[it.stream] = true
 			fresh = append(fresh, it)
 		}
@@ -225,17 +217,17 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 	for _, it := range fresh {
 		head, err := b.Head(ctx, it.stream)
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			return nil, refuse(it, err)
 		}
 		if head == 0 {
 			continue
 		}
 		recs, err := b.Read(ctx, it.stream, head, 1)
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			return nil, refuse(it, err)
 		}
 		if len(recs) == 1 && recs[0].Final {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, &journal.SealedError{Stream: it.stream, FinalSeq: head})
+			return nil, refuse(it, &journal.SealedError{Stream: it.stream, FinalSeq: head})
 		}
 	}
 	return stored, nil
@@ -280,9 +272,7 @@ type line struct {
 }
 
 // readJSONL parses a JSON Lines file into batches of consecutive lines of
-// one stream, at most appendBatch each. It reports the first bad line by
-// number: one that does not parse, an id an earlier line has, a record
-// after its stream's final record.
+// one stream, at most appendBatch each, refusing the first bad line.
 func readJSONL(path, defaultStream string) ([]batch, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -295,9 +285,7 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 		out   []batch
 		first int
 		n     int
-		// A file is refused as a batch would be (journal.ValidateEntries),
-		// whichever batches its lines fall in: an id it repeats, a record
-		// after its stream's final record.
+		// Refused as one batch would be, whichever batches its lines fall in.
 		idLine    = map[string]int{}
 		finalLine = map[string]int{}
 	)
@@ -391,20 +379,20 @@ func isJSONType(ct string) bool {
 	return journal.IsJSON(string(bytes.TrimSpace(mt)))
 }
 
-// progress returns a progress bar on stderr when it is a terminal, else nil.
+// progress returns a progress bar on stderr when it is a terminal, else a
+// silent one.
 func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 	f, ok := e.Err.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || total < 2 || e.json {
-		return nil
+		return progressbar.DefaultSilent(int64(total))
 	}
 	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("appending "+what),
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
-// lineError names, in a validation error of a --file batch, the line of
-// the entry it is about: "f.jsonl line 7: invalid payload: …" where the
-// library says "entries[3].payload" of the batch. Another error is named
-// by the batch's lines.
+// lineError names the line of the entry a batch's validation error is
+// about ("f.jsonl line 7: invalid payload", not "entries[3].payload"), or
+// the batch's lines.
 func lineError(path string, bt batch, err error) error {
 	var inv *journal.InvalidError
 	if errors.As(err, &inv) {

@@ -1,6 +1,5 @@
-// Package cli implements the herald command: one file a command (or a few
-// of one concept), each declared as a command that the runner (runner.go)
-// runs alike. cmd/herald is a thin main around Main.
+// Package cli implements the herald command, a file a concept, each
+// command run alike by the runner (runner.go); cmd/herald is a thin main.
 package cli
 
 import (
@@ -85,9 +84,8 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		return ExitUsage
 	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound), errors.Is(err, store.ErrNotHerald),
 		errors.As(err, new(*journal.ConflictError)), errors.As(err, new(*journal.SealedError)):
-		// Nothing was changed, and the command as it is cannot succeed. (A
-		// bare ErrConflict, an append that raced another for an id, may:
-		// exit 1.)
+		// Nothing was changed, and the command cannot succeed as it is (a
+		// bare ErrConflict, an append that raced another, may: exit 1).
 		return ExitUsage
 	}
 	return ExitError

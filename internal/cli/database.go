@@ -87,12 +87,10 @@ func (d database) String() string {
 }
 
 // redactDSN hides the password of a connection string: in a URL's
-// userinfo (up to the authority's last '@', since a password may hold an
-// unescaped '@', and the authority up to the first '/' or '?': a '#' there
-// is more likely a password's than a fragment, which a connection URL has
-// no use for), and wherever a password=… parameter appears, as in a URL's
-// query or a libpq keyword/value string ("host=db password=…"), which
-// someone may well pass to --database.
+// userinfo (up to the authority's last '@': a password may hold one; the
+// authority ends at the first '/' or '?', since a '#' there is likelier a
+// password's than a fragment), and in every password=… parameter (a URL's
+// query, a libpq "host=db password=…" string).
 func redactDSN(s string) string {
 	if scheme, rest, ok := strings.Cut(s, "://"); ok {
 		end := strings.IndexAny(rest, "/?")
@@ -128,33 +126,20 @@ func redactQuery(tail string) string {
 	return path + "?" + strings.Join(pairs, "&")
 }
 
-// passwordParam matches a password parameter and its value, quoted (and
-// whatever follows the closing quote up to the next separator, which a
-// parser may take as the value's) or up
-// to the next separator. Whitespace is C's isspace (libpq's), which counts
-// \v: RE2's \s does not.
+// passwordParam matches a password parameter and its value, quoted (with
+// what follows the quote up to the next separator) or not. Whitespace is
+// libpq's isspace, which counts \v: RE2's \s does not.
 var passwordParam = regexp.MustCompile(`(?i)(password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*)('[^']*'?[^\t\n\v\f\r &;#]*|[^\t\n\v\f\r &;#]*)`)
 
-// openMode is what a command may do to a SQLite --database. PostgreSQL is
-// created and migrated only by herald migrate up.
+// openMode is what a command may do to a SQLite --database (PostgreSQL is
+// created and migrated only by herald migrate up).
 type openMode int
 
 const (
-	// noDB: the command opens none, or its own (migrate, demo).
-	noDB openMode = iota
-	// createDB: create and migrate a new file, migrate an older one up;
-	// for the commands that put something in a database that may not
-	// exist yet (register, append).
-	createDB
-	// existingDB: refuse a missing file, migrate an existing older one up;
-	// for the commands that deliver (sweep, run): a mistyped path would
-	// only ever serve an empty database.
-	existingDB
-	// readDB: refuse a missing file, migrate nothing; for the commands
-	// that read, or change what must exist, so that herald status in the
-	// wrong folder says there is no database there, and none undoes a
-	// herald migrate down.
-	readDB
+	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
+	createDB                   // create and migrate a new file, migrate an older one up (register, append)
+	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
+	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
 
 func (e *env) open(ctx context.Context, mode openMode) (backend, error) {

@@ -24,9 +24,8 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
-// deliveryFlags are the options of the commands that deliver (sweep, run):
-// the transport's and the workers'. Their ranges are the libraries' to
-// check (transport.New, push.NewWorker); the runner names the flag.
+// deliveryFlags are the transport's and the workers' options of sweep and
+// run; transport.New and push.NewWorker check their ranges.
 type deliveryFlags struct {
 	allowHTTP, allowPrivate                         bool
 	allowHosts                                      []string
@@ -50,9 +49,9 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
-// build returns the transport and the worker options, refusing (as usage
-// errors) what transport.New and push.NewWorker refuse, before any
-// database is opened: a worker is made on an empty memory store to ask.
+// build returns the transport and the worker options, refusing as usage
+// errors what the libraries refuse, before any database is opened (a worker
+// is made on an empty memory store to ask).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
 		AllowHosts: d.allowHosts, Logger: e.logger,
@@ -148,9 +147,8 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 	})
 }
 
-// failedHosts lists the hosts whose last host-level failure is at the
-// sweep's instant at or later (stores keep instants to the microsecond at
-// least): those this sweep charged.
+// failedHosts lists the hosts whose last host-level failure is at or after
+// the sweep's instant (to the microsecond, as stores keep it).
 func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
 	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
 	if err != nil {
@@ -305,8 +303,6 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
 				return err
 			}
-			// Spans go to OpenTelemetry's global provider; OTLP export when
-			// the standard OTEL_* environment asks (internal/otelenv).
 			otlp, stopTracing, err := otelenv.Setup(c.ctx(), e.getenv)
 			if err != nil {
 				return usageError{err}
@@ -340,9 +336,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 }
 
 // listen opens the daemon's addresses before the store is opened, so that
-// an address in use fails having created and migrated nothing. A default
-// address that is taken (another herald run on this machine) is left off
-// with a warning; only an address the operator named must open.
+// an address in use fails having created nothing. A default address that
+// is taken is left off with a warning.
 func listen(c *call, opts *daemon.Options) error {
 	for _, l := range []struct {
 		flag string

@@ -134,9 +134,9 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	return nil
 }
 
-// openDemo opens the demo's database. A PostgreSQL database without any
-// herald schema is migrated first, so that a fresh one just works; one with
-// an older schema is left to herald migrate up.
+// openDemo opens the demo's database, migrating a PostgreSQL database
+// without any herald schema (one with an older schema is left to herald
+// migrate up).
 func (e *env) openDemo(ctx context.Context) (backend, error) {
 	b, err := e.open(ctx, createDB)
 	if err == nil || !errors.Is(err, store.ErrSchemaBehind) {

@@ -22,14 +22,13 @@ func keyFlags(f *pflag.FlagSet, stream, id *string) {
 	f.StringVar(id, "id", "", "the registration's id (required)")
 }
 
-// atFlag declares --at of an action on a registration: the instant from
-// which it is due (the clock the sweeps use).
+// atFlag declares --at of an action: the instant from which it is due.
 func atFlag(f *pflag.FlagSet, at *instant) {
 	f.Var(at, "at", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 }
 
-// notFound words journal.ErrNotFound for the registration stream/id as
-// every command names one, with where to look; other errors are kept.
+// notFound words journal.ErrNotFound for the registration stream/id, with
+// where to look; other errors are kept.
 func (e *env) notFound(stream, id string, err error) error {
 	if !errors.Is(err, journal.ErrNotFound) {
 		return err
@@ -111,8 +110,7 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 }
 
 // unparkAll is unpark --all: it names each registration unparked, those
-// before a failure part way included (in --json too, as the APIs do), then
-// the failure.
+// before a failure part way included (in --json too), then the failure.
 func unparkAll(c *call, q push.ListQuery, at time.Time) error {
 	out, err := operator.UnparkAll(c.ctx(), c.b, q, at)
 	if c.json {
@@ -188,8 +186,7 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 	})
 }
 
-// moveFlags declares what skip and rewind take: the registration, --at and
-// --to-seq, whose range the store checks.
+// moveFlags declares the flags of skip and rewind.
 func moveFlags(f *pflag.FlagSet, stream, id *string, at *instant, toSeq *uint64, usage string) {
 	keyFlags(f, stream, id)
 	atFlag(f, at)
@@ -271,11 +268,9 @@ and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 	})
 }
 
-// retryAfterNote is the evidence's error with its "; Retry-After D" (the
-// delay the receiver asked for, as transport words it) replaced by the wait
-// herald keeps, clamped to [1 s, --max-retry-after]: "503 Service
-// Unavailable; retry after 1h (capped; the receiver asked 30d)". Other
-// errors are kept.
+// retryAfterNote is the evidence's error with the receiver's "; Retry-After
+// D" told as the wait herald keeps, clamped to [1 s, --max-retry-after]:
+// "503 Service Unavailable; retry after 1h (capped; the receiver asked 30d)".
 func retryAfterNote(ev push.Evidence) string {
 	const suffix = "; Retry-After "
 	i := strings.LastIndex(ev.Error, suffix)
@@ -297,8 +292,8 @@ func retryAfterNote(ev push.Evidence) string {
 	return ev.Error[:i] + "; retry after " + fmtDelay(waits) + " (" + why + ")"
 }
 
-// fmtDelay writes d as a person reads a delay: whole days as "30d", else
-// time.Duration's form without its zero parts ("1h", "2m", "1h30m").
+// fmtDelay writes d as "30d" for whole days, else as time.Duration does
+// without zero parts ("1h", "1h30m").
 func fmtDelay(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
@@ -342,10 +337,8 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 	})
 }
 
-// registerAgain is the command that registers s again as it was: its URL
-// unless redaction hides part of it (a capability), its policy, kinds,
-// window and cursor; the config is never shown, so its flags are named for
-// the operator to fill in.
+// registerAgain is the command that registers s again as it was, but for
+// what is never shown (a redacted URL, the config), left to fill in.
 func registerAgain(e *env, s push.Status) string {
 	again := []string{e.hint("register"), "--stream", shellQuote(s.Stream), "--id", shellQuote(s.ID), "--namespace", s.Namespace, "--url", "…"}
 	if operator.RedactURL(s.URL) == s.URL {

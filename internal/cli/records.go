@@ -56,8 +56,7 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 			if err != nil {
 				return err
 			}
-			// Read after the records: a head past the last one shown means
-			// more exist.
+			// After the records: a head past the last one shown means more.
 			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
 			if c.changed("limit") {
 				page.limit = limit
@@ -101,8 +100,7 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 	})
 }
 
-// recordsPage is what records --json prints: the records read, and where
-// they sit in the stream.
+// recordsPage is what records --json prints.
 type recordsPage struct {
 	Stream      string       `json:"stream"`
 	limit       int          // the --limit given (0: the default), which the next page's hint repeats
@@ -139,9 +137,8 @@ func viewRecord(r journal.Record) recordView {
 	return v
 }
 
-// preview is the start of a payload for a table cell: UTF-8 text (the
-// table replaces its control characters), cut at payloadPreview runes;
-// the size alone for bytes that are not UTF-8.
+// preview is the start of a payload for a table cell, or its size when it
+// is not UTF-8.
 func preview(p []byte) string {
 	if !utf8.Valid(p) {
 		return fmt.Sprintf("(%s, not UTF-8 text: see --json)", plural(len(p), "byte"))
@@ -201,8 +198,7 @@ payload bytes they retain. Page with --after and --limit.`,
 // scale) is likelier than an intent.
 const maxRetain = 10 * 365 * 24 * time.Hour
 
-// parseRetain reads --retain: a Go duration ("168h", "30m", "0s") or whole
-// days ("7d"). Errors are usage errors naming the flag.
+// parseRetain reads --retain: a duration ("168h", "0s") or whole days ("7d").
 func parseRetain(s string) (time.Duration, error) {
 	bad := func(why string) error {
 		return usagef("--retain %q %s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", s, why)

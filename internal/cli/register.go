@@ -123,8 +123,7 @@ message, as fediverse servers do).`, push.DefaultMaxPerHost),
 			if err != nil {
 				return err
 			}
-			// An update keeps the cursor: the operator's commands move it,
-			// with evidence.
+			// An update keeps the cursor: skip and rewind move it.
 			var notes []string
 			if existed && c.changed("from-seq") && st.NextSeq != fromSeq {
 				notes = append(notes, fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq))
@@ -164,8 +163,8 @@ message, as fediverse servers do).`, push.DefaultMaxPerHost),
 	})
 }
 
-// wire is a namespace herald speaks: its projection, and its config as
-// register's flags build it.
+// wire is a namespace herald speaks: its projection, and its config from
+// register's flags.
 type wire struct {
 	projection func() push.Projection
 	config     func(o *configFlags) (any, error)
@@ -214,8 +213,7 @@ var namespaces = map[string]wire{
 	},
 }
 
-// flags are register's flags that set the wire's config: one a config key,
-// in the config's order.
+// flags are register's flags that set the wire's config, in its order.
 func (w wire) flags() []string {
 	if w.config == nil {
 		return nil // a namespace herald does not speak, registered over the API
@@ -265,8 +263,8 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&o.structured, "structured", false, "cloudevents: structured content mode instead of binary")
 }
 
-// build checks that only the namespace's own flags were given and returns
-// its config as stored JSON.
+// build returns the namespace's config as stored, refusing other
+// namespaces' flags.
 func (o *configFlags) build(cmd *cobra.Command, ns string) (push.Config, error) {
 	own := namespaces[ns].flags()
 	for _, other := range namespaceNames() {
@@ -299,8 +297,8 @@ func (o *configFlags) readKey() (string, error) {
 }
 
 // readError is the usage error for a file a flag names that cannot be
-// read: the flag, the path quoted (the user's text, any byte), and the
-// reason without the os error's unquoted copy of the path.
+// read: the path quoted (the user's text, any byte), the reason without
+// the os error's unquoted copy of it.
 func readError(flag, path string, err error, hint string) error {
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 		err = pe.Err
@@ -308,9 +306,8 @@ func readError(flag, path string, err error, hint string) error {
 	return usagef("%s %q: %v%s", flag, path, err, hint)
 }
 
-// secretValue resolves a secret flag: "env:NAME" reads the environment
-// variable NAME, "file:PATH" a file (its trailing newline removed), anything
-// else is the secret itself. Errors never repeat the value.
+// secretValue resolves a secret flag: env:NAME, file:PATH (its trailing
+// newline removed) or the secret itself. Errors never repeat the value.
 func secretValue(flag, v string) (string, error) {
 	switch {
 	case strings.HasPrefix(v, "env:"):

@@ -164,8 +164,7 @@ stream's final record) are gone and not listed.`,
 }
 
 func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.RecordStatus) {
-	// How each cursor passed the record, before the counts: only "yes" is
-	// an acknowledgement.
+	// How each cursor passed the record: only "yes" is an acknowledgement.
 	passed := make([]string, len(st.Acknowledged))
 	acked := 0
 	for i, v := range st.Acknowledged {
@@ -196,12 +195,10 @@ func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.Rec
 	}
 }
 
-// passedAs says what a registration's evidence (the last push.MaxEvidence
-// rows) tells of how its cursor passed record seq: "skipped" when a
-// rejection of it was skipped by policy, "yes or skipped" when an
+// passedAs says what a registration's evidence tells of how its cursor
+// passed record seq: "skipped" by policy, "yes or skipped" when an
 // operator's skip began at or before it (the evidence keeps where a skip
-// began, not where it ended), "yes" otherwise, "?" when the evidence
-// cannot be read.
+// began, not where it ended), else "yes"; "?" when it cannot be read.
 func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
 	evs, err := c.b.Evidence(c.ctx(), v.Stream, v.ID, push.MaxEvidence)
 	if err != nil {
