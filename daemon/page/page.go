@@ -81,9 +81,7 @@ func New(opts Options) (*Page, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
-	if _, err := rand.Read(p.key[:]); err != nil {
-		return nil, fmt.Errorf("page: session key: %w", err)
-	}
+	rand.Read(p.key[:]) // crypto/rand never fails: it crashes the program first
 	if err := p.parseTemplates(); err != nil {
 		return nil, err
 	}
