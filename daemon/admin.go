@@ -15,9 +15,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// withPage serves the operator's page (daemon/page) under /ui/ beside the
-// admin API, and sends GET / there. The page does its own authentication
-// (a login form for the same token), so it is mounted before the API's.
+// withPage serves the operator's page, which authenticates by itself,
+// under /ui/ beside the admin API, and sends GET / there.
 func withPage(api http.Handler, pg *page.Page) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(page.Prefix, pg)
@@ -121,11 +120,8 @@ func unparkOne(store push.Store, now func() time.Time, woke func(namespace strin
 }
 
 // unparkAll answers POST /v1/registrations/unpark?stream=S&namespace=NS on
-// both APIs (operator.UnparkAll), and wakes the workers of those unparked.
-// What would unpark more than asked is refused (strictQuery, an empty
-// filter); a namespace no daemon serves matches nothing, since several
-// daemons may share a database. A failure part way is answered with those
-// unparked before it, which stay unparked.
+// both APIs (operator.UnparkAll), and wakes the workers of those unparked;
+// a namespace this daemon does not serve is another's on the database.
 func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")

@@ -57,9 +57,8 @@ type appendRequest struct {
 	Records []json.RawMessage `json:"records"`
 }
 
-// recordRequest is one record of an appendRequest. Payload is any JSON
-// value, stored as the bytes sent; PayloadBase64 is bytes (RFC 4648 §4,
-// padded) for a content type that is not JSON. At most one of them.
+// recordRequest is one record of an appendRequest: Payload any JSON value,
+// stored as sent, or PayloadBase64 (RFC 4648 §4, padded) any bytes.
 type recordRequest struct {
 	ID            string          `json:"id"`
 	Kind          string          `json:"kind"`
@@ -165,10 +164,8 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 }
 
 // headerTrace reads the W3C trace context of a POST /v1/records request
-// (Trace Context §3): one traceparent header, checked as the journal checks
-// a record's (journal.ValidateTraceparent), and the tracestate headers
-// joined with commas (§3.3.1.1: several are one list). Errors name the
-// header and wrap journal.ErrInvalid (400).
+// (Trace Context §3): one traceparent header, and the tracestate headers
+// joined with commas (§3.3.1.1), checked as a record's are.
 func headerTrace(h http.Header) (tp, ts string, err error) {
 	tps := h.Values("Traceparent")
 	if len(tps) > 1 {
@@ -243,8 +240,7 @@ func strictDecode(r io.Reader, v any) error {
 	return nil
 }
 
-// jsonError turns a decoding error into a journal.ErrInvalid naming the
-// field: the JSON field for a wrong type or an unknown field, else where.
+// jsonError is a decoding error as a journal.ErrInvalid naming the field.
 func jsonError(where string, err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError

@@ -23,9 +23,8 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// Store is what the daemon runs on: the journal and the push store over one
-// database, with host health and retention. store/memory, store/sqlite and
-// store/postgres implement it.
+// Store is what the daemon runs on: the journal, the push store and
+// retention over one database (store/memory, store/sqlite, store/postgres).
 type Store interface {
 	journal.Journal
 	push.Store
@@ -138,9 +137,8 @@ type pruner struct {
 	passed        func(store.PruneReport, error) // if set, told of every pass
 }
 
-// New validates opts and builds the daemon and its workers. Errors name the
-// field (Options.Every, Options.APIAddr, …) or come from push.NewWorker;
-// nothing is opened or started.
+// New validates opts and builds the daemon and its workers; nothing is
+// opened or started. Errors name the field, or are push.NewWorker's.
 func New(opts Options) (*Daemon, error) {
 	bad := func(format string, args ...any) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: "+format, args...)
@@ -222,12 +220,11 @@ func (d *Daemon) served() []string {
 	return names
 }
 
-// Run listens on the configured addresses (or serves Options.Listeners),
-// runs every worker's dispatcher, the store's sequencer and append listener
-// when it has them (store/postgres) and the pruner, until ctx ends. Then it
-// lets deliveries in flight finish or time out, saves every cursor, closes
-// the listeners and returns nil, or the first worker error. An address that
-// cannot be listened on is an error before anything ran.
+// Run serves the addresses, and runs every worker's dispatcher, the store's
+// sequencer and append listener when it has them (store/postgres) and the
+// pruner, until ctx ends; then deliveries in flight finish or time out and
+// every cursor is saved. It returns the first worker error, or an address's
+// before anything ran.
 func (d *Daemon) Run(ctx context.Context) error {
 	var servers []*http.Server
 	defer func() {
@@ -296,8 +293,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-// HealthHandler serves /healthz: 200 "ok" when the store answers a one-row
-// read within 2 s, else 503 with the store's error, as text.
+// HealthHandler serves /healthz: "ok" when the store answers a one-row read
+// within 2 s, else 503 with its error.
 func (d *Daemon) HealthHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -37,9 +37,8 @@ func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
 }
 
-// statusOf maps herald's error sentinels to HTTP statuses, in one place:
-// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream, a
-// statusError's own, 500 anything else (the store's).
+// statusOf is an error's HTTP status: 400 bad input, 404 nothing there,
+// 409 a conflict or a sealed stream, a statusError's own, else 500.
 func statusOf(err error) int {
 	switch se, ok := errors.AsType[statusError](err); {
 	case ok:
@@ -119,8 +118,8 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	})
 }
 
-// notRouted answers, as JSON like every other error, a request no route
-// serves: 405 with Allow when the path is served for other methods, else 404.
+// notRouted answers a request no route serves: 405 with Allow when the path
+// is served for other methods, else 404.
 func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
@@ -168,8 +167,7 @@ func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, e
 	return q, nil
 }
 
-// readsAByte reports whether body holds at least one byte (a chunked body
-// has no Content-Length).
+// readsAByte reports whether a body without Content-Length holds a byte.
 func readsAByte(body io.Reader) bool {
 	var b [1]byte
 	n, _ := body.Read(b[:])

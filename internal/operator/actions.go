@@ -130,11 +130,9 @@ func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) (
 	return evs, nil
 }
 
-// Prune runs one pass of retention (store.Retention.Prune) at q: batches
-// until one is not full. between, if set, is called after each full batch
-// with the batches so far and their total; its error ends the pass (with
-// that total and no error: a pass may stop part way, what was removed is
-// gone). Errors are the store's.
+// Prune runs one pass of retention at q: batches until one is not full.
+// between, if set, is called after each full batch with the batches so far
+// and their total; its error ends the pass early, without an error.
 func Prune(ctx context.Context, r store.Retention, q store.PruneQuery, between func(batches int, total store.PruneReport) error) (store.PruneReport, error) {
 	var total store.PruneReport
 	for n := 1; ; n++ {

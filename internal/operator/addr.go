@@ -6,11 +6,10 @@ import (
 	"strings"
 )
 
-// LoopbackHost reports whether a request's Host names a loopback address
-// (127.0.0.0/8, ::1 with or without a zone, or localhost), with or without
-// a port, or is empty (HTTP/1.0). An API or page open without a token
-// answers only such requests, so that a page on another name resolved to
-// loopback (DNS rebinding) is refused.
+// LoopbackHost reports whether a request's Host, port or not, names a
+// loopback address (127.0.0.0/8, ::1 with any zone, localhost) or is empty
+// (HTTP/1.0): all an API or page open without a token answers, against DNS
+// rebinding.
 func LoopbackHost(hostport string) bool {
 	if hostport == "" {
 		return true

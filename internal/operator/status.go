@@ -164,11 +164,9 @@ func ViewRecord(r journal.Record) RecordView {
 		AppendedAt: r.AppendedAt, Traceparent: r.Traceparent, Tracestate: r.Tracestate}
 }
 
-// FindRecord finds the record named by id (stream, if given, must be its
-// stream), or else by stream and seq. A record that is not there is
-// journal.ErrNotFound, saying that it was pruned when j keeps a low-water
-// mark past it (store.Retention); a stream that does not hold id is
-// journal.ErrInvalid.
+// FindRecord finds the record named by id (in stream, if given), or else
+// by stream and seq. Errors: journal.ErrNotFound, saying when it was
+// pruned; journal.ErrInvalid for a stream that does not hold id.
 func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq uint64) (journal.Record, error) {
 	if id != "" {
 		rec, err := j.Lookup(ctx, id)
@@ -201,9 +199,8 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 }
 
 // RecordStatusOf is the RecordStatus of the record the APIs and the page
-// name by id, or by stream and seq (as given: text). Errors:
-// journal.ErrInvalid for another naming or a seq that is not one, else
-// FindRecord's and StatusOf's.
+// name by id, or by stream and seq (as given: text). Errors wrap
+// journal.ErrInvalid for another naming, else are FindRecord's.
 func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
 	switch {

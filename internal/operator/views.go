@@ -1,8 +1,6 @@
-// Package operator is what herald's operator surfaces share: the CLI
-// (internal/cli), the admin API and the HTTP API (daemon) and the page
-// (daemon/page) show registrations, records, hosts and evidence through it,
-// and unpark through it, so that each rule (what "held" means, what a URL
-// shows, what an unpark answers) is stated once.
+// Package operator is what herald's operator surfaces (internal/cli, the
+// daemon's APIs, daemon/page) share, so that each rule (what "held" means,
+// what a URL shows, what an unpark answers) is stated once.
 package operator
 
 import (
@@ -20,9 +18,9 @@ import (
 // or retrying.
 const StateHeld = "held"
 
-// RegistrationView is a registration as the APIs, the CLI and the page show
-// it: everything but the config, which holds secrets, and the URL redacted
-// (RedactURL). Times are RFC 3339, UTC; absent when zero.
+// RegistrationView is a registration as shown: everything but the config,
+// which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
+// absent when zero.
 type RegistrationView struct {
 	Stream        string    `json:"stream"`
 	ID            string    `json:"id"`
@@ -129,10 +127,9 @@ func WindowNote(window, maxPerHost int, whose string) string {
 		"%d of this registration's are sent at a time unless the workers run with --max-per-host %d", window, whose, maxPerHost, maxPerHost, window)
 }
 
-// RedactURL shows a URL without what may be a credential: the query (often
-// a capability token) becomes "?…", and every path segment of 16 bytes or
-// more (the token of /api/webhooks/<id>/<token>) becomes "…". Scheme, host
-// and short segments stay, so receivers can still be told apart.
+// RedactURL shows a URL without what may be a credential: the query
+// becomes "?…", every path segment of 16 bytes or more "…" (the token of
+// /api/webhooks/<id>/<token>); receivers can still be told apart.
 func RedactURL(raw string) string {
 	rest, query, hasQuery := strings.Cut(raw, "?")
 	scheme, path, ok := strings.Cut(rest, "://")
@@ -173,11 +170,10 @@ func HostArg(s string) string {
 	return strings.ToLower(s)
 }
 
-// List lists, as shown, up to limit registrations that q matches (q.Limit
-// is its own), only those in state when it is set (push's states or
-// StateHeld). next, when others follow, is the position to list them from:
-// past the last one listed, or past the last one read when scan (0: no
-// bound) registrations were read to find them. Errors are the store's.
+// List lists, as shown, up to limit registrations that q matches, in state
+// when it is set (push's states or StateHeld). next, when others follow, is
+// where to list them from: past the last one listed, or past the last one
+// read when scan (0: no bound) were read to find them.
 func List(ctx context.Context, s push.Store, q push.ListQuery, state string, limit, scan int) (out []RegistrationView, next *push.Key, err error) {
 	held, err := HeldHosts(ctx, s)
 	if err != nil {
