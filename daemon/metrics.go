@@ -77,25 +77,21 @@ func (m *metrics) hooks(ns string) push.Hooks {
 // watch adds a worker's load to the gauges.
 func (m *metrics) watch(w *push.Worker) { m.gauges.workers = append(m.gauges.workers, w) }
 
+// gauge describes a gauge of the given labels.
+func gauge(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
 var (
-	turnsInFlightDesc = prometheus.NewDesc("herald_turns_in_flight",
-		"Turns running now (registrations being served), by namespace; at most --max-in-flight.", []string{"namespace"}, nil)
-	messagesInFlightDesc = prometheus.NewDesc("herald_messages_in_flight",
-		"Messages being sent now, by namespace.", []string{"namespace"}, nil)
-	hostsAtCapDesc = prometheus.NewDesc("herald_hosts_at_cap",
-		"Hosts with --max-per-host turns in flight, by namespace: claims take no more of them until one ends.", []string{"namespace"}, nil)
-	registrationsDesc = prometheus.NewDesc("herald_registrations",
-		"Registrations by namespace and state (ready, retrying, idle, parked); one held for its host counts as ready or retrying here, and in herald_held_registrations.", []string{"namespace", "state"}, nil)
-	parkedDesc = prometheus.NewDesc("herald_parked_registrations",
-		"Parked registrations by namespace: each needs an operator (herald unpark).", []string{"namespace"}, nil)
-	behindDesc = prometheus.NewDesc("herald_records_behind",
-		"Records appended but not yet acknowledged, summed over the namespace's registrations.", []string{"namespace"}, nil)
-	hostsDesc = prometheus.NewDesc("herald_hosts",
-		"Hosts herald keeps health for (those that ever failed for their host) by state (up, down, unavailable).", []string{"state"}, nil)
-	heldDesc = prometheus.NewDesc("herald_held_registrations",
-		"Registrations held because their host is down or unavailable.", nil, nil)
-	statsUpDesc = prometheus.NewDesc("herald_store_up",
-		"1 if the last scrape could read the store's stats, else 0.", nil, nil)
+	turnsInFlightDesc    = gauge("herald_turns_in_flight", "Turns running now (registrations being served), by namespace; at most --max-in-flight.", "namespace")
+	messagesInFlightDesc = gauge("herald_messages_in_flight", "Messages being sent now, by namespace.", "namespace")
+	hostsAtCapDesc       = gauge("herald_hosts_at_cap", "Hosts with --max-per-host turns in flight, by namespace: claims take no more of them until one ends.", "namespace")
+	registrationsDesc    = gauge("herald_registrations", "Registrations by namespace and state (ready, retrying, idle, parked); one held for its host counts as ready or retrying here, and in herald_held_registrations.", "namespace", "state")
+	parkedDesc           = gauge("herald_parked_registrations", "Parked registrations by namespace: each needs an operator (herald unpark).", "namespace")
+	behindDesc           = gauge("herald_records_behind", "Records appended but not yet acknowledged, summed over the namespace's registrations.", "namespace")
+	hostsDesc            = gauge("herald_hosts", "Hosts herald keeps health for (those that ever failed for their host) by state (up, down, unavailable).", "state")
+	heldDesc             = gauge("herald_held_registrations", "Registrations held because their host is down or unavailable.")
+	statsUpDesc          = gauge("herald_store_up", "1 if the last scrape could read the store's stats, else 0.")
 )
 
 // gauges are read at scrape time: what is in flight from the workers
@@ -116,14 +112,14 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+	set := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	for _, w := range g.workers {
 		l := w.Load()
-		gauge(turnsInFlightDesc, float64(l.Turns), w.Namespace())
-		gauge(messagesInFlightDesc, float64(l.Messages), w.Namespace())
-		gauge(hostsAtCapDesc, float64(l.HostsAtCap), w.Namespace())
+		set(turnsInFlightDesc, float64(l.Turns), w.Namespace())
+		set(messagesInFlightDesc, float64(l.Messages), w.Namespace())
+		set(hostsAtCapDesc, float64(l.HostsAtCap), w.Namespace())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -133,21 +129,21 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		hs, err = g.hosts(ctx)
 	}
 	if err != nil {
-		gauge(statsUpDesc, 0)
+		set(statsUpDesc, 0)
 		return
 	}
 	sum := operator.SummarizeHosts(hs)
 	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
-		gauge(hostsDesc, float64(n), state)
+		set(hostsDesc, float64(n), state)
 	}
-	gauge(heldDesc, float64(sum.Held))
-	gauge(statsUpDesc, 1)
+	set(heldDesc, float64(sum.Held))
+	set(statsUpDesc, 1)
 	for ns, n := range st.Namespaces {
 		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked} {
-			gauge(registrationsDesc, float64(v), ns, state)
+			set(registrationsDesc, float64(v), ns, state)
 		}
-		gauge(parkedDesc, float64(n.Parked), ns)
-		gauge(behindDesc, float64(n.Behind), ns)
+		set(parkedDesc, float64(n.Parked), ns)
+		set(behindDesc, float64(n.Behind), ns)
 	}
 }
 
