@@ -157,13 +157,9 @@ func New(opts Options) (*Daemon, error) {
 	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
-	for _, a := range [][4]string{{"Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"},
-		{"Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"}} {
-		if a[1] != "" {
-			if err := operator.CheckAddr(a[0], a[1], a[2], a[3]); err != nil {
-				return bad("%v", err)
-			}
-		}
+	if err := cmp.Or(operator.CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
+		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)")); err != nil {
+		return bad("%v", err)
 	}
 	opts.Every, opts.MaxBody, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.MaxBody, DefaultMaxBody), cmp.Or(opts.Logger, slog.Default())
 	if opts.Now == nil {

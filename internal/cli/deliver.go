@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -222,13 +223,11 @@ func newRun(e *env) *cobra.Command {
 		use:   "run",
 		short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
 		long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
---max-in-flight registrations being served and refills a slot as soon as its
-turn ends, so a slow or silent receiver holds one slot (at most --timeout),
-never the namespace. It claims at once after an append (PostgreSQL: the
-sequencer, which this daemon runs, numbers appended records within
-milliseconds and notifies), when turns end, and every --every. Several
-daemons may share one PostgreSQL database: leases keep them from delivering
-the same registration at the same time.
+--max-in-flight registrations being served, so a slow or silent receiver holds
+one slot (at most --timeout), never the namespace. It claims at once after an
+append (PostgreSQL: the sequencer, which it runs, numbers appended records and
+notifies), when turns end, and every --every. Daemons sharing a PostgreSQL
+database never deliver one registration at the same time.
 
 The network guard (--allow-http, --allow-private-network, --allow-host) is
 this process's: a URL it refuses parks the registration. Give every process
@@ -291,14 +290,9 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			}
 			e.seqEvery = seqIv
 			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
-			for _, a := range []struct{ flag, addr, token, env string }{
-				{"--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"}, {"--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"},
-			} {
-				if a.addr != "" {
-					if err := operator.CheckAddr(a.flag, a.addr, a.token, a.env); err != nil {
-						return usageError{err}
-					}
-				}
+			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
+				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN")); err != nil {
+				return usageError{err}
 			}
 			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
 				return err

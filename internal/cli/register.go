@@ -56,18 +56,12 @@ appended; with --envelope it is Standard Webhooks' recommended payload
 structure, {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}, whose
 signature covers the kind (projection/webhook's package doc has the details).
 
---kinds: records of other kinds are passed without a message and the cursor
-moves past them; re-registering replaces the list.
-
---window N: records are still sent in seq order and the cursor is the first
-unacknowledged one, but the receiver may see them out of order within the
-window (README, "Delivery semantics"). Each message in flight takes one of its
-host's --max-per-host tokens of run and sweep (default %d): a larger window
-needs a larger --max-per-host there to fill.
-
---on-4xx: what a 4xx other than 408, 410, 425 and 429 means: retry (nothing is
-lost; parks at the retry ceiling) or skip (record evidence and move past the
-message, as fediverse servers do).`, push.DefaultMaxPerHost),
+--kinds passes records of other kinds without a message (re-registering
+replaces the list). Within a --window the receiver may see records out of
+order (README, "Delivery semantics"); each message in flight takes one of its
+host's --max-per-host tokens of run and sweep (default %d). --on-4xx says what
+a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
+ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem

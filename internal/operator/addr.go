@@ -27,11 +27,14 @@ func LoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// CheckAddr refuses to serve an API on addr (host:port) without a token
-// unless it is a loopback address (LoopbackHost; an empty host is every
-// interface). Its error names field, the option, and envVar, the variable
-// that sets the token.
+// CheckAddr refuses to serve an API on addr (host:port; empty: off)
+// without a token unless it is a loopback address (LoopbackHost; an empty
+// host is every interface). Its error names field, the option, and envVar,
+// the variable that sets the token.
 func CheckAddr(field, addr, token, envVar string) error {
+	if addr == "" {
+		return nil
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%s %q: %v", field, addr, err)
