@@ -12,7 +12,6 @@ import (
 	"os"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
@@ -24,13 +23,13 @@ import (
 // appendBatch is how many lines of a --file one transaction appends.
 const appendBatch = 500
 
-func newAppend(e *env) *cobra.Command {
+func newAppend(e *env) command {
 	var (
 		stream, file string
 		one          journal.Entry
 		batches      []batch
 	)
-	return e.cobra(command{
+	return command{
 		use:   "append",
 		short: "Append records to a stream: one from stdin, or many from a JSON Lines file",
 		long: `Append one record, whose payload is read from stdin, or with --file, one record a
@@ -144,7 +143,7 @@ is a no-op, so a failed run can simply be repeated.`,
 				fmt.Fprintln(w, ".")
 			})
 		},
-	})
+	}
 }
 
 type appended struct {

@@ -146,11 +146,13 @@ func newRoot(e *env) *cobra.Command {
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
-	root.AddCommand(
+	for _, d := range []command{
 		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSweep(e), newRun(e),
 		newRegistrations(e), newUnpark(e), newSkip(e), newRewind(e), newEvidence(e), newStatus(e),
 		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newDemo(e),
-	)
+	} {
+		root.AddCommand(e.cobra(d))
+	}
 	return root
 }
 

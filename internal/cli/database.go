@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
@@ -206,9 +205,9 @@ func (e *env) openError(d database, err error) error {
 	return fmt.Errorf("cannot open database %s: %w", journal.Shown(d.String()), err)
 }
 
-func newMigrate(e *env) *cobra.Command {
+func newMigrate(e *env) command {
 	var yes bool
-	return e.cobra(command{
+	return command{
 		use:   "migrate up|down|status",
 		short: "Apply, revert or show the database schema's migrations",
 		long: `Manage the database schema. "up" applies every pending migration; "down"
@@ -221,7 +220,7 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json
   herald migrate down --yes --database sqlite:./herald.db`,
-		args: func(cmd *cobra.Command, args []string) error {
+		args: func(args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
 				return usagef("migrate takes one of up, down, status")
 			}
@@ -253,7 +252,7 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 				t.Flush()
 			})
 		},
-	})
+	}
 }
 
 // confirmDown asks on a terminal before migrate down drops data, and

@@ -61,7 +61,7 @@ func TestMissingFolderIsNamed(t *testing.T) {
 // with nothing changed; read-only commands after it do not migrate the file
 // back up.
 func TestMigrateDownNeedsYesAndStatusDoesNotUndoIt(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	before := heraldOK(t, db, "", "migrate", "status", "--json")
 

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/daemon"
@@ -80,7 +79,7 @@ func unwrapped(err error) error {
 	return err
 }
 
-func newSweep(e *env) *cobra.Command {
+func newSweep(e *env) command {
 	var (
 		ns    string
 		at    instant
@@ -89,7 +88,7 @@ func newSweep(e *env) *cobra.Command {
 		tr    *transport.HTTP
 		opts  []push.Option
 	)
-	return e.cobra(command{
+	return command{
 		use:   "sweep",
 		short: "Run one sweep of a namespace at a given instant, and print its report (scheduler mode)",
 		long: `Run one sweep (RunOnce) of a namespace: claim up to --limit due registrations,
@@ -145,7 +144,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			}
 			return err
 		},
-	})
+	}
 }
 
 // failedHosts lists the hosts whose last host-level failure is at or after
@@ -210,7 +209,7 @@ func printReport(c *call, ns string, at time.Time, r push.SweepReport, failed []
 	})
 }
 
-func newRun(e *env) *cobra.Command {
+func newRun(e *env) command {
 	var (
 		nsList                   []string
 		retain                   string
@@ -219,7 +218,7 @@ func newRun(e *env) *cobra.Command {
 		df                       deliveryFlags
 		opts                     daemon.Options
 	)
-	return e.cobra(command{
+	return command{
 		use:   "run",
 		short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
 		long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
@@ -326,7 +325,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			}
 			return d.Run(c.ctx())
 		},
-	})
+	}
 }
 
 // listen opens the daemon's addresses before the store is opened, so that

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/demo"
@@ -21,13 +20,13 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
-func newDemo(e *env) *cobra.Command {
+func newDemo(e *env) command {
 	var (
 		duration time.Duration
 		corpus   string
 		in       *demo.Input
 	)
-	return e.cobra(command{
+	return command{
 		use:   "demo",
 		short: "Show herald's whole job on this machine: local receivers, every wire, a 503, a 410, a recovery",
 		long: `Show herald's whole job in one command, with no server to install: receivers on
@@ -71,7 +70,7 @@ receiver's registration is parked with its cursor intact; 1 otherwise.`,
 			}
 			return e.runDemo(c.ctx(), database, in, duration)
 		},
-	})
+	}
 }
 
 // runDemo opens the database (a fresh SQLite file when database is empty),

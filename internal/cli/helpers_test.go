@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func runCLI(t *testing.T, db, stdin string, args ...string) cliRun {
 	code := Main(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}, func(string) string { return "" })
 	return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
 }
+
+// newDB is the path of a new SQLite file in the test's directory.
+func newDB(t *testing.T) string { return filepath.Join(t.TempDir(), "herald.db") }
 
 // heraldOK runs a command that must exit 0.
 func heraldOK(t *testing.T, db, stdin string, args ...string) string {

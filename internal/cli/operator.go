@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -46,14 +45,14 @@ func (e *env) due(t time.Time) string {
 	return "due now"
 }
 
-func newUnpark(e *env) *cobra.Command {
+func newUnpark(e *env) command {
 	var (
 		stream, id, namespace string
 		all                   bool
 		at                    instant
 		q                     push.ListQuery
 	)
-	return e.cobra(command{
+	return command{
 		use:   "unpark",
 		short: "Resume a parked registration at its cursor (or every parked one, with --all)",
 		long: `Resume a parked registration: it becomes due at once, with its attempts reset,
@@ -106,7 +105,7 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 				}
 			})
 		},
-	})
+	}
 }
 
 // unparkAll is unpark --all: it names each registration unparked, those
@@ -133,13 +132,13 @@ func unparkAll(c *call, q push.ListQuery, at time.Time) error {
 	return nil
 }
 
-func newSkip(e *env) *cobra.Command {
+func newSkip(e *env) command {
 	var (
 		stream, id, reason string
 		toSeq              uint64
 		at                 instant
 	)
-	return e.cobra(command{
+	return command{
 		use:   "skip",
 		short: "Move a registration's cursor forward, past a poison record",
 		long: `Move a registration's cursor forward to --to-seq, so the records before it are
@@ -157,16 +156,16 @@ A parked registration stays parked: unpark it afterwards.`,
 		run: func(c *call) error {
 			return move(c, stream, id, toSeq, func() error { return c.b.Skip(c.ctx(), stream, id, toSeq, c.at(at), reason) })
 		},
-	})
+	}
 }
 
-func newRewind(e *env) *cobra.Command {
+func newRewind(e *env) command {
 	var (
 		stream, id string
 		toSeq      uint64
 		at         instant
 	)
-	return e.cobra(command{
+	return command{
 		use:   "rewind",
 		short: "Move a registration's cursor back, to replay history to its receiver",
 		long: `Move a registration's cursor back to --to-seq (1 is the stream's beginning), so
@@ -183,7 +182,7 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 		run: func(c *call) error {
 			return move(c, stream, id, toSeq, func() error { return c.b.Rewind(c.ctx(), stream, id, toSeq, c.at(at)) })
 		},
-	})
+	}
 }
 
 // moveFlags declares the flags of skip and rewind.
@@ -214,12 +213,12 @@ func move(c *call, stream, id string, toSeq uint64, do func() error) error {
 	})
 }
 
-func newEvidence(e *env) *cobra.Command {
+func newEvidence(e *env) command {
 	var (
 		stream, id string
 		limit      int
 	)
-	return e.cobra(command{
+	return command{
 		use:   "evidence",
 		short: "Show why a registration failed, was skipped or parked, newest first",
 		long: fmt.Sprintf(`Show a registration's evidence, newest first: failed attempts (status, the first
@@ -265,7 +264,7 @@ and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 				}
 			})
 		},
-	})
+	}
 }
 
 // retryAfterNote is the evidence's error with the receiver's "; Retry-After
@@ -308,9 +307,9 @@ func fmtDelay(d time.Duration) string {
 	return s
 }
 
-func newUnregister(e *env) *cobra.Command {
+func newUnregister(e *env) command {
 	var stream, id string
-	return e.cobra(command{
+	return command{
 		use:   "unregister",
 		short: "Remove a registration and its evidence; the journal keeps every record",
 		long: `Remove a registration: its receiver gets nothing more, and its cursor, retry
@@ -334,7 +333,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 				fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
 			})
 		},
-	})
+	}
 }
 
 // registerAgain is the command that registers s again as it was, but for

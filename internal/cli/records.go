@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -25,13 +24,13 @@ const maxRecordsLimit = 1000
 // payloadPreview is how many runes of a payload the table shows.
 const payloadPreview = 100
 
-func newRecords(e *env) *cobra.Command {
+func newRecords(e *env) command {
 	var (
 		stream  string
 		fromSeq uint64
 		limit   int
 	)
-	return e.cobra(command{
+	return command{
 		use:   "records",
 		short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
@@ -97,7 +96,7 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 				}
 			})
 		},
-	})
+	}
 }
 
 // recordsPage is what records --json prints.
@@ -153,9 +152,9 @@ func preview(p []byte) string {
 	return string(p)
 }
 
-func newStreams(e *env) *cobra.Command {
+func newStreams(e *env) command {
 	var q store.StreamQuery
-	return e.cobra(command{
+	return command{
 		use:   "streams",
 		short: "List streams: head, final seq, oldest retained seq, registrations, retained bytes",
 		long: `List streams in name order with their head (the newest seq), their final seq
@@ -191,7 +190,7 @@ payload bytes they retain. Page with --after and --limit.`,
 				t.Flush()
 			})
 		},
-	})
+	}
 }
 
 // maxRetain bounds --retain: ten years, past which a typo (a missing unit
@@ -225,13 +224,13 @@ func parseRetain(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func newPrune(e *env) *cobra.Command {
+func newPrune(e *env) command {
 	var (
 		retain string
 		at     instant
 		q      store.PruneQuery
 	)
-	return e.cobra(command{
+	return command{
 		use:   "prune",
 		short: "Remove records every registration acknowledged, once older than --retain",
 		long: `Remove what the journal no longer needs, in small batches that never hold
@@ -288,5 +287,5 @@ reports what would go and changes nothing.`,
 					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"))
 			})
 		},
-	})
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -27,14 +26,14 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
-func newRegister(e *env) *cobra.Command {
+func newRegister(e *env) command {
 	var (
 		r       push.Registration
 		on4xx   string
 		cfg     configFlags
 		fromSeq uint64
 	)
-	return e.cobra(command{
+	return command{
 		use:   "register",
 		short: "Register a receiver for a stream: where to POST, which wire, which secrets",
 		long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
@@ -90,7 +89,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			for i, k := range r.Kinds {
 				r.Kinds[i] = strings.TrimSpace(k)
 			}
-			if r.Config, err = cfg.build(c.cmd, r.Namespace); err != nil {
+			if r.Config, err = cfg.build(c.changed, r.Namespace); err != nil {
 				return err
 			}
 			if err := r.Validate(); err != nil {
@@ -154,7 +153,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				}
 			})
 		},
-	})
+	}
 }
 
 // wire is a namespace herald speaks: its projection, and its config from
@@ -259,11 +258,11 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 
 // build returns the namespace's config as stored, refusing other
 // namespaces' flags.
-func (o *configFlags) build(cmd *cobra.Command, ns string) (push.Config, error) {
+func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Config, error) {
 	own := namespaces[ns].flags()
 	for _, other := range namespaceNames() {
 		for _, name := range namespaces[other].flags() {
-			if cmd.Flags().Changed(name) && !slices.Contains(own, name) {
+			if changed(name) && !slices.Contains(own, name) {
 				return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(own, ", --"))
 			}
 		}

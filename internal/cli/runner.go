@@ -24,13 +24,13 @@ import (
 // library's field.
 type command struct {
 	use, short, long, example string
-	args                      cobra.PositionalArgs // nil: none
-	need                      []string             // flags that must be given
+	args                      func(args []string) error // nil: none
+	need                      []string                  // flags that must be given
 	db                        openMode
 	flags                     func(f *pflag.FlagSet)
 	check                     func(c *call) error // before the database is opened
 	run                       func(c *call) error
-	subcommands               []*cobra.Command
+	subcommands               []command
 }
 
 // call is one run of a command.
@@ -80,14 +80,15 @@ func (c *call) at(t instant) time.Time {
 }
 
 func (e *env) cobra(d command) *cobra.Command {
-	cmd := &cobra.Command{Use: d.use, Short: d.short, Long: d.long, Example: d.example, Args: d.args}
-	if cmd.Args == nil {
-		cmd.Args = func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
-			}
-			return nil
+	cmd := &cobra.Command{Use: d.use, Short: d.short, Long: d.long, Example: d.example}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case d.args != nil:
+			return d.args(args)
+		case len(args) > 0:
+			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
+		return nil
 	}
 	if d.flags != nil {
 		d.flags(cmd.Flags())
@@ -117,7 +118,9 @@ func (e *env) cobra(d command) *cobra.Command {
 		}
 		return asFlags(cmd, d.run(c))
 	}
-	cmd.AddCommand(d.subcommands...)
+	for _, s := range d.subcommands {
+		cmd.AddCommand(e.cobra(s))
+	}
 	return cmd
 }
 

@@ -8,7 +8,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -35,8 +34,8 @@ type refusedView struct {
 	Reason     string `json:"reason"`
 }
 
-func newStatus(e *env) *cobra.Command {
-	return e.cobra(command{
+func newStatus(e *env) command {
+	return command{
 		use:   "status",
 		short: "Counts by namespace and state, the largest lags, the oldest parked registration, refused records",
 		long: fmt.Sprintf(`Count each namespace's registrations by state: ready (work, due), retrying
@@ -71,7 +70,7 @@ work were read to count them.`, operator.MaxHeldScan),
 			}{st, refused}
 			return c.print(out, func(w io.Writer) { printStatus(w, st, refused) })
 		},
-	})
+	}
 }
 
 func printStatus(w io.Writer, st operator.Status, refused []refusedView) {
@@ -114,12 +113,12 @@ func printStatus(w io.Writer, st operator.Status, refused []refusedView) {
 	}
 }
 
-func newRecordStatus(e *env) *cobra.Command {
+func newRecordStatus(e *env) command {
 	var (
 		stream, id string
 		seq        uint64
 	)
-	return e.cobra(command{
+	return command{
 		use:   "record-status",
 		short: "Which registrations have acknowledged a record, and which have not",
 		long: `Show which registrations of a record's stream have acknowledged it (their cursor
@@ -160,7 +159,7 @@ stream's final record) are gone and not listed.`,
 			}
 			return c.print(st, func(w io.Writer) { printRecordStatus(c, w, rec, st) })
 		},
-	})
+	}
 }
 
 func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.RecordStatus) {
@@ -216,9 +215,9 @@ func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
 	return said
 }
 
-func newHosts(e *env) *cobra.Command {
+func newHosts(e *env) command {
 	var q push.HostQuery
-	return e.cobra(command{
+	return command{
 		use:   "hosts",
 		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
 		long: `List the hosts herald keeps health for: every host with a failure that says
@@ -265,16 +264,16 @@ next probe, the registrations held, and the last error.`,
 				}
 			})
 		},
-		subcommands: []*cobra.Command{newHostsReset(e)},
-	})
+		subcommands: []command{newHostsReset(e)},
+	}
 }
 
-func newHostsReset(e *env) *cobra.Command {
+func newHostsReset(e *env) command {
 	var (
 		at   instant
 		host string
 	)
-	return e.cobra(command{
+	return command{
 		use:   "reset HOST",
 		short: "Bring a host up and release every registration held for it",
 		long: `Reset a host as if it had answered: up, its failures forgotten, its held
@@ -283,7 +282,7 @@ that herald hosts lists, or any URL on that host. Nothing was lost while it was
 held. If the host is still down, the next failures bring it down again.`,
 		example: `  herald hosts reset social.example:443
   herald hosts reset https://social.example/inbox --json`,
-		args: func(cmd *cobra.Command, args []string) error {
+		args: func(args []string) error {
 			switch {
 			case len(args) == 1 && args[0] == "":
 				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
@@ -321,15 +320,15 @@ held. If the host is still down, the next failures bring it down again.`,
 				}
 			})
 		},
-	})
+	}
 }
 
-func newRegistrations(e *env) *cobra.Command {
+func newRegistrations(e *env) command {
 	var (
 		q     push.ListQuery
 		limit int
 	)
-	return e.cobra(command{
+	return command{
 		use:   "registrations",
 		short: "List registrations: cursor, head, lag, attempts, state, last error",
 		long: `List registrations by stream, then id: cursor (the first seq not yet
@@ -391,5 +390,5 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 				fmt.Fprintf(w, "More registrations follow: %s\n", strings.Join(words, " "))
 			})
 		},
-	})
+	}
 }
