@@ -33,8 +33,7 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 		require.Contains(t, r.stderr, "no herald database at sqlite:"+db, args)
 		require.Contains(t, r.stderr, "--database", args)
 		require.Empty(t, r.stdout, args)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%v created the database", args)
+		requireNoDB(t, db, "%v created the database", args)
 	}
 	inMissingFolder := filepath.Join(dir, "nope", "herald.db")
 	r := runCLI(t, inMissingFolder, "", "status")

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -47,8 +46,7 @@ func TestRegisterKinds(t *testing.T) {
 	r := runCLI(t, db, "", args("order.*.paid")...)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, `invalid --kinds: pattern "order.*.paid" may have one "*", at its end`)
-	_, err := os.Stat(db)
-	require.ErrorIs(t, err, os.ErrNotExist, "a refused register opened nothing")
+	requireNoDB(t, db, "a refused register opened nothing")
 
 	heraldOK(t, db, "", args("order.*, invoice.paid")...)
 	out := heraldOK(t, db, "", "registrations")
@@ -71,8 +69,7 @@ func TestRegisterWindow(t *testing.T) {
 		r := runCLI(t, db, "", args("--window", bad)...)
 		require.Equal(t, ExitUsage, r.code, "--window %s: %s", bad, r.stderr)
 		require.Contains(t, r.stderr, "--window", bad)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "a refused register opened nothing")
+		requireNoDB(t, db, "a refused register opened nothing")
 	}
 
 	require.Contains(t, heraldOK(t, db, "", args("--window", "16")...), "window 16")
@@ -131,8 +128,7 @@ func TestRegisterFromSeqZeroIsRefused(t *testing.T) {
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--from-seq", "0")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--from-seq 0 must be 1 or more")
-	_, err := os.Stat(db)
-	require.ErrorIs(t, err, os.ErrNotExist)
+	requireNoDB(t, db)
 }
 
 // register's config errors name the flag that was given, not the stored
@@ -183,8 +179,7 @@ func TestRegisterEnvelopeIsRefusedOutsideTheWebhookNamespace(t *testing.T) {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", c.args, r.stderr)
 		require.Contains(t, r.stderr, c.want, c.args)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%v: a refused register opened nothing", c.args)
+		requireNoDB(t, db, "%v: a refused register opened nothing", c.args)
 	}
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,8 +54,7 @@ func TestFlagValueThatIsNoNumberNamesTheFlagAndItsRange(t *testing.T) {
 		require.Contains(t, r.stderr, c.want, c.args)
 		require.NotContains(t, r.stderr, "strconv", c.args)
 		require.NotContains(t, r.stderr, "time: invalid", c.args)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%v opened the database", c.args)
+		requireNoDB(t, db, "%v opened the database", c.args)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,10 +220,8 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 // record-status tells a cursor moved past a record from one the receiver
 // acknowledged.
 func TestRecordStatusTellsSkippedFromAcknowledged(t *testing.T) {
-	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	defer ok.Close()
-	refuses := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnprocessableEntity) }))
-	defer refuses.Close()
+	ok := answering(t, http.StatusNoContent)
+	refuses := answering(t, http.StatusUnprocessableEntity)
 	db := newDB(t)
 	for i := range 3 {
 		heraldOK(t, db, "{}", "append", "--stream", "s", "--id", fmt.Sprint("e", i), "--kind", "order.created")

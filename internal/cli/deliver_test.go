@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,8 +19,7 @@ import (
 // waiting claim) exits 3, as a saturated one does: a scheduler running one
 // sweep at a time must know to sweep again soon.
 func TestSweepWithABacklogNeedsAttention(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	defer srv.Close()
+	srv := answering(t, http.StatusNoContent)
 	db := newDB(t)
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		heraldOK(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", srv.URL+"/"+id, "--secret", goodSecret)
@@ -63,8 +61,7 @@ func TestWorkerFlagsOutOfRangeOpenNothing(t *testing.T) {
 			r := runCLI(t, db, "", args...)
 			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 			require.Contains(t, r.stderr, c.want, args)
-			_, err := os.Stat(db)
-			require.ErrorIs(t, err, os.ErrNotExist, "%v opened the database", args)
+			requireNoDB(t, db, "%v opened the database", args)
 		}
 	}
 }
@@ -81,8 +78,7 @@ func TestMaxPerHostOutOfRange(t *testing.T) {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "--max-per-host", args)
-		_, err := os.Stat(db)
-		require.True(t, os.IsNotExist(err), "%v: the database was opened", args)
+		requireNoDB(t, db, "%v: the database was opened", args)
 	}
 }
 
@@ -117,8 +113,7 @@ func TestRunOnABusyAddressCreatesNoDatabase(t *testing.T) {
 		require.Equal(t, ExitError, r.code, "%s: %s", flag, r.stderr)
 		require.Contains(t, r.stderr, flag+" "+addr, "the error names the flag and the address")
 		require.Contains(t, r.stderr, "address already in use", flag)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%s: a run that cannot listen created the database", flag)
+		requireNoDB(t, db, "%s: a run that cannot listen created the database", flag)
 	}
 }
 
