@@ -245,23 +245,19 @@ func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	d := now.Sub(t)
-	prefix, suffix := "", " ago"
+	d, format := now.Sub(t), "%d%s ago"
 	if d < 0 {
-		d, prefix, suffix = -d, "in ", ""
+		d, format = -d, "in %d%s"
 	}
-	var s string
 	switch {
 	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d.Seconds()))
+		return fmt.Sprintf(format, int(d.Seconds()), "s")
 	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d.Minutes()))
+		return fmt.Sprintf(format, int(d.Minutes()), "m")
 	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+		return fmt.Sprintf(format, int(d.Hours()), "h")
 	}
-	return prefix + s + suffix
+	return fmt.Sprintf(format, int(d.Hours()/24), "d")
 }
 
 // pct is a of b in percent, for the cursor bar (0 when b is 0).
