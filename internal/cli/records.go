@@ -57,9 +57,6 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 			}
 			// After the records: a head past the last one shown means more.
 			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
-			if c.changed("limit") {
-				page.limit = limit
-			}
 			infos, err := c.b.Streams(c.ctx(), store.StreamQuery{Stream: stream, Limit: 1})
 			if err != nil {
 				return err
@@ -89,8 +86,8 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 				}
 				if page.More {
 					again := fmt.Sprintf("%s --stream %s --from-seq %d", e.hint("records"), shellQuote(page.Stream), page.NextFromSeq)
-					if page.limit > 0 {
-						again += fmt.Sprintf(" --limit %d", page.limit)
+					if c.changed("limit") { // the default needs no repeating
+						again += fmt.Sprintf(" --limit %d", limit)
 					}
 					fmt.Fprintf(w, "More records up to #%d: %s\n", page.Head, again)
 				}
@@ -102,7 +99,6 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 // recordsPage is what records --json prints.
 type recordsPage struct {
 	Stream      string       `json:"stream"`
-	limit       int          // the --limit given (0: the default), which the next page's hint repeats
 	Head        uint64       `json:"head"`       // the stream's newest seq (0: none)
 	OldestSeq   uint64       `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
 	More        bool         `json:"more"`       // records exist past the last one shown
