@@ -220,14 +220,11 @@ func newHosts(e *env) command {
 	return command{
 		use:   "hosts",
 		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
-		long: `List the hosts herald keeps health for: every host with a failure that says
-nothing about the record (no connection, a timeout, a TLS failure, a reset, a
-gateway's 502/503/504 without Retry-After). A host that is down holds its
-registrations (not attempted, not charged, never parked) and is probed once per
-backoff window; down longer than --host-horizon (herald run) it is unavailable
-and probed hourly. README, "Hosts", says it all. Columns: the host
-(host:port), its state and since when, consecutive host-level failures, the
-next probe, the registrations held, and the last error.`,
+		long: `List the hosts herald keeps health for (those with a failure that says
+nothing about the record: no connection, a timeout, a 502/503/504), with their
+state and since when, consecutive failures, the next probe, the registrations
+they hold and the last error. README, "Hosts", says how a host goes down, holds
+its registrations, is probed and comes back.`,
 		example: `  herald hosts
   herald hosts --state down --json
   herald hosts reset social.example:443`,
