@@ -67,10 +67,19 @@ func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q
 	return resp.StatusCode, body
 }
 
+// adminOK makes an admin call that must answer 200, and decodes its JSON.
+func adminOK[T any](t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) (T, string) {
+	t.Helper()
+	code, body := adminCall(t, srv, method, path, token, q)
+	require.Equal(t, http.StatusOK, code, body)
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(body), &v), body)
+	return v, body
+}
+
 func TestAdminAPI(t *testing.T) {
 	s := parkedStore(t)
-	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }, nil))
-	defer srv.Close()
+	srv := adminServer(t, s, "t0ken", t0.Add(time.Hour))
 	key := url.Values{"stream": {"orders"}, "id": {"billing"}}
 
 	code, body := adminCall(t, srv, "GET", "/v1/registrations", "", url.Values{"parked": {"true"}})
@@ -79,10 +88,7 @@ func TestAdminAPI(t *testing.T) {
 	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "wrong", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
 
-	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
-	require.Equal(t, http.StatusOK, code, body)
-	var regs []operator.RegistrationView
-	require.NoError(t, json.Unmarshal([]byte(body), &regs))
+	regs, body := adminOK[[]operator.RegistrationView](t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
 	require.Len(t, regs, 1)
 	require.True(t, regs[0].Parked)
 	require.Equal(t, uint64(2), regs[0].NextSeq)
@@ -133,14 +139,7 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, err)
 	m.watch(w)
 
-	srv := httptest.NewServer(m.handler())
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	text := string(body)
+	text := scrape(t, m)
 	for _, want := range []string{
 		`herald_deliveries_total{namespace="webhook",outcome="accepted"} 1`,
 		`herald_deliveries_total{namespace="webhook",outcome="permanent"} 1`,
@@ -160,8 +159,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestAdminAPIMissingParameters(t *testing.T) {
-	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }, nil))
-	defer srv.Close()
+	srv := adminServer(t, parkedStore(t), "", t0)
 	for path, want := range map[string]string{
 		"/v1/registration/unpark": "stream and id are required",
 		"/v1/registration/skip":   "stream, id and to_seq are required",
@@ -179,15 +177,14 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 // Every error of the admin API is JSON, unknown paths and methods included,
 // and a flag that is not true or false is refused, not read as false.
 func TestAdminAPIErrorsAreJSON(t *testing.T) {
-	srv := httptest.NewServer(adminHandler(parkedStore(t), "", func() time.Time { return t0 }, nil))
-	defer srv.Close()
+	srv := adminServer(t, parkedStore(t), "", t0)
 	for _, c := range []struct {
 		method, path string
 		q            url.Values
 		code         int
 		want         string
 	}{
-		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (herald run --help lists"},
+		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (README, \"The command and the operator's guide\", lists the admin address's routes"},
 		{http.MethodGet, "/v1/registration", url.Values{"stream": {"orders"}, "id": {"billing"}}, http.StatusNotFound, "no such endpoint at this address: /v1/registration"}, // the HTTP API's
 		{http.MethodGet, "/v1/hosts", url.Values{"bogus": {"1"}}, http.StatusBadRequest, "invalid bogus: is not a parameter of /v1/hosts"},
 		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"a\x1b[31m"}}, http.StatusBadRequest, "invalid stream: has a control character U+001B"},
@@ -265,18 +262,13 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 	} {
 		srv := httptest.NewServer(c.handler)
 		key := url.Values{"stream": {"orders"}, "id": {"billing"}}
-		var first, again operator.UnparkView
-		code, body := adminCall(t, srv, "POST", c.path, "", key)
-		require.Equal(t, http.StatusOK, code, body)
-		require.NoError(t, json.Unmarshal([]byte(body), &first))
+		first, body := adminOK[operator.UnparkView](t, srv, "POST", c.path, "", key)
 		require.True(t, first.WasParked, "%s: %s", c.path, body)
 		require.False(t, first.Parked, c.path)
 		evs, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
 		require.NoError(t, err)
 
-		code, body = adminCall(t, srv, "POST", c.path, "", key)
-		require.Equal(t, http.StatusOK, code, body)
-		require.NoError(t, json.Unmarshal([]byte(body), &again))
+		again, body := adminOK[operator.UnparkView](t, srv, "POST", c.path, "", key)
 		require.False(t, again.WasParked, "%s: it was not parked; nothing changed: %s", c.path, body)
 		require.Equal(t, first.RegistrationView, again.RegistrationView, c.path)
 		after, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
@@ -293,8 +285,7 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 // /v1/rewind are not served.
 func TestAdminActionsAreUnderRegistration(t *testing.T) {
 	s := parkedStore(t)
-	srv := httptest.NewServer(adminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }, nil))
-	defer srv.Close()
+	srv := adminServer(t, s, "", t0.Add(time.Hour))
 	for _, c := range []struct {
 		action string
 		q      url.Values
@@ -448,10 +439,7 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		require.Equal(t, r.park, st.Parked, "bad input unparked %s %s", r.stream, r.id)
 	}
 
-	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
-	require.Equal(t, http.StatusOK, code, body)
-	var got operator.UnparkedAll
-	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	got, body := adminOK[operator.UnparkedAll](t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
 	var names []string
 	for _, v := range got.Unparked {
 		names = append(names, v.Stream+" "+v.ID)
@@ -476,14 +464,12 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 	}
 
 	// Again: nothing is parked there now; an empty list, nothing changed.
-	code, body = adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
+	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.JSONEq(t, `{"unparked": []}`, body)
 
 	// No filter: the rest.
-	code, body = adminCall(t, srv, "POST", "/v1/registrations/unpark", "", nil)
-	require.Equal(t, http.StatusOK, code, body)
-	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	got, _ = adminOK[operator.UnparkedAll](t, srv, "POST", "/v1/registrations/unpark", "", nil)
 	names = nil
 	for _, v := range got.Unparked {
 		names = append(names, v.Stream+" "+v.ID)
@@ -648,8 +634,7 @@ func TestUnparkAllFailingPartWayListsThoseUnparked(t *testing.T) {
 	for _, st := range b.Registrations {
 		require.NoError(t, s.Park(t.Context(), st.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
 	}
-	srv := httptest.NewServer(adminHandler(&failingUnpark{Store: s, n: 2}, "", func() time.Time { return t0.Add(time.Hour) }, nil))
-	defer srv.Close()
+	srv := adminServer(t, &failingUnpark{Store: s, n: 2}, "", t0.Add(time.Hour))
 	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}})
 	require.Equal(t, http.StatusInternalServerError, code, body)
 	var got struct {
@@ -698,8 +683,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 // registration can have is a 400 naming it, and changes nothing.
 func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	s := parkedStore(t)
-	admin := httptest.NewServer(adminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }, nil))
-	defer admin.Close()
+	admin := adminServer(t, s, "", t0.Add(time.Hour))
 	api := apiServer(t, s, "", 0)
 	before, err := s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
@@ -787,23 +771,28 @@ func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
 // hostile is a receiver's text as a host-level failure may carry it.
 const hostile = hostseed.Hostile
 
-// downHostDB: down.example:443 down with two registrations held (hostseed).
-func downHostDB(t *testing.T) string { return hostseed.DownHostDB(t, t0) }
+// downHostStore: down.example:443 down with two registrations held (hostseed).
+func downHostStore(t *testing.T) *sqlite.Store {
+	s, err := sqlite.Open(t.Context(), hostseed.DownHostDB(t, t0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// scrape is what m serves on /metrics.
+func scrape(t *testing.T, m *metrics) string {
+	rec := httptest.NewRecorder()
+	m.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	return rec.Body.String()
+}
 
 func TestAdminAPIHosts(t *testing.T) {
-	db := downHostDB(t)
-	s, err := sqlite.Open(t.Context(), db)
-	require.NoError(t, err)
-	defer s.Close()
-	srv := httptest.NewServer(adminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }, nil))
-	defer srv.Close()
+	srv := adminServer(t, downHostStore(t), "t0ken", t0.Add(time.Hour))
 
 	code, body := adminCall(t, srv, "GET", "/v1/hosts", "", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
-	code, body = adminCall(t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"down"}})
-	require.Equal(t, http.StatusOK, code, body)
-	var hosts []push.Host
-	require.NoError(t, json.Unmarshal([]byte(body), &hosts))
+	hosts, _ := adminOK[[]push.Host](t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"down"}})
 	require.Len(t, hosts, 1)
 	require.Equal(t, 2, hosts[0].Held)
 	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"stream": {"orders"}})
@@ -815,35 +804,23 @@ func TestAdminAPIHosts(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code, body)
 	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"nowhere.example:443"}})
 	require.Equal(t, http.StatusNotFound, code, body)
-	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"down.example:443"}})
-	require.Equal(t, http.StatusOK, code, body)
-	var h push.Host
-	require.NoError(t, json.Unmarshal([]byte(body), &h))
+	h, _ := adminOK[push.Host](t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"down.example:443"}})
 	require.Equal(t, push.HostUp, h.State)
 	require.True(t, h.Since.Equal(t0.Add(time.Hour)), "reset at the admin's clock")
 }
 
 func TestHostMetrics(t *testing.T) {
-	db := downHostDB(t)
-	s, err := sqlite.Open(t.Context(), db)
-	require.NoError(t, err)
-	defer s.Close()
+	s := downHostStore(t)
 	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
 	m.hooks("webhook").HostFailure(push.Host{Host: "down.example:443", State: push.HostDown})
-	srv := httptest.NewServer(m.handler())
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	body := scrape(t, m)
 	for _, want := range []string{
 		`herald_hosts{state="down"} 1`,
 		`herald_hosts{state="unavailable"} 0`,
 		`herald_held_registrations 2`,
 		`herald_host_failures_total{host="down.example:443"} 1`,
 	} {
-		require.Contains(t, string(body), want)
+		require.Contains(t, body, want)
 	}
 }

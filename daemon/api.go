@@ -11,7 +11,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -22,39 +21,33 @@ import (
 )
 
 // APIHandler serves the HTTP API that producers and operators in any
-// language use (the package doc, "The HTTP API", lists its routes; the
-// OpenAPI document at /v1/openapi.json is its contract). Every request needs
-// "Authorization: Bearer <Options.APIToken>" when that is set. Without a
-// token it answers 403 to a request whose Host is not a loopback name and
-// to a browser's POST or DELETE from another origin (package doc): mounted
-// on a server of your own under another name, give it a token.
+// language use; the OpenAPI document at /v1/openapi.json is its contract.
+// Without Options.APIToken it answers only a loopback name (package doc):
+// mounted on a server of your own under another name, give it a token.
 func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range d.apiRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handle)
+	for pattern, h := range d.apiRoutes() {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
+			h.ServeHTTP(w, r)
+		})
 	}
 	return guard(mux, d.opts.APIToken, "herald api", "HERALD_API_TOKEN")
 }
 
-// route is one "METHOD /path" of the HTTP API and what serves it.
-type route struct {
-	pattern string
-	handle  http.HandlerFunc
-}
-
-// apiRoutes are the HTTP API's routes; the OpenAPI test checks the
-// document against this table.
-func (d *Daemon) apiRoutes() []route {
-	return []route{
-		{"GET /v1/openapi.json", serveOpenAPI},
-		{"POST /v1/records", d.postRecords},
-		{"GET /v1/records/status", d.recordStatus},
-		{"POST /v1/registrations", d.postRegistration},
-		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
-		{"GET /v1/registration", d.getRegistration},
-		{"DELETE /v1/registration", d.deleteRegistration},
-		{"POST /v1/registration/unpark", unparkOne(d.store, d.now, d.wake)},
-		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
+// apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
+// checks the document against them.
+func (d *Daemon) apiRoutes() map[string]endpoint {
+	return map[string]endpoint{
+		"GET /v1/openapi.json":          func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
+		"POST /v1/records":              endpoint(d.postRecords),
+		"GET /v1/records/status":        endpoint(d.recordStatus),
+		"POST /v1/registrations":        endpoint(d.postRegistration),
+		"GET /v1/registrations":         listRegistrations(d.store),
+		"GET /v1/registration":          endpoint(d.getRegistration),
+		"DELETE /v1/registration":       endpoint(d.deleteRegistration),
+		"POST /v1/registration/unpark":  unparkOne(d.store, d.now, d.wake),
+		"POST /v1/registrations/unpark": unparkAll(d.store, d.now, d.wake),
 	}
 }
 
@@ -64,9 +57,8 @@ type appendRequest struct {
 	Records []json.RawMessage `json:"records"`
 }
 
-// recordRequest is one record of an appendRequest. Payload is any JSON
-// value, stored as the bytes sent; PayloadBase64 is bytes (RFC 4648 §4,
-// padded) for a content type that is not JSON. At most one of them.
+// recordRequest is one record of an appendRequest: Payload any JSON value,
+// stored as sent, or PayloadBase64 (RFC 4648 §4, padded) any bytes.
 type recordRequest struct {
 	ID            string          `json:"id"`
 	Kind          string          `json:"kind"`
@@ -84,26 +76,23 @@ type appendResponse struct {
 	Records []operator.RecordView `json:"records"`
 }
 
-func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	var req appendRequest
-	if !d.decodeBody(w, r, &req) {
-		return
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	if req.Records == nil {
-		writeError(w, journal.Invalid("records", "is missing: give an array of records"))
-		return
+		return nil, journal.Invalid("records", "is missing: give an array of records")
 	}
 	tp, ts, err := headerTrace(r.Header)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	entries := make([]journal.Entry, len(req.Records))
 	for i, raw := range req.Records {
 		e, err := entryOf(raw, fmt.Sprintf("records[%d]", i))
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		if e.Traceparent == "" && e.Tracestate == "" {
 			e.Traceparent, e.Tracestate = tp, ts
@@ -111,39 +100,33 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		entries[i] = e
 	}
 	if _, err := journal.ValidateEntries(req.Stream, entries, 0); err != nil {
-		writeError(w, apiFields(err))
-		return
+		return nil, apiFields(err)
 	}
 	// Whether anything is new decides 201 or 200. A lookup before the
 	// append answers it: a racing identical request may make both 201, and
 	// either way nothing is written twice (the append is idempotent).
 	created := false
 	for _, e := range entries {
-		_, err := d.store.Lookup(r.Context(), e.ID)
-		if errors.Is(err, journal.ErrNotFound) {
+		if _, err := d.store.Lookup(r.Context(), e.ID); errors.Is(err, journal.ErrNotFound) {
 			created = true
 			break
-		}
-		if err != nil {
-			writeError(w, err)
-			return
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
-		writeError(w, apiFields(err))
-		return
+		return nil, apiFields(err)
 	}
-	out := appendResponse{Stream: req.Stream, Records: make([]operator.RecordView, len(recs))}
+	out := appendResponse{req.Stream, make([]operator.RecordView, len(recs))}
 	for i, rec := range recs {
 		out.Records[i] = operator.ViewRecord(rec)
 	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-		d.wakeAll()
+	if !created {
+		return out, nil
 	}
-	writeJSON(w, code, out)
+	d.wakeAll()
+	return withStatus{http.StatusCreated, out}, nil
 }
 
 // entryOf decodes one record of a POST /v1/records body; field names the
@@ -181,10 +164,8 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 }
 
 // headerTrace reads the W3C trace context of a POST /v1/records request
-// (Trace Context §3): one traceparent header, checked as the journal checks
-// a record's (journal.ValidateTraceparent), and the tracestate headers
-// joined with commas (§3.3.1.1: several are one list). Errors name the
-// header and wrap journal.ErrInvalid (400).
+// (Trace Context §3): one traceparent header, and the tracestate headers
+// joined with commas (§3.3.1.1), checked as a record's are.
 func headerTrace(h http.Header) (tp, ts string, err error) {
 	tps := h.Values("Traceparent")
 	if len(tps) > 1 {
@@ -222,29 +203,24 @@ func apiFields(err error) error {
 }
 
 // decodeBody reads a JSON request body into v, strictly (no unknown
-// fields, nothing after the value), within MaxBody bytes. On failure it
-// answers 415, 413 or 400 and returns false.
-func (d *Daemon) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+// fields, nothing after the value). Errors: 415 for another Content-Type,
+// 413 past the body's limit (APIHandler), else journal.ErrInvalid.
+func decodeBody(r *http.Request, v any) error {
 	if r.URL.RawQuery != "" {
 		// ?stream=… would be dropped, and the body's stream used.
-		writeError(w, journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path))
-		return false
+		return journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path)
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, errorBody{fmt.Sprintf("Content-Type %q is not served: send application/json", ct)})
-		return false
+		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
-	body := http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
-	if err := strictDecode(body, v); err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)})
-			return false
-		}
-		writeError(w, jsonError("body", err))
-		return false
+	err := strictDecode(r.Body, v)
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+	} else if err != nil {
+		return jsonError("body", err)
 	}
-	return true
+	return nil
 }
 
 // strictDecode decodes one JSON value from r into v: unknown fields and
@@ -264,8 +240,7 @@ func strictDecode(r io.Reader, v any) error {
 	return nil
 }
 
-// jsonError turns a decoding error into a journal.ErrInvalid naming the
-// field: the JSON field for a wrong type or an unknown field, else where.
+// jsonError is a decoding error as a journal.ErrInvalid naming the field.
 func jsonError(where string, err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
@@ -304,9 +279,8 @@ func jsonType(goType string) string {
 	return "an object"
 }
 
-// registrationRequest is the body of POST /v1/registrations. Config is the
-// namespace's config object (the README lists each namespace's fields); it
-// is stored with the registration and never shown again.
+// registrationRequest is the body of POST /v1/registrations. Config, the
+// namespace's config object, is stored and never shown again.
 type registrationRequest struct {
 	Stream     string          `json:"stream"`
 	ID         string          `json:"id"`
@@ -319,22 +293,20 @@ type registrationRequest struct {
 	Config     json.RawMessage `json:"config"`
 }
 
-func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	var req registrationRequest
-	if !d.decodeBody(w, r, &req) {
-		return
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	wk := d.byNS[req.Namespace]
 	if wk == nil {
-		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", ")))
-		return
+		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", "))
 	}
 	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
 		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
 	if req.Window != nil {
 		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
-			writeError(w, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow))
-			return
+			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow)
 		}
 		reg.Window = *req.Window
 	}
@@ -349,97 +321,47 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {
-		writeError(w, apiFields(err))
-		return
+		return nil, apiFields(err)
 	}
 	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	warnings := d.urlWarnings(st.URL)
+	var warnings []string                                                           // the transport's refusals, each naming the flag that lifts it: another daemon may allow the URL
+	if tr, ok := d.opts.Transport.(interface{ Refusals(raw string) []error }); ok { // transport.HTTP
+		for _, err := range tr.Refusals(st.URL) {
+			warnings = append(warnings, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
+		}
+	}
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	writeJSON(w, code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings})
+	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
 }
 
-// urlRefuser is a transport that can say, before any connection, which of
-// its rules a URL breaks (transport.HTTP).
-type urlRefuser interface {
-	Refusals(raw string) []error
-}
-
-// urlWarnings are the daemon's transport's refusals of raw, each naming the
-// herald run flag that lifts it (the registration is stored all the same:
-// another daemon on the database may allow the URL); none when the
-// transport cannot tell.
-func (d *Daemon) urlWarnings(raw string) []string {
-	tr, ok := d.opts.Transport.(urlRefuser)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, err := range tr.Refusals(raw) {
-		out = append(out, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
-	}
-	return out
-}
-
-func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) getRegistration(r *http.Request) (any, error) {
 	stream, id, _, err := registrationKey(r, nil)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	st, err := d.store.Get(r.Context(), stream, id)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	held, err := operator.HeldHosts(r.Context(), d.store)
-	answer(w, held.View(st), err)
+	return operator.Registration(r.Context(), d.store, stream, id)
 }
 
-func (d *Daemon) deleteRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) deleteRegistration(r *http.Request) (any, error) {
 	stream, id, _, err := registrationKey(r, nil)
 	if err == nil {
 		err = d.store.Unregister(r.Context(), stream, id)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return withStatus{code: http.StatusNoContent}, err
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
-func (d *Daemon) recordStatus(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 	q, err := strictQuery(r, "a record is named by ?id=… or ?stream=…&seq=…", "id", "stream", "seq")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
-	var seq uint64
-	switch {
-	case id != "" && seqText == "":
-	case id == "" && stream != "" && seqText != "":
-		if seq, err = strconv.ParseUint(seqText, 10, 64); err != nil || seq == 0 {
-			writeError(w, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText))
-			return
-		}
-	default:
-		writeError(w, journal.Invalid("query", "give id, or stream and seq (/v1/records/status?id=… or ?stream=…&seq=…)"))
-		return
-	}
-	rec, err := operator.FindRecord(r.Context(), d.store, id, stream, seq)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	st, err := operator.StatusOf(r.Context(), d.store, rec)
-	answer(w, st, err)
+	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
 }
 
 // openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand;
@@ -451,20 +373,13 @@ var openAPIYAML []byte
 // openAPIJSON is the document as GET /v1/openapi.json serves it.
 var openAPIJSON = func() []byte {
 	var doc any
-	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
+	err := yaml.Unmarshal(openAPIYAML, &doc)
+	b, jerr := json.MarshalIndent(doc, "", "  ")
+	if err = cmp.Or(err, jerr); err != nil {
 		panic("daemon: openapi.yaml: " + err.Error()) // embedded and tested: a build defect, not input
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		panic("daemon: openapi.yaml: " + err.Error())
 	}
 	return append(b, '\n')
 }()
-
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(openAPIJSON)
-}
 
 // wake wakes the worker of namespace, if this daemon runs one.
 func (d *Daemon) wake(namespace string) {

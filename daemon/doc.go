@@ -15,19 +15,19 @@
 //     (HealthHandler).
 //   - Options.AdminAddr: the admin API (AdminHandler) and the operator's
 //     page under /ui/ (Page, package daemon/page); GET / sends there.
-//   - Options.APIAddr: the HTTP API (APIHandler).
+//   - Options.APIAddr: the HTTP API (APIHandler), whose contract, each
+//     route's rules included, is the OpenAPI 3.1 document it serves at
+//     GET /v1/openapi.json (openapi.yaml, checked against the handlers by a
+//     test).
 //
 // Both APIs take a bearer token ("Authorization: Bearer …", compared in
 // constant time) when one is set. Without one an API is served only on a
 // loopback address, and answers 403 to a request whose Host is not a
 // loopback name (DNS rebinding) and to a browser's POST or DELETE from
-// another origin: any program of the machine may call it, a web page in
-// the operator's browser may not. Answers are JSON; errors are {"error":
-// "…"} (400 names the field, 401, 403, 404, 405 with Allow, 409, 413, 415,
-// 500). A route refuses, with a 400 that changes nothing, what a lenient
-// reading would take as asking for more than meant: a query that does not
-// parse, a parameter it does not take or one given twice, a body where its
-// input is the query, a query where it is the body.
+// another origin. Answers are JSON; errors are {"error": "…"} (400 names
+// the field). A route refuses, with a 400 that changes nothing, a query
+// that does not parse, a parameter it does not take or one given twice, a
+// body where its input is the query, a query where it is the body.
 //
 // # The admin API
 //
@@ -42,21 +42,6 @@
 //
 // An action on one registration answers it as it is after (unpark adds
 // was_parked); a bulk unpark answers those it unparked, and on a failure
-// part way {"error", "unparked"}: those stay unparked. An unpark wakes the
-// registration's worker.
-//
-// # The HTTP API
-//
-//	POST   /v1/records                      append to one stream
-//	GET    /v1/records/status?id=ID         who acknowledged a record (or ?stream=S&seq=N)
-//	POST   /v1/registrations                create, or update where it sends
-//	GET    /v1/registrations?…              as the admin API's
-//	GET    /v1/registration?stream=S&id=ID  one registration
-//	DELETE /v1/registration?stream=S&id=ID  it and its evidence
-//	POST   /v1/registration/unpark?stream=S&id=ID
-//	POST   /v1/registrations/unpark?stream=S&namespace=NS
-//
-// Its contract, each route's rules included, is the OpenAPI 3.1 document
-// served at GET /v1/openapi.json (openapi.yaml, checked against the
-// handlers by a test).
+// part way {"error", "unparked"}: those stay unparked. The registrations
+// list and the unparks are the HTTP API's too.
 package daemon

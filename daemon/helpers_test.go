@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -67,6 +69,14 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp, string(body)
+}
+
+// adminServer serves the admin API on s with token and the clock at now,
+// until the test ends.
+func adminServer(t *testing.T, s push.Store, token string, now time.Time) *httptest.Server {
+	srv := httptest.NewServer(adminHandler(s, token, func() time.Time { return now }, nil))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // sqliteStore is a fresh SQLite store in the test's directory.

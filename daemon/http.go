@@ -21,13 +21,9 @@ import (
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = printJSON(w, v)
-}
-
-func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	_ = enc.Encode(v)
 }
 
 // errorBody is every error answer: {"error": "..."}. Values echoed in the
@@ -36,11 +32,17 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-// statusOf maps herald's error sentinels to HTTP statuses, in one place:
-// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream,
-// 500 anything else (the store's).
+// refuse answers {"error": …} with code.
+func refuse(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
+}
+
+// statusOf is an error's HTTP status: 400 bad input, 404 nothing there,
+// 409 a conflict or a sealed stream, a statusError's own, else 500.
 func statusOf(err error) int {
-	switch {
+	switch se, ok := errors.AsType[statusError](err); {
+	case ok:
+		return se.code
 	case errors.Is(err, journal.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, journal.ErrNotFound):
@@ -51,45 +53,60 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-func writeError(w http.ResponseWriter, err error) {
-	writeJSON(w, statusOf(err), errorBody{err.Error()})
+// statusError is an error answered with a status of its own (413, 415).
+type statusError struct {
+	code int
+	msg  string
 }
 
-// answer writes v with 200, or err.
-func answer(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
+func (e statusError) Error() string { return e.msg }
+
+// endpoint is what a route of either API does: its answer, with 200 (or
+// the status a withStatus gives), or an error, with statusOf's status.
+type endpoint func(r *http.Request) (any, error)
+
+// withStatus is an answer with another status than 200; a nil v, none
+// with no body.
+type withStatus struct {
+	code int
+	v    any
+}
+
+func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v, err := e(r)
+	switch s, ok := v.(withStatus); {
+	case err != nil:
+		writeJSON(w, statusOf(err), errorBody{err.Error()})
+	case ok && s.v == nil:
+		w.WriteHeader(s.code)
+	case ok:
+		writeJSON(w, s.code, s.v)
+	default:
+		writeJSON(w, http.StatusOK, v)
 	}
-	writeJSON(w, http.StatusOK, v)
 }
 
-// guard wraps mux: bearer authentication when token is set (compared in
-// constant time; realm names the API), and JSON 404 and 405 answers for
-// requests no route serves. Without a token the API is open, on loopback
-// only, so that any program of the machine's user may call it; but not
-// any web page that user's browser shows: a request whose Host is not a
-// loopback name (a page's own name resolved to loopback, DNS rebinding)
-// is refused with 403, and so is a POST or DELETE a browser sends from
-// another origin (net/http's CrossOriginProtection: Sec-Fetch-Site, or
-// Origin against Host), which a cross-site form or fetch could otherwise
-// make without being able to read the answer.
+// guard wraps mux: bearer authentication when token is set (realm names
+// the API), else the rules of an open API (package doc): 403 for a Host
+// that is not a loopback name and for a browser's POST or DELETE from
+// another origin (http.CrossOriginProtection). Requests no route serves are
+// answered 404 or 405, as JSON.
 func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case token == "" && !operator.LoopbackHost(r.Host):
-			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)})
+			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
 			return
 		case token == "" && cop.Check(r) != nil:
-			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
-				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)})
+			refuse(w, http.StatusForbidden, "refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
+				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)
 			return
 		case token != "":
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
-				writeJSON(w, http.StatusUnauthorized, errorBody{fmt.Sprintf("a valid bearer token (%s) is required", envVar)})
+				refuse(w, http.StatusUnauthorized, "a valid bearer token (%s) is required", envVar)
 				return
 			}
 		}
@@ -101,8 +118,8 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	})
 }
 
-// notRouted answers, as JSON like every other error, a request no route
-// serves: 405 with Allow when the path is served for other methods, else 404.
+// notRouted answers a request no route serves: 405 with Allow when the path
+// is served for other methods, else 404.
 func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
@@ -114,23 +131,22 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{fmt.Sprintf("%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
+		refuse(w, http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		// The admin address and the API address serve different routes.
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint at this address: %s (herald run --help lists the routes of the admin and the API address)", r.URL.Path)})
+		refuse(w, http.StatusNotFound, "no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", r.URL.Path)
 		return
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)})
+	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)
 }
 
-// strictQuery reads r's query parameters, which must be among allowed and
-// each given once, and refuses (journal.ErrInvalid, a 400) what a lenient
-// reading would take as asking for more than was meant: a query that does
-// not parse (url.Values would drop the pair), another parameter (hint says
-// where it belongs), a parameter twice, or a body (the filter must be in
-// the query: a body that held it would go unread).
+// strictQuery reads r's query parameters, each one of allowed and given
+// once, and refuses (journal.ErrInvalid) what a lenient reading would take
+// as asking for more than was meant: a query that does not parse, another
+// parameter (hint says where it belongs), one given twice, or a body (a
+// body that held the filter would go unread).
 func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
 	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
 		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
@@ -151,8 +167,7 @@ func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, e
 	return q, nil
 }
 
-// readsAByte reports whether body holds at least one byte (a chunked body
-// has no Content-Length).
+// readsAByte reports whether a body without Content-Length holds a byte.
 func readsAByte(body io.Reader) bool {
 	var b [1]byte
 	n, _ := body.Read(b[:])
@@ -175,11 +190,8 @@ func intParam(s, name string) (int, error) {
 }
 
 // registrationKey reads the registration a request names: its stream and
-// id query parameters, both required and well formed, in a strict query
-// (strictQuery) that may hold the other parameters the route takes: those
-// of required, which must be given too, and those of optional. A query that
-// names no registration, or more than one thing, is a 400 before the store
-// is asked.
+// id, both required and well formed, in a strictQuery that may hold the
+// route's other parameters, required and optional.
 func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
 	names := append([]string{"stream", "id"}, required...)
 	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)

@@ -4,9 +4,8 @@
 // a confirmation step, then calls the store method herald unpark, skip,
 // rewind or hosts reset calls, which writes the same evidence.
 //
-// The charts are inline SVG of samples kept in memory, one a minute
-// (RunSampler: Store.Stats and the deliveries counted by Hooks), the last
-// hour of them; they start empty when the daemon starts.
+// The charts are inline SVG of the last hour's samples, one a minute
+// (RunSampler), kept in memory: they start empty with the daemon.
 //
 // # Security
 //
@@ -18,14 +17,10 @@
 // requests whose Host is a loopback name (DNS rebinding). Every POST needs
 // the session's CSRF token (an HMAC of the session) and no foreign Origin,
 // or is refused with 403 and changes nothing. No secret is rendered: not
-// the token, not a registration's config, not a URL's query or long path
-// segments (operator.RedactURL). Every value is escaped by html/template
-// (stream names and receivers' bodies are a stranger's text); a character
-// of the text that does not print as itself (a control or format
-// character, such as a bidirectional override or a zero-width joiner) is
-// shown as its code point, ‹U+202E›, and each value is a bidirectional
-// isolate, so that no value can hide or reorder the text around it.
-// Attribute values (the forms' hidden fields) keep their bytes. The
-// Content-Security-Policy allows no script; frames are refused, no Referer
-// is sent.
+// the token, not a registration's config, not a URL's credentials
+// (operator.RedactURL). Every value is escaped by html/template, shows a
+// character that does not print as itself as its code point (‹U+202E›) and
+// is a bidirectional isolate, so that no value can hide or reorder the text
+// around it. The Content-Security-Policy allows no script; frames are
+// refused, no Referer is sent.
 package page

@@ -28,25 +28,21 @@ type Store interface {
 	push.Store
 }
 
-// Options configure a Page. Store is required; the rest have defaults.
+// Options configure a Page. Store is required.
 type Options struct {
-	// Store is the database the page shows and acts on.
 	Store Store
-	// Token is the admin token (HERALD_ADMIN_TOKEN). When set, every view
-	// and action needs a session made by logging in with it. When empty the
-	// page is open, but answers only requests whose Host is a loopback
-	// address or localhost (the caller refuses to serve it elsewhere without
-	// a token, as the admin API).
+	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
+	// and action needs a session made by logging in with it; when empty the
+	// page is open, to loopback names only (package doc).
 	Token string
-	// Now is the clock of operator actions (their instant, from which the
-	// registration is due), of samples and of sessions. Default time.Now.
+	// Now is the clock of operator actions, samples and sessions (default
+	// time.Now).
 	Now func() time.Time
-	// Logger gets the page's store errors. Default slog.Default().
+	// Logger gets the page's store errors (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// Prefix is the path the page serves under; its session cookie is scoped
-// to it.
+// Prefix is the path the page, and its session cookie, are under.
 const Prefix = "/ui/"
 
 // sessionTTL is how long a login lasts: a working day of an on-call shift,
@@ -56,14 +52,13 @@ const sessionTTL = 12 * time.Hour
 // Page is the operator's page: an http.Handler serving the views and
 // actions under its prefix, and the sampler that feeds its charts.
 type Page struct {
-	store  Store
-	token  string
-	now    func() time.Time
-	log    *slog.Logger
-	key    [32]byte // signs sessions and derives CSRF tokens; new per Page
-	tmpl   map[string]*template.Template
-	static http.Handler
-	mux    *http.ServeMux
+	store Store
+	token string
+	now   func() time.Time
+	log   *slog.Logger
+	key   [32]byte // signs sessions and derives CSRF tokens; new per Page
+	tmpl  map[string]*template.Template
+	mux   *http.ServeMux
 
 	mu        sync.Mutex
 	samples   []sample          // the last maxSamples, oldest first
@@ -86,31 +81,24 @@ func New(opts Options) (*Page, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
-	if _, err := rand.Read(p.key[:]); err != nil {
-		return nil, fmt.Errorf("page: session key: %w", err)
-	}
+	rand.Read(p.key[:]) // crypto/rand never fails: it crashes the program first
 	if err := p.parseTemplates(); err != nil {
 		return nil, err
 	}
-	sub, err := fs.Sub(staticFS, "static")
-	if err != nil {
-		return nil, err
-	}
-	p.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
 	p.routes()
 	return p, nil
 }
 
 func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":   fmtTime,
+		"time":   operator.Instant,
 		"ago":    func(t time.Time) string { return ago(p.now(), t) },
 		"path":   func(s string) string { return Prefix + s },
 		"pct":    pct,
 		"chart":  chartSVG,
 		"dur":    table.Duration,
 		"link":   func(v operator.RegistrationView) string { return link(v.Stream, v.ID) },
-		"filter": filter,
+		"filter": func(ns, state string) string { return href("registrations", "namespace", ns, "state", state) },
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -144,7 +132,8 @@ func (p *Page) routes() {
 	m.HandleFunc("GET "+pre+"/login", p.loginForm)
 	m.HandleFunc("POST "+pre+"/login", p.csrf(p.login))
 	m.HandleFunc("POST "+pre+"/logout", p.authed(p.csrf(p.logout)))
-	m.Handle("GET "+pre+"/static/", p.static)
+	static, _ := fs.Sub(staticFS, "static") // embedded: it is there
+	m.Handle("GET "+pre+"/static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
 	m.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 	})
@@ -203,8 +192,8 @@ func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
 
-// failErr renders err: 400 for bad input, 404 for an unknown registration,
-// record or host, else 500 (logged).
+// failErr renders err: 400 for bad input, 404 for what is not there, else
+// 500 (logged).
 func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, journal.ErrInvalid):
@@ -217,21 +206,14 @@ func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// visible returns html, as html/template rendered it, with every Hidden
-// character of its text (internal/table: control characters other than
-// tab and line breaks, format characters such as the bidirectional
-// overrides, private-use and unassigned code points) shown as its code
-// point, ‹U+202E›, as the CLI's tables show it.
-//
-// Stored values are hostile: a receiver writes its error body, a producer
-// names its stream. html/template's escaping stops them from making
-// markup; this stops them from rearranging or hiding the text around them.
-// Only text between tags is changed. Attribute values (the hidden stream
-// and id of an action's form, a link's query) keep their exact bytes, so
-// an action still names the registration it was shown for. html/template
-// escapes '<' and '>' in every value it writes, so each '<' of its output
-// opens one of the templates' own tags, and the first '>' after it closes
-// that tag.
+// visible returns html, as html/template rendered it, with every
+// table.Hidden character of its text shown as its code point, ‹U+202E›, as
+// the CLI's tables show it, so that a stored value (a receiver's error
+// body, a producer's stream name) cannot rearrange or hide the text around
+// it. Attribute values keep their bytes, so that an action still names the
+// registration it was shown for. html/template escapes '<' and '>' in every
+// value it writes, so each '<' of its output opens a template's own tag,
+// and the first '>' after it closes that tag.
 func visible(html string) string {
 	if strings.IndexFunc(html, table.Hidden) < 0 {
 		return html

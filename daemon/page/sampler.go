@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,15 +52,13 @@ func (p *Page) Sample(ctx context.Context, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	s := sample{at: at, delivered: map[string]uint64{}, behind: map[string]uint64{}}
+	s := sample{at: at, behind: map[string]uint64{}}
 	for ns, c := range st.Namespaces {
 		s.behind[ns] = c.Behind
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ns, n := range p.delivered {
-		s.delivered[ns] = n
-	}
+	s.delivered = maps.Clone(p.delivered)
 	p.samples = append(p.samples, s)[max(len(p.samples)+1-maxSamples, 0):]
 	return nil
 }

@@ -16,20 +16,20 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// link is a registration's view, relative to the prefix.
-func link(stream, id string) string {
-	return "registration?" + url.Values{"stream": {stream}, "id": {id}}.Encode()
+// href is view (relative to the prefix) with the query of kv's name and
+// value pairs, those with a value.
+func href(view string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return view + "?" + q.Encode()
 }
 
-// filter is the registrations view of a namespace, and of a state when
-// one is given.
-func filter(ns, state string) string {
-	q := url.Values{"namespace": {ns}}
-	if state != "" {
-		q.Set("state", state)
-	}
-	return "registrations?" + q.Encode()
-}
+// link is a registration's view.
+func link(stream, id string) string { return href("registration", "stream", stream, "id", id) }
 
 // nsRow is one namespace on the overview.
 type nsRow struct {
@@ -83,13 +83,7 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	}
 	var next string
 	if after != nil {
-		nq := url.Values{"after_stream": {after.Stream}, "after_id": {after.ID}}
-		for k, v := range map[string]string{"stream": stream, "namespace": ns, "state": state} {
-			if v != "" {
-				nq.Set(k, v)
-			}
-		}
-		next = "registrations?" + nq.Encode()
+		next = href("registrations", "after_stream", after.Stream, "after_id", after.ID, "stream", stream, "namespace", ns, "state", state)
 	}
 	p.render(w, r, http.StatusOK, "registrations", map[string]any{
 		"Title": "Registrations", "Rows": rows, "Next": next, "Stream": stream, "Namespace": ns, "State": state, "States": states,
@@ -113,7 +107,7 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, "stream and id are required (registration?stream=…&id=…)")
 		return
 	}
-	s, err := p.store.Get(ctx, stream, id)
+	v, err := operator.Registration(ctx, p.store, stream, id)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -123,14 +117,9 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
-	held, err := operator.HeldHosts(ctx, p.store)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
-		"Title": "Registration", "R": held.View(s), "Evidence": evs, "Acked": max(s.NextSeq, 1) - 1, "Done": done[q.Get("done")],
-		"NextSeq": s.NextSeq + 1, "HeadNext": s.Head + 1,
+		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": done[q.Get("done")],
+		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
 	})
 }
 
@@ -145,36 +134,16 @@ func (p *Page) hosts(w http.ResponseWriter, r *http.Request) {
 
 func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
-	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seqText}
-	var seq uint64
-	switch {
-	case id == "" && stream == "" && seqText == "":
-		p.render(w, r, http.StatusOK, "record", data)
-		return
-	case id != "" && seqText == "":
-	case id == "" && stream != "" && seqText != "":
-		n, err := strconv.ParseUint(seqText, 10, 64)
-		if err != nil || n == 0 {
-			p.fail(w, r, http.StatusBadRequest, fmt.Sprintf("seq %q is not a seq (1, 2, …)", seqText))
+	id, stream, seq := q.Get("id"), q.Get("stream"), q.Get("seq")
+	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seq}
+	if id != "" || stream != "" || seq != "" { // else the form alone
+		st, err := operator.RecordStatusOf(r.Context(), p.store, id, stream, seq)
+		if err != nil {
+			p.failErr(w, r, err)
 			return
 		}
-		seq = n
-	default:
-		p.fail(w, r, http.StatusBadRequest, "name the record by id, or by stream and seq (not both)")
-		return
+		data["Record"], data["Acked"], data["Pending"] = st.Record, st.Acknowledged, st.NotAcknowledged
 	}
-	rec, err := operator.FindRecord(r.Context(), p.store, id, stream, seq)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	st, err := operator.StatusOf(r.Context(), p.store, rec)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	data["Record"], data["Acked"], data["Pending"] = rec, st.Acknowledged, st.NotAcknowledged
 	p.render(w, r, http.StatusOK, "record", data)
 }
 
@@ -222,25 +191,17 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Title": "Confirm", "A": a}
 	if a.Action != "reset-host" {
-		s, err := p.store.Get(r.Context(), a.Stream, a.ID)
-		if err != nil {
-			p.failErr(w, r, err)
-			return
-		}
+		v, err := operator.Registration(r.Context(), p.store, a.Stream, a.ID)
 		// Refuse at once what the store will refuse, by its rules.
 		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
-		if check != nil {
-			if err := check(s.NextSeq, s.Head, a.ToSeq); err != nil {
-				p.failErr(w, r, err)
-				return
-			}
+		if err == nil && check != nil {
+			err = check(v.NextSeq, v.Head, a.ToSeq)
 		}
-		held, err := operator.HeldHosts(r.Context(), p.store)
 		if err != nil {
 			p.failErr(w, r, err)
 			return
 		}
-		data["R"] = held.View(s)
+		data["R"] = v
 	}
 	p.render(w, r, http.StatusOK, "confirm", data)
 }
@@ -278,36 +239,25 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
 }
 
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05Z")
-}
-
 // ago says how long before now t was, roughly ("3m", "2h", "5d"), or "in
 // 3m" for a future t.
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	d := now.Sub(t)
-	prefix, suffix := "", " ago"
+	d, format := now.Sub(t), "%d%s ago"
 	if d < 0 {
-		d, prefix, suffix = -d, "in ", ""
+		d, format = -d, "in %d%s"
 	}
-	var s string
 	switch {
 	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d.Seconds()))
+		return fmt.Sprintf(format, int(d.Seconds()), "s")
 	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d.Minutes()))
+		return fmt.Sprintf(format, int(d.Minutes()), "m")
 	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+		return fmt.Sprintf(format, int(d.Hours()), "h")
 	}
-	return prefix + s + suffix
+	return fmt.Sprintf(format, int(d.Hours()/24), "d")
 }
 
 // pct is a of b in percent, for the cursor bar (0 when b is 0).

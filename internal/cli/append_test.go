@@ -73,7 +73,7 @@ BEGIN INSERT INTO herald_record SELECT * FROM herald_record LIMIT 1; END`, appen
 // A payload over the limit is reported with its size, not where reading
 // stopped.
 func TestAppendNamesThePayloadSize(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	big := `"` + strings.Repeat("x", 5<<20) + `"`
 	r := runCLI(t, db, big, "append", "--stream", "s", "--id", "big", "--kind", "k")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
@@ -101,7 +101,7 @@ func TestAppendSaysWhatExisted(t *testing.T) {
 // A single append's bad value is named by the flag (or stdin) it came by, not
 // the library's entries[0].field.
 func TestOneAppendNamesTheFlag(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	for stdin, c := range map[string]struct {
 		args []string
 		says string
@@ -141,7 +141,7 @@ func TestAFileErrorNamesTheLine(t *testing.T) {
 // An append that conflicts with a record of a stream whose name holds an
 // override names that stream quoted, never raw.
 func TestAConflictNamesAHostileStreamQuoted(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, `{}`, "append", "--stream", "x/\u202Egnp.exe", "--id", "r1", "--kind", "k")
 	r := runCLI(t, db, `{}`, "append", "--stream", "x/other", "--id", "r1", "--kind", "k")
 	require.Equal(t, ExitUsage, r.code, r.stderr)

@@ -1,6 +1,5 @@
-// Package cli implements the herald command: one file a command (or a few
-// of one concept), each declared as a command that the runner (runner.go)
-// runs alike. cmd/herald is a thin main around Main.
+// Package cli implements the herald command, a file a concept, each
+// command run alike by the runner (runner.go); cmd/herald is a thin main.
 package cli
 
 import (
@@ -85,9 +84,8 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		return ExitUsage
 	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound), errors.Is(err, store.ErrNotHerald),
 		errors.As(err, new(*journal.ConflictError)), errors.As(err, new(*journal.SealedError)):
-		// Nothing was changed, and the command as it is cannot succeed. (A
-		// bare ErrConflict, an append that raced another for an id, may:
-		// exit 1.)
+		// Nothing was changed, and the command cannot succeed as it is (a
+		// bare ErrConflict, an append that raced another, may: exit 1).
 		return ExitUsage
 	}
 	return ExitError
@@ -131,18 +129,15 @@ func newRoot(e *env) *cobra.Command {
 					e.database, e.databaseFrom = v, "HERALD_DATABASE_URL"
 				}
 			}
-			level := slog.LevelInfo
+			opts := &slog.HandlerOptions{Level: slog.LevelInfo}
 			if e.verbose {
-				level = slog.LevelDebug
+				opts.Level = slog.LevelDebug
 			}
-			opts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler = slog.NewTextHandler(e.Err, opts)
 			if e.json {
-				// Scripts read stderr too: its log lines are JSON objects,
-				// one a line, as its error is.
-				e.logger = slog.New(slog.NewJSONHandler(e.Err, opts))
-			} else {
-				e.logger = slog.New(slog.NewTextHandler(e.Err, opts))
+				h = slog.NewJSONHandler(e.Err, opts) // scripts read stderr too: one JSON object a line, as its error
 			}
+			e.logger = slog.New(h)
 			return nil
 		},
 	}
@@ -151,11 +146,13 @@ func newRoot(e *env) *cobra.Command {
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
-	root.AddCommand(
+	for _, d := range []command{
 		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSweep(e), newRun(e),
 		newRegistrations(e), newUnpark(e), newSkip(e), newRewind(e), newEvidence(e), newStatus(e),
 		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newDemo(e),
-	)
+	} {
+		root.AddCommand(e.cobra(d))
+	}
 	return root
 }
 
@@ -181,6 +178,14 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// usageOf is err, if any, as a usage error.
+func usageOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
 
 func isUsage(err error) bool {
 	var u usageError

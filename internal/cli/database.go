@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
@@ -86,12 +86,10 @@ func (d database) String() string {
 }
 
 // redactDSN hides the password of a connection string: in a URL's
-// userinfo (up to the authority's last '@', since a password may hold an
-// unescaped '@', and the authority up to the first '/' or '?': a '#' there
-// is more likely a password's than a fragment, which a connection URL has
-// no use for), and wherever a password=… parameter appears, as in a URL's
-// query or a libpq keyword/value string ("host=db password=…"), which
-// someone may well pass to --database.
+// userinfo (up to the authority's last '@': a password may hold one; the
+// authority ends at the first '/' or '?', since a '#' there is likelier a
+// password's than a fragment), and in every password=… parameter (a URL's
+// query, a libpq "host=db password=…" string).
 func redactDSN(s string) string {
 	if scheme, rest, ok := strings.Cut(s, "://"); ok {
 		end := strings.IndexAny(rest, "/?")
@@ -127,33 +125,20 @@ func redactQuery(tail string) string {
 	return path + "?" + strings.Join(pairs, "&")
 }
 
-// passwordParam matches a password parameter and its value, quoted (and
-// whatever follows the closing quote up to the next separator, which a
-// parser may take as the value's) or up
-// to the next separator. Whitespace is C's isspace (libpq's), which counts
-// \v: RE2's \s does not.
+// passwordParam matches a password parameter and its value, quoted (with
+// what follows the quote up to the next separator) or not. Whitespace is
+// libpq's isspace, which counts \v: RE2's \s does not.
 var passwordParam = regexp.MustCompile(`(?i)(password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*)('[^']*'?[^\t\n\v\f\r &;#]*|[^\t\n\v\f\r &;#]*)`)
 
-// openMode is what a command may do to a SQLite --database. PostgreSQL is
-// created and migrated only by herald migrate up.
+// openMode is what a command may do to a SQLite --database (PostgreSQL is
+// created and migrated only by herald migrate up).
 type openMode int
 
 const (
-	// noDB: the command opens none, or its own (migrate, demo).
-	noDB openMode = iota
-	// createDB: create and migrate a new file, migrate an older one up;
-	// for the commands that put something in a database that may not
-	// exist yet (register, append).
-	createDB
-	// existingDB: refuse a missing file, migrate an existing older one up;
-	// for the commands that deliver (sweep, run): a mistyped path would
-	// only ever serve an empty database.
-	existingDB
-	// readDB: refuse a missing file, migrate nothing; for the commands
-	// that read, or change what must exist, so that herald status in the
-	// wrong folder says there is no database there, and none undoes a
-	// herald migrate down.
-	readDB
+	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
+	createDB                   // create and migrate a new file, migrate an older one up (register, append)
+	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
+	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
 
 func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
@@ -220,9 +205,9 @@ func (e *env) openError(d database, err error) error {
 	return fmt.Errorf("cannot open database %s: %w", journal.Shown(d.String()), err)
 }
 
-func newMigrate(e *env) *cobra.Command {
+func newMigrate(e *env) command {
 	var yes bool
-	return e.cobra(command{
+	return command{
 		use:   "migrate up|down|status",
 		short: "Apply, revert or show the database schema's migrations",
 		long: `Manage the database schema. "up" applies every pending migration; "down"
@@ -235,7 +220,7 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json
   herald migrate down --yes --database sqlite:./herald.db`,
-		args: func(cmd *cobra.Command, args []string) error {
+		args: func(args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
 				return usagef("migrate takes one of up, down, status")
 			}
@@ -258,16 +243,16 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 			if err != nil {
 				return fmt.Errorf("migrate %s %s: %w", c.args[0], d, err)
 			}
-			return c.print(st, func() error {
-				fmt.Fprintf(e.Out, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
-				t := tbl.New(e.Out, "VERSION", "NAME", "APPLIED")
+			return c.print(st, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
+				t := tbl.New(w, "VERSION", "NAME", "APPLIED")
 				for _, m := range st.Migrations {
 					t.Row(fmt.Sprint(m.Version), m.Name, yesNo(m.Applied))
 				}
-				return t.Flush()
+				t.Flush()
 			})
 		},
-	})
+	}
 }
 
 // confirmDown asks on a terminal before migrate down drops data, and

@@ -33,8 +33,7 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 		require.Contains(t, r.stderr, "no herald database at sqlite:"+db, args)
 		require.Contains(t, r.stderr, "--database", args)
 		require.Empty(t, r.stdout, args)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%v created the database", args)
+		requireNoDB(t, db, "%v created the database", args)
 	}
 	inMissingFolder := filepath.Join(dir, "nope", "herald.db")
 	r := runCLI(t, inMissingFolder, "", "status")
@@ -61,7 +60,7 @@ func TestMissingFolderIsNamed(t *testing.T) {
 // with nothing changed; read-only commands after it do not migrate the file
 // back up.
 func TestMigrateDownNeedsYesAndStatusDoesNotUndoIt(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	before := heraldOK(t, db, "", "migrate", "status", "--json")
 

@@ -1,16 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/daemon"
@@ -23,9 +24,8 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
-// deliveryFlags are the options of the commands that deliver (sweep, run):
-// the transport's and the workers'. Their ranges are the libraries' to
-// check (transport.New, push.NewWorker); the runner names the flag.
+// deliveryFlags are the transport's and the workers' options of sweep and
+// run; transport.New and push.NewWorker check their ranges.
 type deliveryFlags struct {
 	allowHTTP, allowPrivate                         bool
 	allowHosts                                      []string
@@ -49,9 +49,9 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
-// build returns the transport and the worker options, refusing (as usage
-// errors) what transport.New and push.NewWorker refuse, before any
-// database is opened: a worker is made on an empty memory store to ask.
+// build returns the transport and the worker options, refusing as usage
+// errors what the libraries refuse, before any database is opened (a worker
+// is made on an empty memory store to ask).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
 		AllowHosts: d.allowHosts, Logger: e.logger,
@@ -79,7 +79,7 @@ func unwrapped(err error) error {
 	return err
 }
 
-func newSweep(e *env) *cobra.Command {
+func newSweep(e *env) command {
 	var (
 		ns    string
 		at    instant
@@ -88,7 +88,7 @@ func newSweep(e *env) *cobra.Command {
 		tr    *transport.HTTP
 		opts  []push.Option
 	)
-	return e.cobra(command{
+	return command{
 		use:   "sweep",
 		short: "Run one sweep of a namespace at a given instant, and print its report (scheduler mode)",
 		long: `Run one sweep (RunOnce) of a namespace: claim up to --limit due registrations,
@@ -96,19 +96,14 @@ deliver their records, and print the report. --at is the sweep's instant
 (default now): it decides what is due, backoff, lease expiry and signature
 dates. Run it from cron, a Kubernetes CronJob or a test.
 
-The network guard (--allow-http, --allow-private-network, --allow-host) is
-this process's: a URL it refuses parks the registration, even if a herald run
-with other flags delivers to it. Give every process that sweeps a database
-the same guard flags.
+The network guard (--allow-http, --allow-private-network, --allow-host) is this
+process's: a URL it refuses parks the registration. Give every process that
+sweeps a database the same guard flags.
 
-Exit 0, or 3 when the report needs attention (saturated: more were due than
---limit; or backlog: a turn gave its slot up with records still behind its
-cursor; either way sweep again soon; or a registration was parked), 1 on
-error, or 2 on a usage error (a bad flag, --at or --limit, or a --database
-with no database there). A host that failed at host level (no connection, a
-timeout, a TLS failure, a gateway's 502/503/504) is named in the report,
-with what herald does next; it is no cause for exit 3: its registrations
-wait for it and nothing parks (see herald hosts).`,
+Exit 3 when the report needs attention (herald --help): sweep again soon, or
+see to the parked registrations. A host that failed at host level is named in
+the report with what herald does next; its registrations wait for it, nothing
+parks, and it is no cause for exit 3 (herald hosts).`,
 		example: `  herald sweep --namespace webhook
   herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
   herald sweep --namespace a2a --at 1773572400`,
@@ -149,12 +144,11 @@ wait for it and nothing parks (see herald hosts).`,
 			}
 			return err
 		},
-	})
+	}
 }
 
-// failedHosts lists the hosts whose last host-level failure is at the
-// sweep's instant at or later (stores keep instants to the microsecond at
-// least): those this sweep charged.
+// failedHosts lists the hosts whose last host-level failure is at or after
+// the sweep's instant (to the microsecond, as stores keep it).
 func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
 	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
 	if err != nil {
@@ -181,42 +175,41 @@ func printReport(c *call, ns string, at time.Time, r push.SweepReport, failed []
 		FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
 		NeedsAttention bool        `json:"needs_attention"`
 	}{ns, at, r, failed, r.NeedsAttention()}
-	return c.print(view, func() error {
-		fmt.Fprintf(c.Out, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
+	return c.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 			ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
 			plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
 		if r.Unserved > 0 {
-			fmt.Fprintf(c.Out, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
+			fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
 		}
 		if r.Errors > 0 {
-			fmt.Fprintf(c.Out, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
+			fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
 		}
 		if r.HostFailures > 0 {
-			fmt.Fprintf(c.Out, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
+			fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
 		}
 		for _, h := range failed {
 			if h.State == push.HostUp {
-				fmt.Fprintf(c.Out, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
+				fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
 					tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
 			} else {
-				fmt.Fprintf(c.Out, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
+				fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
 					tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
 			}
 		}
 		if r.Saturated {
-			fmt.Fprintln(c.Out, "Saturated: more registrations were due than --limit; sweep again soon.")
+			fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
 		}
 		if r.Backlog > 0 {
-			fmt.Fprintf(c.Out, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
+			fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
 		}
 		if r.Parked > 0 {
-			fmt.Fprintln(c.Out, "Registrations were parked: see herald registrations --parked, then herald unpark.")
+			fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
 		}
-		return nil
 	})
 }
 
-func newRun(e *env) *cobra.Command {
+func newRun(e *env) command {
 	var (
 		nsList                   []string
 		retain                   string
@@ -225,66 +218,36 @@ func newRun(e *env) *cobra.Command {
 		df                       deliveryFlags
 		opts                     daemon.Options
 	)
-	return e.cobra(command{
+	return command{
 		use:   "run",
 		short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
 		long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
---max-in-flight registrations being served and refills a slot as soon as its
-turn ends, so a slow or silent receiver holds one slot (at most --timeout),
-never the namespace. It claims at once after an append (PostgreSQL: the
-sequencer, which this daemon runs, numbers appended records within
-milliseconds and notifies), when turns end, and every --every.
---max-per-host caps the messages in flight to one host (host:port).
-Several daemons may share one PostgreSQL database: leases keep them from
-delivering the same registration at the same time.
+--max-in-flight registrations being served, so a slow or silent receiver holds
+one slot (at most --timeout), never the namespace. It claims at once after an
+append (PostgreSQL: the sequencer, which it runs, numbers appended records and
+notifies), when turns end, and every --every. Daemons sharing a PostgreSQL
+database never deliver one registration at the same time.
 
 The network guard (--allow-http, --allow-private-network, --allow-host) is
-this process's: a URL it refuses parks the registration, even if another
-herald run or sweep on the database, started with other flags, delivers to
-it. Give every process that works a database the same guard flags, and
-restart with them before an unpark --all.
+this process's: a URL it refuses parks the registration. Give every process
+that works a database the same guard flags, and restart with them before an
+unpark --all.
 
-Every --prune-every it prunes what every registration acknowledged once older
-than --retain, in small batches (herald prune explains the rules).
+It prunes every --prune-every, as herald prune does with --retain. On SIGINT
+or SIGTERM it lets deliveries in flight finish or time out, saves every
+cursor and exits 0.
 
-On SIGINT or SIGTERM it stops starting new records, lets deliveries in flight
-finish or time out, saves every cursor, and exits 0: nothing acknowledged is
-lost and nothing unacknowledged is advanced.
+--metrics-addr serves Prometheus metrics on /metrics and /healthz;
+--admin-addr the operator's page on /ui/ (README, "The operator's page") and
+the admin JSON API, whose routes README, "The command and the operator's
+guide", lists; --api-addr the HTTP API, whose OpenAPI document is GET
+/v1/openapi.json. Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN"
+(HERALD_API_TOKEN) when that is set, and refuses to start off loopback without
+it. An empty address turns its server off; a default one that another process
+holds is left off with a warning.
 
---metrics-addr serves Prometheus metrics on /metrics and a health check on
-/healthz. --admin-addr serves the operator's page on /ui/ (a login form takes
-HERALD_ADMIN_TOKEN when set; README, "The operator's page") and the admin JSON
-API, whose parameters are query
-parameters and whose answers are JSON (errors: {"error": "…"} with 400, 401,
-403, 404, 405 or 500):
-
-  GET  /v1/registrations?stream=&namespace=&parked=true&lagging=true&limit=&after_stream=&after_id=
-  GET  /v1/evidence?stream=S&id=ID&limit=N
-  POST /v1/registration/unpark?stream=S&id=ID
-  POST /v1/registrations/unpark?stream=S&namespace=NS   (both optional: every parked one, as unpark --all)
-  POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
-  POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
-  GET  /v1/hosts?state=&host=&after=&limit=
-  POST /v1/hosts/reset?host=HOST
-
-It requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" when that variable is
-set; herald refuses to serve it on a non-loopback address without a token,
-and, open, answers 403 to a request whose Host is not a loopback name and to
-a browser's POST or DELETE from another origin.
-
---api-addr (off by default) serves the HTTP API for producers and operators
-in any language: POST /v1/records appends, /v1/registrations registers, lists
-and deletes, /v1/registration/unpark and /v1/registrations/unpark unpark one
-or all, GET /v1/records/status says who acknowledged a record; its
-OpenAPI 3.1 document is GET /v1/openapi.json. It requires "Authorization:
-Bearer $HERALD_API_TOKEN" when that variable is set, under the same loopback
-rule. An empty address turns any of these servers off. A default address that
-another process holds (a second herald run on this machine) is left off with
-a warning, and the daemon delivers without it; an address you name must open.
-
-Traces: spans are exported by OTLP over HTTP when the standard environment
-asks (OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT set), and not
-otherwise; README, "One trace from the append to the receiver".`,
+Traces are exported by OTLP when the standard OTEL_* environment asks
+(README, "One trace from the append to the receiver").`,
 		example: `  herald run
   herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
   HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465
@@ -326,20 +289,13 @@ otherwise; README, "One trace from the append to the receiver".`,
 			}
 			e.seqEvery = seqIv
 			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
-			for _, a := range []struct{ flag, addr, token, env string }{
-				{"--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"}, {"--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"},
-			} {
-				if a.addr != "" {
-					if err := operator.CheckAddr(a.flag, a.addr, a.token, a.env); err != nil {
-						return usageError{err}
-					}
-				}
+			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
+				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN")); err != nil {
+				return usageError{err}
 			}
 			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
 				return err
 			}
-			// Spans go to OpenTelemetry's global provider; OTLP export when
-			// the standard OTEL_* environment asks (internal/otelenv).
 			otlp, stopTracing, err := otelenv.Setup(c.ctx(), e.getenv)
 			if err != nil {
 				return usageError{err}
@@ -369,13 +325,12 @@ otherwise; README, "One trace from the append to the receiver".`,
 			}
 			return d.Run(c.ctx())
 		},
-	})
+	}
 }
 
 // listen opens the daemon's addresses before the store is opened, so that
-// an address in use fails having created and migrated nothing. A default
-// address that is taken (another herald run on this machine) is left off
-// with a warning; only an address the operator named must open.
+// an address in use fails having created nothing. A default address that
+// is taken is left off with a warning.
 func listen(c *call, opts *daemon.Options) error {
 	for _, l := range []struct {
 		flag string

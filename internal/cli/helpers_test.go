@@ -3,6 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +31,23 @@ func runCLI(t *testing.T, db, stdin string, args ...string) cliRun {
 	}
 	code := Main(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}, func(string) string { return "" })
 	return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// newDB is the path of a new SQLite file in the test's directory.
+func newDB(t *testing.T) string { return filepath.Join(t.TempDir(), "herald.db") }
+
+// requireNoDB fails unless nothing exists at db: the command created none.
+func requireNoDB(t *testing.T, db string, msgAndArgs ...any) {
+	t.Helper()
+	_, err := os.Stat(db)
+	require.ErrorIs(t, err, os.ErrNotExist, msgAndArgs...)
+}
+
+// answering is a receiver that answers every request with code.
+func answering(t *testing.T, code int) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // heraldOK runs a command that must exit 0.

@@ -3,10 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -21,14 +21,13 @@ func keyFlags(f *pflag.FlagSet, stream, id *string) {
 	f.StringVar(id, "id", "", "the registration's id (required)")
 }
 
-// atFlag declares --at of an action on a registration: the instant from
-// which it is due (the clock the sweeps use).
+// atFlag declares --at of an action: the instant from which it is due.
 func atFlag(f *pflag.FlagSet, at *instant) {
 	f.Var(at, "at", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 }
 
-// notFound words journal.ErrNotFound for the registration stream/id as
-// every command names one, with where to look; other errors are kept.
+// notFound words journal.ErrNotFound for the registration stream/id, with
+// where to look; other errors are kept.
 func (e *env) notFound(stream, id string, err error) error {
 	if !errors.Is(err, journal.ErrNotFound) {
 		return err
@@ -46,14 +45,14 @@ func (e *env) due(t time.Time) string {
 	return "due now"
 }
 
-func newUnpark(e *env) *cobra.Command {
+func newUnpark(e *env) command {
 	var (
 		stream, id, namespace string
 		all                   bool
 		at                    instant
 		q                     push.ListQuery
 	)
-	return e.cobra(command{
+	return command{
 		use:   "unpark",
 		short: "Resume a parked registration at its cursor (or every parked one, with --all)",
 		long: `Resume a parked registration: it becomes due at once, with its attempts reset,
@@ -61,9 +60,8 @@ and the next sweep sends the first record it has not had acknowledged. Nothing
 was lost while it was parked. Unparking an active registration changes nothing.
 
 With --all instead of --id, every parked registration is resumed (of --stream
-and of --namespace, when given), each with its own evidence, and each is named:
-after a misconfiguration parked many (a daemon started without the network
-options its receivers need), fix it first, then unpark them at once.`,
+and of --namespace, when given), each with its own evidence: after a
+misconfiguration parked many, fix it first, then unpark them at once.`,
 		example: `  herald unpark --stream actor/alice --id https://remote.example/inbox
   herald unpark --all --namespace webhook`,
 		db: readDB,
@@ -99,21 +97,19 @@ options its receivers need), fix it first, then unpark them at once.`,
 			if err != nil {
 				return e.notFound(stream, id, err)
 			}
-			return c.print(map[string]any{"was_parked": v.WasParked, "registration": v.RegistrationView}, func() error {
+			return c.print(map[string]any{"was_parked": v.WasParked, "registration": v.RegistrationView}, func(w io.Writer) {
 				if !v.WasParked {
-					fmt.Fprintf(e.Out, "%s was not parked; nothing changed.\n", push.Name(stream, id))
-					return nil
+					fmt.Fprintf(w, "%s was not parked; nothing changed.\n", push.Name(stream, id))
+				} else {
+					fmt.Fprintf(w, "Unparked %s: %s at cursor %d (%s to deliver).\n", push.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
 				}
-				fmt.Fprintf(e.Out, "Unparked %s: %s at cursor %d (%s to deliver).\n", push.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
-				return nil
 			})
 		},
-	})
+	}
 }
 
 // unparkAll is unpark --all: it names each registration unparked, those
-// before a failure part way included (in --json too, as the APIs do), then
-// the failure.
+// before a failure part way included (in --json too), then the failure.
 func unparkAll(c *call, q push.ListQuery, at time.Time) error {
 	out, err := operator.UnparkAll(c.ctx(), c.b, q, at)
 	if c.json {
@@ -136,13 +132,13 @@ func unparkAll(c *call, q push.ListQuery, at time.Time) error {
 	return nil
 }
 
-func newSkip(e *env) *cobra.Command {
+func newSkip(e *env) command {
 	var (
 		stream, id, reason string
 		toSeq              uint64
 		at                 instant
 	)
-	return e.cobra(command{
+	return command{
 		use:   "skip",
 		short: "Move a registration's cursor forward, past a poison record",
 		long: `Move a registration's cursor forward to --to-seq, so the records before it are
@@ -160,16 +156,16 @@ A parked registration stays parked: unpark it afterwards.`,
 		run: func(c *call) error {
 			return move(c, stream, id, toSeq, func() error { return c.b.Skip(c.ctx(), stream, id, toSeq, c.at(at), reason) })
 		},
-	})
+	}
 }
 
-func newRewind(e *env) *cobra.Command {
+func newRewind(e *env) command {
 	var (
 		stream, id string
 		toSeq      uint64
 		at         instant
 	)
-	return e.cobra(command{
+	return command{
 		use:   "rewind",
 		short: "Move a registration's cursor back, to replay history to its receiver",
 		long: `Move a registration's cursor back to --to-seq (1 is the stream's beginning), so
@@ -186,11 +182,10 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 		run: func(c *call) error {
 			return move(c, stream, id, toSeq, func() error { return c.b.Rewind(c.ctx(), stream, id, toSeq, c.at(at)) })
 		},
-	})
+	}
 }
 
-// moveFlags declares what skip and rewind take: the registration, --at and
-// --to-seq, whose range the store checks.
+// moveFlags declares the flags of skip and rewind.
 func moveFlags(f *pflag.FlagSet, stream, id *string, at *instant, toSeq *uint64, usage string) {
 	keyFlags(f, stream, id)
 	atFlag(f, at)
@@ -210,32 +205,29 @@ func move(c *call, stream, id string, toSeq uint64, do func() error) error {
 	if err != nil {
 		return err
 	}
-	return c.print(map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)}, func() error {
-		fmt.Fprintf(c.Out, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
+	return c.print(map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)}, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 		if after.Parked {
-			fmt.Fprintln(c.Out, "It is still parked: run herald unpark to resume deliveries.")
+			fmt.Fprintln(w, "It is still parked: run herald unpark to resume deliveries.")
 		}
-		return nil
 	})
 }
 
-func newEvidence(e *env) *cobra.Command {
+func newEvidence(e *env) command {
 	var (
 		stream, id string
 		limit      int
 	)
-	return e.cobra(command{
+	return command{
 		use:   "evidence",
 		short: "Show why a registration failed, was skipped or parked, newest first",
 		long: fmt.Sprintf(`Show a registration's evidence, newest first: failed attempts (status, the first
 %d bytes of the answer, duration, error, next attempt), skipped messages, the
-failure that parked it, and operators' unpark, skip and rewind. The newest %d
-rows are kept per registration; when --limit hides older ones, the table says
-so. The table shows the error whole and cuts the
-body; --json shows every field whole. A receiver's Retry-After is shown as the
-wait herald keeps (clamped to 1s..--max-retry-after of the sweep) beside what
-the receiver asked; in --json the error keeps the receiver's value and
-not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
+failure that parked it, and operators' unpark, skip and rewind; the newest %d
+are kept. The table cuts the body; --json shows every field whole. A receiver's
+Retry-After is shown as the wait herald keeps (clamped to 1s..--max-retry-after)
+beside what the receiver asked; in --json the error keeps the receiver's value
+and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 		example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
   herald evidence --stream task/8f3c --id push-1 --json`,
 		need: []string{"stream", "id"},
@@ -251,8 +243,8 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 			}
 			older := len(evs) > limit
 			evs = evs[:min(len(evs), limit)]
-			return c.print(evs, func() error {
-				t := tbl.New(e.Out, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "BODY", "ERROR OR REASON")
+			return c.print(evs, func(w io.Writer) {
+				t := tbl.New(w, "AT", "EVENT", "SEQ", "ATTEMPT", "STATUS", "DURATION", "NEXT ATTEMPT", "BODY", "ERROR OR REASON")
 				for _, ev := range evs {
 					status, dur, note := "-", "-", retryAfterNote(ev)
 					if ev.Status != 0 {
@@ -266,22 +258,18 @@ not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 					}
 					t.Row(operator.Instant(ev.At), ev.Event, fmt.Sprint(ev.Seq), fmt.Sprint(ev.Attempt), status, dur, operator.Instant(ev.NotBefore), ev.Body, note)
 				}
-				if err := t.Flush(); err != nil || !older {
-					return err
+				if t.Flush(); older {
+					fmt.Fprintf(w, "Older evidence is kept: %s --stream %s --id %s --limit %d shows up to the %d kept.\n",
+						e.hint("evidence"), shellQuote(stream), shellQuote(id), push.MaxEvidence, push.MaxEvidence)
 				}
-				_, err := fmt.Fprintf(e.Out, "Older evidence is kept: %s --stream %s --id %s --limit %d shows up to the %d kept.\n",
-					e.hint("evidence"), shellQuote(stream), shellQuote(id), push.MaxEvidence, push.MaxEvidence)
-				return err
 			})
 		},
-	})
+	}
 }
 
-// retryAfterNote is the evidence's error with its "; Retry-After D" (the
-// delay the receiver asked for, as transport words it) replaced by the wait
-// herald keeps, clamped to [1 s, --max-retry-after]: "503 Service
-// Unavailable; retry after 1h (capped; the receiver asked 30d)". Other
-// errors are kept.
+// retryAfterNote is the evidence's error with the receiver's "; Retry-After
+// D" told as the wait herald keeps, clamped to [1 s, --max-retry-after]:
+// "503 Service Unavailable; retry after 1h (capped; the receiver asked 30d)".
 func retryAfterNote(ev push.Evidence) string {
 	const suffix = "; Retry-After "
 	i := strings.LastIndex(ev.Error, suffix)
@@ -303,8 +291,8 @@ func retryAfterNote(ev push.Evidence) string {
 	return ev.Error[:i] + "; retry after " + fmtDelay(waits) + " (" + why + ")"
 }
 
-// fmtDelay writes d as a person reads a delay: whole days as "30d", else
-// time.Duration's form without its zero parts ("1h", "2m", "1h30m").
+// fmtDelay writes d as "30d" for whole days, else as time.Duration does
+// without zero parts ("1h", "1h30m").
 func fmtDelay(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
@@ -319,9 +307,9 @@ func fmtDelay(d time.Duration) string {
 	return s
 }
 
-func newUnregister(e *env) *cobra.Command {
+func newUnregister(e *env) command {
 	var stream, id string
-	return e.cobra(command{
+	return command{
 		use:   "unregister",
 		short: "Remove a registration and its evidence; the journal keeps every record",
 		long: `Remove a registration: its receiver gets nothing more, and its cursor, retry
@@ -339,20 +327,17 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			if err := c.b.Unregister(c.ctx(), stream, id); err != nil {
 				return err
 			}
-			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func() error {
-				fmt.Fprintf(e.Out, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
+			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func(w io.Writer) {
+				fmt.Fprintf(w, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 					push.Name(stream, id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-				fmt.Fprintf(e.Out, "To bring it back there: %s\n", registerAgain(e, before))
-				return nil
+				fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
 			})
 		},
-	})
+	}
 }
 
-// registerAgain is the command that registers s again as it was: its URL
-// unless redaction hides part of it (a capability), its policy, kinds,
-// window and cursor; the config is never shown, so its flags are named for
-// the operator to fill in.
+// registerAgain is the command that registers s again as it was, but for
+// what is never shown (a redacted URL, the config), left to fill in.
 func registerAgain(e *env, s push.Status) string {
 	again := []string{e.hint("register"), "--stream", shellQuote(s.Stream), "--id", shellQuote(s.ID), "--namespace", s.Namespace, "--url", "…"}
 	if operator.RedactURL(s.URL) == s.URL {

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 
 // Counts are English: "1 record", not "1 records".
 func TestUnparkSaysOneRecord(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://192.0.2.10/x",
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "later", "--namespace", "webhook", "--url", "https://192.0.2.10/y",
@@ -34,7 +33,7 @@ func TestUnparkSaysOneRecord(t *testing.T) {
 // unpark --all resumes every parked registration the filters match, each with
 // its evidence.
 func TestUnparkAll(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, "{}", "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	heraldOK(t, db, "{}", "append", "--stream", "t", "--id", "e2", "--kind", "k")
 	// 192.0.2.0/24 is refused by the network guard: the sweep parks them.
@@ -86,7 +85,7 @@ func TestUnparkAll(t *testing.T) {
 // a script), which would otherwise unpark every stream's, and unpark without
 // --id says that --all exists.
 func TestUnparkAllRefusesAnEmptyFilter(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, `{}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	for _, args := range [][]string{
 		{"unpark", "--all", "--stream", ""},
@@ -106,7 +105,7 @@ func TestUnparkAllRefusesAnEmptyFilter(t *testing.T) {
 // a registration says so; the command printed to bring a registration back
 // is safe to paste whatever its stream and id hold.
 func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	for i := range 5 {
 		heraldOK(t, db, "{}", "append", "--stream", "a&id=b", "--id", fmt.Sprint("e", i), "--kind", "k")
 	}
@@ -148,7 +147,7 @@ func TestOperatorMovesSayWhatTheyDo(t *testing.T) {
 // unregister removes a registration, says where its cursor was, and leaves
 // the journal alone.
 func TestUnregister(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")

@@ -20,9 +20,23 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// errWriter keeps the first error writing to w, and writes nothing after it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (n int, err error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, e.err = e.w.Write(p)
+	return n, e.err
+}
+
 // printRegistrations writes views as a table, saying when a window is
 // capped by the default --max-per-host.
-func printRegistrations(w io.Writer, views []operator.RegistrationView) error {
+func printRegistrations(w io.Writer, views []operator.RegistrationView) {
 	t := tbl.New(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	capped := 0
 	for _, v := range views {
@@ -46,19 +60,15 @@ func printRegistrations(w io.Writer, views []operator.RegistrationView) error {
 		t.Row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), next, state, v.LastError)
 	}
-	if err := t.Flush(); err != nil || capped == 0 {
-		return err
+	if t.Flush(); capped > 0 {
+		fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
+			push.DefaultMaxPerHost, push.DefaultMaxPerHost)
 	}
-	_, err := fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
-		push.DefaultMaxPerHost, push.DefaultMaxPerHost)
-	return err
 }
 
-// hint is how a hint names the herald command name for the operator to
-// run next: with --database when this command was given one on its command
-// line (HERALD_DATABASE_URL carries over by itself), so that it reads the
-// same database; a value holding a password is "…", for the operator to
-// fill in.
+// hint names the herald command name for the operator to run next: with
+// this command's --database, if given (HERALD_DATABASE_URL carries over by
+// itself); "…" for a value holding a password.
 func (e *env) hint(name string) string {
 	if !e.databaseGiven {
 		return "herald " + name
@@ -70,16 +80,13 @@ func (e *env) hint(name string) string {
 	return "herald " + name + " --database " + v
 }
 
-// shellQuote returns s as one word of a shell command line: as it is when
-// it holds only characters no shell treats specially; else in single quotes
-// (each single quote in s closes them, is escaped, and reopens them), so
-// that a printed command can be pasted whatever the stream or id holds (& #
-// ; $ spaces, quotes); and when s holds a character that does not print
-// (a control character such as ESC, a format character such as U+202E, a
-// byte that is not UTF-8), in ANSI-C quotes ($'…': bash, zsh, ksh) with
-// each byte of that character written \xHH, which reads back the same
-// bytes whatever the shell's locale (\u does not, in the C locale), so that
-// the terminal shows the character instead of obeying it.
+// shellQuote returns s as one word of a shell command line, so that a
+// printed command can be pasted whatever s holds: as it is when no shell
+// treats its characters specially; else in single quotes; and when it holds
+// a character that does not print (ESC, U+202E, a byte that is not UTF-8),
+// in ANSI-C quotes ($'…': bash, zsh, ksh) with each byte of that character
+// as \xHH, which reads back the same bytes in any locale (\u does not), so
+// that the terminal shows the character instead of obeying it.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s
@@ -110,9 +117,8 @@ func shellQuote(s string) string {
 	return b.String()
 }
 
-// printable says whether a terminal shows r as itself: a space, or a
-// graphic character (unicode.IsPrint: no control, format, private-use,
-// surrogate or unassigned code point, no line or paragraph separator).
+// printable says whether a terminal shows r as itself: a space, or
+// unicode.IsPrint.
 func printable(r rune) bool { return r == ' ' || unicode.IsPrint(r) }
 
 // plural writes n with the noun in the singular for 1, else in the plural

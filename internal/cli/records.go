@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -24,25 +24,22 @@ const maxRecordsLimit = 1000
 // payloadPreview is how many runes of a payload the table shows.
 const payloadPreview = 100
 
-func newRecords(e *env) *cobra.Command {
+func newRecords(e *env) command {
 	var (
 		stream  string
 		fromSeq uint64
 		limit   int
 	)
-	return e.cobra(command{
+	return command{
 		use:   "records",
 		short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
-		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq (1, the stream's
-beginning), at most --limit (up to %d). The table shows the start of each payload
-with control characters replaced, and only the size of one that is not UTF-8
-text. Below the table it says when more records exist past the last one shown, and
-when records from --from-seq were pruned (retention: the oldest kept seq).
---json prints an object: "stream", "head", "oldest_seq" (records below it
-were pruned), "more" (records exist past the last one shown) with
-"next_from_seq", "pruned" (some asked for were pruned), and "records", each
-whole with the field names of append --file lines: "payload" for a JSON
-payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLimit),
+		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
+%d). The table shows the start of each payload (the size of one that is not
+UTF-8 text), and says when more records follow and when records from
+--from-seq were pruned. --json prints an object: "stream", "head",
+"oldest_seq" (records below it were pruned), "more" with "next_from_seq",
+"pruned", and "records", each whole with the field names of append --file
+lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.`, maxRecordsLimit),
 		example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
 		need: []string{"stream"},
@@ -58,12 +55,8 @@ payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLi
 			if err != nil {
 				return err
 			}
-			// Read after the records: a head past the last one shown means
-			// more exist.
+			// After the records: a head past the last one shown means more.
 			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
-			if c.changed("limit") {
-				page.limit = limit
-			}
 			infos, err := c.b.Streams(c.ctx(), store.StreamQuery{Stream: stream, Limit: 1})
 			if err != nil {
 				return err
@@ -78,39 +71,34 @@ payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLi
 			for i, r := range recs {
 				page.Records[i] = viewRecord(r)
 			}
-			return c.print(page, func() error {
+			return c.print(page, func(w io.Writer) {
 				if len(recs) == 0 {
-					fmt.Fprintf(e.Out, "Stream %s has no records from #%d (head %d).\n", tbl.Cell(stream), fromSeq, page.Head)
+					fmt.Fprintf(w, "Stream %s has no records from #%d (head %d).\n", tbl.Cell(stream), fromSeq, page.Head)
 				} else {
-					t := tbl.New(e.Out, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
+					t := tbl.New(w, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
 					for _, r := range recs {
 						t.Row(fmt.Sprint(r.Seq), r.ID, r.Kind, r.ContentType, operator.Instant(r.AppendedAt), yesNo(r.Final), preview(r.Payload))
 					}
-					if err := t.Flush(); err != nil {
-						return err
-					}
+					t.Flush()
 				}
 				if page.Pruned {
-					fmt.Fprintf(e.Out, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", page.OldestSeq, page.OldestSeq)
+					fmt.Fprintf(w, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", page.OldestSeq, page.OldestSeq)
 				}
 				if page.More {
 					again := fmt.Sprintf("%s --stream %s --from-seq %d", e.hint("records"), shellQuote(page.Stream), page.NextFromSeq)
-					if page.limit > 0 {
-						again += fmt.Sprintf(" --limit %d", page.limit)
+					if c.changed("limit") { // the default needs no repeating
+						again += fmt.Sprintf(" --limit %d", limit)
 					}
-					fmt.Fprintf(e.Out, "More records up to #%d: %s\n", page.Head, again)
+					fmt.Fprintf(w, "More records up to #%d: %s\n", page.Head, again)
 				}
-				return nil
 			})
 		},
-	})
+	}
 }
 
-// recordsPage is what records --json prints: the records read, and where
-// they sit in the stream.
+// recordsPage is what records --json prints.
 type recordsPage struct {
 	Stream      string       `json:"stream"`
-	limit       int          // the --limit given (0: the default), which the next page's hint repeats
 	Head        uint64       `json:"head"`       // the stream's newest seq (0: none)
 	OldestSeq   uint64       `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
 	More        bool         `json:"more"`       // records exist past the last one shown
@@ -144,9 +132,8 @@ func viewRecord(r journal.Record) recordView {
 	return v
 }
 
-// preview is the start of a payload for a table cell: UTF-8 text (the
-// table replaces its control characters), cut at payloadPreview runes;
-// the size alone for bytes that are not UTF-8.
+// preview is the start of a payload for a table cell, or its size when it
+// is not UTF-8.
 func preview(p []byte) string {
 	if !utf8.Valid(p) {
 		return fmt.Sprintf("(%s, not UTF-8 text: see --json)", plural(len(p), "byte"))
@@ -161,9 +148,9 @@ func preview(p []byte) string {
 	return string(p)
 }
 
-func newStreams(e *env) *cobra.Command {
+func newStreams(e *env) command {
 	var q store.StreamQuery
-	return e.cobra(command{
+	return command{
 		use:   "streams",
 		short: "List streams: head, final seq, oldest retained seq, registrations, retained bytes",
 		long: `List streams in name order with their head (the newest seq), their final seq
@@ -183,12 +170,12 @@ payload bytes they retain. Page with --after and --limit.`,
 			if err != nil {
 				return err
 			}
-			return c.print(infos, func() error {
+			return c.print(infos, func(w io.Writer) {
 				if len(infos) == 0 {
-					fmt.Fprintln(e.Out, "No streams.")
-					return nil
+					fmt.Fprintln(w, "No streams.")
+					return
 				}
-				t := tbl.New(e.Out, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
+				t := tbl.New(w, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
 				for _, s := range infos {
 					final := "-"
 					if s.FinalSeq > 0 {
@@ -196,18 +183,17 @@ payload bytes they retain. Page with --after and --limit.`,
 					}
 					t.Row(s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations))
 				}
-				return t.Flush()
+				t.Flush()
 			})
 		},
-	})
+	}
 }
 
 // maxRetain bounds --retain: ten years, past which a typo (a missing unit
 // scale) is likelier than an intent.
 const maxRetain = 10 * 365 * 24 * time.Hour
 
-// parseRetain reads --retain: a Go duration ("168h", "30m", "0s") or whole
-// days ("7d"). Errors are usage errors naming the flag.
+// parseRetain reads --retain: a duration ("168h", "0s") or whole days ("7d").
 func parseRetain(s string) (time.Duration, error) {
 	bad := func(why string) error {
 		return usagef("--retain %q %s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", s, why)
@@ -234,13 +220,13 @@ func parseRetain(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func newPrune(e *env) *cobra.Command {
+func newPrune(e *env) command {
 	var (
 		retain string
 		at     instant
 		q      store.PruneQuery
 	)
-	return e.cobra(command{
+	return command{
 		use:   "prune",
 		short: "Remove records every registration acknowledged, once older than --retain",
 		long: `Remove what the journal no longer needs, in small batches that never hold
@@ -287,16 +273,15 @@ reports what would go and changes nothing.`,
 				return err
 			}
 			out := map[string]any{"dry_run": q.DryRun, "at": q.At.UTC(), "retain_seconds": int64(q.Retain / time.Second), "report": total}
-			return c.print(out, func() error {
+			return c.print(out, func(w io.Writer) {
 				verb := "Pruned"
 				if q.DryRun {
 					verb = "Would prune"
 				}
-				_, err := fmt.Fprintf(e.Out, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
+				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
 					plural(total.Records, "record"), bytesText(total.Bytes), plural(total.Streams, "stream"),
 					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"))
-				return err
 			})
 		},
-	})
+	}
 }

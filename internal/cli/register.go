@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -26,14 +26,14 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
-func newRegister(e *env) *cobra.Command {
+func newRegister(e *env) command {
 	var (
 		r       push.Registration
 		on4xx   string
 		cfg     configFlags
 		fromSeq uint64
 	)
-	return e.cobra(command{
+	return command{
 		use:   "register",
 		short: "Register a receiver for a stream: where to POST, which wire, which secrets",
 		long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
@@ -52,28 +52,15 @@ process list. Secrets are stored with the registration and never printed.
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq. Its body is the payload as
 appended; with --envelope it is Standard Webhooks' recommended payload
-structure, whose signed body names the kind:
-  {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}
-(APPENDED-AT in RFC 3339, UTC, microseconds; a payload whose content type is
-not JSON comes as "content_type" and "data_base64" instead of "data"). The
-projection/webhook package doc has the details.
+structure, {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}, whose
+signature covers the kind (projection/webhook's package doc has the details).
 
---kinds lists the record kinds the receiver wants, comma-separated: exact
-kinds or prefixes ending in "*" (order.*,invoice.paid); records of other kinds
-are passed without a message and the cursor moves past them. Without it,
-every kind; re-registering replaces the list.
-
---window N lets N messages be unacknowledged at once (1 to %d; default 1, strict
-order), for receivers far away: records are still sent in seq order and the
-cursor is the first unacknowledged one, but the receiver may see them out of
-order within the window (README, "Delivery semantics"). Each message in
-flight takes one of its host's --max-per-host tokens of run and sweep
-(default %d): a larger window needs a larger --max-per-host there to fill,
-and register says so.
-
---on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
-retry (the default: nothing is lost; parks at the retry ceiling) or skip
-(record evidence and move past the message, as fediverse servers do).`, push.MaxWindow, push.DefaultMaxPerHost),
+--kinds passes records of other kinds without a message (re-registering
+replaces the list). Within a --window the receiver may see records out of
+order (README, "Delivery semantics"); each message in flight takes one of its
+host's --max-per-host tokens of run and sweep (default %d). --on-4xx says what
+a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
+ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
@@ -102,7 +89,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			for i, k := range r.Kinds {
 				r.Kinds[i] = strings.TrimSpace(k)
 			}
-			if r.Config, err = cfg.build(c.cmd, r.Namespace); err != nil {
+			if r.Config, err = cfg.build(c.changed, r.Namespace); err != nil {
 				return err
 			}
 			if err := r.Validate(); err != nil {
@@ -129,8 +116,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 			if err != nil {
 				return err
 			}
-			// An update keeps the cursor: the operator's commands move it,
-			// with evidence.
+			// An update keeps the cursor: skip and rewind move it.
 			var notes []string
 			if existed && c.changed("from-seq") && st.NextSeq != fromSeq {
 				notes = append(notes, fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq))
@@ -143,7 +129,7 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				warnings = append(warnings, note)
 			}
 			v := operator.Held(nil).View(st)
-			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func() error {
+			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func(w io.Writer) {
 				window, verb := "", "Registered"
 				if st.Window > 1 {
 					window = fmt.Sprintf(", window %d", st.Window)
@@ -151,28 +137,27 @@ retry (the default: nothing is lost; parks at the retry ceiling) or skip
 				if existed {
 					verb = "Updated"
 				}
-				fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
+				fmt.Fprintf(w, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
 					verb, push.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
 				if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
-					fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
+					fmt.Fprintf(w, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 				}
 				for _, n := range notes {
-					fmt.Fprintln(e.Out, n+".")
+					fmt.Fprintln(w, n+".")
 				}
 				if st.Parked {
-					fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
+					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
 				}
-				for _, w := range warnings {
-					fmt.Fprintf(e.Err, "note: %s\n", w)
+				for _, warning := range warnings {
+					fmt.Fprintf(e.Err, "note: %s\n", warning)
 				}
-				return nil
 			})
 		},
-	})
+	}
 }
 
-// wire is a namespace herald speaks: its projection, and its config as
-// register's flags build it.
+// wire is a namespace herald speaks: its projection, and its config from
+// register's flags.
 type wire struct {
 	projection func() push.Projection
 	config     func(o *configFlags) (any, error)
@@ -221,8 +206,7 @@ var namespaces = map[string]wire{
 	},
 }
 
-// flags are register's flags that set the wire's config: one a config key,
-// in the config's order.
+// flags are register's flags that set the wire's config, in its order.
 func (w wire) flags() []string {
 	if w.config == nil {
 		return nil // a namespace herald does not speak, registered over the API
@@ -272,13 +256,13 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&o.structured, "structured", false, "cloudevents: structured content mode instead of binary")
 }
 
-// build checks that only the namespace's own flags were given and returns
-// its config as stored JSON.
-func (o *configFlags) build(cmd *cobra.Command, ns string) (push.Config, error) {
+// build returns the namespace's config as stored, refusing other
+// namespaces' flags.
+func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Config, error) {
 	own := namespaces[ns].flags()
 	for _, other := range namespaceNames() {
 		for _, name := range namespaces[other].flags() {
-			if cmd.Flags().Changed(name) && !slices.Contains(own, name) {
+			if changed(name) && !slices.Contains(own, name) {
 				return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(own, ", --"))
 			}
 		}
@@ -306,8 +290,8 @@ func (o *configFlags) readKey() (string, error) {
 }
 
 // readError is the usage error for a file a flag names that cannot be
-// read: the flag, the path quoted (the user's text, any byte), and the
-// reason without the os error's unquoted copy of the path.
+// read: the path quoted (the user's text, any byte), the reason without
+// the os error's unquoted copy of it.
 func readError(flag, path string, err error, hint string) error {
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 		err = pe.Err
@@ -315,9 +299,8 @@ func readError(flag, path string, err error, hint string) error {
 	return usagef("%s %q: %v%s", flag, path, err, hint)
 }
 
-// secretValue resolves a secret flag: "env:NAME" reads the environment
-// variable NAME, "file:PATH" a file (its trailing newline removed), anything
-// else is the secret itself. Errors never repeat the value.
+// secretValue resolves a secret flag: env:NAME, file:PATH (its trailing
+// newline removed) or the secret itself. Errors never repeat the value.
 func secretValue(flag, v string) (string, error) {
 	switch {
 	case strings.HasPrefix(v, "env:"):

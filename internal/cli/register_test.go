@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +14,7 @@ import (
 // register names, at once, every rule of the network guard the URL breaks and
 // the flag that lifts it.
 func TestRegisterWarnsOfEveryRefusal(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	reg := func(id, url string) cliRun {
 		return runCLI(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook",
 			"--url", url, "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
@@ -40,7 +38,7 @@ func TestRegisterWarnsOfEveryRefusal(t *testing.T) {
 
 // register --kinds is validated, naming the flag, stored and shown.
 func TestRegisterKinds(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	args := func(kinds string) []string {
 		return []string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
 			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--kinds", kinds}
@@ -48,8 +46,7 @@ func TestRegisterKinds(t *testing.T) {
 	r := runCLI(t, db, "", args("order.*.paid")...)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, `invalid --kinds: pattern "order.*.paid" may have one "*", at its end`)
-	_, err := os.Stat(db)
-	require.ErrorIs(t, err, os.ErrNotExist, "a refused register opened nothing")
+	requireNoDB(t, db, "a refused register opened nothing")
 
 	heraldOK(t, db, "", args("order.*, invoice.paid")...)
 	out := heraldOK(t, db, "", "registrations")
@@ -63,7 +60,7 @@ func TestRegisterKinds(t *testing.T) {
 // register --window is validated, naming the flag, stored, shown and kept
 // by a re-register only when given again.
 func TestRegisterWindow(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	args := func(extra ...string) []string {
 		return append([]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
 			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, extra...)
@@ -72,8 +69,7 @@ func TestRegisterWindow(t *testing.T) {
 		r := runCLI(t, db, "", args("--window", bad)...)
 		require.Equal(t, ExitUsage, r.code, "--window %s: %s", bad, r.stderr)
 		require.Contains(t, r.stderr, "--window", bad)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "a refused register opened nothing")
+		requireNoDB(t, db, "a refused register opened nothing")
 	}
 
 	require.Contains(t, heraldOK(t, db, "", args("--window", "16")...), "window 16")
@@ -98,7 +94,7 @@ func TestRegisterWindow(t *testing.T) {
 // A window above the default --max-per-host is capped by it, and register,
 // registrations and status say so; one within it gets no note.
 func TestWindowAboveMaxPerHostIsSaid(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	register := func(id, window string) cliRun {
 		r := runCLI(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", "https://hooks.example/"+id,
 			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--window", window)
@@ -127,19 +123,18 @@ func TestWindowAboveMaxPerHostIsSaid(t *testing.T) {
 
 // register --from-seq 0 is refused (seqs are 1-based), not taken as 1.
 func TestRegisterFromSeqZeroIsRefused(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	r := runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
 		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--from-seq", "0")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--from-seq 0 must be 1 or more")
-	_, err := os.Stat(db)
-	require.ErrorIs(t, err, os.ErrNotExist)
+	requireNoDB(t, db)
 }
 
 // register's config errors name the flag that was given, not the stored
 // config's key, and the flag's position when it repeats; nothing is stored.
 func TestRegisterConfigErrorsNameTheFlag(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	r := runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook",
 		"--url", "https://hooks.example/x", "--secret", "bogus", "--secret", goodSecret, "--secret", goodSecret)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
@@ -157,7 +152,8 @@ func TestRegisterConfigErrorsNameTheFlag(t *testing.T) {
 // Every key of a namespace's config is a flag of register, so that build
 // refuses it for the other namespaces and asFlags names it.
 func TestNamespaceFlagsAreRegisterFlags(t *testing.T) {
-	register := newRegister(&env{})
+	e := &env{}
+	register := e.cobra(newRegister(e))
 	for ns, w := range namespaces {
 		require.NotEmpty(t, w.flags(), ns)
 		for _, f := range w.flags() {
@@ -170,7 +166,7 @@ func TestNamespaceFlagsAreRegisterFlags(t *testing.T) {
 // or with a value that is not a boolean, it is a usage error naming the
 // flag, and nothing is written.
 func TestRegisterEnvelopeIsRefusedOutsideTheWebhookNamespace(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -183,8 +179,7 @@ func TestRegisterEnvelopeIsRefusedOutsideTheWebhookNamespace(t *testing.T) {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", c.args, r.stderr)
 		require.Contains(t, r.stderr, c.want, c.args)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%v: a refused register opened nothing", c.args)
+		requireNoDB(t, db, "%v: a refused register opened nothing", c.args)
 	}
 }
 
@@ -204,7 +199,7 @@ func TestRegisterEnvelopeReachesTheWire(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	register := func(extra ...string) {
 		heraldOK(t, db, "", append([]string{"register", "--stream", "orders/1001", "--id", "billing", "--namespace", "webhook",
 			"--url", srv.URL, "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, extra...)...)

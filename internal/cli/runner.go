@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,21 +17,20 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// command declares one herald command: its help, its flags, the database
-// it opens and what it does. env.cobra runs every command alike: it
-// refuses arguments (unless args says), missing flags (need) and bad
-// values (check, and the flags' own ranges) before the database is opened,
-// opens it as db says, runs run, and names in any error the flag that set
-// a library's field.
+// command declares one herald command. env.cobra runs every command alike:
+// it refuses arguments (unless args says), missing flags (need) and bad
+// values (check, the flags' ranges) before the database is opened, opens it
+// as db says, runs run, and names in any error the flag that set a
+// library's field.
 type command struct {
 	use, short, long, example string
-	args                      cobra.PositionalArgs // nil: none
-	need                      []string             // flags that must be given
+	args                      func(args []string) error // nil: none
+	need                      []string                  // flags that must be given
 	db                        openMode
 	flags                     func(f *pflag.FlagSet)
 	check                     func(c *call) error // before the database is opened
 	run                       func(c *call) error
-	subcommands               []*cobra.Command
+	subcommands               []command
 }
 
 // call is one run of a command.
@@ -60,12 +60,15 @@ func (c *call) need(flags ...string) error {
 // onExit runs f when the command ends, whatever its outcome.
 func (c *call) onExit(f func()) { c.after = append(c.after, f) }
 
-// print writes v as JSON with --json, else calls text.
-func (c *call) print(v any, text func() error) error {
+// print writes v as JSON with --json, else has text write to stdout; it
+// returns the first error writing.
+func (c *call) print(v any, text func(w io.Writer)) error {
 	if c.json {
 		return printJSON(c.Out, v)
 	}
-	return text()
+	w := &errWriter{w: c.Out}
+	text(w)
+	return w.err
 }
 
 // at is the instant a flag of the instant type gave, or now.
@@ -77,14 +80,15 @@ func (c *call) at(t instant) time.Time {
 }
 
 func (e *env) cobra(d command) *cobra.Command {
-	cmd := &cobra.Command{Use: d.use, Short: d.short, Long: d.long, Example: d.example, Args: d.args}
-	if cmd.Args == nil {
-		cmd.Args = func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
-			}
-			return nil
+	cmd := &cobra.Command{Use: d.use, Short: d.short, Long: d.long, Example: d.example}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case d.args != nil:
+			return d.args(args)
+		case len(args) > 0:
+			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
+		return nil
 	}
 	if d.flags != nil {
 		d.flags(cmd.Flags())
@@ -114,23 +118,16 @@ func (e *env) cobra(d command) *cobra.Command {
 		}
 		return asFlags(cmd, d.run(c))
 	}
-	cmd.AddCommand(d.subcommands...)
+	for _, s := range d.subcommands {
+		cmd.AddCommand(e.cobra(s))
+	}
 	return cmd
 }
 
-// usageOf is err, if any, as a usage error.
-func usageOf(err error) error {
-	if err == nil {
-		return nil
-	}
-	return usageError{err}
-}
-
-// asFlags names, in the validation errors of a library (journal, push,
-// transport, the stores) that err holds, the flag of cmd that set the
-// field: "invalid to seq" becomes "invalid --to-seq", "invalid
-// config.secrets[1]" "invalid --secret (the 2nd)". Fields no flag of cmd
-// sets are kept, and so is what err wraps (its exit code).
+// asFlags names, in the libraries' validation errors err holds, the flag
+// of cmd that set the field ("invalid to seq" is "invalid --to-seq",
+// "invalid config.secrets[1]" "invalid --secret (the 2nd)"), keeping what
+// err wraps (its exit code).
 func asFlags(cmd *cobra.Command, err error) error {
 	if err == nil {
 		return nil
@@ -211,10 +208,9 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidE
 // "is 0: it must be at least 1", "\"sometimes\" must be \"retry\" or \"skip\"".
 var rangeRefusal = regexp.MustCompile(`^(?:is (.+?): it|(".*?")) (must be .+)$`)
 
-// asRangeError tells the first library refusal err holds of a value out of
-// its range as the flags' own ranges are told, naming the flag: "invalid
-// MaxAttempts: is 0: it must be at least 1" is "--max-attempts 0 must be at
-// least 1", a usage error; another error is err.
+// asRangeError tells a library's refusal of a value out of its range as
+// the flags' ranges are told: "invalid MaxAttempts: is 0: it must be at
+// least 1" is "--max-attempts 0 must be at least 1", a usage error.
 func asRangeError(err error) error {
 	var inv *journal.InvalidError
 	if !errors.As(err, &inv) {
@@ -239,9 +235,8 @@ var flagNames = map[string]string{
 	"actors":              "actor",
 }
 
-// flagName is the flag that sets a library's field: flagNames' or, by
-// default, the field in kebab case ("to seq", "content_type" and
-// "MaxInFlight" are --to-seq, --content-type and --max-in-flight).
+// flagName is the flag that sets a library's field: flagNames' or the
+// field in kebab case ("to seq", "content_type", "MaxInFlight").
 func flagName(field string) string {
 	if name, ok := flagNames[field]; ok {
 		return name
@@ -279,9 +274,8 @@ func ordinal(n int) string {
 	return strconv.Itoa(n) + suffix
 }
 
-// intValue is an integer flag that knows its range: refused as it is
-// parsed when checked, else checked by the library it is passed to (push's
-// worker options); words say the range in errors.
+// intValue is an integer flag that knows its range, in words for errors:
+// checked as it is parsed, or by the library it is passed to.
 type intValue[T int | uint64] struct {
 	p       *T
 	lo, hi  T // hi 0: no upper bound
@@ -289,15 +283,13 @@ type intValue[T int | uint64] struct {
 	checked bool
 }
 
-// intVar declares an integer flag whose value must lie in [lo, hi] (hi 0:
-// no upper bound), as words say.
+// intVar declares an integer flag within [lo, hi] (hi 0: no upper bound).
 func intVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string, lo, hi T) {
 	*p = value
 	f.Var(&intValue[T]{p: p, lo: lo, hi: hi, words: words, checked: true}, name, usage)
 }
 
-// libIntVar declares an integer flag whose range the library checks; words
-// say it when a value is no number.
+// libIntVar declares an integer flag whose range the library checks.
 func libIntVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string) {
 	*p = value
 	f.Var(&intValue[T]{p: p, words: words}, name, usage)
@@ -305,12 +297,7 @@ func libIntVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usa
 
 func (v *intValue[T]) String() string { return fmt.Sprint(*v.p) }
 
-func (v *intValue[T]) Type() string {
-	if _, ok := any(*v.p).(int); ok {
-		return "int"
-	}
-	return "uint64"
-}
+func (v *intValue[T]) Type() string { return fmt.Sprintf("%T", *v.p) }
 
 func (v *intValue[T]) Set(s string) error {
 	var n T
@@ -337,8 +324,7 @@ func (v *intValue[T]) Set(s string) error {
 
 var errOutOfRange = errors.New("out of range")
 
-// instant is a flag's instant (--at): RFC 3339 or unix seconds, parsed as
-// the flag is; zero when not given.
+// instant is an --at flag's instant (parseInstant); zero when not given.
 type instant struct{ time.Time }
 
 func (t *instant) String() string {
@@ -356,8 +342,7 @@ func (t *instant) Set(s string) (err error) {
 }
 
 // parseInstant reads RFC 3339 (a space may stand for the T, as tables print
-// an instant) or unix seconds, from 1970 to 9999. Errors are usage errors
-// naming --at.
+// an instant) or unix seconds, from 1970 to 9999.
 func parseInstant(s string) (time.Time, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 || n > 253402300799 {
@@ -379,9 +364,8 @@ func parseInstant(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// flagError is the usage error (exit 2) for a flag cobra could not parse,
-// in herald's words rather than strconv's: the flag, the value and what
-// the flag takes.
+// flagError is the usage error for a flag cobra could not parse, in
+// herald's words: the flag, the value and what the flag takes.
 func flagError(_ *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {

@@ -3,8 +3,6 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,20 +48,19 @@ func TestFlagValueThatIsNoNumberNamesTheFlagAndItsRange(t *testing.T) {
 		{[]string{"run", "--every", "5"}, `--every "5" is not a duration: a number with a unit`},
 		{[]string{"registrations", "--parked=maybe"}, `--parked "maybe" is not true or false`},
 	} {
-		db := filepath.Join(t.TempDir(), "herald.db")
+		db := newDB(t)
 		r := runCLI(t, db, "", c.args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", c.args, r.stderr)
 		require.Contains(t, r.stderr, c.want, c.args)
 		require.NotContains(t, r.stderr, "strconv", c.args)
 		require.NotContains(t, r.stderr, "time: invalid", c.args)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%v opened the database", c.args)
+		requireNoDB(t, db, "%v opened the database", c.args)
 	}
 }
 
 // With --json an error is a JSON object on stderr.
 func TestJSONErrors(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	for _, args := range [][]string{
 		{"status", "--json"},                        // no database: usage
 		{"--json", "registrations", "--limit", "0"}, // bad value
@@ -80,7 +77,7 @@ func TestJSONErrors(t *testing.T) {
 // What names nothing, or conflicts with what is stored, is a bad value:
 // exit 2, nothing changed, as for any other bad value.
 func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	r := runCLI(t, db, `{"a":2}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
@@ -124,7 +121,7 @@ func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
 // POST /v1/registrations answers it), and a sweep's log lines on stderr are
 // JSON objects, one a line.
 func TestJSONModeKeepsStderrAndNotesMachineReadable(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	r := runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook",
 		"--url", "http://192.0.2.1/x", "--secret", goodSecret, "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)

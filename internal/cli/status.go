@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -34,8 +34,8 @@ type refusedView struct {
 	Reason     string `json:"reason"`
 }
 
-func newStatus(e *env) *cobra.Command {
-	return e.cobra(command{
+func newStatus(e *env) command {
+	return command{
 		use:   "status",
 		short: "Counts by namespace and state, the largest lags, the oldest parked registration, refused records",
 		long: fmt.Sprintf(`Count each namespace's registrations by state: ready (work, due), retrying
@@ -43,10 +43,9 @@ func newStatus(e *env) *cobra.Command {
 unavailable: herald hosts), idle (caught up) and parked, with how many hold a
 live lease and the records behind their cursors. Then the largest lags, the
 registration parked longest, refused records (PostgreSQL) and the hosts that
-are not up. With --json: namespaces (each with ready, retrying, held, idle,
-parked, leased, records_behind; held ones are not in ready or retrying),
-held_truncated (true when only the first %d registrations with work were
-read to count the held ones), lagging, oldest_parked, refused and hosts.`, operator.MaxHeldScan),
+are not up. --json has the same, by those names; held ones are not in ready or
+retrying, and held_truncated is true when only the first %d registrations with
+work were read to count them.`, operator.MaxHeldScan),
 		example: `  herald status
   herald status --json`,
 		db: readDB,
@@ -69,64 +68,57 @@ read to count the held ones), lagging, oldest_parked, refused and hosts.`, opera
 				operator.Status
 				Refused []refusedView `json:"refused"`
 			}{st, refused}
-			return c.print(out, func() error { return printStatus(e, st, refused) })
+			return c.print(out, func(w io.Writer) { printStatus(w, st, refused) })
 		},
-	})
+	}
 }
 
-func printStatus(e *env, st operator.Status, refused []refusedView) error {
-	t := tbl.New(e.Out, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+func printStatus(w io.Writer, st operator.Status, refused []refusedView) {
+	t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
 	for _, n := range st.Names() {
 		c := st.Namespaces[n]
 		t.Row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Held), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
 	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
+	t.Flush()
 	if st.HeldTruncated {
-		fmt.Fprintf(e.Out, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
+		fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
 	}
 	if len(refused) > 0 {
-		fmt.Fprintf(e.Out, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
-		rt := tbl.New(e.Out, "STREAM", "ID", "KIND", "APPENDED", "REASON")
+		fmt.Fprintf(w, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
+		t := tbl.New(w, "STREAM", "ID", "KIND", "APPENDED", "REASON")
 		for _, r := range refused {
-			rt.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
+			t.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
 		}
-		if err := rt.Flush(); err != nil {
-			return err
-		}
+		t.Flush()
 	}
 	if len(st.Namespaces) == 0 {
-		fmt.Fprintln(e.Out, "No registrations.")
-		return nil
+		fmt.Fprintln(w, "No registrations.")
+		return
 	}
 	if len(st.Lagging) > 0 {
-		fmt.Fprintln(e.Out, "\nLargest lags:")
-		if err := printRegistrations(e.Out, st.Lagging); err != nil {
-			return err
-		}
+		fmt.Fprintln(w, "\nLargest lags:")
+		printRegistrations(w, st.Lagging)
 	}
 	if p := st.OldestParked; p != nil {
-		fmt.Fprintf(e.Out, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
+		fmt.Fprintf(w, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
 			push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 	}
 	if h := st.Hosts; len(h.NotUp) > 0 {
-		fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
-		t := tbl.New(e.Out, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
+		fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
+		t := tbl.New(w, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
 		for _, h := range h.NotUp {
 			t.Row(h.Host, h.State, operator.Instant(h.Since), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
 		}
-		return t.Flush()
+		t.Flush()
 	}
-	return nil
 }
 
-func newRecordStatus(e *env) *cobra.Command {
+func newRecordStatus(e *env) command {
 	var (
 		stream, id string
 		seq        uint64
 	)
-	return e.cobra(command{
+	return command{
 		use:   "record-status",
 		short: "Which registrations have acknowledged a record, and which have not",
 		long: `Show which registrations of a record's stream have acknowledged it (their cursor
@@ -165,14 +157,13 @@ stream's final record) are gone and not listed.`,
 			if err != nil {
 				return err
 			}
-			return c.print(st, func() error { return printRecordStatus(c, rec, st) })
+			return c.print(st, func(w io.Writer) { printRecordStatus(c, w, rec, st) })
 		},
-	})
+	}
 }
 
-func printRecordStatus(c *call, rec journal.Record, st operator.RecordStatus) error {
-	// How each cursor passed the record, before the counts: only "yes" is
-	// an acknowledgement.
+func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.RecordStatus) {
+	// How each cursor passed the record: only "yes" is an acknowledgement.
 	passed := make([]string, len(st.Acknowledged))
 	acked := 0
 	for i, v := range st.Acknowledged {
@@ -184,13 +175,13 @@ func printRecordStatus(c *call, rec journal.Record, st operator.RecordStatus) er
 			acked++
 		}
 	}
-	fmt.Fprintf(c.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
+	fmt.Fprintf(w, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
 	if acked == len(passed) {
-		fmt.Fprintf(c.Out, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
+		fmt.Fprintf(w, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
 	} else {
-		fmt.Fprintf(c.Out, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
+		fmt.Fprintf(w, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
 	}
-	t := tbl.New(c.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
+	t := tbl.New(w, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
 	for i, v := range append(st.Acknowledged, st.NotAcknowledged...) {
 		said := "no"
 		if i < len(passed) {
@@ -198,19 +189,15 @@ func printRecordStatus(c *call, rec journal.Record, st operator.RecordStatus) er
 		}
 		t.Row(v.ID, v.Namespace, v.Host, said, fmt.Sprint(v.NextSeq), v.State, v.LastError)
 	}
-	if err := t.Flush(); err != nil || acked == len(passed) {
-		return err
+	if t.Flush(); acked < len(passed) {
+		fmt.Fprintf(w, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
 	}
-	_, err := fmt.Fprintf(c.Out, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
-	return err
 }
 
-// passedAs says what a registration's evidence (the last push.MaxEvidence
-// rows) tells of how its cursor passed record seq: "skipped" when a
-// rejection of it was skipped by policy, "yes or skipped" when an
+// passedAs says what a registration's evidence tells of how its cursor
+// passed record seq: "skipped" by policy, "yes or skipped" when an
 // operator's skip began at or before it (the evidence keeps where a skip
-// began, not where it ended), "yes" otherwise, "?" when the evidence
-// cannot be read.
+// began, not where it ended), else "yes"; "?" when it cannot be read.
 func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
 	evs, err := c.b.Evidence(c.ctx(), v.Stream, v.ID, push.MaxEvidence)
 	if err != nil {
@@ -228,22 +215,16 @@ func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
 	return said
 }
 
-func newHosts(e *env) *cobra.Command {
+func newHosts(e *env) command {
 	var q push.HostQuery
-	return e.cobra(command{
+	return command{
 		use:   "hosts",
 		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
-		long: `List the hosts herald keeps health for: every host with a failure that
-says nothing about the record (no connection, a timeout, a TLS failure, a
-reset, or a gateway's 502/503/504 without Retry-After). After 3 such failures in a row a host is down:
-its registrations are held (not attempted, not charged attempts, never parked)
-and one of them probes it once per backoff window; any answer brings it up and
-releases them all. Down longer than --host-horizon (herald run, default 7 days)
-it is unavailable and probed hourly. README, "Hosts", says it all.
-
-Columns: the host (host:port), its state and since when, consecutive
-host-level failures, the next probe, the registrations held, and the last
-error (a receiver's text, shown escaped).`,
+		long: `List the hosts herald keeps health for (those with a failure that says
+nothing about the record: no connection, a timeout, a 502/503/504), with their
+state and since when, consecutive failures, the next probe, the registrations
+they hold and the last error. README, "Hosts", says how a host goes down, holds
+its registrations, is probed and comes back.`,
 		example: `  herald hosts
   herald hosts --state down --json
   herald hosts reset social.example:443`,
@@ -265,32 +246,31 @@ error (a receiver's text, shown escaped).`,
 			if hs == nil {
 				hs = []push.Host{}
 			}
-			return c.print(hs, func() error {
+			return c.print(hs, func(w io.Writer) {
 				switch {
 				case len(hs) == 0 && q.State != "":
-					fmt.Fprintf(e.Out, "No host is %s.\n", q.State)
+					fmt.Fprintf(w, "No host is %s.\n", q.State)
 				case len(hs) == 0:
-					fmt.Fprintln(e.Out, "No host has failed: herald keeps health only for hosts that have.")
+					fmt.Fprintln(w, "No host has failed: herald keeps health only for hosts that have.")
 				default:
-					t := tbl.New(e.Out, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
+					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
 					for _, h := range hs {
 						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
 					}
-					return t.Flush()
+					t.Flush()
 				}
-				return nil
 			})
 		},
-		subcommands: []*cobra.Command{newHostsReset(e)},
-	})
+		subcommands: []command{newHostsReset(e)},
+	}
 }
 
-func newHostsReset(e *env) *cobra.Command {
+func newHostsReset(e *env) command {
 	var (
 		at   instant
 		host string
 	)
-	return e.cobra(command{
+	return command{
 		use:   "reset HOST",
 		short: "Bring a host up and release every registration held for it",
 		long: `Reset a host as if it had answered: up, its failures forgotten, its held
@@ -299,7 +279,7 @@ that herald hosts lists, or any URL on that host. Nothing was lost while it was
 held. If the host is still down, the next failures bring it down again.`,
 		example: `  herald hosts reset social.example:443
   herald hosts reset https://social.example/inbox --json`,
-		args: func(cmd *cobra.Command, args []string) error {
+		args: func(args []string) error {
 			switch {
 			case len(args) == 1 && args[0] == "":
 				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
@@ -329,36 +309,31 @@ held. If the host is still down, the next failures bring it down again.`,
 			if len(before) == 1 {
 				held = before[0].Held
 			}
-			return c.print(map[string]any{"released": held, "host": h}, func() error {
+			return c.print(map[string]any{"released": held, "host": h}, func(w io.Writer) {
 				if len(before) == 1 && before[0].State == push.HostUp && before[0].Failures == 0 {
-					fmt.Fprintf(e.Out, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
-					return nil
+					fmt.Fprintf(w, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
+				} else {
+					fmt.Fprintf(w, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
 				}
-				fmt.Fprintf(e.Out, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
-				return nil
 			})
 		},
-	})
+	}
 }
 
-func newRegistrations(e *env) *cobra.Command {
+func newRegistrations(e *env) command {
 	var (
 		q     push.ListQuery
 		limit int
 	)
-	return e.cobra(command{
+	return command{
 		use:   "registrations",
 		short: "List registrations: cursor, head, lag, attempts, state, last error",
-		long: `List registrations with where they stand: cursor (the first seq not yet
-acknowledged), the stream's head, lag (records not yet acknowledged), attempts
-at the cursor, next attempt ("parked" for a parked one: none until it is
-unparked), state (ready, retrying, idle, parked, or held: host down or
-unavailable, see herald hosts) and the last error. Ordered by stream, then id.
-
-It lists at most --limit; when more follow, it says so with the command that
-lists the next ones (--after-stream and --after-id: the last one listed). With
---json the list is the array alone: when it holds --limit registrations, ask
-again after its last one.`,
+		long: `List registrations by stream, then id: cursor (the first seq not yet
+acknowledged), the stream's head, lag, attempts at the cursor, next attempt,
+state (ready, retrying, idle, parked, or held: see herald hosts) and the last
+error. When more than --limit follow, it says with which command to list them
+(--after-stream and --after-id: the last one listed); with --json the list is
+the array alone: when it holds --limit registrations, ask again after its last.`,
 		example: `  herald registrations --parked
   herald registrations --stream actor/alice --json
   herald registrations --namespace webhook --lagging --limit 1000
@@ -392,9 +367,9 @@ again after its last one.`,
 			if err != nil {
 				return err
 			}
-			return c.print(views, func() error {
-				if err := printRegistrations(e.Out, views); err != nil || next == nil {
-					return err
+			return c.print(views, func(w io.Writer) {
+				if printRegistrations(w, views); next == nil {
+					return
 				}
 				words := []string{e.hint("registrations")}
 				for _, f := range [][2]string{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
@@ -409,9 +384,8 @@ again after its last one.`,
 					words = append(words, "--lagging")
 				}
 				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(next.Stream), "--after-id", shellQuote(next.ID))
-				_, err := fmt.Fprintf(e.Out, "More registrations follow: %s\n", strings.Join(words, " "))
-				return err
+				fmt.Fprintf(w, "More registrations follow: %s\n", strings.Join(words, " "))
 			})
 		},
-	})
+	}
 }

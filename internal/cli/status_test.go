@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,7 +130,7 @@ func TestHostsCommand(t *testing.T) {
 
 // With no host to show, herald hosts says why, in words that fit the filter.
 func TestHostsSaysWhyNoneIsListed(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, "", "migrate", "up")
 	code, out, errOut := runHostsCLI(t, db, "hosts")
 	require.Equal(t, ExitOK, code, errOut)
@@ -145,7 +144,7 @@ func TestHostsSaysWhyNoneIsListed(t *testing.T) {
 // and herald registrations show "parked" as its next attempt, never the
 // instant stored with it, while a retrying one shows its instant.
 func TestParkedRowsShowNoNextAttempt(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	s, err := sqlite.Open(t.Context(), db)
 	require.NoError(t, err)
 	t0 := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
@@ -188,7 +187,7 @@ func TestParkedRowsShowNoNextAttempt(t *testing.T) {
 // registrations --limit says when more follow, with the command that lists
 // them.
 func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	for i, id := range []string{"r1", "r2", "r 3"} { // listed by id: "r 3", r1, r2
 		heraldOK(t, db, "", "register", "--stream", "s/1", "--id", id, "--namespace", "webhook", "--url", fmt.Sprint("https://hooks.example/", i), "--secret", goodSecret)
 	}
@@ -221,11 +220,9 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 // record-status tells a cursor moved past a record from one the receiver
 // acknowledged.
 func TestRecordStatusTellsSkippedFromAcknowledged(t *testing.T) {
-	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	defer ok.Close()
-	refuses := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnprocessableEntity) }))
-	defer refuses.Close()
-	db := filepath.Join(t.TempDir(), "herald.db")
+	ok := answering(t, http.StatusNoContent)
+	refuses := answering(t, http.StatusUnprocessableEntity)
+	db := newDB(t)
 	for i := range 3 {
 		heraldOK(t, db, "{}", "append", "--stream", "s", "--id", fmt.Sprint("e", i), "--kind", "order.created")
 	}
@@ -253,7 +250,7 @@ func TestRecordStatusTellsSkippedFromAcknowledged(t *testing.T) {
 // override shown as its code point, in append's answer and in the tables,
 // never raw.
 func TestAHiddenCharacterOfAStreamIsShownAsItsCodePoint(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	const stream = "p\u202Eq"
 	out := heraldOK(t, db, `{}`, "append", "--stream", stream, "--id", "c1", "--kind", "k")
 	require.Equal(t, "Appended p‹U+202E›q#1 (id c1).\n", out)

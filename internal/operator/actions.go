@@ -42,9 +42,9 @@ type UnparkedAll struct {
 }
 
 // UnparkAllQuery checks the filters of an unpark of every parked
-// registration. given says whether a filter was given at all: an empty one
-// (an unset variable in a script) is refused, since it would unpark every
-// stream's or namespace's. Errors wrap journal.ErrInvalid and name the filter.
+// registration. given says whether a filter was given: an empty one (an
+// unset variable in a script) is refused, since it would unpark every
+// stream's or namespace's. Errors wrap journal.ErrInvalid.
 func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (push.ListQuery, error) {
 	for _, f := range [][2]string{{"namespace", namespace}, {"stream", stream}} {
 		if given(f[0]) && f[1] == "" {
@@ -56,9 +56,8 @@ func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (p
 }
 
 // CheckList refuses a filter of a registration list that no registration
-// can match: a stream, namespace or page position (After) that none can
-// have. Errors wrap journal.ErrInvalid and name the field as the APIs do
-// (stream, namespace, after_stream, after_id).
+// can match. Errors wrap journal.ErrInvalid and name the field as the APIs
+// do (stream, namespace, after_stream, after_id).
 func CheckList(q push.ListQuery) error {
 	for _, f := range [][2]string{{"stream", q.Stream}, {"after_stream", q.After.Stream}} {
 		if err := journal.ValidateStream(f[1]); f[1] != "" && err != nil {
@@ -79,12 +78,10 @@ func CheckList(q push.ListQuery) error {
 	return nil
 }
 
-// UnparkAll unparks, at at, every parked registration q matches: listed
-// first (push.AllRegistrations), then unparked one by one, each with its
-// evidence, as Store.Unpark does; one unregistered since it was listed is
-// left out. An error stops it, naming the registration it failed on; those
-// unparked before it (the last as listed, when reading it back failed) come
-// with it and stay unparked.
+// UnparkAll unparks, at at, every parked registration q matches, one by
+// one, each with its evidence; one unregistered since it was listed is left
+// out. An error stops it, naming the registration it failed on; those
+// unparked before it come with it and stay unparked.
 func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time) (UnparkedAll, error) {
 	q.Parked = true
 	parked, err := push.AllRegistrations(ctx, s, q)
@@ -97,10 +94,9 @@ func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time
 			fmt.Errorf(format, len(done), len(parked), push.Name(p.Stream, p.ID), err)
 	}
 	for _, p := range parked {
-		if err := s.Unpark(ctx, p.Stream, p.ID, at); err != nil {
-			if errors.Is(err, journal.ErrNotFound) {
-				continue // unregistered since it was listed
-			}
+		if err := s.Unpark(ctx, p.Stream, p.ID, at); errors.Is(err, journal.ErrNotFound) {
+			continue // unregistered since it was listed
+		} else if err != nil {
 			return fail("unparked %d of %d, then %s: %w", p, err)
 		}
 		after, err := s.Get(ctx, p.Stream, p.ID)
@@ -134,11 +130,9 @@ func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) (
 	return evs, nil
 }
 
-// Prune runs one pass of retention (store.Retention.Prune) at q: batches
-// until one is not full. between, if set, is called after each full batch
-// with the batches so far and their total; its error ends the pass (with
-// that total and no error: a pass may stop part way, what was removed is
-// gone). Errors are the store's.
+// Prune runs one pass of retention at q: batches until one is not full.
+// between, if set, is called after each full batch with the batches so far
+// and their total; its error ends the pass early, without an error.
 func Prune(ctx context.Context, r store.Retention, q store.PruneQuery, between func(batches int, total store.PruneReport) error) (store.PruneReport, error) {
 	var total store.PruneReport
 	for n := 1; ; n++ {

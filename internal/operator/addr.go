@@ -6,11 +6,10 @@ import (
 	"strings"
 )
 
-// LoopbackHost reports whether a request's Host names a loopback address
-// (127.0.0.0/8, ::1 with or without a zone, or localhost), with or without
-// a port, or is empty (HTTP/1.0). An API or page open without a token
-// answers only such requests, so that a page on another name resolved to
-// loopback (DNS rebinding) is refused.
+// LoopbackHost reports whether a request's Host, port or not, names a
+// loopback address (127.0.0.0/8, ::1 with any zone, localhost) or is empty
+// (HTTP/1.0): all an API or page open without a token answers, against DNS
+// rebinding.
 func LoopbackHost(hostport string) bool {
 	if hostport == "" {
 		return true
@@ -28,11 +27,14 @@ func LoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// CheckAddr refuses to serve an API on addr (host:port) without a token
-// unless it is a loopback address (LoopbackHost; an empty host is every
-// interface). Its error names field, the option, and envVar, the variable
-// that sets the token.
+// CheckAddr refuses to serve an API on addr (host:port; empty: off)
+// without a token unless it is a loopback address (LoopbackHost; an empty
+// host is every interface). Its error names field, the option, and envVar,
+// the variable that sets the token.
 func CheckAddr(field, addr, token, envVar string) error {
+	if addr == "" {
+		return nil
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%s %q: %v", field, addr, err)

@@ -1,8 +1,6 @@
-// Package operator is what herald's operator surfaces share: the CLI
-// (internal/cli), the admin API and the HTTP API (daemon) and the page
-// (daemon/page) show registrations, records, hosts and evidence through it,
-// and unpark through it, so that each rule (what "held" means, what a URL
-// shows, what an unpark answers) is stated once.
+// Package operator is what herald's operator surfaces (internal/cli, the
+// daemon's APIs, daemon/page) share, so that each rule (what "held" means,
+// what a URL shows, what an unpark answers) is stated once.
 package operator
 
 import (
@@ -11,17 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
 // StateHeld is the state shown for a registration with work on a host that
-// is down or unavailable (README, "Hosts"). Store.Stats counts it as ready
-// or retrying; SplitHeld moves it out.
+// is down or unavailable (README, "Hosts"); Store.Stats counts it as ready
+// or retrying.
 const StateHeld = "held"
 
-// RegistrationView is a registration as the APIs, the CLI and the page show
-// it: everything but the config, which holds secrets, and the URL redacted
-// (RedactURL). Times are RFC 3339, UTC; absent when zero.
+// RegistrationView is a registration as shown: everything but the config,
+// which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
+// absent when zero.
 type RegistrationView struct {
 	Stream        string    `json:"stream"`
 	ID            string    `json:"id"`
@@ -51,17 +50,6 @@ type RegistrationView struct {
 // A nil Held holds nothing.
 type Held map[string]string
 
-// HeldOf is the Held of hs, hosts as push.AllHosts lists them.
-func HeldOf(hs []push.Host) Held {
-	held := Held{}
-	for _, h := range hs {
-		if h.State != push.HostUp {
-			held[h.Host] = h.State
-		}
-	}
-	return held
-}
-
 // HeldHosts reads the hosts that are not up. Errors are the store's.
 func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 	held := Held{}
@@ -77,8 +65,26 @@ func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 	return held, nil
 }
 
-// View returns s as shown, with State held for a registration that has
-// work on a host held maps and is not parked.
+// Store is what the operator's surfaces read and act on: the journal and
+// the push store over one database.
+type Store interface {
+	journal.Journal
+	push.Store
+}
+
+// Registration reads stream/id as shown. Errors are the store's:
+// journal.ErrNotFound for no such registration.
+func Registration(ctx context.Context, s push.Store, stream, id string) (RegistrationView, error) {
+	st, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return RegistrationView{}, err
+	}
+	held, err := HeldHosts(ctx, s)
+	return held.View(st), err
+}
+
+// View returns s as shown, held when it has work on a host of held and is
+// not parked.
 func (held Held) View(s push.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
@@ -102,19 +108,17 @@ func (held Held) Views(sts []push.Status) []RegistrationView {
 }
 
 // RegisteredView answers a registration (POST /v1/registrations, herald
-// register --json): the registration, and warnings of what will keep it
-// from being delivered as asked: a rule of the network guard its URL breaks
-// (naming the flag that lifts it, or that none does) and a window above
-// --max-per-host (WindowNote). It is stored all the same.
+// register --json), with warnings of what will keep it from being delivered
+// as asked (a rule of the network guard its URL breaks, WindowNote); it is
+// stored all the same.
 type RegisteredView struct {
 	RegistrationView
 	Warnings []string `json:"warnings,omitempty"`
 }
 
 // WindowNote says, when window is above maxPerHost, that a worker has at
-// most maxPerHost of the registration's messages in flight (each holds one
-// of its host's tokens); "" otherwise. whose names the cap ("this
-// daemon's", "the default").
+// most maxPerHost of the registration's messages in flight; "" otherwise.
+// whose names the cap ("this daemon's", "the default").
 func WindowNote(window, maxPerHost int, whose string) string {
 	if window <= maxPerHost {
 		return ""
@@ -123,10 +127,9 @@ func WindowNote(window, maxPerHost int, whose string) string {
 		"%d of this registration's are sent at a time unless the workers run with --max-per-host %d", window, whose, maxPerHost, maxPerHost, window)
 }
 
-// RedactURL shows a URL without what may be a credential: the query (often
-// a capability token) becomes "?…", and every path segment of 16 bytes or
-// more (the token of /api/webhooks/<id>/<token>) becomes "…". Scheme, host
-// and short segments stay, so receivers can still be told apart.
+// RedactURL shows a URL without what may be a credential: the query
+// becomes "?…", every path segment of 16 bytes or more "…" (the token of
+// /api/webhooks/<id>/<token>); receivers can still be told apart.
 func RedactURL(raw string) string {
 	rest, query, hasQuery := strings.Cut(raw, "?")
 	scheme, path, ok := strings.Cut(rest, "://")
@@ -167,11 +170,10 @@ func HostArg(s string) string {
 	return strings.ToLower(s)
 }
 
-// List lists, as shown, up to limit registrations that q matches (q.Limit
-// is its own), only those in state when it is set (push's states or
-// StateHeld). next, when others follow, is the position to list them from:
-// past the last one listed, or past the last one read when scan (0: no
-// bound) registrations were read to find them. Errors are the store's.
+// List lists, as shown, up to limit registrations that q matches, in state
+// when it is set (push's states or StateHeld). next, when others follow, is
+// where to list them from: past the last one listed, or past the last one
+// read when scan (0: no bound) were read to find them.
 func List(ctx context.Context, s push.Store, q push.ListQuery, state string, limit, scan int) (out []RegistrationView, next *push.Key, err error) {
 	held, err := HeldHosts(ctx, s)
 	if err != nil {

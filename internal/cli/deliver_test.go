@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +19,8 @@ import (
 // waiting claim) exits 3, as a saturated one does: a scheduler running one
 // sweep at a time must know to sweep again soon.
 func TestSweepWithABacklogNeedsAttention(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	defer srv.Close()
-	db := filepath.Join(t.TempDir(), "herald.db")
+	srv := answering(t, http.StatusNoContent)
+	db := newDB(t)
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		heraldOK(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", srv.URL+"/"+id, "--secret", goodSecret)
 	}
@@ -58,13 +56,12 @@ func TestWorkerFlagsOutOfRangeOpenNothing(t *testing.T) {
 		{"--max-retry-after", "10ms", "--max-retry-after 10ms must be at least 1s"},
 	} {
 		for _, cmd := range [][]string{{"sweep", "--namespace", "webhook"}, {"run", "--metrics-addr", "", "--admin-addr", ""}} {
-			db := filepath.Join(t.TempDir(), "herald.db")
+			db := newDB(t)
 			args := append(append([]string(nil), cmd...), c.flag, c.value)
 			r := runCLI(t, db, "", args...)
 			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 			require.Contains(t, r.stderr, c.want, args)
-			_, err := os.Stat(db)
-			require.ErrorIs(t, err, os.ErrNotExist, "%v opened the database", args)
+			requireNoDB(t, db, "%v opened the database", args)
 		}
 	}
 }
@@ -77,17 +74,16 @@ func TestMaxPerHostOutOfRange(t *testing.T) {
 		{"run", "--max-per-host", "-3", "--metrics-addr", "", "--admin-addr", ""},
 		{"sweep", "--namespace", "webhook", "--max-per-host", "1025"},
 	} {
-		db := filepath.Join(t.TempDir(), "herald.db")
+		db := newDB(t)
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "--max-per-host", args)
-		_, err := os.Stat(db)
-		require.True(t, os.IsNotExist(err), "%v: the database was opened", args)
+		requireNoDB(t, db, "%v: the database was opened", args)
 	}
 }
 
 func TestHostHorizonFlag(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	for _, args := range [][]string{
 		{"sweep", "--namespace", "webhook", "--host-horizon", "59m"},
 		{"sweep", "--namespace", "webhook", "--host-horizon", "8761h"},
@@ -112,20 +108,19 @@ func TestRunOnABusyAddressCreatesNoDatabase(t *testing.T) {
 	for _, flag := range []string{"--metrics-addr", "--admin-addr", "--api-addr"} {
 		args := map[string]string{"--metrics-addr": "127.0.0.1:0", "--admin-addr": "", "--api-addr": ""}
 		args[flag] = addr
-		db := filepath.Join(t.TempDir(), "herald.db")
+		db := newDB(t)
 		r := runCLI(t, db, "", "run", "--metrics-addr", args["--metrics-addr"], "--admin-addr", args["--admin-addr"], "--api-addr", args["--api-addr"])
 		require.Equal(t, ExitError, r.code, "%s: %s", flag, r.stderr)
 		require.Contains(t, r.stderr, flag+" "+addr, "the error names the flag and the address")
 		require.Contains(t, r.stderr, "address already in use", flag)
-		_, err := os.Stat(db)
-		require.ErrorIs(t, err, os.ErrNotExist, "%s: a run that cannot listen created the database", flag)
+		requireNoDB(t, db, "%s: a run that cannot listen created the database", flag)
 	}
 }
 
 // herald run refuses an OTEL_* environment it cannot honour, naming the
 // variable, before it opens anything.
 func TestRunRefusesAnOTELEnvironmentItCannotHonour(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "herald.db")
+	db := newDB(t)
 	heraldOK(t, db, "", "migrate", "up")
 	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"} {
 		env := map[string]string{k: v, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
