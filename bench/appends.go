@@ -29,11 +29,8 @@ func appends(ctx context.Context, e *env, cfg config, rep *report) error {
 	res := make([]appendResult, len(cfg.appendCases))
 	for run := 1; run <= cfg.runs; run++ {
 		db := fmt.Sprintf("appends_%d", run)
-		dbURL, err := e.createDB(ctx, db)
+		dbURL, err := e.heraldDB(ctx, db)
 		if err != nil {
-			return err
-		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 			return err
 		}
 		for i, c := range cfg.appendCases {

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 // receiverHosts is how many other hosts the receiver also serves on: as
@@ -157,6 +158,17 @@ func (e *env) facts(ctx context.Context) error {
 }
 
 // createDB creates an empty database and returns its URL.
+// heraldDB creates the database name, fresh, with herald's schema, and
+// returns its URL.
+func (e *env) heraldDB(ctx context.Context, name string) (string, error) {
+	dbURL, err := e.createDB(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	_, err = postgres.MigrateUp(ctx, dbURL)
+	return dbURL, err
+}
+
 func (e *env) createDB(ctx context.Context, name string) (string, error) {
 	conn, err := pgx.Connect(ctx, e.pg.URL)
 	if err != nil {

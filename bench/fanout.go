@@ -206,12 +206,9 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
 	g := group("herald", cfg.conc, c, run)
 	db := fmt.Sprintf("herald_%d_%d", c.R, run)
-	dbURL, err := e.createDB(ctx, db)
-	if err != nil {
-		return fanoutRun{}, err
-	}
+	dbURL, err := e.heraldDB(ctx, db)
 	defer e.dropDB(ctx, db)
-	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
+	if err != nil {
 		return fanoutRun{}, err
 	}
 	const stream = "fanout/orders"

@@ -35,11 +35,8 @@ func httpAppend(ctx context.Context, e *env, cfg config, rep *report) error {
 	res := make([]result, len(httpAppendCases))
 	for run := 1; run <= cfg.runs; run++ {
 		db := fmt.Sprintf("httpappend_%d", run)
-		dbURL, err := e.createDB(ctx, db)
+		dbURL, err := e.heraldDB(ctx, db)
 		if err != nil {
-			return err
-		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 			return err
 		}
 		st, err := postgres.Open(ctx, withPool(dbURL, 40))

@@ -26,11 +26,8 @@ func idle(ctx context.Context, e *env, cfg config, rep *report) error {
 	var none, due, noneP99, dueP99, loadSecs sample
 	for run := 1; run <= cfg.runs; run++ {
 		db := fmt.Sprintf("idle_%d", run)
-		dbURL, err := e.createDB(ctx, db)
+		dbURL, err := e.heraldDB(ctx, db)
 		if err != nil {
-			return err
-		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 			return err
 		}
 		logf("idle run %d/%d: loading %d registrations", run, cfg.runs, cfg.idleRegs)

@@ -130,12 +130,9 @@ func seqEveryName(d time.Duration) string {
 func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, lc latCase) ([]stmtStat, error) {
 	g := fmt.Sprintf("%s-run%d", lc.name, run)
 	db := fmt.Sprintf("%s_%d", strings.ReplaceAll(lc.name, "-", "_"), run)
-	dbURL, err := e.createDB(ctx, db)
-	if err != nil {
-		return nil, err
-	}
+	dbURL, err := e.heraldDB(ctx, db)
 	defer e.dropDB(ctx, db)
-	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	st, err := postgres.Open(ctx, withPool(dbURL, cfg.latAppenders))

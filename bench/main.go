@@ -19,7 +19,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/heraldpush/herald/store/postgres"
 	"os"
 	"os/signal"
 	"slices"
@@ -27,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 type config struct {
@@ -226,60 +227,17 @@ func run(ctx context.Context, cfg config) error {
 			reportBest(rep, cfg, all)
 		}
 	}
-	logf("load average %s", loadavg())
-	if cfg.only["producers"] {
-		if err := producers(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("producers: %w", err)
-		}
-	}
-	if cfg.only["parts"] {
-		if err := parts(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("parts: %w", err)
-		}
-	}
-	if cfg.only["httpappend"] {
-		if err := httpAppend(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("httpappend: %w", err)
-		}
-	}
-	logf("load average %s", loadavg())
-	if cfg.only["appends"] {
-		if err := appends(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("appends: %w", err)
-		}
-	}
-	logf("load average %s", loadavg())
-	if cfg.only["idle"] {
-		if err := idle(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("idle: %w", err)
-		}
-	}
-	logf("load average %s", loadavg())
-	if cfg.only["latency"] {
-		if err := latency(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("latency: %w", err)
-		}
-	}
-	if cfg.only["silent"] {
-		if err := silentLatency(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("silent host: %w", err)
+	for _, w := range []struct {
+		name string
+		run  func(context.Context, *env, config, *report) error
+	}{{"producers", producers}, {"parts", parts}, {"httpappend", httpAppend}, {"appends", appends}, {"idle", idle},
+		{"latency", latency}, {"silent", silentLatency}, {"scaleout", scaleOut}, {"prune", prune}, {"far", far}} {
+		if !cfg.only[w.name] {
+			continue
 		}
 		logf("load average %s", loadavg())
-	}
-	if cfg.only["scaleout"] {
-		if err := scaleOut(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("scale-out: %w", err)
-		}
-		logf("load average %s", loadavg())
-	}
-	if cfg.only["prune"] {
-		if err := prune(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("prune: %w", err)
-		}
-	}
-	if cfg.only["far"] {
-		if err := far(ctx, e, cfg, rep); err != nil {
-			return fmt.Errorf("far: %w", err)
+		if err := w.run(ctx, e, cfg, rep); err != nil {
+			return fmt.Errorf("%s: %w", w.name, err)
 		}
 	}
 	rep.printf("\nThe whole run took %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadavg())

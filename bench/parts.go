@@ -53,16 +53,11 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 	}
 	for run := 1; run <= cfg.runs; run++ {
 		db := fmt.Sprintf("parts_%d", run)
-		dbURL, err := e.createDB(ctx, db)
+		dbURL, err := e.heraldDB(ctx, db)
 		if err != nil {
 			return err
 		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
-			return err
-		}
-		if err := execOnce(ctx, dbURL, `CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL);
-CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NOT NULL, payload bytea NOT NULL,
-    digest bytea NOT NULL, appended_at timestamptz NOT NULL)`); err != nil {
+		if err := execOnce(ctx, dbURL, appTables); err != nil {
 			return err
 		}
 		for i, c := range producerCases {

@@ -10,7 +10,6 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/heraldpush/herald/bench/internal/wire"
-	"github.com/heraldpush/herald/store/postgres"
 )
 
 // producerVariant is one way the application's transaction writes its
@@ -43,16 +42,11 @@ func producers(ctx context.Context, e *env, cfg config, rep *report) error {
 	pgqMissing := ""
 	for run := 1; run <= cfg.runs; run++ {
 		db := fmt.Sprintf("producers_%d", run)
-		dbURL, err := e.createDB(ctx, db)
+		dbURL, err := e.heraldDB(ctx, db)
 		if err != nil {
 			return err
 		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
-			return err
-		}
-		if err := execOnce(ctx, dbURL, `CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL);
-CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NOT NULL, payload bytea NOT NULL,
-    digest bytea NOT NULL, appended_at timestamptz NOT NULL)`); err != nil {
+		if err := execOnce(ctx, dbURL, appTables); err != nil {
 			return err
 		}
 		if err := migrateRiver(ctx, dbURL); err != nil {
@@ -131,3 +125,9 @@ func migrateRiver(ctx context.Context, dbURL string) error {
 	_, err = mig.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	return err
 }
+
+// appTables are the application's own table (app_order) and the floor's
+// (app_outbox: a record-sized row with a text primary key).
+const appTables = `CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL);
+CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NOT NULL, payload bytea NOT NULL,
+    digest bytea NOT NULL, appended_at timestamptz NOT NULL)`

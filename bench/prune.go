@@ -30,11 +30,8 @@ func prune(ctx context.Context, e *env, cfg config, rep *report) error {
 	var res pruneResult
 	for run := 1; run <= cfg.runs; run++ {
 		db := fmt.Sprintf("prune_%d", run)
-		dbURL, err := e.createDB(ctx, db)
+		dbURL, err := e.heraldDB(ctx, db)
 		if err != nil {
-			return err
-		}
-		if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 			return err
 		}
 		st, err := postgres.Open(ctx, withPool(dbURL, 16))

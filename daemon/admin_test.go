@@ -16,11 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/hostseed"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -64,10 +67,19 @@ func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q
 	return resp.StatusCode, body
 }
 
+// adminOK makes an admin call that must answer 200, and decodes its JSON.
+func adminOK[T any](t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) (T, string) {
+	t.Helper()
+	code, body := adminCall(t, srv, method, path, token, q)
+	require.Equal(t, http.StatusOK, code, body)
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(body), &v), body)
+	return v, body
+}
+
 func TestAdminAPI(t *testing.T) {
 	s := parkedStore(t)
-	srv := httptest.NewServer(AdminHandler(s, "t0ken", func() time.Time { return t0.Add(time.Hour) }))
-	defer srv.Close()
+	srv := adminServer(t, s, "t0ken", t0.Add(time.Hour))
 	key := url.Values{"stream": {"orders"}, "id": {"billing"}}
 
 	code, body := adminCall(t, srv, "GET", "/v1/registrations", "", url.Values{"parked": {"true"}})
@@ -76,10 +88,7 @@ func TestAdminAPI(t *testing.T) {
 	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "wrong", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
 
-	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
-	require.Equal(t, http.StatusOK, code, body)
-	var regs []RegistrationView
-	require.NoError(t, json.Unmarshal([]byte(body), &regs))
+	regs, body := adminOK[[]operator.RegistrationView](t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
 	require.Len(t, regs, 1)
 	require.True(t, regs[0].Parked)
 	require.Equal(t, uint64(2), regs[0].NextSeq)
@@ -115,22 +124,6 @@ func TestAdminAPI(t *testing.T) {
 	require.Equal(t, uint64(1), st.NextSeq)
 }
 
-func TestAddressNeedsATokenOffLoopback(t *testing.T) {
-	for addr, ok := range map[string]bool{"127.0.0.1:9465": true, "[::1]:9465": true, "localhost:9465": true, "LOCALHOST:9465": true, "[::1%lo]:9465": true, "127.0.0.2:9465": true,
-		"0.0.0.0:9465": false, "10.0.0.5:9465": false, ":9465": false, "[::]:9465": false, "localhost.example:9465": false} {
-		// Loopback as the open APIs read a Host (page.LoopbackHost), so that what starts open answers.
-		err := CheckAddr("--admin-addr", addr, "", "HERALD_ADMIN_TOKEN")
-		if ok {
-			require.NoError(t, err, addr)
-		} else {
-			require.Error(t, err, addr)
-			require.Contains(t, err.Error(), "--admin-addr", addr)
-			require.Contains(t, err.Error(), "HERALD_ADMIN_TOKEN", addr)
-		}
-		require.NoError(t, CheckAddr("--admin-addr", addr, "t0ken", "HERALD_ADMIN_TOKEN"), "%s with a token", addr)
-	}
-}
-
 func TestMetrics(t *testing.T) {
 	s := parkedStore(t)
 	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
@@ -146,14 +139,7 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, err)
 	m.watch(w)
 
-	srv := httptest.NewServer(m.handler())
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	text := string(body)
+	text := scrape(t, m)
 	for _, want := range []string{
 		`herald_deliveries_total{namespace="webhook",outcome="accepted"} 1`,
 		`herald_deliveries_total{namespace="webhook",outcome="permanent"} 1`,
@@ -173,13 +159,11 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestAdminAPIMissingParameters(t *testing.T) {
-	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
-	defer srv.Close()
+	srv := adminServer(t, parkedStore(t), "", t0)
 	for path, want := range map[string]string{
 		"/v1/registration/unpark": "stream and id are required",
 		"/v1/registration/skip":   "stream, id and to_seq are required",
 		"/v1/registration/rewind": "stream, id and to_seq are required",
-		"/v1/unpark":              "stream and id are required",
 	} {
 		code, body := adminCall(t, srv, "POST", path, "", url.Values{"stream": {"orders"}})
 		require.Equal(t, http.StatusBadRequest, code, path)
@@ -191,18 +175,16 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 }
 
 // Every error of the admin API is JSON, unknown paths and methods included,
-// and a flag that is not true or false is refused, not read as false
-// (issue 22, item 5).
+// and a flag that is not true or false is refused, not read as false.
 func TestAdminAPIErrorsAreJSON(t *testing.T) {
-	srv := httptest.NewServer(AdminHandler(parkedStore(t), "", func() time.Time { return t0 }))
-	defer srv.Close()
+	srv := adminServer(t, parkedStore(t), "", t0)
 	for _, c := range []struct {
 		method, path string
 		q            url.Values
 		code         int
 		want         string
 	}{
-		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (herald run --help lists"},
+		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (README, \"The command and the operator's guide\", lists the admin address's routes"},
 		{http.MethodGet, "/v1/registration", url.Values{"stream": {"orders"}, "id": {"billing"}}, http.StatusNotFound, "no such endpoint at this address: /v1/registration"}, // the HTTP API's
 		{http.MethodGet, "/v1/hosts", url.Values{"bogus": {"1"}}, http.StatusBadRequest, "invalid bogus: is not a parameter of /v1/hosts"},
 		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"a\x1b[31m"}}, http.StatusBadRequest, "invalid stream: has a control character U+001B"},
@@ -211,7 +193,6 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/", nil, http.StatusNotFound, "no such endpoint"},
 		{http.MethodPost, "/v1/registrations", nil, http.StatusMethodNotAllowed, "use GET"},
 		{http.MethodGet, "/v1/registration/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
-		{http.MethodGet, "/v1/unpark", nil, http.StatusMethodNotAllowed, "use POST"},
 		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"yes"}}, http.StatusBadRequest, `parked: "yes" must be true or false`},
 		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
 		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"ten"}}, http.StatusBadRequest, "limit"},
@@ -243,7 +224,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	now := func() time.Time { return t0.Add(time.Hour) }
 	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(AdminHandler(s, "t0ken", now), pg))
+	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, nil), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {
@@ -278,22 +259,16 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 	}{
 		{d.APIHandler(), "/v1/registration/unpark"},
 		{d.AdminHandler(), "/v1/registration/unpark"},
-		{d.AdminHandler(), "/v1/unpark"}, // deprecated
 	} {
 		srv := httptest.NewServer(c.handler)
 		key := url.Values{"stream": {"orders"}, "id": {"billing"}}
-		var first, again UnparkView
-		code, body := adminCall(t, srv, "POST", c.path, "", key)
-		require.Equal(t, http.StatusOK, code, body)
-		require.NoError(t, json.Unmarshal([]byte(body), &first))
+		first, body := adminOK[operator.UnparkView](t, srv, "POST", c.path, "", key)
 		require.True(t, first.WasParked, "%s: %s", c.path, body)
 		require.False(t, first.Parked, c.path)
 		evs, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
 		require.NoError(t, err)
 
-		code, body = adminCall(t, srv, "POST", c.path, "", key)
-		require.Equal(t, http.StatusOK, code, body)
-		require.NoError(t, json.Unmarshal([]byte(body), &again))
+		again, body := adminOK[operator.UnparkView](t, srv, "POST", c.path, "", key)
 		require.False(t, again.WasParked, "%s: it was not parked; nothing changed: %s", c.path, body)
 		require.Equal(t, first.RegistrationView, again.RegistrationView, c.path)
 		after, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
@@ -306,46 +281,32 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 }
 
 // The admin API names an action on one registration as the HTTP API does,
-// POST /v1/registration/<action>; the older /v1/unpark, /v1/skip and
-// /v1/rewind still work this release, answering the same with a
-// Deprecation header and a Link to the new name.
-func TestAdminActionsAreUnderRegistrationAndTheOldNamesAreDeprecated(t *testing.T) {
-	answers := map[string]map[string]string{}
-	for _, prefix := range []string{"/v1/registration/", "/v1/"} {
-		s := parkedStore(t)
-		srv := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
-		answers[prefix] = map[string]string{}
-		for _, c := range []struct {
-			action string
-			q      url.Values
-		}{
-			{"skip", url.Values{"to_seq": {"3"}, "reason": {"poison"}}},
-			{"unpark", nil},
-			{"rewind", url.Values{"to_seq": {"1"}}},
-		} {
-			q := url.Values{"stream": {"orders"}, "id": {"billing"}}
-			for k, v := range c.q {
-				q[k] = v
-			}
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+prefix+c.action+"?"+q.Encode(), nil)
-			require.NoError(t, err)
-			resp, body := send(t, srv, req)
-			require.Equal(t, http.StatusOK, resp.StatusCode, "%s%s: %s", prefix, c.action, body)
-			answers[prefix][c.action] = body
-			if prefix == "/v1/" {
-				require.Equal(t, "@1796083200", resp.Header.Get("Deprecation"), c.action)
-				require.Equal(t, `</v1/registration/`+c.action+`>; rel="successor-version"`, resp.Header.Get("Link"), c.action)
-			} else {
-				require.Empty(t, resp.Header.Get("Deprecation"), c.action)
-			}
+// POST /v1/registration/<action>; the names /v1/unpark, /v1/skip and
+// /v1/rewind are not served.
+func TestAdminActionsAreUnderRegistration(t *testing.T) {
+	s := parkedStore(t)
+	srv := adminServer(t, s, "", t0.Add(time.Hour))
+	for _, c := range []struct {
+		action string
+		q      url.Values
+	}{
+		{"skip", url.Values{"to_seq": {"3"}, "reason": {"poison"}}},
+		{"unpark", nil},
+		{"rewind", url.Values{"to_seq": {"1"}}},
+	} {
+		q := url.Values{"stream": {"orders"}, "id": {"billing"}}
+		for k, v := range c.q {
+			q[k] = v
 		}
-		st, err := s.Get(t.Context(), "orders", "billing")
-		require.NoError(t, err)
-		require.False(t, st.Parked, prefix)
-		require.Equal(t, uint64(1), st.NextSeq, prefix)
-		srv.Close()
+		code, body := adminCall(t, srv, http.MethodPost, "/v1/"+c.action, "", q)
+		require.Equal(t, http.StatusNotFound, code, "/v1/%s: %s", c.action, body)
+		code, body = adminCall(t, srv, http.MethodPost, "/v1/registration/"+c.action, "", q)
+		require.Equal(t, http.StatusOK, code, "/v1/registration/%s: %s", c.action, body)
 	}
-	require.Equal(t, answers["/v1/registration/"], answers["/v1/"], "the old names answer the same")
+	st, err := s.Get(t.Context(), "orders", "billing")
+	require.NoError(t, err)
+	require.False(t, st.Parked)
+	require.Equal(t, uint64(1), st.NextSeq)
 }
 
 // Run serves on the listeners given instead of listening itself.
@@ -478,10 +439,7 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		require.Equal(t, r.park, st.Parked, "bad input unparked %s %s", r.stream, r.id)
 	}
 
-	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
-	require.Equal(t, http.StatusOK, code, body)
-	var got UnparkedAll
-	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	got, body := adminOK[operator.UnparkedAll](t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
 	var names []string
 	for _, v := range got.Unparked {
 		names = append(names, v.Stream+" "+v.ID)
@@ -506,14 +464,12 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 	}
 
 	// Again: nothing is parked there now; an empty list, nothing changed.
-	code, body = adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
+	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}, "namespace": {"webhook"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.JSONEq(t, `{"unparked": []}`, body)
 
 	// No filter: the rest.
-	code, body = adminCall(t, srv, "POST", "/v1/registrations/unpark", "", nil)
-	require.Equal(t, http.StatusOK, code, body)
-	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	got, _ = adminOK[operator.UnparkedAll](t, srv, "POST", "/v1/registrations/unpark", "", nil)
 	names = nil
 	for _, v := range got.Unparked {
 		names = append(names, v.Stream+" "+v.ID)
@@ -678,11 +634,13 @@ func TestUnparkAllFailingPartWayListsThoseUnparked(t *testing.T) {
 	for _, st := range b.Registrations {
 		require.NoError(t, s.Park(t.Context(), st.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
 	}
-	srv := httptest.NewServer(AdminHandler(&failingUnpark{Store: s, n: 2}, "", func() time.Time { return t0.Add(time.Hour) }))
-	defer srv.Close()
+	srv := adminServer(t, &failingUnpark{Store: s, n: 2}, "", t0.Add(time.Hour))
 	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}})
 	require.Equal(t, http.StatusInternalServerError, code, body)
-	var got unparkAllError
+	var got struct {
+		Error    string                      `json:"error"`
+		Unparked []operator.RegistrationView `json:"unparked"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(body), &got))
 	require.Contains(t, got.Error, "unparked 2 of 3, then stream=orders id=c: injected")
 	var ids []string
@@ -722,13 +680,10 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 
 // The routes of one registration, on both APIs, read a strict query: a
 // repeated or unknown parameter, a body, or a stream or id that no
-// registration can have is a 400 naming it, and changes nothing (before,
-// a repeated id unparked the first one named, a typo'd to_sq was dropped,
-// and a stream with a control character was a 404).
+// registration can have is a 400 naming it, and changes nothing.
 func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	s := parkedStore(t)
-	admin := httptest.NewServer(AdminHandler(s, "", func() time.Time { return t0.Add(time.Hour) }))
-	defer admin.Close()
+	admin := adminServer(t, s, "", t0.Add(time.Hour))
 	api := apiServer(t, s, "", 0)
 	before, err := s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
@@ -750,7 +705,7 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 		{admin, http.MethodPost, "/v1/registration/unpark", key + "&namespace=webhook", "", "invalid namespace: is not a parameter of /v1/registration/unpark, which takes stream, id"},
 		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_sq=3", "", "invalid to_sq: is not a parameter"},
 		{admin, http.MethodPost, "/v1/registration/rewind", key + "&to_seq=1&reason=x", "", "invalid reason: is not a parameter"},
-		{admin, http.MethodPost, "/v1/unpark", key, "stream=invoices", "invalid body: is not read"},
+		{admin, http.MethodPost, "/v1/registration/unpark", key, "stream=invoices", "invalid body: is not read"},
 		{api, http.MethodPost, "/v1/registration/unpark", key, "{}", "invalid body: is not read"},
 		{api, http.MethodDelete, "/v1/registration", key, `{"id":"other"}`, "invalid body: is not read"},
 		{admin, http.MethodPost, "/v1/registration/skip", key + "&to_seq=3&to_seq=4", "", "invalid to_seq: is given 2 times"},
@@ -777,4 +732,95 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	code, body = adminCall(t, admin, http.MethodPost, "/v1/registration/skip", "", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"a test"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"next_seq": 3`)
+}
+
+// TestRunServesThePageOnTheAdminAddress: a running daemon serves the
+// operator's page under /ui/ of its admin address, GET / sends there, and
+// the admin API answers beside it.
+func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
+	s := sqliteStore(t)
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook",
+		URL: "https://billing.example/hook", Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
+	require.NoError(t, err)
+	tr, err := transport.New(transport.Options{})
+	require.NoError(t, err)
+	d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, AdminAddr: "127.0.0.1:0",
+		Every: time.Hour})
+	require.NotNil(t, d.Page())
+	addrs := d.Addrs
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base := "http://" + addrs.Admin
+	resp, err := c.Get(base + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	resp, err = c.Get(base + "/ui/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `id="ns-webhook"`)
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'none'")
+	resp, err = c.Get(base + "/v1/registrations")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+}
+
+// hostile is a receiver's text as a host-level failure may carry it.
+const hostile = hostseed.Hostile
+
+// downHostStore: down.example:443 down with two registrations held (hostseed).
+func downHostStore(t *testing.T) *sqlite.Store {
+	s, err := sqlite.Open(t.Context(), hostseed.DownHostDB(t, t0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// scrape is what m serves on /metrics.
+func scrape(t *testing.T, m *metrics) string {
+	rec := httptest.NewRecorder()
+	m.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	return rec.Body.String()
+}
+
+func TestAdminAPIHosts(t *testing.T) {
+	srv := adminServer(t, downHostStore(t), "t0ken", t0.Add(time.Hour))
+
+	code, body := adminCall(t, srv, "GET", "/v1/hosts", "", nil)
+	require.Equal(t, http.StatusUnauthorized, code)
+	hosts, _ := adminOK[[]push.Host](t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"down"}})
+	require.Len(t, hosts, 1)
+	require.Equal(t, 2, hosts[0].Held)
+	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"stream": {"orders"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, 2, strings.Count(body, `"held_for": "down"`), body)
+	code, body = adminCall(t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"sideways"}})
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", nil)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"nowhere.example:443"}})
+	require.Equal(t, http.StatusNotFound, code, body)
+	h, _ := adminOK[push.Host](t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"down.example:443"}})
+	require.Equal(t, push.HostUp, h.State)
+	require.True(t, h.Since.Equal(t0.Add(time.Hour)), "reset at the admin's clock")
+}
+
+func TestHostMetrics(t *testing.T) {
+	s := downHostStore(t)
+	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
+	m.hooks("webhook").HostFailure(push.Host{Host: "down.example:443", State: push.HostDown})
+	body := scrape(t, m)
+	for _, want := range []string{
+		`herald_hosts{state="down"} 1`,
+		`herald_hosts{state="unavailable"} 0`,
+		`herald_held_registrations 2`,
+		`herald_host_failures_total{host="down.example:443"} 1`,
+	} {
+		require.Contains(t, body, want)
+	}
 }

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,48 +11,43 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
 // APIHandler serves the HTTP API that producers and operators in any
-// language use (the package doc, "The HTTP API", lists its routes; the
-// OpenAPI document at /v1/openapi.json is its contract). Every request needs
-// "Authorization: Bearer <Options.APIToken>" when that is set. Without a
-// token it answers 403 to a request whose Host is not a loopback name and
-// to a browser's POST or DELETE from another origin (package doc): mounted
-// on a server of your own under another name, give it a token.
+// language use; the OpenAPI document at /v1/openapi.json is its contract.
+// Without Options.APIToken it answers only a loopback name (package doc):
+// mounted on a server of your own under another name, give it a token.
 func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range d.apiRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handle)
+	for pattern, h := range d.apiRoutes() {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
+			h.ServeHTTP(w, r)
+		})
 	}
 	return guard(mux, d.opts.APIToken, "herald api", "HERALD_API_TOKEN")
 }
 
-// route is one "METHOD /path" of the HTTP API and what serves it.
-type route struct {
-	pattern string
-	handle  http.HandlerFunc
-}
-
-// apiRoutes are the HTTP API's routes; the OpenAPI test checks the
-// document against this table.
-func (d *Daemon) apiRoutes() []route {
-	return []route{
-		{"GET /v1/openapi.json", serveOpenAPI},
-		{"POST /v1/records", d.postRecords},
-		{"GET /v1/records/status", d.recordStatus},
-		{"POST /v1/registrations", d.postRegistration},
-		{"GET /v1/registrations", func(w http.ResponseWriter, r *http.Request) { listRegistrations(w, r, d.store) }},
-		{"GET /v1/registration", d.getRegistration},
-		{"DELETE /v1/registration", d.deleteRegistration},
-		{"POST /v1/registration/unpark", d.unparkRegistration},
-		{"POST /v1/registrations/unpark", unparkAll(d.store, d.now, d.wake)},
+// apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
+// checks the document against them.
+func (d *Daemon) apiRoutes() map[string]endpoint {
+	return map[string]endpoint{
+		"GET /v1/openapi.json":          func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
+		"POST /v1/records":              endpoint(d.postRecords),
+		"GET /v1/records/status":        endpoint(d.recordStatus),
+		"POST /v1/registrations":        endpoint(d.postRegistration),
+		"GET /v1/registrations":         listRegistrations(d.store),
+		"GET /v1/registration":          endpoint(d.getRegistration),
+		"DELETE /v1/registration":       endpoint(d.deleteRegistration),
+		"POST /v1/registration/unpark":  unparkOne(d.store, d.now, d.wake),
+		"POST /v1/registrations/unpark": unparkAll(d.store, d.now, d.wake),
 	}
 }
 
@@ -60,9 +57,8 @@ type appendRequest struct {
 	Records []json.RawMessage `json:"records"`
 }
 
-// recordRequest is one record of an appendRequest. Payload is any JSON
-// value, stored as the bytes sent; PayloadBase64 is bytes (RFC 4648 §4,
-// padded) for a content type that is not JSON. At most one of them.
+// recordRequest is one record of an appendRequest: Payload any JSON value,
+// stored as sent, or PayloadBase64 (RFC 4648 §4, padded) any bytes.
 type recordRequest struct {
 	ID            string          `json:"id"`
 	Kind          string          `json:"kind"`
@@ -74,50 +70,29 @@ type recordRequest struct {
 	Tracestate    string          `json:"tracestate"`
 }
 
-// RecordView is a record as the HTTP API answers it: without its payload.
-type RecordView struct {
-	Stream      string    `json:"stream"`
-	Seq         uint64    `json:"seq"`
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	ContentType string    `json:"content_type"`
-	Final       bool      `json:"final"`
-	AppendedAt  time.Time `json:"appended_at,omitzero"`
-	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
-	Tracestate  string    `json:"tracestate,omitempty"`
-}
-
-func recordView(r journal.Record) RecordView {
-	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt,
-		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
-}
-
 // appendResponse answers POST /v1/records.
 type appendResponse struct {
-	Stream  string       `json:"stream"`
-	Records []RecordView `json:"records"`
+	Stream  string                `json:"stream"`
+	Records []operator.RecordView `json:"records"`
 }
 
-func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	var req appendRequest
-	if !d.decodeBody(w, r, &req) {
-		return
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	if req.Records == nil {
-		writeError(w, journal.Invalid("records", "is missing: give an array of records"))
-		return
+		return nil, journal.Invalid("records", "is missing: give an array of records")
 	}
 	tp, ts, err := headerTrace(r.Header)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	entries := make([]journal.Entry, len(req.Records))
 	for i, raw := range req.Records {
 		e, err := entryOf(raw, fmt.Sprintf("records[%d]", i))
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		if e.Traceparent == "" && e.Tracestate == "" {
 			e.Traceparent, e.Tracestate = tp, ts
@@ -125,39 +100,33 @@ func (d *Daemon) postRecords(w http.ResponseWriter, r *http.Request) {
 		entries[i] = e
 	}
 	if _, err := journal.ValidateEntries(req.Stream, entries, 0); err != nil {
-		writeError(w, recordsField(err))
-		return
+		return nil, apiFields(err)
 	}
 	// Whether anything is new decides 201 or 200. A lookup before the
 	// append answers it: a racing identical request may make both 201, and
 	// either way nothing is written twice (the append is idempotent).
 	created := false
 	for _, e := range entries {
-		_, err := d.store.Lookup(r.Context(), e.ID)
-		if errors.Is(err, journal.ErrNotFound) {
+		if _, err := d.store.Lookup(r.Context(), e.ID); errors.Is(err, journal.ErrNotFound) {
 			created = true
 			break
-		}
-		if err != nil {
-			writeError(w, err)
-			return
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
-		writeError(w, recordsField(err))
-		return
+		return nil, apiFields(err)
 	}
-	out := appendResponse{Stream: req.Stream, Records: make([]RecordView, len(recs))}
+	out := appendResponse{req.Stream, make([]operator.RecordView, len(recs))}
 	for i, rec := range recs {
-		out.Records[i] = recordView(rec)
+		out.Records[i] = operator.ViewRecord(rec)
 	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-		d.wakeAll()
+	if !created {
+		return out, nil
 	}
-	writeJSON(w, code, out)
+	d.wakeAll()
+	return withStatus{http.StatusCreated, out}, nil
 }
 
 // entryOf decodes one record of a POST /v1/records body; field names the
@@ -195,10 +164,8 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 }
 
 // headerTrace reads the W3C trace context of a POST /v1/records request
-// (Trace Context §3): one traceparent header, checked as the journal checks
-// a record's (journal.ValidateTraceparent), and the tracestate headers
-// joined with commas (§3.3.1.1: several are one list). Errors name the
-// header and wrap journal.ErrInvalid (400).
+// (Trace Context §3): one traceparent header, and the tracestate headers
+// joined with commas (§3.3.1.1), checked as a record's are.
 func headerTrace(h http.Header) (tp, ts string, err error) {
 	tps := h.Values("Traceparent")
 	if len(tps) > 1 {
@@ -219,9 +186,9 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 	return tp, ts, nil
 }
 
-// recordsField renames the journal's "entries[i]" fields to the API's
-// "records[i]".
-func recordsField(err error) error {
+// apiFields renames the libraries' fields to the API's: the journal's
+// "entries[i]" are "records[i]", push's on_rejected is on_4xx.
+func apiFields(err error) error {
 	var ie *journal.InvalidError
 	if !errors.As(err, &ie) {
 		return err
@@ -229,36 +196,31 @@ func recordsField(err error) error {
 	if i, field, ok := ie.InBatch(); ok {
 		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
 	}
-	if ie.Field == "entries" {
-		return journal.Invalid("records", "%s", ie.Reason)
+	if field, ok := map[string]string{"entries": "records", "on_rejected": "on_4xx"}[ie.Field]; ok {
+		return journal.Invalid(field, "%s", ie.Reason)
 	}
 	return err
 }
 
 // decodeBody reads a JSON request body into v, strictly (no unknown
-// fields, nothing after the value), within MaxBody bytes. On failure it
-// answers 415, 413 or 400 and returns false.
-func (d *Daemon) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+// fields, nothing after the value). Errors: 415 for another Content-Type,
+// 413 past the body's limit (APIHandler), else journal.ErrInvalid.
+func decodeBody(r *http.Request, v any) error {
 	if r.URL.RawQuery != "" {
 		// ?stream=… would be dropped, and the body's stream used.
-		writeError(w, journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path))
-		return false
+		return journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path)
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, errorBody{fmt.Sprintf("Content-Type %q is not served: send application/json", ct)})
-		return false
+		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
-	body := http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
-	if err := strictDecode(body, v); err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)})
-			return false
-		}
-		writeError(w, jsonError("body", err))
-		return false
+	err := strictDecode(r.Body, v)
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+	} else if err != nil {
+		return jsonError("body", err)
 	}
-	return true
+	return nil
 }
 
 // strictDecode decodes one JSON value from r into v: unknown fields and
@@ -278,8 +240,7 @@ func strictDecode(r io.Reader, v any) error {
 	return nil
 }
 
-// jsonError turns a decoding error into a journal.ErrInvalid naming the
-// field: the JSON field for a wrong type or an unknown field, else where.
+// jsonError is a decoding error as a journal.ErrInvalid naming the field.
 func jsonError(where string, err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
@@ -318,9 +279,8 @@ func jsonType(goType string) string {
 	return "an object"
 }
 
-// registrationRequest is the body of POST /v1/registrations. Config is the
-// namespace's config object (the README lists each namespace's fields); it
-// is stored with the registration and never shown again.
+// registrationRequest is the body of POST /v1/registrations. Config, the
+// namespace's config object, is stored and never shown again.
 type registrationRequest struct {
 	Stream     string          `json:"stream"`
 	ID         string          `json:"id"`
@@ -333,42 +293,25 @@ type registrationRequest struct {
 	Config     json.RawMessage `json:"config"`
 }
 
-func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	var req registrationRequest
-	if !d.decodeBody(w, r, &req) {
-		return
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	wk := d.byNS[req.Namespace]
 	if wk == nil {
-		writeError(w, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", ")))
-		return
+		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", "))
 	}
-	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1}
-	switch req.OnRejected {
-	case "", string(push.RejectRetry):
-		reg.OnRejected = push.RejectRetry
-	case string(push.RejectSkip):
-		reg.OnRejected = push.RejectSkip
-	default:
-		writeError(w, journal.Invalid("on_4xx", "%q must be retry or skip", req.OnRejected))
-		return
-	}
+	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
+		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
 	if req.Window != nil {
-		if *req.Window < 1 || *req.Window > push.MaxWindow {
-			writeError(w, journal.Invalid("window", "is %d: it must be 1 to %d", *req.Window, push.MaxWindow))
-			return
+		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
+			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow)
 		}
 		reg.Window = *req.Window
 	}
 	if req.FromSeq != nil {
 		reg.NextSeq = *req.FromSeq
-	}
-	if req.Config != nil {
-		reg.Config = push.Config(req.Config)
-	}
-	if err := push.ValidateKinds(reg.Kinds); err != nil {
-		writeError(w, err)
-		return
 	}
 	code := http.StatusCreated
 	if reg.Stream != "" && reg.ID != "" {
@@ -378,136 +321,65 @@ func (d *Daemon) postRegistration(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, apiFields(err)
 	}
 	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	warnings := d.urlWarnings(st.URL)
-	if note := WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
-		warnings = append(warnings, note)
-	}
-	writeJSON(w, code, RegisteredView{RegistrationView: ViewOf(st), Warnings: warnings})
-}
-
-// RegisteredView answers POST /v1/registrations: the registration, and
-// warnings when this daemon's deliveries will refuse its URL or its
-// --max-per-host caps its window (WindowNote).
-type RegisteredView struct {
-	RegistrationView
-	// Warnings are the rules of the daemon's network guard that the URL
-	// breaks (transport.HTTP.Refusals), each naming the herald run flag
-	// that lifts it, or saying that no option does (a reserved range such
-	// as TEST-NET or link-local); deliveries to it would park the
-	// registration. As
-	// herald register notes them, the registration is stored all the
-	// same: another daemon on the database may allow the URL.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// urlRefuser is a transport that can say, before any connection, which of
-// its rules a URL breaks (transport.HTTP).
-type urlRefuser interface {
-	Refusals(raw string) []error
-}
-
-// urlWarnings are the daemon's transport's refusals of raw, as
-// RegisteredView.Warnings; none when the transport cannot tell.
-func (d *Daemon) urlWarnings(raw string) []string {
-	tr, ok := d.opts.Transport.(urlRefuser)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, err := range tr.Refusals(raw) {
-		out = append(out, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
-	}
-	return out
-}
-
-// registrationKey reads the registration a request names: its stream and
-// id query parameters, both required and well formed, in a strict query
-// (strictQuery) that may hold the other parameters the route takes: those
-// of required, which must be given too, and those of optional. A query that
-// names no registration, or more than one thing, is a 400 before the store
-// is asked.
-func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
-	names := append([]string{"stream", "id"}, required...)
-	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
-	if err != nil {
-		return "", "", nil, err
-	}
-	for _, name := range names {
-		if q.Get(name) == "" {
-			example := make([]string, len(names))
-			for i, n := range names {
-				example[i] = n + "=…"
-			}
-			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+	var warnings []string                                                           // the transport's refusals, each naming the flag that lifts it: another daemon may allow the URL
+	if tr, ok := d.opts.Transport.(interface{ Refusals(raw string) []error }); ok { // transport.HTTP
+		for _, err := range tr.Refusals(st.URL) {
+			warnings = append(warnings, "this daemon's deliveries refuse this URL and would park the registration: "+err.Error())
 		}
 	}
-	stream, id = q.Get("stream"), q.Get("id")
-	if err := journal.ValidateStream(stream); err != nil {
-		return "", "", nil, err
+	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
+		warnings = append(warnings, note)
 	}
-	if err := journal.ValidateID("id", id); err != nil {
-		return "", "", nil, err
-	}
-	return stream, id, q, nil
+	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
 }
 
-func (d *Daemon) getRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) getRegistration(r *http.Request) (any, error) {
 	stream, id, _, err := registrationKey(r, nil)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	st, err := d.store.Get(r.Context(), stream, id)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	held, err := HeldHosts(r.Context(), d.store)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, held.View(st))
+	return operator.Registration(r.Context(), d.store, stream, id)
 }
 
-func (d *Daemon) deleteRegistration(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) deleteRegistration(r *http.Request) (any, error) {
 	stream, id, _, err := registrationKey(r, nil)
-	if err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		err = d.store.Unregister(r.Context(), stream, id)
 	}
-	if err := d.store.Unregister(r.Context(), stream, id); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return withStatus{code: http.StatusNoContent}, err
 }
 
-func (d *Daemon) unparkRegistration(w http.ResponseWriter, r *http.Request) {
-	stream, id, _, err := registrationKey(r, nil)
+// recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
+func (d *Daemon) recordStatus(r *http.Request) (any, error) {
+	q, err := strictQuery(r, "a record is named by ?id=… or ?stream=…&seq=…", "id", "stream", "seq")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	v, err := unpark(r.Context(), d.store, stream, id, d.now())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if v.WasParked {
-		d.wake(v.Namespace)
-	}
-	writeJSON(w, http.StatusOK, v)
+	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
 }
+
+// openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand;
+// openapi_test.go checks it against the handlers.
+//
+//go:embed openapi.yaml
+var openAPIYAML []byte
+
+// openAPIJSON is the document as GET /v1/openapi.json serves it.
+var openAPIJSON = func() []byte {
+	var doc any
+	err := yaml.Unmarshal(openAPIYAML, &doc)
+	b, jerr := json.MarshalIndent(doc, "", "  ")
+	if err = cmp.Or(err, jerr); err != nil {
+		panic("daemon: openapi.yaml: " + err.Error()) // embedded and tested: a build defect, not input
+	}
+	return append(b, '\n')
+}()
 
 // wake wakes the worker of namespace, if this daemon runs one.
 func (d *Daemon) wake(namespace string) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,20 +9,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/postgres"
 )
 
-// Store is what the daemon runs on: the journal and the push store over one
-// database, with host health and retention. store/memory, store/sqlite and
-// store/postgres implement it.
+// Store is what the daemon runs on: the journal, the push store and
+// retention over one database (store/memory, store/sqlite, store/postgres).
 type Store interface {
 	journal.Journal
 	push.Store
@@ -35,10 +38,6 @@ const DefaultEvery = time.Second
 // batch of a few records at journal.DefaultMaxPayload (1 MiB) each, base64
 // included. Larger requests get 413.
 const DefaultMaxBody = 8 << 20
-
-// shutdownTimeout bounds how long Run waits for HTTP requests in flight
-// when it stops.
-const shutdownTimeout = 5 * time.Second
 
 // Options configure a Daemon. Store, Transport and Projections are
 // required; every other field has a default.
@@ -54,10 +53,8 @@ type Options struct {
 	// push.WithHooks for its metrics, replacing any Hooks given here.
 	WorkerOptions []push.Option
 
-	// Every is how often each worker claims when nothing wakes it
-	// (default DefaultEvery). A worker claims at once after an append made
-	// through the HTTP API, or heard from the store (store/postgres), and
-	// when turns end.
+	// Every is how often each worker claims when nothing wakes it (an
+	// append, the end of a turn); default DefaultEvery.
 	Every time.Duration
 	// Logger receives the daemon's log (default slog.Default()).
 	Logger *slog.Logger
@@ -67,15 +64,11 @@ type Options struct {
 
 	// MetricsAddr serves /metrics (Prometheus) and /healthz; empty: off.
 	MetricsAddr string
-	// AdminAddr serves the admin API (AdminHandler) and the operator's
-	// page under /ui/ (Daemon.Page); empty: off. Without
-	// AdminToken it must be a loopback address.
-	AdminAddr  string
-	AdminToken string
-	// APIAddr serves the HTTP API (Daemon.APIHandler); empty: off. Without
-	// APIToken it must be a loopback address.
-	APIAddr  string
-	APIToken string
+	// AdminAddr serves the admin API and the operator's page, APIAddr the
+	// HTTP API; empty: off. Without its token each must be a loopback
+	// address.
+	AdminAddr, AdminToken string
+	APIAddr, APIToken     string
 	// MaxBody bounds an HTTP API request body, in bytes (default
 	// DefaultMaxBody).
 	MaxBody int64
@@ -84,10 +77,9 @@ type Options struct {
 	// daemon runs (store.Retention; herald prune explains the rules).
 	Prune *Prune
 
-	// Listeners, if set, are sockets already open on MetricsAddr,
-	// AdminAddr and APIAddr: Run serves on each one given instead of
-	// listening itself. A program that listens before it opens its store
-	// (herald run) fails on an address in use having changed nothing.
+	// Listeners, if set, are sockets already open on the addresses: Run
+	// serves on each one given instead of listening itself (herald run
+	// listens before it opens its store).
 	Listeners Listeners
 
 	// Ready, if set, is called once every listener is open, with their
@@ -100,8 +92,7 @@ type Listeners struct {
 	Metrics, Admin, API net.Listener
 }
 
-// Close closes the listeners that are open; Run closes them itself when
-// it returns, so a caller's deferred Close after Run is harmless.
+// Close closes the listeners that are open (Run closes them too).
 func (ls Listeners) Close() {
 	for _, ln := range []net.Listener{ls.Metrics, ls.Admin, ls.API} {
 		if ln != nil {
@@ -110,13 +101,10 @@ func (ls Listeners) Close() {
 	}
 }
 
-// Prune configures the daemon's pruning.
+// Prune configures the daemon's pruning: a pass every Every (positive),
+// of what every registration acknowledged more than Retain ago (0: at once).
 type Prune struct {
-	// Every is the interval between passes; it must be positive.
-	Every time.Duration
-	// Retain is how long acknowledged records are kept (0: pruned as soon
-	// as every registration acknowledged them; store.DefaultRetain is 7 days).
-	Retain time.Duration
+	Every, Retain time.Duration
 }
 
 // Addrs are the addresses a running daemon listens on; empty when off.
@@ -139,14 +127,23 @@ type Daemon struct {
 	page    *page.Page
 }
 
-// New validates opts and builds the daemon and its workers. Errors name the
-// field (Options.Every, Options.APIAddr, …) or come from push.NewWorker;
-// nothing is opened or started.
+// pruner is the daemon's retention: a pass of small batches every interval,
+// with a pause between batches so appends and sweeps go first.
+type pruner struct {
+	log           *slog.Logger
+	now           func() time.Time
+	b             store.Retention
+	retain, every time.Duration
+	passed        func(store.PruneReport, error) // if set, told of every pass
+}
+
+// New validates opts and builds the daemon and its workers; nothing is
+// opened or started. Errors name the field, or are push.NewWorker's.
 func New(opts Options) (*Daemon, error) {
 	bad := func(format string, args ...any) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: "+format, args...)
 	}
-	switch {
+	switch p := opts.Prune; {
 	case opts.Store == nil:
 		return bad("Options.Store is required")
 	case opts.Transport == nil:
@@ -157,43 +154,27 @@ func New(opts Options) (*Daemon, error) {
 		return bad("Options.Every %v must be positive (0: %v)", opts.Every, DefaultEvery)
 	case opts.MaxBody < 0:
 		return bad("Options.MaxBody %d must be positive (0: %d bytes)", opts.MaxBody, DefaultMaxBody)
-	}
-	if p := opts.Prune; p != nil && (p.Every <= 0 || p.Retain < 0) {
+	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
-	if opts.AdminAddr != "" {
-		if err := CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"); err != nil {
-			return bad("%v", err)
-		}
+	if err := cmp.Or(operator.CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
+		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)")); err != nil {
+		return bad("%v", err)
 	}
-	if opts.APIAddr != "" {
-		if err := CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"); err != nil {
-			return bad("%v", err)
-		}
-	}
-	d := &Daemon{opts: opts, store: opts.Store, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
-	if d.log == nil {
-		d.log = slog.Default()
-	}
-	if d.now == nil {
-		d.now = time.Now
-	}
-	if d.every == 0 {
-		d.every = DefaultEvery
-	}
-	if d.opts.MaxBody == 0 {
-		d.opts.MaxBody = DefaultMaxBody
+	opts.Every, opts.MaxBody, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.MaxBody, DefaultMaxBody), cmp.Or(opts.Logger, slog.Default())
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := opts.Store
+	d := &Daemon{opts: opts, store: s, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
-	pg, err := page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log})
-	if err != nil {
+	var err error
+	if d.page, err = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log}); err != nil {
 		return nil, fmt.Errorf("daemon: the operator's page: %w", err)
 	}
-	d.page = pg
 	if p := opts.Prune; p != nil {
-		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: newPruneMetrics(d.metrics.reg).observe}
+		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: d.metrics.pruned()}
 	}
 	for i, p := range opts.Projections {
 		if p == nil {
@@ -203,7 +184,7 @@ func New(opts Options) (*Daemon, error) {
 		if d.byNS[ns] != nil {
 			return bad("Options.Projections[%d]: namespace %q is served twice", i, ns)
 		}
-		wopts := append(append([]push.Option(nil), opts.WorkerOptions...), push.WithHooks(pg.Hooks(ns, d.metrics.hooks(ns))))
+		wopts := append(slices.Clone(opts.WorkerOptions), push.WithHooks(d.page.Hooks(ns, d.metrics.hooks(ns))))
 		w, err := push.NewWorker(s, s, opts.Transport, p, wopts...)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: the %s worker: %w", ns, err)
@@ -215,21 +196,18 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// Workers returns the daemon's workers, one per namespace, in the order of
-// Options.Projections.
-func (d *Daemon) Workers() []*push.Worker { return d.workers }
-
 // MetricsHandler serves the daemon's metrics in Prometheus' text format.
 func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
 
-// AdminHandler is the package's AdminHandler on the daemon's store, token
-// and clock; an unpark through it wakes the registration's worker, as one
-// through APIHandler does.
+// AdminHandler serves the admin JSON API (package doc, "The admin API").
 func (d *Daemon) AdminHandler() http.Handler {
 	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
 }
 
-// served are the namespaces the daemon's workers serve.
+// Page is the operator's page, which Run serves on AdminAddr under /ui/.
+func (d *Daemon) Page() *page.Page { return d.page }
+
+// served are the namespaces the daemon's workers serve, in order.
 func (d *Daemon) served() []string {
 	names := make([]string, len(d.workers))
 	for i, w := range d.workers {
@@ -238,63 +216,50 @@ func (d *Daemon) served() []string {
 	return names
 }
 
-// Page is the operator's page (daemon/page) on the daemon's store, admin
-// token and clock. Run serves it on AdminAddr under /ui/, and samples its
-// charts every page.SampleEvery.
-func (d *Daemon) Page() *page.Page { return d.page }
-
-// Run listens on the configured addresses, runs every worker's dispatcher
-// (push.Worker.Run), the store's sequencer and append listener when it has
-// them (store/postgres), and the pruner, until ctx ends. Then it stops
-// starting new records, lets deliveries in flight finish or time out, saves
-// every cursor, closes the listeners and returns nil (or the first worker
-// error). Errors before anything ran: an address that cannot be listened on
-// (none with Options.Listeners given for every address).
+// Run serves the addresses, and runs every worker's dispatcher, the store's
+// sequencer and append listener when it has them (store/postgres) and the
+// pruner, until ctx ends; then deliveries in flight finish or time out and
+// every cursor is saved. It returns the first worker error, or an address's
+// before anything ran.
 func (d *Daemon) Run(ctx context.Context) error {
 	var servers []*http.Server
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // for requests in flight
 		defer cancel()
 		for _, s := range servers {
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	listen := func(addr string, ln net.Listener, h http.Handler) (string, error) {
-		if ln == nil {
-			if addr == "" {
-				return "", nil
-			}
-			var err error
-			if ln, err = net.Listen("tcp", addr); err != nil {
-				return "", fmt.Errorf("listen on %s: %w", addr, err)
+	metrics := http.NewServeMux()
+	metrics.Handle("/metrics", d.MetricsHandler())
+	metrics.Handle("/healthz", d.HealthHandler())
+	var addrs Addrs
+	ls := d.opts.Listeners
+	for _, e := range []struct {
+		addr   string
+		ln     net.Listener
+		h      http.Handler
+		served *string
+	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin},
+		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API}} {
+		ln, err := e.ln, error(nil)
+		if ln == nil && e.addr == "" {
+			continue
+		} else if ln == nil {
+			if ln, err = net.Listen("tcp", e.addr); err != nil {
+				return fmt.Errorf("listen on %s: %w", e.addr, err)
 			}
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: e.h, ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				d.log.Error("herald: http server failed", "addr", addr, "err", err)
+				d.log.Error("herald: http server failed", "addr", e.addr, "err", err)
 			}
 		}()
-		return ln.Addr().String(), nil
+		*e.served = ln.Addr().String()
 	}
-	var addrs Addrs
-	var err error
-	ls := d.opts.Listeners
-	if addrs.Metrics, err = listen(d.opts.MetricsAddr, ls.Metrics, d.metricsMux()); err != nil {
-		return err
-	}
-	if addrs.Admin, err = listen(d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page)); err != nil {
-		return err
-	}
-	if addrs.API, err = listen(d.opts.APIAddr, ls.API, d.APIHandler()); err != nil {
-		return err
-	}
-	names := make([]string, len(d.workers))
-	for i, w := range d.workers {
-		names[i] = w.Namespace()
-	}
-	attrs := []any{"namespaces", strings.Join(names, ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
+	attrs := []any{"namespaces", strings.Join(d.served(), ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
 	if addrs.API != "" {
 		attrs = append(attrs, "api", addrs.API)
 	}
@@ -317,34 +282,128 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Go(func() error { d.pruner.run(ctx); return nil })
 	}
 	if addrs.Admin != "" {
-		g.Go(func() error { d.page.RunSampler(ctx, page.SampleEvery); return nil })
+		g.Go(func() error { d.page.RunSampler(ctx); return nil })
 	}
-	err = g.Wait()
+	err := g.Wait()
 	d.log.Info("herald: stopped; every cursor is saved")
 	return err
 }
 
-// metricsMux serves /metrics and /healthz.
-func (d *Daemon) metricsMux() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", d.MetricsHandler())
-	mux.Handle("/healthz", d.HealthHandler())
-	return mux
-}
-
-// healthTimeout bounds /healthz's read of the store.
-const healthTimeout = 2 * time.Second
-
-// HealthHandler serves /healthz: 200 "ok" when the store answers a one-row
-// read within 2 s, else 503 with the store's error, as text.
+// HealthHandler serves /healthz: "ok" when the store answers a one-row read
+// within 2 s, else 503 with its error.
 func (d *Daemon) HealthHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if _, err := d.store.List(hctx, push.ListQuery{Limit: 1}); err != nil {
+		if _, err := d.store.List(ctx, push.ListQuery{Limit: 1}); err != nil {
 			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
+	})
+}
+
+// appendListener is a store that hears appends made by other processes
+// (store/postgres: LISTEN/NOTIFY).
+type appendListener interface {
+	Listen(ctx context.Context) (*postgres.Listener, error)
+}
+
+// sequencerRunner is a store that numbers appended records after their
+// commit (store/postgres) and says when a step numbered some, so that the
+// daemon wakes its own workers before the notification comes back.
+type sequencerRunner interface {
+	RunSequencerWaking(ctx context.Context, onError func(error), numbered func())
+}
+
+// wakeOnAppend wakes every worker when another process's sequencer numbers
+// appended records, and each time it starts listening: appends committed
+// while nobody listened were not heard. While the database is away it logs
+// once and listens again every second (at most Every).
+func (d *Daemon) wakeOnAppend(ctx context.Context, store appendListener) {
+	failing := false
+	for ctx.Err() == nil {
+		l, err := store.Listen(ctx)
+		if err == nil {
+			if failing {
+				d.log.Info("herald: listening for appends again")
+				failing = false
+			}
+			d.wakeAll()
+			for err == nil {
+				if _, err = l.Wait(ctx); err == nil {
+					d.wakeAll()
+				}
+			}
+			l.Close()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !failing {
+			d.log.Warn("herald: cannot listen for appends; claiming on the interval only until it recovers", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Second, d.every)):
+		}
+	}
+}
+
+// wakeAll makes every worker claim at once.
+func (d *Daemon) wakeAll() {
+	for _, w := range d.workers {
+		w.Wake()
+	}
+}
+
+// runSequencer numbers appended records (store/postgres) until ctx ends,
+// waking every worker after each step that numbered some. It retries every
+// 100 ms while the database is away, and logs that at most every 10 s.
+func (d *Daemon) runSequencer(ctx context.Context, sq sequencerRunner) {
+	var last time.Time
+	sq.RunSequencerWaking(ctx, func(err error) {
+		if now := time.Now(); now.Sub(last) >= 10*time.Second {
+			last = now
+			d.log.Warn("herald: the sequencer cannot number appended records; retrying", "err", err)
+		}
+	}, d.wakeAll)
+}
+
+func (p *pruner) run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		rep, err := p.pass(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.log.Error("herald: prune failed; trying again at the next interval", "err", err)
+		case rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0:
+			p.log.Info("herald: pruned", "records", rep.Records, "bytes", rep.Bytes, "streams", rep.Streams,
+				"streams_removed", rep.Removed, "evidence", rep.Evidence)
+		}
+		if p.passed != nil {
+			p.passed(rep, err)
+		}
+		timer.Reset(p.every)
+	}
+}
+
+// pass is one pass of retention, 10 ms apart between batches: enough that
+// thousands of batches never keep the database busy.
+func (p *pruner) pass(ctx context.Context) (store.PruneReport, error) {
+	return operator.Prune(ctx, p.b, store.PruneQuery{At: p.now(), Retain: p.retain}, func(int, store.PruneReport) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+			return nil
+		}
 	})
 }

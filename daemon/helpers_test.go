@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -68,6 +71,14 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 	return resp, string(body)
 }
 
+// adminServer serves the admin API on s with token and the clock at now,
+// until the test ends.
+func adminServer(t *testing.T, s push.Store, token string, now time.Time) *httptest.Server {
+	srv := httptest.NewServer(adminHandler(s, token, func() time.Time { return now }, nil))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // sqliteStore is a fresh SQLite store in the test's directory.
 func sqliteStore(t *testing.T) *sqlite.Store {
 	t.Helper()
@@ -76,3 +87,6 @@ func sqliteStore(t *testing.T) *sqlite.Store {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// TestMain starts a throwaway PostgreSQL for the tests that append to one.
+func TestMain(m *testing.M) { pgtest.Main(m) }

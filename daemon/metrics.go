@@ -8,52 +8,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // metrics are the daemon's Prometheus metrics. Deliveries, turns and claims
-// are counted as they happen (push.Hooks); what is in flight is read from
-// the workers (push.Worker.Load) and registration gauges from the store's
-// Stats when scraped, so they are never stale.
+// are counted as they happen (push.Hooks); the gauges are read when scraped
+// (gauges), so they are never stale.
 type metrics struct {
 	reg        *prometheus.Registry
 	deliveries *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	turns      *prometheus.CounterVec
 	claims     *prometheus.CounterVec
-	loads      *loadCollector
 	hostFails  *prometheus.CounterVec
+	gauges     *gauges
 }
 
 // newMetrics returns the metrics whose gauges read stats and hosts at
 // scrape time.
 func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(ctx context.Context) ([]push.Host, error)) *metrics {
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_deliveries_total",
-			Help: "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).",
-		}, []string{"namespace", "outcome"}),
+		reg:        prometheus.NewRegistry(),
+		deliveries: counters("herald_deliveries_total", "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).", "namespace", "outcome"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_turn_duration_seconds",
 			Help:    "Wall-clock duration of one turn (one registration served once), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
 		}, []string{"namespace"}),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_turns_total",
-			Help: "Turns by namespace and result (ok, attention: a registration parked, error: a store or journal error).",
-		}, []string{"namespace", "result"}),
-		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_claims_total",
-			Help: "Claims of due registrations (Store.Due) by namespace and result (ok, error).",
-		}, []string{"namespace", "result"}),
-		loads: &loadCollector{},
-		hostFails: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_host_failures_total",
-			Help: "Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.",
-		}, []string{"host"}),
+		turns: counters("herald_turns_total",
+			"Turns by namespace and result (ok, attention: a registration parked, error: a store or journal error).", "namespace", "result"),
+		claims: counters("herald_claims_total", "Claims of due registrations (Store.Due) by namespace and result (ok, error).", "namespace", "result"),
+		hostFails: counters("herald_host_failures_total",
+			"Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.", "host"),
+		gauges: &gauges{stats: stats, hosts: hosts},
 	}
-	m.reg.MustRegister(m.deliveries, m.duration, m.turns, m.claims, m.loads, m.hostFails, &statsCollector{stats: stats, hosts: hosts},
+	m.reg.MustRegister(m.deliveries, m.duration, m.turns, m.claims, m.hostFails, m.gauges,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -69,112 +63,115 @@ func (m *metrics) hooks(ns string) push.Hooks {
 		Attempt: func(a push.Attempt) { m.deliveries.WithLabelValues(ns, a.Outcome.Verdict.String()).Inc() },
 		Turn: func(_ time.Time, r push.SweepReport, took time.Duration, err error) {
 			m.duration.WithLabelValues(ns).Observe(took.Seconds())
-			result := "ok"
-			switch {
-			case err != nil:
-				result = "error"
-			case r.Parked > 0: // a turn's backlog is the dispatcher's to claim again, not an operator's
-				result = "attention"
+			ok := "ok"
+			if r.Parked > 0 { // a turn's backlog is the dispatcher's to claim again, not an operator's
+				ok = "attention"
 			}
-			m.turns.WithLabelValues(ns, result).Inc()
+			m.turns.WithLabelValues(ns, result(err, ok)).Inc()
 		},
 		HostFailure: func(h push.Host) { m.hostFails.WithLabelValues(h.Host).Inc() },
-		Claim: func(_ time.Time, _ int, err error) {
-			result := "ok"
-			if err != nil {
-				result = "error"
-			}
-			m.claims.WithLabelValues(ns, result).Inc()
-		},
+		Claim:       func(_ time.Time, _ int, err error) { m.claims.WithLabelValues(ns, result(err, "ok")).Inc() },
 	}
 }
 
-// watch adds a worker's load (turns, messages and hosts at the cap in
-// flight) to the metrics.
-func (m *metrics) watch(w *push.Worker) { m.loads.workers = append(m.loads.workers, w) }
+// watch adds a worker's load to the gauges.
+func (m *metrics) watch(w *push.Worker) { m.gauges.workers = append(m.gauges.workers, w) }
 
-var (
-	turnsInFlightDesc = prometheus.NewDesc("herald_turns_in_flight",
-		"Turns running now (registrations being served), by namespace; at most --max-in-flight.", []string{"namespace"}, nil)
-	messagesInFlightDesc = prometheus.NewDesc("herald_messages_in_flight",
-		"Messages being sent now, by namespace.", []string{"namespace"}, nil)
-	hostsAtCapDesc = prometheus.NewDesc("herald_hosts_at_cap",
-		"Hosts with --max-per-host turns in flight, by namespace: claims take no more of them until one ends.", []string{"namespace"}, nil)
-)
-
-// loadCollector reads the workers' loads at scrape time. Per-host counts
-// are summed, not labelled: a fan-out reaches more hosts than a metric
-// should have series.
-type loadCollector struct{ workers []*push.Worker }
-
-func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- turnsInFlightDesc
-	ch <- messagesInFlightDesc
-	ch <- hostsAtCapDesc
+// gauge describes a gauge of the given labels.
+func gauge(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, w := range c.workers {
+var (
+	turnsInFlightDesc    = gauge("herald_turns_in_flight", "Turns running now (registrations being served), by namespace; at most --max-in-flight.", "namespace")
+	messagesInFlightDesc = gauge("herald_messages_in_flight", "Messages being sent now, by namespace.", "namespace")
+	hostsAtCapDesc       = gauge("herald_hosts_at_cap", "Hosts with --max-per-host turns in flight, by namespace: claims take no more of them until one ends.", "namespace")
+	registrationsDesc    = gauge("herald_registrations", "Registrations by namespace and state (ready, retrying, idle, parked); one held for its host counts as ready or retrying here, and in herald_held_registrations.", "namespace", "state")
+	parkedDesc           = gauge("herald_parked_registrations", "Parked registrations by namespace: each needs an operator (herald unpark).", "namespace")
+	behindDesc           = gauge("herald_records_behind", "Records appended but not yet acknowledged, summed over the namespace's registrations.", "namespace")
+	hostsDesc            = gauge("herald_hosts", "Hosts herald keeps health for (those that ever failed for their host) by state (up, down, unavailable).", "state")
+	heldDesc             = gauge("herald_held_registrations", "Registrations held because their host is down or unavailable.")
+	statsUpDesc          = gauge("herald_store_up", "1 if the last scrape could read the store's stats, else 0.")
+)
+
+// gauges are read at scrape time: what is in flight from the workers
+// (push.Worker.Load; per-host counts summed, not labelled, since a fan-out
+// reaches more hosts than a metric should have series), registrations and
+// hosts from the store.
+type gauges struct {
+	workers []*push.Worker
+	stats   func(ctx context.Context) (push.Stats, error)
+	hosts   func(ctx context.Context) ([]push.Host, error)
+}
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{turnsInFlightDesc, messagesInFlightDesc, hostsAtCapDesc,
+		registrationsDesc, parkedDesc, behindDesc, hostsDesc, heldDesc, statsUpDesc} {
+		ch <- d
+	}
+}
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	set := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, w := range g.workers {
 		l := w.Load()
-		ch <- prometheus.MustNewConstMetric(turnsInFlightDesc, prometheus.GaugeValue, float64(l.Turns), w.Namespace())
-		ch <- prometheus.MustNewConstMetric(messagesInFlightDesc, prometheus.GaugeValue, float64(l.Messages), w.Namespace())
-		ch <- prometheus.MustNewConstMetric(hostsAtCapDesc, prometheus.GaugeValue, float64(l.HostsAtCap), w.Namespace())
+		set(turnsInFlightDesc, float64(l.Turns), w.Namespace())
+		set(messagesInFlightDesc, float64(l.Messages), w.Namespace())
+		set(hostsAtCapDesc, float64(l.HostsAtCap), w.Namespace())
 	}
-}
-
-var (
-	registrationsDesc = prometheus.NewDesc("herald_registrations",
-		"Registrations by namespace and state (ready, retrying, idle, parked); one held for its host counts as ready or retrying here, and in herald_held_registrations.", []string{"namespace", "state"}, nil)
-	parkedDesc = prometheus.NewDesc("herald_parked_registrations",
-		"Parked registrations by namespace: each needs an operator (herald unpark).", []string{"namespace"}, nil)
-	behindDesc = prometheus.NewDesc("herald_records_behind",
-		"Records appended but not yet acknowledged, summed over the namespace's registrations.", []string{"namespace"}, nil)
-	hostsDesc = prometheus.NewDesc("herald_hosts",
-		"Hosts herald keeps health for (those that ever failed for their host) by state (up, down, unavailable).", []string{"state"}, nil)
-	heldDesc = prometheus.NewDesc("herald_held_registrations",
-		"Registrations held because their host is down or unavailable.", nil, nil)
-	statsUpDesc = prometheus.NewDesc("herald_store_up",
-		"1 if the last scrape could read the store's stats, else 0.", nil, nil)
-)
-
-// statsCollector reads registration gauges from the store at scrape time.
-type statsCollector struct {
-	stats func(ctx context.Context) (push.Stats, error)
-	hosts func(ctx context.Context) ([]push.Host, error)
-}
-
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- registrationsDesc
-	ch <- parkedDesc
-	ch <- behindDesc
-	ch <- hostsDesc
-	ch <- heldDesc
-	ch <- statsUpDesc
-}
-
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := c.stats(ctx)
+	st, err := g.stats(ctx)
 	var hs []push.Host
 	if err == nil {
-		hs, err = c.hosts(ctx)
+		hs, err = g.hosts(ctx)
 	}
 	if err != nil {
-		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
+		set(statsUpDesc, 0)
 		return
 	}
-	sum := SummarizeHosts(hs)
+	sum := operator.SummarizeHosts(hs)
 	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
-		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(n), state)
+		set(hostsDesc, float64(n), state)
 	}
-	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(sum.Held))
-	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
+	set(heldDesc, float64(sum.Held))
+	set(statsUpDesc, 1)
 	for ns, n := range st.Namespaces {
 		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked} {
-			ch <- prometheus.MustNewConstMetric(registrationsDesc, prometheus.GaugeValue, float64(v), ns, state)
+			set(registrationsDesc, float64(v), ns, state)
 		}
-		ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(n.Parked), ns)
-		ch <- prometheus.MustNewConstMetric(behindDesc, prometheus.GaugeValue, float64(n.Behind), ns)
+		set(parkedDesc, float64(n.Parked), ns)
+		set(behindDesc, float64(n.Behind), ns)
 	}
+}
+
+// pruned registers the counters of what the daemon's pruner removes, and
+// returns what adds a pass to them.
+func (m *metrics) pruned() func(store.PruneReport, error) {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	records := c("herald_pruned_records_total", "Records pruned: every registration had acknowledged them and they passed --retain.")
+	bytes := c("herald_pruned_bytes_total", "Payload bytes of the records pruned.")
+	streams := c("herald_pruned_streams_total", "Sealed streams whose registrations all completed, removed whole.")
+	evidence := c("herald_pruned_evidence_total", "Evidence rows pruned (older than --retain, not a parked registration's reason).")
+	passes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_prune_passes_total", Help: "Prune passes by result (ok, error)."}, []string{"result"})
+	m.reg.MustRegister(records, bytes, streams, evidence, passes)
+	return func(r store.PruneReport, err error) {
+		passes.WithLabelValues(result(err, "ok")).Inc()
+		records.Add(float64(r.Records))
+		bytes.Add(float64(r.Bytes))
+		streams.Add(float64(r.Removed))
+		evidence.Add(float64(r.Evidence))
+	}
+}
+
+// result is a metric's result label: "error" for an error, else ok.
+func result(err error, ok string) string {
+	if err != nil {
+		return "error"
+	}
+	return ok
 }

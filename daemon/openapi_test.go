@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -57,7 +55,7 @@ func documented(t *testing.T) map[string][]string {
 // produced by a real request whose request and response validate against
 // the document (libopenapi-validator, OpenAPI 3.1, JSON Schema 2020-12).
 func TestOpenAPIMatchesTheHandlers(t *testing.T) {
-	doc, err := libopenapi.NewDocument(OpenAPI())
+	doc, err := libopenapi.NewDocument(openAPIJSON)
 	require.NoError(t, err)
 	require.Equal(t, "3.1.0", doc.GetVersion())
 	v, errs := validator.NewValidator(doc)
@@ -80,8 +78,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	srv := apiServer(t, s, "tok", 300)
 
 	// A store that fails every call, for the 500s.
-	broken, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
+	broken := sqliteStore(t)
 	require.NoError(t, broken.Close())
 	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: "tok",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -157,8 +154,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	}
 	covered := map[string][]string{}
 	var handlerRoutes []string
-	for _, rt := range d.apiRoutes() {
-		handlerRoutes = append(handlerRoutes, rt.pattern)
+	for pattern := range d.apiRoutes() {
+		handlerRoutes = append(handlerRoutes, pattern)
 	}
 	docRoutes := documented(t)
 	for _, c := range cases {
@@ -239,7 +236,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	}
 	require.ElementsMatch(t, fields, documented)
 
-	d, err := libopenapi.NewDocument(OpenAPI())
+	d, err := libopenapi.NewDocument(openAPIJSON)
 	require.NoError(t, err)
 	v, errs := validator.NewValidator(d)
 	require.Empty(t, errs)

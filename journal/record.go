@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -78,8 +79,8 @@ type Journal interface {
 
 // Digest returns the SHA-256 of an entry's content appended to stream: the
 // stream, kind, content type (defaulted), payload and final flag, each
-// prefixed by its length (8 bytes, big-endian). Stores keep it to detect an
-// id appended again with other content without comparing payloads.
+// prefixed by its length (8 bytes, big-endian). Stores keep it to detect a
+// conflict without comparing payloads.
 func Digest(stream string, e Entry) [32]byte {
 	h := sha256.New()
 	field := func(b []byte) {
@@ -90,7 +91,7 @@ func Digest(stream string, e Entry) [32]byte {
 	}
 	field([]byte(stream))
 	field([]byte(e.Kind))
-	field([]byte(contentType(e.ContentType)))
+	field([]byte(cmp.Or(e.ContentType, DefaultContentType)))
 	field(e.Payload)
 	var final byte
 	if e.Final {
@@ -112,7 +113,7 @@ func Same(r Record, stream string, e Entry) error {
 		field = "stream"
 	case r.Kind != e.Kind:
 		field = "kind"
-	case r.ContentType != contentType(e.ContentType):
+	case r.ContentType != cmp.Or(e.ContentType, DefaultContentType):
 		field = "content type"
 	case !bytes.Equal(r.Payload, e.Payload):
 		field = "payload"
@@ -122,11 +123,4 @@ func Same(r Record, stream string, e Entry) error {
 		return nil
 	}
 	return &ConflictError{ID: e.ID, Stream: r.Stream, Seq: r.Seq, Field: field}
-}
-
-func contentType(ct string) string {
-	if ct == "" {
-		return DefaultContentType
-	}
-	return ct
 }

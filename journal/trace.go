@@ -10,11 +10,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// W3C Trace Context (https://www.w3.org/TR/trace-context/, § below): a
-// record may carry the trace context of its append, and each delivery is
-// sent with a child of it (ChildTraceparent), so one trace runs from the
-// producer to the receiver. It is not part of the record's content: Digest
-// and Same ignore it.
+// W3C Trace Context (https://www.w3.org/TR/trace-context/, § below): each
+// delivery of a record carries a child (ChildTraceparent) of the trace
+// context of its append, so one trace runs from producer to receiver.
 
 // MaxTracestateBytes bounds Entry.Tracestate: 32 list members of at most
 // 256 characters each, with their separators (§3.3.1.1).

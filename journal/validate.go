@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -42,11 +43,9 @@ func ValidateStream(stream string) error {
 	return validateName("stream", stream, MaxStreamBytes, false)
 }
 
-// ValidateID checks a record or registration id as ValidateText does, at
-// most MaxIDBytes (spaces are allowed, as in some URIs written by hand).
-func ValidateID(field, id string) error {
-	return validateName(field, id, MaxIDBytes, true)
-}
+// ValidateID is ValidateText for a record or registration id, at most
+// MaxIDBytes (spaces are allowed, as in some URIs written by hand).
+func ValidateID(field, id string) error { return ValidateText(field, id, MaxIDBytes) }
 
 // ValidateText checks free text that herald stores and shows (an
 // operator's reason): non-empty, at most max bytes of UTF-8, no control
@@ -57,13 +56,12 @@ func ValidateText(field, s string, max int) error {
 }
 
 func validateName(field, s string, max int, spaces bool) error {
-	if s == "" {
+	switch {
+	case s == "":
 		return Invalid(field, "is empty")
-	}
-	if len(s) > max {
+	case len(s) > max:
 		return Invalid(field, "is longer than %d bytes (%d)", max, len(s))
-	}
-	if !utf8.ValidString(s) {
+	case !utf8.ValidString(s):
 		return Invalid(field, "is not valid UTF-8")
 	}
 	for i, r := range s {
@@ -83,16 +81,14 @@ func validateName(field, s string, max int, spaces bool) error {
 // DefaultMaxPayload). The first problem is an *InvalidError naming the
 // entry and field ("entries[2].id").
 func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, error) {
-	if err := ValidateStream(stream); err != nil {
+	switch err := ValidateStream(stream); {
+	case err != nil:
 		return nil, err
-	}
-	if strings.HasPrefix(stream, ReservedPrefix) {
+	case strings.HasPrefix(stream, ReservedPrefix):
 		return nil, Invalid("stream", "%q is reserved: streams named %s… are herald's own (its operational events), and only herald appends to them", stream, ReservedPrefix)
-	}
-	if len(entries) == 0 {
+	case len(entries) == 0:
 		return nil, Invalid("entries", "is empty: nothing to append")
-	}
-	if len(entries) > MaxBatch {
+	case len(entries) > MaxBatch:
 		return nil, Invalid("entries", "has %d entries, more than %d", len(entries), MaxBatch)
 	}
 	if maxPayload <= 0 {
@@ -104,60 +100,61 @@ func ValidateEntries(stream string, entries []Entry, maxPayload int) ([]Entry, e
 		seen = make(map[string]int, len(entries))
 	}
 	for i, e := range entries {
-		at := func(err error) error {
+		e.ContentType = cmp.Or(e.ContentType, DefaultContentType)
+		if err := checkEntry(e, maxPayload, seen, len(entries)-1-i); err != nil {
 			if ie, ok := err.(*InvalidError); ok {
-				return &InvalidError{Field: fmt.Sprintf("entries[%d].%s", i, ie.Field), Reason: ie.Reason}
+				err = &InvalidError{Field: fmt.Sprintf("entries[%d].%s", i, ie.Field), Reason: ie.Reason}
 			}
-			return err
-		}
-		if err := ValidateID("id", e.ID); err != nil {
-			return nil, at(err)
-		}
-		if strings.HasPrefix(e.ID, ReservedIDPrefix) {
-			return nil, at(Invalid("id", "starts with %q, reserved for herald's own events", ReservedIDPrefix))
+			return nil, err
 		}
 		if seen != nil {
-			if j, dup := seen[e.ID]; dup {
-				return nil, at(Invalid("id", "%q repeats entries[%d].id in the same batch", e.ID, j))
-			}
 			seen[e.ID] = i
-		}
-		if err := validateName("kind", e.Kind, MaxKindBytes, false); err != nil {
-			return nil, at(err)
-		}
-		e.ContentType = contentType(e.ContentType)
-		if len(e.ContentType) > MaxContentTypeBytes {
-			return nil, at(Invalid("content_type", "is longer than %d bytes (%d)", MaxContentTypeBytes, len(e.ContentType)))
-		}
-		mt, err := mediaType(e.ContentType)
-		if err != nil {
-			return nil, at(Invalid("content_type", "%q is not a media type: %v", e.ContentType, err))
-		}
-		if len(e.Payload) > maxPayload {
-			return nil, at(Invalid("payload", "is %d bytes, more than the limit of %d", len(e.Payload), maxPayload))
-		}
-		if IsJSON(mt) && len(e.Payload) == 0 {
-			return nil, at(Invalid("payload", "is missing or empty: content type %s requires a JSON value", mt))
-		}
-		if IsJSON(mt) && !json.Valid(e.Payload) {
-			return nil, at(Invalid("payload", "is not valid JSON, as content type %s requires", mt))
-		}
-		if err := ValidateTraceparent("traceparent", e.Traceparent); err != nil {
-			return nil, at(err)
-		}
-		if err := ValidateTracestate("tracestate", e.Tracestate, e.Traceparent); err != nil {
-			return nil, at(err)
-		}
-		if e.Final && i < len(entries)-1 {
-			follow := fmt.Sprintf("%d entries follow", len(entries)-1-i)
-			if len(entries)-1-i == 1 {
-				follow = "1 entry follows"
-			}
-			return nil, at(Invalid("final", "is set but %s: only the last entry of a batch may be final", follow))
 		}
 		out[i] = e
 	}
 	return out, nil
+}
+
+// checkEntry returns e's first problem as an *InvalidError naming its bare
+// field ("id"); seen holds the batch's ids before it, and follow counts the
+// entries after it.
+func checkEntry(e Entry, maxPayload int, seen map[string]int, follow int) error {
+	if err := ValidateID("id", e.ID); err != nil {
+		return err
+	}
+	switch j, dup := seen[e.ID]; {
+	case strings.HasPrefix(e.ID, ReservedIDPrefix):
+		return Invalid("id", "starts with %q, reserved for herald's own events", ReservedIDPrefix)
+	case dup:
+		return Invalid("id", "%q repeats entries[%d].id in the same batch", e.ID, j)
+	}
+	if err := validateName("kind", e.Kind, MaxKindBytes, false); err != nil {
+		return err
+	}
+	mt, err := mediaType(e.ContentType)
+	switch {
+	case len(e.ContentType) > MaxContentTypeBytes:
+		return Invalid("content_type", "is longer than %d bytes (%d)", MaxContentTypeBytes, len(e.ContentType))
+	case err != nil:
+		return Invalid("content_type", "%q is not a media type: %v", e.ContentType, err)
+	case len(e.Payload) > maxPayload:
+		return Invalid("payload", "is %d bytes, more than the limit of %d", len(e.Payload), maxPayload)
+	case IsJSON(mt) && len(e.Payload) == 0:
+		return Invalid("payload", "is missing or empty: content type %s requires a JSON value", mt)
+	case IsJSON(mt) && !json.Valid(e.Payload):
+		return Invalid("payload", "is not valid JSON, as content type %s requires", mt)
+	}
+	if err := cmp.Or(ValidateTraceparent("traceparent", e.Traceparent), ValidateTracestate("tracestate", e.Tracestate, e.Traceparent)); err != nil {
+		return err
+	}
+	if e.Final && follow > 0 {
+		follows := fmt.Sprintf("%d entries follow", follow)
+		if follow == 1 {
+			follows = "1 entry follows"
+		}
+		return Invalid("final", "is set but %s: only the last entry of a batch may be final", follows)
+	}
+	return nil
 }
 
 // mediaType returns ct's media type, lower-cased, without parameters, or

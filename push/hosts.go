@@ -270,16 +270,10 @@ func ValidateHost(host string) error {
 // is its own). Errors are the store's.
 func AllHosts(ctx context.Context, hs HostStore, q HostQuery) ([]Host, error) {
 	q.Limit = MaxListLimit
-	var out []Host
-	for {
-		page, err := hs.Hosts(ctx, q)
-		if err != nil {
-			return nil, err
+	return allPages(func(last *Host) ([]Host, error) {
+		if last != nil {
+			q.After = last.Host
 		}
-		out = append(out, page...)
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		q.After = page[len(page)-1].Host
-	}
+		return hs.Hosts(ctx, q)
+	})
 }

@@ -3,10 +3,7 @@ package push
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/heraldpush/herald/journal"
 )
 
 // Store keeps registrations, their cursors, leases and evidence.
@@ -269,52 +266,28 @@ const MaxEvidenceBody = 512
 // MaxListLimit a page (q.Limit is its own). Errors are the store's.
 func AllRegistrations(ctx context.Context, s Store, q ListQuery) ([]Status, error) {
 	q.Limit = MaxListLimit
-	var out []Status
+	return allPages(func(last *Status) ([]Status, error) {
+		if last != nil {
+			q.After = last.Key()
+		}
+		return s.List(ctx, q)
+	})
+}
+
+// allPages reads a keyset-paged list to its end, MaxListLimit a page: page
+// gets the last item read (nil first).
+func allPages[T any](page func(last *T) ([]T, error)) ([]T, error) {
+	var out []T
+	var last *T
 	for {
-		page, err := s.List(ctx, q)
+		p, err := page(last)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
-		if len(page) < q.Limit {
+		out = append(out, p...)
+		if len(p) < MaxListLimit {
 			return out, nil
 		}
-		q.After = page[len(page)-1].Key()
+		last = &p[len(p)-1]
 	}
-}
-
-// UnparkAll unparks, at at, every parked registration that q matches
-// (q.Parked is set for it): listed first (AllRegistrations), then unparked
-// one by one, each with its evidence, as Unpark does. It returns each as
-// it is after its unpark, in the list's order; one unregistered since it
-// was listed is left out. An error stops it: the ones returned with it
-// were unparked (the last as it was listed, when reading it back failed),
-// and the error names the registration it failed on.
-func UnparkAll(ctx context.Context, s Store, q ListQuery, at time.Time) ([]Status, error) {
-	q.Parked = true
-	parked, err := AllRegistrations(ctx, s, q)
-	if err != nil {
-		return nil, err
-	}
-	out := []Status{}
-	for _, p := range parked {
-		if err := s.Unpark(ctx, p.Stream, p.ID, at); err != nil {
-			if errors.Is(err, journal.ErrNotFound) {
-				continue // unregistered since it was listed
-			}
-			return out, fmt.Errorf("unparked %d of %d, then %s: %w", len(out), len(parked), Name(p.Stream, p.ID), err)
-		}
-		after, err := s.Get(ctx, p.Stream, p.ID)
-		if errors.Is(err, journal.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			// Unparked, but not read back: returned as listed, unparked.
-			p.Parked, p.ParkedAt = false, time.Time{}
-			out = append(out, p)
-			return out, fmt.Errorf("unparked %d of %d, then reading %s back: %w", len(out), len(parked), Name(p.Stream, p.ID), err)
-		}
-		out = append(out, after)
-	}
-	return out, nil
 }

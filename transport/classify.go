@@ -19,10 +19,9 @@ import (
 // cut.
 const MaxLocationBytes = 2048
 
-// Classify turns an HTTP answer into an Outcome by the package doc's table;
-// any other status (1xx, 6xx…) is Transient. It reads the first Retry-After
-// and Location field lines. Reason is empty for Accepted, else it names the
-// status ("503 Service Unavailable; Retry-After 2m0s"). Body and Duration
+// Classify turns an HTTP answer into an Outcome by the package doc's table
+// (1xx and 6xx are Transient), with a Reason naming the status unless
+// Accepted ("503 Service Unavailable; Retry-After 2m0s"). Body and Duration
 // are left to the caller.
 func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	out := push.Outcome{Status: status}
@@ -72,7 +71,7 @@ func statusText(status int) string {
 	return "status " + strconv.Itoa(status)
 }
 
-// Where a request was when it failed, for the words of a timeout.
+// Where a request was when it failed (stageTrace).
 const (
 	stagePreparing  int32 = iota // not yet asking for a connection: a failure is herald's own
 	stageConnecting              // dialing, TLS
@@ -87,11 +86,9 @@ var stageWords = [...]string{
 	stageWaiting:    "waiting for the response headers",
 }
 
-// classifyError classifies a request that got no answer: a guard refusal
-// is Permanent; one Go's client refused before asking for a connection (an
-// invalid header, say) is Transient and this plane's fault, not the host's;
-// anything else Transient and HostLevel. The reason comes from the
-// innermost useful error, never *url.Error, which repeats the URL.
+// classifyError classifies a request that got no answer (package doc's
+// table), its reason from the innermost useful error, never *url.Error,
+// which repeats the URL.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32) push.Outcome {
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
@@ -119,10 +116,9 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32)
 	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: true}
 }
 
-// RetryAfterCeiling (10 years) is the largest delay ParseRetryAfter
-// returns: a receiver asking for more, or for a number of seconds that
-// overflows, means "not for a long time". The worker clamps it again to its
-// MaxRetryAfter (1 h by default).
+// RetryAfterCeiling is the largest delay ParseRetryAfter returns: asking
+// for more means "not for a long time" (the worker clamps it to its
+// MaxRetryAfter).
 const RetryAfterCeiling = 10 * 365 * 24 * time.Hour
 
 // ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3):
@@ -155,7 +151,7 @@ func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
 }
 
 // delaySeconds converts a digit string to a duration, clamped to
-// RetryAfterCeiling without ever overflowing.
+// RetryAfterCeiling.
 func delaySeconds(s string) time.Duration {
 	var n int64
 	for i := 0; i < len(s); i++ {

@@ -18,16 +18,113 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
 
-// Body bounds.
+// Defaults and bounds of Options.
 const (
-	// MaxResponseBody (64 KiB) is how much of an answer is read, redacted
-	// and checked for read errors; evidence keeps its first
-	// push.MaxEvidenceBody (512) bytes.
+	// DefaultTimeout suits a slow receiver behind a cold TLS handshake, and
+	// two fit in the worker's 30 s lease.
+	DefaultTimeout = 15 * time.Second
+	// MaxTimeout: a longer attempt would outlive any sensible lease.
+	MaxTimeout = 10 * time.Minute
+	// DefaultMaxIdleConnsPerHost is the worker's default MaxInFlight, so
+	// that a fan-out to one big host keeps a warm connection a slot.
+	DefaultMaxIdleConnsPerHost = 16
+	MaxIdleConnsPerHostLimit   = 1024
+)
+
+// Options configure an HTTP transport. The zero value is the safe default:
+// HTTPS only, public addresses only, any host, DefaultTimeout per attempt
+// (package doc, "Network guard"). Every fmt verb prints String.
+type Options struct {
+	// Timeout bounds one attempt, dial to last body byte: 1 ms to
+	// MaxTimeout; zero means DefaultTimeout.
+	Timeout time.Duration
+	// AllowHTTP permits http:// URLs.
+	AllowHTTP bool
+	// AllowPrivateNetwork permits loopback, RFC 1918, carrier-grade NAT and
+	// unique local addresses (CheckAddress), for tests, demos and receivers
+	// inside one's own network.
+	AllowPrivateNetwork bool
+	// AllowHosts, when not empty, lists the only hosts herald posts to
+	// (HostPattern); the address rules still apply to them.
+	AllowHosts []string
+	// MaxIdleConnsPerHost bounds the keep-alive connections kept per host:
+	// 1 to MaxIdleConnsPerHostLimit; zero means DefaultMaxIdleConnsPerHost.
+	MaxIdleConnsPerHost int
+	// TLSConfig, if set, is cloned and used for HTTPS (a private CA's
+	// RootCAs, client certificates); nil means the system roots. The
+	// minimum version is TLS 1.2 either way.
+	TLSConfig *tls.Config
+	// Resolver looks host names up at dial time; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
+	// Logger receives one debug line per attempt (host, status, verdict,
+	// duration, reason; never a body, header, path or query). Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// validate returns o with its defaults filled in, and the parsed AllowHosts.
+// Errors wrap journal.ErrInvalid, name the field, and are all reported.
+func (o Options) validate() (Options, []HostPattern, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, journal.Invalid("Options."+field, format, args...))
+	}
+	switch {
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	case o.Timeout < time.Millisecond || o.Timeout > MaxTimeout:
+		bad("Timeout", "is %v: it must be from 1ms to %v (0 means %v)", o.Timeout, MaxTimeout, DefaultTimeout)
+	}
+	switch {
+	case o.MaxIdleConnsPerHost == 0:
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	case o.MaxIdleConnsPerHost < 1 || o.MaxIdleConnsPerHost > MaxIdleConnsPerHostLimit:
+		bad("MaxIdleConnsPerHost", "is %d: it must be from 1 to %d (0 means %d)", o.MaxIdleConnsPerHost, MaxIdleConnsPerHostLimit, DefaultMaxIdleConnsPerHost)
+	}
+	var allow []HostPattern
+	for i, s := range o.AllowHosts {
+		p, err := ParseHostPattern(s)
+		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
+		}
+		allow = append(allow, p)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, allow, errors.Join(errs...)
+}
+
+// String summarises the options; of TLSConfig, Resolver and Logger it says
+// only whether they are set.
+func (o Options) String() string {
+	set := func(b bool) string {
+		if b {
+			return "set"
+		}
+		return "nil"
+	}
+	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
+		", TLSConfig: %s, Resolver: %s, Logger: %s}",
+		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
+		set(o.TLSConfig != nil), set(o.Resolver != nil), set(o.Logger != nil))
+}
+
+// Format prints String for every verb, so that none walks into the TLS
+// configuration.
+func (o Options) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, o.String()) }
+
+// Bounds of an answer's body, in bytes.
+const (
+	// MaxResponseBody is how much of an answer is read and checked for
+	// read errors.
 	MaxResponseBody = 64 << 10
-	// MaxDrain (16 MiB) is how much more is read and discarded so that the
+	// MaxDrain is how much more is read and discarded so that the
 	// connection goes back to the pool (reading it costs about a new TLS
 	// handshake to a far receiver); a longer body's connection is closed.
 	MaxDrain = 16 << 20
@@ -41,8 +138,7 @@ var userAgent = []string{"herald/" + herald.Version}
 // apart from the caller's context ending.
 var errDeadline = errors.New("transport: attempt timed out")
 
-// HTTP is herald's HTTP transport (package doc). It is safe for concurrent
-// use and holds one connection pool: create one per process.
+// HTTP is herald's HTTP transport (package doc), safe for concurrent use.
 type HTTP struct {
 	client *http.Client
 	guard  *guard
@@ -52,9 +148,9 @@ type HTTP struct {
 
 var _ push.Transport = (*HTTP)(nil)
 
-// New returns an HTTP transport configured by opts (zero fields mean the
-// documented defaults). Errors wrap journal.ErrInvalid and name every bad
-// field ("Options.Timeout", "AllowHosts[1]").
+// New returns an HTTP transport configured by opts. Errors wrap
+// journal.ErrInvalid and name every bad field ("Options.Timeout",
+// "AllowHosts[1]").
 func New(opts Options) (*HTTP, error) {
 	o, allow, err := opts.validate()
 	if err != nil {
@@ -93,14 +189,12 @@ func New(opts Options) (*HTTP, error) {
 // breaks before any connection is made, none when Deliver would try it.
 func (t *HTTP) Refusals(raw string) []error { return t.guard.refusals(raw) }
 
-// Deliver POSTs msg to reg.URL and classifies the answer (push.Transport;
-// the table is in the package doc). The request carries msg.Body, msg.Header,
-// Content-Type msg.ContentType and User-Agent herald/<version>; msg.Signer,
-// if set, signs it last, with at, on every attempt ("sign: " and its error
-// is a Transient reason). The answer's body is read up to MaxResponseBody,
-// drained up to MaxDrain and closed; Outcome.Body keeps the first
-// push.MaxEvidenceBody bytes of a failed answer. A receiver's failure is an
-// Outcome: the error (wrapping ctx's) is for ctx ending before an answer.
+// Deliver POSTs msg to reg.URL and classifies the answer (package doc). The
+// request carries msg.Body, msg.Header, Content-Type msg.ContentType and
+// User-Agent herald/<version>; msg.Signer, if set, signs it last, with at.
+// Outcome.Body keeps the first push.MaxEvidenceBody bytes of a failed
+// answer, redacted. The error (wrapping ctx's) is for ctx ending before an
+// answer.
 func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return push.Outcome{}, fmt.Errorf("transport: not delivered to %s: %w", reg.Host(), err)
@@ -121,9 +215,9 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 }
 
 // NewRequest returns, unsent, the request Deliver would send for msg to
-// reg.URL at the instant at, signed. Errors: the guard refusing the URL
-// (wrapping ErrRefused; addresses behind a name are checked only at
-// connect time), or "sign: " and the signer's error, redacted.
+// reg.URL at at. Errors: the guard refusing the URL (wrapping ErrRefused;
+// addresses behind a name are checked only at connect time), or "sign: "
+// and the signer's error, redacted.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
 	u, err := t.urls.check(t.guard, reg.URL)
 	if err != nil {
@@ -209,8 +303,8 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	return out, nil
 }
 
-// stageTrace follows an attempt's stage (classify.go) through its
-// httptrace hooks, in one allocation.
+// stageTrace follows an attempt's stage through its httptrace hooks, in one
+// allocation.
 type stageTrace struct {
 	stage atomic.Int32
 	trace httptrace.ClientTrace
@@ -248,8 +342,7 @@ func readBody(body io.ReadCloser, keep int) (head []byte, err error) {
 	return buf[:n], err
 }
 
-// CloseIdleConnections closes the pooled connections not in use. The
-// transport stays usable.
+// CloseIdleConnections closes the pooled connections not in use.
 func (t *HTTP) CloseIdleConnections() { t.client.CloseIdleConnections() }
 
 // String describes the transport by its options.

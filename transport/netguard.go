@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/heraldpush/herald/journal"
 )
 
 // ErrRefused is wrapped by every refusal of the network guard. A refused
@@ -78,21 +80,13 @@ var addrRules = []addrRule{
 }
 
 // CheckAddress reports whether herald may connect to addr: nil for a global
-// unicast address, else a *RefusedError naming the range.
-//
-//   - Always refused: unspecified and 0.0.0.0/8, link-local (169.254.0.0/16,
-//     with the cloud metadata service 169.254.169.254, and fe80::/10),
-//     multicast, reserved 240.0.0.0/4 and broadcast, 192.0.0.0/24,
-//     benchmarking 198.18.0.0/15, the documentation ranges, NAT64
-//     64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32,
-//     discard-only 100::/64, IPv4-compatible and site-local IPv6, and
-//     anything else that is not global unicast.
-//   - Refused unless allowPrivateNetwork: loopback (127.0.0.0/8, ::1), RFC
-//     1918 (10/8, 172.16/12, 192.168/16), carrier-grade NAT 100.64.0.0/10
-//     and unique local fc00::/7.
-//
-// An IPv4-mapped address (::ffff:a.b.c.d) is judged as the IPv4 address it
-// carries; a zone is ignored; an invalid addr is refused.
+// unicast address, else a *RefusedError naming the range. Loopback
+// (127.0.0.0/8, ::1), RFC 1918 (10/8, 172.16/12, 192.168/16), carrier-grade
+// NAT 100.64.0.0/10 and unique local fc00::/7 are allowed with
+// allowPrivateNetwork; every other special-purpose range (RFC 6890: link-local
+// with the cloud metadata service 169.254.169.254, multicast, documentation,
+// NAT64, 6to4, Teredo, …) never is. An IPv4-mapped address is judged as the
+// IPv4 address it carries; a zone is ignored; an invalid addr is refused.
 func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	if !addr.IsValid() {
 		return &RefusedError{Target: "address", Rule: "is not a valid IP address"}
@@ -125,8 +119,7 @@ func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	return nil
 }
 
-// guard applies the network rules to a URL before any request is built, and
-// to the address of every connection (package doc, "Network guard").
+// guard applies the network rules (package doc, "Network guard").
 type guard struct {
 	allowHTTP    bool
 	allowPrivate bool
@@ -141,10 +134,8 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// checkURL parses raw and applies the rules that need no connection: the
-// scheme, userinfo, the host allowlist and IP literals (refusing outright
-// the decimal, octal and hex IPv4 forms some resolvers accept). Errors are
-// *RefusedError, or a plain one for an unparseable URL; neither repeats
+// checkURL parses raw and applies the rules that need no connection. Errors
+// are *RefusedError, or a plain one for an unparseable URL; neither repeats
 // the URL's path or query.
 func (g *guard) checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -184,10 +175,9 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 // 16 MiB of URLs of push.MaxURLBytes (2 KiB), 1 MiB of typical ones.
 const urlCacheSize = 4096
 
-// urlCache keeps the URLs checkURL accepted (an answer that depends only on
-// the URL and the fixed Options), parsed, so that a worker sending to the
-// same 1,000 URLs over and over checks each once. When full it is emptied.
-// Its URLs are shared: callers copy one before changing it.
+// urlCache keeps the URLs checkURL accepted, parsed, so that a worker
+// sending to the same URLs over and over checks each once; when full it is
+// emptied. Its URLs are shared: callers copy one before changing it.
 type urlCache struct {
 	mu sync.RWMutex
 	m  map[string]*url.URL
@@ -214,13 +204,11 @@ func (c *urlCache) check(g *guard, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// URLRefusals lists every rule of the network guard, with the default
-// Options (https only, public addresses only, no allowlist), that raw
-// breaks before any connection is made: the scheme, userinfo, the host, an
-// IP literal's range, a localhost name (RFC 6761: loopback). Each is a
-// *RefusedError; one an opt-in lifts (OptIn) is followed by what would
-// still be refused with it. What a DNS name resolves to is judged only at
-// connect time. herald register uses it to warn before a sweep parks.
+// URLRefusals lists every rule of the network guard, with the zero Options,
+// that raw breaks before any connection is made, a localhost name (RFC
+// 6761) included. Each is a *RefusedError; one an opt-in lifts (OptIn) is
+// followed by what would still be refused with it. What a DNS name
+// resolves to is judged only at connect time.
 func URLRefusals(raw string) []error { return guard{}.refusals(raw) }
 
 // refusals is URLRefusals under g's rules; g is a copy, whose opt-ins are
@@ -283,10 +271,9 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 	return CheckAddress(ap.Addr(), g.allowPrivate)
 }
 
-// dialContext resolves addr's host with the guard's resolver and connects
-// to its addresses in order through the guarded dialer, skipping refused
-// ones. It returns the first failure that is not a refusal (Transient), or
-// the first refusal when every address was refused (Permanent).
+// dialContext connects to the addresses of addr's host in order, skipping
+// refused ones. It returns the first failure that is not a refusal
+// (Transient), or the first refusal when every address was refused.
 func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -359,3 +346,105 @@ func (e *resolveError) Error() string {
 }
 
 func (e *resolveError) Unwrap() error { return e.err }
+
+// HostPattern is one entry of a host allowlist: an exact host name
+// ("hooks.example.com"), an IP address ("203.0.113.7", "2001:db8::1"), or
+// "*.example.com", which matches every name below example.com at any depth
+// but not example.com itself. Names are ASCII (xn-- for internationalized
+// ones), labels of letters, digits, '-' and '_'; matching ignores case and
+// one trailing dot. The zero HostPattern matches nothing.
+type HostPattern struct {
+	name     string     // lowercase, no trailing dot; for a wildcard, the suffix without "*."
+	wildcard bool       // "*.name"
+	addr     netip.Addr // valid for an IP address pattern
+}
+
+// ParseHostPattern parses one allowlist entry. Errors wrap journal.ErrInvalid
+// and say what is wrong (a URL, a port, a bare "*", a label over 63 bytes, …).
+func ParseHostPattern(s string) (HostPattern, error) {
+	bad := func(format string, args ...any) (HostPattern, error) {
+		return HostPattern{}, journal.Invalid("host pattern", "%q "+format, append([]any{s}, args...)...)
+	}
+	switch {
+	case s == "":
+		return HostPattern{}, journal.Invalid("host pattern", "is empty")
+	case s == "*" || s == "*.":
+		return bad("would allow every host; leave the allowlist empty to allow all public hosts")
+	case strings.Contains(s, "://"):
+		return bad("is a URL; give the host name only (hooks.example.com)")
+	case strings.ContainsAny(s, "/?#@"):
+		return bad("has a path, query or userinfo; give the host name only")
+	}
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] >= 0x80:
+			return bad("is not ASCII; write internationalized names in their xn-- (punycode) form")
+		case s[i] <= 0x20 || s[i] == 0x7f:
+			return bad("has a space or control character at byte %d", i)
+		}
+	}
+	lower := strings.ToLower(s)
+	if ip := strings.TrimSuffix(strings.TrimPrefix(lower, "["), "]"); strings.Contains(ip, ":") {
+		addr, err := netip.ParseAddr(ip)
+		if err != nil || addr.Zone() != "" {
+			return bad("has a port or is not an IP address; ports are not matched, give the host only")
+		}
+		return HostPattern{addr: addr}, nil
+	}
+	if addr, err := netip.ParseAddr(lower); err == nil {
+		return HostPattern{addr: addr}, nil
+	}
+	name, wildcard := strings.CutPrefix(lower, "*.")
+	name = strings.TrimSuffix(name, ".")
+	switch {
+	case strings.Contains(name, "*"):
+		return bad("has a wildcard that is not the whole leftmost label; only *.example.com is supported")
+	case name == "":
+		return bad("has no name after the wildcard")
+	case len(name) > 253:
+		return bad("is longer than 253 bytes")
+	case endsInNumber(name):
+		return bad("ends in a number, so it is an IP address to URL parsers, but not a canonical one (a.b.c.d)")
+	}
+	for _, label := range strings.Split(name, ".") {
+		switch rest := strings.TrimLeft(label, "abcdefghijklmnopqrstuvwxyz0123456789-_"); {
+		case label == "":
+			return bad("has an empty label")
+		case len(label) > 63:
+			return bad("has a label longer than 63 bytes")
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return bad("has a label that starts or ends with '-'")
+		case rest != "":
+			return bad("has %q, which is not a letter, digit, '-' or '_'", rest[0])
+		}
+	}
+	return HostPattern{name: name, wildcard: wildcard}, nil
+}
+
+// Match reports whether host (a URL's host name, without port or brackets)
+// matches the pattern.
+func (p HostPattern) Match(host string) bool {
+	if p.addr.IsValid() {
+		a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+		return err == nil && a.WithZone("") == p.addr
+	}
+	if p.name == "" {
+		return false
+	}
+	host = normalizeHost(host)
+	if !p.wildcard {
+		return host == p.name
+	}
+	return len(host) > len(p.name)+1 && strings.HasSuffix(host, p.name) && host[len(host)-len(p.name)-1] == '.'
+}
+
+// String returns the pattern in its canonical form.
+func (p HostPattern) String() string {
+	switch {
+	case p.addr.IsValid():
+		return p.addr.String()
+	case p.wildcard:
+		return "*." + p.name
+	}
+	return p.name
+}

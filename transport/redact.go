@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"html"
 	"net/http"
@@ -13,9 +14,9 @@ import (
 // redacted replaces a secret in reasons, evidence bodies and locations.
 const redacted = "[redacted]"
 
-// minSecret is the shortest string treated as a possible secret. Shorter
-// fragments ("true", "json") would turn ordinary evidence into noise, and a
-// credential shorter than 8 bytes protects nothing anyway.
+// minSecret is the shortest string treated as a possible secret: shorter
+// fragments ("true", "json") would turn evidence into noise, and protect
+// nothing as credentials.
 const minSecret = 8
 
 // safeHeaders carry no secrets and are common words in answers. The
@@ -27,14 +28,11 @@ var safeHeaders = map[string]bool{
 	"Herald-Kind": true, "Herald-Stream": true, "Herald-Seq": true,
 }
 
-// redactor removes what an attempt sent that may be secret from what the
-// receiver answered and from error words: every request header value but
-// the safe ones (Authorization, tokens, signatures), the parts of those
-// values (the token of "Bearer <token>"), the URL's query and its values,
-// and long path segments (capability URLs such as /hooks/<token>). A
-// receiver that echoes the request, or a library error that quotes it,
-// thus never puts a secret into evidence or logs; nor does an echo that
-// encodes it as a JSON string (also with "\/"), percent-encoding or HTML.
+// redactor removes what an attempt sent that may be secret (package doc,
+// "Secrets"; long path segments are capability URLs' tokens) from what the
+// receiver answered and from error words: whole, in parts (the token of
+// "Bearer <token>") and as an echo encodes it (JSON, also with "\/" as PHP
+// writes it, percent-encoding, HTML).
 type redactor struct {
 	secrets []string // longest first
 }
@@ -45,8 +43,6 @@ func newRedactor(u *url.URL, h http.Header) redactor {
 		if len(v) < minSecret {
 			return
 		}
-		// A receiver may echo what it got encoded: as a JSON string (with
-		// "/" escaped as "\/", as PHP does), percent-encoded, or as HTML.
 		s = append(s, v, url.QueryEscape(v), url.PathEscape(v), html.EscapeString(v))
 		if j, err := json.Marshal(v); err == nil {
 			js := string(j[1 : len(j)-1])
@@ -85,12 +81,7 @@ func newRedactor(u *url.URL, h http.Header) redactor {
 			add(u.User.String())
 		}
 	}
-	slices.SortFunc(s, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(s, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return redactor{secrets: slices.Compact(s)}
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The row-cost experiment (BENCHMARKS.md, issue 15, "What a record costs the
-# caller's transaction"): pgbench runs the application's transaction bare and
+# The row-cost experiment (BENCHMARKS.md, "What each part of an append costs"): the
+# caller's transaction bare and
 # with one way of writing a record beside its row, the variants in turn within
 # each round on one throwaway cluster (fsync, synchronous_commit and
 # full_page_writes on, shared_buffers 256MB, as internal/pgtest), and prints
@@ -10,13 +10,15 @@
 #   bench/rowcost/run.sh [-c CLIENTS] [-T SECONDS] [-r ROUNDS] [VARIANT...]
 #
 # Variants (the files VARIANT.sql beside this script): bare, plain (a
-# record-sized row with one unique key), rec_nowl (a row of herald_record's
-# shape and indexes without the sequencer's work list), rec_wl (with it),
-# rec_oc (and ON CONFLICT (id) DO NOTHING RETURNING pos), rec_full (and the
-# seal probes: herald's sqlInsertRecord), message (a transactional logical
-# decoding message, pg_logical_emit_message, no row) and message+decode (the
-# same while one client drains a pgoutput slot with
-# pg_logical_slot_get_binary_changes, the cost of reading the messages back).
+# record-sized row with one unique key: the floor), rec_nowl (a row of
+# herald_record's shape and indexes without the sequencer's work list),
+# rec_wl (with it: herald's btree on (xid, pos)), rec_brin (a BRIN on the
+# appending transaction instead), rec_oc (rec_wl and ON CONFLICT (id) DO
+# NOTHING), rec_full (and the seal probes: herald's sqlInsertRecord),
+# message (a transactional logical decoding message,
+# pg_logical_emit_message, no row) and message+decode (the same while one
+# client drains a pgoutput slot with pg_logical_slot_get_binary_changes, the
+# cost of reading the messages back).
 # With a message variant the cluster runs at wal_level = logical, for every
 # variant of the run. Needs PostgreSQL's server binaries (PGBIN, else the
 # newest /usr/lib/postgresql/*/bin), pgbench and psql; as root, the cluster

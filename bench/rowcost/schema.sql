@@ -9,24 +9,25 @@ CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NO
 CREATE TABLE herald_stream (stream text COLLATE "C" PRIMARY KEY, head bigint NOT NULL DEFAULT 0, final_seq bigint);
 CREATE INDEX herald_stream_sealed ON herald_stream (stream) WHERE final_seq IS NOT NULL;
 INSERT INTO herald_stream (stream) VALUES ('order/0');
--- rec(name, worklist): a table of herald_record's shape (store/postgres
--- migrations 003, 008, 012): its columns, fillfactor, unique id, the
--- readers' partial (stream, seq) index, the seal check's partial index,
--- and the sequencer's work list when worklist.
-CREATE FUNCTION rec(name text, worklist bool) RETURNS void LANGUAGE plpgsql AS $$
+-- rec(name, worklist): a table of herald_record's shape (store/postgres's
+-- migration): its columns, primary key on id, the seal check's partial
+-- index of final records, and the sequencer's work list on the appending
+-- transaction: none, a btree on (xid, pos) (herald's), or a BRIN on xid.
+CREATE FUNCTION rec(name text, worklist text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  EXECUTE format('CREATE TABLE %I (stream text COLLATE "C" NOT NULL, seq bigint, id text COLLATE "C" NOT NULL,
+  EXECUTE format('CREATE TABLE %I (id text COLLATE "C" PRIMARY KEY, stream text COLLATE "C" NOT NULL,
     kind text NOT NULL, content_type text NOT NULL, payload bytea NOT NULL, final boolean NOT NULL, digest bytea NOT NULL,
-    appended_at timestamptz NOT NULL, pos bigint GENERATED ALWAYS AS IDENTITY, refused text,
-    traceparent text NOT NULL DEFAULT '''', tracestate text NOT NULL DEFAULT '''',
-    UNIQUE (id), CHECK (seq >= 1), CHECK (refused IS NULL OR seq IS NULL)) WITH (fillfactor = 50)', name);
-  EXECUTE format('CREATE UNIQUE INDEX ON %I (stream, seq) WHERE seq IS NOT NULL', name);
-  EXECUTE format('CREATE INDEX ON %I (stream) WHERE final AND coalesce(seq, 0) = 0 AND refused IS NULL', name);
-  IF worklist THEN
-    EXECUTE format('CREATE INDEX ON %I (pos) WHERE seq IS NULL AND refused IS NULL', name);
+    appended_at timestamptz NOT NULL, traceparent text NOT NULL DEFAULT '''', tracestate text NOT NULL DEFAULT '''',
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id(), pos bigint GENERATED ALWAYS AS IDENTITY (CACHE 32))', name);
+  EXECUTE format('CREATE INDEX ON %I (stream) WHERE final', name);
+  IF worklist = 'btree' THEN
+    EXECUTE format('CREATE INDEX ON %I (xid, pos)', name);
+  ELSIF worklist = 'brin' THEN
+    EXECUTE format('CREATE INDEX ON %I USING brin ((xid::text::bigint)) WITH (pages_per_range = 16, autosummarize = on)', name);
   END IF;
 END $$;
-SELECT rec('rec_nowl', false);
-SELECT rec('rec_wl', true);
-SELECT rec('rec_oc', true);
-SELECT rec('rec_full', true);
+SELECT rec('rec_nowl', 'none');
+SELECT rec('rec_wl', 'btree');
+SELECT rec('rec_brin', 'brin');
+SELECT rec('rec_oc', 'btree');
+SELECT rec('rec_full', 'btree');

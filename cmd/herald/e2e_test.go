@@ -360,7 +360,7 @@ func TestDaemonPostgres(t *testing.T) {
 
 // append --file checks the whole file against itself and the journal
 // before the first batch: a conflict or a sealed stream found on a late
-// line leaves nothing appended, where the batches before it used to stay.
+// line leaves nothing appended.
 func TestAppendFileChecksTheWholeFileFirst(t *testing.T) {
 	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
 	r := h.run(`{"n":1}`, "append", "--stream", "orders", "--id", "o-1", "--kind", "k")
@@ -428,4 +428,28 @@ func TestStatusListsRefusedRecords(t *testing.T) {
 	require.Len(t, js.Refused, 1)
 	require.Equal(t, "late", js.Refused[0].ID)
 	require.Contains(t, js.Refused[0].Reason, "final record #1")
+}
+
+// Evidence of a Retry-After says what herald does (the capped wait), and
+// what the receiver asked beside it.
+func TestEvidenceShowsTheCappedRetryAfter(t *testing.T) {
+	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "2592000") // 30 days
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	h.ok("register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", srv.URL+"/in", "--secret", secret)
+	r := h.run(`{}`, "append", "--stream", "orders", "--id", "o-1", "--kind", "k")
+	require.Equal(t, 0, r.code, r.stderr)
+	h.ok(append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z"}, allow...)...)
+
+	out := h.ok("evidence", "--stream", "orders", "--id", "r")
+	require.Contains(t, out, "2026-03-15 12:00:00Z", "the next attempt is an hour on: --max-retry-after's default")
+	require.Contains(t, out, "503 Service Unavailable; retry after 1h (capped; the receiver asked 30d)")
+	require.NotContains(t, out, "Retry-After 720h")
+
+	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T12:00:00Z", "--max-retry-after", "2h"}, allow...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, h.ok("evidence", "--stream", "orders", "--id", "r"), "retry after 2h (capped; the receiver asked 30d)")
 }

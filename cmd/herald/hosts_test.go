@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,4 +109,60 @@ func TestHostsJourneySQLite(t *testing.T) {
 
 func TestHostsJourneyPostgres(t *testing.T) {
 	testHostsJourney(t, pgtest.NewDatabase(t))
+}
+
+// A sweep whose only delivery failed at host level (connection refused)
+// names the host, its failures in a row and what herald does next, in
+// words and as failed_hosts. It exits 0: a host that fails is herald's
+// normal work (its registrations wait, nothing parks), not a sweep that
+// needs attention.
+func TestSweepSaysWhichHostFailed(t *testing.T) {
+	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // refused from now on
+	h.ok("register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", "http://"+addr+"/in", "--secret", secret)
+	r := h.run(`{"n":1}`, "append", "--stream", "orders", "--id", "o-1", "--kind", "k")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z"}, allow...)...)
+	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "1 turn ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).")
+	require.Contains(t, r.stdout, "Host "+addr+" failed (1 in a row; down after 3): its registrations retry with backoff. Last error: ")
+	require.Contains(t, r.stdout, "refused")
+
+	// Two more failures bring it down: the report says so, with the probe.
+	var rep struct {
+		HostFailures int `json:"host_failures"`
+		FailedHosts  []struct {
+			Host        string    `json:"host"`
+			State       string    `json:"state"`
+			Failures    int       `json:"failures"`
+			NextProbeAt time.Time `json:"next_probe_at"`
+			LastError   string    `json:"last_error"`
+		} `json:"failed_hosts"`
+		NeedsAttention bool `json:"needs_attention"`
+	}
+	var out string
+	for _, at := range []string{"2026-03-15T11:10:00Z", "2026-03-15T11:20:00Z"} {
+		r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", at, "--json"}, allow...)...)
+		require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+		out = r.stdout
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 1, rep.HostFailures)
+	require.False(t, rep.NeedsAttention)
+	require.Len(t, rep.FailedHosts, 1, out)
+	fh := rep.FailedHosts[0]
+	require.Equal(t, addr, fh.Host)
+	require.Equal(t, "down", fh.State)
+	require.Equal(t, 3, fh.Failures)
+	require.True(t, fh.NextProbeAt.After(time.Date(2026, 3, 15, 11, 20, 0, 0, time.UTC)), fh.NextProbeAt)
+	require.Contains(t, fh.LastError, "refused")
+
+	// Held until the probe: a sweep meanwhile serves nothing, and is fine.
+	r = h.run("", append([]string{"sweep", "--namespace", "webhook", "--at", "2026-03-15T11:20:01Z"}, allow...)...)
+	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+	require.False(t, strings.Contains(r.stdout, "Host "), r.stdout)
 }

@@ -100,3 +100,53 @@ func told(h *herald) int {
 	}
 	return streams[0].Records
 }
+
+// herald records says when more records exist past --limit (and the
+// --from-seq that reads them), and when records it was asked for were
+// pruned (the oldest kept seq), in words and in --json.
+func TestRecordsSaysWhatThePageDoesNotShow(t *testing.T) {
+	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
+	for i := 1; i <= 5; i++ {
+		r := h.run(`{}`, "append", "--stream", "orders/1", "--id", fmt.Sprintf("e%d", i), "--kind", "k")
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	out := h.ok("records", "--stream", "orders/1", "--limit", "2")
+	require.Contains(t, out, "More records up to #5: herald records --database "+h.db+" --stream orders/1 --from-seq 3 --limit 2\n")
+	require.NotContains(t, out, "pruned")
+	require.NotContains(t, h.ok("records", "--stream", "orders/1"), "More records", "the whole stream fits")
+
+	// A registration whose cursor is 3 has acknowledged #1 and #2: prune them.
+	h.ok("register", "--stream", "orders/1", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/in",
+		"--secret", secret, "--from-seq", "3")
+	h.ok("prune", "--retain", "0s", "--at", "2099-01-01T00:00:00Z")
+	out = h.ok("records", "--stream", "orders/1", "--limit", "2")
+	require.Contains(t, out, "Records before #3 were pruned (retention): #3 is the oldest kept.\n")
+	require.Contains(t, out, "More records up to #5: herald records --database "+h.db+" --stream orders/1 --from-seq 5 --limit 2\n")
+	require.NotContains(t, out, "e1")
+
+	var page struct {
+		Stream      string `json:"stream"`
+		Head        uint64 `json:"head"`
+		OldestSeq   uint64 `json:"oldest_seq"`
+		More        bool   `json:"more"`
+		NextFromSeq uint64 `json:"next_from_seq"`
+		Pruned      bool   `json:"pruned"`
+		Records     []struct {
+			Seq uint64 `json:"seq"`
+		} `json:"records"`
+	}
+	h.json(&page, "records", "--stream", "orders/1", "--limit", "2")
+	require.Equal(t, "orders/1", page.Stream)
+	require.Equal(t, uint64(5), page.Head)
+	require.Equal(t, uint64(3), page.OldestSeq)
+	require.True(t, page.More)
+	require.Equal(t, uint64(5), page.NextFromSeq)
+	require.True(t, page.Pruned)
+	require.Len(t, page.Records, 2)
+	require.Equal(t, uint64(3), page.Records[0].Seq)
+
+	h.json(&page, "records", "--stream", "orders/1", "--from-seq", "4")
+	require.False(t, page.More, "#4 and #5 are all there is")
+	require.False(t, page.Pruned, "nothing asked for was pruned")
+	require.Len(t, page.Records, 2)
+}

@@ -2,12 +2,15 @@ package page_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -28,10 +30,11 @@ import (
 // installChromium is what a machine without a browser needs.
 const installChromium = "apt-get install -y chromium"
 
-// browser returns a headless Chromium context. Without a Chromium binary
-// the test fails, naming the install command: the browser is a dependency
-// of the tests, as PostgreSQL's server binaries are (.ci/run installs both).
-func browser(t *testing.T) context.Context {
+// browser returns a headless Chromium context of a window of w×h pixels.
+// Without a Chromium binary the test fails, naming the install command:
+// the browser is a dependency of the tests, as PostgreSQL's server binaries
+// are (.ci/run installs both).
+func browser(t *testing.T, size ...int) context.Context {
 	t.Helper()
 	var path string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
@@ -43,8 +46,9 @@ func browser(t *testing.T) context.Context {
 	if path == "" {
 		t.Fatal("no Chromium found on PATH (chromium, chromium-browser, google-chrome, headless-shell): install it with `" + installChromium + "` to run the page's browser tests")
 	}
+	size = append(size, 1280, 900)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("hide-scrollbars", true), chromedp.WindowSize(size[0], size[1]))
 	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
@@ -82,10 +86,10 @@ func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
 
 func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
 	ctx := browser(t)
-	_, srv := serve(t, s, testToken, seed.View)
+	_, srv := serve(t, s, testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("ns-webhook"))))
-	for ns, want := range seed.Expected {
+	for ns, want := range seedExpected {
 		got := map[string]int{}
 		for _, state := range []string{"ready", "retrying", "held", "parked", "idle", "behind"} {
 			text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(fmt.Sprintf(`#ns-%s [data-state=%q]`, ns, state))))
@@ -99,7 +103,7 @@ func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
 	}
 	hosts, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("hosts-not-up")))
 	require.NoError(t, err)
-	require.Contains(t, hosts, seed.DownHost)
+	require.Contains(t, hosts, seedDownHost)
 	require.Contains(t, hosts, "down")
 }
 
@@ -109,13 +113,13 @@ func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
 // with a bidirectional override shows it as its code point.
 func TestBrowserHostileErrorBodyIsShownAsText(t *testing.T) {
 	ctx := browser(t)
-	_, srv := serve(t, seeded(t), testToken, seed.View)
+	_, srv := serve(t, seeded(t), testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
 	for _, path := range []string{
 		"/ui/registration?stream=orders%2F1&id=crm",
 		"/ui/",
 		"/ui/registrations",
-		"/ui/registration?stream=" + strings.ReplaceAll(seed.HostileStream, "/", "%2F") + "&id=x",
+		"/ui/registration?stream=" + strings.ReplaceAll(seedHostileStream, "/", "%2F") + "&id=x",
 	} {
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+path), chromedp.WaitReady(chromedp.CSS("main"))), path)
 		title, err := chromedp.Run(ctx, chromedp.Title())
@@ -131,10 +135,10 @@ func TestBrowserHostileErrorBodyIsShownAsText(t *testing.T) {
 		require.Zero(t, made, "%s: no element was made of a stored value", path)
 		switch path {
 		case "/ui/registration?stream=orders%2F1&id=crm":
-			require.Contains(t, text, seed.Hostile, "the body is shown whole, as text")
+			require.Contains(t, text, seedHostile, "the body is shown whole, as text")
 		case "/ui/registrations":
-			require.Contains(t, text, seed.HostileStream)
-			require.Contains(t, text, seed.ReorderingShown, "an override is shown as its code point")
+			require.Contains(t, text, seedHostileStream)
+			require.Contains(t, text, seedReorderingShown, "an override is shown as its code point")
 			require.NotContains(t, text, "\u202E", "no override reaches the page's text")
 		}
 	}
@@ -184,17 +188,17 @@ func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/7", ID: "shop", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
-		Config: push.Config(`{"secrets":["` + seed.SecretConfig + `"]}`)})
+		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
 	require.NoError(t, err)
 	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	w, err := push.NewWorker(s, s, tr, webhook.New())
 	require.NoError(t, err)
-	rep, err := w.RunOnce(t.Context(), seed.T0, 10)
+	rep, err := w.RunOnce(t.Context(), seedT0, 10)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Parked, "410 parks")
 
-	unparkAt := seed.T0.Add(time.Hour)
+	unparkAt := seedT0.Add(time.Hour)
 	_, srv := serve(t, s, testToken, unparkAt)
 	browserLogin(t, ctx, srv, testToken)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui/registration?stream=orders%2F7&id=shop")))
@@ -231,7 +235,7 @@ func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
 // TestBrowserLoginWithAWrongTokenIsRefused.
 func TestBrowserLoginWithAWrongTokenIsRefused(t *testing.T) {
 	ctx := browser(t)
-	_, srv := serve(t, seeded(t), testToken, seed.View)
+	_, srv := serve(t, seeded(t), testToken, seedView)
 	browserLogin(t, ctx, srv, "not-"+testToken)
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("login-error"))))
 	msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("login-error")))
@@ -260,11 +264,11 @@ func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: "https://rtl.example/in"})
 	require.NoError(t, err)
-	b, err := s.Due(t.Context(), push.DueQuery{At: seed.T0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seed.T0.Add(time.Minute)})
+	b, err := s.Due(t.Context(), push.DueQuery{At: seedT0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seedT0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, b.Registrations, 1)
-	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, push.Evidence{At: seed.T0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
-	_, srv := serve(t, s, testToken, seed.View)
+	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
+	_, srv := serve(t, s, testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
 	key := url.Values{"action": {"unpark"}, "stream": {stream}, "id": {id}}
 	for _, c := range []struct{ path, sel string }{
@@ -280,4 +284,64 @@ func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 		require.NoError(t, err, path)
 		require.Equal(t, []string{stream, id}, order, "%s: left to right on the screen", path)
 	}
+}
+
+var screenshots = flag.Bool("screenshots", false, "write the README's pictures of the page to docs/page/*.png")
+
+// TestScreenshots, with -screenshots, makes the README's pictures of the
+// page: a seeded database with an hour of deliveries for the charts, each
+// view as headless Chromium shows it.
+//
+//	go test ./daemon/page -run TestScreenshots -screenshots
+func TestScreenshots(t *testing.T) {
+	if !*screenshots {
+		t.Skip("-screenshots writes docs/page/*.png")
+	}
+	s := openStore(t)
+	p, srv := serve(t, s, "", seedView)
+	liveHour(t, s, p)
+	require.NoError(t, seed(t.Context(), s))
+	_, locked := serve(t, s, "screenshot", seedView) // for the login form
+	ctx := browser(t, 1200, 700)
+	for _, v := range []struct{ name, url string }{
+		{"overview", srv.URL + "/ui/"},
+		{"registrations", srv.URL + "/ui/registrations?namespace=webhook"},
+		{"registration", srv.URL + "/ui/registration?stream=orders%2F1&id=crm"},
+		{"confirm", srv.URL + "/ui/confirm?action=skip&stream=orders%2F1&id=crm&to_seq=2&reason=record+1+is+malformed"},
+		{"hosts", srv.URL + "/ui/hosts"},
+		{"record", srv.URL + "/ui/record?stream=orders%2F1&seq=2"},
+		{"login", locked.URL + "/ui/login"},
+	} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(v.url), chromedp.WaitReady(chromedp.CSS("main"))), v.name)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err, v.name)
+		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "docs", "page", v.name+".png"), png, 0o644))
+	}
+}
+
+// liveHour gives the charts an hour of history: each minute of the hour
+// before seedView some records are appended to orders/live, the page
+// samples, and a sweep delivers them to a loopback receiver.
+func liveHour(t *testing.T, s page.Store, p *page.Page) {
+	rcv := newReceiver(t, http.StatusNoContent)
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/live", ID: "warehouse", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
+		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
+	require.NoError(t, err)
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	w, err := push.NewWorker(s, s, tr, webhook.New(), push.WithHooks(p.Hooks("webhook", push.Hooks{})))
+	require.NoError(t, err)
+	n := 0
+	for i := range 60 {
+		at := seedView.Add(time.Duration(i-60) * time.Minute)
+		for range 20 + (i*37)%50 + i {
+			n++
+			_, err := s.Append(t.Context(), "orders/live", journal.Entry{ID: fmt.Sprintf("live-%d", n), Kind: "order.updated", Payload: fmt.Appendf(nil, `{"n":%d}`, n)})
+			require.NoError(t, err)
+		}
+		require.NoError(t, p.Sample(t.Context(), at))
+		_, err := w.RunOnce(t.Context(), at.Add(time.Second), 10)
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Sample(t.Context(), seedView))
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/store/sqlite"
 )
@@ -44,7 +43,7 @@ var stores = map[string]func(t *testing.T) page.Store{
 func seeded(t *testing.T) *sqlite.Store {
 	t.Helper()
 	s := openStore(t)
-	require.NoError(t, seed.Seed(t.Context(), s))
+	require.NoError(t, seed(t.Context(), s))
 	return s
 }
 
@@ -52,7 +51,7 @@ func seeded(t *testing.T) *sqlite.Store {
 func seededOn(t *testing.T, open func(t *testing.T) page.Store) page.Store {
 	t.Helper()
 	s := open(t)
-	require.NoError(t, seed.Seed(t.Context(), s))
+	require.NoError(t, seed(t.Context(), s))
 	return s
 }
 
@@ -80,12 +79,9 @@ func client(t *testing.T) *http.Client {
 
 func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	t.Helper()
-	resp, err := c.Get(u)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", u, nil)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, string(b)
+	return do(t, c, req)
 }
 
 func post(t *testing.T, c *http.Client, u string, form url.Values, header ...string) (*http.Response, string) {
@@ -96,6 +92,12 @@ func post(t *testing.T, c *http.Client, u string, form url.Values, header ...str
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	return do(t, c, req)
+}
+
+// do sends req with c and returns the answer, its body read as a string.
+func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"crypto/rand"
 	"embed"
 	"errors"
@@ -8,12 +9,13 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -26,28 +28,22 @@ type Store interface {
 	push.Store
 }
 
-// Options configure a Page. Store is required; the rest have defaults.
+// Options configure a Page. Store is required.
 type Options struct {
-	// Store is the database the page shows and acts on.
 	Store Store
-	// Token is the admin token (HERALD_ADMIN_TOKEN). When set, every view
-	// and action needs a session made by logging in with it. When empty the
-	// page is open, but answers only requests whose Host is a loopback
-	// address or localhost (the caller refuses to serve it elsewhere without
-	// a token, as the admin API).
+	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
+	// and action needs a session made by logging in with it; when empty the
+	// page is open, to loopback names only (package doc).
 	Token string
-	// Now is the clock of operator actions (their instant, from which the
-	// registration is due), of samples and of sessions. Default time.Now.
+	// Now is the clock of operator actions, samples and sessions (default
+	// time.Now).
 	Now func() time.Time
-	// Prefix is the path the page is mounted at, with both slashes
-	// ("/ui/"). Default "/ui/". The session cookie is scoped to it.
-	Prefix string
-	// Logger gets the page's store errors. Default slog.Default().
+	// Logger gets the page's store errors (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// DefaultPrefix is where the page is mounted unless Options.Prefix says.
-const DefaultPrefix = "/ui/"
+// Prefix is the path the page, and its session cookie, are under.
+const Prefix = "/ui/"
 
 // sessionTTL is how long a login lasts: a working day of an on-call shift,
 // after which the operator types the token again.
@@ -56,18 +52,16 @@ const sessionTTL = 12 * time.Hour
 // Page is the operator's page: an http.Handler serving the views and
 // actions under its prefix, and the sampler that feeds its charts.
 type Page struct {
-	store  Store
-	token  string
-	now    func() time.Time
-	prefix string
-	log    *slog.Logger
-	key    [32]byte // signs sessions and derives CSRF tokens; new per Page
-	tmpl   map[string]*template.Template
-	static http.Handler
-	mux    *http.ServeMux
+	store Store
+	token string
+	now   func() time.Time
+	log   *slog.Logger
+	key   [32]byte // signs sessions and derives CSRF tokens; new per Page
+	tmpl  map[string]*template.Template
+	mux   *http.ServeMux
 
 	mu        sync.Mutex
-	samples   ring
+	samples   []sample          // the last maxSamples, oldest first
 	delivered map[string]uint64 // deliveries per namespace since start (Hooks)
 }
 
@@ -77,49 +71,34 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// New returns a Page over opts.Store. Errors: a nil Store, a Prefix that
-// does not start and end with "/".
+// New returns a Page over opts.Store. Errors: a nil Store.
 func New(opts Options) (*Page, error) {
 	if opts.Store == nil {
 		return nil, errors.New("page: Options.Store is nil")
 	}
-	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, prefix: opts.Prefix, log: opts.Logger,
+	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
 		delivered: map[string]uint64{}}
 	if p.now == nil {
 		p.now = time.Now
 	}
-	if p.prefix == "" {
-		p.prefix = DefaultPrefix
-	}
-	if !strings.HasPrefix(p.prefix, "/") || !strings.HasSuffix(p.prefix, "/") {
-		return nil, fmt.Errorf("page: Options.Prefix %q must start and end with /", p.prefix)
-	}
-	if p.log == nil {
-		p.log = slog.Default()
-	}
-	if _, err := rand.Read(p.key[:]); err != nil {
-		return nil, fmt.Errorf("page: session key: %w", err)
-	}
+	rand.Read(p.key[:]) // crypto/rand never fails: it crashes the program first
 	if err := p.parseTemplates(); err != nil {
 		return nil, err
 	}
-	sub, err := fs.Sub(staticFS, "static")
-	if err != nil {
-		return nil, err
-	}
-	p.static = http.StripPrefix(p.prefix+"static/", http.FileServerFS(sub))
 	p.routes()
 	return p, nil
 }
 
 func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
-		"time":  fmtTime,
-		"ago":   func(t time.Time) string { return ago(p.now(), t) },
-		"path":  func(s string) string { return p.prefix + s },
-		"pct":   pct,
-		"chart": chartSVG,
-		"dur":   table.Duration,
+		"time":   operator.Instant,
+		"ago":    func(t time.Time) string { return ago(p.now(), t) },
+		"path":   func(s string) string { return Prefix + s },
+		"pct":    pct,
+		"chart":  chartSVG,
+		"dur":    table.Duration,
+		"link":   func(v operator.RegistrationView) string { return link(v.Stream, v.ID) },
+		"filter": func(ns, state string) string { return href("registrations", "namespace", ns, "state", state) },
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -142,7 +121,7 @@ func (p *Page) parseTemplates() error {
 
 func (p *Page) routes() {
 	m := http.NewServeMux()
-	pre := strings.TrimSuffix(p.prefix, "/")
+	pre := strings.TrimSuffix(Prefix, "/")
 	m.HandleFunc("GET "+pre+"/{$}", p.authed(p.overview))
 	m.HandleFunc("GET "+pre+"/registrations", p.authed(p.registrations))
 	m.HandleFunc("GET "+pre+"/registration", p.authed(p.registration))
@@ -153,9 +132,10 @@ func (p *Page) routes() {
 	m.HandleFunc("GET "+pre+"/login", p.loginForm)
 	m.HandleFunc("POST "+pre+"/login", p.csrf(p.login))
 	m.HandleFunc("POST "+pre+"/logout", p.authed(p.csrf(p.logout)))
-	m.Handle("GET "+pre+"/static/", p.static)
+	static, _ := fs.Sub(staticFS, "static") // embedded: it is there
+	m.Handle("GET "+pre+"/static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
 	m.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, p.prefix, http.StatusMovedPermanently)
+		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 	})
 	p.mux = m
 }
@@ -172,35 +152,13 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if p.token == "" && !LoopbackHost(r.Host) {
+	if p.token == "" && !operator.LoopbackHost(r.Host) {
 		// Open only to loopback: a page on another name reaching this one
 		// through DNS rebinding would otherwise read it and act on it.
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
 		return
 	}
 	p.mux.ServeHTTP(w, r)
-}
-
-// LoopbackHost reports whether a request's Host names a loopback address
-// (an IP address in 127.0.0.0/8 or ::1, with or without a zone, or
-// localhost), with or without a port, or is empty (HTTP/1.0). A page or API open without a token answers only such requests: a
-// page on another name that resolves to loopback (DNS rebinding) is
-// refused.
-func LoopbackHost(hostport string) bool {
-	if hostport == "" {
-		return true // HTTP/1.0 without Host: no browser sends that
-	}
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	host, _, _ = strings.Cut(host, "%") // an IPv6 zone: [::1%lo]
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // render writes template name with data, or a 500 naming nothing secret.
@@ -234,8 +192,8 @@ func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
 
-// failErr renders err: 400 for bad input, 404 for an unknown registration,
-// record or host, else 500 (logged).
+// failErr renders err: 400 for bad input, 404 for what is not there, else
+// 500 (logged).
 func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, journal.ErrInvalid):
@@ -246,4 +204,36 @@ func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		p.log.Error("herald page: store", "path", r.URL.Path, "err", err)
 		p.fail(w, r, http.StatusInternalServerError, "the store failed: "+err.Error())
 	}
+}
+
+// visible returns html, as html/template rendered it, with every
+// table.Hidden character of its text shown as its code point, ‹U+202E›, as
+// the CLI's tables show it, so that a stored value (a receiver's error
+// body, a producer's stream name) cannot rearrange or hide the text around
+// it. Attribute values keep their bytes, so that an action still names the
+// registration it was shown for. html/template escapes '<' and '>' in every
+// value it writes, so each '<' of its output opens a template's own tag,
+// and the first '>' after it closes that tag.
+func visible(html string) string {
+	if strings.IndexFunc(html, table.Hidden) < 0 {
+		return html
+	}
+	var b strings.Builder
+	b.Grow(len(html) + 16)
+	inTag := false
+	for i, r := range html {
+		switch {
+		case r == '<':
+			inTag = true
+		case r == '>':
+			inTag = false
+		case !inTag && table.Hidden(r): // tabs and line breaks stay: a body is shown in a <pre>
+			b.WriteString(table.CodePoint(r))
+			continue
+		}
+		// The bytes as they were: a byte that is not UTF-8 stays one.
+		_, n := utf8.DecodeRuneInString(html[i:])
+		b.WriteString(html[i : i+n])
+	}
+	return b.String()
 }

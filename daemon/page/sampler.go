@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,46 +13,17 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// The charts come from samples kept in memory: one each time Sample is
-// called (RunSampler: every minute), the last maxSamples of them, so the
-// last hour. They start empty when the daemon starts and are not stored.
-
-// maxSamples is an hour of one-minute samples, and one more for the first
-// rate.
+// maxSamples is an hour of one-minute samples (RunSampler), and one more
+// for the first rate.
 const maxSamples = 61
 
 // chartSpan is how far back the charts look.
 const chartSpan = time.Hour
 
-// SampleEvery is the sampling interval herald run uses: a minute, so that
-// an hour's chart has 60 points and sampling costs one Stats a minute.
-const SampleEvery = time.Minute
-
 type sample struct {
 	at        time.Time
 	delivered map[string]uint64 // per namespace, since the page started
 	behind    map[string]uint64 // per namespace, records behind the cursors
-}
-
-type ring struct {
-	buf  [maxSamples]sample
-	n    int // samples held
-	next int // where the next goes
-}
-
-func (r *ring) add(s sample) {
-	r.buf[r.next] = s
-	r.next = (r.next + 1) % maxSamples
-	r.n = min(r.n+1, maxSamples)
-}
-
-// all returns the samples oldest first.
-func (r *ring) all() []sample {
-	out := make([]sample, 0, r.n)
-	for i := range r.n {
-		out = append(out, r.buf[(r.next-r.n+i+maxSamples)%maxSamples])
-	}
-	return out
 }
 
 // Hooks returns next with its Turn hook also counting namespace ns's
@@ -79,23 +52,22 @@ func (p *Page) Sample(ctx context.Context, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	s := sample{at: at, delivered: map[string]uint64{}, behind: map[string]uint64{}}
+	s := sample{at: at, behind: map[string]uint64{}}
 	for ns, c := range st.Namespaces {
 		s.behind[ns] = c.Behind
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ns, n := range p.delivered {
-		s.delivered[ns] = n
-	}
-	p.samples.add(s)
+	s.delivered = maps.Clone(p.delivered)
+	p.samples = append(p.samples, s)[max(len(p.samples)+1-maxSamples, 0):]
 	return nil
 }
 
-// RunSampler calls Sample at once and then every interval on the page's
-// clock, until ctx ends. A failed sample is logged and skipped.
-func (p *Page) RunSampler(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// RunSampler calls Sample at once and then every minute on the page's
+// clock, until ctx ends: an hour's chart has 60 points, for one Stats a
+// minute. A failed sample is logged and skipped.
+func (p *Page) RunSampler(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
 		if err := p.Sample(ctx, p.now()); err != nil && ctx.Err() == nil {
@@ -118,7 +90,7 @@ type point struct {
 // and records behind, over the samples held.
 func (p *Page) series(ns string) (rate, lag []point) {
 	p.mu.Lock()
-	ss := p.samples.all()
+	ss := slices.Clone(p.samples)
 	p.mu.Unlock()
 	for i, s := range ss {
 		lag = append(lag, point{s.at, float64(s.behind[ns])})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/daemon/page/internal/seed"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -29,9 +28,9 @@ func TestChartsComeFromSamplesOnTheDaemonsClock(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/9", ID: "r", Namespace: "webhook", URL: rcv.srv.URL,
-		Config: push.Config(`{"secrets":["` + seed.SecretConfig + `"]}`)})
+		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
 	require.NoError(t, err)
-	p, srv := serve(t, s, "", seed.T0)
+	p, srv := serve(t, s, "", seedT0)
 	c := client(t)
 
 	_, body := get(t, c, srv.URL+"/ui/")
@@ -41,11 +40,11 @@ func TestChartsComeFromSamplesOnTheDaemonsClock(t *testing.T) {
 	require.NoError(t, err)
 	w, err := push.NewWorker(s, s, tr, webhook.New(), push.WithHooks(p.Hooks("webhook", push.Hooks{})))
 	require.NoError(t, err)
-	require.NoError(t, p.Sample(t.Context(), seed.T0))
-	rep, err := w.RunOnce(t.Context(), seed.T0.Add(30*time.Second), 10)
+	require.NoError(t, p.Sample(t.Context(), seedT0))
+	rep, err := w.RunOnce(t.Context(), seedT0.Add(30*time.Second), 10)
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.Deliveries)
-	require.NoError(t, p.Sample(t.Context(), seed.T0.Add(time.Minute)))
+	require.NoError(t, p.Sample(t.Context(), seedT0.Add(time.Minute)))
 
 	_, body = get(t, c, srv.URL+"/ui/")
 	lines := polylineRE.FindAllStringSubmatch(body, -1)

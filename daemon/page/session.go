@@ -46,16 +46,6 @@ func (p *Page) mac(label string, b []byte) []byte {
 	return m.Sum(nil)
 }
 
-func (s session) payload() []byte {
-	b := make([]byte, 0, 25)
-	b = append(b, s.nonce[:]...)
-	b = binary.BigEndian.AppendUint64(b, uint64(s.issued.Unix()))
-	if s.authed {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
 // csrfToken is the session's CSRF token: HMAC("csrf", nonce), base64url.
 func (p *Page) csrfToken(s session) string {
 	return base64.RawURLEncoding.EncodeToString(p.mac("csrf", s.nonce[:]))
@@ -88,24 +78,25 @@ func (p *Page) readSession(r *http.Request) (session, bool) {
 
 // newSession makes a fresh session (a new nonce: logging in never keeps the
 // nonce of the anonymous session, so a planted cookie gains nothing) and
-// sets its cookie: HttpOnly, SameSite=Strict, scoped to the page's path,
-// Secure when served over TLS.
-func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) (session, error) {
+// sets its cookie.
+func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) session {
 	s := session{issued: p.now(), authed: authed}
-	if _, err := rand.Read(s.nonce[:]); err != nil {
-		return session{}, err
+	rand.Read(s.nonce[:])
+	b := binary.BigEndian.AppendUint64(s.nonce[:], uint64(s.issued.Unix()))
+	if authed {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
 	}
-	b := s.payload()
-	http.SetCookie(w, &http.Cookie{
-		Name:     cookieName,
-		Value:    base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(p.mac("session", b)),
-		Path:     p.prefix,
-		MaxAge:   int(sessionTTL / time.Second),
-		HttpOnly: true,
-		Secure:   r.TLS != nil,
-		SameSite: http.SameSiteStrictMode,
-	})
-	return s, nil
+	setCookie(w, r, base64.RawURLEncoding.EncodeToString(b)+"."+base64.RawURLEncoding.EncodeToString(p.mac("session", b)), int(sessionTTL/time.Second))
+	return s
+}
+
+// setCookie sets the session cookie: HttpOnly, SameSite=Strict, scoped to
+// the page's path, Secure when served over TLS.
+func setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: Prefix, MaxAge: maxAge,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 
 // authed lets a request through with a logged-in session (any session when
@@ -120,11 +111,7 @@ func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if p.token == "" {
-			s, err := p.newSession(w, r, false)
-			if err != nil {
-				p.failErr(w, r, err)
-				return
-			}
+			s := p.newSession(w, r, false)
 			if !read(r) {
 				// A POST needs the CSRF token of a session it had before.
 				p.fail(w, withSession(r, s), http.StatusForbidden, "This action came without a session: reload the page and try again.")
@@ -134,7 +121,7 @@ func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if read(r) {
-			http.Redirect(w, r, p.prefix+"login", http.StatusSeeOther)
+			http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 			return
 		}
 		p.fail(w, r, http.StatusForbidden, "Log in with the admin token first.")
@@ -180,23 +167,19 @@ func (p *Page) tokenOK(typed string) bool {
 
 func (p *Page) loginForm(w http.ResponseWriter, r *http.Request) {
 	if p.token == "" {
-		http.Redirect(w, r, p.prefix, http.StatusSeeOther)
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
 	s, ok := p.readSession(r)
 	if !ok {
-		var err error
-		if s, err = p.newSession(w, r, false); err != nil {
-			p.failErr(w, r, err)
-			return
-		}
+		s = p.newSession(w, r, false)
 	}
 	p.render(w, withSession(r, s), http.StatusOK, "login", map[string]any{"Title": "Log in"})
 }
 
 func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 	if p.token == "" {
-		http.Redirect(w, r, p.prefix, http.StatusSeeOther)
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
 	if !p.tokenOK(r.PostForm.Get("token")) {
@@ -204,15 +187,11 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN)."})
 		return
 	}
-	if _, err := p.newSession(w, r, true); err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	http.Redirect(w, r, p.prefix, http.StatusSeeOther)
+	p.newSession(w, r, true)
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
 func (p *Page) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: p.prefix, MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, p.prefix+"login", http.StatusSeeOther)
+	setCookie(w, r, "", -1)
+	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }

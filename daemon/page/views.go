@@ -1,7 +1,6 @@
 package page
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,214 +10,51 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
-// StateHeld is the state the page (like herald registrations) shows for a
-// registration with work on a host that is down or unavailable.
-const StateHeld = "held"
-
-// regView is a registration as the page shows it: no config (it holds
-// secrets), the URL redacted.
-type regView struct {
-	Stream, ID, Namespace, Host, URL string
-	Kinds                            []string
-	Window                           int
-	NextSeq, Head, Lag               uint64
-	Attempts, HostFailures           int
-	NextAttemptAt, ParkedAt          time.Time
-	State, HeldFor, LastError        string
-	LeaseOwner                       string
-	LeaseUntil                       time.Time
-	Sealed, Parked                   bool
-	Link                             string // the registration's view, relative to the prefix
-}
-
-// heldBy maps each host that is not up to its state.
-type heldBy map[string]string
-
-func (held heldBy) view(s push.Status) regView {
-	v := regView{Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
-		Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head, Lag: s.Lag(),
-		Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, ParkedAt: s.ParkedAt,
-		State: s.State(), LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil,
-		Sealed: s.Sealed, Parked: s.Parked, Link: regLink(s.Stream, s.ID)}
-	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
-		v.State, v.HeldFor = StateHeld, state
-	}
-	return v
-}
-
-func regLink(stream, id string) string {
-	return "registration?" + url.Values{"stream": {stream}, "id": {id}}.Encode()
-}
-
-// RedactURL shows a destination URL without what may be a credential: the
-// query (often a capability token) becomes "?…", and every path segment of
-// 16 bytes or more (the token of a capability URL such as
-// /api/webhooks/<id>/<token>) becomes "…", as the transport redacts them in
-// evidence. Scheme, host and short path segments stay, so an operator can
-// still tell receivers apart. daemon.RedactURL (the APIs, the CLI) is this.
-func RedactURL(raw string) string {
-	rest, query, hasQuery := strings.Cut(raw, "?")
-	scheme, path, ok := strings.Cut(rest, "://")
-	if !ok {
-		path, scheme = rest, ""
-	}
-	segs := strings.Split(path, "/")
-	for i := 1; i < len(segs); i++ {
-		if len(segs[i]) >= 16 {
-			segs[i] = "…"
+// href is view (relative to the prefix) with the query of kv's name and
+// value pairs, those with a value.
+func href(view string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
 		}
 	}
-	out := strings.Join(segs, "/")
-	if ok {
-		out = scheme + "://" + out
-	}
-	if hasQuery && query != "" {
-		out += "?…"
-	}
-	return out
+	return view + "?" + q.Encode()
 }
 
-func (p *Page) held(ctx context.Context) (heldBy, []push.Host, error) {
-	held := heldBy{}
-	var notUp []push.Host
-	for _, state := range []string{push.HostDown, push.HostUnavailable} {
-		hs, err := push.AllHosts(ctx, p.store, push.HostQuery{State: state})
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, h := range hs {
-			held[h.Host] = h.State
-		}
-		notUp = append(notUp, hs...)
-	}
-	return held, notUp, nil
-}
+// link is a registration's view.
+func link(stream, id string) string { return href("registration", "stream", stream, "id", id) }
 
 // nsRow is one namespace on the overview.
 type nsRow struct {
-	Name                                string
-	Ready, Retrying, Held, Parked, Idle int
-	Leased                              int
-	Behind                              uint64
-	Rate, Lag                           chart
-	ReadyLink, RetryingLink, HeldLink   string
-	ParkedLink, IdleLink, NamespaceLink string
-}
-
-// MaxHeldScan bounds the registrations SplitHeld reads to split held ones
-// out of ready and retrying when a host is not up.
-const MaxHeldScan = 100_000
-
-// SplitHeld moves the registrations held for their host (work on a host
-// that notUp maps to its state, down or unavailable; not parked) out of the
-// ready and retrying counts of namespaces, where Store.Stats counts them (it
-// does not know hosts), and returns how many each namespace holds so. It
-// reads the lagging registrations (Store.List) only when a host is not up,
-// at most MaxHeldScan of them; past that truncated is true and the counts
-// are those of the registrations it read. Under concurrent change the
-// counts are approximate (two reads), never negative. Errors are the
-// store's.
-func SplitHeld(ctx context.Context, store push.Store, namespaces map[string]push.NamespaceStats, notUp map[string]string) (held map[string]int, truncated bool, err error) {
-	held = map[string]int{}
-	if len(notUp) == 0 {
-		return held, false, nil
-	}
-	q := push.ListQuery{Lagging: true, Limit: push.MaxListLimit}
-	for scanned := 0; ; {
-		page, err := store.List(ctx, q)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, s := range page {
-			c, ok := namespaces[s.Namespace]
-			if !ok || notUp[s.Host()] == "" || s.Parked || s.Lag() == 0 {
-				continue
-			}
-			held[s.Namespace]++
-			// Stats and List are two reads: a registration that changed
-			// between them (an append to an idle one) was not counted
-			// where this takes it from. No count goes below zero.
-			if s.State() == push.StateRetrying {
-				c.Retrying = max(c.Retrying-1, 0)
-			} else {
-				c.Ready = max(c.Ready-1, 0)
-			}
-			namespaces[s.Namespace] = c
-		}
-		scanned += len(page)
-		if len(page) < q.Limit {
-			return held, false, nil
-		}
-		if scanned >= MaxHeldScan {
-			return held, true, nil
-		}
-		q.After = page[len(page)-1].Key()
-	}
+	Name string
+	operator.NamespaceView
+	Rate, Lag chart
 }
 
 func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	at := p.now()
-	st, err := p.store.Stats(ctx, at)
+	st, err := operator.StatusAt(r.Context(), p.store, at)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
-	held, notUp, err := p.held(ctx)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	heldCounts, truncated, err := SplitHeld(ctx, p.store, st.Namespaces, held)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	rows := map[string]*nsRow{}
-	for ns, c := range st.Namespaces {
-		rows[ns] = &nsRow{Name: ns, Ready: c.Ready, Retrying: c.Retrying, Held: heldCounts[ns], Parked: c.Parked, Idle: c.Idle, Leased: c.Leased, Behind: c.Behind}
-	}
-	var list []nsRow
-	for _, ns := range slices.Sorted(mapKeys(rows)) {
-		row := rows[ns]
+	var rows []nsRow
+	for _, ns := range st.Names() {
 		rate, lag := p.series(ns)
-		row.Rate = chart{Label: "deliveries/s", Points: rate}
-		row.Lag = chart{Label: "records behind", Points: lag}
-		link := func(state string) string {
-			return "registrations?" + url.Values{"namespace": {ns}, "state": {state}}.Encode()
-		}
-		row.ReadyLink, row.RetryingLink, row.HeldLink = link(push.StateReady), link(push.StateRetrying), link(StateHeld)
-		row.ParkedLink, row.IdleLink = link(push.StateParked), link(push.StateIdle)
-		row.NamespaceLink = "registrations?" + url.Values{"namespace": {ns}}.Encode()
-		list = append(list, *row)
-	}
-	lagging := make([]regView, len(st.Lagging))
-	for i, s := range st.Lagging {
-		lagging[i] = held.view(s)
-	}
-	var oldest *regView
-	if st.OldestParked != nil {
-		v := held.view(*st.OldestParked)
-		oldest = &v
+		rows = append(rows, nsRow{Name: ns, NamespaceView: st.Namespaces[ns],
+			Rate: chart{Label: "deliveries/s", Points: rate}, Lag: chart{Label: "records behind", Points: lag}})
 	}
 	p.render(w, r, http.StatusOK, "overview", map[string]any{
-		"Title": "Overview", "At": at, "Namespaces": list, "Lagging": lagging, "OldestParked": oldest,
-		"NotUp": notUp, "HeldTruncated": truncated, "MaxHeldScan": MaxHeldScan,
+		"Title": "Overview", "At": at, "Namespaces": rows, "Lagging": st.Lagging, "OldestParked": st.OldestParked,
+		"Hosts": st.Hosts, "MoreNotUp": st.Hosts.Down + st.Hosts.Unavailable - len(st.Hosts.NotUp), "HeldTruncated": st.HeldTruncated, "MaxHeldScan": operator.MaxHeldScan,
 	})
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // registrationsShown is how many rows one page of the registrations view
@@ -229,7 +65,7 @@ const (
 	registrationsScan  = 10_000
 )
 
-var states = []string{push.StateReady, push.StateRetrying, StateHeld, push.StateParked, push.StateIdle}
+var states = []string{push.StateReady, push.StateRetrying, operator.StateHeld, push.StateParked, push.StateIdle}
 
 func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -239,47 +75,15 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, fmt.Sprintf("state %q must be one of %s", state, strings.Join(states, ", ")))
 		return
 	}
-	held, _, err := p.held(ctx)
+	q := push.ListQuery{Stream: stream, Namespace: ns, After: push.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}}
+	rows, after, err := operator.List(ctx, p.store, q, state, registrationsShown, registrationsScan)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
-	q := push.ListQuery{Stream: stream, Namespace: ns, Parked: state == push.StateParked,
-		Lagging: state == push.StateReady || state == push.StateRetrying || state == StateHeld,
-		After:   push.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}, Limit: registrationsShown}
-	var rows []regView
 	var next string
-	for scanned := 0; len(rows) < registrationsShown; {
-		page, err := p.store.List(ctx, q)
-		if err != nil {
-			p.failErr(w, r, err)
-			return
-		}
-		for i, s := range page {
-			v := held.view(s)
-			if state == "" || v.State == state {
-				rows = append(rows, v)
-			}
-			if len(rows) == registrationsShown && i < len(page)-1 {
-				page = page[:i+1]
-				break
-			}
-		}
-		scanned += len(page)
-		if len(page) < q.Limit && len(rows) < registrationsShown {
-			break
-		}
-		q.After = page[len(page)-1].Key()
-		if len(rows) == registrationsShown || scanned >= registrationsScan {
-			nq := url.Values{"after_stream": {q.After.Stream}, "after_id": {q.After.ID}}
-			for k, v := range map[string]string{"stream": stream, "namespace": ns, "state": state} {
-				if v != "" {
-					nq.Set(k, v)
-				}
-			}
-			next = "registrations?" + nq.Encode()
-			break
-		}
+	if after != nil {
+		next = href("registrations", "after_stream", after.Stream, "after_id", after.ID, "stream", stream, "namespace", ns, "state", state)
 	}
 	p.render(w, r, http.StatusOK, "registrations", map[string]any{
 		"Title": "Registrations", "Rows": rows, "Next": next, "Stream": stream, "Namespace": ns, "State": state, "States": states,
@@ -303,32 +107,19 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, "stream and id are required (registration?stream=…&id=…)")
 		return
 	}
-	s, err := p.store.Get(ctx, stream, id)
+	v, err := operator.Registration(ctx, p.store, stream, id)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
-	evs, err := p.store.Evidence(ctx, stream, id, 0)
+	evs, err := operator.Evidence(ctx, p.store, stream, id, 0)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
-	}
-	held, _, err := p.held(ctx)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	for i := range evs {
-		evs[i].Location = RedactURL(evs[i].Location)
-	}
-	v := held.view(s)
-	acked := uint64(0)
-	if s.NextSeq > 0 {
-		acked = s.NextSeq - 1
 	}
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
-		"Title": "Registration", "R": v, "Evidence": evs, "Acked": acked, "Done": done[q.Get("done")],
-		"NextSeq": s.NextSeq + 1, "HeadNext": s.Head + 1,
+		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": done[q.Get("done")],
+		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
 	})
 }
 
@@ -342,67 +133,17 @@ func (p *Page) hosts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) record(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	q := r.URL.Query()
-	id, stream, seqText := q.Get("id"), q.Get("stream"), q.Get("seq")
-	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seqText}
-	var rec journal.Record
-	switch {
-	case id == "" && stream == "" && seqText == "":
-		p.render(w, r, http.StatusOK, "record", data)
-		return
-	case id != "" && seqText == "":
-		var err error
-		if rec, err = p.store.Lookup(ctx, id); err != nil {
-			p.failErr(w, r, err)
-			return
-		}
-	case id == "" && stream != "" && seqText != "":
-		seq, err := strconv.ParseUint(seqText, 10, 64)
-		if err != nil || seq == 0 {
-			p.fail(w, r, http.StatusBadRequest, fmt.Sprintf("seq %q is not a seq (1, 2, …)", seqText))
-			return
-		}
-		recs, err := p.store.Read(ctx, stream, seq, 1)
+	id, stream, seq := q.Get("id"), q.Get("stream"), q.Get("seq")
+	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seq}
+	if id != "" || stream != "" || seq != "" { // else the form alone
+		st, err := operator.RecordStatusOf(r.Context(), p.store, id, stream, seq)
 		if err != nil {
 			p.failErr(w, r, err)
 			return
 		}
-		if len(recs) == 0 || recs[0].Seq != seq {
-			p.failErr(w, r, fmt.Errorf("stream %q has no record #%d (never appended, or pruned once every registration had acknowledged it): %w", stream, seq, journal.ErrNotFound))
-			return
-		}
-		rec = recs[0]
-	default:
-		p.fail(w, r, http.StatusBadRequest, "name the record by id, or by stream and seq (not both)")
-		return
+		data["Record"], data["Acked"], data["Pending"] = st.Record, st.Acknowledged, st.NotAcknowledged
 	}
-	held, _, err := p.held(ctx)
-	if err != nil {
-		p.failErr(w, r, err)
-		return
-	}
-	var acked, pending []regView
-	lq := push.ListQuery{Stream: rec.Stream, Limit: push.MaxListLimit}
-	for {
-		page, err := p.store.List(ctx, lq)
-		if err != nil {
-			p.failErr(w, r, err)
-			return
-		}
-		for _, s := range page {
-			if s.NextSeq > rec.Seq {
-				acked = append(acked, held.view(s))
-			} else {
-				pending = append(pending, held.view(s))
-			}
-		}
-		if len(page) < lq.Limit {
-			break
-		}
-		lq.After = page[len(page)-1].Key()
-	}
-	data["Record"], data["Acked"], data["Pending"] = rec, acked, pending
 	p.render(w, r, http.StatusOK, "record", data)
 }
 
@@ -450,26 +191,17 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Title": "Confirm", "A": a}
 	if a.Action != "reset-host" {
-		s, err := p.store.Get(r.Context(), a.Stream, a.ID)
+		v, err := operator.Registration(r.Context(), p.store, a.Stream, a.ID)
+		// Refuse at once what the store will refuse, by its rules.
+		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
+		if err == nil && check != nil {
+			err = check(v.NextSeq, v.Head, a.ToSeq)
+		}
 		if err != nil {
 			p.failErr(w, r, err)
 			return
 		}
-		// Refuse at once what the store would refuse (it stays the judge).
-		switch {
-		case a.Action == "skip" && (a.ToSeq <= s.NextSeq || a.ToSeq > s.Head+1):
-			p.failErr(w, r, journal.Invalid("to_seq", "%d must be from %d (past the cursor) to %d (head+1)", a.ToSeq, s.NextSeq+1, s.Head+1))
-			return
-		case a.Action == "rewind" && a.ToSeq > s.Head+1:
-			p.failErr(w, r, journal.Invalid("to_seq", "%d must be from 1 to %d (head+1)", a.ToSeq, s.Head+1))
-			return
-		}
-		held, _, err := p.held(r.Context())
-		if err != nil {
-			p.failErr(w, r, err)
-			return
-		}
-		data["R"] = held.view(s)
+		data["R"] = v
 	}
 	p.render(w, r, http.StatusOK, "confirm", data)
 }
@@ -501,17 +233,10 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.Action == "reset-host" {
-		http.Redirect(w, r, p.prefix+"hosts?done=reset-host", http.StatusSeeOther)
+		http.Redirect(w, r, Prefix+"hosts?done=reset-host", http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, p.prefix+regLink(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05Z")
+	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
 }
 
 // ago says how long before now t was, roughly ("3m", "2h", "5d"), or "in
@@ -520,23 +245,19 @@ func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	d := now.Sub(t)
-	prefix, suffix := "", " ago"
+	d, format := now.Sub(t), "%d%s ago"
 	if d < 0 {
-		d, prefix, suffix = -d, "in ", ""
+		d, format = -d, "in %d%s"
 	}
-	var s string
 	switch {
 	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d.Seconds()))
+		return fmt.Sprintf(format, int(d.Seconds()), "s")
 	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d.Minutes()))
+		return fmt.Sprintf(format, int(d.Minutes()), "m")
 	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+		return fmt.Sprintf(format, int(d.Hours()), "h")
 	}
-	return prefix + s + suffix
+	return fmt.Sprintf(format, int(d.Hours()/24), "d")
 }
 
 // pct is a of b in percent, for the cursor bar (0 when b is 0).

@@ -12,7 +12,7 @@ import (
 	"os"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
@@ -23,85 +23,90 @@ import (
 // appendBatch is how many lines of a --file one transaction appends.
 const appendBatch = 500
 
-func newAppend(e *env) *cobra.Command {
+func newAppend(e *env) command {
 	var (
 		stream, file string
 		one          journal.Entry
+		batches      []batch
 	)
-	cmd := &cobra.Command{
-		Use:   "append",
-		Short: "Append records to a stream: one from stdin, or many from a JSON Lines file",
-		Long: `Append one record, whose payload is read from stdin, or with --file, one record a
+	return command{
+		use:   "append",
+		short: "Append records to a stream: one from stdin, or many from a JSON Lines file",
+		long: `Append one record, whose payload is read from stdin, or with --file, one record a
 line of a JSON Lines file:
 
   {"id": "evt-1", "kind": "order.created", "payload": {"total": 42}}
   {"id": "evt-2", "kind": "blob", "content_type": "image/png", "payload_base64": "iVBORw0…"}
   {"id": "evt-3", "kind": "order.closed", "payload": {}, "final": true, "stream": "order/1002"}
 
-"payload" is any JSON value, stored as its JSON text (a JSON string is stored as
-its text when the content type is not JSON); "payload_base64" carries bytes.
-"stream" overrides --stream for that line; "content_type" defaults to
-application/json. The whole file is checked before anything is appended: every
-line, an id repeated in the file, a record after its stream's final record, an
-id the journal holds with other content, a sealed stream; then it is appended in
-transactions of 500 lines (only another process appending meanwhile can still
-stop it half way). Appending an id that already exists with the same content is
-a no-op, so a failed run can simply be repeated.`,
-		Example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
+"payload" is any JSON value (a JSON string is stored as its text when the
+content type is not JSON); "payload_base64" carries bytes; "stream" overrides
+--stream. The whole file is checked before anything is appended, then appended
+in transactions of 500 lines. Appending an id that exists with the same content
+is a no-op, so a failed run can simply be repeated.`,
+		example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
   herald append --stream task/8f3c --file lifecycle.jsonl`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var batches []batch
-			var err error
+		db: createDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&stream, "stream", "", "the stream to append to (e.g. actor/alice, task/8f3c)")
+			f.StringVar(&one.ID, "id", "", "the record id: unique, stable, the idempotency key")
+			f.StringVar(&one.Kind, "kind", "", "what happened (e.g. Create, order.created, statusUpdate)")
+			f.StringVar(&one.ContentType, "content-type", journal.DefaultContentType, "the payload's media type")
+			f.BoolVar(&one.Final, "final", false, "seal the stream: nothing may be appended after this record")
+			f.StringVar(&one.Traceparent, "traceparent", "", "W3C trace context of the append (00-<trace id>-<span id>-<flags>): each delivery is sent a child of it")
+			f.StringVar(&one.Tracestate, "tracestate", "", "W3C tracestate sent with each delivery, as given (needs --traceparent)")
+			f.StringVar(&file, "file", "", "a JSON Lines file of records, one a line")
+		},
+		check: func(c *call) (err error) {
 			if file != "" {
 				for _, f := range []string{"id", "kind", "content-type", "final", "traceparent", "tracestate"} {
-					if cmd.Flags().Changed(f) {
+					if c.changed(f) {
 						return usagef("--%s applies to a single record: with --file, put it on each line", f)
 					}
 				}
-				batches, err = readJSONL(file, stream)
-			} else {
-				if err := required(cmd, "stream", "id", "kind"); err != nil {
+				if batches, err = readJSONL(file, stream); err != nil {
 					return err
 				}
-				one.Payload, err = readPayload(e.In)
+			} else {
+				if err := c.need("stream", "id", "kind"); err != nil {
+					return err
+				}
+				if one.Payload, err = readPayload(e.In); err != nil {
+					return err
+				}
 				batches = []batch{{where: "append", stream: stream, entries: []journal.Entry{one}, lines: []int{0}}}
-			}
-			if err != nil {
-				return err
 			}
 			for i, bt := range batches {
 				valid, err := journal.ValidateEntries(bt.stream, bt.entries, 0)
-				if err != nil && file == "" {
-					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, oneEntryFlags(err))
-				}
-				if err != nil {
+				switch {
+				case err != nil && file == "":
+					return fmt.Errorf("%s: %w (nothing was appended)", bt.where, stdinPayload(err))
+				case err != nil:
 					return fmt.Errorf("%w (nothing was appended)", lineError(file, bt, err))
 				}
 				batches[i].entries = valid
 			}
-			b, err := e.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+			return nil
+		},
+		run: func(c *call) error {
 			existed := map[string]bool{}
 			if file != "" {
-				if existed, err = checkFile(cmd.Context(), b, file, batches); err != nil {
+				var err error
+				if existed, err = checkFile(c.ctx(), c.b, file, batches); err != nil {
 					return err
 				}
-			} else if rec, err := b.Lookup(cmd.Context(), one.ID); err == nil && journal.Same(rec, stream, batches[0].entries[0]) == nil {
+			} else if rec, err := c.b.Lookup(c.ctx(), one.ID); err == nil && journal.Same(rec, stream, batches[0].entries[0]) == nil {
 				existed[one.ID] = true // appending it again is a no-op; say so
 			}
 			bar := e.progress(len(batches), file)
 			var out []appended
 			for _, bt := range batches {
-				recs, err := b.Append(cmd.Context(), bt.stream, bt.entries...)
-				if err != nil && file == "" {
-					return fmt.Errorf("append: %w (nothing was appended)", oneEntryFlags(err))
-				}
-				if err != nil {
-					err = fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))
+				recs, err := c.b.Append(c.ctx(), bt.stream, bt.entries...)
+				switch {
+				case err != nil && file == "":
+					return fmt.Errorf("append: %w (nothing was appended)", stdinPayload(err))
+				case err != nil:
+					err = named{fmt.Errorf("%s: %w (%s stored before it; appending again is safe)", bt.where, err, plural(len(out), "record"))}
 					if len(out) > 0 {
 						// Not exit 2 (nothing was changed), whatever the
 						// error: the records before it are stored.
@@ -112,49 +117,33 @@ a no-op, so a failed run can simply be repeated.`,
 				for _, r := range recs {
 					out = append(out, appended{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Existed: existed[r.ID]})
 				}
-				if bar != nil {
-					_ = bar.Add(1)
+				_ = bar.Add(1)
+			}
+			_ = bar.Finish()
+			return c.print(out, func(w io.Writer) {
+				switch {
+				case len(out) == 1 && out[0].Existed:
+					fmt.Fprintf(w, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
+					return
+				case len(out) == 1:
+					fmt.Fprintf(w, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
+					return
 				}
-			}
-			if bar != nil {
-				_ = bar.Finish()
-			}
-			if e.json {
-				return printJSON(e.Out, out)
-			}
-			if len(out) == 1 && out[0].Existed {
-				fmt.Fprintf(e.Out, "Already in the journal: %s#%d (id %s), same content; nothing was appended.\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
-				return nil
-			}
-			if len(out) == 1 {
-				fmt.Fprintf(e.Out, "Appended %s#%d (id %s).\n", tbl.Clean(out[0].Stream), out[0].Seq, tbl.Clean(out[0].ID))
-				return nil
-			}
-			streams, already := map[string]bool{}, 0
-			for _, a := range out {
-				streams[a.Stream] = true
-				if a.Existed {
-					already++
+				streams, already := map[string]bool{}, 0
+				for _, a := range out {
+					streams[a.Stream] = true
+					if a.Existed {
+						already++
+					}
 				}
-			}
-			fmt.Fprintf(e.Out, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
-			if already > 0 {
-				fmt.Fprintf(e.Out, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
-			}
-			fmt.Fprintln(e.Out, ".")
-			return nil
+				fmt.Fprintf(w, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
+				if already > 0 {
+					fmt.Fprintf(w, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
+				}
+				fmt.Fprintln(w, ".")
+			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&stream, "stream", "", "the stream to append to (e.g. actor/alice, task/8f3c)")
-	f.StringVar(&one.ID, "id", "", "the record id: unique, stable, the idempotency key")
-	f.StringVar(&one.Kind, "kind", "", "what happened (e.g. Create, order.created, statusUpdate)")
-	f.StringVar(&one.ContentType, "content-type", journal.DefaultContentType, "the payload's media type")
-	f.BoolVar(&one.Final, "final", false, "seal the stream: nothing may be appended after this record")
-	f.StringVar(&one.Traceparent, "traceparent", "", "W3C trace context of the append (00-<trace id>-<span id>-<flags>): each delivery is sent a child of it")
-	f.StringVar(&one.Tracestate, "tracestate", "", "W3C tracestate sent with each delivery, as given (needs --traceparent)")
-	f.StringVar(&file, "file", "", "a JSON Lines file of records, one a line")
-	return cmd
 }
 
 type appended struct {
@@ -171,21 +160,19 @@ type batch struct {
 	lines   []int // the line of each entry
 }
 
-// checkFile refuses, before anything is appended, a file that could not be
-// appended whole against the journal (readJSONL refused what the file
-// alone shows): an id the journal holds with other content (a
-// *journal.ConflictError) or a record for a stream the journal holds
-// sealed (a *journal.SealedError). Lines whose record the
-// journal already holds, same content, are fine: appending them is a no-op.
-// It looks every id up, lookupParallelism at a time, and reports the first
-// problem by line. It returns the ids the journal already holds with the
-// same content.
+// checkFile refuses, before anything is appended, a file the journal would
+// refuse part way: an id it holds with other content (*journal.ConflictError)
+// or a record for a sealed stream (*journal.SealedError). It returns the
+// ids it holds with the same content (appending them is a no-op).
 func checkFile(ctx context.Context, b backend, path string, batches []batch) (stored map[string]bool, err error) {
 	type item struct {
 		line   int
 		stream string
 		entry  journal.Entry
 		stored *journal.Record // set by the lookups when the journal holds the id
+	}
+	refuse := func(it item, err error) error {
+		return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
 	}
 	var items []item
 	for _, bt := range batches {
@@ -218,12 +205,10 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 	for _, it := range items {
 		if it.stored != nil {
 			if err := journal.Same(*it.stored, it.stream, it.entry); err != nil {
-				return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+				return nil, refuse(it, err)
 			}
 			stored[it.entry.ID] = true
-			continue
-		}
-		if !seen[it.stream] {
+		} else if !seen[it.stream] {
 			seen[it.stream] = true
 			fresh = append(fresh, it)
 		}
@@ -231,17 +216,17 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 	for _, it := range fresh {
 		head, err := b.Head(ctx, it.stream)
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			return nil, refuse(it, err)
 		}
 		if head == 0 {
 			continue
 		}
 		recs, err := b.Read(ctx, it.stream, head, 1)
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
+			return nil, refuse(it, err)
 		}
 		if len(recs) == 1 && recs[0].Final {
-			return nil, fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, &journal.SealedError{Stream: it.stream, FinalSeq: head})
+			return nil, refuse(it, &journal.SealedError{Stream: it.stream, FinalSeq: head})
 		}
 	}
 	return stored, nil
@@ -286,9 +271,7 @@ type line struct {
 }
 
 // readJSONL parses a JSON Lines file into batches of consecutive lines of
-// one stream, at most appendBatch each. It reports the first bad line by
-// number: one that does not parse, an id an earlier line has, a record
-// after its stream's final record.
+// one stream, at most appendBatch each, refusing the first bad line.
 func readJSONL(path, defaultStream string) ([]batch, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -301,9 +284,7 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 		out   []batch
 		first int
 		n     int
-		// A file is refused as a batch would be (journal.ValidateEntries),
-		// whichever batches its lines fall in: an id it repeats, a record
-		// after its stream's final record.
+		// Refused as one batch would be, whichever batches its lines fall in.
 		idLine    = map[string]int{}
 		finalLine = map[string]int{}
 	)
@@ -397,44 +378,37 @@ func isJSONType(ct string) bool {
 	return journal.IsJSON(string(bytes.TrimSpace(mt)))
 }
 
-// progress returns a progress bar on stderr when it is a terminal, else nil.
+// progress returns a progress bar on stderr when it is a terminal, else a
+// silent one.
 func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 	f, ok := e.Err.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || total < 2 || e.json {
-		return nil
+		return progressbar.DefaultSilent(int64(total))
 	}
 	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("appending "+what),
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
-// lineError names, in a validation error of a --file batch, the line of
-// the entry it is about: "f.jsonl line 7: invalid payload: …" where the
-// library says "entries[3].payload" of the batch. Another error is named
-// by the batch's lines.
+// lineError names the line of the entry a batch's validation error is
+// about ("f.jsonl line 7: invalid payload", not "entries[3].payload"), or
+// the batch's lines.
 func lineError(path string, bt batch, err error) error {
 	var inv *journal.InvalidError
 	if errors.As(err, &inv) {
 		if i, field, ok := inv.InBatch(); ok && i < len(bt.lines) {
-			return fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})
+			return named{fmt.Errorf("%s line %d: %w", path, bt.lines[i], &journal.InvalidError{Field: field, Reason: inv.Reason})}
 		}
 	}
-	return fmt.Errorf("%s: %w", bt.where, err)
+	return named{fmt.Errorf("%s: %w", bt.where, err)}
 }
 
-// oneEntryFlags names, in a validation error of a single append, the flag
-// the user gave the field by (asFlags, once the library's "entries[0]." is
-// taken off), or stdin for the payload.
-func oneEntryFlags(err error) error {
+// stdinPayload names the payload of a single append by where it came from.
+func stdinPayload(err error) error {
 	var inv *journal.InvalidError
-	if !errors.As(err, &inv) {
-		return err
+	if errors.As(err, &inv) {
+		if _, f, ok := inv.InBatch(); ok && f == "payload" {
+			return &journal.InvalidError{Field: "payload (stdin)", Reason: inv.Reason}
+		}
 	}
-	field := inv.Field
-	if _, f, ok := inv.InBatch(); ok {
-		field = f
-	}
-	if field == "payload" {
-		return &journal.InvalidError{Field: "payload (stdin)", Reason: inv.Reason}
-	}
-	return asFlags(&journal.InvalidError{Field: field, Reason: inv.Reason})
+	return err
 }

@@ -1,6 +1,5 @@
-// Package cli implements the herald command: one file a command, each
-// validating its options before it touches a database. cmd/herald is a thin
-// main around Main.
+// Package cli implements the herald command, a file a concept, each
+// command run alike by the runner (runner.go); cmd/herald is a thin main.
 package cli
 
 import (
@@ -38,15 +37,11 @@ type Stdio struct {
 // env is what every command shares: streams, global flags, the clock.
 type env struct {
 	Stdio
-	getenv   func(string) string
-	database string
-	// databaseFrom names where database came from, for its errors:
-	// "--database", or HERALD_DATABASE_URL when that set it.
-	databaseFrom string
-	// databaseGiven: --database was on the command line, so the commands
-	// a hint prints need it too (see command).
-	databaseGiven bool
-	seqEvery      time.Duration // herald run --sequencer-interval (PostgreSQL); 0: the store's default
+	getenv        func(string) string
+	database      string
+	databaseFrom  string        // "--database", or HERALD_DATABASE_URL when that set it
+	databaseGiven bool          // on the command line: a hint's command needs it too (hint)
+	seqEvery      time.Duration // herald run --sequencer-interval; 0: the store's default
 	json          bool
 	verbose       bool
 	now           func() time.Time
@@ -87,19 +82,10 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 			fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
 		}
 		return ExitUsage
-	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound),
+	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound), errors.Is(err, store.ErrNotHerald),
 		errors.As(err, new(*journal.ConflictError)), errors.As(err, new(*journal.SealedError)):
-		// A bad value (a seq out of range, an invalid id), a registration,
-		// record or host that does not exist, a record id stored with other
-		// content, a sealed stream: nothing was changed, and running the
-		// command again as it is cannot succeed. (A bare ErrConflict, an
-		// append that raced another for an id, may succeed when repeated:
-		// exit 1.)
-		return ExitUsage
-	case errors.Is(err, store.ErrNotHerald):
-		// --database names something that is not herald's (another
-		// application's tables, a file that is not SQLite): a bad value, as
-		// a missing file is; nothing was changed.
+		// Nothing was changed, and the command cannot succeed as it is (a
+		// bare ErrConflict, an append that raced another, may: exit 1).
 		return ExitUsage
 	}
 	return ExitError
@@ -143,18 +129,15 @@ func newRoot(e *env) *cobra.Command {
 					e.database, e.databaseFrom = v, "HERALD_DATABASE_URL"
 				}
 			}
-			level := slog.LevelInfo
+			opts := &slog.HandlerOptions{Level: slog.LevelInfo}
 			if e.verbose {
-				level = slog.LevelDebug
+				opts.Level = slog.LevelDebug
 			}
-			opts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler = slog.NewTextHandler(e.Err, opts)
 			if e.json {
-				// Scripts read stderr too: its log lines are JSON objects,
-				// one a line, as its error is.
-				e.logger = slog.New(slog.NewJSONHandler(e.Err, opts))
-			} else {
-				e.logger = slog.New(slog.NewTextHandler(e.Err, opts))
+				h = slog.NewJSONHandler(e.Err, opts) // scripts read stderr too: one JSON object a line, as its error
 			}
+			e.logger = slog.New(h)
 			return nil
 		},
 	}
@@ -163,26 +146,13 @@ func newRoot(e *env) *cobra.Command {
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
-	root.AddCommand(
-		newMigrate(e),
-		newAppend(e),
-		newRegister(e),
-		newUnregister(e),
-		newSweep(e),
-		newRun(e),
-		newRegistrations(e),
-		newUnpark(e),
-		newSkip(e),
-		newRewind(e),
-		newEvidence(e),
-		newStatus(e),
-		newHosts(e),
-		newRecordStatus(e),
-		newRecords(e),
-		newStreams(e),
-		newPrune(e),
-		newDemo(e),
-	)
+	for _, d := range []command{
+		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSweep(e), newRun(e),
+		newRegistrations(e), newUnpark(e), newSkip(e), newRewind(e), newEvidence(e), newStatus(e),
+		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newDemo(e),
+	} {
+		root.AddCommand(e.cobra(d))
+	}
 	return root
 }
 
@@ -209,25 +179,15 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// usageOf is err, if any, as a usage error.
+func usageOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
 func isUsage(err error) bool {
 	var u usageError
 	return errors.As(err, &u)
-}
-
-// noArgs refuses positional arguments as a usage error.
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
-	}
-	return nil
-}
-
-// required checks that flags were given, as a usage error.
-func required(cmd *cobra.Command, names ...string) error {
-	for _, n := range names {
-		if !cmd.Flags().Changed(n) {
-			return usagef("%s needs --%s", strings.TrimPrefix(cmd.CommandPath(), "herald "), n)
-		}
-	}
-	return nil
 }

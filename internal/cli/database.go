@@ -1,19 +1,27 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -78,12 +86,10 @@ func (d database) String() string {
 }
 
 // redactDSN hides the password of a connection string: in a URL's
-// userinfo (up to the authority's last '@', since a password may hold an
-// unescaped '@', and the authority up to the first '/' or '?': a '#' there
-// is more likely a password's than a fragment, which a connection URL has
-// no use for), and wherever a password=… parameter appears, as in a URL's
-// query or a libpq keyword/value string ("host=db password=…"), which
-// someone may well pass to --database.
+// userinfo (up to the authority's last '@': a password may hold one; the
+// authority ends at the first '/' or '?', since a '#' there is likelier a
+// password's than a fragment), and in every password=… parameter (a URL's
+// query, a libpq "host=db password=…" string).
 func redactDSN(s string) string {
 	if scheme, rest, ok := strings.Cut(s, "://"); ok {
 		end := strings.IndexAny(rest, "/?")
@@ -119,53 +125,23 @@ func redactQuery(tail string) string {
 	return path + "?" + strings.Join(pairs, "&")
 }
 
-// passwordParam matches a password parameter and its value, quoted (and
-// whatever follows the closing quote up to the next separator, which a
-// parser may take as the value's) or up
-// to the next separator. Whitespace is C's isspace (libpq's), which counts
-// \v: RE2's \s does not.
+// passwordParam matches a password parameter and its value, quoted (with
+// what follows the quote up to the next separator) or not. Whitespace is
+// libpq's isspace, which counts \v: RE2's \s does not.
 var passwordParam = regexp.MustCompile(`(?i)(password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*)('[^']*'?[^\t\n\v\f\r &;#]*|[^\t\n\v\f\r &;#]*)`)
 
-// What a command may do to a SQLite --database (PostgreSQL is never created
-// nor migrated by these: `herald migrate up` does that).
+// openMode is what a command may do to a SQLite --database (PostgreSQL is
+// created and migrated only by herald migrate up).
 type openMode int
 
 const (
-	// createDB: create and migrate a new file, migrate an older one up.
-	// For the commands whose job is to put something in a database that
-	// may not exist yet: register, append, migrate up (and demo).
-	createDB openMode = iota
-	// existingDB: refuse a missing file; migrate an existing older one up.
-	// For the commands that deliver (sweep, run): they write cursors, so an
-	// upgraded herald migrates their file as before, but a mistyped path
-	// would only ever serve an empty database.
-	existingDB
-	// readDB: refuse a missing file, migrate nothing. For the commands
-	// that read, or change what must already exist (unpark, skip, rewind).
-	readDB
+	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
+	createDB                   // create and migrate a new file, migrate an older one up (register, append)
+	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
+	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
 
-// open opens the --database for a command that creates what it writes
-// (register, append): a new SQLite file is created and migrated (the
-// embedded default must just work); PostgreSQL must be migrated with
-// `herald migrate up` first.
-func (e *env) open(ctx context.Context) (backend, error) { return e.openDB(ctx, createDB) }
-
-// openServing opens the --database for a command that delivers what is
-// there (sweep, run): a missing SQLite file is a usage error (exit 2)
-// naming the path and --database, and nothing is created; an existing one
-// is migrated up.
-func (e *env) openServing(ctx context.Context) (backend, error) { return e.openDB(ctx, existingDB) }
-
-// openExisting opens the --database for a command that only reads, or that
-// changes a registration that must already exist (unpark, skip, rewind): it
-// creates nothing and migrates nothing, so that `herald status` in the wrong
-// folder says there is no database there instead of reporting an empty one,
-// and never undoes a `herald migrate down`. A missing SQLite file is a
-// usage error (exit 2) naming the path and --database.
-func (e *env) openExisting(ctx context.Context) (backend, error) { return e.openDB(ctx, readDB) }
-
-func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
+func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 	d, err := parseDatabase(e.databaseFrom, e.database)
 	if err != nil {
 		return nil, err
@@ -188,7 +164,16 @@ func (e *env) openDB(ctx context.Context, mode openMode) (backend, error) {
 			return nil, noDatabase(d)
 		}
 	default:
-		b, err = openPostgres(ctx, d.url, e.seqEvery)
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		var opts []postgres.Option
+		if e.seqEvery != 0 {
+			opts = append(opts, postgres.WithSequencerInterval(e.seqEvery))
+		}
+		var s *postgres.Store
+		if s, err = postgres.Open(pctx, d.url, opts...); err == nil {
+			b = s
+		}
 	}
 	if err != nil {
 		return nil, e.openError(d, err)
@@ -206,7 +191,7 @@ func (e *env) openError(d database, err error) error {
 	var hint string
 	switch {
 	case errors.Is(err, store.ErrSchemaBehind):
-		hint = "run: " + e.command("migrate up")
+		hint = "run: " + e.hint("migrate up")
 	case errors.Is(err, store.ErrSchemaAhead):
 		hint = "this herald is older than the database: upgrade herald"
 	case errors.Is(err, store.ErrNotHerald):
@@ -218,4 +203,104 @@ func (e *env) openError(d database, err error) error {
 		return fmt.Errorf("cannot use database %s: %w\n%s", d, err, hint)
 	}
 	return fmt.Errorf("cannot open database %s: %w", journal.Shown(d.String()), err)
+}
+
+func newMigrate(e *env) command {
+	var yes bool
+	return command{
+		use:   "migrate up|down|status",
+		short: "Apply, revert or show the database schema's migrations",
+		long: `Manage the database schema. "up" applies every pending migration; "down"
+reverts the newest one (it drops what that migration created: data in those
+tables is lost), so it asks first on a terminal and otherwise needs --yes;
+"status" lists the migrations and which are applied.
+
+A new SQLite file is migrated automatically on first use; PostgreSQL is
+migrated only by "herald migrate up", so that a deploy controls when it happens.`,
+		example: `  herald migrate up --database postgres://herald@localhost/herald
+  herald migrate status --json
+  herald migrate down --yes --database sqlite:./herald.db`,
+		args: func(args []string) error {
+			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
+				return usagef("migrate takes one of up, down, status")
+			}
+			return nil
+		},
+		flags: func(f *pflag.FlagSet) {
+			f.BoolVar(&yes, "yes", false, "down: revert without asking (it drops the newest migration's tables and their data)")
+		},
+		run: func(c *call) error {
+			d, err := parseDatabase(e.databaseFrom, e.database)
+			if err != nil {
+				return err
+			}
+			if c.args[0] == "down" && !yes {
+				if err := e.confirmDown(c.ctx(), d); err != nil {
+					return err
+				}
+			}
+			st, err := migrate(c.ctx(), d, c.args[0])
+			if err != nil {
+				return fmt.Errorf("migrate %s %s: %w", c.args[0], d, err)
+			}
+			return c.print(st, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: schema version %d of %d.\n", st.Database, st.Current, st.Latest)
+				t := tbl.New(w, "VERSION", "NAME", "APPLIED")
+				for _, m := range st.Migrations {
+					t.Row(fmt.Sprint(m.Version), m.Name, yesNo(m.Applied))
+				}
+				t.Flush()
+			})
+		},
+	}
+}
+
+// confirmDown asks on a terminal before migrate down drops data, and
+// without a terminal refuses unless --yes was given (exit 2, nothing done).
+func (e *env) confirmDown(ctx context.Context, d database) error {
+	st, err := migrate(ctx, d, "status")
+	if err != nil {
+		return fmt.Errorf("migrate down %s: %w", d, err)
+	}
+	if st.Current == 0 {
+		return nil // nothing to revert: down changes nothing
+	}
+	name := fmt.Sprint(st.Current)
+	for _, m := range st.Migrations {
+		if m.Version == st.Current {
+			name = fmt.Sprintf("%d (%s)", m.Version, m.Name)
+		}
+	}
+	in, ok := e.In.(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return usagef("migrate down reverts migration %s of %s and drops what it created, data included: add --yes to do it", name, d)
+	}
+	fmt.Fprintf(e.Err, "migrate down reverts migration %s of %s and drops what it created, data included. Type yes to go on: ", name, d)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	if strings.TrimSpace(answer) != "yes" {
+		return usagef("migrate down: not confirmed; nothing was changed")
+	}
+	return nil
+}
+
+// migrate runs verb (up, down or status) on d's store. The status names the
+// database as d.String() does, the form every other command prints.
+func migrate(ctx context.Context, d database, verb string) (store.SchemaStatus, error) {
+	up, down, status, target := sqlite.MigrateUp, sqlite.MigrateDown, sqlite.MigrationStatus, d.path
+	if d.kind == "postgres" {
+		up, down, status, target = postgres.MigrateUp, postgres.MigrateDown, postgres.MigrationStatus, d.url
+	}
+	run := status
+	switch verb {
+	case "up":
+		run = up
+	case "down":
+		run = down
+	}
+	st, err := run(ctx, target)
+	if err != nil {
+		return store.SchemaStatus{}, err
+	}
+	st.Database = d.String()
+	return st, nil
 }

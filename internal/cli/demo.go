@@ -11,77 +11,66 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/demo"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
-func newDemo(e *env) *cobra.Command {
+func newDemo(e *env) command {
 	var (
 		duration time.Duration
 		corpus   string
+		in       *demo.Input
 	)
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Show herald's whole job on this machine: local receivers, every wire, a 503, a 410, a recovery",
-		Long: `Show herald's whole job in one command, with no server to install: it starts
-receivers on loopback that verify what they get with the receiving side of
-real libraries (an ActivityPub inbox checking HTTP signatures, sdk-go's
-CloudEvents receiver, an A2A webhook, a Standard Webhooks consumer), one that
-answers 503 with Retry-After a few times, one that answers 410 Gone and one
-that is down; appends ActivityStreams activities, webhook payloads and A2A task
-lifecycles; registers the receivers; and runs a worker per namespace until
-everything is delivered or parked. Then it shows the registrations, the
-parked ones, unparks the receiver that came back and shows it catching up.
+	return command{
+		use:   "demo",
+		short: "Show herald's whole job on this machine: local receivers, every wire, a 503, a 410, a recovery",
+		long: `Show herald's whole job in one command, with no server to install: receivers on
+loopback that verify what they get with real libraries' receiving side
+(ActivityPub HTTP signatures, CloudEvents, A2A, Standard Webhooks), one that
+answers 503 with Retry-After a few times, one that answers 410 Gone and one that
+is down; records of every wire; a worker per namespace until everything is
+delivered or parked; then an unpark, and the receiver that came back catching up.
 
-The input is a small example set embedded in herald, or with --corpus a
-directory laid out as the repository's testdata/corpus (activitystreams/*.json,
-<source>/<event>/*.json, a2a/*.jsonl), read where it lies.
-
-The database is a fresh SQLite file in a temporary directory, removed at the
-end, unless --database names one (it must be empty: the demo's workers would
-deliver its other registrations too). HERALD_DATABASE_URL is not used.
+The input is an embedded example set, or with --corpus a directory laid out as
+the repository's testdata/corpus. The database is a fresh SQLite file, removed
+at the end, unless --database names one (it must be empty: the demo's workers
+would deliver its other registrations too); HERALD_DATABASE_URL is not used.
 
 Exit 0 when every receiver verified everything it was sent and the 410
-receiver's registration is parked with its cursor intact; 1 otherwise, with
-what failed.`,
-		Example: `  herald demo
+receiver's registration is parked with its cursor intact; 1 otherwise.`,
+		example: `  herald demo
   herald demo --corpus testdata/corpus
   herald demo --json --database sqlite:demo.db`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		flags: func(f *pflag.FlagSet) {
+			f.DurationVar(&duration, "duration", demo.DefaultDuration, "give up (and exit 1) when the demo has not finished in this time")
+			f.StringVar(&corpus, "corpus", "", "deliver this directory (laid out as testdata/corpus) instead of the embedded examples")
+		},
+		check: func(*call) (err error) {
 			if duration <= 0 {
 				return usagef("--duration %v must be positive", duration)
 			}
-			in, err := demoInput(corpus)
-			if err != nil {
+			if corpus == "" {
+				in, err = demo.Examples()
 				return err
 			}
+			if in, err = demo.Corpus(corpus); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		run: func(c *call) error {
 			database := ""
-			if cmd.Flags().Changed("database") {
+			if c.changed("database") {
 				database = e.database
 			}
-			return e.runDemo(cmd.Context(), database, in, duration)
+			return e.runDemo(c.ctx(), database, in, duration)
 		},
 	}
-	f := cmd.Flags()
-	f.DurationVar(&duration, "duration", demo.DefaultDuration, "give up (and exit 1) when the demo has not finished in this time")
-	f.StringVar(&corpus, "corpus", "", "deliver this directory (laid out as testdata/corpus) instead of the embedded examples")
-	return cmd
-}
-
-func demoInput(corpus string) (*demo.Input, error) {
-	if corpus == "" {
-		return demo.Examples()
-	}
-	in, err := demo.Corpus(corpus)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return in, nil
 }
 
 // runDemo opens the database (a fresh SQLite file when database is empty),
@@ -118,7 +107,11 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	defer tr.CloseIdleConnections()
 	cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
 		Out: e.Out, Progress: e.Err, Logger: logger,
-		ShowRegistrations: func(w io.Writer, sts []push.Status) error { return printRegistrations(w, false, sts, nil) }}
+		ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+			ew := &errWriter{w: w}
+			printRegistrations(ew, operator.Held(nil).Views(sts))
+			return ew.err
+		}}
 	if e.json {
 		cfg.Out, cfg.Progress = io.Discard, nil
 	}
@@ -140,11 +133,11 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	return nil
 }
 
-// openDemo opens the demo's database. A PostgreSQL database without any
-// herald schema is migrated first, so that a fresh one just works; one with
-// an older schema is left to `herald migrate up`.
+// openDemo opens the demo's database, migrating a PostgreSQL database
+// without any herald schema (one with an older schema is left to herald
+// migrate up).
 func (e *env) openDemo(ctx context.Context) (backend, error) {
-	b, err := e.open(ctx)
+	b, err := e.open(ctx, createDB)
 	if err == nil || !errors.Is(err, store.ErrSchemaBehind) {
 		return b, err
 	}
@@ -159,5 +152,5 @@ func (e *env) openDemo(ctx context.Context) (backend, error) {
 	if _, merr := migrate(ctx, d, "up"); merr != nil {
 		return nil, fmt.Errorf("migrate up %s for the demo: %w", d, merr)
 	}
-	return e.open(ctx)
+	return e.open(ctx, createDB)
 }

@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/push"
 )
@@ -22,50 +20,24 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// table is the CLI's text table (internal/table, shared with the demo).
-type table struct{ *tbl.Table }
-
-func newTable(w io.Writer, header ...string) *table { return &table{tbl.New(w, header...)} }
-
-func (t *table) row(cells ...string) { t.Row(cells...) }
-
-func (t *table) flush() error { return t.Flush() }
-
-// cell makes s safe for one table cell (see table.Cell).
-func cell(s string) string { return tbl.Cell(s) }
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05Z")
+// errWriter keeps the first error writing to w, and writes nothing after it.
+type errWriter struct {
+	w   io.Writer
+	err error
 }
 
-// registrationView is a registration as the CLI and the APIs show it.
-type registrationView = daemon.RegistrationView
-
-func viewOf(s push.Status) registrationView { return daemon.ViewOf(s) }
-
-func redactURL(raw string) string { return daemon.RedactURL(raw) }
-
-// heldBy maps each host that is not up to its state (daemon.Held).
-type heldBy = daemon.Held
-
-func notUpHosts(ctx context.Context, hs push.HostStore) (heldBy, error) {
-	return daemon.HeldHosts(ctx, hs)
+func (e *errWriter) Write(p []byte) (n int, err error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, e.err = e.w.Write(p)
+	return n, e.err
 }
 
-func viewHeld(s push.Status, held heldBy) registrationView { return held.View(s) }
-
-func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy) error {
-	views := make([]registrationView, len(sts))
-	for i, s := range sts {
-		views[i] = viewHeld(s, held)
-	}
-	if asJSON {
-		return printJSON(w, views)
-	}
-	t := newTable(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+// printRegistrations writes views as a table, saying when a window is
+// capped by the default --max-per-host.
+func printRegistrations(w io.Writer, views []operator.RegistrationView) {
+	t := tbl.New(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	capped := 0
 	for _, v := range views {
 		kinds := "all"
@@ -76,32 +48,28 @@ func printRegistrations(w io.Writer, asJSON bool, sts []push.Status, held heldBy
 		if v.HeldFor != "" {
 			state = "held: host " + v.HeldFor
 		}
-		next := fmtTime(v.NextAttemptAt)
+		next := operator.Instant(v.NextAttemptAt)
 		if v.Parked {
 			next = "parked" // not attempted until unparked, whatever the stored instant
 		}
 		window := fmt.Sprint(v.Window)
-		if windowNote(v.Window) != "" {
+		if v.Window > push.DefaultMaxPerHost {
 			window = fmt.Sprintf("%d (%d at once)", v.Window, push.DefaultMaxPerHost)
 			capped++
 		}
-		t.row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+		t.Row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), next, state, v.LastError)
 	}
-	if err := t.flush(); err != nil || capped == 0 {
-		return err
+	if t.Flush(); capped > 0 {
+		fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
+			push.DefaultMaxPerHost, push.DefaultMaxPerHost)
 	}
-	_, err := fmt.Fprintf(w, "(%d at once): a window above the default --max-per-host of herald run and sweep (%d), which caps a worker's messages in flight to one host; workers run with a larger --max-per-host fill it.\n",
-		push.DefaultMaxPerHost, push.DefaultMaxPerHost)
-	return err
 }
 
-// command is how a hint names the herald command name for the operator
-// to run next: "herald name", and --database when this command was given
-// one on its command line (HERALD_DATABASE_URL carries over by itself),
-// so that the hint reads the same database. A value holding a password is
-// "…", which the operator fills in: no output prints a password.
-func (e *env) command(name string) string {
+// hint names the herald command name for the operator to run next: with
+// this command's --database, if given (HERALD_DATABASE_URL carries over by
+// itself); "…" for a value holding a password.
+func (e *env) hint(name string) string {
 	if !e.databaseGiven {
 		return "herald " + name
 	}
@@ -112,16 +80,13 @@ func (e *env) command(name string) string {
 	return "herald " + name + " --database " + v
 }
 
-// shellQuote returns s as one word of a shell command line: as it is when
-// it holds only characters no shell treats specially; else in single quotes
-// (each single quote in s closes them, is escaped, and reopens them), so
-// that a printed command can be pasted whatever the stream or id holds (& #
-// ; $ spaces, quotes); and when s holds a character that does not print
-// (a control character such as ESC, a format character such as U+202E, a
-// byte that is not UTF-8), in ANSI-C quotes ($'…': bash, zsh, ksh) with
-// each byte of that character written \xHH, which reads back the same
-// bytes whatever the shell's locale (\u does not, in the C locale), so that
-// the terminal shows the character instead of obeying it.
+// shellQuote returns s as one word of a shell command line, so that a
+// printed command can be pasted whatever s holds: as it is when no shell
+// treats its characters specially; else in single quotes; and when it holds
+// a character that does not print (ESC, U+202E, a byte that is not UTF-8),
+// in ANSI-C quotes ($'…': bash, zsh, ksh) with each byte of that character
+// as \xHH, which reads back the same bytes in any locale (\u does not), so
+// that the terminal shows the character instead of obeying it.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s
@@ -152,7 +117,41 @@ func shellQuote(s string) string {
 	return b.String()
 }
 
-// printable says whether a terminal shows r as itself: a space, or a
-// graphic character (unicode.IsPrint: no control, format, private-use,
-// surrogate or unassigned code point, no line or paragraph separator).
+// printable says whether a terminal shows r as itself: a space, or
+// unicode.IsPrint.
 func printable(r rune) bool { return r == ' ' || unicode.IsPrint(r) }
+
+// plural writes n with the noun in the singular for 1, else in the plural
+// given, or made with -s (-ies for a consonant and y).
+func plural(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	if strings.HasSuffix(one, "y") && !strings.HasSuffix(one, "ey") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(one, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// bytesText says a size in the unit that reads best (1 KiB = 1024 bytes).
+func bytesText(n int64) string {
+	switch {
+	case n < 1<<10:
+		return plural(int(n), "byte")
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

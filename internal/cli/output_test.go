@@ -1,19 +1,165 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/store"
 )
 
-func TestRedactURL(t *testing.T) {
-	for raw, want := range map[string]string{
-		"https://remote.example/users/alice/inbox":                             "https://remote.example/users/alice/inbox",
-		"https://billing.example/hooks?token=s3cr3t":                           "https://billing.example/hooks?…",
-		"https://discord.example/api/webhooks/123456789012345678/AbCdEfGhIjKl": "https://discord.example/api/webhooks/…/AbCdEfGhIjKl",
-		"https://hooks.example/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX":    "https://hooks.example/services/T000/B000/…",
-		"https://a.example/?": "https://a.example/",
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders/1001":               "orders/1001",
+		"https://remote.example/in": "https://remote.example/in",
+		"a b":                       "'a b'",
+		"it's":                      `'it'\''s'`,
+		"":                          "''",
+		"$(rm -rf /)":               "'$(rm -rf /)'",
+		"\x1b]0;owned\a\x1b[2J":     `$'\x1b]0;owned\x07\x1b[2J'`, // the terminal shows the escapes, never obeys them
+		"a\u202eb":                  `$'a\xe2\x80\xaeb'`,
+		"it's\x1b":                  `$'it\'s\x1b'`,
+		"back\\slash\t":             `$'back\\slash\x09'`,
+		"not utf-8 \xff":            `$'not utf-8 \xff'`,
+		"\U000e0001tag":             `$'\xf3\xa0\x80\x81tag'`,
+		"café 中":                    "'café 中'",
 	} {
-		require.Equal(t, want, redactURL(raw), raw)
+		require.Equal(t, want, shellQuote(in), in)
 	}
+	// bash reads each word back as the value, in the C locale too (where
+	// \u escapes do not read back); .ci/run is a bash script, so bash is
+	// where the tests run.
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err, "bash reads the quoted words back")
+	for _, in := range []string{"\x1b]0;owned\a\x1b[2J", "a\u202eb", "it's\x1b", "back\\slash\t", "not utf-8 \xff", "\U000e0001tag", "café 中", "$(rm -rf /)", "a b"} {
+		for _, locale := range []string{"C", "C.UTF-8"} {
+			cmd := exec.Command(bash, "-c", "printf %s "+shellQuote(in))
+			cmd.Env = []string{"LC_ALL=" + locale, "PATH=/usr/bin:/bin"}
+			out, err := cmd.Output()
+			require.NoError(t, err, "%q", in)
+			require.Equal(t, in, string(out), "%q under LC_ALL=%s: %s", in, locale, shellQuote(in))
+		}
+	}
+	// Whatever a value holds, the word shown holds only printing characters.
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if (r > 0x3000 && r < 0xe0000 || r > 0xe0100) && r%97 != 0 {
+			continue // every rune up to U+3000 and of the tags, a sample of the rest
+		}
+		for _, in := range []string{string(r), "a" + string(r) + "'", string([]byte{byte(r)})} {
+			out := shellQuote(in)
+			require.True(t, utf8.ValidString(out), "%q -> %q", in, out)
+			for _, c := range out {
+				require.True(t, c == ' ' || unicode.IsPrint(c), "%q -> %q holds %U", in, out, c)
+			}
+		}
+	}
+}
+
+// A hint's command reads the database its own command read: it carries a
+// --database given on the command line, runs as printed, and leaves out a
+// database that HERALD_DATABASE_URL named (the variable carries over) and the
+// value of one that holds a password.
+func TestHintsCarryTheDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "it's a dir")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	db := filepath.Join(dir, "hints.db")
+	for i, id := range []string{"r1", "r2"} {
+		heraldOK(t, db, "", "register", "--stream", "s/1", "--id", id, "--namespace", "webhook", "--url", fmt.Sprint("https://hooks.example/", i), "--secret", goodSecret)
+	}
+	// asPrinted runs hint, the command a hint printed, as a shell would
+	// read it.
+	asPrinted := func(hint string) string {
+		t.Helper()
+		line, ok := strings.CutPrefix(strings.TrimSpace(hint), "herald ")
+		require.True(t, ok, hint)
+		argv, err := exec.Command("sh", "-c", `printf '%s\0' `+line).Output()
+		require.NoError(t, err, line)
+		return heraldOK(t, "", "", strings.Split(strings.TrimSuffix(string(argv), "\x00"), "\x00")...)
+	}
+	out := heraldOK(t, db, "", "registrations", "--limit", "1")
+	_, hint, ok := strings.Cut(out, "More registrations follow: ")
+	require.True(t, ok, out)
+	require.True(t, strings.HasPrefix(hint, "herald registrations --database "+shellQuote("sqlite:"+db)+" "), hint)
+	next := asPrinted(hint) // nothing added
+	require.Contains(t, next, " r2 ")
+	require.NotContains(t, next, " r1 ")
+	for _, id := range []string{"e1", "e2", "e3"} {
+		heraldOK(t, db, "{}", "append", "--stream", "s/1", "--id", id, "--kind", "k")
+	}
+	// The records hint keeps a --limit given.
+	out = heraldOK(t, db, "", "records", "--stream", "s/1", "--limit", "1")
+	_, hint, ok = strings.Cut(out, "More records up to #3: ")
+	require.True(t, ok, out)
+	require.Equal(t, "herald records --database "+shellQuote("sqlite:"+db)+" --stream s/1 --from-seq 2 --limit 1\n", hint)
+	next = asPrinted(hint)
+	require.Contains(t, next, " e2 ")
+	require.NotContains(t, next, " e3 ")
+	require.Contains(t, next, "More records up to #3: ")
+	// evidence --limit says when older rows are kept.
+	heraldOK(t, db, "", "skip", "--stream", "s/1", "--id", "r1", "--to-seq", "2")
+	heraldOK(t, db, "", "rewind", "--stream", "s/1", "--id", "r1", "--to-seq", "1")
+	heraldOK(t, db, "", "skip", "--stream", "s/1", "--id", "r1", "--to-seq", "3")
+	out = heraldOK(t, db, "", "evidence", "--stream", "s/1", "--id", "r1", "--limit", "2")
+	require.Equal(t, 1, strings.Count(out, "  rewind  "), out)
+	_, hint, ok = strings.Cut(out, "Older evidence is kept: ")
+	require.True(t, ok, out)
+	hint, ok = strings.CutSuffix(hint, " shows up to the 100 kept.\n")
+	require.True(t, ok, hint)
+	next = asPrinted(hint)
+	require.Equal(t, 2, strings.Count(next, "  skip  "), next)
+	require.NotContains(t, next, "Older evidence")
+	require.NotContains(t, heraldOK(t, db, "", "evidence", "--stream", "s/1", "--id", "r1", "--limit", "3"), "Older evidence", "exactly --limit, none older")
+
+	// Unregister's way back, its secret filled in, registers it as it was.
+	heraldOK(t, db, "", "register", "--stream", "s/2", "--id", "w", "--namespace", "webhook", "--url", "https://hooks.example/in",
+		"--secret", goodSecret, "--kinds", "order.*,invoice.paid", "--window", "4", "--on-4xx", "skip")
+	was := heraldOK(t, db, "", "registrations", "--stream", "s/2", "--json")
+	out = heraldOK(t, db, "", "unregister", "--stream", "s/2", "--id", "w")
+	_, hint, ok = strings.Cut(out, "To bring it back there: ")
+	require.True(t, ok, out)
+	hint, ok = strings.CutSuffix(hint, ", with its --secret, --envelope as registered\n")
+	require.True(t, ok, hint)
+	asPrinted(hint + " --secret " + goodSecret)
+	require.Equal(t, was, heraldOK(t, db, "", "registrations", "--stream", "s/2", "--json"))
+
+	r := runCLI(t, db, "", "record-status", "--id", "nope")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald streams --database "+shellQuote("sqlite:"+db)+" shows what each stream retains")
+
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"registrations", "--limit", "1"}, Stdio{In: strings.NewReader(""), Out: &stdout, Err: &stderr},
+		func(k string) string {
+			if k == "HERALD_DATABASE_URL" {
+				return "sqlite:" + db
+			}
+			return ""
+		})
+	require.Equal(t, ExitOK, code, stderr.String())
+	require.Contains(t, stdout.String(), "More registrations follow: herald registrations --limit 1 --after-stream s/1 --after-id r1\n")
+
+	for given, want := range map[string]string{
+		"postgres://app:hunter22@db.example/herald":     "herald records --database …",
+		"postgres://app@db.example/herald?password=x1":  "herald records --database …",
+		"postgres://app@db.example/herald?sslmode=none": "herald records --database 'postgres://app@db.example/herald?sslmode=none'",
+		"sqlite:./my db.sqlite":                         "herald records --database 'sqlite:./my db.sqlite'",
+	} {
+		e := &env{database: given, databaseGiven: true}
+		require.Equal(t, want, e.hint("records"), given)
+	}
+	// The hint of a database whose schema is behind.
+	e := &env{database: "postgres://app:hunter22@db.example/herald", databaseGiven: true}
+	d, err := parseDatabase("", e.database)
+	require.NoError(t, err)
+	msg := e.openError(d, store.ErrSchemaBehind).Error()
+	require.Contains(t, msg, "run: herald migrate up --database …")
+	require.NotContains(t, msg, "hunter22")
 }

@@ -4,72 +4,60 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/heraldpush/herald/internal/operator"
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
-// maxRecordsLimit bounds one `herald records`: payloads are up to 1 MiB each.
+// maxRecordsLimit bounds one herald records: payloads are up to 1 MiB each.
 const maxRecordsLimit = 1000
 
 // payloadPreview is how many runes of a payload the table shows.
 const payloadPreview = 100
 
-func newRecords(e *env) *cobra.Command {
+func newRecords(e *env) command {
 	var (
 		stream  string
 		fromSeq uint64
 		limit   int
 	)
-	cmd := &cobra.Command{
-		Use:   "records",
-		Short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
-		Long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq (1, the stream's
-beginning), at most --limit (up to %d). The table shows the start of each payload
-with control characters replaced, and only the size of one that is not UTF-8
-text. Below the table it says when more records exist past the last one shown, and
-when records from --from-seq were pruned (retention: the oldest kept seq).
---json prints an object: "stream", "head", "oldest_seq" (records below it
-were pruned), "more" (records exist past the last one shown) with
-"next_from_seq", "pruned" (some asked for were pruned), and "records", each
-whole with the field names of append --file lines: "payload" for a JSON
-payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLimit),
-		Example: `  herald records --stream orders/1001
+	return command{
+		use:   "records",
+		short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
+		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
+%d). The table shows the start of each payload (the size of one that is not
+UTF-8 text), and says when more records follow and when records from
+--from-seq were pruned. --json prints an object: "stream", "head",
+"oldest_seq" (records below it were pruned), "more" with "next_from_seq",
+"pruned", and "records", each whole with the field names of append --file
+lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.`, maxRecordsLimit),
+		example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required(cmd, "stream"); err != nil {
-				return err
-			}
-			if fromSeq < 1 {
-				return usagef("--from-seq %d must be 1 or more (seqs are 1-based)", fromSeq)
-			}
-			if limit < 1 || limit > maxRecordsLimit {
-				return usagef("--limit %d must be from 1 to %d", limit, maxRecordsLimit)
-			}
-			if err := checkStream(stream); err != nil {
-				return err
-			}
-			b, err := e.openExisting(cmd.Context())
+		need: []string{"stream"},
+		db:   readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&stream, "stream", "", "the stream to read (required)")
+			intVar(f, &fromSeq, "from-seq", 1, "the first seq to show", "1 or more (seqs are 1-based)", 1, 0)
+			intVar(f, &limit, "limit", 100, fmt.Sprintf("at most this many records (up to %d)", maxRecordsLimit), fmt.Sprintf("from 1 to %d", maxRecordsLimit), 1, maxRecordsLimit)
+		},
+		check: func(*call) error { return usageOf(journal.ValidateRead(stream, fromSeq, limit)) },
+		run: func(c *call) error {
+			recs, err := c.b.Read(c.ctx(), stream, fromSeq, limit)
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			recs, err := b.Read(cmd.Context(), stream, fromSeq, limit)
-			if err != nil {
-				return err
-			}
-			// The stream's head and low-water mark, read after the
-			// records: a head past the last one shown means more exist.
+			// After the records: a head past the last one shown means more.
 			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
-			if cmd.Flags().Changed("limit") {
-				page.limit = limit
-			}
-			infos, err := b.Streams(cmd.Context(), store.StreamQuery{Stream: stream, Limit: 1})
+			infos, err := c.b.Streams(c.ctx(), store.StreamQuery{Stream: stream, Limit: 1})
 			if err != nil {
 				return err
 			}
@@ -80,78 +68,47 @@ payload, "payload_base64" for any other, and seq and appended_at.`, maxRecordsLi
 				page.More, page.NextFromSeq = true, recs[len(recs)-1].Seq+1
 			}
 			page.Pruned = fromSeq < page.OldestSeq && page.OldestSeq > 1
-			if e.json {
-				for i, r := range recs {
-					page.Records[i] = viewRecord(r)
+			for i, r := range recs {
+				page.Records[i] = viewRecord(r)
+			}
+			return c.print(page, func(w io.Writer) {
+				if len(recs) == 0 {
+					fmt.Fprintf(w, "Stream %s has no records from #%d (head %d).\n", tbl.Cell(stream), fromSeq, page.Head)
+				} else {
+					t := tbl.New(w, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
+					for _, r := range recs {
+						t.Row(fmt.Sprint(r.Seq), r.ID, r.Kind, r.ContentType, operator.Instant(r.AppendedAt), yesNo(r.Final), preview(r.Payload))
+					}
+					t.Flush()
 				}
-				return printJSON(e.Out, page)
-			}
-			if len(recs) == 0 {
-				fmt.Fprintf(e.Out, "Stream %s has no records from #%d (head %d).\n", cell(stream), fromSeq, page.Head)
-				page.printNotes(e)
-				return nil
-			}
-			t := newTable(e.Out, "SEQ", "ID", "KIND", "CONTENT TYPE", "APPENDED", "FINAL", "PAYLOAD")
-			for _, r := range recs {
-				final := "no"
-				if r.Final {
-					final = "yes"
+				if page.Pruned {
+					fmt.Fprintf(w, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", page.OldestSeq, page.OldestSeq)
 				}
-				t.row(fmt.Sprint(r.Seq), r.ID, r.Kind, r.ContentType, fmtTime(r.AppendedAt), final, preview(r.Payload))
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			page.printNotes(e)
-			return nil
+				if page.More {
+					again := fmt.Sprintf("%s --stream %s --from-seq %d", e.hint("records"), shellQuote(page.Stream), page.NextFromSeq)
+					if c.changed("limit") { // the default needs no repeating
+						again += fmt.Sprintf(" --limit %d", limit)
+					}
+					fmt.Fprintf(w, "More records up to #%d: %s\n", page.Head, again)
+				}
+			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&stream, "stream", "", "the stream to read (required)")
-	f.Uint64Var(&fromSeq, "from-seq", 1, "the first seq to show")
-	f.IntVar(&limit, "limit", 100, fmt.Sprintf("at most this many records (up to %d)", maxRecordsLimit))
-	intRange(cmd, "from-seq", "1 or more (seqs are 1-based)")
-	intRange(cmd, "limit", fmt.Sprintf("from 1 to %d", maxRecordsLimit))
-	return cmd
 }
 
-// recordsPage is what `records --json` prints: the records read, and
-// where they sit in the stream.
+// recordsPage is what records --json prints.
 type recordsPage struct {
-	Stream string `json:"stream"`
-	// limit is the --limit given (0: the default), which the hint for the
-	// next page repeats.
-	limit int
-	// Head is the stream's newest seq (0: none); OldestSeq its oldest
-	// retained one (Head+1 when none is): records below it were pruned.
-	Head      uint64 `json:"head"`
-	OldestSeq uint64 `json:"oldest_seq"`
-	// More says records exist past the last one shown (--limit stopped
-	// the page); NextFromSeq is the --from-seq that reads them.
-	More        bool   `json:"more"`
-	NextFromSeq uint64 `json:"next_from_seq,omitempty"`
-	// Pruned says records from --from-seq up to OldestSeq-1 were
-	// removed by retention: they cannot be shown.
-	Pruned  bool         `json:"pruned"`
-	Records []recordView `json:"records"`
+	Stream      string       `json:"stream"`
+	Head        uint64       `json:"head"`       // the stream's newest seq (0: none)
+	OldestSeq   uint64       `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
+	More        bool         `json:"more"`       // records exist past the last one shown
+	NextFromSeq uint64       `json:"next_from_seq,omitempty"`
+	Pruned      bool         `json:"pruned"` // records from --from-seq up to OldestSeq-1 were pruned
+	Records     []recordView `json:"records"`
 }
 
-// printNotes says, below the table, what the page does not show.
-func (p recordsPage) printNotes(e *env) {
-	if p.Pruned {
-		fmt.Fprintf(e.Out, "Records before #%d were pruned (retention): #%d is the oldest kept.\n", p.OldestSeq, p.OldestSeq)
-	}
-	if p.More {
-		again := fmt.Sprintf("%s --stream %s --from-seq %d", e.command("records"), shellQuote(p.Stream), p.NextFromSeq)
-		if p.limit > 0 {
-			again += fmt.Sprintf(" --limit %d", p.limit)
-		}
-		fmt.Fprintf(e.Out, "More records up to #%d: %s\n", p.Head, again)
-	}
-}
-
-// recordView is a record as `records --json` prints it: the field names of
-// append --file lines, plus seq and appended_at.
+// recordView is a record as records --json prints it: the field names of
+// append --file lines, and seq and appended_at.
 type recordView struct {
 	Stream        string          `json:"stream"`
 	Seq           uint64          `json:"seq"`
@@ -166,20 +123,17 @@ type recordView struct {
 
 func viewRecord(r journal.Record) recordView {
 	v := recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
-	if isJSONType(r.ContentType) && json.Valid(r.Payload) {
-		var b bytes.Buffer
-		if json.Compact(&b, r.Payload) == nil {
-			v.Payload = b.Bytes()
-			return v
-		}
+	var b bytes.Buffer
+	if isJSONType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
+		v.Payload = b.Bytes()
+	} else {
+		v.PayloadBase64 = r.Payload
 	}
-	v.PayloadBase64 = r.Payload
 	return v
 }
 
-// preview is the start of a payload for a table cell: UTF-8 text with its
-// control characters replaced (the table does that), cut at payloadPreview
-// runes; the size alone for bytes that are not UTF-8.
+// preview is the start of a payload for a table cell, or its size when it
+// is not UTF-8.
 func preview(p []byte) string {
 	if !utf8.Valid(p) {
 		return fmt.Sprintf("(%s, not UTF-8 text: see --json)", plural(len(p), "byte"))
@@ -192,4 +146,142 @@ func preview(p []byte) string {
 		return string(r[:payloadPreview-1]) + fmt.Sprintf("… (%s)", plural(len(p), "byte"))
 	}
 	return string(p)
+}
+
+func newStreams(e *env) command {
+	var q store.StreamQuery
+	return command{
+		use:   "streams",
+		short: "List streams: head, final seq, oldest retained seq, registrations, retained bytes",
+		long: `List streams in name order with their head (the newest seq), their final seq
+when sealed, OLDEST (the oldest retained seq, the low-water mark: records below
+it were pruned; head+1 when none is retained), their registrations and the
+payload bytes they retain. Page with --after and --limit.`,
+		example: `  herald streams
+  herald streams --stream order/1001 --json`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&q.Stream, "stream", "", "only this stream")
+			f.StringVar(&q.After, "after", "", "list streams after this name (paging)")
+			intVar(f, &q.Limit, "limit", 100, "streams listed at most", "from 1 to 10000", 1, 10000)
+		},
+		run: func(c *call) error {
+			infos, err := c.b.Streams(c.ctx(), q)
+			if err != nil {
+				return err
+			}
+			return c.print(infos, func(w io.Writer) {
+				if len(infos) == 0 {
+					fmt.Fprintln(w, "No streams.")
+					return
+				}
+				t := tbl.New(w, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
+				for _, s := range infos {
+					final := "-"
+					if s.FinalSeq > 0 {
+						final = fmt.Sprint(s.FinalSeq)
+					}
+					t.Row(s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations))
+				}
+				t.Flush()
+			})
+		},
+	}
+}
+
+// maxRetain bounds --retain: ten years, past which a typo (a missing unit
+// scale) is likelier than an intent.
+const maxRetain = 10 * 365 * 24 * time.Hour
+
+// parseRetain reads --retain: a duration ("168h", "0s") or whole days ("7d").
+func parseRetain(s string) (time.Duration, error) {
+	bad := func(why string) error {
+		return usagef("--retain %q %s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", s, why)
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return 0, bad("is not a whole number of days")
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, bad("is not a duration")
+		}
+	}
+	switch {
+	case d < 0:
+		return 0, bad("is negative")
+	case d > maxRetain:
+		return 0, bad("is more than ten years")
+	}
+	return d, nil
+}
+
+func newPrune(e *env) command {
+	var (
+		retain string
+		at     instant
+		q      store.PruneQuery
+	)
+	return command{
+		use:   "prune",
+		short: "Remove records every registration acknowledged, once older than --retain",
+		long: `Remove what the journal no longer needs, in small batches that never hold
+appends or sweeps for long (the daemon does the same every --prune-every):
+
+  - a record once every registration of its stream, parked ones included, has
+    acknowledged it and it is older than --retain (at --at): the stream's
+    low-water mark (herald streams, OLDEST) rises past it;
+  - a record of a stream nobody follows, once older than --retain;
+  - a sealed stream whose registrations all completed, once its final record
+    is older than --retain: the stream is gone, and its name may be used again;
+  - evidence older than --retain, except the reason a parked registration is
+    parked.
+
+Rewinding or skipping below a low-water mark is refused afterwards. --dry-run
+reports what would go and changes nothing.`,
+		example: `  herald prune --dry-run
+  herald prune --retain 30d
+  herald prune --retain 0s --at 2026-03-15T12:00:00Z --json`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long: a duration (36h) or days (7d); 0s prunes as soon as acknowledged")
+			f.Var(&at, "at", "the instant the retention is measured from: RFC 3339 or unix seconds (default now)")
+			f.BoolVar(&q.DryRun, "dry-run", false, "report what would be removed, change nothing")
+			intVar(f, &q.Limit, "batch", store.DefaultPruneBatch, "records removed per transaction", fmt.Sprintf("from 1 to %d", store.MaxPruneBatch), 1, store.MaxPruneBatch)
+		},
+		check: func(c *call) (err error) {
+			q.Retain, err = parseRetain(retain)
+			q.At = c.at(at)
+			return err
+		},
+		run: func(c *call) error {
+			start := time.Now()
+			total, err := operator.Prune(c.ctx(), c.b, q, func(n int, total store.PruneReport) error {
+				switch {
+				case n%50 == 0 && e.json:
+					e.logger.Info("pruning", "records_so_far", total.Records, "elapsed_seconds", int64(time.Since(start)/time.Second))
+				case n%50 == 0:
+					fmt.Fprintf(e.Err, "herald: pruned %s so far (%s)\n", plural(total.Records, "record"), time.Since(start).Round(time.Second))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"dry_run": q.DryRun, "at": q.At.UTC(), "retain_seconds": int64(q.Retain / time.Second), "report": total}
+			return c.print(out, func(w io.Writer) {
+				verb := "Pruned"
+				if q.DryRun {
+					verb = "Would prune"
+				}
+				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
+					plural(total.Records, "record"), bytesText(total.Bytes), plural(total.Streams, "stream"),
+					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"))
+			})
+		},
+	}
 }

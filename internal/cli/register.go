@@ -1,30 +1,42 @@
 package cli
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/activitypub"
+	"github.com/heraldpush/herald/projection/cloudevents"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
 
-func newRegister(e *env) *cobra.Command {
+func newRegister(e *env) command {
 	var (
 		r       push.Registration
 		on4xx   string
 		cfg     configFlags
 		fromSeq uint64
 	)
-	cmd := &cobra.Command{
-		Use:   "register",
-		Short: "Register a receiver for a stream: where to POST, which wire, which secrets",
-		Long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
+	return command{
+		use:   "register",
+		short: "Register a receiver for a stream: where to POST, which wire, which secrets",
+		long: fmt.Sprintf(`Register a receiver for a stream's records, or update where an existing
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
@@ -40,168 +52,271 @@ process list. Secrets are stored with the registration and never printed.
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq. Its body is the payload as
 appended; with --envelope it is Standard Webhooks' recommended payload
-structure, whose signed body names the kind:
-  {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}
-(APPENDED-AT in RFC 3339, UTC, microseconds; a payload whose content type is
-not JSON comes as "content_type" and "data_base64" instead of "data"). The
-projection/webhook package doc has the details.
+structure, {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}, whose
+signature covers the kind (projection/webhook's package doc has the details).
 
---kinds lists the record kinds the receiver wants, comma-separated: exact
-kinds or prefixes ending in "*" (order.*,invoice.paid); records of other kinds
-are passed without a message and the cursor moves past them. Without it,
-every kind; re-registering replaces the list.
-
---window N lets N messages be unacknowledged at once (1 to %d; default 1, strict
-order), for receivers far away: records are still sent in seq order and the
-cursor is the first unacknowledged one, but the receiver may see them out of
-order within the window (README, "Delivery semantics"). Each message in
-flight takes one of its host's --max-per-host tokens of run and sweep
-(default %d): a larger window needs a larger --max-per-host there to fill,
-and register says so.
-
---on-4xx says what a 4xx answer other than 408, 410, 425 and 429 means:
-retry (the default: nothing is lost; parks at the retry ceiling) or skip
-(record evidence and move past the message, as fediverse servers do).`, push.MaxWindow, push.DefaultMaxPerHost),
-		Example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
+--kinds passes records of other kinds without a message (re-registering
+replaces the list). Within a --window the receiver may see records out of
+order (README, "Delivery semantics"); each message in flight takes one of its
+host's --max-per-host tokens of run and sweep (default %d). --on-4xx says what
+a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
+ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
+		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required(cmd, "stream", "id", "namespace", "url"); err != nil {
-				return err
-			}
+		need: []string{"stream", "id", "namespace", "url"},
+		db:   createDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
+			f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
+			f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
+			f.StringVar(&r.URL, "url", "", "where to POST (required): an absolute https URL; http needs herald run --allow-http, and a loopback or private address --allow-private-network")
+			f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
+			intVar(f, &fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)", "1 or more (seqs are 1-based)", 1, 0)
+			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
+			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow),
+				fmt.Sprintf("1 to %d", push.MaxWindow), 1, push.MaxWindow)
+			cfg.add(f)
+		},
+		check: func(c *call) (err error) {
 			if err := checkNamespace(r.Namespace); err != nil {
 				return err
 			}
-			switch on4xx {
-			case string(push.RejectRetry), string(push.RejectSkip):
-				r.OnRejected = push.RejectPolicy(on4xx)
-			default:
-				return usagef("--on-4xx %q must be retry or skip", on4xx)
-			}
-			if r.Window < 1 || r.Window > push.MaxWindow {
-				return usagef("--window %d must be 1 to %d", r.Window, push.MaxWindow)
-			}
-			if fromSeq < 1 {
-				return usagef("--from-seq %d must be 1 or more (seqs are 1-based)", fromSeq)
-			}
-			r.NextSeq = fromSeq
+			r.OnRejected, r.NextSeq = push.RejectPolicy(cmp.Or(on4xx, string(push.RejectRetry))), fromSeq
 			for i, k := range r.Kinds {
 				r.Kinds[i] = strings.TrimSpace(k)
 			}
-			if err := push.ValidateKinds(r.Kinds); err != nil {
-				return usagef("--kinds: %v", err)
-			}
-			var err error
-			if r.Config, err = cfg.build(cmd, r.Namespace); err != nil {
+			if r.Config, err = cfg.build(c.changed, r.Namespace); err != nil {
 				return err
 			}
 			if err := r.Validate(); err != nil {
-				return usageError{asFlags(err)}
+				return asRangeError(usageError{err})
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
-					return usageError{asFlags(err)}
+					return usageError{err}
 				}
 			}
-			b, err := e.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			// Registering an existing (stream, id) updates it: say so, and
-			// what it replaced, rather than answer as for a new one.
-			old, err := b.Get(cmd.Context(), r.Stream, r.ID)
+			return nil
+		},
+		run: func(c *call) error {
+			old, err := c.b.Get(c.ctx(), r.Stream, r.ID)
 			existed := err == nil
 			if err != nil && !errors.Is(err, journal.ErrNotFound) {
 				return err
 			}
-			stored, err := b.Register(cmd.Context(), r)
+			stored, err := c.b.Register(c.ctx(), r)
 			if err != nil {
 				return err
 			}
-			st, err := b.Get(cmd.Context(), stored.Stream, stored.ID)
+			st, err := c.b.Get(c.ctx(), stored.Stream, stored.ID)
 			if err != nil {
 				return err
 			}
-			// --from-seq places a new registration's cursor; an update keeps
-			// the cursor (the operator's commands move it, with evidence).
-			fromSeqKept := ""
-			if existed && cmd.Flags().Changed("from-seq") && st.NextSeq != fromSeq {
-				fromSeqKept = fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq)
+			// An update keeps the cursor: skip and rewind move it.
+			var notes []string
+			if existed && c.changed("from-seq") && st.NextSeq != fromSeq {
+				notes = append(notes, fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq))
 			}
-			if e.json {
-				// The answer of POST /v1/registrations: the notes are its
-				// warnings, in the JSON, not text beside it.
-				var warnings []string
-				if fromSeqKept != "" {
-					warnings = append(warnings, fromSeqKept)
+			var warnings []string
+			for _, err := range transport.URLRefusals(st.URL) {
+				warnings = append(warnings, "sweeps refuse this URL and park the registration: "+err.Error())
+			}
+			if note := operator.WindowNote(st.Window, push.DefaultMaxPerHost, "the default"); note != "" {
+				warnings = append(warnings, note)
+			}
+			v := operator.Held(nil).View(st)
+			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func(w io.Writer) {
+				window, verb := "", "Registered"
+				if st.Window > 1 {
+					window = fmt.Sprintf(", window %d", st.Window)
 				}
-				for _, err := range transport.URLRefusals(st.URL) {
-					warnings = append(warnings, refusalNote+err.Error())
+				if existed {
+					verb = "Updated"
 				}
-				if note := windowNote(st.Window); note != "" {
-					warnings = append(warnings, note)
+				fmt.Fprintf(w, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
+					verb, push.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
+				if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
+					fmt.Fprintf(w, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 				}
-				return printJSON(e.Out, daemon.RegisteredView{RegistrationView: viewOf(st), Warnings: warnings})
-			}
-			window := ""
-			if st.Window > 1 {
-				window = fmt.Sprintf(", window %d", st.Window)
-			}
-			verb := "Registered"
-			if existed {
-				verb = "Updated"
-			}
-			fmt.Fprintf(e.Out, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
-				verb, push.Name(st.Stream, st.ID), st.Namespace, st.Host(), st.NextSeq, window, plural(int(st.Lag()), "record"))
-			if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
-				fmt.Fprintf(e.Out, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(daemon.RedactURL(old.URL)))
-			}
-			if fromSeqKept != "" {
-				fmt.Fprintln(e.Out, fromSeqKept+".")
-			}
-			if st.Parked {
-				fmt.Fprintln(e.Out, "It is still parked: herald unpark resumes it.")
-			}
-			warnRefusals(e, st.URL)
-			if note := windowNote(st.Window); note != "" {
-				fmt.Fprintf(e.Err, "note: %s\n", note)
-			}
-			return nil
+				for _, n := range notes {
+					fmt.Fprintln(w, n+".")
+				}
+				if st.Parked {
+					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
+				}
+				for _, warning := range warnings {
+					fmt.Fprintf(e.Err, "note: %s\n", warning)
+				}
+			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
-	f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
-	f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
-	f.StringVar(&r.URL, "url", "", "where to POST (required): an absolute https URL; http needs herald run --allow-http, and a loopback or private address --allow-private-network")
-	f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
-	f.Uint64Var(&fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)")
-	f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
-	f.IntVar(&r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow))
-	intRange(cmd, "window", fmt.Sprintf("1 to %d", push.MaxWindow))
-	intRange(cmd, "from-seq", "1 or more (seqs are 1-based)")
-	cfg.add(cmd)
-	return cmd
 }
 
-// warnRefusals tells, on stderr, every rule of the network guard the URL
-// breaks, with the flag of sweep and run that lifts it, so that a missing
-// flag does not cost a sweep that parks the registration.
-func warnRefusals(e *env, url string) {
-	for _, err := range transport.URLRefusals(url) {
-		fmt.Fprintf(e.Err, "note: %s%v\n", refusalNote, err)
+// wire is a namespace herald speaks: its projection, and its config from
+// register's flags.
+type wire struct {
+	projection func() push.Projection
+	config     func(o *configFlags) (any, error)
+}
+
+// namespaces are the wires herald speaks, by namespace name.
+var namespaces = map[string]wire{
+	activitypub.Namespace: {
+		projection: func() push.Projection { return activitypub.New() },
+		config: func(o *configFlags) (any, error) {
+			key, err := o.readKey()
+			return activitypub.Config{KeyID: o.keyID, PrivateKey: key, Actors: o.actors, Followers: o.followers}, err
+		},
+	},
+	cloudevents.Namespace: {
+		projection: func() push.Projection { return cloudevents.New() },
+		config: func(o *configFlags) (any, error) {
+			tok, err := secretValue("--token", o.token)
+			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok}, err
+		},
+	},
+	a2a.Namespace: {
+		projection: func() push.Projection { return a2a.New() },
+		config: func(o *configFlags) (any, error) {
+			tok, err := secretValue("--token", o.token)
+			if err != nil {
+				return nil, err
+			}
+			cred, err := secretValue("--credentials", o.credentials)
+			return a2a.Config{Token: tok, AuthScheme: o.authScheme, Credentials: cred, Version: o.a2aVersion}, err
+		},
+	},
+	webhook.Namespace: {
+		projection: func() push.Projection { return webhook.New() },
+		config: func(o *configFlags) (any, error) {
+			secrets := make([]string, len(o.secrets))
+			for i, s := range o.secrets {
+				v, err := secretValue("--secret", s)
+				if err != nil {
+					return nil, err
+				}
+				secrets[i] = v
+			}
+			return webhook.Config{Secrets: secrets, Envelope: o.envelope}, nil
+		},
+	},
+}
+
+// flags are register's flags that set the wire's config, in its order.
+func (w wire) flags() []string {
+	if w.config == nil {
+		return nil // a namespace herald does not speak, registered over the API
 	}
+	cfg, _ := w.config(&configFlags{})
+	t := reflect.TypeOf(cfg)
+	out := make([]string, t.NumField())
+	for i := range out {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[i] = flagName(key)
+	}
+	return out
 }
 
-const refusalNote = "sweeps refuse this URL and park the registration: "
+func namespaceNames() []string { return slices.Sorted(maps.Keys(namespaces)) }
 
-// windowNote is daemon.WindowNote against the default --max-per-host of
-// herald run and sweep: the CLI does not know what the workers run with.
-func windowNote(window int) string {
-	return daemon.WindowNote(window, push.DefaultMaxPerHost, "the default")
+// checkNamespace refuses a namespace herald does not speak.
+func checkNamespace(ns string) error {
+	if _, ok := namespaces[ns]; !ok {
+		return usagef("unknown namespace %q: herald speaks %s", ns, strings.Join(namespaceNames(), ", "))
+	}
+	return nil
+}
+
+// configFlags are register's namespace options.
+type configFlags struct {
+	secrets                        []string
+	token, authScheme, credentials string
+	keyID, privateKeyFile          string
+	actors, followers              []string
+	source, a2aVersion             string
+	structured, envelope           bool
+}
+
+func (o *configFlags) add(f *pflag.FlagSet) {
+	f.StringArrayVar(&o.secrets, "secret", nil, "webhook: a whsec_… signing secret (repeat to sign with several during rotation)")
+	f.BoolVar(&o.envelope, "envelope", false, `webhook: send {"type": kind, "timestamp": appended-at, "data": payload} (Standard Webhooks' payload structure) instead of the payload alone`)
+	f.StringVar(&o.token, "token", "", "cloudevents: bearer token; a2a: the push config token")
+	f.StringVar(&o.authScheme, "auth-scheme", "", "a2a: Authorization scheme (e.g. Bearer)")
+	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
+	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
+	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key")
+	f.StringArrayVar(&o.actors, "actor", nil, "activitypub: an actor this inbox serves (repeatable): deliver only what is addressed to them, to Public or to --followers")
+	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
+	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")
+	f.BoolVar(&o.structured, "structured", false, "cloudevents: structured content mode instead of binary")
+}
+
+// build returns the namespace's config as stored, refusing other
+// namespaces' flags.
+func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Config, error) {
+	own := namespaces[ns].flags()
+	for _, other := range namespaceNames() {
+		for _, name := range namespaces[other].flags() {
+			if changed(name) && !slices.Contains(own, name) {
+				return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(own, ", --"))
+			}
+		}
+	}
+	cfg, err := namespaces[ns].config(o)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode the %s config: %w", ns, err)
+	}
+	return push.Config(raw), nil
+}
+
+func (o *configFlags) readKey() (string, error) {
+	if o.privateKeyFile == "" {
+		return "", nil // the projection's validation names the missing key
+	}
+	pem, err := os.ReadFile(o.privateKeyFile)
+	if err != nil {
+		return "", readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
+	}
+	return string(pem), nil
+}
+
+// readError is the usage error for a file a flag names that cannot be
+// read: the path quoted (the user's text, any byte), the reason without
+// the os error's unquoted copy of it.
+func readError(flag, path string, err error, hint string) error {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return usagef("%s %q: %v%s", flag, path, err, hint)
+}
+
+// secretValue resolves a secret flag: env:NAME, file:PATH (its trailing
+// newline removed) or the secret itself. Errors never repeat the value.
+func secretValue(flag, v string) (string, error) {
+	switch {
+	case strings.HasPrefix(v, "env:"):
+		name := strings.TrimPrefix(v, "env:")
+		s, ok := os.LookupEnv(name)
+		if !ok || s == "" {
+			return "", usagef("%s env:%s: the environment variable is not set", flag, name)
+		}
+		return s, nil
+	case strings.HasPrefix(v, "file:"):
+		path := strings.TrimPrefix(v, "file:")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", readError(flag, "file:"+path, err, "")
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return v, nil
 }

@@ -4,34 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"io"
+	"net"
+	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// refusedLister is implemented by stores whose sequencer may refuse a
-// record that raced its stream's final record (store/postgres).
+// refusedLister is a store whose sequencer may refuse a record that raced
+// its stream's final record (store/postgres).
 type refusedLister interface {
 	Refused(ctx context.Context, stream string, limit int) ([]postgres.RefusedRecord, error)
 }
 
 // refusedShown is how many refused records herald status lists.
 const refusedShown = 20
-
-// namespaceView is one namespace of herald status --json: Store.Stats'
-// counts, with the registrations held for their host moved out of ready and
-// retrying into held.
-type namespaceView struct {
-	push.NamespaceStats
-	Held int `json:"held"`
-}
 
 type refusedView struct {
 	Stream     string `json:"stream"`
@@ -41,267 +34,172 @@ type refusedView struct {
 	Reason     string `json:"reason"`
 }
 
-func newStatus(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
-		Short: "Counts by namespace and state, the largest lags, the oldest parked registration, refused records",
-		Long: fmt.Sprintf(`Count each namespace's registrations by state: ready (work, due), retrying
+func newStatus(e *env) command {
+	return command{
+		use:   "status",
+		short: "Counts by namespace and state, the largest lags, the oldest parked registration, refused records",
+		long: fmt.Sprintf(`Count each namespace's registrations by state: ready (work, due), retrying
 (failures at the cursor, waiting), held (work on a host that is down or
 unavailable: herald hosts), idle (caught up) and parked, with how many hold a
 live lease and the records behind their cursors. Then the largest lags, the
 registration parked longest, refused records (PostgreSQL) and the hosts that
-are not up. With --json: namespaces (each with ready, retrying, held, idle,
-parked, leased, records_behind; held ones are not in ready or retrying),
-held_truncated (true when only the first %d registrations with work were
-read to count the held ones), lagging, oldest_parked, refused and hosts.`, daemon.MaxHeldScan),
-		Example: `  herald status
+are not up. --json has the same, by those names; held ones are not in ready or
+retrying, and held_truncated is true when only the first %d registrations with
+work were read to count them.`, operator.MaxHeldScan),
+		example: `  herald status
   herald status --json`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := e.openExisting(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			st, err := b.Stats(cmd.Context(), e.now())
+		db: readDB,
+		run: func(c *call) error {
+			st, err := operator.StatusAt(c.ctx(), c.b, e.now())
 			if err != nil {
 				return err
 			}
 			refused := []refusedView{}
-			if rl, ok := b.(refusedLister); ok {
-				recs, err := rl.Refused(cmd.Context(), "", refusedShown)
+			if rl, ok := c.b.(refusedLister); ok {
+				recs, err := rl.Refused(c.ctx(), "", refusedShown)
 				if err != nil {
 					return err
 				}
 				for _, r := range recs {
-					refused = append(refused, refusedView{r.Stream, r.ID, r.Kind, fmtTime(r.AppendedAt), r.Reason})
+					refused = append(refused, refusedView{r.Stream, r.ID, r.Kind, operator.Instant(r.AppendedAt), r.Reason})
 				}
 			}
-			hs, err := push.AllHosts(cmd.Context(), b, push.HostQuery{})
-			if err != nil {
-				return err
-			}
-			hosts := summarizeHosts(hs)
-			held := heldBy{}
-			for _, h := range hs {
-				if h.State != push.HostUp {
-					held[h.Host] = h.State
-				}
-			}
-			heldCounts, truncated, err := daemon.SplitHeld(cmd.Context(), b, st.Namespaces, held)
-			if err != nil {
-				return err
-			}
-			if e.json {
-				namespaces := make(map[string]namespaceView, len(st.Namespaces))
-				for n, c := range st.Namespaces {
-					namespaces[n] = namespaceView{c, heldCounts[n]}
-				}
-				lagging := make([]registrationView, len(st.Lagging))
-				for i, s := range st.Lagging {
-					lagging[i] = viewHeld(s, held)
-				}
-				out := map[string]any{"namespaces": namespaces, "held_truncated": truncated, "lagging": lagging, "oldest_parked": nil, "refused": refused, "hosts": hosts}
-				if st.OldestParked != nil {
-					out["oldest_parked"] = viewOf(*st.OldestParked)
-				}
-				return printJSON(e.Out, out)
-			}
-			names := make([]string, 0, len(st.Namespaces))
-			for n := range st.Namespaces {
-				names = append(names, n)
-			}
-			slices.Sort(names)
-			t := newTable(e.Out, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
-			for _, n := range names {
-				c := st.Namespaces[n]
-				t.row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(heldCounts[n]), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if truncated {
-				fmt.Fprintf(e.Out, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", daemon.MaxHeldScan)
-			}
-			if len(refused) > 0 {
-				fmt.Fprintf(e.Out, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
-				rt := newTable(e.Out, "STREAM", "ID", "KIND", "APPENDED", "REASON")
-				for _, r := range refused {
-					rt.row(cell(r.Stream), cell(r.ID), cell(r.Kind), r.AppendedAt, cell(r.Reason))
-				}
-				if err := rt.flush(); err != nil {
-					return err
-				}
-			}
-			if len(names) == 0 {
-				fmt.Fprintln(e.Out, "No registrations.")
-				return nil
-			}
-			if len(st.Lagging) > 0 {
-				fmt.Fprintln(e.Out, "\nLargest lags:")
-				if err := printRegistrations(e.Out, false, st.Lagging, held); err != nil {
-					return err
-				}
-			}
-			if p := st.OldestParked; p != nil {
-				fmt.Fprintf(e.Out, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
-					push.Name(p.Stream, p.ID), p.Host(), fmtTime(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
-			}
-			if len(hosts.NotUp) > 0 {
-				fmt.Fprintf(e.Out, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n",
-					hosts.Down, hosts.Unavailable, hosts.Held)
-				t := newTable(e.Out, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
-				for _, h := range hosts.NotUp {
-					t.row(h.Host, h.State, fmtTime(h.Since), fmtTime(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
-				}
-				return t.flush()
-			}
-			return nil
+			out := struct {
+				operator.Status
+				Refused []refusedView `json:"refused"`
+			}{st, refused}
+			return c.print(out, func(w io.Writer) { printStatus(w, st, refused) })
 		},
 	}
 }
 
-// hostSummary is the hosts part of herald status (daemon.HostSummary).
-type hostSummary = daemon.HostSummary
-
-func summarizeHosts(hs []push.Host) hostSummary { return daemon.SummarizeHosts(hs) }
-
-func views(sts []push.Status) []registrationView {
-	out := make([]registrationView, len(sts))
-	for i, s := range sts {
-		out[i] = viewOf(s)
+func printStatus(w io.Writer, st operator.Status, refused []refusedView) {
+	t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+	for _, n := range st.Names() {
+		c := st.Namespaces[n]
+		t.Row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Held), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
 	}
-	return out
+	t.Flush()
+	if st.HeldTruncated {
+		fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
+	}
+	if len(refused) > 0 {
+		fmt.Fprintf(w, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
+		t := tbl.New(w, "STREAM", "ID", "KIND", "APPENDED", "REASON")
+		for _, r := range refused {
+			t.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
+		}
+		t.Flush()
+	}
+	if len(st.Namespaces) == 0 {
+		fmt.Fprintln(w, "No registrations.")
+		return
+	}
+	if len(st.Lagging) > 0 {
+		fmt.Fprintln(w, "\nLargest lags:")
+		printRegistrations(w, st.Lagging)
+	}
+	if p := st.OldestParked; p != nil {
+		fmt.Fprintf(w, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
+			push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
+	}
+	if h := st.Hosts; len(h.NotUp) > 0 {
+		fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
+		t := tbl.New(w, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
+		for _, h := range h.NotUp {
+			t.Row(h.Host, h.State, operator.Instant(h.Since), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
+		}
+		t.Flush()
+	}
 }
 
-func newRecordStatus(e *env) *cobra.Command {
+func newRecordStatus(e *env) command {
 	var (
 		stream, id string
 		seq        uint64
 	)
-	cmd := &cobra.Command{
-		Use:   "record-status",
-		Short: "Which registrations have acknowledged a record, and which have not",
-		Long: `Show which registrations of a record's stream have acknowledged it (their cursor
+	return command{
+		use:   "record-status",
+		short: "Which registrations have acknowledged a record, and which have not",
+		long: `Show which registrations of a record's stream have acknowledged it (their cursor
 is past it) and which have not, with their state. A cursor is past a record the
 receiver acknowledged (a 2xx), and also past one it was moved over: by herald
 skip, by a rejection its --on-4xx policy skips, or because the record is not of
 the registration's --kinds; herald evidence says which. Name the record by --id,
 or by --stream and --seq. Registrations that completed (acknowledged their
 stream's final record) are gone and not listed.`,
-		Example: `  herald record-status --stream actor/alice --seq 42
+		example: `  herald record-status --stream actor/alice --seq 42
   herald record-status --id https://example.com/activities/1 --json`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			bySeq, byID := cmd.Flags().Changed("seq"), cmd.Flags().Changed("id")
-			if bySeq == byID {
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&stream, "stream", "", "the record's stream")
+			libIntVar(f, &seq, "seq", 0, "the record's seq in --stream", "a seq, 1 or more")
+			f.StringVar(&id, "id", "", "the record's id")
+		},
+		check: func(c *call) error {
+			switch bySeq := c.changed("seq"); {
+			case bySeq == c.changed("id"):
 				return usagef("record-status needs exactly one of --seq (with --stream) or --id")
-			}
-			if bySeq && stream == "" {
+			case bySeq && stream == "":
 				return usagef("record-status --seq needs --stream")
 			}
-			b, err := e.openExisting(cmd.Context())
+			return nil
+		},
+		run: func(c *call) error {
+			rec, err := operator.FindRecord(c.ctx(), c.b, id, stream, seq)
+			if id != "" && errors.Is(err, journal.ErrNotFound) {
+				return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: %s shows what each stream retains)", err, e.hint("streams"))
+			}
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			var rec journal.Record
-			if byID {
-				if rec, err = b.Lookup(cmd.Context(), id); err != nil {
-					if errors.Is(err, journal.ErrNotFound) {
-						return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: %s shows what each stream retains)", err, e.command("streams"))
-					}
-					return err
-				}
-				if stream != "" && stream != rec.Stream {
-					return fmt.Errorf("record %q is in stream %q, not %q", id, rec.Stream, stream)
-				}
-			} else {
-				recs, err := b.Read(cmd.Context(), stream, max(seq, 1), 1)
-				if err != nil {
-					return err
-				}
-				if seq > 0 && (len(recs) == 0 || recs[0].Seq != seq) {
-					infos, err := b.Streams(cmd.Context(), store.StreamQuery{Stream: stream})
-					if err != nil {
-						return err
-					}
-					if len(infos) == 1 && seq < infos[0].OldestSeq {
-						return fmt.Errorf("record %s#%d was pruned: every registration had acknowledged it and it passed the retention age (the stream retains #%d on): %w",
-							stream, seq, infos[0].OldestSeq, journal.ErrNotFound)
-					}
-				}
-				if seq == 0 || len(recs) == 0 || recs[0].Seq != seq {
-					return fmt.Errorf("stream %q has no record #%d: %w", stream, seq, journal.ErrNotFound)
-				}
-				rec = recs[0]
-			}
-			regs, err := push.AllRegistrations(cmd.Context(), b, push.ListQuery{Stream: rec.Stream})
+			st, err := operator.StatusOf(c.ctx(), c.b, rec)
 			if err != nil {
 				return err
 			}
-			var acked, pending []push.Status
-			for _, s := range regs {
-				if s.NextSeq > rec.Seq {
-					acked = append(acked, s)
-				} else {
-					pending = append(pending, s)
-				}
-			}
-			if e.json {
-				return printJSON(e.Out, map[string]any{
-					"record":       map[string]any{"stream": rec.Stream, "seq": rec.Seq, "id": rec.ID, "kind": rec.Kind, "appended_at": rec.AppendedAt, "final": rec.Final},
-					"acknowledged": views(acked), "not_acknowledged": views(pending),
-				})
-			}
-			// How each cursor passed the record, before the counts: only
-			// "yes" is an acknowledgement.
-			passed := make([]string, len(acked))
-			ackedN := 0
-			for i, s := range acked {
-				passed[i] = "not its kind" // passed over, never sent
-				if s.Wants(rec.Kind) {
-					passed[i] = passedAs(cmd.Context(), b, s.Stream, s.ID, rec.Seq)
-				}
-				if passed[i] == "yes" {
-					ackedN++
-				}
-			}
-			fmt.Fprintf(e.Out, "Record %s#%d (id %s, kind %s, appended %s)\n", cell(rec.Stream), rec.Seq, cell(rec.ID), cell(rec.Kind), fmtTime(rec.AppendedAt))
-			if ackedN == len(acked) {
-				fmt.Fprintf(e.Out, "Acknowledged by %d, not yet by %d.\n", len(acked), len(pending))
-			} else {
-				fmt.Fprintf(e.Out, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(acked), ackedN, len(pending))
-			}
-			t := newTable(e.Out, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
-			for i, s := range acked {
-				t.row(s.ID, s.Namespace, s.Host(), passed[i], fmt.Sprint(s.NextSeq), s.State(), s.LastError)
-			}
-			for _, s := range pending {
-				t.row(s.ID, s.Namespace, s.Host(), "no", fmt.Sprint(s.NextSeq), s.State(), s.LastError)
-			}
-			if err := t.flush(); err != nil || ackedN == len(acked) {
-				return err
-			}
-			_, err = fmt.Fprintf(e.Out, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
-			return err
+			return c.print(st, func(w io.Writer) { printRecordStatus(c, w, rec, st) })
 		},
 	}
-	cmd.Flags().StringVar(&stream, "stream", "", "the record's stream")
-	cmd.Flags().Uint64Var(&seq, "seq", 0, "the record's seq in --stream")
-	intRange(cmd, "seq", "a seq, 1 or more")
-	cmd.Flags().StringVar(&id, "id", "", "the record's id")
-	return cmd
+}
+
+func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.RecordStatus) {
+	// How each cursor passed the record: only "yes" is an acknowledgement.
+	passed := make([]string, len(st.Acknowledged))
+	acked := 0
+	for i, v := range st.Acknowledged {
+		passed[i] = "not its kind" // passed over, never sent
+		if (push.Registration{Kinds: v.Kinds}).Wants(rec.Kind) {
+			passed[i] = passedAs(c, v, rec.Seq)
+		}
+		if passed[i] == "yes" {
+			acked++
+		}
+	}
+	fmt.Fprintf(w, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
+	if acked == len(passed) {
+		fmt.Fprintf(w, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
+	} else {
+		fmt.Fprintf(w, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
+	}
+	t := tbl.New(w, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
+	for i, v := range append(st.Acknowledged, st.NotAcknowledged...) {
+		said := "no"
+		if i < len(passed) {
+			said = passed[i]
+		}
+		t.Row(v.ID, v.Namespace, v.Host, said, fmt.Sprint(v.NextSeq), v.State, v.LastError)
+	}
+	if t.Flush(); acked < len(passed) {
+		fmt.Fprintf(w, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
+	}
 }
 
 // passedAs says what a registration's evidence tells of how its cursor
-// passed record seq: "skipped" when a rejection of that record was skipped
-// by policy, "yes or skipped" when an operator's skip began at or before it
-// (its evidence keeps where the skip began, not where it ended), "yes"
-// otherwise (the receiver acknowledged it, as far as the evidence kept, the
-// last push.MaxEvidence, tells), "?" when the evidence cannot be read.
-func passedAs(ctx context.Context, b backend, stream, id string, seq uint64) string {
-	evs, err := b.Evidence(ctx, stream, id, push.MaxEvidence)
+// passed record seq: "skipped" by policy, "yes or skipped" when an
+// operator's skip began at or before it (the evidence keeps where a skip
+// began, not where it ended), else "yes"; "?" when it cannot be read.
+func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
+	evs, err := c.b.Evidence(c.ctx(), v.Stream, v.ID, push.MaxEvidence)
 	if err != nil {
 		return "?"
 	}
@@ -315,4 +213,179 @@ func passedAs(ctx context.Context, b backend, stream, id string, seq uint64) str
 		}
 	}
 	return said
+}
+
+func newHosts(e *env) command {
+	var q push.HostQuery
+	return command{
+		use:   "hosts",
+		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
+		long: `List the hosts herald keeps health for (those with a failure that says
+nothing about the record: no connection, a timeout, a 502/503/504), with their
+state and since when, consecutive failures, the next probe, the registrations
+they hold and the last error. README, "Hosts", says how a host goes down, holds
+its registrations, is probed and comes back.`,
+		example: `  herald hosts
+  herald hosts --state down --json
+  herald hosts reset social.example:443`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&q.State, "state", "", "only hosts in this state: up, down or unavailable")
+		},
+		check: func(*call) error {
+			if _, err := q.Validate(); err != nil {
+				return usagef("--state %q must be up, down or unavailable", q.State)
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			hs, err := push.AllHosts(c.ctx(), c.b, q)
+			if err != nil {
+				return err
+			}
+			if hs == nil {
+				hs = []push.Host{}
+			}
+			return c.print(hs, func(w io.Writer) {
+				switch {
+				case len(hs) == 0 && q.State != "":
+					fmt.Fprintf(w, "No host is %s.\n", q.State)
+				case len(hs) == 0:
+					fmt.Fprintln(w, "No host has failed: herald keeps health only for hosts that have.")
+				default:
+					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
+					for _, h := range hs {
+						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
+					}
+					t.Flush()
+				}
+			})
+		},
+		subcommands: []command{newHostsReset(e)},
+	}
+}
+
+func newHostsReset(e *env) command {
+	var (
+		at   instant
+		host string
+	)
+	return command{
+		use:   "reset HOST",
+		short: "Bring a host up and release every registration held for it",
+		long: `Reset a host as if it had answered: up, its failures forgotten, its held
+registrations due again (each at its own next attempt). HOST is the host:port
+that herald hosts lists, or any URL on that host. Nothing was lost while it was
+held. If the host is still down, the next failures bring it down again.`,
+		example: `  herald hosts reset social.example:443
+  herald hosts reset https://social.example/inbox --json`,
+		args: func(args []string) error {
+			switch {
+			case len(args) == 1 && args[0] == "":
+				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
+			case len(args) != 1:
+				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args))
+			}
+			return nil
+		},
+		db:    readDB,
+		flags: func(f *pflag.FlagSet) { atFlag(f, &at) },
+		check: func(c *call) error {
+			host = operator.HostArg(c.args[0])
+			return usageOf(push.ValidateHost(host))
+		},
+		run: func(c *call) error {
+			before, err := push.AllHosts(c.ctx(), c.b, push.HostQuery{Host: host})
+			if err != nil {
+				return err
+			}
+			h, err := c.b.ResetHost(c.ctx(), host, c.at(at))
+			if _, _, perr := net.SplitHostPort(host); perr != nil && errors.Is(err, journal.ErrNotFound) {
+				return fmt.Errorf("%w: a host is host:port, as herald hosts lists it (%s for https)", err, journal.Shown(net.JoinHostPort(host, "443")))
+			} else if err != nil {
+				return fmt.Errorf("%w (%s lists the hosts herald knows)", err, e.hint("hosts"))
+			}
+			held := 0
+			if len(before) == 1 {
+				held = before[0].Held
+			}
+			return c.print(map[string]any{"released": held, "host": h}, func(w io.Writer) {
+				if len(before) == 1 && before[0].State == push.HostUp && before[0].Failures == 0 {
+					fmt.Fprintf(w, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
+				} else {
+					fmt.Fprintf(w, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
+				}
+			})
+		},
+	}
+}
+
+func newRegistrations(e *env) command {
+	var (
+		q     push.ListQuery
+		limit int
+	)
+	return command{
+		use:   "registrations",
+		short: "List registrations: cursor, head, lag, attempts, state, last error",
+		long: `List registrations by stream, then id: cursor (the first seq not yet
+acknowledged), the stream's head, lag, attempts at the cursor, next attempt,
+state (ready, retrying, idle, parked, or held: see herald hosts) and the last
+error. When more than --limit follow, it says with which command to list them
+(--after-stream and --after-id: the last one listed); with --json the list is
+the array alone: when it holds --limit registrations, ask again after its last.`,
+		example: `  herald registrations --parked
+  herald registrations --stream actor/alice --json
+  herald registrations --namespace webhook --lagging --limit 1000
+  herald registrations --after-stream actor/alice --after-id https://remote.example/inbox`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&q.Stream, "stream", "", "only this stream")
+			f.StringVar(&q.Namespace, "namespace", "", "only this namespace (activitypub, cloudevents, a2a, webhook)")
+			f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
+			f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
+			intVar(f, &limit, "limit", 1000, "at most this many rows", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100), 1, push.MaxListLimit*100)
+			f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")
+			f.StringVar(&q.After.ID, "after-id", "", "list the registrations after this one (with --after-stream): the id of the last one listed")
+		},
+		check: func(c *call) error {
+			if q.Namespace != "" {
+				if err := checkNamespace(q.Namespace); err != nil {
+					return err
+				}
+			}
+			if err := operator.CheckList(q); err != nil {
+				return usageError{err}
+			}
+			if (q.After.Stream == "") != (q.After.ID == "") {
+				return usagef("--after-stream and --after-id go together: the stream and id of the last registration listed")
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			views, next, err := operator.List(c.ctx(), c.b, q, "", limit, 0)
+			if err != nil {
+				return err
+			}
+			return c.print(views, func(w io.Writer) {
+				if printRegistrations(w, views); next == nil {
+					return
+				}
+				words := []string{e.hint("registrations")}
+				for _, f := range [][2]string{{"--stream", q.Stream}, {"--namespace", q.Namespace}} {
+					if f[1] != "" {
+						words = append(words, f[0], shellQuote(f[1]))
+					}
+				}
+				if q.Parked {
+					words = append(words, "--parked")
+				}
+				if q.Lagging {
+					words = append(words, "--lagging")
+				}
+				words = append(words, "--limit", fmt.Sprint(limit), "--after-stream", shellQuote(next.Stream), "--after-id", shellQuote(next.ID))
+				fmt.Fprintf(w, "More registrations follow: %s\n", strings.Join(words, " "))
+			})
+		},
+	}
 }

@@ -23,9 +23,7 @@ const (
 	Origin = "https://herald.example"
 	// DefaultActor sends the activities whose actor is not an id.
 	DefaultActor = Origin + "/users/alice"
-	// InboxActor owns the ActivityPub receiver's inbox: it gets what is
-	// addressed to it, to Public or to its sender's followers, and never a
-	// Block of itself.
+	// InboxActor owns the ActivityPub receiver's inbox.
 	InboxActor = "https://remote.example/users/bob"
 )
 
@@ -51,10 +49,7 @@ type Stream struct {
 
 func (in *Input) all() []Stream { return slices.Concat(in.Actors, in.Webhooks, in.Tasks) }
 
-// examples is the demo's own input, laid out as testdata/corpus: two
-// actors' outboxes (a Create with bto and bcc, a direct message to someone
-// else, a Block of the inbox's actor, …), a shop's webhook payloads and two
-// A2A task lifecycles, one completed, one failed.
+// examples is the demo's own input, laid out as testdata/corpus.
 //
 //go:embed examples
 var examples embed.FS
@@ -69,19 +64,16 @@ func Examples() (*Input, error) {
 // activitystreams/*.json (an activity a file), <source>/<event>/*.json (a
 // webhook payload a file) and a2a/*.jsonl (a task a file, a StreamResponse
 // a line). Each kind must be present; every record must be one the journal
-// takes (journal.ValidateEntries). Errors name the file.
+// takes. Errors name the file.
 func Corpus(dir string) (*Input, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
+	if st, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--corpus %s: %w (give a directory laid out as testdata/corpus: activitystreams/, <source>/<event>/, a2a/)", dir, err)
-	}
-	if !st.IsDir() {
+	} else if !st.IsDir() {
 		return nil, fmt.Errorf("--corpus %s is not a directory", dir)
 	}
 	return load(os.DirFS(dir), "the corpus at "+dir)
 }
 
-// loader reads one input (see Corpus).
 type loader struct {
 	fsys fs.FS
 	in   *Input
@@ -108,7 +100,7 @@ func load(fsys fs.FS, name string) (*Input, error) {
 }
 
 // add appends e, read from file, to s: an entry the journal takes, with
-// an id no other file of s made.
+// an id no other file made.
 func (l *loader) add(s *Stream, file string, e journal.Entry) error {
 	if _, err := journal.ValidateEntries(s.Name, []journal.Entry{e}, 0); err != nil {
 		var ie *journal.InvalidError
@@ -144,7 +136,7 @@ func (l *loader) object(file string) ([]byte, map[string]any, error) {
 // per actor. An activity without an id is completed from its file name, as
 // the projection tests complete the W3C examples: id Origin/activities/<file>,
 // DefaultActor for an actor that is not an id, "to" InboxActor when it has
-// none. Its own addressing, bto and bcc included, is kept.
+// none.
 func (l *loader) activities() error {
 	files, _ := fs.Glob(l.fsys, "activitystreams/*.json") // the pattern is valid
 	for _, f := range files {
@@ -212,10 +204,10 @@ func actorStream(actor string, taken []Stream) string {
 
 // webhooks reads <source>/<event>/*.json, in path order, into the stream
 // webhooks/<source> of each other directory than activitystreams and a2a.
-// A record's id is <source>-<event>-<file> (the file name without .json
-// and .payload), its dots made dashes since Standard Webhooks signs
-// "id.timestamp.body"; its kind is <source>.<event>, then .<action> when
-// the payload has one, as GitHub's do ("github.pull_request.opened").
+// A record's id is <source>-<event>-<file> (without .json and .payload),
+// dots made dashes (Standard Webhooks signs "id.timestamp.body"); its kind
+// is <source>.<event>, then .<action> when the payload has one, as
+// GitHub's do ("github.pull_request.opened").
 func (l *loader) webhooks() error {
 	files, _ := fs.Glob(l.fsys, "*/*/*.json") // the pattern is valid
 	for _, f := range files {
@@ -282,7 +274,7 @@ func (l *loader) tasks() error {
 }
 
 // streamResponse returns the member a StreamResponse line sets and its
-// task's id. The projection checks the rest, with the a2a-go SDK.
+// task's id; the projection checks the rest.
 func streamResponse(line []byte) (member, task string, err error) {
 	var top map[string]struct{ ID, TaskID string }
 	if json.Unmarshal(line, &top) != nil || len(top) != 1 {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +21,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// The demo's delivery policy: a low retry ceiling and short delays, so
-// that the down receiver is parked within seconds, not the hour and more
-// of the defaults.
+// The demo's delivery policy: the down receiver is parked within seconds,
+// not the hour and more of the defaults.
 const (
 	maxAttempts = 3                      // push.WithMaxAttempts
 	retryDelay  = time.Second            // push.WithSchedule's one step, unless a Retry-After asks longer
@@ -43,18 +43,16 @@ type Config struct {
 	Out       io.Writer     // the narration and the tables (nil: none)
 	Progress  io.Writer     // a progress line a second while delivering (nil: none)
 	Logger    *slog.Logger  // the workers' logs (nil: none)
-	// ShowRegistrations prints registrations as `herald registrations`
-	// does; the demo shows the parked ones with it.
+	// ShowRegistrations prints registrations as `herald registrations` does.
 	ShowRegistrations func(w io.Writer, sts []push.Status) error
 
 	// polled, if set, sees the registrations each time the demo reads them
-	// while it waits; calling expire ends the run's Duration there and then,
-	// so that a test runs out of time at a state it chooses.
+	// while it waits; expire ends the run's Duration there and then.
 	polled func(rows []RegistrationSummary, expire func())
 }
 
-// ErrNotEmpty is what Run's error wraps when the database it was given
-// holds registrations or the input's streams: nothing was changed.
+// ErrNotEmpty is what Run's error wraps when the database holds
+// registrations or the input's streams: nothing was changed.
 var ErrNotEmpty = errors.New("the demo needs an empty database")
 
 // errOutOfTime is the cause of the run's context ending at Config.Duration.
@@ -78,7 +76,6 @@ type plan struct {
 	reasons  []string // the first distinct reasons of its VerifyFailures, at most maxReasons
 }
 
-// scenario is one run of the demo.
 type scenario struct {
 	cfg     Config
 	out     io.Writer
@@ -86,16 +83,15 @@ type scenario struct {
 	rs      []*receiver
 	up      atomic.Bool // the down receiver is back
 	plans   []*plan
-	workers map[string]*push.Worker // one per namespace
+	workers map[string]*push.Worker // by namespace
 	sum     *Summary
 	expire  func() // ends the run's Duration now (errOutOfTime)
 }
 
-// Run runs the demo (package doc) and returns its Summary, which says
-// whether it passed (Summary.OK) and what failed. It returns an error
-// instead when it could not run: the database is not empty (ErrNotEmpty),
-// a receiver could not start, an append or a registration failed, or ctx
-// ended. It stops within cfg.Duration.
+// Run runs the demo and returns its Summary, or an error when it could not
+// run: the database is not empty (ErrNotEmpty), a receiver could not
+// start, an append or a registration failed, or ctx ended. It stops within
+// cfg.Duration.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg.Duration = cmp.Or(cfg.Duration, DefaultDuration)
 	s := &scenario{cfg: cfg, out: cmp.Or[io.Writer](cfg.Out, io.Discard), started: time.Now(),
@@ -168,8 +164,8 @@ func (s *scenario) setup(ctx context.Context) error {
 	}
 
 	for _, st := range in.all() {
-		for i := 0; i < len(st.Entries); i += journal.MaxBatch {
-			if _, err := cfg.Journal.Append(ctx, st.Name, st.Entries[i:min(i+journal.MaxBatch, len(st.Entries))]...); err != nil {
+		for batch := range slices.Chunk(st.Entries, journal.MaxBatch) {
+			if _, err := cfg.Journal.Append(ctx, st.Name, batch...); err != nil {
 				return fmt.Errorf("append to %s: %w", st.Name, err)
 			}
 		}
@@ -177,16 +173,7 @@ func (s *scenario) setup(ctx context.Context) error {
 	}
 	s.sum.Streams = len(in.all())
 
-	opts := []push.Option{push.WithMaxAttempts(maxAttempts), push.WithSchedule(push.Schedule{retryDelay}),
-		push.WithLogger(cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))), push.WithHooks(push.Hooks{Attempt: s.attempt})}
 	s.workers = map[string]*push.Worker{}
-	for _, r := range s.rs {
-		if ns := r.proj.Namespace(); s.workers[ns] == nil {
-			if s.workers[ns], err = push.NewWorker(cfg.Journal, cfg.Store, cfg.Transport, r.proj, opts...); err != nil {
-				return err
-			}
-		}
-	}
 	for _, st := range in.all() {
 		for _, r := range s.rs {
 			if strings.HasPrefix(st.Name, r.takes) {
@@ -204,15 +191,22 @@ func (s *scenario) setup(ctx context.Context) error {
 	return nil
 }
 
-// register registers st for r, and tells r what it should receive: the
-// messages r's projection makes of the stream's records as the journal
-// holds them, in order, up to and including one that ends the registration.
+// register registers st for r, with the worker of its namespace, and tells
+// r what it should receive: what r's projection makes of the records the
+// journal holds, in order, up to the one that ends the registration.
 func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
 	raw, err := json.Marshal(r.config(st))
 	if err != nil {
 		return fmt.Errorf("encode the %s config of %s: %w", r.name, st.Name, err)
 	}
 	ns := r.proj.Namespace()
+	if s.workers[ns] == nil {
+		opts := []push.Option{push.WithMaxAttempts(maxAttempts), push.WithSchedule(push.Schedule{retryDelay}),
+			push.WithLogger(cmp.Or(s.cfg.Logger, slog.New(slog.DiscardHandler))), push.WithHooks(push.Hooks{Attempt: s.attempt})}
+		if s.workers[ns], err = push.NewWorker(s.cfg.Journal, s.cfg.Store, s.cfg.Transport, r.proj, opts...); err != nil {
+			return err
+		}
+	}
 	p := &plan{receiver: r, reg: push.Registration{Stream: st.Name, ID: r.name, Namespace: ns,
 		URL: r.url + (&url.URL{Path: "/" + st.Name}).EscapedPath(), Config: raw},
 		RegistrationSummary: RegistrationSummary{Stream: st.Name, ID: r.name, Receiver: r.name, Namespace: ns, Records: len(st.Entries), Verifies: r.verifies}}
@@ -241,8 +235,8 @@ func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
 }
 
 // checkEmpty refuses a database that holds registrations or the input's
-// streams: the demo's workers would deliver other registrations (through a
-// transport that allows loopback), and its appends would conflict.
+// streams: the demo's workers would deliver the registrations too, and its
+// appends would conflict.
 func (s *scenario) checkEmpty(ctx context.Context) error {
 	regs, err := s.cfg.Store.List(ctx, push.ListQuery{Limit: 1})
 	if err != nil {
@@ -262,7 +256,6 @@ func (s *scenario) checkEmpty(ctx context.Context) error {
 	return nil
 }
 
-// attempt is the workers' Attempt hook.
 func (s *scenario) attempt(at push.Attempt) {
 	for _, p := range s.plans {
 		if p.reg.Key() == at.Registration.Key() {
@@ -356,10 +349,9 @@ func (s *scenario) recover(ctx context.Context) error {
 	return nil
 }
 
-// wait reads the registrations of ps until none has anything left to do
-// until an operator acts (it completed, is idle or parked), writing a
-// progress line a second to cfg.Progress. It fails when ctx ends first,
-// naming the registrations still at work.
+// wait reads the registrations of ps until each completed, is idle or
+// parked, writing a progress line a second to cfg.Progress. It fails when
+// ctx ends first, naming the registrations still at work.
 func (s *scenario) wait(ctx context.Context, ps []*plan) error {
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -393,9 +385,7 @@ func (s *scenario) wait(ctx context.Context, ps []*plan) error {
 			fmt.Fprintf(s.cfg.Progress, "  %4.1fs  %d/%d messages delivered, %d retrying, %d parked\n",
 				time.Since(start).Seconds(), delivered, total, states[push.StateRetrying], states[push.StateParked])
 		}
-		// Out of time is judged on the states just read: the failure names
-		// who was at work then.
-		if ctx.Err() == nil {
+		if ctx.Err() == nil { // else the failure names who was at work at the last read
 			select {
 			case <-ctx.Done():
 			case <-tick.C:

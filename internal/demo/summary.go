@@ -19,8 +19,7 @@ type Summary struct {
 	Records  int      `json:"records"` // records appended
 	Streams  int      `json:"streams"`
 	// Seconds is the whole run; DeliverSeconds until every registration
-	// delivered everything or was parked; RecoverSeconds the down
-	// receiver's catching up after its unpark.
+	// delivered everything or was parked; RecoverSeconds down's catching up.
 	Seconds        float64               `json:"seconds"`
 	DeliverSeconds float64               `json:"deliver_seconds"`
 	RecoverSeconds float64               `json:"recover_seconds"`
@@ -37,9 +36,8 @@ type RegistrationSummary struct {
 	Namespace string `json:"namespace"`
 	Records   int    `json:"records"`  // records in the stream
 	Expected  int    `json:"expected"` // messages the journal says the receiver should get
-	// Delivered and Failed count herald's attempts (push.Hooks): accepted
-	// with a 2xx, and failed; Retried the failures after which herald
-	// scheduled a retry (the others parked).
+	// Delivered and Failed count herald's attempts (push.Hooks); Retried
+	// the failures followed by a retry (the others parked).
 	Delivered   int  `json:"delivered"`
 	Failed      int  `json:"failed"`
 	Retried     int  `json:"retried"`
@@ -90,9 +88,8 @@ type Recovery struct {
 	Recovered bool   `json:"recovered"` // active again, at the head, everything verified
 }
 
-// rows reads the registrations of ps (the database's other registrations
-// are none: the demo refuses a database that has any) with both sides'
-// counts; parks adds how often each was parked, from its evidence.
+// rows reads the registrations of ps with both sides' counts; parks adds
+// how often each was parked, from its evidence.
 func (s *scenario) rows(ctx context.Context, ps []*plan, parks bool) ([]RegistrationSummary, error) {
 	all, err := push.AllRegistrations(ctx, s.cfg.Store, push.ListQuery{})
 	if err != nil {
@@ -134,11 +131,8 @@ func (s *scenario) rows(ctx context.Context, ps []*plan, parks bool) ([]Registra
 	return out, nil
 }
 
-// finish reads the final state of every registration, judges the run and
-// prints the verdict. The demo fails on a verification failure anywhere; a
-// verifying receiver that did not verify all the journal says it should
-// have received; a registration parked other than gone's; gone's not
-// parked at cursor 1; a down registration that did not recover.
+// finish reads the final state of every registration, judges the run
+// (package doc) and prints the verdict.
 func (s *scenario) finish(ctx context.Context) error {
 	rows, err := s.rows(ctx, s.plans, true)
 	if err != nil {
@@ -195,8 +189,6 @@ func (s *scenario) finish(ctx context.Context) error {
 		}
 		return nil
 	}
-	// The progress lines count every expected message: say where the
-	// difference is.
 	fmt.Fprintf(s.out, "\nOK in %.1fs: every receiver verified everything it was sent (%d messages), and the 410 receiver's registration is parked with its cursor intact, its %d kept (%d in all).\n",
 		sum.Seconds, verified, kept, verified+kept)
 	return nil

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -25,11 +25,10 @@ const MaxSecretBytes = 4096
 // {"token": "…", "auth_scheme": "Bearer", "credentials": "…", "version": "1.0"}
 // in push.Registration.Config. Every key is optional: token goes in both
 // token headers; auth_scheme (an RFC 9110 token such as Bearer or Basic)
-// and credentials, both or neither, make "Authorization: <auth_scheme>
-// <credentials>"; version is "1.0" (the default) or "0.3" (package doc).
-// Token and credentials are secrets of visible ASCII and inner spaces, at
-// most MaxSecretBytes, which String, Format and LogValue never show.
-// Unknown keys are an error, so that a misspelt key is not ignored.
+// and credentials, both or neither, make the Authorization header; version
+// is Version10 or Version03. Token and credentials are secrets of visible
+// ASCII and inner spaces, which String, Format and LogValue never show.
+// Unknown keys are an error.
 type Config struct {
 	Token       string `json:"token,omitempty"`
 	AuthScheme  string `json:"auth_scheme,omitempty"`
@@ -39,7 +38,7 @@ type Config struct {
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
 // journal.ErrInvalid, name the key ("config.token") and repeat no secret.
-func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -60,10 +59,8 @@ func (c Config) Validate() error {
 	if len(c.AuthScheme) > 64 {
 		return journal.Invalid("config.auth_scheme", "is longer than 64 bytes (%d)", len(c.AuthScheme))
 	}
-	for i := 0; i < len(c.AuthScheme); i++ {
-		if strings.IndexByte(tchars, c.AuthScheme[i]) < 0 {
-			return journal.Invalid("config.auth_scheme", "%q has a character at byte %d that an HTTP auth-scheme (RFC 9110 §11.1) may not hold", c.AuthScheme, i)
-		}
+	if i := strings.IndexFunc(c.AuthScheme, func(r rune) bool { return !strings.ContainsRune(tchars, r) }); i >= 0 {
+		return journal.Invalid("config.auth_scheme", "%q has a character at byte %d that an HTTP auth-scheme (RFC 9110 §11.1) may not hold", c.AuthScheme, i)
 	}
 	return headerSafe("config.credentials", c.Credentials)
 }
@@ -73,10 +70,8 @@ func headerSafe(field, s string) error {
 	if len(s) > MaxSecretBytes {
 		return journal.Invalid(field, "is longer than %d bytes (%d)", MaxSecretBytes, len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < ' ' || b >= 0x7f {
-			return journal.Invalid(field, "has a character that is not visible ASCII at byte %d", i)
-		}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < ' ' || r >= 0x7f }); i >= 0 {
+		return journal.Invalid(field, "has a character that is not visible ASCII at byte %d", i)
 	}
 	if strings.TrimSpace(s) != s {
 		return journal.Invalid(field, "starts or ends with a space, which receivers strip")
@@ -90,7 +85,7 @@ const tchars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm
 // String describes c without its token or credentials.
 func (c Config) String() string {
 	return fmt.Sprintf("a2a.Config{Version:%q, AuthScheme:%q, Credentials:%s, Token:%s}",
-		c.Version, c.AuthScheme, configjson.Redacted(c.Credentials), configjson.Redacted(c.Token))
+		c.Version, c.AuthScheme, projconfig.Redacted(c.Credentials), projconfig.Redacted(c.Token))
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -99,5 +94,5 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 // LogValue keeps the secrets out of structured logs, JSON handlers included.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("version", c.Version), slog.String("auth_scheme", c.AuthScheme),
-		slog.String("credentials", configjson.Redacted(c.Credentials)), slog.String("token", configjson.Redacted(c.Token)))
+		slog.String("credentials", projconfig.Redacted(c.Credentials)), slog.String("token", projconfig.Redacted(c.Token)))
 }

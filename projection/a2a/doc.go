@@ -16,21 +16,18 @@
 // (0.3's "completed" included).
 //
 // Version 1.0 (the default) sends the payload exactly as appended (§4.3.3:
-// "the same StreamResponse format as streaming operations"), unknown fields
-// and large numbers untouched, as application/a2a+json (§14.1.1). The
-// config ([Config]) adds "Authorization: <auth_scheme> <credentials>"
-// (§4.3.3, §4.3.2) and the token in both A2A-Notification-Token (a2a-go v2)
-// and X-A2A-Notification-Token (A2A 0.3 §9.5, 1.0 §6.6, v0.3 SDKs). The
-// message id is the record id: receivers SHOULD process notifications
-// idempotently (§4.3.3). Messages reads no clock and no random source, and
-// the v0.3 encoding writes fields in a fixed order and map keys sorted, so
-// the same record and registration give byte-identical messages.
+// "the same StreamResponse format as streaming operations") as
+// application/a2a+json (§14.1.1), with "Authorization: <auth_scheme>
+// <credentials>" (§4.3.2) and the token in both A2A-Notification-Token
+// (a2a-go v2) and X-A2A-Notification-Token (A2A 0.3 §9.5, v0.3 SDKs) when
+// the config ([Config]) has them. The message id is the record id:
+// receivers SHOULD process notifications idempotently (§4.3.3). The same
+// record and registration give byte-identical messages, in either version.
 //
 // Terminal is true for a final record and for a terminal task state
 // (COMPLETED, FAILED, CANCELED, REJECTED, §4.1.3) in a task or a status
-// update; once acknowledged, the registration completes. INPUT_REQUIRED and
-// AUTH_REQUIRED interrupt a task without ending it. A payload that is not a
-// StreamResponse counts by its final flag only.
+// update; once acknowledged, the registration completes. A payload that is
+// not a StreamResponse counts by its final flag only.
 //
 // # v0.3 compatibility
 //

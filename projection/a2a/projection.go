@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configcache"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -40,11 +40,11 @@ var (
 // and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
-type base = configcache.Projection[Config]
+type base = projconfig.Projection[Config]
 
 // New returns the A2A projection.
 func New() *Projection {
-	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
+	return &Projection{projconfig.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
 // Terminal reports whether acknowledging rec ends the registration.
@@ -64,7 +64,7 @@ func (*Projection) Terminal(rec journal.Record) bool {
 // 0.3. Errors wrap journal.ErrInvalid and name the config key or payload
 // field at fault.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := configcache.Get(p.base, reg.Config)
+	cfg, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, err
 	}

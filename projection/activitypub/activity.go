@@ -11,25 +11,22 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Public is the id of the special Public collection (ActivityPub §5.6).
-// Addressing also recognises its compacted forms "as:Public" and "Public".
+// Public is the id of the special Public collection (ActivityPub §5.6);
+// its compacted forms "as:Public" and "Public" count too.
 const Public = "https://www.w3.org/ns/activitystreams#Public"
 
 const asNS = "https://www.w3.org/ns/activitystreams#"
 
-// addressing lists the properties whose values are an activity's audience
-// (Activity Streams 2.0 vocabulary §4; ActivityPub §7.1.1); delivery
-// removes the hidden ones (package doc).
+// The properties whose values are an activity's audience (Activity Streams
+// 2.0 vocabulary §4; ActivityPub §7.1.1), and the hidden ones.
 var (
 	addressing = []string{"to", "cc", "bto", "bcc", "audience"}
 	hidden     = []string{"bto", "bcc"}
 )
 
-// activity is what the projection reads of a payload: its top-level members.
 type activity map[string]json.RawMessage
 
-// parseActivity decodes a payload as a JSON object with a type. Errors wrap
-// journal.ErrInvalid.
+// parseActivity decodes a payload as a JSON object with a type.
 func parseActivity(payload []byte) (activity, error) {
 	var a activity
 	if err := json.Unmarshal(payload, &a); err != nil || a == nil {
@@ -41,8 +38,8 @@ func parseActivity(payload []byte) (activity, error) {
 	return a, nil
 }
 
-// types returns the activity's type values; ok is false when type is absent,
-// empty or not a string or an array of strings.
+// types returns the activity's type values; ok is false unless type is a
+// non-empty string or array of them.
 func (a activity) types() (types []string, ok bool) {
 	raw, present := a["type"]
 	if !present {
@@ -68,7 +65,7 @@ func (a activity) is(name string) bool {
 }
 
 // values returns the elements of a property that is an array, else its one
-// value (none when absent or null).
+// value.
 func (a activity) values(property string) []json.RawMessage {
 	raw, ok := a[property]
 	var many []json.RawMessage
@@ -79,7 +76,7 @@ func (a activity) values(property string) []json.RawMessage {
 }
 
 // ids returns the ids a property refers to: strings and the string ids of
-// objects. Anything else is ignored.
+// objects.
 func (a activity) ids(property string) []string {
 	var out []string
 	for _, v := range a.values(property) {
@@ -98,7 +95,6 @@ func (a activity) ids(property string) []string {
 	return out
 }
 
-// audience returns every id the activity is addressed to.
 func (a activity) audience() []string {
 	var out []string
 	for _, p := range addressing {
@@ -111,8 +107,6 @@ func isPublic(id string) bool {
 	return id == Public || id == "as:Public" || id == "Public"
 }
 
-// needsStripping reports whether the activity, or the object it carries,
-// has bto or bcc.
 func (a activity) needsStripping() bool {
 	return a.hasHidden() || slices.ContainsFunc(a.values("object"), func(v json.RawMessage) bool {
 		var obj activity
@@ -125,9 +119,7 @@ func (a activity) hasHidden() bool {
 }
 
 // stripHidden returns payload without bto and bcc, at the top level and in
-// the embedded object (or each object of an array): a Create copies its
-// Note's addressing, so the Note's bcc would leak what the activity's hides.
-// Members keep their order and their values' bytes; only the whitespace
+// the embedded object (or each object of an array). Only the whitespace
 // between the members of a rewritten object is dropped.
 func stripHidden(payload []byte) ([]byte, error) {
 	return withoutHidden(payload, func(key string, v json.RawMessage) (json.RawMessage, error) {
@@ -168,8 +160,7 @@ func firstByte(b []byte) byte {
 }
 
 // withoutHidden re-encodes a JSON object member by member, in order,
-// without bto and bcc, passing each other value through f (nil: kept as
-// it is). Values keep their bytes.
+// without bto and bcc, passing each other value through f (nil: kept).
 func withoutHidden(obj []byte, f func(key string, v json.RawMessage) (json.RawMessage, error)) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

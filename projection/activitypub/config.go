@@ -13,12 +13,12 @@ import (
 	"net/url"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
 // MinKeyBits is the smallest RSA key Config accepts: fediverse servers
-// generate 2048-bit actor keys, and a smaller one is weak or the wrong file.
+// generate 2048-bit keys, and a smaller one is weak or the wrong file.
 const MinKeyBits = 2048
 
 // Config is the JSON object a registration of the "activitypub" namespace
@@ -31,15 +31,14 @@ const MinKeyBits = 2048
 //	  "followers":   ["https://example.com/users/alice/followers"]
 //	}
 //
-// key_id (required) is the URI of the sending actor's public key as the
-// receiver dereferences it (the signature's keyId): an absolute http or
-// https URI, fragment kept. private_key (required) is the actor's RSA key,
-// PEM, PKCS#1 ("RSA PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"), at least
-// MinKeyBits bits, not encrypted. actors (optional) are the ids of the
-// actors the inbox serves, and followers (only with actors) the sending
-// actor's followers collections they are members of (package doc, "Which
-// inbox gets what"). Unknown keys are an error. String and Format never
-// print the private key; JSON encoding does (it is the stored form).
+// key_id (required) is the signature's keyId, the absolute http(s) URI of
+// the sending actor's public key, fragment kept. private_key (required) is
+// the actor's RSA key, PEM, PKCS#1 or PKCS#8, at least MinKeyBits bits, not
+// encrypted. actors (optional) are the ids of the actors the inbox serves,
+// and followers (only with actors) the sending actor's followers
+// collections they are members of (package doc, "Which inbox gets what").
+// Unknown keys are an error. Only JSON encoding, the stored form, shows the
+// private key.
 type Config struct {
 	KeyID      string   `json:"key_id"`
 	PrivateKey string   `json:"private_key"`
@@ -64,10 +63,9 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
-// journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
-// "config.private_key"; several problems are joined) and never contain the
-// private key.
-func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
+// journal.ErrInvalid, name the field ("config.private_key"), are joined when
+// several, and never contain the private key.
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -76,10 +74,9 @@ func (c Config) Validate() error {
 }
 
 // Encode validates c and returns it as a registration config.
-func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
+func (c Config) Encode() (push.Config, error) { return projconfig.Encode(c, Config.Validate) }
 
-// settings is a parsed config, as the signer and the addressing rules read
-// it (shared, never written).
+// settings is a parsed config, shared and never written.
 type settings struct {
 	keyID     string
 	key       *rsa.PrivateKey
@@ -88,58 +85,50 @@ type settings struct {
 }
 
 func (c Config) settings() (*settings, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, journal.Invalid("config."+field, format, args...))
-	}
-	if err := checkURI(c.KeyID); err != nil {
-		bad("key_id", "%s", err)
-	}
 	key, err := parsePrivateKey(c.PrivateKey)
+	errs := []error{checkURI("key_id", c.KeyID)}
 	if err != nil {
-		bad("private_key", "%s", err)
+		errs = append(errs, journal.Invalid("config.private_key", "%s", err))
 	}
 	set := func(field string, ids []string) map[string]bool {
 		if ids == nil {
 			return nil
 		}
 		if len(ids) == 0 {
-			bad(field, "is an empty list: leave it out to deliver everything")
+			errs = append(errs, journal.Invalid("config."+field, "is an empty list: leave it out to deliver everything"))
 		}
 		m := make(map[string]bool, len(ids))
 		for i, id := range ids {
-			if err := checkURI(id); err != nil {
-				bad(fmt.Sprintf("%s[%d]", field, i), "%s", err)
-			}
+			errs = append(errs, checkURI(fmt.Sprintf("%s[%d]", field, i), id))
 			m[id] = true
 		}
 		return m
 	}
 	s := &settings{keyID: c.KeyID, key: key, actors: set("actors", c.Actors), followers: set("followers", c.Followers)}
 	if c.Followers != nil && c.Actors == nil {
-		bad("followers", "needs actors: without actors every activity is delivered and followers would be ignored")
+		errs = append(errs, journal.Invalid("config.followers", "needs actors: without actors every activity is delivered and followers would be ignored"))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// checkURI accepts an absolute http(s) URI with a host, the form of actor,
-// key and collection ids on the fediverse.
-func checkURI(s string) error {
+// checkURI accepts an absolute http(s) URI with a host, as fediverse ids
+// are; its error names config.<field>.
+func checkURI(field, s string) error {
 	if s == "" {
-		return errors.New("is required (an absolute http or https URI)")
+		return journal.Invalid("config."+field, "is required (an absolute http or https URI)")
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http or https URI", s)
+		return journal.Invalid("config."+field, "%q is not an absolute http or https URI", s)
 	}
 	return nil
 }
 
-// parsePrivateKey reads an RSA private key from PEM (PKCS#1 or PKCS#8). Its
-// errors describe the PEM's shape, never its content.
+// parsePrivateKey reads an RSA private key from PEM; its errors describe
+// the PEM's shape, never its content.
 func parsePrivateKey(pemText string) (*rsa.PrivateKey, error) {
 	if pemText == "" {
 		return nil, errors.New("is required (PEM, PKCS#1 or PKCS#8 RSA)")

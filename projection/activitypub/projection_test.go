@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
@@ -185,7 +185,7 @@ func BenchmarkMessages(b *testing.B) {
 	b.Run("uncached/plain", func(b *testing.B) {
 		for b.Loop() {
 			var c Config
-			if err := configjson.Decode(reg.Config, &c); err != nil {
+			if err := projconfig.Decode(reg.Config, &c); err != nil {
 				b.Fatal(err)
 			}
 			s, err := c.settings()

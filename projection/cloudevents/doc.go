@@ -1,9 +1,8 @@
 // Package cloudevents is herald's CloudEvents projection, for the
 // "cloudevents" namespace: each record becomes one CloudEvent (CloudEvents
 // v1.0.2) POSTed over HTTP (HTTP Protocol Binding v1.0.2), encoded by
-// sdk-go (github.com/cloudevents/sdk-go/v2): its HTTP binding writes the
-// event into a request, and the message takes that request's headers and
-// body, so herald writes no ce- header itself.
+// sdk-go (github.com/cloudevents/sdk-go/v2), whose HTTP binding writes the
+// message's headers and body: herald writes no ce- header itself.
 //
 // The context attributes ("Context Attributes") come from the record and
 // the registration's config ([Config]):
@@ -19,21 +18,15 @@
 //
 // Binary content mode (HTTP binding §3.1) is the default: the body is the
 // payload as appended, Content-Type is the datacontenttype (§3.1.1), and
-// every other attribute is a ce- header (§3.1.3): Ce-Id, Ce-Source, … With
-// config "structured": true, structured content mode (§3.2) sends the
-// event as one JSON object (JSON Event Format v1.0.2), Content-Type
-// application/cloudevents+json (§3.2.1), carrying the payload (JSON format
-// §3.1.1) as a JSON value under "data" when its type is application/json or
-// text/json and it is JSON, as a JSON string under "data" for any other
-// text/* type, and base64 under "data_base64" otherwise and whenever it is
-// not UTF-8 (sdk-go would write other +json types as a JSON string, which
-// §3.1.1 forbids). A config "token" adds "Authorization: Bearer <token>"
-// (RFC 6750 §2.1).
-//
-// Messages is a pure function of the record and the registration (sdk-go
-// writes members in a fixed order and reads no clock), so a retry sends the
-// first attempt's bytes. A record that makes no valid CloudEvent is an
-// error wrapping journal.ErrInvalid.
+// every other attribute is a ce- header (§3.1.3). With config
+// "structured": true, structured content mode (§3.2) sends the event as one
+// JSON object (JSON Event Format v1.0.2) as StructuredContentType, the
+// payload under "data" as a JSON value when its type is application/json
+// or text/json and it is JSON, as a JSON string for any other text/* type,
+// and base64 under "data_base64" otherwise and whenever it is not UTF-8
+// (sdk-go would write other +json types as a JSON string, which JSON
+// format §3.1.1 forbids). A config "token" adds "Authorization: Bearer
+// <token>" (RFC 6750 §2.1). A retry sends the first attempt's bytes.
 //
 // sdk-go v2 writes ce- header values as they are, without the
 // percent-encoding of non-ASCII characters that HTTP binding §3.1.3.2 asks

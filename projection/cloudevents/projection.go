@@ -1,6 +1,7 @@
 package cloudevents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configcache"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -39,25 +40,22 @@ var (
 // rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
-type base = configcache.Projection[Config]
+type base = projconfig.Projection[Config]
 
 // New returns the CloudEvents projection.
 func New() *Projection {
-	return &Projection{configcache.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
+	return &Projection{projconfig.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
 }
 
 // Messages returns the one message for rec (package doc). Errors wrap
 // journal.ErrInvalid: a bad config (naming the key) or a record that makes
 // no valid CloudEvent.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := configcache.Get(p.base, reg.Config)
+	cfg, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, err
 	}
-	ct := rec.ContentType
-	if ct == "" {
-		ct = journal.DefaultContentType
-	}
+	ct := cmp.Or(rec.ContentType, journal.DefaultContentType)
 	e := event.New(event.CloudEventsVersionV1)
 	e.SetID(rec.ID)
 	e.SetSource(cfg.Source)
@@ -72,9 +70,6 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if err := e.Validate(); err != nil {
 		return nil, journal.Invalid("record", "%s#%d makes no valid CloudEvent: %v", rec.Stream, rec.Seq, err)
 	}
-
-	// sdk-go's HTTP binding writes the event into a request, from which the
-	// message takes its headers and body.
 	req := &http.Request{Header: http.Header{}}
 	if cfg.Structured {
 		ctx = binding.WithForceStructured(ctx)
@@ -98,7 +93,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 }
 
 // needsBase64 says whether structured mode carries the payload under
-// "data_base64" (package doc); binary mode sends it as is.
+// "data_base64" (package doc).
 func needsBase64(contentType string, payload []byte) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {

@@ -8,14 +8,13 @@ import (
 	"strings"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configjson"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
-// Secret format and bounds (Standard Webhooks 1.0.0, "Signature scheme": a
-// random secret of 24 bytes to 512 bits, base64 after whsec_). Rotation
-// needs two secrets; MaxSecrets allows a rotation during a rotation, while
-// each one costs a signature an attempt and lengthens the header.
+// Secret format and bounds, in bytes of the decoded key ("Signature
+// scheme": 24 bytes to 512 bits). Rotation needs two secrets; MaxSecrets
+// allows a rotation during a rotation, while each costs a signature.
 const (
 	SecretPrefix   = "whsec_"
 	MinSecretBytes = 24
@@ -28,13 +27,11 @@ const (
 //
 //	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"], "envelope": true}
 //
-// secrets (required) holds 1 to MaxSecrets secrets, each "whsec_" and the
-// standard, padded base64 (RFC 4648 §4) of 24 to 64 random bytes; every
-// message is signed with each, in order, so that a receiver rotates its
-// secret without downtime (it accepts any one valid signature). envelope (optional, default false)
-// sends the envelope instead of the payload (package doc). Unknown keys are
-// an error. String and Format never print a secret; JSON encoding does (it
-// is the stored form).
+// secrets (required) holds 1 to MaxSecrets secrets, each SecretPrefix and
+// the standard, padded base64 of a key; every message is signed with each,
+// so that a receiver rotates its secret without downtime. envelope
+// (default false) sends the envelope (package doc). Unknown keys are an
+// error. Only JSON encoding, the stored form, shows a secret.
 type Config struct {
 	Secrets  []string `json:"secrets"`
 	Envelope bool     `json:"envelope,omitempty"`
@@ -53,10 +50,9 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
-// journal.ErrInvalid (as *journal.InvalidError naming the field, e.g.
-// "config.secrets[1]"; several problems are joined) and never contain a
-// secret.
-func ParseConfig(raw push.Config) (Config, error) { return configjson.Parse(raw, Config.Validate) }
+// journal.ErrInvalid, name the field ("config.secrets[1]"), are joined when
+// several, and never contain a secret.
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
 
 // Validate checks c as ParseConfig does.
 func (c Config) Validate() error {
@@ -65,7 +61,7 @@ func (c Config) Validate() error {
 }
 
 // Encode validates c and returns it as a registration config.
-func (c Config) Encode() (push.Config, error) { return configjson.Encode(c, Config.Validate) }
+func (c Config) Encode() (push.Config, error) { return projconfig.Encode(c, Config.Validate) }
 
 // parsed is a config as Messages uses it: one keyed HMAC a secret.
 type parsed struct {

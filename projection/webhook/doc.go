@@ -21,28 +21,23 @@
 //	Herald-Stream:     the record's stream, encoded by HeaderValue
 //	Herald-Seq:        the record's seq, decimal (1-based, gapless)
 //
-// The webhook- headers are the specification's ("Signature scheme",
-// "Webhook headers"), signed afresh on every attempt: the reference
-// verifiers refuse a timestamp more than 5 minutes from their clock. The
-// specification asks that message ids hold no '.', which delimits the
-// signed content: applications whose users choose record ids should keep
-// '.' out of them. The Herald- headers let a receiver route, order and
-// de-duplicate without parsing the body; they are not signed, so a
-// receiver that must trust the kind reads the envelope's type.
+// The webhook- headers ("Webhook headers") are signed afresh on every
+// attempt: the reference verifiers refuse a timestamp more than 5 minutes
+// from their clock. Record ids should hold no '.', which delimits the
+// signed content. The Herald- headers let a receiver route, order and
+// de-duplicate without parsing the body; they are not signed (the
+// envelope's type is).
 //
 // # Envelope
 //
-// With "envelope": true in the config ([Config]), the body is the record in
-// the specification's recommended "Payload structure", compact JSON:
+// With "envelope": true in the config, the body is the record in the
+// specification's "Payload structure", compact JSON:
 //
 //	{"type":"order.paid","timestamp":"2026-03-15T11:00:00.123456Z","data":{"id":1001,"total":42}}
 //	{"type":"report.ready","timestamp":"…","content_type":"text/csv","data_base64":"aWQsdG90YWwK"}
 //
-// type is the record's kind; timestamp its appended-at in [TimestampFormat]
-// (webhook-timestamp is the attempt's). A JSON payload (application/json or
-// any +json) is data, its JSON text as appended without the whitespace
-// around it; any other payload comes as content_type and the standard,
-// padded base64 (RFC 4648 §4) of its bytes, as CloudEvents' JSON format
-// carries bytes. The signature covers the envelope, the bytes sent; the
-// envelope adds no error to Messages.
+// type is the record's kind; timestamp its appended-at in [TimestampFormat].
+// A JSON payload (journal.IsJSON) is data, without the whitespace around
+// it; any other comes as content_type and the standard, padded base64 (RFC
+// 4648 §4) of its bytes, as CloudEvents' JSON format carries bytes.
 package webhook

@@ -2,37 +2,43 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/internal/configcache"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
 )
 
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "webhook"
-	// cacheSize bounds the parsed configs kept (one per distinct config;
-	// secrets are unique per endpoint, so one per registration).
+	// cacheSize bounds the parsed configs kept, one a registration (secrets
+	// are unique per endpoint).
 	cacheSize = 4096
 )
 
 // herald's headers on every webhook (package doc, "Messages").
 const (
-	HeaderKind   = "Herald-Kind"   // the record's kind, encoded by HeaderValue
-	HeaderStream = "Herald-Stream" // the record's stream, encoded by HeaderValue
-	HeaderSeq    = "Herald-Seq"    // the record's seq, decimal
+	HeaderKind   = "Herald-Kind"
+	HeaderStream = "Herald-Stream"
+	HeaderSeq    = "Herald-Seq"
 )
 
 // TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
-// UTC with six fractional digits (microseconds, PostgreSQL's precision;
-// finer ones are dropped, not rounded), as in the specification's examples.
+// UTC with microseconds (PostgreSQL's precision; finer is dropped, not
+// rounded), as in the specification's examples.
 const TimestampFormat = "2006-01-02T15:04:05.000000Z"
 
 var (
@@ -44,29 +50,25 @@ var (
 // (Terminal is rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct{ *base }
 
-type base = configcache.Projection[parsed]
+type base = projconfig.Projection[parsed]
 
 // New returns a Standard Webhooks projection.
-func New() *Projection { return &Projection{configcache.New(Namespace, cacheSize, Config.parsed)} }
+func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize, Config.parsed)} }
 
 // Messages returns the one message that delivers rec (package doc,
 // "Messages"); its signer adds the webhook- headers at send time. Errors
 // wrap journal.ErrInvalid: a bad config.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
-	cfg, err := configcache.Get(p.base, reg.Config)
+	cfg, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
 	}
-	ct := rec.ContentType
-	if ct == "" {
-		ct = journal.DefaultContentType
-	}
-	body := rec.Payload
+	ct, body := cmp.Or(rec.ContentType, journal.DefaultContentType), rec.Payload
 	if cfg.envelope {
 		body, ct = envelope(rec, ct), "application/json"
 	}
-	// Two allocations, the message with its parts and the Header: Messages
-	// runs once per record and registration.
+	// Two allocations, the message with its parts and the Header, for each
+	// record and registration.
 	m := &message{sig: signer{id: rec.ID, keys: cfg.keys},
 		values: [3]string{HeaderValue(rec.Kind), HeaderValue(rec.Stream), strconv.FormatUint(rec.Seq, 10)}}
 	h := make(http.Header, 3)
@@ -75,19 +77,17 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	return m.msgs[:], nil
 }
 
-// message is what Messages returns, allocated together.
 type message struct {
 	msgs   [1]push.Message
 	sig    signer
 	values [3]string // of HeaderKind, HeaderStream, HeaderSeq
 }
 
-// HeaderValue is s as HeaderKind and HeaderStream carry it: printable ASCII
-// (U+0021 to U+007E) as is but '"' and '%', every other byte as %XX in
-// upper-case hex, as the CloudEvents HTTP Protocol Binding 1.0.2 §3.1.3.2
-// encodes its headers. The value is printable ASCII, at most 3×len(s)
-// bytes, and a percent-decoder that leaves '+' alone (Go's
-// url.PathUnescape, JavaScript's decodeURIComponent) gives s back.
+// HeaderValue is s as HeaderKind and HeaderStream carry it, at most
+// 3×len(s) bytes: printable ASCII (U+0021 to U+007E) as is but '"' and
+// '%', every other byte as %XX in upper-case hex, as the CloudEvents HTTP
+// Protocol Binding 1.0.2 §3.1.3.2 encodes its headers. A percent-decoder
+// that leaves '+' alone (Go's url.PathUnescape) gives s back.
 func HeaderValue(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b []byte // nil while s needs no encoding
@@ -109,8 +109,7 @@ func HeaderValue(s string) string {
 }
 
 // envelope returns rec, whose content type is ct, in the payload structure
-// of Standard Webhooks 1.0.0 (package doc, "Envelope"): data when ct is
-// JSON (journal.IsJSON), else content_type and data_base64.
+// (package doc, "Envelope").
 func envelope(rec journal.Record, ct string) []byte {
 	mt, _, _ := strings.Cut(ct, ";")
 	data := bytes.Trim(rec.Payload, " \t\r\n")
@@ -137,9 +136,83 @@ func envelope(rec journal.Record, ct string) []byte {
 
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
-	q, err := json.Marshal(s)
-	if err != nil {
-		panic("webhook: a string does not encode as JSON: " + err.Error()) // cannot happen
-	}
+	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
+}
+
+// The Standard Webhooks headers ("Webhook headers"), in canonical form.
+const (
+	headerID        = "Webhook-Id"
+	headerTimestamp = "Webhook-Timestamp"
+	headerSignature = "Webhook-Signature"
+)
+
+// signer signs one message at send time.
+type signer struct {
+	id   string
+	keys []*key
+}
+
+// Sign sets webhook-id, webhook-timestamp (at) and webhook-signature on req,
+// whose body is body (package doc, "Messages"), replacing earlier values.
+func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
+	if at.IsZero() {
+		return errors.New("webhook: sign: at is the zero time")
+	}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	head := make([]byte, 0, len(g.id)+len(ts)+2)
+	head = append(append(append(append(head, g.id...), '.'), ts...), '.')
+	sig := make([]byte, 0, len(g.keys)*(len(sigVersion)+base64.StdEncoding.EncodedLen(sha256.Size)+1))
+	for i, k := range g.keys {
+		if i > 0 {
+			sig = append(sig, ' ')
+		}
+		sig = k.sign(sig, head, body)
+	}
+	req.Header.Set(headerID, g.id)
+	req.Header.Set(headerTimestamp, ts)
+	req.Header.Set(headerSignature, string(sig))
+	return nil
+}
+
+// Format names the message and counts the secrets, for every verb.
+func (g *signer) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "webhook signer (message %s, %d secrets redacted)", g.id, len(g.keys))
+}
+
+// sigVersion starts each signature: v1 is HMAC-SHA256.
+const sigVersion = "v1,"
+
+// key is one secret's HMAC-SHA256, keyed once; each signature hashes a copy
+// of it.
+type key struct {
+	proto  hash.Hash // keyed, never written: only copied
+	secret []byte    // to key a new HMAC where the hash cannot be copied
+}
+
+func newKey(secret []byte) *key {
+	h := hmac.New(sha256.New, secret)
+	h.Reset() // keeps the keyed states, so a copy's Sum starts from them
+	return &key{proto: h, secret: secret}
+}
+
+// sign appends sigVersion and the base64 HMAC of head and body to dst.
+func (k *key) sign(dst, head, body []byte) []byte {
+	var h hash.Hash
+	if c, ok := k.proto.(hash.Cloner); ok {
+		if clone, err := c.Clone(); err == nil {
+			h = clone
+		}
+	}
+	if h == nil { // a build whose HMAC cannot be copied (BoringCrypto)
+		h = hmac.New(sha256.New, k.secret)
+	}
+	h.Write(head)
+	h.Write(body)
+	var sum [sha256.Size]byte
+	dst = append(dst, sigVersion...)
+	return base64.StdEncoding.AppendEncode(dst, h.Sum(sum[:0]))
 }

@@ -21,7 +21,6 @@ import (
 var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
-	_ push.HostStore  = (*Store)(nil)
 	_ store.Retention = (*Store)(nil)
 )
 
@@ -34,7 +33,7 @@ type Store struct {
 	ids      map[string]ref
 	regs     map[push.Key]*push.Registration
 	evidence map[push.Key][]push.Evidence
-	hosts    map[string]*push.Host
+	hosts    map[string]push.Host
 }
 
 type stream struct {
@@ -66,7 +65,7 @@ func New(opts ...Option) *Store {
 		ids:      map[string]ref{},
 		regs:     map[push.Key]*push.Registration{},
 		evidence: map[push.Key][]push.Evidence{},
-		hosts:    map[string]*push.Host{},
+		hosts:    map[string]push.Host{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -219,35 +218,50 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	return copyReg(n), nil
 }
 
-// reg returns registration stream/id. The caller holds s.mu.
-func (s *Store) reg(stream, id string) (*push.Registration, error) {
-	if r := s.regs[push.Key{Stream: stream, ID: id}]; r != nil {
-		return r, nil
+// with runs fn under s.mu on registration stream/id.
+func (s *Store) with(stream, id string, fn func(r *push.Registration) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.regs[push.Key{Stream: stream, ID: id}]
+	if r == nil {
+		return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
 	}
-	return nil, fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
+	return fn(r)
+}
+
+// under is with for the registration claim c holds, once nextSeq is checked
+// as a cursor of its stream.
+func (s *Store) under(c push.Claim, nextSeq uint64, fn func(r *push.Registration) error) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return s.with(c.Stream, c.ID, func(r *push.Registration) error {
+		if r.LeaseOwner != c.Owner {
+			return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+		}
+		if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
+			return err
+		}
+		return fn(r)
+	})
 }
 
 // Unregister implements push.Store.
 func (s *Store) Unregister(ctx context.Context, streamName, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.reg(streamName, id)
-	if err == nil {
+	return s.with(streamName, id, func(r *push.Registration) error {
 		delete(s.regs, r.Key())
 		delete(s.evidence, r.Key())
-	}
-	return err
+		return nil
+	})
 }
 
 // Get implements push.Store.
-func (s *Store) Get(ctx context.Context, streamName, id string) (push.Status, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.reg(streamName, id)
-	if err != nil {
-		return push.Status{}, err
-	}
-	return s.status(r), nil
+func (s *Store) Get(ctx context.Context, streamName, id string) (st push.Status, err error) {
+	err = s.with(streamName, id, func(r *push.Registration) error {
+		st = s.status(r)
+		return nil
+	})
+	return st, err
 }
 
 // List implements push.Store.
@@ -278,40 +292,34 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	hosts := map[string]push.Host{}
-	for name, h := range s.hosts {
-		hosts[name] = *h
-	}
+	p := store.NewDuePicker(q, maps.Clone(s.hosts))
 	var due []*push.Registration
-	unserved := 0
 	for _, r := range s.regs {
 		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.stream(r.Stream).head {
 			continue
 		}
 		if r.Namespace == q.Namespace {
 			due = append(due, r)
-		} else if held, probe := hosts[r.Host()].Holds(q.At); !held || probe {
-			unserved++
+		} else if held, probe := s.hosts[r.Host()].Holds(q.At); !held || probe {
+			p.Batch.Unserved++
 		}
 	}
 	slices.SortFunc(due, func(a, b *push.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
-	p := store.NewDuePicker(q, hosts)
 	for _, r := range due {
 		if !p.Offer(s.status(r)) {
 			break
 		}
 	}
 	for _, h := range p.Probed {
-		*s.hosts[h.Host] = h
+		s.hosts[h.Host] = h
 	}
 	for i, st := range p.Batch.Registrations {
 		r := s.regs[st.Key()]
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		p.Batch.Registrations[i] = s.status(r)
 	}
-	p.Batch.Unserved = unserved
 	return p.Batch, nil
 }
 
@@ -328,19 +336,15 @@ func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) er
 // save moves the cursor c holds forward to nextSeq, releasing the lease if
 // asked.
 func (s *Store) save(c push.Claim, nextSeq uint64, release bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.claimed(c, nextSeq)
-	if err != nil {
-		return err
-	}
-	if nextSeq > r.NextSeq {
-		r.NextSeq, r.Attempts, r.HostFailures, r.LastError = nextSeq, 0, 0, ""
-	}
-	if release {
-		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	}
-	return nil
+	return s.under(c, nextSeq, func(r *push.Registration) error {
+		if nextSeq > r.NextSeq {
+			r.NextSeq, r.Attempts, r.HostFailures, r.LastError = nextSeq, 0, 0, ""
+		}
+		if release {
+			r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+		}
+		return nil
+	})
 }
 
 // Retry implements push.Store.
@@ -348,66 +352,41 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 	if err := push.ValidateInstant("not before", notBefore); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.fail(c, nextSeq, ev)
-	if err != nil {
-		return err
-	}
-	r.NextAttemptAt = notBefore
-	return nil
+	return s.fail(c, nextSeq, ev, false, func(r *push.Registration) { r.NextAttemptAt = notBefore })
 }
 
 // Park implements push.Store.
 func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.fail(c, nextSeq, ev)
-	if err != nil {
+	return s.fail(c, nextSeq, ev, false, func(r *push.Registration) {
+		r.Parked, r.ParkedAt = true, ev.At
+		s.event(push.RegistrationEvent(push.KindParked, *r, r.NextSeq, "", ev.Error, ev.At))
+	})
+}
+
+// fail ends the turn c holds with a failure, at cursor nextSeq, then applies
+// then: an attempt charged (Retry, Park), or none but a host-level failure
+// counted (HostFailed).
+func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence, hostLevel bool, then func(r *push.Registration)) error {
+	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
 		return err
 	}
-	r.Parked, r.ParkedAt = true, ev.At
-	s.event(push.RegistrationEvent(push.KindParked, *r, r.NextSeq, "", ev.Error, ev.At))
-	return nil
-}
-
-// claimed returns the registration c holds, checking the cursor it saves.
-// The caller holds s.mu.
-func (s *Store) claimed(c push.Claim, nextSeq uint64) (*push.Registration, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	r, err := s.reg(c.Stream, c.ID)
-	if err != nil {
-		return nil, err
-	}
-	if r.LeaseOwner != c.Owner {
-		return nil, fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
-	}
-	if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// fail applies what Retry and Park share. The caller holds s.mu.
-func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence) (*push.Registration, error) {
-	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
-		return nil, err
-	}
-	r, err := s.claimed(c, nextSeq)
-	if err != nil {
-		return nil, err
-	}
-	if nextSeq > r.NextSeq {
-		r.NextSeq, r.Attempts = nextSeq, 0
-	}
-	r.Attempts++
-	r.HostFailures = 0 // the host answered about the record
-	r.LastError = ev.Error
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	s.addEvidence(r.Key(), ev)
-	return r, nil
+	return s.under(c, nextSeq, func(r *push.Registration) error {
+		if nextSeq > r.NextSeq {
+			r.NextSeq, r.Attempts, r.HostFailures = nextSeq, 0, 0
+		}
+		if hostLevel {
+			r.HostFailures++
+			ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, r.HostFailures, ev.At)
+			r.NextAttemptAt = ev.NotBefore
+		} else {
+			r.Attempts++
+			r.HostFailures = 0 // the host answered about the record
+		}
+		r.LastError, r.LeaseOwner, r.LeaseUntil = ev.Error, "", time.Time{}
+		s.addEvidence(r.Key(), ev)
+		then(r)
+		return nil
+	})
 }
 
 // Unpark implements push.Store.
@@ -415,31 +394,25 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.reg(streamName, id)
-	if err != nil || !r.Parked {
-		return err
-	}
-	r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
-	s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
-	return nil
+	return s.with(streamName, id, func(r *push.Registration) error {
+		if r.Parked {
+			r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
+			r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+			s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
+			s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
+		}
+		return nil
+	})
 }
 
 // Complete implements push.Store.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.claimed(c, 1)
-	if err != nil {
-		return err
-	}
-	delete(s.regs, r.Key())
-	delete(s.evidence, r.Key())
-	s.event(push.RegistrationEvent(push.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
-	return nil
+	return s.under(c, 1, func(r *push.Registration) error {
+		delete(s.regs, r.Key())
+		delete(s.evidence, r.Key())
+		s.event(push.RegistrationEvent(push.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
+		return nil
+	})
 }
 
 // Skip implements push.Store.
@@ -458,39 +431,31 @@ func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip boo
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.reg(streamName, id)
-	if err != nil {
-		return err
-	}
-	st := s.stream(streamName)
-	event, text, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, reason)
-	if err != nil {
-		return err
-	}
-	s.addEvidence(r.Key(), push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
-	r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	if skip {
-		s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
-	}
-	return nil
+	return s.with(streamName, id, func(r *push.Registration) error {
+		st := s.stream(streamName)
+		event, text, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, reason)
+		if err != nil {
+			return err
+		}
+		s.addEvidence(r.Key(), push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
+		r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
+		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+		if skip {
+			s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
+		}
+		return nil
+	})
 }
 
 // AddEvidence implements push.Store.
 func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.reg(ev.Stream, ev.Registration)
-	if err != nil {
-		return err
-	}
-	s.addEvidence(r.Key(), ev)
-	if ev.Event == push.EventSkipped {
-		s.event(push.RegistrationEvent(push.KindSkipped, *r, ev.Seq, push.ByPolicy, ev.Error, ev.At))
-	}
-	return nil
+	return s.with(ev.Stream, ev.Registration, func(r *push.Registration) error {
+		s.addEvidence(r.Key(), ev)
+		if ev.Event == push.EventSkipped {
+			s.event(push.RegistrationEvent(push.KindSkipped, *r, ev.Seq, push.ByPolicy, ev.Error, ev.At))
+		}
+		return nil
+	})
 }
 
 func (s *Store) addEvidence(k push.Key, ev push.Evidence) {
@@ -509,17 +474,16 @@ func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) 
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.reg(streamName, id); err != nil {
-		return nil, err
-	}
-	list := s.evidence[push.Key{Stream: streamName, ID: id}]
-	out := make([]push.Evidence, 0, min(limit, len(list)))
-	for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
-		out = append(out, list[i])
-	}
-	return out, nil
+	var out []push.Evidence
+	err = s.with(streamName, id, func(r *push.Registration) error {
+		list := s.evidence[r.Key()]
+		out = make([]push.Evidence, 0, min(limit, len(list)))
+		for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, list[i])
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Stats implements push.Store.
@@ -534,34 +498,20 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 }
 
 // HostFailed implements push.HostStore.
-func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
+func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (h push.Host, err error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.claimed(f.Claim, f.NextSeq)
-	if err != nil {
-		return push.Host{}, err
-	}
-	h := s.hosts[f.Host]
-	if h == nil {
-		h = &push.Host{Host: f.Host}
+	err = s.fail(f.Claim, f.NextSeq, f.Evidence, true, func(*push.Registration) {
+		old, ok := s.hosts[f.Host]
+		if !ok {
+			old = push.Host{Host: f.Host}
+		}
+		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
 		s.hosts[f.Host] = h
-	}
-	old := *h
-	*h = h.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-	s.event(push.HostEvent(old, *h))
-	if f.NextSeq > r.NextSeq {
-		r.NextSeq, r.Attempts, r.HostFailures = f.NextSeq, 0, 0
-	}
-	r.HostFailures++
-	ev := f.Evidence
-	ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, r.HostFailures, ev.At)
-	r.NextAttemptAt, r.LastError = ev.NotBefore, ev.Error
-	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-	s.addEvidence(r.Key(), ev)
-	return *h, nil
+		s.event(push.HostEvent(old, h))
+	})
+	return h, err
 }
 
 // HostAnswered implements push.HostStore.
@@ -583,17 +533,17 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (push.Host, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.hosts[host]
-	if h == nil {
-		if mustExist {
-			return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-		}
+	old, ok := s.hosts[host]
+	switch {
+	case !ok && mustExist:
+		return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+	case !ok:
 		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
 	}
-	old := *h
-	*h = h.Answered(at)
-	s.event(push.HostEvent(old, *h))
-	return *h, nil
+	h := old.Answered(at)
+	s.hosts[host] = h
+	s.event(push.HostEvent(old, h))
+	return h, nil
 }
 
 // Hosts implements push.HostStore.
@@ -606,7 +556,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	defer s.mu.Unlock()
 	held := map[string]int{}
 	for _, r := range s.regs {
-		if h := s.hosts[r.Host()]; h != nil && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.stream(r.Stream).head {
+		if h, ok := s.hosts[r.Host()]; ok && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.stream(r.Stream).head {
 			held[h.Host]++
 		}
 	}
@@ -615,9 +565,8 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 		if (q.Host != "" && name != q.Host) || (q.State != "" && h.State != q.State) || (q.After != "" && name <= q.After) {
 			continue
 		}
-		c := *h
-		c.Held = held[name]
-		out = append(out, c)
+		h.Held = held[name]
+		out = append(out, h)
 	}
 	slices.SortFunc(out, func(a, b push.Host) int { return cmp.Compare(a.Host, b.Host) })
 	return out[:min(len(out), limit)], nil
@@ -651,8 +600,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 	}
 	var rep store.PruneReport
-	names := slices.Sorted(maps.Keys(s.streams))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.streams)) {
 		st := s.streams[name]
 		l, registered := low[name]
 		if !registered {
@@ -690,10 +638,9 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 	}
 	for k, evs := range s.evidence {
-		r := s.regs[k]
 		keep := evs[:0:0]
 		reason := -1 // the newest parked row of a parked registration is kept
-		if r != nil && r.Parked {
+		if r := s.regs[k]; r != nil && r.Parked {
 			for i, ev := range evs {
 				if ev.Event == push.EventParked {
 					reason = i // evs is oldest first

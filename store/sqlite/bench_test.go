@@ -51,7 +51,7 @@ func benchEntries(prefix string, n int) []journal.Entry {
 // BenchmarkAppend: one Append call per iteration, of 1, 100 or 1,000
 // records, under synchronous=FULL (the default) and NORMAL.
 func BenchmarkAppend(b *testing.B) {
-	for _, sync := range []string{syncFull, syncNormal} {
+	for _, sync := range []string{syncFull, "NORMAL"} {
 		for _, batch := range []int{1, 100, 1000} {
 			b.Run(fmt.Sprintf("sync=%s/batch=%d", sync, batch), func(b *testing.B) {
 				s := benchStore(b, withSync(sync))

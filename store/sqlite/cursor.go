@@ -85,37 +85,35 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 	})
 }
 
-// Advance implements push.Store: next_seq = MAX(next_seq, nextSeq) in one
-// statement, fenced by the claim, so racing workers never move a cursor back.
+// Advance implements push.Store.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	return s.save(ctx, "advance", sqlAdvance, c, nextSeq)
 }
 
-// Checkpoint implements push.Store: Advance's statement without the lease's
-// release.
+// Checkpoint implements push.Store.
 func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	return s.save(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
 }
 
 func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		_, err := update(ctx, tx, op, c.Stream, c.ID, query, n, c.Stream, c.ID, c.Owner)
+		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n)
 		return err
 	})
 }
 
-// Retry implements push.Store: the cursor, the attempt count, the schedule,
-// the lease and the evidence in one transaction, fenced by the claim.
+// Retry implements push.Store.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
 	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, "not before", notBefore, ev)
 }
 
-// Park implements push.Store, fenced by the claim.
+// Park implements push.Store.
 func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
 	return s.fail(ctx, "park", sqlPark, c, nextSeq, "evidence at", ev.At, ev)
 }
 
-// fail is Retry's and Park's write; query sets the instant t (named field).
+// fail is Retry's and Park's write, fenced by the claim; query sets the
+// instant t (named field).
 func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSeq uint64, field string, t time.Time, ev push.Evidence) error {
 	when, err := instantArg(field, t)
 	if err != nil {
@@ -125,7 +123,7 @@ func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSe
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		st, err := update(ctx, tx, op, c.Stream, c.ID, query, n, when, ev.Clean().Error, c.Stream, c.ID, c.Owner)
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n, when, ev.Clean().Error)
 		if err == nil {
 			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
 		}
@@ -178,19 +176,19 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		return err
 	}
 	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
-		cur, err := getStatus(ctx, tx, stream, id)
+		var next, head, oldest int64
+		err := tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return notFound(stream, id)
+		case err != nil:
+			return translate(op+": read the cursor", err)
+		}
+		event, text, err := store.CheckMove(skip, stream, uint64(next), uint64(head), uint64(oldest), toSeq, reason)
 		if err != nil {
 			return err
 		}
-		var oldest int64
-		if err := tx.QueryRowContext(ctx, sqlOldest, stream).Scan(&oldest); err != nil {
-			return translate(op+": read the low-water mark", err)
-		}
-		event, text, err := store.CheckMove(skip, stream, cur.NextSeq, cur.Head, uint64(oldest), toSeq, reason)
-		if err != nil {
-			return err
-		}
-		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: event, Seq: cur.NextSeq, Error: text}); err != nil {
+		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: event, Seq: uint64(next), Error: text}); err != nil {
 			return err
 		}
 		if _, err := update(ctx, tx, op, stream, id, sqlMove, int64(toSeq), atN, stream, id); err != nil || !skip {

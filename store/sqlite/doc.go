@@ -7,35 +7,27 @@
 //	defer s.Close()
 //	w, err := push.NewWorker(s, s, transport, projection)
 //
-// # Tables
-//
-// As store/postgres's (migrations/001_init.up.sql): herald_stream (head,
-// seal, wake marker, low-water mark), herald_record (with the journal.Digest
-// of its content, for idempotent appends), herald_registration,
-// herald_evidence (the newest push.MaxEvidence rows a registration) and
-// herald_host. Instants are unix nanoseconds in INTEGER columns (full Go
-// precision, read back in UTC); the zero time is NULL.
+// The tables (migrations/001_init.up.sql) are store/postgres's. Instants are
+// unix nanoseconds in INTEGER columns (full Go precision, read back in UTC);
+// the zero time is NULL.
 //
 // # Durability
 //
 // WAL mode with synchronous=FULL: every commit is fsynced before the call
 // returns. NORMAL would survive a process crash, but a power loss could roll
-// back an append the application was told is stored, which breaks herald's
-// first invariant. Callers who append often batch entries into one Append
-// (BENCHMARKS.md).
+// back an append the application was told is stored. Callers who append
+// often batch entries into one Append (BENCHMARKS.md).
 //
 // # Concurrency
 //
 // Every write runs on one connection, in a BEGIN IMMEDIATE transaction:
 // goroutines queue for it, so in one process no "database is locked" error
-// can arise. Reads (Read, Head, Lookup, Get, List, Evidence, Stats) use a
-// pool of query_only connections that run beside the writer. Several
-// processes may share the file (a `herald unpark` beside a daemon): they take
-// turns at its write lock, waiting up to 10 s before ErrBusy. Seqs are
-// assigned from herald_stream.head under that lock, so they are gapless and
-// commit-ordered; Due stamps leases under it, so a lease is exclusive across
-// processes; cursor writes apply MAX(next_seq, n) in the statement that
-// checks the lease.
+// can arise. Reads use a pool of query_only connections beside the writer.
+// Several processes may share the file (a `herald unpark` beside a daemon):
+// they take turns at its write lock, waiting up to 10 s before ErrBusy. Seqs
+// are assigned from herald_stream.head under that lock, so they are gapless
+// and commit-ordered; Due stamps leases under it, so a lease is exclusive
+// across processes.
 //
 // # Idle costs nothing
 //
@@ -49,30 +41,21 @@
 // append commits either before Due reads its head or after Due wrote the
 // marker: no wake-up is lost.
 //
-// # Migrations
+// # Migrations and refusals
 //
-// Numbered, reversible migrations embedded in the binary, run by
-// internal/migrate, each in one BEGIN IMMEDIATE transaction with its row in
-// schema_migrations (golang-migrate's shape); PRAGMA application_id marks
-// the file as herald's. Open creates or migrates up what it needs unless
-// given WithoutMigrating; MigrateUp, MigrateDown and MigrationStatus are
-// `herald migrate`. Two processes migrating at once take turns; a failed
-// migration rolls back with its version row.
-//
-// # Refusals
-//
-// Open, MigrateUp and MigrateDown change nothing, and return an error, for a
-// file that is not SQLite, holds another application's tables or id, or
-// herald's id and tables without schema_migrations (store.ErrNotHerald); a
-// database migrated by a newer herald (store.ErrSchemaAhead); one whose
-// version is marked dirty (store.ErrSchemaDirty, naming the statement that
-// settles it). They read the file's header and then a read-only connection;
-// a migration checks again under the write lock.
-//
-// # Errors
+// Migrations are embedded and run by internal/migrate, each in one BEGIN
+// IMMEDIATE transaction with its row in schema_migrations; PRAGMA
+// application_id marks the file as herald's. Open migrates up unless given
+// WithoutMigrating; MigrateUp, MigrateDown and MigrationStatus are `herald
+// migrate`. Open, MigrateUp and MigrateDown change nothing, and return an
+// error, for a file that is not SQLite, holds another application's tables
+// or id, or herald's id and tables without schema_migrations
+// (store.ErrNotHerald); a database migrated by a newer herald
+// (store.ErrSchemaAhead); one whose version is marked dirty
+// (store.ErrSchemaDirty, naming the statement that settles it).
 //
 // Driver errors are translated at this boundary: journal's sentinels where
 // they apply, ErrBusy, store.ErrNotHerald for a file SQLite cannot read;
 // otherwise an error that names the operation and keeps the driver's message
-// as text. No modernc.org/sqlite type is returned.
+// as text.
 package sqlite

@@ -8,12 +8,9 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Due implements push.Store. In one write transaction it picks up to
-// q.Limit due registrations of q.Namespace (store.DuePicker), counts other
-// namespaces' due ones, stamps the leases, and recomputes the wake marker of
-// every stream it looked at. The write lock makes the claim atomic: no other
-// caller, in this process or another, can claim the same rows before the
-// lease is stored.
+// Due implements push.Store in one write transaction, whose lock makes the
+// claim atomic across processes: store.DuePicker picks what it claims, and
+// the wake marker of every stream it read is recomputed.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
@@ -79,29 +76,17 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
 			return translate("due: count other namespaces", err)
 		}
-		// next_attempt_at = at: the least recently claimed go first next
-		// time, so a saturated namespace starves no one.
-		var claim *sql.Stmt
 		for i := range p.Batch.Registrations {
-			if claim == nil {
-				if claim, err = tx.PrepareContext(ctx, sqlClaim); err != nil {
-					return translate("due: prepare claim", err)
-				}
-				defer claim.Close()
-			}
 			st := &p.Batch.Registrations[i]
-			if _, err := claim.ExecContext(ctx, q.Owner, until, at, st.Stream, st.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlClaim, q.Owner, until, at, st.Stream, st.ID); err != nil {
 				return translate("due: claim", err)
 			}
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
-		// Every stream woken by now was read above; set its marker to the
+		// Every stream woken by now was read above: its marker becomes the
 		// earliest instant one of its lagging, unparked registrations is due
 		// (a claimed one at its lease's end, a held one at its host's next
-		// probe), or NULL when none lags. This runs under the write lock
-		// that every append and cursor move takes, so no append can commit
-		// between reading the heads and writing the markers: no wake-up is
-		// lost. (An answer that releases a host wakes its streams: hosts.go.)
+		// probe), or NULL (package doc, "Idle costs nothing").
 		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
 		return translate("due: recompute wake markers", err)
 	})

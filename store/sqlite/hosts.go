@@ -53,9 +53,8 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error
 	return s.event(ctx, tx, e, ok)
 }
 
-// HostFailed implements push.HostStore: the registration's write, its
-// evidence and the host's health in one write transaction, fenced by the
-// claim.
+// HostFailed implements push.HostStore in one write transaction, fenced by
+// the claim.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err
@@ -88,7 +87,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err != nil {
 			return err
 		}
-		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, n, nb, ev.Clean().Error, c.Stream, c.ID, c.Owner, failures); err != nil {
+		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, n, nb, ev.Clean().Error, failures); err != nil {
 			return err
 		}
 		return addEvidence(ctx, tx, c.Stream, c.ID, ev)

@@ -13,9 +13,8 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Append implements journal.Journal. The batch is one write transaction: the
-// stream's head is read, the records inserted at head+1…, and the head
-// updated, under the write lock, so seqs are gapless and commit-ordered.
+// Append implements journal.Journal in one write transaction (package doc,
+// "Concurrency").
 func (s *Store) Append(ctx context.Context, stream string, entries ...journal.Entry) ([]journal.Record, error) {
 	entries, err := journal.ValidateEntries(stream, journal.WithContextTrace(ctx, entries), journal.DefaultMaxPayload)
 	if err != nil {
@@ -169,11 +168,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head int64
-	err := s.r.QueryRowContext(ctx, sqlHead, stream).Scan(&head)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
+	if err := s.r.QueryRowContext(ctx, sqlHead, stream).Scan(&head); err != nil {
 		return 0, translate("head of "+stream, err)
 	}
 	return uint64(head), nil

@@ -25,11 +25,9 @@ import (
 // call fails: 10 s, far longer than any one herald transaction takes.
 const busyTimeoutMillis = 10000
 
-// synchronous levels (PRAGMA synchronous; package doc, "Durability").
-const (
-	syncFull   = "FULL"
-	syncNormal = "NORMAL"
-)
+// syncFull is the write connection's PRAGMA synchronous (package doc,
+// "Durability"); benchmarks compare it with NORMAL.
+const syncFull = "FULL"
 
 // walSizeLimit bounds the -wal file left after a checkpoint (64 MiB): one
 // large batch must not leave a WAL that size on disk for good.
@@ -97,13 +95,12 @@ func inspectFile(path string) (fileKind, error) {
 }
 
 // inspectSchema reads the schema state of the SQLite database at path
-// through a read-only connection. A database at rest (no -wal file) is read
-// with immutable=1: no lock, and no -wal or -shm file beside a file that may
-// not be ours. An immutable read can see a process that is creating the
-// file show its first tables before its application id
-// (TestConcurrentMigrationsTakeTurns saw it): a refusal is read again
-// through the WAL if the file is in use by now (herald's first write makes
-// a -wal file).
+// through a read-only connection: with immutable=1 when it is at rest (no
+// -wal file), so that no lock is taken and no -wal or -shm file made beside a
+// file that may not be ours. Such a read can see a process that is creating
+// the file show its first tables before its application id, so a refusal
+// is read again through the WAL once the file is in use (herald's first
+// write makes a -wal file).
 func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 	_, walErr := os.Stat(path + "-wal")
 	immutable := errors.Is(walErr, fs.ErrNotExist)
@@ -187,9 +184,8 @@ func openDB(ctx context.Context, path, dsn string, conns int) (*sql.DB, error) {
 
 // setWAL switches the database to write-ahead logging, which persists in
 // the file. SQLite refuses the switch at once, without its busy handler,
-// while another process opening the new file holds a read lock on it
-// (TestConcurrentMigrationsTakeTurns saw it): it is tried again, every few
-// milliseconds, for up to the busy timeout.
+// while another process opening the new file holds a read lock on it, so it
+// is tried again every few milliseconds for up to the busy timeout.
 func setWAL(ctx context.Context, db *sql.DB) error {
 	var mode string
 	deadline := time.Now().Add(busyTimeoutMillis * time.Millisecond)

@@ -35,7 +35,7 @@ const (
 		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest, traceparent, tracestate)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlRead   = "SELECT " + recordColumns + " FROM herald_record WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?"
-	sqlHead   = "SELECT head FROM herald_stream WHERE stream = ?"
+	sqlHead   = "SELECT IFNULL(MAX(head), 0) FROM herald_stream WHERE stream = ?" // one row, 0 for no stream
 	sqlLookup = "SELECT " + recordColumns + " FROM herald_record WHERE id = ?"
 )
 
@@ -51,9 +51,9 @@ const (
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
 				"window" = ? WHERE stream = ? AND id = ?`
 	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
-	sqlInsertRegistration = `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, next_seq, kinds, "window")
+	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", stream, id, next_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ?"
+	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"
 	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
 	sqlStats              = `
 			SELECT r.namespace,
@@ -107,14 +107,12 @@ const (
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8`
 	sqlHostCursor = "SELECT next_seq, host_failures FROM herald_registration WHERE stream = ? AND id = ?"
-	// A host-level failure: the registration's turn ends with no attempt
-	// charged.
+	// A host-level failure: the turn ends at cursor ?4 with no attempt
+	// charged, ?7 host failures, due again at ?5, the reason ?6.
 	sqlHostFailed = `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
-				next_seq = MAX(next_seq, ?1), host_failures = ?7,
-				next_attempt_at = ?2, last_error = ?3,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6` + stateColumns
+				attempts = CASE WHEN ?4 > next_seq THEN 0 ELSE attempts END,
+				next_seq = MAX(next_seq, ?4), host_failures = ?7,
+				next_attempt_at = ?5, last_error = ?6, lease_owner = '', lease_until = NULL` + fencedWhere
 	sqlWakeHostStreams = `UPDATE herald_stream SET wake_at = ?1
 			WHERE stream IN (SELECT stream FROM herald_registration WHERE host = ?2 AND parked = 0)`
 	sqlHosts = "SELECT " + hostColumns + ` FROM herald_host
@@ -127,43 +125,37 @@ const (
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go). The writes
-// under a claim follow sqlFence in the same write transaction (fenced).
+// under a claim follow sqlFence in the same write transaction (fenced) and
+// end in fencedWhere: registration ?1/?2, its lease still ?3's.
 const (
 	// stateColumns end a registration update with what update reads.
 	stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
+	fencedWhere  = " WHERE stream = ?1 AND id = ?2 AND lease_owner = ?3" + stateColumns
 	sqlRewake    = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3"
 	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
 		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`
 	// cursorMoved is what sqlAdvance and sqlCheckpoint set: the cursor
-	// ?1 if that is forward, and the failure counts reset if it moved.
-	cursorMoved = `
-				attempts = CASE WHEN ?1 > next_seq THEN 0 ELSE attempts END,
-				host_failures = CASE WHEN ?1 > next_seq THEN 0 ELSE host_failures END,
-				last_error = CASE WHEN ?1 > next_seq THEN '' ELSE last_error END,
-				next_seq = MAX(next_seq, ?1)`
-	sqlAdvance = `UPDATE herald_registration SET` + cursorMoved + `,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4` + stateColumns
-	sqlCheckpoint = `UPDATE herald_registration SET` + cursorMoved + `
-			WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4` + stateColumns
-	sqlRetry = `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-				next_seq = MAX(next_seq, ?1),
-				next_attempt_at = ?2, last_error = ?3,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6` + stateColumns
-	sqlPark = `UPDATE herald_registration SET
-				attempts = CASE WHEN ?1 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-				next_seq = MAX(next_seq, ?1),
-				parked = 1, parked_at = ?2, last_error = ?3,
-				lease_owner = '', lease_until = NULL
-			WHERE stream = ?4 AND id = ?5 AND lease_owner = ?6` + stateColumns
+	// ?4 if that is forward, and the failure counts reset if it moved.
+	cursorMoved = `UPDATE herald_registration SET
+				attempts = CASE WHEN ?4 > next_seq THEN 0 ELSE attempts END,
+				host_failures = CASE WHEN ?4 > next_seq THEN 0 ELSE host_failures END,
+				last_error = CASE WHEN ?4 > next_seq THEN '' ELSE last_error END,
+				next_seq = MAX(next_seq, ?4)`
+	sqlAdvance    = cursorMoved + ", lease_owner = '', lease_until = NULL" + fencedWhere
+	sqlCheckpoint = cursorMoved + fencedWhere
+	// failed is what sqlRetry and sqlPark set: one more attempt at the
+	// cursor ?4 (the first if it moved), the reason ?6, the lease released.
+	failed = `UPDATE herald_registration SET
+				attempts = CASE WHEN ?4 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
+				next_seq = MAX(next_seq, ?4), last_error = ?6, lease_owner = '', lease_until = NULL`
+	sqlRetry  = failed + ", next_attempt_at = ?5" + fencedWhere
+	sqlPark   = failed + ", parked = 1, parked_at = ?5" + fencedWhere
 	sqlUnpark = `UPDATE herald_registration SET
 				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?2 AND id = ?3 AND parked = 1` + stateColumns
-	sqlOldest = "SELECT oldest_seq FROM herald_stream WHERE stream = ?"
-	sqlMove   = `UPDATE herald_registration SET
+	sqlMoveFrom = "SELECT r.next_seq, s.head, s.oldest_seq" + statusFrom + "WHERE r.stream = ? AND r.id = ?"
+	sqlMove     = `UPDATE herald_registration SET
 				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',
 				lease_owner = '', lease_until = NULL
 			WHERE stream = ?3 AND id = ?4` + stateColumns

@@ -61,11 +61,9 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	if err := r.Validate(); err != nil {
 		return push.Registration{}, err
 	}
-	var config []byte
-	if r.Config != nil {
-		config = []byte(r.Config)
-	}
-	kinds, window := encodeKinds(r.Kinds), max(r.Window, 1)
+	// The destination, in the order sqlUpdateRegistration and
+	// sqlInsertRegistration take it.
+	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), r.Stream, r.ID}
 	var out push.Status
 	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
@@ -74,10 +72,10 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		_, err := getStatus(ctx, tx, r.Stream, r.ID)
 		switch {
 		case err == nil:
-			_, err = tx.ExecContext(ctx, sqlUpdateRegistration, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), kinds, window, r.Stream, r.ID)
+			_, err = tx.ExecContext(ctx, sqlUpdateRegistration, dest...)
 			err = translate("register: update", err)
 		case errors.Is(err, journal.ErrNotFound):
-			err = insert(ctx, tx, r, config, kinds, window)
+			err = insert(ctx, tx, r, dest)
 		}
 		if err != nil {
 			return err
@@ -88,8 +86,9 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	return out.Registration, err
 }
 
-// insert adds registration r at its first cursor (store.FirstCursor).
-func insert(ctx context.Context, tx *sql.Tx, r push.Registration, config []byte, kinds string, window int) error {
+// insert adds registration r, its destination dest, at its first cursor
+// (store.FirstCursor).
+func insert(ctx context.Context, tx *sql.Tx, r push.Registration, dest []any) error {
 	var (
 		head, oldest int64
 		sealed       bool
@@ -101,7 +100,7 @@ func insert(ctx context.Context, tx *sql.Tx, r push.Registration, config []byte,
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, sqlInsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), int64(next), kinds, window)
+	_, err = tx.ExecContext(ctx, sqlInsertRegistration, append(dest, int64(next))...)
 	if err != nil {
 		return translate("register: insert", err)
 	}
@@ -112,16 +111,12 @@ func insert(ctx context.Context, tx *sql.Tx, r push.Registration, config []byte,
 // (ON DELETE CASCADE).
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	return s.writeTo(ctx, "unregister", stream, id, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqlDeleteRegistration, stream, id)
-		if err != nil {
-			return translate("unregister", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return translate("unregister", err)
-		} else if n == 0 {
+		var one int
+		err := tx.QueryRowContext(ctx, sqlDeleteRegistration, stream, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(stream, id)
 		}
-		return nil
+		return translate("unregister", err)
 	})
 }
 

@@ -17,12 +17,11 @@ const pruneStreams = 500
 // errDryRun rolls a dry run's transaction back.
 var errDryRun = errors.New("dry run")
 
-// Prune implements store.Retention: one write transaction visits streams in
-// name order from where the last call stopped (a cursor kept in the Store,
-// back to the first after a whole pass), at most pruneStreams of them and
-// q.Limit records. A dry run does the same work and rolls it back. A batch
-// that removed records returns their pages to the file system (incremental
-// vacuum) when the file was created with it (every file herald creates).
+// Prune implements store.Retention: one write transaction visits at most
+// pruneStreams streams, in name order from where the last call stopped (back
+// to the first after a whole pass). A dry run does the same work and rolls
+// it back. A batch that removed records gives their pages back to the file
+// system (incremental vacuum).
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
 	q, err := q.Validate()
 	if err != nil {
@@ -95,9 +94,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				break
 			}
 		}
-		if next != "" {
-			rep.More = true
-		}
+		rep.More = next != ""
 		if q.DryRun {
 			return errDryRun
 		}
@@ -109,7 +106,6 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	if !q.DryRun {
 		s.pruneFrom = next
 		if rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 {
-			// Give the freed pages back (a no-op without auto_vacuum).
 			if _, err := s.w.ExecContext(ctx, sqlIncrementalVacuum); err != nil {
 				return rep, translate("prune: incremental vacuum", err)
 			}

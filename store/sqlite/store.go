@@ -17,7 +17,6 @@ import (
 var (
 	_ journal.Journal = (*Store)(nil)
 	_ push.Store      = (*Store)(nil)
-	_ push.HostStore  = (*Store)(nil)
 	_ store.Retention = (*Store)(nil)
 )
 
@@ -57,10 +56,10 @@ func WithoutMigrating() Option { return func(c *config) { c.noMigrate = true } }
 
 // Open opens the herald database at path (a file name, not a URI), creating
 // it if the file does not exist or is empty, and migrating it up. It waits
-// up to the busy timeout (10 s) for another process's write, then fails with
-// ErrBusy. It changes nothing, and returns an error, for a path that is not
-// a herald database (package doc, "Refusals"), or a directory or file that
-// cannot be read or written. A nil clock is journal.ErrInvalid.
+// up to 10 s for another process's write, then fails with ErrBusy. It
+// changes nothing, and returns an error, for a path that is not a herald
+// database (package doc, "Migrations and refusals"), or a directory or file
+// that cannot be read or written. A nil clock is journal.ErrInvalid.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{now: time.Now, sync: syncFull}
 	for _, o := range opts {

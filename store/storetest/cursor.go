@@ -139,9 +139,12 @@ func testFencing(t *testing.T, b Backend) {
 	require.ErrorIs(t, b.Retry(ctx(t), a, 1, at(100), stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(ctx(t), a, 1, stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Complete(ctx(t), a), push.ErrLeaseLost)
+	require.ErrorIs(t, errOf(b.HostFailed(ctx(t), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Policy: policy})),
+		push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(ctx(t), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
 	require.False(t, regIs(t, b, "s", "r", 1, 0, "B", "a stale claim never releases the live lease").Parked)
 	require.Empty(t, evidence(t, b, "s", "r"), "a fenced write stores no evidence")
+	require.Empty(t, hosts(t, b, push.HostQuery{}), "a fenced host failure counts nothing against the host")
 	require.Empty(t, heraldEvents(t, b), "a change that did not happen is not told")
 
 	// An operator's move takes the lease away from the turn in flight.
@@ -276,10 +279,8 @@ func testParkUnpark(t *testing.T, b Backend) {
 	require.Equal(t, 410, evs[1].Status)
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindParked, push.KindUnparked}, eventKinds(recs), "one event a change")
-	ev := payload(t, recs[1])
-	require.Equal(t, uint64(3), ev.Cursor, "resumes at its cursor")
-	requireTime(t, at(2000), ev.At, "the operator's instant")
-	require.Empty(t, ev.Reason)
+	require.Equal(t, push.OperationalEvent{Kind: push.KindUnparked, Stream: "s", Registration: "r", Namespace: "webhook",
+		Host: "receiver.example:443", Cursor: 3, At: at(2000)}, payload(t, recs[1]), "resumes at its cursor, at the operator's instant")
 }
 
 func testComplete(t *testing.T, b Backend) {
@@ -297,11 +298,8 @@ func testComplete(t *testing.T, b Backend) {
 
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindCompleted}, eventKinds(recs))
-	ev := payload(t, recs[0])
-	require.Equal(t, "task/1", ev.Stream)
-	require.Equal(t, "r", ev.Registration)
-	require.Equal(t, uint64(3), ev.Cursor, "one past the final record")
-	requireTime(t, at(61), ev.At, "the instant of the claim whose turn completed it")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindCompleted, Stream: "task/1", Registration: "r", Namespace: "a2a",
+		Host: "receiver.example:443", Cursor: 3, At: at(61)}, payload(t, recs[0]), "one past the final record, at the instant of the claim whose turn completed it")
 }
 
 func testEvidence(t *testing.T, b Backend) {
@@ -406,34 +404,33 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	end := claim(t, b, "t", "end", at(0))
 
 	type row struct {
-		save push.CursorSave
-		want error // nil: applied
-		why  string
+		save  push.CursorSave
+		want  error  // nil: applied
+		next  uint64 // the cursor after the batch (0: not stored)
+		owner string // and its lease owner
+		why   string
 	}
 	cases := []row{
-		{push.CursorSave{Claim: moves, NextSeq: 5}, nil, "moves"},
-		{push.CursorSave{Claim: stale, NextSeq: 9}, push.ErrLeaseLost, "a stale claim"},
-		{push.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, "a cursor above head+1"},
-		{push.CursorSave{Claim: behind, NextSeq: 3}, nil, "an advance behind the cursor is not an error"},
-		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, "nobody"},
-		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, "no owner"},
-		{push.CursorSave{Claim: attempts, NextSeq: 3}, nil, "attempts"},
-		{push.CursorSave{Claim: end, NextSeq: 4}, nil, "to the end of the stream"},
-		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, "cursor 0"},
+		{push.CursorSave{Claim: moves, NextSeq: 5}, nil, 5, "", "moves, and the lease is released"},
+		{push.CursorSave{Claim: stale, NextSeq: 9}, push.ErrLeaseLost, 1, live.Owner, "a stale claim changes nothing and leaves the live lease"},
+		{push.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, 1, past.Owner, "a cursor above head+1 changes nothing; the lease is still held"},
+		{push.CursorSave{Claim: behind, NextSeq: 3}, nil, 6, "", "an advance behind the cursor is not an error, and never moves it back"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, 0, "", "nobody"},
+		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, 5, "", "no owner"},
+		{push.CursorSave{Claim: attempts, NextSeq: 3}, nil, 3, "", "a save that moves the cursor resets attempts"},
+		{push.CursorSave{Claim: end, NextSeq: 4}, nil, 4, "", "to the end of the stream"},
+		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, 1, past.Owner, "cursor 0"},
 	}
 	errs, err := ab.AdvanceBatch(ctx(t), mapped(cases, func(c row) push.CursorSave { return c.save }))
 	require.NoError(t, err)
 	require.Len(t, errs, len(cases))
 	for i, c := range cases {
 		require.ErrorIs(t, errs[i], c.want, c.why)
+		if c.next > 0 {
+			regIs(t, b, c.save.Claim.Stream, c.save.Claim.ID, c.next, 0, c.owner, c.why)
+		}
 	}
-
-	regIs(t, b, "s", "moves", 5, 0, "", "the lease is released")
-	regIs(t, b, "s", "stale", 1, 0, live.Owner, "a fenced save changes nothing and leaves the live lease")
-	regIs(t, b, "s", "past", 1, 0, past.Owner, "a refused cursor changes nothing; the lease is still held")
-	regIs(t, b, "s", "behind", 6, 0, "", "a cursor never moves back")
-	require.Empty(t, regIs(t, b, "s", "attempts", 3, 0, "", "a save that moves the cursor resets attempts").LastError)
-	regIs(t, b, "t", "end", 4, 0, "", "to the end")
+	require.Empty(t, get(t, b, "s", "attempts").LastError)
 
 	errs, err = ab.AdvanceBatch(ctx(t), nil)
 	require.NoError(t, err)
@@ -488,5 +485,86 @@ func testAdvanceBatchRace(t *testing.T, b Backend) {
 	require.NotEmpty(t, maxSeen)
 	for id, n := range maxSeen {
 		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
+	}
+}
+
+// A worker's turn over the store: what Checkpoint is for.
+var turnTests = []test{
+	{"PagesShareOneClaim", testPagesShareOneClaim},
+	{"FailureOnALaterPage", testFailureOnALaterPage},
+}
+
+// pageSetup appends n records to stream, registers stream/r with window w,
+// and returns a worker with drain pages of 3, delivering to rc, that counts
+// the registrations its claims took.
+func pageSetup(t *testing.T, b Backend, stream string, n, window int, rc *receiver, claimed *int) *push.Worker {
+	appendN(t, b, stream, n)
+	r := reg(stream, "r", "webhook")
+	r.Window = window
+	register(t, b, r)
+	hooks := push.Hooks{Claim: func(_ time.Time, n int, _ error) { *claimed += n }} // called on RunOnce's goroutine
+	return worker(t, b, rc, 3, push.WithOwner("w"), push.WithHooks(hooks))
+}
+
+// testPagesShareOneClaim: a backlog of four pages is served by one claim in
+// one sweep. Each page's cursor is checkpointed before its first record is
+// sent, under the lease the claim took, and the turn's last write releases
+// the lease.
+func testPagesShareOneClaim(t *testing.T, b Backend) {
+	for _, window := range []int{1, 3} {
+		stream := fmt.Sprintf("w%d", window)
+		rc := &receiver{b: b}
+		claimed := 0
+		w := pageSetup(t, b, stream, 10, window, rc, &claimed)
+		rep, err := w.RunOnce(ctx(t), at(0), 10)
+		require.NoError(t, err)
+		require.Equal(t, push.SweepReport{Registrations: 1, Records: 10, Deliveries: 10}, rep, "window %d", window)
+		require.Equal(t, 1, claimed, "one claim served every page")
+
+		got := rc.arrivals()
+		require.Len(t, got, 10, "window %d: each record once", window)
+		for i, a := range got {
+			page := (a.n - 1) / 3
+			if window == 1 {
+				require.Equal(t, i+1, a.n, "window 1: in seq order")
+			}
+			require.Equal(t, uint64(3*page+1), a.cursor, "window %d: record %d was sent with the cursor at its page's start", window, a.n)
+			require.Equal(t, "w#1", a.owner, "window %d: record %d was sent under the first claim's lease", window, a.n)
+		}
+		regIs(t, b, stream, "r", 11, 0, "", "the turn's last write released the lease")
+	}
+}
+
+// testFailureOnALaterPage: a failure on the second page is one attempt at
+// the first unacknowledged record, with the progress of the pages before it
+// saved, and the next turn resends from there.
+func testFailureOnALaterPage(t *testing.T, b Backend) {
+	for _, window := range []int{1, 3} {
+		stream := fmt.Sprintf("w%d", window)
+		rc := &receiver{b: b, fail: func(n, try int) bool { return n == 5 && try == 1 }}
+		claimed := 0
+		w := pageSetup(t, b, stream, 10, window, rc, &claimed)
+		rep, err := w.RunOnce(ctx(t), at(0), 10)
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Retries, "window %d", window)
+		st := regIs(t, b, stream, "r", 5, 1, "", "the cursor is at the first unacknowledged record; one attempt, however many were in flight; the retry released the lease")
+		require.Contains(t, st.LastError, "500")
+		evs := evidence(t, b, stream, "r")
+		require.Len(t, evs, 1)
+		require.Equal(t, uint64(5), evs[0].Seq)
+		first := arrived(rc.arrivals())
+		if window == 1 {
+			require.Equal(t, []int{1, 2, 3, 4, 5}, first, "nothing after the failure was sent")
+		} else {
+			require.Equal(t, []int{1, 2, 3, 4, 5, 6}, sorted(first), "the window of page 2 was in flight together")
+		}
+
+		rep, err = w.RunOnce(ctx(t), st.NextAttemptAt, 10)
+		require.NoError(t, err)
+		require.Equal(t, 6, rep.Records, "window %d: from the failed record to the head", window)
+		require.Equal(t, 2, claimed, "one claim a turn")
+		again := arrived(rc.arrivals())[len(first):]
+		require.Equal(t, []int{5, 6, 7, 8, 9, 10}, sorted(again), "every record from the failed one is sent again")
+		require.Equal(t, uint64(11), get(t, b, stream, "r").NextSeq)
 	}
 }

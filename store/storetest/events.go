@@ -13,12 +13,11 @@ import (
 
 // herald's operational events (push.EventsStream). Others are checked
 // beside the change they tell: a fenced park tells nothing (Cursor), an
-// unpark once (Cursor), a completion at the claim's instant (Cursor), an
-// operator's host reset is an up (Hosts).
+// unpark once (Cursor), a completion at the claim's instant (Cursor), a
+// host's changes of state once each, an operator's reset as an up (Hosts).
 var eventTests = []test{
 	{"ParkedInTheChangesStep", testEventParked},
 	{"SkippedByOperatorAndByPolicy", testEventSkipped},
-	{"HostDownUnavailableUp", testEventHosts},
 	{"NoEventsAboutRegistrationsOfHeraldEvents", testEventNoSelfFeed},
 	{"UsersCannotAppendToHeraldStreams", testEventReserved},
 }
@@ -70,8 +69,7 @@ func eventKinds(recs []journal.Record) []string {
 }
 
 func testEventParked(t *testing.T, b Backend) {
-	appendN(t, b, "s", 3)
-	register(t, b, regAt("s", "r", "webhook", "https://a.example/inbox/r"))
+	streamWithReg(t, b, 3, regAt("s", "r", "webhook", "https://a.example/inbox/r"))
 	require.Empty(t, heraldEvents(t, b), "registering tells nothing")
 	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 2))
 	hostile := "410 Gone: <script>alert(1)</script>\"},{\"kind\":\"forged\x00\xff"
@@ -79,15 +77,12 @@ func testEventParked(t *testing.T, b Backend) {
 
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindParked}, eventKinds(recs))
-	ev := payload(t, recs[0])
-	require.Equal(t, "s", ev.Stream)
-	require.Equal(t, "r", ev.Registration)
-	require.Equal(t, "webhook", ev.Namespace)
-	require.Equal(t, "a.example:443", ev.Host)
-	require.Equal(t, uint64(3), ev.Cursor, "the cursor as the park left it")
-	requireTime(t, at(10), ev.At, "at: the sweep's instant")
-	require.Contains(t, ev.Reason, "<script>alert(1)</script>\"},{\"kind\":\"forged", "hostile text stays data")
-	require.NotContains(t, ev.Reason, "\x00", "cleaned as evidence is")
+	reason := push.Evidence{Error: hostile}.Clean().Error
+	require.Equal(t, push.OperationalEvent{Kind: push.KindParked, Stream: "s", Registration: "r", Namespace: "webhook",
+		Host: "a.example:443", Cursor: 3, Reason: reason, At: at(10)}, payload(t, recs[0]),
+		"the cursor as the park left it, at the sweep's instant, the reason cleaned as evidence is")
+	require.Contains(t, reason, "<script>alert(1)</script>\"},{\"kind\":\"forged", "hostile text stays data")
+	require.NotContains(t, reason, "\x00")
 	require.Contains(t, recs[0].ID, "herald-event:")
 	var fields map[string]any
 	require.NoError(t, json.Unmarshal(recs[0].Payload, &fields))
@@ -107,37 +102,10 @@ func testEventSkipped(t *testing.T, b Backend) {
 
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindSkipped, push.KindSkipped}, eventKinds(recs))
-	op, pol := payload(t, recs[0]), payload(t, recs[1])
-	require.Equal(t, push.ByOperator, op.By)
-	require.Equal(t, uint64(3), op.Cursor, "the cursor the skip set")
-	require.Equal(t, "record 2 is malformed", op.Reason)
-	require.Equal(t, push.ByPolicy, pol.By)
-	require.Equal(t, uint64(4), pol.Cursor, "the record whose message was passed")
-	require.Equal(t, "422 Unprocessable", pol.Reason)
-	requireTime(t, at(4), pol.At, "policy skip at")
-}
-
-func testEventHosts(t *testing.T, b Backend) {
-	hs := hostStore(t, b)
-	h := downHost(t, b, 2, at(0))
-	recs := heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
-	ev := payload(t, recs[0])
-	require.Equal(t, hostA, ev.Host)
-	requireTime(t, h.Since, ev.At, "down since")
-	require.Equal(t, "dial: connection refused", ev.Reason)
-
-	// Probes that fail while down tell nothing; past the horizon, unavailable.
-	h, _ = untilUnavailable(t, b, h)
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)))
-
-	require.NoError(t, errOf(hs.HostAnswered(ctx(t), hostA, h.Since.Add(1e9))))
-	require.NoError(t, errOf(hs.HostAnswered(ctx(t), hostA, h.Since.Add(2e9))))
-	require.NoError(t, errOf(hs.HostAnswered(ctx(t), "never.example:443", h.Since.Add(2e9))))
-	recs = heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
-	requireTime(t, h.Since.Add(1e9), payload(t, recs[2]).At, "up at the answer")
-	require.Empty(t, payload(t, recs[2]).Reason)
+	require.Equal(t, push.OperationalEvent{Kind: push.KindSkipped, Stream: "s", Registration: "r", Namespace: "webhook",
+		Host: "receiver.example:443", By: push.ByOperator, Cursor: 3, Reason: "record 2 is malformed", At: at(2)}, payload(t, recs[0]), "the cursor the skip set")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindSkipped, Stream: "s", Registration: "r", Namespace: "webhook",
+		Host: "receiver.example:443", By: push.ByPolicy, Cursor: 4, Reason: "422 Unprocessable", At: at(4)}, payload(t, recs[1]), "the record whose message was passed")
 }
 
 func testEventNoSelfFeed(t *testing.T, b Backend) {

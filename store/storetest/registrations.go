@@ -20,9 +20,7 @@ var registrationTests = []test{
 	{"Unregister", testUnregister},
 	{"ListFiltersAndPages", testList},
 	{"Stats", testStats},
-	{"RegisterIgnoresStateFields", testRegisterIgnoresState},
-	{"KindsStored", testKinds},
-	{"WindowStored", testWindow},
+	{"KindsAndWindowStored", testKindsAndWindow},
 }
 
 // asReturned returns registration s/r as Get, List and Due (claiming it at
@@ -36,59 +34,55 @@ func asReturned(t *testing.T, b Backend) []push.Status {
 	return []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
 }
 
-// testKinds: a registration's kind patterns are stored, returned by Get,
-// List and Due, replaced by a re-register, and cleared by one without them.
-func testKinds(t *testing.T, b Backend) {
-	appendN(t, b, "s", 1)
-	r := reg("s", "r", "webhook")
-	r.Kinds = []string{"order.*", "invoice.paid"}
-	require.Equal(t, r.Kinds, register(t, b, r).Kinds)
-	for i, st := range asReturned(t, b) {
-		require.Equal(t, r.Kinds, st.Kinds, "Get, List and Due (#%d) return the kinds the turn filters by", i)
-	}
-
-	r.Kinds = []string{"refund.*"}
-	require.Equal(t, r.Kinds, register(t, b, r).Kinds)
-	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
-	r.Kinds = nil
-	require.Nil(t, register(t, b, r).Kinds)
-	require.Nil(t, get(t, b, "s", "r").Kinds, "no kinds: every kind, returned as nil by every store")
-}
-
-// testWindow: a registration's window is stored, returned by Get, List and
-// Due, replaced by a re-register that keeps the cursor; 0 is stored as 1.
-func testWindow(t *testing.T, b Backend) {
+// testKindsAndWindow: a registration's kind patterns and window are stored,
+// returned by Get, List and Due, and replaced by a re-register that keeps
+// the cursor; no kinds is every kind (nil), no window 1.
+func testKindsAndWindow(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	r := reg("s", "r", "webhook")
 	require.Equal(t, 1, register(t, b, r).Window, "no window: 1, strict order")
 	require.Equal(t, 1, get(t, b, "s", "r").Window)
-	r.Window = 16
-	require.Equal(t, 16, register(t, b, r).Window)
+	r.Kinds, r.Window = []string{"order.*", "invoice.paid"}, 16
+	got := register(t, b, r)
+	require.Equal(t, r.Kinds, got.Kinds)
+	require.Equal(t, 16, got.Window)
 	seen := asReturned(t, b)
 	for i, st := range seen {
+		require.Equal(t, r.Kinds, st.Kinds, "Get, List and Due (#%d) return the kinds the turn filters by", i)
 		require.Equal(t, 16, st.Window, "Get, List and Due (#%d) return the window the turn sends with", i)
 	}
 	require.NoError(t, b.Advance(ctx(t), seen[2].Claim(), 3))
 
-	r.Window = push.MaxWindow
-	got := register(t, b, r)
+	r.Kinds, r.Window = []string{"refund.*"}, push.MaxWindow
+	got = register(t, b, r)
+	require.Equal(t, r.Kinds, got.Kinds)
 	require.Equal(t, push.MaxWindow, got.Window)
 	require.Equal(t, uint64(3), got.NextSeq, "a re-register keeps the cursor")
+	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
 	r.Window = push.MaxWindow + 1
 	err := errOf(b.Register(ctx(t), r))
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	require.ErrorContains(t, err, "window")
 	require.Equal(t, push.MaxWindow, get(t, b, "s", "r").Window, "a refused register changes nothing")
+	r.Kinds, r.Window = nil, 0
+	require.Nil(t, register(t, b, r).Kinds)
+	require.Nil(t, get(t, b, "s", "r").Kinds, "no kinds: every kind, returned as nil by every store")
 }
 
 func testRegisterAndGet(t *testing.T, b Backend) {
 	appendN(t, b, "actor/alice", 2)
 	r := reg("actor/alice", "https://remote.example/inbox", "activitypub")
 	r.OnRejected = push.RejectSkip
+	// A new registration's state is its own, whatever r says.
+	r.Attempts, r.Parked, r.ParkedAt, r.NextAttemptAt, r.LeaseOwner, r.LeaseUntil, r.LastError = 31, true, at(5), at(1e6), "ghost", at(1e6), "boom"
 	got := register(t, b, r)
 	require.Equal(t, uint64(1), got.NextSeq, "NextSeq 0 means the stream's beginning")
 	require.Equal(t, r.URL, got.URL)
 	require.Equal(t, push.RejectSkip, got.OnRejected)
+	require.Zero(t, got.Attempts)
+	require.False(t, got.Parked)
+	require.Empty(t, got.LeaseOwner)
+	require.Empty(t, got.LastError)
 
 	st := get(t, b, "actor/alice", "https://remote.example/inbox")
 	require.Equal(t, "activitypub", st.Namespace)
@@ -98,6 +92,7 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 	require.False(t, st.Parked)
 	require.Zero(t, st.Attempts)
 	require.Equal(t, push.StateReady, st.State())
+	require.Len(t, due(t, b, "activitypub", "w", at(0), 1).Registrations, 1, "a new registration is due at once")
 
 	require.Equal(t, uint64(3), register(t, b, regFrom("actor/alice", "from-head", "activitypub", 3)).NextSeq, "a registration may start past the head")
 	require.Equal(t, push.StateIdle, get(t, b, "actor/alice", "from-head").State())
@@ -240,16 +235,4 @@ func testStats(t *testing.T, b Backend) {
 	later, err := b.Stats(ctx(t), at(10+60))
 	require.NoError(t, err)
 	require.Zero(t, later.Namespaces["cloudevents"].Leased, "an expired lease is not counted")
-}
-
-func testRegisterIgnoresState(t *testing.T, b Backend) {
-	appendN(t, b, "s", 2)
-	r := reg("s", "r", "webhook")
-	r.Attempts, r.Parked, r.ParkedAt, r.NextAttemptAt, r.LeaseOwner, r.LeaseUntil, r.LastError = 31, true, at(5), at(1e6), "ghost", at(1e6), "boom"
-	got := register(t, b, r)
-	require.Zero(t, got.Attempts)
-	require.False(t, got.Parked)
-	require.Empty(t, got.LeaseOwner)
-	require.Empty(t, got.LastError)
-	require.Len(t, due(t, b, "webhook", "w", at(0), 1).Registrations, 1, "a new registration is due at once")
 }

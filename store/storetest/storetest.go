@@ -24,6 +24,12 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,11 +172,17 @@ func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Clai
 	return c
 }
 
-// streamWithReg appends n records to stream "s" and registers s/r on it.
-func streamWithReg(t *testing.T, b Backend, n int) {
+// streamWithReg appends n records to stream "s" and registers regs, or s/r
+// (reg) if none are given.
+func streamWithReg(t *testing.T, b Backend, n int, regs ...push.Registration) {
 	t.Helper()
 	appendN(t, b, "s", n)
-	register(t, b, reg("s", "r", "webhook"))
+	if len(regs) == 0 {
+		regs = []push.Registration{reg("s", "r", "webhook")}
+	}
+	for _, r := range regs {
+		register(t, b, r)
+	}
 }
 
 // streamWithRegs appends n records to stream "s" and registers s/r0.. on it.
@@ -232,4 +244,84 @@ func mapped[T, U any](xs []T, f func(T) U) []U {
 func requireTime(t *testing.T, want, got time.Time, what string) {
 	t.Helper()
 	require.Truef(t, want.Equal(got), "%s: want %v, got %v", what, want, got)
+}
+
+// echo is a projection of one message per record, its id the record's.
+type echo struct{}
+
+func (echo) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+	return []push.Message{{ID: rec.ID, ContentType: "application/json", Body: rec.Payload}}, nil
+}
+func (echo) Terminal(rec journal.Record) bool { return rec.Final }
+func (echo) Namespace() string                { return "webhook" }
+
+// arrival is one message a receiver was given.
+type arrival struct {
+	key    push.Key
+	n      int    // the record's seq, from its id ("<stream>-N")
+	cursor uint64 // with a receiver's store: the cursor stored when it came
+	owner  string // and the lease owner
+}
+
+// receiver is a push.Transport that notes every message it is given, and,
+// given a store, what the store says of the registration at that moment. It
+// answers 500 where fail says (try is 1 for a record's first message), else
+// 200.
+type receiver struct {
+	b    Backend
+	fail func(n, try int) bool
+	mu   sync.Mutex
+	got  []arrival
+}
+
+func (rc *receiver) Deliver(ctx context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
+	n, err := strconv.Atoi(msg.ID[strings.LastIndexByte(msg.ID, '-')+1:])
+	if err != nil {
+		return push.Outcome{}, err
+	}
+	a := arrival{key: reg.Key(), n: n}
+	if rc.b != nil {
+		st, err := rc.b.Get(ctx, reg.Stream, reg.ID)
+		if err != nil {
+			return push.Outcome{}, err
+		}
+		a.cursor, a.owner = st.NextSeq, st.LeaseOwner
+	}
+	rc.mu.Lock()
+	try := 1
+	for _, g := range rc.got {
+		if g.key == a.key && g.n == n {
+			try++
+		}
+	}
+	rc.got = append(rc.got, a)
+	failed := rc.fail != nil && rc.fail(n, try)
+	rc.mu.Unlock()
+	if failed { // about the record: charged to the registration
+		return push.Outcome{Verdict: push.Transient, Status: 500, Reason: "500 Internal Server Error"}, nil
+	}
+	return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
+}
+
+func (rc *receiver) arrivals() []arrival {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
+}
+
+// worker returns a worker over b that delivers to tr, with drain pages of
+// page records, and options.
+func worker(t *testing.T, b Backend, tr push.Transport, page int, opts ...push.Option) *push.Worker {
+	w, err := push.NewWorker(b, b, tr, echo{}, append(opts, push.WithDrainPage(page),
+		push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))...)
+	require.NoError(t, err)
+	return w
+}
+
+func arrived(as []arrival) []int { return mapped(as, func(a arrival) int { return a.n }) }
+
+func sorted(xs []int) []int {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return out
 }

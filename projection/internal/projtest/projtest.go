@@ -183,8 +183,8 @@ func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journa
 type Refusal struct{ Name, Raw, Field, Reason string }
 
 // Refuses checks that parse refuses each config with a
-// *journal.InvalidError (alone or joined) naming the field with the words,
-// holding none of secrets, and that p.ValidateConfig says the same.
+// *journal.InvalidError (alone or joined) naming the field with the words
+// and none of secrets, and that p.ValidateConfig says the same.
 func Refuses[C any](t *testing.T, parse func(push.Config) (C, error), p push.ConfigValidator, secrets []string, cases ...Refusal) {
 	t.Helper()
 	for _, c := range cases {
@@ -256,11 +256,10 @@ func Strings(raw []byte, keys ...string) []string {
 	return out
 }
 
-// ConfigFuzz is what FuzzParseConfig checks of a ParseConfig, which reads
-// outside input: no panic; a refusal wraps journal.ErrInvalid and repeats
-// no secret of the input outside an unknown key's name and the quoted
-// values (not secrets, but they may hold one's bytes); no fmt verb prints
-// a secret of an accepted config.
+// ConfigFuzz is what FuzzParseConfig checks of a ParseConfig: no panic; a
+// refusal wraps journal.ErrInvalid and repeats no secret outside an
+// unknown key's name and the quoted values (which may hold a secret's
+// bytes); no fmt verb prints a secret of an accepted config.
 type ConfigFuzz[C any] struct {
 	Parse    func(push.Config) (C, error)
 	Secrets  func(raw []byte) (secrets, quoted []string)

@@ -1,0 +1,219 @@
+package daemon
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/journal"
+)
+
+// writeJSON writes v as indented JSON and a newline, with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// errorBody is every error answer: {"error": "..."}. Values echoed in the
+// message are JSON-escaped by the encoder, never written raw.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// refuse answers {"error": …} with code.
+func refuse(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
+}
+
+// statusOf is an error's HTTP status: 400 bad input, 404 nothing there,
+// 409 a conflict or a sealed stream, a statusError's own, else 500.
+func statusOf(err error) int {
+	switch se, ok := errors.AsType[statusError](err); {
+	case ok:
+		return se.code
+	case errors.Is(err, journal.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, journal.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+// statusError is an error answered with a status of its own (413, 415).
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e statusError) Error() string { return e.msg }
+
+// endpoint is what a route of either API does: its answer, with 200 (or
+// the status a withStatus gives), or an error, with statusOf's status.
+type endpoint func(r *http.Request) (any, error)
+
+// withStatus is an answer with another status than 200; a nil v, none
+// with no body.
+type withStatus struct {
+	code int
+	v    any
+}
+
+func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v, err := e(r)
+	switch s, ok := v.(withStatus); {
+	case err != nil:
+		writeJSON(w, statusOf(err), errorBody{err.Error()})
+	case ok && s.v == nil:
+		w.WriteHeader(s.code)
+	case ok:
+		writeJSON(w, s.code, s.v)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// guard wraps mux: bearer authentication when token is set (realm names
+// the API), else the rules of an open API (package doc): 403 for a Host
+// that is not a loopback name and for a browser's POST or DELETE from
+// another origin (http.CrossOriginProtection). Requests no route serves are
+// answered 404 or 405, as JSON.
+func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case token == "" && !operator.LoopbackHost(r.Host):
+			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
+			return
+		case token == "" && cop.Check(r) != nil:
+			refuse(w, http.StatusForbidden, "refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
+				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)
+			return
+		case token != "":
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
+				refuse(w, http.StatusUnauthorized, "a valid bearer token (%s) is required", envVar)
+				return
+			}
+		}
+		if _, pattern := mux.Handler(r); pattern == "" {
+			notRouted(w, r, mux)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// notRouted answers a request no route serves: 405 with Allow when the path
+// is served for other methods, else 404.
+func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		refuse(w, http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		// The admin address and the API address serve different routes.
+		refuse(w, http.StatusNotFound, "no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", r.URL.Path)
+		return
+	}
+	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)
+}
+
+// strictQuery reads r's query parameters, each one of allowed and given
+// once, and refuses (journal.ErrInvalid) what a lenient reading would take
+// as asking for more than was meant: a query that does not parse, another
+// parameter (hint says where it belongs), one given twice, or a body (a
+// body that held the filter would go unread).
+func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
+	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
+		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, journal.Invalid("query", "does not parse (%v)", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) { // the same one named each time
+		vs := q[name]
+		switch {
+		case !slices.Contains(allowed, name):
+			return nil, journal.Invalid(name, "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
+		case len(vs) > 1:
+			return nil, journal.Invalid(name, "is given %d times; give it once", len(vs))
+		}
+	}
+	return q, nil
+}
+
+// readsAByte reports whether a body without Content-Length holds a byte.
+func readsAByte(body io.Reader) bool {
+	var b [1]byte
+	n, _ := body.Read(b[:])
+	return n > 0
+}
+
+// intParam reads an optional integer query parameter; empty is 0.
+func intParam(s, name string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, journal.Invalid(name, "%q is not a number", s)
+	}
+	if n < 1 {
+		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
+	}
+	return n, nil
+}
+
+// registrationKey reads the registration a request names: its stream and
+// id, both required and well formed, in a strictQuery that may hold the
+// route's other parameters, required and optional.
+func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
+	names := append([]string{"stream", "id"}, required...)
+	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
+	if err != nil {
+		return "", "", nil, err
+	}
+	for _, name := range names {
+		if q.Get(name) == "" {
+			example := make([]string, len(names))
+			for i, n := range names {
+				example[i] = n + "=…"
+			}
+			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
+				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+		}
+	}
+	stream, id = q.Get("stream"), q.Get("id")
+	if err := journal.ValidateStream(stream); err != nil {
+		return "", "", nil, err
+	}
+	if err := journal.ValidateID("id", id); err != nil {
+		return "", "", nil, err
+	}
+	return stream, id, q, nil
+}

@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/internal/otelenv"
+	tbl "github.com/heraldpush/herald/internal/table"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/transport"
+)
+
+// deliveryFlags are the transport's and the workers' options of sweep and
+// run; transport.New and push.NewWorker check their ranges.
+type deliveryFlags struct {
+	allowHTTP, allowPrivate                         bool
+	allowHosts                                      []string
+	timeout, maxRetryAfter, lease, hostHorizon      time.Duration
+	maxAttempts, maxInFlight, maxPerHost, drainPage int
+}
+
+func (d *deliveryFlags) add(f *pflag.FlagSet) {
+	f.BoolVar(&d.allowHTTP, "allow-http", false, "allow plain http:// URLs (off: https only)")
+	f.BoolVar(&d.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
+	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
+	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
+	libIntVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1")
+	libIntVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once", "at least 1")
+	libIntVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
+		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit),
+		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit))
+	libIntVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage))
+	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
+	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
+	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
+}
+
+// build returns the transport and the worker options, refusing as usage
+// errors what the libraries refuse, before any database is opened (a worker
+// is made on an empty memory store to ask).
+func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
+	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
+		AllowHosts: d.allowHosts, Logger: e.logger,
+		// As many idle connections per host as the worker may have in
+		// flight to it, so that none is closed only for want of room.
+		MaxIdleConnsPerHost: min(max(transport.DefaultMaxIdleConnsPerHost, d.maxPerHost), transport.MaxIdleConnsPerHostLimit)})
+	if err != nil {
+		return nil, nil, usageError{unwrapped(err)} // past "transport: new: ", which names nothing typed
+	}
+	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxPerHost(d.maxPerHost),
+		push.WithDrainPage(d.drainPage), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
+		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
+	probe := memory.New()
+	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
+		return nil, nil, asRangeError(usageError{unwrapped(err)})
+	}
+	return tr, opts, nil
+}
+
+// unwrapped is err past the wrapping a library adds ("push: new worker: ").
+func unwrapped(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
+	}
+	return err
+}
+
+func newSweep(e *env) command {
+	var (
+		ns    string
+		at    instant
+		limit int
+		df    deliveryFlags
+		tr    *transport.HTTP
+		opts  []push.Option
+	)
+	return command{
+		use:   "sweep",
+		short: "Run one sweep of a namespace at a given instant, and print its report (scheduler mode)",
+		long: `Run one sweep (RunOnce) of a namespace: claim up to --limit due registrations,
+deliver their records, and print the report. --at is the sweep's instant
+(default now): it decides what is due, backoff, lease expiry and signature
+dates. Run it from cron, a Kubernetes CronJob or a test.
+
+The network guard (--allow-http, --allow-private-network, --allow-host) is this
+process's: a URL it refuses parks the registration. Give every process that
+sweeps a database the same guard flags.
+
+Exit 3 when the report needs attention (herald --help): sweep again soon, or
+see to the parked registrations. A host that failed at host level is named in
+the report with what herald does next; its registrations wait for it, nothing
+parks, and it is no cause for exit 3 (herald hosts).`,
+		example: `  herald sweep --namespace webhook
+  herald sweep --namespace activitypub --at 2026-03-15T11:00:00Z --limit 500 --json
+  herald sweep --namespace a2a --at 1773572400`,
+		need: []string{"namespace"},
+		db:   existingDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&ns, "namespace", "", "the namespace to sweep: "+strings.Join(namespaceNames(), ", ")+" (required)")
+			f.Var(&at, "at", "the sweep's instant: RFC 3339 (2026-03-15T11:00:00Z) or unix seconds (default now)")
+			intVar(f, &limit, "limit", push.DefaultSweepLimit, "claim at most this many registrations", "at least 1", 1, 0)
+			df.add(f)
+		},
+		check: func(c *call) (err error) {
+			if err := checkNamespace(ns); err != nil {
+				return err
+			}
+			tr, opts, err = df.build(e)
+			return err
+		},
+		run: func(c *call) error {
+			w, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
+			if err != nil {
+				return err
+			}
+			at := c.at(at)
+			rep, err := w.RunOnce(c.ctx(), at, limit)
+			var failed []push.Host
+			if rep.HostFailures > 0 {
+				var ferr error
+				if failed, ferr = failedHosts(c.ctx(), c.b, at); ferr != nil && err == nil {
+					err = ferr
+				}
+			}
+			if perr := printReport(c, ns, at, rep, failed); perr != nil && err == nil {
+				err = perr
+			}
+			if err == nil && rep.NeedsAttention() {
+				return &exitError{code: ExitAttention}
+			}
+			return err
+		},
+	}
+}
+
+// failedHosts lists the hosts whose last host-level failure is at or after
+// the sweep's instant (to the microsecond, as stores keep it).
+func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
+	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
+	if err != nil {
+		return nil, err
+	}
+	from := at.Truncate(time.Microsecond)
+	out := []push.Host{}
+	for _, h := range all {
+		if h.Failures > 0 && !h.LastFailureAt.Before(from) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func printReport(c *call, ns string, at time.Time, r push.SweepReport, failed []push.Host) error {
+	if failed == nil {
+		failed = []push.Host{}
+	}
+	view := struct {
+		Namespace string    `json:"namespace"`
+		At        time.Time `json:"at"`
+		push.SweepReport
+		FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
+		NeedsAttention bool        `json:"needs_attention"`
+	}{ns, at, r, failed, r.NeedsAttention()}
+	return c.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
+			ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
+			plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
+		if r.Unserved > 0 {
+			fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
+		}
+		if r.Errors > 0 {
+			fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
+		}
+		if r.HostFailures > 0 {
+			fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
+		}
+		for _, h := range failed {
+			if h.State == push.HostUp {
+				fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
+					tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
+			} else {
+				fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
+					tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
+			}
+		}
+		if r.Saturated {
+			fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
+		}
+		if r.Backlog > 0 {
+			fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
+		}
+		if r.Parked > 0 {
+			fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
+		}
+	})
+}
+
+func newRun(e *env) command {
+	var (
+		nsList                   []string
+		retain                   string
+		sweepLimit               int
+		every, pruneEvery, seqIv time.Duration
+		df                       deliveryFlags
+		opts                     daemon.Options
+	)
+	return command{
+		use:   "run",
+		short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
+		long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
+--max-in-flight registrations being served, so a slow or silent receiver holds
+one slot (at most --timeout), never the namespace. It claims at once after an
+append (PostgreSQL: the sequencer, which it runs, numbers appended records and
+notifies), when turns end, and every --every. Daemons sharing a PostgreSQL
+database never deliver one registration at the same time.
+
+The network guard (--allow-http, --allow-private-network, --allow-host) is
+this process's: a URL it refuses parks the registration. Give every process
+that works a database the same guard flags, and restart with them before an
+unpark --all.
+
+It prunes every --prune-every, as herald prune does with --retain. On SIGINT
+or SIGTERM it lets deliveries in flight finish or time out, saves every
+cursor and exits 0.
+
+--metrics-addr serves Prometheus metrics on /metrics and /healthz;
+--admin-addr the operator's page on /ui/ (README, "The operator's page") and
+the admin JSON API, whose routes README, "The command and the operator's
+guide", lists; --api-addr the HTTP API, whose OpenAPI document is GET
+/v1/openapi.json. Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN"
+(HERALD_API_TOKEN) when that is set, and refuses to start off loopback without
+it. An empty address turns its server off; a default one that another process
+holds is left off with a warning.
+
+Traces are exported by OTLP when the standard OTEL_* environment asks
+(README, "One trace from the append to the receiver").`,
+		example: `  herald run
+  herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
+  HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465
+  HERALD_API_TOKEN=… herald run --api-addr 10.0.0.5:9466`,
+		db: existingDB,
+		flags: func(f *pflag.FlagSet) {
+			f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
+			f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
+			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
+			f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
+			f.StringVar(&opts.APIAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
+			libIntVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1")
+			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
+			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
+			f.DurationVar(&seqIv, "sequencer-interval", postgres.DefaultSequencerInterval,
+				"PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit)")
+			df.add(f)
+		},
+		check: func(c *call) (err error) {
+			if every <= 0 {
+				return usagef("--every %v must be positive", every)
+			}
+			for _, ns := range nsList {
+				if err := checkNamespace(ns); err != nil {
+					return err
+				}
+			}
+			keep, err := parseRetain(retain)
+			switch {
+			case err != nil:
+				return err
+			case pruneEvery < 0:
+				return usagef("--prune-every %v must be 0 (off) or positive", pruneEvery)
+			case pruneEvery > 0:
+				opts.Prune = &daemon.Prune{Every: pruneEvery, Retain: keep}
+			}
+			if seqIv < postgres.MinSequencerInterval || seqIv > postgres.MaxSequencerInterval {
+				return usagef("--sequencer-interval %v must be from %v to %v", seqIv, postgres.MinSequencerInterval, postgres.MaxSequencerInterval)
+			}
+			e.seqEvery = seqIv
+			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
+			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
+				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN")); err != nil {
+				return usageError{err}
+			}
+			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
+				return err
+			}
+			otlp, stopTracing, err := otelenv.Setup(c.ctx(), e.getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			c.onExit(func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx()), 5*time.Second)
+				defer cancel()
+				if err := stopTracing(ctx); err != nil {
+					e.logger.Warn("flushing traces at exit", "err", err)
+				}
+			})
+			if otlp.Enabled {
+				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
+			}
+			opts.Every, opts.Logger, opts.Now = every, e.logger, e.now
+			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
+				opts.Projections = append(opts.Projections, namespaces[ns].projection())
+			}
+			c.onExit(func() { opts.Listeners.Close() })
+			return listen(c, &opts)
+		},
+		run: func(c *call) error {
+			opts.Store = c.b
+			d, err := daemon.New(opts)
+			if err != nil {
+				return usageError{err}
+			}
+			return d.Run(c.ctx())
+		},
+	}
+}
+
+// listen opens the daemon's addresses before the store is opened, so that
+// an address in use fails having created nothing. A default address that
+// is taken is left off with a warning.
+func listen(c *call, opts *daemon.Options) error {
+	for _, l := range []struct {
+		flag string
+		addr *string
+		ln   *net.Listener
+	}{{"metrics-addr", &opts.MetricsAddr, &opts.Listeners.Metrics}, {"admin-addr", &opts.AdminAddr, &opts.Listeners.Admin},
+		{"api-addr", &opts.APIAddr, &opts.Listeners.API}} {
+		if *l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", *l.addr)
+		switch {
+		case err == nil:
+			*l.ln = ln
+		case errors.Is(err, syscall.EADDRINUSE) && !c.changed(l.flag):
+			c.logger.Warn("herald: the default --"+l.flag+" is in use (another herald run on this machine?); serving without it: name a free address to serve it",
+				"addr", *l.addr)
+			*l.addr = ""
+		default:
+			return fmt.Errorf("--%s %s: %w (another herald run on this machine? name a free address, or an empty one to serve none)", l.flag, *l.addr, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A sweep that leaves records behind a cursor (a turn gave its slot up to a
+// waiting claim) exits 3, as a saturated one does: a scheduler running one
+// sweep at a time must know to sweep again soon.
+func TestSweepWithABacklogNeedsAttention(t *testing.T) {
+	srv := answering(t, http.StatusNoContent)
+	db := newDB(t)
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		heraldOK(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", srv.URL+"/"+id, "--secret", goodSecret)
+	}
+	var lines strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&lines, `{"stream":"s","id":"e%d","kind":"k","payload":{}}`+"\n", i)
+	}
+	file := filepath.Join(t.TempDir(), "records.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(lines.String()), 0o600))
+	heraldOK(t, db, "", "append", "--file", file)
+
+	r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--allow-http", "--allow-private-network",
+		"--drain-page", "5", "--max-per-host", "2", "--json")
+	var rep struct {
+		Backlog        int  `json:"backlog"`
+		Saturated      bool `json:"saturated"`
+		NeedsAttention bool `json:"needs_attention"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout+r.stderr)
+	require.Positive(t, rep.Backlog, "six registrations over two host slots: turns gave their slots up")
+	require.True(t, rep.NeedsAttention)
+	require.Equal(t, ExitAttention, r.code, r.stderr)
+}
+
+// The worker flags that push.NewWorker would refuse are usage errors that
+// name the flag, before sweep or run opens (and creates) its database.
+func TestWorkerFlagsOutOfRangeOpenNothing(t *testing.T) {
+	for _, c := range []struct{ flag, value, want string }{
+		{"--max-attempts", "0", "--max-attempts 0 must be at least 1"},
+		{"--max-in-flight", "0", "--max-in-flight 0 must be at least 1"},
+		{"--drain-page", "10001", "--drain-page 10001 must be from 1 to 10000"},
+		{"--lease", "1s", "--lease 1s must be at least 2s"},
+		{"--max-retry-after", "10ms", "--max-retry-after 10ms must be at least 1s"},
+	} {
+		for _, cmd := range [][]string{{"sweep", "--namespace", "webhook"}, {"run", "--metrics-addr", "", "--admin-addr", ""}} {
+			db := newDB(t)
+			args := append(append([]string(nil), cmd...), c.flag, c.value)
+			r := runCLI(t, db, "", args...)
+			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+			require.Contains(t, r.stderr, c.want, args)
+			requireNoDB(t, db, "%v opened the database", args)
+		}
+	}
+}
+
+// --max-per-host out of range is a usage error (exit 2) that names the flag,
+// before anything is opened: the database file is never created.
+func TestMaxPerHostOutOfRange(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--max-per-host", "0", "--metrics-addr", "", "--admin-addr", ""},
+		{"run", "--max-per-host", "-3", "--metrics-addr", "", "--admin-addr", ""},
+		{"sweep", "--namespace", "webhook", "--max-per-host", "1025"},
+	} {
+		db := newDB(t)
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "--max-per-host", args)
+		requireNoDB(t, db, "%v: the database was opened", args)
+	}
+}
+
+func TestHostHorizonFlag(t *testing.T) {
+	db := newDB(t)
+	for _, args := range [][]string{
+		{"sweep", "--namespace", "webhook", "--host-horizon", "59m"},
+		{"sweep", "--namespace", "webhook", "--host-horizon", "8761h"},
+		{"run", "--host-horizon", "1s"},
+	} {
+		code, _, errOut := runHostsCLI(t, db, args...)
+		require.Equal(t, ExitUsage, code, "%v", args)
+		require.Contains(t, errOut, "--host-horizon", "%v", args)
+	}
+	heraldOK(t, db, "", "migrate", "up") // a sweep serves a database that exists
+	code, _, errOut := runHostsCLI(t, db, "sweep", "--namespace", "webhook", "--host-horizon", "72h", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+}
+
+// herald run listens before it opens its database: an address in use
+// fails, naming it, having created and migrated nothing.
+func TestRunOnABusyAddressCreatesNoDatabase(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	addr := busy.Addr().String()
+	for _, flag := range []string{"--metrics-addr", "--admin-addr", "--api-addr"} {
+		args := map[string]string{"--metrics-addr": "127.0.0.1:0", "--admin-addr": "", "--api-addr": ""}
+		args[flag] = addr
+		db := newDB(t)
+		r := runCLI(t, db, "", "run", "--metrics-addr", args["--metrics-addr"], "--admin-addr", args["--admin-addr"], "--api-addr", args["--api-addr"])
+		require.Equal(t, ExitError, r.code, "%s: %s", flag, r.stderr)
+		require.Contains(t, r.stderr, flag+" "+addr, "the error names the flag and the address")
+		require.Contains(t, r.stderr, "address already in use", flag)
+		requireNoDB(t, db, "%s: a run that cannot listen created the database", flag)
+	}
+}
+
+// herald run refuses an OTEL_* environment it cannot honour, naming the
+// variable, before it opens anything.
+func TestRunRefusesAnOTELEnvironmentItCannotHonour(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "migrate", "up")
+	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"} {
+		env := map[string]string{k: v, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"--database", "sqlite:" + db, "run", "--metrics-addr", "", "--admin-addr", ""},
+			Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(name string) string { return env[name] })
+		require.Equal(t, ExitUsage, code, "%s=%s: %s", k, v, errb.String())
+		require.Contains(t, errb.String(), k, "the error names the variable")
+	}
+}

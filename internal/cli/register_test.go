@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// register names, at once, every rule of the network guard the URL breaks and
+// the flag that lifts it.
+func TestRegisterWarnsOfEveryRefusal(t *testing.T) {
+	db := newDB(t)
+	reg := func(id, url string) cliRun {
+		return runCLI(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook",
+			"--url", url, "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	}
+	r := reg("local", "http://127.0.0.2:8080/hooks")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "scheme http is not allowed: https only; herald run/sweep --allow-http")
+	require.Contains(t, r.stderr, "127.0.0.2 is in 127.0.0.0/8 (loopback); herald run/sweep --allow-private-network")
+	require.Equal(t, 2, strings.Count(r.stderr, "note: "), r.stderr)
+
+	r = reg("name", "https://localhost:8443/hooks")
+	require.Contains(t, r.stderr, "host localhost (127.0.0.1) is in 127.0.0.0/8 (loopback); herald run/sweep --allow-private-network")
+
+	r = reg("docs", "https://192.0.2.10/hooks")
+	require.Contains(t, r.stderr, "192.0.2.10 is in 192.0.2.0/24 (documentation")
+	require.NotContains(t, r.stderr, "--allow-", "no flag opens a documentation range")
+
+	r = reg("public", "https://hooks.example/x")
+	require.NotContains(t, r.stderr, "note:")
+}
+
+// register --kinds is validated, naming the flag, stored and shown.
+func TestRegisterKinds(t *testing.T) {
+	db := newDB(t)
+	args := func(kinds string) []string {
+		return []string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--kinds", kinds}
+	}
+	r := runCLI(t, db, "", args("order.*.paid")...)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `invalid --kinds: pattern "order.*.paid" may have one "*", at its end`)
+	requireNoDB(t, db, "a refused register opened nothing")
+
+	heraldOK(t, db, "", args("order.*, invoice.paid")...)
+	out := heraldOK(t, db, "", "registrations")
+	require.Contains(t, out, "KINDS")
+	require.Contains(t, out, "order.*,invoice.paid")
+	var regs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, []any{"order.*", "invoice.paid"}, regs[0]["kinds"])
+}
+
+// register --window is validated, naming the flag, stored, shown and kept
+// by a re-register only when given again.
+func TestRegisterWindow(t *testing.T) {
+	db := newDB(t)
+	args := func(extra ...string) []string {
+		return append([]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, extra...)
+	}
+	for _, bad := range []string{"0", "-1", "65", "many"} {
+		r := runCLI(t, db, "", args("--window", bad)...)
+		require.Equal(t, ExitUsage, r.code, "--window %s: %s", bad, r.stderr)
+		require.Contains(t, r.stderr, "--window", bad)
+		requireNoDB(t, db, "a refused register opened nothing")
+	}
+
+	require.Contains(t, heraldOK(t, db, "", args("--window", "16")...), "window 16")
+	out := heraldOK(t, db, "", "registrations")
+	require.Contains(t, out, "WINDOW")
+	window := func() any {
+		var regs []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+		require.Len(t, regs, 1)
+		return regs[0]["window"]
+	}
+	require.Equal(t, 16.0, window())
+
+	r := runCLI(t, db, "", args("--window", "65")...)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Equal(t, 16.0, window(), "a refused re-register changes nothing")
+
+	heraldOK(t, db, "", args()...)
+	require.Equal(t, 1.0, window(), "re-registering without --window: strict order again")
+}
+
+// A window above the default --max-per-host is capped by it, and register,
+// registrations and status say so; one within it gets no note.
+func TestWindowAboveMaxPerHostIsSaid(t *testing.T) {
+	db := newDB(t)
+	register := func(id, window string) cliRun {
+		r := runCLI(t, db, "", "register", "--stream", "s", "--id", id, "--namespace", "webhook", "--url", "https://hooks.example/"+id,
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--window", window)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		return r
+	}
+	r := register("far", "16")
+	require.Contains(t, r.stderr, "note: window 16 is above the default --max-per-host (4)")
+	require.Contains(t, r.stderr, "4 of this registration's are sent at a time unless the workers run with --max-per-host 16")
+	require.Empty(t, register("near", "4").stderr, "a window the cap holds gets no note")
+
+	var answer struct{ Warnings []string }
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "register", "--stream", "s", "--id", "far", "--namespace", "webhook",
+		"--url", "https://hooks.example/far", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--window", "16", "--json")), &answer))
+	require.Len(t, answer.Warnings, 1)
+	require.Contains(t, answer.Warnings[0], "window 16 is above the default --max-per-host (4)")
+
+	heraldOK(t, db, "{}", "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	for _, args := range [][]string{{"registrations"}, {"status"}} {
+		out := heraldOK(t, db, "", args...)
+		require.Contains(t, out, "16 (4 at once)", args)
+		require.Contains(t, out, "a window above the default --max-per-host of herald run and sweep (4)", args)
+		require.NotContains(t, out, " 4 (4 at once)", args)
+	}
+}
+
+// register --from-seq 0 is refused (seqs are 1-based), not taken as 1.
+func TestRegisterFromSeqZeroIsRefused(t *testing.T) {
+	db := newDB(t)
+	r := runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--from-seq", "0")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--from-seq 0 must be 1 or more")
+	requireNoDB(t, db)
+}
+
+// register's config errors name the flag that was given, not the stored
+// config's key, and the flag's position when it repeats; nothing is stored.
+func TestRegisterConfigErrorsNameTheFlag(t *testing.T) {
+	db := newDB(t)
+	r := runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook",
+		"--url", "https://hooks.example/x", "--secret", "bogus", "--secret", goodSecret, "--secret", goodSecret)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `invalid --secret (the 1st): does not start with "whsec_"`)
+	require.Contains(t, r.stderr, "invalid --secret (the 3rd): repeats the 2nd")
+	require.NotContains(t, r.stderr, "config.")
+	require.NotContains(t, r.stderr, "bogus", "a secret is never repeated")
+
+	r = runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "cloudevents", "--url", "https://hooks.example/x")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "invalid --source: is missing")
+	require.NoFileExists(t, db, "a refused register opens no database")
+}
+
+// Every key of a namespace's config is a flag of register, so that build
+// refuses it for the other namespaces and asFlags names it.
+func TestNamespaceFlagsAreRegisterFlags(t *testing.T) {
+	e := &env{}
+	register := e.cobra(newRegister(e))
+	for ns, w := range namespaces {
+		require.NotEmpty(t, w.flags(), ns)
+		for _, f := range w.flags() {
+			require.NotNil(t, register.Flags().Lookup(f), "%s's --%s", ns, f)
+		}
+	}
+}
+
+// register --envelope belongs to the webhook namespace: given to another,
+// or with a value that is not a boolean, it is a usage error naming the
+// flag, and nothing is written.
+func TestRegisterEnvelopeIsRefusedOutsideTheWebhookNamespace(t *testing.T) {
+	db := newDB(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--namespace", "cloudevents", "--source", "/orders", "--envelope"}, "--envelope does not apply to the cloudevents namespace"},
+		{[]string{"--namespace", "a2a", "--envelope"}, "--envelope does not apply to the a2a namespace"},
+		{[]string{"--namespace", "webhook", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--envelope=maybe"}, "--envelope"},
+	} {
+		args := append([]string{"register", "--stream", "s", "--id", "r", "--url", "https://hooks.example/x"}, c.args...)
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, c.args)
+		requireNoDB(t, db, "%v: a refused register opened nothing", c.args)
+	}
+}
+
+// register --envelope reaches the wire: a sweep sends the record to a
+// loopback receiver as {"type", "timestamp", "data"}, with its kind, stream
+// and seq in the headers; registered again without the flag, the payload
+// alone.
+func TestRegisterEnvelopeReachesTheWire(t *testing.T) {
+	type got struct {
+		header http.Header
+		body   []byte
+	}
+	received := make(chan got, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- got{r.Header.Clone(), body}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	db := newDB(t)
+	register := func(extra ...string) {
+		heraldOK(t, db, "", append([]string{"register", "--stream", "orders/1001", "--id", "billing", "--namespace", "webhook",
+			"--url", srv.URL, "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, extra...)...)
+	}
+	sweep := func(at string) got {
+		heraldOK(t, db, "", "sweep", "--namespace", "webhook", "--at", at, "--allow-http", "--allow-private-network")
+		require.Len(t, received, 1)
+		return <-received
+	}
+
+	register("--envelope")
+	heraldOK(t, db, `{"total":42}`, "append", "--stream", "orders/1001", "--id", "evt-1", "--kind", "order.created")
+	g := sweep("2026-03-15T11:00:00Z")
+	var env struct {
+		Type      string          `json:"type"`
+		Timestamp string          `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(g.body, &env), "%s", g.body)
+	require.Equal(t, "order.created", env.Type)
+	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`, env.Timestamp)
+	require.JSONEq(t, `{"total":42}`, string(env.Data))
+	require.Equal(t, "order.created", g.header.Get("Herald-Kind"))
+	require.Equal(t, "orders/1001", g.header.Get("Herald-Stream"))
+	require.Equal(t, "1", g.header.Get("Herald-Seq"))
+
+	register() // without --envelope: the payload alone
+	heraldOK(t, db, `{"total":43}`, "append", "--stream", "orders/1001", "--id", "evt-2", "--kind", "order.paid")
+	g = sweep("2026-03-15T11:01:00Z")
+	require.JSONEq(t, `{"total":43}`, string(g.body))
+	require.Equal(t, "order.paid", g.header.Get("Herald-Kind"))
+	require.Equal(t, "2", g.header.Get("Herald-Seq"))
+}

@@ -1,0 +1,407 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// command declares one herald command. env.cobra runs every command alike:
+// it refuses arguments (unless args says), missing flags (need) and bad
+// values (check, the flags' ranges) before the database is opened, opens it
+// as db says, runs run, and names in any error the flag that set a
+// library's field.
+type command struct {
+	use, short, long, example string
+	args                      func(args []string) error // nil: none
+	need                      []string                  // flags that must be given
+	db                        openMode
+	flags                     func(f *pflag.FlagSet)
+	check                     func(c *call) error // before the database is opened
+	run                       func(c *call) error
+	subcommands               []command
+}
+
+// call is one run of a command.
+type call struct {
+	*env
+	cmd   *cobra.Command
+	args  []string
+	b     backend // nil when the command opens none
+	after []func()
+}
+
+func (c *call) ctx() context.Context { return c.cmd.Context() }
+
+// changed says whether flag was given.
+func (c *call) changed(flag string) bool { return c.cmd.Flags().Changed(flag) }
+
+// need refuses, as a usage error, a command line without flags.
+func (c *call) need(flags ...string) error {
+	for _, n := range flags {
+		if !c.changed(n) {
+			return usagef("%s needs --%s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), n)
+		}
+	}
+	return nil
+}
+
+// onExit runs f when the command ends, whatever its outcome.
+func (c *call) onExit(f func()) { c.after = append(c.after, f) }
+
+// print writes v as JSON with --json, else has text write to stdout; it
+// returns the first error writing.
+func (c *call) print(v any, text func(w io.Writer)) error {
+	if c.json {
+		return printJSON(c.Out, v)
+	}
+	w := &errWriter{w: c.Out}
+	text(w)
+	return w.err
+}
+
+// at is the instant a flag of the instant type gave, or now.
+func (c *call) at(t instant) time.Time {
+	if t.IsZero() {
+		return c.now()
+	}
+	return t.Time
+}
+
+func (e *env) cobra(d command) *cobra.Command {
+	cmd := &cobra.Command{Use: d.use, Short: d.short, Long: d.long, Example: d.example}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case d.args != nil:
+			return d.args(args)
+		case len(args) > 0:
+			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		}
+		return nil
+	}
+	if d.flags != nil {
+		d.flags(cmd.Flags())
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c := &call{env: e, cmd: cmd, args: args}
+		defer func() {
+			for i := len(c.after) - 1; i >= 0; i-- {
+				c.after[i]()
+			}
+		}()
+		if err := c.need(d.need...); err != nil {
+			return err
+		}
+		if d.check != nil {
+			if err := d.check(c); err != nil {
+				return asFlags(cmd, err)
+			}
+		}
+		if d.db != noDB {
+			b, err := e.open(c.ctx(), d.db)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			c.b = b
+		}
+		return asFlags(cmd, d.run(c))
+	}
+	for _, s := range d.subcommands {
+		cmd.AddCommand(e.cobra(s))
+	}
+	return cmd
+}
+
+// asFlags names, in the libraries' validation errors err holds, the flag
+// of cmd that set the field ("invalid to seq" is "invalid --to-seq",
+// "invalid config.secrets[1]" "invalid --secret (the 2nd)"), keeping what
+// err wraps (its exit code).
+func asFlags(cmd *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	eachInvalid(err, func(inv *journal.InvalidError) {
+		if mapped, ok := flagField(cmd, inv); ok {
+			msg = strings.Replace(msg, inv.Error(), mapped.Error(), 1)
+		}
+	})
+	if msg == err.Error() {
+		return err
+	}
+	return renamed{err, msg}
+}
+
+// renamed is an error told in other words.
+type renamed struct {
+	error
+	msg string
+}
+
+func (r renamed) Error() string { return r.msg }
+func (r renamed) Unwrap() error { return r.error }
+
+// named marks an error whose fields are named as the user gave them (the
+// lines of append --file), not by a flag: asFlags leaves it.
+type named struct{ error }
+
+func (n named) Unwrap() error { return n.error }
+
+// eachInvalid calls f with each *journal.InvalidError err holds.
+func eachInvalid(err error, f func(*journal.InvalidError)) {
+	switch e := err.(type) {
+	case named:
+	case *journal.InvalidError:
+		f(e)
+	case interface{ Unwrap() []error }:
+		for _, p := range e.Unwrap() {
+			eachInvalid(p, f)
+		}
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			eachInvalid(inner, f)
+		}
+	}
+}
+
+// flagField is inv with its field named by the flag of cmd that sets it.
+func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidError, bool) {
+	field := inv.Field
+	if _, f, ok := inv.InBatch(); ok {
+		field = f // entries[0].kind of a single append
+	}
+	prefix := ""
+	if strings.HasPrefix(field, "config.") {
+		prefix = "config."
+	}
+	key, index, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(field, prefix), "Options."), "[")
+	name := flagName(key)
+	if cmd.Flags().Lookup(name) == nil {
+		return nil, false
+	}
+	flag := "--" + name
+	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
+		flag += " (the " + ordinal(n+1) + ")"
+	}
+	reason := inv.Reason
+	if ref, ok := strings.CutPrefix(reason, "repeats "+prefix+key+"["); ok {
+		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "]")); err == nil {
+			reason = "repeats the " + ordinal(n+1)
+		}
+	}
+	return &journal.InvalidError{Field: flag, Reason: reason}, true
+}
+
+// rangeRefusal matches a library's refusal of a value out of its range:
+// "is 0: it must be at least 1", "\"sometimes\" must be \"retry\" or \"skip\"".
+var rangeRefusal = regexp.MustCompile(`^(?:is (.+?): it|(".*?")) (must be .+)$`)
+
+// asRangeError tells a library's refusal of a value out of its range as
+// the flags' ranges are told: "invalid MaxAttempts: is 0: it must be at
+// least 1" is "--max-attempts 0 must be at least 1", a usage error.
+func asRangeError(err error) error {
+	var inv *journal.InvalidError
+	if !errors.As(err, &inv) {
+		return err
+	}
+	m := rangeRefusal.FindStringSubmatch(inv.Reason)
+	if m == nil {
+		return err
+	}
+	return usagef("--%s %s%s %s", flagName(strings.TrimPrefix(inv.Field, "Options.")), m[1], m[2], m[3])
+}
+
+// flagNames are the fields whose flag is not their name in kebab case.
+var flagNames = map[string]string{
+	"registration id":     "id",
+	"on_rejected":         "on-4xx",
+	"AllowHosts":          "allow-host",
+	"MaxIdleConnsPerHost": "max-per-host",
+	"secrets":             "secret",
+	"version":             "a2a-version",
+	"private_key":         "private-key-file",
+	"actors":              "actor",
+}
+
+// flagName is the flag that sets a library's field: flagNames' or the
+// field in kebab case ("to seq", "content_type", "MaxInFlight").
+func flagName(field string) string {
+	if name, ok := flagNames[field]; ok {
+		return name
+	}
+	var b strings.Builder
+	for i, r := range field {
+		switch {
+		case r == ' ' || r == '_':
+			b.WriteByte('-')
+		case unicode.IsUpper(r):
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// ordinal spells n as 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
+}
+
+// intValue is an integer flag that knows its range, in words for errors:
+// checked as it is parsed, or by the library it is passed to.
+type intValue[T int | uint64] struct {
+	p       *T
+	lo, hi  T // hi 0: no upper bound
+	words   string
+	checked bool
+}
+
+// intVar declares an integer flag within [lo, hi] (hi 0: no upper bound).
+func intVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string, lo, hi T) {
+	*p = value
+	f.Var(&intValue[T]{p: p, lo: lo, hi: hi, words: words, checked: true}, name, usage)
+}
+
+// libIntVar declares an integer flag whose range the library checks.
+func libIntVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string) {
+	*p = value
+	f.Var(&intValue[T]{p: p, words: words}, name, usage)
+}
+
+func (v *intValue[T]) String() string { return fmt.Sprint(*v.p) }
+
+func (v *intValue[T]) Type() string { return fmt.Sprintf("%T", *v.p) }
+
+func (v *intValue[T]) Set(s string) error {
+	var n T
+	switch p := any(&n).(type) {
+	case *int:
+		i, err := strconv.ParseInt(s, 0, 64)
+		if err != nil {
+			return err
+		}
+		*p = int(i)
+	case *uint64:
+		u, err := strconv.ParseUint(s, 0, 64)
+		if err != nil {
+			return err
+		}
+		*p = u
+	}
+	if v.checked && (n < v.lo || v.hi != 0 && n > v.hi) {
+		return errOutOfRange
+	}
+	*v.p = n
+	return nil
+}
+
+var errOutOfRange = errors.New("out of range")
+
+// instant is an --at flag's instant (parseInstant); zero when not given.
+type instant struct{ time.Time }
+
+func (t *instant) String() string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+func (t *instant) Type() string { return "string" }
+
+func (t *instant) Set(s string) (err error) {
+	t.Time, err = parseInstant(s)
+	return err
+}
+
+// parseInstant reads RFC 3339 (a space may stand for the T, as tables print
+// an instant) or unix seconds, from 1970 to 9999.
+func parseInstant(s string) (time.Time, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 || n > 253402300799 {
+			return time.Time{}, usagef("--at %s is out of range for unix seconds", s)
+		}
+		return time.Unix(n, 0).UTC(), nil
+	}
+	rfc := s
+	if len(rfc) > 10 && rfc[10] == ' ' {
+		rfc = rfc[:10] + "T" + rfc[11:]
+	}
+	t, err := time.Parse(time.RFC3339Nano, rfc)
+	if err != nil {
+		return time.Time{}, usagef("--at %q is neither RFC 3339 (2026-03-15T11:00:00Z, or with a space for the T as tables print it) nor unix seconds", s)
+	}
+	if t.Before(time.Unix(0, 0)) {
+		return time.Time{}, usagef("--at %s is before 1970: out of range", s)
+	}
+	return t.UTC(), nil
+}
+
+// flagError is the usage error for a flag cobra could not parse, in
+// herald's words: the flag, the value and what the flag takes.
+func flagError(_ *cobra.Command, err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return usageError{err}
+	}
+	if u := (usageError{}); errors.As(err, &u) {
+		return u // the flag's own words (instant)
+	}
+	f, value := ive.GetFlag(), ive.GetValue()
+	var want string
+	switch t := f.Value.Type(); {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		rng := ""
+		if v, ok := f.Value.(interface{ rangeWords() string }); ok {
+			rng = ": it must be " + v.rangeWords()
+		}
+		switch {
+		case errors.Is(err, errOutOfRange):
+			return usagef("--%s %s must be %s", f.Name, value, strings.TrimPrefix(rng, ": it must be "))
+		case errors.Is(err, strconv.ErrRange):
+			// Say which way: "at least 1" reads as if the value were too small.
+			way := "more than the largest number the flag holds"
+			if strings.HasPrefix(strings.TrimSpace(value), "-") {
+				way = "less than the smallest number the flag holds"
+			}
+			return usagef("--%s %q is out of range (%s)%s", f.Name, value, way, rng)
+		}
+		want = "a whole number" + rng
+	case t == "duration":
+		want = "a duration: a number with a unit, such as 500ms, 30s, 5m or 2h"
+	case t == "bool":
+		want = "true or false"
+	default:
+		return usageError{err}
+	}
+	return usagef("--%s %q is not %s", f.Name, value, want)
+}
+
+func (v *intValue[T]) rangeWords() string { return v.words }

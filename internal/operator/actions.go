@@ -1,0 +1,149 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+)
+
+// UnparkView answers an unpark: the registration after it, and whether it
+// was parked (false: nothing changed, no evidence written).
+type UnparkView struct {
+	RegistrationView
+	WasParked bool `json:"was_parked"`
+}
+
+// Unpark unparks stream/id at at (push.Store.Unpark). Errors are the
+// store's: journal.ErrNotFound for no such registration.
+func Unpark(ctx context.Context, s push.Store, stream, id string, at time.Time) (UnparkView, error) {
+	before, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return UnparkView{}, err
+	}
+	if err := s.Unpark(ctx, stream, id, at); err != nil {
+		return UnparkView{}, err
+	}
+	after, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return UnparkView{}, err
+	}
+	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked}, nil
+}
+
+// UnparkedAll answers an unpark of every parked registration: each one
+// unparked, as it is after its unpark.
+type UnparkedAll struct {
+	Unparked []RegistrationView `json:"unparked"`
+}
+
+// UnparkAllQuery checks the filters of an unpark of every parked
+// registration. given says whether a filter was given: an empty one (an
+// unset variable in a script) is refused, since it would unpark every
+// stream's or namespace's. Errors wrap journal.ErrInvalid.
+func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (push.ListQuery, error) {
+	for _, f := range [][2]string{{"namespace", namespace}, {"stream", stream}} {
+		if given(f[0]) && f[1] == "" {
+			return push.ListQuery{}, journal.Invalid(f[0], "is empty; leave it out to unpark every %s's; nothing was unparked", f[0])
+		}
+	}
+	q := push.ListQuery{Stream: stream, Namespace: namespace, Parked: true}
+	return q, CheckList(q)
+}
+
+// CheckList refuses a filter of a registration list that no registration
+// can match. Errors wrap journal.ErrInvalid and name the field as the APIs
+// do (stream, namespace, after_stream, after_id).
+func CheckList(q push.ListQuery) error {
+	for _, f := range [][2]string{{"stream", q.Stream}, {"after_stream", q.After.Stream}} {
+		if err := journal.ValidateStream(f[1]); f[1] != "" && err != nil {
+			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+				err = &journal.InvalidError{Field: f[0], Reason: inv.Reason}
+			}
+			return err
+		}
+	}
+	if q.After.ID != "" {
+		if err := journal.ValidateID("after_id", q.After.ID); err != nil {
+			return err
+		}
+	}
+	if q.Namespace != "" {
+		return push.ValidateNamespace(q.Namespace)
+	}
+	return nil
+}
+
+// UnparkAll unparks, at at, every parked registration q matches, one by
+// one, each with its evidence; one unregistered since it was listed is left
+// out. An error stops it, naming the registration it failed on; those
+// unparked before it come with it and stay unparked.
+func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time) (UnparkedAll, error) {
+	q.Parked = true
+	parked, err := push.AllRegistrations(ctx, s, q)
+	if err != nil {
+		return UnparkedAll{Unparked: Held(nil).Views(nil)}, err
+	}
+	done := []push.Status{}
+	fail := func(format string, p push.Status, err error) (UnparkedAll, error) {
+		return UnparkedAll{Unparked: Held(nil).Views(done)},
+			fmt.Errorf(format, len(done), len(parked), push.Name(p.Stream, p.ID), err)
+	}
+	for _, p := range parked {
+		if err := s.Unpark(ctx, p.Stream, p.ID, at); errors.Is(err, journal.ErrNotFound) {
+			continue // unregistered since it was listed
+		} else if err != nil {
+			return fail("unparked %d of %d, then %s: %w", p, err)
+		}
+		after, err := s.Get(ctx, p.Stream, p.ID)
+		if errors.Is(err, journal.ErrNotFound) {
+			continue
+		}
+		if err != nil { // unparked, not read back: shown as listed, unparked
+			p.Parked, p.ParkedAt = false, time.Time{}
+			done = append(done, p)
+			return fail("unparked %d of %d, then reading %s back: %w", p, err)
+		}
+		done = append(done, after)
+	}
+	return UnparkedAll{Unparked: Held(nil).Views(done)}, nil
+}
+
+// Evidence lists a registration's evidence, newest first, at most limit
+// rows (0: the store's default), with each redirect's Location redacted as
+// URLs are. Errors are the store's.
+func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) ([]push.Evidence, error) {
+	evs, err := s.Evidence(ctx, stream, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	for i := range evs {
+		evs[i].Location = RedactURL(evs[i].Location)
+	}
+	if evs == nil {
+		evs = []push.Evidence{}
+	}
+	return evs, nil
+}
+
+// Prune runs one pass of retention at q: batches until one is not full.
+// between, if set, is called after each full batch with the batches so far
+// and their total; its error ends the pass early, without an error.
+func Prune(ctx context.Context, r store.Retention, q store.PruneQuery, between func(batches int, total store.PruneReport) error) (store.PruneReport, error) {
+	var total store.PruneReport
+	for n := 1; ; n++ {
+		rep, err := r.Prune(ctx, q)
+		total = total.Add(rep)
+		total.More = false
+		if err != nil || !rep.More {
+			return total, err
+		}
+		if between != nil && between(n, total) != nil {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+)
+
+// Status is the plane at a glance, as herald status and the page's
+// overview show it.
+type Status struct {
+	// HeldTruncated: only the first MaxHeldScan registrations with work
+	// were read to count the held ones.
+	HeldTruncated bool                     `json:"held_truncated"`
+	Hosts         HostSummary              `json:"hosts"`
+	Lagging       []RegistrationView       `json:"lagging"` // the largest lags, largest first
+	Namespaces    map[string]NamespaceView `json:"namespaces"`
+	OldestParked  *RegistrationView        `json:"oldest_parked"`
+	Held          Held                     `json:"-"`
+}
+
+// Names are the namespaces' names, sorted.
+func (s Status) Names() []string { return slices.Sorted(maps.Keys(s.Namespaces)) }
+
+// NamespaceView is one namespace's counts: Store.Stats', with those held
+// for their host moved out of ready and retrying into Held.
+type NamespaceView struct {
+	push.NamespaceStats
+	Held int `json:"held"`
+}
+
+// StatusAt reads the Status at instant at. Errors are the store's.
+func StatusAt(ctx context.Context, s push.Store, at time.Time) (Status, error) {
+	st, err := s.Stats(ctx, at)
+	if err != nil {
+		return Status{}, err
+	}
+	hs, err := push.AllHosts(ctx, s, push.HostQuery{})
+	if err != nil {
+		return Status{}, err
+	}
+	out := Status{Hosts: SummarizeHosts(hs), Held: Held{}, Namespaces: map[string]NamespaceView{}}
+	for _, h := range hs {
+		if h.State != push.HostUp {
+			out.Held[h.Host] = h.State
+		}
+	}
+	held, truncated, err := splitHeld(ctx, s, st.Namespaces, out.Held)
+	if err != nil {
+		return Status{}, err
+	}
+	out.HeldTruncated, out.Lagging = truncated, out.Held.Views(st.Lagging)
+	for ns, c := range st.Namespaces {
+		out.Namespaces[ns] = NamespaceView{c, held[ns]}
+	}
+	if p := st.OldestParked; p != nil {
+		v := out.Held.View(*p)
+		out.OldestParked = &v
+	}
+	return out, nil
+}
+
+// MaxHeldScan bounds the registrations read to count the held ones.
+const MaxHeldScan = 100_000
+
+// splitHeld moves the registrations held for their host out of the ready
+// and retrying counts of namespaces and returns how many each namespace
+// holds. It reads the lagging registrations only when a host is not up, at
+// most MaxHeldScan of them (past that, truncated). Stats and List are two
+// reads, so under change the counts are approximate, never negative.
+func splitHeld(ctx context.Context, s push.Store, namespaces map[string]push.NamespaceStats, notUp Held) (held map[string]int, truncated bool, err error) {
+	held = map[string]int{}
+	if len(notUp) == 0 {
+		return held, false, nil
+	}
+	q := push.ListQuery{Lagging: true, Limit: push.MaxListLimit}
+	for scanned := 0; ; {
+		page, err := s.List(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range page {
+			c, ok := namespaces[r.Namespace]
+			if !ok || notUp[r.Host()] == "" || r.Parked || r.Lag() == 0 {
+				continue
+			}
+			held[r.Namespace]++
+			if r.State() == push.StateRetrying {
+				c.Retrying = max(c.Retrying-1, 0)
+			} else {
+				c.Ready = max(c.Ready-1, 0)
+			}
+			namespaces[r.Namespace] = c
+		}
+		scanned += len(page)
+		if len(page) < q.Limit {
+			return held, false, nil
+		}
+		if scanned >= MaxHeldScan {
+			return held, true, nil
+		}
+		q.After = page[len(page)-1].Key()
+	}
+}
+
+// HostSummary counts the hosts herald keeps health for (those that ever
+// failed for their host) by state, and lists the first maxNotUp not up
+// (herald hosts lists them all).
+type HostSummary struct {
+	Up          int         `json:"up"`
+	Down        int         `json:"down"`
+	Unavailable int         `json:"unavailable"`
+	Held        int         `json:"held"` // registrations held by the hosts not up
+	NotUp       []push.Host `json:"not_up"`
+}
+
+const maxNotUp = 10
+
+// SummarizeHosts returns the summary of hs.
+func SummarizeHosts(hs []push.Host) HostSummary {
+	sum := HostSummary{NotUp: []push.Host{}}
+	for _, h := range hs {
+		switch h.State {
+		case push.HostDown:
+			sum.Down++
+		case push.HostUnavailable:
+			sum.Unavailable++
+		default:
+			sum.Up++
+			continue
+		}
+		sum.Held += h.Held
+		if len(sum.NotUp) < maxNotUp {
+			sum.NotUp = append(sum.NotUp, h)
+		}
+	}
+	return sum
+}
+
+// RecordView is a record as the APIs and herald record-status show it:
+// without its payload.
+type RecordView struct {
+	Stream      string    `json:"stream"`
+	Seq         uint64    `json:"seq"`
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	ContentType string    `json:"content_type"`
+	Final       bool      `json:"final"`
+	AppendedAt  time.Time `json:"appended_at,omitzero"`
+	Traceparent string    `json:"traceparent,omitempty"` // the append's W3C trace context, as stored
+	Tracestate  string    `json:"tracestate,omitempty"`
+}
+
+// ViewRecord returns r as shown.
+func ViewRecord(r journal.Record) RecordView {
+	return RecordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final,
+		AppendedAt: r.AppendedAt, Traceparent: r.Traceparent, Tracestate: r.Tracestate}
+}
+
+// FindRecord finds the record named by id (in stream, if given), or else
+// by stream and seq. Errors: journal.ErrNotFound, saying when it was
+// pruned; journal.ErrInvalid for a stream that does not hold id.
+func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq uint64) (journal.Record, error) {
+	if id != "" {
+		rec, err := j.Lookup(ctx, id)
+		if err == nil && stream != "" && stream != rec.Stream {
+			return rec, journal.Invalid("stream", "record %q is in stream %q, not %q", id, rec.Stream, stream)
+		}
+		return rec, err
+	}
+	if seq == 0 {
+		return journal.Record{}, journal.Invalid("seq", "0 is not a seq (1, 2, …)")
+	}
+	recs, err := j.Read(ctx, stream, seq, 1)
+	switch {
+	case err != nil:
+		return journal.Record{}, err
+	case len(recs) == 1 && recs[0].Seq == seq:
+		return recs[0], nil
+	}
+	if r, ok := j.(store.Retention); ok {
+		infos, err := r.Streams(ctx, store.StreamQuery{Stream: stream, Limit: 1})
+		if err != nil {
+			return journal.Record{}, err
+		}
+		if len(infos) == 1 && seq < infos[0].OldestSeq {
+			return journal.Record{}, fmt.Errorf("record %s#%d was pruned: every registration had acknowledged it and it passed the retention age (the stream retains #%d on): %w",
+				stream, seq, infos[0].OldestSeq, journal.ErrNotFound)
+		}
+	}
+	return journal.Record{}, fmt.Errorf("stream %q has no record #%d (never appended, or pruned): %w", stream, seq, journal.ErrNotFound)
+}
+
+// RecordStatusOf is the RecordStatus of the record the APIs and the page
+// name by id, or by stream and seq (as given: text). Errors wrap
+// journal.ErrInvalid for another naming, else are FindRecord's.
+func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
+	var seq uint64
+	switch {
+	case id != "" && seqText == "":
+	case id == "" && stream != "" && seqText != "":
+		n, err := strconv.ParseUint(seqText, 10, 64)
+		if err != nil || n == 0 {
+			return RecordStatus{}, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText)
+		}
+		seq = n
+	default:
+		return RecordStatus{}, journal.Invalid("query", "name the record by id, or by stream and seq")
+	}
+	rec, err := FindRecord(ctx, s, id, stream, seq)
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	return StatusOf(ctx, s, rec)
+}
+
+// RecordStatus says which registrations of a record's stream have
+// acknowledged it (their cursor is past it) and which have not.
+// Registrations that completed their sealed stream are gone and not listed.
+type RecordStatus struct {
+	Record          RecordView         `json:"record"`
+	Acknowledged    []RegistrationView `json:"acknowledged"`
+	NotAcknowledged []RegistrationView `json:"not_acknowledged"`
+}
+
+// StatusOf returns rec's RecordStatus, reading every registration of its
+// stream. Errors are the store's.
+func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStatus, error) {
+	held, err := HeldHosts(ctx, s)
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	regs, err := push.AllRegistrations(ctx, s, push.ListQuery{Stream: rec.Stream})
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	out := RecordStatus{Record: ViewRecord(rec), Acknowledged: []RegistrationView{}, NotAcknowledged: []RegistrationView{}}
+	for _, st := range regs {
+		if st.NextSeq > rec.Seq {
+			out.Acknowledged = append(out.Acknowledged, held.View(st))
+		} else {
+			out.NotAcknowledged = append(out.NotAcknowledged, held.View(st))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,208 @@
+// Package operator is what herald's operator surfaces (internal/cli, the
+// daemon's APIs, daemon/page) share, so that each rule (what "held" means,
+// what a URL shows, what an unpark answers) is stated once.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// StateHeld is the state shown for a registration with work on a host that
+// is down or unavailable (README, "Hosts"); Store.Stats counts it as ready
+// or retrying.
+const StateHeld = "held"
+
+// RegistrationView is a registration as shown: everything but the config,
+// which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
+// absent when zero.
+type RegistrationView struct {
+	Stream        string    `json:"stream"`
+	ID            string    `json:"id"`
+	Namespace     string    `json:"namespace"`
+	Host          string    `json:"host"`
+	URL           string    `json:"url"`
+	OnRejected    string    `json:"on_4xx,omitempty"`
+	Kinds         []string  `json:"kinds,omitempty"` // absent: every kind
+	Window        int       `json:"window"`          // messages unacknowledged at once (1: strict order)
+	NextSeq       uint64    `json:"next_seq"`
+	Head          uint64    `json:"head"`
+	Lag           uint64    `json:"lag"`
+	Attempts      int       `json:"attempts"`
+	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	State         string    `json:"state"`              // push's states, or StateHeld
+	HeldFor       string    `json:"held_for,omitempty"` // the host's state when State is held
+	Parked        bool      `json:"parked"`
+	ParkedAt      time.Time `json:"parked_at,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
+	LeaseOwner    string    `json:"lease_owner,omitempty"`
+	LeaseUntil    time.Time `json:"lease_until,omitzero"`
+	Sealed        bool      `json:"sealed"`
+}
+
+// Held maps each host that is not up to its state (down, unavailable).
+// A nil Held holds nothing.
+type Held map[string]string
+
+// HeldHosts reads the hosts that are not up. Errors are the store's.
+func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
+	held := Held{}
+	for _, state := range []string{push.HostDown, push.HostUnavailable} {
+		list, err := push.AllHosts(ctx, hs, push.HostQuery{State: state})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range list {
+			held[h.Host] = h.State
+		}
+	}
+	return held, nil
+}
+
+// Store is what the operator's surfaces read and act on: the journal and
+// the push store over one database.
+type Store interface {
+	journal.Journal
+	push.Store
+}
+
+// Registration reads stream/id as shown. Errors are the store's:
+// journal.ErrNotFound for no such registration.
+func Registration(ctx context.Context, s push.Store, stream, id string) (RegistrationView, error) {
+	st, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return RegistrationView{}, err
+	}
+	held, err := HeldHosts(ctx, s)
+	return held.View(st), err
+}
+
+// View returns s as shown, held when it has work on a host of held and is
+// not parked.
+func (held Held) View(s push.Status) RegistrationView {
+	v := RegistrationView{
+		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
+		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
+		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+	}
+	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
+		v.State, v.HeldFor = StateHeld, state
+	}
+	return v
+}
+
+// Views is View of each of sts.
+func (held Held) Views(sts []push.Status) []RegistrationView {
+	out := make([]RegistrationView, len(sts))
+	for i, s := range sts {
+		out[i] = held.View(s)
+	}
+	return out
+}
+
+// RegisteredView answers a registration (POST /v1/registrations, herald
+// register --json), with warnings of what will keep it from being delivered
+// as asked (a rule of the network guard its URL breaks, WindowNote); it is
+// stored all the same.
+type RegisteredView struct {
+	RegistrationView
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// WindowNote says, when window is above maxPerHost, that a worker has at
+// most maxPerHost of the registration's messages in flight; "" otherwise.
+// whose names the cap ("this daemon's", "the default").
+func WindowNote(window, maxPerHost int, whose string) string {
+	if window <= maxPerHost {
+		return ""
+	}
+	return fmt.Sprintf("window %d is above %s --max-per-host (%d), which caps a worker's messages in flight to one host: "+
+		"%d of this registration's are sent at a time unless the workers run with --max-per-host %d", window, whose, maxPerHost, maxPerHost, window)
+}
+
+// RedactURL shows a URL without what may be a credential: the query
+// becomes "?…", every path segment of 16 bytes or more "…" (the token of
+// /api/webhooks/<id>/<token>); receivers can still be told apart.
+func RedactURL(raw string) string {
+	rest, query, hasQuery := strings.Cut(raw, "?")
+	scheme, path, ok := strings.Cut(rest, "://")
+	if !ok {
+		path, scheme = rest, ""
+	}
+	segs := strings.Split(path, "/")
+	for i := 1; i < len(segs); i++ {
+		if len(segs[i]) >= 16 {
+			segs[i] = "…"
+		}
+	}
+	out := strings.Join(segs, "/")
+	if ok {
+		out = scheme + "://" + out
+	}
+	if hasQuery && query != "" {
+		out += "?…"
+	}
+	return out
+}
+
+// Instant shows t as tables and the page do, UTC to the second, in a form
+// --at reads back (2026-03-15 11:00:00Z); "-" for the zero time.
+func Instant(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// HostArg reads a host as an operator names it: the host:port herald hosts
+// lists, or any URL on it.
+func HostArg(s string) string {
+	if strings.Contains(s, "://") {
+		return push.HostOf(s)
+	}
+	return strings.ToLower(s)
+}
+
+// List lists, as shown, up to limit registrations that q matches, in state
+// when it is set (push's states or StateHeld). next, when others follow, is
+// where to list them from: past the last one listed, or past the last one
+// read when scan (0: no bound) were read to find them.
+func List(ctx context.Context, s push.Store, q push.ListQuery, state string, limit, scan int) (out []RegistrationView, next *push.Key, err error) {
+	held, err := HeldHosts(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	q.Parked = q.Parked || state == push.StateParked
+	q.Lagging = q.Lagging || state == push.StateReady || state == push.StateRetrying || state == StateHeld
+	for scanned := 0; ; {
+		q.Limit = push.MaxListLimit
+		if state == "" {
+			q.Limit = min(limit+1-len(out), q.Limit) // one more: do others follow?
+		}
+		page, err := s.List(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, st := range page {
+			if v := held.View(st); state == "" || v.State == state {
+				if len(out) == limit {
+					return out, &push.Key{Stream: out[limit-1].Stream, ID: out[limit-1].ID}, nil
+				}
+				out = append(out, v)
+			}
+		}
+		if scanned += len(page); len(page) < q.Limit {
+			return out, nil, nil
+		}
+		if q.After = page[len(page)-1].Key(); scan > 0 && scanned >= scan {
+			return out, &q.After, nil
+		}
+	}
+}

@@ -1,0 +1,203 @@
+// Package projconfig is the part every projection shares: the
+// registrations' configs, JSON objects that hold secrets, decoded and
+// checked (errors name keys and never quote values) and parsed once, so
+// that a sweep does not parse one (a PEM key, say) for every record; and
+// Namespace, Terminal (rec.Final) and ValidateConfig.
+package projconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// Decode decodes raw, a registration's config, into v (a pointer to a
+// struct with json tags). Empty raw decodes as {}. Unknown keys, data after
+// the object and anything but a JSON object are refused. Errors wrap
+// journal.ErrInvalid and name the key ("config.secrets"); they never quote
+// the input, since encoding/json's own errors echo it and a config holds
+// keys and tokens.
+func Decode(raw []byte, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var typeErr *json.UnmarshalTypeError
+	switch err := dec.Decode(v); {
+	case err == nil && dec.More():
+		return journal.Invalid("config", "has data after the JSON object")
+	case err == nil:
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		// Value is the JSON kind that was found ("number"), never the value.
+		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", kind(typeErr.Type), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := shortKey(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return journal.Invalid("config", "has an unknown key %s (known: %s)", name, strings.Join(keys(v), ", "))
+	default:
+		return journal.Invalid("config", "is not a JSON object")
+	}
+}
+
+// Parse decodes raw into a C (Decode) and checks it with validate. On an
+// error it returns the zero C.
+func Parse[C any](raw []byte, validate func(C) error) (c C, err error) {
+	if err = Decode(raw, &c); err == nil {
+		err = validate(c)
+	}
+	if err != nil {
+		return *new(C), err
+	}
+	return c, nil
+}
+
+// Encode checks c with validate and returns its JSON, the stored form (with
+// its secrets).
+func Encode[C any](c C, validate func(C) error) (push.Config, error) {
+	if err := validate(c); err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
+}
+
+// Redacted stands for a secret where a config is printed: `""` when it is
+// empty, else [redacted].
+func Redacted(secret string) string {
+	if secret == "" {
+		return `""`
+	}
+	return "[redacted]"
+}
+
+// maxKey is the most runes of an unknown key an error repeats: the key is
+// the caller's input, and a megabyte of it helps nobody read the error.
+const maxKey = 64
+
+// shortKey re-quotes encoding/json's quoted key, cut to maxKey runes (with
+// "..." after the quote when cut), or gives "(unreadable)".
+func shortKey(quoted string) string {
+	key, err := strconv.Unquote(quoted)
+	if err != nil {
+		return "(unreadable)"
+	}
+	if r := []rune(key); len(r) > maxKey {
+		return strconv.Quote(string(r[:maxKey])) + "..."
+	}
+	return strconv.Quote(key)
+}
+
+// kind names a Go type as JSON calls it.
+func kind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array of " + kind(t.Elem()) + "s"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return kind(t.Elem())
+	default:
+		return "number"
+	}
+}
+
+// keys lists the JSON keys of the struct v points to.
+func keys(v any) []string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" && f.IsExported() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Projection is the shared part of a projection whose parsed configs are
+// Ts. A projection embeds it through an unexported alias, getting
+// Namespace, Terminal and ValidateConfig and nothing else. It is safe for
+// concurrent use; T must be safe to read concurrently.
+type Projection[T any] struct {
+	namespace string
+	parse     func(push.Config) (T, error)
+
+	mu    sync.Mutex
+	max   int
+	items map[string]T
+	order []string // insertion order, oldest first
+}
+
+// New returns the shared part of namespace's projection. check validates a
+// config decoded by Decode and returns its parsed form; at most size (at
+// least 1) are kept, by the config's bytes, the oldest going first, and no
+// error.
+func New[C, T any](namespace string, size int, check func(C) (T, error)) *Projection[T] {
+	size = max(1, size)
+	return &Projection[T]{namespace: namespace, max: size, items: make(map[string]T, size),
+		parse: func(raw push.Config) (T, error) {
+			var c C
+			if err := Decode(raw, &c); err != nil {
+				return *new(T), err
+			}
+			return check(c)
+		}}
+}
+
+// Namespace returns the namespace the projection serves.
+func (p *Projection[T]) Namespace() string { return p.namespace }
+
+// Terminal reports rec.Final.
+func (p *Projection[T]) Terminal(rec journal.Record) bool { return rec.Final }
+
+// ValidateConfig checks reg.Config as the package's ParseConfig does, with
+// the same errors.
+func (p *Projection[T]) ValidateConfig(reg push.Registration) error {
+	_, err := Get(p, reg.Config)
+	return err
+}
+
+// Get returns the parsed form of raw, parsing it on a miss (outside the
+// lock, so two goroutines may both parse it). It is a function so that it
+// is not promoted into the projection's API.
+func Get[T any](p *Projection[T], raw push.Config) (T, error) {
+	p.mu.Lock()
+	v, ok := p.items[string(raw)] // no copy: the conversion is only a lookup
+	p.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := p.parse(raw)
+	if err != nil {
+		return v, err
+	}
+	key := string(raw) // a copy: the caller may reuse raw
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.items[key]; !ok {
+		if len(p.order) >= p.max {
+			delete(p.items, p.order[0])
+			p.order = p.order[1:]
+		}
+		p.items[key] = v
+		p.order = append(p.order, key)
+	}
+	return v, nil
+}

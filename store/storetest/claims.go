@@ -1,0 +1,566 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+)
+
+// What Due claims: registrations with work, under exclusive leases, oldest
+// attempt first, within the per-host cap; and host health, which holds a
+// down host's registrations but for one probe at a time.
+var dueTests = []test{
+	{"OnlyRegistrationsWithWork", testDueFiltering},
+	{"LimitAndSaturation", testDueLimit},
+	{"LeaseIsExclusiveUntilExpiry", testLease},
+	{"OldestAttemptFirst", testDueOrder},
+	{"BadQueryChangesNothing", testDueBadInput},
+	{"SaturationStarvesNoOne", testDueRotates},
+	{"ConcurrentClaimsAreExclusive", testConcurrentDue},
+	{"PerHostCap", testDuePerHost},
+	{"HostFollowsTheURL", testDueHostFollowsURL},
+}
+
+var hostTests = []test{
+	{"FailureChargesTheHostNotTheRegistration", testHostFailureNoAttempt},
+	{"DownAfterAFewInARowHoldsItsRegistrations", testHostDownHolds},
+	{"OneProbePerWindowAtPinnedInstants", testHostProbes},
+	{"TwoClaimersRacingAProbeGetOne", testHostProbeRace},
+	{"AnAnswerReleasesEveryRegistration", testHostAnswerReleases},
+	{"UnavailablePastTheHorizonEachChangeToldOnce", testHostUnavailable},
+	{"ResetByAnOperator", testHostReset},
+	{"APathThatNeverAnswersBacksOffWhileItsHostAnswers", testHostPathBackoff},
+	{"BadInputChangesNothing", testHostBadInput},
+}
+
+func testDueFiltering(t *testing.T, b Backend) {
+	streamWithReg(t, b, 3, reg("s", "due", "webhook"), regFrom("s", "at-head", "webhook", 4), reg("s", "parked", "webhook"))
+	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	register(t, b, reg("s", "later", "webhook"))
+	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
+	register(t, b, reg("s", "other-ns-1", "cloudevents"))
+	register(t, b, reg("s", "other-ns-2", "a2a"))
+	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
+
+	batch := due(t, b, "webhook", "w1", at(10), 100)
+	require.Equal(t, []string{"s/due"}, keys(batch.Registrations),
+		"not at head, not parked, not before NextAttemptAt, not another namespace")
+	require.Equal(t, 2, batch.Unserved, "due registrations of other namespaces are counted, not claimed")
+	require.False(t, batch.More)
+	got := batch.Registrations[0]
+	require.Equal(t, uint64(3), got.Head, "Due returns the stream's head")
+	require.Equal(t, "w1", got.LeaseOwner)
+	requireTime(t, at(10).Add(time.Minute), got.LeaseUntil, "lease stamped")
+	require.Equal(t, "w1", get(t, b, "s", "due").LeaseOwner, "the lease is stored")
+
+	batch = due(t, b, "webhook", "w1", at(30), 100)
+	require.Equal(t, []string{"s/later"}, keys(batch.Registrations), "due at exactly NextAttemptAt; s/due is still leased")
+
+	require.NoError(t, errOf(b.Append(ctx(t), "s", entry("new"))))
+	batch = due(t, b, "webhook", "w2", at(200), 100)
+	require.ElementsMatch(t, []string{"s/due", "s/later", "s/at-head"}, keys(batch.Registrations),
+		"an append makes a registration at the head due; expired leases are claimable")
+
+	require.NoError(t, errOf(b.Append(ctx(t), "empty-stream", entry("first"))))
+	batch = due(t, b, "webhook", "w3", at(200), 100)
+	require.Equal(t, []string{"empty-stream/nothing-yet"}, keys(batch.Registrations))
+}
+
+func testDueLimit(t *testing.T, b Backend) {
+	streamWithRegs(t, b, 1, 5)
+	var all []string
+	for i, want := range []struct {
+		n    int
+		more bool
+		why  string
+	}{{2, true, "more than the limit were due"}, {2, true, "still more"}, {1, false, "the extra row looked for is not claimed"}} {
+		batch := due(t, b, "webhook", fmt.Sprintf("w%d", i+1), at(0), 2)
+		require.Len(t, batch.Registrations, want.n)
+		require.Equal(t, want.more, batch.More, want.why)
+		all = append(all, keys(batch.Registrations)...)
+	}
+	require.ElementsMatch(t, []string{"s/r0", "s/r1", "s/r2", "s/r3", "s/r4"}, all, "each registration claimed once")
+	require.Empty(t, due(t, b, "webhook", "w4", at(1), 10).Registrations, "all leased")
+}
+
+func testLease(t *testing.T, b Backend) {
+	streamWithReg(t, b, 2)
+	require.Len(t, due(t, b, "webhook", "A", at(0), 10).Registrations, 1)
+	require.Empty(t, due(t, b, "webhook", "B", at(0), 10).Registrations, "a live lease hides it from B")
+	require.Empty(t, due(t, b, "webhook", "A", at(59), 10).Registrations, "and from A itself, until it expires")
+	got := due(t, b, "webhook", "B", at(60), 10)
+	require.Equal(t, []string{"s/r"}, keys(got.Registrations), "expired at LeaseUntil: B may claim it")
+	require.Equal(t, "B", got.Registrations[0].LeaseOwner)
+
+	// Advance releases the lease: due again at once while there is work.
+	require.NoError(t, b.Advance(ctx(t), got.Registrations[0].Claim(), 2))
+	require.True(t, regIs(t, b, "s", "r", 2, 0, "", "Advance released the lease").LeaseUntil.IsZero())
+	again := due(t, b, "webhook", "A", at(61), 10)
+	require.Equal(t, []string{"s/r"}, keys(again.Registrations))
+	require.NoError(t, b.Advance(ctx(t), again.Registrations[0].Claim(), 3))
+	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
+}
+
+func testDueOrder(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	for i, wait := range []int{30, 10, 20} {
+		id := fmt.Sprintf("r%d", i)
+		register(t, b, reg("s", id, "webhook"))
+		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", id, at(0)), 1, at(wait), fail503(at(0))))
+	}
+	batch := due(t, b, "webhook", "w", at(100), 3)
+	require.Equal(t, []string{"s/r1", "s/r2", "s/r0"}, keys(batch.Registrations), "the longest-waiting first")
+}
+
+func testDueBadInput(t *testing.T, b Backend) {
+	streamWithReg(t, b, 1)
+	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
+	for name, bad := range map[string]func(q *push.DueQuery){
+		"limit 0":               func(q *push.DueQuery) { q.Limit = 0 },
+		"negative limit":        func(q *push.DueQuery) { q.Limit = -1 },
+		"zero at":               func(q *push.DueQuery) { q.At = time.Time{} },
+		"empty owner":           func(q *push.DueQuery) { q.Owner = "" },
+		"lease ending at once":  func(q *push.DueQuery) { q.LeaseUntil = q.At },
+		"bad namespace":         func(q *push.DueQuery) { q.Namespace = "Web Hook" },
+		"negative per-host cap": func(q *push.DueQuery) { q.MaxPerHost = -1 },
+		"negative busy count": func(q *push.DueQuery) {
+			q.MaxPerHost, q.Busy = 2, map[string]int{"receiver.example:443": -1}
+		},
+	} {
+		q := good
+		bad(&q)
+		require.ErrorIs(t, errOf(b.Due(ctx(t), q)), journal.ErrInvalid, name)
+	}
+	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
+}
+
+func testDueRotates(t *testing.T, b Backend) {
+	streamWithRegs(t, b, 50, 3)
+	served := map[string]int{}
+	for i := range 6 {
+		batch := due(t, b, "webhook", fmt.Sprintf("w%d", i), at(i), 2)
+		require.Len(t, batch.Registrations, 2)
+		for _, st := range batch.Registrations {
+			served[st.ID]++
+			requireTime(t, at(i), st.NextAttemptAt, "Due stamps the claim's instant")
+			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq+1)) // one record; work remains
+		}
+	}
+	// Least recently claimed first: with 3 due and room for 2, nobody waits
+	// more than one sweep (ties between equal instants may go either way).
+	for _, id := range []string{"r0", "r1", "r2"} {
+		require.GreaterOrEqual(t, served[id], 3, "%s was served %d times in 6 saturated sweeps: %v", id, served[id], served)
+	}
+}
+
+// raceDue runs n claimers of Due at when at once (one-minute leases) and
+// returns all they claimed.
+func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []push.Status {
+	var (
+		mu  sync.Mutex
+		all []push.Status
+	)
+	race(t, n, func(w int) error {
+		batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+			Owner: fmt.Sprintf("w%d", w), LeaseUntil: when.Add(time.Minute)})
+		mu.Lock()
+		defer mu.Unlock()
+		all = append(all, batch.Registrations...)
+		return err
+	})
+	return all
+}
+
+func testConcurrentDue(t *testing.T, b Backend) {
+	streamWithRegs(t, b, 1, 20)
+	claims := map[string]int{}
+	for _, k := range keys(raceDue(t, b, 8, at(0), 5)) {
+		claims[k]++
+	}
+	require.Len(t, claims, 20, "all 20 were claimed")
+	for k, n := range claims {
+		require.Equal(t, 1, n, "%s claimed by %d workers under one live lease", k, n)
+	}
+}
+
+// regAt is reg with the URL on a host of its own.
+func regAt(stream, id, ns, url string) push.Registration {
+	r := reg(stream, id, ns)
+	r.URL = url
+	return r
+}
+
+func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, perHost int, busy map[string]int) push.DueBatch {
+	t.Helper()
+	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
+		LeaseUntil: when.Add(time.Minute), MaxPerHost: perHost, Busy: busy})
+	require.NoError(t, err)
+	return batch
+}
+
+func hostCounts(sts []push.Status) map[string]int {
+	out := map[string]int{}
+	for _, s := range sts {
+		out[s.Host()]++
+	}
+	return out
+}
+
+func testDuePerHost(t *testing.T, b Backend) {
+	appendN(t, b, "s", 1)
+	// Five registrations on one host, written three ways; two on another.
+	for i, u := range []string{"https://big.example/a", "https://BIG.example:443/b", "https://big.example/c?x=1",
+		"https://big.example/d", "https://big.example/e", "http://127.0.0.2:8080/in", "http://127.0.0.2:8080/in2"} {
+		register(t, b, regAt("s", fmt.Sprintf("r%d", i), "webhook", u))
+	}
+	const big, small = "big.example:443", "127.0.0.2:8080"
+	for i, c := range []struct {
+		limit, perHost int
+		busy           map[string]int
+		want           map[string]int
+		more           bool
+		why            string
+	}{
+		{10, 2, map[string]int{big: 1}, map[string]int{big: 1, small: 2}, false,
+			"a host gets MaxPerHost minus what is busy, the same host however its URL is written; those left out by the cap are not More"},
+		{10, 2, map[string]int{big: 2}, map[string]int{}, false, "a host at its cap gets nothing (the other host's are leased)"},
+		{1, 3, nil, map[string]int{big: 1}, true, "room left under the cap beyond the limit is More"},
+		{10, 0, map[string]int{big: 100}, map[string]int{big: 3}, false,
+			"MaxPerHost 0 is no cap: Busy is ignored, and every due registration left is claimed"},
+	} {
+		batch := dueCapped(t, b, fmt.Sprintf("w%d", i+1), at(0), c.limit, c.perHost, c.busy)
+		require.Equal(t, c.want, hostCounts(batch.Registrations), c.why)
+		require.Equal(t, c.more, batch.More, c.why)
+	}
+}
+
+func testDueHostFollowsURL(t *testing.T, b Backend) {
+	// The second registration is an update of the first's destination.
+	streamWithReg(t, b, 1, regAt("s", "r", "webhook", "https://old.example/in"), regAt("s", "r", "webhook", "https://new.example/in"))
+	batch := dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 0, "new.example:443": 1})
+	require.Empty(t, batch.Registrations, "the cap is counted against the host of the current URL")
+	batch = dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 1})
+	require.Equal(t, []string{"s/r"}, keys(batch.Registrations))
+}
+
+// The hosts of the suite's registrations, in push.HostOf form.
+const (
+	hostA = "a.example:443"
+	hostB = "b.example:443"
+)
+
+// policy is the suite's: the shortest horizon, so that the way to it is short.
+var policy = push.HostPolicy{DownAfter: 3, Horizon: push.MinHostHorizon}
+
+// onHost is a webhook registration whose URL is on host (":443" form).
+func onHost(stream, id, host string) push.Registration {
+	return regAt(stream, id, "webhook", "https://"+host[:len(host)-len(":443")]+"/inbox/"+id)
+}
+
+// hostFail records a host-level failure of the claimed registration st at when.
+func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host {
+	t.Helper()
+	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
+		Evidence: push.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Policy: policy})
+	require.NoError(t, err)
+	return h
+}
+
+func hosts(t *testing.T, b Backend, q push.HostQuery) []push.Host {
+	t.Helper()
+	list, err := b.Hosts(ctx(t), q)
+	require.NoError(t, err)
+	return list
+}
+
+func oneHost(t *testing.T, b Backend, host string) push.Host {
+	t.Helper()
+	list := hosts(t, b, push.HostQuery{Host: host})
+	require.Len(t, list, 1, "host %s is stored", host)
+	return list[0]
+}
+
+// dueOn claims (as owner) what is due at when and returns the claims of
+// host's registrations; it releases the others untouched.
+func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.Status {
+	t.Helper()
+	var on []push.Status
+	for _, st := range due(t, b, "webhook", owner, when, 100).Registrations {
+		if push.HostOf(st.URL) == host {
+			on = append(on, st)
+		} else {
+			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+		}
+	}
+	return on
+}
+
+// downHost registers n registrations on hostA (with a record each) and one
+// on hostB, and brings hostA down with policy.DownAfter failures of its
+// registrations, at when, when+10s and when+20s: down since when+20s.
+func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
+	t.Helper()
+	appendN(t, b, "s", 1)
+	for i := range n {
+		register(t, b, onHost("s", fmt.Sprintf("a%d", i), hostA))
+	}
+	register(t, b, onHost("s", "b", hostB))
+	var h push.Host
+	for i := range policy.DownAfter {
+		when := when.Add(time.Duration(i) * 10 * time.Second)
+		on := dueOn(t, b, hostA, fmt.Sprintf("down-%d", i), when)
+		require.NotEmpty(t, on, "failure %d: a registration of %s was claimed", i+1, hostA)
+		h = hostFail(t, b, on[0], when)
+		for _, st := range on[1:] {
+			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+		}
+	}
+	return h
+}
+
+// untilUnavailable fails every probe of down hostA from h's next on, and
+// returns the host unavailable and the instant of the probe that made it so.
+func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Time) {
+	t.Helper()
+	when := h.NextProbeAt
+	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
+		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
+			h = hostFail(t, b, st, when)
+		}
+		if h.State == push.HostDown {
+			when = oneHost(t, b, hostA).NextProbeAt
+		}
+	}
+	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
+	return h, when
+}
+
+func testHostFailureNoAttempt(t *testing.T, b Backend) {
+	streamWithReg(t, b, 3, onHost("s", "r", hostA))
+	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
+	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
+		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Policy: policy})
+	require.NoError(t, err)
+	require.Equal(t, push.HostUp, h.State, "one failure does not make a host down")
+	require.Equal(t, 1, h.Failures)
+	require.Equal(t, hostA, h.Host)
+	require.NotContains(t, h.LastError, "\x00", "a receiver's text is cleaned before it is stored")
+
+	got := regIs(t, b, "s", "r", 2, 0, "", "a host-level failure charges the registration no attempt, keeps the progress before it and releases the lease")
+	require.Equal(t, 1, got.HostFailures, "the registration counts its host-level failures, for its backoff")
+	requireTime(t, push.HostRetryAt("s", "r", 1, at(0)), got.NextAttemptAt, "next attempt")
+	evs := evidence(t, b, "s", "r")
+	require.Len(t, evs, 1)
+	require.Equal(t, push.EventHostFailed, evs[0].Event)
+	require.Zero(t, evs[0].Attempt, "no attempt was charged")
+	requireTime(t, got.NextAttemptAt, evs[0].NotBefore, "evidence says when it is tried again")
+
+	// Many host-level failures never park it (a retry ceiling of 1 would).
+	for i := 1; i <= 10; i++ {
+		when := at(i * 1000)
+		if batch := due(t, b, "webhook", fmt.Sprintf("w%d", i), when, 1); len(batch.Registrations) > 0 {
+			hostFail(t, b, batch.Registrations[0], when) // none while held: its host is down and no probe is due
+		}
+	}
+	require.False(t, regIs(t, b, "s", "r", 2, 0, "", "never charged").Parked)
+}
+
+func testHostDownHolds(t *testing.T, b Backend) {
+	h := downHost(t, b, 3, at(0))
+	require.Equal(t, push.HostDown, h.State)
+	require.Equal(t, 3, h.Failures)
+	requireTime(t, at(20), h.Since, "down since the failure that made it so")
+	requireTime(t, at(20).Add(push.ProbeDelay(hostA, 0)), h.NextProbeAt, "first probe")
+
+	stored := oneHost(t, b, hostA)
+	require.Equal(t, push.HostDown, stored.State)
+	require.Equal(t, 3, stored.Held, "its three registrations with work are held")
+	requireTime(t, h.NextProbeAt, stored.NextProbeAt, "stored probe instant")
+
+	// Until the probe instant nothing of hostA is claimed, hostB's is.
+	batch := due(t, b, "webhook", "w", h.NextProbeAt.Add(-time.Second), 100)
+	require.Equal(t, []string{"s/b"}, keys(batch.Registrations), "a down host's registrations are held")
+	require.False(t, regIs(t, b, "s", "a0", 1, 0, "", "held: not charged").Parked, "held: not parked")
+
+	// A new registration of the down host is held too.
+	register(t, b, onHost("s", "a-new", hostA))
+	require.Equal(t, 4, oneHost(t, b, hostA).Held)
+}
+
+func testHostProbes(t *testing.T, b Backend) {
+	probeAt := downHost(t, b, 3, at(0)).NextProbeAt
+	for n := 1; n <= 4; n++ {
+		probes := dueOn(t, b, hostA, fmt.Sprintf("p%d", n), probeAt)
+		require.Len(t, probes, 1, "probe %d: exactly one registration of the down host goes through", n)
+		for _, st := range due(t, b, "webhook", fmt.Sprintf("p%d-again", n), probeAt, 100).Registrations {
+			require.NotEqual(t, hostA, push.HostOf(st.URL), "probe %d: the probe instant moved with the claim", n)
+		}
+		stored := oneHost(t, b, hostA)
+		requireTime(t, probeAt.Add(push.ProbeDelay(hostA, n)), stored.NextProbeAt, fmt.Sprintf("probe %d moves the next", n))
+		require.Equal(t, n, stored.Probes)
+		failed := hostFail(t, b, probes[0], probeAt)
+		require.Equal(t, push.HostDown, failed.State, "a failed probe keeps it down")
+		requireTime(t, stored.NextProbeAt, failed.NextProbeAt, "a failed probe does not move the probe instant again")
+		probeAt = failed.NextProbeAt
+	}
+	// The schedule is the formula's, pinned (push's tests pin ProbeDelay).
+	require.Equal(t, push.Backoff(hostA, "probe", 3), push.ProbeDelay(hostA, 0))
+}
+
+func testHostProbeRace(t *testing.T, b Backend) {
+	h := downHost(t, b, 6, at(0))
+	probes := 0
+	for _, st := range raceDue(t, b, 8, h.NextProbeAt, 100) {
+		if push.HostOf(st.URL) == hostA {
+			probes++
+		}
+	}
+	require.Equal(t, 1, probes, "eight claimers at the probe instant: one probe")
+}
+
+func testHostAnswerReleases(t *testing.T, b Backend) {
+	h := downHost(t, b, 3, at(0))
+	batch := due(t, b, "webhook", "probe", h.NextProbeAt, 100)
+	require.Equal(t, push.HostDown, oneHost(t, b, hostA).State)
+	for _, st := range batch.Registrations {
+		require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+	}
+	require.Contains(t, mapped(batch.Hosts, func(h push.Host) string { return h.Host }), hostA,
+		"Due tells the worker that the probe's host is troubled")
+
+	up, err := b.HostAnswered(ctx(t), hostA, h.NextProbeAt)
+	require.NoError(t, err)
+	require.Equal(t, push.HostUp, up.State)
+	require.Zero(t, up.Failures)
+	require.True(t, up.NextProbeAt.IsZero())
+	requireTime(t, h.NextProbeAt, up.Since, "up since the answer")
+	require.Zero(t, oneHost(t, b, hostA).Held)
+
+	later := h.NextProbeAt.Add(time.Hour)
+	all := due(t, b, "webhook", "released", later, 100)
+	require.ElementsMatch(t, []string{"s/a0", "s/a1", "s/a2", "s/b"}, keys(all.Registrations), "every held registration is released at once")
+	require.Empty(t, all.Hosts, "a host in good health is not reported")
+	for _, id := range []string{"a0", "a1", "a2"} {
+		require.Zero(t, get(t, b, "s", id).Attempts)
+	}
+
+	// An answer from a host never stored stores nothing.
+	fresh, err := b.HostAnswered(ctx(t), "never.example:443", later)
+	require.NoError(t, err)
+	require.Equal(t, push.HostUp, fresh.State)
+	require.Empty(t, hosts(t, b, push.HostQuery{Host: "never.example:443"}))
+}
+
+// testHostUnavailable: a host down past the horizon is unavailable, probed
+// hourly, its registrations held and never charged; each change of its
+// state is told once (herald/events), the failures between them are not.
+func testHostUnavailable(t *testing.T, b Backend) {
+	down := downHost(t, b, 2, at(0))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
+		payload(t, recs[0]), "down since")
+	h, when := untilUnavailable(t, b, down)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
+	require.False(t, when.Before(down.Since.Add(policy.Horizon)), "not before the horizon")
+	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
+	requireTime(t, when.Add(push.UnavailableProbeInterval), h.NextProbeAt, "probes slow to the longest interval")
+	require.Equal(t, 2, oneHost(t, b, hostA).Held, "its registrations are held, for that reason")
+	require.Len(t, hosts(t, b, push.HostQuery{State: push.HostUnavailable}), 1)
+
+	// The next probe is an hour on, then every hour.
+	require.Len(t, dueOn(t, b, hostA, "hourly", h.NextProbeAt), 1)
+	requireTime(t, h.NextProbeAt.Add(push.UnavailableProbeInterval), oneHost(t, b, hostA).NextProbeAt, "hourly")
+	for _, id := range []string{"a0", "a1"} {
+		st := get(t, b, "s", id)
+		require.False(t, st.Parked, "nothing is parked because a host was down")
+		require.Zero(t, st.Attempts)
+	}
+
+	up := h.NextProbeAt.Add(time.Second)
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up)))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up.Add(time.Second))))
+	require.NoError(t, errOf(b.HostAnswered(ctx(t), "never.example:443", up.Add(time.Second))))
+	recs = heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
+	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
+}
+
+func testHostReset(t *testing.T, b Backend) {
+	downHost(t, b, 2, at(0))
+	require.ErrorIs(t, errOf(b.ResetHost(ctx(t), "unknown.example:443", at(5))), journal.ErrNotFound)
+	h, err := b.ResetHost(ctx(t), hostA, at(30))
+	require.NoError(t, err)
+	require.Equal(t, push.HostUp, h.State)
+	requireTime(t, at(30), h.Since, "up since the reset")
+	require.Equal(t, "dial: connection refused", h.LastError, "the last error stays, as history")
+	batch := due(t, b, "webhook", "after-reset", at(600), 100)
+	require.ElementsMatch(t, []string{"s/a0", "s/a1", "s/b"}, keys(batch.Registrations))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{push.KindHostDown, push.KindHostUp}, eventKinds(recs), "an operator's reset is an up too")
+	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
+}
+
+func testHostBadInput(t *testing.T, b Backend) {
+	streamWithReg(t, b, 1, onHost("s", "r", hostA))
+	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
+	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Policy: policy}
+	for i, bad := range []func(f *push.HostFailure){
+		func(f *push.HostFailure) { f.Host = "" },
+		func(f *push.HostFailure) { f.Policy.DownAfter = 0 },
+		func(f *push.HostFailure) { f.Policy.Horizon = time.Second },
+		func(f *push.HostFailure) { f.Evidence.At = time.Time{} },
+		func(f *push.HostFailure) { f.Claim.Owner = "" },
+		func(f *push.HostFailure) { f.NextSeq = 5 },
+	} {
+		f := good
+		bad(&f)
+		require.ErrorIs(t, errOf(b.HostFailed(ctx(t), f)), journal.ErrInvalid, "case %d", i)
+	}
+	for name, err := range map[string]error{
+		"answer of no host":    errOf(b.HostAnswered(ctx(t), "", at(0))),
+		"answer at zero":       errOf(b.HostAnswered(ctx(t), hostA, time.Time{})),
+		"reset of no host":     errOf(b.ResetHost(ctx(t), "", at(0))),
+		"hosts in a bad state": errOf(b.Hosts(ctx(t), push.HostQuery{State: "sideways"})),
+		"hosts limit -1":       errOf(b.Hosts(ctx(t), push.HostQuery{Limit: -1})),
+	} {
+		require.ErrorIs(t, err, journal.ErrInvalid, name)
+	}
+	require.Empty(t, hosts(t, b, push.HostQuery{}), "bad input stored no host")
+	require.Equal(t, "w", get(t, b, "s", "r").LeaseOwner, "and released no lease")
+}
+
+func testHostPathBackoff(t *testing.T, b Backend) {
+	streamWithReg(t, b, 2, onHost("s", "r", hostA))
+	when := at(0)
+	for k := 1; k <= 6; k++ {
+		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]
+		require.Equal(t, push.HostUp, hostFail(t, b, st, when).State, "failure %d: another path's answer came between each", k)
+		require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, when)))
+		got := get(t, b, "s", "r")
+		require.Equal(t, k, got.HostFailures)
+		require.Zero(t, got.Attempts)
+		requireTime(t, push.HostRetryAt("s", "r", k, when), got.NextAttemptAt, fmt.Sprintf("failure %d backs off on the registration's own count", k))
+		when = got.NextAttemptAt
+	}
+
+	// An answer about the record resets the count (a charged failure); an
+	// advance does too.
+	st := due(t, b, "webhook", "answer", when, 1).Registrations[0]
+	require.NoError(t, b.Retry(ctx(t), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
+	got := get(t, b, "s", "r")
+	require.Zero(t, got.HostFailures)
+	require.Equal(t, 1, got.Attempts)
+	st = due(t, b, "webhook", "again", when.Add(time.Second), 1).Registrations[0]
+	hostFail(t, b, st, when.Add(time.Second))
+	require.Equal(t, 1, get(t, b, "s", "r").HostFailures)
+	st = due(t, b, "webhook", "advance", when.Add(time.Hour), 1).Registrations[0]
+	require.NoError(t, b.Advance(ctx(t), st.Claim(), 2))
+	require.Zero(t, get(t, b, "s", "r").HostFailures, "an advance resets it")
+}
