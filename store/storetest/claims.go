@@ -41,9 +41,9 @@ var hostTests = []test{
 
 func testDueFiltering(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, reg("s", "due", "webhook"), regFrom("s", "at-head", "webhook", 4), reg("s", "parked", "webhook"))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
 	register(t, b, reg("s", "other-ns-1", "cloudevents"))
 	register(t, b, reg("s", "other-ns-2", "a2a"))
 	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
@@ -62,12 +62,12 @@ func testDueFiltering(t *testing.T, b Backend) {
 	batch = due(t, b, "webhook", "w1", at(30), 100)
 	require.Equal(t, []string{"s/later"}, keys(batch.Registrations), "due at exactly NextAttemptAt; s/due is still leased")
 
-	require.NoError(t, errOf(b.Append(ctx(t), "s", entry("new"))))
+	require.NoError(t, errOf(b.Append(t.Context(), "s", entry("new"))))
 	batch = due(t, b, "webhook", "w2", at(200), 100)
 	require.ElementsMatch(t, []string{"s/due", "s/later", "s/at-head"}, keys(batch.Registrations),
 		"an append makes a registration at the head due; expired leases are claimable")
 
-	require.NoError(t, errOf(b.Append(ctx(t), "empty-stream", entry("first"))))
+	require.NoError(t, errOf(b.Append(t.Context(), "empty-stream", entry("first"))))
 	batch = due(t, b, "webhook", "w3", at(200), 100)
 	require.Equal(t, []string{"empty-stream/nothing-yet"}, keys(batch.Registrations))
 }
@@ -99,11 +99,11 @@ func testLease(t *testing.T, b Backend) {
 	require.Equal(t, "B", got.Registrations[0].LeaseOwner)
 
 	// Advance releases the lease: due again at once while there is work.
-	require.NoError(t, b.Advance(ctx(t), got.Registrations[0].Claim(), 2))
+	require.NoError(t, b.Advance(t.Context(), got.Registrations[0].Claim(), 2))
 	require.True(t, regIs(t, b, "s", "r", 2, 0, "", "Advance released the lease").LeaseUntil.IsZero())
 	again := due(t, b, "webhook", "A", at(61), 10)
 	require.Equal(t, []string{"s/r"}, keys(again.Registrations))
-	require.NoError(t, b.Advance(ctx(t), again.Registrations[0].Claim(), 3))
+	require.NoError(t, b.Advance(t.Context(), again.Registrations[0].Claim(), 3))
 	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
 }
 
@@ -112,7 +112,7 @@ func testDueOrder(t *testing.T, b Backend) {
 	for i, wait := range []int{30, 10, 20} {
 		id := fmt.Sprintf("r%d", i)
 		register(t, b, reg("s", id, "webhook"))
-		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", id, at(0)), 1, at(wait), fail503(at(0))))
+		require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", id, at(0)), 1, at(wait), fail503(at(0))))
 	}
 	batch := due(t, b, "webhook", "w", at(100), 3)
 	require.Equal(t, []string{"s/r1", "s/r2", "s/r0"}, keys(batch.Registrations), "the longest-waiting first")
@@ -135,7 +135,7 @@ func testDueBadInput(t *testing.T, b Backend) {
 	} {
 		q := good
 		bad(&q)
-		require.ErrorIs(t, errOf(b.Due(ctx(t), q)), journal.ErrInvalid, name)
+		require.ErrorIs(t, errOf(b.Due(t.Context(), q)), journal.ErrInvalid, name)
 	}
 	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
 }
@@ -149,7 +149,7 @@ func testDueRotates(t *testing.T, b Backend) {
 		for _, st := range batch.Registrations {
 			served[st.ID]++
 			requireTime(t, at(i), st.NextAttemptAt, "Due stamps the claim's instant")
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq+1)) // one record; work remains
+			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq+1)) // one record; work remains
 		}
 	}
 	// Least recently claimed first: with 3 due and room for 2, nobody waits
@@ -167,7 +167,7 @@ func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []push.S
 		all []push.Status
 	)
 	race(t, n, func(w int) error {
-		batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+		batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 			Owner: fmt.Sprintf("w%d", w), LeaseUntil: when.Add(time.Minute)})
 		mu.Lock()
 		defer mu.Unlock()
@@ -198,7 +198,7 @@ func regAt(stream, id, ns, url string) push.Registration {
 
 func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, perHost int, busy map[string]int) push.DueBatch {
 	t.Helper()
-	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
+	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
 		LeaseUntil: when.Add(time.Minute), MaxPerHost: perHost, Busy: busy})
 	require.NoError(t, err)
 	return batch
@@ -266,7 +266,7 @@ func onHost(stream, id, host string) push.Registration {
 // hostFail records a host-level failure of the claimed registration st at when.
 func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host {
 	t.Helper()
-	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
+	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
 		Evidence: push.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Policy: policy})
 	require.NoError(t, err)
 	return h
@@ -274,7 +274,7 @@ func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host
 
 func hosts(t *testing.T, b Backend, q push.HostQuery) []push.Host {
 	t.Helper()
-	list, err := b.Hosts(ctx(t), q)
+	list, err := b.Hosts(t.Context(), q)
 	require.NoError(t, err)
 	return list
 }
@@ -295,7 +295,7 @@ func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.S
 		if push.HostOf(st.URL) == host {
 			on = append(on, st)
 		} else {
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 		}
 	}
 	return on
@@ -318,7 +318,7 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 		require.NotEmpty(t, on, "failure %d: a registration of %s was claimed", i+1, hostA)
 		h = hostFail(t, b, on[0], when)
 		for _, st := range on[1:] {
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 		}
 	}
 	return h
@@ -344,7 +344,7 @@ func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Tim
 func testHostFailureNoAttempt(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
-	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
+	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
 		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Policy: policy})
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, h.State, "one failure does not make a host down")
@@ -429,12 +429,12 @@ func testHostAnswerReleases(t *testing.T, b Backend) {
 	batch := due(t, b, "webhook", "probe", h.NextProbeAt, 100)
 	require.Equal(t, push.HostDown, oneHost(t, b, hostA).State)
 	for _, st := range batch.Registrations {
-		require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+		require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 	}
 	require.Contains(t, mapped(batch.Hosts, func(h push.Host) string { return h.Host }), hostA,
 		"Due tells the worker that the probe's host is troubled")
 
-	up, err := b.HostAnswered(ctx(t), hostA, h.NextProbeAt)
+	up, err := b.HostAnswered(t.Context(), hostA, h.NextProbeAt)
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, up.State)
 	require.Zero(t, up.Failures)
@@ -451,7 +451,7 @@ func testHostAnswerReleases(t *testing.T, b Backend) {
 	}
 
 	// An answer from a host never stored stores nothing.
-	fresh, err := b.HostAnswered(ctx(t), "never.example:443", later)
+	fresh, err := b.HostAnswered(t.Context(), "never.example:443", later)
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, fresh.State)
 	require.Empty(t, hosts(t, b, push.HostQuery{Host: "never.example:443"}))
@@ -484,9 +484,9 @@ func testHostUnavailable(t *testing.T, b Backend) {
 	}
 
 	up := h.NextProbeAt.Add(time.Second)
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up)))
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up.Add(time.Second))))
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), "never.example:443", up.Add(time.Second))))
+	require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, up)))
+	require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, up.Add(time.Second))))
+	require.NoError(t, errOf(b.HostAnswered(t.Context(), "never.example:443", up.Add(time.Second))))
 	recs = heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
 	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
@@ -494,8 +494,8 @@ func testHostUnavailable(t *testing.T, b Backend) {
 
 func testHostReset(t *testing.T, b Backend) {
 	downHost(t, b, 2, at(0))
-	require.ErrorIs(t, errOf(b.ResetHost(ctx(t), "unknown.example:443", at(5))), journal.ErrNotFound)
-	h, err := b.ResetHost(ctx(t), hostA, at(30))
+	require.ErrorIs(t, errOf(b.ResetHost(t.Context(), "unknown.example:443", at(5))), journal.ErrNotFound)
+	h, err := b.ResetHost(t.Context(), hostA, at(30))
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, h.State)
 	requireTime(t, at(30), h.Since, "up since the reset")
@@ -521,14 +521,14 @@ func testHostBadInput(t *testing.T, b Backend) {
 	} {
 		f := good
 		bad(&f)
-		require.ErrorIs(t, errOf(b.HostFailed(ctx(t), f)), journal.ErrInvalid, "case %d", i)
+		require.ErrorIs(t, errOf(b.HostFailed(t.Context(), f)), journal.ErrInvalid, "case %d", i)
 	}
 	for name, err := range map[string]error{
-		"answer of no host":    errOf(b.HostAnswered(ctx(t), "", at(0))),
-		"answer at zero":       errOf(b.HostAnswered(ctx(t), hostA, time.Time{})),
-		"reset of no host":     errOf(b.ResetHost(ctx(t), "", at(0))),
-		"hosts in a bad state": errOf(b.Hosts(ctx(t), push.HostQuery{State: "sideways"})),
-		"hosts limit -1":       errOf(b.Hosts(ctx(t), push.HostQuery{Limit: -1})),
+		"answer of no host":    errOf(b.HostAnswered(t.Context(), "", at(0))),
+		"answer at zero":       errOf(b.HostAnswered(t.Context(), hostA, time.Time{})),
+		"reset of no host":     errOf(b.ResetHost(t.Context(), "", at(0))),
+		"hosts in a bad state": errOf(b.Hosts(t.Context(), push.HostQuery{State: "sideways"})),
+		"hosts limit -1":       errOf(b.Hosts(t.Context(), push.HostQuery{Limit: -1})),
 	} {
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 	}
@@ -542,7 +542,7 @@ func testHostPathBackoff(t *testing.T, b Backend) {
 	for k := 1; k <= 6; k++ {
 		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]
 		require.Equal(t, push.HostUp, hostFail(t, b, st, when).State, "failure %d: another path's answer came between each", k)
-		require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, when)))
+		require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, when)))
 		got := get(t, b, "s", "r")
 		require.Equal(t, k, got.HostFailures)
 		require.Zero(t, got.Attempts)
@@ -553,7 +553,7 @@ func testHostPathBackoff(t *testing.T, b Backend) {
 	// An answer about the record resets the count (a charged failure); an
 	// advance does too.
 	st := due(t, b, "webhook", "answer", when, 1).Registrations[0]
-	require.NoError(t, b.Retry(ctx(t), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
+	require.NoError(t, b.Retry(t.Context(), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
 	got := get(t, b, "s", "r")
 	require.Zero(t, got.HostFailures)
 	require.Equal(t, 1, got.Attempts)
@@ -561,6 +561,6 @@ func testHostPathBackoff(t *testing.T, b Backend) {
 	hostFail(t, b, st, when.Add(time.Second))
 	require.Equal(t, 1, get(t, b, "s", "r").HostFailures)
 	st = due(t, b, "webhook", "advance", when.Add(time.Hour), 1).Registrations[0]
-	require.NoError(t, b.Advance(ctx(t), st.Claim(), 2))
+	require.NoError(t, b.Advance(t.Context(), st.Claim(), 2))
 	require.Zero(t, get(t, b, "s", "r").HostFailures, "an advance resets it")
 }

@@ -61,11 +61,9 @@ func Run(t *testing.T, open Factory) {
 		{"Cursor", cursorTests},
 		{"Turns", turnTests},
 		{"AdvanceBatch", advanceBatchTests},
-		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
 		{"Events", eventTests},
-		{"Trace", traceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -88,8 +86,6 @@ var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 
 func at(seconds int) time.Time { return t0.Add(time.Duration(seconds) * time.Second) }
 
-func ctx(t *testing.T) context.Context { return t.Context() }
-
 func entry(id string) journal.Entry {
 	return journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"id":%q}`, id))}
 }
@@ -104,7 +100,7 @@ func entries(prefix string, n int) []journal.Entry {
 
 func appendN(t *testing.T, b Backend, stream string, n int) []journal.Record {
 	t.Helper()
-	recs, err := b.Append(ctx(t), stream, entries(stream, n)...)
+	recs, err := b.Append(t.Context(), stream, entries(stream, n)...)
 	require.NoError(t, err)
 	return recs
 }
@@ -114,7 +110,7 @@ func appendSealed(t *testing.T, b Backend, stream string) {
 	t.Helper()
 	end := entry("end")
 	end.Final = true
-	require.NoError(t, errOf(b.Append(ctx(t), stream, entry("start"), end)))
+	require.NoError(t, errOf(b.Append(t.Context(), stream, entry("start"), end)))
 }
 
 func reg(stream, id, ns string) push.Registration {
@@ -131,21 +127,21 @@ func regFrom(stream, id, ns string, next uint64) push.Registration {
 
 func register(t *testing.T, b Backend, r push.Registration) push.Registration {
 	t.Helper()
-	got, err := b.Register(ctx(t), r)
+	got, err := b.Register(t.Context(), r)
 	require.NoError(t, err)
 	return got
 }
 
 func get(t *testing.T, b Backend, stream, id string) push.Status {
 	t.Helper()
-	st, err := b.Get(ctx(t), stream, id)
+	st, err := b.Get(t.Context(), stream, id)
 	require.NoError(t, err)
 	return st
 }
 
 func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) push.DueBatch {
 	t.Helper()
-	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute)})
+	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute)})
 	require.NoError(t, err)
 	return batch
 }
@@ -163,9 +159,9 @@ func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Clai
 	claims++
 	tmp := st.Registration
 	tmp.Namespace = fmt.Sprintf("claim-%d", claims)
-	require.NoError(t, errOf(b.Register(ctx(t), tmp)))
+	require.NoError(t, errOf(b.Register(t.Context(), tmp)))
 	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", claims), when, 1)
-	require.NoError(t, errOf(b.Register(ctx(t), st.Registration)))
+	require.NoError(t, errOf(b.Register(t.Context(), st.Registration)))
 	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
 	c := batch.Registrations[0].Claim()
 	require.Equal(t, fmt.Sprintf("owner-%d", claims), c.Owner)
@@ -196,21 +192,21 @@ func streamWithRegs(t *testing.T, b Backend, n, regs int) {
 
 func evidence(t *testing.T, b Backend, stream, id string) []push.Evidence {
 	t.Helper()
-	evs, err := b.Evidence(ctx(t), stream, id, 0)
+	evs, err := b.Evidence(t.Context(), stream, id, 0)
 	require.NoError(t, err)
 	return evs
 }
 
 func list(t *testing.T, b Backend, q push.ListQuery) []push.Status {
 	t.Helper()
-	sts, err := b.List(ctx(t), q)
+	sts, err := b.List(t.Context(), q)
 	require.NoError(t, err)
 	return sts
 }
 
 func head(t *testing.T, b Backend, stream string) uint64 {
 	t.Helper()
-	h, err := b.Head(ctx(t), stream)
+	h, err := b.Head(t.Context(), stream)
 	require.NoError(t, err)
 	return h
 }
