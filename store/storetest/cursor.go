@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -68,54 +69,61 @@ func testAdvanceMonotonic(t *testing.T, b Backend) {
 	regIs(t, b, "s", "r", 6, 3, "", "neither Retry nor Park moves a cursor back")
 }
 
-// testAdvanceRace races workers that claim and advance the same
-// registration with short leases: every write is either applied (never
-// moving the cursor back) or fenced out with ErrLeaseLost.
+// testAdvanceRace also checks that an Advance that returned is seen by Get.
 func testAdvanceRace(t *testing.T, b Backend) {
 	streamWithReg(t, b, 200)
-	var (
-		mu      sync.Mutex
-		maxSeen uint64
-		applied int
-	)
-	claimRace(t, b, 8, 25, 1, 42, func(claimed []push.Status, rng *rand.Rand) error {
-		if len(claimed) == 0 {
-			return nil
+	raceSaves(t, b, 8, 25, 1, 42, func(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+		errs := make([]error, len(saves))
+		for i, sv := range saves {
+			if errs[i] = b.Advance(ctx, sv.Claim, sv.NextSeq); errs[i] != nil {
+				continue
+			}
+			st, err := b.Get(ctx, sv.Claim.Stream, sv.Claim.ID)
+			if err == nil && st.NextSeq < sv.NextSeq {
+				err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, sv.NextSeq)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		n := 1 + rng.Uint64N(201)
-		err := b.Advance(t.Context(), claimed[0].Claim(), n)
-		if errors.Is(err, push.ErrLeaseLost) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		maxSeen = max(maxSeen, n)
-		applied++
-		mu.Unlock()
-		st, err := b.Get(t.Context(), "s", "r")
-		if err == nil && st.NextSeq < n {
-			err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, n)
-		}
-		return err
+		return errs, nil
 	})
-	require.Positive(t, applied)
-	require.Equal(t, max(maxSeen, 1), get(t, b, "s", "r").NextSeq, "the cursor is the largest applied advance")
 }
 
-// claimRace runs workers that each claim, rounds times, up to limit due
-// registrations under one-second leases at staggered instants, and hand them
-// to fn with a random source of their own (seeded by seed).
-func claimRace(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, fn func([]push.Status, *rand.Rand) error) {
+// raceSaves races workers that each claim, rounds times, up to limit due
+// registrations of stream s under one-second leases at staggered instants,
+// and save random cursors for them, in random order, through save (seeded
+// by seed): every save applies (never moving a cursor back) or is fenced out
+// with ErrLeaseLost, none deadlocks, and each cursor ends at the largest
+// applied save.
+func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, save func(context.Context, []push.CursorSave) ([]error, error)) {
+	var (
+		mu      sync.Mutex
+		maxSeen = map[string]uint64{}
+	)
 	race(t, workers, func(w int) error {
 		rng := rand.New(rand.NewPCG(uint64(w), seed))
 		for i := range rounds {
 			when := at(i*10 + w)
 			batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 				Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
-			if err == nil {
-				err = fn(batch.Registrations, rng)
+			if err != nil {
+				return err
+			}
+			saves := mapped(batch.Registrations, func(st push.Status) push.CursorSave {
+				return push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
+			})
+			rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
+			errs, err := save(t.Context(), saves)
+			for j, e := range errs {
+				if err == nil && !errors.Is(e, push.ErrLeaseLost) {
+					err = e
+				}
+				if e == nil {
+					mu.Lock()
+					maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
+					mu.Unlock()
+				}
 			}
 			if err != nil {
 				return err
@@ -123,6 +131,10 @@ func claimRace(t *testing.T, b Backend, workers, rounds, limit int, seed uint64,
 		}
 		return nil
 	})
+	require.NotEmpty(t, maxSeen, "some save applied")
+	for id, n := range maxSeen {
+		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
+	}
 }
 
 // leaseTakenOver returns claim A took at 0 and claim B took when A's lease
@@ -450,45 +462,10 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	require.Equal(t, uint64(8), get(t, b, "s", "moves").NextSeq)
 }
 
-// testAdvanceBatchRace races workers that claim and save batches of the
-// same registrations with short leases, in different orders: every save is
-// applied (never moving a cursor back) or fenced out, and no two batches
-// deadlock.
 func testAdvanceBatchRace(t *testing.T, b Backend) {
 	ab := batcher(t, b)
-	const regs = 12
-	streamWithRegs(t, b, 200, regs)
-	var (
-		mu      sync.Mutex
-		maxSeen = map[string]uint64{}
-	)
-	claimRace(t, b, 6, 15, 6, 7, func(claimed []push.Status, rng *rand.Rand) error {
-		saves := make([]push.CursorSave, len(claimed))
-		for j, st := range claimed {
-			saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
-		}
-		rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
-		res, err := ab.AdvanceBatch(t.Context(), saves)
-		if err != nil {
-			return err
-		}
-		for j, e := range res {
-			if errors.Is(e, push.ErrLeaseLost) {
-				continue
-			}
-			if e != nil {
-				return e
-			}
-			mu.Lock()
-			maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
-			mu.Unlock()
-		}
-		return nil
-	})
-	require.NotEmpty(t, maxSeen)
-	for id, n := range maxSeen {
-		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
-	}
+	streamWithRegs(t, b, 200, 12)
+	raceSaves(t, b, 6, 15, 6, 7, ab.AdvanceBatch)
 }
 
 // A worker's turn over the store: what Checkpoint is for.
