@@ -137,18 +137,11 @@ func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64,
 	}
 }
 
-// leaseTakenOver returns claim A took at 0 and claim B took when A's lease
-// expired.
-func leaseTakenOver(t *testing.T, b Backend) (a, bb push.Claim) {
-	t.Helper()
-	a = due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
-	require.Equal(t, "A", a.Owner)
-	return a, due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim()
-}
-
 func testFencing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
-	a, bb := leaseTakenOver(t, b)
+	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
+	require.Equal(t, "A", a.Owner)
+	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired
 	stale := push.Evidence{At: at(61), Error: "stale"}
 	require.ErrorIs(t, b.Advance(t.Context(), a, 5), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Retry(t.Context(), a, 1, at(100), stale), push.ErrLeaseLost)

@@ -23,17 +23,6 @@ var registrationTests = []test{
 	{"KindsAndWindowStored", testKindsAndWindow},
 }
 
-// asReturned returns registration s/r as Get, List and Due (claiming it at
-// 0) return it.
-func asReturned(t *testing.T, b Backend) []push.Status {
-	t.Helper()
-	all := list(t, b, push.ListQuery{Stream: "s"})
-	require.Len(t, all, 1)
-	batch := due(t, b, "webhook", "w", at(0), 10)
-	require.Len(t, batch.Registrations, 1)
-	return []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
-}
-
 // testKindsAndWindow: a registration's kind patterns and window are stored,
 // returned by Get, List and Due, and replaced by a re-register that keeps
 // the cursor; no kinds is every kind (nil), no window 1.
@@ -46,7 +35,11 @@ func testKindsAndWindow(t *testing.T, b Backend) {
 	got := register(t, b, r)
 	require.Equal(t, r.Kinds, got.Kinds)
 	require.Equal(t, 16, got.Window)
-	seen := asReturned(t, b)
+	all := list(t, b, push.ListQuery{Stream: "s"})
+	require.Len(t, all, 1)
+	batch := due(t, b, "webhook", "w", at(0), 10)
+	require.Len(t, batch.Registrations, 1)
+	seen := []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
 	for i, st := range seen {
 		require.Equal(t, r.Kinds, st.Kinds, "Get, List and Due (#%d) return the kinds the turn filters by", i)
 		require.Equal(t, 16, st.Window, "Get, List and Due (#%d) return the window the turn sends with", i)
