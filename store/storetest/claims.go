@@ -204,14 +204,6 @@ func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, per
 	return batch
 }
 
-func hostCounts(sts []push.Status) map[string]int {
-	out := map[string]int{}
-	for _, s := range sts {
-		out[s.Host()]++
-	}
-	return out
-}
-
 func testDuePerHost(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	// Five registrations on one host, written three ways; two on another.
@@ -235,7 +227,11 @@ func testDuePerHost(t *testing.T, b Backend) {
 			"MaxPerHost 0 is no cap: Busy is ignored, and every due registration left is claimed"},
 	} {
 		batch := dueCapped(t, b, fmt.Sprintf("w%d", i+1), at(0), c.limit, c.perHost, c.busy)
-		require.Equal(t, c.want, hostCounts(batch.Registrations), c.why)
+		got := map[string]int{}
+		for _, st := range batch.Registrations {
+			got[st.Host()]++
+		}
+		require.Equal(t, c.want, got, c.why)
 		require.Equal(t, c.more, batch.More, c.why)
 	}
 }

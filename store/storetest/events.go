@@ -11,10 +11,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// herald's operational events (push.EventsStream). Others are checked
-// beside the change they tell: a fenced park tells nothing (Cursor), an
-// unpark once (Cursor), a completion at the claim's instant (Cursor), a
-// host's changes of state once each, an operator's reset as an up (Hosts).
+// herald's operational events (push.EventsStream); the Cursor and Hosts
+// groups check the others beside the change they tell.
 var eventTests = []test{
 	{"ParkedInTheChangesStep", testEventParked},
 	{"SkippedByOperatorAndByPolicy", testEventSkipped},
@@ -22,9 +20,8 @@ var eventTests = []test{
 	{"UsersCannotAppendToHeraldStreams", testEventReserved},
 }
 
-// sequencer is what a store that numbers records after commit offers
-// (store/postgres): a step, so that the events appended in the transaction
-// of a change are read at once.
+// sequencer numbers records after commit (store/postgres); a step makes the
+// events a change appended readable at once.
 type sequencer interface {
 	Sequence(ctx context.Context) (int, error)
 }

@@ -28,9 +28,8 @@ var retentionTests = []test{
 	{"PruneRacesAppendsAndSweeps", testPruneRace},
 }
 
-// The stores stamp AppendedAt with their own clock (the real one, in the
-// suite), and Prune compares it with the caller's instant: the suite prunes
-// at instants hours away from the appends, never waiting.
+// later is h hours from now: stores stamp AppendedAt on the real clock, and
+// the suite prunes hours away from it, never waiting.
 func later(h int) time.Time { return time.Now().Add(time.Duration(h) * time.Hour) }
 
 func prune(t *testing.T, b Backend, q store.PruneQuery) store.PruneReport {

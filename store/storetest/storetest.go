@@ -1,11 +1,6 @@
 // Package storetest is the conformance suite every herald store runs: Run
-// exercises a Backend through every invariant a store can observe (seq
-// assignment, idempotent append, sealing, due filtering, leases, monotonic
-// advance, park and unpark, completion, evidence, rewind and skip, hosts,
-// herald's events, retention, bad input; AdvanceBatch for a store that is a
-// push.AdvanceBatcher), and a worker's turn over it.
-//
-// A store is done when it passes:
+// exercises a Backend through every invariant a store can observe, one
+// group of subtests a contract. A store is done when it passes:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) storetest.Backend {
@@ -148,11 +143,9 @@ func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) p
 
 var claims int
 
-// claim claims exactly the registration (stream, id) through Due at when,
-// without touching any other: it moves the registration alone into a
-// namespace of its own, claims it there, and moves it back (re-registering
-// keeps cursor, retry state and lease). It fails the test unless Due returns
-// it, so when must be at or after its NextAttemptAt and lease expiry.
+// claim claims stream/id alone through Due at when (at or after its
+// NextAttemptAt and lease expiry): it re-registers it into a namespace of its
+// own, claims it there and moves it back, keeping cursor, retries and lease.
 func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Claim {
 	t.Helper()
 	st := get(t, b, stream, id)
@@ -259,10 +252,9 @@ type arrival struct {
 	owner  string // and the lease owner
 }
 
-// receiver is a push.Transport that notes every message it is given, and,
-// given a store, what the store says of the registration at that moment. It
-// answers 500 where fail says (try is 1 for a record's first message), else
-// 200.
+// receiver is a push.Transport that notes each message and, with b, the
+// registration's stored state then; it answers 500 where fail says (try 1 is
+// a record's first message), else 200.
 type receiver struct {
 	b    Backend
 	fail func(n, try int) bool
