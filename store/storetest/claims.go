@@ -16,30 +16,20 @@ import (
 // attempt first, within the per-host cap; and host health, which holds a
 // down host's registrations but for one probe at a time.
 var dueTests = []test{
-	{"OnlyRegistrationsWithWork", testDueFiltering},
-	{"LimitAndSaturation", testDueLimit},
-	{"LeaseIsExclusiveUntilExpiry", testLease},
-	{"OldestAttemptFirst", testDueOrder},
-	{"BadQueryChangesNothing", testDueBadInput},
-	{"SaturationStarvesNoOne", testDueRotates},
-	{"ConcurrentClaimsAreExclusive", testConcurrentDue},
-	{"PerHostCap", testDuePerHost},
-	{"HostFollowsTheURL", testDueHostFollowsURL},
+	testOnlyRegistrationsWithWork, testLimitAndSaturation, testLeaseIsExclusiveUntilExpiry,
+	testOldestAttemptFirst, testBadDueQueryChangesNothing, testSaturationStarvesNoOne,
+	testConcurrentClaimsAreExclusive, testPerHostCap, testHostFollowsTheURL,
 }
 
 var hostTests = []test{
-	{"FailureChargesTheHostNotTheRegistration", testHostFailureNoAttempt},
-	{"DownAfterAFewInARowHoldsItsRegistrations", testHostDownHolds},
-	{"OneProbePerWindowAtPinnedInstants", testHostProbes},
-	{"TwoClaimersRacingAProbeGetOne", testHostProbeRace},
-	{"AnAnswerReleasesEveryRegistration", testHostAnswerReleases},
-	{"UnavailablePastTheHorizonEachChangeToldOnce", testHostUnavailable},
-	{"ResetByAnOperator", testHostReset},
-	{"APathThatNeverAnswersBacksOffWhileItsHostAnswers", testHostPathBackoff},
-	{"BadInputChangesNothing", testHostBadInput},
+	testFailureChargesTheHostNotTheRegistration, testDownAfterAFewInARowHoldsItsRegistrations,
+	testOneProbePerWindowAtPinnedInstants, testTwoClaimersRacingAProbeGetOne,
+	testAnAnswerReleasesEveryRegistration, testUnavailablePastTheHorizonEachChangeToldOnce,
+	testResetByAnOperator, testAPathThatNeverAnswersBacksOffWhileItsHostAnswers,
+	testBadHostInputChangesNothing,
 }
 
-func testDueFiltering(t *testing.T, b Backend) {
+func testOnlyRegistrationsWithWork(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, reg("s", "due", "webhook"), regFrom("s", "at-head", "webhook", 4), reg("s", "parked", "webhook"))
 	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
@@ -72,7 +62,7 @@ func testDueFiltering(t *testing.T, b Backend) {
 	require.Equal(t, []string{"empty-stream/nothing-yet"}, keys(batch.Registrations))
 }
 
-func testDueLimit(t *testing.T, b Backend) {
+func testLimitAndSaturation(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 1, 5)
 	var all []string
 	for i, want := range []struct {
@@ -89,7 +79,7 @@ func testDueLimit(t *testing.T, b Backend) {
 	require.Empty(t, due(t, b, "webhook", "w4", at(1), 10).Registrations, "all leased")
 }
 
-func testLease(t *testing.T, b Backend) {
+func testLeaseIsExclusiveUntilExpiry(t *testing.T, b Backend) {
 	streamWithReg(t, b, 2)
 	require.Len(t, due(t, b, "webhook", "A", at(0), 10).Registrations, 1)
 	require.Empty(t, due(t, b, "webhook", "B", at(0), 10).Registrations, "a live lease hides it from B")
@@ -107,7 +97,7 @@ func testLease(t *testing.T, b Backend) {
 	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
 }
 
-func testDueOrder(t *testing.T, b Backend) {
+func testOldestAttemptFirst(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	for i, wait := range []int{30, 10, 20} {
 		id := fmt.Sprintf("r%d", i)
@@ -118,7 +108,7 @@ func testDueOrder(t *testing.T, b Backend) {
 	require.Equal(t, []string{"s/r1", "s/r2", "s/r0"}, keys(batch.Registrations), "the longest-waiting first")
 }
 
-func testDueBadInput(t *testing.T, b Backend) {
+func testBadDueQueryChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
 	for name, bad := range map[string]func(q *push.DueQuery){
@@ -140,7 +130,7 @@ func testDueBadInput(t *testing.T, b Backend) {
 	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
 }
 
-func testDueRotates(t *testing.T, b Backend) {
+func testSaturationStarvesNoOne(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 50, 3)
 	served := map[string]int{}
 	for i := range 6 {
@@ -177,7 +167,7 @@ func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []push.S
 	return all
 }
 
-func testConcurrentDue(t *testing.T, b Backend) {
+func testConcurrentClaimsAreExclusive(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 1, 20)
 	claims := map[string]int{}
 	for _, k := range keys(raceDue(t, b, 8, at(0), 5)) {
@@ -204,7 +194,7 @@ func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, per
 	return batch
 }
 
-func testDuePerHost(t *testing.T, b Backend) {
+func testPerHostCap(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	// Five registrations on one host, written three ways; two on another.
 	for i, u := range []string{"https://big.example/a", "https://BIG.example:443/b", "https://big.example/c?x=1",
@@ -236,7 +226,7 @@ func testDuePerHost(t *testing.T, b Backend) {
 	}
 }
 
-func testDueHostFollowsURL(t *testing.T, b Backend) {
+func testHostFollowsTheURL(t *testing.T, b Backend) {
 	// The second registration is an update of the first's destination.
 	streamWithReg(t, b, 1, regAt("s", "r", "webhook", "https://old.example/in"), regAt("s", "r", "webhook", "https://new.example/in"))
 	batch := dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 0, "new.example:443": 1})
@@ -337,7 +327,7 @@ func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Tim
 	return h, when
 }
 
-func testHostFailureNoAttempt(t *testing.T, b Backend) {
+func testFailureChargesTheHostNotTheRegistration(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
@@ -367,7 +357,7 @@ func testHostFailureNoAttempt(t *testing.T, b Backend) {
 	require.False(t, regIs(t, b, "s", "r", 2, 0, "", "never charged").Parked)
 }
 
-func testHostDownHolds(t *testing.T, b Backend) {
+func testDownAfterAFewInARowHoldsItsRegistrations(t *testing.T, b Backend) {
 	h := downHost(t, b, 3, at(0))
 	require.Equal(t, push.HostDown, h.State)
 	require.Equal(t, 3, h.Failures)
@@ -389,7 +379,7 @@ func testHostDownHolds(t *testing.T, b Backend) {
 	require.Equal(t, 4, oneHost(t, b, hostA).Held)
 }
 
-func testHostProbes(t *testing.T, b Backend) {
+func testOneProbePerWindowAtPinnedInstants(t *testing.T, b Backend) {
 	probeAt := downHost(t, b, 3, at(0)).NextProbeAt
 	for n := 1; n <= 4; n++ {
 		probes := dueOn(t, b, hostA, fmt.Sprintf("p%d", n), probeAt)
@@ -409,7 +399,7 @@ func testHostProbes(t *testing.T, b Backend) {
 	require.Equal(t, push.Backoff(hostA, "probe", 3), push.ProbeDelay(hostA, 0))
 }
 
-func testHostProbeRace(t *testing.T, b Backend) {
+func testTwoClaimersRacingAProbeGetOne(t *testing.T, b Backend) {
 	h := downHost(t, b, 6, at(0))
 	probes := 0
 	for _, st := range raceDue(t, b, 8, h.NextProbeAt, 100) {
@@ -420,7 +410,7 @@ func testHostProbeRace(t *testing.T, b Backend) {
 	require.Equal(t, 1, probes, "eight claimers at the probe instant: one probe")
 }
 
-func testHostAnswerReleases(t *testing.T, b Backend) {
+func testAnAnswerReleasesEveryRegistration(t *testing.T, b Backend) {
 	h := downHost(t, b, 3, at(0))
 	batch := due(t, b, "webhook", "probe", h.NextProbeAt, 100)
 	require.Equal(t, push.HostDown, oneHost(t, b, hostA).State)
@@ -453,10 +443,11 @@ func testHostAnswerReleases(t *testing.T, b Backend) {
 	require.Empty(t, hosts(t, b, push.HostQuery{Host: "never.example:443"}))
 }
 
-// testHostUnavailable: a host down past the horizon is unavailable, probed
-// hourly, its registrations held and never charged; each change of its
-// state is told once (herald/events), the failures between them are not.
-func testHostUnavailable(t *testing.T, b Backend) {
+// testUnavailablePastTheHorizonEachChangeToldOnce: a host down past the
+// horizon is unavailable, probed hourly, its registrations held and never
+// charged; each change of its state is told once (herald/events), the
+// failures between them are not.
+func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 	down := downHost(t, b, 2, at(0))
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
@@ -488,7 +479,7 @@ func testHostUnavailable(t *testing.T, b Backend) {
 	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
 }
 
-func testHostReset(t *testing.T, b Backend) {
+func testResetByAnOperator(t *testing.T, b Backend) {
 	downHost(t, b, 2, at(0))
 	require.ErrorIs(t, errOf(b.ResetHost(t.Context(), "unknown.example:443", at(5))), journal.ErrNotFound)
 	h, err := b.ResetHost(t.Context(), hostA, at(30))
@@ -503,7 +494,7 @@ func testHostReset(t *testing.T, b Backend) {
 	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
 }
 
-func testHostBadInput(t *testing.T, b Backend) {
+func testBadHostInputChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Policy: policy}
@@ -532,7 +523,7 @@ func testHostBadInput(t *testing.T, b Backend) {
 	require.Equal(t, "w", get(t, b, "s", "r").LeaseOwner, "and released no lease")
 }
 
-func testHostPathBackoff(t *testing.T, b Backend) {
+func testAPathThatNeverAnswersBacksOffWhileItsHostAnswers(t *testing.T, b Backend) {
 	streamWithReg(t, b, 2, onHost("s", "r", hostA))
 	when := at(0)
 	for k := 1; k <= 6; k++ {

@@ -20,21 +20,11 @@ import (
 // A worker's writes under its claim (one at a time, or in a batch), an
 // operator's (skip, rewind), and the evidence they leave.
 var cursorTests = []test{
-	{"AdvanceIsMonotonic", testAdvanceMonotonic},
-	{"RacingWorkersNeverMoveCursorBack", testAdvanceRace},
-	{"StaleClaimsAreFencedOut", testFencing},
-	{"CheckpointKeepsTheLease", testCheckpointKeepsLease},
-	{"CheckpointIsFencedAndMonotonic", testCheckpointFenced},
-	{"CursorOutOfRangeChangesNothing", testCursorRange},
-	{"RetryCountsAndSchedules", testRetry},
-	{"ParkKeepsCursorUnparkResumes", testParkUnpark},
-	{"CompleteLeavesNothingBehind", testComplete},
-	{"EvidenceIsBoundedNewestFirst", testEvidence},
-	{"EvidenceKeepsAnyAnswer", testEvidenceBytes},
-	{"UnknownRegistration", testUnknownRegistration},
-	{"SkipMovesPastPoison", testSkip},
-	{"RewindReplays", testRewind},
-	{"OperatorMovesAreDueAtOnce", testDueAtOnce},
+	testAdvanceIsMonotonic, testRacingWorkersNeverMoveCursorBack, testStaleClaimsAreFencedOut,
+	testCheckpointKeepsTheLease, testCheckpointIsFencedAndMonotonic, testCursorOutOfRangeChangesNothing,
+	testRetryCountsAndSchedules, testParkKeepsCursorUnparkResumes, testCompleteLeavesNothingBehind,
+	testEvidenceIsBoundedNewestFirst, testEvidenceKeepsAnyAnswer, testUnknownRegistration,
+	testSkipMovesPastPoison, testRewindReplays, testOperatorMovesAreDueAtOnce,
 }
 
 // regIs checks registration stream/id's cursor, attempts and lease owner.
@@ -50,7 +40,7 @@ func regIs(t *testing.T, b Backend, stream, id string, next uint64, attempts int
 // fail503 is the evidence of a transient failure at when.
 func fail503(when time.Time) push.Evidence { return push.Evidence{At: when, Error: "503"} }
 
-func testAdvanceMonotonic(t *testing.T, b Backend) {
+func testAdvanceIsMonotonic(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
@@ -69,8 +59,9 @@ func testAdvanceMonotonic(t *testing.T, b Backend) {
 	regIs(t, b, "s", "r", 6, 3, "", "neither Retry nor Park moves a cursor back")
 }
 
-// testAdvanceRace also checks that an Advance that returned is seen by Get.
-func testAdvanceRace(t *testing.T, b Backend) {
+// testRacingWorkersNeverMoveCursorBack also checks that an Advance that
+// returned is seen by Get.
+func testRacingWorkersNeverMoveCursorBack(t *testing.T, b Backend) {
 	streamWithReg(t, b, 200)
 	raceSaves(t, b, 8, 25, 1, 42, func(ctx context.Context, saves []push.CursorSave) ([]error, error) {
 		errs := make([]error, len(saves))
@@ -137,7 +128,7 @@ func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64,
 	}
 }
 
-func testFencing(t *testing.T, b Backend) {
+func testStaleClaimsAreFencedOut(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
 	require.Equal(t, "A", a.Owner)
@@ -167,10 +158,10 @@ func testFencing(t *testing.T, b Backend) {
 	regIs(t, b, "s", "r", 4, 0, "", "the skip")
 }
 
-// testCheckpointKeepsLease: a checkpoint saves the cursor as Advance does
+// testCheckpointKeepsTheLease: a checkpoint saves the cursor as Advance does
 // and the claim goes on: no other claim takes the registration, and the same
 // claim's writes still apply.
-func testCheckpointKeepsLease(t *testing.T, b Backend) {
+func testCheckpointKeepsTheLease(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
 	c := due(t, b, "webhook", "A", at(5), 1).Registrations[0].Claim()
@@ -188,9 +179,9 @@ func testCheckpointKeepsLease(t *testing.T, b Backend) {
 	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "C", at(7), 1).Registrations), "due again at once")
 }
 
-// testCheckpointFenced: a checkpoint applies only under the live lease, and
-// never moves a cursor back.
-func testCheckpointFenced(t *testing.T, b Backend) {
+// testCheckpointIsFencedAndMonotonic: a checkpoint applies only under the
+// live lease, and never moves a cursor back.
+func testCheckpointIsFencedAndMonotonic(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
 	require.NoError(t, b.Checkpoint(t.Context(), a, 3))
@@ -214,7 +205,7 @@ func testCheckpointFenced(t *testing.T, b Backend) {
 	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
 }
 
-func testCursorRange(t *testing.T, b Backend) {
+func testCursorOutOfRangeChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3)
 	c := claim(t, b, "s", "r", at(0))
 	for _, n := range []uint64{0, 5, 1 << 62} {
@@ -235,7 +226,7 @@ func testCursorRange(t *testing.T, b Backend) {
 	require.ErrorIs(t, errOf(b.Register(t.Context(), regFrom("s", "past", "webhook", 5))), journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
 }
 
-func testRetry(t *testing.T, b Backend) {
+func testRetryCountsAndSchedules(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	ev := push.Evidence{At: at(0), Event: push.EventFailed, Seq: 1, RecordID: "s-1", MessageID: "s-1", Attempt: 1,
 		Status: 503, Body: "busy", Duration: 1500 * time.Millisecond, Error: "503 Service Unavailable", NotBefore: at(7),
@@ -263,7 +254,7 @@ func testRetry(t *testing.T, b Backend) {
 	require.Equal(t, want, got, "every field of the evidence is kept")
 }
 
-func testParkUnpark(t *testing.T, b Backend) {
+func testParkKeepsCursorUnparkResumes(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(0)))
 	require.Empty(t, heraldEvents(t, b), "unparking one that is not parked changes nothing, tells nothing")
@@ -291,7 +282,7 @@ func testParkUnpark(t *testing.T, b Backend) {
 		Host: "receiver.example:443", Cursor: 3, At: at(2000)}, payload(t, recs[1]), "resumes at its cursor, at the operator's instant")
 }
 
-func testComplete(t *testing.T, b Backend) {
+func testCompleteLeavesNothingBehind(t *testing.T, b Backend) {
 	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "r", "a2a"))
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "task/1", "r", at(0)), 1, at(1), fail503(at(0))))
@@ -310,7 +301,7 @@ func testComplete(t *testing.T, b Backend) {
 		Host: "receiver.example:443", Cursor: 3, At: at(61)}, payload(t, recs[0]), "one past the final record, at the instant of the claim whose turn completed it")
 }
 
-func testEvidence(t *testing.T, b Backend) {
+func testEvidenceIsBoundedNewestFirst(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	register(t, b, reg("s", "other", "webhook"))
 	total := push.MaxEvidence + 20
@@ -335,10 +326,10 @@ func testEvidence(t *testing.T, b Backend) {
 	require.ErrorIs(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "nobody", At: at(0)}), journal.ErrNotFound)
 }
 
-// testEvidenceBytes: a receiver chooses these bytes. A store that could not
-// keep them would fail Retry; the worker would count no attempt, and the
-// registration would be retried every lease and never parked.
-func testEvidenceBytes(t *testing.T, b Backend) {
+// testEvidenceKeepsAnyAnswer: a receiver chooses these bytes. A store that
+// could not keep them would fail Retry; the worker would count no attempt,
+// and the registration would be retried every lease and never parked.
+func testEvidenceKeepsAnyAnswer(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	ev := push.Evidence{At: at(0), Status: 500, Body: "a\x00b\xff\xfe" + strings.Repeat("é", 400), Location: "/\x00", Error: "500 \xff"}
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), ev))
@@ -377,8 +368,7 @@ func events(evs []push.Evidence) []string {
 // advanceBatchTests run against stores that are push.AdvanceBatchers; the
 // others skip them (a worker gives them one Advance a save).
 var advanceBatchTests = []test{
-	{"EachSaveAsAdvanceAlone", testAdvanceBatchPerSave},
-	{"RacingBatchesNeverMoveCursorsBack", testAdvanceBatchRace},
+	testEachSaveAsAdvanceAlone, testRacingBatchesNeverMoveCursorsBack,
 }
 
 func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
@@ -390,9 +380,9 @@ func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
 	return ab
 }
 
-// testAdvanceBatchPerSave mixes, in one batch, every answer Advance can
+// testEachSaveAsAdvanceAlone mixes, in one batch, every answer Advance can
 // give: each save applies or fails exactly as it would alone.
-func testAdvanceBatchPerSave(t *testing.T, b Backend) {
+func testEachSaveAsAdvanceAlone(t *testing.T, b Backend) {
 	ab := batcher(t, b)
 	appendN(t, b, "s", 10)
 	appendN(t, b, "t", 3)
@@ -455,7 +445,7 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	require.Equal(t, uint64(8), get(t, b, "s", "moves").NextSeq)
 }
 
-func testAdvanceBatchRace(t *testing.T, b Backend) {
+func testRacingBatchesNeverMoveCursorsBack(t *testing.T, b Backend) {
 	ab := batcher(t, b)
 	streamWithRegs(t, b, 200, 12)
 	raceSaves(t, b, 6, 15, 6, 7, ab.AdvanceBatch)
@@ -463,8 +453,7 @@ func testAdvanceBatchRace(t *testing.T, b Backend) {
 
 // A worker's turn over the store: what Checkpoint is for.
 var turnTests = []test{
-	{"PagesShareOneClaim", testPagesShareOneClaim},
-	{"FailureOnALaterPage", testFailureOnALaterPage},
+	testPagesShareOneClaim, testFailureOnALaterPage,
 }
 
 // pageSetup appends n records to stream, registers stream/r with window w,
@@ -508,8 +497,8 @@ func testPagesShareOneClaim(t *testing.T, b Backend) {
 	}
 }
 
-// testFailureOnALaterPage: a failure on the second page is one attempt at
-// the first unacknowledged record, with the progress of the pages before it
+// testFailureOnALaterPage: a failure on the second page is one attempt at the
+// first unacknowledged record, with the progress of the pages before it
 // saved, and the next turn resends from there.
 func testFailureOnALaterPage(t *testing.T, b Backend) {
 	for _, window := range []int{1, 3} {
@@ -542,7 +531,7 @@ func testFailureOnALaterPage(t *testing.T, b Backend) {
 	}
 }
 
-func testSkip(t *testing.T, b Backend) {
+func testSkipMovesPastPoison(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
 	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
@@ -561,7 +550,7 @@ func testSkip(t *testing.T, b Backend) {
 	requireTime(t, at(2), evs[1].At, "skip evidence At")
 }
 
-func testRewind(t *testing.T, b Backend) {
+func testRewindReplays(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 6))
 	require.Empty(t, due(t, b, "webhook", "w", at(0), 10).Registrations)
@@ -588,7 +577,7 @@ func testRewind(t *testing.T, b Backend) {
 	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(12)), "a rewind to the cursor retries it at once")
 }
 
-func testDueAtOnce(t *testing.T, b Backend) {
+func testOperatorMovesAreDueAtOnce(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(100000), fail503(at(0))))
 	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(100000)), 1, push.Evidence{At: at(100000), Error: "ceiling"}))

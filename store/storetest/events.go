@@ -14,10 +14,8 @@ import (
 // herald's operational events (push.EventsStream); the Cursor and Hosts
 // groups check the others beside the change they tell.
 var eventTests = []test{
-	{"ParkedInTheChangesStep", testEventParked},
-	{"SkippedByOperatorAndByPolicy", testEventSkipped},
-	{"NoEventsAboutRegistrationsOfHeraldEvents", testEventNoSelfFeed},
-	{"UsersCannotAppendToHeraldStreams", testEventReserved},
+	testParkedInTheChangesStep, testSkippedByOperatorAndByPolicy, testNoEventsAboutRegistrationsOfHeraldEvents,
+	testUsersCannotAppendToHeraldStreams,
 }
 
 // sequencer numbers records after commit (store/postgres); a step makes the
@@ -65,7 +63,7 @@ func eventKinds(recs []journal.Record) []string {
 	return mapped(recs, func(r journal.Record) string { return r.Kind })
 }
 
-func testEventParked(t *testing.T, b Backend) {
+func testParkedInTheChangesStep(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, regAt("s", "r", "webhook", "https://a.example/inbox/r"))
 	require.Empty(t, heraldEvents(t, b), "registering tells nothing")
 	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 2))
@@ -87,7 +85,7 @@ func testEventParked(t *testing.T, b Backend) {
 	require.Equal(t, "2026-03-15T11:00:10Z", fields["at"], "RFC 3339, UTC")
 }
 
-func testEventSkipped(t *testing.T, b Backend) {
+func testSkippedByOperatorAndByPolicy(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.ErrorIs(t, b.Skip(t.Context(), "s", "r", 9, at(1), "too far"), journal.ErrInvalid)
 	require.Empty(t, heraldEvents(t, b), "a refused skip tells nothing")
@@ -105,7 +103,7 @@ func testEventSkipped(t *testing.T, b Backend) {
 		Host: "receiver.example:443", By: push.ByPolicy, Cursor: 4, Reason: "422 Unprocessable", At: at(4)}, payload(t, recs[1]), "the record whose message was passed")
 }
 
-func testEventNoSelfFeed(t *testing.T, b Backend) {
+func testNoEventsAboutRegistrationsOfHeraldEvents(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	require.Len(t, heraldEvents(t, b), 1)
@@ -121,7 +119,7 @@ func testEventNoSelfFeed(t *testing.T, b Backend) {
 	require.Zero(t, st.Lag())
 }
 
-func testEventReserved(t *testing.T, b Backend) {
+func testUsersCannotAppendToHeraldStreams(t *testing.T, b Backend) {
 	for _, stream := range []string{push.EventsStream, "herald/other"} {
 		_, err := b.Append(t.Context(), stream, journal.Entry{ID: "forged-" + stream, Kind: push.KindParked, Payload: []byte(`{}`)})
 		require.ErrorIs(t, err, journal.ErrInvalid, stream)

@@ -12,19 +12,12 @@ import (
 )
 
 var journalTests = []test{
-	{"SeqsStartAtOnePerStream", testSeqs},
-	{"ReadRangesAndLimits", testRead},
-	{"RecordRoundTrip", testRecordRoundTrip},
-	{"IdempotentAppend", testIdempotentAppend},
-	{"ConflictChangesNothing", testConflict},
-	{"BatchIsAllOrNothing", testBatchAllOrNothing},
-	{"FinalRecordSealsStream", testSealing},
-	{"BadInputChangesNothing", testJournalBadInput},
-	{"ConcurrentAppendsAreGapless", testConcurrentAppend},
-	{"TraceContextStoredWithTheRecord", testTraceStored},
+	testSeqsStartAtOnePerStream, testReadRangesAndLimits, testRecordRoundTrip, testIdempotentAppend,
+	testConflictChangesNothing, testBatchIsAllOrNothing, testFinalRecordSealsStream,
+	testBadJournalInputChangesNothing, testConcurrentAppendsAreGapless, testTraceContextStoredWithTheRecord,
 }
 
-func testSeqs(t *testing.T, b Backend) {
+func testSeqsStartAtOnePerStream(t *testing.T, b Backend) {
 	require.Zero(t, head(t, b, "actor/alice"), "head of a stream with no records")
 	recs := appendN(t, b, "actor/alice", 3)
 	for i, r := range recs {
@@ -40,7 +33,7 @@ func testSeqs(t *testing.T, b Backend) {
 	require.Equal(t, uint64(2), head(t, b, "actor/bob"))
 }
 
-func testRead(t *testing.T, b Backend) {
+func testReadRangesAndLimits(t *testing.T, b Backend) {
 	appendN(t, b, "s", 10)
 	cases := []struct {
 		from  uint64
@@ -117,7 +110,7 @@ func testIdempotentAppend(t *testing.T, b Backend) {
 	require.Equal(t, uint64(3), head(t, b, "s"), "nothing is written twice")
 }
 
-func testConflict(t *testing.T, b Backend) {
+func testConflictChangesNothing(t *testing.T, b Backend) {
 	_, err := b.Append(t.Context(), "s", entry("a"))
 	require.NoError(t, err)
 	cases := []struct {
@@ -147,7 +140,7 @@ func testConflict(t *testing.T, b Backend) {
 	require.Equal(t, string(entry("a").Payload), string(got.Payload), "the stored record is unchanged")
 }
 
-func testBatchAllOrNothing(t *testing.T, b Backend) {
+func testBatchIsAllOrNothing(t *testing.T, b Backend) {
 	require.NoError(t, errOf(b.Append(t.Context(), "s", entry("a"))))
 	bad := journal.Entry{ID: "a", Kind: "test.event", Payload: []byte(`{"changed":true}`)}
 	require.ErrorIs(t, errOf(b.Append(t.Context(), "s", entry("new-1"), entry("new-2"), bad)), journal.ErrConflict)
@@ -162,7 +155,7 @@ func testBatchAllOrNothing(t *testing.T, b Backend) {
 	require.Equal(t, uint64(2), recs[0].Seq)
 }
 
-func testSealing(t *testing.T, b Backend) {
+func testFinalRecordSealsStream(t *testing.T, b Backend) {
 	final := entry("done")
 	final.Final = true
 	recs, err := b.Append(t.Context(), "task/1", entry("working"), final)
@@ -186,7 +179,7 @@ func testSealing(t *testing.T, b Backend) {
 	require.Zero(t, head(t, b, "task/2"))
 }
 
-func testJournalBadInput(t *testing.T, b Backend) {
+func testBadJournalInputChangesNothing(t *testing.T, b Backend) {
 	ok := entry("ok")
 	with := func(f func(e *journal.Entry)) []journal.Entry { e := ok; f(&e); return []journal.Entry{e} }
 	cases := []struct {
@@ -243,7 +236,7 @@ func testJournalBadInput(t *testing.T, b Backend) {
 	}
 }
 
-func testConcurrentAppend(t *testing.T, b Backend) {
+func testConcurrentAppendsAreGapless(t *testing.T, b Backend) {
 	const writers, each = 8, 25
 	race(t, writers, func(w int) error {
 		for i := range each {
@@ -272,7 +265,7 @@ func testConcurrentAppend(t *testing.T, b Backend) {
 	}
 }
 
-func testTraceStored(t *testing.T, b Backend) {
+func testTraceContextStoredWithTheRecord(t *testing.T, b Backend) {
 	const (
 		tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		ts = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"

@@ -13,20 +13,15 @@ import (
 )
 
 var registrationTests = []test{
-	{"RegisterAndGet", testRegisterAndGet},
-	{"ReregisterKeepsCursor", testReregister},
-	{"RegisterPastSealedStream", testRegisterSealed},
-	{"BadRegistrationChangesNothing", testRegisterBadInput},
-	{"Unregister", testUnregister},
-	{"ListFiltersAndPages", testList},
-	{"Stats", testStats},
-	{"KindsAndWindowStored", testKindsAndWindow},
+	testRegisterAndGet, testReregisterKeepsCursor, testRegisterPastSealedStream,
+	testBadRegistrationChangesNothing, testUnregister, testListFiltersAndPages, testStats,
+	testKindsAndWindowStored,
 }
 
-// testKindsAndWindow: a registration's kind patterns and window are stored,
-// returned by Get, List and Due, and replaced by a re-register that keeps
-// the cursor; no kinds is every kind (nil), no window 1.
-func testKindsAndWindow(t *testing.T, b Backend) {
+// testKindsAndWindowStored: a registration's kind patterns and window are
+// stored, returned by Get, List and Due, and replaced by a re-register that
+// keeps the cursor; no kinds is every kind (nil), no window 1.
+func testKindsAndWindowStored(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	r := reg("s", "r", "webhook")
 	require.Equal(t, 1, register(t, b, r).Window, "no window: 1, strict order")
@@ -93,7 +88,7 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 	require.ErrorIs(t, errOf(b.Get(t.Context(), "actor/alice", "nobody")), journal.ErrNotFound)
 }
 
-func testReregister(t *testing.T, b Backend) {
+func testReregisterKeepsCursor(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 4))
 	changed := reg("s", "r", "cloudevents")
@@ -109,7 +104,7 @@ func testReregister(t *testing.T, b Backend) {
 	require.Equal(t, uint64(4), st.NextSeq)
 }
 
-func testRegisterSealed(t *testing.T, b Backend) {
+func testRegisterPastSealedStream(t *testing.T, b Backend) {
 	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "from-start", "a2a")) // still has records to receive
 
@@ -118,7 +113,7 @@ func testRegisterSealed(t *testing.T, b Backend) {
 	require.True(t, get(t, b, "task/1", "from-start").Sealed)
 }
 
-func testRegisterBadInput(t *testing.T, b Backend) {
+func testBadRegistrationChangesNothing(t *testing.T, b Backend) {
 	ok := reg("s", "r", "webhook")
 	with := func(f func(r *push.Registration)) push.Registration { r := ok; f(&r); return r }
 	cases := map[string]push.Registration{
@@ -165,7 +160,7 @@ func testUnregister(t *testing.T, b Backend) {
 	require.ErrorIs(t, b.Unregister(t.Context(), "s", "r"), journal.ErrNotFound)
 }
 
-func testList(t *testing.T, b Backend) {
+func testListFiltersAndPages(t *testing.T, b Backend) {
 	appendN(t, b, "a", 3)
 	appendN(t, b, "b", 1)
 	for i := range 5 {

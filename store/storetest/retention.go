@@ -17,15 +17,9 @@ import (
 )
 
 var retentionTests = []test{
-	{"LowWaterMarkWaitsForEveryCursor", testPruneEveryCursor},
-	{"RetentionAgeOnTheCallersClock", testPruneAge},
-	{"SealedCompletedStreamIsRemoved", testPruneSealed},
-	{"NoCursorBelowTheLowWaterMark", testPruneRefusesBelow},
-	{"DryRunChangesNothing", testPruneDryRun},
-	{"BatchesAreBounded", testPruneBatches},
-	{"EvidenceTailKeepsTheParkReason", testPruneEvidence},
-	{"BadQueryChangesNothing", testPruneBadInput},
-	{"PruneRacesAppendsAndSweeps", testPruneRace},
+	testLowWaterMarkWaitsForEveryCursor, testRetentionAgeOnTheCallersClock, testSealedCompletedStreamIsRemoved,
+	testNoCursorBelowTheLowWaterMark, testDryRunChangesNothing, testBatchesAreBounded,
+	testEvidenceTailKeepsTheParkReason, testBadRetentionQueryChangesNothing, testPruneRacesAppendsAndSweeps,
 }
 
 // later is h hours from now: stores stamp AppendedAt on the real clock, and
@@ -77,7 +71,7 @@ func readAll(t *testing.T, b Backend, stream string) []journal.Record {
 	return recs
 }
 
-func testPruneEveryCursor(t *testing.T, b Backend) {
+func testLowWaterMarkWaitsForEveryCursor(t *testing.T, b Backend) {
 	recs := appendN(t, b, "s", 5)
 	register(t, b, regFrom("s", "fast", "webhook", 4))
 	register(t, b, reg("s", "parked", "webhook"))
@@ -105,11 +99,11 @@ func testPruneEveryCursor(t *testing.T, b Backend) {
 	require.Equal(t, uint64(4), get(t, b, "s", "fast").NextSeq)
 }
 
-// testPruneAge: records older than the retention age at the caller's
-// instant go once every registration acknowledged them, and a stream nobody
-// follows keeps its records that long; both keep their heads, so appends
-// continue their seqs.
-func testPruneAge(t *testing.T, b Backend) {
+// testRetentionAgeOnTheCallersClock: records older than the retention age at
+// the caller's instant go once every registration acknowledged them, and a
+// stream nobody follows keeps its records that long; both keep their heads,
+// so appends continue their seqs.
+func testRetentionAgeOnTheCallersClock(t *testing.T, b Backend) {
 	for _, stream := range []string{"acknowledged", "lonely"} {
 		appendN(t, b, stream, 3)
 		registrations := 0
@@ -129,7 +123,7 @@ func testPruneAge(t *testing.T, b Backend) {
 	}
 }
 
-func testPruneSealed(t *testing.T, b Backend) {
+func testSealedCompletedStreamIsRemoved(t *testing.T, b Backend) {
 	require.NoError(t, errOf(b.Append(t.Context(), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})))
 	register(t, b, reg("task/1", "push", "webhook"))
 	require.NoError(t, b.Complete(t.Context(), claim(t, b, "task/1", "push", at(0))))
@@ -151,7 +145,7 @@ func testPruneSealed(t *testing.T, b Backend) {
 	require.True(t, ok)
 }
 
-func testPruneRefusesBelow(t *testing.T, b Backend) {
+func testNoCursorBelowTheLowWaterMark(t *testing.T, b Backend) {
 	appendN(t, b, "s", 4)
 	register(t, b, regFrom("s", "r", "webhook", 3))
 	pruneAll(t, b, store.PruneQuery{At: later(1)})
@@ -174,7 +168,7 @@ func testPruneRefusesBelow(t *testing.T, b Backend) {
 	require.Equal(t, uint64(3), register(t, b, reg("s", "new-default", "webhook")).NextSeq, "NextSeq 0 starts at the oldest retained record")
 }
 
-func testPruneDryRun(t *testing.T, b Backend) {
+func testDryRunChangesNothing(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	dry := pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour, DryRun: true})
 	require.Equal(t, 3, dry.Records)
@@ -185,7 +179,7 @@ func testPruneDryRun(t *testing.T, b Backend) {
 	require.Equal(t, dry, wet, "the dry run reported what the real one removed")
 }
 
-func testPruneBatches(t *testing.T, b Backend) {
+func testBatchesAreBounded(t *testing.T, b Backend) {
 	appendN(t, b, "a", 4)
 	appendN(t, b, "b", 3)
 	q := store.PruneQuery{At: later(1), Limit: 3}
@@ -205,7 +199,7 @@ func testPruneBatches(t *testing.T, b Backend) {
 	require.Empty(t, readAll(t, b, "b"))
 }
 
-func testPruneEvidence(t *testing.T, b Backend) {
+func testEvidenceTailKeepsTheParkReason(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	for i := range 3 {
 		require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
@@ -221,7 +215,7 @@ func testPruneEvidence(t *testing.T, b Backend) {
 	require.Equal(t, told, prune(t, b, store.PruneQuery{At: later(1)}).Records, "the parked cursor at #1 holds #1 (herald's own events go)")
 }
 
-func testPruneBadInput(t *testing.T, b Backend) {
+func testBadRetentionQueryChangesNothing(t *testing.T, b Backend) {
 	appendN(t, b, "s", 2)
 	for name, q := range map[string]store.PruneQuery{
 		"zero at":          {},
@@ -237,10 +231,11 @@ func testPruneBadInput(t *testing.T, b Backend) {
 	require.ErrorIs(t, errOf(b.Streams(t.Context(), store.StreamQuery{Stream: " bad stream"})), journal.ErrInvalid)
 }
 
-// testPruneRace: appends, sweeps and prunes (retention 0: as soon as
-// acknowledged) race; every registration still receives every record once,
-// in order, and no cursor is ever left below its stream's low-water mark.
-func testPruneRace(t *testing.T, b Backend) {
+// testPruneRacesAppendsAndSweeps: appends, sweeps and prunes (retention 0: as
+// soon as acknowledged) race; every registration still receives every record
+// once, in order, and no cursor is ever left below its stream's low-water
+// mark.
+func testPruneRacesAppendsAndSweeps(t *testing.T, b Backend) {
 	const streams, perStream, batch = 3, 120, 4
 	rc := &receiver{}
 	w := worker(t, b, rc, 7)

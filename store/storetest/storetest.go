@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,19 +64,18 @@ func Run(t *testing.T, open Factory) {
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
-			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) {
-					tc.fn(t, open(t))
+			for _, fn := range g.tests {
+				name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+				t.Run(strings.TrimPrefix(name[strings.LastIndexByte(name, '.')+1:], "test"), func(t *testing.T) {
+					fn(t, open(t))
 				})
 			}
 		})
 	}
 }
 
-type test struct {
-	name string
-	fn   func(t *testing.T, b Backend)
-}
+// test is one subtest, named after its function without "test".
+type test = func(t *testing.T, b Backend)
 
 // t0 is the suite's epoch; every instant is t0 plus a stated offset.
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
