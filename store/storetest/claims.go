@@ -310,23 +310,6 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 	return h
 }
 
-// untilUnavailable fails every probe of down hostA from h's next on, and
-// returns the host unavailable and the instant of the probe that made it so.
-func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Time) {
-	t.Helper()
-	when := h.NextProbeAt
-	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
-		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
-			h = hostFail(t, b, st, when)
-		}
-		if h.State == push.HostDown {
-			when = oneHost(t, b, hostA).NextProbeAt
-		}
-	}
-	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
-	return h, when
-}
-
 func testFailureChargesTheHostNotTheRegistration(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
@@ -453,7 +436,16 @@ func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
 	require.Equal(t, push.OperationalEvent{Kind: push.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
 		payload(t, recs[0]), "down since")
-	h, when := untilUnavailable(t, b, down)
+	h, when := down, down.NextProbeAt // fail every probe until it is unavailable
+	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
+		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
+			h = hostFail(t, b, st, when)
+		}
+		if h.State == push.HostDown {
+			when = oneHost(t, b, hostA).NextProbeAt
+		}
+	}
+	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
 	require.False(t, when.Before(down.Since.Add(policy.Horizon)), "not before the horizon")
 	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
