@@ -1,9 +1,7 @@
-// Package corpustest says which input directory the corpus tests read:
-// testdata/corpus, small inputs herald's developers wrote, so that
-// `go test ./...` passes on a fresh clone; or, when $HERALD_CORPUS names a
-// directory of the same layout (CI sets ../shared/corpus, other people's
-// data, read where it lies), that one. Unreadable, they fail, never skip.
-// Only tests import it.
+// Package corpustest says which input the corpus tests read: testdata/corpus,
+// small inputs of herald's own, so that `go test ./...` passes on a fresh
+// clone, or a directory of the same layout named by Env (CI: other people's
+// data, read where it lies). Unreadable, they fail, never skip.
 package corpustest
 
 import (
@@ -12,8 +10,8 @@ import (
 	"testing"
 )
 
-// Env names the shared corpus; a relative path is from the repository's
-// root, since `go test` runs each package in its own directory.
+// Env names the shared corpus (CI sets ../shared/corpus); a relative path is
+// from the repository's root, as `go test` runs each package in its own.
 const Env = "HERALD_CORPUS"
 
 // Dir returns the directory sub ("github", "a2a"; "" for all) of the input

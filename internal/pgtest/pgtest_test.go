@@ -2,7 +2,6 @@ package pgtest_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,10 +54,4 @@ func TestRestartKeepsDataAndBreaksConnections(t *testing.T) {
 	var x int
 	require.NoError(t, again.QueryRow(ctx, "SELECT x FROM t").Scan(&x))
 	require.Equal(t, 42, x, "committed data survives")
-}
-
-func TestPgCtlIsFound(t *testing.T) {
-	p, err := pgtest.PgCtl()
-	require.NoError(t, err)
-	require.Equal(t, "pg_ctl", filepath.Base(p))
 }

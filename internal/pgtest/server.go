@@ -14,13 +14,12 @@ import (
 	"strings"
 )
 
-// Environment variables the harness reads.
 const (
-	// EnvURL names an existing server to use instead of starting one: a
-	// postgres:// URL of a role allowed to CREATE DATABASE.
+	// EnvURL names a server to use instead of starting one: a postgres://
+	// URL of a role allowed to CREATE DATABASE.
 	EnvURL = "HERALD_TEST_DATABASE_URL"
-	// EnvFsync set to "on" starts the throwaway cluster with fsync and
-	// synchronous commits, for benchmarks that should pay for durability.
+	// EnvFsync "on" starts the cluster with fsync and synchronous commits,
+	// for benchmarks that pay for durability.
 	EnvFsync = "HERALD_TEST_PG_FSYNC"
 )
 
@@ -28,12 +27,9 @@ const (
 const installHint = "install PostgreSQL's server binaries (Debian/Ubuntu: apt-get install postgresql) " +
 	"or set " + EnvURL + " to a postgres:// URL of a server where the role may CREATE DATABASE"
 
-// Server is a PostgreSQL server for tests: either a throwaway cluster the
-// harness started, or an external one named by EnvURL.
+// Server is a throwaway cluster Start began, or the external one of EnvURL.
 type Server struct {
-	// URL connects to the server's maintenance database ("postgres") as a
-	// superuser (or the external URL's role).
-	URL string
+	URL string // of the maintenance database ("postgres"), as a superuser or EnvURL's role
 
 	external bool
 	bin      string // directory holding pg_ctl and initdb
@@ -42,16 +38,16 @@ type Server struct {
 	port     int
 }
 
-// External reports whether the server was named by EnvURL (and so cannot
-// be restarted or stopped by the harness).
+// External reports whether the server is EnvURL's, which Restart and Stop
+// leave alone.
 func (s *Server) External() bool { return s.external }
 
 // Dir returns the throwaway cluster's directory ("" for an external server):
 // data/ is the data directory and server.log the server's log.
 func (s *Server) Dir() string { return s.dir }
 
-// Start returns the server named by EnvURL, or starts a throwaway cluster.
-// Errors say what is missing and how to get it.
+// Start returns EnvURL's server or starts a cluster; errors say what is
+// missing and how to get it.
 func Start() (*Server, error) {
 	if raw := os.Getenv(EnvURL); raw != "" {
 		u, err := url.Parse(raw)
@@ -63,9 +59,8 @@ func Start() (*Server, error) {
 	return startCluster()
 }
 
-// PgCtl returns the path of the pg_ctl binary the harness uses: the one on
-// PATH, else the newest /usr/lib/postgresql/*/bin/pg_ctl.
-func PgCtl() (string, error) {
+// pgCtlPath is pg_ctl on PATH, else the newest /usr/lib/postgresql/*/bin/pg_ctl.
+func pgCtlPath() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		return p, nil
 	}
@@ -83,65 +78,65 @@ func majorOf(path string) int {
 }
 
 func startCluster() (*Server, error) {
-	pgctl, err := PgCtl()
+	pgctl, err := pgCtlPath()
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Dir(pgctl)
-	initdb := filepath.Join(bin, "initdb")
-	if _, err := os.Stat(initdb); err != nil {
+	s := &Server{bin: filepath.Dir(pgctl)}
+	if _, err := os.Stat(filepath.Join(s.bin, "initdb")); err != nil {
 		return nil, fmt.Errorf("pgtest: %s has no initdb beside it: %s", pgctl, installHint)
 	}
-	s := &Server{bin: bin}
 	if os.Geteuid() == 0 {
 		s.runAs = "postgres"
 	}
-	s.dir, err = os.MkdirTemp("", "herald-pgtest-")
-	if err != nil {
+	if s.dir, err = os.MkdirTemp("", "herald-pgtest-"); err != nil {
 		return nil, fmt.Errorf("pgtest: temporary directory: %w", err)
 	}
-	if s.runAs != "" {
-		if err := chownTo(s.dir, s.runAs); err != nil {
-			os.RemoveAll(s.dir)
-			return nil, err
-		}
-	}
-	if err := s.initdb(); err != nil {
+	if err := s.boot(); err != nil {
 		os.RemoveAll(s.dir)
 		return nil, err
-	}
-	// A free loopback port. Another process may take it before the server
-	// binds it; then start fails and we try another.
-	for try := 0; ; try++ {
-		s.port, err = freePort()
-		if err != nil {
-			os.RemoveAll(s.dir)
-			return nil, err
-		}
-		if err = s.configure(); err == nil {
-			err = s.pgCtl("start", "-w", "-t", "60", "-l", s.logPath())
-		}
-		if err == nil {
-			break
-		}
-		if try == 2 {
-			os.RemoveAll(s.dir)
-			return nil, err
-		}
 	}
 	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
 	return s, nil
 }
 
-func chownTo(dir, name string) error {
-	u, err := user.Lookup(name)
+// boot makes the cluster in s.dir and starts it, on another free port when
+// another process took the first before the server bound it.
+func (s *Server) boot() (err error) {
+	if err := s.chown(s.dir); err != nil {
+		return err
+	}
+	out, err := s.command(filepath.Join(s.bin, "initdb"), "-D", s.dataDir(), "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pgtest: running as root, the server must run as the %q user, which does not exist: %s", name, installHint)
+		return fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
+	}
+	for try := 0; ; try++ {
+		if s.port, err = freePort(); err != nil {
+			return err
+		}
+		if err = s.configure(); err == nil {
+			err = s.pgCtl("start", "-w", "-t", "60", "-l", s.logPath())
+		}
+		if err == nil || try == 2 {
+			return err
+		}
+	}
+}
+
+// chown gives path to the user the server runs as.
+func (s *Server) chown(path string) error {
+	if s.runAs == "" {
+		return nil
+	}
+	u, err := user.Lookup(s.runAs)
+	if err != nil {
+		return fmt.Errorf("pgtest: running as root, the server must run as the %q user, which does not exist: %s", s.runAs, installHint)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(dir, uid, gid); err != nil {
-		return fmt.Errorf("pgtest: chown %s to %s: %w", dir, name, err)
+	if err := os.Chown(path, uid, gid); err != nil {
+		return fmt.Errorf("pgtest: chown %s to %s: %w", path, s.runAs, err)
 	}
 	return nil
 }
@@ -157,15 +152,6 @@ func freePort() (int, error) {
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
 func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
-
-func (s *Server) initdb() error {
-	out, err := s.command(filepath.Join(s.bin, "initdb"), "-D", s.dataDir(), "-U", "postgres",
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
-	}
-	return nil
-}
 
 // configure writes the settings of a test server into postgresql.auto.conf
 // (which initdb created), replacing those of an earlier attempt.
@@ -188,10 +174,7 @@ func (s *Server) configure() error {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("pgtest: write %s: %w", path, err)
 	}
-	if s.runAs != "" {
-		return chownTo(path, s.runAs)
-	}
-	return nil
+	return s.chown(path)
 }
 
 // command runs name as the server's user.
@@ -207,21 +190,13 @@ func (s *Server) pgCtl(args ...string) error {
 	out, err := s.command(filepath.Join(s.bin, "pg_ctl"), args...).CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(s.logPath())
-		return fmt.Errorf("pgtest: pg_ctl %s: %v\n%s\nserver log:\n%s", args[0], err, out, tail(log, 4000))
+		return fmt.Errorf("pgtest: pg_ctl %s: %v\n%s\nserver log:\n%s", args[0], err, out, log[max(0, len(log)-4000):])
 	}
 	return nil
 }
 
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
-// Restart restarts a throwaway cluster (pg_ctl restart -m fast): every
-// connection breaks, committed data survives, and the server listens on the
-// same port when Restart returns. An external server cannot be restarted.
+// Restart restarts the cluster (pg_ctl restart -m fast): connections break,
+// committed data survives, the port stays. An external server is an error.
 func (s *Server) Restart() error {
 	if s.external {
 		return errors.New("pgtest: cannot restart the external server named by " + EnvURL)
@@ -229,8 +204,7 @@ func (s *Server) Restart() error {
 	return s.pgCtl("restart", "-m", "fast", "-w", "-t", "60", "-l", s.logPath())
 }
 
-// Stop stops a throwaway cluster at once and deletes its directory. For an
-// external server it does nothing.
+// Stop stops the cluster at once and deletes its directory.
 func (s *Server) Stop() error {
 	if s.external || s.dir == "" {
 		return nil
@@ -242,12 +216,9 @@ func (s *Server) Stop() error {
 	return err
 }
 
-// databaseURL returns the server's URL with the database replaced by name.
-func (s *Server) databaseURL(name string) (string, error) {
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		return "", fmt.Errorf("pgtest: server URL cannot be parsed")
-	}
+// databaseURL is the server's URL, which Start parsed, for database name.
+func (s *Server) databaseURL(name string) string {
+	u, _ := url.Parse(s.URL)
 	u.Path = "/" + name
-	return u.String(), nil
+	return u.String()
 }

@@ -13,20 +13,14 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// shared is the server Main started for this test binary.
+// shared is the server Run started for this test binary.
 var shared *Server
 
-// Main starts the server once for the test binary, runs the tests and stops
-// it. Call it from TestMain:
-//
-//	func TestMain(m *testing.M) { pgtest.Main(m) }
-//
-// If no server can be had, it prints why (and how to install PostgreSQL)
-// and exits with status 2: the tests fail, they are never skipped.
+// Main exits with Run's code.
 func Main(m *testing.M) { os.Exit(Run(m)) }
 
-// Run is Main for a TestMain that has more to do after the tests: it
-// returns the exit code instead of exiting.
+// Run starts the server, runs the tests, stops it and returns the exit code:
+// 2, with the reason on stderr, when no server can be had.
 func Run(m *testing.M) int {
 	srv, err := Start()
 	if err != nil {
@@ -44,8 +38,7 @@ func Run(m *testing.M) int {
 	return code
 }
 
-// Shared returns the server Main started. It fails tb if the package's
-// TestMain did not call Main.
+// Shared returns the server Run started, failing tb if TestMain did not.
 func Shared(tb testing.TB) *Server {
 	tb.Helper()
 	if shared == nil {
@@ -56,9 +49,8 @@ func Shared(tb testing.TB) *Server {
 
 var databases atomic.Int64
 
-// NewDatabase creates a fresh, empty database on the shared server and
-// returns its URL. The database is dropped when the test ends (connections
-// still open to it are terminated).
+// NewDatabase returns the URL of a fresh, empty database on the shared
+// server, dropped (its connections terminated) when the test ends.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	srv := Shared(tb)
@@ -71,16 +63,11 @@ func NewDatabase(tb testing.TB) string {
 			tb.Errorf("pgtest: drop database %s: %v", name, err)
 		}
 	})
-	u, err := srv.databaseURL(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return u
+	return srv.databaseURL(name)
 }
 
-// NewStore opens a store/postgres Store on a fresh database (NewDatabase),
-// migrated up; it is closed when the test ends, before the database is
-// dropped.
+// NewStore opens a store/postgres Store on a fresh, migrated database; it is
+// closed when the test ends, before the database is dropped.
 func NewStore(tb testing.TB) *postgres.Store {
 	tb.Helper()
 	url := NewDatabase(tb)
@@ -95,9 +82,7 @@ func NewStore(tb testing.TB) *postgres.Store {
 	return s
 }
 
-// Restart restarts the shared server (pg_ctl restart -m fast): every
-// connection breaks and committed data survives. It fails tb for an
-// external server.
+// Restart restarts the shared server (Server.Restart), failing tb on error.
 func Restart(tb testing.TB) {
 	tb.Helper()
 	if err := Shared(tb).Restart(); err != nil {

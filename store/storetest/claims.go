@@ -16,34 +16,24 @@ import (
 // attempt first, within the per-host cap; and host health, which holds a
 // down host's registrations but for one probe at a time.
 var dueTests = []test{
-	{"OnlyRegistrationsWithWork", testDueFiltering},
-	{"LimitAndSaturation", testDueLimit},
-	{"LeaseIsExclusiveUntilExpiry", testLease},
-	{"OldestAttemptFirst", testDueOrder},
-	{"BadQueryChangesNothing", testDueBadInput},
-	{"SaturationStarvesNoOne", testDueRotates},
-	{"ConcurrentClaimsAreExclusive", testConcurrentDue},
-	{"PerHostCap", testDuePerHost},
-	{"HostFollowsTheURL", testDueHostFollowsURL},
+	testOnlyRegistrationsWithWork, testLimitAndSaturation, testLeaseIsExclusiveUntilExpiry,
+	testOldestAttemptFirst, testBadDueQueryChangesNothing, testSaturationStarvesNoOne,
+	testConcurrentClaimsAreExclusive, testPerHostCap, testHostFollowsTheURL,
 }
 
 var hostTests = []test{
-	{"FailureChargesTheHostNotTheRegistration", testHostFailureNoAttempt},
-	{"DownAfterAFewInARowHoldsItsRegistrations", testHostDownHolds},
-	{"OneProbePerWindowAtPinnedInstants", testHostProbes},
-	{"TwoClaimersRacingAProbeGetOne", testHostProbeRace},
-	{"AnAnswerReleasesEveryRegistration", testHostAnswerReleases},
-	{"UnavailablePastTheHorizonEachChangeToldOnce", testHostUnavailable},
-	{"ResetByAnOperator", testHostReset},
-	{"APathThatNeverAnswersBacksOffWhileItsHostAnswers", testHostPathBackoff},
-	{"BadInputChangesNothing", testHostBadInput},
+	testFailureChargesTheHostNotTheRegistration, testDownAfterAFewInARowHoldsItsRegistrations,
+	testOneProbePerWindowAtPinnedInstants, testTwoClaimersRacingAProbeGetOne,
+	testAnAnswerReleasesEveryRegistration, testUnavailablePastTheHorizonEachChangeToldOnce,
+	testResetByAnOperator, testAPathThatNeverAnswersBacksOffWhileItsHostAnswers,
+	testBadHostInputChangesNothing,
 }
 
-func testDueFiltering(t *testing.T, b Backend) {
+func testOnlyRegistrationsWithWork(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, reg("s", "due", "webhook"), regFrom("s", "at-head", "webhook", 4), reg("s", "parked", "webhook"))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
 	register(t, b, reg("s", "other-ns-1", "cloudevents"))
 	register(t, b, reg("s", "other-ns-2", "a2a"))
 	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
@@ -62,17 +52,17 @@ func testDueFiltering(t *testing.T, b Backend) {
 	batch = due(t, b, "webhook", "w1", at(30), 100)
 	require.Equal(t, []string{"s/later"}, keys(batch.Registrations), "due at exactly NextAttemptAt; s/due is still leased")
 
-	require.NoError(t, errOf(b.Append(ctx(t), "s", entry("new"))))
+	require.NoError(t, errOf(b.Append(t.Context(), "s", entry("new"))))
 	batch = due(t, b, "webhook", "w2", at(200), 100)
 	require.ElementsMatch(t, []string{"s/due", "s/later", "s/at-head"}, keys(batch.Registrations),
 		"an append makes a registration at the head due; expired leases are claimable")
 
-	require.NoError(t, errOf(b.Append(ctx(t), "empty-stream", entry("first"))))
+	require.NoError(t, errOf(b.Append(t.Context(), "empty-stream", entry("first"))))
 	batch = due(t, b, "webhook", "w3", at(200), 100)
 	require.Equal(t, []string{"empty-stream/nothing-yet"}, keys(batch.Registrations))
 }
 
-func testDueLimit(t *testing.T, b Backend) {
+func testLimitAndSaturation(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 1, 5)
 	var all []string
 	for i, want := range []struct {
@@ -89,7 +79,7 @@ func testDueLimit(t *testing.T, b Backend) {
 	require.Empty(t, due(t, b, "webhook", "w4", at(1), 10).Registrations, "all leased")
 }
 
-func testLease(t *testing.T, b Backend) {
+func testLeaseIsExclusiveUntilExpiry(t *testing.T, b Backend) {
 	streamWithReg(t, b, 2)
 	require.Len(t, due(t, b, "webhook", "A", at(0), 10).Registrations, 1)
 	require.Empty(t, due(t, b, "webhook", "B", at(0), 10).Registrations, "a live lease hides it from B")
@@ -99,26 +89,26 @@ func testLease(t *testing.T, b Backend) {
 	require.Equal(t, "B", got.Registrations[0].LeaseOwner)
 
 	// Advance releases the lease: due again at once while there is work.
-	require.NoError(t, b.Advance(ctx(t), got.Registrations[0].Claim(), 2))
+	require.NoError(t, b.Advance(t.Context(), got.Registrations[0].Claim(), 2))
 	require.True(t, regIs(t, b, "s", "r", 2, 0, "", "Advance released the lease").LeaseUntil.IsZero())
 	again := due(t, b, "webhook", "A", at(61), 10)
 	require.Equal(t, []string{"s/r"}, keys(again.Registrations))
-	require.NoError(t, b.Advance(ctx(t), again.Registrations[0].Claim(), 3))
+	require.NoError(t, b.Advance(t.Context(), again.Registrations[0].Claim(), 3))
 	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
 }
 
-func testDueOrder(t *testing.T, b Backend) {
+func testOldestAttemptFirst(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	for i, wait := range []int{30, 10, 20} {
 		id := fmt.Sprintf("r%d", i)
 		register(t, b, reg("s", id, "webhook"))
-		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", id, at(0)), 1, at(wait), fail503(at(0))))
+		require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", id, at(0)), 1, at(wait), fail503(at(0))))
 	}
 	batch := due(t, b, "webhook", "w", at(100), 3)
 	require.Equal(t, []string{"s/r1", "s/r2", "s/r0"}, keys(batch.Registrations), "the longest-waiting first")
 }
 
-func testDueBadInput(t *testing.T, b Backend) {
+func testBadDueQueryChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
 	for name, bad := range map[string]func(q *push.DueQuery){
@@ -135,12 +125,12 @@ func testDueBadInput(t *testing.T, b Backend) {
 	} {
 		q := good
 		bad(&q)
-		require.ErrorIs(t, errOf(b.Due(ctx(t), q)), journal.ErrInvalid, name)
+		require.ErrorIs(t, errOf(b.Due(t.Context(), q)), journal.ErrInvalid, name)
 	}
 	require.Empty(t, get(t, b, "s", "r").LeaseOwner, "no lease was taken")
 }
 
-func testDueRotates(t *testing.T, b Backend) {
+func testSaturationStarvesNoOne(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 50, 3)
 	served := map[string]int{}
 	for i := range 6 {
@@ -149,7 +139,7 @@ func testDueRotates(t *testing.T, b Backend) {
 		for _, st := range batch.Registrations {
 			served[st.ID]++
 			requireTime(t, at(i), st.NextAttemptAt, "Due stamps the claim's instant")
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq+1)) // one record; work remains
+			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq+1)) // one record; work remains
 		}
 	}
 	// Least recently claimed first: with 3 due and room for 2, nobody waits
@@ -167,7 +157,7 @@ func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []push.S
 		all []push.Status
 	)
 	race(t, n, func(w int) error {
-		batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+		batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 			Owner: fmt.Sprintf("w%d", w), LeaseUntil: when.Add(time.Minute)})
 		mu.Lock()
 		defer mu.Unlock()
@@ -177,7 +167,7 @@ func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []push.S
 	return all
 }
 
-func testConcurrentDue(t *testing.T, b Backend) {
+func testConcurrentClaimsAreExclusive(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 1, 20)
 	claims := map[string]int{}
 	for _, k := range keys(raceDue(t, b, 8, at(0), 5)) {
@@ -198,21 +188,13 @@ func regAt(stream, id, ns, url string) push.Registration {
 
 func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, perHost int, busy map[string]int) push.DueBatch {
 	t.Helper()
-	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
+	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
 		LeaseUntil: when.Add(time.Minute), MaxPerHost: perHost, Busy: busy})
 	require.NoError(t, err)
 	return batch
 }
 
-func hostCounts(sts []push.Status) map[string]int {
-	out := map[string]int{}
-	for _, s := range sts {
-		out[s.Host()]++
-	}
-	return out
-}
-
-func testDuePerHost(t *testing.T, b Backend) {
+func testPerHostCap(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	// Five registrations on one host, written three ways; two on another.
 	for i, u := range []string{"https://big.example/a", "https://BIG.example:443/b", "https://big.example/c?x=1",
@@ -235,12 +217,16 @@ func testDuePerHost(t *testing.T, b Backend) {
 			"MaxPerHost 0 is no cap: Busy is ignored, and every due registration left is claimed"},
 	} {
 		batch := dueCapped(t, b, fmt.Sprintf("w%d", i+1), at(0), c.limit, c.perHost, c.busy)
-		require.Equal(t, c.want, hostCounts(batch.Registrations), c.why)
+		got := map[string]int{}
+		for _, st := range batch.Registrations {
+			got[st.Host()]++
+		}
+		require.Equal(t, c.want, got, c.why)
 		require.Equal(t, c.more, batch.More, c.why)
 	}
 }
 
-func testDueHostFollowsURL(t *testing.T, b Backend) {
+func testHostFollowsTheURL(t *testing.T, b Backend) {
 	// The second registration is an update of the first's destination.
 	streamWithReg(t, b, 1, regAt("s", "r", "webhook", "https://old.example/in"), regAt("s", "r", "webhook", "https://new.example/in"))
 	batch := dueCapped(t, b, "w", at(0), 10, 1, map[string]int{"old.example:443": 0, "new.example:443": 1})
@@ -266,7 +252,7 @@ func onHost(stream, id, host string) push.Registration {
 // hostFail records a host-level failure of the claimed registration st at when.
 func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host {
 	t.Helper()
-	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
+	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
 		Evidence: push.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Policy: policy})
 	require.NoError(t, err)
 	return h
@@ -274,7 +260,7 @@ func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host
 
 func hosts(t *testing.T, b Backend, q push.HostQuery) []push.Host {
 	t.Helper()
-	list, err := b.Hosts(ctx(t), q)
+	list, err := b.Hosts(t.Context(), q)
 	require.NoError(t, err)
 	return list
 }
@@ -295,7 +281,7 @@ func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.S
 		if push.HostOf(st.URL) == host {
 			on = append(on, st)
 		} else {
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 		}
 	}
 	return on
@@ -318,33 +304,16 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 		require.NotEmpty(t, on, "failure %d: a registration of %s was claimed", i+1, hostA)
 		h = hostFail(t, b, on[0], when)
 		for _, st := range on[1:] {
-			require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 		}
 	}
 	return h
 }
 
-// untilUnavailable fails every probe of down hostA from h's next on, and
-// returns the host unavailable and the instant of the probe that made it so.
-func untilUnavailable(t *testing.T, b Backend, h push.Host) (push.Host, time.Time) {
-	t.Helper()
-	when := h.NextProbeAt
-	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
-		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
-			h = hostFail(t, b, st, when)
-		}
-		if h.State == push.HostDown {
-			when = oneHost(t, b, hostA).NextProbeAt
-		}
-	}
-	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
-	return h, when
-}
-
-func testHostFailureNoAttempt(t *testing.T, b Backend) {
+func testFailureChargesTheHostNotTheRegistration(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
-	h, err := b.HostFailed(ctx(t), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
+	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
 		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Policy: policy})
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, h.State, "one failure does not make a host down")
@@ -371,7 +340,7 @@ func testHostFailureNoAttempt(t *testing.T, b Backend) {
 	require.False(t, regIs(t, b, "s", "r", 2, 0, "", "never charged").Parked)
 }
 
-func testHostDownHolds(t *testing.T, b Backend) {
+func testDownAfterAFewInARowHoldsItsRegistrations(t *testing.T, b Backend) {
 	h := downHost(t, b, 3, at(0))
 	require.Equal(t, push.HostDown, h.State)
 	require.Equal(t, 3, h.Failures)
@@ -393,7 +362,7 @@ func testHostDownHolds(t *testing.T, b Backend) {
 	require.Equal(t, 4, oneHost(t, b, hostA).Held)
 }
 
-func testHostProbes(t *testing.T, b Backend) {
+func testOneProbePerWindowAtPinnedInstants(t *testing.T, b Backend) {
 	probeAt := downHost(t, b, 3, at(0)).NextProbeAt
 	for n := 1; n <= 4; n++ {
 		probes := dueOn(t, b, hostA, fmt.Sprintf("p%d", n), probeAt)
@@ -413,7 +382,7 @@ func testHostProbes(t *testing.T, b Backend) {
 	require.Equal(t, push.Backoff(hostA, "probe", 3), push.ProbeDelay(hostA, 0))
 }
 
-func testHostProbeRace(t *testing.T, b Backend) {
+func testTwoClaimersRacingAProbeGetOne(t *testing.T, b Backend) {
 	h := downHost(t, b, 6, at(0))
 	probes := 0
 	for _, st := range raceDue(t, b, 8, h.NextProbeAt, 100) {
@@ -424,17 +393,17 @@ func testHostProbeRace(t *testing.T, b Backend) {
 	require.Equal(t, 1, probes, "eight claimers at the probe instant: one probe")
 }
 
-func testHostAnswerReleases(t *testing.T, b Backend) {
+func testAnAnswerReleasesEveryRegistration(t *testing.T, b Backend) {
 	h := downHost(t, b, 3, at(0))
 	batch := due(t, b, "webhook", "probe", h.NextProbeAt, 100)
 	require.Equal(t, push.HostDown, oneHost(t, b, hostA).State)
 	for _, st := range batch.Registrations {
-		require.NoError(t, b.Advance(ctx(t), st.Claim(), st.NextSeq))
+		require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 	}
 	require.Contains(t, mapped(batch.Hosts, func(h push.Host) string { return h.Host }), hostA,
 		"Due tells the worker that the probe's host is troubled")
 
-	up, err := b.HostAnswered(ctx(t), hostA, h.NextProbeAt)
+	up, err := b.HostAnswered(t.Context(), hostA, h.NextProbeAt)
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, up.State)
 	require.Zero(t, up.Failures)
@@ -451,22 +420,32 @@ func testHostAnswerReleases(t *testing.T, b Backend) {
 	}
 
 	// An answer from a host never stored stores nothing.
-	fresh, err := b.HostAnswered(ctx(t), "never.example:443", later)
+	fresh, err := b.HostAnswered(t.Context(), "never.example:443", later)
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, fresh.State)
 	require.Empty(t, hosts(t, b, push.HostQuery{Host: "never.example:443"}))
 }
 
-// testHostUnavailable: a host down past the horizon is unavailable, probed
-// hourly, its registrations held and never charged; each change of its
-// state is told once (herald/events), the failures between them are not.
-func testHostUnavailable(t *testing.T, b Backend) {
+// testUnavailablePastTheHorizonEachChangeToldOnce: a host down past the
+// horizon is unavailable, probed hourly, its registrations held and never
+// charged; each change of its state is told once (herald/events), the
+// failures between them are not.
+func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 	down := downHost(t, b, 2, at(0))
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
 	require.Equal(t, push.OperationalEvent{Kind: push.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
 		payload(t, recs[0]), "down since")
-	h, when := untilUnavailable(t, b, down)
+	h, when := down, down.NextProbeAt // fail every probe until it is unavailable
+	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
+		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
+			h = hostFail(t, b, st, when)
+		}
+		if h.State == push.HostDown {
+			when = oneHost(t, b, hostA).NextProbeAt
+		}
+	}
+	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
 	require.False(t, when.Before(down.Since.Add(policy.Horizon)), "not before the horizon")
 	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
@@ -484,18 +463,18 @@ func testHostUnavailable(t *testing.T, b Backend) {
 	}
 
 	up := h.NextProbeAt.Add(time.Second)
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up)))
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, up.Add(time.Second))))
-	require.NoError(t, errOf(b.HostAnswered(ctx(t), "never.example:443", up.Add(time.Second))))
+	require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, up)))
+	require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, up.Add(time.Second))))
+	require.NoError(t, errOf(b.HostAnswered(t.Context(), "never.example:443", up.Add(time.Second))))
 	recs = heraldEvents(t, b)
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
 	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
 }
 
-func testHostReset(t *testing.T, b Backend) {
+func testResetByAnOperator(t *testing.T, b Backend) {
 	downHost(t, b, 2, at(0))
-	require.ErrorIs(t, errOf(b.ResetHost(ctx(t), "unknown.example:443", at(5))), journal.ErrNotFound)
-	h, err := b.ResetHost(ctx(t), hostA, at(30))
+	require.ErrorIs(t, errOf(b.ResetHost(t.Context(), "unknown.example:443", at(5))), journal.ErrNotFound)
+	h, err := b.ResetHost(t.Context(), hostA, at(30))
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, h.State)
 	requireTime(t, at(30), h.Since, "up since the reset")
@@ -507,7 +486,7 @@ func testHostReset(t *testing.T, b Backend) {
 	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
 }
 
-func testHostBadInput(t *testing.T, b Backend) {
+func testBadHostInputChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Policy: policy}
@@ -521,14 +500,14 @@ func testHostBadInput(t *testing.T, b Backend) {
 	} {
 		f := good
 		bad(&f)
-		require.ErrorIs(t, errOf(b.HostFailed(ctx(t), f)), journal.ErrInvalid, "case %d", i)
+		require.ErrorIs(t, errOf(b.HostFailed(t.Context(), f)), journal.ErrInvalid, "case %d", i)
 	}
 	for name, err := range map[string]error{
-		"answer of no host":    errOf(b.HostAnswered(ctx(t), "", at(0))),
-		"answer at zero":       errOf(b.HostAnswered(ctx(t), hostA, time.Time{})),
-		"reset of no host":     errOf(b.ResetHost(ctx(t), "", at(0))),
-		"hosts in a bad state": errOf(b.Hosts(ctx(t), push.HostQuery{State: "sideways"})),
-		"hosts limit -1":       errOf(b.Hosts(ctx(t), push.HostQuery{Limit: -1})),
+		"answer of no host":    errOf(b.HostAnswered(t.Context(), "", at(0))),
+		"answer at zero":       errOf(b.HostAnswered(t.Context(), hostA, time.Time{})),
+		"reset of no host":     errOf(b.ResetHost(t.Context(), "", at(0))),
+		"hosts in a bad state": errOf(b.Hosts(t.Context(), push.HostQuery{State: "sideways"})),
+		"hosts limit -1":       errOf(b.Hosts(t.Context(), push.HostQuery{Limit: -1})),
 	} {
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 	}
@@ -536,13 +515,13 @@ func testHostBadInput(t *testing.T, b Backend) {
 	require.Equal(t, "w", get(t, b, "s", "r").LeaseOwner, "and released no lease")
 }
 
-func testHostPathBackoff(t *testing.T, b Backend) {
+func testAPathThatNeverAnswersBacksOffWhileItsHostAnswers(t *testing.T, b Backend) {
 	streamWithReg(t, b, 2, onHost("s", "r", hostA))
 	when := at(0)
 	for k := 1; k <= 6; k++ {
 		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]
 		require.Equal(t, push.HostUp, hostFail(t, b, st, when).State, "failure %d: another path's answer came between each", k)
-		require.NoError(t, errOf(b.HostAnswered(ctx(t), hostA, when)))
+		require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, when)))
 		got := get(t, b, "s", "r")
 		require.Equal(t, k, got.HostFailures)
 		require.Zero(t, got.Attempts)
@@ -553,7 +532,7 @@ func testHostPathBackoff(t *testing.T, b Backend) {
 	// An answer about the record resets the count (a charged failure); an
 	// advance does too.
 	st := due(t, b, "webhook", "answer", when, 1).Registrations[0]
-	require.NoError(t, b.Retry(ctx(t), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
+	require.NoError(t, b.Retry(t.Context(), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
 	got := get(t, b, "s", "r")
 	require.Zero(t, got.HostFailures)
 	require.Equal(t, 1, got.Attempts)
@@ -561,6 +540,6 @@ func testHostPathBackoff(t *testing.T, b Backend) {
 	hostFail(t, b, st, when.Add(time.Second))
 	require.Equal(t, 1, get(t, b, "s", "r").HostFailures)
 	st = due(t, b, "webhook", "advance", when.Add(time.Hour), 1).Registrations[0]
-	require.NoError(t, b.Advance(ctx(t), st.Claim(), 2))
+	require.NoError(t, b.Advance(t.Context(), st.Claim(), 2))
 	require.Zero(t, get(t, b, "s", "r").HostFailures, "an advance resets it")
 }

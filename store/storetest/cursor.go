@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,21 +17,14 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// A worker's writes under its claim (one at a time, or in a batch) and the
-// evidence they leave.
+// A worker's writes under its claim (one at a time, or in a batch), an
+// operator's (skip, rewind), and the evidence they leave.
 var cursorTests = []test{
-	{"AdvanceIsMonotonic", testAdvanceMonotonic},
-	{"RacingWorkersNeverMoveCursorBack", testAdvanceRace},
-	{"StaleClaimsAreFencedOut", testFencing},
-	{"CheckpointKeepsTheLease", testCheckpointKeepsLease},
-	{"CheckpointIsFencedAndMonotonic", testCheckpointFenced},
-	{"CursorOutOfRangeChangesNothing", testCursorRange},
-	{"RetryCountsAndSchedules", testRetry},
-	{"ParkKeepsCursorUnparkResumes", testParkUnpark},
-	{"CompleteLeavesNothingBehind", testComplete},
-	{"EvidenceIsBoundedNewestFirst", testEvidence},
-	{"EvidenceKeepsAnyAnswer", testEvidenceBytes},
-	{"UnknownRegistration", testUnknownRegistration},
+	testAdvanceIsMonotonic, testRacingWorkersNeverMoveCursorBack, testStaleClaimsAreFencedOut,
+	testCheckpointKeepsTheLease, testCheckpointIsFencedAndMonotonic, testCursorOutOfRangeChangesNothing,
+	testRetryCountsAndSchedules, testParkKeepsCursorUnparkResumes, testCompleteLeavesNothingBehind,
+	testEvidenceIsBoundedNewestFirst, testEvidenceKeepsAnyAnswer, testUnknownRegistration,
+	testSkipMovesPastPoison, testRewindReplays, testOperatorMovesAreDueAtOnce,
 }
 
 // regIs checks registration stream/id's cursor, attempts and lease owner.
@@ -46,73 +40,81 @@ func regIs(t *testing.T, b Backend, stream, id string, next uint64, attempts int
 // fail503 is the evidence of a transient failure at when.
 func fail503(when time.Time) push.Evidence { return push.Evidence{At: when, Error: "503"} }
 
-func testAdvanceMonotonic(t *testing.T, b Backend) {
+func testAdvanceIsMonotonic(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
 
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(5)), 6))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(5)), 6))
 	st := regIs(t, b, "s", "r", 6, 0, "", "an advance resets attempts and releases the lease")
 	require.Empty(t, st.LastError)
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(6)), 6, at(10), fail503(at(6))))
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(10)), 3), "an advance behind the cursor is not an error")
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(6)), 6, at(10), fail503(at(6))))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(10)), 3), "an advance behind the cursor is not an error")
 	st = regIs(t, b, "s", "r", 6, 1, "", "a cursor never moves back; an advance that does not move it resets nothing, but releases the lease")
 	require.Equal(t, "503", st.LastError)
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(10)), 3, at(20), fail503(at(10))))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(20)), 2, push.Evidence{At: at(20), Error: "410"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(10)), 3, at(20), fail503(at(10))))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(20)), 2, push.Evidence{At: at(20), Error: "410"}))
 	regIs(t, b, "s", "r", 6, 3, "", "neither Retry nor Park moves a cursor back")
 }
 
-// testAdvanceRace races workers that claim and advance the same
-// registration with short leases: every write is either applied (never
-// moving the cursor back) or fenced out with ErrLeaseLost.
-func testAdvanceRace(t *testing.T, b Backend) {
+// testRacingWorkersNeverMoveCursorBack also checks that an Advance that
+// returned is seen by Get.
+func testRacingWorkersNeverMoveCursorBack(t *testing.T, b Backend) {
 	streamWithReg(t, b, 200)
-	var (
-		mu      sync.Mutex
-		maxSeen uint64
-		applied int
-	)
-	claimRace(t, b, 8, 25, 1, 42, func(claimed []push.Status, rng *rand.Rand) error {
-		if len(claimed) == 0 {
-			return nil
+	raceSaves(t, b, 8, 25, 1, 42, func(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+		errs := make([]error, len(saves))
+		for i, sv := range saves {
+			if errs[i] = b.Advance(ctx, sv.Claim, sv.NextSeq); errs[i] != nil {
+				continue
+			}
+			st, err := b.Get(ctx, sv.Claim.Stream, sv.Claim.ID)
+			if err == nil && st.NextSeq < sv.NextSeq {
+				err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, sv.NextSeq)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		n := 1 + rng.Uint64N(201)
-		err := b.Advance(ctx(t), claimed[0].Claim(), n)
-		if errors.Is(err, push.ErrLeaseLost) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		maxSeen = max(maxSeen, n)
-		applied++
-		mu.Unlock()
-		st, err := b.Get(ctx(t), "s", "r")
-		if err == nil && st.NextSeq < n {
-			err = fmt.Errorf("cursor %d is behind the advance to %d that returned", st.NextSeq, n)
-		}
-		return err
+		return errs, nil
 	})
-	require.Positive(t, applied)
-	require.Equal(t, max(maxSeen, 1), get(t, b, "s", "r").NextSeq, "the cursor is the largest applied advance")
 }
 
-// claimRace runs workers that each claim, rounds times, up to limit due
-// registrations under one-second leases at staggered instants, and hand them
-// to fn with a random source of their own (seeded by seed).
-func claimRace(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, fn func([]push.Status, *rand.Rand) error) {
+// raceSaves races workers that each claim, rounds times, up to limit due
+// registrations of stream s under one-second leases at staggered instants,
+// and save random cursors for them, in random order, through save (seeded
+// by seed): every save applies (never moving a cursor back) or is fenced out
+// with ErrLeaseLost, none deadlocks, and each cursor ends at the largest
+// applied save.
+func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, save func(context.Context, []push.CursorSave) ([]error, error)) {
+	var (
+		mu      sync.Mutex
+		maxSeen = map[string]uint64{}
+	)
 	race(t, workers, func(w int) error {
 		rng := rand.New(rand.NewPCG(uint64(w), seed))
 		for i := range rounds {
 			when := at(i*10 + w)
-			batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+			batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 				Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
-			if err == nil {
-				err = fn(batch.Registrations, rng)
+			if err != nil {
+				return err
+			}
+			saves := mapped(batch.Registrations, func(st push.Status) push.CursorSave {
+				return push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
+			})
+			rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
+			errs, err := save(t.Context(), saves)
+			for j, e := range errs {
+				if err == nil && !errors.Is(e, push.ErrLeaseLost) {
+					err = e
+				}
+				if e == nil {
+					mu.Lock()
+					maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
+					mu.Unlock()
+				}
 			}
 			if err != nil {
 				return err
@@ -120,129 +122,126 @@ func claimRace(t *testing.T, b Backend, workers, rounds, limit int, seed uint64,
 		}
 		return nil
 	})
+	require.NotEmpty(t, maxSeen, "some save applied")
+	for id, n := range maxSeen {
+		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
+	}
 }
 
-// leaseTakenOver returns claim A took at 0 and claim B took when A's lease
-// expired.
-func leaseTakenOver(t *testing.T, b Backend) (a, bb push.Claim) {
-	t.Helper()
-	a = due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
-	require.Equal(t, "A", a.Owner)
-	return a, due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim()
-}
-
-func testFencing(t *testing.T, b Backend) {
+func testStaleClaimsAreFencedOut(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
-	a, bb := leaseTakenOver(t, b)
+	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
+	require.Equal(t, "A", a.Owner)
+	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired
 	stale := push.Evidence{At: at(61), Error: "stale"}
-	require.ErrorIs(t, b.Advance(ctx(t), a, 5), push.ErrLeaseLost)
-	require.ErrorIs(t, b.Retry(ctx(t), a, 1, at(100), stale), push.ErrLeaseLost)
-	require.ErrorIs(t, b.Park(ctx(t), a, 1, stale), push.ErrLeaseLost)
-	require.ErrorIs(t, b.Complete(ctx(t), a), push.ErrLeaseLost)
-	require.ErrorIs(t, errOf(b.HostFailed(ctx(t), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Policy: policy})),
+	require.ErrorIs(t, b.Advance(t.Context(), a, 5), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Retry(t.Context(), a, 1, at(100), stale), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Park(t.Context(), a, 1, stale), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Complete(t.Context(), a), push.ErrLeaseLost)
+	require.ErrorIs(t, errOf(b.HostFailed(t.Context(), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Policy: policy})),
 		push.ErrLeaseLost)
-	require.ErrorIs(t, b.Park(ctx(t), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
+	require.ErrorIs(t, b.Park(t.Context(), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
 	require.False(t, regIs(t, b, "s", "r", 1, 0, "B", "a stale claim never releases the live lease").Parked)
 	require.Empty(t, evidence(t, b, "s", "r"), "a fenced write stores no evidence")
 	require.Empty(t, hosts(t, b, push.HostQuery{}), "a fenced host failure counts nothing against the host")
 	require.Empty(t, heraldEvents(t, b), "a change that did not happen is not told")
 
 	// An operator's move takes the lease away from the turn in flight.
-	require.NoError(t, b.Advance(ctx(t), bb, 8))
+	require.NoError(t, b.Advance(t.Context(), bb, 8))
 	c := claim(t, b, "s", "r", at(70))
-	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(71)))
-	require.ErrorIs(t, b.Advance(ctx(t), c, 11), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
+	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(71)))
+	require.ErrorIs(t, b.Advance(t.Context(), c, 11), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
 	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
 	c = claim(t, b, "s", "r", at(72))
-	require.NoError(t, b.Skip(ctx(t), "s", "r", 4, at(73), "poison"))
-	require.ErrorIs(t, b.Retry(ctx(t), c, 2, at(100), stale), push.ErrLeaseLost, "nor count a failure after a skip")
+	require.NoError(t, b.Skip(t.Context(), "s", "r", 4, at(73), "poison"))
+	require.ErrorIs(t, b.Retry(t.Context(), c, 2, at(100), stale), push.ErrLeaseLost, "nor count a failure after a skip")
 	regIs(t, b, "s", "r", 4, 0, "", "the skip")
 }
 
-// testCheckpointKeepsLease: a checkpoint saves the cursor as Advance does
+// testCheckpointKeepsTheLease: a checkpoint saves the cursor as Advance does
 // and the claim goes on: no other claim takes the registration, and the same
 // claim's writes still apply.
-func testCheckpointKeepsLease(t *testing.T, b Backend) {
+func testCheckpointKeepsTheLease(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
 	c := due(t, b, "webhook", "A", at(5), 1).Registrations[0].Claim()
 	leased := get(t, b, "s", "r")
 
-	require.NoError(t, b.Checkpoint(ctx(t), c, 4))
+	require.NoError(t, b.Checkpoint(t.Context(), c, 4))
 	st := regIs(t, b, "s", "r", 4, 0, "A", "a checkpoint that moves the cursor resets attempts, and keeps the lease")
 	require.Empty(t, st.LastError)
 	requireTime(t, leased.LeaseUntil, st.LeaseUntil, "LeaseUntil")
 	require.Empty(t, due(t, b, "webhook", "B", at(6), 1).Registrations, "no other claim takes it while the lease lives")
 
-	require.NoError(t, b.Checkpoint(ctx(t), c, 7), "a claim checkpoints as often as it likes")
-	require.NoError(t, b.Advance(ctx(t), c, 9), "and ends with a write of its own")
+	require.NoError(t, b.Checkpoint(t.Context(), c, 7), "a claim checkpoints as often as it likes")
+	require.NoError(t, b.Advance(t.Context(), c, 9), "and ends with a write of its own")
 	regIs(t, b, "s", "r", 9, 0, "", "Advance released the lease")
 	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "C", at(7), 1).Registrations), "due again at once")
 }
 
-// testCheckpointFenced: a checkpoint applies only under the live lease, and
-// never moves a cursor back.
-func testCheckpointFenced(t *testing.T, b Backend) {
+// testCheckpointIsFencedAndMonotonic: a checkpoint applies only under the
+// live lease, and never moves a cursor back.
+func testCheckpointIsFencedAndMonotonic(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
-	require.NoError(t, b.Checkpoint(ctx(t), a, 3))
+	require.NoError(t, b.Checkpoint(t.Context(), a, 3))
 	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired: B takes over
-	require.ErrorIs(t, b.Checkpoint(ctx(t), a, 8), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Checkpoint(t.Context(), a, 8), push.ErrLeaseLost)
 	regIs(t, b, "s", "r", 3, 0, "B", "a stale checkpoint changes nothing")
 
-	require.NoError(t, b.Retry(ctx(t), bb, 5, at(61), fail503(at(60))))
+	require.NoError(t, b.Retry(t.Context(), bb, 5, at(61), fail503(at(60))))
 	c := claim(t, b, "s", "r", at(61))
-	require.NoError(t, b.Checkpoint(ctx(t), c, 2), "a checkpoint behind the cursor is not an error")
+	require.NoError(t, b.Checkpoint(t.Context(), c, 2), "a checkpoint behind the cursor is not an error")
 	st := regIs(t, b, "s", "r", 5, 1, c.Owner, "a checkpoint never moves a cursor back, nor resets what it did not move past")
 	require.Equal(t, "503", st.LastError)
 	for _, n := range []uint64{0, 12, 1 << 62} {
-		require.ErrorIs(t, b.Checkpoint(ctx(t), c, n), journal.ErrInvalid, "checkpoint at %d with head 10", n)
+		require.ErrorIs(t, b.Checkpoint(t.Context(), c, n), journal.ErrInvalid, "checkpoint at %d with head 10", n)
 	}
-	require.ErrorIs(t, b.Checkpoint(ctx(t), push.Claim{Stream: "s", ID: "r"}, 6), journal.ErrInvalid, "no owner")
+	require.ErrorIs(t, b.Checkpoint(t.Context(), push.Claim{Stream: "s", ID: "r"}, 6), journal.ErrInvalid, "no owner")
 	require.Equal(t, uint64(5), get(t, b, "s", "r").NextSeq, "nothing changed")
 
-	require.NoError(t, b.Rewind(ctx(t), "s", "r", 2, at(62)))
-	require.ErrorIs(t, b.Checkpoint(ctx(t), c, 6), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
+	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(62)))
+	require.ErrorIs(t, b.Checkpoint(t.Context(), c, 6), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
 	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
 }
 
-func testCursorRange(t *testing.T, b Backend) {
+func testCursorOutOfRangeChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3)
 	c := claim(t, b, "s", "r", at(0))
 	for _, n := range []uint64{0, 5, 1 << 62} {
-		require.ErrorIs(t, b.Advance(ctx(t), c, n), journal.ErrInvalid, "advance to %d with head 3", n)
-		require.ErrorIs(t, b.Retry(ctx(t), c, n, at(9), push.Evidence{At: at(0)}), journal.ErrInvalid, "retry at %d", n)
-		require.ErrorIs(t, b.Park(ctx(t), c, n, push.Evidence{At: at(0)}), journal.ErrInvalid, "park at %d", n)
+		require.ErrorIs(t, b.Advance(t.Context(), c, n), journal.ErrInvalid, "advance to %d with head 3", n)
+		require.ErrorIs(t, b.Retry(t.Context(), c, n, at(9), push.Evidence{At: at(0)}), journal.ErrInvalid, "retry at %d", n)
+		require.ErrorIs(t, b.Park(t.Context(), c, n, push.Evidence{At: at(0)}), journal.ErrInvalid, "park at %d", n)
 	}
-	require.ErrorIs(t, b.Retry(ctx(t), c, 1, time.Time{}, push.Evidence{At: at(0)}), journal.ErrInvalid, "zero notBefore")
-	require.ErrorIs(t, b.Retry(ctx(t), c, 1, at(9), push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
-	require.ErrorIs(t, b.Park(ctx(t), c, 1, push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
-	require.ErrorIs(t, b.Advance(ctx(t), push.Claim{Stream: "s", ID: "r"}, 2), journal.ErrInvalid, "no owner")
-	require.ErrorIs(t, b.Unpark(ctx(t), "s", "r", time.Time{}), journal.ErrInvalid)
-	require.ErrorIs(t, b.Skip(ctx(t), "s", "r", 2, time.Time{}, "x"), journal.ErrInvalid)
-	require.ErrorIs(t, b.Rewind(ctx(t), "s", "r", 1, time.Time{}), journal.ErrInvalid)
+	require.ErrorIs(t, b.Retry(t.Context(), c, 1, time.Time{}, push.Evidence{At: at(0)}), journal.ErrInvalid, "zero notBefore")
+	require.ErrorIs(t, b.Retry(t.Context(), c, 1, at(9), push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
+	require.ErrorIs(t, b.Park(t.Context(), c, 1, push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
+	require.ErrorIs(t, b.Advance(t.Context(), push.Claim{Stream: "s", ID: "r"}, 2), journal.ErrInvalid, "no owner")
+	require.ErrorIs(t, b.Unpark(t.Context(), "s", "r", time.Time{}), journal.ErrInvalid)
+	require.ErrorIs(t, b.Skip(t.Context(), "s", "r", 2, time.Time{}, "x"), journal.ErrInvalid)
+	require.ErrorIs(t, b.Rewind(t.Context(), "s", "r", 1, time.Time{}), journal.ErrInvalid)
 	regIs(t, b, "s", "r", 1, 0, c.Owner, "nothing changed, the lease is still held")
-	require.NoError(t, b.Advance(ctx(t), c, 4), "one past the head is the end of the stream")
+	require.NoError(t, b.Advance(t.Context(), c, 4), "one past the head is the end of the stream")
 
-	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("s", "past", "webhook", 5))), journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
+	require.ErrorIs(t, errOf(b.Register(t.Context(), regFrom("s", "past", "webhook", 5))), journal.ErrInvalid, "a new cursor past head+1 would skip records unseen")
 }
 
-func testRetry(t *testing.T, b Backend) {
+func testRetryCountsAndSchedules(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	ev := push.Evidence{At: at(0), Event: push.EventFailed, Seq: 1, RecordID: "s-1", MessageID: "s-1", Attempt: 1,
 		Status: 503, Body: "busy", Duration: 1500 * time.Millisecond, Error: "503 Service Unavailable", NotBefore: at(7),
 		Location: "https://elsewhere.example/"}
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(7), ev))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(7), ev))
 	st := regIs(t, b, "s", "r", 1, 1, "", "a retry releases the lease")
 	requireTime(t, at(7), st.NextAttemptAt, "NextAttemptAt")
 	require.Equal(t, "503 Service Unavailable", st.LastError)
 	require.Equal(t, push.StateRetrying, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(6), 1).Registrations, "not due before NextAttemptAt")
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(7)), 1, at(20), push.Evidence{At: at(7), Error: "timeout"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(7)), 1, at(20), push.Evidence{At: at(7), Error: "timeout"}))
 	require.Equal(t, 2, get(t, b, "s", "r").Attempts, "consecutive failures at one record add up")
 
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(20)), 4, at(30), push.Evidence{At: at(20), Error: "reset"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(20)), 4, at(30), push.Evidence{At: at(20), Error: "reset"}))
 	regIs(t, b, "s", "r", 4, 1, "", "progress made before the failure is kept; a failure after it is the first at the new record")
 
 	evs := evidence(t, b, "s", "r")
@@ -255,11 +254,11 @@ func testRetry(t *testing.T, b Backend) {
 	require.Equal(t, want, got, "every field of the evidence is kept")
 }
 
-func testParkUnpark(t *testing.T, b Backend) {
+func testParkKeepsCursorUnparkResumes(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
-	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(0)))
+	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(0)))
 	require.Empty(t, heraldEvents(t, b), "unparking one that is not parked changes nothing, tells nothing")
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 3, push.Evidence{At: at(4), Event: push.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 3, push.Evidence{At: at(4), Event: push.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
 	st := regIs(t, b, "s", "r", 3, 1, "", "parking keeps the cursor, with the progress made before")
 	require.True(t, st.Parked)
 	requireTime(t, at(4), st.ParkedAt, "ParkedAt")
@@ -267,13 +266,13 @@ func testParkUnpark(t *testing.T, b Backend) {
 	require.Equal(t, push.StateParked, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(1000), 10).Registrations, "a parked registration is never due")
 
-	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(2000)))
+	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(2000)))
 	st = regIs(t, b, "s", "r", 3, 0, "", "unpark resets attempts, resumes at the first unacknowledged record")
 	require.False(t, st.Parked)
 	require.True(t, st.ParkedAt.IsZero())
 	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "w", at(2000), 10).Registrations), "due at once")
 
-	require.NoError(t, b.Unpark(ctx(t), "s", "r", at(2001)), "unparking an active registration changes nothing")
+	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(2001)), "unparking an active registration changes nothing")
 	evs := evidence(t, b, "s", "r")
 	require.Equal(t, []string{push.EventUnparked, push.EventParked}, events(evs))
 	require.Equal(t, 410, evs[1].Status)
@@ -283,16 +282,16 @@ func testParkUnpark(t *testing.T, b Backend) {
 		Host: "receiver.example:443", Cursor: 3, At: at(2000)}, payload(t, recs[1]), "resumes at its cursor, at the operator's instant")
 }
 
-func testComplete(t *testing.T, b Backend) {
+func testCompleteLeavesNothingBehind(t *testing.T, b Backend) {
 	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "r", "a2a"))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "task/1", "r", at(0)), 1, at(1), fail503(at(0))))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "task/1", "r", at(0)), 1, at(1), fail503(at(0))))
 	stale := claim(t, b, "task/1", "r", at(1))
 	c := claim(t, b, "task/1", "r", at(1+60))
-	require.ErrorIs(t, b.Complete(ctx(t), stale), push.ErrLeaseLost)
-	require.NoError(t, b.Complete(ctx(t), c))
-	require.ErrorIs(t, errOf(b.Get(ctx(t), "task/1", "r")), journal.ErrNotFound, "a completed registration is gone")
-	require.ErrorIs(t, errOf(b.Evidence(ctx(t), "task/1", "r", 0)), journal.ErrNotFound)
+	require.ErrorIs(t, b.Complete(t.Context(), stale), push.ErrLeaseLost)
+	require.NoError(t, b.Complete(t.Context(), c))
+	require.ErrorIs(t, errOf(b.Get(t.Context(), "task/1", "r")), journal.ErrNotFound, "a completed registration is gone")
+	require.ErrorIs(t, errOf(b.Evidence(t.Context(), "task/1", "r", 0)), journal.ErrNotFound)
 	require.Empty(t, list(t, b, push.ListQuery{Stream: "task/1"}))
 	require.Equal(t, uint64(2), head(t, b, "task/1"), "the journal keeps its records")
 
@@ -302,15 +301,15 @@ func testComplete(t *testing.T, b Backend) {
 		Host: "receiver.example:443", Cursor: 3, At: at(61)}, payload(t, recs[0]), "one past the final record, at the instant of the claim whose turn completed it")
 }
 
-func testEvidence(t *testing.T, b Backend) {
+func testEvidenceIsBoundedNewestFirst(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	register(t, b, reg("s", "other", "webhook"))
 	total := push.MaxEvidence + 20
 	for i := range total {
-		require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(i),
+		require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "r", At: at(i),
 			Event: push.EventSkipped, Seq: 1, Error: fmt.Sprintf("e%d", i), Body: strings.Repeat("x", push.MaxEvidenceBody)}))
 	}
-	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "other", At: at(0), Error: "mine"}))
+	require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "other", At: at(0), Error: "mine"}))
 
 	evs := evidence(t, b, "s", "r")
 	require.Len(t, evs, push.MaxEvidence, "at most MaxEvidence rows per registration")
@@ -318,22 +317,22 @@ func testEvidence(t *testing.T, b Backend) {
 	require.Equal(t, fmt.Sprintf("e%d", total-push.MaxEvidence), evs[len(evs)-1].Error, "the oldest rows were dropped")
 	require.Len(t, evs[0].Body, push.MaxEvidenceBody)
 
-	few, err := b.Evidence(ctx(t), "s", "r", 3)
+	few, err := b.Evidence(t.Context(), "s", "r", 3)
 	require.NoError(t, err)
 	require.Equal(t, []string{fmt.Sprintf("e%d", total-1), fmt.Sprintf("e%d", total-2), fmt.Sprintf("e%d", total-3)},
 		[]string{few[0].Error, few[1].Error, few[2].Error})
 	require.Len(t, evidence(t, b, "s", "other"), 1, "evidence is per registration")
-	require.ErrorIs(t, errOf(b.Evidence(ctx(t), "s", "r", -1)), journal.ErrInvalid)
-	require.ErrorIs(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "nobody", At: at(0)}), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Evidence(t.Context(), "s", "r", -1)), journal.ErrInvalid)
+	require.ErrorIs(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "nobody", At: at(0)}), journal.ErrNotFound)
 }
 
-// testEvidenceBytes: a receiver chooses these bytes. A store that could not
-// keep them would fail Retry; the worker would count no attempt, and the
-// registration would be retried every lease and never parked.
-func testEvidenceBytes(t *testing.T, b Backend) {
+// testEvidenceKeepsAnyAnswer: a receiver chooses these bytes. A store that
+// could not keep them would fail Retry; the worker would count no attempt,
+// and the registration would be retried every lease and never parked.
+func testEvidenceKeepsAnyAnswer(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	ev := push.Evidence{At: at(0), Status: 500, Body: "a\x00b\xff\xfe" + strings.Repeat("é", 400), Location: "/\x00", Error: "500 \xff"}
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(5), ev))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), ev))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
 	evs := evidence(t, b, "s", "r")
 	require.Equal(t, ev.Clean().Body, evs[0].Body, "stored as Evidence.Clean makes it")
@@ -346,16 +345,16 @@ func testUnknownRegistration(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
 	nobody := push.Claim{Stream: "s", ID: "nobody", Owner: "w"}
 	for name, err := range map[string]error{
-		"Advance":    b.Advance(ctx(t), nobody, 2),
-		"Checkpoint": b.Checkpoint(ctx(t), nobody, 2),
-		"Retry":      b.Retry(ctx(t), nobody, 1, at(1), push.Evidence{At: at(0)}),
-		"Park":       b.Park(ctx(t), nobody, 1, push.Evidence{At: at(0)}),
-		"Unpark":     b.Unpark(ctx(t), "s", "nobody", at(0)),
-		"Complete":   b.Complete(ctx(t), nobody),
-		"Skip":       b.Skip(ctx(t), "s", "nobody", 2, at(0), "poison"),
-		"Rewind":     b.Rewind(ctx(t), "s", "nobody", 1, at(0)),
-		"Unregister": b.Unregister(ctx(t), "s", "nobody"),
-		"Evidence":   errOf(b.Evidence(ctx(t), "s", "nobody", 0)),
+		"Advance":    b.Advance(t.Context(), nobody, 2),
+		"Checkpoint": b.Checkpoint(t.Context(), nobody, 2),
+		"Retry":      b.Retry(t.Context(), nobody, 1, at(1), push.Evidence{At: at(0)}),
+		"Park":       b.Park(t.Context(), nobody, 1, push.Evidence{At: at(0)}),
+		"Unpark":     b.Unpark(t.Context(), "s", "nobody", at(0)),
+		"Complete":   b.Complete(t.Context(), nobody),
+		"Skip":       b.Skip(t.Context(), "s", "nobody", 2, at(0), "poison"),
+		"Rewind":     b.Rewind(t.Context(), "s", "nobody", 1, at(0)),
+		"Unregister": b.Unregister(t.Context(), "s", "nobody"),
+		"Evidence":   errOf(b.Evidence(t.Context(), "s", "nobody", 0)),
 	} {
 		require.ErrorIs(t, err, journal.ErrNotFound, name)
 	}
@@ -369,8 +368,7 @@ func events(evs []push.Evidence) []string {
 // advanceBatchTests run against stores that are push.AdvanceBatchers; the
 // others skip them (a worker gives them one Advance a save).
 var advanceBatchTests = []test{
-	{"EachSaveAsAdvanceAlone", testAdvanceBatchPerSave},
-	{"RacingBatchesNeverMoveCursorsBack", testAdvanceBatchRace},
+	testEachSaveAsAdvanceAlone, testRacingBatchesNeverMoveCursorsBack,
 }
 
 func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
@@ -382,9 +380,9 @@ func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
 	return ab
 }
 
-// testAdvanceBatchPerSave mixes, in one batch, every answer Advance can
+// testEachSaveAsAdvanceAlone mixes, in one batch, every answer Advance can
 // give: each save applies or fails exactly as it would alone.
-func testAdvanceBatchPerSave(t *testing.T, b Backend) {
+func testEachSaveAsAdvanceAlone(t *testing.T, b Backend) {
 	ab := batcher(t, b)
 	appendN(t, b, "s", 10)
 	appendN(t, b, "t", 3)
@@ -397,9 +395,9 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	stale := claim(t, b, "s", "stale", at(0))
 	live := claim(t, b, "s", "stale", at(61)) // stale's lease expired: another worker took it
 	past := claim(t, b, "s", "past", at(0))
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "behind", at(0)), 6))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "behind", at(0)), 6))
 	behind := claim(t, b, "s", "behind", at(1))
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "attempts", at(0)), 2, at(5), push.Evidence{At: at(0), Error: "503"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "attempts", at(0)), 2, at(5), push.Evidence{At: at(0), Error: "503"}))
 	attempts := claim(t, b, "s", "attempts", at(5))
 	end := claim(t, b, "t", "end", at(0))
 
@@ -421,7 +419,7 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 		{push.CursorSave{Claim: end, NextSeq: 4}, nil, 4, "", "to the end of the stream"},
 		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, 1, past.Owner, "cursor 0"},
 	}
-	errs, err := ab.AdvanceBatch(ctx(t), mapped(cases, func(c row) push.CursorSave { return c.save }))
+	errs, err := ab.AdvanceBatch(t.Context(), mapped(cases, func(c row) push.CursorSave { return c.save }))
 	require.NoError(t, err)
 	require.Len(t, errs, len(cases))
 	for i, c := range cases {
@@ -432,13 +430,13 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	}
 	require.Empty(t, get(t, b, "s", "attempts").LastError)
 
-	errs, err = ab.AdvanceBatch(ctx(t), nil)
+	errs, err = ab.AdvanceBatch(t.Context(), nil)
 	require.NoError(t, err)
 	require.Empty(t, errs, "an empty batch")
 
 	// The same registration twice (a turn fenced out beside the live one).
 	c := claim(t, b, "s", "moves", at(100))
-	errs, err = ab.AdvanceBatch(ctx(t), []push.CursorSave{{Claim: stale, NextSeq: 10}, {Claim: live, NextSeq: 7}, {Claim: c, NextSeq: 8}})
+	errs, err = ab.AdvanceBatch(t.Context(), []push.CursorSave{{Claim: stale, NextSeq: 10}, {Claim: live, NextSeq: 7}, {Claim: c, NextSeq: 8}})
 	require.NoError(t, err)
 	require.ErrorIs(t, errs[0], push.ErrLeaseLost)
 	require.NoError(t, errs[1])
@@ -447,51 +445,15 @@ func testAdvanceBatchPerSave(t *testing.T, b Backend) {
 	require.Equal(t, uint64(8), get(t, b, "s", "moves").NextSeq)
 }
 
-// testAdvanceBatchRace races workers that claim and save batches of the
-// same registrations with short leases, in different orders: every save is
-// applied (never moving a cursor back) or fenced out, and no two batches
-// deadlock.
-func testAdvanceBatchRace(t *testing.T, b Backend) {
+func testRacingBatchesNeverMoveCursorsBack(t *testing.T, b Backend) {
 	ab := batcher(t, b)
-	const regs = 12
-	streamWithRegs(t, b, 200, regs)
-	var (
-		mu      sync.Mutex
-		maxSeen = map[string]uint64{}
-	)
-	claimRace(t, b, 6, 15, 6, 7, func(claimed []push.Status, rng *rand.Rand) error {
-		saves := make([]push.CursorSave, len(claimed))
-		for j, st := range claimed {
-			saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
-		}
-		rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
-		res, err := ab.AdvanceBatch(ctx(t), saves)
-		if err != nil {
-			return err
-		}
-		for j, e := range res {
-			if errors.Is(e, push.ErrLeaseLost) {
-				continue
-			}
-			if e != nil {
-				return e
-			}
-			mu.Lock()
-			maxSeen[saves[j].Claim.ID] = max(maxSeen[saves[j].Claim.ID], saves[j].NextSeq)
-			mu.Unlock()
-		}
-		return nil
-	})
-	require.NotEmpty(t, maxSeen)
-	for id, n := range maxSeen {
-		require.Equal(t, n, get(t, b, "s", id).NextSeq, "%s: the cursor is the largest applied save", id)
-	}
+	streamWithRegs(t, b, 200, 12)
+	raceSaves(t, b, 6, 15, 6, 7, ab.AdvanceBatch)
 }
 
 // A worker's turn over the store: what Checkpoint is for.
 var turnTests = []test{
-	{"PagesShareOneClaim", testPagesShareOneClaim},
-	{"FailureOnALaterPage", testFailureOnALaterPage},
+	testPagesShareOneClaim, testFailureOnALaterPage,
 }
 
 // pageSetup appends n records to stream, registers stream/r with window w,
@@ -516,7 +478,7 @@ func testPagesShareOneClaim(t *testing.T, b Backend) {
 		rc := &receiver{b: b}
 		claimed := 0
 		w := pageSetup(t, b, stream, 10, window, rc, &claimed)
-		rep, err := w.RunOnce(ctx(t), at(0), 10)
+		rep, err := w.RunOnce(t.Context(), at(0), 10)
 		require.NoError(t, err)
 		require.Equal(t, push.SweepReport{Registrations: 1, Records: 10, Deliveries: 10}, rep, "window %d", window)
 		require.Equal(t, 1, claimed, "one claim served every page")
@@ -535,8 +497,8 @@ func testPagesShareOneClaim(t *testing.T, b Backend) {
 	}
 }
 
-// testFailureOnALaterPage: a failure on the second page is one attempt at
-// the first unacknowledged record, with the progress of the pages before it
+// testFailureOnALaterPage: a failure on the second page is one attempt at the
+// first unacknowledged record, with the progress of the pages before it
 // saved, and the next turn resends from there.
 func testFailureOnALaterPage(t *testing.T, b Backend) {
 	for _, window := range []int{1, 3} {
@@ -544,7 +506,7 @@ func testFailureOnALaterPage(t *testing.T, b Backend) {
 		rc := &receiver{b: b, fail: func(n, try int) bool { return n == 5 && try == 1 }}
 		claimed := 0
 		w := pageSetup(t, b, stream, 10, window, rc, &claimed)
-		rep, err := w.RunOnce(ctx(t), at(0), 10)
+		rep, err := w.RunOnce(t.Context(), at(0), 10)
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Retries, "window %d", window)
 		st := regIs(t, b, stream, "r", 5, 1, "", "the cursor is at the first unacknowledged record; one attempt, however many were in flight; the retry released the lease")
@@ -559,7 +521,7 @@ func testFailureOnALaterPage(t *testing.T, b Backend) {
 			require.Equal(t, []int{1, 2, 3, 4, 5, 6}, sorted(first), "the window of page 2 was in flight together")
 		}
 
-		rep, err = w.RunOnce(ctx(t), st.NextAttemptAt, 10)
+		rep, err = w.RunOnce(t.Context(), st.NextAttemptAt, 10)
 		require.NoError(t, err)
 		require.Equal(t, 6, rep.Records, "window %d: from the failed record to the head", window)
 		require.Equal(t, 2, claimed, "one claim a turn")
@@ -567,4 +529,66 @@ func testFailureOnALaterPage(t *testing.T, b Backend) {
 		require.Equal(t, []int{5, 6, 7, 8, 9, 10}, sorted(again), "every record from the failed one is sent again")
 		require.Equal(t, uint64(11), get(t, b, stream, "r").NextSeq)
 	}
+}
+
+func testSkipMovesPastPoison(t *testing.T, b Backend) {
+	streamWithReg(t, b, 5)
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
+	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
+		require.ErrorIs(t, b.Skip(t.Context(), "s", "r", bad, at(1), "poison"), journal.ErrInvalid, "skip to %d", bad)
+	}
+	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq, "a refused skip changes nothing")
+
+	require.NoError(t, b.Skip(t.Context(), "s", "r", 3, at(2), "record 2 is malformed"))
+	require.True(t, regIs(t, b, "s", "r", 3, 0, "", "the skip").Parked, "a skip does not unpark")
+	require.NoError(t, b.Skip(t.Context(), "s", "r", 6, at(3), "to the head"), "one past the head is allowed")
+
+	evs := evidence(t, b, "s", "r")
+	require.Equal(t, []string{push.EventSkip, push.EventSkip, ""}, events(evs))
+	require.Equal(t, uint64(2), evs[1].Seq, "the evidence names the cursor skipped from")
+	require.Equal(t, "record 2 is malformed", evs[1].Error)
+	requireTime(t, at(2), evs[1].At, "skip evidence At")
+}
+
+func testRewindReplays(t *testing.T, b Backend) {
+	streamWithReg(t, b, 5)
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 6))
+	require.Empty(t, due(t, b, "webhook", "w", at(0), 10).Registrations)
+	for _, bad := range []uint64{0, 7, 1 << 62} {
+		require.ErrorIs(t, b.Rewind(t.Context(), "s", "r", bad, at(1)), journal.ErrInvalid, "rewind to %d", bad)
+	}
+	require.Equal(t, uint64(6), get(t, b, "s", "r").NextSeq)
+
+	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(10)))
+	st := get(t, b, "s", "r")
+	require.Equal(t, uint64(2), st.NextSeq, "rewind is the one way a cursor moves back")
+	require.Equal(t, uint64(4), st.Lag())
+	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "w", at(10), 10).Registrations), "due at once")
+
+	evs := evidence(t, b, "s", "r")
+	require.Equal(t, []string{push.EventRewind}, events(evs))
+	require.Equal(t, uint64(6), evs[0].Seq, "the evidence names the cursor rewound from")
+	require.Equal(t, "rewound from #6 to #2", evs[0].Error, "and where to")
+
+	err := b.Rewind(t.Context(), "s", "r", 3, at(11))
+	require.ErrorIs(t, err, journal.ErrInvalid, "a rewind never moves the cursor forward")
+	require.ErrorContains(t, err, "skip")
+	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq, "a refused rewind changed nothing")
+	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(12)), "a rewind to the cursor retries it at once")
+}
+
+func testOperatorMovesAreDueAtOnce(t *testing.T, b Backend) {
+	streamWithReg(t, b, 5)
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(100000), fail503(at(0))))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(100000)), 1, push.Evidence{At: at(100000), Error: "ceiling"}))
+	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(200000)))
+	requireTime(t, at(200000), get(t, b, "s", "r").NextAttemptAt, "unpark: NextAttemptAt = at")
+
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(200000)), 1, at(900000), fail503(at(200000))))
+	require.NoError(t, b.Rewind(t.Context(), "s", "r", 1, at(200010)))
+	require.Len(t, due(t, b, "webhook", "w1", at(200010), 1).Registrations, 1, "rewind: due at once, whatever NextAttemptAt was")
+
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(200100)), 1, at(900000), fail503(at(200100))))
+	require.NoError(t, b.Skip(t.Context(), "s", "r", 2, at(200110), "poison"))
+	require.Len(t, due(t, b, "webhook", "w2", at(200110), 1).Registrations, 1, "skip: due at once")
 }

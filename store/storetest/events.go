@@ -11,20 +11,15 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// herald's operational events (push.EventsStream). Others are checked
-// beside the change they tell: a fenced park tells nothing (Cursor), an
-// unpark once (Cursor), a completion at the claim's instant (Cursor), a
-// host's changes of state once each, an operator's reset as an up (Hosts).
+// herald's operational events (push.EventsStream); the Cursor and Hosts
+// groups check the others beside the change they tell.
 var eventTests = []test{
-	{"ParkedInTheChangesStep", testEventParked},
-	{"SkippedByOperatorAndByPolicy", testEventSkipped},
-	{"NoEventsAboutRegistrationsOfHeraldEvents", testEventNoSelfFeed},
-	{"UsersCannotAppendToHeraldStreams", testEventReserved},
+	testParkedInTheChangesStep, testSkippedByOperatorAndByPolicy, testNoEventsAboutRegistrationsOfHeraldEvents,
+	testUsersCannotAppendToHeraldStreams,
 }
 
-// sequencer is what a store that numbers records after commit offers
-// (store/postgres): a step, so that the events appended in the transaction
-// of a change are read at once.
+// sequencer numbers records after commit (store/postgres); a step makes the
+// events a change appended readable at once.
 type sequencer interface {
 	Sequence(ctx context.Context) (int, error)
 }
@@ -33,10 +28,10 @@ type sequencer interface {
 func heraldEvents(t *testing.T, b Backend) []journal.Record {
 	t.Helper()
 	if s, ok := b.(sequencer); ok {
-		_, err := s.Sequence(ctx(t))
+		_, err := s.Sequence(t.Context())
 		require.NoError(t, err)
 	}
-	recs, err := b.Read(ctx(t), push.EventsStream, 1, 10000)
+	recs, err := b.Read(t.Context(), push.EventsStream, 1, 10000)
 	require.NoError(t, err)
 	return recs
 }
@@ -68,12 +63,12 @@ func eventKinds(recs []journal.Record) []string {
 	return mapped(recs, func(r journal.Record) string { return r.Kind })
 }
 
-func testEventParked(t *testing.T, b Backend) {
+func testParkedInTheChangesStep(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, regAt("s", "r", "webhook", "https://a.example/inbox/r"))
 	require.Empty(t, heraldEvents(t, b), "registering tells nothing")
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 2))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 2))
 	hostile := "410 Gone: <script>alert(1)</script>\"},{\"kind\":\"forged\x00\xff"
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(10)), 3, push.Evidence{At: at(10), Event: push.EventParked, Error: hostile}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(10)), 3, push.Evidence{At: at(10), Event: push.EventParked, Error: hostile}))
 
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindParked}, eventKinds(recs))
@@ -90,15 +85,15 @@ func testEventParked(t *testing.T, b Backend) {
 	require.Equal(t, "2026-03-15T11:00:10Z", fields["at"], "RFC 3339, UTC")
 }
 
-func testEventSkipped(t *testing.T, b Backend) {
+func testSkippedByOperatorAndByPolicy(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
-	require.ErrorIs(t, b.Skip(ctx(t), "s", "r", 9, at(1), "too far"), journal.ErrInvalid)
+	require.ErrorIs(t, b.Skip(t.Context(), "s", "r", 9, at(1), "too far"), journal.ErrInvalid)
 	require.Empty(t, heraldEvents(t, b), "a refused skip tells nothing")
-	require.NoError(t, b.Skip(ctx(t), "s", "r", 3, at(2), "record 2 is malformed"))
-	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(3), Event: push.EventFailed, Error: "503"}))
-	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(4), Event: push.EventSkipped,
+	require.NoError(t, b.Skip(t.Context(), "s", "r", 3, at(2), "record 2 is malformed"))
+	require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "r", At: at(3), Event: push.EventFailed, Error: "503"}))
+	require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "r", At: at(4), Event: push.EventSkipped,
 		Seq: 4, MessageID: "m4", Error: "422 Unprocessable"}))
-	require.ErrorIs(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "gone", At: at(5), Event: push.EventSkipped, Seq: 4}), journal.ErrNotFound)
+	require.ErrorIs(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "gone", At: at(5), Event: push.EventSkipped, Seq: 4}), journal.ErrNotFound)
 
 	recs := heraldEvents(t, b)
 	require.Equal(t, []string{push.KindSkipped, push.KindSkipped}, eventKinds(recs))
@@ -108,25 +103,25 @@ func testEventSkipped(t *testing.T, b Backend) {
 		Host: "receiver.example:443", By: push.ByPolicy, Cursor: 4, Reason: "422 Unprocessable", At: at(4)}, payload(t, recs[1]), "the record whose message was passed")
 }
 
-func testEventNoSelfFeed(t *testing.T, b Backend) {
+func testNoEventsAboutRegistrationsOfHeraldEvents(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
 	require.Len(t, heraldEvents(t, b), 1)
 
 	// An operator's subscription to herald's events, whose receiver is gone.
 	register(t, b, regAt(push.EventsStream, "ops", "webhook", "https://chat.example/hook"))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, push.EventsStream, "ops", at(10)), 1, push.Evidence{At: at(10), Error: "410 Gone"}))
-	require.NoError(t, b.Unpark(ctx(t), push.EventsStream, "ops", at(20)))
-	require.NoError(t, b.Skip(ctx(t), push.EventsStream, "ops", 2, at(30), "past it"))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, push.EventsStream, "ops", at(10)), 1, push.Evidence{At: at(10), Error: "410 Gone"}))
+	require.NoError(t, b.Unpark(t.Context(), push.EventsStream, "ops", at(20)))
+	require.NoError(t, b.Skip(t.Context(), push.EventsStream, "ops", 2, at(30), "past it"))
 	require.Len(t, heraldEvents(t, b), 1, "changes to a registration of herald/events feed it nothing")
 	st := get(t, b, push.EventsStream, "ops")
 	require.Equal(t, uint64(2), st.NextSeq, "it is an ordinary registration otherwise")
 	require.Zero(t, st.Lag())
 }
 
-func testEventReserved(t *testing.T, b Backend) {
+func testUsersCannotAppendToHeraldStreams(t *testing.T, b Backend) {
 	for _, stream := range []string{push.EventsStream, "herald/other"} {
-		_, err := b.Append(ctx(t), stream, journal.Entry{ID: "forged-" + stream, Kind: push.KindParked, Payload: []byte(`{}`)})
+		_, err := b.Append(t.Context(), stream, journal.Entry{ID: "forged-" + stream, Kind: push.KindParked, Payload: []byte(`{}`)})
 		require.ErrorIs(t, err, journal.ErrInvalid, stream)
 		var inv *journal.InvalidError
 		require.ErrorAs(t, err, &inv)
@@ -134,8 +129,8 @@ func testEventReserved(t *testing.T, b Backend) {
 		require.Contains(t, err.Error(), "reserved")
 	}
 	require.Empty(t, heraldEvents(t, b), "nothing was written")
-	require.ErrorIs(t, errOf(b.Lookup(ctx(t), "forged-"+push.EventsStream)), journal.ErrNotFound)
-	require.ErrorIs(t, errOf(b.Append(ctx(t), "s", journal.Entry{ID: journal.ReservedIDPrefix + "0123", Kind: "k", Payload: []byte(`{}`)})),
+	require.ErrorIs(t, errOf(b.Lookup(t.Context(), "forged-"+push.EventsStream)), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Append(t.Context(), "s", journal.Entry{ID: journal.ReservedIDPrefix + "0123", Kind: "k", Payload: []byte(`{}`)})),
 		journal.ErrInvalid, "an event's id cannot be taken in another stream either")
-	require.NoError(t, errOf(b.Append(ctx(t), "heraldry/x", entry("fine"))), "only the prefix herald/ is reserved")
+	require.NoError(t, errOf(b.Append(t.Context(), "heraldry/x", entry("fine"))), "only the prefix herald/ is reserved")
 }

@@ -12,18 +12,12 @@ import (
 )
 
 var journalTests = []test{
-	{"SeqsStartAtOnePerStream", testSeqs},
-	{"ReadRangesAndLimits", testRead},
-	{"RecordRoundTrip", testRecordRoundTrip},
-	{"IdempotentAppend", testIdempotentAppend},
-	{"ConflictChangesNothing", testConflict},
-	{"BatchIsAllOrNothing", testBatchAllOrNothing},
-	{"FinalRecordSealsStream", testSealing},
-	{"BadInputChangesNothing", testJournalBadInput},
-	{"ConcurrentAppendsAreGapless", testConcurrentAppend},
+	testSeqsStartAtOnePerStream, testReadRangesAndLimits, testRecordRoundTrip, testIdempotentAppend,
+	testConflictChangesNothing, testBatchIsAllOrNothing, testFinalRecordSealsStream,
+	testBadJournalInputChangesNothing, testConcurrentAppendsAreGapless, testTraceContextStoredWithTheRecord,
 }
 
-func testSeqs(t *testing.T, b Backend) {
+func testSeqsStartAtOnePerStream(t *testing.T, b Backend) {
 	require.Zero(t, head(t, b, "actor/alice"), "head of a stream with no records")
 	recs := appendN(t, b, "actor/alice", 3)
 	for i, r := range recs {
@@ -32,14 +26,14 @@ func testSeqs(t *testing.T, b Backend) {
 	}
 	other := appendN(t, b, "actor/bob", 2)
 	require.Equal(t, uint64(1), other[0].Seq, "each stream has its own seqs")
-	more, err := b.Append(ctx(t), "actor/alice", entry("late-1"), entry("late-2"))
+	more, err := b.Append(t.Context(), "actor/alice", entry("late-1"), entry("late-2"))
 	require.NoError(t, err)
 	require.Equal(t, []uint64{4, 5}, seqs(more))
 	require.Equal(t, uint64(5), head(t, b, "actor/alice"))
 	require.Equal(t, uint64(2), head(t, b, "actor/bob"))
 }
 
-func testRead(t *testing.T, b Backend) {
+func testReadRangesAndLimits(t *testing.T, b Backend) {
 	appendN(t, b, "s", 10)
 	cases := []struct {
 		from  uint64
@@ -54,12 +48,12 @@ func testRead(t *testing.T, b Backend) {
 		{1000, 5, []uint64{}},
 	}
 	for _, c := range cases {
-		recs, err := b.Read(ctx(t), "s", c.from, c.limit)
+		recs, err := b.Read(t.Context(), "s", c.from, c.limit)
 		require.NoError(t, err)
 		require.NotNil(t, recs, "Read returns an empty slice, not nil")
 		require.Equal(t, c.want, seqs(recs), "Read(from %d, limit %d)", c.from, c.limit)
 	}
-	recs, err := b.Read(ctx(t), "never-written", 1, 10)
+	recs, err := b.Read(t.Context(), "never-written", 1, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
 }
@@ -73,12 +67,12 @@ func testRecordRoundTrip(t *testing.T, b Backend) {
 		{ID: "default-ct", Kind: "ping", Payload: []byte(`{}`)},
 		{ID: "empty", Kind: "ping", ContentType: "text/plain", Payload: nil},
 	}
-	recs, err := b.Append(ctx(t), "task/8f3c", in...)
+	recs, err := b.Append(t.Context(), "task/8f3c", in...)
 	require.NoError(t, err)
 	require.Len(t, recs, len(in))
 	require.Equal(t, journal.DefaultContentType, recs[2].ContentType, "empty content type defaults")
 
-	stored, err := b.Read(ctx(t), "task/8f3c", 1, 10)
+	stored, err := b.Read(t.Context(), "task/8f3c", 1, 10)
 	require.NoError(t, err)
 	require.Len(t, stored, len(in))
 	for i, r := range stored {
@@ -93,31 +87,31 @@ func testRecordRoundTrip(t *testing.T, b Backend) {
 	require.Equal(t, payload, stored[1].Payload, "binary payloads survive byte for byte")
 	require.Empty(t, stored[3].Payload)
 
-	got, err := b.Lookup(ctx(t), "bin-1")
+	got, err := b.Lookup(t.Context(), "bin-1")
 	require.NoError(t, err)
 	require.Equal(t, "task/8f3c", got.Stream)
 	require.Equal(t, uint64(2), got.Seq)
 	require.Equal(t, payload, got.Payload)
-	_, err = b.Lookup(ctx(t), "no-such-record")
+	_, err = b.Lookup(t.Context(), "no-such-record")
 	require.ErrorIs(t, err, journal.ErrNotFound)
 }
 
 func testIdempotentAppend(t *testing.T, b Backend) {
-	first, err := b.Append(ctx(t), "s", entry("a"), entry("b"))
+	first, err := b.Append(t.Context(), "s", entry("a"), entry("b"))
 	require.NoError(t, err)
-	again, err := b.Append(ctx(t), "s", entry("a"))
+	again, err := b.Append(t.Context(), "s", entry("a"))
 	require.NoError(t, err, "the same id with the same content is not an error")
 	require.Equal(t, first[0].Seq, again[0].Seq, "the stored record comes back")
 	requireTime(t, first[0].AppendedAt, again[0].AppendedAt, "stored AppendedAt")
 
-	mixed, err := b.Append(ctx(t), "s", entry("b"), entry("c"))
+	mixed, err := b.Append(t.Context(), "s", entry("b"), entry("c"))
 	require.NoError(t, err)
 	require.Equal(t, []uint64{2, 3}, seqs(mixed), "an existing id keeps its seq; a new one is appended")
 	require.Equal(t, uint64(3), head(t, b, "s"), "nothing is written twice")
 }
 
-func testConflict(t *testing.T, b Backend) {
-	_, err := b.Append(ctx(t), "s", entry("a"))
+func testConflictChangesNothing(t *testing.T, b Backend) {
+	_, err := b.Append(t.Context(), "s", entry("a"))
 	require.NoError(t, err)
 	cases := []struct {
 		field  string
@@ -131,7 +125,7 @@ func testConflict(t *testing.T, b Backend) {
 		{"stream", "elsewhere", entry("a")},
 	}
 	for _, c := range cases {
-		_, err := b.Append(ctx(t), c.stream, c.e)
+		_, err := b.Append(t.Context(), c.stream, c.e)
 		require.ErrorIs(t, err, journal.ErrConflict, c.field)
 		var ce *journal.ConflictError
 		require.True(t, errors.As(err, &ce), "a *journal.ConflictError for %s", c.field)
@@ -141,51 +135,51 @@ func testConflict(t *testing.T, b Backend) {
 	}
 	require.Equal(t, uint64(1), head(t, b, "s"))
 	require.Zero(t, head(t, b, "elsewhere"))
-	got, err := b.Lookup(ctx(t), "a")
+	got, err := b.Lookup(t.Context(), "a")
 	require.NoError(t, err)
 	require.Equal(t, string(entry("a").Payload), string(got.Payload), "the stored record is unchanged")
 }
 
-func testBatchAllOrNothing(t *testing.T, b Backend) {
-	require.NoError(t, errOf(b.Append(ctx(t), "s", entry("a"))))
+func testBatchIsAllOrNothing(t *testing.T, b Backend) {
+	require.NoError(t, errOf(b.Append(t.Context(), "s", entry("a"))))
 	bad := journal.Entry{ID: "a", Kind: "test.event", Payload: []byte(`{"changed":true}`)}
-	require.ErrorIs(t, errOf(b.Append(ctx(t), "s", entry("new-1"), entry("new-2"), bad)), journal.ErrConflict)
+	require.ErrorIs(t, errOf(b.Append(t.Context(), "s", entry("new-1"), entry("new-2"), bad)), journal.ErrConflict)
 	for _, id := range []string{"new-1", "new-2"} {
-		require.ErrorIs(t, errOf(b.Lookup(ctx(t), id)), journal.ErrNotFound, "%s from a failed batch must not be stored", id)
+		require.ErrorIs(t, errOf(b.Lookup(t.Context(), id)), journal.ErrNotFound, "%s from a failed batch must not be stored", id)
 	}
 	require.Equal(t, uint64(1), head(t, b, "s"))
 
 	// A seq is not burnt by a failed batch: the next append continues gaplessly.
-	recs, err := b.Append(ctx(t), "s", entry("b"))
+	recs, err := b.Append(t.Context(), "s", entry("b"))
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), recs[0].Seq)
 }
 
-func testSealing(t *testing.T, b Backend) {
+func testFinalRecordSealsStream(t *testing.T, b Backend) {
 	final := entry("done")
 	final.Final = true
-	recs, err := b.Append(ctx(t), "task/1", entry("working"), final)
+	recs, err := b.Append(t.Context(), "task/1", entry("working"), final)
 	require.NoError(t, err)
 	require.True(t, recs[1].Final)
 
-	_, err = b.Append(ctx(t), "task/1", entry("after"))
+	_, err = b.Append(t.Context(), "task/1", entry("after"))
 	require.ErrorIs(t, err, journal.ErrSealed)
 	var se *journal.SealedError
 	require.True(t, errors.As(err, &se))
 	require.Equal(t, uint64(2), se.FinalSeq)
-	require.ErrorIs(t, errOf(b.Lookup(ctx(t), "after")), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Lookup(t.Context(), "after")), journal.ErrNotFound)
 
-	again, err := b.Append(ctx(t), "task/1", final)
+	again, err := b.Append(t.Context(), "task/1", final)
 	require.NoError(t, err, "re-appending the final record itself is idempotent")
 	require.Equal(t, uint64(2), again[0].Seq)
 
 	midFinal := entry("x")
 	midFinal.Final = true
-	require.ErrorIs(t, errOf(b.Append(ctx(t), "task/2", midFinal, entry("y"))), journal.ErrInvalid, "only the last entry of a batch may be final")
+	require.ErrorIs(t, errOf(b.Append(t.Context(), "task/2", midFinal, entry("y"))), journal.ErrInvalid, "only the last entry of a batch may be final")
 	require.Zero(t, head(t, b, "task/2"))
 }
 
-func testJournalBadInput(t *testing.T, b Backend) {
+func testBadJournalInputChangesNothing(t *testing.T, b Backend) {
 	ok := entry("ok")
 	with := func(f func(e *journal.Entry)) []journal.Entry { e := ok; f(&e); return []journal.Entry{e} }
 	cases := []struct {
@@ -221,55 +215,85 @@ func testJournalBadInput(t *testing.T, b Backend) {
 		{"duplicate ids in a batch", "s", []journal.Entry{entry("d"), entry("d")}},
 	}
 	for _, c := range cases {
-		_, err := b.Append(ctx(t), c.stream, c.entries...)
+		_, err := b.Append(t.Context(), c.stream, c.entries...)
 		require.ErrorIs(t, err, journal.ErrInvalid, c.name)
 		var ie *journal.InvalidError
 		require.True(t, errors.As(err, &ie), "%s: an *journal.InvalidError naming the field", c.name)
 		require.NotEmpty(t, ie.Field, c.name)
 	}
 	for _, id := range []string{"ok", "d"} {
-		require.ErrorIs(t, errOf(b.Lookup(ctx(t), id)), journal.ErrNotFound, "nothing was written")
+		require.ErrorIs(t, errOf(b.Lookup(t.Context(), id)), journal.ErrNotFound, "nothing was written")
 	}
 	require.Zero(t, head(t, b, "s"), "nothing was written")
 	for name, err := range map[string]error{
-		"seq 0 does not exist": errOf(b.Read(ctx(t), "s", 0, 10)),
-		"limit 0":              errOf(b.Read(ctx(t), "s", 1, 0)),
-		"bad stream":           errOf(b.Read(ctx(t), "bad stream", 1, 1)),
-		"empty head stream":    errOf(b.Head(ctx(t), "")),
-		"empty id":             errOf(b.Lookup(ctx(t), "")),
+		"seq 0 does not exist": errOf(b.Read(t.Context(), "s", 0, 10)),
+		"limit 0":              errOf(b.Read(t.Context(), "s", 1, 0)),
+		"bad stream":           errOf(b.Read(t.Context(), "bad stream", 1, 1)),
+		"empty head stream":    errOf(b.Head(t.Context(), "")),
+		"empty id":             errOf(b.Lookup(t.Context(), "")),
 	} {
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 	}
 }
 
-func testConcurrentAppend(t *testing.T, b Backend) {
+func testConcurrentAppendsAreGapless(t *testing.T, b Backend) {
 	const writers, each = 8, 25
 	race(t, writers, func(w int) error {
 		for i := range each {
-			if _, err := b.Append(ctx(t), "hot", entry(fmt.Sprintf("hot-%d-%d", w, i))); err != nil {
+			if _, err := b.Append(t.Context(), "hot", entry(fmt.Sprintf("hot-%d-%d", w, i))); err != nil {
 				return err
 			}
-			if _, err := b.Append(ctx(t), fmt.Sprintf("cold/%d", i%5), entry(fmt.Sprintf("cold-%d-%d", w, i))); err != nil {
+			if _, err := b.Append(t.Context(), fmt.Sprintf("cold/%d", i%5), entry(fmt.Sprintf("cold-%d-%d", w, i))); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	checkGapless(t, b, "hot", writers*each)
+	want := map[string]int{"hot": writers * each}
 	for i := range 5 {
-		checkGapless(t, b, fmt.Sprintf("cold/%d", i), writers*each/5)
+		want[fmt.Sprintf("cold/%d", i)] = writers * each / 5
+	}
+	for stream, n := range want {
+		recs := readAll(t, b, stream)
+		require.Len(t, recs, n, "every append of %s is stored once", stream)
+		seen := map[string]bool{}
+		for i, r := range recs {
+			require.Equal(t, uint64(i+1), r.Seq, "seqs of %s are gapless", stream)
+			require.False(t, seen[r.ID], "record %s stored twice", r.ID)
+			seen[r.ID] = true
+		}
 	}
 }
 
-func checkGapless(t *testing.T, b Backend, stream string, n int) {
-	t.Helper()
-	recs, err := b.Read(ctx(t), stream, 1, n+10)
+func testTraceContextStoredWithTheRecord(t *testing.T, b Backend) {
+	const (
+		tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		ts = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+	)
+	e := entry("traced")
+	e.Traceparent, e.Tracestate = tp, ts
+	require.NoError(t, errOf(b.Append(t.Context(), "s", entry("plain"), e)))
+	recs := readAll(t, b, "s")
+	require.Len(t, recs, 2)
+	require.Empty(t, recs[0].Traceparent)
+	require.Equal(t, tp, recs[1].Traceparent)
+	require.Equal(t, ts, recs[1].Tracestate)
+	got, err := b.Lookup(t.Context(), "traced")
 	require.NoError(t, err)
-	require.Len(t, recs, n, "every append of %s is stored once", stream)
-	seen := map[string]bool{}
-	for i, r := range recs {
-		require.Equal(t, uint64(i+1), r.Seq, "seqs of %s are gapless", stream)
-		require.False(t, seen[r.ID], "record %s stored twice", r.ID)
-		seen[r.ID] = true
-	}
+	require.Equal(t, tp, got.Traceparent)
+
+	again := entry("traced")
+	again.Traceparent = "00-11111111111111111111111111111111-2222222222222222-00"
+	repeat, err := b.Append(t.Context(), "s", again)
+	require.NoError(t, err, "the trace context is not the record's content: a retried append from another trace is the same record")
+	require.Len(t, repeat, 1)
+	require.Equal(t, uint64(2), repeat[0].Seq)
+	require.Equal(t, tp, repeat[0].Traceparent, "a repeat returns the record as stored, with the trace context of its first append")
+	require.Equal(t, ts, repeat[0].Tracestate)
+	require.Equal(t, uint64(2), head(t, b, "s"))
+
+	bad := entry("bad")
+	bad.Traceparent = "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+	require.ErrorIs(t, errOf(b.Append(t.Context(), "s", bad)), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.Lookup(t.Context(), "bad")), journal.ErrNotFound, "nothing was written")
 }

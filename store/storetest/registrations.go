@@ -13,31 +13,15 @@ import (
 )
 
 var registrationTests = []test{
-	{"RegisterAndGet", testRegisterAndGet},
-	{"ReregisterKeepsCursor", testReregister},
-	{"RegisterPastSealedStream", testRegisterSealed},
-	{"BadRegistrationChangesNothing", testRegisterBadInput},
-	{"Unregister", testUnregister},
-	{"ListFiltersAndPages", testList},
-	{"Stats", testStats},
-	{"KindsAndWindowStored", testKindsAndWindow},
+	testRegisterAndGet, testReregisterKeepsCursor, testRegisterPastSealedStream,
+	testBadRegistrationChangesNothing, testUnregister, testListFiltersAndPages, testStats,
+	testKindsAndWindowStored,
 }
 
-// asReturned returns registration s/r as Get, List and Due (claiming it at
-// 0) return it.
-func asReturned(t *testing.T, b Backend) []push.Status {
-	t.Helper()
-	all := list(t, b, push.ListQuery{Stream: "s"})
-	require.Len(t, all, 1)
-	batch := due(t, b, "webhook", "w", at(0), 10)
-	require.Len(t, batch.Registrations, 1)
-	return []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
-}
-
-// testKindsAndWindow: a registration's kind patterns and window are stored,
-// returned by Get, List and Due, and replaced by a re-register that keeps
-// the cursor; no kinds is every kind (nil), no window 1.
-func testKindsAndWindow(t *testing.T, b Backend) {
+// testKindsAndWindowStored: a registration's kind patterns and window are
+// stored, returned by Get, List and Due, and replaced by a re-register that
+// keeps the cursor; no kinds is every kind (nil), no window 1.
+func testKindsAndWindowStored(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	r := reg("s", "r", "webhook")
 	require.Equal(t, 1, register(t, b, r).Window, "no window: 1, strict order")
@@ -46,12 +30,16 @@ func testKindsAndWindow(t *testing.T, b Backend) {
 	got := register(t, b, r)
 	require.Equal(t, r.Kinds, got.Kinds)
 	require.Equal(t, 16, got.Window)
-	seen := asReturned(t, b)
+	all := list(t, b, push.ListQuery{Stream: "s"})
+	require.Len(t, all, 1)
+	batch := due(t, b, "webhook", "w", at(0), 10)
+	require.Len(t, batch.Registrations, 1)
+	seen := []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
 	for i, st := range seen {
 		require.Equal(t, r.Kinds, st.Kinds, "Get, List and Due (#%d) return the kinds the turn filters by", i)
 		require.Equal(t, 16, st.Window, "Get, List and Due (#%d) return the window the turn sends with", i)
 	}
-	require.NoError(t, b.Advance(ctx(t), seen[2].Claim(), 3))
+	require.NoError(t, b.Advance(t.Context(), seen[2].Claim(), 3))
 
 	r.Kinds, r.Window = []string{"refund.*"}, push.MaxWindow
 	got = register(t, b, r)
@@ -60,7 +48,7 @@ func testKindsAndWindow(t *testing.T, b Backend) {
 	require.Equal(t, uint64(3), got.NextSeq, "a re-register keeps the cursor")
 	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
 	r.Window = push.MaxWindow + 1
-	err := errOf(b.Register(ctx(t), r))
+	err := errOf(b.Register(t.Context(), r))
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	require.ErrorContains(t, err, "window")
 	require.Equal(t, push.MaxWindow, get(t, b, "s", "r").Window, "a refused register changes nothing")
@@ -97,12 +85,12 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 	require.Equal(t, uint64(3), register(t, b, regFrom("actor/alice", "from-head", "activitypub", 3)).NextSeq, "a registration may start past the head")
 	require.Equal(t, push.StateIdle, get(t, b, "actor/alice", "from-head").State())
 
-	require.ErrorIs(t, errOf(b.Get(ctx(t), "actor/alice", "nobody")), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Get(t.Context(), "actor/alice", "nobody")), journal.ErrNotFound)
 }
 
-func testReregister(t *testing.T, b Backend) {
+func testReregisterKeepsCursor(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "r", at(0)), 4))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 4))
 	changed := reg("s", "r", "cloudevents")
 	changed.URL = "https://moved.example/hook"
 	changed.Config = push.Config(`{"source":"/x"}`)
@@ -116,16 +104,16 @@ func testReregister(t *testing.T, b Backend) {
 	require.Equal(t, uint64(4), st.NextSeq)
 }
 
-func testRegisterSealed(t *testing.T, b Backend) {
+func testRegisterPastSealedStream(t *testing.T, b Backend) {
 	appendSealed(t, b, "task/1")
 	register(t, b, reg("task/1", "from-start", "a2a")) // still has records to receive
 
-	require.ErrorIs(t, errOf(b.Register(ctx(t), regFrom("task/1", "too-late", "a2a", 3))), journal.ErrSealed, "a cursor past a final record would never deliver anything")
-	require.ErrorIs(t, errOf(b.Get(ctx(t), "task/1", "too-late")), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Register(t.Context(), regFrom("task/1", "too-late", "a2a", 3))), journal.ErrSealed, "a cursor past a final record would never deliver anything")
+	require.ErrorIs(t, errOf(b.Get(t.Context(), "task/1", "too-late")), journal.ErrNotFound)
 	require.True(t, get(t, b, "task/1", "from-start").Sealed)
 }
 
-func testRegisterBadInput(t *testing.T, b Backend) {
+func testBadRegistrationChangesNothing(t *testing.T, b Backend) {
 	ok := reg("s", "r", "webhook")
 	with := func(f func(r *push.Registration)) push.Registration { r := ok; f(&r); return r }
 	cases := map[string]push.Registration{
@@ -153,7 +141,7 @@ func testRegisterBadInput(t *testing.T, b Backend) {
 		"kind pattern twice":     with(func(r *push.Registration) { r.Kinds = []string{"a", "a"} }),
 	}
 	for name, r := range cases {
-		err := errOf(b.Register(ctx(t), r))
+		err := errOf(b.Register(t.Context(), r))
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 		require.NotContains(t, err.Error(), "hunter2", "%s: the error repeats no secret", name)
 		require.NotContains(t, err.Error(), "s3cr3t", "%s: the error repeats no config", name)
@@ -165,14 +153,14 @@ func testRegisterBadInput(t *testing.T, b Backend) {
 
 func testUnregister(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(0)), 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
-	require.NoError(t, b.Unregister(ctx(t), "s", "r"))
-	require.ErrorIs(t, errOf(b.Get(ctx(t), "s", "r")), journal.ErrNotFound)
-	require.ErrorIs(t, errOf(b.Evidence(ctx(t), "s", "r", 0)), journal.ErrNotFound, "evidence goes with its registration")
-	require.ErrorIs(t, b.Unregister(ctx(t), "s", "r"), journal.ErrNotFound)
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
+	require.NoError(t, b.Unregister(t.Context(), "s", "r"))
+	require.ErrorIs(t, errOf(b.Get(t.Context(), "s", "r")), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Evidence(t.Context(), "s", "r", 0)), journal.ErrNotFound, "evidence goes with its registration")
+	require.ErrorIs(t, b.Unregister(t.Context(), "s", "r"), journal.ErrNotFound)
 }
 
-func testList(t *testing.T, b Backend) {
+func testListFiltersAndPages(t *testing.T, b Backend) {
 	appendN(t, b, "a", 3)
 	appendN(t, b, "b", 1)
 	for i := range 5 {
@@ -181,7 +169,7 @@ func testList(t *testing.T, b Backend) {
 	register(t, b, reg("b", "r0", "cloudevents"))
 	register(t, b, regFrom("b", "idle", "cloudevents", 2))
 	for _, id := range []string{"r1", "r3", "r4"} {
-		require.NoError(t, b.Park(ctx(t), claim(t, b, "a", id, at(0)), 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
+		require.NoError(t, b.Park(t.Context(), claim(t, b, "a", id, at(0)), 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
 	}
 
 	all := list(t, b, push.ListQuery{})
@@ -191,7 +179,7 @@ func testList(t *testing.T, b Backend) {
 	var pages [][]string
 	q := push.ListQuery{Parked: true, Limit: 2}
 	for {
-		page, err := b.List(ctx(t), q)
+		page, err := b.List(t.Context(), q)
 		require.NoError(t, err)
 		if len(page) == 0 {
 			break
@@ -204,8 +192,8 @@ func testList(t *testing.T, b Backend) {
 	require.Equal(t, []string{"b/idle", "b/r0"}, keys(list(t, b, push.ListQuery{Namespace: "cloudevents"})))
 	require.Equal(t, []string{"b/r0"}, keys(list(t, b, push.ListQuery{Stream: "b", Lagging: true})), "the idle registration has no lag")
 
-	require.ErrorIs(t, errOf(b.List(ctx(t), push.ListQuery{Limit: -1})), journal.ErrInvalid)
-	require.ErrorIs(t, errOf(b.List(ctx(t), push.ListQuery{Limit: push.MaxListLimit + 1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.List(t.Context(), push.ListQuery{Limit: -1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.List(t.Context(), push.ListQuery{Limit: push.MaxListLimit + 1})), journal.ErrInvalid)
 }
 
 func testStats(t *testing.T, b Backend) {
@@ -217,13 +205,13 @@ func testStats(t *testing.T, b Backend) {
 	register(t, b, reg("b", "parked-late", "webhook"))  // parked at 9
 	register(t, b, regFrom("b", "idle", "cloudevents", 3))
 	register(t, b, reg("b", "leased", "cloudevents")) // lag 2, leased
-	require.NoError(t, b.Retry(ctx(t), claim(t, b, "a", "retrying", at(0)), 2, at(100), push.Evidence{At: at(1), Error: "503"}))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "a", "parked-early", at(0)), 1, push.Evidence{At: at(5), Error: "410"}))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "b", "parked-late", at(0)), 1, push.Evidence{At: at(9), Error: "410"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "a", "retrying", at(0)), 2, at(100), push.Evidence{At: at(1), Error: "503"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "a", "parked-early", at(0)), 1, push.Evidence{At: at(5), Error: "410"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "b", "parked-late", at(0)), 1, push.Evidence{At: at(9), Error: "410"}))
 	batch := due(t, b, "cloudevents", "w1", at(10), 10)
 	require.Equal(t, []string{"b/leased"}, keys(batch.Registrations))
 
-	st, err := b.Stats(ctx(t), at(20))
+	st, err := b.Stats(t.Context(), at(20))
 	require.NoError(t, err)
 	require.Equal(t, push.NamespaceStats{Ready: 1, Retrying: 1, Parked: 2, Behind: 4 + 3 + 4 + 2}, st.Namespaces["webhook"])
 	require.Equal(t, push.NamespaceStats{Ready: 1, Idle: 1, Leased: 1, Behind: 2}, st.Namespaces["cloudevents"])
@@ -232,7 +220,7 @@ func testStats(t *testing.T, b Backend) {
 	require.Equal(t, []string{"a/parked-early", "a/ready", "a/retrying", "b/leased", "b/parked-late"}, keys(st.Lagging),
 		"largest lag first, then by key")
 
-	later, err := b.Stats(ctx(t), at(10+60))
+	later, err := b.Stats(t.Context(), at(10+60))
 	require.NoError(t, err)
 	require.Zero(t, later.Namespaces["cloudevents"].Leased, "an expired lease is not counted")
 }

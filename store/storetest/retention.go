@@ -17,25 +17,18 @@ import (
 )
 
 var retentionTests = []test{
-	{"LowWaterMarkWaitsForEveryCursor", testPruneEveryCursor},
-	{"RetentionAgeOnTheCallersClock", testPruneAge},
-	{"SealedCompletedStreamIsRemoved", testPruneSealed},
-	{"NoCursorBelowTheLowWaterMark", testPruneRefusesBelow},
-	{"DryRunChangesNothing", testPruneDryRun},
-	{"BatchesAreBounded", testPruneBatches},
-	{"EvidenceTailKeepsTheParkReason", testPruneEvidence},
-	{"BadQueryChangesNothing", testPruneBadInput},
-	{"PruneRacesAppendsAndSweeps", testPruneRace},
+	testLowWaterMarkWaitsForEveryCursor, testRetentionAgeOnTheCallersClock, testSealedCompletedStreamIsRemoved,
+	testNoCursorBelowTheLowWaterMark, testDryRunChangesNothing, testBatchesAreBounded,
+	testEvidenceTailKeepsTheParkReason, testBadRetentionQueryChangesNothing, testPruneRacesAppendsAndSweeps,
 }
 
-// The stores stamp AppendedAt with their own clock (the real one, in the
-// suite), and Prune compares it with the caller's instant: the suite prunes
-// at instants hours away from the appends, never waiting.
+// later is h hours from now: stores stamp AppendedAt on the real clock, and
+// the suite prunes hours away from it, never waiting.
 func later(h int) time.Time { return time.Now().Add(time.Duration(h) * time.Hour) }
 
 func prune(t *testing.T, b Backend, q store.PruneQuery) store.PruneReport {
 	t.Helper()
-	rep, err := b.Prune(ctx(t), q)
+	rep, err := b.Prune(t.Context(), q)
 	require.NoError(t, err)
 	return rep
 }
@@ -58,7 +51,7 @@ func pruneAll(t *testing.T, b Backend, q store.PruneQuery) store.PruneReport {
 
 func streamInfo(t *testing.T, b Backend, name string) (store.StreamInfo, bool) {
 	t.Helper()
-	infos, err := b.Streams(ctx(t), store.StreamQuery{Stream: name})
+	infos, err := b.Streams(t.Context(), store.StreamQuery{Stream: name})
 	require.NoError(t, err)
 	if len(infos) == 0 {
 		return store.StreamInfo{}, false
@@ -73,17 +66,17 @@ func seqs(recs []journal.Record) []uint64 {
 
 func readAll(t *testing.T, b Backend, stream string) []journal.Record {
 	t.Helper()
-	recs, err := b.Read(ctx(t), stream, 1, 1000)
+	recs, err := b.Read(t.Context(), stream, 1, 1000)
 	require.NoError(t, err)
 	return recs
 }
 
-func testPruneEveryCursor(t *testing.T, b Backend) {
+func testLowWaterMarkWaitsForEveryCursor(t *testing.T, b Backend) {
 	recs := appendN(t, b, "s", 5)
 	register(t, b, regFrom("s", "fast", "webhook", 4))
 	register(t, b, reg("s", "parked", "webhook"))
-	require.NoError(t, b.Advance(ctx(t), claim(t, b, "s", "parked", at(0)), 2))
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "parked", at(1)), 2, push.Evidence{At: at(1), Error: "410 Gone"}))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "parked", at(0)), 2))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(1)), 2, push.Evidence{At: at(1), Error: "410 Gone"}))
 
 	told, toldBytes := heraldEventTotals(t, b) // the park's event, pruned with them
 	rep := pruneAll(t, b, store.PruneQuery{At: later(1)})
@@ -95,22 +88,22 @@ func testPruneEveryCursor(t *testing.T, b Backend) {
 	require.True(t, ok)
 	require.Equal(t, store.StreamInfo{Stream: "s", Head: 5, OldestSeq: 2, Registrations: 2, Records: 4,
 		Bytes: int64(len(recs[1].Payload) + len(recs[2].Payload) + len(recs[3].Payload) + len(recs[4].Payload))}, info)
-	require.ErrorIs(t, errOf(b.Lookup(ctx(t), recs[0].ID)), journal.ErrNotFound, "a pruned record is gone")
+	require.ErrorIs(t, errOf(b.Lookup(t.Context(), recs[0].ID)), journal.ErrNotFound, "a pruned record is gone")
 
 	// Skipping the parked one past the records lets them go, up to the
 	// other cursor.
-	require.NoError(t, b.Skip(ctx(t), "s", "parked", 6, at(2), "operator"))
+	require.NoError(t, b.Skip(t.Context(), "s", "parked", 6, at(2), "operator"))
 	pruneAll(t, b, store.PruneQuery{At: later(1)})
 	require.Equal(t, []uint64{4, 5}, seqs(readAll(t, b, "s")))
 	require.Equal(t, uint64(6), get(t, b, "s", "parked").NextSeq, "pruning moves no cursor")
 	require.Equal(t, uint64(4), get(t, b, "s", "fast").NextSeq)
 }
 
-// testPruneAge: records older than the retention age at the caller's
-// instant go once every registration acknowledged them, and a stream nobody
-// follows keeps its records that long; both keep their heads, so appends
-// continue their seqs.
-func testPruneAge(t *testing.T, b Backend) {
+// testRetentionAgeOnTheCallersClock: records older than the retention age at
+// the caller's instant go once every registration acknowledged them, and a
+// stream nobody follows keeps its records that long; both keep their heads,
+// so appends continue their seqs.
+func testRetentionAgeOnTheCallersClock(t *testing.T, b Backend) {
 	for _, stream := range []string{"acknowledged", "lonely"} {
 		appendN(t, b, stream, 3)
 		registrations := 0
@@ -124,16 +117,16 @@ func testPruneAge(t *testing.T, b Backend) {
 		info, ok := streamInfo(t, b, stream)
 		require.True(t, ok, "an unsealed stream stays, with its head")
 		require.Equal(t, store.StreamInfo{Stream: stream, Head: 3, OldestSeq: 4, Registrations: registrations}, info, "none retained: head+1")
-		recs, err := b.Append(ctx(t), stream, entry(stream+"-after-prune"))
+		recs, err := b.Append(t.Context(), stream, entry(stream+"-after-prune"))
 		require.NoError(t, err)
 		require.Equal(t, uint64(4), recs[0].Seq, "appends continue the stream's seqs")
 	}
 }
 
-func testPruneSealed(t *testing.T, b Backend) {
-	require.NoError(t, errOf(b.Append(ctx(t), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})))
+func testSealedCompletedStreamIsRemoved(t *testing.T, b Backend) {
+	require.NoError(t, errOf(b.Append(t.Context(), "task/1", entry("t1"), journal.Entry{ID: "t2", Kind: "done", Payload: []byte(`{}`), Final: true})))
 	register(t, b, reg("task/1", "push", "webhook"))
-	require.NoError(t, b.Complete(ctx(t), claim(t, b, "task/1", "push", at(0))))
+	require.NoError(t, b.Complete(t.Context(), claim(t, b, "task/1", "push", at(0))))
 
 	require.Zero(t, pruneAll(t, b, store.PruneQuery{At: later(0), Retain: time.Hour}).Removed, "within the retention age it stays")
 	told, _ := heraldEventTotals(t, b) // the completion's event
@@ -145,20 +138,20 @@ func testPruneSealed(t *testing.T, b Backend) {
 	require.Zero(t, head(t, b, "task/1"))
 
 	// A sealed stream still followed is kept whatever its age.
-	require.NoError(t, errOf(b.Append(ctx(t), "task/2", journal.Entry{ID: "u1", Kind: "done", Payload: []byte(`{}`), Final: true})))
+	require.NoError(t, errOf(b.Append(t.Context(), "task/2", journal.Entry{ID: "u1", Kind: "done", Payload: []byte(`{}`), Final: true})))
 	register(t, b, reg("task/2", "slow", "webhook"))
 	require.Zero(t, pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour}).Removed)
 	_, ok = streamInfo(t, b, "task/2")
 	require.True(t, ok)
 }
 
-func testPruneRefusesBelow(t *testing.T, b Backend) {
+func testNoCursorBelowTheLowWaterMark(t *testing.T, b Backend) {
 	appendN(t, b, "s", 4)
 	register(t, b, regFrom("s", "r", "webhook", 3))
 	pruneAll(t, b, store.PruneQuery{At: later(1)})
 	require.Equal(t, []uint64{3, 4}, seqs(readAll(t, b, "s")))
 
-	err := b.Rewind(ctx(t), "s", "r", 2, at(5))
+	err := b.Rewind(t.Context(), "s", "r", 2, at(5))
 	var pe *store.PrunedError
 	require.True(t, errors.As(err, &pe), "%v", err)
 	require.Equal(t, store.PrunedError{Stream: "s", Seq: 2, OldestSeq: 3}, *pe)
@@ -167,15 +160,15 @@ func testPruneRefusesBelow(t *testing.T, b Backend) {
 	st := get(t, b, "s", "r")
 	require.Equal(t, uint64(3), st.NextSeq, "a refused rewind changes nothing")
 	require.True(t, st.NextAttemptAt.Before(at(5)))
-	require.NoError(t, b.Rewind(ctx(t), "s", "r", 3, at(5)), "to the low-water mark itself is allowed")
+	require.NoError(t, b.Rewind(t.Context(), "s", "r", 3, at(5)), "to the low-water mark itself is allowed")
 
-	_, err = b.Register(ctx(t), regFrom("s", "new-low", "webhook", 1))
+	_, err = b.Register(t.Context(), regFrom("s", "new-low", "webhook", 1))
 	require.True(t, errors.As(err, &pe), "a new registration below the low-water mark: %v", err)
-	require.ErrorIs(t, errOf(b.Get(ctx(t), "s", "new-low")), journal.ErrNotFound, "nothing was registered")
+	require.ErrorIs(t, errOf(b.Get(t.Context(), "s", "new-low")), journal.ErrNotFound, "nothing was registered")
 	require.Equal(t, uint64(3), register(t, b, reg("s", "new-default", "webhook")).NextSeq, "NextSeq 0 starts at the oldest retained record")
 }
 
-func testPruneDryRun(t *testing.T, b Backend) {
+func testDryRunChangesNothing(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	dry := pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour, DryRun: true})
 	require.Equal(t, 3, dry.Records)
@@ -186,7 +179,7 @@ func testPruneDryRun(t *testing.T, b Backend) {
 	require.Equal(t, dry, wet, "the dry run reported what the real one removed")
 }
 
-func testPruneBatches(t *testing.T, b Backend) {
+func testBatchesAreBounded(t *testing.T, b Backend) {
 	appendN(t, b, "a", 4)
 	appendN(t, b, "b", 3)
 	q := store.PruneQuery{At: later(1), Limit: 3}
@@ -206,13 +199,13 @@ func testPruneBatches(t *testing.T, b Backend) {
 	require.Empty(t, readAll(t, b, "b"))
 }
 
-func testPruneEvidence(t *testing.T, b Backend) {
+func testEvidenceTailKeepsTheParkReason(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	for i := range 3 {
-		require.NoError(t, b.Retry(ctx(t), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
+		require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
 	}
-	require.NoError(t, b.Park(ctx(t), claim(t, b, "s", "r", at(40)), 1, push.Evidence{At: at(40), Event: push.EventParked, Error: "410 Gone"}))
-	require.NoError(t, b.AddEvidence(ctx(t), push.Evidence{Stream: "s", Registration: "r", At: at(3600), Event: push.EventSkipped, Error: "recent"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(40)), 1, push.Evidence{At: at(40), Event: push.EventParked, Error: "410 Gone"}))
+	require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "r", At: at(3600), Event: push.EventSkipped, Error: "recent"}))
 
 	rep := pruneAll(t, b, store.PruneQuery{At: at(3600), Retain: time.Hour / 2})
 	require.Equal(t, 3, rep.Evidence, "the three old failures go")
@@ -222,7 +215,7 @@ func testPruneEvidence(t *testing.T, b Backend) {
 	require.Equal(t, told, prune(t, b, store.PruneQuery{At: later(1)}).Records, "the parked cursor at #1 holds #1 (herald's own events go)")
 }
 
-func testPruneBadInput(t *testing.T, b Backend) {
+func testBadRetentionQueryChangesNothing(t *testing.T, b Backend) {
 	appendN(t, b, "s", 2)
 	for name, q := range map[string]store.PruneQuery{
 		"zero at":          {},
@@ -231,17 +224,18 @@ func testPruneBadInput(t *testing.T, b Backend) {
 		"limit over max":   {At: later(1), Limit: store.MaxPruneBatch + 1},
 		"dry, zero at too": {DryRun: true},
 	} {
-		require.ErrorIs(t, errOf(b.Prune(ctx(t), q)), journal.ErrInvalid, name)
+		require.ErrorIs(t, errOf(b.Prune(t.Context(), q)), journal.ErrInvalid, name)
 	}
 	require.Len(t, readAll(t, b, "s"), 2, "nothing was pruned")
-	require.ErrorIs(t, errOf(b.Streams(ctx(t), store.StreamQuery{Limit: -1})), journal.ErrInvalid)
-	require.ErrorIs(t, errOf(b.Streams(ctx(t), store.StreamQuery{Stream: " bad stream"})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.Streams(t.Context(), store.StreamQuery{Limit: -1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.Streams(t.Context(), store.StreamQuery{Stream: " bad stream"})), journal.ErrInvalid)
 }
 
-// testPruneRace: appends, sweeps and prunes (retention 0: as soon as
-// acknowledged) race; every registration still receives every record once,
-// in order, and no cursor is ever left below its stream's low-water mark.
-func testPruneRace(t *testing.T, b Backend) {
+// testPruneRacesAppendsAndSweeps: appends, sweeps and prunes (retention 0: as
+// soon as acknowledged) race; every registration still receives every record
+// once, in order, and no cursor is ever left below its stream's low-water
+// mark.
+func testPruneRacesAppendsAndSweeps(t *testing.T, b Backend) {
 	const streams, perStream, batch = 3, 120, 4
 	rc := &receiver{}
 	w := worker(t, b, rc, 7)
@@ -260,7 +254,7 @@ func testPruneRace(t *testing.T, b Backend) {
 		for i := 0; i < perStream; i += batch {
 			for s := range streams {
 				stream := fmt.Sprintf("race/%d", s)
-				if _, err := b.Append(ctx(t), stream, entries(stream, perStream)[i:i+batch]...); err != nil {
+				if _, err := b.Append(t.Context(), stream, entries(stream, perStream)[i:i+batch]...); err != nil {
 					return err
 				}
 			}
@@ -274,7 +268,7 @@ func testPruneRace(t *testing.T, b Backend) {
 				return nil
 			default:
 			}
-			if _, err := b.Prune(ctx(t), store.PruneQuery{At: later(1), Limit: 5}); err != nil {
+			if _, err := b.Prune(t.Context(), store.PruneQuery{At: later(1), Limit: 5}); err != nil {
 				return err
 			}
 		}
@@ -283,7 +277,7 @@ func testPruneRace(t *testing.T, b Backend) {
 		defer close(stop)
 		for i := 0; ; i++ {
 			done := appended.Load()
-			if _, err := w.RunOnce(ctx(t), at(i), 100); err != nil {
+			if _, err := w.RunOnce(t.Context(), at(i), 100); err != nil {
 				return err
 			}
 			if done {
@@ -317,11 +311,11 @@ func testPruneRace(t *testing.T, b Backend) {
 func allAtHead(t *testing.T, b Backend, streams int) (bool, error) {
 	for s := range streams {
 		name := fmt.Sprintf("race/%d", s)
-		sts, err := b.List(ctx(t), push.ListQuery{Stream: name})
+		sts, err := b.List(t.Context(), push.ListQuery{Stream: name})
 		if err != nil {
 			return false, err
 		}
-		infos, err := b.Streams(ctx(t), store.StreamQuery{Stream: name})
+		infos, err := b.Streams(t.Context(), store.StreamQuery{Stream: name})
 		if err != nil || len(infos) != 1 {
 			return false, fmt.Errorf("stream %s: %v %v", name, infos, err)
 		}

@@ -1,11 +1,6 @@
 // Package storetest is the conformance suite every herald store runs: Run
-// exercises a Backend through every invariant a store can observe (seq
-// assignment, idempotent append, sealing, due filtering, leases, monotonic
-// advance, park and unpark, completion, evidence, rewind and skip, hosts,
-// herald's events, retention, bad input; AdvanceBatch for a store that is a
-// push.AdvanceBatcher), and a worker's turn over it.
-//
-// A store is done when it passes:
+// exercises a Backend through every invariant a store can observe, one
+// group of subtests a contract. A store is done when it passes:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) storetest.Backend {
@@ -26,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,34 +58,29 @@ func Run(t *testing.T, open Factory) {
 		{"Cursor", cursorTests},
 		{"Turns", turnTests},
 		{"AdvanceBatch", advanceBatchTests},
-		{"Operator", operatorTests},
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
 		{"Events", eventTests},
-		{"Trace", traceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
-			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) {
-					tc.fn(t, open(t))
+			for _, fn := range g.tests {
+				name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+				t.Run(strings.TrimPrefix(name[strings.LastIndexByte(name, '.')+1:], "test"), func(t *testing.T) {
+					fn(t, open(t))
 				})
 			}
 		})
 	}
 }
 
-type test struct {
-	name string
-	fn   func(t *testing.T, b Backend)
-}
+// test is one subtest, named after its function without "test".
+type test = func(t *testing.T, b Backend)
 
 // t0 is the suite's epoch; every instant is t0 plus a stated offset.
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 
 func at(seconds int) time.Time { return t0.Add(time.Duration(seconds) * time.Second) }
-
-func ctx(t *testing.T) context.Context { return t.Context() }
 
 func entry(id string) journal.Entry {
 	return journal.Entry{ID: id, Kind: "test.event", Payload: []byte(fmt.Sprintf(`{"id":%q}`, id))}
@@ -104,7 +96,7 @@ func entries(prefix string, n int) []journal.Entry {
 
 func appendN(t *testing.T, b Backend, stream string, n int) []journal.Record {
 	t.Helper()
-	recs, err := b.Append(ctx(t), stream, entries(stream, n)...)
+	recs, err := b.Append(t.Context(), stream, entries(stream, n)...)
 	require.NoError(t, err)
 	return recs
 }
@@ -114,7 +106,7 @@ func appendSealed(t *testing.T, b Backend, stream string) {
 	t.Helper()
 	end := entry("end")
 	end.Final = true
-	require.NoError(t, errOf(b.Append(ctx(t), stream, entry("start"), end)))
+	require.NoError(t, errOf(b.Append(t.Context(), stream, entry("start"), end)))
 }
 
 func reg(stream, id, ns string) push.Registration {
@@ -131,41 +123,39 @@ func regFrom(stream, id, ns string, next uint64) push.Registration {
 
 func register(t *testing.T, b Backend, r push.Registration) push.Registration {
 	t.Helper()
-	got, err := b.Register(ctx(t), r)
+	got, err := b.Register(t.Context(), r)
 	require.NoError(t, err)
 	return got
 }
 
 func get(t *testing.T, b Backend, stream, id string) push.Status {
 	t.Helper()
-	st, err := b.Get(ctx(t), stream, id)
+	st, err := b.Get(t.Context(), stream, id)
 	require.NoError(t, err)
 	return st
 }
 
 func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) push.DueBatch {
 	t.Helper()
-	batch, err := b.Due(ctx(t), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute)})
+	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute)})
 	require.NoError(t, err)
 	return batch
 }
 
 var claims int
 
-// claim claims exactly the registration (stream, id) through Due at when,
-// without touching any other: it moves the registration alone into a
-// namespace of its own, claims it there, and moves it back (re-registering
-// keeps cursor, retry state and lease). It fails the test unless Due returns
-// it, so when must be at or after its NextAttemptAt and lease expiry.
+// claim claims stream/id alone through Due at when (at or after its
+// NextAttemptAt and lease expiry): it re-registers it into a namespace of its
+// own, claims it there and moves it back, keeping cursor, retries and lease.
 func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Claim {
 	t.Helper()
 	st := get(t, b, stream, id)
 	claims++
 	tmp := st.Registration
 	tmp.Namespace = fmt.Sprintf("claim-%d", claims)
-	require.NoError(t, errOf(b.Register(ctx(t), tmp)))
+	require.NoError(t, errOf(b.Register(t.Context(), tmp)))
 	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", claims), when, 1)
-	require.NoError(t, errOf(b.Register(ctx(t), st.Registration)))
+	require.NoError(t, errOf(b.Register(t.Context(), st.Registration)))
 	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
 	c := batch.Registrations[0].Claim()
 	require.Equal(t, fmt.Sprintf("owner-%d", claims), c.Owner)
@@ -196,21 +186,21 @@ func streamWithRegs(t *testing.T, b Backend, n, regs int) {
 
 func evidence(t *testing.T, b Backend, stream, id string) []push.Evidence {
 	t.Helper()
-	evs, err := b.Evidence(ctx(t), stream, id, 0)
+	evs, err := b.Evidence(t.Context(), stream, id, 0)
 	require.NoError(t, err)
 	return evs
 }
 
 func list(t *testing.T, b Backend, q push.ListQuery) []push.Status {
 	t.Helper()
-	sts, err := b.List(ctx(t), q)
+	sts, err := b.List(t.Context(), q)
 	require.NoError(t, err)
 	return sts
 }
 
 func head(t *testing.T, b Backend, stream string) uint64 {
 	t.Helper()
-	h, err := b.Head(ctx(t), stream)
+	h, err := b.Head(t.Context(), stream)
 	require.NoError(t, err)
 	return h
 }
@@ -263,10 +253,9 @@ type arrival struct {
 	owner  string // and the lease owner
 }
 
-// receiver is a push.Transport that notes every message it is given, and,
-// given a store, what the store says of the registration at that moment. It
-// answers 500 where fail says (try is 1 for a record's first message), else
-// 200.
+// receiver is a push.Transport that notes each message and, with b, the
+// registration's stored state then; it answers 500 where fail says (try 1 is
+// a record's first message), else 200.
 type receiver struct {
 	b    Backend
 	fail func(n, try int) bool

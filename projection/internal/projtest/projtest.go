@@ -5,7 +5,6 @@ package projtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,8 +58,8 @@ func Golden(t testing.TB, name string, got []byte) {
 	}
 }
 
-// Render is the request sent for msg to url at at as a golden file holds
-// it: message id, request line, headers by name but User-Agent, body.
+// Render is the request for msg to url at at as a golden file holds it:
+// message id, request line, headers but User-Agent, body.
 func Render(t testing.TB, url string, msg push.Message, at time.Time) []byte {
 	t.Helper()
 	req, err := NewRequest(t, url, msg, at)
@@ -145,7 +144,7 @@ func Record(stream string, e journal.Entry) (journal.Record, bool) {
 // them wrapping journal.ErrInvalid; any other error fails the test.
 func Messages(t testing.TB, p push.Projection, rec journal.Record, reg push.Registration) (msgs []push.Message, refused bool) {
 	t.Helper()
-	msgs, err := p.Messages(context.Background(), rec, reg)
+	msgs, err := p.Messages(t.Context(), rec, reg)
 	if err != nil && !errors.Is(err, journal.ErrInvalid) {
 		t.Fatalf("Messages(%q): %v does not wrap journal.ErrInvalid", rec.Payload, err)
 	}
@@ -155,7 +154,7 @@ func Messages(t testing.TB, p push.Projection, rec journal.Record, reg push.Regi
 // One is the message p gives for rec and reg, failing on anything else.
 func One(t testing.TB, p push.Projection, rec journal.Record, reg push.Registration) push.Message {
 	t.Helper()
-	msgs, err := p.Messages(context.Background(), rec, reg)
+	msgs, err := p.Messages(t.Context(), rec, reg)
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages(%s): %d messages, %v; want one", rec.ID, len(msgs), err)
 	}
@@ -182,9 +181,9 @@ func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journa
 // words of the reason.
 type Refusal struct{ Name, Raw, Field, Reason string }
 
-// Refuses checks that parse refuses each config with a
-// *journal.InvalidError (alone or joined) naming the field with the words
-// and none of secrets, and that p.ValidateConfig says the same.
+// Refuses checks that parse refuses each config with a *journal.InvalidError
+// (alone or joined) naming the field with the words and none of secrets, and
+// that p.ValidateConfig says the same.
 func Refuses[C any](t *testing.T, parse func(push.Config) (C, error), p push.ConfigValidator, secrets []string, cases ...Refusal) {
 	t.Helper()
 	for _, c := range cases {
@@ -257,9 +256,8 @@ func Strings(raw []byte, keys ...string) []string {
 }
 
 // ConfigFuzz is what FuzzParseConfig checks of a ParseConfig: no panic; a
-// refusal wraps journal.ErrInvalid and repeats no secret outside an
-// unknown key's name and the quoted values (which may hold a secret's
-// bytes); no fmt verb prints a secret of an accepted config.
+// refusal wraps journal.ErrInvalid and repeats no secret outside an unknown
+// key's name and the quoted values; no fmt verb prints an accepted secret.
 type ConfigFuzz[C any] struct {
 	Parse    func(push.Config) (C, error)
 	Secrets  func(raw []byte) (secrets, quoted []string)
