@@ -2,11 +2,14 @@ package push
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldpush/herald/journal"
 )
 
 // OpenTelemetry spans (README, "One trace from the append to the
@@ -141,4 +144,24 @@ func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
 		}
 	}
 	span.End()
+}
+
+// withTrace returns msg with the trace context of rec, if it has one: a
+// child of its traceparent (journal.ChildTraceparent: the trace id and
+// flags kept, a new span id for this delivery) in the traceparent header,
+// and its tracestate as given (W3C Trace Context §3).
+func withTrace(msg Message, rec journal.Record) Message {
+	if rec.Traceparent == "" {
+		return msg
+	}
+	h := msg.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Traceparent", journal.ChildTraceparent(rec.Traceparent))
+	if rec.Tracestate != "" {
+		h.Set("Tracestate", rec.Tracestate)
+	}
+	msg.Header = h
+	return msg
 }
