@@ -74,10 +74,8 @@ type options struct {
 	owner          string
 	logger         *slog.Logger
 	schedule       Schedule
-	onRejected     RejectPolicy
 	hooks          Hooks
 	hostPolicy     HostPolicy
-	noHostHealth   bool
 	tracerProvider trace.TracerProvider // nil: otel's global
 	now            func() time.Time     // the wall clock of a turn's budget; tests replace it (export_test.go)
 }
@@ -130,21 +128,9 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // each at least 1 s.
 func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
 
-// WithRejectPolicy sets what a 4xx (other than 408, 410, 425 and 429) means
-// for registrations that do not say (default RejectRetry).
-func WithRejectPolicy(p RejectPolicy) Option { return func(o *options) { o.onRejected = p } }
-
 // WithHostHorizon sets how long a host may be down before it is
 // unavailable (default DefaultHostHorizon), MinHostHorizon to MaxHostHorizon.
 func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostPolicy.Horizon = d } }
-
-// WithHostDownAfter sets how many host-level failures in a row make a host
-// down (default DefaultHostDownAfter), 1 to 100.
-func WithHostDownAfter(n int) Option { return func(o *options) { o.hostPolicy.DownAfter = n } }
-
-// WithoutHostHealth turns host health off: every failure counts against its
-// registration.
-func WithoutHostHealth() Option { return func(o *options) { o.noHostHealth = true } }
 
 // WithHooks sets functions called on every attempt, turn, claim and sweep,
 // for metrics. They are called concurrently and must not block.
@@ -187,7 +173,6 @@ func defaultOptions() options {
 		drainPage:     DefaultDrainPage,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
-		onRejected:    RejectRetry,
 		hostPolicy:    DefaultHostPolicy(),
 		now:           time.Now,
 	}
@@ -227,12 +212,6 @@ func (o *options) validate() error {
 	}
 	if h := o.hostPolicy.Horizon; h < MinHostHorizon || h > MaxHostHorizon {
 		bad("HostHorizon", "is %v: it must be from %v to %v", h, MinHostHorizon, MaxHostHorizon)
-	}
-	if n := o.hostPolicy.DownAfter; n < 1 || n > 100 {
-		bad("HostDownAfter", "is %d: it must be from 1 to 100", n)
-	}
-	if o.onRejected != RejectRetry && o.onRejected != RejectSkip {
-		bad("RejectPolicy", "%q must be %q or %q", o.onRejected, RejectRetry, RejectSkip)
 	}
 	if o.owner == "" {
 		o.owner = defaultOwner()

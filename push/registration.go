@@ -27,8 +27,7 @@ type Registration struct {
 	// secrets. Never logged; excluded from JSON encoding of the registration.
 	Config Config `json:"-"`
 	// OnRejected says what a 4xx answer other than 408, 410, 425 and 429
-	// means for this registration; empty means the worker's default
-	// (RejectRetry unless configured).
+	// means for this registration; empty means RejectRetry.
 	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
 	// Kinds are the record kinds it wants, as patterns ("order.*",
 	// "invoice.paid"; see Wants); empty means every kind. Records of other

@@ -168,7 +168,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
-	if out.HostLevel && w.hostHealth {
+	if out.HostLevel {
 		return t.hostFailed(ctx, ev)
 	}
 	ev.Attempt = t.attempts + 1
@@ -247,13 +247,6 @@ func (t *turn) stopping() bool {
 	default:
 		return false
 	}
-}
-
-func (t *turn) policy() RejectPolicy {
-	if t.reg.OnRejected != "" {
-		return t.reg.OnRejected
-	}
-	return t.w.opts.onRejected
 }
 
 func truncate(b []byte, n int) []byte {

@@ -39,7 +39,7 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 // host in good health costs nothing.
 func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	w := t.w
-	if !w.hostHealth || !out.HostAnswered() || w.book.size.Load() == 0 {
+	if !out.HostAnswered() || w.book.size.Load() == 0 {
 		return // no troubled host known: not even the host's name is needed
 	}
 	host := t.reg.Host()

@@ -184,7 +184,7 @@ func (p *pipe) take(ctx context.Context, s sent) {
 	ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
 		Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 	switch {
-	case out.Verdict == Rejected && t.policy() == RejectSkip:
+	case out.Verdict == Rejected && t.reg.OnRejected == RejectSkip:
 		ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
 		if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
 			p.stop(fmt.Errorf("record skipped message %s: %w", msgID, err))

@@ -23,7 +23,6 @@ type Worker struct {
 	opts       options
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	hostHealth bool          // WithoutHostHealth turns it off
 	book       hostBook      // the troubled hosts this worker knows of
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
@@ -51,7 +50,7 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
 	return &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
-		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost), hostHealth: !o.noHostHealth}, nil
+		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host
