@@ -52,14 +52,8 @@ func spread(stream, id string, failures int) uint64 {
 // Webhooks services use is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 type Schedule []time.Duration
 
-// Delay returns the delay after failures earlier failures. An empty
-// schedule (which NewWorker refuses) waits 1 s rather than panic.
+// Delay returns the delay after failures earlier failures. s must not be
+// empty (NewWorker refuses an empty schedule).
 func (s Schedule) Delay(failures int) time.Duration {
-	if len(s) == 0 {
-		return time.Second
-	}
-	if failures < 0 {
-		failures = 0
-	}
-	return s[min(failures, len(s)-1)]
+	return s[min(max(failures, 0), len(s)-1)]
 }

@@ -73,10 +73,6 @@ type OperationalEvent struct {
 	At           time.Time `json:"at"` // the change's instant (the sweep's or the operator's), RFC 3339, UTC
 }
 
-// eventIDPrefix starts the record id of every operational event; users'
-// appends may not use it.
-const eventIDPrefix = journal.ReservedIDPrefix
-
 // entry returns the record of an event of kind: its id is derived from the
 // kind and the payload, so that the same change gives the same id (and a
 // repeated change is an idempotent append) and two changes never share one.
@@ -89,7 +85,7 @@ func (e OperationalEvent) entry(kind string) journal.Entry {
 		panic("push: an operational event does not encode: " + err.Error()) // plain fields: cannot happen
 	}
 	sum := sha256.Sum256(append([]byte(kind+"\n"), payload...))
-	return journal.Entry{ID: eventIDPrefix + hex.EncodeToString(sum[:16]), Kind: kind,
+	return journal.Entry{ID: journal.ReservedIDPrefix + hex.EncodeToString(sum[:16]), Kind: kind,
 		ContentType: journal.DefaultContentType, Payload: payload}
 }
 

@@ -97,7 +97,7 @@ func HostOf(rawURL string) string {
 		authority = authority[:end]
 	}
 	authority = strings.TrimSuffix(asciiLower(authority), ":")
-	if !hasPort(authority) {
+	if !strings.Contains(authority, ":") || strings.HasSuffix(authority, "]") { // no port: none, or an IPv6 address's bracket
 		if u.Scheme == "http" {
 			authority += ":80"
 		} else {
@@ -105,12 +105,6 @@ func HostOf(rawURL string) string {
 		}
 	}
 	return authority
-}
-
-// hasPort reports whether a valid authority ends in ":port": it holds a
-// colon and does not end with an IPv6 address's bracket.
-func hasPort(authority string) bool {
-	return strings.Contains(authority, ":") && !strings.HasSuffix(authority, "]")
 }
 
 func asciiLower(s string) string {

@@ -248,10 +248,3 @@ func (t *turn) stopping() bool {
 		return false
 	}
 }
-
-func truncate(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
-}

@@ -182,7 +182,7 @@ func (p *pipe) take(ctx context.Context, s sent) {
 		return // a success leaves no evidence
 	}
 	ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
-		Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
+		Body: string(out.Body[:min(len(out.Body), MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 	switch {
 	case out.Verdict == Rejected && t.reg.OnRejected == RejectSkip:
 		ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
