@@ -7,9 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// hostFailed records a host-level failure at t.next (Outcome.HostLevel):
-// the host is charged, not the registration, which is held while its host
-// is down (HostStore.HostFailed).
+// hostFailed charges a host-level failure at t.next to the host
+// (HostStore.HostFailed).
 func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	w := t.w
 	host := t.reg.Host()
@@ -33,10 +32,8 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	return nil
 }
 
-// hostAnswered tells the store that the registration's host answered, when
-// the worker knows the host as troubled (down, or failures counted): the
-// host comes up and its held registrations are released. An answer from a
-// host in good health costs nothing.
+// hostAnswered tells the store that the registration's host answered, if
+// the worker knows it as troubled; a healthy host's answer costs nothing.
 func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	w := t.w
 	if !out.HostAnswered() || w.book.size.Load() == 0 {
@@ -59,10 +56,9 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	}
 }
 
-// hostBook is what a worker knows of troubled hosts (Host.Troubled), from
-// its claims (DueBatch.Hosts) and its own writes. A host is forgotten only
-// when the store says it is well, so a stale entry costs one HostAnswered
-// that finds the host up, never a missed release.
+// hostBook is what a worker knows of troubled hosts, from its claims
+// (DueBatch.Hosts) and writes. A host is forgotten only when the store says
+// it is well: a stale entry costs one HostAnswered, never a missed release.
 type hostBook struct {
 	size atomic.Int64 // len(m), read without the lock: no troubled host, no lock on the hot path
 	mu   sync.Mutex
@@ -99,14 +95,9 @@ func (b *hostBook) learnAll(hs []Host) {
 	}
 }
 
-// hostTable is what one worker has in flight per host: the claims it holds
-// on each, running or ready to run (passed to Store.Due as DueQuery.Busy, so
-// that a claim never takes more of a host than the worker may serve) and the host's tokens, one held
-// around each Transport.Deliver, so that a host never has more than
-// MaxPerHost of the worker's messages open whatever the claims did.
-//
-// The mutex is taken when a turn starts or ends and when a claim reads Busy,
-// never per message: a turn holds its host's entry and sends on its channel.
+// hostTable is what one worker has in flight per host: its claims, running
+// or ready (DueQuery.Busy), and MaxPerHost tokens, one held around each
+// Deliver. The mutex is taken per claim and turn, never per message.
 type hostTable struct {
 	max   int // tokens per host (MaxPerHost)
 	mu    sync.Mutex
@@ -123,9 +114,7 @@ func newHostTable(max int) *hostTable {
 	return &hostTable{max: max, hosts: map[string]*hostEntry{}}
 }
 
-// busy returns the claims held per host (the hosts with any), for
-// DueQuery.Busy: claims, that is turns; a turn
-// holds up to its window of the host's tokens, one per message in flight.
+// busy returns the claims held per host, for DueQuery.Busy.
 func (h *hostTable) busy() map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -139,9 +128,8 @@ func (h *hostTable) busy() map[string]int {
 	return m
 }
 
-// enter counts a ready claim on host and returns the host's entry, whose
-// tokens its turn takes around each send; the turn's start takes it off
-// queued, and leave undoes the rest.
+// enter counts a ready claim on host and returns the host's entry; the
+// turn's start takes it off queued, and leave undoes the rest.
 func (h *hostTable) enter(host string) *hostEntry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
