@@ -154,7 +154,9 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	if err != nil {
 		return batch, err
 	}
-	w.book.learnAll(batch.Hosts) // an answer from one of these is told to the store (turn.hostAnswered)
+	for _, h := range batch.Hosts {
+		w.book.learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
+	}
 	claimedAt := time.Now()      // after Due returned: the turns' budget and shared pages count from it
 	for _, st := range batch.Registrations {
 		host := st.Host()

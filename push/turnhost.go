@@ -89,12 +89,6 @@ func (b *hostBook) learn(h Host) {
 	b.m[h.Host] = h
 }
 
-func (b *hostBook) learnAll(hs []Host) {
-	for _, h := range hs {
-		b.learn(h)
-	}
-}
-
 // hostTable is what one worker has in flight per host: its claims, running
 // or ready (DueQuery.Busy), and MaxPerHost tokens, one held around each
 // Deliver. The mutex is taken per claim and turn, never per message.
