@@ -157,7 +157,7 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	for _, h := range batch.Hosts {
 		w.book.learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
 	}
-	claimedAt := time.Now()      // after Due returned: the turns' budget and shared pages count from it
+	claimedAt := time.Now() // after Due returned: the turns' budget and shared pages count from it
 	for _, st := range batch.Registrations {
 		host := st.Host()
 		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
