@@ -6,18 +6,14 @@ import (
 	"sync"
 )
 
-// AdvanceBatcher is a Store that can save many turns' progress in one
-// round trip and one commit. A worker on such a store coalesces the
-// Advance calls of its concurrent turns (group commit: while one batch is
-// being saved the next gathers; no timer, so a lone save waits for
-// nothing); each turn still waits for its own save's result. Other stores
-// get one Advance a save.
+// AdvanceBatcher is a Store that saves many turns' progress in one round
+// trip. A worker on one coalesces its turns' Advance calls (group commit:
+// while one batch is saved the next gathers; no timer).
 type AdvanceBatcher interface {
-	// AdvanceBatch applies Advance to every save, as one atomic step: errs
-	// has one entry per save, in order, each what Advance would have
-	// returned for that save alone (nil if it applied, else ErrLeaseLost,
-	// ErrNotFound or ErrInvalid, and nothing of that save changed). err is
-	// the database's failure: then nothing applied and errs is nil.
+	// AdvanceBatch applies Advance to every save as one atomic step: errs
+	// holds, in order, what Advance would have returned for each alone (a
+	// save that failed changed nothing). err is the database's failure:
+	// nothing applied, errs nil.
 	AdvanceBatch(ctx context.Context, saves []CursorSave) (errs []error, err error)
 }
 
@@ -27,14 +23,11 @@ type CursorSave struct {
 	NextSeq uint64
 }
 
-// maxAdvanceBatch bounds one AdvanceBatch: more saves waiting go in the
-// next. A worker has at most MaxInFlight turns saving at once, which has
-// no upper bound; 1,024 keeps one statement's arrays, and the rows it
-// locks, small.
+// maxAdvanceBatch bounds one AdvanceBatch (MaxInFlight has no bound), so
+// that one statement's arrays, and the rows it locks, stay small.
 const maxAdvanceBatch = 1024
 
-// cursorStore is the store as a worker's turns use it: Advance goes
-// through the group commit when the store is an AdvanceBatcher.
+// cursorStore is an AdvanceBatcher with Advance going through group commit.
 type cursorStore struct {
 	Store
 	batcher AdvanceBatcher
@@ -60,8 +53,7 @@ func withGroupCommit(s Store) Store {
 	return s
 }
 
-// Advance queues the save and waits for its result; the first save
-// queued while none is being saved starts the saver.
+// Advance queues the save, starting the saver if none runs, and waits.
 func (c *cursorStore) Advance(ctx context.Context, claim Claim, nextSeq uint64) error {
 	p := &pendingSave{ctx: ctx, save: CursorSave{Claim: claim, NextSeq: nextSeq}, done: make(chan error, 1)}
 	c.mu.Lock()

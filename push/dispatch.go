@@ -8,9 +8,8 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// dispatcher is a worker's one scheduler (package doc, "Scheduling"). Its
-// state is owned by the goroutine that drives it; turns report their end on
-// a channel and touch nothing of it.
+// dispatcher is a worker's one scheduler (package doc, "Scheduling"). Only
+// the goroutine that drives it touches its state; turns report on ended.
 type dispatcher struct {
 	w     *Worker
 	ctx   context.Context // the turns': Run's outlives its caller's, so what is in flight finishes and is saved
@@ -35,8 +34,8 @@ type dispatcher struct {
 	turnErr  bool   // a turn failed since the last claim
 }
 
-// claimed is a registration the dispatcher holds a lease on: claimedAt is
-// when its Due returned, from which its budget and its lease's end count.
+// claimed is a registration the dispatcher holds a lease on; its budget and
+// its lease's end count from claimedAt, when Due returned.
 type claimed struct {
 	st            Status
 	at, claimedAt time.Time
@@ -56,15 +55,12 @@ func (w *Worker) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispa
 	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.opts.maxInFlight), perHost: map[string]int{}}
 }
 
-// RunOnce is one sweep at instant at, scheduler mode's unit: it claims up to
-// limit due registrations of the worker's namespace and serves them (package
-// doc, "Turns"), then returns what it did. at decides due-ness, backoff,
-// lease expiry and signature dates, so the same inputs give the same
-// schedule. A store or journal error ends only its own turn, never charged
-// to the receiver; RunOnce returns the first with the report of everything
-// done. If ctx ends, what is in flight is abandoned uncounted, progress is
-// saved, and RunOnce returns ctx's error. Errors: journal.ErrInvalid for
-// limit < 1 or a zero at.
+// RunOnce is one sweep at instant at: it claims up to limit due
+// registrations and serves them (package doc, "Turns"). A store or journal
+// error ends only its own turn, uncharged; RunOnce returns the first with the
+// report of all that was done. If ctx ends, what is in flight is abandoned
+// uncounted, progress saved, and ctx's error returned. Errors:
+// journal.ErrInvalid for limit < 1 or a zero at.
 func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep SweepReport, err error) {
 	if limit < 1 {
 		return rep, journal.Invalid("limit", "is %d: it must be at least 1", limit)
@@ -94,12 +90,11 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 	return d.rep, d.err
 }
 
-// Run is the daemon's loop (package doc, "Scheduling") on the wall clock,
-// claiming at least every interval. On ctx's end it claims nothing more,
-// gives back the claims it had not started, lets the turns in flight finish
-// and returns nil. A store or journal error is logged once, until a claim
-// succeeds again with no turn failing; claims are retried every interval.
-// Errors: journal.ErrInvalid for every <= 0.
+// Run is the daemon's loop (package doc, "Scheduling"), claiming at least
+// every interval. When ctx ends it gives back the claims not started, lets
+// the turns in flight finish and returns nil. A store or journal error is
+// logged once until claims succeed again with no turn failing. Errors:
+// journal.ErrInvalid for every <= 0.
 func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return journal.Invalid("every", "is %v: it must be positive", every)
@@ -140,7 +135,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 
 // claim asks the store for up to limit registrations due at at, under a
 // lease owner of its own (capped: no more of a host than the worker may
-// still serve there), and holds them ready, each counted on its host.
+// still serve), and holds them ready.
 func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, error) {
 	w := d.w
 	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
@@ -159,8 +154,10 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	if err != nil {
 		return batch, err
 	}
-	w.book.learnAll(batch.Hosts) // an answer from one of these is told to the store (turn.hostAnswered)
-	claimedAt := time.Now()      // after Due returned: the turns' budget and shared pages count from it
+	for _, h := range batch.Hosts {
+		w.book.learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
+	}
+	claimedAt := time.Now() // after Due returned: the turns' budget and shared pages count from it
 	for _, st := range batch.Registrations {
 		host := st.Host()
 		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
@@ -168,9 +165,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	return batch, nil
 }
 
-// start runs ready claims in the free slots, oldest first, skipping those
-// whose host is at its cap, and counts the ones a freed slot would start
-// (Worker.waiting, read by turn.goOn).
+// start runs ready claims in the free slots, oldest first, skipping hosts at
+// their cap, and counts in Worker.waiting those a freed slot would start.
 func (d *dispatcher) start() {
 	max, perHost := d.w.opts.maxInFlight, d.w.opts.maxPerHost
 	var starts []claimed
@@ -191,8 +187,7 @@ func (d *dispatcher) start() {
 		}
 	}
 	d.ready = kept
-	// Counted before the turns start, so that none sees a count that is not
-	// this pass's.
+	// Counted before the turns start, so that none sees another pass's count.
 	d.w.waiting.Add(startable - d.waiting)
 	d.waiting = startable
 	for _, c := range starts {
@@ -200,8 +195,7 @@ func (d *dispatcher) start() {
 	}
 }
 
-// serve runs the turn of claim c and returns its end, its error wrapped
-// with the registration.
+// serve runs the turn of claim c.
 func (d *dispatcher) serve(c claimed) turnEnd {
 	w := d.w
 	w.turns.Add(1)
@@ -229,8 +223,7 @@ func (d *dispatcher) serve(c claimed) turnEnd {
 }
 
 // end accounts for a turn that ended. Under Run a claim may then find work:
-// a backlog, a host now under its cap, or a wake the turn's lease hid from
-// the claims made meanwhile.
+// a backlog, or a wake the turn's lease hid from the claims made meanwhile.
 func (d *dispatcher) end(e turnEnd) {
 	d.running--
 	d.perHost[e.c.host]--
@@ -255,12 +248,11 @@ func (d *dispatcher) end(e turnEnd) {
 	}
 }
 
-// canClaim says whether a claim of Run is worth its query. It holds up to
-// twice MaxInFlight claims and claims when fewer than half are ready and
-// work may be due: a wake, the interval, a full claim, a backlog; or, when a
-// host was at its cap or one is troubled, once refill turns ended or nothing
-// runs. Otherwise the last claim took every due registration no turn held,
-// and a turn's end alone finds nothing new.
+// canClaim says whether a claim of Run is worth its query: under twice
+// MaxInFlight claims, fewer than half of them ready, and work may be due (a
+// wake, the interval, a full claim, a backlog; or, with a host at its cap or
+// troubled, refill turn ends or none running). Otherwise the last claim took
+// all that was due.
 func (d *dispatcher) canClaim() bool {
 	max := d.w.opts.maxInFlight
 	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
@@ -286,15 +278,14 @@ func (d *dispatcher) refillClaims() {
 		d.failures = 0
 	}
 	d.turnErr, d.ends = false, 0
-	// More may be due now only if this claim found some and was full; a
-	// claim capped by hosts finds no more until one of their turns ends.
+	// More may be due only if this claim was full.
 	d.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
 	_, _, atCap := w.perHost.load()
 	d.capped = atCap > 0
 }
 
 // release gives back the claims never started (Run is stopping), so that
-// another worker may serve them at once rather than after their lease.
+// another worker need not wait out their lease.
 func (d *dispatcher) release() {
 	d.w.waiting.Add(-d.waiting)
 	d.waiting = 0
@@ -317,4 +308,38 @@ func (d *dispatcher) fail(err error) {
 	} else {
 		log.Debug("herald: store or journal error again", "namespace", d.w.namespace, "errors", d.failures, "err", err)
 	}
+}
+
+// SweepReport counts what one RunOnce, or one turn (Hooks.Turn), did.
+type SweepReport struct {
+	Registrations int  `json:"registrations"` // registrations claimed and served
+	Records       int  `json:"records"`       // records acknowledged (the cursor moved past them)
+	Deliveries    int  `json:"deliveries"`    // messages accepted (2xx)
+	Retries       int  `json:"retries"`       // registrations that failed and will retry later
+	Completed     int  `json:"completed"`     // registrations whose final record was acknowledged (now deleted)
+	Parked        int  `json:"parked"`        // registrations parked (ceiling reached or permanent refusal)
+	Skipped       int  `json:"skipped"`       // messages rejected and moved past by the skip policy
+	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
+	Errors        int  `json:"errors"`        // turns ended by a store or journal error
+	HostFailures  int  `json:"host_failures"` // turns ended by a host-level failure (no attempt charged; see HostStore)
+	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
+	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a claim waited for the slot, or the budget was spent): sweep again soon
+	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
+}
+
+// NeedsAttention reports whether a scheduler or operator should act: sweep
+// again soon (Saturated, Backlog), or see to a parked registration.
+func (r SweepReport) NeedsAttention() bool { return r.Saturated || r.Backlog > 0 || r.Parked > 0 }
+
+func (r *SweepReport) add(t SweepReport) {
+	r.Records += t.Records
+	r.Deliveries += t.Deliveries
+	r.Retries += t.Retries
+	r.Completed += t.Completed
+	r.Parked += t.Parked
+	r.Skipped += t.Skipped
+	r.LeasesLost += t.LeasesLost
+	r.Backlog += t.Backlog
+	r.HostFailures += t.HostFailures
+	r.Errors += t.Errors
 }

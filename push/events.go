@@ -10,43 +10,31 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// herald's operational events (README, "herald's own events"). Each change
-// an operator wants to hear of appends one record to EventsStream, in the
-// store's transaction of the change: the event exists exactly when the
-// change does. Operators register on the stream like on any other, with
-// any projection; retention applies to it as to any stream.
-//
-// Stores build the records with RegistrationEvent and HostEvent, so that
-// every store writes the same bytes.
+// herald's operational events (README, "herald's own events"): each change
+// an operator wants to hear of appends one record to EventsStream in the
+// store's transaction of the change. Stores build the records with
+// RegistrationEvent and HostEvent, so every store writes the same bytes.
 
-// EventsStream is the stream herald appends its operational events to. Its
-// name is under journal.ReservedPrefix: only herald appends to it.
+// EventsStream is the stream herald appends its operational events to; only
+// herald appends under journal.ReservedPrefix.
 const EventsStream = journal.ReservedPrefix + "events"
 
-// Kinds of the operational events (the records' Kind).
+// Kinds of the operational events (the records' Kind), and what
+// OperationalEvent's Cursor and Reason hold for each.
 const (
-	// KindParked: a registration was parked (OperationalEvent.Reason: the
-	// failure that parked it; Cursor: the first unacknowledged seq).
-	KindParked = "herald.registration.parked"
-	// KindUnparked: an operator unparked a registration (Cursor: where it
-	// resumes).
-	KindUnparked = "herald.registration.unparked"
-	// KindCompleted: a registration's final record was acknowledged and the
-	// registration removed (Cursor: one past the final record; At: the
-	// instant of the sweep whose claim completed it, which stores keep as
-	// the claim's NextAttemptAt).
+	KindParked   = "herald.registration.parked"   // Reason: the failure; Cursor: the first unacknowledged seq
+	KindUnparked = "herald.registration.unparked" // Cursor: where it resumes
+	// KindCompleted: the final record was acknowledged and the registration
+	// removed. Cursor: one past the final record; At: the completing
+	// sweep's instant.
 	KindCompleted = "herald.registration.completed"
-	// KindSkipped: a cursor moved past records without delivering them. By
-	// says who: ByOperator (`herald skip`, Cursor: the new cursor, Reason:
-	// the operator's) or ByPolicy (on-rejected=skip passed a message the
-	// receiver rejected; Cursor: the seq of its record, Reason: the
-	// receiver's answer).
-	KindSkipped = "herald.registration.skipped"
-	// KindHostDown, KindHostUp, KindHostUnavailable: a host changed state
-	// (Reason: its last host-level failure, for down and unavailable).
-	KindHostDown        = "herald.host.down"
+	// KindSkipped: a cursor moved past records undelivered. ByOperator
+	// (`herald skip`; Cursor: the new cursor; Reason: the operator's) or
+	// ByPolicy (RejectSkip; Cursor: the record's seq; Reason: the answer).
+	KindSkipped         = "herald.registration.skipped"
+	KindHostDown        = "herald.host.down" // Reason: the last host-level failure
 	KindHostUp          = "herald.host.up"
-	KindHostUnavailable = "herald.host.unavailable"
+	KindHostUnavailable = "herald.host.unavailable" // Reason: the last host-level failure
 )
 
 // Who skipped, in OperationalEvent.By.
@@ -56,11 +44,9 @@ const (
 )
 
 // OperationalEvent is the JSON payload of a record of EventsStream. Kind
-// repeats the record's kind, so that the payload says what it is on any
-// wire and in any shape (a webhook without its envelope, a copy kept by a
-// receiver). Every text field is data, never markup: Reason may hold what
-// a receiver answered (cleaned as evidence is, valid UTF-8, at most
-// MaxEvidenceError bytes), and JSON escapes it.
+// repeats the record's kind, so the payload says what it is on any wire.
+// Text fields are data, never markup: Reason may quote a receiver (cleaned
+// as evidence is, at most MaxEvidenceError bytes).
 type OperationalEvent struct {
 	Kind         string    `json:"kind"`                   // the record's kind, KindParked…
 	Stream       string    `json:"stream,omitempty"`       // the registration's stream
@@ -73,13 +59,8 @@ type OperationalEvent struct {
 	At           time.Time `json:"at"` // the change's instant (the sweep's or the operator's), RFC 3339, UTC
 }
 
-// eventIDPrefix starts the record id of every operational event; users'
-// appends may not use it.
-const eventIDPrefix = journal.ReservedIDPrefix
-
-// entry returns the record of an event of kind: its id is derived from the
-// kind and the payload, so that the same change gives the same id (and a
-// repeated change is an idempotent append) and two changes never share one.
+// entry returns the record of an event of kind, its id derived from kind and
+// payload: a repeated change is an idempotent append.
 func (e OperationalEvent) entry(kind string) journal.Entry {
 	e.Kind = kind
 	e.Reason = cleanText(e.Reason, MaxEvidenceError)
@@ -89,7 +70,7 @@ func (e OperationalEvent) entry(kind string) journal.Entry {
 		panic("push: an operational event does not encode: " + err.Error()) // plain fields: cannot happen
 	}
 	sum := sha256.Sum256(append([]byte(kind+"\n"), payload...))
-	return journal.Entry{ID: eventIDPrefix + hex.EncodeToString(sum[:16]), Kind: kind,
+	return journal.Entry{ID: journal.ReservedIDPrefix + hex.EncodeToString(sum[:16]), Kind: kind,
 		ContentType: journal.DefaultContentType, Payload: payload}
 }
 
@@ -97,12 +78,10 @@ func (e OperationalEvent) entry(kind string) journal.Entry {
 // journal.ReservedPrefix).
 func Reserved(stream string) bool { return strings.HasPrefix(stream, journal.ReservedPrefix) }
 
-// RegistrationEvent returns the record a store appends, in the transaction
-// of the change, when registration r is parked, unparked, completed or
-// skipped at at. ok is false for a registration of a reserved stream: a
-// registration on EventsStream that parks must not feed the stream it
-// follows with events about itself (each would be one more record for it
-// to fail on), so changes to those are told by evidence and logs only.
+// RegistrationEvent returns the record a store appends when registration r
+// is parked, unparked, completed or skipped at at. ok is false for a
+// registration of a reserved stream, which must not feed the stream it
+// follows with events about itself (each one more record to fail on).
 func RegistrationEvent(kind string, r Registration, cursor uint64, by, reason string, at time.Time) (e journal.Entry, ok bool) {
 	if Reserved(r.Stream) {
 		return journal.Entry{}, false
@@ -111,12 +90,10 @@ func RegistrationEvent(kind string, r Registration, cursor uint64, by, reason st
 		Cursor: cursor, By: by, Reason: reason, At: at}.entry(kind), true
 }
 
-// HostEvent returns the record a store appends, in the transaction of the
-// change, when a host's health moves from old to h (Host.Transition); ok is
-// false when it did not change state. Host events are written for every
-// host, including one that serves only EventsStream: each is one state
-// change, and a down host's registrations are held, not failed, so the
-// events about it cannot multiply.
+// HostEvent returns the record a store appends when a host moves from old
+// to h (Host.Transition); ok is false when its state did not change. Every
+// host gets them, even one serving only EventsStream: a down host's
+// registrations are held, not failed, so its events cannot multiply.
 func HostEvent(old, h Host) (e journal.Entry, ok bool) {
 	var kind string
 	switch h.Transition(old) {

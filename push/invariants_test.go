@@ -374,7 +374,6 @@ func TestInvariant10BadInput(t *testing.T) {
 		"Lease":         push.WithLease(0),
 		"MaxRetryAfter": push.WithMaxRetryAfter(-time.Second),
 		"Schedule":      push.WithSchedule(push.Schedule{5 * time.Second, 0}),
-		"RejectPolicy":  push.WithRejectPolicy("drop"),
 	} {
 		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, opt)
 		require.ErrorIs(t, err, journal.ErrInvalid, name)

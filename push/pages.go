@@ -11,23 +11,19 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// pages is the journal as a worker's turns read it: turns that read the
-// same stream from the same place share one Read. A sequenced record never
-// changes, so the questions are whether a page stands for a turn's read:
+// pages is the journal as a worker's turns read it: turns that read one
+// stream from one place share one Read. A sequenced record never changes,
+// so a page stands for a turn's read if:
 //
-//   - only if its read was sent after the turn's claim (readClaim.claimed):
-//     while the lease holds, nothing at or above the turn's cursor can be
-//     pruned, nor its stream removed and started anew;
-//   - a page shorter than its limit (the journal's end when read) stands
-//     only for a turn whose claim knew of no record past its end
-//     (readClaim.head);
-//   - each turn gets records of its own: a copy while the page may serve
-//     another turn, the page itself for the last one.
+//   - its read was sent after the turn's claim (readClaim.claimed): while
+//     the lease holds, nothing at or above the cursor can be pruned, nor the
+//     stream removed and started anew;
+//   - a page shorter than its limit (the journal's end) stands only for a
+//     turn whose claim knew of no record past it (readClaim.head).
 //
-// Memory: at most pagesPerStream pages a stream, one per place read from,
-// pagesMaxBytes in all, oldest dropped first, and none older than half the
-// lease (a turn that late starts no record). Reads outside a turn (no
-// readClaim in the context) go to the journal.
+// Each turn gets records of its own: a copy, or the page itself for the
+// last. Memory: pagesPerStream pages a stream, pagesMaxBytes in all, none
+// older than half the lease. Reads outside a turn go to the journal.
 type pages struct {
 	journal.Journal
 	maxAge time.Duration // half the lease: no turn claimed before now-maxAge reads
@@ -38,16 +34,15 @@ type pages struct {
 	bytes   int                // of the pages in order
 }
 
-// pagesPerStream bounds the pages kept (or in flight) for one stream: a
-// stream's registrations sit at a few cursors at once (the head, and
-// those a retry or a window holds back), and each page is looked through
-// on a read.
-const pagesPerStream = 8
-
-// pagesMaxBytes bounds a worker's shared pages: 16 MiB holds a full drain
-// page (256 records) of 64 KiB payloads, or one page of 20 records for each
-// of 4,000 streams at 200 bytes a record.
-const pagesMaxBytes = 16 << 20
+const (
+	// pagesPerStream bounds a stream's pages kept or in flight: its
+	// registrations sit at a few cursors (the head, a retry's, a window's),
+	// and a read looks through them all.
+	pagesPerStream = 8
+	// pagesMaxBytes (16 MiB) holds a full drain page of 64 KiB payloads, or
+	// 20 records of 200 bytes for each of 4,000 streams.
+	pagesMaxBytes = 16 << 20
+)
 
 // page is one read of the journal, shared by the turns it stands for.
 type page struct {
@@ -83,8 +78,8 @@ func newPages(j journal.Journal, lease time.Duration) *pages {
 	return &pages{Journal: j, maxAge: lease / 2, streams: map[string][]*page{}}
 }
 
-// Read implements journal.Journal: a turn's read is served from a page
-// that stands for it (see pages), else read and shared.
+// Read serves a turn's read from a page that stands for it, else reads and
+// shares it.
 func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
 	rc, ok := ctx.Value(readClaimKey{}).(readClaim)
 	if !ok || journal.ValidateRead(stream, fromSeq, limit) != nil {
@@ -148,9 +143,8 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	return out, err
 }
 
-// add puts a read just sent among its stream's pages, replacing a page
-// read from the same place and dropping the stream's oldest beyond
-// pagesPerStream.
+// add puts a read just sent among its stream's pages, replacing one from
+// the same place, dropping the oldest beyond pagesPerStream.
 func (p *pages) add(pg *page) {
 	for _, old := range p.streams[pg.stream] {
 		if old.from == pg.from {
@@ -164,11 +158,9 @@ func (p *pages) add(pg *page) {
 	p.streams[pg.stream] = append(p.streams[pg.stream], pg)
 }
 
-// serve returns the records of a done page for a read of limit records
-// from fromSeq by a turn whose claim saw the stream's head at head, if the
-// page has them all: every record up to fromSeq+limit-1, or, when the
-// page reached the journal's end, every record up to head. The records
-// are the page's own: give them through give.
+// serve returns the page's own records for a read of limit from fromSeq by
+// a turn whose claim saw head, if it has them all: up to fromSeq+limit-1,
+// or, when the page reached the journal's end, up to head.
 func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record, bool) {
 	if !pg.whole {
 		return nil, false
@@ -188,9 +180,8 @@ func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record,
 	return nil, false
 }
 
-// give hands recs, records of pg, to one turn: the records themselves if
-// no other turn can be served from pg any more (it is dropped, no turn
-// waits on it, and none got them before), else a copy.
+// give hands recs, records of pg, to one turn: themselves if no other turn
+// can be served from pg any more, else a copy.
 func (pg *page) give(recs []journal.Record) []journal.Record {
 	if pg.dropped && pg.waiters == 0 && !pg.given {
 		pg.given = true
@@ -199,10 +190,9 @@ func (pg *page) give(recs []journal.Record) []journal.Record {
 	return clonePage(recs)
 }
 
-// keep adds a done page to the budget, unless it failed, was replaced
-// meanwhile, is too big or is not what a journal's read looks like (a
-// page must start at its from and be gapless, so that serve can index
-// it); then drops pages over the budget or too old to serve.
+// keep adds a done page to the budget unless it failed, was replaced, is too
+// big or is not gapless from its from (serve indexes it); then drops pages
+// over the budget or too old.
 func (p *pages) keep(pg *page) {
 	pg.whole = pg.err == nil && len(pg.recs) > 0
 	for i := 0; pg.whole && i < len(pg.recs); i++ {

@@ -15,52 +15,35 @@ import (
 )
 
 // Registration says who wants a stream's records and where: (stream, id) →
-// destination URL, namespace, projection config, cursor and retry state.
-//
-// Its String method and %v never print Config, which holds secrets.
+// destination, projection config, cursor and retry state. Its String and
+// %v never print Config, which holds secrets.
 type Registration struct {
 	Stream    string `json:"stream"`    // the journal stream it follows
 	ID        string `json:"id"`        // unique within Stream: an inbox URI, a push config id, an endpoint name
 	Namespace string `json:"namespace"` // which worker serves it: "activitypub", "cloudevents", "a2a", "webhook", …
 	URL       string `json:"url"`       // absolute http(s) URL the messages are POSTed to; no userinfo
-	// Config is the projection's configuration (JSON object): keys, tokens,
-	// secrets. Never logged; excluded from JSON encoding of the registration.
-	Config Config `json:"-"`
-	// OnRejected says what a 4xx answer other than 408, 410, 425 and 429
-	// means for this registration; empty means the worker's default
-	// (RejectRetry unless configured).
+	Config    Config `json:"-"`         // the projection's JSON object: keys, tokens, secrets; never logged or encoded
+	// OnRejected is what a 4xx other than 408, 410, 425 and 429 means;
+	// empty means RejectRetry.
 	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
-	// Kinds are the record kinds it wants, as patterns ("order.*",
-	// "invoice.paid"; see Wants); empty means every kind. Records of other
-	// kinds are passed without a message.
-	Kinds []string `json:"kinds,omitempty"`
-	// Window is how many messages may be unacknowledged at once: 1..MaxWindow,
-	// 0 meaning 1 (strict order, one message at a time). Records are sent in
-	// seq order whatever the window; with more than 1 a receiver may see them
-	// out of order within it (package doc, "Turns").
+	Kinds      []string     `json:"kinds,omitempty"` // the record kinds it wants (Wants); empty means all
+	// Window is how many messages may be unacknowledged at once, 1..MaxWindow
+	// (0 means 1: strict order). With more, a receiver may see records out
+	// of order within the window (package doc, "Turns").
 	Window int `json:"window,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
-	// treats 0 as the oldest record the stream retains (deliver the stream
-	// from its beginning, or from what retention kept of it).
-	NextSeq uint64 `json:"next_seq"`
-	// Attempts counts consecutive failed attempts at NextSeq; reset by any
-	// advance, by unpark, skip and rewind.
-	Attempts int `json:"attempts"`
-	// HostFailures counts consecutive host-level failures at NextSeq
-	// (Outcome.HostLevel): they key this registration's retry backoff, so
-	// that a path that never answers on a host that answers others is
-	// retried ever more slowly, but never park it. Reset by an advance, by
-	// any answer about the record, by unpark, skip and rewind.
-	HostFailures int `json:"host_failures,omitempty"`
-	// NextAttemptAt is the instant before which no sweep retries it.
-	NextAttemptAt time.Time `json:"next_attempt_at"`
-	// Parked registrations are never due until unparked. ParkedAt is when.
-	Parked   bool      `json:"parked"`
-	ParkedAt time.Time `json:"parked_at,omitzero"`
-	// LastError is the reason of the last failure, park or operator action;
-	// cleared by an advance.
-	LastError string `json:"last_error,omitempty"`
+	// treats 0 as the oldest record the stream retains.
+	NextSeq  uint64 `json:"next_seq"`
+	Attempts int    `json:"attempts"` // consecutive failed attempts at NextSeq; reset by an advance, unpark, skip, rewind
+	// HostFailures counts consecutive host-level failures at NextSeq: they
+	// key its retry backoff (HostRetryAt) but never park it. Reset as
+	// Attempts is, and by any answer about the record.
+	HostFailures  int       `json:"host_failures,omitempty"`
+	NextAttemptAt time.Time `json:"next_attempt_at"` // no sweep retries it before
+	Parked        bool      `json:"parked"`          // never due until unparked
+	ParkedAt      time.Time `json:"parked_at,omitzero"`
+	LastError     string    `json:"last_error,omitempty"` // of the last failure, park or operator action; cleared by an advance
 	// LeaseOwner and LeaseUntil are stamped by Store.Due: while the lease is
 	// live no other worker gets this registration.
 	LeaseOwner string    `json:"lease_owner,omitempty"`
@@ -77,17 +60,14 @@ type Key struct {
 func (r Registration) Key() Key { return Key{Stream: r.Stream, ID: r.ID} }
 
 // Host returns HostOf(r.URL): the unit of politeness and of health, and the
-// only part of the URL that logs show (paths and queries may carry
-// capability tokens).
+// only part of the URL logs show (a path may be a capability).
 func (r Registration) Host() string { return HostOf(r.URL) }
 
 // HostOf returns the host of an absolute http(s) URL as herald counts hosts:
-// the scheme-less "host:port" of its authority, ASCII letters lower-cased,
-// the port always explicit (80 for http, 443 for https), an IPv6 address in
-// its brackets: "https://Example.org/inbox" and "https://example.org:443/x"
-// are both "example.org:443". It reads the URL's text as written (no
-// percent-decoding), so that a store can compute the same value in SQL. A URL
-// that ValidateURL refuses gives "(invalid url)".
+// "host:port" of its authority as written (no percent-decoding, so that SQL
+// can compute it too), ASCII lower-cased, the port explicit, IPv6 in
+// brackets: "https://Example.org/x" gives "example.org:443". A URL that
+// ValidateURL refuses gives "(invalid url)".
 func HostOf(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -98,7 +78,7 @@ func HostOf(rawURL string) string {
 		authority = authority[:end]
 	}
 	authority = strings.TrimSuffix(asciiLower(authority), ":")
-	if !hasPort(authority) {
+	if !strings.Contains(authority, ":") || strings.HasSuffix(authority, "]") { // no port: none, or an IPv6 address's bracket
 		if u.Scheme == "http" {
 			authority += ":80"
 		} else {
@@ -106,12 +86,6 @@ func HostOf(rawURL string) string {
 		}
 	}
 	return authority
-}
-
-// hasPort reports whether a valid authority ends in ":port": it holds a
-// colon and does not end with an IPv6 address's bracket.
-func hasPort(authority string) bool {
-	return strings.Contains(authority, ":") && !strings.HasSuffix(authority, "]")
 }
 
 func asciiLower(s string) string {
@@ -128,19 +102,14 @@ func (r Registration) String() string {
 	return fmt.Sprintf("%s (%s → %s, cursor %d)", Name(r.Stream, r.ID), r.Namespace, r.Host(), r.NextSeq)
 }
 
-// Name names a registration in text (errors, logs' messages, the CLI's
-// output) as "stream=S id=ID", never "S/ID": streams and ids hold '/'
-// (actor/alice, an inbox URL), so "a/b/c" could be either split. A value
-// that is empty or holds a space, a quote, a backslash or a character that
-// does not print is Go-quoted (journal.Shown), so the two parts always
-// read back apart.
+// Name names a registration in text as "stream=S id=ID" (streams and ids
+// hold '/', so "S/ID" could split either way), each part journal.Shown.
 func Name(stream, id string) string {
 	return "stream=" + journal.Shown(stream) + " id=" + journal.Shown(id)
 }
 
-// Config is a projection's configuration, a JSON object. It may hold secrets,
-// so its String and GoString methods redact it; projections parse it with
-// json.Unmarshal.
+// Config is a projection's configuration, a JSON object. It may hold
+// secrets, so String and GoString redact it.
 type Config []byte
 
 // String redacts the config.
@@ -158,12 +127,8 @@ func (c Config) GoString() string { return c.String() }
 type RejectPolicy string
 
 const (
-	// RejectRetry treats the answer as transient: back off and try again,
-	// parking at the retry ceiling. Nothing is lost. The default.
-	RejectRetry RejectPolicy = "retry"
-	// RejectSkip records evidence and moves past the message, as fediverse
-	// servers do for an activity the receiver refuses.
-	RejectSkip RejectPolicy = "skip"
+	RejectRetry RejectPolicy = "retry" // the default: transient, parking at the ceiling; nothing is lost
+	RejectSkip  RejectPolicy = "skip"  // record evidence and move past, as fediverse servers do
 )
 
 var namespacePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
@@ -180,9 +145,8 @@ func ValidateNamespace(ns string) error {
 	return nil
 }
 
-// Validate checks what a caller supplies to Register: stream, id, namespace,
-// URL, config and policy. It returns an *journal.InvalidError naming the
-// field (the error never repeats the URL's userinfo or the config).
+// Validate checks what a caller supplies to Register. It returns a
+// *journal.InvalidError naming the field, never quoting userinfo or config.
 func (r Registration) Validate() error {
 	if err := journal.ValidateStream(r.Stream); err != nil {
 		return err
@@ -213,22 +177,18 @@ func (r Registration) Validate() error {
 	return ValidateKinds(r.Kinds)
 }
 
-// MaxWindow bounds Registration.Window. 64 messages in flight carry a
-// receiver 500 ms away (the far end of the fediverse) to over 100 records a
-// second, past what one receiver usually takes; a larger window only widens
-// what a receiver may see out of order and what a crash may repeat (page +
-// window), and takes more of the host's MaxPerHost tokens than any host is
-// given.
+// MaxWindow bounds Registration.Window: 64 in flight carry a receiver 500 ms
+// away past 100 records a second; more only widens what a receiver sees out
+// of order and what a crash repeats.
 const MaxWindow = 64
 
 // window is the window the registration is served with: Window, 1 when 0.
 func (r Registration) window() int { return max(r.Window, 1) }
 
-// ValidateURL checks a destination URL: absolute, http or https, a host, no
-// userinfo (credentials belong in the config, where they are redacted), no
-// fragment, at most MaxURLBytes bytes. Whether the host may be reached is the
-// transport's decision at connect time. Errors wrap ErrInvalid and never
-// repeat userinfo.
+// ValidateURL checks a destination URL: absolute http(s), a host, no
+// userinfo (credentials go in the redacted config), no fragment, no space or
+// control character, at most MaxURLBytes. Whether the host may be reached is
+// the transport's call. Errors wrap ErrInvalid and never repeat userinfo.
 func ValidateURL(raw string) error {
 	if raw == "" {
 		return journal.Invalid("url", "is empty")
@@ -262,7 +222,7 @@ func ValidateURL(raw string) error {
 		return journal.Invalid("url", "is not valid UTF-8")
 	}
 	for i, r := range raw {
-		if r < 0x21 || r == 0x7f || unicode.IsSpace(r) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		if unicode.IsSpace(r) || unicode.IsControl(r) { // IsSpace has U+2028 and U+2029
 			return journal.Invalid("url", "has a space or control character %U at byte %d", r, i)
 		}
 	}
@@ -284,9 +244,8 @@ func (s Status) Lag() uint64 {
 	return s.Head - s.NextSeq + 1
 }
 
-// State names where a registration stands: "parked", "idle" (cursor past the
-// head), "retrying" (failures at the cursor, waiting for NextAttemptAt) or
-// "ready" (has work and may be swept).
+// State names where a registration stands: StateParked, StateIdle (cursor
+// past the head), StateRetrying (failures at the cursor) or StateReady.
 func (s Status) State() string {
 	switch {
 	case s.Parked:
@@ -307,3 +266,54 @@ const (
 	StateIdle     = "idle"
 	StateParked   = "parked"
 )
+
+// MaxKinds bounds Registration.Kinds: a subscription, not a catalogue.
+const MaxKinds = 64
+
+// Wants reports whether the registration wants records of kind: always when
+// Kinds is empty, else when a pattern matches: an exact kind
+// ("invoice.paid"), or a prefix ending in "*" ("order.*" matches
+// "order.line.added", not "order"). A record not wanted is passed without a
+// message.
+func (r Registration) Wants(kind string) bool {
+	if len(r.Kinds) == 0 {
+		return true
+	}
+	for _, p := range r.Kinds {
+		if prefix, wild := strings.CutSuffix(p, "*"); wild && strings.HasPrefix(kind, prefix) || !wild && p == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateKinds checks kind patterns (Registration.Wants): at most MaxKinds,
+// distinct, each a valid kind (journal.MaxKindBytes) with "*" only at its
+// end. Errors wrap ErrInvalid and name the field "kinds".
+func ValidateKinds(kinds []string) error {
+	if len(kinds) > MaxKinds {
+		return journal.Invalid("kinds", "has %d patterns, more than %d", len(kinds), MaxKinds)
+	}
+	seen := make(map[string]bool, len(kinds))
+	for i, k := range kinds {
+		switch {
+		case k == "":
+			return journal.Invalid("kinds", "pattern %d is empty", i+1)
+		case len(k) > journal.MaxKindBytes:
+			return journal.Invalid("kinds", "pattern %d is longer than %d bytes (%d)", i+1, journal.MaxKindBytes, len(k))
+		case !utf8.ValidString(k):
+			return journal.Invalid("kinds", "pattern %d is not valid UTF-8", i+1)
+		case strings.Contains(strings.TrimSuffix(k, "*"), "*"):
+			return journal.Invalid("kinds", "pattern %q may have one \"*\", at its end (order.*)", k)
+		case seen[k]:
+			return journal.Invalid("kinds", "pattern %q is given twice", k)
+		}
+		for j, r := range k {
+			if unicode.IsControl(r) || unicode.IsSpace(r) {
+				return journal.Invalid("kinds", "pattern %q has whitespace or a control character %U at byte %d", k, r, j)
+			}
+		}
+		seen[k] = true
+	}
+	return nil
+}

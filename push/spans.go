@@ -2,24 +2,19 @@ package push
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldpush/herald/journal"
 )
 
-// OpenTelemetry spans (README, "One trace from the append to the
-// receiver"). A worker records a span per RunOnce, SpanSweep, one per
-// turn, SpanTurn (inside the sweep's; under Run, which has no sweeps, a
-// turn's span is a root), and one per delivery attempt inside it,
-// SpanDelivery, through the TracerProvider of
-// WithTracerProvider (default: OpenTelemetry's global one, a no-op until a
-// program installs an SDK). Their attributes name the namespace, the host
-// (host:port, never a URL path, which may be a capability), the HTTP status,
-// the attempt and the outcome; never a secret, header or body.
-
-// Span names and attribute keys.
+// Span names and attribute keys (README, "One trace from the append to the
+// receiver"): a span per RunOnce, per turn (a root under Run) and per
+// delivery attempt. Attributes never hold a secret, header, body or URL path.
 const (
 	SpanSweep    = "herald.sweep"
 	SpanTurn     = "herald.turn"
@@ -37,11 +32,8 @@ const (
 	AttrSaturated = "herald.saturated"     // sweep: more were due than its limit
 )
 
-// tracerName is the instrumentation scope of herald's spans.
-const tracerName = "github.com/heraldpush/herald/push"
-
 // WithTracerProvider sets where the worker's spans go (default
-// otel.GetTracerProvider()).
+// otel.GetTracerProvider(), a no-op until a program installs an SDK).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tracerProvider = tp }
 }
@@ -51,12 +43,11 @@ func (o options) tracer() trace.Tracer {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	return tp.Tracer(tracerName)
+	return tp.Tracer("github.com/heraldpush/herald/push")
 }
 
-// startTurn starts a turn's span; endTurn ends it with what the turn did.
-// Attributes are computed only for a recording span, so a no-op tracer
-// costs the turn two interface calls.
+// startTurn starts a turn's span; endTurn ends it. Attributes are computed
+// only for a recording span: a no-op tracer costs two interface calls.
 func (t *turn) startTurn(ctx context.Context) (context.Context, trace.Span) {
 	ctx, span := t.w.tracer.Start(ctx, SpanTurn, internalStart...)
 	if span.IsRecording() {
@@ -73,9 +64,8 @@ func endTurn(span trace.Span, rep SweepReport, err error) {
 	span.End()
 }
 
-// endOutcome is a turn's or sweep's outcome attribute, "ok" or "error",
-// and marks the span failed on an error (a store's or journal's; its text
-// may quote a receiver, so it is not copied).
+// endOutcome is a turn's or sweep's outcome attribute, marking the span
+// failed on an error (whose text, which may quote a receiver, is not copied).
 func endOutcome(span trace.Span, err error) attribute.KeyValue {
 	if err != nil {
 		span.SetStatus(codes.Error, "store or journal error")
@@ -101,19 +91,15 @@ func endSweep(span trace.Span, rep SweepReport, err error) {
 	span.End()
 }
 
-// Span start options, built once: an option made per span is an
-// allocation per message even when no tracer records.
+// Span start options, built once: one made per span allocates per message.
 var (
 	internalStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 	deliveryStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 )
 
-// startDelivery starts one attempt's span, endDelivery ends it with its
-// outcome. When the turn's span neither records nor carries a valid span
-// context, no tracer was installed when the turn started (an SDK's span,
-// even one its sampler dropped, has a valid context): the delivery gets
-// no span (nil) and ctx unchanged, sparing the no-op span and the context
-// that carries it, three allocations a message.
+// startDelivery starts one attempt's span, endDelivery ends it. A turn span
+// that neither records nor has a valid context (an SDK's, even sampled out,
+// has one) means no tracer: no span (nil), sparing three allocations.
 func (t *turn) startDelivery(ctx context.Context) (context.Context, trace.Span) {
 	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() && !parent.SpanContext().IsValid() {
 		return ctx, nil
@@ -141,4 +127,22 @@ func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
 		}
 	}
 	span.End()
+}
+
+// withTrace returns msg with rec's trace context, if any (W3C Trace Context
+// §3): a child of its traceparent (journal.ChildTraceparent), its tracestate.
+func withTrace(msg Message, rec journal.Record) Message {
+	if rec.Traceparent == "" {
+		return msg
+	}
+	h := msg.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Traceparent", journal.ChildTraceparent(rec.Traceparent))
+	if rec.Tracestate != "" {
+		h.Set("Tracestate", rec.Tracestate)
+	}
+	msg.Header = h
+	return msg
 }

@@ -9,12 +9,10 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// turn serves one claimed registration, a drain page at a time through its
-// window (window.go); a full page is saved with Checkpoint, which keeps the
-// claim, and the turn's last write (Advance, Retry, Park or Complete)
-// releases it. A turn that reached its stream's end and ran across a Wake
-// reads once more under the same claim (woken), never more than a drain page
-// past the cursor's last write, so invariant 2's bound stays one page.
+// turn serves one claimed registration (package doc, "Turns"), a page at a
+// time through its window (window.go). A turn that reached its stream's end
+// across a Wake reads once more (woken), never past a drain page from the
+// cursor's last write: invariant 2's bound stays one page.
 type turn struct {
 	w        *Worker
 	at       time.Time
@@ -58,8 +56,7 @@ func (t *turn) run(ctx context.Context) error {
 			return t.fail(ctx, f.out, f.ev) // the first unacknowledged record's failure decides
 		}
 		if p.err != nil && ctx.Err() != nil {
-			// herald abandoned what was in flight (the caller's cancel, or
-			// the lease's end): nothing is charged, the next claim sends it.
+			// In flight was abandoned (a cancel, the lease's end): uncharged.
 			if errors.Is(context.Cause(ctx), errLeaseEnding) {
 				w.opts.logger.Warn("herald: the claim's lease is ending; deliveries in flight were abandoned and will be sent again",
 					"stream", t.reg.Stream, "registration", t.reg.ID, "cursor", t.next)
@@ -84,8 +81,7 @@ func (t *turn) run(ctx context.Context) error {
 			if limit = w.opts.drainPage - t.unsaved; limit < 1 || !t.woken() {
 				break
 			}
-			// No page read before now stands for this read (pages.go): it
-			// sees what was numbered up to the wake.
+			// No page read before now stands for this read (pages.go).
 			ctx = withReadClaim(ctx, time.Now(), t.head)
 			if recs, err = t.read(ctx, limit); err != nil {
 				return t.save(ctx, err)
@@ -113,9 +109,8 @@ func (t *turn) run(ctx context.Context) error {
 	return nil
 }
 
-// nextPage saves the cursor with Checkpoint while it reads the next page,
-// so a page boundary costs the slower of the two. ended: the turn must end
-// at once, returning err.
+// nextPage checkpoints the cursor while it reads the next page. ended: the
+// turn must end at once, returning err.
 func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
 	saved := make(chan error, 1)
 	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
@@ -130,9 +125,8 @@ func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool,
 	return recs, false, nil
 }
 
-// woken says whether a Wake came since the turn's claim or its last read
-// again, and takes note of the count: a record may have been numbered past
-// what the turn read.
+// woken says, once per Wake, whether one came since the turn's claim or its
+// last read: a record may have been numbered past what it read.
 func (t *turn) woken() bool {
 	n := t.w.wakes.Load()
 	if n == *t.wakes {
@@ -154,21 +148,19 @@ func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
 	return recs, nil
 }
 
-// goOn says whether the turn may go on to its next page under the same
-// claim: its budget is not spent, the worker is not stopping, and no claim
-// waits for a slot it could take (one a freed slot would start, or one of
-// its own host that the host's cap holds back).
+// goOn says whether the turn may go on to its next page: budget left, not
+// stopping, and no claim waiting for its slot or its host's.
 func (t *turn) goOn() bool {
 	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0 && t.host.queued.Load() == 0
 }
 
-// fail records a failed attempt at t.next together with the progress made
-// before it: park (permanent, or the ceiling reached) or retry later.
+// fail records a failed attempt at t.next with the progress made before it:
+// park (permanent, or the ceiling reached) or retry later.
 func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
-	if out.HostLevel && w.hostHealth {
+	if out.HostLevel {
 		return t.hostFailed(ctx, ev)
 	}
 	ev.Attempt = t.attempts + 1
@@ -211,8 +203,8 @@ func (t *turn) delay(out Outcome) time.Duration {
 	}
 }
 
-// save writes the progress of the turn with one Advance, which also
-// releases the lease, and returns cause (wrapped) or the store's error.
+// save writes the turn's progress with Advance, releasing the lease, and
+// returns cause joined with the store's error.
 func (t *turn) save(ctx context.Context, cause error) error {
 	if err := t.w.store.Advance(context.WithoutCancel(ctx), t.claim, t.next); err != nil {
 		return errors.Join(cause, t.lost(err, fmt.Errorf("advance to #%d: %w", t.next, err)))
@@ -220,9 +212,8 @@ func (t *turn) save(ctx context.Context, cause error) error {
 	return cause
 }
 
-// lost ends the turn quietly when a fenced write was refused (the lease
-// taken over, or the registration removed); any other error is returned as
-// wrapped.
+// lost ends the turn quietly when a fenced write was refused (lease lost,
+// registration gone); other errors are returned as wrapped.
 func (t *turn) lost(err, wrapped error) error {
 	if !errors.Is(err, ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
 		return wrapped
@@ -233,8 +224,7 @@ func (t *turn) lost(err, wrapped error) error {
 	return nil
 }
 
-// errLeaseEnding ends a turn's context at nine tenths of its lease (serve):
-// what is in flight is abandoned uncounted and sent again by the next claim.
+// errLeaseEnding ends a turn's context at nine tenths of its lease (serve).
 var errLeaseEnding = errors.New("the claim's lease is ending")
 
 // late reports whether the turn's budget is spent.
@@ -247,18 +237,4 @@ func (t *turn) stopping() bool {
 	default:
 		return false
 	}
-}
-
-func (t *turn) policy() RejectPolicy {
-	if t.reg.OnRejected != "" {
-		return t.reg.OnRejected
-	}
-	return t.w.opts.onRejected
-}
-
-func truncate(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }

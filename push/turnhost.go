@@ -7,9 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// hostFailed records a host-level failure at t.next (Outcome.HostLevel):
-// the host is charged, not the registration, which is held while its host
-// is down (HostStore.HostFailed).
+// hostFailed charges a host-level failure at t.next to the host
+// (HostStore.HostFailed).
 func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	w := t.w
 	host := t.reg.Host()
@@ -33,13 +32,11 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	return nil
 }
 
-// hostAnswered tells the store that the registration's host answered, when
-// the worker knows the host as troubled (down, or failures counted): the
-// host comes up and its held registrations are released. An answer from a
-// host in good health costs nothing.
+// hostAnswered tells the store that the registration's host answered, if
+// the worker knows it as troubled; a healthy host's answer costs nothing.
 func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	w := t.w
-	if !w.hostHealth || !out.HostAnswered() || w.book.size.Load() == 0 {
+	if !out.HostAnswered() || w.book.size.Load() == 0 {
 		return // no troubled host known: not even the host's name is needed
 	}
 	host := t.reg.Host()
@@ -59,10 +56,9 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	}
 }
 
-// hostBook is what a worker knows of troubled hosts (Host.Troubled), from
-// its claims (DueBatch.Hosts) and its own writes. A host is forgotten only
-// when the store says it is well, so a stale entry costs one HostAnswered
-// that finds the host up, never a missed release.
+// hostBook is what a worker knows of troubled hosts, from its claims
+// (DueBatch.Hosts) and writes. A host is forgotten only when the store says
+// it is well: a stale entry costs one HostAnswered, never a missed release.
 type hostBook struct {
 	size atomic.Int64 // len(m), read without the lock: no troubled host, no lock on the hot path
 	mu   sync.Mutex
@@ -93,8 +89,73 @@ func (b *hostBook) learn(h Host) {
 	b.m[h.Host] = h
 }
 
-func (b *hostBook) learnAll(hs []Host) {
-	for _, h := range hs {
-		b.learn(h)
+// hostTable is what one worker has in flight per host: its claims, running
+// or ready (DueQuery.Busy), and MaxPerHost tokens, one held around each
+// Deliver. The mutex is taken per claim and turn, never per message.
+type hostTable struct {
+	max   int // tokens per host (MaxPerHost)
+	mu    sync.Mutex
+	hosts map[string]*hostEntry
+}
+
+type hostEntry struct {
+	tokens chan struct{} // capacity max; a send takes a token, a receive returns it
+	turns  int           // this worker's claims on the host, running or ready; the entry goes at 0
+	queued atomic.Int64  // of those, the ready ones not started
+}
+
+func newHostTable(max int) *hostTable {
+	return &hostTable{max: max, hosts: map[string]*hostEntry{}}
+}
+
+// busy returns the claims held per host, for DueQuery.Busy.
+func (h *hostTable) busy() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.hosts) == 0 {
+		return nil
 	}
+	m := make(map[string]int, len(h.hosts))
+	for host, e := range h.hosts {
+		m[host] = e.turns
+	}
+	return m
+}
+
+// enter counts a ready claim on host and returns the host's entry; the
+// turn's start takes it off queued, and leave undoes the rest.
+func (h *hostTable) enter(host string) *hostEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.hosts[host]
+	if e == nil {
+		e = &hostEntry{tokens: make(chan struct{}, h.max)}
+		h.hosts[host] = e
+	}
+	e.turns++
+	e.queued.Add(1)
+	return e
+}
+
+func (h *hostTable) leave(host string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.hosts[host]; e != nil {
+		if e.turns--; e.turns <= 0 {
+			delete(h.hosts, host)
+		}
+	}
+}
+
+// load reads the table for Worker.Load.
+func (h *hostTable) load() (messages, hosts, atCap int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.hosts {
+		messages += len(e.tokens)
+		if e.turns >= h.max {
+			atCap++ // Due gives this worker no more of it
+		}
+	}
+	return messages, len(h.hosts), atCap
 }

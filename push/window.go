@@ -7,11 +7,9 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// pipe sends one turn's page through the registration's window: records in
-// seq order, at most Window messages in flight, none started before every
-// record Window below it was acknowledged (invariant 3). Only the turn's
-// goroutine touches its state; each send holds one of the host's tokens and
-// reports on results, from a goroutine of its own when Window > 1.
+// pipe sends one turn's page through the registration's window (invariant
+// 3). Only the turn's goroutine touches its state; each send holds a host
+// token and reports on results, from a goroutine of its own when Window > 1.
 type pipe struct {
 	t       *turn
 	base    uint64           // seq of recs[0]: the cursor when the turn began
@@ -49,8 +47,8 @@ func newPipe(t *turn, recs []journal.Record) *pipe {
 		fails: map[int]failure{}, results: make(chan sent, t.reg.window())}
 }
 
-// run sends until the page is acknowledged or the pipe stopped and every
-// send in flight reported.
+// run sends until the page is acknowledged, or the pipe stopped and every
+// send reported.
 func (p *pipe) run(ctx context.Context) {
 	for {
 		p.fill(ctx)
@@ -61,8 +59,8 @@ func (p *pipe) run(ctx context.Context) {
 	}
 }
 
-// fill starts sends while the window allows: fewer than Window messages in
-// flight, and the next record within Window records of the cursor.
+// fill starts sends while fewer than Window are in flight and the next
+// record is within Window of the cursor.
 func (p *pipe) fill(ctx context.Context) {
 	t := p.t
 	for p.advance(); !p.stopped && p.inFlight < t.reg.window(); p.advance() {
@@ -82,8 +80,7 @@ func (p *pipe) fill(ctx context.Context) {
 		p.sentMsgs++
 		p.inFlight++
 		if t.reg.window() == 1 {
-			// One message at a time: the turn's goroutine sends it itself
-			// (results has room for it), sparing a goroutine per message.
+			// The turn's goroutine sends it (results has room), sparing a goroutine.
 			p.send(ctx, rec, idx, msg)
 			continue
 		}
@@ -91,8 +88,7 @@ func (p *pipe) fill(ctx context.Context) {
 	}
 }
 
-// send delivers one message, holding one of the host's tokens, and reports
-// on results.
+// send delivers one message and reports on results.
 func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
 	t := p.t
 	defer func() { <-t.host.tokens }()
@@ -107,8 +103,7 @@ func (p *pipe) canStart() bool {
 	return !p.stopped && !p.barrier && p.hi < len(p.recs) && p.hi < p.lo+p.t.reg.window()
 }
 
-// start projects the next record. It reports false when the pipe stopped
-// instead.
+// start projects the next record, or reports false: the pipe stopped.
 func (p *pipe) start(ctx context.Context) bool {
 	t, rec := p.t, p.recs[p.hi]
 	if want := p.base + uint64(p.hi); rec.Seq != want {
@@ -165,8 +160,7 @@ func (p *pipe) take(ctx context.Context, s sent) {
 	p.inFlight--
 	t, w := p.t, p.t.w
 	if s.err != nil {
-		// Says nothing about the receiver (the worker is stopping): keep
-		// what was acknowledged, count no attempt.
+		// The worker is stopping: keep what was acknowledged, count no attempt.
 		p.stop(s.err)
 		return
 	}
@@ -182,9 +176,9 @@ func (p *pipe) take(ctx context.Context, s sent) {
 		return // a success leaves no evidence
 	}
 	ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
-		Body: string(truncate(out.Body, MaxEvidenceBody)), Location: out.Location, Duration: out.Duration, Error: out.Reason}
+		Body: string(out.Body[:min(len(out.Body), MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 	switch {
-	case out.Verdict == Rejected && t.policy() == RejectSkip:
+	case out.Verdict == Rejected && t.reg.OnRejected == RejectSkip:
 		ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
 		if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
 			p.stop(fmt.Errorf("record skipped message %s: %w", msgID, err))

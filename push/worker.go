@@ -2,18 +2,22 @@ package push
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldpush/herald/journal"
 )
 
-// Worker sweeps one namespace: it claims due registrations, projects their
-// records and delivers the messages, moving cursors only on acknowledgement.
-// A Worker is safe for concurrent use; several workers (in one process or
-// many) may share a store.
+// Worker serves one namespace (package doc). It is safe for concurrent use;
+// several workers, in one process or many, may share a store.
 type Worker struct {
 	journal    journal.Journal // the caller's, behind the turns' shared pages (pages.go)
 	store      Store           // the caller's, its Advance coalesced if it batches (cursors.go)
@@ -23,7 +27,6 @@ type Worker struct {
 	opts       options
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	hostHealth bool          // WithoutHostHealth turns it off
 	book       hostBook      // the troubled hosts this worker knows of
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
@@ -33,8 +36,8 @@ type Worker struct {
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
-// journal.ErrInvalid: a nil dependency, a bad namespace, or an option out of
-// range (all of them are reported together).
+// journal.ErrInvalid: a nil dependency, a bad namespace, or options out of
+// range (all reported together).
 func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Option) (*Worker, error) {
 	if j == nil || s == nil || t == nil || p == nil {
 		return nil, journal.Invalid("worker", "journal, store, transport and projection are all required")
@@ -51,25 +54,23 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
 	return &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
-		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost), hostHealth: !o.noHostHealth}, nil
+		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host
-// (WithMaxPerHost), which also caps what a window above it has in flight.
+// (WithMaxPerHost), which also caps a larger window.
 func (w *Worker) MaxPerHost() int { return w.opts.maxPerHost }
 
 // Namespace returns the namespace the worker serves.
 func (w *Worker) Namespace() string { return w.namespace }
 
-// Owner returns the worker's name. Each claim (a sweep's, or a refill of
-// Run's dispatcher) stamps the leases it takes with Owner()+"#"+n, n counting
-// the worker's claims, so that a turn of an earlier claim that outlived its
-// lease is fenced out too.
+// Owner returns the worker's name. Claim n stamps its leases Owner()+"#"+n,
+// so that a turn of an earlier claim that outlived its lease is fenced out.
 func (w *Worker) Owner() string { return w.opts.owner }
 
-// Register validates r (and its config, when the projection is a
-// ConfigValidator), requires r.Namespace to be the worker's (empty means the
-// worker's), and stores it. Errors: those of Registration.Validate,
+// Register validates r (and its config, if the projection is a
+// ConfigValidator) and stores it; r.Namespace must be the worker's (empty
+// means the worker's). Errors: those of Registration.Validate,
 // ConfigValidator.ValidateConfig and Store.Register.
 func (w *Worker) Register(ctx context.Context, r Registration) (Registration, error) {
 	if r.Namespace == "" {
@@ -106,10 +107,200 @@ type Load struct {
 	HostsAtCap int // hosts with MaxPerHost claims: claims take no more of them
 }
 
-// Load reads what the worker has in flight. It is cheap (one short lock) and
-// safe to call at any time.
+// Load reads what the worker has in flight (one short lock).
 func (w *Worker) Load() Load {
 	l := Load{Turns: int(w.turns.Load())}
 	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.load()
 	return l
+}
+
+// Defaults, each with the reason it is what it is.
+const (
+	// DefaultMaxAttempts (32) is the retry ceiling: with the default backoff,
+	// about 80 minutes of an unreachable receiver, enough to ride out a
+	// deploy, short enough that a dead inbox stops costing a connection
+	// every few minutes. Parking loses nothing.
+	DefaultMaxAttempts = 32
+	// DefaultMaxRetryAfter (1 h) caps a receiver's Retry-After, so that
+	// "Retry-After: 31536000" cannot silence a registration for a year.
+	DefaultMaxRetryAfter = time.Hour
+	// DefaultMaxInFlight (16) bounds the turns run at once: enough to hide
+	// most network latency, few enough for a small machine's sockets.
+	DefaultMaxInFlight = 16
+	// DefaultMaxPerHost (4) bounds the messages in flight to one host:
+	// polite to the small servers most receivers are, and a silent host
+	// holds at most 4 of the 16 slots.
+	DefaultMaxPerHost = 4
+	// MaxPerHostLimit (1024) is the transport's bound on a host's idle
+	// connections, beyond which a cap is a load test.
+	MaxPerHostLimit = 1024
+	// DefaultDrainPage (256): the cursor is written once per 256 records, a
+	// crash repeats at most 256, and a turn with a backlog reaches a page's
+	// end, where it yields its slot, often.
+	DefaultDrainPage = 256
+	MaxDrainPage     = 10000 // bounds WithDrainPage
+	// DefaultLease (30 s, two request timeouts) is how long a claim hides a
+	// registration from other workers, and so how long a killed worker's
+	// registrations wait.
+	DefaultLease = 30 * time.Second
+	// DefaultSweepLimit (256) bounds one claim of Run's dispatcher: one Due
+	// query's rows.
+	DefaultSweepLimit = 256
+)
+
+type options struct {
+	maxAttempts    int
+	maxRetryAfter  time.Duration
+	maxInFlight    int
+	maxPerHost     int
+	drainPage      int
+	lease          time.Duration
+	sweepLimit     int
+	owner          string
+	logger         *slog.Logger
+	schedule       Schedule
+	hooks          Hooks
+	hostPolicy     HostPolicy
+	tracerProvider trace.TracerProvider // nil: otel's global
+	now            func() time.Time     // a turn's budget's wall clock (export_test.go)
+}
+
+// Option configures a Worker. NewWorker checks them all; a count below its
+// bound is an error, never a silent "off".
+type Option func(*options)
+
+// WithMaxAttempts sets the retry ceiling, at least 1 (default
+// DefaultMaxAttempts): the failure that makes a registration's attempts at
+// one record equal n parks it.
+func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+
+// WithMaxRetryAfter caps a receiver's Retry-After, at least 1 s (default
+// DefaultMaxRetryAfter).
+func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
+
+// WithMaxInFlight bounds the turns a worker runs at once, at least 1
+// (default DefaultMaxInFlight).
+func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithMaxPerHost bounds the messages in flight to one host (HostOf), 1 to
+// MaxPerHostLimit (default DefaultMaxPerHost); claims take no more of a host.
+func WithMaxPerHost(n int) Option { return func(o *options) { o.maxPerHost = n } }
+
+// WithDrainPage bounds the records a turn sends between two writes of the
+// cursor, 1 to MaxDrainPage (default DefaultDrainPage): the bound on
+// duplicates after a crash.
+func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
+
+// WithLease sets how long a claim lasts, at least 2 s (default DefaultLease).
+func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+
+// WithSweepLimit bounds each claim of Run, at least 1 (default
+// DefaultSweepLimit).
+func WithSweepLimit(n int) Option { return func(o *options) { o.sweepLimit = n } }
+
+// WithOwner names this worker in its leases (default: host name, process id
+// and a random suffix). Two workers must never share an owner.
+func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithSchedule replaces Backoff with a fixed list of delays, each at least 1 s.
+func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
+
+// WithHostHorizon sets how long a host may be down before it is
+// unavailable, MinHostHorizon to MaxHostHorizon (default DefaultHostHorizon).
+func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostPolicy.Horizon = d } }
+
+// WithHooks sets functions called for metrics. They are called
+// concurrently and must not block.
+func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
+
+// Hooks observe a worker; nil fields are skipped. took is wall-clock time;
+// err a store's or journal's.
+type Hooks struct {
+	Attempt     func(Attempt)                                                    // after every delivery attempt
+	Turn        func(at time.Time, r SweepReport, took time.Duration, err error) // after every turn (r.Registrations 1)
+	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
+	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
+	HostFailure func(Host)                                                       // after every host-level failure, the host as stored
+}
+
+// Attempt describes one delivery attempt, for Hooks.Attempt.
+type Attempt struct {
+	Registration Registration
+	Seq          uint64
+	MessageID    string
+	At           time.Time // the sweep's instant
+	Outcome      Outcome
+}
+
+func defaultOptions() options {
+	return options{
+		maxAttempts:   DefaultMaxAttempts,
+		maxRetryAfter: DefaultMaxRetryAfter,
+		maxInFlight:   DefaultMaxInFlight,
+		maxPerHost:    DefaultMaxPerHost,
+		drainPage:     DefaultDrainPage,
+		lease:         DefaultLease,
+		sweepLimit:    DefaultSweepLimit,
+		hostPolicy:    DefaultHostPolicy(),
+		now:           time.Now,
+	}
+}
+
+func (o *options) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, journal.Invalid(field, format, args...)) }
+	if o.maxAttempts < 1 {
+		bad("MaxAttempts", "is %d: it must be at least 1 (1 means a single try)", o.maxAttempts)
+	}
+	if o.maxInFlight < 1 {
+		bad("MaxInFlight", "is %d: it must be at least 1", o.maxInFlight)
+	}
+	if o.maxPerHost < 1 || o.maxPerHost > MaxPerHostLimit {
+		bad("MaxPerHost", "is %d: it must be from 1 to %d", o.maxPerHost, MaxPerHostLimit)
+	}
+	if o.drainPage < 1 || o.drainPage > MaxDrainPage {
+		bad("DrainPage", "is %d: it must be from 1 to %d", o.drainPage, MaxDrainPage)
+	}
+	if o.lease < 2*time.Second {
+		bad("Lease", "is %v: it must be at least 2s", o.lease)
+	}
+	if o.maxRetryAfter < time.Second {
+		bad("MaxRetryAfter", "is %v: it must be at least 1s", o.maxRetryAfter)
+	}
+	if o.sweepLimit < 1 {
+		bad("SweepLimit", "is %d: it must be at least 1", o.sweepLimit)
+	}
+	if o.schedule != nil && len(o.schedule) == 0 {
+		bad("Schedule", "is empty")
+	}
+	for i, d := range o.schedule {
+		if d < time.Second {
+			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
+		}
+	}
+	if h := o.hostPolicy.Horizon; h < MinHostHorizon || h > MaxHostHorizon {
+		bad("HostHorizon", "is %v: it must be from %v to %v", h, MinHostHorizon, MaxHostHorizon)
+	}
+	if o.owner == "" {
+		o.owner = defaultOwner()
+	} else if err := journal.ValidateID("Owner", o.owner); err != nil {
+		errs = append(errs, err)
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	return errors.Join(errs...)
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "herald"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
