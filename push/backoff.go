@@ -37,8 +37,11 @@ func spread(stream, id string, failures int) uint64 {
 // 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 type Schedule []time.Duration
 
-// Delay returns the delay after failures earlier failures. s must not be
-// empty (NewWorker refuses an empty schedule).
+// Delay returns the delay after failures earlier failures; an empty
+// schedule (which NewWorker refuses) waits 1 s rather than panic.
 func (s Schedule) Delay(failures int) time.Duration {
+	if len(s) == 0 {
+		return time.Second
+	}
 	return s[min(max(failures, 0), len(s)-1)]
 }
