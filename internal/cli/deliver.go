@@ -38,12 +38,12 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
 	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
-	libIntVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1")
-	libIntVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once", "at least 1")
-	libIntVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
+	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
+	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once", "at least 1", 0, 0)
+	intVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
 		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit),
-		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit))
-	libIntVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage))
+		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
+	intVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage), 0, 0)
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
@@ -66,7 +66,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
-		return nil, nil, asRangeError(usageError{unwrapped(err)})
+		return nil, nil, usageError{unwrapped(err)}
 	}
 	return tr, opts, nil
 }
@@ -259,7 +259,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
 			f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 			f.StringVar(&opts.APIAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
-			libIntVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1")
+			intVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1", 0, 0)
 			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 			f.DurationVar(&seqIv, "sequencer-interval", postgres.DefaultSequencerInterval,

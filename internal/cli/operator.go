@@ -189,7 +189,7 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 func moveFlags(f *pflag.FlagSet, stream, id *string, at *instant, toSeq *uint64, usage string) {
 	keyFlags(f, stream, id)
 	atFlag(f, at)
-	libIntVar(f, toSeq, "to-seq", 0, usage, "a seq, 1 or more")
+	intVar(f, toSeq, "to-seq", 0, usage, "a seq, 1 or more", 0, 0)
 }
 
 // move runs an operator's move of a cursor and prints it.

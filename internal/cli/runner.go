@@ -135,7 +135,7 @@ func asFlags(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	eachInvalid(err, func(inv *journal.InvalidError) {
 		if mapped, ok := flagField(cmd, inv); ok {
-			msg = strings.Replace(msg, inv.Error(), mapped.Error(), 1)
+			msg = strings.Replace(msg, inv.Error(), mapped, 1)
 		}
 	})
 	if msg == err.Error() {
@@ -176,8 +176,11 @@ func eachInvalid(err error, f func(*journal.InvalidError)) {
 	}
 }
 
-// flagField is inv with its field named by the flag of cmd that sets it.
-func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidError, bool) {
+// flagField is inv's text with its field named by the flag of cmd that
+// sets it; a refusal of a value out of its range reads as the flags'
+// ranges do: "invalid MaxAttempts: is 0: it must be at least 1" is
+// "--max-attempts 0 must be at least 1".
+func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	field := inv.Field
 	if _, f, ok := inv.InBatch(); ok {
 		field = f // entries[0].kind of a single append
@@ -189,7 +192,10 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidE
 	key, index, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(field, prefix), "Options."), "[")
 	name := flagName(key)
 	if cmd.Flags().Lookup(name) == nil {
-		return nil, false
+		return "", false
+	}
+	if m := rangeRefusal.FindStringSubmatch(inv.Reason); m != nil && index == "" {
+		return "--" + name + " " + m[1] + m[2] + " " + m[3], true
 	}
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
@@ -201,27 +207,12 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidE
 			reason = "repeats the " + ordinal(n+1)
 		}
 	}
-	return &journal.InvalidError{Field: flag, Reason: reason}, true
+	return (&journal.InvalidError{Field: flag, Reason: reason}).Error(), true
 }
 
 // rangeRefusal matches a library's refusal of a value out of its range:
 // "is 0: it must be at least 1", "\"sometimes\" must be \"retry\" or \"skip\"".
 var rangeRefusal = regexp.MustCompile(`^(?:is (.+?): it|(".*?")) (must be .+)$`)
-
-// asRangeError tells a library's refusal of a value out of its range as
-// the flags' ranges are told: "invalid MaxAttempts: is 0: it must be at
-// least 1" is "--max-attempts 0 must be at least 1", a usage error.
-func asRangeError(err error) error {
-	var inv *journal.InvalidError
-	if !errors.As(err, &inv) {
-		return err
-	}
-	m := rangeRefusal.FindStringSubmatch(inv.Reason)
-	if m == nil {
-		return err
-	}
-	return usagef("--%s %s%s %s", flagName(strings.TrimPrefix(inv.Field, "Options.")), m[1], m[2], m[3])
-}
 
 // flagNames are the fields whose flag is not their name in kebab case.
 var flagNames = map[string]string{
@@ -274,25 +265,18 @@ func ordinal(n int) string {
 	return strconv.Itoa(n) + suffix
 }
 
-// intValue is an integer flag that knows its range, in words for errors:
-// checked as it is parsed, or by the library it is passed to.
+// intValue is an integer flag that knows its range, in words for errors.
 type intValue[T int | uint64] struct {
-	p       *T
-	lo, hi  T // hi 0: no upper bound
-	words   string
-	checked bool
+	p           *T
+	name, words string
+	lo, hi      T // lo 0: the library it is passed to checks; hi 0: no upper bound
 }
 
-// intVar declares an integer flag within [lo, hi] (hi 0: no upper bound).
+// intVar declares an integer flag within [lo, hi], or with lo 0 one whose
+// range the library checks.
 func intVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string, lo, hi T) {
 	*p = value
-	f.Var(&intValue[T]{p: p, lo: lo, hi: hi, words: words, checked: true}, name, usage)
-}
-
-// libIntVar declares an integer flag whose range the library checks.
-func libIntVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string) {
-	*p = value
-	f.Var(&intValue[T]{p: p, words: words}, name, usage)
+	f.Var(&intValue[T]{p: p, name: name, words: words, lo: lo, hi: hi}, name, usage)
 }
 
 func (v *intValue[T]) String() string { return fmt.Sprint(*v.p) }
@@ -315,14 +299,12 @@ func (v *intValue[T]) Set(s string) error {
 		}
 		*p = u
 	}
-	if v.checked && (n < v.lo || v.hi != 0 && n > v.hi) {
-		return errOutOfRange
+	if v.lo != 0 && (n < v.lo || v.hi != 0 && n > v.hi) {
+		return usagef("--%s %s must be %s", v.name, s, v.words)
 	}
 	*v.p = n
 	return nil
 }
-
-var errOutOfRange = errors.New("out of range")
 
 // instant is an --at flag's instant (parseInstant); zero when not given.
 type instant struct{ time.Time }
@@ -382,10 +364,7 @@ func flagError(_ *cobra.Command, err error) error {
 		if v, ok := f.Value.(interface{ rangeWords() string }); ok {
 			rng = ": it must be " + v.rangeWords()
 		}
-		switch {
-		case errors.Is(err, errOutOfRange):
-			return usagef("--%s %s must be %s", f.Name, value, strings.TrimPrefix(rng, ": it must be "))
-		case errors.Is(err, strconv.ErrRange):
+		if errors.Is(err, strconv.ErrRange) {
 			// Say which way: "at least 1" reads as if the value were too small.
 			way := "more than the largest number the flag holds"
 			if strings.HasPrefix(strings.TrimSpace(value), "-") {

@@ -133,7 +133,7 @@ stream's final record) are gone and not listed.`,
 		db: readDB,
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&stream, "stream", "", "the record's stream")
-			libIntVar(f, &seq, "seq", 0, "the record's seq in --stream", "a seq, 1 or more")
+			intVar(f, &seq, "seq", 0, "the record's seq in --stream", "a seq, 1 or more", 0, 0)
 			f.StringVar(&id, "id", "", "the record's id")
 		},
 		check: func(c *call) error {
