@@ -232,12 +232,6 @@ its registrations, is probed and comes back.`,
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&q.State, "state", "", "only hosts in this state: up, down or unavailable")
 		},
-		check: func(*call) error {
-			if _, err := q.Validate(); err != nil {
-				return usagef("--state %q must be up, down or unavailable", q.State)
-			}
-			return nil
-		},
 		run: func(c *call) error {
 			hs, err := push.AllHosts(c.ctx(), c.b, q)
 			if err != nil {
