@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -90,8 +91,22 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			return c.need("stream", "id")
 		},
 		run: func(c *call) error {
-			if all {
-				return unparkAll(c, q, c.at(at))
+			if all { // each unparked is named, those before a failure too (in --json as well), then the failure
+				when := c.at(at)
+				out, err := operator.UnparkAll(c.ctx(), c.b, q, when)
+				perr := c.print(out, func(w io.Writer) {
+					for _, v := range out.Unparked {
+						fmt.Fprintf(w, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
+					}
+					switch {
+					case err != nil:
+					case len(out.Unparked) == 0:
+						fmt.Fprintln(w, "No parked registration matched; nothing changed.")
+					default:
+						fmt.Fprintf(w, "%s unparked, %s.\n", plural(len(out.Unparked), "registration"), c.due(when))
+					}
+				})
+				return cmp.Or(err, perr)
 			}
 			v, err := operator.Unpark(c.ctx(), c.b, stream, id, c.at(at))
 			if err != nil {
@@ -106,30 +121,6 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			})
 		},
 	}
-}
-
-// unparkAll is unpark --all: it names each registration unparked, those
-// before a failure part way included (in --json too), then the failure.
-func unparkAll(c *call, q push.ListQuery, at time.Time) error {
-	out, err := operator.UnparkAll(c.ctx(), c.b, q, at)
-	if c.json {
-		if perr := printJSON(c.Out, out); err == nil {
-			return perr
-		}
-		return err
-	}
-	for _, v := range out.Unparked {
-		fmt.Fprintf(c.Out, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
-	}
-	switch {
-	case err != nil:
-		return err
-	case len(out.Unparked) == 0:
-		fmt.Fprintln(c.Out, "No parked registration matched; nothing changed.")
-	default:
-		fmt.Fprintf(c.Out, "%s unparked, %s.\n", plural(len(out.Unparked), "registration"), c.due(at))
-	}
-	return nil
 }
 
 func newSkip(e *env) command {
