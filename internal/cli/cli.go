@@ -40,7 +40,7 @@ type Stdio struct {
 	Err io.Writer
 }
 
-// env is what every command shares: streams, global flags, the clock.
+// env is what every command shares: streams and global flags.
 type env struct {
 	Stdio
 	getenv        func(string) string
@@ -50,14 +50,13 @@ type env struct {
 	seqEvery      time.Duration // herald run --sequencer-interval; 0: the store's default
 	json          bool
 	verbose       bool
-	now           func() time.Time
 	logger        *slog.Logger
 }
 
 // Main runs the herald command with args (without the program name) and
 // returns the exit code.
 func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) string) int {
-	e := &env{Stdio: stdio, getenv: getenv, now: time.Now}
+	e := &env{Stdio: stdio, getenv: getenv}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)

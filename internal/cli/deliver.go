@@ -315,7 +315,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			if otlp.Enabled {
 				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
 			}
-			opts.Every, opts.Logger, opts.Now = every, e.logger, e.now
+			opts.Every, opts.Logger, opts.Now = every, e.logger, time.Now
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts.Projections = append(opts.Projections, namespaces[ns].projection())
 			}

@@ -40,7 +40,7 @@ func (e *env) notFound(stream, id string, err error) error {
 // due words when a registration made due at t is: now, or from t when an
 // --at ahead of the clock put it there.
 func (e *env) due(t time.Time) string {
-	if t.After(e.now()) {
+	if t.After(time.Now()) {
 		return "due from " + operator.Instant(t)
 	}
 	return "due now"

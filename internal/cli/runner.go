@@ -74,7 +74,7 @@ func (c *call) print(v any, text func(w io.Writer)) error {
 // at is the instant a flag of the instant type gave, or now.
 func (c *call) at(t instant) time.Time {
 	if t.IsZero() {
-		return c.now()
+		return time.Now()
 	}
 	return t.Time
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -50,7 +51,7 @@ work were read to count them.`, operator.MaxHeldScan),
   herald status --json`,
 		db: readDB,
 		run: func(c *call) error {
-			st, err := operator.StatusAt(c.ctx(), c.b, e.now())
+			st, err := operator.StatusAt(c.ctx(), c.b, time.Now())
 			if err != nil {
 				return err
 			}
