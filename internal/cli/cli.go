@@ -102,11 +102,9 @@ activities, CloudEvents, A2A push notifications or Standard Webhooks. A
 receiver that keeps failing, or answers 410 Gone, is parked with its cursor
 kept; an operator lists it and unparks it, and nothing is lost.
 
-Database: --database takes sqlite:PATH (the embedded default, ./herald.db) or
-a postgres:// URL; the environment variable HERALD_DATABASE_URL sets it too.
-Only register, append, migrate up and demo create (and migrate) a new
-SQLite file; the others refuse a path with no file. sweep and run migrate an
-older one up; commands that read, or change an existing registration,
+Database: only register, append, migrate up and demo create (and migrate) a
+new SQLite file; the others refuse a path with no file. sweep and run migrate
+an older one up; commands that read, or change an existing registration,
 migrate nothing.
 
 Exit codes:

@@ -238,18 +238,14 @@ this process's: a URL it refuses parks the registration. Give every process
 that works a database the same guard flags, and restart with them before an
 unpark --all.
 
-It prunes every --prune-every, as herald prune does with --retain. On SIGINT
-or SIGTERM it lets deliveries in flight finish or time out, saves every
-cursor and exits 0.
+On SIGINT or SIGTERM it lets deliveries in flight finish or time out, saves
+every cursor and exits 0.
 
---metrics-addr serves Prometheus metrics on /metrics and /healthz;
---admin-addr the operator's page on /ui/ (README, "The operator's page") and
-the admin JSON API, whose routes README, "The command and the operator's
-guide", lists; --api-addr the HTTP API, whose OpenAPI document is GET
-/v1/openapi.json. Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN"
-(HERALD_API_TOKEN) when that is set, and refuses to start off loopback without
-it. An empty address turns its server off; a default one that another process
-holds is left off with a warning.
+Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" (HERALD_API_TOKEN)
+when that is set, and refuses to start off loopback without it; a default
+address that another process holds is left off with a warning. README has the
+page ("The operator's page") and the admin routes ("The command and the
+operator's guide"); GET /v1/openapi.json describes the HTTP API.
 
 Traces are exported by OTLP when the standard OTEL_* environment asks
 (README, "One trace from the append to the receiver").`,

@@ -36,10 +36,9 @@ func newRecords(e *env) command {
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
 %d). The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
---from-seq were pruned. --json prints an object: "stream", "head",
-"oldest_seq" (records below it were pruned), "more" with "next_from_seq",
-"pruned", and "records", each whole with the field names of append --file
-lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.`, maxRecordsLimit),
+--from-seq were pruned. --json prints the page, each record whole with the
+field names of append --file lines ("payload" for JSON, "payload_base64" for
+any other), seq and appended_at.`, maxRecordsLimit),
 		example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
 		need: []string{"stream"},
