@@ -156,11 +156,10 @@ type batch struct {
 	lines   []int // the line of each entry
 }
 
-// checkFile refuses, before anything is appended, records the journal
-// would refuse part way: an id it holds with other content
-// (*journal.ConflictError) or a record for a sealed stream
-// (*journal.SealedError). It returns the ids it holds with the same
-// content (appending them is a no-op). path is "" for a single append.
+// checkFile refuses, before anything is appended, what the journal would
+// refuse part way: an id it holds with other content (*journal.ConflictError)
+// or a record for a sealed stream (*journal.SealedError). It returns the ids
+// it holds with the same content. path is "" for a single append.
 func checkFile(ctx context.Context, b backend, path string, batches []batch) (stored map[string]bool, err error) {
 	type item struct {
 		where, stream string
@@ -368,8 +367,7 @@ func isJSONType(ct string) bool {
 	return journal.IsJSON(string(bytes.TrimSpace(mt)))
 }
 
-// progress returns a progress bar on stderr when it is a terminal, else a
-// silent one.
+// progress is a progress bar on stderr when it is a terminal, else silent.
 func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 	f, ok := e.Err.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || total < 2 || e.json {
@@ -379,9 +377,8 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
-// lineError names the line of the entry a batch's validation error is
-// about ("f.jsonl line 7: invalid payload", not "entries[3].payload"), or
-// the batch's lines.
+// lineError names the line a batch's validation error is about ("f.jsonl
+// line 7: invalid payload", not "entries[3].payload"), or the batch's lines.
 func lineError(path string, bt batch, err error) error {
 	var inv *journal.InvalidError
 	if errors.As(err, &inv) {

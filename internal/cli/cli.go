@@ -194,7 +194,6 @@ func isUsage(err error) bool {
 	return errors.As(err, &u)
 }
 
-// printJSON writes v as indented JSON and a newline.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -54,9 +54,8 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
-// build returns the transport and the worker options, refusing as usage
-// errors what the libraries refuse, before any database is opened (a worker
-// is made on an empty memory store to ask).
+// build returns the transport and the worker options, refusing what the
+// libraries refuse as usage errors (a worker on an empty memory store asks).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
 		AllowHosts: d.allowHosts, Logger: e.logger,
@@ -329,9 +328,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 	}
 }
 
-// listen opens the daemon's addresses before the store is opened, so that
-// an address in use fails having created nothing. A default address that
-// is taken is left off with a warning.
+// listen opens the daemon's addresses before the store, so that an address
+// in use fails having created nothing; a default one taken is left off.
 func listen(c *call, opts *daemon.Options) error {
 	for _, l := range []struct {
 		flag string
@@ -470,9 +468,8 @@ func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, dura
 	return nil
 }
 
-// openDemo opens the demo's database, migrating a PostgreSQL database
-// without any herald schema (one with an older schema is left to herald
-// migrate up).
+// openDemo opens the demo's database, migrating a PostgreSQL database with
+// no herald schema (an older schema is left to herald migrate up).
 func (e *env) openDemo(ctx context.Context) (backend, error) {
 	b, err := e.open(ctx, createDB)
 	if err == nil || !errors.Is(err, store.ErrSchemaBehind) {

@@ -27,8 +27,7 @@ func atFlag(f *pflag.FlagSet, at *instant) {
 	f.Var(at, "at", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 }
 
-// notFound words journal.ErrNotFound for the registration stream/id, with
-// where to look; other errors are kept.
+// notFound words journal.ErrNotFound for a registration, with where to look.
 func (e *env) notFound(stream, id string, err error) error {
 	if !errors.Is(err, journal.ErrNotFound) {
 		return err
@@ -176,7 +175,6 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 	}
 }
 
-// moveFlags declares the flags of skip and rewind.
 func moveFlags(f *pflag.FlagSet, stream, id *string, at *instant, toSeq *uint64, usage string) {
 	keyFlags(f, stream, id)
 	atFlag(f, at)

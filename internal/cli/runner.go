@@ -17,11 +17,10 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// command declares one herald command. env.cobra runs every command alike:
-// it refuses arguments (unless args says), missing flags (need) and bad
-// values (check, the flags' ranges) before the database is opened, opens it
-// as db says, runs run, and names in any error the flag that set a
-// library's field.
+// command declares one herald command. env.cobra refuses arguments (unless
+// args says), missing flags (need) and bad values (check) before it opens
+// the database as db says, runs run, and names in errors the flag that set a
+// library's field (asFlags).
 type command struct {
 	use, short, long, example string
 	args                      func(args []string) error // nil: none
@@ -44,7 +43,6 @@ type call struct {
 
 func (c *call) ctx() context.Context { return c.cmd.Context() }
 
-// changed says whether flag was given.
 func (c *call) changed(flag string) bool { return c.cmd.Flags().Changed(flag) }
 
 // need refuses, as a usage error, a command line without flags.
@@ -124,10 +122,9 @@ func (e *env) cobra(d command) *cobra.Command {
 	return cmd
 }
 
-// asFlags names, in the libraries' validation errors err holds, the flag
-// of cmd that set the field ("invalid to seq" is "invalid --to-seq",
-// "invalid config.secrets[1]" "invalid --secret (the 2nd)"), keeping what
-// err wraps (its exit code).
+// asFlags names, in the libraries' validation errors err holds, the flag of
+// cmd that set the field ("invalid config.secrets[1]" is "invalid --secret
+// (the 2nd)"), keeping what err wraps (its exit code).
 func asFlags(cmd *cobra.Command, err error) error {
 	if err == nil {
 		return nil

@@ -18,8 +18,8 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// refusedLister is a store whose sequencer may refuse a record that raced
-// its stream's final record (store/postgres).
+// refusedLister is store/postgres, whose sequencer refuses a record that
+// raced its stream's final record.
 type refusedLister interface {
 	Refused(ctx context.Context, stream string, limit int) ([]postgres.RefusedRecord, error)
 }
