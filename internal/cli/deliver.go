@@ -127,23 +127,62 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			return err
 		},
 		run: func(c *call) error {
-			w, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
+			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
 			if err != nil {
 				return err
 			}
 			at := c.at(at)
-			rep, err := w.RunOnce(c.ctx(), at, limit)
-			var failed []push.Host
-			if rep.HostFailures > 0 {
+			r, err := wk.RunOnce(c.ctx(), at, limit)
+			failed := []push.Host{}
+			if r.HostFailures > 0 {
 				var ferr error
 				if failed, ferr = failedHosts(c.ctx(), c.b, at); ferr != nil && err == nil {
 					err = ferr
 				}
 			}
-			if perr := printReport(c, ns, at, rep, failed); perr != nil && err == nil {
+			view := struct {
+				Namespace string    `json:"namespace"`
+				At        time.Time `json:"at"`
+				push.SweepReport
+				FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
+				NeedsAttention bool        `json:"needs_attention"`
+			}{ns, at, r, failed, r.NeedsAttention()}
+			perr := c.print(view, func(w io.Writer) {
+				fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
+					ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
+					plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
+				if r.Unserved > 0 {
+					fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
+				}
+				if r.Errors > 0 {
+					fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
+				}
+				if r.HostFailures > 0 {
+					fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
+				}
+				for _, h := range failed {
+					if h.State == push.HostUp {
+						fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
+							tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
+					} else {
+						fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
+							tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
+					}
+				}
+				if r.Saturated {
+					fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
+				}
+				if r.Backlog > 0 {
+					fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
+				}
+				if r.Parked > 0 {
+					fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
+				}
+			})
+			if err == nil {
 				err = perr
 			}
-			if err == nil && rep.NeedsAttention() {
+			if err == nil && r.NeedsAttention() {
 				return &exitError{code: ExitAttention}
 			}
 			return err
@@ -156,7 +195,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
 	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
 	if err != nil {
-		return nil, err
+		return []push.Host{}, err
 	}
 	from := at.Truncate(time.Microsecond)
 	out := []push.Host{}
@@ -166,51 +205,6 @@ func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.H
 		}
 	}
 	return out, nil
-}
-
-func printReport(c *call, ns string, at time.Time, r push.SweepReport, failed []push.Host) error {
-	if failed == nil {
-		failed = []push.Host{}
-	}
-	view := struct {
-		Namespace string    `json:"namespace"`
-		At        time.Time `json:"at"`
-		push.SweepReport
-		FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
-		NeedsAttention bool        `json:"needs_attention"`
-	}{ns, at, r, failed, r.NeedsAttention()}
-	return c.print(view, func(w io.Writer) {
-		fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
-			ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
-			plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
-		if r.Unserved > 0 {
-			fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
-		}
-		if r.Errors > 0 {
-			fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
-		}
-		if r.HostFailures > 0 {
-			fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
-		}
-		for _, h := range failed {
-			if h.State == push.HostUp {
-				fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
-					tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
-			} else {
-				fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
-					tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
-			}
-		}
-		if r.Saturated {
-			fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
-		}
-		if r.Backlog > 0 {
-			fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
-		}
-		if r.Parked > 0 {
-			fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
-		}
-	})
 }
 
 func newRun(e *env) command {
@@ -399,73 +393,59 @@ receiver's registration is parked with its cursor intact; 1 otherwise.`,
 			return nil
 		},
 		run: func(c *call) error {
-			database := ""
+			shown := "a fresh SQLite database (removed at the end)"
 			if c.changed("database") {
-				database = e.database
+				shown = "the database " + redactDSN(e.database)
+			} else {
+				dir, err := os.MkdirTemp("", "herald-demo-")
+				if err != nil {
+					return fmt.Errorf("create a temporary directory for the demo's database: %w", err)
+				}
+				defer os.RemoveAll(dir)
+				e.database = "sqlite:" + filepath.Join(dir, "herald.db")
 			}
-			return e.runDemo(c.ctx(), database, in, duration)
+			b, err := e.openDemo(c.ctx())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			logger := slog.New(slog.DiscardHandler)
+			if e.verbose {
+				logger = e.logger
+			}
+			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer tr.CloseIdleConnections()
+			cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
+				Out: e.Out, Progress: e.Err, Logger: logger,
+				ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+					ew := &errWriter{w: w}
+					printRegistrations(ew, operator.Held(nil).Views(sts))
+					return ew.err
+				}}
+			if e.json {
+				cfg.Out, cfg.Progress = io.Discard, nil
+			}
+			sum, err := demo.Run(c.ctx(), cfg)
+			if errors.Is(err, demo.ErrNotEmpty) {
+				return usageError{err} // a --database in use: a bad value, nothing changed
+			}
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if err := printJSON(e.Out, sum); err != nil {
+					return err
+				}
+			}
+			if !sum.OK {
+				return &exitError{code: ExitError, err: fmt.Errorf("demo failed: %s", strings.Join(sum.Failures, "; "))}
+			}
+			return nil
 		},
 	}
-}
-
-// runDemo opens the database (a fresh SQLite file when database is empty),
-// runs the demo and prints its summary.
-func (e *env) runDemo(ctx context.Context, database string, in *demo.Input, duration time.Duration) error {
-	shown := database
-	if database == "" {
-		dir, err := os.MkdirTemp("", "herald-demo-")
-		if err != nil {
-			return fmt.Errorf("create a temporary directory for the demo's database: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		database = "sqlite:" + filepath.Join(dir, "herald.db")
-		shown = "a fresh SQLite database (removed at the end)"
-	}
-	e.database = database
-	b, err := e.openDemo(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if shown == database {
-		shown = "the database " + redactDSN(database)
-	}
-
-	logger := slog.New(slog.DiscardHandler)
-	if e.verbose {
-		logger = e.logger
-	}
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second, Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer tr.CloseIdleConnections()
-	cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
-		Out: e.Out, Progress: e.Err, Logger: logger,
-		ShowRegistrations: func(w io.Writer, sts []push.Status) error {
-			ew := &errWriter{w: w}
-			printRegistrations(ew, operator.Held(nil).Views(sts))
-			return ew.err
-		}}
-	if e.json {
-		cfg.Out, cfg.Progress = io.Discard, nil
-	}
-	sum, err := demo.Run(ctx, cfg)
-	if errors.Is(err, demo.ErrNotEmpty) {
-		return usageError{err} // a --database in use: a bad value, nothing changed
-	}
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if err := printJSON(e.Out, sum); err != nil {
-			return err
-		}
-	}
-	if !sum.OK {
-		return &exitError{code: ExitError, err: fmt.Errorf("demo failed: %s", strings.Join(sum.Failures, "; "))}
-	}
-	return nil
 }
 
 // openDemo opens the demo's database, migrating a PostgreSQL database with
