@@ -68,7 +68,13 @@ any other), seq and appended_at.`, maxRecordsLimit),
 			}
 			page.Pruned = fromSeq < page.OldestSeq && page.OldestSeq > 1
 			for i, r := range recs {
-				page.Records[i] = viewRecord(r)
+				page.Records[i] = recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
+				var b bytes.Buffer
+				if isJSONType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
+					page.Records[i].Payload = b.Bytes()
+				} else {
+					page.Records[i].PayloadBase64 = r.Payload
+				}
 			}
 			return c.print(page, func(w io.Writer) {
 				if len(recs) == 0 {
@@ -118,17 +124,6 @@ type recordView struct {
 	PayloadBase64 []byte          `json:"payload_base64,omitempty"` // encoding/json writes []byte as base64
 	Final         bool            `json:"final"`
 	AppendedAt    time.Time       `json:"appended_at"`
-}
-
-func viewRecord(r journal.Record) recordView {
-	v := recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
-	var b bytes.Buffer
-	if isJSONType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
-		v.Payload = b.Bytes()
-	} else {
-		v.PayloadBase64 = r.Payload
-	}
-	return v
 }
 
 // preview is the start of a payload for a table cell, or its size when it
