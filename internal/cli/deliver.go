@@ -70,7 +70,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
-		return nil, nil, usageError{unwrapped(err)}
+		return nil, nil, asRangeError(usageError{unwrapped(err)})
 	}
 	return tr, opts, nil
 }

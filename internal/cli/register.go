@@ -90,7 +90,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				return err
 			}
 			if err := r.Validate(); err != nil {
-				return usageError{err}
+				return asRangeError(usageError{err})
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {

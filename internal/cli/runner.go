@@ -173,10 +173,7 @@ func eachInvalid(err error, f func(*journal.InvalidError)) {
 	}
 }
 
-// flagField is inv's text with its field named by the flag of cmd that
-// sets it; a refusal of a value out of its range reads as the flags'
-// ranges do: "invalid MaxAttempts: is 0: it must be at least 1" is
-// "--max-attempts 0 must be at least 1".
+// flagField is inv's text with its field named by the flag of cmd that sets it.
 func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	field := inv.Field
 	if _, f, ok := inv.InBatch(); ok {
@@ -190,9 +187,6 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	name := flagName(key)
 	if cmd.Flags().Lookup(name) == nil {
 		return "", false
-	}
-	if m := rangeRefusal.FindStringSubmatch(inv.Reason); m != nil && index == "" {
-		return "--" + name + " " + m[1] + m[2] + " " + m[3], true
 	}
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
@@ -210,6 +204,21 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 // rangeRefusal matches a library's refusal of a value out of its range:
 // "is 0: it must be at least 1", "\"sometimes\" must be \"retry\" or \"skip\"".
 var rangeRefusal = regexp.MustCompile(`^(?:is (.+?): it|(".*?")) (must be .+)$`)
+
+// asRangeError tells a library's refusal of a value out of its range as the
+// flags' ranges are told: "invalid MaxAttempts: is 0: it must be at least 1"
+// is "--max-attempts 0 must be at least 1", a usage error.
+func asRangeError(err error) error {
+	var inv *journal.InvalidError
+	if !errors.As(err, &inv) {
+		return err
+	}
+	m := rangeRefusal.FindStringSubmatch(inv.Reason)
+	if m == nil {
+		return err
+	}
+	return usagef("--%s %s%s %s", flagName(strings.TrimPrefix(inv.Field, "Options.")), m[1], m[2], m[3])
+}
 
 // flagNames are the fields whose flag is not their name in kebab case.
 var flagNames = map[string]string{
