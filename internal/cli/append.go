@@ -18,6 +18,7 @@ import (
 
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // appendBatch is how many lines of a --file one transaction appends.
@@ -89,14 +90,9 @@ is a no-op, so a failed run can simply be repeated.`,
 			return nil
 		},
 		run: func(c *call) error {
-			existed := map[string]bool{}
-			if file != "" {
-				var err error
-				if existed, err = checkFile(c.ctx(), c.b, file, batches); err != nil {
-					return err
-				}
-			} else if rec, err := c.b.Lookup(c.ctx(), one.ID); err == nil && journal.Same(rec, stream, batches[0].entries[0]) == nil {
-				existed[one.ID] = true // appending it again is a no-op; say so
+			existed, err := checkFile(c.ctx(), c.b, file, batches)
+			if err != nil {
+				return err
 			}
 			bar := e.progress(len(batches), file)
 			var out []appended
@@ -160,24 +156,25 @@ type batch struct {
 	lines   []int // the line of each entry
 }
 
-// checkFile refuses, before anything is appended, a file the journal would
+// checkFile refuses, before anything is appended, what the journal would
 // refuse part way: an id it holds with other content (*journal.ConflictError)
-// or a record for a sealed stream (*journal.SealedError). It returns the
-// ids it holds with the same content (appending them is a no-op).
+// or a record for a sealed stream (*journal.SealedError). It returns the ids
+// it holds with the same content. path is "" for a single append.
 func checkFile(ctx context.Context, b backend, path string, batches []batch) (stored map[string]bool, err error) {
 	type item struct {
-		line   int
-		stream string
-		entry  journal.Entry
-		stored *journal.Record // set by the lookups when the journal holds the id
+		where, stream string
+		entry         journal.Entry
+		stored        *journal.Record // set by the lookups when the journal holds the id
 	}
-	refuse := func(it item, err error) error {
-		return fmt.Errorf("%s line %d: %w (nothing was appended)", path, it.line, err)
-	}
+	refuse := func(it item, err error) error { return fmt.Errorf("%s: %w (nothing was appended)", it.where, err) }
 	var items []item
 	for _, bt := range batches {
 		for i, en := range bt.entries {
-			items = append(items, item{line: bt.lines[i], stream: bt.stream, entry: en})
+			where := bt.where
+			if path != "" {
+				where = fmt.Sprintf("%s line %d", path, bt.lines[i])
+			}
+			items = append(items, item{where: where, stream: bt.stream, entry: en})
 		}
 	}
 	var g errgroup.Group
@@ -190,7 +187,7 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 			case errors.Is(err, journal.ErrNotFound):
 				return nil
 			case err != nil:
-				return fmt.Errorf("%s line %d: look up id %q: %w (nothing was appended)", path, it.line, it.entry.ID, err)
+				return refuse(*it, fmt.Errorf("look up id %q: %w", it.entry.ID, err))
 			}
 			it.stored = &rec
 			return nil
@@ -200,33 +197,25 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 		return nil, err
 	}
 	stored = map[string]bool{}
-	var fresh []item // the first record of each stream the journal does not hold yet
-	seen := map[string]bool{}
+	seen := map[string]bool{} // streams whose seal is checked: those of the records the journal does not hold yet
 	for _, it := range items {
 		if it.stored != nil {
 			if err := journal.Same(*it.stored, it.stream, it.entry); err != nil {
 				return nil, refuse(it, err)
 			}
 			stored[it.entry.ID] = true
-		} else if !seen[it.stream] {
-			seen[it.stream] = true
-			fresh = append(fresh, it)
-		}
-	}
-	for _, it := range fresh {
-		head, err := b.Head(ctx, it.stream)
-		if err != nil && !errors.Is(err, journal.ErrNotFound) {
-			return nil, refuse(it, err)
-		}
-		if head == 0 {
 			continue
 		}
-		recs, err := b.Read(ctx, it.stream, head, 1)
+		if seen[it.stream] {
+			continue
+		}
+		seen[it.stream] = true
+		infos, err := b.Streams(ctx, store.StreamQuery{Stream: it.stream, Limit: 1})
 		if err != nil {
 			return nil, refuse(it, err)
 		}
-		if len(recs) == 1 && recs[0].Final {
-			return nil, refuse(it, &journal.SealedError{Stream: it.stream, FinalSeq: head})
+		if len(infos) == 1 && infos[0].FinalSeq > 0 {
+			return nil, refuse(it, &journal.SealedError{Stream: it.stream, FinalSeq: infos[0].FinalSeq})
 		}
 	}
 	return stored, nil
@@ -378,8 +367,7 @@ func isJSONType(ct string) bool {
 	return journal.IsJSON(string(bytes.TrimSpace(mt)))
 }
 
-// progress returns a progress bar on stderr when it is a terminal, else a
-// silent one.
+// progress is a progress bar on stderr when it is a terminal, else silent.
 func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 	f, ok := e.Err.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || total < 2 || e.json {
@@ -389,9 +377,8 @@ func (e *env) progress(total int, what string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
-// lineError names the line of the entry a batch's validation error is
-// about ("f.jsonl line 7: invalid payload", not "entries[3].payload"), or
-// the batch's lines.
+// lineError names the line a batch's validation error is about ("f.jsonl
+// line 7: invalid payload", not "entries[3].payload"), or the batch's lines.
 func lineError(path string, bt batch, err error) error {
 	var inv *journal.InvalidError
 	if errors.As(err, &inv) {

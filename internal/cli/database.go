@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,10 +87,8 @@ func (d database) String() string {
 }
 
 // redactDSN hides the password of a connection string: in a URL's
-// userinfo (up to the authority's last '@': a password may hold one; the
-// authority ends at the first '/' or '?', since a '#' there is likelier a
-// password's than a fragment), and in every password=… parameter (a URL's
-// query, a libpq "host=db password=…" string).
+// userinfo (up to the authority's last '@'; the authority ends at '/' or '?',
+// as a '#' is likelier a password's) and in every password=… parameter.
 func redactDSN(s string) string {
 	if scheme, rest, ok := strings.Cut(s, "://"); ok {
 		end := strings.IndexAny(rest, "/?")
@@ -166,12 +165,8 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 	default:
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		var opts []postgres.Option
-		if e.seqEvery != 0 {
-			opts = append(opts, postgres.WithSequencerInterval(e.seqEvery))
-		}
 		var s *postgres.Store
-		if s, err = postgres.Open(pctx, d.url, opts...); err == nil {
+		if s, err = postgres.Open(pctx, d.url, postgres.WithSequencerInterval(cmp.Or(e.seqEvery, postgres.DefaultSequencerInterval))); err == nil {
 			b = s
 		}
 	}
@@ -286,18 +281,13 @@ func (e *env) confirmDown(ctx context.Context, d database) error {
 // migrate runs verb (up, down or status) on d's store. The status names the
 // database as d.String() does, the form every other command prints.
 func migrate(ctx context.Context, d database, verb string) (store.SchemaStatus, error) {
-	up, down, status, target := sqlite.MigrateUp, sqlite.MigrateDown, sqlite.MigrationStatus, d.path
+	run := map[string]func(context.Context, string) (store.SchemaStatus, error){"up": sqlite.MigrateUp, "down": sqlite.MigrateDown, "status": sqlite.MigrationStatus}
+	target := d.path
 	if d.kind == "postgres" {
-		up, down, status, target = postgres.MigrateUp, postgres.MigrateDown, postgres.MigrationStatus, d.url
+		run = map[string]func(context.Context, string) (store.SchemaStatus, error){"up": postgres.MigrateUp, "down": postgres.MigrateDown, "status": postgres.MigrationStatus}
+		target = d.url
 	}
-	run := status
-	switch verb {
-	case "up":
-		run = up
-	case "down":
-		run = down
-	}
-	st, err := run(ctx, target)
+	st, err := run[verb](ctx, target)
 	if err != nil {
 		return store.SchemaStatus{}, err
 	}

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,10 +18,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/daemon"
+	"github.com/heraldpush/herald/internal/demo"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/otelenv"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/transport"
@@ -38,20 +43,19 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
 	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
-	libIntVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1")
-	libIntVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once", "at least 1")
-	libIntVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
+	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
+	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once", "at least 1", 0, 0)
+	intVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
 		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit),
-		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit))
-	libIntVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage))
+		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
+	intVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage), 0, 0)
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers")
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
-// build returns the transport and the worker options, refusing as usage
-// errors what the libraries refuse, before any database is opened (a worker
-// is made on an empty memory store to ask).
+// build returns the transport and the worker options, refusing what the
+// libraries refuse as usage errors (a worker on an empty memory store asks).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
 		AllowHosts: d.allowHosts, Logger: e.logger,
@@ -123,23 +127,62 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			return err
 		},
 		run: func(c *call) error {
-			w, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
+			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
 			if err != nil {
 				return err
 			}
 			at := c.at(at)
-			rep, err := w.RunOnce(c.ctx(), at, limit)
-			var failed []push.Host
-			if rep.HostFailures > 0 {
+			r, err := wk.RunOnce(c.ctx(), at, limit)
+			failed := []push.Host{}
+			if r.HostFailures > 0 {
 				var ferr error
 				if failed, ferr = failedHosts(c.ctx(), c.b, at); ferr != nil && err == nil {
 					err = ferr
 				}
 			}
-			if perr := printReport(c, ns, at, rep, failed); perr != nil && err == nil {
+			view := struct {
+				Namespace string    `json:"namespace"`
+				At        time.Time `json:"at"`
+				push.SweepReport
+				FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
+				NeedsAttention bool        `json:"needs_attention"`
+			}{ns, at, r, failed, r.NeedsAttention()}
+			perr := c.print(view, func(w io.Writer) {
+				fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
+					ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
+					plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
+				if r.Unserved > 0 {
+					fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
+				}
+				if r.Errors > 0 {
+					fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
+				}
+				if r.HostFailures > 0 {
+					fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
+				}
+				for _, h := range failed {
+					if h.State == push.HostUp {
+						fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
+							tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
+					} else {
+						fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
+							tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
+					}
+				}
+				if r.Saturated {
+					fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
+				}
+				if r.Backlog > 0 {
+					fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
+				}
+				if r.Parked > 0 {
+					fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
+				}
+			})
+			if err == nil {
 				err = perr
 			}
-			if err == nil && rep.NeedsAttention() {
+			if err == nil && r.NeedsAttention() {
 				return &exitError{code: ExitAttention}
 			}
 			return err
@@ -152,7 +195,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
 	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
 	if err != nil {
-		return nil, err
+		return []push.Host{}, err
 	}
 	from := at.Truncate(time.Microsecond)
 	out := []push.Host{}
@@ -162,51 +205,6 @@ func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.H
 		}
 	}
 	return out, nil
-}
-
-func printReport(c *call, ns string, at time.Time, r push.SweepReport, failed []push.Host) error {
-	if failed == nil {
-		failed = []push.Host{}
-	}
-	view := struct {
-		Namespace string    `json:"namespace"`
-		At        time.Time `json:"at"`
-		push.SweepReport
-		FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
-		NeedsAttention bool        `json:"needs_attention"`
-	}{ns, at, r, failed, r.NeedsAttention()}
-	return c.print(view, func(w io.Writer) {
-		fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
-			ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
-			plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
-		if r.Unserved > 0 {
-			fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
-		}
-		if r.Errors > 0 {
-			fmt.Fprintf(w, "%s ended on a store error (not counted against their receivers).\n", plural(r.Errors, "turn"))
-		}
-		if r.HostFailures > 0 {
-			fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
-		}
-		for _, h := range failed {
-			if h.State == push.HostUp {
-				fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
-					tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
-			} else {
-				fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
-					tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
-			}
-		}
-		if r.Saturated {
-			fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
-		}
-		if r.Backlog > 0 {
-			fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
-		}
-		if r.Parked > 0 {
-			fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
-		}
-	})
 }
 
 func newRun(e *env) command {
@@ -233,18 +231,14 @@ this process's: a URL it refuses parks the registration. Give every process
 that works a database the same guard flags, and restart with them before an
 unpark --all.
 
-It prunes every --prune-every, as herald prune does with --retain. On SIGINT
-or SIGTERM it lets deliveries in flight finish or time out, saves every
-cursor and exits 0.
+On SIGINT or SIGTERM it lets deliveries in flight finish or time out, saves
+every cursor and exits 0.
 
---metrics-addr serves Prometheus metrics on /metrics and /healthz;
---admin-addr the operator's page on /ui/ (README, "The operator's page") and
-the admin JSON API, whose routes README, "The command and the operator's
-guide", lists; --api-addr the HTTP API, whose OpenAPI document is GET
-/v1/openapi.json. Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN"
-(HERALD_API_TOKEN) when that is set, and refuses to start off loopback without
-it. An empty address turns its server off; a default one that another process
-holds is left off with a warning.
+Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" (HERALD_API_TOKEN)
+when that is set, and refuses to start off loopback without it; a default
+address that another process holds is left off with a warning. README has the
+page ("The operator's page") and the admin routes ("The command and the
+operator's guide"); GET /v1/openapi.json describes the HTTP API.
 
 Traces are exported by OTLP when the standard OTEL_* environment asks
 (README, "One trace from the append to the receiver").`,
@@ -259,7 +253,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
 			f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 			f.StringVar(&opts.APIAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
-			libIntVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1")
+			intVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1", 0, 0)
 			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 			f.DurationVar(&seqIv, "sequencer-interval", postgres.DefaultSequencerInterval,
@@ -310,7 +304,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			if otlp.Enabled {
 				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
 			}
-			opts.Every, opts.Logger, opts.Now = every, e.logger, e.now
+			opts.Every, opts.Logger, opts.Now = every, e.logger, time.Now
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
 				opts.Projections = append(opts.Projections, namespaces[ns].projection())
 			}
@@ -328,9 +322,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 	}
 }
 
-// listen opens the daemon's addresses before the store is opened, so that
-// an address in use fails having created nothing. A default address that
-// is taken is left off with a warning.
+// listen opens the daemon's addresses before the store, so that an address
+// in use fails having created nothing; a default one taken is left off.
 func listen(c *call, opts *daemon.Options) error {
 	for _, l := range []struct {
 		flag string
@@ -354,4 +347,124 @@ func listen(c *call, opts *daemon.Options) error {
 		}
 	}
 	return nil
+}
+
+func newDemo(e *env) command {
+	var (
+		duration time.Duration
+		corpus   string
+		in       *demo.Input
+	)
+	return command{
+		use:   "demo",
+		short: "Show herald's whole job on this machine: local receivers, every wire, a 503, a 410, a recovery",
+		long: `Show herald's whole job in one command, with no server to install: receivers on
+loopback that verify what they get with real libraries' receiving side
+(ActivityPub HTTP signatures, CloudEvents, A2A, Standard Webhooks), one that
+answers 503 with Retry-After a few times, one that answers 410 Gone and one that
+is down; records of every wire; a worker per namespace until everything is
+delivered or parked; then an unpark, and the receiver that came back catching up.
+
+The input is an embedded example set, or with --corpus a directory laid out as
+the repository's testdata/corpus. The database is a fresh SQLite file, removed
+at the end, unless --database names one (it must be empty: the demo's workers
+would deliver its other registrations too); HERALD_DATABASE_URL is not used.
+
+Exit 0 when every receiver verified everything it was sent and the 410
+receiver's registration is parked with its cursor intact; 1 otherwise.`,
+		example: `  herald demo
+  herald demo --corpus testdata/corpus
+  herald demo --json --database sqlite:demo.db`,
+		flags: func(f *pflag.FlagSet) {
+			f.DurationVar(&duration, "duration", demo.DefaultDuration, "give up (and exit 1) when the demo has not finished in this time")
+			f.StringVar(&corpus, "corpus", "", "deliver this directory (laid out as testdata/corpus) instead of the embedded examples")
+		},
+		check: func(*call) (err error) {
+			if duration <= 0 {
+				return usagef("--duration %v must be positive", duration)
+			}
+			if corpus == "" {
+				in, err = demo.Examples()
+				return err
+			}
+			if in, err = demo.Corpus(corpus); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			shown := "a fresh SQLite database (removed at the end)"
+			if c.changed("database") {
+				shown = "the database " + redactDSN(e.database)
+			} else {
+				dir, err := os.MkdirTemp("", "herald-demo-")
+				if err != nil {
+					return fmt.Errorf("create a temporary directory for the demo's database: %w", err)
+				}
+				defer os.RemoveAll(dir)
+				e.database = "sqlite:" + filepath.Join(dir, "herald.db")
+			}
+			b, err := e.openDemo(c.ctx())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			logger := slog.New(slog.DiscardHandler)
+			if e.verbose {
+				logger = e.logger
+			}
+			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer tr.CloseIdleConnections()
+			cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
+				Out: e.Out, Progress: e.Err, Logger: logger,
+				ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+					ew := &errWriter{w: w}
+					printRegistrations(ew, operator.Held(nil).Views(sts))
+					return ew.err
+				}}
+			if e.json {
+				cfg.Out, cfg.Progress = io.Discard, nil
+			}
+			sum, err := demo.Run(c.ctx(), cfg)
+			if errors.Is(err, demo.ErrNotEmpty) {
+				return usageError{err} // a --database in use: a bad value, nothing changed
+			}
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if err := printJSON(e.Out, sum); err != nil {
+					return err
+				}
+			}
+			if !sum.OK {
+				return &exitError{code: ExitError, err: fmt.Errorf("demo failed: %s", strings.Join(sum.Failures, "; "))}
+			}
+			return nil
+		},
+	}
+}
+
+// openDemo opens the demo's database, migrating a PostgreSQL database with
+// no herald schema (an older schema is left to herald migrate up).
+func (e *env) openDemo(ctx context.Context) (backend, error) {
+	b, err := e.open(ctx, createDB)
+	if err == nil || !errors.Is(err, store.ErrSchemaBehind) {
+		return b, err
+	}
+	d, perr := parseDatabase(e.databaseFrom, e.database)
+	if perr != nil || d.kind != "postgres" {
+		return nil, err
+	}
+	st, serr := migrate(ctx, d, "status")
+	if serr != nil || st.Current != 0 {
+		return nil, err
+	}
+	if _, merr := migrate(ctx, d, "up"); merr != nil {
+		return nil, fmt.Errorf("migrate up %s for the demo: %w", d, merr)
+	}
+	return e.open(ctx, createDB)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,7 @@ func atFlag(f *pflag.FlagSet, at *instant) {
 	f.Var(at, "at", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 }
 
-// notFound words journal.ErrNotFound for the registration stream/id, with
-// where to look; other errors are kept.
+// notFound words journal.ErrNotFound for a registration, with where to look.
 func (e *env) notFound(stream, id string, err error) error {
 	if !errors.Is(err, journal.ErrNotFound) {
 		return err
@@ -39,7 +39,7 @@ func (e *env) notFound(stream, id string, err error) error {
 // due words when a registration made due at t is: now, or from t when an
 // --at ahead of the clock put it there.
 func (e *env) due(t time.Time) string {
-	if t.After(e.now()) {
+	if t.After(time.Now()) {
 		return "due from " + operator.Instant(t)
 	}
 	return "due now"
@@ -90,8 +90,22 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			return c.need("stream", "id")
 		},
 		run: func(c *call) error {
-			if all {
-				return unparkAll(c, q, c.at(at))
+			if all { // each unparked is named, those before a failure too (in --json as well), then the failure
+				when := c.at(at)
+				out, err := operator.UnparkAll(c.ctx(), c.b, q, when)
+				perr := c.print(out, func(w io.Writer) {
+					for _, v := range out.Unparked {
+						fmt.Fprintf(w, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
+					}
+					switch {
+					case err != nil:
+					case len(out.Unparked) == 0:
+						fmt.Fprintln(w, "No parked registration matched; nothing changed.")
+					default:
+						fmt.Fprintf(w, "%s unparked, %s.\n", plural(len(out.Unparked), "registration"), c.due(when))
+					}
+				})
+				return cmp.Or(err, perr)
 			}
 			v, err := operator.Unpark(c.ctx(), c.b, stream, id, c.at(at))
 			if err != nil {
@@ -106,30 +120,6 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			})
 		},
 	}
-}
-
-// unparkAll is unpark --all: it names each registration unparked, those
-// before a failure part way included (in --json too), then the failure.
-func unparkAll(c *call, q push.ListQuery, at time.Time) error {
-	out, err := operator.UnparkAll(c.ctx(), c.b, q, at)
-	if c.json {
-		if perr := printJSON(c.Out, out); err == nil {
-			return perr
-		}
-		return err
-	}
-	for _, v := range out.Unparked {
-		fmt.Fprintf(c.Out, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
-	}
-	switch {
-	case err != nil:
-		return err
-	case len(out.Unparked) == 0:
-		fmt.Fprintln(c.Out, "No parked registration matched; nothing changed.")
-	default:
-		fmt.Fprintf(c.Out, "%s unparked, %s.\n", plural(len(out.Unparked), "registration"), c.due(at))
-	}
-	return nil
 }
 
 func newSkip(e *env) command {
@@ -185,11 +175,10 @@ retries it at once. It writes evidence ("rewound from #N to #M").`,
 	}
 }
 
-// moveFlags declares the flags of skip and rewind.
 func moveFlags(f *pflag.FlagSet, stream, id *string, at *instant, toSeq *uint64, usage string) {
 	keyFlags(f, stream, id)
 	atFlag(f, at)
-	libIntVar(f, toSeq, "to-seq", 0, usage, "a seq, 1 or more")
+	intVar(f, toSeq, "to-seq", 0, usage, "a seq, 1 or more", 0, 0)
 }
 
 // move runs an operator's move of a cursor and prints it.

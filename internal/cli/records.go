@@ -36,10 +36,9 @@ func newRecords(e *env) command {
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
 %d). The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
---from-seq were pruned. --json prints an object: "stream", "head",
-"oldest_seq" (records below it were pruned), "more" with "next_from_seq",
-"pruned", and "records", each whole with the field names of append --file
-lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.`, maxRecordsLimit),
+--from-seq were pruned. --json prints the page, each record whole with the
+field names of append --file lines ("payload" for JSON, "payload_base64" for
+any other), seq and appended_at.`, maxRecordsLimit),
 		example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
 		need: []string{"stream"},
@@ -69,7 +68,13 @@ lines ("payload" for JSON, "payload_base64" for any other), seq and appended_at.
 			}
 			page.Pruned = fromSeq < page.OldestSeq && page.OldestSeq > 1
 			for i, r := range recs {
-				page.Records[i] = viewRecord(r)
+				page.Records[i] = recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
+				var b bytes.Buffer
+				if isJSONType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
+					page.Records[i].Payload = b.Bytes()
+				} else {
+					page.Records[i].PayloadBase64 = r.Payload
+				}
 			}
 			return c.print(page, func(w io.Writer) {
 				if len(recs) == 0 {
@@ -119,17 +124,6 @@ type recordView struct {
 	PayloadBase64 []byte          `json:"payload_base64,omitempty"` // encoding/json writes []byte as base64
 	Final         bool            `json:"final"`
 	AppendedAt    time.Time       `json:"appended_at"`
-}
-
-func viewRecord(r journal.Record) recordView {
-	v := recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
-	var b bytes.Buffer
-	if isJSONType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
-		v.Payload = b.Bytes()
-	} else {
-		v.PayloadBase64 = r.Payload
-	}
-	return v
 }
 
 // preview is the start of a payload for a table cell, or its size when it

@@ -50,10 +50,7 @@ variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
 process list. Secrets are stored with the registration and never printed.
 
 A webhook carries the record's kind, stream and seq in the headers
-Herald-Kind, Herald-Stream and Herald-Seq. Its body is the payload as
-appended; with --envelope it is Standard Webhooks' recommended payload
-structure, {"type": KIND, "timestamp": APPENDED-AT, "data": PAYLOAD}, whose
-signature covers the kind (projection/webhook's package doc has the details).
+Herald-Kind, Herald-Stream and Herald-Seq (projection/webhook's package doc).
 
 --kinds passes records of other kinds without a message (re-registering
 replaces the list). Within a --window the receiver may see records out of
@@ -168,8 +165,16 @@ var namespaces = map[string]wire{
 	activitypub.Namespace: {
 		projection: func() push.Projection { return activitypub.New() },
 		config: func(o *configFlags) (any, error) {
-			key, err := o.readKey()
-			return activitypub.Config{KeyID: o.keyID, PrivateKey: key, Actors: o.actors, Followers: o.followers}, err
+			cfg := activitypub.Config{KeyID: o.keyID, Actors: o.actors, Followers: o.followers}
+			if o.privateKeyFile == "" {
+				return cfg, nil // the projection's validation names the missing key
+			}
+			pem, err := os.ReadFile(o.privateKeyFile)
+			if err != nil {
+				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
+			}
+			cfg.PrivateKey = string(pem)
+			return cfg, nil
 		},
 	},
 	cloudevents.Namespace: {
@@ -276,17 +281,6 @@ func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Con
 		return nil, fmt.Errorf("encode the %s config: %w", ns, err)
 	}
 	return push.Config(raw), nil
-}
-
-func (o *configFlags) readKey() (string, error) {
-	if o.privateKeyFile == "" {
-		return "", nil // the projection's validation names the missing key
-	}
-	pem, err := os.ReadFile(o.privateKeyFile)
-	if err != nil {
-		return "", readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
-	}
-	return string(pem), nil
 }
 
 // readError is the usage error for a file a flag names that cannot be

@@ -17,11 +17,10 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// command declares one herald command. env.cobra runs every command alike:
-// it refuses arguments (unless args says), missing flags (need) and bad
-// values (check, the flags' ranges) before the database is opened, opens it
-// as db says, runs run, and names in any error the flag that set a
-// library's field.
+// command declares one herald command. env.cobra refuses arguments (unless
+// args says), missing flags (need) and bad values (check) before it opens
+// the database as db says, runs run, and names in errors the flag that set a
+// library's field (asFlags).
 type command struct {
 	use, short, long, example string
 	args                      func(args []string) error // nil: none
@@ -44,7 +43,6 @@ type call struct {
 
 func (c *call) ctx() context.Context { return c.cmd.Context() }
 
-// changed says whether flag was given.
 func (c *call) changed(flag string) bool { return c.cmd.Flags().Changed(flag) }
 
 // need refuses, as a usage error, a command line without flags.
@@ -74,7 +72,7 @@ func (c *call) print(v any, text func(w io.Writer)) error {
 // at is the instant a flag of the instant type gave, or now.
 func (c *call) at(t instant) time.Time {
 	if t.IsZero() {
-		return c.now()
+		return time.Now()
 	}
 	return t.Time
 }
@@ -124,10 +122,9 @@ func (e *env) cobra(d command) *cobra.Command {
 	return cmd
 }
 
-// asFlags names, in the libraries' validation errors err holds, the flag
-// of cmd that set the field ("invalid to seq" is "invalid --to-seq",
-// "invalid config.secrets[1]" "invalid --secret (the 2nd)"), keeping what
-// err wraps (its exit code).
+// asFlags names, in the libraries' validation errors err holds, the flag of
+// cmd that set the field ("invalid config.secrets[1]" is "invalid --secret
+// (the 2nd)"), keeping what err wraps (its exit code).
 func asFlags(cmd *cobra.Command, err error) error {
 	if err == nil {
 		return nil
@@ -135,7 +132,7 @@ func asFlags(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	eachInvalid(err, func(inv *journal.InvalidError) {
 		if mapped, ok := flagField(cmd, inv); ok {
-			msg = strings.Replace(msg, inv.Error(), mapped.Error(), 1)
+			msg = strings.Replace(msg, inv.Error(), mapped, 1)
 		}
 	})
 	if msg == err.Error() {
@@ -176,8 +173,8 @@ func eachInvalid(err error, f func(*journal.InvalidError)) {
 	}
 }
 
-// flagField is inv with its field named by the flag of cmd that sets it.
-func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidError, bool) {
+// flagField is inv's text with its field named by the flag of cmd that sets it.
+func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	field := inv.Field
 	if _, f, ok := inv.InBatch(); ok {
 		field = f // entries[0].kind of a single append
@@ -189,7 +186,7 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidE
 	key, index, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(field, prefix), "Options."), "[")
 	name := flagName(key)
 	if cmd.Flags().Lookup(name) == nil {
-		return nil, false
+		return "", false
 	}
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
@@ -201,16 +198,16 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (*journal.InvalidE
 			reason = "repeats the " + ordinal(n+1)
 		}
 	}
-	return &journal.InvalidError{Field: flag, Reason: reason}, true
+	return (&journal.InvalidError{Field: flag, Reason: reason}).Error(), true
 }
 
 // rangeRefusal matches a library's refusal of a value out of its range:
 // "is 0: it must be at least 1", "\"sometimes\" must be \"retry\" or \"skip\"".
 var rangeRefusal = regexp.MustCompile(`^(?:is (.+?): it|(".*?")) (must be .+)$`)
 
-// asRangeError tells a library's refusal of a value out of its range as
-// the flags' ranges are told: "invalid MaxAttempts: is 0: it must be at
-// least 1" is "--max-attempts 0 must be at least 1", a usage error.
+// asRangeError tells a library's refusal of a value out of its range as the
+// flags' ranges are told: "invalid MaxAttempts: is 0: it must be at least 1"
+// is "--max-attempts 0 must be at least 1", a usage error.
 func asRangeError(err error) error {
 	var inv *journal.InvalidError
 	if !errors.As(err, &inv) {
@@ -274,25 +271,18 @@ func ordinal(n int) string {
 	return strconv.Itoa(n) + suffix
 }
 
-// intValue is an integer flag that knows its range, in words for errors:
-// checked as it is parsed, or by the library it is passed to.
+// intValue is an integer flag that knows its range, in words for errors.
 type intValue[T int | uint64] struct {
-	p       *T
-	lo, hi  T // hi 0: no upper bound
-	words   string
-	checked bool
+	p           *T
+	name, words string
+	lo, hi      T // lo 0: the library it is passed to checks; hi 0: no upper bound
 }
 
-// intVar declares an integer flag within [lo, hi] (hi 0: no upper bound).
+// intVar declares an integer flag within [lo, hi], or with lo 0 one whose
+// range the library checks.
 func intVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string, lo, hi T) {
 	*p = value
-	f.Var(&intValue[T]{p: p, lo: lo, hi: hi, words: words, checked: true}, name, usage)
-}
-
-// libIntVar declares an integer flag whose range the library checks.
-func libIntVar[T int | uint64](f *pflag.FlagSet, p *T, name string, value T, usage, words string) {
-	*p = value
-	f.Var(&intValue[T]{p: p, words: words}, name, usage)
+	f.Var(&intValue[T]{p: p, name: name, words: words, lo: lo, hi: hi}, name, usage)
 }
 
 func (v *intValue[T]) String() string { return fmt.Sprint(*v.p) }
@@ -315,14 +305,12 @@ func (v *intValue[T]) Set(s string) error {
 		}
 		*p = u
 	}
-	if v.checked && (n < v.lo || v.hi != 0 && n > v.hi) {
-		return errOutOfRange
+	if v.lo != 0 && (n < v.lo || v.hi != 0 && n > v.hi) {
+		return usagef("--%s %s must be %s", v.name, s, v.words)
 	}
 	*v.p = n
 	return nil
 }
-
-var errOutOfRange = errors.New("out of range")
 
 // instant is an --at flag's instant (parseInstant); zero when not given.
 type instant struct{ time.Time }
@@ -382,10 +370,7 @@ func flagError(_ *cobra.Command, err error) error {
 		if v, ok := f.Value.(interface{ rangeWords() string }); ok {
 			rng = ": it must be " + v.rangeWords()
 		}
-		switch {
-		case errors.Is(err, errOutOfRange):
-			return usagef("--%s %s must be %s", f.Name, value, strings.TrimPrefix(rng, ": it must be "))
-		case errors.Is(err, strconv.ErrRange):
+		if errors.Is(err, strconv.ErrRange) {
 			// Say which way: "at least 1" reads as if the value were too small.
 			way := "more than the largest number the flag holds"
 			if strings.HasPrefix(strings.TrimSpace(value), "-") {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -17,8 +18,8 @@ import (
 	"github.com/heraldpush/herald/store/postgres"
 )
 
-// refusedLister is a store whose sequencer may refuse a record that raced
-// its stream's final record (store/postgres).
+// refusedLister is store/postgres, whose sequencer refuses a record that
+// raced its stream's final record.
 type refusedLister interface {
 	Refused(ctx context.Context, stream string, limit int) ([]postgres.RefusedRecord, error)
 }
@@ -50,7 +51,7 @@ work were read to count them.`, operator.MaxHeldScan),
   herald status --json`,
 		db: readDB,
 		run: func(c *call) error {
-			st, err := operator.StatusAt(c.ctx(), c.b, e.now())
+			st, err := operator.StatusAt(c.ctx(), c.b, time.Now())
 			if err != nil {
 				return err
 			}
@@ -68,48 +69,46 @@ work were read to count them.`, operator.MaxHeldScan),
 				operator.Status
 				Refused []refusedView `json:"refused"`
 			}{st, refused}
-			return c.print(out, func(w io.Writer) { printStatus(w, st, refused) })
+			return c.print(out, func(w io.Writer) {
+				t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+				for _, n := range st.Names() {
+					v := st.Namespaces[n]
+					t.Row(n, fmt.Sprint(v.Ready), fmt.Sprint(v.Retrying), fmt.Sprint(v.Held), fmt.Sprint(v.Idle), fmt.Sprint(v.Parked), fmt.Sprint(v.Leased), fmt.Sprint(v.Behind))
+				}
+				t.Flush()
+				if st.HeldTruncated {
+					fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
+				}
+				if len(refused) > 0 {
+					fmt.Fprintf(w, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
+					t := tbl.New(w, "STREAM", "ID", "KIND", "APPENDED", "REASON")
+					for _, r := range refused {
+						t.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
+					}
+					t.Flush()
+				}
+				if len(st.Namespaces) == 0 {
+					fmt.Fprintln(w, "No registrations.")
+					return
+				}
+				if len(st.Lagging) > 0 {
+					fmt.Fprintln(w, "\nLargest lags:")
+					printRegistrations(w, st.Lagging)
+				}
+				if p := st.OldestParked; p != nil {
+					fmt.Fprintf(w, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
+						push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
+				}
+				if h := st.Hosts; len(h.NotUp) > 0 {
+					fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
+					t := tbl.New(w, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
+					for _, h := range h.NotUp {
+						t.Row(h.Host, h.State, operator.Instant(h.Since), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
+					}
+					t.Flush()
+				}
+			})
 		},
-	}
-}
-
-func printStatus(w io.Writer, st operator.Status, refused []refusedView) {
-	t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
-	for _, n := range st.Names() {
-		c := st.Namespaces[n]
-		t.Row(n, fmt.Sprint(c.Ready), fmt.Sprint(c.Retrying), fmt.Sprint(c.Held), fmt.Sprint(c.Idle), fmt.Sprint(c.Parked), fmt.Sprint(c.Leased), fmt.Sprint(c.Behind))
-	}
-	t.Flush()
-	if st.HeldTruncated {
-		fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
-	}
-	if len(refused) > 0 {
-		fmt.Fprintf(w, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
-		t := tbl.New(w, "STREAM", "ID", "KIND", "APPENDED", "REASON")
-		for _, r := range refused {
-			t.Row(tbl.Cell(r.Stream), tbl.Cell(r.ID), tbl.Cell(r.Kind), r.AppendedAt, tbl.Cell(r.Reason))
-		}
-		t.Flush()
-	}
-	if len(st.Namespaces) == 0 {
-		fmt.Fprintln(w, "No registrations.")
-		return
-	}
-	if len(st.Lagging) > 0 {
-		fmt.Fprintln(w, "\nLargest lags:")
-		printRegistrations(w, st.Lagging)
-	}
-	if p := st.OldestParked; p != nil {
-		fmt.Fprintf(w, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
-			push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
-	}
-	if h := st.Hosts; len(h.NotUp) > 0 {
-		fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
-		t := tbl.New(w, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
-		for _, h := range h.NotUp {
-			t.Row(h.Host, h.State, operator.Instant(h.Since), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
-		}
-		t.Flush()
 	}
 }
 
@@ -133,7 +132,7 @@ stream's final record) are gone and not listed.`,
 		db: readDB,
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&stream, "stream", "", "the record's stream")
-			libIntVar(f, &seq, "seq", 0, "the record's seq in --stream", "a seq, 1 or more")
+			intVar(f, &seq, "seq", 0, "the record's seq in --stream", "a seq, 1 or more", 0, 0)
 			f.StringVar(&id, "id", "", "the record's id")
 		},
 		check: func(c *call) error {
@@ -157,40 +156,38 @@ stream's final record) are gone and not listed.`,
 			if err != nil {
 				return err
 			}
-			return c.print(st, func(w io.Writer) { printRecordStatus(c, w, rec, st) })
+			return c.print(st, func(w io.Writer) {
+				// How each cursor passed the record: only "yes" is an acknowledgement.
+				passed := make([]string, len(st.Acknowledged))
+				acked := 0
+				for i, v := range st.Acknowledged {
+					passed[i] = "not its kind" // passed over, never sent
+					if (push.Registration{Kinds: v.Kinds}).Wants(rec.Kind) {
+						passed[i] = passedAs(c, v, rec.Seq)
+					}
+					if passed[i] == "yes" {
+						acked++
+					}
+				}
+				fmt.Fprintf(w, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
+				if acked == len(passed) {
+					fmt.Fprintf(w, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
+				} else {
+					fmt.Fprintf(w, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
+				}
+				t := tbl.New(w, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
+				for i, v := range append(st.Acknowledged, st.NotAcknowledged...) {
+					said := "no"
+					if i < len(passed) {
+						said = passed[i]
+					}
+					t.Row(v.ID, v.Namespace, v.Host, said, fmt.Sprint(v.NextSeq), v.State, v.LastError)
+				}
+				if t.Flush(); acked < len(passed) {
+					fmt.Fprintf(w, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
+				}
+			})
 		},
-	}
-}
-
-func printRecordStatus(c *call, w io.Writer, rec journal.Record, st operator.RecordStatus) {
-	// How each cursor passed the record: only "yes" is an acknowledgement.
-	passed := make([]string, len(st.Acknowledged))
-	acked := 0
-	for i, v := range st.Acknowledged {
-		passed[i] = "not its kind" // passed over, never sent
-		if (push.Registration{Kinds: v.Kinds}).Wants(rec.Kind) {
-			passed[i] = passedAs(c, v, rec.Seq)
-		}
-		if passed[i] == "yes" {
-			acked++
-		}
-	}
-	fmt.Fprintf(w, "Record %s#%d (id %s, kind %s, appended %s)\n", tbl.Cell(rec.Stream), rec.Seq, tbl.Cell(rec.ID), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
-	if acked == len(passed) {
-		fmt.Fprintf(w, "Acknowledged by %d, not yet by %d.\n", len(passed), len(st.NotAcknowledged))
-	} else {
-		fmt.Fprintf(w, "Past the cursor of %d (acknowledged by %d, moved past by the others), not yet of %d.\n", len(passed), acked, len(st.NotAcknowledged))
-	}
-	t := tbl.New(w, "ID", "NAMESPACE", "HOST", "ACKNOWLEDGED", "CURSOR", "STATE", "LAST ERROR")
-	for i, v := range append(st.Acknowledged, st.NotAcknowledged...) {
-		said := "no"
-		if i < len(passed) {
-			said = passed[i]
-		}
-		t.Row(v.ID, v.Namespace, v.Host, said, fmt.Sprint(v.NextSeq), v.State, v.LastError)
-	}
-	if t.Flush(); acked < len(passed) {
-		fmt.Fprintf(w, "\n\"yes\": acknowledged (a 2xx), as far as the evidence kept tells; \"skipped\": a rejection its --on-4xx policy moved past; \"yes or skipped\": an operator's skip moved its cursor from at or before #%d; \"not its kind\": its --kinds passes it over; \"?\": its evidence could not be read. herald evidence --stream S --id ID tells more.\n", rec.Seq)
 	}
 }
 
@@ -231,12 +228,6 @@ its registrations, is probed and comes back.`,
 		db: readDB,
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&q.State, "state", "", "only hosts in this state: up, down or unavailable")
-		},
-		check: func(*call) error {
-			if _, err := q.Validate(); err != nil {
-				return usagef("--state %q must be up, down or unavailable", q.State)
-			}
-			return nil
 		},
 		run: func(c *call) error {
 			hs, err := push.AllHosts(c.ctx(), c.b, q)
