@@ -18,11 +18,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-var (
-	_ journal.Journal = (*Store)(nil)
-	_ push.Store      = (*Store)(nil)
-	_ store.Retention = (*Store)(nil)
-)
+var _ store.Backend = (*Store)(nil)
 
 // Store keeps the journal and the registrations in maps behind one mutex.
 // The zero value is not usable; call New.

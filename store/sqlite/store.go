@@ -6,19 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"sync"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-var (
-	_ journal.Journal = (*Store)(nil)
-	_ push.Store      = (*Store)(nil)
-	_ store.Retention = (*Store)(nil)
-)
+var _ store.Backend = (*Store)(nil)
 
 // readers is the size of the read pool: WAL lets readers run beside the
 // writer and each other, and a sweep's turns read the journal in parallel.
@@ -189,4 +189,90 @@ func queryAll[T any](ctx context.Context, q queryer, op string, out []T, scan fu
 		return nil, translate(op, err)
 	}
 	return out, nil
+}
+
+// ErrBusy is returned when another process held the database's write lock
+// for longer than the busy timeout (10 s). Within one process it never
+// happens: writers queue for the store's single write connection.
+var ErrBusy = errors.New("the database is busy: another process held its write lock for more than 10s")
+
+// translate wraps err with op, a driver error translated (package doc, end).
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, driverError(err))
+}
+
+// driverError is translate without the operation.
+func driverError(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	msg := se.Error()
+	switch se.Code() & 0xff { // the primary result code
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return ErrBusy
+	case sqlite3.SQLITE_INTERRUPT:
+		return context.Canceled
+	case sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%w: the file is not an SQLite database", store.ErrNotHerald)
+	case sqlite3.SQLITE_CONSTRAINT:
+		if se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			return fmt.Errorf("%w: %s", journal.ErrConflict, msg)
+		}
+		return fmt.Errorf("constraint failed: %s", msg)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("the disk is full: %s", msg)
+	case sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("the database file is corrupt: %s", msg)
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH:
+		return fmt.Errorf("cannot open or write the database file: %s", msg)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// The instants an int64 of nanoseconds holds (package doc): years 1678 to 2262.
+var (
+	minTime = time.Unix(0, math.MinInt64+1).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// dueNow is the wake_at that makes a stream due at any instant.
+const dueNow = math.MinInt64
+
+// nanos converts t for storage. field names it in the error.
+func nanos(field string, t time.Time) (sql.NullInt64, error) {
+	if t.IsZero() {
+		return sql.NullInt64{}, nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return sql.NullInt64{}, journal.Invalid(field, "%v is outside the instants the store keeps (%d to %d)", t, minTime.Year(), maxTime.Year())
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+}
+
+// instantArg is nanos for an instant that must be set.
+func instantArg(field string, t time.Time) (sql.NullInt64, error) {
+	if err := push.ValidateInstant(field, t); err != nil {
+		return sql.NullInt64{}, err
+	}
+	return nanos(field, t)
+}
+
+// instant converts a stored value back: NULL is the zero time; others are UTC.
+func instant(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// seqArg converts a seq or cursor for storage; a seq beyond int64 is bad input.
+func seqArg(field string, seq uint64) (int64, error) {
+	if seq > math.MaxInt64 {
+		return 0, journal.Invalid(field, "is %d: seqs end at %d", seq, int64(math.MaxInt64))
+	}
+	return int64(seq), nil
 }
