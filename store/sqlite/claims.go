@@ -150,7 +150,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 	}
 	var h push.Host
 	c := f.Claim
-	err := s.fenced(ctx, "record host failure", c, f.NextSeq, func(tx *sql.Tx, n int64) error {
+	err := s.fenced(ctx, "record host failure", c, f.NextSeq, func(tx *sql.Tx, fc fence) error {
 		old, _, err := getHost(ctx, tx, f.Host)
 		if err != nil {
 			return err
@@ -159,24 +159,17 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}
-		var (
-			cursor   int64
-			failures int
-		)
-		if err := tx.QueryRowContext(ctx, sqlHostCursor, c.Stream, c.ID).Scan(&cursor, &failures); err != nil {
-			return translate("record host failure", err)
+		failures := 1 // the first at a cursor that moves
+		if fc.n <= fc.next {
+			failures = fc.hostFailures + 1
 		}
-		if n > cursor {
-			failures = 0
-		}
-		failures++
 		ev := f.Evidence
 		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
 			return err
 		}
-		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, n, nb, ev.Clean().Error, failures); err != nil {
+		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, fc.n, nb, ev.Clean().Error, failures); err != nil {
 			return err
 		}
 		return addEvidence(ctx, tx, c.Stream, c.ID, ev)

@@ -52,11 +52,18 @@ func rewake(ctx context.Context, tx *sql.Tx, stream string, nextSeq int64, bound
 	return translate("wake stream", err)
 }
 
+// fence is the registration as fenced read it, and n the cursor to save.
+type fence struct {
+	owner         string
+	n, head, next int64
+	hostFailures  int
+}
+
 // fenced runs fn in a write transaction once it has checked that claim c
-// holds the registration's lease and that nextSeq (n to fn) is a cursor its
-// stream can have. fn's update repeats the owner in its WHERE clause; the
-// single writer makes the two one atomic step.
-func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, n int64) error) error {
+// holds the registration's lease and that nextSeq is a cursor its stream can
+// have. fn's update repeats the owner in its WHERE clause; the single writer
+// makes the two one atomic step.
+func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
 	n, err := seqArg("next seq", nextSeq)
 	if err != nil {
 		return err
@@ -65,23 +72,20 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 		return err
 	}
 	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
-		var (
-			owner string
-			head  int64
-		)
-		err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&owner, &head)
+		fc := fence{n: n}
+		err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return notFound(c.Stream, c.ID)
 		case err != nil:
 			return translate("check lease", err)
-		case owner != c.Owner:
+		case fc.owner != c.Owner:
 			return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 		}
-		if err := store.ValidateCursor(nextSeq, uint64(head)); err != nil {
+		if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
 			return err
 		}
-		return fn(tx, n)
+		return fn(tx, fc)
 	})
 }
 
@@ -96,8 +100,8 @@ func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) er
 }
 
 func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
-	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n)
+	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
+		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n)
 		return err
 	})
 }
@@ -122,8 +126,8 @@ func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSe
 	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
 		return err
 	}
-	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n, when, ev.Clean().Error)
+	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n, when, ev.Clean().Error)
 		if err == nil {
 			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
 		}

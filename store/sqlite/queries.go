@@ -106,7 +106,6 @@ const (
 	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8`
-	sqlHostCursor = "SELECT next_seq, host_failures FROM herald_registration WHERE stream = ? AND id = ?"
 	// A host-level failure: the turn ends at cursor ?4 with no attempt
 	// charged, ?7 host failures, due again at ?5, the reason ?6.
 	sqlHostFailed = `UPDATE herald_registration SET
@@ -132,7 +131,7 @@ const (
 	stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
 	fencedWhere  = " WHERE stream = ?1 AND id = ?2 AND lease_owner = ?3" + stateColumns
 	sqlRewake    = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3"
-	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
+	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0), r.next_seq, r.host_failures FROM herald_registration AS r
 		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`
 	// cursorMoved is what sqlAdvance and sqlCheckpoint set: the cursor
 	// ?4 if that is forward, and the failure counts reset if it moved.

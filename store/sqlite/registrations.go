@@ -123,7 +123,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 // Complete implements push.Store: the registration and its evidence are
 // deleted, fenced by the claim; the journal keeps its records.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	return s.fenced(ctx, "complete", c, 1, func(tx *sql.Tx, _ int64) error {
+	return s.fenced(ctx, "complete", c, 1, func(tx *sql.Tx, _ fence) error {
 		st, err := getStatus(ctx, tx, c.Stream, c.ID)
 		if err != nil {
 			return err
