@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -68,12 +67,6 @@ func (s SchemaStatus) Pending() bool { return s.Current < s.Latest }
 // and SQLite's BINARY do).
 func CompareKeys(a, b push.Key) int {
 	return cmp.Or(strings.Compare(a.Stream, b.Stream), strings.Compare(a.ID, b.ID))
-}
-
-// After reports whether k comes after the paging key after (the zero Key
-// comes before every key).
-func After(k, after push.Key) bool {
-	return after == (push.Key{}) || CompareKeys(k, after) > 0
 }
 
 // ValidateCursor checks a cursor a worker saves in a stream whose head is
@@ -154,44 +147,6 @@ func ValidateRewind(next, head, toSeq uint64) error {
 		return journal.Invalid("to seq", "is %d: a rewind moves the cursor back, to a seq from 1 to the cursor (#%d); a skip moves it forward", toSeq, min(next, head+1))
 	}
 	return nil
-}
-
-// Summarize computes push.Stats from every registration's status, at
-// instant at. Stores that can aggregate in their database need not use it.
-func Summarize(all []push.Status, at time.Time) push.Stats {
-	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
-	for _, s := range all {
-		n := st.Namespaces[s.Namespace]
-		switch s.State() {
-		case push.StateParked:
-			n.Parked++
-			if st.OldestParked == nil || s.ParkedAt.Before(st.OldestParked.ParkedAt) {
-				s := s
-				st.OldestParked = &s
-			}
-		case push.StateIdle:
-			n.Idle++
-		case push.StateRetrying:
-			n.Retrying++
-		default:
-			n.Ready++
-		}
-		if s.LeaseUntil.After(at) {
-			n.Leased++
-		}
-		n.Behind += s.Lag()
-		st.Namespaces[s.Namespace] = n
-		if s.Lag() > 0 {
-			st.Lagging = append(st.Lagging, s)
-		}
-	}
-	slices.SortFunc(st.Lagging, func(a, b push.Status) int {
-		return cmp.Or(cmp.Compare(b.Lag(), a.Lag()), CompareKeys(a.Key(), b.Key()))
-	})
-	if len(st.Lagging) > push.MaxLagging {
-		st.Lagging = st.Lagging[:push.MaxLagging]
-	}
-	return st
 }
 
 // DuePicker chooses what Due claims from the due registrations of

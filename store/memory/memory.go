@@ -272,7 +272,7 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	for _, r := range s.regs {
 		st := s.status(r)
 		if (q.Stream != "" && r.Stream != q.Stream) || (q.Namespace != "" && r.Namespace != q.Namespace) ||
-			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || !store.After(r.Key(), q.After) {
+			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || (q.After != push.Key{} && store.CompareKeys(r.Key(), q.After) <= 0) {
 			continue
 		}
 		out = append(out, st)
@@ -485,12 +485,38 @@ func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) 
 // Stats implements push.Store.
 func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	s.mu.Lock()
-	all := make([]push.Status, 0, len(s.regs))
+	defer s.mu.Unlock()
+	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	for _, r := range s.regs {
-		all = append(all, s.status(r))
+		rs := s.status(r)
+		n := st.Namespaces[r.Namespace]
+		switch rs.State() {
+		case push.StateParked:
+			n.Parked++
+			if st.OldestParked == nil || rs.ParkedAt.Before(st.OldestParked.ParkedAt) {
+				st.OldestParked = &rs
+			}
+		case push.StateIdle:
+			n.Idle++
+		case push.StateRetrying:
+			n.Retrying++
+		default:
+			n.Ready++
+		}
+		if rs.LeaseUntil.After(at) {
+			n.Leased++
+		}
+		n.Behind += rs.Lag()
+		st.Namespaces[r.Namespace] = n
+		if rs.Lag() > 0 {
+			st.Lagging = append(st.Lagging, rs)
+		}
 	}
-	s.mu.Unlock()
-	return store.Summarize(all, at), nil
+	slices.SortFunc(st.Lagging, func(a, b push.Status) int {
+		return cmp.Or(cmp.Compare(b.Lag(), a.Lag()), store.CompareKeys(a.Key(), b.Key()))
+	})
+	st.Lagging = st.Lagging[:min(len(st.Lagging), push.MaxLagging)]
+	return st, nil
 }
 
 // HostFailed implements push.HostStore.
