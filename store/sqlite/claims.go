@@ -88,9 +88,9 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
 		// Every stream woken by now was read above: its marker becomes the
-		// earliest instant one of its lagging, unparked registrations is due
-		// (a claimed one at its lease's end, a held one at its host's next
-		// probe), or NULL (package doc, "Idle costs nothing").
+		// earliest instant one of its lagging, unparked registrations is due (a
+		// claimed one at its lease's end, a held one at its host's next probe:
+		// a down host costs no write per sweep), or NULL.
 		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
 		return translate("due: recompute wake markers", err)
 	})
@@ -99,11 +99,6 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	}
 	return p.Batch, nil
 }
-
-// Host health lives in herald_host; the rules are push's (Host.Failed,
-// Answered, Probed) and store.DuePicker's. The wake marker of a stream whose
-// only lagging registrations are held is the host's next probe instant, so a
-// down host costs no write per sweep.
 
 func scanHost(sc scanner) (push.Host, error) {
 	var (
@@ -142,8 +137,7 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error
 	return s.event(ctx, tx, e, ok)
 }
 
-// HostFailed implements push.HostStore in one write transaction, fenced by
-// the claim.
+// HostFailed implements push.HostStore.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err
