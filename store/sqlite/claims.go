@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -20,11 +21,8 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return push.DueBatch{}, err
 	}
 	at, err := nanos("at", q.At)
-	if err != nil {
-		return push.DueBatch{}, err
-	}
-	until, err := nanos("lease until", q.LeaseUntil)
-	if err != nil {
+	until, err2 := nanos("lease until", q.LeaseUntil)
+	if err := cmp.Or(err, err2); err != nil {
 		return push.DueBatch{}, err
 	}
 	// Most sweeps of a quiet store find nothing: say so from a read
@@ -121,15 +119,13 @@ func getHost(ctx context.Context, q queryer, host string) (h push.Host, found bo
 
 // putHost stores h and appends the event of its change from old, if any.
 func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error {
-	var args [3]sql.NullInt64
-	names := [...]string{"host since", "next probe at", "last failure at"}
-	for i, t := range []time.Time{h.Since, h.NextProbeAt, h.LastFailureAt} {
-		var err error
-		if args[i], err = nanos(names[i], t); err != nil {
-			return err
-		}
+	since, err1 := nanos("host since", h.Since)
+	probe, err2 := nanos("next probe at", h.NextProbeAt)
+	failed, err3 := nanos("last failure at", h.LastFailureAt)
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, args[0], h.Failures, h.Probes, args[1], h.LastError, args[2])
+	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, since, h.Failures, h.Probes, probe, h.LastError, failed)
 	if err != nil {
 		return translate("write host", err)
 	}

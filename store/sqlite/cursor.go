@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -65,10 +66,7 @@ type fence struct {
 // makes the two one atomic step.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
 	n, err := seqArg("next seq", nextSeq)
-	if err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := cmp.Or(err, c.Validate()); err != nil {
 		return err
 	}
 	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
@@ -120,10 +118,7 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 // instant t (named field).
 func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSeq uint64, field string, t time.Time, ev push.Evidence) error {
 	when, err := instantArg(field, t)
-	if err != nil {
-		return err
-	}
-	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
+	if err := cmp.Or(err, push.ValidateInstant("evidence at", ev.At)); err != nil {
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
@@ -221,19 +216,13 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 // newest push.MaxEvidence.
 func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evidence) error {
 	ev = ev.Clean()
-	at, err := nanos("evidence at", ev.At)
-	if err != nil {
+	at, err1 := nanos("evidence at", ev.At)
+	notBefore, err2 := nanos("evidence not before", ev.NotBefore)
+	seq, err3 := seqArg("evidence seq", ev.Seq)
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		return err
 	}
-	notBefore, err := nanos("evidence not before", ev.NotBefore)
-	if err != nil {
-		return err
-	}
-	seq, err := seqArg("evidence seq", ev.Seq)
-	if err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, sqlInsertEvidence,
+	_, err := tx.ExecContext(ctx, sqlInsertEvidence,
 		stream, id, at, ev.Event, seq, ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, ev.Body, ev.Location,
 		int64(ev.Duration), ev.Error, notBefore)
 	if err != nil {

@@ -113,14 +113,10 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	for n, i := range fresh {
 		e := entries[i]
 		seq := head + int64(n) + 1
-		payload := e.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
-		if _, err := insert.ExecContext(ctx, stream, seq, e.ID, e.Kind, e.ContentType, payload, e.Final, at.Int64, digests[i][:], e.Traceparent, e.Tracestate); err != nil {
+		out[i] = record(stream, uint64(seq), e, appendedAt)
+		if _, err := insert.ExecContext(ctx, stream, seq, e.ID, e.Kind, e.ContentType, out[i].Payload, e.Final, at.Int64, digests[i][:], e.Traceparent, e.Tracestate); err != nil {
 			return nil, translate(fmt.Sprintf("append: insert record %q", e.ID), err)
 		}
-		out[i] = record(stream, uint64(seq), e, appendedAt)
 	}
 	return out, nil
 }
