@@ -36,7 +36,7 @@ const syncFull = "FULL"
 // large batch must not leave a WAL that size on disk for good.
 const walSizeLimit = 64 << 20
 
-// fileKind is what inspectFile found at a path.
+// fileKind is what inspect found at a path.
 type fileKind int
 
 const (
@@ -52,49 +52,41 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // SQLite file, its schema state. Errors: a directory, an unreadable file, one
 // that is not SQLite or not herald's (store.ErrNotHerald).
 func inspect(ctx context.Context, path string) (fileKind, schemaState, error) {
-	kind, err := inspectFile(path)
-	if err != nil || kind != fileSQLite {
-		return kind, schemaState{}, err
-	}
-	st, err := inspectSchema(ctx, path)
-	return kind, st, err
-}
-
-func inspectFile(path string) (fileKind, error) {
 	if path == "" {
-		return 0, fmt.Errorf("sqlite: open: the database path is empty")
+		return 0, schemaState{}, fmt.Errorf("sqlite: open: the database path is empty")
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if dir := filepath.Dir(path); dir != "." {
 			if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
-				return 0, fmt.Errorf("sqlite: open %s: the folder %s does not exist (%w): create it, or name a file in a folder that does", path, dir, fs.ErrNotExist)
+				return 0, schemaState{}, fmt.Errorf("sqlite: open %s: the folder %s does not exist (%w): create it, or name a file in a folder that does", path, dir, fs.ErrNotExist)
 			}
 		}
-		return fileMissing, nil
+		return fileMissing, schemaState{}, nil
 	case err != nil:
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	case fi.IsDir():
-		return 0, fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
 	case !fi.Mode().IsRegular():
-		return 0, fmt.Errorf("sqlite: open %s: it is not a regular file (%v)", path, fi.Mode().Type())
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: it is not a regular file (%v)", path, fi.Mode().Type())
 	case fi.Size() == 0:
-		return fileEmpty, nil
+		return fileEmpty, schemaState{}, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	defer f.Close()
 	head := make([]byte, len(sqliteMagic))
 	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if !bytes.Equal(head, sqliteMagic) {
-		return 0, fmt.Errorf("sqlite: open %s: %w: the file is not an SQLite database", path, store.ErrNotHerald)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w: the file is not an SQLite database", path, store.ErrNotHerald)
 	}
-	return fileSQLite, nil
+	st, err := inspectSchema(ctx, path)
+	return fileSQLite, st, err
 }
 
 // inspectSchema reads the schema state of the SQLite database at path
@@ -336,11 +328,20 @@ func migrateFile(ctx context.Context, path string, up bool) (store.SchemaStatus,
 	if kind != fileMissing && !pending {
 		return schema.Status(path, st.version, false), nil // nothing to do: the file is not even opened for writing
 	}
-	db, err := openMigrator(ctx, path)
+	db, err := openDB(ctx, path, writerDSN(path, syncFull), 1)
 	if err != nil {
 		return store.SchemaStatus{}, err
 	}
 	defer db.Close()
+	// Pages freed by pruning go back to the file system a batch at a time
+	// (Prune's incremental vacuum); this takes effect only in a file without
+	// tables yet: before the first migration.
+	if _, err = db.ExecContext(ctx, sqlAutoVacuum); err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, translate("set auto_vacuum", err))
+	}
+	if err := setWAL(ctx, db); err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	begin := func(ctx context.Context) (migrate.Tx, error) {
 		tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the writer's DSN
 		if err != nil {
@@ -358,26 +359,6 @@ func migrateFile(ctx context.Context, path string, up bool) (store.SchemaStatus,
 		return store.SchemaStatus{}, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
 	return schema.Status(path, v, false), nil
-}
-
-// openMigrator opens path on one connection as the writer's, in WAL mode.
-func openMigrator(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := openDB(ctx, path, writerDSN(path, syncFull), 1)
-	if err != nil {
-		return nil, err
-	}
-	// Pages freed by pruning go back to the file system a batch at a time
-	// (PRAGMA incremental_vacuum, in Prune). This takes effect only in a
-	// file without tables yet: before the first migration.
-	if _, err = db.ExecContext(ctx, sqlAutoVacuum); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, translate("set auto_vacuum", err))
-	}
-	if err := setWAL(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	return db, nil
 }
 
 // migrationTx is internal/migrate's transaction on SQLite.
