@@ -119,10 +119,7 @@ func EvidenceLimit(limit int) (int, error) {
 	if limit < 0 {
 		return 0, journal.Invalid("limit", "is %d: it must not be negative", limit)
 	}
-	if limit == 0 || limit > push.MaxEvidence {
-		return push.MaxEvidence, nil
-	}
-	return limit, nil
+	return min(cmp.Or(limit, push.MaxEvidence), push.MaxEvidence), nil
 }
 
 // ValidateSkip checks an operator's skip of a registration at cursor next in

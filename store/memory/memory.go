@@ -473,10 +473,8 @@ func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) 
 	var out []push.Evidence
 	err = s.with(streamName, id, func(r *push.Registration) error {
 		list := s.evidence[r.Key()]
-		out = make([]push.Evidence, 0, min(limit, len(list)))
-		for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, list[i])
-		}
+		out = append([]push.Evidence{}, list[max(0, len(list)-limit):]...)
+		slices.Reverse(out) // newest first
 		return nil
 	})
 	return out, err
