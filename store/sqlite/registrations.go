@@ -188,12 +188,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
 		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n push.NamespaceStats, err error) {
-			var (
-				ns     string
-				behind int64
-			)
-			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &behind)
-			n.Behind = uint64(behind)
+			var ns string
+			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &n.Behind)
 			st.Namespaces[ns] = n
 			return n, err
 		}, sqlStats, atN.Int64)

@@ -38,7 +38,6 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		next string
 	)
 	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
-		rep, next = store.PruneReport{}, ""
 		type candidate struct {
 			stream            string
 			head, oldest, low int64 // low: the lowest cursor, head+1 for none
@@ -63,9 +62,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				return err
 			}
 			if to > c.oldest {
-				rep.Streams++
-				rep.Records += n
-				rep.Bytes += bytes
+				rep = rep.Add(store.PruneReport{Streams: 1, Records: n, Bytes: bytes})
 				if _, err := tx.ExecContext(ctx, sqlPruneRecords, c.stream, to); err != nil {
 					return translate("prune: delete records", err)
 				}
