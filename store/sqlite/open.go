@@ -23,9 +23,8 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// busyTimeoutMillis is how long a connection waits for a lock that another
-// process holds (a `herald unpark` beside a running daemon, say) before the
-// call fails: 10 s, far longer than any one herald transaction takes.
+// busyTimeoutMillis is how long a connection waits for another process's
+// lock before the call fails: far longer than any herald transaction takes.
 const busyTimeoutMillis = 10000
 
 // syncFull is the write connection's PRAGMA synchronous (package doc,
@@ -89,13 +88,11 @@ func inspect(ctx context.Context, path string) (fileKind, schemaState, error) {
 	return fileSQLite, st, err
 }
 
-// inspectSchema reads the schema state of the SQLite database at path
-// through a read-only connection: with immutable=1 when it is at rest (no
-// -wal file), so that no lock is taken and no -wal or -shm file made beside a
-// file that may not be ours. Such a read can see a process that is creating
-// the file show its first tables before its application id, so a refusal
-// is read again through the WAL once the file is in use (herald's first
-// write makes a -wal file).
+// inspectSchema reads the schema state of the SQLite database at path,
+// read-only: immutable=1 at rest (no -wal file), so that no lock is taken nor
+// file made beside one that may not be ours. Such a read can see a file being
+// created show its tables before its application id, so a refusal is read
+// again through the WAL once there is one (herald's first write makes it).
 func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 	_, walErr := os.Stat(path + "-wal")
 	immutable := errors.Is(walErr, fs.ErrNotExist)
@@ -155,12 +152,10 @@ func writerDSN(path, sync string) string {
 		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit))
 }
 
-// readerDSN: a read pool connection; query_only guards against a write
-// slipping onto it.
+// readerDSN: a read pool connection, query_only against a stray write.
 func readerDSN(path string) string { return dsn(path, "rw", "_query_only=1") }
 
-// openDB opens a pool of conns connections on dsn and checks that it
-// connects.
+// openDB opens a pool of conns connections on dsn and checks it connects.
 func openDB(ctx context.Context, path, dsn string, conns int) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -374,7 +369,6 @@ func (t *migrationTx) Version(ctx context.Context) (int, bool, error) {
 }
 
 func (t *migrationTx) Apply(ctx context.Context, what, sql string, version int) error {
-	// The bookkeeping stays beside the runner, as store/postgres's does.
 	stmts := []string{
 		sql,
 		// golang-migrate's table, as it created it.

@@ -55,11 +55,10 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 func WithoutMigrating() Option { return func(c *config) { c.noMigrate = true } }
 
 // Open opens the herald database at path (a file name, not a URI), creating
-// it if the file does not exist or is empty, and migrating it up. It waits
-// up to 10 s for another process's write, then fails with ErrBusy. It
-// changes nothing, and returns an error, for a path that is not a herald
-// database (package doc, "Migrations and refusals"), or a directory or file
-// that cannot be read or written. A nil clock is journal.ErrInvalid.
+// it if the file does not exist or is empty, and migrating it up. It changes
+// nothing, and returns an error, for a path that is not a herald database
+// (package doc, "Migrations and refusals"), a directory or file that cannot
+// be read or written, or ErrBusy. A nil clock is journal.ErrInvalid.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{now: time.Now, sync: syncFull}
 	for _, o := range opts {
@@ -131,14 +130,12 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	return s.writeNamed(ctx, func() string { return op }, fn)
 }
 
-// writeTo is write for one registration: op and its name (push.Name),
-// formatted only for an error, off the path of every cursor write.
+// writeTo is write for op on registration stream/id, named only for an error.
 func (s *Store) writeTo(ctx context.Context, op, stream, id string, fn func(tx *sql.Tx) error) error {
 	return s.writeNamed(ctx, func() string { return op + " " + push.Name(stream, id) }, fn)
 }
 
-// writeNamed is write with the name of its work made by name, only when
-// an error needs it.
+// writeNamed is write that calls name only for an error.
 func (s *Store) writeNamed(ctx context.Context, name func() string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -192,8 +189,7 @@ func queryAll[T any](ctx context.Context, q queryer, op string, out []T, scan fu
 }
 
 // ErrBusy is returned when another process held the database's write lock
-// for longer than the busy timeout (10 s). Within one process it never
-// happens: writers queue for the store's single write connection.
+// for longer than the busy timeout (package doc, "Concurrency").
 var ErrBusy = errors.New("the database is busy: another process held its write lock for more than 10s")
 
 // translate wraps err with op, a driver error translated (package doc, end).
