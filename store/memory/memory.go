@@ -658,15 +658,13 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 	}
 	for k, evs := range s.evidence {
-		keep := evs[:0:0]
-		reason := -1 // the newest parked row of a parked registration is kept
-		if r := s.regs[k]; r != nil && r.Parked {
-			for i, ev := range evs {
-				if ev.Event == push.EventParked {
-					reason = i // evs is oldest first
-				}
+		reason := -1 // a parked registration keeps its newest parked row (evs is oldest first)
+		for i, ev := range evs {
+			if r := s.regs[k]; ev.Event == push.EventParked && r != nil && r.Parked {
+				reason = i
 			}
 		}
+		keep := evs[:0:0]
 		for i, ev := range evs {
 			if ev.At.After(cutoff) || i == reason {
 				keep = append(keep, ev)
