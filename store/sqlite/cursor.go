@@ -13,8 +13,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// regState is what a registration update returns (RETURNING stateColumns):
-// enough to keep its stream's wake marker right.
+// regState is what a registration update returns (RETURNING stateColumns).
 type regState struct {
 	nextSeq       int64
 	parked        bool
@@ -23,9 +22,8 @@ type regState struct {
 }
 
 // update runs a registration update that ends in stateColumns and keeps the
-// stream's wake marker no later than the instant the registration becomes
-// due, if it is unparked and lags the head (package doc, "Idle costs
-// nothing"). It only ever lowers wake_at; Due raises it.
+// stream's wake marker no later than when the registration is due, unless it
+// is parked (package doc, "Idle costs nothing").
 func update(ctx context.Context, tx *sql.Tx, op, stream, id, query string, args ...any) (regState, error) {
 	var st regState
 	err := tx.QueryRowContext(ctx, query, args...).Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
@@ -259,9 +257,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 	return out, err
 }
 
-// registrationEvent appends, in tx (the transaction of the change), herald's
-// operational event of kind about registration stream/id
-// (push.RegistrationEvent).
+// registrationEvent appends, in tx, herald's event of kind about stream/id.
 func (s *Store) registrationEvent(ctx context.Context, tx *sql.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
 	st, err := getStatus(ctx, tx, stream, id)
 	if err != nil {

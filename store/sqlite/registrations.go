@@ -61,8 +61,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	if err := r.Validate(); err != nil {
 		return push.Registration{}, err
 	}
-	// The destination, in the order sqlUpdateRegistration and
-	// sqlInsertRegistration take it.
+	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
 	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), r.Stream, r.ID}
 	var out push.Status
 	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
