@@ -18,10 +18,9 @@ func scanStatus(sc scanner) (push.Status, error) {
 	var (
 		st                                push.Status
 		config                            []byte
-		onRejected                        string
+		onRejected, kinds                 string
 		next, head                        int64
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
-		kinds                             string
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
 		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window)
@@ -31,10 +30,7 @@ func scanStatus(sc scanner) (push.Status, error) {
 	if st.Kinds, err = decodeKinds(kinds); err != nil {
 		return push.Status{}, err
 	}
-	if config != nil {
-		st.Config = push.Config(config)
-	}
-	st.OnRejected = push.RejectPolicy(onRejected)
+	st.Config, st.OnRejected = push.Config(config), push.RejectPolicy(onRejected)
 	st.NextSeq, st.Head = uint64(next), uint64(head)
 	st.NextAttemptAt, st.ParkedAt, st.LeaseUntil = instant(nextAttempt), instant(parkedAt), instant(leaseUntil)
 	return st, nil
