@@ -1,11 +1,18 @@
 // Package store holds what herald's stores (subpackages memory, sqlite,
 // postgres) share beyond the journal and push contracts: Backend, schema
-// errors and status, retention, and the rules they all apply.
-// store/storetest is the conformance suite they all pass.
+// errors and status, retention, and the rules they all apply beyond push's
+// checks, so that they differ only in how they keep data. store/storetest is
+// the conformance suite they all pass.
 package store
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -55,3 +62,269 @@ type SchemaStatus struct {
 
 // Pending reports whether migrations remain to be applied.
 func (s SchemaStatus) Pending() bool { return s.Current < s.Latest }
+
+// CompareKeys orders keys by stream, then id, byte-wise (as SQL's COLLATE "C"
+// and SQLite's BINARY do).
+func CompareKeys(a, b push.Key) int {
+	return cmp.Or(strings.Compare(a.Stream, b.Stream), strings.Compare(a.ID, b.ID))
+}
+
+// ValidateCursor checks a cursor a worker saves in a stream whose head is
+// head: 1 <= nextSeq <= head+1 (one past the head: everything acknowledged).
+// Errors wrap journal.ErrInvalid.
+func ValidateCursor(nextSeq, head uint64) error {
+	if nextSeq < 1 || nextSeq > head+1 {
+		return journal.Invalid("next seq", "is %d: a cursor is from 1 to %d (one past the head)", nextSeq, head+1)
+	}
+	return nil
+}
+
+// FirstCursor returns the cursor of a new registration r in a stream with the
+// given head, low-water mark and seal: r.NextSeq, or the oldest retained
+// record for 0. Errors: *PrunedError below the low-water mark,
+// journal.ErrSealed past a sealed stream's head, journal.ErrInvalid past
+// head+1.
+func FirstCursor(r push.Registration, head, oldest uint64, sealed bool) (uint64, error) {
+	next := cmp.Or(r.NextSeq, oldest)
+	if err := CheckRetained(r.Stream, next, oldest); err != nil {
+		return 0, err
+	}
+	if sealed && next > head {
+		return 0, fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
+			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
+	}
+	return next, ValidateCursor(next, head)
+}
+
+// CheckMove checks an operator's skip (skip set) or rewind of a cursor from
+// next to toSeq in a stream with the given head and low-water mark, and
+// returns the evidence event and text the move stores: the operator's reason
+// for a skip, where from and to for a rewind. Errors wrap journal.ErrInvalid
+// (a *PrunedError below the low-water mark).
+func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, reason string) (event, text string, err error) {
+	event, check := push.EventSkip, ValidateSkip
+	if !skip {
+		event, check, reason = push.EventRewind, ValidateRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq)
+	}
+	if err := check(next, head, toSeq); err != nil {
+		return "", "", err
+	}
+	return event, reason, CheckRetained(stream, toSeq, oldest)
+}
+
+// EvidenceLimit returns the effective limit of push.Store.Evidence:
+// push.MaxEvidence for 0 or more than that. A negative limit is
+// journal.ErrInvalid.
+func EvidenceLimit(limit int) (int, error) {
+	if limit < 0 {
+		return 0, journal.Invalid("limit", "is %d: it must not be negative", limit)
+	}
+	return min(cmp.Or(limit, push.MaxEvidence), push.MaxEvidence), nil
+}
+
+// ValidateSkip checks an operator's skip of a registration at cursor next in
+// a stream whose head is head: next < toSeq <= head+1. Errors wrap
+// journal.ErrInvalid.
+func ValidateSkip(next, head, toSeq uint64) error {
+	if next > head {
+		return journal.Invalid("to seq", "is %d: the cursor (#%d) is past the head (#%d), nothing to skip", toSeq, next, head)
+	}
+	if toSeq <= next || toSeq > head+1 {
+		return journal.Invalid("to seq", "is %d: a skip moves the cursor forward, from #%d to at most #%d (one past the head)", toSeq, next, head+1)
+	}
+	return nil
+}
+
+// ValidateRewind checks an operator's rewind of a registration at cursor
+// next in a stream whose head is head: 1 <= toSeq <= next (a cursor is at
+// most head+1). A rewind moves the cursor back, or keeps it (to retry at
+// once); forward is a skip. Errors wrap journal.ErrInvalid.
+func ValidateRewind(next, head, toSeq uint64) error {
+	if toSeq < 1 || toSeq > min(next, head+1) {
+		return journal.Invalid("to seq", "is %d: a rewind moves the cursor back, to a seq from 1 to the cursor (#%d); a skip moves it forward", toSeq, min(next, head+1))
+	}
+	return nil
+}
+
+// DuePicker chooses what Due claims from the due registrations of
+// q.Namespace, offered in claim order (oldest NextAttemptAt first, then by
+// key): at most q.Limit, More when one more could have been claimed, each
+// host within q.HostRoom, and of a host that holds its registrations
+// (push.Host.Holds) only one, whose probe is due, which moves the host's
+// next probe.
+type DuePicker struct {
+	Batch  push.DueBatch // the picks, and the troubled hosts of the picks, each once
+	Probed []push.Host   // hosts whose probe a pick is, with their next probe moved: to store
+
+	q     push.DueQuery
+	hosts map[string]push.Host
+	taken map[string]int
+}
+
+// NewDuePicker returns a picker for q given the stored health of the hosts
+// that may be troubled (others are up).
+func NewDuePicker(q push.DueQuery, hosts map[string]push.Host) *DuePicker {
+	return &DuePicker{q: q, hosts: hosts, taken: map[string]int{}}
+}
+
+// Offer considers the next due registration, and returns false once the
+// batch is full (More is set: stop offering).
+func (p *DuePicker) Offer(st push.Status) bool {
+	host := st.Host()
+	h, stored := p.hosts[host]
+	held, probe := h.Holds(p.q.At)
+	if room := p.q.HostRoom(host); (room >= 0 && p.taken[host] >= room) || (held && !probe) {
+		return true // left for later by the cap or the host: not More
+	}
+	if len(p.Batch.Registrations) == p.q.Limit {
+		p.Batch.More = true
+		return false
+	}
+	if held {
+		h = h.Probed(p.q.At)
+		p.hosts[host] = h
+		p.Probed = append(p.Probed, h)
+	}
+	if p.taken[host]++; p.taken[host] == 1 && stored && h.Troubled() {
+		p.Batch.Hosts = append(p.Batch.Hosts, h)
+	}
+	p.Batch.Registrations = append(p.Batch.Registrations, st)
+	return true
+}
+
+// Retention keeps a store's journal and evidence bounded. Its rules, for
+// each stream, at the caller's instant q.At:
+//
+//   - The low-water mark (StreamInfo.OldestSeq) rises past a record only
+//     when every registration of the stream, parked ones included, has
+//     acknowledged it and it was appended at or before q.At - q.Retain.
+//     Retained records are the contiguous run OldestSeq..Head.
+//   - A stream with no registration keeps its records for the retention
+//     age, and its head, so later appends continue its seqs.
+//   - A sealed stream with no registration left is removed entirely once its
+//     final record is older than the retention age; its name and record ids
+//     may then be used again.
+//   - Evidence older than the retention age is removed, except a parked
+//     registration's newest "parked" row: why it is parked.
+//   - Rewinds, skips and new registrations below the low-water mark are
+//     refused with a *PrunedError.
+type Retention interface {
+	// Prune removes what the rules allow, at most q.Limit records, and
+	// reports it; call it again while the report says More. A dry run
+	// changes nothing. Errors: journal.ErrInvalid for a bad query.
+	Prune(ctx context.Context, q PruneQuery) (PruneReport, error)
+	// Streams lists streams by name (StreamQuery says which).
+	Streams(ctx context.Context, q StreamQuery) ([]StreamInfo, error)
+}
+
+// DefaultRetain is herald run's and herald prune's retention age: a week of
+// replay for an operator who rewinds after a receiver lost data (Lemmy and
+// River keep as long).
+const DefaultRetain = 7 * 24 * time.Hour
+
+// DefaultPruneBatch bounds the records one Prune call removes, so that a
+// batch holds its locks for milliseconds beside appends and sweeps.
+const DefaultPruneBatch = 1000
+
+// MaxPruneBatch bounds PruneQuery.Limit.
+const MaxPruneBatch = 100000
+
+// PruneQuery asks Retention.Prune for one batch.
+type PruneQuery struct {
+	At     time.Time     // the caller's instant: records appended at or before At-Retain may go
+	Retain time.Duration // the retention age; 0 removes records as soon as every registration acknowledged them
+	Limit  int           // records removed at most in this call; 0 means DefaultPruneBatch
+	DryRun bool          // report what one whole pass would remove (Limit ignored), change nothing
+}
+
+// Validate checks q and returns it with its defaults. Errors wrap
+// journal.ErrInvalid.
+func (q PruneQuery) Validate() (PruneQuery, error) {
+	switch {
+	case q.At.IsZero():
+		return q, journal.Invalid("at", "is the zero time")
+	case q.Retain < 0:
+		return q, journal.Invalid("retain", "is %v: it must be 0 or more", q.Retain)
+	case q.Limit < 0 || q.Limit > MaxPruneBatch:
+		return q, journal.Invalid("limit", "is %d: it must be from 1 to %d (0 means %d)", q.Limit, MaxPruneBatch, DefaultPruneBatch)
+	}
+	switch {
+	case q.DryRun:
+		q.Limit = math.MaxInt // a dry run reports a whole pass: batches would see the same records again
+	case q.Limit == 0:
+		q.Limit = DefaultPruneBatch
+	}
+	return q, nil
+}
+
+// Cutoff is the newest appended-at a prunable record may have.
+func (q PruneQuery) Cutoff() time.Time { return q.At.Add(-q.Retain) }
+
+// PruneReport says what one Prune call removed (or, dry, would remove).
+type PruneReport struct {
+	Streams  int   `json:"streams"`          // streams whose low-water mark rose
+	Records  int   `json:"records"`          // records removed
+	Bytes    int64 `json:"bytes"`            // their payload bytes
+	Removed  int   `json:"streams_removed"`  // sealed, completed streams removed entirely
+	Evidence int   `json:"evidence_removed"` // evidence rows removed
+	More     bool  `json:"more"`             // the batch was full: call again
+}
+
+// Add sums two reports (More is either's).
+func (r PruneReport) Add(o PruneReport) PruneReport {
+	return PruneReport{Streams: r.Streams + o.Streams, Records: r.Records + o.Records, Bytes: r.Bytes + o.Bytes,
+		Removed: r.Removed + o.Removed, Evidence: r.Evidence + o.Evidence, More: r.More || o.More}
+}
+
+// StreamQuery filters Retention.Streams.
+type StreamQuery struct {
+	Stream string // only this stream, if set
+	After  string // keyset paging: streams ordered after this name
+	Limit  int    // 0 means push.DefaultListLimit, at most push.MaxListLimit
+}
+
+// Validate checks q and returns its effective limit. Errors wrap
+// journal.ErrInvalid.
+func (q StreamQuery) Validate() (int, error) {
+	if q.Stream != "" {
+		if err := journal.ValidateStream(q.Stream); err != nil {
+			return 0, err
+		}
+	}
+	return push.ListLimit(q.Limit)
+}
+
+// StreamInfo is one stream as herald streams shows it.
+type StreamInfo struct {
+	Stream        string `json:"stream"`
+	Head          uint64 `json:"head"`           // seq of the newest record, 0 if none
+	FinalSeq      uint64 `json:"final_seq"`      // seq of the final record, 0 while unsealed
+	OldestSeq     uint64 `json:"oldest_seq"`     // the oldest retained seq; Head+1 when none is retained
+	Registrations int    `json:"registrations"`  // registrations of the stream, parked ones included
+	Records       uint64 `json:"records"`        // records retained: Head - OldestSeq + 1
+	Bytes         int64  `json:"retained_bytes"` // payload bytes retained
+}
+
+// PrunedError refuses a cursor below a stream's low-water mark (a rewind, a
+// skip, a new registration). It is a journal.ErrInvalid.
+type PrunedError struct {
+	Stream    string
+	Seq       uint64 // the seq asked for
+	OldestSeq uint64 // the oldest retained seq
+}
+
+func (e *PrunedError) Error() string {
+	return fmt.Sprintf("stream %q retains records from #%d on: #%d was pruned (every registration had acknowledged it and it was older than the retention age)",
+		e.Stream, e.OldestSeq, e.Seq)
+}
+
+// Is makes errors.Is(err, journal.ErrInvalid) true.
+func (e *PrunedError) Is(target error) bool { return target == journal.ErrInvalid }
+
+// CheckRetained returns a *PrunedError if seq is below oldest.
+func CheckRetained(stream string, seq, oldest uint64) error {
+	if seq < oldest {
+		return &PrunedError{Stream: stream, Seq: seq, OldestSeq: oldest}
+	}
+	return nil
+}

@@ -18,11 +18,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-var (
-	_ journal.Journal = (*Store)(nil)
-	_ push.Store      = (*Store)(nil)
-	_ store.Retention = (*Store)(nil)
-)
+var _ store.Backend = (*Store)(nil)
 
 // Store keeps the journal and the registrations in maps behind one mutex.
 // The zero value is not usable; call New.
@@ -276,7 +272,7 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	for _, r := range s.regs {
 		st := s.status(r)
 		if (q.Stream != "" && r.Stream != q.Stream) || (q.Namespace != "" && r.Namespace != q.Namespace) ||
-			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || !store.After(r.Key(), q.After) {
+			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || (q.After != push.Key{} && store.CompareKeys(r.Key(), q.After) <= 0) {
 			continue
 		}
 		out = append(out, st)
@@ -477,10 +473,8 @@ func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) 
 	var out []push.Evidence
 	err = s.with(streamName, id, func(r *push.Registration) error {
 		list := s.evidence[r.Key()]
-		out = make([]push.Evidence, 0, min(limit, len(list)))
-		for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, list[i])
-		}
+		out = append([]push.Evidence{}, list[max(0, len(list)-limit):]...)
+		slices.Reverse(out) // newest first
 		return nil
 	})
 	return out, err
@@ -489,12 +483,38 @@ func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) 
 // Stats implements push.Store.
 func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	s.mu.Lock()
-	all := make([]push.Status, 0, len(s.regs))
+	defer s.mu.Unlock()
+	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	for _, r := range s.regs {
-		all = append(all, s.status(r))
+		rs := s.status(r)
+		n := st.Namespaces[r.Namespace]
+		switch rs.State() {
+		case push.StateParked:
+			n.Parked++
+			if st.OldestParked == nil || rs.ParkedAt.Before(st.OldestParked.ParkedAt) {
+				st.OldestParked = &rs
+			}
+		case push.StateIdle:
+			n.Idle++
+		case push.StateRetrying:
+			n.Retrying++
+		default:
+			n.Ready++
+		}
+		if rs.LeaseUntil.After(at) {
+			n.Leased++
+		}
+		n.Behind += rs.Lag()
+		st.Namespaces[r.Namespace] = n
+		if rs.Lag() > 0 {
+			st.Lagging = append(st.Lagging, rs)
+		}
 	}
-	s.mu.Unlock()
-	return store.Summarize(all, at), nil
+	slices.SortFunc(st.Lagging, func(a, b push.Status) int {
+		return cmp.Or(cmp.Compare(b.Lag(), a.Lag()), store.CompareKeys(a.Key(), b.Key()))
+	})
+	st.Lagging = st.Lagging[:min(len(st.Lagging), push.MaxLagging)]
+	return st, nil
 }
 
 // HostFailed implements push.HostStore.
@@ -638,15 +658,13 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 	}
 	for k, evs := range s.evidence {
-		keep := evs[:0:0]
-		reason := -1 // the newest parked row of a parked registration is kept
-		if r := s.regs[k]; r != nil && r.Parked {
-			for i, ev := range evs {
-				if ev.Event == push.EventParked {
-					reason = i // evs is oldest first
-				}
+		reason := -1 // a parked registration keeps its newest parked row (evs is oldest first)
+		for i, ev := range evs {
+			if r := s.regs[k]; ev.Event == push.EventParked && r != nil && r.Parked {
+				reason = i
 			}
 		}
+		keep := evs[:0:0]
 		for i, ev := range evs {
 			if ev.At.After(cutoff) || i == reason {
 				keep = append(keep, ev)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,8 +13,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// regState is what a registration update returns (RETURNING stateColumns):
-// enough to keep its stream's wake marker right.
+// regState is what a registration update returns (RETURNING stateColumns).
 type regState struct {
 	nextSeq       int64
 	parked        bool
@@ -22,9 +22,8 @@ type regState struct {
 }
 
 // update runs a registration update that ends in stateColumns and keeps the
-// stream's wake marker no later than the instant the registration becomes
-// due, if it is unparked and lags the head (package doc, "Idle costs
-// nothing"). It only ever lowers wake_at; Due raises it.
+// stream's wake marker no later than when the registration is due, unless it
+// is parked (package doc, "Idle costs nothing").
 func update(ctx context.Context, tx *sql.Tx, op, stream, id, query string, args ...any) (regState, error) {
 	var st regState
 	err := tx.QueryRowContext(ctx, query, args...).Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
@@ -52,36 +51,37 @@ func rewake(ctx context.Context, tx *sql.Tx, stream string, nextSeq int64, bound
 	return translate("wake stream", err)
 }
 
+// fence is the registration as fenced read it, and n the cursor to save.
+type fence struct {
+	owner         string
+	n, head, next int64
+	hostFailures  int
+}
+
 // fenced runs fn in a write transaction once it has checked that claim c
-// holds the registration's lease and that nextSeq (n to fn) is a cursor its
-// stream can have. fn's update repeats the owner in its WHERE clause; the
-// single writer makes the two one atomic step.
-func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, n int64) error) error {
+// holds the registration's lease and that nextSeq is a cursor its stream can
+// have. fn's update repeats the owner in its WHERE clause; the single writer
+// makes the two one atomic step.
+func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
 	n, err := seqArg("next seq", nextSeq)
-	if err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
+	if err := cmp.Or(err, c.Validate()); err != nil {
 		return err
 	}
 	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
-		var (
-			owner string
-			head  int64
-		)
-		err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&owner, &head)
+		fc := fence{n: n}
+		err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return notFound(c.Stream, c.ID)
 		case err != nil:
 			return translate("check lease", err)
-		case owner != c.Owner:
+		case fc.owner != c.Owner:
 			return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
 		}
-		if err := store.ValidateCursor(nextSeq, uint64(head)); err != nil {
+		if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
 			return err
 		}
-		return fn(tx, n)
+		return fn(tx, fc)
 	})
 }
 
@@ -96,8 +96,8 @@ func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) er
 }
 
 func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
-	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n)
+	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
+		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n)
 		return err
 	})
 }
@@ -116,14 +116,11 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 // instant t (named field).
 func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSeq uint64, field string, t time.Time, ev push.Evidence) error {
 	when, err := instantArg(field, t)
-	if err != nil {
+	if err := cmp.Or(err, push.ValidateInstant("evidence at", ev.At)); err != nil {
 		return err
 	}
-	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
-		return err
-	}
-	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, n int64) error {
-		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, n, when, ev.Clean().Error)
+	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n, when, ev.Clean().Error)
 		if err == nil {
 			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
 		}
@@ -217,19 +214,13 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 // newest push.MaxEvidence.
 func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evidence) error {
 	ev = ev.Clean()
-	at, err := nanos("evidence at", ev.At)
-	if err != nil {
+	at, err1 := nanos("evidence at", ev.At)
+	notBefore, err2 := nanos("evidence not before", ev.NotBefore)
+	seq, err3 := seqArg("evidence seq", ev.Seq)
+	if err := cmp.Or(err1, err2, err3); err != nil {
 		return err
 	}
-	notBefore, err := nanos("evidence not before", ev.NotBefore)
-	if err != nil {
-		return err
-	}
-	seq, err := seqArg("evidence seq", ev.Seq)
-	if err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, sqlInsertEvidence,
+	_, err := tx.ExecContext(ctx, sqlInsertEvidence,
 		stream, id, at, ev.Event, seq, ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, ev.Body, ev.Location,
 		int64(ev.Duration), ev.Error, notBefore)
 	if err != nil {
@@ -266,9 +257,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 	return out, err
 }
 
-// registrationEvent appends, in tx (the transaction of the change), herald's
-// operational event of kind about registration stream/id
-// (push.RegistrationEvent).
+// registrationEvent appends, in tx, herald's event of kind about stream/id.
 func (s *Store) registrationEvent(ctx context.Context, tx *sql.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
 	st, err := getStatus(ctx, tx, stream, id)
 	if err != nil {

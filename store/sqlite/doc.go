@@ -14,9 +14,8 @@
 // # Durability
 //
 // WAL mode with synchronous=FULL: every commit is fsynced before the call
-// returns. NORMAL would survive a process crash, but a power loss could roll
-// back an append the application was told is stored. Callers who append
-// often batch entries into one Append (BENCHMARKS.md).
+// returns (NORMAL could lose an acknowledged append to a power loss). Callers
+// who append often batch entries into one Append (BENCHMARKS.md).
 //
 // # Concurrency
 //
@@ -32,30 +31,26 @@
 // # Idle costs nothing
 //
 // herald_stream.wake_at keeps idle registrations out of Due without touching
-// them: NULL when no unparked registration of the stream lags its head,
-// otherwise no later than the earliest instant one may be due. Due reads only
-// streams whose wake_at has come (a partial index). Append sets it to the
-// smallest integer (due at once) when the stream has registrations; cursor
-// and operator writes only lower it; Due recomputes it for the streams it
-// read. Both take the write lock and Due reads the heads under it, so an
-// append commits either before Due reads its head or after Due wrote the
-// marker: no wake-up is lost.
+// them: NULL when no unparked registration of the stream lags its head, else
+// no later than the earliest instant one may be due. Due reads only streams
+// whose wake_at has come (a partial index) and recomputes it for them; Append
+// sets it to the smallest integer (due at once) when the stream has
+// registrations; other writes only lower it. Due reads the heads under the
+// write lock, so no wake-up is lost.
 //
 // # Migrations and refusals
 //
 // Migrations are embedded and run by internal/migrate, each in one BEGIN
-// IMMEDIATE transaction with its row in schema_migrations; PRAGMA
-// application_id marks the file as herald's. Open migrates up unless given
-// WithoutMigrating; MigrateUp, MigrateDown and MigrationStatus are `herald
-// migrate`. Open, MigrateUp and MigrateDown change nothing, and return an
-// error, for a file that is not SQLite, holds another application's tables
-// or id, or herald's id and tables without schema_migrations
-// (store.ErrNotHerald); a database migrated by a newer herald
-// (store.ErrSchemaAhead); one whose version is marked dirty
-// (store.ErrSchemaDirty, naming the statement that settles it).
+// IMMEDIATE transaction; PRAGMA application_id marks the file as herald's.
+// Open migrates up unless given WithoutMigrating; MigrateUp, MigrateDown and
+// MigrationStatus are `herald migrate`. Open, MigrateUp and MigrateDown
+// change nothing, and return an error, for a file that is not SQLite, holds
+// another application's tables or id, or herald's id and tables without
+// schema_migrations (store.ErrNotHerald); a newer schema
+// (store.ErrSchemaAhead); a dirty one (store.ErrSchemaDirty, naming the
+// statement that settles it).
 //
 // Driver errors are translated at this boundary: journal's sentinels where
-// they apply, ErrBusy, store.ErrNotHerald for a file SQLite cannot read;
-// otherwise an error that names the operation and keeps the driver's message
-// as text.
+// they apply, ErrBusy, store.ErrNotHerald for a file SQLite cannot read; else
+// an error naming the operation, with the driver's message as text.
 package sqlite

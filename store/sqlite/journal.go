@@ -48,9 +48,10 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 			seq          int64
 			digest       []byte
 			at           sql.NullInt64
-			tp, ts       string
 		)
-		err := lookup.QueryRowContext(ctx, e.ID).Scan(&storedStream, &seq, &digest, &at, &tp, &ts)
+		// A repeat returns the record as stored, with the trace context of
+		// its first append (it is not the record's content), scanned into e.
+		err := lookup.QueryRowContext(ctx, e.ID).Scan(&storedStream, &seq, &digest, &at, &e.Traceparent, &e.Tracestate)
 		if errors.Is(err, sql.ErrNoRows) {
 			fresh = append(fresh, i)
 			continue
@@ -70,9 +71,6 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 			continue
 		}
 		out[i] = record(storedStream, uint64(seq), e, instant(at))
-		// The record as stored: the trace context of its first append,
-		// not of this repeat's (it is not the record's content).
-		out[i].Traceparent, out[i].Tracestate = tp, ts
 	}
 	if len(fresh) == 0 {
 		return out, nil
@@ -113,14 +111,10 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	for n, i := range fresh {
 		e := entries[i]
 		seq := head + int64(n) + 1
-		payload := e.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
-		if _, err := insert.ExecContext(ctx, stream, seq, e.ID, e.Kind, e.ContentType, payload, e.Final, at.Int64, digests[i][:], e.Traceparent, e.Tracestate); err != nil {
+		out[i] = record(stream, uint64(seq), e, appendedAt)
+		if _, err := insert.ExecContext(ctx, stream, seq, e.ID, e.Kind, e.ContentType, out[i].Payload, e.Final, at.Int64, digests[i][:], e.Traceparent, e.Tracestate); err != nil {
 			return nil, translate(fmt.Sprintf("append: insert record %q", e.ID), err)
 		}
-		out[i] = record(stream, uint64(seq), e, appendedAt)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -12,17 +13,18 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/heraldpush/herald/internal/migrate"
 	"github.com/heraldpush/herald/store"
 )
 
-// busyTimeoutMillis is how long a connection waits for a lock that another
-// process holds (a `herald unpark` beside a running daemon, say) before the
-// call fails: 10 s, far longer than any one herald transaction takes.
+// busyTimeoutMillis is how long a connection waits for another process's
+// lock before the call fails: far longer than any herald transaction takes.
 const busyTimeoutMillis = 10000
 
 // syncFull is the write connection's PRAGMA synchronous (package doc,
@@ -33,7 +35,7 @@ const syncFull = "FULL"
 // large batch must not leave a WAL that size on disk for good.
 const walSizeLimit = 64 << 20
 
-// fileKind is what inspectFile found at a path.
+// fileKind is what inspect found at a path.
 type fileKind int
 
 const (
@@ -49,58 +51,48 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // SQLite file, its schema state. Errors: a directory, an unreadable file, one
 // that is not SQLite or not herald's (store.ErrNotHerald).
 func inspect(ctx context.Context, path string) (fileKind, schemaState, error) {
-	kind, err := inspectFile(path)
-	if err != nil || kind != fileSQLite {
-		return kind, schemaState{}, err
-	}
-	st, err := inspectSchema(ctx, path)
-	return kind, st, err
-}
-
-func inspectFile(path string) (fileKind, error) {
 	if path == "" {
-		return 0, fmt.Errorf("sqlite: open: the database path is empty")
+		return 0, schemaState{}, fmt.Errorf("sqlite: open: the database path is empty")
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if dir := filepath.Dir(path); dir != "." {
 			if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
-				return 0, fmt.Errorf("sqlite: open %s: the folder %s does not exist (%w): create it, or name a file in a folder that does", path, dir, fs.ErrNotExist)
+				return 0, schemaState{}, fmt.Errorf("sqlite: open %s: the folder %s does not exist (%w): create it, or name a file in a folder that does", path, dir, fs.ErrNotExist)
 			}
 		}
-		return fileMissing, nil
+		return fileMissing, schemaState{}, nil
 	case err != nil:
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	case fi.IsDir():
-		return 0, fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
 	case !fi.Mode().IsRegular():
-		return 0, fmt.Errorf("sqlite: open %s: it is not a regular file (%v)", path, fi.Mode().Type())
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: it is not a regular file (%v)", path, fi.Mode().Type())
 	case fi.Size() == 0:
-		return fileEmpty, nil
+		return fileEmpty, schemaState{}, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	defer f.Close()
 	head := make([]byte, len(sqliteMagic))
 	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if !bytes.Equal(head, sqliteMagic) {
-		return 0, fmt.Errorf("sqlite: open %s: %w: the file is not an SQLite database", path, store.ErrNotHerald)
+		return 0, schemaState{}, fmt.Errorf("sqlite: open %s: %w: the file is not an SQLite database", path, store.ErrNotHerald)
 	}
-	return fileSQLite, nil
+	st, err := inspectSchema(ctx, path)
+	return fileSQLite, st, err
 }
 
-// inspectSchema reads the schema state of the SQLite database at path
-// through a read-only connection: with immutable=1 when it is at rest (no
-// -wal file), so that no lock is taken and no -wal or -shm file made beside a
-// file that may not be ours. Such a read can see a process that is creating
-// the file show its first tables before its application id, so a refusal
-// is read again through the WAL once the file is in use (herald's first
-// write makes a -wal file).
+// inspectSchema reads the schema state of the SQLite database at path,
+// read-only: immutable=1 at rest (no -wal file), so that no lock is taken nor
+// file made beside one that may not be ours. Such a read can see a file being
+// created show its tables before its application id, so a refusal is read
+// again through the WAL once there is one (herald's first write makes it).
 func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 	_, walErr := os.Stat(path + "-wal")
 	immutable := errors.Is(walErr, fs.ErrNotExist)
@@ -160,12 +152,10 @@ func writerDSN(path, sync string) string {
 		fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit))
 }
 
-// readerDSN: a read pool connection; query_only guards against a write
-// slipping onto it.
+// readerDSN: a read pool connection, query_only against a stray write.
 func readerDSN(path string) string { return dsn(path, "rw", "_query_only=1") }
 
-// openDB opens a pool of conns connections on dsn and checks that it
-// connects.
+// openDB opens a pool of conns connections on dsn and checks it connects.
 func openDB(ctx context.Context, path, dsn string, conns int) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -208,3 +198,199 @@ func setWAL(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// applicationID is herald's mark in the SQLite header (PRAGMA
+// application_id): the bytes "HRLD". A file without it must be empty (a new
+// database), or it is refused.
+const applicationID = 0x48524c44
+
+// migrationsTable records the version, in golang-migrate's shape.
+const migrationsTable = "schema_migrations"
+
+// schema is the embedded migrations.
+var schema = migrate.MustLoad(migrationFiles, "migrations", migrationsTable)
+
+// MigrateUp applies every pending migration to the database at path, creating
+// the file if it does not exist, and returns the status after. Errors: the
+// refusals (package doc), which change nothing; ErrBusy; the failure to open
+// or write the file.
+func MigrateUp(ctx context.Context, path string) (store.SchemaStatus, error) {
+	return migrateFile(ctx, path, true)
+}
+
+// MigrateDown reverts the newest applied migration of the database at path
+// (one step) and returns the status after. Reverting drops tables and the
+// data in them; version 0 is left alone. Errors: as MigrateUp, and
+// fs.ErrNotExist for a path with no file.
+func MigrateDown(ctx context.Context, path string) (store.SchemaStatus, error) {
+	return migrateFile(ctx, path, false)
+}
+
+// MigrationStatus reports where the schema of the database at path stands,
+// changing nothing (no file is reported at version 0, and not created). A
+// newer schema is reported, not refused (Current > Latest); a dirty one with
+// Dirty set and store.ErrSchemaDirty, whose text says what to do. Errors:
+// store.ErrNotHerald, or the failure to read the file.
+func MigrationStatus(ctx context.Context, path string) (store.SchemaStatus, error) {
+	_, st, err := inspect(ctx, path)
+	if err != nil {
+		return store.SchemaStatus{}, err
+	}
+	status := schema.Status(path, st.version, st.dirty)
+	if st.dirty {
+		return status, fmt.Errorf("sqlite: open %s: %w", path, schema.Check(st.version, st.dirty))
+	}
+	return status, nil
+}
+
+// schemaState is what a herald database says about its schema.
+type schemaState struct {
+	marked  bool // PRAGMA application_id is herald's (false: an empty database)
+	version int  // the version applied, 0 for none
+	dirty   bool // the version is marked dirty: a migration began and did not record its end
+}
+
+// readState reads a database's schema state through q. It returns
+// store.ErrNotHerald for a database that is not herald's and not empty; a
+// newer or dirty version is for the caller to judge (schema.Check).
+func readState(ctx context.Context, q queryer) (schemaState, error) {
+	var st schemaState
+	var app, userVersion int
+	if err := q.QueryRowContext(ctx, sqlApplicationID).Scan(&app); err != nil {
+		return st, fmt.Errorf("read application id: %w", driverError(err))
+	}
+	switch {
+	case app == applicationID:
+		st.marked = true
+	case app != 0:
+		return st, fmt.Errorf("%w: the file belongs to another application (application id %#x)", store.ErrNotHerald, app)
+	}
+	names, err := queryAll(ctx, q, "list tables", nil, func(sc scanner) (n string, err error) { return n, sc.Scan(&n) }, sqlTableNames)
+	if err != nil {
+		return st, err
+	}
+	hasTable := slices.Contains(names, migrationsTable)
+	switch {
+	case !st.marked && len(names) > 0:
+		if len(names) > 3 {
+			names = append(names[:3], "…")
+		}
+		return st, fmt.Errorf("%w: it holds another application's tables (%s)", store.ErrNotHerald, strings.Join(names, ", "))
+	case !st.marked:
+		if err := q.QueryRowContext(ctx, sqlUserVersion).Scan(&userVersion); err != nil {
+			return st, fmt.Errorf("read schema version: %w", driverError(err))
+		}
+		if userVersion != 0 {
+			return st, fmt.Errorf("%w: it has schema version %d but not herald's application id", store.ErrNotHerald, userVersion)
+		}
+		return st, nil // an empty database
+	case !hasTable && len(names) > 0:
+		return st, fmt.Errorf("%w: it has herald's application id and tables but no %s table recording their version", store.ErrNotHerald, migrationsTable)
+	case !hasTable:
+		return st, nil
+	}
+	err = q.QueryRowContext(ctx, sqlCurrentVersion).Scan(&st.version, &st.dirty)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return st, nil // version 0
+	case err != nil:
+		return st, fmt.Errorf("read %s: %w", migrationsTable, driverError(err))
+	}
+	st.version = max(st.version, 0) // golang-migrate's "no version" is -1
+	return st, nil
+}
+
+// migrateFile checks the file without changing it and, when there is
+// something to do, migrates it up to the latest version, or down one step.
+func migrateFile(ctx context.Context, path string, up bool) (store.SchemaStatus, error) {
+	kind, st, err := inspect(ctx, path)
+	if err != nil {
+		return store.SchemaStatus{}, err
+	}
+	if !up && kind == fileMissing {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: migrate down %s: %w", path, fs.ErrNotExist)
+	}
+	if err := schema.Check(st.version, st.dirty); err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	pending := st.version < schema.Latest()
+	if !up {
+		pending = st.version > 0
+	}
+	if kind != fileMissing && !pending {
+		return schema.Status(path, st.version, false), nil // nothing to do: the file is not even opened for writing
+	}
+	db, err := openDB(ctx, path, writerDSN(path, syncFull), 1)
+	if err != nil {
+		return store.SchemaStatus{}, err
+	}
+	defer db.Close()
+	// Pages freed by pruning go back to the file system a batch at a time
+	// (Prune's incremental vacuum); this takes effect only in a file without
+	// tables yet: before the first migration.
+	if _, err = db.ExecContext(ctx, sqlAutoVacuum); err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, translate("set auto_vacuum", err))
+	}
+	if err := setWAL(ctx, db); err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	begin := func(ctx context.Context) (migrate.Tx, error) {
+		tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the writer's DSN
+		if err != nil {
+			return nil, fmt.Errorf("lock the database: %w", driverError(err))
+		}
+		return &migrationTx{tx: tx}, nil
+	}
+	var v int
+	if up {
+		v, err = schema.Up(ctx, begin)
+	} else {
+		v, err = schema.Down(ctx, begin, st.version)
+	}
+	if err != nil {
+		return store.SchemaStatus{}, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	return schema.Status(path, v, false), nil
+}
+
+// migrationTx is internal/migrate's transaction on SQLite.
+type migrationTx struct {
+	tx     *sql.Tx
+	marked bool
+}
+
+func (t *migrationTx) Version(ctx context.Context) (int, bool, error) {
+	st, err := readState(ctx, t.tx)
+	t.marked = st.marked
+	return st.version, st.dirty, err
+}
+
+func (t *migrationTx) Apply(ctx context.Context, what, sql string, version int) error {
+	stmts := []string{
+		sql,
+		// golang-migrate's table, as it created it.
+		"CREATE TABLE IF NOT EXISTS " + migrationsTable + " (version uint64, dirty bool)",
+		"CREATE UNIQUE INDEX IF NOT EXISTS version_unique ON " + migrationsTable + " (version)",
+		"DELETE FROM " + migrationsTable,
+	}
+	if version > 0 {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO %s (version, dirty) VALUES (%d, 0)", migrationsTable, version))
+	}
+	if !t.marked {
+		// PRAGMA takes no bound parameters; the value is a constant.
+		stmts = append(stmts, fmt.Sprintf("PRAGMA application_id = %d", applicationID))
+	}
+	for _, s := range stmts {
+		if _, err := t.tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", what, driverError(err))
+		}
+	}
+	return nil
+}
+
+func (t *migrationTx) Commit(context.Context) error { return driverError(t.tx.Commit()) }
+
+func (t *migrationTx) Rollback(context.Context) error { return t.tx.Rollback() }

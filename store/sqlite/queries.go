@@ -1,22 +1,18 @@
 package sqlite
 
 // Every SQL statement of the store, but for List's, built at run time, and
-// the migration runner's bookkeeping (migrate.go). Parameters are ? in the
+// the migration runner's bookkeeping (open.go). Parameters are ? in the
 // order the caller passes them, or ?N where a statement uses one twice.
 
-// Schema probes (migrate.go). They change nothing.
+// Schema probes and the file's settings (open.go).
 const (
 	sqlApplicationID = "PRAGMA application_id"
 	sqlUserVersion   = "PRAGMA user_version"
 	sqlTableNames    = "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
 	// golang-migrate's table keeps one row; none before the first migration.
 	sqlCurrentVersion = "SELECT version, dirty FROM " + migrationsTable + " LIMIT 1"
-)
-
-// The file's settings (migrate.go, open.go).
-const (
-	sqlAutoVacuum = "PRAGMA auto_vacuum = INCREMENTAL"
-	sqlWAL        = "PRAGMA journal_mode = WAL"
+	sqlAutoVacuum     = "PRAGMA auto_vacuum = INCREMENTAL"
+	sqlWAL            = "PRAGMA journal_mode = WAL"
 )
 
 // The journal (journal.go).
@@ -70,16 +66,14 @@ const (
 		"WHERE r.parked = 1 ORDER BY r.parked_at, r.stream, r.id LIMIT 1"
 )
 
-// Due's claim (due.go).
+// Due's claim (claims.go).
 const (
-	// dueFrom joins each woken stream to its registrations. CROSS JOIN is
-	// SQLite's way to fix the join order whatever the statistics say: streams
-	// first, through the partial index herald_stream_wake, so that idle streams
-	// and their registrations are never read.
+	// dueFrom joins each woken stream to its registrations. CROSS JOIN fixes
+	// SQLite's join order: streams first, through the partial index
+	// herald_stream_wake, so that idle streams are never read.
 	dueFrom = ` FROM herald_stream AS s CROSS JOIN herald_registration AS r ON r.stream = s.stream `
 	// dueWhere selects due registrations (alias r) on woken streams (alias s) at
-	// instant ?1, leaving out those held for their host (not up, its next probe
-	// later than ?1: see hosts.go).
+	// instant ?1, but those held for their host (not up, next probe later).
 	dueWhere = ` WHERE s.wake_at <= ?1
 	AND r.parked = 0
 	AND r.next_seq <= s.head
@@ -99,14 +93,13 @@ const (
 			WHERE wake_at <= ?1`
 )
 
-// Host health (hosts.go, and Due's probes in due.go).
+// Host health (claims.go).
 const (
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
 	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
 	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8`
-	sqlHostCursor = "SELECT next_seq, host_failures FROM herald_registration WHERE stream = ? AND id = ?"
 	// A host-level failure: the turn ends at cursor ?4 with no attempt
 	// charged, ?7 host failures, due again at ?5, the reason ?6.
 	sqlHostFailed = `UPDATE herald_registration SET
@@ -125,14 +118,14 @@ const (
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go). The writes
-// under a claim follow sqlFence in the same write transaction (fenced) and
-// end in fencedWhere: registration ?1/?2, its lease still ?3's.
+// under a claim follow sqlFence (fenced) and end in fencedWhere:
+// registration ?1/?2, its lease still ?3's.
 const (
 	// stateColumns end a registration update with what update reads.
 	stateColumns = " RETURNING next_seq, parked, next_attempt_at, lease_until"
 	fencedWhere  = " WHERE stream = ?1 AND id = ?2 AND lease_owner = ?3" + stateColumns
 	sqlRewake    = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?1), ?1) WHERE stream = ?2 AND head >= ?3"
-	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0) FROM herald_registration AS r
+	sqlFence     = `SELECT r.lease_owner, IFNULL(s.head, 0), r.next_seq, r.host_failures FROM herald_registration AS r
 		LEFT JOIN herald_stream AS s ON s.stream = r.stream WHERE r.stream = ? AND r.id = ?`
 	// cursorMoved is what sqlAdvance and sqlCheckpoint set: the cursor
 	// ?4 if that is forward, and the failure counts reset if it moved.
@@ -181,8 +174,8 @@ const (
 	sqlPruneRecords = "DELETE FROM herald_record WHERE stream = ? AND seq < ?"
 	sqlPruneMark    = "UPDATE herald_stream SET oldest_seq = ? WHERE stream = ?"
 	sqlPruneStream  = "DELETE FROM herald_stream WHERE stream = ?"
-	// The evidence older than the cutoff, but for the newest park evidence
-	// (?3) of each parked registration.
+	// The evidence older than the cutoff ?2, but a parked registration's
+	// newest park evidence (?3).
 	sqlPruneEvidence = `DELETE FROM herald_evidence WHERE stream = ?1 AND at <= ?2 AND id NOT IN (
 						SELECT MAX(e.id) FROM herald_evidence AS e JOIN herald_registration AS r
 							ON r.stream = e.stream AND r.id = e.registration

@@ -18,10 +18,9 @@ func scanStatus(sc scanner) (push.Status, error) {
 	var (
 		st                                push.Status
 		config                            []byte
-		onRejected                        string
+		onRejected, kinds                 string
 		next, head                        int64
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
-		kinds                             string
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
 		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window)
@@ -31,10 +30,7 @@ func scanStatus(sc scanner) (push.Status, error) {
 	if st.Kinds, err = decodeKinds(kinds); err != nil {
 		return push.Status{}, err
 	}
-	if config != nil {
-		st.Config = push.Config(config)
-	}
-	st.OnRejected = push.RejectPolicy(onRejected)
+	st.Config, st.OnRejected = push.Config(config), push.RejectPolicy(onRejected)
 	st.NextSeq, st.Head = uint64(next), uint64(head)
 	st.NextAttemptAt, st.ParkedAt, st.LeaseUntil = instant(nextAttempt), instant(parkedAt), instant(leaseUntil)
 	return st, nil
@@ -61,8 +57,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	if err := r.Validate(); err != nil {
 		return push.Registration{}, err
 	}
-	// The destination, in the order sqlUpdateRegistration and
-	// sqlInsertRegistration take it.
+	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
 	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), r.Stream, r.ID}
 	var out push.Status
 	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
@@ -123,7 +118,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 // Complete implements push.Store: the registration and its evidence are
 // deleted, fenced by the claim; the journal keeps its records.
 func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	return s.fenced(ctx, "complete", c, 1, func(tx *sql.Tx, _ int64) error {
+	return s.fenced(ctx, "complete", c, 1, func(tx *sql.Tx, _ fence) error {
 		st, err := getStatus(ctx, tx, c.Stream, c.ID)
 		if err != nil {
 			return err
@@ -188,12 +183,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
 		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n push.NamespaceStats, err error) {
-			var (
-				ns     string
-				behind int64
-			)
-			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &behind)
-			n.Behind = uint64(behind)
+			var ns string
+			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &n.Behind)
 			st.Namespaces[ns] = n
 			return n, err
 		}, sqlStats, atN.Int64)

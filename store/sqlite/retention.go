@@ -38,7 +38,6 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		next string
 	)
 	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
-		rep, next = store.PruneReport{}, ""
 		type candidate struct {
 			stream            string
 			head, oldest, low int64 // low: the lowest cursor, head+1 for none
@@ -63,9 +62,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				return err
 			}
 			if to > c.oldest {
-				rep.Streams++
-				rep.Records += n
-				rep.Bytes += bytes
+				rep = rep.Add(store.PruneReport{Streams: 1, Records: n, Bytes: bytes})
 				if _, err := tx.ExecContext(ctx, sqlPruneRecords, c.stream, to); err != nil {
 					return translate("prune: delete records", err)
 				}
@@ -88,9 +85,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				rep.Evidence += int(n)
 			}
 			if rep.Records == q.Limit {
-				// The batch is full: the next call starts at this stream,
-				// which may hold more.
-				next = c.stream
+				next = c.stream // the batch is full: this stream may hold more
 				break
 			}
 		}
@@ -114,10 +109,9 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	return rep, nil
 }
 
-// pruneUpTo finds the new low-water mark of one stream: the first seq from
-// oldest that is either a registration's cursor (low), appended after the
-// cutoff, or past the batch's room. It returns it with the count and the
-// payload bytes of the records below it.
+// pruneUpTo returns one stream's new low-water mark, the first seq from
+// oldest that is a registration's cursor (low), appended after the cutoff or
+// past the batch's room, with the count and payload bytes of those below.
 func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, low, cutoff int64, room int) (int64, int, int64, error) {
 	if low <= oldest || room <= 0 {
 		return oldest, 0, 0, nil

@@ -6,19 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"sync"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-var (
-	_ journal.Journal = (*Store)(nil)
-	_ push.Store      = (*Store)(nil)
-	_ store.Retention = (*Store)(nil)
-)
+var _ store.Backend = (*Store)(nil)
 
 // readers is the size of the read pool: WAL lets readers run beside the
 // writer and each other, and a sweep's turns read the journal in parallel.
@@ -55,11 +55,10 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 func WithoutMigrating() Option { return func(c *config) { c.noMigrate = true } }
 
 // Open opens the herald database at path (a file name, not a URI), creating
-// it if the file does not exist or is empty, and migrating it up. It waits
-// up to 10 s for another process's write, then fails with ErrBusy. It
-// changes nothing, and returns an error, for a path that is not a herald
-// database (package doc, "Migrations and refusals"), or a directory or file
-// that cannot be read or written. A nil clock is journal.ErrInvalid.
+// it if the file does not exist or is empty, and migrating it up. It changes
+// nothing, and returns an error, for a path that is not a herald database
+// (package doc, "Migrations and refusals"), a directory or file that cannot
+// be read or written, or ErrBusy. A nil clock is journal.ErrInvalid.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{now: time.Now, sync: syncFull}
 	for _, o := range opts {
@@ -131,14 +130,12 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	return s.writeNamed(ctx, func() string { return op }, fn)
 }
 
-// writeTo is write for one registration: op and its name (push.Name),
-// formatted only for an error, off the path of every cursor write.
+// writeTo is write for op on registration stream/id, named only for an error.
 func (s *Store) writeTo(ctx context.Context, op, stream, id string, fn func(tx *sql.Tx) error) error {
 	return s.writeNamed(ctx, func() string { return op + " " + push.Name(stream, id) }, fn)
 }
 
-// writeNamed is write with the name of its work made by name, only when
-// an error needs it.
+// writeNamed is write that calls name only for an error.
 func (s *Store) writeNamed(ctx context.Context, name func() string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -189,4 +186,89 @@ func queryAll[T any](ctx context.Context, q queryer, op string, out []T, scan fu
 		return nil, translate(op, err)
 	}
 	return out, nil
+}
+
+// ErrBusy is returned when another process held the database's write lock
+// for longer than the busy timeout (package doc, "Concurrency").
+var ErrBusy = errors.New("the database is busy: another process held its write lock for more than 10s")
+
+// translate wraps err with op, a driver error translated (package doc, end).
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, driverError(err))
+}
+
+// driverError is translate without the operation.
+func driverError(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	msg := se.Error()
+	switch se.Code() & 0xff { // the primary result code
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return ErrBusy
+	case sqlite3.SQLITE_INTERRUPT:
+		return context.Canceled
+	case sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%w: the file is not an SQLite database", store.ErrNotHerald)
+	case sqlite3.SQLITE_CONSTRAINT:
+		if se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			return fmt.Errorf("%w: %s", journal.ErrConflict, msg)
+		}
+		return fmt.Errorf("constraint failed: %s", msg)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("the disk is full: %s", msg)
+	case sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("the database file is corrupt: %s", msg)
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH:
+		return fmt.Errorf("cannot open or write the database file: %s", msg)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// The instants an int64 of nanoseconds holds (package doc): years 1678 to 2262.
+var (
+	minTime = time.Unix(0, math.MinInt64+1).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// dueNow is the wake_at that makes a stream due at any instant.
+const dueNow = math.MinInt64
+
+// nanos converts t for storage. field names it in the error.
+func nanos(field string, t time.Time) (sql.NullInt64, error) {
+	if t.IsZero() {
+		return sql.NullInt64{}, nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return sql.NullInt64{}, journal.Invalid(field, "%v is outside the instants the store keeps (%d to %d)", t, minTime.Year(), maxTime.Year())
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+}
+
+// instantArg is nanos for an instant that must be set.
+func instantArg(field string, t time.Time) (sql.NullInt64, error) {
+	if err := push.ValidateInstant(field, t); err != nil {
+		return sql.NullInt64{}, err
+	}
+	return nanos(field, t)
+}
+
+// instant converts a stored value back: NULL is the zero time; others are UTC.
+func instant(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// seqArg converts a seq or cursor for storage; a seq beyond int64 is bad input.
+func seqArg(field string, seq uint64) (int64, error) {
+	if seq > math.MaxInt64 {
+		return 0, journal.Invalid(field, "is %d: seqs end at %d", seq, int64(math.MaxInt64))
+	}
+	return int64(seq), nil
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,12 +10,93 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
-// Host health lives in herald_host; the rules are push's (Host.Failed,
-// Answered, Probed) and store.DuePicker's. The wake marker of a stream whose
-// only lagging registrations are held is the host's next probe instant, so a
-// down host costs no write per sweep.
+// Due implements push.Store in one write transaction, whose lock makes the
+// claim atomic across processes: store.DuePicker picks what it claims, and
+// the wake marker of every stream it read is recomputed.
+func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+	if err := q.Validate(); err != nil {
+		return push.DueBatch{}, err
+	}
+	at, err := nanos("at", q.At)
+	until, err2 := nanos("lease until", q.LeaseUntil)
+	if err := cmp.Or(err, err2); err != nil {
+		return push.DueBatch{}, err
+	}
+	// Most sweeps of a quiet store find nothing: say so from a read
+	// snapshot, without taking the write lock (or syncing a commit). An
+	// append that commits after this read is one that came after the sweep.
+	var woken bool
+	if err := s.r.QueryRowContext(ctx, sqlAnyWoken, at.Int64).Scan(&woken); err != nil || !woken {
+		return push.DueBatch{}, translate("due: look for woken streams", err)
+	}
+	var p *store.DuePicker
+	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
+		hosts := map[string]push.Host{}
+		probing := false
+		_, err := queryAll(ctx, tx, "due: read hosts", nil, func(sc scanner) (h push.Host, err error) {
+			h, err = scanHost(sc)
+			hosts[h.Host] = h
+			_, probe := h.Holds(q.At)
+			probing = probing || probe
+			return h, err
+		}, sqlTroubledHosts)
+		if err != nil {
+			return err
+		}
+		// Without a cap or a probe, SQL stops at Limit+1 rows; else the
+		// picker reads on until it has Limit+1 that fit.
+		limit := q.Limit + 1
+		if q.MaxPerHost > 0 || probing {
+			limit = -1
+		}
+		p = store.NewDuePicker(q, hosts)
+		rows, err := tx.QueryContext(ctx, sqlDue, at.Int64, q.Namespace, limit)
+		if err != nil {
+			return translate("due", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			st, err := scanStatus(rows)
+			if err != nil {
+				return translate("due", err)
+			}
+			if !p.Offer(st) {
+				break
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return translate("due", err)
+		}
+		for _, h := range p.Probed {
+			if err := s.putHost(ctx, tx, h, h); err != nil {
+				return err
+			}
+		}
+		if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
+			return translate("due: count other namespaces", err)
+		}
+		for i := range p.Batch.Registrations {
+			st := &p.Batch.Registrations[i]
+			if _, err := tx.ExecContext(ctx, sqlClaim, q.Owner, until, at, st.Stream, st.ID); err != nil {
+				return translate("due: claim", err)
+			}
+			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
+		}
+		// Every stream woken by now was read above: its marker becomes the
+		// earliest instant one of its lagging, unparked registrations is due (a
+		// claimed one at its lease's end, a held one at its host's next probe:
+		// a down host costs no write per sweep), or NULL.
+		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
+		return translate("due: recompute wake markers", err)
+	})
+	if err != nil {
+		return push.DueBatch{}, err
+	}
+	return p.Batch, nil
+}
 
 func scanHost(sc scanner) (push.Host, error) {
 	var (
@@ -37,15 +119,13 @@ func getHost(ctx context.Context, q queryer, host string) (h push.Host, found bo
 
 // putHost stores h and appends the event of its change from old, if any.
 func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error {
-	var args [3]sql.NullInt64
-	names := [...]string{"host since", "next probe at", "last failure at"}
-	for i, t := range []time.Time{h.Since, h.NextProbeAt, h.LastFailureAt} {
-		var err error
-		if args[i], err = nanos(names[i], t); err != nil {
-			return err
-		}
+	since, err1 := nanos("host since", h.Since)
+	probe, err2 := nanos("next probe at", h.NextProbeAt)
+	failed, err3 := nanos("last failure at", h.LastFailureAt)
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, args[0], h.Failures, h.Probes, args[1], h.LastError, args[2])
+	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, since, h.Failures, h.Probes, probe, h.LastError, failed)
 	if err != nil {
 		return translate("write host", err)
 	}
@@ -53,15 +133,14 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error
 	return s.event(ctx, tx, e, ok)
 }
 
-// HostFailed implements push.HostStore in one write transaction, fenced by
-// the claim.
+// HostFailed implements push.HostStore.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err
 	}
 	var h push.Host
 	c := f.Claim
-	err := s.fenced(ctx, "record host failure", c, f.NextSeq, func(tx *sql.Tx, n int64) error {
+	err := s.fenced(ctx, "record host failure", c, f.NextSeq, func(tx *sql.Tx, fc fence) error {
 		old, _, err := getHost(ctx, tx, f.Host)
 		if err != nil {
 			return err
@@ -70,24 +149,17 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}
-		var (
-			cursor   int64
-			failures int
-		)
-		if err := tx.QueryRowContext(ctx, sqlHostCursor, c.Stream, c.ID).Scan(&cursor, &failures); err != nil {
-			return translate("record host failure", err)
+		failures := 1 // the first at a cursor that moves
+		if fc.n <= fc.next {
+			failures = fc.hostFailures + 1
 		}
-		if n > cursor {
-			failures = 0
-		}
-		failures++
 		ev := f.Evidence
 		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
 			return err
 		}
-		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, n, nb, ev.Clean().Error, failures); err != nil {
+		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, fc.n, nb, ev.Clean().Error, failures); err != nil {
 			return err
 		}
 		return addEvidence(ctx, tx, c.Stream, c.ID, ev)
