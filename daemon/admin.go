@@ -26,12 +26,9 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 }
 
 // adminHandler serves the admin JSON API (Daemon.AdminHandler) on store,
-// with token and now, the clock of operator actions. woke, if not nil, is
+// with token and now, the clock of operator actions. woke is
 // told the namespace of each registration an unpark made due.
 func adminHandler(store push.Store, token string, now func() time.Time, woke func(namespace string)) http.Handler {
-	if woke == nil {
-		woke = func(string) {}
-	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
@@ -60,45 +57,36 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 		return h, err
 	}))
 	mux.Handle("GET /v1/registrations", listRegistrations(store))
-	mux.Handle("GET /v1/evidence", endpoint(func(r *http.Request) (any, error) {
-		stream, id, q, err := registrationKey(r, nil, "limit")
-		if err != nil {
-			return nil, err
-		}
+	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k push.Key, q url.Values) (any, error) {
 		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
 		if err != nil {
 			return nil, err
 		}
-		evs, err := operator.Evidence(r.Context(), store, stream, id, limit)
-		return evs, err
+		return operator.Evidence(r.Context(), store, k.Stream, k.ID, limit)
 	}))
 	mux.Handle("POST /v1/registration/unpark", unparkOne(store, now, woke))
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(store, now, woke))
 	// move serves skip and rewind, whose other parameters are optional:
 	// the registration after the move.
-	move := func(optional []string, do func(r *http.Request, q url.Values, stream, id string, toSeq uint64) error) endpoint {
-		return func(r *http.Request) (any, error) {
-			stream, id, q, err := registrationKey(r, []string{"to_seq"}, optional...)
-			if err != nil {
-				return nil, err
-			}
+	move := func(optional []string, do func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error) endpoint {
+		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
 			toSeq, err := strconv.ParseUint(q.Get("to_seq"), 10, 64)
 			if err != nil {
 				return nil, journal.Invalid("to_seq", "%q is not a seq", q.Get("to_seq"))
 			}
-			if err := do(r, q, stream, id, toSeq); err != nil {
+			if err := do(r, q, k, toSeq); err != nil {
 				return nil, err
 			}
-			st, err := store.Get(r.Context(), stream, id)
+			st, err := store.Get(r.Context(), k.Stream, k.ID)
 			return operator.Held(nil).View(st), err
-		}
+		})
 	}
-	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, stream, id string, toSeq uint64) error {
+	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error {
 		reason := cmp.Or(q.Get("reason"), "skipped by an operator (admin API)")
-		return store.Skip(r.Context(), stream, id, toSeq, now(), reason)
+		return store.Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
 	}))
-	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, stream, id string, toSeq uint64) error {
-		return store.Rewind(r.Context(), stream, id, toSeq, now())
+	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k push.Key, toSeq uint64) error {
+		return store.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
 	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
 }
@@ -106,17 +94,13 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 // unparkOne answers POST /v1/registration/unpark?stream=S&id=ID on both
 // APIs (operator.Unpark), and wakes the registration's worker.
 func unparkOne(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
-	return func(r *http.Request) (any, error) {
-		stream, id, _, err := registrationKey(r, nil)
-		if err != nil {
-			return nil, err
-		}
-		v, err := operator.Unpark(r.Context(), store, stream, id, now())
+	return keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+		v, err := operator.Unpark(r.Context(), store, k.Stream, k.ID, now())
 		if err == nil && v.WasParked {
 			woke(v.Namespace)
 		}
 		return v, err
-	}
+	})
 }
 
 // unparkAll answers POST /v1/registrations/unpark?stream=S&namespace=NS on

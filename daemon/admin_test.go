@@ -224,7 +224,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	now := func() time.Time { return t0.Add(time.Hour) }
 	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, nil), pg))
+	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, func(string) {}), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -39,13 +40,17 @@ func (d *Daemon) APIHandler() http.Handler {
 // checks the document against them.
 func (d *Daemon) apiRoutes() map[string]endpoint {
 	return map[string]endpoint{
-		"GET /v1/openapi.json":          func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
-		"POST /v1/records":              endpoint(d.postRecords),
-		"GET /v1/records/status":        endpoint(d.recordStatus),
-		"POST /v1/registrations":        endpoint(d.postRegistration),
-		"GET /v1/registrations":         listRegistrations(d.store),
-		"GET /v1/registration":          endpoint(d.getRegistration),
-		"DELETE /v1/registration":       endpoint(d.deleteRegistration),
+		"GET /v1/openapi.json":   func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
+		"POST /v1/records":       endpoint(d.postRecords),
+		"GET /v1/records/status": endpoint(d.recordStatus),
+		"POST /v1/registrations": endpoint(d.postRegistration),
+		"GET /v1/registrations":  listRegistrations(d.store),
+		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+			return operator.Registration(r.Context(), d.store, k.Stream, k.ID)
+		}),
+		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
+		}),
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.now, d.wake),
 		"POST /v1/registrations/unpark": unparkAll(d.store, d.now, d.wake),
 	}
@@ -337,22 +342,6 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		warnings = append(warnings, note)
 	}
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
-}
-
-func (d *Daemon) getRegistration(r *http.Request) (any, error) {
-	stream, id, _, err := registrationKey(r, nil)
-	if err != nil {
-		return nil, err
-	}
-	return operator.Registration(r.Context(), d.store, stream, id)
-}
-
-func (d *Daemon) deleteRegistration(r *http.Request) (any, error) {
-	stream, id, _, err := registrationKey(r, nil)
-	if err == nil {
-		err = d.store.Unregister(r.Context(), stream, id)
-	}
-	return withStatus{code: http.StatusNoContent}, err
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 )
 
 // writeJSON writes v as indented JSON and a newline, with status code.
@@ -189,31 +191,30 @@ func intParam(s, name string) (int, error) {
 	return n, nil
 }
 
-// registrationKey reads the registration a request names: its stream and
+// keyed is an endpoint on the registration its query names: stream and
 // id, both required and well formed, in a strictQuery that may hold the
-// route's other parameters, required and optional.
-func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
-	names := append([]string{"stream", "id"}, required...)
-	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
-	if err != nil {
-		return "", "", nil, err
-	}
-	for _, name := range names {
-		if q.Get(name) == "" {
-			example := make([]string, len(names))
-			for i, n := range names {
-				example[i] = n + "=…"
-			}
-			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+// route's other parameters, required and optional, which do reads from q.
+func keyed(required, optional []string, do func(r *http.Request, k push.Key, q url.Values) (any, error)) endpoint {
+	return func(r *http.Request) (any, error) {
+		names := append([]string{"stream", "id"}, required...)
+		q, err := strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
+		if err != nil {
+			return nil, err
 		}
+		for _, name := range names {
+			if q.Get(name) == "" {
+				example := make([]string, len(names))
+				for i, n := range names {
+					example[i] = n + "=…"
+				}
+				return nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
+					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+			}
+		}
+		k := push.Key{Stream: q.Get("stream"), ID: q.Get("id")}
+		if err := cmp.Or(journal.ValidateStream(k.Stream), journal.ValidateID("id", k.ID)); err != nil {
+			return nil, err
+		}
+		return do(r, k, q)
 	}
-	stream, id = q.Get("stream"), q.Get("id")
-	if err := journal.ValidateStream(stream); err != nil {
-		return "", "", nil, err
-	}
-	if err := journal.ValidateID("id", id); err != nil {
-		return "", "", nil, err
-	}
-	return stream, id, q, nil
 }
