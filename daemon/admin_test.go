@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
@@ -137,7 +138,7 @@ func TestMetrics(t *testing.T) {
 		return push.Outcome{}, nil
 	}), webhook.New())
 	require.NoError(t, err)
-	m.watch(w)
+	m.gauges.workers = append(m.gauges.workers, w)
 
 	text := scrape(t, m)
 	for _, want := range []string{
@@ -782,7 +783,7 @@ func downHostStore(t *testing.T) *sqlite.Store {
 // scrape is what m serves on /metrics.
 func scrape(t *testing.T, m *metrics) string {
 	rec := httptest.NewRecorder()
-	m.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	return rec.Body.String()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Store is what the daemon runs on: the journal, the push store and
@@ -191,13 +192,15 @@ func New(opts Options) (*Daemon, error) {
 		}
 		d.workers = append(d.workers, w)
 		d.byNS[ns] = w
-		d.metrics.watch(w)
+		d.metrics.gauges.workers = append(d.metrics.gauges.workers, w)
 	}
 	return d, nil
 }
 
 // MetricsHandler serves the daemon's metrics in Prometheus' text format.
-func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
+func (d *Daemon) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // AdminHandler serves the admin JSON API (package doc, "The admin API").
 func (d *Daemon) AdminHandler() http.Handler {
