@@ -182,13 +182,7 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 		}
 	}
 	ts = strings.Join(h.Values("Tracestate"), ",")
-	if err := journal.ValidateTraceparent("traceparent header", tp); err != nil {
-		return "", "", err
-	}
-	if err := journal.ValidateTracestate("tracestate header", ts, tp); err != nil {
-		return "", "", err
-	}
-	return tp, ts, nil
+	return tp, ts, cmp.Or(journal.ValidateTraceparent("traceparent header", tp), journal.ValidateTracestate("tracestate header", ts, tp))
 }
 
 // apiFields renames the libraries' fields to the API's: the journal's
@@ -319,10 +313,8 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		reg.NextSeq = *req.FromSeq
 	}
 	code := http.StatusCreated
-	if reg.Stream != "" && reg.ID != "" {
-		if _, err := d.store.Get(r.Context(), reg.Stream, reg.ID); err == nil {
-			code = http.StatusOK
-		}
+	if _, err := d.store.Get(r.Context(), reg.Stream, reg.ID); err == nil {
+		code = http.StatusOK
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {

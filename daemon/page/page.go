@@ -170,21 +170,13 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // render writes template name with data, or a 500 naming nothing secret.
 func (p *Page) render(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
-	t, ok := p.tmpl[name]
-	if !ok {
-		http.Error(w, "no such view", http.StatusInternalServerError)
-		return
-	}
-	if data == nil {
-		data = map[string]any{}
-	}
 	data["View"] = name
 	if s, ok := sessionOf(r); ok {
 		data["CSRF"] = p.csrfToken(s)
 		data["LoggedIn"] = s.authed && p.token != ""
 	}
 	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
+	if err := p.tmpl[name].Execute(&b, data); err != nil {
 		p.log.Error("herald page: render", "view", name, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
@@ -284,13 +276,9 @@ func (p *Page) csrfToken(s session) string {
 
 // readSession returns the request's valid, unexpired session, if any.
 func (p *Page) readSession(r *http.Request) (session, bool) {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return session{}, false
-	}
-	body, sig, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return session{}, false
+	var body, sig string // the cookie: base64url(nonce, issued, authed) "." base64url(its HMAC)
+	if c, err := r.Cookie(cookieName); err == nil {
+		body, sig, _ = strings.Cut(c.Value, ".")
 	}
 	b, err1 := base64.RawURLEncoding.DecodeString(body)
 	m, err2 := base64.RawURLEncoding.DecodeString(sig)
@@ -313,11 +301,9 @@ func (p *Page) readSession(r *http.Request) (session, bool) {
 func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) session {
 	s := session{issued: p.now(), authed: authed}
 	rand.Read(s.nonce[:])
-	b := binary.BigEndian.AppendUint64(s.nonce[:], uint64(s.issued.Unix()))
+	b := append(binary.BigEndian.AppendUint64(s.nonce[:], uint64(s.issued.Unix())), 0)
 	if authed {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
+		b[24] = 1
 	}
 	setCookie(w, r, base64.RawURLEncoding.EncodeToString(b)+"."+base64.RawURLEncoding.EncodeToString(p.mac("session", b)), int(sessionTTL/time.Second))
 	return s

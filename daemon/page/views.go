@@ -263,7 +263,7 @@ func ago(now, t time.Time) string {
 	return fmt.Sprintf(format, int(d.Hours()/24), "d")
 }
 
-// pct is a of b in percent, for the cursor bar (0 when b is 0).
+// pct is a of b in percent, for the cursor bar (100 when b is 0).
 func pct(a, b uint64) int {
 	if b == 0 {
 		return 100
