@@ -143,10 +143,7 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 	}
 	e := journal.Entry{ID: rr.ID, Kind: rr.Kind, ContentType: rr.ContentType, Final: rr.Final,
 		Traceparent: rr.Traceparent, Tracestate: rr.Tracestate}
-	ct := e.ContentType
-	if ct == "" {
-		ct = journal.DefaultContentType
-	}
+	ct := cmp.Or(e.ContentType, journal.DefaultContentType)
 	mt, _, _ := mime.ParseMediaType(ct) // a bad type is the journal's to name
 	switch {
 	case rr.Payload != nil && rr.PayloadBase64 != nil:
@@ -299,7 +296,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	}
 	wk := d.byNS[req.Namespace]
 	if wk == nil {
-		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", "))
+		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served, ", "))
 	}
 	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
 		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}

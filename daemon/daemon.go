@@ -122,6 +122,7 @@ type Daemon struct {
 	now     func() time.Time
 	every   time.Duration
 	workers []*push.Worker
+	served  []string // the workers' namespaces, in order
 	byNS    map[string]*push.Worker
 	metrics *metrics
 	pruner  *pruner // nil: no pruning
@@ -190,7 +191,7 @@ func New(opts Options) (*Daemon, error) {
 		if err != nil {
 			return nil, fmt.Errorf("daemon: the %s worker: %w", ns, err)
 		}
-		d.workers = append(d.workers, w)
+		d.workers, d.served = append(d.workers, w), append(d.served, ns)
 		d.byNS[ns] = w
 		d.metrics.gauges.workers = append(d.metrics.gauges.workers, w)
 	}
@@ -209,15 +210,6 @@ func (d *Daemon) AdminHandler() http.Handler {
 
 // Page is the operator's page, which Run serves on AdminAddr under /ui/.
 func (d *Daemon) Page() *page.Page { return d.page }
-
-// served are the namespaces the daemon's workers serve, in order.
-func (d *Daemon) served() []string {
-	names := make([]string, len(d.workers))
-	for i, w := range d.workers {
-		names[i] = w.Namespace()
-	}
-	return names
-}
 
 // Run serves the addresses, and runs every worker's dispatcher, the store's
 // sequencer and append listener when it has them (store/postgres) and the
@@ -262,7 +254,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 		*e.served = ln.Addr().String()
 	}
-	attrs := []any{"namespaces", strings.Join(d.served(), ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
+	attrs := []any{"namespaces", strings.Join(d.served, ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
 	if addrs.API != "" {
 		attrs = append(attrs, "api", addrs.API)
 	}
