@@ -359,7 +359,7 @@ var openAPIJSON = func() []byte {
 	return append(b, '\n')
 }()
 
-// wake wakes the worker of namespace, if this daemon runs one.
+// wake wakes namespace's worker, if this daemon runs one.
 func (d *Daemon) wake(namespace string) {
 	if wk := d.byNS[namespace]; wk != nil {
 		wk.Wake()

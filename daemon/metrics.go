@@ -67,7 +67,6 @@ func (m *metrics) hooks(ns string) push.Hooks {
 	}
 }
 
-// gauge describes a gauge of the given labels.
 func gauge(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }

@@ -101,9 +101,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	defer time.AfterFunc(cfg.Duration, s.expire).Stop()
 	defer func() {
 		for _, r := range s.rs {
-			if r.srv != nil {
-				r.srv.Close()
-			}
+			r.srv.Close() // setup starts every receiver it makes
 		}
 	}()
 	if err := s.setup(deadline); err != nil {
