@@ -171,10 +171,7 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{opts: opts, store: s, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
-	var err error
-	if d.page, err = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log}); err != nil {
-		return nil, fmt.Errorf("daemon: the operator's page: %w", err)
-	}
+	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log}) // its one error, a nil Store, is refused above
 	if p := opts.Prune; p != nil {
 		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: d.metrics.pruned()}
 	}

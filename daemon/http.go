@@ -259,8 +259,7 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 		if err != nil {
 			return nil, err
 		}
-		h, err := store.ResetHost(r.Context(), operator.HostArg(q.Get("host")), now())
-		return h, err
+		return store.ResetHost(r.Context(), operator.HostArg(q.Get("host")), now())
 	}))
 	mux.Handle("GET /v1/registrations", listRegistrations(store))
 	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k push.Key, q url.Values) (any, error) {
