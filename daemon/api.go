@@ -51,8 +51,8 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
 			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
 		}),
-		"POST /v1/registration/unpark":  unparkOne(d.store, d.now, d.wake),
-		"POST /v1/registrations/unpark": unparkAll(d.store, d.now, d.wake),
+		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
+		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
 	}
 }
 
