@@ -685,7 +685,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	s := parkedStore(t)
 	admin := adminServer(t, s, "", t0.Add(time.Hour))
-	api := apiServer(t, s, "", 0)
+	api := apiServer(t, s, "")
 	before, err := s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
 	parked := func() bool {

@@ -31,7 +31,7 @@ func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	for pattern, h := range d.apiRoutes() {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			r.Body = http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 			h.ServeHTTP(w, r)
 		})
 	}

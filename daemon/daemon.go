@@ -35,10 +35,10 @@ type Store interface {
 // DefaultEvery is the claim interval when nothing else wakes a worker.
 const DefaultEvery = time.Second
 
-// DefaultMaxBody is the HTTP API's request body limit: 8 MiB, room for a
+// MaxBody is the HTTP API's request body limit: 8 MiB, room for a
 // batch of a few records at journal.DefaultMaxPayload (1 MiB) each, base64
 // included. Larger requests get 413.
-const DefaultMaxBody = 8 << 20
+const MaxBody = 8 << 20
 
 // Options configure a Daemon. Store, Transport and Projections are
 // required; every other field has a default.
@@ -70,9 +70,6 @@ type Options struct {
 	// address.
 	AdminAddr, AdminToken string
 	APIAddr, APIToken     string
-	// MaxBody bounds an HTTP API request body, in bytes (default
-	// DefaultMaxBody).
-	MaxBody int64
 
 	// Prune, if set, prunes what every registration acknowledged while the
 	// daemon runs (store.Retention; herald prune explains the rules).
@@ -141,8 +138,6 @@ func New(opts Options) (*Daemon, error) {
 		return bad("Options.Projections is empty: give at least one namespace to serve")
 	case opts.Every < 0:
 		return bad("Options.Every %v must be positive (0: %v)", opts.Every, DefaultEvery)
-	case opts.MaxBody < 0:
-		return bad("Options.MaxBody %d must be positive (0: %d bytes)", opts.MaxBody, DefaultMaxBody)
 	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
@@ -150,7 +145,7 @@ func New(opts Options) (*Daemon, error) {
 		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)")); err != nil {
 		return bad("%v", err)
 	}
-	opts.Every, opts.MaxBody, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.MaxBody, DefaultMaxBody), cmp.Or(opts.Logger, slog.Default())
+	opts.Every, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.Logger, slog.Default())
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
