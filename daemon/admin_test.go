@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
@@ -137,7 +138,7 @@ func TestMetrics(t *testing.T) {
 		return push.Outcome{}, nil
 	}), webhook.New())
 	require.NoError(t, err)
-	m.watch(w)
+	m.gauges.workers = append(m.gauges.workers, w)
 
 	text := scrape(t, m)
 	for _, want := range []string{
@@ -224,7 +225,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	now := func() time.Time { return t0.Add(time.Hour) }
 	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, nil), pg))
+	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, func(string) {}), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {
@@ -684,7 +685,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 	s := parkedStore(t)
 	admin := adminServer(t, s, "", t0.Add(time.Hour))
-	api := apiServer(t, s, "", 0)
+	api := apiServer(t, s, "")
 	before, err := s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
 	parked := func() bool {
@@ -782,7 +783,7 @@ func downHostStore(t *testing.T) *sqlite.Store {
 // scrape is what m serves on /metrics.
 func scrape(t *testing.T, m *metrics) string {
 	rec := httptest.NewRecorder()
-	m.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	return rec.Body.String()
 }

@@ -8,13 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -28,7 +31,7 @@ func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	for pattern, h := range d.apiRoutes() {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			r.Body = http.MaxBytesReader(w, r.Body, d.opts.MaxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 			h.ServeHTTP(w, r)
 		})
 	}
@@ -39,15 +42,19 @@ func (d *Daemon) APIHandler() http.Handler {
 // checks the document against them.
 func (d *Daemon) apiRoutes() map[string]endpoint {
 	return map[string]endpoint{
-		"GET /v1/openapi.json":          func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
-		"POST /v1/records":              endpoint(d.postRecords),
-		"GET /v1/records/status":        endpoint(d.recordStatus),
-		"POST /v1/registrations":        endpoint(d.postRegistration),
-		"GET /v1/registrations":         listRegistrations(d.store),
-		"GET /v1/registration":          endpoint(d.getRegistration),
-		"DELETE /v1/registration":       endpoint(d.deleteRegistration),
-		"POST /v1/registration/unpark":  unparkOne(d.store, d.now, d.wake),
-		"POST /v1/registrations/unpark": unparkAll(d.store, d.now, d.wake),
+		"GET /v1/openapi.json":   func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
+		"POST /v1/records":       endpoint(d.postRecords),
+		"GET /v1/records/status": endpoint(d.recordStatus),
+		"POST /v1/registrations": endpoint(d.postRegistration),
+		"GET /v1/registrations":  listRegistrations(d.store),
+		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+			return operator.Registration(r.Context(), d.store, k.Stream, k.ID)
+		}),
+		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
+		}),
+		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
+		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
 	}
 }
 
@@ -138,10 +145,7 @@ func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
 	}
 	e := journal.Entry{ID: rr.ID, Kind: rr.Kind, ContentType: rr.ContentType, Final: rr.Final,
 		Traceparent: rr.Traceparent, Tracestate: rr.Tracestate}
-	ct := e.ContentType
-	if ct == "" {
-		ct = journal.DefaultContentType
-	}
+	ct := cmp.Or(e.ContentType, journal.DefaultContentType)
 	mt, _, _ := mime.ParseMediaType(ct) // a bad type is the journal's to name
 	switch {
 	case rr.Payload != nil && rr.PayloadBase64 != nil:
@@ -177,13 +181,7 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 		}
 	}
 	ts = strings.Join(h.Values("Tracestate"), ",")
-	if err := journal.ValidateTraceparent("traceparent header", tp); err != nil {
-		return "", "", err
-	}
-	if err := journal.ValidateTracestate("tracestate header", ts, tp); err != nil {
-		return "", "", err
-	}
-	return tp, ts, nil
+	return tp, ts, cmp.Or(journal.ValidateTraceparent("traceparent header", tp), journal.ValidateTracestate("tracestate header", ts, tp))
 }
 
 // apiFields renames the libraries' fields to the API's: the journal's
@@ -200,83 +198,6 @@ func apiFields(err error) error {
 		return journal.Invalid(field, "%s", ie.Reason)
 	}
 	return err
-}
-
-// decodeBody reads a JSON request body into v, strictly (no unknown
-// fields, nothing after the value). Errors: 415 for another Content-Type,
-// 413 past the body's limit (APIHandler), else journal.ErrInvalid.
-func decodeBody(r *http.Request, v any) error {
-	if r.URL.RawQuery != "" {
-		// ?stream=… would be dropped, and the body's stream used.
-		return journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path)
-	}
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
-	}
-	err := strictDecode(r.Body, v)
-	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
-	} else if err != nil {
-		return jsonError("body", err)
-	}
-	return nil
-}
-
-// strictDecode decodes one JSON value from r into v: unknown fields and
-// anything after the value are errors.
-func strictDecode(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err == nil {
-			return errors.New("more than one JSON value")
-		}
-		return err
-	}
-	return nil
-}
-
-// jsonError is a decoding error as a journal.ErrInvalid naming the field.
-func jsonError(where string, err error) error {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		field := where
-		if te.Field != "" {
-			field += "." + te.Field
-		}
-		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
-	case errors.As(err, &se):
-		return journal.Invalid(where, "is not valid JSON (at byte %d): %v", se.Offset, se)
-	case errors.Is(err, io.EOF):
-		return journal.Invalid(where, "is empty: want a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return journal.Invalid(where, "is not valid JSON: it ends too soon")
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return journal.Invalid(where, "has unknown field %s", name)
-	}
-	return journal.Invalid(where, "%v", err)
-}
-
-// jsonType names a Go type as the JSON a client sends.
-func jsonType(goType string) string {
-	switch {
-	case goType == "string", goType == "*string":
-		return "a string"
-	case goType == "bool":
-		return "true or false"
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
-		return "a whole number"
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	}
-	return "an object"
 }
 
 // registrationRequest is the body of POST /v1/registrations. Config, the
@@ -300,7 +221,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	}
 	wk := d.byNS[req.Namespace]
 	if wk == nil {
-		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served(), ", "))
+		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served, ", "))
 	}
 	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
 		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
@@ -314,10 +235,8 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		reg.NextSeq = *req.FromSeq
 	}
 	code := http.StatusCreated
-	if reg.Stream != "" && reg.ID != "" {
-		if _, err := d.store.Get(r.Context(), reg.Stream, reg.ID); err == nil {
-			code = http.StatusOK
-		}
+	if _, err := d.store.Get(r.Context(), reg.Stream, reg.ID); err == nil {
+		code = http.StatusOK
 	}
 	stored, err := wk.Register(r.Context(), reg)
 	if err != nil {
@@ -337,22 +256,6 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		warnings = append(warnings, note)
 	}
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
-}
-
-func (d *Daemon) getRegistration(r *http.Request) (any, error) {
-	stream, id, _, err := registrationKey(r, nil)
-	if err != nil {
-		return nil, err
-	}
-	return operator.Registration(r.Context(), d.store, stream, id)
-}
-
-func (d *Daemon) deleteRegistration(r *http.Request) (any, error) {
-	stream, id, _, err := registrationKey(r, nil)
-	if err == nil {
-		err = d.store.Unregister(r.Context(), stream, id)
-	}
-	return withStatus{code: http.StatusNoContent}, err
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
@@ -381,9 +284,176 @@ var openAPIJSON = func() []byte {
 	return append(b, '\n')
 }()
 
-// wake wakes the worker of namespace, if this daemon runs one.
+// wake wakes namespace's worker, if this daemon runs one.
 func (d *Daemon) wake(namespace string) {
 	if wk := d.byNS[namespace]; wk != nil {
 		wk.Wake()
 	}
+}
+
+// withPage serves the operator's page, which authenticates by itself,
+// under /ui/ beside the admin API, and sends GET / there.
+func withPage(api http.Handler, pg *page.Page) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(page.Prefix, pg)
+	mux.Handle("GET /{$}", http.RedirectHandler(page.Prefix, http.StatusFound))
+	mux.Handle("/", api)
+	return mux
+}
+
+// adminHandler serves the admin JSON API (Daemon.AdminHandler) on store,
+// with token and now, the clock of operator actions. woke is
+// told the namespace of each registration an unpark made due.
+func adminHandler(store push.Store, token string, now func() time.Time, woke func(namespace string)) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
+		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
+		if err != nil {
+			return nil, err
+		}
+		hq := push.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
+		if hq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
+			return nil, err
+		}
+		hs, err := store.Hosts(r.Context(), hq)
+		if hs == nil {
+			hs = []push.Host{}
+		}
+		return hs, err
+	}))
+	mux.Handle("POST /v1/hosts/reset", endpoint(func(r *http.Request) (any, error) {
+		q, err := strictQuery(r, "one host: /v1/hosts/reset?host=…", "host")
+		if err == nil && q.Get("host") == "" {
+			err = journal.Invalid("query", "host is a required query parameter (/v1/hosts/reset?host=…)")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return store.ResetHost(r.Context(), operator.HostArg(q.Get("host")), now())
+	}))
+	mux.Handle("GET /v1/registrations", listRegistrations(store))
+	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k push.Key, q url.Values) (any, error) {
+		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
+		if err != nil {
+			return nil, err
+		}
+		return operator.Evidence(r.Context(), store, k.Stream, k.ID, limit)
+	}))
+	mux.Handle("POST /v1/registration/unpark", unparkOne(store, now, woke))
+	mux.Handle("POST /v1/registrations/unpark", unparkAll(store, now, woke))
+	// move serves skip and rewind, whose other parameters are optional:
+	// the registration after the move.
+	move := func(optional []string, do func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error) endpoint {
+		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
+			toSeq, err := strconv.ParseUint(q.Get("to_seq"), 10, 64)
+			if err != nil {
+				return nil, journal.Invalid("to_seq", "%q is not a seq", q.Get("to_seq"))
+			}
+			if err := do(r, q, k, toSeq); err != nil {
+				return nil, err
+			}
+			st, err := store.Get(r.Context(), k.Stream, k.ID)
+			return operator.Held(nil).View(st), err
+		})
+	}
+	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error {
+		reason := cmp.Or(q.Get("reason"), "skipped by an operator (admin API)")
+		return store.Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
+	}))
+	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k push.Key, toSeq uint64) error {
+		return store.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
+	}))
+	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
+}
+
+// unparkOne answers POST /v1/registration/unpark?stream=S&id=ID on both
+// APIs (operator.Unpark), and wakes the registration's worker.
+func unparkOne(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
+	return keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+		v, err := operator.Unpark(r.Context(), store, k.Stream, k.ID, now())
+		if err == nil && v.WasParked {
+			woke(v.Namespace)
+		}
+		return v, err
+	})
+}
+
+// unparkAll answers POST /v1/registrations/unpark?stream=S&namespace=NS on
+// both APIs (operator.UnparkAll), and wakes the workers of those unparked;
+// a namespace this daemon does not serve is another's on the database.
+func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
+	return func(r *http.Request) (any, error) {
+		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
+		var lq push.ListQuery
+		if err == nil {
+			lq, err = operator.UnparkAllQuery(q.Get("stream"), q.Get("namespace"), q.Has)
+		}
+		if inv, ok := errors.AsType[*journal.InvalidError](err); ok && !strings.HasSuffix(inv.Reason, "nothing was unparked") {
+			err = &journal.InvalidError{Field: inv.Field, Reason: inv.Reason + "; nothing was unparked"}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out, err := operator.UnparkAll(r.Context(), store, lq, now())
+		for _, v := range out.Unparked {
+			woke(v.Namespace)
+		}
+		if err != nil {
+			return withStatus{statusOf(err), struct {
+				Error string `json:"error"`
+				operator.UnparkedAll
+			}{err.Error(), out}}, nil
+		}
+		return out, nil
+	}
+}
+
+// listRegistrations answers GET /v1/registrations on both APIs.
+func listRegistrations(store push.Store) endpoint {
+	return func(r *http.Request) (any, error) {
+		q, err := strictQuery(r, "filters of the list; one registration's evidence and actions take ?stream=…&id=…",
+			"stream", "namespace", "parked", "lagging", "limit", "after_stream", "after_id")
+		if err != nil {
+			return nil, err
+		}
+		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
+			After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+		if err := operator.CheckList(lq); err != nil {
+			return nil, err
+		}
+		if (lq.After.Stream == "") != (lq.After.ID == "") {
+			return nil, journal.Invalid("query", "after_stream and after_id go together: the stream and id of the last registration listed")
+		}
+		for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
+			if v := q.Get(name); v != "" {
+				if *dst, err = strconv.ParseBool(v); err != nil {
+					return nil, journal.Invalid(name, "%q must be true or false", v)
+				}
+			}
+		}
+		if lq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
+			return nil, err
+		}
+		sts, err := store.List(r.Context(), lq)
+		if err != nil {
+			return nil, err
+		}
+		held, err := operator.HeldHosts(r.Context(), store)
+		return held.Views(sts), err
+	}
+}
+
+// intParam reads an optional integer query parameter; empty is 0.
+func intParam(s, name string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, journal.Invalid(name, "%q is not a number", s)
+	}
+	if n < 1 {
+		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
+	}
+	return n, nil
 }

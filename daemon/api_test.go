@@ -34,10 +34,10 @@ var noTransport = push.TransportFunc(func(context.Context, push.Registration, pu
 
 // apiServer serves the HTTP API of a daemon on s (webhook namespace) on a
 // loopback httptest server.
-func apiServer(t *testing.T, s Store, token string, maxBody int64) *httptest.Server {
+func apiServer(t *testing.T, s Store, token string) *httptest.Server {
 	t.Helper()
 	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
-		APIToken: token, MaxBody: maxBody, Now: func() time.Time { return t0 },
+		APIToken: token, Now: func() time.Time { return t0 },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	srv := httptest.NewServer(d.APIHandler())
@@ -81,7 +81,7 @@ func errorOf(t *testing.T, body string) string {
 const oneRecord = `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "order.created", "payload": {"total": 42}}]}`
 
 func TestAPIAuth(t *testing.T) {
-	srv := apiServer(t, memory.New(), "s3cret", 0)
+	srv := apiServer(t, memory.New(), "s3cret")
 	for _, tok := range []string{"", "wrong", "s3cre", "s3cretX"} {
 		code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", tok, oneRecord)
 		require.Equal(t, http.StatusUnauthorized, code, "token %q", tok)
@@ -90,7 +90,7 @@ func TestAPIAuth(t *testing.T) {
 	code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", "s3cret", oneRecord)
 	require.Equal(t, http.StatusCreated, code, body)
 
-	open := apiServer(t, memory.New(), "", 0) // no token configured, on loopback
+	open := apiServer(t, memory.New(), "") // no token configured, on loopback
 	code, body = post(t, open, "/v1/records", oneRecord)
 	require.Equal(t, http.StatusCreated, code, body)
 }
@@ -115,7 +115,7 @@ func TestAPIRefusedOffLoopbackWithoutAToken(t *testing.T) {
 
 func TestAPIAppendIsIdempotent(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	code, body := post(t, srv, "/v1/records", oneRecord)
 	require.Equal(t, http.StatusCreated, code, body)
 	var out appendResponse
@@ -146,7 +146,7 @@ func TestAPIAppendIsIdempotent(t *testing.T) {
 
 func TestAPIConflicts(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	code, body := post(t, srv, "/v1/records", oneRecord)
 	require.Equal(t, http.StatusCreated, code, body)
 
@@ -166,7 +166,7 @@ func TestAPIConflicts(t *testing.T) {
 
 func TestAPIBadInput(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 1024)
+	srv := apiServer(t, s, "")
 	for _, c := range []struct {
 		name, ct, body string
 		code           int
@@ -174,8 +174,8 @@ func TestAPIBadInput(t *testing.T) {
 	}{
 		{"wrong content type", "text/plain", oneRecord, http.StatusUnsupportedMediaType, "application/json"},
 		{"no content type", "", oneRecord, http.StatusUnsupportedMediaType, "application/json"},
-		{"over the limit", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": "` + strings.Repeat("x", 2000) + `"}]}`,
-			http.StatusRequestEntityTooLarge, "limit of 1024 bytes"},
+		{"over the limit", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": "` + strings.Repeat("x", MaxBody) + `"}]}`,
+			http.StatusRequestEntityTooLarge, "limit of 8388608 bytes"},
 		{"bad JSON", "application/json", `{"stream": "s", "records": [`, http.StatusBadRequest, "body"},
 		{"not JSON", "application/json", `stream=s`, http.StatusBadRequest, "not valid JSON"},
 		{"empty", "application/json", ``, http.StatusBadRequest, "body"},
@@ -219,7 +219,7 @@ func TestAPIBadInput(t *testing.T) {
 // payload_base64 carries bytes of a type that is not JSON, stored as they are.
 func TestAPIPayloadBase64(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	code, body := post(t, srv, "/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "application/octet-stream", "payload_base64": "AP8K"}]}`)
 	require.Equal(t, http.StatusCreated, code, body)
 	recs, err := s.Read(t.Context(), "s", 1, 1)
@@ -229,7 +229,7 @@ func TestAPIPayloadBase64(t *testing.T) {
 }
 
 func TestAPINotRoutedIsJSON(t *testing.T) {
-	srv := apiServer(t, memory.New(), "", 0)
+	srv := apiServer(t, memory.New(), "")
 	code, body := call(t, srv, http.MethodGet, "/v1/nope", "", "", "")
 	require.Equal(t, http.StatusNotFound, code)
 	require.Contains(t, errorOf(t, body), "no such endpoint")
@@ -243,7 +243,7 @@ func TestAPINotRoutedIsJSON(t *testing.T) {
 
 func TestAPIRegistrations(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
 	code, body := post(t, srv, "/v1/registrations", reg)
 	require.Equal(t, http.StatusCreated, code, body)
@@ -292,7 +292,7 @@ func TestAPIRegistrations(t *testing.T) {
 
 func TestAPIRecordStatus(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	for _, id := range []string{"a", "b"} {
 		_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: id, Namespace: "webhook", URL: "https://" + id + ".example/"})
 		require.NoError(t, err)
@@ -326,7 +326,7 @@ func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, sqliteS
 func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, pgtest.NewStore(t)) }
 
 func concurrentAppends(t *testing.T, s Store) {
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	const clients, each = 8, 10
 	var wg sync.WaitGroup
 	errs := make(chan error, clients*each*2)
@@ -368,7 +368,7 @@ func concurrentAppends(t *testing.T, s Store) {
 // A registration's window is taken, checked naming the field, and shown.
 func TestAPIRegistrationWindow(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	reg := func(window string) string {
 		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + window +
 			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
@@ -449,7 +449,7 @@ func TestAPIRegistrationWarnsOfTheNetworkGuard(t *testing.T) {
 // nothing.
 func TestAPIRefusesQueriesItWouldNotRead(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	code, body := post(t, srv, "/v1/records", `{"stream":"api/s","records":[{"id":"evt-1","kind":"k","payload":{}}]}`)
 	require.Equal(t, http.StatusCreated, code, body)
 	for _, c := range []struct{ method, path, body, want string }{
@@ -499,7 +499,7 @@ func TestAPIRegistrationWarnsOfAWindowAboveMaxPerHost(t *testing.T) {
 // not a boolean is a 400 naming config.envelope and changes nothing.
 func TestAPIRegistrationStoresTheWebhookEnvelope(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	reg := func(envelope string) string {
 		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks",
 			"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "envelope": ` + envelope + `}}`
@@ -554,7 +554,7 @@ func postTo(t *testing.T, url, body string, traceparent, tracestate []string) (i
 // nothing is appended.
 func TestAPIRefusesBadTraceContext(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	two := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}, {"id": "evt-2", "kind": "k", "payload": {}}]}`
 	cases := []struct {
 		name       string
@@ -589,7 +589,7 @@ func TestAPIRefusesBadTraceContext(t *testing.T) {
 // a record's own fields win; a repeated append keeps what was stored.
 func TestAPIStoresTraceContext(t *testing.T) {
 	s := memory.New()
-	srv := apiServer(t, s, "", 0)
+	srv := apiServer(t, s, "")
 	const own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}},
 		{"id": "evt-2", "kind": "k", "payload": {}, "traceparent": "` + own + `"}]}`
@@ -622,7 +622,7 @@ func TestAPIRepeatedAppendAnswersTheStoredTraceContext(t *testing.T) {
 	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}]}`
 	for name, s := range map[string]Store{"memory": memory.New(), "sqlite": sq, "postgres": pg} {
-		srv := apiServer(t, s, "", 0)
+		srv := apiServer(t, s, "")
 		var first, again appendResponse
 		code, out := postTraced(t, srv.URL, body, []string{testTraceparent}, []string{"rojo=00f067aa0ba902b7"})
 		require.Equal(t, http.StatusCreated, code, "%s: %s", name, out)

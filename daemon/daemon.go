@@ -21,6 +21,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Store is what the daemon runs on: the journal, the push store and
@@ -34,10 +35,10 @@ type Store interface {
 // DefaultEvery is the claim interval when nothing else wakes a worker.
 const DefaultEvery = time.Second
 
-// DefaultMaxBody is the HTTP API's request body limit: 8 MiB, room for a
+// MaxBody is the HTTP API's request body limit: 8 MiB, room for a
 // batch of a few records at journal.DefaultMaxPayload (1 MiB) each, base64
 // included. Larger requests get 413.
-const DefaultMaxBody = 8 << 20
+const MaxBody = 8 << 20
 
 // Options configure a Daemon. Store, Transport and Projections are
 // required; every other field has a default.
@@ -69,9 +70,6 @@ type Options struct {
 	// address.
 	AdminAddr, AdminToken string
 	APIAddr, APIToken     string
-	// MaxBody bounds an HTTP API request body, in bytes (default
-	// DefaultMaxBody).
-	MaxBody int64
 
 	// Prune, if set, prunes what every registration acknowledged while the
 	// daemon runs (store.Retention; herald prune explains the rules).
@@ -115,26 +113,14 @@ type Addrs struct {
 // Daemon runs a worker per namespace over one store and serves its HTTP
 // endpoints. Build it with New; Run it once.
 type Daemon struct {
-	opts    Options
+	opts    Options // with New's defaults
 	store   Store
-	log     *slog.Logger
-	now     func() time.Time
-	every   time.Duration
 	workers []*push.Worker
+	served  []string // the workers' namespaces, in order
 	byNS    map[string]*push.Worker
 	metrics *metrics
-	pruner  *pruner // nil: no pruning
+	pruned  func(store.PruneReport, error) // told of every prune pass, when Options.Prune is set
 	page    *page.Page
-}
-
-// pruner is the daemon's retention: a pass of small batches every interval,
-// with a pause between batches so appends and sweeps go first.
-type pruner struct {
-	log           *slog.Logger
-	now           func() time.Time
-	b             store.Retention
-	retain, every time.Duration
-	passed        func(store.PruneReport, error) // if set, told of every pass
 }
 
 // New validates opts and builds the daemon and its workers; nothing is
@@ -152,8 +138,6 @@ func New(opts Options) (*Daemon, error) {
 		return bad("Options.Projections is empty: give at least one namespace to serve")
 	case opts.Every < 0:
 		return bad("Options.Every %v must be positive (0: %v)", opts.Every, DefaultEvery)
-	case opts.MaxBody < 0:
-		return bad("Options.MaxBody %d must be positive (0: %d bytes)", opts.MaxBody, DefaultMaxBody)
 	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
@@ -161,20 +145,17 @@ func New(opts Options) (*Daemon, error) {
 		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)")); err != nil {
 		return bad("%v", err)
 	}
-	opts.Every, opts.MaxBody, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.MaxBody, DefaultMaxBody), cmp.Or(opts.Logger, slog.Default())
+	opts.Every, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.Logger, slog.Default())
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	s := opts.Store
-	d := &Daemon{opts: opts, store: s, log: opts.Logger, now: opts.Now, every: opts.Every, byNS: map[string]*push.Worker{}}
-	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, d.now()) },
+	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}}
+	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, opts.Now()) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
-	var err error
-	if d.page, err = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: d.now, Logger: d.log}); err != nil {
-		return nil, fmt.Errorf("daemon: the operator's page: %w", err)
-	}
-	if p := opts.Prune; p != nil {
-		d.pruner = &pruner{log: d.log, now: d.now, b: s, retain: p.Retain, every: p.Every, passed: d.metrics.pruned()}
+	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: opts.Now, Logger: opts.Logger}) // its one error, a nil Store, is refused above
+	if opts.Prune != nil {
+		d.pruned = d.metrics.pruned()
 	}
 	for i, p := range opts.Projections {
 		if p == nil {
@@ -189,32 +170,25 @@ func New(opts Options) (*Daemon, error) {
 		if err != nil {
 			return nil, fmt.Errorf("daemon: the %s worker: %w", ns, err)
 		}
-		d.workers = append(d.workers, w)
+		d.workers, d.served = append(d.workers, w), append(d.served, ns)
 		d.byNS[ns] = w
-		d.metrics.watch(w)
+		d.metrics.gauges.workers = append(d.metrics.gauges.workers, w)
 	}
 	return d, nil
 }
 
 // MetricsHandler serves the daemon's metrics in Prometheus' text format.
-func (d *Daemon) MetricsHandler() http.Handler { return d.metrics.handler() }
+func (d *Daemon) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // AdminHandler serves the admin JSON API (package doc, "The admin API").
 func (d *Daemon) AdminHandler() http.Handler {
-	return adminHandler(d.store, d.opts.AdminToken, d.now, d.wake)
+	return adminHandler(d.store, d.opts.AdminToken, d.opts.Now, d.wake)
 }
 
 // Page is the operator's page, which Run serves on AdminAddr under /ui/.
 func (d *Daemon) Page() *page.Page { return d.page }
-
-// served are the namespaces the daemon's workers serve, in order.
-func (d *Daemon) served() []string {
-	names := make([]string, len(d.workers))
-	for i, w := range d.workers {
-		names[i] = w.Namespace()
-	}
-	return names
-}
 
 // Run serves the addresses, and runs every worker's dispatcher, the store's
 // sequencer and append listener when it has them (store/postgres) and the
@@ -254,23 +228,23 @@ func (d *Daemon) Run(ctx context.Context) error {
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				d.log.Error("herald: http server failed", "addr", e.addr, "err", err)
+				d.opts.Logger.Error("herald: http server failed", "addr", e.addr, "err", err)
 			}
 		}()
 		*e.served = ln.Addr().String()
 	}
-	attrs := []any{"namespaces", strings.Join(d.served(), ","), "every", d.every, "metrics", addrs.Metrics, "admin", addrs.Admin}
+	attrs := []any{"namespaces", strings.Join(d.served, ","), "every", d.opts.Every, "metrics", addrs.Metrics, "admin", addrs.Admin}
 	if addrs.API != "" {
 		attrs = append(attrs, "api", addrs.API)
 	}
-	d.log.Info("herald: running", append(attrs, "owner", d.workers[0].Owner())...)
+	d.opts.Logger.Info("herald: running", append(attrs, "owner", d.workers[0].Owner())...)
 	if d.opts.Ready != nil {
 		d.opts.Ready(addrs)
 	}
 
 	var g errgroup.Group
 	for _, w := range d.workers {
-		g.Go(func() error { return w.Run(ctx, d.every) })
+		g.Go(func() error { return w.Run(ctx, d.opts.Every) })
 	}
 	if sq, ok := d.store.(sequencerRunner); ok {
 		g.Go(func() error { d.runSequencer(ctx, sq); return nil })
@@ -278,14 +252,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if l, ok := d.store.(appendListener); ok {
 		g.Go(func() error { d.wakeOnAppend(ctx, l); return nil })
 	}
-	if d.pruner != nil {
-		g.Go(func() error { d.pruner.run(ctx); return nil })
+	if d.opts.Prune != nil {
+		g.Go(func() error { d.prune(ctx); return nil })
 	}
 	if addrs.Admin != "" {
 		g.Go(func() error { d.page.RunSampler(ctx); return nil })
 	}
 	err := g.Wait()
-	d.log.Info("herald: stopped; every cursor is saved")
+	d.opts.Logger.Info("herald: stopped; every cursor is saved")
 	return err
 }
 
@@ -326,7 +300,7 @@ func (d *Daemon) wakeOnAppend(ctx context.Context, store appendListener) {
 		l, err := store.Listen(ctx)
 		if err == nil {
 			if failing {
-				d.log.Info("herald: listening for appends again")
+				d.opts.Logger.Info("herald: listening for appends again")
 				failing = false
 			}
 			d.wakeAll()
@@ -341,12 +315,12 @@ func (d *Daemon) wakeOnAppend(ctx context.Context, store appendListener) {
 			return
 		}
 		if !failing {
-			d.log.Warn("herald: cannot listen for appends; claiming on the interval only until it recovers", "err", err)
+			d.opts.Logger.Warn("herald: cannot listen for appends; claiming on the interval only until it recovers", "err", err)
 			failing = true
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(min(time.Second, d.every)):
+		case <-time.After(min(time.Second, d.opts.Every)):
 		}
 	}
 }
@@ -366,12 +340,15 @@ func (d *Daemon) runSequencer(ctx context.Context, sq sequencerRunner) {
 	sq.RunSequencerWaking(ctx, func(err error) {
 		if now := time.Now(); now.Sub(last) >= 10*time.Second {
 			last = now
-			d.log.Warn("herald: the sequencer cannot number appended records; retrying", "err", err)
+			d.opts.Logger.Warn("herald: the sequencer cannot number appended records; retrying", "err", err)
 		}
 	}, d.wakeAll)
 }
 
-func (p *pruner) run(ctx context.Context) {
+// prune is the daemon's retention: a pass of small batches every
+// Options.Prune.Every, with a pause between batches so appends and sweeps
+// go first.
+func (d *Daemon) prune(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -380,25 +357,23 @@ func (p *pruner) run(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		rep, err := p.pass(ctx)
+		rep, err := d.prunePass(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			p.log.Error("herald: prune failed; trying again at the next interval", "err", err)
+			d.opts.Logger.Error("herald: prune failed; trying again at the next interval", "err", err)
 		case rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0:
-			p.log.Info("herald: pruned", "records", rep.Records, "bytes", rep.Bytes, "streams", rep.Streams,
+			d.opts.Logger.Info("herald: pruned", "records", rep.Records, "bytes", rep.Bytes, "streams", rep.Streams,
 				"streams_removed", rep.Removed, "evidence", rep.Evidence)
 		}
-		if p.passed != nil {
-			p.passed(rep, err)
-		}
-		timer.Reset(p.every)
+		d.pruned(rep, err)
+		timer.Reset(d.opts.Prune.Every)
 	}
 }
 
-// pass is one pass of retention, 10 ms apart between batches: enough that
+// prunePass is one pass of retention, 10 ms apart between batches: enough that
 // thousands of batches never keep the database busy.
-func (p *pruner) pass(ctx context.Context) (store.PruneReport, error) {
-	return operator.Prune(ctx, p.b, store.PruneQuery{At: p.now(), Retain: p.retain}, func(int, store.PruneReport) error {
+func (d *Daemon) prunePass(ctx context.Context) (store.PruneReport, error) {
+	return operator.Prune(ctx, d.store, store.PruneQuery{At: d.opts.Now(), Retain: d.opts.Prune.Retain}, func(int, store.PruneReport) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -31,16 +31,8 @@
 //
 // # The admin API
 //
-//	GET  /v1/registrations?stream=&namespace=&parked=&lagging=&limit=&after_stream=&after_id=
-//	GET  /v1/evidence?stream=S&id=ID&limit=N
-//	POST /v1/registration/unpark?stream=S&id=ID
-//	POST /v1/registrations/unpark?stream=S&namespace=NS  every parked one (both optional)
-//	POST /v1/registration/skip?stream=S&id=ID&to_seq=N&reason=…
-//	POST /v1/registration/rewind?stream=S&id=ID&to_seq=N
-//	GET  /v1/hosts?state=&host=&after=&limit=
-//	POST /v1/hosts/reset?host=HOST
-//
-// An action on one registration answers it as it is after (unpark adds
+// README, "The command and the operator's guide", lists its routes. An
+// action on one registration answers it as it is after (unpark adds
 // was_parked); a bulk unpark answers those it unparked, and on a failure
 // part way {"error", "unparked"}: those stay unparked. The registrations
 // list and the unparks are the HTTP API's too.

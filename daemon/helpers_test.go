@@ -74,7 +74,7 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 // adminServer serves the admin API on s with token and the clock at now,
 // until the test ends.
 func adminServer(t *testing.T, s push.Store, token string, now time.Time) *httptest.Server {
-	srv := httptest.NewServer(adminHandler(s, token, func() time.Time { return now }, nil))
+	srv := httptest.NewServer(adminHandler(s, token, func() time.Time { return now }, func(string) {}))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -1,20 +1,22 @@
 package daemon
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 )
 
 // writeJSON writes v as indented JSON and a newline, with status code.
@@ -174,46 +176,107 @@ func readsAByte(body io.Reader) bool {
 	return n > 0
 }
 
-// intParam reads an optional integer query parameter; empty is 0.
-func intParam(s, name string) (int, error) {
-	if s == "" {
-		return 0, nil
+// decodeBody reads a JSON request body into v, strictly (no unknown
+// fields, nothing after the value). Errors: 415 for another Content-Type,
+// 413 past the body's limit (APIHandler), else journal.ErrInvalid.
+func decodeBody(r *http.Request, v any) error {
+	if r.URL.RawQuery != "" {
+		// ?stream=… would be dropped, and the body's stream used.
+		return journal.Invalid("query", "%s takes no query parameters: its input is the JSON body", r.URL.Path)
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, journal.Invalid(name, "%q is not a number", s)
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
-	if n < 1 {
-		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
+	err := strictDecode(r.Body, v)
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+	} else if err != nil {
+		return jsonError("body", err)
 	}
-	return n, nil
+	return nil
 }
 
-// registrationKey reads the registration a request names: its stream and
-// id, both required and well formed, in a strictQuery that may hold the
-// route's other parameters, required and optional.
-func registrationKey(r *http.Request, required []string, optional ...string) (stream, id string, q url.Values, err error) {
-	names := append([]string{"stream", "id"}, required...)
-	q, err = strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
-	if err != nil {
-		return "", "", nil, err
+// strictDecode decodes one JSON value from r into v: unknown fields and
+// anything after the value are errors.
+func strictDecode(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
 	}
-	for _, name := range names {
-		if q.Get(name) == "" {
-			example := make([]string, len(names))
-			for i, n := range names {
-				example[i] = n + "=…"
-			}
-			return "", "", nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-				strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			return errors.New("more than one JSON value")
 		}
+		return err
 	}
-	stream, id = q.Get("stream"), q.Get("id")
-	if err := journal.ValidateStream(stream); err != nil {
-		return "", "", nil, err
+	return nil
+}
+
+// jsonError is a decoding error as a journal.ErrInvalid naming the field.
+func jsonError(where string, err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := where
+		if te.Field != "" {
+			field += "." + te.Field
+		}
+		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
+	case errors.As(err, &se):
+		return journal.Invalid(where, "is not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.Is(err, io.EOF):
+		return journal.Invalid(where, "is empty: want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return journal.Invalid(where, "is not valid JSON: it ends too soon")
 	}
-	if err := journal.ValidateID("id", id); err != nil {
-		return "", "", nil, err
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return journal.Invalid(where, "has unknown field %s", name)
 	}
-	return stream, id, q, nil
+	return journal.Invalid(where, "%v", err)
+}
+
+// jsonType names a Go type as the JSON a client sends.
+func jsonType(goType string) string {
+	switch {
+	case goType == "string", goType == "*string":
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	}
+	return "an object"
+}
+
+// keyed is an endpoint on the registration its query names: stream and
+// id, both required and well formed, in a strictQuery that may hold the
+// route's other parameters, required and optional, which do reads from q.
+func keyed(required, optional []string, do func(r *http.Request, k push.Key, q url.Values) (any, error)) endpoint {
+	return func(r *http.Request) (any, error) {
+		names := append([]string{"stream", "id"}, required...)
+		q, err := strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			if q.Get(name) == "" {
+				example := make([]string, len(names))
+				for i, n := range names {
+					example[i] = n + "=…"
+				}
+				return nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
+					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+			}
+		}
+		k := push.Key{Stream: q.Get("stream"), ID: q.Get("id")}
+		if err := cmp.Or(journal.ValidateStream(k.Stream), journal.ValidateID("id", k.ID)); err != nil {
+			return nil, err
+		}
+		return do(r, k, q)
+	}
 }

@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
@@ -52,11 +50,6 @@ func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(
 	return m
 }
 
-// handler serves the metrics in Prometheus' text format.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
-
 // hooks returns the worker hooks that feed the metrics for namespace ns.
 func (m *metrics) hooks(ns string) push.Hooks {
 	return push.Hooks{
@@ -74,10 +67,6 @@ func (m *metrics) hooks(ns string) push.Hooks {
 	}
 }
 
-// watch adds a worker's load to the gauges.
-func (m *metrics) watch(w *push.Worker) { m.gauges.workers = append(m.gauges.workers, w) }
-
-// gauge describes a gauge of the given labels.
 func gauge(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }

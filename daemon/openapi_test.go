@@ -75,7 +75,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
 	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
-	srv := apiServer(t, s, "tok", 300)
+	srv := apiServer(t, s, "tok")
 
 	// A store that fails every call, for the 500s.
 	broken := sqliteStore(t)
@@ -109,7 +109,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/records", json, "tok", oneRecord, 200},
 		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "k", "payload": {}, "traceparent": "` + testTraceparent + `", "tracestate": "a=b"}]}`, 201},
 		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "other", "payload": {}}]}`, 409},
-		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-2", "kind": "k", "payload": {"x": "` + strings.Repeat("y", 300) + `"}}]}`, 413},
+		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-2", "kind": "k", "payload": {"x": "` + strings.Repeat("y", MaxBody) + `"}}]}`, 413},
 		{srv, "POST", "/v1/records", "text/plain", "tok", oneRecord, 415},
 		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "", "kind": "k"}]}`, 400},
 		{srv, "POST", "/v1/records", json, "", oneRecord, 401},
@@ -124,7 +124,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registrations", json, "tok", reg, 200},
 		{guarded, "POST", "/v1/registrations", json, "tok", strings.Replace(reg, "https:", "http:", 1), 201},
 		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
-		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", 300) + `"]}`, 413},
+		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", MaxBody) + `"]}`, 413},
 		{srv, "POST", "/v1/registrations", "text/plain", "tok", reg, 415},
 		{srv, "POST", "/v1/registrations", json, "", reg, 401},
 		{failing, "POST", "/v1/registrations", json, "tok", reg, 500},
@@ -240,7 +240,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	require.NoError(t, err)
 	v, errs := validator.NewValidator(d)
 	require.Empty(t, errs)
-	srv := apiServer(t, memory.New(), "tok", 0)
+	srv := apiServer(t, memory.New(), "tok")
 	for _, c := range []struct {
 		config string
 		valid  bool

@@ -30,17 +30,18 @@ func TestPrunerPass(t *testing.T) {
 
 	now := t0.Add(6 * 24 * time.Hour)
 	passes := make(chan store.PruneReport)
-	p := &pruner{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }, b: s, retain: store.DefaultRetain, every: time.Hour, passed: func(r store.PruneReport, err error) {
+	d := &Daemon{store: s, opts: Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now },
+		Prune: &Prune{Every: time.Hour, Retain: store.DefaultRetain}}, pruned: func(r store.PruneReport, err error) {
 		require.NoError(t, err)
 		passes <- r
 	}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go p.run(ctx)
+	go d.prune(ctx)
 	require.Zero(t, (<-passes).Records, "younger than 7 days: kept")
 
 	now = t0.Add(8 * 24 * time.Hour)
-	rep, err := p.pass(ctx)
+	rep, err := d.prunePass(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2000, rep.Records, "up to the cursor, over two batches")
 	require.False(t, rep.More)

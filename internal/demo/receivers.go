@@ -17,8 +17,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,7 +74,7 @@ type receiver struct {
 	handler http.Handler                                  // serves instead of verify and fault (cloudevents)
 
 	url   string // http://127.0.0.1:port
-	srv   *http.Server
+	srv   *httptest.Server
 	mu    sync.Mutex
 	paths map[string]*plan
 }
@@ -143,24 +143,14 @@ func flaky(n int) func(http.ResponseWriter, *http.Request) bool {
 	}
 }
 
-func (r *receiver) start() error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("start the %s receiver on loopback: %w", r.name, err)
+// start serves r on a loopback port, as httptest does for a test.
+func (r *receiver) start() {
+	h := r.handler
+	if h == nil {
+		h = r
 	}
-	r.url, r.paths = "http://"+ln.Addr().String(), map[string]*plan{}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	if r.handler != nil {
-		r.srv.Handler = r.handler
-	}
-	go func() { _ = r.srv.Serve(ln) }() // ErrServerClosed after close
-	return nil
-}
-
-func (r *receiver) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return r.srv.Shutdown(ctx)
+	r.paths, r.srv = map[string]*plan{}, httptest.NewServer(h)
+	r.url = r.srv.URL
 }
 
 // ServeHTTP answers a fault, or verifies the request and checks it against
@@ -437,27 +427,18 @@ func verifyA2A(token, authorization string) verifier {
 	}
 }
 
-// ceRequest is the request sdk-go's callback runs for (sdk-go hands the
-// callback the request's context values).
-type ceRequest struct {
-	*http.Request
-	handled atomic.Bool
-}
-
-type ceKey struct{}
-
 // cloudEventsHandler receives CloudEvents with sdk-go's own HTTP receiver,
 // which decodes and validates the event; its callback checks the bearer
-// token and the event against the record (sameEvent). A request sdk-go
-// refuses before the callback counts as r's failure too.
+// token and the event against the record (sameEvent), refusing with 401. A
+// request sdk-go refuses itself, before the callback, counts as r's
+// failure too.
 func cloudEventsHandler(ctx context.Context, r *receiver, token string) (http.Handler, error) {
 	p, err := ce.NewHTTP()
 	if err != nil {
 		return nil, fmt.Errorf("cloudevents receiver: %w", err)
 	}
 	sdk, err := ce.NewHTTPReceiveHandler(ctx, p, func(ctx context.Context, e event.Event) protocol.Result {
-		req := ctx.Value(ceKey{}).(*ceRequest)
-		req.handled.Store(true)
+		req := cehttp.RequestDataFromContext(ctx)
 		var err error
 		if !equal(req.Header.Get("Authorization"), "Bearer "+token) {
 			err = r.fail(req.URL.Path, errors.New("no valid bearer token"))
@@ -473,10 +454,9 @@ func cloudEventsHandler(ctx context.Context, r *receiver, token string) (http.Ha
 		return nil, fmt.Errorf("cloudevents receiver: %w", err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		cr := &ceRequest{Request: req}
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		sdk.ServeHTTP(sw, req.WithContext(context.WithValue(req.Context(), ceKey{}, cr)))
-		if !cr.handled.Load() {
+		sdk.ServeHTTP(sw, req.WithContext(cehttp.WithRequestDataAtContext(req.Context(), req)))
+		if sw.code != http.StatusOK && sw.code != http.StatusUnauthorized {
 			_ = r.fail(req.URL.Path, fmt.Errorf("sdk-go refused the request (%d %s) before decoding an event", sw.code, http.StatusText(sw.code)))
 		}
 	}), nil
