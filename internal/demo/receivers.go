@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -143,14 +144,21 @@ func flaky(n int) func(http.ResponseWriter, *http.Request) bool {
 	}
 }
 
-// start serves r on a loopback port, as httptest does for a test.
-func (r *receiver) start() {
+// start serves r on a loopback port with httptest's server, given its own
+// listener so that a machine without loopback gets an error, not a panic.
+func (r *receiver) start() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("receiver %s: %w", r.name, err)
+	}
 	h := r.handler
 	if h == nil {
 		h = r
 	}
-	r.paths, r.srv = map[string]*plan{}, httptest.NewServer(h)
+	r.paths, r.srv = map[string]*plan{}, &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	r.srv.Start()
 	r.url = r.srv.URL
+	return nil
 }
 
 // ServeHTTP answers a fault, or verifies the request and checks it against

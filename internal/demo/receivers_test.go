@@ -156,7 +156,7 @@ func start(t *testing.T, name string, keys map[string]crypto.PublicKey, up *atom
 	rs, err := newReceivers(context.Background(), testCredentials(t), keys, cmp.Or(up, new(atomic.Bool)))
 	require.NoError(t, err)
 	i := slices.IndexFunc(rs, func(r *receiver) bool { return r.name == name })
-	rs[i].start()
+	require.NoError(t, rs[i].start())
 	t.Cleanup(rs[i].srv.Close)
 	return rs[i]
 }

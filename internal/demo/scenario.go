@@ -101,7 +101,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	defer time.AfterFunc(cfg.Duration, s.expire).Stop()
 	defer func() {
 		for _, r := range s.rs {
-			r.srv.Close() // setup starts every receiver it makes
+			if r.srv != nil { // setup stops starting them at the first that cannot listen
+				r.srv.Close()
+			}
 		}
 	}()
 	if err := s.setup(deadline); err != nil {
@@ -154,7 +156,9 @@ func (s *scenario) setup(ctx context.Context) error {
 	}
 	fmt.Fprintln(s.out, "\nReceivers, each a real HTTP server on loopback:")
 	for _, r := range s.rs {
-		r.start()
+		if err := r.start(); err != nil {
+			return err
+		}
 		fmt.Fprintf(s.out, "  %-11s  %-11s  %-22s  %s\n", r.name, r.proj.Namespace(), r.url, r.about)
 	}
 
