@@ -31,10 +31,7 @@ const (
 	LegacyTokenHeader = "X-A2a-Notification-Token"
 )
 
-var (
-	_ push.Projection      = (*Projection)(nil)
-	_ push.ConfigValidator = (*Projection)(nil)
-)
+var _ push.Projection = (*Projection)(nil)
 
 // Projection turns records into A2A push notifications, a push.Projection
 // and push.ConfigValidator safe for concurrent use.

@@ -29,10 +29,7 @@ const (
 	cacheSize = 512
 )
 
-var (
-	_ push.Projection      = (*Projection)(nil)
-	_ push.ConfigValidator = (*Projection)(nil)
-)
+var _ push.Projection = (*Projection)(nil)
 
 // Projection delivers activities to inboxes, a push.Projection (Terminal is
 // rec.Final) and push.ConfigValidator safe for concurrent use.

@@ -31,10 +31,7 @@ const (
 // (CloudEvents JSON format v1.0.2; HTTP binding §3.2.1).
 const StructuredContentType = event.ApplicationCloudEventsJSON
 
-var (
-	_ push.Projection      = (*Projection)(nil)
-	_ push.ConfigValidator = (*Projection)(nil)
-)
+var _ push.Projection = (*Projection)(nil)
 
 // Projection turns records into CloudEvents, a push.Projection (Terminal is
 // rec.Final) and push.ConfigValidator safe for concurrent use.

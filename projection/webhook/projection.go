@@ -41,10 +41,7 @@ const (
 // rounded), as in the specification's examples.
 const TimestampFormat = "2006-01-02T15:04:05.000000Z"
 
-var (
-	_ push.Projection      = (*Projection)(nil)
-	_ push.ConfigValidator = (*Projection)(nil)
-)
+var _ push.Projection = (*Projection)(nil)
 
 // Projection delivers records as Standard Webhooks, a push.Projection
 // (Terminal is rec.Final) and push.ConfigValidator safe for concurrent use.

@@ -145,6 +145,9 @@ type Projection[T any] struct {
 	order []string // insertion order, oldest first
 }
 
+// Every projection embedding a Projection is a push.ConfigValidator.
+var _ push.ConfigValidator = (*Projection[struct{}])(nil)
+
 // New returns the shared part of namespace's projection. check validates a
 // config decoded by Decode and returns its parsed form; at most size (at
 // least 1) are kept, by the config's bytes, the oldest going first, and no
