@@ -137,14 +137,3 @@ func checkParts(field string, parts v1.ContentParts) error {
 	}
 	return nil
 }
-
-// taskState returns the state a Task or a status update carries.
-func taskState(ev v1.Event) (v1.TaskState, bool) {
-	switch e := ev.(type) {
-	case *v1.Task:
-		return e.Status.State, true
-	case *v1.TaskStatusUpdateEvent:
-		return e.Status.State, true
-	}
-	return v1.TaskStateUnspecified, false
-}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -31,6 +33,60 @@ const (
 // (CloudEvents JSON format v1.0.2; HTTP binding §3.2.1).
 const StructuredContentType = event.ApplicationCloudEventsJSON
 
+// Config is a cloudevents registration's JSON object in
+// push.Registration.Config: source (required) is the CloudEvents source
+// attribute, a URI-reference (RFC 3986 §4.1) without whitespace; structured
+// chooses structured content mode (package doc); token (optional) is a
+// bearer token of visible ASCII, a secret that String, Format and LogValue
+// never show. Unknown keys are an error.
+type Config struct {
+	Source     string `json:"source"`
+	Structured bool   `json:"structured,omitempty"`
+	Token      string `json:"token,omitempty"`
+}
+
+// Limits on config values, in bytes.
+const (
+	MaxSourceBytes = 2048
+	MaxTokenBytes  = projconfig.MaxSecretBytes
+)
+
+// ParseConfig parses and validates a registration's config. Errors wrap
+// journal.ErrInvalid and name the key ("config.source", "config.token", …);
+// they never repeat the token.
+func ParseConfig(raw push.Config) (Config, error) { return projconfig.Parse(raw, Config.Validate) }
+
+// Validate checks c as ParseConfig does.
+func (c Config) Validate() error {
+	if c.Source == "" {
+		return journal.Invalid("config.source", "is missing: the CloudEvents source (a URI-reference) is required")
+	}
+	if len(c.Source) > MaxSourceBytes {
+		return journal.Invalid("config.source", "is longer than %d bytes (%d)", MaxSourceBytes, len(c.Source))
+	}
+	if i := strings.IndexFunc(c.Source, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return journal.Invalid("config.source", "has a space or control character at byte %d: it must be a URI-reference (RFC 3986)", i)
+	}
+	if _, err := url.Parse(c.Source); err != nil {
+		return journal.Invalid("config.source", "%q is not a URI-reference (RFC 3986)", c.Source)
+	}
+	return projconfig.HeaderSecret("config.token", c.Token, false)
+}
+
+// String describes c without its token.
+func (c Config) String() string {
+	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, projconfig.Redacted(c.Token))
+}
+
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
+func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
+
+// LogValue keeps the token out of structured logs, JSON handlers included.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("source", c.Source), slog.Bool("structured", c.Structured),
+		slog.String("token", projconfig.Redacted(c.Token)))
+}
+
 var _ push.Projection = (*Projection)(nil)
 
 // Projection turns records into CloudEvents, a push.Projection (Terminal is
@@ -41,7 +97,7 @@ type base = projconfig.Projection[Config]
 
 // New returns the CloudEvents projection.
 func New() *Projection {
-	return &Projection{projconfig.New(Namespace, cacheSize, func(c Config) (Config, error) { return c, c.Validate() })}
+	return &Projection{projconfig.New(Namespace, cacheSize, projconfig.Valid[Config])}
 }
 
 // Messages returns the one message for rec (package doc). Errors wrap

@@ -77,6 +77,30 @@ func Redacted(secret string) string {
 	return "[redacted]"
 }
 
+// MaxSecretBytes bounds a secret that goes in a header line: receivers
+// commonly refuse lines above 8 KiB.
+const MaxSecretBytes = 4096
+
+// HeaderSecret checks s, the value of config key field, for a header line:
+// at most MaxSecretBytes of visible ASCII, with inner spaces when spaces is
+// set (else one word). Its errors never quote s.
+func HeaderSecret(field, s string, spaces bool) error {
+	if len(s) > MaxSecretBytes {
+		return journal.Invalid(field, "is longer than %d bytes (%d)", MaxSecretBytes, len(s))
+	}
+	hint := ""
+	if !spaces {
+		hint = ": a bearer token is one word of visible ASCII"
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < ' ' || r >= 0x7f || r == ' ' && !spaces }); i >= 0 {
+		return journal.Invalid(field, "has a character that is not visible ASCII at byte %d%s", i, hint)
+	}
+	if strings.TrimSpace(s) != s {
+		return journal.Invalid(field, "starts or ends with a space, which receivers strip")
+	}
+	return nil
+}
+
 // maxKey is the most runes of an unknown key an error repeats: the key is
 // the caller's input, and a megabyte of it helps nobody read the error.
 const maxKey = 64
@@ -163,6 +187,9 @@ func New[C, T any](namespace string, size int, check func(C) (T, error)) *Projec
 			return check(c)
 		}}
 }
+
+// Valid is New's check for a config C that is its own parsed form.
+func Valid[C interface{ Validate() error }](c C) (C, error) { return c, c.Validate() }
 
 // Namespace returns the namespace the projection serves.
 func (p *Projection[T]) Namespace() string { return p.namespace }
