@@ -1,9 +1,7 @@
 // Package webhook is herald's Standard Webhooks projection, for the
 // "webhook" namespace: each record is POSTed as a Standard Webhook
 // (https://www.standardwebhooks.com, specification 1.0.0), signed with
-// HMAC-SHA256 as the specification defines (the tests verify every
-// signature with the reference library,
-// github.com/standard-webhooks/standard-webhooks/libraries/go).
+// HMAC-SHA256 ("Signature scheme").
 //
 // # Messages
 //
@@ -12,8 +10,7 @@
 //
 //	Content-Type:      the record's content type (journal.DefaultContentType
 //	                   when empty); the envelope's, application/json
-//	webhook-id:        the record id, the same on every retry (receivers
-//	                   dedupe on it)
+//	webhook-id:        the record id, the same on every retry
 //	webhook-timestamp: the attempt's instant (the sweep's at), unix seconds
 //	webhook-signature: v1,<base64(HMAC-SHA256(key, id.timestamp.body))>
 //	                   for each secret of the config, space-separated
@@ -21,12 +18,10 @@
 //	Herald-Stream:     the record's stream, encoded by HeaderValue
 //	Herald-Seq:        the record's seq, decimal (1-based, gapless)
 //
-// The webhook- headers ("Webhook headers") are signed afresh on every
-// attempt: the reference verifiers refuse a timestamp more than 5 minutes
-// from their clock. Record ids should hold no '.', which delimits the
-// signed content. The Herald- headers let a receiver route, order and
-// de-duplicate without parsing the body; they are not signed (the
-// envelope's type is).
+// The webhook- headers are signed afresh on every attempt: verifiers refuse
+// a timestamp more than 5 minutes from their clock. Record ids should hold
+// no '.', which delimits the signed content. The Herald- headers let a
+// receiver route without parsing the body; they are not signed.
 //
 // # Envelope
 //
@@ -37,7 +32,6 @@
 //	{"type":"report.ready","timestamp":"…","content_type":"text/csv","data_base64":"aWQsdG90YWwK"}
 //
 // type is the record's kind; timestamp its appended-at in [TimestampFormat].
-// A JSON payload (journal.IsJSON) is data, without the whitespace around
-// it; any other comes as content_type and the standard, padded base64 (RFC
-// 4648 §4) of its bytes, as CloudEvents' JSON format carries bytes.
+// A JSON payload (journal.IsJSON) is data, trimmed of whitespace; any other
+// is content_type and data_base64, standard padded base64 (RFC 4648 §4).
 package webhook
