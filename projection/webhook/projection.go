@@ -24,8 +24,7 @@ import (
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "webhook"
-	// cacheSize bounds the parsed configs kept, one a registration (secrets
-	// are unique per endpoint).
+	// cacheSize bounds the parsed configs kept, one a registration.
 	cacheSize = 4096
 )
 
@@ -37,8 +36,7 @@ const (
 )
 
 // TimestampFormat is the layout of the envelope's "timestamp": RFC 3339 in
-// UTC with microseconds (PostgreSQL's precision; finer is dropped, not
-// rounded), as in the specification's examples.
+// UTC with microseconds (PostgreSQL's precision; finer is dropped).
 const TimestampFormat = "2006-01-02T15:04:05.000000Z"
 
 var _ push.Projection = (*Projection)(nil)
@@ -53,8 +51,7 @@ type base = projconfig.Projection[parsed]
 func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize, Config.parsed)} }
 
 // Messages returns the one message that delivers rec (package doc,
-// "Messages"); its signer adds the webhook- headers at send time. Errors
-// wrap journal.ErrInvalid: a bad config.
+// "Messages"). Errors wrap journal.ErrInvalid: a bad config.
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	cfg, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
@@ -64,8 +61,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if cfg.envelope {
 		body, ct = envelope(rec, ct), "application/json"
 	}
-	// Two allocations, the message with its parts and the Header, for each
-	// record and registration.
+	// Two allocations: the message with its parts, and the Header.
 	m := &message{sig: signer{id: rec.ID, keys: cfg.keys},
 		values: [3]string{HeaderValue(rec.Kind), HeaderValue(rec.Stream), strconv.FormatUint(rec.Seq, 10)}}
 	h := make(http.Header, 3)
@@ -81,10 +77,9 @@ type message struct {
 }
 
 // HeaderValue is s as HeaderKind and HeaderStream carry it, at most
-// 3×len(s) bytes: printable ASCII (U+0021 to U+007E) as is but '"' and
-// '%', every other byte as %XX in upper-case hex, as the CloudEvents HTTP
-// Protocol Binding 1.0.2 §3.1.3.2 encodes its headers. A percent-decoder
-// that leaves '+' alone (Go's url.PathUnescape) gives s back.
+// 3×len(s) bytes: percent-encoded as CloudEvents HTTP binding 1.0.2
+// §3.1.3.2 encodes its headers (every byte outside U+0021–U+007E, '"' and
+// '%' as %XX, upper-case); url.PathUnescape gives s back.
 func HeaderValue(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b []byte // nil while s needs no encoding
@@ -137,13 +132,6 @@ func appendString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// The Standard Webhooks headers ("Webhook headers"), in canonical form.
-const (
-	headerID        = "Webhook-Id"
-	headerTimestamp = "Webhook-Timestamp"
-	headerSignature = "Webhook-Signature"
-)
-
 // signer signs one message at send time.
 type signer struct {
 	id   string
@@ -169,9 +157,9 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 		}
 		sig = k.sign(sig, head, body)
 	}
-	req.Header.Set(headerID, g.id)
-	req.Header.Set(headerTimestamp, ts)
-	req.Header.Set(headerSignature, string(sig))
+	req.Header.Set("Webhook-Id", g.id) // the spec's "Webhook headers"
+	req.Header.Set("Webhook-Timestamp", ts)
+	req.Header.Set("Webhook-Signature", string(sig))
 	return nil
 }
 
@@ -183,8 +171,7 @@ func (g *signer) Format(f fmt.State, _ rune) {
 // sigVersion starts each signature: v1 is HMAC-SHA256.
 const sigVersion = "v1,"
 
-// key is one secret's HMAC-SHA256, keyed once; each signature hashes a copy
-// of it.
+// key is one secret's HMAC-SHA256, keyed once; each signature hashes a copy.
 type key struct {
 	proto  hash.Hash // keyed, never written: only copied
 	secret []byte    // to key a new HMAC where the hash cannot be copied
