@@ -23,15 +23,11 @@ const (
 )
 
 // Config is the JSON object a registration of the "webhook" namespace
-// carries in push.Registration.Config:
-//
-//	{"secrets": ["whsec_<base64 of the current key>", "whsec_<base64 of the previous key>"], "envelope": true}
-//
-// secrets (required) holds 1 to MaxSecrets secrets, each SecretPrefix and
-// the standard, padded base64 of a key; every message is signed with each,
-// so that a receiver rotates its secret without downtime. envelope
-// (default false) sends the envelope (package doc). Unknown keys are an
-// error. Only JSON encoding, the stored form, shows a secret.
+// carries in push.Registration.Config. secrets (required) holds 1 to
+// MaxSecrets secrets, each SecretPrefix and the standard, padded base64 of
+// a key; every message is signed with each, so that a receiver rotates its
+// secret without downtime. envelope sends the envelope (package doc).
+// Unknown keys are an error. Only JSON encoding shows a secret.
 type Config struct {
 	Secrets  []string `json:"secrets"`
 	Envelope bool     `json:"envelope,omitempty"`
@@ -96,8 +92,7 @@ func (c Config) parsed() (parsed, error) {
 	return out, errors.Join(errs...)
 }
 
-// decodeSecret returns the key of a whsec_ secret. Its errors describe the
-// secret's shape, never its content.
+// decodeSecret returns the key of a whsec_ secret. Its errors never show it.
 func decodeSecret(s string) ([]byte, error) {
 	rest, ok := strings.CutPrefix(s, SecretPrefix)
 	if !ok {
