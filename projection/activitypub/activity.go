@@ -11,14 +11,13 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// Public is the id of the special Public collection (ActivityPub §5.6);
-// its compacted forms "as:Public" and "Public" count too.
+// Public is the id of the Public collection (ActivityPub §5.6); its
+// compacted forms "as:Public" and "Public" count too.
 const Public = "https://www.w3.org/ns/activitystreams#Public"
 
 const asNS = "https://www.w3.org/ns/activitystreams#"
 
-// The properties whose values are an activity's audience (Activity Streams
-// 2.0 vocabulary §4; ActivityPub §7.1.1), and the hidden ones.
+// An activity's audience properties (ActivityPub §7.1.1), and the hidden ones.
 var (
 	addressing = []string{"to", "cc", "bto", "bcc", "audience"}
 	hidden     = []string{"bto", "bcc"}
@@ -93,18 +92,6 @@ func (a activity) ids(property string) []string {
 		}
 	}
 	return out
-}
-
-func (a activity) audience() []string {
-	var out []string
-	for _, p := range addressing {
-		out = append(out, a.ids(p)...)
-	}
-	return out
-}
-
-func isPublic(id string) bool {
-	return id == Public || id == "as:Public" || id == "Public"
 }
 
 func (a activity) needsStripping() bool {

@@ -22,23 +22,14 @@ import (
 const MinKeyBits = 2048
 
 // Config is the JSON object a registration of the "activitypub" namespace
-// carries in push.Registration.Config:
-//
-//	{
-//	  "key_id":      "https://example.com/users/alice#main-key",
-//	  "private_key": "-----BEGIN PRIVATE KEY-----\n…\n-----END PRIVATE KEY-----\n",
-//	  "actors":      ["https://remote.example/users/bob"],
-//	  "followers":   ["https://example.com/users/alice/followers"]
-//	}
-//
-// key_id (required) is the signature's keyId, the absolute http(s) URI of
-// the sending actor's public key, fragment kept. private_key (required) is
+// carries in push.Registration.Config. key_id (required) is the signature's
+// keyId, the absolute http(s) URI of the sending actor's public key
+// ("https://example.com/users/alice#main-key"). private_key (required) is
 // the actor's RSA key, PEM, PKCS#1 or PKCS#8, at least MinKeyBits bits, not
-// encrypted. actors (optional) are the ids of the actors the inbox serves,
-// and followers (only with actors) the sending actor's followers
-// collections they are members of (package doc, "Which inbox gets what").
-// Unknown keys are an error. Only JSON encoding, the stored form, shows the
-// private key.
+// encrypted. actors are the ids of the actors the inbox serves, and
+// followers (only with actors) the sending actor's followers collections
+// they are members of (package doc, "Which inbox gets what"). Unknown keys
+// are an error. Only JSON encoding shows the private key.
 type Config struct {
 	KeyID      string   `json:"key_id"`
 	PrivateKey string   `json:"private_key"`
@@ -115,7 +106,7 @@ func (c Config) settings() (*settings, error) {
 }
 
 // checkURI accepts an absolute http(s) URI with a host, as fediverse ids
-// are; its error names config.<field>.
+// are.
 func checkURI(field, s string) error {
 	if s == "" {
 		return journal.Invalid("config."+field, "is required (an absolute http or https URI)")
@@ -127,8 +118,8 @@ func checkURI(field, s string) error {
 	return nil
 }
 
-// parsePrivateKey reads an RSA private key from PEM; its errors describe
-// the PEM's shape, never its content.
+// parsePrivateKey reads an RSA private key from PEM; its errors never show
+// the key.
 func parsePrivateKey(pemText string) (*rsa.PrivateKey, error) {
 	if pemText == "" {
 		return nil, errors.New("is required (PEM, PKCS#1 or PKCS#8 RSA)")

@@ -19,9 +19,8 @@ import (
 const (
 	// Namespace is the namespace this projection serves.
 	Namespace = "activitypub"
-	// ContentType is every message's: ActivityPub §3.2's equivalent of
-	// application/ld+json with the activitystreams profile, and what
-	// Mastodon and most servers send and accept.
+	// ContentType is every message's (ActivityPub §3.2), what Mastodon
+	// and most servers send and accept.
 	ContentType = "application/activity+json"
 	// cacheSize bounds the parsed configs kept, about one a sending actor:
 	// a parsed key is a few KiB, and parsing one costs far more than
@@ -72,18 +71,18 @@ func (s *settings) wants(a activity) bool {
 	if a.is("Block") && slices.ContainsFunc(a.ids("object"), func(id string) bool { return s.actors[id] }) {
 		return false
 	}
-	return slices.ContainsFunc(a.audience(), func(id string) bool {
-		return s.actors[id] || s.followers[id] || isPublic(id)
-	})
+	addressed := func(id string) bool {
+		return s.actors[id] || s.followers[id] || id == Public || id == "as:Public" || id == "Public"
+	}
+	return slices.ContainsFunc(addressing, func(p string) bool { return slices.ContainsFunc(a.ids(p), addressed) })
 }
 
 // signedHeaders are the headers the signature covers, in the order
 // Mastodon and the other large servers expect (draft-cavage-12 §2.1.3).
 var signedHeaders = []string{httpsig.RequestTarget, "host", "date", "digest"}
 
-// go-fed/httpsig writes the algorithm parameter as "hs2019" (draft-cavage-12
-// §2.1.3 deprecates it); receivers that still check it (older Mastodon,
-// Pleroma) want the real name. It is not signed, so renaming it is safe.
+// go-fed/httpsig writes the algorithm parameter as "hs2019"; receivers that
+// check it (older Mastodon, Pleroma) want the real name. It is not signed.
 const (
 	libraryAlgorithm = `algorithm="hs2019"`
 	wireAlgorithm    = `algorithm="rsa-sha256"`
@@ -114,8 +113,8 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	}
 	req.Header.Set("Host", host)
 	req.Header.Set("Date", at.UTC().Format(http.TimeFormat))
-	// A Signer is not safe for concurrent use and costs next to nothing
-	// beside the RSA operation: one per attempt.
+	// A Signer is not safe for concurrent use and costs next to nothing: one
+	// per attempt.
 	hs, algo, err := httpsig.NewSigner([]httpsig.Algorithm{httpsig.RSA_SHA256}, httpsig.DigestSha256, signedHeaders, httpsig.Signature, 0)
 	if err != nil || algo != httpsig.RSA_SHA256 {
 		return fmt.Errorf("activitypub: sign: rsa-sha256 unavailable (%v)", err)
