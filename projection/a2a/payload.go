@@ -16,13 +16,6 @@ import (
 // (A2A 1.0 §3.2.3; a2a.proto, message StreamResponse, oneof payload).
 var members = []string{"task", "message", "statusUpdate", "artifactUpdate"}
 
-// knownStates are the A2A 1.0 task states (§4.1.3) a payload may carry;
-// TASK_STATE_UNSPECIFIED is not one.
-var knownStates = []v1.TaskState{
-	v1.TaskStateSubmitted, v1.TaskStateWorking, v1.TaskStateInputRequired, v1.TaskStateAuthRequired,
-	v1.TaskStateCompleted, v1.TaskStateFailed, v1.TaskStateCanceled, v1.TaskStateRejected,
-}
-
 // parse decodes a payload as an A2A 1.0 StreamResponse with the SDK and
 // checks what the SDK leaves open: one member and nothing else, the ids the
 // spec requires, known states and roles. Errors wrap journal.ErrInvalid and
@@ -82,7 +75,7 @@ func checkStatus(field string, s v1.TaskStatus) error {
 	if s.State == v1.TaskStateUnspecified {
 		return journal.Invalid(field+".state", "is missing or TASK_STATE_UNSPECIFIED")
 	}
-	if !slices.Contains(knownStates, s.State) {
+	if _, known := states03[s.State]; !known {
 		hint := ""
 		if !strings.HasPrefix(string(s.State), "TASK_STATE_") {
 			hint = " (A2A 0.3 spellings such as \"completed\" are not 1.0 payloads)"
@@ -100,7 +93,7 @@ func checkMessage(field string, m *v1.Message) error {
 		return journal.Invalid(field, "is null")
 	}
 	var role error
-	if m.Role != v1.MessageRoleAgent && m.Role != v1.MessageRoleUser {
+	if _, known := roles03[m.Role]; !known {
 		role = journal.Invalid(field+".role", "%q is not ROLE_USER or ROLE_AGENT", string(m.Role))
 	}
 	return firstError(nonEmpty(field+".messageId", m.ID), role, checkParts(field+".parts", m.Parts))

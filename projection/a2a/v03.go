@@ -8,8 +8,8 @@ import (
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
-// states03 and roles03 map A2A 1.0 spellings to v0.3's (package doc, "v0.3
-// compatibility").
+// states03 and roles03 map the A2A 1.0 task states (§4.1.3) and roles a
+// payload may carry to v0.3's spellings (package doc, "v0.3 compatibility").
 var states03 = map[v1.TaskState]v03.TaskState{
 	v1.TaskStateSubmitted:     v03.TaskStateSubmitted,
 	v1.TaskStateWorking:       v03.TaskStateWorking,

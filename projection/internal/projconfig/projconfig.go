@@ -1,8 +1,6 @@
-// Package projconfig is the part every projection shares: the
-// registrations' configs, JSON objects that hold secrets, decoded and
-// checked (errors name keys and never quote values) and parsed once, so
-// that a sweep does not parse one (a PEM key, say) for every record; and
-// Namespace, Terminal (rec.Final) and ValidateConfig.
+// Package projconfig is what every projection shares: registrations'
+// configs, JSON objects that hold secrets, decoded and checked (errors name
+// keys and never quote values) and parsed once, not for every record.
 package projconfig
 
 import (
@@ -21,9 +19,8 @@ import (
 // Decode decodes raw, a registration's config, into v (a pointer to a
 // struct with json tags). Empty raw decodes as {}. Unknown keys, data after
 // the object and anything but a JSON object are refused. Errors wrap
-// journal.ErrInvalid and name the key ("config.secrets"); they never quote
-// the input, since encoding/json's own errors echo it and a config holds
-// keys and tokens.
+// journal.ErrInvalid and name the key ("config.secrets"); unlike
+// encoding/json's, they never quote the input.
 func Decode(raw []byte, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
@@ -101,8 +98,8 @@ func HeaderSecret(field, s string, spaces bool) error {
 	return nil
 }
 
-// maxKey is the most runes of an unknown key an error repeats: the key is
-// the caller's input, and a megabyte of it helps nobody read the error.
+// maxKey is the most runes of an unknown key, the caller's input, that an
+// error repeats.
 const maxKey = 64
 
 // shortKey re-quotes encoding/json's quoted key, cut to maxKey runes (with
@@ -156,9 +153,9 @@ func keys(v any) []string {
 }
 
 // Projection is the shared part of a projection whose parsed configs are
-// Ts. A projection embeds it through an unexported alias, getting
-// Namespace, Terminal and ValidateConfig and nothing else. It is safe for
-// concurrent use; T must be safe to read concurrently.
+// Ts, embedded through an unexported alias for Namespace, Terminal and
+// ValidateConfig. It is safe for concurrent use; T must be safe to read
+// concurrently.
 type Projection[T any] struct {
 	namespace string
 	parse     func(push.Config) (T, error)
@@ -174,8 +171,7 @@ var _ push.ConfigValidator = (*Projection[struct{}])(nil)
 
 // New returns the shared part of namespace's projection. check validates a
 // config decoded by Decode and returns its parsed form; at most size (at
-// least 1) are kept, by the config's bytes, the oldest going first, and no
-// error.
+// least 1) are kept, by the config's bytes, the oldest going first.
 func New[C, T any](namespace string, size int, check func(C) (T, error)) *Projection[T] {
 	size = max(1, size)
 	return &Projection[T]{namespace: namespace, max: size, items: make(map[string]T, size),
@@ -205,8 +201,8 @@ func (p *Projection[T]) ValidateConfig(reg push.Registration) error {
 }
 
 // Get returns the parsed form of raw, parsing it on a miss (outside the
-// lock, so two goroutines may both parse it). It is a function so that it
-// is not promoted into the projection's API.
+// lock, so two goroutines may both parse it). A function, not a method, so
+// that it is not promoted into the projection's API.
 func Get[T any](p *Projection[T], raw push.Config) (T, error) {
 	p.mu.Lock()
 	v, ok := p.items[string(raw)] // no copy: the conversion is only a lookup
