@@ -27,11 +27,10 @@ func parse(payload []byte) (v1.Event, error) {
 	}
 	var set []string
 	for _, k := range slices.Sorted(maps.Keys(top)) { // sorted: the same payload, the same error
-		v := top[k]
 		if !slices.Contains(members, k) {
 			return nil, journal.Invalid("payload", "has the member %q: a StreamResponse has exactly one of %s and nothing else", k, strings.Join(members, ", "))
 		}
-		if string(v) != "null" {
+		if string(top[k]) != "null" {
 			set = append(set, k)
 		}
 	}
