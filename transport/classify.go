@@ -141,26 +141,17 @@ func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if strings.TrimLeft(v, "0123456789") == "" {
-		return delaySeconds(v), true
+		n, err := strconv.ParseInt(v, 10, 64) // digits only: the error is ErrRange
+		if err != nil || n > int64(RetryAfterCeiling/time.Second) {
+			return RetryAfterCeiling, true
+		}
+		return time.Duration(n) * time.Second, true
 	}
 	t, ok := parseHTTPDate(v, at)
 	if !ok {
 		return 0, false
 	}
 	return min(max(t.Sub(at), 0), RetryAfterCeiling), true // Sub saturates instead of overflowing
-}
-
-// delaySeconds converts a digit string to a duration, clamped to
-// RetryAfterCeiling.
-func delaySeconds(s string) time.Duration {
-	var n int64
-	for i := 0; i < len(s); i++ {
-		n = n*10 + int64(s[i]-'0')
-		if n > int64(RetryAfterCeiling/time.Second) {
-			return RetryAfterCeiling
-		}
-	}
-	return time.Duration(n) * time.Second
 }
 
 const (
