@@ -96,10 +96,7 @@ func FuzzRedact(f *testing.F) {
 		// The answer echoes everything, among the receiver's own bytes.
 		in := append(append(append([]byte{}, body...), auth...), body...)
 		in = append(append(in, sig...), rawURL...)
-		out := r.Bytes(in)
-		if s := r.String(string(in)); s != string(out) {
-			t.Fatalf("String and Bytes disagree: %q vs %q", s, out)
-		}
+		out := []byte(r.String(string(in)))
 		covered := make([]bool, len(out))
 		for i := 0; ; {
 			j := bytes.Index(out[i:], []byte(redacted))
@@ -111,7 +108,7 @@ func FuzzRedact(f *testing.F) {
 			}
 			i += j + 1
 		}
-		for _, secret := range r.secrets {
+		for _, secret := range r {
 			for i := 0; ; {
 				j := bytes.Index(out[i:], []byte(secret))
 				if j < 0 {

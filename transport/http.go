@@ -239,7 +239,10 @@ func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at 
 	target := *u                                       // u is shared (urlCache): copied, not parsed again
 	target.Host = strings.TrimSuffix(target.Host, ":") // as http.NewRequest does
 	req.URL, req.Host = &target, target.Host
-	req.Header = copyHeader(msg.Header)
+	req.Header = make(http.Header, len(msg.Header)+6) // room for what the transport and signers add
+	for k, v := range msg.Header {
+		req.Header[k] = v[:len(v):len(v)] // capped, so that an Add copies it rather than writing into msg's
+	}
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
 	}
@@ -259,7 +262,10 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	reqCtx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, errDeadline)
 	defer cancel()
-	st := &stageTrace{}
+	st := &struct { // the stage of the attempt (classifyError) and the hooks that follow it, in one allocation
+		stage atomic.Int32
+		trace httptrace.ClientTrace
+	}{}
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
 	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
@@ -283,8 +289,12 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		return out, nil
 	}
 	red := newRedactor(u, req.Header)
-	head, readErr := readBody(resp.Body, push.MaxEvidenceBody+red.longest())
-	out.Body = red.Bytes(head) // redacted before the cut, so no secret is left half
+	keep := push.MaxEvidenceBody // plus the longest secret: redacted before the cut, none is left half
+	if len(red) > 0 {
+		keep += len(red[0])
+	}
+	head, readErr := readBody(resp.Body, keep)
+	out.Body = []byte(red.String(string(head)))
 	if len(out.Body) > push.MaxEvidenceBody {
 		out.Body = out.Body[:push.MaxEvidenceBody]
 	}
@@ -301,24 +311,6 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	out.Reason = red.String(out.Reason)
 	return out, nil
-}
-
-// stageTrace follows an attempt's stage through its httptrace hooks, in one
-// allocation.
-type stageTrace struct {
-	stage atomic.Int32
-	trace httptrace.ClientTrace
-}
-
-// copyHeader returns a copy of h for the request to change, with room for
-// the headers the transport and signers add; each value slice is capped at
-// its length, so that an Add copies it rather than writing into h's.
-func copyHeader(h http.Header) http.Header {
-	c := make(http.Header, len(h)+6)
-	for k, v := range h {
-		c[k] = v[:len(v):len(v)]
-	}
-	return c
 }
 
 // readBody reads up to MaxResponseBody bytes of body, keeping the first
