@@ -300,7 +300,16 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	}
 	var refused, failed error
 	for i, a := range addrs {
-		c, err := g.dialOne(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)), len(addrs)-i)
+		// With addresses left to try, one gets its share of the time left, at
+		// least 2 s as net.Dialer gives, so that one swallowing packets cannot
+		// eat the whole attempt.
+		dialCtx, cancel := ctx, context.CancelFunc(func() {})
+		if deadline, ok := ctx.Deadline(); ok && i < len(addrs)-1 {
+			remaining := time.Until(deadline)
+			dialCtx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(len(addrs)-i), min(2*time.Second, remaining)))
+		}
+		c, err := g.dialer.DialContext(dialCtx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		cancel()
 		switch {
 		case err == nil:
 			return c, nil
@@ -313,23 +322,6 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		}
 	}
 	return nil, cmp.Or(failed, refused)
-}
-
-// minDialShare is the least time one of several addresses gets before the
-// next is tried (as net.Dialer does), unless the deadline leaves less.
-const minDialShare = 2 * time.Second
-
-// dialOne connects to one address through the guarded dialer; with left
-// addresses to try, in its share of the time left before ctx's deadline,
-// so an address that swallows packets cannot eat the whole attempt.
-func (g *guard) dialOne(ctx context.Context, network string, ap netip.AddrPort, left int) (net.Conn, error) {
-	if deadline, ok := ctx.Deadline(); ok && left > 1 {
-		remaining := time.Until(deadline)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(left), min(minDialShare, remaining)))
-		defer cancel()
-	}
-	return g.dialer.DialContext(ctx, network, ap.String())
 }
 
 // resolveError is a failed name lookup: a Transient outcome ("dns: …").
