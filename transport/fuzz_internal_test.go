@@ -30,11 +30,11 @@ func FuzzCheckURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string, allowHTTP, allowPrivate, allowlisted bool) {
 		g := &guard{allowHTTP: allowHTTP, allowPrivate: allowPrivate}
 		if allowlisted {
-			_, al, err := Options{AllowHosts: []string{"*.example.com", "203.0.113.7"}}.validate()
+			tr, err := New(Options{AllowHosts: []string{"*.example.com", "203.0.113.7"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			g.allowlist = al
+			g.allowlist = tr.guard.allowlist
 		}
 		u, err := g.checkURL(raw)
 		if err != nil {

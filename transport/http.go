@@ -67,56 +67,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// validate returns o with its defaults filled in, and the parsed AllowHosts.
-// Errors wrap journal.ErrInvalid, name the field, and are all reported.
-func (o Options) validate() (Options, []HostPattern, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, journal.Invalid("Options."+field, format, args...))
-	}
-	switch {
-	case o.Timeout == 0:
-		o.Timeout = DefaultTimeout
-	case o.Timeout < time.Millisecond || o.Timeout > MaxTimeout:
-		bad("Timeout", "is %v: it must be from 1ms to %v (0 means %v)", o.Timeout, MaxTimeout, DefaultTimeout)
-	}
-	switch {
-	case o.MaxIdleConnsPerHost == 0:
-		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-	case o.MaxIdleConnsPerHost < 1 || o.MaxIdleConnsPerHost > MaxIdleConnsPerHostLimit:
-		bad("MaxIdleConnsPerHost", "is %d: it must be from 1 to %d (0 means %d)", o.MaxIdleConnsPerHost, MaxIdleConnsPerHostLimit, DefaultMaxIdleConnsPerHost)
-	}
-	var allow []HostPattern
-	for i, s := range o.AllowHosts {
-		p, err := ParseHostPattern(s)
-		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
-			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
-		}
-		allow = append(allow, p)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return o, allow, errors.Join(errs...)
-}
-
 // String summarises the options; of TLSConfig, Resolver and Logger it says
 // only whether they are set.
 func (o Options) String() string {
-	set := func(b bool) string {
-		if b {
-			return "set"
-		}
-		return "nil"
-	}
+	set := map[bool]string{true: "set", false: "nil"}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
 		", TLSConfig: %s, Resolver: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
-		set(o.TLSConfig != nil), set(o.Resolver != nil), set(o.Logger != nil))
+		set[o.TLSConfig != nil], set[o.Resolver != nil], set[o.Logger != nil])
 }
 
-// Format prints String for every verb, so that none walks into the TLS
-// configuration.
+// Format prints String for every verb: none walks into the TLS configuration.
 func (o Options) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, o.String()) }
 
 // Bounds of an answer's body, in bytes.
@@ -151,18 +112,37 @@ var _ push.Transport = (*HTTP)(nil)
 // New returns an HTTP transport configured by opts. Errors wrap
 // journal.ErrInvalid and name every bad field ("Options.Timeout",
 // "AllowHosts[1]").
-func New(opts Options) (*HTTP, error) {
-	o, allow, err := opts.validate()
-	if err != nil {
+func New(o Options) (*HTTP, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, journal.Invalid("Options."+field, format, args...))
+	}
+	switch {
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	case o.Timeout < time.Millisecond || o.Timeout > MaxTimeout:
+		bad("Timeout", "is %v: it must be from 1ms to %v (0 means %v)", o.Timeout, MaxTimeout, DefaultTimeout)
+	}
+	switch {
+	case o.MaxIdleConnsPerHost == 0:
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	case o.MaxIdleConnsPerHost < 1 || o.MaxIdleConnsPerHost > MaxIdleConnsPerHostLimit:
+		bad("MaxIdleConnsPerHost", "is %d: it must be from 1 to %d (0 means %d)", o.MaxIdleConnsPerHost, MaxIdleConnsPerHostLimit, DefaultMaxIdleConnsPerHost)
+	}
+	g := &guard{allowHTTP: o.AllowHTTP, allowPrivate: o.AllowPrivateNetwork, resolver: cmp.Or[Resolver](o.Resolver, net.DefaultResolver)}
+	for i, s := range o.AllowHosts {
+		p, err := ParseHostPattern(s)
+		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
+		}
+		g.allowlist = append(g.allowlist, p)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("transport: new: %w", err)
 	}
-	g := &guard{allowHTTP: o.AllowHTTP, allowPrivate: o.AllowPrivateNetwork, allowlist: allow,
-		resolver: cmp.Or[Resolver](o.Resolver, net.DefaultResolver)}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	g.dialer = net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
-	tlsConfig := &tls.Config{}
-	if o.TLSConfig != nil {
-		tlsConfig = o.TLSConfig.Clone()
-	}
+	tlsConfig := cmp.Or(o.TLSConfig.Clone(), &tls.Config{}) // Clone of nil is nil
 	tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
 	client := &http.Client{
 		// The attempt's context deadline bounds every stage, so the
