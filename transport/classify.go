@@ -24,19 +24,14 @@ const MaxLocationBytes = 2048
 // Accepted ("503 Service Unavailable; Retry-After 2m0s"). Body and Duration
 // are left to the caller.
 func Classify(status int, header http.Header, at time.Time) push.Outcome {
-	out := push.Outcome{Status: status}
 	switch {
 	case status >= 200 && status <= 299:
-		out.Verdict = push.Accepted
-		return out
+		return push.Outcome{Status: status, Verdict: push.Accepted}
 	case status == http.StatusGone:
-		out.Verdict = push.Permanent
-		out.Reason = statusText(status) + ": the receiver says it is gone"
-		return out
+		return push.Outcome{Status: status, Verdict: push.Permanent, Reason: statusText(status) + ": the receiver says it is gone"}
 	}
+	out := push.Outcome{Status: status, Verdict: push.Transient, Reason: statusText(status)}
 	out.RetryAfter, out.HasRetryAfter = ParseRetryAfter(header.Get("Retry-After"), at)
-	out.Reason = statusText(status)
-	out.Verdict = push.Transient
 	switch {
 	case status >= 300 && status <= 399:
 		loc := header.Get("Location")
@@ -57,10 +52,7 @@ func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	if out.HasRetryAfter {
 		out.Reason += "; Retry-After " + out.RetryAfter.String()
 	}
-	switch status {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		out.HostLevel = !out.HasRetryAfter
-	}
+	out.HostLevel = status >= http.StatusBadGateway && status <= http.StatusGatewayTimeout && !out.HasRetryAfter // 502, 503, 504
 	return out
 }
 
