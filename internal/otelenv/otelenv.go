@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,8 +39,7 @@ const (
 
 // samplers are the OTEL_TRACES_SAMPLER values the SDK knows; it would only
 // log and replace the others the specification names (jaeger_remote, xray).
-var samplers = map[string]bool{"always_on": true, "always_off": true, "traceidratio": true,
-	"parentbased_always_on": true, "parentbased_always_off": true, "parentbased_traceidratio": true}
+var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
 
 // Config is what Setup decided from the environment.
 type Config struct {
@@ -78,8 +78,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	// The SDK would log a sampler it cannot use and sample everything.
 	if smp := get(EnvSampler); smp != "" {
-		if !samplers[smp] {
-			return Config{}, fmt.Errorf("%s=%q: not a sampler the SDK knows (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", EnvSampler, truncate(smp))
+		if !slices.Contains(samplers, smp) {
+			return Config{}, fmt.Errorf("%s=%q: not a sampler the SDK knows (%s)", EnvSampler, truncate(smp), strings.Join(samplers, ", "))
 		}
 		if arg := get(EnvSamplerArg); arg != "" && strings.HasSuffix(smp, "traceidratio") {
 			if r, err := strconv.ParseFloat(arg, 64); err != nil || r < 0 || r > 1 {
