@@ -1,13 +1,7 @@
-// Package otelenv installs an OpenTelemetry trace exporter when the
-// standard OTEL_* environment asks for one, and nothing otherwise.
-//
-// herald's spans go to the global TracerProvider, a no-op until `herald run`
-// calls Setup, which installs an OTLP/HTTP (protobuf) exporter when
-// OTEL_TRACES_EXPORTER is "otlp", or an OTLP endpoint variable is set and
-// it is not "none"; never when OTEL_SDK_DISABLED is "true". The exporter
-// and SDK read the other standard variables themselves (service.name
-// defaults to "herald"). Another protocol or exporter, or a sampler the SDK
-// would only log and replace, is an error naming the variable.
+// Package otelenv installs an OTLP/HTTP (protobuf) trace exporter as the
+// standard OTEL_* environment asks, and nothing otherwise; which variables
+// turn it on and which values are refused: README, "One trace from the
+// append to the receiver".
 package otelenv
 
 import (
