@@ -33,7 +33,6 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return "netguard: " + e.Target + " " + e.Rule }
 
-// Unwrap returns ErrRefused.
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
 // addrRule is one address range herald does not connect to; private ones
@@ -80,13 +79,12 @@ var addrRules = []addrRule{
 }
 
 // CheckAddress reports whether herald may connect to addr: nil for a global
-// unicast address, else a *RefusedError naming the range. Loopback
-// (127.0.0.0/8, ::1), RFC 1918 (10/8, 172.16/12, 192.168/16), carrier-grade
-// NAT 100.64.0.0/10 and unique local fc00::/7 are allowed with
-// allowPrivateNetwork; every other special-purpose range (RFC 6890: link-local
-// with the cloud metadata service 169.254.169.254, multicast, documentation,
-// NAT64, 6to4, Teredo, …) never is. An IPv4-mapped address is judged as the
-// IPv4 address it carries; a zone is ignored; an invalid addr is refused.
+// unicast address, else a *RefusedError naming the range. Loopback, RFC
+// 1918, carrier-grade NAT and unique local ranges are allowed with
+// allowPrivateNetwork; the other special-purpose ranges of RFC 6890
+// (link-local with 169.254.169.254, multicast, NAT64, 6to4, …) never are.
+// An IPv4-mapped address is judged as the IPv4 address it carries; a zone
+// is ignored; an invalid addr is refused.
 func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	if !addr.IsValid() {
 		return &RefusedError{Target: "address", Rule: "is not a valid IP address"}
