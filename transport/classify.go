@@ -63,7 +63,7 @@ func statusText(status int) string {
 	return "status " + strconv.Itoa(status)
 }
 
-// Where a request was when it failed (stageTrace).
+// Where a request was when it failed, as attempt's httptrace hooks follow it.
 const (
 	stagePreparing  int32 = iota // not yet asking for a connection: a failure is herald's own
 	stageConnecting              // dialing, TLS
@@ -91,19 +91,15 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32)
 	if stage == stagePreparing && !timedOut {
 		return push.Outcome{Verdict: push.Transient, Reason: "request not sent: " + err.Error()}
 	}
-	words := stageWords[stage]
-	var reason string
+	words, reason := stageWords[stage], err.Error()
 	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
-	case errors.As(err, new(*resolveError)):
-		reason = err.Error()
+	case errors.As(err, new(*resolveError)): // "dns: …", even for a lookup that timed out
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
 	case isNet && netErr.Timeout():
-		reason = "timeout " + words + ": " + err.Error()
-	default:
-		reason = err.Error()
+		reason = "timeout " + words + ": " + reason
 	}
 	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: true}
 }
