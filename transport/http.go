@@ -82,8 +82,7 @@ func (o Options) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, o.String
 
 // Bounds of an answer's body, in bytes.
 const (
-	// MaxResponseBody is how much of an answer is read and checked for
-	// read errors.
+	// MaxResponseBody is how much of an answer is read and checked for errors.
 	MaxResponseBody = 64 << 10
 	// MaxDrain is how much more is read and discarded so that the
 	// connection goes back to the pool (reading it costs about a new TLS
@@ -200,14 +199,13 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 // and the signer's error, redacted.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
 	u, err := t.urls.check(t.guard, reg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("transport: %w", err)
+	if err == nil {
+		var req *http.Request
+		if req, err = t.newRequest(ctx, u, msg, at); err == nil {
+			return req, nil
+		}
 	}
-	req, err := t.newRequest(ctx, u, msg, at)
-	if err != nil {
-		return nil, fmt.Errorf("transport: %w", err)
-	}
-	return req, nil
+	return nil, fmt.Errorf("transport: %w", err)
 }
 
 // newRequest builds and signs the request for msg to u.

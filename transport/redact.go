@@ -10,13 +10,13 @@ import (
 	"strings"
 )
 
-// redacted replaces a secret in reasons, evidence bodies and locations.
-const redacted = "[redacted]"
-
-// minSecret is the shortest string treated as a possible secret: shorter
-// fragments ("true", "json") would turn evidence into noise, and protect
-// nothing as credentials.
-const minSecret = 8
+const (
+	redacted = "[redacted]" // what replaces a secret in reasons, evidence bodies and locations
+	// minSecret is the shortest string treated as a possible secret: shorter
+	// fragments ("true", "json") would turn evidence into noise, and protect
+	// nothing as credentials.
+	minSecret = 8
+)
 
 // safeHeaders carry no secrets and are common words in answers. The
 // Herald- ones are a record's kind, stream and seq (projection/webhook),
