@@ -15,8 +15,7 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is
-// cut.
+// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is cut.
 const MaxLocationBytes = 2048
 
 // Classify turns an HTTP answer into an Outcome by the package doc's table

@@ -285,10 +285,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		family := "ip"
-		if network == "tcp4" || network == "tcp6" {
-			family += network[3:]
-		}
+		family := "ip" + strings.TrimPrefix(network, "tcp") // http.Transport dials tcp, tcp4 or tcp6
 		if addrs, err = g.resolver.LookupNetIP(ctx, family, host); err == nil && len(addrs) == 0 {
 			err = errors.New("no addresses")
 		}
