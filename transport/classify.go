@@ -15,8 +15,7 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is
-// cut.
+// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is cut.
 const MaxLocationBytes = 2048
 
 // Classify turns an HTTP answer into an Outcome by the package doc's table
@@ -24,19 +23,14 @@ const MaxLocationBytes = 2048
 // Accepted ("503 Service Unavailable; Retry-After 2m0s"). Body and Duration
 // are left to the caller.
 func Classify(status int, header http.Header, at time.Time) push.Outcome {
-	out := push.Outcome{Status: status}
 	switch {
 	case status >= 200 && status <= 299:
-		out.Verdict = push.Accepted
-		return out
+		return push.Outcome{Status: status, Verdict: push.Accepted}
 	case status == http.StatusGone:
-		out.Verdict = push.Permanent
-		out.Reason = statusText(status) + ": the receiver says it is gone"
-		return out
+		return push.Outcome{Status: status, Verdict: push.Permanent, Reason: statusText(status) + ": the receiver says it is gone"}
 	}
+	out := push.Outcome{Status: status, Verdict: push.Transient, Reason: statusText(status)}
 	out.RetryAfter, out.HasRetryAfter = ParseRetryAfter(header.Get("Retry-After"), at)
-	out.Reason = statusText(status)
-	out.Verdict = push.Transient
 	switch {
 	case status >= 300 && status <= 399:
 		loc := header.Get("Location")
@@ -57,10 +51,7 @@ func Classify(status int, header http.Header, at time.Time) push.Outcome {
 	if out.HasRetryAfter {
 		out.Reason += "; Retry-After " + out.RetryAfter.String()
 	}
-	switch status {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		out.HostLevel = !out.HasRetryAfter
-	}
+	out.HostLevel = status >= http.StatusBadGateway && status <= http.StatusGatewayTimeout && !out.HasRetryAfter // 502, 503, 504
 	return out
 }
 
@@ -71,7 +62,7 @@ func statusText(status int) string {
 	return "status " + strconv.Itoa(status)
 }
 
-// Where a request was when it failed (stageTrace).
+// Where a request was when it failed, as attempt's httptrace hooks follow it.
 const (
 	stagePreparing  int32 = iota // not yet asking for a connection: a failure is herald's own
 	stageConnecting              // dialing, TLS
@@ -99,19 +90,15 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32)
 	if stage == stagePreparing && !timedOut {
 		return push.Outcome{Verdict: push.Transient, Reason: "request not sent: " + err.Error()}
 	}
-	words := stageWords[stage]
-	var reason string
+	words, reason := stageWords[stage], err.Error()
 	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
-	case errors.As(err, new(*resolveError)):
-		reason = err.Error()
+	case errors.As(err, new(*resolveError)): // "dns: …", even for a lookup that timed out
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
 	case isNet && netErr.Timeout():
-		reason = "timeout " + words + ": " + err.Error()
-	default:
-		reason = err.Error()
+		reason = "timeout " + words + ": " + reason
 	}
 	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: true}
 }
@@ -141,26 +128,17 @@ func ParseRetryAfter(value string, at time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if strings.TrimLeft(v, "0123456789") == "" {
-		return delaySeconds(v), true
+		n, err := strconv.ParseInt(v, 10, 64) // digits only: the error is ErrRange
+		if err != nil || n > int64(RetryAfterCeiling/time.Second) {
+			return RetryAfterCeiling, true
+		}
+		return time.Duration(n) * time.Second, true
 	}
 	t, ok := parseHTTPDate(v, at)
 	if !ok {
 		return 0, false
 	}
 	return min(max(t.Sub(at), 0), RetryAfterCeiling), true // Sub saturates instead of overflowing
-}
-
-// delaySeconds converts a digit string to a duration, clamped to
-// RetryAfterCeiling.
-func delaySeconds(s string) time.Duration {
-	var n int64
-	for i := 0; i < len(s); i++ {
-		n = n*10 + int64(s[i]-'0')
-		if n > int64(RetryAfterCeiling/time.Second) {
-			return RetryAfterCeiling
-		}
-	}
-	return time.Duration(n) * time.Second
 }
 
 const (

@@ -5,8 +5,7 @@
 //	t, err := transport.New(transport.Options{}) // HTTPS only, public addresses only, 15 s
 //	w, err := push.NewWorker(journal, store, t, projection)
 //
-// One [*HTTP] is one connection pool: share it between workers. What a
-// request carries and how much of an answer is read: [HTTP.Deliver].
+// One [*HTTP] is one connection pool: share it between workers.
 //
 // # Classification
 //
@@ -29,10 +28,9 @@
 //	a request Go's client refuses unsent          Transient ("request not sent: …"): herald's fault
 //	the caller's ctx ended before an answer       an error, not an Outcome: nothing is counted
 //
-// HostLevel failures say nothing about the record: they count against the
-// host, not the registration (README, "Hosts"). A Retry-After on a 2xx or a
-// 410 does not change its verdict; the worker clamps every delay to
-// [1 s, MaxRetryAfter], so no answer makes herald retry in a hot loop.
+// HostLevel failures count against the host, not the registration (README,
+// "Hosts"). A Retry-After on a 2xx or a 410 does not change its verdict; the
+// worker clamps every delay to [1 s, MaxRetryAfter].
 //
 // # Network guard
 //
@@ -40,17 +38,15 @@
 // scheme but https (http only with Options.AllowHTTP), userinfo, a host
 // outside Options.AllowHosts ([HostPattern]), or an IPv4 host in decimal,
 // octal, hex or short form (2130706433, 0x7f.1, 0177.0.0.1, 127.1), which
-// some resolvers turn into addresses. At connect time, after DNS, the
-// dialer's Control hook refuses every address in a range [CheckAddress]
-// refuses, so a name that resolves (or rebinds) to a private address is
-// refused too; a host is refused only when none of its addresses is
-// allowed. Redirects are never followed; no proxy is used.
+// some resolvers turn into addresses. At connect time, after DNS, every
+// address [CheckAddress] refuses is refused, so a name that resolves (or
+// rebinds) to a private address is too; a host is refused only when none of
+// its addresses is allowed. Redirects are never followed; no proxy is used.
 //
 // # Secrets
 //
 // Request header values (Authorization, tokens, signatures), the URL's
 // query and long path segments never appear in an Outcome's Reason, Body or
 // Location ("[redacted]", even when a receiver echoes them), nor in errors
-// or logs, which name the host only. Options print a summary for every fmt
-// verb.
+// or logs, which name the host only.
 package transport

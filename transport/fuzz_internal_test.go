@@ -30,11 +30,11 @@ func FuzzCheckURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string, allowHTTP, allowPrivate, allowlisted bool) {
 		g := &guard{allowHTTP: allowHTTP, allowPrivate: allowPrivate}
 		if allowlisted {
-			_, al, err := Options{AllowHosts: []string{"*.example.com", "203.0.113.7"}}.validate()
+			tr, err := New(Options{AllowHosts: []string{"*.example.com", "203.0.113.7"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			g.allowlist = al
+			g.allowlist = tr.guard.allowlist
 		}
 		u, err := g.checkURL(raw)
 		if err != nil {
@@ -96,10 +96,7 @@ func FuzzRedact(f *testing.F) {
 		// The answer echoes everything, among the receiver's own bytes.
 		in := append(append(append([]byte{}, body...), auth...), body...)
 		in = append(append(in, sig...), rawURL...)
-		out := r.Bytes(in)
-		if s := r.String(string(in)); s != string(out) {
-			t.Fatalf("String and Bytes disagree: %q vs %q", s, out)
-		}
+		out := []byte(r.String(string(in)))
 		covered := make([]bool, len(out))
 		for i := 0; ; {
 			j := bytes.Index(out[i:], []byte(redacted))
@@ -111,7 +108,7 @@ func FuzzRedact(f *testing.F) {
 			}
 			i += j + 1
 		}
-		for _, secret := range r.secrets {
+		for _, secret := range r {
 			for i := 0; ; {
 				j := bytes.Index(out[i:], []byte(secret))
 				if j < 0 {

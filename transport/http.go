@@ -67,62 +67,22 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// validate returns o with its defaults filled in, and the parsed AllowHosts.
-// Errors wrap journal.ErrInvalid, name the field, and are all reported.
-func (o Options) validate() (Options, []HostPattern, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, journal.Invalid("Options."+field, format, args...))
-	}
-	switch {
-	case o.Timeout == 0:
-		o.Timeout = DefaultTimeout
-	case o.Timeout < time.Millisecond || o.Timeout > MaxTimeout:
-		bad("Timeout", "is %v: it must be from 1ms to %v (0 means %v)", o.Timeout, MaxTimeout, DefaultTimeout)
-	}
-	switch {
-	case o.MaxIdleConnsPerHost == 0:
-		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
-	case o.MaxIdleConnsPerHost < 1 || o.MaxIdleConnsPerHost > MaxIdleConnsPerHostLimit:
-		bad("MaxIdleConnsPerHost", "is %d: it must be from 1 to %d (0 means %d)", o.MaxIdleConnsPerHost, MaxIdleConnsPerHostLimit, DefaultMaxIdleConnsPerHost)
-	}
-	var allow []HostPattern
-	for i, s := range o.AllowHosts {
-		p, err := ParseHostPattern(s)
-		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
-			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
-		}
-		allow = append(allow, p)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return o, allow, errors.Join(errs...)
-}
-
 // String summarises the options; of TLSConfig, Resolver and Logger it says
 // only whether they are set.
 func (o Options) String() string {
-	set := func(b bool) string {
-		if b {
-			return "set"
-		}
-		return "nil"
-	}
+	set := map[bool]string{true: "set", false: "nil"}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
 		", TLSConfig: %s, Resolver: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
-		set(o.TLSConfig != nil), set(o.Resolver != nil), set(o.Logger != nil))
+		set[o.TLSConfig != nil], set[o.Resolver != nil], set[o.Logger != nil])
 }
 
-// Format prints String for every verb, so that none walks into the TLS
-// configuration.
+// Format prints String for every verb: none walks into the TLS configuration.
 func (o Options) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, o.String()) }
 
 // Bounds of an answer's body, in bytes.
 const (
-	// MaxResponseBody is how much of an answer is read and checked for
-	// read errors.
+	// MaxResponseBody is how much of an answer is read and checked for errors.
 	MaxResponseBody = 64 << 10
 	// MaxDrain is how much more is read and discarded so that the
 	// connection goes back to the pool (reading it costs about a new TLS
@@ -151,18 +111,37 @@ var _ push.Transport = (*HTTP)(nil)
 // New returns an HTTP transport configured by opts. Errors wrap
 // journal.ErrInvalid and name every bad field ("Options.Timeout",
 // "AllowHosts[1]").
-func New(opts Options) (*HTTP, error) {
-	o, allow, err := opts.validate()
-	if err != nil {
+func New(o Options) (*HTTP, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, journal.Invalid("Options."+field, format, args...))
+	}
+	switch {
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	case o.Timeout < time.Millisecond || o.Timeout > MaxTimeout:
+		bad("Timeout", "is %v: it must be from 1ms to %v (0 means %v)", o.Timeout, MaxTimeout, DefaultTimeout)
+	}
+	switch {
+	case o.MaxIdleConnsPerHost == 0:
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	case o.MaxIdleConnsPerHost < 1 || o.MaxIdleConnsPerHost > MaxIdleConnsPerHostLimit:
+		bad("MaxIdleConnsPerHost", "is %d: it must be from 1 to %d (0 means %d)", o.MaxIdleConnsPerHost, MaxIdleConnsPerHostLimit, DefaultMaxIdleConnsPerHost)
+	}
+	g := &guard{allowHTTP: o.AllowHTTP, allowPrivate: o.AllowPrivateNetwork, resolver: cmp.Or[Resolver](o.Resolver, net.DefaultResolver)}
+	for i, s := range o.AllowHosts {
+		p, err := ParseHostPattern(s)
+		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
+			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
+		}
+		g.allowlist = append(g.allowlist, p)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("transport: new: %w", err)
 	}
-	g := &guard{allowHTTP: o.AllowHTTP, allowPrivate: o.AllowPrivateNetwork, allowlist: allow,
-		resolver: cmp.Or[Resolver](o.Resolver, net.DefaultResolver)}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	g.dialer = net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
-	tlsConfig := &tls.Config{}
-	if o.TLSConfig != nil {
-		tlsConfig = o.TLSConfig.Clone()
-	}
+	tlsConfig := cmp.Or(o.TLSConfig.Clone(), &tls.Config{}) // Clone of nil is nil
 	tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
 	client := &http.Client{
 		// The attempt's context deadline bounds every stage, so the
@@ -220,14 +199,13 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 // and the signer's error, redacted.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
 	u, err := t.urls.check(t.guard, reg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("transport: %w", err)
+	if err == nil {
+		var req *http.Request
+		if req, err = t.newRequest(ctx, u, msg, at); err == nil {
+			return req, nil
+		}
 	}
-	req, err := t.newRequest(ctx, u, msg, at)
-	if err != nil {
-		return nil, fmt.Errorf("transport: %w", err)
-	}
-	return req, nil
+	return nil, fmt.Errorf("transport: %w", err)
 }
 
 // newRequest builds and signs the request for msg to u.
@@ -239,7 +217,10 @@ func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at 
 	target := *u                                       // u is shared (urlCache): copied, not parsed again
 	target.Host = strings.TrimSuffix(target.Host, ":") // as http.NewRequest does
 	req.URL, req.Host = &target, target.Host
-	req.Header = copyHeader(msg.Header)
+	req.Header = make(http.Header, len(msg.Header)+6) // room for what the transport and signers add
+	for k, v := range msg.Header {
+		req.Header[k] = v[:len(v):len(v)] // capped, so that an Add copies it rather than writing into msg's
+	}
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
 	}
@@ -259,7 +240,10 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	reqCtx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, errDeadline)
 	defer cancel()
-	st := &stageTrace{}
+	st := &struct { // the stage of the attempt (classifyError) and the hooks that follow it, in one allocation
+		stage atomic.Int32
+		trace httptrace.ClientTrace
+	}{}
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
 	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
@@ -283,8 +267,12 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		return out, nil
 	}
 	red := newRedactor(u, req.Header)
-	head, readErr := readBody(resp.Body, push.MaxEvidenceBody+red.longest())
-	out.Body = red.Bytes(head) // redacted before the cut, so no secret is left half
+	keep := push.MaxEvidenceBody // plus the longest secret: redacted before the cut, none is left half
+	if len(red) > 0 {
+		keep += len(red[0])
+	}
+	head, readErr := readBody(resp.Body, keep)
+	out.Body = []byte(red.String(string(head)))
 	if len(out.Body) > push.MaxEvidenceBody {
 		out.Body = out.Body[:push.MaxEvidenceBody]
 	}
@@ -301,24 +289,6 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}
 	out.Reason = red.String(out.Reason)
 	return out, nil
-}
-
-// stageTrace follows an attempt's stage through its httptrace hooks, in one
-// allocation.
-type stageTrace struct {
-	stage atomic.Int32
-	trace httptrace.ClientTrace
-}
-
-// copyHeader returns a copy of h for the request to change, with room for
-// the headers the transport and signers add; each value slice is capped at
-// its length, so that an Add copies it rather than writing into h's.
-func copyHeader(h http.Header) http.Header {
-	c := make(http.Header, len(h)+6)
-	for k, v := range h {
-		c[k] = v[:len(v):len(v)]
-	}
-	return c
 }
 
 // readBody reads up to MaxResponseBody bytes of body, keeping the first

@@ -33,7 +33,6 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return "netguard: " + e.Target + " " + e.Rule }
 
-// Unwrap returns ErrRefused.
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
 // addrRule is one address range herald does not connect to; private ones
@@ -80,13 +79,12 @@ var addrRules = []addrRule{
 }
 
 // CheckAddress reports whether herald may connect to addr: nil for a global
-// unicast address, else a *RefusedError naming the range. Loopback
-// (127.0.0.0/8, ::1), RFC 1918 (10/8, 172.16/12, 192.168/16), carrier-grade
-// NAT 100.64.0.0/10 and unique local fc00::/7 are allowed with
-// allowPrivateNetwork; every other special-purpose range (RFC 6890: link-local
-// with the cloud metadata service 169.254.169.254, multicast, documentation,
-// NAT64, 6to4, Teredo, …) never is. An IPv4-mapped address is judged as the
-// IPv4 address it carries; a zone is ignored; an invalid addr is refused.
+// unicast address, else a *RefusedError naming the range. Loopback, RFC
+// 1918, carrier-grade NAT and unique local ranges are allowed with
+// allowPrivateNetwork; the other special-purpose ranges of RFC 6890
+// (link-local with 169.254.169.254, multicast, NAT64, 6to4, …) never are.
+// An IPv4-mapped address is judged as the IPv4 address it carries; a zone
+// is ignored; an invalid addr is refused.
 func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {
 	if !addr.IsValid() {
 		return &RefusedError{Target: "address", Rule: "is not a valid IP address"}
@@ -287,10 +285,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		family := "ip"
-		if network == "tcp4" || network == "tcp6" {
-			family += network[3:]
-		}
+		family := "ip" + strings.TrimPrefix(network, "tcp") // http.Transport dials tcp, tcp4 or tcp6
 		if addrs, err = g.resolver.LookupNetIP(ctx, family, host); err == nil && len(addrs) == 0 {
 			err = errors.New("no addresses")
 		}
@@ -300,7 +295,16 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	}
 	var refused, failed error
 	for i, a := range addrs {
-		c, err := g.dialOne(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)), len(addrs)-i)
+		// With addresses left to try, one gets its share of the time left, at
+		// least 2 s as net.Dialer gives, so that one swallowing packets cannot
+		// eat the whole attempt.
+		dialCtx, cancel := ctx, context.CancelFunc(func() {})
+		if deadline, ok := ctx.Deadline(); ok && i < len(addrs)-1 {
+			remaining := time.Until(deadline)
+			dialCtx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(len(addrs)-i), min(2*time.Second, remaining)))
+		}
+		c, err := g.dialer.DialContext(dialCtx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		cancel()
 		switch {
 		case err == nil:
 			return c, nil
@@ -313,23 +317,6 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		}
 	}
 	return nil, cmp.Or(failed, refused)
-}
-
-// minDialShare is the least time one of several addresses gets before the
-// next is tried (as net.Dialer does), unless the deadline leaves less.
-const minDialShare = 2 * time.Second
-
-// dialOne connects to one address through the guarded dialer; with left
-// addresses to try, in its share of the time left before ctx's deadline,
-// so an address that swallows packets cannot eat the whole attempt.
-func (g *guard) dialOne(ctx context.Context, network string, ap netip.AddrPort, left int) (net.Conn, error) {
-	if deadline, ok := ctx.Deadline(); ok && left > 1 {
-		remaining := time.Until(deadline)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(left), min(minDialShare, remaining)))
-		defer cancel()
-	}
-	return g.dialer.DialContext(ctx, network, ap.String())
 }
 
 // resolveError is a failed name lookup: a Transient outcome ("dns: …").

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"html"
@@ -11,13 +10,13 @@ import (
 	"strings"
 )
 
-// redacted replaces a secret in reasons, evidence bodies and locations.
-const redacted = "[redacted]"
-
-// minSecret is the shortest string treated as a possible secret: shorter
-// fragments ("true", "json") would turn evidence into noise, and protect
-// nothing as credentials.
-const minSecret = 8
+const (
+	redacted = "[redacted]" // what replaces a secret in reasons, evidence bodies and locations
+	// minSecret is the shortest string treated as a possible secret: shorter
+	// fragments ("true", "json") would turn evidence into noise, and protect
+	// nothing as credentials.
+	minSecret = 8
+)
 
 // safeHeaders carry no secrets and are common words in answers. The
 // Herald- ones are a record's kind, stream and seq (projection/webhook),
@@ -33,9 +32,7 @@ var safeHeaders = map[string]bool{
 // receiver answered and from error words: whole, in parts (the token of
 // "Bearer <token>") and as an echo encodes it (JSON, also with "\/" as PHP
 // writes it, percent-encoding, HTML).
-type redactor struct {
-	secrets []string // longest first
-}
+type redactor []string // longest first
 
 func newRedactor(u *url.URL, h http.Header) redactor {
 	var s []string
@@ -82,29 +79,12 @@ func newRedactor(u *url.URL, h http.Header) redactor {
 		}
 	}
 	slices.SortFunc(s, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	return redactor{secrets: slices.Compact(s)}
-}
-
-// longest is the length of the longest secret: a body kept to n bytes must
-// be redacted over its first n+longest bytes, so that a secret straddling
-// the cut is removed whole.
-func (r redactor) longest() int {
-	if len(r.secrets) == 0 {
-		return 0
-	}
-	return len(r.secrets[0])
+	return slices.Compact(s)
 }
 
 func (r redactor) String(s string) string {
-	for _, secret := range r.secrets {
+	for _, secret := range r {
 		s = strings.ReplaceAll(s, secret, redacted)
 	}
 	return s
-}
-
-func (r redactor) Bytes(b []byte) []byte {
-	for _, secret := range r.secrets {
-		b = bytes.ReplaceAll(b, []byte(secret), []byte(redacted))
-	}
-	return b
 }

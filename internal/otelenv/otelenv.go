@@ -1,19 +1,14 @@
-// Package otelenv installs an OpenTelemetry trace exporter when the
-// standard OTEL_* environment asks for one, and nothing otherwise.
-//
-// herald's spans go to the global TracerProvider, a no-op until `herald run`
-// calls Setup, which installs an OTLP/HTTP (protobuf) exporter when
-// OTEL_TRACES_EXPORTER is "otlp", or an OTLP endpoint variable is set and
-// it is not "none"; never when OTEL_SDK_DISABLED is "true". The exporter
-// and SDK read the other standard variables themselves (service.name
-// defaults to "herald"). Another protocol or exporter, or a sampler the SDK
-// would only log and replace, is an error naming the variable.
+// Package otelenv installs an OTLP/HTTP (protobuf) trace exporter as the
+// standard OTEL_* environment asks, and nothing otherwise; which variables
+// turn it on and which values are refused: README, "One trace from the
+// append to the receiver".
 package otelenv
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,8 +33,7 @@ const (
 
 // samplers are the OTEL_TRACES_SAMPLER values the SDK knows; it would only
 // log and replace the others the specification names (jaeger_remote, xray).
-var samplers = map[string]bool{"always_on": true, "always_off": true, "traceidratio": true,
-	"parentbased_always_on": true, "parentbased_always_off": true, "parentbased_traceidratio": true}
+var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
 
 // Config is what Setup decided from the environment.
 type Config struct {
@@ -78,8 +72,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	// The SDK would log a sampler it cannot use and sample everything.
 	if smp := get(EnvSampler); smp != "" {
-		if !samplers[smp] {
-			return Config{}, fmt.Errorf("%s=%q: not a sampler the SDK knows (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)", EnvSampler, truncate(smp))
+		if !slices.Contains(samplers, smp) {
+			return Config{}, fmt.Errorf("%s=%q: not a sampler the SDK knows (%s)", EnvSampler, truncate(smp), strings.Join(samplers, ", "))
 		}
 		if arg := get(EnvSamplerArg); arg != "" && strings.HasSuffix(smp, "traceidratio") {
 			if r, err := strconv.ParseFloat(arg, 64); err != nil || r < 0 || r > 1 {

@@ -4,13 +4,13 @@
 package table
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // MaxCell is how many runes a cell shows; a longer value is cut with "…"
@@ -61,24 +61,18 @@ func Cell(s string) string {
 // become spaces, every other Hidden character its CodePoint, invalid UTF-8
 // U+FFFD, and an empty value "-".
 func Clean(s string) string {
-	if strings.IndexFunc(s, Hidden) >= 0 || strings.ContainsAny(s, "\t\n\r") || !utf8.ValidString(s) {
-		var b strings.Builder
-		for _, r := range s {
-			switch {
-			case r == '\t' || r == '\n' || r == '\r':
-				b.WriteByte(' ')
-			case Hidden(r):
-				b.WriteString(CodePoint(r))
-			default:
-				b.WriteRune(r)
-			}
+	var b strings.Builder
+	for _, r := range s { // an invalid byte is utf8.RuneError, U+FFFD
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			b.WriteByte(' ')
+		case Hidden(r):
+			b.WriteString(CodePoint(r))
+		default:
+			b.WriteRune(r)
 		}
-		s = b.String()
 	}
-	if s == "" {
-		return "-"
-	}
-	return s
+	return cmp.Or(b.String(), "-")
 }
 
 // Hidden reports whether r does not print as itself (not unicode.IsGraphic)
