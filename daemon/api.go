@@ -399,7 +399,7 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 			woke(v.Namespace)
 		}
 		if err != nil {
-			return withStatus{statusOf(err), struct {
+			return withStatus{operator.HTTPStatus(err), struct {
 				Error string `json:"error"`
 				operator.UnparkedAll
 			}{err.Error(), out}}, nil

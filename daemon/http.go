@@ -39,32 +39,8 @@ func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
 }
 
-// statusOf is an error's HTTP status: 400 bad input, 404 nothing there,
-// 409 a conflict or a sealed stream, a statusError's own, else 500.
-func statusOf(err error) int {
-	switch se, ok := errors.AsType[statusError](err); {
-	case ok:
-		return se.code
-	case errors.Is(err, journal.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, journal.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
-}
-
-// statusError is an error answered with a status of its own (413, 415).
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e statusError) Error() string { return e.msg }
-
 // endpoint is what a route of either API does: its answer, with 200 (or
-// the status a withStatus gives), or an error, with statusOf's status.
+// the status a withStatus gives), or an error, with operator.HTTPStatus's.
 type endpoint func(r *http.Request) (any, error)
 
 // withStatus is an answer with another status than 200; a nil v, none
@@ -78,7 +54,7 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v, err := e(r)
 	switch s, ok := v.(withStatus); {
 	case err != nil:
-		writeJSON(w, statusOf(err), errorBody{err.Error()})
+		writeJSON(w, operator.HTTPStatus(err), errorBody{err.Error()})
 	case ok && s.v == nil:
 		w.WriteHeader(s.code)
 	case ok:
@@ -186,11 +162,11 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
+		return operator.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
 	err := strictDecode(r.Body, v)
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+		return operator.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
 	} else if err != nil {
 		return jsonError("body", err)
 	}

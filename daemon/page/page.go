@@ -188,18 +188,14 @@ func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
 
-// failErr renders err: 400 for bad input, 404 for what is not there, else
-// 500 (logged).
+// failErr renders err with operator.HTTPStatus's status; a 500 is logged.
 func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, journal.ErrInvalid):
-		p.fail(w, r, http.StatusBadRequest, err.Error())
-	case errors.Is(err, journal.ErrNotFound):
-		p.fail(w, r, http.StatusNotFound, err.Error())
-	default:
+	code, msg := operator.HTTPStatus(err), err.Error()
+	if code == http.StatusInternalServerError {
 		p.log.Error("herald page: store", "path", r.URL.Path, "err", err)
-		p.fail(w, r, http.StatusInternalServerError, "the store failed: "+err.Error())
+		msg = "the store failed: " + msg
 	}
+	p.fail(w, r, code, msg)
 }
 
 // visible returns html, as html/template rendered it, with every
