@@ -84,19 +84,11 @@ func New(opts Options) (*Page, error) {
 		return nil, errors.New("page: Options.Store is nil")
 	}
 	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
-		delivered: map[string]uint64{}}
+		delivered: map[string]uint64{}, tmpl: map[string]*template.Template{}, mux: http.NewServeMux()}
 	if p.now == nil {
 		p.now = time.Now
 	}
 	rand.Read(p.key[:]) // crypto/rand never fails: it crashes the program first
-	if err := p.parseTemplates(); err != nil {
-		return nil, err
-	}
-	p.routes()
-	return p, nil
-}
-
-func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
 		"time":   operator.Instant,
 		"ago":    func(t time.Time) string { return ago(p.now(), t) },
@@ -108,7 +100,6 @@ func (p *Page) parseTemplates() error {
 		"filter": func(ns, state string) string { return href("registrations", "namespace", ns, "state", state) },
 	}
 	names, _ := fs.Glob(templateFS, "templates/*.html") // the pattern is valid
-	p.tmpl = map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
 		if base == "layout" {
@@ -116,16 +107,11 @@ func (p *Page) parseTemplates() error {
 		}
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
 		if err != nil {
-			return fmt.Errorf("page: template %s: %w", n, err)
+			return nil, fmt.Errorf("page: template %s: %w", n, err)
 		}
 		p.tmpl[base] = t
 	}
-	return nil
-}
-
-func (p *Page) routes() {
-	m := http.NewServeMux()
-	pre := strings.TrimSuffix(Prefix, "/")
+	m, pre := p.mux, strings.TrimSuffix(Prefix, "/")
 	m.HandleFunc("GET "+pre+"/{$}", p.authed(p.overview))
 	m.HandleFunc("GET "+pre+"/registrations", p.authed(p.registrations))
 	m.HandleFunc("GET "+pre+"/registration", p.authed(p.registration))
@@ -138,10 +124,8 @@ func (p *Page) routes() {
 	m.HandleFunc("POST "+pre+"/logout", p.authed(p.csrf(p.logout)))
 	static, _ := fs.Sub(staticFS, "static") // embedded: it is there
 	m.Handle("GET "+pre+"/static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
-	m.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
-	})
-	p.mux = m
+	m.Handle("GET "+pre, http.RedirectHandler(Prefix, http.StatusMovedPermanently))
+	return p, nil
 }
 
 // ServeHTTP serves the page's views and actions under its prefix, with the
@@ -368,13 +352,6 @@ func (p *Page) csrf(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// tokenOK compares a typed token with the admin token in constant time
-// (hashed first, so that not even the length leaks).
-func (p *Page) tokenOK(typed string) bool {
-	a, b := sha256.Sum256([]byte(typed)), sha256.Sum256([]byte(p.token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
-
 func (p *Page) loginForm(w http.ResponseWriter, r *http.Request) {
 	if p.token == "" {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
@@ -392,7 +369,9 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
-	if !p.tokenOK(r.PostForm.Get("token")) {
+	// Hashed first, so that not even the length leaks.
+	typed, want := sha256.Sum256([]byte(r.PostForm.Get("token"))), sha256.Sum256([]byte(p.token))
+	if subtle.ConstantTimeCompare(typed[:], want[:]) != 1 {
 		p.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in",
 			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN)."})
 		return
