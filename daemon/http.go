@@ -28,13 +28,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// errorBody is every error answer: {"error": "..."}. Values echoed in the
-// message are JSON-escaped by the encoder, never written raw.
+// errorBody is every error answer: {"error": "..."}, JSON-escaped.
 type errorBody struct {
 	Error string `json:"error"`
 }
 
-// refuse answers {"error": …} with code.
 func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
 }
@@ -64,11 +62,9 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// guard wraps mux: bearer authentication when token is set (realm names
-// the API), else the rules of an open API (package doc): 403 for a Host
-// that is not a loopback name and for a browser's POST or DELETE from
-// another origin (http.CrossOriginProtection). Requests no route serves are
-// answered 404 or 405, as JSON.
+// guard wraps mux with bearer authentication when token is set (realm names
+// the API), else the rules of an open API (package doc), and answers what no
+// route serves with notRouted.
 func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,11 +116,9 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)
 }
 
-// strictQuery reads r's query parameters, each one of allowed and given
-// once, and refuses (journal.ErrInvalid) what a lenient reading would take
-// as asking for more than was meant: a query that does not parse, another
-// parameter (hint says where it belongs), one given twice, or a body (a
-// body that held the filter would go unread).
+// strictQuery reads r's query parameters, each one of allowed, as the
+// package doc says; hint says where another parameter belongs. Errors wrap
+// journal.ErrInvalid.
 func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
 	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
 		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
@@ -173,8 +167,7 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-// strictDecode decodes one JSON value from r into v: unknown fields and
-// anything after the value are errors.
+// strictDecode decodes one JSON value, without unknown fields, from r.
 func strictDecode(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()

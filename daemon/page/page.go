@@ -132,8 +132,6 @@ func New(opts Options) (*Page, error) {
 // security headers on every answer.
 func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	// No script at all: the page works without JavaScript, so none may run,
-	// inline or not; styles and images only from the page itself.
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
@@ -141,8 +139,6 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	if p.token == "" && !operator.LoopbackHost(r.Host) {
-		// Open only to loopback: a page on another name reaching this one
-		// through DNS rebinding would otherwise read it and act on it.
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
 		return
 	}
@@ -183,13 +179,10 @@ func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // visible returns html, as html/template rendered it, with every
-// table.Hidden character of its text shown as its code point, ‹U+202E›, as
-// the CLI's tables show it, so that a stored value (a receiver's error
-// body, a producer's stream name) cannot rearrange or hide the text around
-// it. Attribute values keep their bytes, so that an action still names the
+// table.Hidden character of its text shown as its code point (package doc);
+// attribute values keep their bytes, so that an action still names the
 // registration it was shown for. html/template escapes '<' and '>' in every
-// value it writes, so each '<' of its output opens a template's own tag,
-// and the first '>' after it closes that tag.
+// value, so each '<' of its output opens a tag of its own.
 func visible(html string) string {
 	if strings.IndexFunc(html, table.Hidden) < 0 {
 		return html
@@ -215,10 +208,8 @@ func visible(html string) string {
 }
 
 // Sessions are stateless: the cookie carries a random nonce, its issue
-// instant and whether it logged in, signed with the Page's key (HMAC-SHA256).
-// The CSRF token of a session is another HMAC of its nonce, so it is bound
-// to the session and needs no storage. A restart makes a new key: everyone
-// logs in again.
+// instant and whether it logged in, signed with the Page's key; the CSRF
+// token is another HMAC of the nonce.
 
 const cookieName = "herald_session"
 
@@ -286,8 +277,7 @@ func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) s
 	return s
 }
 
-// setCookie sets the session cookie: HttpOnly, SameSite=Strict, scoped to
-// the page's path, Secure when served over TLS.
+// setCookie sets the session cookie (package doc, "Security").
 func setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: Prefix, MaxAge: maxAge,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
