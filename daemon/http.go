@@ -234,12 +234,8 @@ func keyed(required, optional []string, do func(r *http.Request, k push.Key, q u
 		}
 		for _, name := range names {
 			if q.Get(name) == "" {
-				example := make([]string, len(names))
-				for i, n := range names {
-					example[i] = n + "=…"
-				}
-				return nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+				return nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s=…)",
+					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(names, "=…&"))
 			}
 		}
 		k := push.Key{Stream: q.Get("stream"), ID: q.Get("id")}
