@@ -28,8 +28,7 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Store is what the page reads and acts on: the journal (heads, record
-// lookups) and the push store with host health over one database.
+// Store is what the page reads and acts on, over one database.
 type Store interface {
 	journal.Journal
 	push.Store
