@@ -23,10 +23,8 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// APIHandler serves the HTTP API that producers and operators in any
-// language use; the OpenAPI document at /v1/openapi.json is its contract.
-// Without Options.APIToken it answers only a loopback name (package doc):
-// mounted on a server of your own under another name, give it a token.
+// APIHandler serves the HTTP API (package doc). Without Options.APIToken it
+// answers only a loopback name: mounted under another, give it a token.
 func (d *Daemon) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	for pattern, h := range d.apiRoutes() {
@@ -267,8 +265,7 @@ func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
 }
 
-// openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand;
-// openapi_test.go checks it against the handlers.
+// openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand.
 //
 //go:embed openapi.yaml
 var openAPIYAML []byte
@@ -301,9 +298,8 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 	return mux
 }
 
-// adminHandler serves the admin JSON API (Daemon.AdminHandler) on store,
-// with token and now, the clock of operator actions. woke is
-// told the namespace of each registration an unpark made due.
+// adminHandler serves the admin JSON API (Daemon.AdminHandler); now is the
+// clock of operator actions, woke told the namespace of each unpark.
 func adminHandler(store push.Store, token string, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
@@ -341,8 +337,7 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 	}))
 	mux.Handle("POST /v1/registration/unpark", unparkOne(store, now, woke))
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(store, now, woke))
-	// move serves skip and rewind, whose other parameters are optional:
-	// the registration after the move.
+	// move serves skip and rewind: the registration after the move.
 	move := func(optional []string, do func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error) endpoint {
 		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
 			toSeq, err := strconv.ParseUint(q.Get("to_seq"), 10, 64)
@@ -366,8 +361,7 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 
-// unparkOne answers POST /v1/registration/unpark?stream=S&id=ID on both
-// APIs (operator.Unpark), and wakes the registration's worker.
+// unparkOne answers POST /v1/registration/unpark on both APIs.
 func unparkOne(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
 		v, err := operator.Unpark(r.Context(), store, k.Stream, k.ID, now())
@@ -378,9 +372,8 @@ func unparkOne(store push.Store, now func() time.Time, woke func(namespace strin
 	})
 }
 
-// unparkAll answers POST /v1/registrations/unpark?stream=S&namespace=NS on
-// both APIs (operator.UnparkAll), and wakes the workers of those unparked;
-// a namespace this daemon does not serve is another's on the database.
+// unparkAll answers POST /v1/registrations/unpark on both APIs, and wakes
+// the workers of those unparked that this daemon runs.
 func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
@@ -399,7 +392,7 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 			woke(v.Namespace)
 		}
 		if err != nil {
-			return withStatus{statusOf(err), struct {
+			return withStatus{operator.HTTPStatus(err), struct {
 				Error string `json:"error"`
 				operator.UnparkedAll
 			}{err.Error(), out}}, nil

@@ -43,7 +43,6 @@ const MaxBody = 8 << 20
 // Options configure a Daemon. Store, Transport and Projections are
 // required; every other field has a default.
 type Options struct {
-	// Store is the database the daemon works on.
 	Store Store
 	// Transport sends the workers' messages (transport.New, or a test's).
 	Transport push.Transport
@@ -190,11 +189,8 @@ func (d *Daemon) AdminHandler() http.Handler {
 // Page is the operator's page, which Run serves on AdminAddr under /ui/.
 func (d *Daemon) Page() *page.Page { return d.page }
 
-// Run serves the addresses, and runs every worker's dispatcher, the store's
-// sequencer and append listener when it has them (store/postgres) and the
-// pruner, until ctx ends; then deliveries in flight finish or time out and
-// every cursor is saved. It returns the first worker error, or an address's
-// before anything ran.
+// Run runs the daemon until ctx ends (package doc). It returns the first
+// worker error, or an address's before anything ran.
 func (d *Daemon) Run(ctx context.Context) error {
 	var servers []*http.Server
 	defer func() {

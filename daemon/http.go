@@ -28,43 +28,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// errorBody is every error answer: {"error": "..."}. Values echoed in the
-// message are JSON-escaped by the encoder, never written raw.
+// errorBody is every error answer: {"error": "..."}, JSON-escaped.
 type errorBody struct {
 	Error string `json:"error"`
 }
 
-// refuse answers {"error": …} with code.
 func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{fmt.Sprintf(format, args...)})
 }
 
-// statusOf is an error's HTTP status: 400 bad input, 404 nothing there,
-// 409 a conflict or a sealed stream, a statusError's own, else 500.
-func statusOf(err error) int {
-	switch se, ok := errors.AsType[statusError](err); {
-	case ok:
-		return se.code
-	case errors.Is(err, journal.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, journal.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
-}
-
-// statusError is an error answered with a status of its own (413, 415).
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e statusError) Error() string { return e.msg }
-
 // endpoint is what a route of either API does: its answer, with 200 (or
-// the status a withStatus gives), or an error, with statusOf's status.
+// the status a withStatus gives), or an error, with operator.HTTPStatus's.
 type endpoint func(r *http.Request) (any, error)
 
 // withStatus is an answer with another status than 200; a nil v, none
@@ -78,7 +52,7 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v, err := e(r)
 	switch s, ok := v.(withStatus); {
 	case err != nil:
-		writeJSON(w, statusOf(err), errorBody{err.Error()})
+		writeJSON(w, operator.HTTPStatus(err), errorBody{err.Error()})
 	case ok && s.v == nil:
 		w.WriteHeader(s.code)
 	case ok:
@@ -88,11 +62,9 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// guard wraps mux: bearer authentication when token is set (realm names
-// the API), else the rules of an open API (package doc): 403 for a Host
-// that is not a loopback name and for a browser's POST or DELETE from
-// another origin (http.CrossOriginProtection). Requests no route serves are
-// answered 404 or 405, as JSON.
+// guard wraps mux with bearer authentication when token is set (realm names
+// the API), else the rules of an open API (package doc), and answers what no
+// route serves with notRouted.
 func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -144,11 +116,9 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)
 }
 
-// strictQuery reads r's query parameters, each one of allowed and given
-// once, and refuses (journal.ErrInvalid) what a lenient reading would take
-// as asking for more than was meant: a query that does not parse, another
-// parameter (hint says where it belongs), one given twice, or a body (a
-// body that held the filter would go unread).
+// strictQuery reads r's query parameters, each one of allowed, as the
+// package doc says; hint says where another parameter belongs. Errors wrap
+// journal.ErrInvalid.
 func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, error) {
 	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && readsAByte(r.Body)) {
 		return nil, journal.Invalid("body", "is not read: %s takes its parameters in the query (?%s=…)", r.URL.Path, allowed[0])
@@ -186,19 +156,18 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
+		return operator.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
 	err := strictDecode(r.Body, v)
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+		return operator.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
 	} else if err != nil {
 		return jsonError("body", err)
 	}
 	return nil
 }
 
-// strictDecode decodes one JSON value from r into v: unknown fields and
-// anything after the value are errors.
+// strictDecode decodes one JSON value, without unknown fields, from r.
 func strictDecode(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -265,12 +234,8 @@ func keyed(required, optional []string, do func(r *http.Request, k push.Key, q u
 		}
 		for _, name := range names {
 			if q.Get(name) == "" {
-				example := make([]string, len(names))
-				for i, n := range names {
-					example[i] = n + "=…"
-				}
-				return nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s)",
-					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(example, "&"))
+				return nil, journal.Invalid("query", "%s and %s are required query parameters (%s?%s=…)",
+					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(names, "=…&"))
 			}
 		}
 		k := push.Key{Stream: q.Get("stream"), ID: q.Get("id")}

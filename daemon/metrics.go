@@ -27,9 +27,6 @@ type metrics struct {
 // newMetrics returns the metrics whose gauges read stats and hosts at
 // scrape time.
 func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(ctx context.Context) ([]push.Host, error)) *metrics {
-	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	}
 	m := &metrics{
 		reg:        prometheus.NewRegistry(),
 		deliveries: counters("herald_deliveries_total", "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).", "namespace", "outcome"),
@@ -65,6 +62,10 @@ func (m *metrics) hooks(ns string) push.Hooks {
 		HostFailure: func(h push.Host) { m.hostFails.WithLabelValues(h.Host).Inc() },
 		Claim:       func(_ time.Time, _ int, err error) { m.claims.WithLabelValues(ns, result(err, "ok")).Inc() },
 	}
+}
+
+func counters(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 func gauge(name, help string, labels ...string) *prometheus.Desc {
@@ -146,7 +147,7 @@ func (m *metrics) pruned() func(store.PruneReport, error) {
 	bytes := c("herald_pruned_bytes_total", "Payload bytes of the records pruned.")
 	streams := c("herald_pruned_streams_total", "Sealed streams whose registrations all completed, removed whole.")
 	evidence := c("herald_pruned_evidence_total", "Evidence rows pruned (older than --retain, not a parked registration's reason).")
-	passes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_prune_passes_total", Help: "Prune passes by result (ok, error)."}, []string{"result"})
+	passes := counters("herald_prune_passes_total", "Prune passes by result (ok, error).", "result")
 	m.reg.MustRegister(records, bytes, streams, evidence, passes)
 	return func(r store.PruneReport, err error) {
 		passes.WithLabelValues(result(err, "ok")).Inc()

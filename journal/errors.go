@@ -29,7 +29,6 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
 
-// Unwrap returns ErrInvalid.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
 // InBatch returns, for an error about one entry of a batch (Field
@@ -64,7 +63,6 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("record id %q already exists as %s#%d with a different %s", e.ID, Shown(e.Stream), e.Seq, e.Field)
 }
 
-// Unwrap returns ErrConflict.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
 // SealedError reports an append to a stream that holds a final record. It
@@ -81,7 +79,6 @@ func (e *SealedError) Error() string {
 	return fmt.Sprintf("stream %q is sealed by its final record #%d", e.Stream, e.FinalSeq)
 }
 
-// Unwrap returns ErrSealed.
 func (e *SealedError) Unwrap() error { return ErrSealed }
 
 // Shown is a name (a stream, an id) as a message shows it: Go-quoted when

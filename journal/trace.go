@@ -104,9 +104,6 @@ func WithContextTrace(ctx context.Context, entries []Entry) []Entry {
 	}
 	tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 	ts := sc.TraceState().String()
-	if !slices.ContainsFunc(entries, func(e Entry) bool { return e.Traceparent == "" }) {
-		return entries
-	}
 	out := slices.Clone(entries)
 	for i := range out {
 		if out[i].Traceparent == "" {

@@ -28,8 +28,7 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// Store is what the page reads and acts on: the journal (heads, record
-// lookups) and the push store with host health over one database.
+// Store is what the page reads and acts on, over one database.
 type Store interface {
 	journal.Journal
 	push.Store
@@ -84,19 +83,11 @@ func New(opts Options) (*Page, error) {
 		return nil, errors.New("page: Options.Store is nil")
 	}
 	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
-		delivered: map[string]uint64{}}
+		delivered: map[string]uint64{}, tmpl: map[string]*template.Template{}, mux: http.NewServeMux()}
 	if p.now == nil {
 		p.now = time.Now
 	}
 	rand.Read(p.key[:]) // crypto/rand never fails: it crashes the program first
-	if err := p.parseTemplates(); err != nil {
-		return nil, err
-	}
-	p.routes()
-	return p, nil
-}
-
-func (p *Page) parseTemplates() error {
 	funcs := template.FuncMap{
 		"time":   operator.Instant,
 		"ago":    func(t time.Time) string { return ago(p.now(), t) },
@@ -108,7 +99,6 @@ func (p *Page) parseTemplates() error {
 		"filter": func(ns, state string) string { return href("registrations", "namespace", ns, "state", state) },
 	}
 	names, _ := fs.Glob(templateFS, "templates/*.html") // the pattern is valid
-	p.tmpl = map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
 		if base == "layout" {
@@ -116,16 +106,11 @@ func (p *Page) parseTemplates() error {
 		}
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
 		if err != nil {
-			return fmt.Errorf("page: template %s: %w", n, err)
+			return nil, fmt.Errorf("page: template %s: %w", n, err)
 		}
 		p.tmpl[base] = t
 	}
-	return nil
-}
-
-func (p *Page) routes() {
-	m := http.NewServeMux()
-	pre := strings.TrimSuffix(Prefix, "/")
+	m, pre := p.mux, strings.TrimSuffix(Prefix, "/")
 	m.HandleFunc("GET "+pre+"/{$}", p.authed(p.overview))
 	m.HandleFunc("GET "+pre+"/registrations", p.authed(p.registrations))
 	m.HandleFunc("GET "+pre+"/registration", p.authed(p.registration))
@@ -138,18 +123,14 @@ func (p *Page) routes() {
 	m.HandleFunc("POST "+pre+"/logout", p.authed(p.csrf(p.logout)))
 	static, _ := fs.Sub(staticFS, "static") // embedded: it is there
 	m.Handle("GET "+pre+"/static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
-	m.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
-	})
-	p.mux = m
+	m.Handle("GET "+pre, http.RedirectHandler(Prefix, http.StatusMovedPermanently))
+	return p, nil
 }
 
 // ServeHTTP serves the page's views and actions under its prefix, with the
 // security headers on every answer.
 func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	// No script at all: the page works without JavaScript, so none may run,
-	// inline or not; styles and images only from the page itself.
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
@@ -157,8 +138,6 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	if p.token == "" && !operator.LoopbackHost(r.Host) {
-		// Open only to loopback: a page on another name reaching this one
-		// through DNS rebinding would otherwise read it and act on it.
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
 		return
 	}
@@ -188,28 +167,21 @@ func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
 
-// failErr renders err: 400 for bad input, 404 for what is not there, else
-// 500 (logged).
+// failErr renders err with operator.HTTPStatus's status; a 500 is logged.
 func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, journal.ErrInvalid):
-		p.fail(w, r, http.StatusBadRequest, err.Error())
-	case errors.Is(err, journal.ErrNotFound):
-		p.fail(w, r, http.StatusNotFound, err.Error())
-	default:
+	code, msg := operator.HTTPStatus(err), err.Error()
+	if code == http.StatusInternalServerError {
 		p.log.Error("herald page: store", "path", r.URL.Path, "err", err)
-		p.fail(w, r, http.StatusInternalServerError, "the store failed: "+err.Error())
+		msg = "the store failed: " + msg
 	}
+	p.fail(w, r, code, msg)
 }
 
 // visible returns html, as html/template rendered it, with every
-// table.Hidden character of its text shown as its code point, ‹U+202E›, as
-// the CLI's tables show it, so that a stored value (a receiver's error
-// body, a producer's stream name) cannot rearrange or hide the text around
-// it. Attribute values keep their bytes, so that an action still names the
+// table.Hidden character of its text shown as its code point (package doc);
+// attribute values keep their bytes, so that an action still names the
 // registration it was shown for. html/template escapes '<' and '>' in every
-// value it writes, so each '<' of its output opens a template's own tag,
-// and the first '>' after it closes that tag.
+// value, so each '<' of its output opens a tag of its own.
 func visible(html string) string {
 	if strings.IndexFunc(html, table.Hidden) < 0 {
 		return html
@@ -235,10 +207,8 @@ func visible(html string) string {
 }
 
 // Sessions are stateless: the cookie carries a random nonce, its issue
-// instant and whether it logged in, signed with the Page's key (HMAC-SHA256).
-// The CSRF token of a session is another HMAC of its nonce, so it is bound
-// to the session and needs no storage. A restart makes a new key: everyone
-// logs in again.
+// instant and whether it logged in, signed with the Page's key; the CSRF
+// token is another HMAC of the nonce.
 
 const cookieName = "herald_session"
 
@@ -306,8 +276,7 @@ func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) s
 	return s
 }
 
-// setCookie sets the session cookie: HttpOnly, SameSite=Strict, scoped to
-// the page's path, Secure when served over TLS.
+// setCookie sets the session cookie (package doc, "Security").
 func setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: Prefix, MaxAge: maxAge,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
@@ -372,13 +341,6 @@ func (p *Page) csrf(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// tokenOK compares a typed token with the admin token in constant time
-// (hashed first, so that not even the length leaks).
-func (p *Page) tokenOK(typed string) bool {
-	a, b := sha256.Sum256([]byte(typed)), sha256.Sum256([]byte(p.token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
-
 func (p *Page) loginForm(w http.ResponseWriter, r *http.Request) {
 	if p.token == "" {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
@@ -396,7 +358,9 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
-	if !p.tokenOK(r.PostForm.Get("token")) {
+	// Hashed first, so that not even the length leaks.
+	typed, want := sha256.Sum256([]byte(r.PostForm.Get("token"))), sha256.Sum256([]byte(p.token))
+	if subtle.ConstantTimeCompare(typed[:], want[:]) != 1 {
 		p.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in",
 			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN)."})
 		return

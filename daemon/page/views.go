@@ -165,10 +165,7 @@ func parseAct(v url.Values) (act, error) {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
 		}
 	case "reset-host":
-		if err := push.ValidateHost(a.Host); err != nil {
-			return a, err
-		}
-		return a, nil
+		return a, push.ValidateHost(a.Host)
 	default:
 		return a, journal.Invalid("action", "%q must be unpark, skip, rewind or reset-host", a.Action)
 	}

@@ -35,8 +35,8 @@ type Set struct {
 
 var fileName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
 
-// MustLoad is Load for a package's embedded files, which each store's tests
-// load: it panics on files that break the rules.
+// MustLoad is Load for a package's embedded files: it panics on files that
+// break the rules (each store's tests load them).
 func MustLoad(fsys fs.FS, dir, table string) Set {
 	files, err := Load(fsys, dir)
 	if err != nil {
@@ -131,8 +131,7 @@ func (s Set) Check(version int, dirty bool) error {
 	return nil
 }
 
-// Tx is one migration's transaction, begun by the store under its
-// migration lock; its errors are returned as they are.
+// Tx is one migration's transaction; its errors are returned as they are.
 type Tx interface {
 	// Version reads the version table (0 with no row, or no table); it
 	// refuses a database that is not herald's.

@@ -1,9 +1,14 @@
 package operator
 
 import (
+	"errors"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -45,5 +50,20 @@ func TestAddressNeedsATokenOffLoopback(t *testing.T) {
 			require.Contains(t, err.Error(), "HERALD_ADMIN_TOKEN", addr)
 		}
 		require.NoError(t, CheckAddr("--admin-addr", addr, "t0ken", "HERALD_ADMIN_TOKEN"), "%s with a token", addr)
+	}
+}
+
+// HTTPStatus maps the journal's sentinels, wrapped or not, and an
+// HTTPError's own code to the statuses the APIs and the page answer.
+func TestHTTPStatusOfErrors(t *testing.T) {
+	for err, want := range map[error]int{
+		journal.Invalid("stream", "is empty"):                       http.StatusBadRequest,
+		fmt.Errorf("get: %w", journal.ErrNotFound):                  http.StatusNotFound,
+		&journal.ConflictError{ID: "a", Field: "kind"}:              http.StatusConflict,
+		&journal.SealedError{Stream: "s", FinalSeq: 2}:              http.StatusConflict,
+		HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: "x"}: http.StatusRequestEntityTooLarge,
+		errors.New("the database is away"):                          http.StatusInternalServerError,
+	} {
+		require.Equal(t, want, HTTPStatus(err), err.Error())
 	}
 }

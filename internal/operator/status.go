@@ -70,11 +70,10 @@ func StatusAt(ctx context.Context, s push.Store, at time.Time) (Status, error) {
 // MaxHeldScan bounds the registrations read to count the held ones.
 const MaxHeldScan = 100_000
 
-// splitHeld moves the registrations held for their host out of the ready
-// and retrying counts of namespaces and returns how many each namespace
-// holds. It reads the lagging registrations only when a host is not up, at
-// most MaxHeldScan of them (past that, truncated). Stats and List are two
-// reads, so under change the counts are approximate, never negative.
+// splitHeld moves the registrations held for a host of notUp out of the
+// ready and retrying counts of namespaces and returns how many each holds,
+// reading at most MaxHeldScan lagging registrations (past that, truncated).
+// Stats and List are two reads: under change the counts are approximate.
 func splitHeld(ctx context.Context, s push.Store, namespaces map[string]push.NamespaceStats, notUp Held) (held map[string]int, truncated bool, err error) {
 	held = map[string]int{}
 	if len(notUp) == 0 {
@@ -198,9 +197,8 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 	return journal.Record{}, fmt.Errorf("stream %q has no record #%d (never appended, or pruned): %w", stream, seq, journal.ErrNotFound)
 }
 
-// RecordStatusOf is the RecordStatus of the record the APIs and the page
-// name by id, or by stream and seq (as given: text). Errors wrap
-// journal.ErrInvalid for another naming, else are FindRecord's.
+// RecordStatusOf is the RecordStatus of the record named by id, or by stream
+// and seq (text, as a query gives it). Errors: journal.ErrInvalid, FindRecord's.
 func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
 	switch {

@@ -65,8 +65,7 @@ func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 	return held, nil
 }
 
-// Store is what the operator's surfaces read and act on: the journal and
-// the push store over one database.
+// Store is the journal and the push store over one database.
 type Store interface {
 	journal.Journal
 	push.Store
@@ -109,16 +108,14 @@ func (held Held) Views(sts []push.Status) []RegistrationView {
 
 // RegisteredView answers a registration (POST /v1/registrations, herald
 // register --json), with warnings of what will keep it from being delivered
-// as asked (a rule of the network guard its URL breaks, WindowNote); it is
-// stored all the same.
+// as asked (the network guard, WindowNote).
 type RegisteredView struct {
 	RegistrationView
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// WindowNote says, when window is above maxPerHost, that a worker has at
-// most maxPerHost of the registration's messages in flight; "" otherwise.
-// whose names the cap ("this daemon's", "the default").
+// WindowNote warns that a window above maxPerHost (whose: "this daemon's",
+// "the default") is capped by it; "" otherwise.
 func WindowNote(window, maxPerHost int, whose string) string {
 	if window <= maxPerHost {
 		return ""

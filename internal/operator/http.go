@@ -1,10 +1,39 @@
 package operator
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+
+	"github.com/heraldpush/herald/journal"
 )
+
+// HTTPError is an error answered with a status of its own (413, 415).
+type HTTPError struct {
+	Code int
+	Msg  string
+}
+
+func (e HTTPError) Error() string { return e.Msg }
+
+// HTTPStatus is err's status on the APIs and the page: an HTTPError's own,
+// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream, else
+// 500.
+func HTTPStatus(err error) int {
+	switch he, ok := errors.AsType[HTTPError](err); {
+	case ok:
+		return he.Code
+	case errors.Is(err, journal.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, journal.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
 
 // LoopbackHost reports whether a request's Host, port or not, names a
 // loopback address (127.0.0.0/8, ::1 with any zone, localhost) or is empty
