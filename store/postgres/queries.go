@@ -327,7 +327,7 @@ LIMIT $4`
 // "Claiming and fencing".
 var (
 	// sqlFence locks the registration's row before a write under a claim.
-	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at
+	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
@@ -371,11 +371,8 @@ SET ` + cursorMoved("u.next_seq") + `, lease_owner = '', lease_until = NULL
 FROM u
 WHERE r.ctid = ANY (ARRAY(SELECT tid FROM u)) AND r.ctid = u.tid
 RETURNING u.ord`
-	sqlRegistrationForEvent = `SELECT namespace, url FROM herald_registration WHERE stream = $1 AND id = $2`
-	sqlComplete             = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
-	sqlLockRegistration     = `SELECT next_seq, parked FROM herald_registration
-WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
-	sqlUnpark = `UPDATE herald_registration
+	sqlComplete = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
+	sqlUnpark   = `UPDATE herald_registration
 SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
