@@ -205,7 +205,7 @@ ORDER BY r.parked_at, r.stream, r.id
 LIMIT 1`
 )
 
-// Due (due.go): package doc, "Idle costs nothing" and "Claiming and
+// Due (registrations.go): package doc, "Idle costs nothing" and "Claiming and
 // fencing". Every probe of herald_registration is a subquery per pending
 // stream (or candidate) behind OFFSET 0, so that the planner never hashes
 // the whole table, whatever its statistics say.
