@@ -160,9 +160,8 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 // Due implements push.Store (package doc, "Idle costs nothing" and
 // "Claiming and fencing"): a sequencer step, then one transaction of three
 // round trips: begin, read the troubled hosts and lock the probes this
-// claim owns; claim, and count the other namespaces' due registrations
-// (then, rarely, move the probes claimed); clear the idle streams' markers
-// and commit.
+// claim owns; claim, and count the other namespaces' due registrations;
+// move the probes claimed, clear the idle streams' markers and commit.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return push.DueBatch{}, err
@@ -217,14 +216,23 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			return s.dbErr(ctx, "due", err)
 		}
 		batch.More = unclaimed > 0
-		if err := s.claimedHosts(ctx, conn, q, hosts, probes, &batch); err != nil {
-			return err
-		}
 		b = &pgx.Batch{}
+		for _, st := range batch.Registrations { // report the claimed hosts, moving the probes claimed
+			h, ok := hosts[st.Host()]
+			if !ok {
+				continue
+			}
+			delete(hosts, h.Host)
+			if probes[h.Host] {
+				h = h.Probed(q.At)
+				b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
+			}
+			batch.Hosts = append(batch.Hosts, h)
+		}
 		b.Queue(sqlClearCandidates)
 		b.Queue(sqlClearPending)
 		b.Queue(sqlCommit)
-		return s.dbErr(ctx, "due: clear idle streams and commit", conn.SendBatch(ctx, b).Close())
+		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
 		return push.DueBatch{}, err
