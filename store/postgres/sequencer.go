@@ -153,18 +153,14 @@ func (s *Store) poke() {
 // processes may run it: one at a time numbers. A failed step is passed to
 // onError (if not nil) and retried after MaxSequencerInterval.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
-	s.runSequencer(ctx, onError, nil)
+	s.RunSequencerWaking(ctx, onError, nil)
 }
 
-// RunSequencerWaking is RunSequencer that also calls numbered, which must
-// not block, after each of its steps that numbered records, and after a
-// failed one (its commit may have happened): its process wakes its own
-// workers at once. This Store's Listeners skip its steps' notifications.
+// RunSequencerWaking is RunSequencer that also calls numbered (if not nil),
+// which must not block, after each of its steps that numbered records, and
+// after a failed one (its commit may have happened): its process wakes its
+// own workers at once. This Store's Listeners skip its steps' notifications.
 func (s *Store) RunSequencerWaking(ctx context.Context, onError func(error), numbered func()) {
-	s.runSequencer(ctx, onError, numbered)
-}
-
-func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered func()) {
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
 	var conn *pgx.Conn
