@@ -196,17 +196,3 @@ func readStatus(ctx context.Context, pool *pgxpool.Pool, check bool) (store.Sche
 	}
 	return schema.Status(database, v, dirty), nil
 }
-
-// checkSchema refuses a database whose schema is not this binary's (New).
-func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	st, err := readStatus(ctx, pool, true)
-	switch {
-	case err != nil:
-		return err
-	case st.Current == 0:
-		return fmt.Errorf("postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
-	case st.Current < st.Latest:
-		return fmt.Errorf("postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
-	}
-	return nil
-}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 var (
@@ -116,8 +117,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if s.seqBusy < MinSequencerInterval || s.seqBusy > MaxSequencerInterval {
 		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, MinSequencerInterval, MaxSequencerInterval)
 	}
-	if err := checkSchema(ctx, pool); err != nil {
+	switch st, err := readStatus(ctx, pool, true); {
+	case err != nil:
 		return nil, err
+	case st.Current == 0:
+		return nil, fmt.Errorf("postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
+	case st.Current < st.Latest:
+		return nil, fmt.Errorf("postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
 	}
 	return s, nil
 }
