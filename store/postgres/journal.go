@@ -105,11 +105,14 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		}
 	}
 	out := make([]journal.Record, len(entries))
-	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
+	done := func(err error) ([]journal.Record, error) {
 		if err != nil {
 			return nil, err
 		}
 		return out, nil
+	}
+	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
+		return done(err)
 	}
 
 	var (
@@ -149,10 +152,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		return nil, s.sealed(ctx, tx, stream, finalSeq)
 	}
 	if blocked, err := s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil || !blocked {
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
+		return done(err)
 	}
 	// Sealed, or one of the fresh ids stored, since the lookup.
 	if err := tx.QueryRow(ctx, sqlSealState, stream).Scan(&finalSeq, &pendingFinal); err != nil {
