@@ -138,17 +138,11 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	var (
 		st                   push.Status
 		r                    = &st.Registration
-		config               []byte
-		onRejected           string
 		parkedAt, leaseUntil pgtype.Timestamptz
 	)
-	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, &config, &onRejected, &r.NextSeq, &r.Attempts,
+	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
 		&st.Head, &st.Sealed}, extra...)...)
-	if config != nil {
-		r.Config = push.Config(config)
-	}
-	r.OnRejected = push.RejectPolicy(onRejected)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}
