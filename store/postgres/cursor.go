@@ -116,10 +116,10 @@ func (f fence) notApplied(op string, c push.Claim, nextSeq uint64) error {
 	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
 }
 
-// fenced runs write after sqlFence (package doc, "Claiming and fencing") in
-// one implicit transaction, and says why it did not apply if it did not
-// (nextSeq 0: it writes no cursor); with evidence, it trims the evidence.
-// With tell, an explicit transaction appends tell's event if write applied.
+// fenced runs write after sqlFence (package doc, "Claiming and fencing"),
+// then the evidence's trim if evidence, in one implicit transaction, or with
+// tell in an explicit one that appends tell's event if write applied. A
+// write that did not apply returns notApplied's error.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
 	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
@@ -268,9 +268,8 @@ type change struct {
 }
 
 // operator makes an operator's change in one transaction: it locks and marks
-// the stream row, locks the registration's, and asks decide, given the
-// stream's oldest seq, for the change (nil: none; an error refuses it,
-// changing nothing).
+// the stream row, locks the registration's, and asks decide for the change
+// (nil: none; an error refuses it, changing nothing).
 func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(f fence, oldest uint64) (*change, error)) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err

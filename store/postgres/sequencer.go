@@ -19,13 +19,10 @@ const (
 	sequencerPage = 10_000
 )
 
-// RunSequencer's interval adapts to the load, since each step costs a commit
-// (a WAL flush the application's commits queue behind) and about a
-// millisecond of server CPU however few records it numbers (at a fixed 5 ms,
-// 90-290 µs per transaction of a writer of 1,000 a second). While records
-// come it doubles after a step that numbered fewer than sequencerBatch, up
-// to the busy bound (WithSequencerInterval), and halves after one that
-// numbered more; with none coming it doubles up to MaxSequencerInterval.
+// RunSequencer's interval adapts to the load (nextPoll), since each step
+// costs a commit (a WAL flush the application's commits queue behind) and
+// about a millisecond of server CPU however few records it numbers (at a
+// fixed 5 ms, 90-290 µs per transaction of a writer of 1,000 a second).
 const (
 	// MinSequencerInterval is the interval after an AppendTx of this
 	// process woke an idle runner, and the shortest under a heavy load.
@@ -164,8 +161,7 @@ func (s *Store) RunSequencerWaking(ctx context.Context, onError func(error), num
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
 	var conn *pgx.Conn
-	// forget conn's backend, whose pid another process may get once it is
-	// gone.
+	// forget conn's backend, whose pid another process may get once gone.
 	forget := func() {
 		if numbered != nil && conn != nil {
 			s.ownPID.CompareAndSwap(conn.PgConn().PID(), 0)
