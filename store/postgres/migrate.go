@@ -104,17 +104,17 @@ func beginMigration(pool *pgxpool.Pool, op string) migrate.Begin {
 			_ = tx.Rollback(ctx)
 			return nil, migrationError(ctx, op+": wait for the migration lock", err)
 		}
-		return migrationTx{tx: tx, op: op}, nil
+		return migrationTx{Tx: tx, op: op}, nil
 	}
 }
 
 type migrationTx struct {
-	tx pgx.Tx
+	pgx.Tx
 	op string
 }
 
 func (t migrationTx) Version(ctx context.Context) (int, bool, error) {
-	_, v, dirty, err := readVersion(ctx, t.tx)
+	_, v, dirty, err := readVersion(ctx, t.Tx)
 	return v, dirty, err
 }
 
@@ -123,22 +123,20 @@ func (t migrationTx) Apply(ctx context.Context, what, sql string, version int) e
 	// runs its many statements.
 	for _, q := range []string{sql, `CREATE TABLE IF NOT EXISTS ` + versionTable + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`,
 		`DELETE FROM ` + versionTable} {
-		if _, err := t.tx.Exec(ctx, q); err != nil {
+		if _, err := t.Exec(ctx, q); err != nil {
 			return migrationError(ctx, t.op+", "+what, err)
 		}
 	}
 	if version == 0 {
 		return nil
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO `+versionTable+` (version, dirty) VALUES ($1, false)`, version)
+	_, err := t.Exec(ctx, `INSERT INTO `+versionTable+` (version, dirty) VALUES ($1, false)`, version)
 	return migrationError(ctx, t.op+", "+what, err)
 }
 
 func (t migrationTx) Commit(ctx context.Context) error {
-	return migrationError(ctx, t.op, t.tx.Commit(ctx))
+	return migrationError(ctx, t.op, t.Tx.Commit(ctx))
 }
-
-func (t migrationTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // migrationError is dbError that says what an expired lock_timeout means.
 func migrationError(ctx context.Context, op string, err error) error {
