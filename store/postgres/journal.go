@@ -168,7 +168,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 // stream is sealed or an id stored). An id of several committed meanwhile
 // undoes the insert, keeping tx usable, and is a conflict.
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
-	at := s.stamp()
+	at := s.now().UTC().Truncate(time.Microsecond) // PostgreSQL's precision
 	n := len(fresh)
 	if n == 1 {
 		i := fresh[0]
@@ -342,10 +342,8 @@ type RefusedRecord struct {
 // Refused lists up to limit refused records of stream ("": every stream) in
 // stream and insertion order. Errors: journal.ErrInvalid.
 func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]RefusedRecord, error) {
-	if stream != "" {
-		if err := journal.ValidateStream(stream); err != nil {
-			return nil, err
-		}
+	if err := journal.ValidateStream(stream); err != nil && stream != "" {
+		return nil, err
 	}
 	if limit < 1 {
 		return nil, journal.Invalid("limit", "is %d: it must be at least 1", limit)

@@ -204,9 +204,6 @@ func rowTo[T any](scan func(pgx.Row, ...any) (T, error)) pgx.RowToFunc[T] {
 	return func(row pgx.CollectableRow) (T, error) { return scan(row) }
 }
 
-// stamp returns the store's clock in UTC, to the microsecond.
-func (s *Store) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
-
 // maxSeq bounds seqs and cursors: PostgreSQL's bigint.
 const maxSeq = 1<<63 - 1
 
