@@ -64,14 +64,8 @@ ORDER BY q.stream, r.pos LIMIT $2`
 var (
 	sqlAnyUnsequenced = `SELECT EXISTS (` + waitingRunning("r.id", "true", "") + `) OR EXISTS (` + waitingNew("r.id", "true", "LIMIT 1") + `)`
 	sqlBegin          = `BEGIN ISOLATION LEVEL READ COMMITTED`
-	// The lock, tried or waited for, held in a transaction-local setting
-	// that sqlNumber reads: a statement of its own, whose snapshot, taken
-	// after the lock was granted, sees all the previous holder committed.
-	sqlTryLock  = `SELECT set_config('herald.sequencer', pg_try_advisory_xact_lock($1)::text, true) = 'true'`
-	sqlWaitLock = `SELECT pg_advisory_xact_lock($1)`
-	sqlHeld     = `SELECT set_config('herald.sequencer', 'true', true) = 'true'`
-	sqlCommit   = `COMMIT`
-	sqlAbort    = `ROLLBACK`
+	sqlCommit         = `COMMIT`
+	sqlAbort          = `ROLLBACK`
 	// sqlNumber is the step. Its window (win) is its own snapshot unless a
 	// full page ($1 records) left one open; a full page takes the rest of
 	// the streams whose final record it holds (cand), so that a final record
@@ -158,7 +152,6 @@ SET namespace = excluded.namespace, url = excluded.url, config = excluded.config
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
 RETURNING r.*)
 SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
-	sqlGet  = `SELECT ` + statusFrom + ` WHERE r.stream = $1 AND r.id = $2`
 	sqlList = `SELECT ` + statusFrom + `
 WHERE ($1::text = '' OR r.stream = $1) AND ($2::text = '' OR r.namespace = $2)
   AND (NOT $3::boolean OR r.parked) AND (NOT $4::boolean OR r.next_seq <= s.head)

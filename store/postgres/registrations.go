@@ -80,7 +80,7 @@ func (s *Store) Get(ctx context.Context, stream, id string) (push.Status, error)
 	if !validKey(stream, id) {
 		return push.Status{}, notFound(stream, id)
 	}
-	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, stream, id))
+	st, err := scanStatus(s.pool.QueryRow(ctx, `SELECT `+statusFrom+` WHERE r.stream = $1 AND r.id = $2`, stream, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return push.Status{}, notFound(stream, id)
 	}
