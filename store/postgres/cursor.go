@@ -17,8 +17,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-var _ push.AdvanceBatcher = (*Store)(nil)
-
 // Advance implements push.Store.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
 	return s.saveCursor(ctx, "advance", sqlAdvance, c, nextSeq)

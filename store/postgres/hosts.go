@@ -13,8 +13,6 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-var _ push.HostStore = (*Store)(nil)
-
 func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	var (
 		h                  push.Host

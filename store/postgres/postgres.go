@@ -20,8 +20,11 @@ import (
 )
 
 var (
-	_ journal.Journal = (*Store)(nil)
-	_ push.Store      = (*Store)(nil)
+	_ journal.Journal     = (*Store)(nil)
+	_ push.Store          = (*Store)(nil)
+	_ push.AdvanceBatcher = (*Store)(nil)
+	_ push.HostStore      = (*Store)(nil)
+	_ store.Retention     = (*Store)(nil)
 )
 
 // Store is herald's journal and push store. It is safe for concurrent use,

@@ -12,8 +12,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-var _ store.Retention = (*Store)(nil)
-
 // pruneStreams bounds the streams one Prune call visits.
 const pruneStreams = 200
 
