@@ -97,7 +97,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		flat = append(flat, d[:]...)
 		digests[i] = flat[len(flat)-sha256.Size : len(flat) : len(flat)] // capped: an append cannot reach the next
 	}
-	all := onlyFirst
+	all := []int{0} // on the stack: insert keeps no reference
 	if len(entries) > 1 {
 		all = make([]int, len(entries))
 		for i := range all {
@@ -264,9 +264,6 @@ func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journa
 	}
 	return journal.Same(rec, stream, e)
 }
-
-// onlyFirst is the index list of a one-entry append (read, never written).
-var onlyFirst = []int{0}
 
 func clonePayload(p []byte) []byte {
 	if p == nil {
