@@ -35,8 +35,7 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 	return s.event(ctx, tx, e, ok)
 }
 
-// HostFailed implements push.HostStore in one transaction, fenced by the
-// claim, that locks the registration's row, then the host's.
+// HostFailed implements push.HostStore in one transaction fenced by the claim.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
 	if err := f.Validate(); err != nil {
 		return push.Host{}, err

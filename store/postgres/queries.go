@@ -291,8 +291,7 @@ WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
 	sqlAdvance    = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + `, lease_owner = '', lease_until = NULL` + fencedBy("$3", "$4")
 	sqlCheckpoint = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + fencedBy("$3", "$4")
-	// sqlRetry and sqlPark: $15 the claim's owner, $16 the cursor reached,
-	// $17 not before; parked at the evidence's instant ($3).
+	// sqlRetry and sqlPark: $17 not before; parked at the evidence's instant ($3).
 	sqlRetry = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
         next_attempt_at = $17`)
 	sqlPark = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,

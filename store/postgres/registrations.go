@@ -13,8 +13,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Register implements push.Store: it locks and marks the stream row, then
-// writes the registration.
+// Register implements push.Store (package doc, "Idle costs nothing").
 func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
 	if err := r.Validate(); err != nil {
 		return push.Registration{}, err

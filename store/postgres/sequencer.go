@@ -10,8 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The sequencer numbers committed records: package doc, "Appending".
-
 const (
 	// sequencerLock keys the advisory lock that elects the sequencer.
 	sequencerLock int64 = 0x68657261_6c645351 // "heraldSQ"
