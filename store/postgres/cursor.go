@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,11 +52,8 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 
 func (s *Store) fail(ctx context.Context, op, write string, c push.Claim, nextSeq uint64, ev push.Evidence, instants error,
 	tell func(fence) (journal.Entry, bool), args ...any) error {
-	if err := checkCursor(nextSeq); err != nil {
+	if err := cmp.Or(checkCursor(nextSeq), instants); err != nil {
 		return err
-	}
-	if instants != nil {
-		return instants
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
 	return s.fenced(ctx, op, c, nextSeq, true, tell, write, append(append(evidenceArgs(ev), c.Owner, int64(nextSeq)), args...)...)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,10 +38,7 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 
 // HostFailed implements push.HostStore in one transaction fenced by the claim.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
-	if err := f.Validate(); err != nil {
-		return push.Host{}, err
-	}
-	if err := checkCursor(f.NextSeq); err != nil {
+	if err := cmp.Or(f.Validate(), checkCursor(f.NextSeq)); err != nil {
 		return push.Host{}, err
 	}
 	c := f.Claim

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -15,10 +16,7 @@ import (
 
 // Register implements push.Store (package doc, "Idle costs nothing").
 func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
-	if err := r.Validate(); err != nil {
-		return push.Registration{}, err
-	}
-	if err := checkSeq("next seq", r.NextSeq); err != nil {
+	if err := cmp.Or(r.Validate(), checkSeq("next seq", r.NextSeq)); err != nil {
 		return push.Registration{}, err
 	}
 	var out push.Registration
@@ -156,10 +154,7 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 // claim owns; claim, and count the other namespaces' due registrations;
 // move the probes claimed, clear the idle streams' markers and commit.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
-	if err := q.Validate(); err != nil {
-		return push.DueBatch{}, err
-	}
-	if err := journal.ValidateID("lease owner", q.Owner); err != nil {
+	if err := cmp.Or(q.Validate(), journal.ValidateID("lease owner", q.Owner)); err != nil {
 		return push.DueBatch{}, err
 	}
 	if s.sequencing.Load() == 0 {
