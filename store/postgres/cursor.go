@@ -66,8 +66,7 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
 		return push.RegistrationEvent(push.KindCompleted, f.reg, f.head+1, "", "", f.reg.NextAttemptAt)
 	}
-	return s.fenced(ctx, "complete", c, 0, false, tell,
-		`DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`, c.Stream, c.ID, c.Owner)
+	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, c.Stream, c.ID, c.Owner)
 }
 
 // fence is what sqlFence read under the registration's row lock.
@@ -191,7 +190,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 		var ord int
 		f := fence{found: true}
 		b := &pgx.Batch{}
-		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
+		b.Queue(sqlGenericPlans)
 		b.Queue(sqlFenceBatch, streams, ids).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&ord, &f.reg.LeaseOwner, &f.head}, func() error { fences[ord] = f; return nil })
 			return err

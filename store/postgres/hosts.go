@@ -54,7 +54,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		)
 		b := &pgx.Batch{}
 		fc.queue(b, c)
-		b.Queue(`INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`, f.Host, f.Evidence.At)
+		b.Queue(sqlEnsureHost, f.Host, f.Evidence.At)
 		b.Queue(sqlLockHost, f.Host).QueryRow(func(row pgx.Row) (err error) {
 			old, err = scanHost(row)
 			return err

@@ -195,7 +195,7 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []
 		return blocked, s.dbErr(ctx, "append to "+stream, err)
 	}
 	if len(inserted) < n {
-		if _, err := tx.Exec(ctx, `DELETE FROM herald_record WHERE id = ANY($1::text[])`, inserted); err != nil {
+		if _, err := tx.Exec(ctx, sqlUndoInsert, inserted); err != nil {
 			return false, s.dbErr(ctx, "append: undo", err)
 		}
 		for _, i := range fresh {
@@ -245,7 +245,7 @@ func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
 func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *int64) error {
 	if finalSeq == nil {
 		var f int64
-		if err := q.QueryRow(ctx, `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`, stream).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := q.QueryRow(ctx, sqlFinalSeq, stream).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.dbErr(ctx, "append to "+stream+": read the final seq", err)
 		}
 		finalSeq = &f
@@ -293,7 +293,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head uint64
-	err := s.pool.QueryRow(ctx, `SELECT head FROM herald_stream WHERE stream = $1`, stream).Scan(&head)
+	err := s.pool.QueryRow(ctx, sqlHead, stream).Scan(&head)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, s.dbErr(ctx, "head of "+stream, err)
 	}

@@ -121,8 +121,7 @@ func (t migrationTx) Version(ctx context.Context) (int, bool, error) {
 func (t migrationTx) Apply(ctx context.Context, what, sql string, version int) error {
 	// Without arguments pgx sends the file in the simple protocol, which
 	// runs its many statements.
-	for _, q := range []string{sql, `CREATE TABLE IF NOT EXISTS ` + versionTable + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`,
-		`DELETE FROM ` + versionTable} {
+	for _, q := range []string{sql, sqlCreateVersions, sqlClearVersion} {
 		if _, err := t.Exec(ctx, q); err != nil {
 			return migrationError(ctx, t.op+", "+what, err)
 		}
@@ -130,7 +129,7 @@ func (t migrationTx) Apply(ctx context.Context, what, sql string, version int) e
 	if version == 0 {
 		return nil
 	}
-	_, err := t.Exec(ctx, `INSERT INTO `+versionTable+` (version, dirty) VALUES ($1, false)`, version)
+	_, err := t.Exec(ctx, sqlRecordVersion, version)
 	return migrationError(ctx, t.op+", "+what, err)
 }
 
@@ -173,7 +172,7 @@ func readVersion(ctx context.Context, q querier) (database string, version int, 
 		return "", 0, false, fmt.Errorf("table %s is not a herald version table (version bigint, dirty boolean): %w", versionTable, store.ErrNotHerald)
 	}
 	var v int64
-	err = q.QueryRow(ctx, `SELECT version, dirty FROM `+versionTable+` LIMIT 1`).Scan(&v, &dirty)
+	err = q.QueryRow(ctx, sqlCurrentVersion).Scan(&v, &dirty)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return database, 0, false, nil

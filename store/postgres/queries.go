@@ -2,8 +2,7 @@ package postgres
 
 import "strings"
 
-// The store's SQL, but one-line statements used once, which sit by their
-// caller; parameters are numbered as passed.
+// Every SQL statement of the store; parameters are numbered as passed.
 
 // The schema's version (migrate.go, readVersion).
 const (
@@ -14,8 +13,12 @@ const (
             OR (attname = 'dirty' AND atttypid = 'boolean'::regtype))),
        to_regclass('herald_stream') IS NOT NULL OR to_regclass('herald_record') IS NOT NULL
     OR to_regclass('herald_registration') IS NOT NULL OR to_regclass('herald_evidence') IS NOT NULL`
-	migrationLockKey = `hashtextextended('herald_schema_migrations', 0)`
-	sqlMigrationLock = `SELECT pg_advisory_xact_lock(` + migrationLockKey + `)`
+	sqlCurrentVersion = `SELECT version, dirty FROM ` + versionTable + ` LIMIT 1`
+	migrationLockKey  = `hashtextextended('herald_schema_migrations', 0)`
+	sqlMigrationLock  = `SELECT pg_advisory_xact_lock(` + migrationLockKey + `)`
+	sqlCreateVersions = `CREATE TABLE IF NOT EXISTS ` + versionTable + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`
+	sqlClearVersion   = `DELETE FROM ` + versionTable
+	sqlRecordVersion  = `INSERT INTO ` + versionTable + ` (version, dirty) VALUES ($1, false)`
 )
 
 // The journal (journal.go): package doc, "Appending".
@@ -49,6 +52,9 @@ SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea
 WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
     UNION ALL SELECT FROM herald_record WHERE stream = $1 AND final)
 ON CONFLICT (id) DO NOTHING`
+	sqlUndoInsert = `DELETE FROM herald_record WHERE id = ANY($1::text[])`
+	sqlHead       = `SELECT head FROM herald_stream WHERE stream = $1`
+	sqlFinalSeq   = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
 	recordColumns = `coalesce(q.seq, 0), r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate`
 	sqlRead       = `SELECT ` + recordColumns + `
 FROM herald_seq q JOIN herald_record r ON r.id = q.id
@@ -64,8 +70,14 @@ ORDER BY q.stream, r.pos LIMIT $2`
 var (
 	sqlAnyUnsequenced = `SELECT EXISTS (` + waitingRunning("r.id", "true", "") + `) OR EXISTS (` + waitingNew("r.id", "true", "LIMIT 1") + `)`
 	sqlBegin          = `BEGIN ISOLATION LEVEL READ COMMITTED`
-	sqlCommit         = `COMMIT`
-	sqlAbort          = `ROLLBACK`
+	// The lock, tried or waited for, held in a transaction-local setting
+	// that sqlNumber reads: a statement of its own, whose snapshot, taken
+	// after the lock was granted, sees all the previous holder committed.
+	sqlTryLock  = `SELECT set_config('herald.sequencer', pg_try_advisory_xact_lock($1)::text, true) = 'true'`
+	sqlWaitLock = `SELECT pg_advisory_xact_lock($1)`
+	sqlHeld     = `SELECT set_config('herald.sequencer', 'true', true) = 'true'`
+	sqlCommit   = `COMMIT`
+	sqlAbort    = `ROLLBACK`
 	// sqlNumber is the step. Its window (win) is its own snapshot unless a
 	// full page ($1 records) left one open; a full page takes the rest of
 	// the streams whose final record it holds (cand), so that a final record
@@ -152,7 +164,9 @@ SET namespace = excluded.namespace, url = excluded.url, config = excluded.config
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
 RETURNING r.*)
 SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
-	sqlList = `SELECT ` + statusFrom + `
+	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
+	sqlGet                = `SELECT ` + statusFrom + ` WHERE r.stream = $1 AND r.id = $2`
+	sqlList               = `SELECT ` + statusFrom + `
 WHERE ($1::text = '' OR r.stream = $1) AND ($2::text = '' OR r.namespace = $2)
   AND (NOT $3::boolean OR r.parked) AND (NOT $4::boolean OR r.next_seq <= s.head)
   AND (r.stream, r.id) > ($5::text, $6::text)
@@ -185,7 +199,8 @@ var (
 	// Due's and the sequencer's settings: the planner's statistics lag the
 	// pending markers and cannot estimate a snapshot's transactions, so it
 	// would scan whole tables and JIT-compile; generic plans spare planning.
-	sqlPlanner = []string{`SET LOCAL enable_seqscan = off`, `SET LOCAL jit = off`, `SET LOCAL plan_cache_mode = force_generic_plan`}
+	sqlPlanner        = []string{`SET LOCAL enable_seqscan = off`, `SET LOCAL jit = off`, `SET LOCAL plan_cache_mode = force_generic_plan`}
+	sqlDueAsyncCommit = `SET LOCAL synchronous_commit = off`
 	// sqlClearCandidates keeps the streams it locks in a setting for sqlClearPending.
 	sqlClearCandidates = `SELECT set_config('herald.idle', coalesce(array_agg(c.stream), '{}')::text, true)
 FROM (SELECT s.stream FROM herald_stream s
@@ -262,6 +277,8 @@ FOR NO KEY UPDATE SKIP LOCKED`
 	// Read before the claim, which takes the held hosts as an array: a few
 	// comparisons cost a row less than a lookup of its host.
 	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
+	sqlMoveProbe     = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
+	sqlEnsureHost    = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
 	sqlLockHost      = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
 	sqlPutHost       = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
     last_error = $7, last_failure_at = $8
@@ -301,8 +318,9 @@ FOR NO KEY UPDATE OF r`
         next_attempt_at = $17`)
 	// AdvanceBatch: sqlFence and sqlAdvance for many claims, sorted by key,
 	// none twice. A custom plan of unnest cost more CPU than the statement:
-	// AdvanceBatch sets force_generic_plan until the implicit transaction ends.
-	sqlFenceBatch = `SELECT u.ord, r.lease_owner, r.head
+	// sqlGenericPlans holds until the implicit transaction ends.
+	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
 CROSS JOIN LATERAL (
     SELECT r.lease_owner, (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream) AS head
@@ -324,7 +342,8 @@ SET ` + cursorMoved("u.next_seq") + `, lease_owner = '', lease_until = NULL
 FROM u
 WHERE r.ctid = ANY (ARRAY(SELECT tid FROM u)) AND r.ctid = u.tid
 RETURNING u.ord`
-	sqlUnpark = `UPDATE herald_registration
+	sqlComplete = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
+	sqlUnpark   = `UPDATE herald_registration
 SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
@@ -383,8 +402,10 @@ func failed(set string) string {
 // Retention (retention.go). The stream's row lock keeps every cursor from
 // moving below the new low-water mark while it is computed.
 var (
-	sqlPruneLock = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1
+	sqlPruneCandidates = `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`
+	sqlPruneLock       = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1
 FOR NO KEY UPDATE SKIP LOCKED`
+	sqlPruneLow     = `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`
 	sqlPruneRefused = `WITH gone AS (
     DELETE FROM herald_seq q USING herald_record r
     WHERE q.stream = $1 AND q.refused IS NOT NULL AND r.id = q.id AND r.appended_at <= $2
@@ -395,6 +416,7 @@ DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
 WHERE q.stream = $1 AND q.seq >= $2 AND q.seq < $3 ORDER BY q.seq LIMIT $4`
 	sqlPruneRecords = `WITH gone AS (DELETE FROM herald_seq WHERE stream = $1 AND seq < $2 RETURNING id)
 DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
+	sqlPruneMark = `UPDATE herald_stream SET oldest_seq = $2 WHERE stream = $1`
 	// A sealed, completed stream goes once nothing of it is left, none
 	// waiting for the sequencer either (it would start a stream anew).
 	sqlPruneStream = `DELETE FROM herald_stream WHERE stream = $1

@@ -62,7 +62,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
 		return notFound(stream, id)
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`, stream, id)
+	tag, err := s.pool.Exec(ctx, sqlDeleteRegistration, stream, id)
 	if err != nil {
 		return s.dbErr(ctx, "unregister", err)
 	}
@@ -77,7 +77,7 @@ func (s *Store) Get(ctx context.Context, stream, id string) (push.Status, error)
 	if !validKey(stream, id) {
 		return push.Status{}, notFound(stream, id)
 	}
-	st, err := scanStatus(s.pool.QueryRow(ctx, `SELECT `+statusFrom+` WHERE r.stream = $1 AND r.id = $2`, stream, id))
+	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, stream, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return push.Status{}, notFound(stream, id)
 	}
@@ -168,7 +168,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		b := &pgx.Batch{}
 		b.Queue(sqlBegin)
 		queuePlanner(b)
-		b.Queue(`SET LOCAL synchronous_commit = off`)
+		b.Queue(sqlDueAsyncCommit)
 		b.Queue(sqlTroubledHosts).Query(appendTo(&troubled, rowTo(scanHost)))
 		b.Queue(sqlLockProbes, q.At).Query(appendTo(&locked, rowTo(scanHost)))
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -213,7 +213,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			delete(hosts, h.Host)
 			if probes[h.Host] {
 				h = h.Probed(q.At)
-				b.Queue(`UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`, h.Host, h.Probes, h.NextProbeAt)
+				b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
 			}
 			batch.Hosts = append(batch.Hosts, h)
 		}

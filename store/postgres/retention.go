@@ -34,7 +34,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	if q.DryRun {
 		from, limit = "", maxSeq // a dry run reports a whole pass
 	}
-	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`, from, limit)
+	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], sqlPruneCandidates, from, limit)
 	if err != nil {
 		return store.PruneReport{}, err
 	}
@@ -76,7 +76,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 			return nil // locked (next pass) or removed meanwhile
 		}
 		if err == nil {
-			err = tx.QueryRow(ctx, `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`, name).Scan(&low, &regs)
+			err = tx.QueryRow(ctx, sqlPruneLow, name).Scan(&low, &regs)
 		}
 		if err != nil {
 			return s.dbErr(ctx, "prune: lock stream and read cursors", err)
@@ -111,7 +111,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		if to > oldest {
 			rep.Streams = 1
 			b.Queue(sqlPruneRecords, name, to)
-			b.Queue(`UPDATE herald_stream SET oldest_seq = $2 WHERE stream = $1`, name, to)
+			b.Queue(sqlPruneMark, name, to)
 		}
 		b.Queue(sqlPruneRefused, name, cutoff).Exec(count(&rep.Records))
 		if sealed && regs == 0 && to > head {

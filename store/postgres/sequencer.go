@@ -106,14 +106,11 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 		b := &pgx.Batch{}
 		b.Queue(sqlBegin)
 		queuePlanner(b)
-		// The lock, held in a transaction-local setting that sqlNumber reads:
-		// a statement of its own, whose snapshot, taken after the lock was
-		// granted, sees all the previous holder committed.
 		if wait {
-			b.Queue(`SELECT pg_advisory_xact_lock($1)`, sequencerLock)
-			b.Queue(`SELECT set_config('herald.sequencer', 'true', true) = 'true'`)
+			b.Queue(sqlWaitLock, sequencerLock)
+			b.Queue(sqlHeld)
 		} else {
-			b.Queue(`SELECT set_config('herald.sequencer', pg_try_advisory_xact_lock($1)::text, true) = 'true'`, sequencerLock)
+			b.Queue(sqlTryLock, sequencerLock)
 		}
 		b.Queue(sqlNumber, s.page).QueryRow(func(row pgx.Row) error { return row.Scan(&page, &numbered, &refused, &notified) })
 		if s.stepHook == nil {
