@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,6 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
-
-var _ push.AdvanceBatcher = (*Store)(nil)
 
 // Advance implements push.Store.
 func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
@@ -53,11 +52,8 @@ func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.
 
 func (s *Store) fail(ctx context.Context, op, write string, c push.Claim, nextSeq uint64, ev push.Evidence, instants error,
 	tell func(fence) (journal.Entry, bool), args ...any) error {
-	if err := checkCursor(nextSeq); err != nil {
+	if err := cmp.Or(checkCursor(nextSeq), instants); err != nil {
 		return err
-	}
-	if instants != nil {
-		return instants
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
 	return s.fenced(ctx, op, c, nextSeq, true, tell, write, append(append(evidenceArgs(ev), c.Owner, int64(nextSeq)), args...)...)
@@ -88,7 +84,7 @@ func (f *fence) queue(b *pgx.Batch, c push.Claim) {
 		}
 		r := &f.reg
 		r.Stream, r.ID = c.Stream, c.ID
-		err := rows.Scan(&r.LeaseOwner, &f.head, &r.NextSeq, &r.HostFailures, &r.Namespace, &r.URL, &r.NextAttemptAt)
+		err := rows.Scan(&r.LeaseOwner, &f.head, &r.NextSeq, &r.HostFailures, &r.Namespace, &r.URL, &r.NextAttemptAt, &r.Parked)
 		r.NextAttemptAt = r.NextAttemptAt.UTC()
 		return err
 	})
@@ -116,10 +112,10 @@ func (f fence) notApplied(op string, c push.Claim, nextSeq uint64) error {
 	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
 }
 
-// fenced runs write after sqlFence (package doc, "Claiming and fencing") in
-// one implicit transaction, and says why it did not apply if it did not
-// (nextSeq 0: it writes no cursor); with evidence, it trims the evidence.
-// With tell, an explicit transaction appends tell's event if write applied.
+// fenced runs write after sqlFence (package doc, "Claiming and fencing"),
+// then the evidence's trim if evidence, in one implicit transaction, or with
+// tell in an explicit one that appends tell's event if write applied. A
+// write that did not apply returns notApplied's error.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
 	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
@@ -228,12 +224,12 @@ func checkCursor(nextSeq uint64) error {
 
 // Unpark implements push.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
-	return s.operator(ctx, "unpark", stream, id, at, func(l locked) (*change, error) {
-		if !l.parked {
+	return s.operator(ctx, "unpark", stream, id, at, func(f fence, _ uint64) (*change, error) {
+		if !f.reg.Parked {
 			return nil, nil
 		}
-		return &change{write: sqlUnpark, args: []any{at}, ev: push.Evidence{Event: push.EventUnparked, Seq: l.next},
-			kind: push.KindUnparked, cursor: l.next}, nil
+		return &change{write: sqlUnpark, args: []any{at}, ev: push.Evidence{Event: push.EventUnparked, Seq: f.reg.NextSeq},
+			kind: push.KindUnparked, cursor: f.reg.NextSeq}, nil
 	})
 }
 
@@ -248,20 +244,14 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 }
 
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
-	return s.operator(ctx, op, stream, id, at, func(l locked) (*change, error) {
-		event, text, err := store.CheckMove(skip, stream, l.next, l.head, l.oldest, toSeq, reason)
-		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: push.Evidence{Event: event, Seq: l.next, Error: text}}
+	return s.operator(ctx, op, stream, id, at, func(f fence, oldest uint64) (*change, error) {
+		event, text, err := store.CheckMove(skip, stream, f.reg.NextSeq, f.head, oldest, toSeq, reason)
+		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: push.Evidence{Event: event, Seq: f.reg.NextSeq, Error: text}}
 		if skip {
 			c.kind, c.by, c.cursor = push.KindSkipped, push.ByOperator, toSeq
 		}
 		return c, err
 	})
-}
-
-// locked is what an operator's change reads under its locks.
-type locked struct {
-	next, head, oldest uint64
-	parked             bool
 }
 
 // change is an operator's write, its evidence and event (kind "" for none).
@@ -276,7 +266,7 @@ type change struct {
 // operator makes an operator's change in one transaction: it locks and marks
 // the stream row, locks the registration's, and asks decide for the change
 // (nil: none; an error refuses it, changing nothing).
-func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(locked) (*change, error)) error {
+func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(f fence, oldest uint64) (*change, error)) error {
 	if err := push.ValidateInstant("at", at); err != nil {
 		return err
 	}
@@ -284,18 +274,20 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		return notFound(stream, id)
 	}
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
-		var l locked
+		var (
+			f      fence
+			oldest uint64
+		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&l.head, nil, &l.oldest) })
-		b.Queue(sqlLockRegistration, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&l.next, &l.parked) })
-		err := tx.SendBatch(ctx, b).Close()
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(stream, id)
-		}
-		if err != nil {
+		b.Queue(sqlMarkStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
+		f.queue(b, push.Claim{Stream: stream, ID: id})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, op+": lock registration", err)
 		}
-		c, err := decide(l)
+		if !f.found {
+			return notFound(stream, id)
+		}
+		c, err := decide(f, oldest)
 		if err != nil || c == nil {
 			return err
 		}
@@ -306,18 +298,9 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		if err := tx.SendBatch(ctx, b).Close(); err != nil || c.kind == "" {
 			return s.dbErr(ctx, op, err)
 		}
-		return s.registrationEvent(ctx, tx, c.kind, stream, id, c.cursor, c.by, c.ev.Error, at)
+		e, ok := push.RegistrationEvent(c.kind, f.reg, c.cursor, c.by, c.ev.Error, at)
+		return s.event(ctx, tx, e, ok)
 	})
-}
-
-// registrationEvent appends herald's event of kind about stream/id in tx.
-func (s *Store) registrationEvent(ctx context.Context, tx pgx.Tx, kind, stream, id string, cursor uint64, by, reason string, at time.Time) error {
-	r := push.Registration{Stream: stream, ID: id}
-	if err := tx.QueryRow(ctx, sqlRegistrationForEvent, stream, id).Scan(&r.Namespace, &r.URL); err != nil {
-		return s.dbErr(ctx, "read the registration for its event", err)
-	}
-	e, ok := push.RegistrationEvent(kind, r, cursor, by, reason, at)
-	return s.event(ctx, tx, e, ok)
 }
 
 // event appends herald's event e, if ok, in tx, the change's transaction.
@@ -338,19 +321,15 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 	if !validKey(ev.Stream, ev.Registration) {
 		return notFound(ev.Stream, ev.Registration)
 	}
-	var found bool
+	var f fence
 	b := &pgx.Batch{}
-	b.Queue(sqlLockRegistration, ev.Stream, ev.Registration).Query(func(rows pgx.Rows) error {
-		found = rows.Next()
-		rows.Close()
-		return rows.Err()
-	})
+	f.queue(b, push.Claim{Stream: ev.Stream, ID: ev.Registration})
 	queueEvidence(b, ev)
 	send := func(q querier) error {
 		if err := q.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "add evidence", err)
 		}
-		if !found {
+		if !f.found {
 			return notFound(ev.Stream, ev.Registration)
 		}
 		return nil
@@ -362,7 +341,8 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		if err := send(tx); err != nil {
 			return err
 		}
-		return s.registrationEvent(ctx, tx, push.KindSkipped, ev.Stream, ev.Registration, ev.Seq, push.ByPolicy, ev.Clean().Error, ev.At)
+		e, ok := push.RegistrationEvent(push.KindSkipped, f.reg, ev.Seq, push.ByPolicy, ev.Clean().Error, ev.At)
+		return s.event(ctx, tx, e, ok)
 	})
 }
 

@@ -42,9 +42,7 @@
 //
 // RunSequencer (herald run) steps every 5 to 10 ms while records come and
 // every 100 ms when none do. Due runs a step first unless this Store runs
-// RunSequencer, so scheduler mode needs no daemon; Append runs one after its
-// commit, waiting for the lock, and so returns the seqs; Sequence runs one
-// on demand. AppendTx returns new records with Seq 0.
+// RunSequencer, so scheduler mode needs no daemon.
 //
 // # Sealing
 //
@@ -134,14 +132,6 @@
 // so a fenced-out failure stores none; herald's events commit with their
 // change. None of these writes touches the stream row. Unpark, Skip and
 // Rewind clear the lease, so a turn in flight cannot undo them.
-//
-// # Notifications and retention
-//
-// A sequencer step that numbered records notifies NotifyChannel; no appending
-// transaction notifies. Prune applies store.Retention's rules stream by
-// stream, each in a short transaction that locks the stream row (SKIP
-// LOCKED: a busy stream waits for the next pass); refused records stay for
-// the retention age.
 //
 // # Errors
 //

@@ -96,19 +96,15 @@ func dbError(ctx context.Context, op string, err error) error {
 	if errors.Is(err, puddle.ErrClosedPool) {
 		e.Message = "the store's connection pool is closed"
 	}
-	if isConnectionFailure(err) {
-		e.kind = ErrUnavailable
-	}
-	return e
-}
-
-func isConnectionFailure(err error) bool {
 	var (
 		connectErr *pgconn.ConnectError
 		netErr     net.Error
 	)
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+	if errors.As(err, &connectErr) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool) ||
-		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		e.kind = ErrUnavailable
+	}
+	return e
 }

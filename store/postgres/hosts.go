@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +13,6 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
-
-var _ push.HostStore = (*Store)(nil)
 
 func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	var (
@@ -37,35 +36,9 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 	return s.event(ctx, tx, e, ok)
 }
 
-// claimedHosts reports the troubled hosts of the claimed registrations in
-// batch.Hosts, and moves the next probe instant of each probe claimed.
-func (s *Store) claimedHosts(ctx context.Context, conn *pgx.Conn, q push.DueQuery, hosts map[string]push.Host, probes map[string]bool, batch *push.DueBatch) error {
-	b := &pgx.Batch{}
-	for _, st := range batch.Registrations {
-		h, ok := hosts[st.Host()]
-		if !ok {
-			continue
-		}
-		delete(hosts, h.Host)
-		if probes[h.Host] {
-			h = h.Probed(q.At)
-			b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
-		}
-		batch.Hosts = append(batch.Hosts, h)
-	}
-	if b.Len() == 0 {
-		return nil
-	}
-	return s.dbErr(ctx, "due: move probes", conn.SendBatch(ctx, b).Close())
-}
-
-// HostFailed implements push.HostStore in one transaction, fenced by the
-// claim, that locks the registration's row, then the host's.
+// HostFailed implements push.HostStore in one transaction fenced by the claim.
 func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
-	if err := f.Validate(); err != nil {
-		return push.Host{}, err
-	}
-	if err := checkCursor(f.NextSeq); err != nil {
+	if err := cmp.Or(f.Validate(), checkCursor(f.NextSeq)); err != nil {
 		return push.Host{}, err
 	}
 	c := f.Claim

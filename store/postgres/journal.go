@@ -97,7 +97,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		flat = append(flat, d[:]...)
 		digests[i] = flat[len(flat)-sha256.Size : len(flat) : len(flat)] // capped: an append cannot reach the next
 	}
-	all := onlyFirst
+	all := []int{0} // on the stack: insert keeps no reference
 	if len(entries) > 1 {
 		all = make([]int, len(entries))
 		for i := range all {
@@ -105,11 +105,14 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		}
 	}
 	out := make([]journal.Record, len(entries))
-	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
+	done := func(err error) ([]journal.Record, error) {
 		if err != nil {
 			return nil, err
 		}
 		return out, nil
+	}
+	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
+		return done(err)
 	}
 
 	var (
@@ -149,10 +152,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		return nil, s.sealed(ctx, tx, stream, finalSeq)
 	}
 	if blocked, err := s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil || !blocked {
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
+		return done(err)
 	}
 	// Sealed, or one of the fresh ids stored, since the lookup.
 	if err := tx.QueryRow(ctx, sqlSealState, stream).Scan(&finalSeq, &pendingFinal); err != nil {
@@ -168,7 +168,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 // stream is sealed or an id stored). An id of several committed meanwhile
 // undoes the insert, keeping tx usable, and is a conflict.
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
-	at := s.stamp()
+	at := s.now().UTC().Truncate(time.Microsecond) // PostgreSQL's precision
 	n := len(fresh)
 	if n == 1 {
 		i := fresh[0]
@@ -265,9 +265,6 @@ func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journa
 	return journal.Same(rec, stream, e)
 }
 
-// onlyFirst is the index list of a one-entry append (read, never written).
-var onlyFirst = []int{0}
-
 func clonePayload(p []byte) []byte {
 	if p == nil {
 		return []byte{}
@@ -342,10 +339,8 @@ type RefusedRecord struct {
 // Refused lists up to limit refused records of stream ("": every stream) in
 // stream and insertion order. Errors: journal.ErrInvalid.
 func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]RefusedRecord, error) {
-	if stream != "" {
-		if err := journal.ValidateStream(stream); err != nil {
-			return nil, err
-		}
+	if err := journal.ValidateStream(stream); err != nil && stream != "" {
+		return nil, err
 	}
 	if limit < 1 {
 		return nil, journal.Invalid("limit", "is %d: it must be at least 1", limit)

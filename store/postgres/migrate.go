@@ -104,17 +104,17 @@ func beginMigration(pool *pgxpool.Pool, op string) migrate.Begin {
 			_ = tx.Rollback(ctx)
 			return nil, migrationError(ctx, op+": wait for the migration lock", err)
 		}
-		return migrationTx{tx: tx, op: op}, nil
+		return migrationTx{Tx: tx, op: op}, nil
 	}
 }
 
 type migrationTx struct {
-	tx pgx.Tx
+	pgx.Tx
 	op string
 }
 
 func (t migrationTx) Version(ctx context.Context) (int, bool, error) {
-	_, v, dirty, err := readVersion(ctx, t.tx)
+	_, v, dirty, err := readVersion(ctx, t.Tx)
 	return v, dirty, err
 }
 
@@ -122,22 +122,20 @@ func (t migrationTx) Apply(ctx context.Context, what, sql string, version int) e
 	// Without arguments pgx sends the file in the simple protocol, which
 	// runs its many statements.
 	for _, q := range []string{sql, sqlCreateVersions, sqlClearVersion} {
-		if _, err := t.tx.Exec(ctx, q); err != nil {
+		if _, err := t.Exec(ctx, q); err != nil {
 			return migrationError(ctx, t.op+", "+what, err)
 		}
 	}
 	if version == 0 {
 		return nil
 	}
-	_, err := t.tx.Exec(ctx, sqlRecordVersion, version)
+	_, err := t.Exec(ctx, sqlRecordVersion, version)
 	return migrationError(ctx, t.op+", "+what, err)
 }
 
 func (t migrationTx) Commit(ctx context.Context) error {
-	return migrationError(ctx, t.op, t.tx.Commit(ctx))
+	return migrationError(ctx, t.op, t.Tx.Commit(ctx))
 }
-
-func (t migrationTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // migrationError is dbError that says what an expired lock_timeout means.
 func migrationError(ctx context.Context, op string, err error) error {
@@ -195,18 +193,4 @@ func readStatus(ctx context.Context, pool *pgxpool.Pool, check bool) (store.Sche
 		return store.SchemaStatus{}, prefixed(err)
 	}
 	return schema.Status(database, v, dirty), nil
-}
-
-// checkSchema refuses a database whose schema is not this binary's (New).
-func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	st, err := readStatus(ctx, pool, true)
-	switch {
-	case err != nil:
-		return err
-	case st.Current == 0:
-		return fmt.Errorf("postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
-	case st.Current < st.Latest:
-		return fmt.Errorf("postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
-	}
-	return nil
 }

@@ -16,11 +16,15 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 var (
-	_ journal.Journal = (*Store)(nil)
-	_ push.Store      = (*Store)(nil)
+	_ journal.Journal     = (*Store)(nil)
+	_ push.Store          = (*Store)(nil)
+	_ push.AdvanceBatcher = (*Store)(nil)
+	_ push.HostStore      = (*Store)(nil)
+	_ store.Retention     = (*Store)(nil)
 )
 
 // Store is herald's journal and push store. It is safe for concurrent use,
@@ -116,8 +120,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if s.seqBusy < MinSequencerInterval || s.seqBusy > MaxSequencerInterval {
 		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, MinSequencerInterval, MaxSequencerInterval)
 	}
-	if err := checkSchema(ctx, pool); err != nil {
+	switch st, err := readStatus(ctx, pool, true); {
+	case err != nil:
 		return nil, err
+	case st.Current == 0:
+		return nil, fmt.Errorf("postgres: the database has no herald schema (version 0, this herald needs %d): %w", st.Latest, store.ErrSchemaBehind)
+	case st.Current < st.Latest:
+		return nil, fmt.Errorf("postgres: the database schema is version %d, this herald needs %d: %w", st.Current, st.Latest, store.ErrSchemaBehind)
 	}
 	return s, nil
 }
@@ -197,9 +206,6 @@ func appendTo[T any](out *[]T, scan pgx.RowToFunc[T]) func(pgx.Rows) error {
 func rowTo[T any](scan func(pgx.Row, ...any) (T, error)) pgx.RowToFunc[T] {
 	return func(row pgx.CollectableRow) (T, error) { return scan(row) }
 }
-
-// stamp returns the store's clock in UTC, to the microsecond.
-func (s *Store) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // maxSeq bounds seqs and cursors: PostgreSQL's bigint.
 const maxSeq = 1<<63 - 1

@@ -4,9 +4,7 @@ import "strings"
 
 // Every SQL statement of the store; parameters are numbered as passed.
 
-// The schema's version (migrate.go). sqlSchemaProbe: the database's name,
-// whether the version table ($1) exists and has golang-migrate's shape, and
-// whether any of herald's tables exist.
+// The schema's version (migrate.go, readVersion).
 const (
 	sqlSchemaProbe = `SELECT current_database(), to_regclass($1::text) IS NOT NULL,
        (SELECT count(*) = 2 FROM pg_attribute
@@ -25,16 +23,13 @@ const (
 
 // The journal (journal.go): package doc, "Appending".
 const (
-	// Whether the stream is sealed: its final seq, and whether it holds a
-	// final record (numbered or not).
 	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
        EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)`
 	sqlLookupIDs = `SELECT r.id, r.stream, coalesce(q.seq, 0), r.kind, r.content_type, r.final, r.appended_at, r.traceparent, r.tracestate,
     r.digest, q.refused IS NOT NULL
 FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::text[])`
-	// The new records in entry order (pos), unless the stream is sealed or
-	// an id is stored (blocked). ON CONFLICT skips an id another transaction
-	// committed since the statement's snapshot: then fewer ids come back.
+	// ON CONFLICT skips an id another transaction committed since the
+	// statement's snapshot: then fewer ids come back.
 	sqlInsertRecords = `WITH seal AS MATERIALIZED (
     SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
         OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)
@@ -50,9 +45,8 @@ FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::
     RETURNING id
 )
 SELECT ARRAY(SELECT id FROM ins), (SELECT blocked FROM seal)`
-	// sqlInsertRecords for one entry, the usual append: no row inserted
-	// means blocked. The seal probes are one subquery of two index ranges,
-	// empty for an open stream (herald_stream_sealed, herald_record_final).
+	// For one entry, the usual append: the seal probes are one subquery of
+	// two index ranges (herald_stream_sealed, herald_record_final).
 	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
 WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
@@ -65,7 +59,6 @@ ON CONFLICT (id) DO NOTHING`
 	sqlRead       = `SELECT ` + recordColumns + `
 FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
-	// Lookup reads numbered records only.
 	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	sqlLookup    = sqlLookupAny + ` AND q.seq IS NOT NULL`
 	sqlRefused   = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
@@ -86,18 +79,12 @@ var (
 	sqlCommit   = `COMMIT`
 	sqlAbort    = `ROLLBACK`
 	// sqlNumber is the step. Its window (win) is its own snapshot unless a
-	// full page left one open; it takes the records committed in win and
-	// not in done, in (xid, pos) order, after the last one an earlier page
-	// of the window took: the first $1 (page) and, when the page is full,
-	// the rest of the streams whose final record it holds (cand), so that a
-	// final record is numbered after every record committed with it. Per
-	// stream, non-final records and then the first final one get head+1…;
-	// a second final record, and every record of a sealed stream, is
-	// refused. Only the lock's holder moves a head, so the snapshot's heads
-	// are the rows'; a stream without a row in the snapshot gets one from
-	// an upsert (Register may have made it since). A page not full closes
-	// the window. It returns the page's size, and how many it numbered and
-	// refused.
+	// full page ($1 records) left one open; a full page takes the rest of
+	// the streams whose final record it holds (cand), so that a final record
+	// is numbered after every record committed with it. Only the lock's
+	// holder moves a head, so the snapshot's heads are the rows'; a stream
+	// with no row in the snapshot gets one by an upsert (Register may have
+	// made it since).
 	sqlNumber = `WITH st AS MATERIALIZED (
     SELECT done, coalesce(win, pg_current_snapshot()) AS win, win IS NOT NULL AS reopened,
         coalesce(after_xid, '0'::xid8) AS after_xid, coalesce(after_pos, 0) AS after_pos
@@ -163,9 +150,8 @@ const (
 	statusFrom = statusColumns + `
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
-	// Lock the stream row first (the sequencer's lock order), creating it for
-	// a stream with no records yet, and set the pending marker: a
-	// registration may lag after the change.
+	// Lock the stream row first (the sequencer's lock order) and set the
+	// pending marker: a registration may lag after the change.
 	sqlMarkStream = `INSERT INTO herald_stream AS s (stream, pending) VALUES ($1, true)
 ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq IS NOT NULL, s.oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
@@ -205,22 +191,17 @@ ORDER BY r.parked_at, r.stream, r.id
 LIMIT 1`
 )
 
-// Due (due.go): package doc, "Idle costs nothing" and "Claiming and
+// Due (registrations.go): package doc, "Idle costs nothing" and "Claiming and
 // fencing". Every probe of herald_registration is a subquery per pending
 // stream (or candidate) behind OFFSET 0, so that the planner never hashes
 // the whole table, whatever its statistics say.
 var (
-	// The settings of Due's and the sequencer's transactions. The planner's
-	// statistics lag the pending markers and cannot estimate a snapshot's
-	// transactions: it would scan whole tables, and JIT-compile for its
-	// inflated estimates. The generic plans are the same joins, and spare
-	// planning each call (sqlClearPending's custom plans looked cheaper).
-	sqlPlanner = []string{`SET LOCAL enable_seqscan = off`, `SET LOCAL jit = off`, `SET LOCAL plan_cache_mode = force_generic_plan`}
-	// The stream rows a claim locks, which the sequencer updates, are
-	// released a WAL flush sooner (package doc, "Claiming and fencing").
+	// Due's and the sequencer's settings: the planner's statistics lag the
+	// pending markers and cannot estimate a snapshot's transactions, so it
+	// would scan whole tables and JIT-compile; generic plans spare planning.
+	sqlPlanner        = []string{`SET LOCAL enable_seqscan = off`, `SET LOCAL jit = off`, `SET LOCAL plan_cache_mode = force_generic_plan`}
 	sqlDueAsyncCommit = `SET LOCAL synchronous_commit = off`
-	// sqlClearCandidates locks the idle pending streams (at most 10,000 a
-	// sweep) and keeps them in a setting for sqlClearPending.
+	// sqlClearCandidates keeps the streams it locks in a setting for sqlClearPending.
 	sqlClearCandidates = `SELECT set_config('herald.idle', coalesce(array_agg(c.stream), '{}')::text, true)
 FROM (SELECT s.stream FROM herald_stream s
     WHERE s.pending AND ` + noneLagging + `
@@ -228,13 +209,9 @@ FROM (SELECT s.stream FROM herald_stream s
     FOR NO KEY UPDATE OF s SKIP LOCKED) c`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
 WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND ` + noneLagging
-	// The claim: the due registrations, oldest attempt first (due), each
-	// locked unless another transaction holds it until Limit are (locked),
-	// stamped (claimed), and returned in the order they were due, with how
-	// many of the first Limit+1 due rows were left unclaimed. The per-host
-	// cap ($6 MaxPerHost, NULL for none; $7/$8 the hosts and counts of
-	// Busy) drops every row past its host's room; the held hosts' rows
-	// ($10) are left out, and a probed host's ($9) but its first.
+	// The claim, and how many of the first Limit+1 due rows it left. $6
+	// MaxPerHost (NULL: none), $7/$8 Busy's hosts and counts, $9 the hosts
+	// probed (their first row only), $10 the hosts held (left out).
 	sqlClaim = `WITH cand AS MATERIALIZED (
     SELECT c.stream, c.id, c.next_attempt_at, c.host` + dueOfPending("=", "$10") + `
 ), due AS MATERIALIZED (
@@ -297,9 +274,8 @@ const (
 WHERE state <> 'up' AND next_probe_at <= $1
 ORDER BY host
 FOR NO KEY UPDATE SKIP LOCKED`
-	// The troubled hosts (push.Host.Troubled), read before the claim, which
-	// takes those held as an array: comparing with a few hosts costs a row
-	// less than a lookup of its host.
+	// Read before the claim, which takes the held hosts as an array: a few
+	// comparisons cost a row less than a lookup of its host.
 	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
 	sqlMoveProbe     = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
 	sqlEnsureHost    = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
@@ -326,15 +302,13 @@ LIMIT $4`
 // Cursors, failures, operator moves and evidence (cursor.go): package doc,
 // "Claiming and fencing".
 var (
-	// sqlFence locks the registration's row before a write under a claim.
-	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at
+	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
 	sqlAdvance    = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + `, lease_owner = '', lease_until = NULL` + fencedBy("$3", "$4")
 	sqlCheckpoint = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + fencedBy("$3", "$4")
-	// sqlRetry and sqlPark: $15 the claim's owner, $16 the cursor reached,
-	// $17 not before; parked at the evidence's instant ($3).
+	// sqlRetry and sqlPark: $17 not before; parked at the evidence's instant ($3).
 	sqlRetry = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
         next_attempt_at = $17`)
 	sqlPark = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
@@ -342,12 +316,9 @@ FOR NO KEY UPDATE OF r`
 	// sqlHostFailed charges no attempt: $17 not before, $18 the host failures.
 	sqlHostFailed = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END, host_failures = $18,
         next_attempt_at = $17`)
-	// AdvanceBatch: sqlFence and sqlAdvance for many claims ($1 streams, $2
-	// ids, $3 owners, $4 cursors; sorted by key, none twice), by ordinality.
-	// Every row is found by its key, or its tuple id under the fence's
-	// lock. sqlGenericPlans spares planning both anew on each call (a custom
-	// plan of unnest cost more CPU than the statement), until the implicit
-	// transaction ends.
+	// AdvanceBatch: sqlFence and sqlAdvance for many claims, sorted by key,
+	// none twice. A custom plan of unnest cost more CPU than the statement:
+	// sqlGenericPlans holds until the implicit transaction ends.
 	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
@@ -371,11 +342,8 @@ SET ` + cursorMoved("u.next_seq") + `, lease_owner = '', lease_until = NULL
 FROM u
 WHERE r.ctid = ANY (ARRAY(SELECT tid FROM u)) AND r.ctid = u.tid
 RETURNING u.ord`
-	sqlRegistrationForEvent = `SELECT namespace, url FROM herald_registration WHERE stream = $1 AND id = $2`
-	sqlComplete             = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
-	sqlLockRegistration     = `SELECT next_seq, parked FROM herald_registration
-WHERE stream = $1 AND id = $2 FOR NO KEY UPDATE`
-	sqlUnpark = `UPDATE herald_registration
+	sqlComplete = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
+	sqlUnpark   = `UPDATE herald_registration
 SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
@@ -383,8 +351,7 @@ WHERE stream = $1 AND id = $2`
 SET next_seq = $3, attempts = 0, host_failures = 0, next_attempt_at = $4, last_error = '',
     lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
-	// Evidence goes in only if its registration exists; the trim then keeps
-	// the newest $3. Both follow a lock of the registration's row.
+	// Both follow a lock of the registration's row.
 	sqlInsertEvidence = insertEvidence + `
 WHERE EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlTrimEvidence = `DELETE FROM herald_evidence
@@ -419,10 +386,8 @@ func cursorMoved(next string) string {
     next_seq = GREATEST(r.next_seq, NEW)`, "NEW", next)
 }
 
-// failed is the write of a turn that failed under a claim: set, the cursor
-// reached ($16), the lease released, and the error of the evidence ($13)
-// as last_error; the evidence goes in only if the UPDATE applied. $15 is
-// the claim's owner.
+// failed is the write of a turn that failed under a claim ($15 its owner,
+// $16 the cursor reached), with its evidence if the UPDATE applied.
 func failed(set string) string {
 	return `WITH upd AS (
     UPDATE herald_registration
@@ -434,9 +399,8 @@ func failed(set string) string {
 ` + insertEvidence + ` FROM upd`
 }
 
-// Retention (retention.go). Each stream is pruned in a transaction that
-// locks its row first, so that no cursor moves below the new low-water mark
-// while it is computed.
+// Retention (retention.go). The stream's row lock keeps every cursor from
+// moving below the new low-water mark while it is computed.
 var (
 	sqlPruneCandidates = `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`
 	sqlPruneLock       = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1

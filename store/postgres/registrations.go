@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -13,13 +14,9 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Register implements push.Store: it locks and marks the stream row, then
-// writes the registration.
+// Register implements push.Store (package doc, "Idle costs nothing").
 func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
-	if err := r.Validate(); err != nil {
-		return push.Registration{}, err
-	}
-	if err := checkSeq("next seq", r.NextSeq); err != nil {
+	if err := cmp.Or(r.Validate(), checkSeq("next seq", r.NextSeq)); err != nil {
 		return push.Registration{}, err
 	}
 	var out push.Registration
@@ -138,21 +135,95 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	var (
 		st                   push.Status
 		r                    = &st.Registration
-		config               []byte
-		onRejected           string
 		parkedAt, leaseUntil pgtype.Timestamptz
 	)
-	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, &config, &onRejected, &r.NextSeq, &r.Attempts,
+	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
 		&st.Head, &st.Sealed}, extra...)...)
-	if config != nil {
-		r.Config = push.Config(config)
-	}
-	r.OnRejected = push.RejectPolicy(onRejected)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}
 	r.NextAttemptAt = r.NextAttemptAt.UTC()
 	r.ParkedAt, r.LeaseUntil = timeOf(parkedAt), timeOf(leaseUntil)
 	return st, err
+}
+
+// Due implements push.Store (package doc, "Idle costs nothing" and
+// "Claiming and fencing"): a sequencer step, then one transaction of three
+// round trips: begin, read the troubled hosts and lock the probes this
+// claim owns; claim, and count the other namespaces' due registrations;
+// move the probes claimed, clear the idle streams' markers and commit.
+func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+	if err := cmp.Or(q.Validate(), journal.ValidateID("lease owner", q.Owner)); err != nil {
+		return push.DueBatch{}, err
+	}
+	if s.sequencing.Load() == 0 {
+		if _, err := s.sequence(ctx, nil, seqProbe, nil); err != nil {
+			return push.DueBatch{}, err
+		}
+	}
+	var batch push.DueBatch
+	err := s.onConn(ctx, nil, "due", func(conn *pgx.Conn) error {
+		var troubled, locked []push.Host
+		b := &pgx.Batch{}
+		b.Queue(sqlBegin)
+		queuePlanner(b)
+		b.Queue(sqlDueAsyncCommit)
+		b.Queue(sqlTroubledHosts).Query(appendTo(&troubled, rowTo(scanHost)))
+		b.Queue(sqlLockProbes, q.At).Query(appendTo(&locked, rowTo(scanHost)))
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "due: read hosts", err)
+		}
+		hosts, probes := map[string]push.Host{}, map[string]bool{} // the troubled, with the probes this claim owns as locked
+		held, probeHosts := []string{}, []string{}
+		for _, h := range troubled {
+			hosts[h.Host] = h
+		}
+		for _, h := range locked {
+			hosts[h.Host], probes[h.Host], probeHosts = h, true, append(probeHosts, h.Host)
+		}
+		for _, h := range hosts {
+			if !probes[h.Host] && h.State != push.HostUp {
+				held = append(held, h.Host)
+			}
+		}
+		var capArg *int32 // the per-host cap, and Busy as two arrays
+		busyHosts, busy := []string{}, []int32{}
+		if q.MaxPerHost > 0 {
+			capArg = new(int32(min(q.MaxPerHost, 1<<30)))
+			for h, n := range q.Busy {
+				busyHosts, busy = append(busyHosts, h), append(busy, int32(min(n, 1<<30)))
+			}
+		}
+		var unclaimed int // of the first Limit+1 due rows: only Limit are locked
+		b = &pgx.Batch{}
+		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, busyHosts, busy, probeHosts, held).Query(
+			appendTo(&batch.Registrations, func(row pgx.CollectableRow) (push.Status, error) { return scanStatus(row, &unclaimed) }))
+		b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "due", err)
+		}
+		batch.More = unclaimed > 0
+		b = &pgx.Batch{}
+		for _, st := range batch.Registrations { // report the claimed hosts, moving the probes claimed
+			h, ok := hosts[st.Host()]
+			if !ok {
+				continue
+			}
+			delete(hosts, h.Host)
+			if probes[h.Host] {
+				h = h.Probed(q.At)
+				b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
+			}
+			batch.Hosts = append(batch.Hosts, h)
+		}
+		b.Queue(sqlClearCandidates)
+		b.Queue(sqlClearPending)
+		b.Queue(sqlCommit)
+		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
+	})
+	if err != nil {
+		return push.DueBatch{}, err
+	}
+	return batch, nil
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-var _ store.Retention = (*Store)(nil)
-
 // pruneStreams bounds the streams one Prune call visits.
 const pruneStreams = 200
 
@@ -23,6 +21,8 @@ var errStop = errors.New("stop")
 // Prune implements store.Retention. It visits streams in name order from
 // where this Store's last call stopped, at most pruneStreams of them and
 // q.Limit records; a dry run visits all and rolls each transaction back.
+// A stream another transaction locks waits for the next call; refused
+// records go at the retention age.
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
 	q, err := q.Validate()
 	if err != nil {

@@ -2,12 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
-
-// The sequencer numbers committed records: package doc, "Appending".
 
 const (
 	// sequencerLock keys the advisory lock that elects the sequencer.
@@ -16,13 +17,10 @@ const (
 	sequencerPage = 10_000
 )
 
-// RunSequencer's interval adapts to the load, since each step costs a commit
-// (a WAL flush the application's commits queue behind) and about a
-// millisecond of server CPU however few records it numbers (at a fixed 5 ms,
-// 90-290 µs per transaction of a writer of 1,000 a second). While records
-// come it doubles after a step that numbered fewer than sequencerBatch, up
-// to the busy bound (WithSequencerInterval), and halves after one that
-// numbered more; with none coming it doubles up to MaxSequencerInterval.
+// RunSequencer's interval adapts to the load (nextPoll), since each step
+// costs a commit (a WAL flush the application's commits queue behind) and
+// about a millisecond of server CPU however few records it numbers (at a
+// fixed 5 ms, 90-290 µs per transaction of a writer of 1,000 a second).
 const (
 	// MinSequencerInterval is the interval after an AppendTx of this
 	// process woke an idle runner, and the shortest under a heavy load.
@@ -150,23 +148,18 @@ func (s *Store) poke() {
 // processes may run it: one at a time numbers. A failed step is passed to
 // onError (if not nil) and retried after MaxSequencerInterval.
 func (s *Store) RunSequencer(ctx context.Context, onError func(error)) {
-	s.runSequencer(ctx, onError, nil)
+	s.RunSequencerWaking(ctx, onError, nil)
 }
 
-// RunSequencerWaking is RunSequencer that also calls numbered, which must
-// not block, after each of its steps that numbered records, and after a
-// failed one (its commit may have happened): its process wakes its own
-// workers at once. This Store's Listeners skip its steps' notifications.
+// RunSequencerWaking is RunSequencer that also calls numbered (if not nil),
+// which must not block, after each of its steps that numbered records, and
+// after a failed one (its commit may have happened): its process wakes its
+// own workers at once. This Store's Listeners skip its steps' notifications.
 func (s *Store) RunSequencerWaking(ctx context.Context, onError func(error), numbered func()) {
-	s.runSequencer(ctx, onError, numbered)
-}
-
-func (s *Store) runSequencer(ctx context.Context, onError func(error), numbered func()) {
 	s.sequencing.Add(1)
 	defer s.sequencing.Add(-1)
 	var conn *pgx.Conn
-	// forget conn's backend, whose pid another process may get once it is
-	// gone.
+	// forget conn's backend, whose pid another process may get once gone.
 	forget := func() {
 		if numbered != nil && conn != nil {
 			s.ownPID.CompareAndSwap(conn.PgConn().PID(), 0)
@@ -233,3 +226,65 @@ func queuePlanner(b *pgx.Batch) {
 		b.Queue(q)
 	}
 }
+
+// NotifyChannel is the LISTEN/NOTIFY channel the sequencer notifies, once a
+// step that numbered records, with how many (decimal) as the payload.
+const NotifyChannel = "herald_append"
+
+// Listener LISTENs on NotifyChannel on a connection of its own, which queues
+// the notifications that arrive between two Waits.
+type Listener struct {
+	mu     sync.Mutex // held by Wait: a pgx.Conn is not for concurrent use
+	conn   *pgx.Conn
+	closed context.Context // done once Close was called
+	stop   context.CancelFunc
+	own    *atomic.Uint32 // the store's RunSequencerWaking backend, whose notifications are skipped
+}
+
+// Listen opens a Listener configured as the store's pool. Errors: ErrUnavailable.
+func (s *Store) Listen(ctx context.Context) (*Listener, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, dbError(ctx, "listen", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, dbError(ctx, "listen", err)
+	}
+	closed, stop := context.WithCancel(context.Background())
+	return &Listener{conn: conn, closed: closed, stop: stop, own: &s.ownPID}, nil
+}
+
+// Wait blocks until a sequencer step numbers records (or one did since the
+// previous Wait) and returns the notification's payload, but for the steps
+// of the Store's own RunSequencerWaking. Errors: ctx's; ErrUnavailable when
+// the connection broke (open a new Listener, and sweep: appends made
+// meanwhile were not heard); ErrListenerClosed.
+func (l *Listener) Wait(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.closed, cancel)() // Close ends a Wait in progress
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.closed.Err() == nil {
+		n, err := l.conn.WaitForNotification(ctx)
+		if err != nil && l.closed.Err() == nil {
+			return "", dbError(ctx, "wait for append", err)
+		}
+		if pid := l.own.Load(); err == nil && (pid == 0 || n.PID != pid) {
+			return n.Payload, nil
+		}
+	}
+	return "", ErrListenerClosed
+}
+
+// Close ends a Wait in progress and closes the connection.
+func (l *Listener) Close() {
+	l.stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.conn.Close(context.Background())
+}
+
+// ErrListenerClosed is Wait's error after Close.
+var ErrListenerClosed = errors.New("postgres: listener closed")
