@@ -102,7 +102,7 @@ func TestAdminAPI(t *testing.T) {
 
 	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"99"}})
 	require.Equal(t, http.StatusBadRequest, code, "a seq out of range is bad input")
-	require.Contains(t, body, "to seq")
+	require.Contains(t, body, "invalid to_seq: is 99", "the field is the query parameter")
 	code, _ = adminCall(t, srv, "POST", "/v1/registration/unpark", "t0ken", url.Values{"stream": {"orders"}, "id": {"nobody"}})
 	require.Equal(t, http.StatusNotFound, code)
 	code, _ = adminCall(t, srv, "GET", "/v1/registration/unpark", "t0ken", key)

@@ -183,7 +183,8 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 }
 
 // apiFields renames the libraries' fields to the API's: the journal's
-// "entries[i]" are "records[i]", push's on_rejected is on_4xx.
+// "entries[i]" are "records[i]", push's on_rejected is on_4xx, a new
+// registration's next seq is from_seq.
 func apiFields(err error) error {
 	var ie *journal.InvalidError
 	if !errors.As(err, &ie) {
@@ -192,7 +193,7 @@ func apiFields(err error) error {
 	if i, field, ok := ie.InBatch(); ok {
 		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
 	}
-	if field, ok := map[string]string{"entries": "records", "on_rejected": "on_4xx"}[ie.Field]; ok {
+	if field, ok := map[string]string{"entries": "records", "on_rejected": "on_4xx", "next seq": "from_seq"}[ie.Field]; ok {
 		return journal.Invalid(field, "%s", ie.Reason)
 	}
 	return err
@@ -230,6 +231,9 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		reg.Window = *req.Window
 	}
 	if req.FromSeq != nil {
+		if *req.FromSeq == 0 { // as window: the library reads 0 as 1
+			return nil, journal.Invalid("from_seq", "is 0: it must be 1 or more (the first seq to deliver)")
+		}
 		reg.NextSeq = *req.FromSeq
 	}
 	code := http.StatusCreated

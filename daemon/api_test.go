@@ -365,6 +365,34 @@ func concurrentAppends(t *testing.T, s Store) {
 	}
 }
 
+// from_seq 0, and one past the stream's head + 1, are refused naming the
+// field (the OpenAPI document's minimum is 1) and nothing is stored; a
+// from_seq in range starts the cursor there.
+func TestAPIRegistrationFromSeqIsOneOrMore(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := func(from string) string {
+		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", "from_seq": ` + from +
+			`, "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	_, err := s.Append(t.Context(), "orders/1", journal.Entry{ID: "o1", Kind: "order.created", Payload: []byte(`{}`), ContentType: "application/json"},
+		journal.Entry{ID: "o2", Kind: "order.created", Payload: []byte(`{}`), ContentType: "application/json"})
+	require.NoError(t, err)
+	for from, says := range map[string]string{"0": "invalid from_seq: is 0", "4": "invalid from_seq: is 4"} {
+		code, body := post(t, srv, "/v1/registrations", reg(from))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Contains(t, errorOf(t, body), says)
+		_, err := s.Get(t.Context(), "orders/1", "far")
+		require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+	}
+
+	code, body := post(t, srv, "/v1/registrations", reg("3"))
+	require.Equal(t, http.StatusCreated, code, body)
+	st, err := s.Get(t.Context(), "orders/1", "far")
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), st.NextSeq)
+}
+
 // A registration's window is taken, checked naming the field, and shown.
 func TestAPIRegistrationWindow(t *testing.T) {
 	s := memory.New()

@@ -127,10 +127,10 @@ func EvidenceLimit(limit int) (int, error) {
 // journal.ErrInvalid.
 func ValidateSkip(next, head, toSeq uint64) error {
 	if next > head {
-		return journal.Invalid("to seq", "is %d: the cursor (#%d) is past the head (#%d), nothing to skip", toSeq, next, head)
+		return journal.Invalid("to_seq", "is %d: the cursor (#%d) is past the head (#%d), nothing to skip", toSeq, next, head)
 	}
 	if toSeq <= next || toSeq > head+1 {
-		return journal.Invalid("to seq", "is %d: a skip moves the cursor forward, from #%d to at most #%d (one past the head)", toSeq, next, head+1)
+		return journal.Invalid("to_seq", "is %d: a skip moves the cursor forward, from #%d to at most #%d (one past the head)", toSeq, next, head+1)
 	}
 	return nil
 }
@@ -141,7 +141,7 @@ func ValidateSkip(next, head, toSeq uint64) error {
 // once); forward is a skip. Errors wrap journal.ErrInvalid.
 func ValidateRewind(next, head, toSeq uint64) error {
 	if toSeq < 1 || toSeq > min(next, head+1) {
-		return journal.Invalid("to seq", "is %d: a rewind moves the cursor back, to a seq from 1 to the cursor (#%d); a skip moves it forward", toSeq, min(next, head+1))
+		return journal.Invalid("to_seq", "is %d: a rewind moves the cursor back, to a seq from 1 to the cursor (#%d); a skip moves it forward", toSeq, min(next, head+1))
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func TestUnreadableKeyFileNamesTheFlag(t *testing.T) {
 }
 
 // A bad value's error names the flag the user typed, not the field the
-// library calls it ("to seq", "url", "registration id", Options.Timeout,
+// library calls it ("to_seq", "url", "registration id", Options.Timeout,
 // AllowHosts[0]).
 func TestBadValuesNameTheFlag(t *testing.T) {
 	h := newHerald(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
@@ -93,8 +93,10 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 		args      []string
 		says, not string
 	}{
-		{[]string{"skip", "--stream", "orders", "--id", "r", "--to-seq", "9"}, "invalid --to-seq: is 9", "to seq"},
-		{[]string{"rewind", "--stream", "orders", "--id", "r", "--to-seq", "5"}, "invalid --to-seq: is 5", "to seq"},
+		{[]string{"skip", "--stream", "orders", "--id", "r", "--to-seq", "9"}, "invalid --to-seq: is 9", "to_seq"},
+		{[]string{"rewind", "--stream", "orders", "--id", "r", "--to-seq", "5"}, "invalid --to-seq: is 5", "to_seq"},
+		{[]string{"register", "--stream", "orders", "--id", "r2", "--namespace", "webhook", "--url", "https://hooks.example/in", "--secret", secret, "--from-seq", "5"},
+			"invalid --from-seq: is 5", "next seq"},
 		{[]string{"register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", "https://u:p@hooks.example/in", "--secret", secret},
 			"invalid --url: has userinfo", "invalid url"},
 		{[]string{"register", "--stream", "orders", "--id", "r\x7f", "--namespace", "webhook", "--url", "https://hooks.example/in", "--secret", secret},

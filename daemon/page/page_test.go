@@ -160,7 +160,7 @@ func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
 	// Bad input: a clear error naming the field, nothing changed.
 	resp, body = get(t, c, srv.URL+"/ui/confirm?action=skip&stream=orders%2F1&id=audit&to_seq=9")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.Contains(t, body, "invalid to seq: is 9: a skip moves the cursor forward, from #1 to at most #4 (one past the head)")
+	require.Contains(t, body, "invalid to_seq: is 9: a skip moves the cursor forward, from #1 to at most #4 (one past the head)")
 	resp, body = post(t, c, srv.URL+"/ui/action", with(with(key, "action", "rewind"), "to_seq", "x"))
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Contains(t, body, "to_seq")

@@ -224,6 +224,7 @@ func asRangeError(err error) error {
 var flagNames = map[string]string{
 	"registration id":     "id",
 	"on_rejected":         "on-4xx",
+	"next seq":            "from-seq",
 	"AllowHosts":          "allow-host",
 	"MaxIdleConnsPerHost": "max-per-host",
 	"secrets":             "secret",
@@ -233,7 +234,7 @@ var flagNames = map[string]string{
 }
 
 // flagName is the flag that sets a library's field: flagNames' or the
-// field in kebab case ("to seq", "content_type", "MaxInFlight").
+// field in kebab case ("to_seq", "content_type", "MaxInFlight").
 func flagName(field string) string {
 	if name, ok := flagNames[field]; ok {
 		return name
