@@ -210,8 +210,9 @@ reverts the newest one (it drops what that migration created: data in those
 tables is lost), so it asks first on a terminal and otherwise needs --yes;
 "status" lists the migrations and which are applied.
 
-A new SQLite file is migrated automatically on first use; PostgreSQL is
-migrated only by "herald migrate up", so that a deploy controls when it happens.`,
+register and append create and migrate a new SQLite file; "down" and "status"
+refuse a path with no file. PostgreSQL is migrated only by "herald migrate up",
+so that a deploy controls when it happens.`,
 		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json
   herald migrate down --yes --database sqlite:./herald.db`,
@@ -228,6 +229,9 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 			d, err := parseDatabase(e.databaseFrom, e.database)
 			if err != nil {
 				return err
+			}
+			if _, serr := os.Stat(d.path); d.kind == "sqlite" && c.args[0] != "up" && errors.Is(serr, fs.ErrNotExist) {
+				return noDatabase(d)
 			}
 			if c.args[0] == "down" && !yes {
 				if err := e.confirmDown(c.ctx(), d); err != nil {

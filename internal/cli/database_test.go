@@ -27,6 +27,8 @@ func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
 		{"rewind", "--stream", "s", "--id", "r", "--to-seq", "1"},
 		{"hosts"},
 		{"hosts", "reset", "social.example:443"},
+		{"migrate", "status"},
+		{"migrate", "down", "--yes"},
 	} {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
