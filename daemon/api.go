@@ -326,10 +326,14 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 		if err == nil && q.Get("host") == "" {
 			err = journal.Invalid("query", "host is a required query parameter (/v1/hosts/reset?host=…)")
 		}
+		var host string
+		if err == nil {
+			host, err = operator.HostArg(q.Get("host"))
+		}
 		if err != nil {
 			return nil, err
 		}
-		return store.ResetHost(r.Context(), operator.HostArg(q.Get("host")), now())
+		return store.ResetHost(r.Context(), host, now())
 	}))
 	mux.Handle("GET /v1/registrations", listRegistrations(store))
 	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k push.Key, q url.Values) (any, error) {

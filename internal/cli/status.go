@@ -282,8 +282,11 @@ held. If the host is still down, the next failures bring it down again.`,
 		db:    readDB,
 		flags: func(f *pflag.FlagSet) { atFlag(f, &at) },
 		check: func(c *call) error {
-			host = operator.HostArg(c.args[0])
-			return usageOf(push.ValidateHost(host))
+			var err error
+			if host, err = operator.HostArg(c.args[0]); err == nil {
+				err = push.ValidateHost(host)
+			}
+			return usageOf(err)
 		},
 		run: func(c *call) error {
 			before, err := push.AllHosts(c.ctx(), c.b, push.HostQuery{Host: host})

@@ -126,6 +126,12 @@ func TestHostsCommand(t *testing.T) {
 	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "::1")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "([::1]:443 for https)")
+	// A URL that does not parse is said to be one, not looked up as a host.
+	code, _, errOut = runHostsCLI(t, db, "hosts", "reset", "http://exa mple")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "invalid host: is neither host:port")
+	require.Contains(t, errOut, "cannot be parsed")
+	require.NotContains(t, errOut, "not found")
 }
 
 // With no host to show, herald hosts says why, in words that fit the filter.

@@ -159,12 +159,16 @@ func Instant(t time.Time) string {
 }
 
 // HostArg reads a host as an operator names it: the host:port herald hosts
-// lists, or any URL on it.
-func HostArg(s string) string {
-	if strings.Contains(s, "://") {
-		return push.HostOf(s)
+// lists, or any http(s) URL on it. Errors wrap journal.ErrInvalid, field
+// "host".
+func HostArg(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		return strings.ToLower(s), nil
 	}
-	return strings.ToLower(s)
+	if err := push.ValidateURL(s); err != nil {
+		return "", journal.Invalid("host", "is neither host:port, as herald hosts lists it, nor a URL herald delivers to (%v)", err)
+	}
+	return push.HostOf(s), nil
 }
 
 // List lists, as shown, up to limit registrations that q matches, in state
