@@ -77,7 +77,7 @@ func HostOf(rawURL string) string {
 	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
 		authority = authority[:end]
 	}
-	authority = strings.TrimSuffix(asciiLower(authority), ":")
+	authority = strings.TrimSuffix(FoldHost(authority), ":")
 	if !strings.Contains(authority, ":") || strings.HasSuffix(authority, "]") { // no port: none, or an IPv6 address's bracket
 		if u.Scheme == "http" {
 			authority += ":80"
@@ -88,7 +88,9 @@ func HostOf(rawURL string) string {
 	return authority
 }
 
-func asciiLower(s string) string {
+// FoldHost folds a host's case as HostOf does: ASCII letters lowered, every
+// other byte kept, so that SQL can compute it too.
+func FoldHost(s string) string {
 	return strings.Map(func(r rune) rune {
 		if 'A' <= r && r <= 'Z' {
 			return r + ('a' - 'A')

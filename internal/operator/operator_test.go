@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -66,4 +68,21 @@ func TestHTTPStatusOfErrors(t *testing.T) {
 	} {
 		require.Equal(t, want, HTTPStatus(err), err.Error())
 	}
+}
+
+// A host as herald hosts lists it, or any URL on it, names the host that
+// push.HostOf counted, non-ASCII capitals included; a URL that does not
+// parse is refused naming the field.
+func TestHostArgNamesTheHostHeraldCounts(t *testing.T) {
+	for _, u := range []string{"https://BÜCHER.example/inbox", "http://Example.ORG:8080/x", "https://[2001:DB8::1]/in"} {
+		listed := push.HostOf(u)
+		for _, arg := range []string{listed, u, strings.ToUpper(listed[:1]) + listed[1:]} {
+			got, err := HostArg(arg)
+			require.NoError(t, err, arg)
+			require.Equal(t, listed, got, "HostArg(%q)", arg)
+		}
+	}
+	_, err := HostArg("http://exa mple")
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.ErrorContains(t, err, "invalid host")
 }

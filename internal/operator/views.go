@@ -163,7 +163,7 @@ func Instant(t time.Time) string {
 // "host".
 func HostArg(s string) (string, error) {
 	if !strings.Contains(s, "://") {
-		return strings.ToLower(s), nil
+		return push.FoldHost(s), nil
 	}
 	if err := push.ValidateURL(s); err != nil {
 		return "", journal.Invalid("host", "is neither host:port, as herald hosts lists it, nor a URL herald delivers to (%v)", err)
