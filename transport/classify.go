@@ -94,7 +94,7 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32)
 	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
-	case errors.As(err, new(*resolveError)): // "dns: …", even for a lookup that timed out
+	case errors.As(err, new(*resolveError)): // "dns: …", even when the lookup itself timed out (not the request)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
 	case isNet && netErr.Timeout():
