@@ -1,9 +1,11 @@
 package page_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	stdpng "image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -288,14 +290,16 @@ func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 
 var screenshots = flag.Bool("screenshots", false, "write the README's pictures of the page to docs/page/*.png")
 
-// TestScreenshots, with -screenshots, makes the README's pictures of the
-// page: a seeded database with an hour of deliveries for the charts, each
-// view as headless Chromium shows it.
+// TestScreenshots renders every view of a seeded database (an hour of
+// deliveries for the charts) in headless Chromium and checks each picture
+// is a whole PNG; with -screenshots it writes them as the README's
+// pictures, docs/page/*.png:
 //
 //	go test ./daemon/page -run TestScreenshots -screenshots
 func TestScreenshots(t *testing.T) {
-	if !*screenshots {
-		t.Skip("-screenshots writes docs/page/*.png")
+	dir := t.TempDir()
+	if *screenshots {
+		dir = filepath.Join("..", "..", "docs", "page")
 	}
 	s := openStore(t)
 	p, srv := serve(t, s, "", seedView)
@@ -315,7 +319,11 @@ func TestScreenshots(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(v.url), chromedp.WaitReady(chromedp.CSS("main"))), v.name)
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err, v.name)
-		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "docs", "page", v.name+".png"), png, 0o644))
+		img, err := stdpng.Decode(bytes.NewReader(png))
+		require.NoError(t, err, "%s: a whole PNG", v.name)
+		require.GreaterOrEqual(t, img.Bounds().Dx(), 1200, "%s: at least the window's width", v.name)
+		require.GreaterOrEqual(t, img.Bounds().Dy(), 200, "%s: a view, not an empty strip", v.name)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, v.name+".png"), png, 0o644))
 	}
 }
 
