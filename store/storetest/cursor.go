@@ -365,8 +365,8 @@ func events(evs []push.Evidence) []string {
 	return mapped(evs, func(e push.Evidence) string { return e.Event })
 }
 
-// advanceBatchTests run against stores that are push.AdvanceBatchers; the
-// others skip them (a worker gives them one Advance a save).
+// advanceBatchTests run against stores that are push.AdvanceBatchers only
+// (Run leaves the group out for the others).
 var advanceBatchTests = []test{
 	testEachSaveAsAdvanceAlone, testRacingBatchesNeverMoveCursorsBack,
 }
@@ -375,7 +375,7 @@ func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
 	t.Helper()
 	ab, ok := b.(push.AdvanceBatcher)
 	if !ok {
-		t.Skip("the store does not batch Advance")
+		t.Fatal("Run runs the AdvanceBatch group only for a push.AdvanceBatcher")
 	}
 	return ab
 }

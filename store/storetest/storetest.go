@@ -62,7 +62,11 @@ func Run(t *testing.T, open Factory) {
 		{"Hosts", hostTests},
 		{"Events", eventTests},
 	}
+	_, batches := open(t).(push.AdvanceBatcher)
 	for _, g := range groups {
+		if g.name == "AdvanceBatch" && !batches {
+			continue // a worker gives such a store one Advance a save
+		}
 		t.Run(g.name, func(t *testing.T) {
 			for _, fn := range g.tests {
 				name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
