@@ -24,7 +24,7 @@ type pipe struct {
 	sentMsgs int       // how many of msgs were sent
 	inFlight int       // sends not yet reported
 	stopped  bool      // no new sends: a failure, the budget, a stop or an error
-	barrier  bool      // a terminal record was started: nothing after it is sent
+	barrier  bool      // a terminal record was started (recs[hi-1]): nothing after it is sent
 	terminal bool      // the cursor passed a terminal record
 	err      error     // a store error or the worker stopping (no attempt counted)
 }
@@ -148,7 +148,7 @@ func (p *pipe) advance() {
 	for p.lo < p.hi && p.left[p.lo] == 0 {
 		p.t.rep.Records++
 		p.lo++
-		if p.t.w.projection.Terminal(p.recs[p.lo-1]) {
+		if p.barrier && p.lo == p.hi { // the terminal record, the last started
 			p.terminal, p.stopped = true, true
 			return
 		}
