@@ -15,8 +15,9 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// MaxLocationBytes bounds the Location kept in an Outcome; a longer one is cut.
-const MaxLocationBytes = 2048
+// MaxLocationBytes bounds the Location kept in an Outcome, as evidence keeps
+// it (push.MaxEvidenceLocation); a longer one is cut.
+const MaxLocationBytes = push.MaxEvidenceLocation
 
 // Classify turns an HTTP answer into an Outcome by the package doc's table
 // (1xx and 6xx are Transient), with a Reason naming the status unless

@@ -276,7 +276,7 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	if len(out.Body) > push.MaxEvidenceBody {
 		out.Body = out.Body[:push.MaxEvidenceBody]
 	}
-	if out.Location != "" {
+	if out.Location != "" { // Classify cut it; redact the whole header, then cut, so no secret is left half
 		loc := red.String(resp.Header.Get("Location"))
 		out.Location = loc[:min(len(loc), MaxLocationBytes)]
 	}

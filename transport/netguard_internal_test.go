@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 )
 
@@ -45,11 +46,16 @@ func TestDialControl(t *testing.T) {
 func TestURLCacheAnswersAsTheGuard(t *testing.T) {
 	g := &guard{allowHTTP: true}
 	var c urlCache
+	var first *url.URL
 	for range 2 {
 		u, err := c.check(g, "https://example.com/hook?x=1")
 		if err != nil || u.Host != "example.com" || u.Path != "/hook" || u.RawQuery != "x=1" {
 			t.Fatalf("check(accepted) = %v, %v", u, err)
 		}
+		if first != nil && u != first {
+			t.Fatal("the second look parsed the URL again instead of answering from the cache")
+		}
+		first = u
 	}
 	for range 2 {
 		_, err := c.check(g, "https://127.0.0.1/hook")
