@@ -19,8 +19,8 @@ var errDryRun = errors.New("dry run")
 
 // Prune implements store.Retention: one write transaction visits at most
 // pruneStreams streams, in name order from where the last call stopped (back
-// to the first after a whole pass). A dry run does the same work and rolls
-// it back. A batch that removed records gives their pages back to the file
+// to the first after a whole pass). A dry run visits every stream, as one
+// whole pass, and rolls its work back. A batch that removed records gives their pages back to the file
 // system (incremental vacuum).
 func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
 	q, err := q.Validate()
@@ -37,6 +37,10 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		rep  store.PruneReport
 		next string
 	)
+	from, limit := s.pruneFrom, int64(pruneStreams+1)
+	if q.DryRun {
+		from, limit = "", -1 // a dry run reports a whole pass (SQLite's LIMIT -1: none)
+	}
 	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
 		type candidate struct {
 			stream            string
@@ -49,11 +53,11 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 			err = sc.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &low, &c.registrations)
 			c.low = cmp.Or(low.Int64, c.head+1)
 			return c, err
-		}, sqlPruneCandidates, s.pruneFrom, pruneStreams+1)
+		}, sqlPruneCandidates, from, limit)
 		if err != nil {
 			return err
 		}
-		if len(cands) > pruneStreams {
+		if !q.DryRun && len(cands) > pruneStreams {
 			next, cands = cands[pruneStreams].stream, cands[:pruneStreams]
 		}
 		for _, c := range cands {

@@ -18,7 +18,7 @@ import (
 
 var retentionTests = []test{
 	testLowWaterMarkWaitsForEveryCursor, testRetentionAgeOnTheCallersClock, testSealedCompletedStreamIsRemoved,
-	testNoCursorBelowTheLowWaterMark, testDryRunChangesNothing, testBatchesAreBounded,
+	testNoCursorBelowTheLowWaterMark, testDryRunReportsOneWholePassAndChangesNothing, testBatchesAreBounded,
 	testEvidenceTailKeepsTheParkReason, testBadRetentionQueryChangesNothing, testPruneRacesAppendsAndSweeps,
 }
 
@@ -168,10 +168,18 @@ func testNoCursorBelowTheLowWaterMark(t *testing.T, b Backend) {
 	require.Equal(t, uint64(3), register(t, b, reg("s", "new-default", "webhook")).NextSeq, "NextSeq 0 starts at the oldest retained record")
 }
 
-func testDryRunChangesNothing(t *testing.T, b Backend) {
+// A dry run reports one whole pass in one call, over more streams than a
+// store visits in one batch (sqlite 500, postgres 200), and changes nothing.
+func testDryRunReportsOneWholePassAndChangesNothing(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
-	dry := pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour, DryRun: true})
-	require.Equal(t, 3, dry.Records)
+	for i := range 600 {
+		appendN(t, b, fmt.Sprintf("many/%03d", i), 1)
+	}
+	q := store.PruneQuery{At: later(2), Retain: time.Hour, DryRun: true}
+	dry := prune(t, b, q)
+	require.False(t, dry.More, "one call reports the whole pass")
+	require.Equal(t, 603, dry.Records)
+	require.Equal(t, dry, prune(t, b, q), "a second dry run reports the same")
 	require.Len(t, readAll(t, b, "s"), 3, "a dry run removes nothing")
 	info, _ := streamInfo(t, b, "s")
 	require.Equal(t, uint64(1), info.OldestSeq)
