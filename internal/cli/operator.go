@@ -142,7 +142,6 @@ A parked registration stays parked: unpark it afterwards.`,
 			moveFlags(f, &stream, &id, &at, &toSeq, "the new cursor: the first seq to deliver (required)")
 			f.StringVar(&reason, "reason", "skipped by an operator", "why, for the evidence")
 		},
-		check: func(*call) error { return journal.ValidateText("--reason", reason, push.MaxEvidenceError) },
 		run: func(c *call) error {
 			return move(c, stream, id, toSeq, func() error { return c.b.Skip(c.ctx(), stream, id, toSeq, c.at(at), reason) })
 		},

@@ -537,6 +537,11 @@ func testSkipMovesPastPoison(t *testing.T, b Backend) {
 	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
 		require.ErrorIs(t, b.Skip(t.Context(), "s", "r", bad, at(1), "poison"), journal.ErrInvalid, "skip to %d", bad)
 	}
+	for _, reason := range []string{"", "\x1b[31mred", strings.Repeat("x", push.MaxEvidenceError+1)} {
+		err := b.Skip(t.Context(), "s", "r", 3, at(1), reason)
+		require.ErrorIs(t, err, journal.ErrInvalid, "reason %q", reason)
+		require.ErrorContains(t, err, "invalid reason", "the error names the field")
+	}
 	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq, "a refused skip changes nothing")
 
 	require.NoError(t, b.Skip(t.Context(), "s", "r", 3, at(2), "record 2 is malformed"))
