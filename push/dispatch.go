@@ -203,7 +203,7 @@ func (d *dispatcher) serve(c claimed) turnEnd {
 	started := time.Now()
 	e := turnEnd{c: c, wakes: c.wakes}
 	t := turn{w: w, at: c.at, stop: d.stop, deadline: c.claimedAt.Add(w.opts.lease / 2), reg: c.st.Registration, head: c.st.Head,
-		claim: c.st.Claim(), host: c.entry, wakes: &e.wakes}
+		claim: c.st.Claim(), host: c.entry, hostName: c.host, wakes: &e.wakes}
 	ctx := withReadClaim(d.ctx, c.claimedAt, c.st.Head) // pages read since the claim may serve it (pages.go)
 	ctx, cancel := context.WithDeadlineCause(ctx, c.claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
 	defer cancel()

@@ -51,7 +51,7 @@ func (o options) tracer() trace.Tracer {
 func (t *turn) startTurn(ctx context.Context) (context.Context, trace.Span) {
 	ctx, span := t.w.tracer.Start(ctx, SpanTurn, internalStart...)
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.reg.Host()),
+		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.hostName),
 			attribute.String(AttrStream, t.reg.Stream), attribute.String(AttrReg, t.reg.ID))
 	}
 	return ctx, span
@@ -112,7 +112,7 @@ func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
 		return
 	}
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.reg.Host()),
+		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.hostName),
 			attribute.Int(AttrAttempt, t.attempts+1))
 		if err != nil {
 			span.SetAttributes(attribute.String(AttrOutcome, "stopped"))

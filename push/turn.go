@@ -22,6 +22,7 @@ type turn struct {
 	head     uint64     // the stream's head when claimed, raised by the pages read
 	claim    Claim      // fences the turn's writes
 	host     *hostEntry // the host's tokens, one held around each send
+	hostName string     // reg.Host(), computed once at the claim
 	rep      SweepReport
 
 	wakes   *uint64 // the worker's Wake count the turn last read at
@@ -175,7 +176,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 		t.rep.Parked++
 		w.opts.logger.Warn("herald: registration parked; `herald unpark` resumes it at its cursor",
 			"stream", t.reg.Stream, "registration", t.reg.ID, "namespace", t.reg.Namespace,
-			"host", t.reg.Host(), "cursor", t.next, "attempt", ev.Attempt, "status", out.Status, "reason", ev.Error)
+			"host", t.hostName, "cursor", t.next, "attempt", ev.Attempt, "status", out.Status, "reason", ev.Error)
 		return nil
 	}
 	delay := t.delay(out)
@@ -185,7 +186,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	}
 	t.rep.Retries++
 	w.opts.logger.Debug("herald: delivery failed; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
-		"host", t.reg.Host(), "seq", t.next, "attempt", ev.Attempt, "retry_in", delay, "reason", ev.Error)
+		"host", t.hostName, "seq", t.next, "attempt", ev.Attempt, "retry_in", delay, "reason", ev.Error)
 	return nil
 }
 

@@ -10,8 +10,7 @@ import (
 // hostFailed charges a host-level failure at t.next to the host
 // (HostStore.HostFailed).
 func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
-	w := t.w
-	host := t.reg.Host()
+	w, host := t.w, t.hostName
 	old, _ := w.book.get(host)
 	h, err := w.store.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Policy: w.opts.hostPolicy})
 	if err != nil {
@@ -35,12 +34,11 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 // hostAnswered tells the store that the registration's host answered, if
 // the worker knows it as troubled; a healthy host's answer costs nothing.
 func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
-	w := t.w
-	if !out.HostAnswered() || w.book.size.Load() == 0 {
-		return // no troubled host known: not even the host's name is needed
+	w, host := t.w, t.hostName
+	if !out.HostAnswered() {
+		return
 	}
-	host := t.reg.Host()
-	old, troubled := w.book.get(host)
+	old, troubled := w.book.get(host) // free while no host is troubled
 	if !troubled {
 		return
 	}
