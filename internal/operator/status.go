@@ -23,7 +23,6 @@ type Status struct {
 	Lagging       []RegistrationView       `json:"lagging"` // the largest lags, largest first
 	Namespaces    map[string]NamespaceView `json:"namespaces"`
 	OldestParked  *RegistrationView        `json:"oldest_parked"`
-	Held          Held                     `json:"-"`
 }
 
 // Names are the namespaces' names, sorted.
@@ -46,22 +45,22 @@ func StatusAt(ctx context.Context, s push.Store, at time.Time) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{Hosts: SummarizeHosts(hs), Held: Held{}, Namespaces: map[string]NamespaceView{}}
+	out, notUp := Status{Hosts: SummarizeHosts(hs), Namespaces: map[string]NamespaceView{}}, Held{}
 	for _, h := range hs {
 		if h.State != push.HostUp {
-			out.Held[h.Host] = h.State
+			notUp[h.Host] = h.State
 		}
 	}
-	held, truncated, err := splitHeld(ctx, s, st.Namespaces, out.Held)
+	held, truncated, err := splitHeld(ctx, s, st.Namespaces, notUp)
 	if err != nil {
 		return Status{}, err
 	}
-	out.HeldTruncated, out.Lagging = truncated, out.Held.Views(st.Lagging)
+	out.HeldTruncated, out.Lagging = truncated, notUp.Views(st.Lagging)
 	for ns, c := range st.Namespaces {
 		out.Namespaces[ns] = NamespaceView{c, held[ns]}
 	}
 	if p := st.OldestParked; p != nil {
-		v := out.Held.View(*p)
+		v := notUp.View(*p)
 		out.OldestParked = &v
 	}
 	return out, nil

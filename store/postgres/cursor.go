@@ -45,7 +45,7 @@ func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefo
 // Park implements push.Store, as Retry does.
 func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
 	tell := func(f fence) (journal.Entry, bool) {
-		return push.RegistrationEvent(push.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Clean().Error, ev.At)
+		return push.RegistrationEvent(push.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Error, ev.At)
 	}
 	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, push.ValidateInstant("evidence at", ev.At), tell)
 }
@@ -341,7 +341,7 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		if err := send(tx); err != nil {
 			return err
 		}
-		e, ok := push.RegistrationEvent(push.KindSkipped, f.reg, ev.Seq, push.ByPolicy, ev.Clean().Error, ev.At)
+		e, ok := push.RegistrationEvent(push.KindSkipped, f.reg, ev.Seq, push.ByPolicy, ev.Error, ev.At)
 		return s.event(ctx, tx, e, ok)
 	})
 }
