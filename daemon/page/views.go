@@ -165,7 +165,9 @@ func parseAct(v url.Values) (act, error) {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
 		}
 	case "reset-host":
-		return a, push.ValidateHost(a.Host)
+		var err error
+		a.Host, err = operator.HostArg(a.Host)
+		return a, err
 	default:
 		return a, journal.Invalid("action", "%q must be unpark, skip, rewind or reset-host", a.Action)
 	}

@@ -283,9 +283,7 @@ held. If the host is still down, the next failures bring it down again.`,
 		flags: func(f *pflag.FlagSet) { atFlag(f, &at) },
 		check: func(c *call) error {
 			var err error
-			if host, err = operator.HostArg(c.args[0]); err == nil {
-				err = push.ValidateHost(host)
-			}
+			host, err = operator.HostArg(c.args[0])
 			return usageOf(err)
 		},
 		run: func(c *call) error {

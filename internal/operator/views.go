@@ -159,11 +159,11 @@ func Instant(t time.Time) string {
 }
 
 // HostArg reads a host as an operator names it: the host:port herald hosts
-// lists, or any http(s) URL on it. Errors wrap journal.ErrInvalid, field
-// "host".
+// lists, or any http(s) URL on it, checked as push.ValidateHost does.
+// Errors wrap journal.ErrInvalid, field "host".
 func HostArg(s string) (string, error) {
 	if !strings.Contains(s, "://") {
-		return push.FoldHost(s), nil
+		return push.FoldHost(s), push.ValidateHost(s)
 	}
 	if err := push.ValidateURL(s); err != nil {
 		return "", journal.Invalid("host", "is neither host:port, as herald hosts lists it, nor a URL herald delivers to (%v)", err)
