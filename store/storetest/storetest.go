@@ -62,7 +62,7 @@ func Run(t *testing.T, open Factory) {
 		{"Hosts", hostTests},
 		{"Events", eventTests},
 	}
-	_, batches := open(t).(push.AdvanceBatcher)
+	_, batches := open(t).(push.AdvanceBatcher) // one backend more per Run, for its type
 	for _, g := range groups {
 		if g.name == "AdvanceBatch" && !batches {
 			continue // a worker gives such a store one Advance a save
