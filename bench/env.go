@@ -157,7 +157,6 @@ func (e *env) facts(ctx context.Context) error {
 	return conn.QueryRow(ctx, "SHOW server_version").Scan(&e.pgVersion)
 }
 
-// createDB creates an empty database and returns its URL.
 // heraldDB creates the database name, fresh, with herald's schema, and
 // returns its URL.
 func (e *env) heraldDB(ctx context.Context, name string) (string, error) {
@@ -169,6 +168,7 @@ func (e *env) heraldDB(ctx context.Context, name string) (string, error) {
 	return dbURL, err
 }
 
+// createDB creates an empty database and returns its URL.
 func (e *env) createDB(ctx context.Context, name string) (string, error) {
 	conn, err := pgx.Connect(ctx, e.pg.URL)
 	if err != nil {

@@ -117,8 +117,8 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 					r.seqWAL = append(r.seqWAL, float64(d2.wal)/float64(out.n))
 				}
 				if table := map[appendVia]string{viaPlainRow: "app_outbox", viaAppendTx: "herald_record"}[v.via]; table != "" {
-					// What the variant leaves to vacuum (autovacuum would do it
-					// later): the records' dead versions, their index entries.
+					// What the variant leaves to vacuum on its table
+					// (autovacuum would do it later).
 					cpu, wal, err := vacuumCost(ctx, dbURL, table)
 					if err != nil {
 						return err
@@ -143,7 +143,7 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 			rep.printf("| %v | %s | %s | %s | %s | %s | %s |\n", c, v.name, r.rate.cell(0), ratio(r.rate, res[i][0].rate), r.wal.cell(0), r.steps.cell(0), seqWAL)
 		}
 	}
-	rep.printf("\nWhere the time went, per variant: CPU µs per transaction of the server's processes by role (from /proc/<pid>/stat of the backends pg_stat_activity lists, sampled every 10 ms; \"server\" is the whole cluster's, from the postmaster and its children, exited ones included, and includes the bulk numbering after the timed part), of this benchmark process (the Go side of the writers and the sequencer), the sequencer's steps, autovacuum and autoanalyze runs of the database's tables during the case, what a `VACUUM` of the variant's record table right after it costs (the work that variant leaves to autovacuum: the sequencer's UPDATE leaves a dead version of every record and index entries to remove; the plain row's table is insert-only), and what the writers' backends were doing (pg_stat_activity, share of samples; \"CPU\" is active with no wait event).\n\n")
+	rep.printf("\nWhere the time went, per variant: CPU µs per transaction of the server's processes by role (from /proc/<pid>/stat of the backends pg_stat_activity lists, sampled every 10 ms; \"server\" is the whole cluster's, from the postmaster and its children, exited ones included, and includes the bulk numbering after the timed part), of this benchmark process (the Go side of the writers and the sequencer), the sequencer's steps, autovacuum and autoanalyze runs of the database's tables during the case, what a `VACUUM` of the variant's record table right after it costs (the work that variant leaves to autovacuum on that table: both are insert-only, so it marks pages all-visible; herald_seq, the sequencer's table, is not vacuumed here), and what the writers' backends were doing (pg_stat_activity, share of samples; \"CPU\" is active with no wait event).\n\n")
 	rep.printf("| case | variant | CPU µs/tx: writers | sequencer | autovacuum | other | server | bench process | steps/s | records/step | autovacuum runs | VACUUM after: CPU µs/tx | WAL B/tx | writers' waits |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for i, c := range producerCases {
 		for j, v := range partsVariants {

@@ -54,8 +54,9 @@ func withApp(dbURL, name string) string {
 type activity struct {
 	waits string // the writers' (client backends but the sequencer's) wait events, top shares, e.g. "CPU 61%, IO:WALSync 20%"
 	// CPU time of the server's processes by role: "writers", "sequencer",
-	// "autovacuum", "other" (walwriter, checkpointer, background writer
-	// and other background processes), and "bench" (this process: the
+	// "autovacuum", "other" (walwriter, checkpointer, background writer,
+	// the other background processes and the other client backends, such
+	// as the sampler's and the snapshots'), and "bench" (this process: the
 	// writers' and the sequencer's Go side, the sampler). A backend's CPU
 	// counts from the first sample (0 for one that started after it) to
 	// its last, so a process that exits loses at most one interval.
@@ -122,8 +123,6 @@ FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)
 						role = "sequencer"
 					case strings.HasPrefix(typ, "autovacuum"):
 						role = "autovacuum"
-					case typ == "client backend":
-						role = "other clients"
 					}
 					p = &proc{role: role}
 					if ticks > 0 {
@@ -180,13 +179,12 @@ func execOnce(ctx context.Context, dbURL, sql string) error {
 }
 
 type produced struct {
-	waits      string                   // sampleWaits' summary
-	cpu        map[string]time.Duration // sampleWaits' CPU by role
-	n          int64
-	took       time.Duration
-	p99        float64 // ms
-	unnumbered int64
-	steps      int64
+	waits string                   // sampleWaits' summary
+	cpu   map[string]time.Duration // sampleWaits' CPU by role
+	n     int64
+	took  time.Duration
+	p99   float64 // ms
+	steps int64
 }
 
 // How the application's transaction appends its record, if it does.
@@ -313,11 +311,6 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	stopSampling()
 	act := sampled()
 	out.waits, out.cpu = act.waits, act.cpu
-	if st != nil {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM herald_record r WHERE NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id)`).Scan(&out.unnumbered); err != nil {
-			return out, err
-		}
-	}
 	stop()
 	<-seqDone
 	if st != nil && sequencer {

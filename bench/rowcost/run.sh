@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The row-cost experiment (BENCHMARKS.md, "What each part of an append costs"): the
-# caller's transaction bare and
-# with one way of writing a record beside its row, the variants in turn within
-# each round on one throwaway cluster (fsync, synchronous_commit and
+# The row-cost experiment (BENCHMARKS.md, "What each part of an append costs"):
+# pgbench runs the caller's transaction bare and with one way of writing a
+# record beside its row, the variants in turn within each round on one
+# throwaway cluster (fsync, synchronous_commit and
 # full_page_writes on, shared_buffers 256MB, as internal/pgtest), and prints
 # each variant's transactions a second and WAL bytes a transaction, and the
 # median ratio to the bare transaction of the same round.
