@@ -66,7 +66,7 @@ func appends(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 		e.dropDB(ctx, db)
 	}
-	rep.printf("### 3. Appends\n\n")
+	rep.printf("### Appends\n\n")
 	rep.printf("`Store.Append` (its own transaction: BEGIN, check the seal and look the ids up, insert, COMMIT; then a sequencer step, waiting for the sequencer's lock, numbers the records and Append reads their seqs back) for %v per case, by W goroutines in a loop; each record has the %d-byte payload. With 1,000 streams each append goes to the next stream of a shared counter (streams are created by their first append). Batched: one `Append` of N records to one stream. Latency is one `Append` call (one transaction), p50 and p99 over the run's calls (median over runs). WAL B is per record.\n\n", cfg.appendFor, wire.PayloadBytes)
 	rep.printf("| case | records/s | vs 1 stream, 1 writer | p50 ms | p99 ms | WAL B/record |\n|---|---:|---:|---:|---:|---:|\n")
 	for i, c := range cfg.appendCases {

@@ -408,7 +408,7 @@ func riverRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (f
 }
 
 func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
-	rep.printf("### 1–2. Fan-out: deliveries per second, write cost, memory\n\n")
+	rep.printf("### Fan-out: deliveries per second, write cost, memory\n\n")
 	rep.printf("E events, each to R receivers (routes of the one receiver process), E×R deliveries:\n\n")
 	rep.printf("- **herald**: one stream with R webhook registrations (registered before, not measured); E appends (`Store.Append`, one record and one transaction each, %d goroutines); then `herald run --namespaces webhook --max-in-flight %d --max-per-host %d` (a separate process, LISTEN/NOTIFY on; the R routes stand in for R hosts, so the per-host cap does not bind) delivers the backlog.\n", cfg.producers, cfg.conc, push.MaxPerHostLimit)
 	rep.printf("- **River**: E transactions each inserting R jobs (`InsertManyTx`, one job per event × receiver, the payload in the job's args, %d goroutines); then a separate River worker process (`bench/cmd/riverworker`, `MaxWorkers: %d`) whose worker POSTs the job.\n", cfg.producers, cfg.conc)

@@ -125,7 +125,7 @@ func far(ctx context.Context, e *env, cfg config, rep *report) error {
 		logf("load average %s", loadavg())
 	}
 
-	rep.printf("### Far receivers: windows (issue 16)\n\n")
+	rep.printf("### Far receivers: windows\n\n")
 	if cfg.baseline != "" {
 		rep.printf("Each case is run by this tree's herald and, just before it, by the baseline `%s` (-herald-baseline).\n\n", cfg.baseline)
 	}

@@ -70,7 +70,7 @@ func httpAppend(ctx context.Context, e *env, cfg config, rep *report) error {
 		st.Close()
 		e.dropDB(ctx, db)
 	}
-	rep.printf("### 3d. Appending over HTTP: POST /v1/records beside Append\n\n")
+	rep.printf("### Appending over HTTP: POST /v1/records beside Append\n\n")
 	rep.printf("W goroutines append one %d-byte record per call for %v per case: with the Go `Append` of store/postgres, and with `POST /v1/records` (one record per request, `application/json`) to `daemon.APIHandler` served by net/http on loopback in the same process (keep-alive connections, one per writer), which validates and calls the same `Append` on the same store; in turn within each run on one database. `Append` returns once its record is numbered (the store's sequencer step).\n\n",
 		wire.PayloadBytes, cfg.producerFor)
 	rep.printf("| case | Append /s | HTTP API /s | HTTP / Append | Append p99 ms | HTTP p99 ms |\n|---|---:|---:|---:|---:|---:|\n")

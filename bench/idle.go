@@ -55,7 +55,7 @@ func idle(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 		e.dropDB(ctx, db)
 	}
-	rep.printf("### 4. Idle cost: one sweep over %s registrations\n\n", fmtNum(float64(cfg.idleRegs), 0))
+	rep.printf("### Idle cost: one sweep over %s registrations\n\n", fmtNum(float64(cfg.idleRegs), 0))
 	rep.printf("%s webhook registrations, %d per stream over %s streams, bulk-loaded with `INSERT … SELECT FROM generate_series` into herald's tables (migrations/001_init.up.sql: each stream with one record and head 1, each registration's cursor at 2, past the head, and no stream pending, which is the state Register, Append and the sweeps that drained them leave), then `VACUUM (ANALYZE)` and `CHECKPOINT` (load: %s s). One sweep is `Worker.RunOnce(ctx, now, 256)` in the benchmark process (webhook projection, HTTP transport, MaxInFlight %d). **None due**: %d sweeps after 3 warm-up sweeps. **%d due**: before each of %d sweeps (not timed) one registration in each of %d streams is set back to cursor 1 and its stream marked pending, as an append does; the sweep claims, reads, POSTs the %d records to the receiver and advances the %d cursors.\n\n",
 		fmtNum(float64(cfg.idleRegs), 0), regsPerStream, fmtNum(float64(cfg.idleRegs/regsPerStream), 0), loadSecs.cell(0), cfg.conc,
 		cfg.idleSweeps, dueCount, cfg.idleSweeps, dueCount, dueCount, dueCount)

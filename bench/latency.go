@@ -84,7 +84,7 @@ func latency(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 	}
 	total := cfg.latRate * int(cfg.latFor/time.Second)
-	rep.printf("### 5. Latency: append to receipt, with the daemon\n\n")
+	rep.printf("### Latency: append to receipt, with the daemon\n\n")
 	rep.printf("`herald run --namespaces webhook --max-in-flight %d --max-per-host %d --every 1s` (a separate process; it runs the sequencer, which numbers committed records and notifies, and claims at once when LISTEN/NOTIFY reports numbered records; the receiver process stands in for the streams' receivers' hosts, so the per-host cap does not bind) serves %d streams with one webhook registration each, with `--sequencer-interval` 5ms (a fixed 5 ms cadence, herald before the adaptive one), at its default (%v) and at 20ms, in turn within each run. The benchmark appends one record at a time (`Store.AppendTx` in a transaction of its own: BEGIN, AppendTx, COMMIT) on a fixed schedule of %d appends/s for %v (%s appends, round-robin over the streams, issued by up to %d goroutines so that the schedule does not wait for slow commits), after a warm-up of %d appends. Latency is from the commit returning to the receiver reading the request (both clocks are this machine's). Append latency is from the scheduled instant to the commit.\n\n",
 		cfg.conc, push.MaxPerHostLimit, cfg.latStreams, postgres.DefaultSequencerInterval, cfg.latRate, cfg.latFor, fmtNum(float64(total), 0), cfg.latAppenders, 2*cfg.latStreams)
 	if cfg.baseline != "" {

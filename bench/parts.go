@@ -130,8 +130,8 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 		e.dropDB(ctx, db)
 	}
-	rep.printf("### 3d. The producer's cost, decomposed\n\n")
-	rep.printf("The producer workload's transaction (3a) for %v per variant, the variants in turn within each run on one database: bare; with a second plain INSERT of a record-sized row (id primary key, stream, kind, the same payload, a digest, a timestamp) instead of AppendTx, the floor of any design that writes the record in the caller's transaction; with AppendTx and no sequencer (the records are numbered after the timed part; that numbering's WAL per record is the last column); with AppendTx and RunSequencer beside the writers, polling at a fixed 5 ms while records come (herald before the adaptive cadence, `WithSequencerInterval(5 * time.Millisecond)`) and as the daemon runs it (its default, adaptive up to `postgres.DefaultSequencerInterval`). Ratios are to the bare transaction of the same case and run.\n\n", cfg.producerFor)
+	rep.printf("### The producer's cost, decomposed\n\n")
+	rep.printf("The producers workload's transaction for %v per variant, the variants in turn within each run on one database: bare; with a second plain INSERT of a record-sized row (id primary key, stream, kind, the same payload, a digest, a timestamp) instead of AppendTx, the floor of any design that writes the record in the caller's transaction; with AppendTx and no sequencer (the records are numbered after the timed part; that numbering's WAL per record is the last column); with AppendTx and RunSequencer beside the writers, polling at a fixed 5 ms while records come (`WithSequencerInterval(5 * time.Millisecond)`) and as the daemon runs it (its default, adaptive up to `postgres.DefaultSequencerInterval`). Ratios are to the bare transaction of the same case and run.\n\n", cfg.producerFor)
 	rep.printf("| case | variant | tx/s | ratio | WAL B/tx | sequencer steps | WAL B/record of a later bulk numbering |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for i, c := range producerCases {
 		for j, v := range partsVariants {

@@ -90,7 +90,7 @@ func producers(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 		e.dropDB(ctx, db)
 	}
-	rep.printf("### 3. The producer's cost: the application's transaction with one record, every way\n\n")
+	rep.printf("### The producer's cost: the application's transaction with one record, every way\n\n")
 	rep.printf("W goroutines (one connection each) run the application's transaction in a loop for %v per case: `BEGIN; INSERT INTO app_order (id, body) VALUES (…, %d bytes); COMMIT`, and the same with one record of a %d-byte payload written between the INSERT and the COMMIT: a second plain `INSERT` into a table with a text primary key (`app_outbox`: id, stream, kind, payload, digest, appended_at), the floor of any design that writes the record in the caller's transaction; `SELECT pgq.insert_event('orders', …)` (PgQ 3, the extension, no ticker running); River's `InsertTx` of one job (an insert-only client, River's defaults); herald's `AppendTx`; and `SELECT herald_append(…)`. With 1,000 streams each transaction takes the next stream of a shared counter (the others write the stream name in their row). The variants run in turn within each run, on one database, each run starting at the next variant; beside the herald variants one `RunSequencer` numbers the records (its own pool of 2 connections, as `herald run` runs it), and its writes are in the WAL figure (per transaction, after it caught up). Ratios are to the bare transaction and to the floor of the same case and run.\n\n",
 		cfg.producerFor, wire.PayloadBytes, wire.PayloadBytes)
 	if pgqMissing != "" {

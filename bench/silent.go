@@ -70,7 +70,7 @@ func silentLatency(ctx context.Context, e *env, cfg config, rep *report) error {
 			}
 		}
 	}
-	rep.printf("### 6. A silent host beside healthy receivers (issue 14)\n\n")
+	rep.printf("### A silent host beside healthy receivers\n\n")
 	rep.printf("As in section 5 (%d streams, one webhook registration each, but each on its own host: the receiver process serves on 127.0.1.1 to 127.0.1.100 too; %d appends/s for %v after a warm-up; latency from `Append` returning to the receipt), with `herald run --max-in-flight %d` on its default `--max-per-host` (%d), and beside them 0, 1 or 50 registrations (one record each, due from the start) whose host, 127.0.0.2, accepts connections and never answers: each request is held until herald's `--timeout` (15 s) ends it. The three cases run one after the other in each run, each on a fresh database. The silent host's connections and requests are counted from the daemon's start (its first requests go out during the warm-up) to the last receipt.\n\n",
 		cfg.latStreams, cfg.latRate, cfg.silentFor, cfg.conc, 4)
 	rep.printf("| silent registrations | p50 ms | p90 ms | p99 ms | max ms | p99 / p99 with none | silent host: connections, requests (in s from the daemon's start) |\n|---:|---:|---:|---:|---:|---:|---|\n")
@@ -106,7 +106,7 @@ func scaleOut(ctx context.Context, e *env, cfg config, rep *report) error {
 			res[i].add(d)
 		}
 	}
-	rep.printf("### 7. Scale-out: several `herald run` processes on one PostgreSQL (issue 14)\n\n")
+	rep.printf("### Scale-out: several `herald run` processes on one PostgreSQL\n\n")
 	rep.printf("One stream with %d webhook registrations, each a route of the receiver that answers after %v (`?delay=`), and %d records appended before the workers start (%s deliveries). Then N `herald run --max-in-flight %d --max-per-host %d` processes (the receiver stands in for as many hosts as registrations, so the per-host cap does not bind) start together on the same database (leases and `FOR UPDATE SKIP LOCKED` share the work) and deliver the backlog; deliveries/s = deliveries / (first process start → the receiver's last answer). Each N on a fresh database.\n\n",
 		cfg.scaleRegs, delay, cfg.scaleRecords, fmtNum(float64(cfg.scaleRegs*cfg.scaleRecords), 0), cfg.conc, push.MaxPerHostLimit)
 	rep.printf("| processes | deliver s | deliveries/s | ratio to 1 process | ideal | duplicates, routes short |\n|---:|---:|---:|---:|---:|---|\n")
