@@ -89,6 +89,7 @@ func newReceivers(ctx context.Context, c *credentials, keys map[string]crypto.Pu
 		return nil, err
 	}
 	whConfig := func(Stream) any { return webhook.Config{Secrets: []string{c.whsec}} }
+	whProj := webhook.New() // one namespace, one projection: the worker serves every webhook receiver with it
 	ce := &receiver{name: "cloudevents", takes: "webhooks/", proj: cloudevents.New(), verifies: true,
 		config: func(st Stream) any { return cloudevents.Config{Source: sourceOf(st.Name), Token: c.ceToken} },
 		about:  "sdk-go's HTTP receiver decodes; bearer token; id, source, type, subject, time, data"}
@@ -105,16 +106,16 @@ func newReceivers(ctx context.Context, c *credentials, keys map[string]crypto.Pu
 		{name: "a2a", takes: "task/", proj: a2a.New(), verifies: true, verify: verifyA2A(c.a2aToken, "Bearer "+c.a2aBearer), status: http.StatusNoContent,
 			config: func(Stream) any { return a2a.Config{Token: c.a2aToken, AuthScheme: "Bearer", Credentials: c.a2aBearer} },
 			about:  "Authorization and both token headers; a2a-go v2 decodes the StreamResponse; its task"},
-		{name: "webhook", takes: "webhooks/", proj: webhook.New(), config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
+		{name: "webhook", takes: "webhooks/", proj: whProj, config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
 			about: "Standard Webhooks signature and timestamp (standard-webhooks library)"},
-		{name: "flaky", takes: "webhooks/", proj: webhook.New(), config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
+		{name: "flaky", takes: "webhooks/", proj: whProj, config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
 			fault: flaky(flakyTimes), about: fmt.Sprintf("503 with Retry-After 1-2 s to its first %d messages, then verifies as webhook does", flakyTimes)},
-		{name: goneName, takes: "webhooks/", proj: webhook.New(), config: whConfig, about: "410 Gone, always",
+		{name: goneName, takes: "webhooks/", proj: whProj, config: whConfig, about: "410 Gone, always",
 			fault: func(w http.ResponseWriter, _ *http.Request) bool {
 				http.Error(w, "this endpoint was removed", http.StatusGone)
 				return true
 			}},
-		{name: downName, takes: "webhooks/", proj: webhook.New(), config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
+		{name: downName, takes: "webhooks/", proj: whProj, config: whConfig, verifies: true, verify: wh, status: http.StatusNoContent,
 			about: "500 until the demo brings it back, then verifies as webhook does", fault: func(w http.ResponseWriter, _ *http.Request) bool {
 				down := !up.Load()
 				if down {
