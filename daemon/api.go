@@ -183,8 +183,7 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 }
 
 // apiFields renames the libraries' fields to the API's: the journal's
-// "entries[i]" are "records[i]", push's on_rejected is on_4xx, a new
-// registration's next seq is from_seq.
+// "entries[i]" are "records[i]", and a registration's as operator.Field says.
 func apiFields(err error) error {
 	var ie *journal.InvalidError
 	if !errors.As(err, &ie) {
@@ -193,7 +192,7 @@ func apiFields(err error) error {
 	if i, field, ok := ie.InBatch(); ok {
 		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
 	}
-	if field, ok := map[string]string{"entries": "records", "on_rejected": "on_4xx", "next seq": "from_seq"}[ie.Field]; ok {
+	if field := cmp.Or(map[string]string{"entries": "records"}[ie.Field], operator.Field(ie.Field)); field != ie.Field {
 		return journal.Invalid(field, "%s", ie.Reason)
 	}
 	return err

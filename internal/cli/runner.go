@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -223,8 +224,6 @@ func asRangeError(err error) error {
 // flagNames are the fields whose flag is not their name in kebab case.
 var flagNames = map[string]string{
 	"registration id":     "id",
-	"on_rejected":         "on-4xx",
-	"next seq":            "from-seq",
 	"AllowHosts":          "allow-host",
 	"MaxIdleConnsPerHost": "max-per-host",
 	"secrets":             "secret",
@@ -234,8 +233,10 @@ var flagNames = map[string]string{
 }
 
 // flagName is the flag that sets a library's field: flagNames' or the
-// field in kebab case ("to_seq", "content_type", "MaxInFlight").
+// field's API name (operator.Field) in kebab case ("to_seq", "content_type",
+// "MaxInFlight").
 func flagName(field string) string {
+	field = operator.Field(field)
 	if name, ok := flagNames[field]; ok {
 		return name
 	}
