@@ -384,13 +384,10 @@ func unparkOne(store push.Store, now func() time.Time, woke func(namespace strin
 func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
-		var lq push.ListQuery
-		if err == nil {
-			lq, err = operator.UnparkAllQuery(q.Get("stream"), q.Get("namespace"), q.Has)
+		if err != nil {
+			return nil, fmt.Errorf("%w; nothing was unparked", err)
 		}
-		if inv, ok := errors.AsType[*journal.InvalidError](err); ok && !strings.HasSuffix(inv.Reason, "nothing was unparked") {
-			err = &journal.InvalidError{Field: inv.Field, Reason: inv.Reason + "; nothing was unparked"}
-		}
+		lq, err := operator.UnparkAllQuery(q.Get("stream"), q.Get("namespace"), q.Has)
 		if err != nil {
 			return nil, err
 		}

@@ -44,7 +44,8 @@ type UnparkedAll struct {
 // UnparkAllQuery checks the filters of an unpark of every parked
 // registration. given says whether a filter was given: an empty one (an
 // unset variable in a script) is refused, since it would unpark every
-// stream's or namespace's. Errors wrap journal.ErrInvalid.
+// stream's or namespace's. Errors wrap journal.ErrInvalid and end "nothing
+// was unparked".
 func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (push.ListQuery, error) {
 	for _, f := range [][2]string{{"namespace", namespace}, {"stream", stream}} {
 		if given(f[0]) && f[1] == "" {
@@ -52,7 +53,10 @@ func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (p
 		}
 	}
 	q := push.ListQuery{Stream: stream, Namespace: namespace, Parked: true}
-	return q, CheckList(q)
+	if err := CheckList(q); err != nil {
+		return q, fmt.Errorf("%w; nothing was unparked", err)
+	}
+	return q, nil
 }
 
 // CheckList refuses a filter of a registration list that no registration
