@@ -235,17 +235,13 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 		reg.NextSeq = *req.FromSeq
 	}
-	code := http.StatusCreated
-	if _, err := d.store.Get(r.Context(), reg.Stream, reg.ID); err == nil {
-		code = http.StatusOK
-	}
-	stored, err := wk.Register(r.Context(), reg)
+	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
 	if err != nil {
 		return nil, apiFields(err)
 	}
-	st, err := d.store.Get(r.Context(), stored.Stream, stored.ID)
-	if err != nil {
-		return nil, err
+	code := http.StatusCreated
+	if old != nil {
+		code = http.StatusOK
 	}
 	var warnings []string                                                           // the transport's refusals, each naming the flag that lifts it: another daemon may allow the URL
 	if tr, ok := d.opts.Transport.(interface{ Refusals(raw string) []error }); ok { // transport.HTTP

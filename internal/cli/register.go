@@ -17,7 +17,6 @@ import (
 
 	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/projection/cloudevents"
@@ -100,19 +99,11 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			return nil
 		},
 		run: func(c *call) error {
-			old, err := c.b.Get(c.ctx(), r.Stream, r.ID)
-			existed := err == nil
-			if err != nil && !errors.Is(err, journal.ErrNotFound) {
-				return err
-			}
-			stored, err := c.b.Register(c.ctx(), r)
+			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
 			if err != nil {
 				return err
 			}
-			st, err := c.b.Get(c.ctx(), stored.Stream, stored.ID)
-			if err != nil {
-				return err
-			}
+			existed := old != nil
 			// An update keeps the cursor: skip and rewind move it.
 			var notes []string
 			if existed && c.changed("from-seq") && st.NextSeq != fromSeq {

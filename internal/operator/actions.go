@@ -11,6 +11,25 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
+// Register registers reg with register (a Worker's, which checks the
+// config against its projection, or a Store's) and returns it as stored
+// (with its head, from s) and as it was before: nil for a new one. Errors
+// are register's and s's.
+func Register(ctx context.Context, s push.Store, register func(context.Context, push.Registration) (push.Registration, error),
+	reg push.Registration) (st push.Status, old *push.Status, err error) {
+	if was, err := s.Get(ctx, reg.Stream, reg.ID); err == nil {
+		old = &was
+	} else if !errors.Is(err, journal.ErrNotFound) {
+		return push.Status{}, nil, err
+	}
+	stored, err := register(ctx, reg)
+	if err != nil {
+		return push.Status{}, nil, err
+	}
+	st, err = s.Get(ctx, stored.Stream, stored.ID)
+	return st, old, err
+}
+
 // UnparkView answers an unpark: the registration after it, and whether it
 // was parked (false: nothing changed, no evidence written).
 type UnparkView struct {
