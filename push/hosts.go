@@ -185,6 +185,20 @@ func ProbeDelay(host string, n int) time.Duration {
 	return Backoff(host, "probe", max(n, 0)+probeFailures)
 }
 
+// ChargeHost is what a store records of a host-level failure at cursor next
+// against the registration (stream, id) whose stored cursor is storedNext,
+// with storedFailures host failures counted there: ev as a host-failed row
+// (EventHostFailed, attempt 0, NotBefore from HostRetryAt) and the count
+// after it, 1 when the failure's cursor moved past the stored one.
+func ChargeHost(stream, id string, ev Evidence, next, storedNext uint64, storedFailures int) (Evidence, int) {
+	failures := storedFailures + 1
+	if next > storedNext {
+		failures = 1
+	}
+	ev.Event, ev.Attempt, ev.NotBefore = EventHostFailed, 0, HostRetryAt(stream, id, failures, ev.At)
+	return ev, failures
+}
+
 // HostRetryAt is when a registration whose delivery failed at at for its host
 // is next due, failures counting this one: Backoff(stream, id, failures-1)
 // later, so that one path that times out on a host that answers the others

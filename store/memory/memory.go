@@ -371,8 +371,7 @@ func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence, hostLevel b
 			r.NextSeq, r.Attempts, r.HostFailures = nextSeq, 0, 0
 		}
 		if hostLevel {
-			r.HostFailures++
-			ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(r.Stream, r.ID, r.HostFailures, ev.At)
+			ev, r.HostFailures = push.ChargeHost(r.Stream, r.ID, ev, nextSeq, r.NextSeq, r.HostFailures)
 			r.NextAttemptAt = ev.NotBefore
 		} else {
 			r.Attempts++

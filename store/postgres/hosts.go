@@ -66,13 +66,8 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 			return err
 		}
 		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
-		failures := fc.reg.HostFailures + 1
-		if f.NextSeq > fc.reg.NextSeq {
-			failures = 1
-		}
-		ev := f.Evidence
+		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
 		ev.Stream, ev.Registration = c.Stream, c.ID
-		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
 		b = &pgx.Batch{}
 		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
 		queueTrim(b, c.Stream, c.ID)

@@ -149,12 +149,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}
-		failures := 1 // the first at a cursor that moves
-		if fc.n <= fc.next {
-			failures = fc.hostFailures + 1
-		}
-		ev := f.Evidence
-		ev.Event, ev.Attempt, ev.NotBefore = push.EventHostFailed, 0, push.HostRetryAt(c.Stream, c.ID, failures, ev.At)
+		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, uint64(fc.n), uint64(fc.next), fc.hostFailures)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
 			return err
