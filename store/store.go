@@ -97,24 +97,24 @@ func FirstCursor(r push.Registration, head, oldest uint64, sealed bool) (uint64,
 }
 
 // CheckMove checks an operator's skip (skip set) or rewind of a cursor from
-// next to toSeq in a stream with the given head and low-water mark, and
-// returns the evidence event and text the move stores: the operator's reason
-// for a skip (text, not empty, at most push.MaxEvidenceError bytes), where
-// from and to for a rewind. Errors wrap journal.ErrInvalid (a *PrunedError
-// below the low-water mark).
-func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, reason string) (event, text string, err error) {
+// next to toSeq at instant at in a stream with the given head and low-water
+// mark, and returns the evidence the move stores: event skip or rewind at
+// seq next, its text the operator's reason for a skip (not empty, at most
+// push.MaxEvidenceError bytes), where from and to for a rewind. Errors wrap
+// journal.ErrInvalid (a *PrunedError below the low-water mark).
+func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, at time.Time, reason string) (push.Evidence, error) {
 	event, check := push.EventSkip, ValidateSkip
 	if skip {
 		if err := journal.ValidateText("reason", reason, push.MaxEvidenceError); err != nil {
-			return "", "", err
+			return push.Evidence{}, err
 		}
 	} else {
 		event, check, reason = push.EventRewind, ValidateRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq)
 	}
 	if err := check(next, head, toSeq); err != nil {
-		return "", "", err
+		return push.Evidence{}, err
 	}
-	return event, reason, CheckRetained(stream, toSeq, oldest)
+	return push.Evidence{At: at, Event: event, Seq: next, Error: reason}, CheckRetained(stream, toSeq, oldest)
 }
 
 // EvidenceLimit returns the effective limit of push.Store.Evidence:

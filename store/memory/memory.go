@@ -428,11 +428,11 @@ func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip boo
 	}
 	return s.with(streamName, id, func(r *push.Registration) error {
 		st := s.stream(streamName)
-		event, text, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, reason)
+		ev, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, at, reason)
 		if err != nil {
 			return err
 		}
-		s.addEvidence(r.Key(), push.Evidence{At: at, Event: event, Seq: r.NextSeq, Error: text})
+		s.addEvidence(r.Key(), ev)
 		r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		if skip {

@@ -245,8 +245,8 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
 	return s.operator(ctx, op, stream, id, at, func(f fence, oldest uint64) (*change, error) {
-		event, text, err := store.CheckMove(skip, stream, f.reg.NextSeq, f.head, oldest, toSeq, reason)
-		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: push.Evidence{Event: event, Seq: f.reg.NextSeq, Error: text}}
+		ev, err := store.CheckMove(skip, stream, f.reg.NextSeq, f.head, oldest, toSeq, at, reason)
+		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: ev}
 		if skip {
 			c.kind, c.by, c.cursor = push.KindSkipped, push.ByOperator, toSeq
 		}

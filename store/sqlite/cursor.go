@@ -181,11 +181,11 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		case err != nil:
 			return translate(op+": read the cursor", err)
 		}
-		event, text, err := store.CheckMove(skip, stream, uint64(next), uint64(head), uint64(oldest), toSeq, reason)
+		ev, err := store.CheckMove(skip, stream, uint64(next), uint64(head), uint64(oldest), toSeq, at, reason)
 		if err != nil {
 			return err
 		}
-		if err := addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: event, Seq: uint64(next), Error: text}); err != nil {
+		if err := addEvidence(ctx, tx, stream, id, ev); err != nil {
 			return err
 		}
 		if _, err := update(ctx, tx, op, stream, id, sqlMove, int64(toSeq), atN, stream, id); err != nil || !skip {
