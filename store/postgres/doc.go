@@ -19,8 +19,9 @@
 // the application's own writes. So Append and AppendTx only insert into
 // herald_record, whose rows are never updated: each carries its
 // transaction's id (xid8) and its insertion order (pos). The same statement
-// checks the seal and that no id is stored, so idempotency (journal.Digest),
-// conflicts and sealing are decided in the appending transaction. A
+// checks that no id is stored and (see Sealing) the seal, so idempotency
+// (journal.Digest), conflicts and sealing are decided in the appending
+// transaction. A
 // concurrent append of the same new id waits on the primary key for that id
 // only, and is then decided as above (a batch of several fails with
 // journal.ErrConflict: it is all-or-nothing).
@@ -48,12 +49,20 @@
 //
 // An append to a stream that is sealed, or that holds a committed final
 // record not yet numbered, is refused (*journal.SealedError, FinalSeq 0 in
-// the second case). Two transactions that append to one stream, one of them
-// a final record, can both pass that check and commit. If one step numbers
+// the second case). The check is two index probes, a tenth of an append's
+// rate, so a Store that found a stream open trusts it for SealCheckInterval
+// (1 s): its appends of ordinary records to that stream skip the probes
+// until then. A stream it appended a final record to, or was refused on, it
+// probes at every append; a final record another Store commits meanwhile is
+// not seen by those appends, which are then decided by the sequencer as a
+// race is. Two
+// transactions that append to one stream, one of them a final record, can
+// both pass that check and commit. If one step numbers
 // both, the final record goes last. If the other commits after the final
 // record was numbered, the step refuses it: it gets no seq, is never read
 // nor delivered, and stays with the reason in herald_seq (Refused); appending
-// its id again is ErrSealed. So is a second final record.
+// its id again is ErrSealed, and Append, which waits for its records' seqs,
+// returns ErrSealed for it. So is a second final record.
 //
 // # Appending from SQL: herald_append
 //

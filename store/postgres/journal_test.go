@@ -417,3 +417,63 @@ FROM generate_series(0, 4999) g`)
 	inserted, _ = probe("sealed")
 	require.Equal(t, 0.0, inserted, "a sealed stream's record does not go in")
 }
+
+// TestAppendTrustsAStreamFoundOpenForTheSealCheckInterval: once an append
+// found a stream open, the Store's appends of ordinary records to it skip
+// the seal probes for SealCheckInterval. A final record another Store
+// commits meanwhile does not stop them: the sequencer refuses such a
+// record, and Append, which waits for it, says ErrSealed; from then on
+// the Store probes again and refuses at once, writing nothing.
+func TestAppendTrustsAStreamFoundOpenForTheSealCheckInterval(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	a := openStore(t, url)
+	postgres.SetSealCheckInterval(a, time.Hour) // this test's steps may take long on a loaded machine
+	b := openStore(t, url)
+	_, err := a.Append(ctx, "task/1", entry("first"))
+	require.NoError(t, err)
+
+	tx := openTx(t, a)
+	probes := func() (n int64) {
+		t.Helper()
+		require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_numscans('herald_stream_sealed'::regclass)
+    + pg_stat_get_xact_numscans('herald_record_final'::regclass)`).Scan(&n))
+		return n
+	}
+	before := probes()
+	_, err = a.AppendTx(ctx, tx, "task/1", entry("second"))
+	require.NoError(t, err)
+	require.Equal(t, before, probes(), "a stream found open is not probed")
+	_, err = a.AppendTx(ctx, tx, "task/2", entry("other"))
+	require.NoError(t, err)
+	require.Greater(t, probes(), before, "a stream not seen yet is")
+	require.NoError(t, tx.Commit(ctx))
+
+	_, err = b.Append(ctx, "task/1", journal.Entry{ID: "end", Kind: "k", Payload: []byte(`{}`), Final: true})
+	require.NoError(t, err)
+	tx = openTx(t, a)
+	_, err = a.AppendTx(ctx, tx, "task/1", entry("late"))
+	require.NoError(t, err, "a still trusts the stream")
+	require.NoError(t, tx.Commit(ctx))
+	_, err = a.Append(ctx, "task/1", entry("later"))
+	require.ErrorIs(t, err, journal.ErrSealed, "Append waits for the sequencer's verdict")
+
+	refused, err := a.Refused(ctx, "task/1", 10)
+	require.NoError(t, err)
+	require.Len(t, refused, 2)
+	for i, id := range []string{"late", "later"} {
+		require.Equal(t, id, refused[i].ID)
+		require.Equal(t, "committed after the stream's final record #3 was sequenced", refused[i].Reason)
+	}
+	require.Equal(t, []string{"first", "second", "end"}, readIDs(t, a, "task/1"))
+
+	tx = openTx(t, a)
+	_, err = a.AppendTx(ctx, tx, "task/1", entry("latest"))
+	require.ErrorIs(t, err, journal.ErrSealed, "a refusal ends the trust")
+	require.NoError(t, tx.Commit(ctx))
+	_, err = a.Lookup(ctx, "latest")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	var stored int
+	require.NoError(t, a.Pool().QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE id = 'latest'`).Scan(&stored))
+	require.Zero(t, stored, "refused at once, nothing written")
+}

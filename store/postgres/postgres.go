@@ -41,6 +41,8 @@ type Store struct {
 	page       int              // the most records a step numbers (sequencerPage; tests make it smaller)
 	seqBusy    time.Duration    // WithSequencerInterval
 
+	open openStreams // streams an append found open lately: their appends skip the seal probes
+
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
 }
@@ -110,7 +112,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval}
+	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval,
+		open: openStreams{every: SealCheckInterval}}
 	for _, o := range opts {
 		o(s)
 	}
