@@ -49,18 +49,19 @@
 //
 // An append to a stream that is sealed, or that holds a committed final
 // record not yet numbered, is refused (*journal.SealedError, FinalSeq 0 in
-// the second case). The check is two index probes, a tenth of an append's
-// rate, so a Store that found a stream open trusts it for SealCheckInterval
-// (1 s): its appends of ordinary records to that stream skip the probes
-// until then. A stream it appended a final record to, or was refused on, it
-// probes at every append; a final record another Store commits meanwhile is
-// not seen by those appends, which are then decided by the sequencer as a
-// race is. Two
-// transactions that append to one stream, one of them a final record, can
-// both pass that check and commit. If one step numbers
-// both, the final record goes last. If the other commits after the final
-// record was numbered, the step refuses it: it gets no seq, is never read
-// nor delivered, and stays with the reason in herald_seq (Refused); appending
+// the second case). The check is two index probes, 6-9 % of an append's
+// rate at 32 writers (BENCHMARKS.md, section 1), so a Store that found a
+// stream open trusts it for SealCheckInterval (1 s): its appends of
+// ordinary records to that stream skip the probes until then. A stream it
+// appended a final record to, or was refused on, it probes at every append.
+//
+// A final record another Store commits within that second is not seen by
+// those appends, nor, ever, one that commits while an append's transaction
+// runs: two transactions that append to one stream, one of them a final
+// record, can both pass the check and commit. If one step numbers both,
+// the final record goes last. If the other commits after the final record
+// was numbered, the step refuses it: it gets no seq, is never read nor
+// delivered, and stays with the reason in herald_seq (Refused); appending
 // its id again is ErrSealed, and Append, which waits for its records' seqs,
 // returns ErrSealed for it. So is a second final record.
 //

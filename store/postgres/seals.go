@@ -7,8 +7,7 @@ import (
 
 // SealCheckInterval is how long a Store trusts that a stream it found open
 // is still open: while it does, an append of ordinary records to that
-// stream skips the seal probes (package doc, "Sealing"), which cost an
-// append a tenth of its rate.
+// stream skips the seal probes (package doc, "Sealing").
 const SealCheckInterval = time.Second
 
 // maxOpenStreams bounds the streams a Store remembers as open.
