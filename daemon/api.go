@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	_ "embed"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -60,19 +58,6 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 type appendRequest struct {
 	Stream  string            `json:"stream"`
 	Records []json.RawMessage `json:"records"`
-}
-
-// recordRequest is one record of an appendRequest: Payload any JSON value,
-// stored as sent, or PayloadBase64 (RFC 4648 §4, padded) any bytes.
-type recordRequest struct {
-	ID            string          `json:"id"`
-	Kind          string          `json:"kind"`
-	ContentType   string          `json:"content_type"`
-	Payload       json.RawMessage `json:"payload"`
-	PayloadBase64 *string         `json:"payload_base64"`
-	Final         bool            `json:"final"`
-	Traceparent   string          `json:"traceparent"`
-	Tracestate    string          `json:"tracestate"`
 }
 
 // appendResponse answers POST /v1/records.
@@ -137,32 +122,11 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 // entryOf decodes one record of a POST /v1/records body; field names the
 // record ("records[2]") in errors.
 func entryOf(raw json.RawMessage, field string) (journal.Entry, error) {
-	var rr recordRequest
-	if err := strictDecode(bytes.NewReader(raw), &rr); err != nil {
-		return journal.Entry{}, jsonError(field, err)
+	var rr operator.RecordInput
+	if err := operator.DecodeJSON(bytes.NewReader(raw), &rr); err != nil {
+		return journal.Entry{}, operator.JSONError(field, err)
 	}
-	e := journal.Entry{ID: rr.ID, Kind: rr.Kind, ContentType: rr.ContentType, Final: rr.Final,
-		Traceparent: rr.Traceparent, Tracestate: rr.Tracestate}
-	ct := cmp.Or(e.ContentType, journal.DefaultContentType)
-	mt, _, _ := mime.ParseMediaType(ct) // a bad type is the journal's to name
-	switch {
-	case rr.Payload != nil && rr.PayloadBase64 != nil:
-		return e, journal.Invalid(field+".payload", "and payload_base64 are both set: give one")
-	case rr.Payload != nil:
-		if !journal.IsJSON(mt) {
-			return e, journal.Invalid(field+".payload", "is JSON but content_type is %q: send other bytes in payload_base64", ct)
-		}
-		e.Payload = []byte(rr.Payload)
-	case rr.PayloadBase64 != nil:
-		p, err := base64.StdEncoding.DecodeString(*rr.PayloadBase64)
-		if err != nil {
-			return e, journal.Invalid(field+".payload_base64", "is not base64 (RFC 4648, padded): %v", err)
-		}
-		e.Payload = p
-	case journal.IsJSON(mt):
-		return e, journal.Invalid(field+".payload", "is missing: give a JSON value (null for none), or payload_base64 with a content_type that is not JSON")
-	}
-	return e, nil
+	return rr.Entry(field)
 }
 
 // headerTrace reads the W3C trace context of a POST /v1/records request

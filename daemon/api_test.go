@@ -191,13 +191,13 @@ func TestAPIBadInput(t *testing.T) {
 		{"bad stream", "application/json", `{"stream": "", "records": [{"id": "a", "kind": "k", "payload": {}}]}`, http.StatusBadRequest, "stream"},
 		{"bad id", "application/json", `{"stream": "s", "records": [{"id": "", "kind": "k", "payload": {}}]}`, http.StatusBadRequest, "records[0].id"},
 		{"no payload", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k"}]}`, http.StatusBadRequest,
-			"invalid records[0].payload: is missing: give a JSON value"},
+			"invalid records[0].payload: is missing or empty: content type application/json requires a JSON value"},
 		{"no payload of a JSON type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "application/activity+json"}]}`,
 			http.StatusBadRequest, "invalid records[0].payload: is missing"},
 		{"both payloads", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {}, "payload_base64": "AA=="}]}`,
 			http.StatusBadRequest, "records[0].payload"},
-		{"JSON payload of another type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload": "hi"}]}`,
-			http.StatusBadRequest, "payload_base64"},
+		{"JSON payload of another type, not a string", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload": {"a": 1}}]}`,
+			http.StatusBadRequest, "invalid records[0].payload: is JSON but content_type is \"text/plain\": give its text as a JSON string, or its bytes in payload_base64"},
 		{"bad base64", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload_base64": "%%%"}]}`,
 			http.StatusBadRequest, "records[0].payload_base64"},
 		{"base64 that is not JSON for a JSON type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload_base64": "aGk="}]}`,
@@ -226,6 +226,18 @@ func TestAPIPayloadBase64(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []byte{0x00, 0xff, 0x0a}, recs[0].Payload)
 	require.Equal(t, "application/octet-stream", recs[0].ContentType)
+}
+
+// A JSON string payload of a content type that is not JSON is stored as
+// its text, as append --file stores it.
+func TestAPITextPayloadIsItsText(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	code, body := post(t, srv, "/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain; charset=utf-8", "payload": "héllo\n"}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	recs, err := s.Read(t.Context(), "s", 1, 1)
+	require.NoError(t, err)
+	require.Equal(t, "héllo\n", string(recs[0].Payload))
 }
 
 func TestAPINotRoutedIsJSON(t *testing.T) {

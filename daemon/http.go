@@ -158,68 +158,13 @@ func decodeBody(r *http.Request, v any) error {
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return operator.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
-	err := strictDecode(r.Body, v)
+	err := operator.DecodeJSON(r.Body, v)
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return operator.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
 	} else if err != nil {
-		return jsonError("body", err)
+		return operator.JSONError("body", err)
 	}
 	return nil
-}
-
-// strictDecode decodes one JSON value, without unknown fields, from r.
-func strictDecode(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err == nil {
-			return errors.New("more than one JSON value")
-		}
-		return err
-	}
-	return nil
-}
-
-// jsonError is a decoding error as a journal.ErrInvalid naming the field.
-func jsonError(where string, err error) error {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		field := where
-		if te.Field != "" {
-			field += "." + te.Field
-		}
-		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
-	case errors.As(err, &se):
-		return journal.Invalid(where, "is not valid JSON (at byte %d): %v", se.Offset, se)
-	case errors.Is(err, io.EOF):
-		return journal.Invalid(where, "is empty: want a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return journal.Invalid(where, "is not valid JSON: it ends too soon")
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return journal.Invalid(where, "has unknown field %s", name)
-	}
-	return journal.Invalid(where, "%v", err)
-}
-
-// jsonType names a Go type as the JSON a client sends.
-func jsonType(goType string) string {
-	switch {
-	case goType == "string", goType == "*string":
-		return "a string"
-	case goType == "bool":
-		return "true or false"
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
-		return "a whole number"
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	}
-	return "an object"
 }
 
 // keyed is an endpoint on the registration its query names: stream and

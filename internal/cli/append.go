@@ -3,9 +3,8 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
+	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
@@ -40,9 +40,10 @@ line of a JSON Lines file:
   {"id": "evt-2", "kind": "blob", "content_type": "image/png", "payload_base64": "iVBORw0…"}
   {"id": "evt-3", "kind": "order.closed", "payload": {}, "final": true, "stream": "order/1002"}
 
-"payload" is any JSON value (a JSON string is stored as its text when the
-content type is not JSON); "payload_base64" carries bytes; "stream" overrides
---stream. The whole file is checked before anything is appended, then appended
+A line is a record as the HTTP API's POST /v1/records takes it (README, "The
+HTTP API": the payload's rules are the same), and "stream", which overrides
+--stream: "payload" is JSON for a JSON content type, a JSON string stored as
+its text for another; "payload_base64" carries bytes. The whole file is checked before anything is appended, then appended
 in transactions of 500 lines. Appending an id that exists with the same content
 is a no-op, so a failed run can simply be repeated.`,
 		example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
@@ -248,15 +249,11 @@ func readPayload(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// line is one line of an append --file.
+// line is one line of an append --file: a record as the HTTP API takes
+// it, and the stream it goes to.
 type line struct {
-	Stream        string          `json:"stream"`
-	ID            string          `json:"id"`
-	Kind          string          `json:"kind"`
-	ContentType   string          `json:"content_type"`
-	Payload       json.RawMessage `json:"payload"`
-	PayloadBase64 *string         `json:"payload_base64"`
-	Final         bool            `json:"final"`
+	operator.RecordInput
+	Stream string `json:"stream"`
 }
 
 // readJSONL parses a JSON Lines file into batches of consecutive lines of
@@ -326,45 +323,15 @@ func readJSONL(path, defaultStream string) ([]batch, error) {
 
 func parseLine(raw []byte, defaultStream string) (journal.Entry, string, error) {
 	var l line
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return journal.Entry{}, "", fmt.Errorf("not a record object: %v", err)
+	if err := operator.DecodeJSON(bytes.NewReader(raw), &l); err != nil {
+		return journal.Entry{}, "", operator.JSONError("record", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		// Whatever follows the object (a second record) would be lost.
-		return journal.Entry{}, "", errors.New("holds more after its record object: a line is one JSON object")
-	}
-	stream := l.Stream
-	if stream == "" {
-		stream = defaultStream
-	}
+	stream := cmp.Or(l.Stream, defaultStream)
 	if stream == "" {
 		return journal.Entry{}, "", errors.New(`no stream: give --stream or a "stream" field`)
 	}
-	e := journal.Entry{ID: l.ID, Kind: l.Kind, ContentType: l.ContentType, Final: l.Final}
-	switch {
-	case l.PayloadBase64 != nil && l.Payload != nil:
-		return e, "", errors.New(`give "payload" or "payload_base64", not both`)
-	case l.PayloadBase64 != nil:
-		b, err := base64.StdEncoding.DecodeString(*l.PayloadBase64)
-		if err != nil {
-			return e, "", fmt.Errorf("payload_base64: %v", err)
-		}
-		e.Payload = b
-	case l.Payload != nil:
-		e.Payload = l.Payload
-		var s string
-		if ct := e.ContentType; ct != "" && !isJSONType(ct) && json.Unmarshal(l.Payload, &s) == nil {
-			e.Payload = []byte(s)
-		}
-	}
-	return e, stream, nil
-}
-
-func isJSONType(ct string) bool {
-	mt, _, _ := bytes.Cut([]byte(ct), []byte(";"))
-	return journal.IsJSON(string(bytes.TrimSpace(mt)))
+	e, err := l.Entry("")
+	return e, stream, err
 }
 
 // progress is a progress bar on stderr when it is a terminal, else silent.

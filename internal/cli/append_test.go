@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store/sqlite"
 )
 
 // FuzzParseLine: a line of an `append --file` never panics the parser, and
@@ -179,7 +180,26 @@ func TestAFileLineIsOneObject(t *testing.T) {
 		require.NoError(t, os.WriteFile(file, []byte(line+"\n"), 0o600))
 		r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
 		require.Equal(t, ExitUsage, r.code, "%s: %s", line, r.stderr)
-		require.Contains(t, r.stderr, "line 1: holds more after its record object", line)
+		require.Contains(t, r.stderr, "line 1: invalid record: holds more than one JSON value", line)
 		require.NoFileExists(t, db, "nothing was appended")
 	}
+}
+
+// A line of append --file is a record as the HTTP API takes it: its own
+// trace context, and a text payload given as a JSON string.
+func TestAFileLineIsARecordAsTheAPITakesIt(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	file := filepath.Join(dir, "in.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"id":"n1","kind":"note","content_type":"text/plain","payload":"hi\n","traceparent":"`+tp+`","tracestate":"vendor=1"}`+"\n"), 0o600))
+	heraldOK(t, db, "", "append", "--stream", "s", "--file", file)
+	s, err := sqlite.Open(t.Context(), db)
+	require.NoError(t, err)
+	defer s.Close()
+	rec, err := s.Lookup(t.Context(), "n1")
+	require.NoError(t, err)
+	require.Equal(t, "hi\n", string(rec.Payload))
+	require.Equal(t, tp, rec.Traceparent)
+	require.Equal(t, "vendor=1", rec.Tracestate)
 }

@@ -279,3 +279,8 @@ reports what would go and changes nothing.`,
 		},
 	}
 }
+
+func isJSONType(ct string) bool {
+	mt, _, _ := bytes.Cut([]byte(ct), []byte(";"))
+	return journal.IsJSON(string(bytes.TrimSpace(mt)))
+}

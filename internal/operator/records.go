@@ -1,0 +1,120 @@
+package operator
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"strings"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// RecordInput is a record as an operator gives it: a record of the HTTP
+// API's POST /v1/records, a line of append --file (which adds "stream").
+type RecordInput struct {
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind"`
+	ContentType   string          `json:"content_type"`
+	Payload       json.RawMessage `json:"payload"`
+	PayloadBase64 *string         `json:"payload_base64"`
+	Final         bool            `json:"final"`
+	Traceparent   string          `json:"traceparent"`
+	Tracestate    string          `json:"tracestate"`
+}
+
+// Entry is r as a journal entry, its payload read by one rule: "payload"
+// is any JSON value, stored as given for a JSON content type (the
+// default), and for another type a JSON string, stored as its text;
+// "payload_base64" (RFC 4648 §4, padded) is bytes of any type; neither is
+// no bytes, which the journal refuses for a JSON type (null is JSON's
+// nothing). field names the record in errors ("records[2]"; "" for none).
+// Errors: journal.ErrInvalid.
+func (r RecordInput) Entry(field string) (journal.Entry, error) {
+	name := func(f string) string { return strings.TrimPrefix(field+"."+f, ".") }
+	e := journal.Entry{ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final,
+		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
+	ct := cmp.Or(e.ContentType, journal.DefaultContentType)
+	mt, _, err := mime.ParseMediaType(ct)
+	isJSON := err != nil || journal.IsJSON(mt) // a bad type is the journal's to name
+	switch {
+	case r.Payload != nil && r.PayloadBase64 != nil:
+		return e, journal.Invalid(name("payload"), "and payload_base64 are both given: give one, not both")
+	case r.PayloadBase64 != nil:
+		p, err := base64.StdEncoding.DecodeString(*r.PayloadBase64)
+		if err != nil {
+			return e, journal.Invalid(name("payload_base64"), "is not base64 (RFC 4648, padded): %v", err)
+		}
+		e.Payload = p
+	case r.Payload != nil && isJSON:
+		e.Payload = []byte(r.Payload)
+	case r.Payload != nil:
+		var text string
+		if json.Unmarshal(r.Payload, &text) != nil {
+			return e, journal.Invalid(name("payload"), "is JSON but content_type is %q: give its text as a JSON string, or its bytes in payload_base64", ct)
+		}
+		e.Payload = []byte(text)
+	}
+	return e, nil
+}
+
+// errMore is DecodeJSON's error for what follows the value.
+var errMore = errors.New("more than one JSON value")
+
+// DecodeJSON decodes one JSON value, without unknown fields, from r.
+func DecodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errMore // what follows, a value or not, would be lost
+	}
+	return nil
+}
+
+// JSONError is DecodeJSON's error as a journal.ErrInvalid naming the
+// field: where, or the field of where that has the wrong type.
+func JSONError(where string, err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := where
+		if te.Field != "" {
+			field += "." + te.Field
+		}
+		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
+	case errors.As(err, &se):
+		return journal.Invalid(where, "is not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.Is(err, io.EOF):
+		return journal.Invalid(where, "is empty: want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return journal.Invalid(where, "is not valid JSON: it ends too soon")
+	}
+	if errors.Is(err, errMore) {
+		return journal.Invalid(where, "holds more than one JSON value: give one")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return journal.Invalid(where, "has unknown field %s", name)
+	}
+	return journal.Invalid(where, "%v", err)
+}
+
+// jsonType names a Go type as the JSON a client sends.
+func jsonType(goType string) string {
+	switch {
+	case goType == "string", goType == "*string":
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	}
+	return "an object"
+}
