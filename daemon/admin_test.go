@@ -189,7 +189,7 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/v1/registration", url.Values{"stream": {"orders"}, "id": {"billing"}}, http.StatusNotFound, "no such endpoint at this address: /v1/registration"}, // the HTTP API's
 		{http.MethodGet, "/v1/hosts", url.Values{"bogus": {"1"}}, http.StatusBadRequest, "invalid bogus: is not a parameter of /v1/hosts"},
 		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"a\x1b[31m"}}, http.StatusBadRequest, "invalid stream: has a control character U+001B"},
-		{http.MethodGet, "/v1/registrations", url.Values{"after_stream": {"orders"}}, http.StatusBadRequest, "after_stream and after_id go together"},
+		{http.MethodGet, "/v1/registrations", url.Values{"after_stream": {"orders"}}, http.StatusBadRequest, "invalid after_id: is missing: a list after a registration takes its stream and its id"},
 		{http.MethodGet, "/v1/registrations", url.Values{"namespace": {"Web Hook"}}, http.StatusBadRequest, "invalid namespace"},
 		{http.MethodGet, "/", nil, http.StatusNotFound, "no such endpoint"},
 		{http.MethodPost, "/v1/registrations", nil, http.StatusMethodNotAllowed, "use GET"},

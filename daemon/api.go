@@ -378,9 +378,6 @@ func listRegistrations(store push.Store) endpoint {
 		if err := operator.CheckList(lq); err != nil {
 			return nil, err
 		}
-		if (lq.After.Stream == "") != (lq.After.ID == "") {
-			return nil, journal.Invalid("query", "after_stream and after_id go together: the stream and id of the last registration listed")
-		}
 		for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
 			if v := q.Get(name); v != "" {
 				if *dst, err = strconv.ParseBool(v); err != nil {

@@ -277,6 +277,9 @@ func TestRegistrationsFilterByState(t *testing.T) {
 	resp, body := get(t, c, srv.URL+"/ui/registrations?state=stuck")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Contains(t, body, "state")
+	resp, body = get(t, c, srv.URL+"/ui/registrations?after_stream=orders")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a list after a registration names its stream and id, as the APIs' lists do")
+	require.Contains(t, body, "invalid after_id: is missing")
 }
 
 // TestOpenPageAnswersOnlyLoopbackHosts: without a token the page is open,

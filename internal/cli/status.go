@@ -349,9 +349,6 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 			if err := operator.CheckList(q); err != nil {
 				return usageError{err}
 			}
-			if (q.After.Stream == "") != (q.After.ID == "") {
-				return usagef("--after-stream and --after-id go together: the stream and id of the last registration listed")
-			}
 			return nil
 		},
 		run: func(c *call) error {

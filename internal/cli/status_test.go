@@ -214,7 +214,7 @@ func TestRegistrationsSaysWhenMoreFollow(t *testing.T) {
 	require.NotContains(t, heraldOK(t, db, "", "registrations", "--limit", "3"), "More registrations follow", "exactly --limit, none after")
 	r := runCLI(t, db, "", "registrations", "--after-stream", "s/1")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--after-stream and --after-id go together")
+	require.Contains(t, r.stderr, "invalid --after-id: is missing: a list after a registration takes its stream and its id")
 	// A --stream no stream can have is refused, as records refuses it, not
 	// answered with an empty list.
 	r = runCLI(t, db, "", "registrations", "--stream", "\x1b[31m")

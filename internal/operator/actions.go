@@ -79,9 +79,16 @@ func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (p
 }
 
 // CheckList refuses a filter of a registration list that no registration
-// can match. Errors wrap journal.ErrInvalid and name the field as the APIs
-// do (stream, namespace, after_stream, after_id).
+// can match, and a list after a registration that does not name both its
+// stream and its id. Errors wrap journal.ErrInvalid and name the field as
+// the APIs do (stream, namespace, after_stream, after_id).
 func CheckList(q push.ListQuery) error {
+	switch {
+	case q.After.Stream != "" && q.After.ID == "":
+		return journal.Invalid("after_id", "is missing: a list after a registration takes its stream and its id")
+	case q.After.ID != "" && q.After.Stream == "":
+		return journal.Invalid("after_stream", "is missing: a list after a registration takes its stream and its id")
+	}
 	for _, f := range [][2]string{{"stream", q.Stream}, {"after_stream", q.After.Stream}} {
 		if err := journal.ValidateStream(f[1]); f[1] != "" && err != nil {
 			if inv, ok := errors.AsType[*journal.InvalidError](err); ok {

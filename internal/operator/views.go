@@ -176,6 +176,9 @@ func HostArg(s string) (string, error) {
 // where to list them from: past the last one listed, or past the last one
 // read when scan (0: no bound) were read to find them.
 func List(ctx context.Context, s push.Store, q push.ListQuery, state string, limit, scan int) (out []RegistrationView, next *push.Key, err error) {
+	if err := CheckList(q); err != nil {
+		return nil, nil, err
+	}
 	held, err := HeldHosts(ctx, s)
 	if err != nil {
 		return nil, nil, err
