@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -315,6 +314,10 @@ func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
 // with the GET's handler.
 func read(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
 
+// crossOrigin refuses a browser's request from another origin, by its
+// Sec-Fetch-Site or else its Origin header, as the daemon's APIs do.
+var crossOrigin = http.NewCrossOriginProtection()
+
 // csrf refuses, with 403, a POST whose form lacks the session's CSRF token
 // or that comes from another origin.
 func (p *Page) csrf(next http.HandlerFunc) http.HandlerFunc {
@@ -325,11 +328,9 @@ func (p *Page) csrf(next http.HandlerFunc) http.HandlerFunc {
 				r = withSession(r, s)
 			}
 		}
-		if o := r.Header.Get("Origin"); o != "" && o != "null" {
-			if u, err := url.Parse(o); err != nil || u.Host != r.Host {
-				p.fail(w, r, http.StatusForbidden, "This action came from another site and was refused.")
-				return
-			}
+		if crossOrigin.Check(r) != nil {
+			p.fail(w, r, http.StatusForbidden, "This action came from another site and was refused.")
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		if !ok || r.ParseForm() != nil ||

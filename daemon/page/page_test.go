@@ -94,6 +94,9 @@ func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
 		"another origin": func() (*http.Response, string) {
 			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", "https://evil.example")
 		},
+		"another site, by Sec-Fetch-Site": func() (*http.Response, string) {
+			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Sec-Fetch-Site", "cross-site")
+		},
 	} {
 		resp, body := try()
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, name)
