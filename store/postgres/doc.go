@@ -51,9 +51,10 @@
 // record not yet numbered, is refused (*journal.SealedError, FinalSeq 0 in
 // the second case). The check is two index probes, 6-9 % of an append's
 // rate at 32 writers (BENCHMARKS.md, section 1), so a Store that found a
-// stream open trusts it for SealCheckInterval (1 s): its appends of
-// ordinary records to that stream skip the probes until then. A stream it
-// appended a final record to, or was refused on, it probes at every append.
+// stream open trusts it for SealCheckInterval (1 s; WithSealCheckInterval,
+// 0 to probe at every append): its appends of ordinary records to that
+// stream skip the probes until then. A stream it appended a final record
+// to, or was refused on, it probes at every append.
 //
 // A final record another Store commits within that second is not seen by
 // those appends, nor, ever, one that commits while an append's transaction

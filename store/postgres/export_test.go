@@ -1,9 +1,6 @@
 package postgres
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // SchemaVersion is the schema version this binary writes and reads.
 func SchemaVersion() int { return schema.Latest() }
@@ -11,9 +8,6 @@ func SchemaVersion() int { return schema.Latest() }
 // SetStepHook makes every sequencer step of s call f, with its backend's
 // process id, after its writes and before its commit.
 func SetStepHook(s *Store, f func(pid uint32)) { s.stepHook = f }
-
-// SetSealCheckInterval sets how long s trusts a stream it found open.
-func SetSealCheckInterval(s *Store, d time.Duration) { s.open.every = d }
 
 // SetSequencerPage bounds the records one sequencer step of s numbers.
 func SetSequencerPage(s *Store, n int) { s.page = n }

@@ -427,8 +427,7 @@ FROM generate_series(0, 4999) g`)
 func TestAppendTrustsAStreamFoundOpenForTheSealCheckInterval(t *testing.T) {
 	ctx := t.Context()
 	url := migratedURL(t)
-	a := openStore(t, url)
-	postgres.SetSealCheckInterval(a, time.Hour) // this test's steps may take long on a loaded machine
+	a := openStore(t, url, postgres.WithSealCheckInterval(time.Hour)) // this test's steps may take long on a loaded machine
 	b := openStore(t, url)
 	_, err := a.Append(ctx, "task/1", entry("first"))
 	require.NoError(t, err)
@@ -476,4 +475,21 @@ func TestAppendTrustsAStreamFoundOpenForTheSealCheckInterval(t *testing.T) {
 	var stored int
 	require.NoError(t, a.Pool().QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE id = 'latest'`).Scan(&stored))
 	require.Zero(t, stored, "refused at once, nothing written")
+
+	// A Store that probes at every append refuses at once a stream another
+	// sealed after it found it open.
+	strict := openStore(t, url, postgres.WithSealCheckInterval(0))
+	_, err = strict.Append(ctx, "task/3", entry("open"))
+	require.NoError(t, err)
+	_, err = b.Append(ctx, "task/3", journal.Entry{ID: "end-3", Kind: "k", Payload: []byte(`{}`), Final: true})
+	require.NoError(t, err)
+	tx = openTx(t, strict)
+	_, err = strict.AppendTx(ctx, tx, "task/3", entry("late-3"))
+	require.ErrorIs(t, err, journal.ErrSealed)
+}
+
+func TestSealCheckIntervalBelowZeroIsRefused(t *testing.T) {
+	_, err := postgres.New(t.Context(), newPool(t), postgres.WithSealCheckInterval(-time.Second))
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.ErrorContains(t, err, "invalid seal check interval: is -1s: it must be 0 or more")
 }

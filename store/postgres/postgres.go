@@ -61,6 +61,14 @@ func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
 }
 
+// WithSealCheckInterval sets how long a Store trusts a stream it found
+// open (default SealCheckInterval; 0 probes at every append, so that an
+// append to a stream another process sealed is refused at once, at the
+// probes' cost: package doc, "Sealing").
+func WithSealCheckInterval(d time.Duration) Option {
+	return func(s *Store) { s.open.every = d }
+}
+
 // Open is New on a pool of its own for url, a postgres:// URL or key=value
 // connection string (pool_* parameters are pgxpool's). Errors: NewPool's
 // and New's.
@@ -119,6 +127,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	}
 	if s.now == nil {
 		return nil, journal.Invalid("clock", "is nil")
+	}
+	if s.open.every < 0 {
+		return nil, journal.Invalid("seal check interval", "is %v: it must be 0 or more", s.open.every)
 	}
 	if s.seqBusy < MinSequencerInterval || s.seqBusy > MaxSequencerInterval {
 		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, MinSequencerInterval, MaxSequencerInterval)

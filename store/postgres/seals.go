@@ -6,8 +6,9 @@ import (
 )
 
 // SealCheckInterval is how long a Store trusts that a stream it found open
-// is still open: while it does, an append of ordinary records to that
-// stream skips the seal probes (package doc, "Sealing").
+// is still open, unless WithSealCheckInterval says otherwise: while it
+// does, an append of ordinary records to that stream skips the seal probes
+// (package doc, "Sealing").
 const SealCheckInterval = time.Second
 
 // maxOpenStreams bounds the streams a Store remembers as open.
