@@ -106,8 +106,8 @@ func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
 		require.True(t, st.Parked, "%s: nothing changed", name)
 	}
 
-	resp, _ := post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf))
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "with the token it is done")
+	resp, _ := post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", "null")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "with the token it is done, from the page's own form over plain HTTP (Origin: null, no Sec-Fetch-Site)")
 	st, err := s.Get(t.Context(), "orders/1", "crm")
 	require.NoError(t, err)
 	require.False(t, st.Parked)

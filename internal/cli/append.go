@@ -40,8 +40,8 @@ line of a JSON Lines file:
   {"id": "evt-2", "kind": "blob", "content_type": "image/png", "payload_base64": "iVBORw0…"}
   {"id": "evt-3", "kind": "order.closed", "payload": {}, "final": true, "stream": "order/1002"}
 
-A line is a record as the HTTP API's POST /v1/records takes it (README, "The
-HTTP API": the payload's rules are the same), and "stream", which overrides
+A line is a record as the HTTP API's POST /v1/records takes it (README, "Over
+HTTP": the payload's rules are the same), and "stream", which overrides
 --stream: "payload" is JSON for a JSON content type, a JSON string stored as
 its text for another; "payload_base64" carries bytes. The whole file is checked before anything is appended, then appended
 in transactions of 500 lines. Appending an id that exists with the same content

@@ -202,4 +202,9 @@ func TestAFileLineIsARecordAsTheAPITakesIt(t *testing.T) {
 	require.Equal(t, "hi\n", string(rec.Payload))
 	require.Equal(t, tp, rec.Traceparent)
 	require.Equal(t, "vendor=1", rec.Tracestate)
+
+	require.NoError(t, os.WriteFile(file, []byte(`{"id":"n2","kind":7}`+"\n"), 0o600))
+	r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "line 1: invalid record.kind: is a JSON number; want a string", "named as the API names it")
 }

@@ -84,8 +84,8 @@ func JSONError(where string, err error) error {
 	switch {
 	case errors.As(err, &te):
 		field := where
-		if te.Field != "" {
-			field += "." + te.Field
+		if te.Field != "" { // the path of JSON names, but an embedded struct's Go name (append --file's line)
+			field += "." + strings.ReplaceAll(te.Field, "RecordInput.", "")
 		}
 		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
 	case errors.As(err, &se):
