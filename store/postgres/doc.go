@@ -19,9 +19,8 @@
 // the application's own writes. So Append and AppendTx only insert into
 // herald_record, whose rows are never updated: each carries its
 // transaction's id (xid8) and its insertion order (pos). The same statement
-// checks that no id is stored and (see Sealing) the seal, so idempotency
-// (journal.Digest), conflicts and sealing are decided in the appending
-// transaction. A
+// checks the seal and that no id is stored, so idempotency (journal.Digest),
+// conflicts and sealing are decided in the appending transaction. A
 // concurrent append of the same new id waits on the primary key for that id
 // only, and is then decided as above (a batch of several fails with
 // journal.ErrConflict: it is all-or-nothing).
@@ -47,24 +46,19 @@
 //
 // # Sealing
 //
-// An append to a stream that is sealed, or that holds a committed final
-// record not yet numbered, is refused (*journal.SealedError, FinalSeq 0 in
-// the second case). The check is two index probes, 6-9 % of an append's
-// rate at 32 writers (BENCHMARKS.md, section 1), so a Store that found a
-// stream open trusts it for SealCheckInterval (1 s; WithSealCheckInterval,
-// 0 to probe at every append): its appends of ordinary records to that
-// stream skip the probes until then. A stream it appended a final record
-// to, or was refused on, it probes at every append.
-//
-// A final record another Store commits within that second is not seen by
-// those appends, nor, ever, one that commits while an append's transaction
-// runs: two transactions that append to one stream, one of them a final
-// record, can both pass the check and commit. If one step numbers both,
-// the final record goes last. If the other commits after the final record
-// was numbered, the step refuses it: it gets no seq, is never read nor
-// delivered, and stays with the reason in herald_seq (Refused); appending
-// its id again is ErrSealed, and Append, which waits for its records' seqs,
-// returns ErrSealed for it. So is a second final record.
+// An append to a stream that holds a committed final record, numbered or
+// not, is refused (*journal.SealedError, FinalSeq 0 while it has no seq).
+// The check is one probe of an index of the final records; it costs 3-4 %
+// of an append's rate at 32 writers where the stream row's probe, dropped,
+// cost as much again (BENCHMARKS.md, section 1). Two transactions that
+// append to one stream, one of them a final record, can both pass that
+// check and commit. If one step numbers both, the final record goes last.
+// If the other commits after the final record was numbered, the step
+// refuses it: it gets no seq, is never read nor delivered, and stays with
+// the reason in herald_seq (Refused); appending its id again is ErrSealed,
+// and Append, which waits for its records' seqs, returns ErrSealed for it.
+// So is a second final record, and an append to a sealed stream whose final
+// record retention pruned while a younger refused record keeps the stream.
 //
 // # Appending from SQL: herald_append
 //

@@ -46,7 +46,6 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 		switch {
 		case !found: // numbered, delivered and pruned already: its seq is gone with it
 		case n.refused:
-			s.open.distrust(stream)
 			return nil, s.sealed(ctx, s.pool, stream, nil)
 		case n.Seq == 0:
 			return nil, fmt.Errorf("append to %s: record %q is committed but has no seq after a sequencer step: %w", stream, r.ID, journal.ErrNotFound)
@@ -89,7 +88,7 @@ type stored struct {
 
 // appendTx appends validated entries in tx: one insert, or if it was blocked,
 // a lookup that decides and an insert of the new entries.
-func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) (_ []journal.Record, err error) {
+func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
 	// One array of digests, and for one entry no index list: allocations
 	// are a share of AppendTx's cost.
 	digests, flat := make([][]byte, len(entries)), make([]byte, 0, sha256.Size*len(entries))
@@ -112,19 +111,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		}
 		return out, nil
 	}
-	// The seal probes are skipped for ordinary records of a stream found
-	// open within SealCheckInterval; a final record always probes.
-	final := slices.ContainsFunc(entries, func(e journal.Entry) bool { return e.Final })
-	probe := final || !s.open.trusted(stream)
-	defer func() {
-		if final || errors.Is(err, journal.ErrSealed) {
-			s.open.distrust(stream)
-		}
-	}()
-	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out, probe); err != nil || !blocked {
-		if err == nil && !final && (probe || len(entries) > 1) { // a batch always probes
-			s.open.found(stream)
-		}
+	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
 		return done(err)
 	}
 
@@ -164,7 +151,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 	if finalSeq != nil || pendingFinal {
 		return nil, s.sealed(ctx, tx, stream, finalSeq)
 	}
-	if blocked, err := s.insert(ctx, tx, stream, entries, digests, fresh, out, true); err != nil || !blocked {
+	if blocked, err := s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil || !blocked {
 		return done(err)
 	}
 	// Sealed, or one of the fresh ids stored, since the lookup.
@@ -178,21 +165,16 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 }
 
 // insert inserts entries[fresh] and fills their records in out (blocked: the
-// stream is sealed or an id stored). One entry skips the seal probes unless
-// probe; several always probe. An id of several committed meanwhile undoes
-// the insert, keeping tx usable, and is a conflict.
-func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record, probe bool) (blocked bool, err error) {
+// stream is sealed or an id stored). An id of several committed meanwhile
+// undoes the insert, keeping tx usable, and is a conflict.
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.now().UTC().Truncate(time.Microsecond) // PostgreSQL's precision
 	n := len(fresh)
 	if n == 1 {
 		i := fresh[0]
 		e := entries[i]
 		payload := clonePayload(e.Payload)
-		query := sqlInsertOpenRecord
-		if probe {
-			query = sqlInsertRecord
-		}
-		ct, err := tx.Exec(ctx, query, stream, e.ID, e.Kind, e.ContentType, payload, e.Final, digests[i], at, e.Traceparent, e.Tracestate)
+		ct, err := tx.Exec(ctx, sqlInsertRecord, stream, e.ID, e.Kind, e.ContentType, payload, e.Final, digests[i], at, e.Traceparent, e.Tracestate)
 		if err != nil || ct.RowsAffected() == 0 {
 			return err == nil, s.dbErr(ctx, "append to "+stream, err)
 		}

@@ -359,13 +359,13 @@ func TestClockStampsAppendedAt(t *testing.T) {
 	require.Equal(t, want, got[0].AppendedAt)
 }
 
-// TestAppendSealCheckReadsNoStreamRow: the one-entry append statement asks
-// whether its stream is sealed through indexes that hold sealed streams and
-// final records only, so that for an open stream it reads no row
-// of herald_stream (the row the sequencer updates at every step) and no
+// TestAppendSealCheckIsOneProbeOfTheFinalRecords: the one-entry append
+// statement asks whether its stream is sealed through the index of final
+// records alone, so that for an open stream it reads no row of
+// herald_stream (the row the sequencer updates at every step) and no
 // record; for a sealed stream it inserts nothing. Plans as the statement
 // runs prepared (a generic plan), over 1,000 streams of 5 records.
-func TestAppendSealCheckReadsNoStreamRow(t *testing.T) {
+func TestAppendSealCheckIsOneProbeOfTheFinalRecords(t *testing.T) {
 	ctx := t.Context()
 	s := openStore(t, migratedURL(t))
 	pool := s.Pool()
@@ -405,91 +405,13 @@ FROM generate_series(0, 4999) g`)
 
 	inserted, scans := probe("open/7")
 	require.Equal(t, 1.0, inserted, "an open stream's record goes in")
-	require.Len(t, scans, 2)
-	for rel, index := range map[string]string{"herald_stream": "herald_stream_sealed", "herald_record": "herald_record_final"} {
-		node := scans[rel]
-		require.Equal(t, "Index Only Scan", node["Node Type"], "%s: %v", rel, node)
-		require.Equal(t, index, node["Index Name"], rel)
-		require.Equal(t, 0.0, node["Heap Fetches"], "%s: no row read", rel)
-		require.Equal(t, 0.0, node["Actual Rows"], rel)
-	}
+	require.Len(t, scans, 1, "one probe: %v", scans)
+	node := scans["herald_record"]
+	require.Equal(t, "Index Only Scan", node["Node Type"], "%v", node)
+	require.Equal(t, "herald_record_final", node["Index Name"])
+	require.Equal(t, 0.0, node["Heap Fetches"], "no row read")
+	require.Equal(t, 0.0, node["Actual Rows"])
 
 	inserted, _ = probe("sealed")
 	require.Equal(t, 0.0, inserted, "a sealed stream's record does not go in")
-}
-
-// TestAppendTrustsAStreamFoundOpenForTheSealCheckInterval: once an append
-// found a stream open, the Store's appends of ordinary records to it skip
-// the seal probes for SealCheckInterval. A final record another Store
-// commits meanwhile does not stop them: the sequencer refuses such a
-// record, and Append, which waits for it, says ErrSealed; from then on
-// the Store probes again and refuses at once, writing nothing.
-func TestAppendTrustsAStreamFoundOpenForTheSealCheckInterval(t *testing.T) {
-	ctx := t.Context()
-	url := migratedURL(t)
-	a := openStore(t, url, postgres.WithSealCheckInterval(time.Hour)) // this test's steps may take long on a loaded machine
-	b := openStore(t, url)
-	_, err := a.Append(ctx, "task/1", entry("first"))
-	require.NoError(t, err)
-
-	tx := openTx(t, a)
-	probes := func() (n int64) {
-		t.Helper()
-		require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_numscans('herald_stream_sealed'::regclass)
-    + pg_stat_get_xact_numscans('herald_record_final'::regclass)`).Scan(&n))
-		return n
-	}
-	before := probes()
-	_, err = a.AppendTx(ctx, tx, "task/1", entry("second"))
-	require.NoError(t, err)
-	require.Equal(t, before, probes(), "a stream found open is not probed")
-	_, err = a.AppendTx(ctx, tx, "task/2", entry("other"))
-	require.NoError(t, err)
-	require.Greater(t, probes(), before, "a stream not seen yet is")
-	require.NoError(t, tx.Commit(ctx))
-
-	_, err = b.Append(ctx, "task/1", journal.Entry{ID: "end", Kind: "k", Payload: []byte(`{}`), Final: true})
-	require.NoError(t, err)
-	tx = openTx(t, a)
-	_, err = a.AppendTx(ctx, tx, "task/1", entry("late"))
-	require.NoError(t, err, "a still trusts the stream")
-	require.NoError(t, tx.Commit(ctx))
-	_, err = a.Append(ctx, "task/1", entry("later"))
-	require.ErrorIs(t, err, journal.ErrSealed, "Append waits for the sequencer's verdict")
-
-	refused, err := a.Refused(ctx, "task/1", 10)
-	require.NoError(t, err)
-	require.Len(t, refused, 2)
-	for i, id := range []string{"late", "later"} {
-		require.Equal(t, id, refused[i].ID)
-		require.Equal(t, "committed after the stream's final record #3 was sequenced", refused[i].Reason)
-	}
-	require.Equal(t, []string{"first", "second", "end"}, readIDs(t, a, "task/1"))
-
-	tx = openTx(t, a)
-	_, err = a.AppendTx(ctx, tx, "task/1", entry("latest"))
-	require.ErrorIs(t, err, journal.ErrSealed, "a refusal ends the trust")
-	require.NoError(t, tx.Commit(ctx))
-	_, err = a.Lookup(ctx, "latest")
-	require.ErrorIs(t, err, journal.ErrNotFound)
-	var stored int
-	require.NoError(t, a.Pool().QueryRow(ctx, `SELECT count(*) FROM herald_record WHERE id = 'latest'`).Scan(&stored))
-	require.Zero(t, stored, "refused at once, nothing written")
-
-	// A Store that probes at every append refuses at once a stream another
-	// sealed after it found it open.
-	strict := openStore(t, url, postgres.WithSealCheckInterval(0))
-	_, err = strict.Append(ctx, "task/3", entry("open"))
-	require.NoError(t, err)
-	_, err = b.Append(ctx, "task/3", journal.Entry{ID: "end-3", Kind: "k", Payload: []byte(`{}`), Final: true})
-	require.NoError(t, err)
-	tx = openTx(t, strict)
-	_, err = strict.AppendTx(ctx, tx, "task/3", entry("late-3"))
-	require.ErrorIs(t, err, journal.ErrSealed)
-}
-
-func TestSealCheckIntervalBelowZeroIsRefused(t *testing.T) {
-	_, err := postgres.New(t.Context(), newPool(t), postgres.WithSealCheckInterval(-time.Second))
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	require.ErrorContains(t, err, "invalid seal check interval: is -1s: it must be 0 or more")
 }

@@ -41,8 +41,6 @@ type Store struct {
 	page       int              // the most records a step numbers (sequencerPage; tests make it smaller)
 	seqBusy    time.Duration    // WithSequencerInterval
 
-	open openStreams // streams an append found open lately: their appends skip the seal probes
-
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
 }
@@ -59,14 +57,6 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // from MinSequencerInterval to MaxSequencerInterval.
 func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
-}
-
-// WithSealCheckInterval sets how long a Store trusts a stream it found
-// open (default SealCheckInterval; 0 probes at every append, so that an
-// append to a stream another process sealed is refused at once, at the
-// probes' cost: package doc, "Sealing").
-func WithSealCheckInterval(d time.Duration) Option {
-	return func(s *Store) { s.open.every = d }
 }
 
 // Open is New on a pool of its own for url, a postgres:// URL or key=value
@@ -120,16 +110,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval,
-		open: openStreams{every: SealCheckInterval}}
+	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.now == nil {
 		return nil, journal.Invalid("clock", "is nil")
-	}
-	if s.open.every < 0 {
-		return nil, journal.Invalid("seal check interval", "is %v: it must be 0 or more", s.open.every)
 	}
 	if s.seqBusy < MinSequencerInterval || s.seqBusy > MaxSequencerInterval {
 		return nil, journal.Invalid("sequencer interval", "is %v: it must be from %v to %v", s.seqBusy, MinSequencerInterval, MaxSequencerInterval)

@@ -31,8 +31,7 @@ FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::
 	// ON CONFLICT skips an id another transaction committed since the
 	// statement's snapshot: then fewer ids come back.
 	sqlInsertRecords = `WITH seal AS MATERIALIZED (
-    SELECT EXISTS (SELECT 1 FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL)
-        OR EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)
+    SELECT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)
         OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
 ), ins AS (
     INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
@@ -45,17 +44,11 @@ FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::
     RETURNING id
 )
 SELECT ARRAY(SELECT id FROM ins), (SELECT blocked FROM seal)`
-	// For one entry, the usual append: the seal probes are one subquery of
-	// two index ranges (herald_stream_sealed, herald_record_final);
-	// sqlInsertOpenRecord, for a stream the Store found open lately
-	// (seals.go), has none.
-	insertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
-SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text`
-	sqlInsertRecord = insertRecord + `
-WHERE NOT EXISTS (SELECT FROM herald_stream WHERE stream = $1 AND final_seq IS NOT NULL
-    UNION ALL SELECT FROM herald_record WHERE stream = $1 AND final)
-ON CONFLICT (id) DO NOTHING`
-	sqlInsertOpenRecord = insertRecord + `
+	// For one entry, the usual append: the seal check is one probe of an
+	// index range, the stream's final records (herald_record_final).
+	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
+WHERE NOT EXISTS (SELECT FROM herald_record WHERE stream = $1 AND final)
 ON CONFLICT (id) DO NOTHING`
 	sqlUndoInsert = `DELETE FROM herald_record WHERE id = ANY($1::text[])`
 	sqlHead       = `SELECT head FROM herald_stream WHERE stream = $1`

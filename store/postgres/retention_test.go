@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 // TestPruneKeepsRefusedRecordsForTheRetentionAge: a record the sequencer
@@ -54,4 +56,44 @@ func TestPruneKeepsRefusedRecordsForTheRetentionAge(t *testing.T) {
 	infos, err := s.Streams(ctx, store.StreamQuery{Stream: "t"})
 	require.NoError(t, err)
 	require.Empty(t, infos)
+}
+
+// TestAppendAfterAPrunedFinalRecordIsRefusedBySequencer: the append's seal
+// check looks for the stream's final record; once retention pruned it
+// (every registration acknowledged it) while a younger refused record keeps
+// the sealed stream, the sequencer refuses the append instead (package doc,
+// "Sealing"): Append says ErrSealed with the final seq, and the record is
+// never read.
+func TestAppendAfterAPrunedFinalRecordIsRefusedBySequencer(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+	s := openStore(t, migratedURL(t), postgres.WithClock(func() time.Time { return now }))
+	final := entry("t-end")
+	final.Final = true
+	_, err := s.Append(ctx, "t", entry("t-1"), final)
+	require.NoError(t, err)
+	now = now.Add(2 * time.Hour)
+	// A record that raced the final record and lost, inserted as the
+	// racing transaction's check-passing statement would have.
+	_, err = s.Pool().Exec(ctx, `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+VALUES ('t', 't-raced', 'k', 'application/json', '{}', false, '\x00', $1)`, now)
+	require.NoError(t, err)
+	require.Equal(t, 1, sequence(t, s))
+	rep, err := s.Prune(ctx, store.PruneQuery{At: now.Add(30 * time.Minute), Retain: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Records, "the final record went; the young refused one stays")
+	infos, err := s.Streams(ctx, store.StreamQuery{Stream: "t"})
+	require.NoError(t, err)
+	require.Len(t, infos, 1, "the refused record keeps the stream")
+
+	_, err = s.Append(ctx, "t", entry("t-after"))
+	var se *journal.SealedError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, uint64(2), se.FinalSeq)
+	refused, err := s.Refused(ctx, "t", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"t-raced", "t-after"}, []string{refused[0].ID, refused[1].ID})
+	recs, err := s.Read(ctx, "t", 1, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs, "nothing after the pruned final record is read")
 }
