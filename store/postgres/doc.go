@@ -48,11 +48,10 @@
 //
 // An append to a stream that holds a committed final record, numbered or
 // not, is refused (*journal.SealedError, FinalSeq 0 while it has no seq).
-// The check is one probe of an index of the final records; it costs 3-4 %
-// of an append's rate at 32 writers where the stream row's probe, dropped,
-// cost as much again (BENCHMARKS.md, section 1). Two transactions that
-// append to one stream, one of them a final record, can both pass that
-// check and commit. If one step numbers both, the final record goes last.
+// The check is one probe of an index of the final records (its cost:
+// BENCHMARKS.md, section 1). Two transactions that append to one stream,
+// one of them a final record, can both pass that check and commit. If one
+// step numbers both, the final record goes last.
 // If the other commits after the final record was numbered, the step
 // refuses it: it gets no seq, is never read nor delivered, and stays with
 // the reason in herald_seq (Refused); appending its id again is ErrSealed,

@@ -22,7 +22,7 @@ CREATE TABLE herald_stream (
 
 -- Due starts from the pending streams only: idle streams cost nothing.
 CREATE INDEX herald_stream_pending ON herald_stream (stream) WHERE pending;
--- The sealed streams. An append asks whether its stream has a final_seq;
+-- The sealed streams. herald_append asks whether its stream has a final_seq;
 -- through this index an open stream's answer is an empty range, with no
 -- visit to the stream's row (which the sequencer updates at every step).
 -- The sequencer's updates stay HOT: final_seq changes once, when a step
