@@ -14,7 +14,7 @@
 # herald_record's shape and indexes without the sequencer's work list),
 # rec_wl (with it: herald's btree on (xid, pos)), rec_brin (a BRIN on the
 # appending transaction instead), rec_oc (rec_wl and ON CONFLICT (id) DO
-# NOTHING), rec_full (and the seal probes: herald's sqlInsertRecord),
+# NOTHING), rec_full (and the seal check's probe: herald's sqlInsertRecord),
 # message (a transactional logical decoding message,
 # pg_logical_emit_message, no row) and message+decode (the same while one
 # client drains a pgoutput slot with pg_logical_slot_get_binary_changes, the

@@ -5,10 +5,6 @@ CREATE TABLE app_order (id text PRIMARY KEY, body bytea NOT NULL);
 -- The floor: a record-sized row with one unique key.
 CREATE TABLE app_outbox (id text PRIMARY KEY, stream text NOT NULL, kind text NOT NULL, payload bytea NOT NULL,
     digest bytea NOT NULL, appended_at timestamptz NOT NULL);
--- herald_stream as the append's seal probe reads it.
-CREATE TABLE herald_stream (stream text COLLATE "C" PRIMARY KEY, head bigint NOT NULL DEFAULT 0, final_seq bigint);
-CREATE INDEX herald_stream_sealed ON herald_stream (stream) WHERE final_seq IS NOT NULL;
-INSERT INTO herald_stream (stream) VALUES ('order/0');
 -- rec(name, worklist): a table of herald_record's shape (store/postgres's
 -- migration): its columns, primary key on id, the seal check's partial
 -- index of final records, and the sequencer's work list on the appending
