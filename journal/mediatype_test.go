@@ -71,3 +71,17 @@ func TestValidateEntriesNamesTheEntryOfTheBatch(t *testing.T) {
 		require.Equal(t, c.field, ie.Field, "%+v: %v", c.e, err)
 	}
 }
+
+// IsJSONContentType agrees with IsJSON of the parsed media type for every
+// valid content type, parameters and case included.
+func TestIsJSONContentTypeAgreesWithTheParsedMediaType(t *testing.T) {
+	for _, ct := range []string{
+		"application/json", "Application/JSON", "application/json; charset=utf-8", "application/activity+json",
+		"application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\"", "text/plain", "text/plain; charset=utf-8",
+		"application/jsonx", "application/octet-stream", "text/json", "A/B+JSON ; q=1",
+	} {
+		mt, err := mediaType(ct)
+		require.NoError(t, err, ct)
+		require.Equal(t, IsJSON(mt), IsJSONContentType(ct), ct)
+	}
+}

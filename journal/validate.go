@@ -202,3 +202,11 @@ func IsJSON(mt string) bool {
 	mt = strings.ToLower(mt)
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
+
+// IsJSONContentType is IsJSON of content type ct's media type, ct as an
+// Entry or a Record carries it (parameters and all). It checks nothing
+// else: ValidateEntries refuses a ct that is not a media type.
+func IsJSONContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return IsJSON(strings.TrimSpace(mt))
+}

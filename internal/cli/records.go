@@ -70,7 +70,7 @@ any other), seq and appended_at.`, maxRecordsLimit),
 			for i, r := range recs {
 				page.Records[i] = recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
 				var b bytes.Buffer
-				if isJSONType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
+				if journal.IsJSONContentType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
 					page.Records[i].Payload = b.Bytes()
 				} else {
 					page.Records[i].PayloadBase64 = r.Payload
@@ -278,9 +278,4 @@ reports what would go and changes nothing.`,
 			})
 		},
 	}
-}
-
-func isJSONType(ct string) bool {
-	mt, _, _ := bytes.Cut([]byte(ct), []byte(";"))
-	return journal.IsJSON(string(bytes.TrimSpace(mt)))
 }

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"strings"
+	"unicode"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -37,8 +37,7 @@ func (r RecordInput) Entry(field string) (journal.Entry, error) {
 	e := journal.Entry{ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final,
 		Traceparent: r.Traceparent, Tracestate: r.Tracestate}
 	ct := cmp.Or(e.ContentType, journal.DefaultContentType)
-	mt, _, err := mime.ParseMediaType(ct)
-	isJSON := err != nil || journal.IsJSON(mt) // a bad type is the journal's to name
+	isJSON := journal.IsJSONContentType(ct)
 	switch {
 	case r.Payload != nil && r.PayloadBase64 != nil:
 		return e, journal.Invalid(name("payload"), "and payload_base64 are both given: give one, not both")
@@ -63,7 +62,9 @@ func (r RecordInput) Entry(field string) (journal.Entry, error) {
 // errMore is DecodeJSON's error for what follows the value.
 var errMore = errors.New("more than one JSON value")
 
-// DecodeJSON decodes one JSON value, without unknown fields, from r.
+// DecodeJSON decodes one JSON value from r into v, refusing unknown
+// fields and anything after the value. Errors: encoding/json's, and one
+// for what follows the value; JSONError names them for a user.
 func DecodeJSON(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -84,8 +85,10 @@ func JSONError(where string, err error) error {
 	switch {
 	case errors.As(err, &te):
 		field := where
-		if te.Field != "" { // the path of JSON names, but an embedded struct's Go name (append --file's line)
-			field += "." + strings.ReplaceAll(te.Field, "RecordInput.", "")
+		for _, name := range strings.Split(te.Field, ".") {
+			if name != "" && !unicode.IsUpper([]rune(name)[0]) { // the Go name of an embedded struct is no JSON field
+				field += "." + name
+			}
 		}
 		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
 	case errors.As(err, &se):

@@ -13,7 +13,6 @@ import (
 	"hash"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -103,9 +102,8 @@ func HeaderValue(s string) string {
 // envelope returns rec, whose content type is ct, in the payload structure
 // (package doc, "Envelope").
 func envelope(rec journal.Record, ct string) []byte {
-	mt, _, _ := strings.Cut(ct, ";")
 	data := bytes.Trim(rec.Payload, " \t\r\n")
-	isJSON := journal.IsJSON(strings.TrimSpace(mt))
+	isJSON := journal.IsJSONContentType(ct)
 	b := make([]byte, 0, len(rec.Kind)+len(ct)+96+base64.StdEncoding.EncodedLen(len(rec.Payload)))
 	b = append(b, `{"type":`...)
 	b = appendString(b, rec.Kind)
