@@ -216,28 +216,22 @@ func TestAPIBadInput(t *testing.T) {
 	require.Empty(t, streams, "bad input changed nothing")
 }
 
-// payload_base64 carries bytes of a type that is not JSON, stored as they are.
-func TestAPIPayloadBase64(t *testing.T) {
+// A payload that is not JSON is stored by the rule append --file's lines
+// follow (operator.RecordInput): payload_base64 as its bytes, a JSON string
+// of a text type as its text.
+func TestAPIStoresPayloadsThatAreNotJSON(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
-	code, body := post(t, srv, "/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "application/octet-stream", "payload_base64": "AP8K"}]}`)
+	code, body := post(t, srv, "/v1/records", `{"stream": "s", "records": [
+		{"id": "a", "kind": "k", "content_type": "application/octet-stream", "payload_base64": "AP8K"},
+		{"id": "b", "kind": "k", "content_type": "text/plain; charset=utf-8", "payload": "héllo\n"}]}`)
 	require.Equal(t, http.StatusCreated, code, body)
-	recs, err := s.Read(t.Context(), "s", 1, 1)
+	recs, err := s.Read(t.Context(), "s", 1, 2)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0x00, 0xff, 0x0a}, recs[0].Payload)
 	require.Equal(t, "application/octet-stream", recs[0].ContentType)
-}
-
-// A JSON string payload of a content type that is not JSON is stored as
-// its text, as append --file stores it.
-func TestAPITextPayloadIsItsText(t *testing.T) {
-	s := memory.New()
-	srv := apiServer(t, s, "")
-	code, body := post(t, srv, "/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain; charset=utf-8", "payload": "héllo\n"}]}`)
-	require.Equal(t, http.StatusCreated, code, body)
-	recs, err := s.Read(t.Context(), "s", 1, 1)
-	require.NoError(t, err)
-	require.Equal(t, "héllo\n", string(recs[0].Payload))
+	require.Equal(t, "héllo\n", string(recs[1].Payload))
+	require.Equal(t, "text/plain; charset=utf-8", recs[1].ContentType)
 }
 
 func TestAPINotRoutedIsJSON(t *testing.T) {
