@@ -22,5 +22,6 @@
 // character that does not print as itself as its code point (‹U+202E›) and
 // is a bidirectional isolate, so that no value can hide or reorder the text
 // around it. The Content-Security-Policy allows no script; frames are
-// refused, no Referer is sent.
+// refused; no Referer leaves the page (Referrer-Policy same-origin, under
+// which the page's own POSTs carry their Origin, an opaque one is refused).
 package page

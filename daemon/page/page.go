@@ -134,7 +134,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no Referer leaves the page; its own forms' POSTs carry their Origin
 	h.Set("Cache-Control", "no-store")
 	if p.token == "" && !operator.LoopbackHost(r.Host) {
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
@@ -318,15 +318,6 @@ func read(r *http.Request) bool { return r.Method == http.MethodGet || r.Method 
 // Sec-Fetch-Site or else its Origin header, as the daemon's APIs do.
 var crossOrigin = http.NewCrossOriginProtection()
 
-// opaqueOrigin reports a POST that says nothing of its origin: "Origin:
-// null", which the page's own forms send under its no-referrer policy, and
-// no Sec-Fetch-Site, which browsers send only in a secure context (HTTPS,
-// loopback). The session's CSRF token and its SameSite=Strict cookie decide
-// such a POST.
-func opaqueOrigin(r *http.Request) bool {
-	return r.Header.Get("Origin") == "null" && r.Header.Get("Sec-Fetch-Site") == ""
-}
-
 // csrf refuses, with 403, a POST whose form lacks the session's CSRF token
 // or that comes from another origin.
 func (p *Page) csrf(next http.HandlerFunc) http.HandlerFunc {
@@ -337,7 +328,7 @@ func (p *Page) csrf(next http.HandlerFunc) http.HandlerFunc {
 				r = withSession(r, s)
 			}
 		}
-		if !opaqueOrigin(r) && crossOrigin.Check(r) != nil {
+		if crossOrigin.Check(r) != nil {
 			p.fail(w, r, http.StatusForbidden, "This action came from another site and was refused.")
 			return
 		}

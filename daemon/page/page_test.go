@@ -67,7 +67,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		require.NotContains(t, h.Get("Content-Security-Policy"), "script-src", path+": no script source is allowed")
 		require.Equal(t, "DENY", h.Get("X-Frame-Options"), path)
 		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), path)
-		require.Equal(t, "no-referrer", h.Get("Referrer-Policy"), path)
+		require.Equal(t, "same-origin", h.Get("Referrer-Policy"), path)
 	}
 }
 
@@ -94,6 +94,9 @@ func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
 		"another origin": func() (*http.Response, string) {
 			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", "https://evil.example")
 		},
+		"an opaque origin": func() (*http.Response, string) {
+			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", "null")
+		},
 		"another site, by Sec-Fetch-Site": func() (*http.Response, string) {
 			return post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Sec-Fetch-Site", "cross-site")
 		},
@@ -106,8 +109,8 @@ func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
 		require.True(t, st.Parked, "%s: nothing changed", name)
 	}
 
-	resp, _ := post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", "null")
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "with the token it is done, from the page's own form over plain HTTP (Origin: null, no Sec-Fetch-Site)")
+	resp, _ := post(t, c, srv.URL+"/ui/action", with(unpark, "csrf", csrf), "Origin", srv.URL)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "with the token it is done, from the page's own form over plain HTTP (its Origin, no Sec-Fetch-Site)")
 	st, err := s.Get(t.Context(), "orders/1", "crm")
 	require.NoError(t, err)
 	require.False(t, st.Parked)
