@@ -197,7 +197,7 @@ func TestAPIBadInput(t *testing.T) {
 		{"both payloads", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {}, "payload_base64": "AA=="}]}`,
 			http.StatusBadRequest, "records[0].payload"},
 		{"JSON payload of another type, not a string", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload": {"a": 1}}]}`,
-			http.StatusBadRequest, "invalid records[0].payload: is JSON but content_type is \"text/plain\": give its text as a JSON string, or its bytes in payload_base64"},
+			http.StatusBadRequest, "invalid records[0].payload: is a JSON object, but content_type \"text/plain\" takes a JSON string (its text) or payload_base64 (its bytes)"},
 		{"bad base64", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "content_type": "text/plain", "payload_base64": "%%%"}]}`,
 			http.StatusBadRequest, "records[0].payload_base64"},
 		{"base64 that is not JSON for a JSON type", "application/json", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload_base64": "aGk="}]}`,

@@ -43,9 +43,10 @@ line of a JSON Lines file:
 A line is a record as the HTTP API's POST /v1/records takes it (README, "Over
 HTTP": the payload's rules are the same), and "stream", which overrides
 --stream: "payload" is JSON for a JSON content type, a JSON string stored as
-its text for another; "payload_base64" carries bytes. The whole file is checked before anything is appended, then appended
-in transactions of 500 lines. Appending an id that exists with the same content
-is a no-op, so a failed run can simply be repeated.`,
+its text for another; "payload_base64" carries bytes. The whole file is
+checked before anything is appended, then appended in transactions of 500
+lines. Appending an id that exists with the same content is a no-op, so a
+failed run can simply be repeated.`,
 		example: `  echo '{"type":"Create","id":"https://example.com/a/1"}' | herald append --stream actor/alice --id https://example.com/a/1 --kind Create --content-type application/activity+json
   herald append --stream task/8f3c --file lifecycle.jsonl`,
 		db: createDB,

@@ -202,9 +202,13 @@ func TestAFileLineIsARecordAsTheAPITakesIt(t *testing.T) {
 	require.Equal(t, "hi\n", string(rec.Payload))
 	require.Equal(t, tp, rec.Traceparent)
 	require.Equal(t, "vendor=1", rec.Tracestate)
+	var page struct{ Records []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &page))
+	require.Equal(t, "hi\n", page.Records[0]["payload"], "records --json gives text back as a line gives it")
+	require.Equal(t, tp, page.Records[0]["traceparent"])
 
 	require.NoError(t, os.WriteFile(file, []byte(`{"id":"n2","kind":7}`+"\n"), 0o600))
 	r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "line 1: invalid record.kind: is a JSON number; want a string", "named as the API names it")
+	require.Contains(t, r.stderr, "line 1: invalid kind: is a JSON number; want a string", "named as the API names it")
 }

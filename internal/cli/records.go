@@ -37,8 +37,9 @@ func newRecords(e *env) command {
 %d). The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
 --from-seq were pruned. --json prints the page, each record whole with the
-field names of append --file lines ("payload" for JSON, "payload_base64" for
-any other), seq and appended_at.`, maxRecordsLimit),
+field names of append --file lines ("payload" for JSON, compacted, and for
+text; "payload_base64" for other bytes), seq, appended_at and its trace
+context.`, maxRecordsLimit),
 		example: `  herald records --stream orders/1001
   herald records --stream actor/alice --from-seq 40 --limit 10 --json`,
 		need: []string{"stream"},
@@ -55,7 +56,7 @@ any other), seq and appended_at.`, maxRecordsLimit),
 				return err
 			}
 			// After the records: a head past the last one shown means more.
-			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]recordView, len(recs))}
+			page := recordsPage{Stream: stream, OldestSeq: 1, Records: make([]operator.RecordOutput, len(recs))}
 			infos, err := c.b.Streams(c.ctx(), store.StreamQuery{Stream: stream, Limit: 1})
 			if err != nil {
 				return err
@@ -68,13 +69,7 @@ any other), seq and appended_at.`, maxRecordsLimit),
 			}
 			page.Pruned = fromSeq < page.OldestSeq && page.OldestSeq > 1
 			for i, r := range recs {
-				page.Records[i] = recordView{Stream: r.Stream, Seq: r.Seq, ID: r.ID, Kind: r.Kind, ContentType: r.ContentType, Final: r.Final, AppendedAt: r.AppendedAt}
-				var b bytes.Buffer
-				if journal.IsJSONContentType(r.ContentType) && json.Compact(&b, r.Payload) == nil {
-					page.Records[i].Payload = b.Bytes()
-				} else {
-					page.Records[i].PayloadBase64 = r.Payload
-				}
+				page.Records[i] = operator.OutputRecord(r)
 			}
 			return c.print(page, func(w io.Writer) {
 				if len(recs) == 0 {
@@ -103,27 +98,13 @@ any other), seq and appended_at.`, maxRecordsLimit),
 
 // recordsPage is what records --json prints.
 type recordsPage struct {
-	Stream      string       `json:"stream"`
-	Head        uint64       `json:"head"`       // the stream's newest seq (0: none)
-	OldestSeq   uint64       `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
-	More        bool         `json:"more"`       // records exist past the last one shown
-	NextFromSeq uint64       `json:"next_from_seq,omitempty"`
-	Pruned      bool         `json:"pruned"` // records from --from-seq up to OldestSeq-1 were pruned
-	Records     []recordView `json:"records"`
-}
-
-// recordView is a record as records --json prints it: the field names of
-// append --file lines, and seq and appended_at.
-type recordView struct {
-	Stream        string          `json:"stream"`
-	Seq           uint64          `json:"seq"`
-	ID            string          `json:"id"`
-	Kind          string          `json:"kind"`
-	ContentType   string          `json:"content_type"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	PayloadBase64 []byte          `json:"payload_base64,omitempty"` // encoding/json writes []byte as base64
-	Final         bool            `json:"final"`
-	AppendedAt    time.Time       `json:"appended_at"`
+	Stream      string                  `json:"stream"`
+	Head        uint64                  `json:"head"`       // the stream's newest seq (0: none)
+	OldestSeq   uint64                  `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
+	More        bool                    `json:"more"`       // records exist past the last one shown
+	NextFromSeq uint64                  `json:"next_from_seq,omitempty"`
+	Pruned      bool                    `json:"pruned"` // records from --from-seq up to OldestSeq-1 were pruned
+	Records     []operator.RecordOutput `json:"records"`
 }
 
 // preview is the start of a payload for a table cell, or its size when it

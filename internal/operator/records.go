@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -40,7 +42,7 @@ func (r RecordInput) Entry(field string) (journal.Entry, error) {
 	isJSON := journal.IsJSONContentType(ct)
 	switch {
 	case r.Payload != nil && r.PayloadBase64 != nil:
-		return e, journal.Invalid(name("payload"), "and payload_base64 are both given: give one, not both")
+		return e, journal.Invalid(name("payload"), "is given with payload_base64: give one, not both")
 	case r.PayloadBase64 != nil:
 		p, err := base64.StdEncoding.DecodeString(*r.PayloadBase64)
 		if err != nil {
@@ -52,11 +54,38 @@ func (r RecordInput) Entry(field string) (journal.Entry, error) {
 	case r.Payload != nil:
 		var text string
 		if json.Unmarshal(r.Payload, &text) != nil {
-			return e, journal.Invalid(name("payload"), "is JSON but content_type is %q: give its text as a JSON string, or its bytes in payload_base64", ct)
+			return e, journal.Invalid(name("payload"), "is a JSON %s, but content_type %q takes a JSON string (its text) or payload_base64 (its bytes)", jsonKind(r.Payload), ct)
 		}
 		e.Payload = []byte(text)
 	}
 	return e, nil
+}
+
+// RecordOutput is a record whole, as records --json prints it, with the
+// field names of append --file's lines: RecordView's fields, and its
+// payload by Entry's rule read backwards: "payload" the JSON of a JSON
+// content type (compacted: its value, not its bytes), else the text of a
+// payload that is UTF-8, as a JSON string; "payload_base64" any other
+// bytes.
+type RecordOutput struct {
+	RecordView
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	PayloadBase64 []byte          `json:"payload_base64,omitempty"` // encoding/json writes []byte as base64
+}
+
+// OutputRecord returns r as RecordOutput shows it.
+func OutputRecord(r journal.Record) RecordOutput {
+	out := RecordOutput{RecordView: ViewRecord(r)}
+	var b bytes.Buffer
+	switch isJSON := journal.IsJSONContentType(r.ContentType); {
+	case isJSON && json.Compact(&b, r.Payload) == nil:
+		out.Payload = b.Bytes()
+	case !isJSON && utf8.Valid(r.Payload):
+		out.Payload, _ = json.Marshal(string(r.Payload)) // a string never fails
+	default:
+		out.PayloadBase64 = r.Payload
+	}
+	return out
 }
 
 // errMore is DecodeJSON's error for what follows the value.
@@ -78,19 +107,28 @@ func DecodeJSON(r io.Reader, v any) error {
 }
 
 // JSONError is DecodeJSON's error as a journal.ErrInvalid naming the
-// field: where, or the field of where that has the wrong type.
+// field. where names the value decoded: a whole document ("body", "record")
+// or a field of one ("records[2]"). A value of the wrong type is named by
+// its field's JSON path, from where when where is a field ("records[2].kind";
+// "kind" in a document).
 func JSONError(where string, err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := where
+		var path []string
+		if strings.ContainsAny(where, "[.") {
+			path = append(path, where)
+		}
 		for _, name := range strings.Split(te.Field, ".") {
 			if name != "" && !unicode.IsUpper([]rune(name)[0]) { // the Go name of an embedded struct is no JSON field
-				field += "." + name
+				path = append(path, name)
 			}
 		}
-		return journal.Invalid(strings.TrimPrefix(field, "body."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
+		if len(path) == 0 {
+			path = []string{where}
+		}
+		return journal.Invalid(strings.Join(path, "."), "is a JSON %s; want %s", te.Value, jsonType(te.Type.String()))
 	case errors.As(err, &se):
 		return journal.Invalid(where, "is not valid JSON (at byte %d): %v", se.Offset, se)
 	case errors.Is(err, io.EOF):
@@ -105,6 +143,24 @@ func JSONError(where string, err error) error {
 		return journal.Invalid(where, "has unknown field %s", name)
 	}
 	return journal.Invalid(where, "%v", err)
+}
+
+// jsonKind names the kind of the JSON value raw, as jsonType names a type.
+func jsonKind(raw json.RawMessage) string {
+	switch t := bytes.TrimLeft(raw, " \t\r\n"); {
+	case len(t) == 0:
+		return "value"
+	case t[0] == '{':
+		return "object"
+	case t[0] == '[':
+		return "array"
+	case t[0] == 't' || t[0] == 'f':
+		return "boolean"
+	case t[0] == 'n':
+		return "null"
+	default:
+		return "number"
+	}
 }
 
 // jsonType names a Go type as the JSON a client sends.

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,9 +26,9 @@ func TestRecordInputReadsThePayloadByOneRule(t *testing.T) {
 		{"no payload of a text type is no bytes", `{"id":"a","kind":"k","content_type":"text/plain"}`, "", ""},
 		{"no payload of a JSON type is the journal's to refuse", `{"id":"a","kind":"k"}`, "", ""},
 		{"other JSON for a text type", `{"id":"a","kind":"k","content_type":"text/plain","payload":{"a":1}}`, "",
-			`invalid records[2].payload: is JSON but content_type is "text/plain": give its text as a JSON string, or its bytes in payload_base64`},
+			`invalid records[2].payload: is a JSON object, but content_type "text/plain" takes a JSON string (its text) or payload_base64 (its bytes)`},
 		{"both payloads", `{"id":"a","kind":"k","payload":{},"payload_base64":"AA=="}`, "",
-			"invalid records[2].payload: and payload_base64 are both given: give one, not both"},
+			"invalid records[2].payload: is given with payload_base64: give one, not both"},
 		{"bad base64", `{"id":"a","kind":"k","content_type":"image/png","payload_base64":"***"}`, "",
 			"invalid records[2].payload_base64: is not base64 (RFC 4648, padded)"},
 	} {
@@ -53,15 +54,49 @@ func TestDecodeJSONRefusesWhatItWouldLose(t *testing.T) {
 		`{"id":"a","evil":1}`:           `invalid record: has unknown field "evil"`,
 		`{"id":"a"} {"id":"b"}`:         "invalid record: holds more than one JSON value: give one",
 		`{"id":"a"}}`:                   "invalid record: holds more than one JSON value: give one",
-		`{"id":"a","final":"yes"}`:      "invalid record.final: is a JSON string; want true or false",
+		`{"id":"a","final":"yes"}`:      "invalid final: is a JSON string; want true or false",
 		`{"id":"a","payload":{`:         "invalid record: is not valid JSON: it ends too soon",
 		``:                              "invalid record: is empty: want a JSON object",
-		`{"id":"a","traceparent":7}`:    "invalid record.traceparent: is a JSON number; want a string",
-		`{"id":"a","payload_base64":1}`: "invalid record.payload_base64: is a JSON number; want a string",
+		`{"id":"a","traceparent":7}`:    "invalid traceparent: is a JSON number; want a string",
+		`{"id":"a","payload_base64":1}`: "invalid payload_base64: is a JSON number; want a string",
 	} {
 		var r RecordInput
 		err := JSONError("record", DecodeJSON(bytes.NewReader([]byte(in)), &r))
 		require.ErrorIs(t, err, journal.ErrInvalid, in)
 		require.EqualError(t, err, want, in)
+	}
+}
+
+// TestOutputRecordReadsBackAsTheSameEntry: a record as records --json
+// prints it, read back as an append --file line reads it, is the entry it
+// was appended from: text, bytes that are not UTF-8 and a trace context
+// exactly, JSON by value (it is printed compacted).
+func TestOutputRecordReadsBackAsTheSameEntry(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, e := range []journal.Entry{
+		{ID: "j", Kind: "k", ContentType: "application/json", Payload: []byte(`{"a":[1,"<&>"]}`)},
+		{ID: "t", Kind: "k", ContentType: "text/plain; charset=utf-8", Payload: []byte("h\u00e9llo\n\u2028\"<b>\"")},
+		{ID: "b", Kind: "k", ContentType: "image/png", Payload: []byte{0x89, 'P', 'N', 'G', 0xff}},
+		{ID: "e", Kind: "k", ContentType: "text/plain", Payload: []byte{}, Final: true, Traceparent: tp, Tracestate: "v=1"},
+	} {
+		out, err := json.Marshal(OutputRecord(journal.Record{Stream: "s", Seq: 1, ID: e.ID, Kind: e.Kind, ContentType: e.ContentType,
+			Payload: e.Payload, Final: e.Final, Traceparent: e.Traceparent, Tracestate: e.Tracestate}))
+		require.NoError(t, err)
+		var line struct {
+			RecordInput
+			Stream     string          `json:"stream"`
+			Seq        uint64          `json:"seq"`
+			AppendedAt json.RawMessage `json:"appended_at"`
+		}
+		require.NoError(t, DecodeJSON(bytes.NewReader(out), &line), "%s", out)
+		got, err := line.Entry("")
+		require.NoError(t, err, "%s", out)
+		if journal.IsJSONContentType(e.ContentType) {
+			require.JSONEq(t, string(e.Payload), string(got.Payload), "JSON keeps its value, not its bytes: %s", out)
+		} else {
+			require.Equal(t, string(e.Payload), string(got.Payload), "text and bytes are kept exactly: %s", out)
+		}
+		got.Payload = e.Payload
+		require.Equal(t, e, got, "%s", out)
 	}
 }
