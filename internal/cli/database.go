@@ -103,7 +103,32 @@ func redactDSN(s string) string {
 		}
 		s = scheme + "://" + authority + redactQuery(tail)
 	}
-	return passwordParam.ReplaceAllString(s, "${1}xxxxx")
+	return maskPasswordParams(s)
+}
+
+// maskPasswordParams replaces the value of every password=… parameter with
+// xxxxx. Matches may overlap: in "password=password =secret" the first
+// value holds a second parameter, whose value is masked too.
+func maskPasswordParams(s string) string {
+	var b strings.Builder
+	done := 0 // s[:done] is written
+	for from := 0; from < len(s); {
+		m := passwordParam.FindStringSubmatchIndex(s[from:])
+		if m == nil {
+			break
+		}
+		value, end := from+m[4], from+m[5]
+		if value >= done {
+			b.WriteString(s[done:value])
+			b.WriteString("xxxxx")
+			done = end
+		} else if end > done {
+			done = end // inside a masked value: mask on to its end
+		}
+		from += m[0] + 1
+	}
+	b.WriteString(s[done:])
+	return b.String()
 }
 
 // redactQuery hides the value of a URL query's parameter whose name,

@@ -281,6 +281,9 @@ func TestRedactDSN(t *testing.T) {
 		// pgx decodes a query's names: this is a password too.
 		"postgres://app@db/h?pass%77ord=hunter22&sslmode=require": "postgres://app@db/h?pass%77ord=xxxxx&sslmode=require",
 		"postgres://app@db/h?sslpassword=k3y":                     "postgres://app@db/h?sslpassword=xxxxx",
+		// A value that holds a second parameter: both are masked.
+		"password=password =hunter22":  "password=xxxxx =xxxxx",
+		"password=a password=hunter22": "password=xxxxx password=xxxxx",
 	} {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
