@@ -27,7 +27,7 @@
 // (clamped to [1 s, MaxRetryAfter]) or the next [Backoff] instant, parking at
 // MaxAttempts; a 4xx under RejectSkip is recorded and passed. A failure that
 // says nothing about the record (Outcome.HostLevel) is charged to the host
-// ([HostStore]): after DefaultHostDownAfter in a row Due holds the host's
+// ([HostStore]): after HostDownAfter in a row Due holds the host's
 // registrations but for one probe per [ProbeDelay], and any answer releases
 // them. A terminal record completes the registration, which is deleted.
 //

@@ -83,7 +83,10 @@ func TestOperationalEventIDs(t *testing.T) {
 	require.False(t, ok, "no events about registrations of herald/events")
 
 	up := push.Host{Host: "a.example:443", State: push.HostUp, Since: at(0)}
-	down := up.Failed(at(1), "x", push.HostPolicy{DownAfter: 1, Horizon: push.MinHostHorizon})
+	down := up
+	for range push.HostDownAfter {
+		down = down.Failed(at(1), "x", push.MinHostHorizon)
+	}
 	e, ok := push.HostEvent(up, down)
 	require.True(t, ok)
 	require.Equal(t, push.KindHostDown, e.Kind)

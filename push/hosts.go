@@ -18,9 +18,9 @@ const (
 
 // Host-health defaults, each with the reason it is what it is.
 const (
-	// DefaultHostDownAfter (3): one timeout is a blip, three in a row
-	// (usually of different registrations) is a host that is not there.
-	DefaultHostDownAfter = 3
+	// HostDownAfter (3): one timeout is a blip, three in a row (usually of
+	// different registrations) is a host that is not there.
+	HostDownAfter = 3
 	// DefaultHostHorizon (7 days, Mastodon's figure) is how long a host may
 	// be down before it is unavailable: a hobby server's owner's holiday.
 	DefaultHostHorizon = 7 * 24 * time.Hour
@@ -29,9 +29,6 @@ const (
 	// UnavailableProbeInterval (1 h) probes an unavailable host 24 times a
 	// day, so that it is found again within the hour it returns.
 	UnavailableProbeInterval = time.Hour
-	// probeFailures keys the first probe's Backoff: the host has just failed
-	// DefaultHostDownAfter times.
-	probeFailures = 3
 )
 
 // Host is the stored health of one host (HostOf form, "example.com:443").
@@ -51,25 +48,13 @@ type Host struct {
 	Held int `json:"held"`
 }
 
-// HostPolicy is what a worker passes with a host-level failure: how many in
-// a row make the host down, and how long down makes it unavailable.
-type HostPolicy struct {
-	DownAfter int
-	Horizon   time.Duration
-}
-
-// DefaultHostPolicy is DefaultHostDownAfter and DefaultHostHorizon.
-func DefaultHostPolicy() HostPolicy {
-	return HostPolicy{DownAfter: DefaultHostDownAfter, Horizon: DefaultHostHorizon}
-}
-
 // HostFailure is a host-level failure of a claimed registration's delivery.
 type HostFailure struct {
-	Claim    Claim    // fences the registration's write, as Retry's
-	NextSeq  uint64   // the progress made before the failure
-	Host     string   // HostOf the registration's URL
-	Evidence Evidence // At and the attempt's answer; stored as EventHostFailed
-	Policy   HostPolicy
+	Claim    Claim         // fences the registration's write, as Retry's
+	NextSeq  uint64        // the progress made before the failure
+	Host     string        // HostOf the registration's URL
+	Evidence Evidence      // At and the attempt's answer; stored as EventHostFailed
+	Horizon  time.Duration // how long down makes the host unavailable (WithHostHorizon)
 }
 
 // HostQuery filters HostStore.Hosts.
@@ -111,9 +96,9 @@ type HostStore interface {
 const EventHostFailed = "host-failed"
 
 // Failed returns h after a host-level failure at at, for every store to move
-// alike: one more failure; up becomes down at p.DownAfter (first probe
-// ProbeDelay(host, 0) later); down becomes unavailable p.Horizon after Since.
-func (h Host) Failed(at time.Time, reason string, p HostPolicy) Host {
+// alike: one more failure; up becomes down at HostDownAfter (first probe
+// ProbeDelay(host, 0) later); down becomes unavailable horizon after Since.
+func (h Host) Failed(at time.Time, reason string, horizon time.Duration) Host {
 	if h.State == "" {
 		h.State, h.Since = HostUp, at
 	}
@@ -121,12 +106,12 @@ func (h Host) Failed(at time.Time, reason string, p HostPolicy) Host {
 	h.LastError, h.LastFailureAt = cleanText(reason, MaxEvidenceError), at
 	switch h.State {
 	case HostUp:
-		if h.Failures >= p.DownAfter {
+		if h.Failures >= HostDownAfter {
 			h.State, h.Since, h.Probes = HostDown, at, 0
 			h.NextProbeAt = at.Add(ProbeDelay(h.Host, 0))
 		}
 	case HostDown:
-		if !at.Before(h.Since.Add(p.Horizon)) {
+		if !at.Before(h.Since.Add(horizon)) {
 			h.State, h.Since = HostUnavailable, at
 			h.NextProbeAt = at.Add(UnavailableProbeInterval)
 		}
@@ -182,7 +167,7 @@ func (h Host) Transition(old Host) string {
 // were let through: Backoff(host, "probe", n+3), 4–8 s doubling to 128–256
 // s, keyed by the host so that hosts that went down together are probed apart.
 func ProbeDelay(host string, n int) time.Duration {
-	return Backoff(host, "probe", max(n, 0)+probeFailures)
+	return Backoff(host, "probe", max(n, 0)+HostDownAfter) // the host has just failed HostDownAfter times
 }
 
 // ChargeHost is what a store records of a host-level failure at cursor next
@@ -215,11 +200,8 @@ func (f HostFailure) Validate() error {
 	if f.Host == "" {
 		return journal.Invalid("host", "is empty")
 	}
-	if f.Policy.DownAfter < 1 {
-		return journal.Invalid("host down after", "is %d: it must be at least 1", f.Policy.DownAfter)
-	}
-	if f.Policy.Horizon < MinHostHorizon || f.Policy.Horizon > MaxHostHorizon {
-		return journal.Invalid("host horizon", "is %v: it must be from %v to %v", f.Policy.Horizon, MinHostHorizon, MaxHostHorizon)
+	if f.Horizon < MinHostHorizon || f.Horizon > MaxHostHorizon {
+		return journal.Invalid("host horizon", "is %v: it must be from %v to %v", f.Horizon, MinHostHorizon, MaxHostHorizon)
 	}
 	return ValidateInstant("evidence at", f.Evidence.At)
 }

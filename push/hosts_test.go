@@ -198,7 +198,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			require.Zero(t, rep.Retries+rep.Parked, "none is charged to its registration")
 			require.Equal(t, bodies(1, 2), healthy.bodies("/healthy"), "the healthy receiver got its records")
 			h := host()
-			require.Equal(t, push.HostDown, h.State, "down after %d host-level failures in a row", push.DefaultHostDownAfter)
+			require.Equal(t, push.HostDown, h.State, "down after %d host-level failures in a row", push.HostDownAfter)
 			require.Equal(t, at(0), h.Since)
 			require.Equal(t, at(0).Add(push.ProbeDelay(badHostName, 0)), h.NextProbeAt, "the first probe instant, pinned")
 			require.Equal(t, 3, h.Held)
@@ -267,11 +267,11 @@ func TestProbeSchedulePinned(t *testing.T) {
 		}
 	}
 
-	p := push.HostPolicy{DownAfter: 3, Horizon: 2 * time.Hour}
+	horizon := 2 * time.Hour
 	h := push.Host{Host: "a.example:443"}
 	for i := range 3 {
 		require.NotEqual(t, push.HostDown, h.State, "not down before the third failure")
-		h = h.Failed(at(i), "dial: connection refused", p)
+		h = h.Failed(at(i), "dial: connection refused", horizon)
 	}
 	require.Equal(t, push.HostDown, h.State)
 	require.Equal(t, at(2), h.Since)
@@ -280,12 +280,12 @@ func TestProbeSchedulePinned(t *testing.T) {
 	var probes []time.Time
 	for when := h.NextProbeAt; when.Before(at(400)); when = h.NextProbeAt {
 		h = h.Probed(when)
-		h = h.Failed(when, "timeout", p)
+		h = h.Failed(when, "timeout", horizon)
 		probes = append(probes, when)
 	}
 	require.Equal(t, []time.Time{at(10), at(20), at(42), at(97), at(186), at(379)}, probes)
 
-	h = h.Failed(at(2).Add(2*time.Hour), "timeout", p)
+	h = h.Failed(at(2).Add(2*time.Hour), "timeout", horizon)
 	require.Equal(t, push.HostUnavailable, h.State, "down for the horizon: unavailable")
 	require.Equal(t, at(2).Add(3*time.Hour), h.NextProbeAt, "probed hourly")
 	h = h.Probed(h.NextProbeAt)
@@ -377,14 +377,14 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 	failuresMu.Lock()
 	for n, state := range stateAt { // hooks run concurrently: their order is not the failures'
 		want := push.HostUp
-		if n >= push.DefaultHostDownAfter {
+		if n >= push.HostDownAfter {
 			want = push.HostDown
 		}
 		require.Equal(t, want, state, "after %d failures in a row: down at the threshold", n)
 	}
 	failuresMu.Unlock()
 
-	bound := int64(push.DefaultMaxPerHost + push.DefaultHostDownAfter - 1 + 1) // before it was down, and one probe
+	bound := int64(push.DefaultMaxPerHost + push.HostDownAfter - 1 + 1) // before it was down, and one probe
 	require.LessOrEqual(t, silent.accepted.Load(), bound, "connections to the down host, of %d registrations", regs)
 	require.Equal(t, silent.accepted.Load(), requests.Load(), "one request a connection: each timeout closes its connection")
 	list, err := f.store.Hosts(t.Context(), push.HostQuery{Host: push.HostOf("http://" + ln.Addr().String())})

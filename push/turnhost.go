@@ -12,7 +12,7 @@ import (
 func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	w, host := t.w, t.hostName
 	old, _ := w.book.get(host)
-	h, err := w.store.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Policy: w.opts.hostPolicy})
+	h, err := w.store.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Horizon: w.opts.hostHorizon})
 	if err != nil {
 		return t.lost(err, fmt.Errorf("record host failure at #%d: %w", t.next, err))
 	}

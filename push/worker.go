@@ -160,7 +160,7 @@ type options struct {
 	logger         *slog.Logger
 	schedule       Schedule
 	hooks          Hooks
-	hostPolicy     HostPolicy
+	hostHorizon    time.Duration
 	tracerProvider trace.TracerProvider // nil: otel's global
 	now            func() time.Time     // a turn's budget's wall clock (export_test.go)
 }
@@ -210,7 +210,7 @@ func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s 
 
 // WithHostHorizon sets how long a host may be down before it is
 // unavailable, MinHostHorizon to MaxHostHorizon (default DefaultHostHorizon).
-func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostPolicy.Horizon = d } }
+func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostHorizon = d } }
 
 // WithHooks sets functions called for metrics. They are called
 // concurrently and must not block.
@@ -244,7 +244,7 @@ func defaultOptions() options {
 		drainPage:     DefaultDrainPage,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
-		hostPolicy:    DefaultHostPolicy(),
+		hostHorizon:   DefaultHostHorizon,
 		now:           time.Now,
 	}
 }
@@ -281,7 +281,7 @@ func (o *options) validate() error {
 			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
 		}
 	}
-	if h := o.hostPolicy.Horizon; h < MinHostHorizon || h > MaxHostHorizon {
+	if h := o.hostHorizon; h < MinHostHorizon || h > MaxHostHorizon {
 		bad("HostHorizon", "is %v: it must be from %v to %v", h, MinHostHorizon, MaxHostHorizon)
 	}
 	if o.owner == "" {

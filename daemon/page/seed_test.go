@@ -136,14 +136,14 @@ func seed(ctx context.Context, s page.Store) error {
 		return err
 	}
 	// Three host-level failures in a row bring seedDownHost down.
-	for i := range push.DefaultHostDownAfter {
+	for i := range push.HostDownAfter {
 		at := seedT0.Add(time.Duration(i+1) * 5 * time.Minute)
 		r, err := claim("webhook", "mirror", at)
 		if err != nil {
 			return err
 		}
 		if _, err := s.HostFailed(ctx, push.HostFailure{Claim: r.Claim(), NextSeq: 1, Host: seedDownHost,
-			Evidence: push.Evidence{At: at, Seq: 1, Error: "dial tcp: connection refused"}, Policy: push.DefaultHostPolicy()}); err != nil {
+			Evidence: push.Evidence{At: at, Seq: 1, Error: "dial tcp: connection refused"}, Horizon: push.DefaultHostHorizon}); err != nil {
 			return err
 		}
 	}

@@ -163,7 +163,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 				for _, h := range failed {
 					if h.State == push.HostUp {
 						fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
-							tbl.Cell(h.Host), h.Failures, push.DefaultHostDownAfter, tbl.Cell(h.LastError))
+							tbl.Cell(h.Host), h.Failures, push.HostDownAfter, tbl.Cell(h.LastError))
 					} else {
 						fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
 							tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))

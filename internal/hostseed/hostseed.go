@@ -44,7 +44,7 @@ func DownHostDB(t testing.TB, t0 time.Time) string {
 				continue
 			}
 			_, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
-				Evidence: push.Evidence{At: when, Error: Hostile}, Policy: push.DefaultHostPolicy()})
+				Evidence: push.Evidence{At: when, Error: Hostile}, Horizon: push.DefaultHostHorizon})
 			require.NoError(t, err)
 			break
 		}

@@ -65,7 +65,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := fc.refusal("record host failure of", c, f.NextSeq); err != nil {
 			return err
 		}
-		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
+		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Horizon)
 		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
 		ev.Stream, ev.Registration = c.Stream, c.ID
 		b = &pgx.Batch{}

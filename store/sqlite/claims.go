@@ -145,7 +145,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err != nil {
 			return err
 		}
-		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Policy)
+		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Horizon)
 		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}

@@ -191,11 +191,10 @@ func TestHeldHostCostsNoWritePerSweep(t *testing.T) {
 		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprintf("r%d", i), Namespace: "webhook", URL: "https://down.example/inbox"})
 		require.NoError(t, err)
 	}
-	policy := push.HostPolicy{DownAfter: 3, Horizon: push.MinHostHorizon}
 	var h push.Host
 	for _, st := range claim(t, s, idleT0, 10).Registrations {
 		h, err = s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
-			Evidence: push.Evidence{At: idleT0, Error: "timeout"}, Policy: policy})
+			Evidence: push.Evidence{At: idleT0, Error: "timeout"}, Horizon: push.MinHostHorizon})
 		require.NoError(t, err)
 	}
 	require.Equal(t, push.HostDown, h.State)

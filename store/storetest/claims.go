@@ -241,8 +241,8 @@ const (
 	hostB = "b.example:443"
 )
 
-// policy is the suite's: the shortest horizon, so that the way to it is short.
-var policy = push.HostPolicy{DownAfter: 3, Horizon: push.MinHostHorizon}
+// horizon is the suite's: the shortest, so that the way to it is short.
+const horizon = push.MinHostHorizon
 
 // onHost is a webhook registration whose URL is on host (":443" form).
 func onHost(stream, id, host string) push.Registration {
@@ -253,7 +253,7 @@ func onHost(stream, id, host string) push.Registration {
 func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host {
 	t.Helper()
 	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
-		Evidence: push.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Policy: policy})
+		Evidence: push.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Horizon: horizon})
 	require.NoError(t, err)
 	return h
 }
@@ -288,7 +288,7 @@ func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.S
 }
 
 // downHost registers n registrations on hostA (with a record each) and one
-// on hostB, and brings hostA down with policy.DownAfter failures of its
+// on hostB, and brings hostA down with push.HostDownAfter failures of its
 // registrations, at when, when+10s and when+20s: down since when+20s.
 func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 	t.Helper()
@@ -298,7 +298,7 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 	}
 	register(t, b, onHost("s", "b", hostB))
 	var h push.Host
-	for i := range policy.DownAfter {
+	for i := range push.HostDownAfter {
 		when := when.Add(time.Duration(i) * 10 * time.Second)
 		on := dueOn(t, b, hostA, fmt.Sprintf("down-%d", i), when)
 		require.NotEmpty(t, on, "failure %d: a registration of %s was claimed", i+1, hostA)
@@ -314,7 +314,7 @@ func testFailureChargesTheHostNotTheRegistration(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
 	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
-		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Policy: policy})
+		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Horizon: horizon})
 	require.NoError(t, err)
 	require.Equal(t, push.HostUp, h.State, "one failure does not make a host down")
 	require.Equal(t, 1, h.Failures)
@@ -447,7 +447,7 @@ func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 	}
 	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
 	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
-	require.False(t, when.Before(down.Since.Add(policy.Horizon)), "not before the horizon")
+	require.False(t, when.Before(down.Since.Add(horizon)), "not before the horizon")
 	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
 	requireTime(t, when.Add(push.UnavailableProbeInterval), h.NextProbeAt, "probes slow to the longest interval")
 	require.Equal(t, 2, oneHost(t, b, hostA).Held, "its registrations are held, for that reason")
@@ -489,11 +489,10 @@ func testResetByAnOperator(t *testing.T, b Backend) {
 func testBadHostInputChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
-	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Policy: policy}
+	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Horizon: horizon}
 	for i, bad := range []func(f *push.HostFailure){
 		func(f *push.HostFailure) { f.Host = "" },
-		func(f *push.HostFailure) { f.Policy.DownAfter = 0 },
-		func(f *push.HostFailure) { f.Policy.Horizon = time.Second },
+		func(f *push.HostFailure) { f.Horizon = time.Second },
 		func(f *push.HostFailure) { f.Evidence.At = time.Time{} },
 		func(f *push.HostFailure) { f.Claim.Owner = "" },
 		func(f *push.HostFailure) { f.NextSeq = 5 },

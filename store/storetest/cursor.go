@@ -138,7 +138,7 @@ func testStaleClaimsAreFencedOut(t *testing.T, b Backend) {
 	require.ErrorIs(t, b.Retry(t.Context(), a, 1, at(100), stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(t.Context(), a, 1, stale), push.ErrLeaseLost)
 	require.ErrorIs(t, b.Complete(t.Context(), a), push.ErrLeaseLost)
-	require.ErrorIs(t, errOf(b.HostFailed(t.Context(), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Policy: policy})),
+	require.ErrorIs(t, errOf(b.HostFailed(t.Context(), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Horizon: horizon})),
 		push.ErrLeaseLost)
 	require.ErrorIs(t, b.Park(t.Context(), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
 	require.False(t, regIs(t, b, "s", "r", 1, 0, "B", "a stale claim never releases the live lease").Parked)
