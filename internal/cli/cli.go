@@ -67,7 +67,7 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		return ExitOK
 	}
 	if strings.HasPrefix(err.Error(), "unknown command ") {
-		err = usageError{err} // cobra's own error for a mistyped command
+		err = callError(err) // cobra's own error for a mistyped command
 	}
 	var ex *exitError
 	if errors.As(err, &ex) && ex.err == nil {
@@ -83,7 +83,7 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	case errors.As(err, &ex):
 		return ex.code
 	case isUsage(err):
-		if !asJSON {
+		if u := (usageError{}); errors.As(err, &u) && u.call && !asJSON {
 			fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
 		}
 		return ExitUsage
@@ -144,7 +144,7 @@ func newRoot(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(flagError)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return callError(flagError(c, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
@@ -174,19 +174,39 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
-// usageError marks bad flags or arguments (exit 2).
-type usageError struct{ err error }
+// usageError marks bad flags, arguments or values (exit 2); call marks a
+// command line that is wrong in its shape (a flag or command herald does not
+// have, a flag's value of the wrong type, arguments where there are none),
+// which --help answers. A value it does not take (a bad --kind, a bad line
+// of --file) is not: its message says what to give.
+type usageError struct {
+	err  error
+	call bool
+}
+
+// callError marks err, a refusal of the command line's shape, as one.
+func callError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var u usageError
+	if !errors.As(err, &u) {
+		u.err = err
+	}
+	u.call = true
+	return u
+}
 
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
 
 func usageOf(err error) error {
 	if err == nil {
 		return nil
 	}
-	return usageError{err}
+	return usageError{err: err}
 }
 
 func isUsage(err error) bool {

@@ -163,3 +163,31 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.Contains(t, msg, "run: herald migrate up --database …")
 	require.NotContains(t, msg, "hunter22")
 }
+
+// The pointer to --help follows a command line of the wrong shape only: a
+// value herald does not take is named by its message, which says what to
+// give. Both exit 2.
+func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
+	const help = "Run 'herald --help'"
+	db := newDB(t)
+	lines := filepath.Join(t.TempDir(), "records.jsonl")
+	require.NoError(t, os.WriteFile(lines, []byte(`{"id":"a","kind":"k","payload":{}}`+"\n"+`{"id":"b","kind":5}`+"\n"), 0o600))
+	for _, c := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"append", "--stream", "s", "--kindd", "k"}, true},             // no such flag
+		{[]string{"apend", "--stream", "s"}, true},                              // no such command
+		{[]string{"list", "--limit", "many"}, true},                             // a flag's value of the wrong type
+		{[]string{"status", "extra"}, true},                                     // an argument where there are none
+		{[]string{"append", "--stream", "s", "--file", lines}, false},           // line 2's kind
+		{[]string{"append", "--stream", "s", "--id", "x", "--kind", ""}, false}, // an empty --kind
+	} {
+		r := runCLI(t, db, "{}", c.args...)
+		require.Equal(t, ExitUsage, r.code, "%q: %s", c.args, r.stderr)
+		require.Equal(t, c.hint, strings.Contains(r.stderr, help), "%q: %s", c.args, r.stderr)
+	}
+	r := runCLI(t, db, "", "append", "--stream", "s", "--file", lines)
+	require.Contains(t, r.stderr, "line 2: invalid kind")
+	require.NoFileExists(t, db, "nothing was appended, and no database made")
+}

@@ -83,9 +83,9 @@ func (e *env) cobra(d command) *cobra.Command {
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		switch {
 		case d.args != nil:
-			return d.args(args)
+			return callError(d.args(args))
 		case len(args) > 0:
-			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+			return callError(fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args))
 		}
 		return nil
 	}
@@ -359,7 +359,7 @@ func parseInstant(s string) (time.Time, error) {
 func flagError(_ *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if u := (usageError{}); errors.As(err, &u) {
 		return u // the flag's own words (instant)
@@ -386,7 +386,7 @@ func flagError(_ *cobra.Command, err error) error {
 	case t == "bool":
 		want = "true or false"
 	default:
-		return usageError{err}
+		return usageError{err: err}
 	}
 	return usagef("--%s %q is not %s", f.Name, value, want)
 }

@@ -347,7 +347,7 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 				}
 			}
 			if err := operator.CheckList(q); err != nil {
-				return usageError{err}
+				return usageError{err: err}
 			}
 			return nil
 		},
