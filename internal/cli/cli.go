@@ -62,7 +62,7 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -84,7 +84,7 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		return ex.code
 	case isUsage(err):
 		if u := (usageError{}); errors.As(err, &u) && u.call && !asJSON {
-			fmt.Fprintln(stdio.Err, "Run 'herald --help' (or 'herald <command> --help') for usage.")
+			fmt.Fprintf(stdio.Err, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 		return ExitUsage
 	case errors.Is(err, journal.ErrInvalid), errors.Is(err, journal.ErrNotFound), errors.Is(err, store.ErrNotHerald),
@@ -144,7 +144,7 @@ func newRoot(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return callError(flagError(c, err)) })
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
@@ -176,9 +176,10 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks bad flags, arguments or values (exit 2); call marks a
 // command line that is wrong in its shape (a flag or command herald does not
-// have, a flag's value of the wrong type, arguments where there are none),
-// which --help answers. A value it does not take (a bad --kind, a bad line
-// of --file) is not: its message says what to give.
+// have, a flag without its value, a required flag missing, arguments where
+// there are none), which the command's --help answers. A value it does not
+// take (--limit many, a bad --kind, a bad line of --file) is not: its
+// message says what to give.
 type usageError struct {
 	err  error
 	call bool

@@ -164,28 +164,34 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.NotContains(t, msg, "hunter22")
 }
 
-// The pointer to --help follows a command line of the wrong shape only: a
-// value herald does not take is named by its message, which says what to
-// give. Both exit 2.
+// The pointer to --help follows a command line of the wrong shape only, and
+// names the command whose help answers it: a value herald does not take is
+// named by its message, which says what to give. Both exit 2.
 func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
-	const help = "Run 'herald --help'"
 	db := newDB(t)
 	lines := filepath.Join(t.TempDir(), "records.jsonl")
 	require.NoError(t, os.WriteFile(lines, []byte(`{"id":"a","kind":"k","payload":{}}`+"\n"+`{"id":"b","kind":5}`+"\n"), 0o600))
 	for _, c := range []struct {
 		args []string
-		hint bool
+		hint string // "": none
 	}{
-		{[]string{"append", "--stream", "s", "--kindd", "k"}, true},             // no such flag
-		{[]string{"apend", "--stream", "s"}, true},                              // no such command
-		{[]string{"list", "--limit", "many"}, true},                             // a flag's value of the wrong type
-		{[]string{"status", "extra"}, true},                                     // an argument where there are none
-		{[]string{"append", "--stream", "s", "--file", lines}, false},           // line 2's kind
-		{[]string{"append", "--stream", "s", "--id", "x", "--kind", ""}, false}, // an empty --kind
+		{[]string{"append", "--stream", "s", "--kindd", "k"}, "Run 'herald append --help' for usage."},                            // no such flag
+		{[]string{"apend", "--stream", "s"}, "Run 'herald --help' for usage."},                                                    // no such command
+		{[]string{"append", "--stream"}, "Run 'herald append --help' for usage."},                                                 // a flag without its value
+		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook"}, "Run 'herald register --help' for usage."}, // --url missing
+		{[]string{"status", "extra"}, "Run 'herald status --help' for usage."},                                                    // an argument where there are none
+		{[]string{"registrations", "--limit", "many"}, ""},                                                                        // a value of the wrong type
+		{[]string{"append", "--stream", "s", "--file", lines}, ""},                                                                // line 2's kind
+		{[]string{"append", "--stream", "s", "--id", "x", "--kind", ""}, ""},                                                      // an empty --kind
+		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "smoke", "--url", "https://h.example/"}, ""},           // no such namespace
 	} {
 		r := runCLI(t, db, "{}", c.args...)
 		require.Equal(t, ExitUsage, r.code, "%q: %s", c.args, r.stderr)
-		require.Equal(t, c.hint, strings.Contains(r.stderr, help), "%q: %s", c.args, r.stderr)
+		if c.hint == "" {
+			require.NotContains(t, r.stderr, "--help", "%q", c.args)
+		} else {
+			require.True(t, strings.HasSuffix(r.stderr, "\n"+c.hint+"\n"), "%q: %s", c.args, r.stderr)
+		}
 	}
 	r := runCLI(t, db, "", "append", "--stream", "s", "--file", lines)
 	require.Contains(t, r.stderr, "line 2: invalid kind")

@@ -50,7 +50,7 @@ func (c *call) changed(flag string) bool { return c.cmd.Flags().Changed(flag) }
 func (c *call) need(flags ...string) error {
 	for _, n := range flags {
 		if !c.changed(n) {
-			return usagef("%s needs --%s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), n)
+			return callError(fmt.Errorf("%s needs --%s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), n))
 		}
 	}
 	return nil
@@ -359,7 +359,7 @@ func parseInstant(s string) (time.Time, error) {
 func flagError(_ *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {
-		return usageError{err: err}
+		return callError(err) // a flag herald does not have, or one without its value
 	}
 	if u := (usageError{}); errors.As(err, &u) {
 		return u // the flag's own words (instant)

@@ -138,9 +138,9 @@ stream's final record) are gone and not listed.`,
 		check: func(c *call) error {
 			switch bySeq := c.changed("seq"); {
 			case bySeq == c.changed("id"):
-				return usagef("record-status needs exactly one of --seq (with --stream) or --id")
+				return callError(errors.New("record-status needs exactly one of --seq (with --stream) or --id"))
 			case bySeq && stream == "":
-				return usagef("record-status --seq needs --stream")
+				return callError(errors.New("record-status --seq needs --stream"))
 			}
 			return nil
 		},
