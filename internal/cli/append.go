@@ -134,11 +134,12 @@ failed run can simply be repeated.`,
 						already++
 					}
 				}
-				fmt.Fprintf(w, "Stored %s in %s", plural(len(out), "record"), plural(len(streams), "stream"))
-				if already > 0 {
-					fmt.Fprintf(w, ": %s already in the journal with the same content, %d appended", plural(already, "was", "were"), len(out)-already)
+				if already == 0 {
+					fmt.Fprintf(w, "Appended %s to %s.\n", plural(len(out), "record"), plural(len(streams), "stream"))
+					return
 				}
-				fmt.Fprintln(w, ".")
+				fmt.Fprintf(w, "Appended %d of %s to %s: %s already in the journal with the same content.\n",
+					len(out)-already, plural(len(out), "record"), plural(len(streams), "stream"), plural(already, "was", "were"))
 			})
 		},
 	}

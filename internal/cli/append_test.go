@@ -95,7 +95,7 @@ func TestAppendSaysWhatExisted(t *testing.T) {
 
 	file := filepath.Join(dir, "records.jsonl")
 	require.NoError(t, os.WriteFile(file, []byte(`{"id":"e1","kind":"k","payload":{"a":1}}`+"\n"+`{"id":"e2","kind":"k","payload":{}}`+"\n"), 0o600))
-	require.Equal(t, "Stored 2 records in 1 stream: 1 was already in the journal with the same content, 1 appended.\n",
+	require.Equal(t, "Appended 1 of 2 records to 1 stream: 1 was already in the journal with the same content.\n",
 		heraldOK(t, db, "", "append", "--stream", "s", "--file", file))
 }
 

@@ -235,8 +235,8 @@ reverts the newest one (it drops what that migration created: data in those
 tables is lost), so it asks first on a terminal and otherwise needs --yes;
 "status" lists the migrations and which are applied.
 
-register and append create and migrate a new SQLite file; "down" and "status"
-refuse a path with no file. PostgreSQL is migrated only by "herald migrate up",
+register, append and "up" create a new SQLite file and migrate it; "down" and
+"status" refuse a path with no file. PostgreSQL is migrated only by "herald migrate up",
 so that a deploy controls when it happens.`,
 		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json

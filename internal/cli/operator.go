@@ -70,7 +70,7 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			atFlag(f, &at)
 			f.BoolVar(&all, "all", false, "every parked registration (of --stream and --namespace, when given) instead of one --id")
 			f.StringVar(&namespace, "namespace", "", "with --all: only this namespace's")
-			f.Lookup("stream").Usage = "the registration's stream (required; with --all, only this stream's)"
+			f.Lookup("stream").Usage = "the registration's stream (required with --id; with --all, only this stream's)"
 			f.Lookup("id").Usage = "the registration's id (required, unless --all)"
 		},
 		check: func(c *call) (err error) {

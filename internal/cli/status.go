@@ -100,7 +100,7 @@ work were read to count them.`, operator.MaxHeldScan),
 						push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 				}
 				if h := st.Hosts; len(h.NotUp) > 0 {
-					fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %d registrations held for them (herald hosts):\n", h.Down, h.Unavailable, h.Held)
+					fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %s held for them (herald hosts):\n", h.Down, h.Unavailable, plural(h.Held, "registration"))
 					t := tbl.New(w, "HOST", "STATE", "SINCE", "NEXT PROBE", "HELD", "LAST ERROR")
 					for _, h := range h.NotUp {
 						t.Row(h.Host, h.State, operator.Instant(h.Since), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
