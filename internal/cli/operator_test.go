@@ -154,8 +154,7 @@ func TestUnregister(t *testing.T) {
 	out := heraldOK(t, db, "", "unregister", "--stream", "s", "--id", "r")
 	require.Contains(t, out, "Unregistered stream=s id=r (webhook to hooks.example:443) at cursor 1, with 1 record not delivered")
 	require.Contains(t, out, "--from-seq 1")
-	require.Contains(t, heraldOK(t, db, "", "registrations"), "STREAM")
-	require.NotContains(t, heraldOK(t, db, "", "registrations"), "hooks.example")
+	require.Equal(t, "No registrations.\n", heraldOK(t, db, "", "registrations"))
 	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "s"), "e1", "the journal keeps the record")
 
 	r := runCLI(t, db, "", "unregister", "--stream", "s", "--id", "r")

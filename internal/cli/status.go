@@ -357,6 +357,14 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 				return err
 			}
 			return c.print(views, func(w io.Writer) {
+				if len(views) == 0 {
+					if q == (push.ListQuery{}) {
+						fmt.Fprintln(w, "No registrations.")
+					} else {
+						fmt.Fprintln(w, "No registration matched.") // a mistyped --stream, say
+					}
+					return
+				}
 				if printRegistrations(w, views); next == nil {
 					return
 				}

@@ -146,6 +146,19 @@ func TestHostsSaysWhyNoneIsListed(t *testing.T) {
 	require.Equal(t, "No host is down.\n", out)
 }
 
+// An empty list says so, in words that tell no registrations from none
+// matching (a mistyped --stream); --json gives an empty array.
+func TestRegistrationsSaysWhenNoneMatched(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "migrate", "up")
+	require.Equal(t, "No registrations.\n", heraldOK(t, db, "", "registrations"))
+	heraldOK(t, db, "", "register", "--stream", "orders", "--id", "r", "--namespace", "webhook", "--url", "https://h.example/", "--secret", goodSecret)
+	require.Equal(t, "No registration matched.\n", heraldOK(t, db, "", "registrations", "--stream", "ordrs"))
+	require.Equal(t, "No registration matched.\n", heraldOK(t, db, "", "registrations", "--parked"))
+	require.JSONEq(t, `[]`, heraldOK(t, db, "", "registrations", "--stream", "ordrs", "--json"))
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "orders")
+}
+
 // A parked registration is not attempted until unparked: herald status
 // and herald registrations show "parked" as its next attempt, never the
 // instant stored with it, while a retrying one shows its instant.

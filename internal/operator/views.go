@@ -183,6 +183,7 @@ func List(ctx context.Context, s push.Store, q push.ListQuery, state string, lim
 	if err != nil {
 		return nil, nil, err
 	}
+	out = []RegistrationView{} // none is an empty list, in JSON too
 	q.Parked = q.Parked || state == push.StateParked
 	q.Lagging = q.Lagging || state == push.StateReady || state == push.StateRetrying || state == StateHeld
 	for scanned := 0; ; {
