@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -48,7 +47,8 @@ type database struct {
 const databaseHint = "give sqlite:PATH (e.g. sqlite:./herald.db) or a postgres:// URL"
 
 // parseDatabase parses s, the value of from (--database, or the variable
-// HERALD_DATABASE_URL), whose name its errors give.
+// HERALD_DATABASE_URL), whose name its errors give. A refusal shows no more
+// of s than cannot hold a password.
 func parseDatabase(from, s string) (database, error) {
 	if from == "" {
 		from = "--database"
@@ -61,21 +61,22 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		_, rest, _ := strings.Cut(s, "://")
-		if end := strings.IndexAny(rest, "/?"); end >= 0 {
-			rest = rest[:end]
-		}
-		if strings.Count(rest, "@") > 1 {
-			// The driver ends the user and password at the first '@' and
-			// would read the rest of the password as the host (and show
-			// it in its error); redactDSN hides up to the last.
-			return database{}, usagef("%s %s: its user or password holds an '@': percent-encode it as %%40", from, redactDSN(s))
+		_, rest := userinfo(s)
+		if host, _, _ := strings.Cut(rest, "?"); strings.Contains(host, "@") {
+			// The driver ends the user and password at the first '@' before
+			// a '/', and would read the rest of the password as the host or
+			// the database name (and show it in its error).
+			return database{}, usagef("%s: the URL holds an '@' after its user and password: percent-encode an '@' in them as %%40, and a '/' as %%2F", from)
 		}
 		return database{kind: "postgres", url: s}, nil
 	case s == "":
 		return database{}, usagef("%s is empty: %s", from, databaseHint)
 	}
-	return database{}, usagef("%s %q: %s", from, redactDSN(s), databaseHint)
+	shown := s
+	if i := strings.IndexAny(s, ":=@ \t\n\v\f\r"); i >= 0 {
+		shown = s[:i] + "…" // a key=value string, or a URL of another scheme: its password comes later
+	}
+	return database{}, usagef("%s %q: %s", from, shown, databaseHint)
 }
 
 // String names the database without a password.
@@ -86,54 +87,32 @@ func (d database) String() string {
 	return redactDSN(d.url)
 }
 
-// redactDSN hides the password of a connection string: in a URL's
-// userinfo (up to the authority's last '@'; the authority ends at '/' or '?',
-// as a '#' is likelier a password's) and in every password=… parameter.
+// userinfo splits a postgres:// URL as the driver (pgx, as libpq) reads it:
+// the user and password end at the first '@' before any '/', even past a
+// '?'. info is "scheme://user:password@" ("scheme://" without one).
+func userinfo(s string) (info, rest string) {
+	scheme, rest, _ := strings.Cut(s, "://")
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		return scheme + "://" + rest[:i+1], rest[i+1:]
+	}
+	return scheme + "://", rest
+}
+
+// redactDSN hides the passwords of a postgres:// URL, as the driver reads
+// it: the userinfo's (userinfo), and the value of each query parameter
+// whose name, percent-decoded, holds "password" (password, sslpassword).
 func redactDSN(s string) string {
-	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		end := strings.IndexAny(rest, "/?")
-		if end < 0 {
-			end = len(rest)
-		}
-		authority, tail := rest[:end], rest[end:]
-		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-			if user, _, hasPass := strings.Cut(authority[:i], ":"); hasPass {
-				authority = user + ":xxxxx" + authority[i:]
-			}
-		}
-		s = scheme + "://" + authority + redactQuery(tail)
+	info, rest := userinfo(s)
+	scheme, cred, _ := strings.Cut(info, "://")
+	if user, _, hasPass := strings.Cut(strings.TrimSuffix(cred, "@"), ":"); hasPass {
+		cred = user + ":xxxxx@"
 	}
-	return maskPasswordParams(s)
+	return scheme + "://" + cred + redactQuery(rest)
 }
 
-// maskPasswordParams replaces the value of every password=… parameter with
-// xxxxx. Matches may overlap: in "password=password =secret" the first
-// value holds a second parameter, whose value is masked too.
-func maskPasswordParams(s string) string {
-	var b strings.Builder
-	done := 0 // s[:done] is written
-	for from := 0; from < len(s); {
-		m := passwordParam.FindStringSubmatchIndex(s[from:])
-		if m == nil {
-			break
-		}
-		value, end := from+m[4], from+m[5]
-		if value >= done {
-			b.WriteString(s[done:value])
-			b.WriteString("xxxxx")
-			done = end
-		} else if end > done {
-			done = end // inside a masked value: mask on to its end
-		}
-		from += m[0] + 1
-	}
-	b.WriteString(s[done:])
-	return b.String()
-}
-
-// redactQuery hides the value of a URL query's parameter whose name,
-// percent-decoded as pgx decodes it, holds "password" (pass%77ord=…,
-// sslpassword=…), which passwordParam, reading the raw bytes, misses.
+// redactQuery hides, in what follows a URL's userinfo, the value of each
+// query parameter whose name, percent-decoded as the driver decodes it,
+// holds "password" (password, pass%77ord, sslpassword).
 func redactQuery(tail string) string {
 	path, query, ok := strings.Cut(tail, "?")
 	if !ok {
@@ -142,17 +121,12 @@ func redactQuery(tail string) string {
 	pairs := strings.Split(query, "&")
 	for i, pair := range pairs {
 		name, _, hasValue := strings.Cut(pair, "=")
-		if un, err := url.QueryUnescape(name); err == nil && hasValue && strings.Contains(strings.ToLower(un), "password") {
+		if un, err := url.PathUnescape(name); hasValue && (err != nil || strings.Contains(strings.ToLower(un), "password")) {
 			pairs[i] = name + "=xxxxx"
 		}
 	}
 	return path + "?" + strings.Join(pairs, "&")
 }
-
-// passwordParam matches a password parameter and its value, quoted (with
-// what follows the quote up to the next separator) or not. Whitespace is
-// libpq's isspace, which counts \v: RE2's \s does not.
-var passwordParam = regexp.MustCompile(`(?i)(password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*)('[^']*'?[^\t\n\v\f\r &;#]*|[^\t\n\v\f\r &;#]*)`)
 
 // openMode is what a command may do to a SQLite --database (PostgreSQL is
 // created and migrated only by herald migrate up).

@@ -3,13 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -146,144 +146,110 @@ func TestTypedNamesAreShownEscaped(t *testing.T) {
 	}
 }
 
-// FuzzParseDatabase: --database never panics the parser, anything but
-// sqlite:PATH or a postgres URL is a usage error, and the database's name
-// as herald prints it (errors, migrate status) never holds the password,
-// whether in the URL's userinfo or in its password parameter.
+// FuzzParseDatabase: --database never panics the parser; anything but
+// sqlite:PATH or a postgres URL is a usage error that shows the value no
+// further than its first ':', '=', '@' or space; and the database's name as
+// herald prints it (errors, migrate status) never holds the password that
+// the driver's own parser (pgconn.ParseConfig) reads from the value.
 func FuzzParseDatabase(f *testing.F) {
 	for _, seed := range []string{"sqlite:./herald.db", "postgres://app:hunter22@db.example/herald", "postgresql://app@db/herald?sslmode=disable",
 		"postgres://app@db/herald?password=hunter22", "postgres://app:pa@ss22@db/herald", "mysql://root:hunter22@db/x", "sqlite:", "", "postgres://",
 		"host=db user=app password=hunter22 dbname=herald", "host=db password = 'hunter 22'", "?pAssword=000000",
-		"pAssword=herald"} {
+		"pAssword=herald", "postgres://app:ab?Secret99@127.0.0.1:1/h", "postgres://app:ab/Secret99@127.0.0.1:1/h",
+		"host=db password=ab&Secret99", `host=db password=ab\ Secret99`, "postgres:/app:Secret99@db/h"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		var shown string // herald's words about s
 		d, err := parseDatabase("", s)
 		if err != nil {
 			if !isUsage(err) {
 				t.Fatalf("parseDatabase(%q): %v is not a usage error", s, err)
 			}
-			echoed := strings.ReplaceAll(err.Error(), databaseHint, "") // herald's own words may hold any short "password"
-			for _, sec := range passwords(s) {
-				if leaks(echoed, sec) {
-					t.Fatalf("parseDatabase(%q): the error %q holds the password %q", s, err, sec.pw)
+			shown = strings.ReplaceAll(err.Error(), databaseHint, "") // herald's own words may hold any short "password"
+			if !strings.HasPrefix(s, "sqlite:") && !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
+				if i := strings.IndexAny(s, ":=@ \t\n\v\f\r"); i >= 0 && strings.Contains(shown, "--database "+strings.TrimSuffix(strconv.Quote(s[:i+1]), `"`)) {
+					t.Fatalf("parseDatabase(%q): the error %q shows the value past %q", s, err, s[:i+1])
 				}
 			}
-			return
-		}
-		if d.kind != "sqlite" && d.kind != "postgres" {
-			t.Fatalf("parseDatabase(%q) = kind %q", s, d.kind)
-		}
-		for _, sec := range passwords(s) {
-			if leaks(d.String(), sec) {
-				t.Fatalf("parseDatabase(%q).String() = %q holds the password %q", s, d, sec.pw)
+		} else {
+			if d.kind != "sqlite" && d.kind != "postgres" {
+				t.Fatalf("parseDatabase(%q) = kind %q", s, d.kind)
 			}
+			shown = d.String()
+		}
+		if cfg, perr := pgconn.ParseConfig(s); perr == nil && leaks(shown, s, cfg.Password) {
+			t.Fatalf("parseDatabase(%q): %q holds the password %q", s, shown, cfg.Password)
 		}
 	})
 }
 
-// secret is a password a connection string carries, and the string with
-// that password's place masked: what herald may show of it.
-type secret struct{ pw, masked string }
-
-// leaks says whether shown, herald's words about the --database value,
-// holds the password: more often than the value with the password's place
-// masked holds it, as it is or quoted (errors show it %q, and an escape
-// such as \x00 can spell a password's digits). Whatever the masked value
-// holds herald may show: a host named like the password, a keyword and the
-// mask that spell it ("password=x" from "password=password=x"), or the
-// error's closing quote after a host. An empty password cannot leak.
-func leaks(shown string, sec secret) bool {
-	if sec.pw == "" {
+// leaks says whether shown, herald's words about the --database value s,
+// holds pw, the password the driver reads from s (as it is, or as %q shows
+// it): as often as s holds it, so that none of its places was masked, or at
+// all when s holds it only encoded. A user or host named like the password
+// may be shown; a password of under 6 bytes may be in any text by chance.
+func leaks(shown, s, pw string) bool {
+	if len(pw) < 6 {
 		return false
 	}
-	return strings.Count(shown, sec.pw) > max(strings.Count(sec.masked, sec.pw), strings.Count(strconv.Quote(sec.masked), sec.pw))
+	quoted := strconv.Quote(pw)
+	n := max(strings.Count(shown, pw), strings.Count(shown, quoted[1:len(quoted)-1]))
+	in := strings.Count(s, pw)
+	return n > 0 && (in == 0 || n >= in)
 }
 
-// passwords returns the passwords a connection string carries, in a URL's
-// userinfo (as written and percent-decoded) or as a password parameter (of
-// a URL's query or of a libpq keyword/value string), if they are long
-// enough that finding one by chance in other text means nothing.
-func passwords(s string) []secret {
-	var out []secret
-	mask := func(from, to int) string { return s[:from] + "xxxxx" + s[to:] }
-	if _, rest, ok := strings.Cut(s, "://"); ok {
-		base := len(s) - len(rest)
-		authority, _, _ := strings.Cut(rest, "/")
-		authority, _, _ = strings.Cut(authority, "?")
-		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-			if c := strings.IndexByte(authority[:i], ':'); c >= 0 {
-				pw, masked := authority[c+1:i], mask(base+c+1, base+i)
-				out = append(out, secret{pw, masked})
-				if un, err := url.PathUnescape(pw); err == nil {
-					out = append(out, secret{un, masked})
-				}
-			}
-		}
+// A URL with an '@' past its userinfo, as the driver reads it (the first
+// '@' before any '/'), is refused without showing it: the rest of a password
+// that holds an '@' or a '/' would be read as the host or the database name,
+// and shown.
+func TestDatabaseRefusesAnAtPastTheUserinfo(t *testing.T) {
+	for _, s := range []string{
+		"postgres://alice:Tr0ub4dor@HorseBattery@127.0.0.1:1/db", // an '@' in the password
+		"postgres://alice:Tr0ub4dor/HorseBattery@127.0.0.1:1/db", // a '/': the driver reads no userinfo
+	} {
+		_, err := parseDatabase("", s)
+		require.True(t, isUsage(err), "%v", err)
+		require.Contains(t, err.Error(), "percent-encode an '@' in them as %40, and a '/' as %2F")
+		require.NotContains(t, err.Error(), "Tr0ub4dor")
+		require.NotContains(t, err.Error(), "HorseBattery")
 	}
-	lower := strings.Map(func(r rune) rune { // ASCII only: the same byte offsets as s
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}, s)
-	if len(lower) != len(s) {
-		lower = s // invalid UTF-8 was replaced: look for the lowercase word only
-	}
-	const space = " \t\n\v\f\r"
-	for i := strings.Index(lower, "password"); i >= 0; {
-		rest := strings.TrimLeft(s[i+len("password"):], space)
-		if v, ok := strings.CutPrefix(rest, "="); ok {
-			v = strings.TrimLeft(v, space)
-			from := len(s) - len(v)
-			if end := strings.IndexAny(v, space+"&;#"); end >= 0 {
-				v = v[:end]
-			}
-			out = append(out, secret{strings.Trim(v, "'"), mask(from, from+len(v))})
-		}
-		next := strings.Index(lower[i+1:], "password")
-		if next < 0 {
-			break
-		}
-		i += 1 + next
-	}
-	long := out[:0]
-	for _, sec := range out {
-		if len(sec.pw) >= 6 {
-			long = append(long, sec)
-		}
-	}
-	return long
-}
-
-// A password that holds an unescaped '@' is refused before the driver reads
-// its rest as the host and prints it.
-func TestDatabaseRefusesAnAtInThePassword(t *testing.T) {
-	_, err := parseDatabase("", "postgres://alice:Tr0ub4dor@HorseBattery@127.0.0.1:1/db")
-	require.True(t, isUsage(err), "%v", err)
-	require.Contains(t, err.Error(), "percent-encode it as %40")
-	require.NotContains(t, err.Error(), "Tr0ub4dor")
-	require.NotContains(t, err.Error(), "HorseBattery")
 	d, err := parseDatabase("", "postgres://alice:Tr0ub4dor%40HorseBattery@127.0.0.1:1/db?x=a@b")
 	require.NoError(t, err, "encoded, and an '@' in the query, are fine")
 	require.Equal(t, "postgres://alice:xxxxx@127.0.0.1:1/db?x=a@b", d.String())
 }
 
+// A refused value that is neither sqlite:PATH nor a postgres URL is shown up
+// to its first ':', '=', '@' or space: what comes later may be a password
+// (a key=value string's, another scheme's, a mistyped postgres URL's).
+func TestARefusedDatabaseIsShownUpToWhereAPasswordMayStart(t *testing.T) {
+	for in, shown := range map[string]string{
+		"herald.db":                        `"herald.db"`,
+		"host=db password=ab&Secret99":     `"host…"`,
+		`host=db password='ab\' Secret99'`: `"host…"`,
+		"postgres:/app:Secret99@db/h":      `"postgres…"`,
+		"app:Secret99@db:5432/h":           `"app…"`,
+		"mysql://root:Secret99@db/x":       `"mysql…"`,
+		" password=Secret99":               `"…"`,
+	} {
+		_, err := parseDatabase("", in)
+		require.True(t, isUsage(err), "%q: %v", in, err)
+		require.Equal(t, "--database "+shown+": "+databaseHint, err.Error())
+	}
+}
+
+// redactDSN masks a postgres URL's passwords where the driver reads them.
 func TestRedactDSN(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://app:hunter22@db/herald":                  "postgres://app:xxxxx@db/herald",
-		"postgres://app:pa@ss22@db/herald":                   "postgres://app:xxxxx@db/herald",
 		"postgres://app@db/herald?sslmode=disable":           "postgres://app@db/herald?sslmode=disable",
 		"postgres://app@db/herald?password=hunter22&x=1":     "postgres://app@db/herald?password=xxxxx&x=1",
-		"host=db user=app password=hunter22 dbname=herald":   "host=db user=app password=xxxxx dbname=herald",
-		"host=db PASSWORD = 'hunter 22' dbname=herald":       "host=db PASSWORD = xxxxx dbname=herald",
 		"postgresql://app:hunter22@db:5432/h?password=other": "postgresql://app:xxxxx@db:5432/h?password=xxxxx",
+		// The driver ends the userinfo at the first '@' before any '/', past a '?'.
+		"postgres://app:ab?Secret99@127.0.0.1:1/h": "postgres://app:xxxxx@127.0.0.1:1/h",
 		// pgx decodes a query's names: this is a password too.
 		"postgres://app@db/h?pass%77ord=hunter22&sslmode=require": "postgres://app@db/h?pass%77ord=xxxxx&sslmode=require",
 		"postgres://app@db/h?sslpassword=k3y":                     "postgres://app@db/h?sslpassword=xxxxx",
-		// A value that holds a second parameter: both are masked.
-		"password=password =hunter22":  "password=xxxxx =xxxxx",
-		"password=a password=hunter22": "password=xxxxx password=xxxxx",
 	} {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/otelenv"
 	tbl "github.com/heraldpush/herald/internal/table"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
@@ -395,7 +396,11 @@ receiver's registration is parked with its cursor intact; 1 otherwise.`,
 		run: func(c *call) error {
 			shown := "a fresh SQLite database (removed at the end)"
 			if c.changed("database") {
-				shown = "the database " + redactDSN(e.database)
+				d, err := parseDatabase(e.databaseFrom, e.database)
+				if err != nil {
+					return err
+				}
+				shown = "the database " + journal.Shown(d.String())
 			} else {
 				dir, err := os.MkdirTemp("", "herald-demo-")
 				if err != nil {
