@@ -16,7 +16,8 @@ const (
 	HostUnavailable = "unavailable"
 )
 
-// Host-health defaults, each with the reason it is what it is.
+// Host health: the threshold, the defaults and bounds, each with the reason
+// it is what it is.
 const (
 	// HostDownAfter (3): one timeout is a blip, three in a row (usually of
 	// different registrations) is a host that is not there.

@@ -315,7 +315,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 
 // Host health under the daemon loop (Run, on the wall clock): fifty registrations on a host that accepts
 // connections and never answers. The dispatcher sends at most MaxPerHost
-// at once; each times out, the host goes down after DefaultHostDownAfter,
+// at once; each times out, the host goes down after HostDownAfter,
 // and from then on its registrations are held, so the host sees the
 // connections of the requests sent before it was down (MaxPerHost, and
 // one more per earlier failure's freed slot) and at most one probe (its
@@ -436,7 +436,7 @@ func newHoldingServer(t *testing.T, want int64) *holdingServer {
 // itself abandoned (a sweep whose context was cancelled, a turn cut at its
 // lease's end) close their connections, and none of that is charged to
 // the host or to a registration. Three registrations of one host are in
-// flight when it happens (DefaultHostDownAfter failures would mark it
+// flight when it happens (HostDownAfter failures would mark it
 // down); afterwards the host is unmarked, no attempt or evidence is
 // stored, and the next sweep delivers everything.
 func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
