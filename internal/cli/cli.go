@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -73,7 +73,7 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	if errors.As(err, &ex) && ex.err == nil {
 		return ex.code
 	}
-	asJSON := e.json || slices.Contains(args, "--json") // a flag error may come before --json is parsed
+	asJSON := e.json || jsonAsked(args) // a flag error may come before --json is parsed
 	if asJSON {
 		_ = printJSON(stdio.Err, map[string]string{"error": err.Error()})
 	} else {
@@ -173,6 +173,22 @@ func (e *exitError) Error() string {
 }
 
 func (e *exitError) Unwrap() error { return e.err }
+
+// jsonAsked says whether args ask for --json (--json, --json=true and the
+// other true values of a bool flag), before the flags are parsed.
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if v, ok := strings.CutPrefix(a, "--json"); ok {
+			if b, err := strconv.ParseBool(strings.TrimPrefix(v, "=")); v == "" || (strings.HasPrefix(v, "=") && err == nil && b) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // usageError marks bad flags, arguments or values (exit 2); call marks a
 // command line that is wrong in its shape (a flag or command herald does not

@@ -179,11 +179,13 @@ func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
 		{[]string{"apend", "--stream", "s"}, "Run 'herald --help' for usage."},                                                    // no such command
 		{[]string{"append", "--stream"}, "Run 'herald append --help' for usage."},                                                 // a flag without its value
 		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook"}, "Run 'herald register --help' for usage."}, // --url missing
-		{[]string{"status", "extra"}, "Run 'herald status --help' for usage."},                                                    // an argument where there are none
-		{[]string{"registrations", "--limit", "many"}, ""},                                                                        // a value of the wrong type
-		{[]string{"append", "--stream", "s", "--file", lines}, ""},                                                                // line 2's kind
-		{[]string{"append", "--stream", "s", "--id", "x", "--kind", ""}, ""},                                                      // an empty --kind
-		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "smoke", "--url", "https://h.example/"}, ""},           // no such namespace
+		{[]string{"status", "extra"}, "Run 'herald status --help' for usage."},
+		{[]string{"hosts", "reset", "a", "b"}, "Run 'herald hosts reset --help' for usage."},                            // two arguments where one is taken
+		{[]string{"hosts", "reset", ""}, ""},                                                                            // an empty HOST                                                    // an argument where there are none
+		{[]string{"registrations", "--limit", "many"}, ""},                                                              // a value of the wrong type
+		{[]string{"append", "--stream", "s", "--file", lines}, ""},                                                      // line 2's kind
+		{[]string{"append", "--stream", "s", "--id", "x", "--kind", ""}, ""},                                            // an empty --kind
+		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "smoke", "--url", "https://h.example/"}, ""}, // no such namespace
 	} {
 		r := runCLI(t, db, "{}", c.args...)
 		require.Equal(t, ExitUsage, r.code, "%q: %s", c.args, r.stderr)
@@ -192,6 +194,11 @@ func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
 		} else {
 			require.True(t, strings.HasSuffix(r.stderr, "\n"+c.hint+"\n"), "%q: %s", c.args, r.stderr)
 		}
+	}
+	for _, json := range []string{"--json", "--json=true", "--json=1"} {
+		r := runCLI(t, db, "", "status", "--nosuch", json)
+		require.Equal(t, ExitUsage, r.code)
+		require.JSONEq(t, `{"error": "unknown flag: --nosuch"}`, r.stderr, "%s: errors as JSON, no hint", json)
 	}
 	r := runCLI(t, db, "", "append", "--stream", "s", "--file", lines)
 	require.Contains(t, r.stderr, "line 2: invalid kind")

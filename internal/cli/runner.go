@@ -83,7 +83,7 @@ func (e *env) cobra(d command) *cobra.Command {
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		switch {
 		case d.args != nil:
-			return callError(d.args(args))
+			return d.args(args) // callError for a count of arguments, usagef for a value
 		case len(args) > 0:
 			return callError(fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args))
 		}

@@ -275,7 +275,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			case len(args) == 1 && args[0] == "":
 				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
 			case len(args) != 1:
-				return usagef("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args))
+				return callError(fmt.Errorf("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args)))
 			}
 			return nil
 		},
