@@ -291,7 +291,7 @@ func (e *env) hint(name string) string {
 		return "herald " + name
 	}
 	v := "…"
-	if d, err := parseDatabase(e.databaseFrom, e.database); err == nil && d.String() == e.database {
+	if d, err := parseDatabase(e.databaseFrom, e.database); err == nil && (d.kind == "sqlite" || !mayHoldPassword(e.database)) {
 		v = shellQuote(e.database)
 	}
 	return "herald " + name + " --database " + v

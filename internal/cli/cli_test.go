@@ -147,10 +147,12 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	require.Contains(t, stdout.String(), "More registrations follow: herald registrations --limit 1 --after-stream s/1 --after-id r1\n")
 
 	for given, want := range map[string]string{
-		"postgres://app:hunter22@db.example/herald":     "herald records --database …",
-		"postgres://app@db.example/herald?password=x1":  "herald records --database …",
-		"postgres://app@db.example/herald?sslmode=none": "herald records --database 'postgres://app@db.example/herald?sslmode=none'",
-		"sqlite:./my db.sqlite":                         "herald records --database 'sqlite:./my db.sqlite'",
+		"postgres://app:hunter22@db.example/herald":        "herald records --database …",
+		"postgres://app@db.example/herald?password=x1":     "herald records --database …",
+		"postgres://app@db.example/herald?sslmode=disable": "herald records --database 'postgres://app@db.example/herald?sslmode=disable'",
+		"sqlite:./my db.sqlite":                            "herald records --database 'sqlite:./my db.sqlite'",
+		"postgres://app@[a?password=x]:1/herald":           "herald records --database …", // a host the driver reads past its '?'
+		"postgres://app:%3A@db.example/herald":             "herald records --database …",
 	} {
 		e := &env{database: given, databaseGiven: true}
 		require.Equal(t, want, e.hint("records"), given)

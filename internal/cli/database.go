@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
@@ -41,6 +45,7 @@ type database struct {
 	kind string // "sqlite" or "postgres"
 	path string // sqlite: the file
 	url  string // postgres: the connection URL
+	name string // postgres: what String shows (postgresName)
 }
 
 // databaseHint ends every refusal of a --database value.
@@ -61,14 +66,22 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		_, rest := userinfo(s)
-		if host, _, _ := strings.Cut(rest, "?"); strings.Contains(host, "@") {
-			// The driver ends the user and password at the first '@' before
-			// a '/', and would read the rest of the password as the host or
-			// the database name (and show it in its error).
-			return database{}, usagef("%s: the URL holds an '@' after its user and password: percent-encode an '@' in them as %%40, and a '/' as %%2F", from)
+		// Read by the driver's own parser, and shown by what it read: never
+		// the URL, whose password the driver may read where a mask would
+		// not look (after a '?' of the userinfo, past an IPv6 host's
+		// brackets). Its errors may quote the URL's pieces: not shown.
+		cfg, err := pgconn.ParseConfig(s)
+		if err != nil {
+			return database{}, usagef("%s: not a PostgreSQL URL the driver can read (not shown: it may hold a password); check it with psql, and percent-encode an '@', '/', '?' or '#' in its user or password", from)
 		}
-		return database{kind: "postgres", url: s}, nil
+		name, ok := postgresName(cfg)
+		if !ok {
+			// The driver ends the user and password at the first '@' before
+			// a '/': the rest of a password with an '@' or a '/' is read as
+			// the host or the database name.
+			return database{}, usagef("%s: the URL's host or database name holds an '@' (not shown: it may be a password's): percent-encode an '@' in the user or password as %%40, and a '/' as %%2F", from)
+		}
+		return database{kind: "postgres", url: s, name: name}, nil
 	case s == "":
 		return database{}, usagef("%s is empty: %s", from, databaseHint)
 	}
@@ -84,48 +97,36 @@ func (d database) String() string {
 	if d.kind == "sqlite" {
 		return "sqlite:" + d.path
 	}
-	return redactDSN(d.url)
+	return d.name
 }
 
-// userinfo splits a postgres:// URL as the driver (pgx, as libpq) reads it:
-// the user and password end at the first '@' before any '/', even past a
-// '?'. info is "scheme://user:password@" ("scheme://" without one).
-func userinfo(s string) (info, rest string) {
-	scheme, rest, _ := strings.Cut(s, "://")
-	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
-		return scheme + "://" + rest[:i+1], rest[i+1:]
+// mayHoldPassword says whether the driver may read a password from a
+// postgres:// URL: its userinfo (up to the first '@' before any '/') holds a
+// ':', or the URL, percent-decoded, holds the word anywhere (a password or
+// sslpassword parameter), or it cannot be decoded.
+func mayHoldPassword(s string) bool {
+	un, err := url.PathUnescape(s)
+	if err != nil || strings.Contains(strings.ToLower(un), "password") {
+		return true
 	}
-	return scheme + "://", rest
+	_, rest, _ := strings.Cut(s, "://")
+	i := strings.IndexAny(rest, "@/")
+	return i >= 0 && rest[i] == '@' && strings.Contains(rest[:i], ":")
 }
 
-// redactDSN hides the passwords of a postgres:// URL, as the driver reads
-// it: the userinfo's (userinfo), and the value of each query parameter
-// whose name, percent-decoded, holds "password" (password, sslpassword).
-func redactDSN(s string) string {
-	info, rest := userinfo(s)
-	scheme, cred, _ := strings.Cut(info, "://")
-	if user, _, hasPass := strings.Cut(strings.TrimSuffix(cred, "@"), ":"); hasPass {
-		cred = user + ":xxxxx@"
-	}
-	return scheme + "://" + cred + redactQuery(rest)
-}
-
-// redactQuery hides, in what follows a URL's userinfo, the value of each
-// query parameter whose name, percent-decoded as the driver decodes it,
-// holds "password" (password, pass%77ord, sslpassword).
-func redactQuery(tail string) string {
-	path, query, ok := strings.Cut(tail, "?")
-	if !ok {
-		return tail
-	}
-	pairs := strings.Split(query, "&")
-	for i, pair := range pairs {
-		name, _, hasValue := strings.Cut(pair, "=")
-		if un, err := url.PathUnescape(name); hasValue && (err != nil || strings.Contains(strings.ToLower(un), "password")) {
-			pairs[i] = name + "=xxxxx"
+// postgresName names the database that cfg connects to, as
+// postgres://user@host:port[,host:port…]/database, and says whether no host
+// nor the database name holds an '@' (then a password's piece, see
+// parseDatabase).
+func postgresName(cfg *pgconn.Config) (string, bool) {
+	hosts := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	for _, f := range cfg.Fallbacks { // each host, with and without TLS
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
 		}
 	}
-	return path + "?" + strings.Join(pairs, "&")
+	joined := strings.Join(hosts, ",")
+	return "postgres://" + cfg.User + "@" + joined + "/" + cfg.Database, !strings.Contains(joined+cfg.Database, "@")
 }
 
 // openMode is what a command may do to a SQLite --database (PostgreSQL is
