@@ -71,7 +71,9 @@ func parseDatabase(from, s string) (database, error) {
 		// not look (after a '?' of the userinfo, past an IPv6 host's
 		// brackets). Its errors may quote the URL's pieces: not shown.
 		cfg, err := pgconn.ParseConfig(s)
-		if err != nil {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			return database{}, usagef("%s: the driver cannot read a file the URL names: %w", from, pe) // sslrootcert=, passfile=, a service file
+		} else if err != nil {
 			return database{}, usagef("%s: not a PostgreSQL URL the driver can read (not shown: it may hold a password); check it with psql, and percent-encode an '@', '/', '?' or '#' in its user or password", from)
 		}
 		name, ok := postgresName(cfg)

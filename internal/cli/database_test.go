@@ -179,7 +179,7 @@ func FuzzParseDatabase(f *testing.F) {
 			shown = d.String()
 		}
 		if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
-			if err != nil && !strings.Contains(err.Error(), "(not shown: it may") {
+			if err != nil && !strings.Contains(err.Error(), "(not shown: it may") && !strings.Contains(err.Error(), "cannot read a file the URL names") {
 				t.Fatalf("parseDatabase(%q): the refusal %q is not one that shows nothing of the URL", s, err)
 			}
 			if cfg, perr := pgconn.ParseConfig(s); err == nil && perr == nil && leaks(shown, cfg) {
@@ -221,6 +221,16 @@ func TestDatabaseRefusesAPasswordReadAsTheHost(t *testing.T) {
 	d, err := parseDatabase("", "postgres://alice:Tr0ub4dor%40HorseBattery@127.0.0.1:1/db?application_name=a@b")
 	require.NoError(t, err, "encoded, and an '@' in the query, are fine")
 	require.Equal(t, "postgres://alice@127.0.0.1:1/db", d.String())
+}
+
+// A file the URL names that the driver cannot read is named, as the driver
+// names it: the one part of its refusal shown.
+func TestDatabaseNamesAFileTheDriverCannotRead(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-root.crt")
+	_, err := parseDatabase("", "postgres://app:Secret99@db:5432/h?sslmode=verify-full&sslrootcert="+missing)
+	require.True(t, isUsage(err), "%v", err)
+	require.Contains(t, err.Error(), "the driver cannot read a file the URL names: open "+missing+": no such file or directory")
+	require.NotContains(t, err.Error(), "Secret99")
 }
 
 // A refused value that is neither sqlite:PATH nor a postgres URL is shown up
