@@ -66,29 +66,35 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		// Read by the driver's own parser, and shown by what it read: never
-		// the URL, whose password the driver may read where a mask would
-		// not look (after a '?' of the userinfo, past an IPv6 host's
-		// brackets). Its errors may quote the URL's pieces: not shown.
+		// Read by the driver's own parser, and shown by what it read, never
+		// as the URL, whose password the driver may read where a mask would
+		// not look. The driver (pgx, as libpq) ends the user and password at
+		// the first '@' before any '/': a password with an unencoded '@',
+		// '/', '?' or '#' puts its rest in the user, the host, the database
+		// name or the query, to be shown. Such a URL is refused, unshown, as
+		// is one the driver cannot read (its errors may quote the URL).
+		if ambiguousURL(s) {
+			return database{}, usagef("%s: the URL holds an '@' besides the one before its host, or a '?' or '#' in its user or password (not shown: it may be a password's): percent-encode them as %%40, %%3F and %%23", from)
+		}
 		cfg, err := pgconn.ParseConfig(s)
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-			return database{}, usagef("%s: the driver cannot read a file the URL names: %w", from, pe) // sslrootcert=, passfile=, a service file
+			return database{}, usagef("%s: the driver cannot read a file that the URL or a PG* environment variable names: %w", from, pe) // sslrootcert=, PGSSLROOTCERT
 		} else if err != nil {
-			return database{}, usagef("%s: not a PostgreSQL URL the driver can read (not shown: it may hold a password); check it with psql, and percent-encode an '@', '/', '?' or '#' in its user or password", from)
+			return database{}, usagef("%s: the driver cannot read this URL with this environment's PG* variables (not shown: it may hold a password); check it with psql", from)
 		}
 		name, ok := postgresName(cfg)
 		if !ok {
-			// The driver ends the user and password at the first '@' before
-			// a '/': the rest of a password with an '@' or a '/' is read as
-			// the host or the database name.
-			return database{}, usagef("%s: the URL's host or database name holds an '@' (not shown: it may be a password's): percent-encode an '@' in the user or password as %%40, and a '/' as %%2F", from)
+			return database{}, usagef("%s: the URL's host or database name holds an '@' (not shown: it may be a password's): percent-encode an '@' in the user or password as %%40", from)
 		}
 		return database{kind: "postgres", url: s, name: name}, nil
 	case s == "":
 		return database{}, usagef("%s is empty: %s", from, databaseHint)
 	}
-	shown := s
-	if i := strings.IndexAny(s, ":=@ \t\n\v\f\r"); i >= 0 {
+	shown, cut := s, ":=@ \t\n\v\f\r"
+	if strings.Contains(s, "@") {
+		cut += "/" // user/password@host
+	}
+	if i := strings.IndexAny(s, cut); i >= 0 {
 		shown = s[:i] + "…" // a key=value string, or a URL of another scheme: its password comes later
 	}
 	return database{}, usagef("%s %q: %s", from, shown, databaseHint)
@@ -100,6 +106,18 @@ func (d database) String() string {
 		return "sqlite:" + d.path
 	}
 	return d.name
+}
+
+// ambiguousURL says whether a postgres:// URL holds an '@' besides the one
+// that ends its userinfo (the first before any '/'), or a '?', '#', '[' or
+// ']' in its userinfo: where a password's character would be read as
+// another part.
+func ambiguousURL(s string) bool {
+	_, p, _ := strings.Cut(s, "://")
+	if i := strings.IndexAny(p, "@/"); i >= 0 && p[i] == '@' {
+		return strings.ContainsAny(p[:i], "?#[]") || strings.Contains(p[i+1:], "@")
+	}
+	return strings.Contains(p, "@")
 }
 
 // mayHoldPassword says whether the driver may read a password from a
