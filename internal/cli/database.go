@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/pflag"
@@ -64,6 +65,9 @@ func parseDatabase(from, s string) (database, error) {
 		if p == "" {
 			return database{}, usagef("%s sqlite: needs a path, e.g. sqlite:./herald.db", from)
 		}
+		if strings.Contains(p, "://") {
+			return database{}, usagef("%s sqlite: is followed by a URL (not shown: it may hold a password): give a PostgreSQL URL alone, postgres://…", from)
+		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		// Read by the driver's own parser, and shown by what it read, never
@@ -84,15 +88,15 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		name, ok := postgresName(cfg)
 		if !ok {
-			return database{}, usagef("%s: the URL's host or database name holds an '@' (not shown: it may be a password's): percent-encode an '@' in the user or password as %%40", from)
+			return database{}, usagef("%s: the URL's user, host or database name holds an '@', the word password or a character that does not print (not shown: it may be a password): percent-encode an '@' in the user or password as %%40, and give a password after user: or as ?password=", from)
 		}
 		return database{kind: "postgres", url: s, name: name}, nil
 	case s == "":
 		return database{}, usagef("%s is empty: %s", from, databaseHint)
 	}
 	shown, cut := s, ":=@ \t\n\v\f\r"
-	if strings.Contains(s, "@") {
-		cut += "/" // user/password@host
+	if !strings.HasPrefix(s, "./") && !strings.HasPrefix(s, "../") && !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/") {
+		cut += "/" // not a path: user/password, user/password@host
 	}
 	if i := strings.IndexAny(s, cut); i >= 0 {
 		shown = s[:i] + "…" // a key=value string, or a URL of another scheme: its password comes later
@@ -135,9 +139,11 @@ func mayHoldPassword(s string) bool {
 }
 
 // postgresName names the database that cfg connects to, as
-// postgres://user@host:port[,host:port…]/database, and says whether no host
-// nor the database name holds an '@' (then a password's piece, see
-// parseDatabase).
+// postgres://user@host:port[,host:port…]/database, and says whether it may
+// be shown: whether no host nor the database name holds an '@' (then a
+// password's rest, see parseDatabase), and no part the word password (one
+// typed in the path, postgres://h/db&password=…) or a character that does
+// not print.
 func postgresName(cfg *pgconn.Config) (string, bool) {
 	hosts := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
 	for _, f := range cfg.Fallbacks { // each host, with and without TLS
@@ -146,7 +152,10 @@ func postgresName(cfg *pgconn.Config) (string, bool) {
 		}
 	}
 	joined := strings.Join(hosts, ",")
-	return "postgres://" + cfg.User + "@" + joined + "/" + cfg.Database, !strings.Contains(joined+cfg.Database, "@")
+	parts := cfg.User + joined + cfg.Database
+	ok := !strings.Contains(joined+cfg.Database, "@") && !strings.Contains(strings.ToLower(parts), "password") &&
+		!strings.ContainsFunc(parts, func(r rune) bool { return !unicode.IsPrint(r) })
+	return "postgres://" + cfg.User + "@" + joined + "/" + cfg.Database, ok
 }
 
 // openMode is what a command may do to a SQLite --database (PostgreSQL is

@@ -158,7 +158,8 @@ func FuzzParseDatabase(f *testing.F) {
 		"pAssword=herald", "postgres://app:ab?Secret99@127.0.0.1:1/h", "postgres://app:ab/Secret99@127.0.0.1:1/h",
 		"host=db password=ab&Secret99", `host=db password=ab\ Secret99`, "postgres:/app:Secret99@db/h",
 		"postgres://u@[a?x=]:5432/db?password=Secret99", "postgres://localhost?user=bob&password=Secret99@127.0.0.1:1/h2",
-		"postgres://u:xK9@Secret99?z=7@db.example.com/app", "scott/Secret99@db.example.com:5432/app"} {
+		"postgres://u:xK9@Secret99?z=7@db.example.com/app", "scott/Secret99@db.example.com:5432/app",
+		"postgres://u@127.0.0.1:1/db&password=Secret99", "scott/Secret99", "sqlite:postgres://u:Secret99@h/db"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -171,7 +172,7 @@ func FuzzParseDatabase(f *testing.F) {
 			shown = strings.ReplaceAll(err.Error(), databaseHint, "") // herald's own words may hold any short "password"
 			if !strings.HasPrefix(s, "sqlite:") && !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
 				cut := ":=@ \t\n\v\f\r"
-				if strings.Contains(s, "@") {
+				if !strings.HasPrefix(s, "./") && !strings.HasPrefix(s, "../") && !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/") {
 					cut += "/"
 				}
 				if i := strings.IndexAny(s, cut); i >= 0 && strings.Contains(shown, "--database "+strings.TrimSuffix(strconv.Quote(s[:i+1]), `"`)) {
@@ -222,6 +223,10 @@ func TestDatabaseRefusesAPasswordReadAsAnotherPart(t *testing.T) {
 		"postgres://localhost?user=alice&password=Tr0ub4dor@127.0.0.1:1/db",  // the user would be localhost?user=…
 		"postgres://alice:Tr0ub4dor#Horse@127.0.0.1:1/db",                    // '#'
 		"postgres://alice:Tr0ub4dor@127.0.0.1:1/db?sslmode=nonsense&x=Horse", // a URL the driver cannot read
+		"postgres://alice@127.0.0.1:1/db&password=Tr0ub4dor",                 // a password typed into the database name
+		"postgres://alice&password=Tr0ub4dor@127.0.0.1:1/db",                 // … or the user
+		"postgres://alice@127.0.0.1:1/%1B%5B31mHorse",                        // a character that does not print
+		"sqlite:postgres://alice:Tr0ub4dor@127.0.0.1:1/db",                   // a URL after sqlite:
 	} {
 		_, err := parseDatabase("", s)
 		require.True(t, isUsage(err), "%v", err)
@@ -250,13 +255,18 @@ func TestDatabaseNamesAFileTheDriverCannotRead(t *testing.T) {
 // (a key=value string's, another scheme's, a mistyped postgres URL's).
 func TestARefusedDatabaseIsShownUpToWhereAPasswordMayStart(t *testing.T) {
 	for in, shown := range map[string]string{
-		"herald.db":                        `"herald.db"`,
-		"host=db password=ab&Secret99":     `"host…"`,
-		`host=db password='ab\' Secret99'`: `"host…"`,
-		"postgres:/app:Secret99@db/h":      `"postgres…"`,
-		"app:Secret99@db:5432/h":           `"app…"`,
-		"mysql://root:Secret99@db/x":       `"mysql…"`,
-		" password=Secret99":               `"…"`,
+		"herald.db":                           `"herald.db"`,
+		"host=db password=ab&Secret99":        `"host…"`,
+		`host=db password='ab\' Secret99'`:    `"host…"`,
+		"postgres:/app:Secret99@db/h":         `"postgres…"`,
+		"app:Secret99@db:5432/h":              `"app…"`,
+		"mysql://root:Secret99@db/x":          `"mysql…"`,
+		" password=Secret99":                  `"…"`,
+		"scott/tiger@db.example.com:5432/app": `"scott…"`,
+		"scott/Secret99":                      `"scott…"`,
+		"data/herald.db":                      `"data…"`,
+		"./herald.db":                         `"./herald.db"`,
+		"/var/lib/herald/herald.db":           `"/var/lib/herald/herald.db"`,
 	} {
 		_, err := parseDatabase("", in)
 		require.True(t, isUsage(err), "%q: %v", in, err)
