@@ -206,3 +206,19 @@ func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
 	require.Contains(t, r.stderr, "line 2: invalid kind")
 	require.NoFileExists(t, db, "nothing was appended, and no database made")
 }
+
+// A flag herald does not have is answered with the nearest one it has, the
+// command's own or an inherited one, when one is a typo away.
+func TestAMistypedFlagGetsTheNearestOne(t *testing.T) {
+	db := newDB(t)
+	for args, want := range map[string]string{
+		"append --strem s":         "unknown flag: --strem; did you mean --stream?\n",
+		"sweep --namspace webhook": "unknown flag: --namspace; did you mean --namespace?\n",
+		"status --datbase x":       "unknown flag: --datbase; did you mean --database?\n",
+		"status --zzzzzzz":         "unknown flag: --zzzzzzz\n",
+	} {
+		r := runCLI(t, db, "", strings.Fields(args)...)
+		require.Equal(t, ExitUsage, r.code, args)
+		require.Contains(t, r.stderr, "herald: "+want, args)
+	}
+}

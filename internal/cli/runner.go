@@ -356,9 +356,15 @@ func parseInstant(s string) (time.Time, error) {
 
 // flagError is the usage error for a flag cobra could not parse, in
 // herald's words: the flag, the value and what the flag takes.
-func flagError(_ *cobra.Command, err error) error {
+func flagError(c *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {
+		var ne *pflag.NotExistError
+		if errors.As(err, &ne) && ne.GetSpecifiedName() != "" {
+			if near := nearestFlag(c, ne.GetSpecifiedName()); near != "" {
+				err = fmt.Errorf("%w; did you mean --%s?", err, near)
+			}
+		}
 		return callError(err) // a flag herald does not have, or one without its value
 	}
 	if u := (usageError{}); errors.As(err, &u) {
@@ -392,3 +398,37 @@ func flagError(_ *cobra.Command, err error) error {
 }
 
 func (v *intValue[T]) rangeWords() string { return v.words }
+
+// nearestFlag is the flag of c (its own and those it inherits) whose name is
+// fewest edits from name, if at most two (one for a short name), else "".
+func nearestFlag(c *cobra.Command, name string) string {
+	best, bestD := "", min(2, len(name)/3)
+	visit := func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d <= bestD && (best == "" || d < bestD || f.Name < best) {
+			best, bestD = f.Name, d
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		diag := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			diag, row[j] = row[j], min(row[j]+1, row[j-1]+1, diag+cost)
+		}
+	}
+	return row[len(b)]
+}
