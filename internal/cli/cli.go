@@ -181,8 +181,11 @@ func jsonAsked(args []string) bool {
 		if a == "--" {
 			return false
 		}
-		if v, ok := strings.CutPrefix(a, "--json"); ok {
-			if b, err := strconv.ParseBool(strings.TrimPrefix(v, "=")); v == "" || (strings.HasPrefix(v, "=") && err == nil && b) {
+		if a == "--json" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			if b, err := strconv.ParseBool(v); err == nil && b {
 				return true
 			}
 		}
