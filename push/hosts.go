@@ -19,14 +19,15 @@ const (
 // Host health: the threshold, the defaults and bounds, each with the reason
 // it is what it is.
 const (
-	// HostDownAfter (3): one timeout is a blip, three in a row (usually of
+	// HostDownAfter is how many host-level failures in a row (3) bring an
+	// up host down: one timeout is a blip, three in a row (usually of
 	// different registrations) is a host that is not there.
 	HostDownAfter = 3
 	// DefaultHostHorizon (7 days, Mastodon's figure) is how long a host may
 	// be down before it is unavailable: a hobby server's owner's holiday.
 	DefaultHostHorizon = 7 * 24 * time.Hour
-	MinHostHorizon     = time.Hour            // bounds WithHostHorizon
-	MaxHostHorizon     = 365 * 24 * time.Hour // bounds WithHostHorizon
+	MinHostHorizon     = time.Hour            // bounds a horizon (checkHostHorizon)
+	MaxHostHorizon     = 365 * 24 * time.Hour // bounds a horizon (checkHostHorizon)
 	// UnavailableProbeInterval (1 h) probes an unavailable host 24 times a
 	// day, so that it is found again within the hour it returns.
 	UnavailableProbeInterval = time.Hour
@@ -201,10 +202,20 @@ func (f HostFailure) Validate() error {
 	if f.Host == "" {
 		return journal.Invalid("host", "is empty")
 	}
-	if f.Horizon < MinHostHorizon || f.Horizon > MaxHostHorizon {
-		return journal.Invalid("host horizon", "is %v: it must be from %v to %v", f.Horizon, MinHostHorizon, MaxHostHorizon)
+	if err := checkHostHorizon("host horizon", f.Horizon); err != nil {
+		return err
 	}
 	return ValidateInstant("evidence at", f.Evidence.At)
+}
+
+// checkHostHorizon refuses a host horizon (WithHostHorizon,
+// HostFailure.Horizon) outside MinHostHorizon to MaxHostHorizon, naming it
+// field. Errors wrap journal.ErrInvalid.
+func checkHostHorizon(field string, d time.Duration) error {
+	if d < MinHostHorizon || d > MaxHostHorizon {
+		return journal.Invalid(field, "is %v: it must be from %v to %v", d, MinHostHorizon, MaxHostHorizon)
+	}
+	return nil
 }
 
 // Validate checks a HostQuery and returns its effective limit. Errors wrap

@@ -281,8 +281,8 @@ func (o *options) validate() error {
 			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
 		}
 	}
-	if h := o.hostHorizon; h < MinHostHorizon || h > MaxHostHorizon {
-		bad("HostHorizon", "is %v: it must be from %v to %v", h, MinHostHorizon, MaxHostHorizon)
+	if err := checkHostHorizon("HostHorizon", o.hostHorizon); err != nil {
+		errs = append(errs, err)
 	}
 	if o.owner == "" {
 		o.owner = defaultOwner()
