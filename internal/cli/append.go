@@ -242,8 +242,8 @@ func readPayload(r io.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read the payload from stdin: %w", err)
 		}
-		return nil, usageError{err: journal.Invalid("payload", "is %d bytes, more than the limit of %d (1 MiB); nothing was appended",
-			int64(len(data))+rest, journal.DefaultMaxPayload)}
+		return nil, usageOf(journal.Invalid("payload", "is %d bytes, more than the limit of %d (1 MiB); nothing was appended",
+			int64(len(data))+rest, journal.DefaultMaxPayload))
 	}
 	if len(data) == 0 {
 		return nil, usagef("append read no payload from stdin: pipe the record's payload in (or use --file)")

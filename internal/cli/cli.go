@@ -222,6 +222,9 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
 
+// callf is usagef for a command line of the wrong shape (callError).
+func callf(format string, args ...any) error { return callError(fmt.Errorf(format, args...)) }
+
 func usageOf(err error) error {
 	if err == nil {
 		return nil

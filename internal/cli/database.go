@@ -247,7 +247,7 @@ so that a deploy controls when it happens.`,
   herald migrate down --yes --database sqlite:./herald.db`,
 		args: func(args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
-				return callError(errors.New("migrate takes one of up, down, status"))
+				return callf("migrate takes one of up, down, status")
 			}
 			return nil
 		},

@@ -64,14 +64,14 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		// flight to it, so that none is closed only for want of room.
 		MaxIdleConnsPerHost: min(max(transport.DefaultMaxIdleConnsPerHost, d.maxPerHost), transport.MaxIdleConnsPerHostLimit)})
 	if err != nil {
-		return nil, nil, usageError{err: unwrapped(err)} // past "transport: new: ", which names nothing typed
+		return nil, nil, usageOf(unwrapped(err)) // past "transport: new: ", which names nothing typed
 	}
 	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxPerHost(d.maxPerHost),
 		push.WithDrainPage(d.drainPage), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
-		return nil, nil, asRangeError(usageError{err: unwrapped(err)})
+		return nil, nil, asRangeError(usageOf(unwrapped(err)))
 	}
 	return tr, opts, nil
 }
@@ -286,14 +286,14 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
 			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
 				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN")); err != nil {
-				return usageError{err: err}
+				return usageOf(err)
 			}
 			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
 				return err
 			}
 			otlp, stopTracing, err := otelenv.Setup(c.ctx(), e.getenv)
 			if err != nil {
-				return usageError{err: err}
+				return usageOf(err)
 			}
 			c.onExit(func() {
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx()), 5*time.Second)
@@ -316,7 +316,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			opts.Store = c.b
 			d, err := daemon.New(opts)
 			if err != nil {
-				return usageError{err: err}
+				return usageOf(err)
 			}
 			return d.Run(c.ctx())
 		},
@@ -389,7 +389,7 @@ receiver's registration is parked with its cursor intact; 1 otherwise.`,
 				return err
 			}
 			if in, err = demo.Corpus(corpus); err != nil {
-				return usageError{err: err}
+				return usageOf(err)
 			}
 			return nil
 		},
@@ -435,7 +435,7 @@ receiver's registration is parked with its cursor intact; 1 otherwise.`,
 			}
 			sum, err := demo.Run(c.ctx(), cfg)
 			if errors.Is(err, demo.ErrNotEmpty) {
-				return usageError{err: err} // a --database in use: a bad value, nothing changed
+				return usageOf(err) // a --database in use: a bad value, nothing changed
 			}
 			if err != nil {
 				return err

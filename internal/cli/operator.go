@@ -85,7 +85,7 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			case namespace != "":
 				return usagef("--namespace applies to unpark --all")
 			case !c.changed("id"):
-				return callError(errors.New("unpark needs --id, or --all for every parked registration (of --stream, when given)"))
+				return callf("unpark needs --id, or --all for every parked registration (of --stream, when given)")
 			}
 			return c.need("stream", "id")
 		},

@@ -89,11 +89,11 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				return err
 			}
 			if err := r.Validate(); err != nil {
-				return asRangeError(usageError{err: err})
+				return asRangeError(usageOf(err))
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
-					return usageError{err: err}
+					return usageOf(err)
 				}
 			}
 			return nil

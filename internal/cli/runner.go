@@ -50,7 +50,7 @@ func (c *call) changed(flag string) bool { return c.cmd.Flags().Changed(flag) }
 func (c *call) need(flags ...string) error {
 	for _, n := range flags {
 		if !c.changed(n) {
-			return callError(fmt.Errorf("%s needs --%s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), n))
+			return callf("%s needs --%s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), n)
 		}
 	}
 	return nil
@@ -85,7 +85,7 @@ func (e *env) cobra(d command) *cobra.Command {
 		case d.args != nil:
 			return d.args(args) // callError for a count of arguments, usagef for a value
 		case len(args) > 0:
-			return callError(fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args))
+			return callf("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
 		return nil
 	}
@@ -392,7 +392,7 @@ func flagError(c *cobra.Command, err error) error {
 	case t == "bool":
 		want = "true or false"
 	default:
-		return usageError{err: err}
+		return usageOf(err)
 	}
 	return usagef("--%s %q is not %s", f.Name, value, want)
 }

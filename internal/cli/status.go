@@ -138,9 +138,9 @@ stream's final record) are gone and not listed.`,
 		check: func(c *call) error {
 			switch bySeq := c.changed("seq"); {
 			case bySeq == c.changed("id"):
-				return callError(errors.New("record-status needs exactly one of --seq (with --stream) or --id"))
+				return callf("record-status needs exactly one of --seq (with --stream) or --id")
 			case bySeq && stream == "":
-				return callError(errors.New("record-status --seq needs --stream"))
+				return callf("record-status --seq needs --stream")
 			}
 			return nil
 		},
@@ -275,7 +275,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			case len(args) == 1 && args[0] == "":
 				return usagef("hosts reset: HOST is empty; give host:port, as herald hosts lists it")
 			case len(args) != 1:
-				return callError(fmt.Errorf("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args)))
+				return callf("hosts reset takes one HOST (host:port, as herald hosts lists it), not %d", len(args))
 			}
 			return nil
 		},
@@ -347,7 +347,7 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 				}
 			}
 			if err := operator.CheckList(q); err != nil {
-				return usageError{err: err}
+				return usageOf(err)
 			}
 			return nil
 		},
