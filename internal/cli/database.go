@@ -113,29 +113,35 @@ func (d database) String() string {
 }
 
 // ambiguousURL says whether a postgres:// URL holds an '@' besides the one
-// that ends its userinfo (the first before any '/'), or a '?', '#', '[' or
-// ']' in its userinfo: where a password's character would be read as
-// another part.
+// that ends its userinfo, or a '?', '#', '[' or ']' in its userinfo: where a
+// password's character would be read as another part.
 func ambiguousURL(s string) bool {
-	_, p, _ := strings.Cut(s, "://")
-	if i := strings.IndexAny(p, "@/"); i >= 0 && p[i] == '@' {
-		return strings.ContainsAny(p[:i], "?#[]") || strings.Contains(p[i+1:], "@")
-	}
-	return strings.Contains(p, "@")
+	info, rest, _ := userinfo(s)
+	return strings.ContainsAny(info, "?#[]") || strings.Contains(rest, "@")
 }
 
 // mayHoldPassword says whether the driver may read a password from a
-// postgres:// URL: its userinfo (up to the first '@' before any '/') holds a
-// ':', or the URL, percent-decoded, holds the word anywhere (a password or
-// sslpassword parameter), or it cannot be decoded.
+// postgres:// URL: its userinfo holds a ':', or the URL, percent-decoded,
+// holds the word anywhere (a password or sslpassword parameter), or it
+// cannot be decoded.
 func mayHoldPassword(s string) bool {
 	un, err := url.PathUnescape(s)
 	if err != nil || strings.Contains(strings.ToLower(un), "password") {
 		return true
 	}
-	_, rest, _ := strings.Cut(s, "://")
-	i := strings.IndexAny(rest, "@/")
-	return i >= 0 && rest[i] == '@' && strings.Contains(rest[:i], ":")
+	info, _, _ := userinfo(s)
+	return strings.Contains(info, ":")
+}
+
+// userinfo splits a postgres:// URL past its scheme as the driver (pgx, as
+// libpq) does: the userinfo ends at the first '@' before any '/', even past
+// a '?'. ok is false, and info "", when there is none.
+func userinfo(s string) (info, rest string, ok bool) {
+	_, p, _ := strings.Cut(s, "://")
+	if i := strings.IndexAny(p, "@/"); i >= 0 && p[i] == '@' {
+		return p[:i], p[i+1:], true
+	}
+	return "", p, false
 }
 
 // postgresName names the database that cfg connects to, as
