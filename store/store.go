@@ -30,7 +30,7 @@ type Backend interface {
 // left unchanged.
 var (
 	// ErrSchemaBehind: the schema is older than this binary's.
-	ErrSchemaBehind = errors.New("database schema is out of date: run `herald migrate up`")
+	ErrSchemaBehind = errors.New("the database schema is behind this herald's: run `herald migrate up`")
 	// ErrSchemaAhead: a newer herald migrated the database; never migrate
 	// down what it wrote.
 	ErrSchemaAhead = errors.New("database schema is newer than this herald binary: upgrade herald")

@@ -162,8 +162,14 @@ func TestHintsCarryTheDatabase(t *testing.T) {
 	d, err := parseDatabase("", e.database)
 	require.NoError(t, err)
 	msg := e.openError(d, store.ErrSchemaBehind).Error()
-	require.Contains(t, msg, "run: herald migrate up --database …")
+	require.Contains(t, msg, "with this database: herald migrate up --database …")
 	require.NotContains(t, msg, "hunter22")
+	// Without --database the error's own words give the command, once.
+	e = &env{database: defaultDatabase}
+	d, err = parseDatabase("", e.database)
+	require.NoError(t, err)
+	msg = e.openError(d, fmt.Errorf("sqlite: open herald.db: %w", store.ErrSchemaBehind)).Error()
+	require.Equal(t, 1, strings.Count(msg, "herald migrate up"), msg)
 }
 
 // The pointer to --help follows a command line of the wrong shape only, and

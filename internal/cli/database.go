@@ -78,13 +78,13 @@ func parseDatabase(from, s string) (database, error) {
 		// name or the query, to be shown. Such a URL is refused, unshown, as
 		// is one the driver cannot read (its errors may quote the URL).
 		if ambiguousURL(s) {
-			return database{}, usagef("%s: the URL holds an '@' besides the one before its host, or a '?' or '#' in its user or password (not shown: it may be a password's): percent-encode them as %%40, %%3F and %%23", from)
+			return database{}, usagef("%s: the URL holds an '@' besides the one before its host, or a '/', '?' or '#' in its user or password (not shown: it may be a password's): percent-encode them as %%40, %%2F, %%3F and %%23", from)
 		}
 		cfg, err := pgconn.ParseConfig(s)
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			return database{}, usagef("%s: the driver cannot read a file that the URL or a PG* environment variable names: %w", from, pe) // sslrootcert=, PGSSLROOTCERT
 		} else if err != nil {
-			return database{}, usagef("%s: the driver cannot read this URL with this environment's PG* variables (not shown: it may hold a password); check it with psql", from)
+			return database{}, usagef("%s: the driver cannot read this URL, or a PG* environment variable it reads (not shown: it may hold a password); psql names what it cannot read", from)
 		}
 		name, ok := postgresName(cfg)
 		if !ok {
@@ -220,8 +220,8 @@ func noDatabase(d database) error {
 func (e *env) openError(d database, err error) error {
 	var hint string
 	switch {
-	case errors.Is(err, store.ErrSchemaBehind):
-		hint = "run: " + e.hint("migrate up")
+	case errors.Is(err, store.ErrSchemaBehind) && e.databaseGiven: // else the error's own words say it
+		hint = "with this database: " + e.hint("migrate up")
 	case errors.Is(err, store.ErrSchemaAhead):
 		hint = "this herald is older than the database: upgrade herald"
 	case errors.Is(err, store.ErrNotHerald):
@@ -253,7 +253,7 @@ so that a deploy controls when it happens.`,
   herald migrate down --yes --database sqlite:./herald.db`,
 		args: func(args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
-				return callf("migrate takes one of up, down, status")
+				return callf("migrate takes one argument, up, down or status, not %q", args)
 			}
 			return nil
 		},
