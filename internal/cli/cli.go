@@ -66,8 +66,14 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	if err == nil {
 		return ExitOK
 	}
-	if strings.HasPrefix(err.Error(), "unknown command ") {
-		err = callError(err) // cobra's own error for a mistyped command
+	if msg, ok := strings.CutPrefix(err.Error(), "unknown command "); ok {
+		// cobra's own error for a mistyped command, its suggestions on
+		// lines of their own: one line, as a mistyped flag's.
+		first, more, _ := strings.Cut(msg, "\n")
+		if _, sugs, ok := strings.Cut(more, "Did you mean this?"); ok && len(strings.Fields(sugs)) > 0 {
+			first += "; did you mean " + strings.Join(strings.Fields(sugs), " or ") + "?"
+		}
+		err = callError(errors.New("unknown command " + first))
 	}
 	var ex *exitError
 	if errors.As(err, &ex) && ex.err == nil {

@@ -213,11 +213,14 @@ func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
 	require.NoFileExists(t, db, "nothing was appended, and no database made")
 }
 
-// A flag herald does not have is answered with the nearest one it has, the
-// command's own or an inherited one, when one is a typo away.
-func TestAMistypedFlagGetsTheNearestOne(t *testing.T) {
+// A flag or command herald does not have is answered, on one line, with the
+// nearest one it has (a flag the command's own or an inherited one), when
+// one is a typo away.
+func TestAMistypedFlagOrCommandGetsTheNearestOne(t *testing.T) {
 	db := newDB(t)
 	for args, want := range map[string]string{
+		"registraions":             "unknown command \"registraions\" for \"herald\"; did you mean registrations?\n",
+		"frobnicate":               "unknown command \"frobnicate\" for \"herald\"\n",
 		"append --strem s":         "unknown flag: --strem; did you mean --stream?\n",
 		"sweep --namspace webhook": "unknown flag: --namspace; did you mean --namespace?\n",
 		"status --datbase x":       "unknown flag: --datbase; did you mean --database?\n",
@@ -227,4 +230,14 @@ func TestAMistypedFlagGetsTheNearestOne(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, args)
 		require.Contains(t, r.stderr, "herald: "+want, args)
 	}
+}
+
+// A command line without the flags a command needs names every one missing,
+// not the first alone.
+func TestAMissingFlagsErrorNamesThemAll(t *testing.T) {
+	r := runCLI(t, newDB(t), "", "register", "--stream", "s")
+	require.Equal(t, ExitUsage, r.code)
+	require.Equal(t, "herald: register needs --id, --namespace and --url\nRun 'herald register --help' for usage.\n", r.stderr)
+	r = runCLI(t, newDB(t), "", "records")
+	require.Equal(t, "herald: records needs --stream\nRun 'herald records --help' for usage.\n", r.stderr)
 }

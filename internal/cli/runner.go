@@ -46,14 +46,23 @@ func (c *call) ctx() context.Context { return c.cmd.Context() }
 
 func (c *call) changed(flag string) bool { return c.cmd.Flags().Changed(flag) }
 
-// need refuses, as a usage error, a command line without flags.
+// need refuses, as a usage error of the command line's shape, a command
+// line without flags, naming every one missing.
 func (c *call) need(flags ...string) error {
+	var missing []string
 	for _, n := range flags {
 		if !c.changed(n) {
-			return callf("%s needs --%s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), n)
+			missing = append(missing, "--"+n)
 		}
 	}
-	return nil
+	if len(missing) == 0 {
+		return nil
+	}
+	list := strings.Join(missing, ", ")
+	if n := len(missing); n > 1 {
+		list = strings.Join(missing[:n-1], ", ") + " and " + missing[n-1]
+	}
+	return callf("%s needs %s", strings.TrimPrefix(c.cmd.CommandPath(), "herald "), list)
 }
 
 // onExit runs f when the command ends, whatever its outcome.
@@ -85,7 +94,7 @@ func (e *env) cobra(d command) *cobra.Command {
 		case d.args != nil:
 			return d.args(args) // callError for a count of arguments, usagef for a value
 		case len(args) > 0:
-			return callf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+			return callf("%s takes no arguments, got %q", strings.TrimPrefix(cmd.CommandPath(), "herald "), args)
 		}
 		return nil
 	}
