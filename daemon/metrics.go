@@ -73,7 +73,8 @@ func gauge(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	turnsInFlightDesc    = gauge("herald_turns_in_flight", "Turns running now (registrations being served), by namespace; at most --max-in-flight.", "namespace")
+	turnsInFlightDesc    = gauge("herald_turns_in_flight", "Turns running now (registrations being served), by namespace; at most --max-in-flight plus --max-slow.", "namespace")
+	slowTurnsDesc        = gauge("herald_slow_turns_in_flight", "Of herald_turns_in_flight, those whose message waited 1s for its answer and left --max-in-flight for --max-slow, by namespace.", "namespace")
 	messagesInFlightDesc = gauge("herald_messages_in_flight", "Messages being sent now, by namespace.", "namespace")
 	hostsAtCapDesc       = gauge("herald_hosts_at_cap", "Hosts with --max-per-host turns in flight, by namespace: claims take no more of them until one ends.", "namespace")
 	registrationsDesc    = gauge("herald_registrations", "Registrations by namespace and state (ready, retrying, idle, parked); one held for its host counts as ready or retrying here, and in herald_held_registrations.", "namespace", "state")
@@ -95,7 +96,7 @@ type gauges struct {
 }
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{turnsInFlightDesc, messagesInFlightDesc, hostsAtCapDesc,
+	for _, d := range []*prometheus.Desc{turnsInFlightDesc, slowTurnsDesc, messagesInFlightDesc, hostsAtCapDesc,
 		registrationsDesc, parkedDesc, behindDesc, hostsDesc, heldDesc, statsUpDesc} {
 		ch <- d
 	}
@@ -108,6 +109,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	for _, w := range g.workers {
 		l := w.Load()
 		set(turnsInFlightDesc, float64(l.Turns), w.Namespace())
+		set(slowTurnsDesc, float64(l.Slow), w.Namespace())
 		set(messagesInFlightDesc, float64(l.Messages), w.Namespace())
 		set(hostsAtCapDesc, float64(l.HostsAtCap), w.Namespace())
 	}

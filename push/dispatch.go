@@ -3,56 +3,70 @@ package push
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
 )
 
-// dispatcher is a worker's one scheduler (package doc, "Scheduling"). Only
-// the goroutine that drives it touches its state; turns report on ended.
+// dispatcher runs claims as turns in slots (package doc, "Scheduling"). The
+// goroutine of RunOnce or Run drives it and alone touches its fields; a turn
+// reports its end on ended, and a send that goes slow nudges slowed.
 type dispatcher struct {
-	w     *Worker
-	ctx   context.Context // the turns': Run's outlives its caller's, so what is in flight finishes and is saved
-	stop  <-chan struct{} // no new claim, no new record
-	ended chan turnEnd
+	w      *Worker
+	ctx    context.Context // the turns': Run's outlives its caller's, so what is in flight finishes and is saved
+	stop   <-chan struct{} // no new claim, no new record
+	ended  chan turnEnd
+	slowed chan struct{} // capacity 1: some running slot's send passed SlowAfter
 
-	running int
-	ready   []claimed      // claimed, not started: each starts when a slot and its host allow, oldest first
-	perHost map[string]int // turns running per host
-	waiting int64          // this dispatcher's part of Worker.waiting
-	rep     SweepReport    // what the ended turns did
-	err     error          // the first turn's error
-
-	// Run's alone.
-	refill   int    // turn ends that make a claim worth its query
-	due      bool   // a claim now may find work: a wake, the interval, or a full claim
-	ends     int    // turns ended since the last claim: each may have left work
-	capped   bool   // a host was at its cap after the last claim: turn ends free room for what Due held back
-	claimed  uint64 // the worker's Wake count when the last claim began
-	resting  bool   // the last claim failed: only the interval or a wake claims again
-	failures int    // errors since the loop last worked (logged at the first)
-	turnErr  bool   // a turn failed since the last claim
+	ready   []*slot            // claimed, not started: each starts when a slot and its host allow, oldest first
+	running map[*slot]struct{} // turns running
+	fast    int                // of them, those counted against MaxInFlight
+	slow    int                // of them, those moved to the slow budget (MaxSlow)
+	perHost map[string]int     // turns running per host
+	waiting int64              // this dispatcher's part of Worker.waiting
+	rep     SweepReport        // what the ended turns did
+	err     error              // the first turn's error
 }
 
-// claimed is a registration the dispatcher holds a lease on; its budget and
-// its lease's end count from claimedAt, when Due returned.
-type claimed struct {
+// slot is one claim, from Due to its turn's end.
+type slot struct {
 	st            Status
-	at, claimedAt time.Time
+	at, claimedAt time.Time // the claim's instant; when Due returned (the turn's budget counts from it)
 	host          string
 	entry         *hostEntry
 	wakes         uint64 // the worker's Wake count before the claim
+
+	nudge    chan<- struct{} // the dispatcher's slowed
+	wentSlow atomic.Bool     // a send of the turn passed SlowAfter
+	yield    atomic.Bool     // slow with the slow budget full: the turn gives its slot up at its next record if a claim waits
+	slow     bool            // the dispatcher's: counted in the slow budget
 }
 
+// sending arms the slot's slow watch for one send; the caller stops the
+// timer when the send returns.
+func (s *slot) sending() *time.Timer {
+	return time.AfterFunc(SlowAfter, func() {
+		if s.wentSlow.CompareAndSwap(false, true) {
+			select {
+			case s.nudge <- struct{}{}:
+			default: // a nudge is pending: the dispatcher looks at every slot
+			}
+		}
+	})
+}
+
+// turnEnd is what a turn reports when it ends.
 type turnEnd struct {
-	c     claimed
+	s     *slot
 	wakes uint64 // the worker's Wake count when the turn last read its stream
 	rep   SweepReport
 	err   error
 }
 
 func (w *Worker) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispatcher {
-	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.opts.maxInFlight), perHost: map[string]int{}}
+	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.opts.maxInFlight+w.opts.maxSlow),
+		slowed: make(chan struct{}, 1), running: map[*slot]struct{}{}, perHost: map[string]int{}}
 }
 
 // RunOnce is one sweep at instant at: it claims up to limit due
@@ -79,58 +93,19 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 	if err != nil {
 		return rep, err
 	}
-	for len(d.ready) > 0 || d.running > 0 {
-		d.start()
-		d.end(<-d.ended)
+	for d.start(); len(d.ready) > 0 || len(d.running) > 0; d.start() {
+		select {
+		case e := <-d.ended:
+			d.end(e)
+		case <-d.slowed:
+			d.demote()
+		}
 	}
 	d.rep.Saturated, d.rep.Unserved, d.rep.Registrations = batch.More, batch.Unserved, len(batch.Registrations)
 	if d.err == nil && ctx.Err() != nil {
 		d.err = ctx.Err()
 	}
 	return d.rep, d.err
-}
-
-// Run is the daemon's loop (package doc, "Scheduling"), claiming at least
-// every interval. When ctx ends it gives back the claims not started, lets
-// the turns in flight finish and returns nil. A store or journal error is
-// logged once until claims succeed again with no turn failing. Errors:
-// journal.ErrInvalid for every <= 0.
-func (w *Worker) Run(ctx context.Context, every time.Duration) error {
-	if every <= 0 {
-		return journal.Invalid("every", "is %v: it must be positive", every)
-	}
-	d := w.newDispatcher(context.WithoutCancel(ctx), ctx.Done())
-	d.refill = max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))
-	timer := time.NewTimer(every)
-	defer timer.Stop()
-	stop := d.stop
-	d.due = true
-	for {
-		if stop != nil {
-			d.start()
-			if d.canClaim() {
-				d.refillClaims()
-				d.start()
-				timer.Reset(every)
-			}
-		} else {
-			d.release()
-			if d.running == 0 {
-				return nil
-			}
-		}
-		select {
-		case <-stop:
-			stop = nil // claim and start nothing more; wait for the turns in flight
-		case e := <-d.ended:
-			d.end(e)
-		case <-w.wake:
-			d.due, d.resting = true, false
-		case <-timer.C:
-			d.due, d.resting = true, false
-			timer.Reset(every)
-		}
-	}
 }
 
 // claim asks the store for up to limit registrations due at at, under a
@@ -160,7 +135,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	claimedAt := time.Now() // after Due returned: the turns' budget and shared pages count from it
 	for _, st := range batch.Registrations {
 		host := st.Host()
-		d.ready = append(d.ready, claimed{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host), wakes: wakes})
+		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host),
+			wakes: wakes, nudge: d.slowed})
 	}
 	return batch, nil
 }
@@ -169,43 +145,68 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 // their cap, and counts in Worker.waiting those a freed slot would start.
 func (d *dispatcher) start() {
 	max, perHost := d.w.opts.maxInFlight, d.w.opts.maxPerHost
-	var starts []claimed
+	var starts []*slot
 	kept := d.ready[:0]
 	var startable int64
-	for _, c := range d.ready {
+	for _, s := range d.ready {
 		switch {
-		case d.perHost[c.host] >= perHost:
-			kept = append(kept, c)
-		case d.running < max:
-			d.running++
-			d.perHost[c.host]++
-			c.entry.queued.Add(-1)
-			starts = append(starts, c)
+		case d.perHost[s.host] >= perHost:
+			kept = append(kept, s)
+		case d.fast < max:
+			d.fast++
+			d.perHost[s.host]++
+			d.running[s] = struct{}{}
+			s.entry.queued.Add(-1)
+			starts = append(starts, s)
 		default:
-			kept = append(kept, c)
+			kept = append(kept, s)
 			startable++
 		}
 	}
+	clear(d.ready[len(kept):])
 	d.ready = kept
 	// Counted before the turns start, so that none sees another pass's count.
 	d.w.waiting.Add(startable - d.waiting)
 	d.waiting = startable
-	for _, c := range starts {
-		go func() { d.ended <- d.serve(c) }()
+	for _, s := range starts {
+		go func() { d.ended <- d.serve(s) }()
 	}
 }
 
-// serve runs the turn of claim c.
-func (d *dispatcher) serve(c claimed) turnEnd {
+// demote moves the turns whose send went slow from MaxInFlight to the slow
+// budget, freeing their slots for the claims that wait; with the slow budget
+// full, a slow turn yields its slot at its next record instead (turn.goOn).
+func (d *dispatcher) demote() {
+	for s := range d.running {
+		if s.slow || !s.wentSlow.Load() {
+			continue
+		}
+		switch {
+		case d.slow < d.w.opts.maxSlow:
+			s.slow = true
+			d.fast--
+			d.slow++
+			d.w.slowTurns.Add(1)
+		case s.yield.Swap(true):
+			continue // told already
+		}
+		if h := d.w.opts.hooks.Slow; h != nil {
+			h(s.st.Registration, !s.slow)
+		}
+	}
+}
+
+// serve runs the turn of slot s.
+func (d *dispatcher) serve(s *slot) turnEnd {
 	w := d.w
 	w.turns.Add(1)
 	defer w.turns.Add(-1)
 	started := time.Now()
-	e := turnEnd{c: c, wakes: c.wakes}
-	t := turn{w: w, at: c.at, stop: d.stop, deadline: c.claimedAt.Add(w.opts.lease / 2), reg: c.st.Registration, head: c.st.Head,
-		claim: c.st.Claim(), host: c.entry, hostName: c.host, wakes: &e.wakes}
-	ctx := withReadClaim(d.ctx, c.claimedAt, c.st.Head) // pages read since the claim may serve it (pages.go)
-	ctx, cancel := context.WithDeadlineCause(ctx, c.claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
+	e := turnEnd{s: s, wakes: s.wakes}
+	t := turn{w: w, at: s.at, stop: d.stop, deadline: s.claimedAt.Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
+		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes}
+	ctx := withReadClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (pages.go)
+	ctx, cancel := context.WithDeadlineCause(ctx, s.claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
 	defer cancel()
 	ctx, span := t.startTurn(ctx)
 	e.err = t.run(ctx)
@@ -213,75 +214,34 @@ func (d *dispatcher) serve(c claimed) turnEnd {
 	t.rep.Registrations = 1
 	if e.err != nil {
 		t.rep.Errors = 1
-		e.err = fmt.Errorf("push: %s: %w", Name(c.st.Stream, c.st.ID), e.err)
+		e.err = fmt.Errorf("push: %s: %w", Name(s.st.Stream, s.st.ID), e.err)
 	}
 	if h := w.opts.hooks.Turn; h != nil {
-		h(c.at, t.rep, time.Since(started), e.err)
+		h(s.at, t.rep, time.Since(started), e.err)
 	}
 	e.rep = t.rep
 	return e
 }
 
-// end accounts for a turn that ended. Under Run a claim may then find work:
-// a backlog, or a wake the turn's lease hid from the claims made meanwhile.
+// end accounts for a turn that ended.
 func (d *dispatcher) end(e turnEnd) {
-	d.running--
-	d.perHost[e.c.host]--
-	d.w.perHost.leave(e.c.host)
+	s := e.s
+	delete(d.running, s)
+	if s.slow {
+		d.slow--
+		d.w.slowTurns.Add(-1)
+	} else {
+		d.fast--
+	}
+	d.perHost[s.host]--
+	if d.perHost[s.host] == 0 {
+		delete(d.perHost, s.host)
+	}
+	d.w.perHost.leave(s.host)
 	d.rep.add(e.rep)
 	if e.err != nil && d.err == nil {
 		d.err = e.err
 	}
-	if d.refill == 0 {
-		return // RunOnce
-	}
-	if e.err != nil {
-		d.turnErr = true
-		d.fail(e.err)
-	}
-	if d.resting {
-		return
-	}
-	d.ends++
-	if (e.wakes != d.w.wakes.Load() && d.claimed > e.wakes) || e.rep.Backlog > 0 {
-		d.due = true
-	}
-}
-
-// canClaim says whether a claim of Run is worth its query: under twice
-// MaxInFlight claims, fewer than half of them ready, and work may be due (a
-// wake, the interval, a full claim, a backlog; or, with a host at its cap or
-// troubled, refill turn ends or none running). Otherwise the last claim took
-// all that was due.
-func (d *dispatcher) canClaim() bool {
-	max := d.w.opts.maxInFlight
-	if d.running+len(d.ready) >= 2*max || (len(d.ready) >= (max+1)/2 && d.running > 0) {
-		return false
-	}
-	endsMayFind := d.capped || d.w.book.size.Load() > 0 // a probe's answer releases a troubled host's registrations
-	return d.due || (endsMayFind && (d.ends >= d.refill || (d.ends > 0 && d.running == 0)))
-}
-
-// refillClaims takes fresh claims of Run up to what the dispatcher may hold.
-func (d *dispatcher) refillClaims() {
-	w := d.w
-	d.claimed = w.wakes.Load()
-	limit := min(2*w.opts.maxInFlight-d.running-len(d.ready), w.opts.sweepLimit)
-	batch, err := d.claim(time.Now(), limit, true)
-	if err != nil {
-		d.due, d.resting, d.ends = false, true, 0
-		d.fail(err)
-		return
-	}
-	if d.failures > 0 && !d.turnErr {
-		w.opts.logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", d.failures)
-		d.failures = 0
-	}
-	d.turnErr, d.ends = false, 0
-	// More may be due only if this claim was full.
-	d.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
-	_, _, atCap := w.perHost.load()
-	d.capped = atCap > 0
 }
 
 // release gives back the claims never started (Run is stopping), so that
@@ -289,25 +249,15 @@ func (d *dispatcher) refillClaims() {
 func (d *dispatcher) release() {
 	d.w.waiting.Add(-d.waiting)
 	d.waiting = 0
-	for _, c := range d.ready {
-		c.entry.queued.Add(-1)
-		d.w.perHost.leave(c.host)
-		if err := d.w.store.Advance(d.ctx, c.st.Claim(), c.st.NextSeq); err != nil {
-			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", c.st.Stream,
-				"registration", c.st.ID, "err", err)
+	for _, s := range d.ready {
+		s.entry.queued.Add(-1)
+		d.w.perHost.leave(s.host)
+		if err := d.w.store.Advance(d.ctx, s.st.Claim(), s.st.NextSeq); err != nil {
+			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", s.st.Stream,
+				"registration", s.st.ID, "err", err)
 		}
 	}
 	d.ready = nil
-}
-
-func (d *dispatcher) fail(err error) {
-	d.failures++
-	log := d.w.opts.logger
-	if d.failures == 1 {
-		log.Error("herald: store or journal error; retrying every interval until it recovers", "namespace", d.w.namespace, "err", err)
-	} else {
-		log.Debug("herald: store or journal error again", "namespace", d.w.namespace, "errors", d.failures, "err", err)
-	}
 }
 
 // SweepReport counts what one RunOnce, or one turn (Hooks.Turn), did.

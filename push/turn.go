@@ -21,6 +21,7 @@ type turn struct {
 	reg      Registration
 	head     uint64     // the stream's head when claimed, raised by the pages read
 	claim    Claim      // fences the turn's writes
+	slot     *slot      // the dispatcher's: a send that goes slow tells it
 	host     *hostEntry // the host's tokens, one held around each send
 	hostName string     // reg.Host(), computed once at the claim
 	rep      SweepReport
@@ -152,8 +153,15 @@ func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
 // goOn says whether the turn may go on to its next page: budget left, not
 // stopping, and no claim waiting for its slot or its host's.
 func (t *turn) goOn() bool {
-	return !t.late() && !t.stopping() && t.w.waiting.Load() == 0 && t.host.queued.Load() == 0
+	return !t.late() && !t.stopping() && !t.wanted()
 }
+
+// wanted says whether a claim waits for the turn's slot or its host's.
+func (t *turn) wanted() bool { return t.w.waiting.Load() > 0 || t.host.queued.Load() > 0 }
+
+// yields says whether the turn gives its slot up before its next record: it
+// went slow with no room in the slow budget, and a claim waits for the slot.
+func (t *turn) yields() bool { return t.slot.yield.Load() && t.wanted() }
 
 // fail records a failed attempt at t.next with the progress made before it:
 // park (permanent, or the ceiling reached) or retry later.

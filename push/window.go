@@ -93,7 +93,9 @@ func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
 	t := p.t
 	defer func() { <-t.host.tokens }()
 	dctx, span := t.startDelivery(ctx)
+	watch := t.slot.sending()
 	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
+	watch.Stop()
 	t.endDelivery(span, out, err)
 	p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
 }
@@ -110,7 +112,7 @@ func (p *pipe) start(ctx context.Context) bool {
 		p.stop(fmt.Errorf("journal returned #%d where #%d was expected", rec.Seq, want))
 		return false
 	}
-	if t.stopping() || t.late() {
+	if t.stopping() || t.late() || t.yields() {
 		p.stopped = true
 		return false
 	}

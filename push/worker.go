@@ -30,6 +30,7 @@ type Worker struct {
 	book       hostBook      // the troubled hosts this worker knows of
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
+	slowTurns  atomic.Int64  // of them, those in the slow budget, for Load
 	waiting    atomic.Int64  // claims held that a freed slot would start: a turn gives its slot up to them (turn.goOn)
 	wakes      atomic.Uint64 // Wake calls: a turn that ran across one reads its stream again (turn.woken)
 	tracer     trace.Tracer  // spans.go
@@ -102,6 +103,7 @@ func (w *Worker) Wake() {
 // Load is what a worker has in flight at one instant, for metrics.
 type Load struct {
 	Turns      int // turns running (registrations being served)
+	Slow       int // of Turns, those whose message waited SlowAfter, in the slow budget (WithMaxSlow)
 	Messages   int // messages being sent (host tokens held)
 	Hosts      int // hosts with a claim of this worker (running or ready)
 	HostsAtCap int // hosts with MaxPerHost claims: claims take no more of them
@@ -109,7 +111,7 @@ type Load struct {
 
 // Load reads what the worker has in flight (one short lock).
 func (w *Worker) Load() Load {
-	l := Load{Turns: int(w.turns.Load())}
+	l := Load{Turns: int(w.turns.Load()), Slow: int(w.slowTurns.Load())}
 	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.load()
 	return l
 }
@@ -124,9 +126,20 @@ const (
 	// DefaultMaxRetryAfter (1 h) caps a receiver's Retry-After, so that
 	// "Retry-After: 31536000" cannot silence a registration for a year.
 	DefaultMaxRetryAfter = time.Hour
-	// DefaultMaxInFlight (16) bounds the turns run at once: enough to hide
-	// most network latency, few enough for a small machine's sockets.
+	// DefaultMaxInFlight (16) bounds the turns run at once whose receivers
+	// answer within SlowAfter: enough to hide most network latency, few
+	// enough for a small machine's sockets.
 	DefaultMaxInFlight = 16
+	// SlowAfter (1 s) is how long a message may wait for its answer before
+	// its turn leaves MaxInFlight for the slow budget: a receiver that
+	// answers at all answers in a few hundred milliseconds (an inbox
+	// enqueues and says 202), so past a second the turn waits on its
+	// receiver, and its slot is better given to one that is waiting on it.
+	SlowAfter = time.Second
+	// DefaultMaxSlow (256) bounds the turns run at once whose message
+	// passed SlowAfter: each holds a socket and a page, so it bounds both;
+	// 256 holds 64 silent hosts at the default MaxPerHost.
+	DefaultMaxSlow = 256
 	// DefaultMaxPerHost (4) bounds the messages in flight to one host:
 	// polite to the small servers most receivers are, and a silent host
 	// holds at most 4 of the 16 slots.
@@ -152,6 +165,7 @@ type options struct {
 	maxAttempts    int
 	maxRetryAfter  time.Duration
 	maxInFlight    int
+	maxSlow        int
 	maxPerHost     int
 	drainPage      int
 	lease          time.Duration
@@ -181,6 +195,12 @@ func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.max
 // WithMaxInFlight bounds the turns a worker runs at once, at least 1
 // (default DefaultMaxInFlight).
 func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithMaxSlow bounds the turns a worker runs at once whose message has
+// waited SlowAfter for its answer, at least 0 (default DefaultMaxSlow); 0
+// keeps a slow turn in its slot, giving it up at its next record when
+// another claim waits.
+func WithMaxSlow(n int) Option { return func(o *options) { o.maxSlow = n } }
 
 // WithMaxPerHost bounds the messages in flight to one host (HostOf), 1 to
 // MaxPerHostLimit (default DefaultMaxPerHost); claims take no more of a host.
@@ -224,6 +244,7 @@ type Hooks struct {
 	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
 	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
 	HostFailure func(Host)                                                       // after every host-level failure, the host as stored
+	Slow        func(r Registration, yields bool)                                // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
 }
 
 // Attempt describes one delivery attempt, for Hooks.Attempt.
@@ -240,6 +261,7 @@ func defaultOptions() options {
 		maxAttempts:   DefaultMaxAttempts,
 		maxRetryAfter: DefaultMaxRetryAfter,
 		maxInFlight:   DefaultMaxInFlight,
+		maxSlow:       DefaultMaxSlow,
 		maxPerHost:    DefaultMaxPerHost,
 		drainPage:     DefaultDrainPage,
 		lease:         DefaultLease,
@@ -257,6 +279,9 @@ func (o *options) validate() error {
 	}
 	if o.maxInFlight < 1 {
 		bad("MaxInFlight", "is %d: it must be at least 1", o.maxInFlight)
+	}
+	if o.maxSlow < 0 {
+		bad("MaxSlow", "is %d: it must be 0 or more", o.maxSlow)
 	}
 	if o.maxPerHost < 1 || o.maxPerHost > MaxPerHostLimit {
 		bad("MaxPerHost", "is %d: it must be from 1 to %d", o.maxPerHost, MaxPerHostLimit)

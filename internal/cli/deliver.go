@@ -36,7 +36,7 @@ type deliveryFlags struct {
 	allowHTTP, allowPrivate                         bool
 	allowHosts                                      []string
 	timeout, maxRetryAfter, lease, hostHorizon      time.Duration
-	maxAttempts, maxInFlight, maxPerHost, drainPage int
+	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
 }
 
 func (d *deliveryFlags) add(f *pflag.FlagSet) {
@@ -45,7 +45,10 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
 	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
-	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, "registrations served at once", "at least 1", 0, 0)
+	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, fmt.Sprintf("registrations served at once whose receivers answer within %v", push.SlowAfter), "at least 1", 0, 0)
+	intVar(f, &d.maxSlow, "max-slow", push.DefaultMaxSlow,
+		fmt.Sprintf("registrations served at once, beside --max-in-flight, whose message has waited %v for its answer: a slow receiver gives its slot to the others (0: it keeps the slot until its answer)", push.SlowAfter),
+		"0 or more", 0, 0)
 	intVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
 		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit),
 		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
@@ -66,7 +69,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 	if err != nil {
 		return nil, nil, usageOf(unwrapped(err)) // past "transport: new: ", which names nothing typed
 	}
-	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxPerHost(d.maxPerHost),
+	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
 		push.WithDrainPage(d.drainPage), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	probe := memory.New()

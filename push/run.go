@@ -1,0 +1,127 @@
+package push
+
+import (
+	"context"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// loop is Run's dispatcher: claims on the wall clock whenever due is set,
+// its one trigger.
+type loop struct {
+	*dispatcher
+	due      bool   // a claim now may find work: a wake, the interval, a full claim, a turn end that may have left work
+	refill   int    // turn ends that make a claim worth its query when only a capped or troubled host may have work
+	ends     int    // turns ended since the last claim
+	capped   bool   // a host was at its cap after the last claim: turn ends free room for what Due held back
+	claimed  uint64 // the worker's Wake count when the last claim began
+	resting  bool   // the last claim failed: only the interval or a wake claims again
+	failures int    // errors since the loop last worked (logged at the first)
+	turnErr  bool   // a turn failed since the last claim
+}
+
+// Run is the daemon's loop (package doc, "Scheduling"), claiming at least
+// every interval. When ctx ends it gives back the claims not started, lets
+// the turns in flight finish and returns nil. A store or journal error is
+// logged once until claims succeed again with no turn failing. Errors:
+// journal.ErrInvalid for every <= 0.
+func (w *Worker) Run(ctx context.Context, every time.Duration) error {
+	if every <= 0 {
+		return journal.Invalid("every", "is %v: it must be positive", every)
+	}
+	l := &loop{dispatcher: w.newDispatcher(context.WithoutCancel(ctx), ctx.Done()), due: true,
+		refill: max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))}
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	stop := l.stop
+	for {
+		if stop != nil {
+			l.start()
+			if l.canClaim() {
+				l.claimMore()
+				l.start()
+				timer.Reset(every)
+			}
+		} else {
+			l.release()
+			if len(l.running) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-stop:
+			stop = nil // claim and start nothing more; wait for the turns in flight
+		case e := <-l.ended:
+			l.turnEnded(e)
+		case <-l.slowed:
+			l.demote()
+		case <-w.wake:
+			l.due, l.resting = true, false
+		case <-timer.C:
+			l.due, l.resting = true, false
+			timer.Reset(every)
+		}
+	}
+}
+
+// turnEnded accounts for a turn that ended, and sets due if a claim may now
+// find work: a backlog, a wake the turn's lease hid from the claims made
+// meanwhile, or, with a host capped or troubled, room that refill ends (or
+// an empty worker) made.
+func (l *loop) turnEnded(e turnEnd) {
+	l.end(e)
+	if e.err != nil {
+		l.turnErr = true
+		l.fail(e.err)
+	}
+	if l.resting {
+		return
+	}
+	l.ends++
+	woken := e.wakes != l.w.wakes.Load() && l.claimed > e.wakes
+	held := l.capped || l.w.book.size.Load() > 0 // a probe's answer releases a troubled host's registrations
+	if woken || e.rep.Backlog > 0 || (held && (l.ends >= l.refill || l.fast == 0)) {
+		l.due = true
+	}
+}
+
+// canClaim says whether a claim is due and the loop has room for it: under
+// twice MaxInFlight claims, fewer than half of them ready.
+func (l *loop) canClaim() bool {
+	max := l.w.opts.maxInFlight
+	full := l.fast+len(l.ready) >= 2*max || (len(l.ready) >= (max+1)/2 && l.fast > 0)
+	return l.due && !full
+}
+
+// claimMore takes fresh claims up to what the loop may hold.
+func (l *loop) claimMore() {
+	w := l.w
+	l.claimed = w.wakes.Load()
+	limit := min(2*w.opts.maxInFlight-l.fast-len(l.ready), w.opts.sweepLimit)
+	batch, err := l.claim(time.Now(), limit, true)
+	if err != nil {
+		l.due, l.resting, l.ends = false, true, 0
+		l.fail(err)
+		return
+	}
+	if l.failures > 0 && !l.turnErr {
+		w.opts.logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", l.failures)
+		l.failures = 0
+	}
+	l.turnErr, l.ends = false, 0
+	// More may be due only if this claim was full.
+	l.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
+	_, _, atCap := w.perHost.load()
+	l.capped = atCap > 0
+}
+
+func (l *loop) fail(err error) {
+	l.failures++
+	log := l.w.opts.logger
+	if l.failures == 1 {
+		log.Error("herald: store or journal error; retrying every interval until it recovers", "namespace", l.w.namespace, "err", err)
+	} else {
+		log.Debug("herald: store or journal error again", "namespace", l.w.namespace, "errors", l.failures, "err", err)
+	}
+}
