@@ -85,7 +85,7 @@ func TestOperationalEventIDs(t *testing.T) {
 	up := push.Host{Host: "a.example:443", State: push.HostUp, Since: at(0)}
 	down := up
 	for range push.HostDownAfter {
-		down = down.Failed(at(1), "x", push.MinHostHorizon)
+		down = down.Failed(push.Evidence{At: at(1), Error: "x"}, push.MinHostHorizon)
 	}
 	e, ok := push.HostEvent(up, down)
 	require.True(t, ok)

@@ -23,6 +23,14 @@ const (
 	// up host down: one timeout is a blip, three in a row (usually of
 	// different registrations) is a host that is not there.
 	HostDownAfter = 3
+	// HostDownSpan (10 s) is how long a run of failures that the host
+	// answered (a gateway's 502, 503, 504) must last, no 2xx of the host
+	// between them, before the host is down: one path's registrations
+	// failing together say nothing of a host whose other registrations
+	// answer 2xx in the meantime (an answer ends the run); a proxy that
+	// answers 503 for every path for 10 s does. A host with one such
+	// registration goes down at its fifth failure, about 8 s of backoff on.
+	HostDownSpan = 10 * time.Second
 	// DefaultHostHorizon (7 days, Mastodon's figure) is how long a host may
 	// be down before it is unavailable: a hobby server's owner's holiday.
 	DefaultHostHorizon = 7 * 24 * time.Hour
@@ -45,6 +53,9 @@ type Host struct {
 	// (cleaned as evidence is: a receiver chose some of it) and instant.
 	LastError     string    `json:"last_error,omitempty"`
 	LastFailureAt time.Time `json:"last_failure_at,omitzero"`
+	// FailingSince is the first failure of the current run (zero with no
+	// failures counted): the run must span HostDownSpan to bring it down.
+	FailingSince time.Time `json:"failing_since,omitzero"`
 	// Held counts the registrations held for the host (unparked, with work,
 	// host not up); set by Hosts only.
 	Held int `json:"held"`
@@ -97,18 +108,28 @@ type HostStore interface {
 // charged, and the registration is held while its host is down.
 const EventHostFailed = "host-failed"
 
-// Failed returns h after a host-level failure at at, for every store to move
-// alike: one more failure; up becomes down at HostDownAfter (first probe
-// ProbeDelay(host, 0) later); down becomes unavailable horizon after Since.
-func (h Host) Failed(at time.Time, reason string, horizon time.Duration) Host {
+// Failed returns h after the host-level failure ev (its At, Error and
+// Status), for every store to move alike: one more failure in the run; up
+// becomes down at HostDownAfter in a row (first probe ProbeDelay(host, 0)
+// later), where a failure the host answered (a gateway's 502, 503 or 504)
+// also needs the run to span HostDownSpan; down becomes unavailable horizon
+// after Since.
+func (h Host) Failed(ev Evidence, horizon time.Duration) Host {
+	at := ev.At
 	if h.State == "" {
 		h.State, h.Since = HostUp, at
 	}
+	if h.Failures == 0 || h.FailingSince.IsZero() {
+		h.FailingSince = at
+	}
 	h.Failures++
-	h.LastError, h.LastFailureAt = cleanText(reason, MaxEvidenceError), at
+	h.LastError, h.LastFailureAt = cleanText(ev.Error, MaxEvidenceError), at
 	switch h.State {
 	case HostUp:
-		if h.Failures >= HostDownAfter {
+		// No answer says the host is not there; an answer says a proxy is, and
+		// only a run that no answer of another path broke says more.
+		spanned := ev.Status == 0 || !at.Before(h.FailingSince.Add(HostDownSpan))
+		if h.Failures >= HostDownAfter && spanned {
 			h.State, h.Since, h.Probes = HostDown, at, 0
 			h.NextProbeAt = at.Add(ProbeDelay(h.Host, 0))
 		}
@@ -127,7 +148,7 @@ func (h Host) Answered(at time.Time) Host {
 	if h.State != HostUp {
 		h.State, h.Since = HostUp, at
 	}
-	h.Failures, h.Probes, h.NextProbeAt = 0, 0, time.Time{}
+	h.Failures, h.Probes, h.NextProbeAt, h.FailingSince = 0, 0, time.Time{}, time.Time{}
 	return h
 }
 

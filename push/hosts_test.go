@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,6 +108,7 @@ type badHost struct {
 	requests func() int64 // what reached the host (or, refused, what herald tried)
 	recover  func()       // make it answer 2xx from now on
 	accepted func(path string) []string
+	answers  bool // its failures are answers (a gateway's 5xx): the run must span HostDownSpan
 }
 
 // Host health against real loopback servers, driven with explicit instants:
@@ -129,7 +131,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 		},
 		"answers 503 without Retry-After": func(t *testing.T, _ *atomic.Int64) badHost {
 			s := newHostServer(t, "127.0.0.2", "503")
-			return badHost{url: "http://" + s.addr, requests: s.requests.Load, recover: func() { s.mode.Store("ok") }, accepted: s.bodies}
+			return badHost{url: "http://" + s.addr, requests: s.requests.Load, recover: func() { s.mode.Store("ok") }, accepted: s.bodies, answers: true}
 		},
 		"reverse proxy answers 502 to everything": func(t *testing.T, _ *atomic.Int64) badHost {
 			backend := reserve(t, "127.0.0.3") // the proxy's upstream: down
@@ -147,7 +149,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			t.Cleanup(func() { _ = srv.Close() })
 			var up *hostServer
 			return badHost{url: "http://" + ln.Addr().String(), requests: requests.Load,
-				recover: func() { up = startAt(t, backend) }, accepted: func(p string) []string { return up.bodies(p) }}
+				recover: func() { up = startAt(t, backend) }, accepted: func(p string) []string { return up.bodies(p) }, answers: true}
 		},
 	}
 	for name, setup := range cases {
@@ -197,12 +199,19 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			require.Equal(t, 3, rep.HostFailures, "each of the three failed for its host")
 			require.Zero(t, rep.Retries+rep.Parked, "none is charged to its registration")
 			require.Equal(t, bodies(1, 2), healthy.bodies("/healthy"), "the healthy receiver got its records")
-			h := host()
+			h, downAt, sent := host(), at(0), int64(3)
+			if bad.answers {
+				require.Equal(t, push.HostUp, h.State, "answers: not down before the run spans %v", push.HostDownSpan)
+				downAt, sent = at(0).Add(push.HostDownSpan), 6
+				rep = sweep(w1, downAt)
+				require.Equal(t, 3, rep.HostFailures, "each of the three failed again for its host")
+				h = host()
+			}
 			require.Equal(t, push.HostDown, h.State, "down after %d host-level failures in a row", push.HostDownAfter)
-			require.Equal(t, at(0), h.Since)
-			require.Equal(t, at(0).Add(push.ProbeDelay(badHostName, 0)), h.NextProbeAt, "the first probe instant, pinned")
+			require.Equal(t, downAt, h.Since)
+			require.Equal(t, downAt.Add(push.ProbeDelay(badHostName, 0)), h.NextProbeAt, "the first probe instant, pinned")
 			require.Equal(t, 3, h.Held)
-			require.Equal(t, int64(3), bad.requests())
+			require.Equal(t, sent, bad.requests())
 
 			n := 2 // records per stream
 			for k := range 4 {
@@ -271,7 +280,7 @@ func TestProbeSchedulePinned(t *testing.T) {
 	h := push.Host{Host: "a.example:443"}
 	for i := range 3 {
 		require.NotEqual(t, push.HostDown, h.State, "not down before the third failure")
-		h = h.Failed(at(i), "dial: connection refused", horizon)
+		h = h.Failed(push.Evidence{At: at(i), Error: "dial: connection refused"}, horizon)
 	}
 	require.Equal(t, push.HostDown, h.State)
 	require.Equal(t, at(2), h.Since)
@@ -280,12 +289,12 @@ func TestProbeSchedulePinned(t *testing.T) {
 	var probes []time.Time
 	for when := h.NextProbeAt; when.Before(at(400)); when = h.NextProbeAt {
 		h = h.Probed(when)
-		h = h.Failed(when, "timeout", horizon)
+		h = h.Failed(push.Evidence{At: when, Error: "timeout"}, horizon)
 		probes = append(probes, when)
 	}
 	require.Equal(t, []time.Time{at(10), at(20), at(42), at(97), at(186), at(379)}, probes)
 
-	h = h.Failed(at(2).Add(2*time.Hour), "timeout", horizon)
+	h = h.Failed(push.Evidence{At: at(2).Add(2 * time.Hour), Error: "timeout"}, horizon)
 	require.Equal(t, push.HostUnavailable, h.State, "down for the horizon: unavailable")
 	require.Equal(t, at(2).Add(3*time.Hour), h.NextProbeAt, "probed hourly")
 	h = h.Probed(h.NextProbeAt)
@@ -507,5 +516,60 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 				require.Equal(t, uint64(3), f.get(stream, "r").NextSeq, stream)
 			}
 		})
+	}
+}
+
+// Host health is a judgement about the host, not about one path: eight
+// registrations whose path answers 503 (no Retry-After) share a host with a
+// healthy one. Swept every half second for 30 s, appending to the healthy
+// stream before each sweep, the host never goes down, the healthy
+// registration gets each record in the sweep after its append, and each
+// failing registration bears its own failures (its backoff grows), never
+// parked and never charged an attempt.
+func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
+	var mu sync.Mutex
+	var good []string
+	srv := serveOn(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.HasPrefix(r.URL.Path, "/broken/") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		mu.Lock()
+		good = append(good, string(body))
+		mu.Unlock()
+	}))
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	f := newFixture(t)
+	for i := range 8 {
+		stream := fmt.Sprintf("broken-%d", i)
+		f.append(stream, 3)
+		registerURL(t, f.store, stream, "r", fmt.Sprintf("%s/broken/%d", srv.URL, i))
+	}
+	registerURL(t, f.store, "healthy", "r", srv.URL+"/inbox")
+	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"))
+	require.NoError(t, err)
+	host := push.HostOf(srv.URL)
+
+	for k := 1; k <= 60; k++ {
+		f.append("healthy", 1)
+		when := t0.Add(time.Duration(k) * 500 * time.Millisecond)
+		_, err := w.RunOnce(t.Context(), when, 100)
+		require.NoError(t, err)
+		mu.Lock()
+		require.Equal(t, bodies(1, k), good, "sweep %d: the healthy registration got its record", k)
+		mu.Unlock()
+		hosts, err := f.store.Hosts(t.Context(), push.HostQuery{Host: host})
+		require.NoError(t, err)
+		require.Len(t, hosts, 1, "the failures were counted against the host's run")
+		require.Equal(t, push.HostUp, hosts[0].State, "sweep %d: the host answers its other path: never down", k)
+	}
+	for i := range 8 {
+		st := f.get(fmt.Sprintf("broken-%d", i), "r")
+		require.False(t, st.Parked)
+		require.Zero(t, st.Attempts, "no attempt charged: its host may yet be at fault")
+		require.Greater(t, st.HostFailures, 3, "it bears its own failures: each one more, its backoff longer")
+		require.Equal(t, uint64(1), st.NextSeq)
 	}
 }

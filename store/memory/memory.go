@@ -526,7 +526,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (h push.Host
 		if !ok {
 			old = push.Host{Host: f.Host}
 		}
-		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Horizon)
+		h = old.Failed(f.Evidence, f.Horizon)
 		s.hosts[f.Host] = h
 		s.event(push.HostEvent(old, h))
 	})

@@ -17,10 +17,10 @@ import (
 func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	var (
 		h                  push.Host
-		probeAt, failureAt pgtype.Timestamptz
+		probeAt, failureAt, failingSince pgtype.Timestamptz
 	)
-	err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt}, extra...)...)
-	h.Since, h.NextProbeAt, h.LastFailureAt = h.Since.UTC(), timeOf(probeAt), timeOf(failureAt)
+	err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince}, extra...)...)
+	h.Since, h.NextProbeAt, h.LastFailureAt, h.FailingSince = h.Since.UTC(), timeOf(probeAt), timeOf(failureAt), timeOf(failingSince)
 	return h, err
 }
 
@@ -28,7 +28,7 @@ func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 // the host's state changed.
 func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h push.Host) error {
 	b.Queue(sqlPutHost, h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt),
-		clean(h.LastError), nullTime(h.LastFailureAt))
+		clean(h.LastError), nullTime(h.LastFailureAt), nullTime(h.FailingSince))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(ctx, op, err)
 	}
@@ -65,7 +65,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := fc.refusal("record host failure of", c, f.NextSeq); err != nil {
 			return err
 		}
-		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Horizon)
+		h = old.Failed(f.Evidence, f.Horizon)
 		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
 		ev.Stream, ev.Registration = c.Stream, c.ID
 		b = &pgx.Batch{}

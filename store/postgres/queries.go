@@ -266,7 +266,7 @@ WHERE s.pending`
 // Host health (hosts.go, and Due's probes). Lock order: a registration's row
 // before its host's; Due locks host rows with SKIP LOCKED only.
 const (
-	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
+	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	// The hosts whose probe is due at $1: this claim owns those it locks.
 	sqlLockProbes = `SELECT ` + hostColumns + ` FROM herald_host
 WHERE state <> 'up' AND next_probe_at <= $1
@@ -279,7 +279,7 @@ FOR NO KEY UPDATE SKIP LOCKED`
 	sqlEnsureHost    = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
 	sqlLockHost      = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
 	sqlPutHost       = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
-    last_error = $7, last_failure_at = $8
+    last_error = $7, last_failure_at = $8, failing_since = $9
 WHERE host = $1`
 	sqlHosts = `WITH held AS (
     SELECT r.host, count(*) AS n
@@ -289,7 +289,7 @@ WHERE host = $1`
     WHERE NOT r.parked AND r.next_seq <= s.head
     GROUP BY r.host
 )
-SELECT h.host, h.state, h.since, h.failures, h.probes, h.next_probe_at, h.last_error, h.last_failure_at,
+SELECT h.host, h.state, h.since, h.failures, h.probes, h.next_probe_at, h.last_error, h.last_failure_at, h.failing_since,
     coalesce(held.n, 0)
 FROM herald_host h LEFT JOIN held ON held.host = h.host
 WHERE ($1::text = '' OR h.host = $1) AND ($2::text = '' OR h.state = $2) AND h.host > $3

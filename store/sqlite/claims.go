@@ -101,10 +101,10 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 func scanHost(sc scanner) (push.Host, error) {
 	var (
 		h                         push.Host
-		since, probeAt, failureAt sql.NullInt64
+		since, probeAt, failureAt, failingSince sql.NullInt64
 	)
-	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt)
-	h.Since, h.NextProbeAt, h.LastFailureAt = instant(since), instant(probeAt), instant(failureAt)
+	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince)
+	h.Since, h.NextProbeAt, h.LastFailureAt, h.FailingSince = instant(since), instant(probeAt), instant(failureAt), instant(failingSince)
 	return h, err
 }
 
@@ -122,10 +122,11 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error
 	since, err1 := nanos("host since", h.Since)
 	probe, err2 := nanos("next probe at", h.NextProbeAt)
 	failed, err3 := nanos("last failure at", h.LastFailureAt)
-	if err := cmp.Or(err1, err2, err3); err != nil {
+	failing, err4 := nanos("failing since", h.FailingSince)
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, since, h.Failures, h.Probes, probe, h.LastError, failed)
+	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, since, h.Failures, h.Probes, probe, h.LastError, failed, failing)
 	if err != nil {
 		return translate("write host", err)
 	}
@@ -145,7 +146,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err != nil {
 			return err
 		}
-		h = old.Failed(f.Evidence.At, f.Evidence.Error, f.Horizon)
+		h = old.Failed(f.Evidence, f.Horizon)
 		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}

@@ -95,11 +95,11 @@ const (
 
 // Host health (claims.go).
 const (
-	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at`
+	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
-	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
-			last_error = ?7, last_failure_at = ?8`
+			last_error = ?7, last_failure_at = ?8, failing_since = ?9`
 	// A host-level failure: the turn ends at cursor ?4 with no attempt
 	// charged, ?7 host failures, due again at ?5, the reason ?6.
 	sqlHostFailed = `UPDATE herald_registration SET

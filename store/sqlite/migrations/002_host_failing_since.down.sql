@@ -1,0 +1,1 @@
+ALTER TABLE herald_host DROP COLUMN failing_since;
