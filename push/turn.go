@@ -53,6 +53,9 @@ func (t *turn) run(ctx context.Context) error {
 		if p.lo > 0 {
 			t.next, t.attempts = recs[0].Seq+uint64(p.lo), 0
 			t.unsaved += p.lo
+			if t.reg.Attempts > 0 || t.reg.HostFailures > 0 {
+				w.failing.forget(t.reg.Key()) // its run of failures ended
+			}
 		}
 		if f, ok := p.fails[p.lo]; ok && p.lo < len(recs) {
 			return t.fail(ctx, f.out, f.ev) // the first unacknowledged record's failure decides
@@ -193,8 +196,13 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
 	}
 	t.rep.Retries++
-	w.opts.logger.Debug("herald: delivery failed; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
-		"host", t.hostName, "seq", t.next, "attempt", ev.Attempt, "retry_in", delay, "reason", ev.Error)
+	log := w.opts.logger.Debug
+	if w.failing.due(t.reg.Key(), t.at) {
+		log = w.opts.logger.Warn
+	}
+	log("herald: delivery failing; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
+		"host", t.hostName, "seq", t.next, "attempt", ev.Attempt, "of", w.opts.maxAttempts, "status", out.Status,
+		"next_attempt_at", ev.NotBefore, "retry_in", delay, "reason", ev.Error)
 	return nil
 }
 

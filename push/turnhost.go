@@ -22,12 +22,17 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 		hook(h)
 	}
 	log := w.opts.logger.Debug
-	if change := h.Transition(old); change != "" {
+	if change := h.Transition(old); change != "" || w.failing.due(t.reg.Key(), t.at) {
 		log = w.opts.logger.Warn
+	}
+	charged, _ := ChargeHost(t.reg.Stream, t.reg.ID, ev, t.next, t.reg.NextSeq, t.reg.HostFailures) // as the store did
+	next := charged.NotBefore
+	if held, _ := h.Holds(t.at); held && h.NextProbeAt.After(next) {
+		next = h.NextProbeAt
 	}
 	log("herald: host-level failure; no attempt charged", "host", host, "state", h.State,
 		"failures", h.Failures, "next_probe_at", h.NextProbeAt, "stream", t.reg.Stream, "registration", t.reg.ID,
-		"cursor", t.next, "reason", ev.Error)
+		"cursor", t.next, "status", ev.Status, "next_attempt_at", next, "reason", ev.Error)
 	return nil
 }
 

@@ -28,6 +28,7 @@ type Worker struct {
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
 	book       hostBook      // the troubled hosts this worker knows of
+	failing    failLog       // the failing registrations' last log lines
 	perHost    *hostTable    // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
 	slowTurns  atomic.Int64  // of them, those in the slow budget, for Load

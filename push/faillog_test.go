@@ -1,0 +1,71 @@
+package push_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+)
+
+// A failing receiver is visible at the default log level before it parks:
+// a line at its first failure naming the registration, its host, the answer
+// and the next attempt, then at most one a minute of the caller's clock
+// while it keeps failing; after a success, the next failure is a first.
+func TestAFailingReceiverIsLoggedBeforeItParks(t *testing.T) {
+	f := newFixture(t)
+	failing := true
+	f.recv.answer = func(push.Registration, push.Message, int) push.Outcome {
+		if failing {
+			return push.Outcome{Verdict: push.Transient, Status: 500, Reason: "500 Internal Server Error"}
+		}
+		return accepted()
+	}
+	f.append("s", 2)
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://inbox.example/in"})
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	w, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w"),
+		push.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	require.NoError(t, err)
+
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "delivery failing") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	// Sweep at each instant the registration is due, for four minutes.
+	var failedAt []time.Time
+	for when := at(0); when.Before(at(240)); when = f.get("s", "r").NextAttemptAt {
+		f.sweep(w, when)
+		failedAt = append(failedAt, when)
+	}
+	got := lines()
+	require.GreaterOrEqual(t, len(failedAt), 8, "the exponential backoff retries often in four minutes")
+	require.NotEmpty(t, got)
+	first := got[0]
+	for _, want := range []string{"level=WARN", "stream=s", "registration=r", "host=inbox.example:443", "status=500",
+		"attempt=1", "next_attempt_at=2026-03-15T11:00:01", `reason="500 Internal Server Error"`} {
+		require.Contains(t, first, want)
+	}
+	require.LessOrEqual(t, len(got), 5, "at most one a minute over four minutes, and the first:\n%s", strings.Join(got, "\n"))
+	require.GreaterOrEqual(t, len(got), 3, "it keeps telling while it keeps failing:\n%s", strings.Join(got, "\n"))
+
+	failing = false
+	last := f.get("s", "r").NextAttemptAt
+	f.sweep(w, last)
+	require.Equal(t, uint64(3), f.get("s", "r").NextSeq)
+	failing = true
+	f.append("s", 1)
+	before := len(lines())
+	f.sweep(w, last.Add(time.Second))
+	require.Len(t, lines(), before+1, "a new run of failures is told at once")
+}
