@@ -37,6 +37,12 @@ type slot struct {
 	entry         *hostEntry
 	wakes         uint64 // the worker's Wake count before the claim
 
+	// The dispatcher's: the lease's end on the wall clock (Renew moves it),
+	// and, once the turn started, what ends it there (errLeaseEnding).
+	wallUntil time.Time
+	expire    *time.Timer
+	cancel    context.CancelCauseFunc
+
 	nudge    chan<- struct{} // the dispatcher's slowed
 	wentSlow atomic.Bool     // a send of the turn passed SlowAfter
 	yield    atomic.Bool     // slow with the slow budget full: the turn gives its slot up at its next record if a claim waits
@@ -93,12 +99,16 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 	if err != nil {
 		return rep, err
 	}
+	renew := time.NewTicker(w.opts.lease / 3)
+	defer renew.Stop()
 	for d.start(); len(d.ready) > 0 || len(d.running) > 0; d.start() {
 		select {
 		case e := <-d.ended:
 			d.end(e)
 		case <-d.slowed:
 			d.demote()
+		case <-renew.C:
+			d.renew()
 		}
 	}
 	d.rep.Saturated, d.rep.Unserved, d.rep.Registrations = batch.More, batch.Unserved, len(batch.Registrations)
@@ -136,7 +146,7 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	for _, st := range batch.Registrations {
 		host := st.Host()
 		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host),
-			wakes: wakes, nudge: d.slowed})
+			wakes: wakes, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
 	}
 	return batch, nil
 }
@@ -169,7 +179,11 @@ func (d *dispatcher) start() {
 	d.w.waiting.Add(startable - d.waiting)
 	d.waiting = startable
 	for _, s := range starts {
-		go func() { d.ended <- d.serve(s) }()
+		// The turn's context ends at nine tenths of its lease, which renew moves.
+		ctx, cancel := context.WithCancelCause(withReadClaim(d.ctx, s.claimedAt, s.st.Head)) // pages read since the claim may serve it (pages.go)
+		s.cancel = cancel
+		s.expire = time.AfterFunc(time.Until(s.wallUntil.Add(-d.w.opts.lease/10)), func() { cancel(errLeaseEnding) })
+		go func() { d.ended <- d.serve(ctx, s) }()
 	}
 }
 
@@ -196,8 +210,51 @@ func (d *dispatcher) demote() {
 	}
 }
 
-// serve runs the turn of slot s.
-func (d *dispatcher) serve(s *slot) turnEnd {
+// renew extends the leases of the claims held, ready and running, by
+// Store.Renew, as if each were claimed now on its claim's clock, and moves
+// the ends of the turns whose lease it renewed.
+func (d *dispatcher) renew() {
+	w := d.w
+	held := make([]*slot, 0, len(d.running)+len(d.ready))
+	for s := range d.running {
+		held = append(held, s)
+	}
+	held = append(held, d.ready...)
+	if len(held) == 0 {
+		return
+	}
+	sent := time.Now()
+	skew := held[0].at.Sub(held[0].claimedAt) // the claim's clock against the wall's; the earliest until for all
+	claims := make([]Claim, len(held))
+	bySlot := make(map[Claim]*slot, len(held))
+	for i, s := range held {
+		skew = min(skew, s.at.Sub(s.claimedAt))
+		claims[i] = s.st.Claim()
+		bySlot[claims[i]] = s
+	}
+	until := sent.Add(skew + w.opts.lease)
+	ctx, cancel := context.WithTimeout(d.ctx, w.opts.lease/3)
+	defer cancel()
+	renewed, err := w.store.Renew(ctx, until, claims)
+	if err != nil {
+		w.opts.logger.Warn("herald: cannot renew the leases of the turns in flight; each ends at its lease's end", "namespace", w.namespace,
+			"claims", len(claims), "err", err)
+		return
+	}
+	for _, c := range renewed {
+		s := bySlot[c]
+		if s == nil {
+			continue
+		}
+		s.wallUntil = until.Add(-s.at.Sub(s.claimedAt))
+		if s.expire != nil && s.expire.Stop() { // not fired: the turn still runs under its lease
+			s.expire.Reset(time.Until(s.wallUntil.Add(-w.opts.lease / 10)))
+		}
+	}
+}
+
+// serve runs the turn of slot s under ctx.
+func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	w := d.w
 	w.turns.Add(1)
 	defer w.turns.Add(-1)
@@ -205,9 +262,7 @@ func (d *dispatcher) serve(s *slot) turnEnd {
 	e := turnEnd{s: s, wakes: s.wakes}
 	t := turn{w: w, at: s.at, stop: d.stop, deadline: s.claimedAt.Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
 		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes}
-	ctx := withReadClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (pages.go)
-	ctx, cancel := context.WithDeadlineCause(ctx, s.claimedAt.Add(w.opts.lease-w.opts.lease/10), errLeaseEnding)
-	defer cancel()
+	defer s.cancel(nil)
 	ctx, span := t.startTurn(ctx)
 	e.err = t.run(ctx)
 	endTurn(span, t.rep, e.err)
@@ -226,6 +281,7 @@ func (d *dispatcher) serve(s *slot) turnEnd {
 // end accounts for a turn that ended.
 func (d *dispatcher) end(e turnEnd) {
 	s := e.s
+	s.expire.Stop()
 	delete(d.running, s)
 	if s.slow {
 		d.slow--

@@ -18,8 +18,10 @@
 // record only when every message of it was accepted (2xx) or it had none
 // ([Registration.Wants]), and is written once a page; Store.Checkpoint saves
 // a full page and keeps the claim while the turn's budget (half the lease)
-// lasts and no other claim waits for its slot. What is still in flight at
-// nine tenths of the lease is abandoned uncounted.
+// lasts and no other claim waits for its slot. The worker renews the lease
+// of every claim it holds each third of the lease (Store.Renew); what is
+// still in flight at nine tenths of a lease it could not renew is abandoned
+// uncounted.
 //
 // On a failure the turn lets what is in flight end; the outcome at the first
 // unacknowledged record counts as one attempt. A permanent one (410, a URL
@@ -36,8 +38,11 @@
 // [Worker.RunOnce] is one claim at the caller's instant, served to its end
 // (scheduler mode). [Worker.Run] keeps claiming on the wall clock: it holds
 // up to twice MaxInFlight claims, refills a freed slot at once, and claims on
-// [Worker.Wake], on turn ends that may have left work, and every interval. A
-// slow receiver holds one slot. Overlapping sweeps are safe: every write is
+// [Worker.Wake], on turn ends that may have left work, and every interval.
+// A slot is held for a message, not a turn: a message that waits
+// [SlowAfter] for its answer moves its turn to a budget of its own
+// (WithMaxSlow), so slow receivers never hold a healthy one's slot; sockets
+// stay capped per host. Overlapping sweeps are safe: every write is
 // fenced by its claim's lease. Turns that read one stream from one seq share
 // one Journal.Read (pages.go); an [AdvanceBatcher] store saves concurrent
 // turns' cursors in one round trip.

@@ -1,6 +1,7 @@
 package push_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"context"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -455,6 +457,7 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 		// once all are open; it returns RunOnce's error and report.
 		abandon func(w *push.Worker, s *holdingServer) (push.SweepReport, error)
 		wantErr error
+		noRenew bool // the store cannot renew a lease (Store.Renew fails)
 	}{
 		"a sweep cancelled mid-delivery": {
 			abandon: func(w *push.Worker, s *holdingServer) (push.SweepReport, error) {
@@ -465,8 +468,10 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 			wantErr: context.Canceled,
 		},
 		"turns cut at their lease's end": {
-			// The shortest lease: its end is 1.8 s of real time away.
-			opts: []push.Option{push.WithLease(2 * time.Second)},
+			// The shortest lease, which the store refuses to renew: its end
+			// is 1.8 s of real time away.
+			opts:    []push.Option{push.WithLease(2 * time.Second)},
+			noRenew: true,
 			abandon: func(w *push.Worker, _ *holdingServer) (push.SweepReport, error) {
 				return w.RunOnce(t.Context(), at(0), 10)
 			},
@@ -478,7 +483,11 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: time.Minute})
 			require.NoError(t, err)
 			f := newFixture(t)
-			w, err := push.NewWorker(f.store, f.store, tr, f.proj, append([]push.Option{push.WithOwner("w1")}, c.opts...)...)
+			var st push.Store = f.store
+			if c.noRenew {
+				st = renewFails{f.store}
+			}
+			w, err := push.NewWorker(f.store, st, tr, f.proj, append([]push.Option{push.WithOwner("w1")}, c.opts...)...)
 			require.NoError(t, err)
 			regs := []string{"a", "b", "c"}
 			for _, stream := range regs {
@@ -572,4 +581,11 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 		require.Greater(t, st.HostFailures, 3, "it bears its own failures: each one more, its backoff longer")
 		require.Equal(t, uint64(1), st.NextSeq)
 	}
+}
+
+// renewFails is a store that cannot renew a lease.
+type renewFails struct{ *memory.Store }
+
+func (renewFails) Renew(context.Context, time.Time, []push.Claim) ([]push.Claim, error) {
+	return nil, errors.New("connection refused (the database is down)")
 }

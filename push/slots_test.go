@@ -1,15 +1,18 @@
 package push_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
 )
 
 // Invariant (v4, fair share): a message that waits SlowAfter for its answer
@@ -112,4 +115,52 @@ func receive[T any](t *testing.T, ch <-chan T) T {
 		t.Fatalf("no signal within %v", waitFor)
 		panic("unreachable")
 	}
+}
+
+// renewCounter is a store that signals each Renew it served.
+type renewCounter struct {
+	*memory.Store
+	renewed chan []push.Claim
+}
+
+func (s renewCounter) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+	got, err := s.Store.Renew(ctx, until, claims)
+	s.renewed <- got
+	return got, err
+}
+
+// A turn's lease is renewed while it runs, so a receiver may take longer
+// than the lease: with the shortest lease (2 s), a request held past it
+// is not abandoned, no other worker claims the registration meanwhile, and
+// the answer advances the cursor.
+func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
+	f := newFixture(t)
+	s := newSilentHost(t, "127.0.0.2", 1)
+	f.append("s", 1)
+	registerURL(t, f.store, "s", "r", s.srv.URL+"/inbox")
+	st := renewCounter{Store: f.store, renewed: make(chan []push.Claim, 100)}
+	w1, err := push.NewWorker(f.store, st, loopbackTransport(t), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
+	require.NoError(t, err)
+	w2, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))
+	require.NoError(t, err)
+
+	done := make(chan push.SweepReport, 1)
+	go func() {
+		rep, err := w1.RunOnce(context.Background(), at(0), 10)
+		assert.NoError(t, err)
+		done <- rep
+	}()
+	<-s.reached(1)
+	started := time.Now()
+	for renewals := 0; renewals < 4 || time.Since(started) < 2*time.Second; renewals++ {
+		require.Len(t, receive(t, st.renewed), 1, "the turn's lease is renewed")
+	}
+	rep, err := w2.RunOnce(t.Context(), at(2), 10)
+	require.NoError(t, err)
+	require.Zero(t, rep.Registrations, "past the first lease's end on both clocks, the renewed lease still hides it")
+	s.unblock()
+	rep = receive(t, done)
+	require.Equal(t, 1, rep.Deliveries, "the answer came past the first lease's end and was kept")
+	require.Zero(t, rep.LeasesLost)
+	require.Equal(t, uint64(2), f.get("s", "r").NextSeq)
 }

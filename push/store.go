@@ -61,6 +61,12 @@ type Store interface {
 	// Complete under the same claim. Errors: as Advance.
 	Checkpoint(ctx context.Context, c Claim, nextSeq uint64) error
 
+	// Renew extends to until the lease of each claim whose owner still
+	// holds it, and returns those renewed; the others (taken over, released,
+	// gone) are left alone. A turn's lease is renewed while it runs, so a
+	// lease can be short. Errors: ErrInvalid (a zero until, an invalid claim);
+	// on an error nothing changed.
+	Renew(ctx context.Context, until time.Time, claims []Claim) ([]Claim, error)
 	// Retry records a failed attempt with the progress made before it, in
 	// one atomic step fenced by the claim: the cursor max(stored, nextSeq);
 	// Attempts 1 if that moved it, else Attempts+1; NextAttemptAt notBefore;

@@ -153,10 +153,12 @@ const (
 	// end, where it yields its slot, often.
 	DefaultDrainPage = 256
 	MaxDrainPage     = 10000 // bounds WithDrainPage
-	// DefaultLease (30 s, two request timeouts) is how long a claim hides a
-	// registration from other workers, and so how long a killed worker's
-	// registrations wait.
-	DefaultLease = 30 * time.Second
+	// DefaultLease (6 s) is how long a claim hides a registration from
+	// other workers, and so about how long a killed worker's registrations
+	// wait. A turn's lease is renewed every third of it while the turn runs
+	// (Store.Renew), so a receiver may take longer; a turn whose lease could
+	// not be renewed is abandoned at nine tenths of it, before it lapses.
+	DefaultLease = 6 * time.Second
 	// DefaultSweepLimit (256) bounds one claim of Run's dispatcher: one Due
 	// query's rows.
 	DefaultSweepLimit = 256

@@ -117,6 +117,20 @@ func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, at ti
 	return push.Evidence{At: at, Event: event, Seq: next, Error: reason}, CheckRetained(stream, toSeq, oldest)
 }
 
+// ValidateRenew checks Store.Renew's arguments: a set until and valid
+// claims. Errors wrap journal.ErrInvalid.
+func ValidateRenew(until time.Time, claims []push.Claim) error {
+	if err := push.ValidateInstant("until", until); err != nil {
+		return err
+	}
+	for _, c := range claims {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // EvidenceLimit returns the effective limit of push.Store.Evidence:
 // push.MaxEvidence for 0 or more than that. A negative limit is
 // journal.ErrInvalid.

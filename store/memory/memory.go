@@ -343,6 +343,23 @@ func (s *Store) save(c push.Claim, nextSeq uint64, release bool) error {
 	})
 }
 
+// Renew implements push.Store.
+func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+	if err := store.ValidateRenew(until, claims); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var renewed []push.Claim
+	for _, c := range claims {
+		if r := s.regs[push.Key{Stream: c.Stream, ID: c.ID}]; r != nil && r.LeaseOwner == c.Owner {
+			r.LeaseUntil = until
+			renewed = append(renewed, c)
+		}
+	}
+	return renewed, nil
+}
+
 // Retry implements push.Store.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
 	if err := push.ValidateInstant("not before", notBefore); err != nil {

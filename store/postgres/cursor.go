@@ -35,6 +35,24 @@ func (s *Store) saveCursor(ctx context.Context, op, write string, c push.Claim, 
 	return s.fenced(ctx, op, c, nextSeq, false, nil, write, c.Stream, c.ID, c.Owner, int64(nextSeq))
 }
 
+// Renew implements push.Store in one statement.
+func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+	if err := store.ValidateRenew(until, claims); err != nil {
+		return nil, err
+	}
+	streams, ids, owners := make([]string, 0, len(claims)), make([]string, 0, len(claims)), make([]string, 0, len(claims))
+	for _, c := range claims {
+		if validKey(c.Stream, c.ID) && validText(c.Owner) { // text PostgreSQL cannot hold names no lease
+			streams, ids, owners = append(streams, c.Stream), append(ids, c.ID), append(owners, c.Owner)
+		}
+	}
+	return query(ctx, s, "renew leases", nil, func(row pgx.CollectableRow) (push.Claim, error) {
+		var c push.Claim
+		err := row.Scan(&c.Stream, &c.ID, &c.Owner)
+		return c, err
+	}, sqlRenew, until, streams, ids, owners)
+}
+
 // Retry implements push.Store: the cursor reached, the failure count, the
 // next attempt and the evidence, in one statement.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {

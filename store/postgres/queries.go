@@ -266,6 +266,11 @@ WHERE s.pending`
 // Host health (hosts.go, and Due's probes). Lock order: a registration's row
 // before its host's; Due locks host rows with SKIP LOCKED only.
 const (
+	// The leases still held by the claims ($2, $3, $4 in step), to $1.
+	sqlRenew = `UPDATE herald_registration r SET lease_until = $1
+FROM unnest($2::text[], $3::text[], $4::text[]) AS c(stream, id, owner)
+WHERE r.stream = c.stream AND r.id = c.id AND r.lease_owner = c.owner AND r.lease_owner <> ''
+RETURNING r.stream, r.id, r.lease_owner`
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	// The hosts whose probe is due at $1: this claim owns those it locks.
 	sqlLockProbes = `SELECT ` + hostColumns + ` FROM herald_host

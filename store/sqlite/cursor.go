@@ -102,6 +102,35 @@ func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSe
 	})
 }
 
+// Renew implements push.Store, one statement a claim in one transaction.
+func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+	if err := store.ValidateRenew(until, claims); err != nil {
+		return nil, err
+	}
+	when, err := instantArg("until", until)
+	if err != nil {
+		return nil, err
+	}
+	var renewed []push.Claim
+	err = s.write(ctx, "renew leases", func(tx *sql.Tx) error {
+		renewed = renewed[:0]
+		for _, c := range claims {
+			res, err := tx.ExecContext(ctx, sqlRenew, when, c.Stream, c.ID, c.Owner)
+			if err != nil {
+				return translate("renew leases", err)
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				renewed = append(renewed, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return renewed, nil
+}
+
 // Retry implements push.Store.
 func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
 	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, "not before", notBefore, ev)

@@ -95,6 +95,7 @@ const (
 
 // Host health (claims.go).
 const (
+	sqlRenew    = `UPDATE herald_registration SET lease_until = ?1 WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4 AND lease_owner <> ''`
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
 	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)

@@ -18,7 +18,7 @@ import (
 var dueTests = []test{
 	testOnlyRegistrationsWithWork, testLimitAndSaturation, testLeaseIsExclusiveUntilExpiry,
 	testOldestAttemptFirst, testBadDueQueryChangesNothing, testSaturationStarvesNoOne,
-	testConcurrentClaimsAreExclusive, testPerHostCap, testHostFollowsTheURL,
+	testConcurrentClaimsAreExclusive, testPerHostCap, testHostFollowsTheURL, testRenewExtendsOnlyLeasesStillHeld,
 }
 
 var hostTests = []test{
@@ -95,6 +95,44 @@ func testLeaseIsExclusiveUntilExpiry(t *testing.T, b Backend) {
 	require.Equal(t, []string{"s/r"}, keys(again.Registrations))
 	require.NoError(t, b.Advance(t.Context(), again.Registrations[0].Claim(), 3))
 	require.Empty(t, due(t, b, "webhook", "A", at(62), 10).Registrations, "at the head: idle, not due")
+}
+
+// Renew extends the leases its claims still hold, and no other: not one
+// another worker took over after expiry, nor one released; a bad argument
+// changes nothing.
+func testRenewExtendsOnlyLeasesStillHeld(t *testing.T, b Backend) {
+	streamWithRegs(t, b, 2, 3)
+	held := due(t, b, "webhook", "A", at(0), 3).Registrations
+	require.Len(t, held, 3)
+	byID := map[string]push.Claim{}
+	for _, st := range held {
+		byID[st.ID] = st.Claim()
+	}
+	require.NoError(t, b.Advance(t.Context(), byID["r2"], 1)) // released
+	taken := due(t, b, "webhook", "B", at(30), 10).Registrations
+	require.ElementsMatch(t, []string{"s/r2"}, keys(taken), "only the released one: the others' leases are live")
+
+	for _, bad := range []struct {
+		until  time.Time
+		claims []push.Claim
+	}{{time.Time{}, []push.Claim{byID["r0"]}}, {at(100), []push.Claim{{Stream: "s", ID: "r0"}}}} {
+		_, err := b.Renew(t.Context(), bad.until, bad.claims)
+		require.ErrorIs(t, err, journal.ErrInvalid)
+	}
+	renewed, err := b.Renew(t.Context(), at(0).Add(2*time.Minute), []push.Claim{byID["r0"], byID["r1"], byID["r2"],
+		{Stream: "s", ID: "gone", Owner: "A"}})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []push.Claim{byID["r0"], byID["r1"]}, renewed, "not the released one, nor one never registered")
+	requireTime(t, at(0).Add(2*time.Minute), get(t, b, "s", "r0").LeaseUntil, "renewed")
+	require.Equal(t, "B", get(t, b, "s", "r2").LeaseOwner, "a lease taken over is left alone")
+	require.Empty(t, due(t, b, "webhook", "C", at(80), 10).Registrations, "past the first lease, within the renewed one")
+
+	got := due(t, b, "webhook", "C", at(0).Add(2*time.Minute), 10)
+	require.ElementsMatch(t, []string{"s/r0", "s/r1", "s/r2"}, keys(got.Registrations), "expired at the renewed LeaseUntil (and B's)")
+	renewed, err = b.Renew(t.Context(), at(0).Add(3*time.Minute), []push.Claim{byID["r0"]})
+	require.NoError(t, err)
+	require.Empty(t, renewed, "A's claim was taken over by C: not renewed")
+	require.Equal(t, "C", get(t, b, "s", "r0").LeaseOwner)
 }
 
 func testOldestAttemptFirst(t *testing.T, b Backend) {
