@@ -119,12 +119,13 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 }
 
 // claim asks the store for up to limit registrations due at at, under a
-// lease owner of its own (capped: no more of a host than the worker may
-// still serve), and holds them ready.
+// lease owner of its own, and holds them ready. Run's claims are capped (no
+// more of a host than the worker may still serve) and count no Unserved;
+// RunOnce's report has it.
 func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, error) {
 	w := d.w
 	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
-		LeaseUntil: at.Add(w.opts.lease)}
+		LeaseUntil: at.Add(w.opts.lease), CountUnserved: !capped}
 	if capped {
 		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.busy()
 	}

@@ -45,7 +45,8 @@ type Store interface {
 	// oldest NextAttemptAt first so that none starves, and stamps each, in
 	// the same atomic step, with the lease (q.Owner, q.LeaseUntil) and
 	// NextAttemptAt = q.At. More says a q.Limit+1st was due (not claimed);
-	// Unserved counts due registrations of other namespaces. The per-host cap
+	// Unserved counts due registrations of other namespaces if
+	// q.CountUnserved. The per-host cap
 	// applies when q.MaxPerHost > 0. Errors: ErrInvalid (DueQuery.Validate).
 	Due(ctx context.Context, q DueQuery) (DueBatch, error)
 
@@ -174,6 +175,10 @@ type DueQuery struct {
 	// claimed and do not count towards More.
 	MaxPerHost int
 	Busy       map[string]int // in flight per host already; read only with MaxPerHost > 0
+	// CountUnserved asks for DueBatch.Unserved, which reads the other
+	// namespaces' due registrations: RunOnce's report has it; Run's claims,
+	// many a second, do without.
+	CountUnserved bool
 }
 
 // Validate checks a DueQuery. Errors wrap journal.ErrInvalid.
@@ -211,7 +216,7 @@ func (q DueQuery) HostRoom(host string) int {
 type DueBatch struct {
 	Registrations []Status // claimed, each with its stream's head
 	More          bool     // more than Limit were due: the sweep is saturated
-	Unserved      int      // due registrations of other namespaces, not claimed
+	Unserved      int      // due registrations of other namespaces, not claimed (counted only if DueQuery.CountUnserved)
 	Hosts         []Host   // the claimed registrations' troubled hosts (Host.Troubled)
 }
 

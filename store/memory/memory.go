@@ -296,7 +296,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		}
 		if r.Namespace == q.Namespace {
 			due = append(due, r)
-		} else if held, probe := s.hosts[r.Host()].Holds(q.At); !held || probe {
+		} else if held, probe := s.hosts[r.Host()].Holds(q.At); q.CountUnserved && (!held || probe) {
 			p.Batch.Unserved++
 		}
 	}

@@ -199,7 +199,9 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		b = &pgx.Batch{}
 		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, busyHosts, busy, probeHosts, held).Query(
 			appendTo(&batch.Registrations, func(row pgx.CollectableRow) (push.Status, error) { return scanStatus(row, &unclaimed) }))
-		b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+		if q.CountUnserved {
+			b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
+		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due", err)
 		}

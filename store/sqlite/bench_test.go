@@ -180,3 +180,51 @@ func BenchmarkDeliver(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAudience: one record to n registrations of one stream on n/10
+// hosts, claimed as the daemon claims (32 at a time, at most 4 a host) and
+// each advanced past it: the store's cost of one delivery, which must not
+// grow with the registrations that are not served.
+func BenchmarkAudience(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("registrations=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			for range b.N {
+				b.StopTimer()
+				s := benchStore(b)
+				for i := range n {
+					if _, err := s.Register(ctx, push.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%d", i),
+						Namespace: "activitypub", URL: fmt.Sprintf("https://h%d.example/inbox/%d", i/10, i)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := s.Append(ctx, "actor/alice", benchEntries("post", 1)...); err != nil {
+					b.Fatal(err)
+				}
+				at := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+				b.StartTimer()
+				done, claims := 0, 0
+				for done < n {
+					batch, err := s.Due(ctx, push.DueQuery{At: at, Limit: 32, Namespace: "activitypub", Owner: fmt.Sprintf("w#%d", claims),
+						LeaseUntil: at.Add(time.Minute), MaxPerHost: 4})
+					if err != nil {
+						b.Fatal(err)
+					}
+					claims++
+					if len(batch.Registrations) == 0 {
+						b.Fatalf("nothing due with %d of %d done", done, n)
+					}
+					for _, st := range batch.Registrations {
+						if err := s.Advance(ctx, st.Claim(), 2); err != nil {
+							b.Fatal(err)
+						}
+					}
+					done += len(batch.Registrations)
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n)/float64(b.N), "µs/delivery")
+				b.ReportMetric(float64(claims), "claims")
+				s.Close()
+			}
+		})
+	}
+}

@@ -75,8 +75,10 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 				return err
 			}
 		}
-		if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
-			return translate("due: count other namespaces", err)
+		if q.CountUnserved {
+			if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
+				return translate("due: count other namespaces", err)
+			}
 		}
 		for i := range p.Batch.Registrations {
 			st := &p.Batch.Registrations[i]

@@ -38,6 +38,9 @@ func testOnlyRegistrationsWithWork(t *testing.T, b Backend) {
 	register(t, b, reg("s", "other-ns-2", "a2a"))
 	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
 
+	uncounted, err := b.Due(t.Context(), push.DueQuery{At: at(5), Limit: 1, Namespace: "nobody", Owner: "w0", LeaseUntil: at(6)})
+	require.NoError(t, err)
+	require.Zero(t, uncounted.Unserved, "the others' due registrations are counted only when asked")
 	batch := due(t, b, "webhook", "w1", at(10), 100)
 	require.Equal(t, []string{"s/due"}, keys(batch.Registrations),
 		"not at head, not parked, not before NextAttemptAt, not another namespace")

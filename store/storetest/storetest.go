@@ -141,7 +141,7 @@ func get(t *testing.T, b Backend, stream, id string) push.Status {
 
 func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) push.DueBatch {
 	t.Helper()
-	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute)})
+	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute), CountUnserved: true})
 	require.NoError(t, err)
 	return batch
 }
