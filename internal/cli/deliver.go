@@ -33,9 +33,9 @@ import (
 // deliveryFlags are the transport's and the workers' options of sweep and
 // run; transport.New and push.NewWorker check their ranges.
 type deliveryFlags struct {
-	allowHTTP, allowPrivate                         bool
-	allowHosts                                      []string
-	timeout, maxRetryAfter, lease, hostHorizon      time.Duration
+	allowHTTP, allowPrivate                                  bool
+	allowHosts                                               []string
+	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
 	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
 }
 

@@ -16,7 +16,7 @@ import (
 
 func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 	var (
-		h                  push.Host
+		h                                push.Host
 		probeAt, failureAt, failingSince pgtype.Timestamptz
 	)
 	err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince}, extra...)...)

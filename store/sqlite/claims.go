@@ -102,7 +102,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 
 func scanHost(sc scanner) (push.Host, error) {
 	var (
-		h                         push.Host
+		h                                       push.Host
 		since, probeAt, failureAt, failingSince sql.NullInt64
 	)
 	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince)
