@@ -186,10 +186,9 @@ func NewDuePicker(q push.DueQuery, hosts map[string]push.Host) *DuePicker {
 	return &DuePicker{q: q, hosts: hosts, taken: map[string]int{}}
 }
 
-// Offer considers the next due registration, and returns false once the
-// batch is full (More is set: stop offering).
-func (p *DuePicker) Offer(st push.Status) bool {
-	host := st.Host()
+// Offer considers the next due registration, of host (its HostOf), and
+// returns false once the batch is full (More is set: stop offering).
+func (p *DuePicker) Offer(st push.Status, host string) bool {
 	h, stored := p.hosts[host]
 	held, probe := h.Holds(p.q.At)
 	if room := p.q.HostRoom(host); (room >= 0 && p.taken[host] >= room) || (held && !probe) {

@@ -304,7 +304,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
 	for _, r := range due {
-		if !p.Offer(s.status(r)) {
+		if !p.Offer(s.status(r), r.Host()) {
 			break
 		}
 	}

@@ -53,22 +53,9 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			limit = -1
 		}
 		p = store.NewDuePicker(q, hosts)
-		rows, err := tx.QueryContext(ctx, sqlDue, at.Int64, q.Namespace, limit)
+		full, err := pickDue(ctx, tx, p, at.Int64, q.Namespace, limit)
 		if err != nil {
-			return translate("due", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			st, err := scanStatus(rows)
-			if err != nil {
-				return translate("due", err)
-			}
-			if !p.Offer(st) {
-				break
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return translate("due", err)
+			return err
 		}
 		for _, h := range p.Probed {
 			if err := s.putHost(ctx, tx, h, h); err != nil {
@@ -87,10 +74,13 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			}
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
-		// Every stream woken by now was read above: its marker becomes the
-		// earliest instant one of its lagging, unparked registrations is due (a
-		// claimed one at its lease's end, a held one at its host's next probe:
-		// a down host costs no write per sweep), or NULL.
+		if !full {
+			return nil // due registrations are left: the woken streams stay woken
+		}
+		// Every stream woken by now was read to its end above: its marker
+		// becomes the earliest instant one of its lagging, unparked
+		// registrations is due (a claimed one at its lease's end, a held one at
+		// its host's next probe: a down host costs no write per sweep), or NULL.
 		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
 		return translate("due: recompute wake markers", err)
 	})
@@ -108,6 +98,43 @@ func scanHost(sc scanner) (push.Host, error) {
 	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince)
 	h.Since, h.NextProbeAt, h.LastFailureAt, h.FailingSince = instant(since), instant(probeAt), instant(failureAt), instant(failingSince)
 	return h, err
+}
+
+// pickDue offers p the due registrations in claim order, up to limit rows
+// (-1: all), then reads the picks whole. full says every due registration
+// was offered.
+func pickDue(ctx context.Context, tx *sql.Tx, p *store.DuePicker, at int64, namespace string, limit int) (full bool, err error) {
+	rows, err := tx.QueryContext(ctx, sqlDue, at, namespace, limit)
+	if err != nil {
+		return false, translate("due", err)
+	}
+	defer rows.Close()
+	full, n := true, 0
+	for rows.Next() {
+		var st push.Status
+		var host string
+		if err := rows.Scan(&st.Stream, &st.ID, &host); err != nil {
+			return false, translate("due", err)
+		}
+		n++
+		if !p.Offer(st, host) {
+			full = false
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, translate("due", err)
+	}
+	if limit >= 0 && n >= limit {
+		full = false // the LIMIT stopped the scan
+	}
+	rows.Close()
+	for i, pick := range p.Batch.Registrations {
+		if p.Batch.Registrations[i], err = getStatus(ctx, tx, pick.Stream, pick.ID); err != nil {
+			return false, err
+		}
+	}
+	return full, nil
 }
 
 // getHost reads one host; found is false when none is stored.

@@ -67,22 +67,59 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 	if err := cmp.Or(err, c.Validate()); err != nil {
 		return err
 	}
-	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error {
-		fc := fence{n: n}
-		err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return notFound(c.Stream, c.ID)
-		case err != nil:
-			return translate("check lease", err)
-		case fc.owner != c.Owner:
-			return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error { return fencedIn(ctx, tx, c, n, nextSeq, fn) })
+}
+
+// fencedIn is fenced's check and write in tx.
+func fencedIn(ctx context.Context, tx *sql.Tx, c push.Claim, n int64, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
+	fc := fence{n: n}
+	err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return notFound(c.Stream, c.ID)
+	case err != nil:
+		return translate("check lease", err)
+	case fc.owner != c.Owner:
+		return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+	}
+	if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
+		return err
+	}
+	return fn(tx, fc)
+}
+
+// AdvanceBatch implements push.AdvanceBatcher: the saves, in order, in one
+// write transaction, so that concurrent turns' cursors cost one commit (one
+// fsync). A save refused (lease lost, gone, a bad cursor) is refused before
+// it writes: it changed nothing.
+func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+	errs := make([]error, len(saves))
+	err := s.write(ctx, "advance a batch", func(tx *sql.Tx) error {
+		for i, sv := range saves {
+			c := sv.Claim
+			n, err := seqArg("next seq", sv.NextSeq)
+			if err = cmp.Or(err, c.Validate()); err == nil {
+				err = fencedIn(ctx, tx, c, n, sv.NextSeq, func(tx *sql.Tx, fc fence) error {
+					_, err := update(ctx, tx, "advance", c.Stream, c.ID, sqlAdvance, c.Stream, c.ID, c.Owner, fc.n)
+					return err
+				})
+			}
+			if err != nil && !refused(err) {
+				return err // the database's failure: nothing applied
+			}
+			errs[i] = err
 		}
-		if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
-			return err
-		}
-		return fn(tx, fc)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// refused says whether err is a write's refusal, not the database's failure.
+func refused(err error) bool {
+	return errors.Is(err, journal.ErrInvalid) || errors.Is(err, journal.ErrNotFound) || errors.Is(err, push.ErrLeaseLost)
 }
 
 // Advance implements push.Store.

@@ -369,13 +369,13 @@ func TestADirtyVersionIsSettledAsTheErrorSays(t *testing.T) {
 		err := call()
 		require.ErrorIs(t, err, store.ErrSchemaDirty, op)
 		require.ErrorContains(t, err, path, op)
-		require.ErrorContains(t, err, "schema_migrations records version 2 (002_host_failing_since) as dirty", op)
+		require.ErrorContains(t, err, "schema_migrations records version 3 (003_registration_due) as dirty", op)
 		require.ErrorContains(t, err, "UPDATE schema_migrations SET version = N, dirty = false", op)
 	}
 	requireUnchanged(t, before, path, "a dirty database")
 
-	// The migration did finish: the operator records version 2.
-	rawExec(t, path, "UPDATE schema_migrations SET version = 2, dirty = false")
+	// The migration did finish: the operator records version 3.
+	rawExec(t, path, "UPDATE schema_migrations SET version = 3, dirty = false")
 	openClose(t, path)
 	v, dirty := rawState(t, path)
 	require.Equal(t, sqlite.SchemaVersion(), v)

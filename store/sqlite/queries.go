@@ -81,7 +81,10 @@ const (
 	AND (r.lease_until IS NULL OR r.lease_until <= ?1)
 	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?1) `
 	sqlAnyWoken = "SELECT EXISTS (SELECT 1 FROM herald_stream WHERE wake_at <= ?)"
-	sqlDue      = "SELECT " + statusColumns + dueFrom + dueWhere +
+	// sqlDue picks in claim order from the narrow columns of the index
+	// herald_registration_due (migration 003), never reading a row's config:
+	// the picks are read whole afterwards (sqlGet).
+	sqlDue = "SELECT r.stream, r.id, r.host" + dueFrom + dueWhere +
 		"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3"
 	sqlUnserved = "SELECT COUNT(*)" + dueFrom + dueWhere + "AND r.namespace <> ?2"
 	sqlClaim    = "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?"

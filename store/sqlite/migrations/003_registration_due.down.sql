@@ -1,0 +1,1 @@
+DROP INDEX herald_registration_due;
