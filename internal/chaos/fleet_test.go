@@ -212,7 +212,7 @@ func (f *fleet) windowFigures(v Verdict) map[string]any {
 }
 
 // workerArgs are the flags of every worker of the fleet: the default sweep
-// limit (256) and MaxInFlight (16), so that most claims wait for their turn,
+// limit (256) and MaxInFlight (64), so that most claims wait for their turn,
 // which the sweep's lease budget must keep inside the lease; and the plan's
 // --max-per-host (every receiver is one host), so that windows fill.
 func (f *fleet) workerArgs() []string {
