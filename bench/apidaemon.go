@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// storeKinds are the stores the audience workload runs on, by
+// storeKinds are the stores the audience and slots workloads run on, by
 // the name the report gives them.
 var storeKinds = []string{"sqlite", "postgres"}
 
