@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/heraldpush/herald/store/postgres"
 )
 
 // The audience's hosts, as issue 37 sets them: 10 inboxes a host; of every
@@ -53,6 +55,7 @@ type audienceRun struct {
 	profile                  string
 	start                    time.Time
 	load0, load1             string
+	stmts                    []stmtStat // PostgreSQL's statements from the append to the end (-lat-statements)
 }
 
 // audience is issue 37's fediverse audience: one Create to N inboxes.
@@ -79,17 +82,17 @@ func audience(ctx context.Context, e *env, cfg config, rep *report) error {
 	rep.printf("### A fediverse audience: one Create to N inboxes (issue 37)\n\n")
 	rep.printf("One ActivityPub `Create` (a Note to Public and the followers, signed with one RSA-2048 actor key) to N inboxes, one `activitypub` registration each (stream `actor/alice`), on N/%d loopback hosts of 127.1.0.0/16 (%d inboxes a host, all hosts on one port) served by the benchmark process: of every 100 hosts 93 answer 202 %v after reading the request, 5 after %v, 2 never (the request is held until herald's 15 s timeout). `herald run` with its defaults plus `--allow-http --allow-private-network` and `--api-addr` (metrics and admin servers off). The registrations are made over the HTTP API (`POST /v1/registrations`, 16 at once) by a first daemon, which is then stopped; a fresh one (the measured process, `HERALD_CPUPROFILE` when profiled) gets the one append (`POST /v1/records`). Times are from the append's answer to the healthy inbox's receiving the request (its body read). A case ends when every healthy and slow inbox had it, or at its bound (%v).\n\n",
 		inboxesPerHost, inboxesPerHost, audienceHealthy, audienceSlow, cfg.audienceFor)
-	rep.printf("| store | N | hosts | registering s (/s) | append ms | healthy | p50 s | p95 s | p100 s | by 10 s | by 60 s | slow had it | silent requests | CPU s daemon / PostgreSQL | daemon peak RSS MiB | duplicates | started (UTC), load |\n|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---|\n")
+	rep.printf("| store | N | hosts | registering s (/s) | append ms | healthy | p50 s | p95 s | p100 s | by 10 s | by 60 s | by the end | slow had it | silent requests | CPU s daemon / PostgreSQL | daemon peak RSS MiB | duplicates | started (UTC), load |\n|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---|\n")
 	for _, r := range runs {
 		pg := "–"
 		if r.store == "postgres" {
 			pg = fmtNum(r.pgCPU.Seconds(), 1)
 		}
-		rep.printf("| %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %d of %d | %d | %s / %s | %s | %d | %s, %s → %s |\n",
+		rep.printf("| %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s (%s s) | %d of %d | %d | %s / %s | %s | %d | %s, %s → %s |\n",
 			r.store, fmtNum(float64(r.n), 0), fmtNum(float64(r.hosts), 0),
 			fmtNum(r.registerTook.Seconds(), 1), fmtNum(float64(r.n)/r.registerTook.Seconds(), 0), fmtNum(ms(r.appendTook), 0),
 			fmtNum(float64(r.healthy), 0), r.pct(50), r.pct(95), r.pct(100),
-			fmtNum(float64(r.by(10*time.Second)), 0), r.byCell(60*time.Second),
+			fmtNum(float64(r.by(10*time.Second)), 0), r.byCell(60*time.Second), fmtNum(float64(len(r.times)), 0), fmtNum(r.took.Seconds(), 0),
 			r.slowGot, r.slow, r.silentReqs, fmtNum(r.daemonCPU.Seconds(), 1), pg, fmtNum(float64(r.rss)/(1<<20), 0), r.dups,
 			r.start.UTC().Format("15:04:05"), r.load0, r.load1)
 	}
@@ -99,6 +102,11 @@ func audience(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 		return n
 	}())
+	for _, r := range runs {
+		if len(r.stmts) > 0 {
+			printStmts(rep, fmt.Sprintf("%s, %d inboxes", r.store, r.n), [][]stmtStat{r.stmts})
+		}
+	}
 	for _, r := range runs {
 		if r.profile != "" {
 			rep.printf("CPU profile of the %s daemon, %d inboxes: `%s`.\n", r.store, r.n, r.profile)
@@ -191,6 +199,13 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 		r.profile = filepath.Join(cfg.audienceProfile, fmt.Sprintf("audience-%s-%d-run%d", store, n, run))
 		env = append(env, "HERALD_CPUPROFILE="+r.profile)
 	}
+	var pgStore *postgres.Store // for -lat-statements
+	if store == "postgres" && cfg.latStatements {
+		if pgStore, err = postgres.Open(ctx, withPool(database, 2)); err != nil {
+			return r, err
+		}
+		defer pgStore.Close()
+	}
 	pg0 := e.pgCPU()
 	if d, err = startAPIDaemon(ctx, e, "herald-audience", database, env); err != nil {
 		return r, err
@@ -205,6 +220,11 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 		r.profile += "." + strconv.Itoa(d.p.pid())
 	}
 	time.Sleep(time.Second) // the fresh daemon's first claim (nothing due) is behind it
+	if pgStore != nil {
+		if err := resetStmts(ctx, pgStore); err != nil {
+			return r, err
+		}
+	}
 	sent := time.Now()
 	if _, err := d.appendRecords(ctx, "actor/alice", apiRecord{ID: "https://social.example/users/alice/statuses/1/activity", Kind: "Create", Payload: createActivity()}); err != nil {
 		return r, err
@@ -229,6 +249,11 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 	r.took = time.Since(t0)
 	r.daemonCPU, r.rss = d.p.cpu(), d.p.peakRSS()
 	r.pgCPU = e.pgCPU() - pg0
+	if pgStore != nil {
+		if r.stmts, err = readStmts(ctx, pgStore, r.took); err != nil {
+			return r, err
+		}
+	}
 	stopped = true
 	farm.close() // the held requests end now, so the daemon stops at once
 	if err := d.p.stop(); err != nil {

@@ -107,7 +107,7 @@ func main() {
 	flag.StringVar(&cfg.audienceProfile, "audience-cpuprofile", "", "audience: write the measured daemon's CPU profile (HERALD_CPUPROFILE) into this directory, one file a case")
 	flag.StringVar(&slotsK, "slots-k", "20,100", "slots: the numbers of slow registrations, comma-separated (the shared-host case runs after them)")
 	flag.DurationVar(&cfg.slotsFor, "slots-for", 30*time.Second, "slots: how long the healthy registration gets a record every 0.5 s")
-	flag.BoolVar(&cfg.latStatements, "lat-statements", false, "latency: load pg_stat_statements into the cluster and print, for each case, what PostgreSQL spent on each statement (it slows every statement a little)")
+	flag.BoolVar(&cfg.latStatements, "lat-statements", false, "latency, audience: load pg_stat_statements into the cluster and print, for each (PostgreSQL) case, what PostgreSQL spent on each statement (it slows every statement a little)")
 	flag.Parse()
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
