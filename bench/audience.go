@@ -139,7 +139,7 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 		if kind == "silent" {
 			silentReqs.Add(1)
 			farm.hold(req, -1)
-			return
+			panic(http.ErrAbortHandler) // no answer at all, not the 200 of a handler that returns
 		}
 		if !got[i].CompareAndSwap(0, now) {
 			dups.Add(1)
@@ -152,9 +152,10 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 		if kind == "slow" {
 			d = audienceSlow
 		}
-		if farm.hold(req, d) {
-			w.WriteHeader(http.StatusAccepted)
+		if !farm.hold(req, d) {
+			panic(http.ErrAbortHandler) // the case ended first: no answer
 		}
+		w.WriteHeader(http.StatusAccepted)
 	}))
 	if err != nil {
 		return r, err

@@ -98,7 +98,9 @@ func (f *hostFarm) close() {
 }
 
 // hold waits d (forever when d < 0) or until the request's client gives up
-// or the farm closes; it reports whether the whole wait passed.
+// or the farm closes; it reports whether the whole wait passed. A handler
+// that returns without writing answers 200: one that must not answer
+// panics with http.ErrAbortHandler.
 func (f *hostFarm) hold(r *http.Request, d time.Duration) bool {
 	var after <-chan time.Time
 	if d >= 0 {

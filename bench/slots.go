@@ -150,9 +150,10 @@ func slotsOne(ctx context.Context, e *env, cfg config, store string, c slotsCase
 			mu.Lock()
 			slowAt[j] = append(slowAt[j], now)
 			mu.Unlock()
-			if farm.hold(req, slowAnswer) {
-				w.WriteHeader(http.StatusNoContent)
+			if !farm.hold(req, slowAnswer) {
+				panic(http.ErrAbortHandler) // the case ended first: no answer
 			}
+			w.WriteHeader(http.StatusNoContent)
 		case strings.HasPrefix(p, "/bad/"):
 			mu.Lock()
 			badReqs++
