@@ -3,10 +3,14 @@
 // the same PostgreSQL, the same receiver and the same machine, in one run,
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
-//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producers,parts,httpappend,appends,idle,latency,silent,scaleout,prune,far]
+//	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producers,parts,httpappend,appends,idle,latency,silent,scaleout,prune,far,audience,slots]
 //	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
 //	                     [-far-cases loopback] [-far-loop-n 10000] [-herald-baseline ../../herald-main]
 //	                     [-lat-intervals 0,5ms] [-lat-statements]
+//	                     [-stores sqlite,postgres] [-audience-n 1000,10000] [-audience-for 120s] [-audience-cpuprofile DIR]
+//	                     [-slots-k 20,100] [-slots-for 30s]
+//
+// audience and slots (issue 37) run only when -only names them.
 //
 // It starts a throwaway PostgreSQL through herald's test harness
 // (internal/pgtest) with fsync, synchronous_commit and full_page_writes on,
@@ -31,35 +35,41 @@ import (
 )
 
 type config struct {
-	quick         bool
-	runs          int
-	conc          int
-	out           string
-	only          map[string]bool
-	keep          bool
-	riverCool     time.Duration
-	heraldEvery   time.Duration
-	fanout        []fanoutCase
-	appendFor     time.Duration
-	producerFor   time.Duration
-	idleRegs      int
-	idleSweeps    int
-	latRate       int
-	latFor        time.Duration
-	latStreams    int
-	latAppenders  int
-	producers     int
-	appendCases   []appendCase
-	fanoutConcs   []int
-	silentFor     time.Duration
-	scaleRegs     int
-	scaleRecords  int
-	pruneRecords  int
-	farCases      string          // far: "all", "far" (200 ms away), "loopback" (fan-out 1) or "loopback16" (its window 16 case alone)
-	farLoopN      int             // far: records of each loopback case (0: the mode's)
-	baseline      string          // a second herald binary, run beside the built one in the far and latency workloads
-	latSeqEvery   []time.Duration // latency: the daemon's --sequencer-interval values (0: its default)
-	latStatements bool            // latency: count statements with pg_stat_statements and print them
+	quick           bool
+	runs            int
+	conc            int
+	out             string
+	only            map[string]bool
+	keep            bool
+	riverCool       time.Duration
+	heraldEvery     time.Duration
+	fanout          []fanoutCase
+	appendFor       time.Duration
+	producerFor     time.Duration
+	idleRegs        int
+	idleSweeps      int
+	latRate         int
+	latFor          time.Duration
+	latStreams      int
+	latAppenders    int
+	producers       int
+	appendCases     []appendCase
+	fanoutConcs     []int
+	silentFor       time.Duration
+	scaleRegs       int
+	scaleRecords    int
+	pruneRecords    int
+	farCases        string          // far: "all", "far" (200 ms away), "loopback" (fan-out 1) or "loopback16" (its window 16 case alone)
+	farLoopN        int             // far: records of each loopback case (0: the mode's)
+	baseline        string          // a second herald binary, run beside the built one in the far and latency workloads
+	latSeqEvery     []time.Duration // latency: the daemon's --sequencer-interval values (0: its default)
+	latStatements   bool            // latency: count statements with pg_stat_statements and print them
+	stores          []string        // audience, slots: the stores to run on (sqlite, postgres)
+	audienceN       []int           // audience: the numbers of inboxes
+	audienceFor     time.Duration   // audience: each case's bound from the append
+	audienceProfile string          // audience: a directory for the measured daemon's CPU profiles (empty: none)
+	slotsK          []int           // slots: the numbers of slow registrations
+	slotsFor        time.Duration   // slots: how long the healthy registration gets appends
 }
 
 func main() {
@@ -70,6 +80,9 @@ func main() {
 		concs        string
 		fanoutE      int
 		latIntervals string
+		stores       string
+		audienceN    string
+		slotsK       string
 	)
 	flag.BoolVar(&cfg.quick, "quick", false, "small sizes and one run (a few minutes), to check that everything works")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each measurement (the tables give the median and min–max); -quick sets 1 unless given")
@@ -88,13 +101,19 @@ func main() {
 	flag.IntVar(&cfg.farLoopN, "far-loop-n", 0, "far: records of each loopback case (0: 20,000, or 5,000 with -quick)")
 	flag.StringVar(&cfg.baseline, "herald-baseline", "", "far and latency: path of another herald binary (e.g. built from main) run beside this tree's, alternating, case by case")
 	flag.StringVar(&latIntervals, "lat-intervals", "5ms,0,20ms", "latency: the daemon's --sequencer-interval values to run, comma-separated (0: its default)")
-	flag.BoolVar(&cfg.latStatements, "lat-statements", false, "latency: load pg_stat_statements into the cluster and print, for each case, what PostgreSQL spent on each statement (it slows every statement a little)")
+	flag.StringVar(&stores, "stores", "sqlite,postgres", "audience, slots: the stores to run on, comma-separated (sqlite, postgres)")
+	flag.StringVar(&audienceN, "audience-n", "1000,10000", "audience: the numbers of inboxes (10 a host), comma-separated; 100000 holds 10,000 listeners and takes long")
+	flag.DurationVar(&cfg.audienceFor, "audience-for", 120*time.Second, "audience: each case's bound from the append (it ends earlier when every healthy and slow inbox had the post); at least 60s")
+	flag.StringVar(&cfg.audienceProfile, "audience-cpuprofile", "", "audience: write the measured daemon's CPU profile (HERALD_CPUPROFILE) into this directory, one file a case")
+	flag.StringVar(&slotsK, "slots-k", "20,100", "slots: the numbers of slow registrations, comma-separated (the shared-host case runs after them)")
+	flag.DurationVar(&cfg.slotsFor, "slots-for", 30*time.Second, "slots: how long the healthy registration gets a record every 0.5 s")
+	flag.BoolVar(&cfg.latStatements, "lat-statements", false, "latency, audience: load pg_stat_statements into the cluster and print, for each (PostgreSQL) case, what PostgreSQL spent on each statement (it slows every statement a little)")
 	flag.Parse()
 	cfg.only = map[string]bool{}
 	for w := range strings.SplitSeq(only, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains([]string{"fanout", "producers", "parts", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune", "far"}, w) {
-			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producers, parts, httpappend, appends, idle, latency, silent, scaleout, prune, far)\n", w)
+		if !slices.Contains([]string{"fanout", "producers", "parts", "httpappend", "appends", "idle", "latency", "silent", "scaleout", "prune", "far", "audience", "slots"}, w) {
+			fmt.Fprintf(os.Stderr, "bench: -only: unknown workload %q (fanout, producers, parts, httpappend, appends, idle, latency, silent, scaleout, prune, far, audience, slots)\n", w)
 			os.Exit(2)
 		}
 		cfg.only[w] = true
@@ -124,6 +143,27 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.latSeqEvery = append(cfg.latSeqEvery, d)
+	}
+	for v := range strings.SplitSeq(stores, ",") {
+		v = strings.TrimSpace(v)
+		if !slices.Contains(storeKinds, v) {
+			fmt.Fprintf(os.Stderr, "bench: -stores: %q is not sqlite or postgres\n", v)
+			os.Exit(2)
+		}
+		cfg.stores = append(cfg.stores, v)
+	}
+	var ok bool
+	if cfg.audienceN, ok = counts(audienceN, 10, 256*hostsPerOctet*inboxesPerHost); !ok {
+		fmt.Fprintf(os.Stderr, "bench: -audience-n %q: each must be a number of inboxes from 10 to %d\n", audienceN, 256*hostsPerOctet*inboxesPerHost)
+		os.Exit(2)
+	}
+	if cfg.slotsK, ok = counts(slotsK, 1, 256*hostsPerOctet-1); !ok {
+		fmt.Fprintf(os.Stderr, "bench: -slots-k %q: each must be a number of registrations from 1 to %d\n", slotsK, 256*hostsPerOctet-1)
+		os.Exit(2)
+	}
+	if cfg.audienceFor < time.Minute || cfg.slotsFor < healthyEvery {
+		fmt.Fprintf(os.Stderr, "bench: -audience-for (%v) must be at least 1m and -slots-for (%v) at least %v\n", cfg.audienceFor, cfg.slotsFor, healthyEvery)
+		os.Exit(2)
 	}
 	if cfg.producerFor <= 0 {
 		fmt.Fprintf(os.Stderr, "bench: -producer-for %v must be positive\n", cfg.producerFor)
@@ -210,6 +250,13 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("-lat-statements: %w", err)
 		}
 	}
+	if cfg.only["audience"] || cfg.only["slots"] {
+		n, err := raiseFileLimit()
+		if err != nil {
+			return fmt.Errorf("raise the open files limit: %w", err)
+		}
+		logf("open files limit %d (the audience's hosts each hold a listener)", n)
+	}
 	rep := &report{}
 	rep.header(e, cfg)
 	if cfg.only["fanout"] {
@@ -231,7 +278,8 @@ func run(ctx context.Context, cfg config) error {
 		name string
 		run  func(context.Context, *env, config, *report) error
 	}{{"producers", producers}, {"parts", parts}, {"httpappend", httpAppend}, {"appends", appends}, {"idle", idle},
-		{"latency", latency}, {"silent", silentLatency}, {"scaleout", scaleOut}, {"prune", prune}, {"far", far}} {
+		{"latency", latency}, {"silent", silentLatency}, {"scaleout", scaleOut}, {"prune", prune}, {"far", far},
+		{"audience", audience}, {"slots", slots}} {
 		if !cfg.only[w.name] {
 			continue
 		}
@@ -242,6 +290,19 @@ func run(ctx context.Context, cfg config) error {
 	}
 	rep.printf("\nThe whole run took %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadavg())
 	return rep.write(cfg.out)
+}
+
+// counts parses a comma-separated list of integers from lo to hi.
+func counts(s string, lo, hi int) ([]int, bool) {
+	var out []int
+	for v := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
 }
 
 func logf(format string, args ...any) {
