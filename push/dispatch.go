@@ -261,7 +261,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	defer w.turns.Add(-1)
 	started := time.Now()
 	e := turnEnd{s: s, wakes: s.wakes}
-	t := turn{w: w, at: s.at, stop: d.stop, deadline: s.claimedAt.Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
+	t := turn{w: w, at: s.at, stop: d.stop, deadline: w.opts.now().Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
 		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes}
 	defer s.cancel(nil)
 	ctx, span := t.startTurn(ctx)

@@ -17,7 +17,7 @@ type turn struct {
 	w        *Worker
 	at       time.Time
 	stop     <-chan struct{}
-	deadline time.Time // real time after which no record is started (half the lease after the claim)
+	deadline time.Time // real time after which no record is started (half the lease after the turn began)
 	reg      Registration
 	head     uint64     // the stream's head when claimed, raised by the pages read
 	claim    Claim      // fences the turn's writes
@@ -38,9 +38,6 @@ func (t *turn) run(ctx context.Context) error {
 	t.next, t.attempts = t.reg.NextSeq, t.reg.Attempts
 	if t.stopping() {
 		return nil // the lease expires; nothing was tried
-	}
-	if t.late() {
-		return t.save(ctx, nil) // release the claim at once: another sweep serves it
 	}
 	recs, err := t.read(ctx, w.opts.drainPage)
 	if err != nil {
