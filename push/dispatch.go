@@ -27,6 +27,7 @@ type dispatcher struct {
 	waiting int64              // this dispatcher's part of Worker.waiting
 	rep     SweepReport        // what the ended turns did
 	err     error              // the first turn's error
+	leases  leases             // the claims held, which a goroutine of its own renews (leases.go)
 }
 
 // slot is one claim, from Due to its turn's end.
@@ -37,11 +38,11 @@ type slot struct {
 	entry         *hostEntry
 	wakes         uint64 // the worker's Wake count before the claim
 
-	// The dispatcher's: the lease's end on the wall clock (Renew moves it),
-	// and, once the turn started, what ends it there (errLeaseEnding).
+	// Under the dispatcher's leases.mu: the lease's end on the wall clock
+	// (renew moves it), and, once the turn started, what ends it there.
 	wallUntil time.Time
 	expire    *time.Timer
-	cancel    context.CancelCauseFunc
+	cancel    context.CancelCauseFunc // the turn's context's (errLeaseEnding)
 
 	nudge    chan<- struct{} // the dispatcher's slowed
 	wentSlow atomic.Bool     // a send of the turn passed SlowAfter
@@ -99,16 +100,13 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 	if err != nil {
 		return rep, err
 	}
-	renew := time.NewTicker(w.opts.lease / 3)
-	defer renew.Stop()
+	defer d.renewing()()
 	for d.start(); len(d.ready) > 0 || len(d.running) > 0; d.start() {
 		select {
 		case e := <-d.ended:
 			d.end(e)
 		case <-d.slowed:
 			d.demote()
-		case <-renew.C:
-			d.renew()
 		}
 	}
 	d.rep.Saturated, d.rep.Unserved, d.rep.Registrations = batch.More, batch.Unserved, len(batch.Registrations)
@@ -143,12 +141,14 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	for _, h := range batch.Hosts {
 		w.book.learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
 	}
-	claimedAt := time.Now() // after Due returned: the turns' budget and shared pages count from it
+	claimedAt := time.Now() // after Due returned: shared pages and the lease's wall-clock end count from it
+	n := len(d.ready)
 	for _, st := range batch.Registrations {
 		host := st.Host()
 		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host),
 			wakes: wakes, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
 	}
+	d.leases.hold(d.ready[n:])
 	return batch, nil
 }
 
@@ -180,10 +180,8 @@ func (d *dispatcher) start() {
 	d.w.waiting.Add(startable - d.waiting)
 	d.waiting = startable
 	for _, s := range starts {
-		// The turn's context ends at nine tenths of its lease, which renew moves.
-		ctx, cancel := context.WithCancelCause(withReadClaim(d.ctx, s.claimedAt, s.st.Head)) // pages read since the claim may serve it (pages.go)
-		s.cancel = cancel
-		s.expire = time.AfterFunc(time.Until(s.wallUntil.Add(-d.w.opts.lease/10)), func() { cancel(errLeaseEnding) })
+		ctx := withReadClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (pages.go)
+		ctx = d.leases.run(ctx, s, d.w.opts.lease)
 		go func() { d.ended <- d.serve(ctx, s) }()
 	}
 }
@@ -207,49 +205,6 @@ func (d *dispatcher) demote() {
 		}
 		if h := d.w.opts.hooks.Slow; h != nil {
 			h(s.st.Registration, !s.slow)
-		}
-	}
-}
-
-// renew extends the leases of the claims held, ready and running, by
-// Store.Renew, as if each were claimed now on its claim's clock, and moves
-// the ends of the turns whose lease it renewed.
-func (d *dispatcher) renew() {
-	w := d.w
-	held := make([]*slot, 0, len(d.running)+len(d.ready))
-	for s := range d.running {
-		held = append(held, s)
-	}
-	held = append(held, d.ready...)
-	if len(held) == 0 {
-		return
-	}
-	sent := time.Now()
-	skew := held[0].at.Sub(held[0].claimedAt) // the claim's clock against the wall's; the earliest until for all
-	claims := make([]Claim, len(held))
-	bySlot := make(map[Claim]*slot, len(held))
-	for i, s := range held {
-		skew = min(skew, s.at.Sub(s.claimedAt))
-		claims[i] = s.st.Claim()
-		bySlot[claims[i]] = s
-	}
-	until := sent.Add(skew + w.opts.lease)
-	ctx, cancel := context.WithTimeout(d.ctx, w.opts.lease/3)
-	defer cancel()
-	renewed, err := w.store.Renew(ctx, until, claims)
-	if err != nil {
-		w.opts.logger.Warn("herald: cannot renew the leases of the turns in flight; each ends at its lease's end", "namespace", w.namespace,
-			"claims", len(claims), "err", err)
-		return
-	}
-	for _, c := range renewed {
-		s := bySlot[c]
-		if s == nil {
-			continue
-		}
-		s.wallUntil = until.Add(-s.at.Sub(s.claimedAt))
-		if s.expire != nil && s.expire.Stop() { // not fired: the turn still runs under its lease
-			s.expire.Reset(time.Until(s.wallUntil.Add(-w.opts.lease / 10)))
 		}
 	}
 }
@@ -282,7 +237,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 // end accounts for a turn that ended.
 func (d *dispatcher) end(e turnEnd) {
 	s := e.s
-	s.expire.Stop()
+	d.leases.drop(s)
 	delete(d.running, s)
 	if s.slow {
 		d.slow--
@@ -307,6 +262,7 @@ func (d *dispatcher) release() {
 	d.w.waiting.Add(-d.waiting)
 	d.waiting = 0
 	for _, s := range d.ready {
+		d.leases.drop(s)
 		s.entry.queued.Add(-1)
 		d.w.perHost.leave(s.host)
 		if err := d.w.store.Advance(d.ctx, s.st.Claim(), s.st.NextSeq); err != nil {

@@ -34,8 +34,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 		refill: max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))}
 	timer := time.NewTimer(every)
 	defer timer.Stop()
-	renew := time.NewTicker(w.opts.lease / 3)
-	defer renew.Stop()
+	defer l.renewing()()
 	stop := l.stop
 	for {
 		if stop != nil {
@@ -58,8 +57,6 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 			l.turnEnded(e)
 		case <-l.slowed:
 			l.demote()
-		case <-renew.C:
-			l.renew()
 		case <-w.wake:
 			l.due, l.resting = true, false
 		case <-timer.C:

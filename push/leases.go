@@ -1,0 +1,113 @@
+package push
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// leases are the claims a dispatcher holds, ready or running, which a
+// goroutine of its own renews every third of the lease (Store.Renew), so
+// that a claim that takes long, or a store that answers slowly, delays no
+// renewal. A running turn's context ends at nine tenths of its lease, and a
+// renewal moves that end; a turn whose lease could not be renewed ends
+// before its lease lapses, so it never writes under one.
+type leases struct {
+	mu   sync.Mutex
+	held map[*slot]struct{}
+}
+
+// hold adds the claims just made.
+func (l *leases) hold(ss []*slot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = map[*slot]struct{}{}
+	}
+	for _, s := range ss {
+		l.held[s] = struct{}{}
+	}
+}
+
+// run returns ctx for s's turn, ended at nine tenths of its lease.
+func (l *leases) run(ctx context.Context, s *slot, lease time.Duration) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s.cancel = cancel
+	s.expire = time.AfterFunc(time.Until(s.wallUntil.Add(-lease/10)), func() { cancel(errLeaseEnding) })
+	return ctx
+}
+
+// drop forgets s: its turn ended, or it was given back unstarted.
+func (l *leases) drop(s *slot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.expire != nil {
+		s.expire.Stop()
+	}
+	delete(l.held, s)
+}
+
+// renewing starts the dispatcher's renewer and returns what stops it.
+func (d *dispatcher) renewing() (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(d.w.opts.lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				d.renew()
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// renew extends the leases of the claims held as if each were claimed now
+// on its claim's clock (the claim's at plus the real time since), and moves
+// the ends of the turns whose lease it renewed.
+func (d *dispatcher) renew() {
+	w, l := d.w, &d.leases
+	l.mu.Lock()
+	claims := make([]Claim, 0, len(l.held))
+	bySlot := make(map[Claim]*slot, len(l.held))
+	var skew time.Duration // the claims' clocks against the wall's: the earliest until serves all
+	for s := range l.held {
+		c := s.st.Claim()
+		if len(claims) == 0 || s.at.Sub(s.claimedAt) < skew {
+			skew = s.at.Sub(s.claimedAt)
+		}
+		claims, bySlot[c] = append(claims, c), s
+	}
+	l.mu.Unlock()
+	if len(claims) == 0 {
+		return
+	}
+	sent := time.Now()
+	until := sent.Add(skew + w.opts.lease)
+	ctx, cancel := context.WithTimeout(d.ctx, w.opts.lease/3)
+	defer cancel()
+	renewed, err := w.store.Renew(ctx, until, claims)
+	if err != nil {
+		w.opts.logger.Warn("herald: cannot renew the leases of the claims held; a turn ends at its lease's end", "namespace", w.namespace,
+			"claims", len(claims), "err", err)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range renewed {
+		s := bySlot[c]
+		if _, ok := l.held[s]; !ok {
+			continue // ended meanwhile
+		}
+		s.wallUntil = until.Add(-s.at.Sub(s.claimedAt))
+		if s.expire != nil && s.expire.Stop() { // not fired: the turn still runs under its lease
+			s.expire.Reset(time.Until(s.wallUntil.Add(-w.opts.lease / 10)))
+		}
+	}
+}
