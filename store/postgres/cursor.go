@@ -40,6 +40,10 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim)
 	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
+	claims = slices.Clone(claims)
+	slices.SortFunc(claims, func(a, b push.Claim) int {
+		return store.CompareKeys(push.Key{Stream: a.Stream, ID: a.ID}, push.Key{Stream: b.Stream, ID: b.ID})
+	})
 	streams, ids, owners := make([]string, 0, len(claims)), make([]string, 0, len(claims)), make([]string, 0, len(claims))
 	for _, c := range claims {
 		if validKey(c.Stream, c.ID) && validText(c.Owner) { // text PostgreSQL cannot hold names no lease

@@ -266,10 +266,20 @@ WHERE s.pending`
 // Host health (hosts.go, and Due's probes). Lock order: a registration's row
 // before its host's; Due locks host rows with SKIP LOCKED only.
 const (
-	// The leases still held by the claims ($2, $3, $4 in step), to $1.
-	sqlRenew = `UPDATE herald_registration r SET lease_until = $1
-FROM unnest($2::text[], $3::text[], $4::text[]) AS c(stream, id, owner)
-WHERE r.stream = c.stream AND r.id = c.id AND r.lease_owner = c.owner AND r.lease_owner <> ''
+	// The leases still held by the claims ($2, $3, $4 in step, sorted by
+	// key), to $1: locked in key order, as AdvanceBatch locks, so that the
+	// two never deadlock.
+	sqlRenew = `WITH c AS MATERIALIZED (
+    SELECT r.tid
+    FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u (stream, id, owner, ord)
+    CROSS JOIN LATERAL (
+        SELECT r.ctid AS tid FROM herald_registration r
+        WHERE r.stream = u.stream AND r.id = u.id AND r.lease_owner = u.owner AND r.lease_owner <> ''
+        FOR NO KEY UPDATE OF r) r
+    ORDER BY u.ord
+)
+UPDATE herald_registration r SET lease_until = $1
+WHERE r.ctid = ANY (ARRAY(SELECT tid FROM c))
 RETURNING r.stream, r.id, r.lease_owner`
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	// The hosts whose probe is due at $1: this claim owns those it locks.
