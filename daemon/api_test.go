@@ -104,7 +104,7 @@ func TestAPIRefusedOffLoopbackWithoutAToken(t *testing.T) {
 	_, err := New(o)
 	require.ErrorContains(t, err, "Options.APIAddr")
 	require.ErrorContains(t, err, "HERALD_API_TOKEN")
-	o.APIToken = testToken
+	o.APIToken, o.TLSTerminatedByProxy = testToken, true
 	_, err = New(o)
 	require.NoError(t, err)
 	o = base

@@ -139,6 +139,7 @@ type Daemon struct {
 	// throttle counts failed authentications on every address (the
 	// APIs, the page's login, /healthz's detail), per client.
 	throttle *throttle.Throttle
+	certs    *certFiles // the admin and API addresses' TLS; nil: off
 }
 
 // New validates opts and builds the daemon and its workers; nothing is
@@ -165,12 +166,16 @@ func New(opts Options) (*Daemon, error) {
 		opts.Limits.check()); err != nil {
 		return bad("%v", err)
 	}
+	certs, err := checkTLS(opts)
+	if err != nil {
+		return bad("%v", err)
+	}
 	opts.Every, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.Logger, slog.Default())
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	s := opts.Store
-	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}, throttle: throttle.New(nil, opts.Logger)}
+	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}, throttle: throttle.New(nil, opts.Logger), certs: certs}
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, opts.Now()) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
 	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: opts.Now, Logger: opts.Logger, Throttle: d.throttle, BehindProxy: opts.TLSTerminatedByProxy}) // its one error, a nil Store, is refused above
@@ -233,8 +238,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ln     net.Listener
 		h      http.Handler
 		served *string
-	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin},
-		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API}} {
+		tls    bool
+	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics, false}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin, true},
+		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API, true}} {
 		ln, err := e.ln, error(nil)
 		if ln == nil && e.addr == "" {
 			continue
@@ -247,8 +253,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		servers = append(servers, srv)
 		*e.served = ln.Addr().String()
 		ln = conns.wrap(ln)
+		serve := srv.Serve
+		if e.tls && d.certs != nil {
+			srv.TLSConfig = d.certs.config()
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				d.opts.Logger.Error("herald: http server failed", "addr", e.addr, "err", err)
 			}
 		}()
