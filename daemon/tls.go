@@ -25,6 +25,13 @@ func NeedsTLS(addr string) bool {
 	return err != nil || host == "" || !operator.LoopbackHost(host)
 }
 
+// LoadTLS reports whether the PEM certificate and key files load as a
+// pair; the error names the files, never the key.
+func LoadTLS(certFile, keyFile string) error {
+	_, err := (&certFiles{cert: certFile, key: keyFile}).get()
+	return err
+}
+
 // checkTLS refuses a TLS option without its pair, a certificate that does
 // not load, and an API off loopback in clear; it returns the certificate
 // source when TLS is on.
