@@ -671,7 +671,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 		req.Host = "herald.internal.example:9465"
 		req.Header.Set("Origin", "https://ops.example")
 		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		req.Header.Set("Authorization", "Bearer t0ken")
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, body := send(t, srv, req)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", name, body)
 		srv.Close()

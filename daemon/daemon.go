@@ -249,7 +249,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return fmt.Errorf("listen on %s: %w", e.addr, err)
 			}
 		}
-		srv := limits.server(e.h)
+		srv := limits.server(e.h, d.opts.Logger)
 		servers = append(servers, srv)
 		*e.served = ln.Addr().String()
 		ln = conns.wrap(ln)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -85,10 +86,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// server is an http.Server of h under l's timeouts.
-func (l Limits) server(h http.Handler) *http.Server {
+// server is an http.Server of h under l's timeouts, logging what it logs
+// (a failed TLS handshake, an accept error) to log as warnings.
+func (l Limits) server(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: l.ReadHeader, ReadTimeout: l.Read, WriteTimeout: l.Write, IdleTimeout: l.Idle,
-		MaxHeaderBytes: 64 << 10} // a bearer token and cookies fit many times over; the default, 1 MiB, is for no one here
+		MaxHeaderBytes: 64 << 10, // a bearer token and cookies fit many times over; the default, 1 MiB, is for no one here
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
 // connLimiter counts the connections of every listener it wraps, in all
