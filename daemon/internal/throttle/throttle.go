@@ -38,6 +38,7 @@ type Throttle struct {
 
 	mu      sync.Mutex
 	clients map[netip.Prefix]*allowance
+	crowd   allowance // shared by the clients past maxClients
 }
 
 type allowance struct {
@@ -51,7 +52,7 @@ func New(now func() time.Time, log *slog.Logger) *Throttle {
 	if now == nil {
 		now = time.Now
 	}
-	return &Throttle{now: now, log: log, clients: map[netip.Prefix]*allowance{}}
+	return &Throttle{now: now, log: log, clients: map[netip.Prefix]*allowance{}, crowd: allowance{tries: Burst, at: now()}}
 }
 
 // get returns client's allowance, refilled to now; mu is held.
@@ -65,11 +66,8 @@ func (t *Throttle) get(client netip.Prefix, now time.Time) *allowance {
 				}
 			}
 			if len(t.clients) >= maxClients {
-				client = netip.Prefix{} // the shared allowance of the crowd
-				if a = t.clients[client]; a != nil {
-					a.refill(now)
-					return a
-				}
+				t.crowd.refill(now)
+				return &t.crowd
 			}
 		}
 		a = &allowance{tries: Burst, at: now}
