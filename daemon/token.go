@@ -49,7 +49,7 @@ func CheckToken(field, token string) error {
 		return bad("is too weak: %d characters hold at most %d bits", len(token), int(math.Floor(bits)))
 	}
 	if len(distinct) < 8 {
-		return bad("is too weak: it repeats %d distinct characters", len(distinct))
+		return bad("is too weak: it is made of only %d distinct characters", len(distinct))
 	}
 	return nil
 }
