@@ -80,7 +80,7 @@ func adminOK[T any](t *testing.T, srv *httptest.Server, method, path, token stri
 
 func TestAdminAPI(t *testing.T) {
 	s := parkedStore(t)
-	srv := adminServer(t, s, "t0ken", t0.Add(time.Hour))
+	srv := adminServer(t, s, testToken, t0.Add(time.Hour))
 	key := url.Values{"stream": {"orders"}, "id": {"billing"}}
 
 	code, body := adminCall(t, srv, "GET", "/v1/registrations", "", url.Values{"parked": {"true"}})
@@ -89,28 +89,28 @@ func TestAdminAPI(t *testing.T) {
 	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "wrong", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
 
-	regs, body := adminOK[[]operator.RegistrationView](t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"parked": {"true"}})
+	regs, body := adminOK[[]operator.RegistrationView](t, srv, "GET", "/v1/registrations", testToken, url.Values{"parked": {"true"}})
 	require.Len(t, regs, 1)
 	require.True(t, regs[0].Parked)
 	require.Equal(t, uint64(2), regs[0].NextSeq)
 	require.NotContains(t, body, "whsec_s3cr3t", "no config in the API")
 	require.NotContains(t, body, "capability", "no capability in a URL's query")
 
-	code, body = adminCall(t, srv, "GET", "/v1/evidence", "t0ken", key)
+	code, body = adminCall(t, srv, "GET", "/v1/evidence", testToken, key)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"status": 410`)
 
-	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"99"}})
+	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", testToken, url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"99"}})
 	require.Equal(t, http.StatusBadRequest, code, "a seq out of range is bad input")
 	require.Contains(t, body, "invalid to_seq: is 99", "the field is the query parameter")
-	code, _ = adminCall(t, srv, "POST", "/v1/registration/unpark", "t0ken", url.Values{"stream": {"orders"}, "id": {"nobody"}})
+	code, _ = adminCall(t, srv, "POST", "/v1/registration/unpark", testToken, url.Values{"stream": {"orders"}, "id": {"nobody"}})
 	require.Equal(t, http.StatusNotFound, code)
-	code, _ = adminCall(t, srv, "GET", "/v1/registration/unpark", "t0ken", key)
+	code, _ = adminCall(t, srv, "GET", "/v1/registration/unpark", testToken, key)
 	require.Equal(t, http.StatusMethodNotAllowed, code, "changes are POSTs")
 
-	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"poison"}})
+	code, body = adminCall(t, srv, "POST", "/v1/registration/skip", testToken, url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"3"}, "reason": {"poison"}})
 	require.Equal(t, http.StatusOK, code, body)
-	code, body = adminCall(t, srv, "POST", "/v1/registration/unpark", "t0ken", key)
+	code, body = adminCall(t, srv, "POST", "/v1/registration/unpark", testToken, key)
 	require.Equal(t, http.StatusOK, code, body)
 	st, err := s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestAdminAPI(t *testing.T) {
 	require.Equal(t, uint64(3), st.NextSeq)
 	require.True(t, st.NextAttemptAt.Equal(t0.Add(time.Hour)), "due from the server's clock")
 
-	code, body = adminCall(t, srv, "POST", "/v1/registration/rewind", "t0ken", url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"1"}})
+	code, body = adminCall(t, srv, "POST", "/v1/registration/rewind", testToken, url.Values{"stream": {"orders"}, "id": {"billing"}, "to_seq": {"1"}})
 	require.Equal(t, http.StatusOK, code, body)
 	st, err = s.Get(t.Context(), "orders", "billing")
 	require.NoError(t, err)
@@ -223,9 +223,9 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 func TestAdminAddressServesThePage(t *testing.T) {
 	s := parkedStore(t)
 	now := func() time.Time { return t0.Add(time.Hour) }
-	pg, err := page.New(page.Options{Store: s, Token: "t0ken", Now: now})
+	pg, err := page.New(page.Options{Store: s, Token: testToken, Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(adminHandler(s, "t0ken", now, func(string) {}), pg))
+	srv := httptest.NewServer(withPage(adminHandler(s, gate{token: testToken}, now, func(string) {}), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {
@@ -242,7 +242,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	require.Contains(t, string(body), `name="token"`)
 	code, _ := adminCall(t, srv, "GET", "/v1/registrations", "", nil)
 	require.Equal(t, http.StatusUnauthorized, code, "the API still needs the bearer token")
-	code, _ = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", nil)
+	code, _ = adminCall(t, srv, "GET", "/v1/registrations", testToken, nil)
 	require.Equal(t, http.StatusOK, code)
 }
 
@@ -662,7 +662,7 @@ func TestUnparkAllFailingPartWayListsThoseUnparked(t *testing.T) {
 func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 	s := parkedStore(t)
 	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
-		AdminToken: "t0ken", APIToken: "t0ken", Now: func() time.Time { return t0.Add(time.Hour) }})
+		AdminToken: testToken, APIToken: testToken, Now: func() time.Time { return t0.Add(time.Hour) }})
 	require.NoError(t, err)
 	for name, h := range map[string]http.Handler{"admin": d.AdminHandler(), "api": d.APIHandler()} {
 		srv := httptest.NewServer(h)
@@ -671,7 +671,7 @@ func TestAPIsWithATokenTakeAnyNameAndOrigin(t *testing.T) {
 		req.Host = "herald.internal.example:9465"
 		req.Header.Set("Origin", "https://ops.example")
 		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		req.Header.Set("Authorization", "Bearer t0ken")
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, body := send(t, srv, req)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", name, body)
 		srv.Close()
@@ -789,23 +789,23 @@ func scrape(t *testing.T, m *metrics) string {
 }
 
 func TestAdminAPIHosts(t *testing.T) {
-	srv := adminServer(t, downHostStore(t), "t0ken", t0.Add(time.Hour))
+	srv := adminServer(t, downHostStore(t), testToken, t0.Add(time.Hour))
 
 	code, body := adminCall(t, srv, "GET", "/v1/hosts", "", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
-	hosts, _ := adminOK[[]push.Host](t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"down"}})
+	hosts, _ := adminOK[[]push.Host](t, srv, "GET", "/v1/hosts", testToken, url.Values{"state": {"down"}})
 	require.Len(t, hosts, 1)
 	require.Equal(t, 2, hosts[0].Held)
-	code, body = adminCall(t, srv, "GET", "/v1/registrations", "t0ken", url.Values{"stream": {"orders"}})
+	code, body = adminCall(t, srv, "GET", "/v1/registrations", testToken, url.Values{"stream": {"orders"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, 2, strings.Count(body, `"held_for": "down"`), body)
-	code, body = adminCall(t, srv, "GET", "/v1/hosts", "t0ken", url.Values{"state": {"sideways"}})
+	code, body = adminCall(t, srv, "GET", "/v1/hosts", testToken, url.Values{"state": {"sideways"}})
 	require.Equal(t, http.StatusBadRequest, code, body)
-	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", nil)
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", testToken, nil)
 	require.Equal(t, http.StatusBadRequest, code, body)
-	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"nowhere.example:443"}})
+	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", testToken, url.Values{"host": {"nowhere.example:443"}})
 	require.Equal(t, http.StatusNotFound, code, body)
-	h, _ := adminOK[push.Host](t, srv, "POST", "/v1/hosts/reset", "t0ken", url.Values{"host": {"down.example:443"}})
+	h, _ := adminOK[push.Host](t, srv, "POST", "/v1/hosts/reset", testToken, url.Values{"host": {"down.example:443"}})
 	require.Equal(t, push.HostUp, h.State)
 	require.True(t, h.Since.Equal(t0.Add(time.Hour)), "reset at the admin's clock")
 }

@@ -31,7 +31,7 @@ func (d *Daemon) APIHandler() http.Handler {
 			h.ServeHTTP(w, r)
 		})
 	}
-	return guard(mux, d.opts.APIToken, "herald api", "HERALD_API_TOKEN")
+	return guard(mux, gate{token: d.opts.APIToken, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy}, "herald api", "HERALD_API_TOKEN")
 }
 
 // apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
@@ -263,7 +263,7 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 
 // adminHandler serves the admin JSON API (Daemon.AdminHandler); now is the
 // clock of operator actions, woke told the namespace of each unpark.
-func adminHandler(store push.Store, token string, now func() time.Time, woke func(namespace string)) http.Handler {
+func adminHandler(store push.Store, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
@@ -325,7 +325,7 @@ func adminHandler(store push.Store, token string, now func() time.Time, woke fun
 	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k push.Key, toSeq uint64) error {
 		return store.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
-	return guard(mux, token, "herald admin", "HERALD_ADMIN_TOKEN")
+	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 
 // unparkOne answers POST /v1/registration/unpark on both APIs.

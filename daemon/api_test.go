@@ -81,13 +81,13 @@ func errorOf(t *testing.T, body string) string {
 const oneRecord = `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "order.created", "payload": {"total": 42}}]}`
 
 func TestAPIAuth(t *testing.T) {
-	srv := apiServer(t, memory.New(), "s3cret")
-	for _, tok := range []string{"", "wrong", "s3cre", "s3cretX"} {
+	srv := apiServer(t, memory.New(), testToken)
+	for _, tok := range []string{"", "wrong", testToken[:31], testToken + "X"} {
 		code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", tok, oneRecord)
 		require.Equal(t, http.StatusUnauthorized, code, "token %q", tok)
 		require.Contains(t, errorOf(t, body), "HERALD_API_TOKEN")
 	}
-	code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", "s3cret", oneRecord)
+	code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", testToken, oneRecord)
 	require.Equal(t, http.StatusCreated, code, body)
 
 	open := apiServer(t, memory.New(), "") // no token configured, on loopback
@@ -104,7 +104,7 @@ func TestAPIRefusedOffLoopbackWithoutAToken(t *testing.T) {
 	_, err := New(o)
 	require.ErrorContains(t, err, "Options.APIAddr")
 	require.ErrorContains(t, err, "HERALD_API_TOKEN")
-	o.APIToken = "t"
+	o.APIToken, o.TLSTerminatedByProxy = testToken, true
 	_, err = New(o)
 	require.NoError(t, err)
 	o = base

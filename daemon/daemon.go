@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
@@ -74,6 +76,20 @@ type Options struct {
 	// daemon runs (store.Retention; herald prune explains the rules).
 	Prune *Prune
 
+	// TLSCertFile and TLSKeyFile, both or neither, are the PEM certificate
+	// (chain) and key the admin and API addresses serve HTTPS with.
+	TLSCertFile, TLSKeyFile string
+	// TLSTerminatedByProxy says the admin and API addresses are reached
+	// only through a proxy that terminates TLS: they may then serve plain
+	// HTTP off loopback, the client a failed authentication counts against
+	// is the last address of X-Forwarded-For, and the page's cookie is
+	// Secure when X-Forwarded-Proto is https.
+	TLSTerminatedByProxy bool
+
+	// Limits bound the time and connections clients may hold of the
+	// three addresses; zero fields take DefaultLimits'.
+	Limits Limits
+
 	// Listeners, if set, are sockets already open on the addresses: Run
 	// serves on each one given instead of listening itself (herald run
 	// listens before it opens its store).
@@ -120,6 +136,10 @@ type Daemon struct {
 	metrics *metrics
 	pruned  func(store.PruneReport, error) // told of every prune pass, when Options.Prune is set
 	page    *page.Page
+	// throttle counts failed authentications on every address (the
+	// APIs, the page's login, /healthz's detail), per client.
+	throttle *throttle.Throttle
+	certs    *certFiles // the admin and API addresses' TLS; nil: off
 }
 
 // New validates opts and builds the daemon and its workers; nothing is
@@ -141,7 +161,13 @@ func New(opts Options) (*Daemon, error) {
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
 	if err := cmp.Or(operator.CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
-		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)")); err != nil {
+		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"),
+		CheckToken("Options.AdminToken (HERALD_ADMIN_TOKEN)", opts.AdminToken), CheckToken("Options.APIToken (HERALD_API_TOKEN)", opts.APIToken),
+		opts.Limits.check()); err != nil {
+		return bad("%v", err)
+	}
+	certs, err := checkTLS(opts)
+	if err != nil {
 		return bad("%v", err)
 	}
 	opts.Every, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.Logger, slog.Default())
@@ -149,10 +175,10 @@ func New(opts Options) (*Daemon, error) {
 		opts.Now = time.Now
 	}
 	s := opts.Store
-	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}}
+	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}, throttle: throttle.New(nil, opts.Logger), certs: certs}
 	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, opts.Now()) },
 		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
-	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: opts.Now, Logger: opts.Logger}) // its one error, a nil Store, is refused above
+	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: opts.Now, Logger: opts.Logger, Throttle: d.throttle, BehindProxy: opts.TLSTerminatedByProxy}) // its one error, a nil Store, is refused above
 	if opts.Prune != nil {
 		d.pruned = d.metrics.pruned()
 	}
@@ -183,7 +209,7 @@ func (d *Daemon) MetricsHandler() http.Handler {
 
 // AdminHandler serves the admin JSON API (package doc, "The admin API").
 func (d *Daemon) AdminHandler() http.Handler {
-	return adminHandler(d.store, d.opts.AdminToken, d.opts.Now, d.wake)
+	return adminHandler(d.store, gate{token: d.opts.AdminToken, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy}, d.opts.Now, d.wake)
 }
 
 // Page is the operator's page, which Run serves on AdminAddr under /ui/.
@@ -205,13 +231,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	metrics.Handle("/healthz", d.HealthHandler())
 	var addrs Addrs
 	ls := d.opts.Listeners
+	limits := d.opts.Limits.withDefaults()
+	conns := newConnLimiter(limits)
 	for _, e := range []struct {
 		addr   string
 		ln     net.Listener
 		h      http.Handler
 		served *string
-	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin},
-		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API}} {
+		tls    bool
+	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics, false}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin, true},
+		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API, true}} {
 		ln, err := e.ln, error(nil)
 		if ln == nil && e.addr == "" {
 			continue
@@ -220,14 +249,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return fmt.Errorf("listen on %s: %w", e.addr, err)
 			}
 		}
-		srv := &http.Server{Handler: e.h, ReadHeaderTimeout: 5 * time.Second}
+		srv := limits.server(e.h, d.opts.Logger)
 		servers = append(servers, srv)
+		*e.served = ln.Addr().String()
+		ln = conns.wrap(ln)
+		serve := srv.Serve
+		if e.tls && d.certs != nil {
+			srv.TLSConfig = d.certs.config()
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				d.opts.Logger.Error("herald: http server failed", "addr", e.addr, "err", err)
 			}
 		}()
-		*e.served = ln.Addr().String()
 	}
 	attrs := []any{"namespaces", strings.Join(d.served, ","), "every", d.opts.Every, "metrics", addrs.Metrics, "admin", addrs.Admin}
 	if addrs.API != "" {
@@ -260,14 +295,28 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // HealthHandler serves /healthz: "ok" when the store answers a one-row read
-// within 2 s, else 503 with its error.
+// within 2 s, else 503 "not ok". Why it is not ok (the store's error, which
+// names the database, its user and address) is told only to a request with
+// the admin token, and logged when the store stops answering.
 func (d *Daemon) HealthHandler() http.Handler {
+	var failing atomic.Bool
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
+		w.Header().Set("Cache-Control", "no-store")
 		if _, err := d.store.List(ctx, push.ListQuery{Limit: 1}); err != nil {
-			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			if !failing.Swap(true) {
+				d.opts.Logger.Warn("herald: /healthz: the store does not answer", "err", err)
+			}
+			msg := "not ok"
+			if d.opts.AdminToken != "" && bearer(r, d.opts.AdminToken) {
+				msg = "not ok: store unreachable: " + err.Error()
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
+		}
+		if failing.Swap(false) {
+			d.opts.Logger.Info("herald: /healthz: the store answers again")
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -21,7 +21,10 @@
 //     test).
 //
 // Both APIs take a bearer token ("Authorization: Bearer …", compared in
-// constant time) when one is set. Without one an API is served only on a
+// constant time, of at least 128 bits: CheckToken) when one is set; failed
+// attempts are throttled per client (429). Off loopback they need TLS
+// (Options.TLSCertFile) or a proxy that terminates it; every server runs
+// under Options.Limits. Without a token an API is served only on a
 // loopback address, and answers 403 to a request whose Host is not a
 // loopback name (DNS rebinding) and to a browser's POST or DELETE from
 // another origin. Answers are JSON; errors are {"error": "…"} (400 names

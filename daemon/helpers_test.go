@@ -17,6 +17,9 @@ import (
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
+// testToken is a token as strong as CheckToken asks.
+const testToken = "0f9c2a7e41b85d36c0e1f4a29b7d58e3"
+
 // running is a daemon made of opts and started: Run has opened its
 // listeners (their addresses are returned) when it returns. stopped is
 // closed when Run returns, with its error in *runErr; the test's cleanup
@@ -74,7 +77,7 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 // adminServer serves the admin API on s with token and the clock at now,
 // until the test ends.
 func adminServer(t *testing.T, s push.Store, token string, now time.Time) *httptest.Server {
-	srv := httptest.NewServer(adminHandler(s, token, func() time.Time { return now }, func(string) {}))
+	srv := httptest.NewServer(adminHandler(s, gate{token: token}, func() time.Time { return now }, func(string) {}))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -12,8 +12,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -62,12 +65,23 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// guard wraps mux with bearer authentication when token is set (realm names
-// the API), else the rules of an open API (package doc), and answers what no
-// route serves with notRouted.
-func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
+// gate is who an API lets in: the bearer token (none: the rules of an open
+// API), the throttle of failed attempts (nil: none), and whether the client
+// is told by a proxy in front (throttle.Client).
+type gate struct {
+	token       string
+	throttle    *throttle.Throttle
+	behindProxy bool
+}
+
+// guard wraps mux with bearer authentication when g has a token (realm
+// names the API), else the rules of an open API (package doc), and answers
+// what no route serves with notRouted. A client past its failed attempts
+// gets 429 with Retry-After, whatever it sends.
+func guard(mux *http.ServeMux, g gate, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := g.token
 		switch {
 		case token == "" && !operator.LoopbackHost(r.Host):
 			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
@@ -76,13 +90,21 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 			refuse(w, http.StatusForbidden, "refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
 				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)
 			return
-		case token != "":
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
-				refuse(w, http.StatusUnauthorized, "a valid bearer token (%s) is required", envVar)
+		case token != "" && g.throttle != nil:
+			client := throttle.Client(r, g.behindProxy)
+			if wait := g.throttle.Wait(client, realm); wait > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+				refuse(w, http.StatusTooManyRequests, "too many failed authentications from this address: try again in %v", wait)
 				return
 			}
+			if !bearer(r, token) {
+				g.throttle.Failed(client, realm)
+				unauthorized(w, realm, envVar)
+				return
+			}
+		case token != "" && !bearer(r, token):
+			unauthorized(w, realm, envVar)
+			return
 		}
 		if _, pattern := mux.Handler(r); pattern == "" {
 			notRouted(w, r, mux)
@@ -90,6 +112,18 @@ func guard(mux *http.ServeMux, token, realm, envVar string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+func unauthorized(w http.ResponseWriter, realm, envVar string) {
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
+	refuse(w, http.StatusUnauthorized, "a valid bearer token (%s) is required", envVar)
+}
+
+// bearer reports whether r carries token as "Authorization: Bearer …",
+// compared in constant time.
+func bearer(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // notRouted answers a request no route serves: 405 with Allow when the path

@@ -75,12 +75,12 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
 	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
-	srv := apiServer(t, s, "tok")
+	srv := apiServer(t, s, testToken)
 
 	// A store that fails every call, for the 500s.
 	broken := sqliteStore(t)
 	require.NoError(t, broken.Close())
-	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: "tok",
+	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	failing := httptest.NewServer(d.APIHandler())
@@ -89,7 +89,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	// A daemon whose network guard refuses http, for the warnings.
 	tr, err := transport.New(transport.Options{})
 	require.NoError(t, err)
-	gd, err := New(Options{Store: memory.New(), Transport: tr, Projections: []push.Projection{webhook.New()}, APIToken: "tok",
+	gd, err := New(Options{Store: memory.New(), Transport: tr, Projections: []push.Projection{webhook.New()}, APIToken: testToken,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	guarded := httptest.NewServer(gd.APIHandler())
@@ -103,54 +103,54 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		body                 string
 		code                 int
 	}{
-		{srv, "GET", "/v1/openapi.json", "", "tok", "", 200},
+		{srv, "GET", "/v1/openapi.json", "", testToken, "", 200},
 		{srv, "GET", "/v1/openapi.json", "", "", "", 401},
-		{srv, "POST", "/v1/records", json, "tok", oneRecord, 201},
-		{srv, "POST", "/v1/records", json, "tok", oneRecord, 200},
-		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "k", "payload": {}, "traceparent": "` + testTraceparent + `", "tracestate": "a=b"}]}`, 201},
-		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "other", "payload": {}}]}`, 409},
-		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "evt-2", "kind": "k", "payload": {"x": "` + strings.Repeat("y", MaxBody) + `"}}]}`, 413},
-		{srv, "POST", "/v1/records", "text/plain", "tok", oneRecord, 415},
-		{srv, "POST", "/v1/records", json, "tok", `{"stream": "orders/1", "records": [{"id": "", "kind": "k"}]}`, 400},
+		{srv, "POST", "/v1/records", json, testToken, oneRecord, 201},
+		{srv, "POST", "/v1/records", json, testToken, oneRecord, 200},
+		{srv, "POST", "/v1/records", json, testToken, `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "k", "payload": {}, "traceparent": "` + testTraceparent + `", "tracestate": "a=b"}]}`, 201},
+		{srv, "POST", "/v1/records", json, testToken, `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "other", "payload": {}}]}`, 409},
+		{srv, "POST", "/v1/records", json, testToken, `{"stream": "orders/1", "records": [{"id": "evt-2", "kind": "k", "payload": {"x": "` + strings.Repeat("y", MaxBody) + `"}}]}`, 413},
+		{srv, "POST", "/v1/records", "text/plain", testToken, oneRecord, 415},
+		{srv, "POST", "/v1/records", json, testToken, `{"stream": "orders/1", "records": [{"id": "", "kind": "k"}]}`, 400},
 		{srv, "POST", "/v1/records", json, "", oneRecord, 401},
-		{failing, "POST", "/v1/records", json, "tok", oneRecord, 500},
-		{srv, "GET", "/v1/records/status?id=evt-1", "", "tok", "", 200},
-		{srv, "GET", "/v1/records/status?stream=orders/1&seq=1", "", "tok", "", 200},
-		{srv, "GET", "/v1/records/status?id=nope", "", "tok", "", 404},
-		{srv, "GET", "/v1/records/status?seq=1", "", "tok", "", 400},
+		{failing, "POST", "/v1/records", json, testToken, oneRecord, 500},
+		{srv, "GET", "/v1/records/status?id=evt-1", "", testToken, "", 200},
+		{srv, "GET", "/v1/records/status?stream=orders/1&seq=1", "", testToken, "", 200},
+		{srv, "GET", "/v1/records/status?id=nope", "", testToken, "", 404},
+		{srv, "GET", "/v1/records/status?seq=1", "", testToken, "", 400},
 		{srv, "GET", "/v1/records/status?id=evt-1", "", "", "", 401},
-		{failing, "GET", "/v1/records/status?id=evt-1", "", "tok", "", 500},
-		{srv, "POST", "/v1/registrations", json, "tok", reg, 201},
-		{srv, "POST", "/v1/registrations", json, "tok", reg, 200},
-		{guarded, "POST", "/v1/registrations", json, "tok", strings.Replace(reg, "https:", "http:", 1), 201},
-		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
-		{srv, "POST", "/v1/registrations", json, "tok", `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", MaxBody) + `"]}`, 413},
-		{srv, "POST", "/v1/registrations", "text/plain", "tok", reg, 415},
+		{failing, "GET", "/v1/records/status?id=evt-1", "", testToken, "", 500},
+		{srv, "POST", "/v1/registrations", json, testToken, reg, 201},
+		{srv, "POST", "/v1/registrations", json, testToken, reg, 200},
+		{guarded, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201},
+		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
+		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", MaxBody) + `"]}`, 413},
+		{srv, "POST", "/v1/registrations", "text/plain", testToken, reg, 415},
 		{srv, "POST", "/v1/registrations", json, "", reg, 401},
-		{failing, "POST", "/v1/registrations", json, "tok", reg, 500},
-		{srv, "GET", "/v1/registrations?stream=orders/1", "", "tok", "", 200},
-		{srv, "GET", "/v1/registrations?parked=maybe", "", "tok", "", 400},
+		{failing, "POST", "/v1/registrations", json, testToken, reg, 500},
+		{srv, "GET", "/v1/registrations?stream=orders/1", "", testToken, "", 200},
+		{srv, "GET", "/v1/registrations?parked=maybe", "", testToken, "", 400},
 		{srv, "GET", "/v1/registrations", "", "", "", 401},
-		{failing, "GET", "/v1/registrations", "", "tok", "", 500},
-		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 200},
-		{srv, "GET", "/v1/registration?stream=orders/1&id=nobody", "", "tok", "", 404},
-		{srv, "GET", "/v1/registration?stream=orders/1&id=", "", "tok", "", 400},
+		{failing, "GET", "/v1/registrations", "", testToken, "", 500},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 200},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=", "", testToken, "", 400},
 		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", "", "", 401},
-		{failing, "GET", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 500},
-		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "tok", "", 200},
-		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=nobody", "", "tok", "", 404},
-		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", "tok", "", 400},
+		{failing, "GET", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 500},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", testToken, "", 400},
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "", "", 401},
-		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "tok", "", 500},
-		{srv, "POST", "/v1/registrations/unpark?stream=held/1&namespace=webhook", "", "tok", "", 200},
-		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", "tok", "", 400},
+		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", testToken, "", 500},
+		{srv, "POST", "/v1/registrations/unpark?stream=held/1&namespace=webhook", "", testToken, "", 200},
+		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", testToken, "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
-		{failing, "POST", "/v1/registrations/unpark", "", "tok", "", 500},
-		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 204},
-		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 404},
-		{srv, "DELETE", "/v1/registration?stream=orders/1&id=", "", "tok", "", 400},
+		{failing, "POST", "/v1/registrations/unpark", "", testToken, "", 500},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 204},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 404},
+		{srv, "DELETE", "/v1/registration?stream=orders/1&id=", "", testToken, "", 400},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "", "", 401},
-		{failing, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "tok", "", 500},
+		{failing, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 500},
 	}
 	covered := map[string][]string{}
 	var handlerRoutes []string
@@ -240,7 +240,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	require.NoError(t, err)
 	v, errs := validator.NewValidator(d)
 	require.Empty(t, errs)
-	srv := apiServer(t, memory.New(), "tok")
+	srv := apiServer(t, memory.New(), testToken)
 	for _, c := range []struct {
 		config string
 		valid  bool
@@ -258,7 +258,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer tok")
 		ok, verrs := v.ValidateHttpRequest(req)
 		require.Equal(t, c.valid, ok, "%s: %v", c.config, describe(verrs))
-		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", "tok", body)
+		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", testToken, body)
 		require.Equal(t, c.code, code, "%s: %s", c.config, answer)
 		if c.field != "" {
 			require.Contains(t, errorOf(t, answer), c.field)

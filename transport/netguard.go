@@ -36,53 +36,84 @@ func (e *RefusedError) Error() string { return "netguard: " + e.Target + " " + e
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
 // addrRule is one address range herald does not connect to; private ones
-// are opened by Options.AllowPrivateNetwork.
+// are opened by Options.AllowPrivateNetwork. source is where the range is
+// defined: an RFC, and for most the IANA IPv4 or IPv6 Special-Purpose
+// Address Registry (iana-ipv4-special-registry, iana-ipv6-special-registry),
+// or the cloud's documentation for a metadata service.
 type addrRule struct {
 	prefix  netip.Prefix
 	name    string
 	private bool
+	source  string
 }
 
+const (
+	ianaV4 = "IANA IPv4 Special-Purpose Address Registry"
+	ianaV6 = "IANA IPv6 Special-Purpose Address Registry"
+)
+
 // addrRules are checked in order and the first match names the refusal, so
-// the narrow IPv6 prefixes come before ::/96, which contains them.
+// the cloud metadata addresses come first (no option opens them, though
+// some sit in ranges AllowPrivateNetwork opens) and the narrow IPv6
+// prefixes come before ::/96, which contains them. Every range of both IANA
+// registries is here, the globally reachable anycast services included
+// (AS112, AMT, PCP, TURN): none is a receiver of webhooks.
 var addrRules = []addrRule{
-	// IPv4 (RFC 6890 special-purpose registry and friends).
-	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (RFC 791; 0.0.0.0 reaches the local host)`, false},
-	{netip.MustParsePrefix("10.0.0.0/8"), "RFC 1918 private", true},
-	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space, carrier-grade NAT (RFC 6598)", true},
-	{netip.MustParsePrefix("127.0.0.0/8"), "loopback", true},
-	{netip.MustParsePrefix("169.254.0.0/16"), "link-local, incl. cloud metadata 169.254.169.254 (RFC 3927)", false},
-	{netip.MustParsePrefix("172.16.0.0/12"), "RFC 1918 private", true},
-	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments (RFC 6890)", false},
-	{netip.MustParsePrefix("192.0.2.0/24"), "documentation TEST-NET-1 (RFC 5737)", false},
-	{netip.MustParsePrefix("192.168.0.0/16"), "RFC 1918 private", true},
-	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking (RFC 2544)", false},
-	{netip.MustParsePrefix("198.51.100.0/24"), "documentation TEST-NET-2 (RFC 5737)", false},
-	{netip.MustParsePrefix("203.0.113.0/24"), "documentation TEST-NET-3 (RFC 5737)", false},
-	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (RFC 5771)", false},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved, incl. broadcast 255.255.255.255 (RFC 1112)", false},
+	// Cloud instance metadata and host services: they hand out credentials.
+	{netip.MustParsePrefix("100.100.100.200/32"), "cloud metadata: Alibaba Cloud ECS", false, "Alibaba Cloud ECS instance metadata documentation"},
+	{netip.MustParsePrefix("168.63.129.16/32"), "cloud metadata: Azure WireServer and host services", false, "Azure documentation, \"What is IP address 168.63.129.16\""},
+	{netip.MustParsePrefix("fd00:ec2::/64"), "cloud metadata: AWS EC2 IMDS fd00:ec2::254, DNS ::253, time ::123, EKS Pod Identity ::23", false, "AWS EC2 instance metadata (IPv6) documentation"},
+	{netip.MustParsePrefix("fd20:ce::254/128"), "cloud metadata: Google Compute Engine (IPv6)", false, "Google Compute Engine metadata server documentation"},
+
+	// IPv4.
+	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (RFC 791; 0.0.0.0 reaches the local host)`, false, "RFC 791, RFC 1122; " + ianaV4},
+	{netip.MustParsePrefix("10.0.0.0/8"), "RFC 1918 private", true, "RFC 1918; " + ianaV4},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space, carrier-grade NAT (RFC 6598)", true, "RFC 6598; " + ianaV4},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback", true, "RFC 1122; " + ianaV4},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local, incl. cloud metadata 169.254.169.254 (RFC 3927)", false, "RFC 3927; " + ianaV4},
+	{netip.MustParsePrefix("172.16.0.0/12"), "RFC 1918 private", true, "RFC 1918; " + ianaV4},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments (RFC 6890)", false, "RFC 6890 (DS-Lite RFC 7335, PCP RFC 7723, TURN RFC 8155, NAT64 discovery RFC 8880); " + ianaV4},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation TEST-NET-1 (RFC 5737)", false, "RFC 5737; " + ianaV4},
+	{netip.MustParsePrefix("192.31.196.0/24"), "AS112-v4 DNS sink (RFC 7535)", false, "RFC 7535; " + ianaV4},
+	{netip.MustParsePrefix("192.52.193.0/24"), "AMT anycast (RFC 7450)", false, "RFC 7450; " + ianaV4},
+	{netip.MustParsePrefix("192.88.99.0/24"), "deprecated 6to4 relay anycast (RFC 7526)", false, "RFC 7526; " + ianaV4},
+	{netip.MustParsePrefix("192.168.0.0/16"), "RFC 1918 private", true, "RFC 1918; " + ianaV4},
+	{netip.MustParsePrefix("192.175.48.0/24"), "AS112 direct delegation DNS sink (RFC 7534)", false, "RFC 7534; " + ianaV4},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking (RFC 2544)", false, "RFC 2544; " + ianaV4},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation TEST-NET-2 (RFC 5737)", false, "RFC 5737; " + ianaV4},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation TEST-NET-3 (RFC 5737)", false, "RFC 5737; " + ianaV4},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (RFC 5771)", false, "RFC 5771; IANA IPv4 Multicast Address Space Registry"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved, incl. broadcast 255.255.255.255 (RFC 1112)", false, "RFC 1112, RFC 8190 (limited broadcast); " + ianaV4},
 	// IPv6; an IPv4-mapped address is unmapped and judged by the rules above.
-	{netip.MustParsePrefix("::/128"), "unspecified", false},
-	{netip.MustParsePrefix("::1/128"), "loopback", true},
-	{netip.MustParsePrefix("::/96"), "IPv4-compatible (deprecated, RFC 4291)", false},
-	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (RFC 2765)", false},
-	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64 (RFC 6052)", false},
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (RFC 8215)", false},
-	{netip.MustParsePrefix("100::/64"), "discard-only (RFC 6666)", false},
-	{netip.MustParsePrefix("2001::/32"), "Teredo (RFC 4380)", false},
-	{netip.MustParsePrefix("2001:db8::/32"), "documentation (RFC 3849)", false},
-	{netip.MustParsePrefix("2002::/16"), "6to4 (RFC 3056)", false},
-	{netip.MustParsePrefix("fc00::/7"), "unique local (RFC 4193)", true},
-	{netip.MustParsePrefix("fe80::/10"), "link-local (RFC 4291)", false},
-	{netip.MustParsePrefix("fec0::/10"), "site-local (deprecated, RFC 3879)", false},
-	{netip.MustParsePrefix("ff00::/8"), "multicast (RFC 4291)", false},
+	{netip.MustParsePrefix("::/128"), "unspecified", false, "RFC 4291; " + ianaV6},
+	{netip.MustParsePrefix("::1/128"), "loopback", true, "RFC 4291; " + ianaV6},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible (deprecated, RFC 4291)", false, "RFC 4291 section 2.5.5.1"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (RFC 2765)", false, "RFC 2765"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64 (RFC 6052)", false, "RFC 6052; " + ianaV6},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (RFC 8215)", false, "RFC 8215; " + ianaV6},
+	{netip.MustParsePrefix("100::/64"), "discard-only (RFC 6666)", false, "RFC 6666; " + ianaV6},
+	{netip.MustParsePrefix("100:0:0:1::/64"), "dummy prefix (RFC 9780)", false, "RFC 9780; " + ianaV6},
+	{netip.MustParsePrefix("2001::/32"), "Teredo (RFC 4380)", false, "RFC 4380, RFC 8190; " + ianaV6},
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignments: benchmarking, AMT, AS112, ORCHID, drone DETs, anycast services (RFC 2928)", false,
+		"RFC 2928 (2001:2::/48 RFC 5180, 2001:3::/32 RFC 7450, 2001:4:112::/48 RFC 7535, 2001:10::/28 RFC 4843, 2001:20::/28 RFC 7343, 2001:30::/28 RFC 9374); " + ianaV6},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation (RFC 3849)", false, "RFC 3849; " + ianaV6},
+	{netip.MustParsePrefix("2002::/16"), "6to4 (RFC 3056)", false, "RFC 3056; " + ianaV6},
+	{netip.MustParsePrefix("2620:4f:8000::/48"), "AS112 direct delegation DNS sink (RFC 7534)", false, "RFC 7534; " + ianaV6},
+	{netip.MustParsePrefix("3fff::/20"), "documentation (RFC 9637)", false, "RFC 9637; " + ianaV6},
+	{netip.MustParsePrefix("5f00::/16"), "segment routing SIDs (RFC 9602)", false, "RFC 9602; " + ianaV6},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (RFC 4193)", true, "RFC 4193, RFC 8190; " + ianaV6},
+	{netip.MustParsePrefix("fe80::/10"), "link-local (RFC 4291)", false, "RFC 4291; " + ianaV6},
+	{netip.MustParsePrefix("fec0::/10"), "site-local (deprecated, RFC 3879)", false, "RFC 3879"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast (RFC 4291)", false, "RFC 4291; IANA IPv6 Multicast Address Space Registry"},
 }
 
 // CheckAddress reports whether herald may connect to addr: nil for a global
 // unicast address, else a *RefusedError naming the range. Loopback, RFC
 // 1918, carrier-grade NAT and unique local ranges are allowed with
-// allowPrivateNetwork; the other special-purpose ranges of RFC 6890
-// (link-local with 169.254.169.254, multicast, NAT64, 6to4, …) never are.
+// allowPrivateNetwork; cloud metadata addresses (fd00:ec2::254 and
+// 100.100.100.200 among them) and the other ranges of the IANA
+// special-purpose registries (link-local with 169.254.169.254, multicast,
+// NAT64, 6to4, …) never are.
 // An IPv4-mapped address is judged as the IPv4 address it carries; a zone
 // is ignored; an invalid addr is refused.
 func CheckAddress(addr netip.Addr, allowPrivateNetwork bool) error {

@@ -12,7 +12,9 @@
 // With Options.Token set, a login form takes the admin token (compared in
 // constant time) and sets a session cookie: HttpOnly, SameSite=Strict,
 // scoped to the page's path, Secure over TLS, signed with a key made with
-// the Page (a restart logs everyone out), valid 12 hours. Without a token
+// the Page (a restart logs everyone out), valid 12 hours or until logout,
+// which ends it on the server. Failed logins are throttled per client
+// (Options.Throttle). Without a token
 // the page is open, as the admin API is on loopback, and answers only
 // requests whose Host is a loopback name (DNS rebinding). Every POST needs
 // the session's CSRF token (an HMAC of the session) and no foreign Origin,

@@ -19,7 +19,7 @@ import (
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
-const testToken = "t0ken-for-the-page"
+const testToken = "t0ken-for-the-page-7Qm3Wn8Er5Ty"
 
 // openStore opens a fresh SQLite store in the test's directory.
 func openStore(t *testing.T) *sqlite.Store {

@@ -16,11 +16,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
@@ -43,8 +45,16 @@ type Options struct {
 	// Now is the clock of operator actions, samples and sessions (default
 	// time.Now).
 	Now func() time.Time
-	// Logger gets the page's store errors (default slog.Default()).
+	// Logger gets the page's store errors and failed logins (default
+	// slog.Default()).
 	Logger *slog.Logger
+	// Throttle counts failed logins per client (nil: one of the page's
+	// own); the daemon shares its APIs' with the page.
+	Throttle *throttle.Throttle
+	// BehindProxy says a proxy in front terminates TLS: the client is the
+	// last address of X-Forwarded-For, and the cookie is Secure when
+	// X-Forwarded-Proto is https.
+	BehindProxy bool
 }
 
 // Prefix is the path the page, and its session cookie, are under.
@@ -65,6 +75,10 @@ type Page struct {
 	tmpl  map[string]*template.Template
 	mux   *http.ServeMux
 
+	throttle    *throttle.Throttle
+	behindProxy bool
+	sessions    sessions
+
 	mu        sync.Mutex
 	samples   []sample          // the last maxSamples, oldest first
 	delivered map[string]uint64 // deliveries per namespace since start (Hooks)
@@ -82,9 +96,13 @@ func New(opts Options) (*Page, error) {
 		return nil, errors.New("page: Options.Store is nil")
 	}
 	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
-		delivered: map[string]uint64{}, tmpl: map[string]*template.Template{}, mux: http.NewServeMux()}
+		delivered: map[string]uint64{}, tmpl: map[string]*template.Template{}, mux: http.NewServeMux(),
+		throttle: opts.Throttle, behindProxy: opts.BehindProxy, sessions: sessions{byID: map[[16]byte]time.Time{}}}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if p.throttle == nil {
+		p.throttle = throttle.New(p.now, p.log)
 	}
 	rand.Read(p.key[:]) // crypto/rand never fails: it crashes the program first
 	funcs := template.FuncMap{
@@ -205,9 +223,12 @@ func visible(html string) string {
 	return b.String()
 }
 
-// Sessions are stateless: the cookie carries a random nonce, its issue
-// instant and whether it logged in, signed with the Page's key; the CSRF
-// token is another HMAC of the nonce.
+// The cookie carries a random nonce, its issue instant and whether it
+// logged in, signed with the Page's key; the CSRF token is another HMAC of
+// the nonce. A visitor's session before login is stateless (it grants
+// nothing but the login form's CSRF token); a logged-in one is valid only
+// while the Page holds its nonce (sessions), so logging out ends it
+// server-side, whoever kept the cookie.
 
 const cookieName = "herald_session"
 
@@ -258,7 +279,57 @@ func (p *Page) readSession(r *http.Request) (session, bool) {
 	if age := p.now().Sub(s.issued); age > sessionTTL || age < -time.Minute {
 		return session{}, false
 	}
+	if s.authed && !p.sessions.live(s.nonce, p.now()) {
+		return session{}, false // logged out, or from before a restart
+	}
 	return s, true
+}
+
+// maxSessions bounds the logged-in sessions held: each login adds one,
+// for sessionTTL; past it the oldest is ended. Logins need the token, so
+// only an operator fills it, at about 48 bytes a session.
+const maxSessions = 10000
+
+// sessions are the logged-in sessions by nonce, with their issue instant.
+// A per-token role would be kept beside the instant.
+type sessions struct {
+	mu   sync.Mutex
+	byID map[[16]byte]time.Time
+}
+
+func (ss *sessions) live(nonce [16]byte, now time.Time) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	issued, ok := ss.byID[nonce]
+	return ok && now.Sub(issued) <= sessionTTL
+}
+
+// add holds a logged-in session, ending expired ones, and the oldest when
+// maxSessions are held.
+func (ss *sessions) add(nonce [16]byte, issued time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.byID) >= maxSessions {
+		var oldest [16]byte
+		first := true
+		for n, at := range ss.byID {
+			if issued.Sub(at) > sessionTTL {
+				delete(ss.byID, n)
+			} else if first || at.Before(ss.byID[oldest]) {
+				oldest, first = n, false
+			}
+		}
+		if len(ss.byID) >= maxSessions {
+			delete(ss.byID, oldest)
+		}
+	}
+	ss.byID[nonce] = issued
+}
+
+func (ss *sessions) end(nonce [16]byte) {
+	ss.mu.Lock()
+	delete(ss.byID, nonce)
+	ss.mu.Unlock()
 }
 
 // newSession makes a fresh session (a new nonce: logging in never keeps the
@@ -270,15 +341,17 @@ func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) s
 	b := append(binary.BigEndian.AppendUint64(s.nonce[:], uint64(s.issued.Unix())), 0)
 	if authed {
 		b[24] = 1
+		p.sessions.add(s.nonce, s.issued)
 	}
-	setCookie(w, r, base64.RawURLEncoding.EncodeToString(b)+"."+base64.RawURLEncoding.EncodeToString(p.mac("session", b)), int(sessionTTL/time.Second))
+	p.setCookie(w, r, base64.RawURLEncoding.EncodeToString(b)+"."+base64.RawURLEncoding.EncodeToString(p.mac("session", b)), int(sessionTTL/time.Second))
 	return s
 }
 
 // setCookie sets the session cookie (package doc, "Security").
-func setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+func (p *Page) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	secure := r.TLS != nil || p.behindProxy && r.Header.Get("X-Forwarded-Proto") == "https"
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: Prefix, MaxAge: maxAge,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
 // authed lets a request through with a logged-in session (any session when
@@ -359,9 +432,17 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
+	client := throttle.Client(r, p.behindProxy)
+	if wait := p.throttle.Wait(client, "the page's login"); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		p.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Title": "Log in",
+			"Error": fmt.Sprintf("Too many failed logins from this address: try again in %v.", wait)})
+		return
+	}
 	// Hashed first, so that not even the length leaks.
 	typed, want := sha256.Sum256([]byte(r.PostForm.Get("token"))), sha256.Sum256([]byte(p.token))
 	if subtle.ConstantTimeCompare(typed[:], want[:]) != 1 {
+		p.throttle.Failed(client, "the page's login")
 		p.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in",
 			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN)."})
 		return
@@ -371,6 +452,9 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) logout(w http.ResponseWriter, r *http.Request) {
-	setCookie(w, r, "", -1)
+	if s, ok := sessionOf(r); ok {
+		p.sessions.end(s.nonce)
+	}
+	p.setCookie(w, r, "", -1)
 	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }

@@ -239,17 +239,24 @@ On SIGINT or SIGTERM it lets deliveries in flight finish or time out, saves
 every cursor and exits 0.
 
 Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" (HERALD_API_TOKEN)
-when that is set, and refuses to start off loopback without it; a default
-address that another process holds is left off with a warning. README has the
-page ("The operator's page") and the admin routes ("The command and the
-operator's guide"); GET /v1/openapi.json describes the HTTP API.
+when that is set; a token must be random, of at least 128 bits (make one with
+openssl rand -hex 32). After 10 failed authentications an address is answered
+429 for a while (one try every 6 s), and each failure is logged. Off loopback
+an API needs its token and TLS: --tls-cert and --tls-key, or
+--tls-terminated-by-proxy when only a proxy that terminates TLS reaches it.
+/healthz says ok or not ok; why, only with the admin token. A default address
+that another process holds is left off with a warning. README has the page
+("The operator's page"), the admin routes ("The command and the operator's
+guide") and the limits on connections and time ("Security"); GET
+/v1/openapi.json describes the HTTP API.
 
 Traces are exported by OTLP when the standard OTEL_* environment asks
 (README, "One trace from the append to the receiver").`,
 		example: `  herald run
   herald run --database postgres://herald@db/herald --namespaces activitypub,webhook --every 2s
-  HERALD_ADMIN_TOKEN=… herald run --admin-addr 10.0.0.5:9465
-  HERALD_API_TOKEN=… herald run --api-addr 10.0.0.5:9466`,
+  HERALD_ADMIN_TOKEN=$(openssl rand -hex 32) herald run --admin-addr 10.0.0.5:9465 --tls-cert herald.crt --tls-key herald.key
+  HERALD_API_TOKEN=… herald run --api-addr 127.0.0.1:9466   # a proxy serves it as https://herald.example/
+  HERALD_API_TOKEN=… herald run --api-addr 10.0.0.5:9466 --tls-terminated-by-proxy`,
 		db: existingDB,
 		flags: func(f *pflag.FlagSet) {
 			f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
@@ -257,6 +264,11 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
 			f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 			f.StringVar(&opts.APIAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
+			f.StringVar(&opts.TLSCertFile, "tls-cert", "", "PEM certificate (chain) the admin and API addresses serve HTTPS with; read again when the file changes")
+			f.StringVar(&opts.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
+			f.BoolVar(&opts.TLSTerminatedByProxy, "tls-terminated-by-proxy", false,
+				"the admin and API addresses are reached only through a proxy that terminates TLS: serve them in plain HTTP off loopback, "+
+					"count failed logins against the last X-Forwarded-For address, and mark the page's cookie Secure when X-Forwarded-Proto is https")
 			intVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1", 0, 0)
 			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
 			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
@@ -288,7 +300,9 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			e.seqEvery = seqIv
 			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
 			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
-				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN")); err != nil {
+				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"),
+				daemon.CheckToken("HERALD_ADMIN_TOKEN", opts.AdminToken), daemon.CheckToken("HERALD_API_TOKEN", opts.APIToken),
+				checkTLSFlags(opts)); err != nil {
 				return usageOf(err)
 			}
 			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
@@ -324,6 +338,31 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return d.Run(c.ctx())
 		},
 	}
+}
+
+// checkTLSFlags refuses --tls-cert without --tls-key and the reverse, and
+// a pair that does not load, and an admin or API address off loopback
+// served in clear (daemon.NeedsTLS).
+func checkTLSFlags(opts daemon.Options) error {
+	if (opts.TLSCertFile == "") != (opts.TLSKeyFile == "") {
+		return callf("--tls-cert and --tls-key go together: give both or neither")
+	}
+	if opts.TLSCertFile != "" {
+		if err := daemon.LoadTLS(opts.TLSCertFile, opts.TLSKeyFile); err != nil {
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		return nil
+	}
+	if opts.TLSTerminatedByProxy {
+		return nil
+	}
+	for _, a := range []struct{ flag, addr string }{{"--admin-addr", opts.AdminAddr}, {"--api-addr", opts.APIAddr}} {
+		if daemon.NeedsTLS(a.addr) {
+			return fmt.Errorf("%s %s is not a loopback address: its token and cookies would cross the network in clear; give --tls-cert and --tls-key, "+
+				"or --tls-terminated-by-proxy if only a proxy that terminates TLS reaches it", a.flag, a.addr)
+		}
+	}
+	return nil
 }
 
 // listen opens the daemon's addresses before the store, so that an address

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/heraldpush/herald/internal/operator"
+)
+
+// NeedsTLS reports whether an API on addr (host:port; empty: off) would be
+// reached over a network: its host is not a loopback address (an empty host
+// is every interface). Such an address must serve TLS, or be reached only
+// through a proxy that terminates it (Options.TLSTerminatedByProxy), for
+// the token and the page's cookie never to cross a network in clear.
+func NeedsTLS(addr string) bool {
+	if addr == "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return err != nil || host == "" || !operator.LoopbackHost(host)
+}
+
+// LoadTLS reports whether the PEM certificate and key files load as a
+// pair; the error names the files, never the key.
+func LoadTLS(certFile, keyFile string) error {
+	_, err := (&certFiles{cert: certFile, key: keyFile}).get()
+	return err
+}
+
+// checkTLS refuses a TLS option without its pair, a certificate that does
+// not load, and an API off loopback in clear; it returns the certificate
+// source when TLS is on.
+func checkTLS(opts Options) (*certFiles, error) {
+	var certs *certFiles
+	switch {
+	case (opts.TLSCertFile == "") != (opts.TLSKeyFile == ""):
+		return nil, errors.New("Options.TLSCertFile and Options.TLSKeyFile (herald run --tls-cert, --tls-key) go together: give both or neither")
+	case opts.TLSCertFile != "":
+		certs = &certFiles{cert: opts.TLSCertFile, key: opts.TLSKeyFile}
+		if _, err := certs.get(); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range []struct{ field, addr string }{{"Options.AdminAddr", opts.AdminAddr}, {"Options.APIAddr", opts.APIAddr}} {
+		if certs == nil && !opts.TLSTerminatedByProxy && NeedsTLS(a.addr) {
+			return nil, fmt.Errorf("%s %s is not a loopback address: its token and cookies would cross the network in clear; "+
+				"serve it with TLS (Options.TLSCertFile and TLSKeyFile; herald run --tls-cert and --tls-key), or, if only a proxy that terminates TLS "+
+				"reaches it, say so (Options.TLSTerminatedByProxy; --tls-terminated-by-proxy)", a.field, a.addr)
+		}
+	}
+	return certs, nil
+}
+
+// certFiles serves the key pair in two PEM files, loaded again when either
+// file changes, so that a renewed certificate is served from the next
+// handshake without a restart.
+type certFiles struct {
+	cert, key string
+
+	mu            sync.Mutex
+	loaded        *tls.Certificate
+	certAt, keyAt time.Time
+}
+
+// get returns the key pair, loading it again when a file's modification
+// time changed. Errors name the files and never the key.
+func (c *certFiles) get() (*tls.Certificate, error) {
+	ci, err1 := os.Stat(c.cert)
+	ki, err2 := os.Stat(c.key)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded != nil && ci.ModTime().Equal(c.certAt) && ki.ModTime().Equal(c.keyAt) {
+		return c.loaded, nil
+	}
+	pair, err := tls.LoadX509KeyPair(c.cert, c.key)
+	if err != nil {
+		if c.loaded != nil {
+			return c.loaded, nil // half-written during a renewal: keep the last good pair
+		}
+		return nil, fmt.Errorf("TLS certificate %s and key %s: %w", c.cert, c.key, err)
+	}
+	c.loaded, c.certAt, c.keyAt = &pair, ci.ModTime(), ki.ModTime()
+	return c.loaded, nil
+}
+
+// config is the servers' TLS configuration over c: TLS 1.2 at least.
+func (c *certFiles) config() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.get() }}
+}

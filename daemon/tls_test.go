@@ -1,0 +1,142 @@
+package daemon
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+// selfSigned writes a certificate for 127.0.0.1 and its key, as PEM files
+// in dir, and returns their paths and a pool that trusts the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "herald test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// With --tls-cert and --tls-key the admin and API addresses speak HTTPS
+// only: a client that trusts the certificate is answered, the page's cookie
+// is Secure, plain HTTP gets no answer of the API; a certificate renewed on
+// disk is served from the next handshake.
+func TestAdminAndAPIServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	d := start(t, Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		AdminAddr: "127.0.0.1:0", AdminToken: testToken, APIAddr: "127.0.0.1:0", APIToken: testToken,
+		TLSCertFile: certFile, TLSKeyFile: keyFile})
+	newClient := func(pool *x509.CertPool) *http.Client {
+		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	}
+	c := newClient(pool)
+	for _, addr := range []string{d.Addrs.Admin, d.Addrs.API} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+addr+"/v1/registrations", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotNil(t, resp.TLS, addr)
+
+		resp, err = http.Get("http://" + addr + "/v1/registrations")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "plain HTTP to %s", addr)
+	}
+	resp, err := c.Get("https://" + d.Addrs.Admin + "/ui/login")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NotEmpty(t, resp.Cookies())
+	require.True(t, resp.Cookies()[0].Secure, "the page's cookie over TLS")
+
+	// Renewed: a new certificate and key replace the files.
+	sub := t.TempDir()
+	newCert, newKey, newPool := selfSigned(t, sub)
+	for from, to := range map[string]string{newCert: certFile, newKey: keyFile} {
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(to, b, 0o600))
+		later := time.Now().Add(time.Minute) // a modification time surely not the first's
+		require.NoError(t, os.Chtimes(to, later, later))
+	}
+	resp, err = newClient(newPool).Get("https://" + d.Addrs.API + "/v1/openapi.json")
+	require.NoError(t, err, "the renewed certificate")
+	resp.Body.Close()
+	_, err = newClient(pool).Get("https://" + d.Addrs.API + "/v1/openapi.json")
+	require.Error(t, err, "the old certificate is no longer served")
+}
+
+// An admin or API address off loopback is refused at start in clear, and
+// accepted with TLS or behind a proxy that terminates it; a TLS option
+// without its pair and a certificate that does not load are refused,
+// naming the options.
+func TestOffLoopbackNeedsTLS(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	base := Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()}, AdminToken: testToken, APIToken: testToken}
+	for _, addr := range []string{"0.0.0.0:9465", ":9465", "[::]:9465", "10.0.0.5:9465", "herald.example:9465"} {
+		for _, field := range []string{"AdminAddr", "APIAddr"} {
+			o := base
+			if field == "AdminAddr" {
+				o.AdminAddr = addr
+			} else {
+				o.APIAddr = addr
+			}
+			_, err := New(o)
+			require.ErrorContains(t, err, "Options."+field+" "+addr+" is not a loopback address")
+			require.ErrorContains(t, err, "--tls-cert")
+			require.ErrorContains(t, err, "--tls-terminated-by-proxy")
+			withTLS := o
+			withTLS.TLSCertFile, withTLS.TLSKeyFile = certFile, keyFile
+			_, err = New(withTLS)
+			require.NoError(t, err, "%s with TLS", addr)
+			proxied := o
+			proxied.TLSTerminatedByProxy = true
+			_, err = New(proxied)
+			require.NoError(t, err, "%s behind a TLS proxy", addr)
+		}
+	}
+	o := base
+	o.AdminAddr = "127.0.0.1:9465"
+	_, err := New(o)
+	require.NoError(t, err, "loopback in clear")
+	o.TLSCertFile = certFile
+	_, err = New(o)
+	require.ErrorContains(t, err, "Options.TLSCertFile and Options.TLSKeyFile")
+	o.TLSKeyFile = certFile // not a key
+	_, err = New(o)
+	require.ErrorContains(t, err, "TLS certificate "+certFile)
+}
