@@ -321,6 +321,10 @@ type StreamInfo struct {
 	Registrations int    `json:"registrations"`  // registrations of the stream, parked ones included
 	Records       uint64 `json:"records"`        // records retained: Head - OldestSeq + 1
 	Bytes         int64  `json:"retained_bytes"` // payload bytes retained
+	// Unnumbered counts the records committed but not yet numbered
+	// (push.Unnumbered): past Head once numbered. A stream with only such
+	// records is listed, with Head 0.
+	Unnumbered uint64 `json:"unnumbered"`
 }
 
 // PrunedError refuses a cursor below a stream's low-water mark (a rewind, a

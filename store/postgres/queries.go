@@ -58,7 +58,8 @@ ON CONFLICT (id) DO NOTHING`
 FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
 	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
-	sqlLookup    = sqlLookupAny + ` AND q.seq IS NOT NULL`
+	// Lookup: a record without a seq is refused (refused set) or waiting.
+	sqlLookupVerdict = `SELECT ` + recordColumns + `, r.stream, q.refused FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	sqlRefused   = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.refused IS NOT NULL AND ($1::text = '' OR q.stream = $1)
 ORDER BY q.stream, r.pos LIMIT $2`
@@ -441,6 +442,15 @@ WHERE ($1::text = '' OR s.stream = $1) AND s.stream > $2
 ORDER BY s.stream
 LIMIT $3`
 )
+
+// sqlUnnumbered counts, per stream ($1 only, or all for ''), the records
+// waiting for the sequencer, with the oldest's appended-at. It reads the
+// sequencer's work list, which a running sequencer keeps short: under
+// sqlPlanner, as the sequencer's probe.
+var sqlUnnumbered = `SELECT w.stream, count(*), min(w.appended_at) FROM (` +
+	waitingRunning("r.stream, r.appended_at", "($1::text = '' OR r.stream = $1)", "") + `
+UNION ALL ` + waitingNew("r.stream, r.appended_at", "($1::text = '' OR r.stream = $1)", "") + `) w
+GROUP BY w.stream`
 
 // waitingRunning and waitingNew select cols of the records waiting for the
 // sequencer that satisfy cond: those of the transactions running at done

@@ -554,8 +554,11 @@ BEGIN
                     WHEN prev.final <> fin THEN 'final flag' END;
                 IF field IS NOT NULL THEN
                     RAISE EXCEPTION USING ERRCODE = 'HA409', COLUMN = replace(replace(field, 'content type', 'content_type'), 'final flag', 'final'),
-                        MESSAGE = format('herald_append: record id %s already exists as %s#%s with a different %s',
-                                         to_json(p_id)::text, prev.stream, prev.seq, field);
+                        MESSAGE = CASE WHEN prev.seq = 0 -- journal.ConflictError's words
+                            THEN format('herald_append: record id %s already exists in %s, waiting to be numbered, with a different %s',
+                                        to_json(p_id)::text, prev.stream, field)
+                            ELSE format('herald_append: record id %s already exists as %s#%s with a different %s',
+                                        to_json(p_id)::text, prev.stream, prev.seq, field) END;
                 END IF;
             END IF;
             IF NOT v_refused THEN
