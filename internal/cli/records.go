@@ -36,7 +36,8 @@ func newRecords(e *env) command {
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
 %d). The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
---from-seq were pruned. --json prints the page, each record whole with the
+--from-seq were pruned, and how many records past the head are committed but
+not yet numbered (PostgreSQL, with no daemon running). --json prints the page, each record whole with the
 field names of append --file lines ("payload" for JSON, compacted, and for
 text; "payload_base64" for other bytes), seq, appended_at and its trace
 context.`, maxRecordsLimit),
@@ -62,7 +63,7 @@ context.`, maxRecordsLimit),
 				return err
 			}
 			if len(infos) == 1 {
-				page.Head, page.OldestSeq = infos[0].Head, infos[0].OldestSeq
+				page.Head, page.OldestSeq, page.Unnumbered = infos[0].Head, infos[0].OldestSeq, infos[0].Unnumbered
 			}
 			if len(recs) > 0 && recs[len(recs)-1].Seq < page.Head {
 				page.More, page.NextFromSeq = true, recs[len(recs)-1].Seq+1
@@ -91,6 +92,10 @@ context.`, maxRecordsLimit),
 					}
 					fmt.Fprintf(w, "More records up to #%d: %s\n", page.Head, again)
 				}
+				if page.Unnumbered > 0 {
+					fmt.Fprintf(w, "%s past #%d committed but waiting to be numbered: is a daemon running? (herald run numbers them, as does herald sweep)\n",
+						plural(int(page.Unnumbered), "record"), page.Head)
+				}
 			})
 		},
 	}
@@ -103,7 +108,8 @@ type recordsPage struct {
 	OldestSeq   uint64                  `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
 	More        bool                    `json:"more"`       // records exist past the last one shown
 	NextFromSeq uint64                  `json:"next_from_seq,omitempty"`
-	Pruned      bool                    `json:"pruned"` // records from --from-seq up to OldestSeq-1 were pruned
+	Pruned      bool                    `json:"pruned"`     // records from --from-seq up to OldestSeq-1 were pruned
+	Unnumbered  uint64                  `json:"unnumbered"` // records committed past Head, waiting to be numbered (PostgreSQL)
 	Records     []operator.RecordOutput `json:"records"`
 }
 

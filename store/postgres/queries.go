@@ -60,7 +60,7 @@ WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
 	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	// Lookup: a record without a seq is refused (refused set) or waiting.
 	sqlLookupVerdict = `SELECT ` + recordColumns + `, r.stream, q.refused FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
-	sqlRefused   = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
+	sqlRefused       = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.refused IS NOT NULL AND ($1::text = '' OR q.stream = $1)
 ORDER BY q.stream, r.pos LIMIT $2`
 )
@@ -443,7 +443,7 @@ ORDER BY s.stream
 LIMIT $3`
 )
 
-// sqlUnnumbered counts, per stream ($1 only, or all for ''), the records
+// sqlUnnumbered counts, per stream ($1 only, or all for ”), the records
 // waiting for the sequencer, with the oldest's appended-at. It reads the
 // sequencer's work list, which a running sequencer keeps short: under
 // sqlPlanner, as the sequencer's probe.
