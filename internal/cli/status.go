@@ -83,7 +83,7 @@ work were read to count them.`, operator.MaxHeldScan),
 				if st.HeldTruncated {
 					fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
 				}
-				if note := operator.UnnumberedNote(st.Unnumbered, now); note != "" {
+				if note := operator.UnnumberedNote(st.Unnumbered, now, "is a daemon running? (herald run numbers them, as does herald sweep)"); note != "" {
 					fmt.Fprintf(w, "\nNot yet in RECORDS BEHIND: %s.\n", note)
 				}
 				if len(refused) > 0 {

@@ -37,9 +37,9 @@ const UnnumberedStale = 10 * time.Second
 
 // UnnumberedNote says what waits to be numbered at instant at, "" for
 // nothing: "12 records (of 3 streams) waiting to be numbered, the oldest
-// appended 2026-… (5m ago); is a daemon running?", the question once the
-// oldest waited UnnumberedStale.
-func UnnumberedNote(u push.Unnumbered, at time.Time) string {
+// appended 2026-… (5m ago); " and then stale, once the oldest waited
+// UnnumberedStale.
+func UnnumberedNote(u push.Unnumbered, at time.Time, stale string) string {
 	if u.Records == 0 {
 		return ""
 	}
@@ -52,7 +52,7 @@ func UnnumberedNote(u push.Unnumbered, at time.Time) string {
 		note += fmt.Sprintf(", the oldest appended %s (%s ago)", Instant(u.Oldest), max(at.Sub(u.Oldest), 0).Round(time.Second))
 	}
 	if at.Sub(u.Oldest) >= UnnumberedStale {
-		note += "; is a daemon running? (herald run numbers them, as does herald sweep)"
+		note += "; " + stale
 	}
 	return note
 }
