@@ -149,14 +149,16 @@ func (m *metrics) pruned() func(store.PruneReport, error) {
 	bytes := c("herald_pruned_bytes_total", "Payload bytes of the records pruned.")
 	streams := c("herald_pruned_streams_total", "Sealed streams whose registrations all completed, removed whole.")
 	evidence := c("herald_pruned_evidence_total", "Evidence rows pruned (older than --retain, not a parked registration's reason).")
+	hosts := c("herald_pruned_hosts_total", "Host rows pruned: no registration of the host, no failure for --retain.")
 	passes := counters("herald_prune_passes_total", "Prune passes by result (ok, error).", "result")
-	m.reg.MustRegister(records, bytes, streams, evidence, passes)
+	m.reg.MustRegister(records, bytes, streams, evidence, hosts, passes)
 	return func(r store.PruneReport, err error) {
 		passes.WithLabelValues(result(err, "ok")).Inc()
 		records.Add(float64(r.Records))
 		bytes.Add(float64(r.Bytes))
 		streams.Add(float64(r.Removed))
 		evidence.Add(float64(r.Evidence))
+		hosts.Add(float64(r.Hosts))
 	}
 }
 

@@ -220,7 +220,9 @@ appends or sweeps for long (the daemon does the same every --prune-every):
   - a sealed stream whose registrations all completed, once its final record
     is older than --retain: the stream is gone, and its name may be used again;
   - evidence older than --retain, except the reason a parked registration is
-    parked.
+    parked;
+  - a host's health (herald hosts) once no registration is of the host and
+    its last failure is older than --retain.
 
 Rewinding or skipping below a low-water mark is refused afterwards. --dry-run
 reports what would go and changes nothing.`,
@@ -259,9 +261,9 @@ reports what would go and changes nothing.`,
 				if q.DryRun {
 					verb = "Would prune"
 				}
-				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
+				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s; %s.\n", verb,
 					plural(total.Records, "record"), bytesText(total.Bytes), plural(total.Streams, "stream"),
-					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"))
+					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"), plural(total.Hosts, "host row"))
 			})
 		},
 	}

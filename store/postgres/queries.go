@@ -433,7 +433,16 @@ DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
     JOIN herald_registration r ON r.stream = e.stream AND r.id = e.registration
     WHERE e.stream = $1 AND r.parked AND e.event = $3
     GROUP BY e.registration)`
-	sqlStreams = `SELECT s.stream, s.head, s.final_seq IS NOT NULL, s.oldest_seq,
+	// A host row goes once no registration is of the host and it failed
+	// last at or before $1. One pass of the registrations (an anti-join):
+	// an index on their host would cost every cursor write an entry.
+	// HostFailed locks the row and moves last_failure_at: a concurrent
+	// delete re-checks it and keeps the row.
+	prunableHosts = `FROM herald_host h WHERE coalesce(h.last_failure_at, h.since) <= $1
+  AND NOT EXISTS (SELECT 1 FROM herald_registration r WHERE r.host = h.host)`
+	sqlPruneHosts         = `WITH gone AS (DELETE ` + prunableHosts + ` RETURNING 1) SELECT count(*) FROM gone`
+	sqlCountPrunableHosts = `SELECT count(*) ` + prunableHosts
+	sqlStreams            = `SELECT s.stream, s.head, s.final_seq IS NOT NULL, s.oldest_seq,
     (SELECT count(*) FROM herald_registration r WHERE r.stream = s.stream),
     (SELECT coalesce(sum(length(x.payload)), 0) FROM herald_seq q JOIN herald_record x ON x.id = q.id
      WHERE q.stream = s.stream AND q.seq >= s.oldest_seq)

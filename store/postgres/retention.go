@@ -59,6 +59,15 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	if !q.DryRun {
 		s.pruneFrom, rep.More = next, next != ""
 	}
+	if !rep.More {
+		sql := sqlPruneHosts
+		if q.DryRun {
+			sql = sqlCountPrunableHosts
+		}
+		if err := s.pool.QueryRow(ctx, sql, q.Cutoff()).Scan(&rep.Hosts); err != nil {
+			return rep, s.dbErr(ctx, "prune hosts", err)
+		}
+	}
 	return rep, nil
 }
 
