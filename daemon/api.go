@@ -98,7 +98,11 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	// either way nothing is written twice (the append is idempotent).
 	created := false
 	for _, e := range entries {
-		if _, err := d.store.Lookup(r.Context(), e.ID); errors.Is(err, journal.ErrNotFound) {
+		_, err := d.store.Lookup(r.Context(), e.ID)
+		if _, waiting := errors.AsType[*journal.UnnumberedError](err); waiting {
+			continue // stored, waiting to be numbered: not new
+		}
+		if errors.Is(err, journal.ErrNotFound) {
 			created = true
 			break
 		} else if err != nil {

@@ -78,3 +78,20 @@ func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	require.False(t, rs.Unnumbered)
 	require.Equal(t, uint64(2), rs.Record.Seq)
 }
+
+// Appending again, with the same content, a record that waits to be
+// numbered writes nothing: 200, not 201, with the seq the append's
+// sequencer step gave it.
+func TestAPIAppendOfAWaitingRecordIsNotNew(t *testing.T) {
+	ctx := t.Context()
+	s := pgtest.NewStore(t)
+	require.NoError(t, pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+		_, err := s.AppendTx(ctx, tx, "orders/1", journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{"total":42}`)})
+		return err
+	}))
+	srv := apiServer(t, s, "tok")
+	code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", "tok",
+		`{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "order.created", "payload": {"total":42}}]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"seq": 1`)
+}

@@ -63,6 +63,7 @@ func TestABacklogWaitingToBeNumberedIsVisible(t *testing.T) {
 		Stream     string `json:"stream"`
 		Unnumbered uint64 `json:"unnumbered"`
 	}
+	require.Regexp(t, `orders/1\s+0\s+-\s+1\s+0\s+0 bytes\s+1\s+12\n`, h.ok("streams"))
 	h.json(&streams, "streams")
 	require.Len(t, streams, 1)
 	require.Equal(t, uint64(12), streams[0].Unnumbered)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,7 +138,8 @@ func newStreams(e *env) command {
 		long: `List streams in name order with their head (the newest seq), their final seq
 when sealed, OLDEST (the oldest retained seq, the low-water mark: records below
 it were pruned; head+1 when none is retained), their registrations and the
-payload bytes they retain. Page with --after and --limit.`,
+payload bytes they retain, and, when some wait, the records committed but not
+yet numbered (PostgreSQL). Page with --after and --limit.`,
 		example: `  herald streams
   herald streams --stream order/1001 --json`,
 		db: readDB,
@@ -156,15 +158,27 @@ payload bytes they retain. Page with --after and --limit.`,
 					fmt.Fprintln(w, "No streams.")
 					return
 				}
-				t := tbl.New(w, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
+				waiting := slices.ContainsFunc(infos, func(s store.StreamInfo) bool { return s.Unnumbered > 0 })
+				cols := []string{"STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS"}
+				if waiting {
+					cols = append(cols, "WAITING TO BE NUMBERED")
+				}
+				t := tbl.New(w, cols...)
 				for _, s := range infos {
 					final := "-"
 					if s.FinalSeq > 0 {
 						final = fmt.Sprint(s.FinalSeq)
 					}
-					t.Row(s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations))
+					row := []string{s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations)}
+					if waiting {
+						row = append(row, fmt.Sprint(s.Unnumbered))
+					}
+					t.Row(row...)
 				}
 				t.Flush()
+				if waiting {
+					fmt.Fprintln(w, "Records waiting to be numbered are committed: is a daemon running? (herald run numbers them, as does herald sweep)")
+				}
 			})
 		},
 	}
