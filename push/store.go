@@ -112,7 +112,7 @@ type Store interface {
 	Evidence(ctx context.Context, stream, id string, limit int) ([]Evidence, error)
 
 	// Stats counts registrations by namespace and state at instant at (which
-	// decides what is leased).
+	// decides what is leased), and the records waiting to be numbered.
 	Stats(ctx context.Context, at time.Time) (Stats, error)
 
 	HostStore
