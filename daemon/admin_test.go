@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
@@ -820,8 +822,59 @@ func TestHostMetrics(t *testing.T) {
 		`herald_hosts{state="down"} 1`,
 		`herald_hosts{state="unavailable"} 0`,
 		`herald_held_registrations 2`,
-		`herald_host_failures_total{host="down.example:443"} 1`,
+		`herald_host_failures_total 1`,
+		`herald_host_failures{host="down.example:443"} 3`,
 	} {
 		require.Contains(t, body, want)
 	}
+
+	// Per-host series are the hosts not up: none once the host is up.
+	_, err := s.ResetHost(t.Context(), "down.example:443", t0.Add(time.Hour))
+	require.NoError(t, err)
+	body = scrape(t, m)
+	require.Contains(t, body, `herald_hosts{state="up"} 1`)
+	require.NotContains(t, body, `herald_host_failures{`)
+}
+
+// Per-host state is bounded: 200 hosts that refuse connections leave at
+// most maxHostSeries per-host series, each of a host not up, and none once
+// retention removed their rows (their registrations gone).
+func TestHostMetricSeriesAreBounded(t *testing.T) {
+	ctx := t.Context()
+	s := sqliteStore(t)
+	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
+	_, err := s.Append(ctx, "s", journal.Entry{ID: "e", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	const n = 200
+	for i := range n {
+		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprint(i), Namespace: "webhook", URL: fmt.Sprintf("https://127.0.0.1:%d/", 20000+i)})
+		require.NoError(t, err)
+	}
+	hooks := m.hooks("webhook")
+	for k := range push.HostDownAfter { // every host down: three refusals each
+		batch, err := s.Due(ctx, push.DueQuery{At: t0.Add(time.Duration(k) * time.Hour), Limit: n, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Duration(k)*time.Hour + time.Minute)})
+		require.NoError(t, err)
+		require.Len(t, batch.Registrations, n)
+		for _, st := range batch.Registrations {
+			h, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(), Horizon: push.DefaultHostHorizon,
+				Evidence: push.Evidence{At: t0.Add(time.Duration(k) * time.Hour), Seq: 1, Error: "connect: connection refused"}})
+			require.NoError(t, err)
+			hooks.HostFailure(h)
+		}
+	}
+	body := scrape(t, m)
+	require.Equal(t, n, strings.Count(body, "\nherald_host_failures{"), "one series a host not up")
+	require.Contains(t, body, fmt.Sprintf("herald_host_failures_total %d", n*push.HostDownAfter))
+	require.Contains(t, body, fmt.Sprintf(`herald_hosts{state="down"} %d`, n))
+
+	for i := range n {
+		require.NoError(t, s.Unregister(ctx, "s", fmt.Sprint(i)))
+	}
+	rep, err := s.Prune(ctx, store.PruneQuery{At: t0.Add(3 * time.Hour), Retain: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, n, rep.Hosts, "every host row, with no registration and no failure for the retention age, is gone")
+	body = scrape(t, m)
+	require.NotContains(t, body, "herald_host_failures{")
+	require.Contains(t, body, `herald_hosts{state="down"} 0`)
 }

@@ -41,6 +41,7 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"GET /v1/openapi.json":   func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
 		"POST /v1/records":       endpoint(d.postRecords),
 		"GET /v1/records/status": endpoint(d.recordStatus),
+		"GET /v1/status":         endpoint(d.status),
 		"POST /v1/registrations": endpoint(d.postRegistration),
 		"GET /v1/registrations":  listRegistrations(d.store),
 		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
@@ -97,7 +98,11 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	// either way nothing is written twice (the append is idempotent).
 	created := false
 	for _, e := range entries {
-		if _, err := d.store.Lookup(r.Context(), e.ID); errors.Is(err, journal.ErrNotFound) {
+		_, err := d.store.Lookup(r.Context(), e.ID)
+		if _, waiting := errors.AsType[*journal.UnnumberedError](err); waiting {
+			continue // stored, waiting to be numbered: not new
+		}
+		if errors.Is(err, journal.ErrNotFound) {
 			created = true
 			break
 		} else if err != nil {
@@ -226,6 +231,24 @@ func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
+}
+
+// apiStatus answers GET /v1/status: operator.Status's counts.
+type apiStatus struct {
+	Namespaces map[string]operator.NamespaceView `json:"namespaces"`
+	Unnumbered push.Unnumbered                   `json:"unnumbered"`
+}
+
+// status answers GET /v1/status.
+func (d *Daemon) status(r *http.Request) (any, error) {
+	if r.URL.RawQuery != "" {
+		return nil, journal.Invalid("query", "is not read: GET /v1/status takes no parameters")
+	}
+	st, err := operator.StatusAt(r.Context(), d.store, d.opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	return apiStatus{st.Namespaces, st.Unnumbered}, nil
 }
 
 // openAPIYAML is the HTTP API's OpenAPI 3.1 document, written by hand.

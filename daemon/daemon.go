@@ -406,9 +406,9 @@ func (d *Daemon) prune(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			d.opts.Logger.Error("herald: prune failed; trying again at the next interval", "err", err)
-		case rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0:
+		case rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 || rep.Hosts > 0:
 			d.opts.Logger.Info("herald: pruned", "records", rep.Records, "bytes", rep.Bytes, "streams", rep.Streams,
-				"streams_removed", rep.Removed, "evidence", rep.Evidence)
+				"streams_removed", rep.Removed, "evidence", rep.Evidence, "hosts", rep.Hosts)
 		}
 		d.pruned(rep, err)
 		timer.Reset(d.opts.Prune.Every)

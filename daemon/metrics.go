@@ -20,7 +20,7 @@ type metrics struct {
 	duration   *prometheus.HistogramVec
 	turns      *prometheus.CounterVec
 	claims     *prometheus.CounterVec
-	hostFails  *prometheus.CounterVec
+	hostFails  prometheus.Counter
 	gauges     *gauges
 }
 
@@ -38,8 +38,8 @@ func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(
 		turns: counters("herald_turns_total",
 			"Turns by namespace and result (ok, attention: a registration parked, error: a store or journal error).", "namespace", "result"),
 		claims: counters("herald_claims_total", "Claims of due registrations (Store.Due) by namespace and result (ok, error).", "namespace", "result"),
-		hostFails: counters("herald_host_failures_total",
-			"Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After) by host (host:port), counted by this process.", "host"),
+		hostFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_host_failures_total",
+			Help: "Host-level failures (no connection, timeout, TLS, reset, 502/503/504 without Retry-After), counted by this process; herald_host_failures has them by host."}),
 		gauges: &gauges{stats: stats, hosts: hosts},
 	}
 	m.reg.MustRegister(m.deliveries, m.duration, m.turns, m.claims, m.hostFails, m.gauges,
@@ -59,7 +59,7 @@ func (m *metrics) hooks(ns string) push.Hooks {
 			}
 			m.turns.WithLabelValues(ns, result(err, ok)).Inc()
 		},
-		HostFailure: func(h push.Host) { m.hostFails.WithLabelValues(h.Host).Inc() },
+		HostFailure: func(push.Host) { m.hostFails.Inc() },
 		Claim:       func(_ time.Time, _ int, err error) { m.claims.WithLabelValues(ns, result(err, "ok")).Inc() },
 	}
 }
@@ -83,12 +83,22 @@ var (
 	hostsDesc            = gauge("herald_hosts", "Hosts herald keeps health for (those that ever failed for their host) by state (up, down, unavailable).", "state")
 	heldDesc             = gauge("herald_held_registrations", "Registrations held because their host is down or unavailable.")
 	statsUpDesc          = gauge("herald_store_up", "1 if the last scrape could read the store's stats, else 0.")
+	hostFailuresDesc     = gauge("herald_host_failures",
+		"Consecutive host-level failures of each host that is not up (down or unavailable), as stored for every daemon; a host has a series only while it is not up, at most 1,000 of them (by name; herald hosts lists all).", "host")
 )
+
+// maxHostSeries bounds herald_host_failures' series: a fan-out to a large
+// audience may hold thousands of dead hosts, which herald hosts and the
+// page list, and which a scrape need not carry.
+const maxHostSeries = 1000
 
 // gauges are read at scrape time: what is in flight from the workers
 // (push.Worker.Load; per-host counts summed, not labelled, since a fan-out
 // reaches more hosts than a metric should have series), registrations and
-// hosts from the store.
+// hosts from the store. The one per-host series, herald_host_failures, is
+// of the hosts not up as the store has them: a host that comes up, or whose
+// row retention removes, has none at the next scrape, and this process
+// keeps no per-host state.
 type gauges struct {
 	workers []*push.Worker
 	stats   func(ctx context.Context) (push.Stats, error)
@@ -97,7 +107,7 @@ type gauges struct {
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{turnsInFlightDesc, slowTurnsDesc, messagesInFlightDesc, hostsAtCapDesc,
-		registrationsDesc, parkedDesc, behindDesc, hostsDesc, heldDesc, statsUpDesc} {
+		registrationsDesc, parkedDesc, behindDesc, hostsDesc, heldDesc, statsUpDesc, hostFailuresDesc} {
 		ch <- d
 	}
 }
@@ -129,6 +139,13 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		set(hostsDesc, float64(n), state)
 	}
 	set(heldDesc, float64(sum.Held))
+	series := 0
+	for _, h := range hs {
+		if h.State != push.HostUp && series < maxHostSeries {
+			set(hostFailuresDesc, float64(h.Failures), h.Host)
+			series++
+		}
+	}
 	set(statsUpDesc, 1)
 	for ns, n := range st.Namespaces {
 		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked} {
@@ -149,14 +166,16 @@ func (m *metrics) pruned() func(store.PruneReport, error) {
 	bytes := c("herald_pruned_bytes_total", "Payload bytes of the records pruned.")
 	streams := c("herald_pruned_streams_total", "Sealed streams whose registrations all completed, removed whole.")
 	evidence := c("herald_pruned_evidence_total", "Evidence rows pruned (older than --retain, not a parked registration's reason).")
+	hosts := c("herald_pruned_hosts_total", "Host rows pruned: no registration of the host, no failure for --retain.")
 	passes := counters("herald_prune_passes_total", "Prune passes by result (ok, error).", "result")
-	m.reg.MustRegister(records, bytes, streams, evidence, passes)
+	m.reg.MustRegister(records, bytes, streams, evidence, hosts, passes)
 	return func(r store.PruneReport, err error) {
 		passes.WithLabelValues(result(err, "ok")).Inc()
 		records.Add(float64(r.Records))
 		bytes.Add(float64(r.Bytes))
 		streams.Add(float64(r.Removed))
 		evidence.Add(float64(r.Evidence))
+		hosts.Add(float64(r.Hosts))
 	}
 }
 

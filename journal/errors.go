@@ -55,15 +55,33 @@ func Invalid(field, format string, args ...any) error {
 type ConflictError struct {
 	ID     string // the record id
 	Stream string // the stream the stored record belongs to
-	Seq    uint64 // the stored record's seq
+	Seq    uint64 // the stored record's seq; 0 while it waits to be numbered (store/postgres)
 	Field  string // the first field that differs: "stream", "kind", "content type", "payload" or "final flag"
 }
 
 func (e *ConflictError) Error() string {
+	if e.Seq == 0 {
+		return fmt.Sprintf("record id %q already exists in %s, waiting to be numbered, with a different %s", e.ID, Shown(e.Stream), e.Field)
+	}
 	return fmt.Sprintf("record id %q already exists as %s#%d with a different %s", e.ID, Shown(e.Stream), e.Seq, e.Field)
 }
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// UnnumberedError reports a record that is committed but has no seq yet: a
+// store that numbers records after their commit (store/postgres, whose
+// sequencer runs in herald run, in each Append and before each Due) has not
+// numbered it, so it cannot be read. It wraps ErrNotFound.
+type UnnumberedError struct {
+	Record Record // the record as stored, Seq 0
+}
+
+func (e *UnnumberedError) Error() string {
+	return fmt.Sprintf("record %q of stream %s is committed but waiting to be numbered (no seq yet): is a daemon running?",
+		e.Record.ID, Shown(e.Record.Stream))
+}
+
+func (e *UnnumberedError) Unwrap() error { return ErrNotFound }
 
 // SealedError reports an append to a stream that holds a final record. It
 // wraps ErrSealed.

@@ -73,7 +73,8 @@ type Journal interface {
 	Head(ctx context.Context, stream string) (uint64, error)
 
 	// Lookup returns the record with the given id. Errors: ErrInvalid (bad id),
-	// ErrNotFound.
+	// ErrNotFound; for a record committed but not yet numbered, an
+	// *UnnumberedError (which is an ErrNotFound: Read does not see it yet).
 	Lookup(ctx context.Context, id string) (Record, error)
 }
 

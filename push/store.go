@@ -112,7 +112,7 @@ type Store interface {
 	Evidence(ctx context.Context, stream, id string, limit int) ([]Evidence, error)
 
 	// Stats counts registrations by namespace and state at instant at (which
-	// decides what is leased).
+	// decides what is leased), and the records waiting to be numbered.
 	Stats(ctx context.Context, at time.Time) (Stats, error)
 
 	HostStore
@@ -278,6 +278,18 @@ type Stats struct {
 	Namespaces   map[string]NamespaceStats `json:"namespaces"`
 	Lagging      []Status                  `json:"lagging"`                 // the MaxLagging largest lags, largest first
 	OldestParked *Status                   `json:"oldest_parked,omitempty"` // parked longest ago, if any
+	// Unnumbered counts the records committed but not yet numbered (a store
+	// that numbers after the commit: store/postgres). No cursor is behind
+	// them yet, so no Behind counts them.
+	Unnumbered Unnumbered `json:"unnumbered"`
+}
+
+// Unnumbered is what waits to be numbered: Records of Streams, the oldest
+// appended at Oldest (zero when none waits).
+type Unnumbered struct {
+	Records uint64    `json:"records"`
+	Streams int       `json:"streams"`
+	Oldest  time.Time `json:"oldest_appended_at,omitzero"`
 }
 
 // NamespaceStats counts one namespace's registrations by Status.State and

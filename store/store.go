@@ -224,6 +224,10 @@ func (p *DuePicker) Offer(st push.Status, host string) bool {
 //     may then be used again.
 //   - Evidence older than the retention age is removed, except a parked
 //     registration's newest "parked" row: why it is parked.
+//   - A host's health (push.Host) is removed once no registration is of
+//     the host and its last failure (or, with none, its Since) is older than
+//     the retention age: the call that ends a pass (More false) removes
+//     them, so that a pass reads the registrations' hosts once.
 //   - Rewinds, skips and new registrations below the low-water mark are
 //     refused with a *PrunedError.
 type Retention interface {
@@ -285,13 +289,14 @@ type PruneReport struct {
 	Bytes    int64 `json:"bytes"`            // their payload bytes
 	Removed  int   `json:"streams_removed"`  // sealed, completed streams removed entirely
 	Evidence int   `json:"evidence_removed"` // evidence rows removed
+	Hosts    int   `json:"hosts_removed"`    // host rows removed: no registration, no failure for the retention age
 	More     bool  `json:"more"`             // the batch was full: call again
 }
 
 // Add sums two reports (More is either's).
 func (r PruneReport) Add(o PruneReport) PruneReport {
 	return PruneReport{Streams: r.Streams + o.Streams, Records: r.Records + o.Records, Bytes: r.Bytes + o.Bytes,
-		Removed: r.Removed + o.Removed, Evidence: r.Evidence + o.Evidence, More: r.More || o.More}
+		Removed: r.Removed + o.Removed, Evidence: r.Evidence + o.Evidence, Hosts: r.Hosts + o.Hosts, More: r.More || o.More}
 }
 
 // StreamQuery filters Retention.Streams.
@@ -321,6 +326,10 @@ type StreamInfo struct {
 	Registrations int    `json:"registrations"`  // registrations of the stream, parked ones included
 	Records       uint64 `json:"records"`        // records retained: Head - OldestSeq + 1
 	Bytes         int64  `json:"retained_bytes"` // payload bytes retained
+	// Unnumbered counts the records committed but not yet numbered
+	// (push.Unnumbered): past Head once numbered. A stream with only such
+	// records is listed, with Head 0.
+	Unnumbered uint64 `json:"unnumbered"`
 }
 
 // PrunedError refuses a cursor below a stream's low-water mark (a rewind, a

@@ -57,6 +57,8 @@ func (p *Page) overview(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "overview", map[string]any{
 		"Title": "Overview", "At": at, "Namespaces": rows, "Lagging": st.Lagging, "OldestParked": st.OldestParked,
 		"Hosts": st.Hosts, "MoreNotUp": st.Hosts.Down + st.Hosts.Unavailable - len(st.Hosts.NotUp), "HeldTruncated": st.HeldTruncated, "MaxHeldScan": operator.MaxHeldScan,
+		"UnnumberedStale": st.Unnumbered.Records > 0 && at.Sub(st.Unnumbered.Oldest) >= operator.UnnumberedStale,
+		"Unnumbered":      operator.UnnumberedNote(st.Unnumbered, at, "no sequencer numbers them: is herald run's sequencer failing (its log says), or is no daemon running on this database?"),
 	})
 }
 
@@ -145,7 +147,7 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 			p.failErr(w, r, err)
 			return
 		}
-		data["Record"], data["Acked"], data["Pending"] = st.Record, st.Acknowledged, st.NotAcknowledged
+		data["Record"], data["Acked"], data["Pending"], data["Unnumbered"] = st.Record, st.Acknowledged, st.NotAcknowledged, st.Unnumbered
 	}
 	p.render(w, r, http.StatusOK, "record", data)
 }

@@ -186,6 +186,9 @@ func checkFile(ctx context.Context, b backend, path string, batches []batch) (st
 		it := &items[i]
 		g.Go(func() error {
 			rec, err := b.Lookup(ctx, it.entry.ID)
+			if ue, ok := errors.AsType[*journal.UnnumberedError](err); ok {
+				rec, err = ue.Record, nil // held, waiting to be numbered: compared as any
+			}
 			switch {
 			case errors.Is(err, journal.ErrNotFound):
 				return nil

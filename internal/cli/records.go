@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,8 @@ func newRecords(e *env) command {
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
 %d). The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
---from-seq were pruned. --json prints the page, each record whole with the
+--from-seq were pruned, and how many records past the head are committed but
+not yet numbered (PostgreSQL, with no daemon running). --json prints the page, each record whole with the
 field names of append --file lines ("payload" for JSON, compacted, and for
 text; "payload_base64" for other bytes), seq, appended_at and its trace
 context.`, maxRecordsLimit),
@@ -62,7 +64,7 @@ context.`, maxRecordsLimit),
 				return err
 			}
 			if len(infos) == 1 {
-				page.Head, page.OldestSeq = infos[0].Head, infos[0].OldestSeq
+				page.Head, page.OldestSeq, page.Unnumbered = infos[0].Head, infos[0].OldestSeq, infos[0].Unnumbered
 			}
 			if len(recs) > 0 && recs[len(recs)-1].Seq < page.Head {
 				page.More, page.NextFromSeq = true, recs[len(recs)-1].Seq+1
@@ -91,6 +93,10 @@ context.`, maxRecordsLimit),
 					}
 					fmt.Fprintf(w, "More records up to #%d: %s\n", page.Head, again)
 				}
+				if page.Unnumbered > 0 {
+					fmt.Fprintf(w, "%s past #%d committed but waiting to be numbered: is a daemon running? (herald run numbers them, as does herald sweep)\n",
+						plural(int(page.Unnumbered), "record"), page.Head)
+				}
 			})
 		},
 	}
@@ -103,7 +109,8 @@ type recordsPage struct {
 	OldestSeq   uint64                  `json:"oldest_seq"` // the oldest retained (Head+1 when none is): those below were pruned
 	More        bool                    `json:"more"`       // records exist past the last one shown
 	NextFromSeq uint64                  `json:"next_from_seq,omitempty"`
-	Pruned      bool                    `json:"pruned"` // records from --from-seq up to OldestSeq-1 were pruned
+	Pruned      bool                    `json:"pruned"`     // records from --from-seq up to OldestSeq-1 were pruned
+	Unnumbered  uint64                  `json:"unnumbered"` // records committed past Head, waiting to be numbered (PostgreSQL)
 	Records     []operator.RecordOutput `json:"records"`
 }
 
@@ -131,7 +138,8 @@ func newStreams(e *env) command {
 		long: `List streams in name order with their head (the newest seq), their final seq
 when sealed, OLDEST (the oldest retained seq, the low-water mark: records below
 it were pruned; head+1 when none is retained), their registrations and the
-payload bytes they retain. Page with --after and --limit.`,
+payload bytes they retain, and, when some wait, the records committed but not
+yet numbered (PostgreSQL). Page with --after and --limit.`,
 		example: `  herald streams
   herald streams --stream order/1001 --json`,
 		db: readDB,
@@ -150,15 +158,27 @@ payload bytes they retain. Page with --after and --limit.`,
 					fmt.Fprintln(w, "No streams.")
 					return
 				}
-				t := tbl.New(w, "STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS")
+				waiting := slices.ContainsFunc(infos, func(s store.StreamInfo) bool { return s.Unnumbered > 0 })
+				cols := []string{"STREAM", "HEAD", "FINAL", "OLDEST", "RECORDS", "BYTES", "REGISTRATIONS"}
+				if waiting {
+					cols = append(cols, "WAITING TO BE NUMBERED")
+				}
+				t := tbl.New(w, cols...)
 				for _, s := range infos {
 					final := "-"
 					if s.FinalSeq > 0 {
 						final = fmt.Sprint(s.FinalSeq)
 					}
-					t.Row(s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations))
+					row := []string{s.Stream, fmt.Sprint(s.Head), final, fmt.Sprint(s.OldestSeq), fmt.Sprint(s.Records), bytesText(s.Bytes), fmt.Sprint(s.Registrations)}
+					if waiting {
+						row = append(row, fmt.Sprint(s.Unnumbered))
+					}
+					t.Row(row...)
 				}
 				t.Flush()
+				if waiting {
+					fmt.Fprintln(w, "Records waiting to be numbered are committed: is a daemon running? (herald run numbers them, as does herald sweep)")
+				}
 			})
 		},
 	}
@@ -214,7 +234,9 @@ appends or sweeps for long (the daemon does the same every --prune-every):
   - a sealed stream whose registrations all completed, once its final record
     is older than --retain: the stream is gone, and its name may be used again;
   - evidence older than --retain, except the reason a parked registration is
-    parked.
+    parked;
+  - a host's health (herald hosts) once no registration is of the host and
+    its last failure is older than --retain.
 
 Rewinding or skipping below a low-water mark is refused afterwards. --dry-run
 reports what would go and changes nothing.`,
@@ -253,9 +275,9 @@ reports what would go and changes nothing.`,
 				if q.DryRun {
 					verb = "Would prune"
 				}
-				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s.\n", verb,
+				fmt.Fprintf(w, "%s %s (%s of payload) from %s; %s removed whole; %s; %s.\n", verb,
 					plural(total.Records, "record"), bytesText(total.Bytes), plural(total.Streams, "stream"),
-					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"))
+					plural(total.Removed, "sealed stream"), plural(total.Evidence, "evidence row"), plural(total.Hosts, "host row"))
 			})
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +43,9 @@ func newStatus(e *env) command {
 		long: fmt.Sprintf(`Count each namespace's registrations by state: ready (work, due), retrying
 (failures at the cursor, waiting), held (work on a host that is down or
 unavailable: herald hosts), idle (caught up) and parked, with how many hold a
-live lease and the records behind their cursors. Then the largest lags, the
+live lease and the records behind their cursors, and the records committed but
+not yet numbered (PostgreSQL: the sequencer of herald run numbers them, so
+a count that stays says no daemon runs). Then the largest lags, the
 registration parked longest, refused records (PostgreSQL) and the hosts that
 are not up. --json has the same, by those names; held ones are not in ready or
 retrying, and held_truncated is true when only the first %d registrations with
@@ -51,7 +54,8 @@ work were read to count them.`, operator.MaxHeldScan),
   herald status --json`,
 		db: readDB,
 		run: func(c *call) error {
-			st, err := operator.StatusAt(c.ctx(), c.b, time.Now())
+			now := time.Now()
+			st, err := operator.StatusAt(c.ctx(), c.b, now)
 			if err != nil {
 				return err
 			}
@@ -78,6 +82,9 @@ work were read to count them.`, operator.MaxHeldScan),
 				t.Flush()
 				if st.HeldTruncated {
 					fmt.Fprintf(w, "(HELD counts the first %d registrations with work only; herald hosts counts each host's)\n", operator.MaxHeldScan)
+				}
+				if note := operator.UnnumberedNote(st.Unnumbered, now, "is a daemon running? (herald run numbers them, as does herald sweep)"); note != "" {
+					fmt.Fprintf(w, "\nNot yet in RECORDS BEHIND: %s.\n", note)
 				}
 				if len(refused) > 0 {
 					fmt.Fprintf(w, "\nRefused records (committed after their stream's final record; kept, never delivered; first %d):\n", refusedShown)
@@ -126,7 +133,9 @@ receiver acknowledged (a 2xx), and also past one it was moved over: by herald
 skip, by a rejection its --on-4xx policy skips, or because the record is not of
 the registration's --kinds; herald evidence says which. Name the record by --id,
 or by --stream and --seq. Registrations that completed (acknowledged their
-stream's final record) are gone and not listed.`,
+stream's final record) are gone and not listed. A record committed but not yet
+numbered (PostgreSQL, with no daemon running) is shown waiting, with the
+registrations that will get it.`,
 		example: `  herald record-status --stream actor/alice --seq 42
   herald record-status --id https://example.com/activities/1 --json`,
 		db: readDB,
@@ -145,16 +154,29 @@ stream's final record) are gone and not listed.`,
 			return nil
 		},
 		run: func(c *call) error {
-			rec, err := operator.FindRecord(c.ctx(), c.b, id, stream, seq)
+			seqText := ""
+			if c.changed("seq") {
+				seqText = strconv.FormatUint(seq, 10)
+			}
+			st, err := operator.RecordStatusOf(c.ctx(), c.b, id, stream, seqText)
 			if id != "" && errors.Is(err, journal.ErrNotFound) {
 				return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: %s shows what each stream retains)", err, e.hint("streams"))
 			}
 			if err != nil {
 				return err
 			}
-			st, err := operator.StatusOf(c.ctx(), c.b, rec)
-			if err != nil {
-				return err
+			rec := st.Record
+			if st.Unnumbered {
+				return c.print(st, func(w io.Writer) {
+					fmt.Fprintf(w, "Record %s of stream %s (kind %s, appended %s) is committed but waiting to be numbered: no registration can have it yet. Is a daemon running? (herald run numbers records, as does herald sweep)\n",
+						tbl.Cell(rec.ID), tbl.Cell(rec.Stream), tbl.Cell(rec.Kind), operator.Instant(rec.AppendedAt))
+					if len(st.NotAcknowledged) == 0 {
+						fmt.Fprintln(w, "Its stream has no registration.")
+						return
+					}
+					fmt.Fprintf(w, "Not yet acknowledged by the %s of its stream:\n", plural(len(st.NotAcknowledged), "registration"))
+					printRegistrations(w, st.NotAcknowledged)
+				})
 			}
 			return c.print(st, func(w io.Writer) {
 				// How each cursor passed the record: only "yes" is an acknowledgement.

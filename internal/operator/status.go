@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,6 +24,44 @@ type Status struct {
 	Lagging       []RegistrationView       `json:"lagging"` // the largest lags, largest first
 	Namespaces    map[string]NamespaceView `json:"namespaces"`
 	OldestParked  *RegistrationView        `json:"oldest_parked"`
+	// Unnumbered counts the records committed but waiting to be numbered
+	// (push.Stats.Unnumbered): in no namespace's records behind yet.
+	Unnumbered push.Unnumbered `json:"unnumbered"`
+}
+
+// UnnumberedStale is how long a record may wait to be numbered before
+// herald asks whether a daemon runs: a running sequencer steps at least
+// every 100 ms (store/postgres.MaxSequencerInterval), so a record that
+// waited this long has none numbering it.
+const UnnumberedStale = 10 * time.Second
+
+// UnnumberedNote says what waits to be numbered at instant at, "" for
+// nothing: "12 records (of 3 streams) waiting to be numbered, the oldest
+// appended 2026-… (5m ago); " and then stale, once the oldest waited
+// UnnumberedStale.
+func UnnumberedNote(u push.Unnumbered, at time.Time, stale string) string {
+	if u.Records == 0 {
+		return ""
+	}
+	note := fmt.Sprintf("%d %s", u.Records, plural(u.Records, "record", "records"))
+	if u.Streams > 1 {
+		note += fmt.Sprintf(" (of %d streams)", u.Streams)
+	}
+	note += " waiting to be numbered"
+	if !u.Oldest.IsZero() {
+		note += fmt.Sprintf(", the oldest appended %s (%s ago)", Instant(u.Oldest), max(at.Sub(u.Oldest), 0).Round(time.Second))
+	}
+	if at.Sub(u.Oldest) >= UnnumberedStale {
+		note += "; " + stale
+	}
+	return note
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Names are the namespaces' names, sorted.
@@ -55,7 +94,7 @@ func StatusAt(ctx context.Context, s push.Store, at time.Time) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	out.HeldTruncated, out.Lagging = truncated, notUp.Views(st.Lagging)
+	out.HeldTruncated, out.Lagging, out.Unnumbered = truncated, notUp.Views(st.Lagging), st.Unnumbered
 	for ns, c := range st.Namespaces {
 		out.Namespaces[ns] = NamespaceView{c, held[ns]}
 	}
@@ -192,12 +231,17 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 			return journal.Record{}, fmt.Errorf("record %s#%d was pruned: every registration had acknowledged it and it passed the retention age (the stream retains #%d on): %w",
 				stream, seq, infos[0].OldestSeq, journal.ErrNotFound)
 		}
+		if len(infos) == 1 && infos[0].Unnumbered > 0 {
+			return journal.Record{}, fmt.Errorf("stream %q has no record #%d yet (head %d): %d more %s waiting to be numbered; is a daemon running?: %w",
+				stream, seq, infos[0].Head, infos[0].Unnumbered, plural(infos[0].Unnumbered, "is", "are"), journal.ErrNotFound)
+		}
 	}
 	return journal.Record{}, fmt.Errorf("stream %q has no record #%d (never appended, or pruned): %w", stream, seq, journal.ErrNotFound)
 }
 
 // RecordStatusOf is the RecordStatus of the record named by id, or by stream
-// and seq (text, as a query gives it). Errors: journal.ErrInvalid, FindRecord's.
+// and seq (text, as a query gives it); a record that waits to be numbered
+// has one too. Errors: journal.ErrInvalid, FindRecord's.
 func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
 	switch {
@@ -212,6 +256,12 @@ func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (R
 		return RecordStatus{}, journal.Invalid("query", "name the record by id, or by stream and seq")
 	}
 	rec, err := FindRecord(ctx, s, id, stream, seq)
+	if ue, ok := errors.AsType[*journal.UnnumberedError](err); ok {
+		if rec = ue.Record; stream != "" && stream != rec.Stream {
+			return RecordStatus{}, journal.Invalid("stream", "record %q is in stream %q, not %q", id, rec.Stream, stream)
+		}
+		err = nil
+	}
 	if err != nil {
 		return RecordStatus{}, err
 	}
@@ -222,13 +272,17 @@ func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (R
 // acknowledged it (their cursor is past it) and which have not.
 // Registrations that completed their sealed stream are gone and not listed.
 type RecordStatus struct {
-	Record          RecordView         `json:"record"`
+	Record RecordView `json:"record"`
+	// Unnumbered: the record is committed but waits to be numbered (its
+	// seq is 0), so no registration has it yet.
+	Unnumbered      bool               `json:"unnumbered,omitempty"`
 	Acknowledged    []RegistrationView `json:"acknowledged"`
 	NotAcknowledged []RegistrationView `json:"not_acknowledged"`
 }
 
 // StatusOf returns rec's RecordStatus, reading every registration of its
-// stream. Errors are the store's.
+// stream; a record with seq 0 is one waiting to be numbered. Errors are the
+// store's.
 func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStatus, error) {
 	held, err := HeldHosts(ctx, s)
 	if err != nil {
@@ -238,9 +292,9 @@ func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStat
 	if err != nil {
 		return RecordStatus{}, err
 	}
-	out := RecordStatus{Record: ViewRecord(rec), Acknowledged: []RegistrationView{}, NotAcknowledged: []RegistrationView{}}
+	out := RecordStatus{Record: ViewRecord(rec), Unnumbered: rec.Seq == 0, Acknowledged: []RegistrationView{}, NotAcknowledged: []RegistrationView{}}
 	for _, st := range regs {
-		if st.NextSeq > rec.Seq {
+		if st.NextSeq > rec.Seq && !out.Unnumbered {
 			out.Acknowledged = append(out.Acknowledged, held.View(st))
 		} else {
 			out.NotAcknowledged = append(out.NotAcknowledged, held.View(st))

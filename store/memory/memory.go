@@ -691,7 +691,29 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 			s.evidence[k] = keep
 		}
 	}
+	if !rep.More {
+		rep.Hosts = s.pruneHosts(cutoff, q.DryRun)
+	}
 	return rep, nil
+}
+
+// pruneHosts removes the hosts no registration is of whose last failure
+// (else Since) is at or before cutoff, and returns how many; dry, none.
+func (s *Store) pruneHosts(cutoff time.Time, dry bool) int {
+	used := map[string]bool{}
+	for _, r := range s.regs {
+		used[r.Host()] = true
+	}
+	n := 0
+	for name, h := range s.hosts {
+		if last := cmp.Or(h.LastFailureAt, h.Since); !used[name] && !last.After(cutoff) {
+			n++
+			if !dry {
+				delete(s.hosts, name)
+			}
+		}
+	}
+	return n
 }
 
 // Streams implements store.Retention.

@@ -42,7 +42,11 @@
 //
 // RunSequencer (herald run) steps every 5 to 10 ms while records come and
 // every 100 ms when none do. Due runs a step first unless this Store runs
-// RunSequencer, so scheduler mode needs no daemon.
+// RunSequencer, so scheduler mode needs no daemon. Until a step numbers
+// them, records are not lost from sight: Stats and Streams count them
+// (push.Unnumbered, from the sequencer's work list, off the append path),
+// Lookup names one (*journal.UnnumberedError), and a conflict with one says
+// it waits where it would give its seq.
 //
 // # Sealing
 //

@@ -300,17 +300,27 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	return head, nil
 }
 
-// Lookup implements journal.Journal. It finds numbered records only.
+// Lookup implements journal.Journal. It finds numbered records only: one
+// waiting for the sequencer is a *journal.UnnumberedError, one it refused
+// (package doc, "Sealing") journal.ErrNotFound saying why.
 func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	if err := journal.ValidateID("id", id); err != nil {
 		return journal.Record{}, err
 	}
-	return s.lookup(ctx, s.pool, sqlLookup, id)
+	var refused *string
+	r, err := s.lookup(ctx, s.pool, sqlLookupVerdict, id, &refused)
+	switch {
+	case err != nil || r.Seq != 0:
+		return r, err
+	case refused != nil:
+		return journal.Record{}, fmt.Errorf("record %q was refused, never to be read or delivered (%s): %w", id, *refused, journal.ErrNotFound)
+	}
+	return journal.Record{}, &journal.UnnumberedError{Record: r}
 }
 
-func (s *Store) lookup(ctx context.Context, q querier, query, id string) (journal.Record, error) {
+func (s *Store) lookup(ctx context.Context, q querier, query, id string, extra ...any) (journal.Record, error) {
 	var stream string
-	r, err := scanRecord(q.QueryRow(ctx, query, id), &stream)
+	r, err := scanRecord(q.QueryRow(ctx, query, id), append([]any{&stream}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}

@@ -1,14 +1,17 @@
 package postgres_test
 
 import (
+	"context"
 	"net/url"
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/storetest"
 )
@@ -70,6 +73,23 @@ func TestConformance(t *testing.T) {
 		s, err := postgres.New(t.Context(), pool)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
-		return s
+		return unnumbering{s}
 	})
+}
+
+// unnumbering is the store as the suite sees it, with
+// storetest.Unnumbering: AppendTx in a transaction of its own, and no
+// sequencer running (Due, which would run a step, is not called between).
+type unnumbering struct{ *postgres.Store }
+
+func (u unnumbering) CommitUnnumbered(ctx context.Context, stream string, entries ...journal.Entry) error {
+	return pgx.BeginFunc(ctx, u.Pool(), func(tx pgx.Tx) error {
+		_, err := u.AppendTx(ctx, tx, stream, entries...)
+		return err
+	})
+}
+
+func (u unnumbering) Number(ctx context.Context) error {
+	_, err := u.Sequence(ctx)
+	return err
 }

@@ -58,8 +58,9 @@ ON CONFLICT (id) DO NOTHING`
 FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
 	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
-	sqlLookup    = sqlLookupAny + ` AND q.seq IS NOT NULL`
-	sqlRefused   = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
+	// Lookup: a record without a seq is refused (refused set) or waiting.
+	sqlLookupVerdict = `SELECT ` + recordColumns + `, r.stream, q.refused FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
+	sqlRefused       = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
 WHERE q.refused IS NOT NULL AND ($1::text = '' OR q.stream = $1)
 ORDER BY q.stream, r.pos LIMIT $2`
 )
@@ -442,7 +443,16 @@ DELETE FROM herald_record WHERE id IN (SELECT id FROM gone)`
     JOIN herald_registration r ON r.stream = e.stream AND r.id = e.registration
     WHERE e.stream = $1 AND r.parked AND e.event = $3
     GROUP BY e.registration)`
-	sqlStreams = `SELECT s.stream, s.head, s.final_seq IS NOT NULL, s.oldest_seq,
+	// A host row goes once no registration is of the host and it failed
+	// last at or before $1. One pass of the registrations (an anti-join):
+	// an index on their host would cost every cursor write an entry.
+	// HostFailed locks the row and moves last_failure_at: a concurrent
+	// delete re-checks it and keeps the row.
+	prunableHosts = `FROM herald_host h WHERE coalesce(h.last_failure_at, h.since) <= $1
+  AND NOT EXISTS (SELECT 1 FROM herald_registration r WHERE r.host = h.host)`
+	sqlPruneHosts         = `WITH gone AS (DELETE ` + prunableHosts + ` RETURNING 1) SELECT count(*) FROM gone`
+	sqlCountPrunableHosts = `SELECT count(*) ` + prunableHosts
+	sqlStreams            = `SELECT s.stream, s.head, s.final_seq IS NOT NULL, s.oldest_seq,
     (SELECT count(*) FROM herald_registration r WHERE r.stream = s.stream),
     (SELECT coalesce(sum(length(x.payload)), 0) FROM herald_seq q JOIN herald_record x ON x.id = q.id
      WHERE q.stream = s.stream AND q.seq >= s.oldest_seq)
@@ -451,6 +461,15 @@ WHERE ($1::text = '' OR s.stream = $1) AND s.stream > $2
 ORDER BY s.stream
 LIMIT $3`
 )
+
+// sqlUnnumbered counts, per stream ($1 only, or all for ”), the records
+// waiting for the sequencer, with the oldest's appended-at. It reads the
+// sequencer's work list, which a running sequencer keeps short: under
+// sqlPlanner, as the sequencer's probe.
+var sqlUnnumbered = `SELECT w.stream, count(*), min(w.appended_at) FROM (` +
+	waitingRunning("r.stream, r.appended_at", "($1::text = '' OR r.stream = $1)", "") + `
+UNION ALL ` + waitingNew("r.stream, r.appended_at", "($1::text = '' OR r.stream = $1)", "") + `) w
+GROUP BY w.stream`
 
 // waitingRunning and waitingNew select cols of the records waiting for the
 // sequencer that satisfy cond: those of the transactions running at done

@@ -124,6 +124,17 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return push.Stats{}, s.dbErr(ctx, "stats", err)
 	}
+	waiting, err := s.unnumbered(ctx, "")
+	if err != nil {
+		return push.Stats{}, err
+	}
+	for _, w := range waiting {
+		st.Unnumbered.Records += w.Records
+		st.Unnumbered.Streams++
+		if o := st.Unnumbered.Oldest; o.IsZero() || w.Oldest.Before(o) {
+			st.Unnumbered.Oldest = w.Oldest
+		}
+	}
 	if len(parked) > 0 {
 		st.OldestParked = &parked[0]
 	}

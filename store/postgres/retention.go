@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -55,6 +58,15 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	}
 	if !q.DryRun {
 		s.pruneFrom, rep.More = next, next != ""
+	}
+	if !rep.More {
+		sql := sqlPruneHosts
+		if q.DryRun {
+			sql = sqlCountPrunableHosts
+		}
+		if err := s.pool.QueryRow(ctx, sql, q.Cutoff()).Scan(&rep.Hosts); err != nil {
+			return rep, s.dbErr(ctx, "prune hosts", err)
+		}
 	}
 	return rep, nil
 }
@@ -134,12 +146,66 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 	return rep, nil
 }
 
-// Streams implements store.Retention. Retained bytes are summed over records.
+// Streams implements store.Retention. Retained bytes are summed over
+// records; the records waiting for the sequencer are counted, and their
+// streams listed, once they have a row of their own or not.
 func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
 	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
 	}
+	if !validText(q.After) {
+		return nil, journal.Invalid("after", "is not valid UTF-8 text")
+	}
+	infos, err := s.streamRows(ctx, q, limit)
+	if err != nil {
+		return nil, err
+	}
+	waiting, err := s.unnumbered(ctx, q.Stream)
+	if err != nil {
+		return nil, err
+	}
+	for i, info := range infos {
+		infos[i].Unnumbered = waiting[info.Stream].Records
+		delete(waiting, info.Stream)
+	}
+	for name, w := range waiting {
+		if name > q.After {
+			infos = append(infos, store.StreamInfo{Stream: name, OldestSeq: 1, Unnumbered: w.Records})
+		}
+	}
+	slices.SortFunc(infos, func(a, b store.StreamInfo) int { return strings.Compare(a.Stream, b.Stream) })
+	return infos[:min(len(infos), limit)], nil
+}
+
+// unnumbered returns the records waiting for the sequencer, by stream (only
+// stream's, or every stream's for ""), each push.Unnumbered with Streams 1.
+func (s *Store) unnumbered(ctx context.Context, stream string) (map[string]push.Unnumbered, error) {
+	out := map[string]push.Unnumbered{}
+	b := &pgx.Batch{}
+	b.Queue(sqlBegin)
+	queuePlanner(b)
+	b.Queue(sqlUnnumbered, stream).Query(func(rows pgx.Rows) error {
+		var (
+			name string
+			w    = push.Unnumbered{Streams: 1}
+		)
+		_, err := pgx.ForEachRow(rows, []any{&name, &w.Records, &w.Oldest}, func() error {
+			w.Oldest = w.Oldest.UTC()
+			out[name] = w
+			return nil
+		})
+		return err
+	})
+	b.Queue(sqlCommit)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.dbErr(ctx, "count the records waiting to be numbered", err)
+	}
+	return out, nil
+}
+
+// streamRows lists the streams with a row, as Streams asks.
+func (s *Store) streamRows(ctx context.Context, q store.StreamQuery, limit int) ([]store.StreamInfo, error) {
 	return query(ctx, s, "list streams", []store.StreamInfo{}, func(row pgx.CollectableRow) (store.StreamInfo, error) {
 		var (
 			info   store.StreamInfo

@@ -55,7 +55,7 @@ SELECT herald_append('order/1001', 'evt-4', 'order.note', '{}'::jsonb, tracepare
 	require.Equal(t, "BEGIN\nINSERT 0 1\norder-1001-created\nCOMMIT\nBEGIN\nINSERT 0 1\norder-1002-created\nROLLBACK\norder-1001-created\norder-1003-created\n",
 		strings.ReplaceAll(stdout.String(), "CREATE TABLE\n", ""))
 	require.Contains(t, stderr.String(), "ERROR:  HA400: herald_append: invalid kind: has whitespace U+0020 at byte 5")
-	require.Contains(t, stderr.String(), `ERROR:  HA409: herald_append: record id "order-1001-created" already exists as order/1001#0 with a different payload`)
+	require.Contains(t, stderr.String(), `ERROR:  HA409: herald_append: record id "order-1001-created" already exists in order/1001, waiting to be numbered, with a different payload`)
 
 	require.Contains(t, stderr.String(), `ERROR:  HA400: herald_append: invalid traceparent: "00-abc" is not version-traceid-parentid-flags`)
 

@@ -184,6 +184,10 @@ const (
 						SELECT MAX(e.id) FROM herald_evidence AS e JOIN herald_registration AS r
 							ON r.stream = e.stream AND r.id = e.registration
 						WHERE e.stream = ?1 AND r.parked = 1 AND e.event = ?3 GROUP BY e.registration)`
+	// The hosts no registration is of that failed last at or before ?1: the
+	// IN list is built once, so a pass reads the registrations once.
+	sqlPruneHosts = `DELETE FROM herald_host WHERE IFNULL(last_failure_at, since) <= ?1
+				AND host NOT IN (SELECT host FROM herald_registration)`
 	sqlIncrementalVacuum = "PRAGMA incremental_vacuum(0)"
 	sqlStreams           = `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
 				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream),

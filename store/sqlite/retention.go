@@ -94,6 +94,14 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 			}
 		}
 		rep.More = next != ""
+		if !rep.More {
+			res, err := tx.ExecContext(ctx, sqlPruneHosts, cutoff.Int64)
+			if err != nil {
+				return translate("prune: hosts", err)
+			}
+			n, _ := res.RowsAffected()
+			rep.Hosts = int(n)
+		}
 		if q.DryRun {
 			return errDryRun
 		}
@@ -104,7 +112,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	}
 	if !q.DryRun {
 		s.pruneFrom = next
-		if rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 {
+		if rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 || rep.Hosts > 0 {
 			if _, err := s.w.ExecContext(ctx, sqlIncrementalVacuum); err != nil {
 				return rep, translate("prune: incremental vacuum", err)
 			}

@@ -26,7 +26,7 @@ var hostTests = []test{
 	testOneProbePerWindowAtPinnedInstants, testTwoClaimersRacingAProbeGetOne,
 	testAnAnswerReleasesEveryRegistration, testUnavailablePastTheHorizonEachChangeToldOnce,
 	testResetByAnOperator, testAPathThatNeverAnswersBacksOffWhileItsHostAnswers,
-	testBadHostInputChangesNothing,
+	testBadHostInputChangesNothing, testAHostWithNoRegistrationAndNoFailureForTheRetentionAgeIsRemoved,
 }
 
 func testOnlyRegistrationsWithWork(t *testing.T, b Backend) {

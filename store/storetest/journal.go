@@ -15,6 +15,7 @@ var journalTests = []test{
 	testSeqsStartAtOnePerStream, testReadRangesAndLimits, testRecordRoundTrip, testIdempotentAppend,
 	testConflictChangesNothing, testBatchIsAllOrNothing, testFinalRecordSealsStream,
 	testBadJournalInputChangesNothing, testConcurrentAppendsAreGapless, testTraceContextStoredWithTheRecord,
+	testABacklogWaitingToBeNumberedIsVisible,
 }
 
 func testSeqsStartAtOnePerStream(t *testing.T, b Backend) {

@@ -149,7 +149,8 @@ CREATE TABLE herald_evidence (
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, n);
 
 -- Host health (push.HostStore), shared by every worker on the database: one
--- row per host that ever failed for its host (push.HostOf form). Due holds
+-- row per host that failed for its host (push.HostOf form), until retention
+-- removes it (no registration of the host, no failure for the retention age). Due holds
 -- the registrations of a host that is not up, but for one probe at
 -- next_probe_at. last_error is a receiver's text, cleaned.
 CREATE TABLE herald_host (
@@ -554,8 +555,11 @@ BEGIN
                     WHEN prev.final <> fin THEN 'final flag' END;
                 IF field IS NOT NULL THEN
                     RAISE EXCEPTION USING ERRCODE = 'HA409', COLUMN = replace(replace(field, 'content type', 'content_type'), 'final flag', 'final'),
-                        MESSAGE = format('herald_append: record id %s already exists as %s#%s with a different %s',
-                                         to_json(p_id)::text, prev.stream, prev.seq, field);
+                        MESSAGE = CASE WHEN prev.seq = 0 -- journal.ConflictError's words
+                            THEN format('herald_append: record id %s already exists in %s, waiting to be numbered, with a different %s',
+                                        to_json(p_id)::text, prev.stream, field)
+                            ELSE format('herald_append: record id %s already exists as %s#%s with a different %s',
+                                        to_json(p_id)::text, prev.stream, prev.seq, field) END;
                 END IF;
             END IF;
             IF NOT v_refused THEN

@@ -84,7 +84,8 @@ CREATE TABLE herald_evidence (
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, id);
 
 -- Host health (push.HostStore), shared by every worker of the database: one
--- row per host that ever failed for its host (push.HostOf form). Due holds
+-- row per host that failed for its host (push.HostOf form), until retention
+-- removes it (no registration of the host, no failure for the retention age). Due holds
 -- the registrations of a host that is not up, but for one probe at
 -- next_probe_at. last_error is a receiver's text, cleaned.
 CREATE TABLE herald_host (
