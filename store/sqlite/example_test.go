@@ -49,5 +49,5 @@ func ExampleOpen() {
 	// task/42 2 urn:uuid:2 true
 	// sealed: true
 	// due: {task/42 push-1} records 1 to 2
-	// schema version 3 of 3
+	// schema version 1 of 1
 }

@@ -82,7 +82,7 @@ const (
 	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?1) `
 	sqlAnyWoken = "SELECT EXISTS (SELECT 1 FROM herald_stream WHERE wake_at <= ?)"
 	// sqlDue picks in claim order from the narrow columns of the index
-	// herald_registration_due (migration 003), never reading a row's config:
+	// herald_registration_due (migrations/001_init.up.sql), never reading a row's config:
 	// the picks are read whole afterwards (sqlGet).
 	sqlDue = "SELECT r.stream, r.id, r.host" + dueFrom + dueWhere +
 		"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3"

@@ -161,7 +161,10 @@ CREATE TABLE herald_host (
     probes          integer NOT NULL DEFAULT 0 CHECK (probes >= 0),
     next_probe_at   timestamptz,
     last_error      text    NOT NULL DEFAULT '',
-    last_failure_at timestamptz
+    last_failure_at timestamptz,
+    -- The first failure of the current run (push.Host.FailingSince): a run
+    -- of failures the host answered must span HostDownSpan to bring it down.
+    failing_since   timestamptz
 );
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;

@@ -61,6 +61,12 @@ CREATE TABLE herald_registration (
     PRIMARY KEY (stream, id)
 ) STRICT;
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
+-- Due picks a woken stream's due registrations from this index alone, in
+-- claim order within the stream, never reading a row's config (a private
+-- key can be 2 KB: with 10,000 lagging registrations a claim read 18 MB).
+CREATE INDEX herald_registration_due
+    ON herald_registration (stream, namespace, next_attempt_at, id, next_seq, lease_until, host)
+    WHERE parked = 0;
 
 -- id orders a registration's evidence by insertion: newest is largest.
 CREATE TABLE herald_evidence (
@@ -96,7 +102,8 @@ CREATE TABLE herald_host (
     probes          INTEGER NOT NULL DEFAULT 0 CHECK (probes >= 0),
     next_probe_at   INTEGER,
     last_error      TEXT    NOT NULL DEFAULT '',
-    last_failure_at INTEGER
+    last_failure_at INTEGER,
+    failing_since   INTEGER  -- push.Host.FailingSince: the current run's first failure
 ) STRICT;
 -- Due reads the hosts that hold their registrations: few, through this.
 CREATE INDEX herald_host_held ON herald_host (host, next_probe_at) WHERE state <> 'up';

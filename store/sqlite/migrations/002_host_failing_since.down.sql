@@ -1,1 +1,0 @@
-ALTER TABLE herald_host DROP COLUMN failing_since;

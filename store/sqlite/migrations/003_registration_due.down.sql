@@ -1,1 +1,0 @@
-DROP INDEX herald_registration_due;
