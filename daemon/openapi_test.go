@@ -1,3 +1,10 @@
+//go:build openapi
+
+// The OpenAPI tests validate real requests and answers with
+// libopenapi-validator, whose compiling is about half the CPU of a cold
+// build of every test here: .ci/run runs them (./test.sh -tags openapi),
+// the README's ./test.sh does not.
+
 package daemon
 
 import (

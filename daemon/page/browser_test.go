@@ -32,22 +32,26 @@ import (
 // installChromium is what a machine without a browser needs.
 const installChromium = "apt-get install -y chromium"
 
-// browser returns a headless Chromium context of a window of w×h pixels.
-// Without a Chromium binary the test fails, naming the install command:
+// chromium returns the path of a Chromium binary. Without one the test
+// fails at once, naming the command that installs it (./test.sh runs it):
 // the browser is a dependency of the tests, as PostgreSQL's server binaries
-// are (.ci/run installs both).
-func browser(t *testing.T, size ...int) context.Context {
+// are. A test that prepares long before its browser steps calls it first.
+func chromium(t *testing.T) string {
 	t.Helper()
-	var path string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
 		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
+			return p
 		}
 	}
-	if path == "" {
-		t.Fatal("no Chromium found on PATH (chromium, chromium-browser, google-chrome, headless-shell): install it with `" + installChromium + "` to run the page's browser tests")
-	}
+	t.Fatal("no Chromium found on PATH (chromium, chromium-browser, google-chrome, headless-shell): run ./test.sh, which installs it, or `" + installChromium + "`, to run the page's browser tests")
+	return ""
+}
+
+// browser returns a headless Chromium context of a window of w×h pixels
+// (chromium's failure without one).
+func browser(t *testing.T, size ...int) context.Context {
+	t.Helper()
+	path := chromium(t)
 	size = append(size, 1280, 900)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("hide-scrollbars", true), chromedp.WindowSize(size[0], size[1]))
@@ -297,6 +301,7 @@ var screenshots = flag.Bool("screenshots", false, "write the README's pictures o
 //
 //	go test ./daemon/page -run TestScreenshots -screenshots
 func TestScreenshots(t *testing.T) {
+	chromium(t) // before the hour of samples below
 	dir := t.TempDir()
 	if *screenshots {
 		dir = filepath.Join("..", "..", "docs", "page")

@@ -24,7 +24,7 @@ const (
 )
 
 // installHint is the end of every error about missing binaries.
-const installHint = "install PostgreSQL's server binaries (Debian/Ubuntu: apt-get install postgresql) " +
+const installHint = "install PostgreSQL's server binaries (./test.sh does; Debian/Ubuntu: apt-get install postgresql) " +
 	"or set " + EnvURL + " to a postgres:// URL of a server where the role may CREATE DATABASE"
 
 // Server is a throwaway cluster Start began, or the external one of EnvURL.

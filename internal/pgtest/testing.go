@@ -3,7 +3,9 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,9 +55,34 @@ var databases atomic.Int64
 // server, dropped (its connections terminated) when the test ends.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	return createDatabase(tb, "")
+}
+
+// CopyDatabase returns the URL of a fresh database copied from the one at
+// templateURL (a URL NewDatabase returned, on which no connection is open:
+// PostgreSQL copies only a database nobody uses), dropped when the test
+// ends. Copying a migrated database is one statement where a migration is
+// hundreds, so a suite of many tests, each on a database of its own,
+// migrates once.
+func CopyDatabase(tb testing.TB, templateURL string) string {
+	tb.Helper()
+	u, err := url.Parse(templateURL)
+	if err != nil || strings.Trim(u.Path, "/") == "" {
+		tb.Fatalf("pgtest: copy database: %q is not a URL NewDatabase returned", templateURL)
+	}
+	return createDatabase(tb, strings.Trim(u.Path, "/"))
+}
+
+// createDatabase creates a database, a copy of template unless it is "".
+func createDatabase(tb testing.TB, template string) string {
+	tb.Helper()
 	srv := Shared(tb)
 	name := fmt.Sprintf("herald_test_%d_%d", os.Getpid(), databases.Add(1))
-	if err := srv.exec(context.Background(), "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	if err := srv.exec(context.Background(), create); err != nil {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	tb.Cleanup(func() {

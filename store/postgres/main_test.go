@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"flag"
 	"net/url"
 	"strconv"
 	"testing"
@@ -62,12 +63,37 @@ func newPool(tb testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// TestConformance runs the suite every store passes. Subtests share one
-// database, emptied with TRUNCATE before each: creating a database costs
-// PostgreSQL about 0.3 s.
+// TestConformance runs the suite every store passes, its tests in parallel,
+// each on a database no other test uses while it runs. As river's test
+// schemas are, the databases are reused: -parallel of them (and one for the
+// suite's first backend), copies of one migrated database; a test takes a
+// free one and empties it with TRUNCATE, and its pool's connections stay
+// warm. A database of its own for every test costs twice the server's CPU:
+// each new database's first connections build its catalog caches again.
 func TestConformance(t *testing.T) {
-	pool := newPool(t)
+	template := migratedURL(t)
+	n := 2
+	if f := flag.Lookup("test.parallel"); f != nil {
+		n, _ = strconv.Atoi(f.Value.String())
+	}
+	free := make(chan *pgxpool.Pool, n+1)
+	for range n + 1 {
+		pool, err := postgres.NewPool(t.Context(), pgtest.CopyDatabase(t, template))
+		require.NoError(t, err)
+		t.Cleanup(pool.Close) // before the database is dropped
+		free <- pool
+	}
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
+		var pool *pgxpool.Pool
+		select {
+		case pool = <-free:
+			t.Cleanup(func() { free <- pool })
+		default: // more tests at once than -parallel: a database of its own
+			var err error
+			pool, err = postgres.NewPool(t.Context(), pgtest.CopyDatabase(t, template))
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+		}
 		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_seq, herald_record, herald_stream, herald_host RESTART IDENTITY")
 		require.NoError(t, err)
 		s, err := postgres.New(t.Context(), pool)

@@ -27,11 +27,11 @@ func readmePsql(t *testing.T) string {
 // TestHeraldAppendFromPsql runs herald_append from outside Go: psql, the
 // PostgreSQL client, against the test cluster, with the README's example
 // (a committed transaction), then a rolled-back transaction, a repeat, an
-// append with trace context, and three refused appends with their SQLSTATEs. Without psql it fails (CI
-// installs it with the server: .ci/run), it does not skip.
+// append with trace context, and three refused appends with their SQLSTATEs. Without psql it fails
+// (./test.sh installs it with the server), it does not skip.
 func TestHeraldAppendFromPsql(t *testing.T) {
 	psql, err := exec.LookPath("psql")
-	require.NoError(t, err, "psql, PostgreSQL's client, is needed for this test: apt-get install postgresql-client")
+	require.NoError(t, err, "psql, PostgreSQL's client, is needed for this test: run ./test.sh, which installs it, or apt-get install postgresql-client")
 	d := newSQLDB(t)
 	cmd := exec.CommandContext(t.Context(), psql, "-X", "-A", "-t", "-d", d.url, "-f", "-")
 	script := "\\set ON_ERROR_STOP 1\nCREATE TABLE orders (id int PRIMARY KEY, total int NOT NULL);\n" + readmePsql(t) + `BEGIN;

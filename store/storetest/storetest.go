@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,10 +44,14 @@ type Backend = store.Backend
 
 // Factory returns a new, empty backend for one subtest, with the default
 // payload limit (journal.DefaultMaxPayload). It arranges its own cleanup with
-// t.Cleanup and fails t if it cannot open.
+// t.Cleanup and fails t if it cannot open. Subtests run in parallel, so each
+// call returns a backend of its own, sharing nothing with the others: its
+// own database, schema or file.
 type Factory func(t *testing.T) Backend
 
-// Run runs the whole suite, one subtest per contract.
+// Run runs the whole suite, one subtest per contract, every test in parallel
+// with the others, each on a backend of its own (go test's -parallel bounds
+// how many at once).
 func Run(t *testing.T, open Factory) {
 	groups := []struct {
 		name  string
@@ -68,9 +73,11 @@ func Run(t *testing.T, open Factory) {
 			continue // a worker gives such a store one Advance a save
 		}
 		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
 			for _, fn := range g.tests {
 				name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
 				t.Run(strings.TrimPrefix(name[strings.LastIndexByte(name, '.')+1:], "test"), func(t *testing.T) {
+					t.Parallel()
 					fn(t, open(t))
 				})
 			}
@@ -146,7 +153,9 @@ func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) p
 	return batch
 }
 
-var claims int
+// claims numbers claim's namespaces and owners, unique across the tests
+// running at once.
+var claims atomic.Int64
 
 // claim claims stream/id alone through Due at when (at or after its
 // NextAttemptAt and lease expiry): it re-registers it into a namespace of its
@@ -154,15 +163,15 @@ var claims int
 func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Claim {
 	t.Helper()
 	st := get(t, b, stream, id)
-	claims++
+	n := claims.Add(1)
 	tmp := st.Registration
-	tmp.Namespace = fmt.Sprintf("claim-%d", claims)
+	tmp.Namespace = fmt.Sprintf("claim-%d", n)
 	require.NoError(t, errOf(b.Register(t.Context(), tmp)))
-	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", claims), when, 1)
+	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", n), when, 1)
 	require.NoError(t, errOf(b.Register(t.Context(), st.Registration)))
 	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
 	c := batch.Registrations[0].Claim()
-	require.Equal(t, fmt.Sprintf("owner-%d", claims), c.Owner)
+	require.Equal(t, fmt.Sprintf("owner-%d", n), c.Owner)
 	return c
 }
 
