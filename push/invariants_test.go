@@ -321,11 +321,11 @@ type countingJournal struct {
 	reads map[string]int
 }
 
-func (c *countingJournal) Read(ctx context.Context, stream string, from uint64, limit int) ([]journal.Record, error) {
+func (c *countingJournal) Read(ctx context.Context, stream string, from uint64, limit, maxBytes int) ([]journal.Record, error) {
 	c.mu.Lock()
 	c.reads[stream]++
 	c.mu.Unlock()
-	return c.Journal.Read(ctx, stream, from, limit)
+	return c.Journal.Read(ctx, stream, from, limit, maxBytes)
 }
 
 // Invariant 8: a registration whose cursor is past its stream's head is not

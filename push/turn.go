@@ -140,7 +140,7 @@ func (t *turn) woken() bool {
 
 // read reads up to limit records from the cursor.
 func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
-	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit)
+	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}

@@ -22,6 +22,10 @@ import (
 // maxRecordsLimit bounds one herald records: payloads are up to 1 MiB each.
 const maxRecordsLimit = 1000
 
+// recordsMaxBytes bounds the payloads of one herald records: a page stops
+// before the record that would pass it, and the table says more follow.
+const recordsMaxBytes = 16 << 20
+
 // payloadPreview is how many runes of a payload the table shows.
 const payloadPreview = 100
 
@@ -51,9 +55,9 @@ context.`, maxRecordsLimit),
 			intVar(f, &fromSeq, "from-seq", 1, "the first seq to show", "1 or more (seqs are 1-based)", 1, 0)
 			intVar(f, &limit, "limit", 100, fmt.Sprintf("at most this many records (up to %d)", maxRecordsLimit), fmt.Sprintf("from 1 to %d", maxRecordsLimit), 1, maxRecordsLimit)
 		},
-		check: func(*call) error { return usageOf(journal.ValidateRead(stream, fromSeq, limit)) },
+		check: func(*call) error { return usageOf(journal.ValidateRead(stream, fromSeq, limit, recordsMaxBytes)) },
 		run: func(c *call) error {
-			recs, err := c.b.Read(c.ctx(), stream, fromSeq, limit)
+			recs, err := c.b.Read(c.ctx(), stream, fromSeq, limit, recordsMaxBytes)
 			if err != nil {
 				return err
 			}
