@@ -103,6 +103,36 @@ func TestPagesServeWhatAReadOfTheTurnsOwnWould(t *testing.T) {
 	require.ErrorIs(t, err, journal.ErrInvalid, "bad input gets the journal's error")
 }
 
+// A page answers a read by the read's own byte bound; one that its byte
+// bound cut stands, to its end, only for a claim that knew of no record
+// past it.
+func TestPagesAnswerAReadByItsOwnByteBound(t *testing.T) {
+	j := &sliceJournal{}
+	j.add(10)
+	for i := range j.recs {
+		j.recs[i].Payload = make([]byte, 100)
+	}
+	p := newPages(j, time.Minute)
+	claimed := time.Now()
+	knew4, knew10 := withReadClaim(t.Context(), claimed, 4), withReadClaim(t.Context(), claimed, 10)
+	read := func(ctx context.Context, from uint64, limit, maxBytes int) []uint64 {
+		t.Helper()
+		recs, err := p.Read(ctx, "s", from, limit, maxBytes)
+		require.NoError(t, err)
+		return seqs(recs)
+	}
+
+	require.Equal(t, span(1, 4), read(knew10, 1, 256, 450))
+	require.EqualValues(t, 1, j.reads.Load())
+	require.Equal(t, span(2, 3), read(knew10, 2, 256, 250), "the read's own bound stops within the page")
+	require.Equal(t, span(3, 3), read(knew10, 3, 256, 1), "one record larger than the bound")
+	require.Equal(t, span(2, 4), read(knew4, 2, 256, 450), "to the page's end: the claim knew of no record past it")
+	require.EqualValues(t, 1, j.reads.Load(), "all from the one read")
+
+	require.Equal(t, span(2, 5), read(knew10, 2, 256, 450), "the claim knew of #5, and the bound has room for it")
+	require.EqualValues(t, 2, j.reads.Load())
+}
+
 func TestPagesBoundTheirMemory(t *testing.T) {
 	j := &sliceJournal{}
 	j.add(1)

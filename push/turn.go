@@ -79,7 +79,7 @@ func (t *turn) run(ctx context.Context) error {
 		if p.lo < len(recs) || !t.goOn() {
 			break // stopped within the page, or the slot is wanted
 		}
-		if len(recs) < limit { // the stream's end reached
+		if len(recs) < limit && t.next > t.head { // the stream's end reached, not the page's byte bound
 			if limit = w.opts.drainPage - t.unsaved; limit < 1 || !t.woken() {
 				break
 			}
@@ -138,9 +138,9 @@ func (t *turn) woken() bool {
 	return true
 }
 
-// read reads up to limit records from the cursor.
+// read reads up to limit records and PageBytes from the cursor.
 func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
-	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit, 0)
+	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit, t.w.opts.pageBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}

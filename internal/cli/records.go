@@ -39,7 +39,7 @@ func newRecords(e *env) command {
 		use:   "records",
 		short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
-%d). The table shows the start of each payload (the size of one that is not
+%d) and 16 MiB of payloads. The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
 --from-seq were pruned, and how many records past the head are committed but
 not yet numbered (PostgreSQL, with no daemon running). --json prints the page, each record whole with the
