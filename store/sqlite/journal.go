@@ -156,7 +156,8 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit, 
 	if maxBytes == 0 {
 		maxBytes = math.MaxInt
 	}
-	return queryAll(ctx, s.r, "read "+stream, []journal.Record{}, scanRecord, sqlRead, stream, int64(fromSeq), limit, int64(maxBytes))
+	rows, err := s.readPage.QueryContext(ctx, stream, int64(fromSeq), limit, int64(maxBytes))
+	return scanAll(rows, err, "read "+stream, []journal.Record{}, scanRecord)
 }
 
 // Head implements journal.Journal.
