@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
 )
 
 // meteredJournal counts the payload bytes turns hold: a record is held from
@@ -92,12 +94,14 @@ func TestTurnsHoldAtMostAPageOfBytes(t *testing.T) {
 				m.sentOn(reg.Stream, msg.ID)
 				return f.recv.Deliver(ctx, reg, msg, when)
 			})
-			w, err := push.NewWorker(m, f.store, tr, f.proj, append([]push.Option{push.WithOwner("w1"),
+			st := &checkpoints{Store: f.store}
+			w, err := push.NewWorker(m, st, tr, f.proj, append([]push.Option{push.WithOwner("w1"),
 				push.WithMaxInFlight(streams), push.WithMaxPerHost(streams)}, c.opts...)...)
 			require.NoError(t, err)
 			rep, err := w.RunOnce(t.Context(), at(1), 100)
 			require.NoError(t, err)
 			require.Equal(t, streams*records, rep.Deliveries, "one sweep: a page cut by its byte bound does not end the turn")
+			require.Zero(t, st.n.Load(), "the cursor is written once a drain page, not once a byte-bound page")
 			for s := range streams {
 				stream := fmt.Sprintf("big/%d", s)
 				require.Equal(t, seqIDs(stream, 1, records), f.recv.ids(stream+"/r"), "each record once, in order")
@@ -122,4 +126,15 @@ type transportFunc func(ctx context.Context, reg push.Registration, msg push.Mes
 
 func (f transportFunc) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	return f(ctx, reg, msg, at)
+}
+
+// checkpoints counts a store's Checkpoint calls.
+type checkpoints struct {
+	*memory.Store
+	n atomic.Int64
+}
+
+func (c *checkpoints) Checkpoint(ctx context.Context, cl push.Claim, nextSeq uint64) error {
+	c.n.Add(1)
+	return c.Store.Checkpoint(ctx, cl, nextSeq)
 }
