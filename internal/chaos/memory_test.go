@@ -20,8 +20,8 @@ import (
 // delivers a backlog of 64 records of 1 MB on each of 4 streams (16 in
 // long mode) to one fast loopback receiver, every record once, with a peak
 // resident memory (VmHWM) under 200 MiB: a turn reads a page of at most
-// --page-bytes, where it read 256 records whatever their size (336 MiB for
-// 4 streams, 490 MiB for 16).
+// --page-bytes, where it read 256 records whatever their size (354-372 MiB
+// for 4 streams, 457-507 MiB for 16).
 func TestDaemonMemoryIsBoundedByPageBytes(t *testing.T) {
 	const records, size, most = 64, 1_000_000, 200 << 20
 	s := newScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"))
