@@ -130,7 +130,7 @@ func TestAPIAppendIsIdempotent(t *testing.T) {
 	head, err := s.Head(t.Context(), "orders/1")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), head, "nothing written twice")
-	recs, err := s.Read(t.Context(), "orders/1", 1, 10)
+	recs, err := s.Read(t.Context(), "orders/1", 1, 10, 0)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"total": 42}`, string(recs[0].Payload))
 
@@ -226,7 +226,7 @@ func TestAPIStoresPayloadsThatAreNotJSON(t *testing.T) {
 		{"id": "a", "kind": "k", "content_type": "application/octet-stream", "payload_base64": "AP8K"},
 		{"id": "b", "kind": "k", "content_type": "text/plain; charset=utf-8", "payload": "héllo\n"}]}`)
 	require.Equal(t, http.StatusCreated, code, body)
-	recs, err := s.Read(t.Context(), "s", 1, 2)
+	recs, err := s.Read(t.Context(), "s", 1, 2, 0)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0x00, 0xff, 0x0a}, recs[0].Payload)
 	require.Equal(t, "application/octet-stream", recs[0].ContentType)
@@ -360,7 +360,7 @@ func concurrentAppends(t *testing.T, s Store) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	recs, err := s.Read(t.Context(), "hot", 1, 1000)
+	recs, err := s.Read(t.Context(), "hot", 1, 1000, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, clients*each, "every record once")
 	seen := map[string]bool{}
@@ -497,7 +497,7 @@ func TestAPIRefusesQueriesItWouldNotRead(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, code, "%s %s: %s", c.method, c.path, body)
 		require.Contains(t, errorOf(t, body), c.want, c.path)
 	}
-	recs, err := s.Read(t.Context(), "api/s", 1, 10)
+	recs, err := s.Read(t.Context(), "api/s", 1, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1, "nothing appended")
 	_, err = s.Get(t.Context(), "api/s", "r")
@@ -636,7 +636,7 @@ func TestAPIStoresTraceContext(t *testing.T) {
 	require.Equal(t, own, resp.Records[1].Traceparent)
 	require.Empty(t, resp.Records[1].Tracestate, "a record naming its own traceparent takes none of the header's")
 
-	recs, err := s.Read(t.Context(), "orders/1", 1, 10)
+	recs, err := s.Read(t.Context(), "orders/1", 1, 10, 0)
 	require.NoError(t, err)
 	require.Equal(t, testTraceparent, recs[0].Traceparent)
 	require.Equal(t, "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", recs[0].Tracestate)
@@ -644,7 +644,7 @@ func TestAPIStoresTraceContext(t *testing.T) {
 
 	code, out = postTraced(t, srv.URL, body, []string{own}, nil)
 	require.Equal(t, http.StatusOK, code, "trace context is not content: the same records: %s", out)
-	recs, err = s.Read(t.Context(), "orders/1", 1, 10)
+	recs, err = s.Read(t.Context(), "orders/1", 1, 10, 0)
 	require.NoError(t, err)
 	require.Equal(t, testTraceparent, recs[0].Traceparent, "the stored trace context is kept")
 }

@@ -45,7 +45,7 @@ func TestPrunerPass(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2000, rep.Records, "up to the cursor, over two batches")
 	require.False(t, rep.More)
-	recs, err := s.Read(ctx, "orders", 1, 1)
+	recs, err := s.Read(ctx, "orders", 1, 1, 0)
 	require.NoError(t, err)
 	require.Equal(t, uint64(2001), recs[0].Seq)
 }

@@ -65,8 +65,11 @@ type Journal interface {
 	Append(ctx context.Context, stream string, entries ...Entry) ([]Record, error)
 
 	// Read returns up to limit records of stream with seq >= fromSeq, in seq
-	// order; none is not an error. Errors: ErrInvalid (ValidateRead).
-	Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]Record, error)
+	// order, stopping before the one whose payload would take the page's
+	// payload bytes past maxBytes (0: no byte bound); the first record is
+	// returned whatever its size. None is not an error. Errors: ErrInvalid
+	// (ValidateRead).
+	Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]Record, error)
 
 	// Head returns the seq of the newest committed record of stream, or 0 if
 	// the stream has none. Errors: ErrInvalid (bad stream name).

@@ -183,7 +183,7 @@ func isTokenByte(c byte) bool {
 }
 
 // ValidateRead checks the arguments of Journal.Read. Errors wrap ErrInvalid.
-func ValidateRead(stream string, fromSeq uint64, limit int) error {
+func ValidateRead(stream string, fromSeq uint64, limit, maxBytes int) error {
 	if err := ValidateStream(stream); err != nil {
 		return err
 	}
@@ -193,7 +193,25 @@ func ValidateRead(stream string, fromSeq uint64, limit int) error {
 	if limit < 1 {
 		return Invalid("limit", "is %d: it must be at least 1", limit)
 	}
+	if maxBytes < 0 {
+		return Invalid("max bytes", "is %d: it must be 0 (no byte bound) or more", maxBytes)
+	}
 	return nil
+}
+
+// PageEnd returns how many of recs, read in seq order, a page of at most
+// limit records and maxBytes payload bytes holds (Journal.Read): at least
+// one if recs has any. A store that reads in Go stops with it.
+func PageEnd(recs []Record, limit, maxBytes int) int {
+	n, total := 0, 0
+	for n < len(recs) && n < limit {
+		total += len(recs[n].Payload)
+		if n > 0 && maxBytes > 0 && total > maxBytes {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // IsJSON reports whether the media type mt (without parameters) is JSON:

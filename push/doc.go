@@ -12,8 +12,9 @@
 //
 // A worker claims due registrations (Store.Due stamps a lease) and serves
 // each in a turn: at most MaxInFlight turns, and MaxPerHost messages to one
-// host ([HostOf]), at once. A turn reads DrainPage records past the cursor
-// and sends them in seq order, at most [Registration.Window] unacknowledged:
+// host ([HostOf]), at once. A turn reads a page past the cursor, DrainPage
+// records or fewer when their payloads would pass PageBytes (a larger
+// record alone), and sends them in seq order, at most [Registration.Window] unacknowledged:
 // record N+W never starts before N was acknowledged. The cursor passes a
 // record only when every message of it was accepted (2xx) or it had none
 // ([Registration.Wants]), and is written once a page; Store.Checkpoint saves

@@ -321,11 +321,11 @@ type countingJournal struct {
 	reads map[string]int
 }
 
-func (c *countingJournal) Read(ctx context.Context, stream string, from uint64, limit int) ([]journal.Record, error) {
+func (c *countingJournal) Read(ctx context.Context, stream string, from uint64, limit, maxBytes int) ([]journal.Record, error) {
 	c.mu.Lock()
 	c.reads[stream]++
 	c.mu.Unlock()
-	return c.Journal.Read(ctx, stream, from, limit)
+	return c.Journal.Read(ctx, stream, from, limit, maxBytes)
 }
 
 // Invariant 8: a registration whose cursor is past its stream's head is not
@@ -371,6 +371,7 @@ func TestInvariant10BadInput(t *testing.T) {
 		"MaxAttempts":   push.WithMaxAttempts(0),
 		"MaxInFlight":   push.WithMaxInFlight(0),
 		"DrainPage":     push.WithDrainPage(0),
+		"PageBytes":     push.WithPageBytes(0),
 		"Lease":         push.WithLease(0),
 		"MaxRetryAfter": push.WithMaxRetryAfter(-time.Second),
 		"Schedule":      push.WithSchedule(push.Schedule{5 * time.Second, 0}),
@@ -379,7 +380,9 @@ func TestInvariant10BadInput(t *testing.T) {
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 		require.ErrorContains(t, err, name)
 	}
-	_, err := push.NewWorker(nil, f.store, f.recv, f.proj)
+	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithPageBytes(push.MaxPageBytes+1))
+	require.ErrorContains(t, err, "PageBytes")
+	_, err = push.NewWorker(nil, f.store, f.recv, f.proj)
 	require.ErrorIs(t, err, journal.ErrInvalid)
 
 	f.append("s", 1)

@@ -13,13 +13,18 @@ import (
 
 // pages is the journal as a worker's turns read it: turns that read one
 // stream from one place share one Read. A sequenced record never changes,
-// so a page stands for a turn's read if:
+// so a page stands for a turn's read, cut by the read's own limit and byte
+// bound (journal.PageEnd), if:
 //
 //   - its read was sent after the turn's claim (readClaim.claimed): while
 //     the lease holds, nothing at or above the cursor can be pruned, nor the
 //     stream removed and started anew;
-//   - a page shorter than its limit (the journal's end) stands only for a
-//     turn whose claim knew of no record past it (readClaim.head).
+//   - a read that the page's end cuts, not its own bounds, is answered only
+//     by a page shorter than its limit (the journal's end, or the page's
+//     byte bound), and only for a turn whose claim knew of no record past
+//     it (readClaim.head): the record after the page was numbered after
+//     the claim, so the journal held the page and no more at an instant
+//     after the claim.
 //
 // Each turn gets records of its own: a copy, or the page itself for the
 // last. Memory: pagesPerStream pages a stream, pagesMaxBytes in all, none
@@ -80,10 +85,10 @@ func newPages(j journal.Journal, lease time.Duration) *pages {
 
 // Read serves a turn's read from a page that stands for it, else reads and
 // shares it.
-func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
+func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
 	rc, ok := ctx.Value(readClaimKey{}).(readClaim)
-	if !ok || journal.ValidateRead(stream, fromSeq, limit) != nil {
-		return p.Journal.Read(ctx, stream, fromSeq, limit)
+	if !ok || journal.ValidateRead(stream, fromSeq, limit, maxBytes) != nil {
+		return p.Journal.Read(ctx, stream, fromSeq, limit, maxBytes)
 	}
 	p.mu.Lock()
 	var wait *page // a read in flight that may cover this one
@@ -95,7 +100,7 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 		}
 		select {
 		case <-pg.done:
-			if recs, ok := pg.serve(fromSeq, limit, rc.head); ok {
+			if recs, ok := pg.serve(fromSeq, limit, maxBytes, rc.head); ok {
 				out := pg.give(recs)
 				p.mu.Unlock()
 				return out, nil
@@ -119,7 +124,7 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 		}
 		p.mu.Lock()
 		wait.waiters--
-		if recs, ok := wait.serve(fromSeq, limit, rc.head); ok {
+		if recs, ok := wait.serve(fromSeq, limit, maxBytes, rc.head); ok {
 			out := wait.give(recs)
 			p.mu.Unlock()
 			return out, nil
@@ -129,7 +134,7 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 	p.add(pg)
 	p.mu.Unlock()
 
-	recs, err := p.Journal.Read(ctx, stream, fromSeq, limit)
+	recs, err := p.Journal.Read(ctx, stream, fromSeq, limit, maxBytes)
 
 	p.mu.Lock()
 	pg.recs, pg.err = recs, err
@@ -158,10 +163,11 @@ func (p *pages) add(pg *page) {
 	p.streams[pg.stream] = append(p.streams[pg.stream], pg)
 }
 
-// serve returns the page's own records for a read of limit from fromSeq by
-// a turn whose claim saw head, if it has them all: up to fromSeq+limit-1,
-// or, when the page reached the journal's end, up to head.
-func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record, bool) {
+// serve returns the page's own records for a read of limit records and
+// maxBytes from fromSeq by a turn whose claim saw head, if it has them all:
+// up to where the read's bounds stop it, or, when the page is short of its
+// limit, to the page's end if head is within it.
+func (pg *page) serve(fromSeq uint64, limit, maxBytes int, head uint64) ([]journal.Record, bool) {
 	if !pg.whole {
 		return nil, false
 	}
@@ -170,12 +176,12 @@ func (pg *page) serve(fromSeq uint64, limit int, head uint64) ([]journal.Record,
 	if fromSeq < lo || fromSeq > hi {
 		return nil, false
 	}
-	i := int(fromSeq - lo)
-	if n := len(pg.recs) - i; n >= limit {
-		return pg.recs[i : i+limit], true
+	recs := pg.recs[fromSeq-lo:]
+	if n := journal.PageEnd(recs, limit, maxBytes); n < len(recs) || n == limit {
+		return recs[:n], true
 	}
 	if len(pg.recs) < pg.limit && head <= hi {
-		return pg.recs[i:], true
+		return recs, true
 	}
 	return nil, false
 }

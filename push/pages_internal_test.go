@@ -30,20 +30,15 @@ func (j *sliceJournal) add(n int) {
 	}
 }
 
-func (j *sliceJournal) Read(_ context.Context, stream string, from uint64, limit int) ([]journal.Record, error) {
+func (j *sliceJournal) Read(_ context.Context, stream string, from uint64, limit, maxBytes int) ([]journal.Record, error) {
 	j.reads.Add(1)
-	if err := journal.ValidateRead(stream, from, limit); err != nil {
+	if err := journal.ValidateRead(stream, from, limit, maxBytes); err != nil {
 		return nil, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := []journal.Record{}
-	for _, r := range j.recs {
-		if r.Seq >= from && len(out) < limit {
-			out = append(out, clonePage([]journal.Record{r})[0])
-		}
-	}
-	return out, nil
+	tail := j.recs[min(from-1, uint64(len(j.recs))):]
+	return clonePage(tail[:journal.PageEnd(tail, limit, maxBytes)]), nil
 }
 
 func seqs(recs []journal.Record) []uint64 {
@@ -70,7 +65,7 @@ func TestPagesServeWhatAReadOfTheTurnsOwnWould(t *testing.T) {
 	turn := withReadClaim(t.Context(), claimed, 10)
 	read := func(ctx context.Context, from uint64, limit int) []uint64 {
 		t.Helper()
-		recs, err := p.Read(ctx, "s", from, limit)
+		recs, err := p.Read(ctx, "s", from, limit, 0)
 		require.NoError(t, err)
 		return seqs(recs)
 	}
@@ -96,16 +91,46 @@ func TestPagesServeWhatAReadOfTheTurnsOwnWould(t *testing.T) {
 	require.EqualValues(t, 5, j.reads.Load())
 
 	now := withReadClaim(t.Context(), claimed, 15)
-	recs, err := p.Read(now, "s", 3, 2)
+	recs, err := p.Read(now, "s", 3, 2, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, j.reads.Load(), "served from the page read at 3")
 	recs[0].Payload[0] = 'X'
-	recs, err = p.Read(now, "s", 3, 2)
+	recs, err = p.Read(now, "s", 3, 2, 0)
 	require.NoError(t, err)
 	require.Equal(t, "3", string(recs[0].Payload), "each turn gets its own copy of the payloads")
 
-	_, err = p.Read(now, "s", 0, 1)
+	_, err = p.Read(now, "s", 0, 1, 0)
 	require.ErrorIs(t, err, journal.ErrInvalid, "bad input gets the journal's error")
+}
+
+// A page answers a read by the read's own byte bound; one that its byte
+// bound cut stands, to its end, only for a claim that knew of no record
+// past it.
+func TestPagesAnswerAReadByItsOwnByteBound(t *testing.T) {
+	j := &sliceJournal{}
+	j.add(10)
+	for i := range j.recs {
+		j.recs[i].Payload = make([]byte, 100)
+	}
+	p := newPages(j, time.Minute)
+	claimed := time.Now()
+	knew4, knew10 := withReadClaim(t.Context(), claimed, 4), withReadClaim(t.Context(), claimed, 10)
+	read := func(ctx context.Context, from uint64, limit, maxBytes int) []uint64 {
+		t.Helper()
+		recs, err := p.Read(ctx, "s", from, limit, maxBytes)
+		require.NoError(t, err)
+		return seqs(recs)
+	}
+
+	require.Equal(t, span(1, 4), read(knew10, 1, 256, 450))
+	require.EqualValues(t, 1, j.reads.Load())
+	require.Equal(t, span(2, 3), read(knew10, 2, 256, 250), "the read's own bound stops within the page")
+	require.Equal(t, span(3, 3), read(knew10, 3, 256, 1), "one record larger than the bound")
+	require.Equal(t, span(2, 4), read(knew4, 2, 256, 450), "to the page's end: the claim knew of no record past it")
+	require.EqualValues(t, 1, j.reads.Load(), "all from the one read")
+
+	require.Equal(t, span(2, 5), read(knew10, 2, 256, 450), "the claim knew of #5, and the bound has room for it")
+	require.EqualValues(t, 2, j.reads.Load())
 }
 
 func TestPagesBoundTheirMemory(t *testing.T) {
@@ -115,7 +140,7 @@ func TestPagesBoundTheirMemory(t *testing.T) {
 	p := newPages(j, time.Minute)
 	turn := withReadClaim(t.Context(), time.Now(), 1)
 	for range 2 {
-		recs, err := p.Read(turn, "s", 1, 10)
+		recs, err := p.Read(turn, "s", 1, 10, 0)
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 	}
@@ -127,13 +152,13 @@ func TestPagesBoundTheirMemory(t *testing.T) {
 	p = newPages(many, time.Minute)
 	turn = withReadClaim(t.Context(), time.Now(), 1)
 	for i := range 1000 {
-		_, err := p.Read(turn, fmt.Sprintf("s%d", i), 1, 1)
+		_, err := p.Read(turn, fmt.Sprintf("s%d", i), 1, 1, 0)
 		require.NoError(t, err)
 		require.LessOrEqual(t, p.bytes, pagesMaxBytes)
 	}
 	require.Less(t, len(p.streams), 1000)
 	require.Equal(t, len(p.streams), p.order.Len())
-	_, err := p.Read(turn, "s999", 1, 1)
+	_, err := p.Read(turn, "s999", 1, 1, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 1000, many.reads.Load(), "the newest page is kept")
 }
@@ -145,7 +170,7 @@ type streamsJournal struct {
 	reads   atomic.Int64
 }
 
-func (j *streamsJournal) Read(_ context.Context, stream string, from uint64, limit int) ([]journal.Record, error) {
+func (j *streamsJournal) Read(_ context.Context, stream string, from uint64, limit, _ int) ([]journal.Record, error) {
 	j.reads.Add(1)
 	if from > 1 {
 		return []journal.Record{}, nil
@@ -163,7 +188,7 @@ func TestPagesUnderConcurrentTurns(t *testing.T) {
 		wg.Go(func() {
 			for i := range 200 {
 				from, limit := uint64((g*7+i)%20+1), (i%3)*10+5
-				recs, err := p.Read(turn, "s", from, limit)
+				recs, err := p.Read(turn, "s", from, limit, 0)
 				if err != nil {
 					t.Error(err)
 					return
@@ -189,7 +214,7 @@ func TestPagesKeepAPagePerPlace(t *testing.T) {
 	turn := withReadClaim(t.Context(), time.Now(), 30)
 	for range 3 {
 		for _, from := range []uint64{1, 11, 21} {
-			recs, err := p.Read(turn, "s", from, 5)
+			recs, err := p.Read(turn, "s", from, 5, 0)
 			require.NoError(t, err)
 			require.Equal(t, span(from, from+4), seqs(recs))
 		}
@@ -197,18 +222,18 @@ func TestPagesKeepAPagePerPlace(t *testing.T) {
 	require.EqualValues(t, 3, j.reads.Load(), "one read per place, each page kept beside the others")
 
 	for from := uint64(1); from <= pagesPerStream+1; from++ {
-		_, err := p.Read(turn, "s", 100+from, 1) // past the end: empty reads are not kept
+		_, err := p.Read(turn, "s", 100+from, 1, 0) // past the end: empty reads are not kept
 		require.NoError(t, err)
 	}
 	require.LessOrEqual(t, len(p.streams["s"]), pagesPerStream)
-	_, err := p.Read(turn, "s", 21, 5)
+	_, err := p.Read(turn, "s", 21, 5, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 3+pagesPerStream+1, j.reads.Load(), "still served from its page")
 
 	// A stream's pages are bounded: the oldest goes first.
 	p = newPages(j, time.Minute)
 	for from := uint64(1); from <= pagesPerStream+1; from++ {
-		_, err := p.Read(turn, "s", from, 1)
+		_, err := p.Read(turn, "s", from, 1, 0)
 		require.NoError(t, err)
 	}
 	require.Len(t, p.streams["s"], pagesPerStream)
@@ -222,13 +247,13 @@ func TestPagesCopyOnlyWhatAnotherTurnCanUse(t *testing.T) {
 	big := &streamsJournal{payload: make([]byte, pagesMaxBytes/4+1)}
 	p := newPages(big, time.Minute)
 	turn := withReadClaim(t.Context(), time.Now(), 1)
-	recs, err := p.Read(turn, "s", 1, 10)
+	recs, err := p.Read(turn, "s", 1, 10, 0)
 	require.NoError(t, err)
 	require.Same(t, &big.payload[0], &recs[0].Payload[0], "a page too big to keep is the caller's alone")
 
 	small := &streamsJournal{payload: []byte("x")}
 	p = newPages(small, time.Minute)
-	recs, err = p.Read(turn, "s", 1, 10)
+	recs, err = p.Read(turn, "s", 1, 10, 0)
 	require.NoError(t, err)
 	require.NotSame(t, &small.payload[0], &recs[0].Payload[0], "a kept page is copied for its reader")
 }

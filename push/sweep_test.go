@@ -191,11 +191,11 @@ type streamFailingJournal struct {
 	fail string
 }
 
-func (j *streamFailingJournal) Read(ctx context.Context, stream string, from uint64, limit int) ([]journal.Record, error) {
+func (j *streamFailingJournal) Read(ctx context.Context, stream string, from uint64, limit, maxBytes int) ([]journal.Record, error) {
 	if stream == j.fail {
 		return nil, errInjected
 	}
-	return j.Journal.Read(ctx, stream, from, limit)
+	return j.Journal.Read(ctx, stream, from, limit, maxBytes)
 }
 
 func TestTerminalRecordCompletes(t *testing.T) {

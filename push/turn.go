@@ -79,19 +79,23 @@ func (t *turn) run(ctx context.Context) error {
 		if p.lo < len(recs) || !t.goOn() {
 			break // stopped within the page, or the slot is wanted
 		}
-		if len(recs) < limit { // the stream's end reached
-			if limit = w.opts.drainPage - t.unsaved; limit < 1 || !t.woken() {
+		if len(recs) < limit { // the stream's end reached, or the page's byte bound
+			end := t.next > t.head
+			if limit = w.opts.drainPage - t.unsaved; limit >= 1 && (!end || t.woken()) {
+				if end { // no page read before now stands for this read (pages.go)
+					ctx = withReadClaim(ctx, time.Now(), t.head)
+				}
+				if recs, err = t.read(ctx, limit); err != nil {
+					return t.save(ctx, err)
+				}
+				if len(recs) == 0 {
+					break
+				}
+				continue // the cursor is written once a drain page
+			}
+			if end {
 				break
 			}
-			// No page read before now stands for this read (pages.go).
-			ctx = withReadClaim(ctx, time.Now(), t.head)
-			if recs, err = t.read(ctx, limit); err != nil {
-				return t.save(ctx, err)
-			}
-			if len(recs) == 0 {
-				break
-			}
-			continue
 		}
 		limit = w.opts.drainPage
 		var ended bool
@@ -138,9 +142,9 @@ func (t *turn) woken() bool {
 	return true
 }
 
-// read reads up to limit records from the cursor.
+// read reads up to limit records and PageBytes from the cursor.
 func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
-	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit)
+	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit, t.w.opts.pageBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}

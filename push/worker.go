@@ -155,6 +155,14 @@ const (
 	// end, where it yields its slot, often.
 	DefaultDrainPage = 256
 	MaxDrainPage     = 10000 // bounds WithDrainPage
+	// DefaultPageBytes (1 MiB, journal.DefaultMaxPayload) bounds the
+	// payloads of a turn's page: a full drain page of 1–4 KiB activities
+	// fits, and as a page holds at least one record, up to the store's
+	// payload limit, a lower bound would split ordinary pages without
+	// lowering what a turn may hold. Each turn in flight (MaxInFlight, and
+	// MaxSlow waiting on slow receivers) holds one page.
+	DefaultPageBytes = 1 << 20
+	MaxPageBytes     = 1 << 30 // bounds WithPageBytes
 	// DefaultLease (6 s) is how long a claim hides a registration from
 	// other workers, and so about how long a killed worker's registrations
 	// wait. A turn's lease is renewed every third of it while the turn runs
@@ -173,6 +181,7 @@ type options struct {
 	maxSlow        int
 	maxPerHost     int
 	drainPage      int
+	pageBytes      int
 	lease          time.Duration
 	sweepLimit     int
 	owner          string
@@ -215,6 +224,11 @@ func WithMaxPerHost(n int) Option { return func(o *options) { o.maxPerHost = n }
 // cursor, 1 to MaxDrainPage (default DefaultDrainPage): the bound on
 // duplicates after a crash.
 func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
+
+// WithPageBytes bounds the payload bytes of a turn's page, 1 to
+// MaxPageBytes (default DefaultPageBytes): a page stops before the record
+// that would pass it, and a record larger than n is read alone.
+func WithPageBytes(n int) Option { return func(o *options) { o.pageBytes = n } }
 
 // WithLease sets how long a claim lasts, at least 2 s (default DefaultLease).
 func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
@@ -269,6 +283,7 @@ func defaultOptions() options {
 		maxSlow:       DefaultMaxSlow,
 		maxPerHost:    DefaultMaxPerHost,
 		drainPage:     DefaultDrainPage,
+		pageBytes:     DefaultPageBytes,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
 		hostHorizon:   DefaultHostHorizon,
@@ -293,6 +308,9 @@ func (o *options) validate() error {
 	}
 	if o.drainPage < 1 || o.drainPage > MaxDrainPage {
 		bad("DrainPage", "is %d: it must be from 1 to %d", o.drainPage, MaxDrainPage)
+	}
+	if o.pageBytes < 1 || o.pageBytes > MaxPageBytes {
+		bad("PageBytes", "is %d: it must be from 1 to %d", o.pageBytes, MaxPageBytes)
 	}
 	if o.lease < 2*time.Second {
 		bad("Lease", "is %v: it must be at least 2s", o.lease)

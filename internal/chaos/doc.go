@@ -11,6 +11,9 @@
 //     trial: three `herald run` daemons with default flags (they share the
 //     default addresses) deliver 20,000 records to one receiver host while
 //     30 SIGKILLs hit them; all within 60 s of the last kill, in order.
+//   - TestDaemonMemoryIsBoundedByPageBytes: one `herald run` with default
+//     flags on SQLite delivers 4 streams (16 in long mode) of 64 records of
+//     1 MB to one fast receiver with its peak resident memory under 200 MiB.
 //   - TestChaosCrash: several `herald run` worker processes share one
 //     database while the harness sends SIGKILL to a random worker at random
 //     instants and restarts it; the registrations have windows 1, 4 and 16.

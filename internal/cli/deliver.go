@@ -37,6 +37,7 @@ type deliveryFlags struct {
 	allowHosts                                               []string
 	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
 	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
+	pageBytes                                                int
 }
 
 func (d *deliveryFlags) add(f *pflag.FlagSet) {
@@ -53,6 +54,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit),
 		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
 	intVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage), 0, 0)
+	intVar(f, &d.pageBytes, "page-bytes", push.DefaultPageBytes, "payload bytes a turn reads at once (a larger record is read alone): with --max-in-flight, the bound on the payloads turns hold", fmt.Sprintf("from 1 to %d", push.MaxPageBytes), 0, 0)
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait")
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
@@ -70,7 +72,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		return nil, nil, usageOf(unwrapped(err)) // past "transport: new: ", which names nothing typed
 	}
 	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
-		push.WithDrainPage(d.drainPage), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
+		push.WithDrainPage(d.drainPage), push.WithPageBytes(d.pageBytes), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {

@@ -52,6 +52,7 @@ func TestWorkerFlagsOutOfRangeOpenNothing(t *testing.T) {
 		{"--max-attempts", "0", "--max-attempts 0 must be at least 1"},
 		{"--max-in-flight", "0", "--max-in-flight 0 must be at least 1"},
 		{"--drain-page", "10001", "--drain-page 10001 must be from 1 to 10000"},
+		{"--page-bytes", "0", "--page-bytes 0 must be from 1 to 1073741824"},
 		{"--lease", "1s", "--lease 1s must be at least 2s"},
 		{"--max-retry-after", "10ms", "--max-retry-after 10ms must be at least 1s"},
 	} {

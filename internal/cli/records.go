@@ -22,6 +22,10 @@ import (
 // maxRecordsLimit bounds one herald records: payloads are up to 1 MiB each.
 const maxRecordsLimit = 1000
 
+// recordsMaxBytes bounds the payloads of one herald records: a page stops
+// before the record that would pass it, and the table says more follow.
+const recordsMaxBytes = 16 << 20
+
 // payloadPreview is how many runes of a payload the table shows.
 const payloadPreview = 100
 
@@ -35,7 +39,7 @@ func newRecords(e *env) command {
 		use:   "records",
 		short: "Read a stream's journal: seq, id, kind, appended-at and the payload",
 		long: fmt.Sprintf(`Read a stream's records in seq order, from --from-seq, at most --limit (up to
-%d). The table shows the start of each payload (the size of one that is not
+%d) and 16 MiB of payloads. The table shows the start of each payload (the size of one that is not
 UTF-8 text), and says when more records follow and when records from
 --from-seq were pruned, and how many records past the head are committed but
 not yet numbered (PostgreSQL, with no daemon running). --json prints the page, each record whole with the
@@ -51,9 +55,9 @@ context.`, maxRecordsLimit),
 			intVar(f, &fromSeq, "from-seq", 1, "the first seq to show", "1 or more (seqs are 1-based)", 1, 0)
 			intVar(f, &limit, "limit", 100, fmt.Sprintf("at most this many records (up to %d)", maxRecordsLimit), fmt.Sprintf("from 1 to %d", maxRecordsLimit), 1, maxRecordsLimit)
 		},
-		check: func(*call) error { return usageOf(journal.ValidateRead(stream, fromSeq, limit)) },
+		check: func(*call) error { return usageOf(journal.ValidateRead(stream, fromSeq, limit, recordsMaxBytes)) },
 		run: func(c *call) error {
-			recs, err := c.b.Read(c.ctx(), stream, fromSeq, limit)
+			recs, err := c.b.Read(c.ctx(), stream, fromSeq, limit, recordsMaxBytes)
 			if err != nil {
 				return err
 			}

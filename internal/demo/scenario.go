@@ -212,7 +212,7 @@ func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
 	if _, err := s.workers[ns].Register(ctx, p.reg); err != nil {
 		return fmt.Errorf("register %s: %w", push.Name(st.Name, r.name), err)
 	}
-	recs, err := s.cfg.Journal.Read(ctx, st.Name, 1, len(st.Entries))
+	recs, err := s.cfg.Journal.Read(ctx, st.Name, 1, len(st.Entries), 0)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", st.Name, err)
 	}

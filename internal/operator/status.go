@@ -215,7 +215,7 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 	if seq == 0 {
 		return journal.Record{}, journal.Invalid("seq", "0 is not a seq (1, 2, …)")
 	}
-	recs, err := j.Read(ctx, stream, seq, 1)
+	recs, err := j.Read(ctx, stream, seq, 1, 0)
 	switch {
 	case err != nil:
 		return journal.Record{}, err

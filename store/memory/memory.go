@@ -135,8 +135,8 @@ func (s *Store) appendLocked(name string, entries []journal.Entry) ([]journal.Re
 }
 
 // Read implements journal.Journal.
-func (s *Store) Read(ctx context.Context, name string, fromSeq uint64, limit int) ([]journal.Record, error) {
-	if err := journal.ValidateRead(name, fromSeq, limit); err != nil {
+func (s *Store) Read(ctx context.Context, name string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
+	if err := journal.ValidateRead(name, fromSeq, limit, maxBytes); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -146,7 +146,7 @@ func (s *Store) Read(ctx context.Context, name string, fromSeq uint64, limit int
 		return []journal.Record{}, nil
 	}
 	page := st.records[max(fromSeq, st.oldest)-st.oldest:]
-	page = page[:min(len(page), limit)]
+	page = page[:journal.PageEnd(page, limit, maxBytes)]
 	out := make([]journal.Record, len(page))
 	for i, r := range page {
 		out[i] = clone(r)

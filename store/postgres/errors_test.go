@@ -126,7 +126,7 @@ func TestErrorsAreTranslated(t *testing.T) {
 	t.Run("context ended", func(t *testing.T) {
 		done, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := s.Read(done, "s", 1, 10)
+		_, err := s.Read(done, "s", 1, 10, 0)
 		require.ErrorIs(t, err, context.Canceled)
 		requireNoPgxTypes(t, err)
 	})

@@ -92,9 +92,9 @@ type countingJournal struct {
 	reads *atomic.Int64
 }
 
-func (c countingJournal) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
+func (c countingJournal) Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
 	c.reads.Add(1)
-	return c.Journal.Read(ctx, stream, fromSeq, limit)
+	return c.Journal.Read(ctx, stream, fromSeq, limit, maxBytes)
 }
 
 func key(stream, id string) string { return stream + "/" + id }
@@ -243,9 +243,9 @@ func (c *callCounter) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, 
 	c.due.Add(1)
 	return c.Store.Due(ctx, q)
 }
-func (c *callCounter) Read(ctx context.Context, s string, f uint64, l int) ([]journal.Record, error) {
+func (c *callCounter) Read(ctx context.Context, s string, f uint64, l, b int) ([]journal.Record, error) {
 	c.reads.Add(1)
-	return c.Store.Read(ctx, s, f, l)
+	return c.Store.Read(ctx, s, f, l, b)
 }
 func (c *callCounter) Advance(ctx context.Context, cl push.Claim, n uint64) error {
 	c.advances.Add(1)

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -273,8 +275,8 @@ func clonePayload(p []byte) []byte {
 }
 
 // Read implements journal.Journal. It reads numbered records only.
-func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
-	if err := journal.ValidateRead(stream, fromSeq, limit); err != nil {
+func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
+	if err := journal.ValidateRead(stream, fromSeq, limit, maxBytes); err != nil {
 		return nil, err
 	}
 	if fromSeq > maxSeq {
@@ -284,7 +286,7 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit i
 		r, err := scanRecord(row)
 		r.Stream = stream
 		return r, err
-	}, sqlRead, stream, int64(fromSeq), limit)
+	}, sqlRead, stream, int64(fromSeq), limit, int64(cmp.Or(maxBytes, math.MaxInt)))
 }
 
 // Head implements journal.Journal.

@@ -97,7 +97,7 @@ func TestLateCommitsAreNeverSkipped(t *testing.T) {
 		n, err := sequence(ctx)
 		require.NoError(t, err)
 		numbered += n
-		recs, err := s.Read(ctx, "hot", next, 100)
+		recs, err := s.Read(ctx, "hot", next, 100, 0)
 		require.NoError(t, err)
 		for _, r := range recs {
 			require.Equal(t, next, r.Seq, "the reader sees seqs in order, none skipped")
@@ -358,7 +358,7 @@ func TestClockStampsAppendedAt(t *testing.T) {
 	require.NoError(t, err)
 	want := when.UTC().Truncate(time.Microsecond)
 	require.Equal(t, want, recs[0].AppendedAt)
-	got, err := s.Read(ctx, "s", 1, 1)
+	got, err := s.Read(ctx, "s", 1, 1, 0)
 	require.NoError(t, err)
 	require.Equal(t, want, got[0].AppendedAt)
 }

@@ -54,9 +54,19 @@ ON CONFLICT (id) DO NOTHING`
 	sqlHead       = `SELECT head FROM herald_stream WHERE stream = $1`
 	sqlFinalSeq   = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
 	recordColumns = `coalesce(q.seq, 0), r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate`
-	sqlRead       = `SELECT ` + recordColumns + `
-FROM herald_seq q JOIN herald_record r ON r.id = q.id
-WHERE q.stream = $1 AND q.seq >= $2 ORDER BY q.seq LIMIT $3`
+	// A page (journal.Journal.Read): the first $3 numbered records from $2,
+	// up to the last whose running payload total is within $4, the first
+	// whatever its size. The window runs on the index range under the
+	// LIMIT; octet_length reads a TOASTed payload's size from its pointer,
+	// and the payloads past the bound are never fetched.
+	sqlRead = `SELECT seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate FROM (
+	SELECT q.seq, r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate,
+		row_number() OVER w AS n, sum(octet_length(r.payload)) OVER w AS total
+	FROM herald_seq q JOIN herald_record r ON r.id = q.id
+	WHERE q.stream = $1 AND q.seq >= $2
+	WINDOW w AS (ORDER BY q.seq ROWS UNBOUNDED PRECEDING)
+	ORDER BY q.seq LIMIT $3) page
+WHERE n = 1 OR total <= $4 ORDER BY seq`
 	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	// Lookup: a record without a seq is refused (refused set) or waiting.
 	sqlLookupVerdict = `SELECT ` + recordColumns + `, r.stream, q.refused FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`

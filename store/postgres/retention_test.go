@@ -93,7 +93,7 @@ VALUES ('t', 't-raced', 'k', 'application/json', '{}', false, '\x00', $1)`, now)
 	refused, err := s.Refused(ctx, "t", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"t-raced", "t-after"}, []string{refused[0].ID, refused[1].ID})
-	recs, err := s.Read(ctx, "t", 1, 10)
+	recs, err := s.Read(ctx, "t", 1, 10, 0)
 	require.NoError(t, err)
 	require.Empty(t, recs, "nothing after the pruned final record is read")
 }

@@ -46,7 +46,7 @@ func sequence(t *testing.T, s *postgres.Store) int {
 
 func readIDs(t *testing.T, s *postgres.Store, stream string) []string {
 	t.Helper()
-	recs, err := s.Read(t.Context(), stream, 1, 100)
+	recs, err := s.Read(t.Context(), stream, 1, 100, 0)
 	require.NoError(t, err)
 	ids := make([]string, len(recs))
 	for i, r := range recs {

@@ -133,7 +133,7 @@ func TestHeraldAppendCommitsAndRollsBackWithTheCallersTransaction(t *testing.T) 
 	require.NoError(t, tx.Commit(ctx))
 
 	require.Equal(t, 5, sequence(t, d.s))
-	recs, err := d.s.Read(ctx, "orders/1", 1, 10)
+	recs, err := d.s.Read(ctx, "orders/1", 1, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 5)
 	want := []journal.Entry{
@@ -658,7 +658,7 @@ func TestHeraldAppendTraceContext(t *testing.T) {
 	var rowsN int
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM herald_record`).Scan(&rowsN))
 	require.Equal(t, 12, rowsN, "the repeats appended nothing")
-	recs, err := d.s.Read(ctx, "s", 1, 20)
+	recs, err := d.s.Read(ctx, "s", 1, 20, 0)
 	require.NoError(t, err)
 	byID := map[string]journal.Record{}
 	for _, r := range recs {

@@ -100,7 +100,7 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	}
 
 	for stream, n := range streams {
-		recs, err := s.Read(ctx, stream, 1, int(n)+10)
+		recs, err := s.Read(ctx, stream, 1, int(n)+10, 0)
 		require.NoError(t, err)
 		require.Len(t, recs, int(n), "every append to %s is stored once", stream)
 		for i, r := range recs {
@@ -162,7 +162,7 @@ func TestTwoStoresShareOneFile(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	recs, err := stores[1].Read(ctx, "shared", 1, 1000)
+	recs, err := stores[1].Read(ctx, "shared", 1, 1000, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 2*2*each)
 	for i, r := range recs {

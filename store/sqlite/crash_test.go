@@ -136,7 +136,7 @@ func TestCrashLosesNothing(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.True(t, caughtUp(t, s, head), "both registrations reach the head")
-	recs, err := s.Read(ctx, crashStream, 1, int(head)+1)
+	recs, err := s.Read(ctx, crashStream, 1, int(head)+1, 0)
 	require.NoError(t, err)
 	for _, r := range recs {
 		for _, id := range crashRegistrations {
@@ -187,7 +187,7 @@ func verifyAfterCrash(t *testing.T, ctx context.Context, path string, rc *receiv
 	require.NoError(t, s.Check(ctx), "integrity_check after SIGKILL")
 	head, err := s.Head(ctx, crashStream)
 	require.NoError(t, err)
-	recs, err := s.Read(ctx, crashStream, 1, int(head)+10)
+	recs, err := s.Read(ctx, crashStream, 1, int(head)+10, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, int(head))
 	type seen struct{ n, count, first, last int }
@@ -288,7 +288,7 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 			st.evidence[id], err = s.Evidence(ctx, "task/1", id, 0)
 			require.NoError(t, err)
 		}
-		st.records, err = s.Read(ctx, "task/1", 1, 100)
+		st.records, err = s.Read(ctx, "task/1", 1, 100, 0)
 		require.NoError(t, err)
 		return st
 	}

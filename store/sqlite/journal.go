@@ -146,14 +146,18 @@ func scanRecord(sc scanner) (journal.Record, error) {
 }
 
 // Read implements journal.Journal.
-func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit int) ([]journal.Record, error) {
-	if err := journal.ValidateRead(stream, fromSeq, limit); err != nil {
+func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
+	if err := journal.ValidateRead(stream, fromSeq, limit, maxBytes); err != nil {
 		return nil, err
 	}
 	if fromSeq > math.MaxInt64 {
 		return []journal.Record{}, nil
 	}
-	return queryAll(ctx, s.r, "read "+stream, []journal.Record{}, scanRecord, sqlRead, stream, int64(fromSeq), limit)
+	if maxBytes == 0 {
+		maxBytes = math.MaxInt
+	}
+	rows, err := s.readPage.QueryContext(ctx, stream, int64(fromSeq), limit, int64(maxBytes))
+	return scanAll(rows, err, "read "+stream, []journal.Record{}, scanRecord)
 }
 
 // Head implements journal.Journal.

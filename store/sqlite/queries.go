@@ -30,7 +30,18 @@ const (
 	sqlInsertRecord = `
 		INSERT INTO herald_record (stream, seq, id, kind, content_type, payload, final, appended_at, digest, traceparent, tracestate)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlRead   = "SELECT " + recordColumns + " FROM herald_record WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?"
+	// A page (journal.Journal.Read): the records from ?2 to the last seq of
+	// the first ?3 whose running payload total is within ?4, the first
+	// whatever its size. length(payload) reads a blob's size from its
+	// record header, not the blob: the bound costs an index range of at most
+	// ?3 entries, and only the page's payloads are read.
+	sqlRead = "SELECT " + recordColumns + ` FROM herald_record WHERE stream = ?1 AND seq >= ?2 AND seq <= (
+		SELECT max(seq) FROM (
+			SELECT seq, row_number() OVER w AS n, sum(size) OVER w AS total
+			FROM (SELECT seq, length(payload) AS size FROM herald_record WHERE stream = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3)
+			WINDOW w AS (ORDER BY seq ROWS UNBOUNDED PRECEDING))
+		WHERE n = 1 OR total <= ?4)
+		ORDER BY seq`
 	sqlHead   = "SELECT IFNULL(MAX(head), 0) FROM herald_stream WHERE stream = ?" // one row, 0 for no stream
 	sqlLookup = "SELECT " + recordColumns + " FROM herald_record WHERE id = ?"
 )

@@ -27,9 +27,12 @@ const readers = 4
 // Store is a herald journal and push store in one SQLite file, safe for
 // concurrent use (package doc, "Concurrency").
 type Store struct {
-	w   *sql.DB // one connection: every write, in BEGIN IMMEDIATE transactions
-	r   *sql.DB // the read pool (query_only connections)
-	now func() time.Time
+	w *sql.DB // one connection: every write, in BEGIN IMMEDIATE transactions
+	r *sql.DB // the read pool (query_only connections)
+	// readPage is sqlRead prepared on r: a turn reads a page at a time, and
+	// parsing the page's query took as long as running it.
+	readPage *sql.Stmt
+	now      func() time.Time
 
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
@@ -99,7 +102,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	return &Store{w: w, r: r, now: cfg.now}, nil
+	readPage, err := r.PrepareContext(ctx, sqlRead)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, translate("prepare the read of a page", err)
+	}
+	return &Store{w: w, r: r, readPage: readPage, now: cfg.now}, nil
 }
 
 // checkCurrent refuses, without changing anything, a path that holds no
@@ -120,7 +129,7 @@ func checkCurrent(ctx context.Context, path string) error {
 // Close closes the database. The last connection to close checkpoints the
 // write-ahead log into the database file.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.readPage.Close(), s.r.Close(), s.w.Close())
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE on the single
@@ -171,6 +180,11 @@ type scanner interface{ Scan(...any) error }
 // work in errors.
 func queryAll[T any](ctx context.Context, q queryer, op string, out []T, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
+	return scanAll(rows, err, op, out, scan)
+}
+
+// scanAll appends the rows of a query that returned err to out.
+func scanAll[T any](rows *sql.Rows, err error, op string, out []T, scan func(scanner) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, translate(op, err)
 	}

@@ -31,7 +31,7 @@ func heraldEvents(t *testing.T, b Backend) []journal.Record {
 		_, err := s.Sequence(t.Context())
 		require.NoError(t, err)
 	}
-	recs, err := b.Read(t.Context(), push.EventsStream, 1, 10000)
+	recs, err := b.Read(t.Context(), push.EventsStream, 1, 10000, 0)
 	require.NoError(t, err)
 	return recs
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 )
 
 var journalTests = []test{
-	testSeqsStartAtOnePerStream, testReadRangesAndLimits, testRecordRoundTrip, testIdempotentAppend,
+	testSeqsStartAtOnePerStream, testReadRangesAndLimits, testReadStopsAtItsByteBound, testRecordRoundTrip, testIdempotentAppend,
 	testConflictChangesNothing, testBatchIsAllOrNothing, testFinalRecordSealsStream,
 	testBadJournalInputChangesNothing, testConcurrentAppendsAreGapless, testTraceContextStoredWithTheRecord,
 	testABacklogWaitingToBeNumberedIsVisible,
@@ -49,14 +50,60 @@ func testReadRangesAndLimits(t *testing.T, b Backend) {
 		{1000, 5, []uint64{}},
 	}
 	for _, c := range cases {
-		recs, err := b.Read(t.Context(), "s", c.from, c.limit)
+		recs, err := b.Read(t.Context(), "s", c.from, c.limit, 0)
 		require.NoError(t, err)
 		require.NotNil(t, recs, "Read returns an empty slice, not nil")
 		require.Equal(t, c.want, seqs(recs), "Read(from %d, limit %d)", c.from, c.limit)
 	}
-	recs, err := b.Read(t.Context(), "never-written", 1, 10)
+	recs, err := b.Read(t.Context(), "never-written", 1, 10, 0)
 	require.NoError(t, err)
 	require.Empty(t, recs)
+}
+
+// A page stops before the record whose payload would take its total past
+// maxBytes; its first record comes whatever its size, and limit still holds.
+func testReadStopsAtItsByteBound(t *testing.T, b Backend) {
+	sizes := []int{100, 200, 300, 100_000, 50, 50, 0, 10} // seq 4 is stored out of line where a store does (TOAST)
+	in := make([]journal.Entry, len(sizes))
+	rnd := rand.New(rand.NewPCG(1, 2)) // incompressible
+	for i, n := range sizes {
+		p := make([]byte, n)
+		for j := range p {
+			p[j] = byte(rnd.Uint32())
+		}
+		in[i] = journal.Entry{ID: fmt.Sprintf("b%d", i+1), Kind: "blob", ContentType: "application/octet-stream", Payload: p}
+	}
+	_, err := b.Append(t.Context(), "s", in...)
+	require.NoError(t, err)
+	cases := []struct {
+		from            uint64
+		limit, maxBytes int
+		want            []uint64
+	}{
+		{1, 10, 0, []uint64{1, 2, 3, 4, 5, 6, 7, 8}},
+		{1, 10, 600, []uint64{1, 2, 3}}, // a total equal to the bound is within it
+		{1, 10, 599, []uint64{1, 2}},
+		{1, 10, 1, []uint64{1}},
+		{1, 2, 1 << 30, []uint64{1, 2}},
+		{2, 10, 100_499, []uint64{2, 3}},
+		{3, 10, 299, []uint64{3}},
+		{4, 10, 1, []uint64{4}}, // larger than the bound: alone
+		{4, 10, 100_099, []uint64{4, 5}},
+		{4, 10, 100_100, []uint64{4, 5, 6, 7}}, // the empty payload fits in what is left
+		{4, 3, 100_100, []uint64{4, 5, 6}},
+		{7, 10, 9, []uint64{7}},
+		{7, 10, 10, []uint64{7, 8}},
+		{9, 10, 1, []uint64{}},
+	}
+	for _, c := range cases {
+		recs, err := b.Read(t.Context(), "s", c.from, c.limit, c.maxBytes)
+		require.NoError(t, err)
+		require.NotNil(t, recs, "Read returns an empty slice, not nil")
+		require.Equal(t, c.want, seqs(recs), "Read(from %d, limit %d, max bytes %d)", c.from, c.limit, c.maxBytes)
+		for _, r := range recs {
+			require.Equal(t, in[r.Seq-1].Payload, r.Payload, "#%d's payload", r.Seq)
+		}
+	}
 }
 
 func testRecordRoundTrip(t *testing.T, b Backend) {
@@ -73,7 +120,7 @@ func testRecordRoundTrip(t *testing.T, b Backend) {
 	require.Len(t, recs, len(in))
 	require.Equal(t, journal.DefaultContentType, recs[2].ContentType, "empty content type defaults")
 
-	stored, err := b.Read(t.Context(), "task/8f3c", 1, 10)
+	stored, err := b.Read(t.Context(), "task/8f3c", 1, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, stored, len(in))
 	for i, r := range stored {
@@ -227,9 +274,10 @@ func testBadJournalInputChangesNothing(t *testing.T, b Backend) {
 	}
 	require.Zero(t, head(t, b, "s"), "nothing was written")
 	for name, err := range map[string]error{
-		"seq 0 does not exist": errOf(b.Read(t.Context(), "s", 0, 10)),
-		"limit 0":              errOf(b.Read(t.Context(), "s", 1, 0)),
-		"bad stream":           errOf(b.Read(t.Context(), "bad stream", 1, 1)),
+		"seq 0 does not exist": errOf(b.Read(t.Context(), "s", 0, 10, 0)),
+		"limit 0":              errOf(b.Read(t.Context(), "s", 1, 0, 0)),
+		"bad stream":           errOf(b.Read(t.Context(), "bad stream", 1, 1, 0)),
+		"max bytes -1":         errOf(b.Read(t.Context(), "s", 1, 1, -1)),
 		"empty head stream":    errOf(b.Head(t.Context(), "")),
 		"empty id":             errOf(b.Lookup(t.Context(), "")),
 	} {

@@ -66,7 +66,7 @@ func seqs(recs []journal.Record) []uint64 {
 
 func readAll(t *testing.T, b Backend, stream string) []journal.Record {
 	t.Helper()
-	recs, err := b.Read(t.Context(), stream, 1, 1000)
+	recs, err := b.Read(t.Context(), stream, 1, 1000, 0)
 	require.NoError(t, err)
 	return recs
 }
