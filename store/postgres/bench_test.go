@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,98 @@ func BenchmarkDue(b *testing.B) {
 			benchDue(b, s, q, c.due)
 		})
 	}
+}
+
+// BenchmarkFanoutClaims serves one record to n registrations of one stream
+// on n/10 hosts (10 a host, adjacent in key order, as a fediverse audience
+// is), claiming as Worker.Run does: Limit 32, MaxPerHost 4, Busy the claims
+// still held, each Advance'd past the record, until every registration is
+// served. A claim holds at most 32 (two claims' worth) unadvanced at
+// once, the oldest advanced first. Each registration carries a 1.7 KB
+// config, as an ActivityPub one with its PEM key does. Each op appends one
+// record (not timed) and serves it; it reports the store's time per
+// delivery (Due and Advance; Due's alone), and claims per 1,000 deliveries. Issue 37: the
+// cost per delivery must not grow with n.
+func BenchmarkFanoutClaims(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("registrations=%d", n), func(b *testing.B) {
+			ctx := b.Context()
+			s := benchStore(b, 4)
+			_, err := s.Pool().Exec(ctx, `INSERT INTO herald_stream (stream) VALUES ('actor/alice')`)
+			require.NoError(b, err)
+			_, err = s.Pool().Exec(ctx, `
+				INSERT INTO herald_registration (stream, id, namespace, url, host, config, next_seq, next_attempt_at)
+				SELECT 'actor/alice', format('inbox-%s', lpad(i::text, 6, '0')), 'activitypub',
+					format('https://h%s.example/inbox/%s', i / 10, i), format('h%s.example:443', i / 10),
+					convert_to(format('{"pad":"%s"}', repeat('k', 1700)), 'UTF8'), 1, '0001-01-01 00:00:00+00'
+				FROM generate_series(0, $1::int - 1) AS i`, n)
+			require.NoError(b, err)
+			_, err = s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration`)
+			require.NoError(b, err)
+			var took, due time.Duration
+			claims, when := 0, at(0)
+			for i := range b.N {
+				_, err := s.Append(ctx, "actor/alice", entry(fmt.Sprintf("post-%d", i)))
+				require.NoError(b, err)
+				start := time.Now()
+				claims += serveFanout(b, s, &when, &due, n)
+				took += time.Since(start)
+			}
+			b.ReportMetric(float64(took.Microseconds())/float64(b.N*n), "store-µs/delivery")
+			b.ReportMetric(float64(due.Microseconds())/float64(b.N*n), "due-µs/delivery")
+			b.ReportMetric(float64(claims)*1000/float64(b.N*n), "claims/1000deliveries")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// serveFanout claims and advances as BenchmarkFanoutClaims says until n
+// registrations were served, one second of *when a claim, adds the time
+// spent in Due to *due, and returns the claims made.
+func serveFanout(b *testing.B, s *postgres.Store, when *time.Time, due *time.Duration, n int) int {
+	const limit, perHost, holding = 32, 4, 32
+	ctx := b.Context()
+	var held []push.Status
+	busy := map[string]int{}
+	advance := func(keep int) {
+		for len(held) > keep {
+			st := held[0]
+			held = held[1:]
+			if err := s.Advance(ctx, st.Claim(), st.Head+1); err != nil {
+				b.Fatal(err)
+			}
+			busy[st.Host()]--
+			n--
+		}
+	}
+	claims := 0
+	for n > 0 {
+		*when = when.Add(time.Second)
+		q := push.DueQuery{At: *when, Limit: limit, Namespace: "activitypub", Owner: fmt.Sprintf("bench#%d", claims),
+			LeaseUntil: when.Add(time.Hour), MaxPerHost: perHost, Busy: maps.Clone(busy)}
+		start := time.Now()
+		batch, err := s.Due(ctx, q)
+		*due += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		claims++
+		for _, st := range batch.Registrations {
+			if busy[st.Host()]++; busy[st.Host()] > perHost {
+				b.Fatalf("host %s has %d claims, over the cap %d", st.Host(), busy[st.Host()], perHost)
+			}
+		}
+		held = append(held, batch.Registrations...)
+		if len(batch.Registrations) == 0 && len(held) == 0 {
+			b.Fatalf("nothing claimed, nothing held, %d registrations not served", n)
+		}
+		keep := holding
+		if len(batch.Registrations) == 0 {
+			keep = 0
+		}
+		advance(keep)
+	}
+	return claims
 }
 
 // BenchmarkDueHeldHost measures what a down host costs a claim: 100 due
