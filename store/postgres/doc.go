@@ -106,9 +106,10 @@
 //   - Writes that can make a registration lag set it on the stream row they
 //     lock first: the sequencer (in the UPDATE that moves the head),
 //     Register, Unpark, Rewind and Skip.
-//   - Due reads only pending streams and, through the index (stream,
-//     next_seq) WHERE NOT parked, their registrations at or behind the head:
-//     an idle database costs three index probes that find nothing.
+//   - Due reads only pending streams and, through the index
+//     herald_registration_claim (stream, next_seq, …) WHERE NOT parked,
+//     their registrations at or behind the head: an idle database costs
+//     three index probes that find nothing.
 //   - Due clears the marker of streams where no unparked registration lags,
 //     in two statements: the first locks those stream rows (SKIP LOCKED), the
 //     second clears the marker where, in its snapshot taken after the locks,
@@ -123,11 +124,24 @@
 //
 // # Claiming and fencing
 //
-// Due claims with FOR NO KEY UPDATE SKIP LOCKED and stamps the lease and
-// next_attempt_at = at in the same statement, so a second worker never gets
-// a live lease nor waits for another's claim, and the least recently claimed
-// go first. Its commit does not wait for the WAL flush: a crash of the
-// database loses at most a lease, cleared markers and a probe's instant.
+// A claim reads what it takes, not every registration due (issue 37: a
+// fan-out of N would cost N² row visits). herald_registration_claim orders
+// a stream's unparked registrations by (next_seq, namespace,
+// next_attempt_at, id), so Due's pick (sqlPick) finds the cursors at or
+// behind the head by a loose scan, one probe each, and reads each cursor's
+// registrations in claim order, the first 4 per registration it may take.
+// Go applies the per-host cap and a held host's one probe to the rows read,
+// up to where a cursor's read stopped; with fewer than Limit+1 fitting
+// there, it reads 8 times as deep. So a claim costs its Limit, the rows the
+// cap and held hosts pass over, and one probe per distinct cursor.
+//
+// Due then claims the picks in order with FOR NO KEY UPDATE SKIP LOCKED,
+// checking again that each is due, unleased and lagging, and stamps the
+// lease and next_attempt_at = at in the same statement, so a second worker
+// never gets a live lease nor waits for another's claim, and the least
+// recently claimed go first. Its commit does not wait for the WAL flush: a
+// crash of the database loses at most a lease, cleared markers and a
+// probe's instant.
 //
 // The writes under a claim (Advance, Checkpoint, Retry, Park, Complete,
 // HostFailed, AdvanceBatch) are fenced by the lease: a first statement of the

@@ -73,13 +73,12 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		"clear candidates": {postgres.SQLClearCandidates, nil},
-		"claim":            {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{}, []string{}, []string{}}},
-		"claim, capped":    {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), 4, []string{"r.example:443"}, []int32{2}, []string{}, []string{}}},
-		"claim, a host held and one probed": {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), nil, []string{}, []int32{},
-			[]string{"p.example:443"}, []string{"d.example:443"}}},
-		"unserved":        {postgres.SQLUnserved, []any{"webhook", at(2), []string{"d.example:443"}}},
-		"sequencer probe": {postgres.SQLAnyUnsequenced, nil},
+		"clear candidates":   {postgres.SQLClearCandidates, nil},
+		"pick":               {postgres.SQLPick, []any{"webhook", at(2), []string{}, 404}},
+		"pick, a host held":  {postgres.SQLPick, []any{"webhook", at(2), []string{"d.example:443"}, 404}},
+		"claim, none picked": {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), []string{}, []string{}}},
+		"unserved":           {postgres.SQLUnserved, []any{"webhook", at(2), []string{"d.example:443"}}},
+		"sequencer probe":    {postgres.SQLAnyUnsequenced, nil},
 	} {
 		tx := plannerTx(t, s)
 		walk(plan(t, tx, q.sql, q.args...), func(node map[string]any) {

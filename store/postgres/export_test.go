@@ -27,6 +27,7 @@ const SequencerBatch = sequencerBatch
 // the settings Due's transaction starts with.
 var (
 	SQLPlanner         = sqlPlanner
+	SQLPick            = sqlPick
 	SQLClaim           = sqlClaim
 	SQLUnserved        = sqlUnserved
 	SQLClearCandidates = sqlClearCandidates

@@ -218,26 +218,52 @@ FROM (SELECT s.stream FROM herald_stream s
     FOR NO KEY UPDATE OF s SKIP LOCKED) c`
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
 WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND ` + noneLagging
-	// The claim, and how many of the first Limit+1 due rows it left. $6
-	// MaxPerHost (NULL: none), $7/$8 Busy's hosts and counts, $9 the hosts
-	// probed (their first row only), $10 the hosts held (left out).
-	sqlClaim = `WITH cand AS MATERIALIZED (
-    SELECT c.stream, c.id, c.next_attempt_at, c.host` + dueOfPending("=", "$10") + `
-), due AS MATERIALIZED (
-    SELECT c.stream, c.id, c.next_attempt_at
-    FROM (SELECT cand.*, row_number() OVER (PARTITION BY cand.host ORDER BY cand.next_attempt_at, cand.stream, cand.id) AS host_rank
-          FROM cand) c
-    LEFT JOIN unnest($7::text[], $8::int[]) AS b (host, busy) ON b.host = c.host
-    WHERE ($6::int IS NULL OR c.host_rank <= $6::int - coalesce(b.busy, 0))
-      AND (c.host <> ALL($9::text[]) OR c.host_rank = 1)
-    ORDER BY c.next_attempt_at, c.stream, c.id
-), locked AS MATERIALIZED (
-    SELECT l.tid, d.next_attempt_at, d.stream, d.id
-    FROM due d
+	// The claim, in two statements. sqlPick reads, for each pending stream
+	// and each cursor at or behind its head where unparked registrations of
+	// namespace $1 wait, the first $4 of them due at $2 and unleased, in
+	// claim order, leaving out the hosts held ($3): a loose scan of
+	// herald_registration_claim, one probe per such cursor (of any
+	// namespace), then one range each, stopped by the LIMIT. It reads no
+	// registration beyond those, and none at the head.
+	sqlPick = `WITH RECURSIVE cursors (stream, head, next_seq, namespace) AS (
+    SELECT s.stream, s.head, c.next_seq, c.namespace
+    FROM herald_stream s
+    CROSS JOIN LATERAL (
+        SELECT r.next_seq, r.namespace FROM herald_registration r
+        WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+        ORDER BY r.next_seq, r.namespace LIMIT 1) c
+    WHERE s.pending
+  UNION ALL
+    SELECT p.stream, p.head, c.next_seq, c.namespace
+    FROM cursors p
+    CROSS JOIN LATERAL (
+        SELECT r.next_seq, r.namespace FROM herald_registration r
+        WHERE r.stream = p.stream AND NOT r.parked
+          AND (r.next_seq, r.namespace) > (p.next_seq, p.namespace) AND r.next_seq <= p.head
+        ORDER BY r.next_seq, r.namespace LIMIT 1) c
+)
+SELECT r.stream, c.next_seq, r.id, r.host
+FROM cursors c
+CROSS JOIN LATERAL (
+    SELECT r.stream, r.id, r.host, r.next_attempt_at FROM herald_registration r
+    WHERE r.stream = c.stream AND NOT r.parked AND r.next_seq = c.next_seq AND r.namespace = c.namespace
+      AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+      AND r.host <> ALL($3::text[])
+    ORDER BY r.next_attempt_at, r.id
+    LIMIT $4) r
+WHERE c.namespace = $1
+ORDER BY r.next_attempt_at, r.stream, r.id`
+	// sqlClaim leases the first $3 of the picks ($6, $7, in claim order)
+	// that are still due, unleased and lagging, skipping those another
+	// claim has locked, and stamps next_attempt_at = $2.
+	sqlClaim = `WITH locked AS MATERIALIZED (
+    SELECT l.tid, p.ord, p.stream, p.id
+    FROM unnest($6::text[], $7::text[]) WITH ORDINALITY AS p (stream, id, ord)
     CROSS JOIN LATERAL (
         SELECT r.ctid AS tid FROM herald_registration r
-        WHERE r.stream = d.stream AND r.id = d.id AND NOT r.parked
+        WHERE r.stream = p.stream AND r.id = p.id AND r.namespace = $1 AND NOT r.parked
           AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+          AND r.next_seq <= (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream)
         FOR NO KEY UPDATE SKIP LOCKED) l
     LIMIT $3::int
 ), claimed AS (
@@ -245,34 +271,29 @@ WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND ` + noneLagging
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked))
     RETURNING r.*
 )
-SELECT ` + statusColumns + `,
-    (SELECT count(*) FROM (SELECT 1 FROM due LIMIT $3::int + 1) d) - (SELECT count(*) FROM locked)
+SELECT ` + statusColumns + `
 FROM claimed r
 JOIN locked l ON l.stream = r.stream AND l.id = r.id
 CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = r.stream OFFSET 0) s
-ORDER BY l.next_attempt_at, r.stream, r.id`
-	sqlUnserved = `SELECT count(*)` + dueOfPending("<>", "$3")
+ORDER BY l.ord`
+	// The due registrations of pending streams at $2 of other namespaces
+	// than $1, not of a host held ($3): RunOnce's report only
+	// (DueQuery.CountUnserved), it reads them all.
+	sqlUnserved = `SELECT count(*)
+FROM herald_stream s
+CROSS JOIN LATERAL (
+    SELECT 1 FROM herald_registration r
+    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
+      AND r.namespace <> $1 AND r.next_attempt_at <= $2
+      AND (r.lease_until IS NULL OR r.lease_until <= $2)
+      AND r.host <> ALL($3::text[])
+    OFFSET 0) c
+WHERE s.pending`
 	noneLagging = `NOT EXISTS (
         SELECT 1 FROM herald_registration r
         WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
         OFFSET 0)`
 )
-
-// dueOfPending is the FROM clause of the registrations c (stream, id,
-// next_attempt_at, host) of pending streams that lag and are due at $2, of
-// a namespace nsOp $1, and not of a host in the array parameter held.
-func dueOfPending(nsOp, held string) string {
-	return `
-FROM herald_stream s
-CROSS JOIN LATERAL (
-    SELECT r.stream, r.id, r.next_attempt_at, r.host FROM herald_registration r
-    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-      AND r.namespace ` + nsOp + ` $1 AND r.next_attempt_at <= $2
-      AND (r.lease_until IS NULL OR r.lease_until <= $2)
-      AND r.host <> ALL(` + held + `::text[])
-    OFFSET 0) c
-WHERE s.pending`
-}
 
 // Host health (hosts.go, and Due's probes). Lock order: a registration's row
 // before its host's; Due locks host rows with SKIP LOCKED only.

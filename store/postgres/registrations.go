@@ -160,10 +160,11 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 }
 
 // Due implements push.Store (package doc, "Idle costs nothing" and
-// "Claiming and fencing"): a sequencer step, then one transaction of three
+// "Claiming and fencing"): a sequencer step, then one transaction of four
 // round trips: begin, read the troubled hosts and lock the probes this
-// claim owns; claim, and count the other namespaces' due registrations;
-// move the probes claimed, clear the idle streams' markers and commit.
+// claim owns; pick (pick), and count the other namespaces' due
+// registrations; claim the picks; move the probes claimed, clear the idle
+// streams' markers and commit. With nothing picked there is no claim.
 func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
 	if err := cmp.Or(q.Validate(), journal.ValidateID("lease owner", q.Owner)); err != nil {
 		return push.DueBatch{}, err
@@ -186,37 +187,32 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			return s.dbErr(ctx, "due: read hosts", err)
 		}
 		hosts, probes := map[string]push.Host{}, map[string]bool{} // the troubled, with the probes this claim owns as locked
-		held, probeHosts := []string{}, []string{}
+		held := []string{}
 		for _, h := range troubled {
 			hosts[h.Host] = h
 		}
 		for _, h := range locked {
-			hosts[h.Host], probes[h.Host], probeHosts = h, true, append(probeHosts, h.Host)
+			hosts[h.Host], probes[h.Host] = h, true
 		}
 		for _, h := range hosts {
 			if !probes[h.Host] && h.State != push.HostUp {
 				held = append(held, h.Host)
 			}
 		}
-		var capArg *int32 // the per-host cap, and Busy as two arrays
-		busyHosts, busy := []string{}, []int32{}
-		if q.MaxPerHost > 0 {
-			capArg = new(int32(min(q.MaxPerHost, 1<<30)))
-			for h, n := range q.Busy {
-				busyHosts, busy = append(busyHosts, h), append(busy, int32(min(n, 1<<30)))
+		streams, ids, err := s.pick(ctx, conn, q, held, probes, &batch.Unserved)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			rows, err := conn.Query(ctx, sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, streams, ids)
+			if err == nil {
+				batch.Registrations, err = pgx.AppendRows(batch.Registrations, rows, rowTo(scanStatus))
+			}
+			if err != nil {
+				return s.dbErr(ctx, "due", err)
 			}
 		}
-		var unclaimed int // of the first Limit+1 due rows: only Limit are locked
-		b = &pgx.Batch{}
-		b.Queue(sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, capArg, busyHosts, busy, probeHosts, held).Query(
-			appendTo(&batch.Registrations, func(row pgx.CollectableRow) (push.Status, error) { return scanStatus(row, &unclaimed) }))
-		if q.CountUnserved {
-			b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(&batch.Unserved) })
-		}
-		if err := conn.SendBatch(ctx, b).Close(); err != nil {
-			return s.dbErr(ctx, "due", err)
-		}
-		batch.More = unclaimed > 0
+		batch.More = len(batch.Registrations) < min(len(ids), q.Limit+1) // of the first Limit+1 picks, some were left
 		b = &pgx.Batch{}
 		for _, st := range batch.Registrations { // report the claimed hosts, moving the probes claimed
 			h, ok := hosts[st.Host()]
@@ -239,4 +235,65 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return push.DueBatch{}, err
 	}
 	return batch, nil
+}
+
+// pickDepth is how many due registrations of each cursor the first pick
+// reads, per registration a claim may take: room for Run's per-host cap
+// (4 of each host's 10 in a fediverse audience) and for rows that racing
+// claims take first. A pick that read too few reads 8 times more.
+const pickDepth = 4
+
+// pick reads the due registrations of q.Namespace not held (sqlPick) and
+// returns those a claim for q may take, in claim order: within
+// q.HostRoom, of a host probed (probes) only its first. It counts the
+// other namespaces' into *unserved if q.CountUnserved. sqlPick reads the
+// first depth of each cursor's registrations: the rows up to the first
+// cursor's last one read are all it could have seen, and if fewer than
+// q.Limit+1 of them fit, it reads again, deeper. So a claim reads what it
+// takes and what the cap and held hosts leave, not every registration due.
+func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q push.DueQuery, held []string, probes map[string]bool,
+	unserved *int) (streams, ids []string, err error) {
+	const maxDepth = 1 << 30
+	type cursor struct {
+		stream string
+		seq    int64
+	}
+	depth := maxDepth
+	if q.Limit < maxDepth/pickDepth {
+		depth = pickDepth * (q.Limit + 1)
+	}
+	for first := true; ; first, depth = false, min(depth*8, maxDepth) {
+		streams, ids = streams[:0], ids[:0]
+		cut := false
+		b := &pgx.Batch{}
+		b.Queue(sqlPick, q.Namespace, q.At, held, depth).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			taken, read := map[string]int{}, map[cursor]int{}
+			var (
+				c        cursor
+				id, host string
+			)
+			for rows.Next() && !cut {
+				if err := rows.Scan(&c.stream, &c.seq, &id, &host); err != nil {
+					return err
+				}
+				if room := q.HostRoom(host); (room < 0 || taken[host] < room) && (!probes[host] || taken[host] == 0) {
+					taken[host]++
+					streams, ids = append(streams, c.stream), append(ids, id)
+				}
+				read[c]++
+				cut = read[c] == depth // rows past this one may come after some it did not read
+			}
+			return rows.Err()
+		})
+		if q.CountUnserved && first {
+			b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
+		}
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return nil, nil, s.dbErr(ctx, "due: pick", err)
+		}
+		if !cut || len(ids) > q.Limit || depth == maxDepth {
+			return streams, ids, nil
+		}
+	}
 }

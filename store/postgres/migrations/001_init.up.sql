@@ -121,8 +121,11 @@ CREATE TABLE herald_registration (
 );
 
 -- Due: for each pending stream, the unparked registrations whose cursor is
--- at or behind its head, an index range scan that ends at the head.
-CREATE INDEX herald_registration_lagging ON herald_registration (stream, next_seq) WHERE NOT parked;
+-- at or behind its head, an index range that ends at the head (the pending
+-- markers' checks: one probe). Within a cursor and namespace they come in
+-- claim order (next_attempt_at, id), so a claim (sqlPick) finds the
+-- cursors by a loose scan and reads each only as far as it takes.
+CREATE INDEX herald_registration_claim ON herald_registration (stream, next_seq, namespace, next_attempt_at, id) WHERE NOT parked;
 -- List by namespace, and the parked ones (herald registrations --parked).
 CREATE INDEX herald_registration_namespace ON herald_registration (namespace, stream, id);
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked;
