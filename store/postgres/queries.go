@@ -219,39 +219,38 @@ FROM (SELECT s.stream FROM herald_stream s
 	sqlClearPending = `UPDATE herald_stream s SET pending = false
 WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND ` + noneLagging
 	// The claim, in two statements. sqlPick reads, for each pending stream
-	// and each cursor at or behind its head where unparked registrations of
-	// namespace $1 wait, the first $4 of them due at $2 and unleased, in
-	// claim order, leaving out the hosts held ($3): a loose scan of
+	// and each cursor at or behind its head where unparked registrations
+	// wait, the first $4 of namespace $1's due at $2 and unleased, in claim
+	// order, leaving out the hosts held ($3): a loose scan of
 	// herald_registration_claim, one probe per such cursor (of any
-	// namespace), then one range each, stopped by the LIMIT. It reads no
-	// registration beyond those, and none at the head.
-	sqlPick = `WITH RECURSIVE cursors (stream, head, next_seq, namespace) AS (
-    SELECT s.stream, s.head, c.next_seq, c.namespace
+	// namespace) and none past the head, then one range each, stopped by
+	// the LIMIT. It reads no registration beyond those, and none at the head.
+	sqlPick = `WITH RECURSIVE cursors (stream, head, next_seq) AS (
+    SELECT s.stream, s.head, c.next_seq
     FROM herald_stream s
     CROSS JOIN LATERAL (
-        SELECT r.next_seq, r.namespace FROM herald_registration r
+        SELECT r.next_seq FROM herald_registration r
         WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-        ORDER BY r.next_seq, r.namespace LIMIT 1) c
+        ORDER BY r.next_seq LIMIT 1) c
     WHERE s.pending
   UNION ALL
-    SELECT p.stream, p.head, c.next_seq, c.namespace
+    SELECT p.stream, p.head, c.next_seq
     FROM cursors p
     CROSS JOIN LATERAL (
-        SELECT r.next_seq, r.namespace FROM herald_registration r
-        WHERE r.stream = p.stream AND NOT r.parked
-          AND (r.next_seq, r.namespace) > (p.next_seq, p.namespace) AND r.next_seq <= p.head
-        ORDER BY r.next_seq, r.namespace LIMIT 1) c
+        SELECT r.next_seq FROM herald_registration r
+        WHERE r.stream = p.stream AND NOT r.parked AND r.next_seq > p.next_seq AND r.next_seq <= p.head
+        ORDER BY r.next_seq LIMIT 1) c
+    WHERE p.next_seq < p.head
 )
 SELECT r.stream, c.next_seq, r.id, r.host
 FROM cursors c
 CROSS JOIN LATERAL (
     SELECT r.stream, r.id, r.host, r.next_attempt_at FROM herald_registration r
-    WHERE r.stream = c.stream AND NOT r.parked AND r.next_seq = c.next_seq AND r.namespace = c.namespace
+    WHERE r.stream = c.stream AND NOT r.parked AND r.next_seq = c.next_seq AND r.namespace = $1
       AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
       AND r.host <> ALL($3::text[])
     ORDER BY r.next_attempt_at, r.id
     LIMIT $4) r
-WHERE c.namespace = $1
 ORDER BY r.next_attempt_at, r.stream, r.id`
 	// sqlClaim leases the first $3 of the picks ($6, $7, in claim order)
 	// that are still due, unleased and lagging, skipping those another

@@ -212,7 +212,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 				return s.dbErr(ctx, "due", err)
 			}
 		}
-		batch.More = len(batch.Registrations) < min(len(ids), q.Limit+1) // of the first Limit+1 picks, some were left
+		batch.More = len(batch.Registrations) < len(ids) // a pick left: beyond Limit, or locked by another claim
 		b = &pgx.Batch{}
 		for _, st := range batch.Registrations { // report the claimed hosts, moving the probes claimed
 			h, ok := hosts[st.Host()]
@@ -273,7 +273,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q push.DueQuery, held 
 				c        cursor
 				id, host string
 			)
-			for rows.Next() && !cut {
+			for !cut && rows.Next() {
 				if err := rows.Scan(&c.stream, &c.seq, &id, &host); err != nil {
 					return err
 				}
