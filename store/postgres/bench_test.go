@@ -175,8 +175,7 @@ func BenchmarkDue(b *testing.B) {
 // is), claiming as Worker.Run does: Limit 32, MaxPerHost 4, Busy the claims
 // still held, each Advance'd past the record, until every registration is
 // served. A claim holds at most 32 (two claims' worth) unadvanced at
-// once, the oldest advanced first. Each registration carries a 1.7 KB
-// config, as an ActivityPub one with its PEM key does. Each op appends one
+// once, the oldest advanced first (seedAudience says the rest). Each op appends one
 // record (not timed) and serves it; it reports the store's time per
 // delivery (Due and Advance; Due's alone), and claims per 1,000 deliveries. Issue 37: the
 // cost per delivery must not grow with n.
@@ -185,17 +184,7 @@ func BenchmarkFanoutClaims(b *testing.B) {
 		b.Run(fmt.Sprintf("registrations=%d", n), func(b *testing.B) {
 			ctx := b.Context()
 			s := benchStore(b, 4)
-			_, err := s.Pool().Exec(ctx, `INSERT INTO herald_stream (stream) VALUES ('actor/alice')`)
-			require.NoError(b, err)
-			_, err = s.Pool().Exec(ctx, `
-				INSERT INTO herald_registration (stream, id, namespace, url, host, config, next_seq, next_attempt_at)
-				SELECT 'actor/alice', format('inbox-%s', lpad(i::text, 6, '0')), 'activitypub',
-					format('https://h%s.example/inbox/%s', i / 10, i), format('h%s.example:443', i / 10),
-					convert_to(format('{"pad":"%s"}', repeat('k', 1700)), 'UTF8'), 1, '0001-01-01 00:00:00+00'
-				FROM generate_series(0, $1::int - 1) AS i`, n)
-			require.NoError(b, err)
-			_, err = s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration`)
-			require.NoError(b, err)
+			seedAudience(b, s, n)
 			var took, due time.Duration
 			claims, when := 0, at(0)
 			for i := range b.N {

@@ -107,6 +107,53 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 	}
 }
 
+// TestClaimReadsWhatItTakes is issue 37's "nothing in a claim may cost in
+// proportion to the registrations that are not served": with 10,000
+// registrations of one stream lagging, on 1,000 hosts, a claim as Run makes
+// (32, at most 4 a host, one host busy) takes the first that fit, in claim
+// order, and its pick reads no more registration rows than its depth, plus
+// one probe for the stream's one cursor.
+func TestClaimReadsWhatItTakes(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	seedAudience(t, s, 10000)
+	_, err := s.Append(ctx, "actor/alice", entry("post"))
+	require.NoError(t, err)
+
+	q := push.DueQuery{At: at(0), Limit: 32, Namespace: "activitypub", Owner: "w", LeaseUntil: at(60),
+		MaxPerHost: 4, Busy: map[string]int{"h0.example:443": 3}}
+	batch, err := s.Due(ctx, q)
+	require.NoError(t, err)
+	var want []string
+	for h := range 9 {
+		for i := range 4 {
+			if h > 0 || i == 0 { // h0 has room for one
+				want = append(want, fmt.Sprintf("actor/alice/inbox-%06d", 10*h+i))
+			}
+		}
+	}
+	var got []string
+	for _, st := range batch.Registrations {
+		got = append(got, key(st.Stream, st.ID))
+	}
+	require.Equal(t, want[:32], got, "the first in claim order, at most 4 a host, Busy counted")
+	require.True(t, batch.More)
+
+	depth := postgres.PickDepth * (q.Limit + 1)
+	tx := plannerTx(t, s)
+	read := 0.0
+	walk(plan(t, tx, postgres.SQLPick, q.Namespace, at(1), []string{}, depth), func(node map[string]any) {
+		typ, _ := node["Node Type"].(string)
+		if node["Relation Name"] == "herald_registration" && strings.HasSuffix(typ, "Scan") {
+			rows, _ := node["Actual Rows"].(float64)
+			removed, _ := node["Rows Removed by Filter"].(float64)
+			loops, _ := node["Actual Loops"].(float64)
+			read += (rows + removed) * loops
+		}
+	})
+	require.LessOrEqual(t, read, float64(depth+1), "registration rows the pick read")
+}
+
 // TestPendingMarkerRace: appends and new registrations race sweeps (Due,
 // Read, Advance) on one stream, from separate pools. A marker cleared while
 // a write that makes a registration lag commits would strand it: afterwards

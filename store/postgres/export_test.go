@@ -23,6 +23,10 @@ var NextPoll = nextPoll
 
 const SequencerBatch = sequencerBatch
 
+// PickDepth is how many rows of each cursor Due's first pick reads, per
+// registration it may claim.
+const PickDepth = pickDepth
+
 // The statements the tests EXPLAIN or find in pg_prepared_statements, and
 // the settings Due's transaction starts with.
 var (

@@ -266,3 +266,23 @@ func claim(tb testing.TB, s *postgres.Store, when time.Time, owner string, limit
 	require.Len(tb, batch.Registrations, want)
 	return batch.Registrations
 }
+
+// seedAudience gives stream actor/alice, with no record yet, n activitypub
+// registrations inbox-000000… on n/10 hosts h0.example:443…, 10 a host and
+// adjacent in key order (as a fediverse audience is), each with a 1.7 KB
+// config (an ActivityPub one carries its PEM key), due since the year 1.
+func seedAudience(tb testing.TB, s *postgres.Store, n int) {
+	tb.Helper()
+	ctx := tb.Context()
+	_, err := s.Pool().Exec(ctx, `INSERT INTO herald_stream (stream) VALUES ('actor/alice')`)
+	require.NoError(tb, err)
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO herald_registration (stream, id, namespace, url, host, config, next_seq, next_attempt_at)
+		SELECT 'actor/alice', format('inbox-%s', lpad(i::text, 6, '0')), 'activitypub',
+			format('https://h%s.example/inbox/%s', i / 10, i), format('h%s.example:443', i / 10),
+			convert_to(format('{"pad":"%s"}', repeat('k', 1700)), 'UTF8'), 1, '0001-01-01 00:00:00+00'
+		FROM generate_series(0, $1::int - 1) AS i`, n)
+	require.NoError(tb, err)
+	_, err = s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration`)
+	require.NoError(tb, err)
+}

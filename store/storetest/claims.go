@@ -18,7 +18,8 @@ import (
 var dueTests = []test{
 	testOnlyRegistrationsWithWork, testLimitAndSaturation, testLeaseIsExclusiveUntilExpiry,
 	testOldestAttemptFirst, testBadDueQueryChangesNothing, testSaturationStarvesNoOne,
-	testConcurrentClaimsAreExclusive, testPerHostCap, testHostFollowsTheURL, testRenewExtendsOnlyLeasesStillHeld,
+	testConcurrentClaimsAreExclusive, testPerHostCap, testOldestFirstPastHostsAtTheirCap, testHostFollowsTheURL,
+	testRenewExtendsOnlyLeasesStillHeld,
 }
 
 var hostTests = []test{
@@ -265,6 +266,34 @@ func testPerHostCap(t *testing.T, b Backend) {
 		require.Equal(t, c.want, got, c.why)
 		require.Equal(t, c.more, batch.More, c.why)
 	}
+}
+
+// Registrations of a host at its cap hide none behind them, at any cursor:
+// a claim takes the oldest of those with room, however many older ones it
+// passes over (a store that reads each cursor's registrations a few at a
+// time must read on, and merge the cursors in claim order).
+func testOldestFirstPastHostsAtTheirCap(t *testing.T, b Backend) {
+	appendN(t, b, "s", 2)
+	dueAt := func(r push.Registration, cursor uint64, wait int) {
+		register(t, b, r)
+		require.NoError(t, b.Retry(t.Context(), claim(t, b, r.Stream, r.ID, at(0)), cursor, at(wait), fail503(at(0))))
+	}
+	for i := range 20 {
+		dueAt(regAt("s", fmt.Sprintf("x%02d", i), "webhook", fmt.Sprintf("https://busy.example/%d", i)), 1, 1+i)
+	}
+	dueAt(regAt("s", "y", "webhook", "https://room.example/y"), 1, 30)
+	z := regAt("s", "z", "webhook", "https://other.example/z")
+	z.NextSeq = 2
+	dueAt(z, 2, 31)
+
+	busy := map[string]int{"busy.example:443": 2}
+	batch := dueCapped(t, b, "w1", at(40), 1, 2, busy)
+	require.Equal(t, []string{"s/y"}, keys(batch.Registrations),
+		"the oldest with room: after 20 older ones of a host at its cap, before one at the next cursor")
+	require.True(t, batch.More, "s/z had room too")
+	batch = dueCapped(t, b, "w2", at(40), 10, 2, busy)
+	require.Equal(t, []string{"s/z"}, keys(batch.Registrations))
+	require.False(t, batch.More)
 }
 
 func testHostFollowsTheURL(t *testing.T, b Backend) {
