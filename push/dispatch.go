@@ -132,10 +132,10 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 	if err != nil {
 		err = fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
 	}
-	if h := w.opts.hooks.Claim; h != nil {
-		h(at, len(batch.Registrations), err)
-	}
 	if err != nil {
+		if h := w.opts.hooks.Claim; h != nil {
+			h(at, 0, err)
+		}
 		return batch, err
 	}
 	for _, h := range batch.Hosts {
@@ -149,6 +149,10 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 			wakes: wakes, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
 	}
 	d.leases.hold(d.ready[n:])
+	d.start() // so that the hook is told once the claims hold their slots or wait for one (Worker.waiting)
+	if h := w.opts.hooks.Claim; h != nil {
+		h(at, len(batch.Registrations), nil)
+	}
 	return batch, nil
 }
 
