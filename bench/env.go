@@ -168,6 +168,27 @@ func (e *env) heraldDB(ctx context.Context, name string) (string, error) {
 	return dbURL, err
 }
 
+// schemaOf takes the schema of the database at dbURL back to the newest one
+// the herald binary bin knows (`bin migrate status --json`), one migration
+// at a time with this tree's down migrations, so that an older binary
+// (-herald-baseline) serves a database this tree made. The data stays: a
+// down migration drops only what its up added.
+func schemaOf(ctx context.Context, bin, dbURL string) error {
+	out, err := exec.CommandContext(ctx, bin, "migrate", "status", "--json", "--database", dbURL).Output()
+	var st struct {
+		Current, Latest int
+	}
+	if jerr := json.Unmarshal(out, &st); jerr != nil || st.Latest < 1 {
+		return fmt.Errorf("%s migrate status: %q (%v, %v)", bin, out, err, jerr)
+	}
+	for cur := st.Current; cur > st.Latest; cur-- {
+		if _, err := postgres.MigrateDown(ctx, dbURL); err != nil {
+			return fmt.Errorf("schema %d down for %s: %w", cur, bin, err)
+		}
+	}
+	return nil
+}
+
 // createDB creates an empty database and returns its URL.
 func (e *env) createDB(ctx context.Context, name string) (string, error) {
 	conn, err := pgx.Connect(ctx, e.pg.URL)

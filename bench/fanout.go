@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,9 +75,24 @@ type fanoutRun struct {
 	dups, short      int64
 }
 
+// fanoutSystems are the systems of a fan-out run, in the order they run
+// for each case. With -herald-baseline its binary ("baseline") runs just
+// before this tree's herald in odd runs and just after it in even ones, so
+// that neither always follows the bare client or precedes River.
+func fanoutSystems(cfg config, run int) []string {
+	switch {
+	case cfg.baseline == "":
+		return []string{"limit", "herald", "river"}
+	case run%2 == 1:
+		return []string{"limit", "baseline", "herald", "river"}
+	default:
+		return []string{"limit", "herald", "baseline", "river"}
+	}
+}
+
 func fanout(ctx context.Context, e *env, cfg config, rep *report) (map[string]map[int]*result, error) {
 	res := make(map[string]map[int]*result) // system → R → result
-	for _, sys := range []string{"limit", "herald", "river"} {
+	for _, sys := range fanoutSystems(cfg, 1) {
 		res[sys] = map[int]*result{}
 		for _, c := range cfg.fanout {
 			res[sys][c.R] = &result{}
@@ -84,7 +100,7 @@ func fanout(ctx context.Context, e *env, cfg config, rep *report) (map[string]ma
 	}
 	for run := 1; run <= cfg.runs; run++ {
 		for _, c := range cfg.fanout {
-			for _, sys := range []string{"limit", "herald", "river"} {
+			for _, sys := range fanoutSystems(cfg, run) {
 				logf("fan-out R=%d E=%d run %d/%d: %s", c.R, c.E, run, cfg.runs, sys)
 				var (
 					d   fanoutRun
@@ -93,8 +109,8 @@ func fanout(ctx context.Context, e *env, cfg config, rep *report) (map[string]ma
 				switch sys {
 				case "limit":
 					d, err = bareRun(ctx, e, cfg, c, run)
-				case "herald":
-					d, err = heraldRun(ctx, e, cfg, c, run)
+				case "herald", "baseline":
+					d, err = heraldRun(ctx, e, cfg, c, run, sys)
 				case "river":
 					d, err = riverRun(ctx, e, cfg, c, run)
 				}
@@ -202,10 +218,11 @@ func bareRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fa
 // heraldRun: R registrations of one stream (the setup, not measured), E
 // appends to it by cfg.producers goroutines (the produce phase), then
 // `herald run` delivers them (the deliver phase, timed from its start to
-// the last receipt).
-func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (fanoutRun, error) {
-	g := group("herald", cfg.conc, c, run)
-	db := fmt.Sprintf("herald_%d_%d", c.R, run)
+// the last receipt). sys "baseline" runs -herald-baseline's binary on the
+// schema it knows, "herald" this tree's.
+func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int, sys string) (fanoutRun, error) {
+	g := group(sys, cfg.conc, c, run)
+	db := fmt.Sprintf("%s_%d_%d", sys, c.R, run)
 	dbURL, err := e.heraldDB(ctx, db)
 	defer e.dropDB(ctx, db)
 	if err != nil {
@@ -242,6 +259,13 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 	if err != nil {
 		return d, err
 	}
+	bin := e.herald
+	if sys == "baseline" {
+		bin = cfg.baseline
+		if err := schemaOf(ctx, bin, dbURL); err != nil {
+			return d, err
+		}
+	}
 	s1, err := e.snap(ctx, dbURL, db)
 	if err != nil {
 		return d, err
@@ -251,17 +275,21 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (
 		// The R receivers are routes of one receiver process, one host,
 		// standing in for R hosts: the per-host cap does not bind.
 		"--max-per-host", strconv.Itoa(push.MaxPerHostLimit), "--every", cfg.heraldEvery.String()}
-	return deliverWith(ctx, e, d, "herald", e.herald, args, g, c, dbURL, db, s0, s1)
+	var extra []string
+	if cfg.fanoutProfile != "" {
+		extra = []string{"HERALD_CPUPROFILE=" + filepath.Join(cfg.fanoutProfile, g)}
+	}
+	return deliverWith(ctx, e, d, "herald", bin, args, extra, g, c, dbURL, db, s0, s1)
 }
 
 // deliverWith starts the worker process, waits for every delivery, records
 // its peak RSS and CPU, stops it and measures what the deliver phase wrote.
-func deliverWith(ctx context.Context, e *env, d fanoutRun, name, bin string, args []string, g string, c fanoutCase,
+func deliverWith(ctx context.Context, e *env, d fanoutRun, name, bin string, args, env []string, g string, c fanoutCase,
 	dbURL, db string, s0, s1 snapshot) (fanoutRun, error) {
 	total := int64(c.E) * int64(c.R)
 	recv0 := e.recv.cpu()
 	start := time.Now()
-	p, err := startProc(e, name, bin, args, nil)
+	p, err := startProc(e, name, bin, args, env)
 	if err != nil {
 		return d, err
 	}
@@ -404,7 +432,7 @@ func riverRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int) (f
 		return d, err
 	}
 	args := []string{"-database", dbURL, "-workers", strconv.Itoa(cfg.conc), "-fetch-cooldown", cfg.riverCool.String()}
-	return deliverWith(ctx, e, d, "riverworker", e.riverBin, args, g, c, dbURL, db, s0, s1)
+	return deliverWith(ctx, e, d, "riverworker", e.riverBin, args, nil, g, c, dbURL, db, s0, s1)
 }
 
 func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
@@ -426,13 +454,24 @@ func reportFanout(rep *report, cfg config, res map[string]map[int]*result) {
 			h.walPer.cell(0), r.walPer.cell(0), ratio(h.walPer, r.walPer))
 	}
 	rep.printf("\nRatios are of the medians; in brackets, the range of the ratios within each run (limit, herald and River run one after the other for each R in every run).\n")
+	if cfg.baseline != "" {
+		rep.printf("\n#### This tree's herald against the baseline\n\n")
+		rep.printf("The baseline `%s` (-herald-baseline) delivers the same backlog the same way, on its own database, just before this tree's herald in odd runs and just after it in even ones; \"× bare client\" is of the bare client of the same case and run (median, and in brackets the range of the per-run ratios).\n\n", cfg.baseline)
+		rep.printf("| R | E | bare client /s | baseline /s | baseline × bare client | this tree /s | this tree × bare client | this tree × baseline | from the first delivery, × bare client: baseline / this tree | CPU s worker: baseline / this tree |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+		for _, c := range cfg.fanout {
+			l, b, h := res["limit"][c.R], res["baseline"][c.R], res["herald"][c.R]
+			rep.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", fmtNum(float64(c.R), 0), fmtNum(float64(c.E), 0),
+				l.perSec.cell(0), b.perSec.cell(0), ratio(b.perSec, l.perSec), h.perSec.cell(0), ratio(h.perSec, l.perSec), ratio(h.perSec, b.perSec),
+				ratio(b.fromFirst, l.perSec), ratio(h.fromFirst, l.perSec), fmtNum(b.workerCPU.median(), 1), fmtNum(h.workerCPU.median(), 1))
+		}
+	}
 	rep.printf("\n#### Detail\n\n")
 	rep.printf("| R | system | deliver s | deliveries/s | produce s | WAL B/delivery (produce part) | rows/delivery (produce part) | peak RSS MiB | start → first delivery ms | CPU s worker / PostgreSQL / receiver | duplicates, routes short |\n")
 	rep.printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, c := range cfg.fanout {
-		for _, sys := range []string{"limit", "herald", "river"} {
+		for _, sys := range fanoutSystems(cfg, 1) {
 			x := res[sys][c.R]
-			name := map[string]string{"limit": "bare client", "herald": "herald", "river": "River"}[sys]
+			name := map[string]string{"limit": "bare client", "herald": "herald", "baseline": "herald (baseline)", "river": "River"}[sys]
 			if sys == "limit" {
 				rep.printf("| %s | %s | %s | %s | – | – | – | – | – | %s / – / %s | %d, %d |\n", fmtNum(float64(c.R), 0), name,
 					x.secs.cell(2), x.perSec.cell(0), fmtNum(x.workerCPU.median(), 1), fmtNum(x.recvCPU.median(), 1), x.dups, x.short)

@@ -194,5 +194,5 @@ func farRun(ctx context.Context, e *env, cfg config, run int, c farCase) (fanout
 	if c.baseline {
 		bin = cfg.baseline
 	}
-	return deliverWith(ctx, e, fanoutRun{}, "herald-far", bin, args, g, fc, dbURL, db, s1, s1)
+	return deliverWith(ctx, e, fanoutRun{}, "herald-far", bin, args, nil, g, fc, dbURL, db, s1, s1)
 }

@@ -4,7 +4,7 @@
 // and writes the tables as markdown (issue 9; BENCHMARKS.md shows a run).
 //
 //	cd bench && go run . [-quick] [-runs 3] [-out results.md] [-only fanout,producers,parts,httpappend,appends,idle,latency,silent,scaleout,prune,far,audience,slots]
-//	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256]
+//	                     [-fanout-r 1000] [-fanout-concurrency 16,64,256] [-fanout-cpuprofile DIR]
 //	                     [-far-cases loopback] [-far-loop-n 10000] [-herald-baseline ../../herald-main]
 //	                     [-lat-intervals 0,5ms] [-lat-statements]
 //	                     [-stores sqlite,postgres] [-audience-n 1000,10000] [-audience-for 120s] [-audience-cpuprofile DIR]
@@ -61,7 +61,8 @@ type config struct {
 	pruneRecords    int
 	farCases        string          // far: "all", "far" (200 ms away), "loopback" (fan-out 1) or "loopback16" (its window 16 case alone)
 	farLoopN        int             // far: records of each loopback case (0: the mode's)
-	baseline        string          // a second herald binary, run beside the built one in the far and latency workloads
+	baseline        string          // a second herald binary, run beside the built one in the fanout, far and latency workloads
+	fanoutProfile   string          // fanout: a directory for the herald daemons' CPU profiles (empty: none)
 	latSeqEvery     []time.Duration // latency: the daemon's --sequencer-interval values (0: its default)
 	latStatements   bool            // latency: count statements with pg_stat_statements and print them
 	stores          []string        // audience, slots: the stores to run on (sqlite, postgres)
@@ -99,7 +100,8 @@ func main() {
 	flag.DurationVar(&cfg.heraldEvery, "herald-every", time.Second, "herald run --every (its default, 1s)")
 	flag.StringVar(&cfg.farCases, "far-cases", "all", "far: the cases to run: all, far (the receiver 200 ms away), loopback (fan-out 1 against the bare client) or loopback16 (its window 16 case alone)")
 	flag.IntVar(&cfg.farLoopN, "far-loop-n", 0, "far: records of each loopback case (0: 20,000, or 5,000 with -quick)")
-	flag.StringVar(&cfg.baseline, "herald-baseline", "", "far and latency: path of another herald binary (e.g. built from main) run beside this tree's, alternating, case by case")
+	flag.StringVar(&cfg.baseline, "herald-baseline", "", "fanout, far and latency: path of another herald binary (e.g. built from main) run beside this tree's, alternating, case by case")
+	flag.StringVar(&cfg.fanoutProfile, "fanout-cpuprofile", "", "fanout: write each herald daemon's CPU profile (HERALD_CPUPROFILE) into this directory, one file a run")
 	flag.StringVar(&latIntervals, "lat-intervals", "5ms,0,20ms", "latency: the daemon's --sequencer-interval values to run, comma-separated (0: its default)")
 	flag.StringVar(&stores, "stores", "sqlite,postgres", "audience, slots: the stores to run on, comma-separated (sqlite, postgres)")
 	flag.StringVar(&audienceN, "audience-n", "1000,10000", "audience: the numbers of inboxes (10 a host), comma-separated; 100000 holds 10,000 listeners and takes long")
