@@ -226,8 +226,9 @@ func newRun(e *env) command {
 		use:   "run",
 		short: "Run the daemon: a worker per namespace, /metrics, /healthz, the operator's page and the admin API",
 		long: `Run the daemon: one worker per namespace, each a dispatcher that keeps up to
---max-in-flight registrations being served, so a slow or silent receiver holds
-one slot (at most --timeout), never the namespace. It claims at once after an
+--max-in-flight registrations being served; a message unanswered after 1s moves
+its turn to --max-slow, so a slow or silent receiver never holds a healthy
+one's slot, and --max-per-host caps each host. It claims at once after an
 append (PostgreSQL: the sequencer, which it runs, numbers appended records and
 notifies), when turns end, and every --every. Daemons sharing a PostgreSQL
 database never deliver one registration at the same time.
