@@ -94,6 +94,9 @@ func TestASlowTurnWithNoSlowBudgetYieldsAtItsNextRecord(t *testing.T) {
 
 	d := runDaemon(t, w)
 	require.True(t, receive(t, wentSlow), "with no slow budget the slow turn yields")
+	for len(claims) > 0 { // the slow registration's own claim, told before its turn started
+		<-claims
+	}
 	f.append("busy", 1)
 	w.Wake()
 	for receive(t, claims) != 1 { // the healthy registration is claimed and waits for the one slot
