@@ -63,11 +63,18 @@ type fence struct {
 // have. fn's update repeats the owner in its WHERE clause; the single writer
 // makes the two one atomic step.
 func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
-	n, err := seqArg("next seq", nextSeq)
-	if err := cmp.Or(err, c.Validate()); err != nil {
+	n, err := fenceArgs(c, nextSeq)
+	if err != nil {
 		return err
 	}
 	return s.writeTo(ctx, op, c.Stream, c.ID, func(tx *sql.Tx) error { return fencedIn(ctx, tx, c, n, nextSeq, fn) })
+}
+
+// fenceArgs checks a write's claim and cursor before any transaction, and
+// returns the cursor as stored.
+func fenceArgs(c push.Claim, nextSeq uint64) (int64, error) {
+	n, err := seqArg("next seq", nextSeq)
+	return n, cmp.Or(err, c.Validate())
 }
 
 // fencedIn is fenced's check and write in tx.
@@ -96,13 +103,9 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 	errs := make([]error, len(saves))
 	err := s.write(ctx, "advance a batch", func(tx *sql.Tx) error {
 		for i, sv := range saves {
-			c := sv.Claim
-			n, err := seqArg("next seq", sv.NextSeq)
-			if err = cmp.Or(err, c.Validate()); err == nil {
-				err = fencedIn(ctx, tx, c, n, sv.NextSeq, func(tx *sql.Tx, fc fence) error {
-					_, err := update(ctx, tx, "advance", c.Stream, c.ID, sqlAdvance, c.Stream, c.ID, c.Owner, fc.n)
-					return err
-				})
+			n, err := fenceArgs(sv.Claim, sv.NextSeq)
+			if err == nil {
+				err = fencedIn(ctx, tx, sv.Claim, n, sv.NextSeq, saveWith(ctx, "advance", sqlAdvance, sv.Claim))
 			}
 			if err != nil && !refused(err) {
 				return err // the database's failure: nothing applied
@@ -133,10 +136,16 @@ func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) er
 }
 
 func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
-	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
+	return s.fenced(ctx, op, c, nextSeq, saveWith(ctx, op, query, c))
+}
+
+// saveWith is the write of a cursor save (sqlAdvance, sqlCheckpoint) under
+// claim c, once fenced.
+func saveWith(ctx context.Context, op, query string, c push.Claim) func(tx *sql.Tx, fc fence) error {
+	return func(tx *sql.Tx, fc fence) error {
 		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n)
 		return err
-	})
+	}
 }
 
 // Renew implements push.Store, one statement a claim in one transaction.
