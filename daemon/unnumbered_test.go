@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/require"
@@ -29,11 +28,7 @@ func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	s := pgtest.NewStore(t)
 	_, err := s.Register(ctx, push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/"})
 	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
-		_, err := s.AppendTx(ctx, tx, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)},
-			journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
-		return err
-	}))
+	pgtest.AppendUnnumbered(t, s, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)}, journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
 	srv := apiServer(t, s, testToken)
 	doc, err := libopenapi.NewDocument(openAPIJSON)
 	require.NoError(t, err)
@@ -85,12 +80,8 @@ func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 // numbered writes nothing: 200, not 201, with the seq the append's
 // sequencer step gave it.
 func TestAPIAppendOfAWaitingRecordIsNotNew(t *testing.T) {
-	ctx := t.Context()
 	s := pgtest.NewStore(t)
-	require.NoError(t, pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
-		_, err := s.AppendTx(ctx, tx, "orders/1", journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{"total":42}`)})
-		return err
-	}))
+	pgtest.AppendUnnumbered(t, s, "orders/1", journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{"total":42}`)})
 	srv := apiServer(t, s, testToken)
 	code, body := call(t, srv, http.MethodPost, "/v1/records", "application/json", testToken,
 		`{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "order.created", "payload": {"total":42}}]}`)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
@@ -21,11 +20,7 @@ func TestThePageShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	s := pgtest.NewStore(t)
 	_, err := s.Register(ctx, push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/"})
 	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
-		_, err := s.AppendTx(ctx, tx, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)},
-			journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
-		return err
-	}))
+	pgtest.AppendUnnumbered(t, s, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)}, journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
 	// The page's clock a minute after the append: the records waited long.
 	_, srv := serve(t, s, testToken, time.Now().Add(time.Minute))
 	c := client(t)

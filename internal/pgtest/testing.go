@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -128,4 +129,19 @@ func (s *Server) exec(ctx context.Context, sql string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// AppendUnnumbered commits entries to stream with AppendTx in a transaction
+// of their own, as an application does, and leaves them for the sequencer:
+// until a sweep or a daemon runs, they wait to be numbered.
+func AppendUnnumbered(tb testing.TB, s *postgres.Store, stream string, entries ...journal.Entry) {
+	tb.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+		_, err := s.AppendTx(ctx, tx, stream, entries...)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("pgtest: append to %s: %v", stream, err)
+	}
 }
