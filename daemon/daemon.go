@@ -30,7 +30,7 @@ import (
 // retention over one database (store/memory, store/sqlite, store/postgres).
 type Store interface {
 	journal.Journal
-	push.Store
+	store.Store
 	store.Retention
 }
 
@@ -176,8 +176,8 @@ func New(opts Options) (*Daemon, error) {
 	}
 	s := opts.Store
 	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}, throttle: throttle.New(nil, opts.Logger), certs: certs}
-	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, opts.Now()) },
-		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
+	d.metrics = newMetrics(func(ctx context.Context) (store.Stats, error) { return s.Stats(ctx, opts.Now()) },
+		func(ctx context.Context) ([]store.Host, error) { return store.AllHosts(ctx, s, store.HostQuery{}) })
 	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: opts.Now, Logger: opts.Logger, Throttle: d.throttle, BehindProxy: opts.TLSTerminatedByProxy}) // its one error, a nil Store, is refused above
 	if opts.Prune != nil {
 		d.pruned = d.metrics.pruned()
@@ -304,7 +304,7 @@ func (d *Daemon) HealthHandler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		w.Header().Set("Cache-Control", "no-store")
-		if _, err := d.store.List(ctx, push.ListQuery{Limit: 1}); err != nil {
+		if _, err := d.store.List(ctx, store.ListQuery{Limit: 1}); err != nil {
 			if !failing.Swap(true) {
 				d.opts.Logger.Warn("herald: /healthz: the store does not answer", "err", err)
 			}

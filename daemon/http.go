@@ -19,7 +19,7 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // writeJSON writes v as indented JSON and a newline, with status code.
@@ -204,7 +204,7 @@ func decodeBody(r *http.Request, v any) error {
 // keyed is an endpoint on the registration its query names: stream and
 // id, both required and well formed, in a strictQuery that may hold the
 // route's other parameters, required and optional, which do reads from q.
-func keyed(required, optional []string, do func(r *http.Request, k push.Key, q url.Values) (any, error)) endpoint {
+func keyed(required, optional []string, do func(r *http.Request, k store.Key, q url.Values) (any, error)) endpoint {
 	return func(r *http.Request) (any, error) {
 		names := append([]string{"stream", "id"}, required...)
 		q, err := strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
@@ -217,7 +217,7 @@ func keyed(required, optional []string, do func(r *http.Request, k push.Key, q u
 					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(names, "=…&"))
 			}
 		}
-		k := push.Key{Stream: q.Get("stream"), ID: q.Get("id")}
+		k := store.Key{Stream: q.Get("stream"), ID: q.Get("id")}
 		if err := cmp.Or(journal.ValidateStream(k.Stream), journal.ValidateID("id", k.ID)); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/heraldpush/herald/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,16 +14,16 @@ import (
 // cursor is fenced out, an even one applies. The first plain Advance
 // waits for hold, so that the next saves gather behind it.
 type batchingStore struct {
-	Store                 // nil: only the cursor calls are used
-	entered chan struct{} // closed when the first plain Advance began
-	hold    chan struct{}
+	store.Store               // nil: only the cursor calls are used
+	entered     chan struct{} // closed when the first plain Advance began
+	hold        chan struct{}
 
 	mu      sync.Mutex
 	batches []int // sizes, 1 for a plain Advance
 	applied map[string]uint64
 }
 
-func (s *batchingStore) answer(c Claim, n uint64) error {
+func (s *batchingStore) answer(c store.Claim, n uint64) error {
 	if n%2 == 1 {
 		return fmt.Errorf("advance %s: %w", c.ID, ErrLeaseLost)
 	}
@@ -30,7 +31,7 @@ func (s *batchingStore) answer(c Claim, n uint64) error {
 	return nil
 }
 
-func (s *batchingStore) Advance(_ context.Context, c Claim, n uint64) error {
+func (s *batchingStore) Advance(_ context.Context, c store.Claim, n uint64) error {
 	s.mu.Lock()
 	first := len(s.batches) == 0
 	s.batches = append(s.batches, 1)
@@ -44,7 +45,7 @@ func (s *batchingStore) Advance(_ context.Context, c Claim, n uint64) error {
 	return s.answer(c, n)
 }
 
-func (s *batchingStore) AdvanceBatch(_ context.Context, saves []CursorSave) ([]error, error) {
+func (s *batchingStore) AdvanceBatch(_ context.Context, saves []store.CursorSave) ([]error, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, len(saves))
@@ -67,11 +68,11 @@ func TestSavesMadeWhileOneIsInFlightGoInOneBatch(t *testing.T) {
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = c.Advance(t.Context(), Claim{Stream: "s", ID: "r0", Owner: "o"}, 1) })
+	wg.Go(func() { errs[0] = c.Advance(t.Context(), store.Claim{Stream: "s", ID: "r0", Owner: "o"}, 1) })
 	<-bs.entered // the first save is being saved: the others gather behind it
 	for i := 1; i < n; i++ {
 		wg.Go(func() {
-			errs[i] = c.Advance(t.Context(), Claim{Stream: "s", ID: fmt.Sprint("r", i), Owner: "o"}, uint64(i+1))
+			errs[i] = c.Advance(t.Context(), store.Claim{Stream: "s", ID: fmt.Sprint("r", i), Owner: "o"}, uint64(i+1))
 		})
 	}
 	<-gathered
@@ -104,10 +105,12 @@ func TestABatchOfSavesIsBounded(t *testing.T) {
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = c.Advance(t.Context(), Claim{Stream: "s", ID: "r0", Owner: "o"}, 2) })
+	wg.Go(func() { errs[0] = c.Advance(t.Context(), store.Claim{Stream: "s", ID: "r0", Owner: "o"}, 2) })
 	<-bs.entered
 	for i := 1; i < n; i++ {
-		wg.Go(func() { errs[i] = c.Advance(t.Context(), Claim{Stream: "s", ID: fmt.Sprint("r", i), Owner: "o"}, 2) })
+		wg.Go(func() {
+			errs[i] = c.Advance(t.Context(), store.Claim{Stream: "s", ID: fmt.Sprint("r", i), Owner: "o"}, 2)
+		})
 	}
 	<-gathered
 	close(bs.hold)

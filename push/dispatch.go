@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // dispatcher runs claims as turns in slots (package doc, "Scheduling"). The
@@ -32,7 +33,7 @@ type dispatcher struct {
 
 // slot is one claim, from Due to its turn's end.
 type slot struct {
-	st            Status
+	st            store.Status
 	at, claimedAt time.Time // the claim's instant; when Due returned (the turn's budget counts from it)
 	host          string
 	entry         *hostEntry
@@ -120,9 +121,9 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 // lease owner of its own, and holds them ready. Run's claims are capped (no
 // more of a host than the worker may still serve) and count no Unserved;
 // RunOnce's report has it.
-func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, error) {
+func (d *dispatcher) claim(at time.Time, limit int, capped bool) (store.DueBatch, error) {
 	w := d.w
-	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
+	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
 		LeaseUntil: at.Add(w.opts.lease), CountUnserved: !capped}
 	if capped {
 		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.busy()
@@ -229,7 +230,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	t.rep.Registrations = 1
 	if e.err != nil {
 		t.rep.Errors = 1
-		e.err = fmt.Errorf("push: %s: %w", Name(s.st.Stream, s.st.ID), e.err)
+		e.err = fmt.Errorf("push: %s: %w", store.Name(s.st.Stream, s.st.ID), e.err)
 	}
 	if h := w.opts.hooks.Turn; h != nil {
 		h(s.at, t.rep, time.Since(started), e.err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // turn serves one claimed registration (package doc, "Turns"), a page at a
@@ -18,12 +19,12 @@ type turn struct {
 	at       time.Time
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the turn began)
-	reg      Registration
-	head     uint64     // the stream's head when claimed, raised by the pages read
-	claim    Claim      // fences the turn's writes
-	slot     *slot      // the dispatcher's: a send that goes slow tells it
-	host     *hostEntry // the host's tokens, one held around each send
-	hostName string     // reg.Host(), computed once at the claim
+	reg      store.Registration
+	head     uint64      // the stream's head when claimed, raised by the pages read
+	claim    store.Claim // fences the turn's writes
+	slot     *slot       // the dispatcher's: a send that goes slow tells it
+	host     *hostEntry  // the host's tokens, one held around each send
+	hostName string      // reg.Host(), computed once at the claim
 	rep      SweepReport
 
 	wakes   *uint64 // the worker's Wake count the turn last read at
@@ -169,7 +170,7 @@ func (t *turn) yields() bool { return t.slot.yield.Load() && t.wanted() }
 
 // fail records a failed attempt at t.next with the progress made before it:
 // park (permanent, or the ceiling reached) or retry later.
-func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
+func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
@@ -178,7 +179,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	}
 	ev.Attempt = t.attempts + 1
 	if out.Verdict == Permanent || t.attempts+1 >= w.opts.maxAttempts {
-		ev.Event = EventParked
+		ev.Event = store.EventParked
 		if out.Verdict != Permanent {
 			ev.Error = fmt.Sprintf("%s (attempt %d of %d: retry ceiling reached)", ev.Error, ev.Attempt, w.opts.maxAttempts)
 		}
@@ -192,7 +193,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 		return nil
 	}
 	delay := t.delay(out)
-	ev.Event, ev.NotBefore = EventFailed, t.at.Add(delay)
+	ev.Event, ev.NotBefore = store.EventFailed, t.at.Add(delay)
 	if err := w.store.Retry(ctx, t.claim, t.next, ev.NotBefore, ev); err != nil {
 		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
 	}
@@ -217,7 +218,7 @@ func (t *turn) delay(out Outcome) time.Duration {
 	case w.opts.schedule != nil:
 		return w.opts.schedule.Delay(t.attempts)
 	default:
-		return Backoff(t.reg.Stream, t.reg.ID, t.attempts)
+		return store.Backoff(t.reg.Stream, t.reg.ID, t.attempts)
 	}
 }
 
@@ -233,7 +234,7 @@ func (t *turn) save(ctx context.Context, cause error) error {
 // lost ends the turn quietly when a fenced write was refused (lease lost,
 // registration gone); other errors are returned as wrapped.
 func (t *turn) lost(err, wrapped error) error {
-	if !errors.Is(err, ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
+	if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
 		return wrapped
 	}
 	t.rep.LeasesLost++

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/heraldpush/herald/store"
 )
 
 // hostFailed charges a host-level failure at t.next to the host
 // (HostStore.HostFailed).
-func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
+func (t *turn) hostFailed(ctx context.Context, ev store.Evidence) error {
 	w, host := t.w, t.hostName
 	old, _ := w.book.get(host)
-	h, err := w.store.HostFailed(ctx, HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Horizon: w.opts.hostHorizon})
+	h, err := w.store.HostFailed(ctx, store.HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Horizon: w.opts.hostHorizon})
 	if err != nil {
 		return t.lost(err, fmt.Errorf("record host failure at #%d: %w", t.next, err))
 	}
@@ -25,7 +27,7 @@ func (t *turn) hostFailed(ctx context.Context, ev Evidence) error {
 	if change := h.Transition(old); change != "" || w.failing.due(t.reg.Key(), t.at) {
 		log = w.opts.logger.Warn
 	}
-	charged, _ := ChargeHost(t.reg.Stream, t.reg.ID, ev, t.next, t.reg.NextSeq, t.reg.HostFailures) // as the store did
+	charged, _ := store.ChargeHost(t.reg.Stream, t.reg.ID, ev, t.next, t.reg.NextSeq, t.reg.HostFailures) // as the store did
 	next := charged.NotBefore
 	if held, _ := h.Holds(t.at); held && h.NextProbeAt.After(next) {
 		next = h.NextProbeAt
@@ -65,12 +67,12 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 type hostBook struct {
 	size atomic.Int64 // len(m), read without the lock: no troubled host, no lock on the hot path
 	mu   sync.Mutex
-	m    map[string]Host
+	m    map[string]store.Host
 }
 
-func (b *hostBook) get(host string) (Host, bool) {
+func (b *hostBook) get(host string) (store.Host, bool) {
 	if b.size.Load() == 0 {
-		return Host{}, false
+		return store.Host{}, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -78,7 +80,7 @@ func (b *hostBook) get(host string) (Host, bool) {
 	return h, ok
 }
 
-func (b *hostBook) learn(h Host) {
+func (b *hostBook) learn(h store.Host) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer func() { b.size.Store(int64(len(b.m))) }()
@@ -87,7 +89,7 @@ func (b *hostBook) learn(h Host) {
 		return
 	}
 	if b.m == nil {
-		b.m = map[string]Host{}
+		b.m = map[string]store.Host{}
 	}
 	b.m[h.Host] = h
 }

@@ -14,13 +14,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // Worker serves one namespace (package doc). It is safe for concurrent use;
 // several workers, in one process or many, may share a store.
 type Worker struct {
 	journal    journal.Journal // the caller's, behind the turns' shared pages (pages.go)
-	store      Store           // the caller's, its Advance coalesced if it batches (cursors.go)
+	store      store.Store     // the caller's, its Advance coalesced if it batches (cursors.go)
 	transport  Transport
 	projection Projection
 	namespace  string
@@ -40,12 +41,12 @@ type Worker struct {
 // NewWorker returns a worker for p.Namespace(). Errors wrap
 // journal.ErrInvalid: a nil dependency, a bad namespace, or options out of
 // range (all reported together).
-func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Option) (*Worker, error) {
+func NewWorker(j journal.Journal, s store.Store, t Transport, p Projection, opts ...Option) (*Worker, error) {
 	if j == nil || s == nil || t == nil || p == nil {
 		return nil, journal.Invalid("worker", "journal, store, transport and projection are all required")
 	}
 	ns := p.Namespace()
-	if err := ValidateNamespace(ns); err != nil {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	o := defaultOptions()
@@ -74,19 +75,19 @@ func (w *Worker) Owner() string { return w.opts.owner }
 // ConfigValidator) and stores it; r.Namespace must be the worker's (empty
 // means the worker's). Errors: those of Registration.Validate,
 // ConfigValidator.ValidateConfig and Store.Register.
-func (w *Worker) Register(ctx context.Context, r Registration) (Registration, error) {
+func (w *Worker) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if r.Namespace == "" {
 		r.Namespace = w.namespace
 	}
 	if r.Namespace != w.namespace {
-		return Registration{}, journal.Invalid("namespace", "%q is not %q, the namespace this worker serves", r.Namespace, w.namespace)
+		return store.Registration{}, journal.Invalid("namespace", "%q is not %q, the namespace this worker serves", r.Namespace, w.namespace)
 	}
 	if err := r.Validate(); err != nil {
-		return Registration{}, err
+		return store.Registration{}, err
 	}
 	if v, ok := w.projection.(ConfigValidator); ok {
 		if err := v.ValidateConfig(r); err != nil {
-			return Registration{}, err
+			return store.Registration{}, err
 		}
 	}
 	return w.store.Register(ctx, r)
@@ -262,13 +263,13 @@ type Hooks struct {
 	Turn        func(at time.Time, r SweepReport, took time.Duration, err error) // after every turn (r.Registrations 1)
 	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
 	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
-	HostFailure func(Host)                                                       // after every host-level failure, the host as stored
-	Slow        func(r Registration, yields bool)                                // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
+	HostFailure func(store.Host)                                                 // after every host-level failure, the host as stored
+	Slow        func(r store.Registration, yields bool)                          // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
 }
 
 // Attempt describes one delivery attempt, for Hooks.Attempt.
 type Attempt struct {
-	Registration Registration
+	Registration store.Registration
 	Seq          uint64
 	MessageID    string
 	At           time.Time // the sweep's instant
@@ -286,7 +287,7 @@ func defaultOptions() options {
 		pageBytes:     DefaultPageBytes,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
-		hostHorizon:   DefaultHostHorizon,
+		hostHorizon:   store.DefaultHostHorizon,
 		now:           time.Now,
 	}
 }
@@ -329,7 +330,7 @@ func (o *options) validate() error {
 			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
 		}
 	}
-	if err := checkHostHorizon("HostHorizon", o.hostHorizon); err != nil {
+	if err := store.CheckHostHorizon("HostHorizon", o.hostHorizon); err != nil {
 		errs = append(errs, err)
 	}
 	if o.owner == "" {

@@ -26,6 +26,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -225,7 +226,7 @@ func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
 	require.False(t, st.Parked)
 	evs, err := s.Evidence(t.Context(), "orders/7", "shop", 1)
 	require.NoError(t, err)
-	require.Equal(t, push.EventUnparked, evs[0].Event)
+	require.Equal(t, store.EventUnparked, evs[0].Event)
 	require.Equal(t, unparkAt, evs[0].At.UTC(), "the action's instant is the page's clock")
 
 	rcv.answer(http.StatusNoContent)
@@ -270,10 +271,10 @@ func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: "https://rtl.example/in"})
 	require.NoError(t, err)
-	b, err := s.Due(t.Context(), push.DueQuery{At: seedT0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seedT0.Add(time.Minute)})
+	b, err := s.Due(t.Context(), store.DueQuery{At: seedT0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seedT0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, b.Registrations, 1)
-	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
+	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, store.Evidence{At: seedT0, Event: store.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
 	_, srv := serve(t, s, testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
 	key := url.Values{"action": {"unpark"}, "stream": {stream}, "id": {id}}

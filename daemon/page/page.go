@@ -26,13 +26,13 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Store is what the page reads and acts on, over one database.
 type Store interface {
 	journal.Journal
-	push.Store
+	store.Store
 }
 
 // Options configure a Page. Store is required.

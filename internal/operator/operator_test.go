@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -71,11 +71,11 @@ func TestHTTPStatusOfErrors(t *testing.T) {
 }
 
 // A host as herald hosts lists it, or any URL on it, names the host that
-// push.HostOf counted, non-ASCII capitals included; a URL that does not
+// store.HostOf counted, non-ASCII capitals included; a URL that does not
 // parse is refused naming the field.
 func TestHostArgNamesTheHostHeraldCounts(t *testing.T) {
 	for _, u := range []string{"https://BÜCHER.example/inbox", "http://Example.ORG:8080/x", "https://[2001:DB8::1]/in"} {
-		listed := push.HostOf(u)
+		listed := store.HostOf(u)
 		for _, arg := range []string{listed, u, strings.ToUpper(listed[:1]) + listed[1:]} {
 			got, err := HostArg(arg)
 			require.NoError(t, err, arg)

@@ -1,4 +1,4 @@
-package push
+package store
 
 import (
 	"crypto/sha256"
