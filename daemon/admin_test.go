@@ -338,10 +338,10 @@ func TestRunServesOnTheListenersGiven(t *testing.T) {
 // every parked registration it matches, each with its evidence, and leaves
 // the rest: those of another namespace or stream, and those not parked.
 func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) Store{
-		"memory":   func(t *testing.T) Store { return memory.New() },
-		"sqlite":   func(t *testing.T) Store { return sqliteStore(t) },
-		"postgres": func(t *testing.T) Store { return pgtest.NewStore(t) },
+	for name, open := range map[string]func(t *testing.T) store.Backend{
+		"memory":   func(t *testing.T) store.Backend { return memory.New() },
+		"sqlite":   func(t *testing.T) store.Backend { return sqliteStore(t) },
+		"postgres": func(t *testing.T) store.Backend { return pgtest.NewStore(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, api := range []string{"admin", "api"} {
@@ -351,7 +351,7 @@ func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
 	}
 }
 
-func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
+func unparkAllUnparksThoseItMatches(t *testing.T, s store.Backend, api string) {
 	ctx := t.Context()
 	regs := []struct {
 		stream, id, ns string

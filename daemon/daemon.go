@@ -19,20 +19,10 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/store/postgres"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// Store is what the daemon runs on: the journal, the push store and
-// retention over one database (store/memory, store/sqlite, store/postgres).
-type Store interface {
-	journal.Journal
-	store.Store
-	store.Retention
-}
 
 // DefaultEvery is the claim interval when nothing else wakes a worker.
 const DefaultEvery = time.Second
@@ -45,7 +35,7 @@ const MaxBody = 8 << 20
 // Options configure a Daemon. Store, Transport and Projections are
 // required; every other field has a default.
 type Options struct {
-	Store Store
+	Store store.Backend
 	// Transport sends the workers' messages (transport.New, or a test's).
 	Transport push.Transport
 	// Projections are the namespaces to serve: one worker each, in the
@@ -129,7 +119,7 @@ type Addrs struct {
 // endpoints. Build it with New; Run it once.
 type Daemon struct {
 	opts    Options // with New's defaults
-	store   Store
+	store   store.Backend
 	workers []*push.Worker
 	served  []string // the workers' namespaces, in order
 	byNS    map[string]*push.Worker
@@ -325,7 +315,7 @@ func (d *Daemon) HealthHandler() http.Handler {
 // appendListener is a store that hears appends made by other processes
 // (store/postgres: LISTEN/NOTIFY).
 type appendListener interface {
-	Listen(ctx context.Context) (*postgres.Listener, error)
+	Listen(ctx context.Context) (store.Listener, error)
 }
 
 // sequencerRunner is a store that numbers appended records after their

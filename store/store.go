@@ -19,6 +19,16 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
+// Listener hears the appends other processes make to a shared database
+// (store/postgres: LISTEN/NOTIFY). Wait returns once some were numbered since
+// the previous Wait, with the store's payload; after an error a caller opens
+// a new Listener. Close releases it. A store that offers one has
+// Listen(ctx) (Listener, error); the daemon wakes its workers on each Wait.
+type Listener interface {
+	Wait(ctx context.Context) (string, error)
+	Close()
+}
+
 // Backend is what each store implements over one database.
 type Backend interface {
 	journal.Journal

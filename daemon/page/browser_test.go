@@ -91,7 +91,7 @@ func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
 	}
 }
 
-func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
+func overviewRendersTheSeededStates(t *testing.T, s store.Backend) {
 	ctx := browser(t)
 	_, srv := serve(t, s, testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
@@ -336,7 +336,7 @@ func TestScreenshots(t *testing.T) {
 // liveHour gives the charts an hour of history: each minute of the hour
 // before seedView some records are appended to orders/live, the page
 // samples, and a sweep delivers them to a loopback receiver.
-func liveHour(t *testing.T, s page.Store, p *page.Page) {
+func liveHour(t *testing.T, s store.Backend, p *page.Page) {
 	rcv := newReceiver(t, http.StatusNoContent)
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/live", ID: "warehouse", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
 		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})

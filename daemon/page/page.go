@@ -25,19 +25,12 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
-// Store is what the page reads and acts on, over one database.
-type Store interface {
-	journal.Journal
-	store.Store
-}
-
 // Options configure a Page. Store is required.
 type Options struct {
-	Store Store
+	Store store.Backend
 	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
 	// and action needs a session made by logging in with it; when empty the
 	// page is open, to loopback names only (package doc).
@@ -67,7 +60,7 @@ const sessionTTL = 12 * time.Hour
 // Page is the operator's page: an http.Handler serving the views and
 // actions under its prefix, and the sampler that feeds its charts.
 type Page struct {
-	store Store
+	store store.Backend
 	token string
 	now   func() time.Time
 	log   *slog.Logger

@@ -135,7 +135,7 @@ func TestActionsWriteEvidenceAsTheCLI(t *testing.T) {
 	}
 }
 
-func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
+func actionsWriteEvidenceAsTheCLI(t *testing.T, s store.Backend) {
 	_, srv := serve(t, s, testToken, seedView)
 	c := client(t)
 	csrf := login(t, c, srv)

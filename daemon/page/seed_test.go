@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -67,7 +66,7 @@ const seedDownHost = "down.example:443"
 //	webhook     seedHostileStream x    ready
 //	cloudevents orders/2 events    ready
 //	cloudevents orders/2 legacy    parked (410)
-func seed(ctx context.Context, s page.Store) error {
+func seed(ctx context.Context, s store.Backend) error {
 	for _, st := range []struct {
 		stream string
 		n      int

@@ -241,7 +241,7 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 // RecordStatusOf is the RecordStatus of the record named by id, or by stream
 // and seq (text, as a query gives it); a record that waits to be numbered
 // has one too. Errors: journal.ErrInvalid, FindRecord's.
-func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
+func RecordStatusOf(ctx context.Context, s store.Backend, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
 	switch {
 	case id != "" && seqText == "":

@@ -65,12 +65,6 @@ func HeldHosts(ctx context.Context, hs store.HostStore) (Held, error) {
 	return held, nil
 }
 
-// Store is the journal and the push store over one database.
-type Store interface {
-	journal.Journal
-	store.Store
-}
-
 // Registration reads stream/id as shown. Errors are the store's:
 // journal.ErrNotFound for no such registration.
 func Registration(ctx context.Context, s store.Store, stream, id string) (RegistrationView, error) {
