@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
@@ -380,7 +381,7 @@ func unparkAll(db store.Store, now func() time.Time, woke func(namespace string)
 			woke(v.Namespace)
 		}
 		if err != nil {
-			return withStatus{operator.HTTPStatus(err), struct {
+			return withStatus{web.HTTPStatus(err), struct {
 				Error string `json:"error"`
 				operator.UnparkedAll
 			}{err.Error(), out}}, nil

@@ -150,8 +150,8 @@ func New(opts Options) (*Daemon, error) {
 	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
-	if err := cmp.Or(operator.CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
-		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"),
+	if err := cmp.Or(CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
+		CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"),
 		CheckToken("Options.AdminToken (HERALD_ADMIN_TOKEN)", opts.AdminToken), CheckToken("Options.APIToken (HERALD_API_TOKEN)", opts.APIToken),
 		opts.Limits.check()); err != nil {
 		return bad("%v", err)

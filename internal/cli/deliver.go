@@ -302,8 +302,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			}
 			e.seqEvery = seqIv
 			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
-			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
-				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"),
+			if err := cmp.Or(daemon.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
+				daemon.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"),
 				daemon.CheckToken("HERALD_ADMIN_TOKEN", opts.AdminToken), daemon.CheckToken("HERALD_API_TOKEN", opts.APIToken),
 				checkTLSFlags(opts)); err != nil {
 				return usageOf(err)
