@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/internal/hostseed"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -772,11 +772,11 @@ func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
 }
 
 // hostile is a receiver's text as a host-level failure may carry it.
-const hostile = hostseed.Hostile
+const hostile = seedtest.Hostile
 
-// downHostStore: down.example:443 down with two registrations held (hostseed).
+// downHostStore: down.example:443 down with two registrations held (seedtest).
 func downHostStore(t *testing.T) *sqlite.Store {
-	s, err := sqlite.Open(t.Context(), hostseed.DownHostDB(t, t0))
+	s, err := sqlite.Open(t.Context(), seedtest.DownHostDB(t, t0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -1,3 +1,6 @@
+// Package web holds what the daemon's HTTP APIs and its page share: the
+// status an error answers with, and the loopback check that guards an open
+// API.
 package web
 
 import (

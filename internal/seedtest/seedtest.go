@@ -1,6 +1,6 @@
-// Package hostseed makes the SQLite database that the tests of herald's
-// host views (`herald hosts`, the daemon's admin API) share.
-package hostseed
+// Package seedtest makes the SQLite database that the tests of herald's host
+// views (`herald hosts`, the daemon's admin API) share. Only tests import it.
+package seedtest
 
 import (
 	"path/filepath"
