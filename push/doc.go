@@ -45,7 +45,7 @@
 // (WithMaxSlow), so slow receivers never hold a healthy one's slot; sockets
 // stay capped per host. Overlapping sweeps are safe: every write is
 // fenced by its claim's lease. Turns that read one stream from one seq share
-// one Journal.Read (pages.go); a [store.AdvanceBatcher] saves concurrent
+// one Journal.Read (internal/pages); a [store.AdvanceBatcher] saves concurrent
 // turns' cursors in one round trip.
 //
 // The caller's clock decides every instant (due-ness, backoff, lease expiry,

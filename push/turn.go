@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/internal/hosts"
+	"github.com/heraldpush/herald/push/internal/pages"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -20,11 +22,11 @@ type turn struct {
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the turn began)
 	reg      store.Registration
-	head     uint64      // the stream's head when claimed, raised by the pages read
-	claim    store.Claim // fences the turn's writes
-	slot     *slot       // the dispatcher's: a send that goes slow tells it
-	host     *hostEntry  // the host's tokens, one held around each send
-	hostName string      // reg.Host(), computed once at the claim
+	head     uint64       // the stream's head when claimed, raised by the pages read
+	claim    store.Claim  // fences the turn's writes
+	slot     *slot        // the dispatcher's: a send that goes slow tells it
+	host     *hosts.Entry // the host's tokens, one held around each send
+	hostName string       // reg.Host(), computed once at the claim
 	rep      SweepReport
 
 	wakes   *uint64 // the worker's Wake count the turn last read at
@@ -83,8 +85,8 @@ func (t *turn) run(ctx context.Context) error {
 		if len(recs) < limit { // the stream's end reached, or the page's byte bound
 			end := t.next > t.head
 			if limit = w.opts.drainPage - t.unsaved; limit >= 1 && (!end || t.woken()) {
-				if end { // no page read before now stands for this read (pages.go)
-					ctx = withReadClaim(ctx, time.Now(), t.head)
+				if end { // no page read before now stands for this read (internal/pages)
+					ctx = pages.WithClaim(ctx, time.Now(), t.head)
 				}
 				if recs, err = t.read(ctx, limit); err != nil {
 					return t.save(ctx, err)
@@ -162,7 +164,7 @@ func (t *turn) goOn() bool {
 }
 
 // wanted says whether a claim waits for the turn's slot or its host's.
-func (t *turn) wanted() bool { return t.w.waiting.Load() > 0 || t.host.queued.Load() > 0 }
+func (t *turn) wanted() bool { return t.w.waiting.Load() > 0 || t.host.Queued.Load() > 0 }
 
 // yields says whether the turn gives its slot up before its next record: it
 // went slow with no room in the slow budget, and a claim waits for the slot.

@@ -72,7 +72,7 @@ func (p *pipe) fill(ctx context.Context) {
 			continue
 		}
 		select {
-		case t.host.tokens <- struct{}{}:
+		case t.host.Tokens <- struct{}{}:
 		case <-ctx.Done():
 			p.stop(ctx.Err())
 			return
@@ -92,7 +92,7 @@ func (p *pipe) fill(ctx context.Context) {
 // send delivers one message and reports on results.
 func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
 	t := p.t
-	defer func() { <-t.host.tokens }()
+	defer func() { <-t.host.Tokens }()
 	dctx, span := t.startDelivery(ctx)
 	watch := t.slot.sending()
 	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)

@@ -14,23 +14,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/internal/groupcommit"
+	"github.com/heraldpush/herald/push/internal/hosts"
+	"github.com/heraldpush/herald/push/internal/pages"
 	"github.com/heraldpush/herald/store"
 )
 
 // Worker serves one namespace (package doc). It is safe for concurrent use;
 // several workers, in one process or many, may share a store.
 type Worker struct {
-	journal    journal.Journal // the caller's, behind the turns' shared pages (pages.go)
-	store      store.Store     // the caller's, its Advance coalesced if it batches (cursors.go)
+	journal    journal.Journal // the caller's, behind the turns' shared pages (internal/pages)
+	store      store.Store     // the caller's, its Advance coalesced if it batches (internal/groupcommit)
 	transport  Transport
 	projection Projection
 	namespace  string
 	opts       options
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	book       hostBook      // the troubled hosts this worker knows of
+	book       hosts.Book    // the troubled hosts this worker knows of
 	failing    failLog       // the failing registrations' last log lines
-	perHost    *hostTable    // what the worker has in flight per host
+	perHost    *hosts.Table  // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
 	slowTurns  atomic.Int64  // of them, those in the slow budget, for Load
 	waiting    atomic.Int64  // claims held that a freed slot would start: a turn gives its slot up to them (turn.goOn)
@@ -56,8 +59,8 @@ func NewWorker(j journal.Journal, s store.Store, t Transport, p Projection, opts
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	return &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
-		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}, nil
+	return &Worker{journal: pages.New(j, o.lease), store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
+		wake: make(chan struct{}, 1), perHost: hosts.NewTable(o.maxPerHost)}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host
@@ -114,7 +117,7 @@ type Load struct {
 // Load reads what the worker has in flight (one short lock).
 func (w *Worker) Load() Load {
 	l := Load{Turns: int(w.turns.Load()), Slow: int(w.slowTurns.Load())}
-	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.load()
+	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.Load()
 	return l
 }
 

@@ -1,4 +1,4 @@
-package push
+package groupcommit
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type batchingStore struct {
 
 func (s *batchingStore) answer(c store.Claim, n uint64) error {
 	if n%2 == 1 {
-		return fmt.Errorf("advance %s: %w", c.ID, ErrLeaseLost)
+		return fmt.Errorf("advance %s: %w", c.ID, store.ErrLeaseLost)
 	}
 	s.applied[c.ID] = n
 	return nil
@@ -58,7 +58,7 @@ func (s *batchingStore) AdvanceBatch(_ context.Context, saves []store.CursorSave
 
 func TestSavesMadeWhileOneIsInFlightGoInOneBatch(t *testing.T) {
 	bs := &batchingStore{entered: make(chan struct{}), hold: make(chan struct{}), applied: map[string]uint64{}}
-	c := withGroupCommit(bs).(*cursorStore)
+	c := Wrap(bs).(*cursorStore)
 	const n = 20
 	gathered := make(chan struct{})
 	c.queued = func(q int) {
@@ -82,7 +82,7 @@ func TestSavesMadeWhileOneIsInFlightGoInOneBatch(t *testing.T) {
 	require.Equal(t, []int{1, n - 1}, bs.batches, "one alone, then every save that gathered meanwhile in one batch")
 	for i, err := range errs {
 		if (i+1)%2 == 1 {
-			require.ErrorIs(t, err, ErrLeaseLost, "save %d gets its own answer", i)
+			require.ErrorIs(t, err, store.ErrLeaseLost, "save %d gets its own answer", i)
 		} else {
 			require.NoError(t, err, "save %d", i)
 			require.Equal(t, uint64(i+1), bs.applied[fmt.Sprint("r", i)])
@@ -95,7 +95,7 @@ func TestSavesMadeWhileOneIsInFlightGoInOneBatch(t *testing.T) {
 
 func TestABatchOfSavesIsBounded(t *testing.T) {
 	bs := &batchingStore{entered: make(chan struct{}), hold: make(chan struct{}), applied: map[string]uint64{}}
-	c := withGroupCommit(bs).(*cursorStore)
+	c := Wrap(bs).(*cursorStore)
 	const n = maxAdvanceBatch + 77
 	gathered := make(chan struct{})
 	c.queued = func(q int) {

@@ -1,4 +1,7 @@
-package push
+// Package groupcommit saves a worker's concurrent cursor saves
+// (Store.Advance) in one AdvanceBatch round trip when the store offers it:
+// while one batch is saved the next gathers; no timer.
+package groupcommit
 
 import (
 	"context"
@@ -30,8 +33,8 @@ type pendingSave struct {
 	done chan error // buffered: the saver never waits
 }
 
-// withGroupCommit returns s with Advance coalesced, if s can batch it.
-func withGroupCommit(s store.Store) store.Store {
+// Wrap returns s with Advance coalesced, if s can batch it.
+func Wrap(s store.Store) store.Store {
 	if b, ok := s.(store.AdvanceBatcher); ok {
 		return &cursorStore{Store: s, batcher: b}
 	}
