@@ -448,7 +448,7 @@ func testOneProbePerWindowAtPinnedInstants(t *testing.T, b Backend) {
 		requireTime(t, stored.NextProbeAt, failed.NextProbeAt, "a failed probe does not move the probe instant again")
 		probeAt = failed.NextProbeAt
 	}
-	// The schedule is the formula's, pinned (push's tests pin ProbeDelay).
+	// The schedule is the formula's, pinned (store's tests pin ProbeDelay).
 	require.Equal(t, store.Backoff(hostA, "probe", 3), store.ProbeDelay(hostA, 0))
 }
 

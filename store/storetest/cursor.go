@@ -366,7 +366,7 @@ func events(evs []store.Evidence) []string {
 	return mapped(evs, func(e store.Evidence) string { return e.Event })
 }
 
-// advanceBatchTests run against stores that are push.AdvanceBatchers only
+// advanceBatchTests run against stores that are store.AdvanceBatchers only
 // (Run leaves the group out for the others).
 var advanceBatchTests = []test{
 	testEachSaveAsAdvanceAlone, testRacingBatchesNeverMoveCursorsBack,
