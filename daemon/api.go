@@ -180,6 +180,7 @@ type registrationRequest struct {
 	Kinds      []string        `json:"kinds"`
 	Window     *int            `json:"window"`
 	FromSeq    *uint64         `json:"from_seq"`
+	RetainMax  string          `json:"retain_max"`
 	Config     json.RawMessage `json:"config"`
 }
 
@@ -199,6 +200,12 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", store.MaxWindow)
 		}
 		reg.Window = *req.Window
+	}
+	if req.RetainMax != "" {
+		var err error
+		if reg.RetainMax, err = operator.ParseSpan("retain_max", req.RetainMax); err != nil {
+			return nil, err
+		}
 	}
 	if req.FromSeq != nil {
 		if *req.FromSeq == 0 { // as window: the library reads 0 as 1

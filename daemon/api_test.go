@@ -430,6 +430,38 @@ func TestAPIRegistrationWindow(t *testing.T) {
 	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
 }
 
+// A registration's retain_max is taken, checked naming the field, stored
+// and shown, with the namespace's default when absent.
+func TestAPIRegistrationRetainMax(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := func(field string) string {
+		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + field +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, bad := range []string{`"retain_max": "30m",`, `"retain_max": "soon",`, `"retain_max": "-2h",`, `"retain_max": 30,`} {
+		code, body := post(t, srv, "/v1/registrations", reg(bad))
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+		require.Contains(t, errorOf(t, body), "retain_max", bad)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "far")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+
+	code, body := post(t, srv, "/v1/registrations", reg(`"retain_max": "30d",`))
+	require.Equal(t, http.StatusCreated, code, body)
+	var v operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, []any{"30d", false}, []any{v.RetainMax, v.RetainMaxDefault})
+	st, err := s.Get(t.Context(), "orders/1", "far")
+	require.NoError(t, err)
+	require.Equal(t, 30*24*time.Hour, st.RetainMax)
+
+	code, body = post(t, srv, "/v1/registrations", reg(""))
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, []any{"90d", true}, []any{v.RetainMax, v.RetainMaxDefault}, "absent: the namespace's default")
+}
+
 // A URL the daemon's network guard will refuse is registered, as herald
 // register registers it, and answered with warnings naming each flag that
 // lifts a rule; what the daemon's transport allows gets none.

@@ -330,6 +330,7 @@ const (
 	EventUnparked = "unparked" // operator
 	EventSkip     = "skip"     // operator moved the cursor forward
 	EventRewind   = "rewind"   // operator moved the cursor back
+	EventExpired  = "expired"  // Prune moved the cursor past records older than the retention bound (Retention)
 )
 
 // Clean returns ev with its text fields storable anywhere, as every store

@@ -31,7 +31,12 @@ const (
 	// KindSkipped: a cursor moved past records undelivered. ByOperator
 	// (`herald skip`; Cursor: the new cursor; Reason: the operator's) or
 	// ByPolicy (RejectSkip; Cursor: the record's seq; Reason: the answer).
-	KindSkipped         = "herald.registration.skipped"
+	KindSkipped = "herald.registration.skipped"
+	// KindExpired: Prune removed records the registration had not
+	// acknowledged, older than its retention bound (Retention). FromSeq:
+	// the first lost seq; Cursor: the new cursor, one past the last; By:
+	// ByPolicy.
+	KindExpired         = "herald.registration.expired"
 	KindHostDown        = "herald.host.down" // Reason: the last host-level failure
 	KindHostUp          = "herald.host.up"
 	KindHostUnavailable = "herald.host.unavailable" // Reason: the last host-level failure
@@ -54,7 +59,8 @@ type OperationalEvent struct {
 	Namespace    string    `json:"namespace,omitempty"`
 	Host         string    `json:"host,omitempty"` // HostOf form, "example.com:443"
 	Cursor       uint64    `json:"cursor,omitempty"`
-	By           string    `json:"by,omitempty"` // ByOperator or ByPolicy, skipped events only
+	FromSeq      uint64    `json:"from_seq,omitempty"` // expired events only
+	By           string    `json:"by,omitempty"`       // ByOperator or ByPolicy: skipped and expired events
 	Reason       string    `json:"reason,omitempty"`
 	At           time.Time `json:"at"` // the change's instant (the sweep's or the operator's), RFC 3339, UTC
 }

@@ -31,6 +31,11 @@ type Registration struct {
 	// (0 means 1: strict order). With more, a receiver may see records out
 	// of order within the window (package doc, "Turns").
 	Window int `json:"window,omitempty"`
+	// RetainMax bounds how long a record is kept for this registration
+	// while it has not acknowledged it (Retention, RetainBound): 0 follows
+	// the namespace's DefaultRetainMax; otherwise MinRetainMax to
+	// MaxRetainMax.
+	RetainMax time.Duration `json:"retain_max_ns,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains.
@@ -173,11 +178,52 @@ func (r Registration) Validate() error {
 	default:
 		return journal.Invalid("on_rejected", "%q must be %q or %q", r.OnRejected, RejectRetry, RejectSkip)
 	}
+	if r.RetainMax != 0 && (r.RetainMax < MinRetainMax || r.RetainMax > MaxRetainMax) {
+		return journal.Invalid("retain_max", "is %v: it must be from 1h to 3650 days (0: the namespace's default)", r.RetainMax)
+	}
 	if r.Window < 0 || r.Window > MaxWindow {
 		return journal.Invalid("window", "is %d: it must be 1 to %d", r.Window, MaxWindow)
 	}
 	return ValidateKinds(r.Kinds)
 }
+
+// RetainBound returns r.RetainMax, or for 0 its namespace's
+// DefaultRetainMax.
+func (r Registration) RetainBound() time.Duration {
+	if r.RetainMax > 0 {
+		return r.RetainMax
+	}
+	return DefaultRetainMax(r.Namespace)
+}
+
+// DefaultRetainMax is a namespace's bound on how long a record waits for a
+// registration that has not acknowledged it (Registration.RetainMax):
+//
+//   - activitypub: 7 days. A fediverse server always has dead instances
+//     among its followers' hosts; Mastodon marks a domain unavailable, and
+//     stops delivering to it, after failures on 7 distinct days
+//     (DeliveryFailureTracker, FAILURE_DAYS_THRESHOLD = 7), so a longer
+//     hold only pins an actor's journal for an instance its peers gave up on.
+//   - webhook: 90 days. A paying customer's receiver may be down through a
+//     long incident; Svix keeps message payloads 90 days
+//     (docs.svix.com/retention).
+//   - any other namespace (cloudevents, a2a, …): 30 days, between the two.
+func DefaultRetainMax(namespace string) time.Duration {
+	switch namespace {
+	case "activitypub":
+		return 7 * 24 * time.Hour
+	case "webhook":
+		return 90 * 24 * time.Hour
+	}
+	return 30 * 24 * time.Hour
+}
+
+// Registration.RetainMax limits: an hour at least (shorter loses records to
+// an ordinary deploy), ten years at most.
+const (
+	MinRetainMax = time.Hour
+	MaxRetainMax = 10 * 365 * 24 * time.Hour
+)
 
 // MaxWindow bounds Registration.Window: 64 in flight carry a receiver 500 ms
 // away past 100 records a second; more only widens what a receiver sees out

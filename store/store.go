@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,9 +226,17 @@ func (p *DuePicker) Offer(st Status, host string) bool {
 // each stream, at the caller's instant q.At:
 //
 //   - The low-water mark (StreamInfo.OldestSeq) rises past a record only
-//     when every registration of the stream, parked ones included, has
-//     acknowledged it and it was appended at or before q.At - q.Retain.
-//     Retained records are the contiguous run OldestSeq..Head.
+//     when it was appended at or before q.At - q.Retain and every
+//     registration of the stream, parked ones included, has acknowledged it
+//     or held it longer than its bound (Registration.RetainBound: appended
+//     at or before q.At - the bound). Retained records are the contiguous
+//     run OldestSeq..Head.
+//   - A registration whose cursor the low-water mark passes (a parked one,
+//     one of an unavailable host, any that fell that far behind) has its
+//     cursor moved to the mark in the same step, Attempts and HostFailures
+//     reset, parked or not as before, with an EventExpired evidence row and
+//     a KindExpired operational event naming the lost seqs (Expired): the
+//     loss is never silent.
 //   - A stream with no registration keeps its records for the retention
 //     age, and its head, so later appends continue its seqs.
 //   - A sealed stream with no registration left is removed entirely once its
@@ -248,6 +257,61 @@ type Retention interface {
 	Prune(ctx context.Context, q PruneQuery) (PruneReport, error)
 	// Streams lists streams by name (StreamQuery says which).
 	Streams(ctx context.Context, q StreamQuery) ([]StreamInfo, error)
+}
+
+// Holder is one registration's hold on its stream's records, as Prune reads
+// it: its cursor and its bound (Registration.RetainBound).
+type Holder struct {
+	NextSeq   uint64
+	RetainMax time.Duration
+}
+
+// Holds says which records of one stream Retention's rules keep at q.At
+// given its registrations' holds; the zero value (no query) keeps nothing
+// back beyond the age.
+type Holds struct {
+	cutoff, at time.Time
+	seqs       []uint64        // the holders' cursors, ascending
+	bounds     []time.Duration // bounds[i]: the longest bound of the holders seqs[0..i]
+}
+
+// Holds returns the rules for a stream whose registrations hold what
+// holders say.
+func (q PruneQuery) Holds(holders []Holder) Holds {
+	hs := slices.SortedFunc(slices.Values(holders), func(a, b Holder) int { return cmp.Compare(a.NextSeq, b.NextSeq) })
+	h := Holds{cutoff: q.Cutoff(), at: q.At, seqs: make([]uint64, len(hs)), bounds: make([]time.Duration, len(hs))}
+	var longest time.Duration
+	for i, x := range hs {
+		longest = max(longest, x.RetainMax)
+		h.seqs[i], h.bounds[i] = x.NextSeq, longest
+	}
+	return h
+}
+
+// Prunable reports whether the record seq, appended at appended, may go:
+// older than the retention age, and older than the bound of every holder
+// whose cursor has not passed it.
+func (h Holds) Prunable(seq uint64, appended time.Time) bool {
+	if appended.After(h.cutoff) {
+		return false
+	}
+	n, _ := slices.BinarySearch(h.seqs, seq+1) // holders with cursor <= seq
+	return n == 0 || !appended.After(h.at.Add(-h.bounds[n-1]))
+}
+
+// Expired returns what a store records when Prune moves registration r's
+// cursor past lost records, from r.NextSeq to the new low-water mark to, at
+// at: the EventExpired evidence and the KindExpired operational event (ok
+// false for a registration of a reserved stream, as RegistrationEvent).
+func Expired(r Registration, to uint64, at time.Time) (ev Evidence, e journal.Entry, ok bool) {
+	reason := fmt.Sprintf("records #%d to #%d were pruned unacknowledged: older than the retention bound (retain_max %v)",
+		r.NextSeq, to-1, r.RetainBound())
+	ev = Evidence{Stream: r.Stream, Registration: r.ID, At: at, Event: EventExpired, Seq: r.NextSeq, Error: reason}
+	if Reserved(r.Stream) {
+		return ev, journal.Entry{}, false
+	}
+	return ev, OperationalEvent{Stream: r.Stream, Registration: r.ID, Namespace: r.Namespace, Host: r.Host(),
+		FromSeq: r.NextSeq, Cursor: to, By: ByPolicy, Reason: reason, At: at}.entry(KindExpired), true
 }
 
 // DefaultRetain is herald run's and herald prune's retention age: a week of

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -392,4 +393,18 @@ func TestHeadIsAnsweredAsGet(t *testing.T) {
 			require.Equal(t, get.Header.Get("Location"), resp.Header.Get("Location"), path)
 		}
 	}
+}
+
+// A registration's view shows its retention bound, and says when it is the
+// namespace's default.
+func TestRegistrationShowsItsRetentionBound(t *testing.T) {
+	_, srv := serve(t, seeded(t), testToken, seedView)
+	c := client(t)
+	login(t, c, srv)
+	cell := regexp.MustCompile(`<td id="retain-max">(.*?)</td>`)
+	resp, body := get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=audit")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	got := cell.FindStringSubmatch(body)
+	require.NotNil(t, got, body)
+	require.True(t, strings.HasPrefix(got[1], operator.Span(store.DefaultRetainMax("webhook"))+` <span class="muted">(the namespace's default)</span>`), got[1])
 }

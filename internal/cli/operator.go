@@ -340,6 +340,9 @@ func registerAgain(e *env, s store.Status) string {
 	if s.Window > 1 {
 		again = append(again, "--window", fmt.Sprint(s.Window))
 	}
+	if s.RetainMax > 0 {
+		again = append(again, "--retain-max", operator.Span(s.RetainMax))
+	}
 	again = append(again, "--from-seq", fmt.Sprint(s.NextSeq))
 	line := strings.Join(again, " ")
 	if flags := namespaces[s.Namespace].flags(); len(flags) > 0 {

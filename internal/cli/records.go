@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -192,29 +191,14 @@ yet numbered (PostgreSQL). Page with --after and --limit.`,
 // scale) is likelier than an intent.
 const maxRetain = 10 * 365 * 24 * time.Hour
 
-// parseRetain reads --retain: a duration ("168h", "0s") or whole days ("7d").
+// parseRetain reads --retain (operator.ParseSpan).
 func parseRetain(s string) (time.Duration, error) {
-	bad := func(why string) error {
-		return usagef("--retain %q %s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", s, why)
+	d, err := operator.ParseSpan("--retain", s)
+	if err == nil && d > maxRetain {
+		err = fmt.Errorf("--retain %q is more than ten years", s)
 	}
-	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseUint(days, 10, 16)
-		if err != nil {
-			return 0, bad("is not a whole number of days")
-		}
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return 0, bad("is not a duration")
-		}
-	}
-	switch {
-	case d < 0:
-		return 0, bad("is negative")
-	case d > maxRetain:
-		return 0, bad("is more than ten years")
+	if err != nil {
+		return 0, usagef("%s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", strings.TrimPrefix(err.Error(), "invalid "))
 	}
 	return d, nil
 }
@@ -234,6 +218,10 @@ appends or sweeps for long (the daemon does the same every --prune-every):
   - a record once every registration of its stream, parked ones included, has
     acknowledged it and it is older than --retain (at --at): the stream's
     low-water mark (herald streams, OLDEST) rises past it;
+  - a record older than --retain that a registration has not acknowledged
+    but has held past its --retain-max (herald register): that registration's
+    cursor moves past the lost records, with "expired" evidence and a
+    herald.registration.expired event naming them;
   - a record of a stream nobody follows, once older than --retain;
   - a sealed stream whose registrations all completed, once its final record
     is older than --retain: the stream is gone, and its name may be used again;

@@ -32,6 +32,7 @@ func newRegister(e *env) command {
 		on4xx   string
 		cfg     configFlags
 		fromSeq uint64
+		keep    string
 	)
 	return command{
 		use:   "register",
@@ -57,7 +58,12 @@ replaces the list). Within a --window the receiver may see records out of
 order (README, "Delivery semantics"); each message in flight takes one of its
 host's --max-per-host tokens of run and sweep (default %d). --on-4xx says what
 a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
-ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
+ceiling) or skip (evidence, and past the message, as fediverse servers do).
+
+--retain-max bounds how long a record waits for this registration to
+acknowledge it: past it herald prune (and run's prune loop) removes the
+record all the same and moves the cursor past it, with evidence and a
+herald.registration.expired event (README, "Retention"). Defaults: %s.`, push.DefaultMaxPerHost, retainMaxDefaults()),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
@@ -76,11 +82,17 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
 			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
 				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
+			f.StringVar(&keep, "retain-max", "", "keep a record this registration has not acknowledged at most this long, 1h to 3650d (default: the namespace's, see above)")
 			cfg.add(f)
 		},
 		check: func(c *call) (err error) {
 			if err := checkNamespace(r.Namespace); err != nil {
 				return err
+			}
+			if c.changed("retain-max") {
+				if r.RetainMax, err = operator.ParseSpan("--retain-max", keep); err != nil {
+					return usageOf(err)
+				}
 			}
 			r.OnRejected, r.NextSeq = push.RejectPolicy(cmp.Or(on4xx, string(push.RejectRetry))), fromSeq
 			for i, k := range r.Kinds {
@@ -122,6 +134,9 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				window, verb := "", "Registered"
 				if st.Window > 1 {
 					window = fmt.Sprintf(", window %d", st.Window)
+				}
+				if !v.RetainMaxDefault {
+					window += ", retain-max " + v.RetainMax
 				}
 				if existed {
 					verb = "Updated"
@@ -305,4 +320,13 @@ func secretValue(flag, v string) (string, error) {
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
 	return v, nil
+}
+
+// retainMaxDefaults lists store.DefaultRetainMax by namespace, for help.
+func retainMaxDefaults() string {
+	var out []string
+	for _, ns := range namespaceNames() {
+		out = append(out, ns+" "+operator.Span(store.DefaultRetainMax(ns)))
+	}
+	return strings.Join(out, ", ")
 }

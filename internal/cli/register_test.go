@@ -233,3 +233,31 @@ func TestRegisterEnvelopeReachesTheWire(t *testing.T) {
 	require.Equal(t, "order.paid", g.header.Get("Herald-Kind"))
 	require.Equal(t, "2", g.header.Get("Herald-Seq"))
 }
+
+// register --retain-max is validated naming the flag, stored and shown; a
+// re-register without it goes back to the namespace's default.
+func TestRegisterRetainMax(t *testing.T) {
+	db := newDB(t)
+	args := func(extra ...string) []string {
+		return append([]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, extra...)
+	}
+	for _, bad := range []string{"30m", "-1h", "4000d", "soon", "1.5d"} {
+		r := runCLI(t, db, "", args("--retain-max", bad)...)
+		require.Equal(t, ExitUsage, r.code, "--retain-max %s: %s", bad, r.stderr)
+		require.Contains(t, r.stderr, "retain", bad)
+		requireNoDB(t, db, "a refused register opened nothing")
+	}
+	require.Contains(t, heraldOK(t, db, "", args("--retain-max", "30d")...), "retain-max 30d")
+	retain := func() (any, any) {
+		var regs []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+		require.Len(t, regs, 1)
+		return regs[0]["retain_max"], regs[0]["retain_max_default"]
+	}
+	got, dflt := retain()
+	require.Equal(t, []any{"30d", nil}, []any{got, dflt})
+	heraldOK(t, db, "", args()...)
+	got, dflt = retain()
+	require.Equal(t, []any{"90d", true}, []any{got, dflt}, "webhook's default")
+}

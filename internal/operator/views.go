@@ -22,28 +22,32 @@ const StateHeld = "held"
 // which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
 // absent when zero.
 type RegistrationView struct {
-	Stream        string    `json:"stream"`
-	ID            string    `json:"id"`
-	Namespace     string    `json:"namespace"`
-	Host          string    `json:"host"`
-	URL           string    `json:"url"`
-	OnRejected    string    `json:"on_4xx,omitempty"`
-	Kinds         []string  `json:"kinds,omitempty"` // absent: every kind
-	Window        int       `json:"window"`          // messages unacknowledged at once (1: strict order)
-	NextSeq       uint64    `json:"next_seq"`
-	Head          uint64    `json:"head"`
-	Lag           uint64    `json:"lag"`
-	Attempts      int       `json:"attempts"`
-	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
-	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
-	State         string    `json:"state"`              // push's states, or StateHeld
-	HeldFor       string    `json:"held_for,omitempty"` // the host's state when State is held
-	Parked        bool      `json:"parked"`
-	ParkedAt      time.Time `json:"parked_at,omitzero"`
-	LastError     string    `json:"last_error,omitempty"`
-	LeaseOwner    string    `json:"lease_owner,omitempty"`
-	LeaseUntil    time.Time `json:"lease_until,omitzero"`
-	Sealed        bool      `json:"sealed"`
+	Stream     string   `json:"stream"`
+	ID         string   `json:"id"`
+	Namespace  string   `json:"namespace"`
+	Host       string   `json:"host"`
+	URL        string   `json:"url"`
+	OnRejected string   `json:"on_4xx,omitempty"`
+	Kinds      []string `json:"kinds,omitempty"` // absent: every kind
+	Window     int      `json:"window"`          // messages unacknowledged at once (1: strict order)
+	// RetainMax is the retention bound in force (Span: "7d"), the
+	// namespace's default when RetainMaxDefault.
+	RetainMax        string    `json:"retain_max"`
+	RetainMaxDefault bool      `json:"retain_max_default,omitempty"`
+	NextSeq          uint64    `json:"next_seq"`
+	Head             uint64    `json:"head"`
+	Lag              uint64    `json:"lag"`
+	Attempts         int       `json:"attempts"`
+	HostFailures     int       `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
+	NextAttemptAt    time.Time `json:"next_attempt_at,omitzero"`
+	State            string    `json:"state"`              // push's states, or StateHeld
+	HeldFor          string    `json:"held_for,omitempty"` // the host's state when State is held
+	Parked           bool      `json:"parked"`
+	ParkedAt         time.Time `json:"parked_at,omitzero"`
+	LastError        string    `json:"last_error,omitempty"`
+	LeaseOwner       string    `json:"lease_owner,omitempty"`
+	LeaseUntil       time.Time `json:"lease_until,omitzero"`
+	Sealed           bool      `json:"sealed"`
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -81,7 +85,8 @@ func Registration(ctx context.Context, s store.Store, stream, id string) (Regist
 func (held Held) View(s store.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
-		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1),
+		RetainMax: Span(s.RetainBound()), RetainMaxDefault: s.RetainMax == 0, NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}

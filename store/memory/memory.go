@@ -209,7 +209,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		s.regs[r.Key()] = n
 	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
-	n.Kinds, n.Window = slices.Clone(r.Kinds), max(r.Window, 1)
+	n.Kinds, n.Window, n.RetainMax = slices.Clone(r.Kinds), max(r.Window, 1), r.RetainMax
 	return copyReg(n), nil
 }
 
@@ -628,23 +628,20 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cutoff := q.Cutoff()
-	low := map[string]uint64{} // per stream, the lowest cursor of its registrations
+	holders := map[string][]store.Holder{} // per stream, its registrations' holds
 	for k, r := range s.regs {
-		if l, ok := low[k.Stream]; !ok || r.NextSeq < l {
-			low[k.Stream] = r.NextSeq
-		}
+		holders[k.Stream] = append(holders[k.Stream], store.Holder{NextSeq: r.NextSeq, RetainMax: r.RetainBound()})
 	}
 	var rep store.PruneReport
+	expired := map[string]uint64{} // streams whose low-water mark rose, to where
 	for _, name := range slices.Sorted(maps.Keys(s.streams)) {
 		st := s.streams[name]
-		l, registered := low[name]
-		if !registered {
-			l = st.head + 1
-		}
+		_, registered := holders[name]
+		holds := q.Holds(holders[name])
 		to := st.oldest // the new low-water mark
-		for to < l && to <= st.head && rep.Records < q.Limit {
+		for to <= st.head && rep.Records < q.Limit {
 			rec := st.at(to)
-			if rec.AppendedAt.After(cutoff) {
+			if !holds.Prunable(to, rec.AppendedAt) {
 				break
 			}
 			rep.Records++
@@ -659,6 +656,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				}
 				st.records = slices.Clone(st.records[to-st.oldest:])
 				st.oldest = to
+				expired[name] = to
 			}
 		}
 		if st.sealed && !registered && to > st.head {
@@ -690,10 +688,28 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 			s.evidence[k] = keep
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(expired)) { // after the evidence rule, which would take rows of q.At with Retain 0
+		s.expire(name, expired[name], q.At)
+	}
 	if !rep.More {
 		rep.Hosts = s.pruneHosts(cutoff, q.DryRun)
 	}
 	return rep, nil
+}
+
+// expire moves the cursors of stream's registrations below its new low-water
+// mark to it (store.Expired). The caller holds s.mu.
+func (s *Store) expire(stream string, to uint64, at time.Time) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.regs), store.CompareKeys) {
+		r := s.regs[k]
+		if k.Stream != stream || r.NextSeq >= to {
+			continue
+		}
+		ev, e, ok := store.Expired(*r, to, at)
+		s.addEvidence(k, ev)
+		s.event(e, ok)
+		r.NextSeq, r.Attempts, r.HostFailures, r.LastError = to, 0, 0, ev.Error
+	}
 }
 
 // pruneHosts removes the hosts no registration is of whose last failure

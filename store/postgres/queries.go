@@ -155,7 +155,7 @@ SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE num
 const (
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       s.head, s.final_seq IS NOT NULL`
+       r.retain_max_ns, s.head, s.final_seq IS NOT NULL`
 	statusFrom = statusColumns + `
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
@@ -166,11 +166,11 @@ ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq 
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `WITH r AS (
 INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window")
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retain_max_ns)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
+    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns
 RETURNING r.*)
 SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
@@ -449,7 +449,10 @@ var (
 	sqlPruneCandidates = `SELECT stream FROM herald_stream WHERE stream >= $1 ORDER BY stream LIMIT $2`
 	sqlPruneLock       = `SELECT head, final_seq IS NOT NULL, oldest_seq FROM herald_stream WHERE stream = $1
 FOR NO KEY UPDATE SKIP LOCKED`
-	sqlPruneLow     = `SELECT min(next_seq), count(*) FROM herald_registration WHERE stream = $1`
+	sqlPruneHolders = `SELECT next_seq, retain_max_ns, namespace FROM herald_registration WHERE stream = $1`
+	sqlPruneBehind  = `SELECT ` + statusFrom + ` WHERE r.stream = $1 AND r.next_seq < $2 ORDER BY r.id FOR NO KEY UPDATE OF r`
+	sqlExpire       = `UPDATE herald_registration SET next_seq = $3, attempts = 0, host_failures = 0, last_error = $4
+WHERE stream = $1 AND id = $2`
 	sqlPruneRefused = `WITH gone AS (
     DELETE FROM herald_seq q USING herald_record r
     WHERE q.stream = $1 AND q.refused IS NOT NULL AND r.id = q.id AND r.appended_at <= $2

@@ -46,7 +46,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			kinds = []string{}
 		}
 		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1))))
+			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1)), int64(r.RetainMax)))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -149,7 +149,7 @@ func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 	)
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
-		&st.Head, &st.Sealed}, extra...)...)
+		(*int64)(&r.RetainMax), &st.Head, &st.Sealed}, extra...)...)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}

@@ -79,33 +79,34 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		var (
 			head, oldest int64
 			sealed       bool
-			low          *int64
-			regs         int
+			holders      []store.Holder
 		)
 		err := tx.QueryRow(ctx, sqlPruneLock, name).Scan(&head, &sealed, &oldest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // locked (next pass) or removed meanwhile
 		}
 		if err == nil {
-			err = tx.QueryRow(ctx, sqlPruneLow, name).Scan(&low, &regs)
+			holders, err = txRows(ctx, tx, func(row pgx.CollectableRow) (h store.Holder, err error) {
+				var r store.Registration
+				err = row.Scan(&h.NextSeq, (*int64)(&r.RetainMax), &r.Namespace)
+				h.RetainMax = r.RetainBound()
+				return h, err
+			}, sqlPruneHolders, name)
 		}
 		if err != nil {
 			return s.dbErr(ctx, "prune: lock stream and read cursors", err)
 		}
-		to := oldest
-		if low == nil || *low > head+1 {
-			low = new(head + 1)
-		}
-		if *low > oldest && room > 0 {
+		holds, to := q.Holds(holders), oldest
+		if head >= oldest && room > 0 {
 			var (
 				seq, size int64
 				at        time.Time
 			)
-			rows, err := tx.Query(ctx, sqlPruneRun, name, oldest, *low, room)
+			rows, err := tx.Query(ctx, sqlPruneRun, name, oldest, head+1, room)
 			if err == nil {
 				_, err = pgx.ForEachRow(rows, []any{&seq, &at, &size}, func() error {
-					if seq != to || at.After(cutoff) {
-						return errStop // the run is contiguous; a young record ends it
+					if seq != to || !holds.Prunable(uint64(seq), at) {
+						return errStop // the run is contiguous; a kept record ends it
 					}
 					to, rep.Records, rep.Bytes = seq+1, rep.Records+1, rep.Bytes+size
 					return nil
@@ -115,6 +116,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 				return s.dbErr(ctx, "prune: read records", err)
 			}
 		}
+		regs := len(holders)
 		count := func(n *int) func(pgconn.CommandTag) error {
 			return func(ct pgconn.CommandTag) error { *n += int(ct.RowsAffected()); return nil }
 		}
@@ -134,6 +136,11 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "prune "+name, err)
 		}
+		if regs > 0 && to > oldest && !q.DryRun { // after the evidence rule, which would take rows of q.At with Retain 0
+			if err := s.expire(ctx, tx, name, to, q.At); err != nil {
+				return err
+			}
+		}
 		if q.DryRun {
 			return errStop
 		}
@@ -143,6 +150,39 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		return store.PruneReport{}, err
 	}
 	return rep, nil
+}
+
+// expire moves the cursors of stream's registrations below its new
+// low-water mark to it, with the evidence and event of store.Expired.
+func (s *Store) expire(ctx context.Context, tx pgx.Tx, stream string, to int64, at time.Time) error {
+	behind, err := txRows(ctx, tx, func(row pgx.CollectableRow) (store.Status, error) {
+		return scanStatus(row)
+	}, sqlPruneBehind, stream, to)
+	if err != nil {
+		return s.dbErr(ctx, "prune: read expired cursors", err)
+	}
+	for _, st := range behind {
+		ev, e, ok := store.Expired(st.Registration, uint64(to), at)
+		b := &pgx.Batch{}
+		b.Queue(sqlExpire, st.Stream, st.ID, to, ev.Error)
+		queueEvidence(b, ev)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "prune: move an expired cursor", err)
+		}
+		if err := s.event(ctx, tx, e, ok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// txRows reads a query's rows in tx with scan.
+func txRows[T any](ctx context.Context, tx pgx.Tx, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scan)
 }
 
 // Streams implements store.Retention. Retained bytes are summed over

@@ -51,15 +51,16 @@ const (
 	// statusColumns select a registration joined with its stream (aliases r,
 	// s), in the order scanStatus reads them.
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window"`
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
+	r.retain_max_ns`
 	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
-				"window" = ? WHERE stream = ? AND id = ?`
+				"window" = ?, retain_max_ns = ? WHERE stream = ? AND id = ?`
 	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
-	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", stream, id, next_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retain_max_ns, stream, id, next_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"
 	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
 	sqlStats              = `
@@ -181,11 +182,14 @@ const (
 // Retention (retention.go).
 const (
 	sqlPruneCandidates = `SELECT s.stream, s.head, s.sealed, s.oldest_seq,
-				(SELECT MIN(r.next_seq) FROM herald_registration AS r WHERE r.stream = s.stream),
 				(SELECT COUNT(*) FROM herald_registration AS r WHERE r.stream = s.stream)
 			FROM herald_stream AS s WHERE s.stream >= ? ORDER BY s.stream LIMIT ?`
 	sqlPruneRun = `SELECT seq, appended_at, length(payload) FROM herald_record
 		WHERE stream = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?`
+	sqlPruneHolders = "SELECT next_seq, retain_max_ns, namespace FROM herald_registration WHERE stream = ?"
+	sqlPruneBehind  = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.next_seq < ? ORDER BY r.id"
+	sqlExpire       = `UPDATE herald_registration SET next_seq = ?, attempts = 0, host_failures = 0, last_error = ?
+				WHERE stream = ? AND id = ?`
 	sqlPruneRecords = "DELETE FROM herald_record WHERE stream = ? AND seq < ?"
 	sqlPruneMark    = "UPDATE herald_stream SET oldest_seq = ? WHERE stream = ?"
 	sqlPruneStream  = "DELETE FROM herald_stream WHERE stream = ?"

@@ -22,7 +22,8 @@ func scanStatus(sc scanner) (store.Status, error) {
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
-		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window)
+		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
+		&st.RetainMax)
 	if err != nil {
 		return store.Status{}, err
 	}
@@ -57,7 +58,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		return store.Registration{}, err
 	}
 	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
-	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), r.Stream, r.ID}
+	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), int64(r.RetainMax), r.Stream, r.ID}
 	var out store.Status
 	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {

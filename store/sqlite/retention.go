@@ -1,10 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/heraldpush/herald/store"
 )
@@ -42,15 +42,13 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	}
 	err = s.write(ctx, "prune", func(tx *sql.Tx) error {
 		type candidate struct {
-			stream            string
-			head, oldest, low int64 // low: the lowest cursor, head+1 for none
-			sealed            bool
-			registrations     int
+			stream        string
+			head, oldest  int64
+			sealed        bool
+			registrations int
 		}
 		cands, err := queryAll(ctx, tx, "prune: list streams", nil, func(sc scanner) (c candidate, err error) {
-			var low sql.NullInt64
-			err = sc.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &low, &c.registrations)
-			c.low = cmp.Or(low.Int64, c.head+1)
+			err = sc.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &c.registrations)
 			return c, err
 		}, sqlPruneCandidates, from, limit)
 		if err != nil {
@@ -60,7 +58,11 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 			next, cands = cands[pruneStreams].stream, cands[:pruneStreams]
 		}
 		for _, c := range cands {
-			to, n, bytes, err := pruneUpTo(ctx, tx, c.stream, c.oldest, c.low, cutoff.Int64, q.Limit-rep.Records)
+			holds, err := pruneHolds(ctx, tx, q, c.stream, c.registrations)
+			if err != nil {
+				return err
+			}
+			to, n, bytes, err := pruneUpTo(ctx, tx, c.stream, c.oldest, c.head, holds, q.Limit-rep.Records)
 			if err != nil {
 				return err
 			}
@@ -86,6 +88,11 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				}
 				n, _ := res.RowsAffected()
 				rep.Evidence += int(n)
+			}
+			if c.registrations > 0 && to > c.oldest { // after the evidence rule, which would take rows of q.At with Retain 0
+				if err := s.expire(ctx, tx, c.stream, to, q.At); err != nil {
+					return err
+				}
 			}
 			if rep.Records == q.Limit {
 				next = c.stream // the batch is full: this stream may hold more
@@ -120,14 +127,31 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	return rep, nil
 }
 
+// pruneHolds reads the holds of stream's registrations (store.Holds).
+func pruneHolds(ctx context.Context, tx *sql.Tx, q store.PruneQuery, stream string, registrations int) (store.Holds, error) {
+	if registrations == 0 {
+		return q.Holds(nil), nil
+	}
+	holders, err := queryAll(ctx, tx, "prune: read cursors", nil, func(sc scanner) (h store.Holder, err error) {
+		var (
+			next int64
+			r    store.Registration
+		)
+		err = sc.Scan(&next, &r.RetainMax, &r.Namespace)
+		h.NextSeq, h.RetainMax = uint64(next), r.RetainBound()
+		return h, err
+	}, sqlPruneHolders, stream)
+	return q.Holds(holders), err
+}
+
 // pruneUpTo returns one stream's new low-water mark, the first seq from
-// oldest that is a registration's cursor (low), appended after the cutoff or
-// past the batch's room, with the count and payload bytes of those below.
-func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, low, cutoff int64, room int) (int64, int, int64, error) {
-	if low <= oldest || room <= 0 {
+// oldest that holds keep or past the batch's room, with the count and
+// payload bytes of those below.
+func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, head int64, holds store.Holds, room int) (int64, int, int64, error) {
+	if head < oldest || room <= 0 {
 		return oldest, 0, 0, nil
 	}
-	rows, err := tx.QueryContext(ctx, sqlPruneRun, stream, oldest, low, room)
+	rows, err := tx.QueryContext(ctx, sqlPruneRun, stream, oldest, head+1, room)
 	if err != nil {
 		return 0, 0, 0, translate("prune: read records", err)
 	}
@@ -138,12 +162,34 @@ func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, low, cuto
 		if err := rows.Scan(&seq, &at, &size); err != nil {
 			return 0, 0, 0, translate("prune: read records", err)
 		}
-		if seq != to || at > cutoff {
-			break // a gap cannot be (the run is contiguous), a young record ends the run
+		if seq != to || !holds.Prunable(uint64(seq), instant(sql.NullInt64{Int64: at, Valid: true})) {
+			break // a gap cannot be (the run is contiguous), a kept record ends the run
 		}
 		to, n, bytes = seq+1, n+1, bytes+size
 	}
 	return to, n, bytes, translate("prune: read records", rows.Err())
+}
+
+// expire moves the cursors of stream's registrations below its new
+// low-water mark to it, with the evidence and event of store.Expired.
+func (s *Store) expire(ctx context.Context, tx *sql.Tx, stream string, to int64, at time.Time) error {
+	behind, err := queryAll(ctx, tx, "prune: read expired cursors", nil, scanStatus, sqlPruneBehind, stream, to)
+	if err != nil {
+		return err
+	}
+	for _, st := range behind {
+		ev, e, ok := store.Expired(st.Registration, uint64(to), at)
+		if err := addEvidence(ctx, tx, st.Stream, st.ID, ev); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, sqlExpire, to, ev.Error, st.Stream, st.ID); err != nil {
+			return translate("prune: move an expired cursor", err)
+		}
+		if err := s.event(ctx, tx, e, ok); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Streams implements store.Retention.

@@ -500,13 +500,11 @@ func testAnAnswerReleasesEveryRegistration(t *testing.T, b Backend) {
 // horizon is unavailable, probed hourly, its registrations held and never
 // charged; each change of its state is told once (herald/events), the
 // failures between them are not.
-func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
-	down := downHost(t, b, 2, at(0))
-	recs := heraldEvents(t, b)
-	require.Equal(t, []string{store.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
-	require.Equal(t, store.OperationalEvent{Kind: store.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
-		payload(t, recs[0]), "down since")
-	h, when := down, down.NextProbeAt // fail every probe until it is unavailable
+// failProbes fails every probe of hostA, down as h, until it is
+// unavailable, and returns it with the instant of the last probe.
+func failProbes(t *testing.T, b Backend, h store.Host) (store.Host, time.Time) {
+	t.Helper()
+	when := h.NextProbeAt
 	for i := 0; i < 1000 && h.State == store.HostDown; i++ {
 		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
 			h = hostFail(t, b, st, when)
@@ -515,6 +513,16 @@ func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 			when = oneHost(t, b, hostA).NextProbeAt
 		}
 	}
+	return h, when
+}
+
+func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
+	down := downHost(t, b, 2, at(0))
+	recs := heraldEvents(t, b)
+	require.Equal(t, []string{store.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
+	require.Equal(t, store.OperationalEvent{Kind: store.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
+		payload(t, recs[0]), "down since")
+	h, when := failProbes(t, b, down)
 	require.Equal(t, store.HostUnavailable, h.State, "down past the horizon: unavailable")
 	require.Equal(t, []string{store.KindHostDown, store.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
 	require.False(t, when.Before(down.Since.Add(horizon)), "not before the horizon")

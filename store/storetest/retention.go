@@ -19,6 +19,7 @@ var retentionTests = []test{
 	testLowWaterMarkWaitsForEveryCursor, testRetentionAgeOnTheCallersClock, testSealedCompletedStreamIsRemoved,
 	testNoCursorBelowTheLowWaterMark, testDryRunReportsOneWholePassAndChangesNothing, testBatchesAreBounded,
 	testEvidenceTailKeepsTheParkReason, testBadRetentionQueryChangesNothing, testPruneRacesAppendsAndSweeps,
+	testRetentionBoundPrunesPastDeadReceiversOnRecord, testRetentionBoundDefaultsByNamespace,
 }
 
 // later is h hours from now: stores stamp AppendedAt on the real clock, and
@@ -336,4 +337,110 @@ func allAtHead(t *testing.T, b Backend, streams int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// testRetentionBoundPrunesPastDeadReceiversOnRecord: a parked registration
+// and one of an unavailable host hold records only for their retention
+// bound; past it the records go, each one's cursor moves past the lost run
+// with evidence and an operational event naming it, and a healthy
+// registration beside them is untouched.
+func testRetentionBoundPrunesPastDeadReceiversOnRecord(t *testing.T, b Backend) {
+	h, last := failProbes(t, b, downHost(t, b, 2, at(0))) // "a0", "a1" of hostA, "b" of hostB healthy, stream s with #1
+	require.Equal(t, store.HostUnavailable, h.State)
+	require.NoError(t, b.Unregister(t.Context(), "s", "a1"))
+	require.NoError(t, errOf(b.Append(t.Context(), "s", entries("more", 4)...))) // #2..#5
+	for _, id := range []string{"a0", "b"} {
+		r := get(t, b, "s", id).Registration
+		r.RetainMax = 2 * time.Hour
+		require.Equal(t, 2*time.Hour, register(t, b, r).RetainMax, "%s: the bound is stored", id)
+	}
+	parked := regFrom("s", "parked", "webhook", 2)
+	parked.RetainMax = 3 * time.Hour
+	register(t, b, parked)
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", last), 2, store.Evidence{At: last, Error: "410 Gone"}))
+	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "b", last), 6), "the healthy one acknowledges everything")
+	evidenceOfB := len(evidence(t, b, "s", "b"))
+
+	pruneAll(t, b, store.PruneQuery{At: later(1)})
+	require.Equal(t, []uint64{1, 2, 3, 4, 5}, seqs(readAll(t, b, "s")), "within every bound nothing unacknowledged goes")
+	pruneAll(t, b, store.PruneQuery{At: later(2), Retain: time.Hour, DryRun: true})
+	require.Equal(t, uint64(1), get(t, b, "s", "a0").NextSeq, "a dry run moves no cursor")
+
+	// Past a0's bound (2h), within parked's (3h): #1 goes, parked holds #2 on.
+	pruneAll(t, b, store.PruneQuery{At: later(2).Add(time.Minute), Retain: time.Hour})
+	require.Equal(t, []uint64{2, 3, 4, 5}, seqs(readAll(t, b, "s")))
+	a0 := get(t, b, "s", "a0")
+	require.Equal(t, uint64(2), a0.NextSeq, "moved past the lost #1")
+	require.Zero(t, a0.Attempts)
+	require.Zero(t, a0.HostFailures)
+	ev := evidence(t, b, "s", "a0")[0]
+	require.Equal(t, store.EventExpired, ev.Event)
+	require.Equal(t, uint64(1), ev.Seq)
+	require.Contains(t, ev.Error, "records #1 to #1 were pruned unacknowledged")
+	require.Equal(t, ev.Error, a0.LastError)
+	expired := expiredEvents(t, b)
+	require.Len(t, expired, 1)
+
+	// Past both bounds: everything goes; the parked one stays parked.
+	when := later(4).Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+	pruneAll(t, b, store.PruneQuery{At: when, Retain: time.Hour})
+	require.Empty(t, readAll(t, b, "s"), "the journal is bounded")
+	info, ok := streamInfo(t, b, "s")
+	require.True(t, ok)
+	require.Equal(t, uint64(6), info.OldestSeq)
+	require.Zero(t, info.Records)
+	for _, id := range []string{"a0", "parked"} {
+		st := get(t, b, "s", id)
+		require.Equal(t, uint64(6), st.NextSeq, "%s: past the lost run", id)
+	}
+	require.True(t, get(t, b, "s", "parked").Parked, "still parked: an operator unparks it")
+	pev := evidence(t, b, "s", "parked")[0]
+	require.Equal(t, store.Evidence{Stream: "s", Registration: "parked", At: pev.At, Event: store.EventExpired, Seq: 2,
+		Error: "records #2 to #5 were pruned unacknowledged: older than the retention bound (retain_max 3h0m0s)"}, pev)
+	requireTime(t, when, pev.At, "on the caller's clock")
+	require.Equal(t, "records #2 to #5 were pruned unacknowledged: older than the retention bound (retain_max 2h0m0s)",
+		evidence(t, b, "s", "a0")[0].Error)
+
+	b2 := get(t, b, "s", "b")
+	require.Equal(t, uint64(6), b2.NextSeq, "the healthy one is untouched")
+	require.Len(t, evidence(t, b, "s", "b"), evidenceOfB, "and has no loss on record")
+
+	expired = append(expired, expiredEvents(t, b)...) // the first moves' event is pruned by now, with the rest of herald/events
+	require.Len(t, expired, 3, "one event a move: a0 twice, parked once")
+	for i, want := range []struct {
+		id           string
+		from, cursor uint64
+		host         string
+	}{{"a0", 1, 2, hostA}, {"a0", 2, 6, hostA}, {"parked", 2, 6, "receiver.example:443"}} {
+		e := expired[i]
+		require.Equal(t, []any{"s", want.id, "webhook", want.host, want.from, want.cursor, store.ByPolicy},
+			[]any{e.Stream, e.Registration, e.Namespace, e.Host, e.FromSeq, e.Cursor, e.By}, "event %d", i)
+	}
+}
+
+// expiredEvents returns the retained KindExpired events.
+func expiredEvents(t *testing.T, b Backend) []store.OperationalEvent {
+	t.Helper()
+	var out []store.OperationalEvent
+	for _, r := range heraldEvents(t, b) {
+		if r.Kind == store.KindExpired {
+			out = append(out, payload(t, r))
+		}
+	}
+	return out
+}
+
+// testRetentionBoundDefaultsByNamespace: with no bound of its own, a
+// registration holds records for its namespace's default.
+func testRetentionBoundDefaultsByNamespace(t *testing.T, b Backend) {
+	for _, ns := range []string{"activitypub", "webhook"} {
+		appendN(t, b, ns, 1)
+		require.Zero(t, register(t, b, reg(ns, "r", ns)).RetainMax, "0 follows the namespace's default")
+		bound := store.DefaultRetainMax(ns)
+		pruneAll(t, b, store.PruneQuery{At: later(int(bound/time.Hour) - 1)})
+		require.Len(t, readAll(t, b, ns), 1, "%s: held within %v", ns, bound)
+		pruneAll(t, b, store.PruneQuery{At: later(int(bound/time.Hour) + 1)})
+		require.Empty(t, readAll(t, b, ns), "%s: gone past %v", ns, bound)
+		require.Equal(t, uint64(2), get(t, b, ns, "r").NextSeq)
+	}
 }

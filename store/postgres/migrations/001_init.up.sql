@@ -117,6 +117,10 @@ CREATE TABLE herald_registration (
     -- How many messages may be unacknowledged at once
     -- (push.Registration.Window); 1 is strict order.
     "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
+    -- store.Registration.RetainMax in nanoseconds, 0 for the namespace's
+    -- default: how long a record waits for this registration's
+    -- acknowledgement before Prune may take it.
+    retain_max_ns   bigint  NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
     PRIMARY KEY (stream, id)
 );
 

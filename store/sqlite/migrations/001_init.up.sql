@@ -58,6 +58,10 @@ CREATE TABLE herald_registration (
     host_failures   INTEGER NOT NULL DEFAULT 0,
     kinds           TEXT    NOT NULL DEFAULT '[]', -- push.Registration.Kinds: a JSON array of patterns, '[]' for every kind
     "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1), -- push.Registration.Window; 1 is strict order
+    -- store.Registration.RetainMax in nanoseconds, 0 for the namespace's
+    -- default: how long a record waits for this registration's
+    -- acknowledgement before Prune may take it.
+    retain_max_ns   INTEGER NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
     PRIMARY KEY (stream, id)
 ) STRICT;
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
