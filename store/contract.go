@@ -226,8 +226,12 @@ type ListQuery struct {
 	Namespace string // only this namespace, if set
 	Parked    bool   // only parked registrations
 	Lagging   bool   // only registrations with records past the cursor (Lag > 0)
-	After     Key    // keyset paging: registrations ordered after this key
-	Limit     int    // 0 means DefaultListLimit
+	// Subscription: only the registrations the subscription of this prefix
+	// materialised (with Stream unset; ID too, or any id if empty).
+	Subscription string
+	ID           string // with Subscription: only this id
+	After        Key    // keyset paging: registrations ordered after this key
+	Limit        int    // 0 means DefaultListLimit
 }
 
 // ListLimit returns the effective limit of a ListQuery: DefaultListLimit for

@@ -36,6 +36,10 @@ type Registration struct {
 	// the namespace's DefaultRetainMax; otherwise MinRetainMax to
 	// MaxRetainMax.
 	RetainMax time.Duration `json:"retain_max_ns,omitempty"`
+	// Subscription is the prefix of the Subscription that materialised it
+	// (whose ID is its ID), empty for one registered alone. Register never
+	// changes it.
+	Subscription string `json:"subscription,omitempty"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains.

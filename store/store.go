@@ -35,6 +35,7 @@ type Backend interface {
 	journal.Journal
 	Store
 	Retention
+	Subscriber
 }
 
 // Errors of opening or migrating a database, wrapped with the versions

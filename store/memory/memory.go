@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ type Store struct {
 	regs     map[store.Key]*store.Registration
 	evidence map[store.Key][]store.Evidence
 	hosts    map[string]store.Host
+	subs     map[store.Key]*store.Subscription // by (prefix, id)
 }
 
 type stream struct {
@@ -61,6 +63,7 @@ func New(opts ...Option) *Store {
 		regs:     map[store.Key]*store.Registration{},
 		evidence: map[store.Key][]store.Evidence{},
 		hosts:    map[string]store.Host{},
+		subs:     map[store.Key]*store.Subscription{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -129,7 +132,10 @@ func (s *Store) appendLocked(name string, entries []journal.Entry) ([]journal.Re
 		s.ids[e.ID] = ref{stream: name, seq: rec.Seq}
 		out[i] = clone(rec)
 	}
-	s.streams[name] = st
+	if s.streams[name] == nil {
+		s.streams[name] = st
+		s.materialise(name) // the stream's row is created: its subscriptions follow it from its first record
+	}
 	return out, nil
 }
 
@@ -271,6 +277,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	for _, r := range s.regs {
 		st := s.status(r)
 		if (q.Stream != "" && r.Stream != q.Stream) || (q.Namespace != "" && r.Namespace != q.Namespace) ||
+			(q.Subscription != "" && (r.Subscription != q.Subscription || q.ID != "" && r.ID != q.ID)) ||
 			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || (q.After != store.Key{} && store.CompareKeys(r.Key(), q.After) <= 0) {
 			continue
 		}
@@ -763,4 +770,107 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 		}
 	}
 	return out, nil
+}
+
+// materialise creates the registrations of the subscriptions whose prefix
+// stream is under, at the stream's oldest record, where none of that key
+// exists. The caller holds s.mu.
+func (s *Store) materialise(stream string) {
+	for k, sub := range s.subs {
+		if strings.HasPrefix(stream, k.Stream) {
+			s.materialiseAt(sub, stream, s.stream(stream).oldest)
+		}
+	}
+}
+
+// materialiseAt creates sub's registration on stream at next, unless one of
+// its key exists, and reports whether it did. The caller holds s.mu.
+func (s *Store) materialiseAt(sub *store.Subscription, stream string, next uint64) bool {
+	r := sub.Template(stream)
+	if s.regs[r.Key()] != nil {
+		return false
+	}
+	r.NextSeq, r.Window = next, max(r.Window, 1)
+	r.Config, r.Kinds = slices.Clone(r.Config), slices.Clone(r.Kinds)
+	s.regs[r.Key()] = &r
+	return true
+}
+
+// Subscribe implements store.Subscriber.
+func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.SubscriptionStatus, error) {
+	if err := sub.Validate(); err != nil {
+		return store.SubscriptionStatus{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := store.Key{Stream: sub.Prefix, ID: sub.ID}
+	sub.Config, sub.Kinds, sub.Window = slices.Clone(sub.Config), slices.Clone(sub.Kinds), max(sub.Window, 1)
+	if old := s.subs[k]; old != nil {
+		sub.FromHead = old.FromHead // where existing streams started is history
+	}
+	s.subs[k] = &sub
+	for name, st := range s.streams {
+		if !strings.HasPrefix(name, sub.Prefix) || sub.FromHead && st.sealed {
+			continue
+		}
+		next := st.oldest
+		if sub.FromHead {
+			next = st.head + 1
+		}
+		s.materialiseAt(&sub, name, next)
+	}
+	n := 0
+	for _, r := range s.regs {
+		if r.Subscription == sub.Prefix && r.ID == sub.ID {
+			n++
+			r.Namespace, r.URL, r.Config, r.OnRejected = sub.Namespace, sub.URL, slices.Clone(sub.Config), sub.OnRejected
+			r.Kinds, r.Window, r.RetainMax = slices.Clone(sub.Kinds), sub.Window, sub.RetainMax
+		}
+	}
+	return store.SubscriptionStatus{Subscription: copySub(&sub), Streams: n}, nil
+}
+
+// Unsubscribe implements store.Subscriber.
+func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := store.Key{Stream: prefix, ID: id}
+	if s.subs[k] == nil {
+		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+	}
+	delete(s.subs, k)
+	n := 0
+	for rk, r := range s.regs {
+		if r.Subscription == prefix && r.ID == id {
+			delete(s.regs, rk)
+			delete(s.evidence, rk)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Subscriptions implements store.Subscriber.
+func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	count := map[store.Key]int{}
+	for _, r := range s.regs {
+		if r.Subscription != "" {
+			count[store.Key{Stream: r.Subscription, ID: r.ID}]++
+		}
+	}
+	out := []store.SubscriptionStatus{}
+	for _, k := range slices.SortedFunc(maps.Keys(s.subs), store.CompareKeys) {
+		if prefix == "" || k.Stream == prefix {
+			out = append(out, store.SubscriptionStatus{Subscription: copySub(s.subs[k]), Streams: count[k]})
+		}
+	}
+	return out, nil
+}
+
+func copySub(sub *store.Subscription) store.Subscription {
+	c := *sub
+	c.Config, c.Kinds = slices.Clone(sub.Config), slices.Clone(sub.Kinds)
+	return c
 }

@@ -155,7 +155,7 @@ SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE num
 const (
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       r.retain_max_ns, s.head, s.final_seq IS NOT NULL`
+       r.retain_max_ns, r.subscription, s.head, s.final_seq IS NOT NULL`
 	statusFrom = statusColumns + `
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
@@ -179,6 +179,7 @@ SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
 WHERE ($1::text = '' OR r.stream = $1) AND ($2::text = '' OR r.namespace = $2)
   AND (NOT $3::boolean OR r.parked) AND (NOT $4::boolean OR r.next_seq <= s.head)
   AND (r.stream, r.id) > ($5::text, $6::text)
+  AND ($8::text = '' OR r.subscription = $8 AND ($9::text = '' OR r.id = $9))
 ORDER BY r.stream, r.id
 LIMIT $7`
 	sqlStatsNamespaces = `SELECT r.namespace,

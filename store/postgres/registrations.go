@@ -92,14 +92,14 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	if err != nil {
 		return nil, err
 	}
-	if !validText(q.Stream) || !validText(q.Namespace) {
+	if !validText(q.Stream) || !validText(q.Namespace) || !validText(q.Subscription) || !validText(q.ID) {
 		return nil, nil // names nothing PostgreSQL could store
 	}
 	if !validKey(q.After.Stream, q.After.ID) {
 		return nil, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
 	}
 	return query(ctx, s, "list registrations", nil, rowTo(scanStatus),
-		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
+		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit, q.Subscription, q.ID)
 }
 
 // Stats implements store.Store with SQL aggregates.
@@ -149,7 +149,7 @@ func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 	)
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
-		(*int64)(&r.RetainMax), &st.Head, &st.Sealed}, extra...)...)
+		(*int64)(&r.RetainMax), &r.Subscription, &st.Head, &st.Sealed}, extra...)...)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}

@@ -23,7 +23,7 @@ func scanStatus(sc scanner) (store.Status, error) {
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
 		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
-		&st.RetainMax)
+		&st.RetainMax, &st.Subscription)
 	if err != nil {
 		return store.Status{}, err
 	}
@@ -158,6 +158,9 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	}
 	if q.Lagging {
 		where = append(where, "r.next_seq <= s.head")
+	}
+	if q.Subscription != "" {
+		where, args = append(where, "r.subscription = ?", "(? = '' OR r.id = ?)"), append(args, q.Subscription, q.ID, q.ID)
 	}
 	if q.After != (store.Key{}) {
 		where, args = append(where, "(r.stream, r.id) > (?, ?)"), append(args, q.After.Stream, q.After.ID)

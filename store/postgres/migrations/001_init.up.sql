@@ -121,6 +121,9 @@ CREATE TABLE herald_registration (
     -- default: how long a record waits for this registration's
     -- acknowledgement before Prune may take it.
     retain_max_ns   bigint  NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    -- store.Registration.Subscription: the prefix of the subscription that
+    -- materialised it, '' for one registered alone.
+    subscription    text COLLATE "C" NOT NULL DEFAULT '',
     PRIMARY KEY (stream, id)
 );
 
@@ -133,6 +136,50 @@ CREATE INDEX herald_registration_claim ON herald_registration (stream, next_seq,
 -- List by namespace, and the parked ones (herald registrations --parked).
 CREATE INDEX herald_registration_namespace ON herald_registration (namespace, stream, id);
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked;
+CREATE INDEX herald_registration_subscription ON herald_registration (subscription, id) WHERE subscription <> '';
+
+-- store.Subscription: a registration template over a stream prefix (which
+-- ends with '/'). Its columns are the registration's destination.
+CREATE TABLE herald_subscription (
+    prefix          text COLLATE "C" NOT NULL,
+    id              text COLLATE "C" NOT NULL,
+    namespace       text COLLATE "C" NOT NULL,
+    url             text    NOT NULL,
+    host            text COLLATE "C" NOT NULL,
+    config          bytea,
+    on_rejected     text    NOT NULL DEFAULT '',
+    kinds           text[]  NOT NULL DEFAULT '{}',
+    "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
+    retain_max_ns   bigint  NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    from_head       boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (prefix, id)
+);
+
+-- A stream's row is created once, by the sequencer step that numbers its
+-- first record (or a registration on it): the subscriptions whose prefix
+-- it is under materialise in that transaction, at its first seq. One read
+-- of the subscriptions per new stream; nothing per append or per claim. A
+-- registration of the same key is left as it is. The shared advisory lock
+-- orders it with Subscribe (the exclusive one), which materialises the
+-- streams already committed: a stream is either seen by Subscribe or sees
+-- the subscription, never neither.
+CREATE FUNCTION herald_stream_subscriptions() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(7106209355);
+    -- A statement of its own, so its snapshot (READ COMMITTED) is taken
+    -- after the lock: a Subscribe that held it has committed.
+    INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, kinds, "window",
+                                     retain_max_ns, subscription, next_seq, next_attempt_at)
+    SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.config, u.on_rejected, u.kinds, u."window",
+           u.retain_max_ns, u.prefix, NEW.oldest_seq, '0001-01-01 00:00:00+00'
+    FROM herald_subscription u WHERE starts_with(NEW.stream, u.prefix)
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER herald_stream_subscriptions AFTER INSERT ON herald_stream
+    FOR EACH ROW EXECUTE FUNCTION herald_stream_subscriptions();
 
 CREATE TABLE herald_evidence (
     n            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- insertion order: newest is largest
@@ -637,7 +684,7 @@ DECLARE
 BEGIN
     FOREACH f IN ARRAY ARRAY[
         'herald_check_name(text, text, int, boolean)', 'herald_media_type(text)', 'herald_check_reserved(text, text)',
-        'herald_go_quote(text)', 'herald_check_trace(text, text)',
+        'herald_go_quote(text)', 'herald_check_trace(text, text)', 'herald_stream_subscriptions()',
         'herald_append_entry(text, text, text, bytea, text, boolean, boolean, text, text)',
         'herald_append(text, text, text, bytea, text, boolean, text, text)', 'herald_append(text, text, text, text, text, boolean, text, text)',
         'herald_append(text, text, text, json, text, boolean, text, text)', 'herald_append(text, text, text, jsonb, text, boolean, text, text)']

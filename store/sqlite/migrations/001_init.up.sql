@@ -62,9 +62,48 @@ CREATE TABLE herald_registration (
     -- default: how long a record waits for this registration's
     -- acknowledgement before Prune may take it.
     retain_max_ns   INTEGER NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    -- store.Registration.Subscription: the prefix of the subscription that
+    -- materialised it, '' for one registered alone.
+    subscription    TEXT    NOT NULL DEFAULT '',
     PRIMARY KEY (stream, id)
 ) STRICT;
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
+CREATE INDEX herald_registration_subscription ON herald_registration (subscription, id) WHERE subscription <> '';
+
+-- store.Subscription: a registration template over a stream prefix (which
+-- ends with '/'). Its columns are the registration's destination.
+CREATE TABLE herald_subscription (
+    prefix          TEXT    NOT NULL,
+    id              TEXT    NOT NULL,
+    namespace       TEXT    NOT NULL,
+    url             TEXT    NOT NULL,
+    host            TEXT    NOT NULL,
+    config          BLOB,
+    on_rejected     TEXT    NOT NULL DEFAULT '',
+    kinds           TEXT    NOT NULL DEFAULT '[]',
+    "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1),
+    retain_max_ns   INTEGER NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    from_head       INTEGER NOT NULL DEFAULT 0 CHECK (from_head IN (0, 1)),
+    PRIMARY KEY (prefix, id)
+) STRICT;
+
+-- A stream's row is created once, in the transaction of its first record
+-- (or of a registration on it): the subscriptions whose prefix it is under
+-- materialise there, at its first seq. One read of the subscriptions per
+-- new stream; nothing per append or per claim. A registration of the same
+-- key is left as it is.
+CREATE TRIGGER herald_stream_subscriptions AFTER INSERT ON herald_stream
+BEGIN
+    INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, kinds, "window",
+                                     retain_max_ns, subscription, next_seq)
+    SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.config, u.on_rejected, u.kinds, u."window",
+           u.retain_max_ns, u.prefix, NEW.oldest_seq
+    FROM herald_subscription AS u WHERE substr(NEW.stream, 1, length(u.prefix)) = u.prefix
+    ON CONFLICT DO NOTHING;
+    -- Due at any instant (dueNow, store.go) if that made it one to serve.
+    UPDATE herald_stream SET wake_at = -9223372036854775808
+    WHERE stream = NEW.stream AND EXISTS (SELECT 1 FROM herald_registration WHERE stream = NEW.stream);
+END;
 -- Due picks a woken stream's due registrations from this index alone, in
 -- claim order within the stream, never reading a row's config (a private
 -- key can be 2 KB: with 10,000 lagging registrations a claim read 18 MB).

@@ -1,0 +1,183 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
+)
+
+var subscriptionTests = []test{
+	testSubscriptionFollowsExistingAndFutureStreamsInOrder, testSubscriptionFromHead, testUnsubscribeRemovesEveryRegistration,
+	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testBadSubscriptionChangesNothing,
+}
+
+func sub(prefix, id string) store.Subscription {
+	return store.Subscription{Prefix: prefix, ID: id, Namespace: "webhook", URL: "https://receiver.example/" + id,
+		Config: store.Config(`{"secret":"s3cr3t"}`)}
+}
+
+func subscribe(t *testing.T, b Backend, s store.Subscription) store.SubscriptionStatus {
+	t.Helper()
+	st, err := b.Subscribe(t.Context(), s)
+	require.NoError(t, err)
+	return st
+}
+
+// subscribed lists the registrations subscription prefix/id materialised,
+// as "stream@cursor".
+func subscribed(t *testing.T, b Backend, prefix, id string) []string {
+	t.Helper()
+	list, err := store.AllRegistrations(t.Context(), b, store.ListQuery{Subscription: prefix, ID: id})
+	require.NoError(t, err)
+	return mapped(list, func(st store.Status) string {
+		require.Equal(t, prefix, st.Subscription)
+		return fmt.Sprintf("%s@%d", st.Stream, st.NextSeq)
+	})
+}
+
+// testSubscriptionFollowsExistingAndFutureStreamsInOrder: a subscription
+// follows the streams under its prefix that exist and those created after
+// it, each as a registration of its own, delivered in seq order with its
+// own cursor; streams outside the prefix (one that only shares its
+// characters, tenant/420/) never.
+func testSubscriptionFollowsExistingAndFutureStreamsInOrder(t *testing.T, b Backend) {
+	appendN(t, b, "tenant/42/orders", 3)
+	appendN(t, b, "tenant/420/orders", 2)
+	appendN(t, b, "tenant/4", 1)
+	st := subscribe(t, b, sub("tenant/42/", "hook"))
+	require.Equal(t, 1, st.Streams, "the existing stream under the prefix")
+	require.Equal(t, []string{"tenant/42/orders@1"}, subscribed(t, b, "tenant/42/", "hook"))
+
+	appendN(t, b, "tenant/42/invoices", 2) // created after: picked up with its first record
+	appendN(t, b, "tenant/421/x", 1)
+	heraldEvents(t, b) // a sequencer step, for a store that numbers after the commit
+	require.Equal(t, []string{"tenant/42/invoices@1", "tenant/42/orders@1"}, subscribed(t, b, "tenant/42/", "hook"))
+
+	rc := &receiver{b: b}
+	w := worker(t, b, rc, 10)
+	_, err := w.RunOnce(t.Context(), at(0), 10)
+	require.NoError(t, err)
+	per := map[string][]int{}
+	for _, a := range rc.arrivals() {
+		per[a.key.Stream] = append(per[a.key.Stream], a.n)
+		require.Equal(t, "hook", a.key.ID)
+	}
+	require.Equal(t, map[string][]int{"tenant/42/orders": {1, 2, 3}, "tenant/42/invoices": {1, 2}}, per,
+		"each stream in order; none outside the prefix")
+	require.Equal(t, []string{"tenant/42/invoices@3", "tenant/42/orders@4"}, subscribed(t, b, "tenant/42/", "hook"), "a cursor each")
+
+	list, err := b.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, 2, list[0].Streams, "one subscription, two streams")
+	require.Equal(t, []string{"tenant/42/", "hook", "webhook", "https://receiver.example/hook", `{"secret":"s3cr3t"}`},
+		[]string{list[0].Prefix, list[0].ID, list[0].Namespace, list[0].URL, string(list[0].Config)})
+
+	// Subscribing again updates every registration's destination, keeping cursors.
+	again := sub("tenant/42/", "hook")
+	again.URL, again.Window = "https://moved.example/hook", 4
+	require.Equal(t, 2, subscribe(t, b, again).Streams)
+	for _, s := range []string{"tenant/42/invoices", "tenant/42/orders"} {
+		g := get(t, b, s, "hook")
+		require.Equal(t, []any{"https://moved.example/hook", 4}, []any{g.URL, g.Window})
+	}
+	require.Equal(t, []string{"tenant/42/invoices@3", "tenant/42/orders@4"}, subscribed(t, b, "tenant/42/", "hook"))
+}
+
+// testSubscriptionFromHead: with FromHead, a stream that exists starts past
+// its head (a sealed one is left out); one created later at its first record.
+func testSubscriptionFromHead(t *testing.T, b Backend) {
+	appendN(t, b, "t/a", 3)
+	appendSealed(t, b, "t/done")
+	s := sub("t/", "h")
+	s.FromHead = true
+	require.Equal(t, 1, subscribe(t, b, s).Streams)
+	appendN(t, b, "t/b", 2)
+	heraldEvents(t, b)
+	require.Equal(t, []string{"t/a@4", "t/b@1"}, subscribed(t, b, "t/", "h"))
+}
+
+// testUnsubscribeRemovesEveryRegistration: one Unsubscribe removes the
+// subscription and every registration it made, with their evidence; a
+// registration of the same stream registered alone stays; a stream created
+// afterwards is not followed.
+func testUnsubscribeRemovesEveryRegistration(t *testing.T, b Backend) {
+	appendN(t, b, "u/1", 1)
+	appendN(t, b, "u/2", 1)
+	register(t, b, reg("u/1", "alone", "webhook"))
+	subscribe(t, b, sub("u/", "h"))
+	require.NoError(t, b.AddEvidence(t.Context(), store.Evidence{Stream: "u/1", Registration: "h", At: at(0), Event: store.EventFailed, Error: "503"}))
+	n, err := b.Unsubscribe(t.Context(), "u/", "h")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Empty(t, subscribed(t, b, "u/", "h"))
+	_, err = b.Get(t.Context(), "u/1", "h")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	get(t, b, "u/1", "alone")
+	appendN(t, b, "u/3", 1)
+	heraldEvents(t, b)
+	require.Empty(t, subscribed(t, b, "u/", "h"), "no longer followed")
+	_, err = b.Unsubscribe(t.Context(), "u/", "h")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	list, err := b.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
+
+// testSubscriptionRacingNewStreamsMaterialisesEachOnce: streams created by
+// concurrent appenders while the subscription is made are each followed
+// exactly once, whichever came first.
+func testSubscriptionRacingNewStreamsMaterialisesEachOnce(t *testing.T, b Backend) {
+	const n = 24
+	var g errgroup.Group
+	for i := range n {
+		g.Go(func() error {
+			_, err := b.Append(t.Context(), fmt.Sprintf("race/%02d", i), entry(fmt.Sprintf("race-%d", i)))
+			if err == nil {
+				_, err = b.Append(t.Context(), fmt.Sprintf("race/%02d", i), entry(fmt.Sprintf("race-%d-again", i)))
+			}
+			return err
+		})
+		if i == n/2 {
+			g.Go(func() error { _, err := b.Subscribe(t.Context(), sub("race/", "h")); return err })
+		}
+	}
+	require.NoError(t, g.Wait())
+	heraldEvents(t, b)
+	got := subscribed(t, b, "race/", "h")
+	require.Len(t, got, n, "every stream once: %v", got)
+	for i, s := range got {
+		require.Equal(t, fmt.Sprintf("race/%02d@1", i), s)
+	}
+}
+
+// testBadSubscriptionChangesNothing: a prefix that is no whole path
+// segment, herald's own, or an invalid template is refused naming the field.
+func testBadSubscriptionChangesNothing(t *testing.T, b Backend) {
+	appendN(t, b, "tenant/1", 1)
+	for _, tc := range []struct {
+		s     store.Subscription
+		field string
+	}{
+		{sub("tenant/4", "h"), "stream_prefix"},
+		{sub("herald/", "h"), "stream_prefix"},
+		{sub("her", "h"), "stream_prefix"},
+		{sub("", "h"), "stream_prefix"},
+		{sub("tenant/", ""), "registration id"},
+		{store.Subscription{Prefix: "tenant/", ID: "h", Namespace: "webhook", URL: "ftp://x"}, "url"},
+	} {
+		_, err := b.Subscribe(t.Context(), tc.s)
+		var inv *journal.InvalidError
+		require.ErrorAs(t, err, &inv, "%+v", tc.s)
+		require.Equal(t, tc.field, inv.Field)
+	}
+	list, err := b.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, list)
+	require.Empty(t, subscribed(t, b, "tenant/", "h"))
+}
