@@ -156,7 +156,7 @@ func newRoot(e *env) *cobra.Command {
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
 	for _, d := range []command{
-		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSweep(e), newRun(e),
+		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSubscriptions(e), newSweep(e), newRun(e),
 		newRegistrations(e), newUnpark(e), newSkip(e), newRewind(e), newEvidence(e), newStatus(e),
 		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newDemo(e),
 	} {

@@ -296,18 +296,42 @@ func fmtDelay(d time.Duration) string {
 }
 
 func newUnregister(e *env) command {
-	var stream, id string
+	var stream, id, prefix string
 	return command{
 		use:   "unregister",
 		short: "Remove a registration and its evidence; the journal keeps every record",
 		long: `Remove a registration: its receiver gets nothing more, and its cursor, retry
 state and evidence are deleted. The journal is not touched. It prints the
-cursor it had, so that register --from-seq can bring it back where it was.`,
-		example: `  herald unregister --stream orders/1001 --id billing`,
-		need:    []string{"stream", "id"},
-		db:      readDB,
-		flags:   func(f *pflag.FlagSet) { keyFlags(f, &stream, &id) },
+cursor it had, so that register --from-seq can bring it back where it was.
+With --stream-prefix instead of --stream, remove the subscription and every
+registration it made (herald subscriptions lists them).`,
+		example: `  herald unregister --stream orders/1001 --id billing
+  herald unregister --stream-prefix tenant/42/ --id tenant-42`,
+		need: []string{"id"},
+		db:   readDB,
+		flags: func(f *pflag.FlagSet) {
+			keyFlags(f, &stream, &id)
+			f.StringVar(&prefix, "stream-prefix", "", "remove the subscription of this prefix (instead of --stream)")
+		},
+		check: func(c *call) error {
+			if c.changed("stream") && c.changed("stream-prefix") {
+				return usagef("--stream and --stream-prefix: give one")
+			}
+			if c.changed("stream-prefix") {
+				return nil
+			}
+			return c.need("stream")
+		},
 		run: func(c *call) error {
+			if prefix != "" {
+				n, err := c.b.Unsubscribe(c.ctx(), prefix, id)
+				if err != nil {
+					return err
+				}
+				return c.print(map[string]any{"unsubscribed": map[string]any{"stream_prefix": prefix, "id": id, "registrations": n}}, func(w io.Writer) {
+					fmt.Fprintf(w, "Unsubscribed %s: %s removed, with their evidence.\n", store.SubscriptionName(prefix, id), plural(n, "registration"))
+				})
+			}
 			before, err := c.b.Get(c.ctx(), stream, id)
 			if err != nil {
 				return e.notFound(stream, id, err)
@@ -349,4 +373,53 @@ func registerAgain(e *env, s store.Status) string {
 		line += fmt.Sprintf(", with its --%s as registered", strings.Join(flags, ", --"))
 	}
 	return line
+}
+
+func newSubscriptions(e *env) command {
+	var (
+		prefix  string
+		streams bool
+	)
+	return command{
+		use:   "subscriptions",
+		short: "List subscriptions by stream prefix: each one, the streams it follows, and with --streams their cursors",
+		long: `List the subscriptions (herald register --stream-prefix): each as one row
+with the count of the streams it follows; --streams adds each stream's
+registration (its cursor, head, lag and state).`,
+		example: `  herald subscriptions
+  herald subscriptions --stream-prefix tenant/42/ --streams`,
+		db: readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&prefix, "stream-prefix", "", "only this prefix's")
+			f.BoolVar(&streams, "streams", false, "list each stream's registration too")
+		},
+		run: func(c *call) error {
+			list, err := operator.Subscriptions(c.ctx(), c.b, prefix, streams)
+			if err != nil {
+				return err
+			}
+			return c.print(list, func(w io.Writer) {
+				if len(list) == 0 {
+					fmt.Fprintln(w, "No subscriptions.")
+					return
+				}
+				t := tbl.New(w, "PREFIX", "ID", "NAMESPACE", "HOST", "FROM", "RETAIN-MAX", "STREAMS")
+				for _, s := range list {
+					t.Row(s.Prefix, s.ID, s.Namespace, s.Host, s.From, s.RetainMax, fmt.Sprint(s.Streams))
+				}
+				t.Flush()
+				for _, s := range list {
+					if !streams || len(s.Registrations) == 0 {
+						continue
+					}
+					fmt.Fprintf(w, "\n%s:\n", store.SubscriptionName(s.Prefix, s.ID))
+					t := tbl.New(w, "STREAM", "CURSOR", "HEAD", "LAG", "STATE")
+					for _, r := range s.Registrations {
+						t.Row(r.Stream, fmt.Sprint(r.NextSeq), fmt.Sprint(r.Head), fmt.Sprint(r.Lag), r.State)
+					}
+					t.Flush()
+				}
+			})
+		},
+	}
 }

@@ -33,6 +33,8 @@ func newRegister(e *env) command {
 		cfg     configFlags
 		fromSeq uint64
 		keep    string
+		prefix  string
+		from    string
 	)
 	return command{
 		use:   "register",
@@ -63,17 +65,29 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).
 --retain-max bounds how long a record waits for this registration to
 acknowledge it: past it herald prune (and run's prune loop) removes the
 record all the same and moves the cursor past it, with evidence and a
-herald.registration.expired event (README, "Retention"). Defaults: %s.`, push.DefaultMaxPerHost, retainMaxDefaults()),
+herald.registration.expired event (README, "Retention"). Defaults: %s.
+
+--stream-prefix P (instead of --stream) subscribes: one registration, of
+this --id, per stream whose name starts with P (which ends with "/"; herald/
+is refused), each with its own cursor and order. Streams that exist start at
+their oldest record (--from start, the default) or past their head (--from
+head); a stream created later is picked up in the transaction that creates
+it, at its first record. Registering the prefix again updates every one of
+its registrations; herald unregister --stream-prefix removes them all;
+herald subscriptions lists them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
+  herald register --stream-prefix tenant/42/ --id tenant-42 --namespace webhook --url https://t42.example/hooks --secret env:T42_SECRET --from head
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
-		need: []string{"stream", "id", "namespace", "url"},
+		need: []string{"id", "namespace", "url"},
 		db:   createDB,
 		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&r.Stream, "stream", "", "the stream to follow (required)")
+			f.StringVar(&r.Stream, "stream", "", "the stream to follow (this or --stream-prefix is required)")
+			f.StringVar(&prefix, "stream-prefix", "", "follow every stream whose name starts with this, existing and future (ends with /)")
+			f.StringVar(&from, "from", "start", "with --stream-prefix, where its existing streams start: start (their oldest record) or head (past it)")
 			f.StringVar(&r.ID, "id", "", "the registration's id, unique in the stream (an inbox URI, a push config id) (required)")
 			f.StringVar(&r.Namespace, "namespace", "", "the wire: "+strings.Join(namespaceNames(), ", ")+" (required)")
 			f.StringVar(&r.URL, "url", "", "where to POST (required): an absolute https URL; http needs herald run --allow-http, and a loopback or private address --allow-private-network")
@@ -86,6 +100,24 @@ herald.registration.expired event (README, "Retention"). Defaults: %s.`, push.De
 			cfg.add(f)
 		},
 		check: func(c *call) (err error) {
+			switch {
+			case c.changed("stream") && c.changed("stream-prefix"):
+				return usagef("--stream and --stream-prefix: give one (a stream, or every stream under a prefix)")
+			case c.changed("stream-prefix"):
+				if err := store.ValidatePrefix(prefix); err != nil {
+					return usageOf(err)
+				}
+				if from != "start" && from != "head" {
+					return usagef("--from %q must be start or head", from)
+				}
+				r.Stream = prefix + "x" // the template's checks below
+			case c.changed("from"):
+				return usagef("--from applies to --stream-prefix; a --stream starts at --from-seq")
+			default:
+				if err := c.need("stream"); err != nil {
+					return err
+				}
+			}
 			if err := checkNamespace(r.Namespace); err != nil {
 				return err
 			}
@@ -112,6 +144,9 @@ herald.registration.expired event (README, "Retention"). Defaults: %s.`, push.De
 			return nil
 		},
 		run: func(c *call) error {
+			if prefix != "" {
+				return subscribe(c, e, r, prefix, from == "head")
+			}
 			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
 			if err != nil {
 				return err
@@ -329,4 +364,25 @@ func retainMaxDefaults() string {
 		out = append(out, ns+" "+operator.Span(store.DefaultRetainMax(ns)))
 	}
 	return strings.Join(out, ", ")
+}
+
+// subscribe is register --stream-prefix: r is the template.
+func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead bool) error {
+	st, err := c.b.Subscribe(c.ctx(), store.Subscription{Prefix: prefix, ID: r.ID, Namespace: r.Namespace, URL: r.URL, Config: r.Config,
+		OnRejected: r.OnRejected, Kinds: r.Kinds, Window: r.Window, RetainMax: r.RetainMax, FromHead: fromHead})
+	if err != nil {
+		return err
+	}
+	v := operator.SubscriptionViewOf(st)
+	return c.print(v, func(w io.Writer) {
+		start := "their oldest record"
+		if st.FromHead {
+			start = "past their head"
+		}
+		fmt.Fprintf(w, "Subscribed %s: %s to %s, following %s (existing streams from %s, new ones from their first record).\n",
+			store.SubscriptionName(st.Prefix, st.ID), st.Namespace, v.Host, plural(st.Streams, "stream"), start)
+		for _, err := range transport.URLRefusals(st.URL) {
+			fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park its registrations: %v\n", err)
+		}
+	})
 }

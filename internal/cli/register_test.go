@@ -261,3 +261,46 @@ func TestRegisterRetainMax(t *testing.T) {
 	got, dflt = retain()
 	require.Equal(t, []any{"90d", true}, []any{got, dflt}, "webhook's default")
 }
+
+// register --stream-prefix subscribes: the existing stream (past its head
+// with --from head) and a later one are followed, subscriptions shows it as
+// one with its streams, unregister --stream-prefix removes every one; bad
+// prefixes and flag mixes are refused naming the flag, changing nothing.
+func TestRegisterStreamPrefix(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/42/orders", "--id", "o1", "--kind", "k")
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/420/orders", "--id", "x1", "--kind", "k")
+	args := func(extra ...string) []string {
+		return append([]string{"register", "--id", "t42", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, extra...)
+	}
+	for _, bad := range [][]string{
+		{"--stream-prefix", "tenant/42"}, {"--stream-prefix", "herald/"}, {"--stream-prefix", "tenant/42/", "--stream", "s"},
+		{"--stream-prefix", "tenant/42/", "--from", "middle"}, {"--stream", "s", "--from", "head"}, {},
+	} {
+		r := runCLI(t, db, "", args(bad...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", bad, r.stderr)
+		require.Contains(t, r.stderr, "--", bad)
+	}
+	require.Equal(t, "No subscriptions.\n", heraldOK(t, db, "", "subscriptions"), "refusals change nothing")
+
+	out := heraldOK(t, db, "", args("--stream-prefix", "tenant/42/", "--from", "head")...)
+	require.Contains(t, out, "Subscribed stream_prefix=tenant/42/ id=t42: webhook to hooks.example:443, following 1 stream (existing streams from past their head")
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/42/invoices", "--id", "i1", "--kind", "k")
+
+	var list []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "subscriptions", "--streams", "--json")), &list))
+	require.Len(t, list, 1)
+	require.Equal(t, []any{"tenant/42/", "t42", "head", 2.0}, []any{list[0]["stream_prefix"], list[0]["id"], list[0]["from"], list[0]["streams"]})
+	cursors := map[any]any{}
+	for _, r := range list[0]["registrations"].([]any) {
+		r := r.(map[string]any)
+		cursors[r["stream"]] = r["next_seq"]
+	}
+	require.Equal(t, map[any]any{"tenant/42/orders": 2.0, "tenant/42/invoices": 1.0}, cursors, "existing: past its head; new: from its first record")
+	require.Contains(t, heraldOK(t, db, "", "subscriptions", "--streams"), "tenant/42/invoices")
+
+	require.Contains(t, heraldOK(t, db, "", "unregister", "--stream-prefix", "tenant/42/", "--id", "t42"), "2 registrations removed")
+	require.Equal(t, "No subscriptions.\n", heraldOK(t, db, "", "subscriptions"))
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "No registrations")
+}

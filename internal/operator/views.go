@@ -210,3 +210,59 @@ func List(ctx context.Context, s store.Store, q store.ListQuery, state string, l
 		}
 	}
 }
+
+// SubscriptionView is a subscription as shown (herald subscriptions, GET
+// /v1/subscriptions): its template without the config, and how many
+// streams it follows; Registrations, when asked for, each stream's.
+type SubscriptionView struct {
+	Prefix        string             `json:"stream_prefix"`
+	ID            string             `json:"id"`
+	Namespace     string             `json:"namespace"`
+	Host          string             `json:"host"`
+	URL           string             `json:"url"`
+	OnRejected    string             `json:"on_4xx,omitempty"`
+	Kinds         []string           `json:"kinds,omitempty"`
+	Window        int                `json:"window"`
+	RetainMax     string             `json:"retain_max"`
+	From          string             `json:"from"` // where the streams that existed when it was made started: start or head
+	Streams       int                `json:"streams"`
+	Registrations []RegistrationView `json:"registrations,omitempty"`
+}
+
+// SubscriptionViewOf returns st as shown.
+func SubscriptionViewOf(st store.SubscriptionStatus) SubscriptionView {
+	from := "start"
+	if st.FromHead {
+		from = "head"
+	}
+	return SubscriptionView{Prefix: st.Prefix, ID: st.ID, Namespace: st.Namespace, Host: store.HostOf(st.URL), URL: RedactURL(st.URL),
+		OnRejected: string(st.OnRejected), Kinds: st.Kinds, Window: max(st.Window, 1),
+		RetainMax: Span(st.Template(st.Prefix).RetainBound()), From: from, Streams: st.Streams}
+}
+
+// Subscriptions lists the subscriptions (of prefix, if set), with each
+// stream's registration if streams. Errors are the store's.
+func Subscriptions(ctx context.Context, b store.Backend, prefix string, streams bool) ([]SubscriptionView, error) {
+	list, err := b.Subscriptions(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var held Held
+	if streams {
+		if held, err = HeldHosts(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]SubscriptionView, len(list))
+	for i, st := range list {
+		out[i] = SubscriptionViewOf(st)
+		if streams {
+			regs, err := store.AllRegistrations(ctx, b, store.ListQuery{Subscription: st.Prefix, ID: st.ID})
+			if err != nil {
+				return nil, err
+			}
+			out[i].Registrations = held.Views(regs)
+		}
+	}
+	return out, nil
+}
