@@ -23,6 +23,7 @@ type Backend interface {
 	journal.Journal
 	push.Store
 	Retention
+	TokenStore
 }
 
 // Errors of opening or migrating a database, wrapped with the versions

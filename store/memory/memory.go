@@ -30,6 +30,7 @@ type Store struct {
 	regs     map[push.Key]*push.Registration
 	evidence map[push.Key][]push.Evidence
 	hosts    map[string]push.Host
+	tokens   tokens
 }
 
 type stream struct {
