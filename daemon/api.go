@@ -19,6 +19,7 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // APIHandler serves the HTTP API (package doc). Without Options.APIToken it
@@ -31,7 +32,7 @@ func (d *Daemon) APIHandler() http.Handler {
 			h.ServeHTTP(w, r)
 		})
 	}
-	return guard(mux, gate{token: d.opts.APIToken, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy}, "herald api", "HERALD_API_TOKEN")
+	return guard(mux, d.gate(d.opts.APIToken, operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"}), "herald api", "HERALD_API_TOKEN")
 }
 
 // apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
@@ -45,10 +46,10 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"POST /v1/registrations": endpoint(d.postRegistration),
 		"GET /v1/registrations":  listRegistrations(d.store),
 		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
-			return operator.Registration(r.Context(), d.store, k.Stream, k.ID)
+			return operator.Registration(r.Context(), scope(r, d.store), k.Stream, k.ID)
 		}),
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
-			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
+			return withStatus{code: http.StatusNoContent}, scope(r, d.store).Unregister(r.Context(), k.Stream, k.ID)
 		}),
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
 		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
@@ -96,9 +97,10 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	// Whether anything is new decides 201 or 200. A lookup before the
 	// append answers it: a racing identical request may make both 201, and
 	// either way nothing is written twice (the append is idempotent).
+	s := scope(r, d.store)
 	created := false
 	for _, e := range entries {
-		_, err := d.store.Lookup(r.Context(), e.ID)
+		_, err := s.Lookup(r.Context(), e.ID)
 		if _, waiting := errors.AsType[*journal.UnnumberedError](err); waiting {
 			continue // stored, waiting to be numbered: not new
 		}
@@ -109,7 +111,7 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
+	recs, err := s.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
 		return nil, apiFields(err)
 	}
@@ -204,6 +206,9 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 		reg.NextSeq = *req.FromSeq
 	}
+	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
+		return nil, operator.Unseen(reg.Stream, reg.ID)
+	}
 	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
 	if err != nil {
 		return nil, apiFields(err)
@@ -230,7 +235,7 @@ func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
+	return operator.RecordStatusOf(r.Context(), scope(r, d.store), q.Get("id"), q.Get("stream"), q.Get("seq"))
 }
 
 // apiStatus answers GET /v1/status: operator.Status's counts.
@@ -286,7 +291,7 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 
 // adminHandler serves the admin JSON API (Daemon.AdminHandler); now is the
 // clock of operator actions, woke told the namespace of each unpark.
-func adminHandler(store push.Store, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
+func adminHandler(store operator.Store, tokens store.TokenStore, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
@@ -323,7 +328,7 @@ func adminHandler(store push.Store, g gate, now func() time.Time, woke func(name
 		if err != nil {
 			return nil, err
 		}
-		return operator.Evidence(r.Context(), store, k.Stream, k.ID, limit)
+		return operator.Evidence(r.Context(), scope(r, store), k.Stream, k.ID, limit)
 	}))
 	mux.Handle("POST /v1/registration/unpark", unparkOne(store, now, woke))
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(store, now, woke))
@@ -337,24 +342,25 @@ func adminHandler(store push.Store, g gate, now func() time.Time, woke func(name
 			if err := do(r, q, k, toSeq); err != nil {
 				return nil, err
 			}
-			st, err := store.Get(r.Context(), k.Stream, k.ID)
+			st, err := scope(r, store).Get(r.Context(), k.Stream, k.ID)
 			return operator.Held(nil).View(st), err
 		})
 	}
 	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error {
 		reason := cmp.Or(q.Get("reason"), "skipped by an operator (admin API)")
-		return store.Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
+		return scope(r, store).Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
 	}))
 	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k push.Key, toSeq uint64) error {
-		return store.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
+		return scope(r, store).Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
+	tokenRoutes(mux, tokens, now)
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 
 // unparkOne answers POST /v1/registration/unpark on both APIs.
-func unparkOne(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
+func unparkOne(store operator.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
-		v, err := operator.Unpark(r.Context(), store, k.Stream, k.ID, now())
+		v, err := operator.Unpark(r.Context(), scope(r, store), k.Stream, k.ID, now())
 		if err == nil && v.WasParked {
 			woke(v.Namespace)
 		}
@@ -364,7 +370,7 @@ func unparkOne(store push.Store, now func() time.Time, woke func(namespace strin
 
 // unparkAll answers POST /v1/registrations/unpark on both APIs, and wakes
 // the workers of those unparked that this daemon runs.
-func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
+func unparkAll(store operator.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
 		if err != nil {
@@ -374,7 +380,7 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 		if err != nil {
 			return nil, err
 		}
-		out, err := operator.UnparkAll(r.Context(), store, lq, now())
+		out, err := operator.UnparkAll(r.Context(), scope(r, store), lq, now())
 		for _, v := range out.Unparked {
 			woke(v.Namespace)
 		}
@@ -389,7 +395,7 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 }
 
 // listRegistrations answers GET /v1/registrations on both APIs.
-func listRegistrations(store push.Store) endpoint {
+func listRegistrations(store operator.Store) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "filters of the list; one registration's evidence and actions take ?stream=…&id=…",
 			"stream", "namespace", "parked", "lagging", "limit", "after_stream", "after_id")
@@ -411,7 +417,7 @@ func listRegistrations(store push.Store) endpoint {
 		if lq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
 			return nil, err
 		}
-		sts, err := store.List(r.Context(), lq)
+		sts, err := scope(r, store).List(r.Context(), lq)
 		if err != nil {
 			return nil, err
 		}

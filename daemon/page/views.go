@@ -81,7 +81,7 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := push.ListQuery{Stream: stream, Namespace: ns, After: push.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}}
-	rows, after, err := operator.List(ctx, p.store, q, state, registrationsShown, registrationsScan)
+	rows, after, err := operator.List(ctx, p.scoped(r), q, state, registrationsShown, registrationsScan)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -112,12 +112,12 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, "stream and id are required (registration?stream=…&id=…)")
 		return
 	}
-	v, err := operator.Registration(ctx, p.store, stream, id)
+	v, err := operator.Registration(ctx, p.scoped(r), stream, id)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
-	evs, err := operator.Evidence(ctx, p.store, stream, id, 0)
+	evs, err := operator.Evidence(ctx, p.scoped(r), stream, id, 0)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -142,7 +142,7 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 	id, stream, seq := q.Get("id"), q.Get("stream"), q.Get("seq")
 	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seq}
 	if id != "" || stream != "" || seq != "" { // else the form alone
-		st, err := operator.RecordStatusOf(r.Context(), p.store, id, stream, seq)
+		st, err := operator.RecordStatusOf(r.Context(), p.scoped(r), id, stream, seq)
 		if err != nil {
 			p.failErr(w, r, err)
 			return
@@ -187,15 +187,29 @@ func parseAct(v url.Values) (act, error) {
 	return a, nil
 }
 
+// allowedAct is parseAct of v, refused (operator.ErrForbidden) when the
+// request's token may not do it.
+func allowedAct(r *http.Request, v url.Values) (act, error) {
+	a, err := parseAct(v)
+	if err != nil {
+		return a, err
+	}
+	need := needActions
+	if a.Action == "reset-host" {
+		need = needResetHost
+	}
+	return a, operator.Allowed(operator.TokenOf(r.Context()), need)
+}
+
 func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
-	a, err := parseAct(r.URL.Query())
+	a, err := allowedAct(r, r.URL.Query())
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
 	data := map[string]any{"Title": "Confirm", "A": a}
 	if a.Action != "reset-host" {
-		v, err := operator.Registration(r.Context(), p.store, a.Stream, a.ID)
+		v, err := operator.Registration(r.Context(), p.scoped(r), a.Stream, a.ID)
 		// Refuse at once what the store will refuse, by its rules.
 		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
 		if err == nil && check != nil {
@@ -213,7 +227,7 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 // action carries out a confirmed action through the store, as herald
 // unpark, skip, rewind and hosts reset do: the store writes the evidence.
 func (p *Page) action(w http.ResponseWriter, r *http.Request) {
-	a, err := parseAct(r.PostForm)
+	a, err := allowedAct(r, r.PostForm)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -221,11 +235,11 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	ctx, at := r.Context(), p.now()
 	switch a.Action {
 	case "unpark":
-		err = p.store.Unpark(ctx, a.Stream, a.ID, at)
+		err = p.scoped(r).Unpark(ctx, a.Stream, a.ID, at)
 	case "skip":
-		err = p.store.Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
+		err = p.scoped(r).Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":
-		err = p.store.Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
+		err = p.scoped(r).Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
 	case "reset-host":
 		_, err = p.store.ResetHost(ctx, a.Host, at)
 	}

@@ -44,6 +44,10 @@ func HTTPStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
 		return http.StatusConflict
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, ErrBadToken):
+		return http.StatusUnauthorized
 	}
 	return http.StatusInternalServerError
 }
