@@ -65,7 +65,7 @@ func Allowed(tok store.Token, pattern string) error {
 	case !ok:
 		return fmt.Errorf("%w: %s has no entry in herald's access table", ErrForbidden, pattern)
 	case !tok.Role.Covers(need.Role):
-		return fmt.Errorf("%w: %s needs the %s role; this token (%s) is a %s", ErrForbidden, pattern, need.Role, tok.ID, tok.Role)
+		return fmt.Errorf("%w: %s needs the %s role; this token (%s) has the %s role", ErrForbidden, pattern, need.Role, tok.ID, tok.Role)
 	case len(tok.Scope) > 0 && !need.Scoped:
 		return fmt.Errorf("%w: %s needs a token without a scope (it is about every tenant's streams); this token (%s) is scoped to %s",
 			ErrForbidden, pattern, tok.ID, strings.Join(tok.Scope, ", "))
