@@ -60,14 +60,14 @@ const tokenBytes = 32
 // stretches a guessable password, and nothing stretches a 2^256 search
 // further; a fast one lets each request be checked by a lookup.
 type Token struct {
-	ID       string    `json:"id"`                     // "tok_" and 16 hex characters, made by MintToken
-	Name     string    `json:"name"`                   // the operator's label: who holds it
-	Role     Role      `json:"role"`                   // see Roles
-	Scope    []string  `json:"scope"`                  // stream prefixes it is limited to; empty: every stream
-	Hash     []byte    `json:"-"`                      // SHA-256 of the secret (HashToken)
-	Created  time.Time `json:"created_at"`             // when it was made
-	LastUsed time.Time `json:"last_used_at,omitzero"`  // about when it was last accepted (to the minute); zero: never
-	Revoked  time.Time `json:"revoked_at,omitzero"`    // when it was revoked; zero: it is valid
+	ID       string    `json:"id"`                    // "tok_" and 16 hex characters, made by MintToken
+	Name     string    `json:"name"`                  // the operator's label: who holds it
+	Role     Role      `json:"role"`                  // see Roles
+	Scope    []string  `json:"scope"`                 // stream prefixes it is limited to; empty: every stream
+	Hash     []byte    `json:"-"`                     // SHA-256 of the secret (HashToken)
+	Created  time.Time `json:"created_at"`            // when it was made
+	LastUsed time.Time `json:"last_used_at,omitzero"` // about when it was last accepted (to the minute); zero: never
+	Revoked  time.Time `json:"revoked_at,omitzero"`   // when it was revoked; zero: it is valid
 }
 
 // MaxTokenName is the longest token name, in bytes.

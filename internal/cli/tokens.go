@@ -111,8 +111,8 @@ so a lost secret is revoked and made again. An admin token has no scope.`,
 func newTokensRevoke(e *env) command {
 	var at instant
 	return command{
-		use:   "revoke ID",
-		short: "Revoke a token: every request and page session with it is refused from now on",
+		use:     "revoke ID",
+		short:   "Revoke a token: every request and page session with it is refused from now on",
 		example: `  herald tokens revoke tok_3f9a1c0e5b7d2a48`,
 		args: func(args []string) error {
 			if len(args) != 1 || args[0] == "" {
