@@ -394,7 +394,7 @@ func (p *Page) authed(need string, next http.HandlerFunc) http.HandlerFunc {
 		if ok {
 			r = withSession(r.WithContext(operator.WithToken(r.Context(), tok)), s)
 			if err := operator.Allowed(tok, need); err != nil {
-				if need == needOverview && read(r) && operator.Allowed(tok, needRegistrations) == nil {
+				if r.URL.Path == Prefix && read(r) && operator.Allowed(tok, needRegistrations) == nil {
 					http.Redirect(w, r, Prefix+"registrations", http.StatusSeeOther) // a tenant's first view
 					return
 				}
