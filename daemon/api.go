@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -32,13 +33,14 @@ func (d *Daemon) APIHandler() http.Handler {
 			h.ServeHTTP(w, r)
 		})
 	}
-	return guard(mux, d.gate(d.opts.APIToken, operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"}), "herald api", "HERALD_API_TOKEN")
+	return guard(mux, d.gate(d.opts.APIToken, operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"},
+		operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}), "herald api", "HERALD_API_TOKEN")
 }
 
 // apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
 // checks the document against them.
 func (d *Daemon) apiRoutes() map[string]endpoint {
-	return map[string]endpoint{
+	routes := map[string]endpoint{
 		"GET /v1/openapi.json":   func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
 		"POST /v1/records":       endpoint(d.postRecords),
 		"GET /v1/records/status": endpoint(d.recordStatus),
@@ -54,6 +56,8 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
 		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
 	}
+	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
+	return routes
 }
 
 // appendRequest is the body of POST /v1/records.
@@ -353,7 +357,9 @@ func adminHandler(store operator.Store, tokens store.TokenStore, g gate, now fun
 	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k push.Key, toSeq uint64) error {
 		return scope(r, store).Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
-	tokenRoutes(mux, tokens, now)
+	for pattern, e := range tokenRoutes(tokens, now) {
+		mux.Handle(pattern, e)
+	}
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 

@@ -16,10 +16,10 @@ type tokenRequest struct {
 	Scope []string `json:"scope"`
 }
 
-// tokenRoutes serves the admin API's tokens: list, create (the secret is
-// in that answer only), revoke.
-func tokenRoutes(mux *http.ServeMux, tokens store.TokenStore, now func() time.Time) {
-	mux.Handle("GET /v1/tokens", endpoint(func(r *http.Request) (any, error) {
+// tokenRoutes are the routes of tokens, on both addresses: list, create
+// (the secret is in that answer only), revoke.
+func tokenRoutes(tokens store.TokenStore, now func() time.Time) map[string]endpoint {
+	return map[string]endpoint{"GET /v1/tokens": func(r *http.Request) (any, error) {
 		if r.URL.RawQuery != "" {
 			return nil, journal.Invalid("query", "is not read: GET /v1/tokens takes no parameters")
 		}
@@ -29,8 +29,7 @@ func tokenRoutes(mux *http.ServeMux, tokens store.TokenStore, now func() time.Ti
 			out[i] = operator.ViewToken(t)
 		}
 		return out, err
-	}))
-	mux.Handle("POST /v1/tokens", endpoint(func(r *http.Request) (any, error) {
+	}, "POST /v1/tokens": func(r *http.Request) (any, error) {
 		var req tokenRequest
 		if err := decodeBody(r, &req); err != nil {
 			return nil, err
@@ -40,8 +39,7 @@ func tokenRoutes(mux *http.ServeMux, tokens store.TokenStore, now func() time.Ti
 			return nil, err
 		}
 		return withStatus{http.StatusCreated, ct}, nil
-	}))
-	mux.Handle("POST /v1/token/revoke", endpoint(func(r *http.Request) (any, error) {
+	}, "POST /v1/token/revoke": func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one token: /v1/token/revoke?id=…", "id")
 		if err == nil && q.Get("id") == "" {
 			err = journal.Invalid("query", "id is a required query parameter (/v1/token/revoke?id=tok_…)")
@@ -51,5 +49,5 @@ func tokenRoutes(mux *http.ServeMux, tokens store.TokenStore, now func() time.Ti
 		}
 		t, err := tokens.RevokeToken(r.Context(), q.Get("id"), now())
 		return operator.ViewToken(t), err
-	}))
+	}}
 }
