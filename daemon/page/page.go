@@ -432,7 +432,6 @@ const (
 	needRegistrations = "page: registrations, registration, record"
 	needActions       = "page: unpark, skip, rewind"
 	needResetHost     = "page: reset-host"
-	needTokens        = "page: tokens"
 )
 
 // routes are the page's routes, by mux pattern.

@@ -1,12 +1,14 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -54,7 +56,6 @@ var Access = map[string]Need{
 	"page: overview, hosts":                     {store.RoleReader, false},
 	"page: unpark, skip, rewind":                {store.RoleOperator, true},
 	"page: reset-host":                          {store.RoleOperator, false},
-	"page: tokens":                              {store.RoleAdmin, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
@@ -76,23 +77,20 @@ func Allowed(tok store.Token, pattern string) error {
 // ErrForbidden: the token is valid but may not do this (HTTP 403).
 var ErrForbidden = errors.New("forbidden")
 
-// AccessTable is Access as README's Markdown table, one row per route.
+// AccessTable is Access as README's Markdown table, one row per route,
+// by least role, then route.
 func AccessTable() string {
+	routes := slices.SortedFunc(maps.Keys(Access), func(a, b string) int {
+		return cmp.Or(cmp.Compare(slices.Index(store.Roles, Access[a].Role), slices.Index(store.Roles, Access[b].Role)), strings.Compare(a, b))
+	})
 	var b strings.Builder
 	b.WriteString("| route or page action | least role | a scoped token |\n|---|---|---|\n")
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range Access {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
-		n := Access[p]
+	for _, p := range routes {
 		scoped := "on its streams"
-		if !n.Scoped {
-			scoped = "no"
+		if !Access[p].Scoped {
+			scoped = "no (every tenant's)"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p, n.Role, scoped)
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p, Access[p].Role, scoped)
 	}
 	return b.String()
 }
