@@ -432,6 +432,7 @@ const (
 	needRegistrations = "page: registrations, registration, record"
 	needActions       = "page: unpark, skip, rewind"
 	needResetHost     = "page: reset-host"
+	needTokens        = "page: tokens (list, create, revoke)"
 )
 
 // routes are the page's routes, by mux pattern.
@@ -443,6 +444,8 @@ func (p *Page) routes() map[string]http.HandlerFunc {
 		"GET " + pre + "/registration":  p.authed(needRegistrations, p.registration),
 		"GET " + pre + "/hosts":         p.authed(needOverview, p.hosts),
 		"GET " + pre + "/record":        p.authed(needRegistrations, p.record),
+		"GET " + pre + "/tokens":        p.authed(needTokens, p.tokens),
+		"POST " + pre + "/tokens":       p.authed(needTokens, p.csrf(p.createToken)),
 		"GET " + pre + "/confirm":       p.authed(needRegistrations, p.confirm), // and the action's own need
 		"POST " + pre + "/action":       p.authed(needRegistrations, p.csrf(p.action)),
 		"GET " + pre + "/login":         p.loginForm,

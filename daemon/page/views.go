@@ -98,10 +98,11 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 // done is what the registration view says after an action: fixed text, so
 // nothing in the address is echoed.
 var done = map[string]string{
-	"unpark":     "Unparked: due now at its cursor, with its attempts reset.",
-	"skip":       "Skipped: the cursor moved forward; evidence written.",
-	"rewind":     "Rewound: the cursor moved; the next sweeps send those records again.",
-	"reset-host": "Host reset: up, and its held registrations released.",
+	"unpark":       "Unparked: due now at its cursor, with its attempts reset.",
+	"skip":         "Skipped: the cursor moved forward; evidence written.",
+	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
+	"reset-host":   "Host reset: up, and its held registrations released.",
+	"revoke-token": "Token revoked: its requests and page sessions are refused from now on.",
 }
 
 func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
@@ -170,8 +171,13 @@ func parseAct(v url.Values) (act, error) {
 		var err error
 		a.Host, err = operator.HostArg(a.Host)
 		return a, err
+	case "revoke-token":
+		if a.ID == "" {
+			return a, journal.Invalid("id", "is required for revoke-token")
+		}
+		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, skip, rewind or reset-host", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, skip, rewind, reset-host or revoke-token", a.Action)
 	}
 	if a.Action == "skip" || a.Action == "rewind" {
 		s := v.Get("to_seq")
@@ -194,9 +200,9 @@ func allowedAct(r *http.Request, v url.Values) (act, error) {
 	if err != nil {
 		return a, err
 	}
-	need := needActions
-	if a.Action == "reset-host" {
-		need = needResetHost
+	need := map[string]string{"reset-host": needResetHost, "revoke-token": needTokens}[a.Action]
+	if need == "" {
+		need = needActions
 	}
 	return a, operator.Allowed(operator.TokenOf(r.Context()), need)
 }
@@ -208,7 +214,7 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"Title": "Confirm", "A": a}
-	if a.Action != "reset-host" {
+	if a.Stream != "" {
 		v, err := operator.Registration(r.Context(), p.scoped(r), a.Stream, a.ID)
 		// Refuse at once what the store will refuse, by its rules.
 		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
@@ -242,6 +248,8 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		err = p.scoped(r).Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
 	case "reset-host":
 		_, err = p.store.ResetHost(ctx, a.Host, at)
+	case "revoke-token":
+		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}
 	if err != nil {
 		if errors.Is(err, journal.ErrInvalid) || errors.Is(err, journal.ErrNotFound) {
@@ -250,11 +258,61 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
-	if a.Action == "reset-host" {
+	switch a.Action {
+	case "reset-host":
 		http.Redirect(w, r, Prefix+"hosts?done=reset-host", http.StatusSeeOther)
+		return
+	case "revoke-token":
+		http.Redirect(w, r, Prefix+"tokens?done=revoke-token", http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
+}
+
+// tokens lists the tokens, with the form that makes one.
+func (p *Page) tokens(w http.ResponseWriter, r *http.Request) {
+	p.renderTokens(w, r, http.StatusOK, map[string]any{"Done": done[r.URL.Query().Get("done")]})
+}
+
+func (p *Page) renderTokens(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
+	ts, err := p.store.Tokens(r.Context())
+	if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
+	views := make([]operator.TokenView, len(ts))
+	for i, t := range ts {
+		views[i] = operator.ViewToken(t)
+	}
+	data["Title"], data["Tokens"], data["Roles"] = "Tokens", views, store.Roles
+	for k, v := range map[string]string{"Name": "", "Role": string(store.RoleReader), "Scope": ""} {
+		if _, ok := data[k]; !ok {
+			data[k] = v
+		}
+	}
+	p.render(w, r, code, "tokens", data)
+}
+
+// createToken makes a token from the form (name, role, scope: one prefix
+// a line) and shows its secret, this once, in the answer (never in an
+// address).
+func (p *Page) createToken(w http.ResponseWriter, r *http.Request) {
+	var scope []string
+	for _, line := range strings.Split(r.PostForm.Get("scope"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			scope = append(scope, line)
+		}
+	}
+	ct, err := operator.CreateToken(r.Context(), p.store, r.PostForm.Get("name"), r.PostForm.Get("role"), scope, p.now())
+	if err != nil && operator.HTTPStatus(err) == http.StatusBadRequest {
+		p.renderTokens(w, r, http.StatusBadRequest, map[string]any{"Error": err.Error(),
+			"Name": r.PostForm.Get("name"), "Role": r.PostForm.Get("role"), "Scope": r.PostForm.Get("scope")})
+		return
+	} else if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
+	p.renderTokens(w, r, http.StatusCreated, map[string]any{"Created": ct})
 }
 
 // ago says how long before now t was, roughly ("3m", "2h", "5d"), or "in

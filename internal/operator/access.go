@@ -56,6 +56,7 @@ var Access = map[string]Need{
 	"page: overview, hosts":                     {store.RoleReader, false},
 	"page: unpark, skip, rewind":                {store.RoleOperator, true},
 	"page: reset-host":                          {store.RoleOperator, false},
+	"page: tokens (list, create, revoke)":       {store.RoleAdmin, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
