@@ -215,6 +215,18 @@ func TestScopedTokenListsOnlyItsStreams(t *testing.T) {
 	require.True(t, st.Parked, "their registration is still parked")
 }
 
+// TestScopedProducerIsNotToldWhereATakenIDIs: record ids are one
+// namespace; appending another tenant's id is a 409 that names no stream.
+func TestScopedProducerIsNotToldWhereATakenIDIs(t *testing.T) {
+	s := tenantsStore(t)
+	_, api := tenantServers(t, s)
+	tok := tokenIn(t, s, store.RoleProducer, "tenant/42/")
+	code, body := call(t, api, "POST", "/v1/records", "application/json", tok,
+		fmt.Sprintf(`{"stream":%q,"records":[{"id":%q,"kind":"k","payload":{}}]}`, ours, theirs+"#1"))
+	require.Equal(t, http.StatusConflict, code, body)
+	require.NotContains(t, strings.ReplaceAll(errorOf(t, body), theirs+"#1", ""), "tenant/420", "the id is named, its stream is not")
+}
+
 func mustCall(t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) string {
 	t.Helper()
 	code, body := adminCall(t, srv, method, path, token, q)

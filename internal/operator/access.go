@@ -209,7 +209,12 @@ func (s scoped) Append(ctx context.Context, stream string, es ...journal.Entry) 
 	if !s.tok.Sees(stream) {
 		return nil, fmt.Errorf("stream %q: %w", stream, journal.ErrNotFound)
 	}
-	return s.Store.Append(ctx, stream, es...)
+	recs, err := s.Store.Append(ctx, stream, es...)
+	if ce, ok := errors.AsType[*journal.ConflictError](err); ok && !s.tok.Sees(ce.Stream) {
+		// Ids are one namespace for every stream: say it is taken, not where.
+		return nil, fmt.Errorf("record id %q is taken by another record: %w", ce.ID, journal.ErrConflict)
+	}
+	return recs, err
 }
 
 func (s scoped) Read(ctx context.Context, stream string, from uint64, limit, maxBytes int) ([]journal.Record, error) {
