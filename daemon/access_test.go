@@ -227,6 +227,21 @@ func TestScopedProducerIsNotToldWhereATakenIDIs(t *testing.T) {
 	require.NotContains(t, strings.ReplaceAll(errorOf(t, body), theirs+"#1", ""), "tenant/420", "the id is named, its stream is not")
 }
 
+// TestTokenCheckFailureTellsNothingOfTheStore: when the store cannot be
+// read, a stored token's request is a 503 that names no database (the
+// log does), and a static token still works.
+func TestTokenCheckFailureTellsNothingOfTheStore(t *testing.T) {
+	broken := sqliteStore(t)
+	require.NoError(t, broken.Close())
+	_, api := tenantServers(t, broken)
+	code, body := adminCall(t, api, "GET", "/v1/openapi.json", store.TokenPrefix+strings.Repeat("a", 43), nil)
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.NotContains(t, body, "herald.db")
+	require.NotContains(t, body, "sqlite")
+	code, body = adminCall(t, api, "GET", "/v1/openapi.json", testToken, nil)
+	require.Equal(t, http.StatusOK, code, body)
+}
+
 func mustCall(t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) string {
 	t.Helper()
 	code, body := adminCall(t, srv, method, path, token, q)

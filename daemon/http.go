@@ -118,7 +118,11 @@ func guard(mux *http.ServeMux, g gate, realm, envVar string) http.Handler {
 				unauthorized(w, realm, envVar)
 				return
 			} else if err != nil {
-				refuse(w, http.StatusServiceUnavailable, "the token cannot be checked now: %v", err)
+				// The store's error names the database: for the log only.
+				if g.auth.Log != nil {
+					g.auth.Log.Error("herald: cannot check a token", "to", realm, "err", err)
+				}
+				refuse(w, http.StatusServiceUnavailable, "the token cannot be checked now: the store does not answer (the daemon's log says why)")
 				return
 			}
 			tok = t

@@ -523,7 +523,8 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN), nor a token made by herald tokens create and not revoked."})
 		return
 	} else if err != nil {
-		p.failErr(w, r, err)
+		p.log.Error("herald page: cannot check a token", "err", err) // it names the database: not for a visitor
+		p.fail(w, r, http.StatusServiceUnavailable, "The token cannot be checked now: the store does not answer (the daemon's log says why).")
 		return
 	}
 	if err := operator.Allowed(tok, needRegistrations); err != nil {
