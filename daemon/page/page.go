@@ -291,9 +291,13 @@ func (p *Page) readSession(r *http.Request) (session, bool) {
 }
 
 // maxSessions bounds the logged-in sessions held: each login adds one,
-// for sessionTTL; past it the oldest is ended. Logins need the token, so
-// only an operator fills it, at about 48 bytes a session.
-const maxSessions = 10000
+// for sessionTTL; past it the oldest is ended, at about 80 bytes a
+// session. maxSessionsPerToken bounds one token's, so that a tenant logging
+// in again and again ends only its own oldest sessions, never another's.
+const (
+	maxSessions         = 10000
+	maxSessionsPerToken = 100
+)
 
 // sessions are the logged-in sessions by nonce.
 type sessions struct {
@@ -316,24 +320,35 @@ func (ss *sessions) live(nonce [16]byte, now time.Time) (held, bool) {
 	return h, ok && now.Sub(h.issued) <= sessionTTL
 }
 
-// add holds a logged-in session, ending expired ones, and the oldest when
+// add holds a logged-in session, ending expired ones, and the token's
+// oldest when it holds maxSessionsPerToken, or else the oldest of all when
 // maxSessions are held.
 func (ss *sessions) add(nonce [16]byte, h held) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.byID) >= maxSessions {
-		var oldest [16]byte
-		first := true
-		for n, o := range ss.byID {
-			if h.issued.Sub(o.issued) > sessionTTL {
-				delete(ss.byID, n)
-			} else if first || o.issued.Before(ss.byID[oldest].issued) {
-				oldest, first = n, false
+	var oldest, oldestOwn [16]byte
+	all, own := 0, 0
+	for id, o := range ss.byID {
+		if h.issued.Sub(o.issued) > sessionTTL {
+			delete(ss.byID, id)
+			continue
+		}
+		if all == 0 || o.issued.Before(ss.byID[oldest].issued) {
+			oldest = id
+		}
+		all++
+		if o.hash == h.hash {
+			if own == 0 || o.issued.Before(ss.byID[oldestOwn].issued) {
+				oldestOwn = id
 			}
+			own++
 		}
-		if len(ss.byID) >= maxSessions {
-			delete(ss.byID, oldest)
-		}
+	}
+	switch {
+	case own >= maxSessionsPerToken:
+		delete(ss.byID, oldestOwn)
+	case all >= maxSessions:
+		delete(ss.byID, oldest)
 	}
 	ss.byID[nonce] = h
 }
