@@ -44,9 +44,9 @@ func tenantsStore(t *testing.T) *memory.Store {
 		}
 		_, err := s.Register(ctx, push.Registration{Stream: stream, ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks"})
 		require.NoError(t, err)
-		batch, err := s.Due(ctx, push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+		batch, err := s.Due(ctx, store.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
-		require.NoError(t, s.Park(ctx, batch.Registrations[0].Claim(), 2, push.Evidence{At: t0, Event: push.EventParked, Status: 410}))
+		require.NoError(t, s.Park(ctx, batch.Registrations[0].Claim(), 2, store.Evidence{At: t0, Event: store.EventParked, Status: 410}))
 	}
 	return s
 }
@@ -62,7 +62,7 @@ func tokenIn(t *testing.T, s store.TokenStore, role store.Role, scope ...string)
 
 // tenantServers serve the admin API (with the admin token testToken) and
 // the HTTP API of a daemon on s.
-func tenantServers(t *testing.T, s Store) (admin, api *httptest.Server) {
+func tenantServers(t *testing.T, s store.Backend) (admin, api *httptest.Server) {
 	t.Helper()
 	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
 		AdminToken: testToken, APIToken: "5a1e0c9d7f3b2846e1d0c9b8a7f6e5d4", Now: func() time.Time { return t0.Add(time.Hour) },
@@ -166,9 +166,9 @@ func snapshot(t *testing.T, s *memory.Store, stream string) string {
 	t.Helper()
 	recs, err := s.Read(t.Context(), stream, 1, 100, 0)
 	require.NoError(t, err)
-	regs, err := s.List(t.Context(), push.ListQuery{Stream: stream})
+	regs, err := s.List(t.Context(), store.ListQuery{Stream: stream})
 	require.NoError(t, err)
-	var evs [][]push.Evidence
+	var evs [][]store.Evidence
 	for _, r := range regs {
 		ev, err := s.Evidence(t.Context(), r.Stream, r.ID, 0)
 		require.NoError(t, err)

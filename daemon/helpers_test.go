@@ -77,8 +77,8 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 
 // adminServer serves the admin API on s with token and the clock at now,
 // until the test ends.
-func adminServer(t *testing.T, s Store, token string, now time.Time) *httptest.Server {
-	srv := httptest.NewServer(adminHandler(s, s, adminGate(s, token, now), func() time.Time { return now }, func(string) {}))
+func adminServer(t *testing.T, s store.Backend, token string, now time.Time) *httptest.Server {
+	srv := httptest.NewServer(adminHandler(s, adminGate(s, token, now), func() time.Time { return now }, func(string) {}))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -80,10 +80,10 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Register(t.Context(), push.Registration{Stream: "held/1", ID: "p", Namespace: "webhook", URL: "https://h.example/"})
 	require.NoError(t, err)
-	held, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	held, err := s.Due(t.Context(), store.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
-	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
+	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, store.Evidence{At: t0, Event: store.EventParked, Seq: 1, Status: 410}))
 	// testToken is HERALD_API_TOKEN, an operator; admin HERALD_ADMIN_TOKEN.
 	const admin = "5a1e0c9d7f3b2846e1d0c9b8a7f6e5d4"
 	sd, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,

@@ -10,13 +10,12 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/store"
 )
 
 // tenantToken stores a token of role scoped to "orders/2" (the seed's
 // cloudevents stream) in s and returns its secret and id.
-func tenantToken(t *testing.T, s page.Store, role store.Role, scope ...string) (string, string) {
+func tenantToken(t *testing.T, s store.Backend, role store.Role, scope ...string) (string, string) {
 	t.Helper()
 	secret, tok, err := store.MintToken("tenant 2", role, scope, seedT0)
 	require.NoError(t, err)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -187,7 +186,7 @@ func TokenOf(ctx context.Context) store.Token {
 // did not exist (journal.ErrNotFound, left out of lists, an empty stream),
 // so that a tenant learns nothing of another's. What is not about a stream
 // (hosts, Stats) is left to Access to refuse.
-func Scoped(s Store, tok store.Token) Store {
+func Scoped(s store.Backend, tok store.Token) store.Backend {
 	if len(tok.Scope) == 0 {
 		return s
 	}
@@ -195,21 +194,21 @@ func Scoped(s Store, tok store.Token) Store {
 }
 
 type scoped struct {
-	Store
+	store.Backend
 	tok store.Token
 }
 
 // Unseen is the error of a registration out of a token's scope: the
 // store's for one that does not exist.
 func Unseen(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
+	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
 }
 
 func (s scoped) Append(ctx context.Context, stream string, es ...journal.Entry) ([]journal.Record, error) {
 	if !s.tok.Sees(stream) {
 		return nil, fmt.Errorf("stream %q: %w", stream, journal.ErrNotFound)
 	}
-	recs, err := s.Store.Append(ctx, stream, es...)
+	recs, err := s.Backend.Append(ctx, stream, es...)
 	if ce, ok := errors.AsType[*journal.ConflictError](err); ok && !s.tok.Sees(ce.Stream) {
 		// Ids are one namespace for every stream: say it is taken, not where.
 		return nil, fmt.Errorf("record id %q is taken by another record: %w", ce.ID, journal.ErrConflict)
@@ -221,18 +220,18 @@ func (s scoped) Read(ctx context.Context, stream string, from uint64, limit, max
 	if !s.tok.Sees(stream) {
 		return []journal.Record{}, journal.ValidateRead(stream, from, limit, maxBytes)
 	}
-	return s.Store.Read(ctx, stream, from, limit, maxBytes)
+	return s.Backend.Read(ctx, stream, from, limit, maxBytes)
 }
 
 func (s scoped) Head(ctx context.Context, stream string) (uint64, error) {
 	if !s.tok.Sees(stream) {
 		return 0, journal.ValidateStream(stream)
 	}
-	return s.Store.Head(ctx, stream)
+	return s.Backend.Head(ctx, stream)
 }
 
 func (s scoped) Lookup(ctx context.Context, id string) (journal.Record, error) {
-	rec, err := s.Store.Lookup(ctx, id)
+	rec, err := s.Backend.Lookup(ctx, id)
 	if ue, ok := errors.AsType[*journal.UnnumberedError](err); ok {
 		rec = ue.Record
 	}
@@ -242,77 +241,92 @@ func (s scoped) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	return rec, err
 }
 
-func (s scoped) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
+func (s scoped) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if !s.tok.Sees(r.Stream) {
-		return push.Registration{}, Unseen(r.Stream, r.ID)
+		return store.Registration{}, Unseen(r.Stream, r.ID)
 	}
-	return s.Store.Register(ctx, r)
+	return s.Backend.Register(ctx, r)
 }
 
 func (s scoped) Unregister(ctx context.Context, stream, id string) error {
 	if !s.tok.Sees(stream) {
 		return Unseen(stream, id)
 	}
-	return s.Store.Unregister(ctx, stream, id)
+	return s.Backend.Unregister(ctx, stream, id)
 }
 
-func (s scoped) Get(ctx context.Context, stream, id string) (push.Status, error) {
+func (s scoped) Get(ctx context.Context, stream, id string) (store.Status, error) {
 	if !s.tok.Sees(stream) {
-		return push.Status{}, Unseen(stream, id)
+		return store.Status{}, Unseen(stream, id)
 	}
-	return s.Store.Get(ctx, stream, id)
+	return s.Backend.Get(ctx, stream, id)
 }
 
 func (s scoped) Unpark(ctx context.Context, stream, id string, at time.Time) error {
 	if !s.tok.Sees(stream) {
 		return Unseen(stream, id)
 	}
-	return s.Store.Unpark(ctx, stream, id, at)
+	return s.Backend.Unpark(ctx, stream, id, at)
 }
 
 func (s scoped) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	if !s.tok.Sees(stream) {
 		return Unseen(stream, id)
 	}
-	return s.Store.Skip(ctx, stream, id, toSeq, at, reason)
+	return s.Backend.Skip(ctx, stream, id, toSeq, at, reason)
 }
 
 func (s scoped) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	if !s.tok.Sees(stream) {
 		return Unseen(stream, id)
 	}
-	return s.Store.Rewind(ctx, stream, id, toSeq, at)
+	return s.Backend.Rewind(ctx, stream, id, toSeq, at)
 }
 
-func (s scoped) Evidence(ctx context.Context, stream, id string, limit int) ([]push.Evidence, error) {
+func (s scoped) Evidence(ctx context.Context, stream, id string, limit int) ([]store.Evidence, error) {
 	if !s.tok.Sees(stream) {
 		return nil, Unseen(stream, id)
 	}
-	return s.Store.Evidence(ctx, stream, id, limit)
+	return s.Backend.Evidence(ctx, stream, id, limit)
+}
+
+// Streams lists the streams q matches within the scope: one out of it is
+// as one that does not exist (FindRecord tells of pruned records by it).
+func (s scoped) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
+	if q.Stream != "" && !s.tok.Sees(q.Stream) {
+		return []store.StreamInfo{}, nil
+	}
+	infos, err := s.Backend.Streams(ctx, q)
+	return slices.DeleteFunc(infos, func(i store.StreamInfo) bool { return !s.tok.Sees(i.Stream) }), err
+}
+
+// Prune is every tenant's: a scoped token may not.
+func (s scoped) Prune(ctx context.Context, q store.PruneQuery) (store.PruneReport, error) {
+	return store.PruneReport{}, fmt.Errorf("%w: pruning is about every tenant's streams", ErrForbidden)
 }
 
 // List lists what q matches within the scope: for each of its prefixes,
 // in key order, from the first key under it, until a stream outside it.
-func (s scoped) List(ctx context.Context, q push.ListQuery) ([]push.Status, error) {
-	limit, err := push.ListLimit(q.Limit)
+func (s scoped) List(ctx context.Context, q store.ListQuery) ([]store.Status, error) {
+	limit, err := store.ListLimit(q.Limit)
 	if err != nil {
 		return nil, err
 	}
 	if q.Stream != "" {
 		if !s.tok.Sees(q.Stream) {
-			return []push.Status{}, nil
+			return []store.Status{}, nil
 		}
-		return s.Store.List(ctx, q)
+		return s.Backend.List(ctx, q)
 	}
-	var out []push.Status
+	var out []store.Status
 	for _, p := range prefixes(s.tok.Scope) {
 		pq := q
-		if store.CompareKeys(pq.After, push.Key{Stream: p}) < 0 {
-			pq.After = push.Key{Stream: p}
+		if store.CompareKeys(pq.After, store.Key{Stream: p}) < 0 {
+			pq.After = store.Key{Stream: p}
 		}
 		for len(out) < limit {
 			pq.Limit = limit - len(out)
-			page, err := s.Store.List(ctx, pq)
+			page, err := s.Backend.List(ctx, pq)
 			if err != nil {
 				return nil, err
 			}

@@ -41,9 +41,9 @@ func TestScopedListPagesThroughItsPrefixes(t *testing.T) {
 	scoped := operator.Scoped(s, tok)
 	for limit := 1; limit <= len(want)+1; limit++ {
 		var got []string
-		after := push.Key{}
+		after := store.Key{}
 		for {
-			page, err := scoped.List(t.Context(), push.ListQuery{After: after, Limit: limit})
+			page, err := scoped.List(t.Context(), store.ListQuery{After: after, Limit: limit})
 			require.NoError(t, err)
 			for _, st := range page {
 				got = append(got, st.Stream+" "+st.ID)
@@ -55,7 +55,7 @@ func TestScopedListPagesThroughItsPrefixes(t *testing.T) {
 		}
 		require.Equal(t, want, got, "limit %d", limit)
 	}
-	none, err := operator.Scoped(s, store.Token{Scope: []string{"v/"}}).List(t.Context(), push.ListQuery{})
+	none, err := operator.Scoped(s, store.Token{Scope: []string{"v/"}}).List(t.Context(), store.ListQuery{})
 	require.NoError(t, err)
 	require.Empty(t, none)
 }
