@@ -36,6 +36,7 @@ type Backend interface {
 	Store
 	Retention
 	Subscriber
+	TokenStore
 }
 
 // Errors of opening or migrating a database, wrapped with the versions

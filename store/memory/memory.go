@@ -31,6 +31,7 @@ type Store struct {
 	evidence map[store.Key][]store.Evidence
 	hosts    map[string]store.Host
 	subs     map[store.Key]*store.Subscription // by (prefix, id)
+	tokens   tokens
 }
 
 type stream struct {
