@@ -54,6 +54,32 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 			return withStatus{code: http.StatusNoContent}, scope(r, d.store).Unregister(r.Context(), k.Stream, k.ID)
 		}),
+		"POST /v1/subscriptions": endpoint(d.postSubscription),
+		"GET /v1/subscriptions": endpoint(func(r *http.Request) (any, error) {
+			q, err := strictQuery(r, "every subscription is listed; ?stream_prefix=… only one prefix's", "stream_prefix", "streams")
+			if err != nil {
+				return nil, err
+			}
+			streams := q.Get("streams")
+			if streams != "" && streams != "true" && streams != "false" {
+				return nil, journal.Invalid("streams", "%q must be true or false", streams)
+			}
+			return operator.Subscriptions(r.Context(), scope(r, d.store), q.Get("stream_prefix"), streams == "true")
+		}),
+		"DELETE /v1/subscription": endpoint(func(r *http.Request) (any, error) {
+			q, err := strictQuery(r, "a subscription is named by ?stream_prefix=…&id=…", "stream_prefix", "id")
+			if err != nil {
+				return nil, err
+			}
+			if q.Get("stream_prefix") == "" || q.Get("id") == "" {
+				return nil, journal.Invalid("query", "stream_prefix and id are required query parameters (%s?stream_prefix=…&id=…)", r.URL.Path)
+			}
+			n, err := scope(r, d.store).Unsubscribe(r.Context(), q.Get("stream_prefix"), q.Get("id"))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]int{"registrations_removed": n}, nil
+		}),
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
 		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
 	}
@@ -239,6 +265,66 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		warnings = append(warnings, note)
 	}
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
+}
+
+// subscriptionRequest is the body of POST /v1/subscriptions: a
+// registration's fields with stream_prefix and from instead of stream and
+// from_seq.
+type subscriptionRequest struct {
+	StreamPrefix string          `json:"stream_prefix"`
+	ID           string          `json:"id"`
+	Namespace    string          `json:"namespace"`
+	URL          string          `json:"url"`
+	OnRejected   string          `json:"on_4xx"`
+	Kinds        []string        `json:"kinds"`
+	Window       *int            `json:"window"`
+	RetainMax    string          `json:"retain_max"`
+	From         string          `json:"from"`
+	Config       json.RawMessage `json:"config"`
+}
+
+func (d *Daemon) postSubscription(r *http.Request) (any, error) {
+	var req subscriptionRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	wk := d.byNS[req.Namespace]
+	if wk == nil {
+		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served, ", "))
+	}
+	sub := store.Subscription{Prefix: req.StreamPrefix, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds,
+		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
+	switch req.From {
+	case "", "start":
+	case "head":
+		sub.FromHead = true
+	default:
+		return nil, journal.Invalid("from", "%q must be start or head", req.From)
+	}
+	if req.Window != nil {
+		if *req.Window == 0 {
+			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", store.MaxWindow)
+		}
+		sub.Window = *req.Window
+	}
+	if req.RetainMax != "" {
+		var err error
+		if sub.RetainMax, err = operator.ParseSpan("retain_max", req.RetainMax); err != nil {
+			return nil, err
+		}
+	}
+	if err := sub.Validate(); err != nil {
+		return nil, apiFields(err)
+	}
+	if err := wk.Check(sub.Template(sub.Prefix + "x")); err != nil {
+		return nil, apiFields(err)
+	}
+	st, err := scope(r, d.store).Subscribe(r.Context(), sub)
+	if err != nil {
+		return nil, apiFields(err)
+	}
+	wk.Wake()
+	return withStatus{http.StatusOK, operator.SubscriptionViewOf(st)}, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.

@@ -745,3 +745,52 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	require.Equal(t, "01", first.parent[53:], "the sampled flag kept")
 	require.Equal(t, "rojo=00f067aa0ba902b7", first.state)
 }
+
+// POST /v1/subscriptions follows the streams under a prefix, existing and
+// future; GET lists it as one with its streams' cursors on request; DELETE
+// removes every registration it made; bad prefixes are a 400 naming the
+// field, storing nothing.
+func TestAPISubscriptionByStreamPrefix(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	_, err := s.Append(t.Context(), "tenant/42/orders", journal.Entry{ID: "o1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	body := func(prefix, extra string) string {
+		return `{"stream_prefix": "` + prefix + `", "id": "t42", "namespace": "webhook", "url": "https://t42.example/", ` + extra +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, bad := range []string{body("tenant/42", ""), body("herald/", ""), body("tenant/42/", `"from": "middle",`), body("tenant/42/", `"stream": "x",`)} {
+		code, got := post(t, srv, "/v1/subscriptions", bad)
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, got)
+	}
+	list, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, list, "refusals store nothing")
+
+	code, got := post(t, srv, "/v1/subscriptions", body("tenant/42/", `"from": "head",`))
+	require.Equal(t, http.StatusOK, code, got)
+	var v operator.SubscriptionView
+	require.NoError(t, json.Unmarshal([]byte(got), &v))
+	require.Equal(t, []any{"tenant/42/", "t42", "head", 1}, []any{v.Prefix, v.ID, v.From, v.Streams})
+	_, err = s.Append(t.Context(), "tenant/42/invoices", journal.Entry{ID: "i1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+
+	code, got = call(t, srv, http.MethodGet, "/v1/subscriptions?streams=true", "", "", "")
+	require.Equal(t, http.StatusOK, code, got)
+	var vs []operator.SubscriptionView
+	require.NoError(t, json.Unmarshal([]byte(got), &vs))
+	require.Len(t, vs, 1)
+	require.Equal(t, 2, vs[0].Streams)
+	cursors := map[string]uint64{}
+	for _, r := range vs[0].Registrations {
+		cursors[r.Stream] = r.NextSeq
+		require.Equal(t, "tenant/42/", r.Subscription)
+	}
+	require.Equal(t, map[string]uint64{"tenant/42/orders": 2, "tenant/42/invoices": 1}, cursors)
+
+	code, got = call(t, srv, http.MethodDelete, "/v1/subscription?stream_prefix=tenant/42/&id=t42", "", "", "")
+	require.Equal(t, http.StatusOK, code, got)
+	require.JSONEq(t, `{"registrations_removed": 2}`, got)
+	code, got = call(t, srv, http.MethodDelete, "/v1/subscription?stream_prefix=tenant/42/&id=t42", "", "", "")
+	require.Equal(t, http.StatusNotFound, code, got)
+}

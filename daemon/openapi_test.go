@@ -97,6 +97,11 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	srv2 := httptest.NewServer(sd2.APIHandler())
 	defer srv2.Close()
+	sd3, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv3 := httptest.NewServer(sd3.APIHandler()) // subscriptions', with a throttle of its own
+	defer srv3.Close()
 	producer, reader := tokenIn(t, s, store.RoleProducer), tokenIn(t, s, store.RoleReader)
 	scoped := tokenIn(t, s, store.RoleOperator, "tenant/")
 	_, revocable, err := store.MintToken("to revoke", store.RoleReader, nil, t0)
@@ -122,6 +127,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	defer guarded.Close()
 
 	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	subReq := `{"stream_prefix": "tenant/9/", "id": "t9", "namespace": "webhook", "url": "https://t9.example/", "from": "head", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
 	json := "application/json"
 	cases := []struct {
 		srv                  *httptest.Server
@@ -192,6 +198,25 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv2, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", reader, "", 403},
 		{srv2, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", reader, "", 403},
 		{srv2, "POST", "/v1/registrations/unpark", "", reader, "", 403},
+		// Subscriptions.
+		{srv3, "POST", "/v1/subscriptions", json, testToken, subReq, 200},
+		{srv3, "POST", "/v1/subscriptions", json, testToken, strings.Replace(subReq, "tenant/9/", "tenant/9", 1), 400},
+		{srv3, "POST", "/v1/subscriptions", json, testToken, strings.Replace(subReq, `"from": "head"`, `"kinds": ["`+strings.Repeat("k", MaxBody)+`"]`, 1), 413},
+		{srv3, "POST", "/v1/subscriptions", "text/plain", testToken, subReq, 415},
+		{srv3, "POST", "/v1/subscriptions", json, "", subReq, 401},
+		{srv3, "POST", "/v1/subscriptions", json, scoped, subReq, 403},
+		{failing, "POST", "/v1/subscriptions", json, testToken, subReq, 500},
+		{srv3, "GET", "/v1/subscriptions?streams=true", "", testToken, "", 200},
+		{srv3, "GET", "/v1/subscriptions?streams=maybe", "", testToken, "", 400},
+		{srv3, "GET", "/v1/subscriptions", "", "", "", 401},
+		{srv3, "GET", "/v1/subscriptions", "", producer, "", 403},
+		{failing, "GET", "/v1/subscriptions", "", testToken, "", 500},
+		{srv3, "DELETE", "/v1/subscription?stream_prefix=tenant/9/&id=t9", "", testToken, "", 200},
+		{srv3, "DELETE", "/v1/subscription?stream_prefix=tenant/9/&id=t9", "", testToken, "", 404},
+		{srv3, "DELETE", "/v1/subscription?stream_prefix=tenant/9/", "", testToken, "", 400},
+		{srv3, "DELETE", "/v1/subscription?stream_prefix=tenant/9/&id=t9", "", "", "", 401},
+		{srv3, "DELETE", "/v1/subscription?stream_prefix=tenant/9/&id=t9", "", reader, "", 403},
+		{failing, "DELETE", "/v1/subscription?stream_prefix=tenant/9/&id=t9", "", testToken, "", 500},
 		// Tokens.
 		{srv2, "GET", "/v1/tokens", "", admin, "", 200},
 		{srv2, "GET", "/v1/tokens?role=admin", "", admin, "", 400},
@@ -289,7 +314,7 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 13, n)
+	require.Equal(t, 16, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {

@@ -82,18 +82,26 @@ func (w *Worker) Register(ctx context.Context, r store.Registration) (store.Regi
 	if r.Namespace == "" {
 		r.Namespace = w.namespace
 	}
-	if r.Namespace != w.namespace {
-		return store.Registration{}, journal.Invalid("namespace", "%q is not %q, the namespace this worker serves", r.Namespace, w.namespace)
-	}
-	if err := r.Validate(); err != nil {
+	if err := w.Check(r); err != nil {
 		return store.Registration{}, err
 	}
-	if v, ok := w.projection.(ConfigValidator); ok {
-		if err := v.ValidateConfig(r); err != nil {
-			return store.Registration{}, err
-		}
-	}
 	return w.store.Register(ctx, r)
+}
+
+// Check is Register's checks of r, storing nothing: of its namespace (this
+// worker's), Registration.Validate and the projection's ValidateConfig. A
+// subscription's template (store.Subscription.Template) is checked so.
+func (w *Worker) Check(r store.Registration) error {
+	if r.Namespace != w.namespace {
+		return journal.Invalid("namespace", "%q is not %q, the namespace this worker serves", r.Namespace, w.namespace)
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if v, ok := w.projection.(ConfigValidator); ok {
+		return v.ValidateConfig(r)
+	}
+	return nil
 }
 
 // Wake makes Run claim at once (after an append, say). It never blocks.

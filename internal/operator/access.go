@@ -47,6 +47,9 @@ var Access = map[string]Need{
 	"POST /v1/registration/skip":    {store.RoleOperator, true},
 	"POST /v1/registration/rewind":  {store.RoleOperator, true},
 	"POST /v1/hosts/reset":          {store.RoleOperator, false},
+	"GET /v1/subscriptions":         {store.RoleReader, false},
+	"POST /v1/subscriptions":        {store.RoleOperator, false},
+	"DELETE /v1/subscription":       {store.RoleOperator, false},
 	"GET /v1/tokens":                {store.RoleAdmin, false},
 	"POST /v1/tokens":               {store.RoleAdmin, false},
 	"POST /v1/token/revoke":         {store.RoleAdmin, false},
@@ -202,6 +205,28 @@ type scoped struct {
 // store's for one that does not exist.
 func Unseen(stream, id string) error {
 	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
+}
+
+// A subscription's prefix spans streams a tenant may not have yet; a
+// scoped token reaches only those within its scope (the routes need an
+// unscoped token: this is the store's own guard).
+func (s scoped) Subscribe(ctx context.Context, sub store.Subscription) (store.SubscriptionStatus, error) {
+	if !s.tok.Sees(sub.Prefix) {
+		return store.SubscriptionStatus{}, fmt.Errorf("%w: stream prefix %q is outside this token's scope", ErrForbidden, sub.Prefix)
+	}
+	return s.Backend.Subscribe(ctx, sub)
+}
+
+func (s scoped) Unsubscribe(ctx context.Context, prefix, id string) (int, error) {
+	if !s.tok.Sees(prefix) {
+		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+	}
+	return s.Backend.Unsubscribe(ctx, prefix, id)
+}
+
+func (s scoped) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
+	list, err := s.Backend.Subscriptions(ctx, prefix)
+	return slices.DeleteFunc(list, func(st store.SubscriptionStatus) bool { return !s.tok.Sees(st.Prefix) }), err
 }
 
 func (s scoped) Append(ctx context.Context, stream string, es ...journal.Entry) ([]journal.Record, error) {

@@ -34,6 +34,7 @@ type RegistrationView struct {
 	// namespace's default when RetainMaxDefault.
 	RetainMax        string    `json:"retain_max"`
 	RetainMaxDefault bool      `json:"retain_max_default,omitempty"`
+	Subscription     string    `json:"subscription,omitempty"` // the prefix of the subscription that made it
 	NextSeq          uint64    `json:"next_seq"`
 	Head             uint64    `json:"head"`
 	Lag              uint64    `json:"lag"`
@@ -86,7 +87,7 @@ func (held Held) View(s store.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1),
-		RetainMax: Span(s.RetainBound()), RetainMaxDefault: s.RetainMax == 0, NextSeq: s.NextSeq, Head: s.Head,
+		RetainMax: Span(s.RetainBound()), RetainMaxDefault: s.RetainMax == 0, Subscription: s.Subscription, NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}
