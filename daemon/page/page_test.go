@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -407,4 +408,24 @@ func TestRegistrationShowsItsRetentionBound(t *testing.T) {
 	got := cell.FindStringSubmatch(body)
 	require.NotNil(t, got, body)
 	require.True(t, strings.HasPrefix(got[1], operator.Span(store.DefaultRetainMax("webhook"))+` <span class="muted">(the namespace's default)</span>`), got[1])
+}
+
+// The registrations view lists the subscriptions by stream prefix, each as
+// one row with its stream count, and a registration one made names it; a
+// token scoped elsewhere sees none.
+func TestRegistrationsListSubscriptions(t *testing.T) {
+	s := seeded(t)
+	_, err := s.Append(t.Context(), "tenant/42/a", journal.Entry{ID: "t42-a", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = s.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/42/", ID: "t42", Namespace: "webhook", URL: "https://t42.example/"})
+	require.NoError(t, err)
+	_, srv := serve(t, s, testToken, seedView)
+	c := client(t)
+	login(t, c, srv)
+	resp, body := get(t, c, srv.URL+"/ui/registrations")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Regexp(t, `<tr><td><bdi>tenant/42/</bdi></td><td><bdi>t42</bdi></td><td>webhook</td><td>t42.example:443</td><td>start</td><td>90d</td><td class="streams">1</td></tr>`, body)
+	resp, body = get(t, c, srv.URL+"/ui/registration?stream=tenant/42/a&id=t42")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `<td id="subscription">stream prefix <bdi>tenant/42/</bdi>`)
 }

@@ -91,8 +91,14 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	if after != nil {
 		next = href("registrations", "after_stream", after.Stream, "after_id", after.ID, "stream", stream, "namespace", ns, "state", state)
 	}
+	subs, err := operator.Subscriptions(ctx, p.scoped(r), "", false)
+	if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
 	p.render(w, r, http.StatusOK, "registrations", map[string]any{
 		"Title": "Registrations", "Rows": rows, "Next": next, "Stream": stream, "Namespace": ns, "State": state, "States": states,
+		"Subscriptions": subs,
 	})
 }
 
