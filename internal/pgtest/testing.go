@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -102,7 +103,7 @@ func NewStore(tb testing.TB) *postgres.Store {
 	if _, err := postgres.MigrateUp(context.Background(), url); err != nil {
 		tb.Fatalf("pgtest: migrate up: %v", err)
 	}
-	s, err := postgres.Open(context.Background(), url)
+	s, err := postgres.Open(context.Background(), url, postgres.WithKeyring(seal.Generate()))
 	if err != nil {
 		tb.Fatalf("pgtest: open the store: %v", err)
 	}
