@@ -195,7 +195,7 @@ func (k *Keyring) Open(v, ad []byte) ([]byte, error) {
 	if aead == nil {
 		return nil, &KeyError{ID: id, Err: ErrUnknownKey}
 	}
-	sealed, err := base64.RawURLEncoding.DecodeString(string(v[len(Prefix)+len(id)+1:]))
+	sealed, err := base64.RawURLEncoding.Strict().DecodeString(string(v[len(Prefix)+len(id)+1:]))
 	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
 		return nil, &KeyError{ID: id, Err: ErrMalformed}
 	}

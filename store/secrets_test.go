@@ -1,0 +1,48 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/seal"
+	"github.com/heraldpush/herald/store"
+)
+
+func TestHoldsSecretNamesTheProjectionsSecretKeys(t *testing.T) {
+	for cfg, want := range map[string]bool{
+		`{"secrets":["whsec_x"]}`:                      true,
+		`{"source":"s","token":"t"}`:                   true,
+		`{"auth_scheme":"Bearer","credentials":"c"}`:   true,
+		`{"key_id":"k","private_key":"pem"}`:           true,
+		`{"source":"s","structured":true}`:             false,
+		`{"token":"","secrets":[],"credentials":null}`: false,
+		`not json`: true,
+	} {
+		require.Equal(t, want, store.HoldsSecret(push.Config(cfg)), cfg)
+	}
+}
+
+func TestSealerKeepsOrRefusesWithoutAKeyring(t *testing.T) {
+	k := push.Key{Stream: "s", ID: "r"}
+	secret := push.Config(`{"token":"t"}`)
+	kept, err := store.Sealer{}.SealConfig(k, secret)
+	require.NoError(t, err)
+	require.Equal(t, string(secret), string(kept), "without a keyring and not required, kept as given")
+	_, err = store.Sealer{Required: true}.SealConfig(k, secret)
+	require.ErrorIs(t, err, store.ErrNoKeyring)
+	none, err := store.Sealer{Required: true}.SealConfig(k, nil)
+	require.NoError(t, err)
+	require.Nil(t, none, "no config is stored as none")
+
+	s := store.Sealer{Keyring: seal.Generate()}
+	sealed, err := s.SealConfig(k, secret)
+	require.NoError(t, err)
+	opened, err := s.OpenConfig(k, sealed)
+	require.NoError(t, err)
+	require.Equal(t, string(secret), string(opened))
+	_, err = store.Sealer{}.OpenConfig(k, sealed)
+	require.ErrorIs(t, err, seal.ErrUnknownKey)
+	require.ErrorContains(t, err, "HERALD_KEYRING")
+}
