@@ -1,19 +1,3 @@
-// Package seal encrypts secrets at rest under an operator's keyring, so that
-// a copy of a database (a dump, a backup) shows none of them.
-//
-// A Keyring holds 256-bit keys by key id; the primary seals, every key
-// opens. A sealed value is self-describing text:
-//
-//	hs1:<key id>:<base64url, unpadded, of nonce | ciphertext | tag>
-//
-// hs1 is AES-256-GCM (NIST SP 800-38D) with a random 96-bit nonce and the
-// caller's additional data, which binds the value to where it is kept (for a
-// registration, its stream and id: AD), so that a value copied to another
-// row does not open there.
-//
-// Keys come from a key file or the environment variable HERALD_KEYRING, in
-// the same format (Parse). To rotate, add a new key as primary (Rotated),
-// re-seal every value under it (herald reseal), then drop the old key.
 package seal
 
 import (

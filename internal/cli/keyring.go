@@ -89,7 +89,8 @@ first use. PostgreSQL has no default: without a keyring it refuses a
 registration holding a secret.
 
   new           make a new key file (0600) at --keyring-file
-  rotate        add a new primary key to the key file; then herald reseal
+  rotate        add a new primary key to the key file; restart herald run
+                with it, then herald reseal
   retire ID     reseal the database (herald reseal), then drop key ID
   list          the key ids, the primary last (never the keys)
 
