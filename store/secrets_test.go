@@ -46,3 +46,17 @@ func TestSealerKeepsOrRefusesWithoutAKeyring(t *testing.T) {
 	require.ErrorIs(t, err, seal.ErrUnknownKey)
 	require.ErrorContains(t, err, "HERALD_KEYRING")
 }
+
+// BenchmarkOpenConfig is what a claim adds per registration: opening its
+// sealed config (a webhook's, 60 bytes).
+func BenchmarkOpenConfig(b *testing.B) {
+	s := store.Sealer{Keyring: seal.Generate()}
+	k := push.Key{Stream: "orders/1001", ID: "billing"}
+	sealed, err := s.SealConfig(k, push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`))
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := s.OpenConfig(k, sealed); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
