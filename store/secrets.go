@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
 )
 
@@ -36,19 +35,19 @@ type Sealer struct {
 }
 
 // configAD binds a sealed config to its registration.
-func configAD(k push.Key) []byte { return seal.AD("herald registration config", k.Stream, k.ID) }
+func configAD(k Key) []byte { return seal.AD("herald registration config", k.Stream, k.ID) }
 
 // SealConfig returns what a store keeps for registration k's config c: nil
 // for none, c sealed with a keyring, else c. It fails with ErrNoKeyring
 // when Required and c holds a secret without a keyring.
-func (s Sealer) SealConfig(k push.Key, c push.Config) ([]byte, error) {
+func (s Sealer) SealConfig(k Key, c Config) ([]byte, error) {
 	switch {
 	case len(c) == 0:
 		return nil, nil
 	case s.Keyring != nil:
 		return s.Keyring.Seal(c, configAD(k)), nil
 	case s.Required && HoldsSecret(c):
-		return nil, fmt.Errorf("register %s: %w", push.Name(k.Stream, k.ID), ErrNoKeyring)
+		return nil, fmt.Errorf("register %s: %w", Name(k.Stream, k.ID), ErrNoKeyring)
 	}
 	return []byte(c), nil
 }
@@ -57,12 +56,12 @@ func (s Sealer) SealConfig(k push.Key, c push.Config) ([]byte, error) {
 // registration k. A value sealed under a key the keyring does not hold, or
 // that does not open (changed, moved from another row), is an error naming
 // the registration and the key id.
-func (s Sealer) OpenConfig(k push.Key, stored []byte) (push.Config, error) {
+func (s Sealer) OpenConfig(k Key, stored []byte) (Config, error) {
 	if len(stored) == 0 {
 		return nil, nil
 	}
 	if !seal.IsSealed(stored) {
-		return push.Config(stored), nil // kept in clear: before a keyring, or without one
+		return Config(stored), nil // kept in clear: before a keyring, or without one
 	}
 	c, err := s.Keyring.Open(stored, configAD(k))
 	if err != nil {
@@ -70,13 +69,13 @@ func (s Sealer) OpenConfig(k push.Key, stored []byte) (push.Config, error) {
 		if errors.Is(err, seal.ErrUnknownKey) {
 			hint = " (give the keyring that holds it: --keyring-file or HERALD_KEYRING)"
 		}
-		return nil, fmt.Errorf("open the config of registration %s: %w%s", push.Name(k.Stream, k.ID), err, hint)
+		return nil, fmt.Errorf("open the config of registration %s: %w%s", Name(k.Stream, k.ID), err, hint)
 	}
 	return c, nil
 }
 
 // Open opens each status's config in place (OpenConfig).
-func (s Sealer) Open(sts []push.Status) error {
+func (s Sealer) Open(sts []Status) error {
 	for i := range sts {
 		c, err := s.OpenConfig(sts[i].Key(), sts[i].Config)
 		if err != nil {
@@ -90,7 +89,7 @@ func (s Sealer) Open(sts []push.Status) error {
 // Reseal returns registration k's stored config sealed under the primary
 // key, and whether that changed it: false for none, or one sealed under the
 // primary already. It needs a keyring.
-func (s Sealer) Reseal(k push.Key, stored []byte) ([]byte, bool, error) {
+func (s Sealer) Reseal(k Key, stored []byte) ([]byte, bool, error) {
 	if s.Keyring == nil {
 		return nil, false, ErrNoKeyring
 	}
@@ -106,7 +105,7 @@ func (s Sealer) Reseal(k push.Key, stored []byte) ([]byte, bool, error) {
 
 // HoldsSecret reports whether config c has a non-empty value under one of
 // SecretKeys.
-func HoldsSecret(c push.Config) bool {
+func HoldsSecret(c Config) bool {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(c, &obj) != nil {
 		return len(c) > 0 // not an object: assume the worst
@@ -127,13 +126,13 @@ type Resealer interface {
 	// Reseal re-seals the configs of up to limit registrations after
 	// after (in key order, CompareKeys), each not sealed under the primary
 	// key yet, a registration changed meanwhile left for the next pass.
-	Reseal(ctx context.Context, after push.Key, limit int) (ResealPage, error)
+	Reseal(ctx context.Context, after Key, limit int) (ResealPage, error)
 }
 
 // ResealPage is one page of Reseal.
 type ResealPage struct {
-	Read     int      `json:"read"`     // registrations read
-	Resealed int      `json:"resealed"` // configs sealed anew under the primary key
-	Last     push.Key `json:"last"`     // the last read: the next page's after
-	More     bool     `json:"more"`     // a page may follow
+	Read     int  `json:"read"`     // registrations read
+	Resealed int  `json:"resealed"` // configs sealed anew under the primary key
+	Last     Key  `json:"last"`     // the last read: the next page's after
+	More     bool `json:"more"`     // a page may follow
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
@@ -20,13 +19,13 @@ func TestHoldsSecretNamesTheProjectionsSecretKeys(t *testing.T) {
 		`{"token":"","secrets":[],"credentials":null}`: false,
 		`not json`: true,
 	} {
-		require.Equal(t, want, store.HoldsSecret(push.Config(cfg)), cfg)
+		require.Equal(t, want, store.HoldsSecret(store.Config(cfg)), cfg)
 	}
 }
 
 func TestSealerKeepsOrRefusesWithoutAKeyring(t *testing.T) {
-	k := push.Key{Stream: "s", ID: "r"}
-	secret := push.Config(`{"token":"t"}`)
+	k := store.Key{Stream: "s", ID: "r"}
+	secret := store.Config(`{"token":"t"}`)
 	kept, err := store.Sealer{}.SealConfig(k, secret)
 	require.NoError(t, err)
 	require.Equal(t, string(secret), string(kept), "without a keyring and not required, kept as given")
@@ -51,8 +50,8 @@ func TestSealerKeepsOrRefusesWithoutAKeyring(t *testing.T) {
 // sealed config (a webhook's, 60 bytes).
 func BenchmarkOpenConfig(b *testing.B) {
 	s := store.Sealer{Keyring: seal.Generate()}
-	k := push.Key{Stream: "orders/1001", ID: "billing"}
-	sealed, err := s.SealConfig(k, push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`))
+	k := store.Key{Stream: "orders/1001", ID: "billing"}
+	sealed, err := s.SealConfig(k, store.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`))
 	require.NoError(b, err)
 	for b.Loop() {
 		if _, err := s.OpenConfig(k, sealed); err != nil {

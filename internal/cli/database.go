@@ -24,7 +24,6 @@ import (
 
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -38,7 +37,7 @@ const defaultDatabase = "sqlite:./herald.db"
 type backend interface {
 	store.Backend
 	store.Resealer
-	push.HostStore
+	store.HostStore
 	Close() error
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
@@ -231,7 +230,7 @@ values.`,
 // logging each batch.
 func (e *env) resealAll(ctx context.Context, b backend, batch int) (resealView, error) {
 	total := resealView{Primary: e.keys.Primary()}
-	for after := (push.Key{}); ; {
+	for after := (store.Key{}); ; {
 		page, err := b.Reseal(ctx, after, batch)
 		if err != nil {
 			return total, fmt.Errorf("reseal after %d registrations read: %w", total.Read, err)

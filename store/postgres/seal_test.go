@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
@@ -31,11 +30,11 @@ func TestSealing(t *testing.T) {
 	storetest.RunSealing(t, func(t *testing.T, k *seal.Keyring) storetest.SealingStore {
 		return openSealing(t, url, k)
 	}, storetest.RawConfig{
-		Get: func(t *testing.T, k push.Key) (v []byte) {
+		Get: func(t *testing.T, k store.Key) (v []byte) {
 			require.NoError(t, raw.QueryRow(context.Background(), `SELECT config FROM herald_registration WHERE stream = $1 AND id = $2`, k.Stream, k.ID).Scan(&v))
 			return v
 		},
-		Set: func(t *testing.T, k push.Key, v []byte) {
+		Set: func(t *testing.T, k store.Key, v []byte) {
 			_, err := raw.Exec(context.Background(), `UPDATE herald_registration SET config = $1 WHERE stream = $2 AND id = $3`, v, k.Stream, k.ID)
 			require.NoError(t, err)
 		},
@@ -68,16 +67,16 @@ func TestASecretWithoutAKeyringIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := openSealing(t, migratedURL(t), nil)
 	for _, c := range storetest.Secrets {
-		_, err := s.Register(ctx, push.Registration{Stream: "sealed", ID: c.Namespace, Namespace: c.Namespace,
-			URL: "https://receiver.example/", Config: push.Config(c.Config)})
+		_, err := s.Register(ctx, store.Registration{Stream: "sealed", ID: c.Namespace, Namespace: c.Namespace,
+			URL: "https://receiver.example/", Config: store.Config(c.Config)})
 		require.ErrorIs(t, err, store.ErrNoKeyring, c.Namespace)
 		require.ErrorContains(t, err, "herald keyring new")
 	}
-	list, err := s.List(ctx, push.ListQuery{})
+	list, err := s.List(ctx, store.ListQuery{})
 	require.NoError(t, err)
 	require.Empty(t, list, "a refused registration is not stored")
 	cfg := `{"source":"https://shop.example"}`
-	r, err := s.Register(ctx, push.Registration{Stream: "plain", ID: "ce", Namespace: "cloudevents", URL: "https://receiver.example/", Config: push.Config(cfg)})
+	r, err := s.Register(ctx, store.Registration{Stream: "plain", ID: "ce", Namespace: "cloudevents", URL: "https://receiver.example/", Config: store.Config(cfg)})
 	require.NoError(t, err)
 	require.JSONEq(t, cfg, string(r.Config))
 }

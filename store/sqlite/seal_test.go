@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/store/storetest"
 )
@@ -26,11 +26,11 @@ func TestSealing(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}, storetest.RawConfig{
-		Get: func(t *testing.T, k push.Key) (v []byte) {
+		Get: func(t *testing.T, k store.Key) (v []byte) {
 			require.NoError(t, raw.QueryRow(`SELECT config FROM herald_registration WHERE stream = ? AND id = ?`, k.Stream, k.ID).Scan(&v))
 			return v
 		},
-		Set: func(t *testing.T, k push.Key, v []byte) {
+		Set: func(t *testing.T, k store.Key, v []byte) {
 			_, err := raw.Exec(`UPDATE herald_registration SET config = ? WHERE stream = ? AND id = ?`, v, k.Stream, k.ID)
 			require.NoError(t, err)
 		},

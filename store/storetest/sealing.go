@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
@@ -29,11 +28,11 @@ var Secrets = []struct {
 
 // RegisterSecrets registers one registration of each of Secrets in s, in
 // stream "sealed", ids their namespaces.
-func RegisterSecrets(t *testing.T, s push.Store) {
+func RegisterSecrets(t *testing.T, s store.Store) {
 	t.Helper()
 	for _, c := range Secrets {
-		_, err := s.Register(context.Background(), push.Registration{Stream: "sealed", ID: c.Namespace, Namespace: c.Namespace,
-			URL: "https://receiver.example/" + c.Namespace, Config: push.Config(c.Config)})
+		_, err := s.Register(context.Background(), store.Registration{Stream: "sealed", ID: c.Namespace, Namespace: c.Namespace,
+			URL: "https://receiver.example/" + c.Namespace, Config: store.Config(c.Config)})
 		require.NoError(t, err, c.Namespace)
 	}
 }
@@ -61,15 +60,15 @@ func RequireNoSecret(t *testing.T, what string, dump []byte) {
 
 // SealingStore is a store that seals configs, as RunSealing checks it.
 type SealingStore interface {
-	push.Store
+	store.Store
 	store.Resealer
 }
 
 // RawConfig reads and writes a registration's stored config as the store
 // keeps it, around the store (SQL), as an attacker with the database would.
 type RawConfig struct {
-	Get func(t *testing.T, k push.Key) []byte
-	Set func(t *testing.T, k push.Key, v []byte)
+	Get func(t *testing.T, k store.Key) []byte
+	Set func(t *testing.T, k store.Key, v []byte)
 }
 
 // RunSealing checks a store that seals configs (store.Sealer): open
@@ -80,11 +79,11 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 	k1 := seal.Generate()
 	s := open(t, k1)
 	RegisterSecrets(t, s)
-	a, b := push.Key{Stream: "sealed", ID: "webhook"}, push.Key{Stream: "sealed", ID: "a2a"}
+	a, b := store.Key{Stream: "sealed", ID: "webhook"}, store.Key{Stream: "sealed", ID: "a2a"}
 
 	t.Run("ConfigsAreStoredSealedAndReadBack", func(t *testing.T) {
 		for _, c := range Secrets {
-			k := push.Key{Stream: "sealed", ID: c.Namespace}
+			k := store.Key{Stream: "sealed", ID: c.Namespace}
 			stored := raw.Get(t, k)
 			id, ok := seal.KeyID(stored)
 			require.True(t, ok && id == k1.Primary(), "%s's config is stored as %.12q, not sealed under %s", c.Namespace, stored, k1.Primary())
@@ -93,7 +92,7 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 			require.NoError(t, err)
 			require.JSONEq(t, c.Config, string(st.Config), c.Namespace)
 		}
-		list, err := s.List(ctx, push.ListQuery{Stream: "sealed"})
+		list, err := s.List(ctx, store.ListQuery{Stream: "sealed"})
 		require.NoError(t, err)
 		require.Len(t, list, len(Secrets))
 		for _, st := range list {
@@ -118,7 +117,7 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 		raw.Set(t, b, raw.Get(t, a))
 		_, err := s.Get(ctx, b.Stream, b.ID)
 		require.ErrorIs(t, err, seal.ErrOpen)
-		_, err = s.List(ctx, push.ListQuery{Stream: "sealed"})
+		_, err = s.List(ctx, store.ListQuery{Stream: "sealed"})
 		require.ErrorIs(t, err, seal.ErrOpen, "List must fail, not skip, a config that does not open")
 	})
 
@@ -127,9 +126,9 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 		st, err := s.Get(ctx, a.Stream, a.ID)
 		require.NoError(t, err)
 		require.JSONEq(t, Secrets[0].Config, string(st.Config))
-		page, err := s.Reseal(ctx, push.Key{}, 100)
+		page, err := s.Reseal(ctx, store.Key{}, 100)
 		require.NoError(t, err)
-		require.Equal(t, store.ResealPage{Read: len(Secrets), Resealed: 1, Last: push.Key{Stream: "sealed", ID: "webhook"}}, page)
+		require.Equal(t, store.ResealPage{Read: len(Secrets), Resealed: 1, Last: store.Key{Stream: "sealed", ID: "webhook"}}, page)
 		id, _ := seal.KeyID(raw.Get(t, a))
 		require.Equal(t, k1.Primary(), id)
 	})
@@ -138,7 +137,7 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 		k2 := k1.Rotated()
 		s2 := open(t, k2)
 		var pages []store.ResealPage
-		for after := (push.Key{}); ; {
+		for after := (store.Key{}); ; {
 			page, err := s2.Reseal(ctx, after, 3) // batches of 3: two pages of 4 configs
 			require.NoError(t, err)
 			pages = append(pages, page)
@@ -147,10 +146,10 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 			}
 		}
 		require.Equal(t, []store.ResealPage{
-			{Read: 3, Resealed: 3, Last: push.Key{Stream: "sealed", ID: "cloudevents"}, More: true},
-			{Read: 1, Resealed: 1, Last: push.Key{Stream: "sealed", ID: "webhook"}},
+			{Read: 3, Resealed: 3, Last: store.Key{Stream: "sealed", ID: "cloudevents"}, More: true},
+			{Read: 1, Resealed: 1, Last: store.Key{Stream: "sealed", ID: "webhook"}},
 		}, pages)
-		again, err := s2.Reseal(ctx, push.Key{}, 100)
+		again, err := s2.Reseal(ctx, store.Key{}, 100)
 		require.NoError(t, err)
 		require.Equal(t, 0, again.Resealed, "reseal is idempotent")
 
