@@ -98,7 +98,7 @@ same way (a new key from herald keyring new --keyring-file, last).`,
 		example: `  herald keyring new --keyring-file /etc/herald/keyring
   herald keyring rotate --keyring-file /etc/herald/keyring
   herald reseal --keyring-file /etc/herald/keyring --database postgres://herald@db/herald
-  herald keyring retire k1a2b3c4d --keyring-file /etc/herald/keyring`,
+  herald keyring retire k1a2b3c4d --keyring-file /etc/herald/keyring --database postgres://herald@db/herald`,
 		args: func(args []string) error {
 			switch {
 			case len(args) == 0:
