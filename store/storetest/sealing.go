@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -103,10 +104,12 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 	t.Run("ATamperedConfigDoesNotOpen", func(t *testing.T) {
 		stored := raw.Get(t, a)
 		defer raw.Set(t, a, stored)
-		bad := []byte(string(stored))
-		bad[len(bad)-5] ^= 'A' ^ 'B'
-		raw.Set(t, a, bad)
-		_, err := s.Get(ctx, a.Stream, a.ID)
+		head, body, _ := strings.Cut(string(stored[len(seal.Prefix):]), ":")
+		ct, err := base64.RawURLEncoding.DecodeString(body)
+		require.NoError(t, err)
+		ct[len(ct)/2] ^= 1 // one bit of the ciphertext
+		raw.Set(t, a, []byte(seal.Prefix+head+":"+base64.RawURLEncoding.EncodeToString(ct)))
+		_, err = s.Get(ctx, a.Stream, a.ID)
 		require.ErrorIs(t, err, seal.ErrOpen)
 		require.ErrorContains(t, err, k1.Primary())
 	})
