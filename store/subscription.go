@@ -94,6 +94,13 @@ type Subscriber interface {
 	Subscriptions(ctx context.Context, prefix string) ([]SubscriptionStatus, error)
 }
 
+// MadeBy refuses Register's update of a registration a subscription made:
+// its destination and config are the subscription's. It wraps
+// journal.ErrInvalid.
+func MadeBy(r Registration, prefix string) error {
+	return journal.Invalid("stream", "registration %s was made by the subscription of stream prefix %s: register that prefix again to change it", Name(r.Stream, r.ID), journal.Shown(prefix))
+}
+
 // SubscriptionName names a subscription in text, as Name a registration.
 func SubscriptionName(prefix, id string) string {
 	return "stream_prefix=" + journal.Shown(prefix) + " id=" + journal.Shown(id)

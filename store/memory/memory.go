@@ -206,6 +206,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.regs[r.Key()]
+	if n != nil && n.Subscription != "" {
+		return store.Registration{}, store.MadeBy(r, n.Subscription)
+	}
 	if n == nil { // a new one; an update keeps the cursor and retry state
 		st := s.stream(r.Stream)
 		next, err := store.FirstCursor(r, st.head, st.oldest, st.sealed)

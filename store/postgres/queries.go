@@ -153,7 +153,8 @@ SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE num
 
 // Registrations (registrations.go). statusColumns are what scanStatus reads.
 const (
-	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
+	statusColumns = `r.stream, r.id, r.namespace, r.url,
+       coalesce(r.config, (SELECT u.config FROM herald_subscription u WHERE u.prefix = r.subscription AND u.id = r.id)), r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
        r.retain_max_ns, r.subscription, s.head, s.final_seq IS NOT NULL`
 	statusFrom = statusColumns + `
@@ -164,6 +165,7 @@ FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 	sqlMarkStream = `INSERT INTO herald_stream AS s (stream, pending) VALUES ($1, true)
 ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq IS NOT NULL, s.oldest_seq`
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
+	sqlRegistrationMadeBy = `SELECT count(*) > 0, coalesce(max(subscription), '') FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlUpsertRegistration = `WITH r AS (
 INSERT INTO herald_registration AS r
     (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retain_max_ns)
@@ -173,6 +175,13 @@ SET namespace = excluded.namespace, url = excluded.url, config = excluded.config
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns
 RETURNING r.*)
 SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
+	// Reseal (registrations.go) reads a page of configs in key order and
+	// writes each anew where the row still holds what it read.
+	sqlResealPage = `SELECT stream, id, config FROM herald_registration WHERE (stream, id) > ($1, $2)
+ORDER BY stream, id LIMIT $3`
+	sqlReseal = `UPDATE herald_registration r SET config = n.new
+FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[]) AS n(stream, id, old, new)
+WHERE r.stream = n.stream AND r.id = n.id AND r.config = n.old`
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlGet                = `SELECT ` + statusFrom + ` WHERE r.stream = $1 AND r.id = $2`
 	sqlList               = `SELECT ` + statusFrom + `

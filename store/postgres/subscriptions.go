@@ -25,15 +25,15 @@ ON CONFLICT (prefix, id) DO UPDATE SET namespace = excluded.namespace, url = exc
     retain_max_ns = excluded.retain_max_ns`
 	// $1 prefix, $2 id, $3 store.PrefixEnd: the streams under the prefix are
 	// an index range.
-	sqlMaterialise = `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, kinds, "window",
+	sqlMaterialise = `INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
     retain_max_ns, subscription, next_seq, next_attempt_at)
-SELECT s.stream, u.id, u.namespace, u.url, u.host, u.config, u.on_rejected, u.kinds, u."window",
+SELECT s.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
     u.retain_max_ns, u.prefix, CASE WHEN u.from_head THEN s.head + 1 ELSE s.oldest_seq END, '0001-01-01 00:00:00+00'
 FROM herald_subscription u JOIN herald_stream s ON s.stream >= $1 AND s.stream < $3
 WHERE u.prefix = $1 AND u.id = $2 AND NOT (u.from_head AND s.final_seq IS NOT NULL)
 ON CONFLICT DO NOTHING`
 	sqlUpdateSubscribed = `UPDATE herald_registration r
-SET namespace = u.namespace, url = u.url, host = u.host, config = u.config, on_rejected = u.on_rejected,
+SET namespace = u.namespace, url = u.url, host = u.host, on_rejected = u.on_rejected,
     kinds = u.kinds, "window" = u."window", retain_max_ns = u.retain_max_ns
 FROM herald_subscription u WHERE u.prefix = $1 AND u.id = $2 AND r.subscription = $1 AND r.id = $2`
 	// After the commit, the streams under the prefix are marked pending, so
@@ -53,16 +53,16 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	if err := sub.Validate(); err != nil {
 		return store.SubscriptionStatus{}, err
 	}
-	var config []byte // NULL for none
-	if len(sub.Config) > 0 {
-		config = sub.Config
+	config, err := s.sealer.SealSubscription(sub.Prefix, sub.ID, sub.Config) // nil: NULL for none
+	if err != nil {
+		return store.SubscriptionStatus{}, err
 	}
 	kinds := sub.Kinds
 	if kinds == nil {
 		kinds = []string{}
 	}
 	end := store.PrefixEnd(sub.Prefix)
-	err := s.inTx(ctx, "subscribe", func(tx pgx.Tx) error {
+	err = s.inTx(ctx, "subscribe", func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(sqlSubscribeLock)
 		b.Queue(sqlUpsertSubscription, sub.Prefix, sub.ID, sub.Namespace, sub.URL, store.HostOf(sub.URL), config,
@@ -114,7 +114,7 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 	if !validText(prefix) {
 		return []store.SubscriptionStatus{}, nil
 	}
-	return query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
+	list, err := query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
 		err = row.Scan(&st.Prefix, &st.ID, &st.Namespace, &st.URL, (*[]byte)(&st.Config), &st.OnRejected, &st.Kinds, &st.Window,
 			(*int64)(&st.RetainMax), &st.FromHead, &st.Streams)
 		if len(st.Kinds) == 0 {
@@ -122,4 +122,10 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 		}
 		return st, err
 	}, sqlSubscriptions, prefix)
+	for i, st := range list {
+		if list[i].Config, err = s.sealer.OpenSubscription(st.Prefix, st.ID, st.Config); err != nil {
+			return nil, err
+		}
+	}
+	return list, err
 }

@@ -50,7 +50,8 @@ const (
 const (
 	// statusColumns select a registration joined with its stream (aliases r,
 	// s), in the order scanStatus reads them.
-	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
+	statusColumns = `r.stream, r.id, r.namespace, r.url,
+	IFNULL(r.config, (SELECT u.config FROM herald_subscription AS u WHERE u.prefix = r.subscription AND u.id = r.id)), r.on_rejected, r.next_seq, r.attempts,
 	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
 	r.retain_max_ns, r.subscription`
 	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
@@ -58,7 +59,11 @@ const (
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
 				"window" = ?, retain_max_ns = ? WHERE stream = ? AND id = ?`
-	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
+	sqlRegisterHead = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
+	// Reseal (registrations.go) reads a page of configs in key order and
+	// writes each anew where the row still holds what it read.
+	sqlResealPage         = `SELECT stream, id, config FROM herald_registration WHERE (stream, id) > (?, ?) ORDER BY stream, id LIMIT ?`
+	sqlReseal             = `UPDATE herald_registration SET config = ? WHERE stream = ? AND id = ? AND config = ?`
 	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retain_max_ns, stream, id, next_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"

@@ -23,15 +23,15 @@ const (
 			retain_max_ns = excluded.retain_max_ns`
 	// ?1 prefix, ?2 id, ?3 store.PrefixEnd: the streams under the prefix are
 	// an index range.
-	sqlMaterialise = `INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, kinds, "window",
+	sqlMaterialise = `INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
 				retain_max_ns, subscription, next_seq)
-			SELECT s.stream, u.id, u.namespace, u.url, u.host, u.config, u.on_rejected, u.kinds, u."window",
+			SELECT s.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
 				u.retain_max_ns, u.prefix, CASE WHEN u.from_head THEN s.head + 1 ELSE s.oldest_seq END
 			FROM herald_subscription AS u JOIN herald_stream AS s ON s.stream >= ?1 AND s.stream < ?3
 			WHERE u.prefix = ?1 AND u.id = ?2 AND NOT (u.from_head AND s.sealed)
 			ON CONFLICT DO NOTHING`
-	sqlUpdateSubscribed = `UPDATE herald_registration SET (namespace, url, host, config, on_rejected, kinds, "window", retain_max_ns) =
-			(SELECT namespace, url, host, config, on_rejected, kinds, "window", retain_max_ns FROM herald_subscription WHERE prefix = ?1 AND id = ?2)
+	sqlUpdateSubscribed = `UPDATE herald_registration SET (namespace, url, host, on_rejected, kinds, "window", retain_max_ns) =
+			(SELECT namespace, url, host, on_rejected, kinds, "window", retain_max_ns FROM herald_subscription WHERE prefix = ?1 AND id = ?2)
 			WHERE subscription = ?1 AND id = ?2`
 	sqlWakeRange          = "UPDATE herald_stream SET wake_at = MIN(IFNULL(wake_at, ?3), ?3) WHERE stream >= ?1 AND stream < ?2"
 	sqlDeleteSubscription = "DELETE FROM herald_subscription WHERE prefix = ? AND id = ? RETURNING 1"
@@ -46,10 +46,14 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	if err := sub.Validate(); err != nil {
 		return store.SubscriptionStatus{}, err
 	}
+	config, err := s.sealer.SealSubscription(sub.Prefix, sub.ID, sub.Config)
+	if err != nil {
+		return store.SubscriptionStatus{}, err
+	}
 	var out store.SubscriptionStatus
-	err := s.write(ctx, "subscribe", func(tx *sql.Tx) error {
+	err = s.write(ctx, "subscribe", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, sqlUpsertSubscription, sub.Prefix, sub.ID, sub.Namespace, sub.URL, store.HostOf(sub.URL),
-			[]byte(sub.Config), string(sub.OnRejected), encodeKinds(sub.Kinds), max(sub.Window, 1), int64(sub.RetainMax), sub.FromHead)
+			config, string(sub.OnRejected), encodeKinds(sub.Kinds), max(sub.Window, 1), int64(sub.RetainMax), sub.FromHead)
 		if err != nil {
 			return translate("subscribe", err)
 		}
@@ -73,6 +77,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 		}
 		return err
 	})
+	out.Config = sub.Config
 	return out, err
 }
 
@@ -101,7 +106,13 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 
 // Subscriptions implements store.Subscriber.
 func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
-	return queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, sqlSubscriptions, prefix)
+	list, err := queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, sqlSubscriptions, prefix)
+	for i, st := range list {
+		if list[i].Config, err = s.sealer.OpenSubscription(st.Prefix, st.ID, st.Config); err != nil {
+			return nil, err
+		}
+	}
+	return list, err
 }
 
 func scanSubscription(sc scanner) (st store.SubscriptionStatus, err error) {

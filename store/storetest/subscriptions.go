@@ -13,7 +13,7 @@ import (
 
 var subscriptionTests = []test{
 	testSubscriptionFollowsExistingAndFutureStreamsInOrder, testSubscriptionFromHead, testUnsubscribeRemovesEveryRegistration,
-	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testBadSubscriptionChangesNothing,
+	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testBadSubscriptionChangesNothing, testRegisterCannotChangeWhatASubscriptionMade,
 }
 
 func sub(prefix, id string) store.Subscription {
@@ -180,4 +180,18 @@ func testBadSubscriptionChangesNothing(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Empty(t, list)
 	require.Empty(t, subscribed(t, b, "tenant/", "h"))
+}
+
+// testRegisterCannotChangeWhatASubscriptionMade: its destination and config
+// are the subscription's; Register of its key is refused, changing nothing.
+func testRegisterCannotChangeWhatASubscriptionMade(t *testing.T, b Backend) {
+	appendN(t, b, "m/1", 1)
+	subscribe(t, b, sub("m/", "h"))
+	r := reg("m/1", "h", "webhook")
+	r.URL = "https://elsewhere.example/"
+	_, err := b.Register(t.Context(), r)
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	require.ErrorContains(t, err, "register that prefix again")
+	g := get(t, b, "m/1", "h")
+	require.Equal(t, []string{"https://receiver.example/h", `{"secret":"s3cr3t"}`}, []string{g.URL, string(g.Config)}, "the subscription's config, read through it")
 }

@@ -169,9 +169,9 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(7106209355);
     -- A statement of its own, so its snapshot (READ COMMITTED) is taken
     -- after the lock: a Subscribe that held it has committed.
-    INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, kinds, "window",
+    INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
                                      retain_max_ns, subscription, next_seq, next_attempt_at)
-    SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.config, u.on_rejected, u.kinds, u."window",
+    SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
            u.retain_max_ns, u.prefix, NEW.oldest_seq, '0001-01-01 00:00:00+00'
     FROM herald_subscription u WHERE starts_with(NEW.stream, u.prefix)
     ON CONFLICT DO NOTHING;

@@ -94,9 +94,9 @@ CREATE TABLE herald_subscription (
 -- key is left as it is.
 CREATE TRIGGER herald_stream_subscriptions AFTER INSERT ON herald_stream
 BEGIN
-    INSERT INTO herald_registration (stream, id, namespace, url, host, config, on_rejected, kinds, "window",
+    INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
                                      retain_max_ns, subscription, next_seq)
-    SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.config, u.on_rejected, u.kinds, u."window",
+    SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
            u.retain_max_ns, u.prefix, NEW.oldest_seq
     FROM herald_subscription AS u WHERE substr(NEW.stream, 1, length(u.prefix)) = u.prefix
     ON CONFLICT DO NOTHING;
