@@ -38,7 +38,6 @@ var (
 	SQLClearPending    = sqlClearPending
 	SQLAnyUnsequenced  = sqlAnyUnsequenced
 	SQLNumber          = sqlNumber
-	SQLInsertRecord    = sqlInsertRecord
 	SQLFenceBatch      = sqlFenceBatch
 	SQLAdvanceBatch    = sqlAdvanceBatch
 	MigrationLockKey   = migrationLockKey

@@ -23,34 +23,10 @@ const (
 
 // The journal (journal.go): package doc, "Appending".
 const (
-	sqlSealState = `SELECT (SELECT final_seq FROM herald_stream WHERE stream = $1),
-       EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)`
 	sqlLookupIDs = `SELECT r.id, r.stream, coalesce(q.seq, 0), r.kind, r.content_type, r.final, r.appended_at, r.traceparent, r.tracestate,
-    r.digest, q.refused IS NOT NULL
+    q.refused IS NOT NULL
 FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::text[])`
-	// ON CONFLICT skips an id another transaction committed since the
-	// statement's snapshot: then fewer ids come back.
-	sqlInsertRecords = `WITH seal AS MATERIALIZED (
-    SELECT EXISTS (SELECT 1 FROM herald_record WHERE stream = $1 AND final)
-        OR EXISTS (SELECT 1 FROM herald_record WHERE id = ANY($2::text[])) AS blocked
-), ins AS (
-    INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
-    SELECT $1, u.id, u.kind, u.content_type, u.payload, u.final, u.digest, $8, u.traceparent, u.tracestate
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[], $7::bytea[], $9::text[], $10::text[])
-         WITH ORDINALITY AS u (id, kind, content_type, payload, final, digest, traceparent, tracestate, ord)
-    WHERE NOT (SELECT blocked FROM seal)
-    ORDER BY u.ord
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id
-)
-SELECT ARRAY(SELECT id FROM ins), (SELECT blocked FROM seal)`
-	// For one entry, the usual append: the seal check is one probe of an
-	// index range, the stream's final records (herald_record_final).
-	sqlInsertRecord = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
-SELECT $1::text, $2::text, $3::text, $4::text, $5::bytea, $6::boolean, $7::bytea, $8::timestamptz, $9::text, $10::text
-WHERE NOT EXISTS (SELECT FROM herald_record WHERE stream = $1 AND final)
-ON CONFLICT (id) DO NOTHING`
-	sqlUndoInsert = `DELETE FROM herald_record WHERE id = ANY($1::text[])`
+	sqlAppendRows = `SELECT * FROM herald_append_rows($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	sqlHead       = `SELECT head FROM herald_stream WHERE stream = $1`
 	sqlFinalSeq   = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
 	recordColumns = `coalesce(q.seq, 0), r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate`
@@ -67,7 +43,6 @@ ON CONFLICT (id) DO NOTHING`
 	WINDOW w AS (ORDER BY q.seq ROWS UNBOUNDED PRECEDING)
 	ORDER BY q.seq LIMIT $3) page
 WHERE n = 1 OR total <= $4 ORDER BY seq`
-	sqlLookupAny = `SELECT ` + recordColumns + `, r.stream FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	// Lookup: a record without a seq is refused (refused set) or waiting.
 	sqlLookupVerdict = `SELECT ` + recordColumns + `, r.stream, q.refused FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
 	sqlRefused       = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
