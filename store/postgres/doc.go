@@ -173,6 +173,28 @@
 // change. None of these writes touches the stream row. Unpark, Skip and
 // Rewind clear the lease, so a turn in flight cannot undo them.
 //
+// # Where the rules live
+//
+// The statements are moving from queries.go to sql/*.sql, embedded and
+// loaded once (sqlfiles.go): each under a line "-- name: x", with named
+// parameters (@stream) passed as pgx.NamedArgs; the cursor writes, evidence
+// and operator moves (sql/cursor.sql) are there. A rule that several
+// statements apply is written once:
+//
+//   - a moved cursor resets the attempts, the host failures and the last
+//     error: sql/rules.sql, cursor_moved (advance, checkpoint,
+//     advance_batch); a failure's own counts in retry, park and host_failed
+//     (sql/cursor.sql), push.ChargeHost's in Go;
+//   - the fence of a write under a claim: sql/rules.sql, fenced_by;
+//   - an evidence row: sql/rules.sql, insert_evidence;
+//   - a valid entry: journal.ValidateEntries; herald_append_rows (the
+//     migration) checks the same, the cases of TestHeraldAppendChecksAsGo
+//     and its neighbours fed to both;
+//   - the append itself (idempotency, conflicts, sealing): herald_append_rows,
+//     for AppendTx and herald_append alike;
+//   - the per-host cap and a held host's one probe: store.DuePicker, in Go,
+//     over the rows sqlPick reads.
+//
 // # Errors
 //
 // No pgx or pgconn type is reachable from a returned error. A missing row is

@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // SchemaVersion is the schema version this binary writes and reads.
 func SchemaVersion() int { return schema.Latest() }
@@ -38,8 +42,18 @@ var (
 	SQLClearPending    = sqlClearPending
 	SQLAnyUnsequenced  = sqlAnyUnsequenced
 	SQLNumber          = sqlNumber
-	SQLFenceBatch      = sqlFenceBatch
-	SQLAdvanceBatch    = sqlAdvanceBatch
+	SQLFenceBatch      = sent(sqlFenceBatch)
+	SQLAdvanceBatch    = sent(sqlAdvanceBatch)
 	MigrationLockKey   = migrationLockKey
 	SQLMigrationLock   = sqlMigrationLock
 )
+
+// sent is a statement of sql/*.sql as pgx sends it: its named parameters
+// numbered.
+func sent(sql string) string {
+	q, _, err := pgx.NamedArgs{}.RewriteQuery(context.Background(), nil, sql, nil)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}

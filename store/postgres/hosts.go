@@ -69,7 +69,9 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
 		ev.Stream, ev.Registration = c.Stream, c.ID
 		b = &pgx.Batch{}
-		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
+		named := evidenceArgs(ev)
+		named["owner"], named["next_seq"], named["not_before"], named["host_failures"] = c.Owner, int64(f.NextSeq), ev.NotBefore, failures
+		b.Queue(sqlHostFailed, named)
 		queueTrim(b, c.Stream, c.ID)
 		return s.putHost(ctx, tx, "record host failure", b, old, h)
 	})

@@ -1,7 +1,5 @@
 package postgres
 
-import "strings"
-
 // Every SQL statement of the store; parameters are numbered as passed.
 
 // The schema's version (migrate.go, readVersion).
@@ -318,105 +316,25 @@ ORDER BY h.host
 LIMIT $4`
 )
 
-// Cursors, failures, operator moves and evidence (cursor.go): package doc,
-// "Claiming and fencing".
+// Cursors, failures, operator moves and evidence (cursor.go, hosts.go):
+// sql/cursor.sql.
 var (
-	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked
-FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
-WHERE r.stream = $1 AND r.id = $2
-FOR NO KEY UPDATE OF r`
-	sqlAdvance    = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + `, lease_owner = '', lease_until = NULL` + fencedBy("$3", "$4")
-	sqlCheckpoint = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + fencedBy("$3", "$4")
-	// sqlRetry and sqlPark: $17 not before; parked at the evidence's instant ($3).
-	sqlRetry = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-        next_attempt_at = $17`)
-	sqlPark = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-        parked = true, parked_at = $3`)
-	// sqlHostFailed charges no attempt: $17 not before, $18 the host failures.
-	sqlHostFailed = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END, host_failures = $18,
-        next_attempt_at = $17`)
-	// AdvanceBatch: sqlFence and sqlAdvance for many claims, sorted by key,
-	// none twice. A custom plan of unnest cost more CPU than the statement:
-	// sqlGenericPlans holds until the implicit transaction ends.
-	sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	sqlFenceBatch   = `SELECT u.ord, r.lease_owner, r.head
-FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u (stream, id, ord)
-CROSS JOIN LATERAL (
-    SELECT r.lease_owner, (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream) AS head
-    FROM herald_registration r
-    WHERE r.stream = u.stream AND r.id = u.id
-    FOR NO KEY UPDATE OF r) r
-ORDER BY u.ord`
-	sqlAdvanceBatch = `WITH u AS MATERIALIZED (
-    SELECT u.ord, u.next_seq, r.tid
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u (stream, id, owner, next_seq, ord)
-    CROSS JOIN LATERAL (
-        SELECT r.ctid AS tid FROM herald_registration r
-        WHERE r.stream = u.stream AND r.id = u.id AND r.lease_owner = u.owner
-          AND u.next_seq <= (SELECT s.head + 1 FROM herald_stream s WHERE s.stream = u.stream)
-        OFFSET 0) r
+	sqlFence          = stmt("fence")
+	sqlAdvance        = stmt("advance")
+	sqlCheckpoint     = stmt("checkpoint")
+	sqlRetry          = stmt("retry")
+	sqlPark           = stmt("park")
+	sqlHostFailed     = stmt("host_failed")
+	sqlGenericPlans   = stmt("generic_plans")
+	sqlFenceBatch     = stmt("fence_batch")
+	sqlAdvanceBatch   = stmt("advance_batch")
+	sqlComplete       = stmt("complete")
+	sqlUnpark         = stmt("unpark")
+	sqlMove           = stmt("move")
+	sqlInsertEvidence = stmt("insert_evidence")
+	sqlTrimEvidence   = stmt("trim_evidence")
+	sqlEvidence       = stmt("evidence")
 )
-UPDATE herald_registration r
-SET ` + cursorMoved("u.next_seq") + `, lease_owner = '', lease_until = NULL
-FROM u
-WHERE r.ctid = ANY (ARRAY(SELECT tid FROM u)) AND r.ctid = u.tid
-RETURNING u.ord`
-	sqlComplete = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2 AND lease_owner = $3`
-	sqlUnpark   = `UPDATE herald_registration
-SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
-    lease_owner = '', lease_until = NULL
-WHERE stream = $1 AND id = $2`
-	sqlMove = `UPDATE herald_registration
-SET next_seq = $3, attempts = 0, host_failures = 0, next_attempt_at = $4, last_error = '',
-    lease_owner = '', lease_until = NULL
-WHERE stream = $1 AND id = $2`
-	// Both follow a lock of the registration's row.
-	sqlInsertEvidence = insertEvidence + `
-WHERE EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
-	sqlTrimEvidence = `DELETE FROM herald_evidence
-WHERE stream = $1 AND registration = $2 AND n <= (
-    SELECT n FROM herald_evidence WHERE stream = $1 AND registration = $2
-    ORDER BY n DESC OFFSET $3 LIMIT 1)`
-	sqlEvidence = `SELECT at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before
-FROM herald_evidence WHERE stream = $1 AND registration = $2
-ORDER BY n DESC LIMIT $3`
-)
-
-// insertEvidence's parameters $1…$14 are evidenceArgs'.
-const insertEvidence = `INSERT INTO herald_evidence
-    (stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
-SELECT $1::text, $2::text, $3::timestamptz, $4::text, $5::bigint, $6::text, $7::text, $8::int, $9::int, $10::bytea,
-       $11::text, $12::bigint, $13::text, $14::timestamptz`
-
-// fencedBy is the WHERE clause of a write under a claim: the claim's owner
-// still holds the lease, and the cursor is at most the stream's head + 1.
-func fencedBy(owner, cursor string) string {
-	return `
-WHERE stream = $1 AND id = $2 AND lease_owner = ` + owner + `
-  AND ` + cursor + `::bigint <= (SELECT head + 1 FROM herald_stream WHERE stream = $1)`
-}
-
-// cursorMoved is what every cursor write under a claim sets: the cursor to
-// next if that is forward, and the failure counts reset if it moved.
-func cursorMoved(next string) string {
-	return strings.ReplaceAll(`attempts = CASE WHEN NEW > r.next_seq THEN 0 ELSE r.attempts END,
-    host_failures = CASE WHEN NEW > r.next_seq THEN 0 ELSE r.host_failures END,
-    last_error = CASE WHEN NEW > r.next_seq THEN '' ELSE r.last_error END,
-    next_seq = GREATEST(r.next_seq, NEW)`, "NEW", next)
-}
-
-// failed is the write of a turn that failed under a claim ($15 its owner,
-// $16 the cursor reached), with its evidence if the UPDATE applied.
-func failed(set string) string {
-	return `WITH upd AS (
-    UPDATE herald_registration
-    SET ` + set + `,
-        next_seq = GREATEST(next_seq, $16::bigint), last_error = $13,
-        lease_owner = '', lease_until = NULL` + fencedBy("$15", "$16") + `
-    RETURNING 1
-)
-` + insertEvidence + ` FROM upd`
-}
 
 // Retention (retention.go). The stream's row lock keeps every cursor from
 // moving below the new low-water mark while it is computed.
