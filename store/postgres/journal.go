@@ -37,7 +37,7 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if _, err := s.sequence(ctx, nil, seqWait, nil); err != nil {
 		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", journal.Shown(stream), err)
 	}
-	rows, err := s.pool.Query(ctx, sqlLookupIDs, entryIDs(entries))
+	rows, err := s.pool.Query(ctx, sqlLookupIDs, pgx.NamedArgs{"ids": entryIDs(entries)})
 	numbered, err := collectStored(rows, err)
 	if err != nil {
 		return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the seqs", err)
@@ -107,7 +107,8 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		cID, cStream, cField *string
 		cSeq, finalSeq       *int64
 	)
-	err := tx.QueryRow(ctx, sqlAppendRows, stream, ids, kinds, types, payloads, finals, parents, states, at).
+	err := tx.QueryRow(ctx, sqlAppendRows, pgx.NamedArgs{"stream": stream, "ids": ids, "kinds": kinds, "content_types": types,
+		"payloads": payloads, "finals": finals, "traceparents": parents, "tracestates": states, "at": at}).
 		Scan(&verdict, &seqs, &ats, &tps, &tss, &cID, &cStream, &cSeq, &cField, &finalSeq)
 	if err != nil {
 		return nil, s.dbErr(ctx, "append to "+stream, err)
@@ -164,7 +165,7 @@ func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
 func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *int64) error {
 	if finalSeq == nil {
 		var f int64
-		if err := q.QueryRow(ctx, sqlFinalSeq, stream).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := q.QueryRow(ctx, sqlFinalSeq, pgx.NamedArgs{"stream": stream}).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.dbErr(ctx, "append to "+stream+": read the final seq", err)
 		}
 		finalSeq = &f
@@ -191,7 +192,7 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit, 
 		r, err := scanRecord(row)
 		r.Stream = stream
 		return r, err
-	}, sqlRead, stream, int64(fromSeq), limit, int64(cmp.Or(maxBytes, math.MaxInt)))
+	}, sqlRead, pgx.NamedArgs{"stream": stream, "from_seq": int64(fromSeq), "limit": limit, "max_bytes": int64(cmp.Or(maxBytes, math.MaxInt))})
 }
 
 // Head implements journal.Journal.
@@ -200,7 +201,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head uint64
-	err := s.pool.QueryRow(ctx, sqlHead, stream).Scan(&head)
+	err := s.pool.QueryRow(ctx, sqlHead, pgx.NamedArgs{"stream": stream}).Scan(&head)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, s.dbErr(ctx, "head of "+stream, err)
 	}
@@ -227,7 +228,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 
 func (s *Store) lookup(ctx context.Context, q querier, query, id string, extra ...any) (journal.Record, error) {
 	var stream string
-	r, err := scanRecord(q.QueryRow(ctx, query, id), append([]any{&stream}, extra...)...)
+	r, err := scanRecord(q.QueryRow(ctx, query, pgx.NamedArgs{"id": id}), append([]any{&stream}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
@@ -238,7 +239,7 @@ func (s *Store) lookup(ctx context.Context, q querier, query, id string, extra .
 	return r, nil
 }
 
-// scanRecord reads recordColumns, then extra.
+// scanRecord reads a record's columns (sql/journal.sql, lookup_verdict), then extra.
 func scanRecord(row pgx.Row, extra ...any) (journal.Record, error) {
 	var r journal.Record
 	err := row.Scan(append([]any{&r.Seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &r.AppendedAt, &r.Traceparent, &r.Tracestate}, extra...)...)
@@ -267,5 +268,5 @@ func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]Refuse
 		err := row.Scan(&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason)
 		r.AppendedAt = r.AppendedAt.UTC()
 		return r, err
-	}, sqlRefused, stream, limit)
+	}, sqlRefused, pgx.NamedArgs{"stream": stream, "limit": limit})
 }

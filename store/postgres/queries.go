@@ -19,33 +19,15 @@ const (
 	sqlRecordVersion  = `INSERT INTO ` + versionTable + ` (version, dirty) VALUES ($1, false)`
 )
 
-// The journal (journal.go): package doc, "Appending".
-const (
-	sqlLookupIDs = `SELECT r.id, r.stream, coalesce(q.seq, 0), r.kind, r.content_type, r.final, r.appended_at, r.traceparent, r.tracestate,
-    q.refused IS NOT NULL
-FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = ANY($1::text[])`
-	sqlAppendRows = `SELECT * FROM herald_append_rows($1, $2, $3, $4, $5, $6, $7, $8, $9)`
-	sqlHead       = `SELECT head FROM herald_stream WHERE stream = $1`
-	sqlFinalSeq   = `SELECT coalesce(final_seq, 0) FROM herald_stream WHERE stream = $1`
-	recordColumns = `coalesce(q.seq, 0), r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate`
-	// A page (journal.Journal.Read): the first $3 numbered records from $2,
-	// up to the last whose running payload total is within $4, the first
-	// whatever its size. The window runs on the index range under the
-	// LIMIT; octet_length reads a TOASTed payload's size from its pointer,
-	// and the payloads past the bound are never fetched.
-	sqlRead = `SELECT seq, id, kind, content_type, payload, final, appended_at, traceparent, tracestate FROM (
-	SELECT q.seq, r.id, r.kind, r.content_type, r.payload, r.final, r.appended_at, r.traceparent, r.tracestate,
-		row_number() OVER w AS n, sum(octet_length(r.payload)) OVER w AS total
-	FROM herald_seq q JOIN herald_record r ON r.id = q.id
-	WHERE q.stream = $1 AND q.seq >= $2
-	WINDOW w AS (ORDER BY q.seq ROWS UNBOUNDED PRECEDING)
-	ORDER BY q.seq LIMIT $3) page
-WHERE n = 1 OR total <= $4 ORDER BY seq`
-	// Lookup: a record without a seq is refused (refused set) or waiting.
-	sqlLookupVerdict = `SELECT ` + recordColumns + `, r.stream, q.refused FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = $1`
-	sqlRefused       = `SELECT q.stream, q.id, r.kind, r.appended_at, q.refused FROM herald_seq q JOIN herald_record r ON r.id = q.id
-WHERE q.refused IS NOT NULL AND ($1::text = '' OR q.stream = $1)
-ORDER BY q.stream, r.pos LIMIT $2`
+// The journal (journal.go): sql/journal.sql.
+var (
+	sqlAppendRows    = stmt("append_rows")
+	sqlLookupIDs     = stmt("lookup_ids")
+	sqlHead          = stmt("head")
+	sqlFinalSeq      = stmt("final_seq")
+	sqlRead          = stmt("read")
+	sqlLookupVerdict = stmt("lookup_verdict")
+	sqlRefused       = stmt("refused")
 )
 
 // The sequencer (sequencer.go): package doc, "Appending".
