@@ -55,7 +55,7 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim)
 		var c push.Claim
 		err := row.Scan(&c.Stream, &c.ID, &c.Owner)
 		return c, err
-	}, sqlRenew, until, streams, ids, owners)
+	}, sqlRenew, pgx.NamedArgs{"until": until, "streams": streams, "ids": ids, "owners": owners})
 }
 
 // Retry implements push.Store: the cursor reached, the failure count, the
@@ -305,7 +305,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 			oldest uint64
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
+		b.Queue(sqlMarkStream, pgx.NamedArgs{"stream": stream}).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
 		f.queue(b, push.Claim{Stream: stream, ID: id})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, op+": lock registration", err)
@@ -405,7 +405,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 	var exists bool
 	out := []push.Evidence{}
 	b := &pgx.Batch{}
-	b.Queue(sqlRegistrationExists, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+	b.Queue(sqlRegistrationExists, pgx.NamedArgs{"stream": stream, "id": id}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
 	b.Queue(sqlEvidence, pgx.NamedArgs{"stream": stream, "id": id, "limit": limit}).Query(appendTo(&out, func(row pgx.CollectableRow) (push.Evidence, error) {
 		ev := push.Evidence{Stream: stream, Registration: id}
 		var (

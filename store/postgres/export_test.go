@@ -35,11 +35,11 @@ const PickDepth = pickDepth
 // the settings Due's transaction starts with.
 var (
 	SQLPlanner         = sqlPlanner
-	SQLPick            = sqlPick
-	SQLClaim           = sqlClaim
-	SQLUnserved        = sqlUnserved
-	SQLClearCandidates = sqlClearCandidates
-	SQLClearPending    = sqlClearPending
+	SQLPick            = sent(sqlPick)
+	SQLClaim           = sent(sqlClaim)
+	SQLUnserved        = sent(sqlUnserved)
+	SQLClearCandidates = sent(sqlClearCandidates)
+	SQLClearPending    = sent(sqlClearPending)
 	SQLAnyUnsequenced  = sqlAnyUnsequenced
 	SQLNumber          = sqlNumber
 	SQLFenceBatch      = sent(sqlFenceBatch)

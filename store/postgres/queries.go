@@ -106,196 +106,40 @@ SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE num
     (SELECT count(*) FROM decided WHERE NOT numbered)::int, (SELECT count(*) FROM notified)::int`
 )
 
-// Registrations (registrations.go). statusColumns are what scanStatus reads.
-const (
-	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-       r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       s.head, s.final_seq IS NOT NULL`
-	statusFrom = statusColumns + `
-FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
-
-	// Lock the stream row first (the sequencer's lock order) and set the
-	// pending marker: a registration may lag after the change.
-	sqlMarkStream = `INSERT INTO herald_stream AS s (stream, pending) VALUES ($1, true)
-ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq IS NOT NULL, s.oldest_seq`
-	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
-	sqlUpsertRegistration = `WITH r AS (
-INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window")
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-ON CONFLICT (stream, id) DO UPDATE
-SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
-RETURNING r.*)
-SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
-	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
-	sqlGet                = `SELECT ` + statusFrom + ` WHERE r.stream = $1 AND r.id = $2`
-	sqlList               = `SELECT ` + statusFrom + `
-WHERE ($1::text = '' OR r.stream = $1) AND ($2::text = '' OR r.namespace = $2)
-  AND (NOT $3::boolean OR r.parked) AND (NOT $4::boolean OR r.next_seq <= s.head)
-  AND (r.stream, r.id) > ($5::text, $6::text)
-ORDER BY r.stream, r.id
-LIMIT $7`
-	sqlStatsNamespaces = `SELECT r.namespace,
-    count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts = 0),
-    count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts > 0),
-    count(*) FILTER (WHERE NOT r.parked AND r.next_seq > s.head),
-    count(*) FILTER (WHERE r.parked),
-    count(*) FILTER (WHERE r.lease_until > $1),
-    coalesce(sum(GREATEST(s.head - r.next_seq + 1, 0)), 0)::bigint
-FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
-GROUP BY r.namespace`
-	sqlStatsLagging = `SELECT ` + statusFrom + `
-WHERE r.next_seq <= s.head
-ORDER BY s.head - r.next_seq DESC, r.stream, r.id
-LIMIT $1`
-	sqlStatsOldestParked = `SELECT ` + statusFrom + `
-WHERE r.parked
-ORDER BY r.parked_at, r.stream, r.id
-LIMIT 1`
-)
-
-// Due (registrations.go): package doc, "Idle costs nothing" and "Claiming and
-// fencing". Every probe of herald_registration is a subquery per pending
-// stream (or candidate) behind OFFSET 0, so that the planner never hashes
-// the whole table, whatever its statistics say.
+// Registrations (registrations.go): sql/registrations.sql.
 var (
-	// Due's and the sequencer's settings: the planner's statistics lag the
-	// pending markers and cannot estimate a snapshot's transactions, so it
-	// would scan whole tables and JIT-compile; generic plans spare planning.
-	sqlPlanner        = []string{`SET LOCAL enable_seqscan = off`, `SET LOCAL jit = off`, `SET LOCAL plan_cache_mode = force_generic_plan`}
-	sqlDueAsyncCommit = `SET LOCAL synchronous_commit = off`
-	// sqlClearCandidates keeps the streams it locks in a setting for sqlClearPending.
-	sqlClearCandidates = `SELECT set_config('herald.idle', coalesce(array_agg(c.stream), '{}')::text, true)
-FROM (SELECT s.stream FROM herald_stream s
-    WHERE s.pending AND ` + noneLagging + `
-    LIMIT 10000
-    FOR NO KEY UPDATE OF s SKIP LOCKED) c`
-	sqlClearPending = `UPDATE herald_stream s SET pending = false
-WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND ` + noneLagging
-	// The claim, in two statements. sqlPick reads, for each pending stream
-	// and each cursor at or behind its head where unparked registrations
-	// wait, the first $4 of namespace $1's due at $2 and unleased, in claim
-	// order, leaving out the hosts held ($3): a loose scan of
-	// herald_registration_claim, one probe per such cursor (of any
-	// namespace) and none past the head, then one range each, stopped by
-	// the LIMIT. It reads no registration beyond those, and none at the head.
-	sqlPick = `WITH RECURSIVE cursors (stream, head, next_seq) AS (
-    SELECT s.stream, s.head, c.next_seq
-    FROM herald_stream s
-    CROSS JOIN LATERAL (
-        SELECT r.next_seq FROM herald_registration r
-        WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-        ORDER BY r.next_seq LIMIT 1) c
-    WHERE s.pending
-  UNION ALL
-    SELECT p.stream, p.head, c.next_seq
-    FROM cursors p
-    CROSS JOIN LATERAL (
-        SELECT r.next_seq FROM herald_registration r
-        WHERE r.stream = p.stream AND NOT r.parked AND r.next_seq > p.next_seq AND r.next_seq <= p.head
-        ORDER BY r.next_seq LIMIT 1) c
-    WHERE p.next_seq < p.head
-)
-SELECT r.stream, c.next_seq, r.id, r.host
-FROM cursors c
-CROSS JOIN LATERAL (
-    SELECT r.stream, r.id, r.host, r.next_attempt_at FROM herald_registration r
-    WHERE r.stream = c.stream AND NOT r.parked AND r.next_seq = c.next_seq AND r.namespace = $1
-      AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
-      AND r.host <> ALL($3::text[])
-    ORDER BY r.next_attempt_at, r.id
-    LIMIT $4) r
-ORDER BY r.next_attempt_at, r.stream, r.id`
-	// sqlClaim leases the first $3 of the picks ($6, $7, in claim order)
-	// that are still due, unleased and lagging, skipping those another
-	// claim has locked, and stamps next_attempt_at = $2.
-	sqlClaim = `WITH locked AS MATERIALIZED (
-    SELECT l.tid, p.ord, p.stream, p.id
-    FROM unnest($6::text[], $7::text[]) WITH ORDINALITY AS p (stream, id, ord)
-    CROSS JOIN LATERAL (
-        SELECT r.ctid AS tid FROM herald_registration r
-        WHERE r.stream = p.stream AND r.id = p.id AND r.namespace = $1 AND NOT r.parked
-          AND r.next_attempt_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
-          AND r.next_seq <= (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream)
-        FOR NO KEY UPDATE SKIP LOCKED) l
-    LIMIT $3::int
-), claimed AS (
-    UPDATE herald_registration r SET lease_owner = $4, lease_until = $5, next_attempt_at = $2
-    WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked))
-    RETURNING r.*
-)
-SELECT ` + statusColumns + `
-FROM claimed r
-JOIN locked l ON l.stream = r.stream AND l.id = r.id
-CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = r.stream OFFSET 0) s
-ORDER BY l.ord`
-	// The due registrations of pending streams at $2 of other namespaces
-	// than $1, not of a host held ($3): RunOnce's report only
-	// (DueQuery.CountUnserved), it reads them all.
-	sqlUnserved = `SELECT count(*)
-FROM herald_stream s
-CROSS JOIN LATERAL (
-    SELECT 1 FROM herald_registration r
-    WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-      AND r.namespace <> $1 AND r.next_attempt_at <= $2
-      AND (r.lease_until IS NULL OR r.lease_until <= $2)
-      AND r.host <> ALL($3::text[])
-    OFFSET 0) c
-WHERE s.pending`
-	noneLagging = `NOT EXISTS (
-        SELECT 1 FROM herald_registration r
-        WHERE r.stream = s.stream AND NOT r.parked AND r.next_seq <= s.head
-        OFFSET 0)`
+	sqlMarkStream         = stmt("mark_stream")
+	sqlRegistrationExists = stmt("registration_exists")
+	sqlUpsertRegistration = stmt("upsert_registration")
+	sqlDeleteRegistration = stmt("delete_registration")
+	sqlGet                = stmt("get")
+	sqlList               = stmt("list")
+	sqlStatsNamespaces    = stmt("stats_namespaces")
+	sqlStatsLagging       = stmt("stats_lagging")
+	sqlStatsOldestParked  = stmt("stats_oldest_parked")
 )
 
-// Host health (hosts.go, and Due's probes). Lock order: a registration's row
-// before its host's; Due locks host rows with SKIP LOCKED only.
-const (
-	// The leases still held by the claims ($2, $3, $4 in step, sorted by
-	// key), to $1: locked in key order, as AdvanceBatch locks, so that the
-	// two never deadlock.
-	sqlRenew = `WITH c AS MATERIALIZED (
-    SELECT r.tid
-    FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u (stream, id, owner, ord)
-    CROSS JOIN LATERAL (
-        SELECT r.ctid AS tid FROM herald_registration r
-        WHERE r.stream = u.stream AND r.id = u.id AND r.lease_owner = u.owner AND r.lease_owner <> ''
-        FOR NO KEY UPDATE OF r) r
-    ORDER BY u.ord
+// Due (registrations.go): sql/due.sql.
+var (
+	sqlPlanner         = []string{stmt("planner_seqscan"), stmt("planner_jit"), stmt("planner_generic")}
+	sqlDueAsyncCommit  = stmt("due_async_commit")
+	sqlClearCandidates = stmt("clear_candidates")
+	sqlClearPending    = stmt("clear_pending")
+	sqlPick            = stmt("pick")
+	sqlClaim           = stmt("claim")
+	sqlUnserved        = stmt("unserved")
 )
-UPDATE herald_registration r SET lease_until = $1
-WHERE r.ctid = ANY (ARRAY(SELECT tid FROM c))
-RETURNING r.stream, r.id, r.lease_owner`
-	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
-	// The hosts whose probe is due at $1: this claim owns those it locks.
-	sqlLockProbes = `SELECT ` + hostColumns + ` FROM herald_host
-WHERE state <> 'up' AND next_probe_at <= $1
-ORDER BY host
-FOR NO KEY UPDATE SKIP LOCKED`
-	// Read before the claim, which takes the held hosts as an array: a few
-	// comparisons cost a row less than a lookup of its host.
-	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
-	sqlMoveProbe     = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
-	sqlEnsureHost    = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
-	sqlLockHost      = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
-	sqlPutHost       = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
-    last_error = $7, last_failure_at = $8, failing_since = $9
-WHERE host = $1`
-	sqlHosts = `WITH held AS (
-    SELECT r.host, count(*) AS n
-    FROM herald_registration r
-    JOIN herald_host d ON d.host = r.host AND d.state <> 'up'
-    JOIN herald_stream s ON s.stream = r.stream
-    WHERE NOT r.parked AND r.next_seq <= s.head
-    GROUP BY r.host
-)
-SELECT h.host, h.state, h.since, h.failures, h.probes, h.next_probe_at, h.last_error, h.last_failure_at, h.failing_since,
-    coalesce(held.n, 0)
-FROM herald_host h LEFT JOIN held ON held.host = h.host
-WHERE ($1::text = '' OR h.host = $1) AND ($2::text = '' OR h.state = $2) AND h.host > $3
-ORDER BY h.host
-LIMIT $4`
+
+// Host health (hosts.go, and Due's probes): sql/hosts.sql.
+var (
+	sqlRenew         = stmt("renew")
+	sqlLockProbes    = stmt("lock_probes")
+	sqlTroubledHosts = stmt("troubled_hosts")
+	sqlMoveProbe     = stmt("move_probe")
+	sqlEnsureHost    = stmt("ensure_host")
+	sqlLockHost      = stmt("lock_host")
+	sqlPutHost       = stmt("put_host")
+	sqlHosts         = stmt("hosts")
 )
 
 // Cursors, failures, operator moves and evidence (cursor.go, hosts.go):
