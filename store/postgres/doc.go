@@ -175,11 +175,12 @@
 //
 // # Where the rules live
 //
-// The statements are moving from queries.go to sql/*.sql, embedded and
-// loaded once (sqlfiles.go): each under a line "-- name: x", with named
-// parameters (@stream) passed as pgx.NamedArgs; the cursor writes, evidence
-// and operator moves (sql/cursor.sql) are there. A rule that several
-// statements apply is written once:
+// The statements are in sql/*.sql (but the migration runner's few, in
+// queries.go), embedded and loaded once (sqlfiles.go): each under a line
+// "-- name: x", with named parameters (@stream) passed as pgx.NamedArgs,
+// each planner fence (OFFSET 0, MATERIALIZED) with a comment saying which
+// plan it prevents. A rule that several statements apply is written once,
+// as a template the statements take in:
 //
 //   - a moved cursor resets the attempts, the host failures and the last
 //     error: sql/rules.sql, cursor_moved (advance, checkpoint,
@@ -187,6 +188,12 @@
 //     (sql/cursor.sql), push.ChargeHost's in Go;
 //   - the fence of a write under a claim: sql/rules.sql, fenced_by;
 //   - an evidence row: sql/rules.sql, insert_evidence;
+//   - a registration's status columns, a host's: status and host in
+//     sql/registrations.sql and sql/hosts.sql;
+//   - no registration lagging (the pending markers' sweep): none_lagging in
+//     sql/due.sql;
+//   - the records waiting for the sequencer, and a window's:
+//     waiting_running, waiting_new and in_window in sql/sequencer.sql;
 //   - a valid entry: journal.ValidateEntries; herald_append_rows (the
 //     migration) checks the same, the cases of TestHeraldAppendChecksAsGo
 //     and its neighbours fed to both;

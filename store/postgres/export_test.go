@@ -41,7 +41,7 @@ var (
 	SQLClearCandidates = sent(sqlClearCandidates)
 	SQLClearPending    = sent(sqlClearPending)
 	SQLAnyUnsequenced  = sqlAnyUnsequenced
-	SQLNumber          = sqlNumber
+	SQLNumber          = sent(sqlNumber)
 	SQLFenceBatch      = sent(sqlFenceBatch)
 	SQLAdvanceBatch    = sent(sqlAdvanceBatch)
 	MigrationLockKey   = migrationLockKey

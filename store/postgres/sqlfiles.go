@@ -20,7 +20,17 @@ var sqlFiles embed.FS
 var statements = loadStatements()
 
 func loadStatements() map[string]string {
-	t := template.Must(template.New("").Option("missingkey=error").ParseFS(sqlFiles, "sql/*.sql"))
+	t := template.Must(template.New("").Option("missingkey=error").Funcs(template.FuncMap{
+		// args makes a template's arguments: args "cols" "r.id" "limit" "".
+		"args": func(kv ...string) map[string]string {
+			m := map[string]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i]] = kv[i+1]
+			}
+			return m
+		},
+		"notify_channel": func() string { return NotifyChannel },
+	}).ParseFS(sqlFiles, "sql/*.sql"))
 	files, err := sqlFiles.ReadDir("sql")
 	if err != nil {
 		panic(err)
