@@ -7,11 +7,11 @@
 -- OFFSET 0, so that the planner, which cannot estimate a snapshot's
 -- transactions, keeps to it rather than joining whole tables.
 {{define "waiting_running"}}SELECT {{.cols}} FROM herald_sequencer st CROSS JOIN pg_snapshot_xip(st.done) x CROSS JOIN LATERAL (
-    SELECT * FROM herald_record r WHERE r.xid = x AND {{.cond}} OFFSET 0) r
-WHERE st.one AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0) {{.limit}}{{end}}
+    SELECT * FROM herald_record r WHERE r.xid = x AND {{.cond}} OFFSET 0 /* a probe per transaction: no join of the whole work list */) r
+WHERE st.one AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0 /* a probe per record: no hash of herald_seq */) {{.limit}}{{end}}
 {{define "waiting_new"}}SELECT {{.cols}} FROM herald_sequencer st CROSS JOIN LATERAL (
     SELECT * FROM herald_record r WHERE r.xid >= pg_snapshot_xmax(st.done) AND {{.cond}}
-      AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0)
+      AND NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0 /* a probe per record: no hash of herald_seq */)
     ORDER BY r.xid, r.pos {{.limit}}) r
 WHERE st.one{{end}}
 
@@ -21,13 +21,13 @@ WHERE st.one{{end}}
 -- left open can hold records numbered already (that page's final records'
 -- streams).
 {{define "in_window"}}SELECT r.id, r.stream, r.final, r.xid, r.pos FROM st, pg_snapshot_xip(st.done) x CROSS JOIN LATERAL (
-    SELECT * FROM herald_record r WHERE r.xid = x AND (r.xid, r.pos) > ({{.after}}) AND pg_visible_in_snapshot(r.xid, st.win) AND {{.cond}} OFFSET 0) r
-WHERE (NOT st.reopened OR NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0))
+    SELECT * FROM herald_record r WHERE r.xid = x AND (r.xid, r.pos) > ({{.after}}) AND pg_visible_in_snapshot(r.xid, st.win) AND {{.cond}} OFFSET 0 /* a probe per transaction: no join of the whole work list */) r
+WHERE (NOT st.reopened OR NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0 /* a probe per record: no hash of herald_seq */))
 UNION ALL
 (SELECT r.id, r.stream, r.final, r.xid, r.pos FROM st CROSS JOIN LATERAL (
     SELECT * FROM herald_record r WHERE r.xid >= pg_snapshot_xmax(st.done) AND r.xid < pg_snapshot_xmax(st.win)
       AND (r.xid, r.pos) > ({{.after}}) AND pg_visible_in_snapshot(r.xid, st.win) AND {{.cond}}
-      AND (NOT st.reopened OR NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0))
+      AND (NOT st.reopened OR NOT EXISTS (SELECT 1 FROM herald_seq q WHERE q.id = r.id OFFSET 0 /* a probe per record: no hash of herald_seq */))
     ORDER BY r.xid, r.pos {{.limit}}) r){{end}}
 
 -- name: any_unsequenced
@@ -64,33 +64,33 @@ ROLLBACK
 -- snapshot gets one by an upsert (Register may have made it since). Each
 -- MATERIALIZED part is computed once, as written: the planner would
 -- otherwise inline it into each of its readers and run it again there.
-WITH st AS MATERIALIZED (
+WITH st AS MATERIALIZED ( -- one snapshot for every part, read once
     SELECT done, coalesce(win, pg_current_snapshot()) AS win, win IS NOT NULL AS reopened,
         coalesce(after_xid, '0'::xid8) AS after_xid, coalesce(after_pos, 0) AS after_pos
     FROM herald_sequencer WHERE one AND current_setting('herald.sequencer', true) = 'true'
-), page AS MATERIALIZED (
+), page AS MATERIALIZED ( -- the page once: the planner would scan again for each reader
     SELECT * FROM ({{template "in_window" (args "after" "st.after_xid, st.after_pos" "cond" "true" "limit" "LIMIT @page")}}) c ORDER BY xid, pos LIMIT @page
-), last AS MATERIALIZED (
+), last AS MATERIALIZED ( -- once, as page
     SELECT xid, pos FROM page ORDER BY xid DESC, pos DESC LIMIT 1
-), cand AS MATERIALIZED (
+), cand AS MATERIALIZED ( -- once, as page: the window functions below read it
     SELECT * FROM page
     UNION ALL
     SELECT c.* FROM last CROSS JOIN LATERAL ({{template "in_window" (args "after" "last.xid, last.pos" "cond" "r.stream IN (SELECT stream FROM page WHERE final)" "limit" "")}}) c
     WHERE (SELECT count(*) FROM page) = @page
-), ranked AS MATERIALIZED (
+), ranked AS MATERIALIZED ( -- once: fate and per_stream would each rank again
     SELECT c.id, c.stream, c.final, coalesce(s.head, 0) AS head, s.final_seq, s.head IS NOT NULL AS known,
         row_number() OVER w AS r,
         count(*) FILTER (WHERE NOT c.final) OVER w1 + CASE WHEN bool_or(c.final) OVER w1 THEN 1 ELSE 0 END AS n
     FROM cand c
     LEFT JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = c.stream OFFSET 0) s ON true -- a probe per stream, not a join of every stream
     WINDOW w AS (PARTITION BY c.stream ORDER BY c.final, c.xid, c.pos), w1 AS (PARTITION BY c.stream)
-), fate AS MATERIALIZED (
+), fate AS MATERIALIZED ( -- once: decided and per_stream read it
     SELECT id, stream, final, head, final_seq, known, n,
         CASE WHEN final_seq IS NULL AND r <= n THEN head + r END AS seq,
         CASE WHEN final_seq IS NOT NULL THEN format('committed after the stream''s final record #%s was sequenced', final_seq)
              WHEN r > n THEN format('another final record of the stream, #%s, was sequenced first', head + n) END AS reason
     FROM ranked
-), per_stream AS MATERIALIZED (
+), per_stream AS MATERIALIZED ( -- once: moved and created read it
     SELECT stream, max(head + n) AS head, bool_or(final) AS has_final, bool_or(known) AS known FROM fate
     WHERE final_seq IS NULL GROUP BY stream
 ), moved AS (
