@@ -555,6 +555,41 @@ DECLARE
     blocked boolean;
     prev    record;
 BEGIN
+    -- The usual append, one statement: one entry whose every field passes a
+    -- one-expression test (printable ASCII names, not reserved, a bare
+    -- type/subtype, a JSON payload where that says JSON, a plain trace
+    -- context or none), inserted unless the stream is sealed or the id
+    -- stored. Anything else, and any problem, takes the path below, which
+    -- checks each entry with Go's errors and decides.
+    IF n = 1 AND setting IS NULL THEN
+        INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+        SELECT p_stream, p_ids[1], p_kinds[1], e.ct, p_payloads[1], p_finals[1],
+            -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
+            sha256(int8send(octet_length(p_stream)::bigint) || convert_to(p_stream, 'UTF8')
+                || int8send(octet_length(p_kinds[1])::bigint) || convert_to(p_kinds[1], 'UTF8')
+                || int8send(octet_length(e.ct)::bigint) || convert_to(e.ct, 'UTF8')
+                || int8send(octet_length(p_payloads[1])::bigint) || p_payloads[1]
+                || int8send(1::bigint) || CASE WHEN p_finals[1] THEN '\x01'::bytea ELSE '\x00'::bytea END),
+            v_at, e.tp, e.ts
+        FROM (SELECT coalesce(nullif(p_types[1], ''), 'application/json') AS ct,
+                     coalesce(p_parents[1], '') AS tp, coalesce(p_states[1], '') AS ts) e
+        WHERE p_stream ~ '^[!-~]+$' AND octet_length(p_stream) <= 200 AND NOT starts_with(p_stream, 'herald/')
+          AND p_ids[1] ~ '^[ -~]+$' AND octet_length(p_ids[1]) <= 1024 AND NOT starts_with(p_ids[1], 'herald-event:')
+          AND p_kinds[1] ~ '^[!-~]+$' AND octet_length(p_kinds[1]) <= 200
+          AND octet_length(e.ct) <= 200 AND e.ct ~ $re$^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$$re$
+          AND octet_length(p_payloads[1]) <= 1048576 AND p_finals[1] IS NOT NULL
+          AND CASE WHEN lower(e.ct) = 'application/json' OR lower(e.ct) LIKE '%+json'
+              THEN convert_from(p_payloads[1], 'UTF8')::json IS NOT NULL ELSE true END -- raises unless JSON
+          AND (e.tp = '' AND e.ts = ''
+            OR e.tp ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' AND e.tp !~ '^00-0{32}-' AND e.tp !~ '^00-[0-9a-f]{32}-0{16}-'
+               AND e.ts ~ '^[ -~]*$' AND octet_length(e.ts) <= 8223)
+          AND NOT EXISTS (SELECT FROM herald_record r WHERE r.stream = p_stream AND r.final)
+        ON CONFLICT (id) DO NOTHING;
+        IF FOUND THEN
+            o_verdict := 'ok';
+            RETURN;
+        END IF;
+    END IF;
     IF n = 0 OR n > 10000 THEN -- journal.MaxBatch
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'entries',
             MESSAGE = format('herald_append: invalid entries: has %s entries: from 1 to 10000', n);
@@ -620,20 +655,9 @@ BEGIN
     END IF;
 
     o_verdict := 'ok';
-    IF n = 1 THEN
-        -- The usual append: the seal check is one probe of an index range,
-        -- the stream's final records (herald_record_final).
-        INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
-        SELECT p_stream, p_ids[1], p_kinds[1], types[1], p_payloads[1], p_finals[1], digests[1], v_at, parents[1], states[1]
-        WHERE NOT EXISTS (SELECT FROM herald_record r WHERE r.stream = p_stream AND r.final)
-        ON CONFLICT (id) DO NOTHING;
-        IF FOUND THEN
-            RETURN;
-        END IF;
-    END IF;
     want := ARRAY(SELECT generate_series(1, n));
     FOR attempt IN 1 .. 2 LOOP
-        IF n > 1 OR attempt > 1 THEN
+        BEGIN
             -- Blocked by a final record or a stored id: nothing goes in. ON
             -- CONFLICT skips an id another transaction committed since the
             -- statement's snapshot: then fewer ids come back.
@@ -655,7 +679,7 @@ BEGIN
                 RETURN;
             END IF;
             DELETE FROM herald_record r WHERE r.id = ANY (got); -- all or nothing
-        END IF;
+        END;
         -- Decide as Go's journal does: a stored id with other content is a
         -- conflict, one refused by the sequencer a seal, the same entry
         -- again its record; the new ones go in unless the stream is sealed.
