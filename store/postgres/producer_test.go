@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -145,8 +145,8 @@ VALUES ('herald/events', 'herald-event:forged', 'herald.registration.parked', 'a
 VALUES ('orders/1', 'x-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '1')`)
 	refused("an UPDATE of the xid", "42501", `UPDATE herald_record SET xid = '1'`)
 	refused("herald_append to herald/events", "HA400", `SELECT herald_append($1, 'evt-1', 'herald.registration.parked', $2::bytea, 'application/json')`,
-		push.EventsStream, alert)
-	refused("herald_append_rows to herald/events", "HA400", rows, one(push.EventsStream, "evt-1", "herald.registration.parked", "application/json", alert)...)
+		store.EventsStream, alert)
+	refused("herald_append_rows to herald/events", "HA400", rows, one(store.EventsStream, "evt-1", "herald.registration.parked", "application/json", alert)...)
 	refused("herald_append_rows with an event's id", "HA400", rows, one("orders/1", journal.ReservedIDPrefix+"x", "k", "application/json", []byte(`{}`))...)
 	refused("herald_append with a kind with CR LF", "HA400", `SELECT herald_append('orders/1', 'k-1', E'order.created\r\nX-Injected: 1', '{}'::jsonb)`)
 	refused("herald_append_rows with a kind with CR LF", "HA400", rows, one("orders/1", "k-2", "order.created\r\nX-Injected: 1", "application/json", []byte(`{}`))...)
@@ -175,5 +175,5 @@ VALUES ('orders/1', 'x-1', 'k', 'application/json', '\x7b7d', false, '\x00', now
 	require.NoError(t, err)
 	require.Equal(t, []string{"ok-1 " + xid}, stored, "only the genuine append, with its transaction's id")
 	require.Equal(t, 1, sequence(t, p.owner))
-	require.Zero(t, head(t, p.owner, push.EventsStream), "no alert was forged")
+	require.Zero(t, head(t, p.owner, store.EventsStream), "no alert was forged")
 }

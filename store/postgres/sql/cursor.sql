@@ -29,7 +29,7 @@ WITH upd AS (
         parked = true, parked_at = @at{{template "failed"}}
 
 -- name: host_failed
--- No attempt charged: the host's failures count instead (push.ChargeHost).
+-- No attempt charged: the host's failures count instead (store.ChargeHost).
 WITH upd AS (
     UPDATE herald_registration r
     SET attempts = CASE WHEN @next_seq::bigint > r.next_seq THEN 0 ELSE r.attempts END, host_failures = @host_failures,

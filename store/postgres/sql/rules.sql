@@ -5,7 +5,7 @@
 
 -- cursor_moved: what every cursor write under a claim sets, the cursor
 -- moved to the argument if that is forward: a moved cursor resets the attempts,
--- the host failures and the last error (push.ChargeHost counts a host
+-- the host failures and the last error (store.ChargeHost counts a host
 -- failure by the same rule, in Go). r is the registration's row.
 {{define "cursor_moved"}}attempts = CASE WHEN {{.}} > r.next_seq THEN 0 ELSE r.attempts END,
     host_failures = CASE WHEN {{.}} > r.next_seq THEN 0 ELSE r.host_failures END,
@@ -28,7 +28,7 @@
 )
 {{template "insert_evidence"}} FROM upd{{end}}
 
--- insert_evidence: one evidence row (push.Evidence, cleaned: evidenceArgs).
+-- insert_evidence: one evidence row (store.Evidence, cleaned: evidenceArgs).
 {{define "insert_evidence"}}INSERT INTO herald_evidence
     (stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
 SELECT @stream::text, @id::text, @at::timestamptz, @event::text, @seq::bigint, @record_id::text, @message_id::text,
