@@ -172,11 +172,15 @@ CREATE TABLE herald_host (
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;
 
--- herald_append: AppendTx as a SQL function, with journal.ValidateEntries'
--- checks and journal.Digest's digest (the package documentation, "Appending
--- from SQL", has the signatures and the error codes). Byte lengths are of
--- the UTF-8 form. Every function runs with search_path pinned to pg_catalog
--- and the schema it was created in (the ALTER FUNCTIONs at the end).
+-- herald_append_rows: the append of AppendTx and herald_append, with
+-- journal.ValidateEntries' checks and journal.Digest's digest (the package
+-- documentation, "Appending from SQL", has the signatures and the error
+-- codes). Byte lengths are of the UTF-8 form. Every PL/pgSQL function runs
+-- with search_path pinned to pg_catalog, the schema it was created in, then
+-- pg_temp (the DO block at the end); herald_append's overloads have
+-- SQL-standard bodies, bound when created. The check functions below give
+-- Go's errors; they run only for an entry herald_append_rows' one
+-- expression does not pass.
 
 -- herald_check_name raises HA400 unless value is a valid name for field:
 -- journal.ValidateStream (spaces false, 200 bytes), ValidateID (spaces
@@ -341,7 +345,7 @@ $fn$;
 -- that is reserved is first checked as a name (HA400 too), and a reserved
 -- id only once the stream passed, so that a doubly bad call gets Go's
 -- error; a name that is not reserved costs two prefix tests here, its
--- checks being herald_append_entry's.
+-- checks being herald_append_rows'.
 CREATE FUNCTION herald_check_reserved(p_stream text, p_id text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 BEGIN
