@@ -836,5 +836,10 @@ BEGIN
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
     END LOOP;
+    -- Its insert's custom plan, its checks folded into constants, always
+    -- looks cheaper than the generic one: PostgreSQL would plan it anew at
+    -- every call.
+    ALTER FUNCTION herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz)
+        SET plan_cache_mode = force_generic_plan;
 END
 $do$;
