@@ -555,14 +555,15 @@ CREATE FUNCTION herald_append_rows(p_stream text, p_ids text[], p_kinds text[], 
     OUT o_id text, OUT o_stream text, OUT o_seq bigint, OUT o_field text, OUT o_final_seq bigint)
 LANGUAGE plpgsql SECURITY DEFINER AS $fn$
 DECLARE
-    n       int := coalesce(cardinality(p_ids), 0);
-    setting text := nullif(current_setting('herald.max_payload', true), '');
-    lim     bigint := 1048576; -- journal.DefaultMaxPayload
+    -- No initialiser but the usual append's: each costs every transaction.
+    n       int;
+    setting text := current_setting('herald.max_payload', true);
+    lim     bigint;
     v_at    timestamptz := coalesce(p_at, clock_timestamp());
-    types   text[] := '{}';
-    digests bytea[] := '{}';
-    parents text[] := '{}';
-    states  text[] := '{}';
+    types   text[];
+    digests bytea[];
+    parents text[];
+    states  text[];
     ct      text;
     mt      text;
     j       json;
@@ -577,7 +578,7 @@ BEGIN
     -- context or none), inserted unless the stream is sealed or the id
     -- stored. Anything else, and any problem, takes the path below, which
     -- checks each entry with Go's errors and decides.
-    IF n = 1 AND setting IS NULL THEN
+    IF cardinality(p_ids) = 1 AND coalesce(setting, '') = '' THEN
         INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
         SELECT p_stream, p_ids[1], p_kinds[1], e.ct, p_payloads[1], p_finals[1],
             -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
@@ -606,6 +607,13 @@ BEGIN
             RETURN;
         END IF;
     END IF;
+    n := coalesce(cardinality(p_ids), 0);
+    setting := nullif(setting, '');
+    lim := 1048576; -- journal.DefaultMaxPayload
+    types := '{}';
+    digests := '{}';
+    parents := '{}';
+    states := '{}';
     IF n = 0 OR n > 10000 THEN -- journal.MaxBatch
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'entries',
             MESSAGE = format('herald_append: invalid entries: has %s entries: from 1 to 10000', n);
