@@ -177,3 +177,70 @@ VALUES ('orders/1', 'x-1', 'k', 'application/json', '\x7b7d', false, '\x00', now
 	require.Equal(t, 1, sequence(t, p.owner))
 	require.Zero(t, head(t, p.owner, store.EventsStream), "no alert was forged")
 }
+
+// TestAppendRowsAgreesWithGo: herald_append_rows, called by hand by a
+// producer (no Go code before it), accepts exactly the entries that
+// journal.ValidateEntries accepts, case by case, on its one-statement
+// path and on its checked one.
+func TestAppendRowsAgreesWithGo(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	type entry struct{ stream, id, kind, ct, payload, tp, ts string }
+	ok := entry{"orders/1", "e", "order.created", "application/json", `{"a":1}`, "", ""}
+	with := func(f func(*entry)) entry { e := ok; f(&e); return e }
+	cases := map[string]entry{
+		"plain":                        ok,
+		"octet-stream, empty":          with(func(e *entry) { e.ct, e.payload = "application/octet-stream", "" }),
+		"a parameter":                  with(func(e *entry) { e.ct = "application/json; charset=utf-8" }),
+		"+json":                        with(func(e *entry) { e.ct = "application/cloudevents+json" }),
+		"upper-case JSON type":         with(func(e *entry) { e.ct = "Application/JSON" }),
+		"upper-case, not JSON":         with(func(e *entry) { e.ct, e.payload = "Application/JSON", "{" }),
+		"a non-ASCII stream":           with(func(e *entry) { e.stream = "flux/é" }),
+		"an id with a space":           with(func(e *entry) { e.id = "order 1" }),
+		"an id with LF":                with(func(e *entry) { e.id = "order\n1" }),
+		"a kind with a space":          with(func(e *entry) { e.kind = "order created" }),
+		"a kind with CR LF":            with(func(e *entry) { e.kind = "order.created\r\nX: 1" }),
+		"a kind with U+2028":           with(func(e *entry) { e.kind = "order\u2028created" }),
+		"a kind of 201 bytes":          with(func(e *entry) { e.kind = strings.Repeat("k", 201) }),
+		"a kind of 200 bytes":          with(func(e *entry) { e.kind = strings.Repeat("k", 200) }),
+		"a stream of 201 bytes":        with(func(e *entry) { e.stream = strings.Repeat("s", 201) }),
+		"an id of 1,025 bytes":         with(func(e *entry) { e.id = strings.Repeat("i", 1025) }),
+		"no subtype":                   with(func(e *entry) { e.ct = "json" }),
+		"two slashes":                  with(func(e *entry) { e.ct = "application/json/x" }),
+		"not JSON":                     with(func(e *entry) { e.payload = "not json" }),
+		"empty JSON":                   with(func(e *entry) { e.payload = "" }),
+		"not UTF-8 text":               with(func(e *entry) { e.ct, e.payload = "text/plain", "\xff" }),
+		"a traceparent":                with(func(e *entry) { e.tp = tp }),
+		"a traceparent and tracestate": with(func(e *entry) { e.tp, e.ts = tp, "shop=7" }),
+		"a tracestate alone":           with(func(e *entry) { e.ts = "shop=7" }),
+		"a zero trace id":              with(func(e *entry) { e.tp = "00-00000000000000000000000000000000-00f067aa0ba902b7-01" }),
+		"version 01":                   with(func(e *entry) { e.tp = "01" + tp[2:] }),
+		"a tracestate with a control":  with(func(e *entry) { e.tp, e.ts = tp, "a=\x01" }),
+		"a reserved stream":            with(func(e *entry) { e.stream = "herald/events" }),
+		"a reserved id":                with(func(e *entry) { e.id = "herald-event:1" }),
+		"a stream that looks reserved": with(func(e *entry) { e.stream = "heraldx/events" }),
+	}
+	n := 0
+	for name, e := range cases {
+		n++
+		e.id = fmt.Sprintf("%s-%d", e.id, n)
+		_, goErr := journal.ValidateEntries(e.stream, []journal.Entry{{ID: e.id, Kind: e.kind, ContentType: e.ct,
+			Payload: []byte(e.payload), Traceparent: e.tp, Tracestate: e.ts}}, 0)
+		tx, err := c.Begin(ctx)
+		require.NoError(t, err)
+		var verdict string
+		var rest [9]any
+		sqlErr := tx.QueryRow(ctx, `SELECT * FROM herald_append_rows($1, $2, $3, $4, $5, $6, $7, $8, NULL)`,
+			e.stream, []string{e.id}, []string{e.kind}, []string{e.ct}, [][]byte{[]byte(e.payload)}, []bool{false},
+			[]string{e.tp}, []string{e.ts}).Scan(&verdict, &rest[0], &rest[1], &rest[2], &rest[3], &rest[4], &rest[5], &rest[6], &rest[7], &rest[8])
+		require.NoError(t, tx.Rollback(ctx))
+		if goErr == nil {
+			require.NoError(t, sqlErr, "%s: Go accepts it", name)
+			require.Equal(t, "ok", verdict, name)
+		} else {
+			require.Error(t, sqlErr, "%s: Go refuses it: %v", name, goErr)
+		}
+	}
+}
