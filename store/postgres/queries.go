@@ -56,6 +56,8 @@ var (
 	sqlStatsNamespaces    = stmt("stats_namespaces")
 	sqlStatsLagging       = stmt("stats_lagging")
 	sqlStatsOldestParked  = stmt("stats_oldest_parked")
+	sqlResealPage         = stmt("reseal_page")
+	sqlReseal             = stmt("reseal")
 )
 
 // Due (registrations.go): sql/due.sql.

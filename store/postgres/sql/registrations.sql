@@ -63,3 +63,14 @@ SELECT {{template "status_from"}}
 WHERE r.parked
 ORDER BY r.parked_at, r.stream, r.id
 LIMIT 1
+
+-- name: reseal_page
+-- Reseal (registrations.go) reads a page of configs in key order and
+-- writes each anew where the row still holds what it read.
+SELECT stream, id, config FROM herald_registration WHERE (stream, id) > (@after_stream, @after_id)
+ORDER BY stream, id LIMIT @limit
+
+-- name: reseal
+UPDATE herald_registration r SET config = n.new
+FROM unnest(@streams::text[], @ids::text[], @olds::bytea[], @news::bytea[]) AS n(stream, id, old, new)
+WHERE r.stream = n.stream AND r.id = n.id AND r.config = n.old
