@@ -106,9 +106,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	sts, err := query(ctx, s, "list registrations", nil, rowTo(scanStatus),
 		sqlList, pgx.NamedArgs{"stream": q.Stream, "namespace": q.Namespace, "parked": q.Parked, "lagging": q.Lagging,
 			"after_stream": q.After.Stream, "after_id": q.After.ID, "limit": limit})
-	if err == nil {
-		err = s.sealer.Open(sts)
-	}
+	s.sealer.Open(sts)
 	return sts, err
 }
 
@@ -133,9 +131,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Stats{}, s.dbErr(ctx, "stats", err)
 	}
-	if err := cmp.Or(s.sealer.Open(st.Lagging), s.sealer.Open(parked)); err != nil {
-		return store.Stats{}, err
-	}
+	s.sealer.Open(st.Lagging)
+	s.sealer.Open(parked)
 	waiting, err := s.unnumbered(ctx, "")
 	if err != nil {
 		return store.Stats{}, err
@@ -244,12 +241,10 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		b.Queue(sqlCommit)
 		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
-	if err == nil {
-		err = s.sealer.Open(batch.Registrations)
-	}
 	if err != nil {
 		return store.DueBatch{}, err
 	}
+	s.sealer.Open(batch.Registrations)
 	return batch, nil
 }
 
