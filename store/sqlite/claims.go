@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -144,6 +145,10 @@ func pickDue(ctx context.Context, tx *sql.Tx, q push.DueQuery, hosts map[string]
 	if err != nil {
 		return nil, false, err
 	}
+	atCap, err := json.Marshal(append([]string{}, store.HostsAtCap(q)...)) // [] for none, not null
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: due: hosts at their cap: %w", err)
+	}
 	const maxDepth = 1 << 30
 	depth := maxDepth
 	if q.Limit < maxDepth/pickDepth {
@@ -160,7 +165,7 @@ func pickDue(ctx context.Context, tx *sql.Tx, q push.DueQuery, hosts map[string]
 			cands, err = queryAll(ctx, tx, "due", cands, func(sc scanner) (c candidate, err error) {
 				c.stream = w.stream
 				return c, sc.Scan(&c.id, &c.host, &c.next)
-			}, sqlDueOfStream, w.stream, q.Namespace, at, w.head, depth)
+			}, sqlDueOfStream, w.stream, q.Namespace, at, w.head, depth, string(atCap))
 			if err != nil {
 				return nil, false, err
 			}

@@ -177,7 +177,7 @@ func TestClaimReadsAStreamInClaimOrderWithoutSorting(t *testing.T) {
 	}
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
-	plan := queryPlan(t, s.r, sqlDueOfStream, "actor/alice", "webhook", 0, 1, 8)
+	plan := queryPlan(t, s.r, sqlDueOfStream, "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
 	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND namespace=?)", "plan:\n%s", plan)
 	require.NotContains(t, plan, "TEMP B-TREE", "plan:\n%s", plan)
 }

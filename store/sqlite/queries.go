@@ -96,7 +96,8 @@ const (
 	// partial index herald_stream_wake.
 	sqlWoken = "SELECT stream, head FROM herald_stream WHERE wake_at <= ?"
 	// sqlDueOfStream reads the first ?5 due registrations at ?3 of stream
-	// ?1 (head ?4) and namespace ?2, in claim order within the stream, from
+	// ?1 (head ?4) and namespace ?2, but those of the hosts at their cap (?6,
+	// a JSON array), in claim order within the stream, from
 	// the narrow columns of the index herald_registration_due
 	// (migrations/001_init.up.sql), which gives that order: no sort, no
 	// row's config, and it stops at the LIMIT (pickDue merges the streams).
@@ -105,6 +106,7 @@ const (
 	AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?3)
 	AND (r.lease_until IS NULL OR r.lease_until <= ?3)
 	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?3)
+	AND r.host NOT IN (SELECT value FROM json_each(?6))
 	ORDER BY r.next_attempt_at, r.id LIMIT ?5`
 	sqlUnserved = "SELECT COUNT(*)" + dueFrom + dueWhere + "AND r.namespace <> ?2"
 	sqlClaim    = "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?"
