@@ -97,8 +97,8 @@ func scanHost(sc scanner) (push.Host, error) {
 	return h, err
 }
 
-// pickDepth is how many due registrations of each woken stream the first
-// pick reads, per registration a claim may take, when the per-host cap or
+// pickDepth is how many due registrations of each cursor the first pick
+// reads, per registration a claim may take, when the per-host cap or
 // a probe may pass rows over: room for Run's cap (4 of each host's 10 in a
 // fediverse audience). A pick that read too few reads 8 times more.
 const pickDepth = 4
@@ -108,7 +108,7 @@ type candidate struct {
 	next       sql.NullInt64 // next_attempt_at: NULL (never tried) first
 	stream, id string
 	host       string
-	last       bool // the last row read of its stream, which has more
+	last       bool // the last row read of its cursor, which has more
 }
 
 // claimOrder is Due's: oldest next_attempt_at first (NULL before any), then
@@ -128,12 +128,12 @@ func claimOrder(a, b candidate) int {
 
 // pickDue offers a picker for q the due registrations of the woken streams
 // in claim order, then reads the picks whole. It reads the first depth of
-// each stream's (sqlDueOfStream), merges them, and offers them up to the
-// first stream's last row read (later rows may come after ones it did not
-// read); if fewer than q.Limit+1 of those fit, it reads again, deeper. So
-// a claim reads what it takes and what the cap and probes pass over, not
-// every registration due (issue 37). full says every due registration was
-// offered.
+// each cursor's (sqlNextCursor, sqlDueOfCursor), merges them, and offers
+// them up to the first cursor's last row read (later rows may come after
+// ones it did not read); if fewer than q.Limit+1 of those fit, it reads
+// again, deeper. So a claim reads what it takes and what the cap and
+// probes pass over, not every registration due, nor those at the head
+// (issue 37). full says every due registration was offered.
 func pickDue(ctx context.Context, tx *sql.Tx, q push.DueQuery, hosts map[string]push.Host, probing bool, at int64) (p *store.DuePicker, full bool, err error) {
 	type woken struct {
 		stream string
@@ -161,16 +161,25 @@ func pickDue(ctx context.Context, tx *sql.Tx, q push.DueQuery, hosts map[string]
 	for ; ; depth = min(depth*8, maxDepth) {
 		cands = cands[:0]
 		for _, w := range streams {
-			n := len(cands)
-			cands, err = queryAll(ctx, tx, "due", cands, func(sc scanner) (c candidate, err error) {
-				c.stream = w.stream
-				return c, sc.Scan(&c.id, &c.host, &c.next)
-			}, sqlDueOfStream, w.stream, q.Namespace, at, w.head, depth, string(atCap))
-			if err != nil {
-				return nil, false, err
-			}
-			if len(cands)-n == depth {
-				cands[len(cands)-1].last = true
+			var cursor sql.NullInt64
+			for {
+				if err := tx.QueryRowContext(ctx, sqlNextCursor, w.stream, cursor.Int64, w.head).Scan(&cursor); err != nil {
+					return nil, false, translate("due: next cursor", err)
+				}
+				if !cursor.Valid {
+					break
+				}
+				n := len(cands)
+				cands, err = queryAll(ctx, tx, "due", cands, func(sc scanner) (c candidate, err error) {
+					c.stream = w.stream
+					return c, sc.Scan(&c.id, &c.host, &c.next)
+				}, sqlDueOfCursor, w.stream, q.Namespace, at, cursor.Int64, depth, string(atCap))
+				if err != nil {
+					return nil, false, err
+				}
+				if len(cands)-n == depth {
+					cands[len(cands)-1].last = true
+				}
 			}
 		}
 		slices.SortFunc(cands, claimOrder)

@@ -160,8 +160,8 @@ func TestDueReadsOnlyWokenStreams(t *testing.T) {
 }
 
 // TestClaimReadsAStreamInClaimOrderWithoutSorting: Due reads each woken
-// stream's due registrations from the index in claim order and stops at its
-// LIMIT; a sort of them (a temporary b-tree) would read every registration
+// stream's due registrations cursor by cursor from the index, in claim
+// order, and stops at its LIMIT; a sort of them (a temporary b-tree) would read every registration
 // due at each claim, the cost issue 37 measured growing with the audience.
 func TestClaimReadsAStreamInClaimOrderWithoutSorting(t *testing.T) {
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"))
@@ -177,9 +177,11 @@ func TestClaimReadsAStreamInClaimOrderWithoutSorting(t *testing.T) {
 	}
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
-	plan := queryPlan(t, s.r, sqlDueOfStream, "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
-	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND namespace=?)", "plan:\n%s", plan)
+	plan := queryPlan(t, s.r, sqlDueOfCursor, "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
+	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND next_seq=? AND namespace=?)", "plan:\n%s", plan)
 	require.NotContains(t, plan, "TEMP B-TREE", "plan:\n%s", plan)
+	plan = queryPlan(t, s.r, sqlNextCursor, "actor/alice", 0, 1)
+	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND next_seq>? AND next_seq<?)", "plan:\n%s", plan)
 }
 
 func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) string {

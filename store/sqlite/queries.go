@@ -95,14 +95,18 @@ const (
 	// sqlWoken lists the woken streams at ?1 with their heads, through the
 	// partial index herald_stream_wake.
 	sqlWoken = "SELECT stream, head FROM herald_stream WHERE wake_at <= ?"
-	// sqlDueOfStream reads the first ?5 due registrations at ?3 of stream
-	// ?1 (head ?4) and namespace ?2, but those of the hosts at their cap (?6,
-	// a JSON array), in claim order within the stream, from
-	// the narrow columns of the index herald_registration_due
-	// (migrations/001_init.up.sql), which gives that order: no sort, no
-	// row's config, and it stops at the LIMIT (pickDue merges the streams).
-	sqlDueOfStream = `SELECT r.id, r.host, r.next_attempt_at FROM herald_registration AS r
-	WHERE r.stream = ?1 AND r.namespace = ?2 AND r.parked = 0 AND r.next_seq <= ?4
+	// sqlNextCursor is the lowest cursor of stream ?1 above ?2 and at most
+	// ?3 (its head) where unparked registrations wait, or NULL: one probe
+	// of herald_registration_due, which skips the registrations between
+	// cursors and never reads one at the head.
+	sqlNextCursor = "SELECT MIN(next_seq) FROM herald_registration WHERE stream = ?1 AND parked = 0 AND next_seq > ?2 AND next_seq <= ?3"
+	// sqlDueOfCursor reads the first ?5 due registrations at ?3 of stream
+	// ?1 at cursor ?4 and of namespace ?2, but those of the hosts at their
+	// cap (?6, a JSON array), in claim order, from the narrow columns of
+	// herald_registration_due, which gives that order (no sort, no row's
+	// config) and stops at the LIMIT; pickDue merges the cursors.
+	sqlDueOfCursor = `SELECT r.id, r.host, r.next_attempt_at FROM herald_registration AS r
+	WHERE r.stream = ?1 AND r.next_seq = ?4 AND r.namespace = ?2 AND r.parked = 0
 	AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?3)
 	AND (r.lease_until IS NULL OR r.lease_until <= ?3)
 	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?3)
