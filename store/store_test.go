@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 )
 
 // A skip goes forward, to at most one past the head; a caught-up cursor has
@@ -39,7 +38,7 @@ func TestValidateSkip(t *testing.T) {
 
 // The hosts a claim leaves out are exactly those the cap gives no room.
 func TestHostsAtCapAreThoseWithoutRoom(t *testing.T) {
-	q := push.DueQuery{MaxPerHost: 4, Busy: map[string]int{"c.example:443": 4, "a.example:443": 5, "b.example:443": 3, "d.example:443": 0}}
+	q := DueQuery{MaxPerHost: 4, Busy: map[string]int{"c.example:443": 4, "a.example:443": 5, "b.example:443": 3, "d.example:443": 0}}
 	if got := HostsAtCap(q); !slices.Equal(got, []string{"a.example:443", "c.example:443"}) {
 		t.Fatalf("HostsAtCap = %q, want a and c (at or above 4), sorted", got)
 	}
