@@ -70,8 +70,12 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			}
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
-		if !full {
-			return nil // due registrations are left: the woken streams stay woken
+		if !full || len(store.HostsAtCap(q)) > 0 {
+			// Due registrations are left, or may be behind a host at its cap,
+			// whose turns' ends claim again: the woken streams stay woken.
+			// (The recompute reads every lagging registration of the streams:
+			// at each claim of a fan-out that is its whole audience.)
+			return nil
 		}
 		// Every stream woken by now was read to its end above: its marker
 		// becomes the earliest instant one of its lagging, unparked
