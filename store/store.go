@@ -35,6 +35,7 @@ type Backend interface {
 	journal.Journal
 	Store
 	Retention
+	TokenStore
 }
 
 // Errors of opening or migrating a database, wrapped with the versions
