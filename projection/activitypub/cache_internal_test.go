@@ -2,7 +2,9 @@ package activitypub
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,4 +56,24 @@ func TestCachedBodyOfAnUnstrippedPayloadIsACopy(t *testing.T) {
 	require.NoError(t, err)
 	copy(buf, strings.Repeat("x", len(buf)))
 	require.Equal(t, want, string(a.body))
+}
+
+// Inboxes of one audience are served at once: concurrent gets of a few
+// payloads each answer their own and keep the bound (run with -race).
+func TestActivitiesConcurrently(t *testing.T) {
+	c := newActivities(3, 1<<10)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			for j := range 50 {
+				to := fmt.Sprintf("https://a.example/users/%d", (i+j)%5)
+				a, err := c.get(note(to))
+				if err != nil || !slices.Equal(a.activity.ids("to"), []string{to}) {
+					t.Errorf("get(%s) = %v, %v", to, a, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, len(c.items), 3)
 }
