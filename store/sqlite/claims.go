@@ -87,6 +87,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 	if err != nil {
 		return store.DueBatch{}, err
 	}
+	s.sealer.Open(p.Batch.Registrations)
 	return p.Batch, nil
 }
 
