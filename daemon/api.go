@@ -50,9 +50,34 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
 			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
 		}),
-		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
-		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/unpark":        unparkOne(d.store, d.opts.Now, d.wake),
+		"POST /v1/registrations/unpark":       unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/rotate-secret": keyed(nil, []string{"expire_old"}, d.rotateSecret),
 	}
+}
+
+// DefaultExpireOld is how long a rotated secret keeps signing unless told:
+// a day, as Svix keeps one, for a receiver to deploy the new secret.
+const DefaultExpireOld = 24 * time.Hour
+
+// rotateSecret answers POST /v1/registration/rotate-secret.
+func (d *Daemon) rotateSecret(r *http.Request, k push.Key, q url.Values) (any, error) {
+	expireOld := DefaultExpireOld
+	if s := q.Get("expire_old"); s != "" {
+		var err error
+		if expireOld, err = time.ParseDuration(s); err != nil {
+			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
+		}
+	}
+	st, err := d.store.Get(r.Context(), k.Stream, k.ID)
+	if err != nil {
+		return nil, err
+	}
+	register := d.store.Register
+	if wk := d.byNS[st.Namespace]; wk != nil {
+		register = wk.Register
+	}
+	return operator.RotateSecret(r.Context(), d.store, register, k.Stream, k.ID, d.opts.Now(), expireOld)
 }
 
 // appendRequest is the body of POST /v1/records.
@@ -204,6 +229,10 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 		reg.NextSeq = *req.FromSeq
 	}
+	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
+	if err != nil {
+		return nil, err
+	}
 	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
 	if err != nil {
 		return nil, apiFields(err)
@@ -221,7 +250,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
+	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Secret: secret, Warnings: warnings}}, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
