@@ -9,7 +9,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // RotatedView answers a secret's rotation: the registration, its new
@@ -26,7 +26,7 @@ type RotatedView struct {
 // the store's (journal.ErrNotFound), or journal.ErrInvalid for another
 // namespace or a bad expireOld ("expire_old"). Two rotations racing keep
 // the last one's secrets.
-func RotateSecret(ctx context.Context, s push.Store, register func(context.Context, push.Registration) (push.Registration, error),
+func RotateSecret(ctx context.Context, s store.Store, register func(context.Context, store.Registration) (store.Registration, error),
 	stream, id string, now time.Time, expireOld time.Duration) (RotatedView, error) {
 	was, err := s.Get(ctx, stream, id)
 	if err != nil {
@@ -34,7 +34,7 @@ func RotateSecret(ctx context.Context, s push.Store, register func(context.Conte
 	}
 	if was.Namespace != webhook.Namespace {
 		return RotatedView{}, journal.Invalid("namespace", "%s is a %s registration: only webhook registrations have secrets herald rotates",
-			push.Name(stream, id), was.Namespace)
+			store.Name(stream, id), was.Namespace)
 	}
 	cfg, err := webhook.ParseConfig(was.Config)
 	if err != nil {
@@ -65,7 +65,7 @@ func RotateSecret(ctx context.Context, s push.Store, register func(context.Conte
 // webhookSansSecrets decodes reg's config as a webhook config without
 // secrets; false when it is not one (another namespace, secrets given, or
 // a config the projection's validation will refuse anyway).
-func webhookSansSecrets(reg push.Registration) (webhook.Config, bool) {
+func webhookSansSecrets(reg store.Registration) (webhook.Config, bool) {
 	var cfg webhook.Config
 	if reg.Namespace != webhook.Namespace {
 		return cfg, false
@@ -85,7 +85,7 @@ func webhookSansSecrets(reg push.Registration) (webhook.Config, bool) {
 // MakeSecret returns reg with a new secret (webhook.NewSecret) when it is a
 // webhook registration whose config has none, and the secret; else reg
 // and "".
-func MakeSecret(reg push.Registration) (push.Registration, string) {
+func MakeSecret(reg store.Registration) (store.Registration, string) {
 	cfg, ok := webhookSansSecrets(reg)
 	if !ok {
 		return reg, ""
@@ -99,7 +99,7 @@ func MakeSecret(reg push.Registration) (push.Registration, string) {
 // KeepOrMakeSecret gives a webhook registration whose config has no
 // secrets the secrets of the webhook registration it updates, or else a new
 // one (MakeSecret), returned to be shown once. Errors are s's.
-func KeepOrMakeSecret(ctx context.Context, s push.Store, reg push.Registration) (push.Registration, string, error) {
+func KeepOrMakeSecret(ctx context.Context, s store.Store, reg store.Registration) (store.Registration, string, error) {
 	cfg, ok := webhookSansSecrets(reg)
 	if !ok {
 		return reg, "", nil
