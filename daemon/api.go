@@ -71,15 +71,10 @@ func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, 
 			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
 		}
 	}
-	st, err := d.store.Get(r.Context(), k.Stream, k.ID)
-	if err != nil {
-		return nil, err
-	}
-	register := d.store.Register
-	if wk := d.byNS[st.Namespace]; wk != nil {
-		register = wk.Register
-	}
-	return operator.RotateSecret(r.Context(), d.store, register, k.Stream, k.ID, d.opts.Now(), expireOld)
+	// The store's Register, not a worker's: the config Rotate returns is
+	// valid, and a client certificate that has since expired must not
+	// block a rotation.
+	return operator.RotateSecret(r.Context(), d.store, d.store.Register, k.Stream, k.ID, d.opts.Now(), expireOld)
 }
 
 // appendRequest is the body of POST /v1/records.
