@@ -64,6 +64,7 @@ var addrRules = []addrRule{
 	{netip.MustParsePrefix("168.63.129.16/32"), "cloud metadata: Azure WireServer and host services", false, "Azure documentation, \"What is IP address 168.63.129.16\""},
 	{netip.MustParsePrefix("fd00:ec2::/64"), "cloud metadata: AWS EC2 IMDS fd00:ec2::254, DNS ::253, time ::123, EKS Pod Identity ::23", false, "AWS EC2 instance metadata (IPv6) documentation"},
 	{netip.MustParsePrefix("fd20:ce::254/128"), "cloud metadata: Google Compute Engine (IPv6)", false, "Google Compute Engine metadata server documentation"},
+	{netip.MustParsePrefix("fd00:42::42/128"), "cloud metadata: Scaleway Instances (IPv6; IPv4 169.254.42.42 is link-local)", false, "Scaleway Instances metadata API documentation"},
 
 	// IPv4.
 	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (RFC 791; 0.0.0.0 reaches the local host)`, false, "RFC 791, RFC 1122; " + ianaV4},
@@ -304,6 +305,14 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 // refused ones. It returns the first failure that is not a refusal
 // (Transient), or the first refusal when every address was refused.
 func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return g.dial(ctx, network, addr, func(ctx context.Context, network string, ap netip.AddrPort) (net.Conn, error) {
+		return g.dialer.DialContext(ctx, network, ap.String()) // the dialer's Control checks the address
+	})
+}
+
+// dial resolves addr's host and calls connect with its addresses in order,
+// as dialContext describes.
+func (g *guard) dial(ctx context.Context, network, addr string, connect func(context.Context, string, netip.AddrPort) (net.Conn, error)) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -334,7 +343,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			remaining := time.Until(deadline)
 			dialCtx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(len(addrs)-i), min(2*time.Second, remaining)))
 		}
-		c, err := g.dialer.DialContext(dialCtx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		c, err := connect(dialCtx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)))
 		cancel()
 		switch {
 		case err == nil:

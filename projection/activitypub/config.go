@@ -15,6 +15,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 // MinKeyBits is the smallest RSA key Config accepts: fediverse servers
@@ -31,11 +32,16 @@ const MinKeyBits = 2048
 // they are members of (package doc, "Which inbox gets what"). Unknown keys
 // are an error. Only JSON encoding shows the private key.
 type Config struct {
-	KeyID      string   `json:"key_id"`
-	PrivateKey string   `json:"private_key"`
-	Actors     []string `json:"actors,omitempty"`
-	Followers  []string `json:"followers,omitempty"`
+	KeyID              string   `json:"key_id"`
+	PrivateKey         string   `json:"private_key"`
+	Actors             []string `json:"actors,omitempty"`
+	Followers          []string `json:"followers,omitempty"`
+	transport.Endpoint          // headers, client_cert, client_key, proxy
 }
+
+// ownHeaders are the headers the projection sets, which config.headers may
+// not (transport.Endpoint.Check): the signature's, both drafts.
+var ownHeaders = []string{"Date", "Digest", "Signature", "Signature-Input", "Content-Digest"}
 
 // String describes the config with the private key redacted.
 func (c Config) String() string {
@@ -43,7 +49,7 @@ func (c Config) String() string {
 	if c.PrivateKey != "" {
 		key = fmt.Sprintf("[redacted, %d bytes]", len(c.PrivateKey))
 	}
-	return fmt.Sprintf("activitypub.Config{KeyID: %q, PrivateKey: %s, Actors: %q, Followers: %q}", c.KeyID, key, c.Actors, c.Followers)
+	return fmt.Sprintf("activitypub.Config{KeyID: %q, PrivateKey: %s, Actors: %q, Followers: %q%s}", c.KeyID, key, c.Actors, c.Followers, c.Endpoint)
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -77,7 +83,7 @@ type settings struct {
 
 func (c Config) settings() (*settings, error) {
 	key, err := parsePrivateKey(c.PrivateKey)
-	errs := []error{checkURI("key_id", c.KeyID)}
+	errs := []error{checkURI("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
 	if err != nil {
 		errs = append(errs, journal.Invalid("config.private_key", "%s", err))
 	}

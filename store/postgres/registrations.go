@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +30,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			sealed, exists bool
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, r.Stream).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
+		b.Queue(sqlMarkStream, pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
 		var madeBy string
-		b.Queue(sqlRegistrationMadeBy, r.Stream, r.ID).QueryRow(func(row pgx.Row) error { return row.Scan(&exists, &madeBy) })
+		b.Queue(sqlRegistrationMadeBy, pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists, &madeBy) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "register", err)
 		}
@@ -49,8 +50,10 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		if kinds == nil {
 			kinds = []string{}
 		}
-		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1)), int64(r.RetainMax)))
+		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
+			"namespace": r.Namespace, "url": r.URL, "config": config, "on_rejected": string(r.OnRejected), "next_seq": int64(next),
+			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1)),
+			"retain_max_ns": int64(r.RetainMax)}))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -68,7 +71,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
 		return notFound(stream, id)
 	}
-	tag, err := s.pool.Exec(ctx, sqlDeleteRegistration, stream, id)
+	tag, err := s.pool.Exec(ctx, sqlDeleteRegistration, pgx.NamedArgs{"stream": stream, "id": id})
 	if err != nil {
 		return s.dbErr(ctx, "unregister", err)
 	}
@@ -83,7 +86,7 @@ func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error
 	if !validKey(stream, id) {
 		return store.Status{}, notFound(stream, id)
 	}
-	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, stream, id))
+	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, pgx.NamedArgs{"stream": stream, "id": id}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Status{}, notFound(stream, id)
 	}
@@ -107,7 +110,8 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 		return nil, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
 	}
 	sts, err := query(ctx, s, "list registrations", nil, rowTo(scanStatus),
-		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit, q.Subscription, q.ID)
+		sqlList, pgx.NamedArgs{"stream": q.Stream, "namespace": q.Namespace, "parked": q.Parked, "lagging": q.Lagging,
+			"after_stream": q.After.Stream, "after_id": q.After.ID, "limit": limit, "subscription": q.Subscription, "id": q.ID})
 	s.sealer.Open(sts)
 	return sts, err
 }
@@ -117,7 +121,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	st := store.Stats{Namespaces: map[string]store.NamespaceStats{}}
 	var parked []store.Status
 	b := &pgx.Batch{}
-	b.Queue(sqlStatsNamespaces, at).Query(func(rows pgx.Rows) error {
+	b.Queue(sqlStatsNamespaces, pgx.NamedArgs{"at": at}).Query(func(rows pgx.Rows) error {
 		var (
 			ns string
 			n  store.NamespaceStats
@@ -128,7 +132,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 		})
 		return err
 	})
-	b.Queue(sqlStatsLagging, store.MaxLagging).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
+	b.Queue(sqlStatsLagging, pgx.NamedArgs{"limit": store.MaxLagging}).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
 	b.Queue(sqlStatsOldestParked).Query(appendTo(&parked, rowTo(scanStatus)))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Stats{}, s.dbErr(ctx, "stats", err)
@@ -152,7 +156,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	return st, nil
 }
 
-// scanStatus reads statusColumns, then extra.
+// scanStatus reads a status (sql/registrations.sql), then extra.
 func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 	var (
 		st                   store.Status
@@ -193,7 +197,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		queuePlanner(b)
 		b.Queue(sqlDueAsyncCommit)
 		b.Queue(sqlTroubledHosts).Query(appendTo(&troubled, rowTo(scanHost)))
-		b.Queue(sqlLockProbes, q.At).Query(appendTo(&locked, rowTo(scanHost)))
+		b.Queue(sqlLockProbes, pgx.NamedArgs{"at": q.At}).Query(appendTo(&locked, rowTo(scanHost)))
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: read hosts", err)
 		}
@@ -215,7 +219,8 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			return err
 		}
 		if len(ids) > 0 {
-			rows, err := conn.Query(ctx, sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, streams, ids)
+			rows, err := conn.Query(ctx, sqlClaim, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner,
+				"lease_until": q.LeaseUntil, "streams": streams, "ids": ids})
 			if err == nil {
 				batch.Registrations, err = pgx.AppendRows(batch.Registrations, rows, rowTo(scanStatus))
 			}
@@ -233,7 +238,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			delete(hosts, h.Host)
 			if probes[h.Host] {
 				h = h.Probed(q.At)
-				b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
+				b.Queue(sqlMoveProbe, pgx.NamedArgs{"host": h.Host, "probes": h.Probes, "next_probe_at": h.NextProbeAt})
 			}
 			batch.Hosts = append(batch.Hosts, h)
 		}
@@ -255,14 +260,15 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 // claims take first. A pick that read too few reads 8 times more.
 const pickDepth = 4
 
-// pick reads the due registrations of q.Namespace not held (sqlPick) and
-// returns those a claim for q may take, in claim order: within
-// q.HostRoom, of a host probed (probes) only its first. It counts the
-// other namespaces' into *unserved if q.CountUnserved. sqlPick reads the
-// first depth of each cursor's registrations: the rows up to the first
-// cursor's last one read are all it could have seen, and if fewer than
-// q.Limit+1 of them fit, it reads again, deeper. So a claim reads what it
-// takes and what the cap and held hosts leave, not every registration due.
+// pick reads the due registrations of q.Namespace not held nor of a host
+// at its cap (sqlPick) and returns those a claim for q may take, in claim
+// order: within q.HostRoom, of a host probed (probes) only its first. It
+// counts the other namespaces' into *unserved if q.CountUnserved. sqlPick
+// reads the first depth of each cursor's registrations: the rows up to the
+// first cursor's last one read are all it could have seen, and if fewer
+// than q.Limit+1 of them fit, it reads again, deeper. So a claim reads what
+// it takes and what the cap and held hosts leave, not every registration
+// due.
 func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held []string, probes map[string]bool,
 	unserved *int) (streams, ids []string, err error) {
 	const maxDepth = 1 << 30
@@ -270,6 +276,9 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 		stream string
 		seq    int64
 	}
+	// The hosts at their cap are left out too: a claim at a turn's end does
+	// not read every registration waiting for a busy host.
+	skip := append(slices.Clip(held), store.HostsAtCap(q)...)
 	depth := maxDepth
 	if q.Limit < maxDepth/pickDepth {
 		depth = pickDepth * (q.Limit + 1)
@@ -278,7 +287,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 		streams, ids = streams[:0], ids[:0]
 		cut := false
 		b := &pgx.Batch{}
-		b.Queue(sqlPick, q.Namespace, q.At, held, depth).Query(func(rows pgx.Rows) error {
+		b.Queue(sqlPick, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": skip, "depth": depth}).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			taken, read := map[string]int{}, map[cursor]int{}
 			var (
@@ -299,7 +308,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 			return rows.Err()
 		})
 		if q.CountUnserved && first {
-			b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
+			b.Queue(sqlUnserved, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": held}).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
 		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return nil, nil, s.dbErr(ctx, "due: pick", err)
@@ -327,7 +336,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	rows, err := query(ctx, s, "reseal: read", nil, func(r pgx.CollectableRow) (row, error) {
 		var out row
 		return out, r.Scan(&out.key.Stream, &out.key.ID, &out.stored)
-	}, sqlResealPage, after.Stream, after.ID, limit)
+	}, sqlResealPage, pgx.NamedArgs{"after_stream": after.Stream, "after_id": after.ID, "limit": limit})
 	if err != nil {
 		return store.ResealPage{}, err
 	}
@@ -347,7 +356,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	if len(streams) == 0 {
 		return page, nil
 	}
-	tag, err := s.pool.Exec(ctx, sqlReseal, streams, ids, olds, news)
+	tag, err := s.pool.Exec(ctx, sqlReseal, pgx.NamedArgs{"streams": streams, "ids": ids, "olds": olds, "news": news})
 	if err != nil {
 		return store.ResealPage{}, s.dbErr(ctx, "reseal", err)
 	}
