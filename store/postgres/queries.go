@@ -323,8 +323,12 @@ FOR NO KEY UPDATE SKIP LOCKED`
 	sqlTroubledHosts = `SELECT ` + hostColumns + ` FROM herald_host WHERE state <> 'up' OR failures > 0`
 	sqlMoveProbe     = `UPDATE herald_host SET probes = $2, next_probe_at = $3 WHERE host = $1`
 	sqlEnsureHost    = `INSERT INTO herald_host (host, state, since) VALUES ($1, 'up', $2) ON CONFLICT DO NOTHING`
-	sqlLockHost      = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
-	sqlPutHost       = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
+	// store.HostSchemes: a host without a row gets one, up since $3.
+	sqlHostScheme    = `SELECT signature_scheme, scheme_at FROM herald_host WHERE host = $1`
+	sqlSetHostScheme = `INSERT INTO herald_host (host, state, since, signature_scheme, scheme_at) VALUES ($1, 'up', $3, $2, $3)
+ON CONFLICT (host) DO UPDATE SET signature_scheme = $2, scheme_at = $3`
+	sqlLockHost = `SELECT ` + hostColumns + ` FROM herald_host WHERE host = $1 FOR NO KEY UPDATE`
+	sqlPutHost  = `UPDATE herald_host SET state = $2, since = $3, failures = $4, probes = $5, next_probe_at = $6,
     last_error = $7, last_failure_at = $8, failing_since = $9
 WHERE host = $1`
 	sqlHosts = `WITH held AS (
