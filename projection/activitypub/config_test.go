@@ -35,14 +35,20 @@ func testKey(t testing.TB) (string, *rsa.PublicKey) {
 	if err != nil {
 		t.Fatalf("test key: %v", err)
 	}
-	return pemText, &key.PublicKey
+	return pemText, key.Public().(*rsa.PublicKey)
 }
 
-// config returns a registration config for alice's key serving actors.
+// config returns a registration config for alice's key serving actors, no
+// scheme pinned.
 func config(t testing.TB, actors, followers []string) push.Config {
+	return schemeConfig(t, "", actors, followers)
+}
+
+// schemeConfig is config pinning scheme.
+func schemeConfig(t testing.TB, scheme string, actors, followers []string) push.Config {
 	t.Helper()
 	pemText, _ := testKey(t)
-	raw, err := Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: actors, Followers: followers}.Encode()
+	raw, err := Config{KeyID: aliceKeyID, PrivateKey: pemText, SignatureScheme: scheme, Actors: actors, Followers: followers}.Encode()
 	if err != nil {
 		t.Fatalf("encode config: %v", err)
 	}
@@ -77,7 +83,7 @@ func TestConfigAcceptsPKCS8AndPKCS1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key.(*rsa.PrivateKey))}))
 	for name, pemText := range map[string]string{"PKCS#8": pkcs8, "PKCS#1": pkcs1} {
 		raw := mustJSON(t, Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: []string{bob}, Followers: []string{aliceFollowers}})
 		c, err := ParseConfig(push.Config(raw))
@@ -85,7 +91,7 @@ func TestConfigAcceptsPKCS8AndPKCS1(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		s, err := c.settings()
-		if err != nil || !s.key.PublicKey.Equal(pub) || s.keyID != aliceKeyID || !s.actors[bob] || !s.followers[aliceFollowers] {
+		if err != nil || !pub.Equal(s.http.Signer.Public()) || s.http.ID != aliceKeyID || !s.actors[bob] || !s.followers[aliceFollowers] {
 			t.Fatalf("%s: parsed %+v, %v", name, s, err)
 		}
 		if err := New().ValidateConfig(push.Registration{Config: push.Config(raw)}); err != nil {
@@ -155,7 +161,7 @@ func TestSecretsRedacted(t *testing.T) {
 	c := Config{KeyID: aliceKeyID, PrivateKey: pkcs8, Actors: []string{bob}}
 	reg := registration("https://remote.example/users/bob/inbox", config(t, []string{bob}, nil))
 	msg := projtest.One(t, New(), record(t, "r", map[string]any{"type": "Like", "to": bob}), reg)
-	s := msg.Signer.(*signer)
+	s := msg.Signer.(*Signer)
 	type holder struct{ C Config }
 	for _, out := range append(projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg), projtest.Logged(c)...) {
 		if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, keyLines(pkcs8)[1]) {
