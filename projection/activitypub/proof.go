@@ -163,4 +163,3 @@ func base58btc(b []byte) string {
 	slices.Reverse(out)
 	return string(out)
 }
-
