@@ -46,9 +46,13 @@ func fedify(t *testing.T) (rfc9421, cavage string, log func() []fedifyEntry) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("node is not installed: run ./test.sh, which installs it and Fedify (%v)", err)
 	}
+	version, err := exec.Command("node", "--version").Output()
 	var major int
-	if v, err := exec.Command("node", "--version").Output(); err != nil || func() bool { _, err := fmt.Sscanf(string(v), "v%d.", &major); return err != nil }() || major < 20 {
-		t.Fatalf("node --version = %q, %v: Fedify needs Node 20 or later", v, err)
+	if err == nil {
+		_, err = fmt.Sscanf(string(version), "v%d.", &major)
+	}
+	if err != nil || major < 20 {
+		t.Fatalf("node --version = %q, %v: Fedify needs Node 20 or later", version, err)
 	}
 	if _, err := os.Stat(filepath.Join(fedifyDir, "node_modules", "@fedify", "fedify")); err != nil {
 		t.Fatalf("Fedify is not installed: run ./test.sh, or npm ci in %s (%v)", fedifyDir, err)
