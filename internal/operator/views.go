@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/push"
 )
 
@@ -44,6 +45,9 @@ type RegistrationView struct {
 	LeaseOwner    string    `json:"lease_owner,omitempty"`
 	LeaseUntil    time.Time `json:"lease_until,omitzero"`
 	Sealed        bool      `json:"sealed"`
+	// SignatureScheme is an activitypub registration's pinned scheme, or
+	// "auto" (activitypub.ShownScheme); absent for other namespaces.
+	SignatureScheme string `json:"signature_scheme,omitempty"`
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -90,6 +94,9 @@ func (held Held) View(s push.Status) RegistrationView {
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+	}
+	if s.Namespace == activitypub.Namespace {
+		v.SignatureScheme = activitypub.ShownScheme(s.Config)
 	}
 	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
 		v.State, v.HeldFor = StateHeld, state

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -80,6 +81,22 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String()))
 // LogValue is String, so that no slog handler (JSON's encodes the struct)
 // logs a secret.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// SchemeAuto is what ShownScheme says of a registration pinning no scheme.
+const SchemeAuto = "auto"
+
+// ShownScheme is the signature scheme a registration's config pins, or
+// SchemeAuto, read without parsing its keys (an operator's view); a config
+// that does not decode shows SchemeAuto.
+func ShownScheme(raw push.Config) string {
+	var c struct {
+		Scheme string `json:"signature_scheme"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Scheme == "" {
+		return SchemeAuto
+	}
+	return c.Scheme
+}
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
 // journal.ErrInvalid, name the field ("config.private_key"), are joined when
