@@ -24,7 +24,7 @@ type SchemeSigner interface {
 	SignScheme(req *http.Request, body []byte, at time.Time, scheme string) error
 }
 
-// SchemeMemory keeps, per host (push.HostOf form), the signature scheme the
+// SchemeMemory keeps, per host (store.HostOf form), the signature scheme the
 // host accepted after refusing the first one, where every worker sees it:
 // the stores' host rows. Both methods are safe for concurrent use.
 type SchemeMemory interface {

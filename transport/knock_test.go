@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
@@ -96,9 +97,9 @@ func TestARefusedSchemeIsKnockedPastOnceAndRemembered(t *testing.T) {
 		body   string
 	}{{401, "no"}, {403, "forbidden"}, {400, "Signature header malformed"}} {
 		in := newSchemeInbox(t, refusal.status, refusal.body, "cavage")
-		store := memory.New()
+		mem := memory.New()
 		opts := loopbackOptions()
-		opts.Schemes = store
+		opts.Schemes = mem
 		first, second := newTransport(t, opts), newTransport(t, opts)
 		msg := signed(schemeSigner{"rfc9421", "cavage"})
 
@@ -108,8 +109,8 @@ func TestARefusedSchemeIsKnockedPastOnceAndRemembered(t *testing.T) {
 		if got := in.seen(); !slices.Equal(got, []string{"rfc9421", "cavage"}) {
 			t.Fatalf("%d: the host saw %q, want one knock then the second scheme", refusal.status, got)
 		}
-		host := push.HostOf(in.URL + "/")
-		if scheme, learned, err := store.HostScheme(t.Context(), host); err != nil || scheme != "cavage" || !learned.Equal(at) {
+		host := store.HostOf(in.URL + "/")
+		if scheme, learned, err := mem.HostScheme(t.Context(), host); err != nil || scheme != "cavage" || !learned.Equal(at) {
 			t.Fatalf("%d: the store holds %q learned at %v (%v)", refusal.status, scheme, learned, err)
 		}
 		for _, tr := range []*transport.HTTP{first, second} {
@@ -142,14 +143,14 @@ func TestAnAnswerThatIsNoSignatureRefusalIsNotKnockedPast(t *testing.T) {
 // schemes refused before it, and nothing is remembered.
 func TestBothSchemesRefusedReturnsTheLastSayingSo(t *testing.T) {
 	in := newSchemeInbox(t, 401, "no")
-	store := memory.New()
+	mem := memory.New()
 	opts := loopbackOptions()
-	opts.Schemes = store
+	opts.Schemes = mem
 	out := deliverAt(t, newTransport(t, opts), in.URL, signed(schemeSigner{"rfc9421", "cavage"}), at)
 	if out.Status != 401 || !strings.Contains(out.Reason, "rfc9421 (401)") || !slices.Equal(in.seen(), []string{"rfc9421", "cavage"}) {
 		t.Fatalf("outcome %+v", out)
 	}
-	if scheme, _, _ := store.HostScheme(t.Context(), push.HostOf(in.URL+"/")); scheme != "" {
+	if scheme, _, _ := mem.HostScheme(t.Context(), store.HostOf(in.URL+"/")); scheme != "" {
 		t.Fatalf("remembered %q for a host that took nothing", scheme)
 	}
 }
@@ -160,12 +161,12 @@ func TestBothSchemesRefusedReturnsTheLastSayingSo(t *testing.T) {
 // SchemeRecheck), a host that took it up is remembered with it.
 func TestTheFirstSchemeIsTriedAgainAfterSchemeRecheck(t *testing.T) {
 	in := newSchemeInbox(t, 401, "no", "cavage")
-	store := memory.New()
+	mem := memory.New()
 	opts := loopbackOptions()
-	opts.Schemes = store
+	opts.Schemes = mem
 	tr := newTransport(t, opts)
 	msg := signed(schemeSigner{"rfc9421", "cavage"})
-	host := push.HostOf(in.URL + "/")
+	host := store.HostOf(in.URL + "/")
 
 	deliverAt(t, tr, in.URL, msg, at)
 	in.seen()
@@ -178,14 +179,14 @@ func TestTheFirstSchemeIsTriedAgainAfterSchemeRecheck(t *testing.T) {
 	if got := in.seen(); !slices.Equal(got, []string{"rfc9421", "cavage"}) {
 		t.Fatalf("at SchemeRecheck the host saw %q, want the first scheme tried again", got)
 	}
-	if _, learned, _ := store.HostScheme(t.Context(), host); !learned.Equal(recheck) {
+	if _, learned, _ := mem.HostScheme(t.Context(), host); !learned.Equal(recheck) {
 		t.Fatalf("learned at %v, want the recheck's %v", learned, recheck)
 	}
 
 	in.accept("rfc9421", "cavage")
 	later := recheck.Add(transport.SchemeRecheck)
 	deliverAt(t, tr, in.URL, msg, later)
-	if scheme, _, _ := store.HostScheme(t.Context(), host); scheme != "rfc9421" || !slices.Equal(in.seen(), []string{"rfc9421"}) {
+	if scheme, _, _ := mem.HostScheme(t.Context(), host); scheme != "rfc9421" || !slices.Equal(in.seen(), []string{"rfc9421"}) {
 		t.Fatalf("a host that took up the first scheme is remembered with %q", scheme)
 	}
 	deliverAt(t, tr, in.URL, msg, later.Add(time.Minute))

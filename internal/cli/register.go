@@ -22,6 +22,7 @@ import (
 	"github.com/heraldpush/herald/projection/cloudevents"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -82,8 +83,8 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
 			intVar(f, &fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)", "1 or more (seqs are 1-based)", 1, 0)
 			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
-			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow),
-				fmt.Sprintf("1 to %d", push.MaxWindow), 1, push.MaxWindow)
+			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
+				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
 			cfg.add(f)
 		},
 		check: func(c *call) (err error) {
@@ -135,7 +136,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 					verb = "Updated"
 				}
 				fmt.Fprintf(w, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
-					verb, push.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
+					verb, store.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
 				if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
 					fmt.Fprintf(w, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 				}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
@@ -164,13 +165,13 @@ func TestFedifyVerifiesBothSchemesKnockingOncePerHost(t *testing.T) {
 	base := actors(t, alicePub, edPub)
 	alice, eve := base+"/users/alice", base+"/users/eve"
 
-	store := memory.New()
+	mem := memory.New()
 	newWorker := func() *push.Worker {
-		tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Schemes: store})
+		tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Schemes: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := push.NewWorker(store, store, tr, New())
+		w, err := push.NewWorker(mem, mem, tr, New())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestFedifyVerifiesBothSchemesKnockingOncePerHost(t *testing.T) {
 				"to": Public, "object": map[string]any{"id": id + "/note", "type": "Note", "attributedTo": actor, "content": "hello"}})
 			entries = append(entries, journal.Entry{ID: id, Kind: "Create", Payload: payload})
 		}
-		if _, err := store.Append(ctx, stream, entries...); err != nil {
+		if _, err := mem.Append(ctx, stream, entries...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,11 +249,11 @@ func TestFedifyVerifiesBothSchemesKnockingOncePerHost(t *testing.T) {
 	if n := refusals(entries, "cavage"); n != 1 {
 		t.Errorf("the draft-cavage inbox refused %d requests, want exactly one knock: %+v", n, entries)
 	}
-	scheme, _, err := store.HostScheme(ctx, push.HostOf(inboxCavage+"/"))
+	scheme, _, err := mem.HostScheme(ctx, store.HostOf(inboxCavage+"/"))
 	if err != nil || scheme != SchemeCavage {
 		t.Errorf("the draft-cavage host's row holds %q, %v; want %q", scheme, err, SchemeCavage)
 	}
-	if scheme, _, _ := store.HostScheme(ctx, push.HostOf(inbox9421+"/")); scheme != "" {
+	if scheme, _, _ := mem.HostScheme(ctx, store.HostOf(inbox9421+"/")); scheme != "" {
 		t.Errorf("the RFC 9421 host's row holds %q; want nothing (the first scheme needs no memory)", scheme)
 	}
 

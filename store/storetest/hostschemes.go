@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -29,16 +28,16 @@ func testAHostsSchemeIsKeptOnItsRowBesideItsHealth(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, "cavage", scheme)
 	require.True(t, learned.Equal(at(5)), "learned at %v, want %v", learned, at(5))
-	require.Equal(t, []push.Host{{Host: hostB, State: push.HostUp, Since: at(5)}}, utcHosts(hosts(t, b, push.HostQuery{})),
+	require.Equal(t, []store.Host{{Host: hostB, State: store.HostUp, Since: at(5)}}, utcHosts(hosts(t, b, store.HostQuery{})),
 		"the row is made, up, with no failures")
 
 	downHost(t, b, 2, at(10)) // hostA down
 	require.NoError(t, b.SetHostScheme(ctx, hostA, "rfc9421", at(40)))
 	require.NoError(t, b.SetHostScheme(ctx, hostB, "rfc9421", at(50)))
-	listed := utcHosts(hosts(t, b, push.HostQuery{}))
+	listed := utcHosts(hosts(t, b, store.HostQuery{}))
 	require.Len(t, listed, 2)
-	require.Equal(t, push.HostDown, listed[0].State, "setting a scheme leaves the host's health")
-	require.Equal(t, push.HostUp, listed[1].State)
+	require.Equal(t, store.HostDown, listed[0].State, "setting a scheme leaves the host's health")
+	require.Equal(t, store.HostUp, listed[1].State)
 	_, err = b.ResetHost(ctx, hostA, at(60))
 	require.NoError(t, err)
 	for host, want := range map[string]string{hostA: "rfc9421", hostB: "rfc9421"} {
@@ -63,7 +62,7 @@ func testAHostsSchemeIsKeptOnItsRowBesideItsHealth(t *testing.T, b Backend) {
 }
 
 // utcHosts drops Held and puts instants in UTC, for comparison.
-func utcHosts(hs []push.Host) []push.Host {
+func utcHosts(hs []store.Host) []store.Host {
 	for i := range hs {
 		hs[i].Since = hs[i].Since.UTC()
 	}
