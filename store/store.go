@@ -34,6 +34,7 @@ type Backend interface {
 	journal.Journal
 	Store
 	Retention
+	TokenStore
 	HostSchemes
 }
 

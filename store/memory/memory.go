@@ -30,6 +30,7 @@ type Store struct {
 	evidence map[store.Key][]store.Evidence
 	hosts    map[string]store.Host
 	schemes  map[string]hostScheme // by host; only of hosts in hosts
+	tokens   tokens
 }
 
 type stream struct {
