@@ -261,7 +261,13 @@ func TestRegisterActivityPubPinsASchemeOrNamesTheBadOne(t *testing.T) {
 		require.Contains(t, r.stderr, "--signature-scheme")
 		require.Contains(t, r.stderr, bad.says)
 	}
-	list := heraldOK(t, db, "", "registrations")
-	require.Contains(t, list, "cavage")
-	require.NotContains(t, list, "bad")
+	var listed []struct {
+		ID              string `json:"id"`
+		SignatureScheme string `json:"signature_scheme"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "--json", "registrations")), &listed))
+	require.Len(t, listed, 2, "nothing was registered for the bad ones")
+	for _, r := range listed {
+		require.Equal(t, r.ID, r.SignatureScheme, "the listing shows each registration's pinned scheme, read from its stored config")
+	}
 }
