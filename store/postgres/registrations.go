@@ -104,9 +104,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	}
 	sts, err := query(ctx, s, "list registrations", nil, rowTo(scanStatus),
 		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
-	if err == nil {
-		err = s.sealer.Open(sts)
-	}
+	s.sealer.Open(sts)
 	return sts, err
 }
 
@@ -131,9 +129,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Stats{}, s.dbErr(ctx, "stats", err)
 	}
-	if err := cmp.Or(s.sealer.Open(st.Lagging), s.sealer.Open(parked)); err != nil {
-		return store.Stats{}, err
-	}
+	s.sealer.Open(st.Lagging)
+	s.sealer.Open(parked)
 	waiting, err := s.unnumbered(ctx, "")
 	if err != nil {
 		return store.Stats{}, err
@@ -241,12 +238,10 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		b.Queue(sqlCommit)
 		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
-	if err == nil {
-		err = s.sealer.Open(batch.Registrations)
-	}
 	if err != nil {
 		return store.DueBatch{}, err
 	}
+	s.sealer.Open(batch.Registrations)
 	return batch, nil
 }
 
