@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
@@ -53,6 +54,9 @@ type RegistrationView struct {
 	Headers    []string `json:"headers,omitempty"`
 	ClientCert bool     `json:"client_cert,omitempty"`
 	Proxy      string   `json:"proxy,omitempty"`
+	// SignatureScheme is an activitypub registration's pinned scheme, or
+	// "auto" (activitypub.ShownScheme); absent for other namespaces.
+	SignatureScheme string `json:"signature_scheme,omitempty"`
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -103,6 +107,9 @@ func (held Held) View(s store.Status) RegistrationView {
 	}
 	if len(v.Headers) == 0 {
 		v.Headers = nil
+	}
+	if s.Namespace == activitypub.Namespace {
+		v.SignatureScheme = activitypub.ShownScheme(s.Config)
 	}
 	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
 		v.State, v.HeldFor = StateHeld, state
