@@ -170,15 +170,18 @@ func apiFields(err error) error {
 // registrationRequest is the body of POST /v1/registrations. Config, the
 // namespace's config object, is stored and never shown again.
 type registrationRequest struct {
-	Stream     string          `json:"stream"`
-	ID         string          `json:"id"`
-	Namespace  string          `json:"namespace"`
-	URL        string          `json:"url"`
-	OnRejected string          `json:"on_4xx"`
-	Kinds      []string        `json:"kinds"`
-	Window     *int            `json:"window"`
-	FromSeq    *uint64         `json:"from_seq"`
-	Config     json.RawMessage `json:"config"`
+	Stream        string          `json:"stream"`
+	ID            string          `json:"id"`
+	Namespace     string          `json:"namespace"`
+	URL           string          `json:"url"`
+	OnRejected    string          `json:"on_4xx"`
+	Kinds         []string        `json:"kinds"`
+	Window        *int            `json:"window"`
+	FromSeq       *uint64         `json:"from_seq"`
+	RetrySchedule []string        `json:"retry_schedule"`
+	MaxAttempts   int             `json:"max_attempts"`
+	RetryFor      string          `json:"retry_for"`
+	Config        json.RawMessage `json:"config"`
 }
 
 func (d *Daemon) postRegistration(r *http.Request) (any, error) {
@@ -204,6 +207,10 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 		reg.NextSeq = *req.FromSeq
 	}
+	var err error
+	if reg.Retry, err = retryOf(req); err != nil {
+		return nil, err
+	}
 	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
 	if err != nil {
 		return nil, apiFields(err)
@@ -222,6 +229,24 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		warnings = append(warnings, note)
 	}
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
+}
+
+// retryOf reads a registration request's retry policy; Register validates it.
+func retryOf(req registrationRequest) (p push.RetryPolicy, err error) {
+	for _, s := range req.RetrySchedule {
+		d, err := push.ParseDays("retry_schedule", s)
+		if err != nil {
+			return p, err
+		}
+		p.Schedule = append(p.Schedule, d)
+	}
+	if req.RetryFor != "" {
+		if p.For, err = push.ParseDays("retry_for", req.RetryFor); err != nil {
+			return p, err
+		}
+	}
+	p.MaxAttempts = req.MaxAttempts
+	return p, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.

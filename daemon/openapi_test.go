@@ -132,7 +132,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "GET", "/v1/status", "", "", "", 401},
 		{failing, "GET", "/v1/status", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations", json, testToken, reg, 201},
-		{srv, "POST", "/v1/registrations", json, testToken, reg, 200},
+		{srv, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, `"config"`, `"retry_schedule": ["5s", "10h"], "retry_for": "3d", "max_attempts": 40, "config"`, 1), 200},
 		{guarded, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", MaxBody) + `"]}`, 413},

@@ -31,6 +31,9 @@ type Registration struct {
 	// (0 means 1: strict order). With more, a receiver may see records out
 	// of order within the window (package doc, "Turns").
 	Window int `json:"window,omitempty"`
+	// Retry is the registration's own retry policy; its zero parts are the
+	// worker's or the namespace's (RetryPolicy).
+	Retry RetryPolicy `json:"retry,omitzero"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains.
@@ -39,7 +42,11 @@ type Registration struct {
 	// HostFailures counts consecutive host-level failures at NextSeq: they
 	// key its retry backoff (HostRetryAt) but never park it. Reset as
 	// Attempts is, and by any answer about the record.
-	HostFailures  int       `json:"host_failures,omitempty"`
+	HostFailures int `json:"host_failures,omitempty"`
+	// FailingSince is when the current run of failed attempts at NextSeq
+	// began (its first, Attempts 1); meaningless while Attempts is 0.
+	// Retry.For counts from it.
+	FailingSince  time.Time `json:"failing_since,omitzero"`
 	NextAttemptAt time.Time `json:"next_attempt_at"` // no sweep retries it before
 	Parked        bool      `json:"parked"`          // never due until unparked
 	ParkedAt      time.Time `json:"parked_at,omitzero"`
@@ -175,6 +182,9 @@ func (r Registration) Validate() error {
 	}
 	if r.Window < 0 || r.Window > MaxWindow {
 		return journal.Invalid("window", "is %d: it must be 1 to %d", r.Window, MaxWindow)
+	}
+	if err := r.Retry.Validate(); err != nil {
+		return err
 	}
 	return ValidateKinds(r.Kinds)
 }

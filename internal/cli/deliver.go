@@ -45,7 +45,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
 	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
-	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
+	intVar(f, &d.maxAttempts, "max-attempts", 0, "park a registration without its own ceiling (herald register --max-attempts, --retry-for) on the failure that makes its attempts at one record reach this (default: its namespace's ceiling, README \"Retry policy\")", "at least 1", 1, 0)
 	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, fmt.Sprintf("registrations served at once whose receivers answer within %v", push.SlowAfter), "at least 1", 0, 0)
 	intVar(f, &d.maxSlow, "max-slow", push.DefaultMaxSlow,
 		fmt.Sprintf("registrations served at once, beside --max-in-flight, whose message has waited %v for its answer: a slow receiver gives its slot to the others (0: it keeps the slot until its answer)", push.SlowAfter),
@@ -71,9 +71,12 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 	if err != nil {
 		return nil, nil, usageOf(unwrapped(err)) // past "transport: new: ", which names nothing typed
 	}
-	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
+	opts := append([]push.Option{push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
 		push.WithDrainPage(d.drainPage), push.WithPageBytes(d.pageBytes), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
+	if d.maxAttempts > 0 {
+		opts = append(opts, push.WithMaxAttempts(d.maxAttempts))
+	}
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
 		return nil, nil, asRangeError(usageOf(unwrapped(err)))

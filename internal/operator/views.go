@@ -22,28 +22,56 @@ const StateHeld = "held"
 // which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
 // absent when zero.
 type RegistrationView struct {
-	Stream        string    `json:"stream"`
-	ID            string    `json:"id"`
-	Namespace     string    `json:"namespace"`
-	Host          string    `json:"host"`
-	URL           string    `json:"url"`
-	OnRejected    string    `json:"on_4xx,omitempty"`
-	Kinds         []string  `json:"kinds,omitempty"` // absent: every kind
-	Window        int       `json:"window"`          // messages unacknowledged at once (1: strict order)
-	NextSeq       uint64    `json:"next_seq"`
-	Head          uint64    `json:"head"`
-	Lag           uint64    `json:"lag"`
-	Attempts      int       `json:"attempts"`
-	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
-	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
-	State         string    `json:"state"`              // push's states, or StateHeld
-	HeldFor       string    `json:"held_for,omitempty"` // the host's state when State is held
-	Parked        bool      `json:"parked"`
-	ParkedAt      time.Time `json:"parked_at,omitzero"`
-	LastError     string    `json:"last_error,omitempty"`
-	LeaseOwner    string    `json:"lease_owner,omitempty"`
-	LeaseUntil    time.Time `json:"lease_until,omitzero"`
-	Sealed        bool      `json:"sealed"`
+	Stream        string     `json:"stream"`
+	ID            string     `json:"id"`
+	Namespace     string     `json:"namespace"`
+	Host          string     `json:"host"`
+	URL           string     `json:"url"`
+	OnRejected    string     `json:"on_4xx,omitempty"`
+	Kinds         []string   `json:"kinds,omitempty"` // absent: every kind
+	Window        int        `json:"window"`          // messages unacknowledged at once (1: strict order)
+	Retry         *RetryView `json:"retry,omitempty"` // the registration's own; absent: its namespace's
+	NextSeq       uint64     `json:"next_seq"`
+	Head          uint64     `json:"head"`
+	Lag           uint64     `json:"lag"`
+	Attempts      int        `json:"attempts"`
+	HostFailures  int        `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
+	FailingSince  time.Time  `json:"failing_since,omitzero"`  // the current run of failures' first (Attempts > 0)
+	NextAttemptAt time.Time  `json:"next_attempt_at,omitzero"`
+	State         string     `json:"state"`              // push's states, or StateHeld
+	HeldFor       string     `json:"held_for,omitempty"` // the host's state when State is held
+	Parked        bool       `json:"parked"`
+	ParkedAt      time.Time  `json:"parked_at,omitzero"`
+	LastError     string     `json:"last_error,omitempty"`
+	LeaseOwner    string     `json:"lease_owner,omitempty"`
+	LeaseUntil    time.Time  `json:"lease_until,omitzero"`
+	Sealed        bool       `json:"sealed"`
+}
+
+// RetryView is a registration's own retry policy (push.RetryPolicy) as
+// shown: delays as "5s", "10h", "3d"; an absent part is its namespace's.
+type RetryView struct {
+	Schedule    []string `json:"schedule,omitempty"`
+	MaxAttempts int      `json:"max_attempts,omitempty"`
+	For         string   `json:"for,omitempty"`
+}
+
+// String is the policy in one line, as register's flags take it.
+func (r *RetryView) String() string {
+	if r == nil {
+		return "the namespace's"
+	}
+	var parts []string
+	if len(r.Schedule) > 0 {
+		parts = append(parts, "--retry-schedule "+strings.Join(r.Schedule, ","))
+	}
+	if r.MaxAttempts > 0 {
+		parts = append(parts, fmt.Sprintf("--max-attempts %d", r.MaxAttempts))
+	}
+	if r.For != "" {
+		parts = append(parts, "--retry-for "+r.For)
+	}
+	return strings.Join(parts, " ")
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -90,6 +118,18 @@ func (held Held) View(s push.Status) RegistrationView {
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+	}
+	if !s.Retry.IsZero() {
+		v.Retry = &RetryView{MaxAttempts: s.Retry.MaxAttempts}
+		for _, d := range s.Retry.Schedule {
+			v.Retry.Schedule = append(v.Retry.Schedule, push.FormatDays(d))
+		}
+		if s.Retry.For > 0 {
+			v.Retry.For = push.FormatDays(s.Retry.For)
+		}
+	}
+	if s.Attempts > 0 {
+		v.FailingSince = s.FailingSince
 	}
 	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
 		v.State, v.HeldFor = StateHeld, state

@@ -211,6 +211,8 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 	n.Kinds, n.Window = slices.Clone(r.Kinds), max(r.Window, 1)
+	n.Retry = r.Retry
+	n.Retry.Schedule = slices.Clone(r.Retry.Schedule)
 	return copyReg(n), nil
 }
 
@@ -391,6 +393,9 @@ func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence, hostLevel b
 			ev, r.HostFailures = push.ChargeHost(r.Stream, r.ID, ev, nextSeq, r.NextSeq, r.HostFailures)
 			r.NextAttemptAt = ev.NotBefore
 		} else {
+			if r.Attempts == 0 { // a run of failures starts
+				r.FailingSince = ev.At
+			}
 			r.Attempts++
 			r.HostFailures = 0 // the host answered about the record
 		}
@@ -617,6 +622,7 @@ func copyReg(r *push.Registration) push.Registration {
 	c := *r
 	c.Config = slices.Clone(r.Config)
 	c.Kinds = slices.Clone(r.Kinds)
+	c.Retry.Schedule = slices.Clone(r.Retry.Schedule)
 	return c
 }
 

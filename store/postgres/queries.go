@@ -155,7 +155,7 @@ SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE num
 const (
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       s.head, s.final_seq IS NOT NULL`
+       r.retry, r.failing_since, s.head, s.final_seq IS NOT NULL`
 	statusFrom = statusColumns + `
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
@@ -166,11 +166,11 @@ ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq 
 	sqlRegistrationExists = `SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = $1 AND id = $2)`
 	sqlUpsertRegistration = `WITH r AS (
 INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window")
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retry)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
+    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retry = excluded.retry
 RETURNING r.*)
 SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
@@ -352,11 +352,12 @@ WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
 	sqlAdvance    = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + `, lease_owner = '', lease_until = NULL` + fencedBy("$3", "$4")
 	sqlCheckpoint = `UPDATE herald_registration r SET ` + cursorMoved("$4::bigint") + fencedBy("$3", "$4")
-	// sqlRetry and sqlPark: $17 not before; parked at the evidence's instant ($3).
-	sqlRetry = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-        next_attempt_at = $17`)
-	sqlPark = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
-        parked = true, parked_at = $3`)
+	// sqlRetry and sqlPark: $17 not before; parked at the evidence's
+	// instant ($3), which starts a run of failures (charged).
+	sqlRetry = failed(charged + `, next_attempt_at = $17`)
+	sqlPark  = failed(charged + `, parked = true, parked_at = $3`)
+	charged  = `attempts = CASE WHEN $16::bigint > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
+        failing_since = CASE WHEN $16::bigint > next_seq OR attempts = 0 THEN $3 ELSE failing_since END`
 	// sqlHostFailed charges no attempt: $17 not before, $18 the host failures.
 	sqlHostFailed = failed(`attempts = CASE WHEN $16::bigint > next_seq THEN 0 ELSE attempts END, host_failures = $18,
         next_attempt_at = $17`)

@@ -47,7 +47,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			kinds = []string{}
 		}
 		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1))))
+			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1)), push.EncodeRetry(r.Retry)))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -147,10 +147,16 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 		st                   push.Status
 		r                    = &st.Registration
 		parkedAt, leaseUntil pgtype.Timestamptz
+		failingSince         pgtype.Timestamptz
+		retry                string
 	)
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
-		&st.Head, &st.Sealed}, extra...)...)
+		&retry, &failingSince, &st.Head, &st.Sealed}, extra...)...)
+	if err == nil {
+		r.Retry, err = push.DecodeRetry(retry)
+	}
+	r.FailingSince = timeOf(failingSince)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}

@@ -195,7 +195,7 @@ func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSe
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
-		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n, when, ev.Clean().Error)
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n, when, ev.Clean().Error, ev.At.UnixNano())
 		if err == nil {
 			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
 		}

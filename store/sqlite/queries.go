@@ -51,15 +51,16 @@ const (
 	// statusColumns select a registration joined with its stream (aliases r,
 	// s), in the order scanStatus reads them.
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window"`
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
+	r.retry, r.failing_since`
 	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
-				"window" = ? WHERE stream = ? AND id = ?`
+				"window" = ?, retry = ? WHERE stream = ? AND id = ?`
 	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
-	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", stream, id, next_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retry, stream, id, next_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"
 	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
 	sqlStats              = `
@@ -152,9 +153,11 @@ const (
 	sqlAdvance    = cursorMoved + ", lease_owner = '', lease_until = NULL" + fencedWhere
 	sqlCheckpoint = cursorMoved + fencedWhere
 	// failed is what sqlRetry and sqlPark set: one more attempt at the
-	// cursor ?4 (the first if it moved), the reason ?6, the lease released.
+	// cursor ?4 (the first if it moved, which starts a run of failures at
+	// ?7), the reason ?6, the lease released.
 	failed = `UPDATE herald_registration SET
 				attempts = CASE WHEN ?4 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
+				failing_since = CASE WHEN ?4 > next_seq OR attempts = 0 THEN ?7 ELSE failing_since END,
 				next_seq = MAX(next_seq, ?4), last_error = ?6, lease_owner = '', lease_until = NULL`
 	sqlRetry  = failed + ", next_attempt_at = ?5" + fencedWhere
 	sqlPark   = failed + ", parked = 1, parked_at = ?5" + fencedWhere

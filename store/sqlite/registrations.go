@@ -18,15 +18,21 @@ func scanStatus(sc scanner) (push.Status, error) {
 	var (
 		st                                push.Status
 		config                            []byte
-		onRejected, kinds                 string
+		onRejected, kinds, retry          string
 		next, head                        int64
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
+		failingSince                      sql.NullInt64
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
-		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window)
+		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
+		&retry, &failingSince)
 	if err != nil {
 		return push.Status{}, err
 	}
+	if st.Retry, err = push.DecodeRetry(retry); err != nil {
+		return push.Status{}, fmt.Errorf("sqlite: %w", err)
+	}
+	st.FailingSince = instant(failingSince)
 	if st.Kinds, err = decodeKinds(kinds); err != nil {
 		return push.Status{}, err
 	}
@@ -58,7 +64,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		return push.Registration{}, err
 	}
 	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
-	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), r.Stream, r.ID}
+	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), push.EncodeRetry(r.Retry), r.Stream, r.ID}
 	var out push.Status
 	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {

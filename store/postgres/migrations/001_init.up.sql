@@ -117,6 +117,12 @@ CREATE TABLE herald_registration (
     -- How many messages may be unacknowledged at once
     -- (push.Registration.Window); 1 is strict order.
     "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
+    -- push.Registration.Retry as push.EncodeRetry writes it; '{}' for the
+    -- defaults.
+    retry           text    NOT NULL DEFAULT '{}',
+    -- The first failure of the current run at next_seq (attempts > 0):
+    -- push.RetryPolicy.For counts from it.
+    failing_since   timestamptz,
     PRIMARY KEY (stream, id)
 );
 
