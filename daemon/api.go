@@ -52,6 +52,8 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		}),
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
 		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/pause":   pauseOne(d.store, false, d.opts.Now, d.wake),
+		"POST /v1/registration/resume":  pauseOne(d.store, true, d.opts.Now, d.wake),
 	}
 }
 
@@ -352,6 +354,8 @@ func adminHandler(store push.Store, g gate, now func() time.Time, woke func(name
 	}))
 	mux.Handle("POST /v1/registration/unpark", unparkOne(store, now, woke))
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(store, now, woke))
+	mux.Handle("POST /v1/registration/pause", pauseOne(store, false, now, woke))
+	mux.Handle("POST /v1/registration/resume", pauseOne(store, true, now, woke))
 	// move serves skip and rewind: the registration after the move.
 	move := func(optional []string, do func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error) endpoint {
 		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
@@ -381,6 +385,24 @@ func unparkOne(store push.Store, now func() time.Time, woke func(namespace strin
 	return keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
 		v, err := operator.Unpark(r.Context(), store, k.Stream, k.ID, now())
 		if err == nil && v.WasParked {
+			woke(v.Namespace)
+		}
+		return v, err
+	})
+}
+
+// pauseOne answers POST /v1/registration/pause (resume false) and
+// /resume on both APIs: ?by= names who (default "an operator (API)"),
+// pause's ?reason= why.
+func pauseOne(store push.Store, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
+	optional := []string{"by", "reason"}
+	if resume {
+		optional = optional[:1]
+	}
+	return keyed(nil, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
+		by := cmp.Or(q.Get("by"), "an operator (API)")
+		v, err := operator.Pause(r.Context(), store, k.Stream, k.ID, resume, now(), by, q.Get("reason"))
+		if err == nil && resume && v.Changed {
 			woke(v.Namespace)
 		}
 		return v, err

@@ -148,7 +148,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	set(statsUpDesc, 1)
 	for ns, n := range st.Namespaces {
-		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked} {
+		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked, push.StatePaused: n.Paused} {
 			set(registrationsDesc, float64(v), ns, state)
 		}
 		set(parkedDesc, float64(n.Parked), ns)

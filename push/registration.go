@@ -49,8 +49,12 @@ type Registration struct {
 	FailingSince  time.Time `json:"failing_since,omitzero"`
 	NextAttemptAt time.Time `json:"next_attempt_at"` // no sweep retries it before
 	Parked        bool      `json:"parked"`          // never due until unparked
-	ParkedAt      time.Time `json:"parked_at,omitzero"`
-	LastError     string    `json:"last_error,omitempty"` // of the last failure, park or operator action; cleared by an advance
+	// Paused: an operator stopped it (Store.Pause): never due until resumed;
+	// LastError says who and why. A paused registration is Parked too
+	// (stopped), its State "paused"; ParkedAt is when it was paused.
+	Paused    bool      `json:"paused,omitempty"`
+	ParkedAt  time.Time `json:"parked_at,omitzero"`
+	LastError string    `json:"last_error,omitempty"` // of the last failure, park or operator action; cleared by an advance
 	// LeaseOwner and LeaseUntil are stamped by Store.Due: while the lease is
 	// live no other worker gets this registration.
 	LeaseOwner string    `json:"lease_owner,omitempty"`
@@ -256,10 +260,12 @@ func (s Status) Lag() uint64 {
 	return s.Head - s.NextSeq + 1
 }
 
-// State names where a registration stands: StateParked, StateIdle (cursor
+// State names where a registration stands: StatePaused, StateParked, StateIdle (cursor
 // past the head), StateRetrying (failures at the cursor) or StateReady.
 func (s Status) State() string {
 	switch {
+	case s.Paused:
+		return StatePaused
 	case s.Parked:
 		return StateParked
 	case s.NextSeq > s.Head:
@@ -277,6 +283,7 @@ const (
 	StateRetrying = "retrying"
 	StateIdle     = "idle"
 	StateParked   = "parked"
+	StatePaused   = "paused"
 )
 
 // MaxKinds bounds Registration.Kinds: a subscription, not a catalogue.

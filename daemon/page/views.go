@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ const (
 	registrationsScan  = 10_000
 )
 
-var states = []string{push.StateReady, push.StateRetrying, operator.StateHeld, push.StateParked, push.StateIdle}
+var states = []string{push.StateReady, push.StateRetrying, operator.StateHeld, push.StateParked, push.StatePaused, push.StateIdle}
 
 func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -99,6 +100,8 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 // nothing in the address is echoed.
 var done = map[string]string{
 	"unpark":     "Unparked: due now at its cursor, with its attempts reset.",
+	"pause":      "Paused: never claimed until resumed; evidence and an event written.",
+	"resume":     "Resumed: due now at its cursor, with its attempts reset.",
 	"skip":       "Skipped: the cursor moved forward; evidence written.",
 	"rewind":     "Rewound: the cursor moved; the next sweeps send those records again.",
 	"reset-host": "Host reset: up, and its held registrations released.",
@@ -154,14 +157,20 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 
 // act is one operator action, as the confirmation step and the POST read it.
 type act struct {
-	Action, Stream, ID, Host, Reason string
-	ToSeq                            uint64
+	Action, Stream, ID, Host, Reason, By string
+	ToSeq                                uint64
 }
 
 // parseAct reads an action from a form or a query. Errors name the field.
 func parseAct(v url.Values) (act, error) {
-	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason")}
+	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason"), By: v.Get("by")}
 	switch a.Action {
+	case "pause", "resume":
+		a.By = cmp.Or(a.By, "an operator (page)")
+		if err := push.ValidatePause(a.By, a.Reason); err != nil {
+			return a, err
+		}
+		fallthrough
 	case "unpark", "skip", "rewind":
 		if a.Stream == "" || a.ID == "" {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
@@ -171,7 +180,7 @@ func parseAct(v url.Values) (act, error) {
 		a.Host, err = operator.HostArg(a.Host)
 		return a, err
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, skip, rewind or reset-host", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, pause, resume, skip, rewind or reset-host", a.Action)
 	}
 	if a.Action == "skip" || a.Action == "rewind" {
 		s := v.Get("to_seq")
@@ -222,6 +231,10 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	switch a.Action {
 	case "unpark":
 		err = p.store.Unpark(ctx, a.Stream, a.ID, at)
+	case "pause":
+		err = p.store.Pause(ctx, a.Stream, a.ID, at, a.By, a.Reason)
+	case "resume":
+		err = p.store.Resume(ctx, a.Stream, a.ID, at, a.By)
 	case "skip":
 		err = p.store.Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":

@@ -38,6 +38,7 @@ type deliveryFlags struct {
 	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
 	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
 	pageBytes                                                int
+	retrySchedule                                            string
 }
 
 func (d *deliveryFlags) add(f *pflag.FlagSet) {
@@ -55,6 +56,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
 	intVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage), 0, 0)
 	intVar(f, &d.pageBytes, "page-bytes", push.DefaultPageBytes, "payload bytes a turn reads at once (a larger record is read alone): with --max-in-flight, the bound on the payloads turns hold", fmt.Sprintf("from 1 to %d", push.MaxPageBytes), 0, 0)
+	f.StringVar(&d.retrySchedule, "retry-schedule", "", "fixed delays between attempts (5s,5m,30m,2h) for a registration without its own schedule (herald register --retry-schedule) (default: its namespace's, README \"Retry policy\")")
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait")
 	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
@@ -76,6 +78,16 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	if d.maxAttempts > 0 {
 		opts = append(opts, push.WithMaxAttempts(d.maxAttempts))
+	}
+	if d.retrySchedule != "" {
+		s, err := push.ParseSchedule("retry-schedule", d.retrySchedule)
+		if err == nil {
+			err = push.RetryPolicy{Schedule: s}.Validate()
+		}
+		if err != nil {
+			return nil, nil, usageOf(err)
+		}
+		opts = append(opts, push.WithSchedule(s))
 	}
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {

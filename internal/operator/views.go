@@ -41,6 +41,7 @@ type RegistrationView struct {
 	State         string     `json:"state"`              // push's states, or StateHeld
 	HeldFor       string     `json:"held_for,omitempty"` // the host's state when State is held
 	Parked        bool       `json:"parked"`
+	Paused        bool       `json:"paused,omitempty"` // an operator's stop (herald pause); last_error says who and why
 	ParkedAt      time.Time  `json:"parked_at,omitzero"`
 	LastError     string     `json:"last_error,omitempty"`
 	LeaseOwner    string     `json:"lease_owner,omitempty"`
@@ -117,7 +118,7 @@ func (held Held) View(s push.Status) RegistrationView {
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
-		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+		Parked: s.Parked, Paused: s.Paused, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 	}
 	if !s.Retry.IsZero() {
 		v.Retry = &RetryView{MaxAttempts: s.Retry.MaxAttempts}
@@ -224,7 +225,7 @@ func List(ctx context.Context, s push.Store, q push.ListQuery, state string, lim
 		return nil, nil, err
 	}
 	out = []RegistrationView{} // none is an empty list, in JSON too
-	q.Parked = q.Parked || state == push.StateParked
+	q.Parked = q.Parked || state == push.StateParked || state == push.StatePaused
 	q.Lagging = q.Lagging || state == push.StateReady || state == push.StateRetrying || state == StateHeld
 	for scanned := 0; ; {
 		q.Limit = push.MaxListLimit

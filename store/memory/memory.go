@@ -412,12 +412,46 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 		return err
 	}
 	return s.with(streamName, id, func(r *push.Registration) error {
-		if r.Parked {
+		if r.Parked && !r.Paused { // a pause ends with Resume
 			r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 			r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 			s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
 			s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
 		}
+		return nil
+	})
+}
+
+// Pause implements push.Store.
+func (s *Store) Pause(ctx context.Context, streamName, id string, at time.Time, by, reason string) error {
+	if err := cmp.Or(push.ValidateInstant("at", at), push.ValidatePause(by, reason)); err != nil {
+		return err
+	}
+	return s.with(streamName, id, func(r *push.Registration) error {
+		if r.Paused {
+			return nil
+		}
+		why := push.PauseText(by, reason)
+		r.Parked, r.Paused, r.ParkedAt, r.LastError, r.LeaseOwner, r.LeaseUntil = true, true, at, why, "", time.Time{}
+		s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventPaused, Seq: r.NextSeq, Error: why})
+		s.event(push.RegistrationEvent(push.KindPaused, *r, r.NextSeq, by, reason, at))
+		return nil
+	})
+}
+
+// Resume implements push.Store.
+func (s *Store) Resume(ctx context.Context, streamName, id string, at time.Time, by string) error {
+	if err := cmp.Or(push.ValidateInstant("at", at), push.ValidatePause(by, "")); err != nil {
+		return err
+	}
+	return s.with(streamName, id, func(r *push.Registration) error {
+		if !r.Paused {
+			return nil
+		}
+		r.Parked, r.Paused, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, false, time.Time{}, 0, 0, at
+		r.LastError, r.LeaseOwner, r.LeaseUntil = "", "", time.Time{}
+		s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventResumed, Seq: r.NextSeq, Error: "resumed by " + by})
+		s.event(push.RegistrationEvent(push.KindResumed, *r, r.NextSeq, by, "", at))
 		return nil
 	})
 }
@@ -510,6 +544,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 		rs := s.status(r)
 		n := st.Namespaces[r.Namespace]
 		switch rs.State() {
+		case push.StatePaused:
+			n.Paused++
 		case push.StateParked:
 			n.Parked++
 			if st.OldestParked == nil || rs.ParkedAt.Before(st.OldestParked.ParkedAt) {

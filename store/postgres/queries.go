@@ -155,7 +155,7 @@ SELECT (SELECT count(*) FROM page)::int, (SELECT count(*) FROM decided WHERE num
 const (
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       r.retry, r.failing_since, s.head, s.final_seq IS NOT NULL`
+       r.retry, r.failing_since, r.paused, s.head, s.final_seq IS NOT NULL`
 	statusFrom = statusColumns + `
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream`
 
@@ -185,7 +185,8 @@ LIMIT $7`
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts = 0),
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts > 0),
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq > s.head),
-    count(*) FILTER (WHERE r.parked),
+    count(*) FILTER (WHERE r.parked AND NOT r.paused),
+    count(*) FILTER (WHERE r.paused),
     count(*) FILTER (WHERE r.lease_until > $1),
     coalesce(sum(GREATEST(s.head - r.next_seq + 1, 0)), 0)::bigint
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
@@ -195,7 +196,7 @@ WHERE r.next_seq <= s.head
 ORDER BY s.head - r.next_seq DESC, r.stream, r.id
 LIMIT $1`
 	sqlStatsOldestParked = `SELECT ` + statusFrom + `
-WHERE r.parked
+WHERE r.parked AND NOT r.paused
 ORDER BY r.parked_at, r.stream, r.id
 LIMIT 1`
 )
@@ -346,7 +347,7 @@ LIMIT $4`
 // Cursors, failures, operator moves and evidence (cursor.go): package doc,
 // "Claiming and fencing".
 var (
-	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked
+	sqlFence = `SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked, r.paused
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = $1 AND r.id = $2
 FOR NO KEY UPDATE OF r`
@@ -391,6 +392,14 @@ RETURNING u.ord`
 	sqlUnpark   = `UPDATE herald_registration
 SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
     lease_owner = '', lease_until = NULL
+WHERE stream = $1 AND id = $2`
+	// sqlPause and sqlResume: registration $1/$2, at $3, the last error $4.
+	sqlPause = `UPDATE herald_registration
+SET parked = true, paused = true, parked_at = $3, last_error = $4, lease_owner = '', lease_until = NULL
+WHERE stream = $1 AND id = $2`
+	sqlResume = `UPDATE herald_registration
+SET parked = false, paused = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = $3,
+    last_error = $4, lease_owner = '', lease_until = NULL
 WHERE stream = $1 AND id = $2`
 	sqlMove = `UPDATE herald_registration
 SET next_seq = $3, attempts = 0, host_failures = 0, next_attempt_at = $4, last_error = '',

@@ -113,7 +113,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 			ns string
 			n  push.NamespaceStats
 		)
-		_, err := pgx.ForEachRow(rows, []any{&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &n.Behind}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind}, func() error {
 			st.Namespaces[ns] = n
 			return nil
 		})
@@ -152,7 +152,7 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	)
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
-		&retry, &failingSince, &st.Head, &st.Sealed}, extra...)...)
+		&retry, &failingSince, &r.Paused, &st.Head, &st.Sealed}, extra...)...)
 	if err == nil {
 		r.Retry, err = push.DecodeRetry(retry)
 	}

@@ -229,6 +229,44 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 	})
 }
 
+// Pause implements push.Store.
+func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
+	why := push.PauseText(by, reason)
+	return s.pauseOrResume(ctx, "pause", sqlPause, stream, id, at, by, reason, why,
+		push.Evidence{At: at, Event: push.EventPaused, Error: why}, push.KindPaused)
+}
+
+// Resume implements push.Store.
+func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
+	return s.pauseOrResume(ctx, "resume", sqlResume, stream, id, at, by, "", "",
+		push.Evidence{At: at, Event: push.EventResumed, Error: "resumed by " + by}, push.KindResumed)
+}
+
+// pauseOrResume writes query (sqlPause, sqlResume) with lastError, then ev
+// and an event of kind; a registration already so is left alone.
+func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string, at time.Time, by, reason, lastError string,
+	ev push.Evidence, kind string) error {
+	atN, err := instantArg("at", at)
+	if err = cmp.Or(err, push.ValidatePause(by, reason)); err != nil {
+		return err
+	}
+	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
+		st, err := update(ctx, tx, op, stream, id, query, atN, lastError, stream, id)
+		if errors.Is(err, journal.ErrNotFound) {
+			_, err := getStatus(ctx, tx, stream, id)
+			return err // nil when it exists and is already so
+		}
+		if err == nil {
+			ev.Seq = uint64(st.nextSeq)
+			err = addEvidence(ctx, tx, stream, id, ev)
+		}
+		if err != nil {
+			return err
+		}
+		return s.registrationEvent(ctx, tx, kind, stream, id, uint64(st.nextSeq), by, reason, at)
+	})
+}
+
 // Skip implements push.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(ctx, "skip", stream, id, toSeq, at, true, reason)

@@ -52,7 +52,7 @@ const (
 	// s), in the order scanStatus reads them.
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
 	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
-	r.retry, r.failing_since`
+	r.retry, r.failing_since, r.paused`
 	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
@@ -68,14 +68,15 @@ const (
 				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts = 0),
 				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts > 0),
 				SUM(r.parked = 0 AND r.next_seq > s.head),
-				SUM(r.parked = 1),
+				SUM(r.parked = 1 AND r.paused = 0),
+				SUM(r.paused = 1),
 				SUM(r.lease_until IS NOT NULL AND r.lease_until > ?),
 				SUM(MAX(s.head - r.next_seq + 1, 0))` + statusFrom + `
 			GROUP BY r.namespace`
 	sqlLagging = "SELECT " + statusColumns + statusFrom +
 		"WHERE r.next_seq <= s.head ORDER BY s.head - r.next_seq DESC, r.stream, r.id LIMIT ?"
 	sqlOldestParked = "SELECT " + statusColumns + statusFrom +
-		"WHERE r.parked = 1 ORDER BY r.parked_at, r.stream, r.id LIMIT 1"
+		"WHERE r.parked = 1 AND r.paused = 0 ORDER BY r.parked_at, r.stream, r.id LIMIT 1"
 )
 
 // Due's claim (claims.go).
@@ -164,7 +165,15 @@ const (
 	sqlUnpark = `UPDATE herald_registration SET
 				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
 				lease_owner = '', lease_until = NULL
-			WHERE stream = ?2 AND id = ?3 AND parked = 1` + stateColumns
+			WHERE stream = ?2 AND id = ?3 AND parked = 1 AND paused = 0` + stateColumns
+	// sqlPause and sqlResume: registration ?3/?4, at ?1, the evidence's text ?2.
+	sqlPause = `UPDATE herald_registration SET
+				parked = 1, paused = 1, parked_at = ?1, last_error = ?2, lease_owner = '', lease_until = NULL
+			WHERE stream = ?3 AND id = ?4 AND paused = 0` + stateColumns
+	sqlResume = `UPDATE herald_registration SET
+				parked = 0, paused = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
+				last_error = ?2, lease_owner = '', lease_until = NULL
+			WHERE stream = ?3 AND id = ?4 AND paused = 1` + stateColumns
 	sqlMoveFrom = "SELECT r.next_seq, s.head, s.oldest_seq" + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlMove     = `UPDATE herald_registration SET
 				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',

@@ -25,7 +25,7 @@ func scanStatus(sc scanner) (push.Status, error) {
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
 		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
-		&retry, &failingSince)
+		&retry, &failingSince, &st.Paused)
 	if err != nil {
 		return push.Status{}, err
 	}
@@ -190,7 +190,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
 		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n push.NamespaceStats, err error) {
 			var ns string
-			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &n.Behind)
+			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind)
 			st.Namespaces[ns] = n
 			return n, err
 		}, sqlStats, atN.Int64)

@@ -66,6 +66,7 @@ func Run(t *testing.T, open Factory) {
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
 		{"Events", eventTests},
+		{"Pause", pauseTests},
 	}
 	_, batches := open(t).(push.AdvanceBatcher) // one backend more per Run, for its type
 	for _, g := range groups {

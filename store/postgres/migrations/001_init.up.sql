@@ -123,6 +123,9 @@ CREATE TABLE herald_registration (
     -- The first failure of the current run at next_seq (attempts > 0):
     -- push.RetryPolicy.For counts from it.
     failing_since   timestamptz,
+    -- push.Registration.Paused: an operator's stop. A paused row is parked
+    -- too, so that every query that skips parked rows skips it.
+    paused          boolean NOT NULL DEFAULT false,
     PRIMARY KEY (stream, id)
 );
 
