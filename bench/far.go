@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // farCase is one far-receiver measurement: one registration with window W
@@ -72,15 +73,15 @@ func far(ctx context.Context, e *env, cfg config, rep *report) error {
 		loopN = cfg.farLoopN
 	}
 	cases := []farCase{
-		{window: 1, perHost: push.MaxWindow, delay: farDelay, n: per},
-		{window: 4, perHost: push.MaxWindow, delay: farDelay, n: 4 * per},
-		{window: 16, perHost: push.MaxWindow, delay: farDelay, n: 16 * per},
+		{window: 1, perHost: store.MaxWindow, delay: farDelay, n: per},
+		{window: 4, perHost: store.MaxWindow, delay: farDelay, n: 4 * per},
+		{window: 16, perHost: store.MaxWindow, delay: farDelay, n: 16 * per},
 		{window: 16, perHost: push.DefaultMaxPerHost, delay: farDelay, n: 4 * per},
 	}
 	loop := []farCase{
-		{window: 1, perHost: push.MaxWindow, n: loopN},
-		{window: 16, perHost: push.MaxWindow, n: loopN},
-		{window: 16, perHost: push.MaxWindow, n: loopN, page: 2048},
+		{window: 1, perHost: store.MaxWindow, n: loopN},
+		{window: 16, perHost: store.MaxWindow, n: loopN},
+		{window: 16, perHost: store.MaxWindow, n: loopN, page: 2048},
 	}
 	switch cfg.farCases {
 	case "far":

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/internal/hostseed"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -44,19 +44,19 @@ func parkedStore(t *testing.T) *memory.Store {
 	_, err := s.Register(ctx, push.Registration{Stream: "orders", ID: "billing", Namespace: "webhook",
 		URL: "https://billing.example/hooks?token=capability", Config: push.Config(`{"secrets":["whsec_s3cr3t"]}`)})
 	require.NoError(t, err)
-	batch, err := s.Due(ctx, push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	batch, err := s.Due(ctx, store.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 	require.NoError(t, err)
-	require.NoError(t, s.Park(ctx, batch.Registrations[0].Claim(), 2, push.Evidence{At: t0, Event: push.EventParked, Status: 410, Error: "410 Gone"}))
+	require.NoError(t, s.Park(ctx, batch.Registrations[0].Claim(), 2, store.Evidence{At: t0, Event: store.EventParked, Status: 410, Error: "410 Gone"}))
 	return s
 }
 
 // parkAgain parks parkedStore's registration again, once it was unparked.
 func parkAgain(t *testing.T, s *memory.Store) {
 	t.Helper()
-	batch, err := s.Due(t.Context(), push.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
+	batch, err := s.Due(t.Context(), store.DueQuery{At: t0.Add(2 * time.Hour), Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(3 * time.Hour)})
 	require.NoError(t, err)
 	require.Len(t, batch.Registrations, 1)
-	require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, push.Evidence{At: t0.Add(2 * time.Hour), Event: push.EventParked, Status: 410}))
+	require.NoError(t, s.Park(t.Context(), batch.Registrations[0].Claim(), 2, store.Evidence{At: t0.Add(2 * time.Hour), Event: store.EventParked, Status: 410}))
 }
 
 func adminCall(t *testing.T, srv *httptest.Server, method, path, token string, q url.Values) (int, string) {
@@ -129,8 +129,8 @@ func TestAdminAPI(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	s := parkedStore(t)
-	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
-		func(ctx context.Context) ([]push.Host, error) { return s.Hosts(ctx, push.HostQuery{}) })
+	m := newMetrics(func(ctx context.Context) (store.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]store.Host, error) { return s.Hosts(ctx, store.HostQuery{}) })
 	h := m.hooks("webhook")
 	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Accepted}})
 	h.Attempt(push.Attempt{Outcome: push.Outcome{Verdict: push.Permanent}})
@@ -268,13 +268,13 @@ func TestUnparkSaysWhetherItWasParked(t *testing.T) {
 		first, body := adminOK[operator.UnparkView](t, srv, "POST", c.path, "", key)
 		require.True(t, first.WasParked, "%s: %s", c.path, body)
 		require.False(t, first.Parked, c.path)
-		evs, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
+		evs, err := s.Evidence(t.Context(), "orders", "billing", store.MaxEvidence)
 		require.NoError(t, err)
 
 		again, body := adminOK[operator.UnparkView](t, srv, "POST", c.path, "", key)
 		require.False(t, again.WasParked, "%s: it was not parked; nothing changed: %s", c.path, body)
 		require.Equal(t, first.RegistrationView, again.RegistrationView, c.path)
-		after, err := s.Evidence(t.Context(), "orders", "billing", push.MaxEvidence)
+		after, err := s.Evidence(t.Context(), "orders", "billing", store.MaxEvidence)
 		require.NoError(t, err)
 		require.Equal(t, evs, after, "%s: no evidence for an unpark that changed nothing", c.path)
 		srv.Close()
@@ -338,10 +338,10 @@ func TestRunServesOnTheListenersGiven(t *testing.T) {
 // every parked registration it matches, each with its evidence, and leaves
 // the rest: those of another namespace or stream, and those not parked.
 func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) Store{
-		"memory":   func(t *testing.T) Store { return memory.New() },
-		"sqlite":   func(t *testing.T) Store { return sqliteStore(t) },
-		"postgres": func(t *testing.T) Store { return pgtest.NewStore(t) },
+	for name, open := range map[string]func(t *testing.T) store.Backend{
+		"memory":   func(t *testing.T) store.Backend { return memory.New() },
+		"sqlite":   func(t *testing.T) store.Backend { return sqliteStore(t) },
+		"postgres": func(t *testing.T) store.Backend { return pgtest.NewStore(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, api := range []string{"admin", "api"} {
@@ -351,7 +351,7 @@ func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
 	}
 }
 
-func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
+func unparkAllUnparksThoseItMatches(t *testing.T, s store.Backend, api string) {
 	ctx := t.Context()
 	regs := []struct {
 		stream, id, ns string
@@ -382,13 +382,13 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		park[r.stream+" "+r.id] = r.park
 	}
 	for _, ns := range []string{"webhook", "cloudevents"} {
-		b, err := s.Due(ctx, push.DueQuery{At: t0, Limit: len(regs), Namespace: ns, Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+		b, err := s.Due(ctx, store.DueQuery{At: t0, Limit: len(regs), Namespace: ns, Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
 		for _, c := range b.Registrations {
 			if park[c.Stream+" "+c.ID] {
-				require.NoError(t, s.Park(ctx, c.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
+				require.NoError(t, s.Park(ctx, c.Claim(), 1, store.Evidence{At: t0, Event: store.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
 			} else {
-				require.NoError(t, s.Retry(ctx, c.Claim(), 1, t0.Add(time.Hour), push.Evidence{At: t0, Event: push.EventFailed, Seq: 1, Error: "later"}))
+				require.NoError(t, s.Retry(ctx, c.Claim(), 1, t0.Add(time.Hour), store.Evidence{At: t0, Event: store.EventFailed, Seq: 1, Error: "later"}))
 			}
 		}
 	}
@@ -458,11 +458,11 @@ func unparkAllUnparksThoseItMatches(t *testing.T, s Store, api string) {
 		evs, err := s.Evidence(ctx, r.stream, r.id, 1)
 		require.NoError(t, err)
 		if unparked {
-			require.Equal(t, push.EventUnparked, evs[0].Event, "%s %s", r.stream, r.id)
+			require.Equal(t, store.EventUnparked, evs[0].Event, "%s %s", r.stream, r.id)
 			require.Equal(t, at, evs[0].At.UTC())
 			require.False(t, st.NextAttemptAt.After(at), "due at once")
 		} else if len(evs) > 0 {
-			require.NotEqual(t, push.EventUnparked, evs[0].Event, "%s %s", r.stream, r.id)
+			require.NotEqual(t, store.EventUnparked, evs[0].Event, "%s %s", r.stream, r.id)
 		}
 	}
 
@@ -561,10 +561,10 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 				Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
 			require.NoError(t, err)
 			now := time.Now()
-			b, err := s.Due(ctx, push.DueQuery{At: now, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: now.Add(time.Second)})
+			b, err := s.Due(ctx, store.DueQuery{At: now, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: now.Add(time.Second)})
 			require.NoError(t, err)
 			require.Len(t, b.Registrations, 1)
-			require.NoError(t, s.Park(ctx, b.Registrations[0].Claim(), 1, push.Evidence{At: now, Event: push.EventParked, Seq: 1, Status: 410}))
+			require.NoError(t, s.Park(ctx, b.Registrations[0].Claim(), 1, store.Evidence{At: now, Event: store.EventParked, Seq: 1, Status: 410}))
 			_, err = s.Append(ctx, "canary", journal.Entry{ID: "canary-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
 			require.NoError(t, err)
 			_, err = s.Register(ctx, push.Registration{Stream: "canary", ID: "c", Namespace: "webhook", URL: recv.URL + "/canary",
@@ -631,11 +631,11 @@ func TestUnparkAllFailingPartWayListsThoseUnparked(t *testing.T) {
 		_, err = s.Register(t.Context(), push.Registration{Stream: "orders", ID: id, Namespace: "webhook", URL: "https://" + id + ".example/"})
 		require.NoError(t, err)
 	}
-	b, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 3, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	b, err := s.Due(t.Context(), store.DueQuery{At: t0, Limit: 3, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, b.Registrations, 3)
 	for _, st := range b.Registrations {
-		require.NoError(t, s.Park(t.Context(), st.Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
+		require.NoError(t, s.Park(t.Context(), st.Claim(), 1, store.Evidence{At: t0, Event: store.EventParked, Seq: 1, Status: 410}))
 	}
 	srv := adminServer(t, &failingUnpark{Store: s, n: 2}, "", t0.Add(time.Hour))
 	code, body := adminCall(t, srv, "POST", "/v1/registrations/unpark", "", url.Values{"stream": {"orders"}})
@@ -772,11 +772,11 @@ func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
 }
 
 // hostile is a receiver's text as a host-level failure may carry it.
-const hostile = hostseed.Hostile
+const hostile = seedtest.Hostile
 
-// downHostStore: down.example:443 down with two registrations held (hostseed).
+// downHostStore: down.example:443 down with two registrations held (seedtest).
 func downHostStore(t *testing.T) *sqlite.Store {
-	s, err := sqlite.Open(t.Context(), hostseed.DownHostDB(t, t0))
+	s, err := sqlite.Open(t.Context(), seedtest.DownHostDB(t, t0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -795,7 +795,7 @@ func TestAdminAPIHosts(t *testing.T) {
 
 	code, body := adminCall(t, srv, "GET", "/v1/hosts", "", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
-	hosts, _ := adminOK[[]push.Host](t, srv, "GET", "/v1/hosts", testToken, url.Values{"state": {"down"}})
+	hosts, _ := adminOK[[]store.Host](t, srv, "GET", "/v1/hosts", testToken, url.Values{"state": {"down"}})
 	require.Len(t, hosts, 1)
 	require.Equal(t, 2, hosts[0].Held)
 	code, body = adminCall(t, srv, "GET", "/v1/registrations", testToken, url.Values{"stream": {"orders"}})
@@ -807,16 +807,16 @@ func TestAdminAPIHosts(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code, body)
 	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", testToken, url.Values{"host": {"nowhere.example:443"}})
 	require.Equal(t, http.StatusNotFound, code, body)
-	h, _ := adminOK[push.Host](t, srv, "POST", "/v1/hosts/reset", testToken, url.Values{"host": {"down.example:443"}})
-	require.Equal(t, push.HostUp, h.State)
+	h, _ := adminOK[store.Host](t, srv, "POST", "/v1/hosts/reset", testToken, url.Values{"host": {"down.example:443"}})
+	require.Equal(t, store.HostUp, h.State)
 	require.True(t, h.Since.Equal(t0.Add(time.Hour)), "reset at the admin's clock")
 }
 
 func TestHostMetrics(t *testing.T) {
 	s := downHostStore(t)
-	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
-		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
-	m.hooks("webhook").HostFailure(push.Host{Host: "down.example:443", State: push.HostDown})
+	m := newMetrics(func(ctx context.Context) (store.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]store.Host, error) { return store.AllHosts(ctx, s, store.HostQuery{}) })
+	m.hooks("webhook").HostFailure(store.Host{Host: "down.example:443", State: store.HostDown})
 	body := scrape(t, m)
 	for _, want := range []string{
 		`herald_hosts{state="down"} 1`,
@@ -842,8 +842,8 @@ func TestHostMetrics(t *testing.T) {
 func TestHostMetricSeriesAreBounded(t *testing.T) {
 	ctx := t.Context()
 	s := sqliteStore(t)
-	m := newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, t0) },
-		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
+	m := newMetrics(func(ctx context.Context) (store.Stats, error) { return s.Stats(ctx, t0) },
+		func(ctx context.Context) ([]store.Host, error) { return store.AllHosts(ctx, s, store.HostQuery{}) })
 	_, err := s.Append(ctx, "s", journal.Entry{ID: "e", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	const n = 200
@@ -852,20 +852,20 @@ func TestHostMetricSeriesAreBounded(t *testing.T) {
 		require.NoError(t, err)
 	}
 	hooks := m.hooks("webhook")
-	for k := range push.HostDownAfter { // every host down: three refusals each
-		batch, err := s.Due(ctx, push.DueQuery{At: t0.Add(time.Duration(k) * time.Hour), Limit: n, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Duration(k)*time.Hour + time.Minute)})
+	for k := range store.HostDownAfter { // every host down: three refusals each
+		batch, err := s.Due(ctx, store.DueQuery{At: t0.Add(time.Duration(k) * time.Hour), Limit: n, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Duration(k)*time.Hour + time.Minute)})
 		require.NoError(t, err)
 		require.Len(t, batch.Registrations, n)
 		for _, st := range batch.Registrations {
-			h, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(), Horizon: push.DefaultHostHorizon,
-				Evidence: push.Evidence{At: t0.Add(time.Duration(k) * time.Hour), Seq: 1, Error: "connect: connection refused"}})
+			h, err := s.HostFailed(ctx, store.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(), Horizon: store.DefaultHostHorizon,
+				Evidence: store.Evidence{At: t0.Add(time.Duration(k) * time.Hour), Seq: 1, Error: "connect: connection refused"}})
 			require.NoError(t, err)
 			hooks.HostFailure(h)
 		}
 	}
 	body := scrape(t, m)
 	require.Equal(t, n, strings.Count(body, "\nherald_host_failures{"), "one series a host not up")
-	require.Contains(t, body, fmt.Sprintf("herald_host_failures_total %d", n*push.HostDownAfter))
+	require.Contains(t, body, fmt.Sprintf("herald_host_failures_total %d", n*store.HostDownAfter))
 	require.Contains(t, body, fmt.Sprintf(`herald_hosts{state="down"} %d`, n))
 
 	for i := range n {

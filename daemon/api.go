@@ -15,10 +15,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // APIHandler serves the HTTP API (package doc). Without Options.APIToken it
@@ -44,10 +46,10 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"GET /v1/status":         endpoint(d.status),
 		"POST /v1/registrations": endpoint(d.postRegistration),
 		"GET /v1/registrations":  listRegistrations(d.store),
-		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 			return operator.Registration(r.Context(), d.store, k.Stream, k.ID)
 		}),
-		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
+		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
 		}),
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
@@ -199,7 +201,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
 	if req.Window != nil {
 		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
-			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", push.MaxWindow)
+			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", store.MaxWindow)
 		}
 		reg.Window = *req.Window
 	}
@@ -236,14 +238,14 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 // retryOf reads a registration request's retry policy; Register validates it.
 func retryOf(req registrationRequest) (p push.RetryPolicy, err error) {
 	for _, s := range req.RetrySchedule {
-		d, err := push.ParseDays("retry_schedule", s)
+		d, err := store.ParseDays("retry_schedule", s)
 		if err != nil {
 			return p, err
 		}
 		p.Schedule = append(p.Schedule, d)
 	}
 	if req.RetryFor != "" {
-		if p.For, err = push.ParseDays("retry_for", req.RetryFor); err != nil {
+		if p.For, err = store.ParseDays("retry_for", req.RetryFor); err != nil {
 			return p, err
 		}
 	}
@@ -263,7 +265,7 @@ func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 // apiStatus answers GET /v1/status: operator.Status's counts.
 type apiStatus struct {
 	Namespaces map[string]operator.NamespaceView `json:"namespaces"`
-	Unnumbered push.Unnumbered                   `json:"unnumbered"`
+	Unnumbered store.Unnumbered                  `json:"unnumbered"`
 }
 
 // status answers GET /v1/status.
@@ -313,20 +315,20 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 
 // adminHandler serves the admin JSON API (Daemon.AdminHandler); now is the
 // clock of operator actions, woke told the namespace of each unpark.
-func adminHandler(store push.Store, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
+func adminHandler(db store.Store, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
 		if err != nil {
 			return nil, err
 		}
-		hq := push.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
+		hq := store.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
 		if hq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
 			return nil, err
 		}
-		hs, err := store.Hosts(r.Context(), hq)
+		hs, err := db.Hosts(r.Context(), hq)
 		if hs == nil {
-			hs = []push.Host{}
+			hs = []store.Host{}
 		}
 		return hs, err
 	}))
@@ -342,23 +344,23 @@ func adminHandler(store push.Store, g gate, now func() time.Time, woke func(name
 		if err != nil {
 			return nil, err
 		}
-		return store.ResetHost(r.Context(), host, now())
+		return db.ResetHost(r.Context(), host, now())
 	}))
-	mux.Handle("GET /v1/registrations", listRegistrations(store))
-	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k push.Key, q url.Values) (any, error) {
+	mux.Handle("GET /v1/registrations", listRegistrations(db))
+	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k store.Key, q url.Values) (any, error) {
 		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
 		if err != nil {
 			return nil, err
 		}
-		return operator.Evidence(r.Context(), store, k.Stream, k.ID, limit)
+		return operator.Evidence(r.Context(), db, k.Stream, k.ID, limit)
 	}))
-	mux.Handle("POST /v1/registration/unpark", unparkOne(store, now, woke))
-	mux.Handle("POST /v1/registrations/unpark", unparkAll(store, now, woke))
-	mux.Handle("POST /v1/registration/pause", pauseOne(store, false, now, woke))
-	mux.Handle("POST /v1/registration/resume", pauseOne(store, true, now, woke))
+	mux.Handle("POST /v1/registration/unpark", unparkOne(db, now, woke))
+	mux.Handle("POST /v1/registrations/unpark", unparkAll(db, now, woke))
+	mux.Handle("POST /v1/registration/pause", pauseOne(db, false, now, woke))
+	mux.Handle("POST /v1/registration/resume", pauseOne(db, true, now, woke))
 	// move serves skip and rewind: the registration after the move.
-	move := func(optional []string, do func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error) endpoint {
-		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
+	move := func(optional []string, do func(r *http.Request, q url.Values, k store.Key, toSeq uint64) error) endpoint {
+		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
 			toSeq, err := strconv.ParseUint(q.Get("to_seq"), 10, 64)
 			if err != nil {
 				return nil, journal.Invalid("to_seq", "%q is not a seq", q.Get("to_seq"))
@@ -366,24 +368,24 @@ func adminHandler(store push.Store, g gate, now func() time.Time, woke func(name
 			if err := do(r, q, k, toSeq); err != nil {
 				return nil, err
 			}
-			st, err := store.Get(r.Context(), k.Stream, k.ID)
+			st, err := db.Get(r.Context(), k.Stream, k.ID)
 			return operator.Held(nil).View(st), err
 		})
 	}
-	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, k push.Key, toSeq uint64) error {
+	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, k store.Key, toSeq uint64) error {
 		reason := cmp.Or(q.Get("reason"), "skipped by an operator (admin API)")
-		return store.Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
+		return db.Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
 	}))
-	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k push.Key, toSeq uint64) error {
-		return store.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
+	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k store.Key, toSeq uint64) error {
+		return db.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 
 // unparkOne answers POST /v1/registration/unpark on both APIs.
-func unparkOne(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
-	return keyed(nil, nil, func(r *http.Request, k push.Key, _ url.Values) (any, error) {
-		v, err := operator.Unpark(r.Context(), store, k.Stream, k.ID, now())
+func unparkOne(db store.Store, now func() time.Time, woke func(namespace string)) endpoint {
+	return keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
+		v, err := operator.Unpark(r.Context(), db, k.Stream, k.ID, now())
 		if err == nil && v.WasParked {
 			woke(v.Namespace)
 		}
@@ -394,14 +396,14 @@ func unparkOne(store push.Store, now func() time.Time, woke func(namespace strin
 // pauseOne answers POST /v1/registration/pause (resume false) and
 // /resume on both APIs: ?by= names who (default "an operator (API)"),
 // pause's ?reason= why.
-func pauseOne(store push.Store, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
+func pauseOne(db store.Store, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
 	optional := []string{"by", "reason"}
 	if resume {
 		optional = optional[:1]
 	}
-	return keyed(nil, optional, func(r *http.Request, k push.Key, q url.Values) (any, error) {
+	return keyed(nil, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
 		by := cmp.Or(q.Get("by"), "an operator (API)")
-		v, err := operator.Pause(r.Context(), store, k.Stream, k.ID, resume, now(), by, q.Get("reason"))
+		v, err := operator.Pause(r.Context(), db, k.Stream, k.ID, resume, now(), by, q.Get("reason"))
 		if err == nil && resume && v.Changed {
 			woke(v.Namespace)
 		}
@@ -411,7 +413,7 @@ func pauseOne(store push.Store, resume bool, now func() time.Time, woke func(nam
 
 // unparkAll answers POST /v1/registrations/unpark on both APIs, and wakes
 // the workers of those unparked that this daemon runs.
-func unparkAll(store push.Store, now func() time.Time, woke func(namespace string)) endpoint {
+func unparkAll(db store.Store, now func() time.Time, woke func(namespace string)) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
 		if err != nil {
@@ -421,12 +423,12 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 		if err != nil {
 			return nil, err
 		}
-		out, err := operator.UnparkAll(r.Context(), store, lq, now())
+		out, err := operator.UnparkAll(r.Context(), db, lq, now())
 		for _, v := range out.Unparked {
 			woke(v.Namespace)
 		}
 		if err != nil {
-			return withStatus{operator.HTTPStatus(err), struct {
+			return withStatus{web.HTTPStatus(err), struct {
 				Error string `json:"error"`
 				operator.UnparkedAll
 			}{err.Error(), out}}, nil
@@ -436,15 +438,15 @@ func unparkAll(store push.Store, now func() time.Time, woke func(namespace strin
 }
 
 // listRegistrations answers GET /v1/registrations on both APIs.
-func listRegistrations(store push.Store) endpoint {
+func listRegistrations(db store.Store) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "filters of the list; one registration's evidence and actions take ?stream=…&id=…",
 			"stream", "namespace", "parked", "lagging", "limit", "after_stream", "after_id")
 		if err != nil {
 			return nil, err
 		}
-		lq := push.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
-			After: push.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
+		lq := store.ListQuery{Stream: q.Get("stream"), Namespace: q.Get("namespace"),
+			After: store.Key{Stream: q.Get("after_stream"), ID: q.Get("after_id")}}
 		if err := operator.CheckList(lq); err != nil {
 			return nil, err
 		}
@@ -458,11 +460,11 @@ func listRegistrations(store push.Store) endpoint {
 		if lq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
 			return nil, err
 		}
-		sts, err := store.List(r.Context(), lq)
+		sts, err := db.List(r.Context(), lq)
 		if err != nil {
 			return nil, err
 		}
-		held, err := operator.HeldHosts(r.Context(), store)
+		held, err := operator.HeldHosts(r.Context(), db)
 		return held.Views(sts), err
 	}
 }

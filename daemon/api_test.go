@@ -34,7 +34,7 @@ var noTransport = push.TransportFunc(func(context.Context, push.Registration, pu
 
 // apiServer serves the HTTP API of a daemon on s (webhook namespace) on a
 // loopback httptest server.
-func apiServer(t *testing.T, s Store, token string) *httptest.Server {
+func apiServer(t *testing.T, s store.Backend, token string) *httptest.Server {
 	t.Helper()
 	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
 		APIToken: token, Now: func() time.Time { return t0 },
@@ -331,7 +331,7 @@ func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, sqliteS
 
 func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, pgtest.NewStore(t)) }
 
-func concurrentAppends(t *testing.T, s Store) {
+func concurrentAppends(t *testing.T, s store.Backend) {
 	srv := apiServer(t, s, "")
 	const clients, each = 8, 10
 	var wg sync.WaitGroup
@@ -689,7 +689,7 @@ func TestAPIRepeatedAppendAnswersTheStoredTraceContext(t *testing.T) {
 	sq, pg := sqliteStore(t), pgtest.NewStore(t)
 	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}]}`
-	for name, s := range map[string]Store{"memory": memory.New(), "sqlite": sq, "postgres": pg} {
+	for name, s := range map[string]store.Backend{"memory": memory.New(), "sqlite": sq, "postgres": pg} {
 		srv := apiServer(t, s, "")
 		var first, again appendResponse
 		code, out := postTraced(t, srv.URL, body, []string{testTraceparent}, []string{"rojo=00f067aa0ba902b7"})

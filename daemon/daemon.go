@@ -19,20 +19,10 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/throttle"
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/store/postgres"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// Store is what the daemon runs on: the journal, the push store and
-// retention over one database (store/memory, store/sqlite, store/postgres).
-type Store interface {
-	journal.Journal
-	push.Store
-	store.Retention
-}
 
 // DefaultEvery is the claim interval when nothing else wakes a worker.
 const DefaultEvery = time.Second
@@ -45,7 +35,7 @@ const MaxBody = 8 << 20
 // Options configure a Daemon. Store, Transport and Projections are
 // required; every other field has a default.
 type Options struct {
-	Store Store
+	Store store.Backend
 	// Transport sends the workers' messages (transport.New, or a test's).
 	Transport push.Transport
 	// Projections are the namespaces to serve: one worker each, in the
@@ -129,7 +119,7 @@ type Addrs struct {
 // endpoints. Build it with New; Run it once.
 type Daemon struct {
 	opts    Options // with New's defaults
-	store   Store
+	store   store.Backend
 	workers []*push.Worker
 	served  []string // the workers' namespaces, in order
 	byNS    map[string]*push.Worker
@@ -160,8 +150,8 @@ func New(opts Options) (*Daemon, error) {
 	case p != nil && (p.Every <= 0 || p.Retain < 0):
 		return bad("Options.Prune: Every %v must be positive and Retain %v not negative", p.Every, p.Retain)
 	}
-	if err := cmp.Or(operator.CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
-		operator.CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"),
+	if err := cmp.Or(CheckAddr("Options.AdminAddr", opts.AdminAddr, opts.AdminToken, "Options.AdminToken (HERALD_ADMIN_TOKEN)"),
+		CheckAddr("Options.APIAddr", opts.APIAddr, opts.APIToken, "Options.APIToken (HERALD_API_TOKEN)"),
 		CheckToken("Options.AdminToken (HERALD_ADMIN_TOKEN)", opts.AdminToken), CheckToken("Options.APIToken (HERALD_API_TOKEN)", opts.APIToken),
 		opts.Limits.check()); err != nil {
 		return bad("%v", err)
@@ -176,8 +166,8 @@ func New(opts Options) (*Daemon, error) {
 	}
 	s := opts.Store
 	d := &Daemon{opts: opts, store: s, byNS: map[string]*push.Worker{}, throttle: throttle.New(nil, opts.Logger), certs: certs}
-	d.metrics = newMetrics(func(ctx context.Context) (push.Stats, error) { return s.Stats(ctx, opts.Now()) },
-		func(ctx context.Context) ([]push.Host, error) { return push.AllHosts(ctx, s, push.HostQuery{}) })
+	d.metrics = newMetrics(func(ctx context.Context) (store.Stats, error) { return s.Stats(ctx, opts.Now()) },
+		func(ctx context.Context) ([]store.Host, error) { return store.AllHosts(ctx, s, store.HostQuery{}) })
 	d.page, _ = page.New(page.Options{Store: s, Token: opts.AdminToken, Now: opts.Now, Logger: opts.Logger, Throttle: d.throttle, BehindProxy: opts.TLSTerminatedByProxy}) // its one error, a nil Store, is refused above
 	if opts.Prune != nil {
 		d.pruned = d.metrics.pruned()
@@ -304,7 +294,7 @@ func (d *Daemon) HealthHandler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		w.Header().Set("Cache-Control", "no-store")
-		if _, err := d.store.List(ctx, push.ListQuery{Limit: 1}); err != nil {
+		if _, err := d.store.List(ctx, store.ListQuery{Limit: 1}); err != nil {
 			if !failing.Swap(true) {
 				d.opts.Logger.Warn("herald: /healthz: the store does not answer", "err", err)
 			}
@@ -325,7 +315,7 @@ func (d *Daemon) HealthHandler() http.Handler {
 // appendListener is a store that hears appends made by other processes
 // (store/postgres: LISTEN/NOTIFY).
 type appendListener interface {
-	Listen(ctx context.Context) (*postgres.Listener, error)
+	Listen(ctx context.Context) (store.Listener, error)
 }
 
 // sequencerRunner is a store that numbers appended records after their

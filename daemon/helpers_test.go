@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -76,7 +76,7 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 
 // adminServer serves the admin API on s with token and the clock at now,
 // until the test ends.
-func adminServer(t *testing.T, s push.Store, token string, now time.Time) *httptest.Server {
+func adminServer(t *testing.T, s store.Store, token string, now time.Time) *httptest.Server {
 	srv := httptest.NewServer(adminHandler(s, gate{token: token}, func() time.Time { return now }, func(string) {}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,9 +18,10 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/daemon/internal/throttle"
+	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // writeJSON writes v as indented JSON and a newline, with status code.
@@ -41,7 +43,7 @@ func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 }
 
 // endpoint is what a route of either API does: its answer, with 200 (or
-// the status a withStatus gives), or an error, with operator.HTTPStatus's.
+// the status a withStatus gives), or an error, with web.HTTPStatus's.
 type endpoint func(r *http.Request) (any, error)
 
 // withStatus is an answer with another status than 200; a nil v, none
@@ -55,7 +57,7 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v, err := e(r)
 	switch s, ok := v.(withStatus); {
 	case err != nil:
-		writeJSON(w, operator.HTTPStatus(err), errorBody{err.Error()})
+		writeJSON(w, web.HTTPStatus(err), errorBody{err.Error()})
 	case ok && s.v == nil:
 		w.WriteHeader(s.code)
 	case ok:
@@ -83,7 +85,7 @@ func guard(mux *http.ServeMux, g gate, realm, envVar string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := g.token
 		switch {
-		case token == "" && !operator.LoopbackHost(r.Host):
+		case token == "" && !web.LoopbackHost(r.Host):
 			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
 			return
 		case token == "" && cop.Check(r) != nil:
@@ -190,11 +192,11 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return operator.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
+		return web.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q is not served: send application/json", ct)}
 	}
 	err := operator.DecodeJSON(r.Body, v)
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return operator.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
+		return web.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)}
 	} else if err != nil {
 		return operator.JSONError("body", err)
 	}
@@ -204,7 +206,7 @@ func decodeBody(r *http.Request, v any) error {
 // keyed is an endpoint on the registration its query names: stream and
 // id, both required and well formed, in a strictQuery that may hold the
 // route's other parameters, required and optional, which do reads from q.
-func keyed(required, optional []string, do func(r *http.Request, k push.Key, q url.Values) (any, error)) endpoint {
+func keyed(required, optional []string, do func(r *http.Request, k store.Key, q url.Values) (any, error)) endpoint {
 	return func(r *http.Request) (any, error) {
 		names := append([]string{"stream", "id"}, required...)
 		q, err := strictQuery(r, "a registration is named by ?stream=…&id=…", append(names, optional...)...)
@@ -217,10 +219,28 @@ func keyed(required, optional []string, do func(r *http.Request, k push.Key, q u
 					strings.Join(names[:len(names)-1], ", "), names[len(names)-1], r.URL.Path, strings.Join(names, "=…&"))
 			}
 		}
-		k := push.Key{Stream: q.Get("stream"), ID: q.Get("id")}
+		k := store.Key{Stream: q.Get("stream"), ID: q.Get("id")}
 		if err := cmp.Or(journal.ValidateStream(k.Stream), journal.ValidateID("id", k.ID)); err != nil {
 			return nil, err
 		}
 		return do(r, k, q)
 	}
+}
+
+// CheckAddr refuses to serve an API on addr (host:port; empty: off)
+// without a token unless it is a loopback address (web.LoopbackHost; an empty
+// host is every interface). Its error names field, the option, and envVar,
+// the variable that sets the token.
+func CheckAddr(field, addr, token, envVar string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q: %v", field, addr, err)
+	}
+	if token != "" || host != "" && web.LoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, addr, envVar)
 }

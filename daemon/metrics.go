@@ -26,7 +26,7 @@ type metrics struct {
 
 // newMetrics returns the metrics whose gauges read stats and hosts at
 // scrape time.
-func newMetrics(stats func(ctx context.Context) (push.Stats, error), hosts func(ctx context.Context) ([]push.Host, error)) *metrics {
+func newMetrics(stats func(ctx context.Context) (store.Stats, error), hosts func(ctx context.Context) ([]store.Host, error)) *metrics {
 	m := &metrics{
 		reg:        prometheus.NewRegistry(),
 		deliveries: counters("herald_deliveries_total", "Delivery attempts by namespace and outcome (accepted, transient, permanent, rejected).", "namespace", "outcome"),
@@ -59,7 +59,7 @@ func (m *metrics) hooks(ns string) push.Hooks {
 			}
 			m.turns.WithLabelValues(ns, result(err, ok)).Inc()
 		},
-		HostFailure: func(push.Host) { m.hostFails.Inc() },
+		HostFailure: func(store.Host) { m.hostFails.Inc() },
 		Claim:       func(_ time.Time, _ int, err error) { m.claims.WithLabelValues(ns, result(err, "ok")).Inc() },
 	}
 }
@@ -101,8 +101,8 @@ const maxHostSeries = 1000
 // keeps no per-host state.
 type gauges struct {
 	workers []*push.Worker
-	stats   func(ctx context.Context) (push.Stats, error)
-	hosts   func(ctx context.Context) ([]push.Host, error)
+	stats   func(ctx context.Context) (store.Stats, error)
+	hosts   func(ctx context.Context) ([]store.Host, error)
 }
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
@@ -126,7 +126,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := g.stats(ctx)
-	var hs []push.Host
+	var hs []store.Host
 	if err == nil {
 		hs, err = g.hosts(ctx)
 	}
@@ -135,20 +135,20 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	sum := operator.SummarizeHosts(hs)
-	for state, n := range map[string]int{push.HostUp: sum.Up, push.HostDown: sum.Down, push.HostUnavailable: sum.Unavailable} {
+	for state, n := range map[string]int{store.HostUp: sum.Up, store.HostDown: sum.Down, store.HostUnavailable: sum.Unavailable} {
 		set(hostsDesc, float64(n), state)
 	}
 	set(heldDesc, float64(sum.Held))
 	series := 0
 	for _, h := range hs {
-		if h.State != push.HostUp && series < maxHostSeries {
+		if h.State != store.HostUp && series < maxHostSeries {
 			set(hostFailuresDesc, float64(h.Failures), h.Host)
 			series++
 		}
 	}
 	set(statsUpDesc, 1)
 	for ns, n := range st.Namespaces {
-		for state, v := range map[string]int{push.StateReady: n.Ready, push.StateRetrying: n.Retrying, push.StateIdle: n.Idle, push.StateParked: n.Parked, push.StatePaused: n.Paused} {
+		for state, v := range map[string]int{store.StateReady: n.Ready, store.StateRetrying: n.Retrying, store.StateIdle: n.Idle, store.StateParked: n.Parked, store.StatePaused: n.Paused} {
 			set(registrationsDesc, float64(v), ns, state)
 		}
 		set(parkedDesc, float64(n.Parked), ns)

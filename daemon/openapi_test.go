@@ -28,6 +28,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
@@ -78,10 +79,10 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Register(t.Context(), push.Registration{Stream: "held/1", ID: "p", Namespace: "webhook", URL: "https://h.example/"})
 	require.NoError(t, err)
-	held, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+	held, err := s.Due(t.Context(), store.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
-	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, push.Evidence{At: t0, Event: push.EventParked, Seq: 1, Status: 410}))
+	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, store.Evidence{At: t0, Event: store.EventParked, Seq: 1, Status: 410}))
 	srv := apiServer(t, s, testToken)
 
 	// A store that fails every call, for the 500s.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/daemon/internal/web"
 )
 
 // NeedsTLS reports whether an API on addr (host:port; empty: off) would be
@@ -22,7 +22,7 @@ func NeedsTLS(addr string) bool {
 		return false
 	}
 	host, _, err := net.SplitHostPort(addr)
-	return err != nil || host == "" || !operator.LoopbackHost(host)
+	return err != nil || host == "" || !web.LoopbackHost(host)
 }
 
 // LoadTLS reports whether the PEM certificate and key files load as a

@@ -38,3 +38,20 @@ func TestWeakTokenRefusedAtStart(t *testing.T) {
 		require.NoError(t, CheckToken("HERALD_ADMIN_TOKEN", ok), "%q", ok)
 	}
 }
+
+// An address off loopback needs a token; what CheckAddr lets start open,
+// LoopbackHost answers.
+func TestAddressNeedsATokenOffLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:9465": true, "[::1]:9465": true, "localhost:9465": true, "LOCALHOST:9465": true, "[::1%lo]:9465": true, "127.0.0.2:9465": true,
+		"0.0.0.0:9465": false, "10.0.0.5:9465": false, ":9465": false, "[::]:9465": false, "localhost.example:9465": false} {
+		err := CheckAddr("--admin-addr", addr, "", "HERALD_ADMIN_TOKEN")
+		if ok {
+			require.NoError(t, err, addr)
+		} else {
+			require.Error(t, err, addr)
+			require.Contains(t, err.Error(), "--admin-addr", addr)
+			require.Contains(t, err.Error(), "HERALD_ADMIN_TOKEN", addr)
+		}
+		require.NoError(t, CheckAddr("--admin-addr", addr, "t0ken", "HERALD_ADMIN_TOKEN"), "%s with a token", addr)
+	}
+}

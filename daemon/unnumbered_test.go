@@ -17,6 +17,7 @@ import (
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // The HTTP API counts and shows records an application committed that no
@@ -68,7 +69,7 @@ func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	require.NoError(t, err)
 	st = apiStatus{}
 	require.NoError(t, json.Unmarshal([]byte(get("/v1/status")), &st))
-	require.Equal(t, push.Unnumbered{}, st.Unnumbered)
+	require.Equal(t, store.Unnumbered{}, st.Unnumbered)
 	require.Equal(t, uint64(2), st.Namespaces["webhook"].Behind)
 	rs = operator.RecordStatus{}
 	require.NoError(t, json.Unmarshal([]byte(get("/v1/records/status?id=evt-2")), &rs))

@@ -29,7 +29,7 @@ const (
 // refuses them.
 const (
 	// ReservedPrefix starts the names of herald's own streams
-	// (push.EventsStream), read and registered on like any other.
+	// (store.EventsStream), read and registered on like any other.
 	ReservedPrefix = "herald/"
 	// ReservedIDPrefix starts the ids of herald's events, in any stream: an
 	// event's id is predictable, and a producer taking it would make the

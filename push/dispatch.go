@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/internal/hosts"
+	"github.com/heraldpush/herald/push/internal/pages"
+	"github.com/heraldpush/herald/store"
 )
 
 // dispatcher runs claims as turns in slots (package doc, "Scheduling"). The
@@ -32,10 +35,10 @@ type dispatcher struct {
 
 // slot is one claim, from Due to its turn's end.
 type slot struct {
-	st            Status
+	st            store.Status
 	at, claimedAt time.Time // the claim's instant; when Due returned (the turn's budget counts from it)
 	host          string
-	entry         *hostEntry
+	entry         *hosts.Entry
 	wakes         uint64 // the worker's Wake count before the claim
 
 	// Under the dispatcher's leases.mu: the lease's end on the wall clock
@@ -120,12 +123,12 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 // lease owner of its own, and holds them ready. Run's claims are capped (no
 // more of a host than the worker may still serve) and count no Unserved;
 // RunOnce's report has it.
-func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, error) {
+func (d *dispatcher) claim(at time.Time, limit int, capped bool) (store.DueBatch, error) {
 	w := d.w
-	q := DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
+	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
 		LeaseUntil: at.Add(w.opts.lease), CountUnserved: !capped}
 	if capped {
-		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.busy()
+		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.Busy()
 	}
 	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
 	batch, err := w.store.Due(d.ctx, q)
@@ -139,13 +142,13 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (DueBatch, erro
 		return batch, err
 	}
 	for _, h := range batch.Hosts {
-		w.book.learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
+		w.book.Learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
 	}
 	claimedAt := time.Now() // after Due returned: shared pages and the lease's wall-clock end count from it
 	n := len(d.ready)
 	for _, st := range batch.Registrations {
 		host := st.Host()
-		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.enter(host),
+		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.Enter(host),
 			wakes: wakes, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
 	}
 	d.leases.hold(d.ready[n:])
@@ -171,7 +174,7 @@ func (d *dispatcher) start() {
 			d.fast++
 			d.perHost[s.host]++
 			d.running[s] = struct{}{}
-			s.entry.queued.Add(-1)
+			s.entry.Queued.Add(-1)
 			starts = append(starts, s)
 		default:
 			kept = append(kept, s)
@@ -184,7 +187,7 @@ func (d *dispatcher) start() {
 	d.w.waiting.Add(startable - d.waiting)
 	d.waiting = startable
 	for _, s := range starts {
-		ctx := withReadClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (pages.go)
+		ctx := pages.WithClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (internal/pages)
 		ctx = d.leases.run(ctx, s, d.w.opts.lease)
 		go func() { d.ended <- d.serve(ctx, s) }()
 	}
@@ -229,7 +232,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	t.rep.Registrations = 1
 	if e.err != nil {
 		t.rep.Errors = 1
-		e.err = fmt.Errorf("push: %s: %w", Name(s.st.Stream, s.st.ID), e.err)
+		e.err = fmt.Errorf("push: %s: %w", store.Name(s.st.Stream, s.st.ID), e.err)
 	}
 	if h := w.opts.hooks.Turn; h != nil {
 		h(s.at, t.rep, time.Since(started), e.err)
@@ -253,7 +256,7 @@ func (d *dispatcher) end(e turnEnd) {
 	if d.perHost[s.host] == 0 {
 		delete(d.perHost, s.host)
 	}
-	d.w.perHost.leave(s.host)
+	d.w.perHost.Leave(s.host)
 	d.rep.add(e.rep)
 	if e.err != nil && d.err == nil {
 		d.err = e.err
@@ -267,8 +270,8 @@ func (d *dispatcher) release() {
 	d.waiting = 0
 	for _, s := range d.ready {
 		d.leases.drop(s)
-		s.entry.queued.Add(-1)
-		d.w.perHost.leave(s.host)
+		s.entry.Queued.Add(-1)
+		d.w.perHost.Leave(s.host)
 		if err := d.w.store.Advance(d.ctx, s.st.Claim(), s.st.NextSeq); err != nil {
 			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", s.st.Stream,
 				"registration", s.st.ID, "err", err)

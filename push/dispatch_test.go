@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
@@ -410,11 +411,11 @@ type failingDue struct {
 	calls   chan error
 }
 
-func (s *failingDue) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+func (s *failingDue) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
 	if s.failing.Load() {
 		err := fmt.Errorf("connection refused (the database is down)")
 		s.calls <- err
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	b, err := s.Store.Due(ctx, q)
 	s.calls <- err

@@ -5,14 +5,14 @@
 // A [Registration] says who wants a stream's records and where, and keeps a
 // cursor (NextSeq: the first seq not yet acknowledged). A [Projection] turns
 // a record into [Message] values; a [Transport] sends one and classifies the
-// answer as an [Outcome]; a [Store] keeps registrations, cursors, leases and
-// [Evidence]. A [Worker] serves one namespace.
+// answer as an [Outcome]; a [store.Store] keeps registrations, cursors, leases and
+// [store.Evidence]. A [Worker] serves one namespace.
 //
 // # Turns
 //
 // A worker claims due registrations (Store.Due stamps a lease) and serves
 // each in a turn: at most MaxInFlight turns, and MaxPerHost messages to one
-// host ([HostOf]), at once. A turn reads a page past the cursor, DrainPage
+// host ([store.HostOf]), at once. A turn reads a page past the cursor, DrainPage
 // records or fewer when their payloads would pass PageBytes (a larger
 // record alone), and sends them in seq order, at most [Registration.Window] unacknowledged:
 // record N+W never starts before N was acknowledged. The cursor passes a
@@ -30,8 +30,8 @@
 // (clamped to [1 s, MaxRetryAfter]) or the next instant of its
 // [RetryPolicy], parking at its ceiling; a 4xx under RejectSkip is recorded and passed. A failure that
 // says nothing about the record (Outcome.HostLevel) is charged to the host
-// ([HostStore]): after HostDownAfter in a row Due holds the host's
-// registrations but for one probe per [ProbeDelay], and any answer releases
+// ([store.HostStore]): after store.HostDownAfter in a row Due holds the host's
+// registrations but for one probe per [store.ProbeDelay], and any answer releases
 // them. A terminal record completes the registration, which is deleted.
 //
 // # Scheduling
@@ -45,7 +45,7 @@
 // (WithMaxSlow), so slow receivers never hold a healthy one's slot; sockets
 // stay capped per host. Overlapping sweeps are safe: every write is
 // fenced by its claim's lease. Turns that read one stream from one seq share
-// one Journal.Read (pages.go); an [AdvanceBatcher] store saves concurrent
+// one Journal.Read (internal/pages); a [store.AdvanceBatcher] saves concurrent
 // turns' cursors in one round trip.
 //
 // The caller's clock decides every instant (due-ness, backoff, lease expiry,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -26,16 +27,16 @@ func (webhookProjection) Messages(_ context.Context, rec journal.Record, _ push.
 // it is transport.HTTP.
 func Example() {
 	ctx := context.Background()
-	store := memory.New()
+	db := memory.New()
 
-	_, err := store.Append(ctx, "order/1001",
+	_, err := db.Append(ctx, "order/1001",
 		journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{"total":42}`)},
 		journal.Entry{ID: "evt-2", Kind: "order.paid", Payload: []byte(`{"total":42}`)},
 	)
 	if err != nil {
 		panic(err)
 	}
-	_, err = store.Register(ctx, push.Registration{
+	_, err = db.Register(ctx, push.Registration{
 		Stream: "order/1001", ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks",
 	})
 	if err != nil {
@@ -46,7 +47,7 @@ func Example() {
 		fmt.Printf("POST %s %s %s at %s\n", reg.Host(), msg.ID, msg.Body, at.Format(time.RFC3339))
 		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
 	})
-	w, err := push.NewWorker(store, store, receiver, webhookProjection{})
+	w, err := push.NewWorker(db, db, receiver, webhookProjection{})
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +55,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	st, _ := store.Get(ctx, "order/1001", "billing")
+	st, _ := db.Get(ctx, "order/1001", "billing")
 	fmt.Printf("records %d, deliveries %d, cursor %d, lag %d\n", report.Records, report.Deliveries, st.NextSeq, st.Lag())
 	// Output:
 	// POST billing.example:443 evt-1 {"total":42} at 2026-03-15T11:00:00Z
@@ -68,11 +69,11 @@ func Example() {
 // answers, and the next sweep delivers the rest.
 func ExampleHostStore() {
 	ctx := context.Background()
-	store := memory.New()
+	db := memory.New()
 	t0 := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 	for _, id := range []string{"a", "b", "c"} {
-		_, _ = store.Append(ctx, "order/"+id, journal.Entry{ID: "evt-" + id, Kind: "order.created", Payload: []byte(`{}`)})
-		_, _ = store.Register(ctx, push.Registration{Stream: "order/" + id, ID: "inbox", Namespace: "webhook", URL: "https://social.example/inbox"})
+		_, _ = db.Append(ctx, "order/"+id, journal.Entry{ID: "evt-" + id, Kind: "order.created", Payload: []byte(`{}`)})
+		_, _ = db.Register(ctx, push.Registration{Stream: "order/" + id, ID: "inbox", Namespace: "webhook", URL: "https://social.example/inbox"})
 	}
 	up := false
 	tr := push.TransportFunc(func(_ context.Context, reg push.Registration, _ push.Message, _ time.Time) (push.Outcome, error) {
@@ -81,11 +82,11 @@ func ExampleHostStore() {
 		}
 		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
 	})
-	w, _ := push.NewWorker(store, store, tr, webhookProjection{}, push.WithMaxInFlight(1),
+	w, _ := push.NewWorker(db, db, tr, webhookProjection{}, push.WithMaxInFlight(1),
 		push.WithLogger(slog.New(slog.DiscardHandler)))
 
 	rep, _ := w.RunOnce(ctx, t0, 10)
-	hosts, _ := store.Hosts(ctx, push.HostQuery{})
+	hosts, _ := db.Hosts(ctx, store.HostQuery{})
 	h := hosts[0]
 	fmt.Println("host failures:", rep.HostFailures, "retries:", rep.Retries, "parked:", rep.Parked)
 	fmt.Println(h.Host, h.State, "holding", h.Held, "probe in", h.NextProbeAt.Sub(t0))

@@ -3,6 +3,8 @@ package push
 import (
 	"sync"
 	"time"
+
+	"github.com/heraldpush/herald/store"
 )
 
 // failLog keeps a failing receiver visible before it parks: a log line at a
@@ -11,7 +13,7 @@ import (
 // forgotten, so its next failure is a first again.
 type failLog struct {
 	mu   sync.Mutex
-	last map[Key]time.Time // the instant of each failing registration's last line
+	last map[store.Key]time.Time // the instant of each failing registration's last line
 }
 
 // failLogMax bounds the registrations remembered: past it, those not logged
@@ -20,14 +22,14 @@ const failLogMax = 10000
 
 // due reports whether the failure of k at at gets a line, and if so
 // remembers at.
-func (l *failLog) due(k Key, at time.Time) bool {
+func (l *failLog) due(k store.Key, at time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if prev, ok := l.last[k]; ok && !at.Before(prev) && at.Sub(prev) < time.Minute {
 		return false
 	}
 	if l.last == nil {
-		l.last = map[Key]time.Time{}
+		l.last = map[store.Key]time.Time{}
 	}
 	if len(l.last) >= failLogMax {
 		for k, prev := range l.last {
@@ -41,7 +43,7 @@ func (l *failLog) due(k Key, at time.Time) bool {
 }
 
 // forget ends k's run of failures.
-func (l *failLog) forget(k Key) {
+func (l *failLog) forget(k store.Key) {
 	l.mu.Lock()
 	delete(l.last, k)
 	l.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -142,7 +143,7 @@ func (f *fixture) register(stream, id string) {
 	require.NoError(f.t, err)
 }
 
-func (f *fixture) get(stream, id string) push.Status {
+func (f *fixture) get(stream, id string) store.Status {
 	f.t.Helper()
 	st, err := f.store.Get(f.t.Context(), stream, id)
 	require.NoError(f.t, err)
@@ -156,7 +157,7 @@ func (f *fixture) sweep(w *push.Worker, when time.Time) push.SweepReport {
 	return rep
 }
 
-func (f *fixture) evidence(stream, id string) []push.Evidence {
+func (f *fixture) evidence(stream, id string) []store.Evidence {
 	f.t.Helper()
 	evs, err := f.store.Evidence(f.t.Context(), stream, id, 0)
 	require.NoError(f.t, err)

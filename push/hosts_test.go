@@ -20,6 +20,7 @@ import (
 	"context"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
@@ -158,13 +159,13 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var attempts atomic.Int64 // herald's attempts at the bad host
 			bad := setup(t, &attempts)
-			badHostName := push.HostOf(bad.url)
+			badHostName := store.HostOf(bad.url)
 			healthy := newHostServer(t, "127.0.0.1", "ok")
 			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
 			require.NoError(t, err)
 			f := newFixture(t)
 			hooks := push.Hooks{Attempt: func(a push.Attempt) {
-				if push.HostOf(a.Registration.URL) == badHostName {
+				if store.HostOf(a.Registration.URL) == badHostName {
 					attempts.Add(1)
 				}
 			}}
@@ -190,8 +191,8 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 				require.NoError(t, err)
 				return rep
 			}
-			host := func() push.Host {
-				list, err := f.store.Hosts(t.Context(), push.HostQuery{Host: badHostName})
+			host := func() store.Host {
+				list, err := f.store.Hosts(t.Context(), store.HostQuery{Host: badHostName})
 				require.NoError(t, err)
 				require.Len(t, list, 1)
 				return list[0]
@@ -203,15 +204,15 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			require.Equal(t, bodies(1, 2), healthy.bodies("/healthy"), "the healthy receiver got its records")
 			h, downAt, sent := host(), at(0), int64(3)
 			if bad.answers {
-				require.Equal(t, push.HostUp, h.State, "answers: not down before the run spans %v", push.HostDownSpan)
-				downAt, sent = at(0).Add(push.HostDownSpan), 6
+				require.Equal(t, store.HostUp, h.State, "answers: not down before the run spans %v", store.HostDownSpan)
+				downAt, sent = at(0).Add(store.HostDownSpan), 6
 				rep = sweep(w1, downAt)
 				require.Equal(t, 3, rep.HostFailures, "each of the three failed again for its host")
 				h = host()
 			}
-			require.Equal(t, push.HostDown, h.State, "down after %d host-level failures in a row", push.HostDownAfter)
+			require.Equal(t, store.HostDown, h.State, "down after %d host-level failures in a row", store.HostDownAfter)
 			require.Equal(t, downAt, h.Since)
-			require.Equal(t, downAt.Add(push.ProbeDelay(badHostName, 0)), h.NextProbeAt, "the first probe instant, pinned")
+			require.Equal(t, downAt.Add(store.ProbeDelay(badHostName, 0)), h.NextProbeAt, "the first probe instant, pinned")
 			require.Equal(t, 3, h.Held)
 			require.Equal(t, sent, bad.requests())
 
@@ -237,8 +238,8 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 				sweep(w1, probeAt)
 				require.Equal(t, before+1, bad.requests(), "window %d: one probe per window", k)
 				h = host()
-				require.Equal(t, push.HostDown, h.State)
-				require.Equal(t, probeAt.Add(push.ProbeDelay(badHostName, k+1)), h.NextProbeAt, "window %d: the next probe instant, pinned", k)
+				require.Equal(t, store.HostDown, h.State)
+				require.Equal(t, probeAt.Add(store.ProbeDelay(badHostName, k+1)), h.NextProbeAt, "window %d: the next probe instant, pinned", k)
 			}
 			for _, s := range held {
 				st := f.get(s, "r")
@@ -249,7 +250,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			bad.recover()
 			probeAt := h.NextProbeAt
 			rep = sweep(w1, probeAt)
-			require.Equal(t, push.HostUp, host().State, "any answer brings the host up")
+			require.Equal(t, store.HostUp, host().State, "any answer brings the host up")
 			require.Equal(t, 1, rep.Registrations, "the probe alone went through")
 			rep = sweep(w1, probeAt.Add(10*time.Minute))
 			require.Zero(t, rep.HostFailures)
@@ -263,51 +264,6 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			require.Zero(t, host().Held)
 		})
 	}
-}
-
-// TestProbeSchedulePinned pins the probe instants of a host that goes down
-// and stays down: any change of key, offset or formula moves one of them.
-func TestProbeSchedulePinned(t *testing.T) {
-	want := map[string][]time.Duration{
-		"a.example:443": {8, 10, 22, 55, 89, 193},
-		"b.example:443": {4, 13, 19, 34, 70, 153},
-	}
-	for host, delays := range want {
-		for n, d := range delays {
-			require.Equal(t, d*time.Second, push.ProbeDelay(host, n), "ProbeDelay(%q, %d)", host, n)
-		}
-	}
-
-	horizon := 2 * time.Hour
-	h := push.Host{Host: "a.example:443"}
-	for i := range 3 {
-		require.NotEqual(t, push.HostDown, h.State, "not down before the third failure")
-		h = h.Failed(push.Evidence{At: at(i), Error: "dial: connection refused"}, horizon)
-	}
-	require.Equal(t, push.HostDown, h.State)
-	require.Equal(t, at(2), h.Since)
-	require.Equal(t, at(10), h.NextProbeAt, "8 s after the third failure")
-	require.Equal(t, "down", h.Transition(push.Host{Host: h.Host, State: push.HostUp}))
-	var probes []time.Time
-	for when := h.NextProbeAt; when.Before(at(400)); when = h.NextProbeAt {
-		h = h.Probed(when)
-		h = h.Failed(push.Evidence{At: when, Error: "timeout"}, horizon)
-		probes = append(probes, when)
-	}
-	require.Equal(t, []time.Time{at(10), at(20), at(42), at(97), at(186), at(379)}, probes)
-
-	h = h.Failed(push.Evidence{At: at(2).Add(2 * time.Hour), Error: "timeout"}, horizon)
-	require.Equal(t, push.HostUnavailable, h.State, "down for the horizon: unavailable")
-	require.Equal(t, at(2).Add(3*time.Hour), h.NextProbeAt, "probed hourly")
-	h = h.Probed(h.NextProbeAt)
-	require.Equal(t, at(2).Add(4*time.Hour), h.NextProbeAt)
-
-	up := h.Answered(at(2).Add(3 * time.Hour))
-	require.Equal(t, push.HostUp, up.State)
-	require.Zero(t, up.Failures)
-	require.True(t, up.NextProbeAt.IsZero())
-	require.Equal(t, "up", up.Transition(h))
-	require.Equal(t, "timeout", up.LastError, "kept as history")
 }
 
 // countingListener counts the connections it accepts.
@@ -356,14 +312,14 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 	}
 	f.append("busy", 1)
 	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	down := make(chan push.Host, regs)
+	down := make(chan store.Host, regs)
 	var failuresMu sync.Mutex
 	stateAt := map[int]string{} // the host's state after its nth failure in a row
-	hooks := push.Hooks{HostFailure: func(h push.Host) {
+	hooks := push.Hooks{HostFailure: func(h store.Host) {
 		failuresMu.Lock()
 		stateAt[h.Failures] = h.State
 		failuresMu.Unlock()
-		if h.State == push.HostDown {
+		if h.State == store.HostDown {
 			down <- h
 		}
 	}}
@@ -387,21 +343,21 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 	d.stop(t) // the requests in flight end at their timeout; their turns save
 	failuresMu.Lock()
 	for n, state := range stateAt { // hooks run concurrently: their order is not the failures'
-		want := push.HostUp
-		if n >= push.HostDownAfter {
-			want = push.HostDown
+		want := store.HostUp
+		if n >= store.HostDownAfter {
+			want = store.HostDown
 		}
 		require.Equal(t, want, state, "after %d failures in a row: down at the threshold", n)
 	}
 	failuresMu.Unlock()
 
-	bound := int64(push.DefaultMaxPerHost + push.HostDownAfter - 1 + 1) // before it was down, and one probe
+	bound := int64(push.DefaultMaxPerHost + store.HostDownAfter - 1 + 1) // before it was down, and one probe
 	require.LessOrEqual(t, silent.accepted.Load(), bound, "connections to the down host, of %d registrations", regs)
 	require.Equal(t, silent.accepted.Load(), requests.Load(), "one request a connection: each timeout closes its connection")
-	list, err := f.store.Hosts(t.Context(), push.HostQuery{Host: push.HostOf("http://" + ln.Addr().String())})
+	list, err := f.store.Hosts(t.Context(), store.HostQuery{Host: store.HostOf("http://" + ln.Addr().String())})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	require.Equal(t, push.HostDown, list[0].State)
+	require.Equal(t, store.HostDown, list[0].State)
 	require.Equal(t, regs, list[0].Held, "every registration of the host is held")
 	for i := range regs {
 		st := f.get("quiet", fmt.Sprintf("silent-%02d", i))
@@ -483,7 +439,7 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: time.Minute})
 			require.NoError(t, err)
 			f := newFixture(t)
-			var st push.Store = f.store
+			var st store.Store = f.store
 			if c.noRenew {
 				st = renewFails{f.store}
 			}
@@ -504,7 +460,7 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 			}
 			require.Equal(t, int64(3), s.open.Load(), "all three were in flight")
 			require.Zero(t, rep.HostFailures+rep.Retries+rep.Parked+rep.Deliveries+rep.Errors, "nothing counted: %+v", rep)
-			hosts, err := f.store.Hosts(t.Context(), push.HostQuery{})
+			hosts, err := f.store.Hosts(t.Context(), store.HostQuery{})
 			require.NoError(t, err)
 			for _, h := range hosts {
 				require.False(t, h.Troubled(), "the host is not charged: %+v", h)
@@ -559,7 +515,7 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 	registerURL(t, f.store, "healthy", "r", srv.URL+"/inbox")
 	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"))
 	require.NoError(t, err)
-	host := push.HostOf(srv.URL)
+	host := store.HostOf(srv.URL)
 
 	for k := 1; k <= 60; k++ {
 		f.append("healthy", 1)
@@ -569,10 +525,10 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 		mu.Lock()
 		require.Equal(t, bodies(1, k), good, "sweep %d: the healthy registration got its record", k)
 		mu.Unlock()
-		hosts, err := f.store.Hosts(t.Context(), push.HostQuery{Host: host})
+		hosts, err := f.store.Hosts(t.Context(), store.HostQuery{Host: host})
 		require.NoError(t, err)
 		require.Len(t, hosts, 1, "the failures were counted against the host's run")
-		require.Equal(t, push.HostUp, hosts[0].State, "sweep %d: the host answers its other path: never down", k)
+		require.Equal(t, store.HostUp, hosts[0].State, "sweep %d: the host answers its other path: never down", k)
 	}
 	for i := range 8 {
 		st := f.get(fmt.Sprintf("broken-%d", i), "r")
@@ -586,6 +542,6 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 // renewFails is a store that cannot renew a lease.
 type renewFails struct{ *memory.Store }
 
-func (renewFails) Renew(context.Context, time.Time, []push.Claim) ([]push.Claim, error) {
+func (renewFails) Renew(context.Context, time.Time, []store.Claim) ([]store.Claim, error) {
 	return nil, errors.New("connection refused (the database is down)")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -64,7 +65,7 @@ type failingStore struct {
 
 var errInjected = errors.New("injected: database went away")
 
-func (s *failingStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+func (s *failingStore) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	if s.failAdvance != nil && s.failAdvance(nextSeq) {
 		return errInjected
 	}
@@ -72,7 +73,7 @@ func (s *failingStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64
 }
 
 // Checkpoint is a cursor write too: failAdvance fails it as well.
-func (s *failingStore) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+func (s *failingStore) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	if s.failAdvance != nil && s.failAdvance(nextSeq) {
 		return errInjected
 	}
@@ -197,14 +198,14 @@ type monitorStore struct {
 	max  map[string]uint64
 }
 
-func (m *monitorStore) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+func (m *monitorStore) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	if err := m.Store.Advance(ctx, c, nextSeq); err != nil {
 		return err
 	}
 	return m.check(ctx, c)
 }
 
-func (m *monitorStore) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+func (m *monitorStore) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	if err := m.Store.Checkpoint(ctx, c, nextSeq); err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func (m *monitorStore) Checkpoint(ctx context.Context, c push.Claim, nextSeq uin
 }
 
 // check records the cursor stored after a write, and whether it went back.
-func (m *monitorStore) check(ctx context.Context, c push.Claim) error {
+func (m *monitorStore) check(ctx context.Context, c store.Claim) error {
 	st, err := m.Store.Get(ctx, c.Stream, c.ID)
 	if err != nil {
 		return err
@@ -258,7 +259,7 @@ func TestInvariant6ParkKeepsCursor(t *testing.T) {
 	require.Equal(t, uint64(3), st.NextSeq, "records 1 and 2 were acknowledged; 3 was not")
 	require.Equal(t, "410 Gone", st.LastError)
 	ev := f.evidence("s", "r")[0]
-	require.Equal(t, push.EventParked, ev.Event)
+	require.Equal(t, store.EventParked, ev.Event)
 	require.Equal(t, 410, ev.Status)
 	require.Equal(t, "this inbox is gone", ev.Body)
 	require.Equal(t, uint64(3), ev.Seq)
@@ -294,7 +295,7 @@ func TestInvariant7CallersClock(t *testing.T) {
 	second, sentSecond := schedule()
 	require.Equal(t, first, second, "the same inputs give the same schedule")
 	require.Equal(t, sentFirst, sentSecond)
-	// Pinned: the exact retry instants of this registration (push.Backoff
+	// Pinned: the exact retry instants of this registration (store.Backoff
 	// for failures 0..6, accumulated from t0 = 2026-03-15T11:00:00Z),
 	// computed apart from this code from DESIGN.md's formula (delays 1, 2,
 	// 3, 8, 14, 31 and 39 s).

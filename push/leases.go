@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/heraldpush/herald/store"
 )
 
 // leases are the claims a dispatcher holds, ready or running, which a
@@ -74,8 +76,8 @@ func (d *dispatcher) renewing() (stop func()) {
 func (d *dispatcher) renew() {
 	w, l := d.w, &d.leases
 	l.mu.Lock()
-	claims := make([]Claim, 0, len(l.held))
-	bySlot := make(map[Claim]*slot, len(l.held))
+	claims := make([]store.Claim, 0, len(l.held))
+	bySlot := make(map[store.Claim]*slot, len(l.held))
 	var skew time.Duration // the claims' clocks against the wall's: the earliest until serves all
 	for s := range l.held {
 		c := s.st.Claim()

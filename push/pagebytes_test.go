@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -134,7 +135,7 @@ type checkpoints struct {
 	n atomic.Int64
 }
 
-func (c *checkpoints) Checkpoint(ctx context.Context, cl push.Claim, nextSeq uint64) error {
+func (c *checkpoints) Checkpoint(ctx context.Context, cl store.Claim, nextSeq uint64) error {
 	c.n.Add(1)
 	return c.Store.Checkpoint(ctx, cl, nextSeq)
 }

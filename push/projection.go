@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // Projection turns one record into the wire messages of one registration.
@@ -18,7 +19,7 @@ type Projection interface {
 	// Messages returns the messages for rec, in sending order; none moves
 	// the cursor past it. An error is this plane's fault (bad config, a bad
 	// payload): retried under the ceiling, recorded as evidence.
-	Messages(ctx context.Context, rec journal.Record, reg Registration) ([]Message, error)
+	Messages(ctx context.Context, rec journal.Record, reg store.Registration) ([]Message, error)
 	// Terminal reports whether acknowledging rec ends the registration
 	// (usually rec.Final; A2A also ends on a terminal task state).
 	Terminal(rec journal.Record) bool
@@ -30,7 +31,7 @@ type Projection interface {
 // Worker.Register stores it. Errors wrap journal.ErrInvalid and name the bad
 // field, never its secret value.
 type ConfigValidator interface {
-	ValidateConfig(reg Registration) error
+	ValidateConfig(reg store.Registration) error
 }
 
 // Message is what goes on the wire: one POST.

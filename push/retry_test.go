@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // registerWith registers stream/id with retry policy p.
@@ -76,7 +77,7 @@ func TestRetryForParksAtTheFirstAttemptPastIt(t *testing.T) {
 	require.True(t, st.Parked)
 	require.Contains(t, st.LastError, "retry ceiling (2h0m0s) reached")
 	require.Equal(t, 4, st.Attempts, "150, 200, 250 and 300 min")
-	require.Equal(t, push.EventParked, f.evidence("s", "r")[0].Event)
+	require.Equal(t, store.EventParked, f.evidence("s", "r")[0].Event)
 }
 
 // retrying is a projection that states its namespace's retry defaults.
@@ -129,7 +130,7 @@ func TestRetryPolicyValidate(t *testing.T) {
 		field string
 	}{
 		{push.RetryPolicy{Schedule: []time.Duration{time.Second, 500 * time.Millisecond}}, "retry_schedule"},
-		{push.RetryPolicy{Schedule: make([]time.Duration, push.MaxScheduleSteps+1)}, "retry_schedule"},
+		{push.RetryPolicy{Schedule: make([]time.Duration, store.MaxScheduleSteps+1)}, "retry_schedule"},
 		{push.RetryPolicy{Schedule: []time.Duration{8 * 24 * time.Hour}}, "retry_schedule"},
 		{push.RetryPolicy{MaxAttempts: -1}, "max_attempts"},
 		{push.RetryPolicy{For: 30 * time.Second}, "retry_for"},
@@ -137,14 +138,14 @@ func TestRetryPolicyValidate(t *testing.T) {
 		require.ErrorContains(t, c.p.Validate(), c.field)
 	}
 	require.NoError(t, push.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 10 * time.Hour}, MaxAttempts: 8, For: 72 * time.Hour}.Validate())
-	d, err := push.ParseSchedule("retry_schedule", "5s,5m,30m,2h,5h,10h,10h")
+	d, err := store.ParseSchedule("retry_schedule", "5s,5m,30m,2h,5h,10h,10h")
 	require.NoError(t, err)
-	require.Equal(t, "5s,5m,30m,2h,5h,10h,10h", push.FormatSchedule(d))
-	_, err = push.ParseSchedule("retry-schedule", "5s,,1h")
+	require.Equal(t, "5s,5m,30m,2h,5h,10h,10h", store.FormatSchedule(d))
+	_, err = store.ParseSchedule("retry-schedule", "5s,,1h")
 	require.ErrorContains(t, err, "retry-schedule")
-	days, err := push.ParseDays("retry-for", "3d")
+	days, err := store.ParseDays("retry-for", "3d")
 	require.NoError(t, err)
 	require.Equal(t, 72*time.Hour, days)
-	_, err = push.ParseDays("retry-for", "3 days")
+	_, err = store.ParseDays("retry-for", "3 days")
 	require.ErrorContains(t, err, "retry-for")
 }

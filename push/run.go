@@ -81,7 +81,7 @@ func (l *loop) turnEnded(e turnEnd) {
 	}
 	l.ends++
 	woken := e.wakes != l.w.wakes.Load() && l.claimed > e.wakes
-	held := l.capped || l.w.book.size.Load() > 0 // a probe's answer releases a troubled host's registrations
+	held := l.capped || l.w.book.Troubled() // a probe's answer releases a troubled host's registrations
 	if woken || e.rep.Backlog > 0 || (held && (l.ends >= l.refill || l.fast == 0)) {
 		l.due = true
 	}
@@ -113,7 +113,7 @@ func (l *loop) claimMore() {
 	l.turnErr, l.ends = false, 0
 	// More may be due only if this claim was full.
 	l.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
-	_, _, atCap := w.perHost.load()
+	_, _, atCap := w.perHost.Load()
 	l.capped = atCap > 0
 }
 

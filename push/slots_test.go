@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -123,10 +124,10 @@ func receive[T any](t *testing.T, ch <-chan T) T {
 // renewCounter is a store that signals each Renew it served.
 type renewCounter struct {
 	*memory.Store
-	renewed chan []push.Claim
+	renewed chan []store.Claim
 }
 
-func (s renewCounter) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+func (s renewCounter) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	got, err := s.Store.Renew(ctx, until, claims)
 	s.renewed <- got
 	return got, err
@@ -141,7 +142,7 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	s := newSilentHost(t, "127.0.0.2", 1)
 	f.append("s", 1)
 	registerURL(t, f.store, "s", "r", s.srv.URL+"/inbox")
-	st := renewCounter{Store: f.store, renewed: make(chan []push.Claim, 100)}
+	st := renewCounter{Store: f.store, renewed: make(chan []store.Claim, 100)}
 	w1, err := push.NewWorker(f.store, st, loopbackTransport(t), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
 	require.NoError(t, err)
 	w2, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))

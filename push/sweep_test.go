@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 func TestSaturatedAndUnserved(t *testing.T) {
@@ -58,7 +59,7 @@ func TestRetryCeiling(t *testing.T) {
 			require.Equal(t, uint64(1), st.NextSeq)
 			require.Len(t, f.recv.sent(), maxAttempts, "MaxAttempts %d means %d tries", maxAttempts, maxAttempts)
 			ev := f.evidence("s", "r")[0]
-			require.Equal(t, push.EventParked, ev.Event)
+			require.Equal(t, store.EventParked, ev.Event)
 			require.Equal(t, maxAttempts, ev.Attempt)
 			require.Contains(t, ev.Error, "retry ceiling reached")
 		})
@@ -158,7 +159,7 @@ func TestRejectedByPolicy(t *testing.T) {
 		require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
 		ev := f.evidence("s", "r")
 		require.Len(t, ev, 1)
-		require.Equal(t, push.EventSkipped, ev[0].Event)
+		require.Equal(t, store.EventSkipped, ev[0].Event)
 		require.Equal(t, 422, ev[0].Status)
 		require.Equal(t, "s#2", ev[0].RecordID)
 		require.Equal(t, `{"error":"bad signature"}`, ev[0].Body)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/heraldpush/herald/store"
 )
 
 // Transport sends one message and classifies the answer.
@@ -11,7 +13,7 @@ type Transport interface {
 	// Deliver POSTs msg to reg.URL, signed at `at`, and classifies the
 	// answer. A receiver's failure is an Outcome; an error means the attempt
 	// says nothing about the receiver (ctx ended) and counts no attempt.
-	Deliver(ctx context.Context, reg Registration, msg Message, at time.Time) (Outcome, error)
+	Deliver(ctx context.Context, reg store.Registration, msg Message, at time.Time) (Outcome, error)
 }
 
 // Verdict classifies an answer (the table in the transport package doc and
@@ -65,9 +67,9 @@ func (o Outcome) HostAnswered() bool { return o.Status != 0 && !o.HostLevel }
 func (o Outcome) OK() bool { return o.Verdict == Accepted }
 
 // TransportFunc adapts a function to Transport (tests, dry runs, examples).
-type TransportFunc func(ctx context.Context, reg Registration, msg Message, at time.Time) (Outcome, error)
+type TransportFunc func(ctx context.Context, reg store.Registration, msg Message, at time.Time) (Outcome, error)
 
 // Deliver calls f.
-func (f TransportFunc) Deliver(ctx context.Context, reg Registration, msg Message, at time.Time) (Outcome, error) {
+func (f TransportFunc) Deliver(ctx context.Context, reg store.Registration, msg Message, at time.Time) (Outcome, error) {
 	return f(ctx, reg, msg, at)
 }

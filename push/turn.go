@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/internal/hosts"
+	"github.com/heraldpush/herald/push/internal/pages"
+	"github.com/heraldpush/herald/store"
 )
 
 // turn serves one claimed registration (package doc, "Turns"), a page at a
@@ -18,12 +21,12 @@ type turn struct {
 	at       time.Time
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the turn began)
-	reg      Registration
-	head     uint64     // the stream's head when claimed, raised by the pages read
-	claim    Claim      // fences the turn's writes
-	slot     *slot      // the dispatcher's: a send that goes slow tells it
-	host     *hostEntry // the host's tokens, one held around each send
-	hostName string     // reg.Host(), computed once at the claim
+	reg      store.Registration
+	head     uint64       // the stream's head when claimed, raised by the pages read
+	claim    store.Claim  // fences the turn's writes
+	slot     *slot        // the dispatcher's: a send that goes slow tells it
+	host     *hosts.Entry // the host's tokens, one held around each send
+	hostName string       // reg.Host(), computed once at the claim
 	rep      SweepReport
 
 	wakes   *uint64 // the worker's Wake count the turn last read at
@@ -82,8 +85,8 @@ func (t *turn) run(ctx context.Context) error {
 		if len(recs) < limit { // the stream's end reached, or the page's byte bound
 			end := t.next > t.head
 			if limit = w.opts.drainPage - t.unsaved; limit >= 1 && (!end || t.woken()) {
-				if end { // no page read before now stands for this read (pages.go)
-					ctx = withReadClaim(ctx, time.Now(), t.head)
+				if end { // no page read before now stands for this read (internal/pages)
+					ctx = pages.WithClaim(ctx, time.Now(), t.head)
 				}
 				if recs, err = t.read(ctx, limit); err != nil {
 					return t.save(ctx, err)
@@ -161,7 +164,7 @@ func (t *turn) goOn() bool {
 }
 
 // wanted says whether a claim waits for the turn's slot or its host's.
-func (t *turn) wanted() bool { return t.w.waiting.Load() > 0 || t.host.queued.Load() > 0 }
+func (t *turn) wanted() bool { return t.w.waiting.Load() > 0 || t.host.Queued.Load() > 0 }
 
 // yields says whether the turn gives its slot up before its next record: it
 // went slow with no room in the slow budget, and a claim waits for the slot.
@@ -169,7 +172,7 @@ func (t *turn) yields() bool { return t.slot.yield.Load() && t.wanted() }
 
 // fail records a failed attempt at t.next with the progress made before it:
 // park (permanent, or the ceiling reached) or retry later.
-func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
+func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
@@ -184,7 +187,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 	}
 	ceiling, exhausted := policy.Exhausted(ev.Attempt, since, t.at)
 	if out.Verdict == Permanent || exhausted {
-		ev.Event = EventParked
+		ev.Event = store.EventParked
 		if out.Verdict != Permanent {
 			ev.Error = fmt.Sprintf("%s (%s)", ev.Error, ceiling)
 		}
@@ -198,7 +201,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev Evidence) error {
 		return nil
 	}
 	delay := t.delay(out, policy)
-	ev.Event, ev.NotBefore = EventFailed, t.at.Add(delay)
+	ev.Event, ev.NotBefore = store.EventFailed, t.at.Add(delay)
 	if err := w.store.Retry(ctx, t.claim, t.next, ev.NotBefore, ev); err != nil {
 		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
 	}
@@ -234,7 +237,7 @@ func (t *turn) save(ctx context.Context, cause error) error {
 // lost ends the turn quietly when a fenced write was refused (lease lost,
 // registration gone); other errors are returned as wrapped.
 func (t *turn) lost(err, wrapped error) error {
-	if !errors.Is(err, ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
+	if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, journal.ErrNotFound) {
 		return wrapped
 	}
 	t.rep.LeasesLost++

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // pipe sends one turn's page through the registration's window (invariant
@@ -32,7 +33,7 @@ type pipe struct {
 type failure struct {
 	msg int // the failed message's index in its record (-1: the projection failed)
 	out Outcome
-	ev  Evidence
+	ev  store.Evidence
 }
 
 type sent struct {
@@ -44,7 +45,7 @@ type sent struct {
 
 func newPipe(t *turn, recs []journal.Record) *pipe {
 	return &pipe{t: t, base: t.next, recs: recs, left: make([]int, len(recs)),
-		fails: map[int]failure{}, results: make(chan sent, t.reg.window())}
+		fails: map[int]failure{}, results: make(chan sent, window(t.reg))}
 }
 
 // run sends until the page is acknowledged, or the pipe stopped and every
@@ -63,7 +64,7 @@ func (p *pipe) run(ctx context.Context) {
 // record is within Window of the cursor.
 func (p *pipe) fill(ctx context.Context) {
 	t := p.t
-	for p.advance(); !p.stopped && p.inFlight < t.reg.window(); p.advance() {
+	for p.advance(); !p.stopped && p.inFlight < window(t.reg); p.advance() {
 		if p.sentMsgs == len(p.msgs) {
 			if !p.canStart() || !p.start(ctx) {
 				return
@@ -71,7 +72,7 @@ func (p *pipe) fill(ctx context.Context) {
 			continue
 		}
 		select {
-		case t.host.tokens <- struct{}{}:
+		case t.host.Tokens <- struct{}{}:
 		case <-ctx.Done():
 			p.stop(ctx.Err())
 			return
@@ -79,7 +80,7 @@ func (p *pipe) fill(ctx context.Context) {
 		rec, idx, msg := p.hi-1, p.sentMsgs, p.msgs[p.sentMsgs]
 		p.sentMsgs++
 		p.inFlight++
-		if t.reg.window() == 1 {
+		if window(t.reg) == 1 {
 			// The turn's goroutine sends it (results has room), sparing a goroutine.
 			p.send(ctx, rec, idx, msg)
 			continue
@@ -91,7 +92,7 @@ func (p *pipe) fill(ctx context.Context) {
 // send delivers one message and reports on results.
 func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
 	t := p.t
-	defer func() { <-t.host.tokens }()
+	defer func() { <-t.host.Tokens }()
 	dctx, span := t.startDelivery(ctx)
 	watch := t.slot.sending()
 	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
@@ -102,7 +103,7 @@ func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
 
 // canStart reports whether the window lets the next record start.
 func (p *pipe) canStart() bool {
-	return !p.stopped && !p.barrier && p.hi < len(p.recs) && p.hi < p.lo+p.t.reg.window()
+	return !p.stopped && !p.barrier && p.hi < len(p.recs) && p.hi < p.lo+window(p.t.reg)
 }
 
 // start projects the next record, or reports false: the pipe stopped.
@@ -133,7 +134,7 @@ func (p *pipe) start(ctx context.Context) bool {
 			return false
 		}
 		// This plane's fault, not the receiver's: transient, under the ceiling.
-		ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: "projection: " + err.Error()}
+		ev := store.Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: "projection: " + err.Error()}
 		p.fails[i] = failure{msg: -1, out: Outcome{Verdict: Transient, Reason: ev.Error}, ev: ev}
 		p.stopped = true
 		return false
@@ -177,11 +178,11 @@ func (p *pipe) take(ctx context.Context, s sent) {
 		p.left[s.rec]--
 		return // a success leaves no evidence
 	}
-	ev := Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
-		Body: string(out.Body[:min(len(out.Body), MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
+	ev := store.Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
+		Body: string(out.Body[:min(len(out.Body), store.MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 	switch {
-	case out.Verdict == Rejected && t.reg.OnRejected == RejectSkip:
-		ev.Event, ev.At, ev.Stream, ev.Registration = EventSkipped, t.at, t.reg.Stream, t.reg.ID
+	case out.Verdict == Rejected && t.reg.OnRejected == store.RejectSkip:
+		ev.Event, ev.At, ev.Stream, ev.Registration = store.EventSkipped, t.at, t.reg.Stream, t.reg.ID
 		if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
 			p.stop(fmt.Errorf("record skipped message %s: %w", msgID, err))
 			return
@@ -202,3 +203,6 @@ func (p *pipe) stop(err error) {
 		p.err = err
 	}
 }
+
+// window is how many of r's deliveries may be in flight at once (Window 0 is 1).
+func window(r Registration) int { return max(r.Window, 1) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -229,7 +230,7 @@ func TestWindowFailureInTheMiddle(t *testing.T) {
 	require.Zero(t, st.HostFailures, "the later host-level failure is not charged")
 	evs := f.evidence("s", "r")
 	require.Len(t, evs, 1)
-	require.Equal(t, push.EventFailed, evs[0].Event)
+	require.Equal(t, store.EventFailed, evs[0].Event)
 	require.Equal(t, uint64(2), evs[0].Seq, "the first unacknowledged record's outcome decides")
 	require.Equal(t, 500, evs[0].Status)
 	_, log := h.stats()
@@ -274,7 +275,7 @@ func TestWindowGoneInTheMiddleParks(t *testing.T) {
 	require.Equal(t, uint64(2), st.NextSeq, "parked at the 410")
 	evs := f.evidence("s", "r")
 	require.Len(t, evs, 1)
-	require.Equal(t, push.EventParked, evs[0].Event)
+	require.Equal(t, store.EventParked, evs[0].Event)
 	require.Equal(t, 410, evs[0].Status)
 }
 

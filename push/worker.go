@@ -14,22 +14,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/internal/groupcommit"
+	"github.com/heraldpush/herald/push/internal/hosts"
+	"github.com/heraldpush/herald/push/internal/pages"
+	"github.com/heraldpush/herald/store"
 )
 
 // Worker serves one namespace (package doc). It is safe for concurrent use;
 // several workers, in one process or many, may share a store.
 type Worker struct {
-	journal    journal.Journal // the caller's, behind the turns' shared pages (pages.go)
-	store      Store           // the caller's, its Advance coalesced if it batches (cursors.go)
+	journal    journal.Journal // the caller's, behind the turns' shared pages (internal/pages)
+	store      store.Store     // the caller's, its Advance coalesced if it batches (internal/groupcommit)
 	transport  Transport
 	projection Projection
 	namespace  string
 	opts       options
 	wake       chan struct{}
 	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	book       hostBook      // the troubled hosts this worker knows of
+	book       hosts.Book    // the troubled hosts this worker knows of
 	failing    failLog       // the failing registrations' last log lines
-	perHost    *hostTable    // what the worker has in flight per host
+	perHost    *hosts.Table  // what the worker has in flight per host
 	turns      atomic.Int64  // turns in flight, for Load
 	slowTurns  atomic.Int64  // of them, those in the slow budget, for Load
 	waiting    atomic.Int64  // claims held that a freed slot would start: a turn gives its slot up to them (turn.goOn)
@@ -41,12 +45,12 @@ type Worker struct {
 // NewWorker returns a worker for p.Namespace(). Errors wrap
 // journal.ErrInvalid: a nil dependency, a bad namespace, or options out of
 // range (all reported together).
-func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Option) (*Worker, error) {
+func NewWorker(j journal.Journal, s store.Store, t Transport, p Projection, opts ...Option) (*Worker, error) {
 	if j == nil || s == nil || t == nil || p == nil {
 		return nil, journal.Invalid("worker", "journal, store, transport and projection are all required")
 	}
 	ns := p.Namespace()
-	if err := ValidateNamespace(ns); err != nil {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	o := defaultOptions()
@@ -61,8 +65,8 @@ func NewWorker(j journal.Journal, s Store, t Transport, p Projection, opts ...Op
 		retry = d.DefaultRetry()
 	}
 	retry = RetryPolicy{Schedule: o.schedule, MaxAttempts: o.maxAttempts}.Or(retry)
-	return &Worker{journal: newPages(j, o.lease), store: withGroupCommit(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(), retry: retry,
-		wake: make(chan struct{}, 1), perHost: newHostTable(o.maxPerHost)}, nil
+	return &Worker{journal: pages.New(j, o.lease), store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(), retry: retry,
+		wake: make(chan struct{}, 1), perHost: hosts.NewTable(o.maxPerHost)}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host
@@ -84,19 +88,19 @@ func (w *Worker) Owner() string { return w.opts.owner }
 // ConfigValidator) and stores it; r.Namespace must be the worker's (empty
 // means the worker's). Errors: those of Registration.Validate,
 // ConfigValidator.ValidateConfig and Store.Register.
-func (w *Worker) Register(ctx context.Context, r Registration) (Registration, error) {
+func (w *Worker) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if r.Namespace == "" {
 		r.Namespace = w.namespace
 	}
 	if r.Namespace != w.namespace {
-		return Registration{}, journal.Invalid("namespace", "%q is not %q, the namespace this worker serves", r.Namespace, w.namespace)
+		return store.Registration{}, journal.Invalid("namespace", "%q is not %q, the namespace this worker serves", r.Namespace, w.namespace)
 	}
 	if err := r.Validate(); err != nil {
-		return Registration{}, err
+		return store.Registration{}, err
 	}
 	if v, ok := w.projection.(ConfigValidator); ok {
 		if err := v.ValidateConfig(r); err != nil {
-			return Registration{}, err
+			return store.Registration{}, err
 		}
 	}
 	return w.store.Register(ctx, r)
@@ -123,7 +127,7 @@ type Load struct {
 // Load reads what the worker has in flight (one short lock).
 func (w *Worker) Load() Load {
 	l := Load{Turns: int(w.turns.Load()), Slow: int(w.slowTurns.Load())}
-	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.load()
+	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.Load()
 	return l
 }
 
@@ -278,13 +282,13 @@ type Hooks struct {
 	Turn        func(at time.Time, r SweepReport, took time.Duration, err error) // after every turn (r.Registrations 1)
 	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
 	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
-	HostFailure func(Host)                                                       // after every host-level failure, the host as stored
-	Slow        func(r Registration, yields bool)                                // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
+	HostFailure func(store.Host)                                                 // after every host-level failure, the host as stored
+	Slow        func(r store.Registration, yields bool)                          // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
 }
 
 // Attempt describes one delivery attempt, for Hooks.Attempt.
 type Attempt struct {
-	Registration Registration
+	Registration store.Registration
 	Seq          uint64
 	MessageID    string
 	At           time.Time // the sweep's instant
@@ -301,7 +305,7 @@ func defaultOptions() options {
 		pageBytes:     DefaultPageBytes,
 		lease:         DefaultLease,
 		sweepLimit:    DefaultSweepLimit,
-		hostHorizon:   DefaultHostHorizon,
+		hostHorizon:   store.DefaultHostHorizon,
 		now:           time.Now,
 	}
 }
@@ -344,7 +348,7 @@ func (o *options) validate() error {
 			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
 		}
 	}
-	if err := checkHostHorizon("HostHorizon", o.hostHorizon); err != nil {
+	if err := store.CheckHostHorizon("HostHorizon", o.hostHorizon); err != nil {
 		errs = append(errs, err)
 	}
 	if o.owner == "" {

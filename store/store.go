@@ -1,8 +1,10 @@
-// Package store holds what herald's stores (subpackages memory, sqlite,
-// postgres) share beyond the journal and push contracts: Backend, schema
-// errors and status, retention, and the rules they all apply beyond push's
-// checks, so that they differ only in how they keep data. store/storetest is
-// the conformance suite they all pass.
+// Package store is the contract for herald's stores (subpackages memory,
+// sqlite, postgres): the Store a push.Worker drives (registrations, claims,
+// cursors, leases, evidence, host health), the records and operational
+// events it keeps, the rules every store applies (ChargeHost, HostRetryAt,
+// the Validate functions), and Backend, retention and schema errors. It
+// imports no other herald package but journal, so that push and the stores
+// both build on it. store/storetest is the conformance suite they all pass.
 package store
 
 import (
@@ -15,13 +17,22 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 )
+
+// Listener hears the appends other processes make to a shared database
+// (store/postgres: LISTEN/NOTIFY). Wait returns once some were numbered since
+// the previous Wait, with the store's payload; after an error a caller opens
+// a new Listener. Close releases it. A store that offers one has
+// Listen(ctx) (Listener, error); the daemon wakes its workers on each Wait.
+type Listener interface {
+	Wait(ctx context.Context) (string, error)
+	Close()
+}
 
 // Backend is what each store implements over one database.
 type Backend interface {
 	journal.Journal
-	push.Store
+	Store
 	Retention
 }
 
@@ -65,7 +76,7 @@ func (s SchemaStatus) Pending() bool { return s.Current < s.Latest }
 
 // CompareKeys orders keys by stream, then id, byte-wise (as SQL's COLLATE "C"
 // and SQLite's BINARY do).
-func CompareKeys(a, b push.Key) int {
+func CompareKeys(a, b Key) int {
 	return cmp.Or(strings.Compare(a.Stream, b.Stream), strings.Compare(a.ID, b.ID))
 }
 
@@ -84,13 +95,13 @@ func ValidateCursor(nextSeq, head uint64) error {
 // record for 0. Errors: *PrunedError below the low-water mark,
 // journal.ErrSealed past a sealed stream's head, journal.ErrInvalid past
 // head+1.
-func FirstCursor(r push.Registration, head, oldest uint64, sealed bool) (uint64, error) {
+func FirstCursor(r Registration, head, oldest uint64, sealed bool) (uint64, error) {
 	next := cmp.Or(r.NextSeq, oldest)
 	if err := CheckRetained(r.Stream, next, oldest); err != nil {
 		return 0, err
 	}
 	if sealed && next > head {
-		return 0, fmt.Errorf("register %s at #%d: %w", push.Name(r.Stream, r.ID), next,
+		return 0, fmt.Errorf("register %s at #%d: %w", Name(r.Stream, r.ID), next,
 			&journal.SealedError{Stream: r.Stream, FinalSeq: head})
 	}
 	return next, ValidateCursor(next, head)
@@ -100,27 +111,27 @@ func FirstCursor(r push.Registration, head, oldest uint64, sealed bool) (uint64,
 // next to toSeq at instant at in a stream with the given head and low-water
 // mark, and returns the evidence the move stores: event skip or rewind at
 // seq next, its text the operator's reason for a skip (not empty, at most
-// push.MaxEvidenceError bytes), where from and to for a rewind. Errors wrap
+// MaxEvidenceError bytes), where from and to for a rewind. Errors wrap
 // journal.ErrInvalid (a *PrunedError below the low-water mark).
-func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, at time.Time, reason string) (push.Evidence, error) {
-	event, check := push.EventSkip, ValidateSkip
+func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, at time.Time, reason string) (Evidence, error) {
+	event, check := EventSkip, ValidateSkip
 	if skip {
-		if err := journal.ValidateText("reason", reason, push.MaxEvidenceError); err != nil {
-			return push.Evidence{}, err
+		if err := journal.ValidateText("reason", reason, MaxEvidenceError); err != nil {
+			return Evidence{}, err
 		}
 	} else {
-		event, check, reason = push.EventRewind, ValidateRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq)
+		event, check, reason = EventRewind, ValidateRewind, fmt.Sprintf("rewound from #%d to #%d", next, toSeq)
 	}
 	if err := check(next, head, toSeq); err != nil {
-		return push.Evidence{}, err
+		return Evidence{}, err
 	}
-	return push.Evidence{At: at, Event: event, Seq: next, Error: reason}, CheckRetained(stream, toSeq, oldest)
+	return Evidence{At: at, Event: event, Seq: next, Error: reason}, CheckRetained(stream, toSeq, oldest)
 }
 
 // ValidateRenew checks Store.Renew's arguments: a set until and valid
 // claims. Errors wrap journal.ErrInvalid.
-func ValidateRenew(until time.Time, claims []push.Claim) error {
-	if err := push.ValidateInstant("until", until); err != nil {
+func ValidateRenew(until time.Time, claims []Claim) error {
+	if err := ValidateInstant("until", until); err != nil {
 		return err
 	}
 	for _, c := range claims {
@@ -131,14 +142,14 @@ func ValidateRenew(until time.Time, claims []push.Claim) error {
 	return nil
 }
 
-// EvidenceLimit returns the effective limit of push.Store.Evidence:
-// push.MaxEvidence for 0 or more than that. A negative limit is
+// EvidenceLimit returns the effective limit of Store.Evidence:
+// MaxEvidence for 0 or more than that. A negative limit is
 // journal.ErrInvalid.
 func EvidenceLimit(limit int) (int, error) {
 	if limit < 0 {
 		return 0, journal.Invalid("limit", "is %d: it must not be negative", limit)
 	}
-	return min(cmp.Or(limit, push.MaxEvidence), push.MaxEvidence), nil
+	return min(cmp.Or(limit, MaxEvidence), MaxEvidence), nil
 }
 
 // ValidateSkip checks an operator's skip of a registration at cursor next in
@@ -169,26 +180,26 @@ func ValidateRewind(next, head, toSeq uint64) error {
 // q.Namespace, offered in claim order (oldest NextAttemptAt first, then by
 // key): at most q.Limit, More when one more could have been claimed, each
 // host within q.HostRoom, and of a host that holds its registrations
-// (push.Host.Holds) only one, whose probe is due, which moves the host's
+// (Host.Holds) only one, whose probe is due, which moves the host's
 // next probe.
 type DuePicker struct {
-	Batch  push.DueBatch // the picks, and the troubled hosts of the picks, each once
-	Probed []push.Host   // hosts whose probe a pick is, with their next probe moved: to store
+	Batch  DueBatch // the picks, and the troubled hosts of the picks, each once
+	Probed []Host   // hosts whose probe a pick is, with their next probe moved: to store
 
-	q     push.DueQuery
-	hosts map[string]push.Host
+	q     DueQuery
+	hosts map[string]Host
 	taken map[string]int
 }
 
 // NewDuePicker returns a picker for q given the stored health of the hosts
 // that may be troubled (others are up).
-func NewDuePicker(q push.DueQuery, hosts map[string]push.Host) *DuePicker {
+func NewDuePicker(q DueQuery, hosts map[string]Host) *DuePicker {
 	return &DuePicker{q: q, hosts: hosts, taken: map[string]int{}}
 }
 
 // Offer considers the next due registration, of host (its HostOf), and
 // returns false once the batch is full (More is set: stop offering).
-func (p *DuePicker) Offer(st push.Status, host string) bool {
+func (p *DuePicker) Offer(st Status, host string) bool {
 	h, stored := p.hosts[host]
 	held, probe := h.Holds(p.q.At)
 	if room := p.q.HostRoom(host); (room >= 0 && p.taken[host] >= room) || (held && !probe) {
@@ -224,7 +235,7 @@ func (p *DuePicker) Offer(st push.Status, host string) bool {
 //     may then be used again.
 //   - Evidence older than the retention age is removed, except a parked
 //     registration's newest "parked" row: why it is parked.
-//   - A host's health (push.Host) is removed once no registration is of
+//   - A host's health (Host) is removed once no registration is of
 //     the host and its last failure (or, with none, its Since) is older than
 //     the retention age: the call that ends a pass (More false) removes
 //     them, so that a pass reads the registrations' hosts once.
@@ -303,7 +314,7 @@ func (r PruneReport) Add(o PruneReport) PruneReport {
 type StreamQuery struct {
 	Stream string // only this stream, if set
 	After  string // keyset paging: streams ordered after this name
-	Limit  int    // 0 means push.DefaultListLimit, at most push.MaxListLimit
+	Limit  int    // 0 means DefaultListLimit, at most MaxListLimit
 }
 
 // Validate checks q and returns its effective limit. Errors wrap
@@ -314,7 +325,7 @@ func (q StreamQuery) Validate() (int, error) {
 			return 0, err
 		}
 	}
-	return push.ListLimit(q.Limit)
+	return ListLimit(q.Limit)
 }
 
 // StreamInfo is one stream as herald streams shows it.
@@ -327,7 +338,7 @@ type StreamInfo struct {
 	Records       uint64 `json:"records"`        // records retained: Head - OldestSeq + 1
 	Bytes         int64  `json:"retained_bytes"` // payload bytes retained
 	// Unnumbered counts the records committed but not yet numbered
-	// (push.Unnumbered): past Head once numbered. A stream with only such
+	// (Unnumbered): past Head once numbered. A stream with only such
 	// records is listed, with Head 0.
 	Unnumbered uint64 `json:"unnumbered"`
 }

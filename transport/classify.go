@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // MaxLocationBytes bounds the Location kept in an Outcome, as evidence keeps
-// it (push.MaxEvidenceLocation); a longer one is cut.
-const MaxLocationBytes = push.MaxEvidenceLocation
+// it (store.MaxEvidenceLocation); a longer one is cut.
+const MaxLocationBytes = store.MaxEvidenceLocation
 
 // Classify turns an HTTP answer into an Outcome by the package doc's table
 // (1xx and 6xx are Transient), with a Reason naming the status unless

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldpush/herald"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Defaults and bounds of Options.
@@ -171,7 +172,7 @@ func (t *HTTP) Refusals(raw string) []error { return t.guard.refusals(raw) }
 // Deliver POSTs msg to reg.URL and classifies the answer (package doc). The
 // request carries msg.Body, msg.Header, Content-Type msg.ContentType and
 // User-Agent herald/<version>; msg.Signer, if set, signs it last, with at.
-// Outcome.Body keeps the first push.MaxEvidenceBody bytes of a failed
+// Outcome.Body keeps the first store.MaxEvidenceBody bytes of a failed
 // answer, redacted. The error (wrapping ctx's) is for ctx ending before an
 // answer.
 func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
@@ -267,14 +268,14 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		return out, nil
 	}
 	red := newRedactor(u, req.Header)
-	keep := push.MaxEvidenceBody // plus the longest secret: redacted before the cut, none is left half
+	keep := store.MaxEvidenceBody // plus the longest secret: redacted before the cut, none is left half
 	if len(red) > 0 {
 		keep += len(red[0])
 	}
 	head, readErr := readBody(resp.Body, keep)
 	out.Body = []byte(red.String(string(head)))
-	if len(out.Body) > push.MaxEvidenceBody {
-		out.Body = out.Body[:push.MaxEvidenceBody]
+	if len(out.Body) > store.MaxEvidenceBody {
+		out.Body = out.Body[:store.MaxEvidenceBody]
 	}
 	if out.Location != "" { // Classify cut it; redact the whole header, then cut, so no secret is left half
 		loc := red.String(resp.Header.Get("Location"))

@@ -28,6 +28,7 @@ import (
 	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -298,8 +299,8 @@ func TestLargeBodyIsCutAndConnectionReused(t *testing.T) {
 	tr := newTransport(t, loopbackOptions())
 
 	out := deliver(t, tr, srv.URL+"/big", message("{}"))
-	if out.Verdict != push.Transient || out.Status != 500 || !bytes.Equal(out.Body, big[:push.MaxEvidenceBody]) {
-		t.Fatalf("got %s, body %d bytes; want transient 500 with the first %d bytes", describe(out), len(out.Body), push.MaxEvidenceBody)
+	if out.Verdict != push.Transient || out.Status != 500 || !bytes.Equal(out.Body, big[:store.MaxEvidenceBody]) {
+		t.Fatalf("got %s, body %d bytes; want transient 500 with the first %d bytes", describe(out), len(out.Body), store.MaxEvidenceBody)
 	}
 	var reused atomic.Bool
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{

@@ -201,7 +201,7 @@ func (g *guard) checkURL(raw string) (*url.URL, error) {
 }
 
 // urlCacheSize bounds the URLs a transport keeps parsed: at most about
-// 16 MiB of URLs of push.MaxURLBytes (2 KiB), 1 MiB of typical ones.
+// 16 MiB of URLs of store.MaxURLBytes (2 KiB), 1 MiB of typical ones.
 const urlCacheSize = 4096
 
 // urlCache keeps the URLs checkURL accepted, parsed, so that a worker

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -115,12 +116,12 @@ func TestSecretAcrossTheEvidenceCut(t *testing.T) {
 			return
 		}
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, strings.Repeat(".", push.MaxEvidenceBody-5)+r.Header.Get("X-Token")+" trailing")
+		io.WriteString(w, strings.Repeat(".", store.MaxEvidenceBody-5)+r.Header.Get("X-Token")+" trailing")
 	})
 	msg := message("{}")
 	msg.Header = http.Header{"X-Token": {token}}
 	out := deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/hook", msg)
-	if len(out.Body) != push.MaxEvidenceBody || bytes.Contains(out.Body, []byte(token[:5])) {
+	if len(out.Body) != store.MaxEvidenceBody || bytes.Contains(out.Body, []byte(token[:5])) {
 		t.Fatalf("body %d bytes ends %q: the token's head survived the cut", len(out.Body), out.Body[len(out.Body)-16:])
 	}
 	out = deliver(t, newTransport(t, loopbackOptions()), srv.URL+"/redirect", msg)

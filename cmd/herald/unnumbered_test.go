@@ -11,7 +11,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -45,7 +45,7 @@ func TestABacklogWaitingToBeNumberedIsVisible(t *testing.T) {
 	require.Contains(t, out, "12 records waiting to be numbered")
 	require.Contains(t, out, "is a daemon running?")
 	var status struct {
-		Unnumbered push.Unnumbered `json:"unnumbered"`
+		Unnumbered store.Unnumbered `json:"unnumbered"`
 	}
 	h.json(&status, "status")
 	require.Equal(t, uint64(12), status.Unnumbered.Records)
@@ -96,9 +96,9 @@ func TestABacklogWaitingToBeNumberedIsVisible(t *testing.T) {
 	require.Equal(t, 12, rep.Deliveries)
 	out = h.ok("status")
 	require.NotContains(t, out, "waiting to be numbered")
-	status.Unnumbered = push.Unnumbered{}
+	status.Unnumbered = store.Unnumbered{}
 	h.json(&status, "status")
-	require.Equal(t, push.Unnumbered{}, status.Unnumbered)
+	require.Equal(t, store.Unnumbered{}, status.Unnumbered)
 	rs.Unnumbered = false
 	h.json(&rs, "record-status", "--id", "from-sql")
 	require.False(t, rs.Unnumbered)

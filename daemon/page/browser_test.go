@@ -26,6 +26,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -90,7 +91,7 @@ func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
 	}
 }
 
-func overviewRendersTheSeededStates(t *testing.T, s page.Store) {
+func overviewRendersTheSeededStates(t *testing.T, s store.Backend) {
 	ctx := browser(t)
 	_, srv := serve(t, s, testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
@@ -225,7 +226,7 @@ func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
 	require.False(t, st.Parked)
 	evs, err := s.Evidence(t.Context(), "orders/7", "shop", 1)
 	require.NoError(t, err)
-	require.Equal(t, push.EventUnparked, evs[0].Event)
+	require.Equal(t, store.EventUnparked, evs[0].Event)
 	require.Equal(t, unparkAt, evs[0].At.UTC(), "the action's instant is the page's clock")
 
 	rcv.answer(http.StatusNoContent)
@@ -270,10 +271,10 @@ func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: "https://rtl.example/in"})
 	require.NoError(t, err)
-	b, err := s.Due(t.Context(), push.DueQuery{At: seedT0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seedT0.Add(time.Minute)})
+	b, err := s.Due(t.Context(), store.DueQuery{At: seedT0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: seedT0.Add(time.Minute)})
 	require.NoError(t, err)
 	require.Len(t, b.Registrations, 1)
-	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
+	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, store.Evidence{At: seedT0, Event: store.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
 	_, srv := serve(t, s, testToken, seedView)
 	browserLogin(t, ctx, srv, testToken)
 	key := url.Values{"action": {"unpark"}, "stream": {stream}, "id": {id}}
@@ -335,7 +336,7 @@ func TestScreenshots(t *testing.T) {
 // liveHour gives the charts an hour of history: each minute of the hour
 // before seedView some records are appended to orders/live, the page
 // samples, and a sweep delivers them to a loopback receiver.
-func liveHour(t *testing.T, s page.Store, p *page.Page) {
+func liveHour(t *testing.T, s store.Backend, p *page.Page) {
 	rcv := newReceiver(t, http.StatusNoContent)
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/live", ID: "warehouse", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
 		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})

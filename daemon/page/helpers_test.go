@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -34,9 +35,9 @@ func openStore(t *testing.T) *sqlite.Store {
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // stores are the stores the tests that depend on a store's writes run on.
-var stores = map[string]func(t *testing.T) page.Store{
-	"sqlite":   func(t *testing.T) page.Store { return openStore(t) },
-	"postgres": func(t *testing.T) page.Store { return pgtest.NewStore(t) },
+var stores = map[string]func(t *testing.T) store.Backend{
+	"sqlite":   func(t *testing.T) store.Backend { return openStore(t) },
+	"postgres": func(t *testing.T) store.Backend { return pgtest.NewStore(t) },
 }
 
 // seeded returns a SQLite store filled by seed.Seed.
@@ -48,7 +49,7 @@ func seeded(t *testing.T) *sqlite.Store {
 }
 
 // seededOn returns a store made by open, filled by seed.Seed.
-func seededOn(t *testing.T, open func(t *testing.T) page.Store) page.Store {
+func seededOn(t *testing.T, open func(t *testing.T) store.Backend) store.Backend {
 	t.Helper()
 	s := open(t)
 	require.NoError(t, seed(t.Context(), s))
@@ -57,7 +58,7 @@ func seededOn(t *testing.T, open func(t *testing.T) page.Store) page.Store {
 
 // serve serves a Page over s on a loopback httptest server, its clock
 // fixed at at.
-func serve(t *testing.T, s page.Store, token string, at time.Time) (*page.Page, *httptest.Server) {
+func serve(t *testing.T, s store.Backend, token string, at time.Time) (*page.Page, *httptest.Server) {
 	t.Helper()
 	p, err := page.New(page.Options{Store: s, Token: token, Now: func() time.Time { return at }})
 	require.NoError(t, err)

@@ -23,21 +23,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldpush/herald/daemon/internal/throttle"
+	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/table"
-	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
-
-// Store is what the page reads and acts on, over one database.
-type Store interface {
-	journal.Journal
-	push.Store
-}
 
 // Options configure a Page. Store is required.
 type Options struct {
-	Store Store
+	Store store.Backend
 	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
 	// and action needs a session made by logging in with it; when empty the
 	// page is open, to loopback names only (package doc).
@@ -67,7 +61,7 @@ const sessionTTL = 12 * time.Hour
 // Page is the operator's page: an http.Handler serving the views and
 // actions under its prefix, and the sampler that feeds its charts.
 type Page struct {
-	store Store
+	store store.Backend
 	token string
 	now   func() time.Time
 	log   *slog.Logger
@@ -154,7 +148,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin") // no Referer leaves the page; its own forms' POSTs carry their Origin
 	h.Set("Cache-Control", "no-store")
-	if p.token == "" && !operator.LoopbackHost(r.Host) {
+	if p.token == "" && !web.LoopbackHost(r.Host) {
 		p.fail(w, r, http.StatusForbidden, "Without an admin token the page answers only on a loopback address (127.0.0.1, ::1, localhost): set HERALD_ADMIN_TOKEN to serve it on "+r.Host+".")
 		return
 	}
@@ -184,9 +178,9 @@ func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
 
-// failErr renders err with operator.HTTPStatus's status; a 500 is logged.
+// failErr renders err with web.HTTPStatus's status; a 500 is logged.
 func (p *Page) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	code, msg := operator.HTTPStatus(err), err.Error()
+	code, msg := web.HTTPStatus(err), err.Error()
 	if code == http.StatusInternalServerError {
 		p.log.Error("herald page: store", "path", r.URL.Path, "err", err)
 		msg = "the store failed: " + msg

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 func TestLoginSetsAStrictHttpOnlyCookieScopedToThePage(t *testing.T) {
@@ -116,7 +117,7 @@ func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
 	require.False(t, st.Parked)
 	evs, err := s.Evidence(t.Context(), "orders/1", "crm", 1)
 	require.NoError(t, err)
-	require.Equal(t, push.EventUnparked, evs[0].Event, "the store wrote the evidence, as herald unpark")
+	require.Equal(t, store.EventUnparked, evs[0].Event, "the store wrote the evidence, as herald unpark")
 }
 
 func with(v url.Values, k, val string) url.Values {
@@ -134,7 +135,7 @@ func TestActionsWriteEvidenceAsTheCLI(t *testing.T) {
 	}
 }
 
-func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
+func actionsWriteEvidenceAsTheCLI(t *testing.T, s store.Backend) {
 	_, srv := serve(t, s, testToken, seedView)
 	c := client(t)
 	csrf := login(t, c, srv)
@@ -150,7 +151,7 @@ func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
 	require.Equal(t, uint64(3), st.NextSeq)
 	evs, err := s.Evidence(t.Context(), "orders/1", "audit", 1)
 	require.NoError(t, err)
-	require.Equal(t, push.EventSkip, evs[0].Event)
+	require.Equal(t, store.EventSkip, evs[0].Event)
 	require.Contains(t, evs[0].Error, "record 1 and 2 are malformed")
 	require.Equal(t, seedView, evs[0].At.UTC(), "the action's instant is the page's clock")
 
@@ -161,7 +162,7 @@ func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
 	require.Equal(t, uint64(1), st.NextSeq)
 	evs, err = s.Evidence(t.Context(), "orders/1", "audit", 1)
 	require.NoError(t, err)
-	require.Equal(t, push.EventRewind, evs[0].Event)
+	require.Equal(t, store.EventRewind, evs[0].Event)
 
 	// Bad input: a clear error naming the field, nothing changed.
 	resp, body = get(t, c, srv.URL+"/ui/confirm?action=skip&stream=orders%2F1&id=audit&to_seq=9")
@@ -182,9 +183,9 @@ func actionsWriteEvidenceAsTheCLI(t *testing.T, s page.Store) {
 	// Host reset.
 	resp, _ = post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"reset-host"}, "host": {seedDownHost}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	hs, err := s.Hosts(t.Context(), push.HostQuery{Host: seedDownHost})
+	hs, err := s.Hosts(t.Context(), store.HostQuery{Host: seedDownHost})
 	require.NoError(t, err)
-	require.Equal(t, push.HostUp, hs[0].State)
+	require.Equal(t, store.HostUp, hs[0].State)
 }
 
 // TestNoSecretIsRendered reads every view and finds no token, config

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // The seed fills a store with registrations in every state the page
@@ -66,7 +66,7 @@ const seedDownHost = "down.example:443"
 //	webhook     seedHostileStream x    ready
 //	cloudevents orders/2 events    ready
 //	cloudevents orders/2 legacy    parked (410)
-func seed(ctx context.Context, s page.Store) error {
+func seed(ctx context.Context, s store.Backend) error {
 	for _, st := range []struct {
 		stream string
 		n      int
@@ -93,31 +93,31 @@ func seed(ctx context.Context, s page.Store) error {
 		return err
 	}
 	// claim claims the one registration due in ns at at.
-	claim := func(ns, id string, at time.Time) (push.Status, error) {
-		b, err := s.Due(ctx, push.DueQuery{At: at, Limit: 1, Namespace: ns, Owner: "seed", LeaseUntil: at.Add(time.Minute)})
+	claim := func(ns, id string, at time.Time) (store.Status, error) {
+		b, err := s.Due(ctx, store.DueQuery{At: at, Limit: 1, Namespace: ns, Owner: "seed", LeaseUntil: at.Add(time.Minute)})
 		if err != nil {
-			return push.Status{}, err
+			return store.Status{}, err
 		}
 		if len(b.Registrations) != 1 || b.Registrations[0].ID != id {
-			return push.Status{}, fmt.Errorf("seed: expected to claim %s at %v, got %d", id, at, len(b.Registrations))
+			return store.Status{}, fmt.Errorf("seed: expected to claim %s at %v, got %d", id, at, len(b.Registrations))
 		}
 		return b.Registrations[0], nil
 	}
 	// Each registration claimed, and what befalls it.
 	for _, r := range []struct {
 		stream, id, ns, url string
-		befalls             func(push.Claim) error
+		befalls             func(store.Claim) error
 	}{
-		{"orders/1", "audit", "webhook", "https://audit.example/in", func(c push.Claim) error {
-			return s.Retry(ctx, c, 1, seedT0.Add(time.Hour), push.Evidence{At: seedT0, Event: push.EventFailed, Seq: 1, Attempt: 1,
+		{"orders/1", "audit", "webhook", "https://audit.example/in", func(c store.Claim) error {
+			return s.Retry(ctx, c, 1, seedT0.Add(time.Hour), store.Evidence{At: seedT0, Event: store.EventFailed, Seq: 1, Attempt: 1,
 				Status: 503, Body: "upstream busy: " + seedReordering, Error: "503 Service Unavailable: " + seedReordering, NotBefore: seedT0.Add(time.Hour)})
 		}},
-		{"orders/1", "crm", "webhook", "https://crm.example/hooks", func(c push.Claim) error {
-			return s.Park(ctx, c, 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 32,
+		{"orders/1", "crm", "webhook", "https://crm.example/hooks", func(c store.Claim) error {
+			return s.Park(ctx, c, 1, store.Evidence{At: seedT0, Event: store.EventParked, Seq: 1, Attempt: 32,
 				Status: 500, Body: seedHostile, Error: "500 Internal Server Error: " + seedHostile})
 		}},
-		{"orders/2", "legacy", "cloudevents", "https://legacy.example/events", func(c push.Claim) error {
-			return s.Park(ctx, c, 1, push.Evidence{At: seedT0, Event: push.EventParked, Seq: 1, Attempt: 1,
+		{"orders/2", "legacy", "cloudevents", "https://legacy.example/events", func(c store.Claim) error {
+			return s.Park(ctx, c, 1, store.Evidence{At: seedT0, Event: store.EventParked, Seq: 1, Attempt: 1,
 				Status: 410, Error: "410 Gone: the receiver says it is gone for good"})
 		}},
 	} {
@@ -136,14 +136,14 @@ func seed(ctx context.Context, s page.Store) error {
 		return err
 	}
 	// Three host-level failures in a row bring seedDownHost down.
-	for i := range push.HostDownAfter {
+	for i := range store.HostDownAfter {
 		at := seedT0.Add(time.Duration(i+1) * 5 * time.Minute)
 		r, err := claim("webhook", "mirror", at)
 		if err != nil {
 			return err
 		}
-		if _, err := s.HostFailed(ctx, push.HostFailure{Claim: r.Claim(), NextSeq: 1, Host: seedDownHost,
-			Evidence: push.Evidence{At: at, Seq: 1, Error: "dial tcp: connection refused"}, Horizon: push.DefaultHostHorizon}); err != nil {
+		if _, err := s.HostFailed(ctx, store.HostFailure{Claim: r.Claim(), NextSeq: 1, Host: seedDownHost,
+			Evidence: store.Evidence{At: at, Seq: 1, Error: "dial tcp: connection refused"}, Horizon: store.DefaultHostHorizon}); err != nil {
 			return err
 		}
 	}

@@ -71,7 +71,7 @@ const (
 	registrationsScan  = 10_000
 )
 
-var states = []string{push.StateReady, push.StateRetrying, operator.StateHeld, push.StateParked, push.StatePaused, push.StateIdle}
+var states = []string{store.StateReady, store.StateRetrying, operator.StateHeld, store.StateParked, store.StatePaused, store.StateIdle}
 
 func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -81,7 +81,7 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, fmt.Sprintf("state %q must be one of %s", state, strings.Join(states, ", ")))
 		return
 	}
-	q := push.ListQuery{Stream: stream, Namespace: ns, After: push.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}}
+	q := store.ListQuery{Stream: stream, Namespace: ns, After: store.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}}
 	rows, after, err := operator.List(ctx, p.store, q, state, registrationsShown, registrationsScan)
 	if err != nil {
 		p.failErr(w, r, err)
@@ -132,7 +132,7 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) hosts(w http.ResponseWriter, r *http.Request) {
-	hs, err := push.AllHosts(r.Context(), p.store, push.HostQuery{})
+	hs, err := store.AllHosts(r.Context(), p.store, store.HostQuery{})
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -167,7 +167,7 @@ func parseAct(v url.Values) (act, error) {
 	switch a.Action {
 	case "pause", "resume":
 		a.By = cmp.Or(a.By, "an operator (page)")
-		if err := push.ValidatePause(a.By, a.Reason); err != nil {
+		if err := store.ValidatePause(a.By, a.Reason); err != nil {
 			return a, err
 		}
 		fallthrough

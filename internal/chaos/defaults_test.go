@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // TestDaemonsWithDefaultsDeliverEverythingThroughKills is the operator's
@@ -78,7 +79,7 @@ func TestDaemonsWithDefaultsDeliverEverythingThroughKills(t *testing.T) {
 	for _, pr := range v.Problems {
 		t.Error(pr)
 	}
-	var hosts []push.Host
+	var hosts []store.Host
 	s.cli.json(&hosts, "hosts")
 	for _, h := range hosts {
 		if h.Troubled() {

@@ -23,6 +23,7 @@ import (
 	"github.com/heraldpush/herald/projection/cloudevents"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -449,13 +450,13 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	for _, v := range views {
 		reg := byKey[v.Stream+" "+v.ID]
 		p := reg.profile
-		var evs []push.Evidence
-		s.cli.json(&evs, "evidence", "--stream", v.Stream, "--id", v.ID, "--limit", strconv.Itoa(push.MaxEvidence))
+		var evs []store.Evidence
+		s.cli.json(&evs, "evidence", "--stream", v.Stream, "--id", v.ID, "--limit", strconv.Itoa(store.MaxEvidence))
 		for _, ev := range evs {
-			if len(ev.Body) > push.MaxEvidenceBody {
-				t.Errorf("%s: evidence keeps %d bytes of a body, more than %d", p.name, len(ev.Body), push.MaxEvidenceBody)
+			if len(ev.Body) > store.MaxEvidenceBody {
+				t.Errorf("%s: evidence keeps %d bytes of a body, more than %d", p.name, len(ev.Body), store.MaxEvidenceBody)
 			}
-			if ev.Event == push.EventFailed {
+			if ev.Event == store.EventFailed {
 				failedRows++
 			}
 		}
@@ -472,7 +473,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 				t.Errorf("%s: state %s at cursor %d, %d attempts; want held at %d, never parked, no attempt charged", p.name, v.State, v.NextSeq, v.Attempts, p.parkAt)
 				continue
 			}
-			if len(evs) == 0 || evs[0].Event != push.EventHostFailed || evs[0].Seq != p.parkAt || evs[0].Attempt != 0 || evs[0].Status != p.status {
+			if len(evs) == 0 || evs[0].Event != store.EventHostFailed || evs[0].Seq != p.parkAt || evs[0].Attempt != 0 || evs[0].Status != p.status {
 				t.Errorf("%s: want host-failed evidence at #%d (attempt 0, status %d), got %+v", p.name, p.parkAt, p.status, evs)
 				continue
 			}
@@ -493,7 +494,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 				t.Errorf("%s: state %s at cursor %d, want parked at %d", p.name, v.State, v.NextSeq, p.parkAt)
 				continue
 			}
-			if len(evs) == 0 || evs[0].Event != push.EventParked {
+			if len(evs) == 0 || evs[0].Event != store.EventParked {
 				t.Errorf("%s: parked without parking evidence: %+v", p.name, evs)
 				continue
 			}
@@ -516,7 +517,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 				t.Errorf("%s: the daemon logged its parking %d times, want once", p.name, n)
 			}
 		default:
-			if v.Parked || v.State != push.StateIdle || v.NextSeq != records+1 {
+			if v.Parked || v.State != store.StateIdle || v.NextSeq != records+1 {
 				t.Errorf("%s: state %s at cursor %d, want idle at %d; evidence: %+v", p.name, v.State, v.NextSeq, records+1, evs)
 			}
 			var want []uint64
@@ -530,20 +531,20 @@ func TestChaosFaultyReceivers(t *testing.T) {
 			// on a loaded machine): at least once, never out of order.
 			failed := 0
 			for _, ev := range evs {
-				if ev.Event == push.EventFailed || ev.Event == push.EventHostFailed {
+				if ev.Event == store.EventFailed || ev.Event == store.EventHostFailed {
 					failed++
 				}
 			}
 			if got := slices.Compact(slices.Clone(acks)); !slices.Equal(got, want) || len(acks)-len(got) > failed {
 				t.Errorf("%s: the receiver acknowledged %v, want each of %v once, in order (again at most after each of the %d failed attempts)", p.name, acks, want, failed)
 			}
-			if p.skip > 0 && !slices.ContainsFunc(evs, func(ev push.Evidence) bool {
-				return ev.Event == push.EventSkipped && ev.Seq == p.skip && ev.Status == 422
+			if p.skip > 0 && !slices.ContainsFunc(evs, func(ev store.Evidence) bool {
+				return ev.Event == store.EventSkipped && ev.Seq == p.skip && ev.Status == 422
 			}) {
 				t.Errorf("%s: no evidence that #%d was skipped after a 422: %+v", p.name, p.skip, evs)
 			}
-			if p.failsBefore && p.name != "mixed" && !slices.ContainsFunc(evs, func(ev push.Evidence) bool {
-				return ev.Event == push.EventFailed || ev.Event == push.EventHostFailed
+			if p.failsBefore && p.name != "mixed" && !slices.ContainsFunc(evs, func(ev store.Evidence) bool {
+				return ev.Event == store.EventFailed || ev.Event == store.EventHostFailed
 			}) {
 				t.Errorf("%s: failed first and was retried, yet there is no evidence of a failed attempt", p.name)
 			}
@@ -597,7 +598,7 @@ func (f *faults) checkAdminAPI(ctx context.Context, running, token string) {
 	}
 	for _, reg := range f.regs {
 		if reg.profile.parkAt > 0 || reg.profile.failsBefore {
-			get(fmt.Sprintf("/v1/evidence?stream=%s&id=%s&limit=%d", reg.stream, reg.id, push.MaxEvidence), true)
+			get(fmt.Sprintf("/v1/evidence?stream=%s&id=%s&limit=%d", reg.stream, reg.id, store.MaxEvidence), true)
 		}
 	}
 }

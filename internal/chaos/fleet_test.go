@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -242,9 +243,9 @@ func (f *fleet) killDrained(ctx context.Context, p *proc, stopped func() error) 
 }
 
 // statuses lists every registration of the fleet, through the store.
-func (f *fleet) statuses(ctx context.Context) ([]push.Status, error) {
-	var all []push.Status
-	q := push.ListQuery{Limit: push.MaxListLimit}
+func (f *fleet) statuses(ctx context.Context) ([]store.Status, error) {
+	var all []store.Status
+	q := store.ListQuery{Limit: store.MaxListLimit}
 	for {
 		page, err := f.store.List(ctx, q)
 		if err != nil {
@@ -362,7 +363,7 @@ func (f *fleet) checkFinal() {
 			continue // another part of the scenario's
 		}
 		cursors[v.Stream+" "+v.ID] = v.NextSeq
-		if v.Parked || v.State != push.StateIdle || v.Head != uint64(f.plan.RecordsPerStream) || v.NextSeq != v.Head+1 {
+		if v.Parked || v.State != store.StateIdle || v.Head != uint64(f.plan.RecordsPerStream) || v.NextSeq != v.Head+1 {
 			if bad++; bad <= 5 {
 				t.Errorf("%s/%s: state %s, cursor %d, head %d (want idle at %d)", v.Stream, v.ID, v.State, v.NextSeq, v.Head, f.plan.RecordsPerStream+1)
 			}

@@ -23,7 +23,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // hostile is one command that must be refused: exit code and the words
@@ -471,10 +471,10 @@ func (s *scenario) hostileAddresses(ctx context.Context, fingerprint func() stri
 	}
 	for i, gc := range cases {
 		stream := fmt.Sprintf("guarded/%02d", i)
-		var evs []push.Evidence
+		var evs []store.Evidence
 		c.json(&evs, "evidence", "--stream", stream, "--id", "r")
 		switch {
-		case len(evs) != 1 || evs[0].Event != push.EventParked || evs[0].Attempt != 1:
+		case len(evs) != 1 || evs[0].Event != store.EventParked || evs[0].Attempt != 1:
 			t.Errorf("%s: want parked at the first attempt, evidence: %+v", gc.url, evs)
 		case !strings.HasPrefix(evs[0].Error, "netguard: ") || !regexp.MustCompile(gc.rule).MatchString(evs[0].Error):
 			t.Errorf("%s: the evidence %q is not the guard's refusal matching %q", gc.url, evs[0].Error, gc.rule)

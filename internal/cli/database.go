@@ -24,7 +24,6 @@ import (
 
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -37,7 +36,7 @@ const defaultDatabase = "sqlite:./herald.db"
 // and closes.
 type backend interface {
 	store.Backend
-	push.HostStore
+	store.HostStore
 	Close() error
 }
 

@@ -59,7 +59,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.retrySchedule, "retry-schedule", "", "fixed delays between attempts (5s,5m,30m,2h) for a registration without its own schedule (herald register --retry-schedule) (default: its namespace's, README \"Retry policy\")")
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait")
-	f.DurationVar(&d.hostHorizon, "host-horizon", push.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
+	f.DurationVar(&d.hostHorizon, "host-horizon", store.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
 // build returns the transport and the worker options, refusing what the
@@ -80,7 +80,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		opts = append(opts, push.WithMaxAttempts(d.maxAttempts))
 	}
 	if d.retrySchedule != "" {
-		s, err := push.ParseSchedule("retry-schedule", d.retrySchedule)
+		s, err := store.ParseSchedule("retry-schedule", d.retrySchedule)
 		if err == nil {
 			err = push.RetryPolicy{Schedule: s}.Validate()
 		}
@@ -154,7 +154,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			}
 			at := c.at(at)
 			r, err := wk.RunOnce(c.ctx(), at, limit)
-			failed := []push.Host{}
+			failed := []store.Host{}
 			if r.HostFailures > 0 {
 				var ferr error
 				if failed, ferr = failedHosts(c.ctx(), c.b, at); ferr != nil && err == nil {
@@ -165,8 +165,8 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 				Namespace string    `json:"namespace"`
 				At        time.Time `json:"at"`
 				push.SweepReport
-				FailedHosts    []push.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
-				NeedsAttention bool        `json:"needs_attention"`
+				FailedHosts    []store.Host `json:"failed_hosts"` // a host-level failure at this sweep's instant, as stored after it
+				NeedsAttention bool         `json:"needs_attention"`
 			}{ns, at, r, failed, r.NeedsAttention()}
 			perr := c.print(view, func(w io.Writer) {
 				fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
@@ -182,9 +182,9 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 					fmt.Fprintf(w, "%s ended on a host-level failure: no attempt charged, nothing parked; the host backs off (see herald hosts).\n", plural(r.HostFailures, "turn"))
 				}
 				for _, h := range failed {
-					if h.State == push.HostUp {
+					if h.State == store.HostUp {
 						fmt.Fprintf(w, "Host %s failed (%d in a row; down after %d): its registrations retry with backoff. Last error: %s\n",
-							tbl.Cell(h.Host), h.Failures, push.HostDownAfter, tbl.Cell(h.LastError))
+							tbl.Cell(h.Host), h.Failures, store.HostDownAfter, tbl.Cell(h.LastError))
 					} else {
 						fmt.Fprintf(w, "Host %s is %s since %s (%d failures in a row): its registrations are held, not charged; next probe at %s. Last error: %s\n",
 							tbl.Cell(h.Host), h.State, operator.Instant(h.Since), h.Failures, operator.Instant(h.NextProbeAt), tbl.Cell(h.LastError))
@@ -213,13 +213,13 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 
 // failedHosts lists the hosts whose last host-level failure is at or after
 // the sweep's instant (to the microsecond, as stores keep it).
-func failedHosts(ctx context.Context, hs push.HostStore, at time.Time) ([]push.Host, error) {
-	all, err := push.AllHosts(ctx, hs, push.HostQuery{})
+func failedHosts(ctx context.Context, hs store.HostStore, at time.Time) ([]store.Host, error) {
+	all, err := store.AllHosts(ctx, hs, store.HostQuery{})
 	if err != nil {
-		return []push.Host{}, err
+		return []store.Host{}, err
 	}
 	from := at.Truncate(time.Microsecond)
-	out := []push.Host{}
+	out := []store.Host{}
 	for _, h := range all {
 		if h.Failures > 0 && !h.LastFailureAt.Before(from) {
 			out = append(out, h)
@@ -317,8 +317,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			}
 			e.seqEvery = seqIv
 			opts.AdminToken, opts.APIToken = e.getenv("HERALD_ADMIN_TOKEN"), e.getenv("HERALD_API_TOKEN")
-			if err := cmp.Or(operator.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
-				operator.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"),
+			if err := cmp.Or(daemon.CheckAddr("--admin-addr", opts.AdminAddr, opts.AdminToken, "HERALD_ADMIN_TOKEN"),
+				daemon.CheckAddr("--api-addr", opts.APIAddr, opts.APIToken, "HERALD_API_TOKEN"),
 				daemon.CheckToken("HERALD_ADMIN_TOKEN", opts.AdminToken), daemon.CheckToken("HERALD_API_TOKEN", opts.APIToken),
 				checkTLSFlags(opts)); err != nil {
 				return usageOf(err)
@@ -485,7 +485,7 @@ receiver's registration is parked with its cursor intact; 1 otherwise.`,
 			defer tr.CloseIdleConnections()
 			cfg := demo.Config{Journal: b, Store: b, Transport: tr, Input: in, Database: shown, Duration: duration,
 				Out: e.Out, Progress: e.Err, Logger: logger,
-				ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+				ShowRegistrations: func(w io.Writer, sts []store.Status) error {
 					ew := &errWriter{w: w}
 					printRegistrations(ew, operator.Held(nil).Views(sts))
 					return ew.err

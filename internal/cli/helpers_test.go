@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/internal/hostseed"
+	"github.com/heraldpush/herald/internal/seedtest"
 )
 
 // cliRun is one run of the herald command in-process, as a user types it.
@@ -63,10 +63,10 @@ const goodSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 
 // hostile is a receiver's text as a host-level failure may carry it.
-const hostile = hostseed.Hostile
+const hostile = seedtest.Hostile
 
-// downHostDB: down.example:443 down with two registrations held (hostseed).
-func downHostDB(t *testing.T) string { return hostseed.DownHostDB(t, t0) }
+// downHostDB: down.example:443 down with two registrations held (seedtest).
+func downHostDB(t *testing.T) string { return seedtest.DownHostDB(t, t0) }
 
 func runHostsCLI(t *testing.T, db string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

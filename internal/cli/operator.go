@@ -13,7 +13,7 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // keyFlags declares --stream and --id, which name one registration.
@@ -33,7 +33,7 @@ func (e *env) notFound(stream, id string, err error) error {
 		return err
 	}
 	return fmt.Errorf("no registration %s: %w (%s --stream %s lists the stream's)",
-		push.Name(stream, id), journal.ErrNotFound, e.hint("registrations"), shellQuote(stream))
+		store.Name(stream, id), journal.ErrNotFound, e.hint("registrations"), shellQuote(stream))
 }
 
 // due words when a registration made due at t is: now, or from t when an
@@ -50,7 +50,7 @@ func newUnpark(e *env) command {
 		stream, id, namespace string
 		all                   bool
 		at                    instant
-		q                     push.ListQuery
+		q                     store.ListQuery
 	)
 	return command{
 		use:   "unpark",
@@ -95,7 +95,7 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 				out, err := operator.UnparkAll(c.ctx(), c.b, q, when)
 				perr := c.print(out, func(w io.Writer) {
 					for _, v := range out.Unparked {
-						fmt.Fprintf(w, "Unparked %s: cursor %d (%s to deliver).\n", push.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
+						fmt.Fprintf(w, "Unparked %s: cursor %d (%s to deliver).\n", store.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
 					}
 					switch {
 					case err != nil:
@@ -113,9 +113,9 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 			}
 			return c.print(map[string]any{"was_parked": v.WasParked, "registration": v.RegistrationView}, func(w io.Writer) {
 				if !v.WasParked {
-					fmt.Fprintf(w, "%s was not parked; nothing changed.\n", push.Name(stream, id))
+					fmt.Fprintf(w, "%s was not parked; nothing changed.\n", store.Name(stream, id))
 				} else {
-					fmt.Fprintf(w, "Unparked %s: %s at cursor %d (%s to deliver).\n", push.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
+					fmt.Fprintf(w, "Unparked %s: %s at cursor %d (%s to deliver).\n", store.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
 				}
 			})
 		},
@@ -194,7 +194,7 @@ func move(c *call, stream, id string, toSeq uint64, do func() error) error {
 		return err
 	}
 	return c.print(map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)}, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: cursor %d → %d (head %d, lag %d).\n", push.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
+		fmt.Fprintf(w, "%s: cursor %d → %d (head %d, lag %d).\n", store.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
 		if after.Parked {
 			fmt.Fprintln(w, "It is still parked: run herald unpark to resume deliveries.")
 		}
@@ -215,17 +215,17 @@ failure that parked it, and operators' unpark, skip and rewind; the newest %d
 are kept. The table cuts the body; --json shows every field whole. A receiver's
 Retry-After is shown as the wait herald keeps (clamped to 1s..--max-retry-after)
 beside what the receiver asked; in --json the error keeps the receiver's value
-and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
+and not_before is the next attempt.`, store.MaxEvidenceBody, store.MaxEvidence),
 		example: `  herald evidence --stream actor/alice --id https://remote.example/inbox
   herald evidence --stream task/8f3c --id push-1 --json`,
 		need: []string{"stream", "id"},
 		db:   readDB,
 		flags: func(f *pflag.FlagSet) {
 			keyFlags(f, &stream, &id)
-			intVar(f, &limit, "limit", 20, fmt.Sprintf("at most this many rows (up to %d)", push.MaxEvidence), fmt.Sprintf("from 1 to %d", push.MaxEvidence), 1, push.MaxEvidence)
+			intVar(f, &limit, "limit", 20, fmt.Sprintf("at most this many rows (up to %d)", store.MaxEvidence), fmt.Sprintf("from 1 to %d", store.MaxEvidence), 1, store.MaxEvidence)
 		},
 		run: func(c *call) error {
-			evs, err := operator.Evidence(c.ctx(), c.b, stream, id, min(limit+1, push.MaxEvidence)) // one more: are older rows kept?
+			evs, err := operator.Evidence(c.ctx(), c.b, stream, id, min(limit+1, store.MaxEvidence)) // one more: are older rows kept?
 			if err != nil {
 				return e.notFound(stream, id, err)
 			}
@@ -248,7 +248,7 @@ and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 				}
 				if t.Flush(); older {
 					fmt.Fprintf(w, "Older evidence is kept: %s --stream %s --id %s --limit %d shows up to the %d kept.\n",
-						e.hint("evidence"), shellQuote(stream), shellQuote(id), push.MaxEvidence, push.MaxEvidence)
+						e.hint("evidence"), shellQuote(stream), shellQuote(id), store.MaxEvidence, store.MaxEvidence)
 				}
 			})
 		},
@@ -258,7 +258,7 @@ and not_before is the next attempt.`, push.MaxEvidenceBody, push.MaxEvidence),
 // retryAfterNote is the evidence's error with the receiver's "; Retry-After
 // D" told as the wait herald keeps, clamped to [1 s, --max-retry-after]:
 // "503 Service Unavailable; retry after 1h (capped; the receiver asked 30d)".
-func retryAfterNote(ev push.Evidence) string {
+func retryAfterNote(ev store.Evidence) string {
 	const suffix = "; Retry-After "
 	i := strings.LastIndex(ev.Error, suffix)
 	if i < 0 || ev.NotBefore.IsZero() {
@@ -317,7 +317,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 			}
 			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func(w io.Writer) {
 				fmt.Fprintf(w, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
-					push.Name(stream, id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
+					store.Name(stream, id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
 				fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
 			})
 		},
@@ -326,7 +326,7 @@ cursor it had, so that register --from-seq can bring it back where it was.`,
 
 // registerAgain is the command that registers s again as it was, but for
 // what is never shown (a redacted URL, the config), left to fill in.
-func registerAgain(e *env, s push.Status) string {
+func registerAgain(e *env, s store.Status) string {
 	again := []string{e.hint("register"), "--stream", shellQuote(s.Stream), "--id", shellQuote(s.ID), "--namespace", s.Namespace, "--url", "…"}
 	if operator.RedactURL(s.URL) == s.URL {
 		again[len(again)-1] = shellQuote(s.URL)

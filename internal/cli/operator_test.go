@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Counts are English: "1 record", not "1 records".
@@ -189,8 +189,8 @@ func TestRetryAfterNote(t *testing.T) {
 		{"500 Internal Server Error", time.Minute, "500 Internal Server Error"},
 		{"body says ; Retry-After soon", time.Minute, "body says ; Retry-After soon"},
 	} {
-		ev := push.Evidence{At: at, NotBefore: at.Add(c.waits), Error: c.err}
+		ev := store.Evidence{At: at, NotBefore: at.Add(c.waits), Error: c.err}
 		require.Equal(t, c.want, retryAfterNote(ev), c.err)
 	}
-	require.Equal(t, "x; Retry-After 1h0m0s", retryAfterNote(push.Evidence{At: at, Error: "x; Retry-After 1h0m0s"}), "no next attempt: kept")
+	require.Equal(t, "x; Retry-After 1h0m0s", retryAfterNote(store.Evidence{At: at, Error: "x; Retry-After 1h0m0s"}), "no next attempt: kept")
 }

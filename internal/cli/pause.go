@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // newPause returns pause (resume false) or resume: an operator's stop of a
@@ -47,7 +47,7 @@ Resuming one not paused changes nothing (herald unpark resumes a parked one).`
 	}
 	c.check = func(c *call) error {
 		by = cmp.Or(by, os.Getenv("USER"), "operator")
-		return usageOf(push.ValidatePause(by, reason))
+		return usageOf(store.ValidatePause(by, reason))
 	}
 	c.run = func(c *call) error {
 		v, err := operator.Pause(c.ctx(), c.b, stream, id, resume, c.at(at), by, reason)
@@ -57,13 +57,13 @@ Resuming one not paused changes nothing (herald unpark resumes a parked one).`
 		return c.print(v, func(w io.Writer) {
 			switch {
 			case !v.Changed && resume:
-				fmt.Fprintf(w, "%s was not paused; nothing changed.\n", push.Name(stream, id))
+				fmt.Fprintf(w, "%s was not paused; nothing changed.\n", store.Name(stream, id))
 			case !v.Changed:
-				fmt.Fprintf(w, "%s was already paused; nothing changed.\n", push.Name(stream, id))
+				fmt.Fprintf(w, "%s was already paused; nothing changed.\n", store.Name(stream, id))
 			case resume:
-				fmt.Fprintf(w, "Resumed %s: %s at cursor %d (%s to deliver).\n", push.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
+				fmt.Fprintf(w, "Resumed %s: %s at cursor %d (%s to deliver).\n", store.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
 			default:
-				fmt.Fprintf(w, "Paused %s at cursor %d: herald resume delivers again.\n", push.Name(stream, id), v.NextSeq)
+				fmt.Fprintf(w, "Paused %s at cursor %d: herald resume delivers again.\n", store.Name(stream, id), v.NextSeq)
 			}
 		})
 	}

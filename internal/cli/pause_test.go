@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // pause stops deliveries, shown as paused with who and why; resume delivers
@@ -28,7 +28,7 @@ func TestPauseAndResume(t *testing.T) {
 	sweep("2026-03-15T11:01:00Z")
 	var regs []operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
-	require.Equal(t, push.StatePaused, regs[0].State)
+	require.Equal(t, store.StatePaused, regs[0].State)
 	require.True(t, regs[0].Paused)
 	require.Equal(t, uint64(1), regs[0].NextSeq, "a paused registration is not served")
 	require.Equal(t, "paused by alice: billing's maintenance", regs[0].LastError)

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldpush/herald/projection/cloudevents"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
 
@@ -79,8 +80,8 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost),
 			f.StringVar(&on4xx, "on-4xx", string(push.RejectRetry), "what another 4xx means: retry or skip")
 			intVar(f, &fromSeq, "from-seq", 1, "a new registration's first seq to deliver (1: the stream's beginning)", "1 or more (seqs are 1-based)", 1, 0)
 			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
-			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", push.MaxWindow),
-				fmt.Sprintf("1 to %d", push.MaxWindow), 1, push.MaxWindow)
+			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
+				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
 			retry.add(f)
 			cfg.add(f)
 		},
@@ -136,7 +137,7 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost),
 					verb = "Updated"
 				}
 				fmt.Fprintf(w, "%s %s: %s to %s, cursor %d%s, %s to deliver.\n",
-					verb, push.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
+					verb, store.Name(st.Stream, st.ID), st.Namespace, v.Host, st.NextSeq, window, plural(int(v.Lag), "record"))
 				if existed && (old.Namespace != st.Namespace || old.URL != st.URL) {
 					fmt.Fprintf(w, "It replaced %s to %s; its cursor and retry state are kept.\n", old.Namespace, tbl.Clean(operator.RedactURL(old.URL)))
 				}
@@ -323,20 +324,20 @@ type retryFlags struct {
 }
 
 func (rf *retryFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&rf.schedule, "retry-schedule", "", fmt.Sprintf("fixed delays between attempts, comma-separated, 1s to %s each (5s,5m,30m,2h,5h,10h,10h); the last repeats until the ceiling (default: the namespace's)", push.FormatDays(push.MaxRetryDelay)))
-	intVar(f, &rf.maxAttempts, "max-attempts", 0, "park on the failure that makes the attempts at one record reach this (default: the namespace's ceiling)", fmt.Sprintf("1 to %d", push.MaxAttemptsLimit), 1, push.MaxAttemptsLimit)
-	f.StringVar(&rf.retryFor, "retry-for", "", fmt.Sprintf("park on the first failure this long after the first of the run (3d, 36h), %v to %s; with --max-attempts whichever comes first (default: the namespace's ceiling)", push.MinRetryFor, push.FormatDays(push.MaxRetryFor)))
+	f.StringVar(&rf.schedule, "retry-schedule", "", fmt.Sprintf("fixed delays between attempts, comma-separated, 1s to %s each (5s,5m,30m,2h,5h,10h,10h); the last repeats until the ceiling (default: the namespace's)", store.FormatDays(store.MaxRetryDelay)))
+	intVar(f, &rf.maxAttempts, "max-attempts", 0, "park on the failure that makes the attempts at one record reach this (default: the namespace's ceiling)", fmt.Sprintf("1 to %d", store.MaxAttemptsLimit), 1, store.MaxAttemptsLimit)
+	f.StringVar(&rf.retryFor, "retry-for", "", fmt.Sprintf("park on the first failure this long after the first of the run (3d, 36h), %v to %s; with --max-attempts whichever comes first (default: the namespace's ceiling)", store.MinRetryFor, store.FormatDays(store.MaxRetryFor)))
 }
 
 // build returns the policy, its errors naming the flags.
 func (rf *retryFlags) build() (p push.RetryPolicy, err error) {
 	if rf.schedule != "" {
-		if p.Schedule, err = push.ParseSchedule("retry-schedule", rf.schedule); err != nil {
+		if p.Schedule, err = store.ParseSchedule("retry-schedule", rf.schedule); err != nil {
 			return p, usageOf(err)
 		}
 	}
 	if rf.retryFor != "" {
-		if p.For, err = push.ParseDays("retry-for", rf.retryFor); err != nil {
+		if p.For, err = store.ParseDays("retry-for", rf.retryFor); err != nil {
 			return p, usageOf(err)
 		}
 	}

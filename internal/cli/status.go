@@ -16,6 +16,7 @@ import (
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -104,7 +105,7 @@ work were read to count them.`, operator.MaxHeldScan),
 				}
 				if p := st.OldestParked; p != nil {
 					fmt.Fprintf(w, "\nOldest parked: %s (%s), parked %s at cursor %d: %s\n",
-						push.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
+						store.Name(p.Stream, p.ID), p.Host, operator.Instant(p.ParkedAt), p.NextSeq, tbl.Clean(p.LastError))
 				}
 				if h := st.Hosts; len(h.NotUp) > 0 {
 					fmt.Fprintf(w, "\nHosts: %d down, %d unavailable, %s held for them (herald hosts):\n", h.Down, h.Unavailable, plural(h.Held, "registration"))
@@ -218,16 +219,16 @@ registrations that will get it.`,
 // operator's skip began at or before it (the evidence keeps where a skip
 // began, not where it ended), else "yes"; "?" when it cannot be read.
 func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
-	evs, err := c.b.Evidence(c.ctx(), v.Stream, v.ID, push.MaxEvidence)
+	evs, err := c.b.Evidence(c.ctx(), v.Stream, v.ID, store.MaxEvidence)
 	if err != nil {
 		return "?"
 	}
 	said := "yes"
 	for _, ev := range evs {
 		switch {
-		case ev.Event == push.EventSkipped && ev.Seq == seq:
+		case ev.Event == store.EventSkipped && ev.Seq == seq:
 			return "skipped"
-		case ev.Event == push.EventSkip && ev.Seq != 0 && ev.Seq <= seq:
+		case ev.Event == store.EventSkip && ev.Seq != 0 && ev.Seq <= seq:
 			said = "yes or skipped"
 		}
 	}
@@ -235,7 +236,7 @@ func passedAs(c *call, v operator.RegistrationView, seq uint64) string {
 }
 
 func newHosts(e *env) command {
-	var q push.HostQuery
+	var q store.HostQuery
 	return command{
 		use:   "hosts",
 		short: "Host health: which receivers' hosts are down or unavailable, and what they hold",
@@ -252,12 +253,12 @@ its registrations, is probed and comes back.`,
 			f.StringVar(&q.State, "state", "", "only hosts in this state: up, down or unavailable")
 		},
 		run: func(c *call) error {
-			hs, err := push.AllHosts(c.ctx(), c.b, q)
+			hs, err := store.AllHosts(c.ctx(), c.b, q)
 			if err != nil {
 				return err
 			}
 			if hs == nil {
-				hs = []push.Host{}
+				hs = []store.Host{}
 			}
 			return c.print(hs, func(w io.Writer) {
 				switch {
@@ -309,7 +310,7 @@ held. If the host is still down, the next failures bring it down again.`,
 			return usageOf(err)
 		},
 		run: func(c *call) error {
-			before, err := push.AllHosts(c.ctx(), c.b, push.HostQuery{Host: host})
+			before, err := store.AllHosts(c.ctx(), c.b, store.HostQuery{Host: host})
 			if err != nil {
 				return err
 			}
@@ -324,7 +325,7 @@ held. If the host is still down, the next failures bring it down again.`,
 				held = before[0].Held
 			}
 			return c.print(map[string]any{"released": held, "host": h}, func(w io.Writer) {
-				if len(before) == 1 && before[0].State == push.HostUp && before[0].Failures == 0 {
+				if len(before) == 1 && before[0].State == store.HostUp && before[0].Failures == 0 {
 					fmt.Fprintf(w, "%s was up with no failures; nothing changed.\n", tbl.Cell(h.Host))
 				} else {
 					fmt.Fprintf(w, "Reset %s: up since %s; %s released.\n", tbl.Cell(h.Host), operator.Instant(h.Since), plural(held, "held registration"))
@@ -336,7 +337,7 @@ held. If the host is still down, the next failures bring it down again.`,
 
 func newRegistrations(e *env) command {
 	var (
-		q     push.ListQuery
+		q     store.ListQuery
 		limit int
 	)
 	return command{
@@ -358,7 +359,7 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 			f.StringVar(&q.Namespace, "namespace", "", "only this namespace (activitypub, cloudevents, a2a, webhook)")
 			f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
 			f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
-			intVar(f, &limit, "limit", 1000, "at most this many rows", fmt.Sprintf("from 1 to %d", push.MaxListLimit*100), 1, push.MaxListLimit*100)
+			intVar(f, &limit, "limit", 1000, "at most this many rows", fmt.Sprintf("from 1 to %d", store.MaxListLimit*100), 1, store.MaxListLimit*100)
 			f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")
 			f.StringVar(&q.After.ID, "after-id", "", "list the registrations after this one (with --after-stream): the id of the last one listed")
 		},
@@ -380,7 +381,7 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 			}
 			return c.print(views, func(w io.Writer) {
 				if len(views) == 0 {
-					if q == (push.ListQuery{}) {
+					if q == (store.ListQuery{}) {
 						fmt.Fprintln(w, "No registrations.")
 					} else {
 						fmt.Fprintln(w, "No registration matched.") // a mistyped --stream, say

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -30,16 +31,16 @@ func TestHostsCommand(t *testing.T) {
 
 	code, out, _ = runHostsCLI(t, db, "hosts", "--json")
 	require.Equal(t, ExitOK, code)
-	var hosts []push.Host
+	var hosts []store.Host
 	require.NoError(t, json.Unmarshal([]byte(out), &hosts))
 	require.Len(t, hosts, 1)
 	h := hosts[0]
 	require.Equal(t, "down.example:443", h.Host)
-	require.Equal(t, push.HostDown, h.State)
+	require.Equal(t, store.HostDown, h.State)
 	require.Equal(t, 3, h.Failures)
 	require.Equal(t, 2, h.Held, "a and b are held")
 	require.True(t, h.Since.Equal(t0.Add(2*time.Minute)))
-	require.True(t, h.NextProbeAt.Equal(h.Since.Add(push.ProbeDelay(h.Host, 0))))
+	require.True(t, h.NextProbeAt.Equal(h.Since.Add(store.ProbeDelay(h.Host, 0))))
 	require.Equal(t, hostile, h.LastError, "JSON keeps the text, escaped by the encoding")
 
 	code, out, _ = runHostsCLI(t, db, "registrations", "--json")
@@ -50,7 +51,7 @@ func TestHostsCommand(t *testing.T) {
 	for _, v := range regs {
 		if v.Host == "down.example:443" {
 			require.Equal(t, "held", v.State, v.ID)
-			require.Equal(t, push.HostDown, v.HeldFor, v.ID)
+			require.Equal(t, store.HostDown, v.HeldFor, v.ID)
 		} else {
 			require.NotEqual(t, "held", v.State, "%s is on a host that is up", v.ID)
 		}
@@ -94,12 +95,12 @@ func TestHostsCommand(t *testing.T) {
 	code, out, errOut = runHostsCLI(t, db, "hosts", "reset", "https://DOWN.example/inbox", "--at", "2026-03-15T12:00:00Z", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 	var reset struct {
-		Released int       `json:"released"`
-		Host     push.Host `json:"host"`
+		Released int        `json:"released"`
+		Host     store.Host `json:"host"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &reset))
 	require.Equal(t, 2, reset.Released)
-	require.Equal(t, push.HostUp, reset.Host.State)
+	require.Equal(t, store.HostUp, reset.Host.State)
 	require.True(t, reset.Host.Since.Equal(time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)))
 	code, out, _ = runHostsCLI(t, db, "status")
 	require.Equal(t, ExitOK, code)
@@ -172,14 +173,14 @@ func TestParkedRowsShowNoNextAttempt(t *testing.T) {
 	for _, id := range []string{"gone", "busy"} {
 		_, err = s.Register(t.Context(), push.Registration{Stream: "orders", ID: id, Namespace: "webhook", URL: "https://" + id + ".example/"})
 		require.NoError(t, err)
-		b, err := s.Due(t.Context(), push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
+		b, err := s.Due(t.Context(), store.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
 		require.Len(t, b.Registrations, 1)
 		c := b.Registrations[0].Claim()
 		if id == "gone" {
-			require.NoError(t, s.Park(t.Context(), c, 1, push.Evidence{At: t0, Event: push.EventParked, Status: 410, Error: "410 Gone"}))
+			require.NoError(t, s.Park(t.Context(), c, 1, store.Evidence{At: t0, Event: store.EventParked, Status: 410, Error: "410 Gone"}))
 		} else {
-			require.NoError(t, s.Retry(t.Context(), c, 1, t0.Add(time.Hour), push.Evidence{At: t0, Event: push.EventFailed, Status: 503, NotBefore: t0.Add(time.Hour)}))
+			require.NoError(t, s.Retry(t.Context(), c, 1, t0.Add(time.Hour), store.Evidence{At: t0, Event: store.EventFailed, Status: 503, NotBefore: t0.Add(time.Hour)}))
 		}
 	}
 	require.NoError(t, s.Close())

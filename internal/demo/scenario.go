@@ -19,6 +19,7 @@ import (
 	"github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // The demo's delivery policy: the down receiver is parked within seconds,
@@ -35,7 +36,7 @@ const (
 // Config is what Run needs.
 type Config struct {
 	Journal   journal.Journal // with Store, one empty database
-	Store     push.Store
+	Store     store.Store
 	Transport push.Transport // one that allows http:// and loopback
 	Input     *Input
 	Database  string        // how the narration names the database
@@ -44,7 +45,7 @@ type Config struct {
 	Progress  io.Writer     // a progress line a second while delivering (nil: none)
 	Logger    *slog.Logger  // the workers' logs (nil: none)
 	// ShowRegistrations prints registrations as `herald registrations` does.
-	ShowRegistrations func(w io.Writer, sts []push.Status) error
+	ShowRegistrations func(w io.Writer, sts []store.Status) error
 
 	// polled, if set, sees the registrations each time the demo reads them
 	// while it waits; expire ends the run's Duration there and then.
@@ -210,7 +211,7 @@ func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
 		URL: r.url + (&url.URL{Path: "/" + st.Name}).EscapedPath(), Config: raw},
 		RegistrationSummary: RegistrationSummary{Stream: st.Name, ID: r.name, Receiver: r.name, Namespace: ns, Records: len(st.Entries), Verifies: r.verifies}}
 	if _, err := s.workers[ns].Register(ctx, p.reg); err != nil {
-		return fmt.Errorf("register %s: %w", push.Name(st.Name, r.name), err)
+		return fmt.Errorf("register %s: %w", store.Name(st.Name, r.name), err)
 	}
 	recs, err := s.cfg.Journal.Read(ctx, st.Name, 1, len(st.Entries), 0)
 	if err != nil {
@@ -237,13 +238,13 @@ func (s *scenario) register(ctx context.Context, st Stream, r *receiver) error {
 // streams: the demo's workers would deliver the registrations too, and its
 // appends would conflict.
 func (s *scenario) checkEmpty(ctx context.Context) error {
-	regs, err := s.cfg.Store.List(ctx, push.ListQuery{Limit: 1})
+	regs, err := s.cfg.Store.List(ctx, store.ListQuery{Limit: 1})
 	if err != nil {
 		return fmt.Errorf("read the database's registrations: %w", err)
 	}
 	if len(regs) > 0 {
 		return fmt.Errorf("%s already has registrations (%s, …): %w, since its workers would deliver them too; omit --database to use a fresh one",
-			s.cfg.Database, push.Name(regs[0].Stream, regs[0].ID), ErrNotEmpty)
+			s.cfg.Database, store.Name(regs[0].Stream, regs[0].ID), ErrNotEmpty)
 	}
 	for _, st := range s.cfg.Input.all() {
 		if head, err := s.cfg.Journal.Head(ctx, st.Name); err != nil {
@@ -303,7 +304,7 @@ stream's records (an inbox gets no Block of its actor and nothing addressed
 only to others; an A2A registration ends at its task's terminal state).
 VERIFIED: what the receiver itself verified, in order, of what it expected.
 `)
-	parked, err := s.cfg.Store.List(ctx, push.ListQuery{Parked: true, Limit: push.MaxListLimit})
+	parked, err := s.cfg.Store.List(ctx, store.ListQuery{Parked: true, Limit: store.MaxListLimit})
 	if err != nil {
 		return err
 	}
@@ -332,9 +333,9 @@ func (s *scenario) recover(ctx context.Context) error {
 		s.sum.Recovered = append(s.sum.Recovered, Recovery{Stream: p.reg.Stream, ID: p.reg.ID, WasParked: st.Parked, FromSeq: st.NextSeq})
 		fmt.Fprintf(s.out, "$ herald unpark --stream %s --id %s\n", p.reg.Stream, p.reg.ID)
 		if st.Parked {
-			fmt.Fprintf(s.out, "Unparked %s: due now at cursor %d (%d records to deliver).\n", push.Name(p.reg.Stream, p.reg.ID), st.NextSeq, st.Lag())
+			fmt.Fprintf(s.out, "Unparked %s: due now at cursor %d (%d records to deliver).\n", store.Name(p.reg.Stream, p.reg.ID), st.NextSeq, st.Lag())
 		} else {
-			fmt.Fprintf(s.out, "%s was not parked; nothing changed.\n", push.Name(p.reg.Stream, p.reg.ID))
+			fmt.Fprintf(s.out, "%s was not parked; nothing changed.\n", store.Name(p.reg.Stream, p.reg.ID))
 		}
 	}
 	for _, p := range downs {
@@ -365,12 +366,12 @@ func (s *scenario) wait(ctx context.Context, ps []*plan) error {
 		for _, r := range rows {
 			delivered, total = delivered+min(r.Delivered, r.Expected), total+r.Expected
 			states[r.State]++
-			if r.State == push.StateReady || r.State == push.StateRetrying {
+			if r.State == store.StateReady || r.State == store.StateRetrying {
 				last := ""
 				if r.LastError != "" {
 					last = ", last error: " + r.LastError
 				}
-				pending = append(pending, fmt.Sprintf("%s (%s at cursor %d of %d%s)", push.Name(r.Stream, r.ID), r.State, r.NextSeq, r.Head, last))
+				pending = append(pending, fmt.Sprintf("%s (%s at cursor %d of %d%s)", store.Name(r.Stream, r.ID), r.State, r.NextSeq, r.Head, last))
 			}
 		}
 		if len(pending) == 0 {
@@ -382,7 +383,7 @@ func (s *scenario) wait(ctx context.Context, ps []*plan) error {
 		if s.cfg.Progress != nil && time.Since(shown) >= time.Second {
 			shown = time.Now()
 			fmt.Fprintf(s.cfg.Progress, "  %4.1fs  %d/%d messages delivered, %d retrying, %d parked\n",
-				time.Since(start).Seconds(), delivered, total, states[push.StateRetrying], states[push.StateParked])
+				time.Since(start).Seconds(), delivered, total, states[store.StateRetrying], states[store.StateParked])
 		}
 		if ctx.Err() == nil { // else the failure names who was at work at the last read
 			select {

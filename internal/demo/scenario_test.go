@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
@@ -31,7 +32,7 @@ func testConfig(t *testing.T, tr push.Transport) (Config, *bytes.Buffer) {
 	st := memory.New()
 	var out bytes.Buffer
 	return Config{Journal: st, Store: st, Transport: tr, Input: in, Database: "memory", Out: &out,
-		ShowRegistrations: func(w io.Writer, sts []push.Status) error {
+		ShowRegistrations: func(w io.Writer, sts []store.Status) error {
 			for _, s := range sts {
 				if _, err := io.WriteString(w, s.Stream+"/"+s.ID+" "+s.State()+"\n"); err != nil {
 					return err
@@ -90,7 +91,7 @@ func TestRunStopsAtItsDuration(t *testing.T) {
 	expired := false
 	cfg.polled = func(rows []RegistrationSummary, expire func()) {
 		for _, r := range rows {
-			if r.Stream == "webhooks/shop" && r.ID == "flaky" && !expired && r.State == push.StateRetrying {
+			if r.Stream == "webhooks/shop" && r.ID == "flaky" && !expired && r.State == store.StateRetrying {
 				expired = true
 				expire()
 			}

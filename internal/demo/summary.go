@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Summary is the outcome of one run, as `herald demo --json` prints it.
@@ -91,11 +91,11 @@ type Recovery struct {
 // rows reads the registrations of ps with both sides' counts; parks adds
 // how often each was parked, from its evidence.
 func (s *scenario) rows(ctx context.Context, ps []*plan, parks bool) ([]RegistrationSummary, error) {
-	all, err := push.AllRegistrations(ctx, s.cfg.Store, push.ListQuery{})
+	all, err := store.AllRegistrations(ctx, s.cfg.Store, store.ListQuery{})
 	if err != nil {
 		return nil, fmt.Errorf("read the registrations: %w", err)
 	}
-	sts := map[push.Key]push.Status{}
+	sts := map[store.Key]store.Status{}
 	for _, st := range all {
 		sts[st.Key()] = st
 	}
@@ -117,7 +117,7 @@ func (s *scenario) rows(ctx context.Context, ps []*plan, parks bool) ([]Registra
 				return nil, err
 			}
 			for _, ev := range evs {
-				if ev.Event == push.EventParked {
+				if ev.Event == store.EventParked {
 					row.TimesParked++
 				}
 			}
@@ -157,11 +157,11 @@ func (s *scenario) finish(ctx context.Context) error {
 		rc.Recovered = !row.Parked && row.NextSeq == row.Head+1 && row.Verified == row.Expected
 		if rc.Recovered {
 			fmt.Fprintf(s.out, "%s caught up in %.1fs: cursor %d → %d, %d messages delivered, %d of %d verified by the receiver.\n",
-				push.Name(rc.Stream, rc.ID), sum.RecoverSeconds, rc.FromSeq, rc.NextSeq, rc.Delivered, rc.Verified, rc.Expected)
+				store.Name(rc.Stream, rc.ID), sum.RecoverSeconds, rc.FromSeq, rc.NextSeq, rc.Delivered, rc.Verified, rc.Expected)
 		}
 	}
 	for _, r := range rows {
-		name := push.Name(r.Stream, r.ID)
+		name := store.Name(r.Stream, r.ID)
 		switch {
 		case r.Receiver == goneName:
 			kept += r.Expected

@@ -16,16 +16,16 @@ import (
 // config against its projection, or a Store's) and returns it as stored
 // (with its head, from s) and as it was before: nil for a new one. Errors
 // are register's and s's.
-func Register(ctx context.Context, s push.Store, register func(context.Context, push.Registration) (push.Registration, error),
-	reg push.Registration) (st push.Status, old *push.Status, err error) {
+func Register(ctx context.Context, s store.Store, register func(context.Context, push.Registration) (push.Registration, error),
+	reg push.Registration) (st store.Status, old *store.Status, err error) {
 	if was, err := s.Get(ctx, reg.Stream, reg.ID); err == nil {
 		old = &was
 	} else if !errors.Is(err, journal.ErrNotFound) {
-		return push.Status{}, nil, err
+		return store.Status{}, nil, err
 	}
 	stored, err := register(ctx, reg)
 	if err != nil {
-		return push.Status{}, nil, err
+		return store.Status{}, nil, err
 	}
 	st, err = s.Get(ctx, stored.Stream, stored.ID)
 	return st, old, err
@@ -38,9 +38,9 @@ type UnparkView struct {
 	WasParked bool `json:"was_parked"`
 }
 
-// Unpark unparks stream/id at at (push.Store.Unpark). Errors are the
+// Unpark unparks stream/id at at (store.Store.Unpark). Errors are the
 // store's: journal.ErrNotFound for no such registration.
-func Unpark(ctx context.Context, s push.Store, stream, id string, at time.Time) (UnparkView, error) {
+func Unpark(ctx context.Context, s store.Store, stream, id string, at time.Time) (UnparkView, error) {
 	before, err := s.Get(ctx, stream, id)
 	if err != nil {
 		return UnparkView{}, err
@@ -62,10 +62,10 @@ type PauseView struct {
 	Changed bool `json:"changed"`
 }
 
-// Pause pauses stream/id at at for by, saying why (push.Store.Pause);
-// resume false, or resumes it (push.Store.Resume). Errors are the
-// store's: journal.ErrNotFound, journal.ErrInvalid (push.ValidatePause).
-func Pause(ctx context.Context, s push.Store, stream, id string, resume bool, at time.Time, by, reason string) (PauseView, error) {
+// Pause pauses stream/id at at for by, saying why (store.Store.Pause);
+// resume false, or resumes it (store.Store.Resume). Errors are the
+// store's: journal.ErrNotFound, journal.ErrInvalid (store.ValidatePause).
+func Pause(ctx context.Context, s store.Store, stream, id string, resume bool, at time.Time, by, reason string) (PauseView, error) {
 	before, err := s.Get(ctx, stream, id)
 	if err != nil {
 		return PauseView{}, err
@@ -96,13 +96,13 @@ type UnparkedAll struct {
 // unset variable in a script) is refused, since it would unpark every
 // stream's or namespace's. Errors wrap journal.ErrInvalid and end "nothing
 // was unparked".
-func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (push.ListQuery, error) {
+func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (store.ListQuery, error) {
 	for _, f := range [][2]string{{"namespace", namespace}, {"stream", stream}} {
 		if given(f[0]) && f[1] == "" {
-			return push.ListQuery{}, journal.Invalid(f[0], "is empty; leave it out to unpark every %s's; nothing was unparked", f[0])
+			return store.ListQuery{}, journal.Invalid(f[0], "is empty; leave it out to unpark every %s's; nothing was unparked", f[0])
 		}
 	}
-	q := push.ListQuery{Stream: stream, Namespace: namespace, Parked: true}
+	q := store.ListQuery{Stream: stream, Namespace: namespace, Parked: true}
 	if err := CheckList(q); err != nil {
 		return q, fmt.Errorf("%w; nothing was unparked", err)
 	}
@@ -113,7 +113,7 @@ func UnparkAllQuery(stream, namespace string, given func(filter string) bool) (p
 // can match, and a list after a registration that does not name both its
 // stream and its id. Errors wrap journal.ErrInvalid and name the field as
 // the APIs do (stream, namespace, after_stream, after_id).
-func CheckList(q push.ListQuery) error {
+func CheckList(q store.ListQuery) error {
 	switch {
 	case q.After.Stream != "" && q.After.ID == "":
 		return journal.Invalid("after_id", "is missing: a list after a registration takes its stream and its id")
@@ -134,7 +134,7 @@ func CheckList(q push.ListQuery) error {
 		}
 	}
 	if q.Namespace != "" {
-		return push.ValidateNamespace(q.Namespace)
+		return store.ValidateNamespace(q.Namespace)
 	}
 	return nil
 }
@@ -143,18 +143,18 @@ func CheckList(q push.ListQuery) error {
 // one, each with its evidence; one unregistered since it was listed is left
 // out. An error stops it, naming the registration it failed on; those
 // unparked before it come with it and stay unparked.
-func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time) (UnparkedAll, error) {
+func UnparkAll(ctx context.Context, s store.Store, q store.ListQuery, at time.Time) (UnparkedAll, error) {
 	q.Parked = true
-	parked, err := push.AllRegistrations(ctx, s, q)
+	parked, err := store.AllRegistrations(ctx, s, q)
 	if err != nil {
 		return UnparkedAll{Unparked: Held(nil).Views(nil)}, err
 	}
-	done := []push.Status{}
-	fail := func(format string, p push.Status, err error) (UnparkedAll, error) {
+	done := []store.Status{}
+	fail := func(format string, p store.Status, err error) (UnparkedAll, error) {
 		return UnparkedAll{Unparked: Held(nil).Views(done)},
-			fmt.Errorf(format, len(done), len(parked), push.Name(p.Stream, p.ID), err)
+			fmt.Errorf(format, len(done), len(parked), store.Name(p.Stream, p.ID), err)
 	}
-	parked = slices.DeleteFunc(parked, func(st push.Status) bool { return st.Paused }) // herald resume ends a pause
+	parked = slices.DeleteFunc(parked, func(st store.Status) bool { return st.Paused }) // herald resume ends a pause
 	for _, p := range parked {
 		if err := s.Unpark(ctx, p.Stream, p.ID, at); errors.Is(err, journal.ErrNotFound) {
 			continue // unregistered since it was listed
@@ -178,7 +178,7 @@ func UnparkAll(ctx context.Context, s push.Store, q push.ListQuery, at time.Time
 // Evidence lists a registration's evidence, newest first, at most limit
 // rows (0: the store's default), with each redirect's Location redacted as
 // URLs are. Errors are the store's.
-func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) ([]push.Evidence, error) {
+func Evidence(ctx context.Context, s store.Store, stream, id string, limit int) ([]store.Evidence, error) {
 	evs, err := s.Evidence(ctx, stream, id, limit)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func Evidence(ctx context.Context, s push.Store, stream, id string, limit int) (
 		evs[i].Location = RedactURL(evs[i].Location)
 	}
 	if evs == nil {
-		evs = []push.Evidence{}
+		evs = []store.Evidence{}
 	}
 	return evs, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -25,8 +24,8 @@ type Status struct {
 	Namespaces    map[string]NamespaceView `json:"namespaces"`
 	OldestParked  *RegistrationView        `json:"oldest_parked"`
 	// Unnumbered counts the records committed but waiting to be numbered
-	// (push.Stats.Unnumbered): in no namespace's records behind yet.
-	Unnumbered push.Unnumbered `json:"unnumbered"`
+	// (store.Stats.Unnumbered): in no namespace's records behind yet.
+	Unnumbered store.Unnumbered `json:"unnumbered"`
 }
 
 // UnnumberedStale is how long a record may wait to be numbered before
@@ -39,7 +38,7 @@ const UnnumberedStale = 10 * time.Second
 // nothing: "12 records (of 3 streams) waiting to be numbered, the oldest
 // appended 2026-… (5m ago); " and then stale, once the oldest waited
 // UnnumberedStale.
-func UnnumberedNote(u push.Unnumbered, at time.Time, stale string) string {
+func UnnumberedNote(u store.Unnumbered, at time.Time, stale string) string {
 	if u.Records == 0 {
 		return ""
 	}
@@ -70,23 +69,23 @@ func (s Status) Names() []string { return slices.Sorted(maps.Keys(s.Namespaces))
 // NamespaceView is one namespace's counts: Store.Stats', with those held
 // for their host moved out of ready and retrying into Held.
 type NamespaceView struct {
-	push.NamespaceStats
+	store.NamespaceStats
 	Held int `json:"held"`
 }
 
 // StatusAt reads the Status at instant at. Errors are the store's.
-func StatusAt(ctx context.Context, s push.Store, at time.Time) (Status, error) {
+func StatusAt(ctx context.Context, s store.Store, at time.Time) (Status, error) {
 	st, err := s.Stats(ctx, at)
 	if err != nil {
 		return Status{}, err
 	}
-	hs, err := push.AllHosts(ctx, s, push.HostQuery{})
+	hs, err := store.AllHosts(ctx, s, store.HostQuery{})
 	if err != nil {
 		return Status{}, err
 	}
 	out, notUp := Status{Hosts: SummarizeHosts(hs), Namespaces: map[string]NamespaceView{}}, Held{}
 	for _, h := range hs {
-		if h.State != push.HostUp {
+		if h.State != store.HostUp {
 			notUp[h.Host] = h.State
 		}
 	}
@@ -112,12 +111,12 @@ const MaxHeldScan = 100_000
 // ready and retrying counts of namespaces and returns how many each holds,
 // reading at most MaxHeldScan lagging registrations (past that, truncated).
 // Stats and List are two reads: under change the counts are approximate.
-func splitHeld(ctx context.Context, s push.Store, namespaces map[string]push.NamespaceStats, notUp Held) (held map[string]int, truncated bool, err error) {
+func splitHeld(ctx context.Context, s store.Store, namespaces map[string]store.NamespaceStats, notUp Held) (held map[string]int, truncated bool, err error) {
 	held = map[string]int{}
 	if len(notUp) == 0 {
 		return held, false, nil
 	}
-	q := push.ListQuery{Lagging: true, Limit: push.MaxListLimit}
+	q := store.ListQuery{Lagging: true, Limit: store.MaxListLimit}
 	for scanned := 0; ; {
 		page, err := s.List(ctx, q)
 		if err != nil {
@@ -129,7 +128,7 @@ func splitHeld(ctx context.Context, s push.Store, namespaces map[string]push.Nam
 				continue
 			}
 			held[r.Namespace]++
-			if r.State() == push.StateRetrying {
+			if r.State() == store.StateRetrying {
 				c.Retrying = max(c.Retrying-1, 0)
 			} else {
 				c.Ready = max(c.Ready-1, 0)
@@ -151,23 +150,23 @@ func splitHeld(ctx context.Context, s push.Store, namespaces map[string]push.Nam
 // failed for their host) by state, and lists the first maxNotUp not up
 // (herald hosts lists them all).
 type HostSummary struct {
-	Up          int         `json:"up"`
-	Down        int         `json:"down"`
-	Unavailable int         `json:"unavailable"`
-	Held        int         `json:"held"` // registrations held by the hosts not up
-	NotUp       []push.Host `json:"not_up"`
+	Up          int          `json:"up"`
+	Down        int          `json:"down"`
+	Unavailable int          `json:"unavailable"`
+	Held        int          `json:"held"` // registrations held by the hosts not up
+	NotUp       []store.Host `json:"not_up"`
 }
 
 const maxNotUp = 10
 
 // SummarizeHosts returns the summary of hs.
-func SummarizeHosts(hs []push.Host) HostSummary {
-	sum := HostSummary{NotUp: []push.Host{}}
+func SummarizeHosts(hs []store.Host) HostSummary {
+	sum := HostSummary{NotUp: []store.Host{}}
 	for _, h := range hs {
 		switch h.State {
-		case push.HostDown:
+		case store.HostDown:
 			sum.Down++
-		case push.HostUnavailable:
+		case store.HostUnavailable:
 			sum.Unavailable++
 		default:
 			sum.Up++
@@ -242,7 +241,7 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 // RecordStatusOf is the RecordStatus of the record named by id, or by stream
 // and seq (text, as a query gives it); a record that waits to be numbered
 // has one too. Errors: journal.ErrInvalid, FindRecord's.
-func RecordStatusOf(ctx context.Context, s Store, id, stream, seqText string) (RecordStatus, error) {
+func RecordStatusOf(ctx context.Context, s store.Backend, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
 	switch {
 	case id != "" && seqText == "":
@@ -283,12 +282,12 @@ type RecordStatus struct {
 // StatusOf returns rec's RecordStatus, reading every registration of its
 // stream; a record with seq 0 is one waiting to be numbered. Errors are the
 // store's.
-func StatusOf(ctx context.Context, s push.Store, rec journal.Record) (RecordStatus, error) {
+func StatusOf(ctx context.Context, s store.Store, rec journal.Record) (RecordStatus, error) {
 	held, err := HeldHosts(ctx, s)
 	if err != nil {
 		return RecordStatus{}, err
 	}
-	regs, err := push.AllRegistrations(ctx, s, push.ListQuery{Stream: rec.Stream})
+	regs, err := store.AllRegistrations(ctx, s, store.ListQuery{Stream: rec.Stream})
 	if err != nil {
 		return RecordStatus{}, err
 	}

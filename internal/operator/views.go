@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // StateHeld is the state shown for a registration with work on a host that
@@ -80,10 +80,10 @@ func (r *RetryView) String() string {
 type Held map[string]string
 
 // HeldHosts reads the hosts that are not up. Errors are the store's.
-func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
+func HeldHosts(ctx context.Context, hs store.HostStore) (Held, error) {
 	held := Held{}
-	for _, state := range []string{push.HostDown, push.HostUnavailable} {
-		list, err := push.AllHosts(ctx, hs, push.HostQuery{State: state})
+	for _, state := range []string{store.HostDown, store.HostUnavailable} {
+		list, err := store.AllHosts(ctx, hs, store.HostQuery{State: state})
 		if err != nil {
 			return nil, err
 		}
@@ -94,15 +94,9 @@ func HeldHosts(ctx context.Context, hs push.HostStore) (Held, error) {
 	return held, nil
 }
 
-// Store is the journal and the push store over one database.
-type Store interface {
-	journal.Journal
-	push.Store
-}
-
 // Registration reads stream/id as shown. Errors are the store's:
 // journal.ErrNotFound for no such registration.
-func Registration(ctx context.Context, s push.Store, stream, id string) (RegistrationView, error) {
+func Registration(ctx context.Context, s store.Store, stream, id string) (RegistrationView, error) {
 	st, err := s.Get(ctx, stream, id)
 	if err != nil {
 		return RegistrationView{}, err
@@ -113,7 +107,7 @@ func Registration(ctx context.Context, s push.Store, stream, id string) (Registr
 
 // View returns s as shown, held when it has work on a host of held and is
 // not parked.
-func (held Held) View(s push.Status) RegistrationView {
+func (held Held) View(s store.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
@@ -123,10 +117,10 @@ func (held Held) View(s push.Status) RegistrationView {
 	if !s.Retry.IsZero() {
 		v.Retry = &RetryView{MaxAttempts: s.Retry.MaxAttempts}
 		for _, d := range s.Retry.Schedule {
-			v.Retry.Schedule = append(v.Retry.Schedule, push.FormatDays(d))
+			v.Retry.Schedule = append(v.Retry.Schedule, store.FormatDays(d))
 		}
 		if s.Retry.For > 0 {
-			v.Retry.For = push.FormatDays(s.Retry.For)
+			v.Retry.For = store.FormatDays(s.Retry.For)
 		}
 	}
 	if s.Attempts > 0 {
@@ -139,7 +133,7 @@ func (held Held) View(s push.Status) RegistrationView {
 }
 
 // Views is View of each of sts.
-func (held Held) Views(sts []push.Status) []RegistrationView {
+func (held Held) Views(sts []store.Status) []RegistrationView {
 	out := make([]RegistrationView, len(sts))
 	for i, s := range sts {
 		out[i] = held.View(s)
@@ -200,23 +194,23 @@ func Instant(t time.Time) string {
 }
 
 // HostArg reads a host as an operator names it: the host:port herald hosts
-// lists, or any http(s) URL on it, checked as push.ValidateHost does.
+// lists, or any http(s) URL on it, checked as store.ValidateHost does.
 // Errors wrap journal.ErrInvalid, field "host".
 func HostArg(s string) (string, error) {
 	if !strings.Contains(s, "://") {
-		return push.FoldHost(s), push.ValidateHost(s)
+		return store.FoldHost(s), store.ValidateHost(s)
 	}
-	if err := push.ValidateURL(s); err != nil {
+	if err := store.ValidateURL(s); err != nil {
 		return "", journal.Invalid("host", "is neither host:port, as herald hosts lists it, nor a URL herald delivers to (%v)", err)
 	}
-	return push.HostOf(s), nil
+	return store.HostOf(s), nil
 }
 
 // List lists, as shown, up to limit registrations that q matches, in state
 // when it is set (push's states or StateHeld). next, when others follow, is
 // where to list them from: past the last one listed, or past the last one
 // read when scan (0: no bound) were read to find them.
-func List(ctx context.Context, s push.Store, q push.ListQuery, state string, limit, scan int) (out []RegistrationView, next *push.Key, err error) {
+func List(ctx context.Context, s store.Store, q store.ListQuery, state string, limit, scan int) (out []RegistrationView, next *store.Key, err error) {
 	if err := CheckList(q); err != nil {
 		return nil, nil, err
 	}
@@ -225,10 +219,10 @@ func List(ctx context.Context, s push.Store, q push.ListQuery, state string, lim
 		return nil, nil, err
 	}
 	out = []RegistrationView{} // none is an empty list, in JSON too
-	q.Parked = q.Parked || state == push.StateParked || state == push.StatePaused
-	q.Lagging = q.Lagging || state == push.StateReady || state == push.StateRetrying || state == StateHeld
+	q.Parked = q.Parked || state == store.StateParked || state == store.StatePaused
+	q.Lagging = q.Lagging || state == store.StateReady || state == store.StateRetrying || state == StateHeld
 	for scanned := 0; ; {
-		q.Limit = push.MaxListLimit
+		q.Limit = store.MaxListLimit
 		if state == "" {
 			q.Limit = min(limit+1-len(out), q.Limit) // one more: do others follow?
 		}
@@ -239,7 +233,7 @@ func List(ctx context.Context, s push.Store, q push.ListQuery, state string, lim
 		for _, st := range page {
 			if v := held.View(st); state == "" || v.State == state {
 				if len(out) == limit {
-					return out, &push.Key{Stream: out[limit-1].Stream, ID: out[limit-1].ID}, nil
+					return out, &store.Key{Stream: out[limit-1].Stream, ID: out[limit-1].ID}, nil
 				}
 				out = append(out, v)
 			}

@@ -118,17 +118,17 @@ func TestSetupExportsSpans(t *testing.T) {
 		t.Fatal("Setup did not turn export on with the endpoint set")
 	}
 
-	store := memory.New()
-	if _, err := store.Append(ctx, "orders/1", journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{}`)}); err != nil {
+	db := memory.New()
+	if _, err := db.Append(ctx, "orders/1", journal.Entry{ID: "evt-1", Kind: "order.created", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Register(ctx, push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks"}); err != nil {
+	if _, err := db.Register(ctx, push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks"}); err != nil {
 		t.Fatal(err)
 	}
 	accept := push.TransportFunc(func(context.Context, push.Registration, push.Message, time.Time) (push.Outcome, error) {
 		return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
 	})
-	w, err := push.NewWorker(store, store, accept, passthrough{}) // the global provider: no option
+	w, err := push.NewWorker(db, db, accept, passthrough{}) // the global provider: no option
 	if err != nil {
 		t.Fatal(err)
 	}

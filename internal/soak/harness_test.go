@@ -43,9 +43,9 @@ type Sample struct {
 // Result is what a soak saw.
 type Result struct {
 	Samples  []Sample
-	Appended int                 // records appended per stream
-	Received map[push.Key]uint64 // per registration: the highest seq received in order
-	Gaps     []string            // out-of-order or missing deliveries, in words (empty: none)
+	Appended int                  // records appended per stream
+	Received map[store.Key]uint64 // per registration: the highest seq received in order
+	Gaps     []string             // out-of-order or missing deliveries, in words (empty: none)
 }
 
 // Clock is the soak's simulated time, for the store's WithClock.
@@ -62,12 +62,12 @@ func (c *Clock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
 // Run runs the soak on b, whose appends are stamped by clock. size reports
 // the database's size on disk; newWorker makes the worker, whose transport
 // must reach loopback and whose projection must be Projection.
-func Run(ctx context.Context, b store.Backend, clock *Clock, size func(context.Context) (int64, error), newWorker func(push.Store, journal.Journal) (*push.Worker, error), cfg Config) (Result, error) {
-	res := Result{Received: map[push.Key]uint64{}}
+func Run(ctx context.Context, b store.Backend, clock *Clock, size func(context.Context) (int64, error), newWorker func(store.Store, journal.Journal) (*push.Worker, error), cfg Config) (Result, error) {
+	res := Result{Received: map[store.Key]uint64{}}
 	var mu sync.Mutex
 	down := atomic.Bool{}
 	recv := func(w http.ResponseWriter, r *http.Request) {
-		key := push.Key{Stream: r.URL.Query().Get("stream"), ID: r.URL.Query().Get("id")}
+		key := store.Key{Stream: r.URL.Query().Get("stream"), ID: r.URL.Query().Get("id")}
 		if strings.HasPrefix(key.ID, "flaky") && down.Load() {
 			// An answer about the record (not the host's health): it
 			// counts against the registration, which parks.
@@ -190,7 +190,7 @@ func Run(ctx context.Context, b store.Backend, clock *Clock, size func(context.C
 
 func measure(ctx context.Context, b store.Backend, size func(context.Context) (int64, error)) (Sample, error) {
 	var smp Sample
-	q := store.StreamQuery{Limit: push.MaxListLimit}
+	q := store.StreamQuery{Limit: store.MaxListLimit}
 	for {
 		infos, err := b.Streams(ctx, q)
 		if err != nil {

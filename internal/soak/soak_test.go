@@ -15,6 +15,7 @@ import (
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/transport"
@@ -38,7 +39,7 @@ func config(t *testing.T) Config {
 	return cfg
 }
 
-func worker(s push.Store, j journal.Journal) (*push.Worker, error) {
+func worker(s store.Store, j journal.Journal) (*push.Worker, error) {
 	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func check(t *testing.T, cfg Config, res Result) {
 		}
 		want := res.Samples[len(res.Samples)-1].Appended / cfg.Streams
 		for _, id := range ids {
-			k := push.Key{Stream: fmt.Sprintf("soak/%d", s), ID: id}
+			k := store.Key{Stream: fmt.Sprintf("soak/%d", s), ID: id}
 			require.InDelta(t, want, res.Received[k], 1, "%v received every record of its stream", k)
 		}
 	}

@@ -321,7 +321,7 @@ func TestWorkerCompletesAtTerminalLine(t *testing.T) {
 				t.Fatalf("%s: no line with a terminal state; the corpus says each lifecycle ends in one", lc.name)
 			}
 
-			store := memory.New()
+			db := memory.New()
 			stream := "task/" + lc.name + "/" + version
 			entries := make([]journal.Entry, 0, len(lc.lines)+1)
 			for i, line := range lc.lines {
@@ -331,10 +331,10 @@ func TestWorkerCompletesAtTerminalLine(t *testing.T) {
 			// Written here: a status update after the end, which must stay unsent.
 			entries = append(entries, journal.Entry{ID: stream + "#late", Kind: "statusUpdate", ContentType: "application/a2a+json",
 				Payload: []byte(`{"statusUpdate":{"taskId":"late","contextId":"late","status":{"state":"TASK_STATE_WORKING"}}}`)})
-			if _, err := store.Append(ctx, stream, entries...); err != nil {
+			if _, err := db.Append(ctx, stream, entries...); err != nil {
 				t.Fatal(err)
 			}
-			w, err := push.NewWorker(store, store, projtest.Transport(t), a2a.New(), push.WithDrainPage(1), push.WithOwner("test"), push.WithLogger(slog.New(slog.DiscardHandler)))
+			w, err := push.NewWorker(db, db, projtest.Transport(t), a2a.New(), push.WithDrainPage(1), push.WithOwner("test"), push.WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,7 +349,7 @@ func TestWorkerCompletesAtTerminalLine(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s v%s: %v", lc.name, version, err)
 			}
-			_, getErr := store.Get(ctx, stream, "push")
+			_, getErr := db.Get(ctx, stream, "push")
 			if !errors.Is(getErr, journal.ErrNotFound) || rep.Completed != 1 || rep.Records != terminal+1 {
 				t.Fatalf("%s v%s: %+v, Get: %v; want the %d lines up to the terminal one served and the registration completed and deleted",
 					lc.name, version, rep, getErr, terminal+1)

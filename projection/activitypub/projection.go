@@ -14,6 +14,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 const (
@@ -45,7 +46,7 @@ func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize,
 func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
 	s, err := projconfig.Get(p.base, reg.Config)
 	if err != nil {
-		return nil, fmt.Errorf("activitypub: registration %s: %w", push.Name(reg.Stream, reg.ID), err)
+		return nil, fmt.Errorf("activitypub: registration %s: %w", store.Name(reg.Stream, reg.ID), err)
 	}
 	a, err := parseActivity(rec.Payload)
 	if err != nil {

@@ -115,7 +115,7 @@ func FuzzMessages(f *testing.F) {
 // skipped, and the cursor moves past all of them.
 func TestWorkerDeliversInOrderAndAdvances(t *testing.T) {
 	ctx := context.Background()
-	store := memory.New()
+	db := memory.New()
 	in := newInbox(t, at)
 	entries := []journal.Entry{
 		{ID: "https://example.com/a/1", Kind: "Create", Payload: []byte(`{"type":"Create","actor":"` + alice + `","to":"` + bob + `","object":{"type":"Note","content":"one"}}`)},
@@ -123,11 +123,11 @@ func TestWorkerDeliversInOrderAndAdvances(t *testing.T) {
 		{ID: "https://example.com/a/3", Kind: "Like", Payload: []byte(`{"type":"Like","actor":"` + alice + `","cc":"` + Public + `","object":"https://x.example/o"}`)},
 		{ID: "https://example.com/a/4", Kind: "Create", Payload: []byte(`{"type":"Create","actor":"` + alice + `","bcc":"` + bob + `","object":{"type":"Note","content":"four"}}`)},
 	}
-	if _, err := store.Append(ctx, "actor/alice", entries...); err != nil {
+	if _, err := db.Append(ctx, "actor/alice", entries...); err != nil {
 		t.Fatal(err)
 	}
 	reg := registration(in.url("/users/bob/inbox"), config(t, []string{bob}, nil))
-	w := projtest.Worker(t, store, New(), reg)
+	w := projtest.Worker(t, db, New(), reg)
 	rep, err := w.RunOnce(ctx, at, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestWorkerDeliversInOrderAndAdvances(t *testing.T) {
 	if want := []string{"Create", "Like", "Create"}; !reflect.DeepEqual(ids, want) {
 		t.Fatalf("received %v, want %v in order", ids, want)
 	}
-	st, err := store.Get(ctx, reg.Stream, reg.ID)
+	st, err := db.Get(ctx, reg.Stream, reg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func TestGitHubCorpusReceivedBySDK(t *testing.T) {
 		t.Fatalf("found %d GitHub payloads under %s, want the shared corpus's 150 or testdata's %d", len(files), dir, want)
 	}
 	clock := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
-	store := memory.New(memory.WithClock(func() time.Time {
+	db := memory.New(memory.WithClock(func() time.Time {
 		clock = clock.Add(1500*time.Millisecond + 7*time.Nanosecond)
 		return clock
 	}))
@@ -115,7 +115,7 @@ func TestGitHubCorpusReceivedBySDK(t *testing.T) {
 			t.Fatal(err)
 		}
 		event := filepath.Base(filepath.Dir(f))
-		got, err := store.Append(context.Background(), "github/octo-org/"+event, journal.Entry{
+		got, err := db.Append(context.Background(), "github/octo-org/"+event, journal.Entry{
 			ID: "gh-" + event + "-" + strings.TrimSuffix(filepath.Base(f), ".json"), Kind: "com.github." + event,
 			ContentType: "application/json", Payload: payload})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -23,15 +24,15 @@ import (
 func TestEnvelopeOffAndOnVerifyWithTheLibrary(t *testing.T) {
 	ctx := context.Background()
 	appended := time.Date(2026, 3, 15, 11, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	store := memory.New(memory.WithClock(func() time.Time { return appended }))
-	if _, err := store.Append(ctx, "order/1001",
+	db := memory.New(memory.WithClock(func() time.Time { return appended }))
+	if _, err := db.Append(ctx, "order/1001",
 		journal.Entry{ID: "order-1001-created", Kind: "order.created", Payload: []byte("{\"id\": 1001,\n \"total\": 42}\n")},
 		journal.Entry{ID: "order-1001-invoice", Kind: "order.invoice", ContentType: "text/csv", Payload: []byte("id,total\n1001,42\n")},
 	); err != nil {
 		t.Fatal(err)
 	}
 	raw, env := newReceiver(t, secretA), newReceiver(t, secretA)
-	w := projtest.Worker(t, store, New(),
+	w := projtest.Worker(t, db, New(),
 		push.Registration{Stream: "order/1001", ID: "raw", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
 		push.Registration{Stream: "order/1001", ID: "envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
 	rep, err := w.RunOnce(ctx, time.Now(), 10) // the library checks webhook-timestamp against its clock
@@ -161,14 +162,14 @@ func TestParkedEventReachesAWebhookReceiverWithItsKind(t *testing.T) {
 	defer goneSrv.Close()
 	raw, env := newReceiver(t, secretA), newReceiver(t, secretA)
 
-	store := memory.New()
-	if _, err := store.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "order.created", Payload: []byte(`{}`)}); err != nil {
+	db := memory.New()
+	if _, err := db.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "order.created", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	w := projtest.Worker(t, store, New(),
+	w := projtest.Worker(t, db, New(),
 		push.Registration{Stream: "orders", ID: "gone", Namespace: Namespace, URL: goneSrv.URL, Config: config(t, false, secretA)},
-		push.Registration{Stream: push.EventsStream, ID: "ops", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
-		push.Registration{Stream: push.EventsStream, ID: "ops-envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
+		push.Registration{Stream: store.EventsStream, ID: "ops", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
+		push.Registration{Stream: store.EventsStream, ID: "ops-envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
 	now := time.Now() // the library checks webhook-timestamp against its clock
 	if rep, err := w.RunOnce(ctx, now, 10); err != nil || rep.Parked != 1 {
 		t.Fatalf("first sweep: %+v, %v; want the 410 parked", rep, err)
@@ -183,7 +184,7 @@ func TestParkedEventReachesAWebhookReceiverWithItsKind(t *testing.T) {
 			t.Fatalf("%s: %d deliveries, want 1", name, len(got))
 		}
 		h := got[0].header
-		if h.Get(HeaderKind) != push.KindParked || h.Get(HeaderStream) != push.EventsStream || h.Get(HeaderSeq) != "1" {
+		if h.Get(HeaderKind) != store.KindParked || h.Get(HeaderStream) != store.EventsStream || h.Get(HeaderSeq) != "1" {
 			t.Errorf("%s: headers kind %q, stream %q, seq %q", name, h.Get(HeaderKind), h.Get(HeaderStream), h.Get(HeaderSeq))
 		}
 		ev := got[0].body
@@ -193,14 +194,14 @@ func TestParkedEventReachesAWebhookReceiverWithItsKind(t *testing.T) {
 				Timestamp string          `json:"timestamp"`
 				Data      json.RawMessage `json:"data"`
 			}
-			if err := json.Unmarshal(got[0].body, &e); err != nil || e.Type != push.KindParked || e.Timestamp == "" {
+			if err := json.Unmarshal(got[0].body, &e); err != nil || e.Type != store.KindParked || e.Timestamp == "" {
 				t.Fatalf("%s: body %s (%v), want the envelope of a parked event", name, got[0].body, err)
 			}
 			ev = e.Data
 		}
-		var op push.OperationalEvent
-		if err := json.Unmarshal(ev, &op); err != nil || op.Kind != push.KindParked || op.Stream != "orders" || op.Registration != "gone" {
-			t.Errorf("%s: event %s (%v), want kind %s for orders/gone", name, ev, err, push.KindParked)
+		var op store.OperationalEvent
+		if err := json.Unmarshal(ev, &op); err != nil || op.Kind != store.KindParked || op.Stream != "orders" || op.Registration != "gone" {
+			t.Errorf("%s: event %s (%v), want kind %s for orders/gone", name, ev, err, store.KindParked)
 		}
 	}
 }

@@ -79,12 +79,12 @@ func isPrintableASCII(s string) bool {
 func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
 	ctx := context.Background()
 	rc := newReceiver(t, secretA)
-	store := memory.New()
-	w := projtest.Worker(t, store, New())
+	db := memory.New()
+	w := projtest.Worker(t, db, New())
 	streams := []string{`orders/"42"`, "100%/done", "a+b", "Zoë/Ångström", "\u202Egnp.exe", strings.Repeat("é", journal.MaxStreamBytes/2)}
 	kinds := []string{`say"hi"`, "50%off", "kind+plus", "commande.payée", "\u202Ekind", strings.Repeat("k", journal.MaxKindBytes)}
 	for i, stream := range streams {
-		if _, err := store.Append(ctx, stream, journal.Entry{ID: "evt-" + strconv.Itoa(i), Kind: kinds[i], Payload: []byte(`{}`)}); err != nil {
+		if _, err := db.Append(ctx, stream, journal.Entry{ID: "evt-" + strconv.Itoa(i), Kind: kinds[i], Payload: []byte(`{}`)}); err != nil {
 			t.Fatalf("journal refused %q: %v", stream, err)
 		}
 		if _, err := w.Register(ctx, push.Registration{Stream: stream, ID: "r", Namespace: Namespace, URL: rc.srv.URL, Config: config(t, false, secretA)}); err != nil {

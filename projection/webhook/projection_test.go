@@ -255,7 +255,7 @@ func TestGolden(t *testing.T) {
 func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now() // receivers check webhook-timestamp against the wall clock
-	store := memory.New()
+	db := memory.New()
 	rc := newReceiver(t, secretA)
 	var entries []journal.Entry
 	for _, event := range []string{"push", "issues", "release"} {
@@ -266,11 +266,11 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 		rec := githubRecord(t, files[0])
 		entries = append(entries, journal.Entry{ID: rec.ID, Kind: rec.Kind, Payload: rec.Payload})
 	}
-	if _, err := store.Append(ctx, "tenant/42", entries...); err != nil {
+	if _, err := db.Append(ctx, "tenant/42", entries...); err != nil {
 		t.Fatal(err)
 	}
 	reg := registration(rc.srv.URL+"/hooks", config(t, false, secretA))
-	w := projtest.Worker(t, store, New(), reg)
+	w := projtest.Worker(t, db, New(), reg)
 	rep, err := w.RunOnce(ctx, now, 10)
 	if err != nil || rep.Deliveries != 3 || rep.Retries != 0 {
 		t.Fatalf("sweep: %+v, %v; want 3 deliveries", rep, err)
@@ -282,13 +282,13 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	if want := []string{entries[0].ID, entries[1].ID, entries[2].ID}; !reflect.DeepEqual(ids, want) {
 		t.Fatalf("received %v, want %v in order", ids, want)
 	}
-	st, err := store.Get(ctx, reg.Stream, reg.ID)
+	st, err := db.Get(ctx, reg.Stream, reg.ID)
 	if err != nil || st.NextSeq != 4 {
 		t.Fatalf("cursor %d, %v; want 4", st.NextSeq, err)
 	}
 
 	// A final record: delivered, then the registration is complete.
-	if _, err := store.Append(ctx, "tenant/42", journal.Entry{ID: "evt_closed", Kind: "tenant.closed", Payload: []byte(`{"closed":true}`), Final: true}); err != nil {
+	if _, err := db.Append(ctx, "tenant/42", journal.Entry{ID: "evt_closed", Kind: "tenant.closed", Payload: []byte(`{"closed":true}`), Final: true}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = w.RunOnce(ctx, now.Add(time.Second), 10)
@@ -298,7 +298,7 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	if got := rc.received(); len(got) != 4 || got[3].header.Get("webhook-id") != "evt_closed" {
 		t.Fatalf("final record not received last: %d deliveries", len(got))
 	}
-	if _, err := store.Get(ctx, reg.Stream, reg.ID); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := db.Get(ctx, reg.Stream, reg.ID); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("registration after its final record: %v, want ErrNotFound", err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package memory is an in-memory herald store: a journal.Journal and a
-// push.Store in one value, for unit tests, examples and dry runs. Nothing
+// store.Store in one value, for unit tests, examples and dry runs. Nothing
 // survives the process. It is safe for concurrent use and passes
 // store/storetest like every other store.
 package memory
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -27,9 +26,9 @@ type Store struct {
 	now      func() time.Time
 	streams  map[string]*stream
 	ids      map[string]ref
-	regs     map[push.Key]*push.Registration
-	evidence map[push.Key][]push.Evidence
-	hosts    map[string]push.Host
+	regs     map[store.Key]*store.Registration
+	evidence map[store.Key][]store.Evidence
+	hosts    map[string]store.Host
 }
 
 type stream struct {
@@ -59,9 +58,9 @@ func New(opts ...Option) *Store {
 		now:      time.Now,
 		streams:  map[string]*stream{},
 		ids:      map[string]ref{},
-		regs:     map[push.Key]*push.Registration{},
-		evidence: map[push.Key][]push.Evidence{},
-		hosts:    map[string]push.Host{},
+		regs:     map[store.Key]*store.Registration{},
+		evidence: map[store.Key][]store.Evidence{},
+		hosts:    map[string]store.Host{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -83,14 +82,14 @@ func (s *Store) Append(ctx context.Context, name string, entries ...journal.Entr
 	return s.appendLocked(name, entries)
 }
 
-// event appends one of herald's operational events (push.RegistrationEvent,
-// push.HostEvent) under the lock of the change it reports. The caller holds
+// event appends one of herald's operational events (store.RegistrationEvent,
+// store.HostEvent) under the lock of the change it reports. The caller holds
 // s.mu.
 func (s *Store) event(e journal.Entry, ok bool) {
 	if !ok {
 		return
 	}
-	if _, err := s.appendLocked(push.EventsStream, []journal.Entry{e}); err != nil {
+	if _, err := s.appendLocked(store.EventsStream, []journal.Entry{e}); err != nil {
 		panic("memory: an operational event was refused: " + err.Error()) // never sealed, ids derived: cannot happen
 	}
 }
@@ -192,10 +191,10 @@ func clone(r journal.Record) journal.Record {
 	return r
 }
 
-// Register implements push.Store.
-func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
+// Register implements store.Store.
+func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if err := r.Validate(); err != nil {
-		return push.Registration{}, err
+		return store.Registration{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,9 +203,9 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 		st := s.stream(r.Stream)
 		next, err := store.FirstCursor(r, st.head, st.oldest, st.sealed)
 		if err != nil {
-			return push.Registration{}, err
+			return store.Registration{}, err
 		}
-		n = &push.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
+		n = &store.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
 		s.regs[r.Key()] = n
 	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
@@ -217,25 +216,25 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 }
 
 // with runs fn under s.mu on registration stream/id.
-func (s *Store) with(stream, id string, fn func(r *push.Registration) error) error {
+func (s *Store) with(stream, id string, fn func(r *store.Registration) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.regs[push.Key{Stream: stream, ID: id}]
+	r := s.regs[store.Key{Stream: stream, ID: id}]
 	if r == nil {
-		return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
+		return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
 	}
 	return fn(r)
 }
 
 // under is with for the registration claim c holds, once nextSeq is checked
 // as a cursor of its stream.
-func (s *Store) under(c push.Claim, nextSeq uint64, fn func(r *push.Registration) error) error {
+func (s *Store) under(c store.Claim, nextSeq uint64, fn func(r *store.Registration) error) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return s.with(c.Stream, c.ID, func(r *push.Registration) error {
+	return s.with(c.Stream, c.ID, func(r *store.Registration) error {
 		if r.LeaseOwner != c.Owner {
-			return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+			return fmt.Errorf("registration %s, claim %s: %w", store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
 		}
 		if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
 			return err
@@ -244,54 +243,54 @@ func (s *Store) under(c push.Claim, nextSeq uint64, fn func(r *push.Registration
 	})
 }
 
-// Unregister implements push.Store.
+// Unregister implements store.Store.
 func (s *Store) Unregister(ctx context.Context, streamName, id string) error {
-	return s.with(streamName, id, func(r *push.Registration) error {
+	return s.with(streamName, id, func(r *store.Registration) error {
 		delete(s.regs, r.Key())
 		delete(s.evidence, r.Key())
 		return nil
 	})
 }
 
-// Get implements push.Store.
-func (s *Store) Get(ctx context.Context, streamName, id string) (st push.Status, err error) {
-	err = s.with(streamName, id, func(r *push.Registration) error {
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, streamName, id string) (st store.Status, err error) {
+	err = s.with(streamName, id, func(r *store.Registration) error {
 		st = s.status(r)
 		return nil
 	})
 	return st, err
 }
 
-// List implements push.Store.
-func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, error) {
-	limit, err := push.ListLimit(q.Limit)
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, error) {
+	limit, err := store.ListLimit(q.Limit)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []push.Status
+	var out []store.Status
 	for _, r := range s.regs {
 		st := s.status(r)
 		if (q.Stream != "" && r.Stream != q.Stream) || (q.Namespace != "" && r.Namespace != q.Namespace) ||
-			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || (q.After != push.Key{} && store.CompareKeys(r.Key(), q.After) <= 0) {
+			(q.Parked && !r.Parked) || (q.Lagging && st.Lag() == 0) || (q.After != store.Key{} && store.CompareKeys(r.Key(), q.After) <= 0) {
 			continue
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b push.Status) int { return store.CompareKeys(a.Key(), b.Key()) })
+	slices.SortFunc(out, func(a, b store.Status) int { return store.CompareKeys(a.Key(), b.Key()) })
 	return out[:min(len(out), limit)], nil
 }
 
-// Due implements push.Store; store.DuePicker picks what it claims.
-func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+// Due implements store.Store; store.DuePicker picks what it claims.
+func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
 	if err := q.Validate(); err != nil {
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := store.NewDuePicker(q, maps.Clone(s.hosts))
-	var due []*push.Registration
+	var due []*store.Registration
 	for _, r := range s.regs {
 		if r.Parked || r.LeaseUntil.After(q.At) || r.NextAttemptAt.After(q.At) || r.NextSeq > s.stream(r.Stream).head {
 			continue
@@ -302,7 +301,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			p.Batch.Unserved++
 		}
 	}
-	slices.SortFunc(due, func(a, b *push.Registration) int {
+	slices.SortFunc(due, func(a, b *store.Registration) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), store.CompareKeys(a.Key(), b.Key()))
 	})
 	for _, r := range due {
@@ -321,20 +320,20 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 	return p.Batch, nil
 }
 
-// Advance implements push.Store.
-func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+// Advance implements store.Store.
+func (s *Store) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	return s.save(c, nextSeq, true)
 }
 
-// Checkpoint implements push.Store: Advance's cursor move, the lease kept.
-func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+// Checkpoint implements store.Store: Advance's cursor move, the lease kept.
+func (s *Store) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	return s.save(c, nextSeq, false)
 }
 
 // save moves the cursor c holds forward to nextSeq, releasing the lease if
 // asked.
-func (s *Store) save(c push.Claim, nextSeq uint64, release bool) error {
-	return s.under(c, nextSeq, func(r *push.Registration) error {
+func (s *Store) save(c store.Claim, nextSeq uint64, release bool) error {
+	return s.under(c, nextSeq, func(r *store.Registration) error {
 		if nextSeq > r.NextSeq {
 			r.NextSeq, r.Attempts, r.HostFailures, r.LastError = nextSeq, 0, 0, ""
 		}
@@ -345,16 +344,16 @@ func (s *Store) save(c push.Claim, nextSeq uint64, release bool) error {
 	})
 }
 
-// Renew implements push.Store.
-func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+// Renew implements store.Store.
+func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var renewed []push.Claim
+	var renewed []store.Claim
 	for _, c := range claims {
-		if r := s.regs[push.Key{Stream: c.Stream, ID: c.ID}]; r != nil && r.LeaseOwner == c.Owner {
+		if r := s.regs[store.Key{Stream: c.Stream, ID: c.ID}]; r != nil && r.LeaseOwner == c.Owner {
 			r.LeaseUntil = until
 			renewed = append(renewed, c)
 		}
@@ -362,35 +361,35 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim)
 	return renewed, nil
 }
 
-// Retry implements push.Store.
-func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
-	if err := push.ValidateInstant("not before", notBefore); err != nil {
+// Retry implements store.Store.
+func (s *Store) Retry(ctx context.Context, c store.Claim, nextSeq uint64, notBefore time.Time, ev store.Evidence) error {
+	if err := store.ValidateInstant("not before", notBefore); err != nil {
 		return err
 	}
-	return s.fail(c, nextSeq, ev, false, func(r *push.Registration) { r.NextAttemptAt = notBefore })
+	return s.fail(c, nextSeq, ev, false, func(r *store.Registration) { r.NextAttemptAt = notBefore })
 }
 
-// Park implements push.Store.
-func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
-	return s.fail(c, nextSeq, ev, false, func(r *push.Registration) {
+// Park implements store.Store.
+func (s *Store) Park(ctx context.Context, c store.Claim, nextSeq uint64, ev store.Evidence) error {
+	return s.fail(c, nextSeq, ev, false, func(r *store.Registration) {
 		r.Parked, r.ParkedAt = true, ev.At
-		s.event(push.RegistrationEvent(push.KindParked, *r, r.NextSeq, "", ev.Error, ev.At))
+		s.event(store.RegistrationEvent(store.KindParked, *r, r.NextSeq, "", ev.Error, ev.At))
 	})
 }
 
 // fail ends the turn c holds with a failure, at cursor nextSeq, then applies
 // then: an attempt charged (Retry, Park), or none but a host-level failure
 // counted (HostFailed).
-func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence, hostLevel bool, then func(r *push.Registration)) error {
-	if err := push.ValidateInstant("evidence at", ev.At); err != nil {
+func (s *Store) fail(c store.Claim, nextSeq uint64, ev store.Evidence, hostLevel bool, then func(r *store.Registration)) error {
+	if err := store.ValidateInstant("evidence at", ev.At); err != nil {
 		return err
 	}
-	return s.under(c, nextSeq, func(r *push.Registration) error {
+	return s.under(c, nextSeq, func(r *store.Registration) error {
 		if nextSeq > r.NextSeq {
 			r.NextSeq, r.Attempts, r.HostFailures = nextSeq, 0, 0
 		}
 		if hostLevel {
-			ev, r.HostFailures = push.ChargeHost(r.Stream, r.ID, ev, nextSeq, r.NextSeq, r.HostFailures)
+			ev, r.HostFailures = store.ChargeHost(r.Stream, r.ID, ev, nextSeq, r.NextSeq, r.HostFailures)
 			r.NextAttemptAt = ev.NotBefore
 		} else {
 			if r.Attempts == 0 { // a run of failures starts
@@ -406,72 +405,72 @@ func (s *Store) fail(c push.Claim, nextSeq uint64, ev push.Evidence, hostLevel b
 	})
 }
 
-// Unpark implements push.Store.
+// Unpark implements store.Store.
 func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time) error {
-	if err := push.ValidateInstant("at", at); err != nil {
+	if err := store.ValidateInstant("at", at); err != nil {
 		return err
 	}
-	return s.with(streamName, id, func(r *push.Registration) error {
+	return s.with(streamName, id, func(r *store.Registration) error {
 		if r.Parked && !r.Paused { // a pause ends with Resume
 			r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 			r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-			s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventUnparked, Seq: r.NextSeq})
-			s.event(push.RegistrationEvent(push.KindUnparked, *r, r.NextSeq, "", "", at))
+			s.addEvidence(r.Key(), store.Evidence{At: at, Event: store.EventUnparked, Seq: r.NextSeq})
+			s.event(store.RegistrationEvent(store.KindUnparked, *r, r.NextSeq, "", "", at))
 		}
 		return nil
 	})
 }
 
-// Pause implements push.Store.
+// Pause implements store.Store.
 func (s *Store) Pause(ctx context.Context, streamName, id string, at time.Time, by, reason string) error {
-	if err := cmp.Or(push.ValidateInstant("at", at), push.ValidatePause(by, reason)); err != nil {
+	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, reason)); err != nil {
 		return err
 	}
-	return s.with(streamName, id, func(r *push.Registration) error {
+	return s.with(streamName, id, func(r *store.Registration) error {
 		if r.Paused {
 			return nil
 		}
-		why := push.PauseText(by, reason)
+		why := store.PauseText(by, reason)
 		r.Parked, r.Paused, r.ParkedAt, r.LastError, r.LeaseOwner, r.LeaseUntil = true, true, at, why, "", time.Time{}
-		s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventPaused, Seq: r.NextSeq, Error: why})
-		s.event(push.RegistrationEvent(push.KindPaused, *r, r.NextSeq, by, reason, at))
+		s.addEvidence(r.Key(), store.Evidence{At: at, Event: store.EventPaused, Seq: r.NextSeq, Error: why})
+		s.event(store.RegistrationEvent(store.KindPaused, *r, r.NextSeq, by, reason, at))
 		return nil
 	})
 }
 
-// Resume implements push.Store.
+// Resume implements store.Store.
 func (s *Store) Resume(ctx context.Context, streamName, id string, at time.Time, by string) error {
-	if err := cmp.Or(push.ValidateInstant("at", at), push.ValidatePause(by, "")); err != nil {
+	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, "")); err != nil {
 		return err
 	}
-	return s.with(streamName, id, func(r *push.Registration) error {
+	return s.with(streamName, id, func(r *store.Registration) error {
 		if !r.Paused {
 			return nil
 		}
 		r.Parked, r.Paused, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, false, time.Time{}, 0, 0, at
 		r.LastError, r.LeaseOwner, r.LeaseUntil = "", "", time.Time{}
-		s.addEvidence(r.Key(), push.Evidence{At: at, Event: push.EventResumed, Seq: r.NextSeq, Error: "resumed by " + by})
-		s.event(push.RegistrationEvent(push.KindResumed, *r, r.NextSeq, by, "", at))
+		s.addEvidence(r.Key(), store.Evidence{At: at, Event: store.EventResumed, Seq: r.NextSeq, Error: "resumed by " + by})
+		s.event(store.RegistrationEvent(store.KindResumed, *r, r.NextSeq, by, "", at))
 		return nil
 	})
 }
 
-// Complete implements push.Store.
-func (s *Store) Complete(ctx context.Context, c push.Claim) error {
-	return s.under(c, 1, func(r *push.Registration) error {
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, c store.Claim) error {
+	return s.under(c, 1, func(r *store.Registration) error {
 		delete(s.regs, r.Key())
 		delete(s.evidence, r.Key())
-		s.event(push.RegistrationEvent(push.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
+		s.event(store.RegistrationEvent(store.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
 		return nil
 	})
 }
 
-// Skip implements push.Store.
+// Skip implements store.Store.
 func (s *Store) Skip(ctx context.Context, streamName, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(streamName, id, toSeq, at, true, reason)
 }
 
-// Rewind implements push.Store.
+// Rewind implements store.Store.
 func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64, at time.Time) error {
 	return s.move(streamName, id, toSeq, at, false, "")
 }
@@ -479,10 +478,10 @@ func (s *Store) Rewind(ctx context.Context, streamName, id string, toSeq uint64,
 // move is an operator's skip or rewind (store.CheckMove); it fences out a
 // turn in flight.
 func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
-	if err := push.ValidateInstant("at", at); err != nil {
+	if err := store.ValidateInstant("at", at); err != nil {
 		return err
 	}
-	return s.with(streamName, id, func(r *push.Registration) error {
+	return s.with(streamName, id, func(r *store.Registration) error {
 		st := s.stream(streamName)
 		ev, err := store.CheckMove(skip, streamName, r.NextSeq, st.head, st.oldest, toSeq, at, reason)
 		if err != nil {
@@ -492,68 +491,68 @@ func (s *Store) move(streamName, id string, toSeq uint64, at time.Time, skip boo
 		r.NextSeq, r.Attempts, r.HostFailures, r.NextAttemptAt, r.LastError = toSeq, 0, 0, at, ""
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		if skip {
-			s.event(push.RegistrationEvent(push.KindSkipped, *r, toSeq, push.ByOperator, reason, at))
+			s.event(store.RegistrationEvent(store.KindSkipped, *r, toSeq, store.ByOperator, reason, at))
 		}
 		return nil
 	})
 }
 
-// AddEvidence implements push.Store.
-func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
-	return s.with(ev.Stream, ev.Registration, func(r *push.Registration) error {
+// AddEvidence implements store.Store.
+func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
+	return s.with(ev.Stream, ev.Registration, func(r *store.Registration) error {
 		s.addEvidence(r.Key(), ev)
-		if ev.Event == push.EventSkipped {
-			s.event(push.RegistrationEvent(push.KindSkipped, *r, ev.Seq, push.ByPolicy, ev.Error, ev.At))
+		if ev.Event == store.EventSkipped {
+			s.event(store.RegistrationEvent(store.KindSkipped, *r, ev.Seq, store.ByPolicy, ev.Error, ev.At))
 		}
 		return nil
 	})
 }
 
-func (s *Store) addEvidence(k push.Key, ev push.Evidence) {
+func (s *Store) addEvidence(k store.Key, ev store.Evidence) {
 	ev = ev.Clean()
 	ev.Stream, ev.Registration = k.Stream, k.ID
 	list := append(s.evidence[k], ev)
-	if len(list) > push.MaxEvidence {
-		list = slices.Clone(list[len(list)-push.MaxEvidence:])
+	if len(list) > store.MaxEvidence {
+		list = slices.Clone(list[len(list)-store.MaxEvidence:])
 	}
 	s.evidence[k] = list
 }
 
-// Evidence implements push.Store.
-func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) ([]push.Evidence, error) {
+// Evidence implements store.Store.
+func (s *Store) Evidence(ctx context.Context, streamName, id string, limit int) ([]store.Evidence, error) {
 	limit, err := store.EvidenceLimit(limit)
 	if err != nil {
 		return nil, err
 	}
-	var out []push.Evidence
-	err = s.with(streamName, id, func(r *push.Registration) error {
+	var out []store.Evidence
+	err = s.with(streamName, id, func(r *store.Registration) error {
 		list := s.evidence[r.Key()]
-		out = append([]push.Evidence{}, list[max(0, len(list)-limit):]...)
+		out = append([]store.Evidence{}, list[max(0, len(list)-limit):]...)
 		slices.Reverse(out) // newest first
 		return nil
 	})
 	return out, err
 }
 
-// Stats implements push.Store.
-func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
+	st := store.Stats{Namespaces: map[string]store.NamespaceStats{}}
 	for _, r := range s.regs {
 		rs := s.status(r)
 		n := st.Namespaces[r.Namespace]
 		switch rs.State() {
-		case push.StatePaused:
+		case store.StatePaused:
 			n.Paused++
-		case push.StateParked:
+		case store.StateParked:
 			n.Parked++
 			if st.OldestParked == nil || rs.ParkedAt.Before(st.OldestParked.ParkedAt) {
 				st.OldestParked = &rs
 			}
-		case push.StateIdle:
+		case store.StateIdle:
 			n.Idle++
-		case push.StateRetrying:
+		case store.StateRetrying:
 			n.Retrying++
 		default:
 			n.Ready++
@@ -567,64 +566,64 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 			st.Lagging = append(st.Lagging, rs)
 		}
 	}
-	slices.SortFunc(st.Lagging, func(a, b push.Status) int {
+	slices.SortFunc(st.Lagging, func(a, b store.Status) int {
 		return cmp.Or(cmp.Compare(b.Lag(), a.Lag()), store.CompareKeys(a.Key(), b.Key()))
 	})
-	st.Lagging = st.Lagging[:min(len(st.Lagging), push.MaxLagging)]
+	st.Lagging = st.Lagging[:min(len(st.Lagging), store.MaxLagging)]
 	return st, nil
 }
 
-// HostFailed implements push.HostStore.
-func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (h push.Host, err error) {
+// HostFailed implements store.HostStore.
+func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (h store.Host, err error) {
 	if err := f.Validate(); err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
-	err = s.fail(f.Claim, f.NextSeq, f.Evidence, true, func(*push.Registration) {
+	err = s.fail(f.Claim, f.NextSeq, f.Evidence, true, func(*store.Registration) {
 		old, ok := s.hosts[f.Host]
 		if !ok {
-			old = push.Host{Host: f.Host}
+			old = store.Host{Host: f.Host}
 		}
 		h = old.Failed(f.Evidence, f.Horizon)
 		s.hosts[f.Host] = h
-		s.event(push.HostEvent(old, h))
+		s.event(store.HostEvent(old, h))
 	})
 	return h, err
 }
 
-// HostAnswered implements push.HostStore.
-func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (push.Host, error) {
+// HostAnswered implements store.HostStore.
+func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (store.Host, error) {
 	return s.answered(host, at, false)
 }
 
-// ResetHost implements push.HostStore.
-func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.Host, error) {
+// ResetHost implements store.HostStore.
+func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (store.Host, error) {
 	return s.answered(host, at, true)
 }
 
-func (s *Store) answered(host string, at time.Time, mustExist bool) (push.Host, error) {
-	if err := push.ValidateHost(host); err != nil {
-		return push.Host{}, err
+func (s *Store) answered(host string, at time.Time, mustExist bool) (store.Host, error) {
+	if err := store.ValidateHost(host); err != nil {
+		return store.Host{}, err
 	}
-	if err := push.ValidateInstant("at", at); err != nil {
-		return push.Host{}, err
+	if err := store.ValidateInstant("at", at); err != nil {
+		return store.Host{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.hosts[host]
 	switch {
 	case !ok && mustExist:
-		return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+		return store.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
 	case !ok:
-		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
+		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
 	}
 	h := old.Answered(at)
 	s.hosts[host] = h
-	s.event(push.HostEvent(old, h))
+	s.event(store.HostEvent(old, h))
 	return h, nil
 }
 
-// Hosts implements push.HostStore.
-func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
+// Hosts implements store.HostStore.
+func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, error) {
 	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
@@ -633,11 +632,11 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	defer s.mu.Unlock()
 	held := map[string]int{}
 	for _, r := range s.regs {
-		if h, ok := s.hosts[r.Host()]; ok && h.State != push.HostUp && !r.Parked && r.NextSeq <= s.stream(r.Stream).head {
+		if h, ok := s.hosts[r.Host()]; ok && h.State != store.HostUp && !r.Parked && r.NextSeq <= s.stream(r.Stream).head {
 			held[h.Host]++
 		}
 	}
-	var out []push.Host
+	var out []store.Host
 	for name, h := range s.hosts {
 		if (q.Host != "" && name != q.Host) || (q.State != "" && h.State != q.State) || (q.After != "" && name <= q.After) {
 			continue
@@ -645,16 +644,16 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 		h.Held = held[name]
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(a, b push.Host) int { return cmp.Compare(a.Host, b.Host) })
+	slices.SortFunc(out, func(a, b store.Host) int { return cmp.Compare(a.Host, b.Host) })
 	return out[:min(len(out), limit)], nil
 }
 
-func (s *Store) status(r *push.Registration) push.Status {
+func (s *Store) status(r *store.Registration) store.Status {
 	st := s.stream(r.Stream)
-	return push.Status{Registration: copyReg(r), Head: st.head, Sealed: st.sealed}
+	return store.Status{Registration: copyReg(r), Head: st.head, Sealed: st.sealed}
 }
 
-func copyReg(r *push.Registration) push.Registration {
+func copyReg(r *store.Registration) store.Registration {
 	c := *r
 	c.Config = slices.Clone(r.Config)
 	c.Kinds = slices.Clone(r.Kinds)
@@ -718,7 +717,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	for k, evs := range s.evidence {
 		reason := -1 // a parked registration keeps its newest parked row (evs is oldest first)
 		for i, ev := range evs {
-			if r := s.regs[k]; ev.Event == push.EventParked && r != nil && r.Parked {
+			if r := s.regs[k]; ev.Event == store.EventParked && r != nil && r.Parked {
 				reason = i
 			}
 		}

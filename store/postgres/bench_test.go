@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -150,7 +150,7 @@ func BenchmarkDue(b *testing.B) {
 			ctx := b.Context()
 			s := benchStore(b, 4)
 			seedIdle(b, s, c.registrations/perStream, perStream)
-			q := push.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}
+			q := store.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}
 			q.At, q.LeaseUntil = at(0), at(60)
 			for pending := 1; pending > 0; { // sweeps clear the markers the seed set
 				_, err := s.Due(ctx, q)
@@ -208,7 +208,7 @@ func BenchmarkFanoutClaims(b *testing.B) {
 func serveFanout(b *testing.B, s *postgres.Store, when *time.Time, due *time.Duration, n int) int {
 	const limit, perHost, holding = 32, 4, 32
 	ctx := b.Context()
-	var held []push.Status
+	var held []store.Status
 	busy := map[string]int{}
 	advance := func(keep int) {
 		for len(held) > keep {
@@ -224,7 +224,7 @@ func serveFanout(b *testing.B, s *postgres.Store, when *time.Time, due *time.Dur
 	claims := 0
 	for n > 0 {
 		*when = when.Add(time.Second)
-		q := push.DueQuery{At: *when, Limit: limit, Namespace: "activitypub", Owner: fmt.Sprintf("bench#%d", claims),
+		q := store.DueQuery{At: *when, Limit: limit, Namespace: "activitypub", Owner: fmt.Sprintf("bench#%d", claims),
 			LeaseUntil: when.Add(time.Hour), MaxPerHost: perHost, Busy: maps.Clone(busy)}
 		start := time.Now()
 		batch, err := s.Due(ctx, q)
@@ -281,14 +281,14 @@ func BenchmarkDueHeldHost(b *testing.B) {
 			require.NoError(b, err)
 			_, err = s.Pool().Exec(ctx, `VACUUM (ANALYZE) herald_stream, herald_registration, herald_host`)
 			require.NoError(b, err)
-			benchDue(b, s, push.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}, 100) // the healthy host's
+			benchDue(b, s, store.DueQuery{Limit: 256, Namespace: "webhook", Owner: "bench"}, 100) // the healthy host's
 		})
 	}
 }
 
 // benchDue times Due, each at an instant past the leases taken before, and
 // fails unless it claims want registrations.
-func benchDue(b *testing.B, s *postgres.Store, q push.DueQuery, want int) {
+func benchDue(b *testing.B, s *postgres.Store, q store.DueQuery, want int) {
 	b.ResetTimer()
 	for i := range b.N {
 		q.At = at(61 * (i + 1))
@@ -320,9 +320,9 @@ func BenchmarkCursorSaves(b *testing.B) {
 			var took time.Duration
 			for i := range b.N {
 				when = when.Add(2 * time.Minute) // every lease of the last op has expired
-				saves := make([]push.CursorSave, turns)
+				saves := make([]store.CursorSave, turns)
 				for j, st := range claim(b, s, when, fmt.Sprintf("o%d", i), turns, turns) {
-					saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: min(st.NextSeq+1, st.Head)} // one record, leaving work
+					saves[j] = store.CursorSave{Claim: st.Claim(), NextSeq: min(st.NextSeq+1, st.Head)} // one record, leaving work
 				}
 				start := time.Now()
 				if batched {

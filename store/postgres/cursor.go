@@ -14,35 +14,34 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-// Advance implements push.Store.
-func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+// Advance implements store.Store.
+func (s *Store) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	return s.saveCursor(ctx, "advance", sqlAdvance, c, nextSeq)
 }
 
-// Checkpoint implements push.Store: Advance that keeps the lease.
-func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+// Checkpoint implements store.Store: Advance that keeps the lease.
+func (s *Store) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	return s.saveCursor(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
 }
 
-func (s *Store) saveCursor(ctx context.Context, op, write string, c push.Claim, nextSeq uint64) error {
+func (s *Store) saveCursor(ctx context.Context, op, write string, c store.Claim, nextSeq uint64) error {
 	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, false, nil, write, c.Stream, c.ID, c.Owner, int64(nextSeq))
 }
 
-// Renew implements push.Store in one statement.
-func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+// Renew implements store.Store in one statement.
+func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
 	claims = slices.Clone(claims)
-	slices.SortFunc(claims, func(a, b push.Claim) int {
-		return store.CompareKeys(push.Key{Stream: a.Stream, ID: a.ID}, push.Key{Stream: b.Stream, ID: b.ID})
+	slices.SortFunc(claims, func(a, b store.Claim) int {
+		return store.CompareKeys(store.Key{Stream: a.Stream, ID: a.ID}, store.Key{Stream: b.Stream, ID: b.ID})
 	})
 	streams, ids, owners := make([]string, 0, len(claims)), make([]string, 0, len(claims)), make([]string, 0, len(claims))
 	for _, c := range claims {
@@ -50,29 +49,29 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim)
 			streams, ids, owners = append(streams, c.Stream), append(ids, c.ID), append(owners, c.Owner)
 		}
 	}
-	return query(ctx, s, "renew leases", nil, func(row pgx.CollectableRow) (push.Claim, error) {
-		var c push.Claim
+	return query(ctx, s, "renew leases", nil, func(row pgx.CollectableRow) (store.Claim, error) {
+		var c store.Claim
 		err := row.Scan(&c.Stream, &c.ID, &c.Owner)
 		return c, err
 	}, sqlRenew, until, streams, ids, owners)
 }
 
-// Retry implements push.Store: the cursor reached, the failure count, the
+// Retry implements store.Store: the cursor reached, the failure count, the
 // next attempt and the evidence, in one statement.
-func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
-	instants := errors.Join(push.ValidateInstant("not before", notBefore), push.ValidateInstant("evidence at", ev.At))
+func (s *Store) Retry(ctx context.Context, c store.Claim, nextSeq uint64, notBefore time.Time, ev store.Evidence) error {
+	instants := errors.Join(store.ValidateInstant("not before", notBefore), store.ValidateInstant("evidence at", ev.At))
 	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, ev, instants, nil, notBefore)
 }
 
-// Park implements push.Store, as Retry does.
-func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
+// Park implements store.Store, as Retry does.
+func (s *Store) Park(ctx context.Context, c store.Claim, nextSeq uint64, ev store.Evidence) error {
 	tell := func(f fence) (journal.Entry, bool) {
-		return push.RegistrationEvent(push.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Error, ev.At)
+		return store.RegistrationEvent(store.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Error, ev.At)
 	}
-	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, push.ValidateInstant("evidence at", ev.At), tell)
+	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, store.ValidateInstant("evidence at", ev.At), tell)
 }
 
-func (s *Store) fail(ctx context.Context, op, write string, c push.Claim, nextSeq uint64, ev push.Evidence, instants error,
+func (s *Store) fail(ctx context.Context, op, write string, c store.Claim, nextSeq uint64, ev store.Evidence, instants error,
 	tell func(fence) (journal.Entry, bool), args ...any) error {
 	if err := cmp.Or(checkCursor(nextSeq), instants); err != nil {
 		return err
@@ -81,12 +80,12 @@ func (s *Store) fail(ctx context.Context, op, write string, c push.Claim, nextSe
 	return s.fenced(ctx, op, c, nextSeq, true, tell, write, append(append(evidenceArgs(ev), c.Owner, int64(nextSeq)), args...)...)
 }
 
-// Complete implements push.Store: the registration and its evidence (ON
+// Complete implements store.Store: the registration and its evidence (ON
 // DELETE CASCADE) are deleted; the journal keeps its records.
-func (s *Store) Complete(ctx context.Context, c push.Claim) error {
+func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 	tell := func(f fence) (journal.Entry, bool) {
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
-		return push.RegistrationEvent(push.KindCompleted, f.reg, f.head+1, "", "", f.reg.NextAttemptAt)
+		return store.RegistrationEvent(store.KindCompleted, f.reg, f.head+1, "", "", f.reg.NextAttemptAt)
 	}
 	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, c.Stream, c.ID, c.Owner)
 }
@@ -94,11 +93,11 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 // fence is what sqlFence read under the registration's row lock.
 type fence struct {
 	found bool
-	reg   push.Registration
+	reg   store.Registration
 	head  uint64
 }
 
-func (f *fence) queue(b *pgx.Batch, c push.Claim) {
+func (f *fence) queue(b *pgx.Batch, c store.Claim) {
 	b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		if f.found = rows.Next(); !f.found {
@@ -114,12 +113,12 @@ func (f *fence) queue(b *pgx.Batch, c push.Claim) {
 
 // refusal is why a write under claim c cannot apply (nextSeq 0: it writes
 // no cursor), or nil.
-func (f fence) refusal(op string, c push.Claim, nextSeq uint64) error {
+func (f fence) refusal(op string, c store.Claim, nextSeq uint64) error {
 	switch {
 	case !f.found:
 		return notFound(c.Stream, c.ID)
 	case f.reg.LeaseOwner != c.Owner:
-		return fmt.Errorf("%s %s under the lease of %s: %w", op, push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+		return fmt.Errorf("%s %s under the lease of %s: %w", op, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
 	case nextSeq > 0:
 		return store.ValidateCursor(nextSeq, f.head)
 	}
@@ -127,18 +126,18 @@ func (f fence) refusal(op string, c push.Claim, nextSeq uint64) error {
 }
 
 // notApplied is the error of a fenced write that did not apply.
-func (f fence) notApplied(op string, c push.Claim, nextSeq uint64) error {
+func (f fence) notApplied(op string, c store.Claim, nextSeq uint64) error {
 	if err := f.refusal(op, c, nextSeq); err != nil {
 		return err
 	}
-	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, push.Name(c.Stream, c.ID))
+	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, store.Name(c.Stream, c.ID))
 }
 
 // fenced runs write after sqlFence (package doc, "Claiming and fencing"),
 // then the evidence's trim if evidence, in one implicit transaction, or with
 // tell in an explicit one that appends tell's event if write applied. A
 // write that did not apply returns notApplied's error.
-func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, evidence bool,
+func (s *Store) fenced(ctx context.Context, op string, c store.Claim, nextSeq uint64, evidence bool,
 	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -177,15 +176,15 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 	return fc.notApplied(op, c, nextSeq)
 }
 
-// AdvanceBatch implements push.AdvanceBatcher: Advance for many saves in one
+// AdvanceBatch implements store.AdvanceBatcher: Advance for many saves in one
 // round trip and one commit, locking the rows in key order. A save that
 // repeats an earlier one's key (two turns of one registration, one fenced
 // out) is an Advance of its own after the batch.
-func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+func (s *Store) AdvanceBatch(ctx context.Context, saves []store.CursorSave) ([]error, error) {
 	errs := make([]error, len(saves))
 	var sent, later []int // indexes into saves
-	seen := map[push.Key]bool{}
-	key := func(i int) push.Key { return push.Key{Stream: saves[i].Claim.Stream, ID: saves[i].Claim.ID} }
+	seen := map[store.Key]bool{}
+	key := func(i int) store.Key { return store.Key{Stream: saves[i].Claim.Stream, ID: saves[i].Claim.ID} }
 	for i, sv := range saves {
 		if errs[i] = checkCursor(sv.NextSeq); errs[i] == nil { // Advance's checks, in its order
 			errs[i] = sv.Claim.Validate()
@@ -244,52 +243,52 @@ func checkCursor(nextSeq uint64) error {
 	return checkSeq("next seq", nextSeq)
 }
 
-// Unpark implements push.Store.
+// Unpark implements store.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
 	return s.operator(ctx, "unpark", stream, id, at, func(f fence, _ uint64) (*change, error) {
 		if !f.reg.Parked || f.reg.Paused { // a pause ends with Resume
 			return nil, nil
 		}
-		return &change{write: sqlUnpark, args: []any{at}, ev: push.Evidence{Event: push.EventUnparked, Seq: f.reg.NextSeq},
-			kind: push.KindUnparked, cursor: f.reg.NextSeq}, nil
+		return &change{write: sqlUnpark, args: []any{at}, ev: store.Evidence{Event: store.EventUnparked, Seq: f.reg.NextSeq},
+			kind: store.KindUnparked, cursor: f.reg.NextSeq}, nil
 	})
 }
 
-// Pause implements push.Store.
+// Pause implements store.Store.
 func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
-	if err := push.ValidatePause(by, reason); err != nil {
+	if err := store.ValidatePause(by, reason); err != nil {
 		return err
 	}
 	return s.operator(ctx, "pause", stream, id, at, func(f fence, _ uint64) (*change, error) {
 		if f.reg.Paused {
 			return nil, nil
 		}
-		why := push.PauseText(by, reason)
-		return &change{write: sqlPause, args: []any{at, why}, ev: push.Evidence{Event: push.EventPaused, Seq: f.reg.NextSeq, Error: why},
-			kind: push.KindPaused, by: by, reason: &reason, cursor: f.reg.NextSeq}, nil
+		why := store.PauseText(by, reason)
+		return &change{write: sqlPause, args: []any{at, why}, ev: store.Evidence{Event: store.EventPaused, Seq: f.reg.NextSeq, Error: why},
+			kind: store.KindPaused, by: by, reason: &reason, cursor: f.reg.NextSeq}, nil
 	})
 }
 
-// Resume implements push.Store.
+// Resume implements store.Store.
 func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
-	if err := push.ValidatePause(by, ""); err != nil {
+	if err := store.ValidatePause(by, ""); err != nil {
 		return err
 	}
 	return s.operator(ctx, "resume", stream, id, at, func(f fence, _ uint64) (*change, error) {
 		if !f.reg.Paused {
 			return nil, nil
 		}
-		return &change{write: sqlResume, args: []any{at, ""}, ev: push.Evidence{Event: push.EventResumed, Seq: f.reg.NextSeq, Error: "resumed by " + by},
-			kind: push.KindResumed, by: by, reason: new(string), cursor: f.reg.NextSeq}, nil
+		return &change{write: sqlResume, args: []any{at, ""}, ev: store.Evidence{Event: store.EventResumed, Seq: f.reg.NextSeq, Error: "resumed by " + by},
+			kind: store.KindResumed, by: by, reason: new(string), cursor: f.reg.NextSeq}, nil
 	})
 }
 
-// Skip implements push.Store.
+// Skip implements store.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(ctx, "skip", stream, id, toSeq, at, true, reason)
 }
 
-// Rewind implements push.Store.
+// Rewind implements store.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, false, "")
 }
@@ -299,7 +298,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		ev, err := store.CheckMove(skip, stream, f.reg.NextSeq, f.head, oldest, toSeq, at, reason)
 		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: ev}
 		if skip {
-			c.kind, c.by, c.cursor = push.KindSkipped, push.ByOperator, toSeq
+			c.kind, c.by, c.cursor = store.KindSkipped, store.ByOperator, toSeq
 		}
 		return c, err
 	})
@@ -309,7 +308,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 type change struct {
 	write    string
 	args     []any
-	ev       push.Evidence
+	ev       store.Evidence
 	kind, by string
 	reason   *string // the event's, if not the evidence's error
 	cursor   uint64
@@ -319,7 +318,7 @@ type change struct {
 // the stream row, locks the registration's, and asks decide for the change
 // (nil: none; an error refuses it, changing nothing).
 func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Time, decide func(f fence, oldest uint64) (*change, error)) error {
-	if err := push.ValidateInstant("at", at); err != nil {
+	if err := store.ValidateInstant("at", at); err != nil {
 		return err
 	}
 	if !validKey(stream, id) {
@@ -332,7 +331,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		)
 		b := &pgx.Batch{}
 		b.Queue(sqlMarkStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
-		f.queue(b, push.Claim{Stream: stream, ID: id})
+		f.queue(b, store.Claim{Stream: stream, ID: id})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, op+": lock registration", err)
 		}
@@ -354,7 +353,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		if c.reason != nil {
 			reason = *c.reason
 		}
-		e, ok := push.RegistrationEvent(c.kind, f.reg, c.cursor, c.by, reason, at)
+		e, ok := store.RegistrationEvent(c.kind, f.reg, c.cursor, c.by, reason, at)
 		return s.event(ctx, tx, e, ok)
 	})
 }
@@ -364,22 +363,22 @@ func (s *Store) event(ctx context.Context, tx pgx.Tx, e journal.Entry, ok bool) 
 	if !ok {
 		return nil
 	}
-	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
+	if _, err := s.appendTx(ctx, tx, store.EventsStream, []journal.Entry{e}); err != nil {
 		return fmt.Errorf("postgres: append operational event %s: %w", e.Kind, err)
 	}
 	s.poke() // it commits with tx: number it soon
 	return nil
 }
 
-// AddEvidence implements push.Store. A message skipped by policy appends
+// AddEvidence implements store.Store. A message skipped by policy appends
 // herald's event in the evidence's transaction.
-func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
+func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
 	if !validKey(ev.Stream, ev.Registration) {
 		return notFound(ev.Stream, ev.Registration)
 	}
 	var f fence
 	b := &pgx.Batch{}
-	f.queue(b, push.Claim{Stream: ev.Stream, ID: ev.Registration})
+	f.queue(b, store.Claim{Stream: ev.Stream, ID: ev.Registration})
 	queueEvidence(b, ev)
 	send := func(q querier) error {
 		if err := q.SendBatch(ctx, b).Close(); err != nil {
@@ -390,38 +389,38 @@ func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
 		}
 		return nil
 	}
-	if ev.Event != push.EventSkipped {
+	if ev.Event != store.EventSkipped {
 		return send(s.pool)
 	}
 	return s.inTx(ctx, "add evidence", func(tx pgx.Tx) error {
 		if err := send(tx); err != nil {
 			return err
 		}
-		e, ok := push.RegistrationEvent(push.KindSkipped, f.reg, ev.Seq, push.ByPolicy, ev.Error, ev.At)
+		e, ok := store.RegistrationEvent(store.KindSkipped, f.reg, ev.Seq, store.ByPolicy, ev.Error, ev.At)
 		return s.event(ctx, tx, e, ok)
 	})
 }
 
 // queueEvidence queues ev and the trim, after a lock of the registration.
-func queueEvidence(b *pgx.Batch, ev push.Evidence) {
+func queueEvidence(b *pgx.Batch, ev store.Evidence) {
 	b.Queue(sqlInsertEvidence, evidenceArgs(ev)...)
 	queueTrim(b, ev.Stream, ev.Registration)
 }
 
 func queueTrim(b *pgx.Batch, stream, id string) {
-	b.Queue(sqlTrimEvidence, stream, id, push.MaxEvidence)
+	b.Queue(sqlTrimEvidence, stream, id, store.MaxEvidence)
 }
 
 // evidenceArgs returns insertEvidence's $1…$14: ev cleaned, as stores must.
-func evidenceArgs(ev push.Evidence) []any {
+func evidenceArgs(ev store.Evidence) []any {
 	ev = ev.Clean()
 	return []any{ev.Stream, ev.Registration, ev.At, clean(ev.Event), int64(min(ev.Seq, maxSeq)),
 		ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, []byte(ev.Body), ev.Location,
 		int64(ev.Duration), ev.Error, nullTime(ev.NotBefore)}
 }
 
-// Evidence implements push.Store.
-func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]push.Evidence, error) {
+// Evidence implements store.Store.
+func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]store.Evidence, error) {
 	limit, err := store.EvidenceLimit(limit)
 	if err != nil {
 		return nil, err
@@ -430,11 +429,11 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 		return nil, notFound(stream, id)
 	}
 	var exists bool
-	out := []push.Evidence{}
+	out := []store.Evidence{}
 	b := &pgx.Batch{}
 	b.Queue(sqlRegistrationExists, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
-	b.Queue(sqlEvidence, stream, id, limit).Query(appendTo(&out, func(row pgx.CollectableRow) (push.Evidence, error) {
-		ev := push.Evidence{Stream: stream, Registration: id}
+	b.Queue(sqlEvidence, stream, id, limit).Query(appendTo(&out, func(row pgx.CollectableRow) (store.Evidence, error) {
+		ev := store.Evidence{Stream: stream, Registration: id}
 		var (
 			body      []byte
 			notBefore pgtype.Timestamptz
@@ -454,7 +453,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]p
 }
 
 // clean makes s storable as PostgreSQL text: invalid UTF-8 and NUL bytes
-// become U+FFFD (push.Evidence.Clean does it for every field but Event).
+// become U+FFFD (store.Evidence.Clean does it for every field but Event).
 func clean(s string) string {
 	if validText(s) {
 		return s

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -36,9 +36,9 @@ func TestFencedWriteJudgesTheLeaseAfterWaiting(t *testing.T) {
 				_, err := s.Append(ctx, "s", entry(id))
 				require.NoError(t, err)
 			}
-			_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
+			_, err := s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
 			require.NoError(t, err)
-			batch, err := s.Due(ctx, push.DueQuery{At: at(0), Limit: 1, Namespace: "webhook", Owner: "w1", LeaseUntil: at(60)})
+			batch, err := s.Due(ctx, store.DueQuery{At: at(0), Limit: 1, Namespace: "webhook", Owner: "w1", LeaseUntil: at(60)})
 			require.NoError(t, err)
 			require.Len(t, batch.Registrations, 1)
 			claim := batch.Registrations[0].Claim()
@@ -51,7 +51,7 @@ func TestFencedWriteJudgesTheLeaseAfterWaiting(t *testing.T) {
 
 			done := make(chan error, 1)
 			go func() {
-				done <- s.Retry(ctx, claim, 3, at(30), push.Evidence{At: at(1), Event: push.EventFailed, Error: "503"})
+				done <- s.Retry(ctx, claim, 3, at(30), store.Evidence{At: at(1), Event: store.EventFailed, Error: "503"})
 			}()
 			waitForLockWait(t, s)
 			require.NoError(t, other.Commit(ctx))
@@ -62,7 +62,7 @@ func TestFencedWriteJudgesTheLeaseAfterWaiting(t *testing.T) {
 			evs, eerr := s.Evidence(ctx, "s", "r", 0)
 			require.NoError(t, eerr)
 			if c.lost {
-				require.ErrorIs(t, err, push.ErrLeaseLost)
+				require.ErrorIs(t, err, store.ErrLeaseLost)
 				require.Empty(t, evs, "a fenced-out write stores no evidence")
 				require.Zero(t, st.Attempts)
 			} else {
@@ -89,9 +89,9 @@ func TestAdvanceBatchPlansOnce(t *testing.T) {
 	fanOut(t, s, "s", regs, batches)
 	for i := range batches {
 		when := at(120 * (i + 1)) // every lease of the last batch has expired
-		saves := make([]push.CursorSave, regs)
+		saves := make([]store.CursorSave, regs)
 		for j, st := range claim(t, s, when, fmt.Sprintf("o%d", i), regs, regs) {
-			saves[j] = push.CursorSave{Claim: st.Claim(), NextSeq: st.NextSeq + 1}
+			saves[j] = store.CursorSave{Claim: st.Claim(), NextSeq: st.NextSeq + 1}
 		}
 		errs, err := s.AdvanceBatch(ctx, saves)
 		require.NoError(t, err)

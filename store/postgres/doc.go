@@ -1,5 +1,5 @@
 // Package postgres is herald's production store: a journal.Journal and a
-// push.Store over one PostgreSQL database (pgx/v5, pgxpool), shared by any
+// store.Store over one PostgreSQL database (pgx/v5, pgxpool), shared by any
 // number of worker processes on any number of hosts.
 //
 //	const url = "postgres://herald@db.example/herald"
@@ -44,7 +44,7 @@
 // every 100 ms when none do. Due runs a step first unless this Store runs
 // RunSequencer, so scheduler mode needs no daemon. Until a step numbers
 // them, records are not lost from sight: Stats and Streams count them
-// (push.Unnumbered, from the sequencer's work list, off the append path),
+// (store.Unnumbered, from the sequencer's work list, off the append path),
 // Lookup names one (*journal.UnnumberedError), and a conflict with one says
 // it waits where it would give its seq.
 //
@@ -148,7 +148,7 @@
 // write's transaction locks the registration's row and reads its lease owner
 // and its stream's head, and the write repeats the fence in its WHERE clause.
 // One that did not apply is told apart by what the first read: no row
-// (journal.ErrNotFound), another owner (push.ErrLeaseLost), else a cursor
+// (journal.ErrNotFound), another owner (store.ErrLeaseLost), else a cursor
 // past head+1 (journal.ErrInvalid). Cursors move by GREATEST, so racing
 // workers never move one back; a failure and its evidence are one statement,
 // so a fenced-out failure stores none; herald's events commit with their

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -99,7 +100,7 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 	// registrations due.
 	_, err = s.Append(ctx, "stream/7", entry("new"))
 	require.NoError(t, err)
-	batch, err := s.Due(ctx, push.DueQuery{At: at(3), Limit: 1000, Namespace: "webhook", Owner: "w", LeaseUntil: at(63)})
+	batch, err := s.Due(ctx, store.DueQuery{At: at(3), Limit: 1000, Namespace: "webhook", Owner: "w", LeaseUntil: at(63)})
 	require.NoError(t, err)
 	require.Len(t, batch.Registrations, 100)
 	for _, st := range batch.Registrations {
@@ -120,7 +121,7 @@ func TestClaimReadsWhatItTakes(t *testing.T) {
 	_, err := s.Append(ctx, "actor/alice", entry("post"))
 	require.NoError(t, err)
 
-	q := push.DueQuery{At: at(0), Limit: 32, Namespace: "activitypub", Owner: "w", LeaseUntil: at(60),
+	q := store.DueQuery{At: at(0), Limit: 32, Namespace: "activitypub", Owner: "w", LeaseUntil: at(60),
 		MaxPerHost: 4, Busy: map[string]int{"h0.example:443": 3}}
 	batch, err := s.Due(ctx, q)
 	require.NoError(t, err)
@@ -164,7 +165,7 @@ func TestPendingMarkerRace(t *testing.T) {
 	url := migratedURL(t)
 	writer, sweeper := openStore(t, url), openStore(t, url)
 	register := func(id string, next uint64) {
-		_, err := writer.Register(ctx, push.Registration{Stream: "race", ID: id, Namespace: "webhook",
+		_, err := writer.Register(ctx, store.Registration{Stream: "race", ID: id, Namespace: "webhook",
 			URL: "https://receiver.example/" + id, NextSeq: next})
 		require.NoError(t, err)
 	}
@@ -191,7 +192,7 @@ func TestPendingMarkerRace(t *testing.T) {
 			if i%20 == 0 {
 				// A new registration that lags at once, with no append
 				// after it to set the marker again.
-				if _, err := writer.Register(ctx, push.Registration{Stream: "race", ID: fmt.Sprintf("late-%d", i),
+				if _, err := writer.Register(ctx, store.Registration{Stream: "race", ID: fmt.Sprintf("late-%d", i),
 					Namespace: "webhook", URL: "https://receiver.example/late", NextSeq: recs[0].Seq}); err != nil {
 					writeErr = err
 					return
@@ -216,7 +217,7 @@ func TestPendingMarkerRace(t *testing.T) {
 	rep, err := w.RunOnce(ctx, at(sweeps+1000), 100) // after every lease
 	require.NoError(t, err)
 	t.Logf("%d racing sweeps; the last one served %d registrations", sweeps, rep.Registrations)
-	all, err := sweeper.List(ctx, push.ListQuery{Stream: "race"})
+	all, err := sweeper.List(ctx, store.ListQuery{Stream: "race"})
 	require.NoError(t, err)
 	require.Len(t, all, 3+appends/20)
 	for _, st := range all {
@@ -230,10 +231,10 @@ func TestPendingMarkerRace(t *testing.T) {
 func TestUncommittedAppendIsNotLost(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
-	_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
+	_, err := s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
 	require.NoError(t, err)
-	due := func(when time.Time) []push.Status {
-		b, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Minute)})
+	due := func(when time.Time) []store.Status {
+		b, err := s.Due(ctx, store.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Minute)})
 		require.NoError(t, err)
 		return b.Registrations
 	}
@@ -262,13 +263,13 @@ func TestClearingKeepsEveryStreamName(t *testing.T) {
 	for _, n := range names {
 		_, err := s.Append(ctx, n, entry("e-"+n))
 		require.NoError(t, err)
-		_, err = s.Register(ctx, push.Registration{Stream: n, ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
+		_, err = s.Register(ctx, store.Registration{Stream: n, ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
 		require.NoError(t, err)
 	}
 	// The lagging one keeps its marker; every other is idle once served.
 	_, err := s.Append(ctx, "g", entry("e-g-2"))
 	require.NoError(t, err)
-	batch, err := s.Due(ctx, push.DueQuery{At: at(0), Limit: 100, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)})
+	batch, err := s.Due(ctx, store.DueQuery{At: at(0), Limit: 100, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)})
 	require.NoError(t, err)
 	require.Len(t, batch.Registrations, len(names))
 	for _, st := range batch.Registrations {
@@ -278,7 +279,7 @@ func TestClearingKeepsEveryStreamName(t *testing.T) {
 		}
 		require.NoError(t, s.Advance(ctx, st.Claim(), next))
 	}
-	_, err = s.Due(ctx, push.DueQuery{At: at(120), Limit: 100, Namespace: "webhook", Owner: "w2", LeaseUntil: at(180)})
+	_, err = s.Due(ctx, store.DueQuery{At: at(120), Limit: 100, Namespace: "webhook", Owner: "w2", LeaseUntil: at(180)})
 	require.NoError(t, err)
 	rows, err := s.Pool().Query(ctx, `SELECT stream FROM herald_stream WHERE pending ORDER BY stream`)
 	require.NoError(t, err)
@@ -298,10 +299,10 @@ func TestClearingNeverRacesALaggingWrite(t *testing.T) {
 	s := newStore(t)
 	_, err := s.Append(ctx, "s", entry("e1"))
 	require.NoError(t, err)
-	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "idle", Namespace: "webhook", URL: "https://receiver.example/idle", NextSeq: 2})
+	_, err = s.Register(ctx, store.Registration{Stream: "s", ID: "idle", Namespace: "webhook", URL: "https://receiver.example/idle", NextSeq: 2})
 	require.NoError(t, err)
-	due := func(when time.Time) ([]push.Status, error) {
-		b, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Minute)})
+	due := func(when time.Time) ([]store.Status, error) {
+		b, err := s.Due(ctx, store.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Minute)})
 		return b.Registrations, err
 	}
 
@@ -315,7 +316,7 @@ func TestClearingNeverRacesALaggingWrite(t *testing.T) {
 	require.NoError(t, err)
 
 	type result struct {
-		regs []push.Status
+		regs []store.Status
 		err  error
 	}
 	first := make(chan result, 1)
@@ -366,7 +367,7 @@ func TestDuePlansOnce(t *testing.T) {
 		require.NoError(t, err)
 		for j := range 2 {
 			when := at(240*i + 120*j)
-			due, err := s.Due(ctx, push.DueQuery{At: when, Limit: 1, Namespace: "webhook", Owner: fmt.Sprintf("o%d-%d", i, j),
+			due, err := s.Due(ctx, store.DueQuery{At: when, Limit: 1, Namespace: "webhook", Owner: fmt.Sprintf("o%d-%d", i, j),
 				LeaseUntil: when.Add(time.Minute)})
 			require.NoError(t, err)
 			for _, st := range due.Registrations {

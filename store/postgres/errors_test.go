@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -61,7 +61,7 @@ func TestErrorsAreTranslated(t *testing.T) {
 	s := newStore(t)
 	_, err := s.Append(ctx, "s", entry("a"))
 	require.NoError(t, err)
-	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
+	_, err = s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
 	require.NoError(t, err)
 
 	t.Run("not found", func(t *testing.T) {
@@ -75,8 +75,8 @@ func TestErrorsAreTranslated(t *testing.T) {
 		requireNoPgxTypes(t, err)
 		_, err = s.Get(ctx, "s\xff", "r\x00") // text PostgreSQL cannot hold names nothing
 		require.ErrorIs(t, err, journal.ErrNotFound)
-		require.ErrorIs(t, s.Advance(ctx, push.Claim{Stream: "s\x00", ID: "r", Owner: "w"}, 2), journal.ErrNotFound)
-		none, err := s.List(ctx, push.ListQuery{Stream: "s\xff"})
+		require.ErrorIs(t, s.Advance(ctx, store.Claim{Stream: "s\x00", ID: "r", Owner: "w"}, 2), journal.ErrNotFound)
+		none, err := s.List(ctx, store.ListQuery{Stream: "s\xff"})
 		require.NoError(t, err)
 		require.Empty(t, none)
 	})

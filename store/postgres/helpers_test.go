@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,7 @@ type httpTransport struct {
 	worker string
 }
 
-func (h httpTransport) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+func (h httpTransport) Deliver(ctx context.Context, reg store.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
 	if err != nil {
 		return push.Outcome{Verdict: push.Permanent, Reason: err.Error()}, nil
@@ -68,7 +69,7 @@ func (h httpTransport) Deliver(ctx context.Context, reg push.Registration, msg p
 // registration and the seq in headers for the receiver's bookkeeping.
 type payloadProjection struct{ namespace string }
 
-func (p payloadProjection) Messages(ctx context.Context, rec journal.Record, reg push.Registration) ([]push.Message, error) {
+func (p payloadProjection) Messages(ctx context.Context, rec journal.Record, reg store.Registration) ([]push.Message, error) {
 	h := http.Header{}
 	h.Set("X-Registration", reg.Stream+"/"+reg.ID)
 	h.Set("X-Seq", strconv.FormatUint(rec.Seq, 10))
@@ -82,7 +83,7 @@ func (p payloadProjection) Namespace() string                { return p.namespac
 // network: every message is accepted.
 type acceptAll struct{}
 
-func (acceptAll) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+func (acceptAll) Deliver(ctx context.Context, reg store.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	return push.Outcome{Verdict: push.Accepted, Status: 200}, nil
 }
 
@@ -176,7 +177,7 @@ func waitForLockWait(t *testing.T, s *postgres.Store) {
 func fanOut(tb testing.TB, s *postgres.Store, stream string, regs, recs int) {
 	tb.Helper()
 	for i := range regs {
-		_, err := s.Register(tb.Context(), push.Registration{Stream: stream, ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
+		_, err := s.Register(tb.Context(), store.Registration{Stream: stream, ID: fmt.Sprintf("r%d", i), Namespace: "webhook",
 			URL: fmt.Sprintf("https://receiver.example/%d", i)})
 		require.NoError(tb, err)
 	}
@@ -204,7 +205,7 @@ func newOrderReceiver(want int) *orderReceiver {
 	return &orderReceiver{seqs: map[string][]uint64{}, want: want, done: make(chan struct{})}
 }
 
-func (o *orderReceiver) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+func (o *orderReceiver) Deliver(ctx context.Context, reg store.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	seq, err := strconv.ParseUint(msg.Header.Get("X-Seq"), 10, 64)
 	if err != nil {
 		return push.Outcome{}, err
@@ -239,7 +240,7 @@ type callCounter struct {
 	due, reads, advances, batches, batched atomic.Int64
 }
 
-func (c *callCounter) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+func (c *callCounter) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
 	c.due.Add(1)
 	return c.Store.Due(ctx, q)
 }
@@ -247,11 +248,11 @@ func (c *callCounter) Read(ctx context.Context, s string, f uint64, l, b int) ([
 	c.reads.Add(1)
 	return c.Store.Read(ctx, s, f, l, b)
 }
-func (c *callCounter) Advance(ctx context.Context, cl push.Claim, n uint64) error {
+func (c *callCounter) Advance(ctx context.Context, cl store.Claim, n uint64) error {
 	c.advances.Add(1)
 	return c.Store.Advance(ctx, cl, n)
 }
-func (c *callCounter) AdvanceBatch(ctx context.Context, s []push.CursorSave) ([]error, error) {
+func (c *callCounter) AdvanceBatch(ctx context.Context, s []store.CursorSave) ([]error, error) {
 	c.batches.Add(1)
 	c.batched.Add(int64(len(s)))
 	return c.Store.AdvanceBatch(ctx, s)
@@ -259,9 +260,9 @@ func (c *callCounter) AdvanceBatch(ctx context.Context, s []push.CursorSave) ([]
 
 // claim claims registrations of namespace webhook at when, as owner, leased
 // for a minute, and fails unless it gets want of them.
-func claim(tb testing.TB, s *postgres.Store, when time.Time, owner string, limit, want int) []push.Status {
+func claim(tb testing.TB, s *postgres.Store, when time.Time, owner string, limit, want int) []store.Status {
 	tb.Helper()
-	batch, err := s.Due(tb.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner, LeaseUntil: when.Add(time.Minute)})
+	batch, err := s.Due(tb.Context(), store.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner, LeaseUntil: when.Add(time.Minute)})
 	require.NoError(tb, err)
 	require.Len(tb, batch.Registrations, want)
 	return batch.Registrations

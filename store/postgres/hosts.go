@@ -11,12 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
-func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
+func scanHost(row pgx.Row, extra ...any) (store.Host, error) {
 	var (
-		h                                push.Host
+		h                                store.Host
 		probeAt, failureAt, failingSince pgtype.Timestamptz
 	)
 	err := row.Scan(append([]any{&h.Host, &h.State, &h.Since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince}, extra...)...)
@@ -26,31 +26,31 @@ func scanHost(row pgx.Row, extra ...any) (push.Host, error) {
 
 // putHost sends b in tx with the write of h, and appends herald's event if
 // the host's state changed.
-func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h push.Host) error {
+func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h store.Host) error {
 	b.Queue(sqlPutHost, h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt),
 		clean(h.LastError), nullTime(h.LastFailureAt), nullTime(h.FailingSince))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(ctx, op, err)
 	}
-	e, ok := push.HostEvent(old, h)
+	e, ok := store.HostEvent(old, h)
 	return s.event(ctx, tx, e, ok)
 }
 
-// HostFailed implements push.HostStore in one transaction fenced by the claim.
-func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
+// HostFailed implements store.HostStore in one transaction fenced by the claim.
+func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host, error) {
 	if err := cmp.Or(f.Validate(), checkCursor(f.NextSeq)); err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
 	c := f.Claim
 	if !validKey(c.Stream, c.ID) {
-		return push.Host{}, notFound(c.Stream, c.ID)
+		return store.Host{}, notFound(c.Stream, c.ID)
 	}
 	f.Host = clean(f.Host)
-	var h push.Host
+	var h store.Host
 	err := s.inTx(ctx, "record host failure", func(tx pgx.Tx) error {
 		var (
 			fc  fence
-			old push.Host
+			old store.Host
 		)
 		b := &pgx.Batch{}
 		fc.queue(b, c)
@@ -66,7 +66,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 			return err
 		}
 		h = old.Failed(f.Evidence, f.Horizon)
-		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
+		ev, failures := store.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
 		ev.Stream, ev.Registration = c.Stream, c.ID
 		b = &pgx.Batch{}
 		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
@@ -74,35 +74,35 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		return s.putHost(ctx, tx, "record host failure", b, old, h)
 	})
 	if err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
 	return h, nil
 }
 
-// HostAnswered implements push.HostStore.
-func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (push.Host, error) {
+// HostAnswered implements store.HostStore.
+func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (store.Host, error) {
 	return s.answered(ctx, host, at, false)
 }
 
-// ResetHost implements push.HostStore.
-func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.Host, error) {
+// ResetHost implements store.HostStore.
+func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (store.Host, error) {
 	return s.answered(ctx, host, at, true)
 }
 
-func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExist bool) (push.Host, error) {
-	if err := errors.Join(push.ValidateHost(host), push.ValidateInstant("at", at)); err != nil {
-		return push.Host{}, err
+func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExist bool) (store.Host, error) {
+	if err := errors.Join(store.ValidateHost(host), store.ValidateInstant("at", at)); err != nil {
+		return store.Host{}, err
 	}
-	notStored := func() (push.Host, error) {
+	notStored := func() (store.Host, error) {
 		if mustExist {
-			return push.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+			return store.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
 		}
-		return push.Host{Host: host, State: push.HostUp, Since: at}, nil
+		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
 	}
 	if !validText(host) {
 		return notStored() // PostgreSQL's text cannot hold it: no such host is stored
 	}
-	var h push.Host
+	var h store.Host
 	err := s.inTx(ctx, "record an answer", func(tx pgx.Tx) error {
 		old, err := scanHost(tx.QueryRow(ctx, sqlLockHost, host))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -119,13 +119,13 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		return s.putHost(ctx, tx, "write host", &pgx.Batch{}, old, h)
 	})
 	if err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
 	return h, nil
 }
 
-// Hosts implements push.HostStore.
-func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
+// Hosts implements store.HostStore.
+func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, error) {
 	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error
 	if !validText(q.Host) || !validText(q.After) {
 		return nil, journal.Invalid("host", "is not valid UTF-8 text")
 	}
-	return query(ctx, s, "list hosts", nil, func(row pgx.CollectableRow) (push.Host, error) {
+	return query(ctx, s, "list hosts", nil, func(row pgx.CollectableRow) (store.Host, error) {
 		var held int64
 		h, err := scanHost(row, &held)
 		h.Held = int(held)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -30,7 +31,7 @@ func TestAppendNotifiesOnCommitOnly(t *testing.T) {
 }
 
 // listen opens a Listener of s, closed at the test's end.
-func listen(t *testing.T, s *postgres.Store) *postgres.Listener {
+func listen(t *testing.T, s *postgres.Store) store.Listener {
 	t.Helper()
 	l, err := s.Listen(t.Context())
 	require.NoError(t, err)
@@ -39,7 +40,7 @@ func listen(t *testing.T, s *postgres.Store) *postgres.Listener {
 }
 
 // requireHeard waits for l's next notification and checks its payload.
-func requireHeard(t *testing.T, l *postgres.Listener, want string, msg ...any) {
+func requireHeard(t *testing.T, l store.Listener, want string, msg ...any) {
 	t.Helper()
 	got, err := l.Wait(t.Context())
 	require.NoError(t, err)

@@ -15,16 +15,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
 var (
-	_ journal.Journal     = (*Store)(nil)
-	_ push.Store          = (*Store)(nil)
-	_ push.AdvanceBatcher = (*Store)(nil)
-	_ push.HostStore      = (*Store)(nil)
-	_ store.Retention     = (*Store)(nil)
+	_ journal.Journal      = (*Store)(nil)
+	_ store.Store          = (*Store)(nil)
+	_ store.AdvanceBatcher = (*Store)(nil)
+	_ store.HostStore      = (*Store)(nil)
+	_ store.Retention      = (*Store)(nil)
 )
 
 // Store is herald's journal and push store. It is safe for concurrent use,
@@ -218,7 +217,7 @@ func checkSeq(field string, seq uint64) error {
 }
 
 func notFound(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
+	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
 }
 
 // validKey reports whether stream and id could name a stored registration:

@@ -10,16 +10,15 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-// Register implements push.Store (package doc, "Idle costs nothing").
-func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
+// Register implements store.Store (package doc, "Idle costs nothing").
+func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if err := cmp.Or(r.Validate(), checkSeq("next seq", r.NextSeq)); err != nil {
-		return push.Registration{}, err
+		return store.Registration{}, err
 	}
-	var out push.Registration
+	var out store.Registration
 	err := s.inTx(ctx, "register", func(tx pgx.Tx) error {
 		var (
 			head, oldest   uint64
@@ -47,17 +46,17 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 			kinds = []string{}
 		}
 		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1)), push.EncodeRetry(r.Retry)))
+			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1)), store.EncodeRetry(r.Retry)))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
 	if err != nil {
-		return push.Registration{}, err
+		return store.Registration{}, err
 	}
 	return out, nil
 }
 
-// Unregister implements push.Store; the evidence goes too.
+// Unregister implements store.Store; the evidence goes too.
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
 		return notFound(stream, id)
@@ -72,24 +71,24 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	return nil
 }
 
-// Get implements push.Store.
-func (s *Store) Get(ctx context.Context, stream, id string) (push.Status, error) {
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error) {
 	if !validKey(stream, id) {
-		return push.Status{}, notFound(stream, id)
+		return store.Status{}, notFound(stream, id)
 	}
 	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, stream, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return push.Status{}, notFound(stream, id)
+		return store.Status{}, notFound(stream, id)
 	}
 	if err != nil {
-		return push.Status{}, s.dbErr(ctx, "get registration", err)
+		return store.Status{}, s.dbErr(ctx, "get registration", err)
 	}
 	return st, nil
 }
 
-// List implements push.Store.
-func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, error) {
-	limit, err := push.ListLimit(q.Limit)
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, error) {
+	limit, err := store.ListLimit(q.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -103,15 +102,15 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
 }
 
-// Stats implements push.Store with SQL aggregates.
-func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
-	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
-	var parked []push.Status
+// Stats implements store.Store with SQL aggregates.
+func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
+	st := store.Stats{Namespaces: map[string]store.NamespaceStats{}}
+	var parked []store.Status
 	b := &pgx.Batch{}
 	b.Queue(sqlStatsNamespaces, at).Query(func(rows pgx.Rows) error {
 		var (
 			ns string
-			n  push.NamespaceStats
+			n  store.NamespaceStats
 		)
 		_, err := pgx.ForEachRow(rows, []any{&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind}, func() error {
 			st.Namespaces[ns] = n
@@ -119,14 +118,14 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 		})
 		return err
 	})
-	b.Queue(sqlStatsLagging, push.MaxLagging).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
+	b.Queue(sqlStatsLagging, store.MaxLagging).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
 	b.Queue(sqlStatsOldestParked).Query(appendTo(&parked, rowTo(scanStatus)))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return push.Stats{}, s.dbErr(ctx, "stats", err)
+		return store.Stats{}, s.dbErr(ctx, "stats", err)
 	}
 	waiting, err := s.unnumbered(ctx, "")
 	if err != nil {
-		return push.Stats{}, err
+		return store.Stats{}, err
 	}
 	for _, w := range waiting {
 		st.Unnumbered.Records += w.Records
@@ -142,9 +141,9 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 }
 
 // scanStatus reads statusColumns, then extra.
-func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
+func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 	var (
-		st                   push.Status
+		st                   store.Status
 		r                    = &st.Registration
 		parkedAt, leaseUntil pgtype.Timestamptz
 		failingSince         pgtype.Timestamptz
@@ -154,7 +153,7 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
 		&retry, &failingSince, &r.Paused, &st.Head, &st.Sealed}, extra...)...)
 	if err == nil {
-		r.Retry, err = push.DecodeRetry(retry)
+		r.Retry, err = store.DecodeRetry(retry)
 	}
 	r.FailingSince = timeOf(failingSince)
 	if len(r.Kinds) == 0 {
@@ -165,24 +164,24 @@ func scanStatus(row pgx.Row, extra ...any) (push.Status, error) {
 	return st, err
 }
 
-// Due implements push.Store (package doc, "Idle costs nothing" and
+// Due implements store.Store (package doc, "Idle costs nothing" and
 // "Claiming and fencing"): a sequencer step, then one transaction of four
 // round trips: begin, read the troubled hosts and lock the probes this
 // claim owns; pick (pick), and count the other namespaces' due
 // registrations; claim the picks; move the probes claimed, clear the idle
 // streams' markers and commit. With nothing picked there is no claim.
-func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
 	if err := cmp.Or(q.Validate(), journal.ValidateID("lease owner", q.Owner)); err != nil {
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	if s.sequencing.Load() == 0 {
 		if _, err := s.sequence(ctx, nil, seqProbe, nil); err != nil {
-			return push.DueBatch{}, err
+			return store.DueBatch{}, err
 		}
 	}
-	var batch push.DueBatch
+	var batch store.DueBatch
 	err := s.onConn(ctx, nil, "due", func(conn *pgx.Conn) error {
-		var troubled, locked []push.Host
+		var troubled, locked []store.Host
 		b := &pgx.Batch{}
 		b.Queue(sqlBegin)
 		queuePlanner(b)
@@ -192,7 +191,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: read hosts", err)
 		}
-		hosts, probes := map[string]push.Host{}, map[string]bool{} // the troubled, with the probes this claim owns as locked
+		hosts, probes := map[string]store.Host{}, map[string]bool{} // the troubled, with the probes this claim owns as locked
 		held := []string{}
 		for _, h := range troubled {
 			hosts[h.Host] = h
@@ -201,7 +200,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 			hosts[h.Host], probes[h.Host] = h, true
 		}
 		for _, h := range hosts {
-			if !probes[h.Host] && h.State != push.HostUp {
+			if !probes[h.Host] && h.State != store.HostUp {
 				held = append(held, h.Host)
 			}
 		}
@@ -238,7 +237,7 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	return batch, nil
 }
@@ -257,7 +256,7 @@ const pickDepth = 4
 // cursor's last one read are all it could have seen, and if fewer than
 // q.Limit+1 of them fit, it reads again, deeper. So a claim reads what it
 // takes and what the cap and held hosts leave, not every registration due.
-func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q push.DueQuery, held []string, probes map[string]bool,
+func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held []string, probes map[string]bool,
 	unserved *int) (streams, ids []string, err error) {
 	const maxDepth = 1 << 30
 	type cursor struct {

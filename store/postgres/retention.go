@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -130,7 +129,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 			b.Queue(sqlPruneStream, name).Exec(count(&rep.Removed))
 		}
 		if regs > 0 {
-			b.Queue(sqlPruneEvidence, name, cutoff, push.EventParked).Exec(count(&rep.Evidence))
+			b.Queue(sqlPruneEvidence, name, cutoff, store.EventParked).Exec(count(&rep.Evidence))
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "prune "+name, err)
@@ -179,16 +178,16 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 }
 
 // unnumbered returns the records waiting for the sequencer, by stream (only
-// stream's, or every stream's for ""), each push.Unnumbered with Streams 1.
-func (s *Store) unnumbered(ctx context.Context, stream string) (map[string]push.Unnumbered, error) {
-	out := map[string]push.Unnumbered{}
+// stream's, or every stream's for ""), each store.Unnumbered with Streams 1.
+func (s *Store) unnumbered(ctx context.Context, stream string) (map[string]store.Unnumbered, error) {
+	out := map[string]store.Unnumbered{}
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
 	queuePlanner(b)
 	b.Queue(sqlUnnumbered, stream).Query(func(rows pgx.Rows) error {
 		var (
 			name string
-			w    = push.Unnumbered{Streams: 1}
+			w    = store.Unnumbered{Streams: 1}
 		)
 		_, err := pgx.ForEachRow(rows, []any{&name, &w.Records, &w.Oldest}, func() error {
 			w.Oldest = w.Oldest.UTC()

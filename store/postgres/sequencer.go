@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldpush/herald/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -241,8 +242,13 @@ type Listener struct {
 	own    *atomic.Uint32 // the store's RunSequencerWaking backend, whose notifications are skipped
 }
 
+// The daemon finds Listen by this shape (store.Listener).
+var _ interface {
+	Listen(context.Context) (store.Listener, error)
+} = (*Store)(nil)
+
 // Listen opens a Listener configured as the store's pool. Errors: ErrUnavailable.
-func (s *Store) Listen(ctx context.Context) (*Listener, error) {
+func (s *Store) Listen(ctx context.Context) (store.Listener, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, dbError(ctx, "listen", err)

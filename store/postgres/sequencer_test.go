@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -133,7 +134,7 @@ func TestOpenTransactionDelaysOnlyItsOwnRecord(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
 	rc := newReceiver(t)
-	_, err := s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: regURL(rc.URL, "s", "r")})
+	_, err := s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: regURL(rc.URL, "s", "r")})
 	require.NoError(t, err)
 	w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
 	require.NoError(t, err)

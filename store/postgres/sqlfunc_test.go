@@ -20,6 +20,7 @@ import (
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -506,7 +507,7 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 		mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
-	_, err := d.s.Register(ctx, push.Registration{Stream: "orders/1", ID: "shop", Namespace: "webhook", URL: srv.URL + "/hook"})
+	_, err := d.s.Register(ctx, store.Registration{Stream: "orders/1", ID: "shop", Namespace: "webhook", URL: srv.URL + "/hook"})
 	require.NoError(t, err)
 	w, err := push.NewWorker(d.s, d.s, httpTransport{client: srv.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
 	require.NoError(t, err)
@@ -554,7 +555,7 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 	refused := []struct {
 		name, stream, id, field string
 	}{
-		{"herald's events", push.EventsStream, "evt-1", "stream"},
+		{"herald's events", store.EventsStream, "evt-1", "stream"},
 		{"any herald/ stream", journal.ReservedPrefix + "x", "evt-1", "stream"},
 		{"an event's id", "orders/1", journal.ReservedIDPrefix + "parked:1", "id"},
 		{"a bad stream before a reserved id", "a b", journal.ReservedIDPrefix + "x", "stream"},

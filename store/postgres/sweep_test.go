@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -94,7 +95,7 @@ func TestTwoWorkersNeverShareALiveLease(t *testing.T) {
 		}
 		for j := range perStream {
 			id := fmt.Sprintf("r%d", j)
-			_, err := sa.Register(ctx, push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: regURL(rc.URL, stream, id)})
+			_, err := sa.Register(ctx, store.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: regURL(rc.URL, stream, id)})
 			require.NoError(t, err)
 		}
 	}
@@ -134,7 +135,7 @@ func TestTwoWorkersNeverShareALiveLease(t *testing.T) {
 			require.NoError(t, err, "worker %s", name)
 			claimed[name] += reports[name].Registrations
 		}
-		all, err := sa.List(ctx, push.ListQuery{Limit: push.MaxListLimit})
+		all, err := sa.List(ctx, store.ListQuery{Limit: store.MaxListLimit})
 		require.NoError(t, err)
 		require.Len(t, all, streams*perStream)
 		for _, st := range all {
@@ -186,7 +187,7 @@ func TestConnectionKilledMidSweep(t *testing.T) {
 			WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 	}
 	for _, id := range []string{"r1", "r2", "r3"} {
-		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: id, Namespace: "webhook", URL: regURL(rc.URL, "s", id)})
+		_, err := s.Register(ctx, store.Registration{Stream: "s", ID: id, Namespace: "webhook", URL: regURL(rc.URL, "s", id)})
 		require.NoError(t, err)
 	}
 	for n := range 5 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // The benchmarks behind BENCHMARKS.md, "SQLite store". Run:
@@ -102,7 +103,7 @@ func BenchmarkAppendParallel(b *testing.B) {
 // benchTransport POSTs to a loopback receiver and accepts any 2xx.
 type benchTransport struct{ client *http.Client }
 
-func (t benchTransport) Deliver(ctx context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
+func (t benchTransport) Deliver(ctx context.Context, reg store.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
 	if err != nil {
 		return push.Outcome{}, err
@@ -122,7 +123,7 @@ func (t benchTransport) Deliver(ctx context.Context, reg push.Registration, msg 
 
 type benchProjection struct{}
 
-func (benchProjection) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+func (benchProjection) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
 	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
 }
 func (benchProjection) Terminal(rec journal.Record) bool { return rec.Final }
@@ -146,7 +147,7 @@ func BenchmarkDeliver(b *testing.B) {
 			s := benchStore(b)
 			ctx := context.Background()
 			for i := range fanout {
-				if _, err := s.Register(ctx, push.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%d", i),
+				if _, err := s.Register(ctx, store.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%d", i),
 					Namespace: "webhook", URL: fmt.Sprintf("%s/inbox/%d", srv.URL, i)}); err != nil {
 					b.Fatal(err)
 				}
@@ -193,7 +194,7 @@ func BenchmarkAudience(b *testing.B) {
 				b.StopTimer()
 				s := benchStore(b)
 				for i := range n {
-					if _, err := s.Register(ctx, push.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%d", i),
+					if _, err := s.Register(ctx, store.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%d", i),
 						Namespace: "activitypub", URL: fmt.Sprintf("https://h%d.example/inbox/%d", i/10, i)}); err != nil {
 						b.Fatal(err)
 					}
@@ -205,7 +206,7 @@ func BenchmarkAudience(b *testing.B) {
 				b.StartTimer()
 				done, claims := 0, 0
 				for done < n {
-					batch, err := s.Due(ctx, push.DueQuery{At: at, Limit: 32, Namespace: "activitypub", Owner: fmt.Sprintf("w#%d", claims),
+					batch, err := s.Due(ctx, store.DueQuery{At: at, Limit: 32, Namespace: "activitypub", Owner: fmt.Sprintf("w#%d", claims),
 						LeaseUntil: at.Add(time.Minute), MaxPerHost: 4})
 					if err != nil {
 						b.Fatal(err)

@@ -9,34 +9,33 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-// Due implements push.Store in one write transaction, whose lock makes the
+// Due implements store.Store in one write transaction, whose lock makes the
 // claim atomic across processes: store.DuePicker picks what it claims, and
 // the wake marker of every stream it read is recomputed.
-func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error) {
+func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
 	if err := q.Validate(); err != nil {
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	at, err := nanos("at", q.At)
 	until, err2 := nanos("lease until", q.LeaseUntil)
 	if err := cmp.Or(err, err2); err != nil {
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	// Most sweeps of a quiet store find nothing: say so from a read
 	// snapshot, without taking the write lock (or syncing a commit). An
 	// append that commits after this read is one that came after the sweep.
 	var woken bool
 	if err := s.r.QueryRowContext(ctx, sqlAnyWoken, at.Int64).Scan(&woken); err != nil || !woken {
-		return push.DueBatch{}, translate("due: look for woken streams", err)
+		return store.DueBatch{}, translate("due: look for woken streams", err)
 	}
 	var p *store.DuePicker
 	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
-		hosts := map[string]push.Host{}
+		hosts := map[string]store.Host{}
 		probing := false
-		_, err := queryAll(ctx, tx, "due: read hosts", nil, func(sc scanner) (h push.Host, err error) {
+		_, err := queryAll(ctx, tx, "due: read hosts", nil, func(sc scanner) (h store.Host, err error) {
 			h, err = scanHost(sc)
 			hosts[h.Host] = h
 			_, probe := h.Holds(q.At)
@@ -85,14 +84,14 @@ func (s *Store) Due(ctx context.Context, q push.DueQuery) (push.DueBatch, error)
 		return translate("due: recompute wake markers", err)
 	})
 	if err != nil {
-		return push.DueBatch{}, err
+		return store.DueBatch{}, err
 	}
 	return p.Batch, nil
 }
 
-func scanHost(sc scanner) (push.Host, error) {
+func scanHost(sc scanner) (store.Host, error) {
 	var (
-		h                                       push.Host
+		h                                       store.Host
 		since, probeAt, failureAt, failingSince sql.NullInt64
 	)
 	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince)
@@ -111,7 +110,7 @@ func pickDue(ctx context.Context, tx *sql.Tx, p *store.DuePicker, at int64, name
 	defer rows.Close()
 	full, n := true, 0
 	for rows.Next() {
-		var st push.Status
+		var st store.Status
 		var host string
 		if err := rows.Scan(&st.Stream, &st.ID, &host); err != nil {
 			return false, translate("due", err)
@@ -138,16 +137,16 @@ func pickDue(ctx context.Context, tx *sql.Tx, p *store.DuePicker, at int64, name
 }
 
 // getHost reads one host; found is false when none is stored.
-func getHost(ctx context.Context, q queryer, host string) (h push.Host, found bool, err error) {
+func getHost(ctx context.Context, q queryer, host string) (h store.Host, found bool, err error) {
 	h, err = scanHost(q.QueryRowContext(ctx, sqlGetHost, host))
 	if errors.Is(err, sql.ErrNoRows) {
-		return push.Host{Host: host}, false, nil
+		return store.Host{Host: host}, false, nil
 	}
 	return h, err == nil, translate("read host", err)
 }
 
 // putHost stores h and appends the event of its change from old, if any.
-func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error {
+func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h store.Host) error {
 	since, err1 := nanos("host since", h.Since)
 	probe, err2 := nanos("next probe at", h.NextProbeAt)
 	failed, err3 := nanos("last failure at", h.LastFailureAt)
@@ -159,16 +158,16 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h push.Host) error
 	if err != nil {
 		return translate("write host", err)
 	}
-	e, ok := push.HostEvent(old, h)
+	e, ok := store.HostEvent(old, h)
 	return s.event(ctx, tx, e, ok)
 }
 
-// HostFailed implements push.HostStore.
-func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, error) {
+// HostFailed implements store.HostStore.
+func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host, error) {
 	if err := f.Validate(); err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
-	var h push.Host
+	var h store.Host
 	c := f.Claim
 	err := s.fenced(ctx, "record host failure", c, f.NextSeq, func(tx *sql.Tx, fc fence) error {
 		old, _, err := getHost(ctx, tx, f.Host)
@@ -179,7 +178,7 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 		if err := s.putHost(ctx, tx, old, h); err != nil {
 			return err
 		}
-		ev, failures := push.ChargeHost(c.Stream, c.ID, f.Evidence, uint64(fc.n), uint64(fc.next), fc.hostFailures)
+		ev, failures := store.ChargeHost(c.Stream, c.ID, f.Evidence, uint64(fc.n), uint64(fc.next), fc.hostFailures)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
 			return err
@@ -192,24 +191,24 @@ func (s *Store) HostFailed(ctx context.Context, f push.HostFailure) (push.Host, 
 	return h, err
 }
 
-// HostAnswered implements push.HostStore.
-func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (push.Host, error) {
+// HostAnswered implements store.HostStore.
+func (s *Store) HostAnswered(ctx context.Context, host string, at time.Time) (store.Host, error) {
 	return s.answered(ctx, host, at, false)
 }
 
-// ResetHost implements push.HostStore.
-func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (push.Host, error) {
+// ResetHost implements store.HostStore.
+func (s *Store) ResetHost(ctx context.Context, host string, at time.Time) (store.Host, error) {
 	return s.answered(ctx, host, at, true)
 }
 
-func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExist bool) (push.Host, error) {
-	if err := push.ValidateHost(host); err != nil {
-		return push.Host{}, err
+func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExist bool) (store.Host, error) {
+	if err := store.ValidateHost(host); err != nil {
+		return store.Host{}, err
 	}
 	if _, err := instantArg("at", at); err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
-	h := push.Host{Host: host, State: push.HostUp, Since: at}
+	h := store.Host{Host: host, State: store.HostUp, Since: at}
 	err := s.write(ctx, "record an answer of "+host, func(tx *sql.Tx) error {
 		old, found, err := getHost(ctx, tx, host)
 		switch {
@@ -223,7 +222,7 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		if h = old.Answered(at); h == old {
 			return nil
 		}
-		if err := s.putHost(ctx, tx, old, h); err != nil || old.State == push.HostUp {
+		if err := s.putHost(ctx, tx, old, h); err != nil || old.State == store.HostUp {
 			return err
 		}
 		// Released: wake every stream the host's registrations follow, so
@@ -232,18 +231,18 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		return translate("wake the host's streams", err)
 	})
 	if err != nil {
-		return push.Host{}, err
+		return store.Host{}, err
 	}
 	return h, nil
 }
 
-// Hosts implements push.HostStore.
-func (s *Store) Hosts(ctx context.Context, q push.HostQuery) ([]push.Host, error) {
+// Hosts implements store.HostStore.
+func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, error) {
 	limit, err := q.Validate()
 	if err != nil {
 		return nil, err
 	}
-	var out []push.Host
+	var out []store.Host
 	err = s.read(ctx, "list hosts", func(tx *sql.Tx) error {
 		out, err = queryAll(ctx, tx, "list hosts", nil, scanHost, sqlHosts, q.Host, q.State, q.After, limit)
 		if err != nil || len(out) == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -30,7 +31,7 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 
 	streams := map[string]uint64{"hot": appenders * each} // stream → records expected
 	register := func(stream, id string) {
-		_, err := s.Register(ctx, push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: rc.URL + "/" + id})
+		_, err := s.Register(ctx, store.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: rc.URL + "/" + id})
 		require.NoError(t, err)
 	}
 	for _, id := range []string{"r0", "r1", "r2"} {
@@ -114,14 +115,14 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	final := t0.Add(time.Duration(clock.Load())*time.Second + time.Hour)
 	_, err = w.RunOnce(ctx, final, 100)
 	require.NoError(t, err)
-	all, err := s.List(ctx, push.ListQuery{})
+	all, err := s.List(ctx, store.ListQuery{})
 	require.NoError(t, err)
 	require.Len(t, all, 3+colds)
 	for _, st := range all {
 		require.Equal(t, st.Head+1, st.NextSeq, "%s/%s reached the head in one more sweep", st.Stream, st.ID)
 		require.Equal(t, streams[st.Stream], st.Head)
 	}
-	batch, err := s.Due(ctx, push.DueQuery{At: final.Add(time.Hour), Limit: 10, Namespace: "webhook", Owner: "x", LeaseUntil: final.Add(2 * time.Hour)})
+	batch, err := s.Due(ctx, store.DueQuery{At: final.Add(time.Hour), Limit: 10, Namespace: "webhook", Owner: "x", LeaseUntil: final.Add(2 * time.Hour)})
 	require.NoError(t, err)
 	require.Empty(t, batch.Registrations, "nothing is due once every cursor is at its head")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -69,7 +70,7 @@ func crashChild() int {
 		return fail("open", err)
 	}
 	for _, id := range crashRegistrations {
-		if _, err := s.Register(ctx, push.Registration{Stream: crashStream, ID: id, Namespace: "webhook",
+		if _, err := s.Register(ctx, store.Registration{Stream: crashStream, ID: id, Namespace: "webhook",
 			URL: os.Getenv(envCrashURL) + "/" + id}); err != nil {
 			return fail("register", err)
 		}
@@ -261,8 +262,8 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 	_, err = s.Append(ctx, "task/1", entries...)
 	require.NoError(t, err)
 	for _, id := range []string{"ok", "gone", "flaky"} {
-		_, err := s.Register(ctx, push.Registration{Stream: "task/1", ID: id, Namespace: "webhook", URL: rc.URL + "/" + id,
-			Config: push.Config(`{"secret":"whsec_x"}`)})
+		_, err := s.Register(ctx, store.Registration{Stream: "task/1", ID: id, Namespace: "webhook", URL: rc.URL + "/" + id,
+			Config: store.Config(`{"secret":"whsec_x"}`)})
 		require.NoError(t, err)
 	}
 	w, err := push.NewWorker(s, s, rc.transport(), payloadProjection{}, push.WithOwner("worker-1"))
@@ -275,12 +276,12 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 	require.Equal(t, 1, rep.Retries, "/flaky answered 503")
 
 	type state struct {
-		statuses map[string]push.Status
-		evidence map[string][]push.Evidence
+		statuses map[string]store.Status
+		evidence map[string][]store.Evidence
 		records  []journal.Record
 	}
 	capture := func(s *sqlite.Store) state {
-		st := state{statuses: map[string]push.Status{}, evidence: map[string][]push.Evidence{}}
+		st := state{statuses: map[string]store.Status{}, evidence: map[string][]store.Evidence{}}
 		for _, id := range []string{"ok", "gone", "flaky"} {
 			got, err := s.Get(ctx, "task/1", id)
 			require.NoError(t, err)
@@ -310,7 +311,7 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 	}
 	ok := after.statuses["ok"]
 	require.Equal(t, uint64(6), ok.NextSeq, "the cursor of the delivered registration")
-	require.Equal(t, push.StateIdle, ok.State())
+	require.Equal(t, store.StateIdle, ok.State())
 	require.Empty(t, after.evidence["ok"], "a success leaves no evidence")
 	for _, e := range entries {
 		require.True(t, rc.acknowledged("/ok", e.ID), "%s was acknowledged", e.ID)
@@ -321,7 +322,7 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 	requireTime(t, t0, gone.ParkedAt, "ParkedAt")
 	require.Equal(t, uint64(1), gone.NextSeq, "parking keeps the cursor")
 	require.Len(t, after.evidence["gone"], 1)
-	require.Equal(t, push.EventParked, after.evidence["gone"][0].Event)
+	require.Equal(t, store.EventParked, after.evidence["gone"][0].Event)
 	require.Equal(t, http.StatusGone, after.evidence["gone"][0].Status)
 	require.Equal(t, "urn:rec:1", after.evidence["gone"][0].RecordID)
 
@@ -329,11 +330,11 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 	require.False(t, flaky.Parked)
 	require.Equal(t, 1, flaky.Attempts)
 	require.Equal(t, uint64(1), flaky.NextSeq)
-	wantRetry := t0.Add(push.Backoff("task/1", "flaky", 0))
+	wantRetry := t0.Add(store.Backoff("task/1", "flaky", 0))
 	requireTime(t, wantRetry, flaky.NextAttemptAt, "NextAttemptAt from the backoff")
 	require.Len(t, after.evidence["flaky"], 1)
 	ev := after.evidence["flaky"][0]
-	require.Equal(t, push.EventFailed, ev.Event)
+	require.Equal(t, store.EventFailed, ev.Event)
 	require.Equal(t, http.StatusServiceUnavailable, ev.Status)
 	require.Equal(t, "Service Unavailable", ev.Body)
 	requireTime(t, wantRetry, ev.NotBefore, "evidence NotBefore")

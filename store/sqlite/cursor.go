@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -62,7 +61,7 @@ type fence struct {
 // holds the registration's lease and that nextSeq is a cursor its stream can
 // have. fn's update repeats the owner in its WHERE clause; the single writer
 // makes the two one atomic step.
-func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
+func (s *Store) fenced(ctx context.Context, op string, c store.Claim, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
 	n, err := fenceArgs(c, nextSeq)
 	if err != nil {
 		return err
@@ -72,13 +71,13 @@ func (s *Store) fenced(ctx context.Context, op string, c push.Claim, nextSeq uin
 
 // fenceArgs checks a write's claim and cursor before any transaction, and
 // returns the cursor as stored.
-func fenceArgs(c push.Claim, nextSeq uint64) (int64, error) {
+func fenceArgs(c store.Claim, nextSeq uint64) (int64, error) {
 	n, err := seqArg("next seq", nextSeq)
 	return n, cmp.Or(err, c.Validate())
 }
 
 // fencedIn is fenced's check and write in tx.
-func fencedIn(ctx context.Context, tx *sql.Tx, c push.Claim, n int64, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
+func fencedIn(ctx context.Context, tx *sql.Tx, c store.Claim, n int64, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
 	fc := fence{n: n}
 	err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
 	switch {
@@ -87,7 +86,7 @@ func fencedIn(ctx context.Context, tx *sql.Tx, c push.Claim, n int64, nextSeq ui
 	case err != nil:
 		return translate("check lease", err)
 	case fc.owner != c.Owner:
-		return fmt.Errorf("registration %s, claim %s: %w", push.Name(c.Stream, c.ID), c.Owner, push.ErrLeaseLost)
+		return fmt.Errorf("registration %s, claim %s: %w", store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
 	}
 	if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
 		return err
@@ -95,11 +94,11 @@ func fencedIn(ctx context.Context, tx *sql.Tx, c push.Claim, n int64, nextSeq ui
 	return fn(tx, fc)
 }
 
-// AdvanceBatch implements push.AdvanceBatcher: the saves, in order, in one
+// AdvanceBatch implements store.AdvanceBatcher: the saves, in order, in one
 // write transaction, so that concurrent turns' cursors cost one commit (one
 // fsync). A save refused (lease lost, gone, a bad cursor) is refused before
 // it writes: it changed nothing.
-func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+func (s *Store) AdvanceBatch(ctx context.Context, saves []store.CursorSave) ([]error, error) {
 	errs := make([]error, len(saves))
 	err := s.write(ctx, "advance a batch", func(tx *sql.Tx) error {
 		for i, sv := range saves {
@@ -122,34 +121,34 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []push.CursorSave) ([]er
 
 // refused says whether err is a write's refusal, not the database's failure.
 func refused(err error) bool {
-	return errors.Is(err, journal.ErrInvalid) || errors.Is(err, journal.ErrNotFound) || errors.Is(err, push.ErrLeaseLost)
+	return errors.Is(err, journal.ErrInvalid) || errors.Is(err, journal.ErrNotFound) || errors.Is(err, store.ErrLeaseLost)
 }
 
-// Advance implements push.Store.
-func (s *Store) Advance(ctx context.Context, c push.Claim, nextSeq uint64) error {
+// Advance implements store.Store.
+func (s *Store) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	return s.save(ctx, "advance", sqlAdvance, c, nextSeq)
 }
 
-// Checkpoint implements push.Store.
-func (s *Store) Checkpoint(ctx context.Context, c push.Claim, nextSeq uint64) error {
+// Checkpoint implements store.Store.
+func (s *Store) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
 	return s.save(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
 }
 
-func (s *Store) save(ctx context.Context, op, query string, c push.Claim, nextSeq uint64) error {
+func (s *Store) save(ctx context.Context, op, query string, c store.Claim, nextSeq uint64) error {
 	return s.fenced(ctx, op, c, nextSeq, saveWith(ctx, op, query, c))
 }
 
 // saveWith is the write of a cursor save (sqlAdvance, sqlCheckpoint) under
 // claim c, once fenced.
-func saveWith(ctx context.Context, op, query string, c push.Claim) func(tx *sql.Tx, fc fence) error {
+func saveWith(ctx context.Context, op, query string, c store.Claim) func(tx *sql.Tx, fc fence) error {
 	return func(tx *sql.Tx, fc fence) error {
 		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n)
 		return err
 	}
 }
 
-// Renew implements push.Store, one statement a claim in one transaction.
-func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim) ([]push.Claim, error) {
+// Renew implements store.Store, one statement a claim in one transaction.
+func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
@@ -157,7 +156,7 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim)
 	if err != nil {
 		return nil, err
 	}
-	var renewed []push.Claim
+	var renewed []store.Claim
 	err = s.write(ctx, "renew leases", func(tx *sql.Tx) error {
 		renewed = renewed[:0]
 		for _, c := range claims {
@@ -177,21 +176,21 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []push.Claim)
 	return renewed, nil
 }
 
-// Retry implements push.Store.
-func (s *Store) Retry(ctx context.Context, c push.Claim, nextSeq uint64, notBefore time.Time, ev push.Evidence) error {
+// Retry implements store.Store.
+func (s *Store) Retry(ctx context.Context, c store.Claim, nextSeq uint64, notBefore time.Time, ev store.Evidence) error {
 	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, "not before", notBefore, ev)
 }
 
-// Park implements push.Store.
-func (s *Store) Park(ctx context.Context, c push.Claim, nextSeq uint64, ev push.Evidence) error {
+// Park implements store.Store.
+func (s *Store) Park(ctx context.Context, c store.Claim, nextSeq uint64, ev store.Evidence) error {
 	return s.fail(ctx, "park", sqlPark, c, nextSeq, "evidence at", ev.At, ev)
 }
 
 // fail is Retry's and Park's write, fenced by the claim; query sets the
 // instant t (named field).
-func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSeq uint64, field string, t time.Time, ev push.Evidence) error {
+func (s *Store) fail(ctx context.Context, op, query string, c store.Claim, nextSeq uint64, field string, t time.Time, ev store.Evidence) error {
 	when, err := instantArg(field, t)
-	if err := cmp.Or(err, push.ValidateInstant("evidence at", ev.At)); err != nil {
+	if err := cmp.Or(err, store.ValidateInstant("evidence at", ev.At)); err != nil {
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
@@ -203,11 +202,11 @@ func (s *Store) fail(ctx context.Context, op, query string, c push.Claim, nextSe
 			return err
 		}
 		// A park is told (herald/events).
-		return s.registrationEvent(ctx, tx, push.KindParked, c.Stream, c.ID, uint64(st.nextSeq), "", ev.Error, ev.At)
+		return s.registrationEvent(ctx, tx, store.KindParked, c.Stream, c.ID, uint64(st.nextSeq), "", ev.Error, ev.At)
 	})
 }
 
-// Unpark implements push.Store.
+// Unpark implements store.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
 	atN, err := instantArg("at", at)
 	if err != nil {
@@ -220,34 +219,34 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 			return err // nil when it exists and was not parked: nothing to do
 		}
 		if err == nil {
-			err = addEvidence(ctx, tx, stream, id, push.Evidence{At: at, Event: push.EventUnparked, Seq: uint64(st.nextSeq)})
+			err = addEvidence(ctx, tx, stream, id, store.Evidence{At: at, Event: store.EventUnparked, Seq: uint64(st.nextSeq)})
 		}
 		if err != nil {
 			return err
 		}
-		return s.registrationEvent(ctx, tx, push.KindUnparked, stream, id, uint64(st.nextSeq), "", "", at)
+		return s.registrationEvent(ctx, tx, store.KindUnparked, stream, id, uint64(st.nextSeq), "", "", at)
 	})
 }
 
-// Pause implements push.Store.
+// Pause implements store.Store.
 func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
-	why := push.PauseText(by, reason)
+	why := store.PauseText(by, reason)
 	return s.pauseOrResume(ctx, "pause", sqlPause, stream, id, at, by, reason, why,
-		push.Evidence{At: at, Event: push.EventPaused, Error: why}, push.KindPaused)
+		store.Evidence{At: at, Event: store.EventPaused, Error: why}, store.KindPaused)
 }
 
-// Resume implements push.Store.
+// Resume implements store.Store.
 func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
 	return s.pauseOrResume(ctx, "resume", sqlResume, stream, id, at, by, "", "",
-		push.Evidence{At: at, Event: push.EventResumed, Error: "resumed by " + by}, push.KindResumed)
+		store.Evidence{At: at, Event: store.EventResumed, Error: "resumed by " + by}, store.KindResumed)
 }
 
 // pauseOrResume writes query (sqlPause, sqlResume) with lastError, then ev
 // and an event of kind; a registration already so is left alone.
 func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string, at time.Time, by, reason, lastError string,
-	ev push.Evidence, kind string) error {
+	ev store.Evidence, kind string) error {
 	atN, err := instantArg("at", at)
-	if err = cmp.Or(err, push.ValidatePause(by, reason)); err != nil {
+	if err = cmp.Or(err, store.ValidatePause(by, reason)); err != nil {
 		return err
 	}
 	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
@@ -267,12 +266,12 @@ func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string,
 	})
 }
 
-// Skip implements push.Store.
+// Skip implements store.Store.
 func (s *Store) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	return s.move(ctx, "skip", stream, id, toSeq, at, true, reason)
 }
 
-// Rewind implements push.Store.
+// Rewind implements store.Store.
 func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	return s.move(ctx, "rewind", stream, id, toSeq, at, false, "")
 }
@@ -304,28 +303,28 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		if _, err := update(ctx, tx, op, stream, id, sqlMove, int64(toSeq), atN, stream, id); err != nil || !skip {
 			return err
 		}
-		return s.registrationEvent(ctx, tx, push.KindSkipped, stream, id, toSeq, push.ByOperator, reason, at)
+		return s.registrationEvent(ctx, tx, store.KindSkipped, stream, id, toSeq, store.ByOperator, reason, at)
 	})
 }
 
-// AddEvidence implements push.Store.
-func (s *Store) AddEvidence(ctx context.Context, ev push.Evidence) error {
+// AddEvidence implements store.Store.
+func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
 	return s.write(ctx, "add evidence", func(tx *sql.Tx) error {
 		st, err := getStatus(ctx, tx, ev.Stream, ev.Registration)
 		if err == nil {
 			err = addEvidence(ctx, tx, ev.Stream, ev.Registration, ev)
 		}
-		if err != nil || ev.Event != push.EventSkipped {
+		if err != nil || ev.Event != store.EventSkipped {
 			return err
 		}
-		e, ok := push.RegistrationEvent(push.KindSkipped, st.Registration, ev.Seq, push.ByPolicy, ev.Error, ev.At)
+		e, ok := store.RegistrationEvent(store.KindSkipped, st.Registration, ev.Seq, store.ByPolicy, ev.Error, ev.At)
 		return s.event(ctx, tx, e, ok)
 	})
 }
 
 // addEvidence inserts one row and drops the registration's rows beyond the
-// newest push.MaxEvidence.
-func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evidence) error {
+// newest store.MaxEvidence.
+func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev store.Evidence) error {
 	ev = ev.Clean()
 	at, err1 := nanos("evidence at", ev.At)
 	notBefore, err2 := nanos("evidence not before", ev.NotBefore)
@@ -339,23 +338,23 @@ func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev push.Evi
 	if err != nil {
 		return translate("add evidence", err)
 	}
-	_, err = tx.ExecContext(ctx, sqlTrimEvidence, stream, id, push.MaxEvidence)
+	_, err = tx.ExecContext(ctx, sqlTrimEvidence, stream, id, store.MaxEvidence)
 	return translate("trim evidence", err)
 }
 
-// Evidence implements push.Store.
-func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]push.Evidence, error) {
+// Evidence implements store.Store.
+func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]store.Evidence, error) {
 	limit, err := store.EvidenceLimit(limit)
 	if err != nil {
 		return nil, err
 	}
-	var out []push.Evidence
+	var out []store.Evidence
 	err = s.read(ctx, "evidence", func(tx *sql.Tx) error {
 		if _, err := getStatus(ctx, tx, stream, id); err != nil {
 			return err
 		}
-		out, err = queryAll(ctx, tx, "evidence", nil, func(sc scanner) (push.Evidence, error) {
-			ev := push.Evidence{Stream: stream, Registration: id}
+		out, err = queryAll(ctx, tx, "evidence", nil, func(sc scanner) (store.Evidence, error) {
+			ev := store.Evidence{Stream: stream, Registration: id}
 			var (
 				at, notBefore sql.NullInt64
 				seq, duration int64
@@ -376,7 +375,7 @@ func (s *Store) registrationEvent(ctx context.Context, tx *sql.Tx, kind, stream,
 	if err != nil {
 		return err
 	}
-	e, ok := push.RegistrationEvent(kind, st.Registration, cursor, by, reason, at)
+	e, ok := store.RegistrationEvent(kind, st.Registration, cursor, by, reason, at)
 	return s.event(ctx, tx, e, ok)
 }
 
@@ -385,7 +384,7 @@ func (s *Store) event(ctx context.Context, tx *sql.Tx, e journal.Entry, ok bool)
 	if !ok {
 		return nil
 	}
-	if _, err := s.appendTx(ctx, tx, push.EventsStream, []journal.Entry{e}); err != nil {
+	if _, err := s.appendTx(ctx, tx, store.EventsStream, []journal.Entry{e}); err != nil {
 		return fmt.Errorf("sqlite: append operational event %s: %w", e.Kind, err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -35,9 +35,9 @@ func ExampleOpen() {
 	_, err = s.Append(ctx, "task/42", journal.Entry{ID: "urn:uuid:3", Kind: "statusUpdate", Payload: []byte(`{}`)})
 	fmt.Println("sealed:", errors.Is(err, journal.ErrSealed))
 
-	_, _ = s.Register(ctx, push.Registration{Stream: "task/42", ID: "push-1", Namespace: "a2a", URL: "https://client.example/hook"})
+	_, _ = s.Register(ctx, store.Registration{Stream: "task/42", ID: "push-1", Namespace: "a2a", URL: "https://client.example/hook"})
 	at := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
-	batch, _ := s.Due(ctx, push.DueQuery{At: at, Limit: 10, Namespace: "a2a", Owner: "example", LeaseUntil: at.Add(time.Minute)})
+	batch, _ := s.Due(ctx, store.DueQuery{At: at, Limit: 10, Namespace: "a2a", Owner: "example", LeaseUntil: at.Add(time.Minute)})
 	for _, st := range batch.Registrations {
 		fmt.Println("due:", st.Key(), "records", st.NextSeq, "to", st.Head)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,9 +35,9 @@ func woken(t *testing.T, s *Store) map[string]int64 {
 	return out
 }
 
-func claim(t *testing.T, s *Store, at time.Time, limit int) push.DueBatch {
+func claim(t *testing.T, s *Store, at time.Time, limit int) store.DueBatch {
 	t.Helper()
-	b, err := s.Due(context.Background(), push.DueQuery{At: at, Limit: limit, Namespace: "webhook", Owner: "w", LeaseUntil: at.Add(time.Minute)})
+	b, err := s.Due(context.Background(), store.DueQuery{At: at, Limit: limit, Namespace: "webhook", Owner: "w", LeaseUntil: at.Add(time.Minute)})
 	require.NoError(t, err)
 	return b
 }
@@ -54,7 +54,7 @@ func TestIdleCostsNothing(t *testing.T) {
 	for i := range streams {
 		stream := fmt.Sprintf("actor/%d", i)
 		for j := range fanout {
-			_, err := s.Register(ctx, push.Registration{Stream: stream, ID: fmt.Sprintf("inbox-%d", j), Namespace: "webhook",
+			_, err := s.Register(ctx, store.Registration{Stream: stream, ID: fmt.Sprintf("inbox-%d", j), Namespace: "webhook",
 				URL: "https://receiver.example/inbox"})
 			require.NoError(t, err)
 		}
@@ -96,7 +96,7 @@ func TestIdleCostsNothing(t *testing.T) {
 	}
 	retryAt := now.Add(30 * time.Second)
 	first := batch.Registrations[0]
-	require.NoError(t, s.Retry(ctx, first.Claim(), first.NextSeq, retryAt, push.Evidence{At: now, Error: "503"}))
+	require.NoError(t, s.Retry(ctx, first.Claim(), first.NextSeq, retryAt, store.Evidence{At: now, Error: "503"}))
 	require.Equal(t, map[string]int64{"actor/7": retryAt.UnixNano()}, woken(t, s))
 	require.Empty(t, claim(t, s, now.Add(time.Second), 10).Registrations)
 	require.Equal(t, map[string]int64{"actor/7": retryAt.UnixNano()}, woken(t, s),
@@ -105,7 +105,7 @@ func TestIdleCostsNothing(t *testing.T) {
 	require.Equal(t, []string{first.ID}, ids(again.Registrations))
 
 	// A parked registration keeps no stream awake.
-	require.NoError(t, s.Park(ctx, again.Registrations[0].Claim(), first.NextSeq, push.Evidence{At: retryAt, Error: "410"}))
+	require.NoError(t, s.Park(ctx, again.Registrations[0].Claim(), first.NextSeq, store.Evidence{At: retryAt, Error: "410"}))
 	_, err = s.Append(ctx, "actor/7", journal.Entry{ID: "actor/7/3", Kind: "Create", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	batch = claim(t, s, retryAt.Add(time.Second), 100)
@@ -117,7 +117,7 @@ func TestIdleCostsNothing(t *testing.T) {
 	require.Empty(t, woken(t, s), "the parked registration lags, but keeps no stream awake")
 }
 
-func ids(sts []push.Status) []string {
+func ids(sts []store.Status) []string {
 	out := make([]string, len(sts))
 	for i, st := range sts {
 		out[i] = st.ID
@@ -139,7 +139,7 @@ func TestDueReadsOnlyWokenStreams(t *testing.T) {
 		_, err := s.Append(ctx, stream, journal.Entry{ID: stream + "/1", Kind: "Create", Payload: []byte(`{}`)})
 		require.NoError(t, err)
 		for j := range 3 {
-			_, err := s.Register(ctx, push.Registration{Stream: stream, ID: fmt.Sprintf("inbox-%d", j), Namespace: "webhook",
+			_, err := s.Register(ctx, store.Registration{Stream: stream, ID: fmt.Sprintf("inbox-%d", j), Namespace: "webhook",
 				URL: "https://receiver.example/inbox", NextSeq: 2})
 			require.NoError(t, err)
 		}
@@ -188,16 +188,16 @@ func TestHeldHostCostsNoWritePerSweep(t *testing.T) {
 	_, err = s.Append(ctx, "s", journal.Entry{ID: "e1", Kind: "test.event", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	for i := range 3 {
-		_, err := s.Register(ctx, push.Registration{Stream: "s", ID: fmt.Sprintf("r%d", i), Namespace: "webhook", URL: "https://down.example/inbox"})
+		_, err := s.Register(ctx, store.Registration{Stream: "s", ID: fmt.Sprintf("r%d", i), Namespace: "webhook", URL: "https://down.example/inbox"})
 		require.NoError(t, err)
 	}
-	var h push.Host
+	var h store.Host
 	for _, st := range claim(t, s, idleT0, 10).Registrations {
-		h, err = s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
-			Evidence: push.Evidence{At: idleT0, Error: "timeout"}, Horizon: push.MinHostHorizon})
+		h, err = s.HostFailed(ctx, store.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
+			Evidence: store.Evidence{At: idleT0, Error: "timeout"}, Horizon: store.MinHostHorizon})
 		require.NoError(t, err)
 	}
-	require.Equal(t, push.HostDown, h.State)
+	require.Equal(t, store.HostDown, h.State)
 
 	// Its registrations' retries (HostRetryAt) are due before the probe:
 	// the first Due after them sets the marker to the probe instant.
@@ -209,7 +209,7 @@ func TestHeldHostCostsNoWritePerSweep(t *testing.T) {
 	require.Len(t, probe.Registrations, 1, "one probe")
 	next, _, err := getHost(ctx, s.r, h.Host)
 	require.NoError(t, err)
-	require.Equal(t, h.NextProbeAt.Add(push.ProbeDelay(h.Host, 1)), next.NextProbeAt)
+	require.Equal(t, h.NextProbeAt.Add(store.ProbeDelay(h.Host, 1)), next.NextProbeAt)
 
 	_, err = s.HostAnswered(ctx, h.Host, h.NextProbeAt)
 	require.NoError(t, err)

@@ -182,7 +182,7 @@ const (
 	sqlInsertEvidence = `INSERT INTO herald_evidence
 		(stream, registration, at, event, seq, record_id, message_id, attempt, status, body, location, duration_ns, error, not_before)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// Keep the registration's newest ?3 (push.MaxEvidence).
+	// Keep the registration's newest ?3 (store.MaxEvidence).
 	sqlTrimEvidence = `DELETE FROM herald_evidence WHERE stream = ?1 AND registration = ?2 AND id <= (
 			SELECT id FROM herald_evidence WHERE stream = ?1 AND registration = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3)`
 	sqlEvidence = `SELECT at, event, seq, record_id, message_id, attempt, status, body, location,

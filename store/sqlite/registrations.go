@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-func scanStatus(sc scanner) (push.Status, error) {
+func scanStatus(sc scanner) (store.Status, error) {
 	var (
-		st                                push.Status
+		st                                store.Status
 		config                            []byte
 		onRejected, kinds, retry          string
 		next, head                        int64
@@ -27,45 +26,45 @@ func scanStatus(sc scanner) (push.Status, error) {
 		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
 		&retry, &failingSince, &st.Paused)
 	if err != nil {
-		return push.Status{}, err
+		return store.Status{}, err
 	}
-	if st.Retry, err = push.DecodeRetry(retry); err != nil {
-		return push.Status{}, fmt.Errorf("sqlite: %w", err)
+	if st.Retry, err = store.DecodeRetry(retry); err != nil {
+		return store.Status{}, fmt.Errorf("sqlite: %w", err)
 	}
 	st.FailingSince = instant(failingSince)
 	if st.Kinds, err = decodeKinds(kinds); err != nil {
-		return push.Status{}, err
+		return store.Status{}, err
 	}
-	st.Config, st.OnRejected = push.Config(config), push.RejectPolicy(onRejected)
+	st.Config, st.OnRejected = store.Config(config), store.RejectPolicy(onRejected)
 	st.NextSeq, st.Head = uint64(next), uint64(head)
 	st.NextAttemptAt, st.ParkedAt, st.LeaseUntil = instant(nextAttempt), instant(parkedAt), instant(leaseUntil)
 	return st, nil
 }
 
-func getStatus(ctx context.Context, q queryer, stream, id string) (push.Status, error) {
+func getStatus(ctx context.Context, q queryer, stream, id string) (store.Status, error) {
 	st, err := scanStatus(q.QueryRowContext(ctx, sqlGet, stream, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return push.Status{}, notFound(stream, id)
+		return store.Status{}, notFound(stream, id)
 	}
 	if err != nil {
-		return push.Status{}, translate("read registration", err)
+		return store.Status{}, translate("read registration", err)
 	}
 	return st, nil
 }
 
 func notFound(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", push.Name(stream, id), journal.ErrNotFound)
+	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
 }
 
-// Register implements push.Store. An update of the destination keeps the
+// Register implements store.Store. An update of the destination keeps the
 // cursor and retry state.
-func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registration, error) {
+func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if err := r.Validate(); err != nil {
-		return push.Registration{}, err
+		return store.Registration{}, err
 	}
 	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
-	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), push.EncodeRetry(r.Retry), r.Stream, r.ID}
-	var out push.Status
+	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), store.EncodeRetry(r.Retry), r.Stream, r.ID}
+	var out store.Status
 	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
 			return translate("register: create stream", err)
@@ -89,7 +88,7 @@ func (s *Store) Register(ctx context.Context, r push.Registration) (push.Registr
 
 // insert adds registration r, its destination dest, at its first cursor
 // (store.FirstCursor).
-func insert(ctx context.Context, tx *sql.Tx, r push.Registration, dest []any) error {
+func insert(ctx context.Context, tx *sql.Tx, r store.Registration, dest []any) error {
 	var (
 		head, oldest int64
 		sealed       bool
@@ -108,7 +107,7 @@ func insert(ctx context.Context, tx *sql.Tx, r push.Registration, dest []any) er
 	return rewake(ctx, tx, r.Stream, int64(next))
 }
 
-// Unregister implements push.Store. The evidence goes with the registration
+// Unregister implements store.Store. The evidence goes with the registration
 // (ON DELETE CASCADE).
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	return s.writeTo(ctx, "unregister", stream, id, func(tx *sql.Tx) error {
@@ -121,9 +120,9 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	})
 }
 
-// Complete implements push.Store: the registration and its evidence are
+// Complete implements store.Store: the registration and its evidence are
 // deleted, fenced by the claim; the journal keeps its records.
-func (s *Store) Complete(ctx context.Context, c push.Claim) error {
+func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 	return s.fenced(ctx, "complete", c, 1, func(tx *sql.Tx, _ fence) error {
 		st, err := getStatus(ctx, tx, c.Stream, c.ID)
 		if err != nil {
@@ -133,19 +132,19 @@ func (s *Store) Complete(ctx context.Context, c push.Claim) error {
 			return translate("complete", err)
 		}
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
-		e, ok := push.RegistrationEvent(push.KindCompleted, st.Registration, st.Head+1, "", "", st.NextAttemptAt)
+		e, ok := store.RegistrationEvent(store.KindCompleted, st.Registration, st.Head+1, "", "", st.NextAttemptAt)
 		return s.event(ctx, tx, e, ok)
 	})
 }
 
-// Get implements push.Store.
-func (s *Store) Get(ctx context.Context, stream, id string) (push.Status, error) {
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error) {
 	return getStatus(ctx, s.r, stream, id)
 }
 
-// List implements push.Store.
-func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, error) {
-	limit, err := push.ListLimit(q.Limit)
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, error) {
+	limit, err := store.ListLimit(q.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +164,7 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	if q.Lagging {
 		where = append(where, "r.next_seq <= s.head")
 	}
-	if q.After != (push.Key{}) {
+	if q.After != (store.Key{}) {
 		where, args = append(where, "(r.stream, r.id) > (?, ?)"), append(args, q.After.Stream, q.After.ID)
 	}
 	// Built at run time: one WHERE clause per field of q that is set.
@@ -177,25 +176,25 @@ func (s *Store) List(ctx context.Context, q push.ListQuery) ([]push.Status, erro
 	return queryAll(ctx, s.r, "list registrations", nil, scanStatus, query, append(args, limit)...)
 }
 
-// Stats implements push.Store. It counts in SQL, in one read transaction.
-func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
+// Stats implements store.Store. It counts in SQL, in one read transaction.
+func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	atN, err := nanos("at", at)
 	if err != nil {
-		return push.Stats{}, err
+		return store.Stats{}, err
 	}
 	if !atN.Valid {
 		atN.Int64 = dueNow // the zero instant: every lease is live
 	}
-	st := push.Stats{Namespaces: map[string]push.NamespaceStats{}}
+	st := store.Stats{Namespaces: map[string]store.NamespaceStats{}}
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
-		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n push.NamespaceStats, err error) {
+		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n store.NamespaceStats, err error) {
 			var ns string
 			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind)
 			st.Namespaces[ns] = n
 			return n, err
 		}, sqlStats, atN.Int64)
 		if err == nil {
-			st.Lagging, err = queryAll(ctx, tx, "stats: lagging", nil, scanStatus, sqlLagging, push.MaxLagging)
+			st.Lagging, err = queryAll(ctx, tx, "stats: lagging", nil, scanStatus, sqlLagging, store.MaxLagging)
 		}
 		if err != nil {
 			return err
@@ -207,7 +206,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (push.Stats, error) {
 		return err
 	})
 	if err != nil {
-		return push.Stats{}, err
+		return store.Stats{}, err
 	}
 	return st, nil
 }

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -81,7 +80,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 				}
 			}
 			if c.registrations > 0 {
-				res, err := tx.ExecContext(ctx, sqlPruneEvidence, c.stream, cutoff.Int64, push.EventParked)
+				res, err := tx.ExecContext(ctx, sqlPruneEvidence, c.stream, cutoff.Int64, store.EventParked)
 				if err != nil {
 					return translate("prune: evidence", err)
 				}

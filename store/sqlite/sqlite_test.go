@@ -53,12 +53,12 @@ func TestInstantsOutsideTheStoredRangeAreRefused(t *testing.T) {
 	s := openTemp(t)
 	_, err := s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
-	_, err = s.Register(ctx, push.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
+	_, err = s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
 	require.NoError(t, err)
 	far := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.ErrorIs(t, s.Retry(ctx, push.Claim{Stream: "s", ID: "r", Owner: "w"}, 1, far, push.Evidence{At: t0}), journal.ErrInvalid)
+	require.ErrorIs(t, s.Retry(ctx, store.Claim{Stream: "s", ID: "r", Owner: "w"}, 1, far, store.Evidence{At: t0}), journal.ErrInvalid)
 	require.ErrorIs(t, s.Unpark(ctx, "s", "r", far), journal.ErrInvalid)
-	_, err = s.Due(ctx, push.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: far})
+	_, err = s.Due(ctx, store.DueQuery{At: t0, Limit: 1, Namespace: "webhook", Owner: "w", LeaseUntil: far})
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	st, err := s.Get(ctx, "s", "r")
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestPruneGivesTheSpaceBack(t *testing.T) {
 		_, err := s.Append(ctx, "big", batch...)
 		require.NoError(t, err)
 	}
-	_, err = s.Register(ctx, push.Registration{Stream: "big", ID: "done", Namespace: "webhook", URL: "https://r.example/", NextSeq: 201})
+	_, err = s.Register(ctx, store.Registration{Stream: "big", ID: "done", Namespace: "webhook", URL: "https://r.example/", NextSeq: 201})
 	require.NoError(t, err)
 	before := pages(t, path)
 
@@ -118,7 +118,7 @@ func pages(t *testing.T, path string) int {
 // network error) as transient. The transport package proper lives elsewhere.
 type postTransport struct{ client *http.Client }
 
-func (t postTransport) Deliver(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+func (t postTransport) Deliver(ctx context.Context, reg store.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
 	if err != nil {
 		return push.Outcome{Verdict: push.Permanent, Reason: "bad request: " + err.Error()}, nil
@@ -133,7 +133,7 @@ func (t postTransport) Deliver(ctx context.Context, reg push.Registration, msg p
 		}
 		return push.Outcome{Verdict: push.Transient, Reason: err.Error(), Duration: time.Since(started)}, nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, push.MaxEvidenceBody))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, store.MaxEvidenceBody))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	out := push.Outcome{Status: resp.StatusCode, Body: body, Duration: time.Since(started), Reason: resp.Status}
@@ -152,7 +152,7 @@ func (t postTransport) Deliver(ctx context.Context, reg push.Registration, msg p
 // the record id.
 type payloadProjection struct{}
 
-func (payloadProjection) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+func (payloadProjection) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
 	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
 }
 

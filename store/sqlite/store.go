@@ -14,7 +14,6 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -141,7 +140,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 
 // writeTo is write for op on registration stream/id, named only for an error.
 func (s *Store) writeTo(ctx context.Context, op, stream, id string, fn func(tx *sql.Tx) error) error {
-	return s.writeNamed(ctx, func() string { return op + " " + push.Name(stream, id) }, fn)
+	return s.writeNamed(ctx, func() string { return op + " " + store.Name(stream, id) }, fn)
 }
 
 // writeNamed is write that calls name only for an error.
@@ -265,7 +264,7 @@ func nanos(field string, t time.Time) (sql.NullInt64, error) {
 
 // instantArg is nanos for an instant that must be set.
 func instantArg(field string, t time.Time) (sql.NullInt64, error) {
-	if err := push.ValidateInstant(field, t); err != nil {
+	if err := store.ValidateInstant(field, t); err != nil {
 		return sql.NullInt64{}, err
 	}
 	return nanos(field, t)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // What Due claims: registrations with work, under exclusive leases, oldest
@@ -32,14 +32,14 @@ var hostTests = []test{
 
 func testOnlyRegistrationsWithWork(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, reg("s", "due", "webhook"), regFrom("s", "at-head", "webhook", 4), reg("s", "parked", "webhook"))
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(0)), 1, push.Evidence{At: at(0), Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(0)), 1, store.Evidence{At: at(0), Error: "410 Gone"}))
 	register(t, b, reg("s", "later", "webhook"))
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "later", at(0)), 1, at(30), fail503(at(0))))
 	register(t, b, reg("s", "other-ns-1", "cloudevents"))
 	register(t, b, reg("s", "other-ns-2", "a2a"))
 	register(t, b, reg("empty-stream", "nothing-yet", "webhook"))
 
-	uncounted, err := b.Due(t.Context(), push.DueQuery{At: at(5), Limit: 1, Namespace: "nobody", Owner: "w0", LeaseUntil: at(6)})
+	uncounted, err := b.Due(t.Context(), store.DueQuery{At: at(5), Limit: 1, Namespace: "nobody", Owner: "w0", LeaseUntil: at(6)})
 	require.NoError(t, err)
 	require.Zero(t, uncounted.Unserved, "the others' due registrations are counted only when asked")
 	batch := due(t, b, "webhook", "w1", at(10), 100)
@@ -108,7 +108,7 @@ func testRenewExtendsOnlyLeasesStillHeld(t *testing.T, b Backend) {
 	streamWithRegs(t, b, 2, 3)
 	held := due(t, b, "webhook", "A", at(0), 3).Registrations
 	require.Len(t, held, 3)
-	byID := map[string]push.Claim{}
+	byID := map[string]store.Claim{}
 	for _, st := range held {
 		byID[st.ID] = st.Claim()
 	}
@@ -118,22 +118,22 @@ func testRenewExtendsOnlyLeasesStillHeld(t *testing.T, b Backend) {
 
 	for _, bad := range []struct {
 		until  time.Time
-		claims []push.Claim
-	}{{time.Time{}, []push.Claim{byID["r0"]}}, {at(100), []push.Claim{{Stream: "s", ID: "r0"}}}} {
+		claims []store.Claim
+	}{{time.Time{}, []store.Claim{byID["r0"]}}, {at(100), []store.Claim{{Stream: "s", ID: "r0"}}}} {
 		_, err := b.Renew(t.Context(), bad.until, bad.claims)
 		require.ErrorIs(t, err, journal.ErrInvalid)
 	}
-	renewed, err := b.Renew(t.Context(), at(0).Add(2*time.Minute), []push.Claim{byID["r0"], byID["r1"], byID["r2"],
+	renewed, err := b.Renew(t.Context(), at(0).Add(2*time.Minute), []store.Claim{byID["r0"], byID["r1"], byID["r2"],
 		{Stream: "s", ID: "gone", Owner: "A"}})
 	require.NoError(t, err)
-	require.ElementsMatch(t, []push.Claim{byID["r0"], byID["r1"]}, renewed, "not the released one, nor one never registered")
+	require.ElementsMatch(t, []store.Claim{byID["r0"], byID["r1"]}, renewed, "not the released one, nor one never registered")
 	requireTime(t, at(0).Add(2*time.Minute), get(t, b, "s", "r0").LeaseUntil, "renewed")
 	require.Equal(t, "B", get(t, b, "s", "r2").LeaseOwner, "a lease taken over is left alone")
 	require.Empty(t, due(t, b, "webhook", "C", at(80), 10).Registrations, "past the first lease, within the renewed one")
 
 	got := due(t, b, "webhook", "C", at(0).Add(2*time.Minute), 10)
 	require.ElementsMatch(t, []string{"s/r0", "s/r1", "s/r2"}, keys(got.Registrations), "expired at the renewed LeaseUntil (and B's)")
-	renewed, err = b.Renew(t.Context(), at(0).Add(3*time.Minute), []push.Claim{byID["r0"]})
+	renewed, err = b.Renew(t.Context(), at(0).Add(3*time.Minute), []store.Claim{byID["r0"]})
 	require.NoError(t, err)
 	require.Empty(t, renewed, "A's claim was taken over by C: not renewed")
 	require.Equal(t, "C", get(t, b, "s", "r0").LeaseOwner)
@@ -152,16 +152,16 @@ func testOldestAttemptFirst(t *testing.T, b Backend) {
 
 func testBadDueQueryChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
-	good := push.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
-	for name, bad := range map[string]func(q *push.DueQuery){
-		"limit 0":               func(q *push.DueQuery) { q.Limit = 0 },
-		"negative limit":        func(q *push.DueQuery) { q.Limit = -1 },
-		"zero at":               func(q *push.DueQuery) { q.At = time.Time{} },
-		"empty owner":           func(q *push.DueQuery) { q.Owner = "" },
-		"lease ending at once":  func(q *push.DueQuery) { q.LeaseUntil = q.At },
-		"bad namespace":         func(q *push.DueQuery) { q.Namespace = "Web Hook" },
-		"negative per-host cap": func(q *push.DueQuery) { q.MaxPerHost = -1 },
-		"negative busy count": func(q *push.DueQuery) {
+	good := store.DueQuery{At: at(0), Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: at(60)}
+	for name, bad := range map[string]func(q *store.DueQuery){
+		"limit 0":               func(q *store.DueQuery) { q.Limit = 0 },
+		"negative limit":        func(q *store.DueQuery) { q.Limit = -1 },
+		"zero at":               func(q *store.DueQuery) { q.At = time.Time{} },
+		"empty owner":           func(q *store.DueQuery) { q.Owner = "" },
+		"lease ending at once":  func(q *store.DueQuery) { q.LeaseUntil = q.At },
+		"bad namespace":         func(q *store.DueQuery) { q.Namespace = "Web Hook" },
+		"negative per-host cap": func(q *store.DueQuery) { q.MaxPerHost = -1 },
+		"negative busy count": func(q *store.DueQuery) {
 			q.MaxPerHost, q.Busy = 2, map[string]int{"receiver.example:443": -1}
 		},
 	} {
@@ -193,13 +193,13 @@ func testSaturationStarvesNoOne(t *testing.T, b Backend) {
 
 // raceDue runs n claimers of Due at when at once (one-minute leases) and
 // returns all they claimed.
-func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []push.Status {
+func raceDue(t *testing.T, b Backend, n int, when time.Time, limit int) []store.Status {
 	var (
 		mu  sync.Mutex
-		all []push.Status
+		all []store.Status
 	)
 	race(t, n, func(w int) error {
-		batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+		batch, err := b.Due(t.Context(), store.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 			Owner: fmt.Sprintf("w%d", w), LeaseUntil: when.Add(time.Minute)})
 		mu.Lock()
 		defer mu.Unlock()
@@ -222,15 +222,15 @@ func testConcurrentClaimsAreExclusive(t *testing.T, b Backend) {
 }
 
 // regAt is reg with the URL on a host of its own.
-func regAt(stream, id, ns, url string) push.Registration {
+func regAt(stream, id, ns, url string) store.Registration {
 	r := reg(stream, id, ns)
 	r.URL = url
 	return r
 }
 
-func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, perHost int, busy map[string]int) push.DueBatch {
+func dueCapped(t *testing.T, b Backend, owner string, when time.Time, limit, perHost int, busy map[string]int) store.DueBatch {
 	t.Helper()
-	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
+	batch, err := b.Due(t.Context(), store.DueQuery{At: when, Limit: limit, Namespace: "webhook", Owner: owner,
 		LeaseUntil: when.Add(time.Minute), MaxPerHost: perHost, Busy: busy})
 	require.NoError(t, err)
 	return batch
@@ -274,7 +274,7 @@ func testPerHostCap(t *testing.T, b Backend) {
 // time must read on, and merge the cursors in claim order).
 func testOldestFirstPastHostsAtTheirCap(t *testing.T, b Backend) {
 	appendN(t, b, "s", 2)
-	dueAt := func(r push.Registration, cursor uint64, wait int) {
+	dueAt := func(r store.Registration, cursor uint64, wait int) {
 		register(t, b, r)
 		require.NoError(t, b.Retry(t.Context(), claim(t, b, r.Stream, r.ID, at(0)), cursor, at(wait), fail503(at(0))))
 	}
@@ -305,50 +305,50 @@ func testHostFollowsTheURL(t *testing.T, b Backend) {
 	require.Equal(t, []string{"s/r"}, keys(batch.Registrations))
 }
 
-// The hosts of the suite's registrations, in push.HostOf form.
+// The hosts of the suite's registrations, in store.HostOf form.
 const (
 	hostA = "a.example:443"
 	hostB = "b.example:443"
 )
 
 // horizon is the suite's: the shortest, so that the way to it is short.
-const horizon = push.MinHostHorizon
+const horizon = store.MinHostHorizon
 
 // onHost is a webhook registration whose URL is on host (":443" form).
-func onHost(stream, id, host string) push.Registration {
+func onHost(stream, id, host string) store.Registration {
 	return regAt(stream, id, "webhook", "https://"+host[:len(host)-len(":443")]+"/inbox/"+id)
 }
 
 // hostFail records a host-level failure of the claimed registration st at when.
-func hostFail(t *testing.T, b Backend, st push.Status, when time.Time) push.Host {
+func hostFail(t *testing.T, b Backend, st store.Status, when time.Time) store.Host {
 	t.Helper()
-	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: push.HostOf(st.URL),
-		Evidence: push.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Horizon: horizon})
+	h, err := b.HostFailed(t.Context(), store.HostFailure{Claim: st.Claim(), NextSeq: st.NextSeq, Host: store.HostOf(st.URL),
+		Evidence: store.Evidence{At: when, Seq: st.NextSeq, Error: "dial: connection refused"}, Horizon: horizon})
 	require.NoError(t, err)
 	return h
 }
 
-func hosts(t *testing.T, b Backend, q push.HostQuery) []push.Host {
+func hosts(t *testing.T, b Backend, q store.HostQuery) []store.Host {
 	t.Helper()
 	list, err := b.Hosts(t.Context(), q)
 	require.NoError(t, err)
 	return list
 }
 
-func oneHost(t *testing.T, b Backend, host string) push.Host {
+func oneHost(t *testing.T, b Backend, host string) store.Host {
 	t.Helper()
-	list := hosts(t, b, push.HostQuery{Host: host})
+	list := hosts(t, b, store.HostQuery{Host: host})
 	require.Len(t, list, 1, "host %s is stored", host)
 	return list[0]
 }
 
 // dueOn claims (as owner) what is due at when and returns the claims of
 // host's registrations; it releases the others untouched.
-func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.Status {
+func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []store.Status {
 	t.Helper()
-	var on []push.Status
+	var on []store.Status
 	for _, st := range due(t, b, "webhook", owner, when, 100).Registrations {
-		if push.HostOf(st.URL) == host {
+		if store.HostOf(st.URL) == host {
 			on = append(on, st)
 		} else {
 			require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
@@ -358,17 +358,17 @@ func dueOn(t *testing.T, b Backend, host, owner string, when time.Time) []push.S
 }
 
 // downHost registers n registrations on hostA (with a record each) and one
-// on hostB, and brings hostA down with push.HostDownAfter failures of its
+// on hostB, and brings hostA down with store.HostDownAfter failures of its
 // registrations, at when, when+10s and when+20s: down since when+20s.
-func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
+func downHost(t *testing.T, b Backend, n int, when time.Time) store.Host {
 	t.Helper()
 	appendN(t, b, "s", 1)
 	for i := range n {
 		register(t, b, onHost("s", fmt.Sprintf("a%d", i), hostA))
 	}
 	register(t, b, onHost("s", "b", hostB))
-	var h push.Host
-	for i := range push.HostDownAfter {
+	var h store.Host
+	for i := range store.HostDownAfter {
 		when := when.Add(time.Duration(i) * 10 * time.Second)
 		on := dueOn(t, b, hostA, fmt.Sprintf("down-%d", i), when)
 		require.NotEmpty(t, on, "failure %d: a registration of %s was claimed", i+1, hostA)
@@ -383,20 +383,20 @@ func downHost(t *testing.T, b Backend, n int, when time.Time) push.Host {
 func testFailureChargesTheHostNotTheRegistration(t *testing.T, b Backend) {
 	streamWithReg(t, b, 3, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
-	h, err := b.HostFailed(t.Context(), push.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
-		Evidence: push.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Horizon: horizon})
+	h, err := b.HostFailed(t.Context(), store.HostFailure{Claim: st.Claim(), NextSeq: 2, Host: hostA,
+		Evidence: store.Evidence{At: at(0), Seq: 2, Error: "timeout: no answer within 15s\x00\xff"}, Horizon: horizon})
 	require.NoError(t, err)
-	require.Equal(t, push.HostUp, h.State, "one failure does not make a host down")
+	require.Equal(t, store.HostUp, h.State, "one failure does not make a host down")
 	require.Equal(t, 1, h.Failures)
 	require.Equal(t, hostA, h.Host)
 	require.NotContains(t, h.LastError, "\x00", "a receiver's text is cleaned before it is stored")
 
 	got := regIs(t, b, "s", "r", 2, 0, "", "a host-level failure charges the registration no attempt, keeps the progress before it and releases the lease")
 	require.Equal(t, 1, got.HostFailures, "the registration counts its host-level failures, for its backoff")
-	requireTime(t, push.HostRetryAt("s", "r", 1, at(0)), got.NextAttemptAt, "next attempt")
+	requireTime(t, store.HostRetryAt("s", "r", 1, at(0)), got.NextAttemptAt, "next attempt")
 	evs := evidence(t, b, "s", "r")
 	require.Len(t, evs, 1)
-	require.Equal(t, push.EventHostFailed, evs[0].Event)
+	require.Equal(t, store.EventHostFailed, evs[0].Event)
 	require.Zero(t, evs[0].Attempt, "no attempt was charged")
 	requireTime(t, got.NextAttemptAt, evs[0].NotBefore, "evidence says when it is tried again")
 
@@ -412,13 +412,13 @@ func testFailureChargesTheHostNotTheRegistration(t *testing.T, b Backend) {
 
 func testDownAfterAFewInARowHoldsItsRegistrations(t *testing.T, b Backend) {
 	h := downHost(t, b, 3, at(0))
-	require.Equal(t, push.HostDown, h.State)
+	require.Equal(t, store.HostDown, h.State)
 	require.Equal(t, 3, h.Failures)
 	requireTime(t, at(20), h.Since, "down since the failure that made it so")
-	requireTime(t, at(20).Add(push.ProbeDelay(hostA, 0)), h.NextProbeAt, "first probe")
+	requireTime(t, at(20).Add(store.ProbeDelay(hostA, 0)), h.NextProbeAt, "first probe")
 
 	stored := oneHost(t, b, hostA)
-	require.Equal(t, push.HostDown, stored.State)
+	require.Equal(t, store.HostDown, stored.State)
 	require.Equal(t, 3, stored.Held, "its three registrations with work are held")
 	requireTime(t, h.NextProbeAt, stored.NextProbeAt, "stored probe instant")
 
@@ -438,25 +438,25 @@ func testOneProbePerWindowAtPinnedInstants(t *testing.T, b Backend) {
 		probes := dueOn(t, b, hostA, fmt.Sprintf("p%d", n), probeAt)
 		require.Len(t, probes, 1, "probe %d: exactly one registration of the down host goes through", n)
 		for _, st := range due(t, b, "webhook", fmt.Sprintf("p%d-again", n), probeAt, 100).Registrations {
-			require.NotEqual(t, hostA, push.HostOf(st.URL), "probe %d: the probe instant moved with the claim", n)
+			require.NotEqual(t, hostA, store.HostOf(st.URL), "probe %d: the probe instant moved with the claim", n)
 		}
 		stored := oneHost(t, b, hostA)
-		requireTime(t, probeAt.Add(push.ProbeDelay(hostA, n)), stored.NextProbeAt, fmt.Sprintf("probe %d moves the next", n))
+		requireTime(t, probeAt.Add(store.ProbeDelay(hostA, n)), stored.NextProbeAt, fmt.Sprintf("probe %d moves the next", n))
 		require.Equal(t, n, stored.Probes)
 		failed := hostFail(t, b, probes[0], probeAt)
-		require.Equal(t, push.HostDown, failed.State, "a failed probe keeps it down")
+		require.Equal(t, store.HostDown, failed.State, "a failed probe keeps it down")
 		requireTime(t, stored.NextProbeAt, failed.NextProbeAt, "a failed probe does not move the probe instant again")
 		probeAt = failed.NextProbeAt
 	}
-	// The schedule is the formula's, pinned (push's tests pin ProbeDelay).
-	require.Equal(t, push.Backoff(hostA, "probe", 3), push.ProbeDelay(hostA, 0))
+	// The schedule is the formula's, pinned (store's tests pin ProbeDelay).
+	require.Equal(t, store.Backoff(hostA, "probe", 3), store.ProbeDelay(hostA, 0))
 }
 
 func testTwoClaimersRacingAProbeGetOne(t *testing.T, b Backend) {
 	h := downHost(t, b, 6, at(0))
 	probes := 0
 	for _, st := range raceDue(t, b, 8, h.NextProbeAt, 100) {
-		if push.HostOf(st.URL) == hostA {
+		if store.HostOf(st.URL) == hostA {
 			probes++
 		}
 	}
@@ -466,16 +466,16 @@ func testTwoClaimersRacingAProbeGetOne(t *testing.T, b Backend) {
 func testAnAnswerReleasesEveryRegistration(t *testing.T, b Backend) {
 	h := downHost(t, b, 3, at(0))
 	batch := due(t, b, "webhook", "probe", h.NextProbeAt, 100)
-	require.Equal(t, push.HostDown, oneHost(t, b, hostA).State)
+	require.Equal(t, store.HostDown, oneHost(t, b, hostA).State)
 	for _, st := range batch.Registrations {
 		require.NoError(t, b.Advance(t.Context(), st.Claim(), st.NextSeq))
 	}
-	require.Contains(t, mapped(batch.Hosts, func(h push.Host) string { return h.Host }), hostA,
+	require.Contains(t, mapped(batch.Hosts, func(h store.Host) string { return h.Host }), hostA,
 		"Due tells the worker that the probe's host is troubled")
 
 	up, err := b.HostAnswered(t.Context(), hostA, h.NextProbeAt)
 	require.NoError(t, err)
-	require.Equal(t, push.HostUp, up.State)
+	require.Equal(t, store.HostUp, up.State)
 	require.Zero(t, up.Failures)
 	require.True(t, up.NextProbeAt.IsZero())
 	requireTime(t, h.NextProbeAt, up.Since, "up since the answer")
@@ -492,8 +492,8 @@ func testAnAnswerReleasesEveryRegistration(t *testing.T, b Backend) {
 	// An answer from a host never stored stores nothing.
 	fresh, err := b.HostAnswered(t.Context(), "never.example:443", later)
 	require.NoError(t, err)
-	require.Equal(t, push.HostUp, fresh.State)
-	require.Empty(t, hosts(t, b, push.HostQuery{Host: "never.example:443"}))
+	require.Equal(t, store.HostUp, fresh.State)
+	require.Empty(t, hosts(t, b, store.HostQuery{Host: "never.example:443"}))
 }
 
 // testUnavailablePastTheHorizonEachChangeToldOnce: a host down past the
@@ -503,29 +503,29 @@ func testAnAnswerReleasesEveryRegistration(t *testing.T, b Backend) {
 func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 	down := downHost(t, b, 2, at(0))
 	recs := heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
-	require.Equal(t, push.OperationalEvent{Kind: push.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
+	require.Equal(t, []string{store.KindHostDown}, eventKinds(recs), "one event as it went down, none for the failures before")
+	require.Equal(t, store.OperationalEvent{Kind: store.KindHostDown, Host: hostA, Reason: "dial: connection refused", At: down.Since},
 		payload(t, recs[0]), "down since")
 	h, when := down, down.NextProbeAt // fail every probe until it is unavailable
-	for i := 0; i < 1000 && h.State == push.HostDown; i++ {
+	for i := 0; i < 1000 && h.State == store.HostDown; i++ {
 		for _, st := range dueOn(t, b, hostA, fmt.Sprintf("p%d", i), when) {
 			h = hostFail(t, b, st, when)
 		}
-		if h.State == push.HostDown {
+		if h.State == store.HostDown {
 			when = oneHost(t, b, hostA).NextProbeAt
 		}
 	}
-	require.Equal(t, push.HostUnavailable, h.State, "down past the horizon: unavailable")
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
+	require.Equal(t, store.HostUnavailable, h.State, "down past the horizon: unavailable")
+	require.Equal(t, []string{store.KindHostDown, store.KindHostUnavailable}, eventKinds(heraldEvents(t, b)), "failed probes while down tell nothing")
 	require.False(t, when.Before(down.Since.Add(horizon)), "not before the horizon")
 	requireTime(t, when, h.Since, "unavailable since the failure past the horizon")
-	requireTime(t, when.Add(push.UnavailableProbeInterval), h.NextProbeAt, "probes slow to the longest interval")
+	requireTime(t, when.Add(store.UnavailableProbeInterval), h.NextProbeAt, "probes slow to the longest interval")
 	require.Equal(t, 2, oneHost(t, b, hostA).Held, "its registrations are held, for that reason")
-	require.Len(t, hosts(t, b, push.HostQuery{State: push.HostUnavailable}), 1)
+	require.Len(t, hosts(t, b, store.HostQuery{State: store.HostUnavailable}), 1)
 
 	// The next probe is an hour on, then every hour.
 	require.Len(t, dueOn(t, b, hostA, "hourly", h.NextProbeAt), 1)
-	requireTime(t, h.NextProbeAt.Add(push.UnavailableProbeInterval), oneHost(t, b, hostA).NextProbeAt, "hourly")
+	requireTime(t, h.NextProbeAt.Add(store.UnavailableProbeInterval), oneHost(t, b, hostA).NextProbeAt, "hourly")
 	for _, id := range []string{"a0", "a1"} {
 		st := get(t, b, "s", id)
 		require.False(t, st.Parked, "nothing is parked because a host was down")
@@ -537,8 +537,8 @@ func testUnavailablePastTheHorizonEachChangeToldOnce(t *testing.T, b Backend) {
 	require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, up.Add(time.Second))))
 	require.NoError(t, errOf(b.HostAnswered(t.Context(), "never.example:443", up.Add(time.Second))))
 	recs = heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUnavailable, push.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
-	require.Equal(t, push.OperationalEvent{Kind: push.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
+	require.Equal(t, []string{store.KindHostDown, store.KindHostUnavailable, store.KindHostUp}, eventKinds(recs), "up once; a host never seen tells nothing")
+	require.Equal(t, store.OperationalEvent{Kind: store.KindHostUp, Host: hostA, At: up}, payload(t, recs[2]), "up at the answer")
 }
 
 func testResetByAnOperator(t *testing.T, b Backend) {
@@ -546,26 +546,26 @@ func testResetByAnOperator(t *testing.T, b Backend) {
 	require.ErrorIs(t, errOf(b.ResetHost(t.Context(), "unknown.example:443", at(5))), journal.ErrNotFound)
 	h, err := b.ResetHost(t.Context(), hostA, at(30))
 	require.NoError(t, err)
-	require.Equal(t, push.HostUp, h.State)
+	require.Equal(t, store.HostUp, h.State)
 	requireTime(t, at(30), h.Since, "up since the reset")
 	require.Equal(t, "dial: connection refused", h.LastError, "the last error stays, as history")
 	batch := due(t, b, "webhook", "after-reset", at(600), 100)
 	require.ElementsMatch(t, []string{"s/a0", "s/a1", "s/b"}, keys(batch.Registrations))
 	recs := heraldEvents(t, b)
-	require.Equal(t, []string{push.KindHostDown, push.KindHostUp}, eventKinds(recs), "an operator's reset is an up too")
+	require.Equal(t, []string{store.KindHostDown, store.KindHostUp}, eventKinds(recs), "an operator's reset is an up too")
 	requireTime(t, at(30), payload(t, recs[1]).At, "up at the reset")
 }
 
 func testBadHostInputChangesNothing(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1, onHost("s", "r", hostA))
 	st := due(t, b, "webhook", "w", at(0), 1).Registrations[0]
-	good := push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: push.Evidence{At: at(0), Error: "x"}, Horizon: horizon}
-	for i, bad := range []func(f *push.HostFailure){
-		func(f *push.HostFailure) { f.Host = "" },
-		func(f *push.HostFailure) { f.Horizon = time.Second },
-		func(f *push.HostFailure) { f.Evidence.At = time.Time{} },
-		func(f *push.HostFailure) { f.Claim.Owner = "" },
-		func(f *push.HostFailure) { f.NextSeq = 5 },
+	good := store.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: hostA, Evidence: store.Evidence{At: at(0), Error: "x"}, Horizon: horizon}
+	for i, bad := range []func(f *store.HostFailure){
+		func(f *store.HostFailure) { f.Host = "" },
+		func(f *store.HostFailure) { f.Horizon = time.Second },
+		func(f *store.HostFailure) { f.Evidence.At = time.Time{} },
+		func(f *store.HostFailure) { f.Claim.Owner = "" },
+		func(f *store.HostFailure) { f.NextSeq = 5 },
 	} {
 		f := good
 		bad(&f)
@@ -575,12 +575,12 @@ func testBadHostInputChangesNothing(t *testing.T, b Backend) {
 		"answer of no host":    errOf(b.HostAnswered(t.Context(), "", at(0))),
 		"answer at zero":       errOf(b.HostAnswered(t.Context(), hostA, time.Time{})),
 		"reset of no host":     errOf(b.ResetHost(t.Context(), "", at(0))),
-		"hosts in a bad state": errOf(b.Hosts(t.Context(), push.HostQuery{State: "sideways"})),
-		"hosts limit -1":       errOf(b.Hosts(t.Context(), push.HostQuery{Limit: -1})),
+		"hosts in a bad state": errOf(b.Hosts(t.Context(), store.HostQuery{State: "sideways"})),
+		"hosts limit -1":       errOf(b.Hosts(t.Context(), store.HostQuery{Limit: -1})),
 	} {
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 	}
-	require.Empty(t, hosts(t, b, push.HostQuery{}), "bad input stored no host")
+	require.Empty(t, hosts(t, b, store.HostQuery{}), "bad input stored no host")
 	require.Equal(t, "w", get(t, b, "s", "r").LeaseOwner, "and released no lease")
 }
 
@@ -589,19 +589,19 @@ func testAPathThatNeverAnswersBacksOffWhileItsHostAnswers(t *testing.T, b Backen
 	when := at(0)
 	for k := 1; k <= 6; k++ {
 		st := due(t, b, "webhook", fmt.Sprintf("w%d", k), when, 1).Registrations[0]
-		require.Equal(t, push.HostUp, hostFail(t, b, st, when).State, "failure %d: another path's answer came between each", k)
+		require.Equal(t, store.HostUp, hostFail(t, b, st, when).State, "failure %d: another path's answer came between each", k)
 		require.NoError(t, errOf(b.HostAnswered(t.Context(), hostA, when)))
 		got := get(t, b, "s", "r")
 		require.Equal(t, k, got.HostFailures)
 		require.Zero(t, got.Attempts)
-		requireTime(t, push.HostRetryAt("s", "r", k, when), got.NextAttemptAt, fmt.Sprintf("failure %d backs off on the registration's own count", k))
+		requireTime(t, store.HostRetryAt("s", "r", k, when), got.NextAttemptAt, fmt.Sprintf("failure %d backs off on the registration's own count", k))
 		when = got.NextAttemptAt
 	}
 
 	// An answer about the record resets the count (a charged failure); an
 	// advance does too.
 	st := due(t, b, "webhook", "answer", when, 1).Registrations[0]
-	require.NoError(t, b.Retry(t.Context(), st.Claim(), 1, when.Add(time.Second), push.Evidence{At: when, Error: "500"}))
+	require.NoError(t, b.Retry(t.Context(), st.Claim(), 1, when.Add(time.Second), store.Evidence{At: when, Error: "500"}))
 	got := get(t, b, "s", "r")
 	require.Zero(t, got.HostFailures)
 	require.Equal(t, 1, got.Attempts)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // A worker's writes under its claim (one at a time, or in a batch), an
@@ -28,7 +29,7 @@ var cursorTests = []test{
 }
 
 // regIs checks registration stream/id's cursor, attempts and lease owner.
-func regIs(t *testing.T, b Backend, stream, id string, next uint64, attempts int, owner, why string) push.Status {
+func regIs(t *testing.T, b Backend, stream, id string, next uint64, attempts int, owner, why string) store.Status {
 	t.Helper()
 	st := get(t, b, stream, id)
 	require.Equal(t, next, st.NextSeq, "%s: the cursor", why)
@@ -38,7 +39,7 @@ func regIs(t *testing.T, b Backend, stream, id string, next uint64, attempts int
 }
 
 // fail503 is the evidence of a transient failure at when.
-func fail503(when time.Time) push.Evidence { return push.Evidence{At: when, Error: "503"} }
+func fail503(when time.Time) store.Evidence { return store.Evidence{At: when, Error: "503"} }
 
 func testAdvanceIsMonotonic(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
@@ -55,7 +56,7 @@ func testAdvanceIsMonotonic(t *testing.T, b Backend) {
 	require.Equal(t, "503", st.LastError)
 
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(10)), 3, at(20), fail503(at(10))))
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(20)), 2, push.Evidence{At: at(20), Error: "410"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(20)), 2, store.Evidence{At: at(20), Error: "410"}))
 	regIs(t, b, "s", "r", 6, 3, "", "neither Retry nor Park moves a cursor back")
 }
 
@@ -63,7 +64,7 @@ func testAdvanceIsMonotonic(t *testing.T, b Backend) {
 // returned is seen by Get.
 func testRacingWorkersNeverMoveCursorBack(t *testing.T, b Backend) {
 	streamWithReg(t, b, 200)
-	raceSaves(t, b, 8, 25, 1, 42, func(ctx context.Context, saves []push.CursorSave) ([]error, error) {
+	raceSaves(t, b, 8, 25, 1, 42, func(ctx context.Context, saves []store.CursorSave) ([]error, error) {
 		errs := make([]error, len(saves))
 		for i, sv := range saves {
 			if errs[i] = b.Advance(ctx, sv.Claim, sv.NextSeq); errs[i] != nil {
@@ -87,7 +88,7 @@ func testRacingWorkersNeverMoveCursorBack(t *testing.T, b Backend) {
 // by seed): every save applies (never moving a cursor back) or is fenced out
 // with ErrLeaseLost, none deadlocks, and each cursor ends at the largest
 // applied save.
-func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, save func(context.Context, []push.CursorSave) ([]error, error)) {
+func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64, save func(context.Context, []store.CursorSave) ([]error, error)) {
 	var (
 		mu      sync.Mutex
 		maxSeen = map[string]uint64{}
@@ -96,18 +97,18 @@ func raceSaves(t *testing.T, b Backend, workers, rounds, limit int, seed uint64,
 		rng := rand.New(rand.NewPCG(uint64(w), seed))
 		for i := range rounds {
 			when := at(i*10 + w)
-			batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: "webhook",
+			batch, err := b.Due(t.Context(), store.DueQuery{At: when, Limit: limit, Namespace: "webhook",
 				Owner: fmt.Sprintf("w%d-%d", w, i), LeaseUntil: when.Add(time.Second)})
 			if err != nil {
 				return err
 			}
-			saves := mapped(batch.Registrations, func(st push.Status) push.CursorSave {
-				return push.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
+			saves := mapped(batch.Registrations, func(st store.Status) store.CursorSave {
+				return store.CursorSave{Claim: st.Claim(), NextSeq: 1 + rng.Uint64N(201)}
 			})
 			rng.Shuffle(len(saves), func(a, c int) { saves[a], saves[c] = saves[c], saves[a] })
 			errs, err := save(t.Context(), saves)
 			for j, e := range errs {
-				if err == nil && !errors.Is(e, push.ErrLeaseLost) {
+				if err == nil && !errors.Is(e, store.ErrLeaseLost) {
 					err = e
 				}
 				if e == nil {
@@ -133,28 +134,28 @@ func testStaleClaimsAreFencedOut(t *testing.T, b Backend) {
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
 	require.Equal(t, "A", a.Owner)
 	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired
-	stale := push.Evidence{At: at(61), Error: "stale"}
-	require.ErrorIs(t, b.Advance(t.Context(), a, 5), push.ErrLeaseLost)
-	require.ErrorIs(t, b.Retry(t.Context(), a, 1, at(100), stale), push.ErrLeaseLost)
-	require.ErrorIs(t, b.Park(t.Context(), a, 1, stale), push.ErrLeaseLost)
-	require.ErrorIs(t, b.Complete(t.Context(), a), push.ErrLeaseLost)
-	require.ErrorIs(t, errOf(b.HostFailed(t.Context(), push.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Horizon: horizon})),
-		push.ErrLeaseLost)
-	require.ErrorIs(t, b.Park(t.Context(), push.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
+	stale := store.Evidence{At: at(61), Error: "stale"}
+	require.ErrorIs(t, b.Advance(t.Context(), a, 5), store.ErrLeaseLost)
+	require.ErrorIs(t, b.Retry(t.Context(), a, 1, at(100), stale), store.ErrLeaseLost)
+	require.ErrorIs(t, b.Park(t.Context(), a, 1, stale), store.ErrLeaseLost)
+	require.ErrorIs(t, b.Complete(t.Context(), a), store.ErrLeaseLost)
+	require.ErrorIs(t, errOf(b.HostFailed(t.Context(), store.HostFailure{Claim: a, NextSeq: 1, Host: "receiver.example:443", Evidence: stale, Horizon: horizon})),
+		store.ErrLeaseLost)
+	require.ErrorIs(t, b.Park(t.Context(), store.Claim{Stream: "s", ID: "nobody", Owner: "B"}, 1, stale), journal.ErrNotFound)
 	require.False(t, regIs(t, b, "s", "r", 1, 0, "B", "a stale claim never releases the live lease").Parked)
 	require.Empty(t, evidence(t, b, "s", "r"), "a fenced write stores no evidence")
-	require.Empty(t, hosts(t, b, push.HostQuery{}), "a fenced host failure counts nothing against the host")
+	require.Empty(t, hosts(t, b, store.HostQuery{}), "a fenced host failure counts nothing against the host")
 	require.Empty(t, heraldEvents(t, b), "a change that did not happen is not told")
 
 	// An operator's move takes the lease away from the turn in flight.
 	require.NoError(t, b.Advance(t.Context(), bb, 8))
 	c := claim(t, b, "s", "r", at(70))
 	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(71)))
-	require.ErrorIs(t, b.Advance(t.Context(), c, 11), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
+	require.ErrorIs(t, b.Advance(t.Context(), c, 11), store.ErrLeaseLost, "a turn in flight cannot undo a rewind")
 	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
 	c = claim(t, b, "s", "r", at(72))
 	require.NoError(t, b.Skip(t.Context(), "s", "r", 4, at(73), "poison"))
-	require.ErrorIs(t, b.Retry(t.Context(), c, 2, at(100), stale), push.ErrLeaseLost, "nor count a failure after a skip")
+	require.ErrorIs(t, b.Retry(t.Context(), c, 2, at(100), stale), store.ErrLeaseLost, "nor count a failure after a skip")
 	regIs(t, b, "s", "r", 4, 0, "", "the skip")
 }
 
@@ -186,7 +187,7 @@ func testCheckpointIsFencedAndMonotonic(t *testing.T, b Backend) {
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim()
 	require.NoError(t, b.Checkpoint(t.Context(), a, 3))
 	bb := due(t, b, "webhook", "B", at(60), 1).Registrations[0].Claim() // A's lease expired: B takes over
-	require.ErrorIs(t, b.Checkpoint(t.Context(), a, 8), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Checkpoint(t.Context(), a, 8), store.ErrLeaseLost)
 	regIs(t, b, "s", "r", 3, 0, "B", "a stale checkpoint changes nothing")
 
 	require.NoError(t, b.Retry(t.Context(), bb, 5, at(61), fail503(at(60))))
@@ -197,11 +198,11 @@ func testCheckpointIsFencedAndMonotonic(t *testing.T, b Backend) {
 	for _, n := range []uint64{0, 12, 1 << 62} {
 		require.ErrorIs(t, b.Checkpoint(t.Context(), c, n), journal.ErrInvalid, "checkpoint at %d with head 10", n)
 	}
-	require.ErrorIs(t, b.Checkpoint(t.Context(), push.Claim{Stream: "s", ID: "r"}, 6), journal.ErrInvalid, "no owner")
+	require.ErrorIs(t, b.Checkpoint(t.Context(), store.Claim{Stream: "s", ID: "r"}, 6), journal.ErrInvalid, "no owner")
 	require.Equal(t, uint64(5), get(t, b, "s", "r").NextSeq, "nothing changed")
 
 	require.NoError(t, b.Rewind(t.Context(), "s", "r", 2, at(62)))
-	require.ErrorIs(t, b.Checkpoint(t.Context(), c, 6), push.ErrLeaseLost, "a turn in flight cannot undo a rewind")
+	require.ErrorIs(t, b.Checkpoint(t.Context(), c, 6), store.ErrLeaseLost, "a turn in flight cannot undo a rewind")
 	require.Equal(t, uint64(2), get(t, b, "s", "r").NextSeq)
 }
 
@@ -210,13 +211,13 @@ func testCursorOutOfRangeChangesNothing(t *testing.T, b Backend) {
 	c := claim(t, b, "s", "r", at(0))
 	for _, n := range []uint64{0, 5, 1 << 62} {
 		require.ErrorIs(t, b.Advance(t.Context(), c, n), journal.ErrInvalid, "advance to %d with head 3", n)
-		require.ErrorIs(t, b.Retry(t.Context(), c, n, at(9), push.Evidence{At: at(0)}), journal.ErrInvalid, "retry at %d", n)
-		require.ErrorIs(t, b.Park(t.Context(), c, n, push.Evidence{At: at(0)}), journal.ErrInvalid, "park at %d", n)
+		require.ErrorIs(t, b.Retry(t.Context(), c, n, at(9), store.Evidence{At: at(0)}), journal.ErrInvalid, "retry at %d", n)
+		require.ErrorIs(t, b.Park(t.Context(), c, n, store.Evidence{At: at(0)}), journal.ErrInvalid, "park at %d", n)
 	}
-	require.ErrorIs(t, b.Retry(t.Context(), c, 1, time.Time{}, push.Evidence{At: at(0)}), journal.ErrInvalid, "zero notBefore")
-	require.ErrorIs(t, b.Retry(t.Context(), c, 1, at(9), push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
-	require.ErrorIs(t, b.Park(t.Context(), c, 1, push.Evidence{}), journal.ErrInvalid, "zero evidence instant")
-	require.ErrorIs(t, b.Advance(t.Context(), push.Claim{Stream: "s", ID: "r"}, 2), journal.ErrInvalid, "no owner")
+	require.ErrorIs(t, b.Retry(t.Context(), c, 1, time.Time{}, store.Evidence{At: at(0)}), journal.ErrInvalid, "zero notBefore")
+	require.ErrorIs(t, b.Retry(t.Context(), c, 1, at(9), store.Evidence{}), journal.ErrInvalid, "zero evidence instant")
+	require.ErrorIs(t, b.Park(t.Context(), c, 1, store.Evidence{}), journal.ErrInvalid, "zero evidence instant")
+	require.ErrorIs(t, b.Advance(t.Context(), store.Claim{Stream: "s", ID: "r"}, 2), journal.ErrInvalid, "no owner")
 	require.ErrorIs(t, b.Unpark(t.Context(), "s", "r", time.Time{}), journal.ErrInvalid)
 	require.ErrorIs(t, b.Skip(t.Context(), "s", "r", 2, time.Time{}, "x"), journal.ErrInvalid)
 	require.ErrorIs(t, b.Rewind(t.Context(), "s", "r", 1, time.Time{}), journal.ErrInvalid)
@@ -228,20 +229,20 @@ func testCursorOutOfRangeChangesNothing(t *testing.T, b Backend) {
 
 func testRetryCountsAndSchedules(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
-	ev := push.Evidence{At: at(0), Event: push.EventFailed, Seq: 1, RecordID: "s-1", MessageID: "s-1", Attempt: 1,
+	ev := store.Evidence{At: at(0), Event: store.EventFailed, Seq: 1, RecordID: "s-1", MessageID: "s-1", Attempt: 1,
 		Status: 503, Body: "busy", Duration: 1500 * time.Millisecond, Error: "503 Service Unavailable", NotBefore: at(7),
 		Location: "https://elsewhere.example/"}
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(7), ev))
 	st := regIs(t, b, "s", "r", 1, 1, "", "a retry releases the lease")
 	requireTime(t, at(7), st.NextAttemptAt, "NextAttemptAt")
 	require.Equal(t, "503 Service Unavailable", st.LastError)
-	require.Equal(t, push.StateRetrying, st.State())
+	require.Equal(t, store.StateRetrying, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(6), 1).Registrations, "not due before NextAttemptAt")
 
-	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(7)), 1, at(20), push.Evidence{At: at(7), Error: "timeout"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(7)), 1, at(20), store.Evidence{At: at(7), Error: "timeout"}))
 	require.Equal(t, 2, get(t, b, "s", "r").Attempts, "consecutive failures at one record add up")
 
-	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(20)), 4, at(30), push.Evidence{At: at(20), Error: "reset"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(20)), 4, at(30), store.Evidence{At: at(20), Error: "reset"}))
 	regIs(t, b, "s", "r", 4, 1, "", "progress made before the failure is kept; a failure after it is the first at the new record")
 
 	evs := evidence(t, b, "s", "r")
@@ -258,12 +259,12 @@ func testParkKeepsCursorUnparkResumes(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(0)))
 	require.Empty(t, heraldEvents(t, b), "unparking one that is not parked changes nothing, tells nothing")
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 3, push.Evidence{At: at(4), Event: push.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 3, store.Evidence{At: at(4), Event: store.EventParked, Seq: 3, Status: 410, Error: "410 Gone"}))
 	st := regIs(t, b, "s", "r", 3, 1, "", "parking keeps the cursor, with the progress made before")
 	require.True(t, st.Parked)
 	requireTime(t, at(4), st.ParkedAt, "ParkedAt")
 	require.Equal(t, "410 Gone", st.LastError)
-	require.Equal(t, push.StateParked, st.State())
+	require.Equal(t, store.StateParked, st.State())
 	require.Empty(t, due(t, b, "webhook", "w", at(1000), 10).Registrations, "a parked registration is never due")
 
 	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(2000)))
@@ -274,11 +275,11 @@ func testParkKeepsCursorUnparkResumes(t *testing.T, b Backend) {
 
 	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(2001)), "unparking an active registration changes nothing")
 	evs := evidence(t, b, "s", "r")
-	require.Equal(t, []string{push.EventUnparked, push.EventParked}, events(evs))
+	require.Equal(t, []string{store.EventUnparked, store.EventParked}, events(evs))
 	require.Equal(t, 410, evs[1].Status)
 	recs := heraldEvents(t, b)
-	require.Equal(t, []string{push.KindParked, push.KindUnparked}, eventKinds(recs), "one event a change")
-	require.Equal(t, push.OperationalEvent{Kind: push.KindUnparked, Stream: "s", Registration: "r", Namespace: "webhook",
+	require.Equal(t, []string{store.KindParked, store.KindUnparked}, eventKinds(recs), "one event a change")
+	require.Equal(t, store.OperationalEvent{Kind: store.KindUnparked, Stream: "s", Registration: "r", Namespace: "webhook",
 		Host: "receiver.example:443", Cursor: 3, At: at(2000)}, payload(t, recs[1]), "resumes at its cursor, at the operator's instant")
 }
 
@@ -288,34 +289,34 @@ func testCompleteLeavesNothingBehind(t *testing.T, b Backend) {
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "task/1", "r", at(0)), 1, at(1), fail503(at(0))))
 	stale := claim(t, b, "task/1", "r", at(1))
 	c := claim(t, b, "task/1", "r", at(1+60))
-	require.ErrorIs(t, b.Complete(t.Context(), stale), push.ErrLeaseLost)
+	require.ErrorIs(t, b.Complete(t.Context(), stale), store.ErrLeaseLost)
 	require.NoError(t, b.Complete(t.Context(), c))
 	require.ErrorIs(t, errOf(b.Get(t.Context(), "task/1", "r")), journal.ErrNotFound, "a completed registration is gone")
 	require.ErrorIs(t, errOf(b.Evidence(t.Context(), "task/1", "r", 0)), journal.ErrNotFound)
-	require.Empty(t, list(t, b, push.ListQuery{Stream: "task/1"}))
+	require.Empty(t, list(t, b, store.ListQuery{Stream: "task/1"}))
 	require.Equal(t, uint64(2), head(t, b, "task/1"), "the journal keeps its records")
 
 	recs := heraldEvents(t, b)
-	require.Equal(t, []string{push.KindCompleted}, eventKinds(recs))
-	require.Equal(t, push.OperationalEvent{Kind: push.KindCompleted, Stream: "task/1", Registration: "r", Namespace: "a2a",
+	require.Equal(t, []string{store.KindCompleted}, eventKinds(recs))
+	require.Equal(t, store.OperationalEvent{Kind: store.KindCompleted, Stream: "task/1", Registration: "r", Namespace: "a2a",
 		Host: "receiver.example:443", Cursor: 3, At: at(61)}, payload(t, recs[0]), "one past the final record, at the instant of the claim whose turn completed it")
 }
 
 func testEvidenceIsBoundedNewestFirst(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	register(t, b, reg("s", "other", "webhook"))
-	total := push.MaxEvidence + 20
+	total := store.MaxEvidence + 20
 	for i := range total {
-		require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "r", At: at(i),
-			Event: push.EventSkipped, Seq: 1, Error: fmt.Sprintf("e%d", i), Body: strings.Repeat("x", push.MaxEvidenceBody)}))
+		require.NoError(t, b.AddEvidence(t.Context(), store.Evidence{Stream: "s", Registration: "r", At: at(i),
+			Event: store.EventSkipped, Seq: 1, Error: fmt.Sprintf("e%d", i), Body: strings.Repeat("x", store.MaxEvidenceBody)}))
 	}
-	require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "other", At: at(0), Error: "mine"}))
+	require.NoError(t, b.AddEvidence(t.Context(), store.Evidence{Stream: "s", Registration: "other", At: at(0), Error: "mine"}))
 
 	evs := evidence(t, b, "s", "r")
-	require.Len(t, evs, push.MaxEvidence, "at most MaxEvidence rows per registration")
+	require.Len(t, evs, store.MaxEvidence, "at most MaxEvidence rows per registration")
 	require.Equal(t, fmt.Sprintf("e%d", total-1), evs[0].Error, "newest first")
-	require.Equal(t, fmt.Sprintf("e%d", total-push.MaxEvidence), evs[len(evs)-1].Error, "the oldest rows were dropped")
-	require.Len(t, evs[0].Body, push.MaxEvidenceBody)
+	require.Equal(t, fmt.Sprintf("e%d", total-store.MaxEvidence), evs[len(evs)-1].Error, "the oldest rows were dropped")
+	require.Len(t, evs[0].Body, store.MaxEvidenceBody)
 
 	few, err := b.Evidence(t.Context(), "s", "r", 3)
 	require.NoError(t, err)
@@ -323,7 +324,7 @@ func testEvidenceIsBoundedNewestFirst(t *testing.T, b Backend) {
 		[]string{few[0].Error, few[1].Error, few[2].Error})
 	require.Len(t, evidence(t, b, "s", "other"), 1, "evidence is per registration")
 	require.ErrorIs(t, errOf(b.Evidence(t.Context(), "s", "r", -1)), journal.ErrInvalid)
-	require.ErrorIs(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "nobody", At: at(0)}), journal.ErrNotFound)
+	require.ErrorIs(t, b.AddEvidence(t.Context(), store.Evidence{Stream: "s", Registration: "nobody", At: at(0)}), journal.ErrNotFound)
 }
 
 // testEvidenceKeepsAnyAnswer: a receiver chooses these bytes. A store that
@@ -331,24 +332,24 @@ func testEvidenceIsBoundedNewestFirst(t *testing.T, b Backend) {
 // and the registration would be retried every lease and never parked.
 func testEvidenceKeepsAnyAnswer(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
-	ev := push.Evidence{At: at(0), Status: 500, Body: "a\x00b\xff\xfe" + strings.Repeat("é", 400), Location: "/\x00", Error: "500 \xff"}
+	ev := store.Evidence{At: at(0), Status: 500, Body: "a\x00b\xff\xfe" + strings.Repeat("é", 400), Location: "/\x00", Error: "500 \xff"}
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), ev))
 	require.Equal(t, 1, get(t, b, "s", "r").Attempts)
 	evs := evidence(t, b, "s", "r")
 	require.Equal(t, ev.Clean().Body, evs[0].Body, "stored as Evidence.Clean makes it")
 	require.Equal(t, ev.Clean().Error, evs[0].Error)
-	require.LessOrEqual(t, len(evs[0].Body), push.MaxEvidenceBody)
+	require.LessOrEqual(t, len(evs[0].Body), store.MaxEvidenceBody)
 	require.True(t, utf8.ValidString(evs[0].Body))
 }
 
 func testUnknownRegistration(t *testing.T, b Backend) {
 	appendN(t, b, "s", 1)
-	nobody := push.Claim{Stream: "s", ID: "nobody", Owner: "w"}
+	nobody := store.Claim{Stream: "s", ID: "nobody", Owner: "w"}
 	for name, err := range map[string]error{
 		"Advance":    b.Advance(t.Context(), nobody, 2),
 		"Checkpoint": b.Checkpoint(t.Context(), nobody, 2),
-		"Retry":      b.Retry(t.Context(), nobody, 1, at(1), push.Evidence{At: at(0)}),
-		"Park":       b.Park(t.Context(), nobody, 1, push.Evidence{At: at(0)}),
+		"Retry":      b.Retry(t.Context(), nobody, 1, at(1), store.Evidence{At: at(0)}),
+		"Park":       b.Park(t.Context(), nobody, 1, store.Evidence{At: at(0)}),
 		"Unpark":     b.Unpark(t.Context(), "s", "nobody", at(0)),
 		"Complete":   b.Complete(t.Context(), nobody),
 		"Skip":       b.Skip(t.Context(), "s", "nobody", 2, at(0), "poison"),
@@ -358,24 +359,24 @@ func testUnknownRegistration(t *testing.T, b Backend) {
 	} {
 		require.ErrorIs(t, err, journal.ErrNotFound, name)
 	}
-	require.Empty(t, list(t, b, push.ListQuery{}), "no call created a registration")
+	require.Empty(t, list(t, b, store.ListQuery{}), "no call created a registration")
 }
 
-func events(evs []push.Evidence) []string {
-	return mapped(evs, func(e push.Evidence) string { return e.Event })
+func events(evs []store.Evidence) []string {
+	return mapped(evs, func(e store.Evidence) string { return e.Event })
 }
 
-// advanceBatchTests run against stores that are push.AdvanceBatchers only
+// advanceBatchTests run against stores that are store.AdvanceBatchers only
 // (Run leaves the group out for the others).
 var advanceBatchTests = []test{
 	testEachSaveAsAdvanceAlone, testRacingBatchesNeverMoveCursorsBack,
 }
 
-func batcher(t *testing.T, b Backend) push.AdvanceBatcher {
+func batcher(t *testing.T, b Backend) store.AdvanceBatcher {
 	t.Helper()
-	ab, ok := b.(push.AdvanceBatcher)
+	ab, ok := b.(store.AdvanceBatcher)
 	if !ok {
-		t.Fatal("Run runs the AdvanceBatch group only for a push.AdvanceBatcher")
+		t.Fatal("Run runs the AdvanceBatch group only for a store.AdvanceBatcher")
 	}
 	return ab
 }
@@ -397,29 +398,29 @@ func testEachSaveAsAdvanceAlone(t *testing.T, b Backend) {
 	past := claim(t, b, "s", "past", at(0))
 	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "behind", at(0)), 6))
 	behind := claim(t, b, "s", "behind", at(1))
-	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "attempts", at(0)), 2, at(5), push.Evidence{At: at(0), Error: "503"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "attempts", at(0)), 2, at(5), store.Evidence{At: at(0), Error: "503"}))
 	attempts := claim(t, b, "s", "attempts", at(5))
 	end := claim(t, b, "t", "end", at(0))
 
 	type row struct {
-		save  push.CursorSave
+		save  store.CursorSave
 		want  error  // nil: applied
 		next  uint64 // the cursor after the batch (0: not stored)
 		owner string // and its lease owner
 		why   string
 	}
 	cases := []row{
-		{push.CursorSave{Claim: moves, NextSeq: 5}, nil, 5, "", "moves, and the lease is released"},
-		{push.CursorSave{Claim: stale, NextSeq: 9}, push.ErrLeaseLost, 1, live.Owner, "a stale claim changes nothing and leaves the live lease"},
-		{push.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, 1, past.Owner, "a cursor above head+1 changes nothing; the lease is still held"},
-		{push.CursorSave{Claim: behind, NextSeq: 3}, nil, 6, "", "an advance behind the cursor is not an error, and never moves it back"},
-		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, 0, "", "nobody"},
-		{push.CursorSave{Claim: push.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, 5, "", "no owner"},
-		{push.CursorSave{Claim: attempts, NextSeq: 3}, nil, 3, "", "a save that moves the cursor resets attempts"},
-		{push.CursorSave{Claim: end, NextSeq: 4}, nil, 4, "", "to the end of the stream"},
-		{push.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, 1, past.Owner, "cursor 0"},
+		{store.CursorSave{Claim: moves, NextSeq: 5}, nil, 5, "", "moves, and the lease is released"},
+		{store.CursorSave{Claim: stale, NextSeq: 9}, store.ErrLeaseLost, 1, live.Owner, "a stale claim changes nothing and leaves the live lease"},
+		{store.CursorSave{Claim: past, NextSeq: 12}, journal.ErrInvalid, 1, past.Owner, "a cursor above head+1 changes nothing; the lease is still held"},
+		{store.CursorSave{Claim: behind, NextSeq: 3}, nil, 6, "", "an advance behind the cursor is not an error, and never moves it back"},
+		{store.CursorSave{Claim: store.Claim{Stream: "s", ID: "nobody", Owner: "x"}, NextSeq: 2}, journal.ErrNotFound, 0, "", "nobody"},
+		{store.CursorSave{Claim: store.Claim{Stream: "s", ID: "moves"}, NextSeq: 2}, journal.ErrInvalid, 5, "", "no owner"},
+		{store.CursorSave{Claim: attempts, NextSeq: 3}, nil, 3, "", "a save that moves the cursor resets attempts"},
+		{store.CursorSave{Claim: end, NextSeq: 4}, nil, 4, "", "to the end of the stream"},
+		{store.CursorSave{Claim: past, NextSeq: 0}, journal.ErrInvalid, 1, past.Owner, "cursor 0"},
 	}
-	errs, err := ab.AdvanceBatch(t.Context(), mapped(cases, func(c row) push.CursorSave { return c.save }))
+	errs, err := ab.AdvanceBatch(t.Context(), mapped(cases, func(c row) store.CursorSave { return c.save }))
 	require.NoError(t, err)
 	require.Len(t, errs, len(cases))
 	for i, c := range cases {
@@ -436,9 +437,9 @@ func testEachSaveAsAdvanceAlone(t *testing.T, b Backend) {
 
 	// The same registration twice (a turn fenced out beside the live one).
 	c := claim(t, b, "s", "moves", at(100))
-	errs, err = ab.AdvanceBatch(t.Context(), []push.CursorSave{{Claim: stale, NextSeq: 10}, {Claim: live, NextSeq: 7}, {Claim: c, NextSeq: 8}})
+	errs, err = ab.AdvanceBatch(t.Context(), []store.CursorSave{{Claim: stale, NextSeq: 10}, {Claim: live, NextSeq: 7}, {Claim: c, NextSeq: 8}})
 	require.NoError(t, err)
-	require.ErrorIs(t, errs[0], push.ErrLeaseLost)
+	require.ErrorIs(t, errs[0], store.ErrLeaseLost)
 	require.NoError(t, errs[1])
 	require.NoError(t, errs[2])
 	require.Equal(t, uint64(7), get(t, b, "s", "stale").NextSeq)
@@ -533,11 +534,11 @@ func testFailureOnALaterPage(t *testing.T, b Backend) {
 
 func testSkipMovesPastPoison(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 2, push.Evidence{At: at(0), Error: "400 Bad Request"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(0)), 2, store.Evidence{At: at(0), Error: "400 Bad Request"}))
 	for _, bad := range []uint64{0, 1, 2, 7, 1 << 62} {
 		require.ErrorIs(t, b.Skip(t.Context(), "s", "r", bad, at(1), "poison"), journal.ErrInvalid, "skip to %d", bad)
 	}
-	for _, reason := range []string{"", "\x1b[31mred", strings.Repeat("x", push.MaxEvidenceError+1)} {
+	for _, reason := range []string{"", "\x1b[31mred", strings.Repeat("x", store.MaxEvidenceError+1)} {
 		err := b.Skip(t.Context(), "s", "r", 3, at(1), reason)
 		require.ErrorIs(t, err, journal.ErrInvalid, "reason %q", reason)
 		require.ErrorContains(t, err, "invalid reason", "the error names the field")
@@ -549,7 +550,7 @@ func testSkipMovesPastPoison(t *testing.T, b Backend) {
 	require.NoError(t, b.Skip(t.Context(), "s", "r", 6, at(3), "to the head"), "one past the head is allowed")
 
 	evs := evidence(t, b, "s", "r")
-	require.Equal(t, []string{push.EventSkip, push.EventSkip, ""}, events(evs))
+	require.Equal(t, []string{store.EventSkip, store.EventSkip, ""}, events(evs))
 	require.Equal(t, uint64(2), evs[1].Seq, "the evidence names the cursor skipped from")
 	require.Equal(t, "record 2 is malformed", evs[1].Error)
 	requireTime(t, at(2), evs[1].At, "skip evidence At")
@@ -571,7 +572,7 @@ func testRewindReplays(t *testing.T, b Backend) {
 	require.Equal(t, []string{"s/r"}, keys(due(t, b, "webhook", "w", at(10), 10).Registrations), "due at once")
 
 	evs := evidence(t, b, "s", "r")
-	require.Equal(t, []string{push.EventRewind}, events(evs))
+	require.Equal(t, []string{store.EventRewind}, events(evs))
 	require.Equal(t, uint64(6), evs[0].Seq, "the evidence names the cursor rewound from")
 	require.Equal(t, "rewound from #6 to #2", evs[0].Error, "and where to")
 
@@ -585,7 +586,7 @@ func testRewindReplays(t *testing.T, b Backend) {
 func testOperatorMovesAreDueAtOnce(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5)
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(100000), fail503(at(0))))
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(100000)), 1, push.Evidence{At: at(100000), Error: "ceiling"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(100000)), 1, store.Evidence{At: at(100000), Error: "ceiling"}))
 	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(200000)))
 	requireTime(t, at(200000), get(t, b, "s", "r").NextAttemptAt, "unpark: NextAttemptAt = at")
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -24,7 +23,7 @@ func testAHostWithNoRegistrationAndNoFailureForTheRetentionAgeIsRemoved(t *testi
 	require.Len(t, on, 1)
 	hostFail(t, b, on[0], at(30))
 	stored := func() []string {
-		return mapped(hosts(t, b, push.HostQuery{}), func(h push.Host) string { return h.Host })
+		return mapped(hosts(t, b, store.HostQuery{}), func(h store.Host) string { return h.Host })
 	}
 	pruneAt := func(when time.Time, dry bool) int {
 		return pruneAll(t, b, store.PruneQuery{At: when, Retain: retain, DryRun: dry}).Hosts
@@ -48,7 +47,7 @@ func testAHostWithNoRegistrationAndNoFailureForTheRetentionAgeIsRemoved(t *testi
 	on = dueOn(t, b, hostA, "again", at(4000))
 	require.Len(t, on, 1)
 	h := hostFail(t, b, on[0], at(4000))
-	require.Equal(t, push.HostUp, h.State)
+	require.Equal(t, store.HostUp, h.State)
 	require.Equal(t, 1, h.Failures, "stored anew, its old failures forgotten")
 	require.Equal(t, []string{hostA}, stored())
 }

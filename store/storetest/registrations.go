@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 var registrationTests = []test{
@@ -25,17 +25,17 @@ func testRetryPolicyStored(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
 	r := reg("s", "r", "webhook")
 	require.True(t, register(t, b, r).Retry.IsZero(), "no policy: the defaults")
-	r.Retry = push.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 10 * time.Hour}, MaxAttempts: 40, For: 72 * time.Hour}
+	r.Retry = store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 10 * time.Hour}, MaxAttempts: 40, For: 72 * time.Hour}
 	require.Equal(t, r.Retry, register(t, b, r).Retry)
 	batch := due(t, b, "webhook", "w", at(0), 10)
 	require.Len(t, batch.Registrations, 1)
-	all := list(t, b, push.ListQuery{Stream: "s"})
-	for i, st := range []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]} {
+	all := list(t, b, store.ListQuery{Stream: "s"})
+	for i, st := range []store.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]} {
 		require.Equal(t, r.Retry, st.Retry, "Get, List and Due (#%d) return the policy the turn retries by", i)
 	}
-	r.Retry = push.RetryPolicy{Schedule: []time.Duration{0}}
+	r.Retry = store.RetryPolicy{Schedule: []time.Duration{0}}
 	require.ErrorIs(t, errOf(b.Register(t.Context(), r)), journal.ErrInvalid, "a delay under 1s")
-	r.Retry = push.RetryPolicy{For: time.Hour}
+	r.Retry = store.RetryPolicy{For: time.Hour}
 	require.Equal(t, r.Retry, register(t, b, r).Retry, "a re-register replaces the policy")
 }
 
@@ -52,7 +52,7 @@ func testFailingSinceStartsARun(t *testing.T, b Backend) {
 	st := get(t, b, "s", "r")
 	require.Equal(t, 1, st.Attempts)
 	require.Equal(t, at(9), st.FailingSince.UTC(), "a failure past a moved cursor starts a run")
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(20)), 4, push.Evidence{At: at(20), Error: "500"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(20)), 4, store.Evidence{At: at(20), Error: "500"}))
 	require.Equal(t, at(9), get(t, b, "s", "r").FailingSince.UTC(), "a park ends the run it belongs to")
 	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(30)))
 	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(30)), 4, at(40), fail503(at(30))))
@@ -71,28 +71,28 @@ func testKindsAndWindowStored(t *testing.T, b Backend) {
 	got := register(t, b, r)
 	require.Equal(t, r.Kinds, got.Kinds)
 	require.Equal(t, 16, got.Window)
-	all := list(t, b, push.ListQuery{Stream: "s"})
+	all := list(t, b, store.ListQuery{Stream: "s"})
 	require.Len(t, all, 1)
 	batch := due(t, b, "webhook", "w", at(0), 10)
 	require.Len(t, batch.Registrations, 1)
-	seen := []push.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
+	seen := []store.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]}
 	for i, st := range seen {
 		require.Equal(t, r.Kinds, st.Kinds, "Get, List and Due (#%d) return the kinds the turn filters by", i)
 		require.Equal(t, 16, st.Window, "Get, List and Due (#%d) return the window the turn sends with", i)
 	}
 	require.NoError(t, b.Advance(t.Context(), seen[2].Claim(), 3))
 
-	r.Kinds, r.Window = []string{"refund.*"}, push.MaxWindow
+	r.Kinds, r.Window = []string{"refund.*"}, store.MaxWindow
 	got = register(t, b, r)
 	require.Equal(t, r.Kinds, got.Kinds)
-	require.Equal(t, push.MaxWindow, got.Window)
+	require.Equal(t, store.MaxWindow, got.Window)
 	require.Equal(t, uint64(3), got.NextSeq, "a re-register keeps the cursor")
 	require.Equal(t, r.Kinds, get(t, b, "s", "r").Kinds)
-	r.Window = push.MaxWindow + 1
+	r.Window = store.MaxWindow + 1
 	err := errOf(b.Register(t.Context(), r))
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	require.ErrorContains(t, err, "window")
-	require.Equal(t, push.MaxWindow, get(t, b, "s", "r").Window, "a refused register changes nothing")
+	require.Equal(t, store.MaxWindow, get(t, b, "s", "r").Window, "a refused register changes nothing")
 	r.Kinds, r.Window = nil, 0
 	require.Nil(t, register(t, b, r).Kinds)
 	require.Nil(t, get(t, b, "s", "r").Kinds, "no kinds: every kind, returned as nil by every store")
@@ -101,13 +101,13 @@ func testKindsAndWindowStored(t *testing.T, b Backend) {
 func testRegisterAndGet(t *testing.T, b Backend) {
 	appendN(t, b, "actor/alice", 2)
 	r := reg("actor/alice", "https://remote.example/inbox", "activitypub")
-	r.OnRejected = push.RejectSkip
+	r.OnRejected = store.RejectSkip
 	// A new registration's state is its own, whatever r says.
 	r.Attempts, r.Parked, r.ParkedAt, r.NextAttemptAt, r.LeaseOwner, r.LeaseUntil, r.LastError = 31, true, at(5), at(1e6), "ghost", at(1e6), "boom"
 	got := register(t, b, r)
 	require.Equal(t, uint64(1), got.NextSeq, "NextSeq 0 means the stream's beginning")
 	require.Equal(t, r.URL, got.URL)
-	require.Equal(t, push.RejectSkip, got.OnRejected)
+	require.Equal(t, store.RejectSkip, got.OnRejected)
 	require.Zero(t, got.Attempts)
 	require.False(t, got.Parked)
 	require.Empty(t, got.LeaseOwner)
@@ -120,11 +120,11 @@ func testRegisterAndGet(t *testing.T, b Backend) {
 	require.Equal(t, uint64(2), st.Lag())
 	require.False(t, st.Parked)
 	require.Zero(t, st.Attempts)
-	require.Equal(t, push.StateReady, st.State())
+	require.Equal(t, store.StateReady, st.State())
 	require.Len(t, due(t, b, "activitypub", "w", at(0), 1).Registrations, 1, "a new registration is due at once")
 
 	require.Equal(t, uint64(3), register(t, b, regFrom("actor/alice", "from-head", "activitypub", 3)).NextSeq, "a registration may start past the head")
-	require.Equal(t, push.StateIdle, get(t, b, "actor/alice", "from-head").State())
+	require.Equal(t, store.StateIdle, get(t, b, "actor/alice", "from-head").State())
 
 	require.ErrorIs(t, errOf(b.Get(t.Context(), "actor/alice", "nobody")), journal.ErrNotFound)
 }
@@ -134,7 +134,7 @@ func testReregisterKeepsCursor(t *testing.T, b Backend) {
 	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "r", at(0)), 4))
 	changed := reg("s", "r", "cloudevents")
 	changed.URL = "https://moved.example/hook"
-	changed.Config = push.Config(`{"source":"/x"}`)
+	changed.Config = store.Config(`{"source":"/x"}`)
 	changed.NextSeq = 1 // ignored: the cursor is kept
 	got := register(t, b, changed)
 	require.Equal(t, uint64(4), got.NextSeq, "re-registering keeps the cursor")
@@ -156,30 +156,30 @@ func testRegisterPastSealedStream(t *testing.T, b Backend) {
 
 func testBadRegistrationChangesNothing(t *testing.T, b Backend) {
 	ok := reg("s", "r", "webhook")
-	with := func(f func(r *push.Registration)) push.Registration { r := ok; f(&r); return r }
-	cases := map[string]push.Registration{
-		"empty stream":           with(func(r *push.Registration) { r.Stream = "" }),
-		"stream with a space":    with(func(r *push.Registration) { r.Stream = "a b" }),
-		"stream of 10000 bytes":  with(func(r *push.Registration) { r.Stream = strings.Repeat("s", 10000) }),
-		"empty id":               with(func(r *push.Registration) { r.ID = "" }),
-		"id with a control char": with(func(r *push.Registration) { r.ID = "r\x07" }),
-		"empty namespace":        with(func(r *push.Registration) { r.Namespace = "" }),
-		"namespace in uppercase": with(func(r *push.Registration) { r.Namespace = "WebHook" }),
-		"empty url":              with(func(r *push.Registration) { r.URL = "" }),
-		"relative url":           with(func(r *push.Registration) { r.URL = "/inbox" }),
-		"ftp url":                with(func(r *push.Registration) { r.URL = "ftp://files.example/inbox" }),
-		"javascript url":         with(func(r *push.Registration) { r.URL = "javascript:alert(1)" }),
-		"url with userinfo":      with(func(r *push.Registration) { r.URL = "https://user:hunter2@receiver.example/" }),
-		"url with a fragment":    with(func(r *push.Registration) { r.URL = "https://receiver.example/#x" }),
-		"url with a space":       with(func(r *push.Registration) { r.URL = "https://receiver.example/a b" }),
-		"url without a host":     with(func(r *push.Registration) { r.URL = "https:///inbox" }),
-		"url of 3000 bytes":      with(func(r *push.Registration) { r.URL = "https://receiver.example/" + strings.Repeat("a", 3000) }),
-		"config not an object":   with(func(r *push.Registration) { r.Config = push.Config(`["a"]`) }),
-		"config not JSON":        with(func(r *push.Registration) { r.Config = push.Config(`{secret`) }),
-		"unknown reject policy":  with(func(r *push.Registration) { r.OnRejected = "drop" }),
-		"kind pattern empty":     with(func(r *push.Registration) { r.Kinds = []string{"order.*", ""} }),
-		"kind pattern mid star":  with(func(r *push.Registration) { r.Kinds = []string{"order.*.paid"} }),
-		"kind pattern twice":     with(func(r *push.Registration) { r.Kinds = []string{"a", "a"} }),
+	with := func(f func(r *store.Registration)) store.Registration { r := ok; f(&r); return r }
+	cases := map[string]store.Registration{
+		"empty stream":           with(func(r *store.Registration) { r.Stream = "" }),
+		"stream with a space":    with(func(r *store.Registration) { r.Stream = "a b" }),
+		"stream of 10000 bytes":  with(func(r *store.Registration) { r.Stream = strings.Repeat("s", 10000) }),
+		"empty id":               with(func(r *store.Registration) { r.ID = "" }),
+		"id with a control char": with(func(r *store.Registration) { r.ID = "r\x07" }),
+		"empty namespace":        with(func(r *store.Registration) { r.Namespace = "" }),
+		"namespace in uppercase": with(func(r *store.Registration) { r.Namespace = "WebHook" }),
+		"empty url":              with(func(r *store.Registration) { r.URL = "" }),
+		"relative url":           with(func(r *store.Registration) { r.URL = "/inbox" }),
+		"ftp url":                with(func(r *store.Registration) { r.URL = "ftp://files.example/inbox" }),
+		"javascript url":         with(func(r *store.Registration) { r.URL = "javascript:alert(1)" }),
+		"url with userinfo":      with(func(r *store.Registration) { r.URL = "https://user:hunter2@receiver.example/" }),
+		"url with a fragment":    with(func(r *store.Registration) { r.URL = "https://receiver.example/#x" }),
+		"url with a space":       with(func(r *store.Registration) { r.URL = "https://receiver.example/a b" }),
+		"url without a host":     with(func(r *store.Registration) { r.URL = "https:///inbox" }),
+		"url of 3000 bytes":      with(func(r *store.Registration) { r.URL = "https://receiver.example/" + strings.Repeat("a", 3000) }),
+		"config not an object":   with(func(r *store.Registration) { r.Config = store.Config(`["a"]`) }),
+		"config not JSON":        with(func(r *store.Registration) { r.Config = store.Config(`{secret`) }),
+		"unknown reject policy":  with(func(r *store.Registration) { r.OnRejected = "drop" }),
+		"kind pattern empty":     with(func(r *store.Registration) { r.Kinds = []string{"order.*", ""} }),
+		"kind pattern mid star":  with(func(r *store.Registration) { r.Kinds = []string{"order.*.paid"} }),
+		"kind pattern twice":     with(func(r *store.Registration) { r.Kinds = []string{"a", "a"} }),
 	}
 	for name, r := range cases {
 		err := errOf(b.Register(t.Context(), r))
@@ -189,12 +189,12 @@ func testBadRegistrationChangesNothing(t *testing.T, b Backend) {
 		var ie *journal.InvalidError
 		require.True(t, errors.As(err, &ie), name)
 	}
-	require.Empty(t, list(t, b, push.ListQuery{}), "no bad registration was stored")
+	require.Empty(t, list(t, b, store.ListQuery{}), "no bad registration was stored")
 }
 
 func testUnregister(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
-	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(10), push.Evidence{At: at(0), Event: push.EventFailed, Error: "503"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(10), store.Evidence{At: at(0), Event: store.EventFailed, Error: "503"}))
 	require.NoError(t, b.Unregister(t.Context(), "s", "r"))
 	require.ErrorIs(t, errOf(b.Get(t.Context(), "s", "r")), journal.ErrNotFound)
 	require.ErrorIs(t, errOf(b.Evidence(t.Context(), "s", "r", 0)), journal.ErrNotFound, "evidence goes with its registration")
@@ -210,15 +210,15 @@ func testListFiltersAndPages(t *testing.T, b Backend) {
 	register(t, b, reg("b", "r0", "cloudevents"))
 	register(t, b, regFrom("b", "idle", "cloudevents", 2))
 	for _, id := range []string{"r1", "r3", "r4"} {
-		require.NoError(t, b.Park(t.Context(), claim(t, b, "a", id, at(0)), 1, push.Evidence{At: at(5), Event: push.EventParked, Error: "410 Gone"}))
+		require.NoError(t, b.Park(t.Context(), claim(t, b, "a", id, at(0)), 1, store.Evidence{At: at(5), Event: store.EventParked, Error: "410 Gone"}))
 	}
 
-	all := list(t, b, push.ListQuery{})
+	all := list(t, b, store.ListQuery{})
 	require.Equal(t, []string{"a/r0", "a/r1", "a/r2", "a/r3", "a/r4", "b/idle", "b/r0"}, keys(all), "ordered by stream, then id")
 	require.Equal(t, uint64(3), all[0].Head)
 
 	var pages [][]string
-	q := push.ListQuery{Parked: true, Limit: 2}
+	q := store.ListQuery{Parked: true, Limit: 2}
 	for {
 		page, err := b.List(t.Context(), q)
 		require.NoError(t, err)
@@ -230,11 +230,11 @@ func testListFiltersAndPages(t *testing.T, b Backend) {
 	}
 	require.Equal(t, [][]string{{"a/r1", "a/r3"}, {"a/r4"}}, pages, "parked registrations, paged by key")
 
-	require.Equal(t, []string{"b/idle", "b/r0"}, keys(list(t, b, push.ListQuery{Namespace: "cloudevents"})))
-	require.Equal(t, []string{"b/r0"}, keys(list(t, b, push.ListQuery{Stream: "b", Lagging: true})), "the idle registration has no lag")
+	require.Equal(t, []string{"b/idle", "b/r0"}, keys(list(t, b, store.ListQuery{Namespace: "cloudevents"})))
+	require.Equal(t, []string{"b/r0"}, keys(list(t, b, store.ListQuery{Stream: "b", Lagging: true})), "the idle registration has no lag")
 
-	require.ErrorIs(t, errOf(b.List(t.Context(), push.ListQuery{Limit: -1})), journal.ErrInvalid)
-	require.ErrorIs(t, errOf(b.List(t.Context(), push.ListQuery{Limit: push.MaxListLimit + 1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.List(t.Context(), store.ListQuery{Limit: -1})), journal.ErrInvalid)
+	require.ErrorIs(t, errOf(b.List(t.Context(), store.ListQuery{Limit: store.MaxListLimit + 1})), journal.ErrInvalid)
 }
 
 func testStats(t *testing.T, b Backend) {
@@ -246,16 +246,16 @@ func testStats(t *testing.T, b Backend) {
 	register(t, b, reg("b", "parked-late", "webhook"))  // parked at 9
 	register(t, b, regFrom("b", "idle", "cloudevents", 3))
 	register(t, b, reg("b", "leased", "cloudevents")) // lag 2, leased
-	require.NoError(t, b.Retry(t.Context(), claim(t, b, "a", "retrying", at(0)), 2, at(100), push.Evidence{At: at(1), Error: "503"}))
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "a", "parked-early", at(0)), 1, push.Evidence{At: at(5), Error: "410"}))
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "b", "parked-late", at(0)), 1, push.Evidence{At: at(9), Error: "410"}))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "a", "retrying", at(0)), 2, at(100), store.Evidence{At: at(1), Error: "503"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "a", "parked-early", at(0)), 1, store.Evidence{At: at(5), Error: "410"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "b", "parked-late", at(0)), 1, store.Evidence{At: at(9), Error: "410"}))
 	batch := due(t, b, "cloudevents", "w1", at(10), 10)
 	require.Equal(t, []string{"b/leased"}, keys(batch.Registrations))
 
 	st, err := b.Stats(t.Context(), at(20))
 	require.NoError(t, err)
-	require.Equal(t, push.NamespaceStats{Ready: 1, Retrying: 1, Parked: 2, Behind: 4 + 3 + 4 + 2}, st.Namespaces["webhook"])
-	require.Equal(t, push.NamespaceStats{Ready: 1, Idle: 1, Leased: 1, Behind: 2}, st.Namespaces["cloudevents"])
+	require.Equal(t, store.NamespaceStats{Ready: 1, Retrying: 1, Parked: 2, Behind: 4 + 3 + 4 + 2}, st.Namespaces["webhook"])
+	require.Equal(t, store.NamespaceStats{Ready: 1, Idle: 1, Leased: 1, Behind: 2}, st.Namespaces["cloudevents"])
 	require.NotNil(t, st.OldestParked)
 	require.Equal(t, "a/parked-early", st.OldestParked.Stream+"/"+st.OldestParked.ID)
 	require.Equal(t, []string{"a/parked-early", "a/ready", "a/retrying", "b/leased", "b/parked-late"}, keys(st.Lagging),

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -76,7 +75,7 @@ func testLowWaterMarkWaitsForEveryCursor(t *testing.T, b Backend) {
 	register(t, b, regFrom("s", "fast", "webhook", 4))
 	register(t, b, reg("s", "parked", "webhook"))
 	require.NoError(t, b.Advance(t.Context(), claim(t, b, "s", "parked", at(0)), 2))
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(1)), 2, push.Evidence{At: at(1), Error: "410 Gone"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "parked", at(1)), 2, store.Evidence{At: at(1), Error: "410 Gone"}))
 
 	told, toldBytes := heraldEventTotals(t, b) // the park's event, pruned with them
 	rep := pruneAll(t, b, store.PruneQuery{At: later(1)})
@@ -210,14 +209,14 @@ func testBatchesAreBounded(t *testing.T, b Backend) {
 func testEvidenceTailKeepsTheParkReason(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	for i := range 3 {
-		require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), push.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
+		require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(i*10)), 1, at(i*10+5), store.Evidence{At: at(i * 10), Error: fmt.Sprintf("503 #%d", i)}))
 	}
-	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(40)), 1, push.Evidence{At: at(40), Event: push.EventParked, Error: "410 Gone"}))
-	require.NoError(t, b.AddEvidence(t.Context(), push.Evidence{Stream: "s", Registration: "r", At: at(3600), Event: push.EventSkipped, Error: "recent"}))
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(40)), 1, store.Evidence{At: at(40), Event: store.EventParked, Error: "410 Gone"}))
+	require.NoError(t, b.AddEvidence(t.Context(), store.Evidence{Stream: "s", Registration: "r", At: at(3600), Event: store.EventSkipped, Error: "recent"}))
 
 	rep := pruneAll(t, b, store.PruneQuery{At: at(3600), Retain: time.Hour / 2})
 	require.Equal(t, 3, rep.Evidence, "the three old failures go")
-	require.Equal(t, []string{"recent", "410 Gone"}, mapped(evidence(t, b, "s", "r"), func(ev push.Evidence) string { return ev.Error }),
+	require.Equal(t, []string{"recent", "410 Gone"}, mapped(evidence(t, b, "s", "r"), func(ev store.Evidence) string { return ev.Error }),
 		"the newest rows and, however old, the reason it is parked")
 	told, _ := heraldEventTotals(t, b)
 	require.Equal(t, told, prune(t, b, store.PruneQuery{At: later(1)}).Records, "the parked cursor at #1 holds #1 (herald's own events go)")
@@ -300,7 +299,7 @@ func testPruneRacesAppendsAndSweeps(t *testing.T, b Backend) {
 		}
 	})
 	require.NoError(t, g.Wait())
-	got := map[push.Key][]int{}
+	got := map[store.Key][]int{}
 	for _, a := range rc.arrivals() {
 		got[a.key] = append(got[a.key], a.n)
 	}
@@ -310,7 +309,7 @@ func testPruneRacesAppendsAndSweeps(t *testing.T, b Backend) {
 	}
 	for s := range streams {
 		for _, id := range []string{"a", "b"} {
-			k := push.Key{Stream: fmt.Sprintf("race/%d", s), ID: id}
+			k := store.Key{Stream: fmt.Sprintf("race/%d", s), ID: id}
 			require.Equal(t, want, got[k], "%v received every record once, in order", k)
 		}
 	}
@@ -319,7 +318,7 @@ func testPruneRacesAppendsAndSweeps(t *testing.T, b Backend) {
 func allAtHead(t *testing.T, b Backend, streams int) (bool, error) {
 	for s := range streams {
 		name := fmt.Sprintf("race/%d", s)
-		sts, err := b.List(t.Context(), push.ListQuery{Stream: name})
+		sts, err := b.List(t.Context(), store.ListQuery{Stream: name})
 		if err != nil {
 			return false, err
 		}

@@ -68,7 +68,7 @@ func Run(t *testing.T, open Factory) {
 		{"Events", eventTests},
 		{"Pause", pauseTests},
 	}
-	_, batches := open(t).(push.AdvanceBatcher) // one backend more per Run, for its type
+	_, batches := open(t).(store.AdvanceBatcher) // one backend more per Run, for its type
 	for _, g := range groups {
 		if g.name == "AdvanceBatch" && !batches {
 			continue // a worker gives such a store one Advance a save
@@ -121,35 +121,35 @@ func appendSealed(t *testing.T, b Backend, stream string) {
 	require.NoError(t, errOf(b.Append(t.Context(), stream, entry("start"), end)))
 }
 
-func reg(stream, id, ns string) push.Registration {
-	return push.Registration{Stream: stream, ID: id, Namespace: ns, URL: "https://receiver.example/" + id,
-		Config: push.Config(`{"secret":"s3cr3t"}`)}
+func reg(stream, id, ns string) store.Registration {
+	return store.Registration{Stream: stream, ID: id, Namespace: ns, URL: "https://receiver.example/" + id,
+		Config: store.Config(`{"secret":"s3cr3t"}`)}
 }
 
 // regFrom is reg with its cursor at next.
-func regFrom(stream, id, ns string, next uint64) push.Registration {
+func regFrom(stream, id, ns string, next uint64) store.Registration {
 	r := reg(stream, id, ns)
 	r.NextSeq = next
 	return r
 }
 
-func register(t *testing.T, b Backend, r push.Registration) push.Registration {
+func register(t *testing.T, b Backend, r store.Registration) store.Registration {
 	t.Helper()
 	got, err := b.Register(t.Context(), r)
 	require.NoError(t, err)
 	return got
 }
 
-func get(t *testing.T, b Backend, stream, id string) push.Status {
+func get(t *testing.T, b Backend, stream, id string) store.Status {
 	t.Helper()
 	st, err := b.Get(t.Context(), stream, id)
 	require.NoError(t, err)
 	return st
 }
 
-func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) push.DueBatch {
+func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) store.DueBatch {
 	t.Helper()
-	batch, err := b.Due(t.Context(), push.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute), CountUnserved: true})
+	batch, err := b.Due(t.Context(), store.DueQuery{At: when, Limit: limit, Namespace: ns, Owner: owner, LeaseUntil: when.Add(time.Minute), CountUnserved: true})
 	require.NoError(t, err)
 	return batch
 }
@@ -161,7 +161,7 @@ var claims atomic.Int64
 // claim claims stream/id alone through Due at when (at or after its
 // NextAttemptAt and lease expiry): it re-registers it into a namespace of its
 // own, claims it there and moves it back, keeping cursor, retries and lease.
-func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Claim {
+func claim(t *testing.T, b Backend, stream, id string, when time.Time) store.Claim {
 	t.Helper()
 	st := get(t, b, stream, id)
 	n := claims.Add(1)
@@ -178,11 +178,11 @@ func claim(t *testing.T, b Backend, stream, id string, when time.Time) push.Clai
 
 // streamWithReg appends n records to stream "s" and registers regs, or s/r
 // (reg) if none are given.
-func streamWithReg(t *testing.T, b Backend, n int, regs ...push.Registration) {
+func streamWithReg(t *testing.T, b Backend, n int, regs ...store.Registration) {
 	t.Helper()
 	appendN(t, b, "s", n)
 	if len(regs) == 0 {
-		regs = []push.Registration{reg("s", "r", "webhook")}
+		regs = []store.Registration{reg("s", "r", "webhook")}
 	}
 	for _, r := range regs {
 		register(t, b, r)
@@ -198,14 +198,14 @@ func streamWithRegs(t *testing.T, b Backend, n, regs int) {
 	}
 }
 
-func evidence(t *testing.T, b Backend, stream, id string) []push.Evidence {
+func evidence(t *testing.T, b Backend, stream, id string) []store.Evidence {
 	t.Helper()
 	evs, err := b.Evidence(t.Context(), stream, id, 0)
 	require.NoError(t, err)
 	return evs
 }
 
-func list(t *testing.T, b Backend, q push.ListQuery) []push.Status {
+func list(t *testing.T, b Backend, q store.ListQuery) []store.Status {
 	t.Helper()
 	sts, err := b.List(t.Context(), q)
 	require.NoError(t, err)
@@ -232,8 +232,8 @@ func race(t *testing.T, n int, fn func(w int) error) {
 	require.NoError(t, g.Wait())
 }
 
-func keys(sts []push.Status) []string {
-	return mapped(sts, func(s push.Status) string { return s.Stream + "/" + s.ID })
+func keys(sts []store.Status) []string {
+	return mapped(sts, func(s store.Status) string { return s.Stream + "/" + s.ID })
 }
 
 // mapped returns f of each of xs.
@@ -253,7 +253,7 @@ func requireTime(t *testing.T, want, got time.Time, what string) {
 // echo is a projection of one message per record, its id the record's.
 type echo struct{}
 
-func (echo) Messages(_ context.Context, rec journal.Record, _ push.Registration) ([]push.Message, error) {
+func (echo) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
 	return []push.Message{{ID: rec.ID, ContentType: "application/json", Body: rec.Payload}}, nil
 }
 func (echo) Terminal(rec journal.Record) bool { return rec.Final }
@@ -261,7 +261,7 @@ func (echo) Namespace() string                { return "webhook" }
 
 // arrival is one message a receiver was given.
 type arrival struct {
-	key    push.Key
+	key    store.Key
 	n      int    // the record's seq, from its id ("<stream>-N")
 	cursor uint64 // with a receiver's store: the cursor stored when it came
 	owner  string // and the lease owner
@@ -277,7 +277,7 @@ type receiver struct {
 	got  []arrival
 }
 
-func (rc *receiver) Deliver(ctx context.Context, reg push.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
+func (rc *receiver) Deliver(ctx context.Context, reg store.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
 	n, err := strconv.Atoi(msg.ID[strings.LastIndexByte(msg.ID, '-')+1:])
 	if err != nil {
 		return push.Outcome{}, err

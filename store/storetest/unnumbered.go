@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // Unnumbering is what the backend of a store that numbers records after
@@ -35,7 +35,7 @@ func testABacklogWaitingToBeNumberedIsVisible(t *testing.T, b Backend) {
 	if !ok {
 		st, err := b.Stats(ctx, at(0))
 		require.NoError(t, err)
-		require.Equal(t, push.Unnumbered{}, st.Unnumbered, "a store that numbers at append has nothing waiting")
+		require.Equal(t, store.Unnumbered{}, st.Unnumbered, "a store that numbers at append has nothing waiting")
 		info, _ := streamInfo(t, b, "s")
 		require.Zero(t, info.Unnumbered)
 		return
@@ -79,7 +79,7 @@ func testABacklogWaitingToBeNumberedIsVisible(t *testing.T, b Backend) {
 	require.NoError(t, u.Number(ctx))
 	st, err = b.Stats(ctx, at(0))
 	require.NoError(t, err)
-	require.Equal(t, push.Unnumbered{}, st.Unnumbered)
+	require.Equal(t, store.Unnumbered{}, st.Unnumbered)
 	require.Equal(t, uint64(2), st.Namespaces["webhook"].Behind)
 	info, _ = streamInfo(t, b, "s")
 	require.Equal(t, uint64(4), info.Head)

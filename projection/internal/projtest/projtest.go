@@ -114,10 +114,10 @@ func Failure(out push.Outcome) string {
 	return fmt.Sprintf("%s, status %d: %s; body %q", out.Verdict, out.Status, out.Reason, out.Body)
 }
 
-// Worker is a worker of p over store, with Transport, that registered regs.
-func Worker(t testing.TB, store *memory.Store, p push.Projection, regs ...push.Registration) *push.Worker {
+// Worker is a worker of p over db, with Transport, that registered regs.
+func Worker(t testing.TB, db *memory.Store, p push.Projection, regs ...push.Registration) *push.Worker {
 	t.Helper()
-	w, err := push.NewWorker(store, store, Transport(t), p)
+	w, err := push.NewWorker(db, db, Transport(t), p)
 	if err != nil {
 		t.Fatal(err)
 	}

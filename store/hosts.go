@@ -1,4 +1,4 @@
-package push
+package store
 
 import (
 	"context"
@@ -34,8 +34,8 @@ const (
 	// DefaultHostHorizon (7 days, Mastodon's figure) is how long a host may
 	// be down before it is unavailable: a hobby server's owner's holiday.
 	DefaultHostHorizon = 7 * 24 * time.Hour
-	MinHostHorizon     = time.Hour            // bounds a horizon (checkHostHorizon)
-	MaxHostHorizon     = 365 * 24 * time.Hour // bounds a horizon (checkHostHorizon)
+	MinHostHorizon     = time.Hour            // bounds a horizon (CheckHostHorizon)
+	MaxHostHorizon     = 365 * 24 * time.Hour // bounds a horizon (CheckHostHorizon)
 	// UnavailableProbeInterval (1 h) probes an unavailable host 24 times a
 	// day, so that it is found again within the hour it returns.
 	UnavailableProbeInterval = time.Hour
@@ -223,16 +223,16 @@ func (f HostFailure) Validate() error {
 	if f.Host == "" {
 		return journal.Invalid("host", "is empty")
 	}
-	if err := checkHostHorizon("host horizon", f.Horizon); err != nil {
+	if err := CheckHostHorizon("host horizon", f.Horizon); err != nil {
 		return err
 	}
 	return ValidateInstant("evidence at", f.Evidence.At)
 }
 
-// checkHostHorizon refuses a host horizon (WithHostHorizon,
+// CheckHostHorizon refuses a host horizon (WithHostHorizon,
 // HostFailure.Horizon) outside MinHostHorizon to MaxHostHorizon, naming it
 // field. Errors wrap journal.ErrInvalid.
-func checkHostHorizon(field string, d time.Duration) error {
+func CheckHostHorizon(field string, d time.Duration) error {
 	if d < MinHostHorizon || d > MaxHostHorizon {
 		return journal.Invalid(field, "is %v: it must be from %v to %v", d, MinHostHorizon, MaxHostHorizon)
 	}

@@ -1,6 +1,6 @@
-// Package hostseed makes the SQLite database that the tests of herald's
-// host views (`herald hosts`, the daemon's admin API) share.
-package hostseed
+// Package seedtest makes the SQLite database that the tests of herald's host
+// views (`herald hosts`, the daemon's admin API) share. Only tests import it.
+package seedtest
 
 import (
 	"path/filepath"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
@@ -37,14 +38,14 @@ func DownHostDB(t testing.TB, t0 time.Time) string {
 	}
 	for i := range 3 {
 		when := t0.Add(time.Duration(i) * time.Minute)
-		batch, err := s.Due(ctx, push.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Second)})
+		batch, err := s.Due(ctx, store.DueQuery{At: when, Limit: 10, Namespace: "webhook", Owner: "w", LeaseUntil: when.Add(time.Second)})
 		require.NoError(t, err)
 		for _, st := range batch.Registrations {
 			if st.Host() != "down.example:443" {
 				continue
 			}
-			_, err := s.HostFailed(ctx, push.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
-				Evidence: push.Evidence{At: when, Error: Hostile}, Horizon: push.DefaultHostHorizon})
+			_, err := s.HostFailed(ctx, store.HostFailure{Claim: st.Claim(), NextSeq: 1, Host: st.Host(),
+				Evidence: store.Evidence{At: when, Error: Hostile}, Horizon: store.DefaultHostHorizon})
 			require.NoError(t, err)
 			break
 		}

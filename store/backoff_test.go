@@ -1,4 +1,4 @@
-package push_test
+package store_test
 
 import (
 	"crypto/sha256"
@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/store"
 	"github.com/stretchr/testify/require"
-
-	"github.com/heraldpush/herald/push"
 )
 
 // TestBackoffPinned pins exact delays: any change of formula, hash, byte
@@ -31,7 +30,7 @@ func TestBackoffPinned(t *testing.T) {
 		{"task/8f3c", "push-2", 4, 10 * time.Second},
 	}
 	for _, c := range cases {
-		require.Equal(t, c.want, push.Backoff(c.stream, c.id, c.failures), "Backoff(%q, %q, %d)", c.stream, c.id, c.failures)
+		require.Equal(t, c.want, store.Backoff(c.stream, c.id, c.failures), "Backoff(%q, %q, %d)", c.stream, c.id, c.failures)
 	}
 }
 
@@ -44,10 +43,10 @@ func TestBackoffFormula(t *testing.T) {
 		id := fmt.Sprintf("r%d", i)
 		for a := range 12 {
 			window := time.Duration(1<<min(a, 8)) * time.Second
-			d := push.Backoff("s", id, a)
+			d := store.Backoff("s", id, a)
 			require.GreaterOrEqual(t, d, max(time.Second, window/2), "failures %d", a)
 			require.LessOrEqual(t, d, max(time.Second, window), "failures %d", a)
-			require.Equal(t, d, push.Backoff("s", id, a), "deterministic")
+			require.Equal(t, d, store.Backoff("s", id, a), "deterministic")
 			if a == 8 {
 				distinct[d] = true
 			}
@@ -59,5 +58,5 @@ func TestBackoffFormula(t *testing.T) {
 	h := sha256.Sum256(append([]byte("s\x1fr7\x1f"), 0, 0, 0, 6))
 	spread := binary.BigEndian.Uint64(h[:8])
 	half := uint64(1<<6) / 2
-	require.Equal(t, time.Duration(half+spread%(half+1))*time.Second, push.Backoff("s", "r7", 6))
+	require.Equal(t, time.Duration(half+spread%(half+1))*time.Second, store.Backoff("s", "r7", 6))
 }

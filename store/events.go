@@ -1,4 +1,4 @@
-package push
+package store
 
 import (
 	"crypto/sha256"
@@ -69,7 +69,7 @@ func (e OperationalEvent) entry(kind string) journal.Entry {
 	e.At = e.At.UTC()
 	payload, err := json.Marshal(e)
 	if err != nil {
-		panic("push: an operational event does not encode: " + err.Error()) // plain fields: cannot happen
+		panic("store: an operational event does not encode: " + err.Error()) // plain fields: cannot happen
 	}
 	sum := sha256.Sum256(append([]byte(kind+"\n"), payload...))
 	return journal.Entry{ID: journal.ReservedIDPrefix + hex.EncodeToString(sum[:16]), Kind: kind,

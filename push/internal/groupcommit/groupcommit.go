@@ -1,27 +1,15 @@
-package push
+// Package groupcommit saves a worker's concurrent cursor saves
+// (Store.Advance) in one AdvanceBatch round trip when the store offers it:
+// while one batch is saved the next gathers; no timer.
+package groupcommit
 
 import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/heraldpush/herald/store"
 )
-
-// AdvanceBatcher is a Store that saves many turns' progress in one round
-// trip. A worker on one coalesces its turns' Advance calls (group commit:
-// while one batch is saved the next gathers; no timer).
-type AdvanceBatcher interface {
-	// AdvanceBatch applies Advance to every save as one atomic step: errs
-	// holds, in order, what Advance would have returned for each alone (a
-	// save that failed changed nothing). err is the database's failure:
-	// nothing applied, errs nil.
-	AdvanceBatch(ctx context.Context, saves []CursorSave) (errs []error, err error)
-}
-
-// CursorSave is one Advance of a batch: the claim and the cursor reached.
-type CursorSave struct {
-	Claim   Claim
-	NextSeq uint64
-}
 
 // maxAdvanceBatch bounds one AdvanceBatch (MaxInFlight has no bound), so
 // that one statement's arrays, and the rows it locks, stay small.
@@ -29,8 +17,8 @@ const maxAdvanceBatch = 1024
 
 // cursorStore is an AdvanceBatcher with Advance going through group commit.
 type cursorStore struct {
-	Store
-	batcher AdvanceBatcher
+	store.Store
+	batcher store.AdvanceBatcher
 
 	mu     sync.Mutex
 	queue  []*pendingSave
@@ -41,21 +29,21 @@ type cursorStore struct {
 
 type pendingSave struct {
 	ctx  context.Context
-	save CursorSave
+	save store.CursorSave
 	done chan error // buffered: the saver never waits
 }
 
-// withGroupCommit returns s with Advance coalesced, if s can batch it.
-func withGroupCommit(s Store) Store {
-	if b, ok := s.(AdvanceBatcher); ok {
+// Wrap returns s with Advance coalesced, if s can batch it.
+func Wrap(s store.Store) store.Store {
+	if b, ok := s.(store.AdvanceBatcher); ok {
 		return &cursorStore{Store: s, batcher: b}
 	}
 	return s
 }
 
 // Advance queues the save, starting the saver if none runs, and waits.
-func (c *cursorStore) Advance(ctx context.Context, claim Claim, nextSeq uint64) error {
-	p := &pendingSave{ctx: ctx, save: CursorSave{Claim: claim, NextSeq: nextSeq}, done: make(chan error, 1)}
+func (c *cursorStore) Advance(ctx context.Context, claim store.Claim, nextSeq uint64) error {
+	p := &pendingSave{ctx: ctx, save: store.CursorSave{Claim: claim, NextSeq: nextSeq}, done: make(chan error, 1)}
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
 	if c.queued != nil {
@@ -103,7 +91,7 @@ func (c *cursorStore) save(batch []*pendingSave) {
 		p.done <- c.Store.Advance(ctx, p.save.Claim, p.save.NextSeq)
 		return
 	}
-	saves := make([]CursorSave, len(batch))
+	saves := make([]store.CursorSave, len(batch))
 	for i, p := range batch {
 		saves[i] = p.save
 	}

@@ -1,4 +1,4 @@
-package push
+package pages
 
 import (
 	"context"
@@ -60,9 +60,9 @@ func span(from, to uint64) []uint64 {
 func TestPagesServeWhatAReadOfTheTurnsOwnWould(t *testing.T) {
 	j := &sliceJournal{}
 	j.add(10)
-	p := newPages(j, time.Minute)
+	p := New(j, time.Minute)
 	claimed := time.Now()
-	turn := withReadClaim(t.Context(), claimed, 10)
+	turn := WithClaim(t.Context(), claimed, 10)
 	read := func(ctx context.Context, from uint64, limit int) []uint64 {
 		t.Helper()
 		recs, err := p.Read(ctx, "s", from, limit, 0)
@@ -77,20 +77,20 @@ func TestPagesServeWhatAReadOfTheTurnsOwnWould(t *testing.T) {
 	require.EqualValues(t, 1, j.reads.Load(), "all three from the one read")
 
 	j.add(5)
-	require.Equal(t, span(5, 15), read(withReadClaim(t.Context(), claimed, 15), 5, 256),
+	require.Equal(t, span(5, 15), read(WithClaim(t.Context(), claimed, 15), 5, 256),
 		"a claim that knew of records past the page's end reads for itself")
 	require.EqualValues(t, 2, j.reads.Load())
 
-	require.Equal(t, span(5, 15), read(withReadClaim(t.Context(), time.Now(), 15), 5, 256),
+	require.Equal(t, span(5, 15), read(WithClaim(t.Context(), time.Now(), 15), 5, 256),
 		"a page read before the claim stands for none of its turns")
 	require.EqualValues(t, 3, j.reads.Load())
 
 	require.Equal(t, span(3, 15), read(t.Context(), 3, 256), "a read outside a turn goes to the journal")
 	require.EqualValues(t, 4, j.reads.Load())
-	require.Equal(t, span(3, 15), read(withReadClaim(t.Context(), time.Now(), 15), 3, 256), "read, and kept")
+	require.Equal(t, span(3, 15), read(WithClaim(t.Context(), time.Now(), 15), 3, 256), "read, and kept")
 	require.EqualValues(t, 5, j.reads.Load())
 
-	now := withReadClaim(t.Context(), claimed, 15)
+	now := WithClaim(t.Context(), claimed, 15)
 	recs, err := p.Read(now, "s", 3, 2, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, j.reads.Load(), "served from the page read at 3")
@@ -112,9 +112,9 @@ func TestPagesAnswerAReadByItsOwnByteBound(t *testing.T) {
 	for i := range j.recs {
 		j.recs[i].Payload = make([]byte, 100)
 	}
-	p := newPages(j, time.Minute)
+	p := New(j, time.Minute)
 	claimed := time.Now()
-	knew4, knew10 := withReadClaim(t.Context(), claimed, 4), withReadClaim(t.Context(), claimed, 10)
+	knew4, knew10 := WithClaim(t.Context(), claimed, 4), WithClaim(t.Context(), claimed, 10)
 	read := func(ctx context.Context, from uint64, limit, maxBytes int) []uint64 {
 		t.Helper()
 		recs, err := p.Read(ctx, "s", from, limit, maxBytes)
@@ -137,8 +137,8 @@ func TestPagesBoundTheirMemory(t *testing.T) {
 	j := &sliceJournal{}
 	j.add(1)
 	j.recs[0].Payload = make([]byte, pagesMaxBytes/4+1)
-	p := newPages(j, time.Minute)
-	turn := withReadClaim(t.Context(), time.Now(), 1)
+	p := New(j, time.Minute)
+	turn := WithClaim(t.Context(), time.Now(), 1)
 	for range 2 {
 		recs, err := p.Read(turn, "s", 1, 10, 0)
 		require.NoError(t, err)
@@ -149,8 +149,8 @@ func TestPagesBoundTheirMemory(t *testing.T) {
 
 	// Many streams: the oldest pages go first, the total stays bounded.
 	many := &streamsJournal{payload: make([]byte, 64<<10)}
-	p = newPages(many, time.Minute)
-	turn = withReadClaim(t.Context(), time.Now(), 1)
+	p = New(many, time.Minute)
+	turn = WithClaim(t.Context(), time.Now(), 1)
 	for i := range 1000 {
 		_, err := p.Read(turn, fmt.Sprintf("s%d", i), 1, 1, 0)
 		require.NoError(t, err)
@@ -181,8 +181,8 @@ func (j *streamsJournal) Read(_ context.Context, stream string, from uint64, lim
 func TestPagesUnderConcurrentTurns(t *testing.T) {
 	j := &sliceJournal{}
 	j.add(60)
-	p := newPages(j, time.Minute)
-	turn := withReadClaim(t.Context(), time.Now(), 60)
+	p := New(j, time.Minute)
+	turn := WithClaim(t.Context(), time.Now(), 60)
 	var wg sync.WaitGroup
 	for g := range 32 {
 		wg.Go(func() {
@@ -210,8 +210,8 @@ func TestPagesUnderConcurrentTurns(t *testing.T) {
 func TestPagesKeepAPagePerPlace(t *testing.T) {
 	j := &sliceJournal{}
 	j.add(30)
-	p := newPages(j, time.Minute)
-	turn := withReadClaim(t.Context(), time.Now(), 30)
+	p := New(j, time.Minute)
+	turn := WithClaim(t.Context(), time.Now(), 30)
 	for range 3 {
 		for _, from := range []uint64{1, 11, 21} {
 			recs, err := p.Read(turn, "s", from, 5, 0)
@@ -231,7 +231,7 @@ func TestPagesKeepAPagePerPlace(t *testing.T) {
 	require.EqualValues(t, 3+pagesPerStream+1, j.reads.Load(), "still served from its page")
 
 	// A stream's pages are bounded: the oldest goes first.
-	p = newPages(j, time.Minute)
+	p = New(j, time.Minute)
 	for from := uint64(1); from <= pagesPerStream+1; from++ {
 		_, err := p.Read(turn, "s", from, 1, 0)
 		require.NoError(t, err)
@@ -245,14 +245,14 @@ func TestPagesKeepAPagePerPlace(t *testing.T) {
 // page is copied for each turn (TestPagesServeWhatAReadOfTheTurnsOwnWould).
 func TestPagesCopyOnlyWhatAnotherTurnCanUse(t *testing.T) {
 	big := &streamsJournal{payload: make([]byte, pagesMaxBytes/4+1)}
-	p := newPages(big, time.Minute)
-	turn := withReadClaim(t.Context(), time.Now(), 1)
+	p := New(big, time.Minute)
+	turn := WithClaim(t.Context(), time.Now(), 1)
 	recs, err := p.Read(turn, "s", 1, 10, 0)
 	require.NoError(t, err)
 	require.Same(t, &big.payload[0], &recs[0].Payload[0], "a page too big to keep is the caller's alone")
 
 	small := &streamsJournal{payload: []byte("x")}
-	p = newPages(small, time.Minute)
+	p = New(small, time.Minute)
 	recs, err = p.Read(turn, "s", 1, 10, 0)
 	require.NoError(t, err)
 	require.NotSame(t, &small.payload[0], &recs[0].Payload[0], "a kept page is copied for its reader")

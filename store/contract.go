@@ -1,4 +1,4 @@
-package push
+package store
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type Store interface {
 	// its cursor and retry state, and returns it as stored. A new one starts
 	// at r.NextSeq (0: the oldest record the stream retains), due at once.
 	// Errors: ErrInvalid (Registration.Validate; a new cursor past head+1, or
-	// below the low-water mark: a *store.PrunedError), ErrSealed (the cursor
+	// below the low-water mark: a *PrunedError), ErrSealed (the cursor
 	// is past the sealed stream's final record).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
@@ -112,7 +112,7 @@ type Store interface {
 	// Rewind is the operator's replay, the only backward move of a cursor: to
 	// toSeq (1 <= toSeq <= the cursor), Attempts 0, due at at, the lease
 	// cleared, an evidence row. Errors: ErrNotFound, ErrInvalid (toSeq out of
-	// range, a zero at; below the low-water mark, a *store.PrunedError).
+	// range, a zero at; below the low-water mark, a *PrunedError).
 	Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error
 
 	// AddEvidence stores one evidence row, keeping the newest MaxEvidence per
@@ -379,6 +379,23 @@ func ValidateInstant(field string, t time.Time) error {
 		return journal.Invalid(field, "is the zero time")
 	}
 	return nil
+}
+
+// AdvanceBatcher is a Store that saves many turns' progress in one round
+// trip. A worker on one coalesces its turns' Advance calls (group commit:
+// while one batch is saved the next gathers; no timer).
+type AdvanceBatcher interface {
+	// AdvanceBatch applies Advance to every save as one atomic step: errs
+	// holds, in order, what Advance would have returned for each alone (a
+	// save that failed changed nothing). err is the database's failure:
+	// nothing applied, errs nil.
+	AdvanceBatch(ctx context.Context, saves []CursorSave) (errs []error, err error)
+}
+
+// CursorSave is one Advance of a batch: the claim and the cursor reached.
+type CursorSave struct {
+	Claim   Claim
+	NextSeq uint64
 }
 
 // MaxOperatorName bounds who paused or resumed (Store.Pause's by).

@@ -1,4 +1,6 @@
-package push
+// Package pages lets a worker's turns that read one stream from one place
+// share one journal Read (Journal says when a page may stand for a read).
+package pages
 
 import (
 	"bytes"
@@ -11,7 +13,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// pages is the journal as a worker's turns read it: turns that read one
+// Journal is the journal as a worker's turns read it: turns that read one
 // stream from one place share one Read. A sequenced record never changes,
 // so a page stands for a turn's read, cut by the read's own limit and byte
 // bound (journal.PageEnd), if:
@@ -29,7 +31,7 @@ import (
 // Each turn gets records of its own: a copy, or the page itself for the
 // last. Memory: pagesPerStream pages a stream, pagesMaxBytes in all, none
 // older than half the lease. Reads outside a turn go to the journal.
-type pages struct {
+type Journal struct {
 	journal.Journal
 	maxAge time.Duration // half the lease: no turn claimed before now-maxAge reads
 
@@ -74,18 +76,18 @@ type readClaim struct {
 
 type readClaimKey struct{}
 
-// withReadClaim returns ctx telling pages the turn's claim.
-func withReadClaim(ctx context.Context, claimed time.Time, head uint64) context.Context {
+// WithClaim returns ctx telling pages the turn's claim.
+func WithClaim(ctx context.Context, claimed time.Time, head uint64) context.Context {
 	return context.WithValue(ctx, readClaimKey{}, readClaim{claimed: claimed, head: head})
 }
 
-func newPages(j journal.Journal, lease time.Duration) *pages {
-	return &pages{Journal: j, maxAge: lease / 2, streams: map[string][]*page{}}
+func New(j journal.Journal, lease time.Duration) *Journal {
+	return &Journal{Journal: j, maxAge: lease / 2, streams: map[string][]*page{}}
 }
 
 // Read serves a turn's read from a page that stands for it, else reads and
 // shares it.
-func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
+func (p *Journal) Read(ctx context.Context, stream string, fromSeq uint64, limit, maxBytes int) ([]journal.Record, error) {
 	rc, ok := ctx.Value(readClaimKey{}).(readClaim)
 	if !ok || journal.ValidateRead(stream, fromSeq, limit, maxBytes) != nil {
 		return p.Journal.Read(ctx, stream, fromSeq, limit, maxBytes)
@@ -150,7 +152,7 @@ func (p *pages) Read(ctx context.Context, stream string, fromSeq uint64, limit, 
 
 // add puts a read just sent among its stream's pages, replacing one from
 // the same place, dropping the oldest beyond pagesPerStream.
-func (p *pages) add(pg *page) {
+func (p *Journal) add(pg *page) {
 	for _, old := range p.streams[pg.stream] {
 		if old.from == pg.from {
 			p.drop(old)
@@ -199,7 +201,7 @@ func (pg *page) give(recs []journal.Record) []journal.Record {
 // keep adds a done page to the budget unless it failed, was replaced, is too
 // big or is not gapless from its from (serve indexes it); then drops pages
 // over the budget or too old.
-func (p *pages) keep(pg *page) {
+func (p *Journal) keep(pg *page) {
 	pg.whole = pg.err == nil && len(pg.recs) > 0
 	for i := 0; pg.whole && i < len(pg.recs); i++ {
 		pg.whole = pg.recs[i].Seq == pg.from+uint64(i) && pg.recs[i].Stream == pg.stream
@@ -224,7 +226,7 @@ func (p *pages) keep(pg *page) {
 }
 
 // drop forgets a page: turns waiting on it still get its records.
-func (p *pages) drop(pg *page) {
+func (p *Journal) drop(pg *page) {
 	if pg.dropped {
 		return
 	}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/heraldpush/herald/journal"
+)
+
+// Registration says who wants a stream's records and where: (stream, id) →
+// destination, projection config, cursor and retry state. Its String and
+// %v never print Config, which holds secrets.
+type Registration struct {
+	Stream    string `json:"stream"`    // the journal stream it follows
+	ID        string `json:"id"`        // unique within Stream: an inbox URI, a push config id, an endpoint name
+	Namespace string `json:"namespace"` // which worker serves it: "activitypub", "cloudevents", "a2a", "webhook", …
+	URL       string `json:"url"`       // absolute http(s) URL the messages are POSTed to; no userinfo
+	Config    Config `json:"-"`         // the projection's JSON object: keys, tokens, secrets; never logged or encoded
+	// OnRejected is what a 4xx other than 408, 410, 425 and 429 means;
+	// empty means RejectRetry.
+	OnRejected RejectPolicy `json:"on_rejected,omitempty"`
+	Kinds      []string     `json:"kinds,omitempty"` // the record kinds it wants (Wants); empty means all
+	// Window is how many messages may be unacknowledged at once, 1..MaxWindow
+	// (0 means 1: strict order). With more, a receiver may see records out
+	// of order within the window (package doc, "Turns").
+	Window int `json:"window,omitempty"`
+	// Retry is the registration's own retry policy; its zero parts are the
+	// worker's or the namespace's (RetryPolicy).
+	Retry RetryPolicy `json:"retry,omitzero"`
+
+	// NextSeq is the cursor: the first seq not yet acknowledged. Register
+	// treats 0 as the oldest record the stream retains.
+	NextSeq  uint64 `json:"next_seq"`
+	Attempts int    `json:"attempts"` // consecutive failed attempts at NextSeq; reset by an advance, unpark, skip, rewind
+	// HostFailures counts consecutive host-level failures at NextSeq: they
+	// key its retry backoff (HostRetryAt) but never park it. Reset as
+	// Attempts is, and by any answer about the record.
+	HostFailures int `json:"host_failures,omitempty"`
+	// FailingSince is when the current run of failed attempts at NextSeq
+	// began (its first, Attempts 1); meaningless while Attempts is 0.
+	// Retry.For counts from it.
+	FailingSince  time.Time `json:"failing_since,omitzero"`
+	NextAttemptAt time.Time `json:"next_attempt_at"` // no sweep retries it before
+	Parked        bool      `json:"parked"`          // never due until unparked
+	// Paused: an operator stopped it (Store.Pause): never due until resumed;
+	// LastError says who and why. A paused registration is Parked too
+	// (stopped), its State "paused"; ParkedAt is when it was paused.
+	Paused    bool      `json:"paused,omitempty"`
+	ParkedAt  time.Time `json:"parked_at,omitzero"`
+	LastError string    `json:"last_error,omitempty"` // of the last failure, park or operator action; cleared by an advance
+	// LeaseOwner and LeaseUntil are stamped by Store.Due: while the lease is
+	// live no other worker gets this registration.
+	LeaseOwner string    `json:"lease_owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+}
+
+// Key is the identity of a registration.
+type Key struct {
+	Stream string `json:"stream"`
+	ID     string `json:"id"`
+}
+
+// Key returns the registration's identity.
+func (r Registration) Key() Key { return Key{Stream: r.Stream, ID: r.ID} }
+
+// Host returns HostOf(r.URL): the unit of politeness and of health, and the
+// only part of the URL logs show (a path may be a capability).
+func (r Registration) Host() string { return HostOf(r.URL) }
+
+// HostOf returns the host of an absolute http(s) URL as herald counts hosts:
+// "host:port" of its authority as written (no percent-decoding, so that SQL
+// can compute it too), ASCII lower-cased, the port explicit, IPv6 in
+// brackets: "https://Example.org/x" gives "example.org:443". A URL that
+// ValidateURL refuses gives "(invalid url)".
+func HostOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "(invalid url)"
+	}
+	authority := rawURL[strings.Index(rawURL, "://")+3:]
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	authority = strings.TrimSuffix(FoldHost(authority), ":")
+	if !strings.Contains(authority, ":") || strings.HasSuffix(authority, "]") { // no port: none, or an IPv6 address's bracket
+		if u.Scheme == "http" {
+			authority += ":80"
+		} else {
+			authority += ":443"
+		}
+	}
+	return authority
+}
+
+// FoldHost folds a host's case as HostOf does: ASCII letters lowered, every
+// other byte kept, so that SQL can compute it too.
+func FoldHost(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
+}
+
+// String identifies the registration without its URL's path or its config.
+func (r Registration) String() string {
+	return fmt.Sprintf("%s (%s → %s, cursor %d)", Name(r.Stream, r.ID), r.Namespace, r.Host(), r.NextSeq)
+}
+
+// Name names a registration in text as "stream=S id=ID" (streams and ids
+// hold '/', so "S/ID" could split either way), each part journal.Shown.
+func Name(stream, id string) string {
+	return "stream=" + journal.Shown(stream) + " id=" + journal.Shown(id)
+}
+
+// Config is a projection's configuration, a JSON object. It may hold
+// secrets, so String and GoString redact it.
+type Config []byte
+
+// String redacts the config.
+func (c Config) String() string {
+	if len(c) == 0 {
+		return "{}"
+	}
+	return fmt.Sprintf("[config redacted, %d bytes]", len(c))
+}
+
+// GoString redacts the config.
+func (c Config) GoString() string { return c.String() }
+
+// RejectPolicy is what a 4xx answer (other than 408, 410, 425 and 429) does.
+type RejectPolicy string
+
+const (
+	RejectRetry RejectPolicy = "retry" // the default: transient, parking at the ceiling; nothing is lost
+	RejectSkip  RejectPolicy = "skip"  // record evidence and move past, as fediverse servers do
+)
+
+var namespacePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
+
+// MaxURLBytes bounds a registration's URL.
+const MaxURLBytes = 2048
+
+// ValidateNamespace checks a namespace: a lowercase letter, then up to 63
+// lowercase letters, digits, '.', '_' or '-'. Errors wrap ErrInvalid.
+func ValidateNamespace(ns string) error {
+	if !namespacePattern.MatchString(ns) {
+		return journal.Invalid("namespace", "%q must be a lowercase letter then up to 63 of [a-z0-9._-]", ns)
+	}
+	return nil
+}
+
+// Validate checks what a caller supplies to Register. It returns a
+// *journal.InvalidError naming the field, never quoting userinfo or config.
+func (r Registration) Validate() error {
+	if err := journal.ValidateStream(r.Stream); err != nil {
+		return err
+	}
+	if err := journal.ValidateID("registration id", r.ID); err != nil {
+		return err
+	}
+	if err := ValidateNamespace(r.Namespace); err != nil {
+		return err
+	}
+	if err := ValidateURL(r.URL); err != nil {
+		return err
+	}
+	if len(r.Config) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.Config, &obj); err != nil || obj == nil {
+			return journal.Invalid("config", "is not a JSON object")
+		}
+	}
+	switch r.OnRejected {
+	case "", RejectRetry, RejectSkip:
+	default:
+		return journal.Invalid("on_rejected", "%q must be %q or %q", r.OnRejected, RejectRetry, RejectSkip)
+	}
+	if r.Window < 0 || r.Window > MaxWindow {
+		return journal.Invalid("window", "is %d: it must be 1 to %d", r.Window, MaxWindow)
+	}
+	if err := r.Retry.Validate(); err != nil {
+		return err
+	}
+	return ValidateKinds(r.Kinds)
+}
+
+// MaxWindow bounds Registration.Window: 64 in flight carry a receiver 500 ms
+// away past 100 records a second; more only widens what a receiver sees out
+// of order and what a crash repeats.
+const MaxWindow = 64
+
+// ValidateURL checks a destination URL: absolute http(s), a host, no
+// userinfo (credentials go in the redacted config), no fragment, no space or
+// control character, at most MaxURLBytes. Whether the host may be reached is
+// the transport's call. Errors wrap ErrInvalid and never repeat userinfo.
+func ValidateURL(raw string) error {
+	if raw == "" {
+		return journal.Invalid("url", "is empty")
+	}
+	if len(raw) > MaxURLBytes {
+		return journal.Invalid("url", "is longer than %d bytes (%d)", MaxURLBytes, len(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the whole URL, which may hold a token; its
+		// cause names only the offending part (a port, an escape).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return journal.Invalid("url", "cannot be parsed: %v", err)
+	}
+	if u.User != nil {
+		return journal.Invalid("url", "has userinfo (user:password@): put credentials in the projection config instead")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return journal.Invalid("url", "scheme %q is not http or https", u.Scheme)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return journal.Invalid("url", "has no host")
+	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		return journal.Invalid("url", "has a fragment, which is never sent")
+	}
+	if !utf8.ValidString(raw) {
+		return journal.Invalid("url", "is not valid UTF-8")
+	}
+	for i, r := range raw {
+		if unicode.IsSpace(r) || unicode.IsControl(r) { // IsSpace has U+2028 and U+2029
+			return journal.Invalid("url", "has a space or control character %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// Status is a registration together with the head of its stream.
+type Status struct {
+	Registration
+	Head   uint64 `json:"head"`   // seq of the stream's newest record, 0 if none
+	Sealed bool   `json:"sealed"` // the stream holds a final record
+}
+
+// Lag is how many records the registration has not had acknowledged.
+func (s Status) Lag() uint64 {
+	if s.Head < s.NextSeq {
+		return 0
+	}
+	return s.Head - s.NextSeq + 1
+}
+
+// State names where a registration stands: StatePaused, StateParked, StateIdle (cursor
+// past the head), StateRetrying (failures at the cursor) or StateReady.
+func (s Status) State() string {
+	switch {
+	case s.Paused:
+		return StatePaused
+	case s.Parked:
+		return StateParked
+	case s.NextSeq > s.Head:
+		return StateIdle
+	case s.Attempts > 0:
+		return StateRetrying
+	default:
+		return StateReady
+	}
+}
+
+// Registration states, as Status.State reports them.
+const (
+	StateReady    = "ready"
+	StateRetrying = "retrying"
+	StateIdle     = "idle"
+	StateParked   = "parked"
+	StatePaused   = "paused"
+)
+
+// MaxKinds bounds Registration.Kinds: a subscription, not a catalogue.
+const MaxKinds = 64
+
+// Wants reports whether the registration wants records of kind: always when
+// Kinds is empty, else when a pattern matches: an exact kind
+// ("invoice.paid"), or a prefix ending in "*" ("order.*" matches
+// "order.line.added", not "order"). A record not wanted is passed without a
+// message.
+func (r Registration) Wants(kind string) bool {
+	if len(r.Kinds) == 0 {
+		return true
+	}
+	for _, p := range r.Kinds {
+		if prefix, wild := strings.CutSuffix(p, "*"); wild && strings.HasPrefix(kind, prefix) || !wild && p == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateKinds checks kind patterns (Registration.Wants): at most MaxKinds,
+// distinct, each a valid kind (journal.MaxKindBytes) with "*" only at its
+// end. Errors wrap ErrInvalid and name the field "kinds".
+func ValidateKinds(kinds []string) error {
+	if len(kinds) > MaxKinds {
+		return journal.Invalid("kinds", "has %d patterns, more than %d", len(kinds), MaxKinds)
+	}
+	seen := make(map[string]bool, len(kinds))
+	for i, k := range kinds {
+		switch {
+		case k == "":
+			return journal.Invalid("kinds", "pattern %d is empty", i+1)
+		case len(k) > journal.MaxKindBytes:
+			return journal.Invalid("kinds", "pattern %d is longer than %d bytes (%d)", i+1, journal.MaxKindBytes, len(k))
+		case !utf8.ValidString(k):
+			return journal.Invalid("kinds", "pattern %d is not valid UTF-8", i+1)
+		case strings.Contains(strings.TrimSuffix(k, "*"), "*"):
+			return journal.Invalid("kinds", "pattern %q may have one \"*\", at its end (order.*)", k)
+		case seen[k]:
+			return journal.Invalid("kinds", "pattern %q is given twice", k)
+		}
+		for j, r := range k {
+			if unicode.IsControl(r) || unicode.IsSpace(r) {
+				return journal.Invalid("kinds", "pattern %q has whitespace or a control character %U at byte %d", k, r, j)
+			}
+		}
+		seen[k] = true
+	}
+	return nil
+}
