@@ -227,7 +227,7 @@ func TestAdminAddressServesThePage(t *testing.T) {
 	now := func() time.Time { return t0.Add(time.Hour) }
 	pg, err := page.New(page.Options{Store: s, Token: testToken, Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(withPage(adminHandler(s, gate{token: testToken}, now, func(string) {}), pg))
+	srv := httptest.NewServer(withPage(adminHandler(s, adminGate(s, testToken, now()), now, func(string) {}), pg))
 	defer srv.Close()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/": "/ui/", "/ui/": "/ui/login"} {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,13 +34,14 @@ func (d *Daemon) APIHandler() http.Handler {
 			h.ServeHTTP(w, r)
 		})
 	}
-	return guard(mux, gate{token: d.opts.APIToken, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy}, "herald api", "HERALD_API_TOKEN")
+	return guard(mux, d.gate(d.opts.APIToken, operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"},
+		operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}), "herald api", "HERALD_API_TOKEN")
 }
 
 // apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
 // checks the document against them.
 func (d *Daemon) apiRoutes() map[string]endpoint {
-	return map[string]endpoint{
+	routes := map[string]endpoint{
 		"GET /v1/openapi.json":   func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
 		"POST /v1/records":       endpoint(d.postRecords),
 		"GET /v1/records/status": endpoint(d.recordStatus),
@@ -47,16 +49,18 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"POST /v1/registrations": endpoint(d.postRegistration),
 		"GET /v1/registrations":  listRegistrations(d.store),
 		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
-			return operator.Registration(r.Context(), d.store, k.Stream, k.ID)
+			return operator.Registration(r.Context(), scope(r, d.store), k.Stream, k.ID)
 		}),
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
-			return withStatus{code: http.StatusNoContent}, d.store.Unregister(r.Context(), k.Stream, k.ID)
+			return withStatus{code: http.StatusNoContent}, scope(r, d.store).Unregister(r.Context(), k.Stream, k.ID)
 		}),
 		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
 		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
 		"POST /v1/registration/pause":   pauseOne(d.store, false, d.opts.Now, d.wake),
 		"POST /v1/registration/resume":  pauseOne(d.store, true, d.opts.Now, d.wake),
 	}
+	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
+	return routes
 }
 
 // appendRequest is the body of POST /v1/records.
@@ -100,9 +104,10 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 	// Whether anything is new decides 201 or 200. A lookup before the
 	// append answers it: a racing identical request may make both 201, and
 	// either way nothing is written twice (the append is idempotent).
+	s := scope(r, d.store)
 	created := false
 	for _, e := range entries {
-		_, err := d.store.Lookup(r.Context(), e.ID)
+		_, err := s.Lookup(r.Context(), e.ID)
 		if _, waiting := errors.AsType[*journal.UnnumberedError](err); waiting {
 			continue // stored, waiting to be numbered: not new
 		}
@@ -113,7 +118,7 @@ func (d *Daemon) postRecords(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	recs, err := d.store.Append(r.Context(), req.Stream, entries...)
+	recs, err := s.Append(r.Context(), req.Stream, entries...)
 	if err != nil {
 		return nil, apiFields(err)
 	}
@@ -211,6 +216,9 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 		reg.NextSeq = *req.FromSeq
 	}
+	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
+		return nil, operator.Unseen(reg.Stream, reg.ID)
+	}
 	var err error
 	if reg.Retry, err = retryOf(req); err != nil {
 		return nil, err
@@ -259,7 +267,7 @@ func (d *Daemon) recordStatus(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return operator.RecordStatusOf(r.Context(), d.store, q.Get("id"), q.Get("stream"), q.Get("seq"))
+	return operator.RecordStatusOf(r.Context(), scope(r, d.store), q.Get("id"), q.Get("stream"), q.Get("seq"))
 }
 
 // apiStatus answers GET /v1/status: operator.Status's counts.
@@ -315,7 +323,7 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 
 // adminHandler serves the admin JSON API (Daemon.AdminHandler); now is the
 // clock of operator actions, woke told the namespace of each unpark.
-func adminHandler(db store.Store, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
+func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
@@ -352,7 +360,7 @@ func adminHandler(db store.Store, g gate, now func() time.Time, woke func(namesp
 		if err != nil {
 			return nil, err
 		}
-		return operator.Evidence(r.Context(), db, k.Stream, k.ID, limit)
+		return operator.Evidence(r.Context(), scope(r, db), k.Stream, k.ID, limit)
 	}))
 	mux.Handle("POST /v1/registration/unpark", unparkOne(db, now, woke))
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(db, now, woke))
@@ -368,24 +376,27 @@ func adminHandler(db store.Store, g gate, now func() time.Time, woke func(namesp
 			if err := do(r, q, k, toSeq); err != nil {
 				return nil, err
 			}
-			st, err := db.Get(r.Context(), k.Stream, k.ID)
+			st, err := scope(r, db).Get(r.Context(), k.Stream, k.ID)
 			return operator.Held(nil).View(st), err
 		})
 	}
 	mux.Handle("POST /v1/registration/skip", move([]string{"reason"}, func(r *http.Request, q url.Values, k store.Key, toSeq uint64) error {
 		reason := cmp.Or(q.Get("reason"), "skipped by an operator (admin API)")
-		return db.Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
+		return scope(r, db).Skip(r.Context(), k.Stream, k.ID, toSeq, now(), reason)
 	}))
 	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k store.Key, toSeq uint64) error {
-		return db.Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
+		return scope(r, db).Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
+	for pattern, e := range tokenRoutes(db, now) {
+		mux.Handle(pattern, e)
+	}
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 
 // unparkOne answers POST /v1/registration/unpark on both APIs.
-func unparkOne(db store.Store, now func() time.Time, woke func(namespace string)) endpoint {
+func unparkOne(db store.Backend, now func() time.Time, woke func(namespace string)) endpoint {
 	return keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
-		v, err := operator.Unpark(r.Context(), db, k.Stream, k.ID, now())
+		v, err := operator.Unpark(r.Context(), scope(r, db), k.Stream, k.ID, now())
 		if err == nil && v.WasParked {
 			woke(v.Namespace)
 		}
@@ -396,14 +407,14 @@ func unparkOne(db store.Store, now func() time.Time, woke func(namespace string)
 // pauseOne answers POST /v1/registration/pause (resume false) and
 // /resume on both APIs: ?by= names who (default "an operator (API)"),
 // pause's ?reason= why.
-func pauseOne(db store.Store, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
+func pauseOne(db store.Backend, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
 	optional := []string{"by", "reason"}
 	if resume {
 		optional = optional[:1]
 	}
 	return keyed(nil, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
 		by := cmp.Or(q.Get("by"), "an operator (API)")
-		v, err := operator.Pause(r.Context(), db, k.Stream, k.ID, resume, now(), by, q.Get("reason"))
+		v, err := operator.Pause(r.Context(), scope(r, db), k.Stream, k.ID, resume, now(), by, q.Get("reason"))
 		if err == nil && resume && v.Changed {
 			woke(v.Namespace)
 		}
@@ -413,7 +424,7 @@ func pauseOne(db store.Store, resume bool, now func() time.Time, woke func(names
 
 // unparkAll answers POST /v1/registrations/unpark on both APIs, and wakes
 // the workers of those unparked that this daemon runs.
-func unparkAll(db store.Store, now func() time.Time, woke func(namespace string)) endpoint {
+func unparkAll(db store.Backend, now func() time.Time, woke func(namespace string)) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "one registration: /v1/registration/unpark?stream=…&id=…", "stream", "namespace")
 		if err != nil {
@@ -423,7 +434,7 @@ func unparkAll(db store.Store, now func() time.Time, woke func(namespace string)
 		if err != nil {
 			return nil, err
 		}
-		out, err := operator.UnparkAll(r.Context(), db, lq, now())
+		out, err := operator.UnparkAll(r.Context(), scope(r, db), lq, now())
 		for _, v := range out.Unparked {
 			woke(v.Namespace)
 		}
@@ -438,7 +449,7 @@ func unparkAll(db store.Store, now func() time.Time, woke func(namespace string)
 }
 
 // listRegistrations answers GET /v1/registrations on both APIs.
-func listRegistrations(db store.Store) endpoint {
+func listRegistrations(db store.Backend) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "filters of the list; one registration's evidence and actions take ?stream=…&id=…",
 			"stream", "namespace", "parked", "lagging", "limit", "after_stream", "after_id")
@@ -460,7 +471,7 @@ func listRegistrations(db store.Store) endpoint {
 		if lq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
 			return nil, err
 		}
-		sts, err := db.List(r.Context(), lq)
+		sts, err := scope(r, db).List(r.Context(), lq)
 		if err != nil {
 			return nil, err
 		}

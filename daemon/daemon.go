@@ -199,7 +199,14 @@ func (d *Daemon) MetricsHandler() http.Handler {
 
 // AdminHandler serves the admin JSON API (package doc, "The admin API").
 func (d *Daemon) AdminHandler() http.Handler {
-	return adminHandler(d.store, gate{token: d.opts.AdminToken, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy}, d.opts.Now, d.wake)
+	return adminHandler(d.store, d.gate(d.opts.AdminToken, operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}), d.opts.Now, d.wake)
+}
+
+// gate is an address's gate: its static token, the static tokens it takes,
+// and the tokens of the store.
+func (d *Daemon) gate(token string, static ...operator.Static) gate {
+	return gate{token: token, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy,
+		auth: operator.Authenticator{Store: d.store, Static: static, Now: d.opts.Now, Log: d.opts.Logger}}
 }
 
 // Page is the operator's page, which Run serves on AdminAddr under /ui/.

@@ -20,11 +20,14 @@
 //     GET /v1/openapi.json (openapi.yaml, checked against the handlers by a
 //     test).
 //
-// Both APIs take a bearer token ("Authorization: Bearer …", compared in
-// constant time, of at least 128 bits: CheckToken) when one is set; failed
-// attempts are throttled per client (429). Off loopback they need TLS
+// Both APIs take a bearer token ("Authorization: Bearer …"): a static one
+// (compared in constant time, of at least 128 bits: CheckToken), or one of
+// the store's (store.TokenStore), whose role and scope limit what it may
+// do and see as operator.Access and operator.Scoped say; failed attempts
+// are throttled per client (429). Off loopback they need TLS
 // (Options.TLSCertFile) or a proxy that terminates it; every server runs
-// under Options.Limits. Without a token an API is served only on a
+// under Options.Limits. Without a static token a request without a token
+// is served only on a
 // loopback address, and answers 403 to a request whose Host is not a
 // loopback name (DNS rebinding) and to a browser's POST or DELETE from
 // another origin. Answers are JSON; errors are {"error": "…"} (400 names

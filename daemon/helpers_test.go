@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -76,10 +77,16 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response
 
 // adminServer serves the admin API on s with token and the clock at now,
 // until the test ends.
-func adminServer(t *testing.T, s store.Store, token string, now time.Time) *httptest.Server {
-	srv := httptest.NewServer(adminHandler(s, gate{token: token}, func() time.Time { return now }, func(string) {}))
+func adminServer(t *testing.T, s store.Backend, token string, now time.Time) *httptest.Server {
+	srv := httptest.NewServer(adminHandler(s, adminGate(s, token, now), func() time.Time { return now }, func(string) {}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// adminGate is the admin address's gate on s with token, the clock at now.
+func adminGate(s store.TokenStore, token string, now time.Time) gate {
+	return gate{token: token, auth: operator.Authenticator{Store: s, Now: func() time.Time { return now },
+		Static: []operator.Static{{Secret: token, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}}}}
 }
 
 // sqliteStore is a fresh SQLite store in the test's directory.

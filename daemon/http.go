@@ -67,58 +67,88 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// gate is who an API lets in: the bearer token (none: the rules of an open
-// API), the throttle of failed attempts (nil: none), and whether the client
-// is told by a proxy in front (throttle.Client).
+// gate is who an API lets in: its static token (none: the rules of an
+// open API for a request without an Authorization header), the tokens it
+// knows (auth), the throttle of failed attempts (nil: none), and whether
+// the client is told by a proxy in front (throttle.Client).
 type gate struct {
 	token       string
+	auth        operator.Authenticator
 	throttle    *throttle.Throttle
 	behindProxy bool
 }
 
-// guard wraps mux with bearer authentication when g has a token (realm
-// names the API), else the rules of an open API (package doc), and answers
-// what no route serves with notRouted. A client past its failed attempts
-// gets 429 with Retry-After, whatever it sends.
+// openToken is who a request to an open API is: an admin, as anyone who
+// can reach a loopback address of the host.
+var openToken = store.Token{ID: "open", Name: "an open API (no static token)", Role: store.RoleAdmin}
+
+// guard wraps mux with bearer authentication (a static token, or a stored
+// one) when g has a token or the request an Authorization header, else
+// the rules of an open API (package doc); lets the token through to the
+// routes operator.Access allows it, carrying it in the request's context;
+// and answers what no route serves with notRouted. A client past its
+// failed attempts gets 429 with Retry-After, whatever it sends.
 func guard(mux *http.ServeMux, g gate, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token := g.token
+		_, header := r.Header["Authorization"]
+		tok := openToken
 		switch {
-		case token == "" && !web.LoopbackHost(r.Host):
+		case g.token == "" && !header && !web.LoopbackHost(r.Host):
 			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
 			return
-		case token == "" && cop.Check(r) != nil:
+		case g.token == "" && !header && cop.Check(r) != nil:
 			refuse(w, http.StatusForbidden, "refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
 				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)
 			return
-		case token != "" && g.throttle != nil:
+		case g.token != "" || header:
 			client := throttle.Client(r, g.behindProxy)
-			if wait := g.throttle.Wait(client, realm); wait > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-				refuse(w, http.StatusTooManyRequests, "too many failed authentications from this address: try again in %v", wait)
-				return
+			if g.throttle != nil {
+				if wait := g.throttle.Wait(client, realm); wait > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+					refuse(w, http.StatusTooManyRequests, "too many failed authentications from this address: try again in %v", wait)
+					return
+				}
 			}
-			if !bearer(r, token) {
-				g.throttle.Failed(client, realm)
+			secret, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			t, err := g.auth.Authenticate(r.Context(), secret)
+			if errors.Is(err, operator.ErrBadToken) {
+				if g.throttle != nil {
+					g.throttle.Failed(client, realm)
+				}
 				unauthorized(w, realm, envVar)
 				return
+			} else if err != nil {
+				// The store's error names the database: for the log only.
+				if g.auth.Log != nil {
+					g.auth.Log.Error("herald: cannot check a token", "to", realm, "err", err)
+				}
+				refuse(w, http.StatusServiceUnavailable, "the token cannot be checked now: the store does not answer (the daemon's log says why)")
+				return
 			}
-		case token != "" && !bearer(r, token):
-			unauthorized(w, realm, envVar)
-			return
+			tok = t
 		}
-		if _, pattern := mux.Handler(r); pattern == "" {
+		_, pattern := mux.Handler(r)
+		if pattern == "" {
 			notRouted(w, r, mux)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		if err := operator.Allowed(tok, pattern); err != nil {
+			refuse(w, http.StatusForbidden, "%v", err)
+			return
+		}
+		mux.ServeHTTP(w, r.WithContext(operator.WithToken(r.Context(), tok)))
 	})
+}
+
+// scope is s as the request's token sees it (operator.Scoped).
+func scope(r *http.Request, s store.Backend) store.Backend {
+	return operator.Scoped(s, operator.TokenOf(r.Context()))
 }
 
 func unauthorized(w http.ResponseWriter, realm, envVar string) {
 	w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
-	refuse(w, http.StatusUnauthorized, "a valid bearer token (%s) is required", envVar)
+	refuse(w, http.StatusUnauthorized, "a valid bearer token (%s, or one made by herald tokens create) is required", envVar)
 }
 
 // bearer reports whether r carries token as "Authorization: Bearer …",

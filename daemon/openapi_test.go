@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -83,12 +84,29 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
 	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, store.Evidence{At: t0, Event: store.EventParked, Seq: 1, Status: 410}))
-	srv := apiServer(t, s, testToken)
+	// testToken is HERALD_API_TOKEN, an operator; admin HERALD_ADMIN_TOKEN.
+	const admin = "5a1e0c9d7f3b2846e1d0c9b8a7f6e5d4"
+	sd, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(sd.APIHandler())
+	defer srv.Close()
+	// Another daemon on s, whose throttle has not counted srv's 401s.
+	sd2, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv2 := httptest.NewServer(sd2.APIHandler())
+	defer srv2.Close()
+	producer, reader := tokenIn(t, s, store.RoleProducer), tokenIn(t, s, store.RoleReader)
+	scoped := tokenIn(t, s, store.RoleOperator, "tenant/")
+	_, revocable, err := store.MintToken("to revoke", store.RoleReader, nil, t0)
+	require.NoError(t, err)
+	require.NoError(t, s.CreateToken(t.Context(), revocable))
 
 	// A store that fails every call, for the 500s.
 	broken := sqliteStore(t)
 	require.NoError(t, broken.Close())
-	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken,
+	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	failing := httptest.NewServer(d.APIHandler())
@@ -174,6 +192,36 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=", "", testToken, "", 400},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", "", "", 401},
 		{failing, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 500},
+		// Roles and scopes.
+		{srv2, "POST", "/v1/records", json, scoped, oneRecord, 404},
+		{srv2, "GET", "/v1/records/status?id=evt-1", "", producer, "", 403},
+		{srv2, "GET", "/v1/status", "", scoped, "", 403},
+		{srv2, "POST", "/v1/registrations", json, reader, reg, 403},
+		{srv2, "POST", "/v1/registrations", json, scoped, reg, 404},
+		{srv2, "GET", "/v1/registrations", "", producer, "", 403},
+		{srv2, "GET", "/v1/registration?stream=orders/1&id=billing", "", producer, "", 403},
+		{srv2, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", reader, "", 403},
+		{srv2, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", reader, "", 403},
+		{srv2, "POST", "/v1/registrations/unpark", "", reader, "", 403},
+		// Tokens.
+		{srv2, "GET", "/v1/tokens", "", admin, "", 200},
+		{srv2, "GET", "/v1/tokens?role=admin", "", admin, "", 400},
+		{srv2, "GET", "/v1/tokens", "", "", "", 401},
+		{srv2, "GET", "/v1/tokens", "", testToken, "", 403},
+		{failing, "GET", "/v1/tokens", "", admin, "", 500},
+		{srv2, "POST", "/v1/tokens", json, admin, `{"name": "ci", "role": "producer"}`, 201},
+		{srv2, "POST", "/v1/tokens", json, admin, `{"name": "t42", "role": "reader", "scope": ["tenant/42/"]}`, 201},
+		{srv2, "POST", "/v1/tokens", json, admin, `{"name": "ci", "role": "root"}`, 400},
+		{srv2, "POST", "/v1/tokens", json, "", `{"name": "ci", "role": "producer"}`, 401},
+		{srv2, "POST", "/v1/tokens", json, testToken, `{"name": "ci", "role": "producer"}`, 403},
+		{srv2, "POST", "/v1/tokens", "text/plain", admin, `{"name": "ci", "role": "producer"}`, 415},
+		{failing, "POST", "/v1/tokens", json, admin, `{"name": "ci", "role": "producer"}`, 500},
+		{srv2, "POST", "/v1/token/revoke?id=" + revocable.ID, "", admin, "", 200},
+		{srv2, "POST", "/v1/token/revoke", "", admin, "", 400},
+		{srv2, "POST", "/v1/token/revoke?id=x", "", "", "", 401},
+		{srv2, "POST", "/v1/token/revoke?id=x", "", testToken, "", 403},
+		{srv2, "POST", "/v1/token/revoke?id=tok_none", "", admin, "", 404},
+		{failing, "POST", "/v1/token/revoke?id=x", "", admin, "", 500},
 	}
 	covered := map[string][]string{}
 	var handlerRoutes []string
@@ -223,6 +271,36 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 			require.Contains(t, docRoutes[route], code, "%s answered %s, which the document does not list", route, code)
 		}
 	}
+}
+
+// Each operation's x-herald-role and x-herald-scoped are what
+// operator.Access says of its route.
+func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	require.NoError(t, yaml.Unmarshal(openAPIYAML, &doc))
+	n := 0
+	for path, item := range doc.Paths {
+		for method, node := range item {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Role   store.Role `yaml:"x-herald-role"`
+				Scoped *bool      `yaml:"x-herald-scoped"`
+			}
+			require.NoError(t, node.Decode(&op))
+			route := strings.ToUpper(method) + " " + path
+			need, ok := operator.Access[route]
+			require.True(t, ok, route)
+			require.Equal(t, need.Role, op.Role, route)
+			require.NotNil(t, op.Scoped, "%s has x-herald-scoped", route)
+			require.Equal(t, need.Scoped, *op.Scoped, route)
+			n++
+		}
+	}
+	require.Equal(t, 15, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {

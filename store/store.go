@@ -34,6 +34,7 @@ type Backend interface {
 	journal.Journal
 	Store
 	Retention
+	TokenStore
 }
 
 // Errors of opening or migrating a database, wrapped with the versions

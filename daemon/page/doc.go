@@ -10,7 +10,10 @@
 // # Security
 //
 // With Options.Token set, a login form takes the admin token (compared in
-// constant time) and sets a session cookie: HttpOnly, SameSite=Strict,
+// constant time) or a stored one (store.TokenStore), whose role and scope
+// limit what the session sees and does (operator.Access, operator.Scoped;
+// checked again at each request, so that revoking it ends the session),
+// and sets a session cookie: HttpOnly, SameSite=Strict,
 // scoped to the page's path, Secure over TLS, signed with a key made with
 // the Page (a restart logs everyone out), valid 12 hours or until logout,
 // which ends it on the server. Failed logins are throttled per client

@@ -33,8 +33,10 @@ import (
 type Options struct {
 	Store store.Backend
 	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
-	// and action needs a session made by logging in with it; when empty the
-	// page is open, to loopback names only (package doc).
+	// and action needs a session made by logging in with it or with a
+	// stored token (herald tokens create), which sees and does what its role
+	// and scope allow; when empty the page is open, to loopback names only
+	// (package doc).
 	Token string
 	// Now is the clock of operator actions, samples and sessions (default
 	// time.Now).
@@ -72,6 +74,7 @@ type Page struct {
 	throttle    *throttle.Throttle
 	behindProxy bool
 	sessions    sessions
+	auth        operator.Authenticator
 
 	mu        sync.Mutex
 	samples   []sample          // the last maxSamples, oldest first
@@ -91,10 +94,12 @@ func New(opts Options) (*Page, error) {
 	}
 	p := &Page{store: opts.Store, token: opts.Token, now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
 		delivered: map[string]uint64{}, tmpl: map[string]*template.Template{}, mux: http.NewServeMux(),
-		throttle: opts.Throttle, behindProxy: opts.BehindProxy, sessions: sessions{byID: map[[16]byte]time.Time{}}}
+		throttle: opts.Throttle, behindProxy: opts.BehindProxy, sessions: sessions{byID: map[[16]byte]held{}}}
 	if p.now == nil {
 		p.now = time.Now
 	}
+	p.auth = operator.Authenticator{Store: opts.Store, Now: p.now, Log: p.log,
+		Static: []operator.Static{{Secret: opts.Token, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}}}
 	if p.throttle == nil {
 		p.throttle = throttle.New(p.now, p.log)
 	}
@@ -122,16 +127,9 @@ func New(opts Options) (*Page, error) {
 		p.tmpl[base] = t
 	}
 	m, pre := p.mux, strings.TrimSuffix(Prefix, "/")
-	m.HandleFunc("GET "+pre+"/{$}", p.authed(p.overview))
-	m.HandleFunc("GET "+pre+"/registrations", p.authed(p.registrations))
-	m.HandleFunc("GET "+pre+"/registration", p.authed(p.registration))
-	m.HandleFunc("GET "+pre+"/hosts", p.authed(p.hosts))
-	m.HandleFunc("GET "+pre+"/record", p.authed(p.record))
-	m.HandleFunc("GET "+pre+"/confirm", p.authed(p.confirm))
-	m.HandleFunc("POST "+pre+"/action", p.authed(p.csrf(p.action)))
-	m.HandleFunc("GET "+pre+"/login", p.loginForm)
-	m.HandleFunc("POST "+pre+"/login", p.csrf(p.login))
-	m.HandleFunc("POST "+pre+"/logout", p.authed(p.csrf(p.logout)))
+	for pattern, h := range p.routes() {
+		m.HandleFunc(pattern, h)
+	}
 	static, _ := fs.Sub(staticFS, "static") // embedded: it is there
 	m.Handle("GET "+pre+"/static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
 	m.Handle("GET "+pre, http.RedirectHandler(Prefix, http.StatusMovedPermanently))
@@ -162,6 +160,8 @@ func (p *Page) render(w http.ResponseWriter, r *http.Request, code int, name str
 		data["CSRF"] = p.csrfToken(s)
 		data["LoggedIn"] = s.authed && p.token != ""
 	}
+	tok := operator.TokenOf(r.Context())
+	data["Who"], data["Scoped"], data["Operator"] = tok, len(tok.Scope) > 0, tok.Role.Covers(store.RoleOperator)
 	var b strings.Builder
 	if err := p.tmpl[name].Execute(&b, data); err != nil {
 		p.log.Error("herald page: render", "view", name, "err", err)
@@ -230,6 +230,7 @@ type session struct {
 	nonce  [16]byte
 	issued time.Time
 	authed bool
+	hash   [sha256.Size]byte // of the token it logged in with, when authed
 }
 
 type sessionKey struct{}
@@ -273,51 +274,77 @@ func (p *Page) readSession(r *http.Request) (session, bool) {
 	if age := p.now().Sub(s.issued); age > sessionTTL || age < -time.Minute {
 		return session{}, false
 	}
-	if s.authed && !p.sessions.live(s.nonce, p.now()) {
-		return session{}, false // logged out, or from before a restart
+	if s.authed {
+		h, ok := p.sessions.live(s.nonce, p.now())
+		if !ok {
+			return session{}, false // logged out, or from before a restart
+		}
+		s.hash = h.hash
 	}
 	return s, true
 }
 
 // maxSessions bounds the logged-in sessions held: each login adds one,
-// for sessionTTL; past it the oldest is ended. Logins need the token, so
-// only an operator fills it, at about 48 bytes a session.
-const maxSessions = 10000
+// for sessionTTL; past it the oldest is ended, at about 80 bytes a
+// session. maxSessionsPerToken bounds one token's, so that a tenant logging
+// in again and again ends only its own oldest sessions, never another's.
+const (
+	maxSessions         = 10000
+	maxSessionsPerToken = 100
+)
 
-// sessions are the logged-in sessions by nonce, with their issue instant.
-// A per-token role would be kept beside the instant.
+// sessions are the logged-in sessions by nonce.
 type sessions struct {
 	mu   sync.Mutex
-	byID map[[16]byte]time.Time
+	byID map[[16]byte]held
 }
 
-func (ss *sessions) live(nonce [16]byte, now time.Time) bool {
+// held is a logged-in session: its issue instant, and the SHA-256 of the
+// token it logged in with (never the token), whose role and scope are read
+// again on every request, so that a revoked token's sessions end with it.
+type held struct {
+	issued time.Time
+	hash   [sha256.Size]byte
+}
+
+func (ss *sessions) live(nonce [16]byte, now time.Time) (held, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	issued, ok := ss.byID[nonce]
-	return ok && now.Sub(issued) <= sessionTTL
+	h, ok := ss.byID[nonce]
+	return h, ok && now.Sub(h.issued) <= sessionTTL
 }
 
-// add holds a logged-in session, ending expired ones, and the oldest when
+// add holds a logged-in session, ending expired ones, and the token's
+// oldest when it holds maxSessionsPerToken, or else the oldest of all when
 // maxSessions are held.
-func (ss *sessions) add(nonce [16]byte, issued time.Time) {
+func (ss *sessions) add(nonce [16]byte, h held) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.byID) >= maxSessions {
-		var oldest [16]byte
-		first := true
-		for n, at := range ss.byID {
-			if issued.Sub(at) > sessionTTL {
-				delete(ss.byID, n)
-			} else if first || at.Before(ss.byID[oldest]) {
-				oldest, first = n, false
-			}
+	var oldest, oldestOwn [16]byte
+	all, own := 0, 0
+	for id, o := range ss.byID {
+		if h.issued.Sub(o.issued) > sessionTTL {
+			delete(ss.byID, id)
+			continue
 		}
-		if len(ss.byID) >= maxSessions {
-			delete(ss.byID, oldest)
+		if all == 0 || o.issued.Before(ss.byID[oldest].issued) {
+			oldest = id
+		}
+		all++
+		if o.hash == h.hash {
+			if own == 0 || o.issued.Before(ss.byID[oldestOwn].issued) {
+				oldestOwn = id
+			}
+			own++
 		}
 	}
-	ss.byID[nonce] = issued
+	switch {
+	case own >= maxSessionsPerToken:
+		delete(ss.byID, oldestOwn)
+	case all >= maxSessions:
+		delete(ss.byID, oldest)
+	}
+	ss.byID[nonce] = h
 }
 
 func (ss *sessions) end(nonce [16]byte) {
@@ -329,13 +356,13 @@ func (ss *sessions) end(nonce [16]byte) {
 // newSession makes a fresh session (a new nonce: logging in never keeps the
 // nonce of the anonymous session, so a planted cookie gains nothing) and
 // sets its cookie.
-func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool) session {
-	s := session{issued: p.now(), authed: authed}
+func (p *Page) newSession(w http.ResponseWriter, r *http.Request, authed bool, hash [sha256.Size]byte) session {
+	s := session{issued: p.now(), authed: authed, hash: hash}
 	rand.Read(s.nonce[:])
 	b := append(binary.BigEndian.AppendUint64(s.nonce[:], uint64(s.issued.Unix())), 0)
 	if authed {
 		b[24] = 1
-		p.sessions.add(s.nonce, s.issued)
+		p.sessions.add(s.nonce, held{s.issued, hash})
 	}
 	p.setCookie(w, r, base64.RawURLEncoding.EncodeToString(b)+"."+base64.RawURLEncoding.EncodeToString(p.mac("session", b)), int(sessionTTL/time.Second))
 	return s
@@ -348,33 +375,97 @@ func (p *Page) setCookie(w http.ResponseWriter, r *http.Request, value string, m
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
-// authed lets a request through with a logged-in session (any session when
-// the page has no token: one is made on the first visit). Without one a GET
+// authed lets a request through with a logged-in session whose token is
+// still valid, carrying the token (operator.WithToken), if the token may
+// do need (an operator.Access entry); with any session when the page has
+// no token (one is made on the first visit), as an admin. Without one a GET
 // or HEAD (a read: an uptime check's HEAD is answered as the GET) is sent
 // to the login form and anything else refused with 403.
-func (p *Page) authed(next http.HandlerFunc) http.HandlerFunc {
+func (p *Page) authed(need string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s, ok := p.readSession(r)
-		if ok && (s.authed || p.token == "") {
-			next(w, withSession(r, s))
+		var tok store.Token
+		switch {
+		case ok && p.token == "":
+			tok = openToken
+		case ok && s.authed:
+			var err error
+			if tok, err = p.auth.ByHash(r.Context(), s.hash); errors.Is(err, operator.ErrBadToken) {
+				p.sessions.end(s.nonce) // revoked since
+				ok = false
+			} else if err != nil {
+				p.failErr(w, r, err)
+				return
+			}
+		default:
+			ok = false
+		}
+		if ok {
+			r = withSession(r.WithContext(operator.WithToken(r.Context(), tok)), s)
+			if err := operator.Allowed(tok, need); err != nil {
+				if r.URL.Path == Prefix && read(r) && operator.Allowed(tok, needRegistrations) == nil {
+					http.Redirect(w, r, Prefix+"registrations", http.StatusSeeOther) // a tenant's first view
+					return
+				}
+				p.failErr(w, r, err)
+				return
+			}
+			next(w, r)
 			return
 		}
 		if p.token == "" {
-			s := p.newSession(w, r, false)
+			s := p.newSession(w, r, false, [sha256.Size]byte{})
+			r = withSession(r.WithContext(operator.WithToken(r.Context(), openToken)), s)
 			if !read(r) {
 				// A POST needs the CSRF token of a session it had before.
-				p.fail(w, withSession(r, s), http.StatusForbidden, "This action came without a session: reload the page and try again.")
+				p.fail(w, r, http.StatusForbidden, "This action came without a session: reload the page and try again.")
 				return
 			}
-			next(w, withSession(r, s))
+			next(w, r)
 			return
 		}
 		if read(r) {
 			http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 			return
 		}
-		p.fail(w, r, http.StatusForbidden, "Log in with the admin token first.")
+		p.fail(w, r, http.StatusForbidden, "Log in with a token first.")
 	}
+}
+
+// openToken is who visits a page open without a token (loopback only).
+var openToken = store.Token{ID: "open", Name: "an open page (no HERALD_ADMIN_TOKEN)", Role: store.RoleAdmin}
+
+// The operator.Access entries of the page.
+const (
+	needOverview      = "page: overview, hosts"
+	needRegistrations = "page: registrations, registration, record"
+	needActions       = "page: unpark, pause, resume, skip, rewind"
+	needResetHost     = "page: reset-host"
+	needTokens        = "page: tokens (list, create, revoke)"
+)
+
+// routes are the page's routes, by mux pattern.
+func (p *Page) routes() map[string]http.HandlerFunc {
+	pre := strings.TrimSuffix(Prefix, "/")
+	return map[string]http.HandlerFunc{
+		"GET " + pre + "/{$}":           p.authed(needOverview, p.overview),
+		"GET " + pre + "/registrations": p.authed(needRegistrations, p.registrations),
+		"GET " + pre + "/registration":  p.authed(needRegistrations, p.registration),
+		"GET " + pre + "/hosts":         p.authed(needOverview, p.hosts),
+		"GET " + pre + "/record":        p.authed(needRegistrations, p.record),
+		"GET " + pre + "/tokens":        p.authed(needTokens, p.tokens),
+		"POST " + pre + "/tokens":       p.authed(needTokens, p.csrf(p.createToken)),
+		"GET " + pre + "/confirm":       p.authed(needRegistrations, p.confirm), // and the action's own need
+		"POST " + pre + "/action":       p.authed(needRegistrations, p.csrf(p.action)),
+		"GET " + pre + "/login":         p.loginForm,
+		"POST " + pre + "/login":        p.csrf(p.login),
+		"POST " + pre + "/logout":       p.authed(needRegistrations, p.csrf(p.logout)),
+	}
+}
+
+// scoped is the store as the request's token sees it (operator.Scoped).
+func (p *Page) scoped(r *http.Request) store.Backend {
+	return operator.Scoped(p.store, operator.TokenOf(r.Context()))
 }
 
 // read reports whether r only reads: GET, or HEAD, which the mux serves
@@ -416,7 +507,7 @@ func (p *Page) loginForm(w http.ResponseWriter, r *http.Request) {
 	}
 	s, ok := p.readSession(r)
 	if !ok {
-		s = p.newSession(w, r, false)
+		s = p.newSession(w, r, false, [sha256.Size]byte{})
 	}
 	p.render(w, withSession(r, s), http.StatusOK, "login", map[string]any{"Title": "Log in"})
 }
@@ -433,15 +524,24 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 			"Error": fmt.Sprintf("Too many failed logins from this address: try again in %v.", wait)})
 		return
 	}
-	// Hashed first, so that not even the length leaks.
-	typed, want := sha256.Sum256([]byte(r.PostForm.Get("token"))), sha256.Sum256([]byte(p.token))
-	if subtle.ConstantTimeCompare(typed[:], want[:]) != 1 {
+	typed := sha256.Sum256([]byte(r.PostForm.Get("token"))) // hashed first, so that not even the length leaks
+	tok, err := p.auth.Authenticate(r.Context(), r.PostForm.Get("token"))
+	if errors.Is(err, operator.ErrBadToken) {
 		p.throttle.Failed(client, "the page's login")
 		p.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Log in",
-			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN)."})
+			"Error": "That is not the admin token (HERALD_ADMIN_TOKEN), nor a token made by herald tokens create and not revoked."})
+		return
+	} else if err != nil {
+		p.log.Error("herald page: cannot check a token", "err", err) // it names the database: not for a visitor
+		p.fail(w, r, http.StatusServiceUnavailable, "The token cannot be checked now: the store does not answer (the daemon's log says why).")
 		return
 	}
-	p.newSession(w, r, true)
+	if err := operator.Allowed(tok, needRegistrations); err != nil {
+		p.render(w, r, http.StatusForbidden, "login", map[string]any{"Title": "Log in",
+			"Error": "This token (" + tok.ID + ") is a " + string(tok.Role) + "'s: the page needs a reader's, an operator's or an admin's."})
+		return
+	}
+	p.newSession(w, r, true, typed)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -82,7 +83,7 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := store.ListQuery{Stream: stream, Namespace: ns, After: store.Key{Stream: f.Get("after_stream"), ID: f.Get("after_id")}}
-	rows, after, err := operator.List(ctx, p.store, q, state, registrationsShown, registrationsScan)
+	rows, after, err := operator.List(ctx, p.scoped(r), q, state, registrationsShown, registrationsScan)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -99,12 +100,13 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 // done is what the registration view says after an action: fixed text, so
 // nothing in the address is echoed.
 var done = map[string]string{
-	"unpark":     "Unparked: due now at its cursor, with its attempts reset.",
-	"pause":      "Paused: never claimed until resumed; evidence and an event written.",
-	"resume":     "Resumed: due now at its cursor, with its attempts reset.",
-	"skip":       "Skipped: the cursor moved forward; evidence written.",
-	"rewind":     "Rewound: the cursor moved; the next sweeps send those records again.",
-	"reset-host": "Host reset: up, and its held registrations released.",
+	"unpark":       "Unparked: due now at its cursor, with its attempts reset.",
+	"pause":        "Paused: never claimed until resumed; evidence and an event written.",
+	"resume":       "Resumed: due now at its cursor, with its attempts reset.",
+	"skip":         "Skipped: the cursor moved forward; evidence written.",
+	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
+	"reset-host":   "Host reset: up, and its held registrations released.",
+	"revoke-token": "Token revoked: its requests and page sessions are refused from now on.",
 }
 
 func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
@@ -115,12 +117,12 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, "stream and id are required (registration?stream=…&id=…)")
 		return
 	}
-	v, err := operator.Registration(ctx, p.store, stream, id)
+	v, err := operator.Registration(ctx, p.scoped(r), stream, id)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
-	evs, err := operator.Evidence(ctx, p.store, stream, id, 0)
+	evs, err := operator.Evidence(ctx, p.scoped(r), stream, id, 0)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -145,7 +147,7 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 	id, stream, seq := q.Get("id"), q.Get("stream"), q.Get("seq")
 	data := map[string]any{"Title": "Record status", "ID": id, "Stream": stream, "Seq": seq}
 	if id != "" || stream != "" || seq != "" { // else the form alone
-		st, err := operator.RecordStatusOf(r.Context(), p.store, id, stream, seq)
+		st, err := operator.RecordStatusOf(r.Context(), p.scoped(r), id, stream, seq)
 		if err != nil {
 			p.failErr(w, r, err)
 			return
@@ -179,8 +181,13 @@ func parseAct(v url.Values) (act, error) {
 		var err error
 		a.Host, err = operator.HostArg(a.Host)
 		return a, err
+	case "revoke-token":
+		if a.ID == "" {
+			return a, journal.Invalid("id", "is required for revoke-token")
+		}
+		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, pause, resume, skip, rewind or reset-host", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, pause, resume, skip, rewind, reset-host or revoke-token", a.Action)
 	}
 	if a.Action == "skip" || a.Action == "rewind" {
 		s := v.Get("to_seq")
@@ -196,15 +203,29 @@ func parseAct(v url.Values) (act, error) {
 	return a, nil
 }
 
+// allowedAct is parseAct of v, refused (operator.ErrForbidden) when the
+// request's token may not do it.
+func allowedAct(r *http.Request, v url.Values) (act, error) {
+	a, err := parseAct(v)
+	if err != nil {
+		return a, err
+	}
+	need := map[string]string{"reset-host": needResetHost, "revoke-token": needTokens}[a.Action]
+	if need == "" {
+		need = needActions
+	}
+	return a, operator.Allowed(operator.TokenOf(r.Context()), need)
+}
+
 func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
-	a, err := parseAct(r.URL.Query())
+	a, err := allowedAct(r, r.URL.Query())
 	if err != nil {
 		p.failErr(w, r, err)
 		return
 	}
 	data := map[string]any{"Title": "Confirm", "A": a}
-	if a.Action != "reset-host" {
-		v, err := operator.Registration(r.Context(), p.store, a.Stream, a.ID)
+	if a.Stream != "" {
+		v, err := operator.Registration(r.Context(), p.scoped(r), a.Stream, a.ID)
 		// Refuse at once what the store will refuse, by its rules.
 		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
 		if err == nil && check != nil {
@@ -222,7 +243,7 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 // action carries out a confirmed action through the store, as herald
 // unpark, skip, rewind and hosts reset do: the store writes the evidence.
 func (p *Page) action(w http.ResponseWriter, r *http.Request) {
-	a, err := parseAct(r.PostForm)
+	a, err := allowedAct(r, r.PostForm)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
@@ -230,17 +251,19 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	ctx, at := r.Context(), p.now()
 	switch a.Action {
 	case "unpark":
-		err = p.store.Unpark(ctx, a.Stream, a.ID, at)
+		err = p.scoped(r).Unpark(ctx, a.Stream, a.ID, at)
 	case "pause":
-		err = p.store.Pause(ctx, a.Stream, a.ID, at, a.By, a.Reason)
+		err = p.scoped(r).Pause(ctx, a.Stream, a.ID, at, a.By, a.Reason)
 	case "resume":
-		err = p.store.Resume(ctx, a.Stream, a.ID, at, a.By)
+		err = p.scoped(r).Resume(ctx, a.Stream, a.ID, at, a.By)
 	case "skip":
-		err = p.store.Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
+		err = p.scoped(r).Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":
-		err = p.store.Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
+		err = p.scoped(r).Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
 	case "reset-host":
 		_, err = p.store.ResetHost(ctx, a.Host, at)
+	case "revoke-token":
+		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}
 	if err != nil {
 		if errors.Is(err, journal.ErrInvalid) || errors.Is(err, journal.ErrNotFound) {
@@ -249,11 +272,61 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
-	if a.Action == "reset-host" {
+	switch a.Action {
+	case "reset-host":
 		http.Redirect(w, r, Prefix+"hosts?done=reset-host", http.StatusSeeOther)
+		return
+	case "revoke-token":
+		http.Redirect(w, r, Prefix+"tokens?done=revoke-token", http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
+}
+
+// tokens lists the tokens, with the form that makes one.
+func (p *Page) tokens(w http.ResponseWriter, r *http.Request) {
+	p.renderTokens(w, r, http.StatusOK, map[string]any{"Done": done[r.URL.Query().Get("done")]})
+}
+
+func (p *Page) renderTokens(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
+	ts, err := p.store.Tokens(r.Context())
+	if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
+	views := make([]operator.TokenView, len(ts))
+	for i, t := range ts {
+		views[i] = operator.ViewToken(t)
+	}
+	data["Title"], data["Tokens"], data["Roles"] = "Tokens", views, store.Roles
+	for k, v := range map[string]string{"Name": "", "Role": string(store.RoleReader), "Scope": ""} {
+		if _, ok := data[k]; !ok {
+			data[k] = v
+		}
+	}
+	p.render(w, r, code, "tokens", data)
+}
+
+// createToken makes a token from the form (name, role, scope: one prefix
+// a line) and shows its secret, this once, in the answer (never in an
+// address).
+func (p *Page) createToken(w http.ResponseWriter, r *http.Request) {
+	var scope []string
+	for _, line := range strings.Split(r.PostForm.Get("scope"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			scope = append(scope, line)
+		}
+	}
+	ct, err := operator.CreateToken(r.Context(), p.store, r.PostForm.Get("name"), r.PostForm.Get("role"), scope, p.now())
+	if err != nil && web.HTTPStatus(err) == http.StatusBadRequest {
+		p.renderTokens(w, r, http.StatusBadRequest, map[string]any{"Error": err.Error(),
+			"Name": r.PostForm.Get("name"), "Role": r.PostForm.Get("role"), "Scope": r.PostForm.Get("scope")})
+		return
+	} else if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
+	p.renderTokens(w, r, http.StatusCreated, map[string]any{"Created": ct})
 }
 
 // ago says how long before now t was, roughly ("3m", "2h", "5d"), or "in

@@ -158,7 +158,7 @@ func newRoot(e *env) *cobra.Command {
 	for _, d := range []command{
 		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSweep(e), newRun(e),
 		newRegistrations(e), newUnpark(e), newPause(e, false), newPause(e, true), newSkip(e), newRewind(e), newEvidence(e), newStatus(e),
-		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newDemo(e),
+		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newTokens(e), newDemo(e),
 	} {
 		root.AddCommand(e.cobra(d))
 	}

@@ -257,8 +257,9 @@ On SIGINT or SIGTERM it lets deliveries in flight finish or time out, saves
 every cursor and exits 0.
 
 Each API requires "Authorization: Bearer $HERALD_ADMIN_TOKEN" (HERALD_API_TOKEN)
-when that is set; a token must be random, of at least 128 bits (make one with
-openssl rand -hex 32). After 10 failed authentications an address is answered
+when that is set, or a token of herald tokens create, whose role and scope
+limit what it may do; a static token must be random, of at least 128 bits
+(make one with openssl rand -hex 32). After 10 failed authentications an address is answered
 429 for a while (one try every 6 s), and each failure is logged. Off loopback
 an API needs its token and TLS: --tls-cert and --tls-key, or
 --tls-terminated-by-proxy when only a proxy that terminates TLS reaches it.

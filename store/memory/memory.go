@@ -29,6 +29,7 @@ type Store struct {
 	regs     map[store.Key]*store.Registration
 	evidence map[store.Key][]store.Evidence
 	hosts    map[string]store.Host
+	tokens   tokens
 }
 
 type stream struct {

@@ -94,7 +94,7 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(pool.Close)
 		}
-		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_seq, herald_record, herald_stream, herald_host RESTART IDENTITY")
+		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_seq, herald_record, herald_stream, herald_host, herald_token RESTART IDENTITY")
 		require.NoError(t, err)
 		s, err := postgres.New(t.Context(), pool)
 		require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -19,8 +20,8 @@ type HTTPError struct {
 }
 
 // HTTPStatus is err's status on the APIs and the page: an HTTPError's own,
-// 400 bad input, 404 nothing there, 409 a conflict or a sealed stream, else
-// 500.
+// 400 bad input, 401 no valid token, 403 a token that may not, 404 nothing
+// there, 409 a conflict or a sealed stream, else 500.
 func HTTPStatus(err error) int {
 	switch he, ok := errors.AsType[HTTPError](err); {
 	case ok:
@@ -31,6 +32,10 @@ func HTTPStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, journal.ErrConflict), errors.Is(err, journal.ErrSealed):
 		return http.StatusConflict
+	case errors.Is(err, operator.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, operator.ErrBadToken):
+		return http.StatusUnauthorized
 	}
 	return http.StatusInternalServerError
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
 	"github.com/stretchr/testify/require"
 )
@@ -27,12 +28,14 @@ func TestLoopbackHost(t *testing.T) {
 // HTTPError's own code to the statuses the APIs and the page answer.
 func TestHTTPStatusOfErrors(t *testing.T) {
 	for err, want := range map[error]int{
-		journal.Invalid("stream", "is empty"):                       http.StatusBadRequest,
-		fmt.Errorf("get: %w", journal.ErrNotFound):                  http.StatusNotFound,
-		&journal.ConflictError{ID: "a", Field: "kind"}:              http.StatusConflict,
-		&journal.SealedError{Stream: "s", FinalSeq: 2}:              http.StatusConflict,
-		HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: "x"}: http.StatusRequestEntityTooLarge,
-		errors.New("the database is away"):                          http.StatusInternalServerError,
+		journal.Invalid("stream", "is empty"):                         http.StatusBadRequest,
+		fmt.Errorf("get: %w", journal.ErrNotFound):                    http.StatusNotFound,
+		&journal.ConflictError{ID: "a", Field: "kind"}:                http.StatusConflict,
+		&journal.SealedError{Stream: "s", FinalSeq: 2}:                http.StatusConflict,
+		HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: "x"}:   http.StatusRequestEntityTooLarge,
+		errors.New("the database is away"):                            http.StatusInternalServerError,
+		fmt.Errorf("%w: needs the admin role", operator.ErrForbidden): http.StatusForbidden,
+		fmt.Errorf("%w: revoked", operator.ErrBadToken):               http.StatusUnauthorized,
 	} {
 		require.Equal(t, want, HTTPStatus(err), err.Error())
 	}

@@ -160,6 +160,18 @@ CREATE TABLE herald_evidence (
 
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, n);
 
+-- Tokens (store.TokenStore): the SHA-256 of each secret, never the secret.
+CREATE TABLE herald_token (
+    id           text COLLATE "C" PRIMARY KEY,
+    hash         bytea   NOT NULL UNIQUE CHECK (length(hash) = 32),
+    name         text    NOT NULL,
+    role         text    NOT NULL CHECK (role IN ('producer', 'reader', 'operator', 'admin')),
+    scope        text[]  NOT NULL DEFAULT '{}', -- stream prefixes; empty: every stream
+    created_at   timestamptz NOT NULL,
+    last_used_at timestamptz,
+    revoked_at   timestamptz
+);
+
 -- Host health (push.HostStore), shared by every worker on the database: one
 -- row per host that failed for its host (push.HostOf form), until retention
 -- removes it (no registration of the host, no failure for the retention age). Due holds

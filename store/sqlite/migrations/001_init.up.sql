@@ -94,6 +94,19 @@ CREATE TABLE herald_evidence (
 ) STRICT;
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, id);
 
+-- Tokens (store.TokenStore): the SHA-256 of each secret, never the secret.
+-- scope is a JSON array of stream prefixes, '[]' for every stream.
+CREATE TABLE herald_token (
+    id           TEXT    PRIMARY KEY,
+    hash         BLOB    NOT NULL UNIQUE CHECK (length(hash) = 32),
+    name         TEXT    NOT NULL,
+    role         TEXT    NOT NULL CHECK (role IN ('producer', 'reader', 'operator', 'admin')),
+    scope        TEXT    NOT NULL DEFAULT '[]',
+    created_at   INTEGER NOT NULL,
+    last_used_at INTEGER,
+    revoked_at   INTEGER
+) STRICT;
+
 -- Host health (push.HostStore), shared by every worker of the database: one
 -- row per host that failed for its host (push.HostOf form), until retention
 -- removes it (no registration of the host, no failure for the retention age). Due holds

@@ -1,0 +1,61 @@
+package operator_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+// TestREADMEHasTheAccessTable: README's table of roles is AccessTable's
+// output, so that the docs say what the handlers check.
+func TestREADMEHasTheAccessTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(readme), operator.AccessTable()),
+		"README.md's table under \"Tokens, roles and scopes\" is not operator.AccessTable(); paste it:\n%s", operator.AccessTable())
+}
+
+// TestScopedListPagesThroughItsPrefixes: a scoped List, page by page with
+// any limit, returns exactly the registrations under the scope's prefixes
+// (one covering another counted once), in key order.
+func TestScopedListPagesThroughItsPrefixes(t *testing.T) {
+	s := memory.New()
+	var want []string
+	for _, stream := range []string{"a", "t/4", "t/40/x", "t/41", "t/42", "t/42/a", "t/42/b", "t/420/a", "t/43/a", "u/42/a"} {
+		for _, id := range []string{"1", "2"} {
+			_, err := s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: "https://x.example/"})
+			require.NoError(t, err)
+			if strings.HasPrefix(stream, "t/4") || strings.HasPrefix(stream, "u/") {
+				want = append(want, stream+" "+id)
+			}
+		}
+	}
+	tok := store.Token{ID: "t", Role: store.RoleReader, Scope: []string{"u/", "t/42/", "t/4"}}
+	scoped := operator.Scoped(s, tok)
+	for limit := 1; limit <= len(want)+1; limit++ {
+		var got []string
+		after := store.Key{}
+		for {
+			page, err := scoped.List(t.Context(), store.ListQuery{After: after, Limit: limit})
+			require.NoError(t, err)
+			for _, st := range page {
+				got = append(got, st.Stream+" "+st.ID)
+			}
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].Key()
+		}
+		require.Equal(t, want, got, "limit %d", limit)
+	}
+	none, err := operator.Scoped(s, store.Token{Scope: []string{"v/"}}).List(t.Context(), store.ListQuery{})
+	require.NoError(t, err)
+	require.Empty(t, none)
+}

@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
+)
+
+const (
+	tokenColumns   = "id, hash, name, role, scope, created_at, last_used_at, revoked_at"
+	sqlCreateToken = "INSERT INTO herald_token (" + tokenColumns + ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)"
+	sqlTokenByHash = "SELECT " + tokenColumns + " FROM herald_token WHERE hash = ?"
+	sqlTokens      = "SELECT " + tokenColumns + " FROM herald_token ORDER BY created_at, id"
+	sqlRevokeToken = "UPDATE herald_token SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1 RETURNING " + tokenColumns
+	sqlTokenUsed   = "UPDATE herald_token SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)"
+)
+
+func scanToken(sc scanner) (store.Token, error) {
+	var (
+		t                      store.Token
+		scope                  string
+		created, used, revoked sql.NullInt64
+	)
+	if err := sc.Scan(&t.ID, &t.Hash, &t.Name, &t.Role, &scope, &created, &used, &revoked); err != nil {
+		return t, err
+	}
+	t.Created, t.LastUsed, t.Revoked = instant(created), instant(used), instant(revoked)
+	err := json.Unmarshal([]byte(scope), &t.Scope)
+	if len(t.Scope) == 0 {
+		t.Scope = nil
+	}
+	return t, err
+}
+
+// CreateToken implements store.TokenStore.
+func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+	if err := store.ValidateToken(t); err != nil {
+		return err
+	}
+	created, err := instantArg("created", t.Created)
+	if err != nil {
+		return err
+	}
+	scope, _ := json.Marshal(append([]string{}, t.Scope...)) // strings marshal
+	return s.write(ctx, "create token "+t.ID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, sqlCreateToken, t.ID, t.Hash, t.Name, string(t.Role), string(scope), created)
+		return translate("create token "+t.ID, err)
+	})
+}
+
+// TokenByHash implements store.TokenStore.
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
+	ts, err := queryAll(ctx, s.r, "read token", nil, scanToken, sqlTokenByHash, hash)
+	if err == nil && len(ts) == 0 {
+		err = fmt.Errorf("token: %w", journal.ErrNotFound)
+	}
+	if err != nil {
+		return store.Token{}, err
+	}
+	return ts[0], nil
+}
+
+// Tokens implements store.TokenStore.
+func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
+	return queryAll(ctx, s.r, "list tokens", []store.Token{}, scanToken, sqlTokens)
+}
+
+// RevokeToken implements store.TokenStore.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store.Token, error) {
+	n, err := instantArg("at", at)
+	if err != nil {
+		return store.Token{}, err
+	}
+	var ts []store.Token
+	err = s.write(ctx, "revoke token "+id, func(tx *sql.Tx) error {
+		ts, err = queryAll(ctx, tx, "revoke token "+id, nil, scanToken, sqlRevokeToken, id, n)
+		return err
+	})
+	if err == nil && len(ts) == 0 {
+		err = fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
+	}
+	if err != nil {
+		return store.Token{}, err
+	}
+	return ts[0], nil
+}
+
+// TokenUsed implements store.TokenStore.
+func (s *Store) TokenUsed(ctx context.Context, id string, at time.Time) error {
+	n, err := nanos("at", at)
+	if err != nil || !n.Valid {
+		return err
+	}
+	return s.write(ctx, "record a token's use", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, sqlTokenUsed, id, n)
+		return translate("record a token's use", err)
+	})
+}
