@@ -39,7 +39,7 @@ func appends(ctx context.Context, e *env, cfg config, rep *report) error {
 			if err != nil {
 				return err
 			}
-			st, err := postgres.Open(ctx, withPool(dbURL, c.writers))
+			st, err := postgres.Open(ctx, withPool(dbURL, c.writers), postgres.WithKeyring(keyring))
 			if err != nil {
 				return err
 			}

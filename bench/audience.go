@@ -202,7 +202,7 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 	}
 	var pgStore *postgres.Store // for -lat-statements
 	if store == "postgres" && cfg.latStatements {
-		if pgStore, err = postgres.Open(ctx, withPool(database, 2)); err != nil {
+		if pgStore, err = postgres.Open(ctx, withPool(database, 2), postgres.WithKeyring(keyring)); err != nil {
 			return r, err
 		}
 		defer pgStore.Close()

@@ -229,7 +229,7 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int, s
 		return fanoutRun{}, err
 	}
 	const stream = "fanout/orders"
-	st, err := postgres.Open(ctx, dbURL)
+	st, err := postgres.Open(ctx, dbURL, postgres.WithKeyring(keyring))
 	if err != nil {
 		return fanoutRun{}, err
 	}
@@ -244,7 +244,7 @@ func heraldRun(ctx context.Context, e *env, cfg config, c fanoutCase, run int, s
 	if err != nil {
 		return d, err
 	}
-	st, err = postgres.Open(ctx, withPool(dbURL, cfg.producers))
+	st, err = postgres.Open(ctx, withPool(dbURL, cfg.producers), postgres.WithKeyring(keyring))
 	if err != nil {
 		return d, err
 	}

@@ -39,7 +39,7 @@ func httpAppend(ctx context.Context, e *env, cfg config, rep *report) error {
 		if err != nil {
 			return err
 		}
-		st, err := postgres.Open(ctx, withPool(dbURL, 40))
+		st, err := postgres.Open(ctx, withPool(dbURL, 40), postgres.WithKeyring(keyring))
 		if err != nil {
 			return err
 		}

@@ -109,7 +109,7 @@ FROM generate_series(1, $1::int) g, generate_series(0, $4::int - 1) r`, []any{st
 // sweeps times cfg.idleSweeps sweeps with none due, then as many with
 // dueCount due.
 func sweeps(ctx context.Context, dbURL string, cfg config, dueStreams []string) (none, due []time.Duration, err error) {
-	st, err := postgres.Open(ctx, dbURL)
+	st, err := postgres.Open(ctx, dbURL, postgres.WithKeyring(keyring))
 	if err != nil {
 		return nil, nil, err
 	}

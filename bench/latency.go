@@ -135,7 +135,7 @@ func latencyRun(ctx context.Context, e *env, cfg config, run int, r *latResult, 
 	if err != nil {
 		return nil, err
 	}
-	st, err := postgres.Open(ctx, withPool(dbURL, cfg.latAppenders))
+	st, err := postgres.Open(ctx, withPool(dbURL, cfg.latAppenders), postgres.WithKeyring(keyring))
 	if err != nil {
 		return nil, err
 	}

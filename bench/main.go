@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -73,7 +74,13 @@ type config struct {
 	slotsFor        time.Duration   // slots: how long the healthy registration gets appends
 }
 
+// keyring seals the registrations' configs of every store the benchmarks
+// open, and of the herald processes they start (HERALD_KEYRING), as
+// PostgreSQL needs to store a secret.
+var keyring = seal.Generate()
+
 func main() {
+	os.Setenv("HERALD_KEYRING", string(keyring.Marshal()))
 	var (
 		cfg          config
 		only         string

@@ -97,7 +97,7 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 				if v.via == viaAppendTx && !v.sequencer {
 					// Number them now, in steps of a full page: what
 					// sequencing costs in WAL when a step numbers many.
-					seqr, err := postgres.Open(ctx, withPool(dbURL, 1))
+					seqr, err := postgres.Open(ctx, withPool(dbURL, 1), postgres.WithKeyring(keyring))
 					if err != nil {
 						return err
 					}

@@ -228,7 +228,7 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	)
 	close(seqDone)
 	if withHerald {
-		if st, err = postgres.New(ctx, pool); err != nil {
+		if st, err = postgres.New(ctx, pool, postgres.WithKeyring(keyring)); err != nil {
 			return out, err
 		}
 		defer st.Close()
@@ -243,7 +243,7 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 		if seqInterval > 0 {
 			opts = append(opts, postgres.WithSequencerInterval(seqInterval))
 		}
-		if seqr, err = postgres.Open(ctx, withApp(withPool(dbURL, 2), appSequencer), opts...); err != nil {
+		if seqr, err = postgres.Open(ctx, withApp(withPool(dbURL, 2), appSequencer), append(opts, postgres.WithKeyring(keyring))...); err != nil {
 			return out, err
 		}
 		defer seqr.Close()

@@ -34,7 +34,7 @@ func prune(ctx context.Context, e *env, cfg config, rep *report) error {
 		if err != nil {
 			return err
 		}
-		st, err := postgres.Open(ctx, withPool(dbURL, 16))
+		st, err := postgres.Open(ctx, withPool(dbURL, 16), postgres.WithKeyring(keyring))
 		if err != nil {
 			return err
 		}

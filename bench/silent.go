@@ -169,7 +169,7 @@ func loadFanout(ctx context.Context, cfg config, dbURL string, c fanoutCase, win
 	if _, err := postgres.MigrateUp(ctx, dbURL); err != nil {
 		return err
 	}
-	st, err := postgres.Open(ctx, withPool(dbURL, cfg.producers))
+	st, err := postgres.Open(ctx, withPool(dbURL, cfg.producers), postgres.WithKeyring(keyring))
 	if err != nil {
 		return err
 	}

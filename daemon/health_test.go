@@ -14,6 +14,7 @@ import (
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -25,7 +26,7 @@ func TestHealthzTellsNothingWithoutAToken(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	_, err := postgres.MigrateUp(t.Context(), dbURL)
 	require.NoError(t, err)
-	s, err := postgres.Open(t.Context(), dbURL)
+	s, err := postgres.Open(t.Context(), dbURL, postgres.WithKeyring(seal.Generate()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	d := start(t, Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},

@@ -22,11 +22,16 @@ import (
 
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
 // The binary under test, built once by TestMain.
 var bin string
+
+// keyring seals the configs of every herald the tests run: TestMain gives
+// it to them as HERALD_KEYRING, which PostgreSQL needs to store a secret.
+var keyring = seal.Generate()
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "herald-e2e-")
@@ -41,6 +46,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build herald:", err)
 		os.Exit(1)
 	}
+	os.Setenv("HERALD_KEYRING", string(keyring.Marshal()))
 	code := pgtest.Run(m) // a throwaway PostgreSQL for the tests that use one
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -404,7 +410,7 @@ func TestStatusListsRefusedRecords(t *testing.T) {
 	db := pgtest.NewDatabase(t)
 	h := newHerald(t, db)
 	h.ok("migrate", "up")
-	st, err := postgres.Open(ctx, db)
+	st, err := postgres.Open(ctx, db, postgres.WithKeyring(keyring))
 	require.NoError(t, err)
 	defer st.Close()
 	late, err := st.Pool().Begin(ctx)

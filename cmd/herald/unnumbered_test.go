@@ -25,7 +25,7 @@ func TestABacklogWaitingToBeNumberedIsVisible(t *testing.T) {
 	h := newHerald(t, db)
 	h.ok("migrate", "up")
 	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) } // the application's records are an hour old
-	st, err := postgres.Open(ctx, db, postgres.WithClock(hourAgo))
+	st, err := postgres.Open(ctx, db, postgres.WithClock(hourAgo), postgres.WithKeyring(keyring))
 	require.NoError(t, err)
 	defer st.Close()
 	recv := newReceiver(t)

@@ -370,7 +370,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	}
 
 	s.cli.ok("migrate", "up")
-	st, err := postgres.Open(ctx, db)
+	st, err := postgres.Open(ctx, db, postgres.WithKeyring(s.keyring))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) 
 	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	s.cli.ok("migrate", "up")
-	st, err := postgres.Open(ctx, s.cli.db)
+	st, err := postgres.Open(ctx, s.cli.db, postgres.WithKeyring(s.keyring))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/seal"
 )
 
 // bin is the herald binary under test, built once by TestMain.
@@ -52,6 +53,7 @@ type scenario struct {
 	rngMu   sync.Mutex
 	cli     *cli
 	dir     string
+	keyring *seal.Keyring // every herald of the scenario seals with it (HERALD_KEYRING)
 	secrets []string
 	started time.Time
 	dbUp    *gate // set by scenarios that restart the database
@@ -71,8 +73,8 @@ func newScenario(t *testing.T, db string) *scenario {
 	})
 	dir := t.TempDir()
 	s := &scenario{t: t, mode: mode, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
-		dir: dir, started: time.Now()}
-	s.cli = &cli{t: t, bin: bin, db: db, dir: dir, tr: &transcript{}}
+		dir: dir, started: time.Now(), keyring: seal.Generate()}
+	s.cli = &cli{t: t, bin: bin, db: db, dir: dir, tr: &transcript{}, env: []string{"HERALD_KEYRING=" + string(s.keyring.Marshal())}}
 	return s
 }
 

@@ -42,7 +42,7 @@ func TestTurnsStayInsideTheirLease(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	s.cli.ok("migrate", "up")
-	st, err := postgres.Open(ctx, db)
+	st, err := postgres.Open(ctx, db, postgres.WithKeyring(s.keyring))
 	if err != nil {
 		t.Fatal(err)
 	}

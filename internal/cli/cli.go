@@ -22,6 +22,7 @@ import (
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -48,6 +49,8 @@ type env struct {
 	databaseFrom  string        // "--database", or HERALD_DATABASE_URL when that set it
 	databaseGiven bool          // on the command line: a hint's command needs it too (hint)
 	seqEvery      time.Duration // herald run --sequencer-interval; 0: the store's default
+	keyringFile   string        // --keyring-file
+	keys          *seal.Keyring // what the open database's store seals with (keyring.go); nil: none
 	json          bool
 	verbose       bool
 	logger        *slog.Logger
@@ -153,12 +156,14 @@ func newRoot(e *env) *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.database, "database", defaultDatabase, "sqlite:PATH or postgres://… URL (env HERALD_DATABASE_URL)")
+	pf.StringVar(&e.keyringFile, "keyring-file", "", keyringFlagUsage)
 	pf.BoolVar(&e.json, "json", false, "print JSON instead of tables, for scripts (log lines and errors on stderr are JSON too)")
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
 	for _, d := range []command{
 		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSweep(e), newRun(e),
 		newRegistrations(e), newUnpark(e), newPause(e, false), newPause(e, true), newSkip(e), newRewind(e), newEvidence(e), newStatus(e),
 		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newTokens(e), newDemo(e),
+		newKeyring(e), newReseal(e),
 	} {
 		root.AddCommand(e.cobra(d))
 	}

@@ -36,6 +36,7 @@ const defaultDatabase = "sqlite:./herald.db"
 // and closes.
 type backend interface {
 	store.Backend
+	store.Resealer
 	store.HostStore
 	Close() error
 }
@@ -180,19 +181,24 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 		return nil, err
 	}
 	var b backend
+	if d.kind == "sqlite" && mode == createDB {
+		if _, serr := os.Stat(filepath.Dir(d.path)); errors.Is(serr, fs.ErrNotExist) {
+			return nil, usagef("no folder for a new herald database at %s: create %q first, or point --database (or HERALD_DATABASE_URL) elsewhere", journal.Shown(d.String()), filepath.Dir(d.path))
+		}
+	}
+	if e.keys, err = e.keyring(d, mode); err != nil {
+		return nil, err
+	}
 	switch {
 	case d.kind == "sqlite" && mode == existingDB:
 		if _, serr := os.Stat(d.path); errors.Is(serr, fs.ErrNotExist) {
 			return nil, noDatabase(d)
 		}
-		b, err = sqlite.Open(ctx, d.path)
+		b, err = sqlite.Open(ctx, d.path, sqlite.WithKeyring(e.keys))
 	case d.kind == "sqlite" && mode == createDB:
-		if _, serr := os.Stat(filepath.Dir(d.path)); errors.Is(serr, fs.ErrNotExist) {
-			return nil, usagef("no folder for a new herald database at %s: create %q first, or point --database (or HERALD_DATABASE_URL) elsewhere", journal.Shown(d.String()), filepath.Dir(d.path))
-		}
-		b, err = sqlite.Open(ctx, d.path)
+		b, err = sqlite.Open(ctx, d.path, sqlite.WithKeyring(e.keys))
 	case d.kind == "sqlite":
-		b, err = sqlite.Open(ctx, d.path, sqlite.WithoutMigrating())
+		b, err = sqlite.Open(ctx, d.path, sqlite.WithoutMigrating(), sqlite.WithKeyring(e.keys))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, noDatabase(d)
 		}
@@ -200,7 +206,8 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		var s *postgres.Store
-		if s, err = postgres.Open(pctx, d.url, postgres.WithSequencerInterval(cmp.Or(e.seqEvery, postgres.DefaultSequencerInterval))); err == nil {
+		if s, err = postgres.Open(pctx, d.url, postgres.WithSequencerInterval(cmp.Or(e.seqEvery, postgres.DefaultSequencerInterval)),
+			postgres.WithKeyring(e.keys)); err == nil {
 			b = s
 		}
 	}

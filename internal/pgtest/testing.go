@@ -2,9 +2,12 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 )
 
@@ -102,7 +106,7 @@ func NewStore(tb testing.TB) *postgres.Store {
 	if _, err := postgres.MigrateUp(context.Background(), url); err != nil {
 		tb.Fatalf("pgtest: migrate up: %v", err)
 	}
-	s, err := postgres.Open(context.Background(), url)
+	s, err := postgres.Open(context.Background(), url, postgres.WithKeyring(seal.Generate()))
 	if err != nil {
 		tb.Fatalf("pgtest: open the store: %v", err)
 	}
@@ -144,4 +148,29 @@ func AppendUnnumbered(tb testing.TB, s *postgres.Store, stream string, entries .
 	if err != nil {
 		tb.Fatalf("pgtest: append to %s: %v", stream, err)
 	}
+}
+
+// Dump returns pg_dump's plain SQL of the database at url, every table's
+// rows included, failing tb if it cannot: pg_dump beside the server's
+// pg_ctl (the file it links to), or on PATH for an external server.
+func Dump(tb testing.TB, url string) []byte {
+	tb.Helper()
+	srv := Shared(tb)
+	bin := "pg_dump"
+	if srv.bin != "" { // pg_ctl may be a link to the server's binaries
+		pgctl, err := filepath.EvalSymlinks(filepath.Join(srv.bin, "pg_ctl"))
+		if err != nil {
+			tb.Fatalf("pgtest: pg_dump: %v", err)
+		}
+		bin = filepath.Join(filepath.Dir(pgctl), "pg_dump")
+	}
+	out, err := exec.Command(bin, "--dbname="+url, "--no-owner").Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		tb.Fatalf("pgtest: %s: %v\n%s", bin, err, stderr)
+	}
+	return out
 }

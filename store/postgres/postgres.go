@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -24,6 +25,7 @@ var (
 	_ store.AdvanceBatcher = (*Store)(nil)
 	_ store.HostStore      = (*Store)(nil)
 	_ store.Retention      = (*Store)(nil)
+	_ store.Resealer       = (*Store)(nil)
 )
 
 // Store is herald's journal and push store. It is safe for concurrent use,
@@ -39,6 +41,7 @@ type Store struct {
 	stepHook   func(pid uint32) // tests: called in a sequencer step before its commit
 	page       int              // the most records a step numbers (sequencerPage; tests make it smaller)
 	seqBusy    time.Duration    // WithSequencerInterval
+	sealer     store.Sealer     // WithKeyring; without one a config holding a secret is refused
 
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
@@ -57,6 +60,11 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 func WithSequencerInterval(d time.Duration) Option {
 	return func(s *Store) { s.seqBusy = d }
 }
+
+// WithKeyring seals every registration's config under keyring (package
+// seal; store.Sealer). Without one, a config holding a secret is refused
+// (store.ErrNoKeyring) and a sealed one does not open.
+func WithKeyring(keyring *seal.Keyring) Option { return func(s *Store) { s.sealer.Keyring = keyring } }
 
 // Open is New on a pool of its own for url, a postgres:// URL or key=value
 // connection string (pool_* parameters are pgxpool's). Errors: NewPool's
@@ -109,7 +117,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, journal.Invalid("pool", "is nil")
 	}
-	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval}
+	s := &Store{pool: pool, now: time.Now, appended: make(chan struct{}, 1), page: sequencerPage, seqBusy: DefaultSequencerInterval,
+		sealer: store.Sealer{Required: true}}
 	for _, o := range opts {
 		o(s)
 	}

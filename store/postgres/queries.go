@@ -173,6 +173,13 @@ SET namespace = excluded.namespace, url = excluded.url, config = excluded.config
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retry = excluded.retry
 RETURNING r.*)
 SELECT ` + statusColumns + ` FROM r JOIN herald_stream s ON s.stream = r.stream`
+	// Reseal (registrations.go) reads a page of configs in key order and
+	// writes each anew where the row still holds what it read.
+	sqlResealPage = `SELECT stream, id, config FROM herald_registration WHERE (stream, id) > ($1, $2)
+ORDER BY stream, id LIMIT $3`
+	sqlReseal = `UPDATE herald_registration r SET config = n.new
+FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[]) AS n(stream, id, old, new)
+WHERE r.stream = n.stream AND r.id = n.id AND r.config = n.old`
 	sqlDeleteRegistration = `DELETE FROM herald_registration WHERE stream = $1 AND id = $2`
 	sqlGet                = `SELECT ` + statusFrom + ` WHERE r.stream = $1 AND r.id = $2`
 	sqlList               = `SELECT ` + statusFrom + `

@@ -18,8 +18,12 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	if err := cmp.Or(r.Validate(), checkSeq("next seq", r.NextSeq)); err != nil {
 		return store.Registration{}, err
 	}
+	config, err := s.sealer.SealConfig(r.Key(), r.Config) // nil: NULL for none
+	if err != nil {
+		return store.Registration{}, err
+	}
 	var out store.Registration
-	err := s.inTx(ctx, "register", func(tx pgx.Tx) error {
+	err = s.inTx(ctx, "register", func(tx pgx.Tx) error {
 		var (
 			head, oldest   uint64
 			sealed, exists bool
@@ -37,10 +41,6 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 				return err
 			}
 		}
-		var config []byte // NULL for none
-		if len(r.Config) > 0 {
-			config = r.Config
-		}
 		kinds := r.Kinds // the empty array for every kind
 		if kinds == nil {
 			kinds = []string{}
@@ -50,6 +50,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
+	if err == nil {
+		out.Config, err = s.sealer.OpenConfig(out.Key(), out.Config)
+	}
 	if err != nil {
 		return store.Registration{}, err
 	}
@@ -83,7 +86,8 @@ func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error
 	if err != nil {
 		return store.Status{}, s.dbErr(ctx, "get registration", err)
 	}
-	return st, nil
+	st.Config, err = s.sealer.OpenConfig(st.Key(), st.Config)
+	return st, err
 }
 
 // List implements store.Store.
@@ -98,8 +102,12 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	if !validKey(q.After.Stream, q.After.ID) {
 		return nil, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
 	}
-	return query(ctx, s, "list registrations", nil, rowTo(scanStatus),
+	sts, err := query(ctx, s, "list registrations", nil, rowTo(scanStatus),
 		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
+	if err == nil {
+		err = s.sealer.Open(sts)
+	}
+	return sts, err
 }
 
 // Stats implements store.Store with SQL aggregates.
@@ -122,6 +130,9 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	b.Queue(sqlStatsOldestParked).Query(appendTo(&parked, rowTo(scanStatus)))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Stats{}, s.dbErr(ctx, "stats", err)
+	}
+	if err := cmp.Or(s.sealer.Open(st.Lagging), s.sealer.Open(parked)); err != nil {
+		return store.Stats{}, err
 	}
 	waiting, err := s.unnumbered(ctx, "")
 	if err != nil {
@@ -236,6 +247,9 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		b.Queue(sqlCommit)
 		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
+	if err == nil {
+		err = s.sealer.Open(batch.Registrations)
+	}
 	if err != nil {
 		return store.DueBatch{}, err
 	}
@@ -301,4 +315,49 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 			return streams, ids, nil
 		}
 	}
+}
+
+// Reseal implements store.Resealer: it reads a page, then writes the configs
+// it sealed anew in one statement, each only where the row still holds what
+// was read.
+func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.ResealPage, error) {
+	if limit < 1 {
+		return store.ResealPage{}, journal.Invalid("limit", "is %d: it must be 1 or more", limit)
+	}
+	if !validKey(after.Stream, after.ID) {
+		return store.ResealPage{}, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
+	}
+	type row struct {
+		key    store.Key
+		stored []byte
+	}
+	rows, err := query(ctx, s, "reseal: read", nil, func(r pgx.CollectableRow) (row, error) {
+		var out row
+		return out, r.Scan(&out.key.Stream, &out.key.ID, &out.stored)
+	}, sqlResealPage, after.Stream, after.ID, limit)
+	if err != nil {
+		return store.ResealPage{}, err
+	}
+	page := store.ResealPage{Read: len(rows), More: len(rows) == limit}
+	var streams, ids []string
+	var olds, news [][]byte
+	for _, r := range rows {
+		sealed, changed, err := s.sealer.Reseal(r.key, r.stored)
+		if err != nil {
+			return store.ResealPage{}, err
+		}
+		if changed {
+			streams, ids, olds, news = append(streams, r.key.Stream), append(ids, r.key.ID), append(olds, r.stored), append(news, sealed)
+		}
+		page.Last = r.key
+	}
+	if len(streams) == 0 {
+		return page, nil
+	}
+	tag, err := s.pool.Exec(ctx, sqlReseal, streams, ids, olds, news)
+	if err != nil {
+		return store.ResealPage{}, s.dbErr(ctx, "reseal", err)
+	}
+	page.Resealed = int(tag.RowsAffected())
+	return page, nil
 }

@@ -323,6 +323,17 @@ func migrateFile(ctx context.Context, path string, up bool) (store.SchemaStatus,
 	if kind != fileMissing && !pending {
 		return schema.Status(path, st.version, false), nil // nothing to do: the file is not even opened for writing
 	}
+	if kind == fileMissing {
+		// Readable by its owner only, as SQLite makes its -wal and -shm
+		// files beside it: a database holds secrets, sealed or not.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) { // another process made it first: its mode stands
+			return store.SchemaStatus{}, fmt.Errorf("sqlite: create %s: %w", path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
 	db, err := openDB(ctx, path, writerDSN(path, syncFull), 1)
 	if err != nil {
 		return store.SchemaStatus{}, err

@@ -58,7 +58,11 @@ const (
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
 				"window" = ?, retry = ? WHERE stream = ? AND id = ?`
-	sqlRegisterHead       = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
+	sqlRegisterHead = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
+	// Reseal (registrations.go) reads a page of configs in key order and
+	// writes each anew where the row still holds what it read.
+	sqlResealPage         = `SELECT stream, id, config FROM herald_registration WHERE (stream, id) > (?, ?) ORDER BY stream, id LIMIT ?`
+	sqlReseal             = `UPDATE herald_registration SET config = ? WHERE stream = ? AND id = ? AND config = ?`
 	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retry, stream, id, next_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"

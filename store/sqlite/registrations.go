@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -62,10 +63,14 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	if err := r.Validate(); err != nil {
 		return store.Registration{}, err
 	}
+	config, err := s.sealer.SealConfig(r.Key(), r.Config)
+	if err != nil {
+		return store.Registration{}, err
+	}
 	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
-	dest := []any{r.Namespace, r.URL, r.Host(), []byte(r.Config), string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), store.EncodeRetry(r.Retry), r.Stream, r.ID}
+	dest := []any{r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), store.EncodeRetry(r.Retry), r.Stream, r.ID}
 	var out store.Status
-	err := s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
+	err = s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
 			return translate("register: create stream", err)
 		}
@@ -83,6 +88,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		out, err = getStatus(ctx, tx, r.Stream, r.ID)
 		return err
 	})
+	if err == nil {
+		out.Config, err = s.sealer.OpenConfig(out.Key(), out.Config)
+	}
 	return out.Registration, err
 }
 
@@ -139,7 +147,11 @@ func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error) {
-	return getStatus(ctx, s.r, stream, id)
+	st, err := getStatus(ctx, s.r, stream, id)
+	if err == nil {
+		st.Config, err = s.sealer.OpenConfig(st.Key(), st.Config)
+	}
+	return st, err
 }
 
 // List implements store.Store.
@@ -173,7 +185,11 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 		query += "WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY r.stream, r.id LIMIT ?"
-	return queryAll(ctx, s.r, "list registrations", nil, scanStatus, query, append(args, limit)...)
+	sts, err := queryAll(ctx, s.r, "list registrations", nil, scanStatus, query, append(args, limit)...)
+	if err == nil {
+		err = s.sealer.Open(sts)
+	}
+	return sts, err
 }
 
 // Stats implements store.Store. It counts in SQL, in one read transaction.
@@ -200,6 +216,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 			return err
 		}
 		oldest, err := queryAll(ctx, tx, "stats: oldest parked", nil, scanStatus, sqlOldestParked)
+		err = cmp.Or(err, s.sealer.Open(st.Lagging), s.sealer.Open(oldest))
 		if len(oldest) == 1 {
 			st.OldestParked = &oldest[0]
 		}
@@ -230,4 +247,53 @@ func decodeKinds(s string) ([]string, error) {
 		return nil, nil
 	}
 	return kinds, nil
+}
+
+// Reseal implements store.Resealer: it reads a page in a read transaction,
+// then writes the configs it sealed anew in one write transaction, each
+// only where the row still holds what was read.
+func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.ResealPage, error) {
+	if limit < 1 {
+		return store.ResealPage{}, journal.Invalid("limit", "is %d: it must be 1 or more", limit)
+	}
+	type row struct {
+		key            store.Key
+		stored, sealed []byte
+	}
+	rows, err := queryAll(ctx, s.r, "reseal: read", nil, func(sc scanner) (r row, err error) {
+		err = sc.Scan(&r.key.Stream, &r.key.ID, &r.stored)
+		return r, err
+	}, sqlResealPage, after.Stream, after.ID, limit)
+	if err != nil {
+		return store.ResealPage{}, err
+	}
+	page := store.ResealPage{Read: len(rows), More: len(rows) == limit}
+	var changed []row
+	for _, r := range rows {
+		sealed, ok, err := s.sealer.Reseal(r.key, r.stored)
+		if err != nil {
+			return store.ResealPage{}, err
+		}
+		if ok {
+			r.sealed = sealed
+			changed = append(changed, r)
+		}
+		page.Last = r.key
+	}
+	if len(changed) == 0 {
+		return page, nil
+	}
+	err = s.write(ctx, "reseal", func(tx *sql.Tx) error {
+		for _, r := range changed {
+			res, err := tx.ExecContext(ctx, sqlReseal, r.sealed, r.key.Stream, r.key.ID, r.stored)
+			if err != nil {
+				return translate("reseal", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				page.Resealed++
+			}
+		}
+		return nil
+	})
+	return page, err
 }

@@ -14,10 +14,14 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Backend  = (*Store)(nil)
+	_ store.Resealer = (*Store)(nil)
+)
 
 // readers is the size of the read pool: WAL lets readers run beside the
 // writer and each other, and a sweep's turns read the journal in parallel.
@@ -32,6 +36,7 @@ type Store struct {
 	// parsing the page's query took as long as running it.
 	readPage *sql.Stmt
 	now      func() time.Time
+	sealer   store.Sealer // seals and opens registrations' configs
 
 	pruneMu   sync.Mutex // one Prune at a time: they share pruneFrom
 	pruneFrom string     // the stream the next Prune starts at ("" = the first)
@@ -41,6 +46,7 @@ type config struct {
 	now       func() time.Time
 	sync      string
 	noMigrate bool
+	keyring   *seal.Keyring
 }
 
 // Option configures Open.
@@ -55,6 +61,11 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // refused with an error wrapping fs.ErrNotExist, a schema behind this
 // binary's with store.ErrSchemaBehind.
 func WithoutMigrating() Option { return func(c *config) { c.noMigrate = true } }
+
+// WithKeyring seals every registration's config under keyring (package
+// seal; store.Sealer). Without one, configs are kept as given and a sealed
+// one does not open.
+func WithKeyring(keyring *seal.Keyring) Option { return func(c *config) { c.keyring = keyring } }
 
 // Open opens the herald database at path (a file name, not a URI), creating
 // it if the file does not exist or is empty, and migrating it up. It changes
@@ -107,7 +118,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		w.Close()
 		return nil, translate("prepare the read of a page", err)
 	}
-	return &Store{w: w, r: r, readPage: readPage, now: cfg.now}, nil
+	return &Store{w: w, r: r, readPage: readPage, now: cfg.now, sealer: store.Sealer{Keyring: cfg.keyring}}, nil
 }
 
 // checkCurrent refuses, without changing anything, a path that holds no

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/seal"
+)
+
+// registerEverySecret registers one receiver of each namespace with its
+// secrets in the SQLite file db and returns the secrets.
+func registerEverySecret(t *testing.T, db string) []string {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	keyFile := filepath.Join(t.TempDir(), "alice.pem")
+	require.NoError(t, os.WriteFile(keyFile, keyPEM, 0o600))
+	pemLine := strings.Split(string(keyPEM), "\n")[5] // a line of the key's body
+
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "wh", "--namespace", "webhook", "--url", "https://r.example/wh", "--secret", goodSecret)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "ce", "--namespace", "cloudevents", "--url", "https://r.example/ce",
+		"--source", "https://shop.example", "--token", "ce-token-5d1c9e")
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "a2a", "--namespace", "a2a", "--url", "https://r.example/a2a",
+		"--token", "a2a-token-7b2e41", "--auth-scheme", "Bearer", "--credentials", "a2a-cred-93aa0f")
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "ap", "--namespace", "activitypub", "--url", "https://r.example/inbox",
+		"--key-id", "https://a.example/u/alice#main-key", "--private-key-file", keyFile)
+	return []string{goodSecret, "ce-token-5d1c9e", "a2a-token-7b2e41", "a2a-cred-93aa0f", pemLine}
+}
+
+// TestTheEmbeddedDefaultSealsUnderAKeyFileMadeBesideIt: with no keyring
+// given, the first command makes PATH.keyring (0600) beside a 0600 database,
+// which holds no secret (store/sqlite's test greps a live WAL too).
+func TestTheEmbeddedDefaultSealsUnderAKeyFileMadeBesideIt(t *testing.T) {
+	db := newDB(t)
+	secrets := registerEverySecret(t, db)
+	for _, name := range []string{db, db + ".keyring"} {
+		fi, err := os.Stat(name)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), name)
+	}
+	b, err := os.ReadFile(db) // the WAL was checkpointed into it as the command closed
+	require.NoError(t, err)
+	_, err = os.Stat(db + "-wal")
+	require.ErrorIs(t, err, os.ErrNotExist, "no WAL left to grep")
+	for _, s := range secrets {
+		require.NotContains(t, string(b), s, "the database holds a secret in clear")
+	}
+	require.Contains(t, string(b), seal.Prefix, "the database holds the sealed configs")
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "r.example:443")
+
+	other := filepath.Join(t.TempDir(), "other.keyring")
+	heraldOK(t, "", "", "keyring", "new", "--keyring-file", other)
+	r := runCLI(t, db, "", "registrations", "--keyring-file", other)
+	require.Equal(t, ExitError, r.code, r.stderr)
+	k, err := seal.LoadFile(db + ".keyring")
+	require.NoError(t, err)
+	require.Contains(t, r.stderr, `key "`+k.Primary()+`": sealed under a key that is not in the keyring`)
+}
+
+// TestRotateResealRetire: after keyring rotate, reseal seals every config
+// under the new key, and retire drops the old one with everything still
+// read; retire reseals first, so nothing is left under the key it drops.
+func TestRotateResealRetire(t *testing.T) {
+	db := newDB(t)
+	registerEverySecret(t, db)
+	var before keyringView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "keyring", "list", "--json")), &before))
+	heraldOK(t, db, "", "keyring", "rotate")
+
+	var resealed resealView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "reseal", "--batch", "3", "--json")), &resealed))
+	var after keyringView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "keyring", "list", "--json")), &after))
+	require.Equal(t, resealView{Read: 4, Resealed: 4, Primary: after.Primary}, resealed)
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "reseal", "--json")), &resealed))
+	require.Equal(t, 0, resealed.Resealed, "reseal is idempotent")
+
+	r := runCLI(t, db, "", "keyring", "retire", after.Primary)
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "is the primary")
+
+	heraldOK(t, db, "", "keyring", "rotate")
+	heraldOK(t, db, "", "keyring", "retire", before.Primary) // reseals under the newest first
+	heraldOK(t, db, "", "keyring", "retire", after.Primary)
+	var left keyringView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "keyring", "list", "--json")), &left))
+	require.Len(t, left.Keys, 1)
+	require.Contains(t, heraldOK(t, db, "", "registrations"), "r.example:443")
+}
+
+func TestKeyringErrorsSayWhatToDo(t *testing.T) {
+	db := newDB(t)
+	missing := filepath.Join(t.TempDir(), "none")
+	r := runCLI(t, db, "", "register", "--keyring-file", missing, "--stream", "s", "--id", "wh", "--namespace", "webhook", "--url", "https://r.example/", "--secret", goodSecret)
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "herald keyring new --keyring-file "+missing)
+	requireNoDB(t, db)
+
+	r = runEnv(t, db, map[string]string{"HERALD_KEYRING": "k1:c2hvcnQ"}, "registrations")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "HERALD_KEYRING: keyring: key \"k1\" is")
+
+	r = runCLI(t, "", "", "keyring", "new", "--database", "postgres://herald@localhost/herald")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "give --keyring-file")
+}

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/heraldpush/herald/seal"
+)
+
+// ErrNoKeyring: a config holding a secret was given to a store that must
+// seal it and has no keyring.
+var ErrNoKeyring = errors.New("a config holding a secret is stored only sealed, and no keyring was given: " +
+	"make one with `herald keyring new --keyring-file PATH` and give it as --keyring-file or HERALD_KEYRING")
+
+// SecretKeys are the config keys whose values are secrets in the
+// projections herald ships (webhook secrets, bearer tokens, A2A
+// credentials, ActivityPub private keys). With a keyring the whole config is
+// sealed whatever its keys; these decide only what a store that requires a
+// keyring refuses without one.
+var SecretKeys = []string{"secrets", "token", "credentials", "private_key"}
+
+// Sealer is the one place the SQL stores seal registrations' configs at
+// rest: each store seals a config with SealConfig before writing it and
+// opens what it reads with OpenConfig. With a keyring the whole config is
+// sealed (package seal), bound to the registration's stream and id; without
+// one it is kept as given, unless Required and it holds a secret.
+//
+// A config stored in clear (before a keyring was given) still opens, as
+// itself, and Reseal seals it.
+type Sealer struct {
+	Keyring  *seal.Keyring // nil: configs are kept as given
+	Required bool          // refuse a config with a secret (SecretKeys) without a Keyring: ErrNoKeyring
+}
+
+// configAD binds a sealed config to its registration.
+func configAD(k Key) []byte { return seal.AD("herald registration config", k.Stream, k.ID) }
+
+// SealConfig returns what a store keeps for registration k's config c: nil
+// for none, c sealed with a keyring, else c. It fails with ErrNoKeyring
+// when Required and c holds a secret without a keyring.
+func (s Sealer) SealConfig(k Key, c Config) ([]byte, error) {
+	switch {
+	case len(c) == 0:
+		return nil, nil
+	case s.Keyring != nil:
+		return s.Keyring.Seal(c, configAD(k)), nil
+	case s.Required && HoldsSecret(c):
+		return nil, fmt.Errorf("register %s: %w", Name(k.Stream, k.ID), ErrNoKeyring)
+	}
+	return []byte(c), nil
+}
+
+// OpenConfig returns the config that SealConfig kept as stored for
+// registration k. A value sealed under a key the keyring does not hold, or
+// that does not open (changed, moved from another row), is an error naming
+// the registration and the key id.
+func (s Sealer) OpenConfig(k Key, stored []byte) (Config, error) {
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	if !seal.IsSealed(stored) {
+		return Config(stored), nil // kept in clear: before a keyring, or without one
+	}
+	c, err := s.Keyring.Open(stored, configAD(k))
+	if err != nil {
+		hint := ""
+		if errors.Is(err, seal.ErrUnknownKey) {
+			hint = " (give the keyring that holds it: --keyring-file or HERALD_KEYRING)"
+		}
+		return nil, fmt.Errorf("open the config of registration %s: %w%s", Name(k.Stream, k.ID), err, hint)
+	}
+	return c, nil
+}
+
+// Open opens each status's config in place (OpenConfig).
+func (s Sealer) Open(sts []Status) error {
+	for i := range sts {
+		c, err := s.OpenConfig(sts[i].Key(), sts[i].Config)
+		if err != nil {
+			return err
+		}
+		sts[i].Config = c
+	}
+	return nil
+}
+
+// Reseal returns registration k's stored config sealed under the primary
+// key, and whether that changed it: false for none, or one sealed under the
+// primary already. It needs a keyring.
+func (s Sealer) Reseal(k Key, stored []byte) ([]byte, bool, error) {
+	if s.Keyring == nil {
+		return nil, false, ErrNoKeyring
+	}
+	if id, _ := seal.KeyID(stored); len(stored) == 0 || id == s.Keyring.Primary() {
+		return stored, false, nil
+	}
+	c, err := s.OpenConfig(k, stored)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.Keyring.Seal(c, configAD(k)), true, nil
+}
+
+// HoldsSecret reports whether config c has a non-empty value under one of
+// SecretKeys.
+func HoldsSecret(c Config) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(c, &obj) != nil {
+		return len(c) > 0 // not an object: assume the worst
+	}
+	for _, k := range SecretKeys {
+		switch v := string(obj[k]); v {
+		case "", "null", `""`, "[]":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// Resealer is a store that re-seals its registrations' configs under its
+// keyring's primary key (herald reseal).
+type Resealer interface {
+	// Reseal re-seals the configs of up to limit registrations after
+	// after (in key order, CompareKeys), each not sealed under the primary
+	// key yet, a registration changed meanwhile left for the next pass.
+	Reseal(ctx context.Context, after Key, limit int) (ResealPage, error)
+}
+
+// ResealPage is one page of Reseal.
+type ResealPage struct {
+	Read     int  `json:"read"`     // registrations read
+	Resealed int  `json:"resealed"` // configs sealed anew under the primary key
+	Last     Key  `json:"last"`     // the last read: the next page's after
+	More     bool `json:"more"`     // a page may follow
+}

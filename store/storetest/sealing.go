@@ -1,0 +1,176 @@
+package storetest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/seal"
+	"github.com/heraldpush/herald/store"
+)
+
+// Secrets are one secret of each projection herald ships, in a
+// registration's config as that projection reads it (projection/… package
+// docs); a dump of a store that seals must show none of them.
+var Secrets = []struct {
+	Namespace, Config string
+	Secrets           []string
+}{
+	{"webhook", `{"secrets":["whsec_c2VhbGVkLXdlYmhvb2stc2VjcmV0LTEyMzQ1Ng=="]}`, []string{"whsec_c2VhbGVkLXdlYmhvb2stc2VjcmV0LTEyMzQ1Ng=="}},
+	{"cloudevents", `{"source":"https://shop.example","token":"ce-token-4f1d2a9b7c"}`, []string{"ce-token-4f1d2a9b7c"}},
+	{"a2a", `{"token":"a2a-token-88e3c1","auth_scheme":"Bearer","credentials":"a2a-cred-0b7d55e2"}`, []string{"a2a-token-88e3c1", "a2a-cred-0b7d55e2"}},
+	{"activitypub", `{"key_id":"https://a.example/u/alice#main-key","private_key":"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIPrivateKeyOfAliceXyz1234567890abcdefgh\n-----END PRIVATE KEY-----\n"}`,
+		[]string{"PrivateKeyOfAliceXyz", "BEGIN PRIVATE KEY"}},
+}
+
+// RegisterSecrets registers one registration of each of Secrets in s, in
+// stream "sealed", ids their namespaces.
+func RegisterSecrets(t *testing.T, s store.Store) {
+	t.Helper()
+	for _, c := range Secrets {
+		_, err := s.Register(context.Background(), store.Registration{Stream: "sealed", ID: c.Namespace, Namespace: c.Namespace,
+			URL: "https://receiver.example/" + c.Namespace, Config: store.Config(c.Config)})
+		require.NoError(t, err, c.Namespace)
+	}
+}
+
+// FindSecret returns the first of Secrets' secrets that dump holds, as
+// text or hex-encoded (as pg_dump writes bytea).
+func FindSecret(dump []byte) (string, bool) {
+	lower := strings.ToLower(string(dump))
+	for _, c := range Secrets {
+		for _, s := range c.Secrets {
+			if strings.Contains(string(dump), s) || strings.Contains(lower, hex.EncodeToString([]byte(s))) {
+				return c.Namespace + "'s " + s, true
+			}
+		}
+	}
+	return "", false
+}
+
+// RequireNoSecret fails t if dump holds any of Secrets' secrets (FindSecret).
+func RequireNoSecret(t *testing.T, what string, dump []byte) {
+	t.Helper()
+	s, found := FindSecret(dump)
+	require.False(t, found, "%s holds the secret %s in clear", what, s)
+}
+
+// SealingStore is a store that seals configs, as RunSealing checks it.
+type SealingStore interface {
+	store.Store
+	store.Resealer
+}
+
+// RawConfig reads and writes a registration's stored config as the store
+// keeps it, around the store (SQL), as an attacker with the database would.
+type RawConfig struct {
+	Get func(t *testing.T, k store.Key) []byte
+	Set func(t *testing.T, k store.Key, v []byte)
+}
+
+// RunSealing checks a store that seals configs (store.Sealer): open
+// returns the store over one database, opened anew with keyring each call,
+// and raw reaches that database's configs.
+func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) SealingStore, raw RawConfig) {
+	ctx := context.Background()
+	k1 := seal.Generate()
+	s := open(t, k1)
+	RegisterSecrets(t, s)
+	a, b := store.Key{Stream: "sealed", ID: "webhook"}, store.Key{Stream: "sealed", ID: "a2a"}
+
+	t.Run("ConfigsAreStoredSealedAndReadBack", func(t *testing.T) {
+		for _, c := range Secrets {
+			k := store.Key{Stream: "sealed", ID: c.Namespace}
+			stored := raw.Get(t, k)
+			id, ok := seal.KeyID(stored)
+			require.True(t, ok && id == k1.Primary(), "%s's config is stored as %.12q, not sealed under %s", c.Namespace, stored, k1.Primary())
+			RequireNoSecret(t, "the stored config", stored)
+			st, err := s.Get(ctx, k.Stream, k.ID)
+			require.NoError(t, err)
+			require.JSONEq(t, c.Config, string(st.Config), c.Namespace)
+		}
+		list, err := s.List(ctx, store.ListQuery{Stream: "sealed"})
+		require.NoError(t, err)
+		require.Len(t, list, len(Secrets))
+		for _, st := range list {
+			require.True(t, strings.HasPrefix(string(st.Config), "{"), "List returns %s's config sealed", st.ID)
+		}
+	})
+
+	t.Run("ATamperedConfigDoesNotOpen", func(t *testing.T) {
+		stored := raw.Get(t, a)
+		defer raw.Set(t, a, stored)
+		head, body, _ := strings.Cut(string(stored[len(seal.Prefix):]), ":")
+		ct, err := base64.RawURLEncoding.DecodeString(body)
+		require.NoError(t, err)
+		ct[len(ct)/2] ^= 1 // one bit of the ciphertext
+		raw.Set(t, a, []byte(seal.Prefix+head+":"+base64.RawURLEncoding.EncodeToString(ct)))
+		_, err = s.Get(ctx, a.Stream, a.ID)
+		require.ErrorIs(t, err, seal.ErrOpen)
+		require.ErrorContains(t, err, k1.Primary())
+	})
+
+	t.Run("AConfigMovedToAnotherRowDoesNotOpen", func(t *testing.T) {
+		stored := raw.Get(t, b)
+		defer raw.Set(t, b, stored)
+		raw.Set(t, b, raw.Get(t, a))
+		_, err := s.Get(ctx, b.Stream, b.ID)
+		require.ErrorIs(t, err, seal.ErrOpen)
+		_, err = s.List(ctx, store.ListQuery{Stream: "sealed"})
+		require.ErrorIs(t, err, seal.ErrOpen, "List must fail, not skip, a config that does not open")
+	})
+
+	t.Run("AClearConfigReadsAndResealSealsIt", func(t *testing.T) {
+		raw.Set(t, a, []byte(Secrets[0].Config)) // as stored before a keyring
+		st, err := s.Get(ctx, a.Stream, a.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, Secrets[0].Config, string(st.Config))
+		page, err := s.Reseal(ctx, store.Key{}, 100)
+		require.NoError(t, err)
+		require.Equal(t, store.ResealPage{Read: len(Secrets), Resealed: 1, Last: store.Key{Stream: "sealed", ID: "webhook"}}, page)
+		id, _ := seal.KeyID(raw.Get(t, a))
+		require.Equal(t, k1.Primary(), id)
+	})
+
+	t.Run("RotateResealRetire", func(t *testing.T) {
+		k2 := k1.Rotated()
+		s2 := open(t, k2)
+		var pages []store.ResealPage
+		for after := (store.Key{}); ; {
+			page, err := s2.Reseal(ctx, after, 3) // batches of 3: two pages of 4 configs
+			require.NoError(t, err)
+			pages = append(pages, page)
+			if after = page.Last; !page.More {
+				break
+			}
+		}
+		require.Equal(t, []store.ResealPage{
+			{Read: 3, Resealed: 3, Last: store.Key{Stream: "sealed", ID: "cloudevents"}, More: true},
+			{Read: 1, Resealed: 1, Last: store.Key{Stream: "sealed", ID: "webhook"}},
+		}, pages)
+		again, err := s2.Reseal(ctx, store.Key{}, 100)
+		require.NoError(t, err)
+		require.Equal(t, 0, again.Resealed, "reseal is idempotent")
+
+		k2only, err := k2.Without(k1.Primary())
+		require.NoError(t, err)
+		s3 := open(t, k2only)
+		for _, c := range Secrets {
+			st, err := s3.Get(ctx, "sealed", c.Namespace)
+			require.NoError(t, err)
+			require.JSONEq(t, c.Config, string(st.Config))
+		}
+
+		k1only := open(t, k1)
+		_, err = k1only.Get(ctx, a.Stream, a.ID)
+		require.ErrorIs(t, err, seal.ErrUnknownKey)
+		require.ErrorContains(t, err, k2.Primary(), "the error names the key id")
+		none := open(t, nil)
+		_, err = none.Get(ctx, a.Stream, a.ID)
+		require.ErrorIs(t, err, seal.ErrUnknownKey, "without a keyring a sealed config fails, never reads as empty")
+	})
+}
