@@ -47,6 +47,7 @@ type RegistrationView struct {
 	LeaseOwner    string     `json:"lease_owner,omitempty"`
 	LeaseUntil    time.Time  `json:"lease_until,omitzero"`
 	Sealed        bool       `json:"sealed"`
+	ConfigError   string     `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
 }
 
 // RetryView is a registration's own retry policy (push.RetryPolicy) as
@@ -113,6 +114,7 @@ func (held Held) View(s store.Status) RegistrationView {
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, Paused: s.Paused, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+		ConfigError: s.ConfigError,
 	}
 	if !s.Retry.IsZero() {
 		v.Retry = &RetryView{MaxAttempts: s.Retry.MaxAttempts}
