@@ -67,6 +67,10 @@ type Options struct {
 	// Resolver looks host names up at dial time; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
+	// Schemes remembers the signature scheme each host accepted (package
+	// doc, "Signature schemes"): a store, shared by every worker. Nil
+	// means this transport remembers for itself.
+	Schemes SchemeMemory
 	// Logger receives one debug line per attempt (host, status, verdict,
 	// duration, reason; never a body, header, path or query). Nil means
 	// slog.Default().
@@ -78,9 +82,9 @@ type Options struct {
 func (o Options) String() string {
 	set := map[bool]string{true: "set", false: "nil"}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
-		", TLSConfig: %s, Proxy: %s, Resolver: %s, Logger: %s}",
+		", TLSConfig: %s, Proxy: %s, Resolver: %s, Schemes: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
-		set[o.TLSConfig != nil], set[o.Proxy != ""], set[o.Resolver != nil], set[o.Logger != nil])
+		set[o.TLSConfig != nil], set[o.Proxy != ""], set[o.Resolver != nil], set[o.Schemes != nil], set[o.Logger != nil])
 }
 
 // Format prints String for every verb: none walks into the TLS configuration.
@@ -106,13 +110,14 @@ var errDeadline = errors.New("transport: attempt timed out")
 
 // HTTP is herald's HTTP transport (package doc), safe for concurrent use.
 type HTTP struct {
-	client *http.Client // for registrations without a proxy or client certificate of their own
-	guard  *guard
-	urls   *urlCache // behind a pointer: %#v of an HTTP never prints them
-	routes *routes   // the registrations' endpoint settings, and their clients
-	opts   Options
-	tls    *tls.Config // the base of every client's
-	proxy  *url.URL    // Options.Proxy, parsed
+	client  *http.Client // for registrations without a proxy or client certificate of their own
+	guard   *guard
+	urls    *urlCache // behind a pointer: %#v of an HTTP never prints them
+	routes  *routes   // the registrations' endpoint settings, and their clients
+	opts    Options
+	tls     *tls.Config // the base of every client's
+	proxy   *url.URL    // Options.Proxy, parsed
+	schemes *schemes
 }
 
 var _ push.Transport = (*HTTP)(nil)
@@ -159,7 +164,7 @@ func New(o Options) (*HTTP, error) {
 	g.dialer = net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
 	tlsConfig := cmp.Or(o.TLSConfig.Clone(), &tls.Config{}) // Clone of nil is nil
 	tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
-	t := &HTTP{guard: g, urls: &urlCache{}, routes: &routes{}, opts: o, tls: tlsConfig, proxy: egress}
+	t := &HTTP{guard: g, urls: &urlCache{}, routes: &routes{}, schemes: &schemes{memory: o.Schemes}, opts: o, tls: tlsConfig, proxy: egress}
 	t.client = t.newClient(clientKey{}, nil)
 	return t, nil
 }
@@ -214,7 +219,13 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		return push.Outcome{}, fmt.Errorf("transport: not delivered to %s: %w", reg.Host(), err)
 	}
 	start := time.Now()
-	out, err := t.attempt(ctx, reg, msg, at)
+	var out push.Outcome
+	var err error
+	if g, ok := msg.Signer.(SchemeSigner); ok && len(g.Schemes()) > 1 {
+		out, err = t.knock(ctx, reg, msg, g, at)
+	} else {
+		out, err = t.attempt(ctx, reg, msg, at)
+	}
 	if err != nil {
 		return push.Outcome{}, err
 	}

@@ -36,6 +36,7 @@ func newRegister(e *env) command {
 		keep    string
 		prefix  string
 		from    string
+		retry   retryFlags
 	)
 	return command{
 		use:   "register",
@@ -44,7 +45,8 @@ func newRegister(e *env) command {
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
-  activitypub  --key-id URI --private-key-file PEM [--actor URI]… [--followers URI]…
+  activitypub  --key-id URI --private-key-file PEM [--signature-scheme rfc9421|cavage]
+               [--proof-key-id URI [--proof-private-key-file PEM]] [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
   webhook      [--secret whsec_…]… [--envelope]
@@ -64,6 +66,14 @@ and its key, presented to a receiver that asks for one (mTLS). --proxy sends
 this registration's requests through an HTTP CONNECT proxy, in place of run's
 --egress-proxy; it is checked as destinations are (private addresses need
 --allow-private-network).
+
+An activitypub registration signs each delivery with RFC 9421 HTTP Message
+Signatures first; a host that refuses it (401, 403, or a 400 naming the
+signature) gets the same delivery signed with draft-cavage at once, with no
+attempt counted, and the host's scheme is kept on its host row so that no
+worker knocks there twice (tried again after 30 days). --signature-scheme
+pins one scheme instead. An Ed25519 key signs RFC 9421 only: a host that
+verifies draft-cavage alone refuses it.
 
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq (projection/webhook's package doc).
@@ -87,13 +97,18 @@ their oldest record (--from start, the default) or past their head (--from
 head); a stream created later is picked up in the transaction that creates
 it, at its first record. Registering the prefix again updates every one of
 its registrations; herald unregister --stream-prefix removes them all;
-herald subscriptions lists them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
+herald subscriptions lists them.
+
+--retry-schedule, --max-attempts and --retry-for are the registration's own
+retry policy; without them it retries as its namespace does (README, "Retry
+policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
   herald register --stream-prefix tenant/42/ --id tenant-42 --namespace webhook --url https://t42.example/hooks --secret env:T42_SECRET --from head
+  herald register --stream orders --id erp --namespace webhook --url https://erp.example/hooks --secret env:ERP_SECRET --retry-schedule 5s,5m,30m,2h,5h,10h,10h --retry-for 8d
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope
   herald register --stream orders --id acme --namespace webhook --url https://acme.example/hooks --header 'X-Tenant: 42' \
       --client-cert acme.crt --client-key acme.key`,
@@ -112,6 +127,7 @@ herald subscriptions lists them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
 			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
 				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
 			f.StringVar(&keep, "retain-max", "", "keep a record this registration has not acknowledged at most this long, 1h to 3650d (default: the namespace's, see above)")
+			retry.add(f)
 			cfg.add(f)
 		},
 		check: func(c *call) (err error) {
@@ -148,11 +164,20 @@ herald subscriptions lists them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
 			if r.Config, err = cfg.build(c.changed, r.Namespace); err != nil {
 				return err
 			}
+			if r.Retry, err = retry.build(); err != nil {
+				return err
+			}
 			if err := r.Validate(); err != nil {
 				return asRangeError(usageOf(err))
 			}
+			if prefix != "" && (c.changed("retry-schedule") || c.changed("max-attempts") || c.changed("retry-for")) {
+				return usagef("--retry-schedule, --max-attempts and --retry-for apply to --stream only: a subscription's registrations retry as their namespace does")
+			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
-				checked, _ := operator.MakeSecret(r) // a webhook without --secret gets one when run
+				checked, made := operator.MakeSecret(r) // a webhook without --secret gets one when run
+				if made != "" && prefix != "" {
+					return usagef("--stream-prefix with a webhook needs --secret: a subscription's secret is not made for it")
+				}
 				if err := v.ValidateConfig(checked); err != nil {
 					return usageOf(err)
 				}
@@ -230,13 +255,20 @@ var namespaces = map[string]wire{
 	activitypub.Namespace: {
 		projection: func() push.Projection { return activitypub.New() },
 		config: func(o *configFlags) (any, error) {
-			cfg := activitypub.Config{KeyID: o.keyID, Actors: o.actors, Followers: o.followers, Endpoint: o.endpoint}
+			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers, Endpoint: o.endpoint}
+			if o.proofPrivateKeyFile != "" {
+				pem, err := os.ReadFile(o.proofPrivateKeyFile)
+				if err != nil {
+					return nil, readError("--proof-private-key-file", o.proofPrivateKeyFile, err, " (give a PEM file of the actor's Ed25519 private key)")
+				}
+				cfg.ProofPrivateKey = string(pem)
+			}
 			if o.privateKeyFile == "" {
 				return cfg, nil // the projection's validation names the missing key
 			}
 			pem, err := os.ReadFile(o.privateKeyFile)
 			if err != nil {
-				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
+				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA or Ed25519 private key)")
 			}
 			cfg.PrivateKey = string(pem)
 			return cfg, nil
@@ -309,6 +341,8 @@ type configFlags struct {
 	secrets                        []string
 	token, authScheme, credentials string
 	keyID, privateKeyFile          string
+	signatureScheme, proofKeyID    string
+	proofPrivateKeyFile            string
 	actors, followers              []string
 	source, a2aVersion             string
 	structured, envelope           bool
@@ -326,7 +360,10 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
 	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
 	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
-	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's private key: RSA (PKCS#1 or PKCS#8) or Ed25519 (PKCS#8)")
+	f.StringVar(&o.signatureScheme, "signature-scheme", "", "activitypub: pin the HTTP signature scheme, rfc9421 or cavage (default: RFC 9421 first, draft-cavage when the host refuses it; an Ed25519 key signs RFC 9421 only)")
+	f.StringVar(&o.proofKeyID, "proof-key-id", "", "activitypub: add a FEP-8b32 object integrity proof to every activity, by the actor's Ed25519 Multikey with this id")
+	f.StringVar(&o.proofPrivateKeyFile, "proof-private-key-file", "", "activitypub: PEM file (PKCS#8) of the Multikey's Ed25519 private key (default: --private-key-file, if Ed25519)")
 	f.StringArrayVar(&o.actors, "actor", nil, "activitypub: an actor this inbox serves (repeatable): deliver only what is addressed to them, to Public or to --followers")
 	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
 	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")
@@ -504,4 +541,35 @@ once) to %v.`, webhook.MaxExpireOld),
 			})
 		},
 	}
+}
+
+// retryFlags are register's retry policy (push.RetryPolicy).
+type retryFlags struct {
+	schedule, retryFor string
+	maxAttempts        int
+}
+
+func (rf *retryFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&rf.schedule, "retry-schedule", "", fmt.Sprintf("fixed delays between attempts, comma-separated, 1s to %s each (5s,5m,30m,2h,5h,10h,10h); the last repeats until the ceiling (default: the namespace's)", store.FormatDays(store.MaxRetryDelay)))
+	intVar(f, &rf.maxAttempts, "max-attempts", 0, "park on the failure that makes the attempts at one record reach this (default: the namespace's ceiling)", fmt.Sprintf("1 to %d", store.MaxAttemptsLimit), 1, store.MaxAttemptsLimit)
+	f.StringVar(&rf.retryFor, "retry-for", "", fmt.Sprintf("park on the first failure this long after the first of the run (3d, 36h), %v to %s; with --max-attempts whichever comes first (default: the namespace's ceiling)", store.MinRetryFor, store.FormatDays(store.MaxRetryFor)))
+}
+
+// build returns the policy, its errors naming the flags.
+func (rf *retryFlags) build() (p push.RetryPolicy, err error) {
+	if rf.schedule != "" {
+		if p.Schedule, err = store.ParseSchedule("retry-schedule", rf.schedule); err != nil {
+			return p, usageOf(err)
+		}
+	}
+	if rf.retryFor != "" {
+		if p.For, err = store.ParseDays("retry-for", rf.retryFor); err != nil {
+			return p, usageOf(err)
+		}
+	}
+	p.MaxAttempts = rf.maxAttempts
+	if err := p.Validate(); err != nil {
+		return p, asRangeError(usageOf(err))
+	}
+	return p, nil
 }

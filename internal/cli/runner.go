@@ -241,6 +241,7 @@ var flagNames = map[string]string{
 	"headers":             "header",
 	"version":             "a2a-version",
 	"private_key":         "private-key-file",
+	"proof_private_key":   "proof-private-key-file",
 	"actors":              "actor",
 }
 

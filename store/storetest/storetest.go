@@ -67,6 +67,7 @@ func Run(t *testing.T, open Factory) {
 		{"Hosts", hostTests},
 		{"Events", eventTests},
 		{"Subscriptions", subscriptionTests},
+		{"Pause", pauseTests},
 		{"Tokens", tokenTests},
 	}
 	_, batches := open(t).(store.AdvanceBatcher) // one backend more per Run, for its type

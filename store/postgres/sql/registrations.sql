@@ -6,7 +6,7 @@
 {{define "status"}}r.stream, r.id, r.namespace, r.url,
        coalesce(r.config, (SELECT u.config FROM herald_subscription u WHERE u.prefix = r.subscription AND u.id = r.id)), r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       r.retain_max_ns, r.subscription, s.head, s.final_seq IS NOT NULL{{end}}
+       r.retain_max_ns, r.subscription, r.retry, r.failing_since, r.paused, s.head, s.final_seq IS NOT NULL{{end}}
 {{define "status_from"}}{{template "status"}}
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream{{end}}
 
@@ -26,11 +26,12 @@ SELECT count(*) > 0, coalesce(max(subscription), '') FROM herald_registration WH
 -- name: upsert_registration
 WITH r AS (
 INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retain_max_ns)
-VALUES (@stream, @id, @namespace, @url, @config, @on_rejected, @next_seq, @next_attempt_at, @host, @kinds, @window, @retain_max_ns)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retain_max_ns, retry)
+VALUES (@stream, @id, @namespace, @url, @config, @on_rejected, @next_seq, @next_attempt_at, @host, @kinds, @window, @retain_max_ns, @retry)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns
+    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns,
+    retry = excluded.retry
 RETURNING r.*)
 SELECT {{template "status"}} FROM r JOIN herald_stream s ON s.stream = r.stream
 
@@ -54,7 +55,8 @@ SELECT r.namespace,
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts = 0),
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts > 0),
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq > s.head),
-    count(*) FILTER (WHERE r.parked),
+    count(*) FILTER (WHERE r.parked AND NOT r.paused),
+    count(*) FILTER (WHERE r.paused),
     count(*) FILTER (WHERE r.lease_until > @at),
     coalesce(sum(GREATEST(s.head - r.next_seq + 1, 0)), 0)::bigint
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
@@ -68,7 +70,7 @@ LIMIT @limit
 
 -- name: stats_oldest_parked
 SELECT {{template "status_from"}}
-WHERE r.parked
+WHERE r.parked AND NOT r.paused
 ORDER BY r.parked_at, r.stream, r.id
 LIMIT 1
 
