@@ -35,6 +35,7 @@ type Backend interface {
 	Store
 	Retention
 	TokenStore
+	ActorKeyStore
 }
 
 // Errors of opening or migrating a database, wrapped with the versions

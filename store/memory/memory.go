@@ -22,14 +22,15 @@ var _ store.Backend = (*Store)(nil)
 // Store keeps the journal and the registrations in maps behind one mutex.
 // The zero value is not usable; call New.
 type Store struct {
-	mu       sync.Mutex
-	now      func() time.Time
-	streams  map[string]*stream
-	ids      map[string]ref
-	regs     map[store.Key]*store.Registration
-	evidence map[store.Key][]store.Evidence
-	hosts    map[string]store.Host
-	tokens   tokens
+	mu        sync.Mutex
+	now       func() time.Time
+	streams   map[string]*stream
+	ids       map[string]ref
+	regs      map[store.Key]*store.Registration
+	evidence  map[store.Key][]store.Evidence
+	hosts     map[string]store.Host
+	tokens    tokens
+	actorKeys actorKeys
 }
 
 type stream struct {

@@ -67,6 +67,7 @@ func Run(t *testing.T, open Factory) {
 		{"Hosts", hostTests},
 		{"Events", eventTests},
 		{"Tokens", tokenTests},
+		{"ActorKeys", actorKeyTests},
 	}
 	_, batches := open(t).(store.AdvanceBatcher) // one backend more per Run, for its type
 	for _, g := range groups {

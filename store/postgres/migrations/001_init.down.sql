@@ -9,6 +9,7 @@ DROP FUNCTION herald_check_reserved(text, text);
 DROP FUNCTION herald_media_type(text);
 DROP FUNCTION herald_check_name(text, text, int, boolean);
 DROP TABLE herald_host;
+DROP TABLE herald_actor_key;
 DROP TABLE herald_token;
 DROP TABLE herald_evidence;
 DROP TABLE herald_registration;

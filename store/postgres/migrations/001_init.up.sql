@@ -163,6 +163,20 @@ CREATE TABLE herald_token (
     revoked_at   timestamptz
 );
 
+-- Actor keys (store.ActorKeyStore): an actor's signing key held once by its
+-- key id; private_key is the PEM sealed under the keyring (store.Sealer,
+-- bound to the id), never in clear when one is given. version grows by one
+-- at each rotation.
+CREATE TABLE herald_actor_key (
+    id          text COLLATE "C" PRIMARY KEY,
+    private_key bytea   NOT NULL,
+    algorithm   text    NOT NULL,
+    fingerprint text    NOT NULL,
+    version     bigint  NOT NULL DEFAULT 1 CHECK (version >= 1),
+    created_at  timestamptz NOT NULL,
+    rotated_at  timestamptz
+);
+
 -- Host health (push.HostStore), shared by every worker on the database: one
 -- row per host that failed for its host (push.HostOf form), until retention
 -- removes it (no registration of the host, no failure for the retention age). Due holds
