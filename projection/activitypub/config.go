@@ -24,9 +24,10 @@ const MinKeyBits = 2048
 // Config is the JSON object a registration of the "activitypub" namespace
 // carries in push.Registration.Config. key_id (required) is the signature's
 // keyId, the absolute http(s) URI of the sending actor's public key
-// ("https://example.com/users/alice#main-key"). private_key (required) is
-// the actor's RSA key, PEM, PKCS#1 or PKCS#8, at least MinKeyBits bits, not
-// encrypted. actors are the ids of the actors the inbox serves, and
+// ("https://example.com/users/alice#main-key"). private_key is the actor's
+// RSA key, PEM, PKCS#1 or PKCS#8, at least MinKeyBits bits, not encrypted;
+// left out, key_id names a key held once in the store (package doc, "Keys
+// held once"), which the projection must have (WithKeys). actors are the ids of the actors the inbox serves, and
 // followers (only with actors) the sending actor's followers collections
 // they are members of (package doc, "Which inbox gets what"). Unknown keys
 // are an error. Only JSON encoding shows the private key.
@@ -70,16 +71,19 @@ func (c Config) Encode() (push.Config, error) { return projconfig.Encode(c, Conf
 // settings is a parsed config, shared and never written.
 type settings struct {
 	keyID     string
-	key       *rsa.PrivateKey
+	key       *rsa.PrivateKey // nil: held by key id (KeySource)
 	actors    map[string]bool // nil: deliver everything
 	followers map[string]bool
 }
 
 func (c Config) settings() (*settings, error) {
-	key, err := parsePrivateKey(c.PrivateKey)
 	errs := []error{checkURI("key_id", c.KeyID)}
-	if err != nil {
-		errs = append(errs, journal.Invalid("config.private_key", "%s", err))
+	var key *rsa.PrivateKey
+	if c.PrivateKey != "" { // else a held key, by key_id (Projection.ValidateConfig)
+		var err error
+		if key, err = parsePrivateKey(c.PrivateKey); err != nil {
+			errs = append(errs, journal.Invalid("config.private_key", "%s", err))
+		}
 	}
 	set := func(field string, ids []string) map[string]bool {
 		if ids == nil {

@@ -2,6 +2,7 @@ package activitypub
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,12 +34,44 @@ var _ push.Projection = (*Projection)(nil)
 
 // Projection delivers activities to inboxes, a push.Projection (Terminal is
 // rec.Final) and push.ConfigValidator safe for concurrent use.
-type Projection struct{ *base }
+type Projection struct {
+	*base
+	keys   KeySource // held keys (WithKeys); nil: none
+	parsed keyCache  // parsed held keys
+}
 
 type base = projconfig.Projection[*settings]
 
 // New returns an ActivityPub projection.
-func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize, Config.settings)} }
+func New(opts ...Option) *Projection {
+	p := &Projection{base: projconfig.New(Namespace, cacheSize, Config.settings)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// ValidateConfig checks reg's config as ParseConfig does and, when it
+// names a held key (no private_key), that the key store holds key_id.
+func (p *Projection) ValidateConfig(reg push.Registration) error {
+	if err := p.base.ValidateConfig(reg); err != nil {
+		return err
+	}
+	s, err := projconfig.Get(p.base, reg.Config)
+	if err != nil || s.key != nil {
+		return err
+	}
+	if p.keys == nil {
+		return journal.Invalid("config.private_key", "is required: this herald has no key store to find key_id %q in", s.keyID)
+	}
+	if _, err := p.keys.ActorKeyVersion(context.Background(), s.keyID); err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
+			return journal.Invalid("config.key_id", "%q names no stored key: add it with `herald keys add`, or give private_key", s.keyID)
+		}
+		return fmt.Errorf("config.key_id: %w", err)
+	}
+	return nil
+}
 
 // Messages returns the message that delivers rec to reg's inbox, or none
 // (package doc). Errors wrap journal.ErrInvalid: a bad config, or a
@@ -60,6 +93,19 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 		if body, err = stripHidden(rec.Payload); err != nil {
 			return nil, fmt.Errorf("activitypub: record %s (#%d): remove bto/bcc: %w", rec.ID, rec.Seq, journal.Invalid("payload", "%v", err))
 		}
+	}
+	if s.key == nil { // a held key, read at each message: a rotation takes effect at the next
+		key, err := p.parsed.heldKey(ctx, p.keys, s.keyID)
+		if err != nil {
+			return nil, fmt.Errorf("activitypub: registration %s: %w", store.Name(reg.Stream, reg.ID), err)
+		}
+		rsaKey, ok := key.(*rsa.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("activitypub: registration %s: key_id %q is an %s key: rsa-sha256 HTTP signatures need an RSA key", store.Name(reg.Stream, reg.ID), s.keyID, algorithm(key))
+		}
+		held := *s
+		held.key = rsaKey
+		s = &held
 	}
 	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &signer{s: s}}}, nil
 }
