@@ -75,7 +75,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		push.WithDrainPage(d.drainPage), push.WithPageBytes(d.pageBytes), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
 	probe := memory.New()
-	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
+	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(nil), opts...); err != nil {
 		return nil, nil, asRangeError(usageOf(unwrapped(err)))
 	}
 	return tr, opts, nil
@@ -133,7 +133,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			return err
 		},
 		run: func(c *call) error {
-			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
+			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(c.b), opts...)
 			if err != nil {
 				return err
 			}
@@ -328,7 +328,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			}
 			opts.Every, opts.Logger, opts.Now = every, e.logger, time.Now
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
-				opts.Projections = append(opts.Projections, namespaces[ns].projection())
+				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
 			}
 			c.onExit(func() { opts.Listeners.Close() })
 			return listen(c, &opts)

@@ -40,7 +40,7 @@ func newRegister(e *env) command {
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
-  activitypub  --key-id URI --private-key-file PEM [--actor URI]… [--followers URI]…
+  activitypub  --key-id URI [--private-key-file PEM] [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
   webhook      --secret whsec_… [--secret whsec_…] [--envelope]
@@ -48,6 +48,10 @@ Namespaces and their options:
 A secret option takes the secret itself, env:NAME (read the environment
 variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
 process list. Secrets are stored with the registration and never printed.
+
+An activitypub registration without --private-key-file signs with the key
+held once under --key-id (herald keys add): a rotation (herald keys rotate)
+takes effect at its next attempt. With the file, it keeps its own copy.
 
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq (projection/webhook's package doc).
@@ -60,7 +64,7 @@ a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
 ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
-      --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
+      --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
@@ -92,7 +96,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			if err := r.Validate(); err != nil {
 				return asRangeError(usageOf(err))
 			}
-			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
+			if v, ok := namespaces[r.Namespace].projection(nil).(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
 					return usageOf(err)
 				}
@@ -100,6 +104,12 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			return nil
 		},
 		run: func(c *call) error {
+			// Again with the database: an ActivityPub key_id may name a held key.
+			if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
+				if err := v.ValidateConfig(r); err != nil {
+					return usageOf(err)
+				}
+			}
 			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
 			if err != nil {
 				return err
@@ -148,18 +158,23 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 // wire is a namespace herald speaks: its projection, and its config from
 // register's flags.
 type wire struct {
-	projection func() push.Projection
+	projection func(keys store.ActorKeyStore) push.Projection // keys: nil when no database is open
 	config     func(o *configFlags) (any, error)
 }
 
 // namespaces are the wires herald speaks, by namespace name.
 var namespaces = map[string]wire{
 	activitypub.Namespace: {
-		projection: func() push.Projection { return activitypub.New() },
+		projection: func(keys store.ActorKeyStore) push.Projection {
+			if keys == nil {
+				return activitypub.New()
+			}
+			return activitypub.New(activitypub.WithKeys(keys))
+		},
 		config: func(o *configFlags) (any, error) {
 			cfg := activitypub.Config{KeyID: o.keyID, Actors: o.actors, Followers: o.followers}
 			if o.privateKeyFile == "" {
-				return cfg, nil // the projection's validation names the missing key
+				return cfg, nil // key_id names a held key (herald keys); the projection's validation checks it
 			}
 			pem, err := os.ReadFile(o.privateKeyFile)
 			if err != nil {
@@ -170,14 +185,14 @@ var namespaces = map[string]wire{
 		},
 	},
 	cloudevents.Namespace: {
-		projection: func() push.Projection { return cloudevents.New() },
+		projection: func(store.ActorKeyStore) push.Projection { return cloudevents.New() },
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
 			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok}, err
 		},
 	},
 	a2a.Namespace: {
-		projection: func() push.Projection { return a2a.New() },
+		projection: func(store.ActorKeyStore) push.Projection { return a2a.New() },
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
 			if err != nil {
@@ -188,7 +203,7 @@ var namespaces = map[string]wire{
 		},
 	},
 	webhook.Namespace: {
-		projection: func() push.Projection { return webhook.New() },
+		projection: func(store.ActorKeyStore) push.Projection { return webhook.New() },
 		config: func(o *configFlags) (any, error) {
 			secrets := make([]string, len(o.secrets))
 			for i, s := range o.secrets {
@@ -246,7 +261,7 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
 	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
 	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
-	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key, this registration's own copy (default: the key held under --key-id, herald keys)")
 	f.StringArrayVar(&o.actors, "actor", nil, "activitypub: an actor this inbox serves (repeatable): deliver only what is addressed to them, to Public or to --followers")
 	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
 	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")

@@ -140,3 +140,15 @@ func (c *keyCache) heldKey(ctx context.Context, src KeySource, id string) (crypt
 	c.items[id] = cachedKey{version: k.Version, signer: parsed.Signer}
 	return parsed.Signer, nil
 }
+
+// CheckKeyID checks a key id as config.key_id is checked: an absolute
+// http(s) URI. Errors wrap journal.ErrInvalid and name field.
+func CheckKeyID(field, id string) error {
+	if err := checkURI("key_id", id); err != nil {
+		if ie, ok := err.(*journal.InvalidError); ok {
+			return journal.Invalid(field, "%s", ie.Reason)
+		}
+		return err
+	}
+	return nil
+}
