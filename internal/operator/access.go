@@ -50,6 +50,10 @@ var Access = map[string]Need{
 	"GET /v1/tokens":                {store.RoleAdmin, false},
 	"POST /v1/tokens":               {store.RoleAdmin, false},
 	"POST /v1/token/revoke":         {store.RoleAdmin, false},
+	"GET /v1/keys":                  {store.RoleOperator, false},
+	"POST /v1/keys":                 {store.RoleAdmin, false},
+	"POST /v1/key/rotate":           {store.RoleAdmin, false},
+	"DELETE /v1/key":                {store.RoleAdmin, false},
 
 	"page: registrations, registration, record": {store.RoleReader, true},
 	"page: overview, hosts":                     {store.RoleReader, false},

@@ -69,6 +69,12 @@ func RotateKey(ctx context.Context, ks store.ActorKeyStore, keyField, pemField, 
 	return ViewKey(k), nil
 }
 
+// RemovedKey answers a key's removal.
+type RemovedKey struct {
+	ID            string `json:"key_id"`
+	Registrations int    `json:"registrations"` // that named it (removed with force)
+}
+
 // KeyUsers counts the ActivityPub registrations that sign with held key
 // id: key_id id and no private_key of their own.
 func KeyUsers(ctx context.Context, s store.Store, id string) (int, error) {
