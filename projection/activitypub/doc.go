@@ -31,4 +31,16 @@
 // Mastodon refuses a Date more than about an hour off, hence a fresh Date on
 // every retry. (request-target) is built from the URL's decoded path, as
 // go-fed/httpsig does: an inbox path with percent-escapes may not verify.
+//
+// # Keys held once
+//
+// A config without private_key names by key_id a key held once in the
+// store (store.ActorKeyStore; `herald keys`), which the projection is given
+// with WithKeys. Each message reads the key's version, one small row with
+// no private key, and parses the key only when that version is not cached
+// (per key id, at most 512 ids): a rotation takes effect at the next message
+// built, which is the next attempt, and an old key is never used after it.
+// ValidateConfig refuses a key_id the store does not hold; a key removed
+// under a registration fails its messages (transient, the evidence naming
+// the key id). A config with its own private_key signs with it, as before.
 package activitypub
