@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/heraldpush/herald/journal"
@@ -126,7 +127,7 @@ func (p *pipe) start(ctx context.Context) bool {
 	if !t.reg.Wants(rec.Kind) {
 		return true // another kind: passed as a projection that yields no message
 	}
-	msgs, err := t.w.projection.Messages(ctx, rec, t.reg)
+	msgs, err := t.messages(ctx, rec)
 	if err != nil {
 		p.left[i] = 1 // never acknowledged
 		if ctx.Err() != nil {
@@ -144,6 +145,15 @@ func (p *pipe) start(ctx context.Context) bool {
 	}
 	p.msgs, p.left[i] = msgs, len(msgs)
 	return true
+}
+
+// messages projects rec for the turn's registration; a config its store
+// could not open fails here, the registration's own failure.
+func (t *turn) messages(ctx context.Context, rec journal.Record) ([]Message, error) {
+	if t.reg.ConfigError != "" {
+		return nil, errors.New(t.reg.ConfigError)
+	}
+	return t.w.projection.Messages(ctx, rec, t.reg)
 }
 
 // advance moves the cursor past the acknowledged records at its head.

@@ -15,7 +15,11 @@
 // caller's additional data (AD), which binds the value to where it is kept:
 // a registration's stream and id, so that a value copied to another row
 // does not open there. A value that does not open is an error naming the
-// key id (ErrOpen, ErrUnknownKey), never an empty config.
+// key id (ErrOpen, ErrUnknownKey), never an empty config. In a store that
+// error is its registration's alone (store.Registration.ConfigError): lists
+// show it, and a worker fails that registration's attempts with it (parked
+// at its ceiling, resumed by unpark once the keyring holds the key) while
+// every other registration is served.
 //
 // # Keys
 //

@@ -48,6 +48,11 @@ type Registration struct {
 	// live no other worker gets this registration.
 	LeaseOwner string    `json:"lease_owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// ConfigError is set, with Config nil, when a store could not open the
+	// stored config (package seal: sealed under a key its keyring lacks, or
+	// changed): a worker fails this registration's attempts with it, and no
+	// other registration waits for it.
+	ConfigError string `json:"config_error,omitempty"`
 }
 
 // Key is the identity of a registration.

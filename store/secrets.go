@@ -74,16 +74,19 @@ func (s Sealer) OpenConfig(k Key, stored []byte) (Config, error) {
 	return c, nil
 }
 
-// Open opens each status's config in place (OpenConfig).
-func (s Sealer) Open(sts []Status) error {
+// Open opens each status's config in place (OpenConfig). A config that
+// does not open is that registration's alone: its Config becomes nil and
+// its ConfigError says why, so a list still shows it and a claim still
+// serves the others (a worker fails its attempts with that error).
+func (s Sealer) Open(sts []Status) {
 	for i := range sts {
 		c, err := s.OpenConfig(sts[i].Key(), sts[i].Config)
 		if err != nil {
-			return err
+			sts[i].Config, sts[i].ConfigError = nil, err.Error()
+			continue
 		}
 		sts[i].Config = c
 	}
-	return nil
 }
 
 // Reseal returns registration k's stored config sealed under the primary

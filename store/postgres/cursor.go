@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ func (s *Store) saveCursor(ctx context.Context, op, write string, c store.Claim,
 	if err := checkCursor(nextSeq); err != nil {
 		return err
 	}
-	return s.fenced(ctx, op, c, nextSeq, false, nil, write, c.Stream, c.ID, c.Owner, int64(nextSeq))
+	return s.fenced(ctx, op, c, nextSeq, false, nil, write, pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner, "next_seq": int64(nextSeq)})
 }
 
 // Renew implements store.Store in one statement.
@@ -53,14 +54,14 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim
 		var c store.Claim
 		err := row.Scan(&c.Stream, &c.ID, &c.Owner)
 		return c, err
-	}, sqlRenew, until, streams, ids, owners)
+	}, sqlRenew, pgx.NamedArgs{"until": until, "streams": streams, "ids": ids, "owners": owners})
 }
 
 // Retry implements store.Store: the cursor reached, the failure count, the
 // next attempt and the evidence, in one statement.
 func (s *Store) Retry(ctx context.Context, c store.Claim, nextSeq uint64, notBefore time.Time, ev store.Evidence) error {
 	instants := errors.Join(store.ValidateInstant("not before", notBefore), store.ValidateInstant("evidence at", ev.At))
-	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, ev, instants, nil, notBefore)
+	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, ev, instants, nil, pgx.NamedArgs{"not_before": notBefore})
 }
 
 // Park implements store.Store, as Retry does.
@@ -68,16 +69,19 @@ func (s *Store) Park(ctx context.Context, c store.Claim, nextSeq uint64, ev stor
 	tell := func(f fence) (journal.Entry, bool) {
 		return store.RegistrationEvent(store.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Error, ev.At)
 	}
-	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, store.ValidateInstant("evidence at", ev.At), tell)
+	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, store.ValidateInstant("evidence at", ev.At), tell, nil)
 }
 
 func (s *Store) fail(ctx context.Context, op, write string, c store.Claim, nextSeq uint64, ev store.Evidence, instants error,
-	tell func(fence) (journal.Entry, bool), args ...any) error {
+	tell func(fence) (journal.Entry, bool), args pgx.NamedArgs) error {
 	if err := cmp.Or(checkCursor(nextSeq), instants); err != nil {
 		return err
 	}
 	ev.Stream, ev.Registration = c.Stream, c.ID
-	return s.fenced(ctx, op, c, nextSeq, true, tell, write, append(append(evidenceArgs(ev), c.Owner, int64(nextSeq)), args...)...)
+	named := evidenceArgs(ev)
+	named["owner"], named["next_seq"] = c.Owner, int64(nextSeq)
+	maps.Copy(named, args)
+	return s.fenced(ctx, op, c, nextSeq, true, tell, write, named)
 }
 
 // Complete implements store.Store: the registration and its evidence (ON
@@ -87,7 +91,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
 		return store.RegistrationEvent(store.KindCompleted, f.reg, f.head+1, "", "", f.reg.NextAttemptAt)
 	}
-	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, c.Stream, c.ID, c.Owner)
+	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner})
 }
 
 // fence is what sqlFence read under the registration's row lock.
@@ -98,7 +102,7 @@ type fence struct {
 }
 
 func (f *fence) queue(b *pgx.Batch, c store.Claim) {
-	b.Queue(sqlFence, c.Stream, c.ID).Query(func(rows pgx.Rows) error {
+	b.Queue(sqlFence, pgx.NamedArgs{"stream": c.Stream, "id": c.ID}).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		if f.found = rows.Next(); !f.found {
 			return rows.Err()
@@ -138,7 +142,7 @@ func (f fence) notApplied(op string, c store.Claim, nextSeq uint64) error {
 // tell in an explicit one that appends tell's event if write applied. A
 // write that did not apply returns notApplied's error.
 func (s *Store) fenced(ctx context.Context, op string, c store.Claim, nextSeq uint64, evidence bool,
-	tell func(fence) (journal.Entry, bool), write string, args ...any) error {
+	tell func(fence) (journal.Entry, bool), write string, args pgx.NamedArgs) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -151,7 +155,7 @@ func (s *Store) fenced(ctx context.Context, op string, c store.Claim, nextSeq ui
 	)
 	b := &pgx.Batch{}
 	fc.queue(b, c)
-	b.Queue(write, args...).Exec(func(tag pgconn.CommandTag) error {
+	b.Queue(write, args).Exec(func(tag pgconn.CommandTag) error {
 		applied = tag.RowsAffected() > 0
 		return nil
 	})
@@ -212,11 +216,11 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []store.CursorSave) ([]e
 		f := fence{found: true}
 		b := &pgx.Batch{}
 		b.Queue(sqlGenericPlans)
-		b.Queue(sqlFenceBatch, streams, ids).Query(func(rows pgx.Rows) error {
+		b.Queue(sqlFenceBatch, pgx.NamedArgs{"streams": streams, "ids": ids}).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&ord, &f.reg.LeaseOwner, &f.head}, func() error { fences[ord] = f; return nil })
 			return err
 		})
-		b.Queue(sqlAdvanceBatch, streams, ids, owners, nexts).Query(func(rows pgx.Rows) error {
+		b.Queue(sqlAdvanceBatch, pgx.NamedArgs{"streams": streams, "ids": ids, "owners": owners, "next_seqs": nexts}).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&ord}, func() error { applied[ord] = true; return nil })
 			return err
 		})
@@ -249,7 +253,7 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		if !f.reg.Parked {
 			return nil, nil
 		}
-		return &change{write: sqlUnpark, args: []any{at}, ev: store.Evidence{Event: store.EventUnparked, Seq: f.reg.NextSeq},
+		return &change{write: sqlUnpark, args: pgx.NamedArgs{"at": at}, ev: store.Evidence{Event: store.EventUnparked, Seq: f.reg.NextSeq},
 			kind: store.KindUnparked, cursor: f.reg.NextSeq}, nil
 	})
 }
@@ -267,7 +271,7 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
 	return s.operator(ctx, op, stream, id, at, func(f fence, oldest uint64) (*change, error) {
 		ev, err := store.CheckMove(skip, stream, f.reg.NextSeq, f.head, oldest, toSeq, at, reason)
-		c := &change{write: sqlMove, args: []any{int64(toSeq), at}, ev: ev}
+		c := &change{write: sqlMove, args: pgx.NamedArgs{"next_seq": int64(toSeq), "at": at}, ev: ev}
 		if skip {
 			c.kind, c.by, c.cursor = store.KindSkipped, store.ByOperator, toSeq
 		}
@@ -278,7 +282,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 // change is an operator's write, its evidence and event (kind "" for none).
 type change struct {
 	write    string
-	args     []any
+	args     pgx.NamedArgs // but the stream's and id's
 	ev       store.Evidence
 	kind, by string
 	cursor   uint64
@@ -300,7 +304,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 			oldest uint64
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, stream).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
+		b.Queue(sqlMarkStream, pgx.NamedArgs{"stream": stream}).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
 		f.queue(b, store.Claim{Stream: stream, ID: id})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, op+": lock registration", err)
@@ -314,7 +318,8 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		}
 		c.ev.Stream, c.ev.Registration, c.ev.At = stream, id, at
 		b = &pgx.Batch{}
-		b.Queue(c.write, append([]any{stream, id}, c.args...)...)
+		c.args["stream"], c.args["id"] = stream, id
+		b.Queue(c.write, c.args)
 		queueEvidence(b, c.ev)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil || c.kind == "" {
 			return s.dbErr(ctx, op, err)
@@ -369,20 +374,22 @@ func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
 
 // queueEvidence queues ev and the trim, after a lock of the registration.
 func queueEvidence(b *pgx.Batch, ev store.Evidence) {
-	b.Queue(sqlInsertEvidence, evidenceArgs(ev)...)
+	b.Queue(sqlInsertEvidence, evidenceArgs(ev))
 	queueTrim(b, ev.Stream, ev.Registration)
 }
 
 func queueTrim(b *pgx.Batch, stream, id string) {
-	b.Queue(sqlTrimEvidence, stream, id, store.MaxEvidence)
+	b.Queue(sqlTrimEvidence, pgx.NamedArgs{"stream": stream, "id": id, "keep": store.MaxEvidence})
 }
 
-// evidenceArgs returns insertEvidence's $1…$14: ev cleaned, as stores must.
-func evidenceArgs(ev store.Evidence) []any {
+// evidenceArgs returns the parameters of sql/rules.sql's insert_evidence:
+// ev cleaned, as stores must.
+func evidenceArgs(ev store.Evidence) pgx.NamedArgs {
 	ev = ev.Clean()
-	return []any{ev.Stream, ev.Registration, ev.At, clean(ev.Event), int64(min(ev.Seq, maxSeq)),
-		ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, []byte(ev.Body), ev.Location,
-		int64(ev.Duration), ev.Error, nullTime(ev.NotBefore)}
+	return pgx.NamedArgs{"stream": ev.Stream, "id": ev.Registration, "at": ev.At, "event": clean(ev.Event),
+		"seq": int64(min(ev.Seq, maxSeq)), "record_id": ev.RecordID, "message_id": ev.MessageID, "attempt": ev.Attempt,
+		"status": ev.Status, "body": []byte(ev.Body), "location": ev.Location, "duration_ns": int64(ev.Duration),
+		"error": ev.Error, "ev_not_before": nullTime(ev.NotBefore)}
 }
 
 // Evidence implements store.Store.
@@ -397,8 +404,8 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 	var exists bool
 	out := []store.Evidence{}
 	b := &pgx.Batch{}
-	b.Queue(sqlRegistrationExists, stream, id).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
-	b.Queue(sqlEvidence, stream, id, limit).Query(appendTo(&out, func(row pgx.CollectableRow) (store.Evidence, error) {
+	b.Queue(sqlRegistrationExists, pgx.NamedArgs{"stream": stream, "id": id}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+	b.Queue(sqlEvidence, pgx.NamedArgs{"stream": stream, "id": id, "limit": limit}).Query(appendTo(&out, func(row pgx.CollectableRow) (store.Evidence, error) {
 		ev := store.Evidence{Stream: stream, Registration: id}
 		var (
 			body      []byte

@@ -18,12 +18,13 @@
 // held to the appender's commit, or a NOTIFY in its transaction, throttles
 // the application's own writes. So Append and AppendTx only insert into
 // herald_record, whose rows are never updated: each carries its
-// transaction's id (xid8) and its insertion order (pos). The same statement
-// checks the seal and that no id is stored, so idempotency (journal.Digest),
-// conflicts and sealing are decided in the appending transaction. A
-// concurrent append of the same new id waits on the primary key for that id
-// only, and is then decided as above (a batch of several fails with
-// journal.ErrConflict: it is all-or-nothing).
+// transaction's id (xid8) and its insertion order (pos). Both call one SQL
+// function, herald_append_rows ("Appending from SQL"), whose insert checks
+// the seal and that no id is stored in the same statement, so idempotency
+// (journal.Digest), conflicts and sealing are decided in the appending
+// transaction. A concurrent append of the same new id waits on the primary
+// key for that id only, and is then decided as above (a batch is
+// all-or-nothing: what it inserted is deleted before it decides).
 //
 // One sequencer at a time, elected by an advisory transaction lock, numbers
 // the records by snapshots, as PgQ batches events. herald_sequencer keeps
@@ -93,9 +94,26 @@
 //	40001     the id was committed after the snapshot (REPEATABLE READ, SERIALIZABLE), or a race: retry the transaction
 //	22023     the setting herald.max_payload is not a number of bytes
 //
-// They abort the caller's transaction. The function runs with the caller's
-// privileges (INSERT and SELECT on herald_record, SELECT on herald_seq and
-// herald_stream) and the search_path pg_catalog, then its schema.
+// They abort the caller's transaction.
+//
+// herald_append and AppendTx append through herald_append_rows(stream,
+// ids, kinds, content_types, payloads, finals, traceparents, tracestates,
+// appended_at), which runs as the schema's owner (SECURITY DEFINER, its
+// search_path pg_catalog, its schema, then pg_temp), so that a producer's
+// role holds EXECUTE on it and no privilege on the tables (README,
+// "Producers' grants"). It checks each entry again, whoever calls it: a
+// one-expression test passes the usual entry (printable ASCII names, a bare
+// type/subtype, no trace context), and anything else goes through the
+// checks that give Go's errors; a JSON payload is cast to json. It refuses
+// a herald/ stream and a herald-event: id unless the session's user is a
+// member of the owner (herald, appending its own events), computes the
+// digest itself, and writes no column but the entries' (the xid is the
+// appending transaction's). It decides without raising, so that AppendTx's
+// refusal leaves the transaction usable: 'ok' (with the stored records'
+// seqs when some were), 'conflict', 'sealed' or 'raced'. Only Go's
+// journal.ValidateEntries decides what is valid; the SQL checks must agree
+// with it, which TestHeraldAppendChecksAsGo and its neighbours prove case
+// by case.
 //
 // # Idle costs nothing, without lost wake-ups
 //
@@ -154,6 +172,35 @@
 // so a fenced-out failure stores none; herald's events commit with their
 // change. None of these writes touches the stream row. Unpark, Skip and
 // Rewind clear the lease, so a turn in flight cannot undo them.
+//
+// # Where the rules live
+//
+// The statements are in sql/*.sql (but the migration runner's few, in
+// queries.go), embedded and loaded once (sqlfiles.go): each under a line
+// "-- name: x", with named parameters (@stream) passed as pgx.NamedArgs,
+// each planner fence (OFFSET 0, MATERIALIZED) with a comment saying which
+// plan it prevents. A rule that several statements apply is written once,
+// as a template the statements take in:
+//
+//   - a moved cursor resets the attempts, the host failures and the last
+//     error: sql/rules.sql, cursor_moved (advance, checkpoint,
+//     advance_batch); a failure's own counts in retry, park and host_failed
+//     (sql/cursor.sql), store.ChargeHost's in Go;
+//   - the fence of a write under a claim: sql/rules.sql, fenced_by;
+//   - an evidence row: sql/rules.sql, insert_evidence;
+//   - a registration's status columns, a host's: status and host in
+//     sql/registrations.sql and sql/hosts.sql;
+//   - no registration lagging (the pending markers' sweep): none_lagging in
+//     sql/due.sql;
+//   - the records waiting for the sequencer, and a window's:
+//     waiting_running, waiting_new and in_window in sql/sequencer.sql;
+//   - a valid entry: journal.ValidateEntries; herald_append_rows (the
+//     migration) checks the same, the cases of TestHeraldAppendChecksAsGo
+//     and its neighbours fed to both;
+//   - the append itself (idempotency, conflicts, sealing): herald_append_rows,
+//     for AppendTx and herald_append alike;
+//   - the per-host cap and a held host's one probe: store.DuePicker, in Go,
+//     over the rows sqlPick reads.
 //
 // # Errors
 //

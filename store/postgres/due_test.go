@@ -77,7 +77,7 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 		"clear candidates":   {postgres.SQLClearCandidates, nil},
 		"pick":               {postgres.SQLPick, []any{"webhook", at(2), []string{}, 404}},
 		"pick, a host held":  {postgres.SQLPick, []any{"webhook", at(2), []string{"d.example:443"}, 404}},
-		"claim, none picked": {postgres.SQLClaim, []any{"webhook", at(2), 100, "w", at(62), []string{}, []string{}}},
+		"claim, none picked": {postgres.SQLClaim, []any{[]string{}, []string{}, "webhook", at(2), 100, "w", at(62)}},
 		"unserved":           {postgres.SQLUnserved, []any{"webhook", at(2), []string{"d.example:443"}}},
 		"sequencer probe":    {postgres.SQLAnyUnsequenced, nil},
 	} {

@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // SchemaVersion is the schema version this binary writes and reads.
 func SchemaVersion() int { return schema.Latest() }
@@ -31,16 +35,25 @@ const PickDepth = pickDepth
 // the settings Due's transaction starts with.
 var (
 	SQLPlanner         = sqlPlanner
-	SQLPick            = sqlPick
-	SQLClaim           = sqlClaim
-	SQLUnserved        = sqlUnserved
-	SQLClearCandidates = sqlClearCandidates
-	SQLClearPending    = sqlClearPending
+	SQLPick            = sent(sqlPick)
+	SQLClaim           = sent(sqlClaim)
+	SQLUnserved        = sent(sqlUnserved)
+	SQLClearCandidates = sent(sqlClearCandidates)
+	SQLClearPending    = sent(sqlClearPending)
 	SQLAnyUnsequenced  = sqlAnyUnsequenced
-	SQLNumber          = sqlNumber
-	SQLInsertRecord    = sqlInsertRecord
-	SQLFenceBatch      = sqlFenceBatch
-	SQLAdvanceBatch    = sqlAdvanceBatch
+	SQLNumber          = sent(sqlNumber)
+	SQLFenceBatch      = sent(sqlFenceBatch)
+	SQLAdvanceBatch    = sent(sqlAdvanceBatch)
 	MigrationLockKey   = migrationLockKey
 	SQLMigrationLock   = sqlMigrationLock
 )
+
+// sent is a statement of sql/*.sql as pgx sends it: its named parameters
+// numbered.
+func sent(sql string) string {
+	q, _, err := pgx.NamedArgs{}.RewriteQuery(context.Background(), nil, sql, nil)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}

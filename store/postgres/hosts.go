@@ -27,8 +27,9 @@ func scanHost(row pgx.Row, extra ...any) (store.Host, error) {
 // putHost sends b in tx with the write of h, and appends herald's event if
 // the host's state changed.
 func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h store.Host) error {
-	b.Queue(sqlPutHost, h.Host, h.State, h.Since, h.Failures, h.Probes, nullTime(h.NextProbeAt),
-		clean(h.LastError), nullTime(h.LastFailureAt), nullTime(h.FailingSince))
+	b.Queue(sqlPutHost, pgx.NamedArgs{"host": h.Host, "state": h.State, "since": h.Since, "failures": h.Failures,
+		"probes": h.Probes, "next_probe_at": nullTime(h.NextProbeAt), "last_error": clean(h.LastError),
+		"last_failure_at": nullTime(h.LastFailureAt), "failing_since": nullTime(h.FailingSince)})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(ctx, op, err)
 	}
@@ -54,8 +55,8 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 		)
 		b := &pgx.Batch{}
 		fc.queue(b, c)
-		b.Queue(sqlEnsureHost, f.Host, f.Evidence.At)
-		b.Queue(sqlLockHost, f.Host).QueryRow(func(row pgx.Row) (err error) {
+		b.Queue(sqlEnsureHost, pgx.NamedArgs{"host": f.Host, "at": f.Evidence.At})
+		b.Queue(sqlLockHost, pgx.NamedArgs{"host": f.Host}).QueryRow(func(row pgx.Row) (err error) {
 			old, err = scanHost(row)
 			return err
 		})
@@ -69,7 +70,9 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 		ev, failures := store.ChargeHost(c.Stream, c.ID, f.Evidence, f.NextSeq, fc.reg.NextSeq, fc.reg.HostFailures)
 		ev.Stream, ev.Registration = c.Stream, c.ID
 		b = &pgx.Batch{}
-		b.Queue(sqlHostFailed, append(evidenceArgs(ev), c.Owner, int64(f.NextSeq), ev.NotBefore, failures)...)
+		named := evidenceArgs(ev)
+		named["owner"], named["next_seq"], named["not_before"], named["host_failures"] = c.Owner, int64(f.NextSeq), ev.NotBefore, failures
+		b.Queue(sqlHostFailed, named)
 		queueTrim(b, c.Stream, c.ID)
 		return s.putHost(ctx, tx, "record host failure", b, old, h)
 	})
@@ -104,7 +107,7 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 	}
 	var h store.Host
 	err := s.inTx(ctx, "record an answer", func(tx pgx.Tx) error {
-		old, err := scanHost(tx.QueryRow(ctx, sqlLockHost, host))
+		old, err := scanHost(tx.QueryRow(ctx, sqlLockHost, pgx.NamedArgs{"host": host}))
 		if errors.Is(err, pgx.ErrNoRows) {
 			h, err = notStored()
 			return err
@@ -138,5 +141,5 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 		h, err := scanHost(row, &held)
 		h.Held = int(held)
 		return h, err
-	}, sqlHosts, q.Host, q.State, q.After, limit)
+	}, sqlHosts, pgx.NamedArgs{"host": q.Host, "state": q.State, "after": q.After, "limit": limit})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -38,7 +37,7 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if _, err := s.sequence(ctx, nil, seqWait, nil); err != nil {
 		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", journal.Shown(stream), err)
 	}
-	rows, err := s.pool.Query(ctx, sqlLookupIDs, entryIDs(entries))
+	rows, err := s.pool.Query(ctx, sqlLookupIDs, pgx.NamedArgs{"ids": entryIDs(entries)})
 	numbered, err := collectStored(rows, err)
 	if err != nil {
 		return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the seqs", err)
@@ -84,133 +83,52 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 // stored is a record the id lookup found, but its payload.
 type stored struct {
 	journal.Record
-	digest  []byte
 	refused bool
 }
 
-// appendTx appends validated entries in tx: one insert, or if it was blocked,
-// a lookup that decides and an insert of the new entries.
+// appendTx appends validated entries in tx by herald_append_rows, which
+// checks them again (a producer may call it by hand), inserts them and,
+// when an id is stored or the stream sealed, decides as journal.Same does
+// (package doc, "Appending from SQL").
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
-	// One array of digests, and for one entry no index list: allocations
-	// are a share of AppendTx's cost.
-	digests, flat := make([][]byte, len(entries)), make([]byte, 0, sha256.Size*len(entries))
+	n := len(entries)
+	ids, kinds, types, parents, states := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payloads, finals := make([][]byte, n), make([]bool, n)
 	for i, e := range entries {
-		d := journal.Digest(stream, e)
-		flat = append(flat, d[:]...)
-		digests[i] = flat[len(flat)-sha256.Size : len(flat) : len(flat)] // capped: an append cannot reach the next
+		ids[i], kinds[i], types[i], parents[i], states[i] = e.ID, e.Kind, e.ContentType, e.Traceparent, e.Tracestate
+		payloads[i], finals[i] = clonePayload(e.Payload), e.Final
 	}
-	all := []int{0} // on the stack: insert keeps no reference
-	if len(entries) > 1 {
-		all = make([]int, len(entries))
-		for i := range all {
-			all[i] = i
-		}
-	}
-	out := make([]journal.Record, len(entries))
-	done := func(err error) ([]journal.Record, error) {
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
-	if blocked, err := s.insert(ctx, tx, stream, entries, digests, all, out); err != nil || !blocked {
-		return done(err)
-	}
-
-	var (
-		finalSeq     *int64
-		pendingFinal bool
-		existing     map[string]stored
-	)
-	b := &pgx.Batch{}
-	b.Queue(sqlSealState, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&finalSeq, &pendingFinal) })
-	b.Queue(sqlLookupIDs, entryIDs(entries)).Query(func(rows pgx.Rows) (err error) {
-		existing, err = collectStored(rows, nil)
-		return err
-	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
-	}
-	// Check everything before writing anything: a batch is all-or-nothing.
-	var fresh []int
-	for i, e := range entries {
-		old, ok := existing[e.ID]
-		switch {
-		case !ok:
-			fresh = append(fresh, i)
-		case old.Stream != stream || !bytes.Equal(old.digest, digests[i]):
-			return nil, s.conflict(ctx, tx, stream, e)
-		case old.refused:
-			return nil, s.sealed(ctx, tx, stream, finalSeq)
-		default:
-			out[i] = old.Record
-			out[i].Payload = clonePayload(e.Payload)
-		}
-	}
-	if len(fresh) == 0 {
-		return out, nil
-	}
-	if finalSeq != nil || pendingFinal {
-		return nil, s.sealed(ctx, tx, stream, finalSeq)
-	}
-	if blocked, err := s.insert(ctx, tx, stream, entries, digests, fresh, out); err != nil || !blocked {
-		return done(err)
-	}
-	// Sealed, or one of the fresh ids stored, since the lookup.
-	if err := tx.QueryRow(ctx, sqlSealState, stream).Scan(&finalSeq, &pendingFinal); err != nil {
-		return nil, s.dbErr(ctx, "append to "+stream+": look up", err)
-	}
-	if finalSeq != nil || pendingFinal {
-		return nil, s.sealed(ctx, tx, stream, finalSeq)
-	}
-	return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
-}
-
-// insert inserts entries[fresh] and fills their records in out (blocked: the
-// stream is sealed or an id stored). An id of several committed meanwhile
-// undoes the insert, keeping tx usable, and is a conflict.
-func (s *Store) insert(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry, digests [][]byte, fresh []int, out []journal.Record) (blocked bool, err error) {
 	at := s.now().UTC().Truncate(time.Microsecond) // PostgreSQL's precision
-	n := len(fresh)
-	if n == 1 {
-		i := fresh[0]
-		e := entries[i]
-		payload := clonePayload(e.Payload)
-		ct, err := tx.Exec(ctx, sqlInsertRecord, stream, e.ID, e.Kind, e.ContentType, payload, e.Final, digests[i], at, e.Traceparent, e.Tracestate)
-		if err != nil || ct.RowsAffected() == 0 {
-			return err == nil, s.dbErr(ctx, "append to "+stream, err)
+	var (
+		verdict              string
+		seqs                 []int64
+		ats                  []time.Time
+		tps, tss             []string
+		cID, cStream, cField *string
+		cSeq, finalSeq       *int64
+	)
+	err := tx.QueryRow(ctx, sqlAppendRows, pgx.NamedArgs{"stream": stream, "ids": ids, "kinds": kinds, "content_types": types,
+		"payloads": payloads, "finals": finals, "traceparents": parents, "tracestates": states, "at": at}).
+		Scan(&verdict, &seqs, &ats, &tps, &tss, &cID, &cStream, &cSeq, &cField, &finalSeq)
+	if err != nil {
+		return nil, s.dbErr(ctx, "append to "+stream, err)
+	}
+	switch verdict {
+	case "conflict":
+		return nil, &journal.ConflictError{ID: *cID, Stream: *cStream, Seq: uint64(*cSeq), Field: *cField}
+	case "sealed":
+		return nil, &journal.SealedError{Stream: stream, FinalSeq: uint64(*finalSeq)}
+	case "raced":
+		return nil, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
+	}
+	out := make([]journal.Record, n)
+	for i, e := range entries {
+		out[i] = record(stream, e, payloads[i], at)
+		if seqs != nil { // some were stored: their records as stored
+			out[i].Seq, out[i].AppendedAt, out[i].Traceparent, out[i].Tracestate = uint64(seqs[i]), ats[i].UTC(), tps[i], tss[i]
 		}
-		out[i] = record(stream, e, payload, at)
-		return false, nil
 	}
-	fIDs, fKinds, fTypes, fParents, fStates := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	fPayloads, fDigests, fFinal := make([][]byte, n), make([][]byte, n), make([]bool, n)
-	for k, i := range fresh {
-		e := entries[i]
-		fIDs[k], fKinds[k], fTypes[k] = e.ID, e.Kind, e.ContentType
-		fPayloads[k], fDigests[k], fFinal[k] = clonePayload(e.Payload), digests[i], e.Final
-		fParents[k], fStates[k] = e.Traceparent, e.Tracestate
-	}
-	var inserted []string
-	err = tx.QueryRow(ctx, sqlInsertRecords, stream, fIDs, fKinds, fTypes, fPayloads, fFinal, fDigests, at, fParents, fStates).Scan(&inserted, &blocked)
-	if err != nil || blocked {
-		return blocked, s.dbErr(ctx, "append to "+stream, err)
-	}
-	if len(inserted) < n {
-		if _, err := tx.Exec(ctx, sqlUndoInsert, inserted); err != nil {
-			return false, s.dbErr(ctx, "append: undo", err)
-		}
-		for _, i := range fresh {
-			if err := s.conflict(ctx, tx, stream, entries[i]); err != nil {
-				return false, err
-			}
-		}
-		return false, fmt.Errorf("append to %s: a concurrent append took one of the ids: %w", stream, journal.ErrConflict)
-	}
-	for k, i := range fresh {
-		out[i] = record(stream, entries[i], fPayloads[k], at)
-	}
-	return false, nil
+	return out, nil
 }
 
 func record(stream string, e journal.Entry, payload []byte, at time.Time) journal.Record {
@@ -234,7 +152,7 @@ func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
 	found := map[string]stored{}
 	var r stored
 	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Stream, &r.Seq, &r.Kind, &r.ContentType, &r.Final, &r.AppendedAt,
-		&r.Traceparent, &r.Tracestate, &r.digest, &r.refused}, func() error {
+		&r.Traceparent, &r.Tracestate, &r.refused}, func() error {
 		r.AppendedAt = r.AppendedAt.UTC()
 		found[r.ID] = r
 		return nil
@@ -247,24 +165,12 @@ func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
 func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *int64) error {
 	if finalSeq == nil {
 		var f int64
-		if err := q.QueryRow(ctx, sqlFinalSeq, stream).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := q.QueryRow(ctx, sqlFinalSeq, pgx.NamedArgs{"stream": stream}).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.dbErr(ctx, "append to "+stream+": read the final seq", err)
 		}
 		finalSeq = &f
 	}
 	return &journal.SealedError{Stream: stream, FinalSeq: uint64(*finalSeq)}
-}
-
-// conflict returns e's *journal.ConflictError with the stored record, or nil.
-func (s *Store) conflict(ctx context.Context, tx pgx.Tx, stream string, e journal.Entry) error {
-	rec, err := s.lookup(ctx, tx, sqlLookupAny, e.ID)
-	if errors.Is(err, journal.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return journal.Same(rec, stream, e)
 }
 
 func clonePayload(p []byte) []byte {
@@ -286,7 +192,7 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit, 
 		r, err := scanRecord(row)
 		r.Stream = stream
 		return r, err
-	}, sqlRead, stream, int64(fromSeq), limit, int64(cmp.Or(maxBytes, math.MaxInt)))
+	}, sqlRead, pgx.NamedArgs{"stream": stream, "from_seq": int64(fromSeq), "limit": limit, "max_bytes": int64(cmp.Or(maxBytes, math.MaxInt))})
 }
 
 // Head implements journal.Journal.
@@ -295,7 +201,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head uint64
-	err := s.pool.QueryRow(ctx, sqlHead, stream).Scan(&head)
+	err := s.pool.QueryRow(ctx, sqlHead, pgx.NamedArgs{"stream": stream}).Scan(&head)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, s.dbErr(ctx, "head of "+stream, err)
 	}
@@ -322,7 +228,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 
 func (s *Store) lookup(ctx context.Context, q querier, query, id string, extra ...any) (journal.Record, error) {
 	var stream string
-	r, err := scanRecord(q.QueryRow(ctx, query, id), append([]any{&stream}, extra...)...)
+	r, err := scanRecord(q.QueryRow(ctx, query, pgx.NamedArgs{"id": id}), append([]any{&stream}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}
@@ -333,7 +239,7 @@ func (s *Store) lookup(ctx context.Context, q querier, query, id string, extra .
 	return r, nil
 }
 
-// scanRecord reads recordColumns, then extra.
+// scanRecord reads a record's columns (sql/journal.sql, lookup_verdict), then extra.
 func scanRecord(row pgx.Row, extra ...any) (journal.Record, error) {
 	var r journal.Record
 	err := row.Scan(append([]any{&r.Seq, &r.ID, &r.Kind, &r.ContentType, &r.Payload, &r.Final, &r.AppendedAt, &r.Traceparent, &r.Tracestate}, extra...)...)
@@ -362,5 +268,5 @@ func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]Refuse
 		err := row.Scan(&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason)
 		r.AppendedAt = r.AppendedAt.UTC()
 		return r, err
-	}, sqlRefused, stream, limit)
+	}, sqlRefused, pgx.NamedArgs{"stream": stream, "limit": limit})
 }

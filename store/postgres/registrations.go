@@ -29,8 +29,8 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			sealed, exists bool
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, r.Stream).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
-		b.Queue(sqlRegistrationExists, r.Stream, r.ID).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+		b.Queue(sqlMarkStream, pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
+		b.Queue(sqlRegistrationExists, pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "register", err)
 		}
@@ -45,8 +45,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		if kinds == nil {
 			kinds = []string{}
 		}
-		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, r.Stream, r.ID, r.Namespace, r.URL, config,
-			string(r.OnRejected), int64(next), time.Time{}, r.Host(), kinds, int32(max(r.Window, 1))))
+		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
+			"namespace": r.Namespace, "url": r.URL, "config": config, "on_rejected": string(r.OnRejected), "next_seq": int64(next),
+			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1))}))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -64,7 +65,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
 		return notFound(stream, id)
 	}
-	tag, err := s.pool.Exec(ctx, sqlDeleteRegistration, stream, id)
+	tag, err := s.pool.Exec(ctx, sqlDeleteRegistration, pgx.NamedArgs{"stream": stream, "id": id})
 	if err != nil {
 		return s.dbErr(ctx, "unregister", err)
 	}
@@ -79,7 +80,7 @@ func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error
 	if !validKey(stream, id) {
 		return store.Status{}, notFound(stream, id)
 	}
-	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, stream, id))
+	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, pgx.NamedArgs{"stream": stream, "id": id}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Status{}, notFound(stream, id)
 	}
@@ -103,10 +104,9 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 		return nil, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
 	}
 	sts, err := query(ctx, s, "list registrations", nil, rowTo(scanStatus),
-		sqlList, q.Stream, q.Namespace, q.Parked, q.Lagging, q.After.Stream, q.After.ID, limit)
-	if err == nil {
-		err = s.sealer.Open(sts)
-	}
+		sqlList, pgx.NamedArgs{"stream": q.Stream, "namespace": q.Namespace, "parked": q.Parked, "lagging": q.Lagging,
+			"after_stream": q.After.Stream, "after_id": q.After.ID, "limit": limit})
+	s.sealer.Open(sts)
 	return sts, err
 }
 
@@ -115,7 +115,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	st := store.Stats{Namespaces: map[string]store.NamespaceStats{}}
 	var parked []store.Status
 	b := &pgx.Batch{}
-	b.Queue(sqlStatsNamespaces, at).Query(func(rows pgx.Rows) error {
+	b.Queue(sqlStatsNamespaces, pgx.NamedArgs{"at": at}).Query(func(rows pgx.Rows) error {
 		var (
 			ns string
 			n  store.NamespaceStats
@@ -126,14 +126,13 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 		})
 		return err
 	})
-	b.Queue(sqlStatsLagging, store.MaxLagging).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
+	b.Queue(sqlStatsLagging, pgx.NamedArgs{"limit": store.MaxLagging}).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
 	b.Queue(sqlStatsOldestParked).Query(appendTo(&parked, rowTo(scanStatus)))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Stats{}, s.dbErr(ctx, "stats", err)
 	}
-	if err := cmp.Or(s.sealer.Open(st.Lagging), s.sealer.Open(parked)); err != nil {
-		return store.Stats{}, err
-	}
+	s.sealer.Open(st.Lagging)
+	s.sealer.Open(parked)
 	waiting, err := s.unnumbered(ctx, "")
 	if err != nil {
 		return store.Stats{}, err
@@ -151,7 +150,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	return st, nil
 }
 
-// scanStatus reads statusColumns, then extra.
+// scanStatus reads a status (sql/registrations.sql), then extra.
 func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 	var (
 		st                   store.Status
@@ -192,7 +191,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		queuePlanner(b)
 		b.Queue(sqlDueAsyncCommit)
 		b.Queue(sqlTroubledHosts).Query(appendTo(&troubled, rowTo(scanHost)))
-		b.Queue(sqlLockProbes, q.At).Query(appendTo(&locked, rowTo(scanHost)))
+		b.Queue(sqlLockProbes, pgx.NamedArgs{"at": q.At}).Query(appendTo(&locked, rowTo(scanHost)))
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: read hosts", err)
 		}
@@ -214,7 +213,8 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			return err
 		}
 		if len(ids) > 0 {
-			rows, err := conn.Query(ctx, sqlClaim, q.Namespace, q.At, q.Limit, q.Owner, q.LeaseUntil, streams, ids)
+			rows, err := conn.Query(ctx, sqlClaim, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner,
+				"lease_until": q.LeaseUntil, "streams": streams, "ids": ids})
 			if err == nil {
 				batch.Registrations, err = pgx.AppendRows(batch.Registrations, rows, rowTo(scanStatus))
 			}
@@ -232,7 +232,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			delete(hosts, h.Host)
 			if probes[h.Host] {
 				h = h.Probed(q.At)
-				b.Queue(sqlMoveProbe, h.Host, h.Probes, h.NextProbeAt)
+				b.Queue(sqlMoveProbe, pgx.NamedArgs{"host": h.Host, "probes": h.Probes, "next_probe_at": h.NextProbeAt})
 			}
 			batch.Hosts = append(batch.Hosts, h)
 		}
@@ -241,12 +241,10 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		b.Queue(sqlCommit)
 		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
-	if err == nil {
-		err = s.sealer.Open(batch.Registrations)
-	}
 	if err != nil {
 		return store.DueBatch{}, err
 	}
+	s.sealer.Open(batch.Registrations)
 	return batch, nil
 }
 
@@ -279,7 +277,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 		streams, ids = streams[:0], ids[:0]
 		cut := false
 		b := &pgx.Batch{}
-		b.Queue(sqlPick, q.Namespace, q.At, held, depth).Query(func(rows pgx.Rows) error {
+		b.Queue(sqlPick, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": held, "depth": depth}).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			taken, read := map[string]int{}, map[cursor]int{}
 			var (
@@ -300,7 +298,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 			return rows.Err()
 		})
 		if q.CountUnserved && first {
-			b.Queue(sqlUnserved, q.Namespace, q.At, held).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
+			b.Queue(sqlUnserved, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": held}).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
 		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return nil, nil, s.dbErr(ctx, "due: pick", err)
@@ -328,7 +326,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	rows, err := query(ctx, s, "reseal: read", nil, func(r pgx.CollectableRow) (row, error) {
 		var out row
 		return out, r.Scan(&out.key.Stream, &out.key.ID, &out.stored)
-	}, sqlResealPage, after.Stream, after.ID, limit)
+	}, sqlResealPage, pgx.NamedArgs{"after_stream": after.Stream, "after_id": after.ID, "limit": limit})
 	if err != nil {
 		return store.ResealPage{}, err
 	}
@@ -348,7 +346,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	if len(streams) == 0 {
 		return page, nil
 	}
-	tag, err := s.pool.Exec(ctx, sqlReseal, streams, ids, olds, news)
+	tag, err := s.pool.Exec(ctx, sqlReseal, pgx.NamedArgs{"streams": streams, "ids": ids, "olds": olds, "news": news})
 	if err != nil {
 		return store.ResealPage{}, s.dbErr(ctx, "reseal", err)
 	}

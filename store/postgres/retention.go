@@ -36,7 +36,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	if q.DryRun {
 		from, limit = "", maxSeq // a dry run reports a whole pass
 	}
-	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], sqlPruneCandidates, from, limit)
+	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], sqlPruneCandidates, pgx.NamedArgs{"from": from, "limit": limit})
 	if err != nil {
 		return store.PruneReport{}, err
 	}
@@ -63,7 +63,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		if q.DryRun {
 			sql = sqlCountPrunableHosts
 		}
-		if err := s.pool.QueryRow(ctx, sql, q.Cutoff()).Scan(&rep.Hosts); err != nil {
+		if err := s.pool.QueryRow(ctx, sql, pgx.NamedArgs{"cutoff": q.Cutoff()}).Scan(&rep.Hosts); err != nil {
 			return rep, s.dbErr(ctx, "prune hosts", err)
 		}
 	}
@@ -82,12 +82,12 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 			low          *int64
 			regs         int
 		)
-		err := tx.QueryRow(ctx, sqlPruneLock, name).Scan(&head, &sealed, &oldest)
+		err := tx.QueryRow(ctx, sqlPruneLock, pgx.NamedArgs{"stream": name}).Scan(&head, &sealed, &oldest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // locked (next pass) or removed meanwhile
 		}
 		if err == nil {
-			err = tx.QueryRow(ctx, sqlPruneLow, name).Scan(&low, &regs)
+			err = tx.QueryRow(ctx, sqlPruneLow, pgx.NamedArgs{"stream": name}).Scan(&low, &regs)
 		}
 		if err != nil {
 			return s.dbErr(ctx, "prune: lock stream and read cursors", err)
@@ -101,7 +101,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 				seq, size int64
 				at        time.Time
 			)
-			rows, err := tx.Query(ctx, sqlPruneRun, name, oldest, *low, room)
+			rows, err := tx.Query(ctx, sqlPruneRun, pgx.NamedArgs{"stream": name, "from_seq": oldest, "to_seq": *low, "limit": room})
 			if err == nil {
 				_, err = pgx.ForEachRow(rows, []any{&seq, &at, &size}, func() error {
 					if seq != to || at.After(cutoff) {
@@ -121,15 +121,15 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		b := &pgx.Batch{}
 		if to > oldest {
 			rep.Streams = 1
-			b.Queue(sqlPruneRecords, name, to)
-			b.Queue(sqlPruneMark, name, to)
+			b.Queue(sqlPruneRecords, pgx.NamedArgs{"stream": name, "to_seq": to})
+			b.Queue(sqlPruneMark, pgx.NamedArgs{"stream": name, "to_seq": to})
 		}
-		b.Queue(sqlPruneRefused, name, cutoff).Exec(count(&rep.Records))
+		b.Queue(sqlPruneRefused, pgx.NamedArgs{"stream": name, "cutoff": cutoff}).Exec(count(&rep.Records))
 		if sealed && regs == 0 && to > head {
-			b.Queue(sqlPruneStream, name).Exec(count(&rep.Removed))
+			b.Queue(sqlPruneStream, pgx.NamedArgs{"stream": name}).Exec(count(&rep.Removed))
 		}
 		if regs > 0 {
-			b.Queue(sqlPruneEvidence, name, cutoff, store.EventParked).Exec(count(&rep.Evidence))
+			b.Queue(sqlPruneEvidence, pgx.NamedArgs{"stream": name, "cutoff": cutoff, "parked": store.EventParked}).Exec(count(&rep.Evidence))
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "prune "+name, err)
@@ -184,7 +184,7 @@ func (s *Store) unnumbered(ctx context.Context, stream string) (map[string]store
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
 	queuePlanner(b)
-	b.Queue(sqlUnnumbered, stream).Query(func(rows pgx.Rows) error {
+	b.Queue(sqlUnnumbered, pgx.NamedArgs{"stream": stream}).Query(func(rows pgx.Rows) error {
 		var (
 			name string
 			w    = store.Unnumbered{Streams: 1}
@@ -216,5 +216,5 @@ func (s *Store) streamRows(ctx context.Context, q store.StreamQuery, limit int) 
 			info.FinalSeq = info.Head
 		}
 		return info, err
-	}, sqlStreams, q.Stream, q.After, limit)
+	}, sqlStreams, pgx.NamedArgs{"stream": q.Stream, "after": q.After, "limit": limit})
 }

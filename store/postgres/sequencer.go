@@ -108,12 +108,12 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 		b.Queue(sqlBegin)
 		queuePlanner(b)
 		if wait {
-			b.Queue(sqlWaitLock, sequencerLock)
+			b.Queue(sqlWaitLock, pgx.NamedArgs{"key": sequencerLock})
 			b.Queue(sqlHeld)
 		} else {
-			b.Queue(sqlTryLock, sequencerLock)
+			b.Queue(sqlTryLock, pgx.NamedArgs{"key": sequencerLock})
 		}
-		b.Queue(sqlNumber, s.page).QueryRow(func(row pgx.Row) error { return row.Scan(&page, &numbered, &refused, &notified) })
+		b.Queue(sqlNumber, pgx.NamedArgs{"page": s.page}).QueryRow(func(row pgx.Row) error { return row.Scan(&page, &numbered, &refused, &notified) })
 		if s.stepHook == nil {
 			b.Queue(sqlCommit)
 		}

@@ -581,10 +581,12 @@ func TestHeraldAppendRefusesReservedNames(t *testing.T) {
 		}
 	}
 
-	// The functions still run with their search_path pinned (migrations/001_init.up.sql).
+	// Every herald function runs with its search_path pinned, pg_temp last
+	// (migrations/001_init.up.sql), or has a SQL-standard body, bound when
+	// it was created.
 	rows, err := c.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
-		WHERE p.proname IN ('herald_append', 'herald_check_reserved', 'herald_append_entry', 'herald_check_trace', 'herald_go_quote')
-		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) cfg WHERE cfg LIKE 'search_path=pg_catalog, %')`)
+		WHERE p.proname LIKE 'herald\_%' AND p.prosqlbody IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) cfg WHERE cfg ~ '^search_path=pg_catalog, .*, pg_temp$')`)
 	require.NoError(t, err)
 	unpinned, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)

@@ -12,13 +12,13 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-const (
-	tokenColumns   = "id, hash, name, role, scope, created_at, last_used_at, revoked_at"
-	sqlCreateToken = "INSERT INTO herald_token (" + tokenColumns + ") VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL)"
-	sqlTokenByHash = "SELECT " + tokenColumns + " FROM herald_token WHERE hash = $1"
-	sqlTokens      = "SELECT " + tokenColumns + " FROM herald_token ORDER BY created_at, id"
-	sqlRevokeToken = "UPDATE herald_token SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1 RETURNING " + tokenColumns
-	sqlTokenUsed   = "UPDATE herald_token SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)"
+// sql/tokens.sql.
+var (
+	sqlCreateToken = stmt("create_token")
+	sqlTokenByHash = stmt("token_by_hash")
+	sqlTokens      = stmt("tokens")
+	sqlRevokeToken = stmt("revoke_token")
+	sqlTokenUsed   = stmt("token_used")
 )
 
 func scanToken(row pgx.CollectableRow) (store.Token, error) {
@@ -46,13 +46,14 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if scope == nil {
 		scope = []string{}
 	}
-	_, err := s.pool.Exec(ctx, sqlCreateToken, t.ID, t.Hash, t.Name, string(t.Role), scope, t.Created)
+	_, err := s.pool.Exec(ctx, sqlCreateToken, pgx.NamedArgs{"id": t.ID, "hash": t.Hash, "name": t.Name, "role": string(t.Role),
+		"scope": scope, "created_at": t.Created})
 	return s.dbErr(ctx, "create token "+t.ID, err)
 }
 
 // TokenByHash implements store.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	ts, err := query(ctx, s, "read token", nil, scanToken, sqlTokenByHash, hash)
+	ts, err := query(ctx, s, "read token", nil, scanToken, sqlTokenByHash, pgx.NamedArgs{"hash": hash})
 	if err == nil && len(ts) == 0 {
 		err = fmt.Errorf("token: %w", journal.ErrNotFound)
 	}
@@ -75,7 +76,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	var ts []store.Token
 	var err error
 	if validText(id) {
-		ts, err = query(ctx, s, "revoke token", nil, scanToken, sqlRevokeToken, id, at)
+		ts, err = query(ctx, s, "revoke token", nil, scanToken, sqlRevokeToken, pgx.NamedArgs{"id": id, "at": at})
 	}
 	if err == nil && len(ts) == 0 {
 		err = fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
@@ -91,6 +92,6 @@ func (s *Store) TokenUsed(ctx context.Context, id string, at time.Time) error {
 	if !validText(id) || at.IsZero() {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, sqlTokenUsed, id, at)
+	_, err := s.pool.Exec(ctx, sqlTokenUsed, pgx.NamedArgs{"id": id, "at": at})
 	return s.dbErr(ctx, "record a token's use", err)
 }

@@ -83,12 +83,10 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
 		return translate("due: recompute wake markers", err)
 	})
-	if err == nil {
-		err = s.sealer.Open(p.Batch.Registrations)
-	}
 	if err != nil {
 		return store.DueBatch{}, err
 	}
+	s.sealer.Open(p.Batch.Registrations)
 	return p.Batch, nil
 }
 

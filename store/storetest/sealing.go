@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -138,8 +139,48 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 		raw.Set(t, b, raw.Get(t, a))
 		_, err := s.Get(ctx, b.Stream, b.ID)
 		require.ErrorIs(t, err, seal.ErrOpen)
-		_, err = s.List(ctx, store.ListQuery{Stream: "sealed"})
-		require.ErrorIs(t, err, seal.ErrOpen, "List must fail, not skip, a config that does not open")
+		list, err := s.List(ctx, store.ListQuery{Stream: "sealed"})
+		require.NoError(t, err, "one config that does not open is its registration's alone")
+		require.Len(t, list, len(Secrets), "List shows, never skips, a registration whose config does not open")
+		for _, st := range list {
+			if st.Key() == b {
+				require.Nil(t, st.Config)
+				require.Contains(t, st.ConfigError, seal.ErrOpen.Error())
+				continue
+			}
+			require.Empty(t, st.ConfigError, st.ID)
+			require.NotEmpty(t, st.Config, st.ID)
+		}
+	})
+
+	t.Run("AConfigThatDoesNotOpenFailsOnlyItsRegistration", func(t *testing.T) {
+		be, ok := s.(Backend)
+		require.True(t, ok, "the sealing store is a whole backend")
+		const stream = "unopened"
+		bad := register(t, be, store.Registration{Stream: stream, ID: "bad", Namespace: "webhook",
+			URL: "https://bad.example/hook", Config: store.Config(Secrets[0].Config)})
+		register(t, be, store.Registration{Stream: stream, ID: "good", Namespace: "webhook",
+			URL: "https://good.example/hook", Config: store.Config(Secrets[0].Config)})
+		t.Cleanup(func() { // the subtests after this one count the configs of Secrets alone
+			require.NoError(t, s.Unregister(ctx, stream, "bad"))
+			require.NoError(t, s.Unregister(ctx, stream, "good"))
+		})
+		raw.Set(t, bad.Key(), raw.Get(t, store.Key{Stream: stream, ID: "good"})) // sealed for another row
+		appendN(t, be, stream, 1)
+
+		rc := &receiver{}
+		_, err := worker(t, be, rc, 10).RunOnce(ctx, time.Unix(1_900_000_000, 0), 10)
+		require.NoError(t, err, "the claim serves the others")
+		require.Equal(t, []arrival{{key: store.Key{Stream: stream, ID: "good"}, n: 1}}, rc.arrivals())
+
+		list, err := s.List(ctx, store.ListQuery{Stream: stream})
+		require.NoError(t, err)
+		require.Len(t, list, 2)
+		got := map[string]store.Status{list[0].ID: list[0], list[1].ID: list[1]}
+		require.Equal(t, uint64(2), got["good"].NextSeq)
+		require.Equal(t, uint64(1), got["bad"].NextSeq, "its cursor stays")
+		require.Equal(t, 1, got["bad"].Attempts, "a failed attempt of its own")
+		require.Contains(t, got["bad"].LastError, seal.ErrOpen.Error(), "its evidence says why")
 	})
 
 	t.Run("AClearConfigReadsAndResealSealsIt", func(t *testing.T) {

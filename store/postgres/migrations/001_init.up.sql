@@ -198,11 +198,15 @@ CREATE TABLE herald_host (
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;
 
--- herald_append: AppendTx as a SQL function, with journal.ValidateEntries'
--- checks and journal.Digest's digest (the package documentation, "Appending
--- from SQL", has the signatures and the error codes). Byte lengths are of
--- the UTF-8 form. Every function runs with search_path pinned to pg_catalog
--- and the schema it was created in (the ALTER FUNCTIONs at the end).
+-- herald_append_rows: the append of AppendTx and herald_append, with
+-- journal.ValidateEntries' checks and journal.Digest's digest (the package
+-- documentation, "Appending from SQL", has the signatures and the error
+-- codes). Byte lengths are of the UTF-8 form. Every PL/pgSQL function runs
+-- with search_path pinned to pg_catalog, the schema it was created in, then
+-- pg_temp (the DO block at the end); herald_append's overloads have
+-- SQL-standard bodies, bound when created. The check functions below give
+-- Go's errors; they run only for an entry herald_append_rows' one
+-- expression does not pass.
 
 -- herald_check_name raises HA400 unless value is a valid name for field:
 -- journal.ValidateStream (spaces false, 200 bytes), ValidateID (spaces
@@ -367,7 +371,7 @@ $fn$;
 -- that is reserved is first checked as a name (HA400 too), and a reserved
 -- id only once the stream passed, so that a doubly bad call gets Go's
 -- error; a name that is not reserved costs two prefix tests here, its
--- checks being herald_append_entry's.
+-- checks being herald_append_rows'.
 CREATE FUNCTION herald_check_reserved(p_stream text, p_id text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $fn$
 BEGIN
@@ -493,32 +497,22 @@ BEGIN
 END
 $fn$;
 
--- herald_append_entry is the append itself; the herald_append overloads
--- call it. payload_is_json: the caller's type (json, jsonb) guarantees a
--- JSON payload. Not for direct use.
-CREATE FUNCTION herald_append_entry(p_stream text, p_id text, p_kind text, p_payload bytea,
-    p_content_type text, p_final boolean, payload_is_json boolean,
-    p_traceparent text, p_tracestate text) RETURNS text
-LANGUAGE plpgsql AS $fn$
+-- herald_check_entry raises HA400, with Go's message, at an entry's first
+-- problem in journal.ValidateEntries' order, and returns its media type.
+-- herald_append_rows calls it only for an entry its one-expression test did
+-- not pass (names beyond printable ASCII, parameters, a trace context), and
+-- herald_append for a payload its content type says is JSON and is not.
+CREATE FUNCTION herald_check_entry(p_stream text, p_id text, p_kind text, ct text, p_payload bytea,
+    lim bigint, p_traceparent text, p_tracestate text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
 DECLARE
-    ct      text := p_content_type;
-    fin     boolean := coalesce(p_final, false);
-    mt      text;
-    setting text;
-    lim     bigint := 1048576; -- journal.DefaultMaxPayload
-    n       bigint;
-    dig     bytea;
-    prev    record;
-    field   text;
-    v_final_seq bigint;
-    v_refused boolean;
+    n  bigint;
+    mt text;
+    j  json;
 BEGIN
     PERFORM herald_check_name('stream', p_stream, 200, false);
     PERFORM herald_check_name('id', p_id, 1024, true);
     PERFORM herald_check_name('kind', p_kind, 200, false);
-    IF ct = '' THEN
-        ct := 'application/json'; -- journal.DefaultContentType, as for an Entry without one
-    END IF;
     n := octet_length(convert_to(ct, 'UTF8'));
     IF n > 200 THEN
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'content_type',
@@ -529,22 +523,18 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'payload',
             MESSAGE = 'herald_append: invalid payload: is null';
     END IF;
-    setting := nullif(current_setting('herald.max_payload', true), '');
-    IF setting IS NOT NULL THEN
-        IF setting !~ '^[0-9]{1,18}$' OR setting::bigint < 1 THEN
-            RAISE EXCEPTION USING ERRCODE = '22023',
-                MESSAGE = format('herald_append: the setting herald.max_payload is %s: it must be a number of bytes, at least 1', to_json(setting)::text);
-        END IF;
-        lim := setting::bigint;
-    END IF;
     n := octet_length(p_payload);
     IF n > lim THEN
         RAISE EXCEPTION USING ERRCODE = 'HA413', COLUMN = 'payload',
             MESSAGE = format('herald_append: invalid payload: is %s bytes, more than the limit of %s', n, lim);
     END IF;
-    IF NOT payload_is_json AND (mt = 'application/json' OR mt LIKE '%+json') THEN
+    IF mt = 'application/json' OR mt LIKE '%+json' THEN
+        IF n = 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'payload',
+                MESSAGE = format('herald_append: invalid payload: is missing or empty: content type %s requires a JSON value', mt);
+        END IF;
         BEGIN
-            PERFORM convert_from(p_payload, 'UTF8')::json;
+            j := convert_from(p_payload, 'UTF8')::json;
         EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
             RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'payload',
                 MESSAGE = format('herald_append: invalid payload: is not valid JSON, as content type %s requires', mt);
@@ -553,106 +543,320 @@ BEGIN
     IF p_traceparent <> '' OR p_tracestate <> '' THEN -- NULL or '': none, nothing to check
         PERFORM herald_check_trace(p_traceparent, p_tracestate);
     END IF;
-    -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
-    dig := sha256(int8send(octet_length(convert_to(p_stream, 'UTF8'))::bigint) || convert_to(p_stream, 'UTF8')
-               || int8send(octet_length(convert_to(p_kind, 'UTF8'))::bigint) || convert_to(p_kind, 'UTF8')
-               || int8send(octet_length(convert_to(ct, 'UTF8'))::bigint) || convert_to(ct, 'UTF8')
-               || int8send(octet_length(p_payload)::bigint) || p_payload
-               || int8send(1::bigint) || CASE WHEN fin THEN '\x01'::bytea ELSE '\x00'::bytea END);
-    FOR attempt IN 1..2 LOOP
-        -- AppendTx's insert: nothing goes in if the stream is sealed (by a
-        -- numbered final record, or a committed one not yet numbered) or
-        -- the id is stored.
-        INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
-        SELECT p_stream, p_id, p_kind, ct, p_payload, fin, dig, clock_timestamp(),
-               coalesce(p_traceparent, ''), coalesce(p_tracestate, '')
-        WHERE NOT EXISTS (SELECT FROM herald_stream s WHERE s.stream = p_stream AND s.final_seq IS NOT NULL
-            UNION ALL SELECT FROM herald_record r WHERE r.stream = p_stream AND r.final)
-        ON CONFLICT (id) DO NOTHING;
-        IF FOUND THEN
-            RETURN p_id;
-        END IF;
-        SELECT r.stream, coalesce(q.seq, 0) AS seq, r.kind, r.content_type, r.payload, r.final, r.digest,
-               q.refused IS NOT NULL AS refused
-        INTO prev FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = p_id;
-        v_refused := false;
-        IF FOUND THEN
-            v_refused := prev.refused;
-            IF prev.stream <> p_stream OR prev.digest <> dig THEN
-                field := CASE
-                    WHEN prev.stream <> p_stream THEN 'stream'
-                    WHEN prev.kind <> p_kind THEN 'kind'
-                    WHEN prev.content_type <> ct THEN 'content type'
-                    WHEN prev.payload <> p_payload THEN 'payload'
-                    WHEN prev.final <> fin THEN 'final flag' END;
-                IF field IS NOT NULL THEN
-                    RAISE EXCEPTION USING ERRCODE = 'HA409', COLUMN = replace(replace(field, 'content type', 'content_type'), 'final flag', 'final'),
-                        MESSAGE = CASE WHEN prev.seq = 0 -- journal.ConflictError's words
-                            THEN format('herald_append: record id %s already exists in %s, waiting to be numbered, with a different %s',
-                                        to_json(p_id)::text, prev.stream, field)
-                            ELSE format('herald_append: record id %s already exists as %s#%s with a different %s',
-                                        to_json(p_id)::text, prev.stream, prev.seq, field) END;
-                END IF;
-            END IF;
-            IF NOT v_refused THEN
-                RETURN p_id; -- the same entry again: nothing to do
-            END IF;
-        END IF;
-        SELECT s.final_seq INTO v_final_seq FROM herald_stream s WHERE s.stream = p_stream;
-        IF v_final_seq IS NOT NULL OR v_refused
-           OR EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final) THEN
-            RAISE EXCEPTION USING ERRCODE = 'HA423', COLUMN = 'stream',
-                MESSAGE = CASE WHEN v_final_seq IS NULL
-                    THEN format('herald_append: stream %s is sealed by a final record not yet numbered', to_json(p_stream)::text)
-                    ELSE format('herald_append: stream %s is sealed by its final record #%s', to_json(p_stream)::text, v_final_seq) END;
-        END IF;
-        -- Blocked by a row gone since (pruned, or rolled back): try again.
-    END LOOP;
-    RAISE EXCEPTION USING ERRCODE = '40001',
-        MESSAGE = format('herald_append: concurrent appends of record id %s raced this one: retry the transaction', to_json(p_id)::text);
+    RETURN mt;
 END
 $fn$;
 
+-- herald_append_rows is the one append: AppendTx's (which validated in Go
+-- first) and herald_append's. It runs as the schema's owner (SECURITY
+-- DEFINER), so that a producer needs EXECUTE on it and nothing on the
+-- tables (README, "Producers' grants"): it checks every entry as
+-- journal.ValidateEntries does, computes journal.Digest itself, and writes
+-- no column the caller names but the entry's (xid and pos are the
+-- table's). A reserved stream or id passes only when the session's user is
+-- a member of the owner: herald itself, appending its events.
+--
+-- It decides the append without raising: o_verdict 'ok' (o_seqs, o_ats,
+-- o_parents, o_states: the records' seqs, appended-at and trace context,
+-- NULL when every entry is new), 'conflict' (the stored record of o_id:
+-- o_stream, o_seq, the first field that differs o_field), 'sealed'
+-- (o_final_seq, 0 while the final record waits for its seq), 'raced' (a
+-- concurrent append took an id of a batch). Nothing of the batch stays
+-- unless 'ok'.
+CREATE FUNCTION herald_append_rows(p_stream text, p_ids text[], p_kinds text[], p_types text[], p_payloads bytea[],
+    p_finals boolean[], p_parents text[], p_states text[], p_at timestamptz,
+    OUT o_verdict text, OUT o_seqs bigint[], OUT o_ats timestamptz[], OUT o_parents text[], OUT o_states text[],
+    OUT o_id text, OUT o_stream text, OUT o_seq bigint, OUT o_field text, OUT o_final_seq bigint)
+LANGUAGE plpgsql SECURITY DEFINER AS $fn$
+DECLARE
+    -- No initialiser but the usual append's: each costs every transaction.
+    n       int;
+    setting text := current_setting('herald.max_payload', true);
+    lim     bigint;
+    v_at    timestamptz := coalesce(p_at, clock_timestamp());
+    types   text[];
+    digests bytea[];
+    parents text[];
+    states  text[];
+    ct      text;
+    mt      text;
+    j       json;
+    want    int[];
+    got     text[];
+    blocked boolean;
+    prev    record;
+BEGIN
+    -- The usual append, one statement: one entry whose every field passes a
+    -- one-expression test (printable ASCII names, not reserved, a bare
+    -- type/subtype, a JSON payload where that says JSON, a plain trace
+    -- context or none), inserted unless the stream is sealed or the id
+    -- stored. Anything else, and any problem, takes the path below, which
+    -- checks each entry with Go's errors and decides.
+    IF cardinality(p_ids) = 1 AND coalesce(setting, '') = '' THEN
+        INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+        SELECT p_stream, p_ids[1], p_kinds[1], e.ct, p_payloads[1], p_finals[1],
+            -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
+            sha256(int8send(octet_length(p_stream)::bigint) || convert_to(p_stream, 'UTF8')
+                || int8send(octet_length(p_kinds[1])::bigint) || convert_to(p_kinds[1], 'UTF8')
+                || int8send(octet_length(e.ct)::bigint) || convert_to(e.ct, 'UTF8')
+                || int8send(octet_length(p_payloads[1])::bigint) || p_payloads[1]
+                || int8send(1::bigint) || CASE WHEN p_finals[1] THEN '\x01'::bytea ELSE '\x00'::bytea END),
+            v_at, e.tp, e.ts
+        FROM (SELECT coalesce(nullif(p_types[1], ''), 'application/json') AS ct,
+                     coalesce(p_parents[1], '') AS tp, coalesce(p_states[1], '') AS ts) e
+        WHERE p_stream ~ '^[!-~]+$' AND octet_length(p_stream) <= 200 AND NOT starts_with(p_stream, 'herald/')
+          AND p_ids[1] ~ '^[ -~]+$' AND octet_length(p_ids[1]) <= 1024 AND NOT starts_with(p_ids[1], 'herald-event:')
+          AND p_kinds[1] ~ '^[!-~]+$' AND octet_length(p_kinds[1]) <= 200
+          AND octet_length(e.ct) <= 200 AND e.ct ~ $re$^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$$re$
+          AND octet_length(p_payloads[1]) <= 1048576 AND p_finals[1] IS NOT NULL
+          AND CASE WHEN lower(e.ct) = 'application/json' OR lower(e.ct) LIKE '%+json'
+              THEN convert_from(p_payloads[1], 'UTF8')::json IS NOT NULL ELSE true END -- raises unless JSON
+          AND (e.tp = '' AND e.ts = ''
+            OR e.tp ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' AND e.tp !~ '^00-0{32}-' AND e.tp !~ '^00-[0-9a-f]{32}-0{16}-'
+               AND e.ts ~ '^[ -~]*$' AND octet_length(e.ts) <= 8223)
+          AND NOT EXISTS (SELECT FROM herald_record r WHERE r.stream = p_stream AND r.final)
+        ON CONFLICT (id) DO NOTHING;
+        IF FOUND THEN
+            o_verdict := 'ok';
+            RETURN;
+        END IF;
+    END IF;
+    n := coalesce(cardinality(p_ids), 0);
+    setting := nullif(setting, '');
+    lim := 1048576; -- journal.DefaultMaxPayload
+    types := '{}';
+    digests := '{}';
+    parents := '{}';
+    states := '{}';
+    IF n = 0 OR n > 10000 THEN -- journal.MaxBatch
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'entries',
+            MESSAGE = format('herald_append: invalid entries: has %s entries: from 1 to 10000', n);
+    END IF;
+    IF cardinality(p_kinds) IS DISTINCT FROM n OR cardinality(p_types) IS DISTINCT FROM n
+       OR cardinality(p_payloads) IS DISTINCT FROM n OR cardinality(p_finals) IS DISTINCT FROM n
+       OR cardinality(p_parents) IS DISTINCT FROM n OR cardinality(p_states) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'entries',
+            MESSAGE = 'herald_append: invalid entries: the arrays are not all of one length';
+    END IF;
+    IF setting IS NOT NULL THEN
+        IF setting !~ '^[0-9]{1,18}$' OR setting::bigint < 1 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = format('herald_append: the setting herald.max_payload is %s: it must be a number of bytes, at least 1', to_json(setting)::text);
+        END IF;
+        lim := setting::bigint;
+    END IF;
+    IF (p_stream ~ '^[!-~]+$' AND octet_length(p_stream) <= 200) IS NOT TRUE THEN
+        PERFORM herald_check_name('stream', p_stream, 200, false);
+    END IF;
+    IF starts_with(p_stream, 'herald/') AND NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
+        PERFORM herald_check_reserved(p_stream, p_ids[1]);
+    END IF;
+    FOR i IN 1 .. n LOOP
+        ct := coalesce(nullif(p_types[i], ''), 'application/json'); -- journal.DefaultContentType
+        -- The usual entry, in one expression: printable ASCII names, a
+        -- bare type/subtype, no trace context. Anything else, and any
+        -- problem, is herald_check_entry's, which raises Go's error.
+        IF (p_ids[i] ~ '^[ -~]+$' AND octet_length(p_ids[i]) <= 1024
+            AND p_kinds[i] ~ '^[!-~]+$' AND octet_length(p_kinds[i]) <= 200
+            AND octet_length(ct) <= 200 AND ct ~ $re$^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$$re$
+            AND octet_length(p_payloads[i]) <= lim
+            AND coalesce(p_parents[i], '') = '' AND coalesce(p_states[i], '') = '') IS TRUE THEN
+            mt := lower(ct);
+        ELSE
+            mt := herald_check_entry(p_stream, p_ids[i], p_kinds[i], ct, p_payloads[i], lim, p_parents[i], p_states[i]);
+        END IF;
+        IF starts_with(p_ids[i], 'herald-event:') AND NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
+            PERFORM herald_check_reserved(p_stream, p_ids[i]);
+        END IF;
+        IF mt = 'application/json' OR mt LIKE '%+json' THEN
+            -- Raises unless JSON. herald_append and Go checked first, with
+            -- their own errors: this one is for a hand-made call.
+            j := convert_from(p_payloads[i], 'UTF8')::json;
+        END IF;
+        IF p_finals[i] AND i < n THEN
+            RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'final',
+                MESSAGE = format('herald_append: invalid entries[%s].final: is set but %s entries follow: only the last entry of a batch may be final', i, n - i);
+        END IF;
+        types[i] := ct;
+        parents[i] := coalesce(p_parents[i], '');
+        states[i] := coalesce(p_states[i], '');
+        -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
+        digests[i] := sha256(int8send(octet_length(convert_to(p_stream, 'UTF8'))::bigint) || convert_to(p_stream, 'UTF8')
+               || int8send(octet_length(convert_to(p_kinds[i], 'UTF8'))::bigint) || convert_to(p_kinds[i], 'UTF8')
+               || int8send(octet_length(convert_to(ct, 'UTF8'))::bigint) || convert_to(ct, 'UTF8')
+               || int8send(octet_length(p_payloads[i])::bigint) || p_payloads[i]
+               || int8send(1::bigint) || CASE WHEN p_finals[i] THEN '\x01'::bytea ELSE '\x00'::bytea END);
+    END LOOP;
+    IF n > 1 AND (SELECT count(DISTINCT x) FROM unnest(p_ids) x) < n THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'id',
+            MESSAGE = 'herald_append: invalid entries: an id repeats in the same batch';
+    END IF;
+
+    o_verdict := 'ok';
+    want := ARRAY(SELECT generate_series(1, n));
+    FOR attempt IN 1 .. 2 LOOP
+        BEGIN
+            -- Blocked by a final record or a stored id: nothing goes in. ON
+            -- CONFLICT skips an id another transaction committed since the
+            -- statement's snapshot: then fewer ids come back.
+            WITH seal AS MATERIALIZED (
+                SELECT EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final)
+                    OR EXISTS (SELECT 1 FROM herald_record r WHERE r.id = ANY (ARRAY(SELECT p_ids[k] FROM unnest(want) k))) AS blocked
+            ), ins AS (
+                INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+                SELECT p_stream, u.id, u.kind, u.ct, u.payload, u.final, u.digest, v_at, u.tp, u.ts
+                FROM unnest(p_ids, p_kinds, types, p_payloads, p_finals, digests, parents, states)
+                     WITH ORDINALITY AS u (id, kind, ct, payload, final, digest, tp, ts, ord)
+                WHERE NOT (SELECT s.blocked FROM seal s) AND u.ord = ANY (want)
+                ORDER BY u.ord
+                ON CONFLICT (id) DO NOTHING
+                RETURNING herald_record.id
+            )
+            SELECT ARRAY(SELECT x.id FROM ins x), (SELECT s.blocked FROM seal s) INTO got, blocked;
+            IF NOT blocked AND cardinality(got) = cardinality(want) THEN
+                RETURN;
+            END IF;
+            DELETE FROM herald_record r WHERE r.id = ANY (got); -- all or nothing
+        END;
+        -- Decide as Go's journal does: a stored id with other content is a
+        -- conflict, one refused by the sequencer a seal, the same entry
+        -- again its record; the new ones go in unless the stream is sealed.
+        o_final_seq := (SELECT s.final_seq FROM herald_stream s WHERE s.stream = p_stream);
+        want := '{}';
+        o_seqs := array_fill(0::bigint, ARRAY[n]);
+        o_ats := array_fill(v_at, ARRAY[n]);
+        o_parents := parents;
+        o_states := states;
+        FOR i IN 1 .. n LOOP
+            SELECT r.stream, coalesce(q.seq, 0) AS seq, r.kind, r.content_type, r.payload, r.final, r.digest,
+                   r.appended_at, r.traceparent, r.tracestate, q.refused IS NOT NULL AS refused
+            INTO prev FROM herald_record r LEFT JOIN herald_seq q ON q.id = r.id WHERE r.id = p_ids[i];
+            IF NOT FOUND THEN
+                want := want || i;
+                CONTINUE;
+            END IF;
+            IF prev.stream <> p_stream OR prev.digest <> digests[i] THEN
+                o_verdict := 'conflict';
+                o_id := p_ids[i];
+                o_stream := prev.stream;
+                o_seq := prev.seq;
+                o_field := CASE -- journal.Same's order and words
+                    WHEN prev.stream <> p_stream THEN 'stream'
+                    WHEN prev.kind <> p_kinds[i] THEN 'kind'
+                    WHEN prev.content_type <> types[i] THEN 'content type'
+                    WHEN prev.final <> p_finals[i] AND prev.payload = p_payloads[i] THEN 'final flag'
+                    ELSE 'payload' END;
+                RETURN;
+            END IF;
+            IF prev.refused THEN
+                o_verdict := 'sealed';
+                o_final_seq := coalesce(o_final_seq, 0);
+                RETURN;
+            END IF;
+            o_seqs[i] := prev.seq;
+            o_ats[i] := prev.appended_at;
+            o_parents[i] := prev.traceparent;
+            o_states[i] := prev.tracestate;
+        END LOOP;
+        IF cardinality(want) = 0 THEN
+            RETURN;
+        END IF;
+        IF o_final_seq IS NOT NULL OR EXISTS (SELECT 1 FROM herald_record r WHERE r.stream = p_stream AND r.final) THEN
+            o_verdict := 'sealed';
+            o_final_seq := coalesce(o_final_seq, 0);
+            RETURN;
+        END IF;
+        -- Blocked by a row gone since (pruned, or rolled back), or raced:
+        -- the new ones once more.
+    END LOOP;
+    o_verdict := 'raced';
+END
+$fn$;
+REVOKE EXECUTE ON FUNCTION herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz) FROM PUBLIC;
+
+-- herald_append_one is herald_append for one payload's bytes; payload_is_json:
+-- its SQL type (json, jsonb) makes it JSON. It raises what
+-- herald_append_rows decides.
+CREATE FUNCTION herald_append_one(p_stream text, p_id text, p_kind text, p_payload bytea,
+    p_content_type text, p_final boolean, payload_is_json boolean,
+    p_traceparent text, p_tracestate text) RETURNS text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    ct  text := coalesce(nullif(p_content_type, ''), 'application/json');
+    mt  text := lower(btrim(split_part(ct, ';', 1)));
+    j   json;
+    res record;
+BEGIN
+    PERFORM herald_check_reserved(p_stream, p_id);
+    IF NOT payload_is_json AND (mt = 'application/json' OR mt LIKE '%+json') THEN
+        BEGIN
+            j := convert_from(p_payload, 'UTF8')::json;
+        EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
+            -- Go's error: the first problem of the entry, this one or one before it.
+            PERFORM herald_check_entry(p_stream, p_id, p_kind, ct, p_payload,
+                coalesce(nullif(current_setting('herald.max_payload', true), ''), '1048576')::bigint, '', '');
+        END;
+    END IF;
+    SELECT * INTO res FROM herald_append_rows(p_stream, ARRAY[p_id], ARRAY[p_kind], ARRAY[ct], ARRAY[p_payload],
+        ARRAY[coalesce(p_final, false)], ARRAY[p_traceparent], ARRAY[p_tracestate], NULL);
+    CASE res.o_verdict
+    WHEN 'ok' THEN
+        RETURN p_id;
+    WHEN 'conflict' THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA409', COLUMN = replace(replace(res.o_field, 'content type', 'content_type'), 'final flag', 'final'),
+            MESSAGE = CASE WHEN res.o_seq = 0 -- journal.ConflictError's words
+                THEN format('herald_append: record id %s already exists in %s, waiting to be numbered, with a different %s',
+                            to_json(p_id)::text, res.o_stream, res.o_field)
+                ELSE format('herald_append: record id %s already exists as %s#%s with a different %s',
+                            to_json(p_id)::text, res.o_stream, res.o_seq, res.o_field) END;
+    WHEN 'sealed' THEN
+        RAISE EXCEPTION USING ERRCODE = 'HA423', COLUMN = 'stream',
+            MESSAGE = CASE WHEN res.o_final_seq = 0
+                THEN format('herald_append: stream %s is sealed by a final record not yet numbered', to_json(p_stream)::text)
+                ELSE format('herald_append: stream %s is sealed by its final record #%s', to_json(p_stream)::text, res.o_final_seq) END;
+    ELSE
+        RAISE EXCEPTION USING ERRCODE = '40001',
+            MESSAGE = format('herald_append: concurrent appends of record id %s raced this one: retry the transaction', to_json(p_id)::text);
+    END CASE;
+END
+$fn$;
+
+-- The overloads are SQL-standard bodies: bound to herald_append_one when
+-- created, whatever the caller's search_path, and inlined into the call.
 -- json keeps the caller's text byte for byte; jsonb's text form is its own
 -- (keys sorted, one space after ':' and ','): the bytes the digest and the
 -- receivers get. traceparent and tracestate: NULL and '' are none.
 CREATE FUNCTION herald_append(stream text, id text, kind text, payload bytea,
     content_type text DEFAULT 'application/octet-stream', final boolean DEFAULT false,
     traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $fn$
-BEGIN
-    PERFORM herald_check_reserved($1, $2);
-    RETURN herald_append_entry($1, $2, $3, $4, coalesce($5, 'application/octet-stream'), $6, false, $7, $8);
-END
-$fn$;
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT herald_append_one($1, $2, $3, $4, coalesce($5, 'application/octet-stream'), $6, false, $7, $8);
+END;
 CREATE FUNCTION herald_append(stream text, id text, kind text, payload text,
     content_type text DEFAULT 'text/plain; charset=utf-8', final boolean DEFAULT false,
     traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $fn$
-BEGIN
-    PERFORM herald_check_reserved($1, $2);
-    RETURN herald_append_entry($1, $2, $3, convert_to($4, 'UTF8'), coalesce($5, 'text/plain; charset=utf-8'), $6, false, $7, $8);
-END
-$fn$;
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT herald_append_one($1, $2, $3, convert_to($4, 'UTF8'), coalesce($5, 'text/plain; charset=utf-8'), $6, false, $7, $8);
+END;
 CREATE FUNCTION herald_append(stream text, id text, kind text, payload json,
     content_type text DEFAULT 'application/json', final boolean DEFAULT false,
     traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $fn$
-BEGIN
-    PERFORM herald_check_reserved($1, $2);
-    RETURN herald_append_entry($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
-END
-$fn$;
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT herald_append_one($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
+END;
 CREATE FUNCTION herald_append(stream text, id text, kind text, payload jsonb,
     content_type text DEFAULT 'application/json', final boolean DEFAULT false,
     traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $fn$
-BEGIN
-    PERFORM herald_check_reserved($1, $2);
-    RETURN herald_append_entry($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
-END
-$fn$;
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT herald_append_one($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
+END;
 
+-- pg_temp last: a producer's temporary table named as one of herald's must
+-- not stand in for it in a function that runs as the owner.
 DO $do$
 DECLARE
     f text;
@@ -660,11 +864,16 @@ BEGIN
     FOREACH f IN ARRAY ARRAY[
         'herald_check_name(text, text, int, boolean)', 'herald_media_type(text)', 'herald_check_reserved(text, text)',
         'herald_go_quote(text)', 'herald_check_trace(text, text)',
-        'herald_append_entry(text, text, text, bytea, text, boolean, boolean, text, text)',
-        'herald_append(text, text, text, bytea, text, boolean, text, text)', 'herald_append(text, text, text, text, text, boolean, text, text)',
-        'herald_append(text, text, text, json, text, boolean, text, text)', 'herald_append(text, text, text, jsonb, text, boolean, text, text)']
+        'herald_check_entry(text, text, text, text, bytea, bigint, text, text)',
+        'herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz)',
+        'herald_append_one(text, text, text, bytea, text, boolean, boolean, text, text)']
     LOOP
-        EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I', f, current_schema());
+        EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
     END LOOP;
+    -- Its insert's custom plan, its checks folded into constants, always
+    -- looks cheaper than the generic one: PostgreSQL would plan it anew at
+    -- every call.
+    ALTER FUNCTION herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz)
+        SET plan_cache_mode = force_generic_plan;
 END
 $do$;

@@ -1,0 +1,246 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/postgres"
+)
+
+var producerRoles atomic.Int64
+
+// readmeGrants returns the README's grants for a producer's role: the
+// block after the marker <!-- grants: TestProducerWithTheDocumentedGrants -->.
+func readmeGrants(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, after, found := strings.Cut(string(readme), "<!-- grants: TestProducerWithTheDocumentedGrants -->\n```sql\n")
+	require.True(t, found, "README.md has the producers' grants after their marker")
+	block, _, found := strings.Cut(after, "```\n")
+	require.True(t, found)
+	return block
+}
+
+// producerDB is a migrated database, its owner's store, and the URL of a
+// role (a login of the test cluster) holding exactly the README's grants
+// for producers, and INSERT on the application's own table, app_order.
+type producerDB struct {
+	owner    *postgres.Store
+	url      string // the producer's
+	ownerURL string
+}
+
+func newProducerDB(t *testing.T) producerDB {
+	t.Helper()
+	ctx := t.Context()
+	d := newSQLDB(t)
+	role := fmt.Sprintf("herald_producer_%d_%d", os.Getpid(), producerRoles.Add(1))
+	grants := strings.ReplaceAll(readmeGrants(t), " TO app;", " TO "+role+";")
+	require.Equal(t, 3, strings.Count(grants, role), "the README grants three things to app")
+	pool := d.s.Pool()
+	_, err := pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN`)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		// Its privileges first, then the role, which is the cluster's.
+		_, _ = pool.Exec(ctx, `DROP OWNED BY `+role)
+		_, _ = pool.Exec(ctx, `DROP ROLE `+role)
+	})
+	_, err = pool.Exec(ctx, grants)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `CREATE TABLE app_order (id int PRIMARY KEY, body text NOT NULL);
+GRANT INSERT, SELECT ON app_order TO `+role)
+	require.NoError(t, err)
+	u, err := url.Parse(d.url)
+	require.NoError(t, err)
+	u.User = url.User(role)
+	return producerDB{owner: d.s, url: u.String(), ownerURL: d.url}
+}
+
+func (p producerDB) conn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(t.Context(), p.url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// TestProducerWithTheDocumentedGrants: a role holding exactly the README's
+// grants appends in its own transaction, from Go (postgres.Open and
+// AppendTx, repeated: the idempotent repeat) and from SQL (herald_append),
+// and the records are delivered as any other: numbered, read by the owner.
+func TestProducerWithTheDocumentedGrants(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	s, err := postgres.Open(ctx, p.url)
+	require.NoError(t, err, "Open as the producer")
+	t.Cleanup(func() { _ = s.Close() })
+
+	for range 2 { // the second time, the same entries: the stored records
+		tx, err := s.Pool().Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `INSERT INTO app_order VALUES (1, 'one') ON CONFLICT DO NOTHING`)
+		require.NoError(t, err)
+		recs, err := s.AppendTx(ctx, tx, "order/1", entry("go-1"), entry("go-2"))
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		require.NoError(t, tx.Commit(ctx))
+	}
+	c := p.conn(t)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO app_order VALUES (2, 'two')`)
+	require.NoError(t, err)
+	var id string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT herald_append('order/1', 'sql-1', 'order.created', '{"id":2}'::jsonb)`).Scan(&id))
+	require.Equal(t, "sql-1", id)
+	require.NoError(t, tx.Commit(ctx))
+
+	require.Equal(t, 3, sequence(t, p.owner))
+	require.Equal(t, []string{"go-1", "go-2", "sql-1"}, readIDs(t, p.owner, "order/1"))
+	_, err = s.Lookup(ctx, "go-1")
+	require.Error(t, err, "the producer reads no record: it has no grant to")
+}
+
+// TestProducerCannotForge: with exactly the README's grants, each forgery
+// of issue 38 is refused and leaves nothing: a raw INSERT into
+// herald_record (the alert the operators' subscriber would take as
+// herald's), an append to herald/events or with a herald-event: id, a kind
+// with CR LF, a non-JSON payload under application/json, by herald_append
+// and by herald_append_rows called by hand (Go's checks bypassed), a
+// transaction id written by hand, and a temporary table posing as
+// herald_record.
+func TestProducerCannotForge(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	refused := func(name, code, sql string, args ...any) {
+		t.Helper()
+		_, err := c.Exec(ctx, sql, args...)
+		require.Error(t, err, name)
+		pe := pgErr(t, err)
+		require.Equal(t, code, pe.Code, "%s: %s", name, pe.Message)
+	}
+	const rows = `SELECT * FROM herald_append_rows($1, $2, $3, $4, $5, $6, $7, $8, NULL)`
+	one := func(stream, id, kind, ct string, payload []byte) []any {
+		return []any{stream, []string{id}, []string{kind}, []string{ct}, [][]byte{payload}, []bool{false}, []string{""}, []string{""}}
+	}
+	alert := []byte(`{"registration":"billing","reason":"forged"}`)
+
+	refused("a raw INSERT", "42501", `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+VALUES ('herald/events', 'herald-event:forged', 'herald.registration.parked', 'application/json', $1, false, '\x00', now())`, alert)
+	refused("a hand-written xid", "42501", `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, xid)
+VALUES ('orders/1', 'x-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '1')`)
+	refused("an UPDATE of the xid", "42501", `UPDATE herald_record SET xid = '1'`)
+	refused("herald_append to herald/events", "HA400", `SELECT herald_append($1, 'evt-1', 'herald.registration.parked', $2::bytea, 'application/json')`,
+		store.EventsStream, alert)
+	refused("herald_append_rows to herald/events", "HA400", rows, one(store.EventsStream, "evt-1", "herald.registration.parked", "application/json", alert)...)
+	refused("herald_append_rows with an event's id", "HA400", rows, one("orders/1", journal.ReservedIDPrefix+"x", "k", "application/json", []byte(`{}`))...)
+	refused("herald_append with a kind with CR LF", "HA400", `SELECT herald_append('orders/1', 'k-1', E'order.created\r\nX-Injected: 1', '{}'::jsonb)`)
+	refused("herald_append_rows with a kind with CR LF", "HA400", rows, one("orders/1", "k-2", "order.created\r\nX-Injected: 1", "application/json", []byte(`{}`))...)
+	refused("herald_append with non-JSON under application/json", "HA400", `SELECT herald_append('orders/1', 'j-1', 'k', 'not json'::bytea, 'application/json')`)
+	refused("herald_append_rows with non-JSON under application/json", "22P02", rows, one("orders/1", "j-2", "k", "application/json", []byte("not json"))...)
+	refused("herald_append_rows with non-JSON under +json", "22P02", rows, one("orders/1", "j-3", "k", "application/cloudevents+json", []byte("{"))...)
+	refused("herald_append_rows with a bad content type", "HA400", rows, one("orders/1", "c-1", "k", "json", []byte("{}"))...)
+
+	// A temporary table named herald_record (pg_temp is searched first
+	// unless named) does not catch the function's insert.
+	_, err := c.Exec(ctx, `CREATE TEMP TABLE herald_record (LIKE app_order)`)
+	require.NoError(t, err)
+	// The transaction id is the appender's, whatever it passes.
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	var xid string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid))
+	_, err = tx.Exec(ctx, `SELECT herald_append('orders/1', 'ok-1', 'order.created', '{}'::jsonb)`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+
+	var stored []string
+	rowsOf, err := p.owner.Pool().Query(ctx, `SELECT id || ' ' || xid::text FROM herald_record ORDER BY id`)
+	require.NoError(t, err)
+	stored, err = pgx.CollectRows(rowsOf, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"ok-1 " + xid}, stored, "only the genuine append, with its transaction's id")
+	require.Equal(t, 1, sequence(t, p.owner))
+	require.Zero(t, head(t, p.owner, store.EventsStream), "no alert was forged")
+}
+
+// TestAppendRowsAgreesWithGo: herald_append_rows, called by hand by a
+// producer (no Go code before it), accepts exactly the entries that
+// journal.ValidateEntries accepts, case by case, on its one-statement
+// path and on its checked one.
+func TestAppendRowsAgreesWithGo(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	type entry struct{ stream, id, kind, ct, payload, tp, ts string }
+	ok := entry{"orders/1", "e", "order.created", "application/json", `{"a":1}`, "", ""}
+	with := func(f func(*entry)) entry { e := ok; f(&e); return e }
+	cases := map[string]entry{
+		"plain":                        ok,
+		"octet-stream, empty":          with(func(e *entry) { e.ct, e.payload = "application/octet-stream", "" }),
+		"a parameter":                  with(func(e *entry) { e.ct = "application/json; charset=utf-8" }),
+		"+json":                        with(func(e *entry) { e.ct = "application/cloudevents+json" }),
+		"upper-case JSON type":         with(func(e *entry) { e.ct = "Application/JSON" }),
+		"upper-case, not JSON":         with(func(e *entry) { e.ct, e.payload = "Application/JSON", "{" }),
+		"a non-ASCII stream":           with(func(e *entry) { e.stream = "flux/é" }),
+		"an id with a space":           with(func(e *entry) { e.id = "order 1" }),
+		"an id with LF":                with(func(e *entry) { e.id = "order\n1" }),
+		"a kind with a space":          with(func(e *entry) { e.kind = "order created" }),
+		"a kind with CR LF":            with(func(e *entry) { e.kind = "order.created\r\nX: 1" }),
+		"a kind with U+2028":           with(func(e *entry) { e.kind = "order\u2028created" }),
+		"a kind of 201 bytes":          with(func(e *entry) { e.kind = strings.Repeat("k", 201) }),
+		"a kind of 200 bytes":          with(func(e *entry) { e.kind = strings.Repeat("k", 200) }),
+		"a stream of 201 bytes":        with(func(e *entry) { e.stream = strings.Repeat("s", 201) }),
+		"an id of 1,025 bytes":         with(func(e *entry) { e.id = strings.Repeat("i", 1025) }),
+		"no subtype":                   with(func(e *entry) { e.ct = "json" }),
+		"two slashes":                  with(func(e *entry) { e.ct = "application/json/x" }),
+		"not JSON":                     with(func(e *entry) { e.payload = "not json" }),
+		"empty JSON":                   with(func(e *entry) { e.payload = "" }),
+		"not UTF-8 text":               with(func(e *entry) { e.ct, e.payload = "text/plain", "\xff" }),
+		"a traceparent":                with(func(e *entry) { e.tp = tp }),
+		"a traceparent and tracestate": with(func(e *entry) { e.tp, e.ts = tp, "shop=7" }),
+		"a tracestate alone":           with(func(e *entry) { e.ts = "shop=7" }),
+		"a zero trace id":              with(func(e *entry) { e.tp = "00-00000000000000000000000000000000-00f067aa0ba902b7-01" }),
+		"version 01":                   with(func(e *entry) { e.tp = "01" + tp[2:] }),
+		"a tracestate with a control":  with(func(e *entry) { e.tp, e.ts = tp, "a=\x01" }),
+		"a reserved stream":            with(func(e *entry) { e.stream = "herald/events" }),
+		"a reserved id":                with(func(e *entry) { e.id = "herald-event:1" }),
+		"a stream that looks reserved": with(func(e *entry) { e.stream = "heraldx/events" }),
+	}
+	n := 0
+	for name, e := range cases {
+		n++
+		e.id = fmt.Sprintf("%s-%d", e.id, n)
+		_, goErr := journal.ValidateEntries(e.stream, []journal.Entry{{ID: e.id, Kind: e.kind, ContentType: e.ct,
+			Payload: []byte(e.payload), Traceparent: e.tp, Tracestate: e.ts}}, 0)
+		tx, err := c.Begin(ctx)
+		require.NoError(t, err)
+		var verdict string
+		var rest [9]any
+		sqlErr := tx.QueryRow(ctx, `SELECT * FROM herald_append_rows($1, $2, $3, $4, $5, $6, $7, $8, NULL)`,
+			e.stream, []string{e.id}, []string{e.kind}, []string{e.ct}, [][]byte{[]byte(e.payload)}, []bool{false},
+			[]string{e.tp}, []string{e.ts}).Scan(&verdict, &rest[0], &rest[1], &rest[2], &rest[3], &rest[4], &rest[5], &rest[6], &rest[7], &rest[8])
+		require.NoError(t, tx.Rollback(ctx))
+		if goErr == nil {
+			require.NoError(t, sqlErr, "%s: Go accepts it", name)
+			require.Equal(t, "ok", verdict, name)
+		} else {
+			require.Error(t, sqlErr, "%s: Go refuses it: %v", name, goErr)
+		}
+	}
+}
