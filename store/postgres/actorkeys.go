@@ -12,14 +12,14 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-const (
-	actorKeyColumns    = "id, algorithm, fingerprint, version, created_at, rotated_at"
-	sqlAddActorKey     = "INSERT INTO herald_actor_key (id, private_key, algorithm, fingerprint, version, created_at) VALUES ($1, $2, $3, $4, 1, $5)"
-	sqlRotateActorKey  = "UPDATE herald_actor_key SET private_key = $2, algorithm = $3, fingerprint = $4, version = version + 1, rotated_at = $5 WHERE id = $1 RETURNING " + actorKeyColumns
-	sqlActorKey        = "SELECT " + actorKeyColumns + ", private_key FROM herald_actor_key WHERE id = $1"
-	sqlActorKeyVersion = "SELECT version FROM herald_actor_key WHERE id = $1"
-	sqlActorKeys       = "SELECT " + actorKeyColumns + " FROM herald_actor_key ORDER BY id"
-	sqlRemoveActorKey  = "DELETE FROM herald_actor_key WHERE id = $1"
+// sql/actorkeys.sql.
+var (
+	sqlAddActorKey     = stmt("add_actor_key")
+	sqlRotateActorKey  = stmt("rotate_actor_key")
+	sqlActorKey        = stmt("actor_key")
+	sqlActorKeyVersion = stmt("actor_key_version")
+	sqlActorKeys       = stmt("actor_keys")
+	sqlRemoveActorKey  = stmt("remove_actor_key")
 )
 
 func scanActorKey(row pgx.CollectableRow, more ...any) (store.ActorKey, error) {
@@ -56,7 +56,8 @@ func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, sqlAddActorKey, k.ID, sealed, k.Algorithm, k.Fingerprint, k.Created)
+	_, err = s.pool.Exec(ctx, sqlAddActorKey, pgx.NamedArgs{"id": k.ID, "private_key": sealed, "algorithm": k.Algorithm,
+		"fingerprint": k.Fingerprint, "created_at": k.Created})
 	return s.dbErr(ctx, fmt.Sprintf("add actor key %q", k.ID), err)
 }
 
@@ -73,7 +74,8 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 	if err != nil {
 		return store.ActorKey{}, err
 	}
-	ks, err := query(ctx, s, "rotate actor key", nil, scanPublicActorKey, sqlRotateActorKey, k.ID, sealed, k.Algorithm, k.Fingerprint, at)
+	ks, err := query(ctx, s, "rotate actor key", nil, scanPublicActorKey, sqlRotateActorKey, pgx.NamedArgs{"id": k.ID, "private_key": sealed,
+		"algorithm": k.Algorithm, "fingerprint": k.Fingerprint, "at": at})
 	if err == nil && len(ks) == 0 {
 		err = notFoundKey(k.ID)
 	}
@@ -89,7 +91,7 @@ func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error)
 		return store.ActorKey{}, notFoundKey(id)
 	}
 	var sealed []byte
-	ks, err := query(ctx, s, "read actor key", nil, func(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row, &sealed) }, sqlActorKey, id)
+	ks, err := query(ctx, s, "read actor key", nil, func(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row, &sealed) }, sqlActorKey, pgx.NamedArgs{"id": id})
 	if err == nil && len(ks) == 0 {
 		err = notFoundKey(id)
 	}
@@ -106,7 +108,7 @@ func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 	if !validText(id) {
 		return 0, notFoundKey(id)
 	}
-	vs, err := query(ctx, s, "read actor key version", nil, pgx.RowTo[int64], sqlActorKeyVersion, id)
+	vs, err := query(ctx, s, "read actor key version", nil, pgx.RowTo[int64], sqlActorKeyVersion, pgx.NamedArgs{"id": id})
 	if err == nil && len(vs) == 0 {
 		err = notFoundKey(id)
 	}
@@ -126,7 +128,7 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 	if !validText(id) {
 		return notFoundKey(id)
 	}
-	tag, err := s.pool.Exec(ctx, sqlRemoveActorKey, id)
+	tag, err := s.pool.Exec(ctx, sqlRemoveActorKey, pgx.NamedArgs{"id": id})
 	if err != nil {
 		return s.dbErr(ctx, "remove actor key", err)
 	}
