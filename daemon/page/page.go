@@ -442,6 +442,7 @@ const (
 	needActions       = "page: unpark, skip, rewind"
 	needResetHost     = "page: reset-host"
 	needTokens        = "page: tokens (list, create, revoke)"
+	needKeys          = "page: keys (list)"
 )
 
 // routes are the page's routes, by mux pattern.
@@ -454,6 +455,7 @@ func (p *Page) routes() map[string]http.HandlerFunc {
 		"GET " + pre + "/hosts":         p.authed(needOverview, p.hosts),
 		"GET " + pre + "/record":        p.authed(needRegistrations, p.record),
 		"GET " + pre + "/tokens":        p.authed(needTokens, p.tokens),
+		"GET " + pre + "/keys":          p.authed(needKeys, p.keys),
 		"POST " + pre + "/tokens":       p.authed(needTokens, p.csrf(p.createToken)),
 		"GET " + pre + "/confirm":       p.authed(needRegistrations, p.confirm), // and the action's own need
 		"POST " + pre + "/action":       p.authed(needRegistrations, p.csrf(p.action)),

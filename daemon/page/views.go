@@ -270,6 +270,21 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
 }
 
+// keys lists the actors' keys held once, never a private key (herald keys
+// adds, rotates and removes them).
+func (p *Page) keys(w http.ResponseWriter, r *http.Request) {
+	ks, err := p.store.ActorKeys(r.Context())
+	if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
+	views := make([]operator.KeyView, len(ks))
+	for i, k := range ks {
+		views[i] = operator.ViewKey(k)
+	}
+	p.render(w, r, http.StatusOK, "keys", map[string]any{"Title": "Keys", "Keys": views})
+}
+
 // tokens lists the tokens, with the form that makes one.
 func (p *Page) tokens(w http.ResponseWriter, r *http.Request) {
 	p.renderTokens(w, r, http.StatusOK, map[string]any{"Done": done[r.URL.Query().Get("done")]})

@@ -60,6 +60,7 @@ var Access = map[string]Need{
 	"page: unpark, skip, rewind":                {store.RoleOperator, true},
 	"page: reset-host":                          {store.RoleOperator, false},
 	"page: tokens (list, create, revoke)":       {store.RoleAdmin, false},
+	"page: keys (list)":                         {store.RoleOperator, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
