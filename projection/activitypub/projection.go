@@ -28,6 +28,14 @@ const (
 	// a parsed key is a few KiB, and parsing one costs far more than
 	// projecting an activity (BenchmarkMessages).
 	cacheSize = 512
+	// activityCacheSize bounds the parsed payloads kept, and
+	// maxCachedPayload the size of one (larger ones are parsed every
+	// time): a post goes to every inbox of its audience at once, so the
+	// records being delivered at a time are few, and parsing one cost a
+	// delivery as much as its store's claim did (BENCHMARKS.md §12.6). At
+	// most 16 × 2 × 64 KiB, 2 MiB, are kept (a payload and its body).
+	activityCacheSize = 16
+	maxCachedPayload  = 64 << 10
 )
 
 var _ push.Projection = (*Projection)(nil)
@@ -36,15 +44,16 @@ var _ push.Projection = (*Projection)(nil)
 // rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct {
 	*base
-	keys   KeySource // held keys (WithKeys); nil: none
-	parsed keyCache  // parsed held keys
+	keys       KeySource // held keys (WithKeys); nil: none
+	parsed     keyCache  // parsed held keys
+	activities *activities
 }
 
 type base = projconfig.Projection[*settings]
 
 // New returns an ActivityPub projection.
 func New(opts ...Option) *Projection {
-	p := &Projection{base: projconfig.New(Namespace, cacheSize, Config.settings)}
+	p := &Projection{base: projconfig.New(Namespace, cacheSize, Config.settings), activities: newActivities(activityCacheSize, maxCachedPayload)}
 	for _, o := range opts {
 		o(p)
 	}
@@ -83,18 +92,12 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if err != nil {
 		return nil, fmt.Errorf("activitypub: registration %s: %w", store.Name(reg.Stream, reg.ID), err)
 	}
-	a, err := parseActivity(rec.Payload)
+	a, err := p.activities.get(rec.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("activitypub: record %s (#%d): %w", rec.ID, rec.Seq, err)
 	}
-	if !s.wants(a) {
+	if !s.wants(a.activity) {
 		return nil, nil
-	}
-	body := rec.Payload
-	if a.needsStripping() {
-		if body, err = stripHidden(rec.Payload); err != nil {
-			return nil, fmt.Errorf("activitypub: record %s (#%d): remove bto/bcc: %w", rec.ID, rec.Seq, journal.Invalid("payload", "%v", err))
-		}
 	}
 	if s.key == nil { // a held key, read at each message: a rotation takes effect at the next
 		key, err := p.parsed.heldKey(ctx, p.keys, s.keyID)
@@ -109,7 +112,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 		held.key = rsaKey
 		s = &held
 	}
-	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &signer{s: s}}}, nil
+	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: a.body, Signer: &signer{s: s}}}, nil
 }
 
 // wants applies the rules of package doc's "Which inbox gets what".
