@@ -7,7 +7,9 @@ require (
 	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cloudevents/sdk-go/v2 v2.16.2
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/go-fed/httpsig v1.1.0
+	github.com/gowebpki/jcs v1.0.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/pb33f/libopenapi v0.41.8

@@ -43,6 +43,21 @@
 // rebinds) to a private address is too; a host is refused only when none of
 // its addresses is allowed. Redirects are never followed; no proxy is used.
 //
+// # Signature schemes
+//
+// A message whose Signer is a [SchemeSigner] of two schemes or more (an
+// ActivityPub delivery: RFC 9421, then draft-cavage) is signed in the
+// first; when the host refuses the signature (401, 403, or a 400 whose body
+// says "signature"), Deliver signs the same message in the next scheme and
+// sends it at once, within the same attempt: the refusal is not the
+// Outcome, counts no attempt and waits no backoff. The scheme the host
+// accepted after a refusal is kept in Options.Schemes (a store's host
+// rows, [SchemeMemory], shared by every worker) and used alone for that
+// host, until [SchemeRecheck] (30 days) after it was learned, when the
+// first scheme is tried once more. A worker reads a host's row at most once
+// a minute. When every scheme is refused, the Outcome is the last refusal,
+// its Reason naming the schemes refused before; nothing is remembered.
+//
 // # Secrets
 //
 // Request header values (Authorization, tokens, signatures), the URL's

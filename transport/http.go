@@ -62,6 +62,10 @@ type Options struct {
 	// Resolver looks host names up at dial time; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
+	// Schemes remembers the signature scheme each host accepted (package
+	// doc, "Signature schemes"): a store, shared by every worker. Nil
+	// means this transport remembers for itself.
+	Schemes SchemeMemory
 	// Logger receives one debug line per attempt (host, status, verdict,
 	// duration, reason; never a body, header, path or query). Nil means
 	// slog.Default().
@@ -73,9 +77,9 @@ type Options struct {
 func (o Options) String() string {
 	set := map[bool]string{true: "set", false: "nil"}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
-		", TLSConfig: %s, Resolver: %s, Logger: %s}",
+		", TLSConfig: %s, Resolver: %s, Schemes: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
-		set[o.TLSConfig != nil], set[o.Resolver != nil], set[o.Logger != nil])
+		set[o.TLSConfig != nil], set[o.Resolver != nil], set[o.Schemes != nil], set[o.Logger != nil])
 }
 
 // Format prints String for every verb: none walks into the TLS configuration.
@@ -101,10 +105,11 @@ var errDeadline = errors.New("transport: attempt timed out")
 
 // HTTP is herald's HTTP transport (package doc), safe for concurrent use.
 type HTTP struct {
-	client *http.Client
-	guard  *guard
-	urls   *urlCache // behind a pointer: %#v of an HTTP never prints them
-	opts   Options
+	client  *http.Client
+	guard   *guard
+	urls    *urlCache // behind a pointer: %#v of an HTTP never prints them
+	schemes *schemes
+	opts    Options
 }
 
 var _ push.Transport = (*HTTP)(nil)
@@ -162,7 +167,7 @@ func New(o Options) (*HTTP, error) {
 		// 3xx itself is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &HTTP{client: client, guard: g, urls: &urlCache{}, opts: o}, nil
+	return &HTTP{client: client, guard: g, urls: &urlCache{}, schemes: &schemes{memory: o.Schemes}, opts: o}, nil
 }
 
 // Refusals is URLRefusals under this transport's Options: every rule raw
@@ -180,7 +185,13 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		return push.Outcome{}, fmt.Errorf("transport: not delivered to %s: %w", reg.Host(), err)
 	}
 	start := time.Now()
-	out, err := t.attempt(ctx, reg, msg, at)
+	var out push.Outcome
+	var err error
+	if g, ok := msg.Signer.(SchemeSigner); ok && len(g.Schemes()) > 1 {
+		out, err = t.knock(ctx, reg, msg, g, at)
+	} else {
+		out, err = t.attempt(ctx, reg, msg, at)
+	}
 	if err != nil {
 		return push.Outcome{}, err
 	}

@@ -393,3 +393,32 @@ func TestHeadIsAnsweredAsGet(t *testing.T) {
 		}
 	}
 }
+
+// TestAnActivityPubRegistrationShowsItsSignatureScheme: the registration
+// page says which HTTP signature scheme an activitypub registration sends,
+// pinned or auto, never its key; a webhook's has no such row.
+func TestAnActivityPubRegistrationShowsItsSignatureScheme(t *testing.T) {
+	s := seeded(t)
+	for id, cfg := range map[string]string{
+		"pinned": `{"key_id":"https://example.com/users/alice#main-key","private_key":"PEM-SECRET","signature_scheme":"cavage"}`,
+		"auto":   `{"key_id":"https://example.com/users/alice#main-key","private_key":"PEM-SECRET"}`,
+	} {
+		_, err := s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: id, Namespace: "activitypub",
+			URL: "https://remote.example/inbox/" + id, Config: push.Config(cfg)})
+		require.NoError(t, err)
+	}
+	_, srv := serve(t, s, testToken, seedView)
+	c := client(t)
+	login(t, c, srv)
+	for id, want := range map[string]string{
+		"pinned": `<td id="signature-scheme">cavage (pinned)</td>`,
+		"auto":   `<td id="signature-scheme">auto: RFC 9421 first, draft-cavage when the host refuses it</td>`,
+	} {
+		resp, body := get(t, c, srv.URL+"/ui/registration?"+url.Values{"stream": {"actor/alice"}, "id": {id}}.Encode())
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Contains(t, body, want)
+		require.NotContains(t, body, "PEM-SECRET")
+	}
+	_, body := get(t, c, srv.URL+"/ui/registration?"+url.Values{"stream": {"orders/1"}, "id": {"billing"}}.Encode())
+	require.NotContains(t, body, "signature-scheme")
+}

@@ -33,6 +33,7 @@ import (
 // deliveryFlags are the transport's and the workers' options of sweep and
 // run; transport.New and push.NewWorker check their ranges.
 type deliveryFlags struct {
+	schemes                                                  hostSchemes // the transport's; the store once opened
 	allowHTTP, allowPrivate                                  bool
 	allowHosts                                               []string
 	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
@@ -64,7 +65,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 // libraries refuse as usage errors (a worker on an empty memory store asks).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
-		AllowHosts: d.allowHosts, Logger: e.logger,
+		AllowHosts: d.allowHosts, Logger: e.logger, Schemes: &d.schemes,
 		// As many idle connections per host as the worker may have in
 		// flight to it, so that none is closed only for want of room.
 		MaxIdleConnsPerHost: min(max(transport.DefaultMaxIdleConnsPerHost, d.maxPerHost), transport.MaxIdleConnsPerHostLimit)})
@@ -133,6 +134,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			return err
 		},
 		run: func(c *call) error {
+			df.schemes.of = c.b
 			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(c.b), opts...)
 			if err != nil {
 				return err
@@ -334,7 +336,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return listen(c, &opts)
 		},
 		run: func(c *call) error {
-			opts.Store = c.b
+			opts.Store, df.schemes.of = c.b, c.b
 			d, err := daemon.New(opts)
 			if err != nil {
 				return usageOf(err)
@@ -342,6 +344,25 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return d.Run(c.ctx())
 		},
 	}
+}
+
+// hostSchemes is the transport's transport.SchemeMemory: the store's host
+// rows, once the store is open (the transport is built before, as the
+// flags are checked); until then nothing is remembered.
+type hostSchemes struct{ of store.HostSchemes }
+
+func (h *hostSchemes) HostScheme(ctx context.Context, host string) (string, time.Time, error) {
+	if h.of == nil {
+		return "", time.Time{}, nil
+	}
+	return h.of.HostScheme(ctx, host)
+}
+
+func (h *hostSchemes) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
+	if h.of == nil {
+		return nil
+	}
+	return h.of.SetHostScheme(ctx, host, scheme, at)
 }
 
 // checkTLSFlags refuses --tls-cert without --tls-key and the reverse, and

@@ -40,7 +40,8 @@ func newRegister(e *env) command {
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
-  activitypub  --key-id URI [--private-key-file PEM] [--actor URI]… [--followers URI]…
+  activitypub  --key-id URI [--private-key-file PEM] [--signature-scheme rfc9421|cavage]
+               [--proof-key-id URI [--proof-private-key-file PEM]] [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
   webhook      --secret whsec_… [--secret whsec_…] [--envelope]
@@ -48,6 +49,14 @@ Namespaces and their options:
 A secret option takes the secret itself, env:NAME (read the environment
 variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
 process list. Secrets are stored with the registration and never printed.
+
+An activitypub registration signs each delivery with RFC 9421 HTTP Message
+Signatures first; a host that refuses it (401, 403, or a 400 naming the
+signature) gets the same delivery signed with draft-cavage at once, with no
+attempt counted, and the host's scheme is kept on its host row so that no
+worker knocks there twice (tried again after 30 days). --signature-scheme
+pins one scheme instead. An Ed25519 key signs RFC 9421 only: a host that
+verifies draft-cavage alone refuses it.
 
 An activitypub registration without --private-key-file signs with the key
 held once under --key-id (herald keys add): a rotation (herald keys rotate)
@@ -172,13 +181,20 @@ var namespaces = map[string]wire{
 			return activitypub.New(activitypub.WithKeys(keys))
 		},
 		config: func(o *configFlags) (any, error) {
-			cfg := activitypub.Config{KeyID: o.keyID, Actors: o.actors, Followers: o.followers}
+			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers}
+			if o.proofPrivateKeyFile != "" {
+				pem, err := os.ReadFile(o.proofPrivateKeyFile)
+				if err != nil {
+					return nil, readError("--proof-private-key-file", o.proofPrivateKeyFile, err, " (give a PEM file of the actor's Ed25519 private key)")
+				}
+				cfg.ProofPrivateKey = string(pem)
+			}
 			if o.privateKeyFile == "" {
 				return cfg, nil // key_id names a held key (herald keys); the projection's validation checks it
 			}
 			pem, err := os.ReadFile(o.privateKeyFile)
 			if err != nil {
-				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
+				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA or Ed25519 private key)")
 			}
 			cfg.PrivateKey = string(pem)
 			return cfg, nil
@@ -248,6 +264,8 @@ type configFlags struct {
 	secrets                        []string
 	token, authScheme, credentials string
 	keyID, privateKeyFile          string
+	signatureScheme, proofKeyID    string
+	proofPrivateKeyFile            string
 	actors, followers              []string
 	source, a2aVersion             string
 	structured, envelope           bool
@@ -261,7 +279,10 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
 	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
 	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
-	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key, this registration's own copy (default: the key held under --key-id, herald keys)")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's private key, RSA (PKCS#1 or PKCS#8) or Ed25519 (PKCS#8): this registration's own copy (default: the key held under --key-id, herald keys)")
+	f.StringVar(&o.signatureScheme, "signature-scheme", "", "activitypub: pin the HTTP signature scheme, rfc9421 or cavage (default: RFC 9421 first, draft-cavage when the host refuses it; an Ed25519 key signs RFC 9421 only)")
+	f.StringVar(&o.proofKeyID, "proof-key-id", "", "activitypub: add a FEP-8b32 object integrity proof to every activity, by the actor's Ed25519 Multikey with this id")
+	f.StringVar(&o.proofPrivateKeyFile, "proof-private-key-file", "", "activitypub: PEM file (PKCS#8) of the Multikey's Ed25519 private key (default: --private-key-file, if Ed25519)")
 	f.StringArrayVar(&o.actors, "actor", nil, "activitypub: an actor this inbox serves (repeatable): deliver only what is addressed to them, to Public or to --followers")
 	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
 	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")

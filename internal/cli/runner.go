@@ -238,6 +238,7 @@ var flagNames = map[string]string{
 	"secrets":             "secret",
 	"version":             "a2a-version",
 	"private_key":         "private-key-file",
+	"proof_private_key":   "proof-private-key-file",
 	"actors":              "actor",
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -45,6 +46,9 @@ type RegistrationView struct {
 	LeaseUntil    time.Time `json:"lease_until,omitzero"`
 	Sealed        bool      `json:"sealed"`
 	ConfigError   string    `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
+	// SignatureScheme is an activitypub registration's pinned scheme, or
+	// "auto" (activitypub.ShownScheme); absent for other namespaces.
+	SignatureScheme string `json:"signature_scheme,omitempty"`
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -86,6 +90,9 @@ func (held Held) View(s store.Status) RegistrationView {
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 		ConfigError: s.ConfigError,
+	}
+	if s.Namespace == activitypub.Namespace {
+		v.SignatureScheme = activitypub.ShownScheme(s.Config)
 	}
 	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
 		v.State, v.HeldFor = StateHeld, state

@@ -18,10 +18,11 @@ import (
 	"github.com/heraldpush/herald/store/memory"
 )
 
-// heldConfig is a registration config naming alice's key by id only.
+// heldConfig is a registration config naming alice's key by id only,
+// pinned to draft-cavage, which verifySignature checks.
 func heldConfig(t testing.TB) push.Config {
 	t.Helper()
-	raw, err := Config{KeyID: aliceKeyID, Actors: []string{bob}}.Encode()
+	raw, err := Config{KeyID: aliceKeyID, SignatureScheme: SchemeCavage, Actors: []string{bob}}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type Store struct {
 	regs      map[store.Key]*store.Registration
 	evidence  map[store.Key][]store.Evidence
 	hosts     map[string]store.Host
+	schemes   map[string]hostScheme // by host; only of hosts in hosts
 	tokens    tokens
 	actorKeys actorKeys
 }
@@ -63,6 +64,7 @@ func New(opts ...Option) *Store {
 		regs:     map[store.Key]*store.Registration{},
 		evidence: map[store.Key][]store.Evidence{},
 		hosts:    map[string]store.Host{},
+		schemes:  map[string]hostScheme{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -583,6 +585,37 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (store.Host,
 	return h, nil
 }
 
+// hostScheme is a host's signature scheme and when it was learned.
+type hostScheme struct {
+	scheme string
+	at     time.Time
+}
+
+// HostScheme implements store.HostSchemes.
+func (s *Store) HostScheme(ctx context.Context, host string) (string, time.Time, error) {
+	if err := store.ValidateHost(host); err != nil {
+		return "", time.Time{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.schemes[host]
+	return hs.scheme, hs.at, nil
+}
+
+// SetHostScheme implements store.HostSchemes.
+func (s *Store) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
+	if err := store.CheckHostScheme(host, scheme, at); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hosts[host]; !ok {
+		s.hosts[host] = store.Host{Host: host, State: store.HostUp, Since: at.UTC()}
+	}
+	s.schemes[host] = hostScheme{scheme: scheme, at: at.UTC()}
+	return nil
+}
+
 // Hosts implements store.HostStore.
 func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, error) {
 	limit, err := q.Validate()
@@ -711,6 +744,7 @@ func (s *Store) pruneHosts(cutoff time.Time, dry bool) int {
 			n++
 			if !dry {
 				delete(s.hosts, name)
+				delete(s.schemes, name)
 			}
 		}
 	}

@@ -78,6 +78,8 @@ var (
 	sqlTroubledHosts = stmt("troubled_hosts")
 	sqlMoveProbe     = stmt("move_probe")
 	sqlEnsureHost    = stmt("ensure_host")
+	sqlHostScheme    = stmt("host_scheme")
+	sqlSetHostScheme = stmt("set_host_scheme")
 	sqlLockHost      = stmt("lock_host")
 	sqlPutHost       = stmt("put_host")
 	sqlHosts         = stmt("hosts")

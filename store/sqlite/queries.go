@@ -131,7 +131,11 @@ const (
 	sqlRenew    = `UPDATE herald_registration SET lease_until = ?1 WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4 AND lease_owner <> ''`
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
-	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+	// store.HostSchemes: a host without a row gets one, up since ?3.
+	sqlHostScheme    = `SELECT signature_scheme, scheme_at FROM herald_host WHERE host = ?`
+	sqlSetHostScheme = `INSERT INTO herald_host (host, state, since, signature_scheme, scheme_at) VALUES (?1, 'up', ?3, ?2, ?3)
+		ON CONFLICT (host) DO UPDATE SET signature_scheme = ?2, scheme_at = ?3`
+	sqlPutHost = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8, failing_since = ?9`
 	// A host-level failure: the turn ends at cursor ?4 with no attempt

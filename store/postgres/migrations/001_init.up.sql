@@ -193,7 +193,11 @@ CREATE TABLE herald_host (
     last_failure_at timestamptz,
     -- The first failure of the current run (push.Host.FailingSince): a run
     -- of failures the host answered must span HostDownSpan to bring it down.
-    failing_since   timestamptz
+    failing_since   timestamptz,
+    -- The scheme the host accepted after refusing another
+    -- (store.HostSchemes), learned at scheme_at ('' and NULL: none).
+    signature_scheme text   NOT NULL DEFAULT '',
+    scheme_at       timestamptz
 );
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;

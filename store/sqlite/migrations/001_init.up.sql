@@ -121,7 +121,9 @@ CREATE TABLE herald_actor_key (
 -- row per host that failed for its host (push.HostOf form), until retention
 -- removes it (no registration of the host, no failure for the retention age). Due holds
 -- the registrations of a host that is not up, but for one probe at
--- next_probe_at. last_error is a receiver's text, cleaned.
+-- next_probe_at. last_error is a receiver's text, cleaned. signature_scheme
+-- is the scheme the host accepted after refusing another (store.HostSchemes),
+-- learned at scheme_at ('' and NULL: none).
 CREATE TABLE herald_host (
     host            TEXT    PRIMARY KEY,
     state           TEXT    NOT NULL CHECK (state IN ('up', 'down', 'unavailable')),
@@ -131,7 +133,9 @@ CREATE TABLE herald_host (
     next_probe_at   INTEGER,
     last_error      TEXT    NOT NULL DEFAULT '',
     last_failure_at INTEGER,
-    failing_since   INTEGER  -- push.Host.FailingSince: the current run's first failure
+    failing_since   INTEGER, -- push.Host.FailingSince: the current run's first failure
+    signature_scheme TEXT   NOT NULL DEFAULT '',
+    scheme_at       INTEGER
 ) STRICT;
 -- Due reads the hosts that hold their registrations: few, through this.
 CREATE INDEX herald_host_held ON herald_host (host, next_probe_at) WHERE state <> 'up';
