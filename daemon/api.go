@@ -54,12 +54,33 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 			return withStatus{code: http.StatusNoContent}, scope(r, d.store).Unregister(r.Context(), k.Stream, k.ID)
 		}),
-		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
-		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/unpark":        unparkOne(d.store, d.opts.Now, d.wake),
+		"POST /v1/registrations/unpark":       unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/rotate-secret": keyed(nil, []string{"expire_old"}, d.rotateSecret),
 	}
 	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
 	maps.Copy(routes, keyRoutes(d.store, d.opts.Now))
 	return routes
+}
+
+// DefaultExpireOld is how long a rotated secret keeps signing unless told:
+// a day, as Svix keeps one, for a receiver to deploy the new secret.
+const DefaultExpireOld = 24 * time.Hour
+
+// rotateSecret answers POST /v1/registration/rotate-secret.
+func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, error) {
+	expireOld := DefaultExpireOld
+	if s := q.Get("expire_old"); s != "" {
+		var err error
+		if expireOld, err = time.ParseDuration(s); err != nil {
+			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
+		}
+	}
+	// The store's Register, not a worker's: the config Rotate returns is
+	// valid, and a client certificate that has since expired must not
+	// block a rotation.
+	db := scope(r, d.store)
+	return operator.RotateSecret(r.Context(), db, db.Register, k.Stream, k.ID, d.opts.Now(), expireOld)
 }
 
 // appendRequest is the body of POST /v1/records.
@@ -215,6 +236,10 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
 		return nil, operator.Unseen(reg.Stream, reg.ID)
 	}
+	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
+	if err != nil {
+		return nil, err
+	}
 	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
 	if err != nil {
 		return nil, apiFields(err)
@@ -232,7 +257,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
+	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Secret: secret, Warnings: warnings}}, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.

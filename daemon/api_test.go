@@ -262,7 +262,10 @@ func TestAPIRegistrations(t *testing.T) {
 
 	for _, c := range []struct{ body, want string }{
 		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"secrets": ["nope"]}}`, "secret"},
-		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, "secret"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"Connection": "close"}}}`, "config.headers[Connection]"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"X-A": "1\r\nX-B: 2"}}}`, "config.headers[X-A]: has a value with a CR, LF"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"client_cert": "x"}}`, "config.client_key"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"proxy": "https://p.example"}}`, "config.proxy"},
 		{`{"stream": "orders/1", "id": "x", "namespace": "smoke", "url": "https://x.example/"}`, "namespace"},
 		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "ftp://x.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, "url"},
 		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "on_4xx": "maybe"}`, "on_4xx"},
@@ -712,4 +715,26 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	require.NotEqual(t, testTraceparent[36:52], first.parent[36:52], "a new span id")
 	require.Equal(t, "01", first.parent[53:], "the sampled flag kept")
 	require.Equal(t, "rojo=00f067aa0ba902b7", first.state)
+}
+
+// A webhook registered over the API without secrets gets one, answered
+// once; an update without secrets keeps it and answers none.
+func TestAPIRegistrationWithoutSecretsGetsOneOnce(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := `{"stream": "orders/1", "id": "made", "namespace": "webhook", "url": "https://billing.example/hooks", "config": {"headers": {"X-Tenant": "42"}}}`
+	code, body := post(t, srv, "/v1/registrations", reg)
+	require.Equal(t, http.StatusCreated, code, body)
+	var v operator.RegisteredView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.True(t, strings.HasPrefix(v.Secret, "whsec_"), body)
+	require.Equal(t, []string{"X-Tenant"}, v.Headers)
+	code, body = post(t, srv, "/v1/registrations", reg)
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, "whsec_")
+	st, err := s.Get(t.Context(), "orders/1", "made")
+	require.NoError(t, err)
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the update kept the secret made")
 }

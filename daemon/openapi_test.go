@@ -171,7 +171,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registrations", json, testToken, reg, 201},
 		{srv, "POST", "/v1/registrations", json, testToken, reg, 200},
 		{guarded, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201},
-		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
+		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"Host": "a"}}}`, 400},
+		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "made", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"X-Tenant": "42"}}}`, 201},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", MaxBody) + `"]}`, 413},
 		{srv, "POST", "/v1/registrations", "text/plain", testToken, reg, 415},
 		{srv, "POST", "/v1/registrations", json, "", reg, 401},
@@ -194,6 +195,10 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", testToken, "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
 		{failing, "POST", "/v1/registrations/unpark", "", testToken, "", 500},
+		{srv, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=1h", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=-1h", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{failing, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", testToken, "", 500},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 204},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 404},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=", "", testToken, "", 400},
@@ -256,6 +261,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{failing, "DELETE", keyQuery, "", admin, "", 500},
 		{srv2, "DELETE", keyQuery + "&force=true", "", admin, "", 200},
 		{srv2, "DELETE", keyQuery, "", admin, "", 404},
+		// srv throttles one more failed authentication from this address.
+		{guarded, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", "", "", 401},
 	}
 	covered := map[string][]string{}
 	var handlerRoutes []string
@@ -334,7 +341,7 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 17, n)
+	require.Equal(t, 18, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {
@@ -365,9 +372,12 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	for k := range doc.Components.Schemas["WebhookConfig"].Properties {
 		documented = append(documented, k)
 	}
-	for f := range reflect.TypeFor[webhook.Config]().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		fields = append(fields, name)
+	for _, t := range []reflect.Type{reflect.TypeFor[webhook.Config](), reflect.TypeFor[transport.Endpoint]()} {
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); !f.Anonymous {
+				fields = append(fields, name)
+			}
+		}
 	}
 	require.ElementsMatch(t, fields, documented)
 

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -158,13 +160,14 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 type act struct {
 	Action, Stream, ID, Host, Reason string
 	ToSeq                            uint64
+	ExpireOld                        time.Duration // of rotate-secret
 }
 
 // parseAct reads an action from a form or a query. Errors name the field.
 func parseAct(v url.Values) (act, error) {
 	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason")}
 	switch a.Action {
-	case "unpark", "skip", "rewind":
+	case "unpark", "skip", "rewind", "rotate-secret":
 		if a.Stream == "" || a.ID == "" {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
 		}
@@ -178,7 +181,15 @@ func parseAct(v url.Values) (act, error) {
 		}
 		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, skip, rewind, reset-host or revoke-token", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, skip, rewind, rotate-secret, reset-host or revoke-token", a.Action)
+	}
+	if a.Action == "rotate-secret" {
+		s := cmp.Or(v.Get("expire_old"), "24h")
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > webhook.MaxExpireOld {
+			return a, journal.Invalid("expire_old", "%q must be a duration from 0s to %v (24h, 90m)", s, webhook.MaxExpireOld)
+		}
+		a.ExpireOld = d
 	}
 	if a.Action == "skip" || a.Action == "rewind" {
 		s := v.Get("to_seq")
@@ -249,6 +260,14 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		err = p.scoped(r).Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
 	case "reset-host":
 		_, err = p.store.ResetHost(ctx, a.Host, at)
+	case "rotate-secret":
+		var v operator.RotatedView
+		if v, err = operator.RotateSecret(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, at, a.ExpireOld); err == nil {
+			// The secret is shown in this answer only: no redirect carries it.
+			w.Header().Set("Cache-Control", "no-store")
+			p.render(w, r, http.StatusOK, "rotated", map[string]any{"Title": "Secret rotated", "R": v.RegistrationView, "V": v})
+			return
+		}
 	case "revoke-token":
 		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}

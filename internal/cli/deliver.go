@@ -36,6 +36,7 @@ type deliveryFlags struct {
 	schemes                                                  hostSchemes // the transport's; the store once opened
 	allowHTTP, allowPrivate                                  bool
 	allowHosts                                               []string
+	egressProxy                                              string
 	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
 	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
 	pageBytes                                                int
@@ -45,6 +46,8 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.allowHTTP, "allow-http", false, "allow plain http:// URLs (off: https only)")
 	f.BoolVar(&d.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
 	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
+	f.StringVar(&d.egressProxy, "egress-proxy", "", "send every request through this HTTP CONNECT proxy, http://[user:password@]host:port, for static egress addresses; "+
+		"destinations are still checked (and the proxy asked for the checked address), the proxy itself is not (a registration's --proxy replaces it)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
 	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
 	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, fmt.Sprintf("registrations served at once whose receivers answer within %v", push.SlowAfter), "at least 1", 0, 0)
@@ -64,8 +67,13 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 // build returns the transport and the worker options, refusing what the
 // libraries refuse as usage errors (a worker on an empty memory store asks).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
+	if d.egressProxy != "" {
+		if _, err := transport.ParseProxy("--egress-proxy", d.egressProxy); err != nil {
+			return nil, nil, usageOf(err)
+		}
+	}
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
-		AllowHosts: d.allowHosts, Logger: e.logger, Schemes: &d.schemes,
+		AllowHosts: d.allowHosts, Proxy: d.egressProxy, Logger: e.logger, Schemes: &d.schemes,
 		// As many idle connections per host as the worker may have in
 		// flight to it, so that none is closed only for want of room.
 		MaxIdleConnsPerHost: min(max(transport.DefaultMaxIdleConnsPerHost, d.maxPerHost), transport.MaxIdleConnsPerHostLimit)})

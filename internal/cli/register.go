@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -44,11 +45,23 @@ Namespaces and their options:
                [--proof-key-id URI [--proof-private-key-file PEM]] [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
-  webhook      --secret whsec_… [--secret whsec_…] [--envelope]
+  webhook      [--secret whsec_…]… [--envelope]
+  every one    [--header 'Name: value']… [--client-cert PEM --client-key PEM] [--proxy URL]
 
 A secret option takes the secret itself, env:NAME (read the environment
 variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
-process list. Secrets are stored with the registration and never printed.
+process list. Secrets are stored with the registration and never printed,
+but for a webhook registered without --secret: herald makes one (32 random
+bytes) and prints it this once (herald rotate-secret replaces it).
+
+--header adds a header to every request; herald refuses hop-by-hop headers,
+Host, Content-Type, Content-Length and every header herald or the namespace
+sets (README, "Endpoint settings"). --client-cert and --client-key are PEM
+files of a client certificate (checked against this machine's clock now)
+and its key, presented to a receiver that asks for one (mTLS). --proxy sends
+this registration's requests through an HTTP CONNECT proxy, in place of run's
+--egress-proxy; it is checked as destinations are (private addresses need
+--allow-private-network).
 
 An activitypub registration signs each delivery with RFC 9421 HTTP Message
 Signatures first; a host that refuses it (401, 403, or a 400 naming the
@@ -76,7 +89,9 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
-  herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
+  herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope
+  herald register --stream orders --id acme --namespace webhook --url https://acme.example/hooks --header 'X-Tenant: 42' \
+      --client-cert acme.crt --client-key acme.key`,
 		need: []string{"stream", "id", "namespace", "url"},
 		db:   createDB,
 		flags: func(f *pflag.FlagSet) {
@@ -106,13 +121,18 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				return asRangeError(usageOf(err))
 			}
 			if v, ok := namespaces[r.Namespace].projection(nil).(push.ConfigValidator); ok {
-				if err := v.ValidateConfig(r); err != nil {
+				checked, _ := operator.MakeSecret(r) // a webhook without --secret gets one when run
+				if err := v.ValidateConfig(checked); err != nil {
 					return usageOf(err)
 				}
 			}
 			return nil
 		},
 		run: func(c *call) error {
+			r, generated, err := operator.KeepOrMakeSecret(c.ctx(), c.b, r)
+			if err != nil {
+				return err
+			}
 			// Again with the database: an ActivityPub key_id may name a held key.
 			if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
 				if err := v.ValidateConfig(r); err != nil {
@@ -137,7 +157,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				warnings = append(warnings, note)
 			}
 			v := operator.Held(nil).View(st)
-			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func(w io.Writer) {
+			return c.print(operator.RegisteredView{RegistrationView: v, Secret: generated, Warnings: append(notes, warnings...)}, func(w io.Writer) {
 				window, verb := "", "Registered"
 				if st.Window > 1 {
 					window = fmt.Sprintf(", window %d", st.Window)
@@ -155,6 +175,9 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				}
 				if st.Parked {
 					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
+				}
+				if generated != "" {
+					fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", generated)
 				}
 				for _, warning := range warnings {
 					fmt.Fprintf(e.Err, "note: %s\n", warning)
@@ -181,7 +204,7 @@ var namespaces = map[string]wire{
 			return activitypub.New(activitypub.WithKeys(keys))
 		},
 		config: func(o *configFlags) (any, error) {
-			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers}
+			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers, Endpoint: o.endpoint}
 			if o.proofPrivateKeyFile != "" {
 				pem, err := os.ReadFile(o.proofPrivateKeyFile)
 				if err != nil {
@@ -204,7 +227,7 @@ var namespaces = map[string]wire{
 		projection: func(store.ActorKeyStore) push.Projection { return cloudevents.New() },
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
-			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok}, err
+			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok, Endpoint: o.endpoint}, err
 		},
 	},
 	a2a.Namespace: {
@@ -215,7 +238,7 @@ var namespaces = map[string]wire{
 				return nil, err
 			}
 			cred, err := secretValue("--credentials", o.credentials)
-			return a2a.Config{Token: tok, AuthScheme: o.authScheme, Credentials: cred, Version: o.a2aVersion}, err
+			return a2a.Config{Token: tok, AuthScheme: o.authScheme, Credentials: cred, Version: o.a2aVersion, Endpoint: o.endpoint}, err
 		},
 	},
 	webhook.Namespace: {
@@ -229,7 +252,7 @@ var namespaces = map[string]wire{
 				}
 				secrets[i] = v
 			}
-			return webhook.Config{Secrets: secrets, Envelope: o.envelope}, nil
+			return webhook.Config{Secrets: secrets, Envelope: o.envelope, Endpoint: o.endpoint}, nil
 		},
 	},
 }
@@ -241,10 +264,13 @@ func (w wire) flags() []string {
 	}
 	cfg, _ := w.config(&configFlags{})
 	t := reflect.TypeOf(cfg)
-	out := make([]string, t.NumField())
-	for i := range out {
-		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		out[i] = flagName(key)
+	var out []string
+	for f := range t.Fields() {
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || key == "retiring" { // transport.Endpoint: every namespace's (configFlags.endpointOf); retiring: rotate-secret's
+			continue
+		}
+		out = append(out, flagName(key))
 	}
 	return out
 }
@@ -269,6 +295,10 @@ type configFlags struct {
 	actors, followers              []string
 	source, a2aVersion             string
 	structured, envelope           bool
+
+	headers                      []string
+	clientCert, clientKey, proxy string
+	endpoint                     transport.Endpoint // of the four above, built by build
 }
 
 func (o *configFlags) add(f *pflag.FlagSet) {
@@ -287,6 +317,44 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
 	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")
 	f.BoolVar(&o.structured, "structured", false, "cloudevents: structured content mode instead of binary")
+	f.StringArrayVar(&o.headers, "header", nil, "a header for every request, 'Name: value' (repeatable)")
+	f.StringVar(&o.clientCert, "client-cert", "", "PEM file of a client certificate (mTLS), with --client-key")
+	f.StringVar(&o.clientKey, "client-key", "", "PEM file of the client certificate's private key")
+	f.StringVar(&o.proxy, "proxy", "", "an HTTP CONNECT proxy for this registration, http://[user:password@]host:port (default: run's --egress-proxy)")
+}
+
+// endpointOf builds o.endpoint from --header, --client-cert, --client-key
+// and --proxy; the projection's validation checks it.
+func (o *configFlags) endpointOf() error {
+	e := transport.Endpoint{Proxy: o.proxy}
+	for _, h := range o.headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok {
+			return usagef("--header has no ':': give it as 'Name: value' (e.g. --header 'X-Tenant: 42')")
+		}
+		if e.Headers == nil {
+			e.Headers = make(map[string]string, len(o.headers))
+		}
+		if _, dup := e.Headers[name]; dup {
+			return usagef("--header %s is given twice", tbl.Clean(name))
+		}
+		e.Headers[name] = strings.Trim(value, " \t")
+	}
+	for _, f := range []struct {
+		flag, path string
+		dst        *string
+	}{{"--client-cert", o.clientCert, &e.ClientCert}, {"--client-key", o.clientKey, &e.ClientKey}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return readError(f.flag, f.path, err, " (give a PEM file)")
+		}
+		*f.dst = string(b)
+	}
+	o.endpoint = e
+	return nil
 }
 
 // build returns the namespace's config as stored, refusing other
@@ -299,6 +367,9 @@ func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Con
 				return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(own, ", --"))
 			}
 		}
+	}
+	if err := o.endpointOf(); err != nil {
+		return nil, err
 	}
 	cfg, err := namespaces[ns].config(o)
 	if err != nil {
@@ -341,4 +412,52 @@ func secretValue(flag, v string) (string, error) {
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
 	return v, nil
+}
+
+func newRotateSecret(e *env) command {
+	var (
+		stream, id string
+		expireOld  time.Duration
+		at         instant
+	)
+	return command{
+		use:   "rotate-secret",
+		short: "Give a webhook registration a new signing secret, keeping the old one signing for a while",
+		long: fmt.Sprintf(`Give a webhook registration a new whsec_ secret (32 random bytes), printed this
+once. Its old secrets keep signing beside it until --expire-old after --at
+(Standard Webhooks sends several signatures), so the receiver can switch
+without a refused message; then only the new one signs. Whether an old secret
+still signs is judged by each sweep's instant, not this machine's clock. The
+cursor and retry state are kept. --expire-old is 0 (the old ones stop at
+once) to %v.`, webhook.MaxExpireOld),
+		example: `  herald rotate-secret --stream orders --id billing --expire-old 24h`,
+		need:    []string{"stream", "id"},
+		db:      readDB,
+		flags: func(f *pflag.FlagSet) {
+			keyFlags(f, &stream, &id)
+			f.DurationVar(&expireOld, "expire-old", 24*time.Hour, "how long the old secrets keep signing (0: they stop at once)")
+			f.Var(&at, "at", "the instant the old secrets' time starts from: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
+		},
+		check: func(c *call) error {
+			if expireOld < 0 || expireOld > webhook.MaxExpireOld {
+				return usagef("--expire-old %v must be from 0 to %v", expireOld, webhook.MaxExpireOld)
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			v, err := operator.RotateSecret(c.ctx(), c.b, c.b.Register, stream, id, c.at(at), expireOld)
+			if err != nil {
+				return e.notFound(stream, id, err)
+			}
+			return c.print(v, func(w io.Writer) {
+				fmt.Fprintf(w, "Rotated the secret of %s.\n", store.Name(stream, id))
+				if v.OldUntil.IsZero() {
+					fmt.Fprintln(w, "The old secrets stopped signing.")
+				} else {
+					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldUntil))
+				}
+				fmt.Fprintf(w, "The new secret, shown this once (give it to the receiver):\n%s\n", v.Secret)
+			})
+		},
+	}
 }

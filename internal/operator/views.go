@@ -6,12 +6,14 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/transport"
 )
 
 // StateHeld is the state shown for a registration with work on a host that
@@ -46,6 +48,12 @@ type RegistrationView struct {
 	LeaseUntil    time.Time `json:"lease_until,omitzero"`
 	Sealed        bool      `json:"sealed"`
 	ConfigError   string    `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
+	// Of the config's endpoint settings (transport.Endpoint), what may be
+	// shown: the headers' names, whether a client certificate is set, the
+	// proxy's host:port.
+	Headers    []string `json:"headers,omitempty"`
+	ClientCert bool     `json:"client_cert,omitempty"`
+	Proxy      string   `json:"proxy,omitempty"`
 	// SignatureScheme is an activitypub registration's pinned scheme, or
 	// "auto" (activitypub.ShownScheme); absent for other namespaces.
 	SignatureScheme string `json:"signature_scheme,omitempty"`
@@ -91,6 +99,15 @@ func (held Held) View(s store.Status) RegistrationView {
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 		ConfigError: s.ConfigError,
 	}
+	if e, err := transport.EndpointOf(s.Config); err == nil {
+		v.Headers, v.ClientCert = e.HeaderNames(), e.ClientCert != ""
+		if u, err := url.Parse(e.Proxy); err == nil && e.Proxy != "" {
+			v.Proxy = u.Host
+		}
+	}
+	if len(v.Headers) == 0 {
+		v.Headers = nil
+	}
 	if s.Namespace == activitypub.Namespace {
 		v.SignatureScheme = activitypub.ShownScheme(s.Config)
 	}
@@ -114,6 +131,9 @@ func (held Held) Views(sts []store.Status) []RegistrationView {
 // as asked (the network guard, WindowNote).
 type RegisteredView struct {
 	RegistrationView
+	// Secret is the webhook secret herald made for a registration given
+	// none, shown in this answer only.
+	Secret   string   `json:"secret,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 

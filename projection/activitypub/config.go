@@ -17,6 +17,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 // MinKeyBits is the smallest RSA key Config accepts: fediverse servers
@@ -55,14 +56,19 @@ const (
 // of (package doc, "Which inbox gets what"). Unknown keys are an error. Only
 // JSON encoding shows the private keys.
 type Config struct {
-	KeyID           string   `json:"key_id"`
-	PrivateKey      string   `json:"private_key"`
-	SignatureScheme string   `json:"signature_scheme,omitempty"`
-	ProofKeyID      string   `json:"proof_key_id,omitempty"`
-	ProofPrivateKey string   `json:"proof_private_key,omitempty"`
-	Actors          []string `json:"actors,omitempty"`
-	Followers       []string `json:"followers,omitempty"`
+	KeyID              string   `json:"key_id"`
+	PrivateKey         string   `json:"private_key"`
+	SignatureScheme    string   `json:"signature_scheme,omitempty"`
+	ProofKeyID         string   `json:"proof_key_id,omitempty"`
+	ProofPrivateKey    string   `json:"proof_private_key,omitempty"`
+	Actors             []string `json:"actors,omitempty"`
+	Followers          []string `json:"followers,omitempty"`
+	transport.Endpoint          // headers, client_cert, client_key, proxy
 }
+
+// ownHeaders are the headers the projection sets, which config.headers may
+// not (transport.Endpoint.Check): the signature's, both drafts.
+var ownHeaders = []string{"Date", "Digest", "Signature", "Signature-Input", "Content-Digest"}
 
 // String describes the config with the private keys redacted.
 func (c Config) String() string {
@@ -72,8 +78,8 @@ func (c Config) String() string {
 		}
 		return fmt.Sprintf("[redacted, %d bytes]", len(k))
 	}
-	return fmt.Sprintf("activitypub.Config{KeyID: %q, PrivateKey: %s, SignatureScheme: %q, ProofKeyID: %q, ProofPrivateKey: %s, Actors: %q, Followers: %q}",
-		c.KeyID, redacted(c.PrivateKey), c.SignatureScheme, c.ProofKeyID, redacted(c.ProofPrivateKey), c.Actors, c.Followers)
+	return fmt.Sprintf("activitypub.Config{KeyID: %q, PrivateKey: %s, SignatureScheme: %q, ProofKeyID: %q, ProofPrivateKey: %s, Actors: %q, Followers: %q%s}",
+		c.KeyID, redacted(c.PrivateKey), c.SignatureScheme, c.ProofKeyID, redacted(c.ProofPrivateKey), c.Actors, c.Followers, c.Endpoint)
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -124,7 +130,7 @@ type settings struct {
 }
 
 func (c Config) settings() (*settings, error) {
-	errs := []error{checkURI("key_id", c.KeyID)}
+	errs := []error{checkURI("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
 	var key crypto.Signer
 	if c.PrivateKey != "" { // else a held key, by key_id (Projection.ValidateConfig)
 		var err error

@@ -150,8 +150,11 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	head := make([]byte, 0, len(g.id)+len(ts)+2)
 	head = append(append(append(append(head, g.id...), '.'), ts...), '.')
 	sig := make([]byte, 0, len(g.keys)*(len(sigVersion)+base64.StdEncoding.EncodedLen(sha256.Size)+1))
-	for i, k := range g.keys {
-		if i > 0 {
+	for _, k := range g.keys {
+		if !k.until.IsZero() && !at.Before(k.until) {
+			continue // retired at at (Config.Retiring); config.secrets never are, so one signs
+		}
+		if len(sig) > 0 {
 			sig = append(sig, ' ')
 		}
 		sig = k.sign(sig, head, body)
@@ -174,6 +177,7 @@ const sigVersion = "v1,"
 type key struct {
 	proto  hash.Hash // keyed, never written: only copied
 	secret []byte    // to key a new HMAC where the hash cannot be copied
+	until  time.Time // a retiring secret's end; zero for none
 }
 
 func newKey(secret []byte) *key {
