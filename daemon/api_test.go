@@ -433,6 +433,40 @@ func TestAPIRegistrationWindow(t *testing.T) {
 	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
 }
 
+// A registration's retry policy is taken, checked naming the field, and
+// shown; an update without it leaves the namespace's.
+func TestAPIRegistrationRetryPolicy(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := func(retry string) string {
+		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + retry +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for bad, field := range map[string]string{`"retry_schedule": ["5s", "soon"],`: "retry_schedule", `"retry_schedule": ["0s"],`: "retry_schedule",
+		`"retry_for": "3 days",`: "retry_for", `"retry_for": "1s",`: "retry_for", `"max_attempts": -1,`: "max_attempts"} {
+		code, body := post(t, srv, "/v1/registrations", reg(bad))
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+		require.Contains(t, errorOf(t, body), "invalid "+field, bad)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "far")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+
+	code, body := post(t, srv, "/v1/registrations", reg(`"retry_schedule": ["5s", "5m", "10h"], "retry_for": "3d",`))
+	require.Equal(t, http.StatusCreated, code, body)
+	var v operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, &operator.RetryView{Schedule: []string{"5s", "5m", "10h"}, For: "3d"}, v.Retry)
+	st, err := s.Get(t.Context(), "orders/1", "far")
+	require.NoError(t, err)
+	require.Equal(t, push.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 10 * time.Hour}, For: 72 * time.Hour}, st.Retry)
+
+	code, body = post(t, srv, "/v1/registrations", reg(""))
+	require.Equal(t, http.StatusOK, code, body)
+	v = operator.RegistrationView{}
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Nil(t, v.Retry, "an update without a policy: the namespace's again")
+}
+
 // A URL the daemon's network guard will refuse is registered, as herald
 // register registers it, and answered with warnings naming each flag that
 // lifts a rule; what the daemon's transport allows gets none.

@@ -169,7 +169,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "GET", "/v1/status", "", "", "", 401},
 		{failing, "GET", "/v1/status", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations", json, testToken, reg, 201},
-		{srv, "POST", "/v1/registrations", json, testToken, reg, 200},
+		{srv, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, `"config"`, `"retry_schedule": ["5s", "10h"], "retry_for": "3d", "max_attempts": 40, "config"`, 1), 200},
 		{guarded, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"Host": "a"}}}`, 400},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "made", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"X-Tenant": "42"}}}`, 201},
@@ -191,6 +191,17 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", testToken, "", 400},
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "", "", 401},
 		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", testToken, "", 500},
+		{srv, "POST", "/v1/registration/pause?stream=orders/1&id=billing&by=alice&reason=deploy", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/pause?stream=orders/1&id=billing&by=a%0Ab", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/pause?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{guarded, "POST", "/v1/registration/pause?stream=orders/1&id=billing", "", "", "", 401}, // srv has had its ten failures
+		{failing, "POST", "/v1/registration/pause?stream=orders/1&id=billing", "", testToken, "", 500},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=billing&by=bob", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=billing&reason=x", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{guarded, "POST", "/v1/registration/resume?stream=orders/1&id=billing", "", "", "", 401},
+		{failing, "POST", "/v1/registration/resume?stream=orders/1&id=billing", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations/unpark?stream=held/1&namespace=webhook", "", testToken, "", 200},
 		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", testToken, "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
@@ -341,7 +352,7 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 18, n)
+	require.Equal(t, 20, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {

@@ -73,7 +73,7 @@ const (
 	registrationsScan  = 10_000
 )
 
-var states = []string{store.StateReady, store.StateRetrying, operator.StateHeld, store.StateParked, store.StateIdle}
+var states = []string{store.StateReady, store.StateRetrying, operator.StateHeld, store.StateParked, store.StatePaused, store.StateIdle}
 
 func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -102,6 +102,8 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 // nothing in the address is echoed.
 var done = map[string]string{
 	"unpark":       "Unparked: due now at its cursor, with its attempts reset.",
+	"pause":        "Paused: never claimed until resumed; evidence and an event written.",
+	"resume":       "Resumed: due now at its cursor, with its attempts reset.",
 	"skip":         "Skipped: the cursor moved forward; evidence written.",
 	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
 	"reset-host":   "Host reset: up, and its held registrations released.",
@@ -158,15 +160,21 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 
 // act is one operator action, as the confirmation step and the POST read it.
 type act struct {
-	Action, Stream, ID, Host, Reason string
-	ToSeq                            uint64
-	ExpireOld                        time.Duration // of rotate-secret
+	Action, Stream, ID, Host, Reason, By string
+	ToSeq                                uint64
+	ExpireOld                            time.Duration // of rotate-secret
 }
 
 // parseAct reads an action from a form or a query. Errors name the field.
 func parseAct(v url.Values) (act, error) {
-	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason")}
+	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason"), By: v.Get("by")}
 	switch a.Action {
+	case "pause", "resume":
+		a.By = cmp.Or(a.By, "an operator (page)")
+		if err := store.ValidatePause(a.By, a.Reason); err != nil {
+			return a, err
+		}
+		fallthrough
 	case "unpark", "skip", "rewind", "rotate-secret":
 		if a.Stream == "" || a.ID == "" {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
@@ -181,7 +189,7 @@ func parseAct(v url.Values) (act, error) {
 		}
 		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, skip, rewind, rotate-secret, reset-host or revoke-token", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, pause, resume, skip, rewind, rotate-secret, reset-host or revoke-token", a.Action)
 	}
 	if a.Action == "rotate-secret" {
 		s := cmp.Or(v.Get("expire_old"), "24h")
@@ -254,6 +262,10 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	switch a.Action {
 	case "unpark":
 		err = p.scoped(r).Unpark(ctx, a.Stream, a.ID, at)
+	case "pause":
+		err = p.scoped(r).Pause(ctx, a.Stream, a.ID, at, a.By, a.Reason)
+	case "resume":
+		err = p.scoped(r).Resume(ctx, a.Stream, a.ID, at, a.By)
 	case "skip":
 		err = p.scoped(r).Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":

@@ -40,6 +40,7 @@ type deliveryFlags struct {
 	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
 	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
 	pageBytes                                                int
+	retrySchedule                                            string
 }
 
 func (d *deliveryFlags) add(f *pflag.FlagSet) {
@@ -49,7 +50,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.egressProxy, "egress-proxy", "", "send every request through this HTTP CONNECT proxy, http://[user:password@]host:port, for static egress addresses; "+
 		"destinations are still checked (and the proxy asked for the checked address), the proxy itself is not (a registration's --proxy replaces it)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
-	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
+	intVar(f, &d.maxAttempts, "max-attempts", 0, "park a registration without its own ceiling (herald register --max-attempts, --retry-for) on the failure that makes its attempts at one record reach this (default: its namespace's ceiling, README \"Retry policy\")", "at least 1", 1, 0)
 	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, fmt.Sprintf("registrations served at once whose receivers answer within %v", push.SlowAfter), "at least 1", 0, 0)
 	intVar(f, &d.maxSlow, "max-slow", push.DefaultMaxSlow,
 		fmt.Sprintf("registrations served at once, beside --max-in-flight, whose message has waited %v for its answer: a slow receiver gives its slot to the others (0: it keeps the slot until its answer)", push.SlowAfter),
@@ -59,6 +60,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
 	intVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage), 0, 0)
 	intVar(f, &d.pageBytes, "page-bytes", push.DefaultPageBytes, "payload bytes a turn reads at once (a larger record is read alone): with --max-in-flight, the bound on the payloads turns hold", fmt.Sprintf("from 1 to %d", push.MaxPageBytes), 0, 0)
+	f.StringVar(&d.retrySchedule, "retry-schedule", "", "fixed delays between attempts (5s,5m,30m,2h) for a registration without its own schedule (herald register --retry-schedule) (default: its namespace's, README \"Retry policy\")")
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait")
 	f.DurationVar(&d.hostHorizon, "host-horizon", store.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
@@ -80,9 +82,22 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 	if err != nil {
 		return nil, nil, usageOf(unwrapped(err)) // past "transport: new: ", which names nothing typed
 	}
-	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
+	opts := append([]push.Option{push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
 		push.WithDrainPage(d.drainPage), push.WithPageBytes(d.pageBytes), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
+	if d.maxAttempts > 0 {
+		opts = append(opts, push.WithMaxAttempts(d.maxAttempts))
+	}
+	if d.retrySchedule != "" {
+		s, err := store.ParseSchedule("retry-schedule", d.retrySchedule)
+		if err == nil {
+			err = push.RetryPolicy{Schedule: s}.Validate()
+		}
+		if err != nil {
+			return nil, nil, usageOf(err)
+		}
+		opts = append(opts, push.WithSchedule(s))
+	}
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(nil), opts...); err != nil {
 		return nil, nil, asRangeError(usageOf(unwrapped(err)))

@@ -33,6 +33,7 @@ func newRegister(e *env) command {
 		on4xx   string
 		cfg     configFlags
 		fromSeq uint64
+		retry   retryFlags
 	)
 	return command{
 		use:   "register",
@@ -83,12 +84,17 @@ replaces the list). Within a --window the receiver may see records out of
 order (README, "Delivery semantics"); each message in flight takes one of its
 host's --max-per-host tokens of run and sweep (default %d). --on-4xx says what
 a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
-ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
+ceiling) or skip (evidence, and past the message, as fediverse servers do).
+
+--retry-schedule, --max-attempts and --retry-for are the registration's own
+retry policy; without them it retries as its namespace does (README, "Retry
+policy"). Re-registering replaces them.`, push.DefaultMaxPerHost),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
+  herald register --stream orders --id erp --namespace webhook --url https://erp.example/hooks --secret env:ERP_SECRET --retry-schedule 5s,5m,30m,2h,5h,10h,10h --retry-for 8d
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope
   herald register --stream orders --id acme --namespace webhook --url https://acme.example/hooks --header 'X-Tenant: 42' \
       --client-cert acme.crt --client-key acme.key`,
@@ -104,6 +110,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
 			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
 				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
+			retry.add(f)
 			cfg.add(f)
 		},
 		check: func(c *call) (err error) {
@@ -115,6 +122,9 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				r.Kinds[i] = strings.TrimSpace(k)
 			}
 			if r.Config, err = cfg.build(c.changed, r.Namespace); err != nil {
+				return err
+			}
+			if r.Retry, err = retry.build(); err != nil {
 				return err
 			}
 			if err := r.Validate(); err != nil {
@@ -460,4 +470,35 @@ once) to %v.`, webhook.MaxExpireOld),
 			})
 		},
 	}
+}
+
+// retryFlags are register's retry policy (push.RetryPolicy).
+type retryFlags struct {
+	schedule, retryFor string
+	maxAttempts        int
+}
+
+func (rf *retryFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&rf.schedule, "retry-schedule", "", fmt.Sprintf("fixed delays between attempts, comma-separated, 1s to %s each (5s,5m,30m,2h,5h,10h,10h); the last repeats until the ceiling (default: the namespace's)", store.FormatDays(store.MaxRetryDelay)))
+	intVar(f, &rf.maxAttempts, "max-attempts", 0, "park on the failure that makes the attempts at one record reach this (default: the namespace's ceiling)", fmt.Sprintf("1 to %d", store.MaxAttemptsLimit), 1, store.MaxAttemptsLimit)
+	f.StringVar(&rf.retryFor, "retry-for", "", fmt.Sprintf("park on the first failure this long after the first of the run (3d, 36h), %v to %s; with --max-attempts whichever comes first (default: the namespace's ceiling)", store.MinRetryFor, store.FormatDays(store.MaxRetryFor)))
+}
+
+// build returns the policy, its errors naming the flags.
+func (rf *retryFlags) build() (p push.RetryPolicy, err error) {
+	if rf.schedule != "" {
+		if p.Schedule, err = store.ParseSchedule("retry-schedule", rf.schedule); err != nil {
+			return p, usageOf(err)
+		}
+	}
+	if rf.retryFor != "" {
+		if p.For, err = store.ParseDays("retry-for", rf.retryFor); err != nil {
+			return p, usageOf(err)
+		}
+	}
+	p.MaxAttempts = rf.maxAttempts
+	if err := p.Validate(); err != nil {
+		return p, asRangeError(usageOf(err))
+	}
+	return p, nil
 }

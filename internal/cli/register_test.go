@@ -271,3 +271,33 @@ func TestRegisterActivityPubPinsASchemeOrNamesTheBadOne(t *testing.T) {
 		require.Equal(t, r.ID, r.SignatureScheme, "the listing shows each registration's pinned scheme, read from its stored config")
 	}
 }
+
+// register's retry flags are validated, each error naming its flag, stored
+// and shown (JSON and the status line); none leaves the namespace's.
+func TestRegisterRetryPolicy(t *testing.T) {
+	db := newDB(t)
+	args := func(more ...string) []string {
+		return append([]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, more...)
+	}
+	for _, c := range []struct{ flags []string }{
+		{[]string{"--retry-schedule", "5s,soon"}},
+		{[]string{"--retry-schedule", "500ms"}},
+		{[]string{"--retry-for", "3 days"}},
+		{[]string{"--retry-for", "30s"}},
+		{[]string{"--max-attempts", "0"}},
+	} {
+		r := runCLI(t, db, "", args(c.flags...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", c.flags, r.stderr)
+		require.Contains(t, r.stderr, c.flags[0], "the error names the flag")
+		requireNoDB(t, db, "a refused register opened nothing")
+	}
+	heraldOK(t, db, "", args("--retry-schedule", "5s,5m,30m,2h,5h,10h,10h", "--retry-for", "3d", "--max-attempts", "40")...)
+	var regs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, map[string]any{"schedule": []any{"5s", "5m", "30m", "2h", "5h", "10h", "10h"}, "max_attempts": 40.0, "for": "3d"}, regs[0]["retry"])
+	heraldOK(t, db, "", args()...)
+	regs = nil
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.NotContains(t, regs[0], "retry", "re-registering without the flags: the namespace's again")
+}

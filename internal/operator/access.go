@@ -44,6 +44,8 @@ var Access = map[string]Need{
 	"DELETE /v1/registration":             {store.RoleOperator, true},
 	"POST /v1/registration/unpark":        {store.RoleOperator, true},
 	"POST /v1/registrations/unpark":       {store.RoleOperator, true},
+	"POST /v1/registration/pause":         {store.RoleOperator, true},
+	"POST /v1/registration/resume":        {store.RoleOperator, true},
 	"POST /v1/registration/skip":          {store.RoleOperator, true},
 	"POST /v1/registration/rewind":        {store.RoleOperator, true},
 	"POST /v1/registration/rotate-secret": {store.RoleOperator, true},
@@ -56,12 +58,12 @@ var Access = map[string]Need{
 	"POST /v1/key/rotate":                 {store.RoleAdmin, false},
 	"DELETE /v1/key":                      {store.RoleAdmin, false},
 
-	"page: registrations, registration, record": {store.RoleReader, true},
-	"page: overview, hosts":                     {store.RoleReader, false},
-	"page: unpark, skip, rewind, rotate-secret": {store.RoleOperator, true},
-	"page: reset-host":                          {store.RoleOperator, false},
-	"page: tokens (list, create, revoke)":       {store.RoleAdmin, false},
-	"page: keys (list)":                         {store.RoleOperator, false},
+	"page: registrations, registration, record":                {store.RoleReader, true},
+	"page: overview, hosts":                                    {store.RoleReader, false},
+	"page: unpark, pause, resume, skip, rewind, rotate-secret": {store.RoleOperator, true},
+	"page: reset-host":                                         {store.RoleOperator, false},
+	"page: tokens (list, create, revoke)":                      {store.RoleAdmin, false},
+	"page: keys (list)":                                        {store.RoleOperator, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
@@ -273,6 +275,20 @@ func (s scoped) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		return Unseen(stream, id)
 	}
 	return s.Backend.Unpark(ctx, stream, id, at)
+}
+
+func (s scoped) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
+	if !s.tok.Sees(stream) {
+		return Unseen(stream, id)
+	}
+	return s.Backend.Pause(ctx, stream, id, at, by, reason)
+}
+
+func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
+	if !s.tok.Sees(stream) {
+		return Unseen(stream, id)
+	}
+	return s.Backend.Resume(ctx, stream, id, at, by)
 }
 
 func (s scoped) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {

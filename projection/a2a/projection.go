@@ -1,6 +1,8 @@
 package a2a
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -182,3 +184,10 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	}
 	return []push.Message{msg}, nil
 }
+
+// DefaultRetry is the a2a namespace's retry policy (push.RetryDefaulter):
+// push.Backoff's delays, parking on the first failure a day after the run's
+// first. A push tells a client about a task it started and can poll
+// (tasks/get): a client gone a day has most likely moved on, and its parked
+// registration keeps every update for an unpark.
+func (p *Projection) DefaultRetry() push.RetryPolicy { return push.RetryPolicy{For: 24 * time.Hour} }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -179,3 +180,8 @@ func needsBase64(contentType string, payload []byte) bool {
 		return true
 	}
 }
+
+// DefaultRetry is the cloudevents namespace's retry policy
+// (push.RetryDefaulter): the webhook namespace's (webhook.Retry), as the
+// CloudEvents HTTP binding's receivers are webhook receivers.
+func (p *Projection) DefaultRetry() push.RetryPolicy { return webhook.Retry }

@@ -203,3 +203,18 @@ func (k *key) sign(dst, head, body []byte) []byte {
 	dst = append(dst, sigVersion...)
 	return base64.StdEncoding.AppendEncode(dst, h.Sum(sum[:0]))
 }
+
+// DefaultRetry is the webhook namespace's retry policy
+// (push.RetryDefaulter): Svix's schedule, 5 s, 5 min, 30 min, 2 h, 5 h,
+// 10 h, 10 h (about 27 h), then every 10 h, parking on the first failure 3
+// days after the run's first. A receiver down from a Friday evening to a
+// Monday morning (about 63 h) is not parked, and a dead one costs about 11
+// requests; Svix gives up after about 27 h, Stripe after 3 days, Hook0
+// after 8 days.
+func (p *Projection) DefaultRetry() push.RetryPolicy { return Retry }
+
+// Retry is DefaultRetry's policy, shared with the cloudevents namespace.
+var Retry = push.RetryPolicy{
+	Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
+	For:      72 * time.Hour,
+}

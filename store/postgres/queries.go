@@ -99,6 +99,8 @@ var (
 	sqlAdvanceBatch   = stmt("advance_batch")
 	sqlComplete       = stmt("complete")
 	sqlUnpark         = stmt("unpark")
+	sqlPause          = stmt("pause")
+	sqlResume         = stmt("resume")
 	sqlMove           = stmt("move")
 	sqlInsertEvidence = stmt("insert_evidence")
 	sqlTrimEvidence   = stmt("trim_evidence")

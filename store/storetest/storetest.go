@@ -66,6 +66,7 @@ func Run(t *testing.T, open Factory) {
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
 		{"Events", eventTests},
+		{"Pause", pauseTests},
 		{"Tokens", tokenTests},
 		{"ActorKeys", actorKeyTests},
 	}

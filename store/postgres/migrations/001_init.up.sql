@@ -117,6 +117,15 @@ CREATE TABLE herald_registration (
     -- How many messages may be unacknowledged at once
     -- (push.Registration.Window); 1 is strict order.
     "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
+    -- push.Registration.Retry as push.EncodeRetry writes it; '{}' for the
+    -- defaults.
+    retry           text    NOT NULL DEFAULT '{}',
+    -- The first failure of the current run at next_seq (attempts > 0):
+    -- push.RetryPolicy.For counts from it.
+    failing_since   timestamptz,
+    -- push.Registration.Paused: an operator's stop. A paused row is parked
+    -- too, so that every query that skips parked rows skips it.
+    paused          boolean NOT NULL DEFAULT false,
     PRIMARY KEY (stream, id)
 );
 

@@ -58,6 +58,11 @@ CREATE TABLE herald_registration (
     host_failures   INTEGER NOT NULL DEFAULT 0,
     kinds           TEXT    NOT NULL DEFAULT '[]', -- push.Registration.Kinds: a JSON array of patterns, '[]' for every kind
     "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1), -- push.Registration.Window; 1 is strict order
+    retry           TEXT    NOT NULL DEFAULT '{}', -- push.Registration.Retry: push.EncodeRetry's JSON, '{}' for the defaults
+    failing_since   INTEGER,                     -- the first failure of the current run at next_seq (attempts > 0)
+    -- push.Registration.Paused: an operator's stop. A paused row is parked
+    -- too, so that every query that skips parked rows skips it.
+    paused          INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
     PRIMARY KEY (stream, id)
 ) STRICT;
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
