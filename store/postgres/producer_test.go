@@ -48,7 +48,7 @@ func newProducerDB(t *testing.T) producerDB {
 	d := newSQLDB(t)
 	role := fmt.Sprintf("herald_producer_%d_%d", os.Getpid(), producerRoles.Add(1))
 	grants := strings.ReplaceAll(readmeGrants(t), " TO app;", " TO "+role+";")
-	require.Equal(t, 3, strings.Count(grants, role), "the README grants three things to app")
+	require.Equal(t, 5, strings.Count(grants, role), "the README grants five things to app")
 	pool := d.s.Pool()
 	_, err := pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN`)
 	require.NoError(t, err)
