@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,6 +197,21 @@ type DuePicker struct {
 // that may be troubled (others are up).
 func NewDuePicker(q DueQuery, hosts map[string]Host) *DuePicker {
 	return &DuePicker{q: q, hosts: hosts, taken: map[string]int{}}
+}
+
+// HostsAtCap returns the hosts q gives no room (DueQuery.HostRoom 0),
+// sorted: a store leaves their registrations out of what it reads, so that
+// a claim does not read, at each turn's end, every registration waiting
+// for a busy host (issue 37).
+func HostsAtCap(q DueQuery) []string {
+	var out []string
+	for h := range q.Busy {
+		if q.HostRoom(h) == 0 {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Offer considers the next due registration, of host (its HostOf), and

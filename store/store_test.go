@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,5 +33,17 @@ func TestValidateSkip(t *testing.T) {
 		if !errors.Is(err, journal.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("ValidateSkip(%d, %d, %d) = %v, want an invalid %q", c.next, c.head, c.to, err, c.says)
 		}
+	}
+}
+
+// The hosts a claim leaves out are exactly those the cap gives no room.
+func TestHostsAtCapAreThoseWithoutRoom(t *testing.T) {
+	q := DueQuery{MaxPerHost: 4, Busy: map[string]int{"c.example:443": 4, "a.example:443": 5, "b.example:443": 3, "d.example:443": 0}}
+	if got := HostsAtCap(q); !slices.Equal(got, []string{"a.example:443", "c.example:443"}) {
+		t.Fatalf("HostsAtCap = %q, want a and c (at or above 4), sorted", got)
+	}
+	q.MaxPerHost = 0
+	if got := HostsAtCap(q); len(got) != 0 {
+		t.Fatalf("HostsAtCap without a cap = %q, want none", got)
 	}
 }

@@ -64,6 +64,7 @@ var addrRules = []addrRule{
 	{netip.MustParsePrefix("168.63.129.16/32"), "cloud metadata: Azure WireServer and host services", false, "Azure documentation, \"What is IP address 168.63.129.16\""},
 	{netip.MustParsePrefix("fd00:ec2::/64"), "cloud metadata: AWS EC2 IMDS fd00:ec2::254, DNS ::253, time ::123, EKS Pod Identity ::23", false, "AWS EC2 instance metadata (IPv6) documentation"},
 	{netip.MustParsePrefix("fd20:ce::254/128"), "cloud metadata: Google Compute Engine (IPv6)", false, "Google Compute Engine metadata server documentation"},
+	{netip.MustParsePrefix("fd00:42::42/128"), "cloud metadata: Scaleway Instances (IPv6; IPv4 169.254.42.42 is link-local)", false, "Scaleway Instances metadata API documentation"},
 
 	// IPv4.
 	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (RFC 791; 0.0.0.0 reaches the local host)`, false, "RFC 791, RFC 1122; " + ianaV4},

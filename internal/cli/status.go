@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -374,11 +376,12 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 			}
 			return nil
 		},
-		run: func(c *call) error {
+		run: func(c *call) (err error) {
 			views, next, err := operator.List(c.ctx(), c.b, q, "", limit, 0)
 			if err != nil {
 				return err
 			}
+			defer func() { err = cmp.Or(err, configErrors(views)) }()
 			return c.print(views, func(w io.Writer) {
 				if len(views) == 0 {
 					if q == (store.ListQuery{}) {
@@ -408,4 +411,20 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 			})
 		},
 	}
+}
+
+// configErrors is the error of the listed registrations whose stored
+// configs do not open (a keyring without their key), after the list that
+// shows them: each distinct reason once.
+func configErrors(views []operator.RegistrationView) error {
+	var reasons []string
+	for _, v := range views {
+		if v.ConfigError != "" && !slices.Contains(reasons, v.ConfigError) {
+			reasons = append(reasons, v.ConfigError)
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(reasons, "\n"))
 }

@@ -44,6 +44,7 @@ type RegistrationView struct {
 	LeaseOwner    string    `json:"lease_owner,omitempty"`
 	LeaseUntil    time.Time `json:"lease_until,omitzero"`
 	Sealed        bool      `json:"sealed"`
+	ConfigError   string    `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -84,6 +85,7 @@ func (held Held) View(s store.Status) RegistrationView {
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+		ConfigError: s.ConfigError,
 	}
 	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
 		v.State, v.HeldFor = StateHeld, state

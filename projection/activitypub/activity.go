@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -35,6 +36,76 @@ func parseActivity(payload []byte) (activity, error) {
 		return nil, journal.Invalid("payload", "has no \"type\" (a non-empty string or array of strings)")
 	}
 	return a, nil
+}
+
+// parsed is a payload's activity and the body sent for it (without bto
+// and bcc), shared and never written.
+type parsed struct {
+	activity activity
+	body     []byte
+}
+
+// parse parses payload and makes the body sent for it; errors wrap
+// journal.ErrInvalid.
+func parse(payload []byte) (*parsed, error) {
+	a, err := parseActivity(payload)
+	if err != nil {
+		return nil, err
+	}
+	body := payload
+	if a.needsStripping() {
+		if body, err = stripHidden(payload); err != nil {
+			return nil, fmt.Errorf("remove bto/bcc: %w", journal.Invalid("payload", "%v", err))
+		}
+	}
+	return &parsed{activity: a, body: body}, nil
+}
+
+// activities keeps the parsed forms of the last payloads of at most
+// maxPayload bytes, at most max, by their bytes, the oldest going first:
+// the same record goes to every inbox of its audience, and a key is the
+// payload itself, so a payload never gets another's activity. Safe for
+// concurrent use; errors are not kept.
+type activities struct {
+	mu         sync.Mutex
+	max        int
+	maxPayload int
+	items      map[string]*parsed
+	order      []string // insertion order, oldest first
+}
+
+func newActivities(size, maxPayload int) *activities {
+	return &activities{max: max(1, size), maxPayload: maxPayload, items: map[string]*parsed{}}
+}
+
+// get returns payload's parsed form, parsing it on a miss (outside the
+// lock).
+func (c *activities) get(payload []byte) (*parsed, error) {
+	c.mu.Lock()
+	v, ok := c.items[string(payload)] // no copy: the conversion is only a lookup
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := parse(payload)
+	if err != nil || len(payload) > c.maxPayload {
+		return v, err
+	}
+	key := string(payload) // a copy: the record's bytes are the caller's
+	if len(v.body) > 0 && &v.body[0] == &payload[0] {
+		v.body = []byte(key) // nor is the body kept from them
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; !ok {
+		if len(c.order) >= c.max {
+			delete(c.items, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.items[key] = v
+		c.order = append(c.order, key)
+	}
+	return v, nil
 }
 
 // types returns the activity's type values; ok is false unless type is a

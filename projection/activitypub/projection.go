@@ -27,18 +27,31 @@ const (
 	// a parsed key is a few KiB, and parsing one costs far more than
 	// projecting an activity (BenchmarkMessages).
 	cacheSize = 512
+	// activityCacheSize bounds the parsed payloads kept, and
+	// maxCachedPayload the size of one (larger ones are parsed every
+	// time): a post goes to every inbox of its audience at once, so the
+	// records being delivered at a time are few, and parsing one cost a
+	// delivery as much as its store's claim did (BENCHMARKS.md §12.6). At
+	// most 16 × 2 × 64 KiB, 2 MiB, are kept (a payload and its body).
+	activityCacheSize = 16
+	maxCachedPayload  = 64 << 10
 )
 
 var _ push.Projection = (*Projection)(nil)
 
 // Projection delivers activities to inboxes, a push.Projection (Terminal is
 // rec.Final) and push.ConfigValidator safe for concurrent use.
-type Projection struct{ *base }
+type Projection struct {
+	*base
+	activities *activities
+}
 
 type base = projconfig.Projection[*settings]
 
 // New returns an ActivityPub projection.
-func New() *Projection { return &Projection{projconfig.New(Namespace, cacheSize, Config.settings)} }
+func New() *Projection {
+	return &Projection{projconfig.New(Namespace, cacheSize, Config.settings), newActivities(activityCacheSize, maxCachedPayload)}
+}
 
 // Messages returns the message that delivers rec to reg's inbox, or none
 // (package doc). Errors wrap journal.ErrInvalid: a bad config, or a
@@ -48,20 +61,14 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if err != nil {
 		return nil, fmt.Errorf("activitypub: registration %s: %w", store.Name(reg.Stream, reg.ID), err)
 	}
-	a, err := parseActivity(rec.Payload)
+	a, err := p.activities.get(rec.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("activitypub: record %s (#%d): %w", rec.ID, rec.Seq, err)
 	}
-	if !s.wants(a) {
+	if !s.wants(a.activity) {
 		return nil, nil
 	}
-	body := rec.Payload
-	if a.needsStripping() {
-		if body, err = stripHidden(rec.Payload); err != nil {
-			return nil, fmt.Errorf("activitypub: record %s (#%d): remove bto/bcc: %w", rec.ID, rec.Seq, journal.Invalid("payload", "%v", err))
-		}
-	}
-	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &signer{s: s}}}, nil
+	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: a.body, Signer: &signer{s: s}}}, nil
 }
 
 // wants applies the rules of package doc's "Which inbox gets what".

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -254,14 +255,15 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 // claims take first. A pick that read too few reads 8 times more.
 const pickDepth = 4
 
-// pick reads the due registrations of q.Namespace not held (sqlPick) and
-// returns those a claim for q may take, in claim order: within
-// q.HostRoom, of a host probed (probes) only its first. It counts the
-// other namespaces' into *unserved if q.CountUnserved. sqlPick reads the
-// first depth of each cursor's registrations: the rows up to the first
-// cursor's last one read are all it could have seen, and if fewer than
-// q.Limit+1 of them fit, it reads again, deeper. So a claim reads what it
-// takes and what the cap and held hosts leave, not every registration due.
+// pick reads the due registrations of q.Namespace not held nor of a host
+// at its cap (sqlPick) and returns those a claim for q may take, in claim
+// order: within q.HostRoom, of a host probed (probes) only its first. It
+// counts the other namespaces' into *unserved if q.CountUnserved. sqlPick
+// reads the first depth of each cursor's registrations: the rows up to the
+// first cursor's last one read are all it could have seen, and if fewer
+// than q.Limit+1 of them fit, it reads again, deeper. So a claim reads what
+// it takes and what the cap and held hosts leave, not every registration
+// due.
 func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held []string, probes map[string]bool,
 	unserved *int) (streams, ids []string, err error) {
 	const maxDepth = 1 << 30
@@ -269,6 +271,9 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 		stream string
 		seq    int64
 	}
+	// The hosts at their cap are left out too: a claim at a turn's end does
+	// not read every registration waiting for a busy host.
+	skip := append(slices.Clip(held), store.HostsAtCap(q)...)
 	depth := maxDepth
 	if q.Limit < maxDepth/pickDepth {
 		depth = pickDepth * (q.Limit + 1)
@@ -277,7 +282,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 		streams, ids = streams[:0], ids[:0]
 		cut := false
 		b := &pgx.Batch{}
-		b.Queue(sqlPick, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": held, "depth": depth}).Query(func(rows pgx.Rows) error {
+		b.Queue(sqlPick, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": skip, "depth": depth}).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			taken, read := map[string]int{}, map[cursor]int{}
 			var (

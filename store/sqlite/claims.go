@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -32,6 +35,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		return store.DueBatch{}, translate("due: look for woken streams", err)
 	}
 	var p *store.DuePicker
+	var full bool
 	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
 		hosts := map[string]store.Host{}
 		probing := false
@@ -45,14 +49,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		if err != nil {
 			return err
 		}
-		// Without a cap or a probe, SQL stops at Limit+1 rows; else the
-		// picker reads on until it has Limit+1 that fit.
-		limit := q.Limit + 1
-		if q.MaxPerHost > 0 || probing {
-			limit = -1
-		}
-		p = store.NewDuePicker(q, hosts)
-		full, err := pickDue(ctx, tx, p, at.Int64, q.Namespace, limit)
+		p, full, err = pickDue(ctx, tx, q, hosts, probing, at.Int64)
 		if err != nil {
 			return err
 		}
@@ -73,8 +70,12 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			}
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
-		if !full {
-			return nil // due registrations are left: the woken streams stay woken
+		if !full || len(store.HostsAtCap(q)) > 0 {
+			// Due registrations are left, or may be behind a host at its cap,
+			// whose turns' ends claim again: the woken streams stay woken.
+			// (The recompute reads every lagging registration of the streams:
+			// at each claim of a fan-out that is its whole audience.)
+			return nil
 		}
 		// Every stream woken by now was read to its end above: its marker
 		// becomes the earliest instant one of its lagging, unparked
@@ -100,41 +101,115 @@ func scanHost(sc scanner) (store.Host, error) {
 	return h, err
 }
 
-// pickDue offers p the due registrations in claim order, up to limit rows
-// (-1: all), then reads the picks whole. full says every due registration
-// was offered.
-func pickDue(ctx context.Context, tx *sql.Tx, p *store.DuePicker, at int64, namespace string, limit int) (full bool, err error) {
-	rows, err := tx.QueryContext(ctx, sqlDue, at, namespace, limit)
-	if err != nil {
-		return false, translate("due", err)
-	}
-	defer rows.Close()
-	full, n := true, 0
-	for rows.Next() {
-		var st store.Status
-		var host string
-		if err := rows.Scan(&st.Stream, &st.ID, &host); err != nil {
-			return false, translate("due", err)
+// pickDepth is how many due registrations of each cursor the first pick
+// reads, per registration a claim may take, when the per-host cap or
+// a probe may pass rows over: room for Run's cap (4 of each host's 10 in a
+// fediverse audience). A pick that read too few reads 8 times more.
+const pickDepth = 4
+
+// candidate is a due registration as sqlDueOfStream reads it.
+type candidate struct {
+	next       sql.NullInt64 // next_attempt_at: NULL (never tried) first
+	stream, id string
+	host       string
+	last       bool // the last row read of its cursor, which has more
+}
+
+// claimOrder is Due's: oldest next_attempt_at first (NULL before any), then
+// by key.
+func claimOrder(a, b candidate) int {
+	switch {
+	case a.next.Valid != b.next.Valid:
+		if !a.next.Valid {
+			return -1
 		}
-		n++
-		if !p.Offer(st, host) {
-			full = false
+		return 1
+	case a.next.Int64 != b.next.Int64:
+		return cmp.Compare(a.next.Int64, b.next.Int64)
+	}
+	return cmp.Or(cmp.Compare(a.stream, b.stream), cmp.Compare(a.id, b.id))
+}
+
+// pickDue offers a picker for q the due registrations of the woken streams
+// in claim order, then reads the picks whole. It reads the first depth of
+// each cursor's (sqlNextCursor, sqlDueOfCursor), merges them, and offers
+// them up to the first cursor's last row read (later rows may come after
+// ones it did not read); if fewer than q.Limit+1 of those fit, it reads
+// again, deeper. So a claim reads what it takes and what the cap and
+// probes pass over, not every registration due, nor those at the head
+// (issue 37). full says every due registration was offered.
+func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string]store.Host, probing bool, at int64) (p *store.DuePicker, full bool, err error) {
+	type woken struct {
+		stream string
+		head   int64
+	}
+	streams, err := queryAll(ctx, tx, "due: read woken streams", nil, func(sc scanner) (w woken, err error) {
+		return w, sc.Scan(&w.stream, &w.head)
+	}, sqlWoken, at)
+	if err != nil {
+		return nil, false, err
+	}
+	atCap, err := json.Marshal(append([]string{}, store.HostsAtCap(q)...)) // [] for none, not null
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: due: hosts at their cap: %w", err)
+	}
+	const maxDepth = 1 << 30
+	depth := maxDepth
+	if q.Limit < maxDepth/pickDepth {
+		depth = q.Limit + 1 // each offered row is taken: none passed over
+		if q.MaxPerHost > 0 || probing {
+			depth *= pickDepth
+		}
+	}
+	var cands []candidate
+	for ; ; depth = min(depth*8, maxDepth) {
+		cands = cands[:0]
+		for _, w := range streams {
+			var cursor sql.NullInt64
+			for {
+				if err := tx.QueryRowContext(ctx, sqlNextCursor, w.stream, cursor.Int64, w.head).Scan(&cursor); err != nil {
+					return nil, false, translate("due: next cursor", err)
+				}
+				if !cursor.Valid {
+					break
+				}
+				n := len(cands)
+				cands, err = queryAll(ctx, tx, "due", cands, func(sc scanner) (c candidate, err error) {
+					c.stream = w.stream
+					return c, sc.Scan(&c.id, &c.host, &c.next)
+				}, sqlDueOfCursor, w.stream, q.Namespace, at, cursor.Int64, depth, string(atCap))
+				if err != nil {
+					return nil, false, err
+				}
+				if len(cands)-n == depth {
+					cands[len(cands)-1].last = true
+				}
+			}
+		}
+		slices.SortFunc(cands, claimOrder)
+		p = store.NewDuePicker(q, maps.Clone(hosts)) // Offer moves a probed host's next probe
+		cut := false
+		full = true
+		for _, c := range cands {
+			if !p.Offer(store.Status{Registration: store.Registration{Stream: c.stream, ID: c.id}}, c.host) {
+				full = false
+				break
+			}
+			if c.last {
+				cut, full = true, false
+				break
+			}
+		}
+		if !cut || p.Batch.More || depth == maxDepth {
 			break
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return false, translate("due", err)
-	}
-	if limit >= 0 && n >= limit {
-		full = false // the LIMIT stopped the scan
-	}
-	rows.Close()
 	for i, pick := range p.Batch.Registrations {
 		if p.Batch.Registrations[i], err = getStatus(ctx, tx, pick.Stream, pick.ID); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
-	return full, nil
+	return p, full, nil
 }
 
 // getHost reads one host; found is false when none is stored.

@@ -36,7 +36,10 @@
 // whose wake_at has come (a partial index) and recomputes it for them; Append
 // sets it to the smallest integer (due at once) when the stream has
 // registrations; other writes only lower it. Due reads the heads under the
-// write lock, so no wake-up is lost.
+// write lock, so no wake-up is lost. Within a woken stream it reads each
+// lagging cursor's due registrations a few at a time, in claim order, from
+// one index (herald_registration_due): a claim reads what it takes and what
+// the per-host cap passes over, never a registration at the head.
 //
 // # Migrations and refusals
 //

@@ -157,10 +157,11 @@ func readerDSN(path string) string { return dsn(path, "rw", "_query_only=1") }
 
 // openDB opens a pool of conns connections on dsn and checks it connects.
 func openDB(ctx context.Context, path, dsn string, conns int) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn)
+	c, err := newConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, driverError(err))
 	}
+	db := sql.OpenDB(c)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	db.SetConnMaxLifetime(0)

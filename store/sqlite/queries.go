@@ -96,11 +96,26 @@ const (
 	AND (r.lease_until IS NULL OR r.lease_until <= ?1)
 	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?1) `
 	sqlAnyWoken = "SELECT EXISTS (SELECT 1 FROM herald_stream WHERE wake_at <= ?)"
-	// sqlDue picks in claim order from the narrow columns of the index
-	// herald_registration_due (migrations/001_init.up.sql), never reading a row's config:
-	// the picks are read whole afterwards (sqlGet).
-	sqlDue = "SELECT r.stream, r.id, r.host" + dueFrom + dueWhere +
-		"AND r.namespace = ?2 ORDER BY r.next_attempt_at, r.stream, r.id LIMIT ?3"
+	// sqlWoken lists the woken streams at ?1 with their heads, through the
+	// partial index herald_stream_wake.
+	sqlWoken = "SELECT stream, head FROM herald_stream WHERE wake_at <= ?"
+	// sqlNextCursor is the lowest cursor of stream ?1 above ?2 and at most
+	// ?3 (its head) where unparked registrations wait, or NULL: one probe
+	// of herald_registration_due, which skips the registrations between
+	// cursors and never reads one at the head.
+	sqlNextCursor = "SELECT MIN(next_seq) FROM herald_registration WHERE stream = ?1 AND parked = 0 AND next_seq > ?2 AND next_seq <= ?3"
+	// sqlDueOfCursor reads the first ?5 due registrations at ?3 of stream
+	// ?1 at cursor ?4 and of namespace ?2, but those of the hosts at their
+	// cap (?6, a JSON array), in claim order, from the narrow columns of
+	// herald_registration_due, which gives that order (no sort, no row's
+	// config) and stops at the LIMIT; pickDue merges the cursors.
+	sqlDueOfCursor = `SELECT r.id, r.host, r.next_attempt_at FROM herald_registration AS r
+	WHERE r.stream = ?1 AND r.next_seq = ?4 AND r.namespace = ?2 AND r.parked = 0
+	AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?3)
+	AND (r.lease_until IS NULL OR r.lease_until <= ?3)
+	AND r.host NOT IN (SELECT host FROM herald_host WHERE state <> 'up' AND next_probe_at > ?3)
+	AND r.host NOT IN (SELECT value FROM json_each(?6))
+	ORDER BY r.next_attempt_at, r.id LIMIT ?5`
 	sqlUnserved = "SELECT COUNT(*)" + dueFrom + dueWhere + "AND r.namespace <> ?2"
 	sqlClaim    = "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?"
 	// ?1 the sweep's instant, ?2 dueNow.

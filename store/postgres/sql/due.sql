@@ -40,7 +40,7 @@ WHERE s.stream = ANY(current_setting('herald.idle')::text[]) AND {{template "non
 -- The claim, in two statements. pick reads, for each pending stream and
 -- each cursor at or behind its head where unparked registrations wait, the
 -- first @depth of namespace @namespace's due at @at and unleased, in claim
--- order, leaving out the hosts @held: a loose scan of
+-- order, leaving out the hosts @held (held down, or at their cap): a loose scan of
 -- herald_registration_claim, one probe per such cursor (of any namespace)
 -- and none past the head, then one range each, stopped by the LIMIT. It
 -- reads no registration beyond those, and none at the head.
