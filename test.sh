@@ -13,8 +13,12 @@
 #     store/postgres runs herald_append from psql. Not the server binaries
 #     when HERALD_TEST_DATABASE_URL names a server to use instead.
 #   - Chromium: the operator page's browser tests (daemon/page).
-# Both come from Debian's packages (postgresql, chromium), installed with
-# apt-get as root, or through sudo.
+#   - Node.js and npm: projection/activitypub's Fedify verifier
+#     (testdata/fedify, whose locked packages `npm ci` installs here when
+#     they are missing or older than the lockfile). Fedify runs on Node 20
+#     and later.
+# The first three come from Debian's packages (postgresql, chromium,
+# nodejs npm), installed with apt-get as root, or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -36,9 +40,12 @@ have_chromium() {
   return 1
 }
 
+have_node() { have node && have npm; }
+
 missing=()
 have_postgres || missing+=(postgresql)
 have_chromium || missing+=(chromium)
+have_node || missing+=(nodejs npm)
 
 if [ "${#missing[@]}" -gt 0 ]; then
   hint="install them and run ./test.sh again: apt-get update && apt-get install -y ${missing[*]}"
@@ -67,6 +74,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   if ! have_chromium; then
     echo "test.sh: Chromium is still missing after the install (looked for chromium, chromium-browser, google-chrome, headless-shell on PATH)" >&2
+    exit 1
+  fi
+  if ! have_node; then
+    echo "test.sh: node or npm is still missing after the install" >&2
+    exit 1
+  fi
+fi
+
+# Fedify, for projection/activitypub's verifier test: installed from the
+# lockfile when missing or older than it (npm keeps its own copy of the
+# lockfile in node_modules).
+fedify=projection/activitypub/testdata/fedify
+if [ ! -d "$fedify/node_modules/@fedify/fedify" ] || [ "$fedify/package-lock.json" -nt "$fedify/node_modules/.package-lock.json" ]; then
+  echo "== test.sh: npm ci in $fedify"
+  if ! (cd "$fedify" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    echo "test.sh: npm ci in $fedify failed: the npm registry must be reachable once to install Fedify" >&2
     exit 1
   fi
 fi

@@ -54,11 +54,34 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"DELETE /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 			return withStatus{code: http.StatusNoContent}, scope(r, d.store).Unregister(r.Context(), k.Stream, k.ID)
 		}),
-		"POST /v1/registration/unpark":  unparkOne(d.store, d.opts.Now, d.wake),
-		"POST /v1/registrations/unpark": unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/unpark":        unparkOne(d.store, d.opts.Now, d.wake),
+		"POST /v1/registrations/unpark":       unparkAll(d.store, d.opts.Now, d.wake),
+		"POST /v1/registration/rotate-secret": keyed(nil, []string{"expire_old"}, d.rotateSecret),
+		"POST /v1/registration/pause":         pauseOne(d.store, false, d.opts.Now, d.wake),
+		"POST /v1/registration/resume":        pauseOne(d.store, true, d.opts.Now, d.wake),
 	}
 	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
 	return routes
+}
+
+// DefaultExpireOld is how long a rotated secret keeps signing unless told:
+// a day, as Svix keeps one, for a receiver to deploy the new secret.
+const DefaultExpireOld = 24 * time.Hour
+
+// rotateSecret answers POST /v1/registration/rotate-secret.
+func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, error) {
+	expireOld := DefaultExpireOld
+	if s := q.Get("expire_old"); s != "" {
+		var err error
+		if expireOld, err = time.ParseDuration(s); err != nil {
+			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
+		}
+	}
+	// The store's Register, not a worker's: the config Rotate returns is
+	// valid, and a client certificate that has since expired must not
+	// block a rotation.
+	db := scope(r, d.store)
+	return operator.RotateSecret(r.Context(), db, db.Register, k.Stream, k.ID, d.opts.Now(), expireOld)
 }
 
 // appendRequest is the body of POST /v1/records.
@@ -177,15 +200,18 @@ func apiFields(err error) error {
 // registrationRequest is the body of POST /v1/registrations. Config, the
 // namespace's config object, is stored and never shown again.
 type registrationRequest struct {
-	Stream     string          `json:"stream"`
-	ID         string          `json:"id"`
-	Namespace  string          `json:"namespace"`
-	URL        string          `json:"url"`
-	OnRejected string          `json:"on_4xx"`
-	Kinds      []string        `json:"kinds"`
-	Window     *int            `json:"window"`
-	FromSeq    *uint64         `json:"from_seq"`
-	Config     json.RawMessage `json:"config"`
+	Stream        string          `json:"stream"`
+	ID            string          `json:"id"`
+	Namespace     string          `json:"namespace"`
+	URL           string          `json:"url"`
+	OnRejected    string          `json:"on_4xx"`
+	Kinds         []string        `json:"kinds"`
+	Window        *int            `json:"window"`
+	FromSeq       *uint64         `json:"from_seq"`
+	RetrySchedule []string        `json:"retry_schedule"`
+	MaxAttempts   int             `json:"max_attempts"`
+	RetryFor      string          `json:"retry_for"`
+	Config        json.RawMessage `json:"config"`
 }
 
 func (d *Daemon) postRegistration(r *http.Request) (any, error) {
@@ -214,6 +240,14 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
 		return nil, operator.Unseen(reg.Stream, reg.ID)
 	}
+	var err error
+	if reg.Retry, err = retryOf(req); err != nil {
+		return nil, err
+	}
+	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
+	if err != nil {
+		return nil, err
+	}
 	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
 	if err != nil {
 		return nil, apiFields(err)
@@ -231,7 +265,25 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
 	}
-	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Warnings: warnings}}, nil
+	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Secret: secret, Warnings: warnings}}, nil
+}
+
+// retryOf reads a registration request's retry policy; Register validates it.
+func retryOf(req registrationRequest) (p push.RetryPolicy, err error) {
+	for _, s := range req.RetrySchedule {
+		d, err := store.ParseDays("retry_schedule", s)
+		if err != nil {
+			return p, err
+		}
+		p.Schedule = append(p.Schedule, d)
+	}
+	if req.RetryFor != "" {
+		if p.For, err = store.ParseDays("retry_for", req.RetryFor); err != nil {
+			return p, err
+		}
+	}
+	p.MaxAttempts = req.MaxAttempts
+	return p, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.
@@ -337,6 +389,8 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 	}))
 	mux.Handle("POST /v1/registration/unpark", unparkOne(db, now, woke))
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(db, now, woke))
+	mux.Handle("POST /v1/registration/pause", pauseOne(db, false, now, woke))
+	mux.Handle("POST /v1/registration/resume", pauseOne(db, true, now, woke))
 	// move serves skip and rewind: the registration after the move.
 	move := func(optional []string, do func(r *http.Request, q url.Values, k store.Key, toSeq uint64) error) endpoint {
 		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
@@ -369,6 +423,24 @@ func unparkOne(db store.Backend, now func() time.Time, woke func(namespace strin
 	return keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 		v, err := operator.Unpark(r.Context(), scope(r, db), k.Stream, k.ID, now())
 		if err == nil && v.WasParked {
+			woke(v.Namespace)
+		}
+		return v, err
+	})
+}
+
+// pauseOne answers POST /v1/registration/pause (resume false) and
+// /resume on both APIs: ?by= names who (default "an operator (API)"),
+// pause's ?reason= why.
+func pauseOne(db store.Backend, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
+	optional := []string{"by", "reason"}
+	if resume {
+		optional = optional[:1]
+	}
+	return keyed(nil, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
+		by := cmp.Or(q.Get("by"), "an operator (API)")
+		v, err := operator.Pause(r.Context(), scope(r, db), k.Stream, k.ID, resume, now(), by, q.Get("reason"))
+		if err == nil && resume && v.Changed {
 			woke(v.Namespace)
 		}
 		return v, err

@@ -262,7 +262,10 @@ func TestAPIRegistrations(t *testing.T) {
 
 	for _, c := range []struct{ body, want string }{
 		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"secrets": ["nope"]}}`, "secret"},
-		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, "secret"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"Connection": "close"}}}`, "config.headers[Connection]"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"X-A": "1\r\nX-B: 2"}}}`, "config.headers[X-A]: has a value with a CR, LF"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"client_cert": "x"}}`, "config.client_key"},
+		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"proxy": "https://p.example"}}`, "config.proxy"},
 		{`{"stream": "orders/1", "id": "x", "namespace": "smoke", "url": "https://x.example/"}`, "namespace"},
 		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "ftp://x.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, "url"},
 		{`{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "on_4xx": "maybe"}`, "on_4xx"},
@@ -428,6 +431,40 @@ func TestAPIRegistrationWindow(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
+}
+
+// A registration's retry policy is taken, checked naming the field, and
+// shown; an update without it leaves the namespace's.
+func TestAPIRegistrationRetryPolicy(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := func(retry string) string {
+		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + retry +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for bad, field := range map[string]string{`"retry_schedule": ["5s", "soon"],`: "retry_schedule", `"retry_schedule": ["0s"],`: "retry_schedule",
+		`"retry_for": "3 days",`: "retry_for", `"retry_for": "1s",`: "retry_for", `"max_attempts": -1,`: "max_attempts"} {
+		code, body := post(t, srv, "/v1/registrations", reg(bad))
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+		require.Contains(t, errorOf(t, body), "invalid "+field, bad)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "far")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+
+	code, body := post(t, srv, "/v1/registrations", reg(`"retry_schedule": ["5s", "5m", "10h"], "retry_for": "3d",`))
+	require.Equal(t, http.StatusCreated, code, body)
+	var v operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, &operator.RetryView{Schedule: []string{"5s", "5m", "10h"}, For: "3d"}, v.Retry)
+	st, err := s.Get(t.Context(), "orders/1", "far")
+	require.NoError(t, err)
+	require.Equal(t, push.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 10 * time.Hour}, For: 72 * time.Hour}, st.Retry)
+
+	code, body = post(t, srv, "/v1/registrations", reg(""))
+	require.Equal(t, http.StatusOK, code, body)
+	v = operator.RegistrationView{}
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Nil(t, v.Retry, "an update without a policy: the namespace's again")
 }
 
 // A URL the daemon's network guard will refuse is registered, as herald
@@ -712,4 +749,26 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	require.NotEqual(t, testTraceparent[36:52], first.parent[36:52], "a new span id")
 	require.Equal(t, "01", first.parent[53:], "the sampled flag kept")
 	require.Equal(t, "rojo=00f067aa0ba902b7", first.state)
+}
+
+// A webhook registered over the API without secrets gets one, answered
+// once; an update without secrets keeps it and answers none.
+func TestAPIRegistrationWithoutSecretsGetsOneOnce(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := `{"stream": "orders/1", "id": "made", "namespace": "webhook", "url": "https://billing.example/hooks", "config": {"headers": {"X-Tenant": "42"}}}`
+	code, body := post(t, srv, "/v1/registrations", reg)
+	require.Equal(t, http.StatusCreated, code, body)
+	var v operator.RegisteredView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.True(t, strings.HasPrefix(v.Secret, "whsec_"), body)
+	require.Equal(t, []string{"X-Tenant"}, v.Headers)
+	code, body = post(t, srv, "/v1/registrations", reg)
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, "whsec_")
+	st, err := s.Get(t.Context(), "orders/1", "made")
+	require.NoError(t, err)
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the update kept the secret made")
 }

@@ -148,7 +148,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	set(statsUpDesc, 1)
 	for ns, n := range st.Namespaces {
-		for state, v := range map[string]int{store.StateReady: n.Ready, store.StateRetrying: n.Retrying, store.StateIdle: n.Idle, store.StateParked: n.Parked} {
+		for state, v := range map[string]int{store.StateReady: n.Ready, store.StateRetrying: n.Retrying, store.StateIdle: n.Idle, store.StateParked: n.Parked, store.StatePaused: n.Paused} {
 			set(registrationsDesc, float64(v), ns, state)
 		}
 		set(parkedDesc, float64(n.Parked), ns)

@@ -151,9 +151,10 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "GET", "/v1/status", "", "", "", 401},
 		{failing, "GET", "/v1/status", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations", json, testToken, reg, 201},
-		{srv, "POST", "/v1/registrations", json, testToken, reg, 200},
+		{srv, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, `"config"`, `"retry_schedule": ["5s", "10h"], "retry_for": "3d", "max_attempts": 40, "config"`, 1), 200},
 		{guarded, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201},
-		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/"}`, 400},
+		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"Host": "a"}}}`, 400},
+		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "made", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"X-Tenant": "42"}}}`, 201},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "kinds": ["` + strings.Repeat("k", MaxBody) + `"]}`, 413},
 		{srv, "POST", "/v1/registrations", "text/plain", testToken, reg, 415},
 		{srv, "POST", "/v1/registrations", json, "", reg, 401},
@@ -172,10 +173,25 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=", "", testToken, "", 400},
 		{srv, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", "", "", 401},
 		{failing, "POST", "/v1/registration/unpark?stream=orders/1&id=parked", "", testToken, "", 500},
+		{srv, "POST", "/v1/registration/pause?stream=orders/1&id=billing&by=alice&reason=deploy", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/pause?stream=orders/1&id=billing&by=a%0Ab", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/pause?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{guarded, "POST", "/v1/registration/pause?stream=orders/1&id=billing", "", "", "", 401}, // srv has had its ten failures
+		{failing, "POST", "/v1/registration/pause?stream=orders/1&id=billing", "", testToken, "", 500},
+		{srv, "GET", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=billing&by=bob", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=billing&reason=x", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{guarded, "POST", "/v1/registration/resume?stream=orders/1&id=billing", "", "", "", 401},
+		{failing, "POST", "/v1/registration/resume?stream=orders/1&id=billing", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations/unpark?stream=held/1&namespace=webhook", "", testToken, "", 200},
 		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", testToken, "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
 		{failing, "POST", "/v1/registrations/unpark", "", testToken, "", 500},
+		{srv, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=1h", "", testToken, "", 200},
+		{srv, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=-1h", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=nobody", "", testToken, "", 404},
+		{failing, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", testToken, "", 500},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 204},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 404},
 		{srv, "DELETE", "/v1/registration?stream=orders/1&id=", "", testToken, "", 400},
@@ -211,6 +227,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv2, "POST", "/v1/token/revoke?id=x", "", testToken, "", 403},
 		{srv2, "POST", "/v1/token/revoke?id=tok_none", "", admin, "", 404},
 		{failing, "POST", "/v1/token/revoke?id=x", "", admin, "", 500},
+		// srv throttles one more failed authentication from this address.
+		{guarded, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", "", "", 401},
 	}
 	covered := map[string][]string{}
 	var handlerRoutes []string
@@ -289,7 +307,7 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 13, n)
+	require.Equal(t, 16, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {
@@ -320,9 +338,12 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	for k := range doc.Components.Schemas["WebhookConfig"].Properties {
 		documented = append(documented, k)
 	}
-	for f := range reflect.TypeFor[webhook.Config]().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		fields = append(fields, name)
+	for _, t := range []reflect.Type{reflect.TypeFor[webhook.Config](), reflect.TypeFor[transport.Endpoint]()} {
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); !f.Anonymous {
+				fields = append(fields, name)
+			}
+		}
 	}
 	require.ElementsMatch(t, fields, documented)
 

@@ -27,8 +27,8 @@
 // On a failure the turn lets what is in flight end; the outcome at the first
 // unacknowledged record counts as one attempt. A permanent one (410, a URL
 // the network guard refuses) parks; a transient one retries at Retry-After
-// (clamped to [1 s, MaxRetryAfter]) or the next [store.Backoff] instant, parking at
-// MaxAttempts; a 4xx under RejectSkip is recorded and passed. A failure that
+// (clamped to [1 s, MaxRetryAfter]) or the next instant of its
+// [RetryPolicy], parking at its ceiling; a 4xx under RejectSkip is recorded and passed. A failure that
 // says nothing about the record (Outcome.HostLevel) is charged to the host
 // ([store.HostStore]): after store.HostDownAfter in a row Due holds the host's
 // registrations but for one probe per [store.ProbeDelay], and any answer releases

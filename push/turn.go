@@ -180,10 +180,16 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 		return t.hostFailed(ctx, ev)
 	}
 	ev.Attempt = t.attempts + 1
-	if out.Verdict == Permanent || t.attempts+1 >= w.opts.maxAttempts {
+	policy := t.reg.Retry.Or(w.retry)
+	since := t.reg.FailingSince // the run's first failure, as the store keeps it
+	if t.attempts == 0 || since.IsZero() {
+		since = t.at
+	}
+	ceiling, exhausted := policy.Exhausted(ev.Attempt, since, t.at)
+	if out.Verdict == Permanent || exhausted {
 		ev.Event = store.EventParked
 		if out.Verdict != Permanent {
-			ev.Error = fmt.Sprintf("%s (attempt %d of %d: retry ceiling reached)", ev.Error, ev.Attempt, w.opts.maxAttempts)
+			ev.Error = fmt.Sprintf("%s (%s)", ev.Error, ceiling)
 		}
 		if err := w.store.Park(ctx, t.claim, t.next, ev); err != nil {
 			return t.lost(err, fmt.Errorf("park at #%d: %w", t.next, err))
@@ -194,7 +200,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 			"host", t.hostName, "cursor", t.next, "attempt", ev.Attempt, "status", out.Status, "reason", ev.Error)
 		return nil
 	}
-	delay := t.delay(out)
+	delay := t.delay(out, policy)
 	ev.Event, ev.NotBefore = store.EventFailed, t.at.Add(delay)
 	if err := w.store.Retry(ctx, t.claim, t.next, ev.NotBefore, ev); err != nil {
 		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
@@ -205,23 +211,18 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 		log = w.opts.logger.Warn
 	}
 	log("herald: delivery failing; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
-		"host", t.hostName, "seq", t.next, "attempt", ev.Attempt, "of", w.opts.maxAttempts, "status", out.Status,
+		"host", t.hostName, "seq", t.next, "attempt", ev.Attempt, "status", out.Status,
 		"next_attempt_at", ev.NotBefore, "retry_in", delay, "reason", ev.Error)
 	return nil
 }
 
 // delay is the wait before the next attempt: the receiver's Retry-After
-// clamped to [1 s, MaxRetryAfter], else the schedule or the backoff.
-func (t *turn) delay(out Outcome) time.Duration {
-	w := t.w
-	switch {
-	case out.HasRetryAfter:
-		return min(max(out.RetryAfter, time.Second), w.opts.maxRetryAfter)
-	case w.opts.schedule != nil:
-		return w.opts.schedule.Delay(t.attempts)
-	default:
-		return store.Backoff(t.reg.Stream, t.reg.ID, t.attempts)
+// clamped to [1 s, MaxRetryAfter], else the policy's.
+func (t *turn) delay(out Outcome, p RetryPolicy) time.Duration {
+	if out.HasRetryAfter {
+		return min(max(out.RetryAfter, time.Second), t.w.opts.maxRetryAfter)
 	}
+	return p.Delay(t.reg.Stream, t.reg.ID, t.attempts)
 }
 
 // save writes the turn's progress with Advance, releasing the lease, and

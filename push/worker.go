@@ -39,6 +39,7 @@ type Worker struct {
 	waiting    atomic.Int64  // claims held that a freed slot would start: a turn gives its slot up to them (turn.goOn)
 	wakes      atomic.Uint64 // Wake calls: a turn that ran across one reads its stream again (turn.woken)
 	tracer     trace.Tracer  // spans.go
+	retry      RetryPolicy   // for registrations without their own: WithSchedule, WithMaxAttempts, else the namespace's
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
@@ -59,13 +60,22 @@ func NewWorker(j journal.Journal, s store.Store, t Transport, p Projection, opts
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("push: new worker: %w", err)
 	}
-	return &Worker{journal: pages.New(j, o.lease), store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(),
+	retry := DefaultRetry
+	if d, ok := p.(RetryDefaulter); ok {
+		retry = d.DefaultRetry()
+	}
+	retry = RetryPolicy{Schedule: o.schedule, MaxAttempts: o.maxAttempts}.Or(retry)
+	return &Worker{journal: pages.New(j, o.lease), store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(), retry: retry,
 		wake: make(chan struct{}, 1), perHost: hosts.NewTable(o.maxPerHost)}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host
 // (WithMaxPerHost), which also caps a larger window.
 func (w *Worker) MaxPerHost() int { return w.opts.maxPerHost }
+
+// Retry returns the retry policy of the worker's registrations that have
+// none of their own: WithSchedule and WithMaxAttempts, else the namespace's.
+func (w *Worker) Retry() RetryPolicy { return w.retry }
 
 // Namespace returns the namespace the worker serves.
 func (w *Worker) Namespace() string { return w.namespace }
@@ -123,10 +133,10 @@ func (w *Worker) Load() Load {
 
 // Defaults, each with the reason it is what it is.
 const (
-	// DefaultMaxAttempts (32) is the retry ceiling: with the default backoff,
-	// about 80 minutes of an unreachable receiver, enough to ride out a
-	// deploy, short enough that a dead inbox stops costing a connection
-	// every few minutes. Parking loses nothing.
+	// DefaultMaxAttempts (32) is the retry ceiling of a namespace that
+	// states none (DefaultRetry): with the default backoff, about 80
+	// minutes of an unreachable receiver, enough to ride out a deploy.
+	// Parking loses nothing.
 	DefaultMaxAttempts = 32
 	// DefaultMaxRetryAfter (1 h) caps a receiver's Retry-After, so that
 	// "Retry-After: 31536000" cannot silence a registration for a year.
@@ -179,7 +189,8 @@ const (
 )
 
 type options struct {
-	maxAttempts    int
+	maxAttempts    int // 0: the namespace's ceiling
+	maxAttemptsSet bool
 	maxRetryAfter  time.Duration
 	maxInFlight    int
 	maxSlow        int
@@ -201,10 +212,13 @@ type options struct {
 // bound is an error, never a silent "off".
 type Option func(*options)
 
-// WithMaxAttempts sets the retry ceiling, at least 1 (default
-// DefaultMaxAttempts): the failure that makes a registration's attempts at
-// one record equal n parks it.
-func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+// WithMaxAttempts sets the worker's retry ceiling, at least 1, for the
+// registrations without their own (Registration.Retry), in place of the
+// namespace's (RetryDefaulter): the failure that makes a registration's
+// attempts at one record equal n parks it.
+func WithMaxAttempts(n int) Option {
+	return func(o *options) { o.maxAttempts, o.maxAttemptsSet = n, true }
+}
 
 // WithMaxRetryAfter caps a receiver's Retry-After, at least 1 s (default
 // DefaultMaxRetryAfter).
@@ -248,7 +262,9 @@ func WithOwner(owner string) Option { return func(o *options) { o.owner = owner 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithSchedule replaces Backoff with a fixed list of delays, each at least 1 s.
+// WithSchedule sets the worker's delays, each at least 1 s, for the
+// registrations without their own schedule (Registration.Retry), in place
+// of the namespace's.
 func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
 
 // WithHostHorizon sets how long a host may be down before it is
@@ -281,7 +297,6 @@ type Attempt struct {
 
 func defaultOptions() options {
 	return options{
-		maxAttempts:   DefaultMaxAttempts,
 		maxRetryAfter: DefaultMaxRetryAfter,
 		maxInFlight:   DefaultMaxInFlight,
 		maxSlow:       DefaultMaxSlow,
@@ -298,7 +313,7 @@ func defaultOptions() options {
 func (o *options) validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, journal.Invalid(field, format, args...)) }
-	if o.maxAttempts < 1 {
+	if o.maxAttempts < 0 || o.maxAttempts == 0 && o.maxAttemptsSet {
 		bad("MaxAttempts", "is %d: it must be at least 1 (1 means a single try)", o.maxAttempts)
 	}
 	if o.maxInFlight < 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/heraldpush/herald/journal"
@@ -85,6 +86,17 @@ type Store interface {
 	// at, an "unparked" evidence row; one not parked is left alone. Errors:
 	// ErrNotFound, ErrInvalid (a zero at).
 	Unpark(ctx context.Context, stream, id string, at time.Time) error
+
+	// Pause is an operator's stop (Registration.Paused): never claimed
+	// until Resume, the lease cleared, an "paused" evidence row and a
+	// KindPaused event naming by and reason; one paused is left alone.
+	// Errors: ErrNotFound, ErrInvalid (a zero at, ValidatePause).
+	Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error
+
+	// Resume ends a pause (and a failure park with it) at the cursor:
+	// Attempts 0, due at at, a "resumed" evidence row and a KindResumed
+	// event; one not paused is left alone. Errors: as Pause.
+	Resume(ctx context.Context, stream, id string, at time.Time, by string) error
 
 	// Complete deletes a registration whose final record was acknowledged,
 	// with its evidence, fenced by the claim. Errors: ErrLeaseLost,
@@ -224,7 +236,7 @@ type DueBatch struct {
 type ListQuery struct {
 	Stream    string // only this stream, if set
 	Namespace string // only this namespace, if set
-	Parked    bool   // only parked registrations
+	Parked    bool   // only parked or paused registrations
 	Lagging   bool   // only registrations with records past the cursor (Lag > 0)
 	After     Key    // keyset paging: registrations ordered after this key
 	Limit     int    // 0 means DefaultListLimit
@@ -299,6 +311,7 @@ type NamespaceStats struct {
 	Retrying int    `json:"retrying"`
 	Idle     int    `json:"idle"`
 	Parked   int    `json:"parked"`
+	Paused   int    `json:"paused"` // operator-stopped (Pause), not counted in Parked
 	Leased   int    `json:"leased"` // of the above, those with a live lease at the instant asked
 	Behind   uint64 `json:"records_behind"`
 }
@@ -328,6 +341,8 @@ const (
 	EventSkipped  = "skipped"  // a message the receiver rejected, moved past by policy
 	EventParked   = "parked"   // the failure that parked the registration
 	EventUnparked = "unparked" // operator
+	EventPaused   = "paused"   // operator: Error says who and why
+	EventResumed  = "resumed"  // operator: Error says who
 	EventSkip     = "skip"     // operator moved the cursor forward
 	EventRewind   = "rewind"   // operator moved the cursor back
 )
@@ -381,4 +396,33 @@ type AdvanceBatcher interface {
 type CursorSave struct {
 	Claim   Claim
 	NextSeq uint64
+}
+
+// MaxOperatorName bounds who paused or resumed (Store.Pause's by).
+const MaxOperatorName = 256
+
+// ValidatePause checks what Pause and Resume record: by set, at most
+// MaxOperatorName bytes, and with reason valid UTF-8 without control
+// characters. Errors wrap journal.ErrInvalid, naming "by" or "reason".
+func ValidatePause(by, reason string) error {
+	if by == "" {
+		return journal.Invalid("by", "is empty: say who pauses or resumes")
+	}
+	if len(by) > MaxOperatorName {
+		return journal.Invalid("by", "is longer than %d bytes", MaxOperatorName)
+	}
+	for field, v := range map[string]string{"by": by, "reason": reason} {
+		if !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			return journal.Invalid(field, "must be UTF-8 text without control characters")
+		}
+	}
+	return nil
+}
+
+// PauseText is the evidence and last error of a pause: "paused by BY: REASON".
+func PauseText(by, reason string) string {
+	if reason == "" {
+		return "paused by " + by
+	}
+	return "paused by " + by + ": " + reason
 }

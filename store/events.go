@@ -24,6 +24,8 @@ const EventsStream = journal.ReservedPrefix + "events"
 const (
 	KindParked   = "herald.registration.parked"   // Reason: the failure; Cursor: the first unacknowledged seq
 	KindUnparked = "herald.registration.unparked" // Cursor: where it resumes
+	KindPaused   = "herald.registration.paused"   // By: the operator named; Reason: theirs; Cursor: where it stopped
+	KindResumed  = "herald.registration.resumed"  // By: the operator named; Cursor: where it resumes
 	// KindCompleted: the final record was acknowledged and the registration
 	// removed. Cursor: one past the final record; At: the completing
 	// sweep's instant.
@@ -54,7 +56,7 @@ type OperationalEvent struct {
 	Namespace    string    `json:"namespace,omitempty"`
 	Host         string    `json:"host,omitempty"` // HostOf form, "example.com:443"
 	Cursor       uint64    `json:"cursor,omitempty"`
-	By           string    `json:"by,omitempty"` // ByOperator or ByPolicy, skipped events only
+	By           string    `json:"by,omitempty"` // skipped: ByOperator or ByPolicy; paused, resumed: who, as the operator named themself
 	Reason       string    `json:"reason,omitempty"`
 	At           time.Time `json:"at"` // the change's instant (the sweep's or the operator's), RFC 3339, UTC
 }

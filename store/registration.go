@@ -31,6 +31,9 @@ type Registration struct {
 	// (0 means 1: strict order). With more, a receiver may see records out
 	// of order within the window (package doc, "Turns").
 	Window int `json:"window,omitempty"`
+	// Retry is the registration's own retry policy; its zero parts are the
+	// worker's or the namespace's (RetryPolicy).
+	Retry RetryPolicy `json:"retry,omitzero"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains.
@@ -39,11 +42,19 @@ type Registration struct {
 	// HostFailures counts consecutive host-level failures at NextSeq: they
 	// key its retry backoff (HostRetryAt) but never park it. Reset as
 	// Attempts is, and by any answer about the record.
-	HostFailures  int       `json:"host_failures,omitempty"`
+	HostFailures int `json:"host_failures,omitempty"`
+	// FailingSince is when the current run of failed attempts at NextSeq
+	// began (its first, Attempts 1); meaningless while Attempts is 0.
+	// Retry.For counts from it.
+	FailingSince  time.Time `json:"failing_since,omitzero"`
 	NextAttemptAt time.Time `json:"next_attempt_at"` // no sweep retries it before
 	Parked        bool      `json:"parked"`          // never due until unparked
-	ParkedAt      time.Time `json:"parked_at,omitzero"`
-	LastError     string    `json:"last_error,omitempty"` // of the last failure, park or operator action; cleared by an advance
+	// Paused: an operator stopped it (Store.Pause): never due until resumed;
+	// LastError says who and why. A paused registration is Parked too
+	// (stopped), its State "paused"; ParkedAt is when it was paused.
+	Paused    bool      `json:"paused,omitempty"`
+	ParkedAt  time.Time `json:"parked_at,omitzero"`
+	LastError string    `json:"last_error,omitempty"` // of the last failure, park or operator action; cleared by an advance
 	// LeaseOwner and LeaseUntil are stamped by Store.Due: while the lease is
 	// live no other worker gets this registration.
 	LeaseOwner string    `json:"lease_owner,omitempty"`
@@ -181,6 +192,9 @@ func (r Registration) Validate() error {
 	if r.Window < 0 || r.Window > MaxWindow {
 		return journal.Invalid("window", "is %d: it must be 1 to %d", r.Window, MaxWindow)
 	}
+	if err := r.Retry.Validate(); err != nil {
+		return err
+	}
 	return ValidateKinds(r.Kinds)
 }
 
@@ -248,10 +262,12 @@ func (s Status) Lag() uint64 {
 	return s.Head - s.NextSeq + 1
 }
 
-// State names where a registration stands: StateParked, StateIdle (cursor
+// State names where a registration stands: StatePaused, StateParked, StateIdle (cursor
 // past the head), StateRetrying (failures at the cursor) or StateReady.
 func (s Status) State() string {
 	switch {
+	case s.Paused:
+		return StatePaused
 	case s.Parked:
 		return StateParked
 	case s.NextSeq > s.Head:
@@ -269,6 +285,7 @@ const (
 	StateRetrying = "retrying"
 	StateIdle     = "idle"
 	StateParked   = "parked"
+	StatePaused   = "paused"
 )
 
 // MaxKinds bounds Registration.Kinds: a subscription, not a catalogue.

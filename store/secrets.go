@@ -15,11 +15,13 @@ var ErrNoKeyring = errors.New("a config holding a secret is stored only sealed, 
 	"make one with `herald keyring new --keyring-file PATH` and give it as --keyring-file or HERALD_KEYRING")
 
 // SecretKeys are the config keys whose values are secrets in the
-// projections herald ships (webhook secrets, bearer tokens, A2A
-// credentials, ActivityPub private keys). With a keyring the whole config is
+// projections herald ships (webhook secrets and retiring ones, bearer
+// tokens, A2A credentials, ActivityPub private keys) and in every
+// projection's transport.Endpoint (header values, a client key, a proxy's
+// password). With a keyring the whole config is
 // sealed whatever its keys; these decide only what a store that requires a
 // keyring refuses without one.
-var SecretKeys = []string{"secrets", "token", "credentials", "private_key"}
+var SecretKeys = []string{"secrets", "retiring", "token", "credentials", "private_key", "headers", "client_key", "proxy"}
 
 // Sealer is the one place the SQL stores seal registrations' configs at
 // rest: each store seals a config with SealConfig before writing it and
@@ -115,7 +117,7 @@ func HoldsSecret(c Config) bool {
 	}
 	for _, k := range SecretKeys {
 		switch v := string(obj[k]); v {
-		case "", "null", `""`, "[]":
+		case "", "null", `""`, "[]", "{}":
 		default:
 			return true
 		}

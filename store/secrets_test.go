@@ -11,13 +11,17 @@ import (
 
 func TestHoldsSecretNamesTheProjectionsSecretKeys(t *testing.T) {
 	for cfg, want := range map[string]bool{
-		`{"secrets":["whsec_x"]}`:                      true,
-		`{"source":"s","token":"t"}`:                   true,
-		`{"auth_scheme":"Bearer","credentials":"c"}`:   true,
-		`{"key_id":"k","private_key":"pem"}`:           true,
-		`{"source":"s","structured":true}`:             false,
-		`{"token":"","secrets":[],"credentials":null}`: false,
-		`not json`: true,
+		`{"secrets":["whsec_x"]}`:                           true,
+		`{"source":"s","token":"t"}`:                        true,
+		`{"auth_scheme":"Bearer","credentials":"c"}`:        true,
+		`{"key_id":"k","private_key":"pem"}`:                true,
+		`{"source":"s","structured":true}`:                  false,
+		`{"token":"","secrets":[],"credentials":null}`:      false,
+		`{"source":"s","headers":{"X-Api-Key":"k"}}`:        true,
+		`{"source":"s","client_cert":"c","client_key":"k"}`: true,
+		`{"source":"s","proxy":"http://u:p@proxy:3128"}`:    true,
+		`{"source":"s","headers":{}}`:                       false,
+		`not json`:                                          true,
 	} {
 		require.Equal(t, want, store.HoldsSecret(store.Config(cfg)), cfg)
 	}

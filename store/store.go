@@ -36,6 +36,39 @@ type Backend interface {
 	Store
 	Retention
 	TokenStore
+	HostSchemes
+}
+
+// HostSchemes keeps, on each host's row, the signature scheme the host
+// accepted after refusing another (transport.SchemeMemory: the ActivityPub
+// signer's double-knock), so that every worker of the database knocks a
+// host once. A host with no row gets one, up, as HostFailed would make it;
+// retention removes it as any host row.
+type HostSchemes interface {
+	// HostScheme returns host's scheme and when it was learned; "" and the
+	// zero time for a host with none or no row. Errors: ErrInvalid
+	// (ValidateHost).
+	HostScheme(ctx context.Context, host string) (scheme string, at time.Time, err error)
+	// SetHostScheme stores scheme for host, learned at at, leaving the
+	// host's health as it was. Errors: ErrInvalid (CheckHostScheme); on an
+	// error nothing changed.
+	SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error
+}
+
+// MaxSchemeBytes bounds a host's scheme name ("rfc9421", "cavage").
+const MaxSchemeBytes = 32
+
+// CheckHostScheme checks SetHostScheme's arguments: a valid host, a scheme
+// of 1 to MaxSchemeBytes lowercase letters, digits and hyphens, a non-zero
+// at. Errors wrap journal.ErrInvalid.
+func CheckHostScheme(host, scheme string, at time.Time) error {
+	if err := ValidateHost(host); err != nil {
+		return err
+	}
+	if scheme == "" || len(scheme) > MaxSchemeBytes || strings.TrimLeft(scheme, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		return journal.Invalid("scheme", "%q must be 1 to %d lowercase letters, digits and hyphens", scheme, MaxSchemeBytes)
+	}
+	return ValidateInstant("at", at)
 }
 
 // Errors of opening or migrating a database, wrapped with the versions

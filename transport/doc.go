@@ -41,7 +41,36 @@
 // some resolvers turn into addresses. At connect time, after DNS, every
 // address [CheckAddress] refuses is refused, so a name that resolves (or
 // rebinds) to a private address is too; a host is refused only when none of
-// its addresses is allowed. Redirects are never followed; no proxy is used.
+// its addresses is allowed. Redirects are never followed; no environment
+// proxy (HTTP_PROXY) is used.
+//
+// # Egress proxy
+//
+// With Options.Proxy, or a registration's Endpoint.Proxy, requests go
+// through an HTTP CONNECT proxy (static egress addresses). The guard still
+// judges the destination: its name is resolved here, every address checked,
+// and the proxy is asked for a tunnel to the checked address literally
+// ("CONNECT 203.0.113.7:443"), so the proxy resolves no name and a name
+// cannot rebind between check and connect; TLS's server name and Host are
+// the URL's host. A refused destination is never CONNECTed. Options.Proxy is
+// the operator's and its address is not checked; a registration's proxy is
+// checked as a destination is. Each (proxy, client certificate) pair in use
+// has one client, made on first use (at most MaxClients).
+//
+// # Signature schemes
+//
+// A message whose Signer is a [SchemeSigner] of two schemes or more (an
+// ActivityPub delivery: RFC 9421, then draft-cavage) is signed in the
+// first; when the host refuses the signature (401, 403, or a 400 whose body
+// says "signature"), Deliver signs the same message in the next scheme and
+// sends it at once, within the same attempt: the refusal is not the
+// Outcome, counts no attempt and waits no backoff. The scheme the host
+// accepted after a refusal is kept in Options.Schemes (a store's host
+// rows, [SchemeMemory], shared by every worker) and used alone for that
+// host, until [SchemeRecheck] (30 days) after it was learned, when the
+// first scheme is tried once more. A worker reads a host's row at most once
+// a minute. When every scheme is refused, the Outcome is the last refusal,
+// its Reason naming the schemes refused before; nothing is remembered.
 //
 // # Secrets
 //

@@ -59,9 +59,18 @@ type Options struct {
 	// RootCAs, client certificates); nil means the system roots. The
 	// minimum version is TLS 1.2 either way.
 	TLSConfig *tls.Config
+	// Proxy, if set, is the HTTP CONNECT proxy every request goes through
+	// (ParseProxy's form), for static egress addresses; a registration's
+	// Endpoint.Proxy replaces it. It is the operator's choice: the guard
+	// checks the destinations, not it (package doc, "Egress proxy").
+	Proxy string
 	// Resolver looks host names up at dial time; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
+	// Schemes remembers the signature scheme each host accepted (package
+	// doc, "Signature schemes"): a store, shared by every worker. Nil
+	// means this transport remembers for itself.
+	Schemes SchemeMemory
 	// Logger receives one debug line per attempt (host, status, verdict,
 	// duration, reason; never a body, header, path or query). Nil means
 	// slog.Default().
@@ -73,9 +82,9 @@ type Options struct {
 func (o Options) String() string {
 	set := map[bool]string{true: "set", false: "nil"}
 	return fmt.Sprintf("transport.Options{Timeout: %v, AllowHTTP: %t, AllowPrivateNetwork: %t, AllowHosts: %d patterns, MaxIdleConnsPerHost: %d"+
-		", TLSConfig: %s, Resolver: %s, Logger: %s}",
+		", TLSConfig: %s, Proxy: %s, Resolver: %s, Schemes: %s, Logger: %s}",
 		o.Timeout, o.AllowHTTP, o.AllowPrivateNetwork, len(o.AllowHosts), o.MaxIdleConnsPerHost,
-		set[o.TLSConfig != nil], set[o.Resolver != nil], set[o.Logger != nil])
+		set[o.TLSConfig != nil], set[o.Proxy != ""], set[o.Resolver != nil], set[o.Schemes != nil], set[o.Logger != nil])
 }
 
 // Format prints String for every verb: none walks into the TLS configuration.
@@ -101,10 +110,14 @@ var errDeadline = errors.New("transport: attempt timed out")
 
 // HTTP is herald's HTTP transport (package doc), safe for concurrent use.
 type HTTP struct {
-	client *http.Client
-	guard  *guard
-	urls   *urlCache // behind a pointer: %#v of an HTTP never prints them
-	opts   Options
+	client  *http.Client // for registrations without a proxy or client certificate of their own
+	guard   *guard
+	urls    *urlCache // behind a pointer: %#v of an HTTP never prints them
+	routes  *routes   // the registrations' endpoint settings, and their clients
+	opts    Options
+	tls     *tls.Config // the base of every client's
+	proxy   *url.URL    // Options.Proxy, parsed
+	schemes *schemes
 }
 
 var _ push.Transport = (*HTTP)(nil)
@@ -137,6 +150,13 @@ func New(o Options) (*HTTP, error) {
 		}
 		g.allowlist = append(g.allowlist, p)
 	}
+	var egress *url.URL
+	if o.Proxy != "" {
+		var err error
+		if egress, err = ParseProxy("Options.Proxy", o.Proxy); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("transport: new: %w", err)
 	}
@@ -144,17 +164,37 @@ func New(o Options) (*HTTP, error) {
 	g.dialer = net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
 	tlsConfig := cmp.Or(o.TLSConfig.Clone(), &tls.Config{}) // Clone of nil is nil
 	tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
-	client := &http.Client{
+	t := &HTTP{guard: g, urls: &urlCache{}, routes: &routes{}, schemes: &schemes{memory: o.Schemes}, opts: o, tls: tlsConfig, proxy: egress}
+	t.client = t.newClient(clientKey{}, nil)
+	return t, nil
+}
+
+// newClient returns the client of k: through k's proxy (the daemon's when
+// none), presenting cert when not nil.
+func (t *HTTP) newClient(k clientKey, cert *tls.Certificate) *http.Client {
+	tlsConfig, dial := t.tls, t.guard.dialContext
+	if cert != nil {
+		tlsConfig = t.tls.Clone()
+		tlsConfig.Certificates = []tls.Certificate{*cert}
+	}
+	switch {
+	case k.proxy != "":
+		u, _ := ParseProxy("config.proxy", k.proxy) // checked when the route was made
+		dial = t.guard.dialVia(proxyOf(u), true)
+	case t.proxy != nil:
+		dial = t.guard.dialVia(proxyOf(t.proxy), false)
+	}
+	return &http.Client{
 		// The attempt's context deadline bounds every stage, so the
 		// Transport's own timeouts stay unset.
 		Transport: &http.Transport{
-			Proxy:                  nil, // a proxy would dial where the guard cannot see
-			DialContext:            g.dialContext,
+			Proxy:                  nil, // the dialer tunnels through a proxy itself, after the guard's check
+			DialContext:            dial,
 			TLSClientConfig:        tlsConfig,
 			ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off unless asked
 			DisableCompression:     true, // evidence is the bytes sent; no decompression bombs
 			MaxIdleConns:           256,  // over all hosts: a fan-out to thousands keeps no thousands of sockets
-			MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
+			MaxIdleConnsPerHost:    t.opts.MaxIdleConnsPerHost,
 			IdleConnTimeout:        90 * time.Second, // over a sweep interval, under most servers' keep-alive
 			MaxResponseHeaderBytes: 64 << 10,
 		},
@@ -162,7 +202,6 @@ func New(o Options) (*HTTP, error) {
 		// 3xx itself is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &HTTP{client: client, guard: g, urls: &urlCache{}, opts: o}, nil
 }
 
 // Refusals is URLRefusals under this transport's Options: every rule raw
@@ -180,7 +219,13 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		return push.Outcome{}, fmt.Errorf("transport: not delivered to %s: %w", reg.Host(), err)
 	}
 	start := time.Now()
-	out, err := t.attempt(ctx, reg, msg, at)
+	var out push.Outcome
+	var err error
+	if g, ok := msg.Signer.(SchemeSigner); ok && len(g.Schemes()) > 1 {
+		out, err = t.knock(ctx, reg, msg, g, at)
+	} else {
+		out, err = t.attempt(ctx, reg, msg, at)
+	}
 	if err != nil {
 		return push.Outcome{}, err
 	}
@@ -200,17 +245,22 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 // and the signer's error, redacted.
 func (t *HTTP) NewRequest(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (*http.Request, error) {
 	u, err := t.urls.check(t.guard, reg.URL)
+	var rt *route
+	if err == nil {
+		rt, err = t.routes.get(reg.Config)
+	}
 	if err == nil {
 		var req *http.Request
-		if req, err = t.newRequest(ctx, u, msg, at); err == nil {
+		if req, err = t.newRequest(ctx, u, rt.header, msg, at); err == nil {
 			return req, nil
 		}
 	}
 	return nil, fmt.Errorf("transport: %w", err)
 }
 
-// newRequest builds and signs the request for msg to u.
-func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at time.Time) (*http.Request, error) {
+// newRequest builds and signs the request for msg to u, with the
+// registration's own headers.
+func (t *HTTP) newRequest(ctx context.Context, u *url.URL, own http.Header, msg push.Message, at time.Time) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(msg.Body))
 	if err != nil {
 		return nil, err
@@ -218,9 +268,11 @@ func (t *HTTP) newRequest(ctx context.Context, u *url.URL, msg push.Message, at 
 	target := *u                                       // u is shared (urlCache): copied, not parsed again
 	target.Host = strings.TrimSuffix(target.Host, ":") // as http.NewRequest does
 	req.URL, req.Host = &target, target.Host
-	req.Header = make(http.Header, len(msg.Header)+6) // room for what the transport and signers add
-	for k, v := range msg.Header {
-		req.Header[k] = v[:len(v):len(v)] // capped, so that an Add copies it rather than writing into msg's
+	req.Header = make(http.Header, len(msg.Header)+len(own)+6) // room for what the transport and signers add
+	for _, h := range [2]http.Header{own, msg.Header} {        // Endpoint.Check keeps them apart
+		for k, v := range h {
+			req.Header[k] = v[:len(v):len(v)] // capped, so that an Add copies it rather than writing into msg's
+		}
 	}
 	if msg.ContentType != "" {
 		req.Header.Set("Content-Type", msg.ContentType)
@@ -239,6 +291,10 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	if err != nil {
 		return push.Outcome{Verdict: push.Permanent, Reason: err.Error()}, nil
 	}
+	rt, err := t.routes.get(reg.Config)
+	if err != nil { // the projection parses the same config first: a store that changed it under us
+		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil
+	}
 	reqCtx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, errDeadline)
 	defer cancel()
 	st := &struct { // the stage of the attempt (classifyError) and the hooks that follow it, in one allocation
@@ -248,11 +304,11 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
 	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
-	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, msg, at)
+	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, rt.header, msg, at)
 	if err != nil {
 		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil
 	}
-	resp, err := t.client.Do(req)
+	resp, err := t.clientOf(rt).Do(req)
 	timedOut := func() bool { return errors.Is(context.Cause(reqCtx), errDeadline) }
 	if err != nil {
 		if ctx.Err() != nil {
@@ -314,7 +370,10 @@ func readBody(body io.ReadCloser, keep int) (head []byte, err error) {
 }
 
 // CloseIdleConnections closes the pooled connections not in use.
-func (t *HTTP) CloseIdleConnections() { t.client.CloseIdleConnections() }
+func (t *HTTP) CloseIdleConnections() {
+	t.client.CloseIdleConnections()
+	t.routes.closeIdle()
+}
 
 // String describes the transport by its options.
 func (t *HTTP) String() string { return "transport.HTTP{" + t.opts.String() + "}" }

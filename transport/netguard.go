@@ -305,6 +305,14 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 // refused ones. It returns the first failure that is not a refusal
 // (Transient), or the first refusal when every address was refused.
 func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return g.dial(ctx, network, addr, func(ctx context.Context, network string, ap netip.AddrPort) (net.Conn, error) {
+		return g.dialer.DialContext(ctx, network, ap.String()) // the dialer's Control checks the address
+	})
+}
+
+// dial resolves addr's host and calls connect with its addresses in order,
+// as dialContext describes.
+func (g *guard) dial(ctx context.Context, network, addr string, connect func(context.Context, string, netip.AddrPort) (net.Conn, error)) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -335,7 +343,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			remaining := time.Until(deadline)
 			dialCtx, cancel = context.WithTimeout(ctx, max(remaining/time.Duration(len(addrs)-i), min(2*time.Second, remaining)))
 		}
-		c, err := g.dialer.DialContext(dialCtx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		c, err := connect(dialCtx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)))
 		cancel()
 		switch {
 		case err == nil:

@@ -27,7 +27,7 @@ func TestSpecialPurposeRangesAreRefused(t *testing.T) {
 		{"fd00:ec2::/64", "AWS EC2", false},
 		{"fd20:ce::254/128", "Google Compute Engine", false},
 		{"fd00:42::42/128", "Scaleway", false},
-		{"169.254.42.42/32", "RFC 3927", false}, // Scaleway
+		{"169.254.42.42/32", "RFC 3927", false},   // Scaleway
 		{"169.254.169.254/32", "RFC 3927", false}, // AWS, GCP, Azure, Oracle, DigitalOcean, OpenStack, …
 		{"169.254.170.2/32", "RFC 3927", false},   // AWS ECS task metadata
 		{"169.254.0.23/32", "RFC 3927", false},    // Tencent Cloud metadata

@@ -393,3 +393,70 @@ func TestHeadIsAnsweredAsGet(t *testing.T) {
 		}
 	}
 }
+
+// TestAnActivityPubRegistrationShowsItsSignatureScheme: the registration
+// page says which HTTP signature scheme an activitypub registration sends,
+// pinned or auto, never its key; a webhook's has no such row.
+func TestAnActivityPubRegistrationShowsItsSignatureScheme(t *testing.T) {
+	s := seeded(t)
+	for id, cfg := range map[string]string{
+		"pinned": `{"key_id":"https://example.com/users/alice#main-key","private_key":"PEM-SECRET","signature_scheme":"cavage"}`,
+		"auto":   `{"key_id":"https://example.com/users/alice#main-key","private_key":"PEM-SECRET"}`,
+	} {
+		_, err := s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: id, Namespace: "activitypub",
+			URL: "https://remote.example/inbox/" + id, Config: push.Config(cfg)})
+		require.NoError(t, err)
+	}
+	_, srv := serve(t, s, testToken, seedView)
+	c := client(t)
+	login(t, c, srv)
+	for id, want := range map[string]string{
+		"pinned": `<td id="signature-scheme">cavage (pinned)</td>`,
+		"auto":   `<td id="signature-scheme">auto: RFC 9421 first, draft-cavage when the host refuses it</td>`,
+	} {
+		resp, body := get(t, c, srv.URL+"/ui/registration?"+url.Values{"stream": {"actor/alice"}, "id": {id}}.Encode())
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Contains(t, body, want)
+		require.NotContains(t, body, "PEM-SECRET")
+	}
+	_, body := get(t, c, srv.URL+"/ui/registration?"+url.Values{"stream": {"orders/1"}, "id": {"billing"}}.Encode())
+	require.NotContains(t, body, "signature-scheme")
+}
+
+// TestPauseAndResumeFromThePage: the registration view offers pause, the
+// confirmation says who and why (escaped), the action pauses through the
+// store, the view shows it paused and offers resume, which resumes it.
+func TestPauseAndResumeFromThePage(t *testing.T) {
+	s := seeded(t)
+	_, srv := serve(t, s, testToken, seedView)
+	c := client(t)
+	csrf := login(t, c, srv)
+	_, body := get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=crm")
+	require.Contains(t, body, `id="pause"`)
+	require.NotContains(t, body, `id="resume"`)
+	_, body = get(t, c, srv.URL+"/ui/confirm?action=pause&stream=orders/1&id=crm&by=alice&reason=%3Cb%3Edeploy")
+	require.Contains(t, body, `paused by "<bdi>alice</bdi>"`)
+	require.Contains(t, body, "&lt;b&gt;deploy", "the reason is escaped")
+	pause := url.Values{"csrf": {csrf}, "action": {"pause"}, "stream": {"orders/1"}, "id": {"crm"}, "by": {"alice"}, "reason": {"deploy"}}
+	resp, _ := post(t, c, srv.URL+"/ui/action", pause, "Origin", srv.URL)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err := s.Get(t.Context(), "orders/1", "crm")
+	require.NoError(t, err)
+	require.True(t, st.Paused)
+	require.Equal(t, "paused by alice: deploy", st.LastError)
+	_, body = get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=crm")
+	require.Contains(t, body, `<span class="state paused" id="state">paused</span>`)
+	require.Contains(t, body, `id="resume"`)
+	require.NotContains(t, body, `id="unpark"`, "a pause ends with resume, not unpark")
+
+	resume := url.Values{"csrf": {csrf}, "action": {"resume"}, "stream": {"orders/1"}, "id": {"crm"}}
+	resp, _ = post(t, c, srv.URL+"/ui/action", resume, "Origin", srv.URL)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err = s.Get(t.Context(), "orders/1", "crm")
+	require.NoError(t, err)
+	require.False(t, st.Paused)
+	require.False(t, st.Parked)
+	evs, err := s.Evidence(t.Context(), "orders/1", "crm", 1)
+	require.NoError(t, err)
+	require.Equal(t, "resumed by an operator (page)", evs[0].Error)
+}

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -71,7 +73,7 @@ const (
 	registrationsScan  = 10_000
 )
 
-var states = []string{store.StateReady, store.StateRetrying, operator.StateHeld, store.StateParked, store.StateIdle}
+var states = []string{store.StateReady, store.StateRetrying, operator.StateHeld, store.StateParked, store.StatePaused, store.StateIdle}
 
 func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -100,6 +102,8 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 // nothing in the address is echoed.
 var done = map[string]string{
 	"unpark":       "Unparked: due now at its cursor, with its attempts reset.",
+	"pause":        "Paused: never claimed until resumed; evidence and an event written.",
+	"resume":       "Resumed: due now at its cursor, with its attempts reset.",
 	"skip":         "Skipped: the cursor moved forward; evidence written.",
 	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
 	"reset-host":   "Host reset: up, and its held registrations released.",
@@ -156,15 +160,22 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 
 // act is one operator action, as the confirmation step and the POST read it.
 type act struct {
-	Action, Stream, ID, Host, Reason string
-	ToSeq                            uint64
+	Action, Stream, ID, Host, Reason, By string
+	ToSeq                                uint64
+	ExpireOld                            time.Duration // of rotate-secret
 }
 
 // parseAct reads an action from a form or a query. Errors name the field.
 func parseAct(v url.Values) (act, error) {
-	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason")}
+	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason"), By: v.Get("by")}
 	switch a.Action {
-	case "unpark", "skip", "rewind":
+	case "pause", "resume":
+		a.By = cmp.Or(a.By, "an operator (page)")
+		if err := store.ValidatePause(a.By, a.Reason); err != nil {
+			return a, err
+		}
+		fallthrough
+	case "unpark", "skip", "rewind", "rotate-secret":
 		if a.Stream == "" || a.ID == "" {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
 		}
@@ -178,7 +189,15 @@ func parseAct(v url.Values) (act, error) {
 		}
 		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, skip, rewind, reset-host or revoke-token", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, pause, resume, skip, rewind, rotate-secret, reset-host or revoke-token", a.Action)
+	}
+	if a.Action == "rotate-secret" {
+		s := cmp.Or(v.Get("expire_old"), "24h")
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > webhook.MaxExpireOld {
+			return a, journal.Invalid("expire_old", "%q must be a duration from 0s to %v (24h, 90m)", s, webhook.MaxExpireOld)
+		}
+		a.ExpireOld = d
 	}
 	if a.Action == "skip" || a.Action == "rewind" {
 		s := v.Get("to_seq")
@@ -243,12 +262,24 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	switch a.Action {
 	case "unpark":
 		err = p.scoped(r).Unpark(ctx, a.Stream, a.ID, at)
+	case "pause":
+		err = p.scoped(r).Pause(ctx, a.Stream, a.ID, at, a.By, a.Reason)
+	case "resume":
+		err = p.scoped(r).Resume(ctx, a.Stream, a.ID, at, a.By)
 	case "skip":
 		err = p.scoped(r).Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":
 		err = p.scoped(r).Rewind(ctx, a.Stream, a.ID, a.ToSeq, at)
 	case "reset-host":
 		_, err = p.store.ResetHost(ctx, a.Host, at)
+	case "rotate-secret":
+		var v operator.RotatedView
+		if v, err = operator.RotateSecret(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, at, a.ExpireOld); err == nil {
+			// The secret is shown in this answer only: no redirect carries it.
+			w.Header().Set("Cache-Control", "no-store")
+			p.render(w, r, http.StatusOK, "rotated", map[string]any{"Title": "Secret rotated", "R": v.RegistrationView, "V": v})
+			return
+		}
 	case "revoke-token":
 		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}

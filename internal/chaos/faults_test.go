@@ -412,7 +412,7 @@ func TestChaosFaultyReceivers(t *testing.T) {
 	logPath := filepath.Join(s.dir, "daemon.log")
 	daemon := s.cli.start("daemon", logPath, "-v", "run", "--namespaces", "webhook,cloudevents", "--every", "200ms",
 		"--metrics-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--allow-http", "--allow-private-network",
-		"--timeout", faultTimeout.String(), "--max-attempts", strconv.Itoa(faultMaxAttempts),
+		"--timeout", faultTimeout.String(), "--max-attempts", strconv.Itoa(faultMaxAttempts), "--retry-schedule", "1s,2s",
 		"--max-retry-after", faultMaxRetryAfter.String(), "--lease", "30s")
 	running, err := daemon.out.waitLine(ctx, time.Minute, "herald: running")
 	if err != nil {

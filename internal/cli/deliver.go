@@ -33,19 +33,24 @@ import (
 // deliveryFlags are the transport's and the workers' options of sweep and
 // run; transport.New and push.NewWorker check their ranges.
 type deliveryFlags struct {
+	schemes                                                  hostSchemes // the transport's; the store once opened
 	allowHTTP, allowPrivate                                  bool
 	allowHosts                                               []string
+	egressProxy                                              string
 	timeout, maxRetryAfter, lease, hostHorizon               time.Duration
 	maxAttempts, maxInFlight, maxSlow, maxPerHost, drainPage int
 	pageBytes                                                int
+	retrySchedule                                            string
 }
 
 func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&d.allowHTTP, "allow-http", false, "allow plain http:// URLs (off: https only)")
 	f.BoolVar(&d.allowPrivate, "allow-private-network", false, "allow loopback and private addresses (off: they are refused at connect time, against SSRF)")
 	f.StringArrayVar(&d.allowHosts, "allow-host", nil, "only deliver to this host or *.suffix (repeatable; default: any public host)")
+	f.StringVar(&d.egressProxy, "egress-proxy", "", "send every request through this HTTP CONNECT proxy, http://[user:password@]host:port, for static egress addresses; "+
+		"destinations are still checked (and the proxy asked for the checked address), the proxy itself is not (a registration's --proxy replaces it)")
 	f.DurationVar(&d.timeout, "timeout", transport.DefaultTimeout, fmt.Sprintf("per-request timeout, covering connect, TLS, headers and body (0: %v)", transport.DefaultTimeout))
-	intVar(f, &d.maxAttempts, "max-attempts", push.DefaultMaxAttempts, "park a registration on the failure that makes its attempts at one record reach this", "at least 1", 0, 0)
+	intVar(f, &d.maxAttempts, "max-attempts", 0, "park a registration without its own ceiling (herald register --max-attempts, --retry-for) on the failure that makes its attempts at one record reach this (default: its namespace's ceiling, README \"Retry policy\")", "at least 1", 1, 0)
 	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, fmt.Sprintf("registrations served at once whose receivers answer within %v", push.SlowAfter), "at least 1", 0, 0)
 	intVar(f, &d.maxSlow, "max-slow", push.DefaultMaxSlow,
 		fmt.Sprintf("registrations served at once, beside --max-in-flight, whose message has waited %v for its answer: a slow receiver gives its slot to the others (0: it keeps the slot until its answer)", push.SlowAfter),
@@ -55,6 +60,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 		fmt.Sprintf("from 1 to %d", push.MaxPerHostLimit), 0, 0)
 	intVar(f, &d.drainPage, "drain-page", push.DefaultDrainPage, "records a turn sends between two cursor writes (the bound on duplicates after a crash)", fmt.Sprintf("from 1 to %d", push.MaxDrainPage), 0, 0)
 	intVar(f, &d.pageBytes, "page-bytes", push.DefaultPageBytes, "payload bytes a turn reads at once (a larger record is read alone): with --max-in-flight, the bound on the payloads turns hold", fmt.Sprintf("from 1 to %d", push.MaxPageBytes), 0, 0)
+	f.StringVar(&d.retrySchedule, "retry-schedule", "", "fixed delays between attempts (5s,5m,30m,2h) for a registration without its own schedule (herald register --retry-schedule) (default: its namespace's, README \"Retry policy\")")
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
 	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait")
 	f.DurationVar(&d.hostHorizon, "host-horizon", store.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
@@ -63,17 +69,35 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 // build returns the transport and the worker options, refusing what the
 // libraries refuse as usage errors (a worker on an empty memory store asks).
 func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
+	if d.egressProxy != "" {
+		if _, err := transport.ParseProxy("--egress-proxy", d.egressProxy); err != nil {
+			return nil, nil, usageOf(err)
+		}
+	}
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
-		AllowHosts: d.allowHosts, Logger: e.logger,
+		AllowHosts: d.allowHosts, Proxy: d.egressProxy, Logger: e.logger, Schemes: &d.schemes,
 		// As many idle connections per host as the worker may have in
 		// flight to it, so that none is closed only for want of room.
 		MaxIdleConnsPerHost: min(max(transport.DefaultMaxIdleConnsPerHost, d.maxPerHost), transport.MaxIdleConnsPerHostLimit)})
 	if err != nil {
 		return nil, nil, usageOf(unwrapped(err)) // past "transport: new: ", which names nothing typed
 	}
-	opts := append([]push.Option{push.WithMaxAttempts(d.maxAttempts), push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
+	opts := append([]push.Option{push.WithMaxInFlight(d.maxInFlight), push.WithMaxSlow(d.maxSlow), push.WithMaxPerHost(d.maxPerHost),
 		push.WithDrainPage(d.drainPage), push.WithPageBytes(d.pageBytes), push.WithMaxRetryAfter(d.maxRetryAfter), push.WithLease(d.lease),
 		push.WithHostHorizon(d.hostHorizon), push.WithLogger(e.logger)}, more...)
+	if d.maxAttempts > 0 {
+		opts = append(opts, push.WithMaxAttempts(d.maxAttempts))
+	}
+	if d.retrySchedule != "" {
+		s, err := store.ParseSchedule("retry-schedule", d.retrySchedule)
+		if err == nil {
+			err = push.RetryPolicy{Schedule: s}.Validate()
+		}
+		if err != nil {
+			return nil, nil, usageOf(err)
+		}
+		opts = append(opts, push.WithSchedule(s))
+	}
 	probe := memory.New()
 	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
 		return nil, nil, asRangeError(usageOf(unwrapped(err)))
@@ -133,6 +157,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			return err
 		},
 		run: func(c *call) error {
+			df.schemes.of = c.b
 			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
 			if err != nil {
 				return err
@@ -334,7 +359,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return listen(c, &opts)
 		},
 		run: func(c *call) error {
-			opts.Store = c.b
+			opts.Store, df.schemes.of = c.b, c.b
 			d, err := daemon.New(opts)
 			if err != nil {
 				return usageOf(err)
@@ -342,6 +367,25 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return d.Run(c.ctx())
 		},
 	}
+}
+
+// hostSchemes is the transport's transport.SchemeMemory: the store's host
+// rows, once the store is open (the transport is built before, as the
+// flags are checked); until then nothing is remembered.
+type hostSchemes struct{ of store.HostSchemes }
+
+func (h *hostSchemes) HostScheme(ctx context.Context, host string) (string, time.Time, error) {
+	if h.of == nil {
+		return "", time.Time{}, nil
+	}
+	return h.of.HostScheme(ctx, host)
+}
+
+func (h *hostSchemes) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
+	if h.of == nil {
+		return nil
+	}
+	return h.of.SetHostScheme(ctx, host, scheme, at)
 }
 
 // checkTLSFlags refuses --tls-cert without --tls-key and the reverse, and

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -32,6 +33,7 @@ func newRegister(e *env) command {
 		on4xx   string
 		cfg     configFlags
 		fromSeq uint64
+		retry   retryFlags
 	)
 	return command{
 		use:   "register",
@@ -40,14 +42,35 @@ func newRegister(e *env) command {
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
-  activitypub  --key-id URI --private-key-file PEM [--actor URI]… [--followers URI]…
+  activitypub  --key-id URI --private-key-file PEM [--signature-scheme rfc9421|cavage]
+               [--proof-key-id URI [--proof-private-key-file PEM]] [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
-  webhook      --secret whsec_… [--secret whsec_…] [--envelope]
+  webhook      [--secret whsec_…]… [--envelope]
+  every one    [--header 'Name: value']… [--client-cert PEM --client-key PEM] [--proxy URL]
 
 A secret option takes the secret itself, env:NAME (read the environment
 variable NAME) or file:PATH; prefer env: or file:, which keep it out of the
-process list. Secrets are stored with the registration and never printed.
+process list. Secrets are stored with the registration and never printed,
+but for a webhook registered without --secret: herald makes one (32 random
+bytes) and prints it this once (herald rotate-secret replaces it).
+
+--header adds a header to every request; herald refuses hop-by-hop headers,
+Host, Content-Type, Content-Length and every header herald or the namespace
+sets (README, "Endpoint settings"). --client-cert and --client-key are PEM
+files of a client certificate (checked against this machine's clock now)
+and its key, presented to a receiver that asks for one (mTLS). --proxy sends
+this registration's requests through an HTTP CONNECT proxy, in place of run's
+--egress-proxy; it is checked as destinations are (private addresses need
+--allow-private-network).
+
+An activitypub registration signs each delivery with RFC 9421 HTTP Message
+Signatures first; a host that refuses it (401, 403, or a 400 naming the
+signature) gets the same delivery signed with draft-cavage at once, with no
+attempt counted, and the host's scheme is kept on its host row so that no
+worker knocks there twice (tried again after 30 days). --signature-scheme
+pins one scheme instead. An Ed25519 key signs RFC 9421 only: a host that
+verifies draft-cavage alone refuses it.
 
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq (projection/webhook's package doc).
@@ -57,13 +80,20 @@ replaces the list). Within a --window the receiver may see records out of
 order (README, "Delivery semantics"); each message in flight takes one of its
 host's --max-per-host tokens of run and sweep (default %d). --on-4xx says what
 a 4xx other than 408, 410, 425 and 429 means: retry (parks at the retry
-ceiling) or skip (evidence, and past the message, as fediverse servers do).`, push.DefaultMaxPerHost),
+ceiling) or skip (evidence, and past the message, as fediverse servers do).
+
+--retry-schedule, --max-attempts and --retry-for are the registration's own
+retry policy; without them it retries as its namespace does (README, "Retry
+policy"). Re-registering replaces them.`, push.DefaultMaxPerHost),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
-  herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope`,
+  herald register --stream orders --id erp --namespace webhook --url https://erp.example/hooks --secret env:ERP_SECRET --retry-schedule 5s,5m,30m,2h,5h,10h,10h --retry-for 8d
+  herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope
+  herald register --stream orders --id acme --namespace webhook --url https://acme.example/hooks --header 'X-Tenant: 42' \
+      --client-cert acme.crt --client-key acme.key`,
 		need: []string{"stream", "id", "namespace", "url"},
 		db:   createDB,
 		flags: func(f *pflag.FlagSet) {
@@ -76,6 +106,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			f.StringSliceVar(&r.Kinds, "kinds", nil, "only records of these kinds: comma-separated exact kinds or prefixes ending in * (default: every kind)")
 			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
 				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
+			retry.add(f)
 			cfg.add(f)
 		},
 		check: func(c *call) (err error) {
@@ -89,17 +120,25 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 			if r.Config, err = cfg.build(c.changed, r.Namespace); err != nil {
 				return err
 			}
+			if r.Retry, err = retry.build(); err != nil {
+				return err
+			}
 			if err := r.Validate(); err != nil {
 				return asRangeError(usageOf(err))
 			}
 			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
-				if err := v.ValidateConfig(r); err != nil {
+				checked, _ := operator.MakeSecret(r) // a webhook without --secret gets one when run
+				if err := v.ValidateConfig(checked); err != nil {
 					return usageOf(err)
 				}
 			}
 			return nil
 		},
 		run: func(c *call) error {
+			r, generated, err := operator.KeepOrMakeSecret(c.ctx(), c.b, r)
+			if err != nil {
+				return err
+			}
 			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
 			if err != nil {
 				return err
@@ -118,7 +157,7 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				warnings = append(warnings, note)
 			}
 			v := operator.Held(nil).View(st)
-			return c.print(operator.RegisteredView{RegistrationView: v, Warnings: append(notes, warnings...)}, func(w io.Writer) {
+			return c.print(operator.RegisteredView{RegistrationView: v, Secret: generated, Warnings: append(notes, warnings...)}, func(w io.Writer) {
 				window, verb := "", "Registered"
 				if st.Window > 1 {
 					window = fmt.Sprintf(", window %d", st.Window)
@@ -136,6 +175,9 @@ ceiling) or skip (evidence, and past the message, as fediverse servers do).`, pu
 				}
 				if st.Parked {
 					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
+				}
+				if generated != "" {
+					fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", generated)
 				}
 				for _, warning := range warnings {
 					fmt.Fprintf(e.Err, "note: %s\n", warning)
@@ -157,13 +199,20 @@ var namespaces = map[string]wire{
 	activitypub.Namespace: {
 		projection: func() push.Projection { return activitypub.New() },
 		config: func(o *configFlags) (any, error) {
-			cfg := activitypub.Config{KeyID: o.keyID, Actors: o.actors, Followers: o.followers}
+			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers, Endpoint: o.endpoint}
+			if o.proofPrivateKeyFile != "" {
+				pem, err := os.ReadFile(o.proofPrivateKeyFile)
+				if err != nil {
+					return nil, readError("--proof-private-key-file", o.proofPrivateKeyFile, err, " (give a PEM file of the actor's Ed25519 private key)")
+				}
+				cfg.ProofPrivateKey = string(pem)
+			}
 			if o.privateKeyFile == "" {
 				return cfg, nil // the projection's validation names the missing key
 			}
 			pem, err := os.ReadFile(o.privateKeyFile)
 			if err != nil {
-				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA private key)")
+				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA or Ed25519 private key)")
 			}
 			cfg.PrivateKey = string(pem)
 			return cfg, nil
@@ -173,7 +222,7 @@ var namespaces = map[string]wire{
 		projection: func() push.Projection { return cloudevents.New() },
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
-			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok}, err
+			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok, Endpoint: o.endpoint}, err
 		},
 	},
 	a2a.Namespace: {
@@ -184,7 +233,7 @@ var namespaces = map[string]wire{
 				return nil, err
 			}
 			cred, err := secretValue("--credentials", o.credentials)
-			return a2a.Config{Token: tok, AuthScheme: o.authScheme, Credentials: cred, Version: o.a2aVersion}, err
+			return a2a.Config{Token: tok, AuthScheme: o.authScheme, Credentials: cred, Version: o.a2aVersion, Endpoint: o.endpoint}, err
 		},
 	},
 	webhook.Namespace: {
@@ -198,7 +247,7 @@ var namespaces = map[string]wire{
 				}
 				secrets[i] = v
 			}
-			return webhook.Config{Secrets: secrets, Envelope: o.envelope}, nil
+			return webhook.Config{Secrets: secrets, Envelope: o.envelope, Endpoint: o.endpoint}, nil
 		},
 	},
 }
@@ -210,10 +259,13 @@ func (w wire) flags() []string {
 	}
 	cfg, _ := w.config(&configFlags{})
 	t := reflect.TypeOf(cfg)
-	out := make([]string, t.NumField())
-	for i := range out {
-		key, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		out[i] = flagName(key)
+	var out []string
+	for f := range t.Fields() {
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || key == "retiring" { // transport.Endpoint: every namespace's (configFlags.endpointOf); retiring: rotate-secret's
+			continue
+		}
+		out = append(out, flagName(key))
 	}
 	return out
 }
@@ -233,9 +285,15 @@ type configFlags struct {
 	secrets                        []string
 	token, authScheme, credentials string
 	keyID, privateKeyFile          string
+	signatureScheme, proofKeyID    string
+	proofPrivateKeyFile            string
 	actors, followers              []string
 	source, a2aVersion             string
 	structured, envelope           bool
+
+	headers                      []string
+	clientCert, clientKey, proxy string
+	endpoint                     transport.Endpoint // of the four above, built by build
 }
 
 func (o *configFlags) add(f *pflag.FlagSet) {
@@ -246,11 +304,52 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
 	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
 	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
-	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's RSA private key")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's private key: RSA (PKCS#1 or PKCS#8) or Ed25519 (PKCS#8)")
+	f.StringVar(&o.signatureScheme, "signature-scheme", "", "activitypub: pin the HTTP signature scheme, rfc9421 or cavage (default: RFC 9421 first, draft-cavage when the host refuses it; an Ed25519 key signs RFC 9421 only)")
+	f.StringVar(&o.proofKeyID, "proof-key-id", "", "activitypub: add a FEP-8b32 object integrity proof to every activity, by the actor's Ed25519 Multikey with this id")
+	f.StringVar(&o.proofPrivateKeyFile, "proof-private-key-file", "", "activitypub: PEM file (PKCS#8) of the Multikey's Ed25519 private key (default: --private-key-file, if Ed25519)")
 	f.StringArrayVar(&o.actors, "actor", nil, "activitypub: an actor this inbox serves (repeatable): deliver only what is addressed to them, to Public or to --followers")
 	f.StringArrayVar(&o.followers, "followers", nil, "activitypub: a followers collection this inbox serves (repeatable)")
 	f.StringVar(&o.source, "source", "", "cloudevents: the events' source URI-reference")
 	f.BoolVar(&o.structured, "structured", false, "cloudevents: structured content mode instead of binary")
+	f.StringArrayVar(&o.headers, "header", nil, "a header for every request, 'Name: value' (repeatable)")
+	f.StringVar(&o.clientCert, "client-cert", "", "PEM file of a client certificate (mTLS), with --client-key")
+	f.StringVar(&o.clientKey, "client-key", "", "PEM file of the client certificate's private key")
+	f.StringVar(&o.proxy, "proxy", "", "an HTTP CONNECT proxy for this registration, http://[user:password@]host:port (default: run's --egress-proxy)")
+}
+
+// endpointOf builds o.endpoint from --header, --client-cert, --client-key
+// and --proxy; the projection's validation checks it.
+func (o *configFlags) endpointOf() error {
+	e := transport.Endpoint{Proxy: o.proxy}
+	for _, h := range o.headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok {
+			return usagef("--header has no ':': give it as 'Name: value' (e.g. --header 'X-Tenant: 42')")
+		}
+		if e.Headers == nil {
+			e.Headers = make(map[string]string, len(o.headers))
+		}
+		if _, dup := e.Headers[name]; dup {
+			return usagef("--header %s is given twice", tbl.Clean(name))
+		}
+		e.Headers[name] = strings.Trim(value, " \t")
+	}
+	for _, f := range []struct {
+		flag, path string
+		dst        *string
+	}{{"--client-cert", o.clientCert, &e.ClientCert}, {"--client-key", o.clientKey, &e.ClientKey}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return readError(f.flag, f.path, err, " (give a PEM file)")
+		}
+		*f.dst = string(b)
+	}
+	o.endpoint = e
+	return nil
 }
 
 // build returns the namespace's config as stored, refusing other
@@ -263,6 +362,9 @@ func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Con
 				return nil, usagef("--%s does not apply to the %s namespace (its options: --%s)", name, ns, strings.Join(own, ", --"))
 			}
 		}
+	}
+	if err := o.endpointOf(); err != nil {
+		return nil, err
 	}
 	cfg, err := namespaces[ns].config(o)
 	if err != nil {
@@ -305,4 +407,83 @@ func secretValue(flag, v string) (string, error) {
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
 	return v, nil
+}
+
+func newRotateSecret(e *env) command {
+	var (
+		stream, id string
+		expireOld  time.Duration
+		at         instant
+	)
+	return command{
+		use:   "rotate-secret",
+		short: "Give a webhook registration a new signing secret, keeping the old one signing for a while",
+		long: fmt.Sprintf(`Give a webhook registration a new whsec_ secret (32 random bytes), printed this
+once. Its old secrets keep signing beside it until --expire-old after --at
+(Standard Webhooks sends several signatures), so the receiver can switch
+without a refused message; then only the new one signs. Whether an old secret
+still signs is judged by each sweep's instant, not this machine's clock. The
+cursor and retry state are kept. --expire-old is 0 (the old ones stop at
+once) to %v.`, webhook.MaxExpireOld),
+		example: `  herald rotate-secret --stream orders --id billing --expire-old 24h`,
+		need:    []string{"stream", "id"},
+		db:      readDB,
+		flags: func(f *pflag.FlagSet) {
+			keyFlags(f, &stream, &id)
+			f.DurationVar(&expireOld, "expire-old", 24*time.Hour, "how long the old secrets keep signing (0: they stop at once)")
+			f.Var(&at, "at", "the instant the old secrets' time starts from: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
+		},
+		check: func(c *call) error {
+			if expireOld < 0 || expireOld > webhook.MaxExpireOld {
+				return usagef("--expire-old %v must be from 0 to %v", expireOld, webhook.MaxExpireOld)
+			}
+			return nil
+		},
+		run: func(c *call) error {
+			v, err := operator.RotateSecret(c.ctx(), c.b, c.b.Register, stream, id, c.at(at), expireOld)
+			if err != nil {
+				return e.notFound(stream, id, err)
+			}
+			return c.print(v, func(w io.Writer) {
+				fmt.Fprintf(w, "Rotated the secret of %s.\n", store.Name(stream, id))
+				if v.OldUntil.IsZero() {
+					fmt.Fprintln(w, "The old secrets stopped signing.")
+				} else {
+					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldUntil))
+				}
+				fmt.Fprintf(w, "The new secret, shown this once (give it to the receiver):\n%s\n", v.Secret)
+			})
+		},
+	}
+}
+
+// retryFlags are register's retry policy (push.RetryPolicy).
+type retryFlags struct {
+	schedule, retryFor string
+	maxAttempts        int
+}
+
+func (rf *retryFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&rf.schedule, "retry-schedule", "", fmt.Sprintf("fixed delays between attempts, comma-separated, 1s to %s each (5s,5m,30m,2h,5h,10h,10h); the last repeats until the ceiling (default: the namespace's)", store.FormatDays(store.MaxRetryDelay)))
+	intVar(f, &rf.maxAttempts, "max-attempts", 0, "park on the failure that makes the attempts at one record reach this (default: the namespace's ceiling)", fmt.Sprintf("1 to %d", store.MaxAttemptsLimit), 1, store.MaxAttemptsLimit)
+	f.StringVar(&rf.retryFor, "retry-for", "", fmt.Sprintf("park on the first failure this long after the first of the run (3d, 36h), %v to %s; with --max-attempts whichever comes first (default: the namespace's ceiling)", store.MinRetryFor, store.FormatDays(store.MaxRetryFor)))
+}
+
+// build returns the policy, its errors naming the flags.
+func (rf *retryFlags) build() (p push.RetryPolicy, err error) {
+	if rf.schedule != "" {
+		if p.Schedule, err = store.ParseSchedule("retry-schedule", rf.schedule); err != nil {
+			return p, usageOf(err)
+		}
+	}
+	if rf.retryFor != "" {
+		if p.For, err = store.ParseDays("retry-for", rf.retryFor); err != nil {
+			return p, usageOf(err)
+		}
+	}
+	p.MaxAttempts = rf.maxAttempts
+	if err := p.Validate(); err != nil {
+		return p, asRangeError(usageOf(err))
+	}
+	return p, nil
 }

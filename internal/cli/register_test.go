@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -232,4 +233,71 @@ func TestRegisterEnvelopeReachesTheWire(t *testing.T) {
 	require.JSONEq(t, `{"total":43}`, string(g.body))
 	require.Equal(t, "order.paid", g.header.Get("Herald-Kind"))
 	require.Equal(t, "2", g.header.Get("Herald-Seq"))
+}
+
+// TestRegisterActivityPubPinsASchemeOrNamesTheBadOne: --signature-scheme
+// pins rfc9421 or cavage; another value, or cavage with an Ed25519 key, is
+// a usage error naming the flag, and nothing is registered.
+func TestRegisterActivityPubPinsASchemeOrNamesTheBadOne(t *testing.T) {
+	db := newDB(t)
+	key := filepath.Join("..", "..", "testdata", "activitypub", "alice-test-key.pem")
+	edKey := filepath.Join("..", "..", "projection", "activitypub", "testdata", "rfc9421", "test-key-ed25519.pem")
+	register := func(id, keyFile, scheme string) cliRun {
+		return runCLI(t, db, "", "--json", "register", "--stream", "actor/alice", "--id", id, "--namespace", "activitypub",
+			"--url", "https://remote.example/"+id, "--key-id", "https://example.com/users/alice#main-key",
+			"--private-key-file", keyFile, "--signature-scheme", scheme)
+	}
+	for _, scheme := range []string{"rfc9421", "cavage"} {
+		r := register(scheme, key, scheme)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, `"signature_scheme": "`+scheme+`"`)
+	}
+	for _, bad := range []struct{ keyFile, scheme, says string }{
+		{key, "hs2019", "it must be"},
+		{edKey, "cavage", "RSA keys only"},
+	} {
+		r := register("bad", bad.keyFile, bad.scheme)
+		require.Equal(t, ExitUsage, r.code, r.stdout)
+		require.Contains(t, r.stderr, "--signature-scheme")
+		require.Contains(t, r.stderr, bad.says)
+	}
+	var listed []struct {
+		ID              string `json:"id"`
+		SignatureScheme string `json:"signature_scheme"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "--json", "registrations")), &listed))
+	require.Len(t, listed, 2, "nothing was registered for the bad ones")
+	for _, r := range listed {
+		require.Equal(t, r.ID, r.SignatureScheme, "the listing shows each registration's pinned scheme, read from its stored config")
+	}
+}
+
+// register's retry flags are validated, each error naming its flag, stored
+// and shown (JSON and the status line); none leaves the namespace's.
+func TestRegisterRetryPolicy(t *testing.T) {
+	db := newDB(t)
+	args := func(more ...string) []string {
+		return append([]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, more...)
+	}
+	for _, c := range []struct{ flags []string }{
+		{[]string{"--retry-schedule", "5s,soon"}},
+		{[]string{"--retry-schedule", "500ms"}},
+		{[]string{"--retry-for", "3 days"}},
+		{[]string{"--retry-for", "30s"}},
+		{[]string{"--max-attempts", "0"}},
+	} {
+		r := runCLI(t, db, "", args(c.flags...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", c.flags, r.stderr)
+		require.Contains(t, r.stderr, c.flags[0], "the error names the flag")
+		requireNoDB(t, db, "a refused register opened nothing")
+	}
+	heraldOK(t, db, "", args("--retry-schedule", "5s,5m,30m,2h,5h,10h,10h", "--retry-for", "3d", "--max-attempts", "40")...)
+	var regs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, map[string]any{"schedule": []any{"5s", "5m", "30m", "2h", "5h", "10h", "10h"}, "max_attempts": 40.0, "for": "3d"}, regs[0]["retry"])
+	heraldOK(t, db, "", args()...)
+	regs = nil
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.NotContains(t, regs[0], "retry", "re-registering without the flags: the namespace's again")
 }

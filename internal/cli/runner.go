@@ -201,6 +201,8 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
 		flag += " (the " + ordinal(n+1) + ")"
+	} else if index != "" { // a key: the header of config.headers[X-Tenant]
+		flag += " " + strings.TrimSuffix(index, "]")
 	}
 	reason := inv.Reason
 	if ref, ok := strings.CutPrefix(reason, "repeats "+prefix+key+"["); ok {
@@ -236,8 +238,10 @@ var flagNames = map[string]string{
 	"AllowHosts":          "allow-host",
 	"MaxIdleConnsPerHost": "max-per-host",
 	"secrets":             "secret",
+	"headers":             "header",
 	"version":             "a2a-version",
 	"private_key":         "private-key-file",
+	"proof_private_key":   "proof-private-key-file",
 	"actors":              "actor",
 }
 

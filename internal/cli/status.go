@@ -77,10 +77,10 @@ work were read to count them.`, operator.MaxHeldScan),
 				Refused []refusedView `json:"refused"`
 			}{st, refused}
 			return c.print(out, func(w io.Writer) {
-				t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "LEASED", "RECORDS BEHIND")
+				t := tbl.New(w, "NAMESPACE", "READY", "RETRYING", "HELD", "IDLE", "PARKED", "PAUSED", "LEASED", "RECORDS BEHIND")
 				for _, n := range st.Names() {
 					v := st.Namespaces[n]
-					t.Row(n, fmt.Sprint(v.Ready), fmt.Sprint(v.Retrying), fmt.Sprint(v.Held), fmt.Sprint(v.Idle), fmt.Sprint(v.Parked), fmt.Sprint(v.Leased), fmt.Sprint(v.Behind))
+					t.Row(n, fmt.Sprint(v.Ready), fmt.Sprint(v.Retrying), fmt.Sprint(v.Held), fmt.Sprint(v.Idle), fmt.Sprint(v.Parked), fmt.Sprint(v.Paused), fmt.Sprint(v.Leased), fmt.Sprint(v.Behind))
 				}
 				t.Flush()
 				if st.HeldTruncated {

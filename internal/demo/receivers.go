@@ -99,7 +99,9 @@ func newReceivers(ctx context.Context, c *credentials, keys map[string]crypto.Pu
 	return []*receiver{
 		{name: "inbox", takes: "actor/", proj: activitypub.New(), verifies: true, verify: verifyActivity(keys), status: http.StatusAccepted,
 			config: func(st Stream) any {
-				return activitypub.Config{KeyID: st.Actor + "#main-key", PrivateKey: c.keyPEM, Actors: []string{InboxActor}, Followers: []string{st.Actor + "/followers"}}
+				// The inbox verifies with go-fed/httpsig, draft-cavage only:
+				// pinned, so that the demo shows no knock.
+				return activitypub.Config{KeyID: st.Actor + "#main-key", PrivateKey: c.keyPEM, SignatureScheme: activitypub.SchemeCavage, Actors: []string{InboxActor}, Followers: []string{st.Actor + "/followers"}}
 			},
 			about: "HTTP signature (go-fed/httpsig) with the actor's key, Digest, Date, keyId owner, no bto/bcc"},
 		ce,

@@ -169,7 +169,7 @@ func TestInboxVerifies(t *testing.T) {
 	keys := map[string]crypto.PublicKey{alice + "#main-key": &c.key.PublicKey, carol + "#main-key": &c.key.PublicKey}
 	r := start(t, "inbox", keys, nil)
 
-	cfg := activitypub.Config{KeyID: alice + "#main-key", PrivateKey: c.keyPEM, Actors: []string{InboxActor}, Followers: []string{alice + "/followers"}}
+	cfg := activitypub.Config{KeyID: alice + "#main-key", PrivateKey: c.keyPEM, SignatureScheme: activitypub.SchemeCavage, Actors: []string{InboxActor}, Followers: []string{alice + "/followers"}}
 	reg := push.Registration{Stream: "actor/alice", ID: "inbox", Namespace: activitypub.Namespace, URL: r.url + "/actor/alice", Config: config(t, cfg)}
 	want := project(t, activitypub.New(), reg, records(t, "actor/alice"))
 	require.Len(t, want, 4, "the direct message to dave is not for bob's inbox")

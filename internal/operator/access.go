@@ -32,30 +32,33 @@ type Need struct {
 // table is AccessTable's output, and openapi.yaml's x-herald-role says the
 // same.
 var Access = map[string]Need{
-	"GET /v1/openapi.json":          {store.RoleProducer, true},
-	"POST /v1/records":              {store.RoleProducer, true},
-	"GET /v1/records/status":        {store.RoleReader, true},
-	"GET /v1/registrations":         {store.RoleReader, true},
-	"GET /v1/registration":          {store.RoleReader, true},
-	"GET /v1/evidence":              {store.RoleReader, true},
-	"GET /v1/status":                {store.RoleReader, false},
-	"GET /v1/hosts":                 {store.RoleReader, false},
-	"POST /v1/registrations":        {store.RoleOperator, true},
-	"DELETE /v1/registration":       {store.RoleOperator, true},
-	"POST /v1/registration/unpark":  {store.RoleOperator, true},
-	"POST /v1/registrations/unpark": {store.RoleOperator, true},
-	"POST /v1/registration/skip":    {store.RoleOperator, true},
-	"POST /v1/registration/rewind":  {store.RoleOperator, true},
-	"POST /v1/hosts/reset":          {store.RoleOperator, false},
-	"GET /v1/tokens":                {store.RoleAdmin, false},
-	"POST /v1/tokens":               {store.RoleAdmin, false},
-	"POST /v1/token/revoke":         {store.RoleAdmin, false},
+	"GET /v1/openapi.json":                {store.RoleProducer, true},
+	"POST /v1/records":                    {store.RoleProducer, true},
+	"GET /v1/records/status":              {store.RoleReader, true},
+	"GET /v1/registrations":               {store.RoleReader, true},
+	"GET /v1/registration":                {store.RoleReader, true},
+	"GET /v1/evidence":                    {store.RoleReader, true},
+	"GET /v1/status":                      {store.RoleReader, false},
+	"GET /v1/hosts":                       {store.RoleReader, false},
+	"POST /v1/registrations":              {store.RoleOperator, true},
+	"DELETE /v1/registration":             {store.RoleOperator, true},
+	"POST /v1/registration/unpark":        {store.RoleOperator, true},
+	"POST /v1/registrations/unpark":       {store.RoleOperator, true},
+	"POST /v1/registration/pause":         {store.RoleOperator, true},
+	"POST /v1/registration/resume":        {store.RoleOperator, true},
+	"POST /v1/registration/skip":          {store.RoleOperator, true},
+	"POST /v1/registration/rewind":        {store.RoleOperator, true},
+	"POST /v1/registration/rotate-secret": {store.RoleOperator, true},
+	"POST /v1/hosts/reset":                {store.RoleOperator, false},
+	"GET /v1/tokens":                      {store.RoleAdmin, false},
+	"POST /v1/tokens":                     {store.RoleAdmin, false},
+	"POST /v1/token/revoke":               {store.RoleAdmin, false},
 
-	"page: registrations, registration, record": {store.RoleReader, true},
-	"page: overview, hosts":                     {store.RoleReader, false},
-	"page: unpark, skip, rewind":                {store.RoleOperator, true},
-	"page: reset-host":                          {store.RoleOperator, false},
-	"page: tokens (list, create, revoke)":       {store.RoleAdmin, false},
+	"page: registrations, registration, record":                {store.RoleReader, true},
+	"page: overview, hosts":                                    {store.RoleReader, false},
+	"page: unpark, pause, resume, skip, rewind, rotate-secret": {store.RoleOperator, true},
+	"page: reset-host":                                         {store.RoleOperator, false},
+	"page: tokens (list, create, revoke)":                      {store.RoleAdmin, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
@@ -267,6 +270,20 @@ func (s scoped) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		return Unseen(stream, id)
 	}
 	return s.Backend.Unpark(ctx, stream, id, at)
+}
+
+func (s scoped) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
+	if !s.tok.Sees(stream) {
+		return Unseen(stream, id)
+	}
+	return s.Backend.Pause(ctx, stream, id, at, by, reason)
+}
+
+func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
+	if !s.tok.Sees(stream) {
+		return Unseen(stream, id)
+	}
+	return s.Backend.Resume(ctx, stream, id, at, by)
 }
 
 func (s scoped) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -51,7 +52,37 @@ func Unpark(ctx context.Context, s store.Store, stream, id string, at time.Time)
 	if err != nil {
 		return UnparkView{}, err
 	}
-	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked}, nil
+	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked && !before.Paused}, nil
+}
+
+// PauseView answers a pause or a resume: the registration after it, and
+// whether it changed (false: it was already so, nothing written).
+type PauseView struct {
+	RegistrationView
+	Changed bool `json:"changed"`
+}
+
+// Pause pauses stream/id at at for by, saying why (store.Store.Pause);
+// resume false, or resumes it (store.Store.Resume). Errors are the
+// store's: journal.ErrNotFound, journal.ErrInvalid (store.ValidatePause).
+func Pause(ctx context.Context, s store.Store, stream, id string, resume bool, at time.Time, by, reason string) (PauseView, error) {
+	before, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return PauseView{}, err
+	}
+	if resume {
+		err = s.Resume(ctx, stream, id, at, by)
+	} else {
+		err = s.Pause(ctx, stream, id, at, by, reason)
+	}
+	if err != nil {
+		return PauseView{}, err
+	}
+	after, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return PauseView{}, err
+	}
+	return PauseView{RegistrationView: Held(nil).View(after), Changed: before.Paused != after.Paused}, nil
 }
 
 // UnparkedAll answers an unpark of every parked registration: each one
@@ -123,6 +154,7 @@ func UnparkAll(ctx context.Context, s store.Store, q store.ListQuery, at time.Ti
 		return UnparkedAll{Unparked: Held(nil).Views(done)},
 			fmt.Errorf(format, len(done), len(parked), store.Name(p.Stream, p.ID), err)
 	}
+	parked = slices.DeleteFunc(parked, func(st store.Status) bool { return st.Paused }) // herald resume ends a pause
 	for _, p := range parked {
 		if err := s.Unpark(ctx, p.Stream, p.ID, at); errors.Is(err, journal.ErrNotFound) {
 			continue // unregistered since it was listed

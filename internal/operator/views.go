@@ -6,11 +6,14 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/transport"
 )
 
 // StateHeld is the state shown for a registration with work on a host that
@@ -22,29 +25,67 @@ const StateHeld = "held"
 // which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
 // absent when zero.
 type RegistrationView struct {
-	Stream        string    `json:"stream"`
-	ID            string    `json:"id"`
-	Namespace     string    `json:"namespace"`
-	Host          string    `json:"host"`
-	URL           string    `json:"url"`
-	OnRejected    string    `json:"on_4xx,omitempty"`
-	Kinds         []string  `json:"kinds,omitempty"` // absent: every kind
-	Window        int       `json:"window"`          // messages unacknowledged at once (1: strict order)
-	NextSeq       uint64    `json:"next_seq"`
-	Head          uint64    `json:"head"`
-	Lag           uint64    `json:"lag"`
-	Attempts      int       `json:"attempts"`
-	HostFailures  int       `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
-	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
-	State         string    `json:"state"`              // push's states, or StateHeld
-	HeldFor       string    `json:"held_for,omitempty"` // the host's state when State is held
-	Parked        bool      `json:"parked"`
-	ParkedAt      time.Time `json:"parked_at,omitzero"`
-	LastError     string    `json:"last_error,omitempty"`
-	LeaseOwner    string    `json:"lease_owner,omitempty"`
-	LeaseUntil    time.Time `json:"lease_until,omitzero"`
-	Sealed        bool      `json:"sealed"`
-	ConfigError   string    `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
+	Stream        string     `json:"stream"`
+	ID            string     `json:"id"`
+	Namespace     string     `json:"namespace"`
+	Host          string     `json:"host"`
+	URL           string     `json:"url"`
+	OnRejected    string     `json:"on_4xx,omitempty"`
+	Kinds         []string   `json:"kinds,omitempty"` // absent: every kind
+	Window        int        `json:"window"`          // messages unacknowledged at once (1: strict order)
+	Retry         *RetryView `json:"retry,omitempty"` // the registration's own; absent: its namespace's
+	NextSeq       uint64     `json:"next_seq"`
+	Head          uint64     `json:"head"`
+	Lag           uint64     `json:"lag"`
+	Attempts      int        `json:"attempts"`
+	HostFailures  int        `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
+	FailingSince  time.Time  `json:"failing_since,omitzero"`  // the current run of failures' first (Attempts > 0)
+	NextAttemptAt time.Time  `json:"next_attempt_at,omitzero"`
+	State         string     `json:"state"`              // push's states, or StateHeld
+	HeldFor       string     `json:"held_for,omitempty"` // the host's state when State is held
+	Parked        bool       `json:"parked"`
+	Paused        bool       `json:"paused,omitempty"` // an operator's stop (herald pause); last_error says who and why
+	ParkedAt      time.Time  `json:"parked_at,omitzero"`
+	LastError     string     `json:"last_error,omitempty"`
+	LeaseOwner    string     `json:"lease_owner,omitempty"`
+	LeaseUntil    time.Time  `json:"lease_until,omitzero"`
+	Sealed        bool       `json:"sealed"`
+	ConfigError   string     `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
+	// Of the config's endpoint settings (transport.Endpoint), what may be
+	// shown: the headers' names, whether a client certificate is set, the
+	// proxy's host:port.
+	Headers    []string `json:"headers,omitempty"`
+	ClientCert bool     `json:"client_cert,omitempty"`
+	Proxy      string   `json:"proxy,omitempty"`
+	// SignatureScheme is an activitypub registration's pinned scheme, or
+	// "auto" (activitypub.ShownScheme); absent for other namespaces.
+	SignatureScheme string `json:"signature_scheme,omitempty"`
+}
+
+// RetryView is a registration's own retry policy (push.RetryPolicy) as
+// shown: delays as "5s", "10h", "3d"; an absent part is its namespace's.
+type RetryView struct {
+	Schedule    []string `json:"schedule,omitempty"`
+	MaxAttempts int      `json:"max_attempts,omitempty"`
+	For         string   `json:"for,omitempty"`
+}
+
+// String is the policy in one line, as register's flags take it.
+func (r *RetryView) String() string {
+	if r == nil {
+		return "the namespace's"
+	}
+	var parts []string
+	if len(r.Schedule) > 0 {
+		parts = append(parts, "--retry-schedule "+strings.Join(r.Schedule, ","))
+	}
+	if r.MaxAttempts > 0 {
+		parts = append(parts, fmt.Sprintf("--max-attempts %d", r.MaxAttempts))
+	}
+	if r.For != "" {
+		parts = append(parts, "--retry-for "+r.For)
+	}
+	return strings.Join(parts, " ")
 }
 
 // Held maps each host that is not up to its state (down, unavailable).
@@ -84,8 +125,32 @@ func (held Held) View(s store.Status) RegistrationView {
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
-		Parked: s.Parked, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
+		Parked: s.Parked, Paused: s.Paused, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 		ConfigError: s.ConfigError,
+	}
+	if e, err := transport.EndpointOf(s.Config); err == nil {
+		v.Headers, v.ClientCert = e.HeaderNames(), e.ClientCert != ""
+		if u, err := url.Parse(e.Proxy); err == nil && e.Proxy != "" {
+			v.Proxy = u.Host
+		}
+	}
+	if len(v.Headers) == 0 {
+		v.Headers = nil
+	}
+	if s.Namespace == activitypub.Namespace {
+		v.SignatureScheme = activitypub.ShownScheme(s.Config)
+	}
+	if !s.Retry.IsZero() {
+		v.Retry = &RetryView{MaxAttempts: s.Retry.MaxAttempts}
+		for _, d := range s.Retry.Schedule {
+			v.Retry.Schedule = append(v.Retry.Schedule, store.FormatDays(d))
+		}
+		if s.Retry.For > 0 {
+			v.Retry.For = store.FormatDays(s.Retry.For)
+		}
+	}
+	if s.Attempts > 0 {
+		v.FailingSince = s.FailingSince
 	}
 	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
 		v.State, v.HeldFor = StateHeld, state
@@ -107,6 +172,9 @@ func (held Held) Views(sts []store.Status) []RegistrationView {
 // as asked (the network guard, WindowNote).
 type RegisteredView struct {
 	RegistrationView
+	// Secret is the webhook secret herald made for a registration given
+	// none, shown in this answer only.
+	Secret   string   `json:"secret,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -180,7 +248,7 @@ func List(ctx context.Context, s store.Store, q store.ListQuery, state string, l
 		return nil, nil, err
 	}
 	out = []RegistrationView{} // none is an empty list, in JSON too
-	q.Parked = q.Parked || state == store.StateParked
+	q.Parked = q.Parked || state == store.StateParked || state == store.StatePaused
 	q.Lagging = q.Lagging || state == store.StateReady || state == store.StateRetrying || state == StateHeld
 	for scanned := 0; ; {
 		q.Limit = store.MaxListLimit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 		{`{"auth_scheme":"Bearer","credentials":"` + credentials + `","version":"1.0"}`, a2a.Config{AuthScheme: "Bearer", Credentials: credentials, Version: "1.0"}},
 		{`{"auth_scheme":"Basic","credentials":"dXNlcjpwYXNz","token":"a b","version":"0.3"}`, a2a.Config{AuthScheme: "Basic", Credentials: "dXNlcjpwYXNz", Token: "a b", Version: "0.3"}},
 	} {
-		if got, err := a2a.ParseConfig(push.Config(g.raw)); err != nil || got != g.want {
+		if got, err := a2a.ParseConfig(push.Config(g.raw)); err != nil || !reflect.DeepEqual(got, g.want) {
 			t.Errorf("ParseConfig(%s) = %#v, %v; want %#v", g.raw, got, err, g.want)
 		}
 	}

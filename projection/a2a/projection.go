@@ -1,6 +1,8 @@
 package a2a
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 const (
@@ -53,10 +56,22 @@ const MaxSecretBytes = projconfig.MaxSecretBytes
 // credentials are secrets of visible ASCII and inner spaces, which String,
 // Format and LogValue never show. Unknown keys are an error.
 type Config struct {
-	Token       string `json:"token,omitempty"`
-	AuthScheme  string `json:"auth_scheme,omitempty"`
-	Credentials string `json:"credentials,omitempty"`
-	Version     string `json:"version,omitempty"` // Version10 or Version03
+	Token              string `json:"token,omitempty"`
+	AuthScheme         string `json:"auth_scheme,omitempty"`
+	Credentials        string `json:"credentials,omitempty"`
+	Version            string `json:"version,omitempty"` // Version10 or Version03
+	transport.Endpoint        // headers, client_cert, client_key, proxy
+}
+
+// ownHeaders are the headers the projection sets, which config.headers may
+// not (transport.Endpoint.Check): the token's, and Authorization when it
+// sends credentials.
+func (c Config) ownHeaders() []string {
+	own := []string{TokenHeader, LegacyTokenHeader}
+	if c.AuthScheme != "" {
+		own = append(own, "Authorization")
+	}
+	return own
 }
 
 // ParseConfig decodes and validates a registration's config. Errors wrap
@@ -84,7 +99,10 @@ func (c Config) Validate() error {
 	if i := strings.IndexFunc(c.AuthScheme, func(r rune) bool { return !strings.ContainsRune(tchars, r) }); i >= 0 {
 		return journal.Invalid("config.auth_scheme", "%q has a character at byte %d that an HTTP auth-scheme (RFC 9110 §11.1) may not hold", c.AuthScheme, i)
 	}
-	return projconfig.HeaderSecret("config.credentials", c.Credentials, true)
+	if err := projconfig.HeaderSecret("config.credentials", c.Credentials, true); err != nil {
+		return err
+	}
+	return c.Endpoint.Check(c.ownHeaders()...)
 }
 
 // tchars are the characters of an RFC 9110 §5.6.2 token.
@@ -92,8 +110,8 @@ const tchars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm
 
 // String describes c without its token or credentials.
 func (c Config) String() string {
-	return fmt.Sprintf("a2a.Config{Version:%q, AuthScheme:%q, Credentials:%s, Token:%s}",
-		c.Version, c.AuthScheme, projconfig.Redacted(c.Credentials), projconfig.Redacted(c.Token))
+	return fmt.Sprintf("a2a.Config{Version:%q, AuthScheme:%q, Credentials:%s, Token:%s%s}",
+		c.Version, c.AuthScheme, projconfig.Redacted(c.Credentials), projconfig.Redacted(c.Token), c.Endpoint)
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -166,3 +184,10 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	}
 	return []push.Message{msg}, nil
 }
+
+// DefaultRetry is the a2a namespace's retry policy (push.RetryDefaulter):
+// push.Backoff's delays, parking on the first failure a day after the run's
+// first. A push tells a client about a task it started and can poll
+// (tasks/get): a client gone a day has most likely moved on, and its parked
+// registration keeps every update for an unpark.
+func (p *Projection) DefaultRetry() push.RetryPolicy { return push.RetryPolicy{For: 24 * time.Hour} }

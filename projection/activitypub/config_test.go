@@ -1,7 +1,9 @@
 package activitypub
 
 import (
+	"cmp"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -11,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,14 +38,20 @@ func testKey(t testing.TB) (string, *rsa.PublicKey) {
 	if err != nil {
 		t.Fatalf("test key: %v", err)
 	}
-	return pemText, &key.PublicKey
+	return pemText, key.Public().(*rsa.PublicKey)
 }
 
-// config returns a registration config for alice's key serving actors.
+// config returns a registration config for alice's key serving actors, no
+// scheme pinned.
 func config(t testing.TB, actors, followers []string) push.Config {
+	return schemeConfig(t, "", actors, followers)
+}
+
+// schemeConfig is config pinning scheme.
+func schemeConfig(t testing.TB, scheme string, actors, followers []string) push.Config {
 	t.Helper()
 	pemText, _ := testKey(t)
-	raw, err := Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: actors, Followers: followers}.Encode()
+	raw, err := Config{KeyID: aliceKeyID, PrivateKey: pemText, SignatureScheme: scheme, Actors: actors, Followers: followers}.Encode()
 	if err != nil {
 		t.Fatalf("encode config: %v", err)
 	}
@@ -77,7 +86,7 @@ func TestConfigAcceptsPKCS8AndPKCS1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key.(*rsa.PrivateKey))}))
 	for name, pemText := range map[string]string{"PKCS#8": pkcs8, "PKCS#1": pkcs1} {
 		raw := mustJSON(t, Config{KeyID: aliceKeyID, PrivateKey: pemText, Actors: []string{bob}, Followers: []string{aliceFollowers}})
 		c, err := ParseConfig(push.Config(raw))
@@ -85,7 +94,7 @@ func TestConfigAcceptsPKCS8AndPKCS1(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		s, err := c.settings()
-		if err != nil || !s.key.PublicKey.Equal(pub) || s.keyID != aliceKeyID || !s.actors[bob] || !s.followers[aliceFollowers] {
+		if err != nil || !pub.Equal(s.http.Signer.Public()) || s.http.ID != aliceKeyID || !s.actors[bob] || !s.followers[aliceFollowers] {
 			t.Fatalf("%s: parsed %+v, %v", name, s, err)
 		}
 		if err := New().ValidateConfig(push.Registration{Config: push.Config(raw)}); err != nil {
@@ -145,20 +154,70 @@ func TestConfigErrorsNameTheFieldAndHideTheKey(t *testing.T) {
 		projtest.Refusal{Name: "empty actors", Raw: mustJSON(t, map[string]any{"key_id": aliceKeyID, "private_key": pkcs8, "actors": []string{}}), Field: "config.actors", Reason: "empty list"},
 		projtest.Refusal{Name: "bad actor", Raw: with(func(c *Config) { c.Actors = []string{bob, "bob"} }), Field: "config.actors[1]", Reason: "absolute"},
 		projtest.Refusal{Name: "followers without actors", Raw: with(func(c *Config) { c.Followers = []string{aliceFollowers} }), Field: "config.followers", Reason: "needs actors"},
+		projtest.Refusal{Name: "unknown scheme", Raw: with(func(c *Config) { c.SignatureScheme = "hs2019" }), Field: "config.signature_scheme", Reason: `"hs2019": it must be`},
+		projtest.Refusal{Name: "cavage with Ed25519", Raw: with(func(c *Config) { c.PrivateKey, c.SignatureScheme = edPEM(t), SchemeCavage }), Field: "config.signature_scheme", Reason: "RSA keys only"},
+		projtest.Refusal{Name: "proof by an RSA key", Raw: with(func(c *Config) { c.ProofKeyID = aliceKeyID }), Field: "config.private_key", Reason: "needs the actor's Ed25519 key"},
+		projtest.Refusal{Name: "proof key without its id", Raw: with(func(c *Config) { c.ProofPrivateKey = edPEM(t) }), Field: "config.proof_private_key", Reason: "needs proof_key_id"},
+		projtest.Refusal{Name: "relative proof_key_id", Raw: with(func(c *Config) { c.ProofKeyID, c.ProofPrivateKey = "#multikey", edPEM(t) }), Field: "config.proof_key_id", Reason: "absolute"},
+		projtest.Refusal{Name: "RSA proof_private_key", Raw: with(func(c *Config) { c.ProofKeyID, c.ProofPrivateKey = aliceKeyID, pkcs8 }), Field: "config.proof_private_key", Reason: "Ed25519"},
 	)
+}
+
+// edPEM is a new Ed25519 key, PKCS#8 PEM.
+func edPEM(t testing.TB) string {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// TestSchemesFollowTheKeyAndThePin: an RSA key knocks twice unless
+// pinned; an Ed25519 key signs RFC 9421 only; each message's signer has
+// the registration's schemes.
+func TestSchemesFollowTheKeyAndThePin(t *testing.T) {
+	rsaPEM, _ := testKey(t)
+	for _, c := range []struct {
+		key, pin string
+		want     []string
+	}{
+		{rsaPEM, "", []string{SchemeRFC9421, SchemeCavage}},
+		{rsaPEM, SchemeRFC9421, []string{SchemeRFC9421}},
+		{rsaPEM, SchemeCavage, []string{SchemeCavage}},
+		{edPEM(t), "", []string{SchemeRFC9421}},
+		{edPEM(t), SchemeRFC9421, []string{SchemeRFC9421}},
+	} {
+		raw, err := Config{KeyID: aliceKeyID, PrivateKey: c.key, SignatureScheme: c.pin}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := projtest.One(t, New(), record(t, "r", map[string]any{"type": "Like"}), registration("https://remote.example/inbox", raw))
+		if got := msg.Signer.(*Signer).Schemes(); !slices.Equal(got, c.want) {
+			t.Errorf("pin %q: schemes %q, want %q", c.pin, got, c.want)
+		}
+		if ShownScheme(raw) != cmp.Or(c.pin, SchemeAuto) {
+			t.Errorf("pin %q: shown as %q", c.pin, ShownScheme(raw))
+		}
+	}
 }
 
 // TestSecretsRedacted: no verb of fmt prints the private key of a Config,
 // a message's signer, or a message.
 func TestSecretsRedacted(t *testing.T) {
 	pkcs8, _ := testKey(t)
-	c := Config{KeyID: aliceKeyID, PrivateKey: pkcs8, Actors: []string{bob}}
+	proofKey := edPEM(t)
+	c := Config{KeyID: aliceKeyID, PrivateKey: pkcs8, ProofKeyID: aliceKeyID, ProofPrivateKey: proofKey, Actors: []string{bob}}
 	reg := registration("https://remote.example/users/bob/inbox", config(t, []string{bob}, nil))
 	msg := projtest.One(t, New(), record(t, "r", map[string]any{"type": "Like", "to": bob}), reg)
-	s := msg.Signer.(*signer)
+	s := msg.Signer.(*Signer)
 	type holder struct{ C Config }
 	for _, out := range append(projtest.Printed(c, &c, holder{c}, []Config{c}, msg, &msg, msg.Signer, s, *s, reg), projtest.Logged(c)...) {
-		if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, keyLines(pkcs8)[1]) {
+		if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, keyLines(pkcs8)[1]) || strings.Contains(out, keyLines(proofKey)[0]) {
 			t.Fatalf("%s leaks the key", out)
 		}
 	}

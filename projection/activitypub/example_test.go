@@ -30,6 +30,6 @@ func ExampleConfig_Encode() {
 	fmt.Println(err)
 	// Output:
 	// true <nil>
-	// activitypub.Config{KeyID: "https://example.com/users/alice#main-key", PrivateKey: [redacted, 1704 bytes], Actors: ["https://remote.example/users/bob"], Followers: []}
+	// activitypub.Config{KeyID: "https://example.com/users/alice#main-key", PrivateKey: [redacted, 1704 bytes], SignatureScheme: "", ProofKeyID: "", ProofPrivateKey: <none>, Actors: ["https://remote.example/users/bob"], Followers: []}
 	// invalid config.key_id: "alice" is not an absolute http or https URI
 }

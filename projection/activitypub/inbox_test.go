@@ -340,7 +340,7 @@ func TestAddressingDecidesDelivery(t *testing.T) {
 func TestRetryIsResignedWithAFreshDate(t *testing.T) {
 	first, retry := at, at.Add(2*time.Hour)
 	in := newInbox(t, retry) // the receiver's clock when the retry arrives
-	reg := registration(in.url("/users/bob/inbox"), config(t, []string{bob}, nil))
+	reg := registration(in.url("/users/bob/inbox"), schemeConfig(t, SchemeCavage, []string{bob}, nil))
 	msg := projtest.One(t, New(), record(t, "https://example.com/a/1", map[string]any{"type": "Like", "to": bob, "object": "https://x.example/o"}), reg)
 
 	if out := projtest.Deliver(t, reg.URL, msg, first); out.Status != http.StatusUnauthorized || !strings.Contains(string(out.Body), "outside") {
@@ -376,13 +376,13 @@ func TestRetryIsResignedWithAFreshDate(t *testing.T) {
 	}
 }
 
-// TestGolden pins the exact request of one delivery at a fixed instant:
+// TestGolden pins the exact request of one draft-cavage delivery at a fixed instant:
 // headers (Date, Digest, the rsa-sha256 Signature, which PKCS#1 v1.5 makes
 // deterministic) and body (bto/bcc removed from the activity and its Note).
 func TestGolden(t *testing.T) {
 	rec := journal.Record{Stream: "actor/alice", Seq: 1, ID: "https://example.com/users/alice/statuses/1/activity",
 		Kind: "Create", ContentType: ContentType, Payload: projtest.Testdata(t, "activitypub/create-note.json")}
-	reg := registration("https://remote.example/users/bob/inbox", config(t, []string{bob}, []string{aliceFollowers}))
+	reg := registration("https://remote.example/users/bob/inbox", schemeConfig(t, SchemeCavage, []string{bob}, []string{aliceFollowers}))
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	msg := projtest.One(t, New(), rec, reg)
 	req, err := projtest.NewRequest(t, reg.URL, msg, at)

@@ -2,6 +2,7 @@ package activitypub
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,7 +69,13 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if !s.wants(a.activity) {
 		return nil, nil
 	}
-	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: a.body, Signer: &signer{s: s}}}, nil
+	body := a.body
+	if s.proof != nil {
+		if body, err = addProof(body, *s.proof, rec.AppendedAt); err != nil {
+			return nil, fmt.Errorf("activitypub: record %s (#%d): proof: %w", rec.ID, rec.Seq, err)
+		}
+	}
+	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &Signer{key: s.http, schemes: s.schemes}}}, nil
 }
 
 // wants applies the rules of package doc's "Which inbox gets what".
@@ -85,8 +92,9 @@ func (s *settings) wants(a activity) bool {
 	return slices.ContainsFunc(addressing, func(p string) bool { return slices.ContainsFunc(a.ids(p), addressed) })
 }
 
-// signedHeaders are the headers the signature covers, in the order
-// Mastodon and the other large servers expect (draft-cavage-12 §2.1.3).
+// signedHeaders are the headers a draft-cavage signature covers, in the
+// order Mastodon and the other large servers expect (draft-cavage-12
+// §2.1.3).
 var signedHeaders = []string{httpsig.RequestTarget, "host", "date", "digest"}
 
 // go-fed/httpsig writes the algorithm parameter as "hs2019"; receivers that
@@ -96,23 +104,62 @@ const (
 	wireAlgorithm    = `algorithm="rsa-sha256"`
 )
 
-// signer signs one message with the actor's key at send time.
-type signer struct{ s *settings }
+// Signer signs one delivery with an actor's key at send time, in one of
+// its schemes (package doc, "Signatures"). It is a push.Signer, whose Sign
+// uses the first scheme, and transport.SchemeSigner, through which the
+// HTTP transport knocks twice and remembers each host's scheme.
+type Signer struct {
+	key     Key
+	schemes []string
+}
 
-// Sign sets Date (at), Host (req.Host, else req.URL.Host, so that it can be
-// signed), Digest and Signature on req, whose body is body (package doc,
-// "Signatures"), replacing earlier ones.
-func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
+// NewSigner returns a signer with key in schemes, tried in order (Schemes
+// gives them for a key and a pinned scheme). Errors: no scheme, an unknown
+// one, or draft-cavage with a key that is not RSA.
+func NewSigner(key Key, schemes ...string) (*Signer, error) {
+	if key.Signer == nil || key.ID == "" {
+		return nil, errors.New("activitypub: signer: a key and its id are required")
+	}
+	if len(schemes) == 0 {
+		return nil, errors.New("activitypub: signer: no signature scheme")
+	}
+	for _, s := range schemes {
+		if s != SchemeRFC9421 && s != SchemeCavage {
+			return nil, fmt.Errorf("activitypub: signer: unknown scheme %q", s)
+		}
+		if _, isRSA := key.Signer.(*rsa.PrivateKey); s == SchemeCavage && !isRSA {
+			return nil, errors.New("activitypub: signer: draft-cavage needs an *rsa.PrivateKey")
+		}
+	}
+	return &Signer{key: key, schemes: slices.Clone(schemes)}, nil
+}
+
+// Schemes returns the schemes the signer signs, in the order tried.
+func (g *Signer) Schemes() []string { return slices.Clone(g.schemes) }
+
+// Sign signs req in the first scheme (SignScheme).
+func (g *Signer) Sign(req *http.Request, body []byte, at time.Time) error {
+	return g.SignScheme(req, body, at, g.schemes[0])
+}
+
+// SignScheme sets Date (at, IMF-fixdate), Host (req.Host, else
+// req.URL.Host) and the scheme's headers on req, whose body is body,
+// replacing earlier ones: Content-Digest, Signature-Input and Signature for
+// "rfc9421"; Digest and Signature for "cavage" (package doc, "Signatures").
+func (g *Signer) SignScheme(req *http.Request, body []byte, at time.Time, scheme string) error {
 	if at.IsZero() {
-		return errors.New("activitypub: sign: at is the zero time")
+		return fmt.Errorf("activitypub: sign: %w", errZeroAt)
 	}
 	if req.URL == nil {
 		return errors.New("activitypub: sign: request has no URL")
 	}
+	if !slices.Contains(g.schemes, scheme) {
+		return fmt.Errorf("activitypub: sign: scheme %q is not one of this signer's %q", scheme, g.schemes)
+	}
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
-	for _, h := range []string{"Date", "Digest", "Signature", "Host"} {
+	for _, h := range []string{"Date", "Digest", "Content-Digest", "Signature", "Signature-Input", "Host"} {
 		req.Header.Del(h)
 	}
 	host := req.Host
@@ -121,16 +168,27 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	}
 	req.Header.Set("Host", host)
 	req.Header.Set("Date", at.UTC().Format(http.TimeFormat))
-	// A Signer is not safe for concurrent use and costs next to nothing: one
-	// per attempt.
+	if body == nil {
+		body = []byte{}
+	}
+	if scheme == SchemeRFC9421 {
+		if err := signRFC9421(req, body, at, g.key.Signer, g.key.ID, deliveryComponents); err != nil {
+			return fmt.Errorf("activitypub: sign (rfc9421): %w", err)
+		}
+		return nil
+	}
+	return g.signCavage(req, body)
+}
+
+// signCavage signs with go-fed/httpsig, rsa-sha256.
+func (g *Signer) signCavage(req *http.Request, body []byte) error {
+	// A go-fed Signer is not safe for concurrent use and costs next to
+	// nothing: one per attempt.
 	hs, algo, err := httpsig.NewSigner([]httpsig.Algorithm{httpsig.RSA_SHA256}, httpsig.DigestSha256, signedHeaders, httpsig.Signature, 0)
 	if err != nil || algo != httpsig.RSA_SHA256 {
 		return fmt.Errorf("activitypub: sign: rsa-sha256 unavailable (%v)", err)
 	}
-	if body == nil {
-		body = []byte{}
-	}
-	if err := hs.SignRequest(g.s.key, g.s.keyID, req, body); err != nil {
+	if err := hs.SignRequest(g.key.Signer, g.key.ID, req, body); err != nil {
 		return fmt.Errorf("activitypub: sign: %w", err)
 	}
 	sig := req.Header.Get("Signature")
@@ -141,7 +199,16 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	return nil
 }
 
-// Format names the key id, never the key, for every verb.
-func (g *signer) Format(f fmt.State, _ rune) {
-	fmt.Fprintf(f, "activitypub signer (rsa-sha256, keyId %q)", g.s.keyID)
+// Format names the key id and schemes, never the key, for every verb.
+func (g Signer) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "activitypub signer (%s, keyId %q)", strings.Join(g.schemes, " then "), g.key.ID)
 }
+
+// DefaultRetry is the activitypub namespace's retry policy
+// (push.RetryDefaulter): push.Backoff's delays (at most about 4 min apart),
+// parking on the first failure a day after the run's first, the remote
+// downtime Akkoma's publish retries were tuned to ride out (akkoma commit
+// 4011d20d). An unreachable server is not charged at all: its host holds its
+// registrations up to the host horizon, 7 days as Mastodon's
+// DeliveryFailureTracker (push.DefaultHostHorizon).
+func (p *Projection) DefaultRetry() push.RetryPolicy { return push.RetryPolicy{For: 24 * time.Hour} }

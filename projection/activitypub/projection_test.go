@@ -198,11 +198,36 @@ func BenchmarkMessages(b *testing.B) {
 			}
 		}
 	})
-	b.Run("sign", func(b *testing.B) {
-		msg := projtest.One(b, p, withBcc, reg)
+	msg := projtest.One(b, p, withBcc, reg)
+	for _, scheme := range []string{SchemeRFC9421, SchemeCavage} {
+		b.Run("sign/rsa/"+scheme, func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, reg.URL, nil)
+				if err := msg.Signer.(*Signer).SignScheme(req, msg.Body, at, scheme); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	edConfig, err := Config{KeyID: aliceKeyID, PrivateKey: edPEM(b), ProofKeyID: alice + "#multikey"}.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	edReg := registration(reg.URL, edConfig)
+	proofRec := withBcc
+	proofRec.AppendedAt = at
+	b.Run("sign/ed25519/rfc9421", func(b *testing.B) {
+		msg := projtest.One(b, p, proofRec, edReg)
 		for b.Loop() {
 			req, _ := http.NewRequest(http.MethodPost, reg.URL, nil)
 			if err := msg.Signer.Sign(req, msg.Body, at); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached/bcc-removed/proof", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.Messages(ctx, proofRec, edReg); err != nil {
 				b.Fatal(err)
 			}
 		}

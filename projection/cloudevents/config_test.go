@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 		{`{"source":"/orders","structured":true,"token":"` + secret + `"}`, cloudevents.Config{Source: "/orders", Structured: true, Token: secret}},
 		{`{"source":"urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66","structured":false}`, cloudevents.Config{Source: "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66"}},
 	} {
-		if got, err := cloudevents.ParseConfig(push.Config(g.raw)); err != nil || got != g.want {
+		if got, err := cloudevents.ParseConfig(push.Config(g.raw)); err != nil || !reflect.DeepEqual(got, g.want) {
 			t.Errorf("ParseConfig(%s) = %+v, %v; want %+v", g.raw, got, err, g.want)
 		}
 	}

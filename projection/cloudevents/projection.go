@@ -19,7 +19,9 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 const (
@@ -40,9 +42,20 @@ const StructuredContentType = event.ApplicationCloudEventsJSON
 // bearer token of visible ASCII, a secret that String, Format and LogValue
 // never show. Unknown keys are an error.
 type Config struct {
-	Source     string `json:"source"`
-	Structured bool   `json:"structured,omitempty"`
-	Token      string `json:"token,omitempty"`
+	Source             string `json:"source"`
+	Structured         bool   `json:"structured,omitempty"`
+	Token              string `json:"token,omitempty"`
+	transport.Endpoint        // headers, client_cert, client_key, proxy
+}
+
+// ownHeaders are the headers the projection sets, which config.headers may
+// not (transport.Endpoint.Check): the binary mode's attributes (HTTP
+// binding 1.0.2 §3.1.3), and Authorization when it sends a token.
+func (c Config) ownHeaders() []string {
+	if c.Token != "" {
+		return []string{"Ce-*", "Authorization"}
+	}
+	return []string{"Ce-*"}
 }
 
 // Limits on config values, in bytes.
@@ -70,12 +83,15 @@ func (c Config) Validate() error {
 	if _, err := url.Parse(c.Source); err != nil {
 		return journal.Invalid("config.source", "%q is not a URI-reference (RFC 3986)", c.Source)
 	}
-	return projconfig.HeaderSecret("config.token", c.Token, false)
+	if err := projconfig.HeaderSecret("config.token", c.Token, false); err != nil {
+		return err
+	}
+	return c.Endpoint.Check(c.ownHeaders()...)
 }
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s}", c.Source, c.Structured, projconfig.Redacted(c.Token))
+	return fmt.Sprintf("cloudevents.Config{Source:%q, Structured:%t, Token:%s%s}", c.Source, c.Structured, projconfig.Redacted(c.Token), c.Endpoint)
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -164,3 +180,8 @@ func needsBase64(contentType string, payload []byte) bool {
 		return true
 	}
 }
+
+// DefaultRetry is the cloudevents namespace's retry policy
+// (push.RetryDefaulter): the webhook namespace's (webhook.Retry), as the
+// CloudEvents HTTP binding's receivers are webhook receivers.
+func (p *Projection) DefaultRetry() push.RetryPolicy { return webhook.Retry }

@@ -1,15 +1,18 @@
 package webhook
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 // Secret format and bounds, in bytes of the decoded key ("Signature
@@ -23,19 +26,38 @@ const (
 )
 
 // Config is the JSON object a registration of the "webhook" namespace
-// carries in push.Registration.Config. secrets (required) holds 1 to
-// MaxSecrets secrets, each SecretPrefix and the standard, padded base64 of
-// a key; every message is signed with each, so that a receiver rotates its
-// secret without downtime. envelope sends the envelope (package doc).
-// Unknown keys are an error. Only JSON encoding shows a secret.
+// carries in push.Registration.Config. secrets (required) holds 1 or more
+// secrets, each SecretPrefix and the standard, padded base64 of a key;
+// every message is signed with each, so that a receiver rotates its secret
+// without downtime. retiring holds old secrets that sign only until their
+// instant (Rotate); secrets and retiring hold at most MaxSecrets together.
+// envelope sends the envelope (package doc). Unknown keys are an error.
+// Only JSON encoding shows a secret.
 type Config struct {
-	Secrets  []string `json:"secrets"`
-	Envelope bool     `json:"envelope,omitempty"`
+	Secrets            []string   `json:"secrets"`
+	Retiring           []Retiring `json:"retiring,omitempty"`
+	Envelope           bool       `json:"envelope,omitempty"`
+	transport.Endpoint            // headers, client_cert, client_key, proxy
 }
+
+// Retiring is a secret that signs a message only when its attempt's
+// instant (the sweep's at, never the wall clock) is before Until.
+type Retiring struct {
+	Secret string    `json:"secret"`
+	Until  time.Time `json:"until"`
+}
+
+// ownHeaders are the headers the projection sets, which config.headers may
+// not (transport.Endpoint.Check); the Herald- ones are reserved for all.
+var ownHeaders = []string{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature"}
 
 // String describes the config with its secrets redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("webhook.Config{Secrets: [%d redacted], Envelope: %t}", len(c.Secrets), c.Envelope)
+	retiring := ""
+	if len(c.Retiring) > 0 {
+		retiring = fmt.Sprintf(", Retiring: [%d redacted]", len(c.Retiring))
+	}
+	return fmt.Sprintf("webhook.Config{Secrets: [%d redacted]%s, Envelope: %t%s}", len(c.Secrets), retiring, c.Envelope, c.Endpoint)
 }
 
 // Format prints String for every verb (%v, %+v, %#v, %s, %q, …).
@@ -69,27 +91,86 @@ func (c Config) parsed() (parsed, error) {
 	if len(c.Secrets) == 0 {
 		return parsed{}, journal.Invalid("config.secrets", "is empty: at least one whsec_ secret is required")
 	}
-	if len(c.Secrets) > MaxSecrets {
-		return parsed{}, journal.Invalid("config.secrets", "has %d secrets, more than %d", len(c.Secrets), MaxSecrets)
+	if n := len(c.Secrets) + len(c.Retiring); n > MaxSecrets {
+		return parsed{}, journal.Invalid("config.secrets", "has %d secrets with retiring, more than %d", n, MaxSecrets)
 	}
-	var errs []error
-	out := parsed{keys: make([]*key, 0, len(c.Secrets)), envelope: c.Envelope}
-	seen := make(map[string]int, len(c.Secrets))
-	for i, s := range c.Secrets {
-		field := fmt.Sprintf("config.secrets[%d]", i)
+	errs := []error{c.Endpoint.Check(ownHeaders...)}
+	out := parsed{keys: make([]*key, 0, len(c.Secrets)+len(c.Retiring)), envelope: c.Envelope}
+	seen := make(map[string]string, len(c.Secrets)+len(c.Retiring))
+	add := func(field, s string, until time.Time) {
 		secret, err := decodeSecret(s)
 		if err != nil {
 			errs = append(errs, journal.Invalid(field, "%s", err))
+			return
+		}
+		if other, dup := seen[string(secret)]; dup {
+			errs = append(errs, journal.Invalid(field, "repeats %s", other))
+			return
+		}
+		seen[string(secret)] = field
+		k := newKey(secret)
+		k.until = until
+		out.keys = append(out.keys, k)
+	}
+	for i, s := range c.Secrets {
+		add(fmt.Sprintf("config.secrets[%d]", i), s, time.Time{})
+	}
+	for i, r := range c.Retiring {
+		field := fmt.Sprintf("config.retiring[%d]", i)
+		if r.Until.IsZero() {
+			errs = append(errs, journal.Invalid(field+".until", "is missing: a retiring secret signs until this instant (RFC 3339)"))
 			continue
 		}
-		if j, dup := seen[string(secret)]; dup {
-			errs = append(errs, journal.Invalid(field, "repeats config.secrets[%d]", j))
-			continue
-		}
-		seen[string(secret)] = i
-		out.keys = append(out.keys, newKey(secret))
+		add(field+".secret", r.Secret, r.Until)
 	}
 	return out, errors.Join(errs...)
+}
+
+// NewSecret returns a new secret: SecretPrefix and 32 bytes from
+// crypto/rand, base64.
+func NewSecret() string {
+	var key [32]byte
+	_, _ = rand.Read(key[:]) // crypto/rand.Read never fails (it crashes the program instead)
+	return SecretPrefix + base64.StdEncoding.EncodeToString(key[:])
+}
+
+// MaxExpireOld bounds how long Rotate keeps the old secrets signing: a
+// receiver that has not taken the new one in a month will not.
+const MaxExpireOld = 30 * 24 * time.Hour
+
+// Rotate returns c with a new secret (NewSecret) in place of its secrets,
+// which keep signing, as retiring, until now+expireOld (0: they stop at
+// once), and the new secret. Retiring secrets already past now are
+// dropped. now is the caller's instant, which decides Until; whether a
+// retiring secret signs is judged at each attempt's at. Errors wrap
+// journal.ErrInvalid ("expire_old", or "config.secrets" when too many
+// would be kept) and change nothing.
+func (c Config) Rotate(now time.Time, expireOld time.Duration) (Config, string, error) {
+	if expireOld < 0 || expireOld > MaxExpireOld {
+		return c, "", journal.Invalid("expire_old", "is %v: it must be from 0 (the old secrets stop at once) to %v", expireOld, MaxExpireOld)
+	}
+	if err := c.Validate(); err != nil {
+		return c, "", err
+	}
+	out := c
+	out.Retiring = nil
+	for _, r := range c.Retiring {
+		if now.Before(r.Until) {
+			out.Retiring = append(out.Retiring, r)
+		}
+	}
+	if expireOld > 0 {
+		for _, s := range c.Secrets {
+			out.Retiring = append(out.Retiring, Retiring{Secret: s, Until: now.Add(expireOld).UTC()})
+		}
+	}
+	if n := 1 + len(out.Retiring); n > MaxSecrets {
+		return c, "", journal.Invalid("config.secrets", "would hold %d secrets with the retiring ones, more than %d: rotate again after %s, or with expire_old 0",
+			n, MaxSecrets, out.Retiring[0].Until.Format(time.RFC3339))
+	}
+	secret := NewSecret()
+	out.Secrets = []string{secret}
+	return out, secret, nil
 }
 
 // decodeSecret returns the key of a whsec_ secret. Its errors never show it.

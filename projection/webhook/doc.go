@@ -13,7 +13,9 @@
 //	webhook-id:        the record id, the same on every retry
 //	webhook-timestamp: the attempt's instant (the sweep's at), unix seconds
 //	webhook-signature: v1,<base64(HMAC-SHA256(key, id.timestamp.body))>
-//	                   for each secret of the config, space-separated
+//	                   for each secret of the config, and each retiring
+//	                   one whose until is after the attempt's instant
+//	                   (Config.Rotate), space-separated
 //	Herald-Kind:       the record's kind, encoded by HeaderValue
 //	Herald-Stream:     the record's stream, encoded by HeaderValue
 //	Herald-Seq:        the record's seq, decimal (1-based, gapless)

@@ -150,8 +150,11 @@ func (g *signer) Sign(req *http.Request, body []byte, at time.Time) error {
 	head := make([]byte, 0, len(g.id)+len(ts)+2)
 	head = append(append(append(append(head, g.id...), '.'), ts...), '.')
 	sig := make([]byte, 0, len(g.keys)*(len(sigVersion)+base64.StdEncoding.EncodedLen(sha256.Size)+1))
-	for i, k := range g.keys {
-		if i > 0 {
+	for _, k := range g.keys {
+		if !k.until.IsZero() && !at.Before(k.until) {
+			continue // retired at at (Config.Retiring); config.secrets never are, so one signs
+		}
+		if len(sig) > 0 {
 			sig = append(sig, ' ')
 		}
 		sig = k.sign(sig, head, body)
@@ -174,6 +177,7 @@ const sigVersion = "v1,"
 type key struct {
 	proto  hash.Hash // keyed, never written: only copied
 	secret []byte    // to key a new HMAC where the hash cannot be copied
+	until  time.Time // a retiring secret's end; zero for none
 }
 
 func newKey(secret []byte) *key {
@@ -198,4 +202,19 @@ func (k *key) sign(dst, head, body []byte) []byte {
 	var sum [sha256.Size]byte
 	dst = append(dst, sigVersion...)
 	return base64.StdEncoding.AppendEncode(dst, h.Sum(sum[:0]))
+}
+
+// DefaultRetry is the webhook namespace's retry policy
+// (push.RetryDefaulter): Svix's schedule, 5 s, 5 min, 30 min, 2 h, 5 h,
+// 10 h, 10 h (about 27 h), then every 10 h, parking on the first failure 3
+// days after the run's first. A receiver down from a Friday evening to a
+// Monday morning (about 63 h) is not parked, and a dead one costs about 11
+// requests; Svix gives up after about 27 h, Stripe after 3 days, Hook0
+// after 8 days.
+func (p *Projection) DefaultRetry() push.RetryPolicy { return Retry }
+
+// Retry is DefaultRetry's policy, shared with the cloudevents namespace.
+var Retry = push.RetryPolicy{
+	Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
+	For:      72 * time.Hour,
 }

@@ -29,6 +29,7 @@ type Store struct {
 	regs     map[store.Key]*store.Registration
 	evidence map[store.Key][]store.Evidence
 	hosts    map[string]store.Host
+	schemes  map[string]hostScheme // by host; only of hosts in hosts
 	tokens   tokens
 }
 
@@ -62,6 +63,7 @@ func New(opts ...Option) *Store {
 		regs:     map[store.Key]*store.Registration{},
 		evidence: map[store.Key][]store.Evidence{},
 		hosts:    map[string]store.Host{},
+		schemes:  map[string]hostScheme{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -211,6 +213,8 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 	n.Kinds, n.Window = slices.Clone(r.Kinds), max(r.Window, 1)
+	n.Retry = r.Retry
+	n.Retry.Schedule = slices.Clone(r.Retry.Schedule)
 	return copyReg(n), nil
 }
 
@@ -391,6 +395,9 @@ func (s *Store) fail(c store.Claim, nextSeq uint64, ev store.Evidence, hostLevel
 			ev, r.HostFailures = store.ChargeHost(r.Stream, r.ID, ev, nextSeq, r.NextSeq, r.HostFailures)
 			r.NextAttemptAt = ev.NotBefore
 		} else {
+			if r.Attempts == 0 { // a run of failures starts
+				r.FailingSince = ev.At
+			}
 			r.Attempts++
 			r.HostFailures = 0 // the host answered about the record
 		}
@@ -407,12 +414,46 @@ func (s *Store) Unpark(ctx context.Context, streamName, id string, at time.Time)
 		return err
 	}
 	return s.with(streamName, id, func(r *store.Registration) error {
-		if r.Parked {
+		if r.Parked && !r.Paused { // a pause ends with Resume
 			r.Parked, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, time.Time{}, 0, 0, at
 			r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 			s.addEvidence(r.Key(), store.Evidence{At: at, Event: store.EventUnparked, Seq: r.NextSeq})
 			s.event(store.RegistrationEvent(store.KindUnparked, *r, r.NextSeq, "", "", at))
 		}
+		return nil
+	})
+}
+
+// Pause implements store.Store.
+func (s *Store) Pause(ctx context.Context, streamName, id string, at time.Time, by, reason string) error {
+	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, reason)); err != nil {
+		return err
+	}
+	return s.with(streamName, id, func(r *store.Registration) error {
+		if r.Paused {
+			return nil
+		}
+		why := store.PauseText(by, reason)
+		r.Parked, r.Paused, r.ParkedAt, r.LastError, r.LeaseOwner, r.LeaseUntil = true, true, at, why, "", time.Time{}
+		s.addEvidence(r.Key(), store.Evidence{At: at, Event: store.EventPaused, Seq: r.NextSeq, Error: why})
+		s.event(store.RegistrationEvent(store.KindPaused, *r, r.NextSeq, by, reason, at))
+		return nil
+	})
+}
+
+// Resume implements store.Store.
+func (s *Store) Resume(ctx context.Context, streamName, id string, at time.Time, by string) error {
+	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, "")); err != nil {
+		return err
+	}
+	return s.with(streamName, id, func(r *store.Registration) error {
+		if !r.Paused {
+			return nil
+		}
+		r.Parked, r.Paused, r.ParkedAt, r.Attempts, r.HostFailures, r.NextAttemptAt = false, false, time.Time{}, 0, 0, at
+		r.LastError, r.LeaseOwner, r.LeaseUntil = "", "", time.Time{}
+		s.addEvidence(r.Key(), store.Evidence{At: at, Event: store.EventResumed, Seq: r.NextSeq, Error: "resumed by " + by})
+		s.event(store.RegistrationEvent(store.KindResumed, *r, r.NextSeq, by, "", at))
 		return nil
 	})
 }
@@ -505,6 +546,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 		rs := s.status(r)
 		n := st.Namespaces[r.Namespace]
 		switch rs.State() {
+		case store.StatePaused:
+			n.Paused++
 		case store.StateParked:
 			n.Parked++
 			if st.OldestParked == nil || rs.ParkedAt.Before(st.OldestParked.ParkedAt) {
@@ -582,6 +625,37 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (store.Host,
 	return h, nil
 }
 
+// hostScheme is a host's signature scheme and when it was learned.
+type hostScheme struct {
+	scheme string
+	at     time.Time
+}
+
+// HostScheme implements store.HostSchemes.
+func (s *Store) HostScheme(ctx context.Context, host string) (string, time.Time, error) {
+	if err := store.ValidateHost(host); err != nil {
+		return "", time.Time{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.schemes[host]
+	return hs.scheme, hs.at, nil
+}
+
+// SetHostScheme implements store.HostSchemes.
+func (s *Store) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
+	if err := store.CheckHostScheme(host, scheme, at); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hosts[host]; !ok {
+		s.hosts[host] = store.Host{Host: host, State: store.HostUp, Since: at.UTC()}
+	}
+	s.schemes[host] = hostScheme{scheme: scheme, at: at.UTC()}
+	return nil
+}
+
 // Hosts implements store.HostStore.
 func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, error) {
 	limit, err := q.Validate()
@@ -617,6 +691,7 @@ func copyReg(r *store.Registration) store.Registration {
 	c := *r
 	c.Config = slices.Clone(r.Config)
 	c.Kinds = slices.Clone(r.Kinds)
+	c.Retry.Schedule = slices.Clone(r.Retry.Schedule)
 	return c
 }
 
@@ -710,6 +785,7 @@ func (s *Store) pruneHosts(cutoff time.Time, dry bool) int {
 			n++
 			if !dry {
 				delete(s.hosts, name)
+				delete(s.schemes, name)
 			}
 		}
 	}

@@ -109,7 +109,7 @@ func (f *fence) queue(b *pgx.Batch, c store.Claim) {
 		}
 		r := &f.reg
 		r.Stream, r.ID = c.Stream, c.ID
-		err := rows.Scan(&r.LeaseOwner, &f.head, &r.NextSeq, &r.HostFailures, &r.Namespace, &r.URL, &r.NextAttemptAt, &r.Parked)
+		err := rows.Scan(&r.LeaseOwner, &f.head, &r.NextSeq, &r.HostFailures, &r.Namespace, &r.URL, &r.NextAttemptAt, &r.Parked, &r.Paused)
 		r.NextAttemptAt = r.NextAttemptAt.UTC()
 		return err
 	})
@@ -250,11 +250,40 @@ func checkCursor(nextSeq uint64) error {
 // Unpark implements store.Store.
 func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) error {
 	return s.operator(ctx, "unpark", stream, id, at, func(f fence, _ uint64) (*change, error) {
-		if !f.reg.Parked {
+		if !f.reg.Parked || f.reg.Paused { // a pause ends with Resume
 			return nil, nil
 		}
 		return &change{write: sqlUnpark, args: pgx.NamedArgs{"at": at}, ev: store.Evidence{Event: store.EventUnparked, Seq: f.reg.NextSeq},
 			kind: store.KindUnparked, cursor: f.reg.NextSeq}, nil
+	})
+}
+
+// Pause implements store.Store.
+func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
+	if err := store.ValidatePause(by, reason); err != nil {
+		return err
+	}
+	return s.operator(ctx, "pause", stream, id, at, func(f fence, _ uint64) (*change, error) {
+		if f.reg.Paused {
+			return nil, nil
+		}
+		why := store.PauseText(by, reason)
+		return &change{write: sqlPause, args: pgx.NamedArgs{"at": at, "last_error": why}, ev: store.Evidence{Event: store.EventPaused, Seq: f.reg.NextSeq, Error: why},
+			kind: store.KindPaused, by: by, reason: &reason, cursor: f.reg.NextSeq}, nil
+	})
+}
+
+// Resume implements store.Store.
+func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
+	if err := store.ValidatePause(by, ""); err != nil {
+		return err
+	}
+	return s.operator(ctx, "resume", stream, id, at, func(f fence, _ uint64) (*change, error) {
+		if !f.reg.Paused {
+			return nil, nil
+		}
+		return &change{write: sqlResume, args: pgx.NamedArgs{"at": at, "last_error": ""}, ev: store.Evidence{Event: store.EventResumed, Seq: f.reg.NextSeq, Error: "resumed by " + by},
+			kind: store.KindResumed, by: by, reason: new(string), cursor: f.reg.NextSeq}, nil
 	})
 }
 
@@ -285,6 +314,7 @@ type change struct {
 	args     pgx.NamedArgs // but the stream's and id's
 	ev       store.Evidence
 	kind, by string
+	reason   *string // the event's, if not the evidence's error
 	cursor   uint64
 }
 
@@ -324,7 +354,11 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		if err := tx.SendBatch(ctx, b).Close(); err != nil || c.kind == "" {
 			return s.dbErr(ctx, op, err)
 		}
-		e, ok := store.RegistrationEvent(c.kind, f.reg, c.cursor, c.by, c.ev.Error, at)
+		reason := c.ev.Error
+		if c.reason != nil {
+			reason = *c.reason
+		}
+		e, ok := store.RegistrationEvent(c.kind, f.reg, c.cursor, c.by, reason, at)
 		return s.event(ctx, tx, e, ok)
 	})
 }

@@ -143,3 +143,40 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 		return h, err
 	}, sqlHosts, pgx.NamedArgs{"host": q.Host, "state": q.State, "after": q.After, "limit": limit})
 }
+
+// HostScheme implements store.HostSchemes.
+func (s *Store) HostScheme(ctx context.Context, host string) (string, time.Time, error) {
+	if err := store.ValidateHost(host); err != nil {
+		return "", time.Time{}, err
+	}
+	if !validText(host) {
+		return "", time.Time{}, nil // PostgreSQL's text cannot hold it: no such host is stored
+	}
+	var scheme string
+	var at *time.Time
+	err := s.pool.QueryRow(ctx, sqlHostScheme, pgx.NamedArgs{"host": host}).Scan(&scheme, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, s.dbErr(ctx, "read the signature scheme of a host", err)
+	}
+	if at == nil {
+		return scheme, time.Time{}, nil
+	}
+	return scheme, at.UTC(), nil
+}
+
+// SetHostScheme implements store.HostSchemes.
+func (s *Store) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
+	if err := store.CheckHostScheme(host, scheme, at); err != nil {
+		return err
+	}
+	if !validText(host) {
+		return journal.Invalid("host", "holds a character PostgreSQL's text cannot (NUL or invalid UTF-8)")
+	}
+	if _, err := s.pool.Exec(ctx, sqlSetHostScheme, pgx.NamedArgs{"host": host, "scheme": scheme, "at": at}); err != nil {
+		return s.dbErr(ctx, "store the signature scheme of a host", err)
+	}
+	return nil
+}

@@ -48,7 +48,8 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		}
 		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
 			"namespace": r.Namespace, "url": r.URL, "config": config, "on_rejected": string(r.OnRejected), "next_seq": int64(next),
-			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1))}))
+			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1)),
+			"retry": store.EncodeRetry(r.Retry)}))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -121,7 +122,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 			ns string
 			n  store.NamespaceStats
 		)
-		_, err := pgx.ForEachRow(rows, []any{&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &n.Behind}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind}, func() error {
 			st.Namespaces[ns] = n
 			return nil
 		})
@@ -157,10 +158,16 @@ func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 		st                   store.Status
 		r                    = &st.Registration
 		parkedAt, leaseUntil pgtype.Timestamptz
+		failingSince         pgtype.Timestamptz
+		retry                string
 	)
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
-		&st.Head, &st.Sealed}, extra...)...)
+		&retry, &failingSince, &r.Paused, &st.Head, &st.Sealed}, extra...)...)
+	if err == nil {
+		r.Retry, err = store.DecodeRetry(retry)
+	}
+	r.FailingSince = timeOf(failingSince)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}

@@ -338,3 +338,34 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 	})
 	return out, err
 }
+
+// HostScheme implements store.HostSchemes.
+func (s *Store) HostScheme(ctx context.Context, host string) (scheme string, at time.Time, err error) {
+	if err := store.ValidateHost(host); err != nil {
+		return "", time.Time{}, err
+	}
+	var n sql.NullInt64
+	err = s.r.QueryRowContext(ctx, sqlHostScheme, host).Scan(&scheme, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, translate("read the signature scheme of "+host, err)
+	}
+	return scheme, instant(n), nil
+}
+
+// SetHostScheme implements store.HostSchemes.
+func (s *Store) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
+	if err := store.CheckHostScheme(host, scheme, at); err != nil {
+		return err
+	}
+	n, err := instantArg("at", at)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "store the signature scheme of "+host, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, sqlSetHostScheme, host, scheme, n)
+		return translate("store the signature scheme of "+host, err)
+	})
+}

@@ -194,7 +194,7 @@ func (s *Store) fail(ctx context.Context, op, query string, c store.Claim, nextS
 		return err
 	}
 	return s.fenced(ctx, op, c, nextSeq, func(tx *sql.Tx, fc fence) error {
-		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n, when, ev.Clean().Error)
+		st, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n, when, ev.Clean().Error, ev.At.UnixNano())
 		if err == nil {
 			err = addEvidence(ctx, tx, c.Stream, c.ID, ev)
 		}
@@ -225,6 +225,44 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 			return err
 		}
 		return s.registrationEvent(ctx, tx, store.KindUnparked, stream, id, uint64(st.nextSeq), "", "", at)
+	})
+}
+
+// Pause implements store.Store.
+func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
+	why := store.PauseText(by, reason)
+	return s.pauseOrResume(ctx, "pause", sqlPause, stream, id, at, by, reason, why,
+		store.Evidence{At: at, Event: store.EventPaused, Error: why}, store.KindPaused)
+}
+
+// Resume implements store.Store.
+func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
+	return s.pauseOrResume(ctx, "resume", sqlResume, stream, id, at, by, "", "",
+		store.Evidence{At: at, Event: store.EventResumed, Error: "resumed by " + by}, store.KindResumed)
+}
+
+// pauseOrResume writes query (sqlPause, sqlResume) with lastError, then ev
+// and an event of kind; a registration already so is left alone.
+func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string, at time.Time, by, reason, lastError string,
+	ev store.Evidence, kind string) error {
+	atN, err := instantArg("at", at)
+	if err = cmp.Or(err, store.ValidatePause(by, reason)); err != nil {
+		return err
+	}
+	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
+		st, err := update(ctx, tx, op, stream, id, query, atN, lastError, stream, id)
+		if errors.Is(err, journal.ErrNotFound) {
+			_, err := getStatus(ctx, tx, stream, id)
+			return err // nil when it exists and is already so
+		}
+		if err == nil {
+			ev.Seq = uint64(st.nextSeq)
+			err = addEvidence(ctx, tx, stream, id, ev)
+		}
+		if err != nil {
+			return err
+		}
+		return s.registrationEvent(ctx, tx, kind, stream, id, uint64(st.nextSeq), by, reason, at)
 	})
 }
 

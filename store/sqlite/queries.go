@@ -51,19 +51,20 @@ const (
 	// statusColumns select a registration joined with its stream (aliases r,
 	// s), in the order scanStatus reads them.
 	statusColumns = `r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
-	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window"`
+	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
+	r.retry, r.failing_since, r.paused`
 	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
-				"window" = ? WHERE stream = ? AND id = ?`
+				"window" = ?, retry = ? WHERE stream = ? AND id = ?`
 	sqlRegisterHead = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
 	// Reseal (registrations.go) reads a page of configs in key order and
 	// writes each anew where the row still holds what it read.
 	sqlResealPage         = `SELECT stream, id, config FROM herald_registration WHERE (stream, id) > (?, ?) ORDER BY stream, id LIMIT ?`
 	sqlReseal             = `UPDATE herald_registration SET config = ? WHERE stream = ? AND id = ? AND config = ?`
-	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", stream, id, next_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retry, stream, id, next_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"
 	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
 	sqlStats              = `
@@ -71,14 +72,15 @@ const (
 				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts = 0),
 				SUM(r.parked = 0 AND r.next_seq <= s.head AND r.attempts > 0),
 				SUM(r.parked = 0 AND r.next_seq > s.head),
-				SUM(r.parked = 1),
+				SUM(r.parked = 1 AND r.paused = 0),
+				SUM(r.paused = 1),
 				SUM(r.lease_until IS NOT NULL AND r.lease_until > ?),
 				SUM(MAX(s.head - r.next_seq + 1, 0))` + statusFrom + `
 			GROUP BY r.namespace`
 	sqlLagging = "SELECT " + statusColumns + statusFrom +
 		"WHERE r.next_seq <= s.head ORDER BY s.head - r.next_seq DESC, r.stream, r.id LIMIT ?"
 	sqlOldestParked = "SELECT " + statusColumns + statusFrom +
-		"WHERE r.parked = 1 ORDER BY r.parked_at, r.stream, r.id LIMIT 1"
+		"WHERE r.parked = 1 AND r.paused = 0 ORDER BY r.parked_at, r.stream, r.id LIMIT 1"
 )
 
 // Due's claim (claims.go).
@@ -131,7 +133,11 @@ const (
 	sqlRenew    = `UPDATE herald_registration SET lease_until = ?1 WHERE stream = ?2 AND id = ?3 AND lease_owner = ?4 AND lease_owner <> ''`
 	hostColumns = `host, state, since, failures, probes, next_probe_at, last_error, last_failure_at, failing_since`
 	sqlGetHost  = "SELECT " + hostColumns + " FROM herald_host WHERE host = ?"
-	sqlPutHost  = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+	// store.HostSchemes: a host without a row gets one, up since ?3.
+	sqlHostScheme    = `SELECT signature_scheme, scheme_at FROM herald_host WHERE host = ?`
+	sqlSetHostScheme = `INSERT INTO herald_host (host, state, since, signature_scheme, scheme_at) VALUES (?1, 'up', ?3, ?2, ?3)
+		ON CONFLICT (host) DO UPDATE SET signature_scheme = ?2, scheme_at = ?3`
+	sqlPutHost = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8, failing_since = ?9`
 	// A host-level failure: the turn ends at cursor ?4 with no attempt
@@ -171,16 +177,26 @@ const (
 	sqlAdvance    = cursorMoved + ", lease_owner = '', lease_until = NULL" + fencedWhere
 	sqlCheckpoint = cursorMoved + fencedWhere
 	// failed is what sqlRetry and sqlPark set: one more attempt at the
-	// cursor ?4 (the first if it moved), the reason ?6, the lease released.
+	// cursor ?4 (the first if it moved, which starts a run of failures at
+	// ?7), the reason ?6, the lease released.
 	failed = `UPDATE herald_registration SET
 				attempts = CASE WHEN ?4 > next_seq THEN 1 ELSE attempts + 1 END, host_failures = 0,
+				failing_since = CASE WHEN ?4 > next_seq OR attempts = 0 THEN ?7 ELSE failing_since END,
 				next_seq = MAX(next_seq, ?4), last_error = ?6, lease_owner = '', lease_until = NULL`
 	sqlRetry  = failed + ", next_attempt_at = ?5" + fencedWhere
 	sqlPark   = failed + ", parked = 1, parked_at = ?5" + fencedWhere
 	sqlUnpark = `UPDATE herald_registration SET
 				parked = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
 				lease_owner = '', lease_until = NULL
-			WHERE stream = ?2 AND id = ?3 AND parked = 1` + stateColumns
+			WHERE stream = ?2 AND id = ?3 AND parked = 1 AND paused = 0` + stateColumns
+	// sqlPause and sqlResume: registration ?3/?4, at ?1, the evidence's text ?2.
+	sqlPause = `UPDATE herald_registration SET
+				parked = 1, paused = 1, parked_at = ?1, last_error = ?2, lease_owner = '', lease_until = NULL
+			WHERE stream = ?3 AND id = ?4 AND paused = 0` + stateColumns
+	sqlResume = `UPDATE herald_registration SET
+				parked = 0, paused = 0, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = ?1,
+				last_error = ?2, lease_owner = '', lease_until = NULL
+			WHERE stream = ?3 AND id = ?4 AND paused = 1` + stateColumns
 	sqlMoveFrom = "SELECT r.next_seq, s.head, s.oldest_seq" + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlMove     = `UPDATE herald_registration SET
 				next_seq = ?1, attempts = 0, host_failures = 0, next_attempt_at = ?2, last_error = '',

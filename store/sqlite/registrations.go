@@ -17,15 +17,21 @@ func scanStatus(sc scanner) (store.Status, error) {
 	var (
 		st                                store.Status
 		config                            []byte
-		onRejected, kinds                 string
+		onRejected, kinds, retry          string
 		next, head                        int64
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
+		failingSince                      sql.NullInt64
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
-		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window)
+		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
+		&retry, &failingSince, &st.Paused)
 	if err != nil {
 		return store.Status{}, err
 	}
+	if st.Retry, err = store.DecodeRetry(retry); err != nil {
+		return store.Status{}, fmt.Errorf("sqlite: %w", err)
+	}
+	st.FailingSince = instant(failingSince)
 	if st.Kinds, err = decodeKinds(kinds); err != nil {
 		return store.Status{}, err
 	}
@@ -61,7 +67,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		return store.Registration{}, err
 	}
 	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
-	dest := []any{r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), r.Stream, r.ID}
+	dest := []any{r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), store.EncodeRetry(r.Retry), r.Stream, r.ID}
 	var out store.Status
 	err = s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
@@ -196,7 +202,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	err = s.read(ctx, "stats", func(tx *sql.Tx) error {
 		_, err := queryAll(ctx, tx, "stats", nil, func(sc scanner) (n store.NamespaceStats, err error) {
 			var ns string
-			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Leased, &n.Behind)
+			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind)
 			st.Namespaces[ns] = n
 			return n, err
 		}, sqlStats, atN.Int64)

@@ -28,6 +28,7 @@ var hostTests = []test{
 	testAnAnswerReleasesEveryRegistration, testUnavailablePastTheHorizonEachChangeToldOnce,
 	testResetByAnOperator, testAPathThatNeverAnswersBacksOffWhileItsHostAnswers,
 	testBadHostInputChangesNothing, testAHostWithNoRegistrationAndNoFailureForTheRetentionAgeIsRemoved,
+	testAHostsSchemeIsKeptOnItsRowBesideItsHealth,
 }
 
 func testOnlyRegistrationsWithWork(t *testing.T, b Backend) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +16,47 @@ import (
 var registrationTests = []test{
 	testRegisterAndGet, testReregisterKeepsCursor, testRegisterPastSealedStream,
 	testBadRegistrationChangesNothing, testUnregister, testListFiltersAndPages, testStats,
-	testKindsAndWindowStored,
+	testKindsAndWindowStored, testRetryPolicyStored, testFailingSinceStartsARun,
+}
+
+// testRetryPolicyStored: a registration's retry policy is stored, returned by
+// Get, List and Due, and replaced by a re-register; none is the zero policy.
+func testRetryPolicyStored(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	r := reg("s", "r", "webhook")
+	require.True(t, register(t, b, r).Retry.IsZero(), "no policy: the defaults")
+	r.Retry = store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 10 * time.Hour}, MaxAttempts: 40, For: 72 * time.Hour}
+	require.Equal(t, r.Retry, register(t, b, r).Retry)
+	batch := due(t, b, "webhook", "w", at(0), 10)
+	require.Len(t, batch.Registrations, 1)
+	all := list(t, b, store.ListQuery{Stream: "s"})
+	for i, st := range []store.Status{get(t, b, "s", "r"), all[0], batch.Registrations[0]} {
+		require.Equal(t, r.Retry, st.Retry, "Get, List and Due (#%d) return the policy the turn retries by", i)
+	}
+	r.Retry = store.RetryPolicy{Schedule: []time.Duration{0}}
+	require.ErrorIs(t, errOf(b.Register(t.Context(), r)), journal.ErrInvalid, "a delay under 1s")
+	r.Retry = store.RetryPolicy{For: time.Hour}
+	require.Equal(t, r.Retry, register(t, b, r).Retry, "a re-register replaces the policy")
+}
+
+// testFailingSinceStartsARun: the first charged failure at a cursor starts a
+// run (FailingSince, its instant); later ones keep it; a failure after the
+// cursor moved, or after an unpark, starts another.
+func testFailingSinceStartsARun(t *testing.T, b Backend) {
+	streamWithReg(t, b, 10)
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(0)), 1, at(5), fail503(at(0))))
+	require.Equal(t, at(0), get(t, b, "s", "r").FailingSince.UTC(), "the run's first failure")
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(5)), 1, at(9), fail503(at(5))))
+	require.Equal(t, at(0), get(t, b, "s", "r").FailingSince.UTC(), "a second failure keeps the run's start")
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(9)), 4, at(20), fail503(at(9))))
+	st := get(t, b, "s", "r")
+	require.Equal(t, 1, st.Attempts)
+	require.Equal(t, at(9), st.FailingSince.UTC(), "a failure past a moved cursor starts a run")
+	require.NoError(t, b.Park(t.Context(), claim(t, b, "s", "r", at(20)), 4, store.Evidence{At: at(20), Error: "500"}))
+	require.Equal(t, at(9), get(t, b, "s", "r").FailingSince.UTC(), "a park ends the run it belongs to")
+	require.NoError(t, b.Unpark(t.Context(), "s", "r", at(30)))
+	require.NoError(t, b.Retry(t.Context(), claim(t, b, "s", "r", at(30)), 4, at(40), fail503(at(30))))
+	require.Equal(t, at(30), get(t, b, "s", "r").FailingSince.UTC(), "after an unpark a failure starts a run")
 }
 
 // testKindsAndWindowStored: a registration's kind patterns and window are

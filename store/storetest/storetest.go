@@ -66,6 +66,7 @@ func Run(t *testing.T, open Factory) {
 		{"Retention", retentionTests},
 		{"Hosts", hostTests},
 		{"Events", eventTests},
+		{"Pause", pauseTests},
 		{"Tokens", tokenTests},
 	}
 	_, batches := open(t).(store.AdvanceBatcher) // one backend more per Run, for its type

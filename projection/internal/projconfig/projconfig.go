@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
 )
 
 // Decode decodes raw, a registration's config, into v (a pointer to a
@@ -144,6 +146,10 @@ func keys(v any) []string {
 	}
 	var out []string
 	for f := range t.Fields() {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct { // transport.Endpoint's keys sit beside the projection's
+			out = append(out, keys(reflect.New(f.Type).Interface())...)
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name != "" && name != "-" && f.IsExported() {
 			out = append(out, name)
@@ -194,10 +200,18 @@ func (p *Projection[T]) Namespace() string { return p.namespace }
 func (p *Projection[T]) Terminal(rec journal.Record) bool { return rec.Final }
 
 // ValidateConfig checks reg.Config as the package's ParseConfig does, with
-// the same errors.
+// the same errors, and then that its client certificate is valid now
+// (transport.Endpoint.ValidAt, by this machine's clock: registering is not
+// a sweep).
 func (p *Projection[T]) ValidateConfig(reg push.Registration) error {
-	_, err := Get(p, reg.Config)
-	return err
+	if _, err := Get(p, reg.Config); err != nil {
+		return err
+	}
+	e, err := transport.EndpointOf(reg.Config)
+	if err != nil {
+		return err
+	}
+	return e.ValidAt(time.Now())
 }
 
 // Get returns the parsed form of raw, parsing it on a miss (outside the

@@ -136,6 +136,15 @@ CREATE TABLE herald_registration (
     -- How many messages may be unacknowledged at once
     -- (push.Registration.Window); 1 is strict order.
     "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
+    -- push.Registration.Retry as push.EncodeRetry writes it; '{}' for the
+    -- defaults.
+    retry           text    NOT NULL DEFAULT '{}',
+    -- The first failure of the current run at next_seq (attempts > 0):
+    -- push.RetryPolicy.For counts from it.
+    failing_since   timestamptz,
+    -- push.Registration.Paused: an operator's stop. A paused row is parked
+    -- too, so that every query that skips parked rows skips it.
+    paused          boolean NOT NULL DEFAULT false,
     PRIMARY KEY (stream, id)
 );
 
@@ -198,7 +207,11 @@ CREATE TABLE herald_host (
     last_failure_at timestamptz,
     -- The first failure of the current run (push.Host.FailingSince): a run
     -- of failures the host answered must span HostDownSpan to bring it down.
-    failing_since   timestamptz
+    failing_since   timestamptz,
+    -- The scheme the host accepted after refusing another
+    -- (store.HostSchemes), learned at scheme_at ('' and NULL: none).
+    signature_scheme text   NOT NULL DEFAULT '',
+    scheme_at       timestamptz
 );
 -- Due reads the troubled hosts on every claim: few, through this.
 CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;

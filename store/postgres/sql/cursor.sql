@@ -2,7 +2,7 @@
 -- package documentation, "Claiming and fencing".
 
 -- name: fence
-SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked
+SELECT r.lease_owner, s.head, r.next_seq, r.host_failures, r.namespace, r.url, r.next_attempt_at, r.parked, r.paused
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = @stream AND r.id = @id
 FOR NO KEY UPDATE OF r
@@ -20,12 +20,14 @@ UPDATE herald_registration r SET {{template "cursor_moved" "@next_seq::bigint"}}
 WITH upd AS (
     UPDATE herald_registration r
     SET attempts = CASE WHEN @next_seq::bigint > r.next_seq THEN 1 ELSE r.attempts + 1 END, host_failures = 0,
+        failing_since = CASE WHEN @next_seq::bigint > r.next_seq OR r.attempts = 0 THEN @at ELSE r.failing_since END,
         next_attempt_at = @not_before{{template "failed"}}
 
 -- name: park
 WITH upd AS (
     UPDATE herald_registration r
     SET attempts = CASE WHEN @next_seq::bigint > r.next_seq THEN 1 ELSE r.attempts + 1 END, host_failures = 0,
+        failing_since = CASE WHEN @next_seq::bigint > r.next_seq OR r.attempts = 0 THEN @at ELSE r.failing_since END,
         parked = true, parked_at = @at{{template "failed"}}
 
 -- name: host_failed
@@ -75,6 +77,18 @@ DELETE FROM herald_registration WHERE stream = @stream AND id = @id AND lease_ow
 UPDATE herald_registration
 SET parked = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = @at,
     lease_owner = '', lease_until = NULL
+WHERE stream = @stream AND id = @id
+
+-- name: pause
+-- An operator's stop: parked too, so that every claim skips it.
+UPDATE herald_registration
+SET parked = true, paused = true, parked_at = @at, last_error = @last_error, lease_owner = '', lease_until = NULL
+WHERE stream = @stream AND id = @id
+
+-- name: resume
+UPDATE herald_registration
+SET parked = false, paused = false, parked_at = NULL, attempts = 0, host_failures = 0, next_attempt_at = @at,
+    last_error = @last_error, lease_owner = '', lease_until = NULL
 WHERE stream = @stream AND id = @id
 
 -- name: move

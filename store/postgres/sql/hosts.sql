@@ -38,6 +38,15 @@ UPDATE herald_host SET probes = @probes, next_probe_at = @next_probe_at WHERE ho
 -- name: ensure_host
 INSERT INTO herald_host (host, state, since) VALUES (@host, 'up', @at) ON CONFLICT DO NOTHING
 
+-- name: host_scheme
+-- store.HostSchemes: the scheme a host accepted after refusing another.
+SELECT signature_scheme, scheme_at FROM herald_host WHERE host = @host
+
+-- name: set_host_scheme
+-- A host without a row gets one, up since @at; its health is left alone.
+INSERT INTO herald_host (host, state, since, signature_scheme, scheme_at) VALUES (@host, 'up', @at, @scheme, @at)
+ON CONFLICT (host) DO UPDATE SET signature_scheme = @scheme, scheme_at = @at
+
 -- name: lock_host
 SELECT {{template "host"}} FROM herald_host WHERE host = @host FOR NO KEY UPDATE
 

@@ -3,7 +3,7 @@
 
 {{define "status"}}r.stream, r.id, r.namespace, r.url, r.config, r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       s.head, s.final_seq IS NOT NULL{{end}}
+       r.retry, r.failing_since, r.paused, s.head, s.final_seq IS NOT NULL{{end}}
 {{define "status_from"}}{{template "status"}}
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream{{end}}
 
@@ -19,11 +19,11 @@ SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = @stream AND id =
 -- name: upsert_registration
 WITH r AS (
 INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window")
-VALUES (@stream, @id, @namespace, @url, @config, @on_rejected, @next_seq, @next_attempt_at, @host, @kinds, @window)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retry)
+VALUES (@stream, @id, @namespace, @url, @config, @on_rejected, @next_seq, @next_attempt_at, @host, @kinds, @window, @retry)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
-    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window"
+    host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retry = excluded.retry
 RETURNING r.*)
 SELECT {{template "status"}} FROM r JOIN herald_stream s ON s.stream = r.stream
 
@@ -46,7 +46,8 @@ SELECT r.namespace,
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts = 0),
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq <= s.head AND r.attempts > 0),
     count(*) FILTER (WHERE NOT r.parked AND r.next_seq > s.head),
-    count(*) FILTER (WHERE r.parked),
+    count(*) FILTER (WHERE r.parked AND NOT r.paused),
+    count(*) FILTER (WHERE r.paused),
     count(*) FILTER (WHERE r.lease_until > @at),
     coalesce(sum(GREATEST(s.head - r.next_seq + 1, 0)), 0)::bigint
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
@@ -60,7 +61,7 @@ LIMIT @limit
 
 -- name: stats_oldest_parked
 SELECT {{template "status_from"}}
-WHERE r.parked
+WHERE r.parked AND NOT r.paused
 ORDER BY r.parked_at, r.stream, r.id
 LIMIT 1
 

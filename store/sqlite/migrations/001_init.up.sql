@@ -58,6 +58,11 @@ CREATE TABLE herald_registration (
     host_failures   INTEGER NOT NULL DEFAULT 0,
     kinds           TEXT    NOT NULL DEFAULT '[]', -- push.Registration.Kinds: a JSON array of patterns, '[]' for every kind
     "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1), -- push.Registration.Window; 1 is strict order
+    retry           TEXT    NOT NULL DEFAULT '{}', -- push.Registration.Retry: push.EncodeRetry's JSON, '{}' for the defaults
+    failing_since   INTEGER,                     -- the first failure of the current run at next_seq (attempts > 0)
+    -- push.Registration.Paused: an operator's stop. A paused row is parked
+    -- too, so that every query that skips parked rows skips it.
+    paused          INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
     PRIMARY KEY (stream, id)
 ) STRICT;
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
@@ -107,7 +112,9 @@ CREATE TABLE herald_token (
 -- row per host that failed for its host (push.HostOf form), until retention
 -- removes it (no registration of the host, no failure for the retention age). Due holds
 -- the registrations of a host that is not up, but for one probe at
--- next_probe_at. last_error is a receiver's text, cleaned.
+-- next_probe_at. last_error is a receiver's text, cleaned. signature_scheme
+-- is the scheme the host accepted after refusing another (store.HostSchemes),
+-- learned at scheme_at ('' and NULL: none).
 CREATE TABLE herald_host (
     host            TEXT    PRIMARY KEY,
     state           TEXT    NOT NULL CHECK (state IN ('up', 'down', 'unavailable')),
@@ -117,7 +124,9 @@ CREATE TABLE herald_host (
     next_probe_at   INTEGER,
     last_error      TEXT    NOT NULL DEFAULT '',
     last_failure_at INTEGER,
-    failing_since   INTEGER  -- push.Host.FailingSince: the current run's first failure
+    failing_since   INTEGER, -- push.Host.FailingSince: the current run's first failure
+    signature_scheme TEXT   NOT NULL DEFAULT '',
+    scheme_at       INTEGER
 ) STRICT;
 -- Due reads the hosts that hold their registrations: few, through this.
 CREATE INDEX herald_host_held ON herald_host (host, next_probe_at) WHERE state <> 'up';

@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/projection/activitypub"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+// TestAPIRegistersAnActivityPubSchemeAndShowsIt: POST /v1/registrations
+// takes an activitypub config's signature_scheme, refuses a bad one naming
+// the field, and shows the scheme (pinned, or auto) but never the key.
+func TestAPIRegistersAnActivityPubSchemeAndShowsIt(t *testing.T) {
+	pemText, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "alice-test-key.pem"))
+	require.NoError(t, err)
+	d, err := New(Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{activitypub.New()},
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	body := func(id, scheme string) string {
+		cfg := map[string]any{"key_id": "https://example.com/users/alice#main-key", "private_key": string(pemText)}
+		if scheme != "" {
+			cfg["signature_scheme"] = scheme
+		}
+		b, _ := json.Marshal(map[string]any{"stream": "actor/alice", "id": id, "namespace": "activitypub", "url": "https://remote.example/" + id, "config": cfg})
+		return string(b)
+	}
+	for id, want := range map[string]string{"pinned": "cavage", "auto": "auto"} {
+		code, answer := post(t, srv, "/v1/registrations", body(id, map[string]string{"pinned": "cavage"}[id]))
+		require.Equal(t, http.StatusCreated, code, answer)
+		require.NotContains(t, answer, "PRIVATE KEY")
+		var v operator.RegistrationView
+		require.NoError(t, json.Unmarshal([]byte(answer), &v))
+		require.Equal(t, want, v.SignatureScheme)
+	}
+	code, answer := post(t, srv, "/v1/registrations", body("bad", "rsa-sha256"))
+	require.Equal(t, http.StatusBadRequest, code, answer)
+	require.Contains(t, errorOf(t, answer), "config.signature_scheme")
+}

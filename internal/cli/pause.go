@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/store"
+)
+
+// newPause returns pause (resume false) or resume: an operator's stop of a
+// registration, and its end.
+func newPause(e *env, resume bool) command {
+	var (
+		stream, id, by, reason string
+		at                     instant
+	)
+	c := command{
+		use:   "pause",
+		short: "Stop delivering to a registration on purpose, until herald resume",
+		long: `Stop delivering to a registration: it is never claimed until herald resume,
+and a turn in flight loses its lease (what it sent is sent again). It shows as
+paused, not parked, with who paused it and why in its evidence and last error,
+and herald/events gets a herald.registration.paused record. Its cursor stays:
+records wait, nothing is lost. Pausing a paused registration changes nothing.`,
+		example: `  herald pause --stream orders --id billing --reason "billing's maintenance window"`,
+	}
+	if resume {
+		c.use, c.short = "resume", "Resume a paused registration at its cursor"
+		c.long = `Resume a paused registration (herald pause): it becomes due at --at (default
+now), attempts reset, at its cursor; a failure park under the pause ends too.
+Resuming one not paused changes nothing (herald unpark resumes a parked one).`
+		c.example = `  herald resume --stream orders --id billing`
+	}
+	c.need, c.db = []string{"stream", "id"}, readDB
+	c.flags = func(f *pflag.FlagSet) {
+		keyFlags(f, &stream, &id)
+		atFlag(f, &at)
+		f.StringVar(&by, "by", "", "who, as shown in the evidence and the event (default: $USER)")
+		if !resume {
+			f.StringVar(&reason, "reason", "", "why, as shown in the evidence, the last error and the event")
+		}
+	}
+	c.check = func(c *call) error {
+		by = cmp.Or(by, os.Getenv("USER"), "operator")
+		return usageOf(store.ValidatePause(by, reason))
+	}
+	c.run = func(c *call) error {
+		v, err := operator.Pause(c.ctx(), c.b, stream, id, resume, c.at(at), by, reason)
+		if err != nil {
+			return e.notFound(stream, id, err)
+		}
+		return c.print(v, func(w io.Writer) {
+			switch {
+			case !v.Changed && resume:
+				fmt.Fprintf(w, "%s was not paused; nothing changed.\n", store.Name(stream, id))
+			case !v.Changed:
+				fmt.Fprintf(w, "%s was already paused; nothing changed.\n", store.Name(stream, id))
+			case resume:
+				fmt.Fprintf(w, "Resumed %s: %s at cursor %d (%s to deliver).\n", store.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
+			default:
+				fmt.Fprintf(w, "Paused %s at cursor %d: herald resume delivers again.\n", store.Name(stream, id), v.NextSeq)
+			}
+		})
+	}
+	return c
+}

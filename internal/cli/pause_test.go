@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/store"
+)
+
+// pause stops deliveries, shown as paused with who and why; resume delivers
+// again from the cursor; unpark leaves a pause alone.
+func TestPauseAndResume(t *testing.T) {
+	db := newDB(t)
+	srv := answering(t, http.StatusOK)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", srv.URL, "--secret", goodSecret)
+	heraldOK(t, db, "{}", "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	require.Equal(t, "Paused stream=s id=r at cursor 1: herald resume delivers again.\n",
+		heraldOK(t, db, "", "pause", "--stream", "s", "--id", "r", "--by", "alice", "--reason", "billing's maintenance", "--at", "2026-03-15T11:00:00Z"))
+	require.Contains(t, heraldOK(t, db, "", "pause", "--stream", "s", "--id", "r", "--by", "bob"), "already paused; nothing changed")
+	sweep := func(at string) {
+		r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--at", at, "--allow-http", "--allow-private-network")
+		require.Contains(t, []int{ExitOK, ExitAttention}, r.code, r.stderr)
+	}
+	sweep("2026-03-15T11:01:00Z")
+	var regs []operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, store.StatePaused, regs[0].State)
+	require.True(t, regs[0].Paused)
+	require.Equal(t, uint64(1), regs[0].NextSeq, "a paused registration is not served")
+	require.Equal(t, "paused by alice: billing's maintenance", regs[0].LastError)
+	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "r"), "paused by alice: billing's maintenance")
+	require.Contains(t, heraldOK(t, db, "", "status"), "PAUSED")
+	require.Contains(t, heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r"), "was not parked; nothing changed")
+
+	r := runCLI(t, db, "", "pause", "--stream", "s", "--id", "r", "--reason", "a\nb")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--reason")
+
+	require.Contains(t, heraldOK(t, db, "", "resume", "--stream", "s", "--id", "r", "--by", "bob", "--at", "2026-03-15T11:02:00Z"),
+		"Resumed stream=s id=r: due now at cursor 1 (1 record to deliver).")
+	sweep("2026-03-15T11:02:00Z")
+	regs = nil
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, uint64(2), regs[0].NextSeq, "resumed, it delivered from its cursor")
+	require.Contains(t, heraldOK(t, db, "", "resume", "--stream", "s", "--id", "r"), "was not paused; nothing changed")
+}

@@ -1,0 +1,120 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/store"
+)
+
+// RotatedView answers a secret's rotation: the registration, its new
+// secret (shown in this answer only) and until when the old ones sign.
+type RotatedView struct {
+	RegistrationView
+	Secret   string    `json:"secret"`
+	OldUntil time.Time `json:"old_secrets_until,omitzero"` // absent: they stopped at once
+}
+
+// RotateSecret gives webhook registration stream/id a new secret
+// (webhook.Config.Rotate at now, keeping the old ones signing for
+// expireOld) and stores it with register, which keeps the cursor. Errors:
+// the store's (journal.ErrNotFound), or journal.ErrInvalid for another
+// namespace or a bad expireOld ("expire_old"). Two rotations racing keep
+// the last one's secrets.
+func RotateSecret(ctx context.Context, s store.Store, register func(context.Context, store.Registration) (store.Registration, error),
+	stream, id string, now time.Time, expireOld time.Duration) (RotatedView, error) {
+	was, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return RotatedView{}, err
+	}
+	if was.Namespace != webhook.Namespace {
+		return RotatedView{}, journal.Invalid("namespace", "%s is a %s registration: only webhook registrations have secrets herald rotates",
+			store.Name(stream, id), was.Namespace)
+	}
+	cfg, err := webhook.ParseConfig(was.Config)
+	if err != nil {
+		return RotatedView{}, err
+	}
+	cfg, secret, err := cfg.Rotate(now, expireOld)
+	if err != nil {
+		return RotatedView{}, err
+	}
+	reg := was.Registration
+	if reg.Config, err = cfg.Encode(); err != nil {
+		return RotatedView{}, err
+	}
+	if _, err := register(ctx, reg); err != nil {
+		return RotatedView{}, err
+	}
+	st, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return RotatedView{}, err
+	}
+	out := RotatedView{RegistrationView: Held(nil).View(st), Secret: secret}
+	if expireOld > 0 {
+		out.OldUntil = now.Add(expireOld).UTC()
+	}
+	return out, nil
+}
+
+// webhookSansSecrets decodes reg's config as a webhook config without
+// secrets; false when it is not one (another namespace, secrets given, or
+// a config the projection's validation will refuse anyway).
+func webhookSansSecrets(reg store.Registration) (webhook.Config, bool) {
+	var cfg webhook.Config
+	if reg.Namespace != webhook.Namespace {
+		return cfg, false
+	}
+	raw := []byte(reg.Config)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil || len(cfg.Secrets) > 0 || len(cfg.Retiring) > 0 {
+		return cfg, false
+	}
+	return cfg, true
+}
+
+// MakeSecret returns reg with a new secret (webhook.NewSecret) when it is a
+// webhook registration whose config has none, and the secret; else reg
+// and "".
+func MakeSecret(reg store.Registration) (store.Registration, string) {
+	cfg, ok := webhookSansSecrets(reg)
+	if !ok {
+		return reg, ""
+	}
+	secret := webhook.NewSecret()
+	cfg.Secrets = []string{secret}
+	reg.Config, _ = json.Marshal(cfg) // a decoded struct always encodes
+	return reg, secret
+}
+
+// KeepOrMakeSecret gives a webhook registration whose config has no
+// secrets the secrets of the webhook registration it updates, or else a new
+// one (MakeSecret), returned to be shown once. Errors are s's.
+func KeepOrMakeSecret(ctx context.Context, s store.Store, reg store.Registration) (store.Registration, string, error) {
+	cfg, ok := webhookSansSecrets(reg)
+	if !ok {
+		return reg, "", nil
+	}
+	was, err := s.Get(ctx, reg.Stream, reg.ID)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return reg, "", err
+	}
+	if err == nil && was.Namespace == webhook.Namespace {
+		if old, err := webhook.ParseConfig(was.Config); err == nil {
+			cfg.Secrets, cfg.Retiring = old.Secrets, old.Retiring
+			reg.Config, _ = json.Marshal(cfg)
+			return reg, "", nil
+		}
+	}
+	reg, secret := MakeSecret(reg)
+	return reg, secret, nil
+}

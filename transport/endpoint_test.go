@@ -1,0 +1,368 @@
+package transport_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/transport"
+)
+
+// withEndpoint is registration(url) whose config holds e.
+func withEndpoint(t *testing.T, url string, e transport.Endpoint) push.Registration {
+	t.Helper()
+	raw, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registration(url)
+	reg.Config = raw
+	return reg
+}
+
+func TestRegistrationHeadersArriveAtTheReceiver(t *testing.T) {
+	got := make(chan http.Header, 1)
+	srv := newCounter(t, func(_ http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() })
+	tr := newTransport(t, loopbackOptions())
+	reg := withEndpoint(t, srv.URL, transport.Endpoint{Headers: map[string]string{"x-tenant": "42", "X-Api-Key": "k3y with\tspace"}})
+	msg := message(`{}`)
+	msg.Header = http.Header{"Herald-Kind": {"order.paid"}}
+	out, err := tr.Deliver(context.Background(), reg, msg, at)
+	if err != nil || !out.OK() {
+		t.Fatalf("Deliver = %s, %v; want accepted", describe(out), err)
+	}
+	h := <-got
+	for name, want := range map[string]string{"X-Tenant": "42", "X-Api-Key": "k3y with\tspace", "Herald-Kind": "order.paid", "Content-Type": "application/json"} {
+		if v := h.Values(name); len(v) != 1 || v[0] != want {
+			t.Errorf("receiver got %s %q, want exactly %q", name, v, want)
+		}
+	}
+}
+
+func TestEndpointRefusesReservedAndMalformedHeaders(t *testing.T) {
+	projectionSets := []string{"Webhook-Signature", "Ce-*"} // as a projection passes its own
+	for _, c := range []struct{ name, value, field, want string }{
+		{"Connection", "close", "config.headers[Connection]", "hop-by-hop"},
+		{"keep-alive", "1", "config.headers[keep-alive]", "Keep-Alive"},
+		{"Proxy-Authorization", "x", "config.headers[Proxy-Authorization]", "Proxy-*"},
+		{"TE", "trailers", "config.headers[TE]", "Te"},
+		{"Trailer", "x", "config.headers[Trailer]", "Trailer"},
+		{"Transfer-Encoding", "chunked", "config.headers[Transfer-Encoding]", "Transfer-Encoding"},
+		{"Upgrade", "h2c", "config.headers[Upgrade]", "Upgrade"},
+		{"Host", "evil.example", "config.headers[Host]", "Host"},
+		{"Content-Length", "0", "config.headers[Content-Length]", "Content-Length"},
+		{"content-type", "text/plain", "config.headers[content-type]", "Content-Type"},
+		{"Traceparent", "00-x", "config.headers[Traceparent]", "Traceparent"},
+		{"Herald-Seq", "9", "config.headers[Herald-Seq]", "Herald-*"},
+		{"webhook-signature", "v1,x", "config.headers[webhook-signature]", "Webhook-Signature"},
+		{"ce-id", "1", "config.headers[ce-id]", "Ce-*"},
+		{"X-Ok", "a\r\nX-Injected: 1", "config.headers[X-Ok]", "CR, LF"},
+		{"X-Ok", "a\nb", "config.headers[X-Ok]", "CR, LF"},
+		{"X-Ok", "caf\u00e9", "config.headers[X-Ok]", "non-ASCII"},
+		{"X-Ok", " padded", "config.headers[X-Ok]", "starts or ends with a space"},
+		{"X-Ok", strings.Repeat("a", transport.MaxHeaderValueBytes+1), "config.headers[X-Ok]", "longer than"},
+		{"X Bad", "1", `config.headers["X Bad"]`, "not a valid header name"},
+		{"X-Bad:", "1", `config.headers["X-Bad:"]`, "not a valid header name"},
+		{"X-Bad\r\nY", "1", `config.headers["X-Bad\r\nY"]`, "not a valid header name"},
+		{"", "1", `config.headers[""]`, "not a valid header name"},
+	} {
+		err := transport.Endpoint{Headers: map[string]string{c.name: c.value}}.Check(projectionSets...)
+		inv, ok := errors.AsType[*journal.InvalidError](err)
+		if !ok || inv.Field != c.field || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check(%q: %q) = %v; want an InvalidError of %s saying %q", c.name, c.value, err, c.field, c.want)
+		}
+		if strings.Contains(err.Error(), "X-Injected") {
+			t.Errorf("Check(%q) = %v: the error repeats the value", c.name, err)
+		}
+	}
+	dup := transport.Endpoint{Headers: map[string]string{"X-Tenant": "1", "x-tenant": "2"}}.Check()
+	if inv, ok := errors.AsType[*journal.InvalidError](dup); !ok || !strings.Contains(dup.Error(), "repeats") {
+		t.Errorf("Check(X-Tenant, x-tenant) = %v (%v); want a repeat refused", dup, inv)
+	}
+	if err := (transport.Endpoint{Headers: map[string]string{"X-Tenant": "42", "Authorization": "Bearer t"}}).Check(projectionSets...); err != nil {
+		t.Errorf("Check(X-Tenant, Authorization) = %v; want nil where the projection does not set Authorization", err)
+	}
+}
+
+// pki is a CA and what it signs, made in the test.
+type pki struct {
+	ca   *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return &pki{ca: ca, key: key, pool: pool}
+}
+
+// issue returns a PEM certificate and key for cn, valid from notBefore to
+// notAfter, for a client, or a server of 127.0.0.1 and example.com.
+func (p *pki) issue(t *testing.T, cn string, server bool, notBefore, notAfter time.Time) (certPEM, keyPEM string) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses, tmpl.DNSNames = []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"example.com"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalPKCS8PrivateKey(key)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+}
+
+func TestClientCertificateIsPresentedToAReceiverThatRequiresOne(t *testing.T) {
+	p := newPKI(t)
+	now := time.Now()
+	srvCert, srvKey := p.issue(t, "receiver", true, now.Add(-time.Hour), now.Add(time.Hour))
+	pair, err := tls.X509KeyPair([]byte(srvCert), []byte(srvKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := make(chan string, 4)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		clients <- r.TLS.PeerCertificates[0].Subject.CommonName
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.pool}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	opts := transport.Options{AllowPrivateNetwork: true, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: p.pool}}
+	tr := newTransport(t, opts)
+
+	cert, key := p.issue(t, "tenant-42", false, now.Add(-time.Hour), now.Add(time.Hour))
+	e := transport.Endpoint{ClientCert: cert, ClientKey: key}
+	if err := e.ValidAt(now); err != nil {
+		t.Fatalf("ValidAt(now) = %v for a valid certificate", err)
+	}
+	out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, e), message(`{}`), at)
+	if err != nil || !out.OK() {
+		t.Fatalf("Deliver with the client certificate = %s, %v; want accepted", describe(out), err)
+	}
+	if cn := <-clients; cn != "tenant-42" {
+		t.Errorf("the receiver saw client %q, want tenant-42", cn)
+	}
+	out, err = tr.Deliver(context.Background(), registration(srv.URL), message(`{}`), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNoAnswer(t, out) // the handshake fails without a certificate: no answer
+	if len(clients) != 0 {
+		t.Error("a request without a client certificate reached the handler")
+	}
+}
+
+func TestClientCertificateIsCheckedAtRegistration(t *testing.T) {
+	p := newPKI(t)
+	now := time.Now()
+	cert, key := p.issue(t, "a", false, now.Add(-2*time.Hour), now.Add(time.Hour))
+	_, otherKey := p.issue(t, "b", false, now.Add(-2*time.Hour), now.Add(time.Hour))
+	for _, c := range []struct {
+		name  string
+		e     transport.Endpoint
+		at    time.Time
+		field string
+		want  string
+	}{
+		{"key without certificate", transport.Endpoint{ClientKey: key}, now, "config.client_cert", "is missing"},
+		{"certificate without key", transport.Endpoint{ClientCert: cert}, now, "config.client_key", "is missing"},
+		{"key of another certificate", transport.Endpoint{ClientCert: cert, ClientKey: otherKey}, now, "config.client_key", "does not match"},
+		{"not PEM", transport.Endpoint{ClientCert: "garbage", ClientKey: key}, now, "config.client_cert", "certificate"},
+		{"expired", transport.Endpoint{ClientCert: cert, ClientKey: key}, now.Add(2 * time.Hour), "config.client_cert", "expired at"},
+		{"not yet valid", transport.Endpoint{ClientCert: cert, ClientKey: key}, now.Add(-3 * time.Hour), "config.client_cert", "not valid before"},
+	} {
+		err := c.e.ValidAt(c.at)
+		inv, ok := errors.AsType[*journal.InvalidError](err)
+		if !ok || inv.Field != c.field || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: ValidAt = %v; want an InvalidError of %s saying %q", c.name, err, c.field, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "PRIVATE KEY") {
+			t.Errorf("%s: the error shows the key", c.name)
+		}
+	}
+}
+
+// connectProxy is a tiny HTTP CONNECT proxy on loopback that records the
+// targets it was asked for and the Proxy-Authorization it got.
+type connectProxy struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	targets []string
+	auth    []string
+}
+
+func newConnectProxy(t *testing.T) *connectProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &connectProxy{ln: ln}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { p.serve(t, c) })
+		}
+	})
+	return p
+}
+
+func (p *connectProxy) serve(t *testing.T, c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil || req.Method != http.MethodConnect {
+		return
+	}
+	p.mu.Lock()
+	p.targets = append(p.targets, req.Host)
+	p.auth = append(p.auth, req.Header.Get("Proxy-Authorization"))
+	p.mu.Unlock()
+	up, err := net.Dial("tcp", req.Host)
+	if err != nil {
+		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
+		return
+	}
+	defer up.Close()
+	_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(up, br); up.(*net.TCPConn).CloseWrite(); close(done) }()
+	_, _ = io.Copy(c, up)
+	<-done
+}
+
+func (p *connectProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+func (p *connectProxy) seen() (targets, auth []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.targets), slices.Clone(p.auth)
+}
+
+func TestEgressProxyTunnelsOnlyToCheckedAddresses(t *testing.T) {
+	hosts := make(chan string, 4)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { hosts <- r.Host }))
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate()) // valid for example.com and 127.0.0.1
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	proxy := newConnectProxy(t)
+	dns := &fakeDNS{table: map[string][]string{"example.com": {"127.0.0.1"}, "metadata.example": {"169.254.169.254"}}}
+
+	// The daemon's proxy, at a loopback address the guard would refuse as a
+	// destination: the operator chose it, so it is not checked.
+	opts := transport.Options{Proxy: proxy.url(), Resolver: dns, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: roots}}
+	strict := newTransport(t, opts)
+	out := deliver(t, strict, "https://example.com:"+port+"/hook", message(`{}`))
+	if out.Verdict != push.Permanent || !strings.Contains(out.Reason, "127.0.0.1") {
+		t.Fatalf("a destination resolving to loopback = %s; want refused", describe(out))
+	}
+	out = deliver(t, strict, "https://metadata.example/latest", message(`{}`))
+	if out.Verdict != push.Permanent || !strings.Contains(out.Reason, "169.254.169.254") {
+		t.Fatalf("a destination resolving to the metadata address = %s; want refused", describe(out))
+	}
+	if targets, _ := proxy.seen(); len(targets) != 0 {
+		t.Fatalf("the proxy was asked for %q; a refused destination must never be CONNECTed", targets)
+	}
+
+	opts.AllowPrivateNetwork = true
+	open := newTransport(t, opts)
+	out = deliver(t, open, "https://example.com:"+port+"/hook", message(`{}`))
+	if !out.OK() {
+		t.Fatalf("an allowed destination through the proxy = %s; want accepted", describe(out))
+	}
+	if host := <-hosts; host != "example.com:"+port {
+		t.Errorf("the receiver saw Host %q, want example.com:%s (TLS verified example.com through the tunnel)", host, port)
+	}
+	targets, _ := proxy.seen()
+	if want := []string{"127.0.0.1:" + port}; !slices.Equal(targets, want) {
+		t.Errorf("CONNECT targets = %q, want %q: the checked address, never the name the proxy would resolve again", targets, want)
+	}
+}
+
+func TestRegistrationProxyIsGuardedAndSharedAcrossRequests(t *testing.T) {
+	srv := newCounter(t, nil)
+	proxy := newConnectProxy(t)
+	withAuth := strings.Replace(proxy.url(), "http://", "http://egress:s3cret-pass@", 1)
+
+	strict := newTransport(t, transport.Options{AllowHTTP: true, Timeout: 5 * time.Second})
+	out, err := strict.Deliver(context.Background(), withEndpoint(t, srv.URL, transport.Endpoint{Proxy: withAuth}), message(`{}`), at)
+	if err != nil || out.Verdict != push.Permanent || !strings.Contains(out.Reason, "127.0.0.1") || strings.Contains(out.Reason, "s3cret") {
+		t.Fatalf("a registration's proxy on loopback without --allow-private-network = %s, %v; want refused, without its password", describe(out), err)
+	}
+
+	tr := newTransport(t, loopbackOptions())
+	for _, h := range []string{"a", "b", "c"} { // three configs, one proxy: one client, one kept-alive tunnel
+		e := transport.Endpoint{Proxy: withAuth, Headers: map[string]string{"X-Tenant": h}}
+		out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, e), message(`{}`), at)
+		if err != nil || !out.OK() {
+			t.Fatalf("Deliver through the registration's proxy = %s, %v; want accepted", describe(out), err)
+		}
+	}
+	targets, auth := proxy.seen()
+	if len(targets) != 1 || targets[0] != srv.Listener.Addr().String() {
+		t.Errorf("CONNECT targets = %q, want one tunnel to %s reused by the three requests", targets, srv.Listener.Addr())
+	}
+	if len(auth) != 1 || auth[0] != "Basic ZWdyZXNzOnMzY3JldC1wYXNz" {
+		t.Errorf("Proxy-Authorization = %q, want Basic of egress:s3cret-pass", auth)
+	}
+	if srv.hits.Load() != 3 {
+		t.Errorf("the receiver got %d requests, want 3", srv.hits.Load())
+	}
+}
+
+func TestProxyURLIsChecked(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{
+		{"https://proxy.example:3128", "plain HTTP CONNECT"},
+		{"socks5://proxy.example:1080", "plain HTTP CONNECT"},
+		{"http://:3128", "has no host"},
+		{"http://proxy.example:3128/path", "path, query or fragment"},
+		{"http://u:p%zz@proxy.example", "cannot be parsed"},
+	} {
+		_, err := transport.ParseProxy("--egress-proxy", c.raw)
+		if inv, ok := errors.AsType[*journal.InvalidError](err); !ok || inv.Field != "--egress-proxy" || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseProxy(%q) = %v; want an InvalidError of --egress-proxy saying %q", c.raw, err, c.want)
+		}
+	}
+	if _, err := transport.New(transport.Options{Proxy: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "Options.Proxy") {
+		t.Errorf("New with a bad Proxy = %v; want an error naming Options.Proxy", err)
+	}
+}
