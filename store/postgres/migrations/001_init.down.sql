@@ -17,5 +17,7 @@ DROP TABLE herald_evidence;
 DROP TABLE herald_registration;
 DROP TABLE herald_sequencer;
 DROP TABLE herald_seq;
+DROP VIEW herald_sealed;
 DROP TABLE herald_record;
+DROP FUNCTION herald_reserved_row();
 DROP TABLE herald_stream;
