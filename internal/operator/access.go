@@ -64,6 +64,7 @@ var Access = map[string]Need{
 	"page: reset-host":                                         {store.RoleOperator, false},
 	"page: tokens (list, create, revoke)":                      {store.RoleAdmin, false},
 	"page: keys (list)":                                        {store.RoleOperator, false},
+	"page: keys (add, rotate, remove)":                         {store.RoleAdmin, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
