@@ -87,6 +87,7 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"POST /v1/registration/resume":        pauseOne(d.store, true, d.opts.Now, d.wake),
 	}
 	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
+	maps.Copy(routes, keyRoutes(d.store, d.opts.Now))
 	return routes
 }
 
@@ -506,6 +507,9 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 		return scope(r, db).Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
 	for pattern, e := range tokenRoutes(db, now) {
+		mux.Handle(pattern, e)
+	}
+	for pattern, e := range keyRoutes(db, now) {
 		mux.Handle(pattern, e)
 	}
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")

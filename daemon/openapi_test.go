@@ -8,11 +8,16 @@
 package daemon
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -125,6 +130,19 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	guarded := httptest.NewServer(gd.APIHandler())
 	defer guarded.Close()
+
+	// A held key, and a registration naming it, for the key routes.
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(rsaKey)
+	require.NoError(t, err)
+	const keyID = "https://a.example/u/alice#main-key"
+	keyBody := fmt.Sprintf(`{"key_id": %q, "private_key": %q}`, keyID, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	otherKeyBody := strings.Replace(keyBody, "alice", "nobody", 1)
+	_, err = s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
+		Config: push.Config(`{"key_id":"` + keyID + `"}`)})
+	require.NoError(t, err)
+	keyQuery := "/v1/key?key_id=" + url.QueryEscape(keyID)
 
 	reg := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
 	subReq := `{"stream_prefix": "tenant/9/", "id": "t9", "namespace": "webhook", "url": "https://t9.example/", "from": "head", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
@@ -252,6 +270,33 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv2, "POST", "/v1/token/revoke?id=x", "", testToken, "", 403},
 		{srv2, "POST", "/v1/token/revoke?id=tok_none", "", admin, "", 404},
 		{failing, "POST", "/v1/token/revoke?id=x", "", admin, "", 500},
+		{srv2, "POST", "/v1/keys", json, admin, keyBody, 201},
+		{srv2, "POST", "/v1/keys", json, admin, keyBody, 409},
+		{srv2, "POST", "/v1/keys", json, admin, `{"key_id": "/u/alice#k", "private_key": "x"}`, 400},
+		{srv2, "POST", "/v1/keys", json, "", keyBody, 401},
+		{srv2, "POST", "/v1/keys", json, testToken, keyBody, 403},
+		{srv2, "POST", "/v1/keys", "text/plain", admin, keyBody, 415},
+		{failing, "POST", "/v1/keys", json, admin, keyBody, 500},
+		{srv2, "GET", "/v1/keys", "", testToken, "", 200},
+		{srv2, "GET", "/v1/keys?id=x", "", admin, "", 400},
+		{srv2, "GET", "/v1/keys", "", "", "", 401},
+		{srv2, "GET", "/v1/keys", "", reader, "", 403},
+		{failing, "GET", "/v1/keys", "", admin, "", 500},
+		{srv2, "POST", "/v1/key/rotate", json, admin, keyBody, 200},
+		{srv2, "POST", "/v1/key/rotate", json, admin, otherKeyBody, 404},
+		{srv2, "POST", "/v1/key/rotate", json, admin, `{"key_id": "` + keyID + `"}`, 400},
+		{srv2, "POST", "/v1/key/rotate", json, "", keyBody, 401},
+		{srv2, "POST", "/v1/key/rotate", json, testToken, keyBody, 403},
+		{srv2, "POST", "/v1/key/rotate", "text/plain", admin, keyBody, 415},
+		{failing, "POST", "/v1/key/rotate", json, admin, keyBody, 500},
+		{srv2, "DELETE", keyQuery, "", admin, "", 409},
+		{srv2, "DELETE", keyQuery + "&force=maybe", "", admin, "", 400},
+		{srv2, "DELETE", "/v1/key", "", admin, "", 400},
+		{srv2, "DELETE", keyQuery, "", "", "", 401},
+		{srv2, "DELETE", keyQuery, "", testToken, "", 403},
+		{failing, "DELETE", keyQuery, "", admin, "", 500},
+		{srv2, "DELETE", keyQuery + "&force=true", "", admin, "", 200},
+		{srv2, "DELETE", keyQuery, "", admin, "", 404},
 		// srv throttles one more failed authentication from this address.
 		{guarded, "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", "", "", 401},
 	}
@@ -332,7 +377,7 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 19, n)
+	require.Equal(t, 23, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {

@@ -37,6 +37,7 @@ type Backend interface {
 	Retention
 	Subscriber
 	TokenStore
+	ActorKeyStore
 	HostSchemes
 }
 

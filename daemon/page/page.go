@@ -442,6 +442,8 @@ const (
 	needActions       = "page: unpark, pause, resume, skip, rewind, rotate-secret"
 	needResetHost     = "page: reset-host"
 	needTokens        = "page: tokens (list, create, revoke)"
+	needKeys          = "page: keys (list)"
+	needEditKeys      = "page: keys (add, rotate, remove)"
 )
 
 // routes are the page's routes, by mux pattern.
@@ -454,7 +456,11 @@ func (p *Page) routes() map[string]http.HandlerFunc {
 		"GET " + pre + "/hosts":         p.authed(needOverview, p.hosts),
 		"GET " + pre + "/record":        p.authed(needRegistrations, p.record),
 		"GET " + pre + "/tokens":        p.authed(needTokens, p.tokens),
+		"GET " + pre + "/keys":          p.authed(needKeys, p.keys),
 		"POST " + pre + "/tokens":       p.authed(needTokens, p.csrf(p.createToken)),
+		"POST " + pre + "/keys":         p.authed(needEditKeys, p.csrf(p.addKey)),
+		"POST " + pre + "/key/rotate":   p.authed(needEditKeys, p.csrf(p.rotateKey)),
+		"POST " + pre + "/key/remove":   p.authed(needEditKeys, p.csrf(p.removeKey)),
 		"GET " + pre + "/confirm":       p.authed(needRegistrations, p.confirm), // and the action's own need
 		"POST " + pre + "/action":       p.authed(needRegistrations, p.csrf(p.action)),
 		"GET " + pre + "/login":         p.loginForm,

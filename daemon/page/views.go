@@ -114,6 +114,9 @@ var done = map[string]string{
 	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
 	"reset-host":   "Host reset: up, and its held registrations released.",
 	"revoke-token": "Token revoked: its requests and page sessions are refused from now on.",
+	"add-key":      "Key added: registrations naming its key id sign with it.",
+	"rotate-key":   "Key rotated: each registration naming it signs with the new key from its next attempt.",
+	"remove-key":   "Key removed: registrations that still name it fail their deliveries, retried, until it is added again.",
 }
 
 func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
@@ -305,6 +308,81 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, Prefix+link(a.Stream, a.ID)+"&done="+a.Action, http.StatusSeeOther)
+}
+
+// keys lists the actors' keys held once, never a private key, with an
+// admin's forms that add, rotate and remove them (herald keys likewise).
+func (p *Page) keys(w http.ResponseWriter, r *http.Request) {
+	p.renderKeys(w, r, http.StatusOK, map[string]any{"Done": done[r.URL.Query().Get("done")]})
+}
+
+// renderKeys renders the keys view with data. No answer of it is cached,
+// and none holds a private key: a form's PEM is never written back, not
+// even beside its error.
+func (p *Page) renderKeys(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
+	ks, err := p.store.ActorKeys(r.Context())
+	if err != nil {
+		p.failErr(w, r, err)
+		return
+	}
+	views := make([]operator.KeyView, len(ks))
+	for i, k := range ks {
+		views[i] = operator.ViewKey(k)
+	}
+	data["Title"], data["Keys"] = "Keys", views
+	data["Admin"] = operator.Allowed(operator.TokenOf(r.Context()), needEditKeys) == nil
+	if _, ok := data["KeyID"]; !ok {
+		data["KeyID"] = ""
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, r, code, "keys", data)
+}
+
+// keyDone answers a key's form: err, when a visitor's, beside the keys
+// (the key id typed kept for the add form), else a redirect saying what
+// was done.
+func (p *Page) keyDone(w http.ResponseWriter, r *http.Request, what string, err error) {
+	w.Header().Set("Cache-Control", "no-store")
+	switch {
+	case err != nil && web.HTTPStatus(err) < http.StatusInternalServerError:
+		data := map[string]any{"Error": fmt.Sprintf("%v; nothing was changed", err)}
+		if what == "add-key" {
+			data["KeyID"] = r.PostForm.Get("key_id")
+		}
+		p.renderKeys(w, r, web.HTTPStatus(err), data)
+	case err != nil:
+		p.failErr(w, r, err)
+	default:
+		http.Redirect(w, r, Prefix+"keys?done="+what, http.StatusSeeOther)
+	}
+}
+
+// addKey holds the form's key (key_id, private_key: PEM) as herald keys
+// add does.
+func (p *Page) addKey(w http.ResponseWriter, r *http.Request) {
+	_, err := operator.AddKey(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
+	p.keyDone(w, r, "add-key", err)
+}
+
+// rotateKey makes the form's PEM key_id's, as herald keys rotate does.
+func (p *Page) rotateKey(w http.ResponseWriter, r *http.Request) {
+	_, err := operator.RotateKey(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
+	p.keyDone(w, r, "rotate-key", err)
+}
+
+// removeKey removes key_id as herald keys remove does: refused while
+// registrations sign with it, unless force is checked.
+func (p *Page) removeKey(w http.ResponseWriter, r *http.Request) {
+	force := false
+	var err error
+	if f := r.PostForm.Get("force"); f != "" {
+		if force, err = strconv.ParseBool(f); err != nil {
+			p.keyDone(w, r, "remove-key", journal.Invalid("force", "%q is not true or false", f))
+			return
+		}
+	}
+	_, err = operator.RemoveKey(r.Context(), p.store, r.PostForm.Get("key_id"), force)
+	p.keyDone(w, r, "remove-key", err)
 }
 
 // tokens lists the tokens, with the form that makes one.

@@ -162,7 +162,7 @@ func newRoot(e *env) *cobra.Command {
 	for _, d := range []command{
 		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSubscriptions(e), newSweep(e), newRun(e),
 		newRegistrations(e), newUnpark(e), newPause(e, false), newPause(e, true), newSkip(e), newRewind(e), newRotateSecret(e), newEvidence(e), newStatus(e),
-		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newTokens(e), newDemo(e),
+		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newTokens(e), newKeys(e), newDemo(e),
 		newKeyring(e), newReseal(e),
 	} {
 		root.AddCommand(e.cobra(d))

@@ -99,7 +99,7 @@ func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []p
 		opts = append(opts, push.WithSchedule(s))
 	}
 	probe := memory.New()
-	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(), opts...); err != nil {
+	if _, err := push.NewWorker(probe, probe, tr, namespaces[namespaceNames()[0]].projection(nil), opts...); err != nil {
 		return nil, nil, asRangeError(usageOf(unwrapped(err)))
 	}
 	return tr, opts, nil
@@ -158,7 +158,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 		},
 		run: func(c *call) error {
 			df.schemes.of = c.b
-			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(), opts...)
+			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(c.b), opts...)
 			if err != nil {
 				return err
 			}
@@ -353,7 +353,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			}
 			opts.Every, opts.Logger, opts.Now = every, e.logger, time.Now
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
-				opts.Projections = append(opts.Projections, namespaces[ns].projection())
+				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
 			}
 			c.onExit(func() { opts.Listeners.Close() })
 			return listen(c, &opts)

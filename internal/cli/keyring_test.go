@@ -35,7 +35,9 @@ func registerEverySecret(t *testing.T, db string) []string {
 		"--token", "a2a-token-7b2e41", "--auth-scheme", "Bearer", "--credentials", "a2a-cred-93aa0f")
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "ap", "--namespace", "activitypub", "--url", "https://r.example/inbox",
 		"--key-id", "https://a.example/u/alice#main-key", "--private-key-file", keyFile)
-	return []string{goodSecret, "ce-token-5d1c9e", "a2a-token-7b2e41", "a2a-cred-93aa0f", pemLine}
+	heldFile, heldLine := rsaKeyFile(t, "bob.pem")
+	heraldOK(t, db, "", "keys", "add", "--key-id", "https://a.example/u/bob#main-key", "--private-key", heldFile)
+	return []string{goodSecret, "ce-token-5d1c9e", "a2a-token-7b2e41", "a2a-cred-93aa0f", pemLine, heldLine}
 }
 
 // TestTheEmbeddedDefaultSealsUnderAKeyFileMadeBesideIt: with no keyring

@@ -45,7 +45,7 @@ func newRegister(e *env) command {
 registration sends them (its cursor and retry state are kept).
 
 Namespaces and their options:
-  activitypub  --key-id URI --private-key-file PEM [--signature-scheme rfc9421|cavage]
+  activitypub  --key-id URI [--private-key-file PEM] [--signature-scheme rfc9421|cavage]
                [--proof-key-id URI [--proof-private-key-file PEM]] [--actor URI]… [--followers URI]…
   cloudevents  --source URI-REF [--structured] [--token TOKEN]
   a2a          [--token TOKEN] [--auth-scheme SCHEME --credentials CREDS] [--a2a-version 1.0|0.3]
@@ -74,6 +74,10 @@ attempt counted, and the host's scheme is kept on its host row so that no
 worker knocks there twice (tried again after 30 days). --signature-scheme
 pins one scheme instead. An Ed25519 key signs RFC 9421 only: a host that
 verifies draft-cavage alone refuses it.
+
+An activitypub registration without --private-key-file signs with the key
+held once under --key-id (herald keys add): a rotation (herald keys rotate)
+takes effect at its next attempt. With the file, it keeps its own copy.
 
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq (projection/webhook's package doc).
@@ -104,7 +108,7 @@ retry policy; without them it retries as its namespace does (README, "Retry
 policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
-      --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key --private-key-file alice.pem
+      --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key
   herald register --stream task/8f3c --id push-1 --namespace a2a --url https://client.example/a2a/push --token env:A2A_TOKEN
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
   herald register --stream-prefix tenant/42/ --id tenant-42 --namespace webhook --url https://t42.example/hooks --secret env:T42_SECRET --from head
@@ -173,7 +177,7 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 			if prefix != "" && (c.changed("retry-schedule") || c.changed("max-attempts") || c.changed("retry-for")) {
 				return usagef("--retry-schedule, --max-attempts and --retry-for apply to --stream only: a subscription's registrations retry as their namespace does")
 			}
-			if v, ok := namespaces[r.Namespace].projection().(push.ConfigValidator); ok {
+			if v, ok := namespaces[r.Namespace].projection(nil).(push.ConfigValidator); ok {
 				checked, made := operator.MakeSecret(r) // a webhook without --secret gets one when run
 				if made != "" && prefix != "" {
 					return usagef("--stream-prefix with a webhook needs --secret: a subscription's secret is not made for it")
@@ -191,6 +195,12 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 			r, generated, err := operator.KeepOrMakeSecret(c.ctx(), c.b, r)
 			if err != nil {
 				return err
+			}
+			// Again with the database: an ActivityPub key_id may name a held key.
+			if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
+				if err := v.ValidateConfig(r); err != nil {
+					return usageOf(err)
+				}
 			}
 			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
 			if err != nil {
@@ -246,14 +256,19 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 // wire is a namespace herald speaks: its projection, and its config from
 // register's flags.
 type wire struct {
-	projection func() push.Projection
+	projection func(keys store.ActorKeyStore) push.Projection // keys: nil when no database is open
 	config     func(o *configFlags) (any, error)
 }
 
 // namespaces are the wires herald speaks, by namespace name.
 var namespaces = map[string]wire{
 	activitypub.Namespace: {
-		projection: func() push.Projection { return activitypub.New() },
+		projection: func(keys store.ActorKeyStore) push.Projection {
+			if keys == nil {
+				return activitypub.New()
+			}
+			return activitypub.New(activitypub.WithKeys(keys))
+		},
 		config: func(o *configFlags) (any, error) {
 			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers, Endpoint: o.endpoint}
 			if o.proofPrivateKeyFile != "" {
@@ -264,7 +279,7 @@ var namespaces = map[string]wire{
 				cfg.ProofPrivateKey = string(pem)
 			}
 			if o.privateKeyFile == "" {
-				return cfg, nil // the projection's validation names the missing key
+				return cfg, nil // key_id names a held key (herald keys); the projection's validation checks it
 			}
 			pem, err := os.ReadFile(o.privateKeyFile)
 			if err != nil {
@@ -275,14 +290,14 @@ var namespaces = map[string]wire{
 		},
 	},
 	cloudevents.Namespace: {
-		projection: func() push.Projection { return cloudevents.New() },
+		projection: func(store.ActorKeyStore) push.Projection { return cloudevents.New() },
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
 			return cloudevents.Config{Source: o.source, Structured: o.structured, Token: tok, Endpoint: o.endpoint}, err
 		},
 	},
 	a2a.Namespace: {
-		projection: func() push.Projection { return a2a.New() },
+		projection: func(store.ActorKeyStore) push.Projection { return a2a.New() },
 		config: func(o *configFlags) (any, error) {
 			tok, err := secretValue("--token", o.token)
 			if err != nil {
@@ -293,7 +308,7 @@ var namespaces = map[string]wire{
 		},
 	},
 	webhook.Namespace: {
-		projection: func() push.Projection { return webhook.New() },
+		projection: func(store.ActorKeyStore) push.Projection { return webhook.New() },
 		config: func(o *configFlags) (any, error) {
 			secrets := make([]string, len(o.secrets))
 			for i, s := range o.secrets {
@@ -360,7 +375,7 @@ func (o *configFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&o.credentials, "credentials", "", "a2a: Authorization credentials")
 	f.StringVar(&o.a2aVersion, "a2a-version", "", "a2a: protocol version, 1.0 (default) or 0.3")
 	f.StringVar(&o.keyID, "key-id", "", "activitypub: the actor's key URI (keyId), e.g. https://example.com/users/alice#main-key")
-	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's private key: RSA (PKCS#1 or PKCS#8) or Ed25519 (PKCS#8)")
+	f.StringVar(&o.privateKeyFile, "private-key-file", "", "activitypub: PEM file of the actor's private key, RSA (PKCS#1 or PKCS#8) or Ed25519 (PKCS#8): this registration's own copy (default: the key held under --key-id, herald keys)")
 	f.StringVar(&o.signatureScheme, "signature-scheme", "", "activitypub: pin the HTTP signature scheme, rfc9421 or cavage (default: RFC 9421 first, draft-cavage when the host refuses it; an Ed25519 key signs RFC 9421 only)")
 	f.StringVar(&o.proofKeyID, "proof-key-id", "", "activitypub: add a FEP-8b32 object integrity proof to every activity, by the actor's Ed25519 Multikey with this id")
 	f.StringVar(&o.proofPrivateKeyFile, "proof-private-key-file", "", "activitypub: PEM file (PKCS#8) of the Multikey's Ed25519 private key (default: --private-key-file, if Ed25519)")

@@ -38,8 +38,9 @@ const (
 // Config is the JSON object a registration of the "activitypub" namespace
 // carries in push.Registration.Config. key_id (required) is the HTTP
 // signature's key id, the absolute http(s) URI of the sending actor's public
-// key ("https://example.com/users/alice#main-key"). private_key (required)
-// is the actor's key, PEM, not encrypted: RSA (PKCS#1 or PKCS#8, at least
+// key ("https://example.com/users/alice#main-key"). private_key is the
+// actor's key, PEM, not encrypted (left out, key_id names a key held once
+// in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8, at least
 // MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme:
 // "rfc9421" or "cavage" (RSA only); left out, an RSA key knocks twice and an
 // Ed25519 key signs RFC 9421 only (package doc, "Signatures").
@@ -123,17 +124,24 @@ type settings struct {
 	http      Key             // signs the HTTP request
 	schemes   []string        // tried in order (Signer.Schemes)
 	proof     *Key            // signs a FEP-8b32 proof, if set
+	scheme    string          // the pinned scheme, "" for none: a held key's schemes
 	actors    map[string]bool // nil: deliver everything
 	followers map[string]bool
 }
 
 func (c Config) settings() (*settings, error) {
-	key, err := parsePrivateKey(c.PrivateKey)
 	errs := []error{checkURI("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
-	if err != nil {
-		errs = append(errs, journal.Invalid("config.private_key", "%s", err))
+	var key crypto.Signer
+	if c.PrivateKey != "" { // else a held key, by key_id (Projection.ValidateConfig)
+		var err error
+		if key, err = parsePrivateKey(c.PrivateKey); err != nil {
+			errs = append(errs, journal.Invalid("config.private_key", "%s", err))
+		}
 	}
-	s := &settings{http: Key{ID: c.KeyID, Signer: key}}
+	s := &settings{http: Key{ID: c.KeyID, Signer: key}, scheme: c.SignatureScheme}
+	if key == nil && c.SignatureScheme != "" && c.SignatureScheme != SchemeRFC9421 && c.SignatureScheme != SchemeCavage {
+		errs = append(errs, journal.Invalid("config.signature_scheme", "is %q: it must be %q, %q, or left out", c.SignatureScheme, SchemeRFC9421, SchemeCavage))
+	}
 	if key != nil {
 		var err error
 		if s.schemes, err = Schemes(key, c.SignatureScheme); err != nil {
@@ -147,6 +155,7 @@ func (c Config) settings() (*settings, error) {
 		errs = append(errs, checkURI("proof_key_id", c.ProofKeyID))
 		proofKey, field := key, "config.private_key"
 		if c.ProofPrivateKey != "" {
+			var err error
 			field = "config.proof_private_key"
 			if proofKey, err = parsePrivateKey(c.ProofPrivateKey); err != nil {
 				errs = append(errs, journal.Invalid(field, "%s", err))

@@ -112,4 +112,16 @@
 // A Signer holds a parsed Key: an id and a crypto.Signer. RFC 9421 and
 // proofs sign through crypto.Signer alone; draft-cavage, through
 // go-fed/httpsig, needs the *rsa.PrivateKey itself.
+//
+// # Keys held once
+//
+// A config without private_key names by key_id a key held once in the
+// store (store.ActorKeyStore; `herald keys`), which the projection is given
+// with WithKeys. Each message reads the key's version, one small row with
+// no private key, and parses the key only when that version is not cached
+// (per key id, at most 512 ids): a rotation takes effect at the next message
+// built, which is the next attempt, and an old key is never used after it.
+// ValidateConfig refuses a key_id the store does not hold; a key removed
+// under a registration fails its messages (transient, the evidence naming
+// the key id). A config with its own private_key signs with it, as before.
 package activitypub

@@ -44,14 +44,44 @@ var _ push.Projection = (*Projection)(nil)
 // rec.Final) and push.ConfigValidator safe for concurrent use.
 type Projection struct {
 	*base
+	keys       KeySource // held keys (WithKeys); nil: none
+	parsed     keyCache  // parsed held keys
 	activities *activities
 }
 
 type base = projconfig.Projection[*settings]
 
 // New returns an ActivityPub projection.
-func New() *Projection {
-	return &Projection{projconfig.New(Namespace, cacheSize, Config.settings), newActivities(activityCacheSize, maxCachedPayload)}
+func New(opts ...Option) *Projection {
+	p := &Projection{base: projconfig.New(Namespace, cacheSize, Config.settings), activities: newActivities(activityCacheSize, maxCachedPayload)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// ValidateConfig checks reg's config as ParseConfig does and, when it
+// names a held key (no private_key), that the key store (WithKeys) holds
+// key_id: an unknown one is refused naming config.key_id. Without a key
+// store only the shape is checked, and such a registration's messages fail.
+func (p *Projection) ValidateConfig(reg push.Registration) error {
+	if err := p.base.ValidateConfig(reg); err != nil {
+		return err
+	}
+	s, err := projconfig.Get(p.base, reg.Config)
+	if err != nil || s.http.Signer != nil {
+		return err
+	}
+	if p.keys == nil {
+		return nil // the shape only: without a key store its messages fail, naming key_id
+	}
+	if _, err := p.keys.ActorKeyVersion(context.Background(), s.http.ID); err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
+			return journal.Invalid("config.key_id", "%q names no stored key: add it with `herald keys add`, or give private_key", s.http.ID)
+		}
+		return fmt.Errorf("config.key_id: %w", err)
+	}
+	return nil
 }
 
 // Messages returns the message that delivers rec to reg's inbox, or none
@@ -69,13 +99,25 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	if !s.wants(a.activity) {
 		return nil, nil
 	}
+	sig := &Signer{key: s.http, schemes: s.schemes}
+	if s.http.Signer == nil { // a held key, read at each message: a rotation takes effect at the next
+		key, err := p.parsed.heldKey(ctx, p.keys, s.http.ID)
+		if err != nil {
+			return nil, fmt.Errorf("activitypub: registration %s: %w", store.Name(reg.Stream, reg.ID), err)
+		}
+		schemes, err := Schemes(key, s.scheme)
+		if err != nil {
+			return nil, fmt.Errorf("activitypub: registration %s: config.signature_scheme with key_id %q: %w", store.Name(reg.Stream, reg.ID), s.http.ID, err)
+		}
+		sig = &Signer{key: Key{ID: s.http.ID, Signer: key}, schemes: schemes}
+	}
 	body := a.body
 	if s.proof != nil {
 		if body, err = addProof(body, *s.proof, rec.AppendedAt); err != nil {
 			return nil, fmt.Errorf("activitypub: record %s (#%d): proof: %w", rec.ID, rec.Seq, err)
 		}
 	}
-	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: &Signer{key: s.http, schemes: s.schemes}}}, nil
+	return []push.Message{{ID: rec.ID, ContentType: ContentType, Body: body, Signer: sig}}, nil
 }
 
 // wants applies the rules of package doc's "Which inbox gets what".

@@ -23,16 +23,17 @@ var _ store.Backend = (*Store)(nil)
 // Store keeps the journal and the registrations in maps behind one mutex.
 // The zero value is not usable; call New.
 type Store struct {
-	mu       sync.Mutex
-	now      func() time.Time
-	streams  map[string]*stream
-	ids      map[string]ref
-	regs     map[store.Key]*store.Registration
-	evidence map[store.Key][]store.Evidence
-	hosts    map[string]store.Host
-	subs     map[store.Key]*store.Subscription // by (prefix, id)
-	schemes  map[string]hostScheme             // by host; only of hosts in hosts
-	tokens   tokens
+	mu        sync.Mutex
+	now       func() time.Time
+	streams   map[string]*stream
+	ids       map[string]ref
+	regs      map[store.Key]*store.Registration
+	evidence  map[store.Key][]store.Evidence
+	hosts     map[string]store.Host
+	schemes   map[string]hostScheme // by host; only of hosts in hosts
+	tokens    tokens
+	actorKeys actorKeys
+	subs      map[store.Key]*store.Subscription // by (prefix, id)
 }
 
 type stream struct {

@@ -18,9 +18,12 @@
 // held to the appender's commit, or a NOTIFY in its transaction, throttles
 // the application's own writes. So Append and AppendTx only insert into
 // herald_record, whose rows are never updated: each carries its
-// transaction's id (xid8) and its insertion order (pos). Both call one SQL
-// function, herald_append_rows ("Appending from SQL"), whose insert checks
-// the seal and that no id is stored in the same statement, so idempotency
+// transaction's id (xid8) and its insertion order (pos). AppendTx's one
+// entry is one INSERT … WHERE the stream is not sealed ON CONFLICT (id) DO
+// NOTHING; a batch, an entry that insert did not take, Append and
+// herald_append call one SQL function, herald_append_rows ("Appending from
+// SQL"), whose insert checks the seal and that no id is stored in the same
+// statement, so idempotency
 // (journal.Digest), conflicts and sealing are decided in the appending
 // transaction. A concurrent append of the same new id waits on the primary
 // key for that id only, and is then decided as above (a batch is
@@ -96,12 +99,17 @@
 //
 // They abort the caller's transaction.
 //
-// herald_append and AppendTx append through herald_append_rows(stream,
-// ids, kinds, content_types, payloads, finals, traceparents, tracestates,
-// appended_at), which runs as the schema's owner (SECURITY DEFINER, its
-// search_path pg_catalog, its schema, then pg_temp), so that a producer's
-// role holds EXECUTE on it and no privilege on the tables (README,
-// "Producers' grants"). It checks each entry again, whoever calls it: a
+// herald_append and AppendTx (but its usual entry, above) append through
+// herald_append_rows(stream, ids, kinds, content_types, payloads, finals,
+// traceparents, tracestates, appended_at), which runs as the schema's owner
+// (SECURITY DEFINER, its search_path pg_catalog, its schema, then pg_temp).
+// A producer's role holds EXECUTE on it, INSERT on herald_record's columns
+// but xid and pos, and SELECT on herald_sealed (README, "Producers'
+// grants"); the table's check constraints and its trigger
+// herald_record_reserved refuse what a hand-written insert could forge (a
+// reserved stream or id, control characters, a content type that is not
+// type/subtype, non-JSON under a JSON type), never more strictly than Go.
+// herald_append_rows checks each entry again, whoever calls it: a
 // one-expression test passes the usual entry (printable ASCII names, a bare
 // type/subtype, no trace context), and anything else goes through the
 // checks that give Go's errors; a JSON payload is cast to json. It refuses

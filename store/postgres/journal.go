@@ -86,12 +86,27 @@ type stored struct {
 	refused bool
 }
 
-// appendTx appends validated entries in tx by herald_append_rows, which
-// checks them again (a producer may call it by hand), inserts them and,
-// when an id is stored or the stream sealed, decides as journal.Same does
-// (package doc, "Appending from SQL").
+// appendTx appends validated entries in tx: one entry by a plain insert
+// (the usual append), a batch, or an entry the insert did not take, by
+// herald_append_rows, which checks them again (a producer may call it by
+// hand), inserts them and, when an id is stored or the stream sealed,
+// decides as journal.Same does (package doc, "Appending from SQL").
 func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries []journal.Entry) ([]journal.Record, error) {
 	n := len(entries)
+	if n == 1 {
+		e := entries[0]
+		payload, digest := clonePayload(e.Payload), journal.Digest(stream, e)
+		at := s.now().UTC().Truncate(time.Microsecond) // PostgreSQL's precision
+		tag, err := tx.Exec(ctx, sqlInsertRecord, pgx.NamedArgs{"stream": stream, "id": e.ID, "kind": e.Kind,
+			"content_type": e.ContentType, "payload": payload, "final": e.Final, "digest": digest[:], "at": at,
+			"traceparent": e.Traceparent, "tracestate": e.Tracestate})
+		if err != nil {
+			return nil, s.dbErr(ctx, "append to "+stream, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return []journal.Record{record(stream, e, payload, at)}, nil
+		}
+	}
 	ids, kinds, types, parents, states := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	payloads, finals := make([][]byte, n), make([]bool, n)
 	for i, e := range entries {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 	"github.com/heraldpush/herald/store/storetest"
 )
@@ -94,9 +95,10 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(pool.Close)
 		}
-		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_subscription, herald_seq, herald_record, herald_stream, herald_host, herald_token RESTART IDENTITY")
+		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_subscription, herald_seq, herald_record, herald_stream, herald_host, herald_token, herald_actor_key RESTART IDENTITY")
 		require.NoError(t, err)
-		s, err := postgres.New(t.Context(), pool)
+		// A keyring: actor keys, always secrets, are stored only sealed.
+		s, err := postgres.New(t.Context(), pool, postgres.WithKeyring(seal.Generate()))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return unnumbering{s}

@@ -48,7 +48,7 @@ func newProducerDB(t *testing.T) producerDB {
 	d := newSQLDB(t)
 	role := fmt.Sprintf("herald_producer_%d_%d", os.Getpid(), producerRoles.Add(1))
 	grants := strings.ReplaceAll(readmeGrants(t), " TO app;", " TO "+role+";")
-	require.Equal(t, 3, strings.Count(grants, role), "the README grants three things to app")
+	require.Equal(t, 5, strings.Count(grants, role), "the README grants five things to app")
 	pool := d.s.Pool()
 	_, err := pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN`)
 	require.NoError(t, err)
@@ -118,8 +118,9 @@ func TestProducerWithTheDocumentedGrants(t *testing.T) {
 // of issue 38 is refused and leaves nothing: a raw INSERT into
 // herald_record (the alert the operators' subscriber would take as
 // herald's), an append to herald/events or with a herald-event: id, a kind
-// with CR LF, a non-JSON payload under application/json, by herald_append
-// and by herald_append_rows called by hand (Go's checks bypassed), a
+// with CR LF, a non-JSON payload under application/json, by herald_append,
+// by herald_append_rows called by hand (Go's checks bypassed) and by a raw
+// INSERT (the table's checks and trigger), a
 // transaction id written by hand, and a temporary table posing as
 // herald_record.
 func TestProducerCannotForge(t *testing.T) {
@@ -144,6 +145,13 @@ VALUES ('herald/events', 'herald-event:forged', 'herald.registration.parked', 'a
 	refused("a hand-written xid", "42501", `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, xid)
 VALUES ('orders/1', 'x-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '1')`)
 	refused("an UPDATE of the xid", "42501", `UPDATE herald_record SET xid = '1'`)
+	const raw = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+VALUES ($1, $2, $3, $4, $5, false, '\x00', now())`
+	refused("a raw INSERT with an event's id", "42501", raw, "orders/1", journal.ReservedIDPrefix+"r", "k", "application/json", []byte(`{}`))
+	refused("a raw INSERT with a kind with CR LF", "23514", raw, "orders/1", "r-1", "order.created\r\nX-Injected: 1", "application/json", []byte(`{}`))
+	refused("a raw INSERT with a bad content type", "23514", raw, "orders/1", "r-2", "k", "json", []byte(`{}`))
+	refused("a raw INSERT of non-JSON under application/json", "22P02", raw, "orders/1", "r-3", "k", "Application/JSON; charset=utf-8", []byte("not json"))
+	refused("a raw INSERT of non-JSON under +json", "22P02", raw, "orders/1", "r-4", "k", "application/cloudevents+json", []byte("{"))
 	refused("herald_append to herald/events", "HA400", `SELECT herald_append($1, 'evt-1', 'herald.registration.parked', $2::bytea, 'application/json')`,
 		store.EventsStream, alert)
 	refused("herald_append_rows to herald/events", "HA400", rows, one(store.EventsStream, "evt-1", "herald.registration.parked", "application/json", alert)...)
@@ -263,6 +271,7 @@ func TestProducerAppendToANewStreamMaterialisesSubscriptions(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	tx, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before Close: a failed append must not hang it
 	_, err = s.AppendTx(ctx, tx, "tenant/7/invoices", entry("go-1"))
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))

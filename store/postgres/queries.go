@@ -24,6 +24,7 @@ const (
 // The journal (journal.go): sql/journal.sql.
 var (
 	sqlAppendRows    = stmt("append_rows")
+	sqlInsertRecord  = stmt("insert_record")
 	sqlLookupIDs     = stmt("lookup_ids")
 	sqlHead          = stmt("head")
 	sqlFinalSeq      = stmt("final_seq")

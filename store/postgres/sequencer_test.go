@@ -367,7 +367,7 @@ func TestStepVisitsEachRecordOnce(t *testing.T) {
 	s := newStore(t)
 	pool := s.Pool()
 	const insert = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
-SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x00', false, '\x00', now() FROM generate_series(1, 1000) g`
+SELECT 'task/' || (g % 100), $1 || g, 'k', 'application/json', '\x7b7d', false, '\x00', now() FROM generate_series(1, 1000) g`
 	for _, batch := range []string{"a-", "b-"} {
 		_, err := pool.Exec(ctx, insert, batch)
 		require.NoError(t, err)

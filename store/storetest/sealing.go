@@ -28,14 +28,27 @@ var Secrets = []struct {
 		[]string{"PrivateKeyOfAliceXyz", "BEGIN PRIVATE KEY"}},
 }
 
+// ActorKeySecret is an actor's private key held once (store.ActorKeyStore);
+// a dump of a store that seals must not show it either.
+var ActorKeySecret = struct {
+	ID, PEM string
+	Secrets []string
+}{"https://a.example/u/bob#main-key", "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIActorKeyOfBobQwerty0987654321zyxwvuts\n-----END PRIVATE KEY-----\n",
+	[]string{"ActorKeyOfBobQwerty", "BEGIN PRIVATE KEY"}}
+
 // RegisterSecrets registers one registration of each of Secrets in s, in
-// stream "sealed", ids their namespaces.
+// stream "sealed", ids their namespaces, and adds ActorKeySecret when s
+// keeps actor keys.
 func RegisterSecrets(t *testing.T, s store.Store) {
 	t.Helper()
 	for _, c := range Secrets {
 		_, err := s.Register(context.Background(), store.Registration{Stream: "sealed", ID: c.Namespace, Namespace: c.Namespace,
 			URL: "https://receiver.example/" + c.Namespace, Config: store.Config(c.Config)})
 		require.NoError(t, err, c.Namespace)
+	}
+	if ks, ok := s.(store.ActorKeyStore); ok {
+		require.NoError(t, ks.AddActorKey(context.Background(), store.ActorKey{ID: ActorKeySecret.ID, PrivateKey: []byte(ActorKeySecret.PEM),
+			Algorithm: "Ed25519", Fingerprint: "SHA256:test", Created: t0}))
 	}
 }
 
@@ -48,6 +61,11 @@ func FindSecret(dump []byte) (string, bool) {
 			if strings.Contains(string(dump), s) || strings.Contains(lower, hex.EncodeToString([]byte(s))) {
 				return c.Namespace + "'s " + s, true
 			}
+		}
+	}
+	for _, s := range ActorKeySecret.Secrets {
+		if strings.Contains(string(dump), s) || strings.Contains(lower, hex.EncodeToString([]byte(s))) {
+			return "the actor key's " + s, true
 		}
 	}
 	return "", false

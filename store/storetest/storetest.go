@@ -69,6 +69,7 @@ func Run(t *testing.T, open Factory) {
 		{"Subscriptions", subscriptionTests},
 		{"Pause", pauseTests},
 		{"Tokens", tokenTests},
+		{"ActorKeys", actorKeyTests},
 	}
 	_, batches := open(t).(store.AdvanceBatcher) // one backend more per Run, for its type
 	for _, g := range groups {

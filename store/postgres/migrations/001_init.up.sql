@@ -53,13 +53,32 @@ CREATE TABLE herald_record (
     xid          xid8    NOT NULL DEFAULT pg_current_xact_id(),
     -- Insertion order: a transaction's records are numbered in it (a batch
     -- is inserted in entry order).
-    pos          bigint  GENERATED ALWAYS AS IDENTITY (CACHE 32)
+    pos          bigint  GENERATED ALWAYS AS IDENTITY (CACHE 32),
+    -- A producer inserts here directly (README, "Producers' grants"): what
+    -- journal.ValidateEntries refuses that would reach a receiver's headers
+    -- or parser is refused here too, as a necessary condition of Go's rules
+    -- (never more strict): names without control characters (nor
+    -- whitespace in a stream or kind), a type/subtype content type, JSON
+    -- where it says JSON. herald_record_reserved keeps herald's own streams
+    -- and ids herald's.
+    CONSTRAINT herald_record_names CHECK (
+        stream !~ '[\x01-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]'
+        AND kind !~ '[\x01-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]'
+        AND id !~ '[\x01-\x1f\x7f-\x9f\u2028\u2029]'
+        AND traceparent !~ '[^ -~]' AND tracestate !~ '[^ -~]'),
+    CONSTRAINT herald_record_content_type CHECK (
+        split_part(content_type, ';', 1) ~ $re$^[\s\u0085\u00a0]*[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+[\s\u0085\u00a0]*$$re$
+        AND CASE WHEN split_part(content_type, ';', 1) ~* '(^[\s\u0085\u00a0]*application/json|\+json)[\s\u0085\u00a0]*$'
+            THEN convert_from(payload, 'UTF8')::json IS NOT NULL ELSE true END) -- raises unless JSON
 );
 -- The sequencer's work list: the records of the transactions that committed
 -- since its last snapshot.
 CREATE INDEX herald_record_xid ON herald_record (xid, pos);
 -- An append's seal check: a final record of the stream, numbered or not.
 CREATE INDEX herald_record_final ON herald_record (stream) WHERE final;
+-- The sealed streams, for a producer's seal check (AppendTx's insert):
+-- it sees which streams are sealed, nothing else of the journal.
+CREATE VIEW herald_sealed AS SELECT stream FROM herald_record WHERE final;
 
 -- The sequencer's verdict on each record: its seq, or why it was refused (it
 -- committed after its stream's final record was numbered, or is a second
@@ -221,6 +240,20 @@ CREATE TABLE herald_token (
     created_at   timestamptz NOT NULL,
     last_used_at timestamptz,
     revoked_at   timestamptz
+);
+
+-- Actor keys (store.ActorKeyStore): an actor's signing key held once by its
+-- key id; private_key is the PEM sealed under the keyring (store.Sealer,
+-- bound to the id), never in clear when one is given. version grows by one
+-- at each rotation.
+CREATE TABLE herald_actor_key (
+    id          text COLLATE "C" PRIMARY KEY,
+    private_key bytea   NOT NULL,
+    algorithm   text    NOT NULL,
+    fingerprint text    NOT NULL,
+    version     bigint  NOT NULL DEFAULT 1 CHECK (version >= 1),
+    created_at  timestamptz NOT NULL,
+    rotated_at  timestamptz
 );
 
 -- Host health (push.HostStore), shared by every worker on the database: one
@@ -905,6 +938,26 @@ BEGIN ATOMIC
     SELECT herald_append_one($1, $2, $3, convert_to($4::text, 'UTF8'), coalesce($5, 'application/json'), $6, true, $7, $8);
 END;
 
+-- herald_record_reserved: a row of a reserved stream or with a reserved id
+-- (journal.ReservedPrefix, ReservedIDPrefix) goes in only when the
+-- session's user is a member of the schema's owner (this function runs as
+-- the owner): herald itself, appending its events. The WHEN keeps every
+-- other row, a producer's usual append, free of it.
+CREATE FUNCTION herald_reserved_row() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $fn$
+BEGIN
+    IF NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
+        RAISE EXCEPTION USING ERRCODE = '42501', COLUMN = CASE WHEN starts_with(NEW.stream, 'herald/') THEN 'stream' ELSE 'id' END,
+            MESSAGE = format('herald_record: stream %s, id %s: streams named herald/… and ids starting with "herald-event:" are herald''s own, and only herald appends them',
+                to_json(NEW.stream)::text, to_json(NEW.id)::text);
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER herald_record_reserved BEFORE INSERT ON herald_record FOR EACH ROW
+    WHEN (starts_with(NEW.stream, 'herald/') OR starts_with(NEW.id, 'herald-event:'))
+    EXECUTE FUNCTION herald_reserved_row();
+
 -- pg_temp last: a producer's temporary table named as one of herald's must
 -- not stand in for it in a function that runs as the owner.
 DO $do$
@@ -916,7 +969,7 @@ BEGIN
         'herald_go_quote(text)', 'herald_check_trace(text, text)', 'herald_stream_subscriptions()',
         'herald_check_entry(text, text, text, text, bytea, bigint, text, text)',
         'herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz)',
-        'herald_append_one(text, text, text, bytea, text, boolean, boolean, text, text)']
+        'herald_append_one(text, text, text, bytea, text, boolean, boolean, text, text)', 'herald_reserved_row()']
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
     END LOOP;

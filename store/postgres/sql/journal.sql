@@ -1,8 +1,20 @@
 -- The journal (journal.go): the package documentation, "Appending".
 
+-- name: insert_record
+-- AppendTx's usual append, one entry: a plain insert, the table's checks and
+-- trigger its fence (README, "Producers' grants"); xid and pos are the
+-- table's defaults. The seal check is one probe of an index range, the
+-- stream's final records (herald_sealed, herald_record_final). No row: the
+-- stream is sealed or the id stored, and append_rows decides.
+INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+SELECT @stream::text, @id::text, @kind::text, @content_type::text, @payload::bytea, @final::boolean, @digest::bytea,
+    @at::timestamptz, @traceparent::text, @tracestate::text
+WHERE NOT EXISTS (SELECT FROM herald_sealed WHERE stream = @stream)
+ON CONFLICT (id) DO NOTHING
+
 -- name: append_rows
--- AppendTx's one round trip: herald_append_rows (the migration) checks,
--- inserts and decides.
+-- A batch, or an entry insert_record did not insert: herald_append_rows
+-- (the migration) checks, inserts and decides.
 SELECT * FROM herald_append_rows(@stream, @ids, @kinds, @content_types, @payloads, @finals, @traceparents, @tracestates, @at)
 
 -- name: lookup_ids

@@ -1,3 +1,4 @@
+DROP TABLE herald_actor_key;
 DROP TABLE herald_token;
 DROP TABLE herald_host;
 DROP TABLE herald_evidence;

@@ -152,6 +152,20 @@ CREATE TABLE herald_token (
     revoked_at   INTEGER
 ) STRICT;
 
+-- Actor keys (store.ActorKeyStore): an actor's signing key held once by its
+-- key id; private_key is the PEM sealed under the keyring (store.Sealer,
+-- bound to the id), never in clear when one is given. version grows by one
+-- at each rotation.
+CREATE TABLE herald_actor_key (
+    id          TEXT    PRIMARY KEY,
+    private_key BLOB    NOT NULL,
+    algorithm   TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    version     INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
+    created_at  INTEGER NOT NULL,
+    rotated_at  INTEGER
+) STRICT;
+
 -- Host health (push.HostStore), shared by every worker of the database: one
 -- row per host that failed for its host (push.HostOf form), until retention
 -- removes it (no registration of the host, no failure for the retention age). Due holds

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/heraldpush/herald/internal/operator"
+	tbl "github.com/heraldpush/herald/internal/table"
+	"github.com/heraldpush/herald/journal"
+)
+
+func newKeys(e *env) command {
+	list := newKeysList(e)
+	list.use, list.subcommands = "keys", []command{newKeysAdd(e), newKeysList(e), newKeysRotate(e), newKeysRemove(e)}
+	list.short = "Actors' signing keys, held once by key id: add, list, rotate, remove"
+	list.long = `ActivityPub actors' private keys, each held once under its key id (the
+signature's keyId, "https://example.com/users/alice#main-key"), for every
+registration that names it (herald register --namespace activitypub --key-id
+ID, without --private-key-file). A key is RSA (at least 2048 bits, PKCS#1 or
+PKCS#8) or Ed25519 (PKCS#8), PEM, not encrypted; it is stored sealed under
+the keyring, like registrations' secrets, and never printed. rotate replaces
+it: every registration naming it signs with the new key from its next
+attempt, in every process on the database. remove is refused while
+registrations name the key, saying how many, unless --force.`
+	list.example = `  herald keys add --key-id https://example.com/users/alice#main-key --private-key alice.pem
+  herald keys list --json
+  herald keys rotate --key-id https://example.com/users/alice#main-key --private-key alice-2026.pem
+  herald keys remove --key-id https://example.com/users/alice#main-key`
+	return list
+}
+
+func newKeysList(e *env) command {
+	return command{
+		use:   "list",
+		short: "List every held key by id: algorithm, fingerprint, version, created, rotated (never the key)",
+		db:    readDB,
+		run: func(c *call) error {
+			ks, err := c.b.ActorKeys(c.ctx())
+			if err != nil {
+				return err
+			}
+			out := make([]operator.KeyView, len(ks))
+			for i, k := range ks {
+				out[i] = operator.ViewKey(k)
+			}
+			return c.print(out, func(w io.Writer) {
+				if len(out) == 0 {
+					fmt.Fprintf(w, "No key: %s holds one.\n", e.hint("keys add"))
+					return
+				}
+				t := tbl.New(w, "KEY ID", "ALGORITHM", "FINGERPRINT", "VERSION", "CREATED", "ROTATED")
+				for _, v := range out {
+					t.Row(v.ID, v.Algorithm, v.Fingerprint, fmt.Sprint(v.Version), operator.Instant(v.Created), operator.Instant(v.Rotated))
+				}
+				t.Flush()
+			})
+		},
+	}
+}
+
+// actorKeyFlags are add's and rotate's flags.
+type actorKeyFlags struct {
+	id, file string
+	at       instant
+}
+
+func (k *actorKeyFlags) flags(f *pflag.FlagSet) {
+	f.StringVar(&k.id, "key-id", "", "the key's id, the signature's keyId: an absolute http(s) URI (required)")
+	f.StringVar(&k.file, "private-key", "", "PEM file of the private key: RSA (PKCS#1 or PKCS#8) or Ed25519 (PKCS#8) (required)")
+	f.Var(&k.at, "at", "the instant recorded as created or rotated: RFC 3339 or unix seconds (default now)")
+}
+
+func (k *actorKeyFlags) read() ([]byte, error) {
+	pem, err := os.ReadFile(k.file)
+	if err != nil {
+		return nil, readError("--private-key", k.file, err, " (give a PEM file of the actor's private key)")
+	}
+	return pem, nil
+}
+
+func keyErr(e *env, err error) error {
+	switch {
+	case errors.Is(err, journal.ErrInvalid):
+		return usageOf(err)
+	case errors.Is(err, journal.ErrNotFound):
+		return usageOf(fmt.Errorf("%w (%s lists the keys)", err, e.hint("keys list")))
+	case errors.Is(err, journal.ErrConflict):
+		return usageOf(err)
+	}
+	return err
+}
+
+func newKeysAdd(e *env) command {
+	var k actorKeyFlags
+	return command{
+		use:   "add",
+		short: "Hold an actor's private key under its key id",
+		long: `Hold the private key in --private-key under --key-id. The key is parsed
+(its algorithm is said) and stored sealed; an id held already is refused
+(herald keys rotate replaces a key).`,
+		example: `  herald keys add --key-id https://example.com/users/alice#main-key --private-key alice.pem`,
+		need:    []string{"key-id", "private-key"},
+		db:      readDB,
+		flags:   k.flags,
+		run: func(c *call) error {
+			pem, err := k.read()
+			if err != nil {
+				return err
+			}
+			v, err := operator.AddKey(c.ctx(), c.b, "--key-id", "--private-key", k.id, pem, c.at(k.at))
+			if err != nil {
+				return keyErr(e, err)
+			}
+			return c.print(v, func(w io.Writer) {
+				fmt.Fprintf(w, "Added %s: %s, %s.\n", tbl.Cell(v.ID), v.Algorithm, v.Fingerprint)
+			})
+		},
+	}
+}
+
+func newKeysRotate(e *env) command {
+	var k actorKeyFlags
+	return command{
+		use:     "rotate",
+		short:   "Replace a held key: every registration naming it signs with the new one from its next attempt",
+		example: `  herald keys rotate --key-id https://example.com/users/alice#main-key --private-key alice-2026.pem`,
+		need:    []string{"key-id", "private-key"},
+		db:      readDB,
+		flags:   k.flags,
+		run: func(c *call) error {
+			pem, err := k.read()
+			if err != nil {
+				return err
+			}
+			v, err := operator.RotateKey(c.ctx(), c.b, "--key-id", "--private-key", k.id, pem, c.at(k.at))
+			if err != nil {
+				return keyErr(e, err)
+			}
+			return c.print(v, func(w io.Writer) {
+				fmt.Fprintf(w, "Rotated %s to version %d: %s, %s.\n", tbl.Cell(v.ID), v.Version, v.Algorithm, v.Fingerprint)
+			})
+		},
+	}
+}
+
+func newKeysRemove(e *env) command {
+	var (
+		id    string
+		force bool
+	)
+	return command{
+		use:   "remove",
+		short: "Remove a held key; refused while registrations name it, unless --force",
+		long: `Remove the key held under --key-id. While registrations sign with it, it is
+refused, saying how many; with --force it is removed anyway, and their
+deliveries fail (retried, with evidence naming the key id) until the key is
+added again or they are registered with another.`,
+		example: `  herald keys remove --key-id https://example.com/users/alice#main-key`,
+		need:    []string{"key-id"},
+		db:      readDB,
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&id, "key-id", "", "the key's id (required)")
+			f.BoolVar(&force, "force", false, "remove it even while registrations name it")
+		},
+		run: func(c *call) error {
+			users, err := operator.RemoveKey(c.ctx(), c.b, id, force)
+			if err != nil {
+				return keyErr(e, err)
+			}
+			return c.print(map[string]any{"key_id": id, "removed": true, "registrations": users}, func(w io.Writer) {
+				fmt.Fprintf(w, "Removed %s.\n", tbl.Cell(id))
+				if users > 0 {
+					fmt.Fprintf(w, "%s named it: their deliveries fail until it is added again.\n", plural(users, "registration"))
+				}
+			})
+		},
+	}
+}

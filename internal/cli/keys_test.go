@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/operator"
+)
+
+// rsaKeyFile writes a new 2048-bit RSA key, PKCS#8 PEM, and returns its
+// path and a line of its body (what must never be printed).
+func rsaKeyFile(t *testing.T, name string) (string, string) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, keyPEM, 0o600))
+	return path, strings.Split(string(keyPEM), "\n")[5]
+}
+
+// TestKeysAreHeldOnceRotatedAndRemovedNeverPrinted: add, list, rotate and
+// remove show the id, algorithm and fingerprint, never the key; a
+// registration names the key by id; remove is refused while one does,
+// naming how many, unless --force.
+func TestKeysAreHeldOnceRotatedAndRemovedNeverPrinted(t *testing.T) {
+	db := newDB(t)
+	const id = "https://a.example/u/alice#main-key"
+	first, firstLine := rsaKeyFile(t, "alice.pem")
+	second, secondLine := rsaKeyFile(t, "alice-2.pem")
+	heraldOK(t, db, "", "migrate", "up")
+
+	require.Contains(t, heraldOK(t, db, "", "keys", "list"), "No key")
+	added := heraldOK(t, db, "", "keys", "add", "--key-id", id, "--private-key", first)
+	require.Contains(t, added, "Added "+id+": RSA, SHA256:")
+	r := runCLI(t, db, "", "keys", "add", "--key-id", id, "--private-key", second)
+	require.Equal(t, ExitUsage, r.code, "an id held already: %s", r.stderr)
+
+	var list []operator.KeyView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "--json", "keys", "list")), &list))
+	require.Len(t, list, 1)
+	require.Equal(t, id, list[0].ID)
+	require.Equal(t, "RSA", list[0].Algorithm)
+	require.EqualValues(t, 1, list[0].Version)
+	require.Contains(t, added, list[0].Fingerprint)
+
+	heraldOK(t, db, "", "register", "--stream", "actor/alice", "--id", "bob", "--namespace", "activitypub",
+		"--url", "https://b.example/inbox", "--key-id", id)
+	r = runCLI(t, db, "", "register", "--stream", "actor/alice", "--id", "carol", "--namespace", "activitypub",
+		"--url", "https://c.example/inbox", "--key-id", "https://a.example/u/nobody#main-key")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "invalid --key-id")
+	require.Contains(t, r.stderr, "herald keys add")
+
+	rotated := heraldOK(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", second)
+	require.Contains(t, rotated, "to version 2")
+	require.NotContains(t, rotated, list[0].Fingerprint, "the new key's fingerprint")
+
+	r = runCLI(t, db, "", "keys", "remove", "--key-id", id)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "1 registration")
+	require.Contains(t, heraldOK(t, db, "", "keys", "list"), id, "a refused remove keeps the key")
+	require.Contains(t, heraldOK(t, db, "", "keys", "remove", "--key-id", id, "--force"), "1 registration named it")
+	require.Contains(t, heraldOK(t, db, "", "keys"), "No key")
+
+	for _, out := range []string{added, rotated, r.stderr} {
+		require.NotContains(t, out, firstLine)
+		require.NotContains(t, out, secondLine)
+	}
+}
+
+// TestKeysAddRefusesBadInputNamingTheFlag: a relative key id, a file that
+// is no key, a missing file or flag are usage errors naming the flag, and
+// hold no key.
+func TestKeysAddRefusesBadInputNamingTheFlag(t *testing.T) {
+	db := newDB(t)
+	good, _ := rsaKeyFile(t, "alice.pem")
+	heraldOK(t, db, "", "migrate", "up")
+	notKey := filepath.Join(t.TempDir(), "note.txt")
+	require.NoError(t, os.WriteFile(notKey, []byte("hello"), 0o600))
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--key-id", "/u/alice#main-key", "--private-key", good}, "--key-id"},
+		{[]string{"--key-id", "https://a.example/u/alice#k", "--private-key", notKey}, "--private-key"},
+		{[]string{"--key-id", "https://a.example/u/alice#k", "--private-key", notKey + ".missing"}, "--private-key"},
+		{[]string{"--private-key", good}, "--key-id"},
+	} {
+		r := runCLI(t, db, "", append([]string{"keys", "add"}, c.args...)...)
+		require.Equal(t, ExitUsage, r.code, "%q: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.flag, c.args)
+	}
+	require.Contains(t, heraldOK(t, db, "", "keys", "list"), "No key")
+	r := runCLI(t, db, "", "keys", "rotate", "--key-id", "https://a.example/u/none#k", "--private-key", good)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald keys list")
+}

@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
+)
+
+// sql/actorkeys.sql.
+var (
+	sqlAddActorKey     = stmt("add_actor_key")
+	sqlRotateActorKey  = stmt("rotate_actor_key")
+	sqlActorKey        = stmt("actor_key")
+	sqlActorKeyVersion = stmt("actor_key_version")
+	sqlActorKeys       = stmt("actor_keys")
+	sqlRemoveActorKey  = stmt("remove_actor_key")
+)
+
+func scanActorKey(row pgx.CollectableRow, more ...any) (store.ActorKey, error) {
+	var (
+		k       store.ActorKey
+		rotated pgtype.Timestamptz
+	)
+	err := row.Scan(append([]any{&k.ID, &k.Algorithm, &k.Fingerprint, &k.Version, &k.Created, &rotated}, more...)...)
+	k.Created, k.Rotated = k.Created.UTC(), timeOf(rotated)
+	return k, err
+}
+
+func scanPublicActorKey(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row) }
+
+func notFoundKey(id string) error { return fmt.Errorf("actor key %q: %w", id, journal.ErrNotFound) }
+
+// checkKeyText refuses what PostgreSQL's text cannot hold.
+func checkKeyText(k store.ActorKey) error {
+	if !validText(k.ID) || !validText(k.Algorithm) || !validText(k.Fingerprint) {
+		return journal.Invalid("key_id", "holds a character PostgreSQL's text cannot (NUL)")
+	}
+	return nil
+}
+
+// AddActorKey implements store.ActorKeyStore.
+func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {
+	if err := store.ValidateActorKey(k); err != nil {
+		return err
+	}
+	if err := checkKeyText(k); err != nil {
+		return err
+	}
+	sealed, err := s.sealer.SealActorKey(k.ID, k.PrivateKey)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, sqlAddActorKey, pgx.NamedArgs{"id": k.ID, "private_key": sealed, "algorithm": k.Algorithm,
+		"fingerprint": k.Fingerprint, "created_at": k.Created})
+	return s.dbErr(ctx, fmt.Sprintf("add actor key %q", k.ID), err)
+}
+
+// RotateActorKey implements store.ActorKeyStore.
+func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Time) (store.ActorKey, error) {
+	k.Created = at
+	if err := store.ValidateActorKey(k); err != nil {
+		return store.ActorKey{}, err
+	}
+	if err := checkKeyText(k); err != nil {
+		return store.ActorKey{}, err
+	}
+	sealed, err := s.sealer.SealActorKey(k.ID, k.PrivateKey)
+	if err != nil {
+		return store.ActorKey{}, err
+	}
+	ks, err := query(ctx, s, "rotate actor key", nil, scanPublicActorKey, sqlRotateActorKey, pgx.NamedArgs{"id": k.ID, "private_key": sealed,
+		"algorithm": k.Algorithm, "fingerprint": k.Fingerprint, "at": at})
+	if err == nil && len(ks) == 0 {
+		err = notFoundKey(k.ID)
+	}
+	if err != nil {
+		return store.ActorKey{}, err
+	}
+	return ks[0], nil
+}
+
+// ActorKey implements store.ActorKeyStore.
+func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error) {
+	if !validText(id) {
+		return store.ActorKey{}, notFoundKey(id)
+	}
+	var sealed []byte
+	ks, err := query(ctx, s, "read actor key", nil, func(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row, &sealed) }, sqlActorKey, pgx.NamedArgs{"id": id})
+	if err == nil && len(ks) == 0 {
+		err = notFoundKey(id)
+	}
+	if err != nil {
+		return store.ActorKey{}, err
+	}
+	k := ks[0]
+	k.PrivateKey, err = s.sealer.OpenActorKey(id, sealed)
+	return k, err
+}
+
+// ActorKeyVersion implements store.ActorKeyStore.
+func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
+	if !validText(id) {
+		return 0, notFoundKey(id)
+	}
+	vs, err := query(ctx, s, "read actor key version", nil, pgx.RowTo[int64], sqlActorKeyVersion, pgx.NamedArgs{"id": id})
+	if err == nil && len(vs) == 0 {
+		err = notFoundKey(id)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
+}
+
+// ActorKeys implements store.ActorKeyStore.
+func (s *Store) ActorKeys(ctx context.Context) ([]store.ActorKey, error) {
+	return query(ctx, s, "list actor keys", []store.ActorKey{}, scanPublicActorKey, sqlActorKeys)
+}
+
+// RemoveActorKey implements store.ActorKeyStore.
+func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
+	if !validText(id) {
+		return notFoundKey(id)
+	}
+	tag, err := s.pool.Exec(ctx, sqlRemoveActorKey, pgx.NamedArgs{"id": id})
+	if err != nil {
+		return s.dbErr(ctx, "remove actor key", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundKey(id)
+	}
+	return nil
+}
