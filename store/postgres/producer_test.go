@@ -91,11 +91,15 @@ func TestProducerWithTheDocumentedGrants(t *testing.T) {
 	for range 2 { // the second time, the same entries: the stored records
 		tx, err := s.Pool().Begin(ctx)
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before Close: a failed append must not hang it
 		_, err = tx.Exec(ctx, `INSERT INTO app_order VALUES (1, 'one') ON CONFLICT DO NOTHING`)
 		require.NoError(t, err)
 		recs, err := s.AppendTx(ctx, tx, "order/1", entry("go-1"), entry("go-2"))
 		require.NoError(t, err)
 		require.Len(t, recs, 2)
+		one, err := s.AppendTx(ctx, tx, "order/1", entry("go-3")) // one entry: the plain insert
+		require.NoError(t, err)
+		require.Len(t, one, 1)
 		require.NoError(t, tx.Commit(ctx))
 	}
 	c := p.conn(t)
@@ -108,8 +112,8 @@ func TestProducerWithTheDocumentedGrants(t *testing.T) {
 	require.Equal(t, "sql-1", id)
 	require.NoError(t, tx.Commit(ctx))
 
-	require.Equal(t, 3, sequence(t, p.owner))
-	require.Equal(t, []string{"go-1", "go-2", "sql-1"}, readIDs(t, p.owner, "order/1"))
+	require.Equal(t, 4, sequence(t, p.owner))
+	require.Equal(t, []string{"go-1", "go-2", "go-3", "sql-1"}, readIDs(t, p.owner, "order/1"))
 	_, err = s.Lookup(ctx, "go-1")
 	require.Error(t, err, "the producer reads no record: it has no grant to")
 }

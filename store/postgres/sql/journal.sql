@@ -5,12 +5,14 @@
 -- trigger its fence (README, "Producers' grants"); xid and pos are the
 -- table's defaults. The seal check is one probe of an index range, the
 -- stream's final records (herald_sealed, herald_record_final). No row: the
--- stream is sealed or the id stored, and append_rows decides.
+-- stream is sealed or the id stored, and append_rows decides. No conflict
+-- target: naming (id) needs SELECT on it, which a producer has not; id is
+-- the table's only unique key, so the two are the same.
 INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
 SELECT @stream::text, @id::text, @kind::text, @content_type::text, @payload::bytea, @final::boolean, @digest::bytea,
     @at::timestamptz, @traceparent::text, @tracestate::text
 WHERE NOT EXISTS (SELECT FROM herald_sealed WHERE stream = @stream)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT DO NOTHING
 
 -- name: append_rows
 -- A batch, or an entry insert_record did not insert: herald_append_rows
