@@ -169,6 +169,45 @@ type Resealer interface {
 	// after (in key order, CompareKeys), each not sealed under the primary
 	// key yet, a registration changed meanwhile left for the next pass.
 	Reseal(ctx context.Context, after Key, limit int) (ResealPage, error)
+	// ResealOthers re-seals in one write what else the store seals (actor
+	// keys, subscriptions' configs) not under the primary key yet, and
+	// returns how many it sealed anew. They are few (an operator's keys, a
+	// tenant's subscriptions), never one per registration.
+	ResealOthers(ctx context.Context) (int, error)
+}
+
+// resealWith returns stored sealed anew under the primary key, through
+// open and reseal, and whether that changed it: false for nothing stored,
+// or a value sealed under the primary already.
+func (s Sealer) resealWith(stored []byte, open, reseal func([]byte) ([]byte, error)) ([]byte, bool, error) {
+	if s.Keyring == nil {
+		return nil, false, ErrNoKeyring
+	}
+	if id, _ := seal.KeyID(stored); len(stored) == 0 || id == s.Keyring.Primary() {
+		return stored, false, nil
+	}
+	plain, err := open(stored)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := reseal(plain)
+	return out, err == nil, err
+}
+
+// ResealActorKey returns key id's stored private key sealed anew under the
+// primary key, and whether that changed it.
+func (s Sealer) ResealActorKey(id string, stored []byte) ([]byte, bool, error) {
+	return s.resealWith(stored,
+		func(b []byte) ([]byte, error) { return s.OpenActorKey(id, b) },
+		func(b []byte) ([]byte, error) { return s.SealActorKey(id, b) })
+}
+
+// ResealSubscription returns subscription (prefix, id)'s stored config
+// sealed anew under the primary key, and whether that changed it.
+func (s Sealer) ResealSubscription(prefix, id string, stored []byte) ([]byte, bool, error) {
+	return s.resealWith(stored,
+		func(b []byte) ([]byte, error) { return s.OpenSubscription(prefix, id, b) },
+		func(b []byte) ([]byte, error) { return s.SealSubscription(prefix, id, Config(b)) })
 }
 
 // ResealPage is one page of Reseal.

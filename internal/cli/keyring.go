@@ -220,7 +220,7 @@ values.`,
 				return err
 			}
 			return c.print(total, func(w io.Writer) {
-				fmt.Fprintf(w, "Read %s, sealed %d anew: every config is sealed under key %s.\n", plural(total.Read, "registration"), total.Resealed, total.Primary)
+				fmt.Fprintf(w, "Read %s, sealed %d anew: every config, actor key and subscription is sealed under key %s.\n", plural(total.Read, "registration"), total.Resealed, total.Primary)
 			})
 		},
 	}
@@ -238,6 +238,11 @@ func (e *env) resealAll(ctx context.Context, b backend, batch int) (resealView, 
 		total.Read, total.Resealed, after = total.Read+page.Read, total.Resealed+page.Resealed, page.Last
 		e.logger.Info("reseal", "read", total.Read, "resealed", total.Resealed)
 		if !page.More {
+			others, err := b.ResealOthers(ctx) // actor keys and subscriptions: few, one write
+			if err != nil {
+				return total, fmt.Errorf("reseal actor keys and subscriptions: %w", err)
+			}
+			total.Resealed += others
 			return total, nil
 		}
 	}
@@ -246,6 +251,6 @@ func (e *env) resealAll(ctx context.Context, b backend, batch int) (resealView, 
 // resealView is what herald reseal prints.
 type resealView struct {
 	Read     int    `json:"read"`     // registrations read
-	Resealed int    `json:"resealed"` // configs sealed anew under the primary key
+	Resealed int    `json:"resealed"` // values sealed anew under the primary key: configs, actor keys, subscriptions' configs
 	Primary  string `json:"primary"`  // the key every config is sealed under now
 }

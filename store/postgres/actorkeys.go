@@ -20,6 +20,11 @@ var (
 	sqlActorKeyVersion = stmt("actor_key_version")
 	sqlActorKeys       = stmt("actor_keys")
 	sqlRemoveActorKey  = stmt("remove_actor_key")
+
+	sqlResealReadActorKeys     = stmt("reseal_read_actor_keys")
+	sqlResealActorKey          = stmt("reseal_actor_key")
+	sqlResealReadSubscriptions = stmt("reseal_read_subscriptions")
+	sqlResealSubscription      = stmt("reseal_subscription")
 )
 
 func scanActorKey(row pgx.CollectableRow, more ...any) (store.ActorKey, error) {
@@ -136,4 +141,58 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 		return notFoundKey(id)
 	}
 	return nil
+}
+
+// ResealOthers implements store.Resealer: the actor keys and the
+// subscriptions' configs, in one transaction.
+func (s *Store) ResealOthers(ctx context.Context) (int, error) {
+	type row struct {
+		prefix, id string
+		stored     []byte
+	}
+	n := 0
+	err := s.inTx(ctx, "reseal actor keys and subscriptions", func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, sqlResealReadActorKeys)
+		keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (x row, err error) {
+			err = r.Scan(&x.id, &x.stored)
+			return x, err
+		})
+		if err != nil {
+			return s.dbErr(ctx, "reseal: read actor keys", err)
+		}
+		for _, r := range keys {
+			out, changed, err := s.sealer.ResealActorKey(r.id, r.stored)
+			if err != nil {
+				return err
+			}
+			if changed {
+				if _, err := tx.Exec(ctx, sqlResealActorKey, pgx.NamedArgs{"private_key": out, "id": r.id}); err != nil {
+					return s.dbErr(ctx, "reseal actor key", err)
+				}
+				n++
+			}
+		}
+		rows, _ = tx.Query(ctx, sqlResealReadSubscriptions)
+		subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (x row, err error) {
+			err = r.Scan(&x.prefix, &x.id, &x.stored)
+			return x, err
+		})
+		if err != nil {
+			return s.dbErr(ctx, "reseal: read subscriptions", err)
+		}
+		for _, r := range subs {
+			out, changed, err := s.sealer.ResealSubscription(r.prefix, r.id, r.stored)
+			if err != nil {
+				return err
+			}
+			if changed {
+				if _, err := tx.Exec(ctx, sqlResealSubscription, pgx.NamedArgs{"config": out, "prefix": r.prefix, "id": r.id}); err != nil {
+					return s.dbErr(ctx, "reseal subscription", err)
+				}
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
 }

@@ -195,6 +195,41 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 		require.Equal(t, k1.Primary(), id)
 	})
 
+	t.Run("ResealReachesActorKeysAndSubscriptions", func(t *testing.T) {
+		be, ok := s.(Backend)
+		require.True(t, ok, "the sealing store is a whole backend")
+		key := actorKey("https://sealed.example/users/alice#main-key", "pem of alice", 0)
+		require.NoError(t, be.AddActorKey(ctx, key))
+		subscribe(t, be, sub("sealed-tenant/", "hooks"))
+
+		kx := k1.Rotated()
+		n, err := open(t, kx).ResealOthers(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, n, "the two actor keys (RegisterSecrets' and this one) and the subscription's config")
+		n, err = open(t, kx).ResealOthers(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "idempotent")
+
+		kxOnly, err := kx.Without(k1.Primary())
+		require.NoError(t, err)
+		retired, ok := open(t, kxOnly).(Backend)
+		require.True(t, ok)
+		got, err := retired.ActorKey(ctx, key.ID)
+		require.NoError(t, err, "the key opens without the retired key")
+		require.Equal(t, key.PrivateKey, got.PrivateKey)
+		got, err = retired.ActorKey(ctx, ActorKeySecret.ID)
+		require.NoError(t, err)
+		require.Equal(t, ActorKeySecret.PEM, string(got.PrivateKey))
+		subs, err := retired.Subscriptions(ctx, "sealed-tenant/")
+		require.NoError(t, err)
+		require.Len(t, subs, 1)
+		require.JSONEq(t, `{"secret":"s3cr3t"}`, string(subs[0].Config), "the subscription's config opens without the retired key")
+
+		require.NoError(t, retired.RemoveActorKey(ctx, key.ID))
+		_, err = retired.Unsubscribe(ctx, "sealed-tenant/", "hooks")
+		require.NoError(t, err)
+	})
+
 	t.Run("RotateResealRetire", func(t *testing.T) {
 		k2 := k1.Rotated()
 		s2 := open(t, k2)
