@@ -149,12 +149,15 @@ const (
 	// DefaultMaxRetryAfter (1 h) caps a receiver's Retry-After, so that
 	// "Retry-After: 31536000" cannot silence a registration for a year.
 	DefaultMaxRetryAfter = time.Hour
-	// DefaultMaxInFlight (64) bounds the turns run at once whose receivers
-	// answer within SlowAfter: at 50 ms an answer, 1,280 deliveries a
-	// second, about what two cores sign with RSA-2048 (a fediverse post to
-	// 10,000 inboxes in under 10 s); slow receivers wait in MaxSlow, not
-	// here, so the slots are all working.
-	DefaultMaxInFlight = 64
+	// DefaultMaxInFlight (256) bounds the turns run at once whose receivers
+	// answer within SlowAfter. A slot turns over in about twice its
+	// receiver's answer time (the claim, the signature waiting for a core,
+	// the cursor's write), so at 50 ms an answer 64 slots gave 620
+	// deliveries a second and 256 keep two cores busy signing RSA-2048: a
+	// fediverse post to 10,000 inboxes on 1,000 hosts within 10 s
+	// (BENCHMARKS.md 12.7). Slow receivers wait in MaxSlow, not here, so
+	// the slots are all working; MaxPerHost keeps any one host to 4.
+	DefaultMaxInFlight = 256
 	// SlowAfter (1 s) is how long a message may wait for its answer before
 	// its turn leaves MaxInFlight for the slow budget: a receiver that
 	// answers at all answers in a few hundred milliseconds (an inbox

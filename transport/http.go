@@ -30,8 +30,9 @@ const (
 	DefaultTimeout = 15 * time.Second
 	// MaxTimeout: a longer attempt would outlive any sensible lease.
 	MaxTimeout = 10 * time.Minute
-	// DefaultMaxIdleConnsPerHost is the worker's default MaxInFlight, so
-	// that a fan-out to one big host keeps a warm connection a slot.
+	// DefaultMaxIdleConnsPerHost (16) keeps a warm connection for each
+	// message in flight to one host up to a --max-per-host of 16 (the
+	// worker's default is 4), for a fan-out to one big host.
 	DefaultMaxIdleConnsPerHost = 16
 	MaxIdleConnsPerHostLimit   = 1024
 )
