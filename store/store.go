@@ -222,6 +222,7 @@ func ValidateRewind(next, head, toSeq uint64) error {
 type DuePicker struct {
 	Batch  DueBatch // the picks, and the troubled hosts of the picks, each once
 	Probed []Host   // hosts whose probe a pick is, with their next probe moved: to store
+	Capped bool     // a due registration was left for its host's cap: it is due still
 
 	q     DueQuery
 	hosts map[string]Host
@@ -254,8 +255,12 @@ func HostsAtCap(q DueQuery) []string {
 func (p *DuePicker) Offer(st Status, host string) bool {
 	h, stored := p.hosts[host]
 	held, probe := h.Holds(p.q.At)
-	if room := p.q.HostRoom(host); (room >= 0 && p.taken[host] >= room) || (held && !probe) {
-		return true // left for later by the cap or the host: not More
+	if held && !probe {
+		return true // held until the host's next probe: not More
+	}
+	if room := p.q.HostRoom(host); room >= 0 && p.taken[host] >= room {
+		p.Capped = true
+		return true // left for a turn's end by the cap: not More
 	}
 	if len(p.Batch.Registrations) == p.q.Limit {
 		p.Batch.More = true

@@ -17,7 +17,7 @@ import (
 
 // Due implements store.Store in one write transaction, whose lock makes the
 // claim atomic across processes: store.DuePicker picks what it claims, and
-// the wake marker of every stream it read is recomputed.
+// the wake marker of every stream it read is recomputed (wakeMarker).
 func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
 	if err := q.Validate(); err != nil {
 		return store.DueBatch{}, err
@@ -35,7 +35,6 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		return store.DueBatch{}, translate("due: look for woken streams", err)
 	}
 	var p *store.DuePicker
-	var full bool
 	err = s.write(ctx, "claim due registrations of "+q.Namespace, func(tx *sql.Tx) error {
 		hosts := map[string]store.Host{}
 		probing := false
@@ -49,7 +48,9 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		if err != nil {
 			return err
 		}
-		p, full, err = pickDue(ctx, tx, q, hosts, probing, at.Int64)
+		var streams []wokenStream
+		var full bool
+		p, streams, full, err = pickDue(ctx, tx, q, hosts, probing, at.Int64)
 		if err != nil {
 			return err
 		}
@@ -57,6 +58,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			if err := s.putHost(ctx, tx, h, h); err != nil {
 				return err
 			}
+			hosts[h.Host] = h
 		}
 		if q.CountUnserved {
 			if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
@@ -70,19 +72,23 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			}
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
-		if !full || len(store.HostsAtCap(q)) > 0 {
+		if !full || p.Capped || len(store.HostsAtCap(q)) > 0 {
 			// Due registrations are left, or may be behind a host at its cap,
 			// whose turns' ends claim again: the woken streams stay woken.
-			// (The recompute reads every lagging registration of the streams:
-			// at each claim of a fan-out that is its whole audience.)
 			return nil
 		}
-		// Every stream woken by now was read to its end above: its marker
-		// becomes the earliest instant one of its lagging, unparked
-		// registrations is due (a claimed one at its lease's end, a held one at
-		// its host's next probe: a down host costs no write per sweep), or NULL.
-		_, err = tx.ExecContext(ctx, sqlRecomputeWake, at.Int64, int64(dueNow))
-		return translate("due: recompute wake markers", err)
+		// Every stream woken by now was read to its end above.
+		held := heldHosts(hosts, q.At)
+		for _, w := range streams {
+			m, err := wakeMarker(ctx, tx, w, q.Namespace, held, at.Int64)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, sqlSetWake, m, w.stream); err != nil {
+				return translate("due: set wake marker", err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return store.DueBatch{}, err
@@ -130,6 +136,14 @@ func claimOrder(a, b candidate) int {
 	return cmp.Or(cmp.Compare(a.stream, b.stream), cmp.Compare(a.id, b.id))
 }
 
+// wokenStream is a woken stream as pickDue read it: its head and its
+// lagging cursors (where unparked registrations wait), lowest first.
+type wokenStream struct {
+	stream  string
+	head    int64
+	cursors []int64
+}
+
 // pickDue offers a picker for q the due registrations of the woken streams
 // in claim order, then reads the picks whole. It reads the first depth of
 // each cursor's (sqlNextCursor, sqlDueOfCursor), merges them, and offers
@@ -137,21 +151,32 @@ func claimOrder(a, b candidate) int {
 // ones it did not read); if fewer than q.Limit+1 of those fit, it reads
 // again, deeper. So a claim reads what it takes and what the cap and
 // probes pass over, not every registration due, nor those at the head
-// (issue 37). full says every due registration was offered.
-func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string]store.Host, probing bool, at int64) (p *store.DuePicker, full bool, err error) {
-	type woken struct {
-		stream string
-		head   int64
-	}
-	streams, err := queryAll(ctx, tx, "due: read woken streams", nil, func(sc scanner) (w woken, err error) {
+// (issue 37). It returns the woken streams; full says every due
+// registration was offered.
+func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string]store.Host, probing bool, at int64) (p *store.DuePicker, streams []wokenStream, full bool, err error) {
+	streams, err = queryAll(ctx, tx, "due: read woken streams", nil, func(sc scanner) (w wokenStream, err error) {
 		return w, sc.Scan(&w.stream, &w.head)
 	}, sqlWoken, at)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
+	}
+	for i := range streams {
+		w := &streams[i]
+		for cursor := int64(0); ; {
+			var next sql.NullInt64
+			if err := tx.QueryRowContext(ctx, sqlNextCursor, w.stream, cursor, w.head).Scan(&next); err != nil {
+				return nil, nil, false, translate("due: next cursor", err)
+			}
+			if !next.Valid {
+				break
+			}
+			cursor = next.Int64
+			w.cursors = append(w.cursors, cursor)
+		}
 	}
 	atCap, err := json.Marshal(append([]string{}, store.HostsAtCap(q)...)) // [] for none, not null
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlite: due: hosts at their cap: %w", err)
+		return nil, nil, false, fmt.Errorf("sqlite: due: hosts at their cap: %w", err)
 	}
 	const maxDepth = 1 << 30
 	depth := maxDepth
@@ -165,21 +190,14 @@ func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string
 	for ; ; depth = min(depth*8, maxDepth) {
 		cands = cands[:0]
 		for _, w := range streams {
-			var cursor sql.NullInt64
-			for {
-				if err := tx.QueryRowContext(ctx, sqlNextCursor, w.stream, cursor.Int64, w.head).Scan(&cursor); err != nil {
-					return nil, false, translate("due: next cursor", err)
-				}
-				if !cursor.Valid {
-					break
-				}
+			for _, cursor := range w.cursors {
 				n := len(cands)
 				cands, err = queryAll(ctx, tx, "due", cands, func(sc scanner) (c candidate, err error) {
 					c.stream = w.stream
 					return c, sc.Scan(&c.id, &c.host, &c.next)
-				}, sqlDueOfCursor, w.stream, q.Namespace, at, cursor.Int64, depth, string(atCap))
+				}, sqlDueOfCursor, w.stream, q.Namespace, at, cursor, depth, string(atCap))
 				if err != nil {
-					return nil, false, err
+					return nil, nil, false, err
 				}
 				if len(cands)-n == depth {
 					cands[len(cands)-1].last = true
@@ -206,10 +224,10 @@ func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string
 	}
 	for i, pick := range p.Batch.Registrations {
 		if p.Batch.Registrations[i], err = getStatus(ctx, tx, pick.Stream, pick.ID); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
-	return p, full, nil
+	return p, streams, full, nil
 }
 
 // getHost reads one host; found is false when none is stored.

@@ -33,7 +33,9 @@
 // herald_stream.wake_at keeps idle registrations out of Due without touching
 // them: NULL when no unparked registration of the stream lags its head, else
 // no later than the earliest instant one may be due. Due reads only streams
-// whose wake_at has come (a partial index) and recomputes it for them; Append
+// whose wake_at has come (a partial index) and recomputes it for them, from
+// one index probe per lagging cursor, per stream and per held host, never
+// from the registrations that wait (wakeMarker); Append
 // sets it to the smallest integer (due at once) when the stream has
 // registrations; other writes only lower it. Due reads the heads under the
 // write lock, so no wake-up is lost. Within a woken stream it reads each

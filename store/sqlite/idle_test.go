@@ -235,6 +235,8 @@ func TestHeldHostCostsNoWritePerSweep(t *testing.T) {
 	next, _, err := getHost(ctx, s.r, h.Host)
 	require.NoError(t, err)
 	require.Equal(t, h.NextProbeAt.Add(store.ProbeDelay(h.Host, 1)), next.NextProbeAt)
+	require.Equal(t, map[string]int64{"s": next.NextProbeAt.UnixNano()}, woken(t, s),
+		"the other two are held until the next probe, before the probe's lease ends")
 
 	_, err = s.HostAnswered(ctx, h.Host, h.NextProbeAt)
 	require.NoError(t, err)

@@ -121,12 +121,24 @@ const (
 	ORDER BY r.next_attempt_at, r.id LIMIT ?5`
 	sqlUnserved = "SELECT COUNT(*)" + dueFrom + dueWhere + "AND r.namespace <> ?2"
 	sqlClaim    = "UPDATE herald_registration SET lease_owner = ?, lease_until = ?, next_attempt_at = ? WHERE stream = ? AND id = ?"
-	// ?1 the sweep's instant, ?2 dueNow.
-	sqlRecomputeWake = `UPDATE herald_stream SET wake_at = (
-				SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?2), IFNULL(r.lease_until, ?2), IFNULL(h.next_probe_at, ?2)))
-				FROM herald_registration AS r LEFT JOIN herald_host AS h ON h.host = r.host AND h.state <> 'up'
-				WHERE r.stream = herald_stream.stream AND r.parked = 0 AND r.next_seq <= herald_stream.head)
-			WHERE wake_at <= ?1`
+	// The wake marker's bounds (wakeMarker), each one probe of an index.
+	// sqlNamespaceAt is the first namespace after ?3 with unparked
+	// registrations at cursor ?2 of stream ?1, the earliest next attempt
+	// after ?4 among them (NULL for none), and whether the first in claim
+	// order was tried at or before ?4 or never (leased, held or due).
+	sqlNamespaceAt = `SELECT r.namespace,
+		(SELECT MIN(x.next_attempt_at) FROM herald_registration AS x
+			WHERE x.stream = ?1 AND x.next_seq = ?2 AND x.namespace = r.namespace AND x.parked = 0 AND x.next_attempt_at > ?4),
+		(SELECT x.next_attempt_at IS NULL OR x.next_attempt_at <= ?4 FROM herald_registration AS x
+			WHERE x.stream = ?1 AND x.next_seq = ?2 AND x.namespace = r.namespace AND x.parked = 0 ORDER BY x.next_attempt_at LIMIT 1)
+	FROM herald_registration AS r WHERE r.stream = ?1 AND r.next_seq = ?2 AND r.namespace > ?3 AND r.parked = 0
+	ORDER BY r.namespace LIMIT 1`
+	// sqlLeaseEnd is the earliest end after ?2 of a lease on stream ?1.
+	sqlLeaseEnd = "SELECT MIN(lease_until) FROM herald_registration WHERE stream = ?1 AND lease_until > ?2"
+	// sqlHostFollows says whether host ?1 has an unparked registration on
+	// stream ?2.
+	sqlHostFollows = "SELECT EXISTS (SELECT 1 FROM herald_registration WHERE host = ?1 AND stream = ?2 AND parked = 0)"
+	sqlSetWake     = "UPDATE herald_stream SET wake_at = ? WHERE stream = ?"
 )
 
 // Host health (claims.go).

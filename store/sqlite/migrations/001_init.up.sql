@@ -117,6 +117,12 @@ END;
 CREATE INDEX herald_registration_due
     ON herald_registration (stream, next_seq, namespace, next_attempt_at, id, lease_until, host)
     WHERE parked = 0;
+-- Due's recompute of a wake marker (wake.go) finds in one probe each a
+-- stream's earliest lease end (only leased rows: what is in flight) and
+-- whether a held host has registrations on it, never reading those that
+-- wait (issue 37). A cursor's move writes neither.
+CREATE INDEX herald_registration_leased ON herald_registration (stream, lease_until) WHERE lease_until IS NOT NULL;
+CREATE INDEX herald_registration_host ON herald_registration (host, stream) WHERE parked = 0;
 
 -- id orders a registration's evidence by insertion: newest is largest.
 CREATE TABLE herald_evidence (
