@@ -21,7 +21,7 @@ import (
 // unparked registrations is due by its row (its next attempt, its lease's
 // end, its host's next probe while the host is not up), read row by row: what
 // the wake marker bounds from below, NULL where none lags.
-func earliestDue(t *testing.T, s *Store) map[string]sql.NullInt64 {
+func earliestDue(t testing.TB, s *Store) map[string]sql.NullInt64 {
 	t.Helper()
 	rows, err := s.r.Query(`SELECT s.stream, (
 			SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?1), IFNULL(r.lease_until, ?1), IFNULL(h.next_probe_at, ?1)))
@@ -212,6 +212,42 @@ func (c *countingQueryer) QueryContext(ctx context.Context, query string, args .
 	return c.q.QueryContext(ctx, query, args...)
 }
 
+// waitingFanout opens a store whose stream actor/alice (head 2, woken)
+// has n activitypub registrations in each state at cursor 1: waiting out a
+// retry until t1+30s, leased until t1+20s, held by a host down until its
+// probe at t1+10s, and n more leased at cursor 2 and n at the head. It
+// returns the stream as Due reads it and the held hosts at t1.
+func waitingFanout(tb testing.TB, n int) (*Store, wokenStream, []store.Host) {
+	tb.Helper()
+	ctx := context.Background()
+	t1 := idleT0.UnixNano()
+	s, err := Open(ctx, filepath.Join(tb.TempDir(), "herald.db"))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { s.Close() })
+	for i := range 2 {
+		_, err = s.Append(ctx, "actor/alice", journal.Entry{ID: fmt.Sprintf("create-%d", i), Kind: "Create", Payload: []byte(`{}`)})
+		require.NoError(tb, err)
+	}
+	retry, lease, probe := t1+int64(30*time.Second), t1+int64(20*time.Second), t1+int64(10*time.Second)
+	_, err = s.w.Exec(`INSERT INTO herald_host (host, state, since, failures, next_probe_at) VALUES ('down.example:443', 'down', ?1, 3, ?2)`, t1, probe)
+	require.NoError(tb, err)
+	_, err = s.w.Exec(`WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < ?1)
+		INSERT INTO herald_registration (stream, id, namespace, url, host, next_seq, next_attempt_at, lease_owner, lease_until)
+		SELECT 'actor/alice', printf('%s-%06d', s.state, n), 'activitypub', 'https://' || s.host || '/inbox', s.host, s.seq, s.nat, s.owner, s.lease
+		FROM i CROSS JOIN (
+			SELECT 'retrying' AS state, 'up.example:443' AS host, 1 AS seq, ?3 AS nat, '' AS owner, NULL AS lease
+			UNION ALL SELECT 'leased', 'up.example:443', 1, ?2, 'w', ?4
+			UNION ALL SELECT 'held', 'down.example:443', 1, NULL, '', NULL
+			UNION ALL SELECT 'leased2', 'up.example:443', 2, ?2, 'w', ?4 + 1
+			UNION ALL SELECT 'idle', 'up.example:443', 3, NULL, '', NULL) AS s`, n, t1, retry, lease)
+	require.NoError(tb, err)
+	_, err = s.w.Exec("UPDATE herald_stream SET wake_at = ? WHERE stream = 'actor/alice'", t1)
+	require.NoError(tb, err)
+	h, _, err := getHost(ctx, s.r, "down.example:443")
+	require.NoError(tb, err)
+	return s, wokenStream{stream: "actor/alice", head: 2, cursors: []int64{1, 2}}, heldHosts(map[string]store.Host{h.Host: h}, idleT0)
+}
+
 // TestWakeMarkerReadsNoWaitingRegistration: the recompute of a fan-out's
 // marker runs the same statements whether 10 or 2,000 of its registrations
 // wait in each state (leased, waiting out a retry, held by a host that is
@@ -221,43 +257,15 @@ func (c *countingQueryer) QueryContext(ctx context.Context, query string, args .
 // its end.
 func TestWakeMarkerReadsNoWaitingRegistration(t *testing.T) {
 	ctx := context.Background()
-	t1 := idleT0.UnixNano()
 	var counts []int
 	for _, n := range []int{10, 2000} {
-		s, err := Open(ctx, filepath.Join(t.TempDir(), fmt.Sprintf("herald-%d.db", n)))
+		s, w, held := waitingFanout(t, n)
+		_, err := s.w.Exec("ANALYZE") // statistics of a large audience must not turn a plan into a scan
 		require.NoError(t, err)
-		defer s.Close()
-		for i := range 2 {
-			_, err = s.Append(ctx, "actor/alice", journal.Entry{ID: fmt.Sprintf("create-%d", i), Kind: "Create", Payload: []byte(`{}`)})
-			require.NoError(t, err)
-		}
-		retry, lease, probe := t1+int64(30*time.Second), t1+int64(20*time.Second), t1+int64(10*time.Second)
-		_, err = s.w.Exec(`INSERT INTO herald_host (host, state, since, failures, next_probe_at) VALUES ('down.example:443', 'down', ?1, 3, ?2)`, t1, probe)
-		require.NoError(t, err)
-		// n of each state at cursor 1, n leased at cursor 2, and n at the head.
-		_, err = s.w.Exec(`WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < ?1)
-			INSERT INTO herald_registration (stream, id, namespace, url, host, next_seq, next_attempt_at, lease_owner, lease_until)
-			SELECT 'actor/alice', printf('%s-%05d', s.state, n), 'activitypub', 'https://' || s.host || '/inbox', s.host, s.seq, s.nat, s.owner, s.lease
-			FROM i CROSS JOIN (
-				SELECT 'retrying' AS state, 'up.example:443' AS host, 1 AS seq, ?3 AS nat, '' AS owner, NULL AS lease
-				UNION ALL SELECT 'leased', 'up.example:443', 1, ?2, 'w', ?4
-				UNION ALL SELECT 'held', 'down.example:443', 1, NULL, '', NULL
-				UNION ALL SELECT 'leased2', 'up.example:443', 2, ?2, 'w', ?4 + 1
-				UNION ALL SELECT 'idle', 'up.example:443', 3, NULL, '', NULL) AS s`, n, t1, retry, lease)
-		require.NoError(t, err)
-		_, err = s.w.Exec("UPDATE herald_stream SET wake_at = ? WHERE stream = 'actor/alice'", t1)
-		require.NoError(t, err)
-		_, err = s.w.Exec("ANALYZE")
-		require.NoError(t, err)
-
-		hosts := map[string]store.Host{}
-		h, _, err := getHost(ctx, s.r, "down.example:443")
-		require.NoError(t, err)
-		hosts[h.Host] = h
 		q := &countingQueryer{q: s.r}
-		m, err := wakeMarker(ctx, q, wokenStream{stream: "actor/alice", head: 2, cursors: []int64{1, 2}}, "activitypub", heldHosts(hosts, idleT0), t1)
+		m, err := wakeMarker(ctx, q, w, "activitypub", held, idleT0.UnixNano())
 		require.NoError(t, err)
-		require.Equal(t, sql.NullInt64{Int64: probe, Valid: true}, m, "the held host's probe comes first")
+		require.Equal(t, sql.NullInt64{Int64: idleT0.Add(10 * time.Second).UnixNano(), Valid: true}, m, "the held host's probe comes first")
 		counts = append(counts, len(q.calls))
 		for _, c := range q.calls {
 			plan := queryPlan(t, s.r, c.query, c.args...)
@@ -269,4 +277,29 @@ func TestWakeMarkerReadsNoWaitingRegistration(t *testing.T) {
 		}
 	}
 	require.Equal(t, counts[0], counts[1], "statements for 10 and for 2,000 registrations in each state")
+}
+
+// BenchmarkWakeMarker: one recompute of a fan-out's marker (waitingFanout)
+// with 1,000 and 30,000 registrations in each state, and the same marker
+// read row by row (earliestDue), as Due did before (BENCHMARKS.md 12.8).
+func BenchmarkWakeMarker(b *testing.B) {
+	for _, n := range []int{1000, 30000} {
+		s, w, held := waitingFanout(b, n)
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("waiting=%d", 3*n), func(b *testing.B) {
+			tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // as in Due's transaction
+			require.NoError(b, err)
+			defer tx.Rollback()
+			for b.Loop() {
+				if _, err := wakeMarker(ctx, tx, w, "activitypub", held, idleT0.UnixNano()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("waiting=%d/row-by-row", 3*n), func(b *testing.B) {
+			for b.Loop() {
+				earliestDue(b, s)
+			}
+		})
+	}
 }
