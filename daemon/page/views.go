@@ -172,7 +172,7 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 type act struct {
 	Action, Stream, ID, Host, Reason, By string
 	ToSeq                                uint64
-	Seq                                  uint64 // of resend
+	Seq                                  uint64        // of resend
 	ExpireOld                            time.Duration // of rotate-secret
 }
 
