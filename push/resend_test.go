@@ -1,6 +1,7 @@
 package push_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -183,4 +185,61 @@ func TestResendToAPausedRegistrationAndOfAPrunedRecord(t *testing.T) {
 	ev := f.evidence("s", "r")[0]
 	require.Equal(t, store.EventResent, ev.Event)
 	require.Equal(t, "resend for bob failed: record #1 is no longer in the journal (pruned)", ev.Error)
+}
+
+// renewSignal is a store that tells each RenewResends it answered.
+type renewSignal struct {
+	store.Store
+	renewed chan []store.ResendClaim
+}
+
+func (r renewSignal) RenewResends(ctx context.Context, until time.Time, cs []store.ResendClaim) ([]store.ResendClaim, error) {
+	got, err := r.Store.RenewResends(ctx, until, cs)
+	if err == nil && len(got) > 0 {
+		r.renewed <- got
+	}
+	return got, err
+}
+
+// A resend whose receiver answers after the lease's length keeps its lease
+// (renewed as a turn's is): no other worker sends it meanwhile, and its
+// answer is recorded under its claim.
+func TestALongResendKeepsItsLease(t *testing.T) {
+	f := newFixture(t)
+	f.append("s", 2)
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 3})
+	require.NoError(t, err)
+	require.NoError(t, f.store.Resend(t.Context(), "s", "r", 1, at(0), "alice"))
+	g := newGate()
+	slow := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		g.wait()
+		return accepted(), nil
+	})
+	db := renewSignal{Store: f.store, renewed: make(chan []store.ResendClaim, 16)}
+	lease := push.WithLease(2 * time.Second)
+	w1, err := push.NewWorker(f.store, db, slow, f.proj, push.WithOwner("w1"), lease)
+	require.NoError(t, err)
+	w2, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w2"), lease)
+	require.NoError(t, err)
+
+	done := make(chan push.SweepReport, 1)
+	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()
+	<-g.entered
+	for range 3 { // a third of the lease each: the send has outlived the lease it was claimed with
+		select {
+		case got := <-db.renewed:
+			require.True(t, strings.HasPrefix(got[0].Owner, "w1#"), got[0].Owner)
+		case <-time.After(30 * time.Second): // a bound, not synchronisation
+			t.Fatal("the resend's lease was not renewed")
+		}
+	}
+	rep, err := w2.RunOnce(t.Context(), at(0).Add(2500*time.Millisecond), 10)
+	require.NoError(t, err)
+	require.Zero(t, rep.Resends, "w1's renewed lease is live: w2 must not send it")
+	close(g.release)
+	require.Equal(t, 1, (<-done).Resends)
+	require.Empty(t, f.recv.sent(), "w2 sent nothing")
+	ev := f.evidence("s", "r")
+	require.Len(t, ev, 1)
+	require.Equal(t, "resent for alice", ev[0].Error)
 }
