@@ -182,6 +182,9 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 				fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 					ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
 					plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
+				if r.Resends > 0 {
+					fmt.Fprintf(w, "%s resent out of band (herald evidence has each answer).\n", plural(r.Resends, "record"))
+				}
 				if r.Unserved > 0 {
 					fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
 				}
@@ -201,7 +204,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 					}
 				}
 				if r.Saturated {
-					fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
+					fmt.Fprintln(w, "Saturated: more registrations (or resends) were due than --limit; sweep again soon.")
 				}
 				if r.Backlog > 0 {
 					fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
@@ -352,14 +355,14 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
 			}
 			opts.Every, opts.Logger, opts.Now = every, e.logger, time.Now
-			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
-				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
-			}
 			c.onExit(func() { opts.Listeners.Close() })
 			return listen(c, &opts)
 		},
 		run: func(c *call) error {
 			opts.Store, df.schemes.of = c.b, c.b
+			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) { // with the store: its held keys
+				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
+			}
 			d, err := daemon.New(opts)
 			if err != nil {
 				return usageOf(err)

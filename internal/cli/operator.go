@@ -272,27 +272,11 @@ func retryAfterNote(ev store.Evidence) string {
 	why := "as the receiver asked"
 	switch {
 	case waits < asked:
-		why = "capped; the receiver asked " + fmtDelay(asked)
+		why = "capped; the receiver asked " + store.FormatDays(asked)
 	case waits > asked:
-		why = "at least 1s; the receiver asked " + fmtDelay(asked)
+		why = "at least 1s; the receiver asked " + store.FormatDays(asked)
 	}
-	return ev.Error[:i] + "; retry after " + fmtDelay(waits) + " (" + why + ")"
-}
-
-// fmtDelay writes d as "30d" for whole days, else as time.Duration does
-// without zero parts ("1h", "1h30m").
-func fmtDelay(d time.Duration) string {
-	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return ev.Error[:i] + "; retry after " + store.FormatDays(waits) + " (" + why + ")"
 }
 
 func newUnregister(e *env) command {

@@ -165,15 +165,6 @@ func TestUnregister(t *testing.T) {
 	require.Contains(t, r.stderr, "needs --id")
 }
 
-func TestFmtDelay(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		time.Second: "1s", 90 * time.Second: "1m30s", 2 * time.Minute: "2m", time.Hour: "1h",
-		90 * time.Minute: "1h30m", 30 * 24 * time.Hour: "30d", 25 * time.Hour: "25h", 1500 * time.Millisecond: "1.5s",
-	} {
-		require.Equal(t, want, fmtDelay(d), d.String())
-	}
-}
-
 // The evidence's Retry-After note says what herald waits, and what the
 // receiver asked when that differs; other errors are kept whole.
 func TestRetryAfterNote(t *testing.T) {

@@ -88,6 +88,7 @@ CREATE TABLE herald_subscription (
     kinds           TEXT    NOT NULL DEFAULT '[]',
     "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1),
     retain_max_ns   INTEGER NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    retry           TEXT    NOT NULL DEFAULT '{}', -- as herald_registration.retry
     from_head       INTEGER NOT NULL DEFAULT 0 CHECK (from_head IN (0, 1)),
     PRIMARY KEY (prefix, id)
 ) STRICT;
@@ -100,9 +101,9 @@ CREATE TABLE herald_subscription (
 CREATE TRIGGER herald_stream_subscriptions AFTER INSERT ON herald_stream
 BEGIN
     INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
-                                     retain_max_ns, subscription, next_seq)
+                                     retain_max_ns, retry, subscription, next_seq)
     SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
-           u.retain_max_ns, u.prefix, NEW.oldest_seq
+           u.retain_max_ns, u.retry, u.prefix, NEW.oldest_seq
     FROM herald_subscription AS u WHERE substr(NEW.stream, 1, length(u.prefix)) = u.prefix
     ON CONFLICT DO NOTHING;
     -- Due at any instant (dueNow, store.go) if that made it one to serve.
@@ -144,6 +145,21 @@ CREATE TABLE herald_evidence (
     FOREIGN KEY (stream, registration) REFERENCES herald_registration (stream, id) ON DELETE CASCADE
 ) STRICT;
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, id);
+
+-- Pending resends (store.Store.Resend): a record the registration
+-- acknowledged, to send again once, out of band, under a lease of its own
+-- (DueResends); Resent deletes the row as it stores the evidence.
+CREATE TABLE herald_resend (
+    stream      TEXT    NOT NULL,
+    id          TEXT    NOT NULL,
+    seq         INTEGER NOT NULL CHECK (seq >= 1),
+    asked_at    INTEGER NOT NULL,
+    asked_by    TEXT    NOT NULL,
+    lease_owner TEXT    NOT NULL DEFAULT '',
+    lease_until INTEGER,                     -- NULL: never claimed
+    PRIMARY KEY (stream, id, seq),
+    FOREIGN KEY (stream, id) REFERENCES herald_registration (stream, id) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
 
 -- Tokens (store.TokenStore): the SHA-256 of each secret, never the secret.
 -- scope is a JSON array of stream prefixes, '[]' for every stream.
