@@ -68,6 +68,7 @@ func Run(t *testing.T, open Factory) {
 		{"Events", eventTests},
 		{"Subscriptions", subscriptionTests},
 		{"Pause", pauseTests},
+		{"Rate", rateTests},
 		{"Tokens", tokenTests},
 		{"ActorKeys", actorKeyTests},
 	}
