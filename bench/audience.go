@@ -10,6 +10,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -82,6 +84,9 @@ func audience(ctx context.Context, e *env, cfg config, rep *report) error {
 	rep.printf("### A fediverse audience: one Create to N inboxes (issue 37)\n\n")
 	rep.printf("One ActivityPub `Create` (a Note to Public and the followers, signed with one RSA-2048 actor key) to N inboxes, one `activitypub` registration each (stream `actor/alice`), on N/%d loopback hosts of 127.1.0.0/16 (%d inboxes a host, all hosts on one port) served by the benchmark process: of every 100 hosts 93 answer 202 %v after reading the request, 5 after %v, 2 never (the request is held until herald's 15 s timeout). `herald run` with its defaults plus `--allow-http --allow-private-network` and `--api-addr` (metrics and admin servers off). The registrations are made over the HTTP API (`POST /v1/registrations`, 16 at once) by a first daemon, which is then stopped; a fresh one (the measured process, `HERALD_CPUPROFILE` when profiled) gets the one append (`POST /v1/records`). Times are from the append's answer to the healthy inbox's receiving the request (its body read). A case ends when every healthy and slow inbox had it, or at its bound (%v).\n\n",
 		inboxesPerHost, inboxesPerHost, audienceHealthy, audienceSlow, cfg.audienceFor)
+	if cfg.audienceHeld {
+		rep.printf("The actor's key is held once (`herald keys add`, `-audience-held-key`): every registration's config names its `key_id` only, and each message reads the key's version from the store.\n\n")
+	}
 	rep.printf("| store | N | hosts | registering s (/s) | append ms | healthy | p50 s | p95 s | p100 s | by 10 s | by 60 s | by the end | slow had it | silent requests | CPU s daemon / PostgreSQL | daemon peak RSS MiB | duplicates | started (UTC), load |\n|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---|\n")
 	for _, r := range runs {
 		pg := "–"
@@ -176,11 +181,23 @@ func audienceCase(ctx context.Context, e *env, cfg config, store string, n, run 
 		return r, err
 	}
 	defer drop()
+	const keyID = "https://social.example/users/alice#main-key"
+	config := map[string]any{"key_id": keyID, "private_key": pemKey}
+	if cfg.audienceHeld { // held once: every config names it
+		file := filepath.Join(e.tmp, name+".pem")
+		if err := os.WriteFile(file, []byte(pemKey), 0o600); err != nil {
+			return r, err
+		}
+		out, err := exec.CommandContext(ctx, e.herald, "keys", "add", "--database", database, "--key-id", keyID, "--private-key", file).CombinedOutput()
+		if err != nil {
+			return r, fmt.Errorf("herald keys add: %v\n%s", err, out)
+		}
+		config = map[string]any{"key_id": keyID}
+	}
 	regs := make([]apiRegistration, n)
 	for i := range regs {
 		regs[i] = apiRegistration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%06d", i), Namespace: "activitypub",
-			URL:    fmt.Sprintf("%s/inbox/%d", farm.url(i/inboxesPerHost), i),
-			Config: map[string]any{"key_id": "https://social.example/users/alice#main-key", "private_key": pemKey}}
+			URL: fmt.Sprintf("%s/inbox/%d", farm.url(i/inboxesPerHost), i), Config: config}
 	}
 	d, err := startAPIDaemon(ctx, e, "herald-audience-register", database, nil)
 	if err != nil {

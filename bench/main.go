@@ -70,6 +70,7 @@ type config struct {
 	audienceN       []int           // audience: the numbers of inboxes
 	audienceFor     time.Duration   // audience: each case's bound from the append
 	audienceProfile string          // audience: a directory for the measured daemon's CPU profiles (empty: none)
+	audienceHeld    bool            // audience: the actor's key held once (herald keys add), registrations naming its key id only
 	slotsK          []int           // slots: the numbers of slow registrations
 	slotsFor        time.Duration   // slots: how long the healthy registration gets appends
 }
@@ -113,6 +114,7 @@ func main() {
 	flag.StringVar(&stores, "stores", "sqlite,postgres", "audience, slots: the stores to run on, comma-separated (sqlite, postgres)")
 	flag.StringVar(&audienceN, "audience-n", "1000,10000", "audience: the numbers of inboxes (10 a host), comma-separated; 100000 holds 10,000 listeners and takes long")
 	flag.DurationVar(&cfg.audienceFor, "audience-for", 120*time.Second, "audience: each case's bound from the append (it ends earlier when every healthy and slow inbox had the post); at least 60s")
+	flag.BoolVar(&cfg.audienceHeld, "audience-held-key", false, "audience: hold the actor's key once (herald keys add) and register the inboxes with its key_id only, instead of a private_key in every config")
 	flag.StringVar(&cfg.audienceProfile, "audience-cpuprofile", "", "audience: write the measured daemon's CPU profile (HERALD_CPUPROFILE) into this directory, one file a case")
 	flag.StringVar(&slotsK, "slots-k", "20,100", "slots: the numbers of slow registrations, comma-separated (the shared-host case runs after them)")
 	flag.DurationVar(&cfg.slotsFor, "slots-for", 30*time.Second, "slots: how long the healthy registration gets a record every 0.5 s")

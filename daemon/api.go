@@ -224,17 +224,15 @@ func apiFields(err error) error {
 	return err
 }
 
-// registrationRequest is the body of POST /v1/registrations. Config, the
+// endpointRequest is what the bodies of POST /v1/registrations and POST
+// /v1/subscriptions share: the destination and its policy. Config, the
 // namespace's config object, is stored and never shown again.
-type registrationRequest struct {
-	Stream        string          `json:"stream"`
-	ID            string          `json:"id"`
+type endpointRequest struct {
 	Namespace     string          `json:"namespace"`
 	URL           string          `json:"url"`
 	OnRejected    string          `json:"on_4xx"`
 	Kinds         []string        `json:"kinds"`
 	Window        *int            `json:"window"`
-	FromSeq       *uint64         `json:"from_seq"`
 	RetrySchedule []string        `json:"retry_schedule"`
 	MaxAttempts   int             `json:"max_attempts"`
 	RetryFor      string          `json:"retry_for"`
@@ -242,28 +240,60 @@ type registrationRequest struct {
 	Config        json.RawMessage `json:"config"`
 }
 
+// template reads e into a registration of stream and id, on the worker of
+// its namespace. Errors name the field; Registration.Validate's are left to
+// the caller's store.
+func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registration, *push.Worker, error) {
+	wk := d.byNS[e.Namespace]
+	if wk == nil {
+		return push.Registration{}, nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", e.Namespace, strings.Join(d.served, ", "))
+	}
+	reg := push.Registration{Stream: stream, ID: id, Namespace: e.Namespace, URL: e.URL, Kinds: e.Kinds, NextSeq: 1,
+		OnRejected: push.RejectPolicy(cmp.Or(e.OnRejected, string(push.RejectRetry))), Config: push.Config(e.Config)}
+	if e.Window != nil {
+		if *e.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
+			return reg, nil, journal.Invalid("window", "is 0: it must be 1 to %d", store.MaxWindow)
+		}
+		reg.Window = *e.Window
+	}
+	var err error
+	if e.RetainMax != "" {
+		if reg.RetainMax, err = operator.ParseSpan("retain_max", e.RetainMax); err != nil {
+			return reg, nil, err
+		}
+	}
+	for _, s := range e.RetrySchedule {
+		d, err := store.ParseDays("retry_schedule", s)
+		if err != nil {
+			return reg, nil, err
+		}
+		reg.Retry.Schedule = append(reg.Retry.Schedule, d)
+	}
+	if e.RetryFor != "" {
+		if reg.Retry.For, err = store.ParseDays("retry_for", e.RetryFor); err != nil {
+			return reg, nil, err
+		}
+	}
+	reg.Retry.MaxAttempts = e.MaxAttempts
+	return reg, wk, nil
+}
+
+// registrationRequest is the body of POST /v1/registrations.
+type registrationRequest struct {
+	Stream  string  `json:"stream"`
+	ID      string  `json:"id"`
+	FromSeq *uint64 `json:"from_seq"`
+	endpointRequest
+}
+
 func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	var req registrationRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	wk := d.byNS[req.Namespace]
-	if wk == nil {
-		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served, ", "))
-	}
-	reg := push.Registration{Stream: req.Stream, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds, NextSeq: 1,
-		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
-	if req.Window != nil {
-		if *req.Window == 0 { // the library reads 0 as 1; a client that sends 0 means something else
-			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", store.MaxWindow)
-		}
-		reg.Window = *req.Window
-	}
-	if req.RetainMax != "" {
-		var err error
-		if reg.RetainMax, err = operator.ParseSpan("retain_max", req.RetainMax); err != nil {
-			return nil, err
-		}
+	reg, wk, err := d.template(req.endpointRequest, req.Stream, req.ID)
+	if err != nil {
+		return nil, err
 	}
 	if req.FromSeq != nil {
 		if *req.FromSeq == 0 { // as window: the library reads 0 as 1
@@ -273,10 +303,6 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	}
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
 		return nil, operator.Unseen(reg.Stream, reg.ID)
-	}
-	var err error
-	if reg.Retry, err = retryOf(req); err != nil {
-		return nil, err
 	}
 	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
 	if err != nil {
@@ -303,19 +329,13 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 }
 
 // subscriptionRequest is the body of POST /v1/subscriptions: a
-// registration's fields with stream_prefix and from instead of stream and
+// registration's with stream_prefix and from instead of stream and
 // from_seq.
 type subscriptionRequest struct {
-	StreamPrefix string          `json:"stream_prefix"`
-	ID           string          `json:"id"`
-	Namespace    string          `json:"namespace"`
-	URL          string          `json:"url"`
-	OnRejected   string          `json:"on_4xx"`
-	Kinds        []string        `json:"kinds"`
-	Window       *int            `json:"window"`
-	RetainMax    string          `json:"retain_max"`
-	From         string          `json:"from"`
-	Config       json.RawMessage `json:"config"`
+	StreamPrefix string `json:"stream_prefix"`
+	ID           string `json:"id"`
+	From         string `json:"from"`
+	endpointRequest
 }
 
 func (d *Daemon) postSubscription(r *http.Request) (any, error) {
@@ -323,61 +343,38 @@ func (d *Daemon) postSubscription(r *http.Request) (any, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	wk := d.byNS[req.Namespace]
-	if wk == nil {
-		return nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", req.Namespace, strings.Join(d.served, ", "))
+	reg, wk, err := d.template(req.endpointRequest, req.StreamPrefix+"x", req.ID)
+	if err != nil {
+		return nil, err
 	}
-	sub := store.Subscription{Prefix: req.StreamPrefix, ID: req.ID, Namespace: req.Namespace, URL: req.URL, Kinds: req.Kinds,
-		OnRejected: push.RejectPolicy(cmp.Or(req.OnRejected, string(push.RejectRetry))), Config: push.Config(req.Config)}
+	var fromHead bool
 	switch req.From {
 	case "", "start":
 	case "head":
-		sub.FromHead = true
+		fromHead = true
 	default:
 		return nil, journal.Invalid("from", "%q must be start or head", req.From)
 	}
-	if req.Window != nil {
-		if *req.Window == 0 {
-			return nil, journal.Invalid("window", "is 0: it must be 1 to %d", store.MaxWindow)
-		}
-		sub.Window = *req.Window
-	}
-	if req.RetainMax != "" {
-		var err error
-		if sub.RetainMax, err = operator.ParseSpan("retain_max", req.RetainMax); err != nil {
-			return nil, err
-		}
-	}
+	sub := store.SubscriptionOf(req.StreamPrefix, reg, fromHead)
 	if err := sub.Validate(); err != nil {
 		return nil, apiFields(err)
+	}
+	s := scope(r, d.store)
+	sub, secret, err := operator.KeepOrMakeSubscriptionSecret(r.Context(), s, sub)
+	if err != nil {
+		return nil, err
 	}
 	if err := wk.Check(sub.Template(sub.Prefix + "x")); err != nil {
 		return nil, apiFields(err)
 	}
-	st, err := scope(r, d.store).Subscribe(r.Context(), sub)
+	st, err := s.Subscribe(r.Context(), sub)
 	if err != nil {
 		return nil, apiFields(err)
 	}
 	wk.Wake()
-	return withStatus{http.StatusOK, operator.SubscriptionViewOf(st)}, nil
-}
-
-// retryOf reads a registration request's retry policy; Register validates it.
-func retryOf(req registrationRequest) (p push.RetryPolicy, err error) {
-	for _, s := range req.RetrySchedule {
-		d, err := store.ParseDays("retry_schedule", s)
-		if err != nil {
-			return p, err
-		}
-		p.Schedule = append(p.Schedule, d)
-	}
-	if req.RetryFor != "" {
-		if p.For, err = store.ParseDays("retry_for", req.RetryFor); err != nil {
-			return p, err
-		}
-	}
-	p.MaxAttempts = req.MaxAttempts
-	return p, nil
+	v := operator.SubscriptionViewOf(st)
+	v.Secret = secret
+	return withStatus{http.StatusOK, v}, nil
 }
 
 // recordStatus answers GET /v1/records/status?id=ID or ?stream=S&seq=N.

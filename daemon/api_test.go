@@ -853,3 +853,35 @@ func TestAPIRegistrationWithoutSecretsGetsOneOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the update kept the secret made")
 }
+
+// A webhook subscription made over the API without secrets gets one,
+// answered once, which each of its registrations holds; an update keeps it.
+// Its retry policy is its registrations'.
+func TestAPISubscriptionWithoutSecretsGetsOneOnceAndItsRetryPolicy(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	_, err := s.Append(t.Context(), "tenant/7/orders", journal.Entry{ID: "o1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	sub := `{"stream_prefix": "tenant/7/", "id": "t7", "namespace": "webhook", "url": "https://t7.example/hooks",
+		"retry_schedule": ["5s", "5m", "2h"], "retry_for": "3d"}`
+	code, body := post(t, srv, "/v1/subscriptions", sub)
+	require.Equal(t, http.StatusOK, code, body)
+	var v operator.SubscriptionView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.True(t, strings.HasPrefix(v.Secret, "whsec_"), body)
+	require.Equal(t, &operator.RetryView{Schedule: []string{"5s", "5m", "2h"}, For: "3d"}, v.Retry)
+
+	code, body = post(t, srv, "/v1/subscriptions", sub)
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, "whsec_")
+	st, err := s.Get(t.Context(), "tenant/7/orders", "t7")
+	require.NoError(t, err)
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the registration signs with the secret made, kept by the update")
+	require.Equal(t, store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 2 * time.Hour}, For: 72 * time.Hour}, st.Retry)
+
+	code, body = post(t, srv, "/v1/subscriptions", `{"stream_prefix": "tenant/8/", "id": "t8", "namespace": "webhook", "url": "https://t8.example/", "retry_for": "3x"}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "retry_for")
+}

@@ -29,6 +29,7 @@ type Subscription struct {
 	Kinds      []string      `json:"kinds,omitempty"`
 	Window     int           `json:"window,omitempty"`
 	RetainMax  time.Duration `json:"retain_max_ns,omitempty"`
+	Retry      RetryPolicy   `json:"retry,omitzero"`
 	FromHead   bool          `json:"from_head,omitempty"` // streams existing when it is made start past their head
 }
 
@@ -43,7 +44,14 @@ type SubscriptionStatus struct {
 // stream, at cursor 0 (the store's to choose).
 func (s Subscription) Template(stream string) Registration {
 	return Registration{Stream: stream, ID: s.ID, Namespace: s.Namespace, URL: s.URL, Config: s.Config,
-		OnRejected: s.OnRejected, Kinds: s.Kinds, Window: s.Window, RetainMax: s.RetainMax, Subscription: s.Prefix}
+		OnRejected: s.OnRejected, Kinds: s.Kinds, Window: s.Window, RetainMax: s.RetainMax, Retry: s.Retry, Subscription: s.Prefix}
+}
+
+// SubscriptionOf returns the subscription over prefix whose template is r
+// (its stream and cursor aside): Template's inverse.
+func SubscriptionOf(prefix string, r Registration, fromHead bool) Subscription {
+	return Subscription{Prefix: prefix, ID: r.ID, Namespace: r.Namespace, URL: r.URL, Config: r.Config, OnRejected: r.OnRejected,
+		Kinds: r.Kinds, Window: r.Window, RetainMax: r.RetainMax, Retry: r.Retry, FromHead: fromHead}
 }
 
 // Validate checks a subscription: its prefix (a valid stream name ending

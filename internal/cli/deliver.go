@@ -352,14 +352,14 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 				e.logger.Info("exporting traces by OTLP", "because", otlp.Why)
 			}
 			opts.Every, opts.Logger, opts.Now = every, e.logger, time.Now
-			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) {
-				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
-			}
 			c.onExit(func() { opts.Listeners.Close() })
 			return listen(c, &opts)
 		},
 		run: func(c *call) error {
 			opts.Store, df.schemes.of = c.b, c.b
+			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) { // with the store: its held keys
+				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
+			}
 			d, err := daemon.New(opts)
 			if err != nil {
 				return usageOf(err)

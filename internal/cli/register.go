@@ -174,14 +174,8 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 			if err := r.Validate(); err != nil {
 				return asRangeError(usageOf(err))
 			}
-			if prefix != "" && (c.changed("retry-schedule") || c.changed("max-attempts") || c.changed("retry-for")) {
-				return usagef("--retry-schedule, --max-attempts and --retry-for apply to --stream only: a subscription's registrations retry as their namespace does")
-			}
 			if v, ok := namespaces[r.Namespace].projection(nil).(push.ConfigValidator); ok {
-				checked, made := operator.MakeSecret(r) // a webhook without --secret gets one when run
-				if made != "" && prefix != "" {
-					return usagef("--stream-prefix with a webhook needs --secret: a subscription's secret is not made for it")
-				}
+				checked, _ := operator.MakeSecret(r) // a webhook without --secret gets one when run
 				if err := v.ValidateConfig(checked); err != nil {
 					return usageOf(err)
 				}
@@ -491,12 +485,16 @@ func retainMaxDefaults() string {
 
 // subscribe is register --stream-prefix: r is the template.
 func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead bool) error {
-	st, err := c.b.Subscribe(c.ctx(), store.Subscription{Prefix: prefix, ID: r.ID, Namespace: r.Namespace, URL: r.URL, Config: r.Config,
-		OnRejected: r.OnRejected, Kinds: r.Kinds, Window: r.Window, RetainMax: r.RetainMax, FromHead: fromHead})
+	sub, secret, err := operator.KeepOrMakeSubscriptionSecret(c.ctx(), c.b, store.SubscriptionOf(prefix, r, fromHead))
+	if err != nil {
+		return err
+	}
+	st, err := c.b.Subscribe(c.ctx(), sub)
 	if err != nil {
 		return err
 	}
 	v := operator.SubscriptionViewOf(st)
+	v.Secret = secret
 	return c.print(v, func(w io.Writer) {
 		start := "their oldest record"
 		if st.FromHead {
@@ -504,6 +502,9 @@ func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead boo
 		}
 		fmt.Fprintf(w, "Subscribed %s: %s to %s, following %s (existing streams from %s, new ones from their first record).\n",
 			store.SubscriptionName(st.Prefix, st.ID), st.Namespace, v.Host, plural(st.Streams, "stream"), start)
+		if secret != "" {
+			fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", secret)
+		}
 		for _, err := range transport.URLRefusals(st.URL) {
 			fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park its registrations: %v\n", err)
 		}

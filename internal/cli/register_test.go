@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -267,6 +268,8 @@ func TestRegisterRetainMax(t *testing.T) {
 // with --from head) and a later one are followed, subscriptions shows it as
 // one with its streams, unregister --stream-prefix removes every one; bad
 // prefixes and flag mixes are refused naming the flag, changing nothing.
+// Without --secret a webhook subscription gets one, shown once and kept
+// when it is registered again; its retry flags are its registrations'.
 func TestRegisterStreamPrefix(t *testing.T) {
 	db := newDB(t)
 	heraldOK(t, db, "{}", "append", "--stream", "tenant/42/orders", "--id", "o1", "--kind", "k")
@@ -278,16 +281,26 @@ func TestRegisterStreamPrefix(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--stream-prefix", "tenant/42"}, {"--stream-prefix", "herald/"}, {"--stream-prefix", "tenant/42/", "--stream", "s"},
 		{"--stream-prefix", "tenant/42/", "--from", "middle"}, {"--stream", "s", "--from", "head"}, {},
-		{"--stream-prefix", "tenant/42/", "--retry-for", "3d"},
+		{"--stream-prefix", "tenant/42/", "--retry-for", "3x"},
 	} {
 		r := runCLI(t, db, "", args(bad...)...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", bad, r.stderr)
 		require.Contains(t, r.stderr, "--", bad)
 	}
-	r := runCLI(t, db, "", "register", "--stream-prefix", "tenant/42/", "--id", "t42", "--namespace", "webhook", "--url", "https://hooks.example/x")
-	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--secret", "a subscription's webhook secret is not made for it")
 	require.Equal(t, "No subscriptions.\n", heraldOK(t, db, "", "subscriptions"), "refusals change nothing")
+
+	made := func(out string) string { return regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).FindString(out) }
+	noSecret := []string{"register", "--stream-prefix", "tenant/9/", "--id", "t9", "--namespace", "webhook", "--url", "https://hooks.example/9",
+		"--retry-schedule", "5s,5m,2h", "--retry-for", "3d"}
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/9/a", "--id", "a1", "--kind", "k")
+	secret := made(heraldOK(t, db, "", noSecret...))
+	require.NotEmpty(t, secret, "a secret made and shown once")
+	require.Empty(t, made(heraldOK(t, db, "", noSecret...)), "registered again: the secret is kept, not shown")
+	var regs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--stream", "tenant/9/a", "--json")), &regs))
+	require.Len(t, regs, 1)
+	require.Equal(t, map[string]any{"schedule": []any{"5s", "5m", "2h"}, "for": "3d"}, regs[0]["retry"], "the subscription's retry policy")
+	heraldOK(t, db, "", "unregister", "--stream-prefix", "tenant/9/", "--id", "t9")
 
 	out := heraldOK(t, db, "", args("--stream-prefix", "tenant/42/", "--from", "head")...)
 	require.Contains(t, out, "Subscribed stream_prefix=tenant/42/ id=t42: webhook to hooks.example:443, following 1 stream (existing streams from past their head")

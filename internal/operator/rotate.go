@@ -2,6 +2,7 @@ package operator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,17 +101,43 @@ func MakeSecret(reg store.Registration) (store.Registration, string) {
 // secrets the secrets of the webhook registration it updates, or else a new
 // one (MakeSecret), returned to be shown once. Errors are s's.
 func KeepOrMakeSecret(ctx context.Context, s store.Store, reg store.Registration) (store.Registration, string, error) {
+	return keepOrMakeSecret(reg, func() (store.Registration, error) {
+		was, err := s.Get(ctx, reg.Stream, reg.ID)
+		return was.Registration, err
+	})
+}
+
+// KeepOrMakeSubscriptionSecret is KeepOrMakeSecret for a subscription: it
+// keeps the secrets of the subscription it updates, or makes one that every
+// registration of the subscription signs with.
+func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub store.Subscription) (store.Subscription, string, error) {
+	reg, secret, err := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
+		list, err := s.Subscriptions(ctx, sub.Prefix)
+		for _, was := range list {
+			if was.ID == sub.ID {
+				return was.Template(sub.Prefix), nil
+			}
+		}
+		return store.Registration{}, cmp.Or(err, journal.ErrNotFound)
+	})
+	sub.Config = reg.Config
+	return sub, secret, err
+}
+
+// keepOrMakeSecret is both: was reads what reg updates (journal.ErrNotFound:
+// nothing).
+func keepOrMakeSecret(reg store.Registration, was func() (store.Registration, error)) (store.Registration, string, error) {
 	cfg, ok := webhookSansSecrets(reg)
 	if !ok {
 		return reg, "", nil
 	}
-	was, err := s.Get(ctx, reg.Stream, reg.ID)
+	old, err := was()
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
 		return reg, "", err
 	}
-	if err == nil && was.Namespace == webhook.Namespace {
-		if old, err := webhook.ParseConfig(was.Config); err == nil {
-			cfg.Secrets, cfg.Retiring = old.Secrets, old.Retiring
+	if err == nil && old.Namespace == webhook.Namespace {
+		if oc, err := webhook.ParseConfig(old.Config); err == nil {
+			cfg.Secrets, cfg.Retiring = oc.Secrets, oc.Retiring
 			reg.Config, _ = json.Marshal(cfg)
 			return reg, "", nil
 		}

@@ -67,6 +67,21 @@ type RegistrationView struct {
 	SignatureScheme string `json:"signature_scheme,omitempty"`
 }
 
+// retryView returns p as shown, nil for the zero policy (the namespace's).
+func retryView(p store.RetryPolicy) *RetryView {
+	if p.IsZero() {
+		return nil
+	}
+	v := &RetryView{MaxAttempts: p.MaxAttempts}
+	for _, d := range p.Schedule {
+		v.Schedule = append(v.Schedule, store.FormatDays(d))
+	}
+	if p.For > 0 {
+		v.For = store.FormatDays(p.For)
+	}
+	return v
+}
+
 // RetryView is a registration's own retry policy (push.RetryPolicy) as
 // shown: delays as "5s", "10h", "3d"; an absent part is its namespace's.
 type RetryView struct {
@@ -146,15 +161,7 @@ func (held Held) View(s store.Status) RegistrationView {
 	if s.Namespace == activitypub.Namespace {
 		v.SignatureScheme = activitypub.ShownScheme(s.Config)
 	}
-	if !s.Retry.IsZero() {
-		v.Retry = &RetryView{MaxAttempts: s.Retry.MaxAttempts}
-		for _, d := range s.Retry.Schedule {
-			v.Retry.Schedule = append(v.Retry.Schedule, store.FormatDays(d))
-		}
-		if s.Retry.For > 0 {
-			v.Retry.For = store.FormatDays(s.Retry.For)
-		}
-	}
+	v.Retry = retryView(s.Retry)
 	if s.Attempts > 0 {
 		v.FailingSince = s.FailingSince
 	}
@@ -295,9 +302,11 @@ type SubscriptionView struct {
 	Kinds         []string           `json:"kinds,omitempty"`
 	Window        int                `json:"window"`
 	RetainMax     string             `json:"retain_max"`
-	From          string             `json:"from"` // where the streams that existed when it was made started: start or head
+	Retry         *RetryView         `json:"retry,omitempty"` // its registrations' own; absent: their namespace's
+	From          string             `json:"from"`            // where the streams that existed when it was made started: start or head
 	Streams       int                `json:"streams"`
 	Registrations []RegistrationView `json:"registrations,omitempty"`
+	Secret        string             `json:"secret,omitempty"` // a webhook secret made for it, shown once
 }
 
 // SubscriptionViewOf returns st as shown.
@@ -308,7 +317,7 @@ func SubscriptionViewOf(st store.SubscriptionStatus) SubscriptionView {
 	}
 	return SubscriptionView{Prefix: st.Prefix, ID: st.ID, Namespace: st.Namespace, Host: store.HostOf(st.URL), URL: RedactURL(st.URL),
 		OnRejected: string(st.OnRejected), Kinds: st.Kinds, Window: max(st.Window, 1),
-		RetainMax: Span(st.Template(st.Prefix).RetainBound()), From: from, Streams: st.Streams}
+		RetainMax: Span(st.Template(st.Prefix).RetainBound()), Retry: retryView(st.Retry), From: from, Streams: st.Streams}
 }
 
 // Subscriptions lists the subscriptions (of prefix, if set), with each

@@ -889,6 +889,7 @@ func (s *Store) materialiseAt(sub *store.Subscription, stream string, next uint6
 	}
 	r.NextSeq, r.Window = next, max(r.Window, 1)
 	r.Config, r.Kinds = slices.Clone(r.Config), slices.Clone(r.Kinds)
+	r.Retry.Schedule = slices.Clone(r.Retry.Schedule)
 	s.regs[r.Key()] = &r
 	return true
 }
@@ -922,6 +923,8 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 			n++
 			r.Namespace, r.URL, r.Config, r.OnRejected = sub.Namespace, sub.URL, slices.Clone(sub.Config), sub.OnRejected
 			r.Kinds, r.Window, r.RetainMax = slices.Clone(sub.Kinds), sub.Window, sub.RetainMax
+			r.Retry = sub.Retry
+			r.Retry.Schedule = slices.Clone(sub.Retry.Schedule)
 		}
 	}
 	return store.SubscriptionStatus{Subscription: copySub(&sub), Streams: n}, nil
@@ -969,5 +972,6 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 func copySub(sub *store.Subscription) store.Subscription {
 	c := *sub
 	c.Config, c.Kinds = slices.Clone(sub.Config), slices.Clone(sub.Kinds)
+	c.Retry.Schedule = slices.Clone(sub.Retry.Schedule)
 	return c
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
@@ -14,6 +15,7 @@ import (
 var subscriptionTests = []test{
 	testSubscriptionFollowsExistingAndFutureStreamsInOrder, testSubscriptionFromHead, testUnsubscribeRemovesEveryRegistration,
 	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testBadSubscriptionChangesNothing, testRegisterCannotChangeWhatASubscriptionMade,
+	testSubscriptionRetryPolicyReachesEveryStream,
 }
 
 func sub(prefix, id string) store.Subscription {
@@ -87,6 +89,31 @@ func testSubscriptionFollowsExistingAndFutureStreamsInOrder(t *testing.T, b Back
 		require.Equal(t, []any{"https://moved.example/hook", 4}, []any{g.URL, g.Window})
 	}
 	require.Equal(t, []string{"tenant/42/invoices@3", "tenant/42/orders@4"}, subscribed(t, b, "tenant/42/", "hook"))
+}
+
+// testSubscriptionRetryPolicyReachesEveryStream: a subscription's retry
+// policy is its registrations', on the streams that exist, on those created
+// later (the store's trigger), and after the subscription is updated.
+func testSubscriptionRetryPolicyReachesEveryStream(t *testing.T, b Backend) {
+	appendN(t, b, "tenant/7/orders", 1)
+	s := sub("tenant/7/", "hook")
+	s.Retry = store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 2 * time.Hour}, For: 72 * time.Hour}
+	subscribe(t, b, s)
+	appendN(t, b, "tenant/7/invoices", 1)
+	heraldEvents(t, b) // a sequencer step, for a store that numbers after the commit
+	for _, stream := range []string{"tenant/7/orders", "tenant/7/invoices"} {
+		require.Equal(t, s.Retry, get(t, b, stream, "hook").Retry, stream)
+	}
+	list, err := b.Subscriptions(t.Context(), "tenant/7/")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, s.Retry, list[0].Retry, "as listed")
+
+	s.Retry = store.RetryPolicy{MaxAttempts: 3}
+	subscribe(t, b, s)
+	for _, stream := range []string{"tenant/7/orders", "tenant/7/invoices"} {
+		require.Equal(t, s.Retry, get(t, b, stream, "hook").Retry, "updated: "+stream)
+	}
 }
 
 // testSubscriptionFromHead: with FromHead, a stream that exists starts past

@@ -184,6 +184,7 @@ CREATE TABLE herald_subscription (
     kinds           text[]  NOT NULL DEFAULT '{}',
     "window"        integer NOT NULL DEFAULT 1 CHECK ("window" >= 1),
     retain_max_ns   bigint  NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    retry           text    NOT NULL DEFAULT '{}', -- as herald_registration.retry
     from_head       boolean NOT NULL DEFAULT false,
     PRIMARY KEY (prefix, id)
 );
@@ -203,9 +204,9 @@ BEGIN
     -- A statement of its own, so its snapshot (READ COMMITTED) is taken
     -- after the lock: a Subscribe that held it has committed.
     INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
-                                     retain_max_ns, subscription, next_seq, next_attempt_at)
+                                     retain_max_ns, retry, subscription, next_seq, next_attempt_at)
     SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
-           u.retain_max_ns, u.prefix, NEW.oldest_seq, '0001-01-01 00:00:00+00'
+           u.retain_max_ns, u.retry, u.prefix, NEW.oldest_seq, '0001-01-01 00:00:00+00'
     FROM herald_subscription u WHERE starts_with(NEW.stream, u.prefix)
     ON CONFLICT DO NOTHING;
     RETURN NULL;

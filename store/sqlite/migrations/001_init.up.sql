@@ -90,6 +90,7 @@ CREATE TABLE herald_subscription (
     kinds           TEXT    NOT NULL DEFAULT '[]',
     "window"        INTEGER NOT NULL DEFAULT 1 CHECK ("window" >= 1),
     retain_max_ns   INTEGER NOT NULL DEFAULT 0 CHECK (retain_max_ns >= 0),
+    retry           TEXT    NOT NULL DEFAULT '{}', -- as herald_registration.retry
     from_head       INTEGER NOT NULL DEFAULT 0 CHECK (from_head IN (0, 1)),
     PRIMARY KEY (prefix, id)
 ) STRICT;
@@ -102,9 +103,9 @@ CREATE TABLE herald_subscription (
 CREATE TRIGGER herald_stream_subscriptions AFTER INSERT ON herald_stream
 BEGIN
     INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
-                                     retain_max_ns, subscription, next_seq)
+                                     retain_max_ns, retry, subscription, next_seq)
     SELECT NEW.stream, u.id, u.namespace, u.url, u.host, u.on_rejected, u.kinds, u."window",
-           u.retain_max_ns, u.prefix, NEW.oldest_seq
+           u.retain_max_ns, u.retry, u.prefix, NEW.oldest_seq
     FROM herald_subscription AS u WHERE substr(NEW.stream, 1, length(u.prefix)) = u.prefix
     ON CONFLICT DO NOTHING;
     -- Due at any instant (dueNow, store.go) if that made it one to serve.
