@@ -23,7 +23,7 @@ type Rate struct {
 // second) is as finely as an hourly rate needs saying.
 const MaxRateCount = 10000
 
-var ratePattern = regexp.MustCompile(`^([0-9]+)/(s|min|h)$`)
+var ratePattern = regexp.MustCompile(`^([1-9][0-9]*)/(s|min|h)$`)
 
 var rateUnits = map[string]time.Duration{"s": time.Second, "min": time.Minute, "h": time.Hour}
 
@@ -31,12 +31,12 @@ var rateUnits = map[string]time.Duration{"s": time.Second, "min": time.Minute, "
 // "5/h". Errors wrap journal.ErrInvalid and name field.
 func ParseRate(field, s string) (Rate, error) {
 	m := ratePattern.FindStringSubmatch(s)
-	if m == nil {
-		return Rate{}, journal.Invalid(field, "%q must be N/s, N/min or N/h, N from 1 to %d (10/s, 600/min)", s, MaxRateCount)
+	var n int
+	if m != nil {
+		n, _ = strconv.Atoi(m[1]) // digits; too many fail the bound
 	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil || n < 1 || n > MaxRateCount {
-		return Rate{}, journal.Invalid(field, "%q: N must be from 1 to %d", s, MaxRateCount)
+	if n < 1 || n > MaxRateCount {
+		return Rate{}, journal.Invalid(field, "%q must be N/s, N/min or N/h with N from 1 to %d (10/s, 600/min)", s, MaxRateCount)
 	}
 	return Rate{Count: n, Per: rateUnits[m[2]]}, nil
 }
