@@ -39,7 +39,8 @@
 // [Worker.RunOnce] is one claim at the caller's instant, served to its end
 // (scheduler mode). [Worker.Run] keeps claiming on the wall clock: it holds
 // up to twice MaxInFlight claims, refills a freed slot at once, and claims on
-// [Worker.Wake], on turn ends that may have left work, and every interval.
+// [Worker.Wake], on turn ends that may have left work, when a rate lets a
+// held registration's next burst start ("Rate"), and every interval.
 // A slot is held for a message, not a turn: a message that waits
 // [SlowAfter] for its answer moves its turn to a budget of its own
 // (WithMaxSlow), so slow receivers never hold a healthy one's slot; sockets

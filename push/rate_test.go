@@ -1,6 +1,7 @@
 package push_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -173,4 +174,39 @@ func TestRateWithAWindowSendsABurstConcurrently(t *testing.T) {
 		require.Equal(t, want, f.sweep(w, ms(250*i)).Records, "burst %d", i+1)
 	}
 	require.Equal(t, uint64(13), f.get("s", "r").NextSeq)
+}
+
+// TestRunClaimsAtTheRatesNextBurst: Run, whose interval is an hour, serves a
+// 20/s registration's backlog burst by burst at the rate's pace (the turn
+// that spent a burst tells the loop when the next may start), each burst a
+// spacing after the previous one's last answer.
+func TestRunClaimsAtTheRatesNextBurst(t *testing.T) {
+	f := newFixture(t)
+	delivered := make(chan time.Time, 15)
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		delivered <- time.Now()
+		return accepted(), nil
+	})
+	f.append("s", 15)
+	f.registerRate("s", "r", store.Rate{Count: 20, Per: time.Second}, 0) // bursts of 5, 250 ms apart
+	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	var got []time.Time
+	deadline := time.After(time.Minute)
+	for len(got) < 15 {
+		select {
+		case d := <-delivered:
+			got = append(got, d)
+		case <-deadline:
+			t.Fatalf("%d of 15 delivered in a minute: the loop did not claim at the rate's next burst", len(got))
+		}
+	}
+	cancel()
+	require.NoError(t, <-stopped)
+	for _, i := range []int{5, 10} {
+		require.GreaterOrEqual(t, got[i].Sub(got[i-1]), 250*time.Millisecond, "burst %d starts a spacing after the last answer of the one before", i/5+1)
+	}
 }
