@@ -210,3 +210,31 @@ func TestRunClaimsAtTheRatesNextBurst(t *testing.T) {
 		require.GreaterOrEqual(t, got[i].Sub(got[i-1]), 250*time.Millisecond, "burst %d starts a spacing after the last answer of the one before", i/5+1)
 	}
 }
+
+// TestRateCountsOnlyTheRecordsItSends: records of kinds a registration does
+// not want cost its rate nothing; a burst reads past them to its size.
+func TestRateCountsOnlyTheRecordsItSends(t *testing.T) {
+	f := newFixture(t)
+	es := make([]journal.Entry, 600)
+	for i := range es {
+		kind := "other"
+		if (i+1)%100 == 0 {
+			kind = "wanted" // #100, #200, … #600
+		}
+		es[i] = journal.Entry{ID: fmt.Sprintf("s#%d", i+1), Kind: kind, Payload: []byte(`{}`)}
+	}
+	_, err := f.store.Append(t.Context(), "s", es...)
+	require.NoError(t, err)
+	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://receiver.example/r",
+		Rate: store.Rate{Count: 10, Per: time.Second}, Kinds: []string{"wanted"}})
+	require.NoError(t, err)
+	w := f.worker()
+	rep := f.sweep(w, ms(0))
+	require.Equal(t, 5, rep.Deliveries)
+	next := f.get("s", "r").NextSeq
+	require.True(t, next > 500 && next <= 600, "the burst of 5 passed the records of other kinds to #500 and on (cursor %d)", next)
+	rep = f.sweep(w, ms(500))
+	require.Equal(t, 1, rep.Deliveries)
+	require.Equal(t, uint64(601), f.get("s", "r").NextSeq)
+	require.Equal(t, []string{"s#100", "s#200", "s#300", "s#400", "s#500", "s#600"}, f.recv.ids("s/r"))
+}

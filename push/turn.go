@@ -51,8 +51,11 @@ func (t *turn) run(ctx context.Context) error {
 	if t.pace, next = t.newPace(); !next.IsZero() {
 		return t.deferred(ctx, next)
 	}
-	limit := t.pageLimit(w.opts.drainPage) // of the read that gave recs
-	recs, err := t.read(ctx, limit)
+	first := w.opts.drainPage
+	if t.pace != nil {
+		first = min(first, t.pace.size) // a burst's worth: what is past it waits for the next
+	}
+	recs, err := t.read(ctx, first)
 	if err != nil {
 		return err
 	}
@@ -91,9 +94,9 @@ func (t *turn) run(ctx context.Context) error {
 		if p.lo < len(recs) || !t.goOn() {
 			break // stopped within the page, or the slot is wanted
 		}
-		if len(recs) < limit { // the stream's end reached, or the page's byte bound
+		if t.unsaved < w.opts.drainPage { // short of a drain page: the stream's end, the byte bound, or a burst's page of kinds not wanted
 			end := t.next > t.head
-			if limit = t.pageLimit(w.opts.drainPage - t.unsaved); limit >= 1 && (!end || t.woken()) {
+			if limit := w.opts.drainPage - t.unsaved; !end || t.woken() {
 				if end { // no page read before now stands for this read (internal/pages)
 					ctx = pages.WithClaim(ctx, time.Now(), t.head)
 				}
@@ -109,7 +112,6 @@ func (t *turn) run(ctx context.Context) error {
 				break
 			}
 		}
-		limit = t.pageLimit(w.opts.drainPage)
 		var ended bool
 		if recs, ended, err = t.nextPage(ctx); ended {
 			return err
@@ -136,7 +138,7 @@ func (t *turn) run(ctx context.Context) error {
 func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
 	saved := make(chan error, 1)
 	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
-	recs, err = t.read(ctx, t.pageLimit(t.w.opts.drainPage))
+	recs, err = t.read(ctx, t.w.opts.drainPage)
 	if serr := <-saved; serr != nil {
 		return nil, true, t.lost(serr, fmt.Errorf("checkpoint at #%d: %w", t.next, serr))
 	}
@@ -156,16 +158,6 @@ func (t *turn) woken() bool {
 	}
 	*t.wakes = n
 	return true
-}
-
-// pageLimit is the records a read of up to n asks for: no more than the
-// rate's burst may still send (records of a kind not wanted cost nothing,
-// and the next page reads on).
-func (t *turn) pageLimit(n int) int {
-	if t.pace != nil {
-		return min(n, max(t.pace.left, 1))
-	}
-	return n
 }
 
 // read reads up to limit records and PageBytes from the cursor.
