@@ -85,6 +85,7 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 		"POST /v1/registration/rotate-secret": keyed(nil, []string{"expire_old"}, d.rotateSecret),
 		"POST /v1/registration/pause":         pauseOne(d.store, false, d.opts.Now, d.wake),
 		"POST /v1/registration/resume":        pauseOne(d.store, true, d.opts.Now, d.wake),
+		"POST /v1/registration/resend":        resendOne(d.store, d.opts.Now, d.wake),
 	}
 	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
 	maps.Copy(routes, keyRoutes(d.store, d.opts.Now))
@@ -489,6 +490,7 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 	mux.Handle("POST /v1/registrations/unpark", unparkAll(db, now, woke))
 	mux.Handle("POST /v1/registration/pause", pauseOne(db, false, now, woke))
 	mux.Handle("POST /v1/registration/resume", pauseOne(db, true, now, woke))
+	mux.Handle("POST /v1/registration/resend", resendOne(db, now, woke))
 	// move serves skip and rewind: the registration after the move.
 	move := func(optional []string, do func(r *http.Request, q url.Values, k store.Key, toSeq uint64) error) endpoint {
 		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
@@ -545,6 +547,24 @@ func pauseOne(db store.Backend, resume bool, now func() time.Time, woke func(nam
 			woke(v.Namespace)
 		}
 		return v, err
+	})
+}
+
+// resendOne answers POST /v1/registration/resend on both APIs: ?seq= the
+// record, ?by= who asks (default "an operator (API)"); it wakes the
+// registration's worker, which sends it.
+func resendOne(db store.Backend, now func() time.Time, woke func(namespace string)) endpoint {
+	return keyed([]string{"seq"}, []string{"by"}, func(r *http.Request, k store.Key, q url.Values) (any, error) {
+		seq, err := strconv.ParseUint(q.Get("seq"), 10, 64)
+		if err != nil || seq == 0 {
+			return nil, journal.Invalid("seq", "%q is not a seq (1, 2, …)", q.Get("seq"))
+		}
+		by := cmp.Or(q.Get("by"), "an operator (API)")
+		v, err := operator.Resend(r.Context(), scope(r, db), k.Stream, k.ID, seq, now(), by)
+		if err == nil {
+			woke(v.Namespace)
+		}
+		return withStatus{http.StatusAccepted, v}, err
 	})
 }
 

@@ -89,6 +89,11 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, held.Registrations, 1)
 	require.NoError(t, s.Park(t.Context(), held.Registrations[0].Claim(), 1, store.Evidence{At: t0, Event: store.EventParked, Seq: 1, Status: 410}))
+	// A registration that acknowledged 2 records, for resend.
+	_, err = s.Append(t.Context(), "resend/1", journal.Entry{ID: "resend-1", Kind: "k", Payload: []byte(`{}`)}, journal.Entry{ID: "resend-2", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = s.Register(t.Context(), push.Registration{Stream: "resend/1", ID: "r", Namespace: "webhook", URL: "https://r.example/", NextSeq: 3})
+	require.NoError(t, err)
 	// testToken is HERALD_API_TOKEN, an operator; admin HERALD_ADMIN_TOKEN.
 	const admin = "5a1e0c9d7f3b2846e1d0c9b8a7f6e5d4"
 	sd, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,
@@ -210,6 +215,13 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{srv, "POST", "/v1/registration/resume?stream=orders/1&id=nobody", "", testToken, "", 404},
 		{guarded, "POST", "/v1/registration/resume?stream=orders/1&id=billing", "", "", "", 401},
 		{failing, "POST", "/v1/registration/resume?stream=orders/1&id=billing", "", testToken, "", 500},
+		{srv, "POST", "/v1/registration/resend?stream=resend/1&id=r&seq=2&by=alice", "", testToken, "", 202},
+		{srv, "POST", "/v1/registration/resend?stream=resend/1&id=r&seq=3", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/resend?stream=resend/1&id=r&seq=two", "", testToken, "", 400},
+		{srv, "POST", "/v1/registration/resend?stream=resend/1&id=nobody&seq=1", "", testToken, "", 404},
+		{guarded, "POST", "/v1/registration/resend?stream=resend/1&id=r&seq=1", "", "", "", 401},
+		{srv2, "POST", "/v1/registration/resend?stream=resend/1&id=r&seq=1", "", reader, "", 403},
+		{failing, "POST", "/v1/registration/resend?stream=resend/1&id=r&seq=1", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations/unpark?stream=held/1&namespace=webhook", "", testToken, "", 200},
 		{srv, "POST", "/v1/registrations/unpark?stream=orders%0A1", "", testToken, "", 400},
 		{srv, "POST", "/v1/registrations/unpark", "", "", "", 401},
@@ -379,7 +391,7 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 23, n)
+	require.Equal(t, 24, n)
 }
 
 func describe(errs []*valerrors.ValidationError) string {

@@ -40,7 +40,8 @@ type slot struct {
 	at, claimedAt time.Time // the claim's instant; when Due returned (the turn's budget counts from it)
 	host          string
 	entry         *hosts.Entry
-	wakes         uint64 // the worker's Wake count before the claim
+	wakes         uint64        // the worker's Wake count before the claim
+	resend        *store.Resend // a resend's claim (resend.go), not a turn's: st is its registration
 
 	// Under the dispatcher's leases.mu: the lease's end on the wall clock
 	// (renew moves it), and, once the turn started, what ends it there.
@@ -82,7 +83,8 @@ func (w *Worker) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispa
 }
 
 // RunOnce is one sweep at instant at: it claims up to limit due
-// registrations and serves them (package doc, "Turns"). A store or journal
+// registrations and serves them (package doc, "Turns"), and up to limit
+// pending resends and sends them (package doc, "Resends"). A store or journal
 // error ends only its own turn, uncharged; RunOnce returns the first with the
 // report of all that was done. If ctx ends, what is in flight is abandoned
 // uncounted, progress saved, and ctx's error returned. Errors:
@@ -101,10 +103,11 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
 	d := w.newDispatcher(ctx, ctx.Done())
-	batch, err := d.claim(at, limit, false)
-	if err != nil {
+	batch, resends, err := d.claim(at, limit, false, true)
+	if err != nil && len(d.ready)+len(d.running) == 0 {
 		return rep, err
 	}
+	d.err = err // the resends' claim failed: the registrations claimed are served
 	defer d.renewing()()
 	for d.start(); len(d.ready) > 0 || len(d.running) > 0; d.start() {
 		select {
@@ -114,20 +117,21 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 			d.demote()
 		}
 	}
-	d.rep.Saturated, d.rep.Unserved, d.rep.Registrations = batch.More, batch.Unserved, len(batch.Registrations)
+	d.rep.Saturated, d.rep.Unserved, d.rep.Registrations = batch.More || resends.More, batch.Unserved, len(batch.Registrations)
 	if d.err == nil && ctx.Err() != nil {
 		d.err = ctx.Err()
 	}
 	return d.rep, d.err
 }
 
-// claim asks the store for up to limit registrations due at at, under a
-// lease owner of its own, and holds them ready. Run's claims are capped (no
-// more of a host than the worker may still serve) and count no Unserved;
-// RunOnce's report has it.
-func (d *dispatcher) claim(at time.Time, limit int, capped bool) (store.DueBatch, error) {
+// claim asks the store for up to limit registrations due at at, and with
+// resends up to limit pending resends, each under a lease owner of its own,
+// and holds them ready. Run's claims are capped (no more of a host than the
+// worker may still serve) and count no Unserved; RunOnce's report has it. A
+// failed claim of resends is returned with the registrations claimed.
+func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store.DueBatch, store.ResendBatch, error) {
 	w := d.w
-	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: fmt.Sprintf("%s#%d", w.opts.owner, w.claims.Add(1)),
+	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: d.owner(),
 		LeaseUntil: at.Add(w.opts.lease), CountUnserved: !capped}
 	if capped {
 		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.Busy()
@@ -136,30 +140,44 @@ func (d *dispatcher) claim(at time.Time, limit int, capped bool) (store.DueBatch
 	batch, err := w.store.Due(d.ctx, q)
 	if err != nil {
 		err = fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
-	}
-	if err != nil {
 		if h := w.opts.hooks.Claim; h != nil {
 			h(at, 0, err)
 		}
-		return batch, err
+		return batch, store.ResendBatch{}, err
+	}
+	var rb store.ResendBatch
+	if resends {
+		q.Owner = d.owner()
+		if rb, err = w.store.DueResends(d.ctx, q); err != nil {
+			err = fmt.Errorf("push: claim pending resends of %s: %w", w.namespace, err)
+		}
 	}
 	for _, h := range batch.Hosts {
 		w.book.Learn(h) // an answer from one of these is told to the store (turn.hostAnswered)
 	}
 	claimedAt := time.Now() // after Due returned: shared pages and the lease's wall-clock end count from it
 	n := len(d.ready)
-	for _, st := range batch.Registrations {
+	add := func(st store.Status, rs *store.Resend) {
 		host := st.Host()
 		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.Enter(host),
-			wakes: wakes, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
+			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
+	}
+	for _, st := range batch.Registrations {
+		add(st, nil)
+	}
+	for i := range rb.Resends {
+		add(store.Status{Registration: rb.Resends[i].Registration}, &rb.Resends[i])
 	}
 	d.leases.hold(d.ready[n:])
 	d.start() // so that the hook is told once the claims hold their slots or wait for one (Worker.waiting)
 	if h := w.opts.hooks.Claim; h != nil {
-		h(at, len(batch.Registrations), nil)
+		h(at, len(batch.Registrations), err)
 	}
-	return batch, nil
+	return batch, rb, err
 }
+
+// owner is a new claim's lease owner: the worker's, numbered.
+func (d *dispatcher) owner() string { return fmt.Sprintf("%s#%d", d.w.opts.owner, d.w.claims.Add(1)) }
 
 // start runs ready claims in the free slots, oldest first, skipping hosts at
 // their cap, and counts in Worker.waiting those a freed slot would start.
@@ -228,6 +246,15 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	t := turn{w: w, at: s.at, stop: d.stop, deadline: w.opts.now().Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
 		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes, live: d.live, lapsed: s.st.Lapsed}
 	defer s.cancel(nil)
+	if s.resend != nil {
+		t.claim = s.resend.Claim().Claim
+		if e.err = t.resend(ctx, *s.resend); e.err != nil {
+			t.rep.Errors = 1
+			e.err = fmt.Errorf("push: resend #%d to %s: %w", s.resend.Seq, store.Name(s.st.Stream, s.st.ID), e.err)
+		}
+		e.rep = t.rep
+		return e
+	}
 	ctx, span := t.startTurn(ctx)
 	e.err = t.run(ctx)
 	endTurn(span, t.rep, e.err)
@@ -274,6 +301,9 @@ func (d *dispatcher) release() {
 		d.leases.drop(s)
 		s.entry.Queued.Add(-1)
 		d.w.perHost.Leave(s.host)
+		if s.resend != nil {
+			continue // its lease lapses: it stays pending
+		}
 		if err := d.w.store.Advance(d.ctx, s.st.Claim(), s.st.NextSeq); err != nil {
 			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", s.st.Stream,
 				"registration", s.st.ID, "err", err)
@@ -294,6 +324,7 @@ type SweepReport struct {
 	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
 	Errors        int  `json:"errors"`        // turns ended by a store or journal error
 	HostFailures  int  `json:"host_failures"` // turns ended by a host-level failure (no attempt charged; see HostStore)
+	Resends       int  `json:"resends"`       // records resent out of band (Store.Resend), whatever the answer: the evidence says it
 	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
 	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a claim waited for the slot, or the budget was spent): sweep again soon
 	Paced         int  `json:"paced"`         // turns that ended with records still behind the cursor that their registration's rate holds (Registration.PacedUntil): sweep again then
@@ -311,6 +342,7 @@ func (r *SweepReport) add(t SweepReport) {
 	r.Completed += t.Completed
 	r.Parked += t.Parked
 	r.Skipped += t.Skipped
+	r.Resends += t.Resends
 	r.LeasesLost += t.LeasesLost
 	r.Backlog += t.Backlog
 	r.Paced += t.Paced

@@ -34,6 +34,17 @@
 // registrations but for one probe per [store.ProbeDelay], and any answer releases
 // them. A terminal record completes the registration, which is deleted.
 //
+// # Resends
+//
+// An operator's resend of a record the registration acknowledged
+// (Store.Resend) is claimed with the turns by every claim of RunOnce, and
+// of Run after a wake or its interval (Store.DueResends, under a lease of
+// its own), and sent once in a slot, host token held, as a turn sends: the
+// message the projection makes of the record, its original id, signed at
+// the claim's instant. Its answer is its evidence (Store.Resent); the
+// cursor, the attempts, the backoff, a pause and the host's failures stay
+// as they were (an answer tells a troubled host it is up).
+//
 // # Scheduling
 //
 // [Worker.RunOnce] is one claim at the caller's instant, served to its end
@@ -90,4 +101,6 @@
 // and parks. An operator's unpark, rewind or pause-and-resume of a
 // registration whose turn is in flight takes the lease from a turn that may
 // still be sending: the next burst may then come early by that turn's rest.
+// A resend ("Resends") is out of band, outside the rate: one request the
+// operator asked for.
 package push

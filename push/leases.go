@@ -70,35 +70,55 @@ func (d *dispatcher) renewing() (stop func()) {
 	return func() { close(done); <-stopped }
 }
 
-// renew extends the leases of the claims held as if each were claimed now
-// on its claim's clock (the claim's at plus the real time since), and moves
-// the ends of the turns whose lease it renewed.
+// renew extends the leases of the claims held (resends' too) as if each
+// were claimed now on its claim's clock (the claim's at plus the real time
+// since), and moves the ends of the turns whose lease it renewed.
 func (d *dispatcher) renew() {
 	w, l := d.w, &d.leases
 	l.mu.Lock()
-	claims := make([]store.Claim, 0, len(l.held))
-	bySlot := make(map[store.Claim]*slot, len(l.held))
-	var skew time.Duration // the claims' clocks against the wall's: the earliest until serves all
+	var claims []store.Claim
+	var resends []store.ResendClaim
+	bySlot := make(map[store.ResendClaim]*slot, len(l.held)) // a turn's claim with seq 0
+	var skew time.Duration                                   // the claims' clocks against the wall's: the earliest until serves all
+	first := true
 	for s := range l.held {
-		c := s.st.Claim()
-		if len(claims) == 0 || s.at.Sub(s.claimedAt) < skew {
-			skew = s.at.Sub(s.claimedAt)
+		if first || s.at.Sub(s.claimedAt) < skew {
+			skew, first = s.at.Sub(s.claimedAt), false
 		}
-		claims, bySlot[c] = append(claims, c), s
+		if s.resend != nil {
+			c := s.resend.Claim()
+			resends, bySlot[c] = append(resends, c), s
+		} else {
+			c := s.st.Claim()
+			claims, bySlot[store.ResendClaim{Claim: c}] = append(claims, c), s
+		}
 	}
 	l.mu.Unlock()
-	if len(claims) == 0 {
+	if first {
 		return
 	}
 	sent := time.Now()
 	until := sent.Add(skew + w.opts.lease)
 	ctx, cancel := context.WithTimeout(d.ctx, w.opts.lease/3)
 	defer cancel()
-	renewed, err := w.store.Renew(ctx, until, claims)
-	if err != nil {
-		w.opts.logger.Warn("herald: cannot renew the leases of the claims held; a turn ends at its lease's end", "namespace", w.namespace,
-			"claims", len(claims), "err", err)
-		return
+	var renewed []store.ResendClaim
+	if len(claims) > 0 {
+		cs, err := w.store.Renew(ctx, until, claims)
+		if err != nil {
+			w.opts.logger.Warn("herald: cannot renew the leases of the claims held; a turn ends at its lease's end", "namespace", w.namespace,
+				"claims", len(claims), "err", err)
+		}
+		for _, c := range cs {
+			renewed = append(renewed, store.ResendClaim{Claim: c})
+		}
+	}
+	if len(resends) > 0 {
+		cs, err := w.store.RenewResends(ctx, until, resends)
+		if err != nil {
+			w.opts.logger.Warn("herald: cannot renew the leases of the resends held; a resend ends at its lease's end", "namespace", w.namespace,
+				"resends", len(resends), "err", err)
+		}
+		renewed = append(renewed, cs...)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

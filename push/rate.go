@@ -27,11 +27,9 @@ type burst struct {
 // r.Count/m, r.Per/m apart (rounded up, so that m of them span the period).
 // 10/s is 2 bursts of 5; 20/s 4 of 5; 600/min 200 of 3; 7/s one of 7.
 func burstOf(r store.Rate) burst {
-	m := 1
-	for d := 2; d <= r.Count; d++ {
-		if r.Count%d == 0 && r.Per/time.Duration(d) >= MinBurstSpacing {
-			m = d
-		}
+	m := max(min(r.Count, int(r.Per/MinBurstSpacing)), 1)
+	for r.Count%m != 0 {
+		m--
 	}
 	return burst{size: r.Count / m, spacing: (r.Per + time.Duration(m) - 1) / time.Duration(m)}
 }
@@ -55,8 +53,8 @@ func (t *turn) newPace() (*pace, time.Time) {
 	}
 	b := burstOf(t.reg.Rate)
 	next := t.reg.PacedUntil
-	if t.lapsed && next.Before(t.at.Add(b.spacing)) {
-		next = t.at.Add(b.spacing)
+	if lapsed := microsUp(t.at.Add(b.spacing)); t.lapsed && next.Before(lapsed) {
+		next = lapsed
 	}
 	if t.at.Before(next) {
 		return nil, next
@@ -93,21 +91,27 @@ func (p *pace) oversize(seq uint64, n int, r store.Rate) string {
 // endBurst records the burst the turn sent (Store.Pace) before the write
 // that ends the turn, and returns the instant the next may start: a spacing
 // after now on the turn's clock (its instant under RunOnce, the wall clock
-// under Run, when the last answer came), in whole microseconds, rounded up
-// (PostgreSQL keeps no finer). Zero when the turn sent nothing under a rate.
+// under Run, when the last answer came), rounded up to a microsecond. Zero
+// when the turn sent nothing under a rate.
 func (t *turn) endBurst(ctx context.Context) (time.Time, error) {
 	if t.pace == nil || t.pace.sent == 0 {
 		return time.Time{}, nil
 	}
-	until := t.now().Add(t.pace.spacing)
-	if r := until.Truncate(time.Microsecond); !r.Equal(until) {
-		until = r.Add(time.Microsecond)
-	}
+	until := microsUp(t.now().Add(t.pace.spacing))
 	t.pace.sent = 0 // recorded once
 	if err := t.w.store.Pace(ctx, t.claim, until); err != nil {
 		return time.Time{}, fmt.Errorf("record the rate's burst at #%d: %w", t.next, err)
 	}
 	return until, nil
+}
+
+// microsUp rounds t up to a whole microsecond, which PostgreSQL keeps, so
+// that no store moves a pace earlier.
+func microsUp(t time.Time) time.Time {
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		return r.Add(time.Microsecond)
+	}
+	return t
 }
 
 // now is the turn's clock: its instant under RunOnce, which reads no wall

@@ -13,6 +13,7 @@ import (
 type loop struct {
 	*dispatcher
 	due      bool   // a claim now may find work: a wake, the interval, a full claim, a turn end that may have left work
+	resends  bool   // the next claim looks for pending resends too: the first, after a wake or the interval, after a full one
 	refill   int    // turn ends that make a claim worth its query when only a capped or troubled host may have work
 	ends     int    // turns ended since the last claim
 	capped   bool   // a host was at its cap after the last claim: turn ends free room for what Due held back
@@ -32,7 +33,7 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return journal.Invalid("every", "is %v: it must be positive", every)
 	}
-	l := &loop{dispatcher: w.newDispatcher(context.WithoutCancel(ctx), ctx.Done()), due: true,
+	l := &loop{dispatcher: w.newDispatcher(context.WithoutCancel(ctx), ctx.Done()), due: true, resends: true,
 		refill: max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))}
 	l.live = true
 	timer := time.NewTimer(every)
@@ -62,9 +63,9 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 		case <-l.slowed:
 			l.demote()
 		case <-w.wake:
-			l.due, l.resting = true, false
+			l.due, l.resends, l.resting = true, true, false
 		case <-timer.C:
-			l.due, l.resting = true, false
+			l.due, l.resends, l.resting = true, true, false
 			timer.Reset(every)
 		case <-l.paced.c():
 			l.due = l.paced.fired(time.Now()) || l.due
@@ -109,19 +110,20 @@ func (l *loop) claimMore() {
 	w := l.w
 	l.claimed = w.wakes.Load()
 	limit := min(2*w.opts.maxInFlight-l.fast-len(l.ready), w.opts.sweepLimit)
-	batch, err := l.claim(time.Now(), limit, true)
+	batch, resends, err := l.claim(time.Now(), limit, true, l.resends)
 	if err != nil {
 		l.due, l.resting, l.ends = false, true, 0
 		l.fail(err)
 		return
 	}
+	l.resends = resends.More
 	if l.failures > 0 && !l.turnErr {
 		w.opts.logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", l.failures)
 		l.failures = 0
 	}
 	l.turnErr, l.ends = false, 0
 	// More may be due only if this claim was full.
-	l.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit)
+	l.due = len(batch.Registrations) > 0 && (batch.More || len(batch.Registrations) >= limit) || resends.More
 	_, _, atCap := w.perHost.Load()
 	l.capped = atCap > 0
 }

@@ -24,6 +24,7 @@ import (
 // several workers, in one process or many, may share a store.
 type Worker struct {
 	journal    journal.Journal // the caller's, behind the turns' shared pages (internal/pages)
+	records    journal.Journal // the caller's itself, for resends (resend.go)
 	store      store.Store     // the caller's, its Advance coalesced if it batches (internal/groupcommit)
 	transport  Transport
 	projection Projection
@@ -65,7 +66,7 @@ func NewWorker(j journal.Journal, s store.Store, t Transport, p Projection, opts
 		retry = d.DefaultRetry()
 	}
 	retry = RetryPolicy{Schedule: o.schedule, MaxAttempts: o.maxAttempts}.Or(retry)
-	return &Worker{journal: pages.New(j, o.lease), store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(), retry: retry,
+	return &Worker{journal: pages.New(j, o.lease), records: j, store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(), retry: retry,
 		wake: make(chan struct{}, 1), perHost: hosts.NewTable(o.maxPerHost)}, nil
 }
 

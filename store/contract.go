@@ -31,7 +31,8 @@ type Store interface {
 	// is past the sealed stream's final record).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
-	// Unregister deletes a registration and its evidence. Errors: ErrNotFound.
+	// Unregister deletes a registration, its evidence and its pending
+	// resends. Errors: ErrNotFound.
 	Unregister(ctx context.Context, stream, id string) error
 
 	// Get returns one registration with its stream's head. Errors: ErrNotFound.
@@ -106,8 +107,35 @@ type Store interface {
 	// event; one not paused is left alone. Errors: as Pause.
 	Resume(ctx context.Context, stream, id string, at time.Time, by string) error
 
+	// Resend asks for record seq, one the registration acknowledged, to be
+	// delivered to it again, out of band (resend.go): pending until a worker
+	// claims it (DueResends) and sends it once (Resent); the cursor, the
+	// attempts and a pause or park are left alone. A herald.registration.resend
+	// event names by. The same seq pending already is left alone. Errors:
+	// ErrNotFound, ErrInvalid (a zero at, ValidatePause's by, CheckResend:
+	// seq 0 or not behind the cursor; below the low-water mark, a
+	// *PrunedError).
+	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error
+
+	// DueResends claims up to q.Limit pending resends of q.Namespace's
+	// registrations whose lease is free at q.At, oldest asked first,
+	// stamping each with the lease (q.Owner, q.LeaseUntil) in the same atomic
+	// step; More says a q.Limit+1st was pending. MaxPerHost, Busy and
+	// CountUnserved are not read. Errors: ErrInvalid (DueQuery.Validate).
+	DueResends(ctx context.Context, q DueQuery) (ResendBatch, error)
+
+	// RenewResends is Renew for claimed resends. Errors: as Renew.
+	RenewResends(ctx context.Context, until time.Time, claims []ResendClaim) ([]ResendClaim, error)
+
+	// Resent ends a claimed resend in one atomic step fenced by its claim:
+	// the pending resend deleted and ev stored as its evidence (Event
+	// EventResent, Seq c.Seq, Stream and Registration from c; Clean).
+	// Errors: ErrLeaseLost (no longer pending under c.Owner), ErrNotFound,
+	// ErrInvalid (an invalid claim, a zero ev.At).
+	Resent(ctx context.Context, c ResendClaim, ev Evidence) error
+
 	// Complete deletes a registration whose final record was acknowledged,
-	// with its evidence, fenced by the claim. Errors: ErrLeaseLost,
+	// with its evidence and pending resends, fenced by the claim. Errors: ErrLeaseLost,
 	// ErrNotFound.
 	Complete(ctx context.Context, c Claim) error
 
@@ -358,6 +386,7 @@ const (
 	EventSkip     = "skip"     // operator moved the cursor forward
 	EventRewind   = "rewind"   // operator moved the cursor back
 	EventExpired  = "expired"  // Prune moved the cursor past records older than the retention bound (Retention)
+	EventResent   = "resent"   // a record sent again out of band (Store.Resend): Status its answer, Error who asked and why it failed (ResentText)
 )
 
 // Clean returns ev with its text fields storable anywhere, as every store
@@ -411,15 +440,16 @@ type CursorSave struct {
 	NextSeq uint64
 }
 
-// MaxOperatorName bounds who paused or resumed (Store.Pause's by).
+// MaxOperatorName bounds who paused, resumed or asked for a resend
+// (Store.Pause's by).
 const MaxOperatorName = 256
 
-// ValidatePause checks what Pause and Resume record: by set, at most
+// ValidatePause checks what Pause, Resume and Resend record: by set, at most
 // MaxOperatorName bytes, and with reason valid UTF-8 without control
 // characters. Errors wrap journal.ErrInvalid, naming "by" or "reason".
 func ValidatePause(by, reason string) error {
 	if by == "" {
-		return journal.Invalid("by", "is empty: say who pauses or resumes")
+		return journal.Invalid("by", "is empty: say who asks")
 	}
 	if len(by) > MaxOperatorName {
 		return journal.Invalid("by", "is longer than %d bytes", MaxOperatorName)

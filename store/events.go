@@ -26,6 +26,7 @@ const (
 	KindUnparked = "herald.registration.unparked" // Cursor: where it resumes
 	KindPaused   = "herald.registration.paused"   // By: the operator named; Reason: theirs; Cursor: where it stopped
 	KindResumed  = "herald.registration.resumed"  // By: the operator named; Cursor: where it resumes
+	KindResend   = "herald.registration.resend"   // an operator asked for a record again (Store.Resend). By: who; Cursor: the record's seq
 	// KindCompleted: the final record was acknowledged and the registration
 	// removed. Cursor: one past the final record; At: the completing
 	// sweep's instant.
@@ -62,7 +63,7 @@ type OperationalEvent struct {
 	Host         string    `json:"host,omitempty"` // HostOf form, "example.com:443"
 	Cursor       uint64    `json:"cursor,omitempty"`
 	FromSeq      uint64    `json:"from_seq,omitempty"` // expired events only
-	By           string    `json:"by,omitempty"`       // skipped and expired: ByOperator or ByPolicy; paused, resumed: who, as the operator named themself
+	By           string    `json:"by,omitempty"`       // skipped and expired: ByOperator or ByPolicy; paused, resumed, resend: who, as the operator named themself
 	Reason       string    `json:"reason,omitempty"`
 	At           time.Time `json:"at"` // the change's instant (the sweep's or the operator's), RFC 3339, UTC
 }

@@ -119,13 +119,24 @@ func (s Sealer) open(stored, ad []byte, what string) (Config, error) {
 // serves the others (a worker fails its attempts with that error).
 func (s Sealer) Open(sts []Status) {
 	for i := range sts {
-		c, err := s.OpenRegistration(sts[i].Registration)
-		if err != nil {
-			sts[i].Config, sts[i].ConfigError = nil, err.Error()
-			continue
-		}
-		sts[i].Config = c
+		s.openIn(&sts[i].Registration)
 	}
+}
+
+// OpenResends is Open for claimed resends' registrations.
+func (s Sealer) OpenResends(rs []Resend) {
+	for i := range rs {
+		s.openIn(&rs[i].Registration)
+	}
+}
+
+func (s Sealer) openIn(r *Registration) {
+	c, err := s.OpenRegistration(*r)
+	if err != nil {
+		r.Config, r.ConfigError = nil, err.Error()
+		return
+	}
+	r.Config = c
 }
 
 // Reseal returns registration k's stored config sealed under the primary

@@ -110,6 +110,7 @@ var done = map[string]string{
 	"unpark":       "Unparked: due now at its cursor, with its attempts reset.",
 	"pause":        "Paused: never claimed until resumed; evidence and an event written.",
 	"resume":       "Resumed: due now at its cursor, with its attempts reset.",
+	"resend":       "Resend queued: the next sweep of its namespace sends the record once; its answer will be a resent row of the evidence.",
 	"skip":         "Skipped: the cursor moved forward; evidence written.",
 	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
 	"reset-host":   "Host reset: up, and its held registrations released.",
@@ -172,6 +173,7 @@ func (p *Page) record(w http.ResponseWriter, r *http.Request) {
 type act struct {
 	Action, Stream, ID, Host, Reason, By string
 	ToSeq                                uint64
+	Seq                                  uint64        // of resend
 	ExpireOld                            time.Duration // of rotate-secret
 	Rate                                 store.Rate    // of set-rate: zero for no limit
 }
@@ -180,7 +182,7 @@ type act struct {
 func parseAct(v url.Values) (act, error) {
 	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason"), By: v.Get("by")}
 	switch a.Action {
-	case "pause", "resume":
+	case "pause", "resume", "resend":
 		a.By = cmp.Or(a.By, "an operator (page)")
 		if err := store.ValidatePause(a.By, a.Reason); err != nil {
 			return a, err
@@ -200,7 +202,7 @@ func parseAct(v url.Values) (act, error) {
 		}
 		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, pause, resume, skip, rewind, rotate-secret, set-rate, reset-host or revoke-token", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, pause, resume, resend, skip, rewind, rotate-secret, set-rate, reset-host or revoke-token", a.Action)
 	}
 	if rate := strings.TrimSpace(v.Get("rate")); a.Action == "set-rate" && rate != "" {
 		var err error
@@ -223,6 +225,14 @@ func parseAct(v url.Values) (act, error) {
 			return a, journal.Invalid("to_seq", "%q is not a seq (1, 2, …)", s)
 		}
 		a.ToSeq = n
+	}
+	if a.Action == "resend" {
+		s := v.Get("seq")
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || n == 0 {
+			return a, journal.Invalid("seq", "%q is not a seq (1, 2, …)", s)
+		}
+		a.Seq = n
 	}
 	if a.Action == "skip" && a.Reason == "" {
 		a.Reason = "skipped by an operator (page)"
@@ -258,6 +268,9 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 		if err == nil && check != nil {
 			err = check(v.NextSeq, v.Head, a.ToSeq)
 		}
+		if err == nil && a.Action == "resend" {
+			err = store.CheckResend(a.Stream, a.Seq, v.NextSeq, 1) // the low-water mark is the store's to check
+		}
 		if err != nil {
 			p.failErr(w, r, err)
 			return
@@ -283,6 +296,8 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		err = p.scoped(r).Pause(ctx, a.Stream, a.ID, at, a.By, a.Reason)
 	case "resume":
 		err = p.scoped(r).Resume(ctx, a.Stream, a.ID, at, a.By)
+	case "resend":
+		err = p.scoped(r).Resend(ctx, a.Stream, a.ID, a.Seq, at, a.By)
 	case "skip":
 		err = p.scoped(r).Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":

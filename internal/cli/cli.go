@@ -162,7 +162,7 @@ func newRoot(e *env) *cobra.Command {
 	pf.BoolVarP(&e.verbose, "verbose", "v", false, "log debug detail (every failed attempt)")
 	for _, d := range []command{
 		newMigrate(e), newAppend(e), newRegister(e), newUnregister(e), newSubscriptions(e), newSweep(e), newRun(e),
-		newRegistrations(e), newUnpark(e), newPause(e, false), newPause(e, true), newSkip(e), newRewind(e), newRotateSecret(e), newEvidence(e), newStatus(e),
+		newRegistrations(e), newUnpark(e), newPause(e, false), newPause(e, true), newResend(e), newSkip(e), newRewind(e), newRotateSecret(e), newEvidence(e), newStatus(e),
 		newHosts(e), newRecordStatus(e), newRecords(e), newStreams(e), newPrune(e), newTokens(e), newKeys(e), newDemo(e),
 		newKeyring(e), newReseal(e),
 	} {

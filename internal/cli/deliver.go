@@ -182,6 +182,9 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 				fmt.Fprintf(w, "Sweep of %s at %s: %s, %s acknowledged, %s, %s, %d parked, %d skipped, %d completed.\n",
 					ns, at.UTC().Format(time.RFC3339), plural(r.Registrations, "registration"), plural(r.Records, "record"),
 					plural(r.Deliveries, "delivery"), plural(r.Retries, "retry"), r.Parked, r.Skipped, r.Completed)
+				if r.Resends > 0 {
+					fmt.Fprintf(w, "%s resent out of band (herald evidence has each answer).\n", plural(r.Resends, "record"))
+				}
 				if r.Unserved > 0 {
 					fmt.Fprintf(w, "%s of other namespaces due (not served by this sweep).\n", plural(r.Unserved, "registration"))
 				}
@@ -201,7 +204,7 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 					}
 				}
 				if r.Saturated {
-					fmt.Fprintln(w, "Saturated: more registrations were due than --limit; sweep again soon.")
+					fmt.Fprintln(w, "Saturated: more registrations (or resends) were due than --limit; sweep again soon.")
 				}
 				if r.Backlog > 0 {
 					fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))

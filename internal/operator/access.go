@@ -46,6 +46,7 @@ var Access = map[string]Need{
 	"POST /v1/registrations/unpark":       {store.RoleOperator, true},
 	"POST /v1/registration/pause":         {store.RoleOperator, true},
 	"POST /v1/registration/resume":        {store.RoleOperator, true},
+	"POST /v1/registration/resend":        {store.RoleOperator, true},
 	"POST /v1/registration/skip":          {store.RoleOperator, true},
 	"POST /v1/registration/rewind":        {store.RoleOperator, true},
 	"POST /v1/registration/rotate-secret": {store.RoleOperator, true},
@@ -61,13 +62,13 @@ var Access = map[string]Need{
 	"POST /v1/key/rotate":                 {store.RoleAdmin, false},
 	"DELETE /v1/key":                      {store.RoleAdmin, false},
 
-	"page: registrations, registration, record":                          {store.RoleReader, true},
-	"page: overview, hosts":                                              {store.RoleReader, false},
-	"page: unpark, pause, resume, skip, rewind, rotate-secret, set-rate": {store.RoleOperator, true},
-	"page: reset-host":                                                   {store.RoleOperator, false},
-	"page: tokens (list, create, revoke)":                                {store.RoleAdmin, false},
-	"page: keys (list)":                                                  {store.RoleOperator, false},
-	"page: keys (add, rotate, remove)":                                   {store.RoleAdmin, false},
+	"page: registrations, registration, record":                                  {store.RoleReader, true},
+	"page: overview, hosts":                                                      {store.RoleReader, false},
+	"page: unpark, pause, resume, resend, skip, rewind, rotate-secret, set-rate": {store.RoleOperator, true},
+	"page: reset-host":                                                           {store.RoleOperator, false},
+	"page: tokens (list, create, revoke)":                                        {store.RoleAdmin, false},
+	"page: keys (list)":                                                          {store.RoleOperator, false},
+	"page: keys (add, rotate, remove)":                                           {store.RoleAdmin, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not
@@ -315,6 +316,13 @@ func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by 
 		return Unseen(stream, id)
 	}
 	return s.Backend.Resume(ctx, stream, id, at, by)
+}
+
+func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
+	if !s.tok.Sees(stream) {
+		return Unseen(stream, id)
+	}
+	return s.Backend.Resend(ctx, stream, id, seq, at, by)
 }
 
 func (s scoped) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {

@@ -85,6 +85,29 @@ func Pause(ctx context.Context, s store.Store, stream, id string, resume bool, a
 	return PauseView{RegistrationView: Held(nil).View(after), Changed: before.Paused != after.Paused}, nil
 }
 
+// ResendView answers a resend: the registration (its cursor untouched),
+// the record queued to be sent again, and who asked.
+type ResendView struct {
+	RegistrationView
+	Seq uint64 `json:"seq"`
+	By  string `json:"by"`
+}
+
+// Resend queues record seq of stream/id to be sent again, out of band, at
+// at for by (store.Store.Resend). Errors are the store's: journal.ErrNotFound,
+// journal.ErrInvalid naming "seq" (store.CheckResend) or "by"; a
+// *store.PrunedError.
+func Resend(ctx context.Context, s store.Store, stream, id string, seq uint64, at time.Time, by string) (ResendView, error) {
+	if err := s.Resend(ctx, stream, id, seq, at, by); err != nil {
+		return ResendView{}, err
+	}
+	st, err := s.Get(ctx, stream, id)
+	if err != nil {
+		return ResendView{}, err
+	}
+	return ResendView{RegistrationView: Held(nil).View(st), Seq: seq, By: by}, nil
+}
+
 // UnparkedAll answers an unpark of every parked registration: each one
 // unparked, as it is after its unpark.
 type UnparkedAll struct {

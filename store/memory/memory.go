@@ -34,6 +34,13 @@ type Store struct {
 	tokens    tokens
 	actorKeys actorKeys
 	subs      map[store.Key]*store.Subscription // by (prefix, id)
+	resends   map[store.Key]map[uint64]*pending // pending resends, by registration and seq
+}
+
+// pending is a pending resend (Store.Resend) and its lease.
+type pending struct {
+	at, until time.Time
+	by, owner string
 }
 
 type stream struct {
@@ -68,6 +75,7 @@ func New(opts ...Option) *Store {
 		hosts:    map[string]store.Host{},
 		subs:     map[store.Key]*store.Subscription{},
 		schemes:  map[string]hostScheme{},
+		resends:  map[store.Key]map[uint64]*pending{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -259,10 +267,17 @@ func (s *Store) under(c store.Claim, nextSeq uint64, fn func(r *store.Registrati
 // Unregister implements store.Store.
 func (s *Store) Unregister(ctx context.Context, streamName, id string) error {
 	return s.with(streamName, id, func(r *store.Registration) error {
-		delete(s.regs, r.Key())
-		delete(s.evidence, r.Key())
+		s.remove(r.Key())
 		return nil
 	})
+}
+
+// remove deletes registration k with its evidence and pending resends. The
+// caller holds s.mu.
+func (s *Store) remove(k store.Key) {
+	delete(s.regs, k)
+	delete(s.evidence, k)
+	delete(s.resends, k)
 }
 
 // Get implements store.Store.
@@ -485,11 +500,100 @@ func (s *Store) Resume(ctx context.Context, streamName, id string, at time.Time,
 	})
 }
 
+// Resend implements store.Store.
+func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, at time.Time, by string) error {
+	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, "")); err != nil {
+		return err
+	}
+	return s.with(streamName, id, func(r *store.Registration) error {
+		if err := store.CheckResend(streamName, seq, r.NextSeq, s.stream(streamName).oldest); err != nil {
+			return err
+		}
+		k := r.Key()
+		if s.resends[k][seq] != nil {
+			return nil
+		}
+		if s.resends[k] == nil {
+			s.resends[k] = map[uint64]*pending{}
+		}
+		s.resends[k][seq] = &pending{at: at, by: by}
+		s.event(store.RegistrationEvent(store.KindResend, *r, seq, by, "", at))
+		return nil
+	})
+}
+
+// DueResends implements store.Store.
+func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendBatch, error) {
+	if err := q.Validate(); err != nil {
+		return store.ResendBatch{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []store.Resend
+	for k, ps := range s.resends {
+		r := s.regs[k]
+		if r.Namespace != q.Namespace {
+			continue
+		}
+		for seq, p := range ps {
+			if !p.until.After(q.At) {
+				due = append(due, store.Resend{Registration: copyReg(r), Seq: seq, At: p.at, By: p.by})
+			}
+		}
+	}
+	slices.SortFunc(due, func(a, b store.Resend) int {
+		return cmp.Or(a.At.Compare(b.At), store.CompareKeys(a.Registration.Key(), b.Registration.Key()), cmp.Compare(a.Seq, b.Seq))
+	})
+	batch := store.ResendBatch{Resends: due[:min(len(due), q.Limit)], More: len(due) > q.Limit}
+	for i := range batch.Resends {
+		rs := &batch.Resends[i]
+		p := s.resends[rs.Registration.Key()][rs.Seq]
+		p.owner, p.until, rs.Owner = q.Owner, q.LeaseUntil, q.Owner
+	}
+	return batch, nil
+}
+
+// RenewResends implements store.Store.
+func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
+	if err := store.ValidateRenewResends(until, claims); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var renewed []store.ResendClaim
+	for _, c := range claims {
+		if p := s.resends[store.Key{Stream: c.Stream, ID: c.ID}][c.Seq]; p != nil && p.owner == c.Owner {
+			p.until = until
+			renewed = append(renewed, c)
+		}
+	}
+	return renewed, nil
+}
+
+// Resent implements store.Store.
+func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Evidence) error {
+	if err := cmp.Or(c.Validate(), store.ValidateInstant("evidence at", ev.At)); err != nil {
+		return err
+	}
+	return s.with(c.Stream, c.ID, func(r *store.Registration) error {
+		k := r.Key()
+		if p := s.resends[k][c.Seq]; p == nil || p.owner != c.Owner {
+			return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+		}
+		delete(s.resends[k], c.Seq)
+		if len(s.resends[k]) == 0 {
+			delete(s.resends, k)
+		}
+		ev.Event, ev.Seq = store.EventResent, c.Seq
+		s.addEvidence(k, ev)
+		return nil
+	})
+}
+
 // Complete implements store.Store.
 func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 	return s.under(c, 1, func(r *store.Registration) error {
-		delete(s.regs, r.Key())
-		delete(s.evidence, r.Key())
+		s.remove(r.Key())
 		s.event(store.RegistrationEvent(store.KindCompleted, *r, s.stream(r.Stream).head+1, "", "", r.NextAttemptAt))
 		return nil
 	})
@@ -942,8 +1046,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 	n := 0
 	for rk, r := range s.regs {
 		if r.Subscription == prefix && r.ID == id {
-			delete(s.regs, rk)
-			delete(s.evidence, rk)
+			s.remove(rk)
 			n++
 		}
 	}

@@ -95,7 +95,7 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(pool.Close)
 		}
-		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_registration, herald_subscription, herald_seq, herald_record, herald_stream, herald_host, herald_token, herald_actor_key RESTART IDENTITY")
+		_, err := pool.Exec(t.Context(), "TRUNCATE herald_evidence, herald_resend, herald_registration, herald_subscription, herald_seq, herald_record, herald_stream, herald_host, herald_token, herald_actor_key RESTART IDENTITY")
 		require.NoError(t, err)
 		// A keyring: actor keys, always secrets, are stored only sealed.
 		s, err := postgres.New(t.Context(), pool, postgres.WithKeyring(seal.Generate()))

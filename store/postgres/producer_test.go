@@ -125,8 +125,8 @@ func TestProducerWithTheDocumentedGrants(t *testing.T) {
 // with CR LF, a non-JSON payload under application/json, by herald_append,
 // by herald_append_rows called by hand (Go's checks bypassed) and by a raw
 // INSERT (the table's checks and trigger), a
-// transaction id written by hand, and a temporary table posing as
-// herald_record.
+// transaction id written by hand, a resend asked by hand (no grant on
+// herald_resend), and a temporary table posing as herald_record.
 func TestProducerCannotForge(t *testing.T) {
 	ctx := t.Context()
 	p := newProducerDB(t)
@@ -149,6 +149,7 @@ VALUES ('herald/events', 'herald-event:forged', 'herald.registration.parked', 'a
 	refused("a hand-written xid", "42501", `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, xid)
 VALUES ('orders/1', 'x-1', 'k', 'application/json', '\x7b7d', false, '\x00', now(), '1')`)
 	refused("an UPDATE of the xid", "42501", `UPDATE herald_record SET xid = '1'`)
+	refused("a resend asked by hand", "42501", `INSERT INTO herald_resend (stream, id, seq, asked_at, asked_by) VALUES ('orders/1', 'billing', 1, now(), 'app')`)
 	const raw = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
 VALUES ($1, $2, $3, $4, $5, false, '\x00', now())`
 	refused("a raw INSERT with an event's id", "42501", raw, "orders/1", journal.ReservedIDPrefix+"r", "k", "application/json", []byte(`{}`))

@@ -127,3 +127,12 @@ var (
 	sqlCountPrunableHosts = stmt("count_prunable_hosts")
 	sqlStreams            = stmt("streams")
 )
+
+// Resends (resend.go): sql/resend.sql.
+var (
+	sqlResendFrom   = stmt("resend_from")
+	sqlInsertResend = stmt("insert_resend")
+	sqlDueResends   = stmt("due_resends")
+	sqlRenewResends = stmt("renew_resends")
+	sqlResent       = stmt("resent")
+)

@@ -75,7 +75,7 @@ func TestMigrationsAreReversible(t *testing.T) {
 	for _, m := range st.Migrations {
 		require.True(t, m.Applied, m.Name)
 	}
-	require.Equal(t, []string{"herald_actor_key", "herald_evidence", "herald_host", "herald_record", "herald_registration", "herald_schema_migrations", "herald_seq", "herald_sequencer", "herald_stream", "herald_subscription", "herald_token"}, tables(t, pool))
+	require.Equal(t, []string{"herald_actor_key", "herald_evidence", "herald_host", "herald_record", "herald_registration", "herald_resend", "herald_schema_migrations", "herald_seq", "herald_sequencer", "herald_stream", "herald_subscription", "herald_token"}, tables(t, pool))
 
 	again, err := postgres.MigrateUp(ctx, url)
 	require.NoError(t, err)

@@ -248,3 +248,21 @@ const (
 			WHERE (?1 = '' OR s.stream = ?1) AND s.stream > ?2
 			ORDER BY s.stream LIMIT ?3`
 )
+
+// Resends (resend.go).
+const (
+	sqlResendInsert = `INSERT INTO herald_resend (stream, id, seq, asked_at, asked_by) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING 1`
+	// Whether a resend is pending and unleased at ?1: DueResends' look
+	// from a read snapshot, without the write lock.
+	sqlAnyResend = "SELECT EXISTS (SELECT 1 FROM herald_resend WHERE lease_until IS NULL OR lease_until <= ?)"
+	// The pending resends of namespace ?1 unleased at ?2, oldest asked
+	// first, ?3 at most.
+	sqlDueResends = `SELECT p.stream, p.id, p.seq, p.asked_at, p.asked_by FROM herald_resend AS p
+			JOIN herald_registration AS r ON r.stream = p.stream AND r.id = p.id
+			WHERE r.namespace = ?1 AND (p.lease_until IS NULL OR p.lease_until <= ?2)
+			ORDER BY p.asked_at, p.stream, p.id, p.seq LIMIT ?3`
+	sqlLeaseResend  = "UPDATE herald_resend SET lease_owner = ?, lease_until = ? WHERE stream = ? AND id = ? AND seq = ?"
+	sqlRenewResend  = "UPDATE herald_resend SET lease_until = ? WHERE stream = ? AND id = ? AND seq = ? AND lease_owner = ?"
+	sqlDeleteResend = "DELETE FROM herald_resend WHERE stream = ? AND id = ? AND seq = ? AND lease_owner = ? RETURNING 1"
+)

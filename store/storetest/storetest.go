@@ -69,6 +69,7 @@ func Run(t *testing.T, open Factory) {
 		{"Subscriptions", subscriptionTests},
 		{"Pause", pauseTests},
 		{"Rate", rateTests},
+		{"Resend", resendTests},
 		{"Tokens", tokenTests},
 		{"ActorKeys", actorKeyTests},
 	}

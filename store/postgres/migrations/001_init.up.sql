@@ -236,6 +236,22 @@ CREATE TABLE herald_evidence (
 
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, n);
 
+-- Pending resends (store.Store.Resend): a record the registration
+-- acknowledged, to send again once, out of band, under a lease of its own
+-- (DueResends); Resent deletes the row as it stores the evidence. Producers
+-- get no grant on it.
+CREATE TABLE herald_resend (
+    stream      text COLLATE "C" NOT NULL,
+    id          text COLLATE "C" NOT NULL,
+    seq         bigint  NOT NULL CHECK (seq >= 1),
+    asked_at    timestamptz NOT NULL,
+    asked_by    text    NOT NULL,
+    lease_owner text    NOT NULL DEFAULT '',
+    lease_until timestamptz, -- NULL: never claimed
+    PRIMARY KEY (stream, id, seq),
+    FOREIGN KEY (stream, id) REFERENCES herald_registration (stream, id) ON DELETE CASCADE
+);
+
 -- Tokens (store.TokenStore): the SHA-256 of each secret, never the secret.
 CREATE TABLE herald_token (
     id           text COLLATE "C" PRIMARY KEY,

@@ -142,6 +142,21 @@ CREATE TABLE herald_evidence (
 ) STRICT;
 CREATE INDEX herald_evidence_registration ON herald_evidence (stream, registration, id);
 
+-- Pending resends (store.Store.Resend): a record the registration
+-- acknowledged, to send again once, out of band, under a lease of its own
+-- (DueResends); Resent deletes the row as it stores the evidence.
+CREATE TABLE herald_resend (
+    stream      TEXT    NOT NULL,
+    id          TEXT    NOT NULL,
+    seq         INTEGER NOT NULL CHECK (seq >= 1),
+    asked_at    INTEGER NOT NULL,
+    asked_by    TEXT    NOT NULL,
+    lease_owner TEXT    NOT NULL DEFAULT '',
+    lease_until INTEGER,                     -- NULL: never claimed
+    PRIMARY KEY (stream, id, seq),
+    FOREIGN KEY (stream, id) REFERENCES herald_registration (stream, id) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+
 -- Tokens (store.TokenStore): the SHA-256 of each secret, never the secret.
 -- scope is a JSON array of stream prefixes, '[]' for every stream.
 CREATE TABLE herald_token (

@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldpush/herald/store"
+)
+
+// Resend implements store.Store.
+func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
+	atN, err := instantArg("at", at)
+	if err = cmp.Or(err, store.ValidatePause(by, "")); err != nil {
+		return err
+	}
+	return s.writeTo(ctx, "resend", stream, id, func(tx *sql.Tx) error {
+		var next, head, oldest int64
+		err := tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return notFound(stream, id)
+		case err != nil:
+			return translate("resend: read the cursor", err)
+		}
+		if err := store.CheckResend(stream, seq, uint64(next), uint64(oldest)); err != nil {
+			return err
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, sqlResendInsert, stream, id, int64(seq), atN, by).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // pending already
+		}
+		if err != nil {
+			return translate("resend", err)
+		}
+		return s.registrationEvent(ctx, tx, store.KindResend, stream, id, seq, by, "", at)
+	})
+}
+
+// DueResends implements store.Store in one write transaction, after a look
+// from a read snapshot: most claims find none.
+func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendBatch, error) {
+	if err := q.Validate(); err != nil {
+		return store.ResendBatch{}, err
+	}
+	at, err := nanos("at", q.At)
+	until, err2 := nanos("lease until", q.LeaseUntil)
+	if err := cmp.Or(err, err2); err != nil {
+		return store.ResendBatch{}, err
+	}
+	var pending bool
+	if err := s.r.QueryRowContext(ctx, sqlAnyResend, at.Int64).Scan(&pending); err != nil || !pending {
+		return store.ResendBatch{}, translate("due resends: look for pending ones", err)
+	}
+	var batch store.ResendBatch
+	err = s.write(ctx, "claim pending resends of "+q.Namespace, func(tx *sql.Tx) error {
+		rs, err := queryAll(ctx, tx, "due resends", nil, func(sc scanner) (store.Resend, error) {
+			var (
+				r     store.Resend
+				seq   int64
+				asked sql.NullInt64
+			)
+			err := sc.Scan(&r.Registration.Stream, &r.Registration.ID, &seq, &asked, &r.By)
+			r.Seq, r.At, r.Owner = uint64(seq), instant(asked), q.Owner
+			return r, err
+		}, sqlDueResends, q.Namespace, at.Int64, q.Limit+1)
+		if err != nil {
+			return err
+		}
+		batch.More = len(rs) > q.Limit
+		batch.Resends = rs[:min(len(rs), q.Limit)]
+		for i := range batch.Resends {
+			r := &batch.Resends[i]
+			if _, err := tx.ExecContext(ctx, sqlLeaseResend, q.Owner, until, r.Registration.Stream, r.Registration.ID, int64(r.Seq)); err != nil {
+				return translate("due resends: claim", err)
+			}
+			st, err := getStatus(ctx, tx, r.Registration.Stream, r.Registration.ID)
+			if err != nil {
+				return err
+			}
+			r.Registration = st.Registration
+		}
+		return nil
+	})
+	if err != nil {
+		return store.ResendBatch{}, err
+	}
+	s.sealer.OpenResends(batch.Resends)
+	return batch, nil
+}
+
+// RenewResends implements store.Store, one statement a claim in one
+// transaction.
+func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
+	if err := store.ValidateRenewResends(until, claims); err != nil {
+		return nil, err
+	}
+	when, err := instantArg("until", until)
+	if err != nil {
+		return nil, err
+	}
+	var renewed []store.ResendClaim
+	err = s.write(ctx, "renew resends' leases", func(tx *sql.Tx) error {
+		renewed = renewed[:0]
+		for _, c := range claims {
+			res, err := tx.ExecContext(ctx, sqlRenewResend, when, c.Stream, c.ID, int64(c.Seq), c.Owner)
+			if err != nil {
+				return translate("renew resends' leases", err)
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				renewed = append(renewed, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return renewed, nil
+}
+
+// Resent implements store.Store.
+func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Evidence) error {
+	if err := cmp.Or(c.Validate(), store.ValidateInstant("evidence at", ev.At)); err != nil {
+		return err
+	}
+	return s.writeTo(ctx, "record a resend to", c.Stream, c.ID, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, sqlDeleteResend, c.Stream, c.ID, int64(c.Seq), c.Owner).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := getStatus(ctx, tx, c.Stream, c.ID); err != nil {
+				return err
+			}
+			return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+		}
+		if err != nil {
+			return translate("record a resend", err)
+		}
+		ev.Event, ev.Seq = store.EventResent, c.Seq
+		return addEvidence(ctx, tx, c.Stream, c.ID, ev)
+	})
+}
