@@ -279,11 +279,13 @@ func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registrati
 	return reg, wk, nil
 }
 
-// registrationRequest is the body of POST /v1/registrations.
+// registrationRequest is the body of POST /v1/registrations. Rate is a
+// registration's alone: a subscription's registrations follow a stream each.
 type registrationRequest struct {
 	Stream  string  `json:"stream"`
 	ID      string  `json:"id"`
 	FromSeq *uint64 `json:"from_seq"`
+	Rate    *string `json:"rate"`
 	endpointRequest
 }
 
@@ -301,6 +303,11 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 			return nil, journal.Invalid("from_seq", "is 0: it must be 1 or more (the first seq to deliver)")
 		}
 		reg.NextSeq = *req.FromSeq
+	}
+	if req.Rate != nil {
+		if reg.Rate, err = store.ParseRate("rate", *req.Rate); err != nil {
+			return nil, err
+		}
 	}
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
 		return nil, operator.Unseen(reg.Stream, reg.ID)

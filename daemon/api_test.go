@@ -465,6 +465,41 @@ func TestAPIRegistrationRetainMax(t *testing.T) {
 	require.Equal(t, []any{"90d", true}, []any{v.RetainMax, v.RetainMaxDefault}, "absent: the namespace's default")
 }
 
+// A registration's rate is taken, checked naming the field, stored and
+// shown; an update without it removes it; a subscription takes none.
+func TestAPIRegistrationRate(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	reg := func(rate string) string {
+		return `{"stream": "orders/1", "id": "crm", "namespace": "webhook", "url": "https://crm.example/", ` + rate +
+			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, bad := range []string{`"rate": "10/sec",`, `"rate": "0/s",`, `"rate": "",`, `"rate": 10,`} {
+		code, body := post(t, srv, "/v1/registrations", reg(bad))
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+		require.Contains(t, errorOf(t, body), "rate", bad)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "crm")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+
+	code, body := post(t, srv, "/v1/registrations", reg(`"rate": "600/min",`))
+	require.Equal(t, http.StatusCreated, code, body)
+	var v operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	require.Equal(t, "600/min", v.Rate)
+	st, err := s.Get(t.Context(), "orders/1", "crm")
+	require.NoError(t, err)
+	require.Equal(t, store.Rate{Count: 600, Per: time.Minute}, st.Rate)
+
+	code, body = post(t, srv, "/v1/registrations", reg(`"rate": null,`))
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, `"rate"`, "an update without a rate: no limit")
+
+	code, body = post(t, srv, "/v1/subscriptions", `{"stream_prefix": "tenant/8/", "id": "t8", "namespace": "webhook", "url": "https://t8.example/", "rate": "10/s"}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, errorOf(t, body), "rate")
+}
+
 // A registration's retry policy is taken, checked naming the field, and
 // shown; an update without it leaves the namespace's.
 func TestAPIRegistrationRetryPolicy(t *testing.T) {

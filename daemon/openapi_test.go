@@ -181,6 +181,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{failing, "GET", "/v1/status", "", testToken, "", 500},
 		{srv, "POST", "/v1/registrations", json, testToken, reg, 201},
 		{srv, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, `"config"`, `"retry_schedule": ["5s", "10h"], "retry_for": "3d", "max_attempts": 40, "config"`, 1), 200},
+		{srv, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, `"config"`, `"rate": "600/min", "config"`, 1), 200},
+		{srv, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, `"config"`, `"rate": "600 per minute", "config"`, 1), 400},
 		{guarded, "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "x", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"Host": "a"}}}`, 400},
 		{srv, "POST", "/v1/registrations", json, testToken, `{"stream": "orders/1", "id": "made", "namespace": "webhook", "url": "https://x.example/", "config": {"headers": {"X-Tenant": "42"}}}`, 201},
@@ -455,6 +457,41 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 		require.Equal(t, c.code, code, "%s: %s", c.config, answer)
 		if c.field != "" {
 			require.Contains(t, errorOf(t, answer), c.field)
+		}
+	}
+}
+
+// The document's pattern for a registration's rate is the handler's rule:
+// a request the validator passes is stored, one it refuses is a 400 naming
+// rate.
+func TestOpenAPIRatePatternIsTheHandlers(t *testing.T) {
+	d, err := libopenapi.NewDocument(openAPIJSON)
+	require.NoError(t, err)
+	v, errs := validator.NewValidator(d)
+	require.Empty(t, errs)
+	srv := apiServer(t, memory.New(), testToken)
+	for _, c := range []struct {
+		rate  string
+		valid bool
+	}{
+		{"10/s", true}, {"600/min", true}, {"1/h", true}, {"10000/s", true}, {"9999/h", true},
+		{"10001/s", false}, {"0/s", false}, {"010/s", false}, {"10/sec", false}, {"10", false}, {" 10/s", false},
+		{"10/S", false}, {"", false}, {"1.5/s", false}, {"10/m", false},
+	} {
+		body := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "rate": "` + c.rate +
+			`", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+		req, err := http.NewRequest(http.MethodPost, "http://herald.test/v1/registrations", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok")
+		ok, verrs := v.ValidateHttpRequest(req)
+		require.Equal(t, c.valid, ok, "%q: %v", c.rate, describe(verrs))
+		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", testToken, body)
+		if c.valid {
+			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, code, "%q: %s", c.rate, answer)
+		} else {
+			require.Equal(t, http.StatusBadRequest, code, "%q: %s", c.rate, answer)
+			require.Contains(t, errorOf(t, answer), "invalid rate", c.rate)
 		}
 	}
 }

@@ -31,6 +31,7 @@ type dispatcher struct {
 	rep     SweepReport        // what the ended turns did
 	err     error              // the first turn's error
 	leases  leases             // the claims held, which a goroutine of its own renews (leases.go)
+	live    bool               // Run's: turns keep the wall clock (turn.now)
 }
 
 // slot is one claim, from Due to its turn's end.
@@ -70,7 +71,8 @@ func (s *slot) sending() *time.Timer {
 // turnEnd is what a turn reports when it ends.
 type turnEnd struct {
 	s     *slot
-	wakes uint64 // the worker's Wake count when the turn last read its stream
+	wakes uint64    // the worker's Wake count when the turn last read its stream
+	paced time.Time // its registration's rate holds the records left until then
 	rep   SweepReport
 	err   error
 }
@@ -242,7 +244,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	started := time.Now()
 	e := turnEnd{s: s, wakes: s.wakes}
 	t := turn{w: w, at: s.at, stop: d.stop, deadline: w.opts.now().Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
-		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes}
+		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes, live: d.live, lapsed: s.st.Lapsed}
 	defer s.cancel(nil)
 	if s.resend != nil {
 		t.claim = s.resend.Claim().Claim
@@ -264,7 +266,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	if h := w.opts.hooks.Turn; h != nil {
 		h(s.at, t.rep, time.Since(started), e.err)
 	}
-	e.rep = t.rep
+	e.rep, e.paced = t.rep, t.paced
 	return e
 }
 
@@ -325,6 +327,7 @@ type SweepReport struct {
 	Resends       int  `json:"resends"`       // records resent out of band (Store.Resend), whatever the answer: the evidence says it
 	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
 	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a claim waited for the slot, or the budget was spent): sweep again soon
+	Paced         int  `json:"paced"`         // turns that ended with records still behind the cursor that their registration's rate holds (Registration.PacedUntil): sweep again then
 	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
 }
 
@@ -342,6 +345,7 @@ func (r *SweepReport) add(t SweepReport) {
 	r.Resends += t.Resends
 	r.LeasesLost += t.LeasesLost
 	r.Backlog += t.Backlog
+	r.Paced += t.Paced
 	r.HostFailures += t.HostFailures
 	r.Errors += t.Errors
 }

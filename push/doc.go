@@ -50,7 +50,8 @@
 // [Worker.RunOnce] is one claim at the caller's instant, served to its end
 // (scheduler mode). [Worker.Run] keeps claiming on the wall clock: it holds
 // up to twice MaxInFlight claims, refills a freed slot at once, and claims on
-// [Worker.Wake], on turn ends that may have left work, and every interval.
+// [Worker.Wake], on turn ends that may have left work, when a rate lets a
+// held registration's next burst start ("Rate"), and every interval.
 // A slot is held for a message, not a turn: a message that waits
 // [SlowAfter] for its answer moves its turn to a budget of its own
 // (WithMaxSlow), so slow receivers never hold a healthy one's slot; sockets
@@ -62,4 +63,44 @@
 // The caller's clock decides every instant (due-ness, backoff, lease expiry,
 // signature dates); real time bounds only the network, a turn's budget and
 // its lease. The numbered invariants are in README.md, "Delivery semantics".
+//
+// # Rate
+//
+// A registration's [store.Rate] of N a period P promises its receiver never
+// more than N requests (messages, retries included) in any window of P, from
+// all the workers on one store together. Only one turn holds a registration
+// at a time, so the limiter's state lives in its row and is written under
+// the claim: PacedUntil, the earliest instant its next burst may start
+// (Store.Pace, before the turn's last write, which also holds it from Due
+// until then).
+//
+// A turn sends one burst: at most b messages (burstOf: N split into m bursts
+// of b = N/m, m the largest divisor of N that keeps them MinBurstSpacing
+// apart; 10/s is 5 every 500 ms). It starts at its claim's instant t, at or
+// after PacedUntil, and ends when the last answer came, at e; every request
+// of it reached the receiver between t and e. It then sets PacedUntil to e
+// + P/m, so the next burst starts a spacing after this one's requests all
+// arrived, wherever it runs. Bursts i and j then satisfy t_j >= e_i +
+// (j-i)·P/m: a window of P holds requests of at most m bursts, N requests,
+// whatever each took to arrive (a loaded machine, a window's concurrent
+// sends, a slow answer only delay the next burst). A bucket of N tokens
+// would allow 2N-1 in one window; a pace from the claim alone, N plus a
+// burst whenever one arrived late. A burst's e is its turn's clock: the
+// claim's instant under RunOnce (no wall clock; the same inputs give the
+// same bursts), the wall clock under Run (whose instants are the wall
+// clock's). Workers' clocks must agree, as leases already need.
+//
+// When the burst is spent the turn stops: its cursor is saved, nothing is
+// charged, no evidence is written, and it is due at PacedUntil, which Run
+// claims at (the turn's end reports it). A claim before PacedUntil (after an
+// unpark, a rewind) sends nothing and only waits, counted Paced. A turn that
+// ended without its write (killed, or fenced out late) may have sent a
+// burst no store recorded, which reached the receiver before its lease
+// lapsed: a claim of a lapsed lease (store.Status.Lapsed) waits a spacing
+// from its instant. A record of more messages than b can never be sent so,
+// and parks. An operator's unpark, rewind or pause-and-resume of a
+// registration whose turn is in flight takes the lease from a turn that may
+// still be sending: the next burst may then come early by that turn's rest.
+// A resend ("Resends") is out of band, outside the rate: one request the
+// operator asked for.
 package push

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"container/heap"
 	"context"
 	"time"
 
@@ -20,6 +21,7 @@ type loop struct {
 	resting  bool   // the last claim failed: only the interval or a wake claims again
 	failures int    // errors since the loop last worked (logged at the first)
 	turnErr  bool   // a turn failed since the last claim
+	paced    pacing // when registrations whose rate held records become due
 }
 
 // Run is the daemon's loop (package doc, "Scheduling"), claiming at least
@@ -33,8 +35,10 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 	}
 	l := &loop{dispatcher: w.newDispatcher(context.WithoutCancel(ctx), ctx.Done()), due: true, resends: true,
 		refill: max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))}
+	l.live = true
 	timer := time.NewTimer(every)
 	defer timer.Stop()
+	defer l.paced.stop()
 	defer l.renewing()()
 	stop := l.stop
 	for {
@@ -63,6 +67,8 @@ func (w *Worker) Run(ctx context.Context, every time.Duration) error {
 		case <-timer.C:
 			l.due, l.resends, l.resting = true, true, false
 			timer.Reset(every)
+		case <-l.paced.c():
+			l.due = l.paced.fired(time.Now()) || l.due
 		}
 	}
 }
@@ -76,6 +82,9 @@ func (l *loop) turnEnded(e turnEnd) {
 	if e.err != nil {
 		l.turnErr = true
 		l.fail(e.err)
+	}
+	if !e.paced.IsZero() {
+		l.paced.add(e.paced)
 	}
 	if l.resting {
 		return
@@ -127,4 +136,74 @@ func (l *loop) fail(err error) {
 	} else {
 		log.Debug("herald: store or journal error again", "namespace", l.w.namespace, "errors", l.failures, "err", err)
 	}
+}
+
+// pacing keeps the instants at which registrations whose rate held records
+// become due, as turns reported them: a timer claims at the earliest, so a
+// 10/s rate is served at its pace, not the interval's. Beyond maxPaced the
+// interval claims for them.
+type pacing struct {
+	at    []time.Time // a min-heap
+	timer *time.Timer // armed for at[0]
+}
+
+// maxPaced bounds the instants kept: a registration has one at a time.
+const maxPaced = 4096
+
+func (p *pacing) add(t time.Time) {
+	if len(p.at) >= maxPaced {
+		return
+	}
+	heap.Push(p, t)
+	if p.at[0].Equal(t) {
+		p.arm()
+	}
+}
+
+// fired drops the instants passed at now, arms the timer for the next, and
+// says whether any passed.
+func (p *pacing) fired(now time.Time) bool {
+	n := len(p.at)
+	for len(p.at) > 0 && !p.at[0].After(now) {
+		heap.Pop(p)
+	}
+	p.arm()
+	return len(p.at) < n
+}
+
+func (p *pacing) arm() {
+	if len(p.at) == 0 {
+		return
+	}
+	d := time.Until(p.at[0])
+	if p.timer == nil {
+		p.timer = time.NewTimer(d)
+	} else {
+		p.timer.Reset(d)
+	}
+}
+
+// c is the timer's channel; nil (never ready) with no instant kept.
+func (p *pacing) c() <-chan time.Time {
+	if p.timer == nil || len(p.at) == 0 {
+		return nil
+	}
+	return p.timer.C
+}
+
+func (p *pacing) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// heap.Interface, by instant.
+func (p *pacing) Len() int           { return len(p.at) }
+func (p *pacing) Less(i, j int) bool { return p.at[i].Before(p.at[j]) }
+func (p *pacing) Swap(i, j int)      { p.at[i], p.at[j] = p.at[j], p.at[i] }
+func (p *pacing) Push(x any)         { p.at = append(p.at, x.(time.Time)) }
+func (p *pacing) Pop() any {
+	t := p.at[len(p.at)-1]
+	p.at = p.at[:len(p.at)-1]
+	return t
 }

@@ -32,6 +32,11 @@ type turn struct {
 	wakes   *uint64 // the worker's Wake count the turn last read at
 	unsaved int     // records acknowledged since the cursor's last write
 
+	live   bool      // under Run: the turn's clock is the wall clock (now)
+	lapsed bool      // the claim took a lapsed lease (store.Status.Lapsed)
+	pace   *pace     // the registration's rate's burst, nil without a rate
+	paced  time.Time // the rate holds the records left until then (Run claims again at it)
+
 	next     uint64 // first seq not yet acknowledged in this turn
 	attempts int    // failures before the next one (0 once the cursor moved)
 }
@@ -42,11 +47,18 @@ func (t *turn) run(ctx context.Context) error {
 	if t.stopping() {
 		return nil // the lease expires; nothing was tried
 	}
-	recs, err := t.read(ctx, w.opts.drainPage)
+	var next time.Time
+	if t.pace, next = t.newPace(); !next.IsZero() {
+		return t.deferred(ctx, next)
+	}
+	first := w.opts.drainPage
+	if t.pace != nil {
+		first = min(first, t.pace.size) // a burst's worth: what is past it waits for the next
+	}
+	recs, err := t.read(ctx, first)
 	if err != nil {
 		return err
 	}
-	limit := w.opts.drainPage // of the read that gave recs
 	for {
 		p := newPipe(t, recs)
 		p.run(ctx)
@@ -82,9 +94,9 @@ func (t *turn) run(ctx context.Context) error {
 		if p.lo < len(recs) || !t.goOn() {
 			break // stopped within the page, or the slot is wanted
 		}
-		if len(recs) < limit { // the stream's end reached, or the page's byte bound
+		if t.unsaved < w.opts.drainPage { // short of a drain page: the stream's end, the byte bound, or a burst's page of kinds not wanted
 			end := t.next > t.head
-			if limit = w.opts.drainPage - t.unsaved; limit >= 1 && (!end || t.woken()) {
+			if limit := w.opts.drainPage - t.unsaved; !end || t.woken() {
 				if end { // no page read before now stands for this read (internal/pages)
 					ctx = pages.WithClaim(ctx, time.Now(), t.head)
 				}
@@ -100,7 +112,6 @@ func (t *turn) run(ctx context.Context) error {
 				break
 			}
 		}
-		limit = w.opts.drainPage
 		var ended bool
 		if recs, ended, err = t.nextPage(ctx); ended {
 			return err
@@ -112,7 +123,11 @@ func (t *turn) run(ctx context.Context) error {
 	if err := t.save(ctx, nil); err != nil {
 		return err
 	}
-	if t.next <= t.head && !t.stopping() {
+	switch {
+	case t.next > t.head || t.stopping():
+	case !t.paced.IsZero():
+		t.rep.Paced++ // more to send at the rate's next burst: Run claims again then
+	default:
 		t.rep.Backlog++ // more to send: Run claims again at once
 	}
 	return nil
@@ -157,10 +172,11 @@ func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
 	return recs, nil
 }
 
-// goOn says whether the turn may go on to its next page: budget left, not
-// stopping, and no claim waiting for its slot or its host's.
+// goOn says whether the turn may go on to its next page: budget left, the
+// rate's burst too, not stopping, and no claim waiting for its slot or its
+// host's.
 func (t *turn) goOn() bool {
-	return !t.late() && !t.stopping() && !t.wanted()
+	return !t.late() && !t.pace.spent() && !t.stopping() && !t.wanted()
 }
 
 // wanted says whether a claim waits for the turn's slot or its host's.
@@ -176,6 +192,10 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
+	paced, err := t.endBurst(ctx) // a failed request was still a request
+	if err != nil {
+		return t.lost(err, err)
+	}
 	if out.HostLevel {
 		return t.hostFailed(ctx, ev)
 	}
@@ -202,6 +222,9 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 	}
 	delay := t.delay(out, policy)
 	ev.Event, ev.NotBefore = store.EventFailed, t.at.Add(delay)
+	if paced.After(ev.NotBefore) {
+		ev.NotBefore = paced // a retry is one more request
+	}
 	if err := w.store.Retry(ctx, t.claim, t.next, ev.NotBefore, ev); err != nil {
 		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
 	}
@@ -228,9 +251,15 @@ func (t *turn) delay(out Outcome, p RetryPolicy) time.Duration {
 // save writes the turn's progress with Advance, releasing the lease, and
 // returns cause joined with the store's error.
 func (t *turn) save(ctx context.Context, cause error) error {
-	if err := t.w.store.Advance(context.WithoutCancel(ctx), t.claim, t.next); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	paced, err := t.endBurst(ctx)
+	if err != nil {
+		return errors.Join(cause, t.lost(err, err))
+	}
+	if err := t.w.store.Advance(ctx, t.claim, t.next); err != nil {
 		return errors.Join(cause, t.lost(err, fmt.Errorf("advance to #%d: %w", t.next, err)))
 	}
+	t.paced = paced
 	return cause
 }
 

@@ -140,6 +140,19 @@ func (p *pipe) start(ctx context.Context) bool {
 		p.stopped = true
 		return false
 	}
+	if ok, oversize := t.pace.take(len(msgs)); oversize {
+		// The rate can never send it: given up as a permanent failure (parked).
+		p.left[i] = 1
+		ev := store.Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: t.pace.oversize(rec.Seq, len(msgs), t.reg.Rate)}
+		p.fails[i] = failure{msg: -1, out: Outcome{Verdict: Permanent, Reason: ev.Error}, ev: ev}
+		p.stopped = true
+		return false
+	} else if !ok {
+		// The burst is spent: the record waits for the next, unstarted.
+		p.hi, p.barrier = i, false
+		p.stopped = true
+		return false
+	}
 	for j := range msgs {
 		msgs[j] = withTrace(msgs[j], rec) // the record's trace, continued by a child span id
 	}

@@ -46,10 +46,11 @@ type Store interface {
 	// (not parked, no live lease, NextAttemptAt <= At, NextSeq <= head),
 	// oldest NextAttemptAt first so that none starves, and stamps each, in
 	// the same atomic step, with the lease (q.Owner, q.LeaseUntil) and
-	// NextAttemptAt = q.At. More says a q.Limit+1st was due (not claimed);
-	// Unserved counts due registrations of other namespaces if
-	// q.CountUnserved. The per-host cap
-	// applies when q.MaxPerHost > 0. Errors: ErrInvalid (DueQuery.Validate).
+	// NextAttemptAt = q.At; each Status says Lapsed if the lease it took
+	// had lapsed rather than been released. More says a q.Limit+1st was
+	// due (not claimed); Unserved counts due registrations of other
+	// namespaces if q.CountUnserved. The per-host cap applies when
+	// q.MaxPerHost > 0. Errors: ErrInvalid (DueQuery.Validate).
 	Due(ctx context.Context, q DueQuery) (DueBatch, error)
 
 	// Advance saves a turn's progress and releases its lease, fenced by the
@@ -63,6 +64,13 @@ type Store interface {
 	// turn goes on to its next page; it ends with Advance, Retry, Park or
 	// Complete under the same claim. Errors: as Advance.
 	Checkpoint(ctx context.Context, c Claim, nextSeq uint64) error
+
+	// Pace records under claim c that the registration's next burst may
+	// not start before until (Registration.Rate): PacedUntil = until, and
+	// NextAttemptAt = until if that is later; the lease is kept for the
+	// write that ends the turn. Errors: ErrLeaseLost, ErrNotFound,
+	// ErrInvalid (a zero until, an invalid claim).
+	Pace(ctx context.Context, c Claim, until time.Time) error
 
 	// Renew extends to until the lease of each claim whose owner still
 	// holds it, and returns those renewed; the others (taken over, released,

@@ -43,6 +43,9 @@ type Registration struct {
 	// Retry is the registration's own retry policy; its zero parts are the
 	// worker's or the namespace's (RetryPolicy).
 	Retry RetryPolicy `json:"retry,omitzero"`
+	// Rate bounds the requests its receiver gets, shared by every worker
+	// (Rate; push's package doc, "Rate"); zero: no limit.
+	Rate Rate `json:"rate,omitzero"`
 
 	// NextSeq is the cursor: the first seq not yet acknowledged. Register
 	// treats 0 as the oldest record the stream retains.
@@ -55,7 +58,11 @@ type Registration struct {
 	// FailingSince is when the current run of failed attempts at NextSeq
 	// began (its first, Attempts 1); meaningless while Attempts is 0.
 	// Retry.For counts from it.
-	FailingSince  time.Time `json:"failing_since,omitzero"`
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	// PacedUntil is the earliest instant Rate lets its next burst start,
+	// written under a claim (Store.Pace); zero before the first. Register
+	// keeps it.
+	PacedUntil    time.Time `json:"paced_until,omitzero"`
 	NextAttemptAt time.Time `json:"next_attempt_at"` // no sweep retries it before
 	Parked        bool      `json:"parked"`          // never due until unparked
 	// Paused: an operator stopped it (Store.Pause): never due until resumed;
@@ -207,6 +214,9 @@ func (r Registration) Validate() error {
 	if err := r.Retry.Validate(); err != nil {
 		return err
 	}
+	if err := r.Rate.Validate(); err != nil {
+		return err
+	}
 	return ValidateKinds(r.Kinds)
 }
 
@@ -302,6 +312,10 @@ type Status struct {
 	Registration
 	Head   uint64 `json:"head"`   // seq of the stream's newest record, 0 if none
 	Sealed bool   `json:"sealed"` // the stream holds a final record
+	// Lapsed is Due's only: the lease it took had lapsed, so the turn that
+	// held it ended without a save (killed, or fenced out late) and may have
+	// sent more than its store says.
+	Lapsed bool `json:"-"`
 }
 
 // Lag is how many records the registration has not had acknowledged.

@@ -1,9 +1,10 @@
 // Package page is herald's operator page: HTML rendered by the daemon, on
 // the admin address under /ui/, that shows the plane at a glance and acts
 // on it (README, "The operator's page", shows the views). An action on a
-// registration or host (unpark, pause, resume, skip, rewind, rotate-secret,
-// hosts reset, token revoke) has a confirmation step; making a token and
-// adding, rotating or removing a key are forms of their own. Each calls
+// registration or host (unpark, pause, resume, resend, skip, rewind,
+// rotate-secret, set-rate, hosts reset, token revoke) has a confirmation
+// step; making a token and adding, rotating or removing a key are forms of
+// their own. Each calls
 // the same internal/operator function as the CLI and the API, which writes
 // the same evidence.
 //

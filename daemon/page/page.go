@@ -439,7 +439,7 @@ var openToken = store.Token{ID: "open", Name: "an open page (no HERALD_ADMIN_TOK
 const (
 	needOverview      = "page: overview, hosts"
 	needRegistrations = "page: registrations, registration, record"
-	needActions       = "page: unpark, pause, resume, resend, skip, rewind, rotate-secret"
+	needActions       = "page: unpark, pause, resume, resend, skip, rewind, rotate-secret, set-rate"
 	needResetHost     = "page: reset-host"
 	needTokens        = "page: tokens (list, create, revoke)"
 	needKeys          = "page: keys (list)"

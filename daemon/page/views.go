@@ -118,6 +118,7 @@ var done = map[string]string{
 	"add-key":      "Key added: registrations naming its key id sign with it.",
 	"rotate-key":   "Key rotated: each registration naming it signs with the new key from its next attempt.",
 	"remove-key":   "Key removed: registrations that still name it fail their deliveries, retried, until it is added again.",
+	"set-rate":     "Rate set: it applies from the registration's next burst.",
 }
 
 func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +175,7 @@ type act struct {
 	ToSeq                                uint64
 	Seq                                  uint64        // of resend
 	ExpireOld                            time.Duration // of rotate-secret
+	Rate                                 store.Rate    // of set-rate: zero for no limit
 }
 
 // parseAct reads an action from a form or a query. Errors name the field.
@@ -186,7 +188,7 @@ func parseAct(v url.Values) (act, error) {
 			return a, err
 		}
 		fallthrough
-	case "unpark", "skip", "rewind", "rotate-secret":
+	case "unpark", "skip", "rewind", "rotate-secret", "set-rate":
 		if a.Stream == "" || a.ID == "" {
 			return a, journal.Invalid("stream", "and id are required for %s", a.Action)
 		}
@@ -200,7 +202,13 @@ func parseAct(v url.Values) (act, error) {
 		}
 		return a, nil
 	default:
-		return a, journal.Invalid("action", "%q must be unpark, pause, resume, resend, skip, rewind, rotate-secret, reset-host or revoke-token", a.Action)
+		return a, journal.Invalid("action", "%q must be unpark, pause, resume, resend, skip, rewind, rotate-secret, set-rate, reset-host or revoke-token", a.Action)
+	}
+	if rate := strings.TrimSpace(v.Get("rate")); a.Action == "set-rate" && rate != "" {
+		var err error
+		if a.Rate, err = store.ParseRate("rate", rate); err != nil {
+			return a, err
+		}
 	}
 	if a.Action == "rotate-secret" {
 		s := cmp.Or(v.Get("expire_old"), "24h")
@@ -304,6 +312,8 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 			p.render(w, r, http.StatusOK, "rotated", map[string]any{"Title": "Secret rotated", "R": v.RegistrationView, "V": v})
 			return
 		}
+	case "set-rate":
+		_, err = operator.SetRate(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, a.Rate)
 	case "revoke-token":
 		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -271,7 +272,7 @@ func (e *errWriter) Write(p []byte) (n int, err error) {
 // printRegistrations writes views as a table, saying when a window is
 // capped by the default --max-per-host.
 func printRegistrations(w io.Writer, views []operator.RegistrationView) {
-	t := tbl.New(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
+	t := tbl.New(w, "STREAM", "ID", "NAMESPACE", "HOST", "KINDS", "WINDOW", "RATE", "CURSOR", "HEAD", "LAG", "ATTEMPTS", "NEXT ATTEMPT", "STATE", "LAST ERROR")
 	capped := 0
 	for _, v := range views {
 		kinds := "all"
@@ -291,7 +292,7 @@ func printRegistrations(w io.Writer, views []operator.RegistrationView) {
 			window = fmt.Sprintf("%d (%d at once)", v.Window, push.DefaultMaxPerHost)
 			capped++
 		}
-		t.Row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
+		t.Row(v.Stream, v.ID, v.Namespace, v.Host, kinds, window, cmp.Or(v.Rate, "none"), fmt.Sprint(v.NextSeq), fmt.Sprint(v.Head), fmt.Sprint(v.Lag),
 			fmt.Sprint(v.Attempts), next, state, v.LastError)
 	}
 	if t.Flush(); capped > 0 {

@@ -209,6 +209,9 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 				if r.Backlog > 0 {
 					fmt.Fprintf(w, "%s records left to send (a turn gave its slot up, or its budget ran out): sweep again soon.\n", plural(r.Backlog, "registration has", "registrations have"))
 				}
+				if r.Paced > 0 {
+					fmt.Fprintf(w, "%s records their --rate holds until its next burst (NEXT ATTEMPT in herald registrations): sweep again then.\n", plural(r.Paced, "registration has", "registrations have"))
+				}
 				if r.Parked > 0 {
 					fmt.Fprintln(w, "Registrations were parked: see herald registrations --parked, then herald unpark.")
 				}

@@ -132,3 +132,40 @@ func TestRunRefusesAnOTELEnvironmentItCannotHonour(t *testing.T) {
 		require.Contains(t, errb.String(), k, "the error names the variable")
 	}
 }
+
+// A sweep that a registration's --rate holds reports it as paced and exits
+// 0: the rate is no backlog to sweep at once. The bursts go at the sweeps'
+// instants, one each half second at 2/s.
+func TestSweepHeldByARateIsPacedNotAttention(t *testing.T) {
+	srv := answering(t, http.StatusNoContent)
+	db := newDB(t)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", srv.URL+"/r", "--secret", goodSecret, "--rate", "2/s")
+	for i := range 3 {
+		heraldOK(t, db, "{}", "append", "--stream", "s", "--id", fmt.Sprintf("e%d", i), "--kind", "k")
+	}
+	type report struct {
+		Records, Paced, Backlog int
+		NeedsAttention          bool `json:"needs_attention"`
+	}
+	sweep := func(at string) (report, int) {
+		r := runCLI(t, db, "", "sweep", "--namespace", "webhook", "--allow-http", "--allow-private-network", "--at", at, "--json")
+		var rep report
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout+r.stderr)
+		return rep, r.code
+	}
+	for _, c := range []struct {
+		at   string
+		want report
+	}{
+		{"2026-03-15T11:00:00Z", report{Records: 1, Paced: 1}},
+		{"2026-03-15T11:00:00.25Z", report{}},
+		{"2026-03-15T11:00:00.5Z", report{Records: 1, Paced: 1}},
+		{"2026-03-15T11:00:01Z", report{Records: 1}},
+	} {
+		rep, code := sweep(c.at)
+		require.Equal(t, c.want, rep, c.at)
+		require.Equal(t, ExitOK, code, c.at)
+	}
+	out := heraldOK(t, db, "", "sweep", "--namespace", "webhook", "--allow-http", "--allow-private-network", "--at", "2026-03-15T11:00:01.5Z")
+	require.NotContains(t, out, "--rate holds", "nothing left")
+}

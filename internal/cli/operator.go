@@ -351,6 +351,9 @@ func registerAgain(e *env, s store.Status) string {
 	if s.RetainMax > 0 {
 		again = append(again, "--retain-max", operator.Span(s.RetainMax))
 	}
+	if !s.Rate.IsZero() {
+		again = append(again, "--rate", s.Rate.String())
+	}
 	again = append(again, "--from-seq", fmt.Sprint(s.NextSeq))
 	line := strings.Join(again, " ")
 	if flags := namespaces[s.Namespace].flags(); len(flags) > 0 {

@@ -36,6 +36,7 @@ func newRegister(e *env) command {
 		keep    string
 		prefix  string
 		from    string
+		rate    string
 		retry   retryFlags
 	)
 	return command{
@@ -105,7 +106,14 @@ herald subscriptions lists them.
 
 --retry-schedule, --max-attempts and --retry-for are the registration's own
 retry policy; without them it retries as its namespace does (README, "Retry
-policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefaults()),
+policy"). Re-registering replaces them.
+
+--rate caps the requests its receiver gets, retries included, from every
+daemon on the database together: at most N in any second, minute or hour
+(N/s, N/min, N/h, N from 1 to %d), sent in bursts (10/s is 5 every half
+second; README, "Rate"). Without it there is no limit but --max-per-host.
+Re-registering replaces it. A subscription (--stream-prefix) takes none:
+each of its streams has a registration of its own.`, push.DefaultMaxPerHost, retainMaxDefaults(), store.MaxRateCount),
 		example: `  herald register --stream orders --id billing --namespace webhook --url https://billing.example/hooks --secret env:BILLING_SECRET
   herald register --stream actor/alice --id https://remote.example/inbox --namespace activitypub \
       --url https://remote.example/inbox --key-id https://example.com/users/alice#main-key
@@ -113,6 +121,7 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
   herald register --stream orders --id shipping --namespace webhook --url https://ship.example/hooks --secret env:SHIP_SECRET --kinds 'order.*,invoice.paid'
   herald register --stream-prefix tenant/42/ --id tenant-42 --namespace webhook --url https://t42.example/hooks --secret env:T42_SECRET --from head
   herald register --stream orders --id erp --namespace webhook --url https://erp.example/hooks --secret env:ERP_SECRET --retry-schedule 5s,5m,30m,2h,5h,10h,10h --retry-for 8d
+  herald register --stream orders --id crm --namespace webhook --url https://crm.example/hooks --secret env:CRM_SECRET --rate 600/min
   herald register --stream herald/events --id ops --namespace webhook --url https://ops.example/herald --secret env:OPS_SECRET --envelope
   herald register --stream orders --id acme --namespace webhook --url https://acme.example/hooks --header 'X-Tenant: 42' \
       --client-cert acme.crt --client-key acme.key`,
@@ -131,6 +140,7 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 			intVar(f, &r.Window, "window", 1, fmt.Sprintf("messages that may be unacknowledged at once, 1 to %d (1: strict order)", store.MaxWindow),
 				fmt.Sprintf("1 to %d", store.MaxWindow), 1, store.MaxWindow)
 			f.StringVar(&keep, "retain-max", "", "keep a record this registration has not acknowledged at most this long, 1h to 3650d (default: the namespace's, see above)")
+			f.StringVar(&rate, "rate", "", fmt.Sprintf("at most N requests to the receiver in any second, minute or hour, from every daemon: N/s, N/min or N/h, N from 1 to %d (default: no limit)", store.MaxRateCount))
 			retry.add(f)
 			cfg.add(f)
 		},
@@ -155,6 +165,14 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 			}
 			if err := checkNamespace(r.Namespace); err != nil {
 				return err
+			}
+			if c.changed("rate") {
+				if prefix != "" {
+					return usagef("--rate applies to --stream only: each stream of a subscription has a registration of its own, and a rate on each would let the receiver get N a period for every stream")
+				}
+				if r.Rate, err = store.ParseRate("rate", rate); err != nil {
+					return asRangeError(usageOf(err))
+				}
 			}
 			if c.changed("retain-max") {
 				if r.RetainMax, err = operator.ParseSpan("--retain-max", keep); err != nil {
@@ -221,6 +239,9 @@ policy"). Re-registering replaces them.`, push.DefaultMaxPerHost, retainMaxDefau
 				}
 				if !v.RetainMaxDefault {
 					window += ", retain-max " + v.RetainMax
+				}
+				if v.Rate != "" {
+					window += ", rate " + v.Rate
 				}
 				if existed {
 					verb = "Updated"

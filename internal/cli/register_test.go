@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -388,4 +389,39 @@ func TestRegisterRetryPolicy(t *testing.T) {
 	regs = nil
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
 	require.NotContains(t, regs[0], "retry", "re-registering without the flags: the namespace's again")
+}
+
+// register --rate is validated, its error naming the flag and the forms it
+// takes; refused with --stream-prefix; stored and shown (the status line,
+// the registrations table, JSON); re-registering without it removes it.
+func TestRegisterRate(t *testing.T) {
+	db := newDB(t)
+	args := func(more ...string) []string {
+		return append([]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, more...)
+	}
+	for _, bad := range []string{"10", "10/sec", "0/s", "10001/h", "-1/min", "10/ s", "1e3/s", "ten/s", ""} {
+		r := runCLI(t, db, "", args("--rate", bad)...)
+		require.Equal(t, ExitUsage, r.code, "--rate %q: %s", bad, r.stderr)
+		require.Contains(t, r.stderr, fmt.Sprintf("--rate %q must be N/s, N/min or N/h with N from 1 to 10000", bad))
+		requireNoDB(t, db, "a refused register opened nothing")
+	}
+	r := runCLI(t, db, "", "register", "--stream-prefix", "tenant/42/", "--id", "t", "--namespace", "webhook", "--url", "https://hooks.example/t",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--rate", "10/s")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--rate applies to --stream only")
+
+	require.Contains(t, heraldOK(t, db, "", args("--rate", "600/min")...), ", rate 600/min,")
+	require.Regexp(t, `(?m)^s\s+r\s+webhook\s+hooks.example:443\s+all\s+1\s+600/min\s`, heraldOK(t, db, "", "registrations"))
+	var regs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.Equal(t, "600/min", regs[0]["rate"])
+	heraldOK(t, db, "", args()...)
+	regs = nil
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.NotContains(t, regs[0], "rate", "re-registering without --rate: no limit")
+	require.Regexp(t, `(?m)^s\s+r\s+webhook\s+hooks.example:443\s+all\s+1\s+none\s`, heraldOK(t, db, "", "registrations"))
+	help := heraldOK(t, db, "", "register", "--help")
+	require.Contains(t, help, "--rate string")
+	require.Contains(t, help, "N/s, N/min or N/h")
 }

@@ -62,13 +62,13 @@ var Access = map[string]Need{
 	"POST /v1/key/rotate":                 {store.RoleAdmin, false},
 	"DELETE /v1/key":                      {store.RoleAdmin, false},
 
-	"page: registrations, registration, record":                        {store.RoleReader, true},
-	"page: overview, hosts":                                            {store.RoleReader, false},
-	"page: unpark, pause, resume, resend, skip, rewind, rotate-secret": {store.RoleOperator, true},
-	"page: reset-host":                                                 {store.RoleOperator, false},
-	"page: tokens (list, create, revoke)":                              {store.RoleAdmin, false},
-	"page: keys (list)":                                                {store.RoleOperator, false},
-	"page: keys (add, rotate, remove)":                                 {store.RoleAdmin, false},
+	"page: registrations, registration, record":                                  {store.RoleReader, true},
+	"page: overview, hosts":                                                      {store.RoleReader, false},
+	"page: unpark, pause, resume, resend, skip, rewind, rotate-secret, set-rate": {store.RoleOperator, true},
+	"page: reset-host":                                                           {store.RoleOperator, false},
+	"page: tokens (list, create, revoke)":                                        {store.RoleAdmin, false},
+	"page: keys (list)":                                                          {store.RoleOperator, false},
+	"page: keys (add, rotate, remove)":                                           {store.RoleAdmin, false},
 }
 
 // Allowed is nil when tok may use what pattern names, else why not

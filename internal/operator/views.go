@@ -34,6 +34,11 @@ type RegistrationView struct {
 	Kinds      []string   `json:"kinds,omitempty"` // absent: every kind
 	Window     int        `json:"window"`          // messages unacknowledged at once (1: strict order)
 	Retry      *RetryView `json:"retry,omitempty"` // the registration's own; absent: its namespace's
+	// Rate is its rate limit, "10/s", "600/min" or "5/h"; absent: none.
+	// PacedUntil is when the rate lets its next burst start, once one was
+	// sent.
+	Rate       string    `json:"rate,omitempty"`
+	PacedUntil time.Time `json:"paced_until,omitzero"`
 	// RetainMax is the retention bound in force (Span: "7d"), the
 	// namespace's default when RetainMaxDefault.
 	RetainMax        string    `json:"retain_max"`
@@ -143,7 +148,7 @@ func Registration(ctx context.Context, s store.Store, stream, id string) (Regist
 func (held Held) View(s store.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
-		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1),
+		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), Rate: s.Rate.String(), PacedUntil: s.PacedUntil,
 		RetainMax: Span(s.RetainBound()), RetainMaxDefault: s.RetainMax == 0, Subscription: s.Subscription, NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, Paused: s.Paused, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,

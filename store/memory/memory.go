@@ -231,7 +231,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 	n.Kinds, n.Window, n.RetainMax = slices.Clone(r.Kinds), max(r.Window, 1), r.RetainMax
-	n.Retry = r.Retry
+	n.Retry, n.Rate = r.Retry, r.Rate
 	n.Retry.Schedule = slices.Clone(r.Retry.Schedule)
 	return copyReg(n), nil
 }
@@ -343,8 +343,10 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 	}
 	for i, st := range p.Batch.Registrations {
 		r := s.regs[st.Key()]
+		lapsed := r.LeaseOwner != ""
 		r.LeaseOwner, r.LeaseUntil, r.NextAttemptAt = q.Owner, q.LeaseUntil, q.At
 		p.Batch.Registrations[i] = s.status(r)
+		p.Batch.Registrations[i].Lapsed = lapsed
 	}
 	return p.Batch, nil
 }
@@ -368,6 +370,20 @@ func (s *Store) save(c store.Claim, nextSeq uint64, release bool) error {
 		}
 		if release {
 			r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+		}
+		return nil
+	})
+}
+
+// Pace implements store.Store.
+func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error {
+	if err := store.ValidateInstant("paced until", until); err != nil {
+		return err
+	}
+	return s.under(c, 1, func(r *store.Registration) error {
+		r.PacedUntil = until
+		if until.After(r.NextAttemptAt) {
+			r.NextAttemptAt = until
 		}
 		return nil
 	})

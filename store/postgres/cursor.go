@@ -35,6 +35,14 @@ func (s *Store) saveCursor(ctx context.Context, op, write string, c store.Claim,
 	return s.fenced(ctx, op, c, nextSeq, false, nil, write, pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner, "next_seq": int64(nextSeq)})
 }
 
+// Pace implements store.Store.
+func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error {
+	if err := store.ValidateInstant("paced until", until); err != nil {
+		return err
+	}
+	return s.fenced(ctx, "pace", c, 1, false, nil, sqlPace, pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner, "next_seq": int64(1), "until": until})
+}
+
 // Renew implements store.Store in one statement.
 func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	if err := store.ValidateRenew(until, claims); err != nil {

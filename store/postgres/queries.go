@@ -93,6 +93,7 @@ var (
 	sqlFence          = stmt("fence")
 	sqlAdvance        = stmt("advance")
 	sqlCheckpoint     = stmt("checkpoint")
+	sqlPace           = stmt("pace")
 	sqlRetry          = stmt("retry")
 	sqlPark           = stmt("park")
 	sqlHostFailed     = stmt("host_failed")

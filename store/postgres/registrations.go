@@ -53,7 +53,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
 			"namespace": r.Namespace, "url": r.URL, "config": config, "on_rejected": string(r.OnRejected), "next_seq": int64(next),
 			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1)),
-			"retain_max_ns": int64(r.RetainMax), "retry": store.EncodeRetry(r.Retry)}))
+			"retain_max_ns": int64(r.RetainMax), "retry": store.EncodeRetry(r.Retry), "rate": r.Rate.String()}))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})
@@ -162,16 +162,19 @@ func scanStatus(row pgx.Row, extra ...any) (store.Status, error) {
 		st                   store.Status
 		r                    = &st.Registration
 		parkedAt, leaseUntil pgtype.Timestamptz
-		failingSince         pgtype.Timestamptz
-		retry                string
+		failingSince, paced  pgtype.Timestamptz
+		retry, rate          string
 	)
 	err := row.Scan(append([]any{&r.Stream, &r.ID, &r.Namespace, &r.URL, (*[]byte)(&r.Config), &r.OnRejected, &r.NextSeq, &r.Attempts,
 		&r.NextAttemptAt, &r.Parked, &parkedAt, &r.LastError, &r.LeaseOwner, &leaseUntil, &r.HostFailures, &r.Kinds, &r.Window,
-		(*int64)(&r.RetainMax), &r.Subscription, &retry, &failingSince, &r.Paused, &st.Head, &st.Sealed}, extra...)...)
+		(*int64)(&r.RetainMax), &r.Subscription, &retry, &failingSince, &r.Paused, &rate, &paced, &st.Head, &st.Sealed}, extra...)...)
 	if err == nil {
 		r.Retry, err = store.DecodeRetry(retry)
 	}
-	r.FailingSince = timeOf(failingSince)
+	if err == nil {
+		r.Rate, err = store.DecodeRate(rate)
+	}
+	r.FailingSince, r.PacedUntil = timeOf(failingSince), timeOf(paced)
 	if len(r.Kinds) == 0 {
 		r.Kinds = nil // every kind, as the other stores return it
 	}
@@ -228,7 +231,12 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			rows, err := conn.Query(ctx, sqlClaim, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner,
 				"lease_until": q.LeaseUntil, "streams": streams, "ids": ids})
 			if err == nil {
-				batch.Registrations, err = pgx.AppendRows(batch.Registrations, rows, rowTo(scanStatus))
+				batch.Registrations, err = pgx.AppendRows(batch.Registrations, rows, func(row pgx.CollectableRow) (store.Status, error) {
+					var lapsed bool
+					st, err := scanStatus(row, &lapsed)
+					st.Lapsed = lapsed
+					return st, err
+				})
 			}
 			if err != nil {
 				return s.dbErr(ctx, "due", err)

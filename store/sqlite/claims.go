@@ -70,6 +70,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			if _, err := tx.ExecContext(ctx, sqlClaim, q.Owner, until, at, st.Stream, st.ID); err != nil {
 				return translate("due: claim", err)
 			}
+			st.Lapsed = st.LeaseOwner != "" // as read before the claim
 			st.LeaseOwner, st.LeaseUntil, st.NextAttemptAt = q.Owner, instant(until), instant(at)
 		}
 		if !full || p.Capped || len(store.HostsAtCap(q)) > 0 {

@@ -147,6 +147,18 @@ func saveWith(ctx context.Context, op, query string, c store.Claim) func(tx *sql
 	}
 }
 
+// Pace implements store.Store.
+func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error {
+	when, err := instantArg("paced until", until)
+	if err != nil {
+		return err
+	}
+	return s.fenced(ctx, "pace", c, 1, func(tx *sql.Tx, fc fence) error {
+		_, err := update(ctx, tx, "pace", c.Stream, c.ID, sqlPace, c.Stream, c.ID, c.Owner, when)
+		return err
+	})
+}
+
 // Renew implements store.Store, one statement a claim in one transaction.
 func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	if err := store.ValidateRenew(until, claims); err != nil {

@@ -53,19 +53,19 @@ const (
 	statusColumns = `r.stream, r.id, r.namespace, r.url,
 	IFNULL(r.config, (SELECT u.config FROM herald_subscription AS u WHERE u.prefix = r.subscription AND u.id = r.id)), r.on_rejected, r.next_seq, r.attempts,
 	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
-	r.retain_max_ns, r.subscription, r.retry, r.failing_since, r.paused`
+	r.retain_max_ns, r.subscription, r.retry, r.failing_since, r.paused, r.rate, r.paced_until`
 	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
 	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
 	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
 	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
-				"window" = ?, retain_max_ns = ?, retry = ? WHERE stream = ? AND id = ?`
+				"window" = ?, retain_max_ns = ?, retry = ?, rate = ? WHERE stream = ? AND id = ?`
 	sqlRegisterHead = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
 	// Reseal (registrations.go) reads a page of configs in key order and
 	// writes each anew where the row still holds what it read.
 	sqlResealPage         = `SELECT stream, id, config FROM herald_registration WHERE (stream, id) > (?, ?) ORDER BY stream, id LIMIT ?`
 	sqlReseal             = `UPDATE herald_registration SET config = ? WHERE stream = ? AND id = ? AND config = ?`
-	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retain_max_ns, retry, stream, id, next_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertRegistration = `INSERT INTO herald_registration (namespace, url, host, config, on_rejected, kinds, "window", retain_max_ns, retry, rate, stream, id, next_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteRegistration = "DELETE FROM herald_registration WHERE stream = ? AND id = ? RETURNING 1"
 	sqlComplete           = "DELETE FROM herald_registration WHERE stream = ? AND id = ? AND lease_owner = ?"
 	sqlStats              = `
@@ -189,6 +189,8 @@ const (
 				next_seq = MAX(next_seq, ?4)`
 	sqlAdvance    = cursorMoved + ", lease_owner = '', lease_until = NULL" + fencedWhere
 	sqlCheckpoint = cursorMoved + fencedWhere
+	// sqlPace: the next burst no earlier than ?4, nor the next claim.
+	sqlPace = `UPDATE herald_registration SET paced_until = ?4, next_attempt_at = MAX(IFNULL(next_attempt_at, ?4), ?4)` + fencedWhere
 	// failed is what sqlRetry and sqlPark set: one more attempt at the
 	// cursor ?4 (the first if it moved, which starts a run of failures at
 	// ?7), the reason ?6, the lease released.

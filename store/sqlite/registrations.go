@@ -17,21 +17,24 @@ func scanStatus(sc scanner) (store.Status, error) {
 	var (
 		st                                store.Status
 		config                            []byte
-		onRejected, kinds, retry          string
+		onRejected, kinds, retry, rate    string
 		next, head                        int64
 		nextAttempt, parkedAt, leaseUntil sql.NullInt64
-		failingSince                      sql.NullInt64
+		failingSince, pacedUntil          sql.NullInt64
 	)
 	err := sc.Scan(&st.Stream, &st.ID, &st.Namespace, &st.URL, &config, &onRejected, &next, &st.Attempts,
 		&nextAttempt, &st.Parked, &parkedAt, &st.LastError, &st.LeaseOwner, &leaseUntil, &kinds, &head, &st.Sealed, &st.HostFailures, &st.Window,
-		&st.RetainMax, &st.Subscription, &retry, &failingSince, &st.Paused)
+		&st.RetainMax, &st.Subscription, &retry, &failingSince, &st.Paused, &rate, &pacedUntil)
 	if err != nil {
 		return store.Status{}, err
 	}
 	if st.Retry, err = store.DecodeRetry(retry); err != nil {
 		return store.Status{}, fmt.Errorf("sqlite: %w", err)
 	}
-	st.FailingSince = instant(failingSince)
+	if st.Rate, err = store.DecodeRate(rate); err != nil {
+		return store.Status{}, fmt.Errorf("sqlite: %w", err)
+	}
+	st.FailingSince, st.PacedUntil = instant(failingSince), instant(pacedUntil)
 	if st.Kinds, err = decodeKinds(kinds); err != nil {
 		return store.Status{}, err
 	}
@@ -68,7 +71,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	}
 	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
 	dest := []any{r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), int64(r.RetainMax),
-		store.EncodeRetry(r.Retry), r.Stream, r.ID}
+		store.EncodeRetry(r.Retry), r.Rate.String(), r.Stream, r.ID}
 	var out store.Status
 	err = s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {

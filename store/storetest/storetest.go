@@ -68,6 +68,7 @@ func Run(t *testing.T, open Factory) {
 		{"Events", eventTests},
 		{"Subscriptions", subscriptionTests},
 		{"Pause", pauseTests},
+		{"Rate", rateTests},
 		{"Resend", resendTests},
 		{"Tokens", tokenTests},
 		{"ActorKeys", actorKeyTests},

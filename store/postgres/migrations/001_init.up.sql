@@ -152,6 +152,11 @@ CREATE TABLE herald_registration (
     -- push.Registration.Paused: an operator's stop. A paused row is parked
     -- too, so that every query that skips parked rows skips it.
     paused          boolean NOT NULL DEFAULT false,
+    -- store.Registration.Rate as Rate.String writes it ("10/s"), '' for
+    -- none; paced_until: the earliest instant its next burst may start
+    -- (store.Store.Pace), NULL before the first.
+    rate            text    NOT NULL DEFAULT '',
+    paced_until     timestamptz,
     PRIMARY KEY (stream, id)
 );
 

@@ -15,6 +15,11 @@ UPDATE herald_registration r SET {{template "cursor_moved" "@next_seq::bigint"}}
 UPDATE herald_registration r SET {{template "cursor_moved" "@next_seq::bigint"}}
 {{template "fenced_by"}}
 
+-- name: pace
+-- The next burst no earlier than @until, nor the next claim.
+UPDATE herald_registration r SET paced_until = @until, next_attempt_at = GREATEST(r.next_attempt_at, @until)
+{{template "fenced_by"}}
+
 -- name: retry
 -- An attempt charged at the cursor reached: the first if it moved.
 WITH upd AS (

@@ -75,12 +75,13 @@ ORDER BY r.next_attempt_at, r.stream, r.id
 -- name: claim
 -- Leases the first @limit of the picks (@streams, @ids, in claim order)
 -- that are still due, unleased and lagging, skipping those another claim
--- has locked, and stamps next_attempt_at = @at.
+-- has locked, and stamps next_attempt_at = @at; lapsed: the lease it takes
+-- had lapsed, not been released (store.Status.Lapsed).
 WITH locked AS MATERIALIZED ( -- the locks taken once, in the picks' order, before the UPDATE
-    SELECT l.tid, p.ord, p.stream, p.id
+    SELECT l.tid, l.lapsed, p.ord, p.stream, p.id
     FROM unnest(@streams::text[], @ids::text[]) WITH ORDINALITY AS p (stream, id, ord)
     CROSS JOIN LATERAL (
-        SELECT r.ctid AS tid FROM herald_registration r
+        SELECT r.ctid AS tid, r.lease_owner <> '' AS lapsed FROM herald_registration r
         WHERE r.stream = p.stream AND r.id = p.id AND r.namespace = @namespace AND NOT r.parked
           AND r.next_attempt_at <= @at AND (r.lease_until IS NULL OR r.lease_until <= @at)
           AND r.next_seq <= (SELECT s.head FROM herald_stream s WHERE s.stream = r.stream)
@@ -91,7 +92,7 @@ WITH locked AS MATERIALIZED ( -- the locks taken once, in the picks' order, befo
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM locked))
     RETURNING r.*
 )
-SELECT {{template "status"}}
+SELECT {{template "status"}}, l.lapsed
 FROM claimed r
 JOIN locked l ON l.stream = r.stream AND l.id = r.id
 CROSS JOIN LATERAL (SELECT s.head, s.final_seq FROM herald_stream s WHERE s.stream = r.stream OFFSET 0) s -- a probe per claimed row, not a join of every stream

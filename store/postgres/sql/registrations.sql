@@ -6,7 +6,7 @@
 {{define "status"}}r.stream, r.id, r.namespace, r.url,
        coalesce(r.config, (SELECT u.config FROM herald_subscription u WHERE u.prefix = r.subscription AND u.id = r.id)), r.on_rejected, r.next_seq, r.attempts,
        r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.host_failures, r.kinds, r."window",
-       r.retain_max_ns, r.subscription, r.retry, r.failing_since, r.paused, s.head, s.final_seq IS NOT NULL{{end}}
+       r.retain_max_ns, r.subscription, r.retry, r.failing_since, r.paused, r.rate, r.paced_until, s.head, s.final_seq IS NOT NULL{{end}}
 {{define "status_from"}}{{template "status"}}
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream{{end}}
 
@@ -26,12 +26,12 @@ SELECT count(*) > 0, coalesce(max(subscription), '') FROM herald_registration WH
 -- name: upsert_registration
 WITH r AS (
 INSERT INTO herald_registration AS r
-    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retain_max_ns, retry)
-VALUES (@stream, @id, @namespace, @url, @config, @on_rejected, @next_seq, @next_attempt_at, @host, @kinds, @window, @retain_max_ns, @retry)
+    (stream, id, namespace, url, config, on_rejected, next_seq, next_attempt_at, host, kinds, "window", retain_max_ns, retry, rate)
+VALUES (@stream, @id, @namespace, @url, @config, @on_rejected, @next_seq, @next_attempt_at, @host, @kinds, @window, @retain_max_ns, @retry, @rate)
 ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns,
-    retry = excluded.retry
+    retry = excluded.retry, rate = excluded.rate
 RETURNING r.*)
 SELECT {{template "status"}} FROM r JOIN herald_stream s ON s.stream = r.stream
 

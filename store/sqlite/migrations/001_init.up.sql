@@ -70,6 +70,8 @@ CREATE TABLE herald_registration (
     -- push.Registration.Paused: an operator's stop. A paused row is parked
     -- too, so that every query that skips parked rows skips it.
     paused          INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+    rate            TEXT    NOT NULL DEFAULT '', -- store.Registration.Rate as Rate.String writes it ("10/s"), '' for none
+    paced_until     INTEGER,                     -- store.Registration.PacedUntil: the next burst no earlier (NULL: none yet)
     PRIMARY KEY (stream, id)
 ) STRICT;
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked = 1;
