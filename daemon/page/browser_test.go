@@ -182,6 +182,30 @@ func (r *receiver) accepted() []string {
 	return append([]string(nil), r.got...)
 }
 
+// hook appends n records to stream (ids prefix-1 … prefix-n, payloads
+// {"n":i}) and registers id on it: a webhook to the receiver's /hook.
+func (r *receiver) hook(t *testing.T, s store.Backend, stream, id, prefix string, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		_, err := s.Append(t.Context(), stream, journal.Entry{ID: fmt.Sprintf("%s-%d", prefix, i), Kind: "order.updated",
+			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
+		require.NoError(t, err)
+	}
+	_, err := s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: r.srv.URL + "/hook",
+		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
+	require.NoError(t, err)
+}
+
+// loopbackWorker is a webhook worker that delivers to loopback receivers.
+func loopbackWorker(t *testing.T, s store.Backend, opts ...push.Option) *push.Worker {
+	t.Helper()
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	w, err := push.NewWorker(s, s, tr, webhook.New(), opts...)
+	require.NoError(t, err)
+	return w
+}
+
 // TestBrowserUnparkResumesAParkedRegistration: a receiver answers 410, the
 // registration parks; the operator unparks it from the page (button, then
 // the confirmation); the next sweep delivers every record to the receiver.
@@ -189,18 +213,8 @@ func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
 	ctx := browser(t)
 	s := openStore(t)
 	rcv := newReceiver(t, http.StatusGone)
-	for i := 1; i <= 3; i++ {
-		_, err := s.Append(t.Context(), "orders/7", journal.Entry{ID: fmt.Sprintf("o7-%d", i), Kind: "order.updated",
-			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
-		require.NoError(t, err)
-	}
-	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/7", ID: "shop", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
-		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
-	require.NoError(t, err)
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
-	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, tr, webhook.New())
-	require.NoError(t, err)
+	rcv.hook(t, s, "orders/7", "shop", "o7", 3)
+	w := loopbackWorker(t, s)
 	rep, err := w.RunOnce(t.Context(), seedT0, 10)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Parked, "410 parks")
@@ -341,10 +355,7 @@ func liveHour(t *testing.T, s store.Backend, p *page.Page) {
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/live", ID: "warehouse", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
 		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
 	require.NoError(t, err)
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
-	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, tr, webhook.New(), push.WithHooks(p.Hooks("webhook", push.Hooks{})))
-	require.NoError(t, err)
+	w := loopbackWorker(t, s, push.WithHooks(p.Hooks("webhook", push.Hooks{})))
 	n := 0
 	for i := range 60 {
 		at := seedView.Add(time.Duration(i-60) * time.Minute)

@@ -1,7 +1,6 @@
 package page_test
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -10,11 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // TestBrowserSetRatePacesTheNextSweeps: an operator sets a registration's
@@ -25,14 +21,7 @@ func TestBrowserSetRatePacesTheNextSweeps(t *testing.T) {
 	ctx := browser(t)
 	s := openStore(t)
 	rcv := newReceiver(t, http.StatusNoContent)
-	for i := 1; i <= 6; i++ {
-		_, err := s.Append(t.Context(), "orders/8", journal.Entry{ID: fmt.Sprintf("o8-%d", i), Kind: "order.updated",
-			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
-		require.NoError(t, err)
-	}
-	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/8", ID: "crm", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
-		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
-	require.NoError(t, err)
+	rcv.hook(t, s, "orders/8", "crm", "o8", 6)
 	_, srv := serve(t, s, testToken, seedT0)
 	browserLogin(t, ctx, srv, testToken)
 	page := srv.URL + "/ui/registration?stream=orders%2F8&id=crm"
@@ -56,10 +45,7 @@ func TestBrowserSetRatePacesTheNextSweeps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.Rate{Count: 2, Per: time.Second}, st.Rate)
 
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
-	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, tr, webhook.New())
-	require.NoError(t, err)
+	w := loopbackWorker(t, s)
 	sweep := func(ms int) push.SweepReport {
 		rep, err := w.RunOnce(t.Context(), seedT0.Add(time.Duration(ms)*time.Millisecond), 10)
 		require.NoError(t, err)

@@ -1,7 +1,6 @@
 package page_test
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -10,11 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/webhook"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // TestBrowserResendDeliversOneRecordAgain: on a registration that
@@ -25,18 +20,8 @@ func TestBrowserResendDeliversOneRecordAgain(t *testing.T) {
 	ctx := browser(t)
 	s := openStore(t)
 	rcv := newReceiver(t, http.StatusNoContent)
-	for i := 1; i <= 3; i++ {
-		_, err := s.Append(t.Context(), "orders/9", journal.Entry{ID: fmt.Sprintf("o9-%d", i), Kind: "order.updated",
-			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
-		require.NoError(t, err)
-	}
-	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/9", ID: "shop", Namespace: "webhook", URL: rcv.srv.URL + "/hook",
-		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
-	require.NoError(t, err)
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
-	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, tr, webhook.New())
-	require.NoError(t, err)
+	rcv.hook(t, s, "orders/9", "shop", "o9", 3)
+	w := loopbackWorker(t, s)
 	rep, err := w.RunOnce(t.Context(), seedT0, 10)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Deliveries)

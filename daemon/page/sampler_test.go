@@ -10,9 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/transport"
 )
 
 var polylineRE = regexp.MustCompile(`<polyline points="([^"]*)"`)
@@ -36,10 +34,7 @@ func TestChartsComeFromSamplesOnTheDaemonsClock(t *testing.T) {
 	_, body := get(t, c, srv.URL+"/ui/")
 	require.Contains(t, body, "no samples yet", "the charts start empty")
 
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
-	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, tr, webhook.New(), push.WithHooks(p.Hooks("webhook", push.Hooks{})))
-	require.NoError(t, err)
+	w := loopbackWorker(t, s, push.WithHooks(p.Hooks("webhook", push.Hooks{})))
 	require.NoError(t, p.Sample(t.Context(), seedT0))
 	rep, err := w.RunOnce(t.Context(), seedT0.Add(30*time.Second), 10)
 	require.NoError(t, err)
