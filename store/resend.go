@@ -56,19 +56,6 @@ type ResendBatch struct {
 	More    bool     // more than the query's Limit were pending
 }
 
-// ValidateRenewResends checks RenewResends' arguments, as ValidateRenew.
-func ValidateRenewResends(until time.Time, claims []ResendClaim) error {
-	if err := ValidateInstant("until", until); err != nil {
-		return err
-	}
-	for _, c := range claims {
-		if err := c.Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // CheckResend is Store.Resend's rule for record seq of a registration whose
 // cursor is next in a stream whose low-water mark is oldest: a record
 // already acknowledged (1 <= seq < next) and retained. Errors wrap

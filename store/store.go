@@ -165,9 +165,9 @@ func CheckMove(skip bool, stream string, next, head, oldest, toSeq uint64, at ti
 	return Evidence{At: at, Event: event, Seq: next, Error: reason}, CheckRetained(stream, toSeq, oldest)
 }
 
-// ValidateRenew checks Store.Renew's arguments: a set until and valid
-// claims. Errors wrap journal.ErrInvalid.
-func ValidateRenew(until time.Time, claims []Claim) error {
+// ValidateRenew checks the arguments of Store.Renew and RenewResends: a
+// set until and valid claims. Errors wrap journal.ErrInvalid.
+func ValidateRenew[C interface{ Validate() error }](until time.Time, claims []C) error {
 	if err := ValidateInstant("until", until); err != nil {
 		return err
 	}

@@ -555,7 +555,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 
 // RenewResends implements store.Store.
 func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
-	if err := store.ValidateRenewResends(until, claims); err != nil {
+	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -75,7 +75,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 
 // RenewResends implements store.Store in one statement.
 func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
-	if err := store.ValidateRenewResends(until, claims); err != nil {
+	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
 	streams, ids, seqs, owners := make([]string, 0, len(claims)), make([]string, 0, len(claims)), make([]int64, 0, len(claims)), make([]string, 0, len(claims))

@@ -168,13 +168,21 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim
 	if err != nil {
 		return nil, err
 	}
-	var renewed []store.Claim
-	err = s.write(ctx, "renew leases", func(tx *sql.Tx) error {
+	return renewEach(ctx, s, "renew leases", claims, func(tx *sql.Tx, c store.Claim) (sql.Result, error) {
+		return tx.ExecContext(ctx, sqlRenew, when, c.Stream, c.ID, c.Owner)
+	})
+}
+
+// renewEach runs renew for each claim in one write transaction and returns
+// the claims whose lease it extended (a row changed).
+func renewEach[C any](ctx context.Context, s *Store, op string, claims []C, renew func(*sql.Tx, C) (sql.Result, error)) ([]C, error) {
+	var renewed []C
+	err := s.write(ctx, op, func(tx *sql.Tx) error {
 		renewed = renewed[:0]
 		for _, c := range claims {
-			res, err := tx.ExecContext(ctx, sqlRenew, when, c.Stream, c.ID, c.Owner)
+			res, err := renew(tx, c)
 			if err != nil {
-				return translate("renew leases", err)
+				return translate(op, err)
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
 				renewed = append(renewed, c)

@@ -96,31 +96,16 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 // RenewResends implements store.Store, one statement a claim in one
 // transaction.
 func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
-	if err := store.ValidateRenewResends(until, claims); err != nil {
+	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
 	when, err := instantArg("until", until)
 	if err != nil {
 		return nil, err
 	}
-	var renewed []store.ResendClaim
-	err = s.write(ctx, "renew resends' leases", func(tx *sql.Tx) error {
-		renewed = renewed[:0]
-		for _, c := range claims {
-			res, err := tx.ExecContext(ctx, sqlRenewResend, when, c.Stream, c.ID, int64(c.Seq), c.Owner)
-			if err != nil {
-				return translate("renew resends' leases", err)
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				renewed = append(renewed, c)
-			}
-		}
-		return nil
+	return renewEach(ctx, s, "renew resends' leases", claims, func(tx *sql.Tx, c store.ResendClaim) (sql.Result, error) {
+		return tx.ExecContext(ctx, sqlRenewResend, when, c.Stream, c.ID, int64(c.Seq), c.Owner)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return renewed, nil
 }
 
 // Resent implements store.Store.
