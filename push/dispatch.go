@@ -293,7 +293,9 @@ func (d *dispatcher) end(e turnEnd) {
 }
 
 // release gives back the claims never started (Run is stopping), so that
-// another worker need not wait out their lease.
+// another worker need not wait out their lease; but a resend's, which stays
+// pending, and a rate-limited one that took a lapsed lease: released, the
+// next claim would not know of the lost turn's burst (turn.newPace).
 func (d *dispatcher) release() {
 	d.w.waiting.Add(-d.waiting)
 	d.waiting = 0
@@ -301,8 +303,8 @@ func (d *dispatcher) release() {
 		d.leases.drop(s)
 		s.entry.Queued.Add(-1)
 		d.w.perHost.Leave(s.host)
-		if s.resend != nil {
-			continue // its lease lapses: it stays pending
+		if s.resend != nil || s.st.Lapsed && !s.st.Rate.IsZero() {
+			continue // its lease lapses again
 		}
 		if err := d.w.store.Advance(d.ctx, s.st.Claim(), s.st.NextSeq); err != nil {
 			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", s.st.Stream,

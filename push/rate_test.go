@@ -3,6 +3,7 @@ package push_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,4 +238,52 @@ func TestRateCountsOnlyTheRecordsItSends(t *testing.T) {
 	require.Equal(t, 1, rep.Deliveries)
 	require.Equal(t, uint64(601), f.get("s", "r").NextSeq)
 	require.Equal(t, []string{"s#100", "s#200", "s#300", "s#400", "s#500", "s#600"}, f.recv.ids("s/r"))
+}
+
+// TestRateStoppingKeepsALapsedClaimUnreleased: a stopping Run gives back the
+// claims it never started, but one that took a lapsed lease carries the
+// lost turn's burst, which no write recorded; released, the next claim
+// would find the lease released, not lapsed, and send a burst at once, on
+// top of it. It is left to lapse, so the next claim still waits a spacing.
+func TestRateStoppingKeepsALapsedClaimUnreleased(t *testing.T) {
+	f := newFixture(t)
+	f.append("a", 1)
+	f.append("b", 1)
+	f.register("a", "a")
+	f.registerRate("b", "b", store.Rate{Count: 1, Per: time.Hour}, 0)
+	now := time.Now()
+	for _, c := range []struct {
+		stream string
+		at     time.Time
+	}{{"a", now.Add(-3 * time.Hour)}, {"b", now.Add(-2 * time.Hour)}} { // a first in claim order
+		lost, err := f.store.Due(t.Context(), store.DueQuery{At: c.at, Limit: 1, Namespace: ns, Owner: "killed", LeaseUntil: c.at.Add(time.Minute)})
+		require.NoError(t, err)
+		require.Len(t, lost.Registrations, 1)
+		require.Equal(t, c.stream, lost.Registrations[0].Stream) // a worker that died mid-burst
+	}
+	arrived, unblock := make(chan struct{}), make(chan struct{})
+	var bSent atomic.Int32
+	transport := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if reg.Stream == "a" {
+			close(arrived)
+			<-unblock
+		} else {
+			bSent.Add(1)
+		}
+		return accepted(), nil
+	})
+	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithMaxInFlight(1))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	<-arrived // a holds the one slot; b waits, claimed
+	cancel()
+	close(unblock)
+	require.NoError(t, <-stopped)
+	require.Zero(t, bSent.Load(), "b never started")
+
+	rep, err := w.RunOnce(t.Context(), time.Now(), 10)
+	require.NoError(t, err)
+	require.Zero(t, bSent.Load(), "b's next burst waits for the lost one's: %+v", rep)
 }
