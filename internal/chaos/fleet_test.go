@@ -213,13 +213,18 @@ func (f *fleet) windowFigures(v Verdict) map[string]any {
 }
 
 // workerArgs are the flags of every worker of the fleet: the default sweep
-// limit (256) and MaxInFlight (64), so that most claims wait for their turn,
-// which the sweep's lease budget must keep inside the lease; and the plan's
-// --max-per-host (every receiver is one host), so that windows fill.
+// limit (256) and a quarter of it in flight (fleetInFlight), so that most
+// claims wait for their turn, which the sweep's lease budget must keep
+// inside the lease; and the plan's --max-per-host (every receiver is one
+// host), so that windows fill.
+// fleetInFlight is pinned, not push.DefaultMaxInFlight: at the default
+// (256, the sweep limit) a worker starts every claim at once and none waits.
+const fleetInFlight = push.DefaultSweepLimit / 4
+
 func (f *fleet) workerArgs() []string {
 	return []string{"-v", "run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
 		"--allow-http", "--allow-private-network", "--timeout", "5s",
-		"--max-in-flight", strconv.Itoa(push.DefaultMaxInFlight),
+		"--max-in-flight", strconv.Itoa(fleetInFlight),
 		"--max-per-host", strconv.Itoa(cmp.Or(f.plan.MaxPerHost, push.DefaultMaxPerHost)),
 		"--lease", f.plan.Lease.String(), "--drain-page", strconv.Itoa(f.plan.DrainPage)}
 }
