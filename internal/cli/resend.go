@@ -22,8 +22,8 @@ func newResend(e *env) command {
 		use:   "resend",
 		short: "Deliver one record again to a registration, out of band, with its original id",
 		long: `Queue record --seq, one the registration acknowledged (behind its cursor), to be
-delivered to it once more: the next sweep of its namespace (herald run at once
-when it runs on this database, or within --every) sends it as the first
+delivered to it once more: the next sweep of its namespace (a herald run on
+this database: at once on PostgreSQL, within its --every on SQLite) sends it as the first
 delivery was sent, with its original message id, signed anew. Its cursor, its
 attempts and a pause or park stay as they are: a paused registration is resent
 to, since you asked. The answer is written as a "resent" evidence row (herald
