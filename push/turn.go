@@ -197,7 +197,7 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 		return t.lost(err, err)
 	}
 	if out.HostLevel {
-		return t.hostFailed(ctx, ev)
+		return t.hostFailed(ctx, ev, paced)
 	}
 	ev.Attempt = t.attempts + 1
 	policy := t.reg.Retry.Or(w.retry)

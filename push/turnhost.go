@@ -3,13 +3,15 @@ package push
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/heraldpush/herald/store"
 )
 
 // hostFailed charges a host-level failure at t.next to the host
-// (HostStore.HostFailed).
-func (t *turn) hostFailed(ctx context.Context, ev store.Evidence) error {
+// (HostStore.HostFailed); paced is the rate's next burst, if the turn sent
+// under one.
+func (t *turn) hostFailed(ctx context.Context, ev store.Evidence, paced time.Time) error {
 	w, host := t.w, t.hostName
 	old, _ := w.book.Get(host)
 	h, err := w.store.HostFailed(ctx, store.HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Horizon: w.opts.hostHorizon})
@@ -27,6 +29,9 @@ func (t *turn) hostFailed(ctx context.Context, ev store.Evidence) error {
 	}
 	charged, _ := store.ChargeHost(t.reg.Stream, t.reg.ID, ev, t.next, t.reg.NextSeq, t.reg.HostFailures) // as the store did
 	next := charged.NotBefore
+	if paced.After(next) {
+		next = paced // as the store keeps it (store.HostStore.HostFailed)
+	}
 	if held, _ := h.Holds(t.at); held && h.NextProbeAt.After(next) {
 		next = h.NextProbeAt
 	}

@@ -84,7 +84,8 @@ type HostStore interface {
 	// HostFailed records a host-level failure in one atomic step, fenced by
 	// f.Claim and charging no attempt: the cursor max(stored, f.NextSeq);
 	// Attempts kept (0 if the cursor moved); HostFailures one more (1 if it
-	// moved); NextAttemptAt from HostRetryAt; LastError the reason; the lease
+	// moved); NextAttemptAt from HostRetryAt, or PacedUntil if that is later
+	// (a rate's next burst); LastError the reason; the lease
 	// released; f.Evidence stored as EventHostFailed with that NotBefore; the
 	// host moved by Host.Failed and returned as stored. Errors: as Retry, and
 	// ErrInvalid (HostFailure.Validate); on an error nothing changed.

@@ -436,6 +436,9 @@ func (s *Store) fail(c store.Claim, nextSeq uint64, ev store.Evidence, hostLevel
 		if hostLevel {
 			ev, r.HostFailures = store.ChargeHost(r.Stream, r.ID, ev, nextSeq, r.NextSeq, r.HostFailures)
 			r.NextAttemptAt = ev.NotBefore
+			if r.PacedUntil.After(r.NextAttemptAt) {
+				r.NextAttemptAt = r.PacedUntil // store.HostStore.HostFailed
+			}
 		} else {
 			if r.Attempts == 0 { // a run of failures starts
 				r.FailingSince = ev.At

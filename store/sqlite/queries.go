@@ -154,11 +154,12 @@ const (
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8, failing_since = ?9`
 	// A host-level failure: the turn ends at cursor ?4 with no attempt
-	// charged, ?7 host failures, due again at ?5, the reason ?6.
+	// charged, ?7 host failures, due again at ?5 or its pace if later, the
+	// reason ?6.
 	sqlHostFailed = `UPDATE herald_registration SET
 				attempts = CASE WHEN ?4 > next_seq THEN 0 ELSE attempts END,
 				next_seq = MAX(next_seq, ?4), host_failures = ?7,
-				next_attempt_at = ?5, last_error = ?6, lease_owner = '', lease_until = NULL` + fencedWhere
+				next_attempt_at = MAX(?5, IFNULL(paced_until, ?5)), last_error = ?6, lease_owner = '', lease_until = NULL` + fencedWhere
 	sqlWakeHostStreams = `UPDATE herald_stream SET wake_at = ?1
 			WHERE stream IN (SELECT stream FROM herald_registration WHERE host = ?2 AND parked = 0)`
 	sqlHosts = "SELECT " + hostColumns + ` FROM herald_host

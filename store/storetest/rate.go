@@ -15,6 +15,7 @@ import (
 // the lease it took.
 var rateTests = []test{
 	testRateStored, testBadRateChangesNothing, testPaceHoldsTheNextClaim, testPaceIsFenced, testDueSaysWhenALeaseLapsed,
+	testAHostFailureKeepsThePace,
 }
 
 // testRateStored: a registration's rate is stored, returned by Get, List and
@@ -112,4 +113,23 @@ func testDueSaysWhenALeaseLapsed(t *testing.T, b Backend) {
 	require.NoError(t, b.Pause(t.Context(), "s", "r", at(62), "ops", ""))
 	require.NoError(t, b.Resume(t.Context(), "s", "r", at(63), "ops"))
 	require.False(t, due(t, b, "webhook", "D", at(64), 1).Registrations[0].Lapsed, "an operator's write released C's lease")
+}
+
+// testAHostFailureKeepsThePace: a host-level failure ends a turn that paced
+// its burst; its host's retry comes sooner than the pace, yet the
+// registration is not due before the pace. Due earlier, a claim could only
+// wait (no request may start), and a down host's probe spent on it would hold
+// every registration of the host for another probe window.
+func testAHostFailureKeepsThePace(t *testing.T, b Backend) {
+	streamWithReg(t, b, 3)
+	c := claim(t, b, "s", "r", at(0))
+	until := at(3600) // a burst of 1/h
+	require.NoError(t, b.Pace(t.Context(), c, until))
+	st := get(t, b, "s", "r")
+	hostFail(t, b, st, at(0))
+	st = get(t, b, "s", "r")
+	requireTime(t, until, st.PacedUntil, "PacedUntil")
+	require.False(t, st.NextAttemptAt.Before(until), "due at %v, before its pace at %v", st.NextAttemptAt, until)
+	require.Empty(t, due(t, b, "webhook", "w", until.Add(-time.Second), 1).Registrations, "not due before its pace")
+	require.Len(t, due(t, b, "webhook", "w", until, 1).Registrations, 1, "due at its pace")
 }
