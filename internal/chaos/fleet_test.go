@@ -213,9 +213,10 @@ func (f *fleet) windowFigures(v Verdict) map[string]any {
 }
 
 // workerArgs are the flags of every worker of the fleet: the default sweep
-// limit (256) and MaxInFlight (64), so that most claims wait for their turn,
-// which the sweep's lease budget must keep inside the lease; and the plan's
-// --max-per-host (every receiver is one host), so that windows fill.
+// limit and MaxInFlight (256 each: the trial is of the defaults), and the
+// plan's --max-per-host (every receiver is one host), so that windows fill
+// and most claims wait for their host's tokens, which the sweep's lease
+// budget must keep inside the lease.
 func (f *fleet) workerArgs() []string {
 	return []string{"-v", "run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
 		"--allow-http", "--allow-private-network", "--timeout", "5s",
