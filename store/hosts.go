@@ -174,6 +174,27 @@ func (h Host) Holds(at time.Time) (held, probe bool) {
 	return true, !h.NextProbeAt.After(at)
 }
 
+// HeldTo is where a host's change from old moves the next attempt of its
+// unparked registrations, so that a claim's index range leaves a held one
+// out instead of reading and passing over it at every claim (issue 37:
+// nothing in a claim may cost in proportion to the registrations not
+// served). Held (down or unavailable, with a probe instant): each whose
+// next attempt is earlier moves to h.NextProbeAt (hold). Released (up
+// again): each still at old's probe instant is due at h.Since (release,
+// with from = old.NextProbeAt). Otherwise none moves.
+func (h Host) HeldTo(old Host) (hold bool, from, to time.Time) {
+	held := func(x Host) bool {
+		return (x.State == HostDown || x.State == HostUnavailable) && !x.NextProbeAt.IsZero()
+	}
+	switch {
+	case held(h):
+		return true, time.Time{}, h.NextProbeAt
+	case held(old) && h.State == HostUp:
+		return false, old.NextProbeAt, h.Since
+	}
+	return false, time.Time{}, time.Time{}
+}
+
 // Troubled reports whether the host is down, unavailable, or has failures
 // counted. Workers tell the store of an answer from such a host only.
 func (h Host) Troubled() bool { return h.State != HostUp || h.Failures > 0 }

@@ -213,18 +213,14 @@ func (f *fleet) windowFigures(v Verdict) map[string]any {
 }
 
 // workerArgs are the flags of every worker of the fleet: the default sweep
-// limit (256) and a quarter of it in flight (fleetInFlight), so that most
-// claims wait for their turn, which the sweep's lease budget must keep
-// inside the lease; and the plan's --max-per-host (every receiver is one
-// host), so that windows fill.
-// fleetInFlight is pinned, not push.DefaultMaxInFlight: at the default
-// (256, the sweep limit) a worker starts every claim at once and none waits.
-const fleetInFlight = push.DefaultSweepLimit / 4
-
+// limit and MaxInFlight (256 each: the trial is of the defaults), and the
+// plan's --max-per-host (every receiver is one host), so that windows fill
+// and most claims wait for their host's tokens, which the sweep's lease
+// budget must keep inside the lease.
 func (f *fleet) workerArgs() []string {
 	return []string{"-v", "run", "--namespaces", "webhook", "--every", "500ms", "--metrics-addr", "127.0.0.1:0", "--admin-addr", "",
 		"--allow-http", "--allow-private-network", "--timeout", "5s",
-		"--max-in-flight", strconv.Itoa(fleetInFlight),
+		"--max-in-flight", strconv.Itoa(push.DefaultMaxInFlight),
 		"--max-per-host", strconv.Itoa(cmp.Or(f.plan.MaxPerHost, push.DefaultMaxPerHost)),
 		"--lease", f.plan.Lease.String(), "--drain-page", strconv.Itoa(f.plan.DrainPage)}
 }

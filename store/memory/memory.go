@@ -339,7 +339,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 		}
 	}
 	for _, h := range p.Probed {
-		s.hosts[h.Host] = h
+		s.putHost(h, h)
 	}
 	for i, st := range p.Batch.Registrations {
 		r := s.regs[st.Key()]
@@ -721,8 +721,7 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (h store.Ho
 			old = store.Host{Host: f.Host}
 		}
 		h = old.Failed(f.Evidence, f.Horizon)
-		s.hosts[f.Host] = h
-		s.event(store.HostEvent(old, h))
+		s.putHost(old, h)
 	})
 	return h, err
 }
@@ -754,9 +753,26 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (store.Host,
 		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
 	}
 	h := old.Answered(at)
-	s.hosts[host] = h
-	s.event(store.HostEvent(old, h))
+	s.putHost(old, h)
 	return h, nil
+}
+
+// putHost stores h, moves its registrations' next attempts as
+// store.Host.HeldTo says, and tells the change from old. The caller holds
+// s.mu.
+func (s *Store) putHost(old, h store.Host) {
+	s.hosts[h.Host] = h
+	hold, from, to := h.HeldTo(old)
+	for _, r := range s.regs {
+		switch {
+		case r.Parked || r.Host() != h.Host:
+		case hold && r.NextAttemptAt.Before(to):
+			r.NextAttemptAt = to
+		case !hold && !to.IsZero() && r.NextAttemptAt.Equal(from):
+			r.NextAttemptAt = to
+		}
+	}
+	s.event(store.HostEvent(old, h))
 }
 
 // hostScheme is a host's signature scheme and when it was learned.

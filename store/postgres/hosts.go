@@ -30,11 +30,23 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 	b.Queue(sqlPutHost, pgx.NamedArgs{"host": h.Host, "state": h.State, "since": h.Since, "failures": h.Failures,
 		"probes": h.Probes, "next_probe_at": nullTime(h.NextProbeAt), "last_error": clean(h.LastError),
 		"last_failure_at": nullTime(h.LastFailureAt), "failing_since": nullTime(h.FailingSince)})
+	queueHeldTo(b, old, h)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(ctx, op, err)
 	}
 	e, ok := store.HostEvent(old, h)
 	return s.event(ctx, tx, e, ok)
+}
+
+// queueHeldTo queues the move of h's registrations' next attempts that
+// store.Host.HeldTo says.
+func queueHeldTo(b *pgx.Batch, old, h store.Host) {
+	switch hold, from, to := h.HeldTo(old); {
+	case hold:
+		b.Queue(sqlHoldHost, pgx.NamedArgs{"host": h.Host, "to": to})
+	case !to.IsZero():
+		b.Queue(sqlReleaseHost, pgx.NamedArgs{"host": h.Host, "from": from, "to": to})
+	}
 }
 
 // HostFailed implements store.HostStore in one transaction fenced by the claim.

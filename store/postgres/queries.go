@@ -84,6 +84,8 @@ var (
 	sqlSetHostScheme = stmt("set_host_scheme")
 	sqlLockHost      = stmt("lock_host")
 	sqlPutHost       = stmt("put_host")
+	sqlHoldHost      = stmt("hold_host")
+	sqlReleaseHost   = stmt("release_host")
 	sqlHosts         = stmt("hosts")
 )
 

@@ -253,6 +253,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			if probes[h.Host] {
 				h = h.Probed(q.At)
 				b.Queue(sqlMoveProbe, pgx.NamedArgs{"host": h.Host, "probes": h.Probes, "next_probe_at": h.NextProbeAt})
+				queueHeldTo(b, h, h)
 			}
 			batch.Hosts = append(batch.Hosts, h)
 		}

@@ -253,6 +253,15 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h store.Host) erro
 	if err != nil {
 		return translate("write host", err)
 	}
+	switch hold, from, to := h.HeldTo(old); {
+	case hold:
+		_, err = tx.ExecContext(ctx, sqlHoldHost, h.Host, to.UnixNano())
+	case !to.IsZero():
+		_, err = tx.ExecContext(ctx, sqlReleaseHost, h.Host, from.UnixNano(), to.UnixNano())
+	}
+	if err != nil {
+		return translate("move the host's registrations", err)
+	}
 	e, ok := store.HostEvent(old, h)
 	return s.event(ctx, tx, e, ok)
 }
@@ -270,9 +279,6 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 			return err
 		}
 		h = old.Failed(f.Evidence, f.Horizon)
-		if err := s.putHost(ctx, tx, old, h); err != nil {
-			return err
-		}
 		ev, failures := store.ChargeHost(c.Stream, c.ID, f.Evidence, uint64(fc.n), uint64(fc.next), fc.hostFailures)
 		nb, err := nanos("not before", ev.NotBefore)
 		if err != nil {
@@ -281,7 +287,10 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, fc.n, nb, ev.Clean().Error, failures); err != nil {
 			return err
 		}
-		return addEvidence(ctx, tx, c.Stream, c.ID, ev)
+		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil {
+			return err
+		}
+		return s.putHost(ctx, tx, old, h) // after the registration's own next attempt: a hold moves it too
 	})
 	return h, err
 }

@@ -153,6 +153,11 @@ const (
 	sqlPutHost = `INSERT INTO herald_host (` + hostColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (host) DO UPDATE SET state = ?2, since = ?3, failures = ?4, probes = ?5, next_probe_at = ?6,
 			last_error = ?7, last_failure_at = ?8, failing_since = ?9`
+	// store.Host.HeldTo: ?1 the host; hold: to ?2; release: from ?2 to ?3.
+	sqlHoldHost = `UPDATE herald_registration SET next_attempt_at = ?2
+			WHERE host = ?1 AND parked = 0 AND (next_attempt_at IS NULL OR next_attempt_at < ?2)`
+	sqlReleaseHost = `UPDATE herald_registration SET next_attempt_at = ?3
+			WHERE host = ?1 AND parked = 0 AND next_attempt_at = ?2`
 	// A host-level failure: the turn ends at cursor ?4 with no attempt
 	// charged, ?7 host failures, due again at ?5 or its pace if later, the
 	// reason ?6.

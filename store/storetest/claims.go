@@ -23,7 +23,7 @@ var dueTests = []test{
 }
 
 var hostTests = []test{
-	testFailureChargesTheHostNotTheRegistration, testDownAfterAFewInARowHoldsItsRegistrations,
+	testFailureChargesTheHostNotTheRegistration, testDownAfterAFewInARowHoldsItsRegistrations, testAHeldRegistrationWaitsForItsHostsProbe,
 	testOneProbePerWindowAtPinnedInstants, testTwoClaimersRacingAProbeGetOne,
 	testAnAnswerReleasesEveryRegistration, testUnavailablePastTheHorizonEachChangeToldOnce,
 	testResetByAnOperator, testAPathThatNeverAnswersBacksOffWhileItsHostAnswers,
@@ -431,6 +431,54 @@ func testDownAfterAFewInARowHoldsItsRegistrations(t *testing.T, b Backend) {
 	// A new registration of the down host is held too.
 	register(t, b, onHost("s", "a-new", hostA))
 	require.Equal(t, 4, oneHost(t, b, hostA).Held)
+}
+
+// testAHeldRegistrationWaitsForItsHostsProbe: a down host's registrations
+// are due no earlier than its probe (store.Host.HeldTo), so that a claim's
+// index range leaves them out instead of reading them at every claim; a
+// failed probe moves them to the next; the answer makes them due at once,
+// except one whose own retry comes later, which keeps it.
+func testAHeldRegistrationWaitsForItsHostsProbe(t *testing.T, b Backend) {
+	h := downHost(t, b, 3, at(0))
+	heldTo := func(when time.Time, ids []string, why string) {
+		t.Helper()
+		for _, id := range ids {
+			require.False(t, get(t, b, "s", id).NextAttemptAt.Before(when), "%s: %s", id, why)
+		}
+	}
+	heldTo(h.NextProbeAt, []string{"a0", "a1", "a2"}, "held to the probe")
+
+	// The first probe's receiver answers 503: a retry of its own, a day on.
+	probe := dueOn(t, b, hostA, "probe-1", h.NextProbeAt)
+	require.Len(t, probe, 1)
+	own, ownAt := probe[0].ID, h.NextProbeAt.Add(24*time.Hour)
+	require.NoError(t, b.Retry(t.Context(), probe[0].Claim(), 1, ownAt, fail503(h.NextProbeAt)))
+	var rest []string
+	for _, id := range []string{"a0", "a1", "a2"} {
+		if id != own {
+			rest = append(rest, id)
+		}
+	}
+	moved := oneHost(t, b, hostA).NextProbeAt
+	heldTo(moved, rest, "held to the probe the claim moved")
+
+	// The second fails at the host level: the rest wait for the next.
+	probe = dueOn(t, b, hostA, "probe-2", moved)
+	require.Len(t, probe, 1)
+	require.NotEqual(t, own, probe[0].ID, "its own retry is a day on")
+	failed := hostFail(t, b, probe[0], moved)
+	heldTo(failed.NextProbeAt, rest, "a failed probe holds them to the next")
+
+	// An answer releases them at once; the one with a later retry of its own keeps it.
+	answered := failed.NextProbeAt.Add(time.Second)
+	_, err := b.HostAnswered(t.Context(), hostA, answered)
+	require.NoError(t, err)
+	for _, id := range rest {
+		require.False(t, get(t, b, "s", id).NextAttemptAt.After(answered), id+": released, due at the answer")
+	}
+	requireTime(t, ownAt, get(t, b, "s", own).NextAttemptAt, "its own retry kept")
+	require.ElementsMatch(t, append([]string{"s/b"}, mapped(rest, func(id string) string { return "s/" + id })...),
+		keys(due(t, b, "webhook", "released", answered, 100).Registrations))
 }
 
 func testOneProbePerWindowAtPinnedInstants(t *testing.T, b Backend) {

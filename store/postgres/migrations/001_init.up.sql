@@ -170,6 +170,8 @@ CREATE INDEX herald_registration_claim ON herald_registration (stream, next_seq,
 CREATE INDEX herald_registration_namespace ON herald_registration (namespace, stream, id);
 CREATE INDEX herald_registration_parked ON herald_registration (stream, id) WHERE parked;
 CREATE INDEX herald_registration_subscription ON herald_registration (subscription, id) WHERE subscription <> '';
+-- A held host's registrations, moved as its state changes (store.Host.HeldTo).
+CREATE INDEX herald_registration_host ON herald_registration (host) WHERE NOT parked;
 
 -- store.Subscription: a registration template over a stream prefix (which
 -- ends with '/'). Its columns are the registration's destination.

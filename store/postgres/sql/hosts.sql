@@ -55,6 +55,16 @@ UPDATE herald_host SET state = @state, since = @since, failures = @failures, pro
     last_error = @last_error, last_failure_at = @last_failure_at, failing_since = @failing_since
 WHERE host = @host
 
+-- name: hold_host
+-- store.Host.HeldTo: a held host's unparked registrations wait for its
+-- probe, out of the claim's index range (herald_registration_host).
+UPDATE herald_registration SET next_attempt_at = @to
+WHERE host = @host AND NOT parked AND next_attempt_at < @to
+
+-- name: release_host
+UPDATE herald_registration SET next_attempt_at = @to
+WHERE host = @host AND NOT parked AND next_attempt_at = @from
+
 -- name: hosts
 WITH held AS (
     SELECT r.host, count(*) AS n
