@@ -394,6 +394,23 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 	require.Equal(t, 24, n)
 }
 
+// registrationValidator returns whether the document's validator passes a
+// POST /v1/registrations of a body, and its errors described.
+func registrationValidator(t *testing.T) func(body string) (bool, string) {
+	d, err := libopenapi.NewDocument(openAPIJSON)
+	require.NoError(t, err)
+	v, errs := validator.NewValidator(d)
+	require.Empty(t, errs)
+	return func(body string) (bool, string) {
+		req, err := http.NewRequest(http.MethodPost, "http://herald.test/v1/registrations", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok")
+		ok, verrs := v.ValidateHttpRequest(req)
+		return ok, describe(verrs)
+	}
+}
+
 func describe(errs []*valerrors.ValidationError) string {
 	var b strings.Builder
 	for _, e := range errs {
@@ -431,10 +448,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	}
 	require.ElementsMatch(t, fields, documented)
 
-	d, err := libopenapi.NewDocument(openAPIJSON)
-	require.NoError(t, err)
-	v, errs := validator.NewValidator(d)
-	require.Empty(t, errs)
+	passes := registrationValidator(t)
 	srv := apiServer(t, memory.New(), testToken)
 	for _, c := range []struct {
 		config string
@@ -447,12 +461,8 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 		{`{"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "wrap": true}`, false, http.StatusBadRequest, `unknown key "wrap"`},
 	} {
 		body := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": ` + c.config + `}`
-		req, err := http.NewRequest(http.MethodPost, "http://herald.test/v1/registrations", strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer tok")
-		ok, verrs := v.ValidateHttpRequest(req)
-		require.Equal(t, c.valid, ok, "%s: %v", c.config, describe(verrs))
+		ok, verrs := passes(body)
+		require.Equal(t, c.valid, ok, "%s: %v", c.config, verrs)
 		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", testToken, body)
 		require.Equal(t, c.code, code, "%s: %s", c.config, answer)
 		if c.field != "" {
@@ -465,10 +475,7 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 // a request the validator passes is stored, one it refuses is a 400 naming
 // rate.
 func TestOpenAPIRatePatternIsTheHandlers(t *testing.T) {
-	d, err := libopenapi.NewDocument(openAPIJSON)
-	require.NoError(t, err)
-	v, errs := validator.NewValidator(d)
-	require.Empty(t, errs)
+	passes := registrationValidator(t)
 	srv := apiServer(t, memory.New(), testToken)
 	for _, c := range []struct {
 		rate  string
@@ -480,12 +487,8 @@ func TestOpenAPIRatePatternIsTheHandlers(t *testing.T) {
 	} {
 		body := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "rate": "` + c.rate +
 			`", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
-		req, err := http.NewRequest(http.MethodPost, "http://herald.test/v1/registrations", strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer tok")
-		ok, verrs := v.ValidateHttpRequest(req)
-		require.Equal(t, c.valid, ok, "%q: %v", c.rate, describe(verrs))
+		ok, verrs := passes(body)
+		require.Equal(t, c.valid, ok, "%q: %v", c.rate, verrs)
 		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", testToken, body)
 		if c.valid {
 			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, code, "%q: %s", c.rate, answer)
