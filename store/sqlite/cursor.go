@@ -161,6 +161,16 @@ func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error 
 
 // Renew implements store.Store, one statement a claim in one transaction.
 func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
+	return renewEach(ctx, s, "renew leases", until, claims, func(tx *sql.Tx, when sql.NullInt64, c store.Claim) (sql.Result, error) {
+		return tx.ExecContext(ctx, sqlRenew, when, c.Stream, c.ID, c.Owner)
+	})
+}
+
+// renewEach checks its arguments (store.ValidateRenew), runs renew for
+// each claim in one write transaction, with until as the store keeps it,
+// and returns the claims whose lease it extended (a row changed).
+func renewEach[C interface{ Validate() error }](ctx context.Context, s *Store, op string, until time.Time, claims []C,
+	renew func(*sql.Tx, sql.NullInt64, C) (sql.Result, error)) ([]C, error) {
 	if err := store.ValidateRenew(until, claims); err != nil {
 		return nil, err
 	}
@@ -168,19 +178,11 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim
 	if err != nil {
 		return nil, err
 	}
-	return renewEach(ctx, s, "renew leases", claims, func(tx *sql.Tx, c store.Claim) (sql.Result, error) {
-		return tx.ExecContext(ctx, sqlRenew, when, c.Stream, c.ID, c.Owner)
-	})
-}
-
-// renewEach runs renew for each claim in one write transaction and returns
-// the claims whose lease it extended (a row changed).
-func renewEach[C any](ctx context.Context, s *Store, op string, claims []C, renew func(*sql.Tx, C) (sql.Result, error)) ([]C, error) {
 	var renewed []C
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err = s.write(ctx, op, func(tx *sql.Tx) error {
 		renewed = renewed[:0]
 		for _, c := range claims {
-			res, err := renew(tx, c)
+			res, err := renew(tx, when, c)
 			if err != nil {
 				return translate(op, err)
 			}

@@ -96,14 +96,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 // RenewResends implements store.Store, one statement a claim in one
 // transaction.
 func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
-	if err := store.ValidateRenew(until, claims); err != nil {
-		return nil, err
-	}
-	when, err := instantArg("until", until)
-	if err != nil {
-		return nil, err
-	}
-	return renewEach(ctx, s, "renew resends' leases", claims, func(tx *sql.Tx, c store.ResendClaim) (sql.Result, error) {
+	return renewEach(ctx, s, "renew resends' leases", until, claims, func(tx *sql.Tx, when sql.NullInt64, c store.ResendClaim) (sql.Result, error) {
 		return tx.ExecContext(ctx, sqlRenewResend, when, c.Stream, c.ID, int64(c.Seq), c.Owner)
 	})
 }
