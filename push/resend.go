@@ -80,21 +80,15 @@ func (t *turn) sendAgain(ctx context.Context, seq uint64, ev *store.Evidence) (f
 		case <-ctx.Done():
 			return "", errAbandoned
 		}
-		dctx, span := t.startDelivery(ctx)
-		watch := t.slot.sending()
-		out, err := w.transport.Deliver(dctx, t.reg, msg, t.at)
-		watch.Stop()
-		t.endDelivery(span, out, err)
+		out, err := t.deliver(ctx, msg)
 		<-t.host.Tokens
 		if err != nil {
 			return "", errAbandoned
 		}
-		if h := w.opts.hooks.Attempt; h != nil {
-			h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msg.ID, At: t.at, Outcome: out})
-		}
-		t.hostAnswered(ctx, out)
-		ev.MessageID, ev.Status, ev.Location, ev.Duration = msg.ID, out.Status, out.Location, out.Duration
-		ev.Body = string(out.Body[:min(len(out.Body), store.MaxEvidenceBody)])
+		t.answered(ctx, rec.Seq, msg.ID, out)
+		at := ev.At
+		*ev = answerEvidence(rec, msg.ID, out) // its Error is the resend's (resend)
+		ev.At = at
 		if out.Verdict != Accepted {
 			return out.Reason, nil
 		}

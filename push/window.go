@@ -92,14 +92,37 @@ func (p *pipe) fill(ctx context.Context) {
 
 // send delivers one message and reports on results.
 func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
-	t := p.t
-	defer func() { <-t.host.Tokens }()
+	defer func() { <-p.t.host.Tokens }()
+	out, err := p.t.deliver(ctx, msg)
+	p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
+}
+
+// deliver sends one message of the turn, as every send does: through the
+// transport under a delivery span, the slot's slow watch around it. The
+// caller holds one of the host's tokens. err: the send did not end (the
+// worker stopping).
+func (t *turn) deliver(ctx context.Context, msg Message) (Outcome, error) {
 	dctx, span := t.startDelivery(ctx)
 	watch := t.slot.sending()
 	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
 	watch.Stop()
 	t.endDelivery(span, out, err)
-	p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
+	return out, err
+}
+
+// answered tells what the answer to message msgID of record seq said: the
+// Attempt hook, and a troubled host that it answered.
+func (t *turn) answered(ctx context.Context, seq uint64, msgID string, out Outcome) {
+	if h := t.w.opts.hooks.Attempt; h != nil {
+		h(Attempt{Registration: t.reg, Seq: seq, MessageID: msgID, At: t.at, Outcome: out})
+	}
+	t.hostAnswered(ctx, out)
+}
+
+// answerEvidence is the evidence of an answer to message msgID of rec.
+func answerEvidence(rec journal.Record, msgID string, out Outcome) store.Evidence {
+	return store.Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
+		Body: string(out.Body[:min(len(out.Body), store.MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 }
 
 // canStart reports whether the window lets the next record start.
@@ -192,17 +215,13 @@ func (p *pipe) take(ctx context.Context, s sent) {
 	}
 	rec, out := p.recs[s.rec], s.out
 	msgID := s.id
-	if h := w.opts.hooks.Attempt; h != nil {
-		h(Attempt{Registration: t.reg, Seq: rec.Seq, MessageID: msgID, At: t.at, Outcome: out})
-	}
-	t.hostAnswered(ctx, out)
+	t.answered(ctx, rec.Seq, msgID, out)
 	if out.Verdict == Accepted {
 		t.rep.Deliveries++
 		p.left[s.rec]--
 		return // a success leaves no evidence
 	}
-	ev := store.Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
-		Body: string(out.Body[:min(len(out.Body), store.MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
+	ev := answerEvidence(rec, msgID, out)
 	switch {
 	case out.Verdict == Rejected && t.reg.OnRejected == store.RejectSkip:
 		ev.Event, ev.At, ev.Stream, ev.Registration = store.EventSkipped, t.at, t.reg.Stream, t.reg.ID
