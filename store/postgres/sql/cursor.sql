@@ -26,7 +26,7 @@ WITH upd AS (
     UPDATE herald_registration r
     SET attempts = CASE WHEN @next_seq::bigint > r.next_seq THEN 1 ELSE r.attempts + 1 END, host_failures = 0,
         failing_since = CASE WHEN @next_seq::bigint > r.next_seq OR r.attempts = 0 THEN @at ELSE r.failing_since END,
-        next_attempt_at = GREATEST(@not_before, r.paced_until){{template "failed"}}
+        next_attempt_at = @not_before{{template "failed"}} -- a rate's pace is in not_before already (push's turn.fail)
 
 -- name: park
 WITH upd AS (
