@@ -109,7 +109,8 @@ func KeepOrMakeSecret(ctx context.Context, s store.Store, reg store.Registration
 
 // KeepOrMakeSubscriptionSecret is KeepOrMakeSecret for a subscription: it
 // keeps the secrets of the subscription it updates, or makes one that every
-// registration of the subscription signs with.
+// registration of the subscription signs with, returned to be shown once.
+// Errors are s's.
 func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub store.Subscription) (store.Subscription, string, error) {
 	reg, secret, err := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
 		list, err := s.Subscriptions(ctx, sub.Prefix)
