@@ -45,6 +45,9 @@ func TestKeysAreHeldOnceRotatedAndRemovedNeverPrinted(t *testing.T) {
 	require.Contains(t, added, "Added "+id+": RSA, SHA256:")
 	r := runCLI(t, db, "", "keys", "add", "--key-id", id, "--private-key", second)
 	require.Equal(t, ExitUsage, r.code, "an id held already: %s", r.stderr)
+	require.Contains(t, r.stderr, "--key-id", "names the flag")
+	require.Contains(t, r.stderr, "herald keys rotate", "says what replaces a held key")
+	require.NotContains(t, r.stderr, "UNIQUE", "not the database's words")
 
 	var list []operator.KeyView
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "--json", "keys", "list")), &list))

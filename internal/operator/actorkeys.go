@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,7 +50,9 @@ func AddKey(ctx context.Context, ks store.ActorKeyStore, keyField, pemField, id 
 		return KeyView{}, err
 	}
 	k.Created, k.Version = at.UTC(), 1
-	if err := ks.AddActorKey(ctx, k); err != nil {
+	if err := ks.AddActorKey(ctx, k); errors.Is(err, journal.ErrConflict) {
+		return KeyView{}, fmt.Errorf("%s %q is held already: rotate replaces its key (herald keys rotate): %w", keyField, id, journal.ErrConflict)
+	} else if err != nil {
 		return KeyView{}, err
 	}
 	return ViewKey(k), nil
