@@ -135,6 +135,28 @@ func TestRegistrationNamingAnUnknownKeyIDIsRefused(t *testing.T) {
 	}
 }
 
+// TestHeldEd25519KeyPinnedToCavageIsRefused: a registration naming a held
+// Ed25519 key and pinning draft-cavage, which fediverse servers verify
+// with RSA only, is refused naming config.signature_scheme, as the same
+// key given as private_key is; an RSA key held under the id passes.
+func TestHeldEd25519KeyPinnedToCavageIsRefused(t *testing.T) {
+	db := memory.New()
+	addKey(t, db, aliceKeyID, edPEM(t))
+	reg := registration("https://remote.example/users/bob/inbox", heldConfig(t)) // pinned to cavage
+	err := New(WithKeys(db)).ValidateConfig(reg)
+	var ie *journal.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "config.signature_scheme" || !strings.Contains(ie.Reason, "Ed25519") {
+		t.Fatalf("a held Ed25519 key pinned to cavage: %v, want config.signature_scheme saying Ed25519", err)
+	}
+	rsaKey, _ := rsaPEM(t)
+	if _, err := db.RotateActorKey(t.Context(), store.ActorKey{ID: aliceKeyID, PrivateKey: []byte(rsaKey), Algorithm: "RSA", Fingerprint: "x"}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(WithKeys(db)).ValidateConfig(reg); err != nil {
+		t.Fatalf("an RSA key held under the id signs cavage: %v", err)
+	}
+}
+
 // TestParseKeySaysTheAlgorithmAndFingerprint: the fingerprint is the
 // SHA-256 of the public key, the same for the private key's two encodings.
 func TestParseKeySaysTheAlgorithmAndFingerprint(t *testing.T) {

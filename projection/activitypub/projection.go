@@ -62,8 +62,10 @@ func New(opts ...Option) *Projection {
 
 // ValidateConfig checks reg's config as ParseConfig does and, when it
 // names a held key (no private_key), that the key store (WithKeys) holds
-// key_id: an unknown one is refused naming config.key_id. Without a key
-// store only the shape is checked, and such a registration's messages fail.
+// key_id: an unknown one is refused naming config.key_id, and a pinned
+// scheme the held key cannot sign (draft-cavage with Ed25519) naming
+// config.signature_scheme. Without a key store only the shape is checked,
+// and such a registration's messages fail.
 func (p *Projection) ValidateConfig(reg push.Registration) error {
 	if err := p.base.ValidateConfig(reg); err != nil {
 		return err
@@ -75,11 +77,14 @@ func (p *Projection) ValidateConfig(reg push.Registration) error {
 	if p.keys == nil {
 		return nil // the shape only: without a key store its messages fail, naming key_id
 	}
-	if _, err := p.keys.ActorKeyVersion(context.Background(), s.http.ID); err != nil {
-		if errors.Is(err, journal.ErrNotFound) {
-			return journal.Invalid("config.key_id", "%q names no stored key: add it with `herald keys add`, or give private_key", s.http.ID)
-		}
+	key, err := p.parsed.heldKey(context.Background(), p.keys, s.http.ID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return journal.Invalid("config.key_id", "%q names no stored key: add it with `herald keys add`, or give private_key", s.http.ID)
+	} else if err != nil {
 		return fmt.Errorf("config.key_id: %w", err)
+	}
+	if _, err := Schemes(key, s.scheme); err != nil { // as Messages will: an Ed25519 key signs RFC 9421 only
+		return journal.Invalid("config.signature_scheme", "with key_id %q: %s", s.http.ID, strings.Replace(err.Error(), "private_key is", "the held key is", 1))
 	}
 	return nil
 }
