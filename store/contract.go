@@ -24,7 +24,9 @@ import (
 type Store interface {
 	// Register creates the registration, or updates the destination (URL,
 	// namespace, config, policy, kinds, window) of an existing one, keeping
-	// its cursor and retry state, and returns it as stored. A new one starts
+	// its cursor and retry state, and returns it as stored. An update that
+	// removes a rate drops its pace (PacedUntil), and one that waited for
+	// the pace alone is due at once. A new one starts
 	// at r.NextSeq (0: the oldest record the stream retains), due at once.
 	// Errors: ErrInvalid (Registration.Validate; a new cursor past head+1, or
 	// below the low-water mark: a *PrunedError), ErrSealed (the cursor

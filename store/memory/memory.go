@@ -231,8 +231,15 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 	n.Kinds, n.Window, n.RetainMax = slices.Clone(r.Kinds), max(r.Window, 1), r.RetainMax
+	removed := !n.Rate.IsZero() && r.Rate.IsZero()
 	n.Retry, n.Rate = r.Retry, r.Rate
 	n.Retry.Schedule = slices.Clone(r.Retry.Schedule)
+	if removed && !n.PacedUntil.IsZero() { // the rate removed: its pace too (Store.Register)
+		if n.NextAttemptAt.Equal(n.PacedUntil) {
+			n.NextAttemptAt = time.Time{}
+		}
+		n.PacedUntil = time.Time{}
+	}
 	return copyReg(n), nil
 }
 

@@ -54,11 +54,16 @@ const (
 	IFNULL(r.config, (SELECT u.config FROM herald_subscription AS u WHERE u.prefix = r.subscription AND u.id = r.id)), r.on_rejected, r.next_seq, r.attempts,
 	r.next_attempt_at, r.parked, r.parked_at, r.last_error, r.lease_owner, r.lease_until, r.kinds, s.head, s.sealed, r.host_failures, r."window",
 	r.retain_max_ns, r.subscription, r.retry, r.failing_since, r.paused, r.rate, r.paced_until`
-	statusFrom            = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
-	sqlGet                = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
-	sqlEnsureStream       = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
-	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?, url = ?, host = ?, config = ?, on_rejected = ?, kinds = ?,
-				"window" = ?, retain_max_ns = ?, retry = ?, rate = ? WHERE stream = ? AND id = ?`
+	statusFrom      = ` FROM herald_registration AS r JOIN herald_stream AS s ON s.stream = r.stream `
+	sqlGet          = "SELECT " + statusColumns + statusFrom + "WHERE r.stream = ? AND r.id = ?"
+	sqlEnsureStream = "INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING"
+	// The rate removed (a stored one, ?10 ''), its pace goes, and one that waited for it
+	// alone is due at once (Store.Register).
+	sqlUpdateRegistration = `UPDATE herald_registration SET namespace = ?1, url = ?2, host = ?3, config = ?4, on_rejected = ?5, kinds = ?6,
+				"window" = ?7, retain_max_ns = ?8, retry = ?9, rate = ?10,
+				next_attempt_at = CASE WHEN rate <> '' AND ?10 = '' AND next_attempt_at = paced_until THEN NULL ELSE next_attempt_at END,
+				paced_until = CASE WHEN rate <> '' AND ?10 = '' THEN NULL ELSE paced_until END
+			WHERE stream = ?11 AND id = ?12`
 	sqlRegisterHead = "SELECT head, sealed, oldest_seq FROM herald_stream WHERE stream = ?"
 	// Reseal (registrations.go) reads a page of configs in key order and
 	// writes each anew where the row still holds what it read.

@@ -83,7 +83,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			return store.MadeBy(r, old.Subscription)
 		case err == nil:
 			_, err = tx.ExecContext(ctx, sqlUpdateRegistration, dest...)
-			err = translate("register: update", err)
+			if err = translate("register: update", err); err == nil && r.Rate.IsZero() && !old.Rate.IsZero() && !old.PacedUntil.IsZero() {
+				err = rewake(ctx, tx, r.Stream, int64(old.NextSeq)) // its pace gone, it may be due at once
+			}
 		case errors.Is(err, journal.ErrNotFound):
 			err = insert(ctx, tx, r, dest)
 		}

@@ -15,7 +15,7 @@ import (
 // the lease it took.
 var rateTests = []test{
 	testRateStored, testBadRateChangesNothing, testPaceHoldsTheNextClaim, testPaceIsFenced, testDueSaysWhenALeaseLapsed,
-	testAHostFailureKeepsThePace,
+	testAHostFailureKeepsThePace, testRemovingARateEndsItsPace,
 }
 
 // testRateStored: a registration's rate is stored, returned by Get, List and
@@ -80,6 +80,36 @@ func testPaceHoldsTheNextClaim(t *testing.T, b Backend) {
 	requireTime(t, at(1), st.PacedUntil, "PacedUntil")
 	requireTime(t, at(30), st.NextAttemptAt, "an earlier pace leaves the next attempt as it was")
 	require.Empty(t, evidence(t, b, "s", "r")[1:], "a pace is no evidence")
+}
+
+// testRemovingARateEndsItsPace: a re-register without a rate drops the
+// pace, and a registration that waited only for it is due at once (its
+// wake marker too); one waiting for a retry of its own keeps it.
+func testRemovingARateEndsItsPace(t *testing.T, b Backend) {
+	streamWithReg(t, b, 10)
+	r := get(t, b, "s", "r").Registration
+	r.Rate = store.Rate{Count: 1, Per: time.Hour}
+	register(t, b, r)
+	c := claim(t, b, "s", "r", at(0))
+	require.NoError(t, b.Pace(t.Context(), c, at(3600)))
+	require.NoError(t, b.Advance(t.Context(), c, 2))
+	require.Empty(t, due(t, b, "webhook", "w", at(1), 1).Registrations, "held by the pace")
+
+	r.Rate = store.Rate{}
+	st := register(t, b, r)
+	require.True(t, st.PacedUntil.IsZero(), "no rate, no pace")
+	require.False(t, st.NextAttemptAt.After(at(1)), "due at once: it waited for the pace alone")
+	batch := due(t, b, "webhook", "w", at(1), 1)
+	require.Equal(t, []string{"s/r"}, keys(batch.Registrations), "claimed at once")
+
+	// A retry of its own is kept when the rate goes.
+	c = batch.Registrations[0].Claim()
+	r.Rate = store.Rate{Count: 1, Per: time.Hour}
+	register(t, b, r)
+	require.NoError(t, b.Pace(t.Context(), c, at(3600)))
+	require.NoError(t, b.Retry(t.Context(), c, 2, at(7200), fail503(at(2))))
+	r.Rate = store.Rate{}
+	requireTime(t, at(7200), register(t, b, r).NextAttemptAt, "its retry kept")
 }
 
 // testPaceIsFenced: Pace applies only under the live lease; bad input
