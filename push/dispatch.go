@@ -286,7 +286,7 @@ func (d *dispatcher) end(e turnEnd) {
 		delete(d.perHost, s.host)
 	}
 	d.w.perHost.Leave(s.host)
-	d.rep.add(e.rep)
+	addReport(&d.rep, e.rep)
 	if e.err != nil && d.err == nil {
 		d.err = e.err
 	}
@@ -314,30 +314,8 @@ func (d *dispatcher) release() {
 	d.ready = nil
 }
 
-// SweepReport counts what one RunOnce, or one turn (Hooks.Turn), did.
-type SweepReport struct {
-	Registrations int  `json:"registrations"` // registrations claimed and served
-	Records       int  `json:"records"`       // records acknowledged (the cursor moved past them)
-	Deliveries    int  `json:"deliveries"`    // messages accepted (2xx)
-	Retries       int  `json:"retries"`       // registrations that failed and will retry later
-	Completed     int  `json:"completed"`     // registrations whose final record was acknowledged (now deleted)
-	Parked        int  `json:"parked"`        // registrations parked (ceiling reached or permanent refusal)
-	Skipped       int  `json:"skipped"`       // messages rejected and moved past by the skip policy
-	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
-	Errors        int  `json:"errors"`        // turns ended by a store or journal error
-	HostFailures  int  `json:"host_failures"` // turns ended by a host-level failure (no attempt charged; see HostStore)
-	Resends       int  `json:"resends"`       // records resent out of band (Store.Resend), whatever the answer: the evidence says it
-	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
-	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a claim waited for the slot, or the budget was spent): sweep again soon
-	Paced         int  `json:"paced"`         // turns that ended with records still behind the cursor that their registration's rate holds (Registration.PacedUntil): sweep again then
-	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
-}
-
-// NeedsAttention reports whether a scheduler or operator should act: sweep
-// again soon (Saturated, Backlog), or see to a parked registration.
-func (r SweepReport) NeedsAttention() bool { return r.Saturated || r.Backlog > 0 || r.Parked > 0 }
-
-func (r *SweepReport) add(t SweepReport) {
+// addReport adds a turn's report t to r, a sweep's.
+func addReport(r *SweepReport, t SweepReport) {
 	r.Records += t.Records
 	r.Deliveries += t.Deliveries
 	r.Retries += t.Retries

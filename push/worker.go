@@ -287,26 +287,6 @@ func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostH
 // concurrently and must not block.
 func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
 
-// Hooks observe a worker; nil fields are skipped. took is wall-clock time;
-// err a store's or journal's.
-type Hooks struct {
-	Attempt     func(Attempt)                                                    // after every delivery attempt
-	Turn        func(at time.Time, r SweepReport, took time.Duration, err error) // after every turn (r.Registrations 1)
-	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
-	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
-	HostFailure func(store.Host)                                                 // after every host-level failure, the host as stored
-	Slow        func(r store.Registration, yields bool)                          // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
-}
-
-// Attempt describes one delivery attempt, for Hooks.Attempt.
-type Attempt struct {
-	Registration store.Registration
-	Seq          uint64
-	MessageID    string
-	At           time.Time // the sweep's instant
-	Outcome      Outcome
-}
-
 func defaultOptions() options {
 	return options{
 		maxRetryAfter: DefaultMaxRetryAfter,
