@@ -1,45 +1,31 @@
-package push
+package dispatch
 
 import (
 	"context"
 	"net/http"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/wire"
 )
-
-// WithTracerProvider sets where the worker's spans go (default
-// otel.GetTracerProvider(), a no-op until a program installs an SDK).
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracerProvider = tp }
-}
-
-func (o options) tracer() trace.Tracer {
-	tp := o.tracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return tp.Tracer("github.com/heraldpush/herald/push")
-}
 
 // startTurn starts a turn's span; endTurn ends it. Attributes are computed
 // only for a recording span: a no-op tracer costs two interface calls.
 func (t *turn) startTurn(ctx context.Context) (context.Context, trace.Span) {
-	ctx, span := t.w.tracer.Start(ctx, SpanTurn, internalStart...)
+	ctx, span := t.w.tracer.Start(ctx, wire.SpanTurn, internalStart...)
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.hostName),
-			attribute.String(AttrStream, t.reg.Stream), attribute.String(AttrReg, t.reg.ID))
+		span.SetAttributes(attribute.String(wire.AttrNamespace, t.reg.Namespace), attribute.String(wire.AttrHost, t.hostName),
+			attribute.String(wire.AttrStream, t.reg.Stream), attribute.String(wire.AttrReg, t.reg.ID))
 	}
 	return ctx, span
 }
 
-func endTurn(span trace.Span, rep SweepReport, err error) {
+func endTurn(span trace.Span, rep wire.SweepReport, err error) {
 	if span.IsRecording() {
-		span.SetAttributes(attribute.Int(AttrRecords, rep.Records), endOutcome(span, err))
+		span.SetAttributes(attribute.Int(wire.AttrRecords, rep.Records), endOutcome(span, err))
 	}
 	span.End()
 }
@@ -49,24 +35,24 @@ func endTurn(span trace.Span, rep SweepReport, err error) {
 func endOutcome(span trace.Span, err error) attribute.KeyValue {
 	if err != nil {
 		span.SetStatus(codes.Error, "store or journal error")
-		return attribute.String(AttrOutcome, "error")
+		return attribute.String(wire.AttrOutcome, "error")
 	}
-	return attribute.String(AttrOutcome, "ok")
+	return attribute.String(wire.AttrOutcome, "ok")
 }
 
 // startSweep starts a RunOnce's span; endSweep ends it with its report.
-func (w *Worker) startSweep(ctx context.Context) (context.Context, trace.Span) {
-	ctx, span := w.tracer.Start(ctx, SpanSweep, internalStart...)
+func (w *Engine) startSweep(ctx context.Context) (context.Context, trace.Span) {
+	ctx, span := w.tracer.Start(ctx, wire.SpanSweep, internalStart...)
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String(AttrNamespace, w.namespace))
+		span.SetAttributes(attribute.String(wire.AttrNamespace, w.namespace))
 	}
 	return ctx, span
 }
 
-func endSweep(span trace.Span, rep SweepReport, err error) {
+func endSweep(span trace.Span, rep wire.SweepReport, err error) {
 	if span.IsRecording() {
-		span.SetAttributes(attribute.Int(AttrClaimed, rep.Registrations), attribute.Int(AttrRecords, rep.Records),
-			attribute.Bool(AttrSaturated, rep.Saturated), endOutcome(span, err))
+		span.SetAttributes(attribute.Int(wire.AttrClaimed, rep.Registrations), attribute.Int(wire.AttrRecords, rep.Records),
+			attribute.Bool(wire.AttrSaturated, rep.Saturated), endOutcome(span, err))
 	}
 	span.End()
 }
@@ -84,24 +70,24 @@ func (t *turn) startDelivery(ctx context.Context) (context.Context, trace.Span) 
 	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() && !parent.SpanContext().IsValid() {
 		return ctx, nil
 	}
-	return t.w.tracer.Start(ctx, SpanDelivery, deliveryStart...)
+	return t.w.tracer.Start(ctx, wire.SpanDelivery, deliveryStart...)
 }
 
-func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
+func (t *turn) endDelivery(span trace.Span, out wire.Outcome, err error) {
 	if span == nil {
 		return
 	}
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String(AttrNamespace, t.reg.Namespace), attribute.String(AttrHost, t.hostName),
-			attribute.Int(AttrAttempt, t.attempts+1))
+		span.SetAttributes(attribute.String(wire.AttrNamespace, t.reg.Namespace), attribute.String(wire.AttrHost, t.hostName),
+			attribute.Int(wire.AttrAttempt, t.attempts+1))
 		if err != nil {
-			span.SetAttributes(attribute.String(AttrOutcome, "stopped"))
+			span.SetAttributes(attribute.String(wire.AttrOutcome, "stopped"))
 		} else {
-			span.SetAttributes(attribute.String(AttrOutcome, out.Verdict.String()))
+			span.SetAttributes(attribute.String(wire.AttrOutcome, out.Verdict.String()))
 			if out.Status != 0 {
-				span.SetAttributes(attribute.Int(AttrStatus, out.Status))
+				span.SetAttributes(attribute.Int(wire.AttrStatus, out.Status))
 			}
-			if out.Verdict != Accepted {
+			if out.Verdict != wire.Accepted {
 				span.SetStatus(codes.Error, out.Verdict.String())
 			}
 		}
@@ -111,7 +97,7 @@ func (t *turn) endDelivery(span trace.Span, out Outcome, err error) {
 
 // withTrace returns msg with rec's trace context, if any (W3C Trace Context
 // §3): a child of its traceparent (journal.ChildTraceparent), its tracestate.
-func withTrace(msg Message, rec journal.Record) Message {
+func withTrace(msg wire.Message, rec journal.Record) wire.Message {
 	if rec.Traceparent == "" {
 		return msg
 	}
