@@ -20,7 +20,6 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/transport"
 )
 
 // waitFor is how long a test waits for a signal before it fails: a guard
@@ -133,15 +132,6 @@ func serveOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
 	return srv
 }
 
-// loopbackTransport is the real HTTP transport, allowed onto loopback, with
-// a timeout long enough that no silent request ends during a test.
-func loopbackTransport(t *testing.T) push.Transport {
-	t.Helper()
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: time.Minute})
-	require.NoError(t, err)
-	return tr
-}
-
 type daemon struct {
 	cancel  context.CancelFunc
 	stopped chan error
@@ -167,12 +157,6 @@ func (d *daemon) stop(t *testing.T) {
 	}
 }
 
-func registerURL(t *testing.T, s *memory.Store, stream, id, url string) {
-	t.Helper()
-	_, err := s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
-	require.NoError(t, err)
-}
-
 // Invariant (v2): a receiver's silence delays only its own registrations.
 // With the daemon loop running, a healthy receiver on another host gets
 // the records appended after a silent host took its request, while that
@@ -182,11 +166,10 @@ func TestSilentHostDelaysOnlyItself(t *testing.T) {
 	healthy := newHealthyHost(t, "127.0.0.2")
 	f := newFixture(t)
 	f.append("quiet", 1)
-	registerURL(t, f.store, "quiet", "silent", silent.srv.URL+"/inbox")
+	f.registerURL("quiet", "silent", silent.srv.URL+"/inbox")
 	f.append("busy", 1)
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"))
 
 	d := runDaemon(t, w)
 	<-silent.reached(1)
@@ -216,12 +199,11 @@ func TestSilentHostGetsAtMostMaxPerHost(t *testing.T) {
 	f := newFixture(t)
 	f.append("quiet", 1)
 	for i := range 50 {
-		registerURL(t, f.store, "quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("%s/inbox/%d", silent.srv.URL, i))
+		f.registerURL("quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("%s/inbox/%d", silent.srv.URL, i))
 	}
 	f.append("busy", 1)
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"))
 
 	d := runDaemon(t, w)
 	<-silent.reached(push.DefaultMaxPerHost)
@@ -256,7 +238,7 @@ func TestOverlappingSweepsDeliverOnce(t *testing.T) {
 	f.append("s", 3)
 	const regs = 24
 	for i := range regs {
-		registerURL(t, f.store, "s", fmt.Sprintf("r%02d", i), fmt.Sprintf("https://r%02d.receiver.example/inbox", i))
+		f.registerURL("s", fmt.Sprintf("r%02d", i), fmt.Sprintf("https://r%02d.receiver.example/inbox", i))
 	}
 	hold := make(chan struct{})
 	held := make(chan struct{}, regs)
@@ -273,10 +255,8 @@ func TestOverlappingSweepsDeliverOnce(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w1, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"), push.WithMaxInFlight(regs))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w2"), push.WithMaxInFlight(regs))
-	require.NoError(t, err)
+	w1 := f.workerOn(tr, push.WithOwner("w1"), push.WithMaxInFlight(regs))
+	w2 := f.workerOn(tr, push.WithOwner("w2"), push.WithMaxInFlight(regs))
 
 	reps := make(chan push.SweepReport, 3)
 	sweep := func(w *push.Worker, limit int) {
@@ -321,8 +301,7 @@ func TestMaxPerHostOutOfRange(t *testing.T) {
 		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxPerHost(n))
 		require.ErrorContains(t, err, "MaxPerHost", "n=%d", n)
 	}
-	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxPerHost(push.MaxPerHostLimit))
-	require.NoError(t, err)
+	f.worker(push.WithMaxPerHost(push.MaxPerHostLimit))
 }
 
 // A sweep serves every registration it claimed, but no more of one host at
@@ -332,9 +311,9 @@ func TestSweepServesAHostAtMostMaxPerHostAtOnce(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 1)
 	for i := range 10 {
-		registerURL(t, f.store, "s", fmt.Sprintf("a%02d", i), fmt.Sprintf("https://a.example/inbox/%d", i))
+		f.registerURL("s", fmt.Sprintf("a%02d", i), fmt.Sprintf("https://a.example/inbox/%d", i))
 	}
-	registerURL(t, f.store, "s", "z-other", "https://b.example/inbox")
+	f.registerURL("s", "z-other", "https://b.example/inbox")
 	otherDone := make(chan struct{})
 	var open, peak atomic.Int32
 	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
@@ -353,8 +332,7 @@ func TestSweepServesAHostAtMostMaxPerHostAtOnce(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithMaxInFlight(8), push.WithMaxPerHost(2))
-	require.NoError(t, err)
+	w := f.workerOn(tr, push.WithOwner("w"), push.WithMaxInFlight(8), push.WithMaxPerHost(2))
 	rep, err := w.RunOnce(t.Context(), at(0), 100)
 	require.NoError(t, err)
 	require.Equal(t, push.SweepReport{Registrations: 11, Records: 11, Deliveries: 11}, rep)
@@ -368,7 +346,7 @@ func TestRunReleasesUnstartedClaimsWhenItStops(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 1)
 	for i := range 3 {
-		registerURL(t, f.store, "s", fmt.Sprintf("r%d", i), fmt.Sprintf("https://r%d.example/inbox", i))
+		f.registerURL("s", fmt.Sprintf("r%d", i), fmt.Sprintf("https://r%d.example/inbox", i))
 	}
 	entered, release := make(chan string, 3), make(chan struct{})
 	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
@@ -376,8 +354,7 @@ func TestRunReleasesUnstartedClaimsWhenItStops(t *testing.T) {
 		<-release
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithMaxInFlight(1))
-	require.NoError(t, err)
+	w := f.workerOn(tr, push.WithOwner("w"), push.WithMaxInFlight(1))
 	d := runDaemon(t, w)
 	first := <-entered
 	leased := 0

@@ -11,7 +11,6 @@ import (
 
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // An operator's subscription to herald/events, served by the same worker as
@@ -31,8 +30,7 @@ func TestParkedEventReachesASubscriber(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", 1)
 	for _, r := range []push.Registration{
@@ -42,8 +40,7 @@ func TestParkedEventReachesASubscriber(t *testing.T) {
 		_, err := f.store.Register(t.Context(), r)
 		require.NoError(t, err)
 	}
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(tr)
 
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)

@@ -35,10 +35,8 @@ func TestStaleTurnCannotPark(t *testing.T) {
 		g.wait()
 		return unavailable(), nil
 	})
-	w1, err := push.NewWorker(f.store, f.store, slow, f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second), push.WithMaxAttempts(1))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))
-	require.NoError(t, err)
+	w1 := f.workerOn(slow, push.WithOwner("w1"), push.WithLease(2*time.Second), push.WithMaxAttempts(1))
+	w2 := f.worker(push.WithOwner("w2"), push.WithLease(2*time.Second))
 
 	done := make(chan push.SweepReport)
 	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()
@@ -108,8 +106,7 @@ func TestRewindSurvivesTurnInFlight(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(tr)
 	done := make(chan push.SweepReport)
 	go func() { rep, _ := w.RunOnce(t.Context(), at(0), 10); done <- rep }()
 	<-g.entered

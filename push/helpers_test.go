@@ -15,6 +15,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/transport"
 )
 
 // t0 is the tests' epoch; instants are t0 plus stated offsets.
@@ -116,10 +117,26 @@ func newFixture(t testing.TB) *fixture {
 
 func (f *fixture) worker(opts ...push.Option) *push.Worker {
 	f.t.Helper()
+	return f.workerOn(f.recv, opts...)
+}
+
+// workerOn is a worker of f's store and projection that sends through tr,
+// logging to f.logs, owner w1 unless opts say another.
+func (f *fixture) workerOn(tr push.Transport, opts ...push.Option) *push.Worker {
+	f.t.Helper()
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w, err := push.NewWorker(f.store, f.store, f.recv, f.proj, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
+	w, err := push.NewWorker(f.store, f.store, tr, f.proj, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
 	require.NoError(f.t, err)
 	return w
+}
+
+// loopback is the real HTTP transport, allowed onto loopback; timeout 0 is
+// the transport's default.
+func loopback(t testing.TB, timeout time.Duration) push.Transport {
+	t.Helper()
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: timeout})
+	require.NoError(t, err)
+	return tr
 }
 
 func (f *fixture) append(stream string, n int) []journal.Record {
@@ -140,6 +157,13 @@ func (f *fixture) register(stream, id string) {
 	f.t.Helper()
 	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns,
 		URL: "https://receiver.example/hooks/" + id + "?token=capability-in-url", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
+	require.NoError(f.t, err)
+}
+
+// registerURL registers stream/id of the test namespace at url.
+func (f *fixture) registerURL(stream, id, url string) {
+	f.t.Helper()
+	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
 	require.NoError(f.t, err)
 }
 

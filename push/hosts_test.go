@@ -22,7 +22,6 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/transport"
 )
 
 // hostServer is a receiver on one loopback address whose behaviour a test
@@ -161,8 +160,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			bad := setup(t, &attempts)
 			badHostName := store.HostOf(bad.url)
 			healthy := newHostServer(t, "127.0.0.1", "ok")
-			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
-			require.NoError(t, err)
+			tr := loopback(t, 300*time.Millisecond)
 			f := newFixture(t)
 			hooks := push.Hooks{Attempt: func(a push.Attempt) {
 				if store.HostOf(a.Registration.URL) == badHostName {
@@ -170,8 +168,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 				}
 			}}
 			worker := func(owner string) *push.Worker {
-				w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner(owner), push.WithHooks(hooks), push.WithMaxAttempts(2))
-				require.NoError(t, err)
+				w := f.workerOn(tr, push.WithOwner(owner), push.WithHooks(hooks), push.WithMaxAttempts(2))
 				return w
 			}
 			w1, w2 := worker("w1"), worker("w2")
@@ -308,10 +305,10 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 	const regs = 50
 	f.append("quiet", 1)
 	for i := range regs {
-		registerURL(t, f.store, "quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("http://%s/inbox/%d", ln.Addr(), i))
+		f.registerURL("quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("http://%s/inbox/%d", ln.Addr(), i))
 	}
 	f.append("busy", 1)
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
 	down := make(chan store.Host, regs)
 	var failuresMu sync.Mutex
 	stateAt := map[int]string{} // the host's state after its nth failure in a row
@@ -323,10 +320,8 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 			down <- h
 		}
 	}}
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
-	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithHooks(hooks))
-	require.NoError(t, err)
+	tr := loopback(t, 300*time.Millisecond)
+	w := f.workerOn(tr, push.WithOwner("w"), push.WithHooks(hooks))
 
 	d := runDaemon(t, w)
 	healthy.expect(t, `/inbox {"n":1}`)
@@ -436,8 +431,7 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := newHoldingServer(t, 3)
-			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: time.Minute})
-			require.NoError(t, err)
+			tr := loopback(t, time.Minute)
 			f := newFixture(t)
 			var st store.Store = f.store
 			if c.noRenew {
@@ -504,17 +498,15 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 		good = append(good, string(body))
 		mu.Unlock()
 	}))
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 5 * time.Second})
-	require.NoError(t, err)
+	tr := loopback(t, 5*time.Second)
 	f := newFixture(t)
 	for i := range 8 {
 		stream := fmt.Sprintf("broken-%d", i)
 		f.append(stream, 3)
-		registerURL(t, f.store, stream, "r", fmt.Sprintf("%s/broken/%d", srv.URL, i))
+		f.registerURL(stream, "r", fmt.Sprintf("%s/broken/%d", srv.URL, i))
 	}
-	registerURL(t, f.store, "healthy", "r", srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	f.registerURL("healthy", "r", srv.URL+"/inbox")
+	w := f.workerOn(tr, push.WithOwner("w"))
 	host := store.HostOf(srv.URL)
 
 	for k := 1; k <= 60; k++ {

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/transport"
 )
 
 // The worker against a real HTTP receiver on loopback, through the real
@@ -42,16 +41,14 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", 4)
 	for _, path := range []string{"/ok", "/gone"} {
 		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: path, Namespace: ns, URL: srv.URL + path})
 		require.NoError(t, err)
 	}
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(tr)
 
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)

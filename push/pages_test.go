@@ -18,7 +18,6 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 func (f *fixture) countingWorker(opts ...push.Option) (*push.Worker, *countingJournal) {
@@ -111,12 +110,6 @@ func (f *fixture) registerAt(url string) {
 	require.NoError(f.t, err)
 }
 
-func httpTransport(t *testing.T) push.Transport {
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
-	return tr
-}
-
 // The dispatcher serves a backlog of four pages with one claim: the turn
 // checkpoints each page and reads the next instead of ending, and no other
 // claim finds the registration meanwhile.
@@ -130,8 +123,7 @@ func TestDispatcherServesPagesWithOneClaim(t *testing.T) {
 		Claim: func(_ time.Time, n int, _ error) { claimed.Add(int64(n)) },
 		Turn:  func(time.Time, push.SweepReport, time.Duration, error) { turns.Add(1) },
 	}
-	w, err := push.NewWorker(f.store, f.store, httpTransport(t), f.proj, push.WithOwner("w"), push.WithDrainPage(3), push.WithHooks(hooks))
-	require.NoError(t, err)
+	w := f.workerOn(loopback(t, 0), push.WithOwner("w"), push.WithDrainPage(3), push.WithHooks(hooks))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()
@@ -169,8 +161,7 @@ func TestBudgetSpentOnALaterPage(t *testing.T) {
 	})
 	f.append("s", 10)
 	f.registerAt(url)
-	w, err := push.NewWorker(f.store, f.store, httpTransport(t), f.proj, push.WithOwner("w1"), push.WithDrainPage(3), clock)
-	require.NoError(t, err)
+	w := f.workerOn(loopback(t, 0), push.WithDrainPage(3), clock)
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 5, Deliveries: 5, Backlog: 1}, f.sweep(w, at(0)))
 	close(got)
 	var arrived []pageArrival

@@ -190,8 +190,7 @@ func TestRunClaimsAtTheRatesNextBurst(t *testing.T) {
 	})
 	f.append("s", 15)
 	f.registerRate("s", "r", store.Rate{Count: 20, Per: time.Second}, 0) // bursts of 5, 250 ms apart
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithOwner("w"))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()
@@ -272,8 +271,7 @@ func TestRateStoppingKeepsALapsedClaimUnreleased(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithMaxInFlight(1))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithOwner("w"), push.WithMaxInFlight(1))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()

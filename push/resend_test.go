@@ -20,7 +20,6 @@ import (
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // post is one request a loopback receiver got.
@@ -72,8 +71,7 @@ func resendSetup(t *testing.T, rr *resendReceiver) (*fixture, *push.Worker, stri
 	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: rr.srv.URL + "/hooks",
 		Config: push.Config(fmt.Sprintf(`{"secrets":[%q]}`, secret))})
 	require.NoError(t, err)
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	w, err := push.NewWorker(f.store, f.store, tr, webhook.New(), push.WithOwner("w1"),
 		push.WithLogger(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	require.NoError(t, err)
@@ -219,8 +217,7 @@ func TestALongResendKeepsItsLease(t *testing.T) {
 	lease := push.WithLease(2 * time.Second)
 	w1, err := push.NewWorker(f.store, db, slow, f.proj, push.WithOwner("w1"), lease)
 	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w2"), lease)
-	require.NoError(t, err)
+	w2 := f.worker(push.WithOwner("w2"), lease)
 
 	done := make(chan push.SweepReport, 1)
 	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()

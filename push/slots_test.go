@@ -30,12 +30,11 @@ func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
 		slow = append(slow, h)
 		stream := fmt.Sprintf("slow-%d", i)
 		f.append(stream, 2)
-		registerURL(t, f.store, stream, "r", h.srv.URL+"/inbox")
+		f.registerURL(stream, "r", h.srv.URL+"/inbox")
 	}
 	healthy := newHealthyHost(t, "127.0.0.1")
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"), push.WithMaxInFlight(2))
-	require.NoError(t, err)
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(2))
 
 	d := runDaemon(t, w)
 	for _, h := range slow {
@@ -82,11 +81,11 @@ func TestASlowTurnWithNoSlowBudgetYieldsAtItsNextRecord(t *testing.T) {
 		order <- "healthy " + string(b)
 	}))
 	f.append("slow", 2)
-	registerURL(t, f.store, "slow", "r", slow.URL+"/inbox")
-	registerURL(t, f.store, "busy", "healthy", healthy.URL+"/inbox")
+	f.registerURL("slow", "r", slow.URL+"/inbox")
+	f.registerURL("busy", "healthy", healthy.URL+"/inbox")
 	wentSlow := make(chan bool, 10)
 	claims := make(chan int, 100)
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(0),
+	w, err := push.NewWorker(f.store, f.store, loopback(t, time.Minute), f.proj, push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(0),
 		push.WithHooks(push.Hooks{
 			Claim: func(_ time.Time, n int, _ error) { claims <- n },
 			Slow:  func(_ push.Registration, yields bool) { wentSlow <- yields },
@@ -141,12 +140,11 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	f := newFixture(t)
 	s := newSilentHost(t, "127.0.0.2", 1)
 	f.append("s", 1)
-	registerURL(t, f.store, "s", "r", s.srv.URL+"/inbox")
+	f.registerURL("s", "r", s.srv.URL+"/inbox")
 	st := renewCounter{Store: f.store, renewed: make(chan []store.Claim, 100)}
-	w1, err := push.NewWorker(f.store, st, loopbackTransport(t), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
+	w1, err := push.NewWorker(f.store, st, loopback(t, time.Minute), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
 	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))
-	require.NoError(t, err)
+	w2 := f.workerOn(loopback(t, time.Minute), push.WithOwner("w2"), push.WithLease(2*time.Second))
 
 	done := make(chan push.SweepReport, 1)
 	go func() {

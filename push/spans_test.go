@@ -15,7 +15,6 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/transport"
 )
 
 // Spans recorded by the SDK's in-memory exporter: one turn span, a
@@ -35,8 +34,7 @@ func TestSpansForTurnsAndDeliveries(t *testing.T) {
 		}
 		return push.Outcome{Verdict: push.Accepted, Status: 200}
 	}}
-	w, err := push.NewWorker(f.store, f.store, rcv, f.proj, push.WithOwner("w1"), push.WithTracerProvider(tp))
-	require.NoError(t, err)
+	w := f.workerOn(rcv, push.WithTracerProvider(tp))
 	_, err = w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)
 
@@ -192,18 +190,16 @@ func TestTraceparentReachesTheReceiver(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	_, err = f.store.Append(t.Context(), "s",
+	_, err := f.store.Append(t.Context(), "s",
 		journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`), Traceparent: tp, Tracestate: "rojo=00f067aa0ba902b7"},
 		journal.Entry{ID: "b", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: srv.URL + "/in"})
 	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(tr)
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Deliveries)

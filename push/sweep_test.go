@@ -276,8 +276,7 @@ func TestMaxInFlightBoundsTheFanOut(t *testing.T) {
 	for i := range 10 {
 		f.register("s", fmt.Sprintf("r%d", i))
 	}
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithMaxInFlight(3), push.WithOwner("w"))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithMaxInFlight(3), push.WithOwner("w"))
 	done := make(chan push.SweepReport)
 	errs := make(chan error, 1)
 	go func() {
@@ -301,8 +300,7 @@ func TestRunSweepsOnWakeAndStops(t *testing.T) {
 		return accepted(), nil
 	})
 	f.register("s", "r")
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithOwner("w"))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()
@@ -335,8 +333,7 @@ func TestRunTurnReadsAgainAfterAWake(t *testing.T) {
 	f.append("s", 1)
 	turns := make(chan push.SweepReport, 10)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithHooks(hooks))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithOwner("w"), push.WithHooks(hooks))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()

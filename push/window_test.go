@@ -15,7 +15,6 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // heldReceiver is a receiver on loopback that holds every request until the
@@ -107,14 +106,12 @@ func (h *heldReceiver) stats() (most int, log []string) {
 // receiver and returns a worker that sends through the real transport.
 func windowFixture(t *testing.T, h *heldReceiver, records, window int, opts ...push.Option) (*fixture, *push.Worker) {
 	t.Helper()
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", records)
-	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: h.srv.URL + "/inbox", Window: window})
+	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: h.srv.URL + "/inbox", Window: window})
 	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, append([]push.Option{push.WithOwner("w1"), push.WithMaxPerHost(64)}, opts...)...)
-	require.NoError(t, err)
+	w := f.workerOn(tr, append([]push.Option{push.WithMaxPerHost(64)}, opts...)...)
 	return f, w
 }
 
