@@ -197,27 +197,38 @@ func TestWindowWithinPerHostCap(t *testing.T) {
 	require.Equal(t, uint64(7), f.get("s", "r").NextSeq)
 }
 
+// failMidWindow sends records through a window of 4, acknowledges record 1
+// (record 5 enters the window), answers records 2 to 4 as answers say
+// ({record, status}, in that order), then 5 with a 202, and returns the
+// sweep's report.
+func failMidWindow(t *testing.T, h *heldReceiver, records int, answers ...[2]int) (*fixture, *push.Worker, push.SweepReport) {
+	t.Helper()
+	f, w := windowFixture(t, h, records, 4)
+	done := sweepAsync(t, w, at(0))
+	held := h.window(t, 4)
+	h.answer(held[1], http.StatusAccepted)
+	five := h.next(t)
+	require.Equal(t, 5, five.n, "record 1 acknowledged: record 5 enters the window")
+	for _, a := range answers {
+		h.answer(held[a[0]], a[1])
+	}
+	h.answer(five, http.StatusAccepted)
+	return f, w, <-done
+}
+
 // A failure in the middle of a window stops new sends, lets those in flight
 // end, and leaves the cursor at the first unacknowledged record with one
 // attempt charged, its outcome deciding when several failed; the retry
 // sends every later record again.
 func TestWindowFailureInTheMiddle(t *testing.T) {
-	const window, records = 4, 8
+	const records = 8
 	h := newHeldReceiver(t)
-	f, w := windowFixture(t, h, records, window)
-	done := sweepAsync(t, w, at(0))
-
-	held := h.window(t, window)
-	h.answer(held[1], http.StatusAccepted)
-	five := h.next(t)
-	require.Equal(t, 5, five.n, "record 1 acknowledged: record 5 enters the window")
 	// Record 2 fails; while it is unacknowledged the window (2..5) is full,
-	// so whatever order the answers are taken in, nothing new is sent.
-	h.answer(held[2], http.StatusInternalServerError)
-	h.answer(held[4], http.StatusBadGateway) // a later failure, host-level: not the one that decides
-	h.answer(held[3], http.StatusAccepted)   // in flight: they end
-	h.answer(five, http.StatusAccepted)
-	rep := <-done
+	// so whatever order the answers are taken in, nothing new is sent. 4's
+	// is a later failure, host-level: not the one that decides; 3 and 5,
+	// in flight, end.
+	f, w, rep := failMidWindow(t, h, records, [2]int{2, http.StatusInternalServerError}, [2]int{4, http.StatusBadGateway},
+		[2]int{3, http.StatusAccepted})
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 1, Deliveries: 3, Retries: 1}, rep,
 		"two failures in flight, one retry")
 
@@ -251,19 +262,8 @@ func TestWindowFailureInTheMiddle(t *testing.T) {
 // A 410 in the middle of a window parks the registration at it, even when a
 // later record of the window failed first.
 func TestWindowGoneInTheMiddleParks(t *testing.T) {
-	const window = 4
 	h := newHeldReceiver(t)
-	f, w := windowFixture(t, h, 6, window)
-	done := sweepAsync(t, w, at(0))
-
-	held := h.window(t, window)
-	h.answer(held[1], http.StatusAccepted)
-	five := h.next(t)
-	h.answer(held[4], http.StatusInternalServerError)
-	h.answer(held[2], http.StatusGone)
-	h.answer(held[3], http.StatusAccepted)
-	h.answer(five, http.StatusAccepted)
-	rep := <-done
+	f, _, rep := failMidWindow(t, h, 6, [2]int{4, http.StatusInternalServerError}, [2]int{2, http.StatusGone}, [2]int{3, http.StatusAccepted})
 	require.Equal(t, 1, rep.Parked)
 	require.Zero(t, rep.Retries)
 
