@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,7 +18,7 @@ import (
 // loopback through the real transport.
 func TestParkedEventReachesASubscriber(t *testing.T) {
 	got := make(chan []byte, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.URL.Path == "/gone" {
 			http.Error(w, "this inbox was deleted", http.StatusGone)
@@ -27,8 +26,7 @@ func TestParkedEventReachesASubscriber(t *testing.T) {
 		}
 		got <- body
 		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
+	})
 
 	tr := loopback(t, 0)
 	f := newFixture(t)

@@ -3,8 +3,12 @@ package push_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +132,25 @@ func (f *fixture) workerOn(tr push.Transport, opts ...push.Option) *push.Worker 
 	w, err := push.NewWorker(f.store, f.store, tr, f.proj, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
 	require.NoError(f.t, err)
 	return w
+}
+
+// serve is a receiver on loopback answering with h, closed when the test ends.
+func serve(t testing.TB, h http.HandlerFunc) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// recordN reads the n of a request's body, fixture.append's payload
+// ({"n":…}), answering 400 to any other body.
+func recordN(w http.ResponseWriter, r *http.Request) (int, bool) {
+	body, _ := io.ReadAll(r.Body)
+	var rec struct{ N int }
+	if err := json.Unmarshal(body, &rec); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return 0, false
+	}
+	return rec.N, true
 }
 
 // loopback is the real HTTP transport, allowed onto loopback; timeout 0 is

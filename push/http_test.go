@@ -3,7 +3,6 @@ package push_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +21,7 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 		bodies = map[string][]string{}
 		busy   = true
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
@@ -38,8 +37,7 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 		}
 		bodies[r.URL.Path] = append(bodies[r.URL.Path], string(body))
 		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer srv.Close()
+	})
 
 	tr := loopback(t, 0)
 	f := newFixture(t)

@@ -2,11 +2,8 @@ package push_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,11 +77,9 @@ type pageArrival struct {
 func cursorReceiver(t *testing.T, f *fixture, seen func(n int)) (url string, got chan pageArrival) {
 	got = make(chan pageArrival, 100)
 	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var rec struct{ N int }
-		if err := json.Unmarshal(body, &rec); err != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		n, ok := recordN(w, r)
+		if !ok {
 			return
 		}
 		st, err := f.store.Get(r.Context(), "s", "r")
@@ -95,12 +90,11 @@ func cursorReceiver(t *testing.T, f *fixture, seen func(n int)) (url string, got
 		mu.Lock()
 		defer mu.Unlock()
 		if seen != nil {
-			seen(rec.N)
+			seen(n)
 		}
-		got <- pageArrival{n: rec.N, cursor: st.NextSeq, owner: st.LeaseOwner}
+		got <- pageArrival{n: n, cursor: st.NextSeq, owner: st.LeaseOwner}
 		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(srv.Close)
+	})
 	return srv.URL + "/hook", got
 }
 

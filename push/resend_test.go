@@ -38,14 +38,13 @@ type resendReceiver struct {
 
 func newResendReceiver(t *testing.T) *resendReceiver {
 	rr := &resendReceiver{status: http.StatusOK}
-	rr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rr.srv = serve(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rr.mu.Lock()
 		defer rr.mu.Unlock()
 		rr.posts = append(rr.posts, post{r.Header.Get("Webhook-Id"), r.Header.Get("Webhook-Timestamp"), r.Header.Get("Webhook-Signature"), string(body)})
 		w.WriteHeader(rr.status)
-	}))
-	t.Cleanup(rr.srv.Close)
+	})
 	return rr
 }
 

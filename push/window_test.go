@@ -1,9 +1,7 @@
 package push_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -39,22 +37,20 @@ type heldRequest struct {
 
 func newHeldReceiver(t *testing.T) *heldReceiver {
 	h := &heldReceiver{arrivals: make(chan heldRequest), closed: make(chan struct{})}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var rec struct{ N int }
-		if err := json.Unmarshal(body, &rec); err != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
+	h.srv = serve(t, func(w http.ResponseWriter, r *http.Request) {
+		n, ok := recordN(w, r)
+		if !ok {
 			return
 		}
 		h.mu.Lock()
 		h.holding++
 		h.most = max(h.most, h.holding)
-		h.log = append(h.log, fmt.Sprint("sent ", rec.N))
+		h.log = append(h.log, fmt.Sprint("sent ", n))
 		instant := h.instant
 		h.mu.Unlock()
 		code := http.StatusAccepted
 		if !instant {
-			req := heldRequest{n: rec.N, answer: make(chan int)}
+			req := heldRequest{n: n, answer: make(chan int)}
 			select {
 			case h.arrivals <- req:
 				code = <-req.answer
@@ -66,8 +62,7 @@ func newHeldReceiver(t *testing.T) *heldReceiver {
 		h.holding--
 		h.mu.Unlock()
 		w.WriteHeader(code)
-	}))
-	t.Cleanup(h.srv.Close)
+	})
 	t.Cleanup(func() { close(h.closed) }) // runs first
 	return h
 }
