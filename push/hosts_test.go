@@ -28,7 +28,6 @@ import (
 // switches: it counts every request that reaches it and keeps, per path, the
 // bodies it accepted, in order.
 type hostServer struct {
-	t        *testing.T
 	addr     string
 	mode     atomic.Value // "ok", "silent", "503"
 	requests atomic.Int64
@@ -36,14 +35,8 @@ type hostServer struct {
 	accepted map[string][]string
 }
 
-func newHostServer(t *testing.T, ip, mode string) *hostServer {
-	ln, err := net.Listen("tcp", ip+":0")
-	require.NoError(t, err)
-	s := &hostServer{t: t, addr: ln.Addr().String(), accepted: map[string][]string{}}
-	s.mode.Store(mode)
-	s.serve(ln)
-	return s
-}
+// newHostServer serves a hostServer in mode on ip, on a free port.
+func newHostServer(t *testing.T, ip, mode string) *hostServer { return startAt(t, ip+":0", mode) }
 
 // reserve returns a free port on ip and closes it: connections to it are
 // refused until something listens there again.
@@ -55,20 +48,16 @@ func reserve(t *testing.T, ip string) string {
 	return addr
 }
 
-// startAt serves an accepting hostServer on addr (a reserved port).
-func startAt(t *testing.T, addr string) *hostServer {
+// startAt serves a hostServer in mode on addr (a reserved port, or ip:0).
+func startAt(t *testing.T, addr, mode string) *hostServer {
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
-	s := &hostServer{t: t, addr: addr, accepted: map[string][]string{}}
-	s.mode.Store("ok")
-	s.serve(ln)
-	return s
-}
-
-func (s *hostServer) serve(ln net.Listener) {
+	s := &hostServer{addr: ln.Addr().String(), accepted: map[string][]string{}}
+	s.mode.Store(mode)
 	srv := &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	s.t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
 }
 
 func (s *hostServer) handle(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +118,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			addr := reserve(t, "127.0.0.2")
 			var s *hostServer
 			return badHost{url: "http://" + addr, requests: attempts.Load, // nothing listens to count: herald's attempts are counted
-				recover: func() { s = startAt(t, addr) }, accepted: func(p string) []string { return s.bodies(p) }}
+				recover: func() { s = startAt(t, addr, "ok") }, accepted: func(p string) []string { return s.bodies(p) }}
 		},
 		"answers 503 without Retry-After": func(t *testing.T, _ *atomic.Int64) badHost {
 			s := newHostServer(t, "127.0.0.2", "503")
@@ -151,7 +140,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			t.Cleanup(func() { _ = srv.Close() })
 			var up *hostServer
 			return badHost{url: "http://" + ln.Addr().String(), requests: requests.Load,
-				recover: func() { up = startAt(t, backend) }, accepted: func(p string) []string { return up.bodies(p) }, answers: true}
+				recover: func() { up = startAt(t, backend, "ok") }, accepted: func(p string) []string { return up.bodies(p) }, answers: true}
 		},
 	}
 	for name, setup := range cases {
