@@ -97,8 +97,7 @@ func TestStaleTurnCannotReleaseAnotherLease(t *testing.T) {
 func TestRewindSurvivesTurnInFlight(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 10)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 6})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", NextSeq: 6})
 	g := newGate()
 	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
 		if msg.ID == "s#7" {

@@ -178,15 +178,23 @@ func (f *fixture) append(stream string, n int) []journal.Record {
 
 func (f *fixture) register(stream, id string) {
 	f.t.Helper()
-	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns,
-		URL: "https://receiver.example/hooks/" + id + "?token=capability-in-url", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
-	require.NoError(f.t, err)
+	f.registered(push.Registration{Stream: stream, ID: id, URL: "https://receiver.example/hooks/" + id + "?token=capability-in-url",
+		Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
 }
 
-// registerURL registers stream/id of the test namespace at url.
+// registerURL registers stream/id at url.
 func (f *fixture) registerURL(stream, id, url string) {
 	f.t.Helper()
-	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
+	f.registered(push.Registration{Stream: stream, ID: id, URL: url})
+}
+
+// registered stores r, in the test namespace unless it names another.
+func (f *fixture) registered(r push.Registration) {
+	f.t.Helper()
+	if r.Namespace == "" {
+		r.Namespace = ns
+	}
+	_, err := f.store.Register(f.t.Context(), r)
 	require.NoError(f.t, err)
 }
 

@@ -162,8 +162,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			}
 			w1, w2 := worker("w1"), worker("w2")
 			register := func(stream, id, url string) {
-				_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
-				require.NoError(t, err)
+				f.registered(push.Registration{Stream: stream, ID: id, URL: url})
 			}
 			f.append("healthy", 2)
 			register("healthy", "r", "http://"+healthy.addr+"/healthy")
@@ -431,8 +430,7 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 			regs := []string{"a", "b", "c"}
 			for _, stream := range regs {
 				f.append(stream, 2)
-				_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: "r", Namespace: ns, URL: "http://" + s.addr + "/" + stream})
-				require.NoError(t, err)
+				f.registered(push.Registration{Stream: stream, ID: "r", URL: "http://" + s.addr + "/" + stream})
 			}
 
 			rep, err := c.abandon(w, s)

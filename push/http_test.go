@@ -43,8 +43,7 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 4)
 	for _, path := range []string{"/ok", "/gone"} {
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: path, Namespace: ns, URL: srv.URL + path})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: "s", ID: path, URL: srv.URL + path})
 	}
 	w := f.workerOn(tr)
 

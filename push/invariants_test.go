@@ -339,8 +339,7 @@ func TestInvariant8IdleCostsNothing(t *testing.T) {
 	for i := range 50 {
 		stream := fmt.Sprintf("idle/%d", i)
 		f.append(stream, 2)
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 3})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: stream, ID: "r", URL: "https://a.example/", NextSeq: 3})
 	}
 	f.register("busy", "r")
 	w, err := push.NewWorker(cj, f.store, f.recv, f.proj, push.WithOwner("w1"))

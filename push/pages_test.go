@@ -98,12 +98,6 @@ func cursorReceiver(t *testing.T, f *fixture, seen func(n int)) (url string, got
 	return srv.URL + "/hook", got
 }
 
-func (f *fixture) registerAt(url string) {
-	f.t.Helper()
-	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: url})
-	require.NoError(f.t, err)
-}
-
 // The dispatcher serves a backlog of four pages with one claim: the turn
 // checkpoints each page and reads the next instead of ending, and no other
 // claim finds the registration meanwhile.
@@ -111,7 +105,7 @@ func TestDispatcherServesPagesWithOneClaim(t *testing.T) {
 	f := newFixture(t)
 	url, got := cursorReceiver(t, f, nil)
 	f.append("s", 10)
-	f.registerAt(url)
+	f.registerURL("s", "r", url)
 	var claimed, turns atomic.Int64
 	hooks := push.Hooks{
 		Claim: func(_ time.Time, n int, _ error) { claimed.Add(int64(n)) },
@@ -154,7 +148,7 @@ func TestBudgetSpentOnALaterPage(t *testing.T) {
 		return time.Now()
 	})
 	f.append("s", 10)
-	f.registerAt(url)
+	f.registerURL("s", "r", url)
 	w := f.workerOn(loopback(t, 0), push.WithDrainPage(3), clock)
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 5, Deliveries: 5, Backlog: 1}, f.sweep(w, at(0)))
 	close(got)

@@ -204,8 +204,7 @@ func (r renewSignal) RenewResends(ctx context.Context, until time.Time, cs []sto
 func TestALongResendKeepsItsLease(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 2)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 3})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", NextSeq: 3})
 	require.NoError(t, f.store.Resend(t.Context(), "s", "r", 1, at(0), "alice"))
 	g := newGate()
 	slow := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {

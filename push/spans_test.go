@@ -24,9 +24,8 @@ func TestSpansForTurnsAndDeliveries(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	f := newFixture(t)
 	f.append("s", 2)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns,
+	f.registered(push.Registration{Stream: "s", ID: "r",
 		URL: "https://hooks.example/capability/t0k3n-in-path", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
-	require.NoError(t, err)
 	rcv := &receiver{answer: func(_ push.Registration, msg push.Message, n int) push.Outcome {
 		if msg.ID == "s#2" && n == 1 {
 			return push.Outcome{Verdict: push.Transient, Status: 503, Reason: "503 at /capability/t0k3n-in-path"}
@@ -34,7 +33,7 @@ func TestSpansForTurnsAndDeliveries(t *testing.T) {
 		return push.Outcome{Verdict: push.Accepted, Status: 200}
 	}}
 	w := f.workerOn(rcv, push.WithTracerProvider(tp))
-	_, err = w.RunOnce(t.Context(), at(0), 10)
+	_, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)
 
 	spans := exp.GetSpans()
@@ -165,8 +164,7 @@ func TestDeliverySpansUnderASamplerThatDropsTheTurn(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(byName(push.SpanDelivery)))
 	f := newFixture(t)
 	f.append("s", 3)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://hooks.example/in"})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://hooks.example/in"})
 	w, err := push.NewWorker(f.store, f.store, &receiver{}, f.proj, push.WithOwner("w1"), push.WithTracerProvider(tp))
 	require.NoError(t, err)
 	_, err = w.RunOnce(t.Context(), at(0), 10)
@@ -194,8 +192,7 @@ func TestTraceparentReachesTheReceiver(t *testing.T) {
 		journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`), Traceparent: tp, Tracestate: "rojo=00f067aa0ba902b7"},
 		journal.Entry{ID: "b", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
-	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: srv.URL + "/in"})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: srv.URL + "/in"})
 	w := f.workerOn(tr)
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)

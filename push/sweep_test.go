@@ -152,8 +152,7 @@ func TestRejectedByPolicy(t *testing.T) {
 		f := newFixture(t)
 		f.recv.answer = rejectSecond
 		f.append("s", 3)
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", OnRejected: push.RejectSkip})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", OnRejected: push.RejectSkip})
 		rep := f.sweep(f.worker(), at(0))
 		require.Equal(t, push.SweepReport{Registrations: 1, Records: 3, Deliveries: 2, Skipped: 1}, rep)
 		require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
@@ -451,8 +450,7 @@ func TestSweepTurnKeepsItsSlotFromAClaimItsHostCapHolds(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 5)
 	for _, r := range []struct{ id, host string }{{"a1", "a.example"}, {"a2", "a.example"}, {"b1", "b.example"}} {
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: r.id, Namespace: ns, URL: "https://" + r.host + "/in"})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: "s", ID: r.id, URL: "https://" + r.host + "/in"})
 	}
 	turns := make(chan push.SweepReport, 3)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}

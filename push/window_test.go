@@ -104,8 +104,7 @@ func windowFixture(t *testing.T, h *heldReceiver, records, window int, opts ...p
 	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", records)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: h.srv.URL + "/inbox", Window: window})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: h.srv.URL + "/inbox", Window: window})
 	w := f.workerOn(tr, append([]push.Option{push.WithMaxPerHost(64)}, opts...)...)
 	return f, w
 }
@@ -284,12 +283,11 @@ func TestWindowSkipsAndEndsAtTerminal(t *testing.T) {
 		return accepted()
 	}
 	f.append("s", 9)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns,
+	f.registered(push.Registration{Stream: "s", ID: "r",
 		URL: "https://receiver.example/r", Window: 8, OnRejected: push.RejectSkip})
-	require.NoError(t, err)
 	rep := f.sweep(f.worker(), at(0))
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 6, Deliveries: 5, Skipped: 1, Completed: 1}, rep)
 	require.ElementsMatch(t, seqIDs("s", 1, 6), f.recv.ids("s/r"), "records 7 to 9 follow the terminal record: never sent")
-	_, err = f.store.Get(t.Context(), "s", "r")
+	_, err := f.store.Get(t.Context(), "s", "r")
 	require.ErrorIs(t, err, journal.ErrNotFound, "completed")
 }
