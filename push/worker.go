@@ -193,9 +193,8 @@ const (
 	MaxPageBytes     = 1 << 30 // bounds WithPageBytes
 	// DefaultLease (6 s) is how long a claim hides a registration from
 	// other workers, and so about how long a killed worker's registrations
-	// wait. A turn's lease is renewed every third of it while the turn runs
-	// (Store.Renew), so a receiver may take longer; a turn whose lease could
-	// not be renewed is abandoned at nine tenths of it, before it lapses.
+	// wait. A turn's lease is renewed while it runs, so a receiver may take
+	// longer (README.md, invariant 7).
 	DefaultLease = 6 * time.Second
 	// DefaultSweepLimit (256) bounds one claim of Run's dispatcher: one Due
 	// query's rows.

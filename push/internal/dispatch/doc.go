@@ -10,10 +10,9 @@
 // the registration's window (window.go). Store.Checkpoint saves a full page
 // and keeps the claim while the turn's budget (half the lease) lasts and no
 // other claim waits for its slot; otherwise the turn saves with Advance and
-// ends. The dispatcher renews the lease of every claim it holds each third
-// of the lease (Store.Renew, leases.go); what is still in flight at nine
-// tenths of a lease it could not renew is abandoned uncounted. Turns that
-// read one stream from one seq share one Journal.Read (internal/pages); a
+// ends. The dispatcher renews the leases of the claims it holds, and ends a
+// turn whose lease it could not renew (leases.go). Turns that read one
+// stream from one seq share one Journal.Read (internal/pages); a
 // store.AdvanceBatcher saves concurrent turns' cursors in one round trip
 // (internal/groupcommit).
 //
