@@ -226,3 +226,39 @@ func seqIDs(stream string, from, to int) []string {
 	}
 	return out
 }
+
+// receive waits for one value of ch.
+func receive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatalf("no signal within %v", waitFor)
+		panic("unreachable")
+	}
+}
+
+// renewals is a store that tells each renewal it served: Renew's on
+// claims, RenewResends' on resends.
+type renewals struct {
+	*memory.Store
+	claims  chan []store.Claim
+	resends chan []store.ResendClaim
+}
+
+func newRenewals(s *memory.Store) renewals {
+	return renewals{Store: s, claims: make(chan []store.Claim, 100), resends: make(chan []store.ResendClaim, 100)}
+}
+
+func (s renewals) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
+	got, err := s.Store.Renew(ctx, until, claims)
+	s.claims <- got
+	return got, err
+}
+
+func (s renewals) RenewResends(ctx context.Context, until time.Time, cs []store.ResendClaim) ([]store.ResendClaim, error) {
+	got, err := s.Store.RenewResends(ctx, until, cs)
+	s.resends <- got
+	return got, err
+}

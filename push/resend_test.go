@@ -184,20 +184,6 @@ func TestResendToAPausedRegistrationAndOfAPrunedRecord(t *testing.T) {
 	require.Equal(t, "resend for bob failed: record #1 is no longer in the journal (pruned)", ev.Error)
 }
 
-// renewSignal is a store that tells each RenewResends it answered.
-type renewSignal struct {
-	store.Store
-	renewed chan []store.ResendClaim
-}
-
-func (r renewSignal) RenewResends(ctx context.Context, until time.Time, cs []store.ResendClaim) ([]store.ResendClaim, error) {
-	got, err := r.Store.RenewResends(ctx, until, cs)
-	if err == nil && len(got) > 0 {
-		r.renewed <- got
-	}
-	return got, err
-}
-
 // A resend whose receiver answers after the lease's length keeps its lease
 // (renewed as a turn's is): no other worker sends it meanwhile, and its
 // answer is recorded under its claim.
@@ -211,7 +197,7 @@ func TestALongResendKeepsItsLease(t *testing.T) {
 		g.wait()
 		return accepted(), nil
 	})
-	db := renewSignal{Store: f.store, renewed: make(chan []store.ResendClaim, 16)}
+	db := newRenewals(f.store)
 	lease := push.WithLease(2 * time.Second)
 	w1, err := push.NewWorker(f.store, db, slow, f.proj, push.WithOwner("w1"), lease)
 	require.NoError(t, err)
@@ -221,12 +207,9 @@ func TestALongResendKeepsItsLease(t *testing.T) {
 	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()
 	<-g.entered
 	for range 3 { // a third of the lease each: the send has outlived the lease it was claimed with
-		select {
-		case got := <-db.renewed:
-			require.True(t, strings.HasPrefix(got[0].Owner, "w1#"), got[0].Owner)
-		case <-time.After(30 * time.Second): // a bound, not synchronisation
-			t.Fatal("the resend's lease was not renewed")
-		}
+		got := receive(t, db.resends)
+		require.Len(t, got, 1, "the resend's lease is renewed")
+		require.True(t, strings.HasPrefix(got[0].Owner, "w1#"), got[0].Owner)
 	}
 	rep, err := w2.RunOnce(t.Context(), at(0).Add(2500*time.Millisecond), 10)
 	require.NoError(t, err)

@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/store/memory"
 )
 
 // Invariant (v4, fair share): a message that waits SlowAfter for its answer
@@ -108,30 +106,6 @@ func TestASlowTurnWithNoSlowBudgetYieldsAtItsNextRecord(t *testing.T) {
 	d.stop(t)
 }
 
-// receive waits for one value of ch.
-func receive[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitFor):
-		t.Fatalf("no signal within %v", waitFor)
-		panic("unreachable")
-	}
-}
-
-// renewCounter is a store that signals each Renew it served.
-type renewCounter struct {
-	*memory.Store
-	renewed chan []store.Claim
-}
-
-func (s renewCounter) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
-	got, err := s.Store.Renew(ctx, until, claims)
-	s.renewed <- got
-	return got, err
-}
-
 // A turn's lease is renewed while it runs, so a receiver may take longer
 // than the lease: with the shortest lease (2 s), a request held past it
 // is not abandoned, no other worker claims the registration meanwhile, and
@@ -141,7 +115,7 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	s := newSilentHost(t, "127.0.0.2", 1)
 	f.append("s", 1)
 	f.registerURL("s", "r", s.srv.URL+"/inbox")
-	st := renewCounter{Store: f.store, renewed: make(chan []store.Claim, 100)}
+	st := newRenewals(f.store)
 	w1, err := push.NewWorker(f.store, st, loopback(t, time.Minute), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
 	require.NoError(t, err)
 	w2 := f.workerOn(loopback(t, time.Minute), push.WithOwner("w2"), push.WithLease(2*time.Second))
@@ -155,7 +129,7 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	<-s.reached(1)
 	started := time.Now()
 	for renewals := 0; renewals < 4 || time.Since(started) < 2*time.Second; renewals++ {
-		require.Len(t, receive(t, st.renewed), 1, "the turn's lease is renewed")
+		require.Len(t, receive(t, st.claims), 1, "the turn's lease is renewed")
 	}
 	rep, err := w2.RunOnce(t.Context(), at(2), 10)
 	require.NoError(t, err)
