@@ -1,7 +1,6 @@
 package push_test
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -193,13 +192,9 @@ func TestALongResendKeepsItsLease(t *testing.T) {
 	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", NextSeq: 3})
 	require.NoError(t, f.store.Resend(t.Context(), "s", "r", 1, at(0), "alice"))
 	g := newGate()
-	slow := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		g.wait()
-		return accepted(), nil
-	})
 	db := newRenewals(f.store)
 	lease := push.WithLease(2 * time.Second)
-	w1, err := push.NewWorker(f.store, db, slow, f.proj, push.WithOwner("w1"), lease)
+	w1, err := push.NewWorker(f.store, db, g.transport("", accepted()), f.proj, push.WithOwner("w1"), lease)
 	require.NoError(t, err)
 	w2 := f.worker(push.WithOwner("w2"), lease)
 
