@@ -415,8 +415,7 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 	})
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	w, err := push.NewWorker(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logger))
-	require.NoError(t, err)
+	w := f.build(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logger))
 	d := runDaemon(t, w)
 	for range 3 {
 		require.Error(t, <-st.calls, "the claim fails while the store is down")

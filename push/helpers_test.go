@@ -124,12 +124,18 @@ func (f *fixture) worker(opts ...push.Option) *push.Worker {
 	return f.workerOn(f.recv, opts...)
 }
 
-// workerOn is a worker of f's store and projection that sends through tr,
-// logging to f.logs, owner w1 unless opts say another.
+// workerOn is a worker of f's store and projection that sends through tr.
 func (f *fixture) workerOn(tr push.Transport, opts ...push.Option) *push.Worker {
 	f.t.Helper()
+	return f.build(f.store, f.store, tr, f.proj, opts...)
+}
+
+// build is push.NewWorker's worker of j, s, tr and p, checked, logging to
+// f.logs and owner w1 unless opts say otherwise.
+func (f *fixture) build(j journal.Journal, s store.Store, tr push.Transport, p push.Projection, opts ...push.Option) *push.Worker {
+	f.t.Helper()
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
+	w, err := push.NewWorker(j, s, tr, p, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
 	require.NoError(f.t, err)
 	return w
 }

@@ -425,8 +425,7 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 			if c.noRenew {
 				st = renewFails{f.store}
 			}
-			w, err := push.NewWorker(f.store, st, tr, f.proj, append([]push.Option{push.WithOwner("w1")}, c.opts...)...)
-			require.NoError(t, err)
+			w := f.build(f.store, st, tr, f.proj, c.opts...)
 			regs := []string{"a", "b", "c"}
 			for _, stream := range regs {
 				f.append(stream, 2)

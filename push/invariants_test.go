@@ -95,8 +95,7 @@ func TestInvariant2BoundedDuplicates(t *testing.T) {
 	}
 	f.append("s", 10)
 	f.register("s", "r")
-	w, err := push.NewWorker(fs, fs, f.recv, f.proj, push.WithDrainPage(4), push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.build(fs, fs, f.recv, f.proj, push.WithDrainPage(4))
 
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.ErrorIs(t, err, errInjected, "the store error is returned")
@@ -166,10 +165,8 @@ func TestInvariant5MonotonicCursors(t *testing.T) {
 	// Record every cursor write each worker makes, and check it against the
 	// cursor stored right after.
 	mon := &monitorStore{Store: f.store}
-	w1, err := push.NewWorker(mon, mon, f.recv, f.proj, push.WithOwner("w1"), push.WithDrainPage(3), push.WithMaxInFlight(4))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(mon, mon, f.recv, f.proj, push.WithOwner("w2"), push.WithDrainPage(7), push.WithMaxInFlight(4))
-	require.NoError(t, err)
+	w1 := f.build(mon, mon, f.recv, f.proj, push.WithOwner("w1"), push.WithDrainPage(3), push.WithMaxInFlight(4))
+	w2 := f.build(mon, mon, f.recv, f.proj, push.WithOwner("w2"), push.WithDrainPage(7), push.WithMaxInFlight(4))
 
 	// w2's instants run a lease ahead of w1's, so w2 claims what w1 holds:
 	// the worst case, two workers on the same registration at once.
@@ -342,8 +339,7 @@ func TestInvariant8IdleCostsNothing(t *testing.T) {
 		f.registered(push.Registration{Stream: stream, ID: "r", URL: "https://a.example/", NextSeq: 3})
 	}
 	f.register("busy", "r")
-	w, err := push.NewWorker(cj, f.store, f.recv, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.build(cj, f.store, f.recv, f.proj)
 
 	rep, err := w.RunOnce(t.Context(), at(0), 100)
 	require.NoError(t, err)

@@ -20,9 +20,7 @@ import (
 func (f *fixture) countingWorker(opts ...push.Option) (*push.Worker, *countingJournal) {
 	f.t.Helper()
 	j := &countingJournal{Journal: f.store, reads: map[string]int{}}
-	w, err := push.NewWorker(j, f.store, f.recv, f.proj, append([]push.Option{push.WithOwner("w1")}, opts...)...)
-	require.NoError(f.t, err)
-	return w, j
+	return f.build(j, f.store, f.recv, f.proj, opts...), j
 }
 
 func TestTurnsOfOneClaimShareOneRead(t *testing.T) {
@@ -244,9 +242,7 @@ func TestTurnsHoldAtMostAPageOfBytes(t *testing.T) {
 				return f.recv.Deliver(ctx, reg, msg, when)
 			})
 			st := &checkpoints{Store: f.store}
-			w, err := push.NewWorker(m, st, tr, f.proj, append([]push.Option{push.WithOwner("w1"),
-				push.WithMaxInFlight(streams), push.WithMaxPerHost(streams)}, c.opts...)...)
-			require.NoError(t, err)
+			w := f.build(m, st, tr, f.proj, append([]push.Option{push.WithMaxInFlight(streams), push.WithMaxPerHost(streams)}, c.opts...)...)
 			rep, err := w.RunOnce(t.Context(), at(1), 100)
 			require.NoError(t, err)
 			require.Equal(t, streams*records, rep.Deliveries, "one sweep: a page cut by its byte bound does not end the turn")

@@ -194,8 +194,7 @@ func TestALongResendKeepsItsLease(t *testing.T) {
 	g := newGate()
 	db := newRenewals(f.store)
 	lease := push.WithLease(2 * time.Second)
-	w1, err := push.NewWorker(f.store, db, g.transport("", accepted()), f.proj, push.WithOwner("w1"), lease)
-	require.NoError(t, err)
+	w1 := f.build(f.store, db, g.transport("", accepted()), f.proj, push.WithOwner("w1"), lease)
 	w2 := f.worker(push.WithOwner("w2"), lease)
 
 	done := make(chan push.SweepReport, 1)

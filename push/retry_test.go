@@ -93,8 +93,7 @@ func TestRetryDefaultsLayer(t *testing.T) {
 	f := newFixture(t)
 	ns := push.RetryPolicy{Schedule: []time.Duration{time.Minute}, For: 72 * time.Hour}
 	mk := func(opts ...push.Option) *push.Worker {
-		w, err := push.NewWorker(f.store, f.store, f.recv, retrying{policy: ns}, append([]push.Option{push.WithOwner("w")}, opts...)...)
-		require.NoError(t, err)
+		w := f.build(f.store, f.store, f.recv, retrying{policy: ns}, append([]push.Option{push.WithOwner("w")}, opts...)...)
 		return w
 	}
 	require.Equal(t, ns, mk().Retry(), "the namespace's")

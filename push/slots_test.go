@@ -116,8 +116,7 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	f.append("s", 1)
 	f.registerURL("s", "r", s.srv.URL+"/inbox")
 	st := newRenewals(f.store)
-	w1, err := push.NewWorker(f.store, st, loopback(t, time.Minute), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
-	require.NoError(t, err)
+	w1 := f.build(f.store, st, loopback(t, time.Minute), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
 	w2 := f.workerOn(loopback(t, time.Minute), push.WithOwner("w2"), push.WithLease(2*time.Second))
 
 	done := make(chan push.SweepReport, 1)

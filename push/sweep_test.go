@@ -174,8 +174,7 @@ func TestStoreErrorEndsOnlyItsTurn(t *testing.T) {
 	f.register("good", "r")
 	f.register("bad", "r")
 	fs := &failingStore{Store: f.store}
-	w, err := push.NewWorker(&streamFailingJournal{Journal: f.store, fail: "bad"}, fs, f.recv, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.build(&streamFailingJournal{Journal: f.store, fail: "bad"}, fs, f.recv, f.proj)
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.ErrorIs(t, err, errInjected)
 	require.ErrorContains(t, err, "stream=bad id=r")
