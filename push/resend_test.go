@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,13 +65,9 @@ func resendSetup(t *testing.T, rr *resendReceiver) (*fixture, *push.Worker, stri
 	f := newFixture(t)
 	f.append("s", 4)
 	secret := webhook.NewSecret()
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: rr.srv.URL + "/hooks",
+	f.registered(push.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: rr.srv.URL + "/hooks",
 		Config: push.Config(fmt.Sprintf(`{"secrets":[%q]}`, secret))})
-	require.NoError(t, err)
-	tr := loopback(t, 0)
-	w, err := push.NewWorker(f.store, f.store, tr, webhook.New(), push.WithOwner("w1"),
-		push.WithLogger(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	require.NoError(t, err)
+	w := f.build(f.store, f.store, loopback(t, 0), webhook.New())
 	rep := f.sweep(w, at(0))
 	require.Equal(t, 4, rep.Deliveries)
 	require.Equal(t, uint64(5), f.get("s", "r").NextSeq)
