@@ -110,17 +110,14 @@ func TestDispatcherServesPagesWithOneClaim(t *testing.T) {
 		Turn:  func(time.Time, push.SweepReport, time.Duration, error) { turns.Add(1) },
 	}
 	w := f.workerOn(loopback(t, 0), push.WithOwner("w"), push.WithDrainPage(3), push.WithHooks(hooks))
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	d := runDaemon(t, w)
 	for i := 1; i <= 10; i++ {
 		a := <-got
 		require.Equal(t, i, a.n, "in seq order")
 		require.Equal(t, uint64(3*((i-1)/3)+1), a.cursor, "record %d was sent with the cursor checkpointed at its page's start", i)
 		require.Equal(t, "w#1", a.owner, "record %d was sent under the first claim's lease", i)
 	}
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 	require.Equal(t, int64(1), claimed.Load(), "one claim served the four pages")
 	require.Equal(t, int64(1), turns.Load(), "in one turn")
 	st := f.get("s", "r")

@@ -299,15 +299,12 @@ func TestRunSweepsOnWakeAndStops(t *testing.T) {
 	})
 	f.register("s", "r")
 	w := f.workerOn(transport, push.WithOwner("w"))
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	d := runDaemon(t, w)
 
 	f.append("s", 1)
 	w.Wake()
 	require.Equal(t, "s#1", <-delivered, "Wake sweeps at once, long before the hour")
-	cancel()
-	require.NoError(t, <-stopped, "Run returns nil when its context ends")
+	d.stop(t)
 	require.ErrorIs(t, w.Run(t.Context(), 0), journal.ErrInvalid)
 }
 
@@ -332,9 +329,7 @@ func TestRunTurnReadsAgainAfterAWake(t *testing.T) {
 	turns := make(chan push.SweepReport, 10)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
 	w := f.workerOn(transport, push.WithOwner("w"), push.WithHooks(hooks))
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	d := runDaemon(t, w)
 
 	<-inside
 	f.append("s", 1) // #2, while the turn sends #1 under its claim
@@ -343,8 +338,7 @@ func TestRunTurnReadsAgainAfterAWake(t *testing.T) {
 	require.Equal(t, []string{"s#1", "s#2"}, []string{<-delivered, <-delivered})
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2}, <-turns,
 		"the turn that sent #1 read again after the wake and sent #2 under the same claim")
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 }
 
 // Run claims on a turn's end only when the end may have left work: with no
@@ -370,18 +364,13 @@ func TestRunTurnEndsClaimOnlyWhenTheyMayFindWork(t *testing.T) {
 		Turn:  func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { ended <- r },
 	}
 	// refill is 1: before, every turn's end claimed.
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithHooks(hooks),
-		push.WithMaxInFlight(4), push.WithMaxPerHost(8))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	w := f.workerOn(transport, push.WithOwner("w"), push.WithHooks(hooks), push.WithMaxInFlight(4), push.WithMaxPerHost(8))
+	d := runDaemon(t, w)
 
 	require.Equal(t, 1, (<-ended).Deliveries, "the fast turn ended while the slow one runs")
 	close(release)
 	require.Equal(t, 1, (<-ended).Deliveries, "the slow turn ended")
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 	require.Equal(t, int32(1), claims.Load(), "one claim took both; neither turn's end claimed")
 	require.Equal(t, uint64(2), f.get("s", "fast").NextSeq)
 	require.Equal(t, uint64(2), f.get("t", "slow").NextSeq)
@@ -423,19 +412,14 @@ func TestBacklogIsSweptAtOnce(t *testing.T) {
 	g.register("s", "r")
 	turns := make(chan push.SweepReport, 20)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
-	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1),
-		push.WithHooks(hooks))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- runner.Run(ctx, time.Hour) }()
+	runner := g.workerOn(transport, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1), push.WithHooks(hooks))
+	d := runDaemon(t, runner)
 	got := map[string][]string{}
 	for range 10 {
 		s := <-delivered // three pages each, one slot, one interval of an hour: no waiting between pages
 		got[s.Reg] = append(got[s.Reg], s.MsgID)
 	}
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 	require.Equal(t, map[string][]string{"q": seqIDs("s", 1, 5), "r": seqIDs("s", 1, 5)}, got)
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, <-turns,
 		"Run claimed both; the first turn gave its one slot up after a page, to the claim waiting for it")
