@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,10 +20,6 @@ import (
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
-
-// waitFor is how long a test waits for a signal before it fails: a guard
-// against a hang, never a synchronisation.
-const waitFor = 10 * time.Second
 
 // silentHost accepts requests and answers none until the test releases
 // them; it counts the requests open at once.
@@ -113,47 +108,6 @@ func (h *healthyHost) expect(t *testing.T, want ...string) {
 		case <-time.After(waitFor):
 			t.Fatalf("the healthy receiver did not get %q within %v", w, waitFor)
 		}
-	}
-}
-
-// serveOn serves h on ip (127.0.0.2 is another host than 127.0.0.1 on
-// Linux), on a free port.
-func serveOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatalf("cannot listen on %s, another loopback host (on Linux all of 127.0.0.0/8 is loopback): %v", ip, err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-type daemon struct {
-	cancel  context.CancelFunc
-	stopped chan error
-}
-
-// runDaemon starts w.Run with an interval far beyond any test: whatever
-// happens, happens on wakes and turn ends.
-func runDaemon(t *testing.T, w *push.Worker) *daemon {
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{cancel: cancel, stopped: make(chan error, 1)}
-	go func() { d.stopped <- w.Run(ctx, time.Hour) }()
-	return d
-}
-
-func (d *daemon) stop(t *testing.T) {
-	t.Helper()
-	d.cancel()
-	select {
-	case err := <-d.stopped:
-		require.NoError(t, err, "Run returns nil when its context ends")
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return after its context ended")
 	}
 }
 

@@ -1,8 +1,6 @@
 package push_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,30 +8,6 @@ import (
 
 	"github.com/heraldpush/herald/push"
 )
-
-// gate holds one delivery until the test releases it.
-type gate struct {
-	entered, release chan struct{}
-	once             sync.Once
-}
-
-func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
-
-func (g *gate) wait() {
-	g.once.Do(func() { close(g.entered) })
-	<-g.release
-}
-
-// transport answers out to every message, holding at g those with id only
-// (every one if only is "").
-func (g *gate) transport(only string, out push.Outcome) push.Transport {
-	return push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		if only == "" || msg.ID == only {
-			g.wait()
-		}
-		return out, nil
-	})
-}
 
 // A worker whose turn outlived its lease cannot park a registration that
 // another worker delivered in full meanwhile: its write is fenced out.

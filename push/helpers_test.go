@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -140,12 +141,8 @@ func (f *fixture) build(j journal.Journal, s store.Store, tr push.Transport, p p
 	return w
 }
 
-// serve is a receiver on loopback answering with h, closed when the test ends.
-func serve(t testing.TB, h http.HandlerFunc) *httptest.Server {
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
-}
+// serve is a receiver on 127.0.0.1 answering with h (serveOn).
+func serve(t testing.TB, h http.HandlerFunc) *httptest.Server { return serveOn(t, "127.0.0.1", h) }
 
 // recordN reads the n of a request's body, fixture.append's payload
 // ({"n":…}), answering 400 to any other body.
@@ -267,4 +264,74 @@ func (s renewals) RenewResends(ctx context.Context, until time.Time, cs []store.
 	got, err := s.Store.RenewResends(ctx, until, cs)
 	s.resends <- got
 	return got, err
+}
+
+// waitFor is how long a test waits for a signal before it fails: a guard
+// against a hang, never a synchronisation.
+const waitFor = 10 * time.Second
+
+// serveOn serves h on ip (127.0.0.2 is another host than 127.0.0.1 on
+// Linux), on a free port.
+func serveOn(t testing.TB, ip string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("cannot listen on %s, another loopback host (on Linux all of 127.0.0.0/8 is loopback): %v", ip, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// daemon is a worker's Run on a goroutine of its own (runDaemon) until stop.
+type daemon struct {
+	cancel  context.CancelFunc
+	stopped chan error
+}
+
+// runDaemon starts w.Run with an interval far beyond any test: whatever
+// happens, happens on wakes and turn ends.
+func runDaemon(t *testing.T, w *push.Worker) *daemon {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &daemon{cancel: cancel, stopped: make(chan error, 1)}
+	go func() { d.stopped <- w.Run(ctx, time.Hour) }()
+	return d
+}
+
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	select {
+	case err := <-d.stopped:
+		require.NoError(t, err, "Run returns nil when its context ends")
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// gate holds one delivery until the test releases it.
+type gate struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) wait() {
+	g.once.Do(func() { close(g.entered) })
+	<-g.release
+}
+
+// transport answers out to every message, holding at g those with id only
+// (every one if only is "").
+func (g *gate) transport(only string, out push.Outcome) push.Transport {
+	return push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if only == "" || msg.ID == only {
+			g.wait()
+		}
+		return out, nil
+	})
 }
