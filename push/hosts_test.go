@@ -362,11 +362,9 @@ type holdingServer struct {
 }
 
 func newHoldingServer(t *testing.T, want int64) *holdingServer {
-	ln, err := net.Listen("tcp", "127.0.0.4:0")
-	require.NoError(t, err)
-	s := &holdingServer{addr: ln.Addr().String(), want: want, allOpen: make(chan struct{})}
+	s := &holdingServer{want: want, allOpen: make(chan struct{})}
 	s.holding.Store(true)
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serveOn(t, "127.0.0.4", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
 		if !s.holding.Load() {
 			w.WriteHeader(http.StatusNoContent)
@@ -376,9 +374,8 @@ func newHoldingServer(t *testing.T, want int64) *holdingServer {
 			close(s.allOpen)
 		}
 		<-r.Context().Done() // herald's side went away
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	}))
+	s.addr = srv.Listener.Addr().String()
 	return s
 }
 
