@@ -236,7 +236,7 @@ func WithMaxInFlight(n int) Option { return func(o *options) { o.MaxInFlight = n
 // another claim waits.
 func WithMaxSlow(n int) Option { return func(o *options) { o.MaxSlow = n } }
 
-// WithMaxPerHost bounds the messages in flight to one host (HostOf), 1 to
+// WithMaxPerHost bounds the messages in flight to one host (store.HostOf), 1 to
 // MaxPerHostLimit (default DefaultMaxPerHost); claims take no more of a host.
 func WithMaxPerHost(n int) Option { return func(o *options) { o.MaxPerHost = n } }
 
@@ -270,7 +270,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l 
 func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
 
 // WithHostHorizon sets how long a host may be down before it is
-// unavailable, MinHostHorizon to MaxHostHorizon (default DefaultHostHorizon).
+// unavailable, store.MinHostHorizon to store.MaxHostHorizon (default
+// store.DefaultHostHorizon).
 func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.HostHorizon = d } }
 
 // WithTracerProvider sets where the worker's spans go (default
