@@ -249,15 +249,6 @@ func TestOverlappingSweepsDeliverOnce(t *testing.T) {
 	}
 }
 
-func TestMaxPerHostOutOfRange(t *testing.T) {
-	f := newFixture(t)
-	for _, n := range []int{0, -1, push.MaxPerHostLimit + 1} {
-		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxPerHost(n))
-		require.ErrorContains(t, err, "MaxPerHost", "n=%d", n)
-	}
-	f.worker(push.WithMaxPerHost(push.MaxPerHostLimit))
-}
-
 // A sweep serves every registration it claimed, but no more of one host at
 // once than MaxPerHost: a host at its cap is passed over, so that its
 // registrations never hold the slots another host's could use.

@@ -363,22 +363,28 @@ func TestInvariant8IdleCostsNothing(t *testing.T) {
 // Invariant 10: bad input gets a clear error and changes nothing.
 func TestInvariant10BadInput(t *testing.T) {
 	f := newFixture(t)
-	for name, opt := range map[string]push.Option{
-		"MaxAttempts":   push.WithMaxAttempts(0),
-		"MaxInFlight":   push.WithMaxInFlight(0),
-		"DrainPage":     push.WithDrainPage(0),
-		"PageBytes":     push.WithPageBytes(0),
-		"Lease":         push.WithLease(0),
-		"MaxRetryAfter": push.WithMaxRetryAfter(-time.Second),
-		"Schedule":      push.WithSchedule(push.Schedule{5 * time.Second, 0}),
+	for i, c := range []struct {
+		field string
+		opt   push.Option
+	}{
+		{"MaxAttempts", push.WithMaxAttempts(0)}, // an explicit 0 is refused, not read as the default
+		{"MaxInFlight", push.WithMaxInFlight(0)},
+		{"DrainPage", push.WithDrainPage(0)},
+		{"PageBytes", push.WithPageBytes(0)},
+		{"PageBytes", push.WithPageBytes(push.MaxPageBytes + 1)},
+		{"Lease", push.WithLease(0)},
+		{"MaxRetryAfter", push.WithMaxRetryAfter(-time.Second)},
+		{"Schedule", push.WithSchedule(push.Schedule{5 * time.Second, 0})},
+		{"MaxPerHost", push.WithMaxPerHost(0)},
+		{"MaxPerHost", push.WithMaxPerHost(-1)},
+		{"MaxPerHost", push.WithMaxPerHost(push.MaxPerHostLimit + 1)},
 	} {
-		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, opt)
-		require.ErrorIs(t, err, journal.ErrInvalid, name)
-		require.ErrorContains(t, err, name)
+		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, c.opt)
+		require.ErrorIs(t, err, journal.ErrInvalid, "case %d", i)
+		require.ErrorContains(t, err, c.field, "case %d", i)
 	}
-	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithPageBytes(push.MaxPageBytes+1))
-	require.ErrorContains(t, err, "PageBytes")
-	_, err = push.NewWorker(nil, f.store, f.recv, f.proj)
+	f.worker(push.WithMaxPerHost(push.MaxPerHostLimit)) // the bound itself is accepted
+	_, err := push.NewWorker(nil, f.store, f.recv, f.proj)
 	require.ErrorIs(t, err, journal.ErrInvalid)
 
 	f.append("s", 1)

@@ -102,8 +102,6 @@ func TestRetryDefaultsLayer(t *testing.T) {
 	require.Equal(t, push.DefaultRetry, f.worker().Retry(), "a namespace without defaults: Backoff and DefaultMaxAttempts")
 	own := push.RetryPolicy{MaxAttempts: 3}
 	require.Equal(t, push.RetryPolicy{Schedule: ns.Schedule, MaxAttempts: 3}, own.Or(mk().Retry()), "the registration's ceiling, the namespace's delays")
-	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxAttempts(0))
-	require.ErrorContains(t, err, "MaxAttempts", "an explicit 0 is refused, not read as the default")
 }
 
 // TestRetryAfterBeatsTheSchedule: a receiver's Retry-After replaces the
