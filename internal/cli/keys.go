@@ -42,13 +42,9 @@ func newKeysList(e *env) command {
 		short: "List every held key by id: algorithm, fingerprint, version, created, rotated (never the key)",
 		db:    readDB,
 		run: func(c *call) error {
-			ks, err := c.b.ActorKeys(c.ctx())
+			out, err := operator.Keys(c.ctx(), c.b)
 			if err != nil {
 				return err
-			}
-			out := make([]operator.KeyView, len(ks))
-			for i, k := range ks {
-				out[i] = operator.ViewKey(k)
 			}
 			return c.print(out, func(w io.Writer) {
 				if len(out) == 0 {

@@ -426,6 +426,16 @@ func ViewToken(t store.Token) TokenView {
 	return TokenView{Token: t, Scope: append([]string{}, t.Scope...)}
 }
 
+// Tokens lists every token, as shown. Errors are ts's.
+func Tokens(ctx context.Context, ts store.TokenStore) ([]TokenView, error) {
+	tokens, err := ts.Tokens(ctx)
+	out := make([]TokenView, len(tokens))
+	for i, t := range tokens {
+		out[i] = ViewToken(t)
+	}
+	return out, err
+}
+
 // CreatedToken is a token just made: the secret, shown this once.
 type CreatedToken struct {
 	TokenView
