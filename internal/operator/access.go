@@ -347,7 +347,7 @@ func (s scoped) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 }
 
 // Streams lists the streams q matches within the scope: one out of it is
-// as one that does not exist (FindRecord tells of pruned records by it).
+// as one that does not exist (RecordStatusOf tells of pruned records by it).
 func (s scoped) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
 	if q.Stream != "" && !s.tok.Sees(q.Stream) {
 		return []store.StreamInfo{}, nil
