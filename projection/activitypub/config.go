@@ -216,9 +216,8 @@ type Key struct {
 }
 
 // Schemes returns the signature schemes key signs a delivery with, in the
-// order tried, for a registration pinning scheme ("" for none): RSA
-// unpinned knocks twice (RFC 9421, then draft-cavage); Ed25519 signs RFC
-// 9421 only, since fediverse servers verify draft-cavage with RSA only.
+// order tried, for a registration pinning scheme ("" for none; package doc,
+// "Signatures").
 func Schemes(key crypto.Signer, scheme string) ([]string, error) {
 	_, isRSA := key.(*rsa.PrivateKey)
 	switch scheme {
