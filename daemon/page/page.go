@@ -32,11 +32,8 @@ import (
 // Options configure a Page. Store is required.
 type Options struct {
 	Store store.Backend
-	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
-	// and action needs a session made by logging in with it or with a
-	// stored token (herald tokens create), which sees and does what its role
-	// and scope allow; when empty the page is open, to loopback names only
-	// (package doc).
+	// Token is the admin token (HERALD_ADMIN_TOKEN); empty, the page is
+	// open to loopback names only (package doc, "Security").
 	Token string
 	// Now is the clock of operator actions, samples and sessions (default
 	// time.Now).
