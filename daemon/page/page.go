@@ -170,7 +170,6 @@ func (p *Page) render(w http.ResponseWriter, r *http.Request, code int, name str
 	_, _ = w.Write([]byte(visible(b.String())))
 }
 
-// fail renders an error page with a status and a message in words.
 func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
@@ -443,7 +442,6 @@ const (
 	needEditKeys      = "page: keys (add, rotate, remove)"
 )
 
-// routes are the page's routes, by mux pattern.
 func (p *Page) routes() map[string]http.HandlerFunc {
 	pre := strings.TrimSuffix(Prefix, "/")
 	return map[string]http.HandlerFunc{
