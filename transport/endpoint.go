@@ -246,7 +246,6 @@ func ParseProxy(field, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// proxyOf is u as the dialer uses it.
 func proxyOf(u *url.URL) *proxy {
 	if u == nil {
 		return nil

@@ -41,9 +41,8 @@ const (
 // key ("https://example.com/users/alice#main-key"). private_key is the
 // actor's key, PEM, not encrypted (left out, key_id names a key held once
 // in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8, at least
-// MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme:
-// "rfc9421" or "cavage" (RSA only); left out, an RSA key knocks twice and an
-// Ed25519 key signs RFC 9421 only (package doc, "Signatures").
+// MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme,
+// "rfc9421" or "cavage" (RSA only), or is left out (package doc, "Signatures").
 //
 // proof_key_id, when set, adds a FEP-8b32 Object Integrity Proof to every
 // activity sent, with that verificationMethod (the id of the actor's
