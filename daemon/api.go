@@ -346,9 +346,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Secret: secret, Warnings: warnings}}, nil
 }
 
-// subscriptionRequest is the body of POST /v1/subscriptions: a
-// registration's with stream_prefix and from instead of stream and
-// from_seq.
+// subscriptionRequest is the body of POST /v1/subscriptions.
 type subscriptionRequest struct {
 	StreamPrefix string `json:"stream_prefix"`
 	ID           string `json:"id"`
