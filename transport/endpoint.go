@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -99,13 +100,7 @@ func (e Endpoint) Check(reserved ...string) error {
 		errs = append(errs, journal.Invalid("config.headers", "has %d headers, more than %d", len(e.Headers), MaxHeaders))
 	}
 	seen := make(map[string]string, len(e.Headers))
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range e.Headers {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(e.Headers)) {
 		if err := checkHeader(name, e.Headers[name], reserved); err != nil {
 			errs = append(errs, err)
 			continue
@@ -136,7 +131,6 @@ func headerField(name string) string {
 	return fmt.Sprintf("config.headers[%q]", name[:min(len(name), 64)])
 }
 
-// checkHeader checks one custom header.
 func checkHeader(name, value string, reserved []string) error {
 	field := headerField(name)
 	if !httpguts.ValidHeaderFieldName(name) {
@@ -252,7 +246,6 @@ func ParseProxy(field, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// proxyOf is u as the dialer uses it.
 func proxyOf(u *url.URL) *proxy {
 	if u == nil {
 		return nil

@@ -34,7 +34,6 @@ func href(view string, kv ...string) string {
 	return view + "?" + q.Encode()
 }
 
-// link is a registration's view.
 func link(stream, id string) string { return href("registration", "stream", stream, "id", id) }
 
 // nsRow is one namespace on the overview.
@@ -345,14 +344,10 @@ func (p *Page) keys(w http.ResponseWriter, r *http.Request) {
 // and none holds a private key: a form's PEM is never written back, not
 // even beside its error.
 func (p *Page) renderKeys(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
-	ks, err := p.store.ActorKeys(r.Context())
+	views, err := operator.Keys(r.Context(), p.store)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
-	}
-	views := make([]operator.KeyView, len(ks))
-	for i, k := range ks {
-		views[i] = operator.ViewKey(k)
 	}
 	data["Title"], data["Keys"] = "Keys", views
 	data["Admin"] = operator.Allowed(operator.TokenOf(r.Context()), needEditKeys) == nil
@@ -416,14 +411,10 @@ func (p *Page) tokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) renderTokens(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
-	ts, err := p.store.Tokens(r.Context())
+	views, err := operator.Tokens(r.Context(), p.store)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
-	}
-	views := make([]operator.TokenView, len(ts))
-	for i, t := range ts {
-		views[i] = operator.ViewToken(t)
 	}
 	data["Title"], data["Tokens"], data["Roles"] = "Tokens", views, store.Roles
 	for k, v := range map[string]string{"Name": "", "Role": string(store.RoleReader), "Scope": ""} {
@@ -489,7 +480,6 @@ func pct(a, b uint64) int {
 // for the first rate.
 const maxSamples = 61
 
-// chartSpan is how far back the charts look.
 const chartSpan = time.Hour
 
 type sample struct {
@@ -577,7 +567,6 @@ func (p *Page) series(ns string) (rate, lag []point) {
 	return rate, lag
 }
 
-// chart is one small chart's data, for chartSVG.
 type chart struct {
 	Label  string // fixed text, never a stored value
 	Points []point
