@@ -72,26 +72,17 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 		ks, err = queryAll(ctx, tx, "rotate actor key", nil, scanPublicActorKey, sqlRotateActorKey, k.ID, sealed, k.Algorithm, k.Fingerprint, n)
 		return err
 	})
-	if err == nil && len(ks) == 0 {
-		err = notFoundKey(k.ID)
-	}
-	if err != nil {
-		return store.ActorKey{}, err
-	}
-	return ks[0], nil
+	return store.One(ks, err, notFoundKey(k.ID))
 }
 
 // ActorKey implements store.ActorKeyStore.
 func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error) {
 	var sealed []byte
 	ks, err := queryAll(ctx, s.r, "read actor key", nil, func(sc scanner) (store.ActorKey, error) { return scanActorKey(sc, &sealed) }, sqlActorKey, id)
-	if err == nil && len(ks) == 0 {
-		err = notFoundKey(id)
-	}
+	k, err := store.One(ks, err, notFoundKey(id))
 	if err != nil {
 		return store.ActorKey{}, err
 	}
-	k := ks[0]
 	k.PrivateKey, err = s.sealer.OpenActorKey(id, sealed)
 	return k, err
 }
@@ -102,13 +93,7 @@ func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 		var v int64
 		return v, sc.Scan(&v)
 	}, sqlActorKeyVersion, id)
-	if err == nil && len(vs) == 0 {
-		err = notFoundKey(id)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return vs[0], nil
+	return store.One(vs, err, notFoundKey(id))
 }
 
 // ActorKeys implements store.ActorKeyStore.

@@ -56,13 +56,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 // TokenByHash implements store.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	ts, err := queryAll(ctx, s.r, "read token", nil, scanToken, sqlTokenByHash, hash)
-	if err == nil && len(ts) == 0 {
-		err = fmt.Errorf("token: %w", journal.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, err
-	}
-	return ts[0], nil
+	return store.One(ts, err, fmt.Errorf("token: %w", journal.ErrNotFound))
 }
 
 // Tokens implements store.TokenStore.
@@ -81,13 +75,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 		ts, err = queryAll(ctx, tx, "revoke token "+id, nil, scanToken, sqlRevokeToken, id, n)
 		return err
 	})
-	if err == nil && len(ts) == 0 {
-		err = fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, err
-	}
-	return ts[0], nil
+	return store.One(ts, err, fmt.Errorf("token %q: %w", id, journal.ErrNotFound))
 }
 
 // TokenUsed implements store.TokenStore.
