@@ -234,20 +234,8 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 	if err != nil {
 		return err
 	}
-	return s.writeTo(ctx, "unpark", stream, id, func(tx *sql.Tx) error {
-		st, err := update(ctx, tx, "unpark", stream, id, sqlUnpark, atN, stream, id)
-		if errors.Is(err, journal.ErrNotFound) {
-			_, err := getStatus(ctx, tx, stream, id)
-			return err // nil when it exists and was not parked: nothing to do
-		}
-		if err == nil {
-			err = addEvidence(ctx, tx, stream, id, store.Evidence{At: at, Event: store.EventUnparked, Seq: uint64(st.nextSeq)})
-		}
-		if err != nil {
-			return err
-		}
-		return s.registrationEvent(ctx, tx, store.KindUnparked, stream, id, uint64(st.nextSeq), "", "", at)
-	})
+	return s.operatorWrite(ctx, "unpark", stream, id, at, "", "", store.Evidence{At: at, Event: store.EventUnparked}, store.KindUnparked,
+		sqlUnpark, atN, stream, id)
 }
 
 // Pause implements store.Store.
@@ -264,15 +252,23 @@ func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by 
 }
 
 // pauseOrResume writes query (sqlPause, sqlResume) with lastError, then ev
-// and an event of kind; a registration already so is left alone.
+// and an event of kind.
 func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string, at time.Time, by, reason, lastError string,
 	ev store.Evidence, kind string) error {
 	atN, err := instantArg("at", at)
 	if err = cmp.Or(err, store.ValidatePause(by, reason)); err != nil {
 		return err
 	}
+	return s.operatorWrite(ctx, op, stream, id, at, by, reason, ev, kind, query, atN, lastError, stream, id)
+}
+
+// operatorWrite runs query, an operator's update of stream/id, then ev at
+// the cursor and an event of kind; a registration already so (no row
+// updated) is left alone.
+func (s *Store) operatorWrite(ctx context.Context, op, stream, id string, at time.Time, by, reason string, ev store.Evidence, kind string,
+	query string, args ...any) error {
 	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
-		st, err := update(ctx, tx, op, stream, id, query, atN, lastError, stream, id)
+		st, err := update(ctx, tx, op, stream, id, query, args...)
 		if errors.Is(err, journal.ErrNotFound) {
 			_, err := getStatus(ctx, tx, stream, id)
 			return err // nil when it exists and is already so
@@ -307,13 +303,9 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		return err
 	}
 	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
-		var next, head, oldest int64
-		err := tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return notFound(stream, id)
-		case err != nil:
-			return translate(op+": read the cursor", err)
+		next, head, oldest, err := cursorOf(ctx, tx, op, stream, id)
+		if err != nil {
+			return err
 		}
 		ev, err := store.CheckMove(skip, stream, uint64(next), uint64(head), uint64(oldest), toSeq, at, reason)
 		if err != nil {
@@ -327,6 +319,15 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		}
 		return s.registrationEvent(ctx, tx, store.KindSkipped, stream, id, toSeq, store.ByOperator, reason, at)
 	})
+}
+
+// cursorOf reads stream/id's cursor, its stream's head and low-water mark.
+func cursorOf(ctx context.Context, tx *sql.Tx, op, stream, id string) (next, head, oldest int64, err error) {
+	err = tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, 0, notFound(stream, id)
+	}
+	return next, head, oldest, translate(op+": read the cursor", err)
 }
 
 // AddEvidence implements store.Store.

@@ -18,15 +18,8 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 		return err
 	}
 	return s.writeTo(ctx, "resend", stream, id, func(tx *sql.Tx) error {
-		var next, head, oldest int64
-		err := tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return notFound(stream, id)
-		case err != nil:
-			return translate("resend: read the cursor", err)
-		}
-		if err := store.CheckResend(stream, seq, uint64(next), uint64(oldest)); err != nil {
+		next, _, oldest, err := cursorOf(ctx, tx, "resend", stream, id)
+		if err = cmp.Or(err, store.CheckResend(stream, seq, uint64(next), uint64(oldest))); err != nil {
 			return err
 		}
 		var one int
