@@ -2,27 +2,12 @@ package postgres_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// readmePsql returns the README's psql example: the block after the
-// marker <!-- psql: TestHeraldAppendFromPsql -->.
-func readmePsql(t *testing.T) string {
-	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	_, after, found := strings.Cut(string(readme), "<!-- psql: TestHeraldAppendFromPsql -->\n```sql\n")
-	require.True(t, found, "README.md has the psql example after its marker")
-	block, _, found := strings.Cut(after, "```\n")
-	require.True(t, found)
-	return block
-}
 
 // TestHeraldAppendFromPsql runs herald_append from outside Go: psql, the
 // PostgreSQL client, against the test cluster, with the README's example
@@ -34,7 +19,7 @@ func TestHeraldAppendFromPsql(t *testing.T) {
 	require.NoError(t, err, "psql, PostgreSQL's client, is needed for this test: run ./test.sh, which installs it, or apt-get install postgresql-client")
 	d := newSQLDB(t)
 	cmd := exec.CommandContext(t.Context(), psql, "-X", "-A", "-t", "-d", d.url, "-f", "-")
-	script := "\\set ON_ERROR_STOP 1\nCREATE TABLE orders (id int PRIMARY KEY, total int NOT NULL);\n" + readmePsql(t) + `BEGIN;
+	script := "\\set ON_ERROR_STOP 1\nCREATE TABLE orders (id int PRIMARY KEY, total int NOT NULL);\n" + readmeSQL(t, "psql", "TestHeraldAppendFromPsql") + `BEGIN;
 INSERT INTO orders VALUES (1002, 7);
 SELECT herald_append('order/1002', 'order-1002-created', 'order.created', '{"id":1002,"total":7}'::jsonb);
 ROLLBACK;
