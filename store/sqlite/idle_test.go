@@ -19,17 +19,24 @@ var idleT0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 // woken returns the streams whose wake marker is set, with its value.
 func woken(t *testing.T, s *Store) map[string]int64 {
 	t.Helper()
-	rows, err := s.r.Query("SELECT stream, wake_at FROM herald_stream WHERE wake_at IS NOT NULL")
+	return byStream[int64](t, s, "SELECT stream, wake_at FROM herald_stream WHERE wake_at IS NOT NULL")
+}
+
+// byStream runs query, whose rows are a stream and its value, and returns
+// the values by stream.
+func byStream[V any](t testing.TB, s *Store, query string, args ...any) map[string]V {
+	t.Helper()
+	rows, err := s.r.Query(query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
-	out := map[string]int64{}
+	out := map[string]V{}
 	for rows.Next() {
 		var (
 			stream string
-			at     int64
+			v      V
 		)
-		require.NoError(t, rows.Scan(&stream, &at))
-		out[stream] = at
+		require.NoError(t, rows.Scan(&stream, &v))
+		out[stream] = v
 	}
 	require.NoError(t, rows.Err())
 	return out
