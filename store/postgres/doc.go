@@ -184,7 +184,7 @@
 // # Where the rules live
 //
 // The statements are in sql/*.sql (but the migration runner's few, in
-// queries.go), embedded and loaded once (sqlfiles.go): each under a line
+// queries.go), embedded and loaded once (internal/sqlfile): each under a line
 // "-- name: x", with named parameters (@stream) passed as pgx.NamedArgs,
 // each planner fence (OFFSET 0, MATERIALIZED) with a comment saying which
 // plan it prevents. A rule that several statements apply is written once,

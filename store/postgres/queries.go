@@ -1,7 +1,7 @@
 package postgres
 
 // The migration runner's statements, which name the version table; every
-// other statement is in sql/*.sql, by name (sqlfiles.go).
+// other statement is in sql/*.sql, by name (stmt).
 
 // The schema's version (migrate.go, readVersion); parameters are numbered
 // as passed.

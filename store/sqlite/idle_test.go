@@ -156,9 +156,9 @@ func TestDueReadsOnlyWokenStreams(t *testing.T) {
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
 	for q, args := range map[string][]any{
-		sqlWoken:    {0},
-		sqlUnserved: {0, "webhook"},
-		sqlAnyWoken: {0},
+		stmt("woken"):     {0},
+		stmt("unserved"):  {0, "webhook"},
+		stmt("any_woken"): {0},
 	} {
 		plan := queryPlan(t, s.r, q, args...)
 		require.Contains(t, plan, "INDEX herald_stream_wake (wake_at<?)", "plan:\n%s", plan)
@@ -184,10 +184,10 @@ func TestClaimReadsAStreamInClaimOrderWithoutSorting(t *testing.T) {
 	}
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
-	plan := queryPlan(t, s.r, sqlDueOfCursor, "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
+	plan := queryPlan(t, s.r, stmt("due_of_cursor"), "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
 	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND next_seq=? AND namespace=?)", "plan:\n%s", plan)
 	require.NotContains(t, plan, "TEMP B-TREE", "plan:\n%s", plan)
-	plan = queryPlan(t, s.r, sqlNextCursor, "actor/alice", 0, 1)
+	plan = queryPlan(t, s.r, stmt("next_cursor"), "actor/alice", 0, 1)
 	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND next_seq>? AND next_seq<?)", "plan:\n%s", plan)
 }
 
