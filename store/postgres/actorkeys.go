@@ -115,54 +115,29 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 
 // ResealOthers implements store.Resealer: the actor keys and the
 // subscriptions' configs, in one transaction.
-func (s *Store) ResealOthers(ctx context.Context) (int, error) {
-	type row struct {
-		prefix, id string
-		stored     []byte
+func (s *Store) ResealOthers(ctx context.Context) (n int, err error) {
+	scan := func(r pgx.CollectableRow) (x store.Sealed, err error) {
+		err = r.Scan(&x.Prefix, &x.ID, &x.Stored)
+		return x, err
 	}
-	n := 0
-	err := s.inTx(ctx, "reseal actor keys and subscriptions", func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, stmt("reseal_read_actor_keys"))
-		keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (x row, err error) {
-			err = r.Scan(&x.id, &x.stored)
-			return x, err
-		})
+	err = s.inTx(ctx, "reseal actor keys and subscriptions", func(tx pgx.Tx) error {
+		keys, err := txRows(ctx, tx, scan, stmt("reseal_read_actor_keys"))
 		if err != nil {
 			return s.dbErr(ctx, "reseal: read actor keys", err)
 		}
-		for _, r := range keys {
-			out, changed, err := s.sealer.ResealActorKey(r.id, r.stored)
-			if err != nil {
-				return err
-			}
-			if changed {
-				if _, err := tx.Exec(ctx, stmt("reseal_actor_key"), pgx.NamedArgs{"private_key": out, "id": r.id}); err != nil {
-					return s.dbErr(ctx, "reseal actor key", err)
-				}
-				n++
-			}
-		}
-		rows, _ = tx.Query(ctx, stmt("reseal_read_subscriptions"))
-		subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (x row, err error) {
-			err = r.Scan(&x.prefix, &x.id, &x.stored)
-			return x, err
-		})
+		subs, err := txRows(ctx, tx, scan, stmt("reseal_read_subscriptions"))
 		if err != nil {
 			return s.dbErr(ctx, "reseal: read subscriptions", err)
 		}
-		for _, r := range subs {
-			out, changed, err := s.sealer.ResealSubscription(r.prefix, r.id, r.stored)
-			if err != nil {
-				return err
+		n, err = s.sealer.ResealOthers(keys, subs, func(key bool, r store.Sealed, out []byte) error {
+			op, q := "reseal subscription", stmt("reseal_subscription")
+			if key {
+				op, q = "reseal actor key", stmt("reseal_actor_key")
 			}
-			if changed {
-				if _, err := tx.Exec(ctx, stmt("reseal_subscription"), pgx.NamedArgs{"config": out, "prefix": r.prefix, "id": r.id}); err != nil {
-					return s.dbErr(ctx, "reseal subscription", err)
-				}
-				n++
-			}
-		}
-		return nil
+			_, err := tx.Exec(ctx, q, pgx.NamedArgs{"stored": out, "prefix": r.Prefix, "id": r.ID})
+			return s.dbErr(ctx, op, err)
+		})
+		return err
 	})
 	return n, err
 }

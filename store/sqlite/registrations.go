@@ -308,53 +308,29 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 
 // ResealOthers implements store.Resealer: the actor keys and the
 // subscriptions' configs, in one write.
-func (s *Store) ResealOthers(ctx context.Context) (int, error) {
-	type row struct {
-		prefix, id string
-		stored     []byte
+func (s *Store) ResealOthers(ctx context.Context) (n int, err error) {
+	scan := func(sc scanner) (x store.Sealed, err error) {
+		err = sc.Scan(&x.Prefix, &x.ID, &x.Stored)
+		return x, err
 	}
-	n := 0
-	err := s.write(ctx, "reseal actor keys and subscriptions", func(tx *sql.Tx) error {
-		n = 0 // a retried write starts again
-		keys, err := queryAll(ctx, tx, "reseal: read actor keys", nil, func(sc scanner) (r row, err error) {
-			err = sc.Scan(&r.id, &r.stored)
-			return r, err
-		}, `SELECT id, private_key FROM herald_actor_key`)
+	err = s.write(ctx, "reseal actor keys and subscriptions", func(tx *sql.Tx) error {
+		keys, err := queryAll(ctx, tx, "reseal: read actor keys", nil, scan, stmt("reseal_read_actor_keys"))
 		if err != nil {
 			return err
 		}
-		for _, r := range keys {
-			out, changed, err := s.sealer.ResealActorKey(r.id, r.stored)
-			if err != nil {
-				return err
-			}
-			if changed {
-				if _, err := tx.ExecContext(ctx, `UPDATE herald_actor_key SET private_key = ? WHERE id = ?`, out, r.id); err != nil {
-					return translate("reseal actor key", err)
-				}
-				n++
-			}
-		}
-		subs, err := queryAll(ctx, tx, "reseal: read subscriptions", nil, func(sc scanner) (r row, err error) {
-			err = sc.Scan(&r.prefix, &r.id, &r.stored)
-			return r, err
-		}, `SELECT prefix, id, config FROM herald_subscription WHERE config IS NOT NULL`)
+		subs, err := queryAll(ctx, tx, "reseal: read subscriptions", nil, scan, stmt("reseal_read_subscriptions"))
 		if err != nil {
 			return err
 		}
-		for _, r := range subs {
-			out, changed, err := s.sealer.ResealSubscription(r.prefix, r.id, r.stored)
-			if err != nil {
-				return err
+		n, err = s.sealer.ResealOthers(keys, subs, func(key bool, r store.Sealed, out []byte) error {
+			op, q := "reseal subscription", stmt("reseal_subscription")
+			if key {
+				op, q = "reseal actor key", stmt("reseal_actor_key")
 			}
-			if changed {
-				if _, err := tx.ExecContext(ctx, `UPDATE herald_subscription SET config = ? WHERE prefix = ? AND id = ?`, out, r.prefix, r.id); err != nil {
-					return translate("reseal subscription", err)
-				}
-				n++
-			}
-		}
-		return nil
+			_, err := tx.ExecContext(ctx, q, out, r.Prefix, r.ID)
+			return translate(op, err)
+		})
+		return err // a retried write counts again from 0
 	})
 	return n, err
 }

@@ -17,3 +17,18 @@ SELECT {{template "actor_key_columns"}} FROM herald_actor_key ORDER BY id
 
 -- name: remove_actor_key
 DELETE FROM herald_actor_key WHERE id = ?
+
+-- name: reseal_read_actor_keys
+-- Reseal (ResealOthers): every actor key.
+SELECT '', id, private_key FROM herald_actor_key
+
+-- name: reseal_actor_key
+-- ?1 the key sealed anew, ?3 its id (?2, a subscription's prefix, unused).
+UPDATE herald_actor_key SET private_key = ?1 WHERE id = ?3
+
+-- name: reseal_read_subscriptions
+-- Reseal (ResealOthers): every subscription's config.
+SELECT prefix, id, config FROM herald_subscription WHERE config IS NOT NULL
+
+-- name: reseal_subscription
+UPDATE herald_subscription SET config = ?1 WHERE prefix = ?2 AND id = ?3
