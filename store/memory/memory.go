@@ -754,16 +754,12 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (store.Host,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.hosts[host]
-	switch {
-	case !ok && mustExist:
-		return store.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-	case !ok:
-		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
+	old, found := s.hosts[host]
+	h, err := store.Answer(host, old, found, mustExist, at)
+	if err == nil && found {
+		s.putHost(old, h)
 	}
-	h := old.Answered(at)
-	s.putHost(old, h)
-	return h, nil
+	return h, err
 }
 
 // putHost stores h, moves its registrations' next attempts as

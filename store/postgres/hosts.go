@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,26 +107,19 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 	if err := errors.Join(store.ValidateHost(host), store.ValidateInstant("at", at)); err != nil {
 		return store.Host{}, err
 	}
-	notStored := func() (store.Host, error) {
-		if mustExist {
-			return store.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-		}
-		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
-	}
-	if !validText(host) {
-		return notStored() // PostgreSQL's text cannot hold it: no such host is stored
+	if !validText(host) { // PostgreSQL's text cannot hold it: no such host is stored
+		return store.Answer(host, store.Host{}, false, mustExist, at)
 	}
 	var h store.Host
 	err := s.inTx(ctx, "record an answer", func(tx pgx.Tx) error {
 		old, err := scanHost(tx.QueryRow(ctx, stmt("lock_host"), pgx.NamedArgs{"host": host}))
-		if errors.Is(err, pgx.ErrNoRows) {
-			h, err = notStored()
-			return err
-		}
-		if err != nil {
+		found := !errors.Is(err, pgx.ErrNoRows)
+		if err != nil && found {
 			return s.dbErr(ctx, "read host", err)
 		}
-		h = old.Answered(at)
+		if h, err = store.Answer(host, old, found, mustExist, at); err != nil || !found {
+			return err
+		}
 		if h.State == old.State && h.Failures == old.Failures && h.Probes == old.Probes && h.NextProbeAt.Equal(old.NextProbeAt) {
 			return nil
 		}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -312,19 +311,14 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 	if _, err := instantArg("at", at); err != nil {
 		return store.Host{}, err
 	}
-	h := store.Host{Host: host, State: store.HostUp, Since: at}
+	var h store.Host
 	err := s.write(ctx, "record an answer of "+host, func(tx *sql.Tx) error {
 		old, found, err := getHost(ctx, tx, host)
-		switch {
-		case err != nil:
-			return err
-		case !found && mustExist:
-			return fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-		case !found:
-			return nil
+		if err == nil {
+			h, err = store.Answer(host, old, found, mustExist, at)
 		}
-		if h = old.Answered(at); h == old {
-			return nil
+		if err != nil || !found || h == old {
+			return err
 		}
 		if err := s.putHost(ctx, tx, old, h); err != nil || old.State == store.HostUp {
 			return err
