@@ -146,8 +146,8 @@ type wokenStream struct {
 
 // pickDue offers a picker for q the due registrations of the woken streams
 // in claim order, then reads the picks whole. It reads the first depth of
-// each cursor's (statement next_cursor, statement due_of_cursor), merges them, and offers
-// them up to the first cursor's last row read (later rows may come after
+// each cursor's (statements next_cursor, due_of_cursor), merges them, and
+// offers them up to the first cursor's last row read (later rows may come after
 // ones it did not read); if fewer than q.Limit+1 of those fit, it reads
 // again, deeper. So a claim reads what it takes and what the cap and
 // probes pass over, not every registration due, nor those at the head

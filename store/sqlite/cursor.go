@@ -12,7 +12,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// regState is what a registration update returns (RETURNING sql/rules.sql, state_columns).
+// regState is what a registration update returns (state_columns, sql/rules.sql).
 type regState struct {
 	nextSeq       int64
 	parked        bool
@@ -138,8 +138,8 @@ func (s *Store) save(ctx context.Context, op, query string, c store.Claim, nextS
 	return s.fenced(ctx, op, c, nextSeq, saveWith(ctx, op, query, c))
 }
 
-// saveWith is the write of a cursor save (statement advance, statement checkpoint) under
-// claim c, once fenced.
+// saveWith is the write of a cursor save (statements advance, checkpoint)
+// under claim c, once fenced.
 func saveWith(ctx context.Context, op, query string, c store.Claim) func(tx *sql.Tx, fc fence) error {
 	return func(tx *sql.Tx, fc fence) error {
 		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n)
@@ -251,8 +251,8 @@ func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by 
 		store.Evidence{At: at, Event: store.EventResumed, Error: "resumed by " + by}, store.KindResumed)
 }
 
-// pauseOrResume writes query (statement pause, statement resume) with lastError, then ev
-// and an event of kind.
+// pauseOrResume writes query (statements pause, resume) with lastError,
+// then ev and an event of kind.
 func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string, at time.Time, by, reason, lastError string,
 	ev store.Evidence, kind string) error {
 	atN, err := instantArg("at", at)
