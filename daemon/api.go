@@ -107,7 +107,6 @@ func bothRoutes(db store.Backend, now func() time.Time, woke func(namespace stri
 // a day, as Svix keeps one, for a receiver to deploy the new secret.
 const DefaultExpireOld = 24 * time.Hour
 
-// rotateSecret answers POST /v1/registration/rotate-secret.
 func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, error) {
 	expireOld := DefaultExpireOld
 	if s := q.Get("expire_old"); s != "" {
@@ -347,9 +346,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Secret: secret, Warnings: warnings}}, nil
 }
 
-// subscriptionRequest is the body of POST /v1/subscriptions: a
-// registration's with stream_prefix and from instead of stream and
-// from_seq.
+// subscriptionRequest is the body of POST /v1/subscriptions.
 type subscriptionRequest struct {
 	StreamPrefix string `json:"stream_prefix"`
 	ID           string `json:"id"`
@@ -411,7 +408,6 @@ type apiStatus struct {
 	Unnumbered store.Unnumbered                  `json:"unnumbered"`
 }
 
-// status answers GET /v1/status.
 func (d *Daemon) status(r *http.Request) (any, error) {
 	if r.URL.RawQuery != "" {
 		return nil, journal.Invalid("query", "is not read: GET /v1/status takes no parameters")
@@ -523,7 +519,6 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 
-// unparkOne answers POST /v1/registration/unpark on both APIs.
 func unparkOne(db store.Backend, now func() time.Time, woke func(namespace string)) endpoint {
 	return keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 		v, err := operator.Unpark(r.Context(), scope(r, db), k.Stream, k.ID, now())
@@ -596,7 +591,6 @@ func unparkAll(db store.Backend, now func() time.Time, woke func(namespace strin
 	}
 }
 
-// listRegistrations answers GET /v1/registrations on both APIs.
 func listRegistrations(db store.Backend) endpoint {
 	return func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "filters of the list; one registration's evidence and actions take ?stream=…&id=…",

@@ -21,19 +21,14 @@
 //     test).
 //
 // Both APIs take a bearer token ("Authorization: Bearer …"): a static one
-// (compared in constant time, of at least 128 bits: CheckToken), or one of
-// the store's (store.TokenStore), whose role and scope limit what it may
-// do and see as operator.Access and operator.Scoped say; failed attempts
-// are throttled per client (429). Off loopback they need TLS
-// (Options.TLSCertFile) or a proxy that terminates it; every server runs
-// under Options.Limits. Without a static token a request without a token
-// is served only on a
-// loopback address, and answers 403 to a request whose Host is not a
-// loopback name (DNS rebinding) and to a browser's POST or DELETE from
-// another origin. Answers are JSON; errors are {"error": "…"} (400 names
-// the field). A route refuses, with a 400 that changes nothing, a query
-// that does not parse, a parameter it does not take or one given twice, a
-// body where its input is the query, a query where it is the body.
+// (CheckToken) or one of the store's, whose role and scope limit it
+// (operator.Access, operator.Scoped). README has the rest: "Security" the
+// throttling and TLS off loopback, "The command and the operator's guide"
+// what an API without a token answers.
+// Answers are JSON; errors are {"error": "…"} (400 names the field). A
+// route refuses, with a 400 that changes nothing, a query that does not
+// parse, a parameter it does not take or one given twice, a body where its
+// input is the query, a query where it is the body.
 //
 // # The admin API
 //

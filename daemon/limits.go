@@ -107,7 +107,6 @@ func newConnLimiter(l Limits) *connLimiter {
 	return &connLimiter{slots: make(chan struct{}, l.MaxConns), perClient: l.MaxConnsPerClient, byClient: map[netip.Prefix]int{}}
 }
 
-// wrap returns ln with its connections counted by c.
 func (c *connLimiter) wrap(ln net.Listener) net.Listener {
 	return &limitedListener{Listener: ln, c: c, done: make(chan struct{})}
 }

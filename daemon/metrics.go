@@ -47,7 +47,6 @@ func newMetrics(stats func(ctx context.Context) (store.Stats, error), hosts func
 	return m
 }
 
-// hooks returns the worker hooks that feed the metrics for namespace ns.
 func (m *metrics) hooks(ns string) push.Hooks {
 	return push.Hooks{
 		Attempt: func(a push.Attempt) { m.deliveries.WithLabelValues(ns, a.Outcome.Verdict.String()).Inc() },

@@ -25,13 +25,10 @@
 //
 // A key file holds one "id:base64key" a line, '#' comments, the primary
 // last (Parse); the variable HERALD_KEYRING may hold the same entries,
-// separated by newlines, commas or spaces. herald's commands take
-// --keyring-file PATH or HERALD_KEYRING; `herald keyring new` makes a file,
-// mode 0600. With SQLite and neither given, herald keeps the key file beside
-// the database, PATH.keyring, made 0600 on first use, and makes the
-// database file 0600 (SQLite gives its -wal and -shm files the same mode).
-// PostgreSQL has no default: without a keyring it refuses a registration
-// whose config holds a secret (store.ErrNoKeyring).
+// separated by newlines, commas or spaces. README, "Security", says which
+// commands take which, and SQLite's default key file (its -wal and -shm
+// files get the database's 0600 too); PostgreSQL without a keyring refuses
+// a secret (store.ErrNoKeyring).
 //
 // # Rotation
 //

@@ -47,15 +47,9 @@
 // # Egress proxy
 //
 // With Options.Proxy, or a registration's Endpoint.Proxy, requests go
-// through an HTTP CONNECT proxy (static egress addresses). The guard still
-// judges the destination: its name is resolved here, every address checked,
-// and the proxy is asked for a tunnel to the checked address literally
-// ("CONNECT 203.0.113.7:443"), so the proxy resolves no name and a name
-// cannot rebind between check and connect; TLS's server name and Host are
-// the URL's host. A refused destination is never CONNECTed. Options.Proxy is
-// the operator's and its address is not checked; a registration's proxy is
-// checked as a destination is. Each (proxy, client certificate) pair in use
-// has one client, made on first use (at most MaxClients).
+// through an HTTP CONNECT proxy to the checked address literally
+// ("CONNECT 203.0.113.7:443"), so a name cannot rebind between check and
+// connect (README, "Endpoint settings").
 //
 // # Signature schemes
 //
@@ -65,12 +59,10 @@
 // says "signature"), Deliver signs the same message in the next scheme and
 // sends it at once, within the same attempt: the refusal is not the
 // Outcome, counts no attempt and waits no backoff. The scheme the host
-// accepted after a refusal is kept in Options.Schemes (a store's host
-// rows, [SchemeMemory], shared by every worker) and used alone for that
-// host, until [SchemeRecheck] (30 days) after it was learned, when the
-// first scheme is tried once more. A worker reads a host's row at most once
-// a minute. When every scheme is refused, the Outcome is the last refusal,
-// its Reason naming the schemes refused before; nothing is remembered.
+// accepted after a refusal is kept in Options.Schemes ([SchemeMemory]) and
+// used alone for that host until [SchemeRecheck]. When every scheme is
+// refused, the Outcome is the last refusal, its Reason naming the schemes
+// refused before; nothing is remembered.
 //
 // # Secrets
 //

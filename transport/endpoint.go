@@ -131,7 +131,6 @@ func headerField(name string) string {
 	return fmt.Sprintf("config.headers[%q]", name[:min(len(name), 64)])
 }
 
-// checkHeader checks one custom header.
 func checkHeader(name, value string, reserved []string) error {
 	field := headerField(name)
 	if !httpguts.ValidHeaderFieldName(name) {
@@ -247,7 +246,6 @@ func ParseProxy(field, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// proxyOf is u as the dialer uses it.
 func proxyOf(u *url.URL) *proxy {
 	if u == nil {
 		return nil

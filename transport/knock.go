@@ -152,7 +152,6 @@ func (t *HTTP) knock(ctx context.Context, reg push.Registration, msg push.Messag
 	return out, nil
 }
 
-// signedAs is msg signed by g in scheme.
 func signedAs(msg push.Message, g SchemeSigner, scheme string) push.Message {
 	msg.Signer = push.SignerFunc(func(req *http.Request, body []byte, at time.Time) error {
 		return g.SignScheme(req, body, at, scheme)

@@ -283,7 +283,6 @@ func endsInNumber(host string) bool {
 	return last != "" && strings.TrimLeft(last, "0123456789") == ""
 }
 
-// normalizeHost lowercases host and strips one trailing dot.
 func normalizeHost(host string) string {
 	return strings.TrimSuffix(strings.ToLower(host), ".")
 }

@@ -11,13 +11,10 @@ import (
 )
 
 // dialVia returns a DialContext that reaches addr through the HTTP CONNECT
-// proxy p (package doc, "Egress proxy"). The destination is resolved and
-// checked here, before any CONNECT, and the tunnel is asked for the checked
-// address literally, so the proxy never resolves a name (no rebinding
-// between check and connect); TLS and Host still name the URL's host, as
-// http.Transport sets them from the request. guarded applies the address
-// rules to the proxy's own addresses too (a registration's proxy); the
-// daemon's proxy is the operator's choice and is not checked.
+// proxy p (package doc, "Egress proxy"); TLS and Host still name the URL's
+// host, as http.Transport sets them from the request. guarded applies the
+// address rules to the proxy's own addresses too (a registration's proxy;
+// the daemon's is the operator's choice).
 func (g *guard) dialVia(p *proxy, guarded bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	if guarded {
@@ -79,7 +76,6 @@ func (p *proxy) connect(ctx context.Context, c net.Conn, target netip.AddrPort) 
 	return nil
 }
 
-// limited reads at most n bytes from c.
 type limited struct {
 	c net.Conn
 	n int

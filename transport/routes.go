@@ -106,7 +106,6 @@ func (t *HTTP) clientOf(rt *route) *http.Client {
 	return c
 }
 
-// closeIdle closes the idle connections of every client kept.
 func (r *routes) closeIdle() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

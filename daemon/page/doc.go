@@ -1,15 +1,9 @@
 // Package page is herald's operator page: HTML rendered by the daemon, on
 // the admin address under /ui/, that shows the plane at a glance and acts
-// on it (README, "The operator's page", shows the views). An action on a
-// registration or host (unpark, pause, resume, resend, skip, rewind,
-// rotate-secret, set-rate, hosts reset, token revoke) has a confirmation
-// step; making a token and adding, rotating or removing a key are forms of
-// their own. Each calls
-// the same internal/operator function as the CLI and the API, which writes
-// the same evidence.
-//
-// The charts are inline SVG of the last hour's samples, one a minute
-// (RunSampler), kept in memory: they start empty with the daemon.
+// on it (README, "The operator's page", shows the views). Each action asks
+// for confirmation, or is a form of its own, and calls the same
+// internal/operator function as the CLI and the API, which writes the same
+// evidence. The charts are inline SVG of RunSampler's samples.
 //
 // # Security
 //

@@ -32,11 +32,8 @@ import (
 // Options configure a Page. Store is required.
 type Options struct {
 	Store store.Backend
-	// Token is the admin token (HERALD_ADMIN_TOKEN): when set, every view
-	// and action needs a session made by logging in with it or with a
-	// stored token (herald tokens create), which sees and does what its role
-	// and scope allow; when empty the page is open, to loopback names only
-	// (package doc).
+	// Token is the admin token (HERALD_ADMIN_TOKEN); empty, the page is
+	// open to loopback names only (package doc, "Security").
 	Token string
 	// Now is the clock of operator actions, samples and sessions (default
 	// time.Now).
@@ -173,7 +170,6 @@ func (p *Page) render(w http.ResponseWriter, r *http.Request, code int, name str
 	_, _ = w.Write([]byte(visible(b.String())))
 }
 
-// fail renders an error page with a status and a message in words.
 func (p *Page) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	p.render(w, r, code, "error", map[string]any{"Title": http.StatusText(code), "Code": code, "Message": msg})
 }
@@ -446,7 +442,6 @@ const (
 	needEditKeys      = "page: keys (add, rotate, remove)"
 )
 
-// routes are the page's routes, by mux pattern.
 func (p *Page) routes() map[string]http.HandlerFunc {
 	pre := strings.TrimSuffix(Prefix, "/")
 	return map[string]http.HandlerFunc{

@@ -34,7 +34,6 @@ func href(view string, kv ...string) string {
 	return view + "?" + q.Encode()
 }
 
-// link is a registration's view.
 func link(stream, id string) string { return href("registration", "stream", stream, "id", id) }
 
 // nsRow is one namespace on the overview.
@@ -481,7 +480,6 @@ func pct(a, b uint64) int {
 // for the first rate.
 const maxSamples = 61
 
-// chartSpan is how far back the charts look.
 const chartSpan = time.Hour
 
 type sample struct {
@@ -569,7 +567,6 @@ func (p *Page) series(ns string) (rate, lag []point) {
 	return rate, lag
 }
 
-// chart is one small chart's data, for chartSVG.
 type chart struct {
 	Label  string // fixed text, never a stored value
 	Points []point

@@ -21,9 +21,7 @@ const keyringSuffix = ".keyring"
 // keyringFlagUsage is --keyring-file's line in every command's help.
 const keyringFlagUsage = "key file sealing registrations' secrets (env HERALD_KEYRING holds the keys instead; SQLite default: the database's path + .keyring, made on first use)"
 
-// keyringPath is the key file the commands use with d: --keyring-file, else
-// for SQLite the one beside the database; "" for none (PostgreSQL without
-// --keyring-file).
+// keyringPath is the key file the commands use with d; "" for none.
 func (e *env) keyringPath(d database) string {
 	switch {
 	case e.keyringFile != "":

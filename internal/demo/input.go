@@ -119,7 +119,6 @@ func (l *loader) add(s *Stream, file string, e journal.Entry) error {
 	return nil
 }
 
-// object reads the JSON object in file.
 func (l *loader) object(file string) ([]byte, map[string]any, error) {
 	raw, err := fs.ReadFile(l.fsys, file)
 	if err != nil {

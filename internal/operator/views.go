@@ -23,53 +23,44 @@ const StateHeld = "held"
 
 // RegistrationView is a registration as shown: everything but the config,
 // which holds secrets, the URL redacted (RedactURL); times RFC 3339, UTC,
-// absent when zero.
+// absent when zero. daemon/openapi.yaml's RegistrationFields says what each
+// field means.
 type RegistrationView struct {
-	Stream     string     `json:"stream"`
-	ID         string     `json:"id"`
-	Namespace  string     `json:"namespace"`
-	Host       string     `json:"host"`
-	URL        string     `json:"url"`
-	OnRejected string     `json:"on_4xx,omitempty"`
-	Kinds      []string   `json:"kinds,omitempty"` // absent: every kind
-	Window     int        `json:"window"`          // messages unacknowledged at once (1: strict order)
-	Retry      *RetryView `json:"retry,omitempty"` // the registration's own; absent: its namespace's
-	// Rate is its rate limit, "10/s", "600/min" or "5/h"; absent: none.
-	// PacedUntil is when the rate lets its next burst start, once one was
-	// sent.
-	Rate       string    `json:"rate,omitempty"`
-	PacedUntil time.Time `json:"paced_until,omitzero"`
-	// RetainMax is the retention bound in force (Span: "7d"), the
-	// namespace's default when RetainMaxDefault.
-	RetainMax        string    `json:"retain_max"`
-	RetainMaxDefault bool      `json:"retain_max_default,omitempty"`
-	Subscription     string    `json:"subscription,omitempty"` // the prefix of the subscription that made it
-	NextSeq          uint64    `json:"next_seq"`
-	Head             uint64    `json:"head"`
-	Lag              uint64    `json:"lag"`
-	Attempts         int       `json:"attempts"`
-	HostFailures     int       `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
-	FailingSince     time.Time `json:"failing_since,omitzero"`  // the current run of failures' first (Attempts > 0)
-	NextAttemptAt    time.Time `json:"next_attempt_at,omitzero"`
-	State            string    `json:"state"`              // push's states, or StateHeld
-	HeldFor          string    `json:"held_for,omitempty"` // the host's state when State is held
-	Parked           bool      `json:"parked"`
-	Paused           bool      `json:"paused,omitempty"` // an operator's stop (herald pause); last_error says who and why
-	ParkedAt         time.Time `json:"parked_at,omitzero"`
-	LastError        string    `json:"last_error,omitempty"`
-	LeaseOwner       string    `json:"lease_owner,omitempty"`
-	LeaseUntil       time.Time `json:"lease_until,omitzero"`
-	Sealed           bool      `json:"sealed"`
-	ConfigError      string    `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
-	// Of the config's endpoint settings (transport.Endpoint), what may be
-	// shown: the headers' names, whether a client certificate is set, the
-	// proxy's host:port.
-	Headers    []string `json:"headers,omitempty"`
-	ClientCert bool     `json:"client_cert,omitempty"`
-	Proxy      string   `json:"proxy,omitempty"`
-	// SignatureScheme is an activitypub registration's pinned scheme, or
-	// "auto" (activitypub.ShownScheme); absent for other namespaces.
-	SignatureScheme string `json:"signature_scheme,omitempty"`
+	Stream           string     `json:"stream"`
+	ID               string     `json:"id"`
+	Namespace        string     `json:"namespace"`
+	Host             string     `json:"host"`
+	URL              string     `json:"url"`
+	OnRejected       string     `json:"on_4xx,omitempty"`
+	Kinds            []string   `json:"kinds,omitempty"` // absent: every kind
+	Window           int        `json:"window"`          // messages unacknowledged at once (1: strict order)
+	Retry            *RetryView `json:"retry,omitempty"` // the registration's own; absent: its namespace's
+	Rate             string     `json:"rate,omitempty"`
+	PacedUntil       time.Time  `json:"paced_until,omitzero"`
+	RetainMax        string     `json:"retain_max"` // Span
+	RetainMaxDefault bool       `json:"retain_max_default,omitempty"`
+	Subscription     string     `json:"subscription,omitempty"` // the prefix of the subscription that made it
+	NextSeq          uint64     `json:"next_seq"`
+	Head             uint64     `json:"head"`
+	Lag              uint64     `json:"lag"`
+	Attempts         int        `json:"attempts"`
+	HostFailures     int        `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
+	FailingSince     time.Time  `json:"failing_since,omitzero"`  // the current run of failures' first (Attempts > 0)
+	NextAttemptAt    time.Time  `json:"next_attempt_at,omitzero"`
+	State            string     `json:"state"`              // push's states, or StateHeld
+	HeldFor          string     `json:"held_for,omitempty"` // the host's state when State is held
+	Parked           bool       `json:"parked"`
+	Paused           bool       `json:"paused,omitempty"` // an operator's stop (herald pause); last_error says who and why
+	ParkedAt         time.Time  `json:"parked_at,omitzero"`
+	LastError        string     `json:"last_error,omitempty"`
+	LeaseOwner       string     `json:"lease_owner,omitempty"`
+	LeaseUntil       time.Time  `json:"lease_until,omitzero"`
+	Sealed           bool       `json:"sealed"`
+	ConfigError      string     `json:"config_error,omitempty"` // its stored config does not open (store.Registration.ConfigError)
+	Headers          []string   `json:"headers,omitempty"`      // what may be shown of transport.Endpoint
+	ClientCert       bool       `json:"client_cert,omitempty"`
+	Proxy            string     `json:"proxy,omitempty"`
+	SignatureScheme  string     `json:"signature_scheme,omitempty"` // activitypub.ShownScheme
 }
 
 // retryView returns p as shown, nil for the zero policy (the namespace's).

@@ -41,9 +41,8 @@ const (
 // key ("https://example.com/users/alice#main-key"). private_key is the
 // actor's key, PEM, not encrypted (left out, key_id names a key held once
 // in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8, at least
-// MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme:
-// "rfc9421" or "cavage" (RSA only); left out, an RSA key knocks twice and an
-// Ed25519 key signs RFC 9421 only (package doc, "Signatures").
+// MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme,
+// "rfc9421" or "cavage" (RSA only), or is left out (package doc, "Signatures").
 //
 // proof_key_id, when set, adds a FEP-8b32 Object Integrity Proof to every
 // activity sent, with that verificationMethod (the id of the actor's
@@ -216,9 +215,8 @@ type Key struct {
 }
 
 // Schemes returns the signature schemes key signs a delivery with, in the
-// order tried, for a registration pinning scheme ("" for none): RSA
-// unpinned knocks twice (RFC 9421, then draft-cavage); Ed25519 signs RFC
-// 9421 only, since fediverse servers verify draft-cavage with RSA only.
+// order tried, for a registration pinning scheme ("" for none; package doc,
+// "Signatures").
 func Schemes(key crypto.Signer, scheme string) ([]string, error) {
 	_, isRSA := key.(*rsa.PrivateKey)
 	switch scheme {

@@ -48,23 +48,14 @@
 // does: an inbox path with percent-escapes may not verify in this scheme.
 //
 // A registration that pins no scheme, with an RSA key, knocks twice, as
-// Fedify does: it signs RFC 9421 first and, when the host refuses the
-// signature (401, 403, or 400 whose body names the signature), the HTTP
-// transport signs the same delivery with draft-cavage at once; the refusal
-// counts no attempt and waits no backoff. The scheme a host accepted after a
-// refusal is kept on the host's row in the store (transport.SchemeMemory,
-// store.HostSchemes), so no worker of the database knocks there twice; after
-// transport.SchemeRecheck (30 days) RFC 9421 is tried once more, so that a
-// server that upgraded is found. A pinned scheme is the only one sent.
+// Fedify does: RFC 9421 first, draft-cavage at once when the host refuses
+// it (README, "ActivityPub signatures"; transport.SchemeMemory keeps the
+// host's scheme). A pinned scheme is the only one sent.
 //
 // An Ed25519 key signs RFC 9421 only: the fediverse verifies draft-cavage
 // with RSA keys (Mastodon's accounts have RSA keys, and its draft-cavage
-// verifier takes rsa-sha256 and hs2019 over them). An Ed25519-only actor delivering to a
-// server that verifies draft-cavage alone is refused on every attempt: the
-// refusal is a 4xx, handled by the registration's --on-4xx (retried to the
-// ceiling and parked, or skipped), its evidence the host's answer. Such an
-// actor needs an RSA key too, or that server is left out; pinning
-// "cavage" with an Ed25519 key is a config error.
+// verifier takes rsa-sha256 and hs2019 over them), so pinning "cavage" with
+// an Ed25519 key is a config error.
 //
 // # What verifiers require
 //
@@ -107,21 +98,9 @@
 // (fedify_test.go), which also checks that the Multikey's controller is the
 // activity's actor.
 //
-// # Keys
-//
-// A Signer holds a parsed Key: an id and a crypto.Signer. RFC 9421 and
-// proofs sign through crypto.Signer alone; draft-cavage, through
-// go-fed/httpsig, needs the *rsa.PrivateKey itself.
-//
 // # Keys held once
 //
 // A config without private_key names by key_id a key held once in the
-// store (store.ActorKeyStore; `herald keys`), which the projection is given
-// with WithKeys. Each message reads the key's version, one small row with
-// no private key, and parses the key only when that version is not cached
-// (per key id, at most 512 ids): a rotation takes effect at the next message
-// built, which is the next attempt, and an old key is never used after it.
-// ValidateConfig refuses a key_id the store does not hold; a key removed
-// under a registration fails its messages (transient, the evidence naming
-// the key id). A config with its own private_key signs with it, as before.
+// store (store.ActorKeyStore), which the projection is given with WithKeys;
+// README, "ActivityPub keys held once", has its caching and rotation.
 package activitypub

@@ -55,7 +55,6 @@ func ParseKey(field string, pemText []byte) (ParsedKey, error) {
 	return ParsedKey{Signer: signer, Algorithm: algorithm(signer), Fingerprint: fp}, nil
 }
 
-// algorithm names a parsed key's algorithm.
 func algorithm(k crypto.Signer) string {
 	switch k.(type) {
 	case *rsa.PrivateKey:

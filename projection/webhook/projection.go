@@ -125,7 +125,6 @@ func envelope(rec journal.Record, ct string) []byte {
 	return append(b, '}')
 }
 
-// appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
