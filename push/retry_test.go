@@ -135,7 +135,7 @@ func TestRetryPolicyValidate(t *testing.T) {
 	require.NoError(t, push.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 10 * time.Hour}, MaxAttempts: 8, For: 72 * time.Hour}.Validate())
 	d, err := store.ParseSchedule("retry_schedule", "5s,5m,30m,2h,5h,10h,10h")
 	require.NoError(t, err)
-	require.Equal(t, "5s,5m,30m,2h,5h,10h,10h", store.FormatSchedule(d))
+	require.Equal(t, []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}, d)
 	_, err = store.ParseSchedule("retry-schedule", "5s,,1h")
 	require.ErrorContains(t, err, "retry-schedule")
 	days, err := store.ParseDays("retry-for", "3d")

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -151,6 +152,20 @@ func (h Host) Answered(at time.Time) Host {
 	}
 	h.Failures, h.Probes, h.NextProbeAt, h.FailingSince = 0, 0, time.Time{}, time.Time{}
 	return h
+}
+
+// Answer is what HostAnswered (reset false) or ResetHost makes of host,
+// stored as old if found, at at: old.Answered(at); for a host not stored,
+// up since at (and not stored by an answer), or journal.ErrNotFound for a
+// reset.
+func Answer(host string, old Host, found, reset bool, at time.Time) (Host, error) {
+	switch {
+	case !found && reset:
+		return Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
+	case !found:
+		return Host{Host: host, State: HostUp, Since: at}, nil
+	}
+	return old.Answered(at), nil
 }
 
 // Probed returns h after Due let a probe through at at: one more probe, the

@@ -148,15 +148,6 @@ func FormatDays(d time.Duration) string {
 	return s
 }
 
-// FormatSchedule writes a schedule as ParseSchedule reads it.
-func FormatSchedule(s []time.Duration) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = FormatDays(d)
-	}
-	return strings.Join(parts, ",")
-}
-
 // EncodeRetry is how a store keeps a policy: JSON, "{}" for the zero one,
 // delays in nanoseconds.
 func EncodeRetry(p RetryPolicy) string {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,15 @@ func TestFormatDaysWritesWholeDaysAndDropsZeroParts(t *testing.T) {
 	}
 }
 
-func TestScheduleReadsWhatFormatScheduleWrites(t *testing.T) {
+// TestScheduleReadsFormatDaysJoined: a schedule shown as its delays'
+// FormatDays, comma-joined (the operator's --retry-schedule hint), reads back.
+func TestScheduleReadsFormatDaysJoined(t *testing.T) {
 	in := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 10 * time.Hour, 3 * 24 * time.Hour}
-	out, err := store.ParseSchedule("retry_schedule", store.FormatSchedule(in))
+	shown := make([]string, len(in))
+	for i, d := range in {
+		shown[i] = store.FormatDays(d)
+	}
+	out, err := store.ParseSchedule("retry_schedule", strings.Join(shown, ","))
 	require.NoError(t, err)
 	require.Equal(t, in, out)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/heraldpush/herald/seal"
 )
@@ -205,20 +206,39 @@ func (s Sealer) resealWith(stored []byte, open, reseal func([]byte) ([]byte, err
 	return out, err == nil, err
 }
 
-// ResealActorKey returns key id's stored private key sealed anew under the
-// primary key, and whether that changed it.
-func (s Sealer) ResealActorKey(id string, stored []byte) ([]byte, bool, error) {
-	return s.resealWith(stored,
-		func(b []byte) ([]byte, error) { return s.OpenActorKey(id, b) },
-		func(b []byte) ([]byte, error) { return s.SealActorKey(id, b) })
+// Sealed is a secret a store keeps beside the registrations' configs, as
+// stored: an actor key's private key (Prefix empty) or a subscription's
+// config.
+type Sealed struct {
+	Prefix, ID string
+	Stored     []byte
 }
 
-// ResealSubscription returns subscription (prefix, id)'s stored config
-// sealed anew under the primary key, and whether that changed it.
-func (s Sealer) ResealSubscription(prefix, id string, stored []byte) ([]byte, bool, error) {
-	return s.resealWith(stored,
-		func(b []byte) ([]byte, error) { return s.OpenSubscription(prefix, id, b) },
-		func(b []byte) ([]byte, error) { return s.SealSubscription(prefix, id, Config(b)) })
+// ResealOthers is Resealer.ResealOthers but for the store's own reads and
+// writes: it seals anew under the primary key the actor keys' and the
+// subscriptions' secrets read (keys, subs) not sealed under it yet, writes
+// each through write (key: an actor key's), and returns how many it wrote.
+func (s Sealer) ResealOthers(keys, subs []Sealed, write func(key bool, r Sealed, out []byte) error) (int, error) {
+	n := 0
+	for i, r := range slices.Concat(keys, subs) {
+		key := i < len(keys)
+		open := func(b []byte) ([]byte, error) { return s.OpenSubscription(r.Prefix, r.ID, b) }
+		sealAnew := func(b []byte) ([]byte, error) { return s.SealSubscription(r.Prefix, r.ID, Config(b)) }
+		if key {
+			open = func(b []byte) ([]byte, error) { return s.OpenActorKey(r.ID, b) }
+			sealAnew = func(b []byte) ([]byte, error) { return s.SealActorKey(r.ID, b) }
+		}
+		out, changed, err := s.resealWith(r.Stored, open, sealAnew)
+		if err == nil && changed {
+			if err = write(key, r, out); err == nil {
+				n++
+			}
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // ResealPage is one page of Reseal.

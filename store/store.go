@@ -189,6 +189,19 @@ func EvidenceLimit(limit int) (int, error) {
 	return min(cmp.Or(limit, MaxEvidence), MaxEvidence), nil
 }
 
+// One returns the first of rows a SQL store read for one key, or missing
+// if there is none; err, if any, first.
+func One[T any](rows []T, err, missing error) (T, error) {
+	if err == nil && len(rows) == 0 {
+		err = missing
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return rows[0], nil
+}
+
 // ValidateSkip checks an operator's skip of a registration at cursor next in
 // a stream whose head is head: next < toSeq <= head+1. Errors wrap
 // journal.ErrInvalid.

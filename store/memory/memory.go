@@ -30,9 +30,9 @@ type Store struct {
 	regs      map[store.Key]*store.Registration
 	evidence  map[store.Key][]store.Evidence
 	hosts     map[string]store.Host
-	schemes   map[string]hostScheme // by host; only of hosts in hosts
-	tokens    tokens
-	actorKeys actorKeys
+	schemes   map[string]hostScheme             // by host; only of hosts in hosts
+	tokens    map[string]store.Token            // by id
+	actorKeys map[string]store.ActorKey         // by id; kept as given: a memory store has no file to leak
 	subs      map[store.Key]*store.Subscription // by (prefix, id)
 	resends   map[store.Key]map[uint64]*pending // pending resends, by registration and seq
 }
@@ -67,15 +67,17 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		now:      time.Now,
-		streams:  map[string]*stream{},
-		ids:      map[string]ref{},
-		regs:     map[store.Key]*store.Registration{},
-		evidence: map[store.Key][]store.Evidence{},
-		hosts:    map[string]store.Host{},
-		subs:     map[store.Key]*store.Subscription{},
-		schemes:  map[string]hostScheme{},
-		resends:  map[store.Key]map[uint64]*pending{},
+		now:       time.Now,
+		streams:   map[string]*stream{},
+		ids:       map[string]ref{},
+		regs:      map[store.Key]*store.Registration{},
+		evidence:  map[store.Key][]store.Evidence{},
+		hosts:     map[string]store.Host{},
+		subs:      map[store.Key]*store.Subscription{},
+		schemes:   map[string]hostScheme{},
+		resends:   map[store.Key]map[uint64]*pending{},
+		tokens:    map[string]store.Token{},
+		actorKeys: map[string]store.ActorKey{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -752,16 +754,12 @@ func (s *Store) answered(host string, at time.Time, mustExist bool) (store.Host,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.hosts[host]
-	switch {
-	case !ok && mustExist:
-		return store.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-	case !ok:
-		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
+	old, found := s.hosts[host]
+	h, err := store.Answer(host, old, found, mustExist, at)
+	if err == nil && found {
+		s.putHost(old, h)
 	}
-	h := old.Answered(at)
-	s.putHost(old, h)
-	return h, nil
+	return h, err
 }
 
 // putHost stores h, moves its registrations' next attempts as

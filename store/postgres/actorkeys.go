@@ -12,21 +12,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// sql/actorkeys.sql.
-var (
-	sqlAddActorKey     = stmt("add_actor_key")
-	sqlRotateActorKey  = stmt("rotate_actor_key")
-	sqlActorKey        = stmt("actor_key")
-	sqlActorKeyVersion = stmt("actor_key_version")
-	sqlActorKeys       = stmt("actor_keys")
-	sqlRemoveActorKey  = stmt("remove_actor_key")
-
-	sqlResealReadActorKeys     = stmt("reseal_read_actor_keys")
-	sqlResealActorKey          = stmt("reseal_actor_key")
-	sqlResealReadSubscriptions = stmt("reseal_read_subscriptions")
-	sqlResealSubscription      = stmt("reseal_subscription")
-)
-
 func scanActorKey(row pgx.CollectableRow, more ...any) (store.ActorKey, error) {
 	var (
 		k       store.ActorKey
@@ -61,7 +46,7 @@ func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, sqlAddActorKey, pgx.NamedArgs{"id": k.ID, "private_key": sealed, "algorithm": k.Algorithm,
+	_, err = s.pool.Exec(ctx, stmt("add_actor_key"), pgx.NamedArgs{"id": k.ID, "private_key": sealed, "algorithm": k.Algorithm,
 		"fingerprint": k.Fingerprint, "created_at": k.Created})
 	return s.dbErr(ctx, fmt.Sprintf("add actor key %q", k.ID), err)
 }
@@ -79,15 +64,9 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 	if err != nil {
 		return store.ActorKey{}, err
 	}
-	ks, err := query(ctx, s, "rotate actor key", nil, scanPublicActorKey, sqlRotateActorKey, pgx.NamedArgs{"id": k.ID, "private_key": sealed,
+	xs, err := query(ctx, s, "rotate actor key", nil, scanPublicActorKey, stmt("rotate_actor_key"), pgx.NamedArgs{"id": k.ID, "private_key": sealed,
 		"algorithm": k.Algorithm, "fingerprint": k.Fingerprint, "at": at})
-	if err == nil && len(ks) == 0 {
-		err = notFoundKey(k.ID)
-	}
-	if err != nil {
-		return store.ActorKey{}, err
-	}
-	return ks[0], nil
+	return store.One(xs, err, notFoundKey(k.ID))
 }
 
 // ActorKey implements store.ActorKeyStore.
@@ -96,14 +75,11 @@ func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error)
 		return store.ActorKey{}, notFoundKey(id)
 	}
 	var sealed []byte
-	ks, err := query(ctx, s, "read actor key", nil, func(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row, &sealed) }, sqlActorKey, pgx.NamedArgs{"id": id})
-	if err == nil && len(ks) == 0 {
-		err = notFoundKey(id)
-	}
+	xs, err := query(ctx, s, "read actor key", nil, func(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row, &sealed) }, stmt("actor_key"), pgx.NamedArgs{"id": id})
+	k, err := store.One(xs, err, notFoundKey(id))
 	if err != nil {
 		return store.ActorKey{}, err
 	}
-	k := ks[0]
 	k.PrivateKey, err = s.sealer.OpenActorKey(id, sealed)
 	return k, err
 }
@@ -113,19 +89,13 @@ func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 	if !validText(id) {
 		return 0, notFoundKey(id)
 	}
-	vs, err := query(ctx, s, "read actor key version", nil, pgx.RowTo[int64], sqlActorKeyVersion, pgx.NamedArgs{"id": id})
-	if err == nil && len(vs) == 0 {
-		err = notFoundKey(id)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return vs[0], nil
+	xs, err := query(ctx, s, "read actor key version", nil, pgx.RowTo[int64], stmt("actor_key_version"), pgx.NamedArgs{"id": id})
+	return store.One(xs, err, notFoundKey(id))
 }
 
 // ActorKeys implements store.ActorKeyStore.
 func (s *Store) ActorKeys(ctx context.Context) ([]store.ActorKey, error) {
-	return query(ctx, s, "list actor keys", []store.ActorKey{}, scanPublicActorKey, sqlActorKeys)
+	return query(ctx, s, "list actor keys", []store.ActorKey{}, scanPublicActorKey, stmt("actor_keys"))
 }
 
 // RemoveActorKey implements store.ActorKeyStore.
@@ -133,7 +103,7 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 	if !validText(id) {
 		return notFoundKey(id)
 	}
-	tag, err := s.pool.Exec(ctx, sqlRemoveActorKey, pgx.NamedArgs{"id": id})
+	tag, err := s.pool.Exec(ctx, stmt("remove_actor_key"), pgx.NamedArgs{"id": id})
 	if err != nil {
 		return s.dbErr(ctx, "remove actor key", err)
 	}
@@ -145,54 +115,29 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 
 // ResealOthers implements store.Resealer: the actor keys and the
 // subscriptions' configs, in one transaction.
-func (s *Store) ResealOthers(ctx context.Context) (int, error) {
-	type row struct {
-		prefix, id string
-		stored     []byte
+func (s *Store) ResealOthers(ctx context.Context) (n int, err error) {
+	scan := func(r pgx.CollectableRow) (x store.Sealed, err error) {
+		err = r.Scan(&x.Prefix, &x.ID, &x.Stored)
+		return x, err
 	}
-	n := 0
-	err := s.inTx(ctx, "reseal actor keys and subscriptions", func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, sqlResealReadActorKeys)
-		keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (x row, err error) {
-			err = r.Scan(&x.id, &x.stored)
-			return x, err
-		})
+	err = s.inTx(ctx, "reseal actor keys and subscriptions", func(tx pgx.Tx) error {
+		keys, err := txRows(ctx, tx, scan, stmt("reseal_read_actor_keys"))
 		if err != nil {
 			return s.dbErr(ctx, "reseal: read actor keys", err)
 		}
-		for _, r := range keys {
-			out, changed, err := s.sealer.ResealActorKey(r.id, r.stored)
-			if err != nil {
-				return err
-			}
-			if changed {
-				if _, err := tx.Exec(ctx, sqlResealActorKey, pgx.NamedArgs{"private_key": out, "id": r.id}); err != nil {
-					return s.dbErr(ctx, "reseal actor key", err)
-				}
-				n++
-			}
-		}
-		rows, _ = tx.Query(ctx, sqlResealReadSubscriptions)
-		subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (x row, err error) {
-			err = r.Scan(&x.prefix, &x.id, &x.stored)
-			return x, err
-		})
+		subs, err := txRows(ctx, tx, scan, stmt("reseal_read_subscriptions"))
 		if err != nil {
 			return s.dbErr(ctx, "reseal: read subscriptions", err)
 		}
-		for _, r := range subs {
-			out, changed, err := s.sealer.ResealSubscription(r.prefix, r.id, r.stored)
-			if err != nil {
-				return err
+		n, err = s.sealer.ResealOthers(keys, subs, func(key bool, r store.Sealed, out []byte) error {
+			op, q := "reseal subscription", stmt("reseal_subscription")
+			if key {
+				op, q = "reseal actor key", stmt("reseal_actor_key")
 			}
-			if changed {
-				if _, err := tx.Exec(ctx, sqlResealSubscription, pgx.NamedArgs{"config": out, "prefix": r.prefix, "id": r.id}); err != nil {
-					return s.dbErr(ctx, "reseal subscription", err)
-				}
-				n++
-			}
-		}
-		return nil
+			_, err := tx.Exec(ctx, q, pgx.NamedArgs{"stored": out, "prefix": r.Prefix, "id": r.ID})
+			return s.dbErr(ctx, op, err)
+		})
+		return err
 	})
 	return n, err
 }

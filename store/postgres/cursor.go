@@ -20,12 +20,12 @@ import (
 
 // Advance implements store.Store.
 func (s *Store) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
-	return s.saveCursor(ctx, "advance", sqlAdvance, c, nextSeq)
+	return s.saveCursor(ctx, "advance", stmt("advance"), c, nextSeq)
 }
 
 // Checkpoint implements store.Store: Advance that keeps the lease.
 func (s *Store) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
-	return s.saveCursor(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
+	return s.saveCursor(ctx, "checkpoint", stmt("checkpoint"), c, nextSeq)
 }
 
 func (s *Store) saveCursor(ctx context.Context, op, write string, c store.Claim, nextSeq uint64) error {
@@ -40,7 +40,7 @@ func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error 
 	if err := store.ValidateInstant("paced until", until); err != nil {
 		return err
 	}
-	return s.fenced(ctx, "pace", c, 1, false, nil, sqlPace, pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner, "next_seq": int64(1), "until": until})
+	return s.fenced(ctx, "pace", c, 1, false, nil, stmt("pace"), pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner, "next_seq": int64(1), "until": until})
 }
 
 // Renew implements store.Store in one statement.
@@ -62,14 +62,14 @@ func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim
 		var c store.Claim
 		err := row.Scan(&c.Stream, &c.ID, &c.Owner)
 		return c, err
-	}, sqlRenew, pgx.NamedArgs{"until": until, "streams": streams, "ids": ids, "owners": owners})
+	}, stmt("renew"), pgx.NamedArgs{"until": until, "streams": streams, "ids": ids, "owners": owners})
 }
 
 // Retry implements store.Store: the cursor reached, the failure count, the
 // next attempt and the evidence, in one statement.
 func (s *Store) Retry(ctx context.Context, c store.Claim, nextSeq uint64, notBefore time.Time, ev store.Evidence) error {
 	instants := errors.Join(store.ValidateInstant("not before", notBefore), store.ValidateInstant("evidence at", ev.At))
-	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, ev, instants, nil, pgx.NamedArgs{"not_before": notBefore})
+	return s.fail(ctx, "retry", stmt("retry"), c, nextSeq, ev, instants, nil, pgx.NamedArgs{"not_before": notBefore})
 }
 
 // Park implements store.Store, as Retry does.
@@ -77,7 +77,7 @@ func (s *Store) Park(ctx context.Context, c store.Claim, nextSeq uint64, ev stor
 	tell := func(f fence) (journal.Entry, bool) {
 		return store.RegistrationEvent(store.KindParked, f.reg, max(f.reg.NextSeq, nextSeq), "", ev.Error, ev.At)
 	}
-	return s.fail(ctx, "park", sqlPark, c, nextSeq, ev, store.ValidateInstant("evidence at", ev.At), tell, nil)
+	return s.fail(ctx, "park", stmt("park"), c, nextSeq, ev, store.ValidateInstant("evidence at", ev.At), tell, nil)
 }
 
 func (s *Store) fail(ctx context.Context, op, write string, c store.Claim, nextSeq uint64, ev store.Evidence, instants error,
@@ -99,10 +99,10 @@ func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
 		return store.RegistrationEvent(store.KindCompleted, f.reg, f.head+1, "", "", f.reg.NextAttemptAt)
 	}
-	return s.fenced(ctx, "complete", c, 0, false, tell, sqlComplete, pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner})
+	return s.fenced(ctx, "complete", c, 0, false, tell, stmt("complete"), pgx.NamedArgs{"stream": c.Stream, "id": c.ID, "owner": c.Owner})
 }
 
-// fence is what sqlFence read under the registration's row lock.
+// fence is what statement fence read under the registration's row lock.
 type fence struct {
 	found bool
 	reg   store.Registration
@@ -110,7 +110,7 @@ type fence struct {
 }
 
 func (f *fence) queue(b *pgx.Batch, c store.Claim) {
-	b.Queue(sqlFence, pgx.NamedArgs{"stream": c.Stream, "id": c.ID}).Query(func(rows pgx.Rows) error {
+	b.Queue(stmt("fence"), pgx.NamedArgs{"stream": c.Stream, "id": c.ID}).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		if f.found = rows.Next(); !f.found {
 			return rows.Err()
@@ -145,7 +145,7 @@ func (f fence) notApplied(op string, c store.Claim, nextSeq uint64) error {
 	return fmt.Errorf("postgres: %s %s: the write did not apply under a held lease and a valid cursor", op, store.Name(c.Stream, c.ID))
 }
 
-// fenced runs write after sqlFence (package doc, "Claiming and fencing"),
+// fenced runs write after statement fence (package doc, "Claiming and fencing"),
 // then the evidence's trim if evidence, in one implicit transaction, or with
 // tell in an explicit one that appends tell's event if write applied. A
 // write that did not apply returns notApplied's error.
@@ -223,12 +223,12 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []store.CursorSave) ([]e
 		var ord int
 		f := fence{found: true}
 		b := &pgx.Batch{}
-		b.Queue(sqlGenericPlans)
-		b.Queue(sqlFenceBatch, pgx.NamedArgs{"streams": streams, "ids": ids}).Query(func(rows pgx.Rows) error {
+		b.Queue(stmt("generic_plans"))
+		b.Queue(stmt("fence_batch"), pgx.NamedArgs{"streams": streams, "ids": ids}).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&ord, &f.reg.LeaseOwner, &f.head}, func() error { fences[ord] = f; return nil })
 			return err
 		})
-		b.Queue(sqlAdvanceBatch, pgx.NamedArgs{"streams": streams, "ids": ids, "owners": owners, "next_seqs": nexts}).Query(func(rows pgx.Rows) error {
+		b.Queue(stmt("advance_batch"), pgx.NamedArgs{"streams": streams, "ids": ids, "owners": owners, "next_seqs": nexts}).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&ord}, func() error { applied[ord] = true; return nil })
 			return err
 		})
@@ -261,7 +261,7 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 		if !f.reg.Parked || f.reg.Paused { // a pause ends with Resume
 			return nil, nil
 		}
-		return &change{write: sqlUnpark, args: pgx.NamedArgs{"at": at}, ev: store.Evidence{Event: store.EventUnparked, Seq: f.reg.NextSeq},
+		return &change{write: stmt("unpark"), args: pgx.NamedArgs{"at": at}, ev: store.Evidence{Event: store.EventUnparked, Seq: f.reg.NextSeq},
 			kind: store.KindUnparked, cursor: f.reg.NextSeq}, nil
 	})
 }
@@ -276,7 +276,7 @@ func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, 
 			return nil, nil
 		}
 		why := store.PauseText(by, reason)
-		return &change{write: sqlPause, args: pgx.NamedArgs{"at": at, "last_error": why}, ev: store.Evidence{Event: store.EventPaused, Seq: f.reg.NextSeq, Error: why},
+		return &change{write: stmt("pause"), args: pgx.NamedArgs{"at": at, "last_error": why}, ev: store.Evidence{Event: store.EventPaused, Seq: f.reg.NextSeq, Error: why},
 			kind: store.KindPaused, by: by, reason: &reason, cursor: f.reg.NextSeq}, nil
 	})
 }
@@ -290,7 +290,7 @@ func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by 
 		if !f.reg.Paused {
 			return nil, nil
 		}
-		return &change{write: sqlResume, args: pgx.NamedArgs{"at": at, "last_error": ""}, ev: store.Evidence{Event: store.EventResumed, Seq: f.reg.NextSeq, Error: "resumed by " + by},
+		return &change{write: stmt("resume"), args: pgx.NamedArgs{"at": at, "last_error": ""}, ev: store.Evidence{Event: store.EventResumed, Seq: f.reg.NextSeq, Error: "resumed by " + by},
 			kind: store.KindResumed, by: by, reason: new(string), cursor: f.reg.NextSeq}, nil
 	})
 }
@@ -308,7 +308,7 @@ func (s *Store) Rewind(ctx context.Context, stream, id string, toSeq uint64, at 
 func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, at time.Time, skip bool, reason string) error {
 	return s.operator(ctx, op, stream, id, at, func(f fence, oldest uint64) (*change, error) {
 		ev, err := store.CheckMove(skip, stream, f.reg.NextSeq, f.head, oldest, toSeq, at, reason)
-		c := &change{write: sqlMove, args: pgx.NamedArgs{"next_seq": int64(toSeq), "at": at}, ev: ev}
+		c := &change{write: stmt("move"), args: pgx.NamedArgs{"next_seq": int64(toSeq), "at": at}, ev: ev}
 		if skip {
 			c.kind, c.by, c.cursor = store.KindSkipped, store.ByOperator, toSeq
 		}
@@ -342,7 +342,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 			oldest uint64
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, pgx.NamedArgs{"stream": stream}).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
+		b.Queue(stmt("mark_stream"), pgx.NamedArgs{"stream": stream}).QueryRow(func(row pgx.Row) error { return row.Scan(nil, nil, &oldest) })
 		f.queue(b, store.Claim{Stream: stream, ID: id})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, op+": lock registration", err)
@@ -416,12 +416,12 @@ func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
 
 // queueEvidence queues ev and the trim, after a lock of the registration.
 func queueEvidence(b *pgx.Batch, ev store.Evidence) {
-	b.Queue(sqlInsertEvidence, evidenceArgs(ev))
+	b.Queue(stmt("insert_evidence"), evidenceArgs(ev))
 	queueTrim(b, ev.Stream, ev.Registration)
 }
 
 func queueTrim(b *pgx.Batch, stream, id string) {
-	b.Queue(sqlTrimEvidence, pgx.NamedArgs{"stream": stream, "id": id, "keep": store.MaxEvidence})
+	b.Queue(stmt("trim_evidence"), pgx.NamedArgs{"stream": stream, "id": id, "keep": store.MaxEvidence})
 }
 
 // evidenceArgs returns the parameters of sql/rules.sql's insert_evidence:
@@ -446,8 +446,8 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 	var exists bool
 	out := []store.Evidence{}
 	b := &pgx.Batch{}
-	b.Queue(sqlRegistrationExists, pgx.NamedArgs{"stream": stream, "id": id}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
-	b.Queue(sqlEvidence, pgx.NamedArgs{"stream": stream, "id": id, "limit": limit}).Query(appendTo(&out, func(row pgx.CollectableRow) (store.Evidence, error) {
+	b.Queue(stmt("registration_exists"), pgx.NamedArgs{"stream": stream, "id": id}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+	b.Queue(stmt("evidence"), pgx.NamedArgs{"stream": stream, "id": id, "limit": limit}).Query(appendTo(&out, func(row pgx.CollectableRow) (store.Evidence, error) {
 		ev := store.Evidence{Stream: stream, Registration: id}
 		var (
 			body      []byte

@@ -153,7 +153,7 @@
 // A claim reads what it takes, not every registration due (issue 37: a
 // fan-out of N would cost N² row visits). herald_registration_claim orders
 // a stream's unparked registrations by (next_seq, namespace,
-// next_attempt_at, id), so Due's pick (sqlPick) finds the cursors at or
+// next_attempt_at, id), so Due's pick (statement pick) finds the cursors at or
 // behind the head by a loose scan, one probe each, and reads each cursor's
 // registrations in claim order, the first 4 per registration it may take.
 // Go applies the per-host cap and a held host's one probe to the rows read,
@@ -184,7 +184,7 @@
 // # Where the rules live
 //
 // The statements are in sql/*.sql (but the migration runner's few, in
-// queries.go), embedded and loaded once (sqlfiles.go): each under a line
+// queries.go), embedded and loaded once (internal/sqlfile): each under a line
 // "-- name: x", with named parameters (@stream) passed as pgx.NamedArgs,
 // each planner fence (OFFSET 0, MATERIALIZED) with a comment saying which
 // plan it prevents. A rule that several statements apply is written once,
@@ -208,7 +208,7 @@
 //   - the append itself (idempotency, conflicts, sealing): herald_append_rows,
 //     for AppendTx and herald_append alike;
 //   - the per-host cap and a held host's one probe: store.DuePicker, in Go,
-//     over the rows sqlPick reads.
+//     over the rows statement pick reads.
 //
 // # Errors
 //

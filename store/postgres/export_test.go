@@ -35,15 +35,15 @@ const PickDepth = pickDepth
 // the settings Due's transaction starts with.
 var (
 	SQLPlanner         = sqlPlanner
-	SQLPick            = sent(sqlPick)
-	SQLClaim           = sent(sqlClaim)
-	SQLUnserved        = sent(sqlUnserved)
-	SQLClearCandidates = sent(sqlClearCandidates)
-	SQLClearPending    = sent(sqlClearPending)
-	SQLAnyUnsequenced  = sqlAnyUnsequenced
-	SQLNumber          = sent(sqlNumber)
-	SQLFenceBatch      = sent(sqlFenceBatch)
-	SQLAdvanceBatch    = sent(sqlAdvanceBatch)
+	SQLPick            = sent(stmt("pick"))
+	SQLClaim           = sent(stmt("claim"))
+	SQLUnserved        = sent(stmt("unserved"))
+	SQLClearCandidates = sent(stmt("clear_candidates"))
+	SQLClearPending    = sent(stmt("clear_pending"))
+	SQLAnyUnsequenced  = stmt("any_unsequenced")
+	SQLNumber          = sent(stmt("number"))
+	SQLFenceBatch      = sent(stmt("fence_batch"))
+	SQLAdvanceBatch    = sent(stmt("advance_batch"))
 	MigrationLockKey   = migrationLockKey
 	SQLMigrationLock   = sqlMigrationLock
 )

@@ -128,7 +128,7 @@ func plannerTx(t *testing.T, s *postgres.Store, statements ...string) pgx.Tx {
 	return tx
 }
 
-// asSequencer makes sqlNumber run as the holder of the sequencer's lock.
+// asSequencer makes statement number run as the holder of the sequencer's lock.
 const asSequencer = `SELECT set_config('herald.sequencer', 'true', true)`
 
 // plan runs EXPLAIN (ANALYZE, FORMAT JSON) of sql in tx and returns the

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +26,7 @@ func scanHost(row pgx.Row, extra ...any) (store.Host, error) {
 // putHost sends b in tx with the write of h, and appends herald's event if
 // the host's state changed.
 func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch, old, h store.Host) error {
-	b.Queue(sqlPutHost, pgx.NamedArgs{"host": h.Host, "state": h.State, "since": h.Since, "failures": h.Failures,
+	b.Queue(stmt("put_host"), pgx.NamedArgs{"host": h.Host, "state": h.State, "since": h.Since, "failures": h.Failures,
 		"probes": h.Probes, "next_probe_at": nullTime(h.NextProbeAt), "last_error": clean(h.LastError),
 		"last_failure_at": nullTime(h.LastFailureAt), "failing_since": nullTime(h.FailingSince)})
 	queueHeldTo(b, old, h)
@@ -43,9 +42,9 @@ func (s *Store) putHost(ctx context.Context, tx pgx.Tx, op string, b *pgx.Batch,
 func queueHeldTo(b *pgx.Batch, old, h store.Host) {
 	switch hold, from, to := h.HeldTo(old); {
 	case hold:
-		b.Queue(sqlHoldHost, pgx.NamedArgs{"host": h.Host, "to": to})
+		b.Queue(stmt("hold_host"), pgx.NamedArgs{"host": h.Host, "to": to})
 	case !to.IsZero():
-		b.Queue(sqlReleaseHost, pgx.NamedArgs{"host": h.Host, "from": from, "to": to})
+		b.Queue(stmt("release_host"), pgx.NamedArgs{"host": h.Host, "from": from, "to": to})
 	}
 }
 
@@ -67,8 +66,8 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 		)
 		b := &pgx.Batch{}
 		fc.queue(b, c)
-		b.Queue(sqlEnsureHost, pgx.NamedArgs{"host": f.Host, "at": f.Evidence.At})
-		b.Queue(sqlLockHost, pgx.NamedArgs{"host": f.Host}).QueryRow(func(row pgx.Row) (err error) {
+		b.Queue(stmt("ensure_host"), pgx.NamedArgs{"host": f.Host, "at": f.Evidence.At})
+		b.Queue(stmt("lock_host"), pgx.NamedArgs{"host": f.Host}).QueryRow(func(row pgx.Row) (err error) {
 			old, err = scanHost(row)
 			return err
 		})
@@ -84,7 +83,7 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 		b = &pgx.Batch{}
 		named := evidenceArgs(ev)
 		named["owner"], named["next_seq"], named["not_before"], named["host_failures"] = c.Owner, int64(f.NextSeq), ev.NotBefore, failures
-		b.Queue(sqlHostFailed, named)
+		b.Queue(stmt("host_failed"), named)
 		queueTrim(b, c.Stream, c.ID)
 		return s.putHost(ctx, tx, "record host failure", b, old, h)
 	})
@@ -108,26 +107,19 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 	if err := errors.Join(store.ValidateHost(host), store.ValidateInstant("at", at)); err != nil {
 		return store.Host{}, err
 	}
-	notStored := func() (store.Host, error) {
-		if mustExist {
-			return store.Host{}, fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-		}
-		return store.Host{Host: host, State: store.HostUp, Since: at}, nil
-	}
-	if !validText(host) {
-		return notStored() // PostgreSQL's text cannot hold it: no such host is stored
+	if !validText(host) { // PostgreSQL's text cannot hold it: no such host is stored
+		return store.Answer(host, store.Host{}, false, mustExist, at)
 	}
 	var h store.Host
 	err := s.inTx(ctx, "record an answer", func(tx pgx.Tx) error {
-		old, err := scanHost(tx.QueryRow(ctx, sqlLockHost, pgx.NamedArgs{"host": host}))
-		if errors.Is(err, pgx.ErrNoRows) {
-			h, err = notStored()
-			return err
-		}
-		if err != nil {
+		old, err := scanHost(tx.QueryRow(ctx, stmt("lock_host"), pgx.NamedArgs{"host": host}))
+		found := !errors.Is(err, pgx.ErrNoRows)
+		if err != nil && found {
 			return s.dbErr(ctx, "read host", err)
 		}
-		h = old.Answered(at)
+		if h, err = store.Answer(host, old, found, mustExist, at); err != nil || !found {
+			return err
+		}
 		if h.State == old.State && h.Failures == old.Failures && h.Probes == old.Probes && h.NextProbeAt.Equal(old.NextProbeAt) {
 			return nil
 		}
@@ -153,7 +145,7 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 		h, err := scanHost(row, &held)
 		h.Held = int(held)
 		return h, err
-	}, sqlHosts, pgx.NamedArgs{"host": q.Host, "state": q.State, "after": q.After, "limit": limit})
+	}, stmt("hosts"), pgx.NamedArgs{"host": q.Host, "state": q.State, "after": q.After, "limit": limit})
 }
 
 // HostScheme implements store.HostSchemes.
@@ -166,7 +158,7 @@ func (s *Store) HostScheme(ctx context.Context, host string) (string, time.Time,
 	}
 	var scheme string
 	var at *time.Time
-	err := s.pool.QueryRow(ctx, sqlHostScheme, pgx.NamedArgs{"host": host}).Scan(&scheme, &at)
+	err := s.pool.QueryRow(ctx, stmt("host_scheme"), pgx.NamedArgs{"host": host}).Scan(&scheme, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", time.Time{}, nil
 	}
@@ -187,7 +179,7 @@ func (s *Store) SetHostScheme(ctx context.Context, host, scheme string, at time.
 	if !validText(host) {
 		return journal.Invalid("host", "holds a character PostgreSQL's text cannot (NUL or invalid UTF-8)")
 	}
-	if _, err := s.pool.Exec(ctx, sqlSetHostScheme, pgx.NamedArgs{"host": host, "scheme": scheme, "at": at}); err != nil {
+	if _, err := s.pool.Exec(ctx, stmt("set_host_scheme"), pgx.NamedArgs{"host": host, "scheme": scheme, "at": at}); err != nil {
 		return s.dbErr(ctx, "store the signature scheme of a host", err)
 	}
 	return nil

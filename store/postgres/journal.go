@@ -37,7 +37,7 @@ func (s *Store) Append(ctx context.Context, stream string, entries ...journal.En
 	if _, err := s.sequence(ctx, nil, seqWait, nil); err != nil {
 		return nil, fmt.Errorf("append to %s: the records are committed; numbering them failed (the sequencer will): %w", journal.Shown(stream), err)
 	}
-	rows, err := s.pool.Query(ctx, sqlLookupIDs, pgx.NamedArgs{"ids": entryIDs(entries)})
+	rows, err := s.pool.Query(ctx, stmt("lookup_ids"), pgx.NamedArgs{"ids": entryIDs(entries)})
 	numbered, err := collectStored(rows, err)
 	if err != nil {
 		return nil, s.dbErr(ctx, "append to "+journal.Shown(stream)+": read the seqs", err)
@@ -97,7 +97,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		e := entries[0]
 		payload, digest := clonePayload(e.Payload), journal.Digest(stream, e)
 		at := s.now().UTC().Truncate(time.Microsecond) // PostgreSQL's precision
-		tag, err := tx.Exec(ctx, sqlInsertRecord, pgx.NamedArgs{"stream": stream, "id": e.ID, "kind": e.Kind,
+		tag, err := tx.Exec(ctx, stmt("insert_record"), pgx.NamedArgs{"stream": stream, "id": e.ID, "kind": e.Kind,
 			"content_type": e.ContentType, "payload": payload, "final": e.Final, "digest": digest[:], "at": at,
 			"traceparent": e.Traceparent, "tracestate": e.Tracestate})
 		if err != nil {
@@ -122,7 +122,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, stream string, entries 
 		cID, cStream, cField *string
 		cSeq, finalSeq       *int64
 	)
-	err := tx.QueryRow(ctx, sqlAppendRows, pgx.NamedArgs{"stream": stream, "ids": ids, "kinds": kinds, "content_types": types,
+	err := tx.QueryRow(ctx, stmt("append_rows"), pgx.NamedArgs{"stream": stream, "ids": ids, "kinds": kinds, "content_types": types,
 		"payloads": payloads, "finals": finals, "traceparents": parents, "tracestates": states, "at": at}).
 		Scan(&verdict, &seqs, &ats, &tps, &tss, &cID, &cStream, &cSeq, &cField, &finalSeq)
 	if err != nil {
@@ -159,7 +159,7 @@ func entryIDs(entries []journal.Entry) []string {
 	return out
 }
 
-// collectStored reads sqlLookupIDs' rows (or fails with err) by id.
+// collectStored reads statement lookup_ids's rows (or fails with err) by id.
 func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func collectStored(rows pgx.Rows, err error) (map[string]stored, error) {
 func (s *Store) sealed(ctx context.Context, q querier, stream string, finalSeq *int64) error {
 	if finalSeq == nil {
 		var f int64
-		if err := q.QueryRow(ctx, sqlFinalSeq, pgx.NamedArgs{"stream": stream}).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := q.QueryRow(ctx, stmt("final_seq"), pgx.NamedArgs{"stream": stream}).Scan(&f); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.dbErr(ctx, "append to "+stream+": read the final seq", err)
 		}
 		finalSeq = &f
@@ -207,7 +207,7 @@ func (s *Store) Read(ctx context.Context, stream string, fromSeq uint64, limit, 
 		r, err := scanRecord(row)
 		r.Stream = stream
 		return r, err
-	}, sqlRead, pgx.NamedArgs{"stream": stream, "from_seq": int64(fromSeq), "limit": limit, "max_bytes": int64(cmp.Or(maxBytes, math.MaxInt))})
+	}, stmt("read"), pgx.NamedArgs{"stream": stream, "from_seq": int64(fromSeq), "limit": limit, "max_bytes": int64(cmp.Or(maxBytes, math.MaxInt))})
 }
 
 // Head implements journal.Journal.
@@ -216,7 +216,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head uint64
-	err := s.pool.QueryRow(ctx, sqlHead, pgx.NamedArgs{"stream": stream}).Scan(&head)
+	err := s.pool.QueryRow(ctx, stmt("head"), pgx.NamedArgs{"stream": stream}).Scan(&head)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, s.dbErr(ctx, "head of "+stream, err)
 	}
@@ -231,7 +231,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 		return journal.Record{}, err
 	}
 	var refused *string
-	r, err := s.lookup(ctx, s.pool, sqlLookupVerdict, id, &refused)
+	r, err := s.lookup(ctx, s.pool, stmt("lookup_verdict"), id, &refused)
 	switch {
 	case err != nil || r.Seq != 0:
 		return r, err
@@ -283,5 +283,5 @@ func (s *Store) Refused(ctx context.Context, stream string, limit int) ([]Refuse
 		err := row.Scan(&r.Stream, &r.ID, &r.Kind, &r.AppendedAt, &r.Reason)
 		r.AppendedAt = r.AppendedAt.UTC()
 		return r, err
-	}, sqlRefused, pgx.NamedArgs{"stream": stream, "limit": limit})
+	}, stmt("refused"), pgx.NamedArgs{"stream": stream, "limit": limit})
 }

@@ -183,7 +183,7 @@ func (s *Store) onConn(ctx context.Context, conn *pgx.Conn, op string, fn func(*
 	}
 	err := fn(conn)
 	if err != nil {
-		if _, rbErr := conn.Exec(context.WithoutCancel(ctx), sqlAbort); rbErr != nil {
+		if _, rbErr := conn.Exec(context.WithoutCancel(ctx), stmt("abort")); rbErr != nil {
 			_ = conn.Close(context.WithoutCancel(ctx))
 		}
 	}

@@ -20,14 +20,14 @@ import (
 
 var producerRoles atomic.Int64
 
-// readmeGrants returns the README's grants for a producer's role: the
-// block after the marker <!-- grants: TestProducerWithTheDocumentedGrants -->.
-func readmeGrants(t *testing.T) string {
+// readmeSQL returns the README's SQL block after the marker
+// <!-- what: test -->, which names the test that runs it.
+func readmeSQL(t *testing.T, what, test string) string {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	require.NoError(t, err)
-	_, after, found := strings.Cut(string(readme), "<!-- grants: TestProducerWithTheDocumentedGrants -->\n```sql\n")
-	require.True(t, found, "README.md has the producers' grants after their marker")
+	_, after, found := strings.Cut(string(readme), "<!-- "+what+": "+test+" -->\n```sql\n")
+	require.True(t, found, "README.md has the %s block after its marker", what)
 	block, _, found := strings.Cut(after, "```\n")
 	require.True(t, found)
 	return block
@@ -47,7 +47,7 @@ func newProducerDB(t *testing.T) producerDB {
 	ctx := t.Context()
 	d := newSQLDB(t)
 	role := fmt.Sprintf("herald_producer_%d_%d", os.Getpid(), producerRoles.Add(1))
-	grants := strings.ReplaceAll(readmeGrants(t), " TO app;", " TO "+role+";")
+	grants := strings.ReplaceAll(readmeSQL(t, "grants", "TestProducerWithTheDocumentedGrants"), " TO app;", " TO "+role+";")
 	require.Equal(t, 5, strings.Count(grants, role), "the README grants five things to app")
 	pool := d.s.Pool()
 	_, err := pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN`)

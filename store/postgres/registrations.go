@@ -30,9 +30,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			sealed, exists bool
 		)
 		b := &pgx.Batch{}
-		b.Queue(sqlMarkStream, pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
+		b.Queue(stmt("mark_stream"), pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
 		var madeBy string
-		b.Queue(sqlRegistrationMadeBy, pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists, &madeBy) })
+		b.Queue(stmt("registration_made_by"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists, &madeBy) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "register", err)
 		}
@@ -50,7 +50,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		if kinds == nil {
 			kinds = []string{}
 		}
-		st, err := scanStatus(tx.QueryRow(ctx, sqlUpsertRegistration, pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
+		st, err := scanStatus(tx.QueryRow(ctx, stmt("upsert_registration"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
 			"namespace": r.Namespace, "url": r.URL, "config": config, "on_rejected": string(r.OnRejected), "next_seq": int64(next),
 			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1)),
 			"retain_max_ns": int64(r.RetainMax), "retry": store.EncodeRetry(r.Retry), "rate": r.Rate.String()}))
@@ -71,7 +71,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
 		return notFound(stream, id)
 	}
-	tag, err := s.pool.Exec(ctx, sqlDeleteRegistration, pgx.NamedArgs{"stream": stream, "id": id})
+	tag, err := s.pool.Exec(ctx, stmt("delete_registration"), pgx.NamedArgs{"stream": stream, "id": id})
 	if err != nil {
 		return s.dbErr(ctx, "unregister", err)
 	}
@@ -86,7 +86,7 @@ func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error
 	if !validKey(stream, id) {
 		return store.Status{}, notFound(stream, id)
 	}
-	st, err := scanStatus(s.pool.QueryRow(ctx, sqlGet, pgx.NamedArgs{"stream": stream, "id": id}))
+	st, err := scanStatus(s.pool.QueryRow(ctx, stmt("get"), pgx.NamedArgs{"stream": stream, "id": id}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Status{}, notFound(stream, id)
 	}
@@ -110,7 +110,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 		return nil, journal.Invalid("after", "is not valid UTF-8 or holds a NUL byte")
 	}
 	sts, err := query(ctx, s, "list registrations", nil, rowTo(scanStatus),
-		sqlList, pgx.NamedArgs{"stream": q.Stream, "namespace": q.Namespace, "parked": q.Parked, "lagging": q.Lagging,
+		stmt("list"), pgx.NamedArgs{"stream": q.Stream, "namespace": q.Namespace, "parked": q.Parked, "lagging": q.Lagging,
 			"after_stream": q.After.Stream, "after_id": q.After.ID, "limit": limit, "subscription": q.Subscription, "id": q.ID})
 	s.sealer.Open(sts)
 	return sts, err
@@ -121,7 +121,7 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 	st := store.Stats{Namespaces: map[string]store.NamespaceStats{}}
 	var parked []store.Status
 	b := &pgx.Batch{}
-	b.Queue(sqlStatsNamespaces, pgx.NamedArgs{"at": at}).Query(func(rows pgx.Rows) error {
+	b.Queue(stmt("stats_namespaces"), pgx.NamedArgs{"at": at}).Query(func(rows pgx.Rows) error {
 		var (
 			ns string
 			n  store.NamespaceStats
@@ -132,8 +132,8 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 		})
 		return err
 	})
-	b.Queue(sqlStatsLagging, pgx.NamedArgs{"limit": store.MaxLagging}).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
-	b.Queue(sqlStatsOldestParked).Query(appendTo(&parked, rowTo(scanStatus)))
+	b.Queue(stmt("stats_lagging"), pgx.NamedArgs{"limit": store.MaxLagging}).Query(appendTo(&st.Lagging, rowTo(scanStatus)))
+	b.Queue(stmt("stats_oldest_parked")).Query(appendTo(&parked, rowTo(scanStatus)))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Stats{}, s.dbErr(ctx, "stats", err)
 	}
@@ -202,11 +202,11 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 	err := s.onConn(ctx, nil, "due", func(conn *pgx.Conn) error {
 		var troubled, locked []store.Host
 		b := &pgx.Batch{}
-		b.Queue(sqlBegin)
+		b.Queue(stmt("begin"))
 		queuePlanner(b)
-		b.Queue(sqlDueAsyncCommit)
-		b.Queue(sqlTroubledHosts).Query(appendTo(&troubled, rowTo(scanHost)))
-		b.Queue(sqlLockProbes, pgx.NamedArgs{"at": q.At}).Query(appendTo(&locked, rowTo(scanHost)))
+		b.Queue(stmt("due_async_commit"))
+		b.Queue(stmt("troubled_hosts")).Query(appendTo(&troubled, rowTo(scanHost)))
+		b.Queue(stmt("lock_probes"), pgx.NamedArgs{"at": q.At}).Query(appendTo(&locked, rowTo(scanHost)))
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "due: read hosts", err)
 		}
@@ -228,7 +228,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			return err
 		}
 		if len(ids) > 0 {
-			rows, err := conn.Query(ctx, sqlClaim, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner,
+			rows, err := conn.Query(ctx, stmt("claim"), pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner,
 				"lease_until": q.LeaseUntil, "streams": streams, "ids": ids})
 			if err == nil {
 				batch.Registrations, err = pgx.AppendRows(batch.Registrations, rows, func(row pgx.CollectableRow) (store.Status, error) {
@@ -252,14 +252,14 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			delete(hosts, h.Host)
 			if probes[h.Host] {
 				h = h.Probed(q.At)
-				b.Queue(sqlMoveProbe, pgx.NamedArgs{"host": h.Host, "probes": h.Probes, "next_probe_at": h.NextProbeAt})
+				b.Queue(stmt("move_probe"), pgx.NamedArgs{"host": h.Host, "probes": h.Probes, "next_probe_at": h.NextProbeAt})
 				queueHeldTo(b, h, h)
 			}
 			batch.Hosts = append(batch.Hosts, h)
 		}
-		b.Queue(sqlClearCandidates)
-		b.Queue(sqlClearPending)
-		b.Queue(sqlCommit)
+		b.Queue(stmt("clear_candidates"))
+		b.Queue(stmt("clear_pending"))
+		b.Queue(stmt("commit"))
 		return s.dbErr(ctx, "due: move probes, clear idle streams and commit", conn.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
@@ -276,9 +276,9 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 const pickDepth = 4
 
 // pick reads the due registrations of q.Namespace not held nor of a host
-// at its cap (sqlPick) and returns those a claim for q may take, in claim
+// at its cap (statement pick) and returns those a claim for q may take, in claim
 // order: within q.HostRoom, of a host probed (probes) only its first. It
-// counts the other namespaces' into *unserved if q.CountUnserved. sqlPick
+// counts the other namespaces' into *unserved if q.CountUnserved. statement pick
 // reads the first depth of each cursor's registrations: the rows up to the
 // first cursor's last one read are all it could have seen, and if fewer
 // than q.Limit+1 of them fit, it reads again, deeper. So a claim reads what
@@ -302,7 +302,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 		streams, ids = streams[:0], ids[:0]
 		cut := false
 		b := &pgx.Batch{}
-		b.Queue(sqlPick, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": skip, "depth": depth}).Query(func(rows pgx.Rows) error {
+		b.Queue(stmt("pick"), pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": skip, "depth": depth}).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			taken, read := map[string]int{}, map[cursor]int{}
 			var (
@@ -323,7 +323,7 @@ func (s *Store) pick(ctx context.Context, conn *pgx.Conn, q store.DueQuery, held
 			return rows.Err()
 		})
 		if q.CountUnserved && first {
-			b.Queue(sqlUnserved, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": held}).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
+			b.Queue(stmt("unserved"), pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "held": held}).QueryRow(func(row pgx.Row) error { return row.Scan(unserved) })
 		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return nil, nil, s.dbErr(ctx, "due: pick", err)
@@ -351,7 +351,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	rows, err := query(ctx, s, "reseal: read", nil, func(r pgx.CollectableRow) (row, error) {
 		var out row
 		return out, r.Scan(&out.key.Stream, &out.key.ID, &out.stored)
-	}, sqlResealPage, pgx.NamedArgs{"after_stream": after.Stream, "after_id": after.ID, "limit": limit})
+	}, stmt("reseal_page"), pgx.NamedArgs{"after_stream": after.Stream, "after_id": after.ID, "limit": limit})
 	if err != nil {
 		return store.ResealPage{}, err
 	}
@@ -371,7 +371,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	if len(streams) == 0 {
 		return page, nil
 	}
-	tag, err := s.pool.Exec(ctx, sqlReseal, pgx.NamedArgs{"streams": streams, "ids": ids, "olds": olds, "news": news})
+	tag, err := s.pool.Exec(ctx, stmt("reseal"), pgx.NamedArgs{"streams": streams, "ids": ids, "olds": olds, "news": news})
 	if err != nil {
 		return store.ResealPage{}, s.dbErr(ctx, "reseal", err)
 	}

@@ -25,7 +25,7 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 	}
 	return s.inTx(ctx, "resend", func(tx pgx.Tx) error {
 		var next, oldest uint64
-		err := tx.QueryRow(ctx, sqlResendFrom, pgx.NamedArgs{"stream": stream, "id": id}).Scan(&next, &oldest)
+		err := tx.QueryRow(ctx, stmt("resend_from"), pgx.NamedArgs{"stream": stream, "id": id}).Scan(&next, &oldest)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return notFound(stream, id)
@@ -36,14 +36,14 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 			return err
 		}
 		var added bool
-		err = tx.QueryRow(ctx, sqlInsertResend, pgx.NamedArgs{"stream": stream, "id": id, "seq": int64(seq), "at": at, "by": by}).Scan(&added)
+		err = tx.QueryRow(ctx, stmt("insert_resend"), pgx.NamedArgs{"stream": stream, "id": id, "seq": int64(seq), "at": at, "by": by}).Scan(&added)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil // pending already
 		case err != nil:
 			return s.dbErr(ctx, "resend", err)
 		}
-		st, err := scanStatus(tx.QueryRow(ctx, sqlGet, pgx.NamedArgs{"stream": stream, "id": id}))
+		st, err := scanStatus(tx.QueryRow(ctx, stmt("get"), pgx.NamedArgs{"stream": stream, "id": id}))
 		if err != nil {
 			return s.dbErr(ctx, "resend: read the registration", err)
 		}
@@ -64,7 +64,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 		st, err := scanStatus(row, &r.Seq, &r.At, &r.By, &batch.More)
 		r.Registration, r.At, r.Owner = st.Registration, r.At.UTC(), q.Owner
 		return r, err
-	}, sqlDueResends, pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner, "lease_until": q.LeaseUntil})
+	}, stmt("due_resends"), pgx.NamedArgs{"namespace": q.Namespace, "at": q.At, "limit": q.Limit, "owner": q.Owner, "lease_until": q.LeaseUntil})
 	if err != nil {
 		return store.ResendBatch{}, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []stor
 		var c store.ResendClaim
 		err := row.Scan(&c.Stream, &c.ID, &c.Seq, &c.Owner)
 		return c, err
-	}, sqlRenewResends, pgx.NamedArgs{"until": until, "streams": streams, "ids": ids, "seqs": seqs, "owners": owners})
+	}, stmt("renew_resends"), pgx.NamedArgs{"until": until, "streams": streams, "ids": ids, "seqs": seqs, "owners": owners})
 }
 
 // Resent implements store.Store: the pending row deleted, the evidence in
@@ -107,8 +107,8 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 		exists, applied bool
 	)
 	b := &pgx.Batch{}
-	b.Queue(sqlRegistrationExists, pgx.NamedArgs{"stream": c.Stream, "id": c.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
-	b.Queue(sqlResent, args).Exec(func(tag pgconn.CommandTag) error {
+	b.Queue(stmt("registration_exists"), pgx.NamedArgs{"stream": c.Stream, "id": c.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+	b.Queue(stmt("resent"), args).Exec(func(tag pgconn.CommandTag) error {
 		applied = tag.RowsAffected() > 0
 		return nil
 	})

@@ -36,7 +36,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	if q.DryRun {
 		from, limit = "", maxSeq // a dry run reports a whole pass
 	}
-	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], sqlPruneCandidates, pgx.NamedArgs{"from": from, "limit": limit})
+	names, err := query(ctx, s, "prune: list streams", nil, pgx.RowTo[string], stmt("prune_candidates"), pgx.NamedArgs{"from": from, "limit": limit})
 	if err != nil {
 		return store.PruneReport{}, err
 	}
@@ -59,9 +59,9 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		s.pruneFrom, rep.More = next, next != ""
 	}
 	if !rep.More {
-		sql := sqlPruneHosts
+		sql := stmt("prune_hosts")
 		if q.DryRun {
-			sql = sqlCountPrunableHosts
+			sql = stmt("count_prunable_hosts")
 		}
 		if err := s.pool.QueryRow(ctx, sql, pgx.NamedArgs{"cutoff": q.Cutoff()}).Scan(&rep.Hosts); err != nil {
 			return rep, s.dbErr(ctx, "prune hosts", err)
@@ -81,7 +81,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 			sealed       bool
 			holders      []store.Holder
 		)
-		err := tx.QueryRow(ctx, sqlPruneLock, pgx.NamedArgs{"stream": name}).Scan(&head, &sealed, &oldest)
+		err := tx.QueryRow(ctx, stmt("prune_lock"), pgx.NamedArgs{"stream": name}).Scan(&head, &sealed, &oldest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // locked (next pass) or removed meanwhile
 		}
@@ -91,7 +91,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 				err = row.Scan(&h.NextSeq, (*int64)(&r.RetainMax), &r.Namespace)
 				h.RetainMax = r.RetainBound()
 				return h, err
-			}, sqlPruneHolders, pgx.NamedArgs{"stream": name})
+			}, stmt("prune_holders"), pgx.NamedArgs{"stream": name})
 		}
 		if err != nil {
 			return s.dbErr(ctx, "prune: lock stream and read cursors", err)
@@ -102,7 +102,7 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 				seq, size int64
 				at        time.Time
 			)
-			rows, err := tx.Query(ctx, sqlPruneRun, pgx.NamedArgs{"stream": name, "from_seq": oldest, "to_seq": head + 1, "limit": room})
+			rows, err := tx.Query(ctx, stmt("prune_run"), pgx.NamedArgs{"stream": name, "from_seq": oldest, "to_seq": head + 1, "limit": room})
 			if err == nil {
 				_, err = pgx.ForEachRow(rows, []any{&seq, &at, &size}, func() error {
 					if seq != to || !holds.Prunable(uint64(seq), at) {
@@ -123,15 +123,15 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 		b := &pgx.Batch{}
 		if to > oldest {
 			rep.Streams = 1
-			b.Queue(sqlPruneRecords, pgx.NamedArgs{"stream": name, "to_seq": to})
-			b.Queue(sqlPruneMark, pgx.NamedArgs{"stream": name, "to_seq": to})
+			b.Queue(stmt("prune_records"), pgx.NamedArgs{"stream": name, "to_seq": to})
+			b.Queue(stmt("prune_mark"), pgx.NamedArgs{"stream": name, "to_seq": to})
 		}
-		b.Queue(sqlPruneRefused, pgx.NamedArgs{"stream": name, "cutoff": cutoff}).Exec(count(&rep.Records))
+		b.Queue(stmt("prune_refused"), pgx.NamedArgs{"stream": name, "cutoff": cutoff}).Exec(count(&rep.Records))
 		if sealed && regs == 0 && to > head {
-			b.Queue(sqlPruneStream, pgx.NamedArgs{"stream": name}).Exec(count(&rep.Removed))
+			b.Queue(stmt("prune_stream"), pgx.NamedArgs{"stream": name}).Exec(count(&rep.Removed))
 		}
 		if regs > 0 {
-			b.Queue(sqlPruneEvidence, pgx.NamedArgs{"stream": name, "cutoff": cutoff, "parked": store.EventParked}).Exec(count(&rep.Evidence))
+			b.Queue(stmt("prune_evidence"), pgx.NamedArgs{"stream": name, "cutoff": cutoff, "parked": store.EventParked}).Exec(count(&rep.Evidence))
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "prune "+name, err)
@@ -157,14 +157,14 @@ func (s *Store) pruneStream(ctx context.Context, name string, q store.PruneQuery
 func (s *Store) expire(ctx context.Context, tx pgx.Tx, stream string, to int64, at time.Time) error {
 	behind, err := txRows(ctx, tx, func(row pgx.CollectableRow) (store.Status, error) {
 		return scanStatus(row)
-	}, sqlPruneBehind, pgx.NamedArgs{"stream": stream, "to_seq": to})
+	}, stmt("prune_behind"), pgx.NamedArgs{"stream": stream, "to_seq": to})
 	if err != nil {
 		return s.dbErr(ctx, "prune: read expired cursors", err)
 	}
 	for _, st := range behind {
 		ev, e, ok := store.Expired(st.Registration, uint64(to), at)
 		b := &pgx.Batch{}
-		b.Queue(sqlExpire, pgx.NamedArgs{"stream": st.Stream, "id": st.ID, "to_seq": to, "error": ev.Error})
+		b.Queue(stmt("expire"), pgx.NamedArgs{"stream": st.Stream, "id": st.ID, "to_seq": to, "error": ev.Error})
 		queueEvidence(b, ev)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "prune: move an expired cursor", err)
@@ -222,9 +222,9 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 func (s *Store) unnumbered(ctx context.Context, stream string) (map[string]store.Unnumbered, error) {
 	out := map[string]store.Unnumbered{}
 	b := &pgx.Batch{}
-	b.Queue(sqlBegin)
+	b.Queue(stmt("begin"))
 	queuePlanner(b)
-	b.Queue(sqlUnnumbered, pgx.NamedArgs{"stream": stream}).Query(func(rows pgx.Rows) error {
+	b.Queue(stmt("unnumbered"), pgx.NamedArgs{"stream": stream}).Query(func(rows pgx.Rows) error {
 		var (
 			name string
 			w    = store.Unnumbered{Streams: 1}
@@ -236,7 +236,7 @@ func (s *Store) unnumbered(ctx context.Context, stream string) (map[string]store
 		})
 		return err
 	})
-	b.Queue(sqlCommit)
+	b.Queue(stmt("commit"))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.dbErr(ctx, "count the records waiting to be numbered", err)
 	}
@@ -256,5 +256,5 @@ func (s *Store) streamRows(ctx context.Context, q store.StreamQuery, limit int) 
 			info.FinalSeq = info.Head
 		}
 		return info, err
-	}, sqlStreams, pgx.NamedArgs{"stream": q.Stream, "after": q.After, "limit": limit})
+	}, stmt("streams"), pgx.NamedArgs{"stream": q.Stream, "after": q.After, "limit": limit})
 }

@@ -73,10 +73,10 @@ func (s *Store) sequence(ctx context.Context, conn *pgx.Conn, mode seqMode, step
 	if mode == seqProbe {
 		var waiting bool
 		b := &pgx.Batch{}
-		b.Queue(sqlBegin)
+		b.Queue(stmt("begin"))
 		queuePlanner(b)
-		b.Queue(sqlAnyUnsequenced).QueryRow(func(row pgx.Row) error { return row.Scan(&waiting) })
-		b.Queue(sqlCommit)
+		b.Queue(stmt("any_unsequenced")).QueryRow(func(row pgx.Row) error { return row.Scan(&waiting) })
+		b.Queue(stmt("commit"))
 		var q querier = s.pool
 		if conn != nil {
 			q = conn
@@ -98,24 +98,24 @@ func (s *Store) sequence(ctx context.Context, conn *pgx.Conn, mode seqMode, step
 	}
 }
 
-// step is one sequencer transaction in one round trip: the lock, sqlNumber
+// step is one sequencer transaction in one round trip: the lock, statement number
 // (which does nothing without it), the commit. It returns how many records
 // it found and how many it numbered or refused.
 func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n int, err error) {
 	err = s.onConn(ctx, conn, "sequence", func(conn *pgx.Conn) error {
 		var numbered, refused, notified int
 		b := &pgx.Batch{}
-		b.Queue(sqlBegin)
+		b.Queue(stmt("begin"))
 		queuePlanner(b)
 		if wait {
-			b.Queue(sqlWaitLock, pgx.NamedArgs{"key": sequencerLock})
-			b.Queue(sqlHeld)
+			b.Queue(stmt("wait_lock"), pgx.NamedArgs{"key": sequencerLock})
+			b.Queue(stmt("held"))
 		} else {
-			b.Queue(sqlTryLock, pgx.NamedArgs{"key": sequencerLock})
+			b.Queue(stmt("try_lock"), pgx.NamedArgs{"key": sequencerLock})
 		}
-		b.Queue(sqlNumber, pgx.NamedArgs{"page": s.page}).QueryRow(func(row pgx.Row) error { return row.Scan(&page, &numbered, &refused, &notified) })
+		b.Queue(stmt("number"), pgx.NamedArgs{"page": s.page}).QueryRow(func(row pgx.Row) error { return row.Scan(&page, &numbered, &refused, &notified) })
 		if s.stepHook == nil {
-			b.Queue(sqlCommit)
+			b.Queue(stmt("commit"))
 		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "sequence", err)
@@ -127,7 +127,7 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 		if page > 0 {
 			s.stepHook(conn.PgConn().PID())
 		}
-		_, err := conn.Exec(ctx, sqlCommit)
+		_, err := conn.Exec(ctx, stmt("commit"))
 		return s.dbErr(ctx, "sequence: commit", err)
 	})
 	if err != nil {

@@ -12,15 +12,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// sql/tokens.sql.
-var (
-	sqlCreateToken = stmt("create_token")
-	sqlTokenByHash = stmt("token_by_hash")
-	sqlTokens      = stmt("tokens")
-	sqlRevokeToken = stmt("revoke_token")
-	sqlTokenUsed   = stmt("token_used")
-)
-
 func scanToken(row pgx.CollectableRow) (store.Token, error) {
 	var (
 		t             store.Token
@@ -46,26 +37,20 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if scope == nil {
 		scope = []string{}
 	}
-	_, err := s.pool.Exec(ctx, sqlCreateToken, pgx.NamedArgs{"id": t.ID, "hash": t.Hash, "name": t.Name, "role": string(t.Role),
+	_, err := s.pool.Exec(ctx, stmt("create_token"), pgx.NamedArgs{"id": t.ID, "hash": t.Hash, "name": t.Name, "role": string(t.Role),
 		"scope": scope, "created_at": t.Created})
 	return s.dbErr(ctx, "create token "+t.ID, err)
 }
 
 // TokenByHash implements store.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	ts, err := query(ctx, s, "read token", nil, scanToken, sqlTokenByHash, pgx.NamedArgs{"hash": hash})
-	if err == nil && len(ts) == 0 {
-		err = fmt.Errorf("token: %w", journal.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, err
-	}
-	return ts[0], nil
+	xs, err := query(ctx, s, "read token", nil, scanToken, stmt("token_by_hash"), pgx.NamedArgs{"hash": hash})
+	return store.One(xs, err, fmt.Errorf("token: %w", journal.ErrNotFound))
 }
 
 // Tokens implements store.TokenStore.
 func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
-	return query(ctx, s, "list tokens", []store.Token{}, scanToken, sqlTokens)
+	return query(ctx, s, "list tokens", []store.Token{}, scanToken, stmt("tokens"))
 }
 
 // RevokeToken implements store.TokenStore.
@@ -76,15 +61,9 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	var ts []store.Token
 	var err error
 	if validText(id) {
-		ts, err = query(ctx, s, "revoke token", nil, scanToken, sqlRevokeToken, pgx.NamedArgs{"id": id, "at": at})
+		ts, err = query(ctx, s, "revoke token", nil, scanToken, stmt("revoke_token"), pgx.NamedArgs{"id": id, "at": at})
 	}
-	if err == nil && len(ts) == 0 {
-		err = fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, err
-	}
-	return ts[0], nil
+	return store.One(ts, err, fmt.Errorf("token %q: %w", id, journal.ErrNotFound))
 }
 
 // TokenUsed implements store.TokenStore.
@@ -92,6 +71,6 @@ func (s *Store) TokenUsed(ctx context.Context, id string, at time.Time) error {
 	if !validText(id) || at.IsZero() {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, sqlTokenUsed, pgx.NamedArgs{"id": id, "at": at})
+	_, err := s.pool.Exec(ctx, stmt("token_used"), pgx.NamedArgs{"id": id, "at": at})
 	return s.dbErr(ctx, "record a token's use", err)
 }

@@ -10,16 +10,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-const (
-	actorKeyColumns    = "id, algorithm, fingerprint, version, created_at, rotated_at"
-	sqlAddActorKey     = "INSERT INTO herald_actor_key (id, private_key, algorithm, fingerprint, version, created_at) VALUES (?, ?, ?, ?, 1, ?)"
-	sqlRotateActorKey  = "UPDATE herald_actor_key SET private_key = ?2, algorithm = ?3, fingerprint = ?4, version = version + 1, rotated_at = ?5 WHERE id = ?1 RETURNING " + actorKeyColumns
-	sqlActorKey        = "SELECT " + actorKeyColumns + ", private_key FROM herald_actor_key WHERE id = ?"
-	sqlActorKeyVersion = "SELECT version FROM herald_actor_key WHERE id = ?"
-	sqlActorKeys       = "SELECT " + actorKeyColumns + " FROM herald_actor_key ORDER BY id"
-	sqlRemoveActorKey  = "DELETE FROM herald_actor_key WHERE id = ?"
-)
-
 func scanActorKey(sc scanner, more ...any) (store.ActorKey, error) {
 	var (
 		k                store.ActorKey
@@ -48,7 +38,7 @@ func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {
 		return err
 	}
 	return s.write(ctx, "add actor key", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, sqlAddActorKey, k.ID, sealed, k.Algorithm, k.Fingerprint, created)
+		_, err := tx.ExecContext(ctx, stmt("add_actor_key"), k.ID, sealed, k.Algorithm, k.Fingerprint, created)
 		return translate(fmt.Sprintf("add actor key %q", k.ID), err)
 	})
 }
@@ -69,29 +59,20 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 	}
 	var ks []store.ActorKey
 	err = s.write(ctx, "rotate actor key", func(tx *sql.Tx) error {
-		ks, err = queryAll(ctx, tx, "rotate actor key", nil, scanPublicActorKey, sqlRotateActorKey, k.ID, sealed, k.Algorithm, k.Fingerprint, n)
+		ks, err = queryAll(ctx, tx, "rotate actor key", nil, scanPublicActorKey, stmt("rotate_actor_key"), k.ID, sealed, k.Algorithm, k.Fingerprint, n)
 		return err
 	})
-	if err == nil && len(ks) == 0 {
-		err = notFoundKey(k.ID)
-	}
-	if err != nil {
-		return store.ActorKey{}, err
-	}
-	return ks[0], nil
+	return store.One(ks, err, notFoundKey(k.ID))
 }
 
 // ActorKey implements store.ActorKeyStore.
 func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error) {
 	var sealed []byte
-	ks, err := queryAll(ctx, s.r, "read actor key", nil, func(sc scanner) (store.ActorKey, error) { return scanActorKey(sc, &sealed) }, sqlActorKey, id)
-	if err == nil && len(ks) == 0 {
-		err = notFoundKey(id)
-	}
+	ks, err := queryAll(ctx, s.r, "read actor key", nil, func(sc scanner) (store.ActorKey, error) { return scanActorKey(sc, &sealed) }, stmt("actor_key"), id)
+	k, err := store.One(ks, err, notFoundKey(id))
 	if err != nil {
 		return store.ActorKey{}, err
 	}
-	k := ks[0]
 	k.PrivateKey, err = s.sealer.OpenActorKey(id, sealed)
 	return k, err
 }
@@ -101,25 +82,19 @@ func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 	vs, err := queryAll(ctx, s.r, "read actor key version", nil, func(sc scanner) (int64, error) {
 		var v int64
 		return v, sc.Scan(&v)
-	}, sqlActorKeyVersion, id)
-	if err == nil && len(vs) == 0 {
-		err = notFoundKey(id)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return vs[0], nil
+	}, stmt("actor_key_version"), id)
+	return store.One(vs, err, notFoundKey(id))
 }
 
 // ActorKeys implements store.ActorKeyStore.
 func (s *Store) ActorKeys(ctx context.Context) ([]store.ActorKey, error) {
-	return queryAll(ctx, s.r, "list actor keys", []store.ActorKey{}, scanPublicActorKey, sqlActorKeys)
+	return queryAll(ctx, s.r, "list actor keys", []store.ActorKey{}, scanPublicActorKey, stmt("actor_keys"))
 }
 
 // RemoveActorKey implements store.ActorKeyStore.
 func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 	return s.write(ctx, "remove actor key", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqlRemoveActorKey, id)
+		res, err := tx.ExecContext(ctx, stmt("remove_actor_key"), id)
 		if err != nil {
 			return translate("remove actor key", err)
 		}

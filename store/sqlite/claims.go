@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -31,7 +30,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 	// snapshot, without taking the write lock (or syncing a commit). An
 	// append that commits after this read is one that came after the sweep.
 	var woken bool
-	if err := s.r.QueryRowContext(ctx, sqlAnyWoken, at.Int64).Scan(&woken); err != nil || !woken {
+	if err := s.r.QueryRowContext(ctx, stmt("any_woken"), at.Int64).Scan(&woken); err != nil || !woken {
 		return store.DueBatch{}, translate("due: look for woken streams", err)
 	}
 	var p *store.DuePicker
@@ -44,7 +43,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			_, probe := h.Holds(q.At)
 			probing = probing || probe
 			return h, err
-		}, sqlTroubledHosts)
+		}, stmt("troubled_hosts"))
 		if err != nil {
 			return err
 		}
@@ -61,13 +60,13 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			hosts[h.Host] = h
 		}
 		if q.CountUnserved {
-			if err := tx.QueryRowContext(ctx, sqlUnserved, at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
+			if err := tx.QueryRowContext(ctx, stmt("unserved"), at.Int64, q.Namespace).Scan(&p.Batch.Unserved); err != nil {
 				return translate("due: count other namespaces", err)
 			}
 		}
 		for i := range p.Batch.Registrations {
 			st := &p.Batch.Registrations[i]
-			if _, err := tx.ExecContext(ctx, sqlClaim, q.Owner, until, at, st.Stream, st.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, stmt("claim"), q.Owner, until, at, st.Stream, st.ID); err != nil {
 				return translate("due: claim", err)
 			}
 			st.Lapsed = st.LeaseOwner != "" // as read before the claim
@@ -85,7 +84,7 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, sqlSetWake, m, w.stream); err != nil {
+			if _, err := tx.ExecContext(ctx, stmt("set_wake"), m, w.stream); err != nil {
 				return translate("due: set wake marker", err)
 			}
 		}
@@ -147,8 +146,8 @@ type wokenStream struct {
 
 // pickDue offers a picker for q the due registrations of the woken streams
 // in claim order, then reads the picks whole. It reads the first depth of
-// each cursor's (sqlNextCursor, sqlDueOfCursor), merges them, and offers
-// them up to the first cursor's last row read (later rows may come after
+// each cursor's (statements next_cursor, due_of_cursor), merges them, and
+// offers them up to the first cursor's last row read (later rows may come after
 // ones it did not read); if fewer than q.Limit+1 of those fit, it reads
 // again, deeper. So a claim reads what it takes and what the cap and
 // probes pass over, not every registration due, nor those at the head
@@ -157,7 +156,7 @@ type wokenStream struct {
 func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string]store.Host, probing bool, at int64) (p *store.DuePicker, streams []wokenStream, full bool, err error) {
 	streams, err = queryAll(ctx, tx, "due: read woken streams", nil, func(sc scanner) (w wokenStream, err error) {
 		return w, sc.Scan(&w.stream, &w.head)
-	}, sqlWoken, at)
+	}, stmt("woken"), at)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -165,7 +164,7 @@ func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string
 		w := &streams[i]
 		for cursor := int64(0); ; {
 			var next sql.NullInt64
-			if err := tx.QueryRowContext(ctx, sqlNextCursor, w.stream, cursor, w.head).Scan(&next); err != nil {
+			if err := tx.QueryRowContext(ctx, stmt("next_cursor"), w.stream, cursor, w.head).Scan(&next); err != nil {
 				return nil, nil, false, translate("due: next cursor", err)
 			}
 			if !next.Valid {
@@ -196,7 +195,7 @@ func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string
 				cands, err = queryAll(ctx, tx, "due", cands, func(sc scanner) (c candidate, err error) {
 					c.stream = w.stream
 					return c, sc.Scan(&c.id, &c.host, &c.next)
-				}, sqlDueOfCursor, w.stream, q.Namespace, at, cursor, depth, string(atCap))
+				}, stmt("due_of_cursor"), w.stream, q.Namespace, at, cursor, depth, string(atCap))
 				if err != nil {
 					return nil, nil, false, err
 				}
@@ -233,7 +232,7 @@ func pickDue(ctx context.Context, tx *sql.Tx, q store.DueQuery, hosts map[string
 
 // getHost reads one host; found is false when none is stored.
 func getHost(ctx context.Context, q queryer, host string) (h store.Host, found bool, err error) {
-	h, err = scanHost(q.QueryRowContext(ctx, sqlGetHost, host))
+	h, err = scanHost(q.QueryRowContext(ctx, stmt("get_host"), host))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Host{Host: host}, false, nil
 	}
@@ -249,15 +248,15 @@ func (s *Store) putHost(ctx context.Context, tx *sql.Tx, old, h store.Host) erro
 	if err := cmp.Or(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlPutHost, h.Host, h.State, since, h.Failures, h.Probes, probe, h.LastError, failed, failing)
+	_, err := tx.ExecContext(ctx, stmt("put_host"), h.Host, h.State, since, h.Failures, h.Probes, probe, h.LastError, failed, failing)
 	if err != nil {
 		return translate("write host", err)
 	}
 	switch hold, from, to := h.HeldTo(old); {
 	case hold:
-		_, err = tx.ExecContext(ctx, sqlHoldHost, h.Host, to.UnixNano())
+		_, err = tx.ExecContext(ctx, stmt("hold_host"), h.Host, to.UnixNano())
 	case !to.IsZero():
-		_, err = tx.ExecContext(ctx, sqlReleaseHost, h.Host, from.UnixNano(), to.UnixNano())
+		_, err = tx.ExecContext(ctx, stmt("release_host"), h.Host, from.UnixNano(), to.UnixNano())
 	}
 	if err != nil {
 		return translate("move the host's registrations", err)
@@ -284,7 +283,7 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 		if err != nil {
 			return err
 		}
-		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, sqlHostFailed, c.Stream, c.ID, c.Owner, fc.n, nb, ev.Clean().Error, failures); err != nil {
+		if _, err := update(ctx, tx, "record host failure", c.Stream, c.ID, stmt("host_failed"), c.Stream, c.ID, c.Owner, fc.n, nb, ev.Clean().Error, failures); err != nil {
 			return err
 		}
 		if err := addEvidence(ctx, tx, c.Stream, c.ID, ev); err != nil {
@@ -312,26 +311,21 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 	if _, err := instantArg("at", at); err != nil {
 		return store.Host{}, err
 	}
-	h := store.Host{Host: host, State: store.HostUp, Since: at}
+	var h store.Host
 	err := s.write(ctx, "record an answer of "+host, func(tx *sql.Tx) error {
 		old, found, err := getHost(ctx, tx, host)
-		switch {
-		case err != nil:
-			return err
-		case !found && mustExist:
-			return fmt.Errorf("host %q: %w", host, journal.ErrNotFound)
-		case !found:
-			return nil
+		if err == nil {
+			h, err = store.Answer(host, old, found, mustExist, at)
 		}
-		if h = old.Answered(at); h == old {
-			return nil
+		if err != nil || !found || h == old {
+			return err
 		}
 		if err := s.putHost(ctx, tx, old, h); err != nil || old.State == store.HostUp {
 			return err
 		}
 		// Released: wake every stream the host's registrations follow, so
 		// that the next Due reads them (it recomputes the markers).
-		_, err = tx.ExecContext(ctx, sqlWakeHostStreams, int64(dueNow), host)
+		_, err = tx.ExecContext(ctx, stmt("wake_host_streams"), int64(dueNow), host)
 		return translate("wake the host's streams", err)
 	})
 	if err != nil {
@@ -348,7 +342,7 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 	}
 	var out []store.Host
 	err = s.read(ctx, "list hosts", func(tx *sql.Tx) error {
-		out, err = queryAll(ctx, tx, "list hosts", nil, scanHost, sqlHosts, q.Host, q.State, q.After, limit)
+		out, err = queryAll(ctx, tx, "list hosts", nil, scanHost, stmt("hosts"), q.Host, q.State, q.After, limit)
 		if err != nil || len(out) == 0 {
 			return err
 		}
@@ -358,7 +352,7 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 			err = sc.Scan(&host, &n)
 			held[host] = n
 			return n, err
-		}, sqlHeld)
+		}, stmt("held"))
 		for i := range out {
 			out[i].Held = held[out[i].Host]
 		}
@@ -373,7 +367,7 @@ func (s *Store) HostScheme(ctx context.Context, host string) (scheme string, at 
 		return "", time.Time{}, err
 	}
 	var n sql.NullInt64
-	err = s.r.QueryRowContext(ctx, sqlHostScheme, host).Scan(&scheme, &n)
+	err = s.r.QueryRowContext(ctx, stmt("host_scheme"), host).Scan(&scheme, &n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", time.Time{}, nil
 	}
@@ -393,7 +387,7 @@ func (s *Store) SetHostScheme(ctx context.Context, host, scheme string, at time.
 		return err
 	}
 	return s.write(ctx, "store the signature scheme of "+host, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, sqlSetHostScheme, host, scheme, n)
+		_, err := tx.ExecContext(ctx, stmt("set_host_scheme"), host, scheme, n)
 		return translate("store the signature scheme of "+host, err)
 	})
 }

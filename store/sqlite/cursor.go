@@ -12,7 +12,7 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// regState is what a registration update returns (RETURNING stateColumns).
+// regState is what a registration update returns (state_columns, sql/rules.sql).
 type regState struct {
 	nextSeq       int64
 	parked        bool
@@ -20,7 +20,7 @@ type regState struct {
 	leaseUntil    sql.NullInt64
 }
 
-// update runs a registration update that ends in stateColumns and keeps the
+// update runs a registration update that ends in state_columns and keeps the
 // stream's wake marker no later than when the registration is due, unless it
 // is parked (package doc, "Idle costs nothing").
 func update(ctx context.Context, tx *sql.Tx, op, stream, id, query string, args ...any) (regState, error) {
@@ -46,7 +46,7 @@ func rewake(ctx context.Context, tx *sql.Tx, stream string, nextSeq int64, bound
 			due = max(due, b.Int64)
 		}
 	}
-	_, err := tx.ExecContext(ctx, sqlRewake, due, stream, nextSeq)
+	_, err := tx.ExecContext(ctx, stmt("rewake"), due, stream, nextSeq)
 	return translate("wake stream", err)
 }
 
@@ -79,7 +79,7 @@ func fenceArgs(c store.Claim, nextSeq uint64) (int64, error) {
 // fencedIn is fenced's check and write in tx.
 func fencedIn(ctx context.Context, tx *sql.Tx, c store.Claim, n int64, nextSeq uint64, fn func(tx *sql.Tx, fc fence) error) error {
 	fc := fence{n: n}
-	err := tx.QueryRowContext(ctx, sqlFence, c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
+	err := tx.QueryRowContext(ctx, stmt("fence"), c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return notFound(c.Stream, c.ID)
@@ -104,7 +104,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []store.CursorSave) ([]e
 		for i, sv := range saves {
 			n, err := fenceArgs(sv.Claim, sv.NextSeq)
 			if err == nil {
-				err = fencedIn(ctx, tx, sv.Claim, n, sv.NextSeq, saveWith(ctx, "advance", sqlAdvance, sv.Claim))
+				err = fencedIn(ctx, tx, sv.Claim, n, sv.NextSeq, saveWith(ctx, "advance", stmt("advance"), sv.Claim))
 			}
 			if err != nil && !refused(err) {
 				return err // the database's failure: nothing applied
@@ -126,20 +126,20 @@ func refused(err error) bool {
 
 // Advance implements store.Store.
 func (s *Store) Advance(ctx context.Context, c store.Claim, nextSeq uint64) error {
-	return s.save(ctx, "advance", sqlAdvance, c, nextSeq)
+	return s.save(ctx, "advance", stmt("advance"), c, nextSeq)
 }
 
 // Checkpoint implements store.Store.
 func (s *Store) Checkpoint(ctx context.Context, c store.Claim, nextSeq uint64) error {
-	return s.save(ctx, "checkpoint", sqlCheckpoint, c, nextSeq)
+	return s.save(ctx, "checkpoint", stmt("checkpoint"), c, nextSeq)
 }
 
 func (s *Store) save(ctx context.Context, op, query string, c store.Claim, nextSeq uint64) error {
 	return s.fenced(ctx, op, c, nextSeq, saveWith(ctx, op, query, c))
 }
 
-// saveWith is the write of a cursor save (sqlAdvance, sqlCheckpoint) under
-// claim c, once fenced.
+// saveWith is the write of a cursor save (statements advance, checkpoint)
+// under claim c, once fenced.
 func saveWith(ctx context.Context, op, query string, c store.Claim) func(tx *sql.Tx, fc fence) error {
 	return func(tx *sql.Tx, fc fence) error {
 		_, err := update(ctx, tx, op, c.Stream, c.ID, query, c.Stream, c.ID, c.Owner, fc.n)
@@ -154,7 +154,7 @@ func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error 
 		return err
 	}
 	return s.fenced(ctx, "pace", c, 1, func(tx *sql.Tx, fc fence) error {
-		_, err := update(ctx, tx, "pace", c.Stream, c.ID, sqlPace, c.Stream, c.ID, c.Owner, when)
+		_, err := update(ctx, tx, "pace", c.Stream, c.ID, stmt("pace"), c.Stream, c.ID, c.Owner, when)
 		return err
 	})
 }
@@ -162,7 +162,7 @@ func (s *Store) Pace(ctx context.Context, c store.Claim, until time.Time) error 
 // Renew implements store.Store, one statement a claim in one transaction.
 func (s *Store) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
 	return renewEach(ctx, s, "renew leases", until, claims, func(tx *sql.Tx, when sql.NullInt64, c store.Claim) (sql.Result, error) {
-		return tx.ExecContext(ctx, sqlRenew, when, c.Stream, c.ID, c.Owner)
+		return tx.ExecContext(ctx, stmt("renew"), when, c.Stream, c.ID, c.Owner)
 	})
 }
 
@@ -200,12 +200,12 @@ func renewEach[C interface{ Validate() error }](ctx context.Context, s *Store, o
 
 // Retry implements store.Store.
 func (s *Store) Retry(ctx context.Context, c store.Claim, nextSeq uint64, notBefore time.Time, ev store.Evidence) error {
-	return s.fail(ctx, "retry", sqlRetry, c, nextSeq, "not before", notBefore, ev)
+	return s.fail(ctx, "retry", stmt("retry"), c, nextSeq, "not before", notBefore, ev)
 }
 
 // Park implements store.Store.
 func (s *Store) Park(ctx context.Context, c store.Claim, nextSeq uint64, ev store.Evidence) error {
-	return s.fail(ctx, "park", sqlPark, c, nextSeq, "evidence at", ev.At, ev)
+	return s.fail(ctx, "park", stmt("park"), c, nextSeq, "evidence at", ev.At, ev)
 }
 
 // fail is Retry's and Park's write, fenced by the claim; query sets the
@@ -234,45 +234,41 @@ func (s *Store) Unpark(ctx context.Context, stream, id string, at time.Time) err
 	if err != nil {
 		return err
 	}
-	return s.writeTo(ctx, "unpark", stream, id, func(tx *sql.Tx) error {
-		st, err := update(ctx, tx, "unpark", stream, id, sqlUnpark, atN, stream, id)
-		if errors.Is(err, journal.ErrNotFound) {
-			_, err := getStatus(ctx, tx, stream, id)
-			return err // nil when it exists and was not parked: nothing to do
-		}
-		if err == nil {
-			err = addEvidence(ctx, tx, stream, id, store.Evidence{At: at, Event: store.EventUnparked, Seq: uint64(st.nextSeq)})
-		}
-		if err != nil {
-			return err
-		}
-		return s.registrationEvent(ctx, tx, store.KindUnparked, stream, id, uint64(st.nextSeq), "", "", at)
-	})
+	return s.operatorWrite(ctx, "unpark", stream, id, at, "", "", store.Evidence{At: at, Event: store.EventUnparked}, store.KindUnparked,
+		stmt("unpark"), atN, stream, id)
 }
 
 // Pause implements store.Store.
 func (s *Store) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
 	why := store.PauseText(by, reason)
-	return s.pauseOrResume(ctx, "pause", sqlPause, stream, id, at, by, reason, why,
+	return s.pauseOrResume(ctx, "pause", stmt("pause"), stream, id, at, by, reason, why,
 		store.Evidence{At: at, Event: store.EventPaused, Error: why}, store.KindPaused)
 }
 
 // Resume implements store.Store.
 func (s *Store) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
-	return s.pauseOrResume(ctx, "resume", sqlResume, stream, id, at, by, "", "",
+	return s.pauseOrResume(ctx, "resume", stmt("resume"), stream, id, at, by, "", "",
 		store.Evidence{At: at, Event: store.EventResumed, Error: "resumed by " + by}, store.KindResumed)
 }
 
-// pauseOrResume writes query (sqlPause, sqlResume) with lastError, then ev
-// and an event of kind; a registration already so is left alone.
+// pauseOrResume writes query (statements pause, resume) with lastError,
+// then ev and an event of kind.
 func (s *Store) pauseOrResume(ctx context.Context, op, query, stream, id string, at time.Time, by, reason, lastError string,
 	ev store.Evidence, kind string) error {
 	atN, err := instantArg("at", at)
 	if err = cmp.Or(err, store.ValidatePause(by, reason)); err != nil {
 		return err
 	}
+	return s.operatorWrite(ctx, op, stream, id, at, by, reason, ev, kind, query, atN, lastError, stream, id)
+}
+
+// operatorWrite runs query, an operator's update of stream/id, then ev at
+// the cursor and an event of kind; a registration already so (no row
+// updated) is left alone.
+func (s *Store) operatorWrite(ctx context.Context, op, stream, id string, at time.Time, by, reason string, ev store.Evidence, kind string,
+	query string, args ...any) error {
 	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
-		st, err := update(ctx, tx, op, stream, id, query, atN, lastError, stream, id)
+		st, err := update(ctx, tx, op, stream, id, query, args...)
 		if errors.Is(err, journal.ErrNotFound) {
 			_, err := getStatus(ctx, tx, stream, id)
 			return err // nil when it exists and is already so
@@ -307,13 +303,9 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		return err
 	}
 	return s.writeTo(ctx, op, stream, id, func(tx *sql.Tx) error {
-		var next, head, oldest int64
-		err := tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return notFound(stream, id)
-		case err != nil:
-			return translate(op+": read the cursor", err)
+		next, head, oldest, err := cursorOf(ctx, tx, op, stream, id)
+		if err != nil {
+			return err
 		}
 		ev, err := store.CheckMove(skip, stream, uint64(next), uint64(head), uint64(oldest), toSeq, at, reason)
 		if err != nil {
@@ -322,11 +314,20 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 		if err := addEvidence(ctx, tx, stream, id, ev); err != nil {
 			return err
 		}
-		if _, err := update(ctx, tx, op, stream, id, sqlMove, int64(toSeq), atN, stream, id); err != nil || !skip {
+		if _, err := update(ctx, tx, op, stream, id, stmt("move"), int64(toSeq), atN, stream, id); err != nil || !skip {
 			return err
 		}
 		return s.registrationEvent(ctx, tx, store.KindSkipped, stream, id, toSeq, store.ByOperator, reason, at)
 	})
+}
+
+// cursorOf reads stream/id's cursor, its stream's head and low-water mark.
+func cursorOf(ctx context.Context, tx *sql.Tx, op, stream, id string) (next, head, oldest int64, err error) {
+	err = tx.QueryRowContext(ctx, stmt("move_from"), stream, id).Scan(&next, &head, &oldest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, 0, notFound(stream, id)
+	}
+	return next, head, oldest, translate(op+": read the cursor", err)
 }
 
 // AddEvidence implements store.Store.
@@ -354,13 +355,13 @@ func addEvidence(ctx context.Context, tx *sql.Tx, stream, id string, ev store.Ev
 	if err := cmp.Or(err1, err2, err3); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlInsertEvidence,
+	_, err := tx.ExecContext(ctx, stmt("insert_evidence"),
 		stream, id, at, ev.Event, seq, ev.RecordID, ev.MessageID, ev.Attempt, ev.Status, ev.Body, ev.Location,
 		int64(ev.Duration), ev.Error, notBefore)
 	if err != nil {
 		return translate("add evidence", err)
 	}
-	_, err = tx.ExecContext(ctx, sqlTrimEvidence, stream, id, store.MaxEvidence)
+	_, err = tx.ExecContext(ctx, stmt("trim_evidence"), stream, id, store.MaxEvidence)
 	return translate("trim evidence", err)
 }
 
@@ -385,7 +386,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 				&ev.Location, &duration, &ev.Error, &notBefore)
 			ev.At, ev.NotBefore, ev.Seq, ev.Duration = instant(at), instant(notBefore), uint64(seq), time.Duration(duration)
 			return ev, err
-		}, sqlEvidence, stream, id, limit)
+		}, stmt("evidence"), stream, id, limit)
 		return err
 	})
 	return out, err

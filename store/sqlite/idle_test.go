@@ -19,17 +19,24 @@ var idleT0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 // woken returns the streams whose wake marker is set, with its value.
 func woken(t *testing.T, s *Store) map[string]int64 {
 	t.Helper()
-	rows, err := s.r.Query("SELECT stream, wake_at FROM herald_stream WHERE wake_at IS NOT NULL")
+	return byStream[int64](t, s, "SELECT stream, wake_at FROM herald_stream WHERE wake_at IS NOT NULL")
+}
+
+// byStream runs query, whose rows are a stream and its value, and returns
+// the values by stream.
+func byStream[V any](t testing.TB, s *Store, query string, args ...any) map[string]V {
+	t.Helper()
+	rows, err := s.r.Query(query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
-	out := map[string]int64{}
+	out := map[string]V{}
 	for rows.Next() {
 		var (
 			stream string
-			at     int64
+			v      V
 		)
-		require.NoError(t, rows.Scan(&stream, &at))
-		out[stream] = at
+		require.NoError(t, rows.Scan(&stream, &v))
+		out[stream] = v
 	}
 	require.NoError(t, rows.Err())
 	return out
@@ -149,9 +156,9 @@ func TestDueReadsOnlyWokenStreams(t *testing.T) {
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
 	for q, args := range map[string][]any{
-		sqlWoken:    {0},
-		sqlUnserved: {0, "webhook"},
-		sqlAnyWoken: {0},
+		stmt("woken"):     {0},
+		stmt("unserved"):  {0, "webhook"},
+		stmt("any_woken"): {0},
 	} {
 		plan := queryPlan(t, s.r, q, args...)
 		require.Contains(t, plan, "INDEX herald_stream_wake (wake_at<?)", "plan:\n%s", plan)
@@ -177,10 +184,10 @@ func TestClaimReadsAStreamInClaimOrderWithoutSorting(t *testing.T) {
 	}
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
-	plan := queryPlan(t, s.r, sqlDueOfCursor, "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
+	plan := queryPlan(t, s.r, stmt("due_of_cursor"), "actor/alice", "webhook", 0, 1, 8, `["h1.example:443"]`)
 	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND next_seq=? AND namespace=?)", "plan:\n%s", plan)
 	require.NotContains(t, plan, "TEMP B-TREE", "plan:\n%s", plan)
-	plan = queryPlan(t, s.r, sqlNextCursor, "actor/alice", 0, 1)
+	plan = queryPlan(t, s.r, stmt("next_cursor"), "actor/alice", 0, 1)
 	require.Contains(t, plan, "INDEX herald_registration_due (stream=? AND next_seq>? AND next_seq<?)", "plan:\n%s", plan)
 }
 

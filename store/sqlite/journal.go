@@ -35,7 +35,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	out := make([]journal.Record, len(entries))
 	digests := make([][32]byte, len(entries))
 	fresh := make([]int, 0, len(entries))
-	lookup, err := tx.PrepareContext(ctx, sqlLookupDigest)
+	lookup, err := tx.PrepareContext(ctx, stmt("lookup_digest"))
 	if err != nil {
 		return nil, translate("append: prepare lookup", err)
 	}
@@ -79,7 +79,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 		head   int64
 		sealed bool
 	)
-	err = tx.QueryRowContext(ctx, sqlHeadSealed, stream).Scan(&head, &sealed)
+	err = tx.QueryRowContext(ctx, stmt("head_sealed"), stream).Scan(&head, &sealed)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate("append: read head", err)
 	}
@@ -98,11 +98,11 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, stream string, entries
 	final := entries[fresh[len(fresh)-1]].Final
 	// The stream row first (records refer to it). The append wakes the
 	// stream for Due if it has registrations (package doc, "Idle costs nothing").
-	_, err = tx.ExecContext(ctx, sqlUpsertHead, stream, newHead, final, int64(dueNow))
+	_, err = tx.ExecContext(ctx, stmt("upsert_head"), stream, newHead, final, int64(dueNow))
 	if err != nil {
 		return nil, translate("append: update head", err)
 	}
-	insert, err := tx.PrepareContext(ctx, sqlInsertRecord)
+	insert, err := tx.PrepareContext(ctx, stmt("insert_record"))
 	if err != nil {
 		return nil, translate("append: prepare insert", err)
 	}
@@ -166,7 +166,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		return 0, err
 	}
 	var head int64
-	if err := s.r.QueryRowContext(ctx, sqlHead, stream).Scan(&head); err != nil {
+	if err := s.r.QueryRowContext(ctx, stmt("head"), stream).Scan(&head); err != nil {
 		return 0, translate("head of "+stream, err)
 	}
 	return uint64(head), nil
@@ -181,7 +181,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 }
 
 func lookupRecord(ctx context.Context, q queryer, id string) (journal.Record, error) {
-	r, err := scanRecord(q.QueryRowContext(ctx, sqlLookup, id))
+	r, err := scanRecord(q.QueryRowContext(ctx, stmt("lookup"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
 	}

@@ -337,14 +337,20 @@ func TestOpenWithoutMigrating(t *testing.T) {
 	require.True(t, st.Pending(), "still behind")
 }
 
-// rawState reads schema_migrations with a plain driver connection.
-func rawState(t *testing.T, path string) (version int, dirty bool) {
+// requireLatestClean reads schema_migrations with a plain driver connection:
+// the latest version, not dirty.
+func requireLatestClean(t *testing.T, path string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
 	defer db.Close()
+	var (
+		version int
+		dirty   bool
+	)
 	require.NoError(t, db.QueryRow("SELECT version, dirty FROM schema_migrations").Scan(&version, &dirty))
-	return version, dirty
+	require.Equal(t, sqlite.SchemaVersion(), version)
+	require.False(t, dirty)
 }
 
 // TestADirtyVersionIsSettledAsTheErrorSays: a version marked dirty (a
@@ -377,9 +383,7 @@ func TestADirtyVersionIsSettledAsTheErrorSays(t *testing.T) {
 	// The migration did finish: the operator records version 1.
 	rawExec(t, path, "UPDATE schema_migrations SET version = 1, dirty = false")
 	openClose(t, path)
-	v, dirty := rawState(t, path)
-	require.Equal(t, sqlite.SchemaVersion(), v)
-	require.False(t, dirty)
+	requireLatestClean(t, path)
 }
 
 // TestAFailedMigrationChangesNothing: a migration that fails (here, because
@@ -444,9 +448,7 @@ func TestConcurrentMigrationsTakeTurns(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	v, dirty := rawState(t, path)
-	require.Equal(t, sqlite.SchemaVersion(), v)
-	require.False(t, dirty)
+	requireLatestClean(t, path)
 }
 
 // TestMigrateBesideAnOpenStore: a migration needs only the write lock, not

@@ -29,7 +29,7 @@ func TestReadIsAnIndexRange(t *testing.T) {
 	}
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
-	plan := queryPlan(t, s.r, sqlRead, "s3", 10, 256, 1<<20)
+	plan := queryPlan(t, s.r, stmt("read"), "s3", 10, 256, 1<<20)
 	require.Equal(t, 2, strings.Count(plan, "SEARCH herald_record USING INDEX sqlite_autoindex_herald_record_2 (stream=? AND seq>?"), "plan:\n%s", plan)
 	require.NotContains(t, plan, "SCAN herald_record", "plan:\n%s", plan)
 }

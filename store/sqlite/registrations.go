@@ -45,7 +45,7 @@ func scanStatus(sc scanner) (store.Status, error) {
 }
 
 func getStatus(ctx context.Context, q queryer, stream, id string) (store.Status, error) {
-	st, err := scanStatus(q.QueryRowContext(ctx, sqlGet, stream, id))
+	st, err := scanStatus(q.QueryRowContext(ctx, stmt("get"), stream, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Status{}, notFound(stream, id)
 	}
@@ -69,12 +69,12 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	if err != nil {
 		return store.Registration{}, err
 	}
-	// The destination, as sqlUpdateRegistration and sqlInsertRegistration take it.
+	// The destination, as statement update_registration and statement insert_registration take it.
 	dest := []any{r.Namespace, r.URL, r.Host(), config, string(r.OnRejected), encodeKinds(r.Kinds), max(r.Window, 1), int64(r.RetainMax),
 		store.EncodeRetry(r.Retry), r.Rate.String(), r.Stream, r.ID}
 	var out store.Status
 	err = s.writeTo(ctx, "register", r.Stream, r.ID, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, sqlEnsureStream, r.Stream); err != nil {
+		if _, err := tx.ExecContext(ctx, stmt("ensure_stream"), r.Stream); err != nil {
 			return translate("register: create stream", err)
 		}
 		old, err := getStatus(ctx, tx, r.Stream, r.ID)
@@ -82,7 +82,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		case err == nil && old.Subscription != "":
 			return store.MadeBy(r, old.Subscription)
 		case err == nil:
-			_, err = tx.ExecContext(ctx, sqlUpdateRegistration, dest...)
+			_, err = tx.ExecContext(ctx, stmt("update_registration"), dest...)
 			if err = translate("register: update", err); err == nil && r.Rate.IsZero() && !old.Rate.IsZero() && !old.PacedUntil.IsZero() {
 				err = rewake(ctx, tx, r.Stream, int64(old.NextSeq)) // its pace gone, it may be due at once
 			}
@@ -108,14 +108,14 @@ func insert(ctx context.Context, tx *sql.Tx, r store.Registration, dest []any) e
 		head, oldest int64
 		sealed       bool
 	)
-	if err := tx.QueryRowContext(ctx, sqlRegisterHead, r.Stream).Scan(&head, &sealed, &oldest); err != nil {
+	if err := tx.QueryRowContext(ctx, stmt("register_head"), r.Stream).Scan(&head, &sealed, &oldest); err != nil {
 		return translate("register: read head", err)
 	}
 	next, err := store.FirstCursor(r, uint64(head), uint64(oldest), sealed)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, sqlInsertRegistration, append(dest, int64(next))...)
+	_, err = tx.ExecContext(ctx, stmt("insert_registration"), append(dest, int64(next))...)
 	if err != nil {
 		return translate("register: insert", err)
 	}
@@ -127,7 +127,7 @@ func insert(ctx context.Context, tx *sql.Tx, r store.Registration, dest []any) e
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	return s.writeTo(ctx, "unregister", stream, id, func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, sqlDeleteRegistration, stream, id).Scan(&one)
+		err := tx.QueryRowContext(ctx, stmt("delete_registration"), stream, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(stream, id)
 		}
@@ -143,7 +143,7 @@ func (s *Store) Complete(ctx context.Context, c store.Claim) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, sqlComplete, c.Stream, c.ID, c.Owner); err != nil {
+		if _, err := tx.ExecContext(ctx, stmt("complete"), c.Stream, c.ID, c.Owner); err != nil {
 			return translate("complete", err)
 		}
 		// The instant is the claim's: Due stamped it as NextAttemptAt.
@@ -189,10 +189,9 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]store.Status, er
 	if q.After != (store.Key{}) {
 		where, args = append(where, "(r.stream, r.id) > (?, ?)"), append(args, q.After.Stream, q.After.ID)
 	}
-	// Built at run time: one WHERE clause per field of q that is set.
-	query := "SELECT " + statusColumns + statusFrom
+	query := stmt("list")
 	if len(where) > 0 {
-		query += "WHERE " + strings.Join(where, " AND ")
+		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY r.stream, r.id LIMIT ?"
 	sts, err := queryAll(ctx, s.r, "list registrations", nil, scanStatus, query, append(args, limit)...)
@@ -216,14 +215,14 @@ func (s *Store) Stats(ctx context.Context, at time.Time) (store.Stats, error) {
 			err = sc.Scan(&ns, &n.Ready, &n.Retrying, &n.Idle, &n.Parked, &n.Paused, &n.Leased, &n.Behind)
 			st.Namespaces[ns] = n
 			return n, err
-		}, sqlStats, atN.Int64)
+		}, stmt("stats"), atN.Int64)
 		if err == nil {
-			st.Lagging, err = queryAll(ctx, tx, "stats: lagging", nil, scanStatus, sqlLagging, store.MaxLagging)
+			st.Lagging, err = queryAll(ctx, tx, "stats: lagging", nil, scanStatus, stmt("lagging"), store.MaxLagging)
 		}
 		if err != nil {
 			return err
 		}
-		oldest, err := queryAll(ctx, tx, "stats: oldest parked", nil, scanStatus, sqlOldestParked)
+		oldest, err := queryAll(ctx, tx, "stats: oldest parked", nil, scanStatus, stmt("oldest_parked"))
 		s.sealer.Open(st.Lagging)
 		s.sealer.Open(oldest)
 		if len(oldest) == 1 {
@@ -272,7 +271,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	rows, err := queryAll(ctx, s.r, "reseal: read", nil, func(sc scanner) (r row, err error) {
 		err = sc.Scan(&r.key.Stream, &r.key.ID, &r.stored)
 		return r, err
-	}, sqlResealPage, after.Stream, after.ID, limit)
+	}, stmt("reseal_page"), after.Stream, after.ID, limit)
 	if err != nil {
 		return store.ResealPage{}, err
 	}
@@ -294,7 +293,7 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 	}
 	err = s.write(ctx, "reseal", func(tx *sql.Tx) error {
 		for _, r := range changed {
-			res, err := tx.ExecContext(ctx, sqlReseal, r.sealed, r.key.Stream, r.key.ID, r.stored)
+			res, err := tx.ExecContext(ctx, stmt("reseal"), r.sealed, r.key.Stream, r.key.ID, r.stored)
 			if err != nil {
 				return translate("reseal", err)
 			}
@@ -309,53 +308,29 @@ func (s *Store) Reseal(ctx context.Context, after store.Key, limit int) (store.R
 
 // ResealOthers implements store.Resealer: the actor keys and the
 // subscriptions' configs, in one write.
-func (s *Store) ResealOthers(ctx context.Context) (int, error) {
-	type row struct {
-		prefix, id string
-		stored     []byte
+func (s *Store) ResealOthers(ctx context.Context) (n int, err error) {
+	scan := func(sc scanner) (x store.Sealed, err error) {
+		err = sc.Scan(&x.Prefix, &x.ID, &x.Stored)
+		return x, err
 	}
-	n := 0
-	err := s.write(ctx, "reseal actor keys and subscriptions", func(tx *sql.Tx) error {
-		n = 0 // a retried write starts again
-		keys, err := queryAll(ctx, tx, "reseal: read actor keys", nil, func(sc scanner) (r row, err error) {
-			err = sc.Scan(&r.id, &r.stored)
-			return r, err
-		}, `SELECT id, private_key FROM herald_actor_key`)
+	err = s.write(ctx, "reseal actor keys and subscriptions", func(tx *sql.Tx) error {
+		keys, err := queryAll(ctx, tx, "reseal: read actor keys", nil, scan, stmt("reseal_read_actor_keys"))
 		if err != nil {
 			return err
 		}
-		for _, r := range keys {
-			out, changed, err := s.sealer.ResealActorKey(r.id, r.stored)
-			if err != nil {
-				return err
-			}
-			if changed {
-				if _, err := tx.ExecContext(ctx, `UPDATE herald_actor_key SET private_key = ? WHERE id = ?`, out, r.id); err != nil {
-					return translate("reseal actor key", err)
-				}
-				n++
-			}
-		}
-		subs, err := queryAll(ctx, tx, "reseal: read subscriptions", nil, func(sc scanner) (r row, err error) {
-			err = sc.Scan(&r.prefix, &r.id, &r.stored)
-			return r, err
-		}, `SELECT prefix, id, config FROM herald_subscription WHERE config IS NOT NULL`)
+		subs, err := queryAll(ctx, tx, "reseal: read subscriptions", nil, scan, stmt("reseal_read_subscriptions"))
 		if err != nil {
 			return err
 		}
-		for _, r := range subs {
-			out, changed, err := s.sealer.ResealSubscription(r.prefix, r.id, r.stored)
-			if err != nil {
-				return err
+		n, err = s.sealer.ResealOthers(keys, subs, func(key bool, r store.Sealed, out []byte) error {
+			op, q := "reseal subscription", stmt("reseal_subscription")
+			if key {
+				op, q = "reseal actor key", stmt("reseal_actor_key")
 			}
-			if changed {
-				if _, err := tx.ExecContext(ctx, `UPDATE herald_subscription SET config = ? WHERE prefix = ? AND id = ?`, out, r.prefix, r.id); err != nil {
-					return translate("reseal subscription", err)
-				}
-				n++
-			}
-		}
-		return nil
+			_, err := tx.ExecContext(ctx, q, out, r.Prefix, r.ID)
+			return translate(op, err)
+		})
+		return err // a retried write counts again from 0
 	})
 	return n, err
 }

@@ -18,19 +18,12 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 		return err
 	}
 	return s.writeTo(ctx, "resend", stream, id, func(tx *sql.Tx) error {
-		var next, head, oldest int64
-		err := tx.QueryRowContext(ctx, sqlMoveFrom, stream, id).Scan(&next, &head, &oldest)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return notFound(stream, id)
-		case err != nil:
-			return translate("resend: read the cursor", err)
-		}
-		if err := store.CheckResend(stream, seq, uint64(next), uint64(oldest)); err != nil {
+		next, _, oldest, err := cursorOf(ctx, tx, "resend", stream, id)
+		if err = cmp.Or(err, store.CheckResend(stream, seq, uint64(next), uint64(oldest))); err != nil {
 			return err
 		}
 		var one int
-		err = tx.QueryRowContext(ctx, sqlResendInsert, stream, id, int64(seq), atN, by).Scan(&one)
+		err = tx.QueryRowContext(ctx, stmt("resend_insert"), stream, id, int64(seq), atN, by).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // pending already
 		}
@@ -53,7 +46,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 		return store.ResendBatch{}, err
 	}
 	var pending bool
-	if err := s.r.QueryRowContext(ctx, sqlAnyResend, at.Int64).Scan(&pending); err != nil || !pending {
+	if err := s.r.QueryRowContext(ctx, stmt("any_resend"), at.Int64).Scan(&pending); err != nil || !pending {
 		return store.ResendBatch{}, translate("due resends: look for pending ones", err)
 	}
 	var batch store.ResendBatch
@@ -67,7 +60,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 			err := sc.Scan(&r.Registration.Stream, &r.Registration.ID, &seq, &asked, &r.By)
 			r.Seq, r.At, r.Owner = uint64(seq), instant(asked), q.Owner
 			return r, err
-		}, sqlDueResends, q.Namespace, at.Int64, q.Limit+1)
+		}, stmt("due_resends"), q.Namespace, at.Int64, q.Limit+1)
 		if err != nil {
 			return err
 		}
@@ -75,7 +68,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 		batch.Resends = rs[:min(len(rs), q.Limit)]
 		for i := range batch.Resends {
 			r := &batch.Resends[i]
-			if _, err := tx.ExecContext(ctx, sqlLeaseResend, q.Owner, until, r.Registration.Stream, r.Registration.ID, int64(r.Seq)); err != nil {
+			if _, err := tx.ExecContext(ctx, stmt("lease_resend"), q.Owner, until, r.Registration.Stream, r.Registration.ID, int64(r.Seq)); err != nil {
 				return translate("due resends: claim", err)
 			}
 			st, err := getStatus(ctx, tx, r.Registration.Stream, r.Registration.ID)
@@ -97,7 +90,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 // transaction.
 func (s *Store) RenewResends(ctx context.Context, until time.Time, claims []store.ResendClaim) ([]store.ResendClaim, error) {
 	return renewEach(ctx, s, "renew resends' leases", until, claims, func(tx *sql.Tx, when sql.NullInt64, c store.ResendClaim) (sql.Result, error) {
-		return tx.ExecContext(ctx, sqlRenewResend, when, c.Stream, c.ID, int64(c.Seq), c.Owner)
+		return tx.ExecContext(ctx, stmt("renew_resend"), when, c.Stream, c.ID, int64(c.Seq), c.Owner)
 	})
 }
 
@@ -108,7 +101,7 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 	}
 	return s.writeTo(ctx, "record a resend to", c.Stream, c.ID, func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, sqlDeleteResend, c.Stream, c.ID, int64(c.Seq), c.Owner).Scan(&one)
+		err := tx.QueryRowContext(ctx, stmt("delete_resend"), c.Stream, c.ID, int64(c.Seq), c.Owner).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			if _, err := getStatus(ctx, tx, c.Stream, c.ID); err != nil {
 				return err

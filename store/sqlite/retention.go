@@ -50,7 +50,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		cands, err := queryAll(ctx, tx, "prune: list streams", nil, func(sc scanner) (c candidate, err error) {
 			err = sc.Scan(&c.stream, &c.head, &c.sealed, &c.oldest, &c.registrations)
 			return c, err
-		}, sqlPruneCandidates, from, limit)
+		}, stmt("prune_candidates"), from, limit)
 		if err != nil {
 			return err
 		}
@@ -68,21 +68,21 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 			}
 			if to > c.oldest {
 				rep = rep.Add(store.PruneReport{Streams: 1, Records: n, Bytes: bytes})
-				if _, err := tx.ExecContext(ctx, sqlPruneRecords, c.stream, to); err != nil {
+				if _, err := tx.ExecContext(ctx, stmt("prune_records"), c.stream, to); err != nil {
 					return translate("prune: delete records", err)
 				}
-				if _, err := tx.ExecContext(ctx, sqlPruneMark, to, c.stream); err != nil {
+				if _, err := tx.ExecContext(ctx, stmt("prune_mark"), to, c.stream); err != nil {
 					return translate("prune: move the low-water mark", err)
 				}
 			}
 			if c.sealed && c.registrations == 0 && to > c.head {
 				rep.Removed++
-				if _, err := tx.ExecContext(ctx, sqlPruneStream, c.stream); err != nil {
+				if _, err := tx.ExecContext(ctx, stmt("prune_stream"), c.stream); err != nil {
 					return translate("prune: remove stream", err)
 				}
 			}
 			if c.registrations > 0 {
-				res, err := tx.ExecContext(ctx, sqlPruneEvidence, c.stream, cutoff.Int64, store.EventParked)
+				res, err := tx.ExecContext(ctx, stmt("prune_evidence"), c.stream, cutoff.Int64, store.EventParked)
 				if err != nil {
 					return translate("prune: evidence", err)
 				}
@@ -101,7 +101,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 		}
 		rep.More = next != ""
 		if !rep.More {
-			res, err := tx.ExecContext(ctx, sqlPruneHosts, cutoff.Int64)
+			res, err := tx.ExecContext(ctx, stmt("prune_hosts"), cutoff.Int64)
 			if err != nil {
 				return translate("prune: hosts", err)
 			}
@@ -119,7 +119,7 @@ func (s *Store) Prune(ctx context.Context, q store.PruneQuery) (store.PruneRepor
 	if !q.DryRun {
 		s.pruneFrom = next
 		if rep.Records > 0 || rep.Removed > 0 || rep.Evidence > 0 || rep.Hosts > 0 {
-			if _, err := s.w.ExecContext(ctx, sqlIncrementalVacuum); err != nil {
+			if _, err := s.w.ExecContext(ctx, stmt("incremental_vacuum")); err != nil {
 				return rep, translate("prune: incremental vacuum", err)
 			}
 		}
@@ -140,7 +140,7 @@ func pruneHolds(ctx context.Context, tx *sql.Tx, q store.PruneQuery, stream stri
 		err = sc.Scan(&next, &r.RetainMax, &r.Namespace)
 		h.NextSeq, h.RetainMax = uint64(next), r.RetainBound()
 		return h, err
-	}, sqlPruneHolders, stream)
+	}, stmt("prune_holders"), stream)
 	return q.Holds(holders), err
 }
 
@@ -151,7 +151,7 @@ func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, head int6
 	if head < oldest || room <= 0 {
 		return oldest, 0, 0, nil
 	}
-	rows, err := tx.QueryContext(ctx, sqlPruneRun, stream, oldest, head+1, room)
+	rows, err := tx.QueryContext(ctx, stmt("prune_run"), stream, oldest, head+1, room)
 	if err != nil {
 		return 0, 0, 0, translate("prune: read records", err)
 	}
@@ -173,7 +173,7 @@ func pruneUpTo(ctx context.Context, tx *sql.Tx, stream string, oldest, head int6
 // expire moves the cursors of stream's registrations below its new
 // low-water mark to it, with the evidence and event of store.Expired.
 func (s *Store) expire(ctx context.Context, tx *sql.Tx, stream string, to int64, at time.Time) error {
-	behind, err := queryAll(ctx, tx, "prune: read expired cursors", nil, scanStatus, sqlPruneBehind, stream, to)
+	behind, err := queryAll(ctx, tx, "prune: read expired cursors", nil, scanStatus, stmt("prune_behind"), stream, to)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (s *Store) expire(ctx context.Context, tx *sql.Tx, stream string, to int64,
 		if err := addEvidence(ctx, tx, st.Stream, st.ID, ev); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, sqlExpire, to, ev.Error, st.Stream, st.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, stmt("expire"), to, ev.Error, st.Stream, st.ID); err != nil {
 			return translate("prune: move an expired cursor", err)
 		}
 		if err := s.event(ctx, tx, e, ok); err != nil {
@@ -210,5 +210,5 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 			info.FinalSeq = info.Head
 		}
 		return info, err
-	}, sqlStreams, q.Stream, q.After, limit)
+	}, stmt("streams"), q.Stream, q.After, limit)
 }

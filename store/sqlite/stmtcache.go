@@ -9,7 +9,7 @@ import (
 )
 
 // stmtCacheSize bounds the statements a connection keeps prepared: the
-// store's own are about 60 (queries.go), List's are built from a few
+// store's own are about 90 (sql/*.sql; most run rarely), List's are built from a few
 // shapes, and a prepared statement holds a few KiB of SQLite's memory.
 const stmtCacheSize = 96
 

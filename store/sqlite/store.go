@@ -32,7 +32,7 @@ const readers = 4
 type Store struct {
 	w *sql.DB // one connection: every write, in BEGIN IMMEDIATE transactions
 	r *sql.DB // the read pool (query_only connections)
-	// readPage is sqlRead prepared on r: a turn reads a page at a time, and
+	// readPage is statement read prepared on r: a turn reads a page at a time, and
 	// parsing the page's query took as long as running it.
 	readPage *sql.Stmt
 	now      func() time.Time
@@ -112,7 +112,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	readPage, err := r.PrepareContext(ctx, sqlRead)
+	readPage, err := r.PrepareContext(ctx, stmt("read"))
 	if err != nil {
 		r.Close()
 		w.Close()

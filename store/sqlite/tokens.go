@@ -11,15 +11,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-const (
-	tokenColumns   = "id, hash, name, role, scope, created_at, last_used_at, revoked_at"
-	sqlCreateToken = "INSERT INTO herald_token (" + tokenColumns + ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)"
-	sqlTokenByHash = "SELECT " + tokenColumns + " FROM herald_token WHERE hash = ?"
-	sqlTokens      = "SELECT " + tokenColumns + " FROM herald_token ORDER BY created_at, id"
-	sqlRevokeToken = "UPDATE herald_token SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1 RETURNING " + tokenColumns
-	sqlTokenUsed   = "UPDATE herald_token SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)"
-)
-
 func scanToken(sc scanner) (store.Token, error) {
 	var (
 		t                      store.Token
@@ -48,26 +39,20 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	}
 	scope, _ := json.Marshal(append([]string{}, t.Scope...)) // strings marshal
 	return s.write(ctx, "create token "+t.ID, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, sqlCreateToken, t.ID, t.Hash, t.Name, string(t.Role), string(scope), created)
+		_, err := tx.ExecContext(ctx, stmt("create_token"), t.ID, t.Hash, t.Name, string(t.Role), string(scope), created)
 		return translate("create token "+t.ID, err)
 	})
 }
 
 // TokenByHash implements store.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	ts, err := queryAll(ctx, s.r, "read token", nil, scanToken, sqlTokenByHash, hash)
-	if err == nil && len(ts) == 0 {
-		err = fmt.Errorf("token: %w", journal.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, err
-	}
-	return ts[0], nil
+	ts, err := queryAll(ctx, s.r, "read token", nil, scanToken, stmt("token_by_hash"), hash)
+	return store.One(ts, err, fmt.Errorf("token: %w", journal.ErrNotFound))
 }
 
 // Tokens implements store.TokenStore.
 func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
-	return queryAll(ctx, s.r, "list tokens", []store.Token{}, scanToken, sqlTokens)
+	return queryAll(ctx, s.r, "list tokens", []store.Token{}, scanToken, stmt("tokens"))
 }
 
 // RevokeToken implements store.TokenStore.
@@ -78,16 +63,10 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	}
 	var ts []store.Token
 	err = s.write(ctx, "revoke token "+id, func(tx *sql.Tx) error {
-		ts, err = queryAll(ctx, tx, "revoke token "+id, nil, scanToken, sqlRevokeToken, id, n)
+		ts, err = queryAll(ctx, tx, "revoke token "+id, nil, scanToken, stmt("revoke_token"), id, n)
 		return err
 	})
-	if err == nil && len(ts) == 0 {
-		err = fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, err
-	}
-	return ts[0], nil
+	return store.One(ts, err, fmt.Errorf("token %q: %w", id, journal.ErrNotFound))
 }
 
 // TokenUsed implements store.TokenStore.
@@ -97,7 +76,7 @@ func (s *Store) TokenUsed(ctx context.Context, id string, at time.Time) error {
 		return err
 	}
 	return s.write(ctx, "record a token's use", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, sqlTokenUsed, id, n)
+		_, err := tx.ExecContext(ctx, stmt("token_used"), id, n)
 		return translate("record a token's use", err)
 	})
 }

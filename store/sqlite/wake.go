@@ -19,16 +19,16 @@ import (
 //
 //   - waiting for a retry (next_attempt_at after at): due at it at the
 //     earliest. Per cursor and namespace, the earliest is one probe of
-//     herald_registration_due (sqlNamespaceAt).
+//     herald_registration_due (statement namespace_at).
 //   - tried at or before at, or never (a claimed one's next_attempt_at is
 //     its claim's instant), and then leased, held, or due. A lease ends at
 //     its lease_until: the stream's earliest is one probe of
-//     herald_registration_leased (sqlLeaseEnd). A registration held by a
+//     herald_registration_leased (statement lease_end). A registration held by a
 //     host that is down is due at the host's next probe: held lists those
 //     hosts, earliest probe first, and the first that has registrations on
 //     the stream (herald_registration_host) gives the bound. A due one is
 //     another namespace's (this one's were claimed): the first of each
-//     such cursor is looked up (sqlDueOfCursor), and one makes the marker
+//     such cursor is looked up (statement due_of_cursor), and one makes the marker
 //     dueNow.
 //
 // The marker is the earliest of these bounds, so never later than when a
@@ -52,7 +52,7 @@ func wakeMarker(ctx context.Context, q queryer, w wokenStream, namespace string,
 				retry sql.NullInt64
 				first bool
 			)
-			err := q.QueryRowContext(ctx, sqlNamespaceAt, w.stream, cursor, ns, at).Scan(&ns, &retry, &first)
+			err := q.QueryRowContext(ctx, stmt("namespace_at"), w.stream, cursor, ns, at).Scan(&ns, &retry, &first)
 			if errors.Is(err, sql.ErrNoRows) {
 				break
 			}
@@ -68,7 +68,7 @@ func wakeMarker(ctx context.Context, q queryer, w wokenStream, namespace string,
 				id, host string
 				next     sql.NullInt64
 			)
-			err = q.QueryRowContext(ctx, sqlDueOfCursor, w.stream, ns, at, cursor, 1, "[]").Scan(&id, &host, &next)
+			err = q.QueryRowContext(ctx, stmt("due_of_cursor"), w.stream, ns, at, cursor, 1, "[]").Scan(&id, &host, &next)
 			switch {
 			case err == nil:
 				return sql.NullInt64{Int64: dueNow, Valid: true}, nil
@@ -81,7 +81,7 @@ func wakeMarker(ctx context.Context, q queryer, w wokenStream, namespace string,
 		return m, nil
 	}
 	var lease sql.NullInt64
-	if err := q.QueryRowContext(ctx, sqlLeaseEnd, w.stream, at).Scan(&lease); err != nil {
+	if err := q.QueryRowContext(ctx, stmt("lease_end"), w.stream, at).Scan(&lease); err != nil {
 		return m, translate("due: wake marker: leases", err)
 	}
 	lower(lease)
@@ -91,7 +91,7 @@ func wakeMarker(ctx context.Context, q queryer, w wokenStream, namespace string,
 			break
 		}
 		var follows bool
-		if err := q.QueryRowContext(ctx, sqlHostFollows, h.Host, w.stream).Scan(&follows); err != nil {
+		if err := q.QueryRowContext(ctx, stmt("host_follows"), h.Host, w.stream).Scan(&follows); err != nil {
 			return m, translate("due: wake marker: held host", err)
 		}
 		if follows {

@@ -23,24 +23,11 @@ import (
 // the wake marker bounds from below, NULL where none lags.
 func earliestDue(t testing.TB, s *Store) map[string]sql.NullInt64 {
 	t.Helper()
-	rows, err := s.r.Query(`SELECT s.stream, (
+	return byStream[sql.NullInt64](t, s, `SELECT s.stream, (
 			SELECT MIN(MAX(IFNULL(r.next_attempt_at, ?1), IFNULL(r.lease_until, ?1), IFNULL(h.next_probe_at, ?1)))
 			FROM herald_registration AS r LEFT JOIN herald_host AS h ON h.host = r.host AND h.state <> 'up'
 			WHERE r.stream = s.stream AND r.parked = 0 AND r.next_seq <= s.head)
 		FROM herald_stream AS s`, int64(dueNow))
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[string]sql.NullInt64{}
-	for rows.Next() {
-		var (
-			stream string
-			due    sql.NullInt64
-		)
-		require.NoError(t, rows.Scan(&stream, &due))
-		out[stream] = due
-	}
-	require.NoError(t, rows.Err())
-	return out
 }
 
 // TestWakeMarkerIsNeverLaterThanADueRegistration drives one store through

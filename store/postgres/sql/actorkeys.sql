@@ -27,14 +27,14 @@ DELETE FROM herald_actor_key WHERE id = @id
 
 -- name: reseal_read_actor_keys
 -- Reseal (ResealOthers): every actor key, locked until the reseal commits.
-SELECT id, private_key FROM herald_actor_key ORDER BY id FOR UPDATE
+SELECT '' AS prefix, id, private_key FROM herald_actor_key ORDER BY id FOR UPDATE
 
 -- name: reseal_actor_key
-UPDATE herald_actor_key SET private_key = @private_key WHERE id = @id
+UPDATE herald_actor_key SET private_key = @stored WHERE id = @id
 
 -- name: reseal_read_subscriptions
 -- Reseal (ResealOthers): every subscription's config, locked as above.
 SELECT prefix, id, config FROM herald_subscription WHERE config IS NOT NULL ORDER BY prefix, id FOR UPDATE
 
 -- name: reseal_subscription
-UPDATE herald_subscription SET config = @config WHERE prefix = @prefix AND id = @id
+UPDATE herald_subscription SET config = @stored WHERE prefix = @prefix AND id = @id
