@@ -69,16 +69,12 @@ func documented(t *testing.T) map[string][]string {
 // produced by a real request whose request and response validate against
 // the document (libopenapi-validator, OpenAPI 3.1, JSON Schema 2020-12).
 func TestOpenAPIMatchesTheHandlers(t *testing.T) {
-	doc, err := libopenapi.NewDocument(openAPIJSON)
-	require.NoError(t, err)
-	require.Equal(t, "3.1.0", doc.GetVersion())
-	v, errs := validator.NewValidator(doc)
-	require.Empty(t, errs)
+	v := docValidator(t)
 	ok, verrs := v.ValidateDocument()
 	require.True(t, ok, "%v", verrs)
 
 	s := memory.New()
-	_, err = s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "parked", Namespace: "webhook", URL: "https://p.example/"})
+	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "parked", Namespace: "webhook", URL: "https://p.example/"})
 	require.NoError(t, err)
 	// A registration parked for real, for the bulk unpark's answer.
 	_, err = s.Append(t.Context(), "held/1", journal.Entry{ID: "held-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
@@ -334,17 +330,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		require.NoError(t, err)
-		name := fmt.Sprintf("%s %s", c.method, c.path)
-		require.Equal(t, c.code, resp.StatusCode, "%s: %s", name, body)
-
-		// Validate the answer against the document. The validator reads the
-		// request again, so give it the body anew.
-		vreq, err := http.NewRequest(c.method, "http://herald.test"+c.path, strings.NewReader(c.body))
-		require.NoError(t, err)
-		vreq.Header = req.Header.Clone()
-		resp.Body = io.NopCloser(strings.NewReader(string(body)))
-		ok, verrs := v.ValidateHttpResponse(vreq, resp)
-		require.True(t, ok, "%s answered %d %s, which the document does not describe: %v", name, c.code, body, describe(verrs))
+		require.Equal(t, c.code, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		requireDescribed(t, v, req, c.body, resp, string(body))
 
 		route := c.method + " " + strings.SplitN(c.path, "?", 2)[0]
 		require.Contains(t, handlerRoutes, route)
@@ -394,13 +381,35 @@ func TestOpenAPIRolesAreTheAccessTable(t *testing.T) {
 	require.Equal(t, 24, n)
 }
 
+// docValidator validates requests and answers against the document, an
+// OpenAPI 3.1 one.
+func docValidator(t *testing.T) validator.Validator {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(openAPIJSON)
+	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.GetVersion())
+	v, errs := validator.NewValidator(doc)
+	require.Empty(t, errs)
+	return v
+}
+
+// requireDescribed requires that the document describes resp, the answer
+// to req (sent with reqBody), whose body was read as body.
+func requireDescribed(t *testing.T, v validator.Validator, req *http.Request, reqBody string, resp *http.Response, body string) {
+	t.Helper()
+	// The validator reads the request again, so give it the body anew.
+	vreq, err := http.NewRequest(req.Method, "http://herald.test"+req.URL.RequestURI(), strings.NewReader(reqBody))
+	require.NoError(t, err)
+	vreq.Header = req.Header.Clone()
+	resp.Body = io.NopCloser(strings.NewReader(body))
+	ok, verrs := v.ValidateHttpResponse(vreq, resp)
+	require.True(t, ok, "%s %s answered %d %s, which the document does not describe: %v", req.Method, req.URL.RequestURI(), resp.StatusCode, body, describe(verrs))
+}
+
 // registrationValidator returns whether the document's validator passes a
 // POST /v1/registrations of a body, and its errors described.
 func registrationValidator(t *testing.T) func(body string) (bool, string) {
-	d, err := libopenapi.NewDocument(openAPIJSON)
-	require.NoError(t, err)
-	v, errs := validator.NewValidator(d)
-	require.Empty(t, errs)
+	v := docValidator(t)
 	return func(body string) (bool, string) {
 		req, err := http.NewRequest(http.MethodPost, "http://herald.test/v1/registrations", strings.NewReader(body))
 		require.NoError(t, err)
