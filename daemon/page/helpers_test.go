@@ -117,6 +117,16 @@ func csrfOf(t *testing.T, html string) string {
 	return m[1]
 }
 
+// loggedIn serves a Page over s, its clock at seedView, and logs a new
+// client in with the admin token: the server, the client and the session's
+// CSRF token.
+func loggedIn(t *testing.T, s store.Backend) (*httptest.Server, *http.Client, string) {
+	t.Helper()
+	_, srv := serve(t, s, testToken, seedView)
+	c := client(t)
+	return srv, c, login(t, c, srv)
+}
+
 // login logs c in with the admin token and returns a CSRF token of the
 // new session.
 func login(t *testing.T, c *http.Client, srv *httptest.Server) string {

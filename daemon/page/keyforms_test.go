@@ -49,9 +49,7 @@ func heldPEM(t *testing.T, s store.ActorKeyStore, id string) string {
 // is cached.
 func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	const id = "https://a.example/u/<b>alice</b>#main-key"
 	first, second := newPEM(t), newPEM(t)
 	noPEM := func(body string) {
