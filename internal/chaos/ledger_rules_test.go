@@ -306,12 +306,12 @@ func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
 // before it, is still unexplained.
 func TestAfterLostLeases(t *testing.T) {
 	l := NewLedger()
-	ackTurns(l, "a", turnAcks("100", seqRange(1, 20))...)
-	ackTurns(l, "a", turnAcks("104", seqRange(21, 36))...) // fenced out
-	ackTurns(l, "a", turnAcks("108", seqRange(21, 40))...) // took it over
-	ackTurns(l, "a", turnAcks("112", seqRange(38, 40))...) // went back on its own
-	ackTurns(l, "b", turnAcks("104", seqRange(1, 8))...)
-	ackTurns(l, "b", turnAcks("108", seqRange(5, 8))...) // b's own turn 104 kept its lease
+	ackTurns(l, "a", turnSeqs("100", seqRange(1, 20)...)...)
+	ackTurns(l, "a", turnSeqs("104", seqRange(21, 36)...)...) // fenced out
+	ackTurns(l, "a", turnSeqs("108", seqRange(21, 40)...)...) // took it over
+	ackTurns(l, "a", turnSeqs("112", seqRange(38, 40)...)...) // went back on its own
+	ackTurns(l, "b", turnSeqs("104", seqRange(1, 8)...)...)
+	ackTurns(l, "b", turnSeqs("108", seqRange(5, 8)...)...) // b's own turn 104 kept its lease
 	v := l.Check(map[string]Expect{"a": {Head: 40, Window: 16}, "b": {Head: 8, Window: 16}}, 16)
 	require.Empty(t, v.Problems)
 	require.Len(t, v.Restarts, 3)
@@ -321,14 +321,6 @@ func TestAfterLostLeases(t *testing.T) {
 	require.Equal(t, []Restart{v.Restarts[1], v.Restarts[2]}, others)
 	_, _, unexplained, _ := Attribute(others, nil, 16)
 	require.Equal(t, others, unexplained, "no kill, no lost lease: unexplained")
-}
-
-func turnAcks(turn string, seqs []uint64) []turnAck {
-	out := make([]turnAck, len(seqs))
-	for i, s := range seqs {
-		out[i] = turnAck{seq: s, turn: turn}
-	}
-	return out
 }
 
 func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
