@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -330,7 +331,7 @@ func TestAPIRecordStatus(t *testing.T) {
 
 // Many clients appending to one stream at once: every record is appended
 // once, and the stream's seqs are gapless.
-func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, sqliteStore(t)) }
+func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, seedtest.SQLite(t)) }
 
 func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, pgtest.NewStore(t)) }
 
@@ -756,7 +757,7 @@ func TestAPIStoresTraceContext(t *testing.T) {
 // The idempotent 200 answers each record as stored, with the trace context
 // of its first append, as the 201 did: on every store.
 func TestAPIRepeatedAppendAnswersTheStoredTraceContext(t *testing.T) {
-	sq, pg := sqliteStore(t), pgtest.NewStore(t)
+	sq, pg := seedtest.SQLite(t), pgtest.NewStore(t)
 	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}]}`
 	for name, s := range map[string]store.Backend{"memory": memory.New(), "sqlite": sq, "postgres": pg} {
@@ -788,7 +789,7 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	s := sqliteStore(t)
+	s := seedtest.SQLite(t)
 	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, APIAddr: "127.0.0.1:0",

@@ -31,6 +31,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -115,7 +116,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	require.NoError(t, s.CreateToken(t.Context(), revocable))
 
 	// A store that fails every call, for the 500s.
-	broken := sqliteStore(t)
+	broken := seedtest.SQLite(t)
 	require.NoError(t, broken.Close())
 	d, err := New(Options{Store: broken, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken, AdminToken: admin,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

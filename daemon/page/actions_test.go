@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
@@ -22,7 +23,7 @@ import (
 // to a new receiver answering status; see receiver.hook.
 func hooked(t *testing.T, status int, stream, id, prefix string, n int) (*sqlite.Store, *receiver) {
 	t.Helper()
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	rcv := newReceiver(t, status)
 	rcv.hook(t, s, stream, id, prefix, n)
 	return s, rcv

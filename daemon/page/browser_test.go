@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -239,7 +240,7 @@ func TestBrowserLoginWithAWrongTokenIsRefused(t *testing.T) {
 // "Registration 42 · שלום" for stream שלום, id 42).
 func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 	ctx := browser(t)
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	const stream, id = "שלום", "42"
 	_, err := s.Append(t.Context(), stream, journal.Entry{ID: "rtl-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
 	require.NoError(t, err)
@@ -280,7 +281,7 @@ func TestScreenshots(t *testing.T) {
 	if *screenshots {
 		dir = filepath.Join("..", "..", "docs", "page")
 	}
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	p, srv := serve(t, s, "", seedView)
 	liveHour(t, s, p)
 	require.NoError(t, seed(t.Context(), s))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -51,7 +52,7 @@ func TestLoginSetsAStrictHttpOnlyCookieScopedToThePage(t *testing.T) {
 
 	// A session made under another page's key (another daemon, a restart)
 	// is not accepted.
-	_, other := serve(t, openStore(t), testToken, seedView)
+	_, other := serve(t, seedtest.SQLite(t), testToken, seedView)
 	u, _ := url.Parse(srv.URL + "/ui/")
 	ou, _ := url.Parse(other.URL + "/ui/")
 	c.Jar.SetCookies(ou, c.Jar.Cookies(u))
