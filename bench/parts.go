@@ -63,19 +63,13 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 		for i, c := range producerCases {
 			for j, v := range partsVariants {
 				logf("parts %v, %s, run %d/%d", c, v.name, run, cfg.runs)
-				s0, err := e.snap(ctx, dbURL, db)
-				if err != nil {
-					return err
-				}
-				out, err := produceWith(ctx, dbURL, c, v.via, v.sequencer, v.seqInterval, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
-				if err != nil {
-					return fmt.Errorf("%v, %s: %w", c, v.name, err)
-				}
-				s1, err := e.snap(ctx, dbURL, db)
-				if err != nil {
-					return err
-				}
-				d, err := e.diff(ctx, s0, s1)
+				var out produced
+				d, err := e.measure(ctx, dbURL, db, func() (err error) {
+					if out, err = produceWith(ctx, dbURL, c, v.via, v.sequencer, v.seqInterval, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor); err != nil {
+						return fmt.Errorf("%v, %s: %w", c, v.name, err)
+					}
+					return nil
+				})
 				if err != nil {
 					return err
 				}
@@ -97,20 +91,15 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 				if v.via == viaAppendTx && !v.sequencer {
 					// Number them now, in steps of a full page: what
 					// sequencing costs in WAL when a step numbers many.
-					seqr, err := postgres.Open(ctx, withPool(dbURL, 1), postgres.WithKeyring(keyring))
-					if err != nil {
+					d2, err := e.measure(ctx, dbURL, db, func() error {
+						seqr, err := postgres.Open(ctx, withPool(dbURL, 1), postgres.WithKeyring(keyring))
+						if err != nil {
+							return err
+						}
+						defer seqr.Close() // before the snapshot, which waits for the database's clients to leave
+						_, err = seqr.Sequence(ctx)
 						return err
-					}
-					_, err = seqr.Sequence(ctx)
-					seqr.Close() // before the snapshot, which waits for the database's clients to leave
-					if err != nil {
-						return err
-					}
-					s2, err := e.snap(ctx, dbURL, db)
-					if err != nil {
-						return err
-					}
-					d2, err := e.diff(ctx, s1, s2)
+					})
 					if err != nil {
 						return err
 					}
