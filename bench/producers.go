@@ -68,13 +68,11 @@ func producers(ctx context.Context, e *env, cfg config, rep *report) error {
 				logf("producers %v, %s, run %d/%d", c, v.name, run, cfg.runs)
 				var out produced
 				d, err := e.measure(ctx, dbURL, db, func() (err error) {
-					if out, err = produceFor(ctx, dbURL, c, v.via, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor); err != nil {
-						return fmt.Errorf("%v, %s: %w", c, v.name, err)
-					}
-					return nil
+					out, err = produceFor(ctx, dbURL, c, v.via, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
+					return err
 				})
 				if err != nil {
-					return err
+					return fmt.Errorf("%v, %s: %w", c, v.name, err)
 				}
 				r := &res[i][j]
 				rate := float64(out.n) / out.took.Seconds()
