@@ -336,16 +336,9 @@ func TestLedgerOneRestartAcrossTheTurnsThatReplayIt(t *testing.T) {
 	// 1..3 and saves 4 (its budget spent); turn C goes on from 4 past the
 	// top. One restart, explained by the kill between A and B.
 	l := NewLedger()
-	for s := uint64(1); s <= 16; s++ {
-		l.AckTurn("a", s, "A")
-	}
-	l.NextEpoch()
-	for s := uint64(1); s <= 3; s++ {
-		l.AckTurn("a", s, "B")
-	}
-	for s := uint64(4); s <= 20; s++ {
-		l.AckTurn("a", s, "C")
-	}
+	replayed := turnSeqs("B", seqRange(1, 3)...)
+	replayed[0].kill = true
+	ackTurns(l, "a", slices.Concat(turnSeqs("A", seqRange(1, 16)...), replayed, turnSeqs("C", seqRange(4, 20)...))...)
 	v := l.Check(map[string]Expect{"a": {Head: 20}}, 16)
 	require.Empty(t, v.Problems)
 	require.Equal(t, []Restart{{Reg: "a", Index: 16, Epoch: 1, PrevEpoch: 0, PrevTurn: "A", From: 1, Top: 16, Redelivered: 16}}, v.Restarts)
@@ -355,16 +348,9 @@ func TestLedgerOneRestartAcrossTheTurnsThatReplayIt(t *testing.T) {
 	// A turn that starts below where the replay before it stopped sends
 	// records again on its own account: a restart of its own.
 	l = NewLedger()
-	for s := uint64(1); s <= 16; s++ {
-		l.AckTurn("a", s, "A")
-	}
-	l.NextEpoch()
-	for s := uint64(1); s <= 3; s++ {
-		l.AckTurn("a", s, "B")
-	}
-	for s := uint64(2); s <= 20; s++ {
-		l.AckTurn("a", s, "C")
-	}
+	replayed = turnSeqs("B", seqRange(1, 3)...)
+	replayed[0].kill = true
+	ackTurns(l, "a", slices.Concat(turnSeqs("A", seqRange(1, 16)...), replayed, turnSeqs("C", seqRange(2, 20)...))...)
 	v = l.Check(map[string]Expect{"a": {Head: 20}}, 16)
 	require.Len(t, v.Restarts, 2)
 	require.Equal(t, Restart{Reg: "a", Index: 19, Epoch: 1, PrevEpoch: 1, PrevTurn: "B", From: 2, Top: 16, Redelivered: 15}, v.Restarts[1])
