@@ -8,10 +8,6 @@
 package daemon
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
@@ -134,12 +131,9 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	defer guarded.Close()
 
 	// A held key, and a registration naming it, for the key routes.
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(rsaKey)
-	require.NoError(t, err)
+	_, rsaPEM := keytest.RSA(t)
 	const keyID = "https://a.example/u/alice#main-key"
-	keyBody := fmt.Sprintf(`{"key_id": %q, "private_key": %q}`, keyID, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	keyBody := fmt.Sprintf(`{"key_id": %q, "private_key": %q}`, keyID, rsaPEM)
 	otherKeyBody := strings.Replace(keyBody, "alice", "nobody", 1)
 	_, err = s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
 		Config: push.Config(`{"key_id":"` + keyID + `"}`)})

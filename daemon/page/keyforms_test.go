@@ -1,9 +1,6 @@
 package page_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/pem"
 	"net/http"
 	"net/url"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -19,11 +17,8 @@ import (
 // newPEM is a fresh Ed25519 private key as PKCS #8 PEM.
 func newPEM(t *testing.T) string {
 	t.Helper()
-	_, k, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	require.NoError(t, err)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	_, p := keytest.Ed25519(t)
+	return string(p)
 }
 
 // pemBody is the base64 body of a PEM (its second line on), which no
