@@ -590,11 +590,8 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 			}
 			req, err := http.NewRequestWithContext(ctx, "POST", "http://"+addr+c.path, nil)
 			require.NoError(t, err)
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+			resp, body := sendWith(t, http.DefaultClient, req)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
 			select {
 			case id := <-got:
 				require.Equal(t, "o-1", id)

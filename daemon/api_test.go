@@ -681,12 +681,8 @@ func postTo(t *testing.T, url, body string, traceparent, tracestate []string) (i
 	for _, v := range tracestate {
 		req.Header.Add("Tracestate", v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	resp, b := sendWith(t, http.DefaultClient, req)
+	return resp.StatusCode, b
 }
 
 // Bad trace context, in a header or a record, is a 400 naming it, and

@@ -65,7 +65,13 @@ func start(t *testing.T, opts Options) running {
 // (and closed) as a string.
 func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response, string) {
 	t.Helper()
-	resp, err := srv.Client().Do(req)
+	return sendWith(t, srv.Client(), req)
+}
+
+// sendWith is send with the client c.
+func sendWith(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

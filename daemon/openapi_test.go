@@ -320,13 +320,9 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		if c.tk != "" {
 			req.Header.Set("Authorization", "Bearer "+c.tk)
 		}
-		resp, err := c.srv.Client().Do(req)
-		require.NoError(t, err)
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
+		resp, body := send(t, c.srv, req)
 		require.Equal(t, c.code, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
-		requireDescribed(t, v, req, c.body, resp, string(body))
+		requireDescribed(t, v, req, c.body, resp, body)
 
 		route := c.method + " " + strings.SplitN(c.path, "?", 2)[0]
 		require.Contains(t, handlerRoutes, route)
