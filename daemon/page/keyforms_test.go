@@ -52,6 +52,26 @@ func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 		require.NotContains(t, body, pemBody(first))
 		require.NotContains(t, body, pemBody(second))
 	}
+	held := func() []store.ActorKey {
+		t.Helper()
+		ks, err := s.ActorKeys(t.Context())
+		require.NoError(t, err)
+		return ks
+	}
+	// accepted posts pemText to path, which sends to done, and requires
+	// the one key held to be it, at version.
+	accepted := func(path, done, pemText string, version int) store.ActorKey {
+		t.Helper()
+		resp, body := post(t, c, srv.URL+path, url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {pemText}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+		require.Equal(t, "/ui/keys?done="+done, resp.Header.Get("Location"))
+		ks := held()
+		require.Len(t, ks, 1)
+		require.Equal(t, id, ks[0].ID)
+		require.EqualValues(t, version, ks[0].Version)
+		require.Equal(t, pemText, heldPEM(t, s, id))
+		return ks[0]
+	}
 
 	_, body := get(t, c, srv.URL+"/ui/keys")
 	require.Contains(t, body, `id="add-key"`, "an admin sees the forms")
@@ -63,37 +83,20 @@ func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	require.Contains(t, body, `value="https://a.example/u/&lt;b&gt;alice&lt;/b&gt;#main-key"`, "the key id typed is kept, escaped")
 	require.NotContains(t, body, "bm90IGEga2V5", "not even a bad PEM is written back")
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
-	ks, err := s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, ks, "a bad PEM stores nothing")
+	require.Empty(t, held(), "a bad PEM stores nothing")
 
-	resp, body = post(t, c, srv.URL+"/ui/keys", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {first}})
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	require.Equal(t, "/ui/keys?done=add-key", resp.Header.Get("Location"))
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Len(t, ks, 1)
-	require.Equal(t, id, ks[0].ID)
-	require.EqualValues(t, 1, ks[0].Version)
-	require.Equal(t, first, heldPEM(t, s, id))
+	added := accepted("/ui/keys", "add-key", first, 1)
 
 	resp, body = get(t, c, srv.URL+"/ui/keys?done=add-key")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, "<bdi>https://a.example/u/&lt;b&gt;alice&lt;/b&gt;#main-key</bdi>")
 	require.Contains(t, body, `id="done"`)
 	// As html/template writes it: a base64 fingerprint may hold '+' (&#43;).
-	require.Contains(t, body, strings.ReplaceAll(ks[0].Fingerprint, "+", "&#43;"))
+	require.Contains(t, body, strings.ReplaceAll(added.Fingerprint, "+", "&#43;"))
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 	noPEM(body)
 
-	resp, body = post(t, c, srv.URL+"/ui/key/rotate", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {second}})
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	require.Equal(t, "/ui/keys?done=rotate-key", resp.Header.Get("Location"))
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Len(t, ks, 1)
-	require.EqualValues(t, 2, ks[0].Version)
-	require.Equal(t, second, heldPEM(t, s, id))
+	accepted("/ui/key/rotate", "rotate-key", second, 2)
 
 	resp, body = post(t, c, srv.URL+"/ui/key/rotate", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {"junk " + first}})
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
@@ -101,31 +104,25 @@ func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	noPEM(body)
 	require.Equal(t, second, heldPEM(t, s, id), "a bad rotation changes nothing")
 
-	_, err = s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
+	_, err := s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
 		Config: push.Config(`{"key_id":"` + "https://a.example/u/\\u003cb\\u003ealice\\u003c/b\\u003e#main-key" + `"}`)})
 	require.NoError(t, err)
 	resp, body = post(t, c, srv.URL+"/ui/key/remove", url.Values{"csrf": {csrf}, "key_id": {id}})
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
 	require.Contains(t, body, "1 registration(s)")
 	noPEM(body)
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Len(t, ks, 1, "refused while a registration signs with it")
+	require.Len(t, held(), 1, "refused while a registration signs with it")
 
 	resp, body = post(t, c, srv.URL+"/ui/key/remove", url.Values{"csrf": {csrf}, "key_id": {id}, "force": {"true"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	require.Equal(t, "/ui/keys?done=remove-key", resp.Header.Get("Location"))
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, ks)
+	require.Empty(t, held())
 
 	resp, body = post(t, c, srv.URL+"/ui/keys", url.Values{"key_id": {id}, "private_key": {first}})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "without the CSRF token: %s", body)
 	resp, body = post(t, c, srv.URL+"/ui/keys", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {first}}, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "from another site: %s", body)
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, ks)
+	require.Empty(t, held())
 }
 
 // TestOnlyAnAdminChangesKeysOnThePage: an operator sees the keys without
