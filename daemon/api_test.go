@@ -50,6 +50,14 @@ func apiServer(t *testing.T, s store.Backend, token string) *httptest.Server {
 // status and the body answered.
 func call(t *testing.T, srv *httptest.Server, method, path, ct, token, body string) (int, string) {
 	t.Helper()
+	resp, answer := send(t, srv, request(t, srv, method, path, ct, token, body))
+	return resp.StatusCode, answer
+}
+
+// request is a request to srv's path with body, its Content-Type ct and
+// bearer token, each unless empty.
+func request(t *testing.T, srv *httptest.Server, method, path, ct, token, body string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
 	require.NoError(t, err)
 	if ct != "" {
@@ -58,8 +66,7 @@ func call(t *testing.T, srv *httptest.Server, method, path, ct, token, body stri
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, body := send(t, srv, req)
-	return resp.StatusCode, body
+	return req
 }
 
 func post(t *testing.T, srv *httptest.Server, path, body string) (int, string) {

@@ -25,9 +25,7 @@ func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	srv := apiServer(t, s, testToken)
 	v := docValidator(t)
 	get := func(path string) string {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+testToken)
+		req := request(t, srv, http.MethodGet, path, "", testToken, "")
 		resp, body := send(t, srv, req)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		requireDescribed(t, v, req, "", resp, body)
