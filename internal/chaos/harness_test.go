@@ -16,6 +16,7 @@ import (
 
 	"strconv"
 
+	"github.com/heraldpush/herald/internal/bintest"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/seal"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin, err = Build(dir)
+	bin, err = bintest.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
