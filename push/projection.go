@@ -1,31 +1,64 @@
 package push
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"net/http"
-	"time"
-
-	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/wire"
 	"github.com/heraldpush/herald/store"
 )
 
-// Projection turns one record into the wire messages of one registration.
-// Messages must be a pure function of its inputs, so that a retry sends the
-// same bytes and ids; what depends on the instant of sending (a signature's
-// Date, a webhook timestamp) belongs in the message's Signer.
-type Projection interface {
-	// Messages returns the messages for rec, in sending order; none moves
-	// the cursor past it. An error is this plane's fault (bad config, a bad
-	// payload): retried under the ceiling, recorded as evidence.
-	Messages(ctx context.Context, rec journal.Record, reg store.Registration) ([]Message, error)
-	// Terminal reports whether acknowledging rec ends the registration
-	// (usually rec.Final; A2A also ends on a terminal task state).
-	Terminal(rec journal.Record) bool
-	// Namespace is the namespace this projection serves.
-	Namespace() string
-}
+// The types a projection and a transport implement or exchange, and those a
+// worker reports with, are package wire's (each is documented there), which
+// the worker's engine shares; push names them too, so that a program, a
+// projection or a transport needs only push.
+type (
+	// Projection turns one record into the messages of one registration
+	// (wire.Projection).
+	Projection = wire.Projection
+	// Message is what goes on the wire: one POST (wire.Message).
+	Message = wire.Message
+	// Signer signs a request at send time (wire.Signer).
+	Signer = wire.Signer
+	// SignerFunc adapts a function to Signer (wire.SignerFunc).
+	SignerFunc = wire.SignerFunc
+	// Transport sends one message and classifies the answer (wire.Transport).
+	Transport = wire.Transport
+	// TransportFunc adapts a function to Transport (wire.TransportFunc).
+	TransportFunc = wire.TransportFunc
+	// Outcome is the classified answer to one attempt (wire.Outcome).
+	Outcome = wire.Outcome
+	// Verdict classifies an answer (wire.Verdict).
+	Verdict = wire.Verdict
+	// Attempt describes one delivery attempt, for Hooks.Attempt (wire.Attempt).
+	Attempt = wire.Attempt
+	// Hooks observe a worker (wire.Hooks).
+	Hooks = wire.Hooks
+	// SweepReport counts what one RunOnce, or one turn, did (wire.SweepReport).
+	SweepReport = wire.SweepReport
+)
+
+// The verdicts (wire.Accepted…).
+const (
+	Accepted  = wire.Accepted  // a 2xx
+	Transient = wire.Transient // retry, parking at the ceiling
+	Permanent = wire.Permanent // park now
+	Rejected  = wire.Rejected  // any other 4xx: the RejectPolicy decides
+)
+
+// Span names and attribute keys of a worker's traces (wire.SpanSweep…).
+const (
+	SpanSweep     = wire.SpanSweep
+	SpanTurn      = wire.SpanTurn
+	SpanDelivery  = wire.SpanDelivery
+	AttrNamespace = wire.AttrNamespace
+	AttrHost      = wire.AttrHost
+	AttrStatus    = wire.AttrStatus
+	AttrAttempt   = wire.AttrAttempt
+	AttrOutcome   = wire.AttrOutcome
+	AttrRecords   = wire.AttrRecords
+	AttrStream    = wire.AttrStream
+	AttrReg       = wire.AttrReg
+	AttrClaimed   = wire.AttrClaimed
+	AttrSaturated = wire.AttrSaturated
+)
 
 // ConfigValidator is a projection that checks a registration's config before
 // Worker.Register stores it. Errors wrap journal.ErrInvalid and name the bad
@@ -33,40 +66,3 @@ type Projection interface {
 type ConfigValidator interface {
 	ValidateConfig(reg store.Registration) error
 }
-
-// Message is what goes on the wire: one POST.
-type Message struct {
-	ID          string      // stable across retries, for receivers to dedupe: the record id when it yields one message
-	ContentType string      // Content-Type of Body
-	Header      http.Header // further headers; the transport sets Host, Content-Length, User-Agent
-	Body        []byte
-	Signer      Signer // if set, signs the final request at send time
-}
-
-// String describes the message without its headers (which may carry tokens)
-// or body.
-func (m Message) String() string {
-	return fmt.Sprintf("message %s (%s, %d bytes)", m.ID, m.ContentType, len(m.Body))
-}
-
-// GoString is String: %#v must not print the headers either.
-func (m Message) GoString() string { return m.String() }
-
-// Format prints String for every verb, so no fmt verb reveals a header.
-func (m Message) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, m.String()) }
-
-// Signer signs a request on every attempt, just before it is sent, at the
-// sweep's instant. body is the request's; req.Body must not be consumed.
-// Signers hold keys: their String methods must redact them.
-type Signer interface {
-	Sign(req *http.Request, body []byte, at time.Time) error
-}
-
-// SignerFunc adapts a function to Signer.
-type SignerFunc func(req *http.Request, body []byte, at time.Time) error
-
-// Sign calls f.
-func (f SignerFunc) Sign(req *http.Request, body []byte, at time.Time) error { return f(req, body, at) }
-
-// String redacts.
-func (f SignerFunc) String() string { return "SignerFunc" }

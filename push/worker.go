@@ -8,39 +8,23 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push/internal/groupcommit"
-	"github.com/heraldpush/herald/push/internal/hosts"
-	"github.com/heraldpush/herald/push/internal/pages"
+	"github.com/heraldpush/herald/push/internal/dispatch"
 	"github.com/heraldpush/herald/store"
 )
 
 // Worker serves one namespace (package doc). It is safe for concurrent use;
 // several workers, in one process or many, may share a store.
 type Worker struct {
-	journal    journal.Journal // the caller's, behind the turns' shared pages (internal/pages)
-	records    journal.Journal // the caller's itself, for resends (resend.go)
-	store      store.Store     // the caller's, its Advance coalesced if it batches (internal/groupcommit)
-	transport  Transport
+	engine     *dispatch.Engine // the dispatcher and its turns (push/internal/dispatch)
+	store      store.Store
 	projection Projection
 	namespace  string
 	opts       options
-	wake       chan struct{}
-	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	book       hosts.Book    // the troubled hosts this worker knows of
-	failing    failLog       // the failing registrations' last log lines
-	perHost    *hosts.Table  // what the worker has in flight per host
-	turns      atomic.Int64  // turns in flight, for Load
-	slowTurns  atomic.Int64  // of them, those in the slow budget, for Load
-	waiting    atomic.Int64  // claims held that a freed slot would start: a turn gives its slot up to them (turn.goOn)
-	wakes      atomic.Uint64 // Wake calls: a turn that ran across one reads its stream again (turn.woken)
-	tracer     trace.Tracer  // spans.go
-	retry      RetryPolicy   // for registrations without their own: WithSchedule, WithMaxAttempts, else the namespace's
 }
 
 // NewWorker returns a worker for p.Namespace(). Errors wrap
@@ -65,25 +49,24 @@ func NewWorker(j journal.Journal, s store.Store, t Transport, p Projection, opts
 	if d, ok := p.(RetryDefaulter); ok {
 		retry = d.DefaultRetry()
 	}
-	retry = RetryPolicy{Schedule: o.schedule, MaxAttempts: o.maxAttempts}.Or(retry)
-	return &Worker{journal: pages.New(j, o.lease), records: j, store: groupcommit.Wrap(s), transport: t, projection: p, namespace: ns, opts: o, tracer: o.tracer(), retry: retry,
-		wake: make(chan struct{}, 1), perHost: hosts.NewTable(o.maxPerHost)}, nil
+	o.Retry = RetryPolicy{Schedule: o.schedule, MaxAttempts: o.maxAttempts}.Or(retry)
+	return &Worker{engine: dispatch.New(j, s, t, p, ns, o.Config), store: s, projection: p, namespace: ns, opts: o}, nil
 }
 
 // MaxPerHost returns the worker's cap on messages in flight to one host
 // (WithMaxPerHost), which also caps a larger window.
-func (w *Worker) MaxPerHost() int { return w.opts.maxPerHost }
+func (w *Worker) MaxPerHost() int { return w.opts.MaxPerHost }
 
 // Retry returns the retry policy of the worker's registrations that have
 // none of their own: WithSchedule and WithMaxAttempts, else the namespace's.
-func (w *Worker) Retry() RetryPolicy { return w.retry }
+func (w *Worker) Retry() RetryPolicy { return w.opts.Retry }
 
 // Namespace returns the namespace the worker serves.
 func (w *Worker) Namespace() string { return w.namespace }
 
 // Owner returns the worker's name. Claim n stamps its leases Owner()+"#"+n,
 // so that a turn of an earlier claim that outlived its lease is fenced out.
-func (w *Worker) Owner() string { return w.opts.owner }
+func (w *Worker) Owner() string { return w.opts.Owner }
 
 // Register validates r (and its config, if the projection is a
 // ConfigValidator) and stores it; r.Namespace must be the worker's (empty
@@ -116,13 +99,25 @@ func (w *Worker) Check(r store.Registration) error {
 }
 
 // Wake makes Run claim at once (after an append, say). It never blocks.
-func (w *Worker) Wake() {
-	w.wakes.Add(1)
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+func (w *Worker) Wake() { w.engine.Wake() }
+
+// RunOnce is one sweep at instant at: it claims up to limit due
+// registrations and serves them (package doc, "Turns"), and up to limit
+// pending resends and sends them (package doc, "Resends"). A store or journal
+// error ends only its own turn, uncharged; RunOnce returns the first with the
+// report of all that was done. If ctx ends, what is in flight is abandoned
+// uncounted, progress saved, and ctx's error returned. Errors:
+// journal.ErrInvalid for limit < 1 or a zero at.
+func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (SweepReport, error) {
+	return w.engine.RunOnce(ctx, at, limit)
 }
+
+// Run is the daemon's loop (package doc, "Scheduling"), claiming at least
+// every interval. When ctx ends it gives back the claims not started, lets
+// the turns in flight finish and returns nil. A store or journal error is
+// logged once until claims succeed again with no turn failing. Errors:
+// journal.ErrInvalid for every <= 0.
+func (w *Worker) Run(ctx context.Context, every time.Duration) error { return w.engine.Run(ctx, every) }
 
 // Load is what a worker has in flight at one instant, for metrics.
 type Load struct {
@@ -135,8 +130,8 @@ type Load struct {
 
 // Load reads what the worker has in flight (one short lock).
 func (w *Worker) Load() Load {
-	l := Load{Turns: int(w.turns.Load()), Slow: int(w.slowTurns.Load())}
-	l.Messages, l.Hosts, l.HostsAtCap = w.perHost.Load()
+	var l Load
+	l.Turns, l.Slow, l.Messages, l.Hosts, l.HostsAtCap = w.engine.Load()
 	return l
 }
 
@@ -165,6 +160,13 @@ const (
 	// enqueues and says 202), so past a second the turn waits on its
 	// receiver, and its slot is better given to one that is waiting on it.
 	SlowAfter = time.Second
+	// MinBurstSpacing (250 ms) bounds how often a rate-limited registration
+	// is claimed: four times a second at most, a burst each. A claim costs
+	// the store more than a message costs the receiver, so a 10/s endpoint
+	// is served 5 at a time, not one claim a record; and a record that
+	// arrives after a burst waits at most this long for the next (package
+	// doc, "Rate").
+	MinBurstSpacing = 250 * time.Millisecond
 	// DefaultMaxSlow (256) bounds the turns run at once whose message
 	// passed SlowAfter: each holds a socket and a page, so it bounds both;
 	// 256 holds 64 silent hosts at the default MaxPerHost.
@@ -200,24 +202,13 @@ const (
 	DefaultSweepLimit = 256
 )
 
+// options are the engine's settings and those NewWorker turns into its
+// retry policy.
 type options struct {
+	dispatch.Config
 	maxAttempts    int // 0: the namespace's ceiling
 	maxAttemptsSet bool
-	maxRetryAfter  time.Duration
-	maxInFlight    int
-	maxSlow        int
-	maxPerHost     int
-	drainPage      int
-	pageBytes      int
-	lease          time.Duration
-	sweepLimit     int
-	owner          string
-	logger         *slog.Logger
 	schedule       Schedule
-	hooks          Hooks
-	hostHorizon    time.Duration
-	tracerProvider trace.TracerProvider // nil: otel's global
-	now            func() time.Time     // a turn's budget's wall clock (export_test.go)
 }
 
 // Option configures a Worker. NewWorker checks them all; a count below its
@@ -234,45 +225,45 @@ func WithMaxAttempts(n int) Option {
 
 // WithMaxRetryAfter caps a receiver's Retry-After, at least 1 s (default
 // DefaultMaxRetryAfter).
-func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
+func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.MaxRetryAfter = d } }
 
 // WithMaxInFlight bounds the turns a worker runs at once, at least 1
 // (default DefaultMaxInFlight).
-func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+func WithMaxInFlight(n int) Option { return func(o *options) { o.MaxInFlight = n } }
 
 // WithMaxSlow bounds the turns a worker runs at once whose message has
 // waited SlowAfter for its answer, at least 0 (default DefaultMaxSlow); 0
 // keeps a slow turn in its slot, giving it up at its next record when
 // another claim waits.
-func WithMaxSlow(n int) Option { return func(o *options) { o.maxSlow = n } }
+func WithMaxSlow(n int) Option { return func(o *options) { o.MaxSlow = n } }
 
 // WithMaxPerHost bounds the messages in flight to one host (HostOf), 1 to
 // MaxPerHostLimit (default DefaultMaxPerHost); claims take no more of a host.
-func WithMaxPerHost(n int) Option { return func(o *options) { o.maxPerHost = n } }
+func WithMaxPerHost(n int) Option { return func(o *options) { o.MaxPerHost = n } }
 
 // WithDrainPage bounds the records a turn sends between two writes of the
 // cursor, 1 to MaxDrainPage (default DefaultDrainPage): the bound on
 // duplicates after a crash.
-func WithDrainPage(n int) Option { return func(o *options) { o.drainPage = n } }
+func WithDrainPage(n int) Option { return func(o *options) { o.DrainPage = n } }
 
 // WithPageBytes bounds the payload bytes of a turn's page, 1 to
 // MaxPageBytes (default DefaultPageBytes): a page stops before the record
 // that would pass it, and a record larger than n is read alone.
-func WithPageBytes(n int) Option { return func(o *options) { o.pageBytes = n } }
+func WithPageBytes(n int) Option { return func(o *options) { o.PageBytes = n } }
 
 // WithLease sets how long a claim lasts, at least 2 s (default DefaultLease).
-func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
 // WithSweepLimit bounds each claim of Run, at least 1 (default
 // DefaultSweepLimit).
-func WithSweepLimit(n int) Option { return func(o *options) { o.sweepLimit = n } }
+func WithSweepLimit(n int) Option { return func(o *options) { o.SweepLimit = n } }
 
 // WithOwner names this worker in its leases (default: host name, process id
 // and a random suffix). Two workers must never share an owner.
-func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
+func WithOwner(owner string) Option { return func(o *options) { o.Owner = owner } }
 
 // WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
 
 // WithSchedule sets the worker's delays, each at least 1 s, for the
 // registrations without their own schedule (Registration.Retry), in place
@@ -281,45 +272,33 @@ func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s 
 
 // WithHostHorizon sets how long a host may be down before it is
 // unavailable, MinHostHorizon to MaxHostHorizon (default DefaultHostHorizon).
-func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.hostHorizon = d } }
+func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.HostHorizon = d } }
+
+// WithTracerProvider sets where the worker's spans go (default
+// otel.GetTracerProvider(), a no-op until a program installs an SDK).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.TracerProvider = tp }
+}
 
 // WithHooks sets functions called for metrics. They are called
 // concurrently and must not block.
-func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
-
-// Hooks observe a worker; nil fields are skipped. took is wall-clock time;
-// err a store's or journal's.
-type Hooks struct {
-	Attempt     func(Attempt)                                                    // after every delivery attempt
-	Turn        func(at time.Time, r SweepReport, took time.Duration, err error) // after every turn (r.Registrations 1)
-	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
-	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
-	HostFailure func(store.Host)                                                 // after every host-level failure, the host as stored
-	Slow        func(r store.Registration, yields bool)                          // a turn's message waited SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
-}
-
-// Attempt describes one delivery attempt, for Hooks.Attempt.
-type Attempt struct {
-	Registration store.Registration
-	Seq          uint64
-	MessageID    string
-	At           time.Time // the sweep's instant
-	Outcome      Outcome
-}
+func WithHooks(h Hooks) Option { return func(o *options) { o.Hooks = h } }
 
 func defaultOptions() options {
-	return options{
-		maxRetryAfter: DefaultMaxRetryAfter,
-		maxInFlight:   DefaultMaxInFlight,
-		maxSlow:       DefaultMaxSlow,
-		maxPerHost:    DefaultMaxPerHost,
-		drainPage:     DefaultDrainPage,
-		pageBytes:     DefaultPageBytes,
-		lease:         DefaultLease,
-		sweepLimit:    DefaultSweepLimit,
-		hostHorizon:   store.DefaultHostHorizon,
-		now:           time.Now,
-	}
+	return options{Config: dispatch.Config{
+		MaxRetryAfter:   DefaultMaxRetryAfter,
+		MaxInFlight:     DefaultMaxInFlight,
+		MaxSlow:         DefaultMaxSlow,
+		MaxPerHost:      DefaultMaxPerHost,
+		DrainPage:       DefaultDrainPage,
+		PageBytes:       DefaultPageBytes,
+		Lease:           DefaultLease,
+		SweepLimit:      DefaultSweepLimit,
+		HostHorizon:     store.DefaultHostHorizon,
+		Now:             time.Now,
+		SlowAfter:       SlowAfter,
+		MinBurstSpacing: MinBurstSpacing,
+	}}
 }
 
 func (o *options) validate() error {
@@ -328,29 +307,29 @@ func (o *options) validate() error {
 	if o.maxAttempts < 0 || o.maxAttempts == 0 && o.maxAttemptsSet {
 		bad("MaxAttempts", "is %d: it must be at least 1 (1 means a single try)", o.maxAttempts)
 	}
-	if o.maxInFlight < 1 {
-		bad("MaxInFlight", "is %d: it must be at least 1", o.maxInFlight)
+	if o.MaxInFlight < 1 {
+		bad("MaxInFlight", "is %d: it must be at least 1", o.MaxInFlight)
 	}
-	if o.maxSlow < 0 {
-		bad("MaxSlow", "is %d: it must be 0 or more", o.maxSlow)
+	if o.MaxSlow < 0 {
+		bad("MaxSlow", "is %d: it must be 0 or more", o.MaxSlow)
 	}
-	if o.maxPerHost < 1 || o.maxPerHost > MaxPerHostLimit {
-		bad("MaxPerHost", "is %d: it must be from 1 to %d", o.maxPerHost, MaxPerHostLimit)
+	if o.MaxPerHost < 1 || o.MaxPerHost > MaxPerHostLimit {
+		bad("MaxPerHost", "is %d: it must be from 1 to %d", o.MaxPerHost, MaxPerHostLimit)
 	}
-	if o.drainPage < 1 || o.drainPage > MaxDrainPage {
-		bad("DrainPage", "is %d: it must be from 1 to %d", o.drainPage, MaxDrainPage)
+	if o.DrainPage < 1 || o.DrainPage > MaxDrainPage {
+		bad("DrainPage", "is %d: it must be from 1 to %d", o.DrainPage, MaxDrainPage)
 	}
-	if o.pageBytes < 1 || o.pageBytes > MaxPageBytes {
-		bad("PageBytes", "is %d: it must be from 1 to %d", o.pageBytes, MaxPageBytes)
+	if o.PageBytes < 1 || o.PageBytes > MaxPageBytes {
+		bad("PageBytes", "is %d: it must be from 1 to %d", o.PageBytes, MaxPageBytes)
 	}
-	if o.lease < 2*time.Second {
-		bad("Lease", "is %v: it must be at least 2s", o.lease)
+	if o.Lease < 2*time.Second {
+		bad("Lease", "is %v: it must be at least 2s", o.Lease)
 	}
-	if o.maxRetryAfter < time.Second {
-		bad("MaxRetryAfter", "is %v: it must be at least 1s", o.maxRetryAfter)
+	if o.MaxRetryAfter < time.Second {
+		bad("MaxRetryAfter", "is %v: it must be at least 1s", o.MaxRetryAfter)
 	}
-	if o.sweepLimit < 1 {
-		bad("SweepLimit", "is %d: it must be at least 1", o.sweepLimit)
+	if o.SweepLimit < 1 {
+		bad("SweepLimit", "is %d: it must be at least 1", o.SweepLimit)
 	}
 	if o.schedule != nil && len(o.schedule) == 0 {
 		bad("Schedule", "is empty")
@@ -360,16 +339,16 @@ func (o *options) validate() error {
 			bad(fmt.Sprintf("Schedule[%d]", i), "is %v: each delay must be at least 1s", d)
 		}
 	}
-	if err := store.CheckHostHorizon("HostHorizon", o.hostHorizon); err != nil {
+	if err := store.CheckHostHorizon("HostHorizon", o.HostHorizon); err != nil {
 		errs = append(errs, err)
 	}
-	if o.owner == "" {
-		o.owner = defaultOwner()
-	} else if err := journal.ValidateID("Owner", o.owner); err != nil {
+	if o.Owner == "" {
+		o.Owner = defaultOwner()
+	} else if err := journal.ValidateID("Owner", o.Owner); err != nil {
 		errs = append(errs, err)
 	}
-	if o.logger == nil {
-		o.logger = slog.Default()
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return errors.Join(errs...)
 }

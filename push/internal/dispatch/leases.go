@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func (d *dispatcher) renewing() (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(d.w.opts.lease / 3)
+		tick := time.NewTicker(d.w.cfg.Lease / 3)
 		defer tick.Stop()
 		for {
 			select {
@@ -98,14 +98,14 @@ func (d *dispatcher) renew() {
 		return
 	}
 	sent := time.Now()
-	until := sent.Add(skew + w.opts.lease)
-	ctx, cancel := context.WithTimeout(d.ctx, w.opts.lease/3)
+	until := sent.Add(skew + w.cfg.Lease)
+	ctx, cancel := context.WithTimeout(d.ctx, w.cfg.Lease/3)
 	defer cancel()
 	var renewed []store.ResendClaim
 	if len(claims) > 0 {
 		cs, err := w.store.Renew(ctx, until, claims)
 		if err != nil {
-			w.opts.logger.Warn("herald: cannot renew the leases of the claims held; a turn ends at its lease's end", "namespace", w.namespace,
+			w.cfg.Logger.Warn("herald: cannot renew the leases of the claims held; a turn ends at its lease's end", "namespace", w.namespace,
 				"claims", len(claims), "err", err)
 		}
 		for _, c := range cs {
@@ -115,7 +115,7 @@ func (d *dispatcher) renew() {
 	if len(resends) > 0 {
 		cs, err := w.store.RenewResends(ctx, until, resends)
 		if err != nil {
-			w.opts.logger.Warn("herald: cannot renew the leases of the resends held; a resend ends at its lease's end", "namespace", w.namespace,
+			w.cfg.Logger.Warn("herald: cannot renew the leases of the resends held; a resend ends at its lease's end", "namespace", w.namespace,
 				"resends", len(resends), "err", err)
 		}
 		renewed = append(renewed, cs...)
@@ -129,7 +129,7 @@ func (d *dispatcher) renew() {
 		}
 		s.wallUntil = until.Add(-s.at.Sub(s.claimedAt))
 		if s.expire != nil && s.expire.Stop() { // not fired: the turn still runs under its lease
-			s.expire.Reset(time.Until(s.wallUntil.Add(-w.opts.lease / 10)))
+			s.expire.Reset(time.Until(s.wallUntil.Add(-w.cfg.Lease / 10)))
 		}
 	}
 }

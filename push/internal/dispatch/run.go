@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"container/heap"
@@ -24,17 +24,14 @@ type loop struct {
 	paced    pacing // when registrations whose rate held records become due
 }
 
-// Run is the daemon's loop (package doc, "Scheduling"), claiming at least
-// every interval. When ctx ends it gives back the claims not started, lets
-// the turns in flight finish and returns nil. A store or journal error is
-// logged once until claims succeed again with no turn failing. Errors:
-// journal.ErrInvalid for every <= 0.
-func (w *Worker) Run(ctx context.Context, every time.Duration) error {
+// Run is push.Worker.Run: claims on the wall clock, at least every
+// interval, until ctx ends.
+func (w *Engine) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return journal.Invalid("every", "is %v: it must be positive", every)
 	}
 	l := &loop{dispatcher: w.newDispatcher(context.WithoutCancel(ctx), ctx.Done()), due: true, resends: true,
-		refill: max(1, min(w.opts.maxInFlight/4, w.opts.maxPerHost/2))}
+		refill: max(1, min(w.cfg.MaxInFlight/4, w.cfg.MaxPerHost/2))}
 	l.live = true
 	timer := time.NewTimer(every)
 	defer timer.Stop()
@@ -100,7 +97,7 @@ func (l *loop) turnEnded(e turnEnd) {
 // canClaim says whether a claim is due and the loop has room for it: under
 // twice MaxInFlight claims, fewer than half of them ready.
 func (l *loop) canClaim() bool {
-	max := l.w.opts.maxInFlight
+	max := l.w.cfg.MaxInFlight
 	full := l.fast+len(l.ready) >= 2*max || (len(l.ready) >= (max+1)/2 && l.fast > 0)
 	return l.due && !full
 }
@@ -109,7 +106,7 @@ func (l *loop) canClaim() bool {
 func (l *loop) claimMore() {
 	w := l.w
 	l.claimed = w.wakes.Load()
-	limit := min(2*w.opts.maxInFlight-l.fast-len(l.ready), w.opts.sweepLimit)
+	limit := min(2*w.cfg.MaxInFlight-l.fast-len(l.ready), w.cfg.SweepLimit)
 	batch, resends, err := l.claim(time.Now(), limit, true, l.resends)
 	if err != nil {
 		l.due, l.resting, l.ends = false, true, 0
@@ -118,7 +115,7 @@ func (l *loop) claimMore() {
 	}
 	l.resends = resends.More
 	if l.failures > 0 && !l.turnErr {
-		w.opts.logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", l.failures)
+		w.cfg.Logger.Info("herald: claims recovered", "namespace", w.namespace, "errors", l.failures)
 		l.failures = 0
 	}
 	l.turnErr, l.ends = false, 0
@@ -130,7 +127,7 @@ func (l *loop) claimMore() {
 
 func (l *loop) fail(err error) {
 	l.failures++
-	log := l.w.opts.logger
+	log := l.w.cfg.Logger
 	if l.failures == 1 {
 		log.Error("herald: store or journal error; retrying every interval until it recovers", "namespace", l.w.namespace, "err", err)
 	} else {

@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push/wire"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -20,27 +21,27 @@ type pipe struct {
 	fails   map[int]failure  // per record: its first failed message
 	results chan sent        // capacity Window: a send never waits to report
 
-	lo       int       // first unacknowledged record (index in recs): the cursor
-	hi       int       // next record to start
-	msgs     []Message // messages of the record being sent, recs[hi-1]
-	sentMsgs int       // how many of msgs were sent
-	inFlight int       // sends not yet reported
-	stopped  bool      // no new sends: a failure, the budget, a stop or an error
-	barrier  bool      // a terminal record was started (recs[hi-1]): nothing after it is sent
-	terminal bool      // the cursor passed a terminal record
-	err      error     // a store error or the worker stopping (no attempt counted)
+	lo       int            // first unacknowledged record (index in recs): the cursor
+	hi       int            // next record to start
+	msgs     []wire.Message // messages of the record being sent, recs[hi-1]
+	sentMsgs int            // how many of msgs were sent
+	inFlight int            // sends not yet reported
+	stopped  bool           // no new sends: a failure, the budget, a stop or an error
+	barrier  bool           // a terminal record was started (recs[hi-1]): nothing after it is sent
+	terminal bool           // the cursor passed a terminal record
+	err      error          // a store error or the worker stopping (no attempt counted)
 }
 
 type failure struct {
 	msg int // the failed message's index in its record (-1: the projection failed)
-	out Outcome
+	out wire.Outcome
 	ev  store.Evidence
 }
 
 type sent struct {
 	rec, msg int // indexes in the page and in the record
 	id       string
-	out      Outcome
+	out      wire.Outcome
 	err      error
 }
 
@@ -91,7 +92,7 @@ func (p *pipe) fill(ctx context.Context) {
 }
 
 // send delivers one message and reports on results.
-func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
+func (p *pipe) send(ctx context.Context, rec, idx int, msg wire.Message) {
 	defer func() { <-p.t.host.Tokens }()
 	out, err := p.t.deliver(ctx, msg)
 	p.results <- sent{rec: rec, msg: idx, id: msg.ID, out: out, err: err}
@@ -101,9 +102,9 @@ func (p *pipe) send(ctx context.Context, rec, idx int, msg Message) {
 // transport under a delivery span, the slot's slow watch around it. The
 // caller holds one of the host's tokens. err: the send did not end (the
 // worker stopping).
-func (t *turn) deliver(ctx context.Context, msg Message) (Outcome, error) {
+func (t *turn) deliver(ctx context.Context, msg wire.Message) (wire.Outcome, error) {
 	dctx, span := t.startDelivery(ctx)
-	watch := t.slot.sending()
+	watch := t.slot.sending(t.w.cfg.SlowAfter)
 	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
 	watch.Stop()
 	t.endDelivery(span, out, err)
@@ -112,15 +113,15 @@ func (t *turn) deliver(ctx context.Context, msg Message) (Outcome, error) {
 
 // answered tells what the answer to message msgID of record seq said: the
 // Attempt hook, and a troubled host that it answered.
-func (t *turn) answered(ctx context.Context, seq uint64, msgID string, out Outcome) {
-	if h := t.w.opts.hooks.Attempt; h != nil {
-		h(Attempt{Registration: t.reg, Seq: seq, MessageID: msgID, At: t.at, Outcome: out})
+func (t *turn) answered(ctx context.Context, seq uint64, msgID string, out wire.Outcome) {
+	if h := t.w.cfg.Hooks.Attempt; h != nil {
+		h(wire.Attempt{Registration: t.reg, Seq: seq, MessageID: msgID, At: t.at, Outcome: out})
 	}
 	t.hostAnswered(ctx, out)
 }
 
 // answerEvidence is the evidence of an answer to message msgID of rec.
-func answerEvidence(rec journal.Record, msgID string, out Outcome) store.Evidence {
+func answerEvidence(rec journal.Record, msgID string, out wire.Outcome) store.Evidence {
 	return store.Evidence{Seq: rec.Seq, RecordID: rec.ID, MessageID: msgID, Status: out.Status,
 		Body: string(out.Body[:min(len(out.Body), store.MaxEvidenceBody)]), Location: out.Location, Duration: out.Duration, Error: out.Reason}
 }
@@ -159,7 +160,7 @@ func (p *pipe) start(ctx context.Context) bool {
 		}
 		// This plane's fault, not the receiver's: transient, under the ceiling.
 		ev := store.Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: "projection: " + err.Error()}
-		p.fails[i] = failure{msg: -1, out: Outcome{Verdict: Transient, Reason: ev.Error}, ev: ev}
+		p.fails[i] = failure{msg: -1, out: wire.Outcome{Verdict: wire.Transient, Reason: ev.Error}, ev: ev}
 		p.stopped = true
 		return false
 	}
@@ -167,7 +168,7 @@ func (p *pipe) start(ctx context.Context) bool {
 		// The rate can never send it: given up as a permanent failure (parked).
 		p.left[i] = 1
 		ev := store.Evidence{Seq: rec.Seq, RecordID: rec.ID, Error: t.pace.oversize(rec.Seq, len(msgs), t.reg.Rate)}
-		p.fails[i] = failure{msg: -1, out: Outcome{Verdict: Permanent, Reason: ev.Error}, ev: ev}
+		p.fails[i] = failure{msg: -1, out: wire.Outcome{Verdict: wire.Permanent, Reason: ev.Error}, ev: ev}
 		p.stopped = true
 		return false
 	} else if !ok {
@@ -185,7 +186,7 @@ func (p *pipe) start(ctx context.Context) bool {
 
 // messages projects rec for the turn's registration; a config its store
 // could not open fails here, the registration's own failure.
-func (t *turn) messages(ctx context.Context, rec journal.Record) ([]Message, error) {
+func (t *turn) messages(ctx context.Context, rec journal.Record) ([]wire.Message, error) {
 	if t.reg.ConfigError != "" {
 		return nil, errors.New(t.reg.ConfigError)
 	}
@@ -216,14 +217,14 @@ func (p *pipe) take(ctx context.Context, s sent) {
 	rec, out := p.recs[s.rec], s.out
 	msgID := s.id
 	t.answered(ctx, rec.Seq, msgID, out)
-	if out.Verdict == Accepted {
+	if out.Verdict == wire.Accepted {
 		t.rep.Deliveries++
 		p.left[s.rec]--
 		return // a success leaves no evidence
 	}
 	ev := answerEvidence(rec, msgID, out)
 	switch {
-	case out.Verdict == Rejected && t.reg.OnRejected == store.RejectSkip:
+	case out.Verdict == wire.Rejected && t.reg.OnRejected == store.RejectSkip:
 		ev.Event, ev.At, ev.Stream, ev.Registration = store.EventSkipped, t.at, t.reg.Stream, t.reg.ID
 		if err := w.store.AddEvidence(context.WithoutCancel(ctx), ev); err != nil {
 			p.stop(fmt.Errorf("record skipped message %s: %w", msgID, err))
@@ -247,4 +248,4 @@ func (p *pipe) stop(err error) {
 }
 
 // window is how many of r's deliveries may be in flight at once (Window 0 is 1).
-func window(r Registration) int { return max(r.Window, 1) }
+func window(r store.Registration) int { return max(r.Window, 1) }

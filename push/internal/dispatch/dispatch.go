@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push/internal/hosts"
 	"github.com/heraldpush/herald/push/internal/pages"
+	"github.com/heraldpush/herald/push/wire"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // goroutine of RunOnce or Run drives it and alone touches its fields; a turn
 // reports its end on ended, and a send that goes slow nudges slowed.
 type dispatcher struct {
-	w      *Worker
+	w      *Engine
 	ctx    context.Context // the turns': Run's outlives its caller's, so what is in flight finishes and is saved
 	stop   <-chan struct{} // no new claim, no new record
 	ended  chan turnEnd
@@ -27,8 +28,8 @@ type dispatcher struct {
 	fast    int                // of them, those counted against MaxInFlight
 	slow    int                // of them, those moved to the slow budget (MaxSlow)
 	perHost map[string]int     // turns running per host
-	waiting int64              // this dispatcher's part of Worker.waiting
-	rep     SweepReport        // what the ended turns did
+	waiting int64              // this dispatcher's part of Engine.waiting
+	rep     wire.SweepReport   // what the ended turns did
 	err     error              // the first turn's error
 	leases  leases             // the claims held, which a goroutine of its own renews (leases.go)
 	live    bool               // Run's: turns keep the wall clock (turn.now)
@@ -55,10 +56,10 @@ type slot struct {
 	slow     bool            // the dispatcher's: counted in the slow budget
 }
 
-// sending arms the slot's slow watch for one send; the caller stops the
-// timer when the send returns.
-func (s *slot) sending() *time.Timer {
-	return time.AfterFunc(SlowAfter, func() {
+// sending arms the slot's slow watch for one send, which goes slow after
+// d (push.SlowAfter); the caller stops the timer when the send returns.
+func (s *slot) sending(d time.Duration) *time.Timer {
+	return time.AfterFunc(d, func() {
 		if s.wentSlow.CompareAndSwap(false, true) {
 			select {
 			case s.nudge <- struct{}{}:
@@ -73,23 +74,17 @@ type turnEnd struct {
 	s     *slot
 	wakes uint64    // the worker's Wake count when the turn last read its stream
 	paced time.Time // its registration's rate holds the records left until then
-	rep   SweepReport
+	rep   wire.SweepReport
 	err   error
 }
 
-func (w *Worker) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispatcher {
-	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.opts.maxInFlight+w.opts.maxSlow),
+func (w *Engine) newDispatcher(ctx context.Context, stop <-chan struct{}) *dispatcher {
+	return &dispatcher{w: w, ctx: ctx, stop: stop, ended: make(chan turnEnd, w.cfg.MaxInFlight+w.cfg.MaxSlow),
 		slowed: make(chan struct{}, 1), running: map[*slot]struct{}{}, perHost: map[string]int{}}
 }
 
-// RunOnce is one sweep at instant at: it claims up to limit due
-// registrations and serves them (package doc, "Turns"), and up to limit
-// pending resends and sends them (package doc, "Resends"). A store or journal
-// error ends only its own turn, uncharged; RunOnce returns the first with the
-// report of all that was done. If ctx ends, what is in flight is abandoned
-// uncounted, progress saved, and ctx's error returned. Errors:
-// journal.ErrInvalid for limit < 1 or a zero at.
-func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep SweepReport, err error) {
+// RunOnce is push.Worker.RunOnce: one claim at at, served to its end.
+func (w *Engine) RunOnce(ctx context.Context, at time.Time, limit int) (rep wire.SweepReport, err error) {
 	if limit < 1 {
 		return rep, journal.Invalid("limit", "is %d: it must be at least 1", limit)
 	}
@@ -98,7 +93,7 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 	}
 	ctx, span := w.startSweep(ctx)
 	defer func() { endSweep(span, rep, err) }()
-	if h := w.opts.hooks.Sweep; h != nil {
+	if h := w.cfg.Hooks.Sweep; h != nil {
 		started := time.Now()
 		defer func() { h(at, rep, time.Since(started), err) }()
 	}
@@ -132,15 +127,15 @@ func (w *Worker) RunOnce(ctx context.Context, at time.Time, limit int) (rep Swee
 func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store.DueBatch, store.ResendBatch, error) {
 	w := d.w
 	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: d.owner(),
-		LeaseUntil: at.Add(w.opts.lease), CountUnserved: !capped}
+		LeaseUntil: at.Add(w.cfg.Lease), CountUnserved: !capped}
 	if capped {
-		q.MaxPerHost, q.Busy = w.opts.maxPerHost, w.perHost.Busy()
+		q.MaxPerHost, q.Busy = w.cfg.MaxPerHost, w.perHost.Busy()
 	}
 	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
 	batch, err := w.store.Due(d.ctx, q)
 	if err != nil {
 		err = fmt.Errorf("push: claim due registrations of %s: %w", w.namespace, err)
-		if h := w.opts.hooks.Claim; h != nil {
+		if h := w.cfg.Hooks.Claim; h != nil {
 			h(at, 0, err)
 		}
 		return batch, store.ResendBatch{}, err
@@ -160,7 +155,7 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 	add := func(st store.Status, rs *store.Resend) {
 		host := st.Host()
 		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.Enter(host),
-			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.opts.lease), nudge: d.slowed})
+			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.cfg.Lease), nudge: d.slowed})
 	}
 	for _, st := range batch.Registrations {
 		add(st, nil)
@@ -169,20 +164,20 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 		add(store.Status{Registration: rb.Resends[i].Registration}, &rb.Resends[i])
 	}
 	d.leases.hold(d.ready[n:])
-	d.start() // so that the hook is told once the claims hold their slots or wait for one (Worker.waiting)
-	if h := w.opts.hooks.Claim; h != nil {
+	d.start() // so that the hook is told once the claims hold their slots or wait for one (Engine.waiting)
+	if h := w.cfg.Hooks.Claim; h != nil {
 		h(at, len(batch.Registrations), err)
 	}
 	return batch, rb, err
 }
 
 // owner is a new claim's lease owner: the worker's, numbered.
-func (d *dispatcher) owner() string { return fmt.Sprintf("%s#%d", d.w.opts.owner, d.w.claims.Add(1)) }
+func (d *dispatcher) owner() string { return fmt.Sprintf("%s#%d", d.w.cfg.Owner, d.w.claims.Add(1)) }
 
 // start runs ready claims in the free slots, oldest first, skipping hosts at
-// their cap, and counts in Worker.waiting those a freed slot would start.
+// their cap, and counts in Engine.waiting those a freed slot would start.
 func (d *dispatcher) start() {
-	max, perHost := d.w.opts.maxInFlight, d.w.opts.maxPerHost
+	max, perHost := d.w.cfg.MaxInFlight, d.w.cfg.MaxPerHost
 	var starts []*slot
 	kept := d.ready[:0]
 	var startable int64
@@ -208,7 +203,7 @@ func (d *dispatcher) start() {
 	d.waiting = startable
 	for _, s := range starts {
 		ctx := pages.WithClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (internal/pages)
-		ctx = d.leases.run(ctx, s, d.w.opts.lease)
+		ctx = d.leases.run(ctx, s, d.w.cfg.Lease)
 		go func() { d.ended <- d.serve(ctx, s) }()
 	}
 }
@@ -222,7 +217,7 @@ func (d *dispatcher) demote() {
 			continue
 		}
 		switch {
-		case d.slow < d.w.opts.maxSlow:
+		case d.slow < d.w.cfg.MaxSlow:
 			s.slow = true
 			d.fast--
 			d.slow++
@@ -230,7 +225,7 @@ func (d *dispatcher) demote() {
 		case s.yield.Swap(true):
 			continue // told already
 		}
-		if h := d.w.opts.hooks.Slow; h != nil {
+		if h := d.w.cfg.Hooks.Slow; h != nil {
 			h(s.st.Registration, !s.slow)
 		}
 	}
@@ -243,7 +238,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 	defer w.turns.Add(-1)
 	started := time.Now()
 	e := turnEnd{s: s, wakes: s.wakes}
-	t := turn{w: w, at: s.at, stop: d.stop, deadline: w.opts.now().Add(w.opts.lease / 2), reg: s.st.Registration, head: s.st.Head,
+	t := turn{w: w, at: s.at, stop: d.stop, deadline: w.cfg.Now().Add(w.cfg.Lease / 2), reg: s.st.Registration, head: s.st.Head,
 		claim: s.st.Claim(), slot: s, host: s.entry, hostName: s.host, wakes: &e.wakes, live: d.live, lapsed: s.st.Lapsed}
 	defer s.cancel(nil)
 	if s.resend != nil {
@@ -263,7 +258,7 @@ func (d *dispatcher) serve(ctx context.Context, s *slot) turnEnd {
 		t.rep.Errors = 1
 		e.err = fmt.Errorf("push: %s: %w", store.Name(s.st.Stream, s.st.ID), e.err)
 	}
-	if h := w.opts.hooks.Turn; h != nil {
+	if h := w.cfg.Hooks.Turn; h != nil {
 		h(s.at, t.rep, time.Since(started), e.err)
 	}
 	e.rep, e.paced = t.rep, t.paced
@@ -286,7 +281,7 @@ func (d *dispatcher) end(e turnEnd) {
 		delete(d.perHost, s.host)
 	}
 	d.w.perHost.Leave(s.host)
-	d.rep.add(e.rep)
+	addReport(&d.rep, e.rep)
 	if e.err != nil && d.err == nil {
 		d.err = e.err
 	}
@@ -307,37 +302,15 @@ func (d *dispatcher) release() {
 			continue // its lease lapses again
 		}
 		if err := d.w.store.Advance(d.ctx, s.st.Claim(), s.st.NextSeq); err != nil {
-			d.w.opts.logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", s.st.Stream,
+			d.w.cfg.Logger.Debug("herald: could not release an unstarted claim; its lease will expire", "stream", s.st.Stream,
 				"registration", s.st.ID, "err", err)
 		}
 	}
 	d.ready = nil
 }
 
-// SweepReport counts what one RunOnce, or one turn (Hooks.Turn), did.
-type SweepReport struct {
-	Registrations int  `json:"registrations"` // registrations claimed and served
-	Records       int  `json:"records"`       // records acknowledged (the cursor moved past them)
-	Deliveries    int  `json:"deliveries"`    // messages accepted (2xx)
-	Retries       int  `json:"retries"`       // registrations that failed and will retry later
-	Completed     int  `json:"completed"`     // registrations whose final record was acknowledged (now deleted)
-	Parked        int  `json:"parked"`        // registrations parked (ceiling reached or permanent refusal)
-	Skipped       int  `json:"skipped"`       // messages rejected and moved past by the skip policy
-	Unserved      int  `json:"unserved"`      // due registrations of other namespaces, left to their workers
-	Errors        int  `json:"errors"`        // turns ended by a store or journal error
-	HostFailures  int  `json:"host_failures"` // turns ended by a host-level failure (no attempt charged; see HostStore)
-	Resends       int  `json:"resends"`       // records resent out of band (Store.Resend), whatever the answer: the evidence says it
-	LeasesLost    int  `json:"leases_lost"`   // turns whose lease was taken over (by another worker or an operator) before they could save
-	Backlog       int  `json:"backlog"`       // turns that ended with records still behind the cursor (a claim waited for the slot, or the budget was spent): sweep again soon
-	Paced         int  `json:"paced"`         // turns that ended with records still behind the cursor that their registration's rate holds (Registration.PacedUntil): sweep again then
-	Saturated     bool `json:"saturated"`     // more were due than the limit: sweep again soon
-}
-
-// NeedsAttention reports whether a scheduler or operator should act: sweep
-// again soon (Saturated, Backlog), or see to a parked registration.
-func (r SweepReport) NeedsAttention() bool { return r.Saturated || r.Backlog > 0 || r.Parked > 0 }
-
-func (r *SweepReport) add(t SweepReport) {
+// addReport adds a turn's report t to r, a sweep's.
+func addReport(r *wire.SweepReport, t wire.SweepReport) {
 	r.Records += t.Records
 	r.Deliveries += t.Deliveries
 	r.Retries += t.Retries

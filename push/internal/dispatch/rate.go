@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"context"
@@ -8,13 +8,6 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// MinBurstSpacing (250 ms) bounds how often a rate-limited registration is
-// claimed: four times a second at most, a burst each. A claim costs the
-// store more than a message costs the receiver, so a 10/s endpoint is served
-// 5 at a time, not one claim a record; and a record that arrives after a
-// burst waits at most this long for the next (package doc, "Rate").
-const MinBurstSpacing = 250 * time.Millisecond
-
 // burst is how a registration's rate is served: at most size messages a
 // turn, the next turn's first starting spacing after this one's last answer.
 type burst struct {
@@ -22,12 +15,13 @@ type burst struct {
 	spacing time.Duration
 }
 
-// burstOf splits r into the most bursts a period that are MinBurstSpacing
-// apart or more, of equal size: m, a divisor of r.Count, bursts of
-// r.Count/m, r.Per/m apart (rounded up, so that m of them span the period).
-// 10/s is 2 bursts of 5; 20/s 4 of 5; 600/min 200 of 3; 7/s one of 7.
-func burstOf(r store.Rate) burst {
-	m := max(min(r.Count, int(r.Per/MinBurstSpacing)), 1)
+// burstOf splits r into the most bursts a period that are minSpacing
+// (push.MinBurstSpacing) apart or more, of equal size: m, a divisor of
+// r.Count, bursts of r.Count/m, r.Per/m apart (rounded up, so that m of
+// them span the period). At 250 ms, 10/s is 2 bursts of 5; 20/s 4 of 5;
+// 600/min 200 of 3; 7/s one of 7.
+func burstOf(r store.Rate, minSpacing time.Duration) burst {
+	m := max(min(r.Count, int(r.Per/minSpacing)), 1)
 	for r.Count%m != 0 {
 		m--
 	}
@@ -51,7 +45,7 @@ func (t *turn) newPace() (*pace, time.Time) {
 	if t.reg.Rate.IsZero() {
 		return nil, time.Time{}
 	}
-	b := burstOf(t.reg.Rate)
+	b := burstOf(t.reg.Rate, t.w.cfg.MinBurstSpacing)
 	next := t.reg.PacedUntil
 	if lapsed := microsUp(t.at.Add(b.spacing)); t.lapsed && next.Before(lapsed) {
 		next = lapsed

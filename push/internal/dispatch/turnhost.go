@@ -1,10 +1,11 @@
-package push
+package dispatch
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/heraldpush/herald/push/wire"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -14,18 +15,18 @@ import (
 func (t *turn) hostFailed(ctx context.Context, ev store.Evidence, paced time.Time) error {
 	w, host := t.w, t.hostName
 	old, _ := w.book.Get(host)
-	h, err := w.store.HostFailed(ctx, store.HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Horizon: w.opts.hostHorizon})
+	h, err := w.store.HostFailed(ctx, store.HostFailure{Claim: t.claim, NextSeq: t.next, Host: host, Evidence: ev, Horizon: w.cfg.HostHorizon})
 	if err != nil {
 		return t.lost(err, fmt.Errorf("record host failure at #%d: %w", t.next, err))
 	}
 	w.book.Learn(h)
 	t.rep.HostFailures++
-	if hook := w.opts.hooks.HostFailure; hook != nil {
+	if hook := w.cfg.Hooks.HostFailure; hook != nil {
 		hook(h)
 	}
-	log := w.opts.logger.Debug
+	log := w.cfg.Logger.Debug
 	if change := h.Transition(old); change != "" || w.failing.due(t.reg.Key(), t.at) {
-		log = w.opts.logger.Warn
+		log = w.cfg.Logger.Warn
 	}
 	charged, _ := store.ChargeHost(t.reg.Stream, t.reg.ID, ev, t.next, t.reg.NextSeq, t.reg.HostFailures) // as the store did
 	next := charged.NotBefore
@@ -43,7 +44,7 @@ func (t *turn) hostFailed(ctx context.Context, ev store.Evidence, paced time.Tim
 
 // hostAnswered tells the store that the registration's host answered, if
 // the worker knows it as troubled; a healthy host's answer costs nothing.
-func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
+func (t *turn) hostAnswered(ctx context.Context, out wire.Outcome) {
 	w, host := t.w, t.hostName
 	if !out.HostAnswered() {
 		return
@@ -55,11 +56,11 @@ func (t *turn) hostAnswered(ctx context.Context, out Outcome) {
 	h, err := w.store.HostAnswered(context.WithoutCancel(ctx), host, t.at)
 	if err != nil {
 		// The answer stands; the host stays marked until the next answer.
-		w.opts.logger.Warn("herald: cannot record that a host answered", "host", host, "err", err)
+		w.cfg.Logger.Warn("herald: cannot record that a host answered", "host", host, "err", err)
 		return
 	}
 	w.book.Learn(h)
 	if h.Transition(old) != "" {
-		w.opts.logger.Info("herald: host is up; its registrations are released", "host", host, "was", old.State)
+		w.cfg.Logger.Info("herald: host is up; its registrations are released", "host", host, "was", old.State)
 	}
 }

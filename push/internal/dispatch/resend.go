@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/heraldpush/herald/push/wire"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -25,7 +26,7 @@ func (t *turn) resend(ctx context.Context, rs store.Resend) error {
 	failure, err := t.sendAgain(ctx, rs.Seq, &ev)
 	switch {
 	case errors.Is(err, errAbandoned) || err != nil && ctx.Err() != nil:
-		t.w.opts.logger.Debug("herald: a resend was abandoned; it stays pending and is sent once its lease lapsed",
+		t.w.cfg.Logger.Debug("herald: a resend was abandoned; it stays pending and is sent once its lease lapsed",
 			"stream", t.reg.Stream, "registration", t.reg.ID, "seq", rs.Seq, "err", cmp.Or(context.Cause(ctx), err))
 		return nil
 	case err != nil:
@@ -36,7 +37,7 @@ func (t *turn) resend(ctx context.Context, rs store.Resend) error {
 		return t.lost(err, fmt.Errorf("record the resend of #%d: %w", rs.Seq, err))
 	}
 	t.rep.Resends++
-	t.w.opts.logger.Info("herald: record resent", "stream", t.reg.Stream, "registration", t.reg.ID, "host", t.hostName,
+	t.w.cfg.Logger.Info("herald: record resent", "stream", t.reg.Stream, "registration", t.reg.ID, "host", t.hostName,
 		"seq", rs.Seq, "by", rs.By, "status", ev.Status, "outcome", ev.Error)
 	return nil
 }
@@ -51,7 +52,7 @@ func (t *turn) sendAgain(ctx context.Context, seq uint64, ev *store.Evidence) (f
 	w := t.w
 	// The journal itself, not the turns' shared pages: a resend's record is
 	// behind the cursor, where no claim keeps it from being pruned.
-	recs, err := w.records.Read(ctx, t.reg.Stream, seq, 1, w.opts.pageBytes)
+	recs, err := w.records.Read(ctx, t.reg.Stream, seq, 1, w.cfg.PageBytes)
 	if err != nil {
 		return "", fmt.Errorf("read journal at #%d: %w", seq, err)
 	}
@@ -89,7 +90,7 @@ func (t *turn) sendAgain(ctx context.Context, seq uint64, ev *store.Evidence) (f
 		at := ev.At
 		*ev = answerEvidence(rec, msg.ID, out) // its Error is the resend's (resend)
 		ev.At = at
-		if out.Verdict != Accepted {
+		if out.Verdict != wire.Accepted {
 			return out.Reason, nil
 		}
 	}

@@ -1,4 +1,4 @@
-package push
+package dispatch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push/internal/hosts"
 	"github.com/heraldpush/herald/push/internal/pages"
+	"github.com/heraldpush/herald/push/wire"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // across a Wake reads once more (woken), never past a drain page from the
 // cursor's last write: invariant 2's bound stays one page.
 type turn struct {
-	w        *Worker
+	w        *Engine
 	at       time.Time
 	stop     <-chan struct{}
 	deadline time.Time // real time after which no record is started (half the lease after the turn began)
@@ -27,7 +28,7 @@ type turn struct {
 	slot     *slot        // the dispatcher's: a send that goes slow tells it
 	host     *hosts.Entry // the host's tokens, one held around each send
 	hostName string       // reg.Host(), computed once at the claim
-	rep      SweepReport
+	rep      wire.SweepReport
 
 	wakes   *uint64 // the worker's Wake count the turn last read at
 	unsaved int     // records acknowledged since the cursor's last write
@@ -51,7 +52,7 @@ func (t *turn) run(ctx context.Context) error {
 	if t.pace, next = t.newPace(); !next.IsZero() {
 		return t.deferred(ctx, next)
 	}
-	first := w.opts.drainPage
+	first := w.cfg.DrainPage
 	if t.pace != nil {
 		first = min(first, t.pace.size) // a burst's worth: what is past it waits for the next
 	}
@@ -75,7 +76,7 @@ func (t *turn) run(ctx context.Context) error {
 		if p.err != nil && ctx.Err() != nil {
 			// In flight was abandoned (a cancel, the lease's end): uncharged.
 			if errors.Is(context.Cause(ctx), errLeaseEnding) {
-				w.opts.logger.Warn("herald: the claim's lease is ending; deliveries in flight were abandoned and will be sent again",
+				w.cfg.Logger.Warn("herald: the claim's lease is ending; deliveries in flight were abandoned and will be sent again",
 					"stream", t.reg.Stream, "registration", t.reg.ID, "cursor", t.next)
 			}
 			return t.save(ctx, nil)
@@ -88,15 +89,15 @@ func (t *turn) run(ctx context.Context) error {
 				return t.lost(err, fmt.Errorf("complete after final record #%d: %w", t.next-1, err))
 			}
 			t.rep.Completed++
-			w.opts.logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", t.next-1)
+			w.cfg.Logger.Info("herald: registration completed", "stream", t.reg.Stream, "registration", t.reg.ID, "final_seq", t.next-1)
 			return nil
 		}
 		if p.lo < len(recs) || !t.goOn() {
 			break // stopped within the page, or the slot is wanted
 		}
-		if t.unsaved < w.opts.drainPage { // short of a drain page: the stream's end, the byte bound, or a burst's page of kinds not wanted
+		if t.unsaved < w.cfg.DrainPage { // short of a drain page: the stream's end, the byte bound, or a burst's page of kinds not wanted
 			end := t.next > t.head
-			if limit := w.opts.drainPage - t.unsaved; !end || t.woken() {
+			if limit := w.cfg.DrainPage - t.unsaved; !end || t.woken() {
 				if end { // no page read before now stands for this read (internal/pages)
 					ctx = pages.WithClaim(ctx, time.Now(), t.head)
 				}
@@ -138,7 +139,7 @@ func (t *turn) run(ctx context.Context) error {
 func (t *turn) nextPage(ctx context.Context) (recs []journal.Record, ended bool, err error) {
 	saved := make(chan error, 1)
 	go func() { saved <- t.w.store.Checkpoint(context.WithoutCancel(ctx), t.claim, t.next) }()
-	recs, err = t.read(ctx, t.w.opts.drainPage)
+	recs, err = t.read(ctx, t.w.cfg.DrainPage)
 	if serr := <-saved; serr != nil {
 		return nil, true, t.lost(serr, fmt.Errorf("checkpoint at #%d: %w", t.next, serr))
 	}
@@ -162,7 +163,7 @@ func (t *turn) woken() bool {
 
 // read reads up to limit records and PageBytes from the cursor.
 func (t *turn) read(ctx context.Context, limit int) ([]journal.Record, error) {
-	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit, t.w.opts.pageBytes)
+	recs, err := t.w.journal.Read(ctx, t.reg.Stream, t.next, limit, t.w.cfg.PageBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read journal from #%d: %w", t.next, err)
 	}
@@ -188,7 +189,7 @@ func (t *turn) yields() bool { return t.slot.yield.Load() && t.wanted() }
 
 // fail records a failed attempt at t.next with the progress made before it:
 // park (permanent, or the ceiling reached) or retry later.
-func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
+func (t *turn) fail(ctx context.Context, out wire.Outcome, ev store.Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
 	ev.At = t.at
@@ -200,22 +201,22 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 		return t.hostFailed(ctx, ev, paced)
 	}
 	ev.Attempt = t.attempts + 1
-	policy := t.reg.Retry.Or(w.retry)
+	policy := t.reg.Retry.Or(w.cfg.Retry)
 	since := t.reg.FailingSince // the run's first failure, as the store keeps it
 	if t.attempts == 0 || since.IsZero() {
 		since = t.at
 	}
 	ceiling, exhausted := policy.Exhausted(ev.Attempt, since, t.at)
-	if out.Verdict == Permanent || exhausted {
+	if out.Verdict == wire.Permanent || exhausted {
 		ev.Event = store.EventParked
-		if out.Verdict != Permanent {
+		if out.Verdict != wire.Permanent {
 			ev.Error = fmt.Sprintf("%s (%s)", ev.Error, ceiling)
 		}
 		if err := w.store.Park(ctx, t.claim, t.next, ev); err != nil {
 			return t.lost(err, fmt.Errorf("park at #%d: %w", t.next, err))
 		}
 		t.rep.Parked++
-		w.opts.logger.Warn("herald: registration parked; `herald unpark` resumes it at its cursor",
+		w.cfg.Logger.Warn("herald: registration parked; `herald unpark` resumes it at its cursor",
 			"stream", t.reg.Stream, "registration", t.reg.ID, "namespace", t.reg.Namespace,
 			"host", t.hostName, "cursor", t.next, "attempt", ev.Attempt, "status", out.Status, "reason", ev.Error)
 		return nil
@@ -229,9 +230,9 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 		return t.lost(err, fmt.Errorf("schedule retry at #%d: %w", t.next, err))
 	}
 	t.rep.Retries++
-	log := w.opts.logger.Debug
+	log := w.cfg.Logger.Debug
 	if w.failing.due(t.reg.Key(), t.at) {
-		log = w.opts.logger.Warn
+		log = w.cfg.Logger.Warn
 	}
 	log("herald: delivery failing; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
 		"host", t.hostName, "seq", t.next, "attempt", ev.Attempt, "status", out.Status,
@@ -241,9 +242,9 @@ func (t *turn) fail(ctx context.Context, out Outcome, ev store.Evidence) error {
 
 // delay is the wait before the next attempt: the receiver's Retry-After
 // clamped to [1 s, MaxRetryAfter], else the policy's.
-func (t *turn) delay(out Outcome, p RetryPolicy) time.Duration {
+func (t *turn) delay(out wire.Outcome, p store.RetryPolicy) time.Duration {
 	if out.HasRetryAfter {
-		return min(max(out.RetryAfter, time.Second), t.w.opts.maxRetryAfter)
+		return min(max(out.RetryAfter, time.Second), t.w.cfg.MaxRetryAfter)
 	}
 	return p.Delay(t.reg.Stream, t.reg.ID, t.attempts)
 }
@@ -270,7 +271,7 @@ func (t *turn) lost(err, wrapped error) error {
 		return wrapped
 	}
 	t.rep.LeasesLost++
-	t.w.opts.logger.Debug("herald: lease lost; the turn's writes were fenced out", "stream", t.reg.Stream,
+	t.w.cfg.Logger.Debug("herald: lease lost; the turn's writes were fenced out", "stream", t.reg.Stream,
 		"registration", t.reg.ID, "owner", t.claim.Owner, "claimed_at", t.at, "err", err)
 	return nil
 }
@@ -279,7 +280,7 @@ func (t *turn) lost(err, wrapped error) error {
 var errLeaseEnding = errors.New("the claim's lease is ending")
 
 // late reports whether the turn's budget is spent.
-func (t *turn) late() bool { return t.w.opts.now().After(t.deadline) }
+func (t *turn) late() bool { return t.w.cfg.Now().After(t.deadline) }
 
 func (t *turn) stopping() bool {
 	select {
