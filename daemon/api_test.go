@@ -621,13 +621,7 @@ func TestAPIRegistrationStoresTheWebhookEnvelope(t *testing.T) {
 		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks",
 			"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "envelope": ` + envelope + `}}`
 	}
-	envelope := func() bool {
-		r, err := s.Get(t.Context(), "orders/1", "billing")
-		require.NoError(t, err)
-		c, err := webhook.ParseConfig(r.Config)
-		require.NoError(t, err)
-		return c.Envelope
-	}
+	envelope := func() bool { return webhookConfig(t, s, "orders/1", "billing").Envelope }
 	code, body := post(t, srv, "/v1/registrations", reg("true"))
 	require.Equal(t, http.StatusCreated, code, body)
 	require.True(t, envelope())
@@ -857,11 +851,18 @@ func TestAPIRegistrationWithoutSecretsGetsOneOnce(t *testing.T) {
 	code, body = post(t, srv, "/v1/registrations", reg)
 	require.Equal(t, http.StatusOK, code, body)
 	require.NotContains(t, body, "whsec_")
-	st, err := s.Get(t.Context(), "orders/1", "made")
+	require.Equal(t, []string{v.Secret}, webhookConfig(t, s, "orders/1", "made").Secrets, "the update kept the secret made")
+}
+
+// webhookConfig is the config s holds for the webhook registration id of
+// stream.
+func webhookConfig(t *testing.T, s store.Backend, stream, id string) webhook.Config {
+	t.Helper()
+	st, err := s.Get(t.Context(), stream, id)
 	require.NoError(t, err)
 	cfg, err := webhook.ParseConfig(st.Config)
 	require.NoError(t, err)
-	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the update kept the secret made")
+	return cfg
 }
 
 // A webhook subscription made over the API without secrets gets one,
@@ -884,11 +885,9 @@ func TestAPISubscriptionWithoutSecretsGetsOneOnceAndItsRetryPolicy(t *testing.T)
 	code, body = post(t, srv, "/v1/subscriptions", sub)
 	require.Equal(t, http.StatusOK, code, body)
 	require.NotContains(t, body, "whsec_")
+	require.Equal(t, []string{v.Secret}, webhookConfig(t, s, "tenant/7/orders", "t7").Secrets, "the registration signs with the secret made, kept by the update")
 	st, err := s.Get(t.Context(), "tenant/7/orders", "t7")
 	require.NoError(t, err)
-	cfg, err := webhook.ParseConfig(st.Config)
-	require.NoError(t, err)
-	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the registration signs with the secret made, kept by the update")
 	require.Equal(t, store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 2 * time.Hour}, For: 72 * time.Hour}, st.Retry)
 
 	code, body = post(t, srv, "/v1/subscriptions", `{"stream_prefix": "tenant/8/", "id": "t8", "namespace": "webhook", "url": "https://t8.example/", "retry_for": "3x"}`)
