@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,15 +13,6 @@ import (
 
 	"github.com/heraldpush/herald/internal/keytest"
 )
-
-// runEnv runs the command on db with the environment env.
-func runEnv(t *testing.T, db string, env map[string]string, args ...string) cliRun {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), append([]string{"--database", "sqlite:" + db}, args...),
-		Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(name string) string { return env[name] })
-	return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
-}
 
 // certPair writes a self-signed certificate for 127.0.0.1 and its key in
 // dir.
