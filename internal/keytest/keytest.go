@@ -54,14 +54,37 @@ func ECDSA(tb testing.TB) (*ecdsa.PrivateKey, []byte) {
 	return key, PEM(tb, key)
 }
 
-// SelfSigned is the certificate tmpl describes, signed by its own new
-// ECDSA P-256 key: the certificate and the key, as PEM.
-func SelfSigned(tb testing.TB, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+// Cert is a certificate and its ECDSA P-256 key, each also as PEM.
+type Cert struct {
+	*x509.Certificate
+	Key             *ecdsa.PrivateKey
+	CertPEM, KeyPEM []byte
+}
+
+// Issue is the certificate tmpl describes, for a new key, signed by
+// parent's key (by its own when parent is nil).
+func Issue(tb testing.TB, tmpl *x509.Certificate, parent *Cert) Cert {
 	tb.Helper()
 	key, keyPEM := ECDSA(tb)
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent.Certificate, parent.Key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
 	if err != nil {
 		tb.Fatalf("keytest: %v", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		tb.Fatalf("keytest: %v", err)
+	}
+	return Cert{Certificate: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}
+}
+
+// SelfSigned is Issue's certificate signed by its own key, and the key,
+// as PEM.
+func SelfSigned(tb testing.TB, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+	tb.Helper()
+	c := Issue(tb, tmpl, nil)
+	return c.CertPEM, c.KeyPEM
 }
