@@ -41,13 +41,13 @@ func (d *Daemon) APIHandler() http.Handler {
 // apiRoutes are the HTTP API's routes, by "METHOD /path"; the OpenAPI test
 // checks the document against them.
 func (d *Daemon) apiRoutes() map[string]endpoint {
-	routes := map[string]endpoint{
+	routes := bothRoutes(d.store, d.opts.Now, d.wake)
+	maps.Copy(routes, map[string]endpoint{
 		"GET /v1/openapi.json":   func(*http.Request) (any, error) { return json.RawMessage(openAPIJSON), nil },
 		"POST /v1/records":       endpoint(d.postRecords),
 		"GET /v1/records/status": endpoint(d.recordStatus),
 		"GET /v1/status":         endpoint(d.status),
 		"POST /v1/registrations": endpoint(d.postRegistration),
-		"GET /v1/registrations":  listRegistrations(d.store),
 		"GET /v1/registration": keyed(nil, nil, func(r *http.Request, k store.Key, _ url.Values) (any, error) {
 			return operator.Registration(r.Context(), scope(r, d.store), k.Stream, k.ID)
 		}),
@@ -80,15 +80,26 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 			}
 			return map[string]int{"registrations_removed": n}, nil
 		}),
-		"POST /v1/registration/unpark":        unparkOne(d.store, d.opts.Now, d.wake),
-		"POST /v1/registrations/unpark":       unparkAll(d.store, d.opts.Now, d.wake),
 		"POST /v1/registration/rotate-secret": keyed(nil, []string{"expire_old"}, d.rotateSecret),
-		"POST /v1/registration/pause":         pauseOne(d.store, false, d.opts.Now, d.wake),
-		"POST /v1/registration/resume":        pauseOne(d.store, true, d.opts.Now, d.wake),
-		"POST /v1/registration/resend":        resendOne(d.store, d.opts.Now, d.wake),
+	})
+	return routes
+}
+
+// bothRoutes are the routes the admin API and the HTTP API both serve: the
+// registrations' list, unpark, pause, resume and resend, tokens and keys;
+// now is the clock of operator actions, woke told the namespace of each
+// registration made due.
+func bothRoutes(db store.Backend, now func() time.Time, woke func(namespace string)) map[string]endpoint {
+	routes := map[string]endpoint{
+		"GET /v1/registrations":         listRegistrations(db),
+		"POST /v1/registration/unpark":  unparkOne(db, now, woke),
+		"POST /v1/registrations/unpark": unparkAll(db, now, woke),
+		"POST /v1/registration/pause":   pauseOne(db, false, now, woke),
+		"POST /v1/registration/resume":  pauseOne(db, true, now, woke),
+		"POST /v1/registration/resend":  resendOne(db, now, woke),
 	}
-	maps.Copy(routes, tokenRoutes(d.store, d.opts.Now))
-	maps.Copy(routes, keyRoutes(d.store, d.opts.Now))
+	maps.Copy(routes, tokenRoutes(db, now))
+	maps.Copy(routes, keyRoutes(db, now))
 	return routes
 }
 
@@ -445,10 +456,13 @@ func withPage(api http.Handler, pg *page.Page) http.Handler {
 	return mux
 }
 
-// adminHandler serves the admin JSON API (Daemon.AdminHandler); now is the
-// clock of operator actions, woke told the namespace of each unpark.
+// adminHandler serves the admin JSON API (Daemon.AdminHandler): bothRoutes
+// and the admin's own.
 func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(namespace string)) http.Handler {
 	mux := http.NewServeMux()
+	for pattern, e := range bothRoutes(db, now, woke) {
+		mux.Handle(pattern, e)
+	}
 	mux.Handle("GET /v1/hosts", endpoint(func(r *http.Request) (any, error) {
 		q, err := strictQuery(r, "GET /v1/hosts?host=…&state=…&limit=…&after=…", "host", "state", "limit", "after")
 		if err != nil {
@@ -478,7 +492,6 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 		}
 		return db.ResetHost(r.Context(), host, now())
 	}))
-	mux.Handle("GET /v1/registrations", listRegistrations(db))
 	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k store.Key, q url.Values) (any, error) {
 		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
 		if err != nil {
@@ -486,11 +499,6 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 		}
 		return operator.Evidence(r.Context(), scope(r, db), k.Stream, k.ID, limit)
 	}))
-	mux.Handle("POST /v1/registration/unpark", unparkOne(db, now, woke))
-	mux.Handle("POST /v1/registrations/unpark", unparkAll(db, now, woke))
-	mux.Handle("POST /v1/registration/pause", pauseOne(db, false, now, woke))
-	mux.Handle("POST /v1/registration/resume", pauseOne(db, true, now, woke))
-	mux.Handle("POST /v1/registration/resend", resendOne(db, now, woke))
 	// move serves skip and rewind: the registration after the move.
 	move := func(optional []string, do func(r *http.Request, q url.Values, k store.Key, toSeq uint64) error) endpoint {
 		return keyed([]string{"to_seq"}, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
@@ -512,12 +520,6 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 	mux.Handle("POST /v1/registration/rewind", move(nil, func(r *http.Request, _ url.Values, k store.Key, toSeq uint64) error {
 		return scope(r, db).Rewind(r.Context(), k.Stream, k.ID, toSeq, now())
 	}))
-	for pattern, e := range tokenRoutes(db, now) {
-		mux.Handle(pattern, e)
-	}
-	for pattern, e := range keyRoutes(db, now) {
-		mux.Handle(pattern, e)
-	}
 	return guard(mux, g, "herald admin", "HERALD_ADMIN_TOKEN")
 }
 

@@ -391,14 +391,7 @@ func (d *Daemon) runSequencer(ctx context.Context, sq sequencerRunner) {
 // Options.Prune.Every, with a pause between batches so appends and sweeps
 // go first.
 func (d *Daemon) prune(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
+	for ctx.Err() == nil {
 		rep, err := d.prunePass(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -408,7 +401,10 @@ func (d *Daemon) prune(ctx context.Context) {
 				"streams_removed", rep.Removed, "evidence", rep.Evidence, "hosts", rep.Hosts)
 		}
 		d.pruned(rep, err)
-		timer.Reset(d.opts.Prune.Every)
+		select {
+		case <-ctx.Done():
+		case <-time.After(d.opts.Prune.Every):
+		}
 	}
 }
 

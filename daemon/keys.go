@@ -28,12 +28,7 @@ func keyRoutes(db store.Backend, now func() time.Time) map[string]endpoint {
 		if r.URL.RawQuery != "" {
 			return nil, journal.Invalid("query", "is not read: GET /v1/keys takes no parameters")
 		}
-		ks, err := db.ActorKeys(r.Context())
-		out := make([]operator.KeyView, len(ks))
-		for i, k := range ks {
-			out[i] = operator.ViewKey(k)
-		}
-		return out, err
+		return operator.Keys(r.Context(), db)
 	}, "POST /v1/keys": func(r *http.Request) (any, error) {
 		req, err := body(r)
 		if err != nil {

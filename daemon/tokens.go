@@ -23,12 +23,7 @@ func tokenRoutes(tokens store.TokenStore, now func() time.Time) map[string]endpo
 		if r.URL.RawQuery != "" {
 			return nil, journal.Invalid("query", "is not read: GET /v1/tokens takes no parameters")
 		}
-		ts, err := tokens.Tokens(r.Context())
-		out := make([]operator.TokenView, len(ts))
-		for i, t := range ts {
-			out[i] = operator.ViewToken(t)
-		}
-		return out, err
+		return operator.Tokens(r.Context(), tokens)
 	}, "POST /v1/tokens": func(r *http.Request) (any, error) {
 		var req tokenRequest
 		if err := decodeBody(r, &req); err != nil {

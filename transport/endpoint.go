@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -99,13 +100,7 @@ func (e Endpoint) Check(reserved ...string) error {
 		errs = append(errs, journal.Invalid("config.headers", "has %d headers, more than %d", len(e.Headers), MaxHeaders))
 	}
 	seen := make(map[string]string, len(e.Headers))
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range e.Headers {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(e.Headers)) {
 		if err := checkHeader(name, e.Headers[name], reserved); err != nil {
 			errs = append(errs, err)
 			continue

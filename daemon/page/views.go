@@ -345,14 +345,10 @@ func (p *Page) keys(w http.ResponseWriter, r *http.Request) {
 // and none holds a private key: a form's PEM is never written back, not
 // even beside its error.
 func (p *Page) renderKeys(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
-	ks, err := p.store.ActorKeys(r.Context())
+	views, err := operator.Keys(r.Context(), p.store)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
-	}
-	views := make([]operator.KeyView, len(ks))
-	for i, k := range ks {
-		views[i] = operator.ViewKey(k)
 	}
 	data["Title"], data["Keys"] = "Keys", views
 	data["Admin"] = operator.Allowed(operator.TokenOf(r.Context()), needEditKeys) == nil
@@ -416,14 +412,10 @@ func (p *Page) tokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) renderTokens(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
-	ts, err := p.store.Tokens(r.Context())
+	views, err := operator.Tokens(r.Context(), p.store)
 	if err != nil {
 		p.failErr(w, r, err)
 		return
-	}
-	views := make([]operator.TokenView, len(ts))
-	for i, t := range ts {
-		views[i] = operator.ViewToken(t)
 	}
 	data["Title"], data["Tokens"], data["Roles"] = "Tokens", views, store.Roles
 	for k, v := range map[string]string{"Name": "", "Role": string(store.RoleReader), "Scope": ""} {

@@ -33,7 +33,6 @@ import (
 // deliveryFlags are the transport's and the workers' options of sweep and
 // run; transport.New and push.NewWorker check their ranges.
 type deliveryFlags struct {
-	schemes                                                  hostSchemes // the transport's; the store once opened
 	allowHTTP, allowPrivate                                  bool
 	allowHosts                                               []string
 	egressProxy                                              string
@@ -66,16 +65,19 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&d.hostHorizon, "host-horizon", store.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 
-// build returns the transport and the worker options, refusing what the
+// build returns the transport, remembering each host's signature scheme in
+// schemes (nil: by itself), and the worker options, refusing what the
 // libraries refuse as usage errors (a worker on an empty memory store asks).
-func (d *deliveryFlags) build(e *env, more ...push.Option) (*transport.HTTP, []push.Option, error) {
+// A command builds them once to check its flags, before it opens the store,
+// and again with the store's host rows as schemes.
+func (d *deliveryFlags) build(e *env, schemes transport.SchemeMemory, more ...push.Option) (*transport.HTTP, []push.Option, error) {
 	if d.egressProxy != "" {
 		if _, err := transport.ParseProxy("--egress-proxy", d.egressProxy); err != nil {
 			return nil, nil, usageOf(err)
 		}
 	}
 	tr, err := transport.New(transport.Options{Timeout: d.timeout, AllowHTTP: d.allowHTTP, AllowPrivateNetwork: d.allowPrivate,
-		AllowHosts: d.allowHosts, Proxy: d.egressProxy, Logger: e.logger, Schemes: &d.schemes,
+		AllowHosts: d.allowHosts, Proxy: d.egressProxy, Logger: e.logger, Schemes: schemes,
 		// As many idle connections per host as the worker may have in
 		// flight to it, so that none is closed only for want of room.
 		MaxIdleConnsPerHost: min(max(transport.DefaultMaxIdleConnsPerHost, d.maxPerHost), transport.MaxIdleConnsPerHostLimit)})
@@ -119,8 +121,6 @@ func newSweep(e *env) command {
 		at    instant
 		limit int
 		df    deliveryFlags
-		tr    *transport.HTTP
-		opts  []push.Option
 	)
 	return command{
 		use:   "sweep",
@@ -153,11 +153,14 @@ parks, and it is no cause for exit 3 (herald hosts).`,
 			if err := checkNamespace(ns); err != nil {
 				return err
 			}
-			tr, opts, err = df.build(e)
+			_, _, err = df.build(e, nil)
 			return err
 		},
 		run: func(c *call) error {
-			df.schemes.of = c.b
+			tr, opts, err := df.build(e, c.b)
+			if err != nil {
+				return err
+			}
 			wk, err := push.NewWorker(c.b, c.b, tr, namespaces[ns].projection(c.b), opts...)
 			if err != nil {
 				return err
@@ -340,7 +343,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 				checkTLSFlags(opts)); err != nil {
 				return usageOf(err)
 			}
-			if opts.Transport, opts.WorkerOptions, err = df.build(e, push.WithSweepLimit(sweepLimit)); err != nil {
+			if _, _, err = df.build(e, nil, push.WithSweepLimit(sweepLimit)); err != nil {
 				return err
 			}
 			otlp, stopTracing, err := otelenv.Setup(c.ctx(), e.getenv)
@@ -362,7 +365,11 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return listen(c, &opts)
 		},
 		run: func(c *call) error {
-			opts.Store, df.schemes.of = c.b, c.b
+			var err error
+			if opts.Transport, opts.WorkerOptions, err = df.build(e, c.b, push.WithSweepLimit(sweepLimit)); err != nil {
+				return err
+			}
+			opts.Store = c.b
 			for _, ns := range slices.Compact(slices.Sorted(slices.Values(nsList))) { // with the store: its held keys
 				opts.Projections = append(opts.Projections, namespaces[ns].projection(c.b))
 			}
@@ -373,25 +380,6 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			return d.Run(c.ctx())
 		},
 	}
-}
-
-// hostSchemes is the transport's transport.SchemeMemory: the store's host
-// rows, once the store is open (the transport is built before, as the
-// flags are checked); until then nothing is remembered.
-type hostSchemes struct{ of store.HostSchemes }
-
-func (h *hostSchemes) HostScheme(ctx context.Context, host string) (string, time.Time, error) {
-	if h.of == nil {
-		return "", time.Time{}, nil
-	}
-	return h.of.HostScheme(ctx, host)
-}
-
-func (h *hostSchemes) SetHostScheme(ctx context.Context, host, scheme string, at time.Time) error {
-	if h.of == nil {
-		return nil
-	}
-	return h.of.SetHostScheme(ctx, host, scheme, at)
 }
 
 // checkTLSFlags refuses --tls-cert without --tls-key and the reverse, and

@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 func newKeys(e *env) command {
@@ -39,13 +42,9 @@ func newKeysList(e *env) command {
 		short: "List every held key by id: algorithm, fingerprint, version, created, rotated (never the key)",
 		db:    readDB,
 		run: func(c *call) error {
-			ks, err := c.b.ActorKeys(c.ctx())
+			out, err := operator.Keys(c.ctx(), c.b)
 			if err != nil {
 				return err
-			}
-			out := make([]operator.KeyView, len(ks))
-			for i, k := range ks {
-				out[i] = operator.ViewKey(k)
 			}
 			return c.print(out, func(w io.Writer) {
 				if len(out) == 0 {
@@ -95,54 +94,45 @@ func keyErr(e *env, err error) error {
 }
 
 func newKeysAdd(e *env) command {
-	var k actorKeyFlags
-	return command{
-		use:   "add",
-		short: "Hold an actor's private key under its key id",
-		long: `Hold the private key in --private-key under --key-id. The key is parsed
+	c := keyPut(e, operator.AddKey, func(w io.Writer, v operator.KeyView) {
+		fmt.Fprintf(w, "Added %s: %s, %s.\n", tbl.Cell(v.ID), v.Algorithm, v.Fingerprint)
+	})
+	c.use, c.short = "add", "Hold an actor's private key under its key id"
+	c.long = `Hold the private key in --private-key under --key-id. The key is parsed
 (its algorithm is said) and stored sealed; an id held already is refused
-(herald keys rotate replaces a key).`,
-		example: `  herald keys add --key-id https://example.com/users/alice#main-key --private-key alice.pem`,
-		need:    []string{"key-id", "private-key"},
-		db:      readDB,
-		flags:   k.flags,
-		run: func(c *call) error {
-			pem, err := k.read()
-			if err != nil {
-				return err
-			}
-			v, err := operator.AddKey(c.ctx(), c.b, "--key-id", "--private-key", k.id, pem, c.at(k.at))
-			if err != nil {
-				return keyErr(e, err)
-			}
-			return c.print(v, func(w io.Writer) {
-				fmt.Fprintf(w, "Added %s: %s, %s.\n", tbl.Cell(v.ID), v.Algorithm, v.Fingerprint)
-			})
-		},
-	}
+(herald keys rotate replaces a key).`
+	c.example = `  herald keys add --key-id https://example.com/users/alice#main-key --private-key alice.pem`
+	return c
 }
 
 func newKeysRotate(e *env) command {
+	c := keyPut(e, operator.RotateKey, func(w io.Writer, v operator.KeyView) {
+		fmt.Fprintf(w, "Rotated %s to version %d: %s, %s.\n", tbl.Cell(v.ID), v.Version, v.Algorithm, v.Fingerprint)
+	})
+	c.use, c.short = "rotate", "Replace a held key: every registration naming it signs with the new one from its next attempt"
+	c.example = `  herald keys rotate --key-id https://example.com/users/alice#main-key --private-key alice-2026.pem`
+	return c
+}
+
+// keyPut is keys add or rotate: put stores the key in --private-key under
+// --key-id, and text says what it did.
+func keyPut(e *env, put func(context.Context, store.ActorKeyStore, string, string, string, []byte, time.Time) (operator.KeyView, error),
+	text func(io.Writer, operator.KeyView)) command {
 	var k actorKeyFlags
 	return command{
-		use:     "rotate",
-		short:   "Replace a held key: every registration naming it signs with the new one from its next attempt",
-		example: `  herald keys rotate --key-id https://example.com/users/alice#main-key --private-key alice-2026.pem`,
-		need:    []string{"key-id", "private-key"},
-		db:      readDB,
-		flags:   k.flags,
+		need:  []string{"key-id", "private-key"},
+		db:    readDB,
+		flags: k.flags,
 		run: func(c *call) error {
 			pem, err := k.read()
 			if err != nil {
 				return err
 			}
-			v, err := operator.RotateKey(c.ctx(), c.b, "--key-id", "--private-key", k.id, pem, c.at(k.at))
+			v, err := put(c.ctx(), c.b, "--key-id", "--private-key", k.id, pem, c.at(k.at))
 			if err != nil {
 				return keyErr(e, err)
 			}
-			return c.print(v, func(w io.Writer) {
-				fmt.Fprintf(w, "Rotated %s to version %d: %s, %s.\n", tbl.Cell(v.ID), v.Version, v.Algorithm, v.Fingerprint)
-			})
+			return c.print(v, func(w io.Writer) { text(w, v) })
 		},
 	}
 }

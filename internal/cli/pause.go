@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -40,15 +38,12 @@ Resuming one not paused changes nothing (herald unpark resumes a parked one).`
 	c.flags = func(f *pflag.FlagSet) {
 		keyFlags(f, &stream, &id)
 		atFlag(f, &at)
-		f.StringVar(&by, "by", "", "who, as shown in the evidence and the event (default: $USER)")
+		byFlag(f, &by, "who")
 		if !resume {
 			f.StringVar(&reason, "reason", "", "why, as shown in the evidence, the last error and the event")
 		}
 	}
-	c.check = func(c *call) error {
-		by = cmp.Or(by, os.Getenv("USER"), "operator")
-		return usageOf(store.ValidatePause(by, reason))
-	}
+	c.check = func(*call) error { return e.checkBy(&by, reason) }
 	c.run = func(c *call) error {
 		v, err := operator.Pause(c.ctx(), c.b, stream, id, resume, c.at(at), by, reason)
 		if err != nil {

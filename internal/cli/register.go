@@ -286,22 +286,13 @@ var namespaces = map[string]wire{
 		},
 		config: func(o *configFlags) (any, error) {
 			cfg := activitypub.Config{KeyID: o.keyID, SignatureScheme: o.signatureScheme, ProofKeyID: o.proofKeyID, Actors: o.actors, Followers: o.followers, Endpoint: o.endpoint}
-			if o.proofPrivateKeyFile != "" {
-				pem, err := os.ReadFile(o.proofPrivateKeyFile)
-				if err != nil {
-					return nil, readError("--proof-private-key-file", o.proofPrivateKeyFile, err, " (give a PEM file of the actor's Ed25519 private key)")
-				}
-				cfg.ProofPrivateKey = string(pem)
+			var err error
+			if cfg.ProofPrivateKey, err = readPEM("--proof-private-key-file", o.proofPrivateKeyFile, " of the actor's Ed25519 private key"); err != nil {
+				return nil, err
 			}
-			if o.privateKeyFile == "" {
-				return cfg, nil // key_id names a held key (herald keys); the projection's validation checks it
-			}
-			pem, err := os.ReadFile(o.privateKeyFile)
-			if err != nil {
-				return nil, readError("--private-key-file", o.privateKeyFile, err, " (give a PEM file of the actor's RSA or Ed25519 private key)")
-			}
-			cfg.PrivateKey = string(pem)
-			return cfg, nil
+			// Without the file, key_id names a held key (herald keys); the projection's validation checks it.
+			cfg.PrivateKey, err = readPEM("--private-key-file", o.privateKeyFile, " of the actor's RSA or Ed25519 private key")
+			return cfg, err
 		},
 	},
 	cloudevents.Namespace: {
@@ -421,21 +412,12 @@ func (o *configFlags) endpointOf() error {
 		}
 		e.Headers[name] = strings.Trim(value, " \t")
 	}
-	for _, f := range []struct {
-		flag, path string
-		dst        *string
-	}{{"--client-cert", o.clientCert, &e.ClientCert}, {"--client-key", o.clientKey, &e.ClientKey}} {
-		if f.path == "" {
-			continue
-		}
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			return readError(f.flag, f.path, err, " (give a PEM file)")
-		}
-		*f.dst = string(b)
+	var err error
+	if e.ClientCert, err = readPEM("--client-cert", o.clientCert, ""); err == nil {
+		e.ClientKey, err = readPEM("--client-key", o.clientKey, "")
 	}
 	o.endpoint = e
-	return nil
+	return err
 }
 
 // build returns the namespace's config as stored, refusing other
@@ -471,6 +453,19 @@ func readError(flag, path string, err error, hint string) error {
 		err = pe.Err
 	}
 	return usagef("%s %q: %v%s", flag, path, err, hint)
+}
+
+// readPEM reads the PEM file path that flag names, "" when none; what says
+// what the file holds, in its refusal.
+func readPEM(flag, path, what string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", readError(flag, path, err, " (give a PEM file"+what+")")
+	}
+	return string(b), nil
 }
 
 // secretValue resolves a secret flag: env:NAME, file:PATH (its trailing

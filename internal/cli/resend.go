@@ -37,12 +37,9 @@ delivered in order; rewind replays from a seq), as is one pruned.`,
 			keyFlags(f, &stream, &id)
 			atFlag(f, &at)
 			intVar(f, &seq, "seq", 0, "the record to send again, behind the cursor (required)", "a seq, 1 or more", 0, 0)
-			f.StringVar(&by, "by", "", "who asks, as shown in the evidence and the event (default: $USER)")
+			byFlag(f, &by, "who asks")
 		},
-		check: func(c *call) error {
-			by = cmp.Or(by, e.getenv("USER"), "operator")
-			return usageOf(store.ValidatePause(by, ""))
-		},
+		check: func(*call) error { return e.checkBy(&by, "") },
 		run: func(c *call) error {
 			v, err := operator.Resend(c.ctx(), c.b, stream, id, seq, c.at(at), by)
 			if err != nil {
@@ -55,4 +52,15 @@ delivered in order; rewind replays from a seq), as is one pruned.`,
 			})
 		},
 	}
+}
+
+// byFlag declares --by of pause, resume and resend: who acts.
+func byFlag(f *pflag.FlagSet, by *string, who string) {
+	f.StringVar(by, "by", "", who+", as shown in the evidence and the event (default: $USER)")
+}
+
+// checkBy defaults by to $USER, else "operator", and checks it with reason.
+func (e *env) checkBy(by *string, reason string) error {
+	*by = cmp.Or(*by, e.getenv("USER"), "operator")
+	return usageOf(store.ValidatePause(*by, reason))
 }

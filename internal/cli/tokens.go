@@ -36,13 +36,9 @@ func newTokensList(e *env) command {
 		short: "List every token, revoked ones too, oldest first (never a secret)",
 		db:    readDB,
 		run: func(c *call) error {
-			ts, err := c.b.Tokens(c.ctx())
+			out, err := operator.Tokens(c.ctx(), c.b)
 			if err != nil {
 				return err
-			}
-			out := make([]operator.TokenView, len(ts))
-			for i, t := range ts {
-				out[i] = operator.ViewToken(t)
 			}
 			return c.print(out, func(w io.Writer) {
 				if len(out) == 0 {

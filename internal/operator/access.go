@@ -347,7 +347,7 @@ func (s scoped) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 }
 
 // Streams lists the streams q matches within the scope: one out of it is
-// as one that does not exist (FindRecord tells of pruned records by it).
+// as one that does not exist (RecordStatusOf tells of pruned records by it).
 func (s scoped) Streams(ctx context.Context, q store.StreamQuery) ([]store.StreamInfo, error) {
 	if q.Stream != "" && !s.tok.Sees(q.Stream) {
 		return []store.StreamInfo{}, nil
@@ -424,6 +424,16 @@ type TokenView struct {
 // ViewToken returns t as shown.
 func ViewToken(t store.Token) TokenView {
 	return TokenView{Token: t, Scope: append([]string{}, t.Scope...)}
+}
+
+// Tokens lists every token, as shown. Errors are ts's.
+func Tokens(ctx context.Context, ts store.TokenStore) ([]TokenView, error) {
+	tokens, err := ts.Tokens(ctx)
+	out := make([]TokenView, len(tokens))
+	for i, t := range tokens {
+		out[i] = ViewToken(t)
+	}
+	return out, err
 }
 
 // CreatedToken is a token just made: the secret, shown this once.

@@ -28,6 +28,16 @@ func ViewKey(k store.ActorKey) KeyView {
 	return KeyView{ID: k.ID, Algorithm: k.Algorithm, Fingerprint: k.Fingerprint, Version: k.Version, Created: k.Created, Rotated: k.Rotated}
 }
 
+// Keys lists every key held, as shown. Errors are ks's.
+func Keys(ctx context.Context, ks store.ActorKeyStore) ([]KeyView, error) {
+	keys, err := ks.ActorKeys(ctx)
+	out := make([]KeyView, len(keys))
+	for i, k := range keys {
+		out[i] = ViewKey(k)
+	}
+	return out, err
+}
+
 // parseKey checks a key id and a PEM private key as a registration would
 // sign with them. Errors wrap journal.ErrInvalid and name keyField or
 // pemField.

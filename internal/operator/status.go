@@ -200,12 +200,16 @@ func ViewRecord(r journal.Record) RecordView {
 		AppendedAt: r.AppendedAt, Traceparent: r.Traceparent, Tracestate: r.Tracestate}
 }
 
-// FindRecord finds the record named by id (in stream, if given), or else
-// by stream and seq. Errors: journal.ErrNotFound, saying when it was
-// pruned; journal.ErrInvalid for a stream that does not hold id.
-func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq uint64) (journal.Record, error) {
+// findRecord finds the record named by id (in stream, if given), or else
+// by stream and seq; one waiting to be numbered has seq 0. Errors:
+// journal.ErrNotFound, saying when it was pruned; journal.ErrInvalid for a
+// stream that does not hold id.
+func findRecord(ctx context.Context, j journal.Journal, id, stream string, seq uint64) (journal.Record, error) {
 	if id != "" {
 		rec, err := j.Lookup(ctx, id)
+		if ue, ok := errors.AsType[*journal.UnnumberedError](err); ok {
+			rec, err = ue.Record, nil
+		}
 		if err == nil && stream != "" && stream != rec.Stream {
 			return rec, journal.Invalid("stream", "record %q is in stream %q, not %q", id, rec.Stream, stream)
 		}
@@ -240,7 +244,8 @@ func FindRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 
 // RecordStatusOf is the RecordStatus of the record named by id, or by stream
 // and seq (text, as a query gives it); a record that waits to be numbered
-// has one too. Errors: journal.ErrInvalid, FindRecord's.
+// has one too. Errors: journal.ErrInvalid, the store's (journal.ErrNotFound,
+// saying when the record was pruned).
 func RecordStatusOf(ctx context.Context, s store.Backend, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
 	switch {
@@ -254,35 +259,10 @@ func RecordStatusOf(ctx context.Context, s store.Backend, id, stream, seqText st
 	default:
 		return RecordStatus{}, journal.Invalid("query", "name the record by id, or by stream and seq")
 	}
-	rec, err := FindRecord(ctx, s, id, stream, seq)
-	if ue, ok := errors.AsType[*journal.UnnumberedError](err); ok {
-		if rec = ue.Record; stream != "" && stream != rec.Stream {
-			return RecordStatus{}, journal.Invalid("stream", "record %q is in stream %q, not %q", id, rec.Stream, stream)
-		}
-		err = nil
-	}
+	rec, err := findRecord(ctx, s, id, stream, seq)
 	if err != nil {
 		return RecordStatus{}, err
 	}
-	return StatusOf(ctx, s, rec)
-}
-
-// RecordStatus says which registrations of a record's stream have
-// acknowledged it (their cursor is past it) and which have not.
-// Registrations that completed their sealed stream are gone and not listed.
-type RecordStatus struct {
-	Record RecordView `json:"record"`
-	// Unnumbered: the record is committed but waits to be numbered (its
-	// seq is 0), so no registration has it yet.
-	Unnumbered      bool               `json:"unnumbered,omitempty"`
-	Acknowledged    []RegistrationView `json:"acknowledged"`
-	NotAcknowledged []RegistrationView `json:"not_acknowledged"`
-}
-
-// StatusOf returns rec's RecordStatus, reading every registration of its
-// stream; a record with seq 0 is one waiting to be numbered. Errors are the
-// store's.
-func StatusOf(ctx context.Context, s store.Store, rec journal.Record) (RecordStatus, error) {
 	held, err := HeldHosts(ctx, s)
 	if err != nil {
 		return RecordStatus{}, err
@@ -300,4 +280,16 @@ func StatusOf(ctx context.Context, s store.Store, rec journal.Record) (RecordSta
 		}
 	}
 	return out, nil
+}
+
+// RecordStatus says which registrations of a record's stream have
+// acknowledged it (their cursor is past it) and which have not.
+// Registrations that completed their sealed stream are gone and not listed.
+type RecordStatus struct {
+	Record RecordView `json:"record"`
+	// Unnumbered: the record is committed but waits to be numbered (its
+	// seq is 0), so no registration has it yet.
+	Unnumbered      bool               `json:"unnumbered,omitempty"`
+	Acknowledged    []RegistrationView `json:"acknowledged"`
+	NotAcknowledged []RegistrationView `json:"not_acknowledged"`
 }

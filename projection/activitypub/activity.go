@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/internal/projconfig"
 )
 
 // Public is the id of the Public collection (ActivityPub §5.6); its
@@ -62,29 +62,22 @@ func parse(payload []byte) (*parsed, error) {
 }
 
 // activities keeps the parsed forms of the last payloads of at most
-// maxPayload bytes, at most max, by their bytes, the oldest going first:
-// the same record goes to every inbox of its audience, and a key is the
-// payload itself, so a payload never gets another's activity. Safe for
-// concurrent use; errors are not kept.
+// maxPayload bytes, by their bytes: the same record goes to every inbox of
+// its audience, and a key is the payload itself, so a payload never gets
+// another's activity. Errors are not kept.
 type activities struct {
-	mu         sync.Mutex
-	max        int
+	*projconfig.Cache[*parsed]
 	maxPayload int
-	items      map[string]*parsed
-	order      []string // insertion order, oldest first
 }
 
 func newActivities(size, maxPayload int) *activities {
-	return &activities{max: max(1, size), maxPayload: maxPayload, items: map[string]*parsed{}}
+	return &activities{projconfig.NewCache[*parsed](size), maxPayload}
 }
 
 // get returns payload's parsed form, parsing it on a miss (outside the
 // lock).
 func (c *activities) get(payload []byte) (*parsed, error) {
-	c.mu.Lock()
-	v, ok := c.items[string(payload)] // no copy: the conversion is only a lookup
-	c.mu.Unlock()
-	if ok {
+	if v, ok := c.Get(payload); ok {
 		return v, nil
 	}
 	v, err := parse(payload)
@@ -95,16 +88,7 @@ func (c *activities) get(payload []byte) (*parsed, error) {
 	if len(v.body) > 0 && &v.body[0] == &payload[0] {
 		v.body = []byte(key) // nor is the body kept from them
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[key]; !ok {
-		if len(c.order) >= c.max {
-			delete(c.items, c.order[0])
-			c.order = c.order[1:]
-		}
-		c.items[key] = v
-		c.order = append(c.order, key)
-	}
+	c.Add(key, v)
 	return v, nil
 }
 

@@ -24,11 +24,11 @@ func TestActivitiesAreBoundedAndKeyedByTheirBytes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{fmt.Sprintf("https://a.example/users/%d", i)}, a.activity.ids("to"), "its own activity")
 		require.NotContains(t, string(a.body), "bto", "its own stripped body")
-		require.LessOrEqual(t, len(c.items), 2, "the bound")
-		require.Len(t, c.order, len(c.items))
+		require.LessOrEqual(t, len(c.Items), 2, "the bound")
+		require.Len(t, c.Order, len(c.Items))
 	}
-	require.Contains(t, c.items, string(note("https://a.example/users/4")))
-	require.NotContains(t, c.items, string(note("https://a.example/users/0")), "the oldest went first")
+	require.Contains(t, c.Items, string(note("https://a.example/users/4")))
+	require.NotContains(t, c.Items, string(note("https://a.example/users/0")), "the oldest went first")
 
 	// The same bytes in a reused buffer: the cached body is not the caller's.
 	buf := note("https://a.example/users/4")
@@ -40,11 +40,11 @@ func TestActivitiesAreBoundedAndKeyedByTheirBytes(t *testing.T) {
 	big := fmt.Appendf(nil, `{"type":"Create","content":%q}`, strings.Repeat("n", 300))
 	_, err = c.get(big)
 	require.NoError(t, err)
-	require.NotContains(t, c.items, string(big), "a payload above the size bound is not kept")
+	require.NotContains(t, c.Items, string(big), "a payload above the size bound is not kept")
 
 	_, err = c.get([]byte(`{"to":"x"}`))
 	require.Error(t, err, "no type")
-	require.NotContains(t, c.items, `{"to":"x"}`, "errors are not kept")
+	require.NotContains(t, c.Items, `{"to":"x"}`, "errors are not kept")
 }
 
 // A payload without bto or bcc is sent as it is, from the cache's copy.
@@ -75,5 +75,5 @@ func TestActivitiesConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	require.LessOrEqual(t, len(c.items), 3)
+	require.LessOrEqual(t, len(c.Items), 3)
 }

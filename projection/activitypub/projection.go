@@ -2,7 +2,6 @@ package activitypub
 
 import (
 	"context"
-	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net/http"
@@ -158,27 +157,6 @@ const (
 type Signer struct {
 	key     Key
 	schemes []string
-}
-
-// NewSigner returns a signer with key in schemes, tried in order (Schemes
-// gives them for a key and a pinned scheme). Errors: no scheme, an unknown
-// one, or draft-cavage with a key that is not RSA.
-func NewSigner(key Key, schemes ...string) (*Signer, error) {
-	if key.Signer == nil || key.ID == "" {
-		return nil, errors.New("activitypub: signer: a key and its id are required")
-	}
-	if len(schemes) == 0 {
-		return nil, errors.New("activitypub: signer: no signature scheme")
-	}
-	for _, s := range schemes {
-		if s != SchemeRFC9421 && s != SchemeCavage {
-			return nil, fmt.Errorf("activitypub: signer: unknown scheme %q", s)
-		}
-		if _, isRSA := key.Signer.(*rsa.PrivateKey); s == SchemeCavage && !isRSA {
-			return nil, errors.New("activitypub: signer: draft-cavage needs an *rsa.PrivateKey")
-		}
-	}
-	return &Signer{key: key, schemes: slices.Clone(schemes)}, nil
 }
 
 // Schemes returns the schemes the signer signs, in the order tried.

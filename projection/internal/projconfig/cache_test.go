@@ -52,8 +52,8 @@ func TestGetParsesOncePerConfig(t *testing.T) {
 	if err := p.ValidateConfig(push.Registration{Config: push.Config(`{"j":1}`)}); !errors.Is(err, journal.ErrInvalid) {
 		t.Fatalf("ValidateConfig of an unknown key = %v, want the decoder's error", err)
 	}
-	if parsed("bad") != 2 || len(p.order) != 1 {
-		t.Fatalf("errors must not be cached: bad parsed %d times, %d entries", parsed("bad"), len(p.order))
+	if parsed("bad") != 2 || len(p.parsed.Order) != 1 {
+		t.Fatalf("errors must not be cached: bad parsed %d times, %d entries", parsed("bad"), len(p.parsed.Order))
 	}
 }
 
@@ -64,8 +64,8 @@ func TestGetIsBoundedOldestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(p.order) != 2 || len(p.items) != 2 {
-		t.Fatalf("%d entries, want the bound 2", len(p.order))
+	if len(p.parsed.Order) != 2 || len(p.parsed.Items) != 2 {
+		t.Fatalf("%d entries, want the bound 2", len(p.parsed.Order))
 	}
 	_, _ = Get(p, raw("c")) // still cached
 	_, _ = Get(p, raw("a")) // evicted first
@@ -88,8 +88,8 @@ func TestGetConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(p.order) > 8 {
-		t.Fatalf("%d entries exceed the bound 8", len(p.order))
+	if len(p.parsed.Order) > 8 {
+		t.Fatalf("%d entries exceed the bound 8", len(p.parsed.Order))
 	}
 }
 

@@ -165,11 +165,7 @@ func keys(v any) []string {
 type Projection[T any] struct {
 	namespace string
 	parse     func(push.Config) (T, error)
-
-	mu    sync.Mutex
-	max   int
-	items map[string]T
-	order []string // insertion order, oldest first
+	parsed    *Cache[T]
 }
 
 // Every projection embedding a Projection is a push.ConfigValidator.
@@ -179,8 +175,7 @@ var _ push.ConfigValidator = (*Projection[struct{}])(nil)
 // config decoded by Decode and returns its parsed form; at most size (at
 // least 1) are kept, by the config's bytes, the oldest going first.
 func New[C, T any](namespace string, size int, check func(C) (T, error)) *Projection[T] {
-	size = max(1, size)
-	return &Projection[T]{namespace: namespace, max: size, items: make(map[string]T, size),
+	return &Projection[T]{namespace: namespace, parsed: NewCache[T](size),
 		parse: func(raw push.Config) (T, error) {
 			var c C
 			if err := Decode(raw, &c); err != nil {
@@ -218,26 +213,49 @@ func (p *Projection[T]) ValidateConfig(reg push.Registration) error {
 // lock, so two goroutines may both parse it). A function, not a method, so
 // that it is not promoted into the projection's API.
 func Get[T any](p *Projection[T], raw push.Config) (T, error) {
-	p.mu.Lock()
-	v, ok := p.items[string(raw)] // no copy: the conversion is only a lookup
-	p.mu.Unlock()
-	if ok {
+	if v, ok := p.parsed.Get(raw); ok {
 		return v, nil
 	}
 	v, err := p.parse(raw)
-	if err != nil {
-		return v, err
+	if err == nil {
+		p.parsed.Add(string(raw), v) // a copy: the caller may reuse raw
 	}
-	key := string(raw) // a copy: the caller may reuse raw
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.items[key]; !ok {
-		if len(p.order) >= p.max {
-			delete(p.items, p.order[0])
-			p.order = p.order[1:]
-		}
-		p.items[key] = v
-		p.order = append(p.order, key)
+	return v, err
+}
+
+// Cache keeps the values of the last keys added, at most its size, the
+// oldest going first. It is safe for concurrent use.
+type Cache[T any] struct {
+	mu    sync.Mutex
+	max   int
+	Items map[string]T
+	Order []string // insertion order, oldest first
+}
+
+// NewCache returns a Cache of size (at least 1) values.
+func NewCache[T any](size int) *Cache[T] {
+	return &Cache[T]{max: max(1, size), Items: map[string]T{}}
+}
+
+// Get returns key's value, if kept.
+func (c *Cache[T]) Get(key []byte) (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.Items[string(key)] // no copy: the conversion is only a lookup
+	return v, ok
+}
+
+// Add keeps v under key, unless key is kept already.
+func (c *Cache[T]) Add(key string, v T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.Items[key]; ok {
+		return
 	}
-	return v, nil
+	if len(c.Order) >= c.max {
+		delete(c.Items, c.Order[0])
+		c.Order = c.Order[1:]
+	}
+	c.Items[key] = v
+	c.Order = append(c.Order, key)
 }
