@@ -35,24 +35,20 @@ func appends(ctx context.Context, e *env, cfg config, rep *report) error {
 		}
 		for i, c := range cfg.appendCases {
 			logf("appends %v run %d/%d", c, run, cfg.runs)
-			s0, err := e.snap(ctx, dbURL, db)
-			if err != nil {
-				return err
-			}
-			st, err := postgres.Open(ctx, withPool(dbURL, c.writers), postgres.WithKeyring(keyring))
-			if err != nil {
-				return err
-			}
-			n, lat, took, err := appendFor(ctx, st, c, fmt.Sprintf("c%d-", i), cfg.appendFor)
-			st.Close()
-			if err != nil {
-				return fmt.Errorf("%v: %w", c, err)
-			}
-			s1, err := e.snap(ctx, dbURL, db)
-			if err != nil {
-				return err
-			}
-			d, err := e.diff(ctx, s0, s1)
+			var n int64
+			var lat []time.Duration
+			var took time.Duration
+			d, err := e.measure(ctx, dbURL, db, func() error {
+				st, err := postgres.Open(ctx, withPool(dbURL, c.writers), postgres.WithKeyring(keyring))
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				if n, lat, took, err = appendFor(ctx, st, c, fmt.Sprintf("c%d-", i), cfg.appendFor); err != nil {
+					return fmt.Errorf("%v: %w", c, err)
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}

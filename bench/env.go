@@ -288,6 +288,23 @@ func (e *env) diff(ctx context.Context, a, b snapshot) (delta, error) {
 	return d, nil
 }
 
+// measure runs f between two snapshots of the database dbName (snap) and
+// returns what was written in between.
+func (e *env) measure(ctx context.Context, dbURL, dbName string, f func() error) (delta, error) {
+	s0, err := e.snap(ctx, dbURL, dbName)
+	if err != nil {
+		return delta{}, err
+	}
+	if err := f(); err != nil {
+		return delta{}, err
+	}
+	s1, err := e.snap(ctx, dbURL, dbName)
+	if err != nil {
+		return delta{}, err
+	}
+	return e.diff(ctx, s0, s1)
+}
+
 func (d delta) add(o delta) delta {
 	return delta{wal: d.wal + o.wal, ins: d.ins + o.ins, upd: d.upd + o.upd, del: d.del + o.del, hot: d.hot + o.hot, pgCPU: d.pgCPU + o.pgCPU}
 }

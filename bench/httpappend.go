@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/heraldpush/herald/bench/internal/wire"
@@ -138,14 +137,5 @@ func httpAppendFor(ctx context.Context, st *postgres.Store, api string, c produc
 		return nil
 	})
 	out.took = took
-	if firstErr == nil && len(lats) == 0 {
-		firstErr = fmt.Errorf("no append finished in %v", d)
-	}
-	if firstErr != nil {
-		return out, firstErr
-	}
-	slices.Sort(lats)
-	out.n = int64(len(lats))
-	out.p99 = ms(lats[len(lats)*99/100])
-	return out, nil
+	return out, out.count(lats, d, "append", firstErr)
 }

@@ -183,24 +183,18 @@ func main() {
 	cfg.producers = 16
 	runsGiven := false
 	flag.Visit(func(f *flag.Flag) { runsGiven = runsGiven || f.Name == "runs" })
-	if cfg.quick {
-		if !runsGiven {
-			cfg.runs = 1
-		}
-		cfg.fanout = []fanoutCase{{R: 1, E: 5000}, {R: 100, E: 100}, {R: 1000, E: 20}}
-		cfg.appendFor = 2 * time.Second
-		cfg.idleRegs, cfg.idleSweeps = 100_000, 20
-		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 10*time.Second, 100
-		cfg.pruneRecords = 20_000
-		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 10*time.Second, 128, 5
-	} else {
-		cfg.fanout = []fanoutCase{{R: 1, E: 100_000}, {R: 100, E: 1000}, {R: 1000, E: 100}}
-		cfg.appendFor = 5 * time.Second
-		cfg.idleRegs, cfg.idleSweeps = 1_000_000, 50
-		cfg.latRate, cfg.latFor, cfg.latStreams = 1000, 30*time.Second, 100
-		cfg.pruneRecords = 200_000
-		cfg.silentFor, cfg.scaleRegs, cfg.scaleRecords = 30*time.Second, 512, 10
+	if cfg.quick && !runsGiven {
+		cfg.runs = 1
 	}
+	// Each setting: its -quick value, then its full one.
+	cfg.fanout = sized(cfg.quick, []fanoutCase{{R: 1, E: 5000}, {R: 100, E: 100}, {R: 1000, E: 20}},
+		[]fanoutCase{{R: 1, E: 100_000}, {R: 100, E: 1000}, {R: 1000, E: 100}})
+	cfg.appendFor = sized(cfg.quick, 2*time.Second, 5*time.Second)
+	cfg.idleRegs, cfg.idleSweeps = sized(cfg.quick, 100_000, 1_000_000), sized(cfg.quick, 20, 50)
+	cfg.latRate, cfg.latFor, cfg.latStreams = 1000, sized(cfg.quick, 10*time.Second, 30*time.Second), 100
+	cfg.pruneRecords = sized(cfg.quick, 20_000, 200_000)
+	cfg.silentFor = sized(cfg.quick, 10*time.Second, 30*time.Second)
+	cfg.scaleRegs, cfg.scaleRecords = sized(cfg.quick, 128, 512), sized(cfg.quick, 5, 10)
 	if fanoutE < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -fanout-e must not be negative")
 		os.Exit(2)
@@ -318,4 +312,12 @@ func counts(s string, lo, hi int) ([]int, bool) {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// sized is quick under -quick, full otherwise.
+func sized[T any](isQuick bool, quick, full T) T {
+	if isQuick {
+		return quick
+	}
+	return full
 }

@@ -63,21 +63,13 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 		for i, c := range producerCases {
 			for j, v := range partsVariants {
 				logf("parts %v, %s, run %d/%d", c, v.name, run, cfg.runs)
-				s0, err := e.snap(ctx, dbURL, db)
-				if err != nil {
+				var out produced
+				d, err := e.measure(ctx, dbURL, db, func() (err error) {
+					out, err = produceWith(ctx, dbURL, c, v.via, v.sequencer, v.seqInterval, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
 					return err
-				}
-				out, err := produceWith(ctx, dbURL, c, v.via, v.sequencer, v.seqInterval, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
+				})
 				if err != nil {
 					return fmt.Errorf("%v, %s: %w", c, v.name, err)
-				}
-				s1, err := e.snap(ctx, dbURL, db)
-				if err != nil {
-					return err
-				}
-				d, err := e.diff(ctx, s0, s1)
-				if err != nil {
-					return err
 				}
 				r := &res[i][j]
 				rate := float64(out.n) / out.took.Seconds()
@@ -97,20 +89,15 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 				if v.via == viaAppendTx && !v.sequencer {
 					// Number them now, in steps of a full page: what
 					// sequencing costs in WAL when a step numbers many.
-					seqr, err := postgres.Open(ctx, withPool(dbURL, 1), postgres.WithKeyring(keyring))
-					if err != nil {
+					d2, err := e.measure(ctx, dbURL, db, func() error {
+						seqr, err := postgres.Open(ctx, withPool(dbURL, 1), postgres.WithKeyring(keyring))
+						if err != nil {
+							return err
+						}
+						defer seqr.Close() // before the snapshot, which waits for the database's clients to leave
+						_, err = seqr.Sequence(ctx)
 						return err
-					}
-					_, err = seqr.Sequence(ctx)
-					seqr.Close() // before the snapshot, which waits for the database's clients to leave
-					if err != nil {
-						return err
-					}
-					s2, err := e.snap(ctx, dbURL, db)
-					if err != nil {
-						return err
-					}
-					d2, err := e.diff(ctx, s1, s2)
+					})
 					if err != nil {
 						return err
 					}
@@ -135,12 +122,8 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 	rep.printf("| case | variant | tx/s | ratio | WAL B/tx | sequencer steps | WAL B/record of a later bulk numbering |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for i, c := range producerCases {
 		for j, v := range partsVariants {
-			r := res[i][j]
-			seqWAL := "–"
-			if len(r.seqWAL) > 0 {
-				seqWAL = r.seqWAL.cell(0)
-			}
-			rep.printf("| %v | %s | %s | %s | %s | %s | %s |\n", c, v.name, r.rate.cell(0), ratio(r.rate, res[i][0].rate), r.wal.cell(0), r.steps.cell(0), seqWAL)
+			r := res[i][j] // cell is "–" for what a variant does not measure
+			rep.printf("| %v | %s | %s | %s | %s | %s | %s |\n", c, v.name, r.rate.cell(0), ratio(r.rate, res[i][0].rate), r.wal.cell(0), r.steps.cell(0), r.seqWAL.cell(0))
 		}
 	}
 	rep.printf("\nWhere the time went, per variant: CPU µs per transaction of the server's processes by role (from /proc/<pid>/stat of the backends pg_stat_activity lists, sampled every 10 ms; \"server\" is the whole cluster's, from the postmaster and its children, exited ones included, and includes the bulk numbering after the timed part), of this benchmark process (the Go side of the writers and the sequencer), the sequencer's steps, autovacuum and autoanalyze runs of the database's tables during the case, what a `VACUUM` of the variant's record table right after it costs (the work that variant leaves to autovacuum on that table: both are insert-only, so it marks pages all-visible; herald_seq, the sequencer's table, is not vacuumed here), and what the writers' backends were doing (pg_stat_activity, share of samples; \"CPU\" is active with no wait event).\n\n")
@@ -148,17 +131,9 @@ func parts(ctx context.Context, e *env, cfg config, rep *report) error {
 	for i, c := range producerCases {
 		for j, v := range partsVariants {
 			r := res[i][j]
-			perStep := "–"
-			if len(r.perStep) > 0 {
-				perStep = r.perStep.cell(1)
-			}
-			vacCPU, vacWAL := "–", "–"
-			if len(r.vacCPU) > 0 {
-				vacCPU, vacWAL = r.vacCPU.cell(0), r.vacWAL.cell(0)
-			}
 			rep.printf("| %v | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, v.name,
 				r.cpu["writers"].cell(0), r.cpu["sequencer"].cell(0), r.cpu["autovacuum"].cell(0), r.cpu["other"].cell(0),
-				r.pgCPU.cell(0), r.cpu["bench"].cell(0), r.stepsPerSec.cell(0), perStep, r.autovacuums.cell(0), vacCPU, vacWAL, r.waits)
+				r.pgCPU.cell(0), r.cpu["bench"].cell(0), r.stepsPerSec.cell(0), r.perStep.cell(1), r.autovacuums.cell(0), r.vacCPU.cell(0), r.vacWAL.cell(0), r.waits)
 		}
 	}
 	rep.printf("\n")

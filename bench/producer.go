@@ -187,6 +187,22 @@ type produced struct {
 	steps int64
 }
 
+// count puts lats, the latencies of the calls writeFor made in d, into
+// out; it returns err (writeFor's, or what else failed), or an error naming
+// what a call is when none finished.
+func (out *produced) count(lats []time.Duration, d time.Duration, what string, err error) error {
+	if err == nil && len(lats) == 0 {
+		err = fmt.Errorf("no %s finished in %v", what, d)
+	}
+	if err != nil {
+		return err
+	}
+	slices.Sort(lats)
+	out.n = int64(len(lats))
+	out.p99 = ms(lats[len(lats)*99/100])
+	return nil
+}
+
 // How the application's transaction appends its record, if it does.
 type appendVia int
 
@@ -321,15 +337,6 @@ func produceWith(ctx context.Context, dbURL string, c producerCase, via appendVi
 	if err, ok := seqErr.Load().(error); ok && firstErr == nil {
 		firstErr = fmt.Errorf("sequencer: %w", err)
 	}
-	if firstErr == nil && len(lats) == 0 {
-		firstErr = fmt.Errorf("no transaction finished in %v", d)
-	}
-	if firstErr != nil {
-		return out, firstErr
-	}
-	slices.Sort(lats)
-	out.n = int64(len(lats))
-	out.p99 = ms(lats[len(lats)*99/100])
 	out.steps = steps.Load()
-	return out, nil
+	return out, out.count(lats, d, "transaction", firstErr)
 }

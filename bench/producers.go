@@ -66,21 +66,13 @@ func producers(ctx context.Context, e *env, cfg config, rep *report) error {
 					continue
 				}
 				logf("producers %v, %s, run %d/%d", c, v.name, run, cfg.runs)
-				s0, err := e.snap(ctx, dbURL, db)
-				if err != nil {
+				var out produced
+				d, err := e.measure(ctx, dbURL, db, func() (err error) {
+					out, err = produceFor(ctx, dbURL, c, v.via, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
 					return err
-				}
-				out, err := produceFor(ctx, dbURL, c, v.via, fmt.Sprintf("p%d-c%d-%d-", run, i, j), cfg.producerFor)
+				})
 				if err != nil {
 					return fmt.Errorf("%v, %s: %w", c, v.name, err)
-				}
-				s1, err := e.snap(ctx, dbURL, db)
-				if err != nil {
-					return err
-				}
-				d, err := e.diff(ctx, s0, s1)
-				if err != nil {
-					return err
 				}
 				r := &res[i][j]
 				rate := float64(out.n) / out.took.Seconds()

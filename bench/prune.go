@@ -43,22 +43,12 @@ func prune(ctx context.Context, e *env, cfg config, rep *report) error {
 			st.Close()
 			return err
 		}
-		s0, err := e.snap(ctx, dbURL, db)
-		if err != nil {
-			st.Close()
+		var took time.Duration
+		var n int
+		d, err := e.measure(ctx, dbURL, db, func() (err error) {
+			took, n, err = prunePass(ctx, st)
 			return err
-		}
-		took, n, err := prunePass(ctx, st)
-		if err != nil {
-			st.Close()
-			return err
-		}
-		s1, err := e.snap(ctx, dbURL, db)
-		if err != nil {
-			st.Close()
-			return err
-		}
-		d, err := e.diff(ctx, s0, s1)
+		})
 		if err != nil {
 			st.Close()
 			return err

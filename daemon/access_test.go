@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -237,7 +238,7 @@ func TestScopedProducerIsNotToldWhereATakenIDIs(t *testing.T) {
 // read, a stored token's request is a 503 that names no database (the
 // log does), and a static token still works.
 func TestTokenCheckFailureTellsNothingOfTheStore(t *testing.T) {
-	broken := sqliteStore(t)
+	broken := seedtest.SQLite(t)
 	require.NoError(t, broken.Close())
 	_, api := tenantServers(t, broken)
 	code, body := adminCall(t, api, "GET", "/v1/openapi.json", store.TokenPrefix+strings.Repeat("a", 43), nil)

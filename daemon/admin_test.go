@@ -340,7 +340,7 @@ func TestRunServesOnTheListenersGiven(t *testing.T) {
 func TestUnparkAllUnparksThoseItMatches(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) store.Backend{
 		"memory":   func(t *testing.T) store.Backend { return memory.New() },
-		"sqlite":   func(t *testing.T) store.Backend { return sqliteStore(t) },
+		"sqlite":   func(t *testing.T) store.Backend { return seedtest.SQLite(t) },
 		"postgres": func(t *testing.T) store.Backend { return pgtest.NewStore(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -553,7 +553,7 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 				w.WriteHeader(http.StatusNoContent)
 			}))
 			defer recv.Close()
-			s := sqliteStore(t)
+			s := seedtest.SQLite(t)
 			ctx := t.Context()
 			_, err := s.Append(ctx, "orders", journal.Entry{ID: "o-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
 			require.NoError(t, err)
@@ -590,11 +590,8 @@ func TestUnparkThroughEitherAPIWakesTheWorker(t *testing.T) {
 			}
 			req, err := http.NewRequestWithContext(ctx, "POST", "http://"+addr+c.path, nil)
 			require.NoError(t, err)
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+			resp, body := sendWith(t, http.DefaultClient, req)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
 			select {
 			case id := <-got:
 				require.Equal(t, "o-1", id)
@@ -741,7 +738,7 @@ func TestOneRegistrationRoutesRefuseWhatNamesNoRegistration(t *testing.T) {
 // operator's page under /ui/ of its admin address, GET / sends there, and
 // the admin API answers beside it.
 func TestRunServesThePageOnTheAdminAddress(t *testing.T) {
-	s := sqliteStore(t)
+	s := seedtest.SQLite(t)
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook",
 		URL: "https://billing.example/hook", Config: push.Config(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
 	require.NoError(t, err)
@@ -841,7 +838,7 @@ func TestHostMetrics(t *testing.T) {
 // retention removed their rows (their registrations gone).
 func TestHostMetricSeriesAreBounded(t *testing.T) {
 	ctx := t.Context()
-	s := sqliteStore(t)
+	s := seedtest.SQLite(t)
 	m := newMetrics(func(ctx context.Context) (store.Stats, error) { return s.Stats(ctx, t0) },
 		func(ctx context.Context) ([]store.Host, error) { return store.AllHosts(ctx, s, store.HostQuery{}) })
 	_, err := s.Append(ctx, "s", journal.Entry{ID: "e", Kind: "k", Payload: []byte(`{}`)})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -49,6 +50,14 @@ func apiServer(t *testing.T, s store.Backend, token string) *httptest.Server {
 // status and the body answered.
 func call(t *testing.T, srv *httptest.Server, method, path, ct, token, body string) (int, string) {
 	t.Helper()
+	resp, answer := send(t, srv, request(t, srv, method, path, ct, token, body))
+	return resp.StatusCode, answer
+}
+
+// request is a request to srv's path with body, its Content-Type ct and
+// bearer token, each unless empty.
+func request(t *testing.T, srv *httptest.Server, method, path, ct, token, body string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
 	require.NoError(t, err)
 	if ct != "" {
@@ -57,8 +66,7 @@ func call(t *testing.T, srv *httptest.Server, method, path, ct, token, body stri
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, body := send(t, srv, req)
-	return resp.StatusCode, body
+	return req
 }
 
 func post(t *testing.T, srv *httptest.Server, path, body string) (int, string) {
@@ -330,7 +338,7 @@ func TestAPIRecordStatus(t *testing.T) {
 
 // Many clients appending to one stream at once: every record is appended
 // once, and the stream's seqs are gapless.
-func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, sqliteStore(t)) }
+func TestAPIConcurrentAppendsSQLite(t *testing.T) { concurrentAppends(t, seedtest.SQLite(t)) }
 
 func TestAPIConcurrentAppendsPostgres(t *testing.T) { concurrentAppends(t, pgtest.NewStore(t)) }
 
@@ -374,28 +382,38 @@ func concurrentAppends(t *testing.T, s store.Backend) {
 	}
 }
 
+// far is the body of a webhook registration "far" of orders/1 with fields
+// (each followed by a comma) before its config.
+func far(fields string) string {
+	return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + fields +
+		`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+}
+
+// requireFarRefused posts each body of says to srv and requires a 400
+// whose error has its words; then that s holds no registration far.
+func requireFarRefused(t *testing.T, srv *httptest.Server, s store.Backend, says map[string]string) {
+	t.Helper()
+	for body, words := range says {
+		code, answer := post(t, srv, "/v1/registrations", body)
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", body, answer)
+		require.Contains(t, errorOf(t, answer), words, body)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "far")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+}
+
 // from_seq 0, and one past the stream's head + 1, are refused naming the
 // field (the OpenAPI document's minimum is 1) and nothing is stored; a
 // from_seq in range starts the cursor there.
 func TestAPIRegistrationFromSeqIsOneOrMore(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
-	reg := func(from string) string {
-		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", "from_seq": ` + from +
-			`, "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
-	}
 	_, err := s.Append(t.Context(), "orders/1", journal.Entry{ID: "o1", Kind: "order.created", Payload: []byte(`{}`), ContentType: "application/json"},
 		journal.Entry{ID: "o2", Kind: "order.created", Payload: []byte(`{}`), ContentType: "application/json"})
 	require.NoError(t, err)
-	for from, says := range map[string]string{"0": "invalid from_seq: is 0", "4": "invalid from_seq: is 4"} {
-		code, body := post(t, srv, "/v1/registrations", reg(from))
-		require.Equal(t, http.StatusBadRequest, code, body)
-		require.Contains(t, errorOf(t, body), says)
-		_, err := s.Get(t.Context(), "orders/1", "far")
-		require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
-	}
+	requireFarRefused(t, srv, s, map[string]string{far(`"from_seq": 0,`): "invalid from_seq: is 0", far(`"from_seq": 4,`): "invalid from_seq: is 4"})
 
-	code, body := post(t, srv, "/v1/registrations", reg("3"))
+	code, body := post(t, srv, "/v1/registrations", far(`"from_seq": 3,`))
 	require.Equal(t, http.StatusCreated, code, body)
 	st, err := s.Get(t.Context(), "orders/1", "far")
 	require.NoError(t, err)
@@ -406,19 +424,9 @@ func TestAPIRegistrationFromSeqIsOneOrMore(t *testing.T) {
 func TestAPIRegistrationWindow(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
-	reg := func(window string) string {
-		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + window +
-			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
-	}
-	for _, bad := range []string{`"window": 0,`, `"window": -1,`, `"window": 65,`} {
-		code, body := post(t, srv, "/v1/registrations", reg(bad))
-		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
-		require.Contains(t, errorOf(t, body), "invalid window", bad)
-	}
-	_, err := s.Get(t.Context(), "orders/1", "far")
-	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+	requireFarRefused(t, srv, s, map[string]string{far(`"window": 0,`): "invalid window", far(`"window": -1,`): "invalid window", far(`"window": 65,`): "invalid window"})
 
-	code, body := post(t, srv, "/v1/registrations", reg(`"window": 16,`))
+	code, body := post(t, srv, "/v1/registrations", far(`"window": 16,`))
 	require.Equal(t, http.StatusCreated, code, body)
 	var v operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
@@ -427,7 +435,7 @@ func TestAPIRegistrationWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 16, st.Window)
 
-	code, body = post(t, srv, "/v1/registrations", reg(""))
+	code, body = post(t, srv, "/v1/registrations", far(""))
 	require.Equal(t, http.StatusOK, code, body)
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, 1, v.Window, "an update without a window: strict order again, as herald register")
@@ -438,19 +446,10 @@ func TestAPIRegistrationWindow(t *testing.T) {
 func TestAPIRegistrationRetainMax(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
-	reg := func(field string) string {
-		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + field +
-			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
-	}
-	for _, bad := range []string{`"retain_max": "30m",`, `"retain_max": "soon",`, `"retain_max": "-2h",`, `"retain_max": 30,`} {
-		code, body := post(t, srv, "/v1/registrations", reg(bad))
-		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
-		require.Contains(t, errorOf(t, body), "retain_max", bad)
-	}
-	_, err := s.Get(t.Context(), "orders/1", "far")
-	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+	requireFarRefused(t, srv, s, map[string]string{far(`"retain_max": "30m",`): "retain_max", far(`"retain_max": "soon",`): "retain_max",
+		far(`"retain_max": "-2h",`): "retain_max", far(`"retain_max": 30,`): "retain_max"})
 
-	code, body := post(t, srv, "/v1/registrations", reg(`"retain_max": "30d",`))
+	code, body := post(t, srv, "/v1/registrations", far(`"retain_max": "30d",`))
 	require.Equal(t, http.StatusCreated, code, body)
 	var v operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
@@ -459,7 +458,7 @@ func TestAPIRegistrationRetainMax(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 30*24*time.Hour, st.RetainMax)
 
-	code, body = post(t, srv, "/v1/registrations", reg(""))
+	code, body = post(t, srv, "/v1/registrations", far(""))
 	require.Equal(t, http.StatusOK, code, body)
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, []any{"90d", true}, []any{v.RetainMax, v.RetainMaxDefault}, "absent: the namespace's default")
@@ -470,28 +469,18 @@ func TestAPIRegistrationRetainMax(t *testing.T) {
 func TestAPIRegistrationRate(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
-	reg := func(rate string) string {
-		return `{"stream": "orders/1", "id": "crm", "namespace": "webhook", "url": "https://crm.example/", ` + rate +
-			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
-	}
-	for _, bad := range []string{`"rate": "10/sec",`, `"rate": "0/s",`, `"rate": "",`, `"rate": 10,`} {
-		code, body := post(t, srv, "/v1/registrations", reg(bad))
-		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
-		require.Contains(t, errorOf(t, body), "rate", bad)
-	}
-	_, err := s.Get(t.Context(), "orders/1", "crm")
-	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+	requireFarRefused(t, srv, s, map[string]string{far(`"rate": "10/sec",`): "rate", far(`"rate": "0/s",`): "rate", far(`"rate": "",`): "rate", far(`"rate": 10,`): "rate"})
 
-	code, body := post(t, srv, "/v1/registrations", reg(`"rate": "600/min",`))
+	code, body := post(t, srv, "/v1/registrations", far(`"rate": "600/min",`))
 	require.Equal(t, http.StatusCreated, code, body)
 	var v operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	require.Equal(t, "600/min", v.Rate)
-	st, err := s.Get(t.Context(), "orders/1", "crm")
+	st, err := s.Get(t.Context(), "orders/1", "far")
 	require.NoError(t, err)
 	require.Equal(t, store.Rate{Count: 600, Per: time.Minute}, st.Rate)
 
-	code, body = post(t, srv, "/v1/registrations", reg(`"rate": null,`))
+	code, body = post(t, srv, "/v1/registrations", far(`"rate": null,`))
 	require.Equal(t, http.StatusOK, code, body)
 	require.NotContains(t, body, `"rate"`, "an update without a rate: no limit")
 
@@ -505,20 +494,10 @@ func TestAPIRegistrationRate(t *testing.T) {
 func TestAPIRegistrationRetryPolicy(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
-	reg := func(retry string) string {
-		return `{"stream": "orders/1", "id": "far", "namespace": "webhook", "url": "https://far.example/", ` + retry +
-			`"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
-	}
-	for bad, field := range map[string]string{`"retry_schedule": ["5s", "soon"],`: "retry_schedule", `"retry_schedule": ["0s"],`: "retry_schedule",
-		`"retry_for": "3 days",`: "retry_for", `"retry_for": "1s",`: "retry_for", `"max_attempts": -1,`: "max_attempts"} {
-		code, body := post(t, srv, "/v1/registrations", reg(bad))
-		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
-		require.Contains(t, errorOf(t, body), "invalid "+field, bad)
-	}
-	_, err := s.Get(t.Context(), "orders/1", "far")
-	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+	requireFarRefused(t, srv, s, map[string]string{far(`"retry_schedule": ["5s", "soon"],`): "invalid retry_schedule", far(`"retry_schedule": ["0s"],`): "invalid retry_schedule",
+		far(`"retry_for": "3 days",`): "invalid retry_for", far(`"retry_for": "1s",`): "invalid retry_for", far(`"max_attempts": -1,`): "invalid max_attempts"})
 
-	code, body := post(t, srv, "/v1/registrations", reg(`"retry_schedule": ["5s", "5m", "10h"], "retry_for": "3d",`))
+	code, body := post(t, srv, "/v1/registrations", far(`"retry_schedule": ["5s", "5m", "10h"], "retry_for": "3d",`))
 	require.Equal(t, http.StatusCreated, code, body)
 	var v operator.RegistrationView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
@@ -527,7 +506,7 @@ func TestAPIRegistrationRetryPolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, push.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 10 * time.Hour}, For: 72 * time.Hour}, st.Retry)
 
-	code, body = post(t, srv, "/v1/registrations", reg(""))
+	code, body = post(t, srv, "/v1/registrations", far(""))
 	require.Equal(t, http.StatusOK, code, body)
 	v = operator.RegistrationView{}
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
@@ -642,13 +621,7 @@ func TestAPIRegistrationStoresTheWebhookEnvelope(t *testing.T) {
 		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks",
 			"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "envelope": ` + envelope + `}}`
 	}
-	envelope := func() bool {
-		r, err := s.Get(t.Context(), "orders/1", "billing")
-		require.NoError(t, err)
-		c, err := webhook.ParseConfig(r.Config)
-		require.NoError(t, err)
-		return c.Envelope
-	}
+	envelope := func() bool { return webhookConfig(t, s, "orders/1", "billing").Envelope }
 	code, body := post(t, srv, "/v1/registrations", reg("true"))
 	require.Equal(t, http.StatusCreated, code, body)
 	require.True(t, envelope())
@@ -680,12 +653,8 @@ func postTo(t *testing.T, url, body string, traceparent, tracestate []string) (i
 	for _, v := range tracestate {
 		req.Header.Add("Tracestate", v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	resp, b := sendWith(t, http.DefaultClient, req)
+	return resp.StatusCode, b
 }
 
 // Bad trace context, in a header or a record, is a 400 naming it, and
@@ -756,7 +725,7 @@ func TestAPIStoresTraceContext(t *testing.T) {
 // The idempotent 200 answers each record as stored, with the trace context
 // of its first append, as the 201 did: on every store.
 func TestAPIRepeatedAppendAnswersTheStoredTraceContext(t *testing.T) {
-	sq, pg := sqliteStore(t), pgtest.NewStore(t)
+	sq, pg := seedtest.SQLite(t), pgtest.NewStore(t)
 	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
 	body := `{"stream": "orders/1", "records": [{"id": "evt-1", "kind": "k", "payload": {}}]}`
 	for name, s := range map[string]store.Backend{"memory": memory.New(), "sqlite": sq, "postgres": pg} {
@@ -788,7 +757,7 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	s := sqliteStore(t)
+	s := seedtest.SQLite(t)
 	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	d := start(t, Options{Store: s, Transport: tr, Projections: []push.Projection{webhook.New()}, APIAddr: "127.0.0.1:0",
@@ -882,11 +851,18 @@ func TestAPIRegistrationWithoutSecretsGetsOneOnce(t *testing.T) {
 	code, body = post(t, srv, "/v1/registrations", reg)
 	require.Equal(t, http.StatusOK, code, body)
 	require.NotContains(t, body, "whsec_")
-	st, err := s.Get(t.Context(), "orders/1", "made")
+	require.Equal(t, []string{v.Secret}, webhookConfig(t, s, "orders/1", "made").Secrets, "the update kept the secret made")
+}
+
+// webhookConfig is the config s holds for the webhook registration id of
+// stream.
+func webhookConfig(t *testing.T, s store.Backend, stream, id string) webhook.Config {
+	t.Helper()
+	st, err := s.Get(t.Context(), stream, id)
 	require.NoError(t, err)
 	cfg, err := webhook.ParseConfig(st.Config)
 	require.NoError(t, err)
-	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the update kept the secret made")
+	return cfg
 }
 
 // A webhook subscription made over the API without secrets gets one,
@@ -909,11 +885,9 @@ func TestAPISubscriptionWithoutSecretsGetsOneOnceAndItsRetryPolicy(t *testing.T)
 	code, body = post(t, srv, "/v1/subscriptions", sub)
 	require.Equal(t, http.StatusOK, code, body)
 	require.NotContains(t, body, "whsec_")
+	require.Equal(t, []string{v.Secret}, webhookConfig(t, s, "tenant/7/orders", "t7").Secrets, "the registration signs with the secret made, kept by the update")
 	st, err := s.Get(t.Context(), "tenant/7/orders", "t7")
 	require.NoError(t, err)
-	cfg, err := webhook.ParseConfig(st.Config)
-	require.NoError(t, err)
-	require.Equal(t, []string{v.Secret}, cfg.Secrets, "the registration signs with the secret made, kept by the update")
 	require.Equal(t, store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 5 * time.Minute, 2 * time.Hour}, For: 72 * time.Hour}, st.Retry)
 
 	code, body = post(t, srv, "/v1/subscriptions", `{"stream_prefix": "tenant/8/", "id": "t8", "namespace": "webhook", "url": "https://t8.example/", "retry_for": "3x"}`)

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,12 +36,8 @@ func TestHealthzTellsNothingWithoutAToken(t *testing.T) {
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		resp, b := sendWith(t, http.DefaultClient, req)
+		return resp.StatusCode, b
 	}
 	code, body := health("")
 	require.Equal(t, http.StatusOK, code)

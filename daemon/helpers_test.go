@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/store/sqlite"
 )
 
 // testToken is a token as strong as CheckToken asks.
@@ -67,7 +65,13 @@ func start(t *testing.T, opts Options) running {
 // (and closed) as a string.
 func send(t *testing.T, srv *httptest.Server, req *http.Request) (*http.Response, string) {
 	t.Helper()
-	resp, err := srv.Client().Do(req)
+	return sendWith(t, srv.Client(), req)
+}
+
+// sendWith is send with the client c.
+func sendWith(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -87,15 +91,6 @@ func adminServer(t *testing.T, s store.Backend, token string, now time.Time) *ht
 func adminGate(s store.TokenStore, token string, now time.Time) gate {
 	return gate{token: token, auth: operator.Authenticator{Store: s, Now: func() time.Time { return now },
 		Static: []operator.Static{{Secret: token, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}}}}
-}
-
-// sqliteStore is a fresh SQLite store in the test's directory.
-func sqliteStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // TestMain starts a throwaway PostgreSQL for the tests that append to one.

@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/logtest"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
@@ -145,10 +144,10 @@ func TestServersHoldUnderIdleAndStalledConnections(t *testing.T) {
 // token still works from another address. 646 guesses found a two-letter
 // token in 0.64 s before.
 func TestTokenGuessesAreThrottledPerClient(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	d := start(t, Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()},
 		AdminAddr: "127.0.0.1:0", AdminToken: testToken, APIAddr: "127.0.0.1:0", APIToken: testToken,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Logger: logs.Logger()})
 	clients := map[string]*http.Client{}
 	ask := func(src, addr, token string) *http.Response {
 		if clients[src] == nil {
@@ -180,22 +179,4 @@ func TestTokenGuessesAreThrottledPerClient(t *testing.T) {
 	require.Equal(t, 1, strings.Count(log, "too many failed authentications"), log)
 	require.Contains(t, log, "client=127.0.0.5/32")
 	require.NotContains(t, log, testToken)
-}
-
-// syncBuffer is a log the test reads while the daemon may write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -58,7 +59,7 @@ func next(t *testing.T, d running, got <-chan string) string {
 // the answer is on record. What cannot be resent is a 400 naming seq, or a
 // 404, and queues nothing.
 func TestAPIResendWakesTheWorkerAndSendsOnce(t *testing.T) {
-	s := sqliteStore(t)
+	s := seedtest.SQLite(t)
 	d, got := resendDaemon(t, s)
 	api := "http://" + d.Addrs.API
 	for _, tc := range []struct {

@@ -4,19 +4,14 @@ package daemon
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -26,27 +21,14 @@ import (
 // registrations that will get it, and both answers are the document's.
 func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	ctx := t.Context()
-	s := pgtest.NewStore(t)
-	_, err := s.Register(ctx, push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/"})
-	require.NoError(t, err)
-	pgtest.AppendUnnumbered(t, s, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)}, journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
+	s := pgtest.Backlog(t)
 	srv := apiServer(t, s, testToken)
-	doc, err := libopenapi.NewDocument(openAPIJSON)
-	require.NoError(t, err)
-	v, errs := validator.NewValidator(doc)
-	require.Empty(t, errs)
+	v := docValidator(t)
 	get := func(path string) string {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+testToken)
+		req := request(t, srv, http.MethodGet, path, "", testToken, "")
 		resp, body := send(t, srv, req)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
-		vreq, err := http.NewRequest(http.MethodGet, "http://herald.test"+path, nil)
-		require.NoError(t, err)
-		vreq.Header = req.Header.Clone()
-		resp.Body = io.NopCloser(strings.NewReader(body))
-		ok, verrs := v.ValidateHttpResponse(vreq, resp)
-		require.True(t, ok, "%s answered %s, which the document does not describe: %v", path, body, describe(verrs))
+		requireDescribed(t, v, req, "", resp, body)
 		return body
 	}
 
@@ -65,7 +47,7 @@ func TestAPIShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	require.Empty(t, rs.Acknowledged)
 	require.Len(t, rs.NotAcknowledged, 1)
 
-	_, err = s.Sequence(ctx)
+	_, err := s.Sequence(ctx)
 	require.NoError(t, err)
 	st = apiStatus{}
 	require.NoError(t, json.Unmarshal([]byte(get("/v1/status")), &st))

@@ -3,14 +3,10 @@ package transport_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"math/big"
@@ -23,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
@@ -106,43 +103,31 @@ func TestEndpointRefusesReservedAndMalformedHeaders(t *testing.T) {
 
 // pki is a CA and what it signs, made in the test.
 type pki struct {
-	ca   *x509.Certificate
-	key  *ecdsa.PrivateKey
+	ca   keytest.Cert
 	pool *x509.CertPool
 }
 
 func newPKI(t *testing.T) *pki {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
+	ca := keytest.Issue(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}, nil)
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return &pki{ca: ca, key: key, pool: pool}
+	pool.AddCert(ca.Certificate)
+	return &pki{ca: ca, pool: pool}
 }
 
 // issue returns a PEM certificate and key for cn, valid from notBefore to
 // notAfter, for a client, or a server of 127.0.0.1 and example.com.
 func (p *pki) issue(t *testing.T, cn string, server bool, notBefore, notAfter time.Time) (certPEM, keyPEM string) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
 		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses, tmpl.DNSNames = []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"example.com"}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalPKCS8PrivateKey(key)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+	c := keytest.Issue(t, tmpl, &p.ca)
+	return string(c.CertPEM), string(c.KeyPEM)
 }
 
 func TestClientCertificateIsPresentedToAReceiverThatRequiresOne(t *testing.T) {

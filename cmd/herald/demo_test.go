@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/bintest"
 	"github.com/heraldpush/herald/internal/corpustest"
 	"github.com/heraldpush/herald/internal/pgtest"
 )
@@ -65,19 +66,11 @@ func runDemo(t *testing.T, args ...string) (string, string, int, time.Duration) 
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"demo"}, args...)...)
 	cmd.Dir = t.TempDir()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	stdout, stderr, code := bintest.Run(t, cmd, "")
 	took := time.Since(start)
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run herald demo: %v", err)
-	}
 	t.Logf("herald demo %s: exit %d in %v", strings.Join(args, " "), code, took.Round(time.Millisecond))
-	return out.String(), errb.String(), code, took
+	return stdout, stderr, code, took
 }
 
 // checkDemo asserts what `herald demo --json` must show: every verifying

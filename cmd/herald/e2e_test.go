@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/bintest"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/seal"
@@ -39,11 +40,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "herald")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build herald:", err)
+	if bin, err = bintest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Setenv("HERALD_KEYRING", string(keyring.Marshal()))
@@ -72,17 +70,8 @@ func (h *herald) run(stdin string, args ...string) result {
 	h.t.Helper()
 	cmd := exec.Command(bin, append([]string{"--database", h.db}, args...)...)
 	cmd.Dir = h.dir
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		h.t.Fatalf("run herald %v: %v", args, err)
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
+	stdout, stderr, code := bintest.Run(h.t, cmd, stdin)
+	return result{stdout: stdout, stderr: stderr, code: code}
 }
 
 // ok runs a command that must exit 0 and returns its stdout.

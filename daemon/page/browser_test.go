@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
@@ -83,6 +84,15 @@ func browserLogin(t *testing.T, ctx context.Context, srv *httptest.Server, token
 	}
 }
 
+// browse serves a Page over s, its clock at at, and logs the browser in
+// with the admin token.
+func browse(t *testing.T, ctx context.Context, s store.Backend, at time.Time) *httptest.Server {
+	t.Helper()
+	_, srv := serve(t, s, testToken, at)
+	browserLogin(t, ctx, srv, testToken)
+	return srv
+}
+
 // TestBrowserOverviewRendersTheSeededStates: the overview of a seeded
 // database shows each namespace's counts by state and records behind.
 func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
@@ -93,8 +103,7 @@ func TestBrowserOverviewRendersTheSeededStates(t *testing.T) {
 
 func overviewRendersTheSeededStates(t *testing.T, s store.Backend) {
 	ctx := browser(t)
-	_, srv := serve(t, s, testToken, seedView)
-	browserLogin(t, ctx, srv, testToken)
+	browse(t, ctx, s, seedView)
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("ns-webhook"))))
 	for ns, want := range seedExpected {
 		got := map[string]int{}
@@ -120,8 +129,7 @@ func overviewRendersTheSeededStates(t *testing.T, s store.Backend) {
 // with a bidirectional override shows it as its code point.
 func TestBrowserHostileErrorBodyIsShownAsText(t *testing.T) {
 	ctx := browser(t)
-	_, srv := serve(t, seeded(t), testToken, seedView)
-	browserLogin(t, ctx, srv, testToken)
+	srv := browse(t, ctx, seeded(t), seedView)
 	for _, path := range []string{
 		"/ui/registration?stream=orders%2F1&id=crm",
 		"/ui/",
@@ -206,53 +214,6 @@ func loopbackWorker(t *testing.T, s store.Backend, opts ...push.Option) *push.Wo
 	return w
 }
 
-// TestBrowserUnparkResumesAParkedRegistration: a receiver answers 410, the
-// registration parks; the operator unparks it from the page (button, then
-// the confirmation); the next sweep delivers every record to the receiver.
-func TestBrowserUnparkResumesAParkedRegistration(t *testing.T) {
-	ctx := browser(t)
-	s := openStore(t)
-	rcv := newReceiver(t, http.StatusGone)
-	rcv.hook(t, s, "orders/7", "shop", "o7", 3)
-	w := loopbackWorker(t, s)
-	rep, err := w.RunOnce(t.Context(), seedT0, 10)
-	require.NoError(t, err)
-	require.Equal(t, 1, rep.Parked, "410 parks")
-
-	unparkAt := seedT0.Add(time.Hour)
-	_, srv := serve(t, s, testToken, unparkAt)
-	browserLogin(t, ctx, srv, testToken)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui/registration?stream=orders%2F7&id=shop")))
-	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("state")))
-	require.NoError(t, err)
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.ID("unpark")),
-		chromedp.WaitVisible(chromedp.ID("confirm")),
-		chromedp.Click(chromedp.ID("confirm")),
-		chromedp.WaitVisible(chromedp.ID("done")),
-	))
-	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
-	require.NoError(t, err)
-	require.Equal(t, "parked", state)
-	require.Contains(t, done, "Unparked")
-	st, err := s.Get(t.Context(), "orders/7", "shop")
-	require.NoError(t, err)
-	require.False(t, st.Parked)
-	evs, err := s.Evidence(t.Context(), "orders/7", "shop", 1)
-	require.NoError(t, err)
-	require.Equal(t, store.EventUnparked, evs[0].Event)
-	require.Equal(t, unparkAt, evs[0].At.UTC(), "the action's instant is the page's clock")
-
-	rcv.answer(http.StatusNoContent)
-	rep, err = w.RunOnce(t.Context(), unparkAt, 10)
-	require.NoError(t, err)
-	require.Equal(t, 3, rep.Deliveries, "%+v", rep)
-	require.Len(t, rcv.accepted(), 3, "the receiver got every record after the unpark")
-	st, err = s.Get(t.Context(), "orders/7", "shop")
-	require.NoError(t, err)
-	require.Equal(t, uint64(4), st.NextSeq)
-}
-
 // TestBrowserLoginWithAWrongTokenIsRefused.
 func TestBrowserLoginWithAWrongTokenIsRefused(t *testing.T) {
 	ctx := browser(t)
@@ -279,7 +240,7 @@ func TestBrowserLoginWithAWrongTokenIsRefused(t *testing.T) {
 // "Registration 42 · שלום" for stream שלום, id 42).
 func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 	ctx := browser(t)
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	const stream, id = "שלום", "42"
 	_, err := s.Append(t.Context(), stream, journal.Entry{ID: "rtl-1", Kind: "k", ContentType: "application/json", Payload: []byte(`{}`)})
 	require.NoError(t, err)
@@ -289,8 +250,7 @@ func TestBrowserRightToLeftNamesKeepTheirPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, b.Registrations, 1)
 	require.NoError(t, s.Park(t.Context(), b.Registrations[0].Claim(), 1, store.Evidence{At: seedT0, Event: store.EventParked, Seq: 1, Status: 410, Error: "410 Gone"}))
-	_, srv := serve(t, s, testToken, seedView)
-	browserLogin(t, ctx, srv, testToken)
+	srv := browse(t, ctx, s, seedView)
 	key := url.Values{"action": {"unpark"}, "stream": {stream}, "id": {id}}
 	for _, c := range []struct{ path, sel string }{
 		{"/ui/confirm?" + key.Encode(), "main p strong"}, // Registration <strong>stream</strong> · <strong>id</strong>
@@ -321,7 +281,7 @@ func TestScreenshots(t *testing.T) {
 	if *screenshots {
 		dir = filepath.Join("..", "..", "docs", "page")
 	}
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	p, srv := serve(t, s, "", seedView)
 	liveHour(t, s, p)
 	require.NoError(t, seed(t.Context(), s))

@@ -19,9 +19,7 @@ import (
 // their values.
 func TestRotateSecretFromThePageShowsTheNewSecretOnce(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	billing := url.Values{"stream": {"orders/1"}, "id": {"billing"}}
 
 	_, body := get(t, c, srv.URL+"/ui/registration?"+billing.Encode())

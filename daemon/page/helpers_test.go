@@ -6,7 +6,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,34 +15,26 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/pgtest"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 )
 
 const testToken = "t0ken-for-the-page-7Qm3Wn8Er5Ty"
 
-// openStore opens a fresh SQLite store in the test's directory.
-func openStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // TestMain starts a throwaway PostgreSQL for the tests that run on it too.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // stores are the stores the tests that depend on a store's writes run on.
 var stores = map[string]func(t *testing.T) store.Backend{
-	"sqlite":   func(t *testing.T) store.Backend { return openStore(t) },
+	"sqlite":   func(t *testing.T) store.Backend { return seedtest.SQLite(t) },
 	"postgres": func(t *testing.T) store.Backend { return pgtest.NewStore(t) },
 }
 
 // seeded returns a SQLite store filled by seed.Seed.
 func seeded(t *testing.T) *sqlite.Store {
 	t.Helper()
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	require.NoError(t, seed(t.Context(), s))
 	return s
 }
@@ -115,6 +106,16 @@ func csrfOf(t *testing.T, html string) string {
 	m := csrfRE.FindStringSubmatch(html)
 	require.NotNil(t, m, "the page has a form with a CSRF token")
 	return m[1]
+}
+
+// loggedIn serves a Page over s, its clock at seedView, and logs a new
+// client in with the admin token: the server, the client and the session's
+// CSRF token.
+func loggedIn(t *testing.T, s store.Backend) (*httptest.Server, *http.Client, string) {
+	t.Helper()
+	_, srv := serve(t, s, testToken, seedView)
+	c := client(t)
+	return srv, c, login(t, c, srv)
 }
 
 // login logs c in with the admin token and returns a CSRF token of the

@@ -1,9 +1,6 @@
 package page_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/pem"
 	"net/http"
 	"net/url"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -19,11 +17,8 @@ import (
 // newPEM is a fresh Ed25519 private key as PKCS #8 PEM.
 func newPEM(t *testing.T) string {
 	t.Helper()
-	_, k, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	require.NoError(t, err)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	_, p := keytest.Ed25519(t)
+	return string(p)
 }
 
 // pemBody is the base64 body of a PEM (its second line on), which no
@@ -49,15 +44,33 @@ func heldPEM(t *testing.T, s store.ActorKeyStore, id string) string {
 // is cached.
 func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	const id = "https://a.example/u/<b>alice</b>#main-key"
 	first, second := newPEM(t), newPEM(t)
 	noPEM := func(body string) {
 		t.Helper()
 		require.NotContains(t, body, pemBody(first))
 		require.NotContains(t, body, pemBody(second))
+	}
+	held := func() []store.ActorKey {
+		t.Helper()
+		ks, err := s.ActorKeys(t.Context())
+		require.NoError(t, err)
+		return ks
+	}
+	// accepted posts pemText to path, which sends to done, and requires
+	// the one key held to be it, at version.
+	accepted := func(path, done, pemText string, version int) store.ActorKey {
+		t.Helper()
+		resp, body := post(t, c, srv.URL+path, url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {pemText}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+		require.Equal(t, "/ui/keys?done="+done, resp.Header.Get("Location"))
+		ks := held()
+		require.Len(t, ks, 1)
+		require.Equal(t, id, ks[0].ID)
+		require.EqualValues(t, version, ks[0].Version)
+		require.Equal(t, pemText, heldPEM(t, s, id))
+		return ks[0]
 	}
 
 	_, body := get(t, c, srv.URL+"/ui/keys")
@@ -70,37 +83,20 @@ func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	require.Contains(t, body, `value="https://a.example/u/&lt;b&gt;alice&lt;/b&gt;#main-key"`, "the key id typed is kept, escaped")
 	require.NotContains(t, body, "bm90IGEga2V5", "not even a bad PEM is written back")
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
-	ks, err := s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, ks, "a bad PEM stores nothing")
+	require.Empty(t, held(), "a bad PEM stores nothing")
 
-	resp, body = post(t, c, srv.URL+"/ui/keys", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {first}})
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	require.Equal(t, "/ui/keys?done=add-key", resp.Header.Get("Location"))
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Len(t, ks, 1)
-	require.Equal(t, id, ks[0].ID)
-	require.EqualValues(t, 1, ks[0].Version)
-	require.Equal(t, first, heldPEM(t, s, id))
+	added := accepted("/ui/keys", "add-key", first, 1)
 
 	resp, body = get(t, c, srv.URL+"/ui/keys?done=add-key")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, "<bdi>https://a.example/u/&lt;b&gt;alice&lt;/b&gt;#main-key</bdi>")
 	require.Contains(t, body, `id="done"`)
 	// As html/template writes it: a base64 fingerprint may hold '+' (&#43;).
-	require.Contains(t, body, strings.ReplaceAll(ks[0].Fingerprint, "+", "&#43;"))
+	require.Contains(t, body, strings.ReplaceAll(added.Fingerprint, "+", "&#43;"))
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 	noPEM(body)
 
-	resp, body = post(t, c, srv.URL+"/ui/key/rotate", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {second}})
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	require.Equal(t, "/ui/keys?done=rotate-key", resp.Header.Get("Location"))
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Len(t, ks, 1)
-	require.EqualValues(t, 2, ks[0].Version)
-	require.Equal(t, second, heldPEM(t, s, id))
+	accepted("/ui/key/rotate", "rotate-key", second, 2)
 
 	resp, body = post(t, c, srv.URL+"/ui/key/rotate", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {"junk " + first}})
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
@@ -108,31 +104,25 @@ func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	noPEM(body)
 	require.Equal(t, second, heldPEM(t, s, id), "a bad rotation changes nothing")
 
-	_, err = s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
+	_, err := s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
 		Config: push.Config(`{"key_id":"` + "https://a.example/u/\\u003cb\\u003ealice\\u003c/b\\u003e#main-key" + `"}`)})
 	require.NoError(t, err)
 	resp, body = post(t, c, srv.URL+"/ui/key/remove", url.Values{"csrf": {csrf}, "key_id": {id}})
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
 	require.Contains(t, body, "1 registration(s)")
 	noPEM(body)
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Len(t, ks, 1, "refused while a registration signs with it")
+	require.Len(t, held(), 1, "refused while a registration signs with it")
 
 	resp, body = post(t, c, srv.URL+"/ui/key/remove", url.Values{"csrf": {csrf}, "key_id": {id}, "force": {"true"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	require.Equal(t, "/ui/keys?done=remove-key", resp.Header.Get("Location"))
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, ks)
+	require.Empty(t, held())
 
 	resp, body = post(t, c, srv.URL+"/ui/keys", url.Values{"key_id": {id}, "private_key": {first}})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "without the CSRF token: %s", body)
 	resp, body = post(t, c, srv.URL+"/ui/keys", url.Values{"csrf": {csrf}, "key_id": {id}, "private_key": {first}}, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "from another site: %s", body)
-	ks, err = s.ActorKeys(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, ks)
+	require.Empty(t, held())
 }
 
 // TestOnlyAnAdminChangesKeysOnThePage: an operator sees the keys without

@@ -18,9 +18,7 @@ func TestKeysPageListsHeldKeysWithoutTheirPrivateKey(t *testing.T) {
 	const private = "-----BEGIN PRIVATE KEY-----\nPrivateKeyOfAliceNeverShown\n-----END PRIVATE KEY-----\n"
 	require.NoError(t, s.AddActorKey(t.Context(), store.ActorKey{ID: id, PrivateKey: []byte(private), Algorithm: "Ed25519",
 		Fingerprint: "SHA256:fingerprintOfAlice", Created: seedT0}))
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, s)
 
 	resp, body := get(t, c, srv.URL+"/ui/keys")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldpush/herald/daemon/page"
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -51,7 +52,7 @@ func TestLoginSetsAStrictHttpOnlyCookieScopedToThePage(t *testing.T) {
 
 	// A session made under another page's key (another daemon, a restart)
 	// is not accepted.
-	_, other := serve(t, openStore(t), testToken, seedView)
+	_, other := serve(t, seedtest.SQLite(t), testToken, seedView)
 	u, _ := url.Parse(srv.URL + "/ui/")
 	ou, _ := url.Parse(other.URL + "/ui/")
 	c.Jar.SetCookies(ou, c.Jar.Cookies(u))
@@ -79,9 +80,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 // 403 and changes nothing.
 func TestActionWithoutCSRFTokenIsRefused(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	unpark := url.Values{"action": {"unpark"}, "stream": {"orders/1"}, "id": {"crm"}}
 
 	other := client(t)
@@ -138,9 +137,7 @@ func TestActionsWriteEvidenceAsTheCLI(t *testing.T) {
 }
 
 func actionsWriteEvidenceAsTheCLI(t *testing.T, s store.Backend) {
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	key := url.Values{"stream": {"orders/1"}, "id": {"audit"}, "csrf": {csrf}}
 
 	resp, body := get(t, c, srv.URL+"/ui/confirm?"+url.Values{"action": {"skip"}, "stream": {"orders/1"}, "id": {"audit"}, "to_seq": {"3"}, "reason": {"record 1 and 2 are malformed"}}.Encode())
@@ -193,9 +190,7 @@ func actionsWriteEvidenceAsTheCLI(t *testing.T, s store.Backend) {
 // TestNoSecretIsRendered reads every view and finds no token, config
 // secret, URL query or capability path segment.
 func TestNoSecretIsRendered(t *testing.T) {
-	_, srv := serve(t, seeded(t), testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, seeded(t))
 	billing := url.Values{"stream": {"orders/1"}, "id": {"billing"}}
 	for _, path := range []string{"/ui/", "/ui/registrations", "/ui/registration?" + billing.Encode(), "/ui/hosts",
 		"/ui/record?" + url.Values{"id": {"orders/1#1"}}.Encode(),
@@ -221,9 +216,7 @@ func TestTextThatDoesNotPrintIsShownAsItsCodePoint(t *testing.T) {
 	_, err := s.Register(t.Context(), push.Registration{Stream: "orders/1", ID: id, Namespace: "webhook",
 		URL: "https://inbox.example/in"})
 	require.NoError(t, err)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	audit := url.Values{"stream": {"orders/1"}, "id": {"audit"}}
 	odd := url.Values{"stream": {"orders/1"}, "id": {id}}
 	for path, shown := range map[string][]string{
@@ -255,9 +248,7 @@ func TestTextThatDoesNotPrintIsShownAsItsCodePoint(t *testing.T) {
 
 func TestRecordStatusSaysWhoAcknowledged(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, s)
 	resp, body := get(t, c, srv.URL+"/ui/record?"+url.Values{"stream": {"orders/1"}, "seq": {"3"}}.Encode())
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, "Acknowledged by 1, not yet by 4.", "archive is past #3; billing, audit, crm and mirror are not")
@@ -269,9 +260,7 @@ func TestRecordStatusSaysWhoAcknowledged(t *testing.T) {
 }
 
 func TestRegistrationsFilterByState(t *testing.T) {
-	_, srv := serve(t, seeded(t), testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, seeded(t))
 	for state, want := range map[string][]string{
 		"parked": {"crm", "legacy"}, "held": {"mirror"}, "retrying": {"audit"}, "idle": {"archive"},
 		"ready": {"billing", "events", "registration?id=x&amp;"},
@@ -353,9 +342,7 @@ func TestSessionsEndAfterTwelveHoursAndAtLogout(t *testing.T) {
 // view say so where the next attempt goes, never the instant stored with
 // it; a retrying one shows its instant.
 func TestParkedRowsShowNoNextAttempt(t *testing.T) {
-	_, srv := serve(t, seeded(t), testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, seeded(t))
 	cells := regexp.MustCompile(`<td class="next-attempt">([^<]*)</td>`)
 	resp, body := get(t, c, srv.URL+"/ui/registrations?state=parked")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
@@ -399,9 +386,7 @@ func TestHeadIsAnsweredAsGet(t *testing.T) {
 // A registration's view shows its retention bound, and says when it is the
 // namespace's default.
 func TestRegistrationShowsItsRetentionBound(t *testing.T) {
-	_, srv := serve(t, seeded(t), testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, seeded(t))
 	cell := regexp.MustCompile(`<td id="retain-max">(.*?)</td>`)
 	resp, body := get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=audit")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
@@ -422,9 +407,7 @@ func TestRegistrationsListSubscriptions(t *testing.T) {
 	_, err = s.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/43/", ID: "t43", Namespace: "webhook", URL: "https://t43.example/",
 		Retry: store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 2 * time.Hour}, For: 72 * time.Hour}})
 	require.NoError(t, err)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, s)
 	resp, body := get(t, c, srv.URL+"/ui/registrations")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Regexp(t, `<tr><td><bdi>tenant/42/</bdi></td><td><bdi>t42</bdi></td><td>webhook</td><td>t42.example:443</td><td>start</td><td>90d</td><td class="retry">the namespace's</td><td class="streams">1</td></tr>`, body)
@@ -447,9 +430,7 @@ func TestAnActivityPubRegistrationShowsItsSignatureScheme(t *testing.T) {
 			URL: "https://remote.example/inbox/" + id, Config: push.Config(cfg)})
 		require.NoError(t, err)
 	}
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	login(t, c, srv)
+	srv, c, _ := loggedIn(t, s)
 	for id, want := range map[string]string{
 		"pinned": `<td id="signature-scheme">cavage (pinned)</td>`,
 		"auto":   `<td id="signature-scheme">auto: RFC 9421 first, draft-cavage when the host refuses it</td>`,
@@ -468,9 +449,7 @@ func TestAnActivityPubRegistrationShowsItsSignatureScheme(t *testing.T) {
 // store, the view shows it paused and offers resume, which resumes it.
 func TestPauseAndResumeFromThePage(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 	_, body := get(t, c, srv.URL+"/ui/registration?stream=orders/1&id=crm")
 	require.Contains(t, body, `id="pause"`)
 	require.NotContains(t, body, `id="resume"`)

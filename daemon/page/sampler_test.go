@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 )
@@ -19,7 +20,7 @@ var polylineRE = regexp.MustCompile(`<polyline points="([^"]*)"`)
 // samples at explicit instants around a sweep that delivered 4 records,
 // deliveries/s and records behind show what happened.
 func TestChartsComeFromSamplesOnTheDaemonsClock(t *testing.T) {
-	s := openStore(t)
+	s := seedtest.SQLite(t)
 	rcv := newReceiver(t, http.StatusNoContent)
 	for i := range 4 {
 		_, err := s.Append(t.Context(), "orders/9", journal.Entry{ID: "o9-" + string(rune('a'+i)), Kind: "k", Payload: []byte(`{}`)})

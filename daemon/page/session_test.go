@@ -1,20 +1,18 @@
 package page_test
 
 import (
-	"bytes"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/logtest"
 )
 
 // Logging out ends the session on the server: the cookie the browser had,
@@ -50,9 +48,9 @@ func TestLogoutEndsTheSessionServerSide(t *testing.T) {
 // failure and the throttle are logged; the right token still logs in from
 // another address.
 func TestLoginGuessesAreThrottledPerClient(t *testing.T) {
-	var logs syncWriter
+	var logs logtest.Buffer
 	p, err := page.New(page.Options{Store: seeded(t), Token: testToken, Now: func() time.Time { return seedView },
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Logger: logs.Logger()})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", p)
@@ -82,24 +80,6 @@ func TestLoginGuessesAreThrottledPerClient(t *testing.T) {
 	require.Equal(t, 1, strings.Count(log, "too many failed authentications"), log)
 	require.Contains(t, log, "client=127.0.0.3/32")
 	require.NotContains(t, log, testToken)
-}
-
-// syncWriter is a log that the test reads while the server may write.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // from is a client (as client) whose connections come from the loopback

@@ -19,9 +19,7 @@ var secretRE = regexp.MustCompile(`<pre id="secret">(hrt_[A-Za-z0-9_-]+)</pre>`)
 // a token that is not an admin's is refused the view.
 func TestAdminMakesAndRevokesTokensOnThePage(t *testing.T) {
 	s := seeded(t)
-	_, srv := serve(t, s, testToken, seedView)
-	c := client(t)
-	csrf := login(t, c, srv)
+	srv, c, csrf := loggedIn(t, s)
 
 	resp, body := post(t, c, srv.URL+"/ui/tokens", url.Values{"csrf": {csrf}, "name": {"tenant 2"}, "role": {"operator"}, "scope": {"orders/2\r\n\r\n"}})
 	require.Equal(t, http.StatusCreated, resp.StatusCode, body)

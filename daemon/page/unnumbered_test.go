@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/pgtest"
-	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 )
 
 // The overview counts the records committed but not yet numbered, and asks
@@ -17,10 +15,7 @@ import (
 // registration that will get it, where it answered 404.
 func TestThePageShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	ctx := t.Context()
-	s := pgtest.NewStore(t)
-	_, err := s.Register(ctx, push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/"})
-	require.NoError(t, err)
-	pgtest.AppendUnnumbered(t, s, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)}, journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
+	s := pgtest.Backlog(t)
 	// The page's clock a minute after the append: the records waited long.
 	_, srv := serve(t, s, testToken, time.Now().Add(time.Minute))
 	c := client(t)
@@ -37,7 +32,7 @@ func TestThePageShowsRecordsWaitingToBeNumbered(t *testing.T) {
 	require.Contains(t, body, "Acknowledged by 0, not yet by 1.")
 	require.Contains(t, body, "billing")
 
-	_, err = s.Sequence(ctx)
+	_, err := s.Sequence(ctx)
 	require.NoError(t, err)
 	_, body = get(t, c, srv.URL+"/ui/")
 	require.NotContains(t, body, `id="unnumbered"`)

@@ -264,11 +264,20 @@ func (f *faults) mixed(_ uint64, attempt int) answer {
 	return pool[f.s.intN(len(pool))]
 }
 
-func (f *faults) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	reg := f.regs[req.URL.Path]
-	if reg == nil {
-		f.ledger.Problem("a request for %q, which no registration names", req.URL.Path)
+// named is the registration of regs that req's path names; for a path no
+// registration names, a receiver's request is a problem of l, answered 404.
+func named[R any](l *Ledger, regs map[string]R, w http.ResponseWriter, req *http.Request) (R, bool) {
+	r, ok := regs[req.URL.Path]
+	if !ok {
+		l.Problem("a request for %q, which no registration names", req.URL.Path)
 		http.Error(w, "unknown", http.StatusNotFound)
+	}
+	return r, ok
+}
+
+func (f *faults) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	reg, ok := named(f.ledger, f.regs, w, req)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))

@@ -125,10 +125,8 @@ func (s *scenario) newFleet(ctx context.Context, plan CrashPlan, prefix string) 
 // webhook-timestamp: the instant of the turn's claim). It counts each
 // registration's requests in flight at once.
 func (f *fleet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	r := f.byPath[req.URL.Path]
-	if r == nil {
-		f.ledger.Problem("a request for %q, which no registration names", req.URL.Path)
-		http.Error(w, "unknown", http.StatusNotFound)
+	r, ok := named(f.ledger, f.byPath, w, req)
+	if !ok {
 		return
 	}
 	f.mu.Lock()

@@ -16,6 +16,7 @@ import (
 
 	"strconv"
 
+	"github.com/heraldpush/herald/internal/bintest"
 	"github.com/heraldpush/herald/internal/pgtest"
 	"github.com/heraldpush/herald/seal"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin, err = Build(dir)
+	bin, err = bintest.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
@@ -334,22 +335,23 @@ type FaultPlan struct {
 var windows = []int{1, 4, 16}
 
 var modes = map[string]Mode{
-	"short": {
-		Name: "short",
-		Crash: CrashPlan{Workers: 3, Streams: 60, RegsPerStream: 2, RecordsPerStream: 40, Rounds: 2,
-			Kills: 10, DrainPage: 16, Lease: 3 * time.Second, Stall: 60 * time.Second, Windows: windows, MaxPerHost: 64},
-		Restart: CrashPlan{Workers: 2, Streams: 40, RegsPerStream: 2, RecordsPerStream: 30, Rounds: 6,
-			Restarts: 2, DrainPage: 16, Lease: 3 * time.Second, Stall: 90 * time.Second, Windows: windows, MaxPerHost: 64},
-		Faults: FaultPlan{PerProfile: 1, Records: 4},
-	},
-	"long": {
-		Name: "long",
-		Crash: CrashPlan{Workers: 4, Streams: 500, RegsPerStream: 2, RecordsPerStream: 200, Rounds: 5,
-			Kills: 300, DrainPage: 25, Lease: 5 * time.Second, Stall: 3 * time.Minute, Windows: windows, MaxPerHost: 64},
-		Restart: CrashPlan{Workers: 4, Streams: 200, RegsPerStream: 2, RecordsPerStream: 100, Rounds: 20,
-			Restarts: 3, DrainPage: 25, Lease: 5 * time.Second, Stall: 3 * time.Minute, Windows: windows, MaxPerHost: 64},
-		Faults: FaultPlan{PerProfile: 4, Records: 6},
-	},
+	"short": newMode("short", 16, 3*time.Second,
+		CrashPlan{Workers: 3, Streams: 60, RegsPerStream: 2, RecordsPerStream: 40, Rounds: 2, Kills: 10, Stall: 60 * time.Second},
+		CrashPlan{Workers: 2, Streams: 40, RegsPerStream: 2, RecordsPerStream: 30, Rounds: 6, Restarts: 2, Stall: 90 * time.Second},
+		FaultPlan{PerProfile: 1, Records: 4}),
+	"long": newMode("long", 25, 5*time.Second,
+		CrashPlan{Workers: 4, Streams: 500, RegsPerStream: 2, RecordsPerStream: 200, Rounds: 5, Kills: 300, Stall: 3 * time.Minute},
+		CrashPlan{Workers: 4, Streams: 200, RegsPerStream: 2, RecordsPerStream: 100, Rounds: 20, Restarts: 3, Stall: 3 * time.Minute},
+		FaultPlan{PerProfile: 4, Records: 6}),
+}
+
+// newMode is the mode name whose crash and restart plans share a drain
+// page, a lease, the windows and a --max-per-host of 64.
+func newMode(name string, page int, lease time.Duration, crash, restart CrashPlan, faults FaultPlan) Mode {
+	for _, p := range []*CrashPlan{&crash, &restart} {
+		p.DrainPage, p.Lease, p.Windows, p.MaxPerHost = page, lease, windows, 64
+	}
+	return Mode{Name: name, Crash: crash, Restart: restart, Faults: faults}
 }
 
 // modeFromEnv returns the mode and seed the environment asks for. A mode

@@ -306,12 +306,12 @@ func TestAttributeAcknowledgedAfterTheKill(t *testing.T) {
 // before it, is still unexplained.
 func TestAfterLostLeases(t *testing.T) {
 	l := NewLedger()
-	ackTurns(l, "a", turnAcks("100", seqRange(1, 20))...)
-	ackTurns(l, "a", turnAcks("104", seqRange(21, 36))...) // fenced out
-	ackTurns(l, "a", turnAcks("108", seqRange(21, 40))...) // took it over
-	ackTurns(l, "a", turnAcks("112", seqRange(38, 40))...) // went back on its own
-	ackTurns(l, "b", turnAcks("104", seqRange(1, 8))...)
-	ackTurns(l, "b", turnAcks("108", seqRange(5, 8))...) // b's own turn 104 kept its lease
+	ackTurns(l, "a", turnSeqs("100", seqRange(1, 20)...)...)
+	ackTurns(l, "a", turnSeqs("104", seqRange(21, 36)...)...) // fenced out
+	ackTurns(l, "a", turnSeqs("108", seqRange(21, 40)...)...) // took it over
+	ackTurns(l, "a", turnSeqs("112", seqRange(38, 40)...)...) // went back on its own
+	ackTurns(l, "b", turnSeqs("104", seqRange(1, 8)...)...)
+	ackTurns(l, "b", turnSeqs("108", seqRange(5, 8)...)...) // b's own turn 104 kept its lease
 	v := l.Check(map[string]Expect{"a": {Head: 40, Window: 16}, "b": {Head: 8, Window: 16}}, 16)
 	require.Empty(t, v.Problems)
 	require.Len(t, v.Restarts, 3)
@@ -321,14 +321,6 @@ func TestAfterLostLeases(t *testing.T) {
 	require.Equal(t, []Restart{v.Restarts[1], v.Restarts[2]}, others)
 	_, _, unexplained, _ := Attribute(others, nil, 16)
 	require.Equal(t, others, unexplained, "no kill, no lost lease: unexplained")
-}
-
-func turnAcks(turn string, seqs []uint64) []turnAck {
-	out := make([]turnAck, len(seqs))
-	for i, s := range seqs {
-		out[i] = turnAck{seq: s, turn: turn}
-	}
-	return out
 }
 
 func TestLedgerRecordsTheEpochsAroundARestart(t *testing.T) {
@@ -344,16 +336,9 @@ func TestLedgerOneRestartAcrossTheTurnsThatReplayIt(t *testing.T) {
 	// 1..3 and saves 4 (its budget spent); turn C goes on from 4 past the
 	// top. One restart, explained by the kill between A and B.
 	l := NewLedger()
-	for s := uint64(1); s <= 16; s++ {
-		l.AckTurn("a", s, "A")
-	}
-	l.NextEpoch()
-	for s := uint64(1); s <= 3; s++ {
-		l.AckTurn("a", s, "B")
-	}
-	for s := uint64(4); s <= 20; s++ {
-		l.AckTurn("a", s, "C")
-	}
+	replayed := turnSeqs("B", seqRange(1, 3)...)
+	replayed[0].kill = true
+	ackTurns(l, "a", slices.Concat(turnSeqs("A", seqRange(1, 16)...), replayed, turnSeqs("C", seqRange(4, 20)...))...)
 	v := l.Check(map[string]Expect{"a": {Head: 20}}, 16)
 	require.Empty(t, v.Problems)
 	require.Equal(t, []Restart{{Reg: "a", Index: 16, Epoch: 1, PrevEpoch: 0, PrevTurn: "A", From: 1, Top: 16, Redelivered: 16}}, v.Restarts)
@@ -363,16 +348,9 @@ func TestLedgerOneRestartAcrossTheTurnsThatReplayIt(t *testing.T) {
 	// A turn that starts below where the replay before it stopped sends
 	// records again on its own account: a restart of its own.
 	l = NewLedger()
-	for s := uint64(1); s <= 16; s++ {
-		l.AckTurn("a", s, "A")
-	}
-	l.NextEpoch()
-	for s := uint64(1); s <= 3; s++ {
-		l.AckTurn("a", s, "B")
-	}
-	for s := uint64(2); s <= 20; s++ {
-		l.AckTurn("a", s, "C")
-	}
+	replayed = turnSeqs("B", seqRange(1, 3)...)
+	replayed[0].kill = true
+	ackTurns(l, "a", slices.Concat(turnSeqs("A", seqRange(1, 16)...), replayed, turnSeqs("C", seqRange(2, 20)...))...)
 	v = l.Check(map[string]Expect{"a": {Head: 20}}, 16)
 	require.Len(t, v.Restarts, 2)
 	require.Equal(t, Restart{Reg: "a", Index: 19, Epoch: 1, PrevEpoch: 1, PrevTurn: "B", From: 2, Top: 16, Redelivered: 15}, v.Restarts[1])

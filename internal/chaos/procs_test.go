@@ -13,18 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// Build compiles the herald command into dir and returns the binary's path.
-func Build(dir string) (string, error) {
-	bin := filepath.Join(dir, "herald")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/heraldpush/herald/cmd/herald")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("build herald: %v\n%s", err, out)
-	}
-	return bin, nil
-}
+	"github.com/heraldpush/herald/internal/bintest"
+)
 
 // cli runs the herald binary against one database, as an operator would,
 // and keeps everything it printed in a transcript.
@@ -70,19 +61,9 @@ func (c *cli) run(stdin string, args ...string) result {
 	cmd := exec.Command(c.bin, full...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), c.env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		c.t.Fatalf("run herald %s: %v", quoteArgs(args), err)
-	}
-	r := result{args: args, stdout: out.String(), stderr: errb.String(), code: code}
-	c.tr.add("herald "+quoteArgs(args), out.Bytes(), errb.Bytes())
-	return r
+	stdout, stderr, code := bintest.Run(c.t, cmd, stdin)
+	c.tr.add("herald "+quoteArgs(args), []byte(stdout), []byte(stderr))
+	return result{args: args, stdout: stdout, stderr: stderr, code: code}
 }
 
 // ok runs a command that must exit 0 and returns its stdout.

@@ -25,11 +25,23 @@ type cliRun struct {
 // runCLI runs the command on the SQLite file db (a path) with stdin.
 func runCLI(t *testing.T, db, stdin string, args ...string) cliRun {
 	t.Helper()
+	return runIn(db, stdin, nil, args...)
+}
+
+// runEnv runs the command on db with the environment env.
+func runEnv(t *testing.T, db string, env map[string]string, args ...string) cliRun {
+	t.Helper()
+	return runIn(db, "", env, args...)
+}
+
+// runIn runs the command on db (none when empty) with stdin and the
+// environment env.
+func runIn(db, stdin string, env map[string]string, args ...string) cliRun {
 	var out, errb bytes.Buffer
 	if db != "" {
 		args = append([]string{"--database", "sqlite:" + db}, args...)
 	}
-	code := Main(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}, func(string) string { return "" })
+	code := Main(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}, func(name string) string { return env[name] })
 	return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
 }
 

@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,14 +14,7 @@ import (
 // registerEverySecret registers one receiver of each namespace with its
 // secrets in the SQLite file db and returns the secrets.
 func registerEverySecret(t *testing.T, db string) []string {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	keyFile := filepath.Join(t.TempDir(), "alice.pem")
-	require.NoError(t, os.WriteFile(keyFile, keyPEM, 0o600))
-	pemLine := strings.Split(string(keyPEM), "\n")[5] // a line of the key's body
+	keyFile, pemLine := rsaKeyFile(t, "alice.pem")
 
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "wh", "--namespace", "webhook", "--url", "https://r.example/wh", "--secret", goodSecret)
 	heraldOK(t, db, "", "register", "--stream", "s", "--id", "ce", "--namespace", "cloudevents", "--url", "https://r.example/ce",

@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/internal/operator"
 )
 
 // rsaKeyFile writes a new 2048-bit RSA key, PKCS#8 PEM, and returns its
 // path and a line of its body (what must never be printed).
 func rsaKeyFile(t *testing.T, name string) (string, string) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	_, keyPEM := keytest.RSA(t)
 	path := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(path, keyPEM, 0o600))
 	return path, strings.Split(string(keyPEM), "\n")[5]

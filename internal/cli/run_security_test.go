@@ -1,47 +1,27 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-// runEnv runs the command on db with the environment env.
-func runEnv(t *testing.T, db string, env map[string]string, args ...string) cliRun {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), append([]string{"--database", "sqlite:" + db}, args...),
-		Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(name string) string { return env[name] })
-	return cliRun{stdout: out.String(), stderr: errb.String(), code: code}
-}
+	"github.com/heraldpush/herald/internal/keytest"
+)
 
 // certPair writes a self-signed certificate for 127.0.0.1 and its key in
 // dir.
 func certPair(t *testing.T, dir string) (certFile, keyFile string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
+	certPEM, keyPEM := keytest.SelfSigned(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)})
 	certFile, keyFile = filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600))
+	require.NoError(t, os.WriteFile(certFile, certPEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, keyPEM, 0o600))
 	return certFile, keyFile
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store/postgres"
 )
@@ -148,6 +149,19 @@ func AppendUnnumbered(tb testing.TB, s *postgres.Store, stream string, entries .
 	if err != nil {
 		tb.Fatalf("pgtest: append to %s: %v", stream, err)
 	}
+}
+
+// Backlog is a fresh store (NewStore) in which "billing" is a webhook
+// registration on stream orders/1 and two records of it, evt-1 and evt-2,
+// wait to be numbered (AppendUnnumbered).
+func Backlog(tb testing.TB) *postgres.Store {
+	tb.Helper()
+	s := NewStore(tb)
+	if _, err := s.Register(context.Background(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/"}); err != nil {
+		tb.Fatalf("pgtest: register billing: %v", err)
+	}
+	AppendUnnumbered(tb, s, "orders/1", journal.Entry{ID: "evt-1", Kind: "k", Payload: []byte(`{}`)}, journal.Entry{ID: "evt-2", Kind: "k", Payload: []byte(`{}`)})
+	return s
 }
 
 // Dump returns pg_dump's plain SQL of the database at url, every table's

@@ -1,5 +1,6 @@
-// Package seedtest makes the SQLite database that the tests of herald's host
-// views (`herald hosts`, the daemon's admin API) share. Only tests import it.
+// Package seedtest makes the SQLite databases that herald's tests share: a
+// fresh one, and the one of the host views (`herald hosts`, the daemon's
+// admin API). Only tests import it.
 package seedtest
 
 import (
@@ -18,6 +19,16 @@ import (
 // Hostile is a host-level failure's text with an escape sequence and a
 // line break, which a terminal must not see raw.
 const Hostile = "timeout: \x1b[2J\x1b[31mowned\nsecond line"
+
+// SQLite is a fresh SQLite store in the test's directory, closed when the
+// test ends.
+func SQLite(tb testing.TB) *sqlite.Store {
+	tb.Helper()
+	s, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "herald.db"))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
 
 // DownHostDB returns the path of a SQLite database in which
 // down.example:443 is down (three host-level failures, a minute apart from

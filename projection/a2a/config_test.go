@@ -1,18 +1,14 @@
 package a2a_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store/memory"
 )
 
 const (
@@ -72,18 +68,9 @@ func TestConfigRedactsSecrets(t *testing.T) {
 // TestRegisterValidatesConfig: a worker refuses a registration whose config
 // is bad, naming the key, and stores a good one.
 func TestRegisterValidatesConfig(t *testing.T) {
-	w := projtest.Worker(t, memory.New(), a2a.New())
-	reg := push.Registration{Stream: "task/1", ID: "push-1", URL: "https://client.example/hook",
-		Config: push.Config(`{"auth_scheme":"Bearer","token":"` + token + `"}`)}
-	_, err := w.Register(context.Background(), reg)
-	var inv *journal.InvalidError
-	if !errors.As(err, &inv) || inv.Field != "config.credentials" {
-		t.Fatalf("Register with a scheme and no credentials: %v, want an invalid config.credentials", err)
-	}
-	reg.Config = push.Config(`{"auth_scheme":"Bearer","credentials":"` + credentials + `","token":"` + token + `"}`)
-	if _, err := w.Register(context.Background(), reg); err != nil {
-		t.Fatalf("Register with a good config: %v", err)
-	}
+	projtest.RegisterValidates(t, a2a.New(), push.Registration{Stream: "task/1", ID: "push-1", URL: "https://client.example/hook"},
+		`{"auth_scheme":"Bearer","token":"`+token+`"}`, "config.credentials",
+		`{"auth_scheme":"Bearer","credentials":"`+credentials+`","token":"`+token+`"}`)
 }
 
 // FuzzParseConfig: an A2A push config comes from the client that asked

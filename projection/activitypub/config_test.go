@@ -2,9 +2,6 @@ package activitypub
 
 import (
 	"cmp"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -17,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
@@ -110,15 +108,8 @@ func TestConfigErrorsNameTheFieldAndHideTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	smallPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(small)}))
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ecDER, err := x509.MarshalPKCS8PrivateKey(ec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ecPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: ecDER}))
+	ec, ecKeyPEM := keytest.ECDSA(t)
+	ecPEM := string(ecKeyPEM)
 	pubDER, err := x509.MarshalPKIXPublicKey(&ec.PublicKey)
 	if err != nil {
 		t.Fatal(err)
@@ -165,15 +156,8 @@ func TestConfigErrorsNameTheFieldAndHideTheKey(t *testing.T) {
 // edPEM is a new Ed25519 key, PKCS#8 PEM.
 func edPEM(t testing.TB) string {
 	t.Helper()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	_, p := keytest.Ed25519(t)
+	return string(p)
 }
 
 // TestSchemesFollowTheKeyAndThePin: an RSA key knocks twice unless

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -153,15 +153,8 @@ func TestFedifyVerifiesBothSchemesKnockingOncePerHost(t *testing.T) {
 	ctx := context.Background()
 	inbox9421, inboxCavage, seen := fedify(t)
 	alicePEM, alicePub := testKey(t)
-	edPub, edKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(edKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evePEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	edKey, eveKeyPEM := keytest.Ed25519(t)
+	edPub, evePEM := edKey.Public().(ed25519.PublicKey), string(eveKeyPEM)
 	base := actors(t, alicePub, edPub)
 	alice, eve := base+"/users/alice", base+"/users/eve"
 

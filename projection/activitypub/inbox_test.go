@@ -7,14 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,12 +25,9 @@ import (
 // inbox is a receiving server that checks every delivery as a careful
 // fediverse server does, answering 202 or 401 with the reason.
 type inbox struct {
-	srv   *httptest.Server
+	*projtest.Receiver[received]
 	pub   *rsa.PublicKey
 	clock time.Time // the receiver's "now"
-
-	mu  sync.Mutex
-	got []received
 }
 
 type received struct {
@@ -45,33 +39,18 @@ type received struct {
 func newInbox(t *testing.T, clock time.Time) *inbox {
 	_, pub := testKey(t)
 	in := &inbox{pub: pub, clock: clock}
-	in.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = in.check(r, body)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
+	in.Receiver = projtest.NewReceiver(t, http.StatusAccepted, func(r *http.Request, body []byte) (received, error) {
+		if err := in.check(r, body); err != nil {
+			return received{}, err
 		}
 		var act map[string]any
 		_ = json.Unmarshal(body, &act)
-		in.mu.Lock()
-		in.got = append(in.got, received{header: r.Header.Clone(), body: body, activity: act})
-		in.mu.Unlock()
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	t.Cleanup(in.srv.Close)
+		return received{header: r.Header.Clone(), body: body, activity: act}, nil
+	})
 	return in
 }
 
-func (in *inbox) url(path string) string { return in.srv.URL + path }
-
-func (in *inbox) received() []received {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]received(nil), in.got...)
-}
+func (in *inbox) url(path string) string { return in.URL + path }
 
 // check verifies what Mastodon verifies of a delivery.
 func (in *inbox) check(r *http.Request, body []byte) error {
@@ -208,7 +187,7 @@ func TestCorpusActivitiesDelivered(t *testing.T) {
 		if out := projtest.Deliver(t, reg.URL, msg, at); !out.OK() || out.Status != http.StatusAccepted {
 			t.Fatalf("%s: delivery: %s", name, projtest.Failure(out))
 		}
-		got := in.received()
+		got := in.Received()
 		want := make(map[string]any, len(act))
 		for k, v := range act {
 			if k != "bto" && k != "bcc" {
@@ -227,7 +206,7 @@ func TestCorpusActivitiesDelivered(t *testing.T) {
 			t.Errorf("%s: delivered activity differs beyond bto/bcc:\n got %v\nwant %v", name, last, want)
 		}
 	}
-	if n := len(in.received()); n != len(activities) {
+	if n := len(in.Received()); n != len(activities) {
 		t.Fatalf("inbox accepted %d of %d activities", n, len(activities))
 	}
 	if !sawHidden {
@@ -349,7 +328,7 @@ func TestRetryIsResignedWithAFreshDate(t *testing.T) {
 	if out := projtest.Deliver(t, reg.URL, msg, retry); !out.OK() || out.Status != http.StatusAccepted {
 		t.Fatalf("retry: %s", projtest.Failure(out))
 	}
-	got := in.received()
+	got := in.Received()
 	if len(got) != 1 || got[0].header.Get("Date") != retry.Format(http.TimeFormat) {
 		t.Fatalf("accepted %d deliveries, Date %q; want the retry's %q", len(got), got[0].header.Get("Date"), retry.Format(http.TimeFormat))
 	}

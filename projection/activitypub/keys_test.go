@@ -4,13 +4,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
@@ -31,15 +30,8 @@ func heldConfig(t testing.TB) push.Config {
 
 func rsaPEM(t testing.TB) (string, *rsa.PublicKey) {
 	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), &k.PublicKey
+	k, p := keytest.RSA(t)
+	return string(p), &k.PublicKey
 }
 
 func addKey(t testing.TB, ks store.ActorKeyStore, id, pemText string) {

@@ -136,7 +136,7 @@ func TestWorkerDeliversInOrderAndAdvances(t *testing.T) {
 		t.Fatalf("report %+v: want 4 records, 3 deliveries, no retries", rep)
 	}
 	var ids []string
-	for _, r := range in.received() {
+	for _, r := range in.Received() {
 		ids = append(ids, r.activity["type"].(string))
 		if r.header.Get("Date") != at.Format(http.TimeFormat) {
 			t.Errorf("Date %q, want the sweep's at %q", r.header.Get("Date"), at.Format(http.TimeFormat))

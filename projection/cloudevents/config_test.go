@@ -1,18 +1,14 @@
 package cloudevents_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/cloudevents"
 	"github.com/heraldpush/herald/projection/internal/projtest"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store/memory"
 )
 
 const secret = "s3cr3t-bearer-value"
@@ -70,17 +66,8 @@ func TestConfigRedactsToken(t *testing.T) {
 // TestRegisterValidatesConfig: a worker refuses a registration whose config
 // is bad, naming the key, and stores a good one.
 func TestRegisterValidatesConfig(t *testing.T) {
-	w := projtest.Worker(t, memory.New(), cloudevents.New())
-	reg := registration(`{"token":"` + secret + `"}`)
-	_, err := w.Register(context.Background(), reg)
-	var inv *journal.InvalidError
-	if !errors.As(err, &inv) || inv.Field != "config.source" {
-		t.Fatalf("Register with no source: %v, want an invalid config.source", err)
-	}
-	reg.Config = push.Config(`{"source":"/orders","token":"` + secret + `"}`)
-	if _, err := w.Register(context.Background(), reg); err != nil {
-		t.Fatalf("Register with a good config: %v", err)
-	}
+	projtest.RegisterValidates(t, cloudevents.New(), registration(""),
+		`{"token":"`+secret+`"}`, "config.source", `{"source":"/orders","token":"`+secret+`"}`)
 }
 
 // FuzzParseConfig: a registration's config is outside input (see

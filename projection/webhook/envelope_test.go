@@ -33,8 +33,8 @@ func TestEnvelopeOffAndOnVerifyWithTheLibrary(t *testing.T) {
 	}
 	raw, env := newReceiver(t, secretA), newReceiver(t, secretA)
 	w := projtest.Worker(t, db, New(),
-		push.Registration{Stream: "order/1001", ID: "raw", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
-		push.Registration{Stream: "order/1001", ID: "envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
+		push.Registration{Stream: "order/1001", ID: "raw", Namespace: Namespace, URL: raw.URL, Config: config(t, false, secretA)},
+		push.Registration{Stream: "order/1001", ID: "envelope", Namespace: Namespace, URL: env.URL, Config: config(t, true, secretA)})
 	rep, err := w.RunOnce(ctx, time.Now(), 10) // the library checks webhook-timestamp against its clock
 	if err != nil || rep.Deliveries != 4 || rep.Retries+rep.Parked != 0 {
 		t.Fatalf("sweep: %+v, %v; want 4 verified deliveries", rep, err)
@@ -58,11 +58,11 @@ func TestEnvelopeOffAndOnVerifyWithTheLibrary(t *testing.T) {
 			}
 		}
 	}
-	check("without the envelope", raw.received(), []want{
+	check("without the envelope", raw.Received(), []want{
 		{"application/json", "order.created", "1", "{\"id\": 1001,\n \"total\": 42}\n"},
 		{"text/csv", "order.invoice", "2", "id,total\n1001,42\n"},
 	})
-	check("with the envelope", env.received(), []want{
+	check("with the envelope", env.Received(), []want{
 		{"application/json", "order.created", "1",
 			"{\"type\":\"order.created\",\"timestamp\":\"2026-03-15T10:00:00.123456Z\",\"data\":{\"id\": 1001,\n \"total\": 42}}"},
 		{"application/json", "order.invoice", "2",
@@ -168,8 +168,8 @@ func TestParkedEventReachesAWebhookReceiverWithItsKind(t *testing.T) {
 	}
 	w := projtest.Worker(t, db, New(),
 		push.Registration{Stream: "orders", ID: "gone", Namespace: Namespace, URL: goneSrv.URL, Config: config(t, false, secretA)},
-		push.Registration{Stream: store.EventsStream, ID: "ops", Namespace: Namespace, URL: raw.srv.URL, Config: config(t, false, secretA)},
-		push.Registration{Stream: store.EventsStream, ID: "ops-envelope", Namespace: Namespace, URL: env.srv.URL, Config: config(t, true, secretA)})
+		push.Registration{Stream: store.EventsStream, ID: "ops", Namespace: Namespace, URL: raw.URL, Config: config(t, false, secretA)},
+		push.Registration{Stream: store.EventsStream, ID: "ops-envelope", Namespace: Namespace, URL: env.URL, Config: config(t, true, secretA)})
 	now := time.Now() // the library checks webhook-timestamp against its clock
 	if rep, err := w.RunOnce(ctx, now, 10); err != nil || rep.Parked != 1 {
 		t.Fatalf("first sweep: %+v, %v; want the 410 parked", rep, err)
@@ -179,7 +179,7 @@ func TestParkedEventReachesAWebhookReceiverWithItsKind(t *testing.T) {
 	}
 
 	for name, rc := range map[string]*receiver{"without the envelope": raw, "with the envelope": env} {
-		got := rc.received()
+		got := rc.Received()
 		if len(got) != 1 {
 			t.Fatalf("%s: %d deliveries, want 1", name, len(got))
 		}

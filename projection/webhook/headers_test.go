@@ -87,7 +87,7 @@ func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
 		if _, err := db.Append(ctx, stream, journal.Entry{ID: "evt-" + strconv.Itoa(i), Kind: kinds[i], Payload: []byte(`{}`)}); err != nil {
 			t.Fatalf("journal refused %q: %v", stream, err)
 		}
-		if _, err := w.Register(ctx, push.Registration{Stream: stream, ID: "r", Namespace: Namespace, URL: rc.srv.URL, Config: config(t, false, secretA)}); err != nil {
+		if _, err := w.Register(ctx, push.Registration{Stream: stream, ID: "r", Namespace: Namespace, URL: rc.URL, Config: config(t, false, secretA)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +96,7 @@ func TestHostileStreamsAndKindsMakeValidHeaders(t *testing.T) {
 		t.Fatalf("sweep: %+v, %v; want %d deliveries", rep, err, len(streams))
 	}
 	seen := map[string]string{}
-	for _, d := range rc.received() {
+	for _, d := range rc.Received() {
 		k, s, seq := d.header.Get(HeaderKind), d.header.Get(HeaderStream), d.header.Get(HeaderSeq)
 		for _, v := range []string{k, s} {
 			if !isPrintableASCII(v) || strings.Contains(v, `"`) {

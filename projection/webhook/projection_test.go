@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,12 +34,7 @@ func registration(url string, cfg push.Config) push.Registration {
 // receiver verifies every webhook with the Standard Webhooks library, once
 // per secret it knows, each on its own (as a consumer holding only that
 // secret would), and answers 204 or 401 with the reason.
-type receiver struct {
-	srv *httptest.Server
-
-	mu  sync.Mutex
-	got []delivery
-}
+type receiver = projtest.Receiver[delivery]
 
 type delivery struct {
 	header http.Header
@@ -57,34 +50,14 @@ func newReceiver(t *testing.T, secrets ...string) *receiver {
 		}
 		verifiers = append(verifiers, wh)
 	}
-	rc := &receiver{}
-	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
+	return projtest.NewReceiver(t, http.StatusNoContent, func(r *http.Request, body []byte) (delivery, error) {
 		for i, wh := range verifiers {
-			if err != nil {
-				break
-			}
-			if verr := wh.Verify(body, r.Header); verr != nil {
-				err = fmt.Errorf("secret %d: %w", i, verr)
+			if err := wh.Verify(body, r.Header); err != nil {
+				return delivery{}, fmt.Errorf("secret %d: %w", i, err)
 			}
 		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		rc.mu.Lock()
-		rc.got = append(rc.got, delivery{header: r.Header.Clone(), body: body})
-		rc.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) received() []delivery {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]delivery(nil), rc.got...)
+		return delivery{header: r.Header.Clone(), body: body}, nil
+	})
 }
 
 // specSignature is the specification's v1 signature of content, computed
@@ -120,7 +93,7 @@ func githubRecord(t testing.TB, file string) journal.Record {
 func TestGitHubCorpusVerifiesWithEachSecret(t *testing.T) {
 	now := time.Now() // the library checks timestamps against the wall clock
 	rc := newReceiver(t, secretA, secretB)
-	reg := registration(rc.srv.URL+"/hooks/github", config(t, false, secretA, secretB))
+	reg := registration(rc.URL+"/hooks/github", config(t, false, secretA, secretB))
 	p := New()
 	files, err := filepath.Glob(filepath.Join(corpustest.Dir(t, "github"), "*", "*.json"))
 	if err != nil || len(files) == 0 {
@@ -135,7 +108,7 @@ func TestGitHubCorpusVerifiesWithEachSecret(t *testing.T) {
 		if out := projtest.Deliver(t, reg.URL, msg, now); !out.OK() || out.Status != http.StatusNoContent {
 			t.Fatalf("%s: %s", rec.ID, projtest.Failure(out))
 		}
-		got := rc.received()
+		got := rc.Received()
 		last := got[len(got)-1]
 		if !bytes.Equal(last.body, rec.Payload) {
 			t.Fatalf("%s: body differs from the payload", rec.ID)
@@ -147,7 +120,7 @@ func TestGitHubCorpusVerifiesWithEachSecret(t *testing.T) {
 			t.Fatalf("%s: %d signatures, want 2 (one per secret)", rec.ID, n)
 		}
 	}
-	if n := len(rc.received()); n != len(files) {
+	if n := len(rc.Received()); n != len(files) {
 		t.Fatalf("receiver accepted %d of %d payloads", n, len(files))
 	}
 }
@@ -176,7 +149,7 @@ func TestSignatureIsTheSpecHMAC(t *testing.T) {
 func TestTamperedBodyFailsVerification(t *testing.T) {
 	now := time.Now()
 	rc := newReceiver(t, secretA)
-	reg := registration(rc.srv.URL, config(t, false, secretA))
+	reg := registration(rc.URL, config(t, false, secretA))
 	msg := projtest.One(t, New(), journal.Record{ID: "evt_tamper", Payload: []byte(`{"amount":"10.00"}`), ContentType: "application/json"}, reg)
 	req, err := projtest.NewRequest(t, reg.URL, msg, now)
 	if err != nil {
@@ -204,7 +177,7 @@ func TestTamperedBodyFailsVerification(t *testing.T) {
 func TestStaleTimestampFailsVerification(t *testing.T) {
 	now := time.Now()
 	rc := newReceiver(t, secretA)
-	reg := registration(rc.srv.URL, config(t, false, secretA))
+	reg := registration(rc.URL, config(t, false, secretA))
 	msg := projtest.One(t, New(), journal.Record{ID: "evt_stale", Payload: []byte(`{}`)}, reg)
 	if out := projtest.Deliver(t, reg.URL, msg, now.Add(-10*time.Minute)); out.Status != http.StatusUnauthorized || !strings.Contains(string(out.Body), "too old") {
 		t.Fatalf("stale timestamp: %s; want 401 for the timestamp", projtest.Failure(out))
@@ -212,7 +185,7 @@ func TestStaleTimestampFailsVerification(t *testing.T) {
 	if out := projtest.Deliver(t, reg.URL, msg, now); !out.OK() || out.Status != http.StatusNoContent {
 		t.Fatalf("re-signed at now: %s", projtest.Failure(out))
 	}
-	if got := rc.received()[0].header.Get("webhook-timestamp"); got != strconv.FormatInt(now.Unix(), 10) {
+	if got := rc.Received()[0].header.Get("webhook-timestamp"); got != strconv.FormatInt(now.Unix(), 10) {
 		t.Fatalf("webhook-timestamp %s, want the attempt's %d", got, now.Unix())
 	}
 }
@@ -269,14 +242,14 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	if _, err := db.Append(ctx, "tenant/42", entries...); err != nil {
 		t.Fatal(err)
 	}
-	reg := registration(rc.srv.URL+"/hooks", config(t, false, secretA))
+	reg := registration(rc.URL+"/hooks", config(t, false, secretA))
 	w := projtest.Worker(t, db, New(), reg)
 	rep, err := w.RunOnce(ctx, now, 10)
 	if err != nil || rep.Deliveries != 3 || rep.Retries != 0 {
 		t.Fatalf("sweep: %+v, %v; want 3 deliveries", rep, err)
 	}
 	var ids []string
-	for _, d := range rc.received() {
+	for _, d := range rc.Received() {
 		ids = append(ids, d.header.Get("webhook-id"))
 	}
 	if want := []string{entries[0].ID, entries[1].ID, entries[2].ID}; !reflect.DeepEqual(ids, want) {
@@ -295,7 +268,7 @@ func TestWorkerDeliversInOrderAndCompletes(t *testing.T) {
 	if err != nil || rep.Deliveries != 1 || rep.Completed != 1 {
 		t.Fatalf("second sweep: %+v, %v; want the final record delivered and the registration completed", rep, err)
 	}
-	if got := rc.received(); len(got) != 4 || got[3].header.Get("webhook-id") != "evt_closed" {
+	if got := rc.Received(); len(got) != 4 || got[3].header.Get("webhook-id") != "evt_closed" {
 		t.Fatalf("final record not received last: %d deliveries", len(got))
 	}
 	if _, err := db.Get(ctx, reg.Stream, reg.ID); !errors.Is(err, journal.ErrNotFound) {

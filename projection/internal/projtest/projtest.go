@@ -9,9 +9,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +131,46 @@ func Worker(t testing.TB, db *memory.Store, p push.Projection, regs ...push.Regi
 	return w
 }
 
+// Receiver is a loopback HTTP server that checks each request with the
+// function it was made with: an error is answered 401 with its text;
+// otherwise it keeps what the check made of the request and answers its
+// status.
+type Receiver[D any] struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got []D
+}
+
+// NewReceiver starts a Receiver answering status to the requests check
+// passes, closed when the test ends.
+func NewReceiver[D any](t testing.TB, status int, check func(r *http.Request, body []byte) (D, error)) *Receiver[D] {
+	rc := &Receiver[D]{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var d D
+		if err == nil {
+			d, err = check(r, body)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		rc.mu.Lock()
+		rc.got = append(rc.got, d)
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// Received is what the receiver kept, in the order it received it.
+func (rc *Receiver[D]) Received() []D {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
+}
+
 // Record is what the journal stores at seq 1 of stream for e, or false
 // when it refuses e (no projection ever sees that).
 func Record(stream string, e journal.Entry) (journal.Record, bool) {
@@ -174,6 +216,24 @@ func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journa
 		if got := Render(t, reg.URL, One(t, p, recs[i%len(recs)], reg), time.Time{}); !bytes.Equal(got, want) {
 			t.Fatalf("call %d differs:\n%s\n---\n%s", i, got, want)
 		}
+	}
+}
+
+// RegisterValidates checks that a worker of p refuses reg with the config
+// bad, with a *journal.InvalidError naming field, and stores it with the
+// config good.
+func RegisterValidates(t *testing.T, p push.Projection, reg push.Registration, bad, field, good string) {
+	t.Helper()
+	w := Worker(t, memory.New(), p)
+	reg.Config = push.Config(bad)
+	_, err := w.Register(t.Context(), reg)
+	var inv *journal.InvalidError
+	if !errors.As(err, &inv) || inv.Field != field {
+		t.Fatalf("Register with %s: %v, want an invalid %s", bad, err, field)
+	}
+	reg.Config = push.Config(good)
+	if _, err := w.Register(t.Context(), reg); err != nil {
+		t.Fatalf("Register with %s: %v", good, err)
 	}
 }
 
