@@ -1,11 +1,9 @@
 package push_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/logtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
@@ -358,9 +357,8 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 		delivered <- msg.ID
 		return accepted(), nil
 	})
-	var logs syncBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	w := f.build(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logger))
+	var logs logtest.Buffer
+	w := f.build(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logs.Logger()))
 	d := runDaemon(t, w)
 	for range 3 {
 		require.Error(t, <-st.calls, "the claim fails while the store is down")
@@ -384,22 +382,4 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 	require.Equal(t, 1, strings.Count(out, "level=ERROR"), "one error logged for the outage, not one per retry:\n%s", out)
 	require.Contains(t, out, "claims recovered")
 	require.Equal(t, uint64(2), f.get("s", "r").NextSeq)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
