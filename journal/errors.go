@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -45,9 +46,20 @@ func (e *InvalidError) InBatch() (i int, field string, ok bool) {
 }
 
 // Invalid returns an *InvalidError for field, its reason formatted by
-// fmt.Sprintf(format, args...).
+// fmt.Sprintf(format, args...). A string argument (of any string type) longer than 256 bytes is
+// cut there and says its length: it is often a producer's or a caller's
+// value, and the error goes to people, logs and HTTP answers.
 func Invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	const maxShown = 256            // a stream name (at most 200 bytes) or a URL is shown whole
+	shown := make([]any, len(args)) // the caller's slice stays as it was
+	for i, a := range args {
+		shown[i] = a
+		if v := reflect.ValueOf(a); v.Kind() == reflect.String && v.Len() > maxShown {
+			s := v.String()
+			shown[i] = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(s[:maxShown], ""), len(s))
+		}
+	}
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, shown...)}
 }
 
 // ConflictError reports an append whose record id exists with other content.

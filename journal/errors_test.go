@@ -2,7 +2,9 @@ package journal_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,4 +27,24 @@ func TestInvalidErrorInBatch(t *testing.T) {
 		_, _, ok := (&journal.InvalidError{Field: f}).InBatch()
 		require.False(t, ok, f)
 	}
+}
+
+// A producer's or a caller's long value is cut in the error that quotes it,
+// with its length, and a cut never splits a UTF-8 sequence.
+func TestInvalidErrorCutsALongValue(t *testing.T) {
+	long := strings.Repeat("é", 50000) // 100,000 bytes, two a rune
+	err := journal.ValidateTraceparent("traceparent", long)
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	msg := err.Error()
+	require.Less(t, len(msg), 512, msg)
+	require.Contains(t, msg, strings.Repeat("é", 128)+"… (100000 bytes)")
+	require.True(t, utf8.ValidString(msg), msg)
+
+	short := strings.Repeat("a", 200) // a stream name's longest is shown whole
+	require.Contains(t, journal.Invalid("stream", "%q", short).Error(), `"`+short+`"`)
+	type named string // a field's own string type, as store.RejectPolicy
+	require.Contains(t, journal.Invalid("x", "%q", named(long)).Error(), "… (100000 bytes)")
+	args := []any{long}
+	_ = journal.Invalid("x", "%s", args...)
+	require.Equal(t, long, args[0], "the caller's arguments are not changed")
 }

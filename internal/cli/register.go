@@ -215,6 +215,9 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 				}
 			}
 			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
+			if pe := (*store.PrunedError)(nil); errors.As(err, &pe) {
+				return fmt.Errorf("%w: start it at --from-seq %d or later", err, pe.OldestSeq)
+			}
 			if err != nil {
 				return err
 			}

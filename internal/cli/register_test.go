@@ -134,6 +134,29 @@ func TestRegisterFromSeqZeroIsRefused(t *testing.T) {
 	requireNoDB(t, db)
 }
 
+// A new registration below a stream's low-water mark is refused, naming the
+// --from-seq that would be taken; nothing is stored.
+func TestRegisterBelowThePrunedRecordsNamesFromSeq(t *testing.T) {
+	db := newDB(t)
+	for _, id := range []string{"a", "b", "c"} {
+		r := runCLI(t, db, `{"n":1}`, "append", "--stream", "s", "--id", id, "--kind", "k")
+		require.Zero(t, r.code, r.stderr)
+	}
+	r := runCLI(t, db, "", "prune", "--retain", "0s", "--at", "2030-01-01T00:00:00Z")
+	require.Zero(t, r.code, r.stderr)
+	register := []string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	r = runCLI(t, db, "", register...)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "#1 was pruned")
+	require.Contains(t, r.stderr, "start it at --from-seq 4 or later")
+	r = runCLI(t, db, "", "registrations", "--json")
+	require.Zero(t, r.code, r.stderr)
+	require.NotContains(t, r.stdout, `"id": "r"`)
+	r = runCLI(t, db, "", append(register, "--from-seq", "4")...)
+	require.Zero(t, r.code, r.stderr)
+}
+
 // register's config errors name the flag that was given, not the stored
 // config's key, and the flag's position when it repeats; nothing is stored.
 func TestRegisterConfigErrorsNameTheFlag(t *testing.T) {
