@@ -1,12 +1,9 @@
 package push_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,15 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/logtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/transport"
 )
-
-// waitFor is how long a test waits for a signal before it fails: a guard
-// against a hang, never a synchronisation.
-const waitFor = 10 * time.Second
 
 // silentHost accepts requests and answers none until the test releases
 // them; it counts the requests open at once.
@@ -117,62 +110,6 @@ func (h *healthyHost) expect(t *testing.T, want ...string) {
 	}
 }
 
-// serveOn serves h on ip (127.0.0.2 is another host than 127.0.0.1 on
-// Linux), on a free port.
-func serveOn(t *testing.T, ip string, h http.Handler) *httptest.Server {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatalf("cannot listen on %s, another loopback host (on Linux all of 127.0.0.0/8 is loopback): %v", ip, err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// loopbackTransport is the real HTTP transport, allowed onto loopback, with
-// a timeout long enough that no silent request ends during a test.
-func loopbackTransport(t *testing.T) push.Transport {
-	t.Helper()
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: time.Minute})
-	require.NoError(t, err)
-	return tr
-}
-
-type daemon struct {
-	cancel  context.CancelFunc
-	stopped chan error
-}
-
-// runDaemon starts w.Run with an interval far beyond any test: whatever
-// happens, happens on wakes and turn ends.
-func runDaemon(t *testing.T, w *push.Worker) *daemon {
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{cancel: cancel, stopped: make(chan error, 1)}
-	go func() { d.stopped <- w.Run(ctx, time.Hour) }()
-	return d
-}
-
-func (d *daemon) stop(t *testing.T) {
-	t.Helper()
-	d.cancel()
-	select {
-	case err := <-d.stopped:
-		require.NoError(t, err, "Run returns nil when its context ends")
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return after its context ended")
-	}
-}
-
-func registerURL(t *testing.T, s *memory.Store, stream, id, url string) {
-	t.Helper()
-	_, err := s.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
-	require.NoError(t, err)
-}
-
 // Invariant (v2): a receiver's silence delays only its own registrations.
 // With the daemon loop running, a healthy receiver on another host gets
 // the records appended after a silent host took its request, while that
@@ -182,11 +119,10 @@ func TestSilentHostDelaysOnlyItself(t *testing.T) {
 	healthy := newHealthyHost(t, "127.0.0.2")
 	f := newFixture(t)
 	f.append("quiet", 1)
-	registerURL(t, f.store, "quiet", "silent", silent.srv.URL+"/inbox")
+	f.registerURL("quiet", "silent", silent.srv.URL+"/inbox")
 	f.append("busy", 1)
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"))
 
 	d := runDaemon(t, w)
 	<-silent.reached(1)
@@ -216,12 +152,11 @@ func TestSilentHostGetsAtMostMaxPerHost(t *testing.T) {
 	f := newFixture(t)
 	f.append("quiet", 1)
 	for i := range 50 {
-		registerURL(t, f.store, "quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("%s/inbox/%d", silent.srv.URL, i))
+		f.registerURL("quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("%s/inbox/%d", silent.srv.URL, i))
 	}
 	f.append("busy", 1)
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"))
 
 	d := runDaemon(t, w)
 	<-silent.reached(push.DefaultMaxPerHost)
@@ -256,7 +191,7 @@ func TestOverlappingSweepsDeliverOnce(t *testing.T) {
 	f.append("s", 3)
 	const regs = 24
 	for i := range regs {
-		registerURL(t, f.store, "s", fmt.Sprintf("r%02d", i), fmt.Sprintf("https://r%02d.receiver.example/inbox", i))
+		f.registerURL("s", fmt.Sprintf("r%02d", i), fmt.Sprintf("https://r%02d.receiver.example/inbox", i))
 	}
 	hold := make(chan struct{})
 	held := make(chan struct{}, regs)
@@ -273,10 +208,8 @@ func TestOverlappingSweepsDeliverOnce(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w1, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"), push.WithMaxInFlight(regs))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w2"), push.WithMaxInFlight(regs))
-	require.NoError(t, err)
+	w1 := f.workerOn(tr, push.WithOwner("w1"), push.WithMaxInFlight(regs))
+	w2 := f.workerOn(tr, push.WithOwner("w2"), push.WithMaxInFlight(regs))
 
 	reps := make(chan push.SweepReport, 3)
 	sweep := func(w *push.Worker, limit int) {
@@ -315,16 +248,6 @@ func TestOverlappingSweepsDeliverOnce(t *testing.T) {
 	}
 }
 
-func TestMaxPerHostOutOfRange(t *testing.T) {
-	f := newFixture(t)
-	for _, n := range []int{0, -1, push.MaxPerHostLimit + 1} {
-		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxPerHost(n))
-		require.ErrorContains(t, err, "MaxPerHost", "n=%d", n)
-	}
-	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithMaxPerHost(push.MaxPerHostLimit))
-	require.NoError(t, err)
-}
-
 // A sweep serves every registration it claimed, but no more of one host at
 // once than MaxPerHost: a host at its cap is passed over, so that its
 // registrations never hold the slots another host's could use.
@@ -332,9 +255,9 @@ func TestSweepServesAHostAtMostMaxPerHostAtOnce(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 1)
 	for i := range 10 {
-		registerURL(t, f.store, "s", fmt.Sprintf("a%02d", i), fmt.Sprintf("https://a.example/inbox/%d", i))
+		f.registerURL("s", fmt.Sprintf("a%02d", i), fmt.Sprintf("https://a.example/inbox/%d", i))
 	}
-	registerURL(t, f.store, "s", "z-other", "https://b.example/inbox")
+	f.registerURL("s", "z-other", "https://b.example/inbox")
 	otherDone := make(chan struct{})
 	var open, peak atomic.Int32
 	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
@@ -353,8 +276,7 @@ func TestSweepServesAHostAtMostMaxPerHostAtOnce(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithMaxInFlight(8), push.WithMaxPerHost(2))
-	require.NoError(t, err)
+	w := f.workerOn(tr, push.WithOwner("w"), push.WithMaxInFlight(8), push.WithMaxPerHost(2))
 	rep, err := w.RunOnce(t.Context(), at(0), 100)
 	require.NoError(t, err)
 	require.Equal(t, push.SweepReport{Registrations: 11, Records: 11, Deliveries: 11}, rep)
@@ -368,7 +290,7 @@ func TestRunReleasesUnstartedClaimsWhenItStops(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 1)
 	for i := range 3 {
-		registerURL(t, f.store, "s", fmt.Sprintf("r%d", i), fmt.Sprintf("https://r%d.example/inbox", i))
+		f.registerURL("s", fmt.Sprintf("r%d", i), fmt.Sprintf("https://r%d.example/inbox", i))
 	}
 	entered, release := make(chan string, 3), make(chan struct{})
 	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
@@ -376,8 +298,7 @@ func TestRunReleasesUnstartedClaimsWhenItStops(t *testing.T) {
 		<-release
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithMaxInFlight(1))
-	require.NoError(t, err)
+	w := f.workerOn(tr, push.WithOwner("w"), push.WithMaxInFlight(1))
 	d := runDaemon(t, w)
 	first := <-entered
 	leased := 0
@@ -436,10 +357,8 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 		delivered <- msg.ID
 		return accepted(), nil
 	})
-	var logs syncBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	w, err := push.NewWorker(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logger))
-	require.NoError(t, err)
+	var logs logtest.Buffer
+	w := f.build(f.store, st, tr, f.proj, push.WithOwner("w"), push.WithLogger(logs.Logger()))
 	d := runDaemon(t, w)
 	for range 3 {
 		require.Error(t, <-st.calls, "the claim fails while the store is down")
@@ -463,22 +382,4 @@ func TestRunRidesOutAStoreOutage(t *testing.T) {
 	require.Equal(t, 1, strings.Count(out, "level=ERROR"), "one error logged for the outage, not one per retry:\n%s", out)
 	require.Contains(t, out, "claims recovered")
 	require.Equal(t, uint64(2), f.get("s", "r").NextSeq)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

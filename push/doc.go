@@ -62,12 +62,8 @@
 //
 // A registration's [store.Rate] of N a period P promises its receiver never
 // more than N requests (messages, retries included) in any window of P, from
-// all the workers on one store together. They go in bursts of N/m, m the
-// most that keeps bursts [MinBurstSpacing] apart (10/s is 5 every 500 ms),
-// each starting a spacing after the previous one's last answer came. A
-// record of more messages than a burst can never be sent so, and parks. An
-// operator's unpark, rewind or pause-and-resume of a registration whose turn
-// is in flight takes the lease from a turn that may still be sending: the
-// next burst may then come early by that turn's rest. A resend is outside
-// the rate: one request the operator asked for.
+// all the workers on one store together, sent in bursts at least
+// [MinBurstSpacing] apart. README.md, "Rate", says how, and its edges: a
+// record of more messages than a burst parks, an operator's action on a
+// turn in flight may let a burst come early, a resend goes beside the rate.
 package push

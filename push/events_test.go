@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // An operator's subscription to herald/events, served by the same worker as
@@ -20,7 +18,7 @@ import (
 // loopback through the real transport.
 func TestParkedEventReachesASubscriber(t *testing.T) {
 	got := make(chan []byte, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.URL.Path == "/gone" {
 			http.Error(w, "this inbox was deleted", http.StatusGone)
@@ -28,11 +26,9 @@ func TestParkedEventReachesASubscriber(t *testing.T) {
 		}
 		got <- body
 		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
+	})
 
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", 1)
 	for _, r := range []push.Registration{
@@ -42,8 +38,7 @@ func TestParkedEventReachesASubscriber(t *testing.T) {
 		_, err := f.store.Register(t.Context(), r)
 		require.NoError(t, err)
 	}
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(tr)
 
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)

@@ -26,12 +26,9 @@ func TestAFailingReceiverIsLoggedBeforeItParks(t *testing.T) {
 		return accepted()
 	}
 	f.append("s", 2)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://inbox.example/in"})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://inbox.example/in"})
 	var logs bytes.Buffer
-	w, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w"),
-		push.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
-	require.NoError(t, err)
+	w := f.worker(push.WithOwner("w"), push.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 
 	lines := func() []string {
 		var out []string

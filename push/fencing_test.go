@@ -1,8 +1,6 @@
 package push_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,19 +9,6 @@ import (
 	"github.com/heraldpush/herald/push"
 )
 
-// gate holds one delivery until the test releases it.
-type gate struct {
-	entered, release chan struct{}
-	once             sync.Once
-}
-
-func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
-
-func (g *gate) wait() {
-	g.once.Do(func() { close(g.entered) })
-	<-g.release
-}
-
 // A worker whose turn outlived its lease cannot park a registration that
 // another worker delivered in full meanwhile: its write is fenced out.
 func TestStaleTurnCannotPark(t *testing.T) {
@@ -31,14 +16,8 @@ func TestStaleTurnCannotPark(t *testing.T) {
 	f.append("s", 3)
 	f.register("s", "r")
 	g := newGate()
-	slow := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		g.wait()
-		return unavailable(), nil
-	})
-	w1, err := push.NewWorker(f.store, f.store, slow, f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second), push.WithMaxAttempts(1))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))
-	require.NoError(t, err)
+	w1 := f.workerOn(g.transport("", unavailable()), push.WithOwner("w1"), push.WithLease(2*time.Second), push.WithMaxAttempts(1))
+	w2 := f.worker(push.WithOwner("w2"), push.WithLease(2*time.Second))
 
 	done := make(chan push.SweepReport)
 	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()
@@ -65,18 +44,10 @@ func TestStaleTurnCannotReleaseAnotherLease(t *testing.T) {
 	f.append("s", 3)
 	f.register("s", "r")
 	g1, g2 := newGate(), newGate()
-	hold := func(g *gate, only string, out push.Outcome) push.Transport {
-		return push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-			if only == "" || msg.ID == only {
-				g.wait()
-			}
-			return out, nil
-		})
-	}
 	lease := push.WithLease(2 * time.Second)
-	w1, _ := push.NewWorker(f.store, f.store, hold(g1, "", unavailable()), f.proj, push.WithOwner("w1"), lease)
-	w2, _ := push.NewWorker(f.store, f.store, hold(g2, "s#2", accepted()), f.proj, push.WithOwner("w2"), lease)
-	w3, _ := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w3"), lease)
+	w1 := f.workerOn(g1.transport("", unavailable()), push.WithOwner("w1"), lease)
+	w2 := f.workerOn(g2.transport("s#2", accepted()), push.WithOwner("w2"), lease)
+	w3 := f.worker(push.WithOwner("w3"), lease)
 
 	d1, d2 := make(chan error), make(chan error)
 	go func() { _, err := w1.RunOnce(t.Context(), at(0), 10); d1 <- err }()
@@ -99,17 +70,9 @@ func TestStaleTurnCannotReleaseAnotherLease(t *testing.T) {
 func TestRewindSurvivesTurnInFlight(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 10)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 6})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", NextSeq: 6})
 	g := newGate()
-	tr := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		if msg.ID == "s#7" {
-			g.wait()
-		}
-		return accepted(), nil
-	})
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(g.transport("s#7", accepted()))
 	done := make(chan push.SweepReport)
 	go func() { rep, _ := w.RunOnce(t.Context(), at(0), 10); done <- rep }()
 	<-g.entered

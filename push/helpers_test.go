@@ -3,8 +3,13 @@ package push_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +20,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/transport"
 )
 
 // t0 is the tests' epoch; instants are t0 plus stated offsets.
@@ -116,10 +122,47 @@ func newFixture(t testing.TB) *fixture {
 
 func (f *fixture) worker(opts ...push.Option) *push.Worker {
 	f.t.Helper()
+	return f.workerOn(f.recv, opts...)
+}
+
+// workerOn is a worker of f's store and projection that sends through tr.
+func (f *fixture) workerOn(tr push.Transport, opts ...push.Option) *push.Worker {
+	f.t.Helper()
+	return f.build(f.store, f.store, tr, f.proj, opts...)
+}
+
+// build is push.NewWorker's worker of j, s, tr and p, checked, logging to
+// f.logs and owner w1 unless opts say otherwise.
+func (f *fixture) build(j journal.Journal, s store.Store, tr push.Transport, p push.Projection, opts ...push.Option) *push.Worker {
+	f.t.Helper()
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w, err := push.NewWorker(f.store, f.store, f.recv, f.proj, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
+	w, err := push.NewWorker(j, s, tr, p, append([]push.Option{push.WithLogger(logger), push.WithOwner("w1")}, opts...)...)
 	require.NoError(f.t, err)
 	return w
+}
+
+// serve is a receiver on 127.0.0.1 answering with h (serveOn).
+func serve(t testing.TB, h http.HandlerFunc) *httptest.Server { return serveOn(t, "127.0.0.1", h) }
+
+// recordN reads the n of a request's body, fixture.append's payload
+// ({"n":…}), answering 400 to any other body.
+func recordN(w http.ResponseWriter, r *http.Request) (int, bool) {
+	body, _ := io.ReadAll(r.Body)
+	var rec struct{ N int }
+	if err := json.Unmarshal(body, &rec); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return 0, false
+	}
+	return rec.N, true
+}
+
+// loopback is the real HTTP transport, allowed onto loopback; timeout 0 is
+// the transport's default.
+func loopback(t testing.TB, timeout time.Duration) push.Transport {
+	t.Helper()
+	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: timeout})
+	require.NoError(t, err)
+	return tr
 }
 
 func (f *fixture) append(stream string, n int) []journal.Record {
@@ -138,8 +181,23 @@ func (f *fixture) append(stream string, n int) []journal.Record {
 
 func (f *fixture) register(stream, id string) {
 	f.t.Helper()
-	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns,
-		URL: "https://receiver.example/hooks/" + id + "?token=capability-in-url", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
+	f.registered(push.Registration{Stream: stream, ID: id, URL: "https://receiver.example/hooks/" + id + "?token=capability-in-url",
+		Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
+}
+
+// registerURL registers stream/id at url.
+func (f *fixture) registerURL(stream, id, url string) {
+	f.t.Helper()
+	f.registered(push.Registration{Stream: stream, ID: id, URL: url})
+}
+
+// registered stores r, in the test namespace unless it names another.
+func (f *fixture) registered(r push.Registration) {
+	f.t.Helper()
+	if r.Namespace == "" {
+		r.Namespace = ns
+	}
+	_, err := f.store.Register(f.t.Context(), r)
 	require.NoError(f.t, err)
 }
 
@@ -170,4 +228,110 @@ func seqIDs(stream string, from, to int) []string {
 		out = append(out, fmt.Sprintf("%s#%d", stream, i))
 	}
 	return out
+}
+
+// receive waits for one value of ch.
+func receive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatalf("no signal within %v", waitFor)
+		panic("unreachable")
+	}
+}
+
+// renewals is a store that tells each renewal it served: Renew's on
+// claims, RenewResends' on resends.
+type renewals struct {
+	*memory.Store
+	claims  chan []store.Claim
+	resends chan []store.ResendClaim
+}
+
+func newRenewals(s *memory.Store) renewals {
+	return renewals{Store: s, claims: make(chan []store.Claim, 100), resends: make(chan []store.ResendClaim, 100)}
+}
+
+func (s renewals) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
+	got, err := s.Store.Renew(ctx, until, claims)
+	s.claims <- got
+	return got, err
+}
+
+func (s renewals) RenewResends(ctx context.Context, until time.Time, cs []store.ResendClaim) ([]store.ResendClaim, error) {
+	got, err := s.Store.RenewResends(ctx, until, cs)
+	s.resends <- got
+	return got, err
+}
+
+// waitFor is how long a test waits for a signal before it fails: a guard
+// against a hang, never a synchronisation.
+const waitFor = 10 * time.Second
+
+// serveOn serves h on ip (127.0.0.2 is another host than 127.0.0.1 on
+// Linux), on a free port.
+func serveOn(t testing.TB, ip string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("cannot listen on %s, another loopback host (on Linux all of 127.0.0.0/8 is loopback): %v", ip, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// daemon is a worker's Run on a goroutine of its own (runDaemon) until stop.
+type daemon struct {
+	cancel  context.CancelFunc
+	stopped chan error
+}
+
+// runDaemon starts w.Run with an interval far beyond any test: whatever
+// happens, happens on wakes and turn ends.
+func runDaemon(t *testing.T, w *push.Worker) *daemon {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &daemon{cancel: cancel, stopped: make(chan error, 1)}
+	go func() { d.stopped <- w.Run(ctx, time.Hour) }()
+	return d
+}
+
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	select {
+	case err := <-d.stopped:
+		require.NoError(t, err, "Run returns nil when its context ends")
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// gate holds one delivery until the test releases it.
+type gate struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) wait() {
+	g.once.Do(func() { close(g.entered) })
+	<-g.release
+}
+
+// transport answers out to every message, holding at g those with id only
+// (every one if only is "").
+func (g *gate) transport(only string, out push.Outcome) push.Transport {
+	return push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
+		if only == "" || msg.ID == only {
+			g.wait()
+		}
+		return out, nil
+	})
 }

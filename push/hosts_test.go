@@ -22,14 +22,12 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
-	"github.com/heraldpush/herald/transport"
 )
 
 // hostServer is a receiver on one loopback address whose behaviour a test
 // switches: it counts every request that reaches it and keeps, per path, the
 // bodies it accepted, in order.
 type hostServer struct {
-	t        *testing.T
 	addr     string
 	mode     atomic.Value // "ok", "silent", "503"
 	requests atomic.Int64
@@ -37,14 +35,8 @@ type hostServer struct {
 	accepted map[string][]string
 }
 
-func newHostServer(t *testing.T, ip, mode string) *hostServer {
-	ln, err := net.Listen("tcp", ip+":0")
-	require.NoError(t, err)
-	s := &hostServer{t: t, addr: ln.Addr().String(), accepted: map[string][]string{}}
-	s.mode.Store(mode)
-	s.serve(ln)
-	return s
-}
+// newHostServer serves a hostServer in mode on ip, on a free port.
+func newHostServer(t *testing.T, ip, mode string) *hostServer { return startAt(t, ip+":0", mode) }
 
 // reserve returns a free port on ip and closes it: connections to it are
 // refused until something listens there again.
@@ -56,20 +48,16 @@ func reserve(t *testing.T, ip string) string {
 	return addr
 }
 
-// startAt serves an accepting hostServer on addr (a reserved port).
-func startAt(t *testing.T, addr string) *hostServer {
+// startAt serves a hostServer in mode on addr (a reserved port, or ip:0).
+func startAt(t *testing.T, addr, mode string) *hostServer {
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
-	s := &hostServer{t: t, addr: addr, accepted: map[string][]string{}}
-	s.mode.Store("ok")
-	s.serve(ln)
-	return s
-}
-
-func (s *hostServer) serve(ln net.Listener) {
+	s := &hostServer{addr: ln.Addr().String(), accepted: map[string][]string{}}
+	s.mode.Store(mode)
 	srv := &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	s.t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
 }
 
 func (s *hostServer) handle(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +118,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			addr := reserve(t, "127.0.0.2")
 			var s *hostServer
 			return badHost{url: "http://" + addr, requests: attempts.Load, // nothing listens to count: herald's attempts are counted
-				recover: func() { s = startAt(t, addr) }, accepted: func(p string) []string { return s.bodies(p) }}
+				recover: func() { s = startAt(t, addr, "ok") }, accepted: func(p string) []string { return s.bodies(p) }}
 		},
 		"answers 503 without Retry-After": func(t *testing.T, _ *atomic.Int64) badHost {
 			s := newHostServer(t, "127.0.0.2", "503")
@@ -152,7 +140,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			t.Cleanup(func() { _ = srv.Close() })
 			var up *hostServer
 			return badHost{url: "http://" + ln.Addr().String(), requests: requests.Load,
-				recover: func() { up = startAt(t, backend) }, accepted: func(p string) []string { return up.bodies(p) }, answers: true}
+				recover: func() { up = startAt(t, backend, "ok") }, accepted: func(p string) []string { return up.bodies(p) }, answers: true}
 		},
 	}
 	for name, setup := range cases {
@@ -161,8 +149,7 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 			bad := setup(t, &attempts)
 			badHostName := store.HostOf(bad.url)
 			healthy := newHostServer(t, "127.0.0.1", "ok")
-			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
-			require.NoError(t, err)
+			tr := loopback(t, 300*time.Millisecond)
 			f := newFixture(t)
 			hooks := push.Hooks{Attempt: func(a push.Attempt) {
 				if store.HostOf(a.Registration.URL) == badHostName {
@@ -170,14 +157,12 @@ func TestHostHealthOverRealHTTP(t *testing.T) {
 				}
 			}}
 			worker := func(owner string) *push.Worker {
-				w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner(owner), push.WithHooks(hooks), push.WithMaxAttempts(2))
-				require.NoError(t, err)
+				w := f.workerOn(tr, push.WithOwner(owner), push.WithHooks(hooks), push.WithMaxAttempts(2))
 				return w
 			}
 			w1, w2 := worker("w1"), worker("w2")
 			register := func(stream, id, url string) {
-				_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns, URL: url})
-				require.NoError(t, err)
+				f.registered(push.Registration{Stream: stream, ID: id, URL: url})
 			}
 			f.append("healthy", 2)
 			register("healthy", "r", "http://"+healthy.addr+"/healthy")
@@ -308,10 +293,10 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 	const regs = 50
 	f.append("quiet", 1)
 	for i := range regs {
-		registerURL(t, f.store, "quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("http://%s/inbox/%d", ln.Addr(), i))
+		f.registerURL("quiet", fmt.Sprintf("silent-%02d", i), fmt.Sprintf("http://%s/inbox/%d", ln.Addr(), i))
 	}
 	f.append("busy", 1)
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
 	down := make(chan store.Host, regs)
 	var failuresMu sync.Mutex
 	stateAt := map[int]string{} // the host's state after its nth failure in a row
@@ -323,10 +308,8 @@ func TestRunHoldsADownHostsRegistrations(t *testing.T) {
 			down <- h
 		}
 	}}
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 300 * time.Millisecond})
-	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"), push.WithHooks(hooks))
-	require.NoError(t, err)
+	tr := loopback(t, 300*time.Millisecond)
+	w := f.workerOn(tr, push.WithOwner("w"), push.WithHooks(hooks))
 
 	d := runDaemon(t, w)
 	healthy.expect(t, `/inbox {"n":1}`)
@@ -379,11 +362,9 @@ type holdingServer struct {
 }
 
 func newHoldingServer(t *testing.T, want int64) *holdingServer {
-	ln, err := net.Listen("tcp", "127.0.0.4:0")
-	require.NoError(t, err)
-	s := &holdingServer{addr: ln.Addr().String(), want: want, allOpen: make(chan struct{})}
+	s := &holdingServer{want: want, allOpen: make(chan struct{})}
 	s.holding.Store(true)
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serveOn(t, "127.0.0.4", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
 		if !s.holding.Load() {
 			w.WriteHeader(http.StatusNoContent)
@@ -393,9 +374,8 @@ func newHoldingServer(t *testing.T, want int64) *holdingServer {
 			close(s.allOpen)
 		}
 		<-r.Context().Done() // herald's side went away
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	}))
+	s.addr = srv.Listener.Addr().String()
 	return s
 }
 
@@ -436,20 +416,17 @@ func TestHostHealthNeverCountsWhatHeraldAbandoned(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := newHoldingServer(t, 3)
-			tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: time.Minute})
-			require.NoError(t, err)
+			tr := loopback(t, time.Minute)
 			f := newFixture(t)
 			var st store.Store = f.store
 			if c.noRenew {
 				st = renewFails{f.store}
 			}
-			w, err := push.NewWorker(f.store, st, tr, f.proj, append([]push.Option{push.WithOwner("w1")}, c.opts...)...)
-			require.NoError(t, err)
+			w := f.build(f.store, st, tr, f.proj, c.opts...)
 			regs := []string{"a", "b", "c"}
 			for _, stream := range regs {
 				f.append(stream, 2)
-				_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: "r", Namespace: ns, URL: "http://" + s.addr + "/" + stream})
-				require.NoError(t, err)
+				f.registered(push.Registration{Stream: stream, ID: "r", URL: "http://" + s.addr + "/" + stream})
 			}
 
 			rep, err := c.abandon(w, s)
@@ -504,17 +481,15 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 		good = append(good, string(body))
 		mu.Unlock()
 	}))
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true, Timeout: 5 * time.Second})
-	require.NoError(t, err)
+	tr := loopback(t, 5*time.Second)
 	f := newFixture(t)
 	for i := range 8 {
 		stream := fmt.Sprintf("broken-%d", i)
 		f.append(stream, 3)
-		registerURL(t, f.store, stream, "r", fmt.Sprintf("%s/broken/%d", srv.URL, i))
+		f.registerURL(stream, "r", fmt.Sprintf("%s/broken/%d", srv.URL, i))
 	}
-	registerURL(t, f.store, "healthy", "r", srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	f.registerURL("healthy", "r", srv.URL+"/inbox")
+	w := f.workerOn(tr, push.WithOwner("w"))
 	host := store.HostOf(srv.URL)
 
 	for k := 1; k <= 60; k++ {

@@ -3,7 +3,6 @@ package push_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/transport"
 )
 
 // The worker against a real HTTP receiver on loopback, through the real
@@ -23,7 +21,7 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 		bodies = map[string][]string{}
 		busy   = true
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
@@ -39,19 +37,15 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 		}
 		bodies[r.URL.Path] = append(bodies[r.URL.Path], string(body))
 		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer srv.Close()
+	})
 
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", 4)
 	for _, path := range []string{"/ok", "/gone"} {
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: path, Namespace: ns, URL: srv.URL + path})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: "s", ID: path, URL: srv.URL + path})
 	}
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.workerOn(tr)
 
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)

@@ -95,8 +95,7 @@ func TestInvariant2BoundedDuplicates(t *testing.T) {
 	}
 	f.append("s", 10)
 	f.register("s", "r")
-	w, err := push.NewWorker(fs, fs, f.recv, f.proj, push.WithDrainPage(4), push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.build(fs, fs, f.recv, f.proj, push.WithDrainPage(4))
 
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.ErrorIs(t, err, errInjected, "the store error is returned")
@@ -166,10 +165,8 @@ func TestInvariant5MonotonicCursors(t *testing.T) {
 	// Record every cursor write each worker makes, and check it against the
 	// cursor stored right after.
 	mon := &monitorStore{Store: f.store}
-	w1, err := push.NewWorker(mon, mon, f.recv, f.proj, push.WithOwner("w1"), push.WithDrainPage(3), push.WithMaxInFlight(4))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(mon, mon, f.recv, f.proj, push.WithOwner("w2"), push.WithDrainPage(7), push.WithMaxInFlight(4))
-	require.NoError(t, err)
+	w1 := f.build(mon, mon, f.recv, f.proj, push.WithOwner("w1"), push.WithDrainPage(3), push.WithMaxInFlight(4))
+	w2 := f.build(mon, mon, f.recv, f.proj, push.WithOwner("w2"), push.WithDrainPage(7), push.WithMaxInFlight(4))
 
 	// w2's instants run a lease ahead of w1's, so w2 claims what w1 holds:
 	// the worst case, two workers on the same registration at once.
@@ -339,12 +336,10 @@ func TestInvariant8IdleCostsNothing(t *testing.T) {
 	for i := range 50 {
 		stream := fmt.Sprintf("idle/%d", i)
 		f.append(stream, 2)
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: stream, ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 3})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: stream, ID: "r", URL: "https://a.example/", NextSeq: 3})
 	}
 	f.register("busy", "r")
-	w, err := push.NewWorker(cj, f.store, f.recv, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.build(cj, f.store, f.recv, f.proj)
 
 	rep, err := w.RunOnce(t.Context(), at(0), 100)
 	require.NoError(t, err)
@@ -368,22 +363,28 @@ func TestInvariant8IdleCostsNothing(t *testing.T) {
 // Invariant 10: bad input gets a clear error and changes nothing.
 func TestInvariant10BadInput(t *testing.T) {
 	f := newFixture(t)
-	for name, opt := range map[string]push.Option{
-		"MaxAttempts":   push.WithMaxAttempts(0),
-		"MaxInFlight":   push.WithMaxInFlight(0),
-		"DrainPage":     push.WithDrainPage(0),
-		"PageBytes":     push.WithPageBytes(0),
-		"Lease":         push.WithLease(0),
-		"MaxRetryAfter": push.WithMaxRetryAfter(-time.Second),
-		"Schedule":      push.WithSchedule(push.Schedule{5 * time.Second, 0}),
+	for i, c := range []struct {
+		field string
+		opt   push.Option
+	}{
+		{"MaxAttempts", push.WithMaxAttempts(0)}, // an explicit 0 is refused, not read as the default
+		{"MaxInFlight", push.WithMaxInFlight(0)},
+		{"DrainPage", push.WithDrainPage(0)},
+		{"PageBytes", push.WithPageBytes(0)},
+		{"PageBytes", push.WithPageBytes(push.MaxPageBytes + 1)},
+		{"Lease", push.WithLease(0)},
+		{"MaxRetryAfter", push.WithMaxRetryAfter(-time.Second)},
+		{"Schedule", push.WithSchedule(push.Schedule{5 * time.Second, 0})},
+		{"MaxPerHost", push.WithMaxPerHost(0)},
+		{"MaxPerHost", push.WithMaxPerHost(-1)},
+		{"MaxPerHost", push.WithMaxPerHost(push.MaxPerHostLimit + 1)},
 	} {
-		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, opt)
-		require.ErrorIs(t, err, journal.ErrInvalid, name)
-		require.ErrorContains(t, err, name)
+		_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, c.opt)
+		require.ErrorIs(t, err, journal.ErrInvalid, "case %d", i)
+		require.ErrorContains(t, err, c.field, "case %d", i)
 	}
-	_, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithPageBytes(push.MaxPageBytes+1))
-	require.ErrorContains(t, err, "PageBytes")
-	_, err = push.NewWorker(nil, f.store, f.recv, f.proj)
+	f.worker(push.WithMaxPerHost(push.MaxPerHostLimit)) // the bound itself is accepted
+	_, err := push.NewWorker(nil, f.store, f.recv, f.proj)
 	require.ErrorIs(t, err, journal.ErrInvalid)
 
 	f.append("s", 1)

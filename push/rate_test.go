@@ -17,9 +17,7 @@ import (
 // registerRate registers stream/id with rate r (and window w, 0 for 1).
 func (f *fixture) registerRate(stream, id string, r store.Rate, w int) {
 	f.t.Helper()
-	_, err := f.store.Register(f.t.Context(), push.Registration{Stream: stream, ID: id, Namespace: ns,
-		URL: "https://receiver.example/hooks/" + id, Rate: r, Window: w})
-	require.NoError(f.t, err)
+	f.registered(push.Registration{Stream: stream, ID: id, URL: "https://receiver.example/hooks/" + id, Rate: r, Window: w})
 }
 
 func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
@@ -190,8 +188,7 @@ func TestRunClaimsAtTheRatesNextBurst(t *testing.T) {
 	})
 	f.append("s", 15)
 	f.registerRate("s", "r", store.Rate{Count: 20, Per: time.Second}, 0) // bursts of 5, 250 ms apart
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithOwner("w"))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()
@@ -226,9 +223,8 @@ func TestRateCountsOnlyTheRecordsItSends(t *testing.T) {
 	}
 	_, err := f.store.Append(t.Context(), "s", es...)
 	require.NoError(t, err)
-	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://receiver.example/r",
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://receiver.example/r",
 		Rate: store.Rate{Count: 10, Per: time.Second}, Kinds: []string{"wanted"}})
-	require.NoError(t, err)
 	w := f.worker()
 	rep := f.sweep(w, ms(0))
 	require.Equal(t, 5, rep.Deliveries)
@@ -272,8 +268,7 @@ func TestRateStoppingKeepsALapsedClaimUnreleased(t *testing.T) {
 		}
 		return accepted(), nil
 	})
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithMaxInFlight(1))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithOwner("w"), push.WithMaxInFlight(1))
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx, time.Hour) }()

@@ -1,13 +1,11 @@
 package push_test
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +18,6 @@ import (
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // post is one request a loopback receiver got.
@@ -39,14 +36,13 @@ type resendReceiver struct {
 
 func newResendReceiver(t *testing.T) *resendReceiver {
 	rr := &resendReceiver{status: http.StatusOK}
-	rr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rr.srv = serve(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rr.mu.Lock()
 		defer rr.mu.Unlock()
 		rr.posts = append(rr.posts, post{r.Header.Get("Webhook-Id"), r.Header.Get("Webhook-Timestamp"), r.Header.Get("Webhook-Signature"), string(body)})
 		w.WriteHeader(rr.status)
-	}))
-	t.Cleanup(rr.srv.Close)
+	})
 	return rr
 }
 
@@ -69,14 +65,9 @@ func resendSetup(t *testing.T, rr *resendReceiver) (*fixture, *push.Worker, stri
 	f := newFixture(t)
 	f.append("s", 4)
 	secret := webhook.NewSecret()
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: rr.srv.URL + "/hooks",
+	f.registered(push.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: rr.srv.URL + "/hooks",
 		Config: push.Config(fmt.Sprintf(`{"secrets":[%q]}`, secret))})
-	require.NoError(t, err)
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, webhook.New(), push.WithOwner("w1"),
-		push.WithLogger(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	require.NoError(t, err)
+	w := f.build(f.store, f.store, loopback(t, 0), webhook.New())
 	rep := f.sweep(w, at(0))
 	require.Equal(t, 4, rep.Deliveries)
 	require.Equal(t, uint64(5), f.get("s", "r").NextSeq)
@@ -187,51 +178,27 @@ func TestResendToAPausedRegistrationAndOfAPrunedRecord(t *testing.T) {
 	require.Equal(t, "resend for bob failed: record #1 is no longer in the journal (pruned)", ev.Error)
 }
 
-// renewSignal is a store that tells each RenewResends it answered.
-type renewSignal struct {
-	store.Store
-	renewed chan []store.ResendClaim
-}
-
-func (r renewSignal) RenewResends(ctx context.Context, until time.Time, cs []store.ResendClaim) ([]store.ResendClaim, error) {
-	got, err := r.Store.RenewResends(ctx, until, cs)
-	if err == nil && len(got) > 0 {
-		r.renewed <- got
-	}
-	return got, err
-}
-
 // A resend whose receiver answers after the lease's length keeps its lease
 // (renewed as a turn's is): no other worker sends it meanwhile, and its
 // answer is recorded under its claim.
 func TestALongResendKeepsItsLease(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 2)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", NextSeq: 3})
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", NextSeq: 3})
 	require.NoError(t, f.store.Resend(t.Context(), "s", "r", 1, at(0), "alice"))
 	g := newGate()
-	slow := push.TransportFunc(func(ctx context.Context, reg push.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-		g.wait()
-		return accepted(), nil
-	})
-	db := renewSignal{Store: f.store, renewed: make(chan []store.ResendClaim, 16)}
+	db := newRenewals(f.store)
 	lease := push.WithLease(2 * time.Second)
-	w1, err := push.NewWorker(f.store, db, slow, f.proj, push.WithOwner("w1"), lease)
-	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, f.recv, f.proj, push.WithOwner("w2"), lease)
-	require.NoError(t, err)
+	w1 := f.build(f.store, db, g.transport("", accepted()), f.proj, push.WithOwner("w1"), lease)
+	w2 := f.worker(push.WithOwner("w2"), lease)
 
 	done := make(chan push.SweepReport, 1)
 	go func() { rep, _ := w1.RunOnce(t.Context(), at(0), 10); done <- rep }()
 	<-g.entered
 	for range 3 { // a third of the lease each: the send has outlived the lease it was claimed with
-		select {
-		case got := <-db.renewed:
-			require.True(t, strings.HasPrefix(got[0].Owner, "w1#"), got[0].Owner)
-		case <-time.After(30 * time.Second): // a bound, not synchronisation
-			t.Fatal("the resend's lease was not renewed")
-		}
+		got := receive(t, db.resends)
+		require.Len(t, got, 1, "the resend's lease is renewed")
+		require.True(t, strings.HasPrefix(got[0].Owner, "w1#"), got[0].Owner)
 	}
 	rep, err := w2.RunOnce(t.Context(), at(0).Add(2500*time.Millisecond), 10)
 	require.NoError(t, err)

@@ -1,6 +1,10 @@
 package push
 
-import "github.com/heraldpush/herald/store"
+import (
+	"time"
+
+	"github.com/heraldpush/herald/store"
+)
 
 // RetryPolicy is a registration's retry policy (store.RetryPolicy says each
 // field).
@@ -15,3 +19,8 @@ var DefaultRetry = RetryPolicy{MaxAttempts: DefaultMaxAttempts}
 type RetryDefaulter interface {
 	DefaultRetry() RetryPolicy
 }
+
+// Schedule is a fixed list of delays that replaces store.Backoff's, the
+// last repeating (RetryPolicy.Schedule). Standard Webhooks services use 5 s,
+// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+type Schedule []time.Duration

@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/store/memory"
 )
 
 // Invariant (v4, fair share): a message that waits SlowAfter for its answer
@@ -30,12 +28,11 @@ func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
 		slow = append(slow, h)
 		stream := fmt.Sprintf("slow-%d", i)
 		f.append(stream, 2)
-		registerURL(t, f.store, stream, "r", h.srv.URL+"/inbox")
+		f.registerURL(stream, "r", h.srv.URL+"/inbox")
 	}
 	healthy := newHealthyHost(t, "127.0.0.1")
-	registerURL(t, f.store, "busy", "healthy", healthy.srv.URL+"/inbox")
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"), push.WithMaxInFlight(2))
-	require.NoError(t, err)
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(2))
 
 	d := runDaemon(t, w)
 	for _, h := range slow {
@@ -82,11 +79,11 @@ func TestASlowTurnWithNoSlowBudgetYieldsAtItsNextRecord(t *testing.T) {
 		order <- "healthy " + string(b)
 	}))
 	f.append("slow", 2)
-	registerURL(t, f.store, "slow", "r", slow.URL+"/inbox")
-	registerURL(t, f.store, "busy", "healthy", healthy.URL+"/inbox")
+	f.registerURL("slow", "r", slow.URL+"/inbox")
+	f.registerURL("busy", "healthy", healthy.URL+"/inbox")
 	wentSlow := make(chan bool, 10)
 	claims := make(chan int, 100)
-	w, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(0),
+	w, err := push.NewWorker(f.store, f.store, loopback(t, time.Minute), f.proj, push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(0),
 		push.WithHooks(push.Hooks{
 			Claim: func(_ time.Time, n int, _ error) { claims <- n },
 			Slow:  func(_ push.Registration, yields bool) { wentSlow <- yields },
@@ -109,30 +106,6 @@ func TestASlowTurnWithNoSlowBudgetYieldsAtItsNextRecord(t *testing.T) {
 	d.stop(t)
 }
 
-// receive waits for one value of ch.
-func receive[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitFor):
-		t.Fatalf("no signal within %v", waitFor)
-		panic("unreachable")
-	}
-}
-
-// renewCounter is a store that signals each Renew it served.
-type renewCounter struct {
-	*memory.Store
-	renewed chan []store.Claim
-}
-
-func (s renewCounter) Renew(ctx context.Context, until time.Time, claims []store.Claim) ([]store.Claim, error) {
-	got, err := s.Store.Renew(ctx, until, claims)
-	s.renewed <- got
-	return got, err
-}
-
 // A turn's lease is renewed while it runs, so a receiver may take longer
 // than the lease: with the shortest lease (2 s), a request held past it
 // is not abandoned, no other worker claims the registration meanwhile, and
@@ -141,12 +114,10 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	f := newFixture(t)
 	s := newSilentHost(t, "127.0.0.2", 1)
 	f.append("s", 1)
-	registerURL(t, f.store, "s", "r", s.srv.URL+"/inbox")
-	st := renewCounter{Store: f.store, renewed: make(chan []store.Claim, 100)}
-	w1, err := push.NewWorker(f.store, st, loopbackTransport(t), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
-	require.NoError(t, err)
-	w2, err := push.NewWorker(f.store, f.store, loopbackTransport(t), f.proj, push.WithOwner("w2"), push.WithLease(2*time.Second))
-	require.NoError(t, err)
+	f.registerURL("s", "r", s.srv.URL+"/inbox")
+	st := newRenewals(f.store)
+	w1 := f.build(f.store, st, loopback(t, time.Minute), f.proj, push.WithOwner("w1"), push.WithLease(2*time.Second))
+	w2 := f.workerOn(loopback(t, time.Minute), push.WithOwner("w2"), push.WithLease(2*time.Second))
 
 	done := make(chan push.SweepReport, 1)
 	go func() {
@@ -157,7 +128,7 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	<-s.reached(1)
 	started := time.Now()
 	for renewals := 0; renewals < 4 || time.Since(started) < 2*time.Second; renewals++ {
-		require.Len(t, receive(t, st.renewed), 1, "the turn's lease is renewed")
+		require.Len(t, receive(t, st.claims), 1, "the turn's lease is renewed")
 	}
 	rep, err := w2.RunOnce(t.Context(), at(2), 10)
 	require.NoError(t, err)

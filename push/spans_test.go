@@ -11,11 +11,9 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"net/http"
-	"net/http/httptest"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
-	"github.com/heraldpush/herald/transport"
 )
 
 // Spans recorded by the SDK's in-memory exporter: one turn span, a
@@ -26,18 +24,16 @@ func TestSpansForTurnsAndDeliveries(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	f := newFixture(t)
 	f.append("s", 2)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns,
+	f.registered(push.Registration{Stream: "s", ID: "r",
 		URL: "https://hooks.example/capability/t0k3n-in-path", Config: push.Config(`{"secret":"whsec_s3cr3t"}`)})
-	require.NoError(t, err)
 	rcv := &receiver{answer: func(_ push.Registration, msg push.Message, n int) push.Outcome {
 		if msg.ID == "s#2" && n == 1 {
 			return push.Outcome{Verdict: push.Transient, Status: 503, Reason: "503 at /capability/t0k3n-in-path"}
 		}
 		return push.Outcome{Verdict: push.Accepted, Status: 200}
 	}}
-	w, err := push.NewWorker(f.store, f.store, rcv, f.proj, push.WithOwner("w1"), push.WithTracerProvider(tp))
-	require.NoError(t, err)
-	_, err = w.RunOnce(t.Context(), at(0), 10)
+	w := f.workerOn(rcv, push.WithTracerProvider(tp))
+	_, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)
 
 	spans := exp.GetSpans()
@@ -168,11 +164,9 @@ func TestDeliverySpansUnderASamplerThatDropsTheTurn(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(byName(push.SpanDelivery)))
 	f := newFixture(t)
 	f.append("s", 3)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://hooks.example/in"})
-	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, &receiver{}, f.proj, push.WithOwner("w1"), push.WithTracerProvider(tp))
-	require.NoError(t, err)
-	_, err = w.RunOnce(t.Context(), at(0), 10)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://hooks.example/in"})
+	w := f.build(f.store, f.store, &receiver{}, f.proj, push.WithTracerProvider(tp))
+	_, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)
 	spans := exp.GetSpans()
 	require.Len(t, spans, 3, "one span per delivery, none of the sweep or the turn")
@@ -185,34 +179,31 @@ func TestDeliverySpansUnderASamplerThatDropsTheTurn(t *testing.T) {
 // of the appended traceparent (same trace id, a new span id, the sampled
 // flag kept) and the tracestate as given; a record without one sends none.
 func TestTraceparentReachesTheReceiver(t *testing.T) {
-	type seen struct{ parent, state string }
-	got := make(chan seen, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- seen{r.Header.Get("traceparent"), r.Header.Get("tracestate")}
+	got := make(chan http.Header, 4)
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header
 		w.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	})
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	_, err = f.store.Append(t.Context(), "s",
+	_, err := f.store.Append(t.Context(), "s",
 		journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`), Traceparent: tp, Tracestate: "rojo=00f067aa0ba902b7"},
 		journal.Entry{ID: "b", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
-	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: srv.URL + "/in"})
-	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: srv.URL + "/in"})
+	w := f.workerOn(tr)
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Deliveries)
 
-	first := <-got
-	require.NoError(t, journal.ValidateTraceparent("received", first.parent))
-	require.Equal(t, tp[:36], first.parent[:36], "the appended trace id")
-	require.NotEqual(t, tp[36:52], first.parent[36:52], "a new span id")
-	require.Equal(t, "01", first.parent[53:], "the sampled flag kept")
-	require.Equal(t, "rojo=00f067aa0ba902b7", first.state)
-	require.Equal(t, seen{}, <-got, "no trace context, no header")
+	h := <-got
+	first := h.Get("traceparent")
+	require.NoError(t, journal.ValidateTraceparent("received", first))
+	require.Equal(t, tp[:36], first[:36], "the appended trace id")
+	require.NotEqual(t, tp[36:52], first[36:52], "a new span id")
+	require.Equal(t, "01", first[53:], "the sampled flag kept")
+	require.Equal(t, "rojo=00f067aa0ba902b7", h.Get("tracestate"))
+	second := <-got
+	require.Equal(t, []string{"", ""}, []string{second.Get("traceparent"), second.Get("tracestate")}, "no trace context, no header")
 }

@@ -152,8 +152,7 @@ func TestRejectedByPolicy(t *testing.T) {
 		f := newFixture(t)
 		f.recv.answer = rejectSecond
 		f.append("s", 3)
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: "https://a.example/", OnRejected: push.RejectSkip})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://a.example/", OnRejected: push.RejectSkip})
 		rep := f.sweep(f.worker(), at(0))
 		require.Equal(t, push.SweepReport{Registrations: 1, Records: 3, Deliveries: 2, Skipped: 1}, rep)
 		require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
@@ -175,8 +174,7 @@ func TestStoreErrorEndsOnlyItsTurn(t *testing.T) {
 	f.register("good", "r")
 	f.register("bad", "r")
 	fs := &failingStore{Store: f.store}
-	w, err := push.NewWorker(&streamFailingJournal{Journal: f.store, fail: "bad"}, fs, f.recv, f.proj, push.WithOwner("w1"))
-	require.NoError(t, err)
+	w := f.build(&streamFailingJournal{Journal: f.store, fail: "bad"}, fs, f.recv, f.proj)
 	rep, err := w.RunOnce(t.Context(), at(0), 10)
 	require.ErrorIs(t, err, errInjected)
 	require.ErrorContains(t, err, "stream=bad id=r")
@@ -276,8 +274,7 @@ func TestMaxInFlightBoundsTheFanOut(t *testing.T) {
 	for i := range 10 {
 		f.register("s", fmt.Sprintf("r%d", i))
 	}
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithMaxInFlight(3), push.WithOwner("w"))
-	require.NoError(t, err)
+	w := f.workerOn(transport, push.WithMaxInFlight(3), push.WithOwner("w"))
 	done := make(chan push.SweepReport)
 	errs := make(chan error, 1)
 	go func() {
@@ -301,17 +298,13 @@ func TestRunSweepsOnWakeAndStops(t *testing.T) {
 		return accepted(), nil
 	})
 	f.register("s", "r")
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	w := f.workerOn(transport, push.WithOwner("w"))
+	d := runDaemon(t, w)
 
 	f.append("s", 1)
 	w.Wake()
 	require.Equal(t, "s#1", <-delivered, "Wake sweeps at once, long before the hour")
-	cancel()
-	require.NoError(t, <-stopped, "Run returns nil when its context ends")
+	d.stop(t)
 	require.ErrorIs(t, w.Run(t.Context(), 0), journal.ErrInvalid)
 }
 
@@ -335,11 +328,8 @@ func TestRunTurnReadsAgainAfterAWake(t *testing.T) {
 	f.append("s", 1)
 	turns := make(chan push.SweepReport, 10)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithHooks(hooks))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	w := f.workerOn(transport, push.WithOwner("w"), push.WithHooks(hooks))
+	d := runDaemon(t, w)
 
 	<-inside
 	f.append("s", 1) // #2, while the turn sends #1 under its claim
@@ -348,8 +338,7 @@ func TestRunTurnReadsAgainAfterAWake(t *testing.T) {
 	require.Equal(t, []string{"s#1", "s#2"}, []string{<-delivered, <-delivered})
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2}, <-turns,
 		"the turn that sent #1 read again after the wake and sent #2 under the same claim")
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 }
 
 // Run claims on a turn's end only when the end may have left work: with no
@@ -375,18 +364,13 @@ func TestRunTurnEndsClaimOnlyWhenTheyMayFindWork(t *testing.T) {
 		Turn:  func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { ended <- r },
 	}
 	// refill is 1: before, every turn's end claimed.
-	w, err := push.NewWorker(f.store, f.store, transport, f.proj, push.WithOwner("w"), push.WithHooks(hooks),
-		push.WithMaxInFlight(4), push.WithMaxPerHost(8))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- w.Run(ctx, time.Hour) }()
+	w := f.workerOn(transport, push.WithOwner("w"), push.WithHooks(hooks), push.WithMaxInFlight(4), push.WithMaxPerHost(8))
+	d := runDaemon(t, w)
 
 	require.Equal(t, 1, (<-ended).Deliveries, "the fast turn ended while the slow one runs")
 	close(release)
 	require.Equal(t, 1, (<-ended).Deliveries, "the slow turn ended")
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 	require.Equal(t, int32(1), claims.Load(), "one claim took both; neither turn's end claimed")
 	require.Equal(t, uint64(2), f.get("s", "fast").NextSeq)
 	require.Equal(t, uint64(2), f.get("t", "slow").NextSeq)
@@ -428,19 +412,14 @@ func TestBacklogIsSweptAtOnce(t *testing.T) {
 	g.register("s", "r")
 	turns := make(chan push.SweepReport, 20)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}
-	runner, err := push.NewWorker(g.store, g.store, transport, g.proj, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1),
-		push.WithHooks(hooks))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error)
-	go func() { stopped <- runner.Run(ctx, time.Hour) }()
+	runner := g.workerOn(transport, push.WithOwner("w"), push.WithDrainPage(2), push.WithMaxInFlight(1), push.WithHooks(hooks))
+	d := runDaemon(t, runner)
 	got := map[string][]string{}
 	for range 10 {
 		s := <-delivered // three pages each, one slot, one interval of an hour: no waiting between pages
 		got[s.Reg] = append(got[s.Reg], s.MsgID)
 	}
-	cancel()
-	require.NoError(t, <-stopped)
+	d.stop(t)
 	require.Equal(t, map[string][]string{"q": seqIDs("s", 1, 5), "r": seqIDs("s", 1, 5)}, got)
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 2, Deliveries: 2, Backlog: 1}, <-turns,
 		"Run claimed both; the first turn gave its one slot up after a page, to the claim waiting for it")
@@ -454,8 +433,7 @@ func TestSweepTurnKeepsItsSlotFromAClaimItsHostCapHolds(t *testing.T) {
 	f := newFixture(t)
 	f.append("s", 5)
 	for _, r := range []struct{ id, host string }{{"a1", "a.example"}, {"a2", "a.example"}, {"b1", "b.example"}} {
-		_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: r.id, Namespace: ns, URL: "https://" + r.host + "/in"})
-		require.NoError(t, err)
+		f.registered(push.Registration{Stream: "s", ID: r.id, URL: "https://" + r.host + "/in"})
 	}
 	turns := make(chan push.SweepReport, 3)
 	hooks := push.Hooks{Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) { turns <- r }}

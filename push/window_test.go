@@ -1,9 +1,7 @@
 package push_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
-	"github.com/heraldpush/herald/transport"
 )
 
 // heldReceiver is a receiver on loopback that holds every request until the
@@ -40,22 +37,20 @@ type heldRequest struct {
 
 func newHeldReceiver(t *testing.T) *heldReceiver {
 	h := &heldReceiver{arrivals: make(chan heldRequest), closed: make(chan struct{})}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var rec struct{ N int }
-		if err := json.Unmarshal(body, &rec); err != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
+	h.srv = serve(t, func(w http.ResponseWriter, r *http.Request) {
+		n, ok := recordN(w, r)
+		if !ok {
 			return
 		}
 		h.mu.Lock()
 		h.holding++
 		h.most = max(h.most, h.holding)
-		h.log = append(h.log, fmt.Sprint("sent ", rec.N))
+		h.log = append(h.log, fmt.Sprint("sent ", n))
 		instant := h.instant
 		h.mu.Unlock()
 		code := http.StatusAccepted
 		if !instant {
-			req := heldRequest{n: rec.N, answer: make(chan int)}
+			req := heldRequest{n: n, answer: make(chan int)}
 			select {
 			case h.arrivals <- req:
 				code = <-req.answer
@@ -67,8 +62,7 @@ func newHeldReceiver(t *testing.T) *heldReceiver {
 		h.holding--
 		h.mu.Unlock()
 		w.WriteHeader(code)
-	}))
-	t.Cleanup(h.srv.Close)
+	})
 	t.Cleanup(func() { close(h.closed) }) // runs first
 	return h
 }
@@ -107,14 +101,11 @@ func (h *heldReceiver) stats() (most int, log []string) {
 // receiver and returns a worker that sends through the real transport.
 func windowFixture(t *testing.T, h *heldReceiver, records, window int, opts ...push.Option) (*fixture, *push.Worker) {
 	t.Helper()
-	tr, err := transport.New(transport.Options{AllowHTTP: true, AllowPrivateNetwork: true})
-	require.NoError(t, err)
+	tr := loopback(t, 0)
 	f := newFixture(t)
 	f.append("s", records)
-	_, err = f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns, URL: h.srv.URL + "/inbox", Window: window})
-	require.NoError(t, err)
-	w, err := push.NewWorker(f.store, f.store, tr, f.proj, append([]push.Option{push.WithOwner("w1"), push.WithMaxPerHost(64)}, opts...)...)
-	require.NoError(t, err)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: h.srv.URL + "/inbox", Window: window})
+	w := f.workerOn(tr, append([]push.Option{push.WithMaxPerHost(64)}, opts...)...)
 	return f, w
 }
 
@@ -200,27 +191,38 @@ func TestWindowWithinPerHostCap(t *testing.T) {
 	require.Equal(t, uint64(7), f.get("s", "r").NextSeq)
 }
 
+// failMidWindow sends records through a window of 4, acknowledges record 1
+// (record 5 enters the window), answers records 2 to 4 as answers say
+// ({record, status}, in that order), then 5 with a 202, and returns the
+// sweep's report.
+func failMidWindow(t *testing.T, h *heldReceiver, records int, answers ...[2]int) (*fixture, *push.Worker, push.SweepReport) {
+	t.Helper()
+	f, w := windowFixture(t, h, records, 4)
+	done := sweepAsync(t, w, at(0))
+	held := h.window(t, 4)
+	h.answer(held[1], http.StatusAccepted)
+	five := h.next(t)
+	require.Equal(t, 5, five.n, "record 1 acknowledged: record 5 enters the window")
+	for _, a := range answers {
+		h.answer(held[a[0]], a[1])
+	}
+	h.answer(five, http.StatusAccepted)
+	return f, w, <-done
+}
+
 // A failure in the middle of a window stops new sends, lets those in flight
 // end, and leaves the cursor at the first unacknowledged record with one
 // attempt charged, its outcome deciding when several failed; the retry
 // sends every later record again.
 func TestWindowFailureInTheMiddle(t *testing.T) {
-	const window, records = 4, 8
+	const records = 8
 	h := newHeldReceiver(t)
-	f, w := windowFixture(t, h, records, window)
-	done := sweepAsync(t, w, at(0))
-
-	held := h.window(t, window)
-	h.answer(held[1], http.StatusAccepted)
-	five := h.next(t)
-	require.Equal(t, 5, five.n, "record 1 acknowledged: record 5 enters the window")
 	// Record 2 fails; while it is unacknowledged the window (2..5) is full,
-	// so whatever order the answers are taken in, nothing new is sent.
-	h.answer(held[2], http.StatusInternalServerError)
-	h.answer(held[4], http.StatusBadGateway) // a later failure, host-level: not the one that decides
-	h.answer(held[3], http.StatusAccepted)   // in flight: they end
-	h.answer(five, http.StatusAccepted)
-	rep := <-done
+	// so whatever order the answers are taken in, nothing new is sent. 4's
+	// is a later failure, host-level: not the one that decides; 3 and 5,
+	// in flight, end.
+	f, w, rep := failMidWindow(t, h, records, [2]int{2, http.StatusInternalServerError}, [2]int{4, http.StatusBadGateway},
+		[2]int{3, http.StatusAccepted})
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 1, Deliveries: 3, Retries: 1}, rep,
 		"two failures in flight, one retry")
 
@@ -254,19 +256,8 @@ func TestWindowFailureInTheMiddle(t *testing.T) {
 // A 410 in the middle of a window parks the registration at it, even when a
 // later record of the window failed first.
 func TestWindowGoneInTheMiddleParks(t *testing.T) {
-	const window = 4
 	h := newHeldReceiver(t)
-	f, w := windowFixture(t, h, 6, window)
-	done := sweepAsync(t, w, at(0))
-
-	held := h.window(t, window)
-	h.answer(held[1], http.StatusAccepted)
-	five := h.next(t)
-	h.answer(held[4], http.StatusInternalServerError)
-	h.answer(held[2], http.StatusGone)
-	h.answer(held[3], http.StatusAccepted)
-	h.answer(five, http.StatusAccepted)
-	rep := <-done
+	f, _, rep := failMidWindow(t, h, 6, [2]int{4, http.StatusInternalServerError}, [2]int{2, http.StatusGone}, [2]int{3, http.StatusAccepted})
 	require.Equal(t, 1, rep.Parked)
 	require.Zero(t, rep.Retries)
 
@@ -292,12 +283,11 @@ func TestWindowSkipsAndEndsAtTerminal(t *testing.T) {
 		return accepted()
 	}
 	f.append("s", 9)
-	_, err := f.store.Register(t.Context(), push.Registration{Stream: "s", ID: "r", Namespace: ns,
+	f.registered(push.Registration{Stream: "s", ID: "r",
 		URL: "https://receiver.example/r", Window: 8, OnRejected: push.RejectSkip})
-	require.NoError(t, err)
 	rep := f.sweep(f.worker(), at(0))
 	require.Equal(t, push.SweepReport{Registrations: 1, Records: 6, Deliveries: 5, Skipped: 1, Completed: 1}, rep)
 	require.ElementsMatch(t, seqIDs("s", 1, 6), f.recv.ids("s/r"), "records 7 to 9 follow the terminal record: never sent")
-	_, err = f.store.Get(t.Context(), "s", "r")
+	_, err := f.store.Get(t.Context(), "s", "r")
 	require.ErrorIs(t, err, journal.ErrNotFound, "completed")
 }

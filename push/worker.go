@@ -193,9 +193,8 @@ const (
 	MaxPageBytes     = 1 << 30 // bounds WithPageBytes
 	// DefaultLease (6 s) is how long a claim hides a registration from
 	// other workers, and so about how long a killed worker's registrations
-	// wait. A turn's lease is renewed every third of it while the turn runs
-	// (Store.Renew), so a receiver may take longer; a turn whose lease could
-	// not be renewed is abandoned at nine tenths of it, before it lapses.
+	// wait. A turn's lease is renewed while it runs, so a receiver may take
+	// longer (README.md, invariant 7).
 	DefaultLease = 6 * time.Second
 	// DefaultSweepLimit (256) bounds one claim of Run's dispatcher: one Due
 	// query's rows.
@@ -237,7 +236,7 @@ func WithMaxInFlight(n int) Option { return func(o *options) { o.MaxInFlight = n
 // another claim waits.
 func WithMaxSlow(n int) Option { return func(o *options) { o.MaxSlow = n } }
 
-// WithMaxPerHost bounds the messages in flight to one host (HostOf), 1 to
+// WithMaxPerHost bounds the messages in flight to one host (store.HostOf), 1 to
 // MaxPerHostLimit (default DefaultMaxPerHost); claims take no more of a host.
 func WithMaxPerHost(n int) Option { return func(o *options) { o.MaxPerHost = n } }
 
@@ -271,7 +270,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l 
 func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
 
 // WithHostHorizon sets how long a host may be down before it is
-// unavailable, MinHostHorizon to MaxHostHorizon (default DefaultHostHorizon).
+// unavailable, store.MinHostHorizon to store.MaxHostHorizon (default
+// store.DefaultHostHorizon).
 func WithHostHorizon(d time.Duration) Option { return func(o *options) { o.HostHorizon = d } }
 
 // WithTracerProvider sets where the worker's spans go (default

@@ -186,7 +186,7 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 }
 
 // DefaultRetry is the a2a namespace's retry policy (push.RetryDefaulter):
-// push.Backoff's delays, parking on the first failure a day after the run's
+// store.Backoff's delays, parking on the first failure a day after the run's
 // first. A push tells a client about a task it started and can poll
 // (tasks/get): a client gone a day has most likely moved on, and its parked
 // registration keeps every update for an unpark.

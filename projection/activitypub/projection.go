@@ -230,10 +230,10 @@ func (g Signer) Format(f fmt.State, _ rune) {
 }
 
 // DefaultRetry is the activitypub namespace's retry policy
-// (push.RetryDefaulter): push.Backoff's delays (at most about 4 min apart),
+// (push.RetryDefaulter): store.Backoff's delays (at most about 4 min apart),
 // parking on the first failure a day after the run's first, the remote
 // downtime Akkoma's publish retries were tuned to ride out (akkoma commit
 // 4011d20d). An unreachable server is not charged at all: its host holds its
 // registrations up to the host horizon, 7 days as Mastodon's
-// DeliveryFailureTracker (push.DefaultHostHorizon).
+// DeliveryFailureTracker (store.DefaultHostHorizon).
 func (p *Projection) DefaultRetry() push.RetryPolicy { return push.RetryPolicy{For: 24 * time.Hour} }

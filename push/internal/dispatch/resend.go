@@ -10,14 +10,10 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// resend sends a claimed resend (store.Resend) once, out of band: the
-// messages the registration's projection makes of the record (its original
-// ids), through the transport with a host token held, as a turn sends them;
-// then its outcome as evidence (Store.Resent). The cursor, the attempts,
-// the backoff and a pause are left alone; an answer tells a troubled host
-// it answered, and a failure is the resend's only (the operator may ask
-// again). A resend abandoned (the worker stopping, its lease ending) stays
-// pending, and is sent once its lease lapsed.
+// resend sends a claimed resend (store.Resend) once, out of band, as push's
+// doc, "Resends", says: as a turn sends, then its outcome as evidence
+// (Store.Resent). A resend abandoned (the worker stopping, its lease ending)
+// stays pending, and is sent once its lease lapsed.
 func (t *turn) resend(ctx context.Context, rs store.Resend) error {
 	if t.stopping() {
 		return nil

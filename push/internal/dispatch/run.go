@@ -39,6 +39,9 @@ func (w *Engine) Run(ctx context.Context, every time.Duration) error {
 	defer l.renewing()()
 	stop := l.stop
 	for {
+		if ctx.Err() != nil { // even when the select below took a turn's end first
+			stop = nil // claim and start nothing more; wait for the turns in flight
+		}
 		if stop != nil {
 			l.start()
 			if l.canClaim() {
@@ -53,8 +56,7 @@ func (w *Engine) Run(ctx context.Context, every time.Duration) error {
 			}
 		}
 		select {
-		case <-stop:
-			stop = nil // claim and start nothing more; wait for the turns in flight
+		case <-stop: // the loop's top sees ctx ended
 		case e := <-l.ended:
 			l.turnEnded(e)
 		case <-l.slowed:

@@ -103,9 +103,8 @@ func (p *Journal) Read(ctx context.Context, stream string, fromSeq uint64, limit
 		select {
 		case <-pg.done:
 			if recs, ok := pg.serve(fromSeq, limit, maxBytes, rc.head); ok {
-				out := pg.give(recs)
 				p.mu.Unlock()
-				return out, nil
+				return recs, nil
 			}
 		default:
 			if wait == nil && pg.from <= fromSeq && fromSeq-pg.from < uint64(pg.limit) {
@@ -127,9 +126,8 @@ func (p *Journal) Read(ctx context.Context, stream string, fromSeq uint64, limit
 		p.mu.Lock()
 		wait.waiters--
 		if recs, ok := wait.serve(fromSeq, limit, maxBytes, rc.head); ok {
-			out := wait.give(recs)
 			p.mu.Unlock()
-			return out, nil
+			return recs, nil
 		}
 	}
 	pg := &page{stream: stream, from: fromSeq, limit: limit, sent: time.Now(), done: make(chan struct{})}
@@ -165,7 +163,7 @@ func (p *Journal) add(pg *page) {
 	p.streams[pg.stream] = append(p.streams[pg.stream], pg)
 }
 
-// serve returns the page's own records for a read of limit records and
+// serve gives (give) the page's records for a read of limit records and
 // maxBytes from fromSeq by a turn whose claim saw head, if it has them all:
 // up to where the read's bounds stop it, or, when the page is short of its
 // limit, to the page's end if head is within it.
@@ -180,10 +178,10 @@ func (pg *page) serve(fromSeq uint64, limit, maxBytes int, head uint64) ([]journ
 	}
 	recs := pg.recs[fromSeq-lo:]
 	if n := journal.PageEnd(recs, limit, maxBytes); n < len(recs) || n == limit {
-		return recs[:n], true
+		return pg.give(recs[:n]), true
 	}
 	if len(pg.recs) < pg.limit && head <= hi {
-		return recs, true
+		return pg.give(recs), true
 	}
 	return nil, false
 }
