@@ -102,3 +102,25 @@ func TestKeysAddRefusesBadInputNamingTheFlag(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "herald keys list")
 }
+
+// Registering an ActivityPub registration again without --private-key-file
+// moves it from its own copy of a key to the key held under --key-id: the
+// command says so, and says nothing when it already signed with the held one.
+func TestReRegisterWithoutTheKeyFileSaysItNowSignsWithTheHeldKey(t *testing.T) {
+	db := newDB(t)
+	const id = "https://a.example/u/alice#main-key"
+	own, _ := rsaKeyFile(t, "own.pem")
+	held, _ := rsaKeyFile(t, "held.pem")
+	register := []string{"register", "--stream", "actor/alice", "--id", "bob", "--namespace", "activitypub",
+		"--url", "https://b.example/inbox", "--key-id", id}
+	heraldOK(t, db, "", append(register, "--private-key-file", own)...)
+	heraldOK(t, db, "", "keys", "add", "--key-id", id, "--private-key", held)
+
+	out := heraldOK(t, db, "", register...)
+	require.Contains(t, out, "it now signs with the key held under --key-id "+id)
+	r := runCLI(t, db, "", "keys", "remove", "--key-id", id)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "1 registration", "the registration signs with the held key")
+
+	require.NotContains(t, heraldOK(t, db, "", register...), "now signs with", "it signed with the held key already")
+}

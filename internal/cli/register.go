@@ -227,6 +227,13 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 			if existed && c.changed("from-seq") && st.NextSeq != fromSeq {
 				notes = append(notes, fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq))
 			}
+			if existed && old.Namespace == activitypub.Namespace && st.Namespace == activitypub.Namespace {
+				if _, hadOwn := operator.SigningKey(old.Config); hadOwn {
+					if keyID, own := operator.SigningKey(st.Config); !own {
+						notes = append(notes, fmt.Sprintf("it signed with its own copy of a key; it now signs with the key held under --key-id %s (herald keys list), as register without --private-key-file does", tbl.Clean(keyID)))
+					}
+				}
+			}
 			var warnings []string
 			for _, err := range transport.URLRefusals(st.URL) {
 				warnings = append(warnings, "sweeps refuse this URL and park the registration: "+err.Error())

@@ -97,15 +97,24 @@ func KeyUsers(ctx context.Context, s store.Store, id string) (int, error) {
 	}
 	n := 0
 	for _, r := range regs {
-		var c struct {
-			KeyID      string `json:"key_id"`
-			PrivateKey string `json:"private_key"`
-		}
-		if json.Unmarshal(r.Config, &c) == nil && c.KeyID == id && c.PrivateKey == "" {
+		if keyID, own := SigningKey(r.Config); keyID == id && !own {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// SigningKey reads an ActivityPub config's key_id, and whether it holds a
+// private_key of its own (else it signs with the key held under key_id).
+func SigningKey(config []byte) (keyID string, own bool) {
+	var c struct {
+		KeyID      string `json:"key_id"`
+		PrivateKey string `json:"private_key"`
+	}
+	if json.Unmarshal(config, &c) != nil {
+		return "", false
+	}
+	return c.KeyID, c.PrivateKey != ""
 }
 
 // RemoveKey deletes held key id, refused (journal.ErrConflict, naming how
