@@ -230,7 +230,7 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 			if existed && old.Namespace == activitypub.Namespace && st.Namespace == activitypub.Namespace {
 				if _, hadOwn := operator.SigningKey(old.Config); hadOwn {
 					if keyID, own := operator.SigningKey(st.Config); !own {
-						notes = append(notes, fmt.Sprintf("it signed with its own copy of a key; it now signs with the key held under --key-id %s (herald keys list), as register without --private-key-file does", tbl.Clean(keyID)))
+						notes = append(notes, fmt.Sprintf("It signed with its own copy of a key; it now signs with the key held under --key-id %s (herald keys list), as register without --private-key-file does", tbl.Clean(keyID)))
 					}
 				}
 			}
