@@ -497,9 +497,9 @@ BEGIN
 END
 $fn$;
 
--- herald_go_quote returns what Go's fmt %q gives for a string argument of
--- journal.Invalid: s, or when longer than 256 bytes its first 256 (a
--- character cut in two dropped) followed by "… (N bytes)", in double quotes,
+-- herald_go_quote returns what Go's fmt %q gives for journal's clip(s):
+-- s cut to its first 64 bytes followed by "…" when longer (a character cut
+-- in two leaves its bytes, each quoted \xNN as Go does), in double quotes,
 -- with Go's escapes (strconv.Quote): \" \\ \a \b \f \n \r \t \v, \xNN for
 -- other C0 controls and DEL, \uNNNN or \UNNNNNNNN for the characters Go
 -- does not print. Those are the C1 controls, the spaces other than U+0020,
@@ -516,12 +516,15 @@ DECLARE
     c     text;
     cp    int;
 BEGIN
-    IF octet_length(b) > 256 THEN
-        head := left(s, 256);
-        WHILE octet_length(convert_to(head, 'UTF8')) > 256 LOOP
+    IF octet_length(b) > 64 THEN
+        head := left(s, 64);
+        WHILE octet_length(convert_to(head, 'UTF8')) > 64 LOOP
             head := left(head, -1);
         END LOOP;
-        tail := format('… (%s bytes)', octet_length(b));
+        FOR k IN octet_length(convert_to(head, 'UTF8')) .. 63 LOOP
+            tail := tail || '\x' || lpad(to_hex(get_byte(b, k)), 2, '0');
+        END LOOP;
+        tail := tail || '…';
     END IF;
     FOR i IN 1 .. length(head) LOOP
         c := substr(head, i, 1);
