@@ -119,13 +119,16 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	guarded := httptest.NewServer(gd.APIHandler())
 	defer guarded.Close()
 
-	// A held key, and a registration naming it, for the key routes.
+	// A held key, and a registration naming it pinned to draft-cavage, for
+	// the key routes.
 	_, rsaPEM := keytest.RSA(t)
+	_, edPEM := keytest.Ed25519(t)
 	const keyID = "https://a.example/u/alice#main-key"
 	keyBody := fmt.Sprintf(`{"key_id": %q, "private_key": %q}`, keyID, rsaPEM)
 	otherKeyBody := strings.Replace(keyBody, "alice", "nobody", 1)
+	edKeyBody := fmt.Sprintf(`{"key_id": %q, "private_key": %q}`, keyID, edPEM)
 	_, err = s.Register(t.Context(), push.Registration{Stream: "actor/alice", ID: "bob", Namespace: "activitypub", URL: "https://b.example/inbox",
-		Config: push.Config(`{"key_id":"` + keyID + `"}`)})
+		Config: push.Config(`{"key_id":"` + keyID + `","signature_scheme":"cavage"}`)})
 	require.NoError(t, err)
 	keyQuery := "/v1/key?key_id=" + url.QueryEscape(keyID)
 
@@ -234,6 +237,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{"GET", "/v1/keys", "", reader, "", 403},
 		{"POST", "/v1/key/rotate", json, admin, keyBody, 200},
 		{"POST", "/v1/key/rotate", json, admin, otherKeyBody, 404},
+		{"POST", "/v1/key/rotate", json, admin, edKeyBody, 409},
 		{"POST", "/v1/key/rotate", json, admin, `{"key_id": "` + keyID + `"}`, 400},
 		{"POST", "/v1/key/rotate", json, testToken, keyBody, 403},
 		{"POST", "/v1/key/rotate", "text/plain", admin, keyBody, 415},

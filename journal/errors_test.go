@@ -33,7 +33,7 @@ func TestInvalidErrorInBatch(t *testing.T) {
 // with its length, and a cut never splits a UTF-8 sequence.
 func TestInvalidErrorCutsALongValue(t *testing.T) {
 	long := strings.Repeat("é", 50000) // 100,000 bytes, two a rune
-	err := journal.ValidateTraceparent("traceparent", long)
+	err := journal.Invalid("kind", "%q is not a kind", long)
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	msg := err.Error()
 	require.Less(t, len(msg), 512, msg)

@@ -28,22 +28,22 @@ func ValidateTraceparent(field, tp string) error {
 	}
 	parts := strings.Split(tp, "-")
 	if len(parts) != 4 || len(tp) != 55 {
-		return Invalid(field, "%q is not version-traceid-parentid-flags (00-<32 hex>-<16 hex>-<2 hex>)", tp)
+		return Invalid(field, "%q is not version-traceid-parentid-flags (00-<32 hex>-<16 hex>-<2 hex>)", clip(tp))
 	}
 	version, trace, parent, flags := parts[0], parts[1], parts[2], parts[3]
 	switch {
 	case version != "00":
-		return Invalid(field, "has version %q: only 00 is known", version)
+		return Invalid(field, "has version %q: only 00 is known", clip(version))
 	case len(trace) != 32 || !lowerHex(trace):
-		return Invalid(field, "trace id %q is not 32 lowercase hex digits", trace)
+		return Invalid(field, "trace id %q is not 32 lowercase hex digits", clip(trace))
 	case strings.Trim(trace, "0") == "":
 		return Invalid(field, "trace id is all zeros")
 	case len(parent) != 16 || !lowerHex(parent):
-		return Invalid(field, "parent id %q is not 16 lowercase hex digits", parent)
+		return Invalid(field, "parent id %q is not 16 lowercase hex digits", clip(parent))
 	case strings.Trim(parent, "0") == "":
 		return Invalid(field, "parent id is all zeros")
 	case len(flags) != 2 || !lowerHex(flags):
-		return Invalid(field, "flags %q are not 2 lowercase hex digits", flags)
+		return Invalid(field, "flags %q are not 2 lowercase hex digits", clip(flags))
 	}
 	return nil
 }
@@ -84,6 +84,16 @@ func ChildTraceparent(tp string) string {
 }
 
 func lowerHex(s string) bool { return strings.TrimLeft(s, "0123456789abcdef") == "" }
+
+// clip bounds hostile text quoted in an error, tighter than Invalid's own
+// bound: herald_go_quote (store/postgres) writes the same cut, so a
+// traceparent refused by herald_append reads as Go's refusal.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
 
 // WithContextTrace returns entries with the trace context of ctx's valid
 // OpenTelemetry span (its span id as the parent id) set on each entry that

@@ -1,7 +1,6 @@
 package push_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/internal/logtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -113,11 +113,11 @@ type fixture struct {
 	store *memory.Store
 	recv  *receiver
 	proj  projection
-	logs  *bytes.Buffer
+	logs  *logtest.Buffer
 }
 
 func newFixture(t testing.TB) *fixture {
-	return &fixture{t: t, store: memory.New(memory.WithClock(func() time.Time { return t0 })), recv: &receiver{}, logs: &bytes.Buffer{}}
+	return &fixture{t: t, store: memory.New(memory.WithClock(func() time.Time { return t0 })), recv: &receiver{}, logs: &logtest.Buffer{}}
 }
 
 func (f *fixture) worker(opts ...push.Option) *push.Worker {

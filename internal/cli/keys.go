@@ -13,7 +13,6 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/store"
 )
 
 func newKeys(e *env) command {
@@ -116,7 +115,7 @@ func newKeysRotate(e *env) command {
 
 // keyPut is keys add or rotate: put stores the key in --private-key under
 // --key-id, and text says what it did.
-func keyPut(e *env, put func(context.Context, store.ActorKeyStore, string, string, string, []byte, time.Time) (operator.KeyView, error),
+func keyPut(e *env, put func(context.Context, operator.KeyStore, string, string, string, []byte, time.Time) (operator.KeyView, error),
 	text func(io.Writer, operator.KeyView)) command {
 	var k actorKeyFlags
 	return command{

@@ -124,3 +124,30 @@ func TestReRegisterWithoutTheKeyFileSaysItNowSignsWithTheHeldKey(t *testing.T) {
 
 	require.NotContains(t, heraldOK(t, db, "", register...), "now signs with", "it signed with the held key already")
 }
+
+// A held key rotated to Ed25519 would leave a registration pinned to
+// draft-cavage unable to sign: the rotation is refused, naming how many, and
+// the held key stays as it was; once no pinned registration signs with it,
+// it rotates.
+func TestRotatingToEd25519IsRefusedWhileACavagePinnedRegistrationSignsWithIt(t *testing.T) {
+	db := newDB(t)
+	const id = "https://a.example/u/alice#main-key"
+	rsaFile, _ := rsaKeyFile(t, "rsa.pem")
+	_, edPEM := keytest.Ed25519(t)
+	edFile := filepath.Join(t.TempDir(), "ed.pem")
+	require.NoError(t, os.WriteFile(edFile, edPEM, 0o600))
+	heraldOK(t, db, "", "migrate", "up")
+	heraldOK(t, db, "", "keys", "add", "--key-id", id, "--private-key", rsaFile)
+	register := []string{"register", "--stream", "actor/alice", "--id", "bob", "--namespace", "activitypub",
+		"--url", "https://b.example/inbox", "--key-id", id}
+	heraldOK(t, db, "", append(register, "--signature-scheme", "cavage")...)
+
+	r := runCLI(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", edFile)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "1 registration(s) pinned to draft-cavage")
+	require.Contains(t, heraldOK(t, db, "", "keys", "list"), "RSA", "the refused rotation kept the key")
+
+	heraldOK(t, db, "", append(register, "--signature-scheme", "rfc9421")...)
+	require.Contains(t, heraldOK(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", edFile), "to version 2")
+	require.Contains(t, heraldOK(t, db, "", "keys", "list"), "Ed25519")
+}

@@ -228,10 +228,8 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 				notes = append(notes, fmt.Sprintf("--from-seq %d applies to a new registration only: the cursor stays at %d (herald skip or rewind moves it)", fromSeq, st.NextSeq))
 			}
 			if existed && old.Namespace == activitypub.Namespace && st.Namespace == activitypub.Namespace {
-				if _, hadOwn := operator.SigningKey(old.Config); hadOwn {
-					if keyID, own := operator.SigningKey(st.Config); !own {
-						notes = append(notes, fmt.Sprintf("It signed with its own copy of a key; it now signs with the key held under --key-id %s (herald keys list), as register without --private-key-file does", tbl.Clean(keyID)))
-					}
+				if now := operator.SigningKey(st.Config); operator.SigningKey(old.Config).Own && !now.Own {
+					notes = append(notes, fmt.Sprintf("It signed with its own copy of a key; it now signs with the key held under --key-id %s (herald keys list), as register without --private-key-file does", tbl.Clean(now.KeyID)))
 				}
 			}
 			var warnings []string

@@ -20,8 +20,10 @@ import (
 
 var _ store.Backend = (*Store)(nil)
 
-// Store keeps the journal and the registrations in maps behind one mutex.
-// The zero value is not usable; call New.
+// Store keeps the journal and the registrations in maps behind one mutex,
+// tokens and actor keys too: a memory store serves tests and one process,
+// where a token check waiting behind an append costs nothing worth a
+// second lock. The zero value is not usable; call New.
 type Store struct {
 	mu        sync.Mutex
 	now       func() time.Time

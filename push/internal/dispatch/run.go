@@ -46,7 +46,9 @@ func (w *Engine) Run(ctx context.Context, every time.Duration) error {
 			l.start()
 			if l.canClaim() {
 				l.claimMore()
-				l.start()
+				if ctx.Err() == nil { // a stop during the claim: release gives it back
+					l.start()
+				}
 				timer.Reset(every)
 			}
 		} else {

@@ -1,7 +1,7 @@
 -- The rules several statements apply, each written once here (the package
 -- documentation, "Where the rules live"). A statement takes one in with a
--- Go template action, template "name" arg; queries.go runs them once, when
--- it loads the files.
+-- Go template action, template "name" arg; internal/sqlfile runs them once,
+-- when the store loads the files (sqlfiles.go).
 
 -- cursor_moved: what every cursor write under a claim sets, the cursor
 -- moved to the argument if that is forward: a moved cursor resets the attempts,
