@@ -19,11 +19,11 @@
 // the application's own writes. So Append and AppendTx only insert into
 // herald_record, whose rows are never updated: each carries its
 // transaction's id (xid8) and its insertion order (pos). AppendTx's one
-// entry is one INSERT … WHERE the stream is not sealed ON CONFLICT (id) DO
-// NOTHING; a batch, an entry that insert did not take, Append and
-// herald_append call one SQL function, herald_append_rows ("Appending from
-// SQL"), whose insert checks the seal and that no id is stored in the same
-// statement, so idempotency
+// entry, and herald_append's usual one, is one INSERT … WHERE the stream is
+// not sealed ON CONFLICT (id) DO NOTHING; a batch, an entry that insert did
+// not take, Append and herald_append's other entries call one SQL function,
+// herald_append_rows ("Appending from SQL"), whose insert checks the seal
+// and that no id is stored in the same statement, so idempotency
 // (journal.Digest), conflicts and sealing are decided in the appending
 // transaction. A concurrent append of the same new id waits on the primary
 // key for that id only, and is then decided as above (a batch is
@@ -99,7 +99,16 @@
 //
 // They abort the caller's transaction.
 //
-// herald_append and AppendTx (but its usual entry, above) append through
+// herald_append's usual entry is AppendTx's: the same plain insert, as the
+// caller, once herald_usual_entry (the migration: printable ASCII names,
+// none reserved, a bare type/subtype, a plain trace context or none, the
+// default payload limit) and, under a JSON type, a parse of the payload say
+// Go would accept it; the table's checks and trigger fence it as they fence
+// AppendTx's. An entry that insert did not take (a repeat, a conflict, a
+// sealed stream) and every other entry go to herald_append_rows, which
+// checks with Go's errors and decides, so that every error is as before.
+//
+// herald_append and AppendTx (but their usual entries) append through
 // herald_append_rows(stream, ids, kinds, content_types, payloads, finals,
 // traceparents, tracestates, appended_at), which runs as the schema's owner
 // (SECURITY DEFINER, its search_path pg_catalog, its schema, then pg_temp).

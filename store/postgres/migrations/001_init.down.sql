@@ -4,6 +4,8 @@ DROP FUNCTION herald_append(text, text, text, text, text, boolean, text, text);
 DROP FUNCTION herald_append(text, text, text, bytea, text, boolean, text, text);
 DROP FUNCTION herald_append_one(text, text, text, bytea, text, boolean, boolean, text, text);
 DROP FUNCTION herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz);
+DROP FUNCTION herald_digest(text, text, text, bytea, boolean);
+DROP FUNCTION herald_usual_entry(text, text, text, text, bytea, text, text);
 DROP FUNCTION herald_check_entry(text, text, text, text, bytea, bigint, text, text);
 DROP FUNCTION herald_check_trace(text, text);
 DROP FUNCTION herald_go_quote(text);

@@ -654,6 +654,39 @@ BEGIN
 END
 $fn$;
 
+-- herald_usual_entry: whether an entry surely passes Go's rules
+-- (journal.ValidateEntries, under the default payload limit) and the
+-- table's checks, in one expression: printable ASCII names, none reserved,
+-- a bare type/subtype, a plain trace context or none. JSON under a JSON
+-- type is the caller's to check. false sends an entry to the checks that
+-- give Go's errors (herald_check_entry). SQL-standard bodies, inlined into
+-- their callers: the rule and the digest are written once for
+-- herald_append_rows and herald_append_one.
+CREATE FUNCTION herald_usual_entry(p_stream text, p_id text, p_kind text, p_content_type text, p_payload bytea,
+    p_traceparent text, p_tracestate text) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+RETURN (p_stream ~ '^[!-~]+$' AND octet_length(p_stream) <= 200 AND NOT starts_with(p_stream, 'herald/')
+    AND p_id ~ '^[ -~]+$' AND octet_length(p_id) <= 1024 AND NOT starts_with(p_id, 'herald-event:')
+    AND p_kind ~ '^[!-~]+$' AND octet_length(p_kind) <= 200
+    AND octet_length(p_content_type) <= 200
+    AND p_content_type ~ $re$^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$$re$
+    AND octet_length(p_payload) <= 1048576
+    AND (p_traceparent = '' AND p_tracestate = ''
+        OR p_traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' AND p_traceparent !~ '^00-0{32}-'
+           AND p_traceparent !~ '^00-[0-9a-f]{32}-0{16}-'
+           AND p_tracestate ~ '^[ -~]*$' AND octet_length(p_tracestate) <= 8223)) IS TRUE;
+
+-- herald_digest is journal.Digest: each field length-prefixed (8 bytes,
+-- big-endian), SHA-256.
+CREATE FUNCTION herald_digest(p_stream text, p_kind text, p_content_type text, p_payload bytea, p_final boolean)
+RETURNS bytea
+LANGUAGE sql STABLE
+RETURN sha256(int8send(octet_length(convert_to(p_stream, 'UTF8'))::bigint) || convert_to(p_stream, 'UTF8')
+    || int8send(octet_length(convert_to(p_kind, 'UTF8'))::bigint) || convert_to(p_kind, 'UTF8')
+    || int8send(octet_length(convert_to(p_content_type, 'UTF8'))::bigint) || convert_to(p_content_type, 'UTF8')
+    || int8send(octet_length(p_payload)::bigint) || p_payload
+    || int8send(1::bigint) || CASE WHEN p_final THEN '\x01'::bytea ELSE '\x00'::bytea END);
+
 -- herald_append_rows is the one append: AppendTx's (which validated in Go
 -- first) and herald_append's. It runs as the schema's owner (SECURITY
 -- DEFINER), so that a producer needs EXECUTE on it and nothing on the
@@ -702,25 +735,13 @@ BEGIN
     IF cardinality(p_ids) = 1 AND coalesce(setting, '') = '' THEN
         INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
         SELECT p_stream, p_ids[1], p_kinds[1], e.ct, p_payloads[1], p_finals[1],
-            -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
-            sha256(int8send(octet_length(p_stream)::bigint) || convert_to(p_stream, 'UTF8')
-                || int8send(octet_length(p_kinds[1])::bigint) || convert_to(p_kinds[1], 'UTF8')
-                || int8send(octet_length(e.ct)::bigint) || convert_to(e.ct, 'UTF8')
-                || int8send(octet_length(p_payloads[1])::bigint) || p_payloads[1]
-                || int8send(1::bigint) || CASE WHEN p_finals[1] THEN '\x01'::bytea ELSE '\x00'::bytea END),
-            v_at, e.tp, e.ts
+            herald_digest(p_stream, p_kinds[1], e.ct, p_payloads[1], p_finals[1]), v_at, e.tp, e.ts
         FROM (SELECT coalesce(nullif(p_types[1], ''), 'application/json') AS ct,
                      coalesce(p_parents[1], '') AS tp, coalesce(p_states[1], '') AS ts) e
-        WHERE p_stream ~ '^[!-~]+$' AND octet_length(p_stream) <= 200 AND NOT starts_with(p_stream, 'herald/')
-          AND p_ids[1] ~ '^[ -~]+$' AND octet_length(p_ids[1]) <= 1024 AND NOT starts_with(p_ids[1], 'herald-event:')
-          AND p_kinds[1] ~ '^[!-~]+$' AND octet_length(p_kinds[1]) <= 200
-          AND octet_length(e.ct) <= 200 AND e.ct ~ $re$^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$$re$
-          AND octet_length(p_payloads[1]) <= 1048576 AND p_finals[1] IS NOT NULL
+        WHERE herald_usual_entry(p_stream, p_ids[1], p_kinds[1], e.ct, p_payloads[1], e.tp, e.ts)
+          AND p_finals[1] IS NOT NULL
           AND CASE WHEN lower(e.ct) = 'application/json' OR lower(e.ct) LIKE '%+json'
               THEN convert_from(p_payloads[1], 'UTF8')::json IS NOT NULL ELSE true END -- raises unless JSON
-          AND (e.tp = '' AND e.ts = ''
-            OR e.tp ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' AND e.tp !~ '^00-0{32}-' AND e.tp !~ '^00-[0-9a-f]{32}-0{16}-'
-               AND e.ts ~ '^[ -~]*$' AND octet_length(e.ts) <= 8223)
           AND NOT EXISTS (SELECT FROM herald_record r WHERE r.stream = p_stream AND r.final)
         ON CONFLICT (id) DO NOTHING;
         IF FOUND THEN
@@ -787,12 +808,7 @@ BEGIN
         types[i] := ct;
         parents[i] := coalesce(p_parents[i], '');
         states[i] := coalesce(p_states[i], '');
-        -- journal.Digest: each field length-prefixed (8 bytes, big-endian).
-        digests[i] := sha256(int8send(octet_length(convert_to(p_stream, 'UTF8'))::bigint) || convert_to(p_stream, 'UTF8')
-               || int8send(octet_length(convert_to(p_kinds[i], 'UTF8'))::bigint) || convert_to(p_kinds[i], 'UTF8')
-               || int8send(octet_length(convert_to(ct, 'UTF8'))::bigint) || convert_to(ct, 'UTF8')
-               || int8send(octet_length(p_payloads[i])::bigint) || p_payloads[i]
-               || int8send(1::bigint) || CASE WHEN p_finals[i] THEN '\x01'::bytea ELSE '\x00'::bytea END);
+        digests[i] := herald_digest(p_stream, p_kinds[i], ct, p_payloads[i], p_finals[i]);
     END LOOP;
     IF n > 1 AND (SELECT count(DISTINCT x) FROM unnest(p_ids) x) < n THEN
         RAISE EXCEPTION USING ERRCODE = 'HA400', COLUMN = 'id',
@@ -882,8 +898,13 @@ $fn$;
 REVOKE EXECUTE ON FUNCTION herald_append_rows(text, text[], text[], text[], bytea[], boolean[], text[], text[], timestamptz) FROM PUBLIC;
 
 -- herald_append_one is herald_append for one payload's bytes; payload_is_json:
--- its SQL type (json, jsonb) makes it JSON. It raises what
--- herald_append_rows decides.
+-- its SQL type (json, jsonb) makes it JSON. The usual entry takes
+-- AppendTx's one statement (sql/journal.sql, insert_record): a plain
+-- insert as the caller, under the producer's grants, fenced by the table's
+-- checks and trigger, taken only when herald_usual_entry says Go would
+-- accept the entry. Anything else, and an insert that stored nothing (a
+-- sealed stream, a stored id), goes to herald_append_rows, which checks
+-- with Go's errors and decides; this raises what it decides.
 CREATE FUNCTION herald_append_one(p_stream text, p_id text, p_kind text, p_payload bytea,
     p_content_type text, p_final boolean, payload_is_json boolean,
     p_traceparent text, p_tracestate text) RETURNS text
@@ -894,7 +915,9 @@ DECLARE
     j   json;
     res record;
 BEGIN
-    PERFORM herald_check_reserved(p_stream, p_id);
+    IF starts_with(p_stream, 'herald/') OR starts_with(p_id, 'herald-event:') THEN
+        PERFORM herald_check_reserved(p_stream, p_id);
+    END IF;
     IF NOT payload_is_json AND (mt = 'application/json' OR mt LIKE '%+json') THEN
         BEGIN
             j := convert_from(p_payload, 'UTF8')::json;
@@ -903,6 +926,18 @@ BEGIN
             PERFORM herald_check_entry(p_stream, p_id, p_kind, ct, p_payload,
                 coalesce(nullif(current_setting('herald.max_payload', true), ''), '1048576')::bigint, '', '');
         END;
+    END IF;
+    IF herald_usual_entry(p_stream, p_id, p_kind, ct, p_payload, coalesce(p_traceparent, ''), coalesce(p_tracestate, ''))
+       AND coalesce(current_setting('herald.max_payload', true), '') = '' THEN
+        INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+        SELECT p_stream, p_id, p_kind, ct, p_payload, coalesce(p_final, false),
+            herald_digest(p_stream, p_kind, ct, p_payload, coalesce(p_final, false)), clock_timestamp(),
+            coalesce(p_traceparent, ''), coalesce(p_tracestate, '')
+        WHERE NOT EXISTS (SELECT FROM herald_sealed s WHERE s.stream = p_stream)
+        ON CONFLICT DO NOTHING; -- no target: as insert_record's, for a producer without SELECT on id
+        IF FOUND THEN
+            RETURN p_id;
+        END IF;
     END IF;
     SELECT * INTO res FROM herald_append_rows(p_stream, ARRAY[p_id], ARRAY[p_kind], ARRAY[ct], ARRAY[p_payload],
         ARRAY[coalesce(p_final, false)], ARRAY[p_traceparent], ARRAY[p_tracestate], NULL);
