@@ -14,16 +14,23 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
+// dueArgs checks a claim's query (Due, DueResends) and converts its
+// instants for the statements.
+func dueArgs(q store.DueQuery) (at, until sql.NullInt64, err error) {
+	if err := q.Validate(); err != nil {
+		return at, until, err
+	}
+	at, err = nanos("at", q.At)
+	until, err2 := nanos("lease until", q.LeaseUntil)
+	return at, until, cmp.Or(err, err2)
+}
+
 // Due implements store.Store in one write transaction, whose lock makes the
 // claim atomic across processes: store.DuePicker picks what it claims, and
 // the wake marker of every stream it read is recomputed (wakeMarker).
 func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, error) {
-	if err := q.Validate(); err != nil {
-		return store.DueBatch{}, err
-	}
-	at, err := nanos("at", q.At)
-	until, err2 := nanos("lease until", q.LeaseUntil)
-	if err := cmp.Or(err, err2); err != nil {
+	at, until, err := dueArgs(q)
+	if err != nil {
 		return store.DueBatch{}, err
 	}
 	// Most sweeps of a quiet store find nothing: say so from a read

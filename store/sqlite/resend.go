@@ -37,12 +37,8 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 // DueResends implements store.Store in one write transaction, after a look
 // from a read snapshot: most claims find none.
 func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendBatch, error) {
-	if err := q.Validate(); err != nil {
-		return store.ResendBatch{}, err
-	}
-	at, err := nanos("at", q.At)
-	until, err2 := nanos("lease until", q.LeaseUntil)
-	if err := cmp.Or(err, err2); err != nil {
+	at, until, err := dueArgs(q)
+	if err != nil {
 		return store.ResendBatch{}, err
 	}
 	var pending bool
