@@ -250,3 +250,44 @@ func TestHeldHostCostsNoWritePerSweep(t *testing.T) {
 	require.Equal(t, map[string]int64{"s": dueNow}, woken(t, s), "an answer wakes the host's streams")
 	require.Len(t, claim(t, s, h.NextProbeAt.Add(30*time.Second), 10).Registrations, 2, "the other two are released (the probe is still leased)")
 }
+
+// A resend pending in another namespace costs this namespace's look for
+// resends no write: DueResends answers from its read snapshot while another
+// connection holds the write lock, and the other namespace still claims it.
+func TestAnotherNamespacesResendCostsNoWrite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s, err := Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	for _, id := range []string{"e1", "e2"} {
+		_, err = s.Append(ctx, "s", journal.Entry{ID: id, Kind: "test.event", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	_, err = s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "other", URL: "https://r.example/", NextSeq: 2})
+	require.NoError(t, err)
+	require.NoError(t, s.Resend(ctx, "s", "r", 1, idleT0, "alice"))
+	query := func(ns string) store.DueQuery {
+		return store.DueQuery{At: idleT0, Limit: 10, Namespace: ns, Owner: "w", LeaseUntil: idleT0.Add(time.Minute)}
+	}
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	lock, err := db.Conn(ctx)
+	require.NoError(t, err)
+	_, err = lock.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	look, cancel := context.WithTimeout(ctx, 10*time.Second) // a write would wait for the lock past it
+	defer cancel()
+	batch, err := s.DueResends(look, query("webhook"))
+	require.NoError(t, err, "webhook's look took the write lock for other's resend")
+	require.Empty(t, batch.Resends)
+	_, err = lock.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.NoError(t, lock.Close())
+
+	batch, err = s.DueResends(ctx, query("other"))
+	require.NoError(t, err)
+	require.Len(t, batch.Resends, 1)
+}

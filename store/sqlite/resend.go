@@ -42,7 +42,7 @@ func (s *Store) DueResends(ctx context.Context, q store.DueQuery) (store.ResendB
 		return store.ResendBatch{}, err
 	}
 	var pending bool
-	if err := s.r.QueryRowContext(ctx, stmt("any_resend"), at.Int64).Scan(&pending); err != nil || !pending {
+	if err := s.r.QueryRowContext(ctx, stmt("any_resend"), q.Namespace, at.Int64).Scan(&pending); err != nil || !pending {
 		return store.ResendBatch{}, translate("due resends: look for pending ones", err)
 	}
 	var batch store.ResendBatch

@@ -5,9 +5,12 @@ INSERT INTO herald_resend (stream, id, seq, asked_at, asked_by) VALUES (?, ?, ?,
 			ON CONFLICT DO NOTHING RETURNING 1
 
 -- name: any_resend
--- Whether a resend is pending and unleased at ?1: DueResends' look
--- from a read snapshot, without the write lock.
-SELECT EXISTS (SELECT 1 FROM herald_resend WHERE lease_until IS NULL OR lease_until <= ?)
+-- Whether a resend of namespace ?1 is pending and unleased at ?2:
+-- DueResends' look from a read snapshot, without the write lock (another
+-- namespace's pending resend must not cost this one's claims a write).
+SELECT EXISTS (SELECT 1 FROM herald_resend AS p
+			JOIN herald_registration AS r ON r.stream = p.stream AND r.id = p.id
+			WHERE r.namespace = ?1 AND (p.lease_until IS NULL OR p.lease_until <= ?2))
 
 -- name: due_resends
 -- The pending resends of namespace ?1 unleased at ?2, oldest asked
