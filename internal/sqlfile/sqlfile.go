@@ -1,14 +1,14 @@
 // Package sqlfile loads the SQL stores' statements from embedded .sql
-// files: each statement under a line "-- name: x", the shared rules of the
-// directory's rules.sql taken in as Go template actions ({{template "x"}};
-// args "k" "v" … makes a template's arguments).
+// files: each statement is the lines under a line "-- name: x", up to the
+// next such line (what stands before a file's first one is its comment);
+// the shared rules of the directory's rules.sql are taken in as Go template
+// actions ({{template "x"}}; args "k" "v" … makes a template's arguments,
+// in pairs).
 package sqlfile
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
-	"path"
 	"strings"
 	"text/template"
 )
@@ -17,11 +17,14 @@ import (
 type Statements map[string]string
 
 // MustLoad reads every dir/*.sql of fsys, templates run with funcs beside
-// args, and panics on a template error or a name given twice: a bug of the
-// store, found by any test.
+// args, and panics on a template error, args not in pairs or a name given
+// twice: a bug of the store, found by any test.
 func MustLoad(fsys fs.FS, dir string, funcs template.FuncMap) Statements {
 	t := template.Must(template.New("").Option("missingkey=error").Funcs(template.FuncMap{
 		"args": func(kv ...string) map[string]string {
+			if len(kv)%2 != 0 {
+				panic(fmt.Sprintf("args %q: not in pairs", kv))
+			}
 			m := map[string]string{}
 			for i := 0; i+1 < len(kv); i += 2 {
 				m[kv[i]] = kv[i+1]
@@ -39,7 +42,7 @@ func MustLoad(fsys fs.FS, dir string, funcs template.FuncMap) Statements {
 			continue
 		}
 		var b strings.Builder
-		if err := t.ExecuteTemplate(&b, path.Base(f.Name()), nil); err != nil {
+		if err := t.ExecuteTemplate(&b, f.Name(), nil); err != nil {
 			panic(fmt.Sprintf("%s/%s: %v", dir, f.Name(), err))
 		}
 		name, stmt := "", strings.Builder{}
@@ -49,9 +52,8 @@ func MustLoad(fsys fs.FS, dir string, funcs template.FuncMap) Statements {
 			}
 			stmt.Reset()
 		}
-		sc := bufio.NewScanner(strings.NewReader(b.String()))
-		for sc.Scan() {
-			if n, ok := strings.CutPrefix(sc.Text(), "-- name: "); ok {
+		for line := range strings.Lines(b.String()) {
+			if n, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "-- name: "); ok {
 				flush()
 				if _, dup := out[n]; dup {
 					panic(fmt.Sprintf("%s/%s: statement %q is named twice", dir, f.Name(), n))
@@ -60,7 +62,7 @@ func MustLoad(fsys fs.FS, dir string, funcs template.FuncMap) Statements {
 				continue
 			}
 			if name != "" {
-				stmt.WriteString(sc.Text() + "\n")
+				stmt.WriteString(line)
 			}
 		}
 		flush()
