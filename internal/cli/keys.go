@@ -109,6 +109,11 @@ func newKeysRotate(e *env) command {
 		fmt.Fprintf(w, "Rotated %s to version %d: %s, %s.\n", tbl.Cell(v.ID), v.Version, v.Algorithm, v.Fingerprint)
 	})
 	c.use, c.short = "rotate", "Replace a held key: every registration naming it signs with the new one from its next attempt"
+	c.long = `Replace the key held under --key-id with the one in --private-key: every
+registration signing with it uses the new key from its next attempt. An Ed25519
+key is refused (exit 2), naming them, while a registration or subscription
+signing with the key pins --signature-scheme cavage, which Ed25519 cannot sign:
+register those again with rfc9421 or no scheme pinned first.`
 	c.example = `  herald keys rotate --key-id https://example.com/users/alice#main-key --private-key alice-2026.pem`
 	return c
 }

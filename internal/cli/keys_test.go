@@ -125,10 +125,11 @@ func TestReRegisterWithoutTheKeyFileSaysItNowSignsWithTheHeldKey(t *testing.T) {
 	require.NotContains(t, heraldOK(t, db, "", register...), "now signs with", "it signed with the held key already")
 }
 
-// A held key rotated to Ed25519 would leave a registration pinned to
-// draft-cavage unable to sign: the rotation is refused, naming how many, and
-// the held key stays as it was; once no pinned registration signs with it,
-// it rotates.
+// A held key rotated to Ed25519 would leave a registration or a
+// subscription pinned to draft-cavage unable to sign: the rotation is
+// refused, naming them, and the held key stays as it was; once none pins
+// it, it rotates. A key removed with --force is added again under the same
+// rule.
 func TestRotatingToEd25519IsRefusedWhileACavagePinnedRegistrationSignsWithIt(t *testing.T) {
 	db := newDB(t)
 	const id = "https://a.example/u/alice#main-key"
@@ -141,13 +142,30 @@ func TestRotatingToEd25519IsRefusedWhileACavagePinnedRegistrationSignsWithIt(t *
 	register := []string{"register", "--stream", "actor/alice", "--id", "bob", "--namespace", "activitypub",
 		"--url", "https://b.example/inbox", "--key-id", id}
 	heraldOK(t, db, "", append(register, "--signature-scheme", "cavage")...)
+	subscribe := []string{"register", "--stream-prefix", "later/", "--id", "dave", "--namespace", "activitypub",
+		"--url", "https://d.example/inbox", "--key-id", id}
+	heraldOK(t, db, "", append(subscribe, "--signature-scheme", "cavage")...)
 
 	r := runCLI(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", edFile)
 	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "1 registration(s) pinned to draft-cavage")
+	require.Contains(t, r.stderr, "would sign for 2 that pin draft-cavage")
+	require.Contains(t, r.stderr, "registration stream=actor/alice id=bob")
+	require.Contains(t, r.stderr, "subscription ")
 	require.Contains(t, heraldOK(t, db, "", "keys", "list"), "RSA", "the refused rotation kept the key")
 
 	heraldOK(t, db, "", append(register, "--signature-scheme", "rfc9421")...)
+	r = runCLI(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", edFile)
+	require.Equal(t, ExitUsage, r.code, "the subscription still pins cavage: %s", r.stderr)
+	require.Contains(t, r.stderr, "would sign for 1 that pin")
+	heraldOK(t, db, "", subscribe...)
 	require.Contains(t, heraldOK(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", edFile), "to version 2")
 	require.Contains(t, heraldOK(t, db, "", "keys", "list"), "Ed25519")
+
+	heraldOK(t, db, "", "keys", "rotate", "--key-id", id, "--private-key", rsaFile)
+	heraldOK(t, db, "", append(register, "--signature-scheme", "cavage")...)
+	heraldOK(t, db, "", "keys", "remove", "--key-id", id, "--force")
+	r = runCLI(t, db, "", "keys", "add", "--key-id", id, "--private-key", edFile)
+	require.Equal(t, ExitUsage, r.code, "added again under the same rule: %s", r.stderr)
+	require.Contains(t, r.stderr, "would sign for 1 that pin draft-cavage")
+	require.Contains(t, heraldOK(t, db, "", "keys", "add", "--key-id", id, "--private-key", rsaFile), "RSA")
 }

@@ -2,9 +2,11 @@ package operator
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -39,29 +41,36 @@ func Keys(ctx context.Context, ks store.ActorKeyStore) ([]KeyView, error) {
 }
 
 // parseKey checks a key id and a PEM private key as a registration would
-// sign with them. Errors wrap journal.ErrInvalid and name keyField or
-// pemField.
-func parseKey(keyField, pemField, id string, pem []byte) (store.ActorKey, error) {
+// sign with them, and returns the key to store and its signer. Errors wrap
+// journal.ErrInvalid and name keyField or pemField.
+func parseKey(keyField, pemField, id string, pem []byte) (store.ActorKey, crypto.Signer, error) {
 	if err := activitypub.CheckKeyID(keyField, id); err != nil {
-		return store.ActorKey{}, err
+		return store.ActorKey{}, nil, err
 	}
 	p, err := activitypub.ParseKey(pemField, pem)
 	if err != nil {
-		return store.ActorKey{}, err
+		return store.ActorKey{}, nil, err
 	}
-	return store.ActorKey{ID: id, PrivateKey: pem, Algorithm: p.Algorithm, Fingerprint: p.Fingerprint}, nil
+	return store.ActorKey{ID: id, PrivateKey: pem, Algorithm: p.Algorithm, Fingerprint: p.Fingerprint}, p.Signer, nil
 }
 
-// KeyStore holds actors' keys and the registrations that sign with them.
+// KeyStore holds actors' keys and the registrations and subscriptions
+// that sign with them.
 type KeyStore interface {
 	store.Store
 	store.ActorKeyStore
+	store.Subscriber
 }
 
 // AddKey parses and stores key id (herald keys add, POST /v1/keys).
-// keyField and pemField name the flags or fields in errors.
+// keyField and pemField name the flags or fields in errors. It is refused
+// as RotateKey's key is when registrations already name id (a key removed
+// with force and added again).
 func AddKey(ctx context.Context, ks KeyStore, keyField, pemField, id string, pem []byte, at time.Time) (KeyView, error) {
-	k, err := parseKey(keyField, pemField, id, pem)
+	k, signer, err := parseKey(keyField, pemField, id, pem)
+	if err == nil {
+		err = checkSigners(ctx, ks, keyField, id, signer)
+	}
 	if err != nil {
 		return KeyView{}, err
 	}
@@ -75,28 +84,61 @@ func AddKey(ctx context.Context, ks KeyStore, keyField, pemField, id string, pem
 }
 
 // RotateKey parses pem and makes it key id's (herald keys rotate): every
-// registration naming id signs with it from its next attempt. An Ed25519
-// key signs RFC 9421 only, so it is refused (journal.ErrConflict, naming
-// how many) while a registration signing with id is pinned to draft-cavage.
+// registration naming id signs with it from its next attempt. It is
+// refused (journal.ErrConflict, naming them) while a registration or
+// subscription naming id pins a scheme the key cannot sign with
+// (activitypub.Schemes: draft-cavage and an Ed25519 key).
 func RotateKey(ctx context.Context, ks KeyStore, keyField, pemField, id string, pem []byte, at time.Time) (KeyView, error) {
-	k, err := parseKey(keyField, pemField, id, pem)
-	if err != nil {
-		return KeyView{}, err
+	k, signer, err := parseKey(keyField, pemField, id, pem)
+	if err == nil {
+		err = checkSigners(ctx, ks, keyField, id, signer)
 	}
-	if k.Algorithm == "Ed25519" {
-		pinned, err := keyUsers(ctx, ks, id, func(scheme string) bool { return scheme == "cavage" })
-		if err != nil {
-			return KeyView{}, err
-		}
-		if pinned > 0 {
-			return KeyView{}, fmt.Errorf("%s %q signs the deliveries of %d registration(s) pinned to draft-cavage, which an Ed25519 key cannot sign: re-register them with rfc9421 or no pinned scheme first: %w", keyField, id, pinned, journal.ErrConflict)
-		}
+	if err == nil {
+		k, err = ks.RotateActorKey(ctx, k, at)
 	}
-	k, err = ks.RotateActorKey(ctx, k, at)
 	if err != nil {
 		return KeyView{}, err
 	}
 	return ViewKey(k), nil
+}
+
+// checkSigners refuses signer as held key id while a registration or
+// subscription signing with id pins a scheme it cannot sign with, naming
+// the first three.
+func checkSigners(ctx context.Context, ks KeyStore, keyField, id string, signer crypto.Signer) error {
+	var refused []string
+	cannot := func(config []byte) bool {
+		c := SigningKey(config)
+		_, err := activitypub.Schemes(signer, c.Scheme)
+		return c.KeyID == id && !c.Own && err != nil
+	}
+	regs, err := store.AllRegistrations(ctx, ks, store.ListQuery{Namespace: activitypub.Namespace})
+	if err != nil {
+		return err
+	}
+	for _, r := range regs {
+		if cannot(r.Config) {
+			refused = append(refused, "registration "+store.Name(r.Stream, r.ID))
+		}
+	}
+	subs, err := ks.Subscriptions(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		if sub.Namespace == activitypub.Namespace && cannot(sub.Config) {
+			refused = append(refused, "subscription "+store.SubscriptionName(sub.Prefix, sub.ID))
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	shown := strings.Join(refused[:min(3, len(refused))], ", ")
+	if len(refused) > 3 {
+		shown += fmt.Sprintf(" and %d more", len(refused)-3)
+	}
+	return fmt.Errorf("%s %q would sign for %d that pin draft-cavage, which an Ed25519 key cannot sign (%s): register them again with the rfc9421 scheme or none pinned first: %w",
+		keyField, id, len(refused), shown, journal.ErrConflict)
 }
 
 // RemovedKey answers a key's removal.
@@ -108,19 +150,13 @@ type RemovedKey struct {
 // KeyUsers counts the ActivityPub registrations that sign with held key
 // id: key_id id and no private_key of their own.
 func KeyUsers(ctx context.Context, s store.Store, id string) (int, error) {
-	return keyUsers(ctx, s, id, func(string) bool { return true })
-}
-
-// keyUsers counts those of KeyUsers whose signature scheme (pinned, or "")
-// is one that counts.
-func keyUsers(ctx context.Context, s store.Store, id string, counts func(scheme string) bool) (int, error) {
 	regs, err := store.AllRegistrations(ctx, s, store.ListQuery{Namespace: activitypub.Namespace})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range regs {
-		if c := SigningKey(r.Config); c.KeyID == id && !c.Own && counts(c.Scheme) {
+		if c := SigningKey(r.Config); c.KeyID == id && !c.Own {
 			n++
 		}
 	}
@@ -135,7 +171,8 @@ type APKey struct {
 }
 
 // SigningKey reads an ActivityPub config's key (the zero APKey for
-// another config).
+// another config). It reads these three keys alone, not activitypub.Config,
+// since a stored config's other values may be sealed.
 func SigningKey(config []byte) APKey {
 	var c struct {
 		KeyID      string `json:"key_id"`
