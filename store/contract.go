@@ -447,14 +447,17 @@ type CursorSave struct {
 const MaxOperatorName = 256
 
 // ValidatePause checks what Pause, Resume and Resend record: by set, at most
-// MaxOperatorName bytes, and with reason valid UTF-8 without control
-// characters. Errors wrap journal.ErrInvalid, naming "by" or "reason".
+// MaxOperatorName bytes, and with reason at most MaxEvidenceError bytes of
+// UTF-8 without control characters. Errors wrap journal.ErrInvalid, naming "by" or "reason".
 func ValidatePause(by, reason string) error {
 	if by == "" {
 		return journal.Invalid("by", "is empty: say who asks")
 	}
 	if len(by) > MaxOperatorName {
 		return journal.Invalid("by", "is longer than %d bytes", MaxOperatorName)
+	}
+	if len(reason) > MaxEvidenceError {
+		return journal.Invalid("reason", "is longer than %d bytes (%d), as evidence is", MaxEvidenceError, len(reason))
 	}
 	for field, v := range map[string]string{"by": by, "reason": reason} {
 		if !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0 {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // Endpoint is a registration's own transport settings. Every projection's
@@ -44,6 +45,7 @@ type Endpoint struct {
 // Bounds of Endpoint.Headers.
 const (
 	MaxHeaders          = 32
+	MaxHeaderNameBytes  = 256  // well past any header a receiver defines
 	MaxHeaderValueBytes = 4096 // receivers commonly refuse header lines above 8 KiB
 )
 
@@ -133,6 +135,9 @@ func headerField(name string) string {
 
 func checkHeader(name, value string, reserved []string) error {
 	field := headerField(name)
+	if len(name) > MaxHeaderNameBytes {
+		return journal.Invalid(field, "is a header name longer than %d bytes (%d)", MaxHeaderNameBytes, len(name))
+	}
 	if !httpguts.ValidHeaderFieldName(name) {
 		return journal.Invalid(field, "is not a valid header name: letters, digits and !#$%%&'*+-.^_`|~ only (no space, colon, CR or LF)")
 	}
@@ -228,6 +233,9 @@ type proxy struct {
 // http://[user:password@]host[:port], the port 80 when left out. An https
 // proxy (TLS to the proxy) is not supported.
 func ParseProxy(field, raw string) (*url.URL, error) {
+	if len(raw) > store.MaxURLBytes {
+		return nil, journal.Invalid(field, "is longer than %d bytes (%d)", store.MaxURLBytes, len(raw))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, journal.Invalid(field, "cannot be parsed as a URL (http://[user:password@]host:port)")

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -58,6 +59,7 @@ func TestRegistrationHeadersArriveAtTheReceiver(t *testing.T) {
 
 func TestEndpointRefusesReservedAndMalformedHeaders(t *testing.T) {
 	projectionSets := []string{"Webhook-Signature", "Ce-*"} // as a projection passes its own
+	long := "X-" + strings.Repeat("a", transport.MaxHeaderNameBytes)
 	for _, c := range []struct{ name, value, field, want string }{
 		{"Connection", "close", "config.headers[Connection]", "hop-by-hop"},
 		{"keep-alive", "1", "config.headers[keep-alive]", "Keep-Alive"},
@@ -82,6 +84,7 @@ func TestEndpointRefusesReservedAndMalformedHeaders(t *testing.T) {
 		{"X-Bad:", "1", `config.headers["X-Bad:"]`, "not a valid header name"},
 		{"X-Bad\r\nY", "1", `config.headers["X-Bad\r\nY"]`, "not a valid header name"},
 		{"", "1", `config.headers[""]`, "not a valid header name"},
+		{long, "1", fmt.Sprintf("config.headers[%q]", long[:64]), "header name longer than 256 bytes (258)"},
 	} {
 		err := transport.Endpoint{Headers: map[string]string{c.name: c.value}}.Check(projectionSets...)
 		inv, ok := errors.AsType[*journal.InvalidError](err)
@@ -341,6 +344,7 @@ func TestProxyURLIsChecked(t *testing.T) {
 		{"http://:3128", "has no host"},
 		{"http://proxy.example:3128/path", "path, query or fragment"},
 		{"http://u:p%zz@proxy.example", "cannot be parsed"},
+		{"http://" + strings.Repeat("a", 3000) + ":3128", "longer than 2048 bytes (3012)"},
 	} {
 		_, err := transport.ParseProxy("--egress-proxy", c.raw)
 		if inv, ok := errors.AsType[*journal.InvalidError](err); !ok || inv.Field != "--egress-proxy" || !strings.Contains(err.Error(), c.want) {

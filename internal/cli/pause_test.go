@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,6 +40,12 @@ func TestPauseAndResume(t *testing.T) {
 	r := runCLI(t, db, "", "pause", "--stream", "s", "--id", "r", "--reason", "a\nb")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--reason")
+	r = runCLI(t, db, "", "pause", "--stream", "s", "--id", "r", "--reason", strings.Repeat("a", 100000))
+	require.Equal(t, ExitUsage, r.code, "a reason longer than evidence keeps")
+	require.Contains(t, r.stderr, "invalid --reason: is longer than 2048 bytes (100000)")
+	require.Less(t, len(r.stderr), 1024)
+	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "r"), "paused by alice: billing's maintenance",
+		"the refused pause changed nothing")
 
 	require.Contains(t, heraldOK(t, db, "", "resume", "--stream", "s", "--id", "r", "--by", "bob", "--at", "2026-03-15T11:02:00Z"),
 		"Resumed stream=s id=r: due now at cursor 1 (1 record to deliver).")
