@@ -161,7 +161,7 @@ func (m *metrics) pruned() func(store.PruneReport, error) {
 	c := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
-	records := c("herald_pruned_records_total", "Records pruned: every registration had acknowledged them and they passed --retain.")
+	records := c("herald_pruned_records_total", "Records pruned: past --retain, and acknowledged by every registration, followed by none, or held past a --retain-max.")
 	bytes := c("herald_pruned_bytes_total", "Payload bytes of the records pruned.")
 	streams := c("herald_pruned_streams_total", "Sealed streams whose registrations all completed, removed whole.")
 	evidence := c("herald_pruned_evidence_total", "Evidence rows pruned (older than --retain, not a parked registration's reason).")

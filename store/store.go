@@ -485,7 +485,7 @@ type PrunedError struct {
 }
 
 func (e *PrunedError) Error() string {
-	return fmt.Sprintf("stream %q retains records from #%d on: #%d was pruned (every registration had acknowledged it and it was older than the retention age)",
+	return fmt.Sprintf("stream %q retains records from #%d on: #%d was pruned (past the retention age, and acknowledged by every registration, followed by none, or held past a retain-max)",
 		e.Stream, e.OldestSeq, e.Seq)
 }
 

@@ -163,7 +163,7 @@ registrations that will get it.`,
 			}
 			st, err := operator.RecordStatusOf(c.ctx(), c.b, id, stream, seqText)
 			if id != "" && errors.Is(err, journal.ErrNotFound) {
-				return fmt.Errorf("%w (never appended, or pruned once every registration had acknowledged it: %s shows what each stream retains)", err, e.hint("streams"))
+				return fmt.Errorf("%w (never appended, or pruned (herald prune --help says when): %s shows what each stream retains)", err, e.hint("streams"))
 			}
 			if err != nil {
 				return err

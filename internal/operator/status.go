@@ -231,7 +231,7 @@ func findRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 			return journal.Record{}, err
 		}
 		if len(infos) == 1 && seq < infos[0].OldestSeq {
-			return journal.Record{}, fmt.Errorf("record %s#%d was pruned: every registration had acknowledged it and it passed the retention age (the stream retains #%d on): %w",
+			return journal.Record{}, fmt.Errorf("record %s#%d was pruned: past the retention age, and acknowledged by every registration, followed by none, or held past a retain-max (the stream retains #%d on): %w",
 				stream, seq, infos[0].OldestSeq, journal.ErrNotFound)
 		}
 		if len(infos) == 1 && infos[0].Unnumbered > 0 {
