@@ -284,8 +284,11 @@ func printRegistrations(w io.Writer, views []operator.RegistrationView) {
 			state = "held: host " + v.HeldFor
 		}
 		next := operator.Instant(v.NextAttemptAt)
-		if v.Parked {
-			next = "parked" // not attempted until unparked, whatever the stored instant
+		switch { // not attempted until resumed or unparked, whatever the stored instant
+		case v.Paused:
+			next = "paused"
+		case v.Parked:
+			next = "parked"
 		}
 		window := fmt.Sprint(v.Window)
 		if v.Window > push.DefaultMaxPerHost {

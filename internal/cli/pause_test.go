@@ -35,6 +35,9 @@ func TestPauseAndResume(t *testing.T) {
 	require.Equal(t, "paused by alice: billing's maintenance", regs[0].LastError)
 	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "r"), "paused by alice: billing's maintenance")
 	require.Contains(t, heraldOK(t, db, "", "status"), "PAUSED")
+	listed := heraldOK(t, db, "", "registrations", "--parked")
+	require.Contains(t, listed, "paused")
+	require.NotContains(t, listed, "parked", "a paused registration's next attempt says paused, not parked")
 	require.Contains(t, heraldOK(t, db, "", "unpark", "--stream", "s", "--id", "r"), "was not parked; nothing changed")
 
 	r := runCLI(t, db, "", "pause", "--stream", "s", "--id", "r", "--reason", "a\nb")

@@ -359,7 +359,7 @@ the array alone: when it holds --limit registrations, ask again after its last.`
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&q.Stream, "stream", "", "only this stream")
 			f.StringVar(&q.Namespace, "namespace", "", "only this namespace (activitypub, cloudevents, a2a, webhook)")
-			f.BoolVar(&q.Parked, "parked", false, "only parked registrations")
+			f.BoolVar(&q.Parked, "parked", false, "only parked or paused registrations (the STATE column tells them apart)")
 			f.BoolVar(&q.Lagging, "lagging", false, "only registrations with records not yet acknowledged")
 			intVar(f, &limit, "limit", 1000, "at most this many rows", fmt.Sprintf("from 1 to %d", store.MaxListLimit*100), 1, store.MaxListLimit*100)
 			f.StringVar(&q.After.Stream, "after-stream", "", "list the registrations after this one (with --after-id): the stream of the last one listed")

@@ -198,7 +198,7 @@ func RemoveKey(ctx context.Context, b KeyStore, id string, force bool) (users in
 		return users, err
 	}
 	if users > 0 && !force {
-		return users, fmt.Errorf("key %q signs the deliveries of %d registration(s): re-register them with another key, or remove it with force (their deliveries then fail until it is added again): %w", id, users, journal.ErrConflict)
+		return users, fmt.Errorf("key %q signs the deliveries of %d registration(s): re-register them with another key, or remove it with force (--force; force=true over the API: their deliveries then fail until it is added again): %w", id, users, journal.ErrConflict)
 	}
 	return users, b.RemoveActorKey(ctx, id)
 }
