@@ -22,6 +22,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/store/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,7 +76,7 @@ func crashChild() int {
 			return fail("register", err)
 		}
 	}
-	w, err := push.NewWorker(s, s, postTransport{client: http.DefaultClient}, payloadProjection{},
+	w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: http.DefaultClient}, payloadProjection{},
 		push.WithOwner(fmt.Sprintf("child-%d", run)), push.WithSchedule(push.Schedule{time.Second}),
 		push.WithMaxAttempts(1_000_000), push.WithDrainPage(7),
 		push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))

@@ -113,41 +113,6 @@ func pages(t *testing.T, path string) int {
 	return n // the file's size in pages, free ones included
 }
 
-// postTransport is the smallest real push.Transport: it POSTs with net/http
-// and classifies 2xx as accepted, 410 as permanent, anything else (and any
-// network error) as transient. The transport package proper lives elsewhere.
-type postTransport struct{ client *http.Client }
-
-func (t postTransport) Deliver(ctx context.Context, reg store.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
-	if err != nil {
-		return push.Outcome{Verdict: push.Permanent, Reason: "bad request: " + err.Error()}, nil
-	}
-	req.Header.Set("Content-Type", msg.ContentType)
-	req.Header.Set("Message-Id", msg.ID)
-	started := time.Now()
-	resp, err := t.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return push.Outcome{}, ctx.Err()
-		}
-		return push.Outcome{Verdict: push.Transient, Reason: err.Error(), Duration: time.Since(started)}, nil
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, store.MaxEvidenceBody))
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	out := push.Outcome{Status: resp.StatusCode, Body: body, Duration: time.Since(started), Reason: resp.Status}
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		out.Verdict = push.Accepted
-	case resp.StatusCode == http.StatusGone:
-		out.Verdict = push.Permanent
-	default:
-		out.Verdict = push.Transient
-	}
-	return out, nil
-}
-
 // payloadProjection sends each record's payload as one message whose id is
 // the record id.
 type payloadProjection struct{}
@@ -207,4 +172,6 @@ func (rc *receiver) acknowledged(path, id string) bool {
 	return rc.acked[path][id] > 0
 }
 
-func (rc *receiver) transport() postTransport { return postTransport{client: rc.Client()} }
+func (rc *receiver) transport() storetest.HTTPTransport {
+	return storetest.HTTPTransport{Client: rc.Client()}
+}
