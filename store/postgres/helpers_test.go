@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -24,20 +24,6 @@ import (
 var t0 = time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
 
 func at(seconds int) time.Time { return t0.Add(time.Duration(seconds) * time.Second) }
-
-// payloadProjection sends each record's payload as one message, naming the
-// registration and the seq in headers for the receiver's bookkeeping.
-type payloadProjection struct{ namespace string }
-
-func (p payloadProjection) Messages(ctx context.Context, rec journal.Record, reg store.Registration) ([]push.Message, error) {
-	h := http.Header{}
-	h.Set("X-Registration", reg.Stream+"/"+reg.ID)
-	h.Set("X-Seq", strconv.FormatUint(rec.Seq, 10))
-	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Header: h, Body: rec.Payload}}, nil
-}
-
-func (p payloadProjection) Terminal(rec journal.Record) bool { return rec.Final }
-func (p payloadProjection) Namespace() string                { return p.namespace }
 
 // acceptAll is an in-process transport for tests about the store, not the
 // network: every message is accepted.
@@ -183,7 +169,7 @@ func (o *orderReceiver) Deliver(ctx context.Context, reg store.Registration, msg
 // recv got all it wants.
 func runFanout(tb testing.TB, calls *callCounter, recv *orderReceiver, inFlight int) {
 	tb.Helper()
-	w, err := push.NewWorker(calls, calls, recv, payloadProjection{"webhook"}, push.WithMaxInFlight(inFlight),
+	w, err := push.NewWorker(calls, calls, recv, storetest.PayloadProjection{}, push.WithMaxInFlight(inFlight),
 		push.WithMaxPerHost(push.MaxPerHostLimit))
 	require.NoError(tb, err)
 	run, stop := context.WithCancel(tb.Context())

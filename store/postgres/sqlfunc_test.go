@@ -512,7 +512,7 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 	t.Cleanup(srv.Close)
 	_, err := d.s.Register(ctx, store.Registration{Stream: "orders/1", ID: "shop", Namespace: "webhook", URL: srv.URL + "/hook"})
 	require.NoError(t, err)
-	w, err := push.NewWorker(d.s, d.s, storetest.HTTPTransport{Client: srv.Client(), Worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	w, err := push.NewWorker(d.s, d.s, storetest.HTTPTransport{Client: srv.Client(), Worker: "w"}, storetest.PayloadProjection{}, push.WithOwner("w"))
 	require.NoError(t, err)
 
 	c := d.conn(t)

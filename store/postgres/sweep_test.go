@@ -102,7 +102,7 @@ func TestTwoWorkersNeverShareALiveLease(t *testing.T) {
 	}
 	workers := map[string]*push.Worker{}
 	for name, s := range map[string]*postgres.Store{"A": sa, "B": sb} {
-		w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: name}, payloadProjection{"webhook"},
+		w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: name}, storetest.PayloadProjection{},
 			push.WithOwner(name), push.WithMaxInFlight(8))
 		require.NoError(t, err)
 		workers[name] = w
@@ -195,7 +195,7 @@ func TestConnectionKilledMidSweep(t *testing.T) {
 		_, err := s.Append(ctx, "s", entry(fmt.Sprintf("s-%d", n+1)))
 		require.NoError(t, err)
 	}
-	w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: "A"}, payloadProjection{"webhook"},
+	w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: "A"}, storetest.PayloadProjection{},
 		push.WithOwner("A"), push.WithMaxInFlight(1))
 	require.NoError(t, err)
 

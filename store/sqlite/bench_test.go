@@ -101,14 +101,6 @@ func BenchmarkAppendParallel(b *testing.B) {
 	}
 }
 
-type benchProjection struct{}
-
-func (benchProjection) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
-	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
-}
-func (benchProjection) Terminal(rec journal.Record) bool { return rec.Final }
-func (benchProjection) Namespace() string                { return "webhook" }
-
 // BenchmarkDeliver: deliveries per second through a real worker (default
 // options: 16 registrations in flight, a page of 256 records, one cursor
 // write per page) to a loopback receiver that answers 204. fanout is the
@@ -138,7 +130,7 @@ func BenchmarkDeliver(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: client}, benchProjection{},
+			w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: client}, storetest.PayloadProjection{},
 				push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			if err != nil {
 				b.Fatal(err)

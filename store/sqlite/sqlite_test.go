@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/store/storetest"
@@ -112,18 +111,6 @@ func pages(t *testing.T, path string) int {
 	require.NoError(t, db.QueryRow("PRAGMA page_count").Scan(&n))
 	return n // the file's size in pages, free ones included
 }
-
-// payloadProjection sends each record's payload as one message whose id is
-// the record id.
-type payloadProjection struct{}
-
-func (payloadProjection) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
-	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
-}
-
-func (payloadProjection) Terminal(rec journal.Record) bool { return rec.Final }
-
-func (payloadProjection) Namespace() string { return "webhook" }
 
 // receiver is a loopback HTTP server that answers each path as told and
 // remembers which message ids it acknowledged (answered 2xx), per path. It

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -61,3 +62,23 @@ func (h HTTPTransport) Deliver(ctx context.Context, reg store.Registration, msg 
 	}
 	return out, nil
 }
+
+// PayloadProjection sends each record's payload as one message in the
+// webhook namespace, its id the record's, naming the registration
+// (X-Registration, stream/id) and the seq (X-Seq) in headers for the
+// receiver's bookkeeping.
+type PayloadProjection struct{}
+
+// Messages returns the record's one message.
+func (PayloadProjection) Messages(_ context.Context, rec journal.Record, reg store.Registration) ([]push.Message, error) {
+	h := http.Header{}
+	h.Set("X-Registration", reg.Stream+"/"+reg.ID)
+	h.Set("X-Seq", strconv.FormatUint(rec.Seq, 10))
+	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Header: h, Body: rec.Payload}}, nil
+}
+
+// Terminal reports whether rec is a stream's final record.
+func (PayloadProjection) Terminal(rec journal.Record) bool { return rec.Final }
+
+// Namespace is "webhook".
+func (PayloadProjection) Namespace() string { return "webhook" }
