@@ -26,7 +26,7 @@ import (
 // brings every cursor to its stream's head (no wake-up was lost).
 func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := sqlite.OpenTemp(t)
 	rc := newReceiver(t, func(string, int) int { return http.StatusOK })
 	const appenders, each, colds = 8, 25, 10
 

@@ -21,18 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// openTemp opens a new store in a fresh file under t.TempDir, closed by
-// t.Cleanup.
-func openTemp(t testing.TB, opts ...sqlite.Option) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	return s
-}
-
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Backend { return openTemp(t) })
+	storetest.Run(t, func(t *testing.T) storetest.Backend { return sqlite.OpenTemp(t) })
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
@@ -49,7 +39,7 @@ func TestOpenChecksOptions(t *testing.T) {
 
 func TestInstantsOutsideTheStoredRangeAreRefused(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := sqlite.OpenTemp(t)
 	_, err := s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	_, err = s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
