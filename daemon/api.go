@@ -269,7 +269,7 @@ func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registrati
 	}
 	var err error
 	if e.RetainMax != "" {
-		if reg.RetainMax, err = operator.ParseSpan("retain_max", e.RetainMax); err != nil {
+		if reg.RetainMax, err = store.ParseDays("retain_max", e.RetainMax); err != nil {
 			return reg, nil, err
 		}
 	}
