@@ -20,11 +20,8 @@ import (
 )
 
 var (
-	_ journal.Journal      = (*Store)(nil)
-	_ store.Store          = (*Store)(nil)
+	_ store.Backend        = (*Store)(nil)
 	_ store.AdvanceBatcher = (*Store)(nil)
-	_ store.HostStore      = (*Store)(nil)
-	_ store.Retention      = (*Store)(nil)
 	_ store.Resealer       = (*Store)(nil)
 )
 
