@@ -476,6 +476,16 @@ type StreamInfo struct {
 	Unnumbered uint64 `json:"unnumbered"`
 }
 
+// Fill returns i with what follows from Head and OldestSeq: Records, and
+// FinalSeq if the stream is sealed.
+func (i StreamInfo) Fill(sealed bool) StreamInfo {
+	i.Records = i.Head + 1 - i.OldestSeq
+	if sealed {
+		i.FinalSeq = i.Head
+	}
+	return i
+}
+
 // PrunedError refuses a cursor below a stream's low-water mark (a rewind, a
 // skip, a new registration). It is a journal.ErrInvalid.
 type PrunedError struct {

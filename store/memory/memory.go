@@ -983,11 +983,7 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 			continue
 		}
 		st := s.streams[name]
-		info := store.StreamInfo{Stream: name, Head: st.head, OldestSeq: st.oldest, Registrations: regs[name],
-			Records: uint64(len(st.records))}
-		if st.sealed {
-			info.FinalSeq = st.head
-		}
+		info := store.StreamInfo{Stream: name, Head: st.head, OldestSeq: st.oldest, Registrations: regs[name]}.Fill(st.sealed)
 		for _, r := range st.records {
 			info.Bytes += int64(len(r.Payload))
 		}
