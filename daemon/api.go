@@ -320,7 +320,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 	}
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
-		return nil, operator.Unseen(reg.Stream, reg.ID)
+		return nil, store.NotFound(reg.Stream, reg.ID)
 	}
 	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
 	if err != nil {

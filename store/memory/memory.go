@@ -253,7 +253,7 @@ func (s *Store) with(stream, id string, fn func(r *store.Registration) error) er
 	defer s.mu.Unlock()
 	r := s.regs[store.Key{Stream: stream, ID: id}]
 	if r == nil {
-		return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
+		return store.NotFound(stream, id)
 	}
 	return fn(r)
 }
@@ -1062,7 +1062,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 	defer s.mu.Unlock()
 	k := store.Key{Stream: prefix, ID: id}
 	if s.subs[k] == nil {
-		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+		return 0, store.SubscriptionNotFound(prefix, id)
 	}
 	delete(s.subs, k)
 	n := 0

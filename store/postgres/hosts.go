@@ -55,7 +55,7 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 	}
 	c := f.Claim
 	if !validKey(c.Stream, c.ID) {
-		return store.Host{}, notFound(c.Stream, c.ID)
+		return store.Host{}, store.NotFound(c.Stream, c.ID)
 	}
 	f.Host = clean(f.Host)
 	var h store.Host

@@ -222,10 +222,6 @@ func checkSeq(field string, seq uint64) error {
 	return nil
 }
 
-func notFound(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
-}
-
 // validKey reports whether stream and id could name a stored registration:
 // PostgreSQL's text holds neither invalid UTF-8 nor NUL.
 func validKey(stream, id string) bool { return validText(stream) && validText(id) }

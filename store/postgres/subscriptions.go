@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -55,7 +53,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 // with them.
 func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error) {
 	if !validKey(prefix, id) {
-		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+		return 0, store.SubscriptionNotFound(prefix, id)
 	}
 	n, key := 0, pgx.NamedArgs{"prefix": prefix, "id": id}
 	err := s.inTx(ctx, "unsubscribe", func(tx pgx.Tx) error {
@@ -64,7 +62,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 			return s.dbErr(ctx, "unsubscribe", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+			return store.SubscriptionNotFound(prefix, id)
 		}
 		tag, err = tx.Exec(ctx, stmt("unsubscribe"), key)
 		n = int(tag.RowsAffected())

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -63,7 +61,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 		var one int
 		err := tx.QueryRowContext(ctx, stmt("delete_subscription"), prefix, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+			return store.SubscriptionNotFound(prefix, id)
 		}
 		if err != nil {
 			return translate("unsubscribe", err)
