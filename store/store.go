@@ -117,6 +117,10 @@ func CompareKeys(a, b Key) int {
 	return cmp.Or(strings.Compare(a.Stream, b.Stream), strings.Compare(a.ID, b.ID))
 }
 
+// RecordNotFound is Lookup's error for a record id no store holds (and a
+// scoped caller does not see).
+func RecordNotFound(id string) error { return fmt.Errorf("record %q: %w", id, journal.ErrNotFound) }
+
 // ValidateCursor checks a cursor a worker saves in a stream whose head is
 // head: 1 <= nextSeq <= head+1 (one past the head: everything acknowledged).
 // Errors wrap journal.ErrInvalid.

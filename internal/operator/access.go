@@ -265,7 +265,7 @@ func (s scoped) Lookup(ctx context.Context, id string) (journal.Record, error) {
 		rec = ue.Record
 	}
 	if (err == nil || rec.Stream != "") && !s.tok.Sees(rec.Stream) {
-		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
+		return journal.Record{}, store.RecordNotFound(id)
 	}
 	return rec, err
 }

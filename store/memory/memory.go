@@ -194,7 +194,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	defer s.mu.Unlock()
 	r, ok := s.ids[id]
 	if !ok {
-		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
+		return journal.Record{}, store.RecordNotFound(id)
 	}
 	return clone(s.streams[r.stream].at(r.seq)), nil
 }
