@@ -79,6 +79,19 @@ func (s Sealer) OpenSubscription(prefix, id string, stored []byte) (Config, erro
 	return s.open(stored, subscriptionAD(prefix, id), SubscriptionName(prefix, id))
 }
 
+// OpenSubscriptions opens each listed subscription's config in place
+// (OpenSubscription), or returns err if not nil: a store's Subscriptions
+// answers with the list, or the first error and none.
+func (s Sealer) OpenSubscriptions(list []SubscriptionStatus, err error) ([]SubscriptionStatus, error) {
+	for i := 0; err == nil && i < len(list); i++ {
+		list[i].Config, err = s.OpenSubscription(list[i].Prefix, list[i].ID, list[i].Config)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
 // OpenRegistration opens r.Config as stored: its own, or, for one a
 // subscription made, the subscription's (bound to the subscription).
 func (s Sealer) OpenRegistration(r Registration) (Config, error) {

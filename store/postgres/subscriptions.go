@@ -76,7 +76,7 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 	if !validText(prefix) {
 		return []store.SubscriptionStatus{}, nil
 	}
-	list, err := query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
+	return s.sealer.OpenSubscriptions(query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
 		var retry string
 		err = row.Scan(&st.Prefix, &st.ID, &st.Namespace, &st.URL, (*[]byte)(&st.Config), &st.OnRejected, &st.Kinds, &st.Window,
 			(*int64)(&st.RetainMax), &retry, &st.FromHead, &st.Streams)
@@ -87,11 +87,5 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 			st.Kinds = nil
 		}
 		return st, err
-	}, stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix})
-	for i, st := range list {
-		if list[i].Config, err = s.sealer.OpenSubscription(st.Prefix, st.ID, st.Config); err != nil {
-			return nil, err
-		}
-	}
-	return list, err
+	}, stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix}))
 }

@@ -78,13 +78,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 
 // Subscriptions implements store.Subscriber.
 func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
-	list, err := queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, stmt("subscriptions"), prefix)
-	for i, st := range list {
-		if list[i].Config, err = s.sealer.OpenSubscription(st.Prefix, st.ID, st.Config); err != nil {
-			return nil, err
-		}
-	}
-	return list, err
+	return s.sealer.OpenSubscriptions(queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, stmt("subscriptions"), prefix))
 }
 
 func scanSubscription(sc scanner) (st store.SubscriptionStatus, err error) {
