@@ -7,7 +7,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -266,7 +265,7 @@ func (s *Store) under(c store.Claim, nextSeq uint64, fn func(r *store.Registrati
 	}
 	return s.with(c.Stream, c.ID, func(r *store.Registration) error {
 		if r.LeaseOwner != c.Owner {
-			return fmt.Errorf("registration %s, claim %s: %w", store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+			return c.LeaseLost()
 		}
 		if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
 			return err
@@ -592,7 +591,7 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 	return s.with(c.Stream, c.ID, func(r *store.Registration) error {
 		k := r.Key()
 		if p := s.resends[k][c.Seq]; p == nil || p.owner != c.Owner {
-			return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+			return c.LeaseLost()
 		}
 		delete(s.resends[k], c.Seq)
 		if len(s.resends[k]) == 0 {

@@ -59,8 +59,8 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 
 // RevokeToken implements store.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store.Token, error) {
-	if at.IsZero() {
-		return store.Token{}, journal.Invalid("at", "is the zero time")
+	if err := store.ValidateInstant("at", at); err != nil {
+		return store.Token{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -130,7 +130,7 @@ func (f fence) refusal(op string, c store.Claim, nextSeq uint64) error {
 	case !f.found:
 		return store.NotFound(c.Stream, c.ID)
 	case f.reg.LeaseOwner != c.Owner:
-		return fmt.Errorf("%s %s under the lease of %s: %w", op, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+		return fmt.Errorf("%s: %w", op, c.LeaseLost())
 	case nextSeq > 0:
 		return store.ValidateCursor(nextSeq, f.head)
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,5 +121,5 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 	case !exists:
 		return store.NotFound(c.Stream, c.ID)
 	}
-	return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+	return c.LeaseLost()
 }

@@ -86,7 +86,7 @@ func fencedIn(ctx context.Context, tx *sql.Tx, c store.Claim, n int64, nextSeq u
 	case err != nil:
 		return translate("check lease", err)
 	case fc.owner != c.Owner:
-		return fmt.Errorf("registration %s, claim %s: %w", store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+		return c.LeaseLost()
 	}
 	if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
 		return err
