@@ -157,17 +157,8 @@ func (s Sealer) openIn(r *Registration) {
 // key, and whether that changed it: false for none, or one sealed under the
 // primary already. It needs a keyring.
 func (s Sealer) Reseal(k Key, stored []byte) ([]byte, bool, error) {
-	if s.Keyring == nil {
-		return nil, false, ErrNoKeyring
-	}
-	if id, _ := seal.KeyID(stored); len(stored) == 0 || id == s.Keyring.Primary() {
-		return stored, false, nil
-	}
-	c, err := s.OpenConfig(k, stored)
-	if err != nil {
-		return nil, false, err
-	}
-	return s.Keyring.Seal(c, configAD(k)), true, nil
+	return s.resealWith(stored, func(b []byte) ([]byte, error) { return s.OpenConfig(k, b) },
+		func(b []byte) ([]byte, error) { return s.Keyring.Seal(b, configAD(k)), nil })
 }
 
 // HoldsSecret reports whether config c has a non-empty value under one of
