@@ -101,8 +101,10 @@ func (p RetryPolicy) Validate() error {
 	return nil
 }
 
-// ParseDays reads a duration as time.ParseDuration does ("36h", "5m30s") or
-// as whole days ("3d"). Errors name field and wrap journal.ErrInvalid.
+// ParseDays reads a span of time as herald's flags and API fields take it:
+// a duration as time.ParseDuration reads one ("36h", "5m30s", "0s") or whole
+// days ("3d"), never negative; FormatDays writes it back. Errors name field
+// and wrap journal.ErrInvalid; a range is the caller's.
 func ParseDays(field, s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseUint(days, 10, 16)
@@ -112,8 +114,11 @@ func ParseDays(field, s string) (time.Duration, error) {
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, journal.Invalid(field, "%q is not a duration (5s, 30m, 2h) or whole days (3d)", s)
+	case d < 0:
+		return 0, journal.Invalid(field, "%q is negative", s)
 	}
 	return d, nil
 }

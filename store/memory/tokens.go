@@ -42,7 +42,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, erro
 			return cloneToken(t), nil
 		}
 	}
-	return store.Token{}, fmt.Errorf("token: %w", journal.ErrNotFound)
+	return store.Token{}, store.ErrNoToken
 }
 
 // Tokens implements store.TokenStore.
@@ -59,14 +59,14 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 
 // RevokeToken implements store.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store.Token, error) {
-	if at.IsZero() {
-		return store.Token{}, journal.Invalid("at", "is the zero time")
+	if err := store.ValidateInstant("at", at); err != nil {
+		return store.Token{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tokens[id]
 	if !ok {
-		return store.Token{}, fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
+		return store.Token{}, store.TokenNotFound(id)
 	}
 	if t.Revoked.IsZero() {
 		t.Revoked = at.UTC()
