@@ -224,6 +224,32 @@ func TestAPIBadInput(t *testing.T) {
 	require.Empty(t, streams, "bad input changed nothing")
 }
 
+// A body that is not UTF-8, or gives a key twice, is refused naming the
+// problem, as append --file refuses such a line: encoding/json would
+// replace the bytes (ids "a\xff" and "a\xfe" would be one) or keep the
+// last value.
+func TestAPIRefusesBodiesNotUTF8OrWithARepeatedKey(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/records", "{\"stream\": \"s\", \"records\": [{\"id\": \"a\xff\", \"kind\": \"k\", \"payload\": {}}]}",
+			"invalid body: is not valid UTF-8 (byte 38): send text as UTF-8, other bytes as a record's payload_base64"},
+		{"/v1/registrations", "{\"stream\": \"h/\xff\xfe\", \"id\": \"r\", \"url\": \"https://example.com/\"}",
+			"invalid body: is not valid UTF-8 (byte 15): send text as UTF-8, other bytes as a record's payload_base64"},
+		{"/v1/registrations", `{"stream": "h/1", "stream": "h/2", "id": "r", "url": "https://example.com/"}`,
+			`invalid body: has the key "stream" twice: give it once`},
+		{"/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {"n": 1, "n": 2}}]}`,
+			`invalid records[0].payload: has the key "n" twice: give it once`},
+	} {
+		code, body := post(t, srv, c.path, c.body)
+		require.Equal(t, http.StatusBadRequest, code, "%q: %s", c.body, body)
+		require.Equal(t, c.want, errorOf(t, body), c.body)
+	}
+	streams, err := s.Streams(t.Context(), store.StreamQuery{})
+	require.NoError(t, err)
+	require.Empty(t, streams, "bad input changed nothing")
+}
+
 // A payload that is not JSON is stored by the rule append --file's lines
 // follow (operator.RecordInput): payload_base64 as its bytes, a JSON string
 // of a text type as its text.
