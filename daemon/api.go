@@ -245,7 +245,7 @@ type endpointRequest struct {
 	Kinds         []string        `json:"kinds"`
 	Window        *int            `json:"window"`
 	RetrySchedule []string        `json:"retry_schedule"`
-	MaxAttempts   int             `json:"max_attempts"`
+	MaxAttempts   *int            `json:"max_attempts"`
 	RetryFor      string          `json:"retry_for"`
 	RetainMax     string          `json:"retain_max"`
 	Config        json.RawMessage `json:"config"`
@@ -269,23 +269,28 @@ func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registrati
 	}
 	var err error
 	if e.RetainMax != "" {
-		if reg.RetainMax, err = store.ParseDays("retain_max", e.RetainMax); err != nil {
+		if reg.RetainMax, err = store.ParseDays("retain_max", e.RetainMax, store.MinRetainMax, store.MaxRetainMax); err != nil {
 			return reg, nil, err
 		}
 	}
-	for _, s := range e.RetrySchedule {
-		d, err := store.ParseDays("retry_schedule", s)
+	for i, s := range e.RetrySchedule {
+		d, err := store.ParseDays(fmt.Sprintf("retry_schedule[%d]", i), s, store.MinRetryDelay, store.MaxRetryDelay)
 		if err != nil {
 			return reg, nil, err
 		}
 		reg.Retry.Schedule = append(reg.Retry.Schedule, d)
 	}
 	if e.RetryFor != "" {
-		if reg.Retry.For, err = store.ParseDays("retry_for", e.RetryFor); err != nil {
+		if reg.Retry.For, err = store.ParseDays("retry_for", e.RetryFor, store.MinRetryFor, store.MaxRetryFor); err != nil {
 			return reg, nil, err
 		}
 	}
-	reg.Retry.MaxAttempts = e.MaxAttempts
+	if e.MaxAttempts != nil {
+		if *e.MaxAttempts == 0 { // the library reads 0 as the default; a client that sends 0 means something else
+			return reg, nil, journal.Invalid("max_attempts", "is 0: it must be 1 to %d", store.MaxAttemptsLimit)
+		}
+		reg.Retry.MaxAttempts = *e.MaxAttempts
+	}
 	return reg, wk, nil
 }
 

@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -103,32 +105,49 @@ func (p RetryPolicy) Validate() error {
 
 // ParseDays reads a span of time as herald's flags and API fields take it:
 // a duration as time.ParseDuration reads one ("36h", "5m30s", "0s") or whole
-// days ("3d"), never negative; FormatDays writes it back. Errors name field
-// and wrap journal.ErrInvalid; a range is the caller's.
-func ParseDays(field, s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseUint(days, 10, 16)
-		if err != nil {
-			return 0, journal.Invalid(field, "%q is not a whole number of days (3d) or a duration (36h)", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
+// days ("3d"), from lo to hi; FormatDays writes it back. Errors name field
+// and the range, and wrap journal.ErrInvalid.
+func ParseDays(field, s string, lo, hi time.Duration) (time.Duration, error) {
+	outside := journal.Invalid(field, "%q is out of range: it must be %s to %s", s, FormatDays(lo), FormatDays(hi))
+	malformed := journal.Invalid(field, "%q is not a duration (5s, 30m, 2h) or whole days (3d)", s)
+	if strings.HasPrefix(s, "-") {
+		return 0, outside
 	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		return 0, journal.Invalid(field, "%q is not a duration (5s, 30m, 2h) or whole days (3d)", s)
-	case d < 0:
-		return 0, journal.Invalid(field, "%q is negative", s)
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange), err == nil && n > uint64(hi/(24*time.Hour)):
+			return 0, outside
+		case err != nil:
+			return 0, malformed
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			if durationShape.MatchString(s) {
+				return 0, outside // well formed: too long for a time.Duration
+			}
+			return 0, malformed
+		}
+	}
+	if d < lo || d > hi {
+		return 0, outside
 	}
 	return d, nil
 }
 
+// durationShape is a duration as time.ParseDuration reads one, of any length.
+var durationShape = regexp.MustCompile(`^([0-9]*\.?[0-9]*(ns|us|µs|μs|ms|s|m|h))+$`)
+
 // ParseSchedule reads a comma-separated list of delays, each as ParseDays
-// reads one ("5s,5m,30m,2h,5h,10h,10h"). Errors name field.
+// reads one, MinRetryDelay to MaxRetryDelay ("5s,5m,30m,2h,5h,10h,10h").
+// Errors name field.
 func ParseSchedule(field, s string) ([]time.Duration, error) {
 	var out []time.Duration
 	for i, part := range strings.Split(s, ",") {
-		d, err := ParseDays(field, strings.TrimSpace(part))
+		d, err := ParseDays(field, strings.TrimSpace(part), MinRetryDelay, MaxRetryDelay)
 		if err != nil {
 			return nil, journal.Invalid(field, "delay %d: %v", i+1, err.(*journal.InvalidError).Reason)
 		}
