@@ -250,6 +250,21 @@ func TestAPIRefusesBodiesNotUTF8OrWithARepeatedKey(t *testing.T) {
 	require.Empty(t, streams, "bad input changed nothing")
 }
 
+// A webhook config's retiring secret with an until that is not a time is
+// refused naming config.retiring[].until, never quoting the config.
+func TestAPIRegistrationNamesARetiringUntilThatIsNotATime(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	reg := func(until string) string {
+		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+			"retiring": [{"secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "until": "` + until + `"}]}}`
+	}
+	code, body := post(t, srv, "/v1/registrations", reg("tomorrow"))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Equal(t, "invalid config.retiring[].until: must be an RFC 3339 time (2026-12-31T23:59:59Z)", errorOf(t, body))
+	code, body = post(t, srv, "/v1/registrations", reg("2030-01-01T00:00:00Z"))
+	require.Equal(t, http.StatusCreated, code, body)
+}
+
 // A payload that is not JSON is stored by the rule append --file's lines
 // follow (operator.RecordInput): payload_base64 as its bytes, a JSON string
 // of a text type as its text.
