@@ -470,7 +470,7 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 			return nil, err
 		}
 		hq := store.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
-		if hq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
+		if hq.Limit, err = limitParam(q); err != nil {
 			return nil, err
 		}
 		hs, err := db.Hosts(r.Context(), hq)
@@ -494,7 +494,7 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 		return db.ResetHost(r.Context(), host, now())
 	}))
 	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k store.Key, q url.Values) (any, error) {
-		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
+		limit, err := limitParam(q) // 0: the store's default
 		if err != nil {
 			return nil, err
 		}
@@ -609,13 +609,11 @@ func listRegistrations(db store.Backend) endpoint {
 			return nil, err
 		}
 		for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
-			if v := q.Get(name); v != "" {
-				if *dst, err = strconv.ParseBool(v); err != nil {
-					return nil, journal.Invalid(name, "%q must be true or false", v)
-				}
+			if *dst, err = boolParam(q, name); err != nil {
+				return nil, err
 			}
 		}
-		if lq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
+		if lq.Limit, err = limitParam(q); err != nil {
 			return nil, err
 		}
 		sts, err := scope(r, db).List(r.Context(), lq)
@@ -625,19 +623,4 @@ func listRegistrations(db store.Backend) endpoint {
 		held, err := operator.HeldHosts(r.Context(), db)
 		return held.Views(sts), err
 	}
-}
-
-// intParam reads an optional integer query parameter; empty is 0.
-func intParam(s, name string) (int, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, journal.Invalid(name, "%q is not a number", s)
-	}
-	if n < 1 {
-		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
-	}
-	return n, nil
 }
