@@ -935,3 +935,39 @@ func TestAPISubscriptionWithoutSecretsGetsOneOnceAndItsRetryPolicy(t *testing.T)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Contains(t, body, "retry_for")
 }
+
+// Rotations racing on one registration each answer a secret that signs:
+// every secret a 200 gave is in the config stored after them all, the
+// last as the secret and the others retiring (expire_old 1h), none lost
+// to a rotation that read the config before another wrote it.
+func TestAPIRacingRotationsEachAnswerASecretThatSigns(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	code, body := post(t, srv, "/v1/registrations", `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	const racers = 6
+	secrets := make(chan string, racers)
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Go(func() {
+			code, body := post(t, srv, "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=1h", "")
+			var v operator.RotatedView
+			if code == http.StatusOK && json.Unmarshal([]byte(body), &v) == nil {
+				secrets <- v.Secret
+			}
+		})
+	}
+	wg.Wait()
+	close(secrets)
+	cfg := webhookConfig(t, s, "orders/1", "billing")
+	signing := append([]string(nil), cfg.Secrets...)
+	for _, r := range cfg.Retiring {
+		signing = append(signing, r.Secret)
+	}
+	n := 0
+	for secret := range secrets {
+		require.Contains(t, signing, secret, "a 200's secret signs")
+		n++
+	}
+	require.Equal(t, racers, n, "each rotation answered 200")
+}
