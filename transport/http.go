@@ -315,7 +315,7 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		if ctx.Err() != nil {
 			return push.Outcome{}, fmt.Errorf("transport: delivery to %s abandoned: %w", u.Host, ctx.Err())
 		}
-		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load())
+		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load(), rt.key.proxy != "")
 		out.Reason = newRedactor(u, req.Header).String(out.Reason)
 		return out, nil
 	}
