@@ -173,9 +173,10 @@ func New(o Options) (*HTTP, error) {
 // newClient returns the client of k: through k's proxy (the daemon's when
 // none), presenting cert when not nil.
 func (t *HTTP) newClient(k clientKey, cert *tls.Certificate) *http.Client {
-	tlsConfig, dial := t.tls, t.guard.dialContext
+	// Each client its own copy: http.Transport writes NextProtos into its
+	// config on first use, a race between clients sharing one.
+	tlsConfig, dial := t.tls.Clone(), t.guard.dialContext
 	if cert != nil {
-		tlsConfig = t.tls.Clone()
 		tlsConfig.Certificates = []tls.Certificate{*cert}
 	}
 	switch {
