@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/keytest"
 )
 
 // register names, at once, every rule of the network guard the URL breaks and
@@ -412,6 +415,38 @@ func TestRegisterRetryPolicy(t *testing.T) {
 	regs = nil
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
 	require.NotContains(t, regs[0], "retry", "re-registering without the flags: the namespace's again")
+}
+
+// A value too long to show whole, refused by a rule that another names
+// again (a --retry-schedule delay, a key id, an --allow-host pattern), is
+// cut once, its own length said, and the refusal still says what it must
+// be (it was cut twice: the length said was the inner message's, and the
+// reason was lost).
+func TestLongValueCutOnce(t *testing.T) {
+	long := strings.Repeat("a", 100_000)
+	key := filepath.Join(t.TempDir(), "k.pem")
+	_, pem := keytest.Ed25519(t)
+	require.NoError(t, os.WriteFile(key, pem, 0o600))
+	db := newDB(t)
+	heraldOK(t, db, "", "migrate", "up")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret, "--retry-schedule", "5s," + long},
+			"invalid --retry-schedule: delay 2: "},
+		{[]string{"sweep", "--namespace", "webhook", "--retry-schedule", long}, "invalid --retry-schedule: delay 1: "},
+		{[]string{"keys", "add", "--private-key", key, "--key-id", long}, "invalid --key-id: "},
+		{[]string{"sweep", "--namespace", "webhook", "--allow-host", long}, "invalid --allow-host (the 1st): "},
+	} {
+		r := runCLI(t, db, "", c.args...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Less(t, len(r.stderr), 600, r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "…"), "cut once: %s", r.stderr)
+		require.Contains(t, r.stderr, c.want)
+		require.Contains(t, r.stderr, "(100000 bytes)", "the value's own length")
+		require.NotRegexp(t, `bytes\)"?\n$`, r.stderr, "the reason follows the value")
+	}
 }
 
 // register --rate is validated, its error naming the flag and the forms it
