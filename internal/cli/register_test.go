@@ -449,6 +449,35 @@ func TestLongValueCutOnce(t *testing.T) {
 	}
 }
 
+// A refusal's reason that names another field names it as the CLI user
+// typed it, by its flag (it said private_key, auth_scheme, proof_key_id);
+// a quoted value is left as given.
+func TestRefusalsNameFlagsNotFields(t *testing.T) {
+	db := newDB(t)
+	key := filepath.Join(t.TempDir(), "k.pem")
+	_, pem := keytest.Ed25519(t)
+	require.NoError(t, os.WriteFile(key, pem, 0o600))
+	ap := []string{"register", "--stream", "s", "--id", "i", "--namespace", "activitypub", "--url", "https://example.com/inbox"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(ap, "--key-id", "https://example.com/a#k", "--private-key-file", key, "--signature-scheme", "cavage"),
+			"invalid --signature-scheme: is \"cavage\", which fediverse servers verify with RSA keys only, and --private-key-file is Ed25519"},
+		{append(ap, "--key-id", "https://example.com/a#k"), "names no stored key: add it with `herald keys add`, or give --private-key-file\n"},
+		{append(ap, "--key-id", "https://example.com/a#k", "--private-key-file", key, "--proof-private-key-file", key),
+			"invalid --proof-private-key-file: needs --proof-key-id, the id of the Multikey it is"},
+		{[]string{"register", "--stream", "s", "--id", "i", "--namespace", "a2a", "--url", "https://example.com/a2a", "--auth-scheme", "Bearer"},
+			"invalid --credentials: is missing: --auth-scheme \"Bearer\" alone sends no Authorization header"},
+		{[]string{"register", "--stream", "s", "--id", "i", "--namespace", "a2a", "--url", "https://example.com/a2a", "--a2a-version", "auth_scheme"},
+			"invalid --a2a-version: \"auth_scheme\" must be"},
+	} {
+		r := runCLI(t, db, "", c.args...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, c.want)
+	}
+}
+
 // register --rate is validated, its error naming the flag and the forms it
 // takes; refused with --stream-prefix; stored and shown (the status line,
 // the registrations table, JSON); re-registering without it removes it.

@@ -183,7 +183,8 @@ func eachInvalid(err error, f func(*journal.InvalidError)) {
 	}
 }
 
-// flagField is inv's text with its field named by the flag of cmd that sets it.
+// flagField is inv's text with its field, and the fields its reason names,
+// named by the flags of cmd that set them.
 func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	field := inv.Field
 	if _, f, ok := inv.InBatch(); ok {
@@ -196,7 +197,8 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	key, index, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(field, prefix), "Options."), "[")
 	name := flagName(key)
 	if cmd.Flags().Lookup(name) == nil {
-		return "", false
+		reason := flagWords(cmd, inv.Reason)
+		return (&journal.InvalidError{Field: inv.Field, Reason: reason}).Error(), reason != inv.Reason
 	}
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
@@ -204,13 +206,29 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	} else if index != "" { // a key: the header of config.headers[X-Tenant]
 		flag += " " + strings.TrimSuffix(index, "]")
 	}
-	reason := inv.Reason
+	reason := flagWords(cmd, inv.Reason)
 	if ref, ok := strings.CutPrefix(reason, "repeats "+prefix+key+"["); ok {
 		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "]")); err == nil {
 			reason = "repeats the " + ordinal(n+1)
 		}
 	}
 	return (&journal.InvalidError{Field: flag, Reason: reason}).Error(), true
+}
+
+// fieldWord matches a library's field name in a reason: a snake_case word
+// ("private_key", "auth_scheme"), never an English one; or a quoted value.
+var fieldWord = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\b[a-z]+(?:_[a-z]+)+\b`)
+
+// flagWords is reason with each field it names that a flag of cmd sets
+// named by that flag ("give private_key" is "give --private-key-file"),
+// leaving quoted values as they are.
+func flagWords(cmd *cobra.Command, reason string) string {
+	return fieldWord.ReplaceAllStringFunc(reason, func(w string) string {
+		if name := flagName(w); !strings.HasPrefix(w, `"`) && cmd.Flags().Lookup(name) != nil {
+			return "--" + name
+		}
+		return w
+	})
 }
 
 // rangeRefusal matches a library's refusal of a value out of its range:
