@@ -85,7 +85,7 @@ func (s Sealer) SealActorKey(id string, pem []byte) ([]byte, error) {
 	case s.Keyring != nil:
 		return s.Keyring.Seal(pem, actorKeyAD(id)), nil
 	case s.Required:
-		return nil, fmt.Errorf("add actor key %q: %w", id, ErrNoKeyring)
+		return nil, fmt.Errorf("add actor key %s: %w", journal.Quoted(id), ErrNoKeyring)
 	}
 	return pem, nil
 }
@@ -96,11 +96,11 @@ func (s Sealer) OpenActorKey(id string, stored []byte) ([]byte, error) {
 		return stored, nil
 	}
 	if s.Keyring == nil {
-		return nil, fmt.Errorf("open actor key %q: %w", id, ErrNoKeyring)
+		return nil, fmt.Errorf("open actor key %s: %w", journal.Quoted(id), ErrNoKeyring)
 	}
 	pem, err := s.Keyring.Open(stored, actorKeyAD(id))
 	if err != nil {
-		return nil, fmt.Errorf("open actor key %q: %w", id, err)
+		return nil, fmt.Errorf("open actor key %s: %w", journal.Quoted(id), err)
 	}
 	return pem, nil
 }

@@ -74,6 +74,10 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		// cobra's own error for a mistyped command, its suggestions on
 		// lines of their own: one line, as a mistyped flag's.
 		first, more, _ := strings.Cut(msg, "\n")
+		if q, err := strconv.QuotedPrefix(first); err == nil {
+			name, _ := strconv.Unquote(q)
+			first = journal.Quoted(name) + first[len(q):] // the name as typed, bounded
+		}
 		if _, sugs, ok := strings.Cut(more, "Did you mean this?"); ok && len(strings.Fields(sugs)) > 0 {
 			first += "; did you mean " + strings.Join(strings.Fields(sugs), " or ") + "?"
 		}

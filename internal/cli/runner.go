@@ -94,7 +94,7 @@ func (e *env) cobra(d command) *cobra.Command {
 		case d.args != nil:
 			return d.args(args) // callError for a count of arguments, usagef for a value
 		case len(args) > 0:
-			return callf("%s takes no arguments, got %q", strings.TrimPrefix(cmd.CommandPath(), "herald "), args)
+			return callf("%s takes no arguments, got %s", strings.TrimPrefix(cmd.CommandPath(), "herald "), journal.Quoted(strings.Join(args, " ")))
 		}
 		return nil
 	}
@@ -339,7 +339,7 @@ func (v *intValue[T]) Set(s string) error {
 		*p = u
 	}
 	if v.lo != 0 && (n < v.lo || v.hi != 0 && n > v.hi) {
-		return usagef("--%s %s must be %s", v.name, s, v.words)
+		return usagef("--%s %s must be %s", v.name, journal.Shown(s), v.words)
 	}
 	*v.p = n
 	return nil
@@ -367,7 +367,7 @@ func (t *instant) Set(s string) (err error) {
 func parseInstant(s string) (time.Time, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 || n > 253402300799 {
-			return time.Time{}, usagef("--at %s is out of range for unix seconds", s)
+			return time.Time{}, usagef("--at %s is out of range for unix seconds", journal.Shown(s))
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}
@@ -377,10 +377,10 @@ func parseInstant(s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, rfc)
 	if err != nil {
-		return time.Time{}, usagef("--at %q is neither RFC 3339 (2026-03-15T11:00:00Z, or with a space for the T as tables print it) nor unix seconds", s)
+		return time.Time{}, usagef("--at %s is neither RFC 3339 (2026-03-15T11:00:00Z, or with a space for the T as tables print it) nor unix seconds", journal.Quoted(s))
 	}
 	if t.Before(time.Unix(0, 0)) {
-		return time.Time{}, usagef("--at %s is before 1970: out of range", s)
+		return time.Time{}, usagef("--at %s is before 1970: out of range", journal.Shown(s))
 	}
 	return t.UTC(), nil
 }
@@ -391,7 +391,10 @@ func flagError(c *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {
 		var ne *pflag.NotExistError
-		if errors.As(err, &ne) && ne.GetSpecifiedName() != "" {
+		if errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "" {
+			err = fmt.Errorf("unknown shorthand flag: %q in -%s", ne.GetSpecifiedName(), journal.Shown(ne.GetSpecifiedShortnames()))
+		} else if errors.As(err, &ne) && ne.GetSpecifiedName() != "" {
+			err = fmt.Errorf("unknown flag: --%s", journal.Shown(ne.GetSpecifiedName())) // pflag's words, the name bounded
 			if near := nearestFlag(c, ne.GetSpecifiedName()); near != "" {
 				err = fmt.Errorf("%w; did you mean --%s?", err, near)
 			}
@@ -415,7 +418,7 @@ func flagError(c *cobra.Command, err error) error {
 			if strings.HasPrefix(strings.TrimSpace(value), "-") {
 				way = "less than the smallest number the flag holds"
 			}
-			return usagef("--%s %q is out of range (%s)%s", f.Name, value, way, rng)
+			return usagef("--%s %s is out of range (%s)%s", f.Name, journal.Quoted(value), way, rng)
 		}
 		want = "a whole number" + rng
 	case t == "duration":
@@ -425,7 +428,7 @@ func flagError(c *cobra.Command, err error) error {
 	default:
 		return usageOf(err)
 	}
-	return usagef("--%s %q is not %s", f.Name, value, want)
+	return usagef("--%s %s is not %s", f.Name, journal.Quoted(value), want)
 }
 
 func (v *intValue[T]) rangeWords() string { return v.words }

@@ -26,7 +26,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	defer s.mu.Unlock()
 	for _, o := range s.tokens {
 		if o.ID == t.ID || bytes.Equal(o.Hash, t.Hash) {
-			return fmt.Errorf("token %q: %w: its id or secret is stored already", t.ID, journal.ErrConflict)
+			return fmt.Errorf("token %s: %w: its id or secret is stored already", journal.Quoted(t.ID), journal.ErrConflict)
 		}
 	}
 	s.tokens[t.ID] = cloneToken(t)
@@ -66,7 +66,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	defer s.mu.Unlock()
 	t, ok := s.tokens[id]
 	if !ok {
-		return store.Token{}, fmt.Errorf("token %q: %w", id, journal.ErrNotFound)
+		return store.Token{}, fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound)
 	}
 	if t.Revoked.IsZero() {
 		t.Revoked = at.UTC()

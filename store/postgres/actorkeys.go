@@ -24,7 +24,9 @@ func scanActorKey(row pgx.CollectableRow, more ...any) (store.ActorKey, error) {
 
 func scanPublicActorKey(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row) }
 
-func notFoundKey(id string) error { return fmt.Errorf("actor key %q: %w", id, journal.ErrNotFound) }
+func notFoundKey(id string) error {
+	return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
+}
 
 // checkKeyText refuses what PostgreSQL's text cannot hold.
 func checkKeyText(k store.ActorKey) error {

@@ -63,7 +63,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	if validText(id) {
 		ts, err = query(ctx, s, "revoke token", nil, scanToken, stmt("revoke_token"), pgx.NamedArgs{"id": id, "at": at})
 	}
-	return store.One(ts, err, fmt.Errorf("token %q: %w", id, journal.ErrNotFound))
+	return store.One(ts, err, fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound))
 }
 
 // TokenUsed implements store.TokenStore.

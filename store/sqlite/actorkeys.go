@@ -22,7 +22,9 @@ func scanActorKey(sc scanner, more ...any) (store.ActorKey, error) {
 
 func scanPublicActorKey(sc scanner) (store.ActorKey, error) { return scanActorKey(sc) }
 
-func notFoundKey(id string) error { return fmt.Errorf("actor key %q: %w", id, journal.ErrNotFound) }
+func notFoundKey(id string) error {
+	return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
+}
 
 // AddActorKey implements store.ActorKeyStore.
 func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {

@@ -66,7 +66,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 		ts, err = queryAll(ctx, tx, "revoke token "+id, nil, scanToken, stmt("revoke_token"), id, n)
 		return err
 	})
-	return store.One(ts, err, fmt.Errorf("token %q: %w", id, journal.ErrNotFound))
+	return store.One(ts, err, fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound))
 }
 
 // TokenUsed implements store.TokenStore.
