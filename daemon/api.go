@@ -270,7 +270,7 @@ func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registrati
 	}
 	var err error
 	if e.RetainMax != "" {
-		if reg.RetainMax, err = operator.ParseSpan("retain_max", e.RetainMax); err != nil {
+		if reg.RetainMax, err = store.ParseDays("retain_max", e.RetainMax); err != nil {
 			return reg, nil, err
 		}
 	}
@@ -321,7 +321,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 		}
 	}
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
-		return nil, operator.Unseen(reg.Stream, reg.ID)
+		return nil, store.NotFound(reg.Stream, reg.ID)
 	}
 	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
 	if err != nil {

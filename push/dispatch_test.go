@@ -110,6 +110,20 @@ func (h *healthyHost) expect(t *testing.T, want ...string) {
 	}
 }
 
+// keepsGetting has the healthy receiver get stream "busy"'s records 1 to n,
+// each appended and woken for in turn, while the silent host still holds
+// the requests it took.
+func (h *healthyHost) keepsGetting(t *testing.T, f *fixture, w *push.Worker, silent *silentHost, n int) {
+	t.Helper()
+	h.expect(t, `/inbox {"n":1}`)
+	for i := 2; i <= n; i++ {
+		f.append("busy", 1)
+		w.Wake()
+		h.expect(t, fmt.Sprintf(`/inbox {"n":%d}`, i))
+	}
+	require.False(t, silent.released.Load())
+}
+
 // Invariant (v2): a receiver's silence delays only its own registrations.
 // With the daemon loop running, a healthy receiver on another host gets
 // the records appended after a silent host took its request, while that
@@ -126,13 +140,7 @@ func TestSilentHostDelaysOnlyItself(t *testing.T) {
 
 	d := runDaemon(t, w)
 	<-silent.reached(1)
-	healthy.expect(t, `/inbox {"n":1}`)
-	for i := 2; i <= 4; i++ {
-		f.append("busy", 1)
-		w.Wake()
-		healthy.expect(t, fmt.Sprintf(`/inbox {"n":%d}`, i))
-	}
-	require.False(t, silent.released.Load())
+	healthy.keepsGetting(t, f, w, silent, 4)
 	require.Equal(t, int32(1), silent.open.Load(), "the silent request is still open")
 
 	silent.unblock()
@@ -160,13 +168,7 @@ func TestSilentHostGetsAtMostMaxPerHost(t *testing.T) {
 
 	d := runDaemon(t, w)
 	<-silent.reached(push.DefaultMaxPerHost)
-	healthy.expect(t, `/inbox {"n":1}`)
-	for i := 2; i <= 3; i++ {
-		f.append("busy", 1)
-		w.Wake()
-		healthy.expect(t, fmt.Sprintf(`/inbox {"n":%d}`, i))
-	}
-	require.False(t, silent.released.Load())
+	healthy.keepsGetting(t, f, w, silent, 3)
 	require.Equal(t, int32(push.DefaultMaxPerHost), silent.open.Load())
 	require.Equal(t, 1, w.Load().HostsAtCap, "the silent host holds MaxPerHost slots, no more")
 

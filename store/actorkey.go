@@ -74,6 +74,12 @@ type ActorKeyStore interface {
 	RemoveActorKey(ctx context.Context, id string) error
 }
 
+// ActorKeyNotFound is the error of key id that no store holds, as every
+// ActorKeyStore says it.
+func ActorKeyNotFound(id string) error {
+	return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
+}
+
 // actorKeyAD binds a sealed private key to its key id.
 func actorKeyAD(id string) []byte { return seal.AD("herald actor key", id) }
 

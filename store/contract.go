@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -199,6 +200,11 @@ func (c Claim) Validate() error {
 // unparked, skipped or rewound it). The holder now repeats the work; the
 // worker drops its turn quietly.
 var ErrLeaseLost = errors.New("lease lost: another worker or an operator took the registration over")
+
+// LeaseLost is the ErrLeaseLost of a write under c, naming it.
+func (c Claim) LeaseLost() error {
+	return fmt.Errorf("registration %s, claim %s: %w", Name(c.Stream, c.ID), c.Owner, ErrLeaseLost)
+}
 
 // Store limits. MaxEvidence (100 rows a registration, the newest) shows a
 // pattern of failures without letting a receiver down for a month grow the

@@ -142,6 +142,13 @@ func Name(stream, id string) string {
 	return "stream=" + journal.Shown(stream) + " id=" + journal.Shown(id)
 }
 
+// NotFound is the error of registration stream/id that does not exist (a
+// journal.ErrNotFound), as every store, and a scoped caller shown nothing
+// out of its scope, says it.
+func NotFound(stream, id string) error {
+	return fmt.Errorf("registration %s: %w", Name(stream, id), journal.ErrNotFound)
+}
+
 // Config is a projection's configuration, a JSON object. It may hold
 // secrets, so String and GoString redact it.
 type Config []byte

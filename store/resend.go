@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -49,6 +50,11 @@ func (c ResendClaim) Validate() error {
 		return journal.Invalid("seq", "is 0: seqs are 1-based")
 	}
 	return nil
+}
+
+// LeaseLost is the ErrLeaseLost of Resent under c, naming the resend.
+func (c ResendClaim) LeaseLost() error {
+	return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, Name(c.Stream, c.ID), c.Owner, ErrLeaseLost)
 }
 
 // ResendBatch is what DueResends claimed.

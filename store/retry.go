@@ -101,29 +101,34 @@ func (p RetryPolicy) Validate() error {
 	return nil
 }
 
-// ParseDays reads a duration as time.ParseDuration does ("36h", "5m30s") or
-// as whole days ("3d"). Errors name field and wrap journal.ErrInvalid.
+// ParseDays reads a span of time as herald's flags and API fields take it:
+// a duration as time.ParseDuration reads one ("36h", "5m30s", "0s") or whole
+// days ("3d"), never negative; FormatDays writes it back. Errors name field
+// and wrap journal.ErrInvalid; a range is the caller's.
 func ParseDays(field, s string) (time.Duration, error) {
 	d, not := parseDays(s)
 	if not != "" {
-		return 0, journal.Invalid(field, "%q is not %s", s, not)
+		return 0, journal.Invalid(field, "%q %s", s, not)
 	}
 	return d, nil
 }
 
-// parseDays is ParseDays without the error: when s is neither, what it is
-// not, in words.
+// parseDays is ParseDays without the error: when s is refused, why, in
+// words that follow it.
 func parseDays(s string) (d time.Duration, not string) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseUint(days, 10, 16)
 		if err != nil {
-			return 0, "a whole number of days (3d) or a duration (36h)"
+			return 0, "is not a whole number of days (3d) or a duration (36h)"
 		}
 		return time.Duration(n) * 24 * time.Hour, ""
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, "a duration (5s, 30m, 2h) or whole days (3d)"
+	switch {
+	case err != nil:
+		return 0, "is not a duration (5s, 30m, 2h) or whole days (3d)"
+	case d < 0:
+		return 0, "is negative"
 	}
 	return d, ""
 }
@@ -137,7 +142,7 @@ func ParseSchedule(field, s string) ([]time.Duration, error) {
 		part = strings.TrimSpace(part)
 		d, not := parseDays(part)
 		if not != "" {
-			return nil, journal.Invalid(field, "delay %d: %q is not %s", i+1, part, not)
+			return nil, journal.Invalid(field, "delay %d: %q %s", i+1, part, not)
 		}
 		out = append(out, d)
 	}

@@ -79,6 +79,19 @@ func (s Sealer) OpenSubscription(prefix, id string, stored []byte) (Config, erro
 	return s.open(stored, subscriptionAD(prefix, id), SubscriptionName(prefix, id))
 }
 
+// OpenSubscriptions opens each listed subscription's config in place
+// (OpenSubscription), or returns err if not nil: a store's Subscriptions
+// answers with the list, or the first error and none.
+func (s Sealer) OpenSubscriptions(list []SubscriptionStatus, err error) ([]SubscriptionStatus, error) {
+	for i := 0; err == nil && i < len(list); i++ {
+		list[i].Config, err = s.OpenSubscription(list[i].Prefix, list[i].ID, list[i].Config)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
 // OpenRegistration opens r.Config as stored: its own, or, for one a
 // subscription made, the subscription's (bound to the subscription).
 func (s Sealer) OpenRegistration(r Registration) (Config, error) {
@@ -144,17 +157,8 @@ func (s Sealer) openIn(r *Registration) {
 // key, and whether that changed it: false for none, or one sealed under the
 // primary already. It needs a keyring.
 func (s Sealer) Reseal(k Key, stored []byte) ([]byte, bool, error) {
-	if s.Keyring == nil {
-		return nil, false, ErrNoKeyring
-	}
-	if id, _ := seal.KeyID(stored); len(stored) == 0 || id == s.Keyring.Primary() {
-		return stored, false, nil
-	}
-	c, err := s.OpenConfig(k, stored)
-	if err != nil {
-		return nil, false, err
-	}
-	return s.Keyring.Seal(c, configAD(k)), true, nil
+	return s.resealWith(stored, func(b []byte) ([]byte, error) { return s.OpenConfig(k, b) },
+		func(b []byte) ([]byte, error) { return s.Keyring.Seal(b, configAD(k)), nil })
 }
 
 // HoldsSecret reports whether config c has a non-empty value under one of

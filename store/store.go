@@ -117,6 +117,10 @@ func CompareKeys(a, b Key) int {
 	return cmp.Or(strings.Compare(a.Stream, b.Stream), strings.Compare(a.ID, b.ID))
 }
 
+// RecordNotFound is Lookup's error for a record id no store holds (and a
+// scoped caller does not see).
+func RecordNotFound(id string) error { return fmt.Errorf("record %q: %w", id, journal.ErrNotFound) }
+
 // ValidateCursor checks a cursor a worker saves in a stream whose head is
 // head: 1 <= nextSeq <= head+1 (one past the head: everything acknowledged).
 // Errors wrap journal.ErrInvalid.
@@ -474,6 +478,16 @@ type StreamInfo struct {
 	// (Unnumbered): past Head once numbered. A stream with only such
 	// records is listed, with Head 0.
 	Unnumbered uint64 `json:"unnumbered"`
+}
+
+// Fill returns i with what follows from Head and OldestSeq: Records, and
+// FinalSeq if the stream is sealed.
+func (i StreamInfo) Fill(sealed bool) StreamInfo {
+	i.Records = i.Head + 1 - i.OldestSeq
+	if sealed {
+		i.FinalSeq = i.Head
+	}
+	return i
 }
 
 // PrunedError refuses a cursor below a stream's low-water mark (a rewind, a

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -112,4 +113,10 @@ func MadeBy(r Registration, prefix string) error {
 // SubscriptionName names a subscription in text, as Name a registration.
 func SubscriptionName(prefix, id string) string {
 	return "stream_prefix=" + journal.Shown(prefix) + " id=" + journal.Shown(id)
+}
+
+// SubscriptionNotFound is the error of subscription prefix/id that does
+// not exist, as NotFound a registration's.
+func SubscriptionNotFound(prefix, id string) error {
+	return fmt.Errorf("subscription %s: %w", SubscriptionName(prefix, id), journal.ErrNotFound)
 }

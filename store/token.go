@@ -144,6 +144,14 @@ func ValidateToken(t Token) error {
 // most every minute per token writes, the others only read.
 const TokenUseGrain = time.Minute
 
+// ErrNoToken is TokenByHash's error for a hash no token has.
+var ErrNoToken = fmt.Errorf("token: %w", journal.ErrNotFound)
+
+// TokenNotFound is the error of token id that does not exist.
+func TokenNotFound(id string) error {
+	return fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound)
+}
+
 // TokenStore keeps tokens. Every store implements it.
 type TokenStore interface {
 	// CreateToken stores t, after ValidateToken. Errors: journal.ErrInvalid

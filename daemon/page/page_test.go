@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
-	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -392,7 +391,7 @@ func TestRegistrationShowsItsRetentionBound(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	got := cell.FindStringSubmatch(body)
 	require.NotNil(t, got, body)
-	require.True(t, strings.HasPrefix(got[1], operator.Span(store.DefaultRetainMax("webhook"))+` <span class="muted">(the namespace's default)</span>`), got[1])
+	require.True(t, strings.HasPrefix(got[1], store.FormatDays(store.DefaultRetainMax("webhook"))+` <span class="muted">(the namespace's default)</span>`), got[1])
 }
 
 // The registrations view lists the subscriptions by stream prefix, each as

@@ -306,8 +306,7 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	case "rotate-secret":
 		var v operator.RotatedView
 		if v, err = operator.RotateSecret(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, at, a.ExpireOld); err == nil {
-			// The secret is shown in this answer only: no redirect carries it.
-			w.Header().Set("Cache-Control", "no-store")
+			// The secret is shown in this answer only (never cached: ServeHTTP): no redirect carries it.
 			p.render(w, r, http.StatusOK, "rotated", map[string]any{"Title": "Secret rotated", "R": v.RegistrationView, "V": v})
 			return
 		}
@@ -340,9 +339,9 @@ func (p *Page) keys(w http.ResponseWriter, r *http.Request) {
 	p.renderKeys(w, r, http.StatusOK, map[string]any{"Done": done[r.URL.Query().Get("done")]})
 }
 
-// renderKeys renders the keys view with data. No answer of it is cached,
-// and none holds a private key: a form's PEM is never written back, not
-// even beside its error.
+// renderKeys renders the keys view with data. No answer of it holds a
+// private key (nor is any cached: ServeHTTP): a form's PEM is never
+// written back, not even beside its error.
 func (p *Page) renderKeys(w http.ResponseWriter, r *http.Request, code int, data map[string]any) {
 	views, err := operator.Keys(r.Context(), p.store)
 	if err != nil {
@@ -354,7 +353,6 @@ func (p *Page) renderKeys(w http.ResponseWriter, r *http.Request, code int, data
 	if _, ok := data["KeyID"]; !ok {
 		data["KeyID"] = ""
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	p.render(w, r, code, "keys", data)
 }
 
@@ -362,7 +360,6 @@ func (p *Page) renderKeys(w http.ResponseWriter, r *http.Request, code int, data
 // (the key id typed kept for the add form), else a redirect saying what
 // was done.
 func (p *Page) keyDone(w http.ResponseWriter, r *http.Request, what string, err error) {
-	w.Header().Set("Cache-Control", "no-store")
 	switch {
 	case err != nil && web.HTTPStatus(err) < http.StatusInternalServerError:
 		data := map[string]any{"Error": fmt.Sprintf("%v; nothing was changed", err)}

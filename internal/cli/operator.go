@@ -354,7 +354,7 @@ func registerAgain(e *env, s store.Status) string {
 		again = append(again, "--window", fmt.Sprint(s.Window))
 	}
 	if s.RetainMax > 0 {
-		again = append(again, "--retain-max", operator.Span(s.RetainMax))
+		again = append(again, "--retain-max", store.FormatDays(s.RetainMax))
 	}
 	if !s.Rate.IsZero() {
 		again = append(again, "--rate", s.Rate.String())

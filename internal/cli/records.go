@@ -191,9 +191,9 @@ yet numbered (PostgreSQL). Page with --after and --limit.`,
 // scale) is likelier than an intent.
 const maxRetain = 10 * 365 * 24 * time.Hour
 
-// parseRetain reads --retain (operator.ParseSpan).
+// parseRetain reads --retain (store.ParseDays).
 func parseRetain(s string) (time.Duration, error) {
-	d, err := operator.ParseSpan("--retain", s)
+	d, err := store.ParseDays("--retain", s)
 	if err == nil && d > maxRetain {
 		err = fmt.Errorf("--retain %s is more than ten years", journal.Quoted(s))
 	}

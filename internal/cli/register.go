@@ -176,7 +176,7 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 				}
 			}
 			if c.changed("retain-max") {
-				if r.RetainMax, err = operator.ParseSpan("--retain-max", keep); err != nil {
+				if r.RetainMax, err = store.ParseDays("--retain-max", keep); err != nil {
 					return usageOf(err)
 				}
 			}
@@ -503,7 +503,7 @@ func secretValue(flag, v string) (string, error) {
 func retainMaxDefaults() string {
 	var out []string
 	for _, ns := range namespaceNames() {
-		out = append(out, ns+" "+operator.Span(store.DefaultRetainMax(ns)))
+		out = append(out, ns+" "+store.FormatDays(store.DefaultRetainMax(ns)))
 	}
 	return strings.Join(out, ", ")
 }

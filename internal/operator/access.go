@@ -211,12 +211,6 @@ type scoped struct {
 	tok store.Token
 }
 
-// Unseen is the error of a registration out of a token's scope: the
-// store's for one that does not exist.
-func Unseen(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
-}
-
 // A subscription's prefix spans streams a tenant may not have yet; a
 // scoped token reaches only those within its scope (the routes need an
 // unscoped token: this is the store's own guard).
@@ -229,7 +223,7 @@ func (s scoped) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 
 func (s scoped) Unsubscribe(ctx context.Context, prefix, id string) (int, error) {
 	if !s.tok.Sees(prefix) {
-		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+		return 0, store.SubscriptionNotFound(prefix, id)
 	}
 	return s.Backend.Unsubscribe(ctx, prefix, id)
 }
@@ -271,77 +265,77 @@ func (s scoped) Lookup(ctx context.Context, id string) (journal.Record, error) {
 		rec = ue.Record
 	}
 	if (err == nil || rec.Stream != "") && !s.tok.Sees(rec.Stream) {
-		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
+		return journal.Record{}, store.RecordNotFound(id)
 	}
 	return rec, err
 }
 
 func (s scoped) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
 	if !s.tok.Sees(r.Stream) {
-		return store.Registration{}, Unseen(r.Stream, r.ID)
+		return store.Registration{}, store.NotFound(r.Stream, r.ID)
 	}
 	return s.Backend.Register(ctx, r)
 }
 
 func (s scoped) Unregister(ctx context.Context, stream, id string) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Unregister(ctx, stream, id)
 }
 
 func (s scoped) Get(ctx context.Context, stream, id string) (store.Status, error) {
 	if !s.tok.Sees(stream) {
-		return store.Status{}, Unseen(stream, id)
+		return store.Status{}, store.NotFound(stream, id)
 	}
 	return s.Backend.Get(ctx, stream, id)
 }
 
 func (s scoped) Unpark(ctx context.Context, stream, id string, at time.Time) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Unpark(ctx, stream, id, at)
 }
 
 func (s scoped) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Pause(ctx, stream, id, at, by, reason)
 }
 
 func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Resume(ctx, stream, id, at, by)
 }
 
 func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Resend(ctx, stream, id, seq, at, by)
 }
 
 func (s scoped) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Skip(ctx, stream, id, toSeq, at, reason)
 }
 
 func (s scoped) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
 	if !s.tok.Sees(stream) {
-		return Unseen(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.Backend.Rewind(ctx, stream, id, toSeq, at)
 }
 
 func (s scoped) Evidence(ctx context.Context, stream, id string, limit int) ([]store.Evidence, error) {
 	if !s.tok.Sees(stream) {
-		return nil, Unseen(stream, id)
+		return nil, store.NotFound(stream, id)
 	}
 	return s.Backend.Evidence(ctx, stream, id, limit)
 }

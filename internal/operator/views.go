@@ -37,7 +37,7 @@ type RegistrationView struct {
 	Retry            *RetryView `json:"retry,omitempty"` // the registration's own; absent: its namespace's
 	Rate             string     `json:"rate,omitempty"`
 	PacedUntil       time.Time  `json:"paced_until,omitzero"`
-	RetainMax        string     `json:"retain_max"` // Span
+	RetainMax        string     `json:"retain_max"` // store.FormatDays
 	RetainMaxDefault bool       `json:"retain_max_default,omitempty"`
 	Subscription     string     `json:"subscription,omitempty"` // the prefix of the subscription that made it
 	NextSeq          uint64     `json:"next_seq"`
@@ -140,7 +140,7 @@ func (held Held) View(s store.Status) RegistrationView {
 	v := RegistrationView{
 		Stream: s.Stream, ID: s.ID, Namespace: s.Namespace, Host: s.Host(), URL: RedactURL(s.URL),
 		OnRejected: string(s.OnRejected), Kinds: s.Kinds, Window: max(s.Window, 1), Rate: s.Rate.String(), PacedUntil: s.PacedUntil,
-		RetainMax: Span(s.RetainBound()), RetainMaxDefault: s.RetainMax == 0, Subscription: s.Subscription, NextSeq: s.NextSeq, Head: s.Head,
+		RetainMax: store.FormatDays(s.RetainBound()), RetainMaxDefault: s.RetainMax == 0, Subscription: s.Subscription, NextSeq: s.NextSeq, Head: s.Head,
 		Lag: s.Lag(), Attempts: s.Attempts, HostFailures: s.HostFailures, NextAttemptAt: s.NextAttemptAt, State: s.State(),
 		Parked: s.Parked, Paused: s.Paused, ParkedAt: s.ParkedAt, LastError: s.LastError, LeaseOwner: s.LeaseOwner, LeaseUntil: s.LeaseUntil, Sealed: s.Sealed,
 		ConfigError: s.ConfigError,
@@ -313,7 +313,7 @@ func SubscriptionViewOf(st store.SubscriptionStatus) SubscriptionView {
 	}
 	return SubscriptionView{Prefix: st.Prefix, ID: st.ID, Namespace: st.Namespace, Host: store.HostOf(st.URL), URL: RedactURL(st.URL),
 		OnRejected: string(st.OnRejected), Kinds: st.Kinds, Window: max(st.Window, 1),
-		RetainMax: Span(st.Template(st.Prefix).RetainBound()), Retry: retryView(st.Retry), From: from, Streams: st.Streams}
+		RetainMax: store.FormatDays(st.Template(st.Prefix).RetainBound()), Retry: retryView(st.Retry), From: from, Streams: st.Streams}
 }
 
 // Subscriptions lists the subscriptions (of prefix, if set), with each

@@ -223,14 +223,6 @@ func BenchmarkMessages(b *testing.B) {
 		{"v1.0", `{` + goldenConfig + `}`},
 		{"v0.3", `{` + goldenConfig + `,"version":"0.3"}`},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			p, r, rec, ctx := a2a.New(), reg(c.config), record(goldenStatus), context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := p.Messages(ctx, rec, r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		projtest.BenchMessages(b, c.name, a2a.New(), record(goldenStatus), reg(c.config))
 	}
 }

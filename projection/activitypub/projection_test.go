@@ -162,26 +162,13 @@ func TestWorkerDeliversInOrderAndAdvances(t *testing.T) {
 // warm (what a sweep sees), against parsing the config every time, and the
 // signing done per attempt for scale.
 func BenchmarkMessages(b *testing.B) {
-	ctx := context.Background()
 	reg := registration("https://remote.example/users/bob/inbox", config(b, []string{bob}, []string{aliceFollowers}))
 	withBcc := journal.Record{ID: "https://example.com/a/1", Seq: 1, Payload: projtest.Testdata(b, "activitypub/create-note.json")}
 	plain := journal.Record{ID: "https://example.com/a/2", Seq: 2, Payload: []byte(`{"@context":"https://www.w3.org/ns/activitystreams","id":"https://example.com/a/2","type":"Like","actor":"` + alice + `","to":"` + bob + `","object":"https://x.example/o"}`)}
 	p := New()
 
-	b.Run("cached/plain", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := p.Messages(ctx, plain, reg); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("cached/bcc-removed", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := p.Messages(ctx, withBcc, reg); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	projtest.BenchMessages(b, "cached/plain", p, plain, reg)
+	projtest.BenchMessages(b, "cached/bcc-removed", p, withBcc, reg)
 	b.Run("uncached/plain", func(b *testing.B) {
 		for b.Loop() {
 			var c Config
@@ -225,11 +212,5 @@ func BenchmarkMessages(b *testing.B) {
 			}
 		}
 	})
-	b.Run("cached/bcc-removed/proof", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := p.Messages(ctx, proofRec, edReg); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	projtest.BenchMessages(b, "cached/bcc-removed/proof", p, proofRec, edReg)
 }

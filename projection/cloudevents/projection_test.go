@@ -1,7 +1,6 @@
 package cloudevents_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -124,14 +123,6 @@ func TestTextJSONPayloadThatIsNotJSON(t *testing.T) {
 // 100 bytes of JSON) projected in each content mode, the config cached.
 func BenchmarkMessages(b *testing.B) {
 	for _, mode := range goldenConfigs {
-		b.Run(mode.name, func(b *testing.B) {
-			p, reg, ctx := cloudevents.New(), registration(mode.config), context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := p.Messages(ctx, goldenRecord, reg); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		projtest.BenchMessages(b, mode.name, cloudevents.New(), goldenRecord, registration(mode.config))
 	}
 }

@@ -284,17 +284,10 @@ func BenchmarkMessages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	reg := registration("https://hooks.example/x", config(b, false, secretA, secretB))
 	rec := journal.Record{ID: "evt_bench", Payload: payload, ContentType: "application/json"}
 	p := New()
-	b.Run("cached", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := p.Messages(ctx, rec, reg); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	projtest.BenchMessages(b, "cached", p, rec, reg)
 	b.Run("uncached", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := ParseConfig(reg.Config); err != nil { // decoded and keyed, as on a miss

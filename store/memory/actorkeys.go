@@ -25,7 +25,7 @@ func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.actorKeys[k.ID]; ok {
-		return fmt.Errorf("actor key %s: %w", journal.Quoted(k.ID), journal.ErrConflict)
+		return fmt.Errorf("actor key %q: %w", k.ID, journal.ErrConflict)
 	}
 	k = cloneActorKey(k)
 	k.Version, k.Created, k.Rotated = 1, k.Created.UTC(), time.Time{}
@@ -42,7 +42,7 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 	defer s.mu.Unlock()
 	old, ok := s.actorKeys[k.ID]
 	if !ok {
-		return store.ActorKey{}, fmt.Errorf("actor key %s: %w", journal.Quoted(k.ID), journal.ErrNotFound)
+		return store.ActorKey{}, store.ActorKeyNotFound(k.ID)
 	}
 	k.Created = old.Created
 	if err := store.ValidateActorKey(k); err != nil {
@@ -61,7 +61,7 @@ func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error)
 	defer s.mu.Unlock()
 	k, ok := s.actorKeys[id]
 	if !ok {
-		return store.ActorKey{}, fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
+		return store.ActorKey{}, store.ActorKeyNotFound(id)
 	}
 	return cloneActorKey(k), nil
 }
@@ -72,7 +72,7 @@ func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 	defer s.mu.Unlock()
 	k, ok := s.actorKeys[id]
 	if !ok {
-		return 0, fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
+		return 0, store.ActorKeyNotFound(id)
 	}
 	return k.Version, nil
 }
@@ -93,7 +93,7 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.actorKeys[id]; !ok {
-		return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
+		return store.ActorKeyNotFound(id)
 	}
 	delete(s.actorKeys, id)
 	return nil

@@ -7,7 +7,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -194,7 +193,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 	defer s.mu.Unlock()
 	r, ok := s.ids[id]
 	if !ok {
-		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
+		return journal.Record{}, store.RecordNotFound(id)
 	}
 	return clone(s.streams[r.stream].at(r.seq)), nil
 }
@@ -253,7 +252,7 @@ func (s *Store) with(stream, id string, fn func(r *store.Registration) error) er
 	defer s.mu.Unlock()
 	r := s.regs[store.Key{Stream: stream, ID: id}]
 	if r == nil {
-		return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
+		return store.NotFound(stream, id)
 	}
 	return fn(r)
 }
@@ -266,7 +265,7 @@ func (s *Store) under(c store.Claim, nextSeq uint64, fn func(r *store.Registrati
 	}
 	return s.with(c.Stream, c.ID, func(r *store.Registration) error {
 		if r.LeaseOwner != c.Owner {
-			return fmt.Errorf("registration %s, claim %s: %w", store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+			return c.LeaseLost()
 		}
 		if err := store.ValidateCursor(nextSeq, s.stream(c.Stream).head); err != nil {
 			return err
@@ -597,7 +596,7 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 	return s.with(c.Stream, c.ID, func(r *store.Registration) error {
 		k := r.Key()
 		if p := s.resends[k][c.Seq]; p == nil || p.owner != c.Owner {
-			return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+			return c.LeaseLost()
 		}
 		delete(s.resends[k], c.Seq)
 		if len(s.resends[k]) == 0 {
@@ -988,11 +987,7 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 			continue
 		}
 		st := s.streams[name]
-		info := store.StreamInfo{Stream: name, Head: st.head, OldestSeq: st.oldest, Registrations: regs[name],
-			Records: uint64(len(st.records))}
-		if st.sealed {
-			info.FinalSeq = st.head
-		}
+		info := store.StreamInfo{Stream: name, Head: st.head, OldestSeq: st.oldest, Registrations: regs[name]}.Fill(st.sealed)
 		for _, r := range st.records {
 			info.Bytes += int64(len(r.Payload))
 		}
@@ -1071,7 +1066,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 	defer s.mu.Unlock()
 	k := store.Key{Stream: prefix, ID: id}
 	if s.subs[k] == nil {
-		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+		return 0, store.SubscriptionNotFound(prefix, id)
 	}
 	delete(s.subs, k)
 	n := 0

@@ -26,7 +26,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	defer s.mu.Unlock()
 	for _, o := range s.tokens {
 		if o.ID == t.ID || bytes.Equal(o.Hash, t.Hash) {
-			return fmt.Errorf("token %s: %w: its id or secret is stored already", journal.Quoted(t.ID), journal.ErrConflict)
+			return fmt.Errorf("token %q: %w: its id or secret is stored already", t.ID, journal.ErrConflict)
 		}
 	}
 	s.tokens[t.ID] = cloneToken(t)
@@ -42,7 +42,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, erro
 			return cloneToken(t), nil
 		}
 	}
-	return store.Token{}, fmt.Errorf("token: %w", journal.ErrNotFound)
+	return store.Token{}, store.ErrNoToken
 }
 
 // Tokens implements store.TokenStore.
@@ -59,14 +59,14 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 
 // RevokeToken implements store.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store.Token, error) {
-	if at.IsZero() {
-		return store.Token{}, journal.Invalid("at", "is the zero time")
+	if err := store.ValidateInstant("at", at); err != nil {
+		return store.Token{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tokens[id]
 	if !ok {
-		return store.Token{}, fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound)
+		return store.Token{}, store.TokenNotFound(id)
 	}
 	if t.Revoked.IsZero() {
 		t.Revoked = at.UTC()

@@ -24,10 +24,6 @@ func scanActorKey(row pgx.CollectableRow, more ...any) (store.ActorKey, error) {
 
 func scanPublicActorKey(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row) }
 
-func notFoundKey(id string) error {
-	return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
-}
-
 // checkKeyText refuses what PostgreSQL's text cannot hold.
 func checkKeyText(k store.ActorKey) error {
 	if !validText(k.ID) || !validText(k.Algorithm) || !validText(k.Fingerprint) {
@@ -68,17 +64,17 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 	}
 	xs, err := query(ctx, s, "rotate actor key", nil, scanPublicActorKey, stmt("rotate_actor_key"), pgx.NamedArgs{"id": k.ID, "private_key": sealed,
 		"algorithm": k.Algorithm, "fingerprint": k.Fingerprint, "at": at})
-	return store.One(xs, err, notFoundKey(k.ID))
+	return store.One(xs, err, store.ActorKeyNotFound(k.ID))
 }
 
 // ActorKey implements store.ActorKeyStore.
 func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error) {
 	if !validText(id) {
-		return store.ActorKey{}, notFoundKey(id)
+		return store.ActorKey{}, store.ActorKeyNotFound(id)
 	}
 	var sealed []byte
 	xs, err := query(ctx, s, "read actor key", nil, func(row pgx.CollectableRow) (store.ActorKey, error) { return scanActorKey(row, &sealed) }, stmt("actor_key"), pgx.NamedArgs{"id": id})
-	k, err := store.One(xs, err, notFoundKey(id))
+	k, err := store.One(xs, err, store.ActorKeyNotFound(id))
 	if err != nil {
 		return store.ActorKey{}, err
 	}
@@ -89,10 +85,10 @@ func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error)
 // ActorKeyVersion implements store.ActorKeyStore.
 func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 	if !validText(id) {
-		return 0, notFoundKey(id)
+		return 0, store.ActorKeyNotFound(id)
 	}
 	xs, err := query(ctx, s, "read actor key version", nil, pgx.RowTo[int64], stmt("actor_key_version"), pgx.NamedArgs{"id": id})
-	return store.One(xs, err, notFoundKey(id))
+	return store.One(xs, err, store.ActorKeyNotFound(id))
 }
 
 // ActorKeys implements store.ActorKeyStore.
@@ -103,14 +99,14 @@ func (s *Store) ActorKeys(ctx context.Context) ([]store.ActorKey, error) {
 // RemoveActorKey implements store.ActorKeyStore.
 func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 	if !validText(id) {
-		return notFoundKey(id)
+		return store.ActorKeyNotFound(id)
 	}
 	tag, err := s.pool.Exec(ctx, stmt("remove_actor_key"), pgx.NamedArgs{"id": id})
 	if err != nil {
 		return s.dbErr(ctx, "remove actor key", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFoundKey(id)
+		return store.ActorKeyNotFound(id)
 	}
 	return nil
 }

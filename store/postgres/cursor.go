@@ -128,9 +128,9 @@ func (f *fence) queue(b *pgx.Batch, c store.Claim) {
 func (f fence) refusal(op string, c store.Claim, nextSeq uint64) error {
 	switch {
 	case !f.found:
-		return notFound(c.Stream, c.ID)
+		return store.NotFound(c.Stream, c.ID)
 	case f.reg.LeaseOwner != c.Owner:
-		return fmt.Errorf("%s %s under the lease of %s: %w", op, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+		return fmt.Errorf("%s: %w", op, c.LeaseLost())
 	case nextSeq > 0:
 		return store.ValidateCursor(nextSeq, f.head)
 	}
@@ -155,7 +155,7 @@ func (s *Store) fenced(ctx context.Context, op string, c store.Claim, nextSeq ui
 		return err
 	}
 	if !validKey(c.Stream, c.ID) {
-		return notFound(c.Stream, c.ID)
+		return store.NotFound(c.Stream, c.ID)
 	}
 	var (
 		fc      fence
@@ -204,7 +204,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, saves []store.CursorSave) ([]e
 		switch k := key(i); {
 		case errs[i] != nil:
 		case !validKey(k.Stream, k.ID):
-			errs[i] = notFound(k.Stream, k.ID)
+			errs[i] = store.NotFound(k.Stream, k.ID)
 		case seen[k]:
 			later = append(later, i)
 		default:
@@ -334,7 +334,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 		return err
 	}
 	if !validKey(stream, id) {
-		return notFound(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
 		var (
@@ -348,7 +348,7 @@ func (s *Store) operator(ctx context.Context, op, stream, id string, at time.Tim
 			return s.dbErr(ctx, op+": lock registration", err)
 		}
 		if !f.found {
-			return notFound(stream, id)
+			return store.NotFound(stream, id)
 		}
 		c, err := decide(f, oldest)
 		if err != nil || c == nil {
@@ -387,7 +387,7 @@ func (s *Store) event(ctx context.Context, tx pgx.Tx, e journal.Entry, ok bool) 
 // herald's event in the evidence's transaction.
 func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
 	if !validKey(ev.Stream, ev.Registration) {
-		return notFound(ev.Stream, ev.Registration)
+		return store.NotFound(ev.Stream, ev.Registration)
 	}
 	var f fence
 	b := &pgx.Batch{}
@@ -398,7 +398,7 @@ func (s *Store) AddEvidence(ctx context.Context, ev store.Evidence) error {
 			return s.dbErr(ctx, "add evidence", err)
 		}
 		if !f.found {
-			return notFound(ev.Stream, ev.Registration)
+			return store.NotFound(ev.Stream, ev.Registration)
 		}
 		return nil
 	}
@@ -441,7 +441,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 		return nil, err
 	}
 	if !validKey(stream, id) {
-		return nil, notFound(stream, id)
+		return nil, store.NotFound(stream, id)
 	}
 	var exists bool
 	out := []store.Evidence{}
@@ -462,7 +462,7 @@ func (s *Store) Evidence(ctx context.Context, stream, id string, limit int) ([]s
 		return nil, s.dbErr(ctx, "evidence", err)
 	}
 	if !exists {
-		return nil, notFound(stream, id)
+		return nil, store.NotFound(stream, id)
 	}
 	return out, nil
 }

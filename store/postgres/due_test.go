@@ -14,6 +14,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // seedIdle inserts, in bulk, streams stream/0… each with one record and
@@ -56,7 +57,7 @@ func TestIdleRegistrationsAreNotRead(t *testing.T) {
 	seedIdle(t, s, 100, 100)
 
 	reads := &atomic.Int64{}
-	w, err := push.NewWorker(countingJournal{Journal: s, reads: reads}, s, acceptAll{}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	w, err := push.NewWorker(countingJournal{Journal: s, reads: reads}, s, acceptAll{}, storetest.PayloadProjection{}, push.WithOwner("w"))
 	require.NoError(t, err)
 	rep, err := w.RunOnce(ctx, at(0), 100) // clears the markers appends left
 	require.NoError(t, err)
@@ -175,7 +176,7 @@ func TestPendingMarkerRace(t *testing.T) {
 	// A drain page longer than the stream: "one more sweep" must bring a
 	// registration that was never served (late-0 lags 600 records) to the
 	// head, however few racing sweeps a loaded machine managed.
-	w, err := push.NewWorker(sweeper, sweeper, acceptAll{}, payloadProjection{"webhook"}, push.WithOwner("w"), push.WithDrainPage(appends+1))
+	w, err := push.NewWorker(sweeper, sweeper, acceptAll{}, storetest.PayloadProjection{}, push.WithOwner("w"), push.WithDrainPage(appends+1))
 	require.NoError(t, err)
 
 	done := make(chan struct{})

@@ -55,7 +55,7 @@ func (s *Store) HostFailed(ctx context.Context, f store.HostFailure) (store.Host
 	}
 	c := f.Claim
 	if !validKey(c.Stream, c.ID) {
-		return store.Host{}, notFound(c.Stream, c.ID)
+		return store.Host{}, store.NotFound(c.Stream, c.ID)
 	}
 	f.Host = clean(f.Host)
 	var h store.Host
@@ -117,11 +117,8 @@ func (s *Store) answered(ctx context.Context, host string, at time.Time, mustExi
 		if err != nil && found {
 			return s.dbErr(ctx, "read host", err)
 		}
-		if h, err = store.Answer(host, old, found, mustExist, at); err != nil || !found {
-			return err
-		}
-		if h.State == old.State && h.Failures == old.Failures && h.Probes == old.Probes && h.NextProbeAt.Equal(old.NextProbeAt) {
-			return nil
+		if h, err = store.Answer(host, old, found, mustExist, at); err != nil || !found || h == old {
+			return err // nothing to write: unknown, or already as the answer leaves it
 		}
 		return s.putHost(ctx, tx, "write host", &pgx.Batch{}, old, h)
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // Append implements journal.Journal: it commits the records, runs a sequencer
@@ -245,7 +246,7 @@ func (s *Store) lookup(ctx context.Context, q querier, query, id string, extra .
 	var stream string
 	r, err := scanRecord(q.QueryRow(ctx, query, pgx.NamedArgs{"id": id}), append([]any{&stream}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
+		return journal.Record{}, store.RecordNotFound(id)
 	}
 	if err != nil {
 		return journal.Record{}, s.dbErr(ctx, "lookup record", err)

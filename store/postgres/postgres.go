@@ -20,11 +20,8 @@ import (
 )
 
 var (
-	_ journal.Journal      = (*Store)(nil)
-	_ store.Store          = (*Store)(nil)
+	_ store.Backend        = (*Store)(nil)
 	_ store.AdvanceBatcher = (*Store)(nil)
-	_ store.HostStore      = (*Store)(nil)
-	_ store.Retention      = (*Store)(nil)
 	_ store.Resealer       = (*Store)(nil)
 )
 
@@ -223,10 +220,6 @@ func checkSeq(field string, seq uint64) error {
 		return journal.Invalid(field, "is %d, beyond the largest seq PostgreSQL stores (%d)", seq, uint64(maxSeq))
 	}
 	return nil
-}
-
-func notFound(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
 }
 
 // validKey reports whether stream and id could name a stored registration:

@@ -33,16 +33,11 @@ func readmeSQL(t *testing.T, what, test string) string {
 	return block
 }
 
-// producerDB is a migrated database, its owner's store, and the URL of a
-// role (a login of the test cluster) holding exactly the README's grants
-// for producers, and INSERT on the application's own table, app_order.
-type producerDB struct {
-	owner    *postgres.Store
-	url      string // the producer's
-	ownerURL string
-}
-
-func newProducerDB(t *testing.T) producerDB {
+// newProducerDB returns a migrated database whose store is its owner's and
+// whose URL is a role's (a login of the test cluster) holding exactly the
+// README's grants for producers, and INSERT on the application's own
+// table, app_order.
+func newProducerDB(t *testing.T) sqlDB {
 	t.Helper()
 	ctx := t.Context()
 	d := newSQLDB(t)
@@ -66,15 +61,7 @@ GRANT INSERT, SELECT ON app_order TO `+role)
 	u, err := url.Parse(d.url)
 	require.NoError(t, err)
 	u.User = url.User(role)
-	return producerDB{owner: d.s, url: u.String(), ownerURL: d.url}
-}
-
-func (p producerDB) conn(t *testing.T) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.Connect(t.Context(), p.url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return c
+	return sqlDB{url: u.String(), s: d.s}
 }
 
 // TestProducerWithTheDocumentedGrants: a role holding exactly the README's
@@ -112,8 +99,8 @@ func TestProducerWithTheDocumentedGrants(t *testing.T) {
 	require.Equal(t, "sql-1", id)
 	require.NoError(t, tx.Commit(ctx))
 
-	require.Equal(t, 4, sequence(t, p.owner))
-	require.Equal(t, []string{"go-1", "go-2", "go-3", "sql-1"}, readIDs(t, p.owner, "order/1"))
+	require.Equal(t, 4, sequence(t, p.s))
+	require.Equal(t, []string{"go-1", "go-2", "go-3", "sql-1"}, readIDs(t, p.s, "order/1"))
 	_, err = s.Lookup(ctx, "go-1")
 	require.Error(t, err, "the producer reads no record: it has no grant to")
 }
@@ -182,13 +169,13 @@ VALUES ($1, $2, $3, $4, $5, false, '\x00', now())`
 	require.NoError(t, tx.Commit(ctx))
 
 	var stored []string
-	rowsOf, err := p.owner.Pool().Query(ctx, `SELECT id || ' ' || xid::text FROM herald_record ORDER BY id`)
+	rowsOf, err := p.s.Pool().Query(ctx, `SELECT id || ' ' || xid::text FROM herald_record ORDER BY id`)
 	require.NoError(t, err)
 	stored, err = pgx.CollectRows(rowsOf, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"ok-1 " + xid}, stored, "only the genuine append, with its transaction's id")
-	require.Equal(t, 1, sequence(t, p.owner))
-	require.Zero(t, head(t, p.owner, store.EventsStream), "no alert was forged")
+	require.Equal(t, 1, sequence(t, p.s))
+	require.Zero(t, head(t, p.s, store.EventsStream), "no alert was forged")
 }
 
 // TestAppendRowsAgreesWithGo: herald_append_rows, called by hand by a
@@ -267,7 +254,7 @@ func TestAppendRowsAgreesWithGo(t *testing.T) {
 func TestProducerAppendToANewStreamMaterialisesSubscriptions(t *testing.T) {
 	ctx := t.Context()
 	p := newProducerDB(t)
-	_, err := p.owner.Subscribe(ctx, store.Subscription{Prefix: "tenant/7/", ID: "t7", Namespace: "webhook",
+	_, err := p.s.Subscribe(ctx, store.Subscription{Prefix: "tenant/7/", ID: "t7", Namespace: "webhook",
 		URL: "https://t7.example/hooks", Config: store.Config(`{"secret":"s3cr3t"}`)})
 	require.NoError(t, err)
 
@@ -283,9 +270,9 @@ func TestProducerAppendToANewStreamMaterialisesSubscriptions(t *testing.T) {
 	var id string
 	require.NoError(t, p.conn(t).QueryRow(ctx,
 		`SELECT herald_append('tenant/7/orders', 'sql-1', 'order.created', '{"id":1}'::jsonb)`).Scan(&id))
-	require.Equal(t, 2, sequence(t, p.owner))
+	require.Equal(t, 2, sequence(t, p.s))
 
-	list, err := store.AllRegistrations(ctx, p.owner, store.ListQuery{Subscription: "tenant/7/", ID: "t7"})
+	list, err := store.AllRegistrations(ctx, p.s, store.ListQuery{Subscription: "tenant/7/", ID: "t7"})
 	require.NoError(t, err)
 	got := map[string]uint64{}
 	for _, st := range list {

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // TestRateHoldsAtTheReceiverWithTwoDaemons: two workers running Run, each
@@ -72,7 +73,7 @@ func TestRateHoldsAtTheReceiverWithTwoDaemons(t *testing.T) {
 	stop := map[string]context.CancelFunc{}
 	var g errgroup.Group
 	for name, s := range stores {
-		w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: name}, payloadProjection{"webhook"},
+		w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: name}, storetest.PayloadProjection{},
 			push.WithOwner(name), push.WithMaxPerHost(8))
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())

@@ -69,14 +69,14 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 // Unregister implements store.Store; the evidence goes too.
 func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 	if !validKey(stream, id) {
-		return notFound(stream, id)
+		return store.NotFound(stream, id)
 	}
 	tag, err := s.pool.Exec(ctx, stmt("delete_registration"), pgx.NamedArgs{"stream": stream, "id": id})
 	if err != nil {
 		return s.dbErr(ctx, "unregister", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFound(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return nil
 }
@@ -84,11 +84,11 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, stream, id string) (store.Status, error) {
 	if !validKey(stream, id) {
-		return store.Status{}, notFound(stream, id)
+		return store.Status{}, store.NotFound(stream, id)
 	}
 	st, err := scanStatus(s.pool.QueryRow(ctx, stmt("get"), pgx.NamedArgs{"stream": stream, "id": id}))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Status{}, notFound(stream, id)
+		return store.Status{}, store.NotFound(stream, id)
 	}
 	if err != nil {
 		return store.Status{}, s.dbErr(ctx, "get registration", err)

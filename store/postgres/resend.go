@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -22,7 +21,7 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 		return err
 	}
 	if !validKey(stream, id) {
-		return notFound(stream, id)
+		return store.NotFound(stream, id)
 	}
 	return s.inTx(ctx, "resend", func(tx pgx.Tx) error {
 		var (
@@ -33,7 +32,7 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 		err := tx.QueryRow(ctx, stmt("resend_from"), pgx.NamedArgs{"stream": stream, "id": id, "seq": int64(min(seq, math.MaxInt64))}).Scan(&next, &kinds, &oldest, &kind)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			return notFound(stream, id)
+			return store.NotFound(stream, id)
 		case err != nil:
 			return s.dbErr(ctx, "resend: read the cursor", err)
 		}
@@ -103,7 +102,7 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 		return err
 	}
 	if !validKey(c.Stream, c.ID) {
-		return notFound(c.Stream, c.ID)
+		return store.NotFound(c.Stream, c.ID)
 	}
 	ev.Stream, ev.Registration, ev.Event, ev.Seq = c.Stream, c.ID, store.EventResent, c.Seq
 	args := evidenceArgs(ev)
@@ -125,7 +124,7 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 	case applied:
 		return nil
 	case !exists:
-		return notFound(c.Stream, c.ID)
+		return store.NotFound(c.Stream, c.ID)
 	}
-	return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+	return c.LeaseLost()
 }

@@ -251,10 +251,6 @@ func (s *Store) streamRows(ctx context.Context, q store.StreamQuery, limit int) 
 			sealed bool
 		)
 		err := row.Scan(&info.Stream, &info.Head, &sealed, &info.OldestSeq, &info.Registrations, &info.Bytes)
-		info.Records = info.Head + 1 - info.OldestSeq
-		if sealed {
-			info.FinalSeq = info.Head
-		}
-		return info, err
+		return info.Fill(sealed), err
 	}, stmt("streams"), pgx.NamedArgs{"stream": q.Stream, "after": q.After, "limit": limit})
 }

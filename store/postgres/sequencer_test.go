@@ -12,6 +12,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // commitAppend appends entries with AppendTx in a transaction of its own
@@ -136,7 +137,7 @@ func TestOpenTransactionDelaysOnlyItsOwnRecord(t *testing.T) {
 	rc := newReceiver(t)
 	_, err := s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: regURL(rc.URL, "s", "r")})
 	require.NoError(t, err)
-	w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: "w"}, storetest.PayloadProjection{}, push.WithOwner("w"))
 	require.NoError(t, err)
 
 	long := openTx(t, s)

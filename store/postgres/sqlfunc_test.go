@@ -24,6 +24,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // sqlDB is a migrated database with a store on it and the URL, for
@@ -511,7 +512,7 @@ func TestHeraldAppendIsDelivered(t *testing.T) {
 	t.Cleanup(srv.Close)
 	_, err := d.s.Register(ctx, store.Registration{Stream: "orders/1", ID: "shop", Namespace: "webhook", URL: srv.URL + "/hook"})
 	require.NoError(t, err)
-	w, err := push.NewWorker(d.s, d.s, httpTransport{client: srv.Client(), worker: "w"}, payloadProjection{"webhook"}, push.WithOwner("w"))
+	w, err := push.NewWorker(d.s, d.s, storetest.HTTPTransport{Client: srv.Client(), Worker: "w"}, storetest.PayloadProjection{}, push.WithOwner("w"))
 	require.NoError(t, err)
 
 	c := d.conn(t)

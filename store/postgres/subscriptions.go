@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -55,7 +53,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 // with them.
 func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error) {
 	if !validKey(prefix, id) {
-		return 0, fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+		return 0, store.SubscriptionNotFound(prefix, id)
 	}
 	n, key := 0, pgx.NamedArgs{"prefix": prefix, "id": id}
 	err := s.inTx(ctx, "unsubscribe", func(tx pgx.Tx) error {
@@ -64,7 +62,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 			return s.dbErr(ctx, "unsubscribe", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+			return store.SubscriptionNotFound(prefix, id)
 		}
 		tag, err = tx.Exec(ctx, stmt("unsubscribe"), key)
 		n = int(tag.RowsAffected())
@@ -78,7 +76,7 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 	if !validText(prefix) {
 		return []store.SubscriptionStatus{}, nil
 	}
-	list, err := query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
+	return s.sealer.OpenSubscriptions(query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
 		var retry string
 		err = row.Scan(&st.Prefix, &st.ID, &st.Namespace, &st.URL, (*[]byte)(&st.Config), &st.OnRejected, &st.Kinds, &st.Window,
 			(*int64)(&st.RetainMax), &retry, &st.FromHead, &st.Streams)
@@ -89,11 +87,5 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 			st.Kinds = nil
 		}
 		return st, err
-	}, stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix})
-	for i, st := range list {
-		if list[i].Config, err = s.sealer.OpenSubscription(st.Prefix, st.ID, st.Config); err != nil {
-			return nil, err
-		}
-	}
-	return list, err
+	}, stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix}))
 }

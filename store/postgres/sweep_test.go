@@ -18,6 +18,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/postgres"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // receiver is a real HTTP receiver that records every delivery and flags
@@ -101,7 +102,7 @@ func TestTwoWorkersNeverShareALiveLease(t *testing.T) {
 	}
 	workers := map[string]*push.Worker{}
 	for name, s := range map[string]*postgres.Store{"A": sa, "B": sb} {
-		w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: name}, payloadProjection{"webhook"},
+		w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: name}, storetest.PayloadProjection{},
 			push.WithOwner(name), push.WithMaxInFlight(8))
 		require.NoError(t, err)
 		workers[name] = w
@@ -194,7 +195,7 @@ func TestConnectionKilledMidSweep(t *testing.T) {
 		_, err := s.Append(ctx, "s", entry(fmt.Sprintf("s-%d", n+1)))
 		require.NoError(t, err)
 	}
-	w, err := push.NewWorker(s, s, httpTransport{client: rc.Client(), worker: "A"}, payloadProjection{"webhook"},
+	w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: rc.Client(), Worker: "A"}, storetest.PayloadProjection{},
 		push.WithOwner("A"), push.WithMaxInFlight(1))
 	require.NoError(t, err)
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,7 +44,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 // TokenByHash implements store.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	xs, err := query(ctx, s, "read token", nil, scanToken, stmt("token_by_hash"), pgx.NamedArgs{"hash": hash})
-	return store.One(xs, err, fmt.Errorf("token: %w", journal.ErrNotFound))
+	return store.One(xs, err, store.ErrNoToken)
 }
 
 // Tokens implements store.TokenStore.
@@ -55,15 +54,15 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 
 // RevokeToken implements store.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store.Token, error) {
-	if at.IsZero() {
-		return store.Token{}, journal.Invalid("at", "is the zero time")
+	if err := store.ValidateInstant("at", at); err != nil {
+		return store.Token{}, err
 	}
 	var ts []store.Token
 	var err error
 	if validText(id) {
 		ts, err = query(ctx, s, "revoke token", nil, scanToken, stmt("revoke_token"), pgx.NamedArgs{"id": id, "at": at})
 	}
-	return store.One(ts, err, fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound))
+	return store.One(ts, err, store.TokenNotFound(id))
 }
 
 // TokenUsed implements store.TokenStore.

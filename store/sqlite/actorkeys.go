@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -21,10 +20,6 @@ func scanActorKey(sc scanner, more ...any) (store.ActorKey, error) {
 }
 
 func scanPublicActorKey(sc scanner) (store.ActorKey, error) { return scanActorKey(sc) }
-
-func notFoundKey(id string) error {
-	return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
-}
 
 // AddActorKey implements store.ActorKeyStore.
 func (s *Store) AddActorKey(ctx context.Context, k store.ActorKey) error {
@@ -64,14 +59,14 @@ func (s *Store) RotateActorKey(ctx context.Context, k store.ActorKey, at time.Ti
 		ks, err = queryAll(ctx, tx, "rotate actor key", nil, scanPublicActorKey, stmt("rotate_actor_key"), k.ID, sealed, k.Algorithm, k.Fingerprint, n)
 		return err
 	})
-	return store.One(ks, err, notFoundKey(k.ID))
+	return store.One(ks, err, store.ActorKeyNotFound(k.ID))
 }
 
 // ActorKey implements store.ActorKeyStore.
 func (s *Store) ActorKey(ctx context.Context, id string) (store.ActorKey, error) {
 	var sealed []byte
 	ks, err := queryAll(ctx, s.r, "read actor key", nil, func(sc scanner) (store.ActorKey, error) { return scanActorKey(sc, &sealed) }, stmt("actor_key"), id)
-	k, err := store.One(ks, err, notFoundKey(id))
+	k, err := store.One(ks, err, store.ActorKeyNotFound(id))
 	if err != nil {
 		return store.ActorKey{}, err
 	}
@@ -85,7 +80,7 @@ func (s *Store) ActorKeyVersion(ctx context.Context, id string) (int64, error) {
 		var v int64
 		return v, sc.Scan(&v)
 	}, stmt("actor_key_version"), id)
-	return store.One(vs, err, notFoundKey(id))
+	return store.One(vs, err, store.ActorKeyNotFound(id))
 }
 
 // ActorKeys implements store.ActorKeyStore.
@@ -101,7 +96,7 @@ func (s *Store) RemoveActorKey(ctx context.Context, id string) error {
 			return translate("remove actor key", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFoundKey(id)
+			return store.ActorKeyNotFound(id)
 		}
 		return nil
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // The benchmarks behind BENCHMARKS.md, "SQLite store". Run:
@@ -100,35 +101,6 @@ func BenchmarkAppendParallel(b *testing.B) {
 	}
 }
 
-// benchTransport POSTs to a loopback receiver and accepts any 2xx.
-type benchTransport struct{ client *http.Client }
-
-func (t benchTransport) Deliver(ctx context.Context, reg store.Registration, msg push.Message, _ time.Time) (push.Outcome, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
-	if err != nil {
-		return push.Outcome{}, err
-	}
-	req.Header.Set("Content-Type", msg.ContentType)
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		return push.Outcome{Verdict: push.Accepted, Status: resp.StatusCode}, nil
-	}
-	return push.Outcome{Verdict: push.Transient, Status: resp.StatusCode, Reason: resp.Status}, nil
-}
-
-type benchProjection struct{}
-
-func (benchProjection) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
-	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
-}
-func (benchProjection) Terminal(rec journal.Record) bool { return rec.Final }
-func (benchProjection) Namespace() string                { return "webhook" }
-
 // BenchmarkDeliver: deliveries per second through a real worker (default
 // options: 16 registrations in flight, a page of 256 records, one cursor
 // write per page) to a loopback receiver that answers 204. fanout is the
@@ -158,7 +130,7 @@ func BenchmarkDeliver(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			w, err := push.NewWorker(s, s, benchTransport{client: client}, benchProjection{},
+			w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: client}, storetest.PayloadProjection{},
 				push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			if err != nil {
 				b.Fatal(err)

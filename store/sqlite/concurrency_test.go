@@ -17,6 +17,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/store/storetest"
 )
 
 // TestConcurrentAppendsAndSweeps: goroutines append to one hot stream and to
@@ -25,7 +26,7 @@ import (
 // brings every cursor to its stream's head (no wake-up was lost).
 func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := sqlite.OpenTemp(t)
 	rc := newReceiver(t, func(string, int) int { return http.StatusOK })
 	const appenders, each, colds = 8, 25, 10
 
@@ -57,7 +58,7 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	}
 	var sweepers sync.WaitGroup
 	for n := range 2 {
-		w, err := push.NewWorker(s, s, rc.transport(), payloadProjection{}, push.WithOwner(fmt.Sprintf("sweeper-%d", n)),
+		w, err := push.NewWorker(s, s, rc.transport(), storetest.PayloadProjection{}, push.WithOwner(fmt.Sprintf("sweeper-%d", n)),
 			push.WithDrainPage(16))
 		require.NoError(t, err)
 		sweepers.Go(func() {
@@ -110,7 +111,7 @@ func TestConcurrentAppendsAndSweeps(t *testing.T) {
 	}
 
 	// One more sweep, past every lease, with a page that holds any backlog.
-	w, err := push.NewWorker(s, s, rc.transport(), payloadProjection{}, push.WithOwner("final"), push.WithDrainPage(1000))
+	w, err := push.NewWorker(s, s, rc.transport(), storetest.PayloadProjection{}, push.WithOwner("final"), push.WithDrainPage(1000))
 	require.NoError(t, err)
 	final := t0.Add(time.Duration(clock.Load())*time.Second + time.Hour)
 	_, err = w.RunOnce(ctx, final, 100)

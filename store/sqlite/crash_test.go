@@ -22,6 +22,7 @@ import (
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
+	"github.com/heraldpush/herald/store/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,7 +76,7 @@ func crashChild() int {
 			return fail("register", err)
 		}
 	}
-	w, err := push.NewWorker(s, s, postTransport{client: http.DefaultClient}, payloadProjection{},
+	w, err := push.NewWorker(s, s, storetest.HTTPTransport{Client: http.DefaultClient}, storetest.PayloadProjection{},
 		push.WithOwner(fmt.Sprintf("child-%d", run)), push.WithSchedule(push.Schedule{time.Second}),
 		push.WithMaxAttempts(1_000_000), push.WithDrainPage(7),
 		push.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -126,7 +127,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	s, err := sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	defer s.Close()
-	w, err := push.NewWorker(s, s, rc.transport(), payloadProjection{}, push.WithOwner("drain"),
+	w, err := push.NewWorker(s, s, rc.transport(), storetest.PayloadProjection{}, push.WithOwner("drain"),
 		push.WithSchedule(push.Schedule{time.Second}), push.WithMaxAttempts(1_000_000))
 	require.NoError(t, err)
 	head, err := s.Head(ctx, crashStream)
@@ -266,7 +267,7 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 			Config: store.Config(`{"secret":"whsec_x"}`)})
 		require.NoError(t, err)
 	}
-	w, err := push.NewWorker(s, s, rc.transport(), payloadProjection{}, push.WithOwner("worker-1"))
+	w, err := push.NewWorker(s, s, rc.transport(), storetest.PayloadProjection{}, push.WithOwner("worker-1"))
 	require.NoError(t, err)
 	rep, err := w.RunOnce(ctx, t0, 10)
 	require.NoError(t, err)
@@ -342,7 +343,7 @@ func TestDurabilityAcrossReopen(t *testing.T) {
 
 	// The reopened store goes on where it stopped: only /flaky is due, at its
 	// retry instant, and its failures add up.
-	w, err = push.NewWorker(s, s, rc.transport(), payloadProjection{}, push.WithOwner("worker-2"))
+	w, err = push.NewWorker(s, s, rc.transport(), storetest.PayloadProjection{}, push.WithOwner("worker-2"))
 	require.NoError(t, err)
 	rep, err = w.RunOnce(ctx, wantRetry.Add(-time.Nanosecond), 10)
 	require.NoError(t, err)

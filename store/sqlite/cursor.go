@@ -28,7 +28,7 @@ func update(ctx context.Context, tx *sql.Tx, op, stream, id, query string, args 
 	err := tx.QueryRowContext(ctx, query, args...).Scan(&st.nextSeq, &st.parked, &st.nextAttemptAt, &st.leaseUntil)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return st, notFound(stream, id)
+		return st, store.NotFound(stream, id)
 	case err != nil:
 		return st, translate(op, err)
 	case st.parked:
@@ -82,11 +82,11 @@ func fencedIn(ctx context.Context, tx *sql.Tx, c store.Claim, n int64, nextSeq u
 	err := tx.QueryRowContext(ctx, stmt("fence"), c.Stream, c.ID).Scan(&fc.owner, &fc.head, &fc.next, &fc.hostFailures)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return notFound(c.Stream, c.ID)
+		return store.NotFound(c.Stream, c.ID)
 	case err != nil:
 		return translate("check lease", err)
 	case fc.owner != c.Owner:
-		return fmt.Errorf("registration %s, claim %s: %w", store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+		return c.LeaseLost()
 	}
 	if err := store.ValidateCursor(nextSeq, uint64(fc.head)); err != nil {
 		return err
@@ -325,7 +325,7 @@ func (s *Store) move(ctx context.Context, op, stream, id string, toSeq uint64, a
 func cursorOf(ctx context.Context, tx *sql.Tx, op, stream, id string) (next, head, oldest int64, err error) {
 	err = tx.QueryRowContext(ctx, stmt("move_from"), stream, id).Scan(&next, &head, &oldest)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, 0, notFound(stream, id)
+		return 0, 0, 0, store.NotFound(stream, id)
 	}
 	return next, head, oldest, translate(op+": read the cursor", err)
 }

@@ -3,7 +3,21 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 )
+
+// OpenTemp opens a new store in a fresh file under t.TempDir, closed (and
+// the close checked) by t.Cleanup.
+func OpenTemp(t testing.TB, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
 
 // SchemaVersion is the schema version this binary writes and reads.
 var SchemaVersion = schema.Latest

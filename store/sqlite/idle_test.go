@@ -54,9 +54,7 @@ func claim(t *testing.T, s *Store, at time.Time, limit int) store.DueBatch {
 // an append wakes exactly its own stream.
 func TestIdleCostsNothing(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := OpenTemp(t)
 	const streams, fanout = 20, 10
 	for i := range streams {
 		stream := fmt.Sprintf("actor/%d", i)
@@ -89,7 +87,7 @@ func TestIdleCostsNothing(t *testing.T) {
 	require.Empty(t, woken(t, s), "idle streams carry no marker")
 
 	now := leaseEnd.Add(time.Second)
-	_, err = s.Append(ctx, "actor/7", journal.Entry{ID: "actor/7/2", Kind: "Create", Payload: []byte(`{}`)})
+	_, err := s.Append(ctx, "actor/7", journal.Entry{ID: "actor/7/2", Kind: "Create", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"actor/7": dueNow}, woken(t, s), "an append wakes its own stream only")
 	batch = claim(t, s, now, 100)
@@ -135,9 +133,7 @@ func ids(sts []store.Status) []string {
 // TestDueReadsOnlyWokenStreams: the plan of Due's query starts from the
 // partial index of woken streams, never from a scan of the registrations.
 func TestDueReadsOnlyWokenStreams(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := OpenTemp(t)
 	// Statistics of a store where most streams are idle must not turn the
 	// plan around.
 	ctx := context.Background()
@@ -151,7 +147,7 @@ func TestDueReadsOnlyWokenStreams(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	_, err = s.Append(ctx, "actor/1", journal.Entry{ID: "actor/1/2", Kind: "Create", Payload: []byte(`{}`)})
+	_, err := s.Append(ctx, "actor/1", journal.Entry{ID: "actor/1/2", Kind: "Create", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	_, err = s.w.Exec("ANALYZE")
 	require.NoError(t, err)
@@ -171,11 +167,9 @@ func TestDueReadsOnlyWokenStreams(t *testing.T) {
 // order, and stops at its LIMIT; a sort of them (a temporary b-tree) would read every registration
 // due at each claim, the cost issue 37 measured growing with the audience.
 func TestClaimReadsAStreamInClaimOrderWithoutSorting(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := OpenTemp(t)
 	ctx := context.Background()
-	_, err = s.Append(ctx, "actor/alice", journal.Entry{ID: "create-1", Kind: "Create", Payload: []byte(`{}`)})
+	_, err := s.Append(ctx, "actor/alice", journal.Entry{ID: "create-1", Kind: "Create", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	for i := range 200 {
 		_, err := s.Register(ctx, store.Registration{Stream: "actor/alice", ID: fmt.Sprintf("inbox-%03d", i), Namespace: "webhook",
@@ -214,10 +208,8 @@ func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) string {
 // to the next probe, and an answer wakes the stream at once.
 func TestHeldHostCostsNoWritePerSweep(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Append(ctx, "s", journal.Entry{ID: "e1", Kind: "test.event", Payload: []byte(`{}`)})
+	s := OpenTemp(t)
+	_, err := s.Append(ctx, "s", journal.Entry{ID: "e1", Kind: "test.event", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	for i := range 3 {
 		_, err := s.Register(ctx, store.Registration{Stream: "s", ID: fmt.Sprintf("r%d", i), Namespace: "webhook", URL: "https://down.example/inbox"})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/store"
 )
 
 // Append implements journal.Journal in one write transaction (package doc,
@@ -183,7 +184,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (journal.Record, error) {
 func lookupRecord(ctx context.Context, q queryer, id string) (journal.Record, error) {
 	r, err := scanRecord(q.QueryRowContext(ctx, stmt("lookup"), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return journal.Record{}, fmt.Errorf("record %q: %w", id, journal.ErrNotFound)
+		return journal.Record{}, store.RecordNotFound(id)
 	}
 	if err != nil {
 		return journal.Record{}, translate("look up record", err)

@@ -279,7 +279,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 
 func TestErrorsCarryNoDriverType(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := sqlite.OpenTemp(t)
 	require.NoError(t, s.Close())
 	_, err := s.Head(ctx, "s")
 	require.Error(t, err, "a closed store fails")

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,9 +14,7 @@ import (
 // TestReadIsAnIndexRange: a page's byte bound is summed over the stream's
 // index range under the limit; no part of Read's query scans the records.
 func TestReadIsAnIndexRange(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := OpenTemp(t)
 	ctx := context.Background()
 	for i := range 20 {
 		es := make([]journal.Entry, 50)
@@ -27,7 +24,7 @@ func TestReadIsAnIndexRange(t *testing.T) {
 		_, err := s.Append(ctx, fmt.Sprintf("s%d", i), es...)
 		require.NoError(t, err)
 	}
-	_, err = s.w.Exec("ANALYZE")
+	_, err := s.w.Exec("ANALYZE")
 	require.NoError(t, err)
 	plan := queryPlan(t, s.r, stmt("read"), "s3", 10, 256, 1<<20)
 	require.Equal(t, 2, strings.Count(plan, "SEARCH herald_record USING INDEX sqlite_autoindex_herald_record_2 (stream=? AND seq>?"), "plan:\n%s", plan)

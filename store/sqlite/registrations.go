@@ -47,16 +47,12 @@ func scanStatus(sc scanner) (store.Status, error) {
 func getStatus(ctx context.Context, q queryer, stream, id string) (store.Status, error) {
 	st, err := scanStatus(q.QueryRowContext(ctx, stmt("get"), stream, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Status{}, notFound(stream, id)
+		return store.Status{}, store.NotFound(stream, id)
 	}
 	if err != nil {
 		return store.Status{}, translate("read registration", err)
 	}
 	return st, nil
-}
-
-func notFound(stream, id string) error {
-	return fmt.Errorf("registration %s: %w", store.Name(stream, id), journal.ErrNotFound)
 }
 
 // Register implements store.Store. An update of the destination keeps the
@@ -129,7 +125,7 @@ func (s *Store) Unregister(ctx context.Context, stream, id string) error {
 		var one int
 		err := tx.QueryRowContext(ctx, stmt("delete_registration"), stream, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(stream, id)
+			return store.NotFound(stream, id)
 		}
 		return translate("unregister", err)
 	})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/heraldpush/herald/store"
@@ -110,7 +109,7 @@ func (s *Store) Resent(ctx context.Context, c store.ResendClaim, ev store.Eviden
 			if _, err := getStatus(ctx, tx, c.Stream, c.ID); err != nil {
 				return err
 			}
-			return fmt.Errorf("resend of #%d to %s, claim %s: %w", c.Seq, store.Name(c.Stream, c.ID), c.Owner, store.ErrLeaseLost)
+			return c.LeaseLost()
 		}
 		if err != nil {
 			return translate("record a resend", err)

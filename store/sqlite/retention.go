@@ -205,10 +205,6 @@ func (s *Store) Streams(ctx context.Context, q store.StreamQuery) ([]store.Strea
 		)
 		err = sc.Scan(&info.Stream, &head, &sealed, &oldest, &info.Registrations, &info.Bytes)
 		info.Head, info.OldestSeq = uint64(head), uint64(oldest)
-		info.Records = info.Head + 1 - info.OldestSeq
-		if sealed {
-			info.FinalSeq = info.Head
-		}
-		return info, err
+		return info.Fill(sealed), err
 	}, stmt("streams"), q.Stream, q.After, limit)
 }

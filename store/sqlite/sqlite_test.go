@@ -15,25 +15,14 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/sqlite"
 	"github.com/heraldpush/herald/store/storetest"
 	"github.com/stretchr/testify/require"
 )
 
-// openTemp opens a new store in a fresh file under t.TempDir, closed by
-// t.Cleanup.
-func openTemp(t testing.TB, opts ...sqlite.Option) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	return s
-}
-
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Backend { return openTemp(t) })
+	storetest.Run(t, func(t *testing.T) storetest.Backend { return sqlite.OpenTemp(t) })
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
@@ -50,7 +39,7 @@ func TestOpenChecksOptions(t *testing.T) {
 
 func TestInstantsOutsideTheStoredRangeAreRefused(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := sqlite.OpenTemp(t)
 	_, err := s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	_, err = s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/"})
@@ -113,53 +102,6 @@ func pages(t *testing.T, path string) int {
 	return n // the file's size in pages, free ones included
 }
 
-// postTransport is the smallest real push.Transport: it POSTs with net/http
-// and classifies 2xx as accepted, 410 as permanent, anything else (and any
-// network error) as transient. The transport package proper lives elsewhere.
-type postTransport struct{ client *http.Client }
-
-func (t postTransport) Deliver(ctx context.Context, reg store.Registration, msg push.Message, at time.Time) (push.Outcome, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.URL, bytes.NewReader(msg.Body))
-	if err != nil {
-		return push.Outcome{Verdict: push.Permanent, Reason: "bad request: " + err.Error()}, nil
-	}
-	req.Header.Set("Content-Type", msg.ContentType)
-	req.Header.Set("Message-Id", msg.ID)
-	started := time.Now()
-	resp, err := t.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return push.Outcome{}, ctx.Err()
-		}
-		return push.Outcome{Verdict: push.Transient, Reason: err.Error(), Duration: time.Since(started)}, nil
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, store.MaxEvidenceBody))
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	out := push.Outcome{Status: resp.StatusCode, Body: body, Duration: time.Since(started), Reason: resp.Status}
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		out.Verdict = push.Accepted
-	case resp.StatusCode == http.StatusGone:
-		out.Verdict = push.Permanent
-	default:
-		out.Verdict = push.Transient
-	}
-	return out, nil
-}
-
-// payloadProjection sends each record's payload as one message whose id is
-// the record id.
-type payloadProjection struct{}
-
-func (payloadProjection) Messages(_ context.Context, rec journal.Record, _ store.Registration) ([]push.Message, error) {
-	return []push.Message{{ID: rec.ID, ContentType: rec.ContentType, Body: rec.Payload}}, nil
-}
-
-func (payloadProjection) Terminal(rec journal.Record) bool { return rec.Final }
-
-func (payloadProjection) Namespace() string { return "webhook" }
-
 // receiver is a loopback HTTP server that answers each path as told and
 // remembers which message ids it acknowledged (answered 2xx), per path. It
 // records the id before it writes the answer, so the set holds at least what
@@ -207,4 +149,6 @@ func (rc *receiver) acknowledged(path, id string) bool {
 	return rc.acked[path][id] > 0
 }
 
-func (rc *receiver) transport() postTransport { return postTransport{client: rc.Client()} }
+func (rc *receiver) transport() storetest.HTTPTransport {
+	return storetest.HTTPTransport{Client: rc.Client()}
+}

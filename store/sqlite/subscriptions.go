@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -63,7 +61,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 		var one int
 		err := tx.QueryRowContext(ctx, stmt("delete_subscription"), prefix, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("subscription %s: %w", store.SubscriptionName(prefix, id), journal.ErrNotFound)
+			return store.SubscriptionNotFound(prefix, id)
 		}
 		if err != nil {
 			return translate("unsubscribe", err)
@@ -80,13 +78,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 
 // Subscriptions implements store.Subscriber.
 func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
-	list, err := queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, stmt("subscriptions"), prefix)
-	for i, st := range list {
-		if list[i].Config, err = s.sealer.OpenSubscription(st.Prefix, st.ID, st.Config); err != nil {
-			return nil, err
-		}
-	}
-	return list, err
+	return s.sealer.OpenSubscriptions(queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, stmt("subscriptions"), prefix))
 }
 
 func scanSubscription(sc scanner) (st store.SubscriptionStatus, err error) {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -47,7 +45,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 // TokenByHash implements store.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	ts, err := queryAll(ctx, s.r, "read token", nil, scanToken, stmt("token_by_hash"), hash)
-	return store.One(ts, err, fmt.Errorf("token: %w", journal.ErrNotFound))
+	return store.One(ts, err, store.ErrNoToken)
 }
 
 // Tokens implements store.TokenStore.
@@ -66,7 +64,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 		ts, err = queryAll(ctx, tx, "revoke token "+id, nil, scanToken, stmt("revoke_token"), id, n)
 		return err
 	})
-	return store.One(ts, err, fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound))
+	return store.One(ts, err, store.TokenNotFound(id))
 }
 
 // TokenUsed implements store.TokenStore.

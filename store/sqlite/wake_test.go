@@ -41,9 +41,7 @@ func earliestDue(t testing.TB, s *Store) map[string]sql.NullInt64 {
 // due at its instant unwoken, so the next sweeps take no write lock.
 func TestWakeMarkerIsNeverLaterThanADueRegistration(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "herald.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := OpenTemp(t)
 	rng := rand.New(rand.NewPCG(37, 12))
 	streams := []string{"actor/a", "actor/b", "actor/c"}
 	namespaces := []string{"webhook", "activitypub"}
@@ -104,6 +102,7 @@ func TestWakeMarkerIsNeverLaterThanADueRegistration(t *testing.T) {
 			require.NoError(t, err)
 		default:
 			k := ids[rng.IntN(len(ids))]
+			var err error
 			switch rng.IntN(3) {
 			case 0:
 				err = s.Unpark(ctx, k.Stream, k.ID, now) // nothing for one not parked

@@ -203,6 +203,19 @@ func One(t testing.TB, p push.Projection, rec journal.Record, reg push.Registrat
 	return msgs[0]
 }
 
+// BenchMessages runs the sub-benchmark name: p's Messages for rec and reg,
+// allocations reported, failing on an error.
+func BenchMessages(b *testing.B, name string, p push.Projection, rec journal.Record, reg push.Registration) {
+	b.Run(name, func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Messages(b.Context(), rec, reg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // Pure checks that p gives reg byte-identical requests, call after call,
 // for recs in turn (one record in several forms), with its id as theirs.
 func Pure(t *testing.T, p push.Projection, reg push.Registration, recs ...journal.Record) {
