@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/keytest"
+	"github.com/heraldpush/herald/projection/webhook"
 )
 
 // register names, at once, every rule of the network guard the URL breaks and
@@ -476,6 +477,17 @@ func TestRefusalsNameFlagsNotFields(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, r.stderr)
 		require.Contains(t, r.stderr, c.want)
 	}
+	// rotate-secret sets no secret by a flag: the registration's secrets
+	// are named without the HTTP API's "config.".
+	secrets := []string{"register", "--stream", "s", "--id", "w", "--namespace", "webhook", "--url", "https://hooks.example/x"}
+	for i := range webhook.MaxSecrets {
+		secrets = append(secrets, "--secret", fmt.Sprintf("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa%02d", i))
+	}
+	heraldOK(t, db, "", secrets...)
+	r := runCLI(t, db, "", "rotate-secret", "--stream", "s", "--id", "w")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald: invalid secrets: would hold 9 secrets with the retiring ones, more than 8: rotate again after ")
+	require.Contains(t, r.stderr, ", or with --expire-old 0")
 }
 
 // register --rate is validated, its error naming the flag and the forms it

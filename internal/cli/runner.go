@@ -196,9 +196,9 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	}
 	key, index, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(field, prefix), "Options."), "[")
 	name := flagName(key)
-	if cmd.Flags().Lookup(name) == nil {
-		reason := flagWords(cmd, inv.Reason)
-		return (&journal.InvalidError{Field: inv.Field, Reason: reason}).Error(), reason != inv.Reason
+	if cmd.Flags().Lookup(name) == nil { // a config's field no flag of cmd sets: named without the API's "config."
+		reason, bare := flagWords(cmd, inv.Reason), strings.TrimPrefix(inv.Field, "config.")
+		return (&journal.InvalidError{Field: bare, Reason: reason}).Error(), reason != inv.Reason || bare != inv.Field
 	}
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
