@@ -121,8 +121,8 @@ type Store interface {
 	// attempts and a pause or park are left alone. A herald.registration.resend
 	// event names by. The same seq pending already is left alone. Errors:
 	// ErrNotFound, ErrInvalid (a zero at, ValidatePause's by, CheckResend:
-	// seq 0 or not behind the cursor; below the low-water mark, a
-	// *PrunedError).
+	// seq 0, not behind the cursor or of a kind the registration does not
+	// want; below the low-water mark, a *PrunedError).
 	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error
 
 	// DueResends claims up to q.Limit pending resends of q.Namespace's

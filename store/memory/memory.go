@@ -520,7 +520,12 @@ func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, a
 		return err
 	}
 	return s.with(streamName, id, func(r *store.Registration) error {
-		if err := store.CheckResend(streamName, seq, r.NextSeq, s.stream(streamName).oldest); err != nil {
+		st := s.stream(streamName)
+		kind := ""
+		if seq >= st.oldest && seq <= st.head {
+			kind = st.at(seq).Kind
+		}
+		if err := store.CheckResend(streamName, seq, r.NextSeq, st.oldest, r.Kinds, kind); err != nil {
 			return err
 		}
 		k := r.Key()
