@@ -106,31 +106,43 @@ func (p RetryPolicy) Validate() error {
 // days ("3d"), never negative; FormatDays writes it back. Errors name field
 // and wrap journal.ErrInvalid; a range is the caller's.
 func ParseDays(field, s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseUint(days, 10, 16)
-		if err != nil {
-			return 0, journal.Invalid(field, "%q is not a whole number of days (3d) or a duration (36h)", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		return 0, journal.Invalid(field, "%q is not a duration (5s, 30m, 2h) or whole days (3d)", s)
-	case d < 0:
-		return 0, journal.Invalid(field, "%q is negative", s)
+	d, not := parseDays(s)
+	if not != "" {
+		return 0, journal.Invalid(field, "%q %s", s, not)
 	}
 	return d, nil
 }
 
+// parseDays is ParseDays without the error: when s is refused, why, in
+// words that follow it.
+func parseDays(s string) (d time.Duration, not string) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return 0, "is not a whole number of days (3d) or a duration (36h)"
+		}
+		return time.Duration(n) * 24 * time.Hour, ""
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, "is not a duration (5s, 30m, 2h) or whole days (3d)"
+	case d < 0:
+		return 0, "is negative"
+	}
+	return d, ""
+}
+
 // ParseSchedule reads a comma-separated list of delays, each as ParseDays
-// reads one ("5s,5m,30m,2h,5h,10h,10h"). Errors name field.
+// reads one ("5s,5m,30m,2h,5h,10h,10h"). Errors name field, and the delay
+// shown once, cut as journal.Invalid cuts a value.
 func ParseSchedule(field, s string) ([]time.Duration, error) {
 	var out []time.Duration
 	for i, part := range strings.Split(s, ",") {
-		d, err := ParseDays(field, strings.TrimSpace(part))
-		if err != nil {
-			return nil, journal.Invalid(field, "delay %d: %v", i+1, err.(*journal.InvalidError).Reason)
+		part = strings.TrimSpace(part)
+		d, not := parseDays(part)
+		if not != "" {
+			return nil, journal.Invalid(field, "delay %d: %q %s", i+1, part, not)
 		}
 		out = append(out, d)
 	}

@@ -147,7 +147,7 @@ func New(o Options) (*HTTP, error) {
 	for i, s := range o.AllowHosts {
 		p, err := ParseHostPattern(s)
 		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
-			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
+			errs = append(errs, &journal.InvalidError{Field: fmt.Sprintf("AllowHosts[%d]", i), Reason: inv.Reason})
 		}
 		g.allowlist = append(g.allowlist, p)
 	}

@@ -195,7 +195,7 @@ const maxRetain = 10 * 365 * 24 * time.Hour
 func parseRetain(s string) (time.Duration, error) {
 	d, err := store.ParseDays("--retain", s)
 	if err == nil && d > maxRetain {
-		err = fmt.Errorf("--retain %q is more than ten years", s)
+		err = fmt.Errorf("--retain %s is more than ten years", journal.Quoted(s))
 	}
 	if err != nil {
 		return 0, usagef("%s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", strings.TrimPrefix(err.Error(), "invalid "))

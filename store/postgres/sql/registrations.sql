@@ -32,6 +32,7 @@ ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns,
     retry = excluded.retry, rate = excluded.rate,
+    lease_owner = '', -- a turn in flight loses its lease, whose end still holds the registration
     -- the rate removed, its pace goes, and one that waited for it alone is due at once
     next_attempt_at = CASE WHEN r.rate <> '' AND excluded.rate = '' AND r.next_attempt_at = r.paced_until THEN excluded.next_attempt_at ELSE r.next_attempt_at END,
     paced_until = CASE WHEN r.rate <> '' AND excluded.rate = '' THEN NULL ELSE r.paced_until END
