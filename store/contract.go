@@ -27,12 +27,14 @@ type Store interface {
 	// namespace, config, policy, kinds, window) of an existing one, keeping
 	// its cursor and retry state, and returns it as stored. An update that
 	// removes a rate drops its pace (PacedUntil), and one that waited for
-	// the pace alone is due at once. An update takes the lease from a turn
-	// in flight (LeaseOwner "", so that its writes and renewals fail with
+	// the pace alone is due at once. An update that changes how it is
+	// delivered (Registration.SameDelivery) takes the lease from a turn in
+	// flight (LeaseOwner "", so that its writes and renewals fail with
 	// ErrLeaseLost) but keeps its end (LeaseUntil), so that the registration
 	// is claimed again under what the update set only once that turn can no
 	// longer send, never beside it; Subscriber.Subscribe does the same to
-	// the registrations a subscription's update changes. A new one starts
+	// the registrations of a subscription it changes so. A stored config
+	// that no longer opens counts as changed. A new one starts
 	// at r.NextSeq (0: the oldest record the stream retains), due at once.
 	// Errors: ErrInvalid (Registration.Validate; a new cursor past head+1, or
 	// below the low-water mark: a *PrunedError), ErrSealed (the cursor

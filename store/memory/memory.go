@@ -232,7 +232,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		n = &store.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
 		s.regs[r.Key()] = n
 	}
-	n.LeaseOwner = "" // a turn in flight loses its lease, whose end still holds it (Store.Register)
+	if !r.SameDelivery(*n) {
+		n.LeaseOwner = "" // a turn in flight loses its lease, whose end still holds it (Store.Register)
+	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 	n.Kinds, n.Window, n.RetainMax = slices.Clone(r.Kinds), max(r.Window, 1), r.RetainMax
 	removed := !n.Rate.IsZero() && r.Rate.IsZero()
@@ -1034,8 +1036,10 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	defer s.mu.Unlock()
 	k := store.Key{Stream: sub.Prefix, ID: sub.ID}
 	sub.Config, sub.Kinds, sub.Window = slices.Clone(sub.Config), slices.Clone(sub.Kinds), max(sub.Window, 1)
+	changed := true
 	if old := s.subs[k]; old != nil {
 		sub.FromHead = old.FromHead // where existing streams started is history
+		changed = !sub.Template("").SameDelivery(old.Template(""))
 	}
 	s.subs[k] = &sub
 	for name, st := range s.streams {
@@ -1052,7 +1056,9 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	for _, r := range s.regs {
 		if r.Subscription == sub.Prefix && r.ID == sub.ID {
 			n++
-			r.LeaseOwner = "" // as Register
+			if changed {
+				r.LeaseOwner = "" // as Register
+			}
 			r.Namespace, r.URL, r.Config, r.OnRejected = sub.Namespace, sub.URL, slices.Clone(sub.Config), sub.OnRejected
 			r.Kinds, r.Window, r.RetainMax = slices.Clone(sub.Kinds), sub.Window, sub.RetainMax
 			r.Retry = sub.Retry

@@ -25,11 +25,14 @@ var registrationTests = []test{
 // secret) takes the lease from the turn in flight, whose writes and
 // renewals then fail, but keeps the lease's end, so that no claim serves the
 // registration under what the update set beside that turn; a subscription's
-// update does the same to the registrations it made.
+// update does the same to the registrations it made. The same registration
+// or subscription again disturbs no turn.
 func testAnUpdateTakesTheLeaseButNotItsEnd(t *testing.T, b Backend) {
 	streamWithReg(t, b, 10)
 	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim() // leased until at(60)
 	r := reg("s", "r", "webhook")
+	register(t, b, r)
+	require.NoError(t, b.Checkpoint(t.Context(), a, 2), "the same registration again leaves the turn its lease")
 	r.Kinds, r.URL = []string{"a.*"}, "https://moved.example/r"
 	register(t, b, r)
 	require.ErrorIs(t, b.Checkpoint(t.Context(), a, 5), store.ErrLeaseLost, "the turn in flight saves nothing more")
@@ -41,7 +44,7 @@ func testAnUpdateTakesTheLeaseButNotItsEnd(t *testing.T, b Backend) {
 	batch := due(t, b, "webhook", "B", at(60), 1)
 	require.Equal(t, []string{"s/r"}, keys(batch.Registrations), "claimed once that lease ended")
 	got := batch.Registrations[0]
-	require.Equal(t, uint64(1), got.NextSeq, "at the cursor the update found")
+	require.Equal(t, uint64(2), got.NextSeq, "at the cursor the update found")
 	require.Equal(t, []string{"a.*", "https://moved.example/r"}, append(slices.Clone(got.Kinds), got.URL), "under what the update set")
 	require.NoError(t, b.Advance(t.Context(), got.Claim(), 11))
 
@@ -52,6 +55,8 @@ func testAnUpdateTakesTheLeaseButNotItsEnd(t *testing.T, b Backend) {
 	subscribe(t, b, sub("m/", "h"))
 	c := due(t, b, "webhook", "C", at(100), 1).Registrations[0].Claim()
 	require.Equal(t, "m/1", c.Stream)
+	subscribe(t, b, sub("m/", "h"))
+	require.NoError(t, b.Checkpoint(t.Context(), c, 2), "the same subscription again leaves the turn its lease")
 	changed := sub("m/", "h")
 	changed.URL = "https://moved.example/h"
 	subscribe(t, b, changed)
