@@ -220,17 +220,18 @@ func headerTrace(h http.Header) (tp, ts string, err error) {
 }
 
 // apiFields renames the libraries' fields to the API's: the journal's
-// "entries[i]" are "records[i]", and a registration's as operator.Field says.
+// "entries[i]" are "records[i]", and a registration's as operator.Field says;
+// the reason as it is (journal.Invalid would cut a value it cut already).
 func apiFields(err error) error {
 	var ie *journal.InvalidError
 	if !errors.As(err, &ie) {
 		return err
 	}
 	if i, field, ok := ie.InBatch(); ok {
-		return journal.Invalid(fmt.Sprintf("records[%d].%s", i, field), "%s", ie.Reason)
+		return &journal.InvalidError{Field: fmt.Sprintf("records[%d].%s", i, field), Reason: ie.Reason}
 	}
 	if field := cmp.Or(map[string]string{"entries": "records"}[ie.Field], operator.Field(ie.Field)); field != ie.Field {
-		return journal.Invalid(field, "%s", ie.Reason)
+		return &journal.InvalidError{Field: field, Reason: ie.Reason}
 	}
 	return err
 }

@@ -296,6 +296,26 @@ func TestAPINotRoutedIsJSON(t *testing.T) {
 	require.Contains(t, errorOf(t, body), "GET or DELETE")
 }
 
+// A request's own text shown in a refusal (a path, a query parameter's
+// name, a method) is cut as every value a refusal shows is (journal.Shown):
+// 30 KB of it was answered whole.
+func TestAPIRefusalsCutTheRequestsText(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	long := strings.Repeat("a", 30_000)
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/" + long},
+		{http.MethodGet, "/" + long},
+		{http.MethodGet, "/v1/registration?stream=s&id=x&" + long + "=1"},
+		{long, "/v1/records"},
+	} {
+		code, body := call(t, srv, c.method, c.path, "", "", "")
+		require.Contains(t, []int{http.StatusNotFound, http.StatusBadRequest, http.StatusMethodNotAllowed}, code)
+		msg := errorOf(t, body)
+		require.Less(t, len(msg), 1000, msg)
+		require.Contains(t, msg, "… (", msg)
+	}
+}
+
 func TestAPIRegistrations(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")

@@ -171,15 +171,15 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		refuse(w, http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+		refuse(w, http.StatusMethodNotAllowed, "%s %s is not served: use %s", journal.Shown(r.Method), r.URL.Path, strings.Join(allow, " or "))
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		// The admin address and the API address serve different routes.
-		refuse(w, http.StatusNotFound, "no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", r.URL.Path)
+		refuse(w, http.StatusNotFound, "no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", journal.Shown(r.URL.Path))
 		return
 	}
-	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", r.URL.Path)
+	refuse(w, http.StatusNotFound, "no such endpoint: %s (herald's APIs are under /v1/)", journal.Shown(r.URL.Path))
 }
 
 // strictQuery reads r's query parameters, each one of allowed, as the
@@ -197,7 +197,7 @@ func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, e
 		vs := q[name]
 		switch {
 		case !slices.Contains(allowed, name):
-			return nil, journal.Invalid(name, "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
+			return nil, journal.Invalid(journal.Shown(name), "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
 		case len(vs) > 1:
 			return nil, journal.Invalid(name, "is given %d times; give it once", len(vs))
 		case vs[0] == "": // ?stream= would filter nothing, and list everything
@@ -298,11 +298,13 @@ func CheckAddr(field, addr, token, envVar string) error {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%s %q: %v", field, addr, err)
+	if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+		return fmt.Errorf("%s %s: %s", field, journal.Quoted(addr), ae.Err) // ae.Error() repeats addr
+	} else if err != nil {
+		return fmt.Errorf("%s %s: %v", field, journal.Quoted(addr), err)
 	}
 	if token != "" || host != "" && web.LoopbackHost(host) {
 		return nil
 	}
-	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, addr, envVar)
+	return fmt.Errorf("%s %s is not a loopback address: set %s to serve it there (refusing to start it unauthenticated)", field, journal.Shown(addr), envVar)
 }

@@ -62,11 +62,15 @@ func TestAPIResendWakesTheWorkerAndSendsOnce(t *testing.T) {
 	s := seedtest.SQLite(t)
 	d, got := resendDaemon(t, s)
 	api := "http://" + d.Addrs.API
+	code, body := postTo(t, api+"/v1/registrations", `{"stream": "s", "id": "others", "namespace": "webhook", "url": "https://hooks.example/x",
+		"from_seq": 3, "kinds": ["other.*"], "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`, nil, nil)
+	require.Equal(t, http.StatusCreated, code, body)
 	for _, tc := range []struct {
 		query string
 		code  int
 		want  string
 	}{
+		{"stream=s&id=others&seq=1", http.StatusBadRequest, `"invalid seq: #1 is a record of kind k, which this registration does not want (its kinds: other.*)`},
 		{"stream=s&id=r&seq=3", http.StatusBadRequest, `"invalid seq: #3 is at or past the cursor (3)`},
 		{"stream=s&id=r&seq=0", http.StatusBadRequest, `invalid seq`},
 		{"stream=s&id=r", http.StatusBadRequest, `seq are required`},
@@ -76,7 +80,7 @@ func TestAPIResendWakesTheWorkerAndSendsOnce(t *testing.T) {
 		require.Equal(t, tc.code, code, "%s: %s", tc.query, body)
 		require.Contains(t, body, tc.want, tc.query)
 	}
-	code, body := postTo(t, api+"/v1/registration/resend?stream=s&id=r&seq=1&by=alice", "", nil, nil)
+	code, body = postTo(t, api+"/v1/registration/resend?stream=s&id=r&seq=1&by=alice", "", nil, nil)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Contains(t, body, `"seq": 1`)
 	require.Equal(t, "e1", next(t, d, got), "resent with its original id")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/daemon/internal/web"
+	"github.com/heraldpush/herald/journal"
 )
 
 // NeedsTLS reports whether an API on addr (host:port; empty: off) would be
@@ -50,7 +51,7 @@ func checkTLS(opts Options) (*certFiles, error) {
 		if certs == nil && !opts.TLSTerminatedByProxy && NeedsTLS(a.addr) {
 			return nil, fmt.Errorf("%s %s is not a loopback address: its token and cookies would cross the network in clear; "+
 				"serve it with TLS (Options.TLSCertFile and TLSKeyFile; herald run --tls-cert and --tls-key), or, if only a proxy that terminates TLS "+
-				"reaches it, say so (Options.TLSTerminatedByProxy; --tls-terminated-by-proxy)", a.field, a.addr)
+				"reaches it, say so (Options.TLSTerminatedByProxy; --tls-terminated-by-proxy)", a.field, journal.Shown(a.addr))
 		}
 	}
 	return certs, nil

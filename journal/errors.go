@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors: every store wraps one of them, whatever its database.
@@ -45,12 +46,15 @@ func (e *InvalidError) InBatch() (i int, field string, ok bool) {
 	return i, field, true
 }
 
+// maxShown is the most bytes of a caller's value a message shows (Invalid,
+// Shown): a stream name (at most 200 bytes) or a URL is shown whole.
+const maxShown = 256
+
 // Invalid returns an *InvalidError for field, its reason formatted by
 // fmt.Sprintf(format, args...). A string argument (of any string type) longer than 256 bytes is
 // cut there and says its length: it is often a producer's or a caller's
 // value, and the error goes to people, logs and HTTP answers.
 func Invalid(field, format string, args ...any) error {
-	const maxShown = 256            // a stream name (at most 200 bytes) or a URL is shown whole
 	shown := make([]any, len(args)) // the caller's slice stays as it was
 	for i, a := range args {
 		shown[i] = a
@@ -111,13 +115,39 @@ func (e *SealedError) Error() string {
 
 func (e *SealedError) Unwrap() error { return ErrSealed }
 
-// Shown is a name (a stream, an id) as a message shows it: Go-quoted when
-// it is empty or holds a space, a quote, a backslash or a character that
-// does not print as itself (a bidirectional override must never reach a
-// terminal or a log raw), else as it is.
+// Shown is a name (a stream, an id, a path, any value a caller gave) as a
+// message shows it: Go-quoted when it is empty or holds a space, a quote, a
+// backslash or a character that does not print as itself (a bidirectional
+// override must never reach a terminal or a log raw), else as it is; past
+// 256 bytes cut there, as Invalid cuts, saying its length.
 func Shown(s string) string {
+	if head, ok := cut(s); ok {
+		return fmt.Sprintf("%s… (%d bytes)", Shown(head), len(s))
+	}
 	if s == "" || strings.ContainsAny(s, " \"\\") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 		return strconv.Quote(s)
 	}
 	return s
+}
+
+// Quoted is s Go-quoted (%q), cut as Shown cuts it: for a message that
+// quotes every value it shows.
+func Quoted(s string) string {
+	if head, ok := cut(s); ok {
+		return fmt.Sprintf("%q… (%d bytes)", head, len(s))
+	}
+	return strconv.Quote(s)
+}
+
+// cut is s's first 256 bytes (maxShown), to a character's start, when s is
+// longer.
+func cut(s string) (head string, ok bool) {
+	if len(s) <= maxShown {
+		return s, false
+	}
+	n := maxShown
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
 }

@@ -48,3 +48,28 @@ func TestInvalidErrorCutsALongValue(t *testing.T) {
 	_ = journal.Invalid("x", "%s", args...)
 	require.Equal(t, long, args[0], "the caller's arguments are not changed")
 }
+
+// Shown quotes what would not print as itself and cuts, as Invalid does, a
+// value past 256 bytes at a character's start, saying its length.
+func TestShownQuotesAndBounds(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                 `""`,
+		"task/1":                           "task/1",
+		"a b":                              `"a b"`,
+		"\u202eevil":                       `"\u202eevil"`,
+		strings.Repeat("a", 256):           strings.Repeat("a", 256),
+		strings.Repeat("a", 300):           strings.Repeat("a", 256) + "… (300 bytes)",
+		strings.Repeat("é", 200):           strings.Repeat("é", 128) + "… (400 bytes)",
+		"\x1b" + strings.Repeat("a", 1000): `"\x1b` + strings.Repeat("a", 255) + `"… (1001 bytes)`,
+	} {
+		got := journal.Shown(in)
+		require.Equal(t, want, got)
+		require.True(t, utf8.ValidString(got))
+	}
+}
+
+// Quoted always quotes, and cuts as Shown does.
+func TestQuotedBounds(t *testing.T) {
+	require.Equal(t, `"task/1"`, journal.Quoted("task/1"))
+	require.Equal(t, `"`+strings.Repeat("a", 256)+`"… (300 bytes)`, journal.Quoted(strings.Repeat("a", 300)))
+}

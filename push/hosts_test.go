@@ -1,9 +1,12 @@
 package push_test
 
 import (
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -19,9 +22,11 @@ import (
 
 	"context"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
+	"github.com/heraldpush/herald/transport"
 )
 
 // hostServer is a receiver on one loopback address whose behaviour a test
@@ -52,9 +57,14 @@ func reserve(t *testing.T, ip string) string {
 func startAt(t *testing.T, addr, mode string) *hostServer {
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
+	return serveHost(t, ln, mode)
+}
+
+// serveHost serves a hostServer in mode on ln.
+func serveHost(t *testing.T, ln net.Listener, mode string) *hostServer {
 	s := &hostServer{addr: ln.Addr().String(), accepted: map[string][]string{}}
 	s.mode.Store(mode)
-	srv := &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return s
@@ -511,6 +521,92 @@ func TestOnePathsFailuresDoNotTakeItsHostDown(t *testing.T) {
 		require.Zero(t, st.Attempts, "no attempt charged: its host may yet be at fault")
 		require.Greater(t, st.HostFailures, 3, "it bears its own failures: each one more, its backoff longer")
 		require.Equal(t, uint64(1), st.NextSeq)
+	}
+}
+
+// A registration's own route or credentials failing (its proxy
+// unreachable or refusing the CONNECT, its client certificate refused) is
+// its failure, never its host's (DESIGN v4, "Host health is a judgement
+// about the host"; a tenant may register a proxy): swept at each of its
+// retry instants, it is charged an attempt each time, backs off on the
+// default schedule and parks at its ceiling, while another registration on
+// the same host gets every record in the sweep after its append and the
+// host is never charged a failure, never down.
+func TestARegistrationsOwnRouteFailingNeverHoldsItsHost(t *testing.T) {
+	ca := keytest.NewCA(t)
+	refusing := serveOn(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "upstream unreachable", http.StatusBadGateway) // to every CONNECT
+	}))
+	endpoint := func(e transport.Endpoint) push.Config {
+		raw, err := json.Marshal(e)
+		require.NoError(t, err)
+		return raw
+	}
+	client := func(ca *keytest.CA) push.Config {
+		now := time.Now()
+		cert, key := ca.Leaf(t, "tenant", false, now.Add(-time.Hour), now.Add(time.Hour))
+		return endpoint(transport.Endpoint{ClientCert: cert, ClientKey: key})
+	}
+	plain := func(t *testing.T) (*hostServer, push.Transport) {
+		return newHostServer(t, "127.0.0.1", "ok"), loopback(t, 5*time.Second)
+	}
+	mutual := func(t *testing.T) (*hostServer, push.Transport) {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", ca.RequireClients(t))
+		require.NoError(t, err)
+		tr, err := transport.New(transport.Options{AllowPrivateNetwork: true, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: ca.Pool}})
+		require.NoError(t, err)
+		return serveHost(t, ln, "ok"), tr
+	}
+	for _, c := range []struct {
+		name         string
+		host         func(*testing.T) (*hostServer, push.Transport)
+		good, broken push.Config
+		reason       string
+	}{
+		{"its proxy is unreachable", plain, nil, endpoint(transport.Endpoint{Proxy: "http://" + reserve(t, "127.0.0.2")}), "connection refused"},
+		{"its proxy answers the CONNECT 502", plain, nil, endpoint(transport.Endpoint{Proxy: refusing.URL}), `answered "502 Bad Gateway"`},
+		{"the receiver refuses its client certificate", mutual, client(ca), client(keytest.NewCA(t)), "client certificate refused by the receiver"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, tr := c.host(t)
+			scheme := map[bool]string{false: "http://", true: "https://"}[c.good != nil]
+			f := newFixture(t)
+			f.append("good", 1)
+			f.append("broken", 1)
+			f.registered(push.Registration{Stream: "good", ID: "r", URL: scheme + srv.addr + "/good", Config: c.good})
+			f.registered(push.Registration{Stream: "broken", ID: "r", URL: scheme + srv.addr + "/broken", Config: c.broken})
+			const ceiling = 4
+			w := f.workerOn(tr, push.WithMaxAttempts(ceiling))
+			host := store.HostOf(scheme + srv.addr)
+
+			when := at(0)
+			for k := 1; k <= ceiling; k++ {
+				rep := f.sweep(w, when)
+				require.Zero(t, rep.HostFailures, "attempt %d: nothing is charged to the host", k)
+				require.Equal(t, bodies(1, k), srv.bodies("/good"), "attempt %d: the other registration got its records", k)
+				hosts, err := f.store.Hosts(t.Context(), store.HostQuery{Host: host})
+				require.NoError(t, err)
+				for _, h := range hosts {
+					require.Equal(t, store.HostUp, h.State, "attempt %d: never down", k)
+					require.Zero(t, h.Failures, "attempt %d", k)
+				}
+				st := f.get("broken", "r")
+				require.Zero(t, st.HostFailures, "attempt %d", k)
+				require.Contains(t, st.LastError, c.reason, "attempt %d", k)
+				if k == ceiling {
+					require.True(t, st.Parked, "parked at its ceiling, as any transient failure of its own")
+					require.Equal(t, 1, rep.Parked)
+					break
+				}
+				require.False(t, st.Parked, "attempt %d", k)
+				require.Equal(t, k, st.Attempts, "attempt %d: charged to the registration", k)
+				require.Equal(t, when.Add(store.Backoff("broken", "r", k-1)), st.NextAttemptAt, "attempt %d: the default backoff", k)
+				when = st.NextAttemptAt
+				f.append("good", 1)
+			}
+			require.Empty(t, srv.bodies("/broken"))
+			require.Equal(t, uint64(1), f.get("broken", "r").NextSeq, "parked with its cursor intact")
+		})
 	}
 }
 

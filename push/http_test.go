@@ -1,15 +1,19 @@
 package push_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/memory"
 )
 
 // The worker against a real HTTP receiver on loopback, through the real
@@ -75,4 +79,46 @@ func TestWorkerOverRealHTTP(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []string{`{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`}, bodies["/ok"], "in order, byte for byte")
 	require.Empty(t, bodies["/gone"])
+}
+
+// Under Run, a failure is dated when its answer came, not when its turn was
+// claimed: the evidence's instant follows the request, and Retry-After is
+// counted from it, so a retry is never sooner than the receiver asked.
+func TestRetryAfterCountsFromTheAnswerUnderRun(t *testing.T) {
+	arrived := make(chan time.Time, 1)
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case arrived <- time.Now():
+		default:
+		}
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "deploying", http.StatusServiceUnavailable)
+	})
+	f := newFixture(t)
+	f.append("s", 1)
+	f.registerURL("s", "r", srv.URL+"/inbox")
+	st := retries{Store: f.store, ch: make(chan store.Evidence, 1)}
+	d := runDaemon(t, f.build(f.store, st, loopback(t, 0), f.proj))
+	sent := receive(t, arrived)
+	ev := receive(t, st.ch)
+	d.stop(t)
+
+	require.False(t, ev.At.Before(sent), "dated at the answer (%v), not before the request (%v)", ev.At, sent)
+	require.Equal(t, ev.At.Add(time.Minute), ev.NotBefore, "Retry-After: 60 from the answer")
+	require.Equal(t, ev.NotBefore, f.get("s", "r").NextAttemptAt)
+}
+
+// retries is a store that tells each failure Retry recorded.
+type retries struct {
+	*memory.Store
+	ch chan store.Evidence
+}
+
+func (s retries) Retry(ctx context.Context, c store.Claim, next uint64, notBefore time.Time, ev store.Evidence) error {
+	err := s.Store.Retry(ctx, c, next, notBefore, ev)
+	if err == nil {
+		s.ch <- ev
+	}
+	return err
 }

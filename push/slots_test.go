@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +139,54 @@ func TestALeaseIsRenewedWhileItsTurnRuns(t *testing.T) {
 	require.Equal(t, 1, rep.Deliveries, "the answer came past the first lease's end and was kept")
 	require.Zero(t, rep.LeasesLost)
 	require.Equal(t, uint64(2), f.get("s", "r").NextSeq)
+}
+
+// An update of a registration (here its URL) takes the lease from its turn
+// in flight: the turn stops at its next renewal, abandoning the request it
+// waited on, not at its lease's end, and saves nothing; the records go out
+// under the new URL once that lease has ended, none beside the old turn.
+func TestAnUpdateStopsTheTurnInFlight(t *testing.T) {
+	f := newFixture(t)
+	old := newSilentHost(t, "127.0.0.2", 1)
+	var (
+		mu  sync.Mutex
+		got []int
+	)
+	moved := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if n, ok := recordN(w, r); ok {
+			mu.Lock()
+			got = append(got, n)
+			mu.Unlock()
+		}
+	})
+	f.append("s", 3)
+	f.registerURL("s", "r", old.srv.URL+"/inbox")
+	st := newRenewals(f.store)
+	w := f.build(f.store, st, loopback(t, time.Minute), f.proj, push.WithLease(3*time.Second))
+
+	done := make(chan push.SweepReport, 1)
+	go func() {
+		rep, err := w.RunOnce(context.Background(), at(0), 10)
+		assert.NoError(t, err)
+		done <- rep
+	}()
+	receive(t, old.reached(1))
+	f.registerURL("s", "r", moved.URL+"/inbox")
+	for i := 0; len(receive(t, st.claims)) != 0; i++ { // renewals before the update
+		require.Less(t, i, 3, "a renewal after the update finds the lease taken")
+	}
+	rep := receive(t, done)
+	require.Equal(t, 1, rep.LeasesLost, "the turn's save was fenced out")
+	require.Zero(t, rep.Deliveries)
+	require.Contains(t, f.logs.String(), "lease was taken", "the renewal that found the lease taken ended the turn")
+	require.NotContains(t, f.logs.String(), "lease is ending", "not the lease's end")
+	require.Equal(t, uint64(1), f.get("s", "r").NextSeq)
+
+	require.Zero(t, f.sweep(w, at(2)).Registrations, "the taken lease's end still holds the registration")
+	rep = f.sweep(w, at(3))
+	require.Equal(t, 3, rep.Deliveries)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{1, 2, 3}, got, "every record at the new URL, in order")
+	require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
 }

@@ -63,17 +63,15 @@ func (k *Keyring) Marshal() []byte {
 	return []byte(b.String())
 }
 
-// LoadFile reads the key file at path (Parse).
+// LoadFile reads the key file at path (Parse). Its errors are
+// os.ReadFile's and Parse's: the caller names path (it may be a user's
+// text, of any length).
 func LoadFile(path string) (*Keyring, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	k, err := Parse(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
+	return Parse(string(b))
 }
 
 // CreateFile writes k to a new file at path, mode 0600; it fails with

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/heraldpush/herald/journal"
 )
 
 // Prefix starts every value sealed in the hs1 format.
@@ -110,7 +112,7 @@ func (k *Keyring) Rotated() *Keyring {
 // primary.
 func (k *Keyring) Without(id string) (*Keyring, error) {
 	if _, ok := k.aeads[id]; !ok {
-		return nil, fmt.Errorf("keyring: no key %q (it has %s)", id, strings.Join(k.ids, ", "))
+		return nil, fmt.Errorf("keyring: no key %s (it has %s)", journal.Quoted(id), strings.Join(k.ids, ", "))
 	}
 	if id == k.Primary() {
 		return nil, fmt.Errorf("keyring: key %q is the primary: rotate first, then reseal, then retire it", id)

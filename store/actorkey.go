@@ -77,7 +77,7 @@ type ActorKeyStore interface {
 // ActorKeyNotFound is the error of key id that no store holds, as every
 // ActorKeyStore says it.
 func ActorKeyNotFound(id string) error {
-	return fmt.Errorf("actor key %q: %w", id, journal.ErrNotFound)
+	return fmt.Errorf("actor key %s: %w", journal.Quoted(id), journal.ErrNotFound)
 }
 
 // actorKeyAD binds a sealed private key to its key id.
@@ -91,7 +91,7 @@ func (s Sealer) SealActorKey(id string, pem []byte) ([]byte, error) {
 	case s.Keyring != nil:
 		return s.Keyring.Seal(pem, actorKeyAD(id)), nil
 	case s.Required:
-		return nil, fmt.Errorf("add actor key %q: %w", id, ErrNoKeyring)
+		return nil, fmt.Errorf("add actor key %s: %w", journal.Quoted(id), ErrNoKeyring)
 	}
 	return pem, nil
 }
@@ -102,11 +102,11 @@ func (s Sealer) OpenActorKey(id string, stored []byte) ([]byte, error) {
 		return stored, nil
 	}
 	if s.Keyring == nil {
-		return nil, fmt.Errorf("open actor key %q: %w", id, ErrNoKeyring)
+		return nil, fmt.Errorf("open actor key %s: %w", journal.Quoted(id), ErrNoKeyring)
 	}
 	pem, err := s.Keyring.Open(stored, actorKeyAD(id))
 	if err != nil {
-		return nil, fmt.Errorf("open actor key %q: %w", id, err)
+		return nil, fmt.Errorf("open actor key %s: %w", journal.Quoted(id), err)
 	}
 	return pem, nil
 }

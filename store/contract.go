@@ -27,7 +27,14 @@ type Store interface {
 	// namespace, config, policy, kinds, window) of an existing one, keeping
 	// its cursor and retry state, and returns it as stored. An update that
 	// removes a rate drops its pace (PacedUntil), and one that waited for
-	// the pace alone is due at once. A new one starts
+	// the pace alone is due at once. An update that changes how it is
+	// delivered (Registration.SameDelivery) takes the lease from a turn in
+	// flight (LeaseOwner "", so that its writes and renewals fail with
+	// ErrLeaseLost) but keeps its end (LeaseUntil), so that the registration
+	// is claimed again under what the update set only once that turn can no
+	// longer send, never beside it; Subscriber.Subscribe does the same to
+	// the registrations of a subscription it changes so. A stored config
+	// that no longer opens counts as changed. A new one starts
 	// at r.NextSeq (0: the oldest record the stream retains), due at once.
 	// Errors: ErrInvalid (Registration.Validate; a new cursor past head+1, or
 	// below the low-water mark: a *PrunedError), ErrSealed (the cursor
@@ -116,8 +123,8 @@ type Store interface {
 	// attempts and a pause or park are left alone. A herald.registration.resend
 	// event names by. The same seq pending already is left alone. Errors:
 	// ErrNotFound, ErrInvalid (a zero at, ValidatePause's by, CheckResend:
-	// seq 0 or not behind the cursor; below the low-water mark, a
-	// *PrunedError).
+	// seq 0, not behind the cursor or of a kind the registration does not
+	// want; below the low-water mark, a *PrunedError).
 	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error
 
 	// DueResends claims up to q.Limit pending resends of q.Namespace's

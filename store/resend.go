@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -62,18 +63,27 @@ type ResendBatch struct {
 	More    bool     // more than the query's Limit were pending
 }
 
-// CheckResend is Store.Resend's rule for record seq of a registration whose
-// cursor is next in a stream whose low-water mark is oldest: a record
-// already acknowledged (1 <= seq < next) and retained. Errors wrap
-// journal.ErrInvalid naming "seq"; a *PrunedError below oldest.
-func CheckResend(stream string, seq, next, oldest uint64) error {
+// CheckResend is Store.Resend's rule for record seq, of kind kind ("": not
+// known yet), of a registration whose cursor is next and whose kinds are
+// kinds, in a stream whose low-water mark is oldest: a record already
+// acknowledged (1 <= seq < next), retained, and of a kind the registration
+// wants (Registration.Wants: one it does not was passed without a message,
+// so a resend would send nothing). Errors wrap journal.ErrInvalid naming
+// "seq"; a *PrunedError below oldest.
+func CheckResend(stream string, seq, next, oldest uint64, kinds []string, kind string) error {
 	switch {
 	case seq == 0:
 		return journal.Invalid("seq", "is 0: seqs are 1-based")
 	case seq >= next:
 		return journal.Invalid("seq", "#%d is at or past the cursor (%d): it has not been acknowledged, and will be delivered in order; resend is for records already delivered", seq, next)
 	}
-	return CheckRetained(stream, seq, oldest)
+	if err := CheckRetained(stream, seq, oldest); err != nil {
+		return err
+	}
+	if kind != "" && !(Registration{Kinds: kinds}).Wants(kind) {
+		return journal.Invalid("seq", "#%d is a record of kind %s, which this registration does not want (its kinds: %s): it was passed without a message, and a resend would send nothing", seq, journal.Shown(kind), strings.Join(kinds, ", "))
+	}
+	return nil
 }
 
 // ResentText is the error text of a resend's evidence: "resent for BY", or,

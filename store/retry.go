@@ -108,12 +108,21 @@ func (p RetryPolicy) Validate() error {
 // days ("3d"), from lo to hi; FormatDays writes it back. Errors name field
 // and the range, and wrap journal.ErrInvalid.
 func ParseDays(field, s string, lo, hi time.Duration) (time.Duration, error) {
-	outside := journal.Invalid(field, "%q is out of range: it must be %s to %s", s, FormatDays(lo), FormatDays(hi))
-	malformed := journal.Invalid(field, "%q is not a duration (5s, 30m, 2h) or whole days (3d)", s)
+	d, not := parseDays(s, lo, hi)
+	if not != "" {
+		return 0, journal.Invalid(field, "%q %s", s, not)
+	}
+	return d, nil
+}
+
+// parseDays is ParseDays without the error: when s is refused, why, in
+// words that follow it.
+func parseDays(s string, lo, hi time.Duration) (d time.Duration, not string) {
+	outside := fmt.Sprintf("is out of range: it must be %s to %s", FormatDays(lo), FormatDays(hi))
+	const malformed = "is not a duration (5s, 30m, 2h) or whole days (3d)"
 	if strings.HasPrefix(s, "-") {
 		return 0, outside
 	}
-	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseUint(days, 10, 64)
 		switch {
@@ -135,7 +144,7 @@ func ParseDays(field, s string, lo, hi time.Duration) (time.Duration, error) {
 	if d < lo || d > hi {
 		return 0, outside
 	}
-	return d, nil
+	return d, ""
 }
 
 // durationShape is a duration as time.ParseDuration reads one, of any length.
@@ -143,13 +152,15 @@ var durationShape = regexp.MustCompile(`^([0-9]*\.?[0-9]*(ns|us|µs|μs|ms|s|m|h
 
 // ParseSchedule reads a comma-separated list of delays, each as ParseDays
 // reads one, MinRetryDelay to MaxRetryDelay ("5s,5m,30m,2h,5h,10h,10h").
-// Errors name field.
+// Errors name field, and the delay shown once, cut as journal.Invalid cuts
+// a value.
 func ParseSchedule(field, s string) ([]time.Duration, error) {
 	var out []time.Duration
 	for i, part := range strings.Split(s, ",") {
-		d, err := ParseDays(field, strings.TrimSpace(part), MinRetryDelay, MaxRetryDelay)
-		if err != nil {
-			return nil, journal.Invalid(field, "delay %d: %v", i+1, err.(*journal.InvalidError).Reason)
+		part = strings.TrimSpace(part)
+		d, not := parseDays(part, MinRetryDelay, MaxRetryDelay)
+		if not != "" {
+			return nil, journal.Invalid(field, "delay %d: %q %s", i+1, part, not)
 		}
 		out = append(out, d)
 	}

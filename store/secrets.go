@@ -92,6 +92,26 @@ func (s Sealer) OpenSubscriptions(list []SubscriptionStatus, err error) ([]Subsc
 	return list, nil
 }
 
+// SubscriptionChanges reports whether sub, subscribed again, changes how
+// the registrations of the stored subscription of its prefix and id are
+// delivered (Registration.SameDelivery), stored being what a store's
+// Subscriptions lists (configs as stored). A new one changes none; a stored
+// config that no longer opens counts as changed.
+func (s Sealer) SubscriptionChanges(sub Subscription, stored []SubscriptionStatus) bool {
+	for _, st := range stored {
+		if st.Prefix != sub.Prefix || st.ID != sub.ID {
+			continue
+		}
+		old := st.Subscription
+		var err error
+		if old.Config, err = s.OpenSubscription(old.Prefix, old.ID, old.Config); err != nil {
+			return true
+		}
+		return !sub.Template("").SameDelivery(old.Template(""))
+	}
+	return false
+}
+
 // OpenRegistration opens r.Config as stored: its own, or, for one a
 // subscription made, the subscription's (bound to the subscription).
 func (s Sealer) OpenRegistration(r Registration) (Config, error) {

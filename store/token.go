@@ -148,7 +148,9 @@ const TokenUseGrain = time.Minute
 var ErrNoToken = fmt.Errorf("token: %w", journal.ErrNotFound)
 
 // TokenNotFound is the error of token id that does not exist.
-func TokenNotFound(id string) error { return fmt.Errorf("token %q: %w", id, journal.ErrNotFound) }
+func TokenNotFound(id string) error {
+	return fmt.Errorf("token %s: %w", journal.Quoted(id), journal.ErrNotFound)
+}
 
 // TokenStore keeps tokens. Every store implements it.
 type TokenStore interface {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -81,8 +82,12 @@ var stageWords = [...]string{
 
 // classifyError classifies a request that got no answer (package doc's
 // table), its reason from the innermost useful error, never *url.Error,
-// which repeats the URL.
-func classifyError(err error, timedOut bool, timeout time.Duration, stage int32) push.Outcome {
+// which repeats the URL. The failure is the host's (HostLevel) unless it is
+// the registration's own: the receiver refused its client certificate, or
+// proxied (the request went through the registration's own proxy) and the
+// host's name resolved: its proxy can fail, stall or reset in the host's
+// place, and other registrations may reach the host without it.
+func classifyError(err error, timedOut bool, timeout time.Duration, stage int32, proxied bool) push.Outcome {
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
 	}
@@ -93,16 +98,49 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32)
 		return push.Outcome{Verdict: push.Transient, Reason: "request not sent: " + err.Error()}
 	}
 	words, reason := stageWords[stage], err.Error()
+	dns := errors.As(err, new(*resolveError))
+	alert, certRefused := certificateRefused(err)
+	own := proxied && !dns
 	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
-	case errors.As(err, new(*resolveError)): // "dns: …", even when the lookup itself timed out (not the request)
+	case dns: // "dns: …", even when the lookup itself timed out (not the request)
+	case certRefused:
+		reason, own = "client certificate refused by the receiver: "+alert, true
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
 	case isNet && netErr.Timeout():
 		reason = "timeout " + words + ": " + reason
 	}
-	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: true}
+	if own && !certRefused && !strings.HasPrefix(reason, "proxy ") { // the proxy's own errors name it
+		reason = "through the registration's proxy: " + reason
+	}
+	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: !own}
+}
+
+// certificateAlerts are the TLS alerts (RFC 8446 §6.2) by which a server
+// refuses the certificate a client presented, or its lack of one: bad,
+// unsupported, revoked, expired or unknown certificate, unknown CA, access
+// denied, certificate required. A server sends them about the client's
+// credentials only, never about its own certificate.
+var certificateAlerts = [...]tls.AlertError{42, 43, 44, 45, 46, 48, 49, 116}
+
+// certificateRefused returns the alert ("tls: bad certificate") and true
+// when err is the receiver's TLS alert refusing the client's certificate.
+// crypto/tls reports a peer's alert as a *net.OpError "remote error" around
+// an unexported type whose text is AlertError's.
+func certificateRefused(err error) (string, bool) {
+	opErr, ok := errors.AsType[*net.OpError](err)
+	if !ok || opErr.Op != "remote error" || opErr.Err == nil {
+		return "", false
+	}
+	alert := opErr.Err.Error()
+	for _, a := range certificateAlerts {
+		if alert == a.Error() {
+			return alert, true
+		}
+	}
+	return "", false
 }
 
 // RetryAfterCeiling is the largest delay ParseRetryAfter returns: asking

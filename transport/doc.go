@@ -20,6 +20,10 @@
 //	timeout, refused or reset connection,
 //	DNS failure, TLS failure                      Transient, HostLevel
 //	502, 503, 504 without a valid Retry-After     Transient, HostLevel
+//	the registration's own proxy failing (not
+//	reached, CONNECT refused, tunnel stalled or
+//	reset); the receiver refusing the client
+//	certificate (a TLS alert about it)            Transient, the registration's
 //	3xx                                           Transient, never followed; Location in the Outcome
 //	other 4xx                                     Rejected: the registration's RejectPolicy (retry,
 //	                                              the default, or skip) decides
@@ -29,7 +33,11 @@
 //	the caller's ctx ended before an answer       an error, not an Outcome: nothing is counted
 //
 // HostLevel failures count against the host, not the registration (README,
-// "Hosts"). A Retry-After on a 2xx or a 410 does not change its verdict; the
+// "Hosts"). A registration's own route and credentials are its own: its
+// Endpoint.Proxy can fail in the host's place, and a host refusing one
+// registration's certificate serves others, so neither judges the host;
+// the host's name not resolving still does (herald resolves it, not the
+// proxy), as does Options.Proxy failing, every registration's route. A Retry-After on a 2xx or a 410 does not change its verdict; the
 // worker clamps every delay to [1 s, MaxRetryAfter].
 //
 // # Network guard

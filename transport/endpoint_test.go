@@ -5,12 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,56 +103,34 @@ func TestEndpointRefusesReservedAndMalformedHeaders(t *testing.T) {
 	}
 }
 
-// pki is a CA and what it signs, made in the test.
-type pki struct {
-	ca   keytest.Cert
-	pool *x509.CertPool
-}
-
-func newPKI(t *testing.T) *pki {
-	t.Helper()
-	ca := keytest.Issue(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}, nil)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Certificate)
-	return &pki{ca: ca, pool: pool}
-}
-
-// issue returns a PEM certificate and key for cn, valid from notBefore to
-// notAfter, for a client, or a server of 127.0.0.1 and example.com.
-func (p *pki) issue(t *testing.T, cn string, server bool, notBefore, notAfter time.Time) (certPEM, keyPEM string) {
-	t.Helper()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses, tmpl.DNSNames = []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"example.com"}
-	}
-	c := keytest.Issue(t, tmpl, &p.ca)
-	return string(c.CertPEM), string(c.KeyPEM)
-}
-
-func TestClientCertificateIsPresentedToAReceiverThatRequiresOne(t *testing.T) {
-	p := newPKI(t)
-	now := time.Now()
-	srvCert, srvKey := p.issue(t, "receiver", true, now.Add(-time.Hour), now.Add(time.Hour))
-	pair, err := tls.X509KeyPair([]byte(srvCert), []byte(srvKey))
-	if err != nil {
-		t.Fatal(err)
-	}
+// mutualTLS is a receiver on 127.0.0.1 that requires a client certificate
+// ca signed, telling the common name of each client its handler serves.
+func mutualTLS(t *testing.T, ca *keytest.CA) (*httptest.Server, <-chan string) {
 	clients := make(chan string, 4)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		clients <- r.TLS.PeerCertificates[0].Subject.CommonName
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.pool}
+	srv.TLS = ca.RequireClients(t)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	opts := transport.Options{AllowPrivateNetwork: true, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: p.pool}}
-	tr := newTransport(t, opts)
+	return srv, clients
+}
 
-	cert, key := p.issue(t, "tenant-42", false, now.Add(-time.Hour), now.Add(time.Hour))
-	e := transport.Endpoint{ClientCert: cert, ClientKey: key}
-	if err := e.ValidAt(now); err != nil {
+// clientCert is an Endpoint presenting a certificate ca signed for cn.
+func clientCert(t *testing.T, ca *keytest.CA, cn string) transport.Endpoint {
+	now := time.Now()
+	cert, key := ca.Leaf(t, cn, false, now.Add(-time.Hour), now.Add(time.Hour))
+	return transport.Endpoint{ClientCert: cert, ClientKey: key}
+}
+
+func TestClientCertificateIsPresentedToAReceiverThatRequiresOne(t *testing.T) {
+	ca := keytest.NewCA(t)
+	srv, clients := mutualTLS(t, ca)
+	tr := newTransport(t, transport.Options{AllowPrivateNetwork: true, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: ca.Pool}})
+
+	e := clientCert(t, ca, "tenant-42")
+	if err := e.ValidAt(time.Now()); err != nil {
 		t.Fatalf("ValidAt(now) = %v for a valid certificate", err)
 	}
 	out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, e), message(`{}`), at)
@@ -163,21 +140,49 @@ func TestClientCertificateIsPresentedToAReceiverThatRequiresOne(t *testing.T) {
 	if cn := <-clients; cn != "tenant-42" {
 		t.Errorf("the receiver saw client %q, want tenant-42", cn)
 	}
-	out, err = tr.Deliver(context.Background(), registration(srv.URL), message(`{}`), at)
+}
+
+// A receiver refusing a registration's client certificate (or its lack of
+// one) refuses that registration's credentials: its failure, not the
+// host's, which other registrations reach with theirs (DESIGN v4, "Host
+// health is a judgement about the host"). The host not answering at all is
+// still the host's.
+func TestARefusedClientCertificateIsTheRegistrationsFailureNotTheHosts(t *testing.T) {
+	ca := keytest.NewCA(t)
+	srv, clients := mutualTLS(t, ca)
+	tr := newTransport(t, transport.Options{AllowPrivateNetwork: true, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: ca.Pool}})
+	for _, c := range []struct {
+		name, want string
+		reg        push.Registration
+	}{
+		{"no certificate", "client certificate refused by the receiver: tls: certificate required", registration(srv.URL)},
+		{"a certificate of another CA", "client certificate refused by the receiver: tls: unknown certificate authority",
+			withEndpoint(t, srv.URL, clientCert(t, keytest.NewCA(t), "stranger"))},
+	} {
+		out, err := tr.Deliver(context.Background(), c.reg, message(`{}`), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantOwnFailure(t, out); out.Reason != c.want {
+			t.Errorf("%s: Reason = %q, want %q", c.name, out.Reason, c.want)
+		}
+	}
+	if len(clients) != 0 {
+		t.Error("a request without an accepted client certificate reached the handler")
+	}
+	srv.Close()
+	out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, clientCert(t, ca, "tenant-42")), message(`{}`), at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNoAnswer(t, out) // the handshake fails without a certificate: no answer
-	if len(clients) != 0 {
-		t.Error("a request without a client certificate reached the handler")
-	}
+	wantNoAnswer(t, out) // connection refused: the host's, certificate or not
 }
 
 func TestClientCertificateIsCheckedAtRegistration(t *testing.T) {
-	p := newPKI(t)
+	ca := keytest.NewCA(t)
 	now := time.Now()
-	cert, key := p.issue(t, "a", false, now.Add(-2*time.Hour), now.Add(time.Hour))
-	_, otherKey := p.issue(t, "b", false, now.Add(-2*time.Hour), now.Add(time.Hour))
+	cert, key := ca.Leaf(t, "a", false, now.Add(-2*time.Hour), now.Add(time.Hour))
+	_, otherKey := ca.Leaf(t, "b", false, now.Add(-2*time.Hour), now.Add(time.Hour))
 	for _, c := range []struct {
 		name  string
 		e     transport.Endpoint
@@ -204,21 +209,24 @@ func TestClientCertificateIsCheckedAtRegistration(t *testing.T) {
 }
 
 // connectProxy is a tiny HTTP CONNECT proxy on loopback that records the
-// targets it was asked for and the Proxy-Authorization it got.
+// targets it was asked for and the Proxy-Authorization it got. With an
+// answer, it answers every CONNECT with it and relays nothing (after a 200,
+// the tunnel stays silent until the client hangs up).
 type connectProxy struct {
 	ln      net.Listener
+	answer  string
 	mu      sync.Mutex
 	targets []string
 	auth    []string
 }
 
-func newConnectProxy(t *testing.T) *connectProxy {
+func newConnectProxy(t *testing.T, answer string) *connectProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &connectProxy{ln: ln}
+	p := &connectProxy{ln: ln, answer: answer}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -244,6 +252,11 @@ func (p *connectProxy) serve(t *testing.T, c net.Conn) {
 	p.targets = append(p.targets, req.Host)
 	p.auth = append(p.auth, req.Header.Get("Proxy-Authorization"))
 	p.mu.Unlock()
+	if p.answer != "" {
+		_, _ = io.WriteString(c, p.answer)
+		_, _ = io.Copy(io.Discard, br)
+		return
+	}
 	up, err := net.Dial("tcp", req.Host)
 	if err != nil {
 		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
@@ -272,7 +285,7 @@ func TestEgressProxyTunnelsOnlyToCheckedAddresses(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate()) // valid for example.com and 127.0.0.1
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	proxy := newConnectProxy(t)
+	proxy := newConnectProxy(t, "")
 	dns := &fakeDNS{table: map[string][]string{"example.com": {"127.0.0.1"}, "metadata.example": {"169.254.169.254"}}}
 
 	// The daemon's proxy, at a loopback address the guard would refuse as a
@@ -308,7 +321,7 @@ func TestEgressProxyTunnelsOnlyToCheckedAddresses(t *testing.T) {
 
 func TestRegistrationProxyIsGuardedAndSharedAcrossRequests(t *testing.T) {
 	srv := newCounter(t, nil)
-	proxy := newConnectProxy(t)
+	proxy := newConnectProxy(t, "")
 	withAuth := strings.Replace(proxy.url(), "http://", "http://egress:s3cret-pass@", 1)
 
 	strict := newTransport(t, transport.Options{AllowHTTP: true, Timeout: 5 * time.Second})
@@ -335,6 +348,56 @@ func TestRegistrationProxyIsGuardedAndSharedAcrossRequests(t *testing.T) {
 	if srv.hits.Load() != 3 {
 		t.Errorf("the receiver got %d requests, want 3", srv.hits.Load())
 	}
+}
+
+// A registration's own proxy failing (unreachable, refusing the CONNECT,
+// or a tunnel that stalls) is that registration's failure, never its
+// host's, which other registrations reach without that proxy (DESIGN v4,
+// "Host health is a judgement about the host"). A tenant's proxy could
+// fail in the host's place at will; what herald learns without it (the
+// host's name not resolving) is still the host's, and so is the daemon's
+// own proxy failing: every registration's route, held rather than parked.
+func TestARegistrationsOwnProxyFailingIsTheRegistrationsNotTheHosts(t *testing.T) {
+	srv := newCounter(t, nil)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := "http://" + closed.Addr().String()
+	closed.Close()
+	opts := loopbackOptions()
+	opts.Timeout = 500 * time.Millisecond
+	tr := newTransport(t, opts)
+	for _, c := range []struct{ name, proxy, want string }{
+		{"unreachable", unreachable, "connection refused"},
+		{"CONNECT answered 502", newConnectProxy(t, "HTTP/1.1 502 Bad Gateway\r\n\r\n").url(), `answered "502 Bad Gateway"`},
+		{"CONNECT answered 407", newConnectProxy(t, "HTTP/1.1 407 Proxy Authentication Required\r\n\r\n").url(), `answered "407 Proxy Authentication Required"`},
+		{"a tunnel that stalls", newConnectProxy(t, "HTTP/1.1 200 OK\r\n\r\n").url(), "through the registration's proxy: timeout"},
+	} {
+		out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, transport.Endpoint{Proxy: c.proxy}), message(`{}`), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOwnFailure(t, out)
+		mustContain(t, c.name+": Reason", out.Reason, c.want)
+	}
+	if out := deliver(t, tr, srv.URL, message(`{}`)); !out.OK() || srv.hits.Load() != 1 {
+		t.Fatalf("the host itself = %s after %d requests; want it reached, accepting", describe(out), srv.hits.Load())
+	}
+
+	dns := loopbackOptions()
+	dns.Resolver = &fakeDNS{}
+	out, err := newTransport(t, dns).Deliver(context.Background(),
+		withEndpoint(t, "http://nowhere.test/hook", transport.Endpoint{Proxy: newConnectProxy(t, "").url()}), message(`{}`), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNoAnswer(t, out)
+	mustContain(t, "Reason", out.Reason, "dns: ")
+
+	daemons := loopbackOptions()
+	daemons.Proxy = unreachable
+	wantNoAnswer(t, deliver(t, newTransport(t, daemons), srv.URL, message(`{}`)))
 }
 
 func TestProxyURLIsChecked(t *testing.T) {

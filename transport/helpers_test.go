@@ -129,6 +129,15 @@ func wantNoAnswer(t *testing.T, out push.Outcome) {
 	}
 }
 
+// wantOwnFailure fails unless out is a Transient failure without a status
+// that is the registration's own: not host-level, and no answer of the host.
+func wantOwnFailure(t *testing.T, out push.Outcome) {
+	t.Helper()
+	if out.Verdict != push.Transient || out.Status != 0 || out.HostLevel || out.HostAnswered() {
+		t.Fatalf("got %s (host-level %t), want transient, the registration's (not host-level), without status", describe(out), out.HostLevel)
+	}
+}
+
 func describe(o push.Outcome) string {
 	return fmt.Sprintf("%v status=%d retry_after=%v/%t location=%q reason=%q", o.Verdict, o.Status, o.RetryAfter, o.HasRetryAfter, o.Location, o.Reason)
 }

@@ -147,7 +147,7 @@ func New(o Options) (*HTTP, error) {
 	for i, s := range o.AllowHosts {
 		p, err := ParseHostPattern(s)
 		if inv, ok := errors.AsType[*journal.InvalidError](err); ok {
-			errs = append(errs, journal.Invalid(fmt.Sprintf("AllowHosts[%d]", i), "%s", inv.Reason))
+			errs = append(errs, &journal.InvalidError{Field: fmt.Sprintf("AllowHosts[%d]", i), Reason: inv.Reason})
 		}
 		g.allowlist = append(g.allowlist, p)
 	}
@@ -173,9 +173,10 @@ func New(o Options) (*HTTP, error) {
 // newClient returns the client of k: through k's proxy (the daemon's when
 // none), presenting cert when not nil.
 func (t *HTTP) newClient(k clientKey, cert *tls.Certificate) *http.Client {
-	tlsConfig, dial := t.tls, t.guard.dialContext
+	// Each client its own copy: http.Transport writes NextProtos into its
+	// config on first use, a race between clients sharing one.
+	tlsConfig, dial := t.tls.Clone(), t.guard.dialContext
 	if cert != nil {
-		tlsConfig = t.tls.Clone()
 		tlsConfig.Certificates = []tls.Certificate{*cert}
 	}
 	switch {
@@ -315,7 +316,7 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		if ctx.Err() != nil {
 			return push.Outcome{}, fmt.Errorf("transport: delivery to %s abandoned: %w", u.Host, ctx.Err())
 		}
-		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load())
+		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load(), rt.key.proxy != "")
 		out.Reason = newRedactor(u, req.Header).String(out.Reason)
 		return out, nil
 	}

@@ -7,14 +7,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/keytest"
 )
 
 // A command that reads or delivers refuses a SQLite path with no file,
 // naming it and --database, exits 2 and creates nothing: a mistyped path
-// must not serve a new, empty database. register, append and migrate up
-// create one.
+// must not serve a new, empty database. register, append, keys add and
+// migrate up create one.
 func TestOnlyCreatingCommandsCreateASQLiteFile(t *testing.T) {
 	dir := t.TempDir()
+	_, pem := keytest.Ed25519(t)
+	key := filepath.Join(t.TempDir(), "alice.pem")
+	require.NoError(t, os.WriteFile(key, pem, 0o600))
+	const keyID = "https://example.com/users/alice#main-key"
 	path := filepath.Join(dir, "typo.db")
 	h := newHerald(t, "sqlite:"+path)
 	for _, args := range [][]string{
@@ -30,6 +36,7 @@ func TestOnlyCreatingCommandsCreateASQLiteFile(t *testing.T) {
 		{"prune"},
 		{"skip", "--stream", "s", "--id", "r", "--to-seq", "2"},
 		{"unregister", "--stream", "s", "--id", "r"},
+		{"keys", "rotate", "--key-id", keyID, "--private-key", key},
 	} {
 		r := h.run("", args...)
 		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
@@ -40,11 +47,19 @@ func TestOnlyCreatingCommandsCreateASQLiteFile(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, entries, "%v created a file", args)
 	}
+	// A creating command refuses bad input before it makes the file.
+	r := h.run("", "keys", "add", "--key-id", "alice", "--private-key", key)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "invalid --key-id: ")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a refused keys add created a file")
 
 	for i, args := range [][]string{
 		{"migrate", "up"},
 		{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", secret},
 		{"append", "--stream", "s", "--id", "e1", "--kind", "k"},
+		{"keys", "add", "--key-id", keyID, "--private-key", key},
 	} {
 		db := filepath.Join(dir, "new", string(rune('a'+i))+".db")
 		require.NoError(t, os.MkdirAll(filepath.Dir(db), 0o755))
@@ -54,7 +69,7 @@ func TestOnlyCreatingCommandsCreateASQLiteFile(t *testing.T) {
 		require.NoError(t, err, "%v creates the database", args)
 	}
 	// And a sweep serves the file migrate up made.
-	r := newHerald(t, "sqlite:"+filepath.Join(dir, "new", "a.db")).run("", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
+	r = newHerald(t, "sqlite:"+filepath.Join(dir, "new", "a.db")).run("", "sweep", "--namespace", "webhook", "--at", "2026-03-15T11:00:00Z")
 	require.Equal(t, 0, r.code, r.stderr)
 }
 

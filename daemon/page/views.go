@@ -268,7 +268,7 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 			err = check(v.NextSeq, v.Head, a.ToSeq)
 		}
 		if err == nil && a.Action == "resend" {
-			err = store.CheckResend(a.Stream, a.Seq, v.NextSeq, 1) // the low-water mark is the store's to check
+			err = store.CheckResend(a.Stream, a.Seq, v.NextSeq, 1, nil, "") // the low-water mark and the kind are the store's to check
 		}
 		if err != nil {
 			p.failErr(w, r, err)

@@ -74,6 +74,10 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 		// cobra's own error for a mistyped command, its suggestions on
 		// lines of their own: one line, as a mistyped flag's.
 		first, more, _ := strings.Cut(msg, "\n")
+		if q, err := strconv.QuotedPrefix(first); err == nil {
+			name, _ := strconv.Unquote(q)
+			first = journal.Quoted(name) + first[len(q):] // the name as typed, bounded
+		}
 		if _, sugs, ok := strings.Cut(more, "Did you mean this?"); ok && len(strings.Fields(sugs)) > 0 {
 			first += "; did you mean " + strings.Join(strings.Fields(sugs), " or ") + "?"
 		}
@@ -112,10 +116,10 @@ activities, CloudEvents, A2A push notifications or Standard Webhooks. A
 receiver that keeps failing, or answers 410 Gone, is parked with its cursor
 kept; an operator lists it and unparks it, and nothing is lost.
 
-Database: only register, append, migrate up and demo create (and migrate) a
-new SQLite file; the others refuse a path with no file. sweep and run migrate
-an older one up; commands that read, or change an existing registration,
-migrate nothing.
+Database: only register, append, keys add, migrate up and demo create (and
+migrate) a new SQLite file; the others refuse a path with no file. sweep and
+run migrate an older one up; commands that read, or change an existing
+registration, migrate nothing.
 
 Exit codes:
   0  success

@@ -241,3 +241,50 @@ func TestAMissingFlagsErrorNamesThemAll(t *testing.T) {
 	r = runCLI(t, newDB(t), "", "records")
 	require.Equal(t, "herald: records needs --stream\nRun 'herald records --help' for usage.\n", r.stderr)
 }
+
+// Every refusal that shows a value the user gave (a flag's, an argument, a
+// path, a --database) shows it through journal.Shown or journal.Quoted: cut
+// past 256 bytes, saying its length. 100 KB values were printed whole.
+func TestRefusalsCutLongValues(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret)
+	long := strings.Repeat("a", 100_000)
+	path := filepath.Join(t.TempDir(), long)
+	sqlite := []string{"--database", "sqlite:" + db}
+	for _, args := range [][]string{
+		{"registrations", "--namespace", long},
+		{"run", "--namespaces", long},
+		{"registrations", "--limit", long},
+		{"registrations", "--limit", strings.Repeat("0", 100_000) + "5000000000000000000000"},
+		{"sweep", "--namespace", "webhook", "--at", long},
+		{"sweep", "--namespace", "webhook", "--at", strings.Repeat("0", 100_000) + "99999999999999"},
+		{"register", "--stream-prefix", "p/", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret, "--from", long},
+		{"append", "--stream", "s", "--file", path},
+		{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret, "--client-cert", path, "--client-key", path},
+		{"keys", "add", "--key-id", "https://example.com/a#k", "--private-key", path},
+		{"pause", "--stream", long, "--id", "r"},
+		{"unpark", "--stream", "s", "--id", long},
+		{"unregister", "--stream", long, "--id", "r"},
+		{"keys", "remove", "--key-id", long},
+		{"tokens", "revoke", long},
+		{"keyring", "retire", long, "--keyring-file", db + ".keyring"},
+		{"--keyring-file", path, "registrations"},
+		{"registrations", long},
+		{long},
+		{"registrations", "--" + long},
+		{"registrations", "-x" + long},
+		{"run", "--admin-addr", long, "--metrics-addr", ""},
+		{"run", "--admin-addr", long + ":80", "--metrics-addr", ""},
+		{"run", "--metrics-addr", long + ":80", "--admin-addr", ""},
+	} {
+		r := runCLI(t, "", "", append(sqlite, args...)...)
+		require.NotEqual(t, ExitOK, r.code, "%.80v", args)
+		require.Less(t, len(r.stderr), 1500, "%.80v: %.2000s", args, r.stderr)
+		require.Regexp(t, `10\d{4}`, r.stderr, "%.80v: the length is said", args)
+	}
+	for _, database := range []string{"sqlite:" + path, "postgres://" + long, "postgres://u@h/" + long, "postgres://" + long + "@h/d", long} {
+		r := runCLI(t, "", "", "--database", database, "registrations")
+		require.Equal(t, ExitUsage, r.code, "%.80s", database)
+		require.Less(t, len(r.stderr), 1500, "%.80s: %.2000s", database, r.stderr)
+	}
+}

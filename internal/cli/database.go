@@ -86,6 +86,11 @@ func parseDatabase(from, s string) (database, error) {
 		} else if err != nil {
 			return database{}, usagef("%s: the driver cannot read this URL, or a PG* environment variable it reads (not shown: it may hold a password); psql names what it cannot read", from)
 		}
+		if what, n, most := longestPart(cfg); n > most {
+			// The driver's errors repeat them whole: refused, unshown.
+			return database{}, usagef("%s: the URL's %s is %d bytes, more than %d (%s)", from, what, n, most, map[string]string{
+				"host": "a host name's most", "user": "PostgreSQL reads no more of a name", "database name": "PostgreSQL reads no more of a name"}[what])
+		}
 		name, ok := postgresName(cfg)
 		if !ok {
 			return database{}, usagef("%s: the URL's user, host or database name holds an '@', the word password or a character that does not print (not shown: it may be a password): percent-encode an '@' in the user or password as %%40, and give a password after user: or as ?password=", from)
@@ -101,7 +106,7 @@ func parseDatabase(from, s string) (database, error) {
 	if i := strings.IndexAny(s, cut); i >= 0 {
 		shown = s[:i] + "…" // a key=value string, or a URL of another scheme: its password comes later
 	}
-	return database{}, usagef("%s %q: %s", from, shown, databaseHint)
+	return database{}, usagef("%s %s: %s", from, journal.Quoted(shown), databaseHint)
 }
 
 // String names the database without a password.
@@ -150,6 +155,26 @@ func userinfo(s string) (info, rest string, ok bool) {
 // password's rest, see parseDatabase), and no part the word password (one
 // typed in the path, postgres://h/db&password=…) or a character that does
 // not print.
+// longestPart is the part of cfg longest past what PostgreSQL reads of it
+// (a user or database name: NAMEDATALEN-1, 63 bytes; a host: a DNS name's
+// 253), its length and that most.
+func longestPart(cfg *pgconn.Config) (what string, n, most int) {
+	what, n, most = "user", len(cfg.User), 63
+	if len(cfg.Database)-63 > n-most {
+		what, n, most = "database name", len(cfg.Database), 63
+	}
+	hosts := []string{cfg.Host}
+	for _, f := range cfg.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	for _, h := range hosts {
+		if len(h)-253 > n-most {
+			what, n, most = "host", len(h), 253
+		}
+	}
+	return what, n, most
+}
+
 func postgresName(cfg *pgconn.Config) (string, bool) {
 	hosts := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
 	for _, f := range cfg.Fallbacks { // each host, with and without TLS
@@ -170,7 +195,7 @@ type openMode int
 
 const (
 	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
-	createDB                   // create and migrate a new file, migrate an older one up (register, append)
+	createDB                   // create and migrate a new file, migrate an older one up (register, append, keys add)
 	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
 	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
@@ -183,7 +208,7 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 	var b backend
 	if d.kind == "sqlite" && mode == createDB {
 		if _, serr := os.Stat(filepath.Dir(d.path)); errors.Is(serr, fs.ErrNotExist) {
-			return nil, usagef("no folder for a new herald database at %s: create %q first, or point --database (or HERALD_DATABASE_URL) elsewhere", journal.Shown(d.String()), filepath.Dir(d.path))
+			return nil, usagef("no folder for a new herald database at %s: create %s first, or point --database (or HERALD_DATABASE_URL) elsewhere", journal.Shown(d.String()), journal.Quoted(filepath.Dir(d.path)))
 		}
 	}
 	if e.keys, err = e.keyring(d, mode); err != nil {
@@ -220,7 +245,7 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 // noDatabase is the refusal of a SQLite path with no file, for a command
 // that creates none.
 func noDatabase(d database) error {
-	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append and migrate up create a new one", journal.Shown(d.String()))
+	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, keys add and migrate up create a new one", journal.Shown(d.String()))
 }
 
 func (e *env) openError(d database, err error) error {
@@ -251,7 +276,7 @@ reverts the newest one (it drops what that migration created: data in those
 tables is lost), so it asks first on a terminal and otherwise needs --yes;
 "status" lists the migrations and which are applied.
 
-register, append and "up" create a new SQLite file and migrate it; "down" and
+register, append, keys add and "up" create a new SQLite file and migrate it; "down" and
 "status" refuse a path with no file. PostgreSQL is migrated only by "herald migrate up",
 so that a deploy controls when it happens.`,
 		example: `  herald migrate up --database postgres://herald@localhost/herald
@@ -259,7 +284,7 @@ so that a deploy controls when it happens.`,
   herald migrate down --yes --database sqlite:./herald.db`,
 		args: func(args []string) error {
 			if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
-				return callf("migrate takes one argument, up, down or status, not %q", args)
+				return callf("migrate takes one argument, up, down or status, not %s", journal.Quoted(strings.Join(args, " ")))
 			}
 			return nil
 		},

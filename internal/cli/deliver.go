@@ -401,7 +401,7 @@ func checkTLSFlags(opts daemon.Options) error {
 	for _, a := range []struct{ flag, addr string }{{"--admin-addr", opts.AdminAddr}, {"--api-addr", opts.APIAddr}} {
 		if daemon.NeedsTLS(a.addr) {
 			return fmt.Errorf("%s %s is not a loopback address: its token and cookies would cross the network in clear; give --tls-cert and --tls-key, "+
-				"or --tls-terminated-by-proxy if only a proxy that terminates TLS reaches it", a.flag, a.addr)
+				"or --tls-terminated-by-proxy if only a proxy that terminates TLS reaches it", a.flag, journal.Shown(a.addr))
 		}
 	}
 	return nil
@@ -428,7 +428,12 @@ func listen(c *call, opts *daemon.Options) error {
 				"addr", *l.addr)
 			*l.addr = ""
 		default:
-			return fmt.Errorf("--%s %s: %w (another herald run on this machine? name a free address, or an empty one to serve none)", l.flag, *l.addr, err)
+			if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+				err = errors.New(ae.Err) // without its copy of the address, of any length
+			} else if de := (*net.DNSError)(nil); errors.As(err, &de) {
+				err = errors.New("lookup: " + de.Err)
+			}
+			return fmt.Errorf("--%s %s: %w (another herald run on this machine? name a free address, or an empty one to serve none)", l.flag, journal.Shown(*l.addr), err)
 		}
 	}
 	return nil

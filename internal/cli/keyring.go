@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
@@ -53,12 +54,12 @@ func (e *env) keyring(d database, mode openMode) (*seal.Keyring, error) {
 	k, err := seal.LoadFile(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		if err != nil {
-			return nil, usagef("--keyring-file: %w", err)
+			return nil, readError("--keyring-file", path, err, "")
 		}
 		return k, nil
 	}
 	if e.keyringFile != "" {
-		return nil, usagef("--keyring-file %s: no such file: herald keyring new --keyring-file %s makes one", path, path)
+		return nil, usagef("--keyring-file %s: no such file: herald keyring new --keyring-file %s makes one", journal.Shown(path), shellQuote(path))
 	}
 	if _, serr := os.Stat(d.path); mode != createDB && errors.Is(serr, fs.ErrNotExist) {
 		return nil, nil // no database either: the command refuses it
@@ -104,7 +105,7 @@ same way (a new key from herald keyring new --keyring-file, last).`,
 			case args[0] == "retire" && len(args) != 2:
 				return callf("keyring retire takes the key id to drop")
 			case args[0] != "retire" && (len(args) != 1 || !strings.Contains(" new rotate list ", " "+args[0]+" ")):
-				return callf("keyring takes new, rotate, retire ID or list, not %q", args)
+				return callf("keyring takes new, rotate, retire ID or list, not %s", journal.Quoted(strings.Join(args, " ")))
 			}
 			return nil
 		},
@@ -130,11 +131,11 @@ same way (a new key from herald keyring new --keyring-file, last).`,
 			case "new":
 				k = seal.Generate()
 				if err = seal.CreateFile(path, k); errors.Is(err, fs.ErrExist) {
-					return usagef("--keyring-file %s exists: herald keyring rotate adds a key to it", path)
+					return usagef("--keyring-file %s exists: herald keyring rotate adds a key to it", journal.Shown(path))
 				}
 			case "rotate", "retire", "list":
 				if k, err = seal.LoadFile(path); err != nil {
-					return usagef("--keyring-file: %w", err)
+					return readError("--keyring-file", path, err, "")
 				}
 				if c.args[0] == "rotate" {
 					k = k.Rotated()

@@ -99,7 +99,9 @@ func newKeysAdd(e *env) command {
 	c.use, c.short = "add", "Hold an actor's private key under its key id"
 	c.long = `Hold the private key in --private-key under --key-id. The key is parsed
 (its algorithm is said) and stored sealed; an id held already is refused
-(herald keys rotate replaces a key).`
+(herald keys rotate replaces a key). A new SQLite --database is made for it,
+as register makes one: keys come before the registrations that name them.`
+	c.db = createDB
 	c.example = `  herald keys add --key-id https://example.com/users/alice#main-key --private-key alice.pem`
 	return c
 }
@@ -122,16 +124,21 @@ register those again with rfc9421 or no scheme pinned first.`
 // --key-id, and text says what it did.
 func keyPut(e *env, put func(context.Context, operator.KeyStore, string, string, string, []byte, time.Time) (operator.KeyView, error),
 	text func(io.Writer, operator.KeyView)) command {
-	var k actorKeyFlags
+	var (
+		k   actorKeyFlags
+		pem []byte
+	)
 	return command{
 		need:  []string{"key-id", "private-key"},
 		db:    readDB,
 		flags: k.flags,
-		run: func(c *call) error {
-			pem, err := k.read()
-			if err != nil {
-				return err
+		check: func(*call) (err error) { // before a database is opened, or made (keys add)
+			if pem, err = k.read(); err == nil {
+				err = usageOf(operator.CheckKey("--key-id", "--private-key", k.id, pem))
 			}
+			return err
+		},
+		run: func(c *call) error {
 			v, err := put(c.ctx(), c.b, "--key-id", "--private-key", k.id, pem, c.at(k.at))
 			if err != nil {
 				return keyErr(e, err)

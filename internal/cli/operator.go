@@ -27,9 +27,14 @@ func atFlag(f *pflag.FlagSet, at *instant) {
 	f.Var(at, "at", "the action's instant, from which the registration is due: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 }
 
-// notFound words journal.ErrNotFound for a registration, with where to look.
+// notFound words journal.ErrNotFound for a registration, with where to look;
+// a stream or id no registration can have is refused as the HTTP API
+// refuses it (journal's rules), naming --stream or --id.
 func (e *env) notFound(stream, id string, err error) error {
 	if !errors.Is(err, journal.ErrNotFound) {
+		return err
+	}
+	if err := cmp.Or(journal.ValidateStream(stream), journal.ValidateID("id", id)); err != nil {
 		return err
 	}
 	return fmt.Errorf("no registration %s: %w (%s --stream %s lists the stream's)",

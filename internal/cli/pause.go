@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -37,9 +38,11 @@ Resuming one not paused changes nothing (herald unpark resumes a parked one).`
 	c.need, c.db = []string{"stream", "id"}, readDB
 	c.flags = func(f *pflag.FlagSet) {
 		keyFlags(f, &stream, &id)
-		atFlag(f, &at)
 		byFlag(f, &by, "who")
-		if !resume {
+		if resume {
+			atFlag(f, &at)
+		} else {
+			f.Var(&at, "at", "the instant the pause is dated (its evidence and event): RFC 3339 or unix seconds (default now; use the clock your sweeps use); it takes effect at once, whatever the instant (herald resume --at says when delivering starts again)")
 			f.StringVar(&reason, "reason", "", "why, as shown in the evidence, the last error and the event")
 		}
 	}
@@ -57,6 +60,8 @@ Resuming one not paused changes nothing (herald unpark resumes a parked one).`
 				fmt.Fprintf(w, "%s was already paused; nothing changed.\n", store.Name(stream, id))
 			case resume:
 				fmt.Fprintf(w, "Resumed %s: %s at cursor %d (%s to deliver).\n", store.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
+			case at.After(time.Now()): // an --at ahead of the clock dates it; it is paused now
+				fmt.Fprintf(w, "Paused %s at cursor %d, at once (dated %s): herald resume delivers again.\n", store.Name(stream, id), v.NextSeq, operator.Instant(at.Time))
 			default:
 				fmt.Fprintf(w, "Paused %s at cursor %d: herald resume delivers again.\n", store.Name(stream, id), v.NextSeq)
 			}

@@ -58,3 +58,19 @@ func TestPauseAndResume(t *testing.T) {
 	require.Equal(t, uint64(2), regs[0].NextSeq, "resumed, it delivered from its cursor")
 	require.Contains(t, heraldOK(t, db, "", "resume", "--stream", "s", "--id", "r"), "was not paused; nothing changed")
 }
+
+// A pause takes effect at once: an --at ahead of the clock (the caller's
+// clock may run ahead of this one, as sweep --at's may) only dates it, and
+// the answer and --help say so; resume --at ahead is when it is due again.
+func TestPauseAtAheadPausesAtOnce(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret)
+	require.Contains(t, heraldOK(t, db, "", "pause", "--help"), "it takes effect at once, whatever the instant")
+	require.Equal(t, "Paused stream=s id=r at cursor 1, at once (dated 2099-01-01 00:00:00Z): herald resume delivers again.\n",
+		heraldOK(t, db, "", "pause", "--stream", "s", "--id", "r", "--at", "2099-01-01T00:00:00Z"))
+	var regs []operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
+	require.True(t, regs[0].Paused, "paused now")
+	require.Equal(t, "Resumed stream=s id=r: due from 2099-01-02 00:00:00Z at cursor 1 (0 records to deliver).\n",
+		heraldOK(t, db, "", "resume", "--stream", "s", "--id", "r", "--at", "2099-01-02T00:00:00Z"))
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/operator"
 	tbl "github.com/heraldpush/herald/internal/table"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/a2a"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/projection/cloudevents"
@@ -153,7 +154,7 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 					return usageOf(err)
 				}
 				if from != "start" && from != "head" {
-					return usagef("--from %q must be start or head", from)
+					return usagef("--from %s must be start or head", journal.Quoted(from))
 				}
 				r.Stream = prefix + "x" // the template's checks below
 			case c.changed("from"):
@@ -360,7 +361,7 @@ func namespaceNames() []string { return slices.Sorted(maps.Keys(namespaces)) }
 // checkNamespace refuses a namespace herald does not speak.
 func checkNamespace(ns string) error {
 	if _, ok := namespaces[ns]; !ok {
-		return usagef("unknown namespace %q: herald speaks %s", ns, strings.Join(namespaceNames(), ", "))
+		return usagef("unknown namespace %s: herald speaks %s", journal.Quoted(ns), strings.Join(namespaceNames(), ", "))
 	}
 	return nil
 }
@@ -454,13 +455,13 @@ func (o *configFlags) build(changed func(flag string) bool, ns string) (push.Con
 }
 
 // readError is the usage error for a file a flag names that cannot be
-// read: the path quoted (the user's text, any byte), the reason without
-// the os error's unquoted copy of it.
+// read: the path as journal.Quoted shows it (the user's text, any byte, any
+// length), the reason without the os error's unquoted copy of it.
 func readError(flag, path string, err error, hint string) error {
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return usagef("%s %q: %v%s", flag, path, err, hint)
+	return usagef("%s %s: %v%s", flag, journal.Quoted(path), err, hint)
 }
 
 // readPEM reads the PEM file path that flag names, "" when none; what says

@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/keytest"
+	"github.com/heraldpush/herald/projection/webhook"
 )
 
 // register names, at once, every rule of the network guard the URL breaks and
@@ -427,6 +431,78 @@ func TestRegisterRetryPolicy(t *testing.T) {
 	regs = nil
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &regs))
 	require.NotContains(t, regs[0], "retry", "re-registering without the flags: the namespace's again")
+}
+
+// A value too long to show whole, refused by a rule that another names
+// again (a --retry-schedule delay, a key id, an --allow-host pattern), is
+// cut once, its own length said, and the refusal still says what it must
+// be (it was cut twice: the length said was the inner message's, and the
+// reason was lost).
+func TestLongValueCutOnce(t *testing.T) {
+	long := strings.Repeat("a", 100_000)
+	key := filepath.Join(t.TempDir(), "k.pem")
+	_, pem := keytest.Ed25519(t)
+	require.NoError(t, os.WriteFile(key, pem, 0o600))
+	db := newDB(t)
+	heraldOK(t, db, "", "migrate", "up")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret, "--retry-schedule", "5s," + long},
+			"invalid --retry-schedule: delay 2: "},
+		{[]string{"sweep", "--namespace", "webhook", "--retry-schedule", long}, "invalid --retry-schedule: delay 1: "},
+		{[]string{"keys", "add", "--private-key", key, "--key-id", long}, "invalid --key-id: "},
+		{[]string{"sweep", "--namespace", "webhook", "--allow-host", long}, "invalid --allow-host (the 1st): "},
+	} {
+		r := runCLI(t, db, "", c.args...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Less(t, len(r.stderr), 600, r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "…"), "cut once: %s", r.stderr)
+		require.Contains(t, r.stderr, c.want)
+		require.Contains(t, r.stderr, "(100000 bytes)", "the value's own length")
+		require.NotRegexp(t, `bytes\)"?\n$`, r.stderr, "the reason follows the value")
+	}
+}
+
+// A refusal's reason that names another field names it as the CLI user
+// typed it, by its flag (it said private_key, auth_scheme, proof_key_id);
+// a quoted value is left as given.
+func TestRefusalsNameFlagsNotFields(t *testing.T) {
+	db := newDB(t)
+	key := filepath.Join(t.TempDir(), "k.pem")
+	_, pem := keytest.Ed25519(t)
+	require.NoError(t, os.WriteFile(key, pem, 0o600))
+	ap := []string{"register", "--stream", "s", "--id", "i", "--namespace", "activitypub", "--url", "https://example.com/inbox"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(ap, "--key-id", "https://example.com/a#k", "--private-key-file", key, "--signature-scheme", "cavage"),
+			"invalid --signature-scheme: is \"cavage\", which fediverse servers verify with RSA keys only, and --private-key-file is Ed25519"},
+		{append(ap, "--key-id", "https://example.com/a#k"), "names no stored key: add it with `herald keys add`, or give --private-key-file\n"},
+		{append(ap, "--key-id", "https://example.com/a#k", "--private-key-file", key, "--proof-private-key-file", key),
+			"invalid --proof-private-key-file: needs --proof-key-id, the id of the Multikey it is"},
+		{[]string{"register", "--stream", "s", "--id", "i", "--namespace", "a2a", "--url", "https://example.com/a2a", "--auth-scheme", "Bearer"},
+			"invalid --credentials: is missing: --auth-scheme \"Bearer\" alone sends no Authorization header"},
+		{[]string{"register", "--stream", "s", "--id", "i", "--namespace", "a2a", "--url", "https://example.com/a2a", "--a2a-version", "auth_scheme"},
+			"invalid --a2a-version: \"auth_scheme\" must be"},
+	} {
+		r := runCLI(t, db, "", c.args...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, c.want)
+	}
+	// rotate-secret sets no secret by a flag: the registration's secrets
+	// are named without the HTTP API's "config.".
+	secrets := []string{"register", "--stream", "s", "--id", "w", "--namespace", "webhook", "--url", "https://hooks.example/x"}
+	for i := range webhook.MaxSecrets {
+		secrets = append(secrets, "--secret", fmt.Sprintf("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa%02d", i))
+	}
+	heraldOK(t, db, "", secrets...)
+	r := runCLI(t, db, "", "rotate-secret", "--stream", "s", "--id", "w")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald: invalid secrets: would hold 9 secrets with the retiring ones, more than 8: rotate again after ")
+	require.Contains(t, r.stderr, ", or with --expire-old 0")
 }
 
 // register --rate is validated, its error naming the flag and the forms it

@@ -29,7 +29,9 @@ attempts and a pause or park stay as they are: a paused registration is resent
 to, since you asked. The answer is written as a "resent" evidence row (herald
 evidence); a failure is not retried: resend again. Asking for a record already
 queued changes nothing. A record not yet acknowledged is refused (it will be
-delivered in order; rewind replays from a seq), as is one pruned.`,
+delivered in order; rewind replays from a seq), as are one pruned and one of
+a kind the registration does not want (register --kinds: it was passed
+without a message, and a resend would send nothing).`,
 		example: `  herald resend --stream orders/1001 --id billing --seq 2 --by alice`,
 		need:    []string{"stream", "id", "seq"},
 		db:      readDB,

@@ -15,8 +15,9 @@ import (
 
 // resend queues an acknowledged record; the next sweep sends it once with
 // its original id and the cursor stays; the answer is in herald evidence.
-// A record not acknowledged, a seq 0 and an unknown registration are
-// refused with exit 2, naming the flag, nothing queued.
+// A record not acknowledged, one of a kind the registration does not want
+// (it was never sent), a seq 0 and an unknown registration are refused with
+// exit 2, naming the flag, nothing queued.
 func TestResendSendsOneAcknowledgedRecordAgain(t *testing.T) {
 	var (
 		mu  sync.Mutex
@@ -69,10 +70,13 @@ func TestResendSendsOneAcknowledgedRecordAgain(t *testing.T) {
 	require.Equal(t, "resent for alice", evs[0].Error)
 	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "r"), "resent for alice")
 
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "others", "--namespace", "webhook", "--url", srv.URL, "--secret", goodSecret,
+		"--kinds", "other.*", "--from-seq", "4")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--stream", "s", "--id", "others", "--seq", "2"}, "invalid --seq: #2 is a record of kind k, which this registration does not want (its kinds: other.*)"},
 		{[]string{"--stream", "s", "--id", "r", "--seq", "4"}, "invalid --seq: #4 is at or past the cursor (4): it has not been acknowledged"},
 		{[]string{"--stream", "s", "--id", "r", "--seq", "0"}, "--seq"},
 		{[]string{"--stream", "s", "--id", "r", "--seq", "1", "--by", "a\nb"}, "--by"},

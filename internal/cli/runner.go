@@ -94,7 +94,7 @@ func (e *env) cobra(d command) *cobra.Command {
 		case d.args != nil:
 			return d.args(args) // callError for a count of arguments, usagef for a value
 		case len(args) > 0:
-			return callf("%s takes no arguments, got %q", strings.TrimPrefix(cmd.CommandPath(), "herald "), args)
+			return callf("%s takes no arguments, got %s", strings.TrimPrefix(cmd.CommandPath(), "herald "), journal.Quoted(strings.Join(args, " ")))
 		}
 		return nil
 	}
@@ -183,7 +183,8 @@ func eachInvalid(err error, f func(*journal.InvalidError)) {
 	}
 }
 
-// flagField is inv's text with its field named by the flag of cmd that sets it.
+// flagField is inv's text with its field, and the fields its reason names,
+// named by the flags of cmd that set them.
 func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	field := inv.Field
 	if _, f, ok := inv.InBatch(); ok {
@@ -195,8 +196,9 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	}
 	key, index, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(field, prefix), "Options."), "[")
 	name := flagName(key)
-	if cmd.Flags().Lookup(name) == nil {
-		return "", false
+	if cmd.Flags().Lookup(name) == nil { // a config's field no flag of cmd sets: named without the API's "config."
+		reason, bare := flagWords(cmd, inv.Reason), strings.TrimPrefix(inv.Field, "config.")
+		return (&journal.InvalidError{Field: bare, Reason: reason}).Error(), reason != inv.Reason || bare != inv.Field
 	}
 	flag := "--" + name
 	if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && index != "" {
@@ -204,13 +206,29 @@ func flagField(cmd *cobra.Command, inv *journal.InvalidError) (string, bool) {
 	} else if index != "" { // a key: the header of config.headers[X-Tenant]
 		flag += " " + strings.TrimSuffix(index, "]")
 	}
-	reason := inv.Reason
+	reason := flagWords(cmd, inv.Reason)
 	if ref, ok := strings.CutPrefix(reason, "repeats "+prefix+key+"["); ok {
 		if n, err := strconv.Atoi(strings.TrimSuffix(ref, "]")); err == nil {
 			reason = "repeats the " + ordinal(n+1)
 		}
 	}
 	return (&journal.InvalidError{Field: flag, Reason: reason}).Error(), true
+}
+
+// fieldWord matches a library's field name in a reason: a snake_case word
+// ("private_key", "auth_scheme"), never an English one; or a quoted value.
+var fieldWord = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\b[a-z]+(?:_[a-z]+)+\b`)
+
+// flagWords is reason with each field it names that a flag of cmd sets
+// named by that flag ("give private_key" is "give --private-key-file"),
+// leaving quoted values as they are.
+func flagWords(cmd *cobra.Command, reason string) string {
+	return fieldWord.ReplaceAllStringFunc(reason, func(w string) string {
+		if name := flagName(w); !strings.HasPrefix(w, `"`) && cmd.Flags().Lookup(name) != nil {
+			return "--" + name
+		}
+		return w
+	})
 }
 
 // rangeRefusal matches a library's refusal of a value out of its range:
@@ -321,7 +339,7 @@ func (v *intValue[T]) Set(s string) error {
 		*p = u
 	}
 	if v.lo != 0 && (n < v.lo || v.hi != 0 && n > v.hi) {
-		return usagef("--%s %s must be %s", v.name, s, v.words)
+		return usagef("--%s %s must be %s", v.name, journal.Shown(s), v.words)
 	}
 	*v.p = n
 	return nil
@@ -349,7 +367,7 @@ func (t *instant) Set(s string) (err error) {
 func parseInstant(s string) (time.Time, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 || n > 253402300799 {
-			return time.Time{}, usagef("--at %s is out of range for unix seconds", s)
+			return time.Time{}, usagef("--at %s is out of range for unix seconds", journal.Shown(s))
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}
@@ -359,10 +377,10 @@ func parseInstant(s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, rfc)
 	if err != nil {
-		return time.Time{}, usagef("--at %q is neither RFC 3339 (2026-03-15T11:00:00Z, or with a space for the T as tables print it) nor unix seconds", s)
+		return time.Time{}, usagef("--at %s is neither RFC 3339 (2026-03-15T11:00:00Z, or with a space for the T as tables print it) nor unix seconds", journal.Quoted(s))
 	}
 	if t.Before(time.Unix(0, 0)) {
-		return time.Time{}, usagef("--at %s is before 1970: out of range", s)
+		return time.Time{}, usagef("--at %s is before 1970: out of range", journal.Shown(s))
 	}
 	return t.UTC(), nil
 }
@@ -373,7 +391,10 @@ func flagError(c *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	if !errors.As(err, &ive) {
 		var ne *pflag.NotExistError
-		if errors.As(err, &ne) && ne.GetSpecifiedName() != "" {
+		if errors.As(err, &ne) && ne.GetSpecifiedShortnames() != "" {
+			err = fmt.Errorf("unknown shorthand flag: %q in -%s", ne.GetSpecifiedName(), journal.Shown(ne.GetSpecifiedShortnames()))
+		} else if errors.As(err, &ne) && ne.GetSpecifiedName() != "" {
+			err = fmt.Errorf("unknown flag: --%s", journal.Shown(ne.GetSpecifiedName())) // pflag's words, the name bounded
 			if near := nearestFlag(c, ne.GetSpecifiedName()); near != "" {
 				err = fmt.Errorf("%w; did you mean --%s?", err, near)
 			}
@@ -397,7 +418,7 @@ func flagError(c *cobra.Command, err error) error {
 			if strings.HasPrefix(strings.TrimSpace(value), "-") {
 				way = "less than the smallest number the flag holds"
 			}
-			return usagef("--%s %q is out of range (%s)%s", f.Name, value, way, rng)
+			return usagef("--%s %s is out of range (%s)%s", f.Name, journal.Quoted(value), way, rng)
 		}
 		want = "a whole number" + rng
 	case t == "duration":
@@ -407,7 +428,7 @@ func flagError(c *cobra.Command, err error) error {
 	default:
 		return usageOf(err)
 	}
-	return usagef("--%s %q is not %s", f.Name, value, want)
+	return usagef("--%s %s is not %s", f.Name, journal.Quoted(value), want)
 }
 
 func (v *intValue[T]) rangeWords() string { return v.words }

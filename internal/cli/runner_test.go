@@ -100,8 +100,15 @@ func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
 	}
 
 	// A stream name is a producer's value: the not-found hint's command shows
-	// its escapes and bidirectional overrides escaped.
-	hostile := "\x1b]0;owned\a\x1b[2J\u202eb"
+	// its bidirectional overrides escaped; one no stream can have (a control
+	// character, 201 bytes) is refused as such, naming --stream, not shown.
+	for _, stream := range []string{"\x1b]0;owned\a\x1b[2J", strings.Repeat("a", 201)} {
+		r := runCLI(t, db, "", "unpark", "--stream", stream, "--id", "x")
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, "herald: invalid --stream: ")
+		require.NotContains(t, r.stderr, stream)
+	}
+	hostile := "\u202eb"
 	for _, args := range [][]string{
 		{"unpark", "--stream", hostile, "--id", "x"},
 		{"skip", "--stream", hostile, "--id", "x", "--to-seq", "2"},
@@ -111,8 +118,7 @@ func TestNotFoundAndConflictAreValueErrors(t *testing.T) {
 	} {
 		r := runCLI(t, db, "", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
-		require.Contains(t, r.stderr, `herald registrations --database `+shellQuote("sqlite:"+db)+` --stream $'\x1b]0;owned\x07\x1b[2J\xe2\x80\xaeb'`, args[0])
-		require.NotContains(t, r.stderr, "\x1b", args[0])
+		require.Contains(t, r.stderr, `herald registrations --database `+shellQuote("sqlite:"+db)+` --stream $'\xe2\x80\xaeb'`, args[0])
 		require.NotContains(t, r.stderr, "\u202e", args[0])
 	}
 }

@@ -8,9 +8,14 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
+	"math/big"
+	"net"
 	"testing"
+	"time"
 )
 
 // PEM is key (an *rsa.PrivateKey, *ecdsa.PrivateKey or ed25519.PrivateKey)
@@ -87,4 +92,49 @@ func SelfSigned(tb testing.TB, tmpl *x509.Certificate) (certPEM, keyPEM []byte) 
 	tb.Helper()
 	c := Issue(tb, tmpl, nil)
 	return c.CertPEM, c.KeyPEM
+}
+
+// CA is a certificate authority made for a test, and a pool that trusts it.
+type CA struct {
+	Cert
+	Pool *x509.CertPool
+}
+
+// NewCA is a new CA, valid for an hour either side of now.
+func NewCA(tb testing.TB) *CA {
+	tb.Helper()
+	now := time.Now()
+	c := Issue(tb, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}, nil)
+	pool := x509.NewCertPool()
+	pool.AddCert(c.Certificate)
+	return &CA{Cert: c, Pool: pool}
+}
+
+// Leaf is a PEM certificate and key that ca signs for cn, valid from
+// notBefore to notAfter: a client's, or with server a server's of
+// 127.0.0.1 and example.com.
+func (ca *CA) Leaf(tb testing.TB, cn string, server bool, notBefore, notAfter time.Time) (certPEM, keyPEM string) {
+	tb.Helper()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses, tmpl.DNSNames = []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"example.com"}
+	}
+	c := Issue(tb, tmpl, &ca.Cert)
+	return string(c.CertPEM), string(c.KeyPEM)
+}
+
+// RequireClients is the TLS config of a server of 127.0.0.1 and
+// example.com, ca's, that requires a client certificate ca signed.
+func (ca *CA) RequireClients(tb testing.TB) *tls.Config {
+	tb.Helper()
+	now := time.Now()
+	certPEM, keyPEM := ca.Leaf(tb, "receiver", true, now.Add(-time.Hour), now.Add(time.Hour))
+	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	if err != nil {
+		tb.Fatalf("keytest: %v", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool}
 }

@@ -54,6 +54,13 @@ func parseKey(keyField, pemField, id string, pem []byte) (store.ActorKey, crypto
 	return store.ActorKey{ID: id, PrivateKey: pem, Algorithm: p.Algorithm, Fingerprint: p.Fingerprint}, p.Signer, nil
 }
 
+// CheckKey refuses a key id or a PEM private key that AddKey and RotateKey
+// would refuse before reading the store; errors as parseKey's.
+func CheckKey(keyField, pemField, id string, pem []byte) error {
+	_, _, err := parseKey(keyField, pemField, id, pem)
+	return err
+}
+
 // KeyStore holds actors' keys and the registrations and subscriptions
 // that sign with them.
 type KeyStore interface {

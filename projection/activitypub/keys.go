@@ -145,7 +145,7 @@ func (c *keyCache) heldKey(ctx context.Context, src KeySource, id string) (crypt
 func CheckKeyID(field, id string) error {
 	if err := checkURI("key_id", id); err != nil {
 		if ie, ok := err.(*journal.InvalidError); ok {
-			return journal.Invalid(field, "%s", ie.Reason)
+			return &journal.InvalidError{Field: field, Reason: ie.Reason} // cut once, by checkURI
 		}
 		return err
 	}

@@ -232,6 +232,9 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		n = &store.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
 		s.regs[r.Key()] = n
 	}
+	if !r.SameDelivery(*n) {
+		n.LeaseOwner = "" // a turn in flight loses its lease, whose end still holds it (Store.Register)
+	}
 	n.URL, n.Namespace, n.Config, n.OnRejected = r.URL, r.Namespace, slices.Clone(r.Config), r.OnRejected
 	n.Kinds, n.Window, n.RetainMax = slices.Clone(r.Kinds), max(r.Window, 1), r.RetainMax
 	removed := !n.Rate.IsZero() && r.Rate.IsZero()
@@ -519,7 +522,12 @@ func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, a
 		return err
 	}
 	return s.with(streamName, id, func(r *store.Registration) error {
-		if err := store.CheckResend(streamName, seq, r.NextSeq, s.stream(streamName).oldest); err != nil {
+		st := s.stream(streamName)
+		kind := ""
+		if seq >= st.oldest && seq <= st.head {
+			kind = st.at(seq).Kind
+		}
+		if err := store.CheckResend(streamName, seq, r.NextSeq, st.oldest, r.Kinds, kind); err != nil {
 			return err
 		}
 		k := r.Key()
@@ -1028,8 +1036,10 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	defer s.mu.Unlock()
 	k := store.Key{Stream: sub.Prefix, ID: sub.ID}
 	sub.Config, sub.Kinds, sub.Window = slices.Clone(sub.Config), slices.Clone(sub.Kinds), max(sub.Window, 1)
+	changed := true
 	if old := s.subs[k]; old != nil {
 		sub.FromHead = old.FromHead // where existing streams started is history
+		changed = !sub.Template("").SameDelivery(old.Template(""))
 	}
 	s.subs[k] = &sub
 	for name, st := range s.streams {
@@ -1046,6 +1056,9 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	for _, r := range s.regs {
 		if r.Subscription == sub.Prefix && r.ID == sub.ID {
 			n++
+			if changed {
+				r.LeaseOwner = "" // as Register
+			}
 			r.Namespace, r.URL, r.Config, r.OnRejected = sub.Namespace, sub.URL, slices.Clone(sub.Config), sub.OnRejected
 			r.Kinds, r.Window, r.RetainMax = slices.Clone(sub.Kinds), sub.Window, sub.RetainMax
 			r.Retry = sub.Retry

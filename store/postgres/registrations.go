@@ -28,16 +28,29 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		var (
 			head, oldest   uint64
 			sealed, exists bool
+			old            store.Status
 		)
 		b := &pgx.Batch{}
 		b.Queue(stmt("mark_stream"), pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
-		var madeBy string
-		b.Queue(stmt("registration_made_by"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) error { return row.Scan(&exists, &madeBy) })
+		b.Queue(stmt("get"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) (err error) {
+			old, err = scanStatus(row)
+			if exists = err == nil; errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "register", err)
 		}
-		if madeBy != "" {
-			return store.MadeBy(r, madeBy)
+		if old.Subscription != "" {
+			return store.MadeBy(r, old.Subscription)
+		}
+		revoke := false // an update that changes the delivery takes a turn's lease (store.Registration.SameDelivery)
+		if exists {
+			stored := old.Registration
+			var err error
+			stored.Config, err = s.sealer.OpenRegistration(stored)
+			revoke = err != nil || !r.SameDelivery(stored) // one that no longer opens has changed
 		}
 		next := max(r.NextSeq, 1) // an update keeps the stored cursor
 		if !exists {
@@ -53,7 +66,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		st, err := scanStatus(tx.QueryRow(ctx, stmt("upsert_registration"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID,
 			"namespace": r.Namespace, "url": r.URL, "config": config, "on_rejected": string(r.OnRejected), "next_seq": int64(next),
 			"next_attempt_at": time.Time{}, "host": r.Host(), "kinds": kinds, "window": int32(max(r.Window, 1)),
-			"retain_max_ns": int64(r.RetainMax), "retry": store.EncodeRetry(r.Retry), "rate": r.Rate.String()}))
+			"retain_max_ns": int64(r.RetainMax), "retry": store.EncodeRetry(r.Retry), "rate": r.Rate.String(), "revoke": revoke}))
 		out = st.Registration
 		return s.dbErr(ctx, "register", err)
 	})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,15 +24,19 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 		return store.NotFound(stream, id)
 	}
 	return s.inTx(ctx, "resend", func(tx pgx.Tx) error {
-		var next, oldest uint64
-		err := tx.QueryRow(ctx, stmt("resend_from"), pgx.NamedArgs{"stream": stream, "id": id}).Scan(&next, &oldest)
+		var (
+			next, oldest uint64
+			kinds        []string
+			kind         string
+		)
+		err := tx.QueryRow(ctx, stmt("resend_from"), pgx.NamedArgs{"stream": stream, "id": id, "seq": int64(min(seq, math.MaxInt64))}).Scan(&next, &kinds, &oldest, &kind)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return store.NotFound(stream, id)
 		case err != nil:
 			return s.dbErr(ctx, "resend: read the cursor", err)
 		}
-		if err := store.CheckResend(stream, seq, next, oldest); err != nil {
+		if err := store.CheckResend(stream, seq, next, oldest, kinds, kind); err != nil {
 			return err
 		}
 		var added bool

@@ -24,8 +24,14 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	end := store.PrefixEnd(sub.Prefix)
 	err = s.inTx(ctx, "subscribe", func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		key := pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID, "end": end}
 		b.Queue(stmt("subscribe_lock"))
+		var old []store.SubscriptionStatus
+		b.Queue(stmt("subscriptions"), pgx.NamedArgs{"prefix": sub.Prefix}).Query(appendTo(&old, scanSubscription))
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return s.dbErr(ctx, "subscribe: read", err)
+		}
+		b = &pgx.Batch{}
+		key := pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID, "end": end, "revoke": s.sealer.SubscriptionChanges(sub, old)}
 		b.Queue(stmt("upsert_subscription"), pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID, "namespace": sub.Namespace, "url": sub.URL,
 			"host": store.HostOf(sub.URL), "config": config, "on_rejected": string(sub.OnRejected), "kinds": kinds,
 			"window": int32(max(sub.Window, 1)), "retain_max_ns": int64(sub.RetainMax), "retry": store.EncodeRetry(sub.Retry), "from_head": sub.FromHead})
@@ -76,16 +82,21 @@ func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 	if !validText(prefix) {
 		return []store.SubscriptionStatus{}, nil
 	}
-	return s.sealer.OpenSubscriptions(query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, func(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
-		var retry string
-		err = row.Scan(&st.Prefix, &st.ID, &st.Namespace, &st.URL, (*[]byte)(&st.Config), &st.OnRejected, &st.Kinds, &st.Window,
-			(*int64)(&st.RetainMax), &retry, &st.FromHead, &st.Streams)
-		if err == nil {
-			st.Retry, err = store.DecodeRetry(retry)
-		}
-		if len(st.Kinds) == 0 {
-			st.Kinds = nil
-		}
-		return st, err
-	}, stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix}))
+	return s.sealer.OpenSubscriptions(query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription,
+		stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix}))
+}
+
+// scanSubscription reads a row of statement subscriptions, its config as
+// stored.
+func scanSubscription(row pgx.CollectableRow) (st store.SubscriptionStatus, err error) {
+	var retry string
+	err = row.Scan(&st.Prefix, &st.ID, &st.Namespace, &st.URL, (*[]byte)(&st.Config), &st.OnRejected, &st.Kinds, &st.Window,
+		(*int64)(&st.RetainMax), &retry, &st.FromHead, &st.Streams)
+	if err == nil {
+		st.Retry, err = store.DecodeRetry(retry)
+	}
+	if len(st.Kinds) == 0 {
+		st.Kinds = nil
+	}
+	return st, err
 }

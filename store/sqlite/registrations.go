@@ -78,7 +78,10 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		case err == nil && old.Subscription != "":
 			return store.MadeBy(r, old.Subscription)
 		case err == nil:
-			_, err = tx.ExecContext(ctx, stmt("update_registration"), dest...)
+			stored := old.Registration
+			stored.Config, err = s.sealer.OpenRegistration(stored)
+			revoke := err != nil || !r.SameDelivery(stored) // one that no longer opens has changed
+			_, err = tx.ExecContext(ctx, stmt("update_registration"), append(dest, revoke)...)
 			if err = translate("register: update", err); err == nil && r.Rate.IsZero() && !old.Rate.IsZero() && !old.PacedUntil.IsZero() {
 				err = rewake(ctx, tx, r.Stream, int64(old.NextSeq)) // its pace gone, it may be due at once
 			}

@@ -18,7 +18,15 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 	}
 	return s.writeTo(ctx, "resend", stream, id, func(tx *sql.Tx) error {
 		next, _, oldest, err := cursorOf(ctx, tx, "resend", stream, id)
-		if err = cmp.Or(err, store.CheckResend(stream, seq, uint64(next), uint64(oldest))); err != nil {
+		if err != nil {
+			return err
+		}
+		var kinds, kind string
+		if err := tx.QueryRowContext(ctx, stmt("resend_kind"), stream, id, int64(seq)).Scan(&kinds, &kind); err != nil {
+			return translate("resend: read the record's kind", err)
+		}
+		wanted, err := decodeKinds(kinds)
+		if err = cmp.Or(err, store.CheckResend(stream, seq, uint64(next), uint64(oldest), wanted, kind)); err != nil {
 			return err
 		}
 		var one int

@@ -24,7 +24,12 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	}
 	var out store.SubscriptionStatus
 	err = s.write(ctx, "subscribe", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, stmt("upsert_subscription"), sub.Prefix, sub.ID, sub.Namespace, sub.URL, store.HostOf(sub.URL),
+		old, err := queryAll(ctx, tx, "subscribe: read", nil, scanSubscription, stmt("subscriptions"), sub.Prefix)
+		if err != nil {
+			return err
+		}
+		revoke := s.sealer.SubscriptionChanges(sub, old)
+		_, err = tx.ExecContext(ctx, stmt("upsert_subscription"), sub.Prefix, sub.ID, sub.Namespace, sub.URL, store.HostOf(sub.URL),
 			config, string(sub.OnRejected), encodeKinds(sub.Kinds), max(sub.Window, 1), int64(sub.RetainMax), store.EncodeRetry(sub.Retry), sub.FromHead)
 		if err != nil {
 			return translate("subscribe", err)
@@ -34,7 +39,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 			args    []any
 		}{
 			{"subscribe: materialise", stmt("materialise"), []any{sub.Prefix, sub.ID, store.PrefixEnd(sub.Prefix)}},
-			{"subscribe: update", stmt("update_subscribed"), []any{sub.Prefix, sub.ID}},
+			{"subscribe: update", stmt("update_subscribed"), []any{sub.Prefix, sub.ID, revoke}},
 			{"subscribe: wake", stmt("wake_range"), []any{sub.Prefix, store.PrefixEnd(sub.Prefix), int64(dueNow)}},
 		} {
 			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {

@@ -388,9 +388,9 @@ func testEachSaveAsAdvanceAlone(t *testing.T, b Backend) {
 	appendN(t, b, "s", 10)
 	appendN(t, b, "t", 3)
 	for _, id := range []string{"moves", "stale", "past", "behind", "attempts"} {
-		register(t, b, reg("s", id, "webhook"))
+		register(t, b, reg("s", id, id)) // a namespace each: a claim takes one alone
 	}
-	register(t, b, reg("t", "end", "webhook"))
+	register(t, b, reg("t", "end", "end"))
 
 	moves := claim(t, b, "s", "moves", at(0))
 	stale := claim(t, b, "s", "stale", at(0))

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,51 @@ var registrationTests = []test{
 	testRegisterAndGet, testReregisterKeepsCursor, testRegisterPastSealedStream,
 	testBadRegistrationChangesNothing, testUnregister, testListFiltersAndPages, testStats,
 	testKindsAndWindowStored, testRetryPolicyStored, testFailingSinceStartsARun,
+	testAnUpdateTakesTheLeaseButNotItsEnd,
+}
+
+// testAnUpdateTakesTheLeaseButNotItsEnd: an update (a new URL, kinds,
+// secret) takes the lease from the turn in flight, whose writes and
+// renewals then fail, but keeps the lease's end, so that no claim serves the
+// registration under what the update set beside that turn; a subscription's
+// update does the same to the registrations it made. The same registration
+// or subscription again disturbs no turn.
+func testAnUpdateTakesTheLeaseButNotItsEnd(t *testing.T, b Backend) {
+	streamWithReg(t, b, 10)
+	a := due(t, b, "webhook", "A", at(0), 1).Registrations[0].Claim() // leased until at(60)
+	r := reg("s", "r", "webhook")
+	register(t, b, r)
+	require.NoError(t, b.Checkpoint(t.Context(), a, 2), "the same registration again leaves the turn its lease")
+	r.Kinds, r.URL = []string{"a.*"}, "https://moved.example/r"
+	register(t, b, r)
+	require.ErrorIs(t, b.Checkpoint(t.Context(), a, 5), store.ErrLeaseLost, "the turn in flight saves nothing more")
+	require.ErrorIs(t, b.Advance(t.Context(), a, 5), store.ErrLeaseLost)
+	renewed, err := b.Renew(t.Context(), at(30), []store.Claim{a})
+	require.NoError(t, err)
+	require.Empty(t, renewed, "nor renews its lease")
+	require.Empty(t, due(t, b, "webhook", "B", at(59), 1).Registrations, "the lease's end still holds it")
+	batch := due(t, b, "webhook", "B", at(60), 1)
+	require.Equal(t, []string{"s/r"}, keys(batch.Registrations), "claimed once that lease ended")
+	got := batch.Registrations[0]
+	require.Equal(t, uint64(2), got.NextSeq, "at the cursor the update found")
+	require.Equal(t, []string{"a.*", "https://moved.example/r"}, append(slices.Clone(got.Kinds), got.URL), "under what the update set")
+	require.NoError(t, b.Advance(t.Context(), got.Claim(), 11))
+
+	if _, ok := b.(store.Subscriber); !ok {
+		return
+	}
+	appendN(t, b, "m/1", 3)
+	subscribe(t, b, sub("m/", "h"))
+	c := due(t, b, "webhook", "C", at(100), 1).Registrations[0].Claim()
+	require.Equal(t, "m/1", c.Stream)
+	subscribe(t, b, sub("m/", "h"))
+	require.NoError(t, b.Checkpoint(t.Context(), c, 2), "the same subscription again leaves the turn its lease")
+	changed := sub("m/", "h")
+	changed.URL = "https://moved.example/h"
+	subscribe(t, b, changed)
+	require.ErrorIs(t, b.Advance(t.Context(), c, 3), store.ErrLeaseLost, "a subscription's update takes the lease too")
+	require.Empty(t, due(t, b, "webhook", "D", at(159), 1).Registrations, "and keeps its end")
+	require.Equal(t, []string{"m/1"}, mapped(due(t, b, "webhook", "D", at(160), 1).Registrations, func(st store.Status) string { return st.Stream }))
 }
 
 // testRetryPolicyStored: a registration's retry policy is stored, returned by

@@ -17,7 +17,7 @@ import (
 var resendTests = []test{
 	testResendIsPendingUntilClaimedAndResent, testResendRefusesWhatWasNotAcknowledged, testResendClaimsAreFenced,
 	testResendsGoWithTheirRegistration, testResendOfAPausedRegistration, testDueResendsOrderAndLimit,
-	testTwoWorkersSendAResendOnce,
+	testTwoWorkersSendAResendOnce, testResendRefusesAKindNotWanted,
 }
 
 // resendAt5 appends 5 records to "s" and registers s/r with its cursor at 5.
@@ -275,4 +275,32 @@ func testTwoWorkersSendAResendOnce(t *testing.T, b Backend) {
 	require.Equal(t, 200, ev[0].Status)
 	require.Equal(t, "s-2", ev[0].MessageID)
 	require.Equal(t, "resent for alice", ev[0].Error)
+}
+
+// testResendRefusesAKindNotWanted: a record of a kind the registration does
+// not want was passed without a message; a resend of it, which would send
+// nothing, is refused naming the record, its kind and the kinds wanted, and
+// leaves nothing pending.
+func testResendRefusesAKindNotWanted(t *testing.T, b Backend) {
+	ctx := t.Context()
+	require.NoError(t, errOf(b.Append(ctx, "s",
+		journal.Entry{ID: "o1", Kind: "order.created", Payload: []byte("{}")},
+		journal.Entry{ID: "i1", Kind: "invoice.sent", Payload: []byte("{}")},
+		journal.Entry{ID: "o2", Kind: "order.paid", Payload: []byte("{}")})))
+	r := regFrom("s", "orders", "webhook", 4)
+	r.Kinds = []string{"order.*"}
+	register(t, b, r)
+	register(t, b, regFrom("s", "all", "webhook", 4))
+
+	err := b.Resend(ctx, "s", "orders", 2, at(1), "alice")
+	require.ErrorIs(t, err, journal.ErrInvalid)
+	var ie *journal.InvalidError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "seq", ie.Field)
+	require.Contains(t, ie.Reason, "#2 is a record of kind invoice.sent, which this registration does not want (its kinds: order.*)")
+	require.Empty(t, dueResends(t, b, "webhook", "w", at(100), 10).Resends, "the refused resend left nothing pending")
+
+	require.NoError(t, b.Resend(ctx, "s", "orders", 3, at(2), "alice"), "a kind it wants")
+	require.NoError(t, b.Resend(ctx, "s", "all", 2, at(3), "alice"), "no kinds: every kind")
+	require.ElementsMatch(t, []uint64{3, 2}, resendSeqs(dueResends(t, b, "webhook", "w", at(100), 10)))
 }

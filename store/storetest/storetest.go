@@ -163,22 +163,26 @@ func due(t *testing.T, b Backend, ns, owner string, when time.Time, limit int) s
 // running at once.
 var claims atomic.Int64
 
-// claim claims stream/id alone through Due at when (at or after its
-// NextAttemptAt and lease expiry): it re-registers it into a namespace of its
-// own, claims it there and moves it back, keeping cursor, retries and lease.
+// claim claims stream/id through Due at when (at or after its NextAttemptAt
+// and lease expiry), under an owner of its own; the other registrations of
+// its namespace that claim took are given back at once (Advance at their
+// cursor), due again at when with the rest of their state kept.
 func claim(t *testing.T, b Backend, stream, id string, when time.Time) store.Claim {
 	t.Helper()
 	st := get(t, b, stream, id)
-	n := claims.Add(1)
-	tmp := st.Registration
-	tmp.Namespace = fmt.Sprintf("claim-%d", n)
-	require.NoError(t, errOf(b.Register(t.Context(), tmp)))
-	batch := due(t, b, tmp.Namespace, fmt.Sprintf("owner-%d", n), when, 1)
-	require.NoError(t, errOf(b.Register(t.Context(), st.Registration)))
-	require.Equal(t, []string{stream + "/" + id}, keys(batch.Registrations), "claim %s/%s at %v", stream, id, when)
-	c := batch.Registrations[0].Claim()
-	require.Equal(t, fmt.Sprintf("owner-%d", n), c.Owner)
-	return c
+	owner := fmt.Sprintf("owner-%d", claims.Add(1))
+	batch, err := b.Due(t.Context(), store.DueQuery{At: when, Limit: 10_000, Namespace: st.Namespace, Owner: owner, LeaseUntil: when.Add(time.Minute)})
+	require.NoError(t, err)
+	var c *store.Claim
+	for _, got := range batch.Registrations {
+		if got.Stream == stream && got.ID == id {
+			c = new(got.Claim())
+			continue
+		}
+		require.NoError(t, b.Advance(t.Context(), got.Claim(), got.NextSeq), "give back %s/%s", got.Stream, got.ID)
+	}
+	require.NotNil(t, c, "claim %s/%s at %v", stream, id, when)
+	return *c
 }
 
 // streamWithReg appends n records to stream "s" and registers regs, or s/r

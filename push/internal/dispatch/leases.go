@@ -13,7 +13,8 @@ import (
 // that a claim that takes long, or a store that answers slowly, delays no
 // renewal. A running turn's context ends at nine tenths of its lease, and a
 // renewal moves that end; a turn whose lease could not be renewed ends
-// before its lease lapses, so it never writes under one.
+// before its lease lapses, so it never writes under one; one whose lease
+// a renewal found taken ends at once (errLeaseTaken).
 type leases struct {
 	mu   sync.Mutex
 	held map[*slot]struct{}
@@ -101,12 +102,16 @@ func (d *dispatcher) renew() {
 	until := sent.Add(skew + w.cfg.Lease)
 	ctx, cancel := context.WithTimeout(d.ctx, w.cfg.Lease/3)
 	defer cancel()
-	var renewed []store.ResendClaim
+	var renewed, asked []store.ResendClaim // asked: the claims of the calls that answered
 	if len(claims) > 0 {
 		cs, err := w.store.Renew(ctx, until, claims)
 		if err != nil {
 			w.cfg.Logger.Warn("herald: cannot renew the leases of the claims held; a turn ends at its lease's end", "namespace", w.namespace,
 				"claims", len(claims), "err", err)
+		} else {
+			for _, c := range claims {
+				asked = append(asked, store.ResendClaim{Claim: c})
+			}
 		}
 		for _, c := range cs {
 			renewed = append(renewed, store.ResendClaim{Claim: c})
@@ -117,12 +122,16 @@ func (d *dispatcher) renew() {
 		if err != nil {
 			w.cfg.Logger.Warn("herald: cannot renew the leases of the resends held; a resend ends at its lease's end", "namespace", w.namespace,
 				"resends", len(resends), "err", err)
+		} else {
+			asked = append(asked, resends...)
 		}
 		renewed = append(renewed, cs...)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	kept := make(map[store.ResendClaim]bool, len(renewed))
 	for _, c := range renewed {
+		kept[c] = true
 		s := bySlot[c]
 		if _, ok := l.held[s]; !ok {
 			continue // ended meanwhile
@@ -130,6 +139,19 @@ func (d *dispatcher) renew() {
 		s.wallUntil = until.Add(-s.at.Sub(s.claimedAt))
 		if s.expire != nil && s.expire.Stop() { // not fired: the turn still runs under its lease
 			s.expire.Reset(time.Until(s.wallUntil.Add(-w.cfg.Lease / 10)))
+		}
+	}
+	for _, c := range asked {
+		if kept[c] {
+			continue
+		}
+		// The store answered without it: its lease was taken (an update,
+		// pause, rewind; another worker past its end). No write of the turn
+		// can land, so it stops sending now, not at its lease's end.
+		if s := bySlot[c]; s.cancel != nil {
+			if _, ok := l.held[s]; ok {
+				s.cancel(errLeaseTaken)
+			}
 		}
 	}
 }

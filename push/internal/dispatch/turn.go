@@ -75,8 +75,12 @@ func (t *turn) run(ctx context.Context) error {
 		}
 		if p.err != nil && ctx.Err() != nil {
 			// In flight was abandoned (a cancel, the lease's end): uncharged.
-			if errors.Is(context.Cause(ctx), errLeaseEnding) {
+			switch cause := context.Cause(ctx); {
+			case errors.Is(cause, errLeaseEnding):
 				w.cfg.Logger.Warn("herald: the claim's lease is ending; deliveries in flight were abandoned and will be sent again",
+					"stream", t.reg.Stream, "registration", t.reg.ID, "cursor", t.next)
+			case errors.Is(cause, errLeaseTaken):
+				w.cfg.Logger.Info("herald: the claim's lease was taken (an operator's change, or another worker); deliveries in flight were abandoned",
 					"stream", t.reg.Stream, "registration", t.reg.ID, "cursor", t.next)
 			}
 			return t.save(ctx, nil)
@@ -192,8 +196,8 @@ func (t *turn) yields() bool { return t.slot.yield.Load() && t.wanted() }
 func (t *turn) fail(ctx context.Context, out wire.Outcome, ev store.Evidence) error {
 	w := t.w
 	ctx = context.WithoutCancel(ctx) // the failure must be recorded even when stopping
-	ev.At = t.at
-	paced, err := t.endBurst(ctx) // a failed request was still a request
+	ev.At = t.now()                  // when the answer came under Run, so that a retry's delay counts from it
+	paced, err := t.endBurst(ctx)    // a failed request was still a request
 	if err != nil {
 		return t.lost(err, err)
 	}
@@ -204,9 +208,9 @@ func (t *turn) fail(ctx context.Context, out wire.Outcome, ev store.Evidence) er
 	policy := t.reg.Retry.Or(w.cfg.Retry)
 	since := t.reg.FailingSince // the run's first failure, as the store keeps it
 	if t.attempts == 0 || since.IsZero() {
-		since = t.at
+		since = ev.At
 	}
-	ceiling, exhausted := policy.Exhausted(ev.Attempt, since, t.at)
+	ceiling, exhausted := policy.Exhausted(ev.Attempt, since, ev.At)
 	if out.Verdict == wire.Permanent || exhausted {
 		ev.Event = store.EventParked
 		if out.Verdict != wire.Permanent {
@@ -222,7 +226,7 @@ func (t *turn) fail(ctx context.Context, out wire.Outcome, ev store.Evidence) er
 		return nil
 	}
 	delay := t.delay(out, policy)
-	ev.Event, ev.NotBefore = store.EventFailed, t.at.Add(delay)
+	ev.Event, ev.NotBefore = store.EventFailed, ev.At.Add(delay)
 	if paced.After(ev.NotBefore) {
 		ev.NotBefore = paced // a retry is one more request
 	}
@@ -231,7 +235,7 @@ func (t *turn) fail(ctx context.Context, out wire.Outcome, ev store.Evidence) er
 	}
 	t.rep.Retries++
 	log := w.cfg.Logger.Debug
-	if w.failing.due(t.reg.Key(), t.at) {
+	if w.failing.due(t.reg.Key(), ev.At) {
 		log = w.cfg.Logger.Warn
 	}
 	log("herald: delivery failing; will retry", "stream", t.reg.Stream, "registration", t.reg.ID,
@@ -276,8 +280,12 @@ func (t *turn) lost(err, wrapped error) error {
 	return nil
 }
 
-// errLeaseEnding ends a turn's context at nine tenths of its lease (serve).
-var errLeaseEnding = errors.New("the claim's lease is ending")
+// errLeaseEnding ends a turn's context at nine tenths of its lease (serve),
+// errLeaseTaken when a renewal found its lease taken (leases.renew).
+var (
+	errLeaseEnding = errors.New("the claim's lease is ending")
+	errLeaseTaken  = errors.New("the claim's lease was taken")
+)
 
 // late reports whether the turn's budget is spent.
 func (t *turn) late() bool { return t.w.cfg.Now().After(t.deadline) }

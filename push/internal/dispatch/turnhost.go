@@ -25,7 +25,7 @@ func (t *turn) hostFailed(ctx context.Context, ev store.Evidence, paced time.Tim
 		hook(h)
 	}
 	log := w.cfg.Logger.Debug
-	if change := h.Transition(old); change != "" || w.failing.due(t.reg.Key(), t.at) {
+	if change := h.Transition(old); change != "" || w.failing.due(t.reg.Key(), ev.At) {
 		log = w.cfg.Logger.Warn
 	}
 	charged, _ := store.ChargeHost(t.reg.Stream, t.reg.ID, ev, t.next, t.reg.NextSeq, t.reg.HostFailures) // as the store did
@@ -33,7 +33,7 @@ func (t *turn) hostFailed(ctx context.Context, ev store.Evidence, paced time.Tim
 	if paced.After(next) {
 		next = paced // as the store keeps it (store.HostStore.HostFailed)
 	}
-	if held, _ := h.Holds(t.at); held && h.NextProbeAt.After(next) {
+	if held, _ := h.Holds(ev.At); held && h.NextProbeAt.After(next) {
 		next = h.NextProbeAt
 	}
 	log("herald: host-level failure; no attempt charged", "host", host, "state", h.State,

@@ -19,10 +19,6 @@ ON CONFLICT (stream) DO UPDATE SET pending = true RETURNING s.head, s.final_seq 
 -- name: registration_exists
 SELECT EXISTS (SELECT 1 FROM herald_registration WHERE stream = @stream AND id = @id)
 
--- name: registration_made_by
--- Whether the registration exists, and the subscription that made it ('' if none).
-SELECT count(*) > 0, coalesce(max(subscription), '') FROM herald_registration WHERE stream = @stream AND id = @id
-
 -- name: upsert_registration
 WITH r AS (
 INSERT INTO herald_registration AS r
@@ -32,6 +28,8 @@ ON CONFLICT (stream, id) DO UPDATE
 SET namespace = excluded.namespace, url = excluded.url, config = excluded.config, on_rejected = excluded.on_rejected,
     host = excluded.host, kinds = excluded.kinds, "window" = excluded."window", retain_max_ns = excluded.retain_max_ns,
     retry = excluded.retry, rate = excluded.rate,
+    -- a change (@revoke: store.Registration.SameDelivery) takes a turn's lease, whose end still holds it
+    lease_owner = CASE WHEN @revoke::boolean THEN '' ELSE r.lease_owner END,
     -- the rate removed, its pace goes, and one that waited for it alone is due at once
     next_attempt_at = CASE WHEN r.rate <> '' AND excluded.rate = '' AND r.next_attempt_at = r.paced_until THEN excluded.next_attempt_at ELSE r.next_attempt_at END,
     paced_until = CASE WHEN r.rate <> '' AND excluded.rate = '' THEN NULL ELSE r.paced_until END

@@ -2,9 +2,11 @@
 -- herald_resend until a worker claims it and stores its outcome.
 
 -- name: resend_from
--- The registration's cursor and its stream's low-water mark, its row held
--- against an unregister until the pending row is in.
-SELECT r.next_seq, s.oldest_seq
+-- The registration's cursor, the kinds it wants, its stream's low-water
+-- mark and the kind of record @seq ('' unless numbered and retained), its
+-- row held against an unregister until the pending row is in.
+SELECT r.next_seq, r.kinds, s.oldest_seq,
+    COALESCE((SELECT rec.kind FROM herald_seq q JOIN herald_record rec ON rec.id = q.id WHERE q.stream = @stream AND q.seq = @seq), '')
 FROM herald_registration r JOIN herald_stream s ON s.stream = r.stream
 WHERE r.stream = @stream AND r.id = @id
 FOR KEY SHARE OF r

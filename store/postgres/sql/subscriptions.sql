@@ -29,7 +29,8 @@ ON CONFLICT DO NOTHING
 -- name: update_subscribed
 UPDATE herald_registration r
 SET namespace = u.namespace, url = u.url, host = u.host, on_rejected = u.on_rejected,
-    kinds = u.kinds, "window" = u."window", retain_max_ns = u.retain_max_ns, retry = u.retry
+    kinds = u.kinds, "window" = u."window", retain_max_ns = u.retain_max_ns, retry = u.retry,
+    lease_owner = CASE WHEN @revoke::boolean THEN '' ELSE r.lease_owner END -- as upsert_registration
 FROM herald_subscription u WHERE u.prefix = @prefix AND u.id = @id AND r.subscription = @prefix AND r.id = @id
 
 -- name: mark_range

@@ -1,5 +1,11 @@
 -- Resends (resend.go).
 
+-- name: resend_kind
+-- The kinds registration (?1, ?2) wants and the kind of record ?3 of its
+-- stream ('' when it is not retained).
+SELECT r.kinds, COALESCE((SELECT kind FROM herald_record WHERE stream = ?1 AND seq = ?3), '')
+			FROM herald_registration AS r WHERE r.stream = ?1 AND r.id = ?2
+
 -- name: resend_insert
 INSERT INTO herald_resend (stream, id, seq, asked_at, asked_by) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING RETURNING 1

@@ -20,7 +20,8 @@ INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, 
 			ON CONFLICT DO NOTHING
 
 -- name: update_subscribed
-UPDATE herald_registration SET (namespace, url, host, on_rejected, kinds, "window", retain_max_ns, retry) =
+-- As update_registration: when ?3, a turn in flight loses its lease (Store.Register).
+UPDATE herald_registration SET lease_owner = CASE WHEN ?3 THEN '' ELSE lease_owner END, (namespace, url, host, on_rejected, kinds, "window", retain_max_ns, retry) =
 			(SELECT namespace, url, host, on_rejected, kinds, "window", retain_max_ns, retry FROM herald_subscription WHERE prefix = ?1 AND id = ?2)
 			WHERE subscription = ?1 AND id = ?2
 
