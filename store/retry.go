@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -120,7 +121,10 @@ func ParseDays(field, s string, lo, hi time.Duration) (time.Duration, error) {
 func parseDays(s string, lo, hi time.Duration) (d time.Duration, not string) {
 	outside := fmt.Sprintf("is out of range: it must be %s to %s", FormatDays(lo), FormatDays(hi))
 	const malformed = "is not a duration (5s, 30m, 2h) or whole days (3d)"
-	if strings.HasPrefix(s, "-") {
+	if rest, neg := strings.CutPrefix(s, "-"); neg {
+		if _, why := parseDays(rest, 0, math.MaxInt64); why == malformed {
+			return 0, malformed
+		}
 		return 0, outside
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {

@@ -46,6 +46,7 @@ func TestParseDaysNamesTheRangeNotTheSyntax(t *testing.T) {
 		"1.5d":         `invalid retain_max: "1.5d" is not a duration (5s, 30m, 2h) or whole days (3d)`,
 		"1d1h":         `invalid retain_max: "1d1h" is not a duration (5s, 30m, 2h) or whole days (3d)`,
 		"soon":         `invalid retain_max: "soon" is not a duration (5s, 30m, 2h) or whole days (3d)`,
+		"-soon":        `invalid retain_max: "-soon" is not a duration (5s, 30m, 2h) or whole days (3d)`,
 		"":             `invalid retain_max: "" is not a duration (5s, 30m, 2h) or whole days (3d)`,
 	} {
 		_, err := store.ParseDays("retain_max", in, store.MinRetainMax, store.MaxRetainMax)
