@@ -177,8 +177,10 @@ func TestAdminAPIMissingParameters(t *testing.T) {
 	require.Contains(t, body, "stream and id are required")
 }
 
-// Every error of the admin API is JSON, unknown paths and methods included,
-// and a flag that is not true or false is refused, not read as false.
+// Every error of the admin API is JSON, unknown paths and methods included;
+// a flag that is not true or false (1 neither: the OpenAPI boolean), an
+// empty parameter (stream= would list every stream) and a limit past
+// store.MaxListLimit are refused, on every route alike.
 func TestAdminAPIErrorsAreJSON(t *testing.T) {
 	srv := adminServer(t, parkedStore(t), "", t0)
 	for _, c := range []struct {
@@ -199,11 +201,17 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"yes"}}, http.StatusBadRequest, `parked: "yes" must be true or false`},
 		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1x"}}, http.StatusBadRequest, "lagging"},
 		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"ten"}}, http.StatusBadRequest, "limit"},
-		{http.MethodGet, "/v1/registrations", url.Values{"limit": {"0"}}, http.StatusBadRequest, "limit: 0 must be at least 1 (leave limit out for the default)"},
+		{http.MethodGet, "/v1/registrations", url.Values{"limit": {"0"}}, http.StatusBadRequest, "invalid limit: is 0: it must be from 1 to 10000 (leave it out for the default)"},
+		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {"100000000"}}, http.StatusBadRequest,
+			"invalid limit: is 100000000: it must be from 1 to 10000"},
+		{http.MethodGet, "/v1/registrations", url.Values{"lagging": {"1"}}, http.StatusBadRequest, `invalid lagging: "1" must be true or false`},
+		{http.MethodGet, "/v1/registrations", url.Values{"parked": {"1"}}, http.StatusBadRequest, `invalid parked: "1" must be true or false`},
+		{http.MethodGet, "/v1/registrations", url.Values{"stream": {""}}, http.StatusBadRequest, "invalid stream: is empty: give it a value or leave it out"},
+		{http.MethodGet, "/v1/evidence", url.Values{"stream": {"orders"}, "id": {"billing"}, "limit": {""}}, http.StatusBadRequest, "invalid limit: is empty"},
 		// A filter the list would otherwise drop, and so list more than asked.
 		{http.MethodGet, "/v1/registrations", url.Values{"id": {"billing"}}, http.StatusBadRequest, "invalid id: is not a parameter of /v1/registrations"},
 		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"orders", "invoices"}}, http.StatusBadRequest, "invalid stream: is given 2 times"},
-		{http.MethodGet, "/v1/hosts", url.Values{"limit": {"-5"}}, http.StatusBadRequest, "limit: -5 must be at least 1"},
+		{http.MethodGet, "/v1/hosts", url.Values{"limit": {"-5"}}, http.StatusBadRequest, "invalid limit: is -5: it must be from 1 to 10000"},
 	} {
 		code, body := adminCall(t, srv, c.method, c.path, "", c.q)
 		require.Equal(t, c.code, code, "%s %s: %s", c.method, c.path, body)
@@ -214,9 +222,13 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 	// parked=false is read, not ignored.
 	code, body := adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"parked": {"false"}})
 	require.Equal(t, http.StatusOK, code, body)
-	code, body = adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"parked": {"1"}})
+	code, body = adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"parked": {"true"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"billing"`)
+	// A namespace is free text: one no registration has lists none.
+	code, body = adminCall(t, srv, http.MethodGet, "/v1/registrations", "", url.Values{"namespace": {"zzz"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.JSONEq(t, `[]`, body)
 }
 
 // TestAdminAddressServesThePage: the admin address serves the operator's

@@ -246,7 +246,7 @@ type endpointRequest struct {
 	Kinds         []string        `json:"kinds"`
 	Window        *int            `json:"window"`
 	RetrySchedule []string        `json:"retry_schedule"`
-	MaxAttempts   int             `json:"max_attempts"`
+	MaxAttempts   *int            `json:"max_attempts"`
 	RetryFor      string          `json:"retry_for"`
 	RetainMax     string          `json:"retain_max"`
 	Config        json.RawMessage `json:"config"`
@@ -270,23 +270,28 @@ func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registrati
 	}
 	var err error
 	if e.RetainMax != "" {
-		if reg.RetainMax, err = store.ParseDays("retain_max", e.RetainMax); err != nil {
+		if reg.RetainMax, err = store.ParseDays("retain_max", e.RetainMax, store.MinRetainMax, store.MaxRetainMax); err != nil {
 			return reg, nil, err
 		}
 	}
-	for _, s := range e.RetrySchedule {
-		d, err := store.ParseDays("retry_schedule", s)
+	for i, s := range e.RetrySchedule {
+		d, err := store.ParseDays(fmt.Sprintf("retry_schedule[%d]", i), s, store.MinRetryDelay, store.MaxRetryDelay)
 		if err != nil {
 			return reg, nil, err
 		}
 		reg.Retry.Schedule = append(reg.Retry.Schedule, d)
 	}
 	if e.RetryFor != "" {
-		if reg.Retry.For, err = store.ParseDays("retry_for", e.RetryFor); err != nil {
+		if reg.Retry.For, err = store.ParseDays("retry_for", e.RetryFor, store.MinRetryFor, store.MaxRetryFor); err != nil {
 			return reg, nil, err
 		}
 	}
-	reg.Retry.MaxAttempts = e.MaxAttempts
+	if e.MaxAttempts != nil {
+		if *e.MaxAttempts == 0 { // the library reads 0 as the default; a client that sends 0 means something else
+			return reg, nil, journal.Invalid("max_attempts", "is 0: it must be 1 to %d", store.MaxAttemptsLimit)
+		}
+		reg.Retry.MaxAttempts = *e.MaxAttempts
+	}
 	return reg, wk, nil
 }
 
@@ -466,7 +471,7 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 			return nil, err
 		}
 		hq := store.HostQuery{Host: q.Get("host"), State: q.Get("state"), After: q.Get("after")}
-		if hq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
+		if hq.Limit, err = limitParam(q); err != nil {
 			return nil, err
 		}
 		hs, err := db.Hosts(r.Context(), hq)
@@ -490,7 +495,7 @@ func adminHandler(db store.Backend, g gate, now func() time.Time, woke func(name
 		return db.ResetHost(r.Context(), host, now())
 	}))
 	mux.Handle("GET /v1/evidence", keyed(nil, []string{"limit"}, func(r *http.Request, k store.Key, q url.Values) (any, error) {
-		limit, err := intParam(q.Get("limit"), "limit") // 0: the store's default
+		limit, err := limitParam(q) // 0: the store's default
 		if err != nil {
 			return nil, err
 		}
@@ -605,13 +610,11 @@ func listRegistrations(db store.Backend) endpoint {
 			return nil, err
 		}
 		for name, dst := range map[string]*bool{"parked": &lq.Parked, "lagging": &lq.Lagging} {
-			if v := q.Get(name); v != "" {
-				if *dst, err = strconv.ParseBool(v); err != nil {
-					return nil, journal.Invalid(name, "%q must be true or false", v)
-				}
+			if *dst, err = boolParam(q, name); err != nil {
+				return nil, err
 			}
 		}
-		if lq.Limit, err = intParam(q.Get("limit"), "limit"); err != nil {
+		if lq.Limit, err = limitParam(q); err != nil {
 			return nil, err
 		}
 		sts, err := scope(r, db).List(r.Context(), lq)
@@ -621,19 +624,4 @@ func listRegistrations(db store.Backend) endpoint {
 		held, err := operator.HeldHosts(r.Context(), db)
 		return held.Views(sts), err
 	}
-}
-
-// intParam reads an optional integer query parameter; empty is 0.
-func intParam(s, name string) (int, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, journal.Invalid(name, "%q is not a number", s)
-	}
-	if n < 1 {
-		return 0, journal.Invalid(name, "%d must be at least 1 (leave %s out for the default)", n, name)
-	}
-	return n, nil
 }

@@ -224,6 +224,47 @@ func TestAPIBadInput(t *testing.T) {
 	require.Empty(t, streams, "bad input changed nothing")
 }
 
+// A body that is not UTF-8, or gives a key twice, is refused naming the
+// problem, as append --file refuses such a line: encoding/json would
+// replace the bytes (ids "a\xff" and "a\xfe" would be one) or keep the
+// last value.
+func TestAPIRefusesBodiesNotUTF8OrWithARepeatedKey(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/records", "{\"stream\": \"s\", \"records\": [{\"id\": \"a\xff\", \"kind\": \"k\", \"payload\": {}}]}",
+			"invalid body: is not valid UTF-8 (byte 38): send text as UTF-8, other bytes as a record's payload_base64"},
+		{"/v1/registrations", "{\"stream\": \"h/\xff\xfe\", \"id\": \"r\", \"url\": \"https://example.com/\"}",
+			"invalid body: is not valid UTF-8 (byte 15): send text as UTF-8, other bytes as a record's payload_base64"},
+		{"/v1/registrations", `{"stream": "h/1", "stream": "h/2", "id": "r", "url": "https://example.com/"}`,
+			`invalid body: has the key "stream" twice: give it once`},
+		{"/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {"n": 1, "n": 2}}]}`,
+			`invalid records[0].payload: has the key "n" twice: give it once`},
+	} {
+		code, body := post(t, srv, c.path, c.body)
+		require.Equal(t, http.StatusBadRequest, code, "%q: %s", c.body, body)
+		require.Equal(t, c.want, errorOf(t, body), c.body)
+	}
+	streams, err := s.Streams(t.Context(), store.StreamQuery{})
+	require.NoError(t, err)
+	require.Empty(t, streams, "bad input changed nothing")
+}
+
+// A webhook config's retiring secret with an until that is not a time is
+// refused naming config.retiring[].until, never quoting the config.
+func TestAPIRegistrationNamesARetiringUntilThatIsNotATime(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	reg := func(until string) string {
+		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+			"retiring": [{"secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "until": "` + until + `"}]}}`
+	}
+	code, body := post(t, srv, "/v1/registrations", reg("tomorrow"))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Equal(t, "invalid config.retiring[].until: must be an RFC 3339 time (2026-12-31T23:59:59Z)", errorOf(t, body))
+	code, body = post(t, srv, "/v1/registrations", reg("2030-01-01T00:00:00Z"))
+	require.Equal(t, http.StatusCreated, code, body)
+}
+
 // A payload that is not JSON is stored by the rule append --file's lines
 // follow (operator.RecordInput): payload_base64 as its bytes, a JSON string
 // of a text type as its text.
@@ -913,4 +954,40 @@ func TestAPISubscriptionWithoutSecretsGetsOneOnceAndItsRetryPolicy(t *testing.T)
 	code, body = post(t, srv, "/v1/subscriptions", `{"stream_prefix": "tenant/8/", "id": "t8", "namespace": "webhook", "url": "https://t8.example/", "retry_for": "3x"}`)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Contains(t, body, "retry_for")
+}
+
+// Rotations racing on one registration each answer a secret that signs:
+// every secret a 200 gave is in the config stored after them all, the
+// last as the secret and the others retiring (expire_old 1h), none lost
+// to a rotation that read the config before another wrote it.
+func TestAPIRacingRotationsEachAnswerASecretThatSigns(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	code, body := post(t, srv, "/v1/registrations", `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/hooks"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	const racers = 6
+	secrets := make(chan string, racers)
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Go(func() {
+			code, body := post(t, srv, "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=1h", "")
+			var v operator.RotatedView
+			if code == http.StatusOK && json.Unmarshal([]byte(body), &v) == nil {
+				secrets <- v.Secret
+			}
+		})
+	}
+	wg.Wait()
+	close(secrets)
+	cfg := webhookConfig(t, s, "orders/1", "billing")
+	signing := append([]string(nil), cfg.Secrets...)
+	for _, r := range cfg.Retiring {
+		signing = append(signing, r.Secret)
+	}
+	n := 0
+	for secret := range secrets {
+		require.Contains(t, signing, secret, "a 200's secret signs")
+		n++
+	}
+	require.Equal(t, racers, n, "each rotation answered 200")
 }

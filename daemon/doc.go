@@ -27,8 +27,9 @@
 // what an API without a token answers.
 // Answers are JSON; errors are {"error": "…"} (400 names the field). A
 // route refuses, with a 400 that changes nothing, a query that does not
-// parse, a parameter it does not take or one given twice, a body where its
-// input is the query, a query where it is the body.
+// parse, a parameter it does not take, given twice or empty, a boolean
+// other than true or false, a limit outside 1 to store.MaxListLimit, a body
+// where its input is the query, a query where it is the body.
 //
 // # The admin API
 //

@@ -200,9 +200,41 @@ func strictQuery(r *http.Request, hint string, allowed ...string) (url.Values, e
 			return nil, journal.Invalid(journal.Shown(name), "is not a parameter of %s, which takes %s (%s)", r.URL.Path, strings.Join(allowed, ", "), hint)
 		case len(vs) > 1:
 			return nil, journal.Invalid(name, "is given %d times; give it once", len(vs))
+		case vs[0] == "": // ?stream= would filter nothing, and list everything
+			return nil, journal.Invalid(name, "is empty: give it a value or leave it out")
 		}
 	}
 	return q, nil
+}
+
+// boolParam reads an optional boolean query parameter: true or false, as
+// the OpenAPI document's booleans; absent is false.
+func boolParam(q url.Values, name string) (bool, error) {
+	switch v := q.Get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, journal.Invalid(name, "%q must be true or false", v)
+	}
+}
+
+// limitParam reads a list's optional limit parameter, 1 to
+// store.MaxListLimit; absent is 0, the store's default.
+func limitParam(q url.Values) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, journal.Invalid("limit", "%q is not a number", s)
+	}
+	if _, err := store.ListLimit(n); err != nil || n == 0 {
+		return 0, journal.Invalid("limit", "is %d: it must be from 1 to %d (leave it out for the default)", n, store.MaxListLimit)
+	}
+	return n, nil
 }
 
 // readsAByte reports whether a body without Content-Length holds a byte.

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/heraldpush/herald/internal/operator"
@@ -53,11 +52,9 @@ func keyRoutes(db store.Backend, now func() time.Time) map[string]endpoint {
 		if err != nil {
 			return nil, err
 		}
-		force := false
-		if f := q.Get("force"); f != "" {
-			if force, err = strconv.ParseBool(f); err != nil {
-				return nil, journal.Invalid("force", "%q is not true or false", f)
-			}
+		force, err := boolParam(q, "force")
+		if err != nil {
+			return nil, err
 		}
 		users, err := operator.RemoveKey(r.Context(), db, q.Get("key_id"), force)
 		if err != nil {

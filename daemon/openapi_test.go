@@ -487,3 +487,36 @@ func TestOpenAPIRatePatternIsTheHandlers(t *testing.T) {
 		}
 	}
 }
+
+// The document's bounds on a registration's spans and ceiling are the
+// handler's: what the document refuses the handler refuses naming the
+// field, and what the handler stores the document passes. A span the
+// pattern passes may still be out of the range its description gives.
+func TestOpenAPIBoundsAreTheHandlers(t *testing.T) {
+	passes := registrationValidator(t)
+	srv := apiServer(t, memory.New(), testToken)
+	for _, c := range []struct {
+		field, value string
+		doc, stored  bool
+	}{
+		{"retain_max", `"30d"`, true, true}, {"retain_max", `"36h"`, true, true}, {"retain_max", `"1h30m"`, true, true},
+		{"retain_max", `"1d1h"`, false, false}, {"retain_max", `"0h"`, true, false}, {"retain_max", `"99999d"`, true, false},
+		{"retain_max", `"3651d"`, true, false}, {"retain_max", `"-1d"`, false, false},
+		{"max_attempts", `1`, true, true}, {"max_attempts", `100000`, true, true},
+		{"max_attempts", `0`, false, false}, {"max_attempts", `100001`, false, false}, {"max_attempts", `-1`, false, false},
+		{"retry_for", `"3d"`, true, true}, {"retry_for", `"1d12h"`, false, false}, {"retry_for", `"0s"`, true, false},
+		{"retry_schedule", `["5s", "2d"]`, true, true}, {"retry_schedule", `["5s", "1d2h"]`, false, false}, {"retry_schedule", `["8d"]`, true, false},
+	} {
+		body := `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "` + c.field + `": ` + c.value +
+			`, "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+		ok, verrs := passes(body)
+		require.Equal(t, c.doc, ok, "%s %s: %v", c.field, c.value, verrs)
+		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", testToken, body)
+		if c.stored {
+			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, code, "%s %s: %s", c.field, c.value, answer)
+		} else {
+			require.Equal(t, http.StatusBadRequest, code, "%s %s: %s", c.field, c.value, answer)
+			require.Contains(t, errorOf(t, answer), "invalid "+c.field, "%s %s", c.field, c.value)
+		}
+	}
+}

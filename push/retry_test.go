@@ -138,9 +138,9 @@ func TestRetryPolicyValidate(t *testing.T) {
 	require.Equal(t, []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}, d)
 	_, err = store.ParseSchedule("retry-schedule", "5s,,1h")
 	require.ErrorContains(t, err, "retry-schedule")
-	days, err := store.ParseDays("retry-for", "3d")
+	days, err := store.ParseDays("retry-for", "3d", store.MinRetryFor, store.MaxRetryFor)
 	require.NoError(t, err)
 	require.Equal(t, 72*time.Hour, days)
-	_, err = store.ParseDays("retry-for", "3 days")
+	_, err = store.ParseDays("retry-for", "3 days", store.MinRetryFor, store.MaxRetryFor)
 	require.ErrorContains(t, err, "retry-for")
 }

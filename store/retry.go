@@ -2,7 +2,10 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -103,10 +106,10 @@ func (p RetryPolicy) Validate() error {
 
 // ParseDays reads a span of time as herald's flags and API fields take it:
 // a duration as time.ParseDuration reads one ("36h", "5m30s", "0s") or whole
-// days ("3d"), never negative; FormatDays writes it back. Errors name field
-// and wrap journal.ErrInvalid; a range is the caller's.
-func ParseDays(field, s string) (time.Duration, error) {
-	d, not := parseDays(s)
+// days ("3d"), from lo to hi; FormatDays writes it back. Errors name field
+// and the range, and wrap journal.ErrInvalid.
+func ParseDays(field, s string, lo, hi time.Duration) (time.Duration, error) {
+	d, not := parseDays(s, lo, hi)
 	if not != "" {
 		return 0, journal.Invalid(field, "%q %s", s, not)
 	}
@@ -115,32 +118,51 @@ func ParseDays(field, s string) (time.Duration, error) {
 
 // parseDays is ParseDays without the error: when s is refused, why, in
 // words that follow it.
-func parseDays(s string) (d time.Duration, not string) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseUint(days, 10, 16)
-		if err != nil {
-			return 0, "is not a whole number of days (3d) or a duration (36h)"
+func parseDays(s string, lo, hi time.Duration) (d time.Duration, not string) {
+	outside := fmt.Sprintf("is out of range: it must be %s to %s", FormatDays(lo), FormatDays(hi))
+	const malformed = "is not a duration (5s, 30m, 2h) or whole days (3d)"
+	if rest, neg := strings.CutPrefix(s, "-"); neg {
+		if _, why := parseDays(rest, 0, math.MaxInt64); why == malformed {
+			return 0, malformed
 		}
-		return time.Duration(n) * 24 * time.Hour, ""
+		return 0, outside
 	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		return 0, "is not a duration (5s, 30m, 2h) or whole days (3d)"
-	case d < 0:
-		return 0, "is negative"
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange), err == nil && n > uint64(hi/(24*time.Hour)):
+			return 0, outside
+		case err != nil:
+			return 0, malformed
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			if durationShape.MatchString(s) {
+				return 0, outside // well formed: too long for a time.Duration
+			}
+			return 0, malformed
+		}
+	}
+	if d < lo || d > hi {
+		return 0, outside
 	}
 	return d, ""
 }
 
+// durationShape is a duration as time.ParseDuration reads one, of any length.
+var durationShape = regexp.MustCompile(`^([0-9]*\.?[0-9]*(ns|us|µs|μs|ms|s|m|h))+$`)
+
 // ParseSchedule reads a comma-separated list of delays, each as ParseDays
-// reads one ("5s,5m,30m,2h,5h,10h,10h"). Errors name field, and the delay
-// shown once, cut as journal.Invalid cuts a value.
+// reads one, MinRetryDelay to MaxRetryDelay ("5s,5m,30m,2h,5h,10h,10h").
+// Errors name field, and the delay shown once, cut as journal.Invalid cuts
+// a value.
 func ParseSchedule(field, s string) ([]time.Duration, error) {
 	var out []time.Duration
 	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
-		d, not := parseDays(part)
+		d, not := parseDays(part, MinRetryDelay, MaxRetryDelay)
 		if not != "" {
 			return nil, journal.Invalid(field, "delay %d: %q %s", i+1, part, not)
 		}

@@ -185,6 +185,24 @@ func TestAFileLineIsOneObject(t *testing.T) {
 	}
 }
 
+// A --file line that is not UTF-8, or that gives a key twice, is refused
+// naming its line, not appended with its bytes replaced or a value lost.
+func TestAFileLineIsUTF8WithEachKeyOnce(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	file := filepath.Join(dir, "in.jsonl")
+	for line, want := range map[string]string{
+		"{\"id\":\"a\xff\",\"kind\":\"k\",\"payload\":{}}": "line 2: invalid record: is not valid UTF-8 (byte 9)",
+		`{"id":"a","id":"b","kind":"k","payload":{}}`:      `line 2: invalid record: has the key "id" twice: give it once`,
+	} {
+		require.NoError(t, os.WriteFile(file, []byte(`{"id":"ok","kind":"k","payload":{}}`+"\n"+line+"\n"), 0o600))
+		r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+		require.Equal(t, ExitUsage, r.code, "%s: %s", line, r.stderr)
+		require.Contains(t, r.stderr, file+" "+want, line)
+		require.NoFileExists(t, db, "nothing was appended")
+	}
+}
+
 // A line of append --file is a record as the HTTP API takes it: its own
 // trace context, and a text payload given as a JSON string.
 func TestAFileLineIsARecordAsTheAPITakesIt(t *testing.T) {

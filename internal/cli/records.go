@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -193,14 +192,8 @@ const maxRetain = 10 * 365 * 24 * time.Hour
 
 // parseRetain reads --retain (store.ParseDays).
 func parseRetain(s string) (time.Duration, error) {
-	d, err := store.ParseDays("--retain", s)
-	if err == nil && d > maxRetain {
-		err = fmt.Errorf("--retain %s is more than ten years", journal.Quoted(s))
-	}
-	if err != nil {
-		return 0, usagef("%s (e.g. 7d, 36h, 30m; 0s prunes as soon as every registration acknowledged)", strings.TrimPrefix(err.Error(), "invalid "))
-	}
-	return d, nil
+	d, err := store.ParseDays("--retain", s, 0, maxRetain)
+	return d, usageOf(err)
 }
 
 func newPrune(e *env) command {

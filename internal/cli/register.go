@@ -176,7 +176,7 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 				}
 			}
 			if c.changed("retain-max") {
-				if r.RetainMax, err = store.ParseDays("--retain-max", keep); err != nil {
+				if r.RetainMax, err = store.ParseDays("--retain-max", keep, store.MinRetainMax, store.MaxRetainMax); err != nil {
 					return usageOf(err)
 				}
 			}
@@ -604,7 +604,7 @@ func (rf *retryFlags) build() (p push.RetryPolicy, err error) {
 		}
 	}
 	if rf.retryFor != "" {
-		if p.For, err = store.ParseDays("retry-for", rf.retryFor); err != nil {
+		if p.For, err = store.ParseDays("retry-for", rf.retryFor, store.MinRetryFor, store.MaxRetryFor); err != nil {
 			return p, usageOf(err)
 		}
 	}

@@ -264,6 +264,21 @@ func TestRegisterEnvelopeReachesTheWire(t *testing.T) {
 	require.Equal(t, "2", g.header.Get("Herald-Seq"))
 }
 
+// A span out of its flag's range is refused naming the range, once, not
+// called a malformed number of days.
+func TestSpanFlagsNameTheirRange(t *testing.T) {
+	db := newDB(t)
+	r := runCLI(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://hooks.example/x",
+		"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--retain-max", "99999d")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `invalid --retain-max: "99999d" is out of range: it must be 1h to 3650d`)
+	r = runCLI(t, db, "", "prune", "--retain", "-1d")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `invalid --retain: "-1d" is out of range: it must be 0s to 3650d`)
+	require.Equal(t, 1, strings.Count(r.stderr, "(5s, 30m, 2h)")+strings.Count(r.stderr, "out of range"), r.stderr)
+	requireNoDB(t, db, "a refused command opened nothing")
+}
+
 // register --retain-max is validated naming the flag, stored and shown; a
 // re-register without it goes back to the namespace's default.
 func TestRegisterRetainMax(t *testing.T) {

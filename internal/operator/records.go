@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"unicode"
@@ -91,11 +92,32 @@ func OutputRecord(r journal.Record) RecordOutput {
 // errMore is DecodeJSON's error for what follows the value.
 var errMore = errors.New("more than one JSON value")
 
+// notUTF8 is DecodeJSON's error for bytes that are not UTF-8, which
+// encoding/json would replace with U+FFFD: "a\xff" and "a\xfe" would be one id.
+type notUTF8 struct{ offset int }
+
+func (e notUTF8) Error() string { return fmt.Sprintf("not valid UTF-8 at byte %d", e.offset) }
+
+// repeatedKey is DecodeJSON's error for an object that has a key twice,
+// of which encoding/json would keep the last. path is the object's JSON
+// path ("" for the value itself, "records[0]" in it).
+type repeatedKey struct{ path, key string }
+
+func (e repeatedKey) Error() string { return fmt.Sprintf("key %q repeated in %q", e.key, e.path) }
+
 // DecodeJSON decodes one JSON value from r into v, refusing unknown
-// fields and anything after the value. Errors: encoding/json's, and one
-// for what follows the value; JSONError names them for a user.
+// fields, anything after the value, bytes that are not UTF-8 and a key
+// given twice in an object. Errors: encoding/json's, r's, and its own;
+// JSONError names them for a user.
 func DecodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if !utf8.Valid(raw) {
+		return notUTF8{firstInvalid(raw)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err
@@ -103,7 +125,68 @@ func DecodeJSON(r io.Reader, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errMore // what follows, a value or not, would be lost
 	}
-	return nil
+	return uniqueKeys(raw)
+}
+
+// firstInvalid is the offset of the first byte of b that is not UTF-8.
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// uniqueKeys returns a repeatedKey for the first object in raw, one valid
+// JSON value, that has a key twice.
+func uniqueKeys(raw []byte) error {
+	type frame struct {
+		path    string
+		keys    map[string]bool // nil in an array
+		wantKey bool            // an object's next token is a key
+		key     string          // an object's key whose value comes next
+		next    int             // an array's next index
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if tok == json.Delim('}') || tok == json.Delim(']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		path := ""
+		if len(stack) > 0 {
+			switch top := stack[len(stack)-1]; {
+			case top.wantKey:
+				key := tok.(string)
+				if top.keys[key] {
+					return repeatedKey{top.path, key}
+				}
+				top.keys[key], top.key, top.wantKey = true, key, false
+				continue
+			case top.keys != nil:
+				path, top.wantKey = strings.TrimPrefix(top.path+"."+top.key, "."), true
+			default:
+				path = fmt.Sprintf("%s[%d]", top.path, top.next)
+				top.next++
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{path: path, keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path})
+		}
+	}
 }
 
 // JSONError is DecodeJSON's error as a journal.ErrInvalid naming the
@@ -135,6 +218,18 @@ func JSONError(where string, err error) error {
 		return journal.Invalid(where, "is empty: want a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return journal.Invalid(where, "is not valid JSON: it ends too soon")
+	}
+	if e, ok := errors.AsType[notUTF8](err); ok {
+		return journal.Invalid(where, "is not valid UTF-8 (byte %d): send text as UTF-8, other bytes as a record's payload_base64", e.offset+1)
+	}
+	if e, ok := errors.AsType[repeatedKey](err); ok {
+		field := where
+		if e.path != "" && strings.ContainsAny(where, "[.") {
+			field = where + "." + e.path
+		} else if e.path != "" {
+			field = e.path
+		}
+		return journal.Invalid(field, "has the key %q twice: give it once", e.key)
 	}
 	if errors.Is(err, errMore) {
 		return journal.Invalid(where, "holds more than one JSON value: give one")

@@ -47,8 +47,10 @@ func TestRecordInputReadsThePayloadByOneRule(t *testing.T) {
 	}
 }
 
-// TestDecodeJSONRefusesWhatItWouldLose: an unknown field, a second value
-// and trailing bytes are refused, named, as a field of the wrong type is.
+// TestDecodeJSONRefusesWhatItWouldLose: an unknown field, a second value,
+// trailing bytes, bytes that are not UTF-8 (encoding/json would replace
+// them) and a repeated key (it would keep the last) are refused, named, as
+// a field of the wrong type is.
 func TestDecodeJSONRefusesWhatItWouldLose(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"id":"a","evil":1}`:           `invalid record: has unknown field "evil"`,
@@ -59,6 +61,9 @@ func TestDecodeJSONRefusesWhatItWouldLose(t *testing.T) {
 		``:                              "invalid record: is empty: want a JSON object",
 		`{"id":"a","traceparent":7}`:    "invalid traceparent: is a JSON number; want a string",
 		`{"id":"a","payload_base64":1}`: "invalid payload_base64: is a JSON number; want a string",
+		"{\"id\":\"a\xff\"}":            "invalid record: is not valid UTF-8 (byte 9): send text as UTF-8, other bytes as a record's payload_base64",
+		`{"id":"a","id":"b"}`:           `invalid record: has the key "id" twice: give it once`,
+		`{"id":"a","payload":{"x":[{"y":1,"y":2}]}}`: `invalid payload.x[0]: has the key "y" twice: give it once`,
 	} {
 		var r RecordInput
 		err := JSONError("record", DecodeJSON(bytes.NewReader([]byte(in)), &r))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -21,14 +22,22 @@ type RotatedView struct {
 	OldUntil time.Time `json:"old_secrets_until,omitzero"` // absent: they stopped at once
 }
 
+// rotating makes a process's rotations take turns: a rotation that read a
+// config another was about to replace would answer a secret that never
+// signs. Rotations are rare; one lock for all is enough.
+var rotating sync.Mutex
+
 // RotateSecret gives webhook registration stream/id a new secret
 // (webhook.Config.Rotate at now, keeping the old ones signing for
 // expireOld) and stores it with register, which keeps the cursor. Errors:
 // the store's (journal.ErrNotFound), or journal.ErrInvalid for another
-// namespace or a bad expireOld ("expire_old"). Two rotations racing keep
-// the last one's secrets.
+// namespace or a bad expireOld ("expire_old"). Rotations in one process
+// take turns, each reading the config the last wrote; two processes
+// rotating at once can still lose one's secret (no store compare-and-swap).
 func RotateSecret(ctx context.Context, s store.Store, register func(context.Context, store.Registration) (store.Registration, error),
 	stream, id string, now time.Time, expireOld time.Duration) (RotatedView, error) {
+	rotating.Lock()
+	defer rotating.Unlock()
 	was, err := s.Get(ctx, stream, id)
 	if err != nil {
 		return RotatedView{}, err

@@ -5,6 +5,7 @@ package projconfig
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -30,6 +31,7 @@ func Decode(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var typeErr *json.UnmarshalTypeError
+	var timeErr *time.ParseError
 	switch err := dec.Decode(v); {
 	case err == nil && dec.More():
 		return journal.Invalid("config", "has data after the JSON object")
@@ -41,9 +43,42 @@ func Decode(raw []byte, v any) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := shortKey(strings.TrimPrefix(err.Error(), "json: unknown field "))
 		return journal.Invalid("config", "has an unknown key %s (known: %s)", name, strings.Join(keys(v), ", "))
+	case errors.As(err, &timeErr):
+		// time.Time's error quotes the value and names no key: name the
+		// keys that hold a time.
+		return journal.Invalid(strings.Join(timeKeys(reflect.TypeOf(v), "config"), " or "), "must be an RFC 3339 time (2026-12-31T23:59:59Z)")
 	default:
 		return journal.Invalid("config", "is not a JSON object")
 	}
+}
+
+// timeKeys lists the JSON paths under prefix of the time.Time fields of
+// type t ("config.retiring[].until").
+func timeKeys(t reflect.Type, prefix string) []string {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		if t.Kind() != reflect.Pointer {
+			prefix += "[]"
+		}
+		return timeKeys(t.Elem(), prefix)
+	case reflect.Struct:
+		if t == reflect.TypeFor[time.Time]() {
+			return []string{prefix}
+		}
+	default:
+		return nil
+	}
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous:
+			out = append(out, timeKeys(f.Type, prefix)...)
+		case name != "-" && f.IsExported():
+			out = append(out, timeKeys(f.Type, prefix+"."+cmp.Or(name, f.Name))...)
+		}
+	}
+	return out
 }
 
 // Parse decodes raw into a C (Decode) and checks it with validate. On an
