@@ -63,6 +63,12 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 	}
 	n, key := 0, pgx.NamedArgs{"prefix": prefix, "id": id}
 	err := s.inTx(ctx, "unsubscribe", func(tx pgx.Tx) error {
+		// Ordered against new streams' materialising as Subscribe is
+		// (subscribe_lock), so that none commits a registration of it after
+		// its registrations were deleted.
+		if _, err := tx.Exec(ctx, stmt("subscribe_lock")); err != nil {
+			return s.dbErr(ctx, "unsubscribe: lock", err)
+		}
 		tag, err := tx.Exec(ctx, stmt("delete_subscription"), key)
 		if err != nil {
 			return s.dbErr(ctx, "unsubscribe", err)

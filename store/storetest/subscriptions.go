@@ -14,7 +14,7 @@ import (
 
 var subscriptionTests = []test{
 	testSubscriptionFollowsExistingAndFutureStreamsInOrder, testSubscriptionFromHead, testUnsubscribeRemovesEveryRegistration,
-	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testBadSubscriptionChangesNothing, testRegisterCannotChangeWhatASubscriptionMade,
+	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testUnsubscribeRacingNewStreamsLeavesNone, testBadSubscriptionChangesNothing, testRegisterCannotChangeWhatASubscriptionMade,
 	testSubscriptionRetryPolicyReachesEveryStream,
 }
 
@@ -181,6 +181,37 @@ func testSubscriptionRacingNewStreamsMaterialisesEachOnce(t *testing.T, b Backen
 	for i, s := range got {
 		require.Equal(t, fmt.Sprintf("race/%02d@1", i), s)
 	}
+}
+
+// testUnsubscribeRacingNewStreamsLeavesNone: streams created by concurrent
+// appenders while the subscription is made and removed, again and again,
+// leave no registration of it behind, whichever came first.
+func testUnsubscribeRacingNewStreamsLeavesNone(t *testing.T, b Backend) {
+	stop := make(chan struct{})
+	var g errgroup.Group
+	for w := range 4 {
+		g.Go(func() error {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+				if _, err := b.Append(t.Context(), fmt.Sprintf("race/%d-%04d", w, i), entry(fmt.Sprintf("race-%d-%d", w, i))); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	for range 20 {
+		subscribe(t, b, sub("race/", "h"))
+		_, err := b.Unsubscribe(t.Context(), "race/", "h")
+		require.NoError(t, err)
+	}
+	close(stop)
+	require.NoError(t, g.Wait())
+	heraldEvents(t, b)
+	require.Empty(t, subscribed(t, b, "race/", "h"), "no registration outlives its subscription")
 }
 
 // testBadSubscriptionChangesNothing: a prefix that is no whole path

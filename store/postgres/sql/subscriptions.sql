@@ -1,8 +1,9 @@
 -- Subscriptions (subscriptions.go). A stream created later is materialised
 -- by the trigger herald_stream_subscriptions, in the sequencer step that
 -- creates its row; Subscribe materialises the streams that exist. The
--- advisory lock (exclusive here, shared in the trigger) orders the two, so
--- that no stream falls between them.
+-- advisory lock (exclusive here and in Unsubscribe, shared in the trigger)
+-- orders them, so that no stream falls between them and none materialises a
+-- registration of a subscription being removed.
 
 -- name: subscribe_lock
 SELECT pg_advisory_xact_lock(7106209355)
