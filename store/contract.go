@@ -27,7 +27,9 @@ type Store interface {
 	// namespace, config, policy, kinds, window) of an existing one, keeping
 	// its cursor and retry state, and returns it as stored. An update that
 	// removes a rate drops its pace (PacedUntil), and one that waited for
-	// the pace alone is due at once. An update that changes how it is
+	// the pace alone is due at once; one that moves it to another host
+	// drops what its old host held (HostFailures 0; due at once if it
+	// waited for that host). An update that changes how it is
 	// delivered (Registration.SameDelivery) takes the lease from a turn in
 	// flight (LeaseOwner "", so that its writes and renewals fail with
 	// ErrLeaseLost) but keeps its end (LeaseUntil), so that the registration

@@ -557,7 +557,7 @@ once) to %v.`, webhook.MaxExpireOld),
 		db:      readDB,
 		flags: func(f *pflag.FlagSet) {
 			keyFlags(f, &stream, &id)
-			f.DurationVar(&expireOld, "expire-old", 24*time.Hour, "how long the old secrets keep signing (0: they stop at once)")
+			f.DurationVar(&expireOld, "expire-old", 24*time.Hour, "how long the old secrets keep signing (0: they stop at once; a turn already sending stops within a third of the lease)")
 			f.Var(&at, "at", "the instant the old secrets' time starts from: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 		},
 		check: func(c *call) error {

@@ -232,6 +232,12 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		n = &store.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
 		s.regs[r.Key()] = n
 	}
+	if n.Host() != r.Host() { // moved to another host: what its old host held goes (Store.Register)
+		if n.HostFailures > 0 {
+			n.NextAttemptAt = time.Time{}
+		}
+		n.HostFailures = 0
+	}
 	if !r.SameDelivery(*n) {
 		n.LeaseOwner = "" // a turn in flight loses its lease, whose end still holds it (Store.Register)
 	}

@@ -82,8 +82,10 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			stored.Config, err = s.sealer.OpenRegistration(stored)
 			revoke := err != nil || !r.SameDelivery(stored) // one that no longer opens has changed
 			_, err = tx.ExecContext(ctx, stmt("update_registration"), append(dest, revoke)...)
-			if err = translate("register: update", err); err == nil && r.Rate.IsZero() && !old.Rate.IsZero() && !old.PacedUntil.IsZero() {
-				err = rewake(ctx, tx, r.Stream, int64(old.NextSeq)) // its pace gone, it may be due at once
+			paceGone := r.Rate.IsZero() && !old.Rate.IsZero() && !old.PacedUntil.IsZero()
+			hostGone := r.Host() != old.Host() && old.HostFailures > 0
+			if err = translate("register: update", err); err == nil && (paceGone || hostGone) {
+				err = rewake(ctx, tx, r.Stream, int64(old.NextSeq)) // it may be due at once
 			}
 		case errors.Is(err, journal.ErrNotFound):
 			err = insert(ctx, tx, r, dest)

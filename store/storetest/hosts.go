@@ -21,7 +21,33 @@ var hostTests = []test{
 	testAnAnswerReleasesEveryRegistration, testUnavailablePastTheHorizonEachChangeToldOnce,
 	testResetByAnOperator, testAPathThatNeverAnswersBacksOffWhileItsHostAnswers,
 	testBadHostInputChangesNothing, testAHostWithNoRegistrationAndNoFailureForTheRetentionAgeIsRemoved,
-	testAHostsSchemeIsKeptOnItsRowBesideItsHealth,
+	testAHostsSchemeIsKeptOnItsRowBesideItsHealth, testMovedToAnotherHostItIsDueAtOnce,
+}
+
+// testMovedToAnotherHostItIsDueAtOnce: a registration waiting for its host
+// (a host-level failure) and then registered at a URL on another host no
+// longer waits for the old one: due at once, its host failures 0. A move
+// within its host, and a retry of its own, keep their wait.
+func testMovedToAnotherHostItIsDueAtOnce(t *testing.T, b Backend) {
+	streamWithReg(t, b, 3, onHost("s", "r", hostA))
+	hostFail(t, b, due(t, b, "webhook", "w", at(0), 1).Registrations[0], at(0))
+	held := get(t, b, "s", "r")
+	require.Equal(t, 1, held.HostFailures)
+	before := held.NextAttemptAt.Add(-time.Microsecond)
+	require.Empty(t, due(t, b, "webhook", "w", before, 1).Registrations, "it waits for its host")
+
+	path := onHost("s", "r", hostA)
+	path.URL += "/elsewhere"
+	requireTime(t, held.NextAttemptAt, register(t, b, path).NextAttemptAt, "a path on the same host keeps the wait")
+	require.Equal(t, 1, get(t, b, "s", "r").HostFailures)
+
+	register(t, b, onHost("s", "r", hostB))
+	require.Zero(t, get(t, b, "s", "r").HostFailures, "what the old host held went")
+	batch := due(t, b, "webhook", "w", before, 1)
+	require.Equal(t, []string{"s/r"}, keys(batch.Registrations), "due at once on its new host")
+
+	require.NoError(t, b.Retry(t.Context(), batch.Registrations[0].Claim(), 1, at(500), fail503(before)))
+	requireTime(t, at(500), register(t, b, onHost("s", "r", hostA)).NextAttemptAt, "a retry of its own is kept")
 }
 
 // The hosts of the suite's registrations, in store.HostOf form.

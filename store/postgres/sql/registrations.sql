@@ -31,7 +31,10 @@ SET namespace = excluded.namespace, url = excluded.url, config = excluded.config
     -- a change (@revoke: store.Registration.SameDelivery) takes a turn's lease, whose end still holds it
     lease_owner = CASE WHEN @revoke::boolean THEN '' ELSE r.lease_owner END,
     -- the rate removed, its pace goes, and one that waited for it alone is due at once
-    next_attempt_at = CASE WHEN r.rate <> '' AND excluded.rate = '' AND r.next_attempt_at = r.paced_until THEN excluded.next_attempt_at ELSE r.next_attempt_at END,
+    -- and one moved to another host drops what its old host held
+    next_attempt_at = CASE WHEN r.rate <> '' AND excluded.rate = '' AND r.next_attempt_at = r.paced_until
+        OR r.host <> excluded.host AND r.host_failures > 0 THEN excluded.next_attempt_at ELSE r.next_attempt_at END,
+    host_failures = CASE WHEN r.host <> excluded.host THEN 0 ELSE r.host_failures END,
     paced_until = CASE WHEN r.rate <> '' AND excluded.rate = '' THEN NULL ELSE r.paced_until END
 RETURNING r.*)
 SELECT {{template "status"}} FROM r JOIN herald_stream s ON s.stream = r.stream

@@ -12,12 +12,14 @@ INSERT INTO herald_stream (stream) VALUES (?) ON CONFLICT DO NOTHING
 
 -- name: update_registration
 -- The rate removed (a stored one, ?10 ''), its pace goes, and one that waited for it
--- alone is due at once; when ?13 (a change, store.Registration.SameDelivery) a
+-- alone is due at once; moved to another host (?3), what its old host held goes; when ?13 (a change, store.Registration.SameDelivery) a
 -- turn in flight loses its lease, whose end still holds the registration
 -- (Store.Register).
 UPDATE herald_registration SET lease_owner = CASE WHEN ?13 THEN '' ELSE lease_owner END, namespace = ?1, url = ?2, host = ?3, config = ?4, on_rejected = ?5, kinds = ?6,
 				"window" = ?7, retain_max_ns = ?8, retry = ?9, rate = ?10,
-				next_attempt_at = CASE WHEN rate <> '' AND ?10 = '' AND next_attempt_at = paced_until THEN NULL ELSE next_attempt_at END,
+				next_attempt_at = CASE WHEN rate <> '' AND ?10 = '' AND next_attempt_at = paced_until
+					OR host <> ?3 AND host_failures > 0 THEN NULL ELSE next_attempt_at END,
+				host_failures = CASE WHEN host <> ?3 THEN 0 ELSE host_failures END,
 				paced_until = CASE WHEN rate <> '' AND ?10 = '' THEN NULL ELSE paced_until END
 			WHERE stream = ?11 AND id = ?12
 
