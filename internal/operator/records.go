@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -141,52 +142,82 @@ func firstInvalid(b []byte) int {
 }
 
 // uniqueKeys returns a repeatedKey for the first object in raw, one valid
-// JSON value, that has a key twice.
+// JSON value, that has a key twice. One pass over the bytes: a key is a
+// string in an object followed by ':'; a path is built only for the error.
 func uniqueKeys(raw []byte) error {
 	type frame struct {
-		path    string
-		keys    map[string]bool // nil in an array
-		wantKey bool            // an object's next token is a key
-		key     string          // an object's key whose value comes next
-		next    int             // an array's next index
+		object bool
+		keys   []string            // an object's keys, while few
+		many   map[string]struct{} // and past a few
+		index  int                 // an array's value read, counted by commas
 	}
-	var stack []*frame
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if tok == json.Delim('}') || tok == json.Delim(']') {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		path := ""
-		if len(stack) > 0 {
-			switch top := stack[len(stack)-1]; {
-			case top.wantKey:
-				key := tok.(string)
-				if top.keys[key] {
-					return repeatedKey{top.path, key}
-				}
-				top.keys[key], top.key, top.wantKey = true, key, false
+	var stack []frame
+	path := func(fs []frame) string {
+		var b strings.Builder
+		for _, f := range fs {
+			if !f.object {
+				fmt.Fprintf(&b, "[%d]", f.index)
 				continue
-			case top.keys != nil:
-				path, top.wantKey = strings.TrimPrefix(top.path+"."+top.key, "."), true
-			default:
-				path = fmt.Sprintf("%s[%d]", top.path, top.next)
-				top.next++
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.keys[len(f.keys)-1]) // the key whose value is read
+		}
+		return b.String()
+	}
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{':
+			stack = append(stack, frame{object: true})
+		case '[':
+			stack = append(stack, frame{})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if top := &stack[len(stack)-1]; !top.object {
+				top.index++
+			}
+		case '"':
+			start, escaped := i, false
+			for i++; raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i, escaped = i+1, true
+				}
+			}
+			n := len(stack)
+			if n == 0 || !stack[n-1].object {
+				continue
+			}
+			k := i + 1
+			for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
+				k++
+			}
+			if k == len(raw) || raw[k] != ':' {
+				continue // a value
+			}
+			key := string(raw[start+1 : i])
+			if escaped {
+				if err := json.Unmarshal(raw[start:i+1], &key); err != nil {
+					return err
+				}
+			}
+			top := &stack[n-1]
+			_, dup := top.many[key]
+			if dup || top.many == nil && slices.Contains(top.keys, key) {
+				return repeatedKey{path(stack[:n-1]), key}
+			}
+			if top.keys = append(top.keys, key); len(top.keys) == 16 {
+				top.many = make(map[string]struct{}, 32)
+				for _, k := range top.keys {
+					top.many[k] = struct{}{}
+				}
+			} else if top.many != nil {
+				top.many[key] = struct{}{}
 			}
 		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{path: path, keys: map[string]bool{}, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, &frame{path: path})
-		}
 	}
+	return nil
 }
 
 // JSONError is DecodeJSON's error as a journal.ErrInvalid naming the

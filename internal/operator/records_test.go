@@ -63,7 +63,9 @@ func TestDecodeJSONRefusesWhatItWouldLose(t *testing.T) {
 		`{"id":"a","payload_base64":1}`: "invalid payload_base64: is a JSON number; want a string",
 		"{\"id\":\"a\xff\"}":            "invalid record: is not valid UTF-8 (byte 9): send text as UTF-8, other bytes as a record's payload_base64",
 		`{"id":"a","id":"b"}`:           `invalid record: has the key "id" twice: give it once`,
-		`{"id":"a","payload":{"x":[{"y":1,"y":2}]}}`: `invalid payload.x[0]: has the key "y" twice: give it once`,
+		`{"id":"a","payload":{"x":[{"y":1,"y":2}]}}`:              `invalid payload.x[0]: has the key "y" twice: give it once`,
+		`{"id":"a","payload":[1,"[,{\"",{"a\u0062":0,"ab" : 1}]}`: `invalid payload[2]: has the key "ab" twice: give it once`,
+		`{"id":"a","payload":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"k3":0}}`: `invalid payload: has the key "k3" twice: give it once`,
 	} {
 		var r RecordInput
 		err := JSONError("record", DecodeJSON(bytes.NewReader([]byte(in)), &r))
