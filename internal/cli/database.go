@@ -149,12 +149,6 @@ func userinfo(s string) (info, rest string, ok bool) {
 	return "", p, false
 }
 
-// postgresName names the database that cfg connects to, as
-// postgres://user@host:port[,host:port…]/database, and says whether it may
-// be shown: whether no host nor the database name holds an '@' (then a
-// password's rest, see parseDatabase), and no part the word password (one
-// typed in the path, postgres://h/db&password=…) or a character that does
-// not print.
 // longestPart is the part of cfg longest past what PostgreSQL reads of it
 // (a user or database name: NAMEDATALEN-1, 63 bytes; a host: a DNS name's
 // 253), its length and that most.
@@ -175,6 +169,12 @@ func longestPart(cfg *pgconn.Config) (what string, n, most int) {
 	return what, n, most
 }
 
+// postgresName names the database that cfg connects to, as
+// postgres://user@host:port[,host:port…]/database, and says whether it may
+// be shown: whether no host nor the database name holds an '@' (then a
+// password's rest, see parseDatabase), and no part the word password (one
+// typed in the path, postgres://h/db&password=…) or a character that does
+// not print.
 func postgresName(cfg *pgconn.Config) (string, bool) {
 	hosts := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
 	for _, f := range cfg.Fallbacks { // each host, with and without TLS
