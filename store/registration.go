@@ -99,13 +99,14 @@ func (r Registration) Host() string { return HostOf(r.URL) }
 
 // SameDelivery reports whether r, registered again over stored (its config
 // opened), leaves what is sent and where as it was: namespace, URL, config,
-// 4xx policy, kinds, window, retain-max, retry policy and rate. An update
+// 4xx policy, kinds, window, retry policy and rate (retain-max is the
+// pruner's, read by no turn). An update
 // that changes any takes the lease from a turn in flight (Store.Register);
 // the same registration again disturbs none.
 func (r Registration) SameDelivery(stored Registration) bool {
 	return r.Namespace == stored.Namespace && r.URL == stored.URL && bytes.Equal(r.Config, stored.Config) &&
 		r.OnRejected == stored.OnRejected && slices.Equal(r.Kinds, stored.Kinds) && max(r.Window, 1) == max(stored.Window, 1) &&
-		r.RetainMax == stored.RetainMax && EncodeRetry(r.Retry) == EncodeRetry(stored.Retry) && r.Rate == stored.Rate
+		EncodeRetry(r.Retry) == EncodeRetry(stored.Retry) && r.Rate == stored.Rate
 }
 
 // HostOf returns the host of an absolute http(s) URL as herald counts hosts:

@@ -45,10 +45,12 @@ type slot struct {
 	resend        *store.Resend // a resend's claim (resend.go), not a turn's: st is its registration
 
 	// Under the dispatcher's leases.mu: the lease's end on the wall clock
-	// (renew moves it), and, once the turn started, what ends it there.
+	// (renew moves it), once the turn started what ends it there, and
+	// whether a renewal found the lease taken before the turn started.
 	wallUntil time.Time
 	expire    *time.Timer
-	cancel    context.CancelCauseFunc // the turn's context's (errLeaseEnding)
+	cancel    context.CancelCauseFunc // the turn's context's (errLeaseEnding, errLeaseTaken)
+	taken     bool
 
 	nudge    chan<- struct{} // the dispatcher's slowed
 	wentSlow atomic.Bool     // a send of the turn passed SlowAfter

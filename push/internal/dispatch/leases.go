@@ -39,6 +39,9 @@ func (l *leases) run(ctx context.Context, s *slot, lease time.Duration) context.
 	defer l.mu.Unlock()
 	s.cancel = cancel
 	s.expire = time.AfterFunc(time.Until(s.wallUntil.Add(-lease/10)), func() { cancel(errLeaseEnding) })
+	if s.taken {
+		cancel(errLeaseTaken) // taken while it waited: it sends nothing
+	}
 	return ctx
 }
 
@@ -148,10 +151,14 @@ func (d *dispatcher) renew() {
 		// The store answered without it: its lease was taken (an update,
 		// pause, rewind; another worker past its end). No write of the turn
 		// can land, so it stops sending now, not at its lease's end.
-		if s := bySlot[c]; s.cancel != nil {
-			if _, ok := l.held[s]; ok {
-				s.cancel(errLeaseTaken)
-			}
+		s := bySlot[c]
+		if _, ok := l.held[s]; !ok {
+			continue // ended meanwhile
+		}
+		if s.cancel != nil {
+			s.cancel(errLeaseTaken)
+		} else {
+			s.taken = true // not started: it starts cancelled (run)
 		}
 	}
 }

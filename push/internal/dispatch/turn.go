@@ -48,6 +48,10 @@ func (t *turn) run(ctx context.Context) error {
 	if t.stopping() {
 		return nil // the lease expires; nothing was tried
 	}
+	if errors.Is(context.Cause(ctx), errLeaseTaken) {
+		t.rep.LeasesLost++ // taken before the turn started (leases.renew): nothing was tried
+		return nil
+	}
 	var next time.Time
 	if t.pace, next = t.newPace(); !next.IsZero() {
 		return t.deferred(ctx, next)
