@@ -232,12 +232,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		n = &store.Registration{Stream: r.Stream, ID: r.ID, NextSeq: next}
 		s.regs[r.Key()] = n
 	}
-	if n.Host() != r.Host() { // moved to another host: what its old host held goes (Store.Register)
-		if n.HostFailures > 0 {
-			n.NextAttemptAt = time.Time{}
-		}
-		n.HostFailures = 0
-	}
+	moveHost(n, r.URL)
 	if !r.SameDelivery(*n) {
 		n.LeaseOwner = "" // a turn in flight loses its lease, whose end still holds it (Store.Register)
 	}
@@ -253,6 +248,18 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		n.PacedUntil = time.Time{}
 	}
 	return copyReg(n), nil
+}
+
+// moveHost drops what r's old host held when url is on another host:
+// HostFailures 0, and due at once if it waited for that host (Store.Register).
+func moveHost(r *store.Registration, url string) {
+	if store.HostOf(url) == r.Host() {
+		return
+	}
+	if r.HostFailures > 0 {
+		r.NextAttemptAt = time.Time{}
+	}
+	r.HostFailures = 0
 }
 
 // with runs fn under s.mu on registration stream/id.
@@ -1065,6 +1072,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 			if changed {
 				r.LeaseOwner = "" // as Register
 			}
+			moveHost(r, sub.URL)
 			r.Namespace, r.URL, r.Config, r.OnRejected = sub.Namespace, sub.URL, slices.Clone(sub.Config), sub.OnRejected
 			r.Kinds, r.Window, r.RetainMax = slices.Clone(sub.Kinds), sub.Window, sub.RetainMax
 			r.Retry = sub.Retry

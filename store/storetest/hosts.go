@@ -48,6 +48,23 @@ func testMovedToAnotherHostItIsDueAtOnce(t *testing.T, b Backend) {
 
 	require.NoError(t, b.Retry(t.Context(), batch.Registrations[0].Claim(), 1, at(500), fail503(before)))
 	requireTime(t, at(500), register(t, b, onHost("s", "r", hostA)).NextAttemptAt, "a retry of its own is kept")
+
+	if _, ok := b.(store.Subscriber); !ok {
+		return
+	}
+	appendN(t, b, "m/1", 1)
+	onA := sub("m/", "h")
+	onA.URL = "https://" + hostA[:len(hostA)-len(":443")] + "/inbox"
+	subscribe(t, b, onA)
+	hostFail(t, b, due(t, b, "webhook", "w", at(1000), 1).Registrations[0], at(1000))
+	held = get(t, b, "m/1", "h")
+	require.Equal(t, 1, held.HostFailures)
+	before = held.NextAttemptAt.Add(-time.Microsecond)
+	onB := onA
+	onB.URL = "https://" + hostB[:len(hostB)-len(":443")] + "/inbox"
+	subscribe(t, b, onB)
+	require.Zero(t, get(t, b, "m/1", "h").HostFailures, "a subscription's move drops what the old host held too")
+	require.Equal(t, []string{"m/1/h"}, keys(due(t, b, "webhook", "w", before, 1).Registrations), "due at once on its new host")
 }
 
 // The hosts of the suite's registrations, in store.HostOf form.

@@ -31,7 +31,10 @@ ON CONFLICT DO NOTHING
 UPDATE herald_registration r
 SET namespace = u.namespace, url = u.url, host = u.host, on_rejected = u.on_rejected,
     kinds = u.kinds, "window" = u."window", retain_max_ns = u.retain_max_ns, retry = u.retry,
-    lease_owner = CASE WHEN @revoke::boolean THEN '' ELSE r.lease_owner END -- as upsert_registration
+    lease_owner = CASE WHEN @revoke::boolean THEN '' ELSE r.lease_owner END, -- as upsert_registration
+    -- and, as there, one moved to another host drops what its old host held
+    next_attempt_at = CASE WHEN r.host <> u.host AND r.host_failures > 0 THEN '0001-01-01 00:00:00+00' ELSE r.next_attempt_at END,
+    host_failures = CASE WHEN r.host <> u.host THEN 0 ELSE r.host_failures END
 FROM herald_subscription u WHERE u.prefix = @prefix AND u.id = @id AND r.subscription = @prefix AND r.id = @id
 
 -- name: mark_range

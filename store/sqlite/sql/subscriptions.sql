@@ -21,7 +21,12 @@ INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, 
 
 -- name: update_subscribed
 -- As update_registration: when ?3, a turn in flight loses its lease (Store.Register).
-UPDATE herald_registration SET lease_owner = CASE WHEN ?3 THEN '' ELSE lease_owner END, (namespace, url, host, on_rejected, kinds, "window", retain_max_ns, retry) =
+-- One moved to another host drops what its old host held, as there (wake_range wakes it).
+UPDATE herald_registration SET lease_owner = CASE WHEN ?3 THEN '' ELSE lease_owner END,
+			next_attempt_at = CASE WHEN host <> (SELECT host FROM herald_subscription WHERE prefix = ?1 AND id = ?2) AND host_failures > 0
+				THEN NULL ELSE next_attempt_at END,
+			host_failures = CASE WHEN host <> (SELECT host FROM herald_subscription WHERE prefix = ?1 AND id = ?2) THEN 0 ELSE host_failures END,
+			(namespace, url, host, on_rejected, kinds, "window", retain_max_ns, retry) =
 			(SELECT namespace, url, host, on_rejected, kinds, "window", retain_max_ns, retry FROM herald_subscription WHERE prefix = ?1 AND id = ?2)
 			WHERE subscription = ?1 AND id = ?2
 
