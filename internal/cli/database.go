@@ -195,7 +195,7 @@ type openMode int
 
 const (
 	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
-	createDB                   // create and migrate a new file, migrate an older one up (register, append, keys add)
+	createDB                   // create and migrate a new file, migrate an older one up (register, append, keys add, tokens create)
 	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
 	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
@@ -245,7 +245,7 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 // noDatabase is the refusal of a SQLite path with no file, for a command
 // that creates none.
 func noDatabase(d database) error {
-	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, keys add and migrate up create a new one", journal.Shown(d.String()))
+	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, keys add, tokens create and migrate up create a new one", journal.Shown(d.String()))
 }
 
 func (e *env) openError(d database, err error) error {
@@ -276,9 +276,9 @@ reverts the newest one (it drops what that migration created: data in those
 tables is lost), so it asks first on a terminal and otherwise needs --yes;
 "status" lists the migrations and which are applied.
 
-register, append, keys add and "up" create a new SQLite file and migrate it; "down" and
-"status" refuse a path with no file. PostgreSQL is migrated only by "herald migrate up",
-so that a deploy controls when it happens.`,
+register, append, keys add, tokens create and "up" create a new SQLite file and
+migrate it; "down" and "status" refuse a path with no file. PostgreSQL is
+migrated only by "herald migrate up", so that a deploy controls when it happens.`,
 		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json
   herald migrate down --yes --database sqlite:./herald.db`,
