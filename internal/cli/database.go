@@ -49,6 +49,11 @@ type database struct {
 	name string // postgres: what String shows (postgresName)
 }
 
+// maxSQLiteName is the longest SQLite file name herald takes: 255 bytes (a
+// name's most on Linux, macOS and Windows file systems) less the 8 that
+// SQLite's -journal and herald's .keyring add beside it.
+const maxSQLiteName = 255 - 8
+
 // databaseHint ends every refusal of a --database value.
 const databaseHint = "give sqlite:PATH (e.g. sqlite:./herald.db) or a postgres:// URL"
 
@@ -67,6 +72,9 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		if strings.Contains(p, "://") {
 			return database{}, usagef("%s sqlite: is followed by a URL (not shown: it may hold a password): give a PostgreSQL URL alone, postgres://…", from)
+		}
+		if n := len(filepath.Base(p)); n > maxSQLiteName {
+			return database{}, usagef("%s sqlite: the file name is %d bytes, more than %d (a file system's 255 less the 8 of SQLite's PATH-journal and herald's PATH.keyring beside it)", from, n, maxSQLiteName)
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
