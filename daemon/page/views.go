@@ -138,8 +138,13 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
+	said := done[q.Get("done")]
+	if verb := map[string]string{"unpark": "Unparked", "resume": "Resumed"}[q.Get("done")]; verb != "" && v.State == operator.StateHeld {
+		said = fmt.Sprintf("%s: held for host %s (%s) until its next probe at %s, then due at its cursor, with its attempts reset.",
+			verb, v.Host, v.HeldFor, operator.Instant(v.HostNextProbeAt))
+	}
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
-		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": done[q.Get("done")],
+		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": said,
 		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
 	})
 }
@@ -270,11 +275,18 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 		if err == nil && a.Action == "resend" {
 			err = store.CheckResend(a.Stream, a.Seq, v.NextSeq, 1, nil, "") // the low-water mark and the kind are the store's to check
 		}
+		var held operator.Held
+		if err == nil {
+			held, err = operator.HeldHost(r.Context(), p.scoped(r), v.Host)
+		}
 		if err != nil {
 			p.failErr(w, r, err)
 			return
 		}
 		data["R"] = v
+		if h, ok := held[v.Host]; ok {
+			data["HeldBy"] = h // an unpark or resume waits for its probe
+		}
 	}
 	p.render(w, r, http.StatusOK, "confirm", data)
 }

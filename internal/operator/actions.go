@@ -52,7 +52,8 @@ func Unpark(ctx context.Context, s store.Store, stream, id string, at time.Time)
 	if err != nil {
 		return UnparkView{}, err
 	}
-	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked && !before.Paused}, nil
+	held, err := HeldHost(ctx, s, after.Host())
+	return UnparkView{RegistrationView: held.View(after), WasParked: before.Parked && !before.Paused}, err
 }
 
 // PauseView answers a pause or a resume: the registration after it, and
@@ -82,7 +83,8 @@ func Pause(ctx context.Context, s store.Store, stream, id string, resume bool, a
 	if err != nil {
 		return PauseView{}, err
 	}
-	return PauseView{RegistrationView: Held(nil).View(after), Changed: before.Paused != after.Paused}, nil
+	held, err := HeldHost(ctx, s, after.Host())
+	return PauseView{RegistrationView: held.View(after), Changed: before.Paused != after.Paused}, err
 }
 
 // ResendView answers a resend: the registration (its cursor untouched),
