@@ -505,3 +505,20 @@ func TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe(t *testing.T)
 	require.Contains(t, body, "Resumed: held for host down.example:443 (down) until its next probe at "+probe+", then due at its cursor")
 	require.NotContains(t, body, "due now")
 }
+
+// TestResendingARecordQueuedAlreadySaysThatResendStays: asked again while
+// queued, the page says the queued resend stays and goes out once, and
+// nothing changed.
+func TestResendingARecordQueuedAlreadySaysThatResendStays(t *testing.T) {
+	s := seeded(t)
+	require.NoError(t, s.Skip(t.Context(), "orders/1", "audit", 3, seedView, "acknowledged, for the test"))
+	srv, c, csrf := loggedIn(t, s)
+	ask := url.Values{"stream": {"orders/1"}, "id": {"audit"}, "csrf": {csrf}, "action": {"resend"}, "seq": {"1"}, "by": {"alice"}}
+	for _, want := range []string{"Resend queued: the next sweep", "That resend was queued already: it stays and goes out once; nothing changed."} {
+		resp, _ := post(t, c, srv.URL+"/ui/action", ask)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		resp, body := get(t, c, srv.URL+resp.Header.Get("Location"))
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Contains(t, body, want)
+	}
+}
