@@ -115,11 +115,10 @@ func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, 
 			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
 		}
 	}
-	// The store's Register, not a worker's: the config Rotate returns is
-	// valid, and a client certificate that has since expired must not
-	// block a rotation.
-	db := scope(r, d.store)
-	return operator.RotateSecret(r.Context(), db, db.Register, k.Stream, k.ID, d.opts.Now(), expireOld)
+	// The store, not a worker, checks: the config Rotate returns is valid,
+	// and a client certificate that has since expired must not block a
+	// rotation.
+	return operator.RotateSecret(r.Context(), scope(r, d.store), k.Stream, k.ID, d.opts.Now(), expireOld)
 }
 
 // appendRequest is the body of POST /v1/records.

@@ -567,7 +567,7 @@ once) to %v.`, webhook.MaxExpireOld),
 			return nil
 		},
 		run: func(c *call) error {
-			v, err := operator.RotateSecret(c.ctx(), c.b, c.b.Register, stream, id, c.at(at), expireOld)
+			v, err := operator.RotateSecret(c.ctx(), c.b, stream, id, c.at(at), expireOld)
 			if err != nil {
 				return e.notFound(stream, id, err)
 			}

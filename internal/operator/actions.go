@@ -235,24 +235,23 @@ func Prune(ctx context.Context, r store.Retention, q store.PruneQuery, between f
 
 // SetRate gives registration stream/id rate r (zero: no limit), as herald
 // register --rate does, keeping the rest of it (destination, config,
-// cursor, retry state), through register (a Worker's or a Store's). It
-// applies from the registration's next burst. Errors: the store's
-// (journal.ErrNotFound; journal.ErrInvalid for a bad rate or a
-// registration a subscription made), or journal.ErrInvalid naming config
-// when its stored config does not open (storing it again would lose it).
-func SetRate(ctx context.Context, s store.Store, register func(context.Context, store.Registration) (store.Registration, error),
-	stream, id string, r store.Rate) (RegistrationView, error) {
-	st, err := s.Get(ctx, stream, id)
+// cursor, retry state), through Update. It applies from the registration's
+// next burst. Errors: Update's (journal.ErrNotFound; journal.ErrInvalid for
+// a bad rate or a registration a subscription made), or journal.ErrInvalid
+// naming config when its stored config does not open (storing it again
+// would lose it).
+func SetRate(ctx context.Context, s store.Store, stream, id string, r store.Rate) (RegistrationView, error) {
+	st, err := Update(ctx, s, stream, id, func(st store.Status) (store.Registration, error) {
+		if st.ConfigError != "" {
+			return st.Registration, journal.Invalid("config", "%s: its rate cannot be set while its stored config does not open", st.ConfigError)
+		}
+		reg := st.Registration
+		reg.Rate = r
+		return reg, nil
+	})
 	if err != nil {
 		return RegistrationView{}, err
 	}
-	if st.ConfigError != "" {
-		return RegistrationView{}, journal.Invalid("config", "%s: its rate cannot be set while its stored config does not open", st.ConfigError)
-	}
-	reg := st.Registration
-	reg.Rate = r
-	if _, err := register(ctx, reg); err != nil {
-		return RegistrationView{}, err
-	}
-	return Registration(ctx, s, stream, id)
+	held, err := HeldHosts(ctx, s)
+	return held.View(st), err
 }
