@@ -327,11 +327,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
 		return nil, store.NotFound(reg.Stream, reg.ID)
 	}
-	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
-	if err != nil {
-		return nil, err
-	}
-	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
+	st, old, secret, err := operator.Register(r.Context(), d.store, wk.Check, reg)
 	if err != nil {
 		return nil, apiFields(err)
 	}

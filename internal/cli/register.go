@@ -205,17 +205,14 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 			if prefix != "" {
 				return subscribe(c, e, r, prefix, from == "head")
 			}
-			r, generated, err := operator.KeepOrMakeSecret(c.ctx(), c.b, r)
-			if err != nil {
-				return err
-			}
-			// Again with the database: an ActivityPub key_id may name a held key.
-			if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
-				if err := v.ValidateConfig(r); err != nil {
-					return usageOf(err)
+			// Checked again with the database: an ActivityPub key_id may name a held key.
+			check := func(r store.Registration) error {
+				if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
+					return usageOf(v.ValidateConfig(r))
 				}
+				return nil
 			}
-			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
+			st, old, generated, err := operator.Register(c.ctx(), c.b, check, r)
 			if pe := (*store.PrunedError)(nil); errors.As(err, &pe) {
 				return fmt.Errorf("%w: start it at --from-seq %d or later", err, pe.OldestSeq)
 			}

@@ -90,20 +90,10 @@ func MakeSecret(reg store.Registration) (store.Registration, string) {
 	return reg, secret
 }
 
-// KeepOrMakeSecret gives a webhook registration whose config has no
-// secrets the secrets of the webhook registration it updates, or else a new
-// one (MakeSecret), returned to be shown once. Errors are s's.
-func KeepOrMakeSecret(ctx context.Context, s store.Store, reg store.Registration) (store.Registration, string, error) {
-	return keepOrMakeSecret(reg, func() (store.Registration, error) {
-		was, err := s.Get(ctx, reg.Stream, reg.ID)
-		return was.Registration, err
-	})
-}
-
-// KeepOrMakeSubscriptionSecret is KeepOrMakeSecret for a subscription: it
-// keeps the secrets of the subscription it updates, or makes one that every
-// registration of the subscription signs with, returned to be shown once.
-// Errors are s's.
+// KeepOrMakeSubscriptionSecret gives a webhook subscription whose config
+// has no secrets those of the subscription it updates, as Register a
+// registration, or else one that every registration of the subscription
+// signs with, returned to be shown once. Errors are s's.
 func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub store.Subscription) (store.Subscription, string, error) {
 	reg, secret, err := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
 		list, err := s.Subscriptions(ctx, sub.Prefix)
@@ -118,7 +108,7 @@ func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub s
 	return sub, secret, err
 }
 
-// keepOrMakeSecret is both: was reads what reg updates (journal.ErrNotFound:
+// keepOrMakeSecret is theirs: was reads what reg updates (journal.ErrNotFound:
 // nothing).
 func keepOrMakeSecret(reg store.Registration, was func() (store.Registration, error)) (store.Registration, string, error) {
 	cfg, ok := webhookSansSecrets(reg)

@@ -21,21 +21,32 @@ const updateTries = 5
 // It returns the registration as stored after the write. Errors: change's,
 // s's; journal.ErrConflict when it changed under every read.
 func Update(ctx context.Context, s store.Store, stream, id string, change func(st store.Status) (store.Registration, error)) (store.Status, error) {
+	var st store.Status
+	err := retryConflicts(stream, id, func() error {
+		was, err := s.Get(ctx, stream, id)
+		if err != nil {
+			return err
+		}
+		r, err := change(was)
+		if err == nil {
+			_, err = s.Update(ctx, r, was.Registration)
+		}
+		if err == nil {
+			st, err = s.Get(ctx, stream, id)
+		}
+		return err
+	})
+	return st, err
+}
+
+// retryConflicts runs try, a read and a write of registration stream/id,
+// again while it returns journal.ErrConflict, updateTries times at most.
+func retryConflicts(stream, id string, try func() error) error {
 	for range updateTries {
-		st, err := s.Get(ctx, stream, id)
-		if err != nil {
-			return store.Status{}, err
-		}
-		r, err := change(st)
-		if err != nil {
-			return store.Status{}, err
-		}
-		if _, err = s.Update(ctx, r, st.Registration); err == nil {
-			return s.Get(ctx, stream, id)
-		} else if !errors.Is(err, journal.ErrConflict) {
-			return store.Status{}, err
+		if err := try(); !errors.Is(err, journal.ErrConflict) {
+			return err
 		}
 	}
-	return store.Status{}, fmt.Errorf("registration %s changed under each of %d reads: nothing was changed; try again when it has settled: %w",
+	return fmt.Errorf("registration %s changed under each of %d reads: nothing was changed; try again when it has settled: %w",
 		store.Name(stream, id), updateTries, journal.ErrConflict)
 }

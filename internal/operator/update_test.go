@@ -125,3 +125,31 @@ func TestSetRateKeepsAnUpdateMadeMeanwhile(t *testing.T) {
 	require.Equal(t, []string{"order.*"}, st.Kinds, "the register made meanwhile is kept")
 	require.Equal(t, store.Rate{Count: 5, Per: time.Second}, st.Rate)
 }
+
+// TestARegisterThatKeepsTheSecretsKeepsARotationMadeMeanwhile: a register
+// without secrets, which keeps the registration's, raced by a rotation
+// between its read and its write, keeps the secret that rotation answered
+// rather than the ones it first read, and applies its own change.
+func TestARegisterThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
+	mem := memory.New()
+	first := webhookReg(t, mem)
+	var rotated string
+	s := &racing{Backend: mem, race: func(n int) {
+		if n == 1 {
+			v, err := operator.RotateSecret(t.Context(), mem, "s", "r", time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC), 0)
+			require.NoError(t, err)
+			rotated = v.Secret
+		}
+	}}
+	reg := first
+	reg.Config, reg.URL = nil, "https://moved.example/r"
+	st, old, secret, err := operator.Register(t.Context(), s, nil, reg)
+	require.NoError(t, err)
+	require.NotNil(t, old, "an update")
+	require.Empty(t, secret, "no secret made: the registration's are kept")
+	require.Equal(t, 2, s.n, "read again once, after the conflict")
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{rotated}, cfg.Secrets, "the rotated secret still signs")
+	require.Equal(t, "https://moved.example/r", st.URL)
+}
