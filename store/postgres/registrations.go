@@ -43,7 +43,7 @@ func (s *Store) register(ctx context.Context, r store.Registration, was *store.R
 		)
 		b := &pgx.Batch{}
 		b.Queue(stmt("mark_stream"), pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
-		b.Queue(stmt("get"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) (err error) {
+		b.Queue(stmt("get_locked"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) (err error) {
 			old, err = scanStatus(row)
 			if exists = err == nil; errors.Is(err, pgx.ErrNoRows) {
 				return nil

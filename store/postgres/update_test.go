@@ -132,3 +132,33 @@ func TestNoUpdateThatSucceededIsLostAcrossProcesses(t *testing.T) {
 	require.Positive(t, conflicts, "the writes raced: some read was changed before its write")
 	t.Logf("%d registers, %d read-modify-writes, %d conflicts read again", registers, len(succeeded), conflicts)
 }
+
+// TestAnUpdateRacingAnUnregisterCreatesNothing: an Update whose
+// registration another process deletes, in a transaction still open when
+// the Update reads it, waits for that transaction and then finds none
+// (ErrNotFound) rather than inserting it again.
+func TestAnUpdateRacingAnUnregisterCreatesNothing(t *testing.T) {
+	ctx := t.Context()
+	url := migratedURL(t)
+	s, other := openStore(t, url), openStore(t, url)
+	was, err := s.Register(ctx, store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://receiver.example/r"})
+	require.NoError(t, err)
+	tx, err := other.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, "DELETE FROM herald_registration WHERE stream = 's' AND id = 'r'")
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		r := was
+		r.URL = "https://moved.example/r"
+		_, err := s.Update(ctx, r, was)
+		done <- err
+	}()
+	waitForLockWait(t, s) // the Update waits for the deleting transaction
+	require.NoError(t, tx.Commit(ctx))
+	require.ErrorIs(t, <-done, journal.ErrNotFound)
+	_, err = s.Get(ctx, "s", "r")
+	require.ErrorIs(t, err, journal.ErrNotFound, "the update inserted nothing")
+}
