@@ -547,8 +547,9 @@ once. Its old secrets keep signing beside it until --expire-old after --at
 (Standard Webhooks sends several signatures), so the receiver can switch
 without a refused message; then only the new one signs. Whether an old secret
 still signs is judged by each sweep's instant, not this machine's clock. The
-cursor and retry state are kept. --expire-old is 0 (the old ones stop at
-once) to %v.`, webhook.MaxExpireOld),
+cursor and retry state are kept, and so is a change another process makes
+meanwhile (a register, a rotation): the rotation reads the registration again
+and rotates that. --expire-old is 0 (the old ones stop at once) to %v.`, webhook.MaxExpireOld),
 		example: `  herald rotate-secret --stream orders --id billing --expire-old 24h`,
 		need:    []string{"stream", "id"},
 		db:      readDB,
