@@ -19,8 +19,15 @@ import (
 // gives its turn's slot back, so slow receivers never hold a healthy one's.
 // With MaxInFlight 2, six slow receivers on six hosts, each with a backlog,
 // have a request open at once (four more than the slots), and a healthy
-// receiver on a seventh host gets every record appended meanwhile.
+// receiver on a seventh host gets every record appended meanwhile; also
+// when the slow receivers outnumber the slow budget (MaxSlow 1), whose
+// turns past it still leave their slots.
 func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
+	t.Run("within the slow budget", func(t *testing.T) { slowReceiversBeside(t, push.DefaultMaxSlow) })
+	t.Run("past the slow budget", func(t *testing.T) { slowReceiversBeside(t, 1) })
+}
+
+func slowReceiversBeside(t *testing.T, maxSlow int) {
 	const slowHosts = 6
 	f := newFixture(t)
 	var slow []*silentHost
@@ -33,7 +40,7 @@ func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
 	}
 	healthy := newHealthyHost(t, "127.0.0.1")
 	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
-	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(2))
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(2), push.WithMaxSlow(maxSlow))
 
 	d := runDaemon(t, w)
 	for _, h := range slow {

@@ -54,7 +54,7 @@ type slot struct {
 
 	nudge    chan<- struct{} // the dispatcher's slowed
 	wentSlow atomic.Bool     // a send of the turn passed SlowAfter
-	yield    atomic.Bool     // slow with the slow budget full: the turn gives its slot up at its next record if a claim waits
+	yield    atomic.Bool     // slow past the slow budget (or with none): the turn gives its slot up at its next record if a claim waits
 	slow     bool            // the dispatcher's: counted in the slow budget
 }
 
@@ -211,24 +211,28 @@ func (d *dispatcher) start() {
 }
 
 // demote moves the turns whose send went slow from MaxInFlight to the slow
-// budget, freeing their slots for the claims that wait; with the slow budget
-// full, a slow turn yields its slot at its next record instead (turn.goOn).
+// budget, freeing their slots for the claims that wait, even when the
+// budget is full: a send cannot be hurried, and one kept in its slot would
+// hold it to the request's timeout, so that more silent hosts than MaxSlow
+// would hold every slot. A turn past the budget yields its slot at its next
+// record (turn.yields), as does every slow turn with no slow budget
+// (MaxSlow 0), which keeps it in its slot.
 func (d *dispatcher) demote() {
 	for s := range d.running {
-		if s.slow || !s.wentSlow.Load() {
+		if s.slow || !s.wentSlow.Load() || s.yield.Load() {
 			continue
 		}
-		switch {
-		case d.slow < d.w.cfg.MaxSlow:
+		if d.w.cfg.MaxSlow > 0 {
 			s.slow = true
 			d.fast--
 			d.slow++
 			d.w.slowTurns.Add(1)
-		case s.yield.Swap(true):
-			continue // told already
+		}
+		if d.slow > d.w.cfg.MaxSlow || !s.slow {
+			s.yield.Store(true)
 		}
 		if h := d.w.cfg.Hooks.Slow; h != nil {
-			h(s.st.Registration, !s.slow)
+			h(s.st.Registration, s.yield.Load())
 		}
 	}
 }
