@@ -23,12 +23,13 @@ type dispatcher struct {
 	ended  chan turnEnd
 	slowed chan struct{} // capacity 1: some running slot's send passed SlowAfter
 
-	ready   []*slot            // claimed, not started: each starts when a slot and its host allow, oldest first
-	running map[*slot]struct{} // turns running
-	fast    int                // of them, those counted against MaxInFlight
-	slow    int                // of them, those moved to the slow budget (MaxSlow)
-	perHost map[string]int     // turns running per host
-	waiting int64              // this dispatcher's part of Engine.waiting
+	ready     []*slot            // claimed, not started: each starts when a slot and its host allow, oldest first
+	readySlow int                // of them, those of slow hosts, which wait for the slow budget (start)
+	running   map[*slot]struct{} // turns running
+	fast      int                // of them, those counted against MaxInFlight
+	slow      int                // of them, those in the slow budget (MaxSlow)
+	perHost   map[string]int     // turns running per host
+	waiting   [2]int64           // this dispatcher's part of Engine.waiting
 	rep     wire.SweepReport   // what the ended turns did
 	err     error              // the first turn's error
 	leases  leases             // the claims held, which a goroutine of its own renews (leases.go)
@@ -54,8 +55,11 @@ type slot struct {
 
 	nudge    chan<- struct{} // the dispatcher's slowed
 	wentSlow atomic.Bool     // a send of the turn passed SlowAfter
+	prompt   atomic.Bool     // a send of the turn was answered within SlowAfter
 	yield    atomic.Bool     // slow past the slow budget (or with none): the turn gives its slot up at its next record if a claim waits
+	inSlow   atomic.Bool     // slow, for the turn: the claims it gives way to are those waiting for the slow budget (turn.wanted)
 	slow     bool            // the dispatcher's: counted in the slow budget
+	slowHost bool            // its host was slow when claimed (hosts.Table.Slow): it starts in the slow budget
 }
 
 // sending arms the slot's slow watch for one send, which goes slow after
@@ -130,8 +134,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 	w := d.w
 	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: d.owner(),
 		LeaseUntil: at.Add(w.cfg.Lease), CountUnserved: !capped}
-	if capped {
-		q.MaxPerHost, q.Busy = w.cfg.MaxPerHost, w.perHost.Busy()
+	if capped { // no slow host while the slow budget has no room: its claims would only wait
+		q.MaxPerHost, q.Busy = w.cfg.MaxPerHost, w.perHost.Busy(d.slowFull(), time.Now())
 	}
 	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
 	batch, err := w.store.Due(d.ctx, q)
@@ -157,7 +161,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 	add := func(st store.Status, rs *store.Resend) {
 		host := st.Host()
 		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.Enter(host),
-			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.cfg.Lease), nudge: d.slowed})
+			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.cfg.Lease), nudge: d.slowed,
+			slowHost: w.cfg.MaxSlow > 0 && w.perHost.Slow(host, claimedAt)})
 	}
 	for _, st := range batch.Registrations {
 		add(st, nil)
@@ -177,37 +182,66 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 func (d *dispatcher) owner() string { return fmt.Sprintf("%s#%d", d.w.cfg.Owner, d.w.claims.Add(1)) }
 
 // start runs ready claims in the free slots, oldest first, skipping hosts at
-// their cap, and counts in Engine.waiting those a freed slot would start.
+// their cap, and counts in Engine.waiting those a freed slot would start. A
+// claim of a slow host (slot.slowHost) starts in the slow budget, or waits
+// for it: a host that went slow takes no slot of the healthy ones again.
 func (d *dispatcher) start() {
-	max, perHost := d.w.cfg.MaxInFlight, d.w.cfg.MaxPerHost
+	max, maxSlow, perHost := d.w.cfg.MaxInFlight, d.w.cfg.MaxSlow, d.w.cfg.MaxPerHost
 	var starts []*slot
 	kept := d.ready[:0]
-	var startable int64
+	var startable [2]int64
+	d.readySlow = 0
 	for _, s := range d.ready {
 		switch {
 		case d.perHost[s.host] >= perHost:
 			kept = append(kept, s)
+			if s.slowHost {
+				d.readySlow++
+			}
+		case s.slowHost && d.slow < maxSlow:
+			s.slow = true
+			s.inSlow.Store(true) // before its turn starts
+			d.slow++
+			d.w.slowTurns.Add(1)
+			starts = append(starts, d.run(s))
+		case s.slowHost:
+			kept = append(kept, s)
+			d.readySlow++
+			startable[1]++
 		case d.fast < max:
 			d.fast++
-			d.perHost[s.host]++
-			d.running[s] = struct{}{}
-			s.entry.Queued.Add(-1)
-			starts = append(starts, s)
+			starts = append(starts, d.run(s))
 		default:
 			kept = append(kept, s)
-			startable++
+			startable[0]++
 		}
 	}
 	clear(d.ready[len(kept):])
 	d.ready = kept
 	// Counted before the turns start, so that none sees another pass's count.
-	d.w.waiting.Add(startable - d.waiting)
-	d.waiting = startable
+	for i := range startable {
+		d.w.waiting[i].Add(startable[i] - d.waiting[i])
+		d.waiting[i] = startable[i]
+	}
 	for _, s := range starts {
 		ctx := pages.WithClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (internal/pages)
 		ctx = d.leases.run(ctx, s, d.w.cfg.Lease)
 		go func() { d.ended <- d.serve(ctx, s) }()
 	}
+}
+
+// run counts s as running, for start, which has counted its budget.
+func (d *dispatcher) run(s *slot) *slot {
+	d.perHost[s.host]++
+	d.running[s] = struct{}{}
+	s.entry.Queued.Add(-1)
+	return s
+}
+
+// slowFull says whether the slow budget has no room for another claim:
+// those of the slow hosts wait (start) or are not made (claim).
+func (d *dispatcher) slowFull() bool {
+	return d.w.cfg.MaxSlow > 0 && d.slow+d.readySlow >= d.w.cfg.MaxSlow
 }
 
 // demote moves the turns whose send went slow from MaxInFlight to the slow
@@ -222,8 +256,10 @@ func (d *dispatcher) demote() {
 		if s.slow || !s.wentSlow.Load() || s.yield.Load() {
 			continue
 		}
+		d.w.perHost.MarkSlow(s.host, time.Now())
 		if d.w.cfg.MaxSlow > 0 {
 			s.slow = true
+			s.inSlow.Store(true)
 			d.fast--
 			d.slow++
 			d.w.slowTurns.Add(1)
@@ -286,6 +322,12 @@ func (d *dispatcher) end(e turnEnd) {
 	if d.perHost[s.host] == 0 {
 		delete(d.perHost, s.host)
 	}
+	switch {
+	case s.wentSlow.Load():
+		d.w.perHost.MarkSlow(s.host, time.Now())
+	case s.prompt.Load() && s.slowHost:
+		d.w.perHost.Answered(s.host) // it answered within SlowAfter: a slot of the healthy ones again
+	}
 	d.w.perHost.Leave(s.host)
 	addReport(&d.rep, e.rep)
 	if e.err != nil && d.err == nil {
@@ -298,8 +340,11 @@ func (d *dispatcher) end(e turnEnd) {
 // pending, and a rate-limited one that took a lapsed lease: released, the
 // next claim would not know of the lost turn's burst (turn.newPace).
 func (d *dispatcher) release() {
-	d.w.waiting.Add(-d.waiting)
-	d.waiting = 0
+	for i := range d.waiting {
+		d.w.waiting[i].Add(-d.waiting[i])
+		d.waiting[i] = 0
+	}
+	d.readySlow = 0
 	for _, s := range d.ready {
 		d.leases.drop(s)
 		s.entry.Queued.Add(-1)
