@@ -30,10 +30,10 @@ type dispatcher struct {
 	slow      int                // of them, those in the slow budget (MaxSlow)
 	perHost   map[string]int     // turns running per host
 	waiting   [2]int64           // this dispatcher's part of Engine.waiting
-	rep     wire.SweepReport   // what the ended turns did
-	err     error              // the first turn's error
-	leases  leases             // the claims held, which a goroutine of its own renews (leases.go)
-	live    bool               // Run's: turns keep the wall clock (turn.now)
+	rep       wire.SweepReport   // what the ended turns did
+	err       error              // the first turn's error
+	leases    leases             // the claims held, which a goroutine of its own renews (leases.go)
+	live      bool               // Run's: turns keep the wall clock (turn.now)
 }
 
 // slot is one claim, from Due to its turn's end.
