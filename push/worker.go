@@ -238,9 +238,11 @@ func WithMaxInFlight(n int) Option { return func(o *options) { o.MaxInFlight = n
 // DefaultMaxSlow). A message that waits SlowAfter moves its turn out of
 // MaxInFlight even with the slow budget full, so that silent hosts never
 // hold the slots (each would hold one to the request's timeout); a turn
-// past the budget ends after that message when another claim waits. 0
-// keeps a slow turn in its slot, which it gives up at its next record when
-// another claim waits.
+// past the budget ends after that message when another claim waits. The
+// host is then slow for a minute, or until a turn of it is answered within
+// SlowAfter: its claims start in the slow budget, or wait for room there.
+// 0 keeps a slow turn in its slot, which it gives up at its next record
+// when another claim waits.
 func WithMaxSlow(n int) Option { return func(o *options) { o.MaxSlow = n } }
 
 // WithMaxPerHost bounds the messages in flight to one host (store.HostOf), 1 to

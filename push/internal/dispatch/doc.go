@@ -28,6 +28,10 @@
 // (run.go). A send that waits SlowAfter nudges the dispatcher, which moves
 // its turn to the slow budget (MaxSlow), full or not: past the budget, the
 // turn yields at its next record when a claim waits (dispatcher.demote).
+// The worker then holds the host slow (hosts.Table.MarkSlow) until a turn
+// of it is answered within SlowAfter, or for hosts.SlowMemory: its claims
+// start in the slow budget or wait for room there (start), and while it
+// has none Run claims none of them (Table.Busy).
 //
 // # Rate
 //
