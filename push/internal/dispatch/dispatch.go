@@ -134,8 +134,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 	w := d.w
 	q := store.DueQuery{At: at, Limit: limit, Namespace: w.namespace, Owner: d.owner(),
 		LeaseUntil: at.Add(w.cfg.Lease), CountUnserved: !capped}
-	if capped { // no slow host while the slow budget has no room: its claims would only wait
-		q.MaxPerHost, q.Busy = w.cfg.MaxPerHost, w.perHost.Busy(d.slowFull(), time.Now())
+	if capped {
+		q.MaxPerHost, q.Busy = w.cfg.MaxPerHost, w.perHost.Busy()
 	}
 	wakes := w.wakes.Load() // before the claim: a Wake during it may be for a registration it missed
 	batch, err := w.store.Due(d.ctx, q)
@@ -236,12 +236,6 @@ func (d *dispatcher) run(s *slot) *slot {
 	d.running[s] = struct{}{}
 	s.entry.Queued.Add(-1)
 	return s
-}
-
-// slowFull says whether the slow budget has no room for another claim:
-// those of the slow hosts wait (start) or are not made (claim).
-func (d *dispatcher) slowFull() bool {
-	return d.w.cfg.MaxSlow > 0 && d.slow+d.readySlow >= d.w.cfg.MaxSlow
 }
 
 // demote moves the turns whose send went slow from MaxInFlight to the slow

@@ -30,8 +30,8 @@
 // turn yields at its next record when a claim waits (dispatcher.demote).
 // The worker then holds the host slow (hosts.Table.MarkSlow) until a turn
 // of it is answered within SlowAfter, or for hosts.SlowMemory: its claims
-// start in the slow budget or wait for room there (start), and while it
-// has none Run claims none of them (Table.Busy).
+// start in the slow budget or wait for room there (start), beside the
+// claims that wait for a regular slot, which they do not count against.
 //
 // # Rate
 //

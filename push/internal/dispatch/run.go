@@ -17,7 +17,6 @@ type loop struct {
 	refill   int    // turn ends that make a claim worth its query when only a capped or troubled host may have work
 	ends     int    // turns ended since the last claim
 	capped   bool   // a host was at its cap after the last claim: turn ends free room for what Due held back
-	slowHeld bool   // the last claim took no slow host's (slowFull): a slow turn's end frees room for them
 	claimed  uint64 // the worker's Wake count when the last claim began
 	resting  bool   // the last claim failed: only the interval or a wake claims again
 	failures int    // errors since the loop last worked (logged at the first)
@@ -94,14 +93,14 @@ func (l *loop) turnEnded(e turnEnd) {
 	l.ends++
 	woken := e.wakes != l.w.wakes.Load() && l.claimed > e.wakes
 	held := l.capped || l.w.book.Troubled() // a probe's answer releases a troubled host's registrations
-	if woken || e.rep.Backlog > 0 || (held && (l.ends >= l.refill || l.fast == 0)) || (l.slowHeld && e.s.slow && !l.slowFull()) {
+	if woken || e.rep.Backlog > 0 || (held && (l.ends >= l.refill || l.fast == 0)) {
 		l.due = true
 	}
 }
 
 // canClaim says whether a claim is due and the loop has room for it: under
 // twice MaxInFlight claims, fewer than half of them ready (those that wait
-// for the slow budget aside: slowFull bounds them).
+// for the slow budget aside: a host's claims are bounded by its cap).
 func (l *loop) canClaim() bool {
 	max, ready := l.w.cfg.MaxInFlight, len(l.ready)-l.readySlow
 	full := l.fast+ready >= 2*max || (ready >= (max+1)/2 && l.fast > 0)
@@ -113,7 +112,6 @@ func (l *loop) claimMore() {
 	w := l.w
 	l.claimed = w.wakes.Load()
 	limit := min(2*w.cfg.MaxInFlight-l.fast-(len(l.ready)-l.readySlow), w.cfg.SweepLimit)
-	l.slowHeld = l.slowFull()
 	batch, resends, err := l.claim(time.Now(), limit, true, l.resends)
 	if err != nil {
 		l.due, l.resting, l.ends = false, true, 0

@@ -76,22 +76,16 @@ func NewTable(max int) *Table {
 	return &Table{max: max, hosts: map[string]*Entry{}}
 }
 
-// Busy returns the claims held per host, for DueQuery.Busy; with
-// slowFull, the hosts slow at now count as at their cap, so that a claim
-// takes none of them while the slow budget has no room.
-func (h *Table) Busy(slowFull bool, now time.Time) map[string]int {
+// Busy returns the claims held per host, for DueQuery.Busy.
+func (h *Table) Busy() map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.hosts) == 0 {
+		return nil
+	}
 	m := make(map[string]int, len(h.hosts))
 	for host, e := range h.hosts {
 		m[host] = e.turns
-	}
-	if slowFull {
-		for host, at := range h.slow {
-			if now.Sub(at) < SlowMemory {
-				m[host] = h.max
-			}
-		}
 	}
 	return m
 }
