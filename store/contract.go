@@ -43,6 +43,15 @@ type Store interface {
 	// is past the sealed stream's final record).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
+	// Update is Register of an existing registration that applies r only if
+	// its settings are still was's (CheckUpdate), read in the same atomic
+	// step: a compare-and-swap for a read-modify-write (was as Get returned
+	// it, r a changed copy), so that an update made meanwhile, by any
+	// process, is never lost. Errors: as Register's; ErrNotFound; ErrConflict
+	// (naming the registration) when its settings changed since was, and
+	// nothing changed.
+	Update(ctx context.Context, r, was Registration) (Registration, error)
+
 	// Unregister deletes a registration, its evidence and its pending
 	// resends. Errors: ErrNotFound.
 	Unregister(ctx context.Context, stream, id string) error

@@ -321,13 +321,13 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		_, err = p.store.ResetHost(ctx, a.Host, at)
 	case "rotate-secret":
 		var v operator.RotatedView
-		if v, err = operator.RotateSecret(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, at, a.ExpireOld); err == nil {
+		if v, err = operator.RotateSecret(ctx, p.scoped(r), a.Stream, a.ID, at, a.ExpireOld); err == nil {
 			// The secret is shown in this answer only (never cached: ServeHTTP): no redirect carries it.
 			p.render(w, r, http.StatusOK, "rotated", map[string]any{"Title": "Secret rotated", "R": v.RegistrationView, "V": v})
 			return
 		}
 	case "set-rate":
-		_, err = operator.SetRate(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, a.Rate)
+		_, err = operator.SetRate(ctx, p.scoped(r), a.Stream, a.ID, a.Rate)
 	case "revoke-token":
 		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}

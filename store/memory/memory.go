@@ -214,6 +214,16 @@ func clone(r journal.Record) journal.Record {
 
 // Register implements store.Store.
 func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
+	return s.register(r, nil)
+}
+
+// Update implements store.Store.
+func (s *Store) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	return s.register(r, &was)
+}
+
+// register is Register, or Update if was is set.
+func (s *Store) register(r store.Registration, was *store.Registration) (store.Registration, error) {
 	if err := r.Validate(); err != nil {
 		return store.Registration{}, err
 	}
@@ -222,6 +232,11 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	n := s.regs[r.Key()]
 	if n != nil && n.Subscription != "" {
 		return store.Registration{}, store.MadeBy(r, n.Subscription)
+	}
+	if was != nil {
+		if err := store.CheckUpdate(r, *was, n, nil); err != nil {
+			return store.Registration{}, err
+		}
 	}
 	if n == nil { // a new one; an update keeps the cursor and retry state
 		st := s.stream(r.Stream)
