@@ -211,6 +211,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{"POST", "/v1/registration/resume?stream=orders/1&id=billing&reason=x", "", testToken, "", 400},
 		{"POST", "/v1/registration/resume?stream=orders/1&id=nobody", "", testToken, "", 404},
 		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=2&by=alice", "", testToken, "", 202},
+		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=2&by=bob", "", testToken, "", 202}, // queued already: "queued": false
 		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=3", "", testToken, "", 400},
 		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=two", "", testToken, "", 400},
 		{"POST", "/v1/registration/resend?stream=resend/1&id=nobody&seq=1", "", testToken, "", 404},

@@ -132,11 +132,12 @@ type Store interface {
 	// delivered to it again, out of band (resend.go): pending until a worker
 	// claims it (DueResends) and sends it once (Resent); the cursor, the
 	// attempts and a pause or park are left alone. A herald.registration.resend
-	// event names by. The same seq pending already is left alone. Errors:
-	// ErrNotFound, ErrInvalid (a zero at, ValidatePause's by, CheckResend:
-	// seq 0, not behind the cursor or of a kind the registration does not
-	// want; below the low-water mark, a *PrunedError).
-	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error
+	// event names by. The same seq pending already is left alone, and
+	// queued is false. Errors: ErrNotFound, ErrInvalid (a zero at,
+	// ValidatePause's by, CheckResend: seq 0, not behind the cursor or of a
+	// kind the registration does not want; below the low-water mark, a
+	// *PrunedError).
+	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (queued bool, err error)
 
 	// DueResends claims up to q.Limit pending resends of q.Namespace's
 	// registrations whose lease is free at q.At, oldest asked first,

@@ -319,9 +319,9 @@ func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by 
 	return s.Backend.Resume(ctx, stream, id, at, by)
 }
 
-func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
+func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (bool, error) {
 	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+		return false, store.NotFound(stream, id)
 	}
 	return s.Backend.Resend(ctx, stream, id, seq, at, by)
 }

@@ -78,7 +78,8 @@ func Unpark(ctx context.Context, s store.Store, stream, id string, at time.Time)
 	if err != nil {
 		return UnparkView{}, err
 	}
-	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked && !before.Paused}, nil
+	held, err := HeldHost(ctx, s, after.Host())
+	return UnparkView{RegistrationView: held.View(after), WasParked: before.Parked && !before.Paused}, err
 }
 
 // PauseView answers a pause or a resume: the registration after it, and
@@ -108,15 +109,19 @@ func Pause(ctx context.Context, s store.Store, stream, id string, resume bool, a
 	if err != nil {
 		return PauseView{}, err
 	}
-	return PauseView{RegistrationView: Held(nil).View(after), Changed: before.Paused != after.Paused}, nil
+	held, err := HeldHost(ctx, s, after.Host())
+	return PauseView{RegistrationView: held.View(after), Changed: before.Paused != after.Paused}, err
 }
 
 // ResendView answers a resend: the registration (its cursor untouched),
-// the record queued to be sent again, and who asked.
+// the record queued to be sent again, who asked, and whether this asking
+// queued it (false: it was queued already; that resend stays and goes out
+// once).
 type ResendView struct {
 	RegistrationView
-	Seq uint64 `json:"seq"`
-	By  string `json:"by"`
+	Seq    uint64 `json:"seq"`
+	By     string `json:"by"`
+	Queued bool   `json:"queued"`
 }
 
 // Resend queues record seq of stream/id to be sent again, out of band, at
@@ -124,14 +129,15 @@ type ResendView struct {
 // journal.ErrInvalid naming "seq" (store.CheckResend) or "by"; a
 // *store.PrunedError.
 func Resend(ctx context.Context, s store.Store, stream, id string, seq uint64, at time.Time, by string) (ResendView, error) {
-	if err := s.Resend(ctx, stream, id, seq, at, by); err != nil {
+	queued, err := s.Resend(ctx, stream, id, seq, at, by)
+	if err != nil {
 		return ResendView{}, err
 	}
 	st, err := s.Get(ctx, stream, id)
 	if err != nil {
 		return ResendView{}, err
 	}
-	return ResendView{RegistrationView: Held(nil).View(st), Seq: seq, By: by}, nil
+	return ResendView{RegistrationView: Held(nil).View(st), Seq: seq, By: by, Queued: queued}, nil
 }
 
 // UnparkedAll answers an unpark of every parked registration: each one

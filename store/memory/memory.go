@@ -545,11 +545,11 @@ func (s *Store) Resume(ctx context.Context, streamName, id string, at time.Time,
 }
 
 // Resend implements store.Store.
-func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, at time.Time, by string) error {
+func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, at time.Time, by string) (queued bool, err error) {
 	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, "")); err != nil {
-		return err
+		return false, err
 	}
-	return s.with(streamName, id, func(r *store.Registration) error {
+	err = s.with(streamName, id, func(r *store.Registration) error {
 		st := s.stream(streamName)
 		kind := ""
 		if seq >= st.oldest && seq <= st.head {
@@ -567,8 +567,10 @@ func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, a
 		}
 		s.resends[k][seq] = &pending{at: at, by: by}
 		s.event(store.RegistrationEvent(store.KindResend, *r, seq, by, "", at))
+		queued = true
 		return nil
 	})
+	return queued, err
 }
 
 // DueResends implements store.Store.
