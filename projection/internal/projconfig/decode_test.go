@@ -3,11 +3,13 @@ package projconfig_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
+	"github.com/heraldpush/herald/transport"
 )
 
 type config struct {
@@ -37,5 +39,30 @@ func TestDecode(t *testing.T) {
 		require.ErrorIs(t, err, journal.ErrInvalid, raw)
 		require.EqualError(t, err, want, raw)
 		require.NotContains(t, err.Error(), "s3cret", "an error never quotes the config")
+	}
+}
+
+// BenchmarkDecode decodes a webhook-sized config (two secrets, a retiring
+// one, two headers): what a projection's cache miss costs.
+func BenchmarkDecode(b *testing.B) {
+	type retiring struct {
+		Secret string    `json:"secret"`
+		Until  time.Time `json:"until"`
+	}
+	type webhook struct {
+		Secrets  []string   `json:"secrets"`
+		Retiring []retiring `json:"retiring,omitempty"`
+		Envelope bool       `json:"envelope,omitempty"`
+		transport.Endpoint
+	}
+	raw := []byte(`{"secrets":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","whsec_3q2+7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"],` +
+		`"retiring":[{"secret":"whsec_old0000000000000000000000000000","until":"2026-12-31T23:59:59Z"}],` +
+		`"envelope":true,"headers":{"X-Tenant":"acme","Authorization":"Bearer t0k3n\u00e9"}}`)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		var c webhook
+		if err := projconfig.Decode(raw, &c); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
