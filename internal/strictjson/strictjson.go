@@ -250,6 +250,9 @@ func scan(raw []byte, root *shape, bad int) error {
 	}
 	var stack []frame
 	path := func(fs []frame) Path {
+		if len(fs) == 0 {
+			return nil
+		}
 		p := make(Path, len(fs))
 		for i, f := range fs {
 			p[i] = Step{Index: f.index}

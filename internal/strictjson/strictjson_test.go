@@ -1,0 +1,77 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestNotUTF8NamesItsString: a byte that is not UTF-8, in JSON otherwise
+// valid, is in a string, which the error names as a lone surrogate's: a
+// value's path, or the object's whose key it is; in what is not JSON, it
+// names nothing.
+func TestNotUTF8NamesItsString(t *testing.T) {
+	for raw, want := range map[string]NotUTF8{
+		"\"a\xff\"":                               {Offset: 2},
+		"{\"a\":[1,{\"b\":\"\xfe\"}]}":            {Offset: 14, Path: Path{{Key: "a", Index: -1}, {Index: 1}, {Key: "b", Index: -1}}},
+		"{\"a\":{\"x\xc0\":1}}":                   {Offset: 8, Path: Path{{Key: "a", Index: -1}}, Key: true},
+		"{\"a\":{\"x\\\"\":1,\"\\u00e9\xff\":2}}": {Offset: 21, Path: Path{{Key: "a", Index: -1}}, Key: true},
+		"{\"a\":\"\xff":                           {Offset: 6},
+	} {
+		var v any
+		err := Decode([]byte(raw), &v)
+		got, ok := errors.AsType[NotUTF8](err)
+		require.True(t, ok, "%q: %v", raw, err)
+		require.Equal(t, want, got, "%q", raw)
+		require.Equal(t, utf8.RuneError, []rune(raw[want.Offset : want.Offset+1])[0], "%q: the offset is the byte's", raw)
+	}
+}
+
+// fuzzed is what FuzzDecode decodes into: struct fields (folded), a map
+// and data (compared exactly), a type holding itself.
+type fuzzed struct {
+	ID    string            `json:"id"`
+	URL   string            `json:"url"`
+	Tags  []string          `json:"tags"`
+	Meta  map[string]fuzzed `json:"meta"`
+	Data  json.RawMessage   `json:"data"`
+	Inner *fuzzed           `json:"inner"`
+}
+
+// FuzzDecode: Decode never panics; what it accepts, encoding/json decodes
+// to the same value, is UTF-8, and decodes as data (any) too; what it
+// refuses with RepeatedKey into a struct but not as data is two keys of
+// one field in two cases.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"id":"a","url":"u","tags":["x"],"meta":{"k":{"id":"b"},"K":{}},"data":{"a":1,"A":2},"inner":{"inner":{"ID":"c"}}}`,
+		`{"id":"a","ID":"b"}`, `{"meta":{"k":{},"k":{}}}`, `{"data":"\ud83d\ude00\\udcff"}`, `{"id":"\udcff"}`, "{\"id\":\"\xff\"}",
+		`{"inner":{"url":1}}`, `{} {}`, `{}}`, `[`, `{"id":"a","\u212Aind":1}`, `{"tags":["a","b"],"Tags":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var v fuzzed
+		err := Decode(raw, &v)
+		var data any
+		dataErr := Decode(raw, &data)
+		if e, ok := errors.AsType[RepeatedKey](err); ok && dataErr == nil && e.First == e.Key {
+			t.Fatalf("%q: %v into a struct, none as data", raw, err)
+		}
+		if err != nil {
+			return
+		}
+		if !utf8.Valid(raw) {
+			t.Fatalf("%q: accepted bytes that are not UTF-8", raw)
+		}
+		var want fuzzed
+		if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(v, want) {
+			t.Fatalf("%q: decoded %+v; encoding/json %+v, %v", raw, v, want, err)
+		}
+		if dataErr != nil {
+			t.Fatalf("%q: accepted into a struct, refused as data: %v", raw, dataErr)
+		}
+	})
+}
