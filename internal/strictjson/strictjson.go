@@ -238,17 +238,22 @@ func fold(s string) string {
 // at bad, in a string of raw, valid JSON but for such bytes. One pass over
 // the bytes: a key is a string in an object followed by ':'; a string is
 // unescaped only when it holds a \u escape (a key, also for another
-// escape); a path is built only for the error.
+// escape); a key is raw's bytes unless escaped; a path is built only for
+// the error.
 func scan(raw []byte, root *shape, bad int) error {
 	type frame struct {
 		object bool
 		shape  *shape            // what the value is read into
-		key    string            // an object's key whose value is read
-		keys   []string          // an object's keys, while few
-		many   map[string]string // and past a few, by name (folded in a struct)
+		key    []byte            // an object's key whose value is read
+		from   int               // where the object's keys begin in keys
+		many   map[string][]byte // past a few keys, them by name (folded in a struct)
 		index  int               // an array's value read, counted by commas
 	}
-	var stack []frame
+	stack := make([]frame, 0, 16)
+	// keys holds the keys of the objects open, each after its parent's
+	// (an object's keys are read after its children close): one slice for
+	// all, not one an object.
+	keys := make([][]byte, 0, 64)
 	path := func(fs []frame) Path {
 		if len(fs) == 0 {
 			return nil
@@ -257,7 +262,7 @@ func scan(raw []byte, root *shape, bad int) error {
 		for i, f := range fs {
 			p[i] = Step{Index: f.index}
 			if f.object {
-				p[i] = Step{Key: f.key, Index: -1}
+				p[i] = Step{Key: string(f.key), Index: -1}
 			}
 		}
 		return p
@@ -272,20 +277,23 @@ func scan(raw []byte, root *shape, bad int) error {
 			return nil
 		case stack[n-1].shape.fields != nil:
 			f := stack[n-1].shape.fields
-			if sh, ok := f[stack[n-1].key]; ok { // as the tag has it, mostly
+			if sh, ok := f[string(stack[n-1].key)]; ok { // as the tag has it, mostly
 				return sh
 			}
-			return f[fold(stack[n-1].key)]
+			return f[fold(string(stack[n-1].key))]
 		}
 		return stack[n-1].shape.elem
 	}
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '{':
-			stack = append(stack, frame{object: true, shape: inner()})
+			stack = append(stack, frame{object: true, shape: inner(), from: len(keys)})
 		case '[':
 			stack = append(stack, frame{shape: inner()})
 		case '}', ']':
+			if top := stack[len(stack)-1]; top.object {
+				keys = keys[:top.from]
+			}
 			stack = stack[:len(stack)-1]
 		case ',':
 			if top := &stack[len(stack)-1]; !top.object {
@@ -320,44 +328,48 @@ func scan(raw []byte, root *shape, bad int) error {
 			if !isKey {
 				continue // a value
 			}
-			key := string(raw[start+1 : i])
+			key := raw[start+1 : i]
 			if escaped {
-				if err := json.Unmarshal(raw[start:i+1], &key); err != nil {
+				var k string
+				if err := json.Unmarshal(raw[start:i+1], &k); err != nil {
 					return err
 				}
+				key = []byte(k)
 			}
 			top := &stack[n-1]
 			if top.key = key; bad >= 0 {
 				continue // only bad's string is sought
 			}
 			inStruct := top.shape != nil && top.shape.fields != nil // one field, whatever the case
-			name := func(k string) string {
+			name := func(k []byte) string {
 				if inStruct {
-					return fold(k)
+					return fold(string(k))
 				}
-				return k
+				return string(k)
 			}
-			var first string
+			var first []byte
 			var dup bool
-			if top.many != nil {
-				first, dup = top.many[name(key)]
+			if top.many != nil && inStruct {
+				first, dup = top.many[fold(string(key))]
+			} else if top.many != nil {
+				first, dup = top.many[string(key)] // no copy: a lookup
 			}
-			for _, k := range top.keys {
-				if k == key || inStruct && strings.EqualFold(k, key) { // encoding/json's fold
+			for _, k := range keys[top.from:] {
+				if bytes.Equal(k, key) || inStruct && bytes.EqualFold(k, key) { // encoding/json's fold
 					first, dup = k, true
 				}
 			}
 			if dup {
-				return RepeatedKey{path(stack[:n-1]), first, key}
+				return RepeatedKey{path(stack[:n-1]), string(first), string(key)}
 			}
 			if top.many != nil {
 				top.many[name(key)] = key
-			} else if top.keys = append(top.keys, key); len(top.keys) == 16 {
-				top.many = make(map[string]string, 32)
-				for _, k := range top.keys {
+			} else if keys = append(keys, key); len(keys)-top.from == 16 {
+				top.many = make(map[string][]byte, 32)
+				for _, k := range keys[top.from:] {
 					top.many[name(k)] = k
 				}
-				top.keys = nil
+				keys = keys[:top.from]
 			}
 		}
 	}

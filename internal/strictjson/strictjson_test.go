@@ -3,7 +3,9 @@ package strictjson
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -74,4 +76,26 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q: accepted into a struct, refused as data: %v", raw, dataErr)
 		}
 	})
+}
+
+// TestKeysAreEachObjectsOwn: an object's keys are compared with its own
+// only, before and after its children's (which share one slice with it),
+// with few keys and past 16.
+func TestKeysAreEachObjectsOwn(t *testing.T) {
+	var many strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&many, `"k%d":{"k%d":{"x":1},"x":[{"x":1}]},`, i, i)
+	}
+	for raw, want := range map[string]error{
+		`{"x":1,"a":{"x":2,"b":{"x":3}},"b":{"x":4}}`:           nil,
+		`{"a":{"x":1},"b":{"x":2},"x":3,"c":[{"x":1},{"x":2}]}`: nil,
+		`{"x":1,"a":{"y":2},"x":3}`:                             RepeatedKey{Path: nil, First: "x", Key: "x"},
+		`{"a":{"y":1,"b":{},"y":2}}`:                            RepeatedKey{Path: Path{{Key: "a", Index: -1}}, First: "y", Key: "y"},
+		`{` + many.String() + `"x":1}`:                          nil,
+		`{` + many.String() + `"k3":1}`:                         RepeatedKey{Path: nil, First: "k3", Key: "k3"},
+		`{"a":{` + many.String() + `"k19":{}}}`:                 RepeatedKey{Path: Path{{Key: "a", Index: -1}}, First: "k19", Key: "k19"},
+	} {
+		var v any
+		require.Equal(t, want, Decode([]byte(raw), &v), raw)
+	}
 }
