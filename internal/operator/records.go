@@ -143,18 +143,22 @@ func firstInvalid(b []byte) int {
 
 // uniqueKeys returns a repeatedKey for the first object in raw, one valid
 // JSON value, that has a key twice. One pass over the bytes: a key is a
-// string in an object followed by ':'; a path is built only for the error.
+// string in an object followed by ':', held as raw's bytes unless escaped;
+// the open objects' keys share one stack, so a small body allocates nothing
+// a key or an object; a path is built only for the error.
 func uniqueKeys(raw []byte) error {
 	type frame struct {
 		object bool
-		keys   []string            // an object's keys, while few
-		many   map[string]struct{} // and past a few
+		start  int                 // its first key in keys
+		many   map[string]struct{} // an object's keys, past a few
 		index  int                 // an array's value read, counted by commas
 	}
-	var stack []frame
+	stack := make([]frame, 0, 8)
+	keys := make([][]byte, 0, 32) // each open object's keys, above its parent's
+	// path names the value that fs, the frames around it, are reading.
 	path := func(fs []frame) string {
 		var b strings.Builder
-		for _, f := range fs {
+		for j, f := range fs {
 			if !f.object {
 				fmt.Fprintf(&b, "[%d]", f.index)
 				continue
@@ -162,17 +166,16 @@ func uniqueKeys(raw []byte) error {
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			b.WriteString(f.keys[len(f.keys)-1]) // the key whose value is read
+			b.Write(keys[stack[j+1].start-1]) // the key whose value is read
 		}
 		return b.String()
 	}
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
-		case '{':
-			stack = append(stack, frame{object: true})
-		case '[':
-			stack = append(stack, frame{})
+		case '{', '[':
+			stack = append(stack, frame{object: raw[i] == '{', start: len(keys)})
 		case '}', ']':
+			keys = keys[:stack[len(stack)-1].start]
 			stack = stack[:len(stack)-1]
 		case ',':
 			if top := &stack[len(stack)-1]; !top.object {
@@ -196,24 +199,31 @@ func uniqueKeys(raw []byte) error {
 			if k == len(raw) || raw[k] != ':' {
 				continue // a value
 			}
-			key := string(raw[start+1 : i])
+			key := raw[start+1 : i]
 			if escaped {
-				if err := json.Unmarshal(raw[start:i+1], &key); err != nil {
+				var s string
+				if err := json.Unmarshal(raw[start:i+1], &s); err != nil {
 					return err
 				}
+				key = []byte(s)
 			}
 			top := &stack[n-1]
-			_, dup := top.many[key]
-			if dup || top.many == nil && slices.Contains(top.keys, key) {
-				return repeatedKey{path(stack[:n-1]), key}
+			_, dup := top.many[string(key)]
+			if top.many == nil {
+				dup = slices.ContainsFunc(keys[top.start:], func(k []byte) bool { return bytes.Equal(k, key) })
 			}
-			if top.keys = append(top.keys, key); len(top.keys) == 16 {
+			if dup {
+				return repeatedKey{path(stack[:n-1]), string(key)}
+			}
+			keys = append(keys, key)
+			switch own := keys[top.start:]; {
+			case top.many != nil:
+				top.many[string(key)] = struct{}{}
+			case len(own) == 16:
 				top.many = make(map[string]struct{}, 32)
-				for _, k := range top.keys {
-					top.many[k] = struct{}{}
+				for _, k := range own {
+					top.many[string(k)] = struct{}{}
 				}
-			} else if top.many != nil {
-				top.many[key] = struct{}{}
 			}
 		}
 	}
