@@ -182,10 +182,19 @@ func uniqueKeys(raw []byte) error {
 				top.index++
 			}
 		case '"':
-			start, escaped := i, false
-			for i++; raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i, escaped = i+1, true
+			start := i
+			for i++; ; i++ { // to the quote after an even run of backslashes
+				j := bytes.IndexByte(raw[i:], '"')
+				if j < 0 {
+					return io.ErrUnexpectedEOF // not one JSON value, which DecodeJSON's decoder refuses first
+				}
+				i += j
+				bs := 0
+				for raw[i-1-bs] == '\\' {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
 				}
 			}
 			n := len(stack)
@@ -200,7 +209,7 @@ func uniqueKeys(raw []byte) error {
 				continue // a value
 			}
 			key := raw[start+1 : i]
-			if escaped {
+			if bytes.IndexByte(key, '\\') >= 0 {
 				var s string
 				if err := json.Unmarshal(raw[start:i+1], &s); err != nil {
 					return err
