@@ -810,6 +810,14 @@ func TestAdminAPIHosts(t *testing.T) {
 	code, body = adminCall(t, srv, "GET", "/v1/registrations", testToken, url.Values{"stream": {"orders"}})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, 2, strings.Count(body, `"held_for": "down"`), body)
+
+	// Resumed, a held registration says it waits for the host's probe.
+	adminOK[operator.PauseView](t, srv, "POST", "/v1/registration/pause", testToken, url.Values{"stream": {"orders"}, "id": {"a"}})
+	resumed, _ := adminOK[operator.PauseView](t, srv, "POST", "/v1/registration/resume", testToken, url.Values{"stream": {"orders"}, "id": {"a"}})
+	require.True(t, resumed.Changed)
+	require.Equal(t, operator.StateHeld, resumed.State)
+	require.Equal(t, store.HostDown, resumed.HeldFor)
+	require.Equal(t, hosts[0].NextProbeAt, resumed.HostNextProbeAt)
 	code, body = adminCall(t, srv, "GET", "/v1/hosts", testToken, url.Values{"state": {"sideways"}})
 	require.Equal(t, http.StatusBadRequest, code, body)
 	code, body = adminCall(t, srv, "POST", "/v1/hosts/reset", testToken, nil)

@@ -115,11 +115,10 @@ func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, 
 			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
 		}
 	}
-	// The store's Register, not a worker's: the config Rotate returns is
-	// valid, and a client certificate that has since expired must not
-	// block a rotation.
-	db := scope(r, d.store)
-	return operator.RotateSecret(r.Context(), db, db.Register, k.Stream, k.ID, d.opts.Now(), expireOld)
+	// The store, not a worker, checks: the config Rotate returns is valid,
+	// and a client certificate that has since expired must not block a
+	// rotation.
+	return operator.RotateSecret(r.Context(), scope(r, d.store), k.Stream, k.ID, d.opts.Now(), expireOld)
 }
 
 // appendRequest is the body of POST /v1/records.
@@ -328,11 +327,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
 		return nil, store.NotFound(reg.Stream, reg.ID)
 	}
-	reg, secret, err := operator.KeepOrMakeSecret(r.Context(), d.store, reg)
-	if err != nil {
-		return nil, err
-	}
-	st, old, err := operator.Register(r.Context(), d.store, wk.Register, reg)
+	st, old, secret, err := operator.Register(r.Context(), d.store, wk.Check, reg)
 	if err != nil {
 		return nil, apiFields(err)
 	}

@@ -224,10 +224,10 @@ func TestAPIBadInput(t *testing.T) {
 	require.Empty(t, streams, "bad input changed nothing")
 }
 
-// A body that is not UTF-8, or gives a key twice, is refused naming the
-// problem, as append --file refuses such a line: encoding/json would
-// replace the bytes (ids "a\xff" and "a\xfe" would be one) or keep the
-// last value.
+// A body that is not UTF-8, escapes a lone surrogate, gives a key twice or,
+// for a field, in two cases, is refused naming the problem, as append
+// --file refuses such a line: encoding/json would replace the bytes (ids
+// "a\xff" and "a\xfe" would be one) or keep the last value.
 func TestAPIRefusesBodiesNotUTF8OrWithARepeatedKey(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
@@ -240,6 +240,12 @@ func TestAPIRefusesBodiesNotUTF8OrWithARepeatedKey(t *testing.T) {
 			`invalid body: has the key "stream" twice: give it once`},
 		{"/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k", "payload": {"n": 1, "n": 2}}]}`,
 			`invalid records[0].payload: has the key "n" twice: give it once`},
+		{"/v1/registrations", `{"stream": "h/1", "id": "r", "url": "https://a.example/", "URL": "https://b.example/"}`,
+			`invalid body: has the keys "url" and "URL", which name one field whatever the case: give it once`},
+		{"/v1/records", `{"stream": "s", "records": [{"id": "a", "kind": "k"}, {"id": "a\udcff", "kind": "k", "payload": {}}]}`,
+			`invalid records[1].id: escapes half a UTF-16 surrogate pair alone (\udcff), which JSON decoders read as U+FFFD: escape both halves (\ud83d\ude00), or send the character as UTF-8`},
+		{"/v1/registrations", `{"stream": "h/\ud800", "id": "r", "url": "https://example.com/"}`,
+			`invalid stream: escapes half a UTF-16 surrogate pair alone (\ud800), which JSON decoders read as U+FFFD: escape both halves (\ud83d\ude00), or send the character as UTF-8`},
 	} {
 		code, body := post(t, srv, c.path, c.body)
 		require.Equal(t, http.StatusBadRequest, code, "%q: %s", c.body, body)

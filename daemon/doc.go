@@ -29,7 +29,10 @@
 // route refuses, with a 400 that changes nothing, a query that does not
 // parse, a parameter it does not take, given twice or empty, a boolean
 // other than true or false, a limit outside 1 to store.MaxListLimit, a body
-// where its input is the query, a query where it is the body.
+// where its input is the query, a query where it is the body; and a body
+// that operator.DecodeJSON refuses (what encoding/json would replace, drop
+// or merge: bytes not UTF-8, a lone surrogate, a key twice, a field's key
+// in two cases).
 //
 // # The admin API
 //

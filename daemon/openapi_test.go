@@ -8,6 +8,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +37,26 @@ import (
 	"github.com/heraldpush/herald/store/memory"
 	"github.com/heraldpush/herald/transport"
 )
+
+// churning is a store where another process changes a registration
+// between every read and the write that would update it.
+type churning struct {
+	*memory.Store
+	n int
+}
+
+func (c *churning) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	c.n++
+	now, err := c.Get(ctx, r.Stream, r.ID)
+	if err == nil {
+		now.URL = fmt.Sprintf("https://moved.example/%d", c.n)
+		_, err = c.Register(ctx, now.Registration)
+	}
+	if err != nil {
+		return store.Registration{}, err
+	}
+	return c.Store.Update(ctx, r, was)
+}
 
 // documented returns the document's "METHOD /path" routes, each with its
 // documented statuses.
@@ -119,6 +140,18 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	guarded := httptest.NewServer(gd.APIHandler())
 	defer guarded.Close()
 
+	// A registration another process changes between every read and write,
+	// for a rotation's 409.
+	churned := &churning{Store: memory.New()}
+	_, err = churned.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/",
+		Config: push.Config(`{"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
+	require.NoError(t, err)
+	cd, err := New(Options{Store: churned, Transport: noTransport, Projections: []push.Projection{webhook.New()}, APIToken: testToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	contended := httptest.NewServer(cd.APIHandler())
+	defer contended.Close()
+
 	// A held key, and a registration naming it pinned to draft-cavage, for
 	// the key routes.
 	_, rsaPEM := keytest.RSA(t)
@@ -178,6 +211,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{"POST", "/v1/registration/resume?stream=orders/1&id=billing&reason=x", "", testToken, "", 400},
 		{"POST", "/v1/registration/resume?stream=orders/1&id=nobody", "", testToken, "", 404},
 		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=2&by=alice", "", testToken, "", 202},
+		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=2&by=bob", "", testToken, "", 202}, // queued already: "queued": false
 		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=3", "", testToken, "", 400},
 		{"POST", "/v1/registration/resend?stream=resend/1&id=r&seq=two", "", testToken, "", 400},
 		{"POST", "/v1/registration/resend?stream=resend/1&id=nobody&seq=1", "", testToken, "", 404},
@@ -271,6 +305,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		try(srv, srv.Client(), c.method, c.path, c.ct, c.tk, c.body, c.code)
 	}
 	try(guarded, guarded.Client(), "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201)
+	try(contended, contended.Client(), "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", testToken, "", 409)
 
 	// Every route refuses a request without a token (each from an address
 	// of its own, so that no throttle counts them together), and answers

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 )
 
 // A failing receiver is visible at the default log level before it parks:
@@ -65,4 +66,39 @@ func TestAFailingReceiverIsLoggedBeforeItParks(t *testing.T) {
 	before := len(lines())
 	f.sweep(w, last.Add(time.Second))
 	require.Len(t, lines(), before+1, "a new run of failures is told at once")
+}
+
+// A host-level failure's line names the host's next probe only once it is
+// held (down): while the host is up there is no probe, and the line shows
+// no zero instant in its place.
+func TestAHostFailureLogsItsNextProbeOnlyOnceTheHostIsDown(t *testing.T) {
+	f := newFixture(t)
+	f.recv.answer = func(push.Registration, push.Message, int) push.Outcome {
+		return push.Outcome{Verdict: push.Transient, Reason: "dial: connection refused", HostLevel: true}
+	}
+	f.append("s", 1)
+	f.registered(push.Registration{Stream: "s", ID: "r", URL: "https://down.example/in"})
+	var logs bytes.Buffer
+	w := f.worker(push.WithOwner("w"), push.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	var got []string
+	for when := at(0); len(got) < store.HostDownAfter && when.Before(at(60)); when = f.get("s", "r").NextAttemptAt {
+		f.sweep(w, when)
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "host-level failure") {
+				got = append(got, l)
+			}
+		}
+		logs.Reset()
+	}
+	require.Len(t, got, store.HostDownAfter, strings.Join(got, "\n"))
+	for _, l := range got {
+		require.NotContains(t, l, "0001-01-01", "no zero instant is logged")
+	}
+	for _, l := range got[:store.HostDownAfter-1] {
+		require.Contains(t, l, "state=up")
+		require.NotContains(t, l, "next_probe_at", "an up host has no probe")
+	}
+	down := got[store.HostDownAfter-1]
+	require.Contains(t, down, "state=down")
+	require.Contains(t, down, "next_probe_at=2026-")
 }

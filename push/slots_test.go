@@ -19,8 +19,15 @@ import (
 // gives its turn's slot back, so slow receivers never hold a healthy one's.
 // With MaxInFlight 2, six slow receivers on six hosts, each with a backlog,
 // have a request open at once (four more than the slots), and a healthy
-// receiver on a seventh host gets every record appended meanwhile.
+// receiver on a seventh host gets every record appended meanwhile; also
+// when the slow receivers outnumber the slow budget (MaxSlow 1), whose
+// turns past it still leave their slots.
 func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
+	t.Run("within the slow budget", func(t *testing.T) { slowReceiversBeside(t, push.DefaultMaxSlow) })
+	t.Run("past the slow budget", func(t *testing.T) { slowReceiversBeside(t, 1) })
+}
+
+func slowReceiversBeside(t *testing.T, maxSlow int) {
 	const slowHosts = 6
 	f := newFixture(t)
 	var slow []*silentHost
@@ -33,7 +40,7 @@ func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
 	}
 	healthy := newHealthyHost(t, "127.0.0.1")
 	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
-	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(2))
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(2), push.WithMaxSlow(maxSlow))
 
 	d := runDaemon(t, w)
 	for _, h := range slow {
@@ -59,6 +66,69 @@ func TestSlowReceiversNeverHoldAHealthyReceiversSlot(t *testing.T) {
 	for i := range slowHosts {
 		require.GreaterOrEqual(t, f.get(fmt.Sprintf("slow-%d", i), "r").NextSeq, uint64(2), "the slow receivers progress")
 	}
+}
+
+// A host whose message went slow takes no slot of the healthy receivers'
+// again: its next claim waits for the slow budget. With MaxInFlight 1 and
+// MaxSlow 1, a second registration of a silent host, appended to once the
+// first went slow, sends nothing while the first holds the slow budget, and
+// a healthy receiver gets every record meanwhile; once the host answers,
+// the second is served.
+func TestASlowHostsNextClaimWaitsForTheSlowBudget(t *testing.T) {
+	f := newFixture(t)
+	silent := newSilentHost(t, "127.0.0.2", 2)
+	f.append("a", 1)
+	f.registerURL("a", "r", silent.srv.URL+"/inbox")
+	f.registerURL("b", "r", silent.srv.URL+"/inbox")
+	healthy := newHealthyHost(t, "127.0.0.1")
+	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
+	wentSlow := make(chan string, 10)
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(1),
+		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
+
+	d := runDaemon(t, w)
+	require.Equal(t, "a", receive(t, wentSlow))
+	f.append("b", 1)
+	for i := 1; i <= 3; i++ {
+		f.append("busy", 1)
+		w.Wake()
+		healthy.expect(t, fmt.Sprintf(`/inbox {"n":%d}`, i))
+	}
+	require.Equal(t, int32(1), silent.open.Load(), "the slow host's second registration waited for the slow budget")
+
+	silent.unblock()
+	select {
+	case <-silent.all:
+	case <-time.After(waitFor):
+		t.Fatal("the slow host's second registration was never served")
+	}
+	d.stop(t)
+	require.Equal(t, uint64(2), f.get("b", "r").NextSeq)
+}
+
+// A claim of a host whose message went slow starts in the slow budget, not
+// in a regular slot it would hold until its own message went slow: with
+// MaxSlow 2, the second registration of a silent host is counted slow as
+// its request arrives.
+func TestASlowHostsClaimStartsInTheSlowBudget(t *testing.T) {
+	f := newFixture(t)
+	silent := newSilentHost(t, "127.0.0.2", 2)
+	f.append("a", 1)
+	f.registerURL("a", "r", silent.srv.URL+"/inbox")
+	f.registerURL("b", "r", silent.srv.URL+"/inbox")
+	wentSlow := make(chan string, 10)
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(2),
+		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
+
+	d := runDaemon(t, w)
+	require.Equal(t, "a", receive(t, wentSlow))
+	f.append("b", 1)
+	w.Wake()
+	receive(t, silent.reached(2))
+	require.Equal(t, 2, w.Load().Slow, "the second registration's turn runs in the slow budget from its start")
+	silent.unblock()
+	d.stop(t)
+	require.Equal(t, uint64(2), f.get("b", "r").NextSeq)
 }
 
 // With no slow budget (MaxSlow 0), a turn whose message went slow keeps its

@@ -167,9 +167,12 @@ const (
 	// arrives after a burst waits at most this long for the next (package
 	// doc, "Rate").
 	MinBurstSpacing = 250 * time.Millisecond
-	// DefaultMaxSlow (256) bounds the turns run at once whose message
-	// passed SlowAfter: each holds a socket and a page, so it bounds both;
-	// 256 holds 64 silent hosts at the default MaxPerHost.
+	// DefaultMaxSlow (256) bounds the turns whose message passed SlowAfter
+	// that go on to their next record: each holds a socket and a page.
+	// 256 holds 64 silent hosts at the default MaxPerHost. A message in
+	// flight cannot be hurried, so more slow turns leave MaxInFlight when
+	// more go slow at once; each of those ends after its message when a
+	// claim waits (WithMaxSlow).
 	DefaultMaxSlow = 256
 	// DefaultMaxPerHost (4) bounds the messages in flight to one host:
 	// polite to the small servers most receivers are, and a silent host
@@ -231,9 +234,15 @@ func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.Max
 func WithMaxInFlight(n int) Option { return func(o *options) { o.MaxInFlight = n } }
 
 // WithMaxSlow bounds the turns a worker runs at once whose message has
-// waited SlowAfter for its answer, at least 0 (default DefaultMaxSlow); 0
-// keeps a slow turn in its slot, giving it up at its next record when
-// another claim waits.
+// waited SlowAfter for its answer, beside MaxInFlight, at least 0 (default
+// DefaultMaxSlow). A message that waits SlowAfter moves its turn out of
+// MaxInFlight even with the slow budget full, so that silent hosts never
+// hold the slots (each would hold one to the request's timeout); a turn
+// past the budget ends after that message when another claim waits. The
+// host is then slow for a minute, or until a turn of it is answered within
+// SlowAfter: its claims start in the slow budget, or wait for room there.
+// 0 keeps a slow turn in its slot, which it gives up at its next record
+// when another claim waits.
 func WithMaxSlow(n int) Option { return func(o *options) { o.MaxSlow = n } }
 
 // WithMaxPerHost bounds the messages in flight to one host (store.HostOf), 1 to

@@ -43,6 +43,15 @@ type Store interface {
 	// is past the sealed stream's final record).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
+	// Update is Register of an existing registration that applies r only if
+	// its settings are still was's (CheckUpdate), read in the same atomic
+	// step: a compare-and-swap for a read-modify-write (was as Get returned
+	// it, r a changed copy), so that an update made meanwhile, by any
+	// process, is never lost. Errors: as Register's; ErrNotFound; ErrConflict
+	// (naming the registration) when its settings changed since was, and
+	// nothing changed.
+	Update(ctx context.Context, r, was Registration) (Registration, error)
+
 	// Unregister deletes a registration, its evidence and its pending
 	// resends. Errors: ErrNotFound.
 	Unregister(ctx context.Context, stream, id string) error
@@ -123,11 +132,12 @@ type Store interface {
 	// delivered to it again, out of band (resend.go): pending until a worker
 	// claims it (DueResends) and sends it once (Resent); the cursor, the
 	// attempts and a pause or park are left alone. A herald.registration.resend
-	// event names by. The same seq pending already is left alone. Errors:
-	// ErrNotFound, ErrInvalid (a zero at, ValidatePause's by, CheckResend:
-	// seq 0, not behind the cursor or of a kind the registration does not
-	// want; below the low-water mark, a *PrunedError).
-	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error
+	// event names by. The same seq pending already is left alone, and
+	// queued is false. Errors: ErrNotFound, ErrInvalid (a zero at,
+	// ValidatePause's by, CheckResend: seq 0, not behind the cursor or of a
+	// kind the registration does not want; below the low-water mark, a
+	// *PrunedError).
+	Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (queued bool, err error)
 
 	// DueResends claims up to q.Limit pending resends of q.Namespace's
 	// registrations whose lease is free at q.At, oldest asked first,

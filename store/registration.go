@@ -109,6 +109,32 @@ func (r Registration) SameDelivery(stored Registration) bool {
 		EncodeRetry(r.Retry) == EncodeRetry(stored.Retry) && r.Rate == stored.Rate
 }
 
+// SameSettings reports whether r and stored hold the same settings: all
+// that Register writes, SameDelivery's and RetainMax. Cursor, retry state,
+// pause and lease are not settings.
+func (r Registration) SameSettings(stored Registration) bool {
+	return r.SameDelivery(stored) && r.RetainMax == stored.RetainMax
+}
+
+// CheckUpdate is Store.Update's check, made in the update's own atomic step
+// once the store has read the registration r updates: stored (nil: none),
+// its config opened, or the error of opening it (a config that no longer
+// opens counts as changed). It returns nil if stored still holds was's
+// settings (SameSettings); else ErrInvalid (was names another
+// registration), ErrNotFound, or an error wrapping journal.ErrConflict
+// naming the registration.
+func CheckUpdate(r, was Registration, stored *Registration, open error) error {
+	switch {
+	case was.Key() != r.Key():
+		return journal.Invalid("was", "names %s, not the registration updated", Name(was.Stream, was.ID))
+	case stored == nil:
+		return NotFound(r.Stream, r.ID)
+	case open != nil || !was.SameSettings(*stored):
+		return fmt.Errorf("registration %s changed since it was read: read it again: %w", Name(r.Stream, r.ID), journal.ErrConflict)
+	}
+	return nil
+}
+
 // HostOf returns the host of an absolute http(s) URL as herald counts hosts:
 // "host:port" of its authority as written (no percent-decoding, so that SQL
 // can compute it too), ASCII lower-cased, the port explicit, IPv6 in

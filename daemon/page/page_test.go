@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/daemon/page"
+	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
@@ -477,4 +478,47 @@ func TestPauseAndResumeFromThePage(t *testing.T) {
 	evs, err := s.Evidence(t.Context(), "orders/1", "crm", 1)
 	require.NoError(t, err)
 	require.Equal(t, "resumed by an operator (page)", evs[0].Error)
+}
+
+// TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe: the confirm
+// page and the answer after a resume say that a registration whose host is
+// down is held until the host's next probe, not due now.
+func TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe(t *testing.T) {
+	s := seeded(t)
+	srv, c, csrf := loggedIn(t, s)
+	hs, err := s.Hosts(t.Context(), store.HostQuery{Host: seedDownHost})
+	require.NoError(t, err)
+	probe := operator.Instant(hs[0].NextProbeAt)
+	key := url.Values{"stream": {"orders/1"}, "id": {"mirror"}, "csrf": {csrf}}
+	resp, _ := post(t, c, srv.URL+"/ui/action", with(with(key, "action", "pause"), "by", "alice"))
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	resp, body := get(t, c, srv.URL+"/ui/confirm?"+with(with(key, "action", "resume"), "by", "alice").Encode())
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, "Resume it: its host is down, so it is held until the host's next probe at "+probe+", then due at its cursor")
+	require.NotContains(t, body, "due now")
+
+	resp, _ = post(t, c, srv.URL+"/ui/action", with(with(key, "action", "resume"), "by", "alice"))
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, body = get(t, c, srv.URL+resp.Header.Get("Location"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, "Resumed: held for host down.example:443 (down) until its next probe at "+probe+", then due at its cursor")
+	require.NotContains(t, body, "due now")
+}
+
+// TestResendingARecordQueuedAlreadySaysThatResendStays: asked again while
+// queued, the page says the queued resend stays and goes out once, and
+// nothing changed.
+func TestResendingARecordQueuedAlreadySaysThatResendStays(t *testing.T) {
+	s := seeded(t)
+	require.NoError(t, s.Skip(t.Context(), "orders/1", "audit", 3, seedView, "acknowledged, for the test"))
+	srv, c, csrf := loggedIn(t, s)
+	ask := url.Values{"stream": {"orders/1"}, "id": {"audit"}, "csrf": {csrf}, "action": {"resend"}, "seq": {"1"}, "by": {"alice"}}
+	for _, want := range []string{"Resend queued: the next sweep", "That resend was queued already: it stays and goes out once; nothing changed."} {
+		resp, _ := post(t, c, srv.URL+"/ui/action", ask)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		resp, body := get(t, c, srv.URL+resp.Header.Get("Location"))
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.Contains(t, body, want)
+	}
 }

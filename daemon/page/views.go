@@ -106,18 +106,19 @@ func (p *Page) registrations(w http.ResponseWriter, r *http.Request) {
 // done is what the registration view says after an action: fixed text, so
 // nothing in the address is echoed.
 var done = map[string]string{
-	"unpark":       "Unparked: due now at its cursor, with its attempts reset.",
-	"pause":        "Paused: never claimed until resumed; evidence and an event written.",
-	"resume":       "Resumed: due now at its cursor, with its attempts reset.",
-	"resend":       "Resend queued: the next sweep of its namespace sends the record once; its answer will be a resent row of the evidence.",
-	"skip":         "Skipped: the cursor moved forward; evidence written.",
-	"rewind":       "Rewound: the cursor moved; the next sweeps send those records again.",
-	"reset-host":   "Host reset: up, and its held registrations released.",
-	"revoke-token": "Token revoked: its requests and page sessions are refused from now on.",
-	"add-key":      "Key added: registrations naming its key id sign with it.",
-	"rotate-key":   "Key rotated: each registration naming it signs with the new key from its next attempt.",
-	"remove-key":   "Key removed: registrations that still name it fail their deliveries, retried, until it is added again.",
-	"set-rate":     "Rate set: it applies from the registration's next burst.",
+	"unpark":        "Unparked: due now at its cursor, with its attempts reset.",
+	"pause":         "Paused: never claimed until resumed; evidence and an event written.",
+	"resume":        "Resumed: due now at its cursor, with its attempts reset.",
+	"resend":        "Resend queued: the next sweep of its namespace sends the record once; its answer will be a resent row of the evidence.",
+	"resend-queued": "That resend was queued already: it stays and goes out once; nothing changed.",
+	"skip":          "Skipped: the cursor moved forward; evidence written.",
+	"rewind":        "Rewound: the cursor moved; the next sweeps send those records again.",
+	"reset-host":    "Host reset: up, and its held registrations released.",
+	"revoke-token":  "Token revoked: its requests and page sessions are refused from now on.",
+	"add-key":       "Key added: registrations naming its key id sign with it.",
+	"rotate-key":    "Key rotated: each registration naming it signs with the new key from its next attempt.",
+	"remove-key":    "Key removed: registrations that still name it fail their deliveries, retried, until it is added again.",
+	"set-rate":      "Rate set: it applies from the registration's next burst.",
 }
 
 func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
@@ -138,8 +139,13 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		p.failErr(w, r, err)
 		return
 	}
+	said := done[q.Get("done")]
+	if verb := map[string]string{"unpark": "Unparked", "resume": "Resumed"}[q.Get("done")]; verb != "" && v.State == operator.StateHeld {
+		said = fmt.Sprintf("%s: held for host %s (%s) until its next probe at %s, then due at its cursor, with its attempts reset.",
+			verb, v.Host, v.HeldFor, operator.Instant(v.HostNextProbeAt))
+	}
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
-		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": done[q.Get("done")],
+		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": said,
 		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
 	})
 }
@@ -270,11 +276,18 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 		if err == nil && a.Action == "resend" {
 			err = store.CheckResend(a.Stream, a.Seq, v.NextSeq, 1, nil, "") // the low-water mark and the kind are the store's to check
 		}
+		var held operator.Held
+		if err == nil {
+			held, err = operator.HeldHost(r.Context(), p.scoped(r), v.Host)
+		}
 		if err != nil {
 			p.failErr(w, r, err)
 			return
 		}
 		data["R"] = v
+		if h, ok := held[v.Host]; ok {
+			data["HeldBy"] = h // an unpark or resume waits for its probe
+		}
 	}
 	p.render(w, r, http.StatusOK, "confirm", data)
 }
@@ -296,7 +309,10 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 	case "resume":
 		err = p.scoped(r).Resume(ctx, a.Stream, a.ID, at, a.By)
 	case "resend":
-		err = p.scoped(r).Resend(ctx, a.Stream, a.ID, a.Seq, at, a.By)
+		var queued bool
+		if queued, err = p.scoped(r).Resend(ctx, a.Stream, a.ID, a.Seq, at, a.By); !queued {
+			a.Action = "resend-queued" // what the answer says: queued already
+		}
 	case "skip":
 		err = p.scoped(r).Skip(ctx, a.Stream, a.ID, a.ToSeq, at, a.Reason)
 	case "rewind":
@@ -305,13 +321,13 @@ func (p *Page) action(w http.ResponseWriter, r *http.Request) {
 		_, err = p.store.ResetHost(ctx, a.Host, at)
 	case "rotate-secret":
 		var v operator.RotatedView
-		if v, err = operator.RotateSecret(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, at, a.ExpireOld); err == nil {
+		if v, err = operator.RotateSecret(ctx, p.scoped(r), a.Stream, a.ID, at, a.ExpireOld); err == nil {
 			// The secret is shown in this answer only (never cached: ServeHTTP): no redirect carries it.
 			p.render(w, r, http.StatusOK, "rotated", map[string]any{"Title": "Secret rotated", "R": v.RegistrationView, "V": v})
 			return
 		}
 	case "set-rate":
-		_, err = operator.SetRate(ctx, p.scoped(r), p.scoped(r).Register, a.Stream, a.ID, a.Rate)
+		_, err = operator.SetRate(ctx, p.scoped(r), a.Stream, a.ID, a.Rate)
 	case "revoke-token":
 		_, err = p.store.RevokeToken(ctx, a.ID, at)
 	}

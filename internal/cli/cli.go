@@ -116,8 +116,8 @@ activities, CloudEvents, A2A push notifications or Standard Webhooks. A
 receiver that keeps failing, or answers 410 Gone, is parked with its cursor
 kept; an operator lists it and unparks it, and nothing is lost.
 
-Database: only register, append, keys add, migrate up and demo create (and
-migrate) a new SQLite file; the others refuse a path with no file. sweep and
+Database: only register, append, keys add, tokens create, migrate up and demo
+create (and migrate) a new SQLite file; the others refuse a path with no file. sweep and
 run migrate an older one up; commands that read, or change an existing
 registration, migrate nothing.
 

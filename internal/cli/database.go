@@ -49,6 +49,11 @@ type database struct {
 	name string // postgres: what String shows (postgresName)
 }
 
+// maxSQLiteName is the longest SQLite file name herald takes: 255 bytes (a
+// name's most on Linux, macOS and Windows file systems) less the 8 that
+// SQLite's -journal and herald's .keyring add beside it.
+const maxSQLiteName = 255 - 8
+
 // databaseHint ends every refusal of a --database value.
 const databaseHint = "give sqlite:PATH (e.g. sqlite:./herald.db) or a postgres:// URL"
 
@@ -67,6 +72,9 @@ func parseDatabase(from, s string) (database, error) {
 		}
 		if strings.Contains(p, "://") {
 			return database{}, usagef("%s sqlite: is followed by a URL (not shown: it may hold a password): give a PostgreSQL URL alone, postgres://…", from)
+		}
+		if n := len(filepath.Base(p)); n > maxSQLiteName {
+			return database{}, usagef("%s sqlite: the file name is %d bytes, more than %d (a file system's 255 less the 8 of SQLite's PATH-journal and herald's PATH.keyring beside it)", from, n, maxSQLiteName)
 		}
 		return database{kind: "sqlite", path: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
@@ -195,7 +203,7 @@ type openMode int
 
 const (
 	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
-	createDB                   // create and migrate a new file, migrate an older one up (register, append, keys add)
+	createDB                   // create and migrate a new file, migrate an older one up (register, append, keys add, tokens create)
 	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
 	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
@@ -245,7 +253,7 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 // noDatabase is the refusal of a SQLite path with no file, for a command
 // that creates none.
 func noDatabase(d database) error {
-	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, keys add and migrate up create a new one", journal.Shown(d.String()))
+	return usagef("no herald database at %s (this command creates none): point --database (or HERALD_DATABASE_URL) at yours; register, append, keys add, tokens create and migrate up create a new one", journal.Shown(d.String()))
 }
 
 func (e *env) openError(d database, err error) error {
@@ -276,9 +284,9 @@ reverts the newest one (it drops what that migration created: data in those
 tables is lost), so it asks first on a terminal and otherwise needs --yes;
 "status" lists the migrations and which are applied.
 
-register, append, keys add and "up" create a new SQLite file and migrate it; "down" and
-"status" refuse a path with no file. PostgreSQL is migrated only by "herald migrate up",
-so that a deploy controls when it happens.`,
+register, append, keys add, tokens create and "up" create a new SQLite file and
+migrate it; "down" and "status" refuse a path with no file. PostgreSQL is
+migrated only by "herald migrate up", so that a deploy controls when it happens.`,
 		example: `  herald migrate up --database postgres://herald@localhost/herald
   herald migrate status --json
   herald migrate down --yes --database sqlite:./herald.db`,

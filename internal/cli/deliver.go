@@ -52,7 +52,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	intVar(f, &d.maxAttempts, "max-attempts", 0, "park a registration without its own ceiling (herald register --max-attempts, --retry-for) on the failure that makes its attempts at one record reach this (default: its namespace's ceiling, README \"Retry policy\")", "at least 1", 1, 0)
 	intVar(f, &d.maxInFlight, "max-in-flight", push.DefaultMaxInFlight, fmt.Sprintf("registrations served at once whose receivers answer within %v", push.SlowAfter), "at least 1", 0, 0)
 	intVar(f, &d.maxSlow, "max-slow", push.DefaultMaxSlow,
-		fmt.Sprintf("registrations served at once, beside --max-in-flight, whose message has waited %v for its answer: a slow receiver gives its slot to the others (0: it keeps the slot until its answer)", push.SlowAfter),
+		fmt.Sprintf("registrations served at once, beside --max-in-flight, whose message has waited %v for its answer: a slow receiver gives its slot to the others; past this many, a slow turn ends after its message when others wait (0: it keeps its slot until its answer)", push.SlowAfter),
 		"0 or more", 0, 0)
 	intVar(f, &d.maxPerHost, "max-per-host", push.DefaultMaxPerHost,
 		fmt.Sprintf("messages in flight to one host (host:port), 1 to %d: a silent host holds no more slots, and small servers are not flooded", push.MaxPerHostLimit),

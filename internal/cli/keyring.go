@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,17 +53,22 @@ func (e *env) keyring(d database, mode openMode) (*seal.Keyring, error) {
 		return nil, nil
 	}
 	k, err := seal.LoadFile(path)
-	if !errors.Is(err, fs.ErrNotExist) {
-		if err != nil {
-			return nil, readError("--keyring-file", path, err, "")
-		}
+	switch {
+	case err == nil:
 		return k, nil
-	}
-	if e.keyringFile != "" {
+	case e.keyringFile != "" && errors.Is(err, fs.ErrNotExist):
 		return nil, usagef("--keyring-file %s: no such file: herald keyring new --keyring-file %s makes one", journal.Shown(path), shellQuote(path))
+	case e.keyringFile != "":
+		return nil, readError("--keyring-file", path, err, "")
 	}
 	if _, serr := os.Stat(d.path); mode != createDB && errors.Is(serr, fs.ErrNotExist) {
 		return nil, nil // no database either: the command refuses it
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		// The default key file's path is the database's: blame the value
+		// given, not a --keyring-file nobody typed.
+		return nil, readError(cmp.Or(e.databaseFrom, "--database")+" "+journal.Shown(d.String())+": its key file", path, err,
+			" (the database's path + "+keyringSuffix+"; --keyring-file or HERALD_KEYRING gives another)")
 	}
 	k = seal.Generate()
 	if err := seal.CreateFile(path, k); errors.Is(err, fs.ErrExist) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,4 +107,42 @@ func TestKeyringErrorsSayWhatToDo(t *testing.T) {
 	r = runCLI(t, "", "", "keyring", "new", "--database", "postgres://herald@localhost/herald")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "give --keyring-file")
+}
+
+// TestADatabaseNameTooLongForItsNeighboursNamesTheDatabase: a SQLite file
+// name of 250 bytes fits a file system, SQLite's -journal and the default
+// key file (+ .keyring) beside it do not: the refusal names --database (or
+// HERALD_DATABASE_URL), which was given, not --keyring-file, which was not,
+// and makes nothing. 247 bytes serve.
+func TestADatabaseNameTooLongForItsNeighboursNamesTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, strings.Repeat("a", 247)+".db")
+	register := []string{"register", "--stream", "s", "--id", "wh", "--namespace", "webhook", "--url", "https://r.example/", "--secret", goodSecret}
+	for _, args := range [][]string{register, {"status"}, {"tokens", "create", "--name", "ci", "--role", "reader"}} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, "herald: --database sqlite: the file name is 250 bytes, more than 247", args)
+		require.NotContains(t, r.stderr, "--keyring-file", args)
+	}
+	r := runIn("", "", map[string]string{"HERALD_DATABASE_URL": "sqlite:" + db}, register...)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald: HERALD_DATABASE_URL sqlite: the file name is 250 bytes")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a refused command made nothing")
+
+	heraldOK(t, filepath.Join(dir, strings.Repeat("a", 244)+".db"), "", register...)
+}
+
+// TestADefaultKeyFileThatCannotBeReadNamesTheDatabase: the key file beside
+// the database is --database's, so a refusal to read it names that, not a
+// --keyring-file nobody gave.
+func TestADefaultKeyFileThatCannotBeReadNamesTheDatabase(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "migrate", "up")
+	require.NoError(t, os.Mkdir(db+".keyring", 0o700))
+	r := runCLI(t, db, "", "status")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "herald: --database sqlite:"+db+": its key file "+strconv.Quote(db+".keyring")+": is a directory")
+	require.Contains(t, r.stderr, "--keyring-file or HERALD_KEYRING gives another")
 }

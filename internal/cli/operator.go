@@ -50,6 +50,17 @@ func (e *env) due(t time.Time) string {
 	return "due now"
 }
 
+// resumed words where v, just made due, stands and when it is sent: as due
+// says, or, held for its host, at the host's next probe (its answer, or
+// herald hosts reset, releases it).
+func (e *env) resumed(v operator.RegistrationView) string {
+	at := fmt.Sprintf("at cursor %d (%s to deliver)", v.NextSeq, plural(int(v.Lag), "record"))
+	if v.State == operator.StateHeld {
+		return fmt.Sprintf("%s, held for host %s (%s) until its next probe at %s", at, v.Host, v.HeldFor, operator.Instant(v.HostNextProbeAt))
+	}
+	return e.due(v.NextAttemptAt) + " " + at
+}
+
 func newUnpark(e *env) command {
 	var (
 		stream, id, namespace string
@@ -120,7 +131,7 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 				if !v.WasParked {
 					fmt.Fprintf(w, "%s was not parked; nothing changed.\n", store.Name(stream, id))
 				} else {
-					fmt.Fprintf(w, "Unparked %s: %s at cursor %d (%s to deliver).\n", store.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
+					fmt.Fprintf(w, "Unparked %s: %s.\n", store.Name(stream, id), e.resumed(v.RegistrationView))
 				}
 			})
 		},

@@ -59,7 +59,7 @@ Resuming one not paused changes nothing (herald unpark resumes a parked one).`
 			case !v.Changed:
 				fmt.Fprintf(w, "%s was already paused; nothing changed.\n", store.Name(stream, id))
 			case resume:
-				fmt.Fprintf(w, "Resumed %s: %s at cursor %d (%s to deliver).\n", store.Name(stream, id), e.due(v.NextAttemptAt), v.NextSeq, plural(int(v.Lag), "record"))
+				fmt.Fprintf(w, "Resumed %s: %s.\n", store.Name(stream, id), e.resumed(v.RegistrationView))
 			case at.After(time.Now()): // an --at ahead of the clock dates it; it is paused now
 				fmt.Fprintf(w, "Paused %s at cursor %d, at once (dated %s): herald resume delivers again.\n", store.Name(stream, id), v.NextSeq, operator.Instant(at.Time))
 			default:

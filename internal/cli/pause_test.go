@@ -74,3 +74,27 @@ func TestPauseAtAheadPausesAtOnce(t *testing.T) {
 	require.Equal(t, "Resumed stream=s id=r: due from 2099-01-02 00:00:00Z at cursor 1 (0 records to deliver).\n",
 		heraldOK(t, db, "", "resume", "--stream", "s", "--id", "r", "--at", "2099-01-02T00:00:00Z"))
 }
+
+// TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe: resumed
+// while its host is down, a registration is not due now: it waits for the
+// host's next probe, and resume says so, in text and in --json.
+func TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe(t *testing.T) {
+	db := downHostDB(t)
+	var hosts []store.Host
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts))
+	require.Len(t, hosts, 1)
+	probe := hosts[0].NextProbeAt
+	require.False(t, probe.IsZero())
+
+	heraldOK(t, db, "", "pause", "--stream", "orders", "--id", "a", "--at", "2026-03-15T11:02:01Z")
+	require.Equal(t, "Resumed stream=orders id=a: at cursor 1 (1 record to deliver), held for host down.example:443 (down) until its next probe at "+operator.Instant(probe)+".\n",
+		heraldOK(t, db, "", "resume", "--stream", "orders", "--id", "a", "--at", "2026-03-15T11:02:02Z"))
+
+	heraldOK(t, db, "", "pause", "--stream", "orders", "--id", "a", "--at", "2026-03-15T11:02:03Z")
+	var v operator.PauseView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "--json", "resume", "--stream", "orders", "--id", "a", "--at", "2026-03-15T11:02:04Z")), &v))
+	require.True(t, v.Changed)
+	require.Equal(t, operator.StateHeld, v.State)
+	require.Equal(t, store.HostDown, v.HeldFor)
+	require.Equal(t, probe, v.HostNextProbeAt)
+}

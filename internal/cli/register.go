@@ -205,17 +205,14 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 			if prefix != "" {
 				return subscribe(c, e, r, prefix, from == "head")
 			}
-			r, generated, err := operator.KeepOrMakeSecret(c.ctx(), c.b, r)
-			if err != nil {
-				return err
-			}
-			// Again with the database: an ActivityPub key_id may name a held key.
-			if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
-				if err := v.ValidateConfig(r); err != nil {
-					return usageOf(err)
+			// Checked again with the database: an ActivityPub key_id may name a held key.
+			check := func(r store.Registration) error {
+				if v, ok := namespaces[r.Namespace].projection(c.b).(push.ConfigValidator); ok {
+					return usageOf(v.ValidateConfig(r))
 				}
+				return nil
 			}
-			st, old, err := operator.Register(c.ctx(), c.b, c.b.Register, r)
+			st, old, generated, err := operator.Register(c.ctx(), c.b, check, r)
 			if pe := (*store.PrunedError)(nil); errors.As(err, &pe) {
 				return fmt.Errorf("%w: start it at --from-seq %d or later", err, pe.OldestSeq)
 			}
@@ -550,8 +547,9 @@ once. Its old secrets keep signing beside it until --expire-old after --at
 (Standard Webhooks sends several signatures), so the receiver can switch
 without a refused message; then only the new one signs. Whether an old secret
 still signs is judged by each sweep's instant, not this machine's clock. The
-cursor and retry state are kept. --expire-old is 0 (the old ones stop at
-once) to %v.`, webhook.MaxExpireOld),
+cursor and retry state are kept, and so is a change another process makes
+meanwhile (a register, a rotation): the rotation reads the registration again
+and rotates that. --expire-old is 0 (the old ones stop at once) to %v.`, webhook.MaxExpireOld),
 		example: `  herald rotate-secret --stream orders --id billing --expire-old 24h`,
 		need:    []string{"stream", "id"},
 		db:      readDB,
@@ -567,7 +565,7 @@ once) to %v.`, webhook.MaxExpireOld),
 			return nil
 		},
 		run: func(c *call) error {
-			v, err := operator.RotateSecret(c.ctx(), c.b, c.b.Register, stream, id, c.at(at), expireOld)
+			v, err := operator.RotateSecret(c.ctx(), c.b, stream, id, c.at(at), expireOld)
 			if err != nil {
 				return e.notFound(stream, id, err)
 			}

@@ -28,7 +28,8 @@ delivery was sent, with its original message id, signed anew. Its cursor, its
 attempts and a pause or park stay as they are: a paused registration is resent
 to, since you asked. The answer is written as a "resent" evidence row (herald
 evidence); a failure is not retried: resend again. Asking for a record already
-queued changes nothing. A record not yet acknowledged is refused (it will be
+queued changes nothing: it says that resend stays and goes out once ("queued":
+false in --json). A record not yet acknowledged is refused (it will be
 delivered in order; rewind replays from a seq), as are one pruned and one of
 a kind the registration does not want (register --kinds: it was passed
 without a message, and a resend would send nothing).`,
@@ -48,6 +49,11 @@ without a message, and a resend would send nothing).`,
 				return e.notFound(stream, id, err)
 			}
 			return c.print(v, func(w io.Writer) {
+				if !v.Queued {
+					fmt.Fprintf(w, "#%d is queued already to %s: that resend stays and goes out once, at the next sweep of %s; nothing changed.\n",
+						seq, store.Name(stream, id), v.Namespace)
+					return
+				}
 				fmt.Fprintf(w, "Queued a resend of #%d to %s for %s: the next sweep of %s sends it once, out of band; its cursor stays at %d.\n",
 					seq, store.Name(stream, id), by, v.Namespace, v.NextSeq)
 				fmt.Fprintf(w, "Its answer: %s --stream %s --id %s (event resent).\n", e.hint("evidence"), shellQuote(stream), shellQuote(id))

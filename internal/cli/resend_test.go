@@ -50,11 +50,15 @@ func TestResendSendsOneAcknowledgedRecordAgain(t *testing.T) {
 	out := heraldOK(t, db, "", "resend", "--stream", "s", "--id", "r", "--seq", "2", "--by", "alice")
 	require.Contains(t, out, "Queued a resend of #2 to stream=s id=r for alice: the next sweep of webhook sends it once, out of band; its cursor stays at 4.")
 	require.Contains(t, out, "--stream s --id r (event resent)")
+	// Asked again while queued: the queued resend stays, and goes out once.
+	require.Equal(t, "#2 is queued already to stream=s id=r: that resend stays and goes out once, at the next sweep of webhook; nothing changed.\n",
+		heraldOK(t, db, "", "resend", "--stream", "s", "--id", "r", "--seq", "2", "--by", "bob"))
 	var v operator.ResendView
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "resend", "--stream", "s", "--id", "r", "--seq", "2", "--json")), &v))
 	require.Equal(t, uint64(2), v.Seq)
 	require.Equal(t, "operator", v.By, "no --by and no $USER")
 	require.Equal(t, uint64(4), v.NextSeq)
+	require.False(t, v.Queued, "queued already")
 
 	require.Contains(t, sweep("2026-03-15T11:01:00Z"), "1 record resent out of band (herald evidence has each answer).")
 	require.Equal(t, []string{"e1", "e2", "e3", "e2"}, got(), "once, though asked twice")

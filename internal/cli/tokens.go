@@ -70,11 +70,12 @@ func newTokensCreate(e *env) command {
 		long: `Make a token with --name (who holds it), --role and, for a tenant, --scope
 (repeatable stream prefixes: the token sees and acts only on streams that begin
 with one of them). It prints the secret once: herald keeps only its SHA-256,
-so a lost secret is revoked and made again. An admin token has no scope.`,
+so a lost secret is revoked and made again. An admin token has no scope. A new
+SQLite --database is made for it, as keys add makes one.`,
 		example: `  herald tokens create --name ci --role producer
   herald tokens create --name "tenant 42 portal" --role operator --scope tenant/42/ --json`,
 		need: []string{"name", "role"},
-		db:   readDB,
+		db:   createDB, // a token may come before any registration, as keys add's key
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&name, "name", "", "who or what holds it, shown in lists and logs (required)")
 			f.StringVar(&role, "role", "", "producer, reader, operator or admin (required)")

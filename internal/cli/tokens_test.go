@@ -74,3 +74,17 @@ func TestTokensCreateRefusesBadInputNamingTheFlag(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, "an unknown id is bad input: %s", r.stderr)
 	require.Contains(t, r.stderr, "herald tokens list")
 }
+
+// TestTokensCreateMakesANewSQLiteDatabase: tokens create on a path with no
+// file makes and migrates it, as keys add does (a token may come before any
+// registration); a refused create makes none.
+func TestTokensCreateMakesANewSQLiteDatabase(t *testing.T) {
+	db := newDB(t)
+	r := runCLI(t, db, "", "tokens", "create", "--name", "x", "--role", "root")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	requireNoDB(t, db, "a refused create made the database")
+
+	text := heraldOK(t, db, "", "tokens", "create", "--name", "ci", "--role", "producer")
+	require.Contains(t, text, "shown this once:\n"+store.TokenPrefix)
+	require.Contains(t, heraldOK(t, db, "", "tokens", "list"), "ci")
+}

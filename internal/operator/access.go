@@ -277,6 +277,13 @@ func (s scoped) Register(ctx context.Context, r store.Registration) (store.Regis
 	return s.Backend.Register(ctx, r)
 }
 
+func (s scoped) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	if !s.tok.Sees(r.Stream) {
+		return store.Registration{}, store.NotFound(r.Stream, r.ID)
+	}
+	return s.Backend.Update(ctx, r, was)
+}
+
 func (s scoped) Unregister(ctx context.Context, stream, id string) error {
 	if !s.tok.Sees(stream) {
 		return store.NotFound(stream, id)
@@ -312,9 +319,9 @@ func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by 
 	return s.Backend.Resume(ctx, stream, id, at, by)
 }
 
-func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
+func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (bool, error) {
 	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+		return false, store.NotFound(stream, id)
 	}
 	return s.Backend.Resend(ctx, stream, id, seq, at, by)
 }

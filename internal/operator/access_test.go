@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
@@ -58,4 +59,21 @@ func TestScopedListPagesThroughItsPrefixes(t *testing.T) {
 	none, err := operator.Scoped(s, store.Token{Scope: []string{"v/"}}).List(t.Context(), store.ListQuery{})
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// TestScopedUpdateSeesOnlyItsScope: a scoped Update of a registration out
+// of its scope is refused as if it did not exist, and changes nothing.
+func TestScopedUpdateSeesOnlyItsScope(t *testing.T) {
+	s := memory.New()
+	was, err := s.Register(t.Context(), push.Registration{Stream: "u/1", ID: "r", Namespace: "webhook", URL: "https://x.example/"})
+	require.NoError(t, err)
+	r := was
+	r.URL = "https://attacker.example/"
+	_, err = operator.Scoped(s, store.Token{ID: "t", Role: store.RoleOperator, Scope: []string{"t/"}}).Update(t.Context(), r, was)
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	st, err := s.Get(t.Context(), "u/1", "r")
+	require.NoError(t, err)
+	require.Equal(t, "https://x.example/", st.URL)
+	_, err = operator.Scoped(s, store.Token{ID: "t", Role: store.RoleOperator, Scope: []string{"u/"}}).Update(t.Context(), r, was)
+	require.NoError(t, err, "within its scope it applies")
 }

@@ -8,27 +8,53 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
 
-// Register registers reg with register (a Worker's, which checks the
-// config against its projection, or a Store's) and returns it as stored
-// (with its head, from s) and as it was before: nil for a new one. Errors
-// are register's and s's.
-func Register(ctx context.Context, s store.Store, register func(context.Context, push.Registration) (push.Registration, error),
-	reg push.Registration) (st store.Status, old *store.Status, err error) {
-	if was, err := s.Get(ctx, reg.Stream, reg.ID); err == nil {
-		old = &was
-	} else if !errors.Is(err, journal.ErrNotFound) {
-		return store.Status{}, nil, err
-	}
-	stored, err := register(ctx, reg)
+// Register registers reg through s and returns it as stored (with its
+// head) and as it was before: nil for a new one. check (a Worker's Check,
+// which checks the config against its projection; nil: none) judges what is
+// written. A webhook registration without secrets keeps those of the
+// webhook registration it updates, or else gets a new one (MakeSecret),
+// returned to be shown once. An update is written through s.Update over
+// what was read (Update), so that a change made meanwhile, a rotation whose
+// secret was shown, is never undone. Errors are check's and s's;
+// journal.ErrConflict when it changed under every read.
+func Register(ctx context.Context, s store.Store, check func(store.Registration) error, reg store.Registration) (st store.Status, old *store.Status, secret string, err error) {
+	err = retryConflicts(reg.Stream, reg.ID, func() error {
+		old, secret = nil, ""
+		was, err := s.Get(ctx, reg.Stream, reg.ID)
+		if err == nil {
+			old = &was
+		} else if !errors.Is(err, journal.ErrNotFound) {
+			return err
+		}
+		r, made, _ := keepOrMakeSecret(reg, func() (store.Registration, error) {
+			if old == nil {
+				return store.Registration{}, journal.ErrNotFound
+			}
+			return old.Registration, nil
+		})
+		if check != nil {
+			if err := check(r); err != nil {
+				return err
+			}
+		}
+		if old == nil {
+			r, err = s.Register(ctx, r)
+		} else {
+			r, err = s.Update(ctx, r, old.Registration)
+		}
+		if err == nil {
+			secret = made
+			st, err = s.Get(ctx, r.Stream, r.ID)
+		}
+		return err
+	})
 	if err != nil {
-		return store.Status{}, nil, err
+		return store.Status{}, nil, "", err
 	}
-	st, err = s.Get(ctx, stored.Stream, stored.ID)
-	return st, old, err
+	return st, old, secret, nil
 }
 
 // UnparkView answers an unpark: the registration after it, and whether it
@@ -52,7 +78,8 @@ func Unpark(ctx context.Context, s store.Store, stream, id string, at time.Time)
 	if err != nil {
 		return UnparkView{}, err
 	}
-	return UnparkView{RegistrationView: Held(nil).View(after), WasParked: before.Parked && !before.Paused}, nil
+	held, err := HeldHost(ctx, s, after.Host())
+	return UnparkView{RegistrationView: held.View(after), WasParked: before.Parked && !before.Paused}, err
 }
 
 // PauseView answers a pause or a resume: the registration after it, and
@@ -82,15 +109,19 @@ func Pause(ctx context.Context, s store.Store, stream, id string, resume bool, a
 	if err != nil {
 		return PauseView{}, err
 	}
-	return PauseView{RegistrationView: Held(nil).View(after), Changed: before.Paused != after.Paused}, nil
+	held, err := HeldHost(ctx, s, after.Host())
+	return PauseView{RegistrationView: held.View(after), Changed: before.Paused != after.Paused}, err
 }
 
 // ResendView answers a resend: the registration (its cursor untouched),
-// the record queued to be sent again, and who asked.
+// the record queued to be sent again, who asked, and whether this asking
+// queued it (false: it was queued already; that resend stays and goes out
+// once).
 type ResendView struct {
 	RegistrationView
-	Seq uint64 `json:"seq"`
-	By  string `json:"by"`
+	Seq    uint64 `json:"seq"`
+	By     string `json:"by"`
+	Queued bool   `json:"queued"`
 }
 
 // Resend queues record seq of stream/id to be sent again, out of band, at
@@ -98,14 +129,15 @@ type ResendView struct {
 // journal.ErrInvalid naming "seq" (store.CheckResend) or "by"; a
 // *store.PrunedError.
 func Resend(ctx context.Context, s store.Store, stream, id string, seq uint64, at time.Time, by string) (ResendView, error) {
-	if err := s.Resend(ctx, stream, id, seq, at, by); err != nil {
+	queued, err := s.Resend(ctx, stream, id, seq, at, by)
+	if err != nil {
 		return ResendView{}, err
 	}
 	st, err := s.Get(ctx, stream, id)
 	if err != nil {
 		return ResendView{}, err
 	}
-	return ResendView{RegistrationView: Held(nil).View(st), Seq: seq, By: by}, nil
+	return ResendView{RegistrationView: Held(nil).View(st), Seq: seq, By: by, Queued: queued}, nil
 }
 
 // UnparkedAll answers an unpark of every parked registration: each one
@@ -235,24 +267,23 @@ func Prune(ctx context.Context, r store.Retention, q store.PruneQuery, between f
 
 // SetRate gives registration stream/id rate r (zero: no limit), as herald
 // register --rate does, keeping the rest of it (destination, config,
-// cursor, retry state), through register (a Worker's or a Store's). It
-// applies from the registration's next burst. Errors: the store's
-// (journal.ErrNotFound; journal.ErrInvalid for a bad rate or a
-// registration a subscription made), or journal.ErrInvalid naming config
-// when its stored config does not open (storing it again would lose it).
-func SetRate(ctx context.Context, s store.Store, register func(context.Context, store.Registration) (store.Registration, error),
-	stream, id string, r store.Rate) (RegistrationView, error) {
-	st, err := s.Get(ctx, stream, id)
+// cursor, retry state), through Update. It applies from the registration's
+// next burst. Errors: Update's (journal.ErrNotFound; journal.ErrInvalid for
+// a bad rate or a registration a subscription made), or journal.ErrInvalid
+// naming config when its stored config does not open (storing it again
+// would lose it).
+func SetRate(ctx context.Context, s store.Store, stream, id string, r store.Rate) (RegistrationView, error) {
+	st, err := Update(ctx, s, stream, id, func(st store.Status) (store.Registration, error) {
+		if st.ConfigError != "" {
+			return st.Registration, journal.Invalid("config", "%s: its rate cannot be set while its stored config does not open", st.ConfigError)
+		}
+		reg := st.Registration
+		reg.Rate = r
+		return reg, nil
+	})
 	if err != nil {
 		return RegistrationView{}, err
 	}
-	if st.ConfigError != "" {
-		return RegistrationView{}, journal.Invalid("config", "%s: its rate cannot be set while its stored config does not open", st.ConfigError)
-	}
-	reg := st.Registration
-	reg.Rate = r
-	if _, err := register(ctx, reg); err != nil {
-		return RegistrationView{}, err
-	}
-	return Registration(ctx, s, stream, id)
+	held, err := HeldHosts(ctx, s)
+	return held.View(st), err
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -22,46 +21,31 @@ type RotatedView struct {
 	OldUntil time.Time `json:"old_secrets_until,omitzero"` // absent: they stopped at once
 }
 
-// rotating makes a process's rotations take turns: a rotation that read a
-// config another was about to replace would answer a secret that never
-// signs. Rotations are rare; one lock for all is enough.
-var rotating sync.Mutex
-
 // RotateSecret gives webhook registration stream/id a new secret
 // (webhook.Config.Rotate at now, keeping the old ones signing for
-// expireOld) and stores it with register, which keeps the cursor. Errors:
-// the store's (journal.ErrNotFound), or journal.ErrInvalid for another
-// namespace or a bad expireOld ("expire_old"). Rotations in one process
-// take turns, each reading the config the last wrote; two processes
-// rotating at once can still lose one's secret (no store compare-and-swap).
-func RotateSecret(ctx context.Context, s store.Store, register func(context.Context, store.Registration) (store.Registration, error),
-	stream, id string, now time.Time, expireOld time.Duration) (RotatedView, error) {
-	rotating.Lock()
-	defer rotating.Unlock()
-	was, err := s.Get(ctx, stream, id)
-	if err != nil {
-		return RotatedView{}, err
-	}
-	if was.Namespace != webhook.Namespace {
-		return RotatedView{}, journal.Invalid("namespace", "%s is a %s registration: only webhook registrations have secrets herald rotates",
-			store.Name(stream, id), was.Namespace)
-	}
-	cfg, err := webhook.ParseConfig(was.Config)
-	if err != nil {
-		return RotatedView{}, err
-	}
-	cfg, secret, err := cfg.Rotate(now, expireOld)
-	if err != nil {
-		return RotatedView{}, err
-	}
-	reg := was.Registration
-	if reg.Config, err = cfg.Encode(); err != nil {
-		return RotatedView{}, err
-	}
-	if _, err := register(ctx, reg); err != nil {
-		return RotatedView{}, err
-	}
-	st, err := s.Get(ctx, stream, id)
+// expireOld), through Update: a rotation never undoes an update made
+// meanwhile, nor is undone by one, and the secret it answers is the one
+// stored. Errors: Update's (journal.ErrNotFound, journal.ErrConflict), or
+// journal.ErrInvalid for another namespace or a bad expireOld
+// ("expire_old").
+func RotateSecret(ctx context.Context, s store.Store, stream, id string, now time.Time, expireOld time.Duration) (RotatedView, error) {
+	var secret string
+	st, err := Update(ctx, s, stream, id, func(was store.Status) (store.Registration, error) {
+		reg := was.Registration
+		if was.Namespace != webhook.Namespace {
+			return reg, journal.Invalid("namespace", "%s is a %s registration: only webhook registrations have secrets herald rotates",
+				store.Name(stream, id), was.Namespace)
+		}
+		cfg, err := webhook.ParseConfig(was.Config)
+		if err != nil {
+			return reg, err
+		}
+		if cfg, secret, err = cfg.Rotate(now, expireOld); err != nil {
+			return reg, err
+		}
+		reg.Config, err = cfg.Encode()
+		return reg, err
+	})
 	if err != nil {
 		return RotatedView{}, err
 	}
@@ -106,20 +90,10 @@ func MakeSecret(reg store.Registration) (store.Registration, string) {
 	return reg, secret
 }
 
-// KeepOrMakeSecret gives a webhook registration whose config has no
-// secrets the secrets of the webhook registration it updates, or else a new
-// one (MakeSecret), returned to be shown once. Errors are s's.
-func KeepOrMakeSecret(ctx context.Context, s store.Store, reg store.Registration) (store.Registration, string, error) {
-	return keepOrMakeSecret(reg, func() (store.Registration, error) {
-		was, err := s.Get(ctx, reg.Stream, reg.ID)
-		return was.Registration, err
-	})
-}
-
-// KeepOrMakeSubscriptionSecret is KeepOrMakeSecret for a subscription: it
-// keeps the secrets of the subscription it updates, or makes one that every
-// registration of the subscription signs with, returned to be shown once.
-// Errors are s's.
+// KeepOrMakeSubscriptionSecret gives a webhook subscription whose config
+// has no secrets those of the subscription it updates, as Register a
+// registration, or else one that every registration of the subscription
+// signs with, returned to be shown once. Errors are s's.
 func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub store.Subscription) (store.Subscription, string, error) {
 	reg, secret, err := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
 		list, err := s.Subscriptions(ctx, sub.Prefix)
@@ -134,7 +108,7 @@ func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub s
 	return sub, secret, err
 }
 
-// keepOrMakeSecret is both: was reads what reg updates (journal.ErrNotFound:
+// keepOrMakeSecret is theirs: was reads what reg updates (journal.ErrNotFound:
 // nothing).
 func keepOrMakeSecret(reg store.Registration, was func() (store.Registration, error)) (store.Registration, string, error) {
 	cfg, ok := webhookSansSecrets(reg)

@@ -86,7 +86,7 @@ func StatusAt(ctx context.Context, s store.Store, at time.Time) (Status, error) 
 	out, notUp := Status{Hosts: SummarizeHosts(hs), Namespaces: map[string]NamespaceView{}}, Held{}
 	for _, h := range hs {
 		if h.State != store.HostUp {
-			notUp[h.Host] = h.State
+			notUp[h.Host] = h
 		}
 	}
 	held, truncated, err := splitHeld(ctx, s, st.Namespaces, notUp)
@@ -124,7 +124,7 @@ func splitHeld(ctx context.Context, s store.Store, namespaces map[string]store.N
 		}
 		for _, r := range page {
 			c, ok := namespaces[r.Namespace]
-			if !ok || notUp[r.Host()] == "" || r.Parked || r.Lag() == 0 {
+			if _, down := notUp[r.Host()]; !ok || !down || r.Parked || r.Lag() == 0 {
 				continue
 			}
 			held[r.Namespace]++

@@ -47,8 +47,9 @@ type RegistrationView struct {
 	HostFailures     int        `json:"host_failures,omitempty"` // host-level failures at the cursor, never charged
 	FailingSince     time.Time  `json:"failing_since,omitzero"`  // the current run of failures' first (Attempts > 0)
 	NextAttemptAt    time.Time  `json:"next_attempt_at,omitzero"`
-	State            string     `json:"state"`              // push's states, or StateHeld
-	HeldFor          string     `json:"held_for,omitempty"` // the host's state when State is held
+	State            string     `json:"state"`                       // push's states, or StateHeld
+	HeldFor          string     `json:"held_for,omitempty"`          // the host's state when State is held
+	HostNextProbeAt  time.Time  `json:"host_next_probe_at,omitzero"` // when State is held: the host's next probe, the first send that may release it
 	Parked           bool       `json:"parked"`
 	Paused           bool       `json:"paused,omitempty"` // an operator's stop (herald pause); last_error says who and why
 	ParkedAt         time.Time  `json:"parked_at,omitzero"`
@@ -104,9 +105,9 @@ func (r *RetryView) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Held maps each host that is not up to its state (down, unavailable).
+// Held maps each host that is not up (down, unavailable) to its health.
 // A nil Held holds nothing.
-type Held map[string]string
+type Held map[string]store.Host
 
 // HeldHosts reads the hosts that are not up. Errors are the store's.
 func HeldHosts(ctx context.Context, hs store.HostStore) (Held, error) {
@@ -117,10 +118,20 @@ func HeldHosts(ctx context.Context, hs store.HostStore) (Held, error) {
 			return nil, err
 		}
 		for _, h := range list {
-			held[h.Host] = h.State
+			held[h.Host] = h
 		}
 	}
 	return held, nil
+}
+
+// HeldHost reads host alone: Held holding it when it is not up. Errors are
+// the store's.
+func HeldHost(ctx context.Context, hs store.HostStore, host string) (Held, error) {
+	list, err := hs.Hosts(ctx, store.HostQuery{Host: host, Limit: 1})
+	if err != nil || len(list) == 0 || list[0].State == store.HostUp {
+		return nil, err
+	}
+	return Held{host: list[0]}, nil
 }
 
 // Registration reads stream/id as shown. Errors are the store's:
@@ -130,7 +141,7 @@ func Registration(ctx context.Context, s store.Store, stream, id string) (Regist
 	if err != nil {
 		return RegistrationView{}, err
 	}
-	held, err := HeldHosts(ctx, s)
+	held, err := HeldHost(ctx, s, st.Host())
 	return held.View(st), err
 }
 
@@ -161,8 +172,8 @@ func (held Held) View(s store.Status) RegistrationView {
 	if s.Attempts > 0 {
 		v.FailingSince = s.FailingSince
 	}
-	if state := held[v.Host]; state != "" && !s.Parked && s.Lag() > 0 {
-		v.State, v.HeldFor = StateHeld, state
+	if h, ok := held[v.Host]; ok && !s.Parked && s.Lag() > 0 {
+		v.State, v.HeldFor, v.HostNextProbeAt = StateHeld, h.State, h.NextProbeAt
 	}
 	return v
 }

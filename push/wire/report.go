@@ -14,7 +14,7 @@ type Hooks struct {
 	Claim       func(at time.Time, claimed int, err error)                       // after every Store.Due
 	Sweep       func(at time.Time, r SweepReport, took time.Duration, err error) // after every RunOnce
 	HostFailure func(store.Host)                                                 // after every host-level failure, the host as stored
-	Slow        func(r store.Registration, yields bool)                          // a turn's message waited push.SlowAfter: its turn left MaxInFlight, or yields its slot at its next record (the slow budget is full)
+	Slow        func(r store.Registration, yields bool)                          // a turn's message waited push.SlowAfter: its turn left MaxInFlight; yields: it ends at its next record when a claim waits (past the slow budget, or none)
 }
 
 // Attempt describes one delivery attempt, for Hooks.Attempt.

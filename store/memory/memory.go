@@ -214,6 +214,16 @@ func clone(r journal.Record) journal.Record {
 
 // Register implements store.Store.
 func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
+	return s.register(r, nil)
+}
+
+// Update implements store.Store.
+func (s *Store) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	return s.register(r, &was)
+}
+
+// register is Register, or Update if was is set.
+func (s *Store) register(r store.Registration, was *store.Registration) (store.Registration, error) {
 	if err := r.Validate(); err != nil {
 		return store.Registration{}, err
 	}
@@ -222,6 +232,11 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 	n := s.regs[r.Key()]
 	if n != nil && n.Subscription != "" {
 		return store.Registration{}, store.MadeBy(r, n.Subscription)
+	}
+	if was != nil {
+		if err := store.CheckUpdate(r, *was, n, nil); err != nil {
+			return store.Registration{}, err
+		}
 	}
 	if n == nil { // a new one; an update keeps the cursor and retry state
 		st := s.stream(r.Stream)
@@ -530,11 +545,11 @@ func (s *Store) Resume(ctx context.Context, streamName, id string, at time.Time,
 }
 
 // Resend implements store.Store.
-func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, at time.Time, by string) error {
+func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, at time.Time, by string) (queued bool, err error) {
 	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, "")); err != nil {
-		return err
+		return false, err
 	}
-	return s.with(streamName, id, func(r *store.Registration) error {
+	err = s.with(streamName, id, func(r *store.Registration) error {
 		st := s.stream(streamName)
 		kind := ""
 		if seq >= st.oldest && seq <= st.head {
@@ -552,8 +567,10 @@ func (s *Store) Resend(ctx context.Context, streamName, id string, seq uint64, a
 		}
 		s.resends[k][seq] = &pending{at: at, by: by}
 		s.event(store.RegistrationEvent(store.KindResend, *r, seq, by, "", at))
+		queued = true
 		return nil
 	})
+	return queued, err
 }
 
 // DueResends implements store.Store.

@@ -140,7 +140,7 @@
 //
 //   - Writes that can make a registration lag set it on the stream row they
 //     lock first: the sequencer (in the UPDATE that moves the head),
-//     Register, Unpark, Rewind and Skip.
+//     Register (Update too), Unpark, Rewind and Skip.
 //   - Due reads only pending streams and, through the index
 //     herald_registration_claim (stream, next_seq, …) WHERE NOT parked,
 //     their registrations at or behind the head: an idle database costs

@@ -16,6 +16,17 @@ import (
 
 // Register implements store.Store (package doc, "Idle costs nothing").
 func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
+	return s.register(ctx, r, nil)
+}
+
+// Update implements store.Store: Register's transaction compares the row
+// it reads under the stream's lock, which every Register and Update takes.
+func (s *Store) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	return s.register(ctx, r, &was)
+}
+
+// register is Register, or Update if was is set.
+func (s *Store) register(ctx context.Context, r store.Registration, was *store.Registration) (store.Registration, error) {
 	if err := cmp.Or(r.Validate(), checkSeq("next seq", r.NextSeq)); err != nil {
 		return store.Registration{}, err
 	}
@@ -32,7 +43,7 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 		)
 		b := &pgx.Batch{}
 		b.Queue(stmt("mark_stream"), pgx.NamedArgs{"stream": r.Stream}).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &sealed, &oldest) })
-		b.Queue(stmt("get"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) (err error) {
+		b.Queue(stmt("get_locked"), pgx.NamedArgs{"stream": r.Stream, "id": r.ID}).QueryRow(func(row pgx.Row) (err error) {
 			old, err = scanStatus(row)
 			if exists = err == nil; errors.Is(err, pgx.ErrNoRows) {
 				return nil
@@ -46,11 +57,17 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			return store.MadeBy(r, old.Subscription)
 		}
 		revoke := false // an update that changes the delivery takes a turn's lease (store.Registration.SameDelivery)
+		var stored *store.Registration
+		var open error
 		if exists {
-			stored := old.Registration
-			var err error
-			stored.Config, err = s.sealer.OpenRegistration(stored)
-			revoke = err != nil || !r.SameDelivery(stored) // one that no longer opens has changed
+			stored = &old.Registration
+			stored.Config, open = s.sealer.OpenRegistration(*stored)
+			revoke = open != nil || !r.SameDelivery(*stored) // one that no longer opens has changed
+		}
+		if was != nil {
+			if err := store.CheckUpdate(r, *was, stored, open); err != nil {
+				return err
+			}
 		}
 		next := max(r.NextSeq, 1) // an update keeps the stored cursor
 		if !exists {

@@ -16,14 +16,14 @@ import (
 
 // Resend implements store.Store in one transaction: the cursor and the
 // low-water mark read, the pending row in, and the event if it is new.
-func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
+func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (queued bool, err error) {
 	if err := cmp.Or(store.ValidateInstant("at", at), store.ValidatePause(by, "")); err != nil {
-		return err
+		return false, err
 	}
 	if !validKey(stream, id) {
-		return store.NotFound(stream, id)
+		return false, store.NotFound(stream, id)
 	}
-	return s.inTx(ctx, "resend", func(tx pgx.Tx) error {
+	err = s.inTx(ctx, "resend", func(tx pgx.Tx) error {
 		var (
 			next, oldest uint64
 			kinds        []string
@@ -52,8 +52,10 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 			return s.dbErr(ctx, "resend: read the registration", err)
 		}
 		e, ok := store.RegistrationEvent(store.KindResend, st.Registration, seq, by, "", at)
+		queued = true
 		return s.event(ctx, tx, e, ok)
 	})
+	return queued && err == nil, err
 }
 
 // DueResends implements store.Store in one statement (SKIP LOCKED: claims

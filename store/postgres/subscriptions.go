@@ -26,7 +26,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 		b := &pgx.Batch{}
 		b.Queue(stmt("subscribe_lock"))
 		var old []store.SubscriptionStatus
-		b.Queue(stmt("subscriptions"), pgx.NamedArgs{"prefix": sub.Prefix}).Query(appendTo(&old, scanSubscription))
+		b.Queue(stmt("subscriptions"), pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID}).Query(appendTo(&old, scanSubscription))
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "subscribe: read", err)
 		}
@@ -46,13 +46,11 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 		return store.SubscriptionStatus{}, s.dbErr(ctx, "subscribe: mark streams", err)
 	}
 	s.poke()
-	list, err := s.Subscriptions(ctx, sub.Prefix)
-	for _, st := range list {
-		if st.ID == sub.ID {
-			return st, nil
-		}
+	list, err := s.subscriptions(ctx, sub.Prefix, sub.ID)
+	if err != nil || len(list) == 0 {
+		return store.SubscriptionStatus{}, err
 	}
-	return store.SubscriptionStatus{}, err
+	return list[0], nil
 }
 
 // Unsubscribe implements store.Subscriber; the registrations' evidence goes
@@ -85,11 +83,16 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 
 // Subscriptions implements store.Subscriber.
 func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
-	if !validText(prefix) {
+	return s.subscriptions(ctx, prefix, "")
+}
+
+// subscriptions lists those of prefix and id, each "" for every one.
+func (s *Store) subscriptions(ctx context.Context, prefix, id string) ([]store.SubscriptionStatus, error) {
+	if !validText(prefix) || !validText(id) {
 		return []store.SubscriptionStatus{}, nil
 	}
 	return s.sealer.OpenSubscriptions(query(ctx, s, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription,
-		stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix}))
+		stmt("subscriptions"), pgx.NamedArgs{"prefix": prefix, "id": id}))
 }
 
 // scanSubscription reads a row of statement subscriptions, its config as

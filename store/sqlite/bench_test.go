@@ -201,3 +201,30 @@ func BenchmarkAudience(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSubscribeAmongMany: Subscribe again, unchanged, one of 100
+// subscriptions of one prefix over 20 streams (2,000 registrations): what
+// it reads and writes is that subscription's, not its neighbours'.
+func BenchmarkSubscribeAmongMany(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	for i := range 20 {
+		if _, err := s.Append(ctx, fmt.Sprintf("t/%d", i), benchEntries(fmt.Sprint("e", i), 1)...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sub := func(i int) store.Subscription {
+		return store.Subscription{Prefix: "t/", ID: fmt.Sprintf("s%d", i), Namespace: "webhook", URL: "https://receiver.example/" + fmt.Sprint(i)}
+	}
+	for i := range 100 {
+		if _, err := s.Subscribe(ctx, sub(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		st, err := s.Subscribe(ctx, sub(7))
+		if err != nil || st.Streams != 20 || st.ID != "s7" {
+			b.Fatal(st, err)
+		}
+	}
+}

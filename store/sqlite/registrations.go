@@ -58,6 +58,17 @@ func getStatus(ctx context.Context, q queryer, stream, id string) (store.Status,
 // Register implements store.Store. An update of the destination keeps the
 // cursor and retry state.
 func (s *Store) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
+	return s.register(ctx, r, nil)
+}
+
+// Update implements store.Store: the comparison is made in Register's
+// write transaction.
+func (s *Store) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	return s.register(ctx, r, &was)
+}
+
+// register is Register, or Update if was is set.
+func (s *Store) register(ctx context.Context, r store.Registration, was *store.Registration) (store.Registration, error) {
 	if err := r.Validate(); err != nil {
 		return store.Registration{}, err
 	}
@@ -74,21 +85,33 @@ func (s *Store) Register(ctx context.Context, r store.Registration) (store.Regis
 			return translate("register: create stream", err)
 		}
 		old, err := getStatus(ctx, tx, r.Stream, r.ID)
-		switch {
-		case err == nil && old.Subscription != "":
-			return store.MadeBy(r, old.Subscription)
-		case err == nil:
-			stored := old.Registration
-			stored.Config, err = s.sealer.OpenRegistration(stored)
-			revoke := err != nil || !r.SameDelivery(stored) // one that no longer opens has changed
+		if err != nil && !errors.Is(err, journal.ErrNotFound) {
+			return err
+		}
+		var stored *store.Registration
+		var open error
+		if err == nil {
+			if old.Subscription != "" {
+				return store.MadeBy(r, old.Subscription)
+			}
+			stored = &old.Registration
+			stored.Config, open = s.sealer.OpenRegistration(*stored)
+		}
+		if was != nil {
+			if err := store.CheckUpdate(r, *was, stored, open); err != nil {
+				return err
+			}
+		}
+		if stored == nil {
+			err = insert(ctx, tx, r, dest)
+		} else {
+			revoke := open != nil || !r.SameDelivery(*stored) // one that no longer opens has changed
 			_, err = tx.ExecContext(ctx, stmt("update_registration"), append(dest, revoke)...)
 			paceGone := r.Rate.IsZero() && !old.Rate.IsZero() && !old.PacedUntil.IsZero()
 			hostGone := r.Host() != old.Host() && old.HostFailures > 0
 			if err = translate("register: update", err); err == nil && (paceGone || hostGone) {
 				err = rewake(ctx, tx, r.Stream, int64(old.NextSeq)) // it may be due at once
 			}
-		case errors.Is(err, journal.ErrNotFound):
-			err = insert(ctx, tx, r, dest)
 		}
 		if err != nil {
 			return err

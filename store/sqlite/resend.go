@@ -11,12 +11,12 @@ import (
 )
 
 // Resend implements store.Store.
-func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) error {
+func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (queued bool, err error) {
 	atN, err := instantArg("at", at)
 	if err = cmp.Or(err, store.ValidatePause(by, "")); err != nil {
-		return err
+		return false, err
 	}
-	return s.writeTo(ctx, "resend", stream, id, func(tx *sql.Tx) error {
+	err = s.writeTo(ctx, "resend", stream, id, func(tx *sql.Tx) error {
 		next, _, oldest, err := cursorOf(ctx, tx, "resend", stream, id)
 		if err != nil {
 			return err
@@ -37,8 +37,10 @@ func (s *Store) Resend(ctx context.Context, stream, id string, seq uint64, at ti
 		if err != nil {
 			return translate("resend", err)
 		}
+		queued = true
 		return s.registrationEvent(ctx, tx, store.KindResend, stream, id, seq, by, "", at)
 	})
+	return queued && err == nil, err
 }
 
 // DueResends implements store.Store in one write transaction, after a look

@@ -24,7 +24,7 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 	}
 	var out store.SubscriptionStatus
 	err = s.write(ctx, "subscribe", func(tx *sql.Tx) error {
-		old, err := queryAll(ctx, tx, "subscribe: read", nil, scanSubscription, stmt("subscriptions"), sub.Prefix)
+		old, err := queryAll(ctx, tx, "subscribe: read", nil, scanSubscription, stmt("subscriptions"), sub.Prefix, sub.ID)
 		if err != nil {
 			return err
 		}
@@ -46,11 +46,9 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 				return translate(q.op, err)
 			}
 		}
-		list, err := queryAll(ctx, tx, "subscribe: read", nil, scanSubscription, stmt("subscriptions"), sub.Prefix)
-		for _, st := range list {
-			if st.ID == sub.ID {
-				out = st
-			}
+		list, err := queryAll(ctx, tx, "subscribe: read", nil, scanSubscription, stmt("subscriptions"), sub.Prefix, sub.ID)
+		if len(list) == 1 {
+			out = list[0]
 		}
 		return err
 	})
@@ -83,7 +81,7 @@ func (s *Store) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 
 // Subscriptions implements store.Subscriber.
 func (s *Store) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
-	return s.sealer.OpenSubscriptions(queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, stmt("subscriptions"), prefix))
+	return s.sealer.OpenSubscriptions(queryAll(ctx, s.r, "list subscriptions", []store.SubscriptionStatus{}, scanSubscription, stmt("subscriptions"), prefix, ""))
 }
 
 func scanSubscription(sc scanner) (st store.SubscriptionStatus, err error) {

@@ -38,14 +38,19 @@ func resendSeqs(batch store.ResendBatch) []uint64 {
 }
 
 // testResendIsPendingUntilClaimedAndResent: a resend is pending, asked once
-// however often it is asked, with an event naming who asked; claimed with
+// however often it is asked (queued is true the first time only), with an
+// event naming who asked; claimed with
 // the registration (config included) under a lease that hides it from
 // other claims; Resent deletes it and stores its evidence; the cursor and
 // the attempts never move.
 func testResendIsPendingUntilClaimedAndResent(t *testing.T, b Backend) {
 	resendAt5(t, b)
-	require.NoError(t, b.Resend(t.Context(), "s", "r", 2, at(1), "alice"))
-	require.NoError(t, b.Resend(t.Context(), "s", "r", 2, at(2), "bob"), "asked again while pending: no error")
+	queued, err := b.Resend(t.Context(), "s", "r", 2, at(1), "alice")
+	require.NoError(t, err)
+	require.True(t, queued)
+	queued, err = b.Resend(t.Context(), "s", "r", 2, at(2), "bob")
+	require.NoError(t, err, "asked again while pending: no error")
+	require.False(t, queued, "asked again while pending: queued already")
 	var resends []store.OperationalEvent
 	for _, r := range heraldEvents(t, b) {
 		if e := payload(t, r); e.Kind == store.KindResend {
@@ -89,7 +94,9 @@ func testResendIsPendingUntilClaimedAndResent(t *testing.T, b Backend) {
 	require.Equal(t, uint64(5), st.NextSeq, "the cursor never moved")
 	require.Zero(t, st.Attempts)
 	require.Empty(t, st.LeaseOwner, "the registration was never leased")
-	require.NoError(t, b.Resend(t.Context(), "s", "r", 2, at(7), "bob"), "once sent, it may be asked again")
+	queued, err = b.Resend(t.Context(), "s", "r", 2, at(7), "bob")
+	require.NoError(t, err)
+	require.True(t, queued, "once sent, it may be asked again")
 	require.Equal(t, []uint64{2}, resendSeqs(dueResends(t, b, "webhook", "w4", at(8), 10)))
 }
 
@@ -99,8 +106,8 @@ func testResendRefusesWhatWasNotAcknowledged(t *testing.T, b Backend) {
 	resendAt5(t, b)
 	register(t, b, regFrom("s", "behind", "webhook", 1))
 	ctx := t.Context()
-	require.ErrorIs(t, b.Resend(ctx, "s", "nobody", 1, at(1), "alice"), journal.ErrNotFound)
-	require.ErrorIs(t, b.Resend(ctx, "nowhere", "r", 1, at(1), "alice"), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Resend(ctx, "s", "nobody", 1, at(1), "alice")), journal.ErrNotFound)
+	require.ErrorIs(t, errOf(b.Resend(ctx, "nowhere", "r", 1, at(1), "alice")), journal.ErrNotFound)
 	for name, tc := range map[string]struct {
 		id    string
 		seq   uint64
@@ -117,13 +124,13 @@ func testResendRefusesWhatWasNotAcknowledged(t *testing.T, b Backend) {
 		"a control in by":    {"r", 2, at(1), "al\nice", "by"},
 		"a name far too big": {"r", 2, at(1), string(make([]byte, store.MaxOperatorName+1)), "by"},
 	} {
-		err := b.Resend(ctx, "s", tc.id, tc.seq, tc.at, tc.by)
+		_, err := b.Resend(ctx, "s", tc.id, tc.seq, tc.at, tc.by)
 		require.ErrorIs(t, err, journal.ErrInvalid, name)
 		var ie *journal.InvalidError
 		require.ErrorAs(t, err, &ie, name)
 		require.Equal(t, tc.field, ie.Field, name)
 	}
-	err := b.Resend(ctx, "s", "r", 5, at(1), "alice")
+	_, err := b.Resend(ctx, "s", "r", 5, at(1), "alice")
 	require.ErrorContains(t, err, "has not been acknowledged")
 
 	// Below the low-water mark: pruned.
@@ -132,7 +139,7 @@ func testResendRefusesWhatWasNotAcknowledged(t *testing.T, b Backend) {
 	info, ok := streamInfo(t, b, "s")
 	require.True(t, ok)
 	require.Equal(t, uint64(5), info.OldestSeq)
-	err = b.Resend(ctx, "s", "r", 4, at(2), "alice")
+	_, err = b.Resend(ctx, "s", "r", 4, at(2), "alice")
 	var pe *store.PrunedError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, uint64(4), pe.Seq)
@@ -147,7 +154,7 @@ func testResendRefusesWhatWasNotAcknowledged(t *testing.T, b Backend) {
 // held on; claims racing take it once.
 func testResendClaimsAreFenced(t *testing.T, b Backend) {
 	resendAt5(t, b)
-	require.NoError(t, b.Resend(t.Context(), "s", "r", 3, at(0), "alice"))
+	require.NoError(t, errOf(b.Resend(t.Context(), "s", "r", 3, at(0), "alice")))
 	c1 := dueResends(t, b, "webhook", "w1", at(0), 1).Resends[0].Claim() // leased to at(60)
 	require.Empty(t, dueResends(t, b, "webhook", "w2", at(59), 1).Resends)
 	c2 := dueResends(t, b, "webhook", "w2", at(60), 1).Resends[0].Claim() // lapsed: taken over, leased to at(120)
@@ -168,7 +175,7 @@ func testResendClaimsAreFenced(t *testing.T, b Backend) {
 	require.Equal(t, "resend for alice failed: 503 Service Unavailable", evidence(t, b, "s", "r")[0].Error)
 
 	// Claims racing at one instant take a resend once.
-	require.NoError(t, b.Resend(ctx, "s", "r", 4, at(300), "alice"))
+	require.NoError(t, errOf(b.Resend(ctx, "s", "r", 4, at(300), "alice")))
 	var mu sync.Mutex
 	var taken []uint64
 	race(t, 4, func(w int) error {
@@ -187,12 +194,12 @@ func testResendClaimsAreFenced(t *testing.T, b Backend) {
 func testResendsGoWithTheirRegistration(t *testing.T, b Backend) {
 	ctx := t.Context()
 	resendAt5(t, b)
-	require.NoError(t, b.Resend(ctx, "s", "r", 1, at(0), "alice"))
+	require.NoError(t, errOf(b.Resend(ctx, "s", "r", 1, at(0), "alice")))
 	require.NoError(t, b.Unregister(ctx, "s", "r"))
 	register(t, b, regFrom("s", "r", "webhook", 5))
 	require.Empty(t, dueResends(t, b, "webhook", "w", at(1), 10).Resends, "unregister took it")
 
-	require.NoError(t, b.Resend(ctx, "s", "r", 1, at(2), "alice"))
+	require.NoError(t, errOf(b.Resend(ctx, "s", "r", 1, at(2), "alice")))
 	require.NoError(t, b.Complete(ctx, claim(t, b, "s", "r", at(3))))
 	register(t, b, regFrom("s", "r", "webhook", 5))
 	require.Empty(t, dueResends(t, b, "webhook", "w", at(4), 10).Resends, "complete took it")
@@ -202,7 +209,7 @@ func testResendsGoWithTheirRegistration(t *testing.T, b Backend) {
 	_, err := b.Subscribe(ctx, store.Subscription{Prefix: "t/", ID: "sub", Namespace: "webhook", URL: "https://receiver.example/sub",
 		Config: store.Config(`{"secret":"s3cr3t"}`), FromHead: true})
 	require.NoError(t, err)
-	require.NoError(t, b.Resend(ctx, "t/1", "sub", 2, at(6), "alice"))
+	require.NoError(t, errOf(b.Resend(ctx, "t/1", "sub", 2, at(6), "alice")))
 	require.Equal(t, []uint64{2}, resendSeqs(dueResends(t, b, "webhook", "w", at(7), 10)))
 	n, err := b.Unsubscribe(ctx, "t/", "sub")
 	require.NoError(t, err)
@@ -215,7 +222,7 @@ func testResendsGoWithTheirRegistration(t *testing.T, b Backend) {
 func testResendOfAPausedRegistration(t *testing.T, b Backend) {
 	resendAt5(t, b)
 	require.NoError(t, b.Pause(t.Context(), "s", "r", at(0), "alice", "maintenance"))
-	require.NoError(t, b.Resend(t.Context(), "s", "r", 4, at(1), "bob"))
+	require.NoError(t, errOf(b.Resend(t.Context(), "s", "r", 4, at(1), "bob")))
 	batch := dueResends(t, b, "webhook", "w", at(2), 10)
 	require.Equal(t, []uint64{4}, resendSeqs(batch))
 	require.True(t, batch.Resends[0].Registration.Paused)
@@ -233,7 +240,7 @@ func testDueResendsOrderAndLimit(t *testing.T, b Backend) {
 	resendAt5(t, b)
 	ctx := t.Context()
 	for i, seq := range []uint64{3, 1, 4} {
-		require.NoError(t, b.Resend(ctx, "s", "r", seq, at(i), "alice"))
+		require.NoError(t, errOf(b.Resend(ctx, "s", "r", seq, at(i), "alice")))
 	}
 	require.ErrorIs(t, errOf(b.DueResends(ctx, store.DueQuery{At: at(5), Limit: 0, Namespace: "webhook", Owner: "w", LeaseUntil: at(6)})), journal.ErrInvalid)
 	batch := dueResends(t, b, "webhook", "w", at(5), 2)
@@ -252,7 +259,7 @@ func testDueResendsOrderAndLimit(t *testing.T, b Backend) {
 // where it was; the outcome is its evidence.
 func testTwoWorkersSendAResendOnce(t *testing.T, b Backend) {
 	streamWithReg(t, b, 5, regFrom("s", "r", "webhook", 6)) // every record acknowledged: no turn sends one
-	require.NoError(t, b.Resend(t.Context(), "s", "r", 2, at(0), "alice"))
+	require.NoError(t, errOf(b.Resend(t.Context(), "s", "r", 2, at(0), "alice")))
 	rc := &receiver{}
 	ws := []*push.Worker{worker(t, b, rc, 10, push.WithOwner("w1")), worker(t, b, rc, 10, push.WithOwner("w2"))}
 	var mu sync.Mutex
@@ -292,7 +299,7 @@ func testResendRefusesAKindNotWanted(t *testing.T, b Backend) {
 	register(t, b, r)
 	register(t, b, regFrom("s", "all", "webhook", 4))
 
-	err := b.Resend(ctx, "s", "orders", 2, at(1), "alice")
+	_, err := b.Resend(ctx, "s", "orders", 2, at(1), "alice")
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	var ie *journal.InvalidError
 	require.ErrorAs(t, err, &ie)
@@ -300,7 +307,7 @@ func testResendRefusesAKindNotWanted(t *testing.T, b Backend) {
 	require.Contains(t, ie.Reason, "#2 is a record of kind invoice.sent, which this registration does not want (its kinds: order.*)")
 	require.Empty(t, dueResends(t, b, "webhook", "w", at(100), 10).Resends, "the refused resend left nothing pending")
 
-	require.NoError(t, b.Resend(ctx, "s", "orders", 3, at(2), "alice"), "a kind it wants")
-	require.NoError(t, b.Resend(ctx, "s", "all", 2, at(3), "alice"), "no kinds: every kind")
+	require.NoError(t, errOf(b.Resend(ctx, "s", "orders", 3, at(2), "alice")), "a kind it wants")
+	require.NoError(t, errOf(b.Resend(ctx, "s", "all", 2, at(3), "alice")), "no kinds: every kind")
 	require.ElementsMatch(t, []uint64{3, 2}, resendSeqs(dueResends(t, b, "webhook", "w", at(100), 10)))
 }

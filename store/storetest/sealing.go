@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
@@ -151,6 +152,20 @@ func RunSealing(t *testing.T, open func(t *testing.T, keyring *seal.Keyring) Sea
 			require.Empty(t, st.ConfigError, st.ID)
 			require.NotEmpty(t, st.Config, st.ID)
 		}
+	})
+
+	t.Run("AnUpdateOverAConfigThatNoLongerOpensIsAConflict", func(t *testing.T) {
+		was, err := s.Get(ctx, b.Stream, b.ID)
+		require.NoError(t, err)
+		stored := raw.Get(t, b)
+		defer raw.Set(t, b, stored)
+		moved := raw.Get(t, a)
+		raw.Set(t, b, moved) // sealed for another row: it no longer opens, as if it changed
+		r := was.Registration
+		r.URL = "https://moved.example/"
+		_, err = s.Update(ctx, r, was.Registration)
+		require.ErrorIs(t, err, journal.ErrConflict)
+		require.Equal(t, moved, raw.Get(t, b), "nothing changed")
 	})
 
 	t.Run("AConfigThatDoesNotOpenFailsOnlyItsRegistration", func(t *testing.T) {

@@ -59,6 +59,7 @@ func Run(t *testing.T, open Factory) {
 	}{
 		{"Journal", journalTests},
 		{"Registrations", registrationTests},
+		{"Update", updateTests},
 		{"Due", dueTests},
 		{"Cursor", cursorTests},
 		{"Turns", turnTests},

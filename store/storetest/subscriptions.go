@@ -15,7 +15,7 @@ import (
 var subscriptionTests = []test{
 	testSubscriptionFollowsExistingAndFutureStreamsInOrder, testSubscriptionFromHead, testUnsubscribeRemovesEveryRegistration,
 	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testUnsubscribeRacingNewStreamsLeavesNone, testBadSubscriptionChangesNothing, testRegisterCannotChangeWhatASubscriptionMade,
-	testSubscriptionRetryPolicyReachesEveryStream,
+	testSubscriptionRetryPolicyReachesEveryStream, testSubscribeAnswersTheOneItNames,
 }
 
 func sub(prefix, id string) store.Subscription {
@@ -252,4 +252,23 @@ func testRegisterCannotChangeWhatASubscriptionMade(t *testing.T, b Backend) {
 	require.ErrorContains(t, err, "register that prefix again")
 	g := get(t, b, "m/1", "h")
 	require.Equal(t, []string{"https://receiver.example/h", `{"secret":"s3cr3t"}`}, []string{g.URL, string(g.Config)}, "the subscription's config, read through it")
+}
+
+// testSubscribeAnswersTheOneItNames: of several subscriptions of one
+// prefix, Subscribe answers and changes the one it names: its streams, its
+// config; its neighbours' registrations keep theirs.
+func testSubscribeAnswersTheOneItNames(t *testing.T, b Backend) {
+	appendN(t, b, "tenant/7/a", 1)
+	appendN(t, b, "tenant/7/b", 1)
+	for _, id := range []string{"a", "m", "z"} {
+		require.Equal(t, 2, subscribe(t, b, sub("tenant/7/", id)).Streams)
+	}
+	again := sub("tenant/7/", "m")
+	again.URL, again.Config = "https://moved.example/m", store.Config(`{"secret":"m2"}`)
+	st := subscribe(t, b, again)
+	require.Equal(t, []any{"m", 2, "https://moved.example/m", `{"secret":"m2"}`}, []any{st.ID, st.Streams, st.URL, string(st.Config)})
+	for _, id := range []string{"a", "z"} {
+		require.Equal(t, "https://receiver.example/"+id, get(t, b, "tenant/7/a", id).URL, "a neighbour keeps its own")
+	}
+	require.Equal(t, "https://moved.example/m", get(t, b, "tenant/7/b", "m").URL)
 }

@@ -23,16 +23,17 @@ type dispatcher struct {
 	ended  chan turnEnd
 	slowed chan struct{} // capacity 1: some running slot's send passed SlowAfter
 
-	ready   []*slot            // claimed, not started: each starts when a slot and its host allow, oldest first
-	running map[*slot]struct{} // turns running
-	fast    int                // of them, those counted against MaxInFlight
-	slow    int                // of them, those moved to the slow budget (MaxSlow)
-	perHost map[string]int     // turns running per host
-	waiting int64              // this dispatcher's part of Engine.waiting
-	rep     wire.SweepReport   // what the ended turns did
-	err     error              // the first turn's error
-	leases  leases             // the claims held, which a goroutine of its own renews (leases.go)
-	live    bool               // Run's: turns keep the wall clock (turn.now)
+	ready     []*slot            // claimed, not started: each starts when a slot and its host allow, oldest first
+	readySlow int                // of them, those of slow hosts, which wait for the slow budget (start)
+	running   map[*slot]struct{} // turns running
+	fast      int                // of them, those counted against MaxInFlight
+	slow      int                // of them, those in the slow budget (MaxSlow)
+	perHost   map[string]int     // turns running per host
+	waiting   [2]int64           // this dispatcher's part of Engine.waiting
+	rep       wire.SweepReport   // what the ended turns did
+	err       error              // the first turn's error
+	leases    leases             // the claims held, which a goroutine of its own renews (leases.go)
+	live      bool               // Run's: turns keep the wall clock (turn.now)
 }
 
 // slot is one claim, from Due to its turn's end.
@@ -54,8 +55,11 @@ type slot struct {
 
 	nudge    chan<- struct{} // the dispatcher's slowed
 	wentSlow atomic.Bool     // a send of the turn passed SlowAfter
-	yield    atomic.Bool     // slow with the slow budget full: the turn gives its slot up at its next record if a claim waits
+	prompt   atomic.Bool     // a send of the turn was answered within SlowAfter
+	yield    atomic.Bool     // slow past the slow budget (or with none): the turn gives its slot up at its next record if a claim waits
+	inSlow   atomic.Bool     // slow, for the turn: the claims it gives way to are those waiting for the slow budget (turn.wanted)
 	slow     bool            // the dispatcher's: counted in the slow budget
+	slowHost bool            // its host was slow when claimed (hosts.Table.Slow): it starts in the slow budget
 }
 
 // sending arms the slot's slow watch for one send, which goes slow after
@@ -157,7 +161,8 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 	add := func(st store.Status, rs *store.Resend) {
 		host := st.Host()
 		d.ready = append(d.ready, &slot{st: st, at: at, claimedAt: claimedAt, host: host, entry: w.perHost.Enter(host),
-			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.cfg.Lease), nudge: d.slowed})
+			wakes: wakes, resend: rs, wallUntil: claimedAt.Add(w.cfg.Lease), nudge: d.slowed,
+			slowHost: w.cfg.MaxSlow > 0 && w.perHost.Slow(host, claimedAt)})
 	}
 	for _, st := range batch.Registrations {
 		add(st, nil)
@@ -177,32 +182,47 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 func (d *dispatcher) owner() string { return fmt.Sprintf("%s#%d", d.w.cfg.Owner, d.w.claims.Add(1)) }
 
 // start runs ready claims in the free slots, oldest first, skipping hosts at
-// their cap, and counts in Engine.waiting those a freed slot would start.
+// their cap, and counts in Engine.waiting those a freed slot would start. A
+// claim of a slow host (slot.slowHost) starts in the slow budget, or waits
+// for it: a host that went slow takes no slot of the healthy ones again.
 func (d *dispatcher) start() {
-	max, perHost := d.w.cfg.MaxInFlight, d.w.cfg.MaxPerHost
+	max, maxSlow, perHost := d.w.cfg.MaxInFlight, d.w.cfg.MaxSlow, d.w.cfg.MaxPerHost
 	var starts []*slot
 	kept := d.ready[:0]
-	var startable int64
+	var startable [2]int64
+	d.readySlow = 0
 	for _, s := range d.ready {
 		switch {
 		case d.perHost[s.host] >= perHost:
 			kept = append(kept, s)
+			if s.slowHost {
+				d.readySlow++
+			}
+		case s.slowHost && d.slow < maxSlow:
+			s.slow = true
+			s.inSlow.Store(true) // before its turn starts
+			d.slow++
+			d.w.slowTurns.Add(1)
+			starts = append(starts, d.run(s))
+		case s.slowHost:
+			kept = append(kept, s)
+			d.readySlow++
+			startable[1]++
 		case d.fast < max:
 			d.fast++
-			d.perHost[s.host]++
-			d.running[s] = struct{}{}
-			s.entry.Queued.Add(-1)
-			starts = append(starts, s)
+			starts = append(starts, d.run(s))
 		default:
 			kept = append(kept, s)
-			startable++
+			startable[0]++
 		}
 	}
 	clear(d.ready[len(kept):])
 	d.ready = kept
 	// Counted before the turns start, so that none sees another pass's count.
-	d.w.waiting.Add(startable - d.waiting)
-	d.waiting = startable
+	for i := range startable {
+		d.w.waiting[i].Add(startable[i] - d.waiting[i])
+		d.waiting[i] = startable[i]
+	}
 	for _, s := range starts {
 		ctx := pages.WithClaim(d.ctx, s.claimedAt, s.st.Head) // pages read since the claim may serve it (internal/pages)
 		ctx = d.leases.run(ctx, s, d.w.cfg.Lease)
@@ -210,25 +230,39 @@ func (d *dispatcher) start() {
 	}
 }
 
+// run counts s as running, for start, which has counted its budget.
+func (d *dispatcher) run(s *slot) *slot {
+	d.perHost[s.host]++
+	d.running[s] = struct{}{}
+	s.entry.Queued.Add(-1)
+	return s
+}
+
 // demote moves the turns whose send went slow from MaxInFlight to the slow
-// budget, freeing their slots for the claims that wait; with the slow budget
-// full, a slow turn yields its slot at its next record instead (turn.goOn).
+// budget, freeing their slots for the claims that wait, even when the
+// budget is full: a send cannot be hurried, and one kept in its slot would
+// hold it to the request's timeout, so that more silent hosts than MaxSlow
+// would hold every slot. A turn past the budget yields its slot at its next
+// record (turn.yields), as does every slow turn with no slow budget
+// (MaxSlow 0), which keeps it in its slot.
 func (d *dispatcher) demote() {
 	for s := range d.running {
-		if s.slow || !s.wentSlow.Load() {
+		if s.slow || !s.wentSlow.Load() || s.yield.Load() {
 			continue
 		}
-		switch {
-		case d.slow < d.w.cfg.MaxSlow:
+		d.w.perHost.MarkSlow(s.host, time.Now())
+		if d.w.cfg.MaxSlow > 0 {
 			s.slow = true
+			s.inSlow.Store(true)
 			d.fast--
 			d.slow++
 			d.w.slowTurns.Add(1)
-		case s.yield.Swap(true):
-			continue // told already
+		}
+		if d.slow > d.w.cfg.MaxSlow || !s.slow {
+			s.yield.Store(true)
 		}
 		if h := d.w.cfg.Hooks.Slow; h != nil {
-			h(s.st.Registration, !s.slow)
+			h(s.st.Registration, s.yield.Load())
 		}
 	}
 }
@@ -282,6 +316,12 @@ func (d *dispatcher) end(e turnEnd) {
 	if d.perHost[s.host] == 0 {
 		delete(d.perHost, s.host)
 	}
+	switch {
+	case s.wentSlow.Load():
+		d.w.perHost.MarkSlow(s.host, time.Now())
+	case s.prompt.Load() && s.slowHost:
+		d.w.perHost.Answered(s.host) // it answered within SlowAfter: a slot of the healthy ones again
+	}
 	d.w.perHost.Leave(s.host)
 	addReport(&d.rep, e.rep)
 	if e.err != nil && d.err == nil {
@@ -294,8 +334,11 @@ func (d *dispatcher) end(e turnEnd) {
 // pending, and a rate-limited one that took a lapsed lease: released, the
 // next claim would not know of the lost turn's burst (turn.newPace).
 func (d *dispatcher) release() {
-	d.w.waiting.Add(-d.waiting)
-	d.waiting = 0
+	for i := range d.waiting {
+		d.w.waiting[i].Add(-d.waiting[i])
+		d.waiting[i] = 0
+	}
+	d.readySlow = 0
 	for _, s := range d.ready {
 		d.leases.drop(s)
 		s.entry.Queued.Add(-1)

@@ -26,8 +26,12 @@
 //
 // Run holds up to twice MaxInFlight claims and refills a freed slot at once
 // (run.go). A send that waits SlowAfter nudges the dispatcher, which moves
-// its turn to the slow budget (MaxSlow) or, with that full, has it yield its
-// slot at its next record when a claim waits.
+// its turn to the slow budget (MaxSlow), full or not: past the budget, the
+// turn yields at its next record when a claim waits (dispatcher.demote).
+// The worker then holds the host slow (hosts.Table.MarkSlow) until a turn
+// of it is answered within SlowAfter, or for hosts.SlowMemory: its claims
+// start in the slow budget or wait for room there (start), beside the
+// claims that wait for a regular slot, which they do not count against.
 //
 // # Rate
 //

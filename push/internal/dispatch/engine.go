@@ -27,15 +27,15 @@ type Engine struct {
 	namespace  string
 	cfg        Config
 	wake       chan struct{}
-	claims     atomic.Uint64 // numbers this worker's claims, for their lease owners
-	book       hosts.Book    // the troubled hosts this worker knows of
-	failing    failLog       // the failing registrations' last log lines
-	perHost    *hosts.Table  // what the worker has in flight per host
-	turns      atomic.Int64  // turns in flight, for Load
-	slowTurns  atomic.Int64  // of them, those in the slow budget, for Load
-	waiting    atomic.Int64  // claims held that a freed slot would start: a turn gives its slot up to them (turn.goOn)
-	wakes      atomic.Uint64 // Wake calls: a turn that ran across one reads its stream again (turn.woken)
-	tracer     trace.Tracer  // spans.go
+	claims     atomic.Uint64   // numbers this worker's claims, for their lease owners
+	book       hosts.Book      // the troubled hosts this worker knows of
+	failing    failLog         // the failing registrations' last log lines
+	perHost    *hosts.Table    // what the worker has in flight per host
+	turns      atomic.Int64    // turns in flight, for Load
+	slowTurns  atomic.Int64    // of them, those in the slow budget, for Load
+	waiting    [2]atomic.Int64 // claims held that a freed slot would start, regular and slow: a turn gives its slot up to them (turn.goOn)
+	wakes      atomic.Uint64   // Wake calls: a turn that ran across one reads its stream again (turn.woken)
+	tracer     trace.Tracer    // spans.go
 }
 
 // Config is a worker's settings, checked by push.NewWorker; push's options

@@ -99,10 +99,11 @@ func (l *loop) turnEnded(e turnEnd) {
 }
 
 // canClaim says whether a claim is due and the loop has room for it: under
-// twice MaxInFlight claims, fewer than half of them ready.
+// twice MaxInFlight claims, fewer than half of them ready (those that wait
+// for the slow budget aside: a host's claims are bounded by its cap).
 func (l *loop) canClaim() bool {
-	max := l.w.cfg.MaxInFlight
-	full := l.fast+len(l.ready) >= 2*max || (len(l.ready) >= (max+1)/2 && l.fast > 0)
+	max, ready := l.w.cfg.MaxInFlight, len(l.ready)-l.readySlow
+	full := l.fast+ready >= 2*max || (ready >= (max+1)/2 && l.fast > 0)
 	return l.due && !full
 }
 
@@ -110,7 +111,7 @@ func (l *loop) canClaim() bool {
 func (l *loop) claimMore() {
 	w := l.w
 	l.claimed = w.wakes.Load()
-	limit := min(2*w.cfg.MaxInFlight-l.fast-len(l.ready), w.cfg.SweepLimit)
+	limit := min(2*w.cfg.MaxInFlight-l.fast-(len(l.ready)-l.readySlow), w.cfg.SweepLimit)
 	batch, resends, err := l.claim(time.Now(), limit, true, l.resends)
 	if err != nil {
 		l.due, l.resting, l.ends = false, true, 0

@@ -188,8 +188,15 @@ func (t *turn) goOn() bool {
 	return !t.late() && !t.pace.spent() && !t.stopping() && !t.wanted()
 }
 
-// wanted says whether a claim waits for the turn's slot or its host's.
-func (t *turn) wanted() bool { return t.w.waiting.Load() > 0 || t.host.Queued.Load() > 0 }
+// wanted says whether a claim waits for the turn's slot (of its budget,
+// regular or slow) or its host's.
+func (t *turn) wanted() bool {
+	i := 0
+	if t.slot.inSlow.Load() {
+		i = 1
+	}
+	return t.w.waiting[i].Load() > 0 || t.host.Queued.Load() > 0
+}
 
 // yields says whether the turn gives its slot up before its next record: it
 // went slow with no room in the slow budget, and a claim waits for the slot.

@@ -36,9 +36,12 @@ func (t *turn) hostFailed(ctx context.Context, ev store.Evidence, paced time.Tim
 	if held, _ := h.Holds(ev.At); held && h.NextProbeAt.After(next) {
 		next = h.NextProbeAt
 	}
-	log("herald: host-level failure; no attempt charged", "host", host, "state", h.State,
-		"failures", h.Failures, "next_probe_at", h.NextProbeAt, "stream", t.reg.Stream, "registration", t.reg.ID,
-		"cursor", t.next, "status", ev.Status, "next_attempt_at", next, "reason", ev.Error)
+	args := []any{"host", host, "state", h.State, "failures", h.Failures}
+	if !h.NextProbeAt.IsZero() { // an up host has no probe
+		args = append(args, "next_probe_at", h.NextProbeAt)
+	}
+	log("herald: host-level failure; no attempt charged", append(args, "stream", t.reg.Stream, "registration", t.reg.ID,
+		"cursor", t.next, "status", ev.Status, "next_attempt_at", next, "reason", ev.Error)...)
 	return nil
 }
 

@@ -106,7 +106,9 @@ func (t *turn) deliver(ctx context.Context, msg wire.Message) (wire.Outcome, err
 	dctx, span := t.startDelivery(ctx)
 	watch := t.slot.sending(t.w.cfg.SlowAfter)
 	out, err := t.w.transport.Deliver(dctx, t.reg, msg, t.at)
-	watch.Stop()
+	if watch.Stop() {
+		t.slot.prompt.Store(true)
+	}
 	t.endDelivery(span, out, err)
 	return out, err
 }

@@ -5,6 +5,7 @@ package hosts
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/heraldpush/herald/store"
 )
@@ -49,12 +50,19 @@ func (b *Book) Learn(h store.Host) {
 
 // Table is what one worker has in flight per host: its claims, running
 // or ready (DueQuery.Busy), and MaxPerHost Tokens, one held around each
-// Deliver. The mutex is taken per claim and turn, never per message.
+// Deliver; and the hosts that went slow. The mutex is taken per claim and
+// turn, never per message.
 type Table struct {
 	max   int // Tokens per host (MaxPerHost)
 	mu    sync.Mutex
 	hosts map[string]*Entry
+	slow  map[string]time.Time // hosts whose message waited SlowAfter, and when one last did (MarkSlow)
+	prune int                  // len(slow) at which MarkSlow forgets the marks past SlowMemory
 }
+
+// SlowMemory is how long a host stays slow after a message to it waited
+// SlowAfter, unless a turn of it is answered promptly first (Answered).
+const SlowMemory = time.Minute
 
 // Entry is one host's line of a Table.
 type Entry struct {
@@ -80,6 +88,41 @@ func (h *Table) Busy() map[string]int {
 		m[host] = e.turns
 	}
 	return m
+}
+
+// MarkSlow records that a message to host waited SlowAfter at now: its
+// claims wait for the slow budget (Slow) for SlowMemory.
+func (h *Table) MarkSlow(host string, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.slow == nil {
+		h.slow, h.prune = map[string]time.Time{}, 64
+	}
+	h.slow[host] = now
+	if len(h.slow) >= h.prune {
+		for host, at := range h.slow {
+			if now.Sub(at) >= SlowMemory {
+				delete(h.slow, host)
+			}
+		}
+		h.prune = max(64, 2*len(h.slow))
+	}
+}
+
+// Slow reports whether host is slow at now (MarkSlow).
+func (h *Table) Slow(host string, now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.slow[host]
+	return ok && now.Sub(at) < SlowMemory
+}
+
+// Answered forgets that host was slow: a turn of it was answered within
+// SlowAfter.
+func (h *Table) Answered(host string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.slow, host)
 }
 
 // Enter counts a ready claim on host and returns the host's entry; the

@@ -45,6 +45,12 @@ DELETE FROM herald_registration WHERE stream = @stream AND id = @id
 -- name: get
 SELECT {{template "status_from"}} WHERE r.stream = @stream AND r.id = @id
 
+-- name: get_locked
+-- Register's read, after the stream's lock: the row stays as read until the
+-- write, so that an Update over a row deleted meanwhile finds none rather
+-- than inserting it again.
+SELECT {{template "status_from"}} WHERE r.stream = @stream AND r.id = @id FOR UPDATE OF r
+
 -- name: list
 SELECT {{template "status_from"}}
 WHERE (@stream::text = '' OR r.stream = @stream) AND (@namespace::text = '' OR r.namespace = @namespace)

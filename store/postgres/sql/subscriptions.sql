@@ -36,6 +36,7 @@ SET namespace = u.namespace, url = u.url, host = u.host, on_rejected = u.on_reje
     next_attempt_at = CASE WHEN r.host <> u.host AND r.host_failures > 0 THEN '0001-01-01 00:00:00+00' ELSE r.next_attempt_at END,
     host_failures = CASE WHEN r.host <> u.host THEN 0 ELSE r.host_failures END
 FROM herald_subscription u WHERE u.prefix = @prefix AND u.id = @id AND r.subscription = @prefix AND r.id = @id
+    AND r.subscription <> '' -- the partial index's, which a generic plan cannot prove of @prefix
 
 -- name: mark_range
 -- After the commit, the streams under the prefix are marked pending, so
@@ -48,9 +49,12 @@ UPDATE herald_stream SET pending = true WHERE stream IN (
 DELETE FROM herald_subscription WHERE prefix = @prefix AND id = @id
 
 -- name: unsubscribe
-DELETE FROM herald_registration WHERE subscription = @prefix AND id = @id
+DELETE FROM herald_registration WHERE subscription = @prefix AND id = @id AND subscription <> '' -- as update_subscribed
 
 -- name: subscriptions
+-- @prefix and @id, '': every one. Each count reads the partial index (its
+-- subscription <> '', as update_subscribed).
 SELECT u.prefix, u.id, u.namespace, u.url, u.config, u.on_rejected, u.kinds, u."window", u.retain_max_ns, u.retry, u.from_head,
-    (SELECT count(*)::int FROM herald_registration r WHERE r.subscription = u.prefix AND r.id = u.id)
-FROM herald_subscription u WHERE @prefix::text = '' OR u.prefix = @prefix ORDER BY u.prefix, u.id
+    (SELECT count(*)::int FROM herald_registration r WHERE r.subscription = u.prefix AND r.id = u.id AND r.subscription <> '')
+FROM herald_subscription u WHERE (@prefix::text = '' OR u.prefix = @prefix) AND (@id::text = '' OR u.id = @id)
+ORDER BY u.prefix, u.id

@@ -1,0 +1,155 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/memory"
+)
+
+// racing is a store where another process writes the registration between
+// each read-modify-write's read and its write: race runs before the nth
+// Update (from 1).
+type racing struct {
+	store.Backend
+	race func(n int)
+	n    int
+}
+
+func (r *racing) Update(ctx context.Context, reg, was store.Registration) (store.Registration, error) {
+	r.n++
+	r.race(r.n)
+	return r.Backend.Update(ctx, reg, was)
+}
+
+func webhookReg(t *testing.T, s store.Store) store.Registration {
+	t.Helper()
+	reg := store.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: "https://receiver.example/r",
+		Config: store.Config(`{"secrets":["` + webhook.NewSecret() + `"]}`)}
+	got, err := s.Register(t.Context(), reg)
+	require.NoError(t, err)
+	return got
+}
+
+// TestARotationRacedByAnotherKeepsBothSecrets: a rotation another process
+// made between this rotation's read and its write is not undone: this one
+// reads again and rotates what that one stored, so the secret each printed
+// is stored (this one's signing, that one's retiring), as is a URL change
+// made in the same race.
+func TestARotationRacedByAnotherKeepsBothSecrets(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	mem := memory.New()
+	webhookReg(t, mem)
+	var theirs string
+	s := &racing{Backend: mem, race: func(n int) {
+		if n > 1 {
+			return
+		}
+		v, err := operator.RotateSecret(t.Context(), mem, "s", "r", now, time.Hour)
+		require.NoError(t, err)
+		theirs = v.Secret
+		st, err := mem.Get(t.Context(), "s", "r")
+		require.NoError(t, err)
+		st.URL = "https://moved.example/r"
+		_, err = mem.Register(t.Context(), st.Registration)
+		require.NoError(t, err)
+	}}
+
+	ours, err := operator.RotateSecret(t.Context(), s, "s", "r", now, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, 2, s.n, "read again once, after the conflict")
+	st, err := mem.Get(t.Context(), "s", "r")
+	require.NoError(t, err)
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{ours.Secret}, cfg.Secrets, "the secret this rotation answered signs")
+	var retiring []string
+	for _, r := range cfg.Retiring {
+		retiring = append(retiring, r.Secret)
+	}
+	require.Contains(t, retiring, theirs, "the secret the other rotation answered still signs, retiring")
+	require.Equal(t, "https://moved.example/r", st.URL, "the other process's update is kept")
+	require.Equal(t, "https://moved.example/r", ours.URL, "and answered")
+}
+
+// TestAnUpdateUnderEndlessChangeIsAConflict: a registration changed
+// between every read and write is refused with ErrConflict naming it after
+// a bounded number of tries, and the rate asked for is not stored.
+func TestAnUpdateUnderEndlessChangeIsAConflict(t *testing.T) {
+	mem := memory.New()
+	webhookReg(t, mem)
+	s := &racing{Backend: mem, race: func(n int) {
+		st, err := mem.Get(t.Context(), "s", "r")
+		require.NoError(t, err)
+		st.URL = fmt.Sprintf("https://moved.example/%d", n)
+		_, err = mem.Register(t.Context(), st.Registration)
+		require.NoError(t, err)
+	}}
+	_, err := operator.SetRate(t.Context(), s, "s", "r", store.Rate{Count: 5, Per: time.Second})
+	require.ErrorIs(t, err, journal.ErrConflict)
+	require.ErrorContains(t, err, store.Name("s", "r"))
+	require.Equal(t, 5, s.n, "tries are bounded")
+	st, err := mem.Get(t.Context(), "s", "r")
+	require.NoError(t, err)
+	require.True(t, st.Rate.IsZero(), "nothing of the refused update is stored")
+	require.Equal(t, "https://moved.example/5", st.URL)
+}
+
+// TestSetRateKeepsAnUpdateMadeMeanwhile: a set-rate raced by another
+// process's register applies to what that register stored.
+func TestSetRateKeepsAnUpdateMadeMeanwhile(t *testing.T) {
+	mem := memory.New()
+	webhookReg(t, mem)
+	s := &racing{Backend: mem, race: func(n int) {
+		if n == 1 {
+			st, err := mem.Get(t.Context(), "s", "r")
+			require.NoError(t, err)
+			st.Kinds = []string{"order.*"}
+			_, err = mem.Register(t.Context(), st.Registration)
+			require.NoError(t, err)
+		}
+	}}
+	v, err := operator.SetRate(t.Context(), s, "s", "r", store.Rate{Count: 5, Per: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, "5/s", v.Rate)
+	st, err := mem.Get(t.Context(), "s", "r")
+	require.NoError(t, err)
+	require.Equal(t, []string{"order.*"}, st.Kinds, "the register made meanwhile is kept")
+	require.Equal(t, store.Rate{Count: 5, Per: time.Second}, st.Rate)
+}
+
+// TestARegisterThatKeepsTheSecretsKeepsARotationMadeMeanwhile: a register
+// without secrets, which keeps the registration's, raced by a rotation
+// between its read and its write, keeps the secret that rotation answered
+// rather than the ones it first read, and applies its own change.
+func TestARegisterThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
+	mem := memory.New()
+	first := webhookReg(t, mem)
+	var rotated string
+	s := &racing{Backend: mem, race: func(n int) {
+		if n == 1 {
+			v, err := operator.RotateSecret(t.Context(), mem, "s", "r", time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC), 0)
+			require.NoError(t, err)
+			rotated = v.Secret
+		}
+	}}
+	reg := first
+	reg.Config, reg.URL = nil, "https://moved.example/r"
+	st, old, secret, err := operator.Register(t.Context(), s, nil, reg)
+	require.NoError(t, err)
+	require.NotNil(t, old, "an update")
+	require.Empty(t, secret, "no secret made: the registration's are kept")
+	require.Equal(t, 2, s.n, "read again once, after the conflict")
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{rotated}, cfg.Secrets, "the rotated secret still signs")
+	require.Equal(t, "https://moved.example/r", st.URL)
+}
