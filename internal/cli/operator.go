@@ -110,13 +110,20 @@ misconfiguration parked many, fix it first, then unpark them at once.`,
 				when := c.at(at)
 				out, err := operator.UnparkAll(c.ctx(), c.b, q, when)
 				perr := c.print(out, func(w io.Writer) {
+					held := 0
 					for _, v := range out.Unparked {
-						fmt.Fprintf(w, "Unparked %s: cursor %d (%s to deliver).\n", store.Name(v.Stream, v.ID), v.NextSeq, plural(int(v.Lag), "record"))
+						fmt.Fprintf(w, "Unparked %s: %s.\n", store.Name(v.Stream, v.ID), e.resumed(v))
+						if v.State == operator.StateHeld {
+							held++
+						}
 					}
 					switch {
 					case err != nil:
 					case len(out.Unparked) == 0:
 						fmt.Fprintln(w, "No parked registration matched; nothing changed.")
+					case held > 0:
+						fmt.Fprintf(w, "%s unparked: %d held for their hosts until their next probes, the others %s.\n",
+							plural(len(out.Unparked), "registration"), held, c.due(when))
 					default:
 						fmt.Fprintf(w, "%s unparked, %s.\n", plural(len(out.Unparked), "registration"), c.due(when))
 					}

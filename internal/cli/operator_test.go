@@ -57,8 +57,8 @@ func TestUnparkAll(t *testing.T) {
 	require.Equal(t, []string{"s a", "s b", "s ce", "t c"}, parkedNow(), "all four parked")
 
 	out := heraldOK(t, db, "", "unpark", "--all", "--stream", "s", "--namespace", "webhook", "--at", "2026-03-15T11:05:00Z")
-	require.Contains(t, out, "Unparked stream=s id=a: cursor 1 (1 record to deliver).\n")
-	require.Contains(t, out, "Unparked stream=s id=b: cursor 1 (1 record to deliver).\n")
+	require.Contains(t, out, "Unparked stream=s id=a: due now at cursor 1 (1 record to deliver).\n")
+	require.Contains(t, out, "Unparked stream=s id=b: due now at cursor 1 (1 record to deliver).\n")
 	require.Contains(t, out, "2 registrations unparked, due now.\n")
 	require.Equal(t, []string{"s ce", "t c"}, parkedNow(), "only webhook's of stream s were unparked")
 	require.Contains(t, heraldOK(t, db, "", "evidence", "--stream", "s", "--id", "a"), "unparked")

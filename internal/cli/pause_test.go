@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/sqlite"
 )
 
 // pause stops deliveries, shown as paused with who and why; resume delivers
@@ -97,4 +99,39 @@ func TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe(t *testing.T)
 	require.Equal(t, operator.StateHeld, v.State)
 	require.Equal(t, store.HostDown, v.HeldFor)
 	require.Equal(t, probe, v.HostNextProbeAt)
+}
+
+// TestUnparkingAllSaysWhichWaitForTheirHostsProbe: unpark --all names, for
+// each registration, when it is sent: due now, or held for its down host
+// until the host's next probe, and its summary counts those held.
+func TestUnparkingAllSaysWhichWaitForTheirHostsProbe(t *testing.T) {
+	db := downHostDB(t)
+	var hosts []store.Host
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts))
+	require.Len(t, hosts, 1)
+	probe := hosts[0].NextProbeAt
+	func() { // park the down host's probe, as a 410 to it would
+		s, err := sqlite.Open(t.Context(), db)
+		require.NoError(t, err)
+		defer s.Close()
+		batch, err := s.Due(t.Context(), store.DueQuery{At: probe, Limit: 10, Namespace: "webhook", Owner: "t", LeaseUntil: probe.Add(time.Second)})
+		require.NoError(t, err)
+		for _, st := range batch.Registrations {
+			require.NoError(t, s.Park(t.Context(), st.Claim(), st.NextSeq, store.Evidence{At: probe, Status: http.StatusGone, Error: "gone"}))
+		}
+	}()
+	var parked []operator.RegistrationView
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--parked", "--json")), &parked))
+	require.Len(t, parked, 2, "the down host's probe and the up host's registration")
+
+	out := heraldOK(t, db, "", "unpark", "--all", "--at", operator.Instant(probe.Add(time.Second)))
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts)) // the probe's claim moved it
+	for _, v := range parked {
+		if v.Host == "down.example:443" {
+			require.Contains(t, out, "Unparked "+store.Name(v.Stream, v.ID)+": at cursor 1 (1 record to deliver), held for host down.example:443 (down) until its next probe at "+operator.Instant(hosts[0].NextProbeAt)+".\n")
+		} else {
+			require.Contains(t, out, "Unparked "+store.Name(v.Stream, v.ID)+": due now at cursor 1 (1 record to deliver).\n")
+		}
+	}
+	require.Contains(t, out, "2 registrations unparked: 1 held for their hosts until their next probes, the others due now.\n")
 }

@@ -227,7 +227,11 @@ func UnparkAll(ctx context.Context, s store.Store, q store.ListQuery, at time.Ti
 		}
 		done = append(done, after)
 	}
-	return UnparkedAll{Unparked: Held(nil).Views(done)}, nil
+	held, err := HeldHosts(ctx, s) // those held for their host say until when, as Unpark's view does
+	if err != nil {
+		return UnparkedAll{Unparked: Held(nil).Views(done)}, fmt.Errorf("unparked %d of %d, then reading the hosts' health: %w", len(done), len(parked), err)
+	}
+	return UnparkedAll{Unparked: held.Views(done)}, nil
 }
 
 // Evidence lists a registration's evidence, newest first, at most limit
