@@ -279,22 +279,30 @@ func fold(s string) string {
 
 // checkKeys returns the first repeatedKey or loneSurrogate of raw, one valid
 // JSON value decoded into sh. One pass over the bytes: a key is a string in
-// an object followed by ':'; a string is unescaped only when it holds a
-// \u escape (a key, also for another escape); a path is built only for the
-// error.
+// an object followed by ':', held as raw's bytes unless escaped, the open
+// objects' keys in one stack, so that a small body allocates nothing a key;
+// a string is unescaped only when it is an escaped key or checked for lone
+// surrogates when it holds a '\'; a path is built only for the error.
 func checkKeys(raw []byte, root *shape) error {
 	type frame struct {
 		object bool
 		shape  *shape            // what the value is read into
-		key    string            // an object's key whose value is read
-		keys   []string          // an object's keys, while few
-		many   map[string]string // and past a few, by name (folded in a struct)
+		start  int               // an object's first key in keys
+		many   map[string]string // an object's keys past a few, by name (folded in a struct)
 		index  int               // an array's value read, counted by commas
 	}
-	var stack []frame
-	path := func(fs []frame) string {
+	stack := make([]frame, 0, 8)
+	keys := make([][]byte, 0, 32) // each open object's keys, above its parent's
+	// key is the key whose value frame j, an object, reads.
+	key := func(j int) []byte {
+		if j+1 < len(stack) {
+			return keys[stack[j+1].start-1]
+		}
+		return keys[len(keys)-1]
+	}
+	path := func(n int) string { // of the value that the first n frames read
 		var b strings.Builder
-		for _, f := range fs {
+		for j, f := range stack[:n] {
 			if !f.object {
 				fmt.Fprintf(&b, "[%d]", f.index)
 				continue
@@ -302,7 +310,7 @@ func checkKeys(raw []byte, root *shape) error {
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			b.WriteString(f.key)
+			b.Write(key(j))
 		}
 		return b.String()
 	}
@@ -315,32 +323,39 @@ func checkKeys(raw []byte, root *shape) error {
 		case stack[n-1].shape == nil:
 			return nil
 		case stack[n-1].shape.fields != nil:
-			f := stack[n-1].shape.fields
-			if sh, ok := f[stack[n-1].key]; ok { // as the tag has it, mostly
+			f, k := stack[n-1].shape.fields, key(n-1)
+			if sh, ok := f[string(k)]; ok { // as the tag has it, mostly
 				return sh
 			}
-			return f[fold(stack[n-1].key)]
+			return f[fold(string(k))]
 		}
 		return stack[n-1].shape.elem
 	}
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
-		case '{':
-			stack = append(stack, frame{object: true, shape: inner()})
-		case '[':
-			stack = append(stack, frame{shape: inner()})
+		case '{', '[':
+			stack = append(stack, frame{object: raw[i] == '{', shape: inner(), start: len(keys)})
 		case '}', ']':
+			keys = keys[:stack[len(stack)-1].start]
 			stack = stack[:len(stack)-1]
 		case ',':
 			if top := &stack[len(stack)-1]; !top.object {
 				top.index++
 			}
 		case '"':
-			start, escaped, u := i, false, false
-			for i++; raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					escaped, u = true, u || raw[i+1] == 'u'
-					i++
+			start := i
+			for i++; ; i++ { // to the quote after an even run of backslashes
+				j := bytes.IndexByte(raw[i:], '"')
+				if j < 0 {
+					return io.ErrUnexpectedEOF // not one JSON value, which DecodeJSON's decoder refuses first
+				}
+				i += j
+				bs := 0
+				for raw[i-1-bs] == '\\' {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
 				}
 			}
 			n := len(stack)
@@ -349,57 +364,64 @@ func checkKeys(raw []byte, root *shape) error {
 				k++
 			}
 			isKey := n > 0 && stack[n-1].object && k < len(raw) && raw[k] == ':'
-			if u {
-				if esc := firstLoneSurrogate(raw[start+1 : i]); esc != "" {
+			s := raw[start+1 : i]
+			escaped := bytes.IndexByte(s, '\\') >= 0
+			if escaped {
+				if esc := firstLoneSurrogate(s); esc != "" {
 					if isKey {
-						return loneSurrogate{path(stack[:n-1]), esc, true}
+						return loneSurrogate{path(n - 1), esc, true}
 					}
-					return loneSurrogate{path(stack), esc, false}
+					return loneSurrogate{path(n), esc, false}
 				}
 			}
 			if !isKey {
 				continue // a value
 			}
-			key := string(raw[start+1 : i])
 			if escaped {
-				if err := json.Unmarshal(raw[start:i+1], &key); err != nil {
+				var k string
+				if err := json.Unmarshal(raw[start:i+1], &k); err != nil {
 					return err
 				}
+				s = []byte(k)
 			}
 			top := &stack[n-1]
 			inStruct := top.shape != nil && top.shape.fields != nil // one field, whatever the case
-			name := func(k string) string {
-				if inStruct {
-					return fold(k)
-				}
-				return k
-			}
 			var first string
 			var dup bool
 			if top.many != nil {
-				first, dup = top.many[name(key)]
-			}
-			for _, k := range top.keys {
-				if k == key || inStruct && strings.EqualFold(k, key) { // encoding/json's fold
-					first, dup = k, true
+				first, dup = top.many[name(inStruct, s)]
+			} else {
+				for _, k := range keys[top.start:] {
+					if bytes.Equal(k, s) || inStruct && bytes.EqualFold(k, s) { // encoding/json's fold
+						first, dup = string(k), true
+						break
+					}
 				}
 			}
 			if dup {
-				return repeatedKey{path(stack[:n-1]), first, key}
+				return repeatedKey{path(n - 1), first, string(s)}
 			}
-			top.key = key
-			if top.many != nil {
-				top.many[name(key)] = key
-			} else if top.keys = append(top.keys, key); len(top.keys) == 16 {
+			keys = append(keys, s)
+			switch own := keys[top.start:]; {
+			case len(own) == 16:
 				top.many = make(map[string]string, 32)
-				for _, k := range top.keys {
-					top.many[name(k)] = k
+				for _, k := range own {
+					top.many[name(inStruct, k)] = string(k)
 				}
-				top.keys = nil
+			case top.many != nil:
+				top.many[name(inStruct, s)] = string(s)
 			}
 		}
 	}
 	return nil
+}
+
+// name is key as checkKeys compares it: folded in a struct's object.
+func name(inStruct bool, key []byte) string {
+	if inStruct {
+		return fold(string(key))
+	}
+	return string(key)
 }
 
 // firstLoneSurrogate is the first \u escape in s, a valid JSON string's
