@@ -68,6 +68,8 @@ func TestDecodeJSONRefusesWhatItWouldLose(t *testing.T) {
 		`{"id":"a","id":"b"}`:           `invalid record: has the key "id" twice: give it once`,
 		`{"id":"a","payload":{"x":[{"y":1,"y":2}]}}`:              `invalid payload.x[0]: has the key "y" twice: give it once`,
 		`{"id":"a","payload":[1,"[,{\"",{"a\u0062":0,"ab" : 1}]}`: `invalid payload[2]: has the key "ab" twice: give it once`,
+		`{"id":"a","payload":{"x":{"y":1},"x":2}}`:                `invalid payload: has the key "x" twice: give it once`,
+		`{"id":"a","payload":{"x":{"y":1},"y":{"y":2,"y":3}}}`:    `invalid payload.y: has the key "y" twice: give it once`,
 		`{"id":"a","payload":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"k3":0}}`: `invalid payload: has the key "k3" twice: give it once`,
 		// encoding/json reads a lone surrogate as U+FFFD: "a\udcff" and "a\udcfe" would be one id.
 		`{"id":"a\udcff"}`:                        `invalid id: escapes half a UTF-16 surrogate pair alone (\udcff), which JSON decoders read as U+FFFD: escape both halves (\ud83d\ude00), or send the character as UTF-8`,
@@ -167,6 +169,22 @@ func BenchmarkDecodeJSON(b *testing.B) {
 			Records []RecordInput `json:"records"`
 		}
 		if err := DecodeJSON(bytes.NewReader(body.Bytes()), &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeJSONRecord decodes one record with a 256-byte JSON
+// payload, as the bench's httpappend workload POSTs it: what each API
+// append pays for the checks.
+func BenchmarkDecodeJSONRecord(b *testing.B) {
+	payload := `{"type":"order.updated","order":7,"total_cents":1007,"items":[{"sku":"a","qty":1}],"note":"` + strings.Repeat("x", 163) + `"}`
+	raw := []byte(`{"id":"w0-7","kind":"order.updated","payload":` + payload + `}`)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var r RecordInput
+		if err := DecodeJSON(bytes.NewReader(raw), &r); err != nil {
 			b.Fatal(err)
 		}
 	}

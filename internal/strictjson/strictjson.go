@@ -236,33 +236,37 @@ func fold(s string) string {
 // scan returns the first RepeatedKey or LoneSurrogate of raw, one valid
 // JSON value decoded into root; or, when bad >= 0, the NotUTF8 of the byte
 // at bad, in a string of raw, valid JSON but for such bytes. One pass over
-// the bytes: a key is a string in an object followed by ':'; a string is
-// unescaped only when it holds a \u escape (a key, also for another
-// escape); a key is raw's bytes unless escaped; a path is built only for
-// the error.
+// the bytes: a key is a string in
+// an object followed by ':', held as raw's bytes unless escaped, the open
+// objects' keys in one stack, so that a small body allocates nothing a key;
+// a string is unescaped only when it is an escaped key or checked for lone
+// surrogates when it holds a '\'; a path is built only for the error.
 func scan(raw []byte, root *shape, bad int) error {
 	type frame struct {
 		object bool
 		shape  *shape            // what the value is read into
-		key    []byte            // an object's key whose value is read
-		from   int               // where the object's keys begin in keys
-		many   map[string][]byte // past a few keys, them by name (folded in a struct)
+		start  int               // an object's first key in keys
+		many   map[string]string // an object's keys past a few, by name (folded in a struct)
 		index  int               // an array's value read, counted by commas
 	}
-	stack := make([]frame, 0, 16)
-	// keys holds the keys of the objects open, each after its parent's
-	// (an object's keys are read after its children close): one slice for
-	// all, not one an object.
-	keys := make([][]byte, 0, 64)
-	path := func(fs []frame) Path {
-		if len(fs) == 0 {
+	stack := make([]frame, 0, 8)
+	keys := make([][]byte, 0, 32) // each open object's keys, above its parent's
+	// key is the key whose value frame j, an object, reads.
+	key := func(j int) []byte {
+		if j+1 < len(stack) {
+			return keys[stack[j+1].start-1]
+		}
+		return keys[len(keys)-1]
+	}
+	path := func(n int) Path { // of the value that the first n frames read
+		if n == 0 {
 			return nil
 		}
-		p := make(Path, len(fs))
-		for i, f := range fs {
-			p[i] = Step{Index: f.index}
+		p := make(Path, n)
+		for j, f := range stack[:n] {
+			p[j] = Step{Index: f.index}
 			if f.object {
-				p[i] = Step{Key: string(f.key), Index: -1}
+				p[j] = Step{Key: string(key(j)), Index: -1}
 			}
 		}
 		return p
@@ -276,35 +280,39 @@ func scan(raw []byte, root *shape, bad int) error {
 		case stack[n-1].shape == nil:
 			return nil
 		case stack[n-1].shape.fields != nil:
-			f := stack[n-1].shape.fields
-			if sh, ok := f[string(stack[n-1].key)]; ok { // as the tag has it, mostly
+			f, k := stack[n-1].shape.fields, key(n-1)
+			if sh, ok := f[string(k)]; ok { // as the tag has it, mostly
 				return sh
 			}
-			return f[fold(string(stack[n-1].key))]
+			return f[fold(string(k))]
 		}
 		return stack[n-1].shape.elem
 	}
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
-		case '{':
-			stack = append(stack, frame{object: true, shape: inner(), from: len(keys)})
-		case '[':
-			stack = append(stack, frame{shape: inner()})
+		case '{', '[':
+			stack = append(stack, frame{object: raw[i] == '{', shape: inner(), start: len(keys)})
 		case '}', ']':
-			if top := stack[len(stack)-1]; top.object {
-				keys = keys[:top.from]
-			}
+			keys = keys[:stack[len(stack)-1].start]
 			stack = stack[:len(stack)-1]
 		case ',':
 			if top := &stack[len(stack)-1]; !top.object {
 				top.index++
 			}
 		case '"':
-			start, escaped, u := i, false, false
-			for i++; raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					escaped, u = true, u || raw[i+1] == 'u'
-					i++
+			start := i
+			for i++; ; i++ { // to the quote after an even run of backslashes
+				j := bytes.IndexByte(raw[i:], '"')
+				if j < 0 {
+					return io.ErrUnexpectedEOF // not one JSON value, which Decode's decoder refuses first
+				}
+				i += j
+				bs := 0
+				for raw[i-1-bs] == '\\' {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
 				}
 			}
 			n := len(stack)
@@ -313,67 +321,72 @@ func scan(raw []byte, root *shape, bad int) error {
 				k++
 			}
 			isKey := n > 0 && stack[n-1].object && k < len(raw) && raw[k] == ':'
+			s := raw[start+1 : i]
+			escaped := bytes.IndexByte(s, '\\') >= 0
 			switch {
 			case start < bad && bad < i && isKey:
-				return NotUTF8{bad, path(stack[:n-1]), true}
+				return NotUTF8{bad, path(n - 1), true}
 			case start < bad && bad < i:
-				return NotUTF8{bad, path(stack), false}
-			case u && bad < 0:
-				if esc := firstLoneSurrogate(raw[start+1 : i]); esc != "" && isKey {
-					return LoneSurrogate{path(stack[:n-1]), esc, true}
+				return NotUTF8{bad, path(n), false}
+			case escaped && bad < 0:
+				if esc := firstLoneSurrogate(s); esc != "" && isKey {
+					return LoneSurrogate{path(n - 1), esc, true}
 				} else if esc != "" {
-					return LoneSurrogate{path(stack), esc, false}
+					return LoneSurrogate{path(n), esc, false}
 				}
 			}
 			if !isKey {
 				continue // a value
 			}
-			key := raw[start+1 : i]
 			if escaped {
 				var k string
 				if err := json.Unmarshal(raw[start:i+1], &k); err != nil {
 					return err
 				}
-				key = []byte(k)
+				s = []byte(k)
+			}
+			if bad >= 0 {
+				keys = append(keys, s) // for the path
+				continue               // only bad's string is sought
 			}
 			top := &stack[n-1]
-			if top.key = key; bad >= 0 {
-				continue // only bad's string is sought
-			}
 			inStruct := top.shape != nil && top.shape.fields != nil // one field, whatever the case
-			name := func(k []byte) string {
-				if inStruct {
-					return fold(string(k))
-				}
-				return string(k)
-			}
-			var first []byte
+			var first string
 			var dup bool
-			if top.many != nil && inStruct {
-				first, dup = top.many[fold(string(key))]
-			} else if top.many != nil {
-				first, dup = top.many[string(key)] // no copy: a lookup
-			}
-			for _, k := range keys[top.from:] {
-				if bytes.Equal(k, key) || inStruct && bytes.EqualFold(k, key) { // encoding/json's fold
-					first, dup = k, true
+			if top.many != nil {
+				first, dup = top.many[name(inStruct, s)]
+			} else {
+				for _, k := range keys[top.start:] {
+					if bytes.Equal(k, s) || inStruct && bytes.EqualFold(k, s) { // encoding/json's fold
+						first, dup = string(k), true
+						break
+					}
 				}
 			}
 			if dup {
-				return RepeatedKey{path(stack[:n-1]), string(first), string(key)}
+				return RepeatedKey{path(n - 1), first, string(s)}
 			}
-			if top.many != nil {
-				top.many[name(key)] = key
-			} else if keys = append(keys, key); len(keys)-top.from == 16 {
-				top.many = make(map[string][]byte, 32)
-				for _, k := range keys[top.from:] {
-					top.many[name(k)] = k
+			keys = append(keys, s)
+			switch own := keys[top.start:]; {
+			case len(own) == 16:
+				top.many = make(map[string]string, 32)
+				for _, k := range own {
+					top.many[name(inStruct, k)] = string(k)
 				}
-				keys = keys[:top.from]
+			case top.many != nil:
+				top.many[name(inStruct, s)] = string(s)
 			}
 		}
 	}
 	return nil
+}
+
+// name is key as scan compares it: folded in a struct's object.
+func name(inStruct bool, key []byte) string {
+	if inStruct {
+		return fold(string(key))
+	}
+	return string(key)
 }
 
 // firstLoneSurrogate is the first \u escape in s, a valid JSON string's
