@@ -76,19 +76,9 @@ func slowReceiversBeside(t *testing.T, maxSlow int) {
 // the second is served.
 func TestASlowHostsNextClaimWaitsForTheSlowBudget(t *testing.T) {
 	f := newFixture(t)
-	silent := newSilentHost(t, "127.0.0.2", 2)
-	f.append("a", 1)
-	f.registerURL("a", "r", silent.srv.URL+"/inbox")
-	f.registerURL("b", "r", silent.srv.URL+"/inbox")
 	healthy := newHealthyHost(t, "127.0.0.1")
 	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
-	wentSlow := make(chan string, 10)
-	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(1),
-		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
-
-	d := runDaemon(t, w)
-	require.Equal(t, "a", receive(t, wentSlow))
-	f.append("b", 1)
+	silent, w, d := secondOfASlowHost(t, f, 1)
 	for i := 1; i <= 3; i++ {
 		f.append("busy", 1)
 		w.Wake()
@@ -112,23 +102,30 @@ func TestASlowHostsNextClaimWaitsForTheSlowBudget(t *testing.T) {
 // its request arrives.
 func TestASlowHostsClaimStartsInTheSlowBudget(t *testing.T) {
 	f := newFixture(t)
-	silent := newSilentHost(t, "127.0.0.2", 2)
-	f.append("a", 1)
-	f.registerURL("a", "r", silent.srv.URL+"/inbox")
-	f.registerURL("b", "r", silent.srv.URL+"/inbox")
-	wentSlow := make(chan string, 10)
-	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(2),
-		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
-
-	d := runDaemon(t, w)
-	require.Equal(t, "a", receive(t, wentSlow))
-	f.append("b", 1)
+	silent, w, d := secondOfASlowHost(t, f, 2)
 	w.Wake()
 	receive(t, silent.reached(2))
 	require.Equal(t, 2, w.Load().Slow, "the second registration's turn runs in the slow budget from its start")
 	silent.unblock()
 	d.stop(t)
 	require.Equal(t, uint64(2), f.get("b", "r").NextSeq)
+}
+
+// secondOfASlowHost runs a worker of one regular slot and maxSlow slow ones
+// over two registrations of a silent host, a and b: it returns once a's
+// message went slow, with a record appended to b.
+func secondOfASlowHost(t *testing.T, f *fixture, maxSlow int) (*silentHost, *push.Worker, *daemon) {
+	silent := newSilentHost(t, "127.0.0.2", 2)
+	f.append("a", 1)
+	f.registerURL("a", "r", silent.srv.URL+"/inbox")
+	f.registerURL("b", "r", silent.srv.URL+"/inbox")
+	wentSlow := make(chan string, 10)
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(maxSlow),
+		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
+	d := runDaemon(t, w)
+	require.Equal(t, "a", receive(t, wentSlow))
+	f.append("b", 1)
+	return silent, w, d
 }
 
 // With no slow budget (MaxSlow 0), a turn whose message went slow keeps its
