@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/push/internal/hosts"
 )
 
 // Invariant (v4, fair share): a message that waits SlowAfter for its answer
@@ -76,19 +77,9 @@ func slowReceiversBeside(t *testing.T, maxSlow int) {
 // the second is served.
 func TestASlowHostsNextClaimWaitsForTheSlowBudget(t *testing.T) {
 	f := newFixture(t)
-	silent := newSilentHost(t, "127.0.0.2", 2)
-	f.append("a", 1)
-	f.registerURL("a", "r", silent.srv.URL+"/inbox")
-	f.registerURL("b", "r", silent.srv.URL+"/inbox")
 	healthy := newHealthyHost(t, "127.0.0.1")
 	f.registerURL("busy", "healthy", healthy.srv.URL+"/inbox")
-	wentSlow := make(chan string, 10)
-	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(1),
-		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
-
-	d := runDaemon(t, w)
-	require.Equal(t, "a", receive(t, wentSlow))
-	f.append("b", 1)
+	silent, w, d := secondOfASlowHost(t, f, 1)
 	for i := 1; i <= 3; i++ {
 		f.append("busy", 1)
 		w.Wake()
@@ -112,23 +103,30 @@ func TestASlowHostsNextClaimWaitsForTheSlowBudget(t *testing.T) {
 // its request arrives.
 func TestASlowHostsClaimStartsInTheSlowBudget(t *testing.T) {
 	f := newFixture(t)
-	silent := newSilentHost(t, "127.0.0.2", 2)
-	f.append("a", 1)
-	f.registerURL("a", "r", silent.srv.URL+"/inbox")
-	f.registerURL("b", "r", silent.srv.URL+"/inbox")
-	wentSlow := make(chan string, 10)
-	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(2),
-		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
-
-	d := runDaemon(t, w)
-	require.Equal(t, "a", receive(t, wentSlow))
-	f.append("b", 1)
+	silent, w, d := secondOfASlowHost(t, f, 2)
 	w.Wake()
 	receive(t, silent.reached(2))
 	require.Equal(t, 2, w.Load().Slow, "the second registration's turn runs in the slow budget from its start")
 	silent.unblock()
 	d.stop(t)
 	require.Equal(t, uint64(2), f.get("b", "r").NextSeq)
+}
+
+// secondOfASlowHost runs a worker of one regular slot and maxSlow slow ones
+// over two registrations of a silent host, a and b: it returns once a's
+// message went slow, with a record appended to b.
+func secondOfASlowHost(t *testing.T, f *fixture, maxSlow int) (*silentHost, *push.Worker, *daemon) {
+	silent := newSilentHost(t, "127.0.0.2", 2)
+	f.append("a", 1)
+	f.registerURL("a", "r", silent.srv.URL+"/inbox")
+	f.registerURL("b", "r", silent.srv.URL+"/inbox")
+	wentSlow := make(chan string, 10)
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(maxSlow),
+		push.WithHooks(push.Hooks{Slow: func(r push.Registration, _ bool) { wentSlow <- r.Stream }}))
+	d := runDaemon(t, w)
+	require.Equal(t, "a", receive(t, wentSlow))
+	f.append("b", 1)
+	return silent, w, d
 }
 
 // With no slow budget (MaxSlow 0), a turn whose message went slow keeps its
@@ -259,4 +257,68 @@ func TestAnUpdateStopsTheTurnInFlight(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []int{1, 2, 3}, got, "every record at the new URL, in order")
 	require.Equal(t, uint64(4), f.get("s", "r").NextSeq)
+}
+
+// A claim made while its host was slow waits for the slow budget only as
+// long as the host stays slow (hosts.SlowMemory): with MaxInFlight 1 and
+// MaxSlow 1, a silent host holding the slow budget, and a second host whose
+// one message went slow, that host's next record goes out in the free
+// regular slot once its mark expires, not when the silent host's request
+// ends. The worker is woken until then: the mark's end is no event of its.
+func TestASlowHostsWaitingClaimTakesARegularSlotOnceItsMarkExpires(t *testing.T) {
+	defer func(m time.Duration) { hosts.SlowMemory = m }(hosts.SlowMemory)
+	hosts.SlowMemory = 2 * time.Second
+	f := newFixture(t)
+	silent := newSilentHost(t, "127.0.0.2", 1)
+	defer silent.unblock()
+	wentSlow := make(chan struct{})
+	slowed := sync.OnceFunc(func() { close(wentSlow) })
+	got := make(chan string, 10)
+	once := serveOn(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if string(b) == `{"n":1}` {
+			<-wentSlow // its first message waits SlowAfter, so its host is marked slow
+		}
+		got <- string(b)
+	}))
+	f.append("s", 1)
+	f.registerURL("s", "r", silent.srv.URL+"/inbox")
+	f.append("h", 1)
+	f.registerURL("h", "r", once.URL+"/inbox")
+	turns := make(chan struct{}, 10)
+	silentSlow := make(chan struct{}, 10)
+	w := f.workerOn(loopback(t, time.Minute), push.WithOwner("w"), push.WithMaxInFlight(1), push.WithMaxSlow(1),
+		push.WithHooks(push.Hooks{
+			Slow: func(r push.Registration, _ bool) {
+				if r.Stream == "h" {
+					slowed()
+				} else {
+					silentSlow <- struct{}{}
+				}
+			},
+			Turn: func(time.Time, push.SweepReport, time.Duration, error) { turns <- struct{}{} },
+		}))
+	d := runDaemon(t, w)
+	require.Equal(t, `{"n":1}`, receive(t, got))
+	receive(t, turns)      // h's turn ended (the silent host's never does): its host is slow
+	receive(t, silentSlow) // the silent host's turn holds the slow budget
+
+	f.append("h", 1)
+	wake := time.NewTicker(100 * time.Millisecond)
+	defer wake.Stop()
+	deadline := time.After(hosts.SlowMemory + waitFor)
+	for sent := false; !sent; {
+		w.Wake()
+		select {
+		case b := <-got:
+			require.Equal(t, `{"n":2}`, b)
+			sent = true
+		case <-wake.C:
+		case <-deadline:
+			t.Fatal("the claim made while its host was slow still waits for the slow budget after the mark expired")
+		}
+	}
+	require.Equal(t, int32(1), silent.open.Load(), "the silent host still holds the slow budget")
+	silent.unblock()
+	d.stop(t)
 }

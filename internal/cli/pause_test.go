@@ -82,10 +82,7 @@ func TestPauseAtAheadPausesAtOnce(t *testing.T) {
 // host's next probe, and resume says so, in text and in --json.
 func TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe(t *testing.T) {
 	db := downHostDB(t)
-	var hosts []store.Host
-	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts))
-	require.Len(t, hosts, 1)
-	probe := hosts[0].NextProbeAt
+	probe := downHostOf(t, db).NextProbeAt
 	require.False(t, probe.IsZero())
 
 	heraldOK(t, db, "", "pause", "--stream", "orders", "--id", "a", "--at", "2026-03-15T11:02:01Z")
@@ -106,10 +103,7 @@ func TestResumingARegistrationHeldForItsHostSaysItWaitsForTheProbe(t *testing.T)
 // until the host's next probe, and its summary counts those held.
 func TestUnparkingAllSaysWhichWaitForTheirHostsProbe(t *testing.T) {
 	db := downHostDB(t)
-	var hosts []store.Host
-	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts))
-	require.Len(t, hosts, 1)
-	probe := hosts[0].NextProbeAt
+	probe := downHostOf(t, db).NextProbeAt
 	func() { // park the down host's probe, as a 410 to it would
 		s, err := sqlite.Open(t.Context(), db)
 		require.NoError(t, err)
@@ -125,13 +119,22 @@ func TestUnparkingAllSaysWhichWaitForTheirHostsProbe(t *testing.T) {
 	require.Len(t, parked, 2, "the down host's probe and the up host's registration")
 
 	out := heraldOK(t, db, "", "unpark", "--all", "--at", operator.Instant(probe.Add(time.Second)))
-	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts)) // the probe's claim moved it
+	next := downHostOf(t, db).NextProbeAt // the probe's claim moved it
 	for _, v := range parked {
 		if v.Host == "down.example:443" {
-			require.Contains(t, out, "Unparked "+store.Name(v.Stream, v.ID)+": at cursor 1 (1 record to deliver), held for host down.example:443 (down) until its next probe at "+operator.Instant(hosts[0].NextProbeAt)+".\n")
+			require.Contains(t, out, "Unparked "+store.Name(v.Stream, v.ID)+": at cursor 1 (1 record to deliver), held for host down.example:443 (down) until its next probe at "+operator.Instant(next)+".\n")
 		} else {
 			require.Contains(t, out, "Unparked "+store.Name(v.Stream, v.ID)+": due now at cursor 1 (1 record to deliver).\n")
 		}
 	}
 	require.Contains(t, out, "2 registrations unparked: 1 held for their hosts until their next probes, the others due now.\n")
+}
+
+// downHostOf returns the one host herald hosts lists in db, downHostDB's.
+func downHostOf(t *testing.T, db string) store.Host {
+	t.Helper()
+	var hosts []store.Host
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "hosts", "--json")), &hosts))
+	require.Len(t, hosts, 1)
+	return hosts[0]
 }

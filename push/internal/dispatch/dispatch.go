@@ -192,6 +192,9 @@ func (d *dispatcher) start() {
 	var startable [2]int64
 	d.readySlow = 0
 	for _, s := range d.ready {
+		if s.slowHost && d.slow >= maxSlow && !d.w.perHost.Slow(s.host, time.Now()) {
+			s.slowHost = false // its host's mark ended while it waited: it waits for a regular slot
+		}
 		switch {
 		case d.perHost[s.host] >= perHost:
 			kept = append(kept, s)
