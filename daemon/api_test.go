@@ -271,6 +271,34 @@ func TestAPIRegistrationNamesARetiringUntilThatIsNotATime(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code, body)
 }
 
+// A config is free-form in a request body, so the body's checks compare
+// its keys exactly: two keys of one config field whatever their case (one
+// value would win) are refused by the config's own decode, naming the key
+// and never quoting a secret, for a registration and a subscription, and
+// nothing is stored (in PostgreSQL).
+func TestAPIRefusesAConfigKeyGivenInTwoCases(t *testing.T) {
+	s := pgtest.NewStore(t)
+	srv := apiServer(t, s, "")
+	const config = `"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], "Secrets": ["whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"]}`
+	for path, body := range map[string]string{
+		"/v1/registrations": `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", ` + config + `}`,
+		"/v1/subscriptions": `{"stream_prefix": "tenant/8/", "id": "t8", "namespace": "webhook", "url": "https://t8.example/", ` + config + `}`,
+	} {
+		code, got := post(t, srv, path, body)
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", path, got)
+		require.Equal(t, `invalid config.secrets: is given again as "Secrets", the same key whatever the case: give it once`, errorOf(t, got), path)
+		require.NotContains(t, got, "whsec_", path)
+	}
+	_, err := s.Get(t.Context(), "orders/1", "billing")
+	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
+	subs, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, subs, "a refused subscription is not stored")
+
+	code, got := post(t, srv, "/v1/registrations", `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"Secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`)
+	require.Equal(t, http.StatusCreated, code, "one key in any case is the field, as encoding/json reads it: %s", got)
+}
+
 // A payload that is not JSON is stored by the rule append --file's lines
 // follow (operator.RecordInput): payload_base64 as its bytes, a JSON string
 // of a text type as its text.

@@ -32,7 +32,9 @@
 // where its input is the query, a query where it is the body; and a body
 // that operator.DecodeJSON refuses (what encoding/json would replace, drop
 // or merge: bytes not UTF-8, a lone surrogate, a key twice, a field's key
-// in two cases).
+// in two cases). A registration's config, data to the body, is refused the
+// same way by its own decode (projconfig.Decode), a config key in two
+// cases included.
 //
 // # The admin API
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/heraldpush/herald/seal"
 )
@@ -182,15 +183,19 @@ func (s Sealer) Reseal(k Key, stored []byte) ([]byte, bool, error) {
 }
 
 // HoldsSecret reports whether config c has a non-empty value under one of
-// SecretKeys.
+// SecretKeys, in any case: a projection's decode reads "Secrets" as
+// "secrets" (encoding/json's fold, strings.EqualFold's).
 func HoldsSecret(c Config) bool {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(c, &obj) != nil {
 		return len(c) > 0 // not an object: assume the worst
 	}
-	for _, k := range SecretKeys {
-		switch v := string(obj[k]); v {
-		case "", "null", `""`, "[]", "{}":
+	for k, v := range obj {
+		if !slices.ContainsFunc(SecretKeys, func(s string) bool { return strings.EqualFold(s, k) }) {
+			continue
+		}
+		switch string(v) {
+		case "null", `""`, "[]", "{}":
 		default:
 			return true
 		}

@@ -22,6 +22,10 @@ func TestHoldsSecretNamesTheProjectionsSecretKeys(t *testing.T) {
 		`{"source":"s","proxy":"http://u:p@proxy:3128"}`:    true,
 		`{"source":"s","headers":{}}`:                       false,
 		`not json`:                                          true,
+		// A projection reads a key in any case: so does the check.
+		`{"Secrets":["whsec_x"]}`:    true,
+		`{"\u017fecrets":["x"]}`:     true,
+		`{"TOKEN":"t","Source":"s"}`: true,
 	} {
 		require.Equal(t, want, store.HoldsSecret(store.Config(cfg)), cfg)
 	}

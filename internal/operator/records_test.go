@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -188,75 +186,6 @@ func BenchmarkDecodeJSONRecord(b *testing.B) {
 		var r RecordInput
 		if err := DecodeJSON(bytes.NewReader(raw), &r); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// FuzzCheckKeysAgreesWithATokenDecoder: on any UTF-8 JSON value (what
-// DecodeJSON hands it) read as data, the one-pass scan finds the repeated
-// key a walk of encoding/json's tokens finds, and names it at the same
-// path; the walk is how the check was first written. A lone surrogate,
-// which the walk reads as U+FFFD, is TestDecodeJSONRefusesWhatItWouldLose's.
-func FuzzCheckKeysAgreesWithATokenDecoder(f *testing.F) {
-	for _, s := range []string{`{"a":1,"a":2}`, `{"p":{"x":[{"y":1,"y":2}]}}`, `[1,"[,{\"",{"a\u0062":0,"ab" : 1}]`,
-		`{"x":{"y":1},"y":{"y":2,"y":3}}`, `{"a\\":"x\\\"y","a\\":0}`, `{"":{"":[{}, {"a":1,"b":[],"a":0}]}}`, `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k3":0}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if !utf8.Valid(raw) || !json.Valid(raw) {
-			return
-		}
-		got := checkKeys(raw, nil)
-		if _, lone := got.(loneSurrogate); !lone {
-			require.Equal(t, repeatedByTokens(t, raw), got, "%s", raw)
-		}
-	})
-}
-
-// repeatedByTokens is the first repeated key in raw, found by a walk of
-// encoding/json's tokens that keeps each object's keys and its path.
-func repeatedByTokens(t *testing.T, raw []byte) error {
-	type frame struct {
-		path    string
-		keys    map[string]bool // nil in an array
-		wantKey bool            // an object's next token is a key
-		key     string          // the key whose value comes next
-		next    int             // an array's next index
-	}
-	var stack []*frame
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		require.NoError(t, err)
-		if tok == json.Delim('}') || tok == json.Delim(']') {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		path := ""
-		if len(stack) > 0 {
-			switch top := stack[len(stack)-1]; {
-			case top.wantKey:
-				key := tok.(string)
-				if top.keys[key] {
-					return repeatedKey{top.path, key, key}
-				}
-				top.keys[key], top.key, top.wantKey = true, key, false
-				continue
-			case top.keys != nil:
-				path, top.wantKey = strings.TrimPrefix(top.path+"."+top.key, "."), true
-			default:
-				path = fmt.Sprintf("%s[%d]", top.path, top.next)
-				top.next++
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{path: path, keys: map[string]bool{}, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, &frame{path: path})
 		}
 	}
 }

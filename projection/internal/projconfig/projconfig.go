@@ -8,12 +8,15 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/heraldpush/herald/internal/strictjson"
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
@@ -21,22 +24,22 @@ import (
 
 // Decode decodes raw, a registration's config, into v (a pointer to a
 // struct with json tags). Empty raw decodes as {}. Unknown keys, data after
-// the object and anything but a JSON object are refused. Errors wrap
+// the object, anything but a JSON object and what encoding/json would
+// replace or merge (strictjson: a key twice or in two cases, a lone
+// surrogate, bytes that are not UTF-8) are refused. Errors wrap
 // journal.ErrInvalid and name the key ("config.secrets"); unlike
 // encoding/json's, they never quote the input.
 func Decode(raw []byte, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var typeErr *json.UnmarshalTypeError
 	var timeErr *time.ParseError
-	switch err := dec.Decode(v); {
-	case err == nil && dec.More():
-		return journal.Invalid("config", "has data after the JSON object")
+	switch err := strictjson.Decode(raw, v); {
 	case err == nil:
 		return nil
+	case errors.Is(err, strictjson.ErrMore):
+		return journal.Invalid("config", "has data after the JSON object")
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		// Value is the JSON kind that was found ("number"), never the value.
 		return journal.Invalid("config."+typeErr.Field, "must be a JSON %s, not %s", kind(typeErr.Type), typeErr.Value)
@@ -48,8 +51,60 @@ func Decode(raw []byte, v any) error {
 		// keys that hold a time.
 		return journal.Invalid(strings.Join(timeKeys(reflect.TypeOf(v), "config"), " or "), "must be an RFC 3339 time (2026-12-31T23:59:59Z)")
 	default:
+		if err := refused(err); err != nil {
+			return err
+		}
 		return journal.Invalid("config", "is not a JSON object")
 	}
+}
+
+// refused is Decode's error for what strictjson refuses, else nil.
+func refused(err error) error {
+	if e, ok := errors.AsType[strictjson.RepeatedKey](err); ok && e.First == e.Key {
+		return journal.Invalid(field(e.Path, e.Key), "is given twice: give it once")
+	} else if ok {
+		return journal.Invalid(field(e.Path, e.First), "is given again as %s, the same key whatever the case: give it once", quoteKey(e.Key))
+	}
+	var what string
+	if e, ok := errors.AsType[strictjson.LoneSurrogate](err); ok {
+		if what = "escapes"; e.Key {
+			what = "has a key escaping"
+		}
+		return journal.Invalid(field(e.Path), "%s half a UTF-16 surrogate pair alone, which JSON decoders read as U+FFFD: escape both halves, or write the character as UTF-8", what)
+	}
+	if e, ok := errors.AsType[strictjson.NotUTF8](err); ok {
+		if what = "is"; e.Key {
+			what = "has a key that is"
+		}
+		return journal.Invalid(field(e.Path), "%s not valid UTF-8 (byte %d of the config)", what, e.Offset+1)
+	}
+	return nil
+}
+
+// field names in errors the key at path, then key ("config.retiring[0].secret");
+// a key that is not a plain name is quoted and cut (config.headers["a b"]).
+func field(path strictjson.Path, key ...string) string {
+	for _, k := range key {
+		path = append(slices.Clip(path), strictjson.Step{Key: k, Index: -1})
+	}
+	var b strings.Builder
+	b.WriteString("config")
+	for _, s := range path {
+		switch {
+		case s.Index >= 0:
+			fmt.Fprintf(&b, "[%d]", s.Index)
+		case s.Key != "" && len(s.Key) <= maxKey && strings.TrimFunc(s.Key, plain) == "":
+			b.WriteString("." + s.Key)
+		default:
+			b.WriteString("[" + quoteKey(s.Key) + "]")
+		}
+	}
+	return b.String()
+}
+
+// plain reports whether r may stand unquoted in a key that field shows.
+func plain(r rune) bool {
+	return r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
 // timeKeys lists the JSON paths under prefix of the time.Time fields of
@@ -139,13 +194,19 @@ func HeaderSecret(field, s string, spaces bool) error {
 // error repeats.
 const maxKey = 64
 
-// shortKey re-quotes encoding/json's quoted key, cut to maxKey runes (with
-// "..." after the quote when cut), or gives "(unreadable)".
+// shortKey re-quotes encoding/json's quoted key (quoteKey), or gives
+// "(unreadable)".
 func shortKey(quoted string) string {
 	key, err := strconv.Unquote(quoted)
 	if err != nil {
 		return "(unreadable)"
 	}
+	return quoteKey(key)
+}
+
+// quoteKey quotes key, the caller's input, cut to maxKey runes (with "..."
+// after the quote when cut).
+func quoteKey(key string) string {
 	if r := []rune(key); len(r) > maxKey {
 		return strconv.Quote(string(r[:maxKey])) + "..."
 	}
