@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,4 +322,46 @@ func TestASlowHostsWaitingClaimTakesARegularSlotOnceItsMarkExpires(t *testing.T)
 	require.Equal(t, int32(1), silent.open.Load(), "the silent host still holds the slow budget")
 	silent.unblock()
 	d.stop(t)
+}
+
+// A claim whose lease an update takes while it waits for a slot starts
+// cancelled: it sends nothing under the settings it was claimed with, and
+// the record goes out under the update's once the lease has ended. With one
+// slot, b waits behind a's silent request; b's URL is changed and a renewal
+// finds b's lease taken; when a's answer frees the slot, b's turn sends
+// nothing to its old URL.
+func TestAClaimWhoseLeaseWasTakenBeforeItStartedSendsNothing(t *testing.T) {
+	f := newFixture(t)
+	silent := newSilentHost(t, "127.0.0.2", 1)
+	var oldHits, newHits atomic.Int32
+	old := serveOn(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { oldHits.Add(1) }))
+	moved := serveOn(t, "127.0.0.4", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { newHits.Add(1) }))
+	f.append("a", 1)
+	f.registerURL("a", "r", silent.srv.URL+"/inbox")
+	f.append("b", 1)
+	f.registerURL("b", "r", old.URL+"/inbox")
+	st := newRenewals(f.store)
+	w := f.build(f.store, st, loopback(t, time.Minute), f.proj, push.WithLease(3*time.Second), push.WithMaxInFlight(1), push.WithMaxSlow(0))
+
+	done := make(chan push.SweepReport, 1)
+	go func() {
+		rep, err := w.RunOnce(context.Background(), at(0), 10)
+		assert.NoError(t, err)
+		done <- rep
+	}()
+	receive(t, silent.reached(1)) // a holds the one slot; b waits, claimed
+	f.registerURL("b", "r", moved.URL+"/inbox")
+	for i := 0; len(receive(t, st.claims)) != 1; i++ { // renewals of both claims, before the update
+		require.Less(t, i, 3, "a renewal after the update renews a's claim alone")
+	}
+	silent.unblock()
+	rep := receive(t, done)
+	require.Equal(t, 1, rep.LeasesLost, "b's claim, taken before its turn started")
+	require.Equal(t, 1, rep.Deliveries, "a's alone")
+	require.Zero(t, oldHits.Load(), "nothing went to b's old URL")
+
+	rep = f.sweep(w, at(60))
+	require.Equal(t, 1, rep.Deliveries)
+	require.Equal(t, int32(1), newHits.Load(), "b's record went out under the update")
+	require.Zero(t, oldHits.Load())
 }
