@@ -327,41 +327,57 @@ func TestASlowHostsWaitingClaimTakesARegularSlotOnceItsMarkExpires(t *testing.T)
 // A claim whose lease an update takes while it waits for a slot starts
 // cancelled: it sends nothing under the settings it was claimed with, and
 // the record goes out under the update's once the lease has ended. With one
-// slot, b waits behind a's silent request; b's URL is changed and a renewal
-// finds b's lease taken; when a's answer frees the slot, b's turn sends
-// nothing to its old URL.
+// slot, b is claimed behind a's silent request; b's URL is changed and a
+// renewal finds b's lease taken; when a's answer frees the slot, b's turn
+// sends nothing to its old URL.
 func TestAClaimWhoseLeaseWasTakenBeforeItStartedSendsNothing(t *testing.T) {
 	f := newFixture(t)
 	silent := newSilentHost(t, "127.0.0.2", 1)
-	var oldHits, newHits atomic.Int32
+	var oldHits atomic.Int32
 	old := serveOn(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { oldHits.Add(1) }))
-	moved := serveOn(t, "127.0.0.4", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { newHits.Add(1) }))
+	moved := make(chan struct{}, 10)
+	movedTo := serveOn(t, "127.0.0.4", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { moved <- struct{}{} }))
 	f.append("a", 1)
 	f.registerURL("a", "r", silent.srv.URL+"/inbox")
+	st := newRenewals(f.store)
+	claims := make(chan int, 100)
+	lost := make(chan struct{}, 10)
+	w := f.build(f.store, st, loopback(t, time.Minute), f.proj, push.WithLease(3*time.Second), push.WithMaxInFlight(1), push.WithMaxSlow(0),
+		push.WithHooks(push.Hooks{
+			Claim: func(_ time.Time, n int, _ error) { claims <- n },
+			Turn: func(_ time.Time, r push.SweepReport, _ time.Duration, _ error) {
+				if r.LeasesLost > 0 {
+					lost <- struct{}{}
+				}
+			},
+		}))
+
+	d := runDaemon(t, w)
+	receive(t, silent.reached(1)) // a holds the one slot
+	for len(claims) > 0 {
+		<-claims
+	}
 	f.append("b", 1)
 	f.registerURL("b", "r", old.URL+"/inbox")
-	st := newRenewals(f.store)
-	w := f.build(f.store, st, loopback(t, time.Minute), f.proj, push.WithLease(3*time.Second), push.WithMaxInFlight(1), push.WithMaxSlow(0))
-
-	done := make(chan push.SweepReport, 1)
-	go func() {
-		rep, err := w.RunOnce(context.Background(), at(0), 10)
-		assert.NoError(t, err)
-		done <- rep
-	}()
-	receive(t, silent.reached(1)) // a holds the one slot; b waits, claimed
-	f.registerURL("b", "r", moved.URL+"/inbox")
-	for i := 0; len(receive(t, st.claims)) != 1; i++ { // renewals of both claims, before the update
-		require.Less(t, i, 3, "a renewal after the update renews a's claim alone")
+	w.Wake()
+	for receive(t, claims) != 1 { // b is claimed and waits for the slot
 	}
+	for len(receive(t, st.claims)) != 2 { // a renewal of both claims
+	}
+	f.registerURL("b", "r", movedTo.URL+"/inbox")
+	for i := 0; len(receive(t, st.claims)) != 1; i++ { // a renewal after the update renews a's claim alone
+		require.Less(t, i, 3, "a renewal after the update finds b's lease taken")
+	}
+	// The renewer marks b taken after Renew returned; its next renewal
+	// comes after that.
+	require.Len(t, receive(t, st.claims), 1)
 	silent.unblock()
-	rep := receive(t, done)
-	require.Equal(t, 1, rep.LeasesLost, "b's claim, taken before its turn started")
-	require.Equal(t, 1, rep.Deliveries, "a's alone")
+	receive(t, lost) // b's turn started cancelled
+	d.stop(t)
 	require.Zero(t, oldHits.Load(), "nothing went to b's old URL")
 
-	rep = f.sweep(w, at(60))
-	require.Equal(t, 1, rep.Deliveries)
-	require.Equal(t, int32(1), newHits.Load(), "b's record went out under the update")
+	require.Equal(t, 1, f.sweep(w, time.Now().Add(time.Minute)).Deliveries, "b, once its taken lease has ended")
+	receive(t, moved)
 	require.Zero(t, oldHits.Load())
+	require.Equal(t, uint64(2), f.get("b", "r").NextSeq)
 }
