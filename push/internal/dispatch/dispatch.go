@@ -170,6 +170,14 @@ func (d *dispatcher) claim(at time.Time, limit int, capped, resends bool) (store
 	for i := range rb.Resends {
 		add(store.Status{Registration: rb.Resends[i].Registration}, &rb.Resends[i])
 	}
+	for _, s := range d.ready[:n] {
+		// Once a claim, not at every start (a lookup under the table's
+		// lock for each waiting claim): a claim whose host's mark ended
+		// while it waited waits for a regular slot.
+		if s.slowHost && !w.perHost.Slow(s.host, claimedAt) {
+			s.slowHost = false
+		}
+	}
 	d.leases.hold(d.ready[n:])
 	d.start() // so that the hook is told once the claims hold their slots or wait for one (Engine.waiting)
 	if h := w.cfg.Hooks.Claim; h != nil {
@@ -192,9 +200,6 @@ func (d *dispatcher) start() {
 	var startable [2]int64
 	d.readySlow = 0
 	for _, s := range d.ready {
-		if s.slowHost && d.slow >= maxSlow && !d.w.perHost.Slow(s.host, time.Now()) {
-			s.slowHost = false // its host's mark ended while it waited: it waits for a regular slot
-		}
 		switch {
 		case d.perHost[s.host] >= perHost:
 			kept = append(kept, s)
