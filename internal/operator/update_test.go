@@ -153,3 +153,52 @@ func TestARegisterThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
 	require.Equal(t, []string{rotated}, cfg.Secrets, "the rotated secret still signs")
 	require.Equal(t, "https://moved.example/r", st.URL)
 }
+
+// readRaced is a store where another process writes right after the first
+// read (Get or Subscriptions) of a read-modify-write: race runs once.
+type readRaced struct {
+	store.Backend
+	race func()
+}
+
+func (r *readRaced) raced() {
+	if race := r.race; race != nil {
+		r.race = nil
+		race()
+	}
+}
+
+func (r *readRaced) Get(ctx context.Context, stream, id string) (store.Status, error) {
+	defer r.raced()
+	return r.Backend.Get(ctx, stream, id)
+}
+
+func (r *readRaced) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
+	defer r.raced()
+	return r.Backend.Subscriptions(ctx, prefix)
+}
+
+// TestTwoRegistersCreatingAtOnceStoreTheSecretPrinted: a register without
+// secrets that read the registration as absent, raced by another process's
+// create of it between the read and the write, makes nothing over it: it
+// reads again and keeps the secret the other printed, printing none, so
+// that the one secret printed is the one that signs.
+func TestTwoRegistersCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
+	mem := memory.New()
+	reg := store.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: "https://receiver.example/r"}
+	var theirs string
+	s := &readRaced{Backend: mem, race: func() {
+		_, old, secret, err := operator.Register(t.Context(), mem, nil, reg)
+		require.NoError(t, err)
+		require.Nil(t, old, "theirs is the create")
+		theirs = secret
+	}}
+	st, old, ours, err := operator.Register(t.Context(), s, nil, reg)
+	require.NoError(t, err)
+	require.NotEmpty(t, theirs)
+	require.Empty(t, ours, "no second secret printed")
+	require.NotNil(t, old, "an update of the one made meanwhile")
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{theirs}, cfg.Secrets, "the secret printed signs")
+}
