@@ -21,7 +21,7 @@ import (
 // was shown or a create whose secret was, is never undone. Errors are
 // check's and s's; journal.ErrConflict when it changed under every read.
 func Register(ctx context.Context, s store.Store, check func(store.Registration) error, reg store.Registration) (st store.Status, old *store.Status, secret string, err error) {
-	err = retryConflicts(reg.Stream, reg.ID, func() error {
+	err = retryConflicts(registration(reg.Stream, reg.ID), func() error {
 		old, secret = nil, ""
 		var was store.Registration // none: a create, refused if another made it meanwhile
 		read, err := s.Get(ctx, reg.Stream, reg.ID)
