@@ -202,3 +202,63 @@ func TestTwoRegistersCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{theirs}, cfg.Secrets, "the secret printed signs")
 }
+
+// webhookSecrets returns the secrets config c signs with.
+func webhookSecrets(t *testing.T, c store.Config) []string {
+	t.Helper()
+	cfg, err := webhook.ParseConfig(c)
+	require.NoError(t, err)
+	return cfg.Secrets
+}
+
+// TestTwoSubscribesCreatingAtOnceStoreTheSecretPrinted: Register's race
+// for a subscription: one that read none, raced by another process's create
+// of it, keeps the secret that one printed, which its registrations sign
+// with, and prints none.
+func TestTwoSubscribesCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
+	mem := memory.New()
+	_, err := mem.Append(t.Context(), "t/1", journal.Entry{ID: "e1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	sub := store.Subscription{Prefix: "t/", ID: "h", Namespace: webhook.Namespace, URL: "https://receiver.example/h"}
+	var theirs string
+	s := &readRaced{Backend: mem, race: func() {
+		_, secret, err := operator.Subscribe(t.Context(), mem, nil, sub)
+		require.NoError(t, err)
+		theirs = secret
+	}}
+	st, ours, err := operator.Subscribe(t.Context(), s, nil, sub)
+	require.NoError(t, err)
+	require.NotEmpty(t, theirs)
+	require.Empty(t, ours, "no second secret printed")
+	require.Equal(t, []string{theirs}, webhookSecrets(t, st.Config), "the secret printed is stored")
+	reg, err := mem.Get(t.Context(), "t/1", "h")
+	require.NoError(t, err)
+	require.Equal(t, []string{theirs}, webhookSecrets(t, reg.Config), "and signs")
+}
+
+// TestASubscribeThatKeepsTheSecretsKeepsARotationMadeMeanwhile: a
+// register of a prefix without secrets, which keeps the subscription's,
+// raced by another process's register of it with a new secret (its
+// rotation) between the read and the write, keeps that new secret rather
+// than the one it first read, and applies its own change.
+func TestASubscribeThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
+	mem := memory.New()
+	sub := store.Subscription{Prefix: "t/", ID: "h", Namespace: webhook.Namespace, URL: "https://receiver.example/h"}
+	_, first, err := operator.Subscribe(t.Context(), mem, nil, sub)
+	require.NoError(t, err)
+	rotated := webhook.NewSecret()
+	s := &readRaced{Backend: mem, race: func() {
+		withSecret := sub
+		withSecret.Config = store.Config(`{"secrets":["` + rotated + `"]}`)
+		_, secret, err := operator.Subscribe(t.Context(), mem, nil, withSecret)
+		require.NoError(t, err)
+		require.Empty(t, secret, "its secret is given, not made")
+	}}
+	moved := sub
+	moved.URL = "https://moved.example/h"
+	st, secret, err := operator.Subscribe(t.Context(), s, nil, moved)
+	require.NoError(t, err)
+	require.Empty(t, secret, "no secret made: the subscription's are kept")
+	require.Equal(t, []string{rotated}, webhookSecrets(t, st.Config), "the rotated secret, not %s, still signs", first)
+	require.Equal(t, "https://moved.example/h", st.URL)
+}
