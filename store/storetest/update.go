@@ -81,8 +81,8 @@ func testAnUpdateOverChangedSettingsIsRefused(t *testing.T, b Backend) {
 }
 
 // testAnUpdateNeedsTheRegistrationItRead: Update over a registration read
-// never creates: over one gone since the read it is ErrNotFound and stores nothing;
-// was naming another registration, or r invalid, is ErrInvalid.
+// never creates: over one gone since the read it is ErrNotFound and stores
+// nothing; was naming another registration, or r invalid, is ErrInvalid.
 func testAnUpdateNeedsTheRegistrationItRead(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	was := get(t, b, "s", "r").Registration
