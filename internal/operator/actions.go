@@ -41,7 +41,11 @@ func Register(ctx context.Context, s store.Store, check func(store.Registration)
 				return err
 			}
 		}
-		if r, err = s.Update(ctx, r, was); err == nil {
+		r, err = s.Update(ctx, r, was)
+		if old != nil && errors.Is(err, journal.ErrNotFound) {
+			return fmt.Errorf("%s was unregistered since it was read: %w", registration(reg.Stream, reg.ID), journal.ErrConflict) // read again: a create
+		}
+		if err == nil {
 			secret = made
 			st, err = s.Get(ctx, r.Stream, r.ID)
 		}

@@ -262,3 +262,23 @@ func TestASubscribeThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) 
 	require.Equal(t, []string{rotated}, webhookSecrets(t, st.Config), "the rotated secret, not %s, still signs", first)
 	require.Equal(t, "https://moved.example/h", st.URL)
 }
+
+// TestARegisterRacedByAnUnregisterCreatesTheRegistration: a register that
+// read the registration, raced by another process's unregister of it
+// between the read and the write, reads again and creates it (a register
+// never answers "not found").
+func TestARegisterRacedByAnUnregisterCreatesTheRegistration(t *testing.T) {
+	mem := memory.New()
+	reg := store.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: "https://receiver.example/r"}
+	_, _, first, err := operator.Register(t.Context(), mem, nil, reg)
+	require.NoError(t, err)
+	s := &readRaced{Backend: mem, race: func() {
+		require.NoError(t, mem.Unregister(t.Context(), reg.Stream, reg.ID))
+	}}
+	st, old, secret, err := operator.Register(t.Context(), s, nil, reg)
+	require.NoError(t, err)
+	require.Nil(t, old, "a create: the one read is gone")
+	require.NotEmpty(t, secret)
+	require.NotEqual(t, first, secret, "a new secret: the old one left with its registration")
+	require.Equal(t, []string{secret}, webhookSecrets(t, st.Config), "the secret printed signs")
+}
