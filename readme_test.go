@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -83,6 +84,48 @@ func TestREADMEFirstScreen(t *testing.T) {
 		runs = runs || line == testCommand || strings.HasPrefix(line, testCommand+" ")
 	}
 	require.True(t, runs, ".ci/run runs the README's test command, %s, on a line of its own", testCommand)
+}
+
+// TestCIFuzzesEveryTarget: README's Layout says .ci/run runs a short fuzz
+// of every target; its list names each Fuzz function of the module's tests,
+// and nothing else.
+func TestCIFuzzesEveryTarget(t *testing.T) {
+	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
+	require.NoError(t, err)
+	_, list, ok := strings.Cut(string(ci), "<<'TARGETS'\n")
+	require.True(t, ok, ".ci/run lists its fuzz targets in a TARGETS here-document")
+	list, _, ok = strings.Cut(list, "\nTARGETS\n")
+	require.True(t, ok)
+	listed := strings.Fields(list)
+	require.Zero(t, len(listed)%2, "each line of .ci/run's TARGETS is a package and a target")
+	var inCI []string
+	for i := 0; i < len(listed); i += 2 {
+		inCI = append(inCI, listed[i]+" "+listed[i+1])
+	}
+	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
+	var found []string
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || d.Name() == "bench") {
+			return filepath.SkipDir // bench is a module of its own
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range fuzz.FindAllStringSubmatch(string(src), -1) {
+			found = append(found, "./"+filepath.ToSlash(filepath.Dir(path))+" "+m[1])
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, found)
+	require.ElementsMatch(t, found, inCI, ".ci/run's TARGETS against the Fuzz functions of *_test.go")
 }
 
 // TestREADMECommands runs every block marked runnable, in order, as a user

@@ -27,7 +27,7 @@
 // On a failure the turn lets what is in flight end; the outcome at the first
 // unacknowledged record counts as one attempt. A permanent one (410, a URL
 // the network guard refuses) parks; a transient one retries at Retry-After
-// (clamped to [1 s, MaxRetryAfter]) or the next instant of its
+// (clamped to [1 s, [WithMaxRetryAfter]]) or the next instant of its
 // [RetryPolicy], parking at its ceiling; a 4xx under RejectSkip is recorded and passed. A failure that
 // says nothing about the record (Outcome.HostLevel) is charged to the host
 // ([store.HostStore]): after store.HostDownAfter in a row Due holds the host's

@@ -3,8 +3,9 @@
 // cursors, leases, evidence, host health), the records and operational
 // events it keeps, the rules every store applies (ChargeHost, HostRetryAt,
 // the Validate functions), and Backend, retention and schema errors. It
-// imports no other herald package but journal, so that push and the stores
-// both build on it. store/storetest is the conformance suite they all pass.
+// imports no other herald package but journal and seal (which secrets are
+// sealed with), so that push and the stores both build on it.
+// store/storetest is the conformance suite they all pass.
 package store
 
 import (

@@ -145,7 +145,7 @@ func certificateRefused(err error) (string, bool) {
 
 // RetryAfterCeiling is the largest delay ParseRetryAfter returns: asking
 // for more means "not for a long time" (the worker clamps it to its
-// MaxRetryAfter).
+// push.WithMaxRetryAfter).
 const RetryAfterCeiling = 10 * 365 * 24 * time.Hour
 
 // ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3):

@@ -38,7 +38,7 @@
 // registration's certificate serves others, so neither judges the host;
 // the host's name not resolving still does (herald resolves it, not the
 // proxy), as does Options.Proxy failing, every registration's route. A Retry-After on a 2xx or a 410 does not change its verdict; the
-// worker clamps every delay to [1 s, MaxRetryAfter].
+// worker clamps every delay to [1 s, push.WithMaxRetryAfter].
 //
 // # Network guard
 //

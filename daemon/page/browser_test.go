@@ -123,6 +123,27 @@ func overviewRendersTheSeededStates(t *testing.T, s store.Backend) {
 	require.Contains(t, hosts, "down")
 }
 
+// TestBrowserAnEmptyChartSaysSoWithinItsBox: before the first sample each
+// chart says it has none, every word inside the chart's box (the sentence
+// ran past the box's edge, cut after "since the").
+func TestBrowserAnEmptyChartSaysSoWithinItsBox(t *testing.T) {
+	ctx := browser(t)
+	browse(t, ctx, seeded(t), seedView)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("ns-webhook"))))
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg.chart")].flatMap(svg => {
+		const box = svg.querySelector("rect").getBBox();
+		return [...svg.querySelectorAll("text")].filter(t => t.textContent.includes("no samples")).map(t => {
+			const b = t.getBBox();
+			return (b.x + b.width <= box.x + box.width ? "inside: " : "past the box: ") + t.textContent;
+		});
+	})`))
+	require.NoError(t, err)
+	require.NotEmpty(t, out, "the charts start empty and say so")
+	for _, line := range out {
+		require.True(t, strings.HasPrefix(line, "inside: "), line)
+	}
+}
+
 // TestBrowserHostileErrorBodyIsShownAsText: a receiver's body and error
 // with script and an onerror image, and a stream name that is markup, are
 // shown as text; no element is made of them and no script runs. An error

@@ -594,7 +594,8 @@ func chartSVG(c chart) template.HTML {
 		w, h+16, w, h+16, template.HTMLEscapeString(c.Label))
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="#f6f8fa" stroke="#d0d7de"/>`, w, h)
 	if len(c.Points) == 0 {
-		fmt.Fprintf(&b, `<text x="8" y="%.0f" font-size="11" fill="#57606a">no samples yet (taken each minute since the daemon started)</text>`, h/2+4)
+		// Two lines: SVG text does not wrap, and one line ran past the box.
+		fmt.Fprintf(&b, `<text x="8" y="%.0f" font-size="11" fill="#57606a"><tspan x="8">no samples yet: one is taken</tspan><tspan x="8" dy="14">each minute since the daemon started</tspan></text>`, h/2-3)
 		fmt.Fprintf(&b, `<text x="0" y="%.0f" font-size="11" fill="#24292f">%s</text></svg>`, h+13, template.HTMLEscapeString(c.Label))
 		return template.HTML(b.String())
 	}

@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/store"
@@ -230,6 +232,23 @@ func TestAMistypedFlagOrCommandGetsTheNearestOne(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, args)
 		require.Contains(t, r.stderr, "herald: "+want, args)
 	}
+}
+
+// README: "Every command has --help with examples". Each example shows the
+// command itself, so that an example copied from one command's help runs it.
+func TestEveryCommandsHelpHasExamplesOfIt(t *testing.T) {
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			require.NotEmpty(t, sub.Example, "%s --help has no examples", sub.CommandPath())
+			require.Regexp(t, `(^|\s)`+regexp.QuoteMeta(sub.CommandPath())+`(\s|$)`, sub.Example, "%s --help's examples do not show it", sub.CommandPath())
+			n++
+			walk(sub)
+		}
+	}
+	walk(newRoot(&env{getenv: func(string) string { return "" }}))
+	require.Greater(t, n, 30, "the walk found the commands")
 }
 
 // A command line without the flags a command needs names every one missing,

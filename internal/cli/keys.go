@@ -39,7 +39,9 @@ func newKeysList(e *env) command {
 	return command{
 		use:   "list",
 		short: "List every held key by id: algorithm, fingerprint, version, created, rotated (never the key)",
-		db:    readDB,
+		example: `  herald keys list
+  herald keys list --json`,
+		db: readDB,
 		run: func(c *call) error {
 			out, err := operator.Keys(c.ctx(), c.b)
 			if err != nil {

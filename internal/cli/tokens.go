@@ -34,7 +34,9 @@ func newTokensList(e *env) command {
 	return command{
 		use:   "list",
 		short: "List every token, revoked ones too, oldest first (never a secret)",
-		db:    readDB,
+		example: `  herald tokens list
+  herald tokens list --json`,
+		db: readDB,
 		run: func(c *call) error {
 			out, err := operator.Tokens(c.ctx(), c.b)
 			if err != nil {

@@ -34,6 +34,7 @@
 //	{"type":"report.ready","timestamp":"…","content_type":"text/csv","data_base64":"aWQsdG90YWwK"}
 //
 // type is the record's kind; timestamp its appended-at in [TimestampFormat].
-// A JSON payload (journal.IsJSON) is data, trimmed of whitespace; any other
-// is content_type and data_base64, standard padded base64 (RFC 4648 §4).
+// A JSON payload (journal.IsJSON) is data, trimmed of leading and trailing
+// whitespace (the rest as appended); any other is content_type and
+// data_base64, standard padded base64 (RFC 4648 §4).
 package webhook
