@@ -324,8 +324,12 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
+	tok := operator.TokenOf(r.Context())
+	if !tok.Sees(reg.Stream) {
 		return nil, store.NotFound(reg.Stream, reg.ID)
+	}
+	if err := operator.CheckHeldKey(r.Context(), scope(r, d.store), tok, reg); err != nil {
+		return nil, err
 	}
 	st, old, secret, err := operator.Register(r.Context(), d.store, wk.Check, reg)
 	if err != nil {
