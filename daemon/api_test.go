@@ -1025,3 +1025,20 @@ func TestAPIRacingRotationsEachAnswerASecretThatSigns(t *testing.T) {
 	}
 	require.Equal(t, racers, n, "each rotation answered 200")
 }
+
+// TestAPIRefusesAURLThatCanNeverBeDialled: a port outside 1–65535, or a
+// non-ASCII host IDNA refuses, failed every attempt as a down host, held
+// and never parked; such a URL is refused naming url, and nothing stored.
+func TestAPIRefusesAURLThatCanNeverBeDialled(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	for id, raw := range map[string]string{"zero": "http://127.0.0.1:0/hook", "past": "http://127.0.0.1:99999/hook",
+		"v6": "https://[::1]:65536/hook", "rtl": "https://a\u202eb.example/hook"} {
+		b, _ := json.Marshal(map[string]any{"stream": "orders", "id": id, "namespace": "webhook", "url": raw})
+		code, body := post(t, srv, "/v1/registrations", string(b))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Contains(t, errorOf(t, body), "invalid url:", raw)
+		_, err := s.Get(t.Context(), "orders", id)
+		require.ErrorIs(t, err, journal.ErrNotFound, raw)
+	}
+}

@@ -8,10 +8,13 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -310,7 +313,8 @@ const (
 // of order and what a crash repeats.
 const MaxWindow = 64
 
-// ValidateURL checks a destination URL: absolute http(s), a host, no
+// ValidateURL checks a destination URL: absolute http(s), a host (a
+// non-ASCII one as IDNA looks it up), a port from 1 to 65535 if any, no
 // userinfo (credentials go in the redacted config), no fragment, no space or
 // control character, at most MaxURLBytes. Whether the host may be reached is
 // the transport's call. Errors wrap ErrInvalid and never repeat userinfo.
@@ -339,6 +343,18 @@ func ValidateURL(raw string) error {
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return journal.Invalid("url", "has no host")
+	}
+	// Either would be dialled, and fail, at every attempt: held as a down
+	// host, never parked.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return journal.Invalid("url", "has port %s: it must be 1 to 65535", journal.Shown(p))
+		}
+	}
+	if h := u.Hostname(); strings.IndexFunc(h, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+		if _, err := idna.Lookup.ToASCII(h); err != nil {
+			return journal.Invalid("url", "has a host that is no domain name, as IDNA looks names up (%v)", err)
+		}
 	}
 	if u.Fragment != "" || u.RawFragment != "" {
 		return journal.Invalid("url", "has a fragment, which is never sent")
