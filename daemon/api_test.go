@@ -1026,19 +1026,29 @@ func TestAPIRacingRotationsEachAnswerASecretThatSigns(t *testing.T) {
 	require.Equal(t, racers, n, "each rotation answered 200")
 }
 
-// TestAPIRefusesAURLThatCanNeverBeDialled: a port outside 1–65535, or a
-// non-ASCII host IDNA refuses, failed every attempt as a down host, held
-// and never parked; such a URL is refused naming url, and nothing stored.
+// TestAPIRefusesAURLThatCanNeverBeDialled: a port outside 1–65535 (the
+// URL's or its proxy's), or a non-ASCII host IDNA refuses, failed every
+// attempt as a down host, held and never parked; such a URL is refused
+// naming its field, and nothing stored.
 func TestAPIRefusesAURLThatCanNeverBeDialled(t *testing.T) {
 	s := seedtest.SQLite(t)
 	srv := apiServer(t, s, "")
-	for id, raw := range map[string]string{"zero": "http://127.0.0.1:0/hook", "past": "http://127.0.0.1:99999/hook",
-		"v6": "https://[::1]:65536/hook", "rtl": "https://a\u202eb.example/hook"} {
-		b, _ := json.Marshal(map[string]any{"stream": "orders", "id": id, "namespace": "webhook", "url": raw})
+	for id, c := range map[string]struct{ url, proxy, field string }{
+		"zero":  {"http://127.0.0.1:0/hook", "", "invalid url:"},
+		"past":  {"http://127.0.0.1:99999/hook", "", "invalid url:"},
+		"v6":    {"https://[::1]:65536/hook", "", "invalid url:"},
+		"rtl":   {"https://a\u202eb.example/hook", "", "invalid url:"},
+		"proxy": {"https://ok.example/hook", "http://127.0.0.1:99999", "invalid config.proxy:"},
+	} {
+		reg := map[string]any{"stream": "orders", "id": id, "namespace": "webhook", "url": c.url}
+		if c.proxy != "" {
+			reg["config"] = map[string]string{"proxy": c.proxy}
+		}
+		b, _ := json.Marshal(reg)
 		code, body := post(t, srv, "/v1/registrations", string(b))
 		require.Equal(t, http.StatusBadRequest, code, body)
-		require.Contains(t, errorOf(t, body), "invalid url:", raw)
+		require.Contains(t, errorOf(t, body), c.field, id)
 		_, err := s.Get(t.Context(), "orders", id)
-		require.ErrorIs(t, err, journal.ErrNotFound, raw)
+		require.ErrorIs(t, err, journal.ErrNotFound, id)
 	}
 }

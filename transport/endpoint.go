@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -247,6 +248,9 @@ func ParseProxy(field, raw string) (*url.URL, error) {
 		return nil, journal.Invalid(field, "has no host")
 	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 		return nil, journal.Invalid(field, "has a path, query or fragment: give http://[user:password@]host:port")
+	}
+	if n, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || n < 1 || n > 65535) {
+		return nil, journal.Invalid(field, "has port %s: it must be 1 to 65535", journal.Shown(u.Port()))
 	}
 	if u.Port() == "" {
 		u.Host = net.JoinHostPort(u.Hostname(), "80")

@@ -407,6 +407,8 @@ func TestProxyURLIsChecked(t *testing.T) {
 		{"http://:3128", "has no host"},
 		{"http://proxy.example:3128/path", "path, query or fragment"},
 		{"http://u:p%zz@proxy.example", "cannot be parsed"},
+		{"http://proxy.example:0", "has port 0: it must be 1 to 65535"},
+		{"http://proxy.example:99999", "has port 99999"},
 		{"http://" + strings.Repeat("a", 3000) + ":3128", "longer than 2048 bytes (3012)"},
 	} {
 		_, err := transport.ParseProxy("--egress-proxy", c.raw)
