@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -1051,4 +1052,32 @@ func TestAPIRefusesAURLThatCanNeverBeDialled(t *testing.T) {
 		_, err := s.Get(t.Context(), "orders", id)
 		require.ErrorIs(t, err, journal.ErrNotFound, id)
 	}
+}
+
+// TestAPINamesAWronglyTypedFieldAsTheBodyDoes: a field of the shared part of
+// a registration's and a subscription's body, given a value of the wrong
+// JSON type, is named as the client wrote it ("window"), never by the Go
+// type it is decoded into ("endpointRequest.window"), and nothing is stored.
+func TestAPINamesAWronglyTypedFieldAsTheBodyDoes(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	for field, value := range map[string]any{"namespace": 1, "url": 1, "on_4xx": true, "kinds": "order.*", "window": "NaN",
+		"retry_schedule": "5s", "max_attempts": 1.5, "retry_for": 3, "retain_max": 30} {
+		for path, body := range map[string]map[string]any{
+			"/v1/registrations": {"stream": "orders", "id": "typed"},
+			"/v1/subscriptions": {"stream_prefix": "orders/", "id": "typed"},
+		} {
+			maps.Copy(body, map[string]any{"namespace": "webhook", "url": "https://ok.example/hook", field: value})
+			b, _ := json.Marshal(body)
+			code, answer := post(t, srv, path, string(b))
+			require.Equal(t, http.StatusBadRequest, code, answer)
+			require.True(t, strings.HasPrefix(errorOf(t, answer), "invalid "+field+": is a JSON "), "%s %s: %s", path, field, answer)
+		}
+	}
+	regs, err := s.List(t.Context(), store.ListQuery{})
+	require.NoError(t, err)
+	require.Empty(t, regs)
+	subs, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, subs)
 }
