@@ -1081,3 +1081,18 @@ func TestAPINamesAWronglyTypedFieldAsTheBodyDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, subs)
 }
+
+// TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed: a stream_prefix of
+// 200 bytes, under which no stream fits, is refused naming stream_prefix
+// (it named stream, a field the body does not have).
+func TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	b, _ := json.Marshal(map[string]any{"stream_prefix": strings.Repeat("a", 199) + "/", "id": "x", "namespace": "webhook", "url": "https://ok.example/hook"})
+	code, body := post(t, srv, "/v1/subscriptions", string(b))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.True(t, strings.HasPrefix(errorOf(t, body), "invalid stream_prefix: is 200 bytes"), body)
+	subs, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, subs)
+}
