@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -15,8 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/idna"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
@@ -231,8 +234,9 @@ type proxy struct {
 
 // ParseProxy checks raw, an HTTP CONNECT proxy's URL, as field (a flag or
 // config key names it in errors, which never show a password):
-// http://[user:password@]host[:port], the port 80 when left out. An https
-// proxy (TLS to the proxy) is not supported.
+// http://[user:password@]host[:port], the port 80 when left out, a
+// non-ASCII host as IDNA writes it (xn--…). An https proxy (TLS to the
+// proxy) is not supported.
 func ParseProxy(field, raw string) (*url.URL, error) {
 	if len(raw) > store.MaxURLBytes {
 		return nil, journal.Invalid(field, "is longer than %d bytes (%d)", store.MaxURLBytes, len(raw))
@@ -252,9 +256,15 @@ func ParseProxy(field, raw string) (*url.URL, error) {
 	if n, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || n < 1 || n > 65535) {
 		return nil, journal.Invalid(field, "has port %s: it must be 1 to 65535", journal.Shown(u.Port()))
 	}
-	if u.Port() == "" {
-		u.Host = net.JoinHostPort(u.Hostname(), "80")
+	// The proxy's name is dialled as it stands, with no IDNA mapping (the
+	// destination's gets one): a non-ASCII name is looked up as punycode.
+	host := u.Hostname()
+	if strings.IndexFunc(host, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+		if host, err = idna.Lookup.ToASCII(host); err != nil {
+			return nil, journal.Invalid(field, "has a host that is no domain name, as IDNA looks names up (%v)", err)
+		}
 	}
+	u.Host = net.JoinHostPort(host, cmp.Or(u.Port(), "80"))
 	return u, nil
 }
 

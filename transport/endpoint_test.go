@@ -400,6 +400,23 @@ func TestARegistrationsOwnProxyFailingIsTheRegistrationsNotTheHosts(t *testing.T
 	wantNoAnswer(t, deliver(t, newTransport(t, daemons), srv.URL, message(`{}`)))
 }
 
+// A registration's proxy named in Unicode is dialled by the name IDNA
+// maps it to, as a destination's is ("ｌｏｃａｌｈｏｓｔ" is "localhost"):
+// dialled as typed it never resolved, and every delivery through it failed.
+func TestANonASCIIProxyNameIsDialledAsIDNAMapsIt(t *testing.T) {
+	srv := newCounter(t, nil)
+	proxy := newConnectProxy(t, "")
+	_, port, _ := net.SplitHostPort(proxy.ln.Addr().String())
+	tr := newTransport(t, loopbackOptions())
+	out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, transport.Endpoint{Proxy: "http://ｌｏｃａｌｈｏｓｔ:" + port}), message(`{}`), at)
+	if err != nil || !out.OK() {
+		t.Fatalf("Deliver through http://ｌｏｃａｌｈｏｓｔ:%s = %s, %v; want accepted", port, describe(out), err)
+	}
+	if targets, _ := proxy.seen(); len(targets) != 1 || srv.hits.Load() != 1 {
+		t.Errorf("CONNECT targets = %q, receiver hits %d; want one tunnel, one request", targets, srv.hits.Load())
+	}
+}
+
 func TestProxyURLIsChecked(t *testing.T) {
 	for _, c := range []struct{ raw, want string }{
 		{"https://proxy.example:3128", "plain HTTP CONNECT"},
@@ -409,6 +426,7 @@ func TestProxyURLIsChecked(t *testing.T) {
 		{"http://u:p%zz@proxy.example", "cannot be parsed"},
 		{"http://proxy.example:0", "has port 0: it must be 1 to 65535"},
 		{"http://proxy.example:99999", "has port 99999"},
+		{"http://a\u202eb.example:3128", "no domain name"},
 		{"http://" + strings.Repeat("a", 3000) + ":3128", "longer than 2048 bytes (3012)"},
 	} {
 		_, err := transport.ParseProxy("--egress-proxy", c.raw)
