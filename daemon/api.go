@@ -380,15 +380,7 @@ func (d *Daemon) postSubscription(r *http.Request) (any, error) {
 	if err := sub.Validate(); err != nil {
 		return nil, apiFields(err)
 	}
-	s := scope(r, d.store)
-	sub, secret, err := operator.KeepOrMakeSubscriptionSecret(r.Context(), s, sub)
-	if err != nil {
-		return nil, err
-	}
-	if err := wk.Check(sub.Template(sub.Prefix + "x")); err != nil {
-		return nil, apiFields(err)
-	}
-	st, err := s.Subscribe(r.Context(), sub)
+	st, secret, err := operator.Subscribe(r.Context(), scope(r, d.store), wk.Check, sub)
 	if err != nil {
 		return nil, apiFields(err)
 	}

@@ -38,8 +38,8 @@ import (
 	"github.com/heraldpush/herald/transport"
 )
 
-// churning is a store where another process changes a registration
-// between every read and the write that would update it.
+// churning is a store where another process changes a registration or a
+// subscription between every read and the write that would update it.
 type churning struct {
 	*memory.Store
 	n int
@@ -56,6 +56,19 @@ func (c *churning) Update(ctx context.Context, r, was store.Registration) (store
 		return store.Registration{}, err
 	}
 	return c.Store.Update(ctx, r, was)
+}
+
+func (c *churning) Subscribe(ctx context.Context, sub, was store.Subscription) (store.SubscriptionStatus, error) {
+	c.n++
+	now := sub
+	now.URL = fmt.Sprintf("https://moved.example/%d", c.n)
+	if list, err := c.Subscriptions(ctx, sub.Prefix); err == nil && len(list) > 0 {
+		_, err = c.Store.Subscribe(ctx, now, list[0].Subscription)
+		if err != nil {
+			return store.SubscriptionStatus{}, err
+		}
+	}
+	return c.Store.Subscribe(ctx, sub, was)
 }
 
 // documented returns the document's "METHOD /path" routes, each with its
@@ -140,8 +153,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	guarded := httptest.NewServer(gd.APIHandler())
 	defer guarded.Close()
 
-	// A registration another process changes between every read and write,
-	// for a rotation's 409.
+	// A registration and a subscription another process changes between
+	// every read and write, for the 409s.
 	churned := &churning{Store: memory.New()}
 	_, err = churned.Register(t.Context(), push.Registration{Stream: "orders/1", ID: "billing", Namespace: "webhook", URL: "https://billing.example/",
 		Config: push.Config(`{"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`)})
@@ -306,6 +319,10 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	}
 	try(guarded, guarded.Client(), "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201)
 	try(contended, contended.Client(), "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", testToken, "", 409)
+	try(contended, contended.Client(), "POST", "/v1/registrations", json, testToken, reg, 409)
+	_, err = churned.Store.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/9/", ID: "t9", Namespace: "webhook", URL: "https://t9.example/"}, store.Subscription{})
+	require.NoError(t, err)
+	try(contended, contended.Client(), "POST", "/v1/subscriptions", json, testToken, subReq, 409)
 
 	// Every route refuses a request without a token (each from an address
 	// of its own, so that no throttle counts them together), and answers

@@ -43,13 +43,15 @@ type Store interface {
 	// is past the sealed stream's final record).
 	Register(ctx context.Context, r Registration) (Registration, error)
 
-	// Update is Register of an existing registration that applies r only if
-	// its settings are still was's (CheckUpdate), read in the same atomic
-	// step: a compare-and-swap for a read-modify-write (was as Get returned
-	// it, r a changed copy), so that an update made meanwhile, by any
-	// process, is never lost. Errors: as Register's; ErrNotFound; ErrConflict
-	// (naming the registration) when its settings changed since was, and
-	// nothing changed.
+	// Update is Register that applies r only if what is stored is still
+	// what was read, checked in the same atomic step (CheckUpdate): a
+	// compare-and-swap for a read-modify-write, so that a change made
+	// meanwhile, by any process, is never lost. was is the registration as
+	// Get returned it (r a changed copy): its settings must be unchanged;
+	// or the zero Registration, Get having found none: r is created only if
+	// none exists. Errors: as Register's; ErrNotFound (was set, the
+	// registration gone); ErrConflict (naming the registration) when it
+	// changed or was created since the read, and nothing changed.
 	Update(ctx context.Context, r, was Registration) (Registration, error)
 
 	// Unregister deletes a registration, its evidence and its pending

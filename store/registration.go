@@ -123,19 +123,30 @@ func (r Registration) SameSettings(stored Registration) bool {
 // once the store has read the registration r updates: stored (nil: none),
 // its config opened, or the error of opening it (a config that no longer
 // opens counts as changed). It returns nil if stored still holds was's
-// settings (SameSettings); else ErrInvalid (was names another
-// registration), ErrNotFound, or an error wrapping journal.ErrConflict
-// naming the registration.
+// settings (SameSettings), or, was the zero Registration (read as absent),
+// if there is none; else ErrInvalid (was names another registration),
+// ErrNotFound, or an error wrapping journal.ErrConflict naming the
+// registration.
 func CheckUpdate(r, was Registration, stored *Registration, open error) error {
 	switch {
+	case was.Key() == Key{}:
+		if stored != nil {
+			return changed("registration "+Name(r.Stream, r.ID), "was created")
+		}
 	case was.Key() != r.Key():
 		return journal.Invalid("was", "names %s, not the registration updated", Name(was.Stream, was.ID))
 	case stored == nil:
 		return NotFound(r.Stream, r.ID)
 	case open != nil || !was.SameSettings(*stored):
-		return fmt.Errorf("registration %s changed since it was read: read it again: %w", Name(r.Stream, r.ID), journal.ErrConflict)
+		return changed("registration "+Name(r.Stream, r.ID), "changed")
 	}
 	return nil
+}
+
+// changed is the ErrConflict of a compare-and-swap write over what it read
+// of what (CheckUpdate, CheckSubscribe), saying how it changed since.
+func changed(what, how string) error {
+	return fmt.Errorf("%s %s since it was read: read it again: %w", what, how, journal.ErrConflict)
 }
 
 // HostOf returns the host of an absolute http(s) URL as herald counts hosts:

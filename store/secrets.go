@@ -93,24 +93,24 @@ func (s Sealer) OpenSubscriptions(list []SubscriptionStatus, err error) ([]Subsc
 	return list, nil
 }
 
-// SubscriptionChanges reports whether sub, subscribed again, changes how
-// the registrations of the stored subscription of its prefix and id are
-// delivered (Registration.SameDelivery), stored being what a store's
-// Subscriptions lists (configs as stored). A new one changes none; a stored
-// config that no longer opens counts as changed.
-func (s Sealer) SubscriptionChanges(sub Subscription, stored []SubscriptionStatus) bool {
+// SubscribeOver checks Subscribe of sub over was (CheckSubscribe) against
+// stored, what a store's Subscriptions lists of its prefix and id (configs
+// as stored), and reports whether it changes how the registrations of the
+// subscription are delivered (Registration.SameDelivery). A new one changes
+// none; a stored config that no longer opens counts as changed.
+func (s Sealer) SubscribeOver(sub, was Subscription, stored []SubscriptionStatus) (changes bool, err error) {
+	var old *Subscription
+	var open error
 	for _, st := range stored {
-		if st.Prefix != sub.Prefix || st.ID != sub.ID {
-			continue
+		if st.Prefix == sub.Prefix && st.ID == sub.ID {
+			old = &st.Subscription
+			old.Config, open = s.OpenSubscription(old.Prefix, old.ID, old.Config)
 		}
-		old := st.Subscription
-		var err error
-		if old.Config, err = s.OpenSubscription(old.Prefix, old.ID, old.Config); err != nil {
-			return true
-		}
-		return !sub.Template("").SameDelivery(old.Template(""))
 	}
-	return false
+	if err := CheckSubscribe(sub, was, old, open); err != nil {
+		return false, err
+	}
+	return old != nil && (open != nil || !sub.Template("").SameDelivery(old.Template(""))), nil
 }
 
 // OpenRegistration opens r.Config as stored: its own, or, for one a

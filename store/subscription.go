@@ -93,9 +93,15 @@ type Subscriber interface {
 	// Subscribe creates the subscription, materialising it on every
 	// existing stream under its prefix, or updates an existing one's
 	// destination (namespace, URL, config, policy, kinds, window, bound) and
-	// that of every registration it materialised, keeping their cursors.
-	// Errors: ErrInvalid (Subscription.Validate).
-	Subscribe(ctx context.Context, s Subscription) (SubscriptionStatus, error)
+	// that of every registration it materialised, keeping their cursors;
+	// only if what is stored is still what was read, checked in the same
+	// atomic step (CheckSubscribe), as Store.Update: was is the
+	// subscription as Subscriptions listed it (s a changed copy), or the
+	// zero Subscription, none listed: s is created only if none exists.
+	// Errors: ErrInvalid (Subscription.Validate, was naming another);
+	// ErrConflict (naming it) when it changed, was created or was removed
+	// since the read, and nothing changed.
+	Subscribe(ctx context.Context, s, was Subscription) (SubscriptionStatus, error)
 	// Unsubscribe deletes the subscription and every registration it
 	// materialised, with their evidence, and returns how many. Errors:
 	// ErrNotFound.
@@ -103,6 +109,29 @@ type Subscriber interface {
 	// Subscriptions lists the subscriptions, by (prefix, id); only those
 	// of prefix if set.
 	Subscriptions(ctx context.Context, prefix string) ([]SubscriptionStatus, error)
+}
+
+// CheckSubscribe is CheckUpdate for Subscriber.Subscribe of sub over was,
+// once the store has read stored (nil: none), its config opened, or the
+// error of opening it: nil if stored still holds was's settings (its
+// template's, Registration.SameSettings), or, was the zero Subscription, if
+// there is none; else ErrInvalid (was names another subscription) or an
+// error wrapping journal.ErrConflict naming it.
+func CheckSubscribe(sub, was Subscription, stored *Subscription, open error) error {
+	name := "subscription " + SubscriptionName(sub.Prefix, sub.ID)
+	switch {
+	case was.Prefix == "" && was.ID == "":
+		if stored != nil {
+			return changed(name, "was created")
+		}
+	case was.Prefix != sub.Prefix || was.ID != sub.ID:
+		return journal.Invalid("was", "names %s, not the subscription written", SubscriptionName(was.Prefix, was.ID))
+	case stored == nil: // unlike Update's ErrNotFound: a subscribe read again creates it
+		return changed(name, "was removed")
+	case open != nil || !was.Template("").SameSettings(stored.Template("")):
+		return changed(name, "changed")
+	}
+	return nil
 }
 
 // MadeBy refuses Register's update of a registration a subscription made:

@@ -142,7 +142,7 @@ func TestSetRateFromThePageRefusesWhatRegisterRefuses(t *testing.T) {
 	require.True(t, st.Rate.IsZero(), "nothing changed")
 
 	_, err = s.Subscribe(t.Context(), store.Subscription{Prefix: "orders/", ID: "all", Namespace: "webhook", URL: "https://all.example/",
-		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)})
+		Config: push.Config(`{"secrets":["` + seedSecretConfig + `"]}`)}, store.Subscription{})
 	require.NoError(t, err)
 	made := url.Values{"stream": {"orders/1"}, "id": {"all"}}
 	_, body := get(t, c, srv.URL+"/ui/registration?"+made.Encode())

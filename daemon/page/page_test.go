@@ -402,10 +402,10 @@ func TestRegistrationsListSubscriptions(t *testing.T) {
 	s := seeded(t)
 	_, err := s.Append(t.Context(), "tenant/42/a", journal.Entry{ID: "t42-a", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
-	_, err = s.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/42/", ID: "t42", Namespace: "webhook", URL: "https://t42.example/"})
+	_, err = s.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/42/", ID: "t42", Namespace: "webhook", URL: "https://t42.example/"}, store.Subscription{})
 	require.NoError(t, err)
 	_, err = s.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/43/", ID: "t43", Namespace: "webhook", URL: "https://t43.example/",
-		Retry: store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 2 * time.Hour}, For: 72 * time.Hour}})
+		Retry: store.RetryPolicy{Schedule: []time.Duration{5 * time.Second, 2 * time.Hour}, For: 72 * time.Hour}}, store.Subscription{})
 	require.NoError(t, err)
 	srv, c, _ := loggedIn(t, s)
 	resp, body := get(t, c, srv.URL+"/ui/registrations")

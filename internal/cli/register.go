@@ -507,11 +507,7 @@ func retainMaxDefaults() string {
 
 // subscribe is register --stream-prefix: r is the template.
 func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead bool) error {
-	sub, secret, err := operator.KeepOrMakeSubscriptionSecret(c.ctx(), c.b, store.SubscriptionOf(prefix, r, fromHead))
-	if err != nil {
-		return err
-	}
-	st, err := c.b.Subscribe(c.ctx(), sub)
+	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead))
 	if err != nil {
 		return err
 	}

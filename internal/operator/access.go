@@ -214,11 +214,11 @@ type scoped struct {
 // A subscription's prefix spans streams a tenant may not have yet; a
 // scoped token reaches only those within its scope (the routes need an
 // unscoped token: this is the store's own guard).
-func (s scoped) Subscribe(ctx context.Context, sub store.Subscription) (store.SubscriptionStatus, error) {
+func (s scoped) Subscribe(ctx context.Context, sub, was store.Subscription) (store.SubscriptionStatus, error) {
 	if !s.tok.Sees(sub.Prefix) {
 		return store.SubscriptionStatus{}, fmt.Errorf("%w: stream prefix %q is outside this token's scope", ErrForbidden, sub.Prefix)
 	}
-	return s.Backend.Subscribe(ctx, sub)
+	return s.Backend.Subscribe(ctx, sub, was)
 }
 
 func (s scoped) Unsubscribe(ctx context.Context, prefix, id string) (int, error) {

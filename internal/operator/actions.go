@@ -16,16 +16,17 @@ import (
 // which checks the config against its projection; nil: none) judges what is
 // written. A webhook registration without secrets keeps those of the
 // webhook registration it updates, or else gets a new one (MakeSecret),
-// returned to be shown once. An update is written through s.Update over
-// what was read (Update), so that a change made meanwhile, a rotation whose
-// secret was shown, is never undone. Errors are check's and s's;
-// journal.ErrConflict when it changed under every read.
+// returned to be shown once. It is written through s.Update over what was
+// read (Update), so that a change made meanwhile, a rotation whose secret
+// was shown or a create whose secret was, is never undone. Errors are
+// check's and s's; journal.ErrConflict when it changed under every read.
 func Register(ctx context.Context, s store.Store, check func(store.Registration) error, reg store.Registration) (st store.Status, old *store.Status, secret string, err error) {
-	err = retryConflicts(reg.Stream, reg.ID, func() error {
+	err = retryConflicts(registration(reg.Stream, reg.ID), func() error {
 		old, secret = nil, ""
-		was, err := s.Get(ctx, reg.Stream, reg.ID)
+		var was store.Registration // none: a create, refused if another made it meanwhile
+		read, err := s.Get(ctx, reg.Stream, reg.ID)
 		if err == nil {
-			old = &was
+			old, was = &read, read.Registration
 		} else if !errors.Is(err, journal.ErrNotFound) {
 			return err
 		}
@@ -33,17 +34,16 @@ func Register(ctx context.Context, s store.Store, check func(store.Registration)
 			if old == nil {
 				return store.Registration{}, journal.ErrNotFound
 			}
-			return old.Registration, nil
+			return was, nil
 		})
 		if check != nil {
 			if err := check(r); err != nil {
 				return err
 			}
 		}
-		if old == nil {
-			r, err = s.Register(ctx, r)
-		} else {
-			r, err = s.Update(ctx, r, old.Registration)
+		r, err = s.Update(ctx, r, was)
+		if old != nil && errors.Is(err, journal.ErrNotFound) {
+			return fmt.Errorf("%s was unregistered since it was read: %w", registration(reg.Stream, reg.ID), journal.ErrConflict) // read again: a create
 		}
 		if err == nil {
 			secret = made

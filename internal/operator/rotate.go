@@ -2,7 +2,6 @@ package operator
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,22 +89,48 @@ func MakeSecret(reg store.Registration) (store.Registration, string) {
 	return reg, secret
 }
 
-// KeepOrMakeSubscriptionSecret gives a webhook subscription whose config
-// has no secrets those of the subscription it updates, as Register a
-// registration, or else one that every registration of the subscription
-// signs with, returned to be shown once. Errors are s's.
-func KeepOrMakeSubscriptionSecret(ctx context.Context, s store.Subscriber, sub store.Subscription) (store.Subscription, string, error) {
-	reg, secret, err := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
+// Subscribe subscribes sub through s and returns it as stored. check (a
+// Worker's Check of its template; nil: none) judges what is written. A
+// webhook subscription without secrets keeps those of the subscription it
+// updates, as Register a registration's, or else gets one that every
+// registration of it signs with, returned to be shown once. It is written
+// through s.Subscribe over what was read, and read again when that changed
+// meanwhile, as Register does, so that another register of the prefix
+// (its secret shown) is never undone. Errors are check's and s's;
+// journal.ErrConflict when it changed under every read.
+func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registration) error, sub store.Subscription) (st store.SubscriptionStatus, secret string, err error) {
+	err = retryConflicts("subscription "+store.SubscriptionName(sub.Prefix, sub.ID), func() error {
 		list, err := s.Subscriptions(ctx, sub.Prefix)
-		for _, was := range list {
-			if was.ID == sub.ID {
-				return was.Template(sub.Prefix), nil
+		if err != nil {
+			return err
+		}
+		var was store.Subscription // none: a create, refused if another made it meanwhile
+		for _, l := range list {
+			if l.Prefix == sub.Prefix && l.ID == sub.ID {
+				was = l.Subscription
 			}
 		}
-		return store.Registration{}, cmp.Or(err, journal.ErrNotFound)
+		r, made, _ := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
+			if was.ID == "" {
+				return store.Registration{}, journal.ErrNotFound
+			}
+			return was.Template(sub.Prefix), nil
+		})
+		next := sub
+		next.Config = r.Config
+		if check != nil {
+			if err := check(next.Template(next.Prefix + "x")); err != nil {
+				return err
+			}
+		}
+		st, err = s.Subscribe(ctx, next, was)
+		secret = made
+		return err
 	})
-	sub.Config = reg.Config
-	return sub, secret, err
+	if err != nil {
+		return store.SubscriptionStatus{}, "", err
+	}
+	return st, secret, nil
 }
 
 // keepOrMakeSecret is theirs: was reads what reg updates (journal.ErrNotFound:

@@ -22,7 +22,7 @@ const updateTries = 5
 // s's; journal.ErrConflict when it changed under every read.
 func Update(ctx context.Context, s store.Store, stream, id string, change func(st store.Status) (store.Registration, error)) (store.Status, error) {
 	var st store.Status
-	err := retryConflicts(stream, id, func() error {
+	err := retryConflicts(registration(stream, id), func() error {
 		was, err := s.Get(ctx, stream, id)
 		if err != nil {
 			return err
@@ -39,14 +39,18 @@ func Update(ctx context.Context, s store.Store, stream, id string, change func(s
 	return st, err
 }
 
-// retryConflicts runs try, a read and a write of registration stream/id,
-// again while it returns journal.ErrConflict, updateTries times at most.
-func retryConflicts(stream, id string, try func() error) error {
+// retryConflicts runs try, a read and a write of what (a registration or a
+// subscription, named), again while it returns journal.ErrConflict,
+// updateTries times at most.
+func retryConflicts(what string, try func() error) error {
 	for range updateTries {
 		if err := try(); !errors.Is(err, journal.ErrConflict) {
 			return err
 		}
 	}
-	return fmt.Errorf("registration %s changed under each of %d reads: nothing was changed; try again when it has settled: %w",
-		store.Name(stream, id), updateTries, journal.ErrConflict)
+	return fmt.Errorf("%s changed under each of %d reads: nothing was changed; try again when it has settled: %w",
+		what, updateTries, journal.ErrConflict)
 }
+
+// registration names registration stream/id for retryConflicts.
+func registration(stream, id string) string { return "registration " + store.Name(stream, id) }

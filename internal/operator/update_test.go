@@ -153,3 +153,132 @@ func TestARegisterThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
 	require.Equal(t, []string{rotated}, cfg.Secrets, "the rotated secret still signs")
 	require.Equal(t, "https://moved.example/r", st.URL)
 }
+
+// readRaced is a store where another process writes right after the first
+// read (Get or Subscriptions) of a read-modify-write: race runs once.
+type readRaced struct {
+	store.Backend
+	race func()
+}
+
+func (r *readRaced) raced() {
+	if race := r.race; race != nil {
+		r.race = nil
+		race()
+	}
+}
+
+func (r *readRaced) Get(ctx context.Context, stream, id string) (store.Status, error) {
+	defer r.raced()
+	return r.Backend.Get(ctx, stream, id)
+}
+
+func (r *readRaced) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
+	defer r.raced()
+	return r.Backend.Subscriptions(ctx, prefix)
+}
+
+// TestTwoRegistersCreatingAtOnceStoreTheSecretPrinted: a register without
+// secrets that read the registration as absent, raced by another process's
+// create of it between the read and the write, makes nothing over it: it
+// reads again and keeps the secret the other printed, printing none, so
+// that the one secret printed is the one that signs.
+func TestTwoRegistersCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
+	mem := memory.New()
+	reg := store.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: "https://receiver.example/r"}
+	var theirs string
+	s := &readRaced{Backend: mem, race: func() {
+		_, old, secret, err := operator.Register(t.Context(), mem, nil, reg)
+		require.NoError(t, err)
+		require.Nil(t, old, "theirs is the create")
+		theirs = secret
+	}}
+	st, old, ours, err := operator.Register(t.Context(), s, nil, reg)
+	require.NoError(t, err)
+	require.NotEmpty(t, theirs)
+	require.Empty(t, ours, "no second secret printed")
+	require.NotNil(t, old, "an update of the one made meanwhile")
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	require.Equal(t, []string{theirs}, cfg.Secrets, "the secret printed signs")
+}
+
+// webhookSecrets returns the secrets config c signs with.
+func webhookSecrets(t *testing.T, c store.Config) []string {
+	t.Helper()
+	cfg, err := webhook.ParseConfig(c)
+	require.NoError(t, err)
+	return cfg.Secrets
+}
+
+// TestTwoSubscribesCreatingAtOnceStoreTheSecretPrinted: Register's race
+// for a subscription: one that read none, raced by another process's create
+// of it, keeps the secret that one printed, which its registrations sign
+// with, and prints none.
+func TestTwoSubscribesCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
+	mem := memory.New()
+	_, err := mem.Append(t.Context(), "t/1", journal.Entry{ID: "e1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	sub := store.Subscription{Prefix: "t/", ID: "h", Namespace: webhook.Namespace, URL: "https://receiver.example/h"}
+	var theirs string
+	s := &readRaced{Backend: mem, race: func() {
+		_, secret, err := operator.Subscribe(t.Context(), mem, nil, sub)
+		require.NoError(t, err)
+		theirs = secret
+	}}
+	st, ours, err := operator.Subscribe(t.Context(), s, nil, sub)
+	require.NoError(t, err)
+	require.NotEmpty(t, theirs)
+	require.Empty(t, ours, "no second secret printed")
+	require.Equal(t, []string{theirs}, webhookSecrets(t, st.Config), "the secret printed is stored")
+	reg, err := mem.Get(t.Context(), "t/1", "h")
+	require.NoError(t, err)
+	require.Equal(t, []string{theirs}, webhookSecrets(t, reg.Config), "and signs")
+}
+
+// TestASubscribeThatKeepsTheSecretsKeepsARotationMadeMeanwhile: a
+// register of a prefix without secrets, which keeps the subscription's,
+// raced by another process's register of it with a new secret (its
+// rotation) between the read and the write, keeps that new secret rather
+// than the one it first read, and applies its own change.
+func TestASubscribeThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
+	mem := memory.New()
+	sub := store.Subscription{Prefix: "t/", ID: "h", Namespace: webhook.Namespace, URL: "https://receiver.example/h"}
+	_, first, err := operator.Subscribe(t.Context(), mem, nil, sub)
+	require.NoError(t, err)
+	rotated := webhook.NewSecret()
+	s := &readRaced{Backend: mem, race: func() {
+		withSecret := sub
+		withSecret.Config = store.Config(`{"secrets":["` + rotated + `"]}`)
+		_, secret, err := operator.Subscribe(t.Context(), mem, nil, withSecret)
+		require.NoError(t, err)
+		require.Empty(t, secret, "its secret is given, not made")
+	}}
+	moved := sub
+	moved.URL = "https://moved.example/h"
+	st, secret, err := operator.Subscribe(t.Context(), s, nil, moved)
+	require.NoError(t, err)
+	require.Empty(t, secret, "no secret made: the subscription's are kept")
+	require.Equal(t, []string{rotated}, webhookSecrets(t, st.Config), "the rotated secret, not %s, still signs", first)
+	require.Equal(t, "https://moved.example/h", st.URL)
+}
+
+// TestARegisterRacedByAnUnregisterCreatesTheRegistration: a register that
+// read the registration, raced by another process's unregister of it
+// between the read and the write, reads again and creates it (a register
+// never answers "not found").
+func TestARegisterRacedByAnUnregisterCreatesTheRegistration(t *testing.T) {
+	mem := memory.New()
+	reg := store.Registration{Stream: "s", ID: "r", Namespace: webhook.Namespace, URL: "https://receiver.example/r"}
+	_, _, first, err := operator.Register(t.Context(), mem, nil, reg)
+	require.NoError(t, err)
+	s := &readRaced{Backend: mem, race: func() {
+		require.NoError(t, mem.Unregister(t.Context(), reg.Stream, reg.ID))
+	}}
+	st, old, secret, err := operator.Register(t.Context(), s, nil, reg)
+	require.NoError(t, err)
+	require.Nil(t, old, "a create: the one read is gone")
+	require.NotEmpty(t, secret)
+	require.NotEqual(t, first, secret, "a new secret: the old one left with its registration")
+	require.Equal(t, []string{secret}, webhookSecrets(t, st.Config), "the secret printed signs")
+}

@@ -1058,13 +1058,16 @@ func (s *Store) materialiseAt(sub *store.Subscription, stream string, next uint6
 }
 
 // Subscribe implements store.Subscriber.
-func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.SubscriptionStatus, error) {
+func (s *Store) Subscribe(ctx context.Context, sub, was store.Subscription) (store.SubscriptionStatus, error) {
 	if err := sub.Validate(); err != nil {
 		return store.SubscriptionStatus{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := store.Key{Stream: sub.Prefix, ID: sub.ID}
+	if err := store.CheckSubscribe(sub, was, s.subs[k], nil); err != nil {
+		return store.SubscriptionStatus{}, err
+	}
 	sub.Config, sub.Kinds, sub.Window = slices.Clone(sub.Config), slices.Clone(sub.Kinds), max(sub.Window, 1)
 	changed := true
 	if old := s.subs[k]; old != nil {

@@ -255,7 +255,7 @@ func TestProducerAppendToANewStreamMaterialisesSubscriptions(t *testing.T) {
 	ctx := t.Context()
 	p := newProducerDB(t)
 	_, err := p.s.Subscribe(ctx, store.Subscription{Prefix: "tenant/7/", ID: "t7", Namespace: "webhook",
-		URL: "https://t7.example/hooks", Config: store.Config(`{"secret":"s3cr3t"}`)})
+		URL: "https://t7.example/hooks", Config: store.Config(`{"secret":"s3cr3t"}`)}, store.Subscription{})
 	require.NoError(t, err)
 
 	s, err := postgres.Open(ctx, p.url)

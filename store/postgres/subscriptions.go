@@ -8,8 +8,9 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// Subscribe implements store.Subscriber.
-func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.SubscriptionStatus, error) {
+// Subscribe implements store.Subscriber: the subscriptions' lock orders
+// every Subscribe, so that the one it reads stays as read until its write.
+func (s *Store) Subscribe(ctx context.Context, sub, was store.Subscription) (store.SubscriptionStatus, error) {
 	if err := sub.Validate(); err != nil {
 		return store.SubscriptionStatus{}, err
 	}
@@ -30,8 +31,12 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.dbErr(ctx, "subscribe: read", err)
 		}
+		revoke, err := s.sealer.SubscribeOver(sub, was, old)
+		if err != nil {
+			return err
+		}
 		b = &pgx.Batch{}
-		key := pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID, "end": end, "revoke": s.sealer.SubscriptionChanges(sub, old)}
+		key := pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID, "end": end, "revoke": revoke}
 		b.Queue(stmt("upsert_subscription"), pgx.NamedArgs{"prefix": sub.Prefix, "id": sub.ID, "namespace": sub.Namespace, "url": sub.URL,
 			"host": store.HostOf(sub.URL), "config": config, "on_rejected": string(sub.OnRejected), "kinds": kinds,
 			"window": int32(max(sub.Window, 1)), "retain_max_ns": int64(sub.RetainMax), "retry": store.EncodeRetry(sub.Retry), "from_head": sub.FromHead})

@@ -217,12 +217,12 @@ func BenchmarkSubscribeAmongMany(b *testing.B) {
 		return store.Subscription{Prefix: "t/", ID: fmt.Sprintf("s%d", i), Namespace: "webhook", URL: "https://receiver.example/" + fmt.Sprint(i)}
 	}
 	for i := range 100 {
-		if _, err := s.Subscribe(ctx, sub(i)); err != nil {
+		if _, err := s.Subscribe(ctx, sub(i), store.Subscription{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for b.Loop() {
-		st, err := s.Subscribe(ctx, sub(7))
+		st, err := s.Subscribe(ctx, sub(7), sub(7)) // the same again, over itself
 		if err != nil || st.Streams != 20 || st.ID != "s7" {
 			b.Fatal(st, err)
 		}

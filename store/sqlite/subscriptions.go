@@ -14,7 +14,7 @@ import (
 // writer, so no stream falls between the two.
 
 // Subscribe implements store.Subscriber.
-func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.SubscriptionStatus, error) {
+func (s *Store) Subscribe(ctx context.Context, sub, was store.Subscription) (store.SubscriptionStatus, error) {
 	if err := sub.Validate(); err != nil {
 		return store.SubscriptionStatus{}, err
 	}
@@ -28,7 +28,10 @@ func (s *Store) Subscribe(ctx context.Context, sub store.Subscription) (store.Su
 		if err != nil {
 			return err
 		}
-		revoke := s.sealer.SubscriptionChanges(sub, old)
+		revoke, err := s.sealer.SubscribeOver(sub, was, old)
+		if err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, stmt("upsert_subscription"), sub.Prefix, sub.ID, sub.Namespace, sub.URL, store.HostOf(sub.URL),
 			config, string(sub.OnRejected), encodeKinds(sub.Kinds), max(sub.Window, 1), int64(sub.RetainMax), store.EncodeRetry(sub.Retry), sub.FromHead)
 		if err != nil {

@@ -207,7 +207,7 @@ func testResendsGoWithTheirRegistration(t *testing.T, b Backend) {
 	// A subscription's registration, past the head of its stream.
 	appendN(t, b, "t/1", 2)
 	_, err := b.Subscribe(ctx, store.Subscription{Prefix: "t/", ID: "sub", Namespace: "webhook", URL: "https://receiver.example/sub",
-		Config: store.Config(`{"secret":"s3cr3t"}`), FromHead: true})
+		Config: store.Config(`{"secret":"s3cr3t"}`), FromHead: true}, store.Subscription{})
 	require.NoError(t, err)
 	require.NoError(t, errOf(b.Resend(ctx, "t/1", "sub", 2, at(6), "alice")))
 	require.Equal(t, []uint64{2}, resendSeqs(dueResends(t, b, "webhook", "w", at(7), 10)))

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ var subscriptionTests = []test{
 	testSubscriptionFollowsExistingAndFutureStreamsInOrder, testSubscriptionFromHead, testUnsubscribeRemovesEveryRegistration,
 	testSubscriptionRacingNewStreamsMaterialisesEachOnce, testUnsubscribeRacingNewStreamsLeavesNone, testBadSubscriptionChangesNothing, testRegisterCannotChangeWhatASubscriptionMade,
 	testSubscriptionRetryPolicyReachesEveryStream, testSubscribeAnswersTheOneItNames,
+	testASubscribeOverChangedSettingsIsRefused, testASubscribeOverNoneCreatesOnlyWhileNoneExists,
 }
 
 func sub(prefix, id string) store.Subscription {
@@ -23,11 +26,27 @@ func sub(prefix, id string) store.Subscription {
 		Config: store.Config(`{"secret":"s3cr3t"}`)}
 }
 
+// subscribe subscribes s over what is stored of its prefix and id: a create
+// or an update.
 func subscribe(t *testing.T, b Backend, s store.Subscription) store.SubscriptionStatus {
 	t.Helper()
-	st, err := b.Subscribe(t.Context(), s)
+	st, err := b.Subscribe(t.Context(), s, subscription(t, b, s.Prefix, s.ID))
 	require.NoError(t, err)
 	return st
+}
+
+// subscription returns subscription prefix/id as Subscriptions lists it, or
+// the zero Subscription if there is none.
+func subscription(t *testing.T, b Backend, prefix, id string) store.Subscription {
+	t.Helper()
+	list, err := b.Subscriptions(t.Context(), prefix)
+	require.NoError(t, err)
+	for _, st := range list {
+		if st.ID == id {
+			return st.Subscription
+		}
+	}
+	return store.Subscription{}
 }
 
 // subscribed lists the registrations subscription prefix/id materialised,
@@ -171,7 +190,7 @@ func testSubscriptionRacingNewStreamsMaterialisesEachOnce(t *testing.T, b Backen
 			return err
 		})
 		if i == n/2 {
-			g.Go(func() error { _, err := b.Subscribe(t.Context(), sub("race/", "h")); return err })
+			g.Go(func() error { _, err := b.Subscribe(t.Context(), sub("race/", "h"), store.Subscription{}); return err })
 		}
 	}
 	require.NoError(t, g.Wait())
@@ -229,7 +248,7 @@ func testBadSubscriptionChangesNothing(t *testing.T, b Backend) {
 		{sub("tenant/", ""), "registration id"},
 		{store.Subscription{Prefix: "tenant/", ID: "h", Namespace: "webhook", URL: "ftp://x"}, "url"},
 	} {
-		_, err := b.Subscribe(t.Context(), tc.s)
+		_, err := b.Subscribe(t.Context(), tc.s, store.Subscription{})
 		var inv *journal.InvalidError
 		require.ErrorAs(t, err, &inv, "%+v", tc.s)
 		require.Equal(t, tc.field, inv.Field)
@@ -271,4 +290,103 @@ func testSubscribeAnswersTheOneItNames(t *testing.T, b Backend) {
 		require.Equal(t, "https://receiver.example/"+id, get(t, b, "tenant/7/a", id).URL, "a neighbour keeps its own")
 	}
 	require.Equal(t, "https://moved.example/m", get(t, b, "tenant/7/b", "m").URL)
+}
+
+// testASubscribeOverChangedSettingsIsRefused: Subscribe over a
+// subscription whose settings changed since was, any one of them, is
+// refused with ErrConflict naming it, and changes nothing: what changed it
+// stays, in the subscription and its registrations. Over one whose
+// settings are was's it applies, though it follows more streams since.
+func testASubscribeOverChangedSettingsIsRefused(t *testing.T, b Backend) {
+	appendN(t, b, "t/1", 1)
+	cases := map[string]func(s *store.Subscription){
+		"url":         func(s *store.Subscription) { s.URL = "https://other.example/x" },
+		"namespace":   func(s *store.Subscription) { s.Namespace = "cloudevents" },
+		"config":      func(s *store.Subscription) { s.Config = store.Config(`{"secret":"rotated"}`) },
+		"on_rejected": func(s *store.Subscription) { s.OnRejected = store.RejectSkip },
+		"kinds":       func(s *store.Subscription) { s.Kinds = []string{"a.*"} },
+		"window":      func(s *store.Subscription) { s.Window = 4 },
+		"retain_max":  func(s *store.Subscription) { s.RetainMax = 3 * time.Hour },
+		"retry":       func(s *store.Subscription) { s.Retry = store.RetryPolicy{MaxAttempts: 7} },
+	}
+	for name, change := range cases {
+		subscribe(t, b, sub("t/", name))
+		was := subscription(t, b, "t/", name)
+		other := was
+		change(&other)
+		subscribe(t, b, other) // another process's, after the read
+		before, stored := subscription(t, b, "t/", name), get(t, b, "t/1", name)
+
+		mine := was
+		mine.URL = "https://mine.example/" + name
+		_, err := b.Subscribe(t.Context(), mine, was)
+		require.ErrorIs(t, err, journal.ErrConflict, "%s changed since the read", name)
+		require.ErrorContains(t, err, store.SubscriptionName("t/", name), "the error names the subscription")
+		require.Equal(t, before, subscription(t, b, "t/", name), "%s: a refused subscribe changes nothing", name)
+		require.Equal(t, stored, get(t, b, "t/1", name), "%s: nor its registrations", name)
+	}
+
+	was := subscription(t, b, "t/", "url")
+	appendN(t, b, "t/2", 1)
+	heraldEvents(t, b)
+	mine := was
+	mine.URL = "https://mine.example/url"
+	st, err := b.Subscribe(t.Context(), mine, was)
+	require.NoError(t, err, "the streams it follows are no setting")
+	require.Equal(t, 2, st.Streams)
+	require.Equal(t, "https://mine.example/url", get(t, b, "t/2", "url").URL)
+}
+
+// testASubscribeOverNoneCreatesOnlyWhileNoneExists: Subscribe over the
+// zero Subscription (none listed) creates it; over one that exists by then
+// it is ErrConflict naming it and changes nothing. Of many such creates at
+// once exactly one applies, and what it wrote is stored. Over one removed
+// since it was read it is ErrConflict too, and creates nothing; was naming
+// another subscription is ErrInvalid.
+func testASubscribeOverNoneCreatesOnlyWhileNoneExists(t *testing.T, b Backend) {
+	appendN(t, b, "t/1", 1)
+	st, err := b.Subscribe(t.Context(), sub("t/", "h"), store.Subscription{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Streams)
+	late := sub("t/", "h")
+	late.Config = store.Config(`{"secret":"late"}`)
+	_, err = b.Subscribe(t.Context(), late, store.Subscription{})
+	require.ErrorIs(t, err, journal.ErrConflict, "created since it was read as absent")
+	require.ErrorContains(t, err, store.SubscriptionName("t/", "h"))
+	require.Equal(t, `{"secret":"s3cr3t"}`, string(subscription(t, b, "t/", "h").Config), "a refused create changes nothing")
+	require.Equal(t, `{"secret":"s3cr3t"}`, string(get(t, b, "t/1", "h").Config))
+
+	const n = 8
+	var won atomic.Int32
+	config := make(chan string, n)
+	race(t, n, func(w int) error {
+		s := sub("t/", "race")
+		s.Config = store.Config(fmt.Sprintf(`{"secret":"w%d"}`, w))
+		_, err := b.Subscribe(t.Context(), s, store.Subscription{})
+		if errors.Is(err, journal.ErrConflict) {
+			return nil
+		}
+		if err == nil {
+			won.Add(1)
+			config <- string(s.Config)
+		}
+		return err
+	})
+	require.Equal(t, int32(1), won.Load(), "one create of %d applies", n)
+	winner := <-config
+	require.Equal(t, winner, string(subscription(t, b, "t/", "race").Config), "and what it wrote is stored")
+	require.Equal(t, winner, string(get(t, b, "t/1", "race").Config), "and read by its registrations")
+
+	was := subscription(t, b, "t/", "h")
+	_, err = b.Unsubscribe(t.Context(), "t/", "h")
+	require.NoError(t, err)
+	_, err = b.Subscribe(t.Context(), was, was)
+	require.ErrorIs(t, err, journal.ErrConflict, "removed since the read")
+	require.Equal(t, store.Subscription{}, subscription(t, b, "t/", "h"), "it creates nothing")
+
+	other := subscription(t, b, "t/", "race")
+	_, err = b.Subscribe(t.Context(), sub("t/", "h"), other)
+	require.ErrorIs(t, err, journal.ErrInvalid, "was names another subscription")
+	require.ErrorContains(t, err, "was")
+	require.Equal(t, store.Subscription{}, subscription(t, b, "t/", "h"))
 }

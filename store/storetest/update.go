@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 var updateTests = []test{
 	testAnUpdateOverUnchangedSettingsApplies, testAnUpdateOverChangedSettingsIsRefused, testAnUpdateNeedsTheRegistrationItRead,
+	testAnUpdateOverNoneCreatesOnlyWhileNoneExists,
 }
 
 // testAnUpdateOverUnchangedSettingsApplies: Update applies over a
@@ -76,9 +80,9 @@ func testAnUpdateOverChangedSettingsIsRefused(t *testing.T, b Backend) {
 	}
 }
 
-// testAnUpdateNeedsTheRegistrationItRead: Update never creates: over a
-// registration gone since the read it is ErrNotFound and stores nothing;
-// was naming another registration, or r invalid, is ErrInvalid.
+// testAnUpdateNeedsTheRegistrationItRead: Update over a registration read
+// never creates: over one gone since the read it is ErrNotFound and stores
+// nothing; was naming another registration, or r invalid, is ErrInvalid.
 func testAnUpdateNeedsTheRegistrationItRead(t *testing.T, b Backend) {
 	streamWithReg(t, b, 1)
 	was := get(t, b, "s", "r").Registration
@@ -98,4 +102,42 @@ func testAnUpdateNeedsTheRegistrationItRead(t *testing.T, b Backend) {
 	_, err = b.Update(t.Context(), bad, was)
 	require.ErrorIs(t, err, journal.ErrInvalid)
 	require.Equal(t, was.URL, get(t, b, "s", "r").URL, "a refused update changes nothing")
+}
+
+// testAnUpdateOverNoneCreatesOnlyWhileNoneExists: Update over the zero
+// Registration (Get found none) creates r as Register does; over one that
+// exists by then it is ErrConflict naming it and changes nothing. Of many
+// such creates at once exactly one applies, and what it wrote is stored.
+func testAnUpdateOverNoneCreatesOnlyWhileNoneExists(t *testing.T, b Backend) {
+	appendN(t, b, "s", 3)
+	got, err := b.Update(t.Context(), reg("s", "r", "webhook"), store.Registration{})
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), got.NextSeq, "created at the oldest record, as Register does")
+	require.Equal(t, got, get(t, b, "s", "r").Registration)
+
+	late := reg("s", "r", "webhook")
+	late.Config = store.Config(`{"secret":"late"}`)
+	_, err = b.Update(t.Context(), late, store.Registration{})
+	require.ErrorIs(t, err, journal.ErrConflict, "created since it was read as absent")
+	require.ErrorContains(t, err, store.Name("s", "r"), "the error names the registration")
+	require.Equal(t, `{"secret":"s3cr3t"}`, string(get(t, b, "s", "r").Config), "a refused create changes nothing")
+
+	const n = 8
+	var won atomic.Int32
+	secret := make(chan string, n)
+	race(t, n, func(w int) error {
+		r := reg("s", "race", "webhook")
+		r.Config = store.Config(fmt.Sprintf(`{"secret":"w%d"}`, w))
+		_, err := b.Update(t.Context(), r, store.Registration{})
+		if errors.Is(err, journal.ErrConflict) {
+			return nil
+		}
+		if err == nil {
+			won.Add(1)
+			secret <- string(r.Config)
+		}
+		return err
+	})
+	require.Equal(t, int32(1), won.Load(), "one create of %d applies", n)
+	require.Equal(t, <-secret, string(get(t, b, "s", "race").Config), "and what it wrote is stored")
 }
