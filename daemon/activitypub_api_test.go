@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/operator"
+	"github.com/heraldpush/herald/internal/seedtest"
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
@@ -49,4 +51,35 @@ func TestAPIRegistersAnActivityPubSchemeAndShowsIt(t *testing.T) {
 	code, answer := post(t, srv, "/v1/registrations", body("bad", "rsa-sha256"))
 	require.Equal(t, http.StatusBadRequest, code, answer)
 	require.Contains(t, errorOf(t, answer), "config.signature_scheme")
+}
+
+// TestAPIRefusesAnRSAKeyPastMaxKeyBits: a registration's own private_key,
+// or a key held once, of more than 8192 bits is refused naming its field,
+// nothing stored: each of its signatures would cost a quarter of a second of
+// CPU or more, taken from every other registration's deliveries.
+func TestAPIRefusesAnRSAKeyPastMaxKeyBits(t *testing.T) {
+	big, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "rsa-8200-test-key.pem"))
+	require.NoError(t, err)
+	s := seedtest.SQLite(t)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	const keyID = "https://example.com/users/alice#main-key"
+	b, _ := json.Marshal(map[string]any{"stream": "actor/alice", "id": "big", "namespace": "activitypub", "url": "https://remote.example/inbox",
+		"config": map[string]string{"key_id": keyID, "private_key": string(big)}})
+	code, body := post(t, srv, "/v1/registrations", string(b))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, errorOf(t, body), "invalid config.private_key: is a 8200-bit RSA key: 2048 to 8192 bits")
+	_, err = s.Get(t.Context(), "actor/alice", "big")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+
+	b, _ = json.Marshal(map[string]string{"key_id": keyID, "private_key": string(big)})
+	code, body = post(t, srv, "/v1/keys", string(b))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, errorOf(t, body), "invalid private_key: is a 8200-bit RSA key")
+	keys, err := s.ActorKeys(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, keys)
 }

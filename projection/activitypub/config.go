@@ -24,6 +24,12 @@ import (
 // generate 2048-bit keys, and a smaller one is weak or the wrong file.
 const MinKeyBits = 2048
 
+// MaxKeyBits is the largest: an RSA signature's cost grows with the cube of
+// the key's size (2048 bits: 2 ms of CPU; 8192: 0.17 s; 16384: over 1 s),
+// and a registration's key would take that from every other's deliveries.
+// crypto/tls bounds a peer's key at 8192 bits for the same reason.
+const MaxKeyBits = 8192
+
 // Signature schemes (package doc, "Signatures"), the values of
 // Config.SignatureScheme.
 const (
@@ -40,8 +46,8 @@ const (
 // signature's key id, the absolute http(s) URI of the sending actor's public
 // key ("https://example.com/users/alice#main-key"). private_key is the
 // actor's key, PEM, not encrypted (left out, key_id names a key held once
-// in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8, at least
-// MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme,
+// in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8,
+// MinKeyBits to MaxKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme,
 // "rfc9421" or "cavage" (RSA only), or is left out (package doc, "Signatures").
 //
 // proof_key_id, when set, adds a FEP-8b32 Object Integrity Proof to every
@@ -271,8 +277,8 @@ func parsePrivateKey(pemText string) (crypto.Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("is a %s key: HTTP signatures need an RSA or Ed25519 key", keyKind(key))
 	}
-	if bits := rsaKey.N.BitLen(); bits < MinKeyBits {
-		return nil, fmt.Errorf("is a %d-bit RSA key: at least %d bits are required", bits, MinKeyBits)
+	if bits := rsaKey.N.BitLen(); bits < MinKeyBits || bits > MaxKeyBits {
+		return nil, fmt.Errorf("is a %d-bit RSA key: %d to %d bits are required", bits, MinKeyBits, MaxKeyBits)
 	}
 	return rsaKey, nil
 }
