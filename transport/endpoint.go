@@ -2,6 +2,7 @@ package transport
 
 import (
 	"cmp"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -52,6 +53,13 @@ const (
 	MaxHeaderNameBytes  = 256  // well past any header a receiver defines
 	MaxHeaderValueBytes = 4096 // receivers commonly refuse header lines above 8 KiB
 )
+
+// MaxRSAKeyBits bounds an RSA key herald signs with (a client
+// certificate's; activitypub's keys): a signature's cost grows with the
+// cube of the key's size (2048 bits: 2 ms of CPU; 8192: 0.17 s; 16384: over
+// 1 s), and a registration's key would take that from every other's
+// deliveries. crypto/tls bounds a peer's key at 8192 bits for that reason.
+const MaxRSAKeyBits = 8192
 
 // ReservedHeaders are refused in Endpoint.Headers whatever the projection:
 // hop-by-hop headers (RFC 9110 §7.6.1), what the transport sets (Host,
@@ -183,6 +191,9 @@ func (e Endpoint) certificate() (*tls.Certificate, error) {
 			field = "config.client_cert"
 		}
 		return nil, journal.Invalid(field, "%s", strings.TrimPrefix(err.Error(), "tls: "))
+	}
+	if k, ok := cert.PrivateKey.(*rsa.PrivateKey); ok && k.N.BitLen() > MaxRSAKeyBits {
+		return nil, journal.Invalid("config.client_key", "is a %d-bit RSA key: at most %d bits", k.N.BitLen(), MaxRSAKeyBits)
 	}
 	if cert.Leaf == nil {
 		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {

@@ -3,16 +3,24 @@ package transport_test
 import (
 	"bufio"
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -436,5 +444,31 @@ func TestProxyURLIsChecked(t *testing.T) {
 	}
 	if _, err := transport.New(transport.Options{Proxy: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "Options.Proxy") {
 		t.Errorf("New with a bad Proxy = %v; want an error naming Options.Proxy", err)
+	}
+}
+
+// A client certificate whose RSA key is past MaxRSAKeyBits is refused,
+// naming config.client_key: each handshake would sign with it, a quarter of
+// a second of CPU or more taken from every other registration.
+func TestAClientKeyPastMaxRSAKeyBitsIsRefused(t *testing.T) {
+	keyPEM, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "rsa-8200-test-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(keyPEM)
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "big"},
+		NotBefore: at.Add(-time.Hour), NotAfter: at.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.(*rsa.PrivateKey).Public(), key.(crypto.Signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := transport.Endpoint{ClientCert: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), ClientKey: string(keyPEM)}
+	err = e.Check()
+	if inv, ok := errors.AsType[*journal.InvalidError](err); !ok || inv.Field != "config.client_key" || !strings.Contains(err.Error(), "8200-bit RSA key: at most 8192") {
+		t.Fatalf("Check of a client certificate with an 8200-bit key = %v; want config.client_key refused", err)
 	}
 }

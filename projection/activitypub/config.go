@@ -24,11 +24,9 @@ import (
 // generate 2048-bit keys, and a smaller one is weak or the wrong file.
 const MinKeyBits = 2048
 
-// MaxKeyBits is the largest: an RSA signature's cost grows with the cube of
-// the key's size (2048 bits: 2 ms of CPU; 8192: 0.17 s; 16384: over 1 s),
-// and a registration's key would take that from every other's deliveries.
-// crypto/tls bounds a peer's key at 8192 bits for the same reason.
-const MaxKeyBits = 8192
+// MaxKeyBits is the largest, as a client certificate's key's
+// (transport.MaxRSAKeyBits says why).
+const MaxKeyBits = transport.MaxRSAKeyBits
 
 // Signature schemes (package doc, "Signatures"), the values of
 // Config.SignatureScheme.
