@@ -231,6 +231,12 @@ var namespacePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
 // MaxURLBytes bounds a registration's URL.
 const MaxURLBytes = 2048
 
+// MaxConfigBytes bounds a registration's config: a turn holds it while it
+// runs, beside its page of payloads (run's --page-bytes, 1 MiB by default),
+// so that 256 turns hold at most 256 MiB of configs. The largest real one,
+// an activitypub shared inbox's actors, is some 20,000 URIs at this size.
+const MaxConfigBytes = 1 << 20
+
 // ValidateNamespace checks a namespace: a lowercase letter, then up to 63
 // lowercase letters, digits, '.', '_' or '-'. Errors wrap ErrInvalid.
 func ValidateNamespace(ns string) error {
@@ -254,6 +260,9 @@ func (r Registration) Validate() error {
 	}
 	if err := ValidateURL(r.URL); err != nil {
 		return err
+	}
+	if len(r.Config) > MaxConfigBytes {
+		return journal.Invalid("config", "is %d bytes, more than %d", len(r.Config), MaxConfigBytes)
 	}
 	if len(r.Config) > 0 {
 		var obj map[string]json.RawMessage
