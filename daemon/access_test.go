@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -401,4 +402,30 @@ func TestScopedTokenCannotSignWithAKeyHeldForAnother(t *testing.T) {
 	st, err := s.Get(t.Context(), ours, "given")
 	require.NoError(t, err)
 	require.Equal(t, "https://moved.example/inbox", st.URL)
+}
+
+// TestTokenScopeCoveringHeraldsOwnStreamsUnsaidIsRefused: a scope that is a
+// prefix of "herald/" ("h", "herald") covers herald/events, every tenant's
+// operational events, which its token could read and register a receiver
+// for; it is refused naming the scope, no token made, where "herald/" (said)
+// and "h/" are taken.
+func TestTokenScopeCoveringHeraldsOwnStreamsUnsaidIsRefused(t *testing.T) {
+	s := seedtest.SQLite(t)
+	admin, _ := tenantServers(t, s)
+	create := func(scope ...string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"name": "tenant", "role": "reader", "scope": scope})
+		return call(t, admin, http.MethodPost, "/v1/tokens", "application/json", testToken, string(b))
+	}
+	for _, scope := range []string{"h", "her", "herald"} {
+		code, body := create("tenant/42/", scope)
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.True(t, strings.HasPrefix(errorOf(t, body), "invalid scope[1]: "+strconv.Quote(scope)+" covers herald's own streams"), body)
+	}
+	tokens, err := s.Tokens(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, tokens, "nothing was made")
+	for _, scope := range []string{"herald/", "h/"} {
+		code, body := create(scope)
+		require.Equal(t, http.StatusCreated, code, body)
+	}
 }
