@@ -1096,3 +1096,31 @@ func TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, subs)
 }
+
+// TestAPIUpdateSaysItsFromSeqIsNotTaken: from_seq on an update (one that
+// would be refused on a create included) left the cursor where it was and
+// answered 200 with nothing said, where herald register says so; the answer
+// warns, and the cursor stays.
+func TestAPIUpdateSaysItsFromSeqIsNotTaken(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	code, body := post(t, srv, "/v1/records", `{"stream": "orders", "records": [{"id": "a", "kind": "k", "payload": {}}, {"id": "b", "kind": "k", "payload": {}}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	reg := func(extra string) (int, operator.RegisteredView) {
+		code, body := post(t, srv, "/v1/registrations", `{"stream": "orders", "id": "r", "namespace": "webhook", "url": "https://ok.example/h"`+extra+`}`)
+		var v operator.RegisteredView
+		require.NoError(t, json.Unmarshal([]byte(body), &v), body)
+		return code, v
+	}
+	code, v := reg(`, "from_seq": 2`)
+	require.Equal(t, http.StatusCreated, code)
+	require.Empty(t, v.Warnings)
+	for _, from := range []string{"1", "999"} {
+		code, v = reg(`, "from_seq": ` + from)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, uint64(2), v.NextSeq, "the cursor stays")
+		require.Contains(t, v.Warnings, "from_seq "+from+" applies to a new registration only: the cursor stays at 2 (POST /v1/registration/skip or rewind on the admin address moves it)")
+	}
+	_, v = reg(`, "from_seq": 2`)
+	require.Empty(t, v.Warnings, "the cursor it names: nothing to say")
+}
