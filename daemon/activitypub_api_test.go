@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +110,37 @@ func TestAPIRefusesAConfigPastMaxConfigBytes(t *testing.T) {
 	require.Regexp(t, `^invalid config: is \d+ bytes, more than 1048576$`, errorOf(t, body))
 	_, err = s.Get(t.Context(), "actor/alice", "wide")
 	require.ErrorIs(t, err, journal.ErrNotFound)
+}
+
+// TestAPIRefusesAKeyIDAHeaderCannotCarry: a key_id with a character an RFC
+// 8941 string or draft-cavage's quoted keyId cannot carry (non-ASCII, a
+// space, '"') was taken, and every signature of every delivery then failed
+// ("rfc9421: signature parameters: invalid string format"); it is refused
+// naming key_id, as a registration's and as a held key's, nothing stored.
+func TestAPIRefusesAKeyIDAHeaderCannotCarry(t *testing.T) {
+	pemText, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "alice-test-key.pem"))
+	require.NoError(t, err)
+	s := seedtest.SQLite(t)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	for _, keyID := range []string{"https://example.com/users/é#main-key", "https://example.com/users/a b#main-key", `https://example.com/users/a"b#main-key`} {
+		b, _ := json.Marshal(map[string]any{"stream": "actor/alice", "id": "r", "namespace": "activitypub", "url": "https://remote.example/inbox",
+			"config": map[string]string{"key_id": keyID, "private_key": string(pemText)}})
+		code, body := post(t, srv, "/v1/registrations", string(b))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.True(t, strings.HasPrefix(errorOf(t, body), "invalid config.key_id: has U+"), body)
+
+		b, _ = json.Marshal(map[string]string{"key_id": keyID, "private_key": string(pemText)})
+		code, body = post(t, srv, "/v1/keys", string(b))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.True(t, strings.HasPrefix(errorOf(t, body), "invalid key_id: has U+"), body)
+	}
+	_, err = s.Get(t.Context(), "actor/alice", "r")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	keys, err := s.ActorKeys(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, keys)
 }

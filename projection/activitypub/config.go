@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
@@ -133,7 +134,7 @@ type settings struct {
 }
 
 func (c Config) settings() (*settings, error) {
-	errs := []error{checkURI("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
+	errs := []error{checkKeyID("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
 	var key crypto.Signer
 	if c.PrivateKey != "" { // else a held key, by key_id (Projection.ValidateConfig)
 		var err error
@@ -204,6 +205,20 @@ func checkURI(field, s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return journal.Invalid("config."+field, "%q is not an absolute http or https URI", s)
+	}
+	return nil
+}
+
+// checkKeyID is checkURI of a signature's key id, which a header carries
+// quoted (RFC 9421's keyid is an RFC 8941 string; draft-cavage's keyId
+// has no escapes): visible ASCII but '"' and '\'. Non-ASCII was taken,
+// and every signature then failed.
+func checkKeyID(field, s string) error {
+	if err := checkURI(field, s); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '"' || r == '\\' }); i >= 0 {
+		return journal.Invalid("config."+field, "has %U at byte %d: a key id is sent in a header, as visible ASCII without '\"' or '\\' (percent-encode the rest)", []rune(s[i:])[0], i)
 	}
 	return nil
 }
